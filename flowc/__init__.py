@@ -1,0 +1,54 @@
+"""flowc: compile, check, draw, test and run `.flow` workflow graphs for AG2.
+
+>>> import flowc
+>>> compiled = flowc.compile_flow('''
+... speaker user: human
+... speaker bot
+... when from user then bot
+... ''')
+>>> compiled.graph_dict["transitions"][0]["then"]
+{'name': 'agent', 'args': {'agent_id': 'bot'}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.pipeline import compile_source
+from flowc.diagnostics import Diagnostic, FlowError, has_errors
+
+from flowc.dsl.nodes import Flow
+from flowc.dsl.parser import parse
+from flowc.source import SourceFile
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompiledFlow",
+    "Diagnostic",
+    "Flow",
+    "FlowError",
+    "__version__",
+    "compile_flow",
+
+    "parse",
+]
+
+
+def compile_flow(
+    text: str, *, filename: str = "<input>", bindings: Mapping[str, str] | None = None
+) -> CompiledFlow:
+    """Compile `.flow` text; raise :class:`FlowError` carrying the diagnostics on errors.
+
+    ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``).
+
+    >>> c = compile_flow("speaker a\\nspeaker b\\nsequence a -> b", bindings={"b": "agent-7"})
+    >>> c.graph_dict["transitions"][0]["then"]["args"]
+    {'agent_id': 'agent-7'}
+    """
+    source = SourceFile(filename, text)
+    compiled, diags = compile_source(source, bindings)
+    if compiled is None or has_errors(diags):
+        raise FlowError(diags, {filename: source})
+    return compiled

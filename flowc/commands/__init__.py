@@ -1,0 +1,4 @@
+"""Subcommands beyond `compile`, one module each; importing a module registers it
+into :data:`flowc.cli.COMMANDS` and :data:`flowc.cli.EXTRA_PARSERS`."""
+
+

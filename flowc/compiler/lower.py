@@ -1,0 +1,669 @@
+"""AST -> model: the compiler proper, with the name and shape checks (E101-E110).
+
+``lower`` never raises on user input; it returns the compiled flow (``None`` when an
+error stopped it) and the diagnostics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.serde import canonical_json, describe, unstructure_graph, unstructure_knobs
+from flowc.diagnostics import (
+    E101,
+    E102,
+    E103,
+    E104,
+    E105,
+    E106,
+    E107,
+    E109,
+    E110,
+    Code,
+    Diagnostic,
+    has_errors,
+)
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name
+from flowc.source import Span
+
+#: names AG2's registry (and flowc's composites) already own
+RESERVED_CONDITIONS = frozenset(
+    cls.NAME for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)
+)
+RESERVED_TARGETS = frozenset(cls.NAME for cls in m.BUILTIN_TARGETS)
+
+PARAM_TYPES = ("string", "int", "float", "number", "bool", "list", "object", "any", "speaker")
+
+
+# ── what compilation produces ────────────────────────────────────────────────
+
+
+@attrs.frozen
+class ToolEffectInfo:
+    """One alternative of a declared tool: what one call does."""
+
+    sets: tuple[tuple[str, Any], ...] = ()
+    clears: tuple[str, ...] = ()
+    handoff: str | None = None
+    finish: str | None = None  # the reason, when the tool finishes the run
+
+
+@attrs.frozen
+class ToolInfo:
+    """A tool declared on a speaker; ``alternatives`` empty for a plain tool."""
+
+    speaker: str
+    name: str
+    alternatives: tuple[ToolEffectInfo, ...]
+    span: Span
+
+
+@attrs.frozen
+class ParamInfo:
+    name: str
+    type: str
+    default: Any
+    has_default: bool
+
+
+@attrs.frozen
+class CustomDecl:
+    """A declared custom condition or target."""
+
+    kind: str  # "condition" or "target"
+    name: str
+    params: tuple[ParamInfo, ...]
+    #: for targets: the speakers (and ``None`` for terminate) it may resolve to;
+    #: ``None`` when the declaration has no ``->`` list (anything goes)
+    results: tuple[str | None, ...] | None
+    span: Span
+
+
+@attrs.frozen
+class RuleInfo:
+    """Where compiled transition ``index`` came from."""
+
+    index: int
+    rule: n.Rule | None  # None for rules implied by sequence / round_robin
+    statement: n.Statement
+    span: Span
+
+
+@attrs.frozen
+class CompiledFlow:
+    """A compiled flow: the graph, the knobs and everything the tools need.
+
+    ``graph_dict`` / ``knobs`` are exactly what AG2 loads.
+    """
+
+    name: str | None
+    description: str | None
+    graph: m.TransitionGraph
+    context_vars: dict[str, Any]
+    speakers: tuple[str, ...]
+    humans: frozenset[str]
+    start: str
+    initiator: str
+    tools: tuple[ToolInfo, ...]
+    customs: tuple[CustomDecl, ...]
+    rules: tuple[RuleInfo, ...]
+    default_span: Span | None  # the written `otherwise`, if any
+    default_implied: bool  # the default comes from sequence / round_robin
+    bindings: Mapping[str, str]
+    scenarios: tuple[n.Scenario, ...]
+    flow: n.Flow
+
+    @property
+    def graph_dict(self) -> dict[str, Any]:
+        return unstructure_graph(self.graph)
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        return unstructure_knobs(m.Knobs(self.graph, dict(self.context_vars)))
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t.name for t in self.tools))
+
+    @property
+    def custom_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.customs)
+
+    def tools_of(self, speaker: str) -> tuple[ToolInfo, ...]:
+        return tuple(t for t in self.tools if t.speaker == speaker)
+
+    def agent_id(self, speaker: str) -> str:
+        return self.bindings.get(speaker, speaker)
+
+    def to_json(self, *, graph_only: bool = False) -> str:
+        return canonical_json(self.graph_dict if graph_only else self.knobs)
+
+
+# ── the pass ──────────────────────────────────────────────────────────────────
+
+
+class _Lowering:
+    def __init__(self, flow: n.Flow, filename: str, bindings: Mapping[str, str]):
+        self.flow = flow
+        self.filename = filename
+        self.bindings = dict(bindings)
+        self.diags: list[Diagnostic] = []
+        self.speakers: dict[str, n.SpeakerDecl] = {}
+        self.customs: dict[str, CustomDecl] = {}
+
+    def error(self, code: Code, message: str, span: Span, help: str | None = None) -> None:
+        self.diags.append(Diagnostic(code, message, self.filename, span, help=help))
+
+    def bind(self, name: str) -> str:
+        return self.bindings.get(name, name)
+
+    # declarations ---------------------------------------------------------
+
+    def collect(self) -> None:
+        once: dict[type[Any], n.Statement] = {}
+        labels = {
+            n.FlowDecl: "flow",
+            n.StartDecl: "start",
+            n.InitiatorDecl: "initiator",
+            n.MaxTurnsDecl: "max_turns",
+            n.Otherwise: "otherwise",
+        }
+        for st in self.flow.statements:
+            kind = type(st)
+            if kind in labels:
+                if kind in once:
+                    first = once[kind].span
+                    self.error(
+                        E109,
+                        f"`{labels[kind]}` appears twice (first at line {first.line})",
+                        st.span,
+                        help=f"keep one `{labels[kind]}` statement",
+                    )
+                else:
+                    once[kind] = st
+        for sp in self.flow.speakers():
+            name = sp.name.value
+            if name in self.speakers:
+                first = self.speakers[name].span
+                self.error(
+                    E102,
+                    f"speaker `{name}` is declared twice (first at line {first.line})",
+                    sp.name.span,
+                    help="remove one declaration or rename it",
+                )
+                continue
+            self.speakers[name] = sp
+            seen_tools: dict[str, n.ToolDecl] = {}
+            for tool in sp.tools:
+                if tool.name.value in seen_tools:
+                    self.error(
+                        E102,
+                        f"tool `{tool.name.value}` is declared twice on `{name}`",
+                        tool.name.span,
+                        help="merge the effects into one declaration with `|` or `,`",
+                    )
+                seen_tools[tool.name.value] = tool
+        for st in self.flow.statements:
+            if isinstance(st, n.ConditionDecl | n.TargetDecl):
+                self.declare_custom(st)
+
+    def declare_custom(self, st: n.ConditionDecl | n.TargetDecl) -> None:
+        kind = "condition" if isinstance(st, n.ConditionDecl) else "target"
+        name = st.name.value
+        reserved = RESERVED_CONDITIONS if kind == "condition" else RESERVED_TARGETS
+        if name in reserved:
+            self.error(
+                E102,
+                f"`{name}` is already a built-in {kind}",
+                st.name.span,
+                help=f"give the custom {kind} another name",
+            )
+            return
+        if name in self.customs:
+            first = self.customs[name]
+            self.error(
+                E102,
+                f"`{name}` is declared twice (first as a {first.kind} at line {first.span.line})",
+                st.name.span,
+                help="custom conditions and targets share one namespace; rename one",
+            )
+            return
+        params: list[ParamInfo] = []
+        seen: set[str] = set()
+        for p in st.params:
+            if p.name.value in seen:
+                self.error(E102, f"parameter `{p.name.value}` is declared twice", p.name.span)
+                continue
+            seen.add(p.name.value)
+            if not _known_type(p.type):
+                self.error(
+                    E104,
+                    f"unknown parameter type `{p.type}`",
+                    p.type.span,
+                    help="use one of " + ", ".join(f"`{t}`" for t in PARAM_TYPES) + ", or `list[T]`",
+                )
+                continue
+            default = None
+            if p.default is not None:
+                default = p.default.value
+                problem = _type_problem(default, p.type)
+                if problem:
+                    self.error(
+                        E104,
+                        f"default of `{p.name.value}` {problem}",
+                        p.default.span,
+                    )
+            params.append(ParamInfo(p.name.value, str(p.type), default, p.default is not None))
+        results: tuple[str | None, ...] | None = None
+        if isinstance(st, n.TargetDecl) and st.results is not None:
+            out: list[str | None] = []
+            for r in st.results:
+                if isinstance(r, n.ResultSpeaker):
+                    self.need_speaker(r.speaker, f"target `{name}` resolves to")
+                    out.append(r.speaker.value)
+                else:
+                    out.append(None)
+            results = tuple(dict.fromkeys(out))
+        self.customs[name] = CustomDecl(kind, name, tuple(params), results, st.span)
+
+    def need_speaker(self, name: n.Name, context: str) -> bool:
+        if name.value in self.speakers:
+            return True
+        self.error(
+            E101,
+            f"{context} `{name.value}`, which is not a declared speaker",
+            name.span,
+            help=_suggest_speaker(name.value, self.speakers)
+            or f"declare it: `speaker {_show_name(name.value)}`",
+        )
+        return False
+
+    # conditions -----------------------------------------------------------
+
+    def alternatives(self, cond: n.Cond) -> Iterator[n.Cond]:
+        """Top-level `or` and multi-speaker `from` become separate rules."""
+        if isinstance(cond, n.OrCond):
+            for item in cond.items:
+                yield from self.alternatives(item)
+        elif isinstance(cond, n.FromCond) and len(cond.speakers) > 1:
+            for sp in cond.speakers:
+                yield n.FromCond((sp,), sp.span)
+        else:
+            yield cond
+
+    def condition(self, cond: n.Cond) -> m.Condition | None:
+        if isinstance(cond, n.AlwaysCond):
+            return m.Always()
+        if isinstance(cond, n.FromCond):
+            froms: list[m.Condition] = []
+            for sp in cond.speakers:
+                self.need_speaker(sp, "`from` names")
+                froms.append(m.FromSpeaker(self.bind(sp.value)))
+            return froms[0] if len(froms) == 1 else m.AnyOf(tuple(froms))
+        if isinstance(cond, n.ToolCond):
+            return m.ToolCalled(cond.tool.value)
+        if isinstance(cond, n.ContextCond):
+            eq = m.ContextEquals(cond.key.value, cond.value.value)
+            return eq if cond.op == "==" else m.Not(eq)
+        if isinstance(cond, n.AndCond | n.OrCond):
+            items = [self.condition(c) for c in cond.items]
+            if any(i is None for i in items):
+                return None
+            kept = tuple(i for i in items if i is not None)
+            return m.AllOf(kept) if isinstance(cond, n.AndCond) else m.AnyOf(kept)
+        if isinstance(cond, n.NotCond):
+            inner = self.condition(cond.item)
+            return None if inner is None else m.Not(inner)
+        args = self.call_args(cond.name, cond.args, "condition", cond.span)
+        return None if args is None else m.CustomCondition(cond.name.value, args)
+
+    def call_args(
+        self, name: n.Name, args: tuple[n.Arg, ...], kind: str, span: Span
+    ) -> dict[str, Any] | None:
+        decl = self.customs.get(name.value)
+        if decl is None or decl.kind != kind:
+            if decl is not None:
+                message = f"`{name.value}` is declared as a {decl.kind}, not a {kind}"
+                help_text = f"declare `{kind} {name.value}(...)` separately under another name"
+            else:
+                message = f"custom {kind} `{name.value}` is not declared"
+                help_text = f"declare it: `{kind} {name.value}(...)`"
+                if kind == "target" and name.value in self.speakers:
+                    help_text = f"`{name.value}` is a speaker: write it without parentheses"
+            self.error(E103, message, name.span, help=help_text)
+            return None
+        params = {p.name: p for p in decl.params}
+        out: dict[str, Any] = {}
+        ok = True
+        for arg in args:
+            p = params.get(arg.name.value)
+            if p is None:
+                expected = ", ".join(f"`{x}`" for x in params) or "no arguments"
+                self.error(
+                    E104,
+                    f"`{name.value}` has no parameter `{arg.name.value}`",
+                    arg.name.span,
+                    help=f"`{name.value}` takes {expected}",
+                )
+                ok = False
+                continue
+            if arg.name.value in out:
+                self.error(E104, f"argument `{arg.name.value}` is given twice", arg.name.span)
+                ok = False
+                continue
+            problem = _type_problem(arg.value.value, _parse_type(p.type))
+            if problem:
+                self.error(
+                    E104,
+                    f"argument `{arg.name.value}` of `{name.value}` {problem}",
+                    arg.value.span,
+                    help=f"`{arg.name.value}` is declared as `{p.type}`",
+                )
+                ok = False
+                continue
+            out[arg.name.value] = self.bind_value(arg.value.value, p.type, arg.value.span)
+        for p in decl.params:
+            if p.name not in out and ok:
+                if p.has_default:
+                    out[p.name] = self.bind_value(p.default, p.type, span)
+                else:
+                    self.error(
+                        E104,
+                        f"`{name.value}` needs the argument `{p.name}` ({p.type})",
+                        span,
+                        help=f"pass it: `{name.value}({p.name} = ...)`",
+                    )
+                    ok = False
+        return out if ok else None
+
+    def bind_value(self, value: Any, type_name: str, span: Span) -> Any:
+        """Speaker-typed values are checked and bound to agent ids."""
+        if type_name == "speaker":
+            if value not in self.speakers:
+                self.error(
+                    E101,
+                    f"argument names `{value}`, which is not a declared speaker",
+                    span,
+                    help=_suggest_speaker(str(value), self.speakers),
+                )
+            return self.bind(value)
+        if type_name == "list[speaker]":
+            return [self.bind_value(v, "speaker", span) for v in value]
+        return value
+
+    # targets --------------------------------------------------------------
+
+    def target(self, target: n.Target) -> m.Target | None:
+        if isinstance(target, n.SpeakerTarget):
+            if not self.need_speaker(target.speaker, "the rule routes to"):
+                return None
+            return m.AgentTarget(self.bind(target.speaker.value))
+        if isinstance(target, n.NextTarget):
+            return m.RoundRobinTarget()
+        if isinstance(target, n.StayTarget):
+            return m.StayTarget()
+        if isinstance(target, n.InitiatorTarget):
+            return m.RevertToInitiatorTarget()
+        if isinstance(target, n.TerminateTarget):
+            return m.TerminateTarget(target.reason.value if target.reason else "after_work")
+        args = self.call_args(target.name, target.args, "target", target.span)
+        return None if args is None else m.CustomTarget(target.name.value, args)
+
+    # the whole flow -------------------------------------------------------
+
+    def run(self) -> CompiledFlow | None:
+        self.collect()
+        flow = self.flow
+        speakers = list(self.speakers)
+        if len(speakers) < 2:
+            where = flow.speakers()[0].span if flow.speakers() else flow.span
+            if not flow.statements:
+                where = Span(1, 1, 1, 1, 0, 0)
+            self.error(
+                E110,
+                f"a flow needs at least two speakers; this one declares {len(speakers)}",
+                where,
+                help="a workflow channel has two or more participants: declare them with `speaker NAME`",
+            )
+        for tool in (t for sp in self.speakers.values() for t in sp.tools):
+            for alt in tool.alternatives:
+                for eff in alt:
+                    if isinstance(eff, n.HandoffEffect) and eff.target.value not in self.speakers:
+                        self.error(
+                            E107,
+                            f"tool `{tool.name.value}` hands off to `{eff.target.value}`, which is not a declared speaker",
+                            eff.target.span,
+                            help=_suggest_speaker(eff.target.value, self.speakers)
+                            or f"declare `speaker {_show_name(eff.target.value)}`",
+                        )
+
+        transitions: list[m.Transition] = []
+        infos: list[RuleInfo] = []
+        implied_start: str | None = None
+        implied_default: m.Target | None = None
+        implied_max: int | None = None
+        for st in flow.statements:
+            if isinstance(st, n.Rule):
+                target = self.target(st.target)
+                priority = st.priority.value if st.priority else 0
+                for alt in self.alternatives(st.cond):
+                    cond = self.condition(alt)
+                    if cond is not None and target is not None:
+                        infos.append(RuleInfo(len(transitions), st, st, alt.span))
+                        transitions.append(m.Transition(cond, target, priority))
+            elif isinstance(st, n.SequenceDecl):
+                ok = all([self.need_speaker(s, "`sequence` names") for s in st.steps])
+                if ok:
+                    for a, b in zip(st.steps, st.steps[1:], strict=False):
+                        infos.append(RuleInfo(len(transitions), None, st, a.span.cover(b.span)))
+                        transitions.append(
+                            m.Transition(
+                                m.FromSpeaker(self.bind(a.value)), m.AgentTarget(self.bind(b.value))
+                            )
+                        )
+                if implied_start is None:
+                    implied_start = st.steps[0].value
+                    implied_default = m.TerminateTarget("sequence_complete")
+                    implied_max = len(st.steps)
+            elif isinstance(st, n.RoundRobinDecl):
+                for s in st.speakers:
+                    self.need_speaker(s, "`round_robin` names")
+                infos.append(RuleInfo(len(transitions), None, st, st.span))
+                transitions.append(m.Transition(m.Always(), m.RoundRobinTarget()))
+                if implied_start is None:
+                    implied_start = st.speakers[0].value
+                    implied_default = m.TerminateTarget("round_robin_complete")
+
+        start_decl = _first(flow, n.StartDecl)
+        if start_decl is not None:
+            self.check_named(start_decl.speaker, "start")
+            start = start_decl.speaker.value
+        else:
+            start = implied_start or (speakers[0] if speakers else "")
+        initiator_decl = _first(flow, n.InitiatorDecl)
+        if initiator_decl is not None:
+            self.check_named(initiator_decl.speaker, "initiator")
+            initiator = initiator_decl.speaker.value
+        else:
+            initiator = start
+
+        max_decl = _first(flow, n.MaxTurnsDecl)
+        max_turns = implied_max
+        if max_decl is not None:
+            value = max_decl.value.value
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                self.error(
+                    E106,
+                    f"`max_turns` must be an integer >= 1, got {describe(value)}",
+                    max_decl.value.span,
+                    help="write a whole number of turns, e.g. `max_turns 20`",
+                )
+            else:
+                max_turns = value
+
+        otherwise = _first(flow, n.Otherwise)
+        default: m.Target | None = implied_default or m.TerminateTarget()
+        if otherwise is not None:
+            default = self.target(otherwise.target)
+
+        context: dict[str, Any] = {}
+        for st in flow.statements:
+            if isinstance(st, n.ContextDecl):
+                for entry in st.entries:
+                    context[entry.key.value] = entry.value.value
+
+        for sc in flow.of_type(n.Scenario):
+            self.check_scenario(sc)
+
+        if has_errors(self.diags) or default is None:
+            return None
+        graph = m.TransitionGraph(self.bind(start), tuple(transitions), default, max_turns)
+        flow_decl = _first(flow, n.FlowDecl)
+        tools = tuple(
+            ToolInfo(sp.name.value, t.name.value, tuple(_effects(alt) for alt in t.alternatives), t.span)
+            for sp in self.speakers.values()
+            for t in sp.tools
+        )
+        return CompiledFlow(
+            name=flow_decl.name.value if flow_decl else None,
+            description=flow_decl.description.value
+            if flow_decl and flow_decl.description
+            else None,
+            graph=graph,
+            context_vars=context,
+            speakers=tuple(speakers),
+            humans=frozenset(s for s, d in self.speakers.items() if d.human),
+            start=start,
+            initiator=initiator,
+            tools=tools,
+            customs=tuple(self.customs.values()),
+            rules=tuple(infos),
+            default_span=otherwise.span if otherwise else None,
+            default_implied=otherwise is None and implied_default is not None,
+            bindings=dict(self.bindings),
+            scenarios=flow.of_type(n.Scenario),
+            flow=flow,
+        )
+
+    def check_named(self, name: n.Name, what: str) -> None:
+        if name.value not in self.speakers:
+            self.error(
+                E105,
+                f"`{what}` names `{name.value}`, which is not a declared speaker",
+                name.span,
+                help=_suggest_speaker(name.value, self.speakers)
+                or f"declare `speaker {_show_name(name.value)}` or name another speaker",
+            )
+
+    def check_scenario(self, sc: n.Scenario) -> None:
+        for item in sc.items:
+            names: list[n.Name] = []
+            if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.FinishTurn):
+                names.append(item.speaker)
+            elif isinstance(item, n.HandoffTurn):
+                names += [item.speaker, item.target]
+            elif isinstance(item, n.ExpectNext):
+                names.append(item.speaker)
+            for name in names:
+                self.need_speaker(name, "the scenario names")
+
+
+def _effects(alt: tuple[n.Effect, ...]) -> ToolEffectInfo:
+    sets: list[tuple[str, Any]] = []
+    clears: list[str] = []
+    handoff: str | None = None
+    finish: str | None = None
+    for eff in alt:
+        if isinstance(eff, n.SetEffect):
+            sets.append((eff.key.value, eff.value.value))
+        elif isinstance(eff, n.ClearEffect):
+            clears.append(eff.key.value)
+        elif isinstance(eff, n.HandoffEffect):
+            handoff = eff.target.value
+        else:
+            finish = eff.reason.value if eff.reason else "finished"
+    return ToolEffectInfo(tuple(sets), tuple(clears), handoff, finish)
+
+
+def _first(flow: n.Flow, cls: type[Any]) -> Any:
+    for st in flow.statements:
+        if isinstance(st, cls):
+            return st
+    return None
+
+
+def _known_type(t: n.TypeRef) -> bool:
+    if t.item is not None:
+        return t.name == "list" and _known_type(t.item) and t.item.item is None
+    return t.name in PARAM_TYPES
+
+
+def _parse_type(text: str) -> n.TypeRef:
+    from flowc.source import NO_SPAN
+
+    if text.startswith("list[") and text.endswith("]"):
+        return n.TypeRef("list", n.TypeRef(text[5:-1], None, NO_SPAN), NO_SPAN)
+    return n.TypeRef(text, None, NO_SPAN)
+
+
+def _type_problem(value: Any, t: n.TypeRef) -> str | None:
+    """None when ``value`` fits type ``t``, else what is wrong, in words."""
+    name = t.name
+    checks = {
+        "string": lambda v: isinstance(v, str),
+        "speaker": lambda v: isinstance(v, str),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "list": lambda v: isinstance(v, list),
+        "object": lambda v: isinstance(v, dict),
+        "any": lambda v: True,
+    }
+    words = {
+        "string": "a string",
+        "speaker": "a speaker name (a string)",
+        "int": "an integer",
+        "float": "a number",
+        "number": "a number",
+        "bool": "`true` or `false`",
+        "list": "a list",
+        "object": "an object",
+        "any": "a value",
+    }
+    check = checks.get(name)
+    if check is None:
+        return None
+    if not check(value):
+        return f"must be {words[name]}, got {describe(value)}"
+    if t.item is not None and isinstance(value, list):
+        for i, item in enumerate(value):
+            problem = _type_problem(item, t.item)
+            if problem:
+                return f"item {i} {problem}"
+    return None
+
+
+def _show_name(name: str) -> str:
+    return format_name(name)
+
+
+def _suggest_speaker(name: str, speakers: Mapping[str, Any]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(speakers), n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+def lower(
+    flow: n.Flow, filename: str = "<input>", bindings: Mapping[str, str] | None = None
+) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
+    """Compile a parsed flow; returns ``(compiled or None, diagnostics)``."""
+    lowering = _Lowering(flow, filename, bindings or {})
+    compiled = lowering.run()
+    return compiled, tuple(lowering.diags)

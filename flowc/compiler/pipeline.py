@@ -1,0 +1,70 @@
+"""The compile pipeline: source text -> parse -> lower, and JSON graph inputs.
+
+Stages run in order and stop after the first stage with errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.lower import CompiledFlow, lower
+from flowc.compiler.serde import ShapeError, structure_graph, structure_knobs
+from flowc.diagnostics import E001, E108, Diagnostic
+from flowc.dsl.parser import parse_source
+from flowc.source import SourceFile
+
+
+def compile_source(
+    source: SourceFile, bindings: Mapping[str, str] | None = None
+) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
+    """Parse and lower one `.flow` source."""
+    flow, diags = parse_source(source)
+    if diags:
+        return None, diags
+    return lower(flow, source.name, bindings)
+
+
+@attrs.frozen
+class LoadedGraph:
+    """A graph read from JSON: either a bare graph dict or a knobs dict."""
+
+    graph: m.TransitionGraph
+    context_vars: dict[str, Any]
+    is_knobs: bool
+
+
+def load_graph_json(source: SourceFile) -> tuple[LoadedGraph | None, tuple[Diagnostic, ...]]:
+    """Read a JSON graph dict or knobs dict, validating its shape (E108 with JSON paths)."""
+    try:
+        data = json.loads(source.text)
+    except json.JSONDecodeError as err:
+        span = source.span(err.pos, min(err.pos + 1, len(source.text)))
+        return None, (
+            Diagnostic(E001, f"invalid JSON: {err.msg}", source.name, span,
+                       help="the file must hold one JSON object: a graph or a knobs dict"),
+        )
+    except RecursionError:
+        return None, (Diagnostic(E001, "invalid JSON: nested too deeply", source.name,
+                                 source.span(0, 0)),)
+    is_knobs = isinstance(data, dict) and "graph" in data and "initial_speaker" not in data
+    try:
+        if is_knobs:
+            knobs = structure_knobs(data)
+            return LoadedGraph(knobs.graph, dict(knobs.context_vars), True), ()
+        return LoadedGraph(structure_graph(data), {}, False), ()
+    except ShapeError as err:
+        return None, tuple(
+            Diagnostic(
+                E108,
+                f"{p.path or '(top level)'}: {p.message}" if p.path else p.message,
+                source.name,
+                json_path=p.path,
+                help="the graph must have AG2's TransitionGraph.to_dict() shape",
+            )
+            for p in err.problems
+        )

@@ -1,0 +1,310 @@
+"""The project's one cattrs converter: model <-> AG2's ``TransitionGraph`` dicts.
+
+Structuring is strict (extra keys forbidden, no silent ``str(5)``), and every problem
+comes back as a :class:`ShapeProblem` with its JSON path, e.g.
+``transitions[3].then.args.agent_id: expected a string, got 5``.
+
+>>> graph = structure_graph({"initial_speaker": "a", "transitions": [],
+...     "default_target": {"name": "terminate", "args": {"reason": "x"}}, "max_turns": None})
+>>> unstructure_graph(graph)["default_target"]
+{'name': 'terminate', 'args': {'reason': 'x'}}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+
+from flowc.compiler import model as m
+
+_CONDITIONS_BY_NAME: dict[str, type[Any]] = {
+    cls.NAME: cls for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)
+}
+_TARGETS_BY_NAME: dict[str, type[Any]] = {cls.NAME: cls for cls in m.BUILTIN_TARGETS}
+
+
+@attrs.frozen
+class ShapeProblem:
+    """One reason a dict is not a valid graph: where (JSON path) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ShapeError(Exception):
+    """A dict did not have the model's shape; ``problems`` says where and why."""
+
+    def __init__(self, problems: list[ShapeProblem]):
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+class _TypeProblem(ValueError):
+    """A leaf value of the wrong type (message already in words)."""
+
+
+def describe(value: Any) -> str:
+    """A short description of a JSON value for messages: ``5``, ``a list``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    if isinstance(value, str):
+        shown = value if len(value) <= 30 else value[:27] + "..."
+        return json.dumps(shown)
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _strict_str(value: Any, _: Any) -> str:
+    if not isinstance(value, str):
+        raise _TypeProblem(f"expected a string, got {describe(value)}")
+    return value
+
+
+def _strict_int(value: Any, _: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _TypeProblem(f"expected an integer, got {describe(value)}")
+    return value
+
+
+def _any(value: Any, _: Any) -> Any:
+    return value
+
+
+def _json_object(value: Any, _: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _TypeProblem(f"expected an object, got {describe(value)}")
+    bad = [k for k in value if not isinstance(k, str)]
+    if bad:
+        raise _TypeProblem(f"object keys must be strings, got {describe(bad[0])}")
+    return dict(value)
+
+
+def _noted(exc: Exception, note: Any) -> Exception:
+    exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+    return exc
+
+
+def _named_object(
+    value: Any, what: str, registry: dict[str, type[Any]], custom: type[Any]
+) -> Any:
+    """Structure ``{"name": ..., "args": {...}}`` into the class its name picks."""
+    if not isinstance(value, dict):
+        raise _TypeProblem(f"expected a {what} object with `name` and `args`, got {describe(value)}")
+    errors: list[Exception] = []
+    extra = set(value) - {"name", "args"}
+    if extra:
+        errors.append(ForbiddenExtraKeysError("", dict, extra))
+    name = value.get("name")
+    if "name" not in value:
+        errors.append(_noted(KeyError("name"), AttributeValidationNote("name", "name", str)))
+    elif not isinstance(name, str):
+        errors.append(
+            _noted(
+                _TypeProblem(f"expected a {what} name (a string), got {describe(name)}"),
+                AttributeValidationNote("name", "name", str),
+            )
+        )
+    args = value.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        errors.append(
+            _noted(
+                _TypeProblem(f"expected an object, got {describe(args)}"),
+                AttributeValidationNote("args", "args", dict),
+            )
+        )
+    result: Any = None
+    if not errors:
+        assert isinstance(name, str)
+        cls = registry.get(name)
+        try:
+            if cls is None:
+                result = custom(name, _json_object(args, None))
+            else:
+                result = converter.structure(args, cls)
+        except Exception as exc:
+            errors.append(_noted(exc, AttributeValidationNote("args", "args", dict)))
+    if errors:
+        raise ClassValidationError(f"While structuring a {what}", errors, dict)
+    return result
+
+
+def _structure_condition(value: Any, _: Any) -> m.Condition:
+    return _named_object(value, "condition", _CONDITIONS_BY_NAME, m.CustomCondition)  # type: ignore[no-any-return]
+
+
+def _structure_target(value: Any, _: Any) -> m.Target:
+    return _named_object(value, "target", _TARGETS_BY_NAME, m.CustomTarget)  # type: ignore[no-any-return]
+
+
+def _unstructure_named(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, m.CustomCondition | m.CustomTarget):
+        return {"name": obj.name, "args": dict(obj.args)}
+    args = {a.name: converter.unstructure(getattr(obj, a.name)) for a in attrs.fields(type(obj))}
+    return {"name": obj.NAME, "args": args}
+
+
+def _list_of(item_hook: Any) -> Any:
+    def hook(value: Any, _: Any) -> tuple[Any, ...]:
+        if not isinstance(value, list | tuple):
+            raise _TypeProblem(f"expected a list, got {describe(value)}")
+        out: list[Any] = []
+        errors: list[Exception] = []
+        for i, item in enumerate(value):
+            try:
+                out.append(item_hook(item, None))
+            except Exception as exc:
+                errors.append(_noted(exc, IterableValidationNote(f"index {i}", i, object)))
+        if errors:
+            raise IterableValidationError("While structuring a list", errors, list)
+        return tuple(out)
+
+    return hook
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    conv.register_structure_hook(str, _strict_str)
+    conv.register_structure_hook(int, _strict_int)
+    conv.register_structure_hook(Any, _any)
+    def exactly(t: Any) -> Any:
+        return lambda candidate: candidate == t
+
+    conv.register_structure_hook_func(exactly(dict[str, Any]), _json_object)
+    conv.register_structure_hook_func(exactly(m.Condition), _structure_condition)
+    conv.register_structure_hook_func(exactly(m.Target), _structure_target)
+    conv.register_structure_hook_func(
+        exactly(tuple[m.Condition, ...]), _list_of(_structure_condition)
+    )
+    conv.register_structure_hook_func(
+        exactly(tuple[m.Transition, ...]),
+        _list_of(lambda v, _: conv.structure(v, m.Transition)),
+    )
+    conv.register_structure_hook_func(
+        exactly(int | None), lambda v, _: None if v is None else _strict_int(v, _)
+    )
+    for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS, *m.BUILTIN_TARGETS):
+        conv.register_unstructure_hook(cls, _unstructure_named)
+    conv.register_unstructure_hook(m.CustomCondition, _unstructure_named)
+    conv.register_unstructure_hook(m.CustomTarget, _unstructure_named)
+    conv.register_unstructure_hook(
+        m.Transition,
+        lambda t: {
+            "when": conv.unstructure(t.when),
+            "then": conv.unstructure(t.then),
+            "priority": t.priority,
+        },
+    )
+    conv.register_unstructure_hook(
+        m.TransitionGraph,
+        lambda g: {
+            "initial_speaker": g.initial_speaker,
+            "transitions": [conv.unstructure(t) for t in g.transitions],
+            "default_target": conv.unstructure(g.default_target),
+            "max_turns": g.max_turns,
+        },
+    )
+    conv.register_unstructure_hook(
+        m.Knobs,
+        lambda k: {"graph": conv.unstructure(k.graph), "context_vars": dict(k.context_vars)},
+    )
+    return conv
+
+
+converter = _make_converter()
+
+
+def _problems(exc: BaseException, path: str) -> Iterator[ShapeProblem]:
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        with_notes, without = exc.group_exceptions()
+        for sub, note in with_notes:
+            if isinstance(note, IterableValidationNote):
+                yield from _problems(sub, f"{path}[{note.index}]")
+            else:
+                sep = "." if path else ""
+                yield from _problems(sub, f"{path}{sep}{note.name}")
+        for sub in without:
+            yield from _problems(sub, path)
+    elif isinstance(exc, ForbiddenExtraKeysError):
+        for key in sorted(exc.extra_fields, key=str):
+            sep = "." if path else ""
+            yield ShapeProblem(f"{path}{sep}{key}", "unexpected key")
+    elif isinstance(exc, KeyError):
+        yield ShapeProblem(path, "required key missing")
+    elif isinstance(exc, _TypeProblem):
+        yield ShapeProblem(path, str(exc))
+    elif isinstance(exc, RecursionError):
+        yield ShapeProblem(path, "nested too deeply")
+    else:
+        yield ShapeProblem(path, f"invalid value ({exc})")
+
+
+def _structure(value: Any, cls: type[Any], root: str) -> Any:
+    if not isinstance(value, dict):
+        raise ShapeError([ShapeProblem(root, f"expected an object, got {describe(value)}")])
+    try:
+        return converter.structure(value, cls)
+    except (ClassValidationError, IterableValidationError, _TypeProblem, KeyError) as exc:
+        raise ShapeError(list(_problems(exc, root))) from None
+    except RecursionError:
+        raise ShapeError([ShapeProblem(root, "nested too deeply")]) from None
+
+
+def structure_graph(data: Any) -> m.TransitionGraph:
+    """A graph dict -> the model; raises :class:`ShapeError` with JSON paths."""
+    graph: m.TransitionGraph = _structure(data, m.TransitionGraph, "")
+    return graph
+
+
+def structure_knobs(data: Any) -> m.Knobs:
+    """A knobs dict (``{"graph": ..., "context_vars": ...}``) -> the model."""
+    knobs: m.Knobs = _structure(data, m.Knobs, "")
+    return knobs
+
+
+def unstructure_graph(graph: m.TransitionGraph) -> dict[str, Any]:
+    """The model -> exactly the dict AG2's ``TransitionGraph.to_dict()`` writes."""
+    out: dict[str, Any] = converter.unstructure(graph)
+    return out
+
+
+def unstructure_knobs(knobs: m.Knobs) -> dict[str, Any]:
+    out: dict[str, Any] = converter.unstructure(knobs)
+    return out
+
+
+def unstructure_condition(cond: m.Condition) -> dict[str, Any]:
+    out: dict[str, Any] = converter.unstructure(cond)
+    return out
+
+
+def unstructure_target(target: m.Target) -> dict[str, Any]:
+    out: dict[str, Any] = converter.unstructure(target)
+    return out
+
+
+def canonical_json(data: Any) -> str:
+    """Sorted keys, 2-space indent, trailing newline."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,311 @@
+"""Diagnostic codes, findings, and the printers for every output format.
+
+A user's mistake is a :class:`Diagnostic`, never an exception. Codes are registry
+constants with a stable meaning (see ``docs/checks/CODE.md``).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from flowc.source import SourceFile, Span
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@attrs.frozen
+class Code:
+    """A diagnostic code: ``E001`` / ``syntax-error`` / error."""
+
+    id: str
+    name: str
+    severity: Severity
+    summary: str
+
+
+CODES: dict[str, Code] = {}
+
+
+def _code(id: str, name: str, severity: Severity, summary: str) -> Code:
+    code = Code(id, name, severity, summary)
+    CODES[id] = code
+    return code
+
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+E001 = _code("E001", "syntax-error", E, "syntax error: where, what was found, what was expected")
+E101 = _code("E101", "undeclared-speaker", E, "a name is used as a speaker but not declared")
+E102 = _code("E102", "duplicate-declaration", E, "a speaker, condition or target is declared twice")
+E103 = _code("E103", "undeclared-custom", E, "a custom condition or target is used but not declared")
+E104 = _code(
+    "E104", "custom-arguments-mismatch", E,
+    "a custom condition or target gets arguments that do not match its declaration",
+)
+E105 = _code("E105", "unknown-start", E, "`start` or `initiator` names no declared speaker")
+E106 = _code("E106", "invalid-max-turns", E, "`max_turns` is not an integer >= 1")
+E107 = _code("E107", "unknown-handoff-target", E, "a tool hands off to an undeclared speaker")
+E108 = _code("E108", "invalid-graph-shape", E, "a JSON graph does not have the `TransitionGraph` shape")
+E109 = _code("E109", "repeated-statement", E, "a statement that may appear once appears twice")
+E110 = _code("E110", "too-few-speakers", E, "a flow declares fewer than two speakers")
+W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
+W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
+W203 = _code("W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match")
+W204 = _code(
+    "W204", "priority-trap", W,
+    "a rule is dead because its written priority sorts it after the rules that shadow it",
+)
+W205 = _code(
+    "W205", "sticky-context-loop", W,
+    "a context condition keeps routing into a cycle that nobody on it can leave",
+)
+W206 = _code("W206", "non-termination", W, "a reachable cycle has no exit and there is no `max_turns`")
+W207 = _code("W207", "model-start-speaker", W, "the start speaker is a model agent whose model never runs for the kickoff")
+W208 = _code("W208", "undeclared-tool", W, "`when tool X` routes on a tool that no speaker declares")
+W209 = _code("W209", "unset-context-key", W, "a condition reads a context key that nothing sets")
+W210 = _code("W210", "unreachable-terminate", W, "the flow writes a `terminate`, but none is reachable")
+W212 = _code(
+    "W212", "max-turns-too-small", W,
+    "`max_turns` is smaller than the shortest run that reaches a `terminate`",
+)
+W213 = _code(
+    "W213", "silent-after-work", W,
+    "a speaker's only ways out are model-chosen and the fallback is the implicit default",
+)
+I301 = _code("I301", "state-bound-reached", I, "the state space was larger than the bound: findings are partial")
+I302 = _code("I302", "human-initiator", I, "an `initiator` target resolves to a `human` speaker")
+I303 = _code("I303", "json-graph-assumptions", I, "a JSON graph was checked under the assumptions for graphs without declarations")
+M001 = _code("M001", "migrate-unsupported", E, "a construct has no equivalent and was left out")
+M002 = _code("M002", "migrate-lossy", W, "a construct was translated with a difference at run time")
+M003 = _code("M003", "migrate-no-effect", I, "a setting that has no effect was dropped")
+X001 = _code("X001", "unused-ignore", W, "a `# flowc: ignore[...]` comment silences nothing or names no code")
+
+
+@attrs.frozen
+class Diagnostic:
+    """One finding: a code, where, what, and how to fix it."""
+
+    code: Code
+    message: str
+    filename: str = "<input>"
+    span: Span | None = None
+    notes: tuple[str, ...] = ()
+    help: str | None = None
+    json_path: str | None = None
+
+    @property
+    def severity(self) -> Severity:
+        return self.code.severity
+
+    @property
+    def is_error(self) -> bool:
+        return self.code.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        line = self.span.line if self.span else 0
+        column = self.span.column if self.span else 0
+        return (self.filename, line, column, self.code.id)
+
+
+class FlowError(Exception):
+    """Raised by convenience APIs; carries every diagnostic that stopped the work."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], sources: dict[str, SourceFile] | None = None):
+        self.diagnostics = tuple(diagnostics)
+        self.sources = sources or {}
+        super().__init__(render_text(self.diagnostics, self.sources, color=False).rstrip())
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.is_error for d in diagnostics)
+
+
+# ── printers ──────────────────────────────────────────────────────────────────
+
+_COLORS = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m", Severity.INFO: "\x1b[1;36m"}
+_BOLD, _BLUE, _RESET = "\x1b[1m", "\x1b[1;34m", "\x1b[0m"
+
+
+def _location(d: Diagnostic) -> str:
+    if d.span is not None:
+        return f"{d.filename}:{d.span.line}:{d.span.column}"
+    if d.json_path is not None:
+        return f"{d.filename}:{d.json_path}" if d.json_path else d.filename
+    return d.filename
+
+
+def render_concise(diagnostics: Iterable[Diagnostic]) -> str:
+    """``path:line:col: CODE message``, one line each."""
+    return "".join(f"{_location(d)}: {d.code.id} {d.message}\n" for d in diagnostics)
+
+
+def render_text(
+    diagnostics: Iterable[Diagnostic],
+    sources: dict[str, SourceFile] | None = None,
+    *,
+    color: bool = False,
+) -> str:
+    """The full form: header, excerpt with a caret, notes and help."""
+    sources = sources or {}
+    out: list[str] = []
+    for d in diagnostics:
+        sev = d.severity.value
+        if color:
+            head = f"{_COLORS[d.severity]}{sev}[{d.code.id}]{_RESET}{_BOLD}: {d.message}{_RESET}"
+        else:
+            head = f"{sev}[{d.code.id}]: {d.message}"
+        out.append(head)
+        source = sources.get(d.filename)
+        gutter_width = len(str(d.span.end_line)) if d.span else 1
+        pad = " " * gutter_width
+        bar = f"{_BLUE}|{_RESET}" if color else "|"
+        arrow = f"{_BLUE}-->{_RESET}" if color else "-->"
+        out.append(f"{pad}{arrow} {_location(d)}")
+        if d.span is not None and source is not None:
+            line_text = source.line_text(d.span.line).expandtabs(1)
+            out.append(f"{pad} {bar}")
+            out.append(f"{d.span.line:>{gutter_width}} {bar} {line_text}")
+            if d.span.end_line == d.span.line:
+                width = max(1, d.span.end_column - d.span.column)
+            else:
+                width = max(1, len(line_text) - d.span.column + 1)
+            caret = " " * (d.span.column - 1) + "^" * width
+            if color:
+                caret = f"{_COLORS[d.severity]}{caret}{_RESET}"
+            out.append(f"{pad} {bar} {caret}")
+        for note in d.notes:
+            out.append(f"{pad} = note: {note}")
+        if d.help:
+            out.append(f"{pad} = help: {d.help}")
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def diagnostic_to_json(d: Diagnostic) -> dict[str, Any]:
+    """The JSON object of one finding, as the catalogue fixes its fields."""
+    obj: dict[str, Any] = {
+        "code": d.code.id,
+        "name": d.code.name,
+        "severity": d.severity.value,
+        "message": d.message,
+        "filename": d.filename,
+        "notes": list(d.notes),
+        "fix": d.help,
+    }
+    if d.json_path is not None and d.span is None:
+        obj["json_path"] = d.json_path
+    else:
+        span = d.span
+        obj["location"] = {"row": span.line, "column": span.column} if span else None
+        obj["end_location"] = {"row": span.end_line, "column": span.end_column} if span else None
+    return obj
+
+
+def render_json(diagnostics: Iterable[Diagnostic]) -> str:
+    items = [diagnostic_to_json(d) for d in sorted(diagnostics, key=Diagnostic.sort_key)]
+    return json.dumps(items, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _github_escape(text: str, *, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def render_github(diagnostics: Iterable[Diagnostic]) -> str:
+    """GitHub Actions workflow annotations."""
+    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+    lines = []
+    for d in diagnostics:
+        props = [f"file={_github_escape(d.filename, prop=True)}"]
+        if d.span is not None:
+            props += [
+                f"line={d.span.line}",
+                f"col={d.span.column}",
+                f"endLine={d.span.end_line}",
+                f"endColumn={d.span.end_column}",
+            ]
+        props.append(f"title={_github_escape(f'{d.code.id} {d.code.name}', prop=True)}")
+        message = d.message
+        if d.help:
+            message += f"\nhelp: {d.help}"
+        lines.append(f"::{level[d.severity]} {','.join(props)}::{_github_escape(message)}\n")
+    return "".join(lines)
+
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str = "0.1.0") -> str:
+    """A SARIF 2.1.0 log with one run; rules are the codes that occur."""
+    diags = sorted(diagnostics, key=Diagnostic.sort_key)
+    used = sorted({d.code.id for d in diags})
+    rule_index = {code: i for i, code in enumerate(used)}
+    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+    rules = [
+        {
+            "id": code,
+            "name": CODES[code].name,
+            "shortDescription": {"text": CODES[code].summary},
+            "helpUri": f"https://flowc.dev/checks/{code}",
+            "defaultConfiguration": {"level": level[CODES[code].severity]},
+        }
+        for code in used
+    ]
+    results = []
+    for d in diags:
+        location: dict[str, Any] = {"artifactLocation": {"uri": d.filename}}
+        if d.span is not None:
+            location["region"] = {
+                "startLine": d.span.line,
+                "startColumn": d.span.column,
+                "endLine": d.span.end_line,
+                "endColumn": max(d.span.end_column, d.span.column + 1)
+                if d.span.end_line == d.span.line
+                else d.span.end_column,
+            }
+        text = d.message
+        if d.notes:
+            text += "\n" + "\n".join(f"note: {n}" for n in d.notes)
+        if d.help:
+            text += f"\nhelp: {d.help}"
+        result: dict[str, Any] = {
+            "ruleId": d.code.id,
+            "ruleIndex": rule_index[d.code.id],
+            "level": level[d.severity],
+            "message": {"text": text},
+            "locations": [{"physicalLocation": location}],
+        }
+        if d.json_path is not None:
+            result["locations"][0]["logicalLocations"] = [
+                {"fullyQualifiedName": d.json_path, "kind": "member"}
+            ]
+        results.append(result)
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "flowc",
+                        "version": tool_version,
+                        "informationUri": "https://flowc.dev",
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

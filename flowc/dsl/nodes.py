@@ -1,0 +1,519 @@
+"""The `.flow` abstract syntax tree: frozen attrs classes, every node with a span.
+
+Class names are the CamelCase of the grammar rule that builds them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import attrs
+
+from flowc.source import Span
+
+# ── leaves ────────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class Name:
+    """An identifier; ``quoted`` when written in backquotes."""
+
+    value: str
+    span: Span = attrs.field(eq=False, repr=False)
+    quoted: bool = attrs.field(default=False, eq=False)
+
+
+@attrs.frozen
+class Str:
+    """A JSON string literal, decoded."""
+
+    value: str
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Value:
+    """A JSON literal (string, number, bool, null, array, object), decoded."""
+
+    value: Any
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Comment:
+    """A ``#`` comment, text without the ``#``."""
+
+    text: str
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+# ── conditions ────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class AlwaysCond:
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class FromCond:
+    """``from A, B``: one or more speakers."""
+
+    speakers: tuple[Name, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ToolCond:
+    tool: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ContextCond:
+    """``context.KEY == VALUE`` or ``!=``."""
+
+    key: Name
+    op: str
+    value: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Arg:
+    """``name = VALUE`` in a custom call."""
+
+    name: Name
+    value: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class CallCond:
+    """A declared custom condition: ``NAME(arg = VALUE, ...)``."""
+
+    name: Name
+    args: tuple[Arg, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class AndCond:
+    items: tuple[Cond, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class OrCond:
+    items: tuple[Cond, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class NotCond:
+    item: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Cond: TypeAlias = AlwaysCond | FromCond | ToolCond | ContextCond | CallCond | AndCond | OrCond | NotCond
+
+# ── targets ───────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class SpeakerTarget:
+    speaker: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class NextTarget:
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class StayTarget:
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class InitiatorTarget:
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class TerminateTarget:
+    """``terminate ["reason"]``; ``reason`` is None when bare (means ``"after_work"``)."""
+
+    reason: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class CallTarget:
+    """A declared custom target: ``NAME(arg = VALUE, ...)``."""
+
+    name: Name
+    args: tuple[Arg, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Target: TypeAlias = (
+    SpeakerTarget | NextTarget | StayTarget | InitiatorTarget | TerminateTarget | CallTarget
+)
+
+# ── speakers and tools ────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class SetEffect:
+    """``sets KEY = VALUE``."""
+
+    key: Name
+    value: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ClearEffect:
+    """``clears KEY``."""
+
+    key: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class HandoffEffect:
+    """``hands off to NAME`` (or a bare NAME after ``|``)."""
+
+    target: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class FinishEffect:
+    """``finishes ["reason"]``."""
+
+    reason: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Effect: TypeAlias = SetEffect | ClearEffect | HandoffEffect | FinishEffect
+
+
+@attrs.frozen
+class ToolDecl:
+    """``tool NAME [effects | effects ...]``.
+
+    ``alternatives`` holds one tuple of effects per ``|`` alternative; a plain tool
+    has none.
+    """
+
+    name: Name
+    alternatives: tuple[tuple[Effect, ...], ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class SpeakerDecl:
+    name: Name
+    human: bool
+    tools: tuple[ToolDecl, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+    #: comments inside the ``{ ... }`` block are attached by the formatter
+    block: bool = attrs.field(default=False, eq=False)
+
+
+@attrs.frozen
+class SpeakersDecl:
+    """``speakers A, B: human, C``."""
+
+    speakers: tuple[SpeakerDecl, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+# ── other statements ──────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class FlowDecl:
+    name: Name
+    description: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class StartDecl:
+    speaker: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class InitiatorDecl:
+    speaker: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class MaxTurnsDecl:
+    """``max_turns N``; the value is checked by the compiler (E106)."""
+
+    value: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ContextEntry:
+    key: Name
+    value: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ContextDecl:
+    """``context KEY = VALUE`` (``block`` False) or ``context { ... }``."""
+
+    entries: tuple[ContextEntry, ...]
+    block: bool
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Priority:
+    value: int
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Rule:
+    """``when COND then TARGET [priority N]``."""
+
+    cond: Cond
+    target: Target
+    priority: Priority | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Otherwise:
+    target: Target
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class SequenceDecl:
+    """``sequence A -> B -> C``."""
+
+    steps: tuple[Name, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class RoundRobinDecl:
+    """``round_robin A, B, C``."""
+
+    speakers: tuple[Name, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class TypeRef:
+    """A parameter type: ``string``, ``int``, ``float``, ``number``, ``bool``,
+    ``list``, ``object``, ``any``, ``speaker``, or ``list[T]``."""
+
+    name: str
+    item: TypeRef | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.name}[{self.item}]" if self.item is not None else self.name
+
+
+@attrs.frozen
+class Param:
+    """``NAME: TYPE [= DEFAULT]``."""
+
+    name: Name
+    type: TypeRef
+    default: Value | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ConditionDecl:
+    name: Name
+    params: tuple[Param, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ResultSpeaker:
+    speaker: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ResultTerminate:
+    reason: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Result: TypeAlias = ResultSpeaker | ResultTerminate
+
+
+@attrs.frozen
+class TargetDecl:
+    """``target NAME(params) [-> A | B | terminate]``; ``results`` None without ``->``."""
+
+    name: Name
+    params: tuple[Param, ...]
+    results: tuple[Result, ...] | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+# ── scenarios ─────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class SayTurn:
+    """``NAME: "text"``."""
+
+    speaker: Name
+    text: Str
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class CallTurn:
+    """``NAME calls TOOL [with {json}] [: "text"]``."""
+
+    speaker: Name
+    tool: Name
+    args: Value | None
+    text: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Assign:
+    key: Name
+    value: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class SetTurn:
+    """``NAME sets K = V, ... [: "text"]``."""
+
+    speaker: Name
+    assigns: tuple[Assign, ...]
+    text: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ClearTurn:
+    """``NAME clears K, ... [: "text"]``."""
+
+    speaker: Name
+    keys: tuple[Name, ...]
+    text: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class HandoffTurn:
+    """``NAME hands off to OTHER [: "text"]``."""
+
+    speaker: Name
+    target: Name
+    text: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class FinishTurn:
+    """``NAME finishes ["reason"]``."""
+
+    speaker: Name
+    reason: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Turn: TypeAlias = SayTurn | CallTurn | SetTurn | ClearTurn | HandoffTurn | FinishTurn
+
+
+@attrs.frozen
+class ExpectNext:
+    speaker: Name
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ExpectTerminate:
+    reason: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ExpectContext:
+    key: Name
+    value: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class ExpectTurns:
+    count: Value
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Expectation: TypeAlias = ExpectNext | ExpectTerminate | ExpectContext | ExpectTurns
+ScenarioItem: TypeAlias = Turn | Expectation
+
+
+@attrs.frozen
+class Scenario:
+    title: Str
+    items: tuple[ScenarioItem, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Statement: TypeAlias = (
+    FlowDecl
+    | SpeakerDecl
+    | SpeakersDecl
+    | StartDecl
+    | InitiatorDecl
+    | MaxTurnsDecl
+    | ContextDecl
+    | Rule
+    | Otherwise
+    | SequenceDecl
+    | RoundRobinDecl
+    | ConditionDecl
+    | TargetDecl
+    | Scenario
+)
+
+
+@attrs.frozen
+class Flow:
+    """A parsed file: its statements in order, and its comments."""
+
+    statements: tuple[Statement, ...]
+    comments: tuple[Comment, ...] = attrs.field(eq=False)
+    span: Span = attrs.field(eq=False, repr=False)
+
+    def speakers(self) -> tuple[SpeakerDecl, ...]:
+        """Every declared speaker, in declaration order."""
+        out: list[SpeakerDecl] = []
+        for st in self.statements:
+            if isinstance(st, SpeakerDecl):
+                out.append(st)
+            elif isinstance(st, SpeakersDecl):
+                out.extend(st.speakers)
+        return tuple(out)
+
+    def of_type(self, cls: type[Any]) -> tuple[Any, ...]:
+        return tuple(st for st in self.statements if isinstance(st, cls))

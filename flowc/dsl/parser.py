@@ -1,0 +1,487 @@
+"""Text -> AST. The only module that catches Lark's exceptions.
+
+>>> flow, diags = parse_source(SourceFile("f.flow", 'speaker a\\nspeaker b\\nwhen from a then b'))
+>>> (len(flow.statements), diags)
+(3, ())
+"""
+
+from __future__ import annotations
+
+import json
+from contextvars import ContextVar
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import lark
+from lark import Lark, Token, v_args
+from lark.visitors import Transformer_NonRecursive
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from flowc.diagnostics import E001, Diagnostic
+from flowc.dsl import nodes as n
+from flowc.source import SourceFile, Span
+
+#: deepest condition nesting accepted (parentheses that only group do not count)
+MAX_NESTING = 200
+
+KEYWORDS = frozenset(
+    """flow speaker speakers human tool sets clears hands off to finishes start initiator
+    max_turns context when then priority otherwise sequence round_robin condition target
+    terminate or and not always from next stay scenario calls with expect turns true false
+    null""".split()
+)
+
+
+@cache
+def _parser() -> Lark:
+    grammar = resources.files("flowc").joinpath("grammar/flow.lark").read_text(encoding="utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer="basic",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        lexer_callbacks={"COMMENT": _collect_comment},
+    )
+
+
+class _TooDeep(Exception):
+    def __init__(self, span: Span):
+        self.span = span
+
+
+@v_args(meta=True)
+class _Build(Transformer_NonRecursive):
+    """Builds AST nodes; method names are the grammar's rule names."""
+
+    def __init__(self, source: SourceFile):
+        super().__init__(visit_tokens=False)
+        self.source = source
+
+    def _span(self, meta: Any) -> Span:
+        if getattr(meta, "empty", True):
+            return self.source.span(0, 0)
+        return self.source.span(meta.start_pos, meta.end_pos)
+
+    def _tok(self, tok: Token) -> Span:
+        start = tok.start_pos or 0
+        end = tok.end_pos if tok.end_pos is not None else start + len(tok)
+        return self.source.span(start, end)
+
+    # leaves
+    def name(self, meta: Any, ch: list[Token]) -> n.Name:
+        tok = ch[0]
+        if tok.type == "QUOTED_NAME":
+            return n.Name(str(tok)[1:-1], self._tok(tok), quoted=True)
+        return n.Name(str(tok), self._tok(tok))
+
+    def string(self, meta: Any, ch: list[Token]) -> n.Value:
+        return n.Value(json.loads(str(ch[0])), self._tok(ch[0]))
+
+    def number(self, meta: Any, ch: list[Token]) -> n.Value:
+        return n.Value(json.loads(str(ch[0])), self._tok(ch[0]))
+
+    def true(self, meta: Any, ch: list[Any]) -> n.Value:
+        return n.Value(True, self._span(meta))
+
+    def false(self, meta: Any, ch: list[Any]) -> n.Value:
+        return n.Value(False, self._span(meta))
+
+    def null(self, meta: Any, ch: list[Any]) -> n.Value:
+        return n.Value(None, self._span(meta))
+
+    def array(self, meta: Any, ch: list[n.Value | None]) -> n.Value:
+        return n.Value([v.value for v in ch if v is not None], self._span(meta))
+
+    def pair(self, meta: Any, ch: list[Any]) -> tuple[str, Any]:
+        return json.loads(str(ch[0])), ch[1].value
+
+    def object(self, meta: Any, ch: list[tuple[str, Any] | None]) -> n.Value:
+        return n.Value(dict(p for p in ch if p is not None), self._span(meta))
+
+    def _str(self, value: n.Value | None) -> n.Str | None:
+        return None if value is None else n.Str(value.value, value.span)
+
+    # statements
+    def flow_decl(self, meta: Any, ch: list[Any]) -> n.FlowDecl:
+        return n.FlowDecl(ch[0], self._str(ch[1]), self._span(meta))
+
+    def human(self, meta: Any, ch: list[Any]) -> bool:
+        return True
+
+    def speaker_decl(self, meta: Any, ch: list[Any]) -> n.SpeakerDecl:
+        tools = ch[2]
+        return n.SpeakerDecl(
+            ch[0], bool(ch[1]), tuple(tools or ()), self._span(meta), block=tools is not None
+        )
+
+    def tool_block(self, meta: Any, ch: list[n.ToolDecl]) -> list[n.ToolDecl]:
+        return list(ch)
+
+    def tool_decl(self, meta: Any, ch: list[Any]) -> n.ToolDecl:
+        return n.ToolDecl(ch[0], tuple(ch[1] or ()), self._span(meta))
+
+    def tool_effects(self, meta: Any, ch: list[Any]) -> list[tuple[n.Effect, ...]]:
+        return list(ch)
+
+    def effect_group(self, meta: Any, ch: list[n.Effect]) -> tuple[n.Effect, ...]:
+        return tuple(ch)
+
+    def bare_handoff(self, meta: Any, ch: list[n.Name]) -> tuple[n.Effect, ...]:
+        return (n.HandoffEffect(ch[0], ch[0].span),)
+
+    def set_effect(self, meta: Any, ch: list[Any]) -> n.SetEffect:
+        return n.SetEffect(ch[0], ch[1], self._span(meta))
+
+    def clear_effect(self, meta: Any, ch: list[Any]) -> n.ClearEffect:
+        return n.ClearEffect(ch[0], self._span(meta))
+
+    def handoff_effect(self, meta: Any, ch: list[Any]) -> n.HandoffEffect:
+        return n.HandoffEffect(ch[0], self._span(meta))
+
+    def finish_effect(self, meta: Any, ch: list[Any]) -> n.FinishEffect:
+        return n.FinishEffect(self._str(ch[0]), self._span(meta))
+
+    def speakers_decl(self, meta: Any, ch: list[n.SpeakerDecl]) -> n.SpeakersDecl:
+        return n.SpeakersDecl(tuple(ch), self._span(meta))
+
+    def speaker_item(self, meta: Any, ch: list[Any]) -> n.SpeakerDecl:
+        return n.SpeakerDecl(ch[0], bool(ch[1]), (), self._span(meta))
+
+    def start_decl(self, meta: Any, ch: list[Any]) -> n.StartDecl:
+        return n.StartDecl(ch[0], self._span(meta))
+
+    def initiator_decl(self, meta: Any, ch: list[Any]) -> n.InitiatorDecl:
+        return n.InitiatorDecl(ch[0], self._span(meta))
+
+    def max_turns_decl(self, meta: Any, ch: list[Any]) -> n.MaxTurnsDecl:
+        return n.MaxTurnsDecl(ch[0], self._span(meta))
+
+    def context_entry(self, meta: Any, ch: list[Any]) -> n.ContextEntry:
+        return n.ContextEntry(ch[0], ch[1], self._span(meta))
+
+    def context_line(self, meta: Any, ch: list[Any]) -> n.ContextDecl:
+        return n.ContextDecl((ch[0],), False, self._span(meta))
+
+    def context_block(self, meta: Any, ch: list[Any]) -> n.ContextDecl:
+        return n.ContextDecl(tuple(c for c in ch if c is not None), True, self._span(meta))
+
+    def priority(self, meta: Any, ch: list[n.Value]) -> n.Priority:
+        value = ch[0].value
+        if not isinstance(value, int):
+            raise _BadToken(ch[0].span, "priority must be an integer", f"found `{value}`")
+        return n.Priority(value, self._span(meta))
+
+    def rule(self, meta: Any, ch: list[Any]) -> n.Rule:
+        return n.Rule(ch[0], ch[1], ch[2], self._span(meta))
+
+    def otherwise(self, meta: Any, ch: list[Any]) -> n.Otherwise:
+        return n.Otherwise(ch[0], self._span(meta))
+
+    def sequence_decl(self, meta: Any, ch: list[n.Name]) -> n.SequenceDecl:
+        return n.SequenceDecl(tuple(ch), self._span(meta))
+
+    def round_robin_decl(self, meta: Any, ch: list[n.Name]) -> n.RoundRobinDecl:
+        return n.RoundRobinDecl(tuple(ch), self._span(meta))
+
+    def type_name(self, meta: Any, ch: list[Token]) -> str:
+        return str(ch[0])
+
+    def type_ref(self, meta: Any, ch: list[Any]) -> n.TypeRef:
+        return n.TypeRef(ch[0], ch[1], self._span(meta))
+
+    def param(self, meta: Any, ch: list[Any]) -> n.Param:
+        return n.Param(ch[0], ch[1], ch[2], self._span(meta))
+
+    def condition_decl(self, meta: Any, ch: list[Any]) -> n.ConditionDecl:
+        return n.ConditionDecl(ch[0], tuple(p for p in ch[1:] if p is not None), self._span(meta))
+
+    def target_decl(self, meta: Any, ch: list[Any]) -> n.TargetDecl:
+        params = tuple(c for c in ch[1:] if isinstance(c, n.Param))
+        results = [c for c in ch[1:] if isinstance(c, n.ResultSpeaker | n.ResultTerminate)]
+        has_arrow = len(results) > 0
+        return n.TargetDecl(ch[0], params, tuple(results) if has_arrow else None, self._span(meta))
+
+    def result_speaker(self, meta: Any, ch: list[n.Name]) -> n.ResultSpeaker:
+        return n.ResultSpeaker(ch[0], self._span(meta))
+
+    def result_terminate(self, meta: Any, ch: list[Any]) -> n.ResultTerminate:
+        return n.ResultTerminate(self._str(ch[0]), self._span(meta))
+
+    # conditions
+    def _nested(self, node: Any, *items: Any) -> Any:
+        depth = 1 + max((_depth(i) for i in items), default=0)
+        if depth > MAX_NESTING:
+            raise _TooDeep(node.span)
+        _DEPTH[id(node)] = depth
+        return node
+
+    def or_cond(self, meta: Any, ch: list[n.Cond]) -> n.OrCond:
+        return self._nested(n.OrCond(tuple(ch), self._span(meta)), *ch)  # type: ignore[no-any-return]
+
+    def and_cond(self, meta: Any, ch: list[n.Cond]) -> n.AndCond:
+        return self._nested(n.AndCond(tuple(ch), self._span(meta)), *ch)  # type: ignore[no-any-return]
+
+    def not_op(self, meta: Any, ch: list[n.Cond]) -> n.NotCond:
+        return self._nested(n.NotCond(ch[0], self._span(meta)), ch[0])  # type: ignore[no-any-return]
+
+    def always_cond(self, meta: Any, ch: list[Any]) -> n.AlwaysCond:
+        return n.AlwaysCond(self._span(meta))
+
+    def from_cond(self, meta: Any, ch: list[n.Name]) -> n.FromCond:
+        return n.FromCond(tuple(ch), self._span(meta))
+
+    def tool_cond(self, meta: Any, ch: list[n.Name]) -> n.ToolCond:
+        return n.ToolCond(ch[0], self._span(meta))
+
+    def cmp(self, meta: Any, ch: list[Token]) -> str:
+        return str(ch[0])
+
+    def context_cond(self, meta: Any, ch: list[Any]) -> n.ContextCond:
+        return n.ContextCond(ch[0], str(ch[1]), ch[2], self._span(meta))
+
+    def arg(self, meta: Any, ch: list[Any]) -> n.Arg:
+        return n.Arg(ch[0], ch[1], self._span(meta))
+
+    def call_cond(self, meta: Any, ch: list[Any]) -> n.CallCond:
+        return n.CallCond(ch[0], tuple(a for a in ch[1:] if a is not None), self._span(meta))
+
+    # targets
+    def speaker_target(self, meta: Any, ch: list[n.Name]) -> n.SpeakerTarget:
+        return n.SpeakerTarget(ch[0], self._span(meta))
+
+    def next_target(self, meta: Any, ch: list[Any]) -> n.NextTarget:
+        return n.NextTarget(self._span(meta))
+
+    def stay_target(self, meta: Any, ch: list[Any]) -> n.StayTarget:
+        return n.StayTarget(self._span(meta))
+
+    def initiator_target(self, meta: Any, ch: list[Any]) -> n.InitiatorTarget:
+        return n.InitiatorTarget(self._span(meta))
+
+    def terminate_target(self, meta: Any, ch: list[Any]) -> n.TerminateTarget:
+        return n.TerminateTarget(self._str(ch[0]), self._span(meta))
+
+    def call_target(self, meta: Any, ch: list[Any]) -> n.CallTarget:
+        return n.CallTarget(ch[0], tuple(a for a in ch[1:] if a is not None), self._span(meta))
+
+    # scenarios
+    def scenario(self, meta: Any, ch: list[Any]) -> n.Scenario:
+        title = self._str(ch[0])
+        assert title is not None
+        return n.Scenario(title, tuple(ch[1:]), self._span(meta))
+
+    def say_turn(self, meta: Any, ch: list[Any]) -> n.SayTurn:
+        text = self._str(ch[1])
+        assert text is not None
+        return n.SayTurn(ch[0], text, self._span(meta))
+
+    def call_turn(self, meta: Any, ch: list[Any]) -> n.CallTurn:
+        args = ch[2]
+        if args is not None and not isinstance(args.value, dict):
+            raise _BadToken(args.span, "`with` takes a JSON object of arguments", "found a non-object")
+        return n.CallTurn(ch[0], ch[1], args, self._str(ch[3]), self._span(meta))
+
+    def assign(self, meta: Any, ch: list[Any]) -> n.Assign:
+        return n.Assign(ch[0], ch[1], self._span(meta))
+
+    def set_turn(self, meta: Any, ch: list[Any]) -> n.SetTurn:
+        assigns = tuple(c for c in ch[1:] if isinstance(c, n.Assign))
+        return n.SetTurn(ch[0], assigns, self._str(ch[-1]), self._span(meta))
+
+    def clear_turn(self, meta: Any, ch: list[Any]) -> n.ClearTurn:
+        keys = tuple(c for c in ch[1:] if isinstance(c, n.Name))
+        return n.ClearTurn(ch[0], keys, self._str(ch[-1]), self._span(meta))
+
+    def handoff_turn(self, meta: Any, ch: list[Any]) -> n.HandoffTurn:
+        return n.HandoffTurn(ch[0], ch[1], self._str(ch[2]), self._span(meta))
+
+    def finish_turn(self, meta: Any, ch: list[Any]) -> n.FinishTurn:
+        return n.FinishTurn(ch[0], self._str(ch[1]), self._span(meta))
+
+    def expect_next(self, meta: Any, ch: list[Any]) -> n.ExpectNext:
+        return n.ExpectNext(ch[0], self._span(meta))
+
+    def expect_terminate(self, meta: Any, ch: list[Any]) -> n.ExpectTerminate:
+        return n.ExpectTerminate(self._str(ch[0]), self._span(meta))
+
+    def expect_context(self, meta: Any, ch: list[Any]) -> n.ExpectContext:
+        return n.ExpectContext(ch[0], ch[1], self._span(meta))
+
+    def expect_turns(self, meta: Any, ch: list[Any]) -> n.ExpectTurns:
+        return n.ExpectTurns(ch[0], self._span(meta))
+
+    def start(self, meta: Any, ch: list[n.Statement]) -> list[n.Statement]:
+        return list(ch)
+
+
+_DEPTH: dict[int, int] = {}
+
+
+def _depth(node: Any) -> int:
+    return _DEPTH.get(id(node), 0)
+
+
+class _BadToken(Exception):
+    def __init__(self, span: Span, message: str, found: str):
+        self.span, self.message, self.found = span, message, found
+
+
+# ── error messages in words ──────────────────────────────────────────────────
+
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "QUOTED_NAME": "a `quoted name`",
+    "STRING": 'a string ("...")',
+    "NUMBER": "a number",
+    "$END": "end of file",
+}
+
+
+def _terminal_word(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        term = _parser().get_terminal(name)
+    except KeyError:
+        return name.lower()
+    pattern = term.pattern
+    if isinstance(pattern, lark.lexer.PatternStr):
+        return f"`{pattern.value}`"
+    return name.lower()
+
+
+def _expected_words(expected: set[str] | frozenset[str]) -> str:
+    words = sorted({_terminal_word(e) for e in expected}, key=lambda w: (not w.startswith("`"), w))
+    # NAME and QUOTED_NAME always travel together; one word is enough.
+    if "a name" in words and "a `quoted name`" in words:
+        words.remove("a `quoted name`")
+    if len(words) > 12:
+        words = [*words[:11], f"... ({len(words) - 11} more)"]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _found_words(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    text = str(token)
+    if token.type in ("NAME", "QUOTED_NAME"):
+        return f"name `{text}`"
+    if token.type == "STRING":
+        return f"string {text[:40]}{'...' if len(text) > 40 else ''}"
+    if token.type == "NUMBER":
+        return f"number `{text}`"
+    if text in KEYWORDS:
+        return f"keyword `{text}`"
+    return f"`{text}`"
+
+
+def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
+    help_text = None
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            start = len(source.text)
+            span = source.span(start, start)
+        else:
+            start = tok.start_pos or 0
+            span = source.span(start, start + max(1, len(str(tok))))
+        found = _found_words(tok)
+        expected = _expected_words(err.accepts or err.expected)
+        message = f"unexpected {found}; expected {expected}"
+        if str(tok) in KEYWORDS and ("NAME" in err.expected):
+            help_text = f"`{tok}` is a keyword; to use it as a name, write it in backquotes: `` `{tok}` ``"
+        elif tok.type == "$END":
+            help_text = "the file ends in the middle of a statement; finish it or remove it"
+        else:
+            help_text = "see docs/language.md for the statement forms"
+    elif isinstance(err, UnexpectedCharacters):
+        start = err.pos_in_stream
+        char = source.text[start] if start < len(source.text) else ""
+        span = source.span(start, start + 1)
+        shown = repr(char) if not char.isprintable() or char == "" else f"`{char}`"
+        if char == '"':
+            message = "unterminated or invalid string"
+            help_text = 'strings are JSON strings: close them on the same line, escape `"` as `\\"`'
+        elif char == "`":
+            message = "unterminated backquoted name"
+            help_text = "close the name with a backquote on the same line"
+        else:
+            message = f"unexpected character {shown}"
+            allowed = err.allowed or set()
+            if allowed:
+                message += f"; expected {_expected_words(allowed)}"
+            help_text = "names are letters, digits, `_` and `-`; `#` starts a comment"
+    elif isinstance(err, UnexpectedEOF):
+        start = len(source.text)
+        span = source.span(start, start)
+        message = f"unexpected end of file; expected {_expected_words(set(err.expected))}"
+    else:  # pragma: no cover - Lark has no other UnexpectedInput
+        span = source.span(0, 0)
+        message = str(err)
+    return Diagnostic(E001, message, source.name, span, help=help_text)
+
+
+_COMMENTS: ContextVar[list[Token] | None] = ContextVar("flowc_comments", default=None)
+
+
+def _collect_comment(tok: Token) -> Token:
+    bucket = _COMMENTS.get()
+    if bucket is not None:
+        bucket.append(tok)
+    return tok
+
+
+def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
+    """Parse a source file into a :class:`~flowc.dsl.nodes.Flow`.
+
+    Never raises on user input: a syntax error is an E001 diagnostic and the
+    returned flow is then empty.
+    """
+    text = source.text
+    empty = n.Flow((), (), source.span(0, len(text)))
+    bucket: list[Token] = []
+    token = _COMMENTS.set(bucket)
+    try:
+        tree = _parser().parse(text)
+        statements = _Build(source).transform(tree)
+    except UnexpectedInput as err:
+        return empty, (_syntax_error(source, err),)
+    except _BadToken as err:
+        return empty, (Diagnostic(E001, f"{err.message}; {err.found}", source.name, err.span),)
+    except _TooDeep as err:
+        return empty, (
+            Diagnostic(
+                E001,
+                f"condition nested more than {MAX_NESTING} levels deep",
+                source.name,
+                err.span,
+                help="split the condition into several rules or custom conditions",
+            ),
+        )
+    finally:
+        _COMMENTS.reset(token)
+        _DEPTH.clear()
+    comments = tuple(
+        n.Comment(str(t)[1:], source.span(t.start_pos or 0, t.end_pos or 0)) for t in bucket
+    )
+    return n.Flow(tuple(statements), comments, source.span(0, len(text))), ()
+
+
+def parse(text: str, filename: str = "<input>") -> n.Flow:
+    """Parse ``.flow`` text; raise :class:`~flowc.diagnostics.FlowError` on a syntax error.
+
+    >>> flow = parse('flow demo\\nspeaker user: human\\nspeaker bot')
+    >>> [s.name.value for s in flow.speakers()]
+    ['user', 'bot']
+    """
+    from flowc.diagnostics import FlowError
+
+    source = SourceFile(filename, text)
+    flow, diags = parse_source(source)
+    if diags:
+        raise FlowError(diags, {filename: source})
+    return flow
