@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from flowc.compiler.decompile import decompile
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import Diagnostic, FlowError, has_errors
-
+from flowc.dsl.formatter import format_source
 from flowc.dsl.nodes import Flow
 from flowc.dsl.parser import parse
 from flowc.source import SourceFile
@@ -31,7 +32,8 @@ __all__ = [
     "FlowError",
     "__version__",
     "compile_flow",
-
+    "decompile",
+    "format_source",
     "parse",
 ]
 

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from flowc.diagnostics import (
     E001,
@@ -78,7 +79,7 @@ def print_diagnostics(
     diags: Sequence[Diagnostic],
     sources: dict[str, SourceFile],
     fmt: str = "text",
-    stream: object = None,
+    stream: TextIO | None = None,
 ) -> None:
     out = stream or sys.stderr
     if fmt == "text":
@@ -94,7 +95,7 @@ def print_diagnostics(
         text = render_github(diags)
     else:  # pragma: no cover - argparse restricts the choices
         raise UsageError(f"unknown format {fmt}")
-    out.write(text)  # type: ignore[attr-defined]
+    out.write(text)
 
 
 def write_output(text: str, out: str | None) -> None:

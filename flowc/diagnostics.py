@@ -41,7 +41,7 @@ def _code(id: str, name: str, severity: Severity, summary: str) -> Code:
     return code
 
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 E001 = _code("E001", "syntax-error", E, "syntax error: where, what was found, what was expected")
 E101 = _code("E101", "undeclared-speaker", E, "a name is used as a speaker but not declared")
@@ -81,12 +81,12 @@ W213 = _code(
     "W213", "silent-after-work", W,
     "a speaker's only ways out are model-chosen and the fallback is the implicit default",
 )
-I301 = _code("I301", "state-bound-reached", I, "the state space was larger than the bound: findings are partial")
-I302 = _code("I302", "human-initiator", I, "an `initiator` target resolves to a `human` speaker")
-I303 = _code("I303", "json-graph-assumptions", I, "a JSON graph was checked under the assumptions for graphs without declarations")
+I301 = _code("I301", "state-bound-reached", INFO, "the state space was larger than the bound: findings are partial")
+I302 = _code("I302", "human-initiator", INFO, "an `initiator` target resolves to a `human` speaker")
+I303 = _code("I303", "json-graph-assumptions", INFO, "a JSON graph was checked under the assumptions for graphs without declarations")
 M001 = _code("M001", "migrate-unsupported", E, "a construct has no equivalent and was left out")
 M002 = _code("M002", "migrate-lossy", W, "a construct was translated with a difference at run time")
-M003 = _code("M003", "migrate-no-effect", I, "a setting that has no effect was dropped")
+M003 = _code("M003", "migrate-no-effect", INFO, "a setting that has no effect was dropped")
 X001 = _code("X001", "unused-ignore", W, "a `# flowc: ignore[...]` comment silences nothing or names no code")
 
 

@@ -6,7 +6,7 @@ error stopped it) and the diagnostics.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -451,10 +451,10 @@ class _Lowering:
             if isinstance(st, n.Rule):
                 target = self.target(st.target)
                 priority = st.priority.value if st.priority else 0
-                for alt in self.alternatives(st.cond):
-                    cond = self.condition(alt)
+                for branch in self.alternatives(st.cond):
+                    cond = self.condition(branch)
                     if cond is not None and target is not None:
-                        infos.append(RuleInfo(len(transitions), st, st, alt.span))
+                        infos.append(RuleInfo(len(transitions), st, st, branch.span))
                         transitions.append(m.Transition(cond, target, priority))
             elif isinstance(st, n.SequenceDecl):
                 ok = all([self.need_speaker(s, "`sequence` names") for s in st.steps])
@@ -614,7 +614,7 @@ def _parse_type(text: str) -> n.TypeRef:
 def _type_problem(value: Any, t: n.TypeRef) -> str | None:
     """None when ``value`` fits type ``t``, else what is wrong, in words."""
     name = t.name
-    checks = {
+    checks: dict[str, Callable[[Any], bool]] = {
         "string": lambda v: isinstance(v, str),
         "speaker": lambda v: isinstance(v, str),
         "int": lambda v: isinstance(v, int) and not isinstance(v, bool),

@@ -1,12 +1,35 @@
-"""`flowc fmt`: the one canonical layout of a `.flow` file."""
+"""`flowc fmt`: the one canonical layout of a `.flow` file, keeping every comment.
+
+``format_source`` is a pure function of the text. Like black, it checks its own
+output: the result must parse to the same AST with the same comments (so it
+compiles to the same graph), and formatting it again must change nothing.
+
+>>> print(format_source('speaker a\\nspeaker   b {tool t sets x=1}\\nwhen from a then b # go'), end="")
+speaker a
+speaker b {
+  tool t sets x = 1
+}
+when from a then b  # go
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
+from typing import Any
 
-from flowc.dsl.parser import KEYWORDS
+from flowc.diagnostics import FlowError
+from flowc.dsl import nodes as n
+from flowc.dsl.parser import KEYWORDS, parse_source
+from flowc.source import SourceFile, Span
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_]|-(?!>))*\Z")
+INDENT = "  "
+
+
+class FormatterBug(Exception):
+    """The formatter's own output failed its checks: a bug in flowc, not in the input."""
 
 
 def format_name(name: str) -> str:
@@ -18,3 +41,312 @@ def format_name(name: str) -> str:
     if _PLAIN_NAME.match(name) and name not in KEYWORDS and not name.endswith("-"):
         return name
     return f"`{name}`"
+
+
+def format_value(value: Any) -> str:
+    """A JSON literal on one line: ``{"a": [1, 2]}``."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _name(name: n.Name) -> str:
+    return format_name(name.value)
+
+
+def _str(s: n.Str) -> str:
+    return format_value(s.value)
+
+
+# ── expressions ──────────────────────────────────────────────────────────────
+
+_PREC = {n.OrCond: 1, n.AndCond: 2, n.NotCond: 3}
+
+
+def format_condition(cond: n.Cond, parent: int = 0) -> str:
+    """A condition with the fewest parentheses that keep its structure."""
+    prec = _PREC.get(type(cond), 4)
+    if isinstance(cond, n.OrCond):
+        text = " or ".join(format_condition(c, 1) for c in cond.items)
+    elif isinstance(cond, n.AndCond):
+        text = " and ".join(format_condition(c, 2) for c in cond.items)
+    elif isinstance(cond, n.NotCond):
+        text = "not " + format_condition(cond.item, 2)
+        # `not` binds its operand tighter than and/or; a nested not needs no parens
+        if isinstance(cond.item, n.NotCond):
+            text = "not " + format_condition(cond.item, 0)
+    elif isinstance(cond, n.AlwaysCond):
+        text = "always"
+    elif isinstance(cond, n.FromCond):
+        text = "from " + ", ".join(_name(s) for s in cond.speakers)
+    elif isinstance(cond, n.ToolCond):
+        text = "tool " + _name(cond.tool)
+    elif isinstance(cond, n.ContextCond):
+        text = f"context.{_name(cond.key)} {cond.op} {format_value(cond.value.value)}"
+    else:
+        text = _call(cond.name, cond.args)
+    # same-operator nesting keeps its parentheses so the tree round-trips exactly
+    if prec < parent or (prec == parent and prec in (1, 2)):
+        return f"({text})"
+    return text
+
+
+def _call(name: n.Name, args: Sequence[n.Arg]) -> str:
+    inner = ", ".join(f"{_name(a.name)} = {format_value(a.value.value)}" for a in args)
+    return f"{_name(name)}({inner})"
+
+
+def format_target(target: n.Target) -> str:
+    if isinstance(target, n.SpeakerTarget):
+        return _name(target.speaker)
+    if isinstance(target, n.NextTarget):
+        return "next"
+    if isinstance(target, n.StayTarget):
+        return "stay"
+    if isinstance(target, n.InitiatorTarget):
+        return "initiator"
+    if isinstance(target, n.TerminateTarget):
+        return "terminate" + (f" {_str(target.reason)}" if target.reason else "")
+    return _call(target.name, target.args)
+
+
+def _effect(effect: n.Effect) -> str:
+    if isinstance(effect, n.SetEffect):
+        return f"sets {_name(effect.key)} = {format_value(effect.value.value)}"
+    if isinstance(effect, n.ClearEffect):
+        return f"clears {_name(effect.key)}"
+    if isinstance(effect, n.HandoffEffect):
+        return f"hands off to {_name(effect.target)}"
+    return "finishes" + (f" {_str(effect.reason)}" if effect.reason else "")
+
+
+def _single_handoff(alt: tuple[n.Effect, ...]) -> bool:
+    return len(alt) == 1 and isinstance(alt[0], n.HandoffEffect)
+
+
+def format_tool(tool: n.ToolDecl) -> str:
+    parts: list[str] = []
+    for i, alt in enumerate(tool.alternatives):
+        if i > 0 and _single_handoff(alt) and _single_handoff(tool.alternatives[i - 1]):
+            handoff = alt[0]
+            assert isinstance(handoff, n.HandoffEffect)
+            parts.append(_name(handoff.target))
+        else:
+            parts.append(", ".join(_effect(e) for e in alt))
+    effects = " | ".join(parts)
+    return f"tool {_name(tool.name)}" + (f" {effects}" if effects else "")
+
+
+def _param(p: n.Param) -> str:
+    text = f"{_name(p.name)}: {p.type}"
+    if p.default is not None:
+        text += f" = {format_value(p.default.value)}"
+    return text
+
+
+def _text_suffix(text: n.Str | None) -> str:
+    return f": {_str(text)}" if text is not None else ""
+
+
+def format_item(item: n.ScenarioItem) -> str:
+    """One scenario line."""
+    if isinstance(item, n.SayTurn):
+        return f"{_name(item.speaker)}: {_str(item.text)}"
+    if isinstance(item, n.CallTurn):
+        text = f"{_name(item.speaker)} calls {_name(item.tool)}"
+        if item.args is not None:
+            text += f" with {format_value(item.args.value)}"
+        return text + _text_suffix(item.text)
+    if isinstance(item, n.SetTurn):
+        assigns = ", ".join(f"{_name(a.key)} = {format_value(a.value.value)}" for a in item.assigns)
+        return f"{_name(item.speaker)} sets {assigns}" + _text_suffix(item.text)
+    if isinstance(item, n.ClearTurn):
+        keys = ", ".join(_name(k) for k in item.keys)
+        return f"{_name(item.speaker)} clears {keys}" + _text_suffix(item.text)
+    if isinstance(item, n.HandoffTurn):
+        return f"{_name(item.speaker)} hands off to {_name(item.target)}" + _text_suffix(item.text)
+    if isinstance(item, n.FinishTurn):
+        return f"{_name(item.speaker)} finishes" + (f" {_str(item.reason)}" if item.reason else "")
+    if isinstance(item, n.ExpectNext):
+        return f"expect next {_name(item.speaker)}"
+    if isinstance(item, n.ExpectTerminate):
+        return "expect terminate" + (f" {_str(item.reason)}" if item.reason else "")
+    if isinstance(item, n.ExpectContext):
+        return f"expect context.{_name(item.key)} == {format_value(item.value.value)}"
+    return f"expect turns {format_value(item.count.value)}"
+
+
+def format_statement_line(st: n.Statement) -> str:
+    """A statement that prints on one line (everything but blocks)."""
+    if isinstance(st, n.FlowDecl):
+        return f"flow {_name(st.name)}" + (f" {_str(st.description)}" if st.description else "")
+    if isinstance(st, n.SpeakerDecl):
+        return f"speaker {_name(st.name)}" + (": human" if st.human else "")
+    if isinstance(st, n.SpeakersDecl):
+        items = ", ".join(_name(s.name) + (": human" if s.human else "") for s in st.speakers)
+        return f"speakers {items}"
+    if isinstance(st, n.StartDecl):
+        return f"start {_name(st.speaker)}"
+    if isinstance(st, n.InitiatorDecl):
+        return f"initiator {_name(st.speaker)}"
+    if isinstance(st, n.MaxTurnsDecl):
+        return f"max_turns {format_value(st.value.value)}"
+    if isinstance(st, n.ContextDecl) and not st.block:
+        entry = st.entries[0]
+        return f"context {_name(entry.key)} = {format_value(entry.value.value)}"
+    if isinstance(st, n.Rule):
+        text = f"when {format_condition(st.cond)} then {format_target(st.target)}"
+        return text + (f" priority {st.priority.value}" if st.priority is not None else "")
+    if isinstance(st, n.Otherwise):
+        return f"otherwise {format_target(st.target)}"
+    if isinstance(st, n.SequenceDecl):
+        return "sequence " + " -> ".join(_name(s) for s in st.steps)
+    if isinstance(st, n.RoundRobinDecl):
+        return "round_robin " + ", ".join(_name(s) for s in st.speakers)
+    if isinstance(st, n.ConditionDecl):
+        return f"condition {_name(st.name)}({', '.join(_param(p) for p in st.params)})"
+    if isinstance(st, n.TargetDecl):
+        text = f"target {_name(st.name)}({', '.join(_param(p) for p in st.params)})"
+        if st.results is not None:
+            results = []
+            for r in st.results:
+                if isinstance(r, n.ResultSpeaker):
+                    results.append(_name(r.speaker))
+                else:
+                    results.append("terminate" + (f" {_str(r.reason)}" if r.reason else ""))
+            text += " -> " + " | ".join(results)
+        return text
+    raise TypeError(f"not a one-line statement: {type(st).__name__}")  # pragma: no cover
+
+
+# ── layout with comments ─────────────────────────────────────────────────────
+
+
+class _Printer:
+    def __init__(self, comments: Sequence[n.Comment]):
+        self.comments = sorted(comments, key=lambda c: c.span.start)
+        self.next = 0
+        self.lines: list[str] = []
+        self.prev_line: int | None = None
+
+    def _comment_text(self, c: n.Comment) -> str:
+        return "#" + c.text.rstrip()
+
+    def _pending_before(self, offset: int) -> list[n.Comment]:
+        out = []
+        while self.next < len(self.comments) and self.comments[self.next].span.start < offset:
+            out.append(self.comments[self.next])
+            self.next += 1
+        return out
+
+    def _trailing(self, line: int) -> str:
+        """The comment that sits at the end of source ``line``, if the next one does."""
+        if self.next < len(self.comments) and self.comments[self.next].span.line == line:
+            c = self.comments[self.next]
+            self.next += 1
+            return "  " + self._comment_text(c)
+        return ""
+
+    def _gap(self, line: int) -> None:
+        """Keep one blank line where the source had one or more."""
+        if self.prev_line is not None and line - self.prev_line > 1:
+            self.lines.append("")
+
+    def _comments(self, comments: Sequence[n.Comment], pad: str) -> None:
+        for c in comments:
+            self._gap(c.span.line)
+            self.lines.append(pad + self._comment_text(c))
+            self.prev_line = c.span.line
+
+    def block(self, items: Sequence[Any], depth: int, end: int) -> None:
+        """Print ``items`` (statements or block entries) then comments up to ``end``."""
+        pad = INDENT * depth
+        for item in items:
+            span: Span = item.span
+            one_line = not _is_block(item)
+            self._comments(self._pending_before(span.end if one_line else span.start), pad)
+            self._gap(span.line)
+            if one_line:
+                self.lines.append(pad + _line_of(item) + self._trailing(span.end_line))
+            else:
+                self.emit_block(item, depth)
+            self.prev_line = span.end_line
+        self._comments(self._pending_before(end), pad)
+
+    def emit_block(self, item: Any, depth: int) -> None:
+        pad = INDENT * depth
+        children: Sequence[Any]
+        if isinstance(item, n.SpeakerDecl):
+            header = format_statement_line(item) + " {"
+            children = item.tools
+        elif isinstance(item, n.ContextDecl):
+            header = "context {"
+            children = item.entries
+        else:
+            assert isinstance(item, n.Scenario)
+            header = f"scenario {_str(item.title)} {{"
+            children = item.items
+        span: Span = item.span
+        first_child = children[0].span.start if children else span.end
+        # a comment on the header line, after the `{`, stays there
+        trailing = ""
+        if (
+            self.next < len(self.comments)
+            and self.comments[self.next].span.line == span.line
+            and self.comments[self.next].span.start < first_child
+        ):
+            trailing = self._trailing(span.line)
+        self.lines.append(pad + header + trailing)
+        self.prev_line = span.line
+        self.block(children, depth + 1, span.end - 1)  # up to the closing brace
+        self.lines.append(pad + "}" + self._trailing(span.end_line))
+
+
+def _is_block(item: Any) -> bool:
+    if isinstance(item, n.SpeakerDecl):
+        return bool(item.tools)
+    if isinstance(item, n.ContextDecl):
+        return item.block
+    return isinstance(item, n.Scenario)
+
+
+def _line_of(item: Any) -> str:
+    if isinstance(item, n.ToolDecl):
+        return format_tool(item)
+    if isinstance(item, n.ContextEntry):
+        return f"{_name(item.key)} = {format_value(item.value.value)},"
+    if isinstance(item, n.ScenarioItem):
+        return format_item(item)
+    return format_statement_line(item)
+
+
+def format_flow(flow: n.Flow) -> str:
+    """Print a parsed flow in the canonical layout, comments included."""
+    printer = _Printer(flow.comments)
+    printer.block(flow.statements, 0, flow.span.end + 1)
+    text = "\n".join(printer.lines)
+    return text + "\n" if text else ""
+
+
+def format_source(text: str, filename: str = "<input>", *, verify: bool = True) -> str:
+    """Format `.flow` text. Raises :class:`FlowError` if it does not parse.
+
+    With ``verify`` (the default) the result is re-parsed and must have the same AST
+    and comments, and formatting it again must change nothing; a failure there is a
+    :class:`FormatterBug`.
+
+    >>> format_source("when   from a then b   priority 2")
+    'when from a then b priority 2\\n'
+    """
+    source = SourceFile(filename, text)
+    flow, diags = parse_source(source)
+    if diags:
+        raise FlowError(diags, {filename: source})
+    out = format_flow(flow)
+    if verify:
+        again, diags2 = parse_source(SourceFile(filename, out))
+        if diags2 or again != flow:
+            raise FormatterBug(f"{filename}: formatting changed the meaning of the file")
+        if [c.text.rstrip() for c in again.comments] != [c.text.rstrip() for c in flow.comments]:
+            raise FormatterBug(f"{filename}: formatting lost or reordered a comment")
+        if format_flow(again) != out:
+            raise FormatterBug(f"{filename}: formatting is not stable on its own output")
+    return out

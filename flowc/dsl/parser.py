@@ -15,8 +15,8 @@ from typing import Any
 
 import lark
 from lark import Lark, Token, v_args
-from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.visitors import Transformer_NonRecursive
 
 from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
@@ -26,10 +26,7 @@ from flowc.source import SourceFile, Span
 MAX_NESTING = 200
 
 KEYWORDS = frozenset(
-    """flow speaker speakers human tool sets clears hands off to finishes start initiator
-    max_turns context when then priority otherwise sequence round_robin condition target
-    terminate or and not always from next stay scenario calls with expect turns true false
-    null""".split()
+    ["flow", "speaker", "speakers", "human", "tool", "sets", "clears", "hands", "off", "to", "finishes", "start", "initiator", "max_turns", "context", "when", "then", "priority", "otherwise", "sequence", "round_robin", "condition", "target", "terminate", "or", "and", "not", "always", "from", "next", "stay", "scenario", "calls", "with", "expect", "turns", "true", "false", "null"]
 )
 
 
@@ -52,7 +49,7 @@ class _TooDeep(Exception):
 
 
 @v_args(meta=True)
-class _Build(Transformer_NonRecursive):
+class _Build(Transformer_NonRecursive):  # type: ignore[type-arg]
     """Builds AST nodes; method names are the grammar's rule names."""
 
     def __init__(self, source: SourceFile):
@@ -399,9 +396,9 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
         else:
             help_text = "see docs/language.md for the statement forms"
     elif isinstance(err, UnexpectedCharacters):
-        start = err.pos_in_stream
-        char = source.text[start] if start < len(source.text) else ""
-        span = source.span(start, start + 1)
+        pos = err.pos_in_stream or 0
+        char = source.text[pos] if pos < len(source.text) else ""
+        span = source.span(pos, pos + 1)
         shown = repr(char) if not char.isprintable() or char == "" else f"`{char}`"
         if char == '"':
             message = "unterminated or invalid string"

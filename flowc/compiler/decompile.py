@@ -1,0 +1,276 @@
+"""Graph dict -> readable `.flow`: for people moving graphs built in Python into files.
+
+Compiling the result gives the same dict back (``decompile`` checks this itself).
+
+>>> text = decompile({"initial_speaker": "a", "transitions": [
+...     {"when": {"name": "from_speaker", "args": {"agent_id": "a"}},
+...      "then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 0}],
+...     "default_target": {"name": "terminate", "args": {"reason": "sequence_complete"}},
+...     "max_turns": 2})
+>>> print(text.splitlines()[-1])
+sequence a -> b
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from flowc.compiler import model as m
+from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.pipeline import compile_source
+from flowc.compiler.serde import (
+    ShapeError,
+    structure_graph,
+    structure_knobs,
+    unstructure_graph,
+)
+from flowc.diagnostics import E108, Diagnostic, FlowError, has_errors
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name, format_source, format_statement_line, format_value
+from flowc.source import NO_SPAN, SourceFile
+
+S = NO_SPAN
+
+
+class DecompileError(Exception):
+    """The graph has a part that no `.flow` text can express; ``path`` says where."""
+
+    def __init__(self, path: str, message: str):
+        self.path, self.message = path, message
+        super().__init__(f"{path}: {message}")
+
+
+def _name(value: str, path: str) -> n.Name:
+    if "`" in value or "\n" in value or "\r" in value or not value:
+        raise DecompileError(path, f"{json.dumps(value)} cannot be written as a .flow name")
+    return n.Name(value, S)
+
+
+def _value(v: Any) -> n.Value:
+    return n.Value(v, S)
+
+
+def _type_of(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "float"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "list"
+    if isinstance(v, dict):
+        return "object"
+    return "any"
+
+
+class _Decompiler:
+    def __init__(self) -> None:
+        self.customs: dict[tuple[str, str], dict[str, str]] = {}
+
+    def note_custom(self, kind: str, name: str, args: dict[str, Any], path: str) -> None:
+        _name(name, path)
+        params = self.customs.setdefault((kind, name), {})
+        for key, value in args.items():
+            _name(key, f"{path}.args")
+            t = _type_of(value)
+            if params.get(key, t) != t:
+                t = "any"
+            params[key] = t
+
+    def args(self, args: dict[str, Any], path: str) -> tuple[n.Arg, ...]:
+        return tuple(n.Arg(_name(k, path), _value(v), S) for k, v in args.items())
+
+    def cond(self, c: m.Condition, path: str) -> n.Cond:
+        if isinstance(c, m.Always):
+            return n.AlwaysCond(S)
+        if isinstance(c, m.FromSpeaker):
+            return n.FromCond((_name(c.agent_id, path),), S)
+        if isinstance(c, m.ToolCalled):
+            return n.ToolCond(_name(c.tool_name, path), S)
+        if isinstance(c, m.ContextEquals):
+            return n.ContextCond(_name(c.key, path), "==", _value(c.value), S)
+        if isinstance(c, m.Not):
+            inner = c.condition
+            if isinstance(inner, m.ContextEquals):
+                return n.ContextCond(_name(inner.key, path), "!=", _value(inner.value), S)
+            return n.NotCond(self.cond(inner, f"{path}.args.condition"), S)
+        if isinstance(c, m.AllOf | m.AnyOf):
+            if not c.conditions:
+                raise DecompileError(path, f"an empty `{c.NAME}` has no .flow spelling")
+            items = tuple(
+                self.cond(x, f"{path}.args.conditions[{i}]") for i, x in enumerate(c.conditions)
+            )
+            if len(items) == 1:
+                raise DecompileError(path, f"a one-item `{c.NAME}` has no .flow spelling")
+            return n.AndCond(items, S) if isinstance(c, m.AllOf) else n.OrCond(items, S)
+        self.note_custom("condition", c.name, c.args, path)
+        return n.CallCond(_name(c.name, path), self.args(c.args, path), S)
+
+    def target(self, t: m.Target, path: str) -> n.Target:
+        if isinstance(t, m.AgentTarget):
+            return n.SpeakerTarget(_name(t.agent_id, path), S)
+        if isinstance(t, m.RoundRobinTarget):
+            return n.NextTarget(S)
+        if isinstance(t, m.StayTarget):
+            return n.StayTarget(S)
+        if isinstance(t, m.RevertToInitiatorTarget):
+            return n.InitiatorTarget(S)
+        if isinstance(t, m.TerminateTarget):
+            return n.TerminateTarget(n.Str(t.reason, S), S)
+        self.note_custom("target", t.name, t.args, path)
+        return n.CallTarget(_name(t.name, path), self.args(t.args, path), S)
+
+
+def _is_sequence(g: m.TransitionGraph) -> list[str] | None:
+    ts = g.transitions
+    if not ts or g.default_target != m.TerminateTarget("sequence_complete"):
+        return None
+    steps = [g.initial_speaker]
+    for t in ts:
+        if (
+            t.priority != 0
+            or not isinstance(t.when, m.FromSpeaker)
+            or not isinstance(t.then, m.AgentTarget)
+            or t.when.agent_id != steps[-1]
+        ):
+            return None
+        steps.append(t.then.agent_id)
+    return steps if g.max_turns == len(steps) else None
+
+
+def _is_round_robin(g: m.TransitionGraph) -> bool:
+    return (
+        g.transitions == (m.Transition(m.Always(), m.RoundRobinTarget(), 0),)
+        and g.default_target == m.TerminateTarget("round_robin_complete")
+    )
+
+
+def decompile_graph(
+    graph: m.TransitionGraph,
+    context_vars: dict[str, Any] | None = None,
+    *,
+    participants: Sequence[str] = (),
+    title: str | None = None,
+) -> str:
+    """Write a graph model as `.flow` text (formatted, not yet verified)."""
+    d = _Decompiler()
+    speakers = list(dict.fromkeys([*participants, *m.agent_ids(graph)]))
+    for i, sp in enumerate(speakers):
+        _name(sp, f"participants[{i}]")
+    sections: list[list[str]] = []
+    header = ["# Decompiled by `flowc decompile`. Mark seeders that never run a model with `: human`."]
+    if title:
+        header.append(format_statement_line(n.FlowDecl(_name(title, "title"), None, S)))
+    sections.append(header)
+    sections.append([format_statement_line(n.SpeakerDecl(n.Name(s, S), False, (), S)) for s in speakers])
+
+    body: list[str] = []
+    settings: list[str] = []
+    steps = _is_sequence(graph)
+    if steps is not None:
+        body.append(format_statement_line(n.SequenceDecl(tuple(n.Name(s, S) for s in steps), S)))
+    elif _is_round_robin(graph) and len(speakers) >= 2:
+        order = [graph.initial_speaker] + [s for s in speakers if s != graph.initial_speaker]
+        body.append(format_statement_line(n.RoundRobinDecl(tuple(n.Name(s, S) for s in order), S)))
+        if graph.max_turns is not None:
+            settings.append(f"max_turns {graph.max_turns}")
+    else:
+        settings.append(format_statement_line(n.StartDecl(n.Name(graph.initial_speaker, S), S)))
+        if graph.max_turns is not None:
+            settings.append(f"max_turns {graph.max_turns}")
+        for i, t in enumerate(graph.transitions):
+            path = f"transitions[{i}]"
+            if isinstance(t.when, m.AnyOf):
+                raise DecompileError(
+                    f"{path}.when",
+                    "a top-level `any_of` has no .flow spelling (a top-level `or` becomes "
+                    "separate rules); split it into one rule per condition",
+                )
+            cond = d.cond(t.when, f"{path}.when")
+            target = d.target(t.then, f"{path}.then")
+            priority = n.Priority(t.priority, S) if t.priority != 0 else None
+            body.append(format_statement_line(n.Rule(cond, target, priority, S)))
+        if graph.default_target != m.TerminateTarget():
+            target = d.target(graph.default_target, "default_target")
+            body.append(format_statement_line(n.Otherwise(target, S)))
+    if context_vars:
+        entries = [
+            f"  {format_name(_name(k, f'context_vars.{k}').value)} = {format_value(v)},"
+            for k, v in context_vars.items()
+        ]
+        settings += ["context {", *entries, "}"]
+    decls: list[str] = []
+    for (kind, name), params in d.customs.items():
+        ps = tuple(
+            n.Param(n.Name(p, S), n.TypeRef(t, None, S), None, S) for p, t in params.items()
+        )
+        decl: n.Statement = (
+            n.ConditionDecl(n.Name(name, S), ps, S)
+            if kind == "condition"
+            else n.TargetDecl(n.Name(name, S), ps, None, S)
+        )
+        decls.append(format_statement_line(decl))
+    for section in (settings, decls, body):
+        if section:
+            sections.append(section)
+    return "\n\n".join("\n".join(s) for s in sections) + "\n"
+
+
+def decompile(
+    data: dict[str, Any],
+    *,
+    participants: Sequence[str] = (),
+    title: str | None = None,
+    filename: str = "<graph>",
+) -> str:
+    """A graph dict or knobs dict -> `.flow` text that compiles back to the same dict.
+
+    Raises :class:`FlowError` (E108 with JSON paths) when the dict is not a graph, or
+    when part of it has no `.flow` spelling.
+    """
+    try:
+        if "graph" in data and "initial_speaker" not in data:
+            knobs = structure_knobs(data)
+            graph, context = knobs.graph, dict(knobs.context_vars)
+        else:
+            graph, context = structure_graph(data), {}
+        text = decompile_graph(graph, context, participants=participants, title=title)
+    except ShapeError as err:
+        raise FlowError(
+            [Diagnostic(E108, str(p), filename, json_path=p.path) for p in err.problems]
+        ) from None
+    except DecompileError as err:
+        raise FlowError([Diagnostic(E108, err.message, filename, json_path=err.path)]) from None
+    text = format_source(text, filename)
+    if len(m.agent_ids(graph)) + len(participants) < 2 and len(set(participants) | set(m.agent_ids(graph))) < 2:
+        raise FlowError(
+            [
+                Diagnostic(
+                    E108,
+                    "the graph names only one agent, and a flow needs two speakers",
+                    filename,
+                    json_path="initial_speaker",
+                    help="name the channel's other participants: --participants a,b",
+                )
+            ]
+        )
+    compiled = _compile(text, filename)
+    if compiled.graph_dict != unstructure_graph(graph) or compiled.context_vars != context:
+        raise AssertionError("decompile: the .flow does not compile back to the same graph")
+    return text
+
+
+def _compile(text: str, filename: str) -> CompiledFlow:
+    source = SourceFile(filename, text)
+    compiled, diags = compile_source(source)
+    if compiled is None or has_errors(diags):
+        raise FlowError(diags, {filename: source})
+    return compiled
+
+
+__all__ = ["DecompileError", "decompile", "decompile_graph"]
