@@ -250,11 +250,15 @@ class _Printer:
         if self.prev_line is not None and line - self.prev_line > 1:
             self.lines.append("")
 
-    def _comments(self, comments: Sequence[n.Comment], pad: str) -> None:
+    def _comments(self, comments: Sequence[n.Comment], pad: str, inside: Span | None = None) -> None:
+        """Comments on their own lines; those ``inside`` a one-line item move above it."""
         for c in comments:
-            self._gap(c.span.line)
+            line = c.span.line
+            if inside is not None and c.span.start > inside.start:
+                line = inside.line
+            self._gap(line)
             self.lines.append(pad + self._comment_text(c))
-            self.prev_line = c.span.line
+            self.prev_line = line
 
     def block(self, items: Sequence[Any], depth: int, end: int) -> None:
         """Print ``items`` (statements or block entries) then comments up to ``end``."""
@@ -262,7 +266,10 @@ class _Printer:
         for item in items:
             span: Span = item.span
             one_line = not _is_block(item)
-            self._comments(self._pending_before(span.end if one_line else span.start), pad)
+            if one_line:
+                self._comments(self._pending_before(span.end), pad, inside=span)
+            else:
+                self._comments(self._pending_before(span.start), pad)
             self._gap(span.line)
             if one_line:
                 self.lines.append(pad + _line_of(item) + self._trailing(span.end_line))

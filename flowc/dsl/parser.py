@@ -7,16 +7,19 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import re
+from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import cache
 from importlib import resources
 from typing import Any
 
+import attrs
 import lark
-from lark import Lark, Token, v_args
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.visitors import Transformer_NonRecursive
 
 from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
@@ -30,16 +33,79 @@ KEYWORDS = frozenset(
 )
 
 
+class _FlowLexer(lark.lexer.Lexer):
+    """A one-regex lexer for Lark: the grammar's terminals, keywords by table lookup.
+
+    Lark's basic lexer tries each token twice (once for the keyword check); this one
+    scans once, and tracks lines only inside whitespace, the one token that can hold a
+    newline.
+    """
+
+    def __init__(self, lexer_conf: Any) -> None:
+        by_name = {t.name: t for t in lexer_conf.terminals}
+        self.literals: dict[str, str] = {}
+        for term in lexer_conf.terminals:
+            if isinstance(term.pattern, lark.lexer.PatternStr):
+                self.literals[term.pattern.value] = term.name
+        punct = sorted(
+            (v for v in self.literals if not v[0].isalpha() and v[0] != "_"), key=len, reverse=True
+        )
+        parts = [
+            r"(?P<WS>[ \t\r\n\f]+)",
+            r"(?P<COMMENT>#[^\n]*)",
+            f"(?P<NAME>{by_name['NAME'].pattern.value})",
+            f"(?P<QUOTED_NAME>{by_name['QUOTED_NAME'].pattern.value})",
+            f"(?P<STRING>{by_name['STRING'].pattern.value})",
+            f"(?P<NUMBER>{by_name['NUMBER'].pattern.value})",
+            "(?P<PUNCT>" + "|".join(re.escape(p) for p in punct) + ")",
+        ]
+        self.scanner = re.compile("|".join(parts))
+        self.callback = lexer_conf.callbacks.get("COMMENT")
+
+    def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
+        match = self.scanner.match
+        literals = self.literals
+        pos, line, line_start, end = 0, 1, 0, len(text)
+        while pos < end:
+            m = match(text, pos)
+            if m is None:
+                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1)  # type: ignore[no-untyped-call]
+            kind = m.lastgroup
+            value = m.group()
+            stop = m.end()
+            if kind == "WS":
+                newlines = value.count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = pos + value.rindex("\n") + 1
+                pos = stop
+                continue
+            column = pos - line_start + 1
+            if kind == "NAME":
+                kind = literals.get(value, "NAME")
+            elif kind == "PUNCT":
+                kind = literals[value]
+            tok = Token(kind, value, pos, line, column, line, column + len(value), stop)  # type: ignore[arg-type]
+            pos = stop
+            if kind == "COMMENT":
+                if self.callback is not None:
+                    self.callback(tok)
+                continue
+            yield tok
+
+
 @cache
 def _parser() -> Lark:
     grammar = resources.files("flowc").joinpath("grammar/flow.lark").read_text(encoding="utf-8")
     return Lark(
         grammar,
         parser="lalr",
-        lexer="basic",
-        propagate_positions=True,
+        lexer=_FlowLexer,
+        keep_all_tokens=True,
         maybe_placeholders=True,
         lexer_callbacks={"COMMENT": _collect_comment},
+        transformer=_Build(),
+        cache=True,
     )
 
 
@@ -48,23 +114,107 @@ class _TooDeep(Exception):
         self.span = span
 
 
-@v_args(meta=True)
-class _Build(Transformer_NonRecursive):  # type: ignore[type-arg]
-    """Builds AST nodes; method names are the grammar's rule names."""
+#: terminals whose text matters; keyword and punctuation tokens are dropped
+_VALUE_TOKENS = frozenset({"NAME", "QUOTED_NAME", "STRING", "NUMBER"})
+#: rules whose callbacks want every token (their keyword is their value)
+_RAW_RULES = frozenset({"cmp", "type_name"})
 
-    def __init__(self, source: SourceFile):
-        super().__init__(visit_tokens=False)
-        self.source = source
+
+@attrs.frozen
+class _Flag:
+    """A keyword-only piece (``: human``) that still has a place."""
+
+    span: Span
+
+
+@attrs.frozen
+class _Block:
+    """The ``{ ... }`` of a speaker, with the span of its braces."""
+
+    tools: tuple[n.ToolDecl, ...]
+    span: Span
+
+
+def _first_pos(obj: Any) -> tuple[int, int, int] | None:
+    if isinstance(obj, Token):
+        return (obj.start_pos or 0, obj.line or 1, obj.column or 1)
+    span = getattr(obj, "span", None)
+    if isinstance(span, Span):
+        return (span.start, span.line, span.column)
+    if isinstance(obj, list | tuple):
+        for item in obj:
+            found = _first_pos(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _last_pos(obj: Any) -> tuple[int, int, int] | None:
+    if isinstance(obj, Token):
+        return (obj.end_pos or 0, obj.end_line or 1, obj.end_column or 1)
+    span = getattr(obj, "span", None)
+    if isinstance(span, Span):
+        return (span.end, span.end_line, span.end_column)
+    if isinstance(obj, list | tuple):
+        for item in reversed(obj):
+            found = _last_pos(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _extent(children: list[Any]) -> Span:
+    first, last = _first_pos(children), _last_pos(children)
+    if first is None or last is None:
+        return Span(1, 1, 1, 1, 0, 0)
+    return Span(first[1], first[2], last[1], last[2], first[0], last[0])
+
+
+def _callback(name: str, method: Any) -> Any:
+    raw = name in _RAW_RULES
+
+    def call(self: Any, children: list[Any]) -> Any:
+        span = _extent(children)
+        if not raw:
+            children = [
+                c for c in children if not isinstance(c, Token) or c.type in _VALUE_TOKENS
+            ]
+        return method(self, span, children)
+
+    call.__name__ = name
+    return call
+
+
+class _BuildMeta(type):
+    """Wraps every rule callback so it gets ``(span, value children)``."""
+
+    def __new__(mcs, cls_name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> Any:
+        for key, value in list(ns.items()):
+            if callable(value) and not key.startswith("_"):
+                ns[key] = _callback(key, value)
+        return super().__new__(mcs, cls_name, bases, ns)
+
+
+class _Build(metaclass=_BuildMeta):
+    """Builds AST nodes while the LALR parser runs (no intermediate tree).
+
+    Lark calls each method with a rule's children; :class:`_BuildMeta` turns that
+    into the rule's span and its value children. Method names are the rule names.
+    """
 
     def _span(self, meta: Any) -> Span:
-        if getattr(meta, "empty", True):
-            return self.source.span(0, 0)
-        return self.source.span(meta.start_pos, meta.end_pos)
+        assert isinstance(meta, Span)
+        return meta
 
     def _tok(self, tok: Token) -> Span:
-        start = tok.start_pos or 0
-        end = tok.end_pos if tok.end_pos is not None else start + len(tok)
-        return self.source.span(start, end)
+        return Span(
+            tok.line or 1,
+            tok.column or 1,
+            tok.end_line or 1,
+            tok.end_column or 1,
+            tok.start_pos or 0,
+            tok.end_pos or 0,
+        )
 
     # leaves
     def name(self, meta: Any, ch: list[Token]) -> n.Name:
@@ -104,17 +254,16 @@ class _Build(Transformer_NonRecursive):  # type: ignore[type-arg]
     def flow_decl(self, meta: Any, ch: list[Any]) -> n.FlowDecl:
         return n.FlowDecl(ch[0], self._str(ch[1]), self._span(meta))
 
-    def human(self, meta: Any, ch: list[Any]) -> bool:
-        return True
+    def human(self, meta: Any, ch: list[Any]) -> _Flag:
+        return _Flag(self._span(meta))
 
     def speaker_decl(self, meta: Any, ch: list[Any]) -> n.SpeakerDecl:
-        tools = ch[2]
-        return n.SpeakerDecl(
-            ch[0], bool(ch[1]), tuple(tools or ()), self._span(meta), block=tools is not None
-        )
+        block: _Block | None = ch[2]
+        tools = block.tools if block is not None else ()
+        return n.SpeakerDecl(ch[0], ch[1] is not None, tools, self._span(meta), block=block is not None)
 
-    def tool_block(self, meta: Any, ch: list[n.ToolDecl]) -> list[n.ToolDecl]:
-        return list(ch)
+    def tool_block(self, meta: Any, ch: list[n.ToolDecl]) -> _Block:
+        return _Block(tuple(ch), self._span(meta))
 
     def tool_decl(self, meta: Any, ch: list[Any]) -> n.ToolDecl:
         return n.ToolDecl(ch[0], tuple(ch[1] or ()), self._span(meta))
@@ -144,7 +293,7 @@ class _Build(Transformer_NonRecursive):  # type: ignore[type-arg]
         return n.SpeakersDecl(tuple(ch), self._span(meta))
 
     def speaker_item(self, meta: Any, ch: list[Any]) -> n.SpeakerDecl:
-        return n.SpeakerDecl(ch[0], bool(ch[1]), (), self._span(meta))
+        return n.SpeakerDecl(ch[0], ch[1] is not None, (), self._span(meta))
 
     def start_decl(self, meta: Any, ch: list[Any]) -> n.StartDecl:
         return n.StartDecl(ch[0], self._span(meta))
@@ -309,6 +458,9 @@ class _Build(Transformer_NonRecursive):  # type: ignore[type-arg]
     def expect_turns(self, meta: Any, ch: list[Any]) -> n.ExpectTurns:
         return n.ExpectTurns(ch[0], self._span(meta))
 
+    def atom(self, meta: Any, ch: list[n.Cond]) -> n.Cond:
+        return ch[0]  # `( cond )`: the parentheses only group
+
     def start(self, meta: Any, ch: list[n.Statement]) -> list[n.Statement]:
         return list(ch)
 
@@ -393,6 +545,8 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
             help_text = f"`{tok}` is a keyword; to use it as a name, write it in backquotes: `` `{tok}` ``"
         elif tok.type == "$END":
             help_text = "the file ends in the middle of a statement; finish it or remove it"
+        elif str(tok) == "=" and "EQUAL" not in err.expected:
+            help_text = "compare with `==` (or `!=`); a single `=` assigns in `context` and `sets`"
         else:
             help_text = "see docs/language.md for the statement forms"
     elif isinstance(err, UnexpectedCharacters):
@@ -408,9 +562,6 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
             help_text = "close the name with a backquote on the same line"
         else:
             message = f"unexpected character {shown}"
-            allowed = err.allowed or set()
-            if allowed:
-                message += f"; expected {_expected_words(allowed)}"
             help_text = "names are letters, digits, `_` and `-`; `#` starts a comment"
     elif isinstance(err, UnexpectedEOF):
         start = len(source.text)
@@ -442,9 +593,12 @@ def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     empty = n.Flow((), (), source.span(0, len(text)))
     bucket: list[Token] = []
     token = _COMMENTS.set(bucket)
+    # Parsing allocates many small objects that all stay alive; pausing the cycle
+    # collector meanwhile saves about a fifth of the time on large files.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        tree = _parser().parse(text)
-        statements = _Build(source).transform(tree)
+        statements: list[n.Statement] = _parser().parse(text)  # type: ignore[assignment]
     except UnexpectedInput as err:
         return empty, (_syntax_error(source, err),)
     except _BadToken as err:
@@ -460,6 +614,8 @@ def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
             ),
         )
     finally:
+        if gc_was_enabled:
+            gc.enable()
         _COMMENTS.reset(token)
         _DEPTH.clear()
     comments = tuple(

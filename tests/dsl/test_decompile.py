@@ -1,0 +1,82 @@
+"""decompile: graphs built with AG2's own API come back as readable flows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flowc import FlowError, compile_flow, decompile
+
+
+def graph(transitions: list[dict[str, Any]], default: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    return {
+        "initial_speaker": kw.get("initial_speaker", "user"),
+        "transitions": transitions,
+        "default_target": default or {"name": "terminate", "args": {"reason": "after_work"}},
+        "max_turns": kw.get("max_turns"),
+    }
+
+
+def rule(when: dict[str, Any], then: dict[str, Any], priority: int = 0) -> dict[str, Any]:
+    return {"when": when, "then": then, "priority": priority}
+
+
+FROM_USER = {"name": "from_speaker", "args": {"agent_id": "user"}}
+TO_BOT = {"name": "agent", "args": {"agent_id": "bot"}}
+
+
+def test_explicit_rules_priorities_and_composites() -> None:
+    g = graph(
+        [
+            rule({"name": "not", "args": {"condition": {"name": "context_equals", "args": {"key": "k", "value": 1}}}}, TO_BOT, -5),
+            rule({"name": "all_of", "args": {"conditions": [FROM_USER, {"name": "tool_called", "args": {"tool_name": "go"}}]}}, {"name": "stay", "args": {}}),
+            rule({"name": "always", "args": {}}, {"name": "revert_to_initiator", "args": {}}, 3),
+        ],
+        {"name": "round_robin", "args": {}},
+        max_turns=9,
+    )
+    text = decompile(g)
+    assert "when context.k != 1 then bot priority -5" in text
+    assert "when from user and tool go then stay" in text
+    assert "when always then initiator priority 3" in text
+    assert "otherwise next" in text
+    assert compile_flow(text).graph_dict == g
+
+
+def test_custom_conditions_and_targets_are_declared_with_inferred_types() -> None:
+    g = graph([rule({"name": "score_above", "args": {"threshold": 3, "label": "x"}},
+                    {"name": "pick_reviewer", "args": {"pool": ["bot"]}})])
+    g["transitions"].append(rule(FROM_USER, TO_BOT))
+    text = decompile(g)
+    assert "condition score_above(threshold: int, label: string)" in text
+    assert "target pick_reviewer(pool: list)" in text
+    assert compile_flow(text).graph_dict == g
+
+
+def test_keyword_and_odd_ids_are_backquoted() -> None:
+    g = graph([rule({"name": "from_speaker", "args": {"agent_id": "next"}},
+                    {"name": "agent", "args": {"agent_id": "agent 7f3a"}})], initial_speaker="next")
+    text = decompile(g)
+    assert "when from `next` then `agent 7f3a`" in text
+    assert compile_flow(text).graph_dict == g
+
+
+def test_top_level_any_of_is_refused_with_its_path() -> None:
+    g = graph([rule({"name": "any_of", "args": {"conditions": [FROM_USER, FROM_USER]}}, TO_BOT)])
+    with pytest.raises(FlowError) as err:
+        decompile(g)
+    assert err.value.diagnostics[0].json_path == "transitions[0].when"
+
+
+def test_unrepresentable_name_is_refused() -> None:
+    g = graph([rule(FROM_USER, {"name": "agent", "args": {"agent_id": "a`b"}})])
+    with pytest.raises(FlowError) as err:
+        decompile(g)
+    assert "cannot be written" in err.value.diagnostics[0].message
+
+
+def test_knobs_keep_context_vars() -> None:
+    knobs = {"graph": graph([rule(FROM_USER, TO_BOT)]), "context_vars": {"level": 0, "tags": ["a"]}}
+    text = decompile(knobs)
+    assert compile_flow(text).knobs == knobs

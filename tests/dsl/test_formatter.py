@@ -1,0 +1,49 @@
+"""Formatter cases: tests/cases/fmt/NAME.flow formats to NAME.expected.flow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flowc import compile_flow, format_source
+from flowc.dsl.parser import parse_source
+from flowc.source import SourceFile
+
+CASES = Path(__file__).parent.parent / "cases" / "fmt"
+INPUTS = sorted(p for p in CASES.glob("*.flow") if not p.name.endswith(".expected.flow"))
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.stem)
+def test_format_case(path: Path, request: pytest.FixtureRequest) -> None:
+    expected_path = path.with_name(path.stem + ".expected.flow")
+    out = format_source(path.read_text(encoding="utf-8"), path.name)
+    if request.config.getoption("--update-golden", default=False):
+        expected_path.write_text(out, encoding="utf-8")
+    assert out == expected_path.read_text(encoding="utf-8")
+    assert format_source(out) == out
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.stem)
+def test_format_keeps_tree_and_comments(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    before, _ = parse_source(SourceFile("a", text))
+    after, _ = parse_source(SourceFile("b", format_source(text)))
+    assert after == before
+    assert [c.text.strip() for c in after.comments] == [c.text.strip() for c in before.comments]
+
+
+def test_format_keeps_what_a_flow_compiles_to() -> None:
+    text = (CASES / "comments.flow").read_text(encoding="utf-8")
+    assert compile_flow(format_source(text)).knobs == compile_flow(text).knobs
+
+
+def test_empty_and_comment_only_files() -> None:
+    assert format_source("") == ""
+    assert format_source("\n\n   \n") == ""
+    assert format_source("# only\n\n\n# comments   \n") == "# only\n\n# comments\n"
+
+
+def test_keywords_and_odd_names_are_backquoted() -> None:
+    out = format_source("speakers `when`, `a b`, `x-`, plain-name")
+    assert out == "speakers `when`, `a b`, `x-`, plain-name\n"
