@@ -19,6 +19,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.parser import KEYWORDS, parse_source
@@ -224,7 +226,7 @@ class _Printer:
     def __init__(self, comments: Sequence[n.Comment]):
         self.comments = sorted(comments, key=lambda c: c.span.start)
         self.next = 0
-        self.lines: list[str] = []
+        self.lines: list[_Line | None] = []  # None is a blank line
         self.prev_line: int | None = None
 
     def _comment_text(self, c: n.Comment) -> str:
@@ -237,18 +239,18 @@ class _Printer:
             self.next += 1
         return out
 
-    def _trailing(self, line: int) -> str:
+    def _trailing(self, line: int) -> str | None:
         """The comment that sits at the end of source ``line``, if the next one does."""
         if self.next < len(self.comments) and self.comments[self.next].span.line == line:
             c = self.comments[self.next]
             self.next += 1
-            return "  " + self._comment_text(c)
-        return ""
+            return self._comment_text(c)
+        return None
 
     def _gap(self, line: int) -> None:
         """Keep one blank line where the source had one or more."""
         if self.prev_line is not None and line - self.prev_line > 1:
-            self.lines.append("")
+            self.lines.append(None)
 
     def _comments(self, comments: Sequence[n.Comment], pad: str, inside: Span | None = None) -> None:
         """Comments on their own lines; those ``inside`` a one-line item move above it."""
@@ -257,7 +259,7 @@ class _Printer:
             if inside is not None and c.span.start > inside.start:
                 line = inside.line
             self._gap(line)
-            self.lines.append(pad + self._comment_text(c))
+            self.lines.append(_Line(pad, self._comment_text(c), None, None))
             self.prev_line = line
 
     def block(self, items: Sequence[Any], depth: int, end: int) -> None:
@@ -272,7 +274,9 @@ class _Printer:
                 self._comments(self._pending_before(span.start), pad)
             self._gap(span.line)
             if one_line:
-                self.lines.append(pad + _line_of(item) + self._trailing(span.end_line))
+                text = _line_of(item)
+                split = text.index(" then ") if isinstance(item, n.Rule) else None
+                self.lines.append(_Line(pad, text, self._trailing(span.end_line), split))
             else:
                 self.emit_block(item, depth)
             self.prev_line = span.end_line
@@ -294,17 +298,87 @@ class _Printer:
         span: Span = item.span
         first_child = children[0].span.start if children else span.end
         # a comment on the header line, after the `{`, stays there
-        trailing = ""
+        trailing = None
         if (
             self.next < len(self.comments)
             and self.comments[self.next].span.line == span.line
             and self.comments[self.next].span.start < first_child
         ):
             trailing = self._trailing(span.line)
-        self.lines.append(pad + header + trailing)
+        self.lines.append(_Line(pad, header, trailing, None))
         self.prev_line = span.line
         self.block(children, depth + 1, span.end - 1)  # up to the closing brace
-        self.lines.append(pad + "}" + self._trailing(span.end_line))
+        self.lines.append(_Line(pad, "}", self._trailing(span.end_line), None))
+
+
+@attrs.frozen
+class _Line:
+    """One output line: indent, code, trailing comment, and for a rule where `then` is."""
+
+    pad: str
+    code: str
+    comment: str | None
+    then_at: int | None
+
+
+#: alignment is skipped where it would open a gap wider than this
+MAX_ALIGN_GAP = 24
+
+
+def _runs(lines: Sequence[_Line | None], member: Any) -> list[list[int]]:
+    """Maximal runs of consecutive line indexes for which ``member`` holds."""
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for i, line in enumerate(lines):
+        if line is not None and member(line):
+            if current and lines[current[-1]] is not None and current[-1] == i - 1:
+                prev = lines[current[-1]]
+                assert prev is not None
+                if prev.pad == line.pad:
+                    current.append(i)
+                    continue
+            if current:
+                runs.append(current)
+            current = [i]
+        else:
+            if current:
+                runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _layout(lines: Sequence[_Line | None]) -> list[str]:
+    """Align `then` across consecutive rules and `#` across consecutive trailing comments."""
+    codes = [line.code if line is not None else "" for line in lines]
+    for run in _runs(lines, lambda ln: ln.then_at is not None):
+        widths = [lines[i].then_at for i in run]  # type: ignore[union-attr]
+        if len(run) < 2 or max(widths) - min(widths) > MAX_ALIGN_GAP:  # type: ignore[type-var, operator]
+            continue
+        column = max(widths)  # type: ignore[type-var]
+        for i in run:
+            line = lines[i]
+            assert line is not None and line.then_at is not None
+            code = line.code
+            codes[i] = code[: line.then_at] + " " * (column - line.then_at) + code[line.then_at :]
+    out: list[str] = []
+    comment_column: dict[int, int] = {}
+    for run in _runs(lines, lambda ln: ln.code != ln.comment and not ln.code.endswith("{")):
+        commented = [i for i in run if lines[i].comment is not None]  # type: ignore[union-attr]
+        widths = [len(codes[i]) for i in commented]
+        if len(commented) > 1 and max(widths) - min(widths) <= MAX_ALIGN_GAP:
+            for i in commented:
+                comment_column[i] = max(widths)
+    for i, line in enumerate(lines):
+        if line is None:
+            out.append("")
+        elif line.comment is None:
+            out.append(line.pad + codes[i])
+        else:
+            width = comment_column.get(i, len(codes[i]))
+            out.append(line.pad + codes[i].ljust(width) + "  " + line.comment)
+    return out
 
 
 def _is_block(item: Any) -> bool:
@@ -329,7 +403,7 @@ def format_flow(flow: n.Flow) -> str:
     """Print a parsed flow in the canonical layout, comments included."""
     printer = _Printer(flow.comments)
     printer.block(flow.statements, 0, flow.span.end + 1)
-    text = "\n".join(printer.lines)
+    text = "\n".join(_layout(printer.lines))
     return text + "\n" if text else ""
 
 

@@ -238,14 +238,27 @@ class _Build(metaclass=_BuildMeta):
     def null(self, meta: Any, ch: list[Any]) -> n.Value:
         return n.Value(None, self._span(meta))
 
+    def _nested_value(self, value: n.Value, items: list[n.Value]) -> n.Value:
+        # deeper JSON would overflow the recursion of every later stage (serde, json)
+        depth = 1 + max((_depth(i) for i in items), default=0)
+        if depth > MAX_NESTING:
+            raise _BadToken(
+                value.span, f"JSON value nested more than {MAX_NESTING} levels deep", f"found {depth} levels"
+            )
+        _DEPTH[id(value)] = depth
+        return value
+
     def array(self, meta: Any, ch: list[n.Value | None]) -> n.Value:
-        return n.Value([v.value for v in ch if v is not None], self._span(meta))
+        items = [v for v in ch if v is not None]
+        return self._nested_value(n.Value([v.value for v in items], self._span(meta)), items)
 
-    def pair(self, meta: Any, ch: list[Any]) -> tuple[str, Any]:
-        return json.loads(str(ch[0])), ch[1].value
+    def pair(self, meta: Any, ch: list[Any]) -> tuple[str, n.Value]:
+        return json.loads(str(ch[0])), ch[1]
 
-    def object(self, meta: Any, ch: list[tuple[str, Any] | None]) -> n.Value:
-        return n.Value(dict(p for p in ch if p is not None), self._span(meta))
+    def object(self, meta: Any, ch: list[tuple[str, n.Value] | None]) -> n.Value:
+        pairs = [p for p in ch if p is not None]
+        value = n.Value({k: v.value for k, v in pairs}, self._span(meta))
+        return self._nested_value(value, [v for _, v in pairs])
 
     def _str(self, value: n.Value | None) -> n.Str | None:
         return None if value is None else n.Str(value.value, value.span)
@@ -331,11 +344,12 @@ class _Build(metaclass=_BuildMeta):
     def round_robin_decl(self, meta: Any, ch: list[n.Name]) -> n.RoundRobinDecl:
         return n.RoundRobinDecl(tuple(ch), self._span(meta))
 
-    def type_name(self, meta: Any, ch: list[Token]) -> str:
-        return str(ch[0])
+    def type_name(self, meta: Any, ch: list[Token]) -> Token:
+        # a NAME token keeps its position, so the type_ref's span starts at the name
+        return ch[0].update(type="NAME")
 
     def type_ref(self, meta: Any, ch: list[Any]) -> n.TypeRef:
-        return n.TypeRef(ch[0], ch[1], self._span(meta))
+        return n.TypeRef(str(ch[0]), ch[1], self._span(meta))
 
     def param(self, meta: Any, ch: list[Any]) -> n.Param:
         return n.Param(ch[0], ch[1], ch[2], self._span(meta))

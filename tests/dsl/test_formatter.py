@@ -47,3 +47,27 @@ def test_empty_and_comment_only_files() -> None:
 def test_keywords_and_odd_names_are_backquoted() -> None:
     out = format_source("speakers `when`, `a b`, `x-`, plain-name")
     assert out == "speakers `when`, `a b`, `x-`, plain-name\n"
+
+
+def test_consecutive_rules_align_then_and_comments() -> None:
+    src = (
+        "speaker a\nspeaker b\n"
+        "when from a then b # one\n"
+        "when context.k == 1 then a # two\n"
+        "\n"
+        "when from b then a\n"
+    )
+    assert format_source(src) == (
+        "speaker a\nspeaker b\n"
+        "when from a         then b  # one\n"
+        "when context.k == 1 then a  # two\n"
+        "\n"
+        "when from b then a\n"
+    )
+
+
+def test_alignment_never_opens_a_wide_gap() -> None:
+    long_cond = " and ".join(f"context.key{i} == {i}" for i in range(4))
+    src = f"speaker a\nspeaker b\nwhen from a then b\nwhen {long_cond} then a\n"
+    out = format_source(src)
+    assert "when from a then b\n" in out
