@@ -351,26 +351,26 @@ def _runs(lines: Sequence[_Line | None], member: Any) -> list[list[int]]:
 
 def _layout(lines: Sequence[_Line | None]) -> list[str]:
     """Align `then` across consecutive rules and `#` across consecutive trailing comments."""
-    codes = [line.code if line is not None else "" for line in lines]
+    present = {i: line for i, line in enumerate(lines) if line is not None}
+    codes = {i: line.code for i, line in present.items()}
     for run in _runs(lines, lambda ln: ln.then_at is not None):
-        widths = [lines[i].then_at for i in run]  # type: ignore[union-attr]
-        if len(run) < 2 or max(widths) - min(widths) > MAX_ALIGN_GAP:  # type: ignore[type-var, operator]
+        splits = {i: present[i].then_at or 0 for i in run}
+        widths = list(splits.values())
+        if len(run) < 2 or max(widths) - min(widths) > MAX_ALIGN_GAP:
             continue
-        column = max(widths)  # type: ignore[type-var]
-        for i in run:
-            line = lines[i]
-            assert line is not None and line.then_at is not None
-            code = line.code
-            codes[i] = code[: line.then_at] + " " * (column - line.then_at) + code[line.then_at :]
-    out: list[str] = []
+        column = max(widths)
+        for i, at in splits.items():
+            codes[i] = codes[i][:at] + " " * (column - at) + codes[i][at:]
     comment_column: dict[int, int] = {}
     for run in _runs(lines, lambda ln: ln.code != ln.comment and not ln.code.endswith("{")):
-        commented = [i for i in run if lines[i].comment is not None]  # type: ignore[union-attr]
+        commented = [i for i in run if present[i].comment is not None]
         widths = [len(codes[i]) for i in commented]
         if len(commented) > 1 and max(widths) - min(widths) <= MAX_ALIGN_GAP:
             for i in commented:
                 comment_column[i] = max(widths)
-    for i, line in enumerate(lines):
+    out: list[str] = []
+    for i in range(len(lines)):
+        line = present.get(i)
         if line is None:
             out.append("")
         elif line.comment is None:

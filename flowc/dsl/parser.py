@@ -26,7 +26,7 @@ from flowc.dsl import nodes as n
 from flowc.source import SourceFile, Span
 
 #: deepest condition nesting accepted (parentheses that only group do not count)
-MAX_NESTING = 200
+MAX_NESTING = 100
 
 KEYWORDS = frozenset(
     ["flow", "speaker", "speakers", "human", "tool", "sets", "clears", "hands", "off", "to", "finishes", "start", "initiator", "max_turns", "context", "when", "then", "priority", "otherwise", "sequence", "round_robin", "condition", "target", "terminate", "or", "and", "not", "always", "from", "next", "stay", "scenario", "calls", "with", "expect", "turns", "true", "false", "null"]
@@ -399,13 +399,18 @@ class _Build(metaclass=_BuildMeta):
         return str(ch[0])
 
     def context_cond(self, meta: Any, ch: list[Any]) -> n.ContextCond:
-        return n.ContextCond(ch[0], str(ch[1]), ch[2], self._span(meta))
+        cond = n.ContextCond(ch[0], str(ch[1]), ch[2], self._span(meta))
+        _DEPTH[id(cond)] = _depth(ch[2])  # a deep value uses up the nesting budget too
+        return cond
 
     def arg(self, meta: Any, ch: list[Any]) -> n.Arg:
         return n.Arg(ch[0], ch[1], self._span(meta))
 
     def call_cond(self, meta: Any, ch: list[Any]) -> n.CallCond:
-        return n.CallCond(ch[0], tuple(a for a in ch[1:] if a is not None), self._span(meta))
+        args = tuple(a for a in ch[1:] if a is not None)
+        cond = n.CallCond(ch[0], args, self._span(meta))
+        _DEPTH[id(cond)] = max((_depth(a.value) for a in args), default=0)
+        return cond
 
     # targets
     def speaker_target(self, meta: Any, ch: list[n.Name]) -> n.SpeakerTarget:
