@@ -35,7 +35,7 @@ pytest: setup
 test: setup lint typecheck pytest
 
 bench: setup
-	$(BIN)/python benchmarks/bench_compile.py
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

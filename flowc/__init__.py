@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from flowc.compiler.decompile import decompile
 from flowc.compiler.lower import CompiledFlow
@@ -23,6 +25,30 @@ from flowc.dsl.nodes import Flow
 from flowc.dsl.parser import parse
 from flowc.source import SourceFile
 
+if TYPE_CHECKING:
+    from flowc.compiler.analysis import check
+    from flowc.compiler.render.rendering import render
+    from flowc.runtime.hub import Hub
+    from flowc.runtime.scenarios import run_flow as run
+
+#: heavier parts (networkx, asyncio, graphviz) load on first use, so that
+#: `flowc compile` and `flowc fmt` start fast
+_LAZY = {
+    "check": ("flowc.compiler.analysis", "check"),
+    "render": ("flowc.compiler.render.rendering", "render"),
+    "Hub": ("flowc.runtime.hub", "Hub"),
+    "run": ("flowc.runtime.scenarios", "run_flow"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'flowc' has no attribute {name!r}")
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -30,11 +56,15 @@ __all__ = [
     "Diagnostic",
     "Flow",
     "FlowError",
+    "Hub",
     "__version__",
+    "check",
     "compile_flow",
     "decompile",
     "format_source",
     "parse",
+    "render",
+    "run",
 ]
 
 

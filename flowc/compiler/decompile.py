@@ -13,11 +13,11 @@ sequence a -> b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from flowc.compiler import model as m
+from flowc.compiler.describe import DecompileError, ModelToAst
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import compile_source
 from flowc.compiler.serde import (
@@ -34,22 +34,8 @@ from flowc.source import NO_SPAN, SourceFile
 S = NO_SPAN
 
 
-class DecompileError(Exception):
-    """The graph has a part that no `.flow` text can express; ``path`` says where."""
-
-    def __init__(self, path: str, message: str):
-        self.path, self.message = path, message
-        super().__init__(f"{path}: {message}")
-
-
 def _name(value: str, path: str) -> n.Name:
-    if "`" in value or "\n" in value or "\r" in value or not value:
-        raise DecompileError(path, f"{json.dumps(value)} cannot be written as a .flow name")
-    return n.Name(value, S)
-
-
-def _value(v: Any) -> n.Value:
-    return n.Value(v, S)
+    return ModelToAst(strict=True).name(value, path)
 
 
 def _type_of(v: Any) -> str:
@@ -68,62 +54,19 @@ def _type_of(v: Any) -> str:
     return "any"
 
 
-class _Decompiler:
-    def __init__(self) -> None:
-        self.customs: dict[tuple[str, str], dict[str, str]] = {}
+class _Customs:
+    """Collects the custom conditions and targets a graph uses, with inferred types."""
 
-    def note_custom(self, kind: str, name: str, args: dict[str, Any], path: str) -> None:
-        _name(name, path)
-        params = self.customs.setdefault((kind, name), {})
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str], dict[str, str]] = {}
+
+    def __call__(self, kind: str, name: str, args: dict[str, Any], path: str) -> None:
+        params = self.seen.setdefault((kind, name), {})
         for key, value in args.items():
-            _name(key, f"{path}.args")
             t = _type_of(value)
             if params.get(key, t) != t:
                 t = "any"
             params[key] = t
-
-    def args(self, args: dict[str, Any], path: str) -> tuple[n.Arg, ...]:
-        return tuple(n.Arg(_name(k, path), _value(v), S) for k, v in args.items())
-
-    def cond(self, c: m.Condition, path: str) -> n.Cond:
-        if isinstance(c, m.Always):
-            return n.AlwaysCond(S)
-        if isinstance(c, m.FromSpeaker):
-            return n.FromCond((_name(c.agent_id, path),), S)
-        if isinstance(c, m.ToolCalled):
-            return n.ToolCond(_name(c.tool_name, path), S)
-        if isinstance(c, m.ContextEquals):
-            return n.ContextCond(_name(c.key, path), "==", _value(c.value), S)
-        if isinstance(c, m.Not):
-            inner = c.condition
-            if isinstance(inner, m.ContextEquals):
-                return n.ContextCond(_name(inner.key, path), "!=", _value(inner.value), S)
-            return n.NotCond(self.cond(inner, f"{path}.args.condition"), S)
-        if isinstance(c, m.AllOf | m.AnyOf):
-            if not c.conditions:
-                raise DecompileError(path, f"an empty `{c.NAME}` has no .flow spelling")
-            items = tuple(
-                self.cond(x, f"{path}.args.conditions[{i}]") for i, x in enumerate(c.conditions)
-            )
-            if len(items) == 1:
-                raise DecompileError(path, f"a one-item `{c.NAME}` has no .flow spelling")
-            return n.AndCond(items, S) if isinstance(c, m.AllOf) else n.OrCond(items, S)
-        self.note_custom("condition", c.name, c.args, path)
-        return n.CallCond(_name(c.name, path), self.args(c.args, path), S)
-
-    def target(self, t: m.Target, path: str) -> n.Target:
-        if isinstance(t, m.AgentTarget):
-            return n.SpeakerTarget(_name(t.agent_id, path), S)
-        if isinstance(t, m.RoundRobinTarget):
-            return n.NextTarget(S)
-        if isinstance(t, m.StayTarget):
-            return n.StayTarget(S)
-        if isinstance(t, m.RevertToInitiatorTarget):
-            return n.InitiatorTarget(S)
-        if isinstance(t, m.TerminateTarget):
-            return n.TerminateTarget(n.Str(t.reason, S), S)
-        self.note_custom("target", t.name, t.args, path)
-        return n.CallTarget(_name(t.name, path), self.args(t.args, path), S)
 
 
 def _is_sequence(g: m.TransitionGraph) -> list[str] | None:
@@ -158,7 +101,8 @@ def decompile_graph(
     title: str | None = None,
 ) -> str:
     """Write a graph model as `.flow` text (formatted, not yet verified)."""
-    d = _Decompiler()
+    customs = _Customs()
+    to_ast = ModelToAst(strict=True, on_custom=customs)
     speakers = list(dict.fromkeys([*participants, *m.agent_ids(graph)]))
     for i, sp in enumerate(speakers):
         _name(sp, f"participants[{i}]")
@@ -191,12 +135,9 @@ def decompile_graph(
                     "a top-level `any_of` has no .flow spelling (a top-level `or` becomes "
                     "separate rules); split it into one rule per condition",
                 )
-            cond = d.cond(t.when, f"{path}.when")
-            target = d.target(t.then, f"{path}.then")
-            priority = n.Priority(t.priority, S) if t.priority != 0 else None
-            body.append(format_statement_line(n.Rule(cond, target, priority, S)))
+            body.append(format_statement_line(to_ast.rule(t, path)))
         if graph.default_target != m.TerminateTarget():
-            target = d.target(graph.default_target, "default_target")
+            target = to_ast.target(graph.default_target, "default_target")
             body.append(format_statement_line(n.Otherwise(target, S)))
     if context_vars:
         entries = [
@@ -205,7 +146,7 @@ def decompile_graph(
         ]
         settings += ["context {", *entries, "}"]
     decls: list[str] = []
-    for (kind, name), params in d.customs.items():
+    for (kind, name), params in customs.seen.items():
         ps = tuple(
             n.Param(n.Name(p, S), n.TypeRef(t, None, S), None, S) for p, t in params.items()
         )

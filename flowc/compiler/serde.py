@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from json.encoder import encode_basestring as _encode_str
 from typing import Any
 
 import attrs
@@ -306,5 +307,80 @@ def unstructure_target(target: m.Target) -> dict[str, Any]:
 
 
 def canonical_json(data: Any) -> str:
-    """Sorted keys, 2-space indent, trailing newline."""
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Sorted keys, 2-space indent, trailing newline.
+
+    Exactly ``json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\\n"``,
+    written out directly: ``json`` has no C encoder for indented output, and its
+    Python one takes twice as long as the whole compile on large flows.
+
+    >>> canonical_json({"b": [1, 2.5, None], "a": {"k": "é"}, "c": {}})
+    '{\\n  "a": {\\n    "k": "é"\\n  },\\n  "b": [\\n    1,\\n    2.5,\\n    null\\n  ],\\n  "c": {}\\n}\\n'
+    """
+    out: list[str] = []
+    try:
+        _write_json(data, "", out)
+    except (_NotPlainJson, TypeError):
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return "".join(out) + "\n"
+
+
+class _NotPlainJson(Exception):
+    """A value ``json`` would convert first (a non-string key, an unknown type)."""
+
+
+def _json_scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return _encode_str(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    raise _NotPlainJson
+
+
+def _write_json(value: Any, indent: str, out: list[str]) -> None:
+    if isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = indent + "  "
+        sep = ",\n" + inner
+        out.append("{\n" + inner)
+        first = True
+        for key in sorted(value):  # mixed key types: TypeError, as json raises
+            if not isinstance(key, str):
+                raise _NotPlainJson
+            if first:
+                first = False
+            else:
+                out.append(sep)
+            out.append(_encode_str(key) + ": ")
+            _write_json(value[key], inner, out)
+        out.append("\n" + indent + "}")
+    elif isinstance(value, list | tuple):
+        if not value:
+            out.append("[]")
+            return
+        inner = indent + "  "
+        sep = ",\n" + inner
+        out.append("[\n" + inner)
+        first = True
+        for item in value:
+            if first:
+                first = False
+            else:
+                out.append(sep)
+            _write_json(item, inner, out)
+        out.append("\n" + indent + "]")
+    else:
+        out.append(_json_scalar(value))

@@ -25,6 +25,8 @@ from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.source import SourceFile, Span
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 #: deepest condition nesting accepted (parentheses that only group do not count)
 MAX_NESTING = 100
 
@@ -164,9 +166,29 @@ def _last_pos(obj: Any) -> tuple[int, int, int] | None:
 
 
 def _extent(children: list[Any]) -> Span:
-    first, last = _first_pos(children), _last_pos(children)
-    if first is None or last is None:
+    # the hot path of every reduction: tokens and placeholders are checked inline
+    first = last = None
+    for c in children:
+        if c is None:
+            continue
+        if type(c) is Token:
+            first = (c.start_pos or 0, c.line or 1, c.column or 1)
+            break
+        first = _first_pos(c)
+        if first is not None:
+            break
+    if first is None:
         return Span(1, 1, 1, 1, 0, 0)
+    for c in reversed(children):
+        if c is None:
+            continue
+        if type(c) is Token:
+            last = (c.end_pos or 0, c.end_line or 1, c.end_column or 1)
+            break
+        last = _last_pos(c)
+        if last is not None:
+            break
+    assert last is not None  # the child that gave `first` gives a `last` too
     return Span(first[1], first[2], last[1], last[2], first[0], last[0])
 
 
@@ -223,8 +245,17 @@ class _Build(metaclass=_BuildMeta):
             return n.Name(str(tok)[1:-1], self._tok(tok), quoted=True)
         return n.Name(str(tok), self._tok(tok))
 
+    def _decode(self, tok: Token) -> str:
+        text: str = json.loads(str(tok))
+        # "\ud800" alone decodes to a lone surrogate, which no UTF-8 output can hold
+        if "\\u" in tok and _SURROGATE.search(text):
+            raise _BadToken(
+                self._tok(tok), "a `\\u` escape names half of a surrogate pair", f"found {tok}"
+            )
+        return text
+
     def string(self, meta: Any, ch: list[Token]) -> n.Value:
-        return n.Value(json.loads(str(ch[0])), self._tok(ch[0]))
+        return n.Value(self._decode(ch[0]), self._tok(ch[0]))
 
     def number(self, meta: Any, ch: list[Token]) -> n.Value:
         return n.Value(json.loads(str(ch[0])), self._tok(ch[0]))
@@ -253,7 +284,7 @@ class _Build(metaclass=_BuildMeta):
         return self._nested_value(n.Value([v.value for v in items], self._span(meta)), items)
 
     def pair(self, meta: Any, ch: list[Any]) -> tuple[str, n.Value]:
-        return json.loads(str(ch[0])), ch[1]
+        return self._decode(ch[0]), ch[1]
 
     def object(self, meta: Any, ch: list[tuple[str, n.Value] | None]) -> n.Value:
         pairs = [p for p in ch if p is not None]
@@ -443,10 +474,13 @@ class _Build(metaclass=_BuildMeta):
         return n.SayTurn(ch[0], text, self._span(meta))
 
     def call_turn(self, meta: Any, ch: list[Any]) -> n.CallTurn:
-        args = ch[2]
+        # an absent optional group leaves one placeholder per symbol (two for
+        # `["with" value]` and `[":" string]`), so the text is the last child
+        rest = ch[2:]
+        args, text = rest[0], (rest[-1] if len(rest) > 1 else None)
         if args is not None and not isinstance(args.value, dict):
             raise _BadToken(args.span, "`with` takes a JSON object of arguments", "found a non-object")
-        return n.CallTurn(ch[0], ch[1], args, self._str(ch[3]), self._span(meta))
+        return n.CallTurn(ch[0], ch[1], args, self._str(text), self._span(meta))
 
     def assign(self, meta: Any, ch: list[Any]) -> n.Assign:
         return n.Assign(ch[0], ch[1], self._span(meta))

@@ -158,3 +158,29 @@ def test_decompile_invalid_json_points_at_the_character(tmp_path: Path, capsys: 
     path.write_text('{"initial_speaker": "a",\n  "transitions": [}\n')
     code, _, err = run(["decompile", str(path)], capsys)
     assert code == 1 and "E001" in err and ":2:" in err
+
+
+def test_every_subcommand_is_mapped_to_the_module_that_registers_it() -> None:
+    import importlib
+
+    from flowc import cli
+
+    importlib.import_module("flowc.commands")
+    assert set(cli.COMMANDS) == set(cli.COMMAND_MODULES) | {"compile"}
+    for name, module in cli.COMMAND_MODULES.items():
+        handler = cli.COMMANDS[name]
+        assert handler.__module__ == module, name
+
+
+def test_compile_does_not_load_the_checker_or_the_runtime() -> None:
+    code = (
+        "import sys\n"
+        "from flowc.cli import main\n"
+        "assert main(['compile', 'examples/pipeline.flow', '-o', '/dev/null']) == 0\n"
+        "heavy = [m for m in sys.modules if m.startswith(('flowc.runtime', 'flowc.compiler.analysis', 'networkx'))]\n"
+        "print(','.join(heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).parents[2])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""

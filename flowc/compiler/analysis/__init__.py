@@ -1,0 +1,179 @@
+"""Static analysis of flows: ``flowc check``.
+
+The flow's abstract state space (speaker x abstract context, see
+:mod:`flowc.compiler.analysis.system`) is explored into a ``networkx.DiGraph``
+(:mod:`flowc.compiler.analysis.explore`); the checks, one family a module, run in
+the order of :data:`CHECKS` and read the shared :class:`Facts`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from flowc.compiler.analysis.bound import check_state_bound
+from flowc.compiler.analysis.declarations import (
+    check_human_initiator,
+    check_json_assumptions,
+    check_model_start_speaker,
+    check_undeclared_tools,
+    check_unset_context_keys,
+)
+from flowc.compiler.analysis.explore import explore
+from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
+from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
+from flowc.compiler.analysis.reachability import (
+    check_max_turns,
+    check_silent_after_work,
+    check_unreachable_speakers,
+    check_unreachable_terminate,
+)
+from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
+from flowc.compiler.analysis.suppress import apply_ignores
+from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
+from flowc.diagnostics import Diagnostic, has_errors
+from flowc.source import SourceFile
+
+__all__ = [
+    "CHECKS",
+    "CheckOptions",
+    "Facts",
+    "Finding",
+    "analyze",
+    "analyze_graph",
+    "apply_ignores",
+    "check",
+    "check_source",
+    "findings_of",
+]
+
+Check = Callable[[Facts], Iterator[Finding]]
+
+#: every check, in the order findings are produced
+CHECKS: tuple[Check, ...] = (
+    check_json_assumptions,
+    check_state_bound,
+    check_model_start_speaker,
+    check_undeclared_tools,
+    check_unset_context_keys,
+    check_unreachable_speakers,
+    check_dead_default,
+    check_dead_rules,
+    check_sticky_loops,
+    check_non_termination,
+    check_unreachable_terminate,
+    check_max_turns,
+    check_silent_after_work,
+    check_human_initiator,
+)
+
+
+def findings_of(system: System, options: CheckOptions, filename: str = "<input>") -> tuple[Finding, ...]:
+    """Explore ``system`` and run every check; findings carry their counterexample runs."""
+    facts = Facts(system, explore(system, options.max_states), filename)
+    out: list[Finding] = []
+    for check in CHECKS:
+        out.extend(f for f in check(facts) if options.wants(f.diagnostic.code.id))
+    return tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
+
+
+def analyze(
+    compiled: CompiledFlow, options: CheckOptions | None = None, *, filename: str = "<input>"
+) -> tuple[Diagnostic, ...]:
+    """The findings of a compiled `.flow`, sorted by position (ignore comments not applied).
+
+    >>> from flowc import compile_flow
+    >>> flow = compile_flow("speaker a\\nspeaker b\\nwhen from a then b")
+    >>> [d.code.id for d in analyze(flow)]
+    ['W207']
+    """
+    found = findings_of(system_of_flow(compiled), options or CheckOptions(), filename)
+    return tuple(f.diagnostic for f in found)
+
+
+def analyze_graph(
+    loaded: LoadedGraph, options: CheckOptions | None = None, *, filename: str = "<input>"
+) -> tuple[Diagnostic, ...]:
+    """The findings of a JSON graph, under the assumptions for graphs without declarations.
+
+    >>> from flowc.compiler import model as m
+    >>> g = m.TransitionGraph("a", (m.Transition(m.FromSpeaker("a"), m.AgentTarget("b")),))
+    >>> [d.code.id for d in analyze_graph(LoadedGraph(g, {}, False))]
+    ['I303']
+    """
+    found = findings_of(system_of_graph(loaded), options or CheckOptions(), filename)
+    return tuple(f.diagnostic for f in found)
+
+
+def check_source(
+    source: SourceFile, options: CheckOptions | None = None, *, as_json: bool | None = None
+) -> tuple[Diagnostic, ...]:
+    """Everything ``flowc check`` reports for one input: compile errors, or the findings.
+
+    ``as_json`` None decides by the name (``.json``) or by a leading ``{``. Ignore
+    comments apply; ``select``/``ignore`` filter every finding but the errors.
+
+    >>> src = SourceFile("f.flow", "speaker a\\nspeaker b  # flowc: ignore[W201]\\nstart a\\n")
+    >>> [d.code.id for d in check_source(src)]
+    ['W207']
+    """
+    options = options or CheckOptions()
+    if as_json is None:
+        as_json = source.name.endswith(".json") or (
+            not source.name.endswith(".flow") and source.text.lstrip().startswith("{")
+        )
+    if as_json:
+        loaded, diags = load_graph_json(source)
+        if loaded is None or has_errors(diags):
+            return diags
+        found = analyze_graph(loaded, options, filename=source.name)
+        return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))
+    compiled, diags = compile_source(source)
+    if compiled is None or has_errors(diags):
+        return diags
+    # every finding first, so that an ignore comment for a deselected code is not "unused"
+    found = analyze(compiled, attrs.evolve(options, select=(), ignore=()), filename=source.name)
+    kept = apply_ignores((*diags, *found), compiled.flow.comments, source.name)
+    return tuple(d for d in kept if d.is_error or options.wants(d.code.id))
+
+
+def check(
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    options: CheckOptions | None = None,
+    filename: str | None = None,
+) -> tuple[Diagnostic, ...]:
+    """Check `.flow` text, a file (a ``Path``, or a string naming an existing file), or a
+    graph dict / knobs dict as AG2's ``TransitionGraph.to_dict()`` writes it.
+
+    Returns every finding, errors and infos included, as ``flowc check`` reports them,
+    so a test suite can assert that its graphs are clean (a graph dict or a JSON file
+    always gets the info I303). A file that cannot be read raises ``OSError``.
+
+    >>> [d.code.id for d in check("speaker user: human\\nspeaker bot\\nwhen from user then bot\\n")]
+    []
+    >>> [d.code.id for d in check("speaker a\\nspeaker b\\nwhen from a then b\\n")]
+    ['W207']
+    >>> end = {"name": "terminate", "args": {"reason": "done"}}
+    >>> graph = {"initial_speaker": "a", "transitions": [], "default_target": end, "max_turns": None}
+    >>> [d.code.id for d in check(graph)]
+    ['I303']
+    """
+    if isinstance(source, Mapping):
+        text = json.dumps(source, default=str)
+        return check_source(SourceFile(filename or "<graph>", text), options, as_json=True)
+    if isinstance(source, os.PathLike) or ("\n" not in source and os.path.isfile(source)):
+        path = os.fspath(source)
+        with open(path, encoding="utf-8-sig") as handle:
+            text = handle.read()
+        name = filename or path
+    else:
+        text = str(source)
+        name = filename or "<input>"
+    return check_source(SourceFile(name, text), options)

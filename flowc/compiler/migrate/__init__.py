@@ -1,0 +1,124 @@
+"""`flowc migrate`: classic AG2 / AutoGen group-chat configurations -> `.flow`.
+
+One reader per input format, one printer (:mod:`flowc.compiler.migrate.model`):
+
+- classic AG2 Python (``GroupChat`` / ``GroupChatManager``): :mod:`.classic`;
+- the AG2 0.9+ group API and the legacy swarm: :mod:`.group`;
+- AgentChat teams in Python: :mod:`.agentchat_py`; AgentChat / AutoGen Studio 0.4
+  component JSON (``RoundRobinGroupChat``, ``SelectorGroupChat``, ``Swarm`` and their
+  termination conditions): :mod:`.agentchat`;
+- AutoGen Studio 0.1 workflow JSON (``"type": "groupchat"``): :mod:`.studio`.
+
+:func:`migrate_source` picks the reader from the file's content and returns the
+`.flow` text with the findings (M001 left out, M002 lossy, M003 no effect), or no
+text and E-/M-coded findings when the input is unreadable or not recognised.
+
+>>> from flowc.source import SourceFile
+>>> result = migrate_source(SourceFile("x.py", "print('hello')\\n"))
+>>> result.text is None, [d.code.id for d in result.findings]
+(True, ['M001'])
+"""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+
+from flowc.compiler.migrate.agentchat import translate_component
+from flowc.compiler.migrate.classic import NotRecognised, translate_classic
+from flowc.compiler.migrate.model import emit
+from flowc.compiler.migrate.studio import is_studio_workflow, translate_studio
+from flowc.diagnostics import E001, M001, Diagnostic, has_errors
+from flowc.source import SourceFile
+
+#: inputs larger than this are refused before parsing (a group chat file is a few KB)
+MAX_INPUT_BYTES = 2_000_000
+
+
+@attrs.frozen
+class MigrateResult:
+    """``text`` is None when nothing could be translated (exit 2)."""
+
+    text: str | None
+    findings: tuple[Diagnostic, ...]
+    input_format: str
+    #: the speaker order each generated scenario encodes, in scenario order
+    sequences: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def left_out(self) -> bool:
+        """Something was left out (an M001 or another error): exit 1."""
+        return has_errors(self.findings)
+
+
+def _looks_like_json(source: SourceFile) -> bool:
+    return source.name.endswith(".json") or source.text.lstrip().startswith(("{", "["))
+
+
+def migrate_source(source: SourceFile) -> MigrateResult:
+    """Translate one configuration file (Python or component JSON) into `.flow` text."""
+    size = len(source.text.encode("utf-8"))
+    if size > MAX_INPUT_BYTES:
+        return MigrateResult(None, (Diagnostic(
+            M001,
+            f"the input is {size:,} bytes, more than the {MAX_INPUT_BYTES:,} bytes a group-chat "
+            "configuration can plausibly need; it was not read",
+            source.name,
+            help="pass the file that builds the group chat, not a bundle or a data file",
+        ),), "unknown")
+    if _looks_like_json(source):
+        return _migrate_json(source)
+    return _migrate_python(source)
+
+
+def _migrate_python(source: SourceFile) -> MigrateResult:
+    try:
+        result = translate_classic(source)
+    except SyntaxError as err:
+        line = err.lineno or 1
+        col = max(1, err.offset or 1)
+        start = min(source.line_starts[min(line, len(source.line_starts)) - 1] + col - 1,
+                    len(source.text))
+        return MigrateResult(None, (Diagnostic(
+            E001,
+            f"the Python file does not parse: {err.msg}",
+            source.name,
+            source.span(start, min(start + 1, len(source.text))),
+            help="migrate reads the source without running it, but it must be valid Python",
+        ),), "python")
+    except (RecursionError, MemoryError, ValueError) as err:
+        return MigrateResult(None, (Diagnostic(
+            E001, f"the Python file cannot be read: {type(err).__name__}", source.name,
+        ),), "python")
+    except NotRecognised as err:
+        return MigrateResult(None, err.findings, "python")
+    text = emit(result.migration, source.name.rsplit(".", 1)[0] + ".flow")
+    return MigrateResult(text, result.findings, "python", result.sequences)
+
+
+def _migrate_json(source: SourceFile) -> MigrateResult:
+    try:
+        data = json.loads(source.text)
+    except json.JSONDecodeError as err:
+        span = source.span(err.pos, min(err.pos + 1, len(source.text)))
+        return MigrateResult(None, (Diagnostic(
+            E001, f"invalid JSON: {err.msg}", source.name, span,
+            help="the file must hold one JSON object: an AgentChat component",
+        ),), "json")
+    except RecursionError:
+        return MigrateResult(None, (Diagnostic(E001, "invalid JSON: nested too deeply", source.name),),
+                             "json")
+    try:
+        if is_studio_workflow(data):
+            res = translate_studio(data, source.name)
+            text = emit(res.migration, source.name.rsplit(".", 1)[0] + ".flow")
+            return MigrateResult(text, res.findings, "studio", res.sequences)
+        result = translate_component(data, source.name)
+    except NotRecognised as err:
+        return MigrateResult(None, err.findings, "json")
+    text = emit(result.migration, source.name.rsplit(".", 1)[0] + ".flow")
+    return MigrateResult(text, result.findings, "json", result.sequences)
+
+
+__all__ = ["MAX_INPUT_BYTES", "MigrateResult", "migrate_source"]

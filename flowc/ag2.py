@@ -1,0 +1,206 @@
+"""The bridge to AG2 itself — the only module of flowc that imports ``ag2``.
+
+A team writes `.flow`, compiles it, and runs it on AG2 with its real agents:
+
+- :func:`register_composites` / :func:`register_customs` put flowc's composite
+  conditions (``all_of`` / ``any_of`` / ``not``) and the team's custom condition and
+  target classes into AG2's ``TransitionRegistry``;
+- :func:`bind_graph` rewrites a compiled graph's speaker names to the real agent ids
+  of registered AG2 clients;
+- :func:`open_workflow` does both and opens the ``workflow`` channel with the
+  compiled knobs, in one call;
+- :func:`agent_callable` lets flowc's own hub (``flowc run --agents``) drive an AG2
+  ``Agent``.
+
+Importing this module without ``ag2`` installed raises ``ImportError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ag2.network import TransitionRegistry as AG2Registry
+from ag2.network.envelope import Envelope as AG2Envelope
+
+from flowc.compiler.lower import CompiledFlow
+from flowc.runtime.clients import Turn
+from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
+
+__all__ = [
+    "AllOf",
+    "AnyOf",
+    "Not",
+    "agent_callable",
+    "bind_graph",
+    "open_workflow",
+    "register_composites",
+    "register_customs",
+]
+
+
+def _registry(registry: AG2Registry | None) -> AG2Registry:
+    return registry if registry is not None else AG2Registry.default()
+
+
+def _build(data: dict[str, Any], registry: AG2Registry | None) -> Any:
+    return _registry(registry).condition_from_dict(data)
+
+
+@dataclass(slots=True)
+class AllOf:
+    """``all_of``: every nested condition (a ``{"name", "args"}`` dict) holds."""
+
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    name: ClassVar[str] = "all_of"
+
+    def evaluate(self, state: Any, envelope: AG2Envelope) -> bool:
+        return all(_build(c, None).evaluate(state, envelope) for c in self.conditions)
+
+
+@dataclass(slots=True)
+class AnyOf:
+    """``any_of``: some nested condition holds."""
+
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    name: ClassVar[str] = "any_of"
+
+    def evaluate(self, state: Any, envelope: AG2Envelope) -> bool:
+        return any(_build(c, None).evaluate(state, envelope) for c in self.conditions)
+
+
+@dataclass(slots=True)
+class Not:
+    """``not``: the nested condition does not hold."""
+
+    condition: dict[str, Any] = field(default_factory=dict)
+    name: ClassVar[str] = "not"
+
+    def evaluate(self, state: Any, envelope: AG2Envelope) -> bool:
+        return not _build(self.condition, None).evaluate(state, envelope)
+
+
+def register_composites(registry: AG2Registry | None = None) -> None:
+    """Register ``all_of`` / ``any_of`` / ``not`` into AG2's (default) registry.
+
+    >>> register_composites()
+    >>> AG2Registry.default().condition_from_dict(
+    ...     {"name": "not", "args": {"condition": {"name": "always", "args": {}}}}).name
+    'not'
+    """
+    reg = _registry(registry)
+    for cls in (AllOf, AnyOf, Not):
+        reg.register_condition(cls)
+
+
+def register_customs(
+    conditions: Iterable[type[Any]] = (),
+    targets: Iterable[type[Any]] = (),
+    registry: AG2Registry | None = None,
+) -> None:
+    """Register custom classes (the same ones flowc's runtime uses) into AG2."""
+    reg = _registry(registry)
+    for cls in conditions:
+        reg.register_condition(cls)
+    for cls in targets:
+        reg.register_target(cls)
+
+
+def bind_graph(graph: dict[str, Any], ids: Mapping[str, str]) -> dict[str, Any]:
+    """A copy of ``graph`` with every speaker name replaced by its agent id.
+
+    >>> g = {"initial_speaker": "a", "transitions": [{"when": {"name": "from_speaker",
+    ...      "args": {"agent_id": "a"}}, "then": {"name": "agent", "args": {"agent_id": "b"}},
+    ...      "priority": 0}], "default_target": {"name": "terminate", "args": {}},
+    ...      "max_turns": None}
+    >>> bound = bind_graph(g, {"a": "id-1", "b": "id-2"})
+    >>> bound["initial_speaker"], bound["transitions"][0]["then"]["args"]["agent_id"]
+    ('id-1', 'id-2')
+    """
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {k: walk(v) for k, v in value.items()}
+            if value.get("name") in ("from_speaker", "agent") and isinstance(value.get("args"), dict):
+                agent = value["args"].get("agent_id")
+                if isinstance(agent, str):
+                    out["args"] = {**out["args"], "agent_id": ids.get(agent, agent)}
+            return out
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    bound = walk(graph)
+    bound["initial_speaker"] = ids.get(graph["initial_speaker"], graph["initial_speaker"])
+    return bound  # type: ignore[no-any-return]
+
+
+async def open_workflow(
+    flow: CompiledFlow,
+    clients: Mapping[str, Any],
+    *,
+    context_vars: Mapping[str, Any] | None = None,
+    registry: AG2Registry | None = None,
+    custom_classes: Sequence[type[Any]] = (),
+) -> Any:
+    """Open ``flow`` as an AG2 ``workflow`` channel among registered AG2 clients.
+
+    ``clients`` maps every speaker name to its AG2 ``AgentClient`` / ``HumanClient``;
+    the flow's ``initiator`` opens the channel, participants in declaration order.
+    Returns AG2's ``Channel``; the start speaker's first send is the kickoff.
+    """
+    missing = [s for s in flow.speakers if s not in clients]
+    if missing:
+        raise ValueError(f"no AG2 client for speaker(s): {', '.join(missing)}")
+    register_composites(registry)
+    conditions = [c for c in custom_classes if callable(getattr(c, "evaluate", None))]
+    targets = [c for c in custom_classes if callable(getattr(c, "resolve", None))]
+    register_customs(conditions, targets, registry)
+    ids = {s: clients[s].agent_id for s in flow.speakers}
+    knobs = {
+        "graph": bind_graph(flow.graph_dict, ids),
+        "context_vars": {**flow.context_vars, **(context_vars or {})},
+    }
+    opener = clients[flow.initiator]
+    return await opener.open(type="workflow", target=[ids[s] for s in flow.speakers], knobs=knobs)
+
+
+def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
+    """Drive an AG2 ``Agent`` from flowc's hub: one ``agent.ask`` per turn.
+
+    Tool calls, and the ``Handoff`` / ``Finish`` their results carry, become the
+    reply's tool calls. (Tools that write channel context through AG2's
+    ``ChannelInject`` need AG2's own hub; see :func:`open_workflow`.)
+    """
+    from ag2.events import DataInput, ToolCallEvent, ToolResultEvent
+    from ag2.network import Finish as AG2Finish
+    from ag2.network import Handoff as AG2Handoff
+    from ag2.stream import MemoryStream
+
+    async def take(turn: Turn) -> Reply:
+        stream = MemoryStream()
+        reply = await agent.ask(turn.text or "(your turn)", stream=stream)
+        events = list(await stream.history.get_events())
+        results = {e.parent_id: e for e in events if isinstance(e, ToolResultEvent)}
+        calls: list[ToolCall] = []
+        for ev in events:
+            if not isinstance(ev, ToolCallEvent):
+                continue
+            try:
+                args = json.loads(ev.arguments or "{}")
+            except ValueError:
+                args = {}
+            outcome: Handoff | Finish | None = None
+            res = results.get(ev.id)
+            for part in (getattr(res.result, "parts", None) or []) if res is not None else []:
+                data = part.data if isinstance(part, DataInput) else None
+                if isinstance(data, AG2Finish):
+                    outcome = Finish(summary=data.summary, reason=data.reason)
+                elif isinstance(data, AG2Handoff):
+                    outcome = Handoff(target=data.target, reason=data.reason)
+            calls.append(ToolCall(ev.name, args if isinstance(args, dict) else {}, result=outcome))
+        return Reply(reply.body or "", tuple(calls))
+
+    return take

@@ -1,0 +1,254 @@
+"""`flowc check PATH...` (static analysis) and `flowc explain CODE` (a code's page).
+
+Exit codes: 0 no errors (warnings allowed); 1 an error, or a warning under
+``--strict``; 2 the command could not run (a missing or unreadable file, a bad
+option or configuration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from flowc import cli
+from flowc.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError, print_diagnostics, read_source
+from flowc.compiler.analysis import CheckOptions, check_source
+from flowc.diagnostics import CODES, Diagnostic, Severity
+from flowc.source import SourceFile
+
+FORMATS = ("text", "concise", "json", "sarif", "github")
+
+
+# ── configuration ────────────────────────────────────────────────────────────
+
+
+def _codes(value: Any, where: str) -> tuple[str, ...]:
+    """Codes or prefixes from a comma-separated string or a list; unknown ones are an error."""
+    items: list[str] = []
+    if isinstance(value, str):
+        items = [x.strip() for x in value.split(",")]
+    elif isinstance(value, list) and all(isinstance(x, str) for x in value):
+        items = [x.strip() for x in value]
+    else:
+        raise UsageError(f"{where} takes codes or prefixes, e.g. \"W2,I301\"")
+    out = tuple(x.upper() for x in items if x)
+    for code in out:
+        if not any(known.startswith(code) for known in CODES):
+            raise UsageError(f"{where}: `{code}` is not a code or a prefix of one (see `flowc explain`)")
+    return out
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` in ``start`` or a parent folder."""
+    here = start.resolve()
+    if not here.is_dir():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path | None) -> dict[str, Any]:
+    """The ``[tool.flowc]`` table (empty when there is none); a broken file is a usage error."""
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read ({err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UsageError(f"{path}: invalid TOML ({err})") from None
+    table = data.get("tool", {}).get("flowc", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [tool.flowc] must be a table")
+    return table
+
+
+def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -> CheckOptions:
+    """CLI options over ``[tool.flowc]`` settings over the defaults."""
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    strict = False
+    max_states = 100_000
+    if "select" in config:
+        select = _codes(config["select"], f"{where}: select")
+    if "ignore" in config:
+        ignore = _codes(config["ignore"], f"{where}: ignore")
+    if "strict" in config:
+        if not isinstance(config["strict"], bool):
+            raise UsageError(f"{where}: strict must be true or false")
+        strict = config["strict"]
+    for key in ("max-states", "max_states"):
+        if key in config:
+            value = config[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"{where}: {key} must be an integer >= 1")
+            max_states = value
+    if args.select is not None:
+        select = _codes(args.select, "--select")
+    if args.ignore is not None:
+        ignore = _codes(args.ignore, "--ignore")
+    if args.strict:
+        strict = True
+    if args.max_states is not None:
+        if args.max_states < 1:
+            raise UsageError("--max-states must be >= 1")
+        max_states = args.max_states
+    return CheckOptions(max_states=max_states, select=select, ignore=ignore, strict=strict)
+
+
+# ── inputs ───────────────────────────────────────────────────────────────────
+
+
+@attrs.define
+class Inputs:
+    """The files to check, and the paths that could not be read."""
+
+    files: list[tuple[str, bool]] = attrs.field(factory=list)  # (path, found in a folder walk)
+    problems: list[str] = attrs.field(factory=list)
+
+
+def collect(paths: Sequence[str]) -> Inputs:
+    """Files named, and ``*.flow`` / ``*.json`` under folders (recursively, hidden folders skipped)."""
+    out = Inputs()
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            found: list[str] = []
+
+            def onerror(err: OSError) -> None:
+                out.problems.append(f"{err.filename}: cannot read ({err.strerror})")
+
+            for root, dirs, files in os.walk(path, onerror=onerror):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in files:
+                    if name.endswith((".flow", ".json")):
+                        found.append(os.path.join(root, name))
+            out.files.extend((f, True) for f in sorted(found))
+        elif path != "-" and not os.path.exists(path):
+            out.problems.append(f"{path}: no such file or folder")
+        else:
+            out.files.append((path, False))
+    return out
+
+
+def _looks_like_graph(text: str) -> bool:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return True  # malformed: report it
+    return isinstance(data, dict) and ("initial_speaker" in data or "graph" in data)
+
+
+def check_files(inputs: Inputs, options: CheckOptions) -> tuple[list[Diagnostic], dict[str, SourceFile], int]:
+    """Check every input; returns the findings, the sources and how many files were checked."""
+    diags: list[Diagnostic] = []
+    sources: dict[str, SourceFile] = {}
+    checked = 0
+    for path, walked in inputs.files:
+        try:
+            source, read_diags = read_source(path)
+        except UsageError as err:
+            inputs.problems.append(str(err))
+            continue
+        checked += 1
+        if source is None:
+            diags.extend(read_diags)
+            continue
+        as_json = cli.is_json_input(path, source.text)
+        if walked and as_json and not _looks_like_graph(source.text):
+            checked -= 1  # some other JSON file in the folder (package.json, ...)
+            continue
+        sources[source.name] = source
+        diags.extend(check_source(source, options, as_json=as_json))
+    return diags, sources, checked
+
+
+def _summary(diags: Sequence[Diagnostic], files: int) -> str:
+    counts = {sev: sum(1 for d in diags if d.severity is sev) for sev in Severity}
+    parts = []
+    for sev, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.INFO, "info")):
+        k = counts[sev]
+        if k:
+            parts.append(f"{k} {word}{'s' if k != 1 and word != 'info' else ''}")
+    what = ", ".join(parts) if parts else "no findings"
+    return f"{what} in {files} file{'s' if files != 1 else ''}\n"
+
+
+# ── commands ─────────────────────────────────────────────────────────────────
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Check `.flow` files, folders and JSON graphs; print the findings to stdout."""
+    paths: list[str] = args.paths or ["."]
+    first = Path(paths[0]) if paths[0] != "-" else Path.cwd()
+    pyproject = find_pyproject(first if first.exists() else Path.cwd())
+    options = options_from(args, load_config(pyproject), str(pyproject) if pyproject else "")
+    inputs = collect(paths)
+    diags, sources, checked = check_files(inputs, options)
+    diags.sort(key=Diagnostic.sort_key)
+    print_diagnostics(diags, sources, args.format, stream=sys.stdout)
+    if args.format in ("text", "concise"):
+        sys.stdout.write(_summary(diags, checked))
+    for problem in inputs.problems:
+        print(f"flowc check: error: {problem}", file=sys.stderr)
+    if inputs.problems:
+        return EXIT_USAGE
+    failing = any(d.is_error or (options.strict and d.severity is Severity.WARNING) for d in diags)
+    return EXIT_ERRORS if failing else EXIT_OK
+
+
+def page(code: str) -> str | None:
+    """The docs page of a code (``flowc/docs/CODE.md``), or None."""
+    try:
+        return (resources.files("flowc") / "docs" / f"{code}.md").read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def documented_codes() -> Iterator[str]:
+    for code in sorted(CODES):
+        if page(code) is not None:
+            yield code
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Print a code's page; with no code, list the codes."""
+    if not args.code:
+        for code in documented_codes():
+            c = CODES[code]
+            sys.stdout.write(f"{code}  {c.name:<28} {c.severity.value:<8} {c.summary}\n")
+        return EXIT_OK
+    code = args.code.upper()
+    text = page(code) if code in CODES else None
+    if text is None:
+        raise UsageError(f"no page for `{args.code}`; `flowc explain` lists the codes")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="find what AG2 silently accepts: dead rules, loops, unreachable speakers")
+    p.add_argument("paths", nargs="*", metavar="PATH", help=".flow files, JSON graphs, folders (default: .)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.add_argument("--strict", action="store_true", default=False, help="warnings fail the check (exit 1)")
+    p.add_argument("--select", metavar="CODES", help="report only these codes or prefixes, e.g. W2,I301")
+    p.add_argument("--ignore", metavar="CODES", help="do not report these codes or prefixes")
+    p.add_argument("--max-states", type=int, metavar="N", help="bound on abstract states (default 100000)")
+    e = sub.add_parser("explain", help="print the page of a diagnostic code")
+    e.add_argument("code", nargs="?", metavar="CODE", help="e.g. W204; without it, list the codes")
+
+
+cli.EXTRA_PARSERS.append(register)
+cli.COMMANDS["check"] = cmd_check
+cli.COMMANDS["explain"] = cmd_explain

@@ -1,0 +1,45 @@
+"""`flowc migrate INPUT [-o OUT.flow] [--format ...]`: classic group chats -> `.flow`.
+
+Exit 0: translated (lossy parts are reported as M002 warnings, dropped settings as
+M003 notes); 1: something was left out (M001); 2: the input could not be read or is
+not a recognised configuration (nothing is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from flowc import cli
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from flowc.compiler.migrate import migrate_source
+
+    source, diags = cli.read_source(args.input)
+    if source is None:
+        cli.print_diagnostics(diags, {}, args.format)
+        return cli.EXIT_USAGE
+    result = migrate_source(source)
+    sources = {source.name: source}
+    if result.text is None:
+        cli.print_diagnostics(result.findings, sources, args.format)
+        return cli.EXIT_USAGE
+    cli.write_output(result.text, args.output)
+    if result.findings or args.format in ("json", "sarif"):
+        cli.print_diagnostics(sorted(result.findings, key=lambda d: d.sort_key()), sources, args.format)
+    return cli.EXIT_ERRORS if result.left_out else cli.EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "migrate",
+        help="translate a classic AG2/AutoGen group chat (Python or AgentChat JSON) into .flow",
+    )
+    p.add_argument("input", help="a classic Python file or an AgentChat component JSON (- for stdin)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the .flow to OUT instead of stdout")
+    p.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text",
+                   help="how findings are printed on stderr (default: text)")
+
+
+cli.EXTRA_PARSERS.append(register)
+cli.COMMANDS["migrate"] = cmd_migrate

@@ -1,0 +1,99 @@
+"""``flowc render FILE [-f svg|png|pdf|dot|mermaid|html] [-o OUT] [--check] [--direction LR|TB]``.
+
+Exit 0: drawn; 1: the input has errors; 2: could not run (no such file, Graphviz's
+``dot`` missing for svg/png/pdf/html, the checker unavailable for ``--check``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from flowc import cli
+from flowc.cli import EXIT_ERRORS, EXIT_OK, UsageError
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Draw a flow or a compiled graph."""
+    from flowc.compiler.lower import CompiledFlow
+    from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
+    from flowc.compiler.render.diagram import build_diagram, mark_findings
+    from flowc.compiler.render.image import DotNotFoundError
+    from flowc.compiler.render.options import RenderOptions
+    from flowc.compiler.render.rendering import (
+        SUFFIX_FORMATS,
+        CheckerUnavailableError,
+        Rendering,
+        run_checker,
+    )
+    from flowc.diagnostics import has_errors, render_concise
+
+    fmt = args.format
+    if fmt is None:
+        fmt = SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "svg") if args.output else "svg"
+    source, diags = cli.read_source(args.file)
+    if source is None:
+        cli.print_diagnostics(diags, {})
+        return EXIT_ERRORS
+    loaded: CompiledFlow | LoadedGraph | None
+    if cli.is_json_input(args.file, source.text):
+        loaded, diags = load_graph_json(source)
+    else:
+        loaded, diags = compile_source(source)
+    if loaded is None or has_errors(diags):
+        cli.print_diagnostics(diags, {source.name: source})
+        return EXIT_ERRORS
+    diagram = build_diagram(loaded)
+    if args.check:
+        try:
+            findings = run_checker(loaded, source)
+        except CheckerUnavailableError as err:
+            raise UsageError(f"--check: {err}") from None
+        diagram = mark_findings(diagram, findings)
+        if findings:
+            sys.stderr.write(render_concise(findings))
+    rendering = Rendering(diagram, RenderOptions(direction=args.direction), source)
+    try:
+        data = rendering.to_bytes(fmt)
+    except DotNotFoundError as err:
+        raise UsageError(f"-f {fmt} needs Graphviz: {err}") from None
+    if args.output is None or args.output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        out = Path(args.output)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        except OSError as err:
+            raise UsageError(f"{out}: cannot write ({err.strerror})") from None
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from flowc.compiler.render.options import DIRECTIONS, FORMATS
+
+    p = sub.add_parser("render", help="draw a flow (or a compiled graph) as a diagram")
+    p.add_argument("file", help="a .flow file or a JSON graph / knobs dict (- for stdin)")
+    p.add_argument(
+        "-f",
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="output format (default: from -o's suffix, else svg)",
+    )
+    p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+    p.add_argument(
+        "--check", action="store_true", help="run the checker and mark its findings on the diagram"
+    )
+    p.add_argument(
+        "--direction",
+        choices=DIRECTIONS,
+        default="LR",
+        help="layout direction: LR (left to right, default) or TB (top to bottom)",
+    )
+
+
+cli.EXTRA_PARSERS.append(register)
+cli.COMMANDS["render"] = cmd_render

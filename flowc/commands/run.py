@@ -1,0 +1,418 @@
+"""`flowc run`, `flowc test`, `flowc log`, `flowc replay`: the hub runtime from the shell.
+
+Exit codes: 0 ok (the run closed / every scenario passed / the replay matches),
+1 input errors or a failed scenario / stalled run / diverging replay, 2 could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import inspect
+import json
+import sys
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from flowc.cli import (
+    COMMANDS,
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXTRA_PARSERS,
+    UsageError,
+    is_json_input,
+    print_diagnostics,
+    read_source,
+)
+from flowc.compiler.serde import ShapeError, canonical_json, structure_graph
+from flowc.diagnostics import has_errors
+from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
+from flowc.runtime.clients import Turn
+from flowc.runtime.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_OPENED
+from flowc.runtime.hub import Hub
+from flowc.runtime.scenarios import (
+    RunResult,
+    RunTarget,
+    ScriptError,
+    TurnRecord,
+    parse_script,
+    run_scenario,
+    run_script,
+    transcript,
+)
+from flowc.runtime.wal import SqliteStore, WalError, WalStore, open_store
+
+DEFAULT_DB = ".flowc/runs.db"
+
+# ── loading ───────────────────────────────────────────────────────────────────
+
+
+def load_target(path: str) -> tuple[RunTarget | None, bool]:
+    """FLOW (a `.flow`, or JSON holding a graph or knobs dict) -> (target, is_flow)."""
+    source, diags = read_source(path)
+    if source is None:
+        print_diagnostics(diags, {})
+        return None, False
+    if is_json_input(path, source.text):
+        from flowc.compiler.pipeline import load_graph_json
+
+        loaded, diags = load_graph_json(source)
+        if loaded is None:
+            print_diagnostics(diags, {source.name: source})
+            return None, False
+        return RunTarget.from_graph(loaded.graph, loaded.context_vars, label=path), False
+    from flowc.compiler.pipeline import compile_source
+
+    compiled, diags = compile_source(source)
+    if diags:
+        print_diagnostics(diags, {source.name: source})
+    if compiled is None or has_errors(diags):
+        return None, True
+    return RunTarget.from_compiled(compiled, source_text=source.text, label=path), True
+
+
+def load_script(path: str) -> Any:
+    """A script file, JSON or YAML (by extension; otherwise JSON first, then YAML)."""
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        if path.endswith((".yaml", ".yml")):
+            return yaml.safe_load(text)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            if path.endswith(".json"):
+                raise
+            return yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise ScriptError(f"not valid JSON or YAML: {err}") from None
+
+
+def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
+    """A Python file whose ``AGENTS`` (or ``agents``) maps speaker names to agents.
+
+    A value is an async callable taking a :class:`~flowc.runtime.clients.Turn`, or an
+    AG2 ``Agent`` (bridged through :mod:`flowc.ag2`).
+    """
+    spec = importlib.util.spec_from_file_location("flowc_user_agents", path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: cannot load as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    mapping = getattr(module, "AGENTS", None) or getattr(module, "agents", None)
+    if not isinstance(mapping, Mapping):
+        raise UsageError(f"{path}: define AGENTS = {{speaker name: async callable or AG2 Agent}}")
+    out: dict[str, Callable[[Turn], Awaitable[Any]]] = {}
+    for name, agent in mapping.items():
+        if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
+            type(agent).__dict__.get("__call__")
+        ):
+            out[str(name)] = agent
+            continue
+        try:
+            from flowc.ag2 import agent_callable
+        except ImportError:
+            raise UsageError(f"{path}: AGENTS[{name!r}] is not an async callable") from None
+        out[str(name)] = agent_callable(agent)
+    return out
+
+
+# ── printing ──────────────────────────────────────────────────────────────────
+
+
+def _j(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def format_turns(
+    records: list[TurnRecord] | tuple[TurnRecord, ...], describe: Callable[[Any], str]
+) -> Iterator[str]:
+    """The readable transcript lines of a run."""
+    width = max((len(r.speaker) for r in records), default=4)
+    pad = " " * (6 + width)
+    for r in records:
+        text = r.text.replace("\n", "\n" + pad)
+        tag = ""
+        if r.routing and r.routing.get("kind") in ("handoff", "finish"):
+            reason = r.routing.get("reason") or ""
+            tag = f"[{r.routing.get('tool')}{': ' + reason if reason else ''}] "
+        yield f"{r.number:>3}  {r.speaker:<{width}}  {tag}{text}".rstrip()
+        changes = [f"{k} = {_j(v)}" for k, v in r.context_set.items()]
+        changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
+        if changes:
+            yield f"{pad}context: {', '.join(changes)}"
+        if r.next_speaker is not None:
+            yield f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})"
+        else:
+            kind = "finish" if r.decided_by == "finish" else "terminate"
+            reason = (r.routing or {}).get("reason") if kind == "finish" else None
+            by = f"by tool {(r.routing or {}).get('tool')}" if kind == "finish" else describe(r.decided_by)
+            yield f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})"
+        if r.closes == "max_turns" and r.next_speaker is not None:
+            yield f"{pad}■ max_turns reached"
+
+
+def print_result(result: RunResult, target: RunTarget) -> None:
+    for line in format_turns(result.turns, target.describe_decision):
+        print(line)
+    for v in result.violations:
+        print(f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
+              f"({v.get('on_violation')})")
+    if result.close_reason is not None:
+        print(f"closed: {_j(result.close_reason)} after {result.turn_count} turns")
+    else:
+        print(f"stalled: {result.stalled_on} has no turn to take after {result.turn_count} turns")
+    if result.error:
+        print(f"error: {result.error}", file=sys.stderr)
+    if result.context_vars:
+        print(f"context: {_j(result.context_vars)}")
+
+
+# ── flowc run ─────────────────────────────────────────────────────────────────
+
+
+async def _ask_terminal(name: str, turn: Turn | None) -> str | None:
+    """A human answers at the terminal (prompts on stderr, so ``--json`` stays clean)."""
+    if turn is not None and turn.text:
+        sys.stderr.write(f"  [{turn.envelope.sender_id}] {turn.text}\n")
+    sys.stderr.write(f"{name}> ")
+    sys.stderr.flush()
+    line = await asyncio.to_thread(sys.stdin.readline)
+    return line.rstrip("\n") if line else None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.script is None and args.agents is None:
+        raise UsageError("give --script SCRIPT, --agents MODULE.py, or both")
+    target, _ = load_target(args.flow)
+    if target is None:
+        return EXIT_ERRORS
+    try:
+        script = parse_script(load_script(args.script) if args.script else {})
+    except ScriptError as err:
+        print(f"{args.script}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    agents = load_agents(args.agents) if args.agents else None
+    try:
+        store: WalStore = open_store(args.db)
+    except WalError as err:
+        raise UsageError(str(err)) from None
+    try:
+        result = asyncio.run(run_script(
+            target, script, store=store, agents=agents,
+            ask_human=_ask_terminal if args.agents else None,
+            labels={"script": args.script or ""},
+        ))
+        store.close()
+    except ScriptError as err:
+        print(f"{args.script or args.agents}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    except ProtocolError as err:  # the graph was refused when the channel opened
+        problems = getattr(err, "problems", None)
+        if problems:
+            for p in problems:
+                print(f"{args.flow}: error: {p}", file=sys.stderr)
+        else:
+            print(f"{args.flow}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    if args.json:
+        sys.stdout.write(canonical_json(result.to_json()))
+    else:
+        print_result(result, target.with_script_facts(script))
+    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+
+
+# ── flowc test ────────────────────────────────────────────────────────────────
+
+
+def _flow_files(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out += sorted(str(f) for f in path.rglob("*.flow"))
+        else:
+            out.append(p)
+    return out
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    files = _flow_files(args.files)
+    if not files:
+        raise UsageError("no .flow files given")
+    passed = failed = broken = 0
+    for path in files:
+        target, _ = load_target(path)
+        if target is None:
+            broken += 1
+            continue
+        from flowc.compiler.pipeline import compile_source
+
+        source, _ = read_source(path)
+        assert source is not None
+        compiled, _ = compile_source(source)
+        scenarios = compiled.scenarios if compiled is not None else ()
+        print(path)
+        if not scenarios:
+            print("  (no scenarios)")
+        for sc in scenarios:
+            res = run_scenario(target, sc)
+            if res.passed:
+                passed += 1
+                print(f"  ok    {res.title}")
+            else:
+                failed += 1
+                print(f"  FAIL  {res.title}")
+                print(f"        {res.failure}")
+    total = passed + failed
+    summary = f"{total} scenario{'s' if total != 1 else ''}: {passed} passed, {failed} failed"
+    if broken:
+        summary += f"; {broken} file{'s' if broken != 1 else ''} did not compile"
+    print(summary)
+    return EXIT_OK if failed == 0 and broken == 0 else EXIT_ERRORS
+
+
+# ── flowc log / replay ────────────────────────────────────────────────────────
+
+
+def _open_db(path: str) -> SqliteStore:
+    if not Path(path).exists():
+        raise UsageError(f"{path}: no run database (flowc run writes one)")
+    try:
+        return SqliteStore(path)
+    except WalError as err:
+        raise UsageError(str(err)) from None
+
+
+def _find_run(store: SqliteStore, run: str) -> str:
+    ids = store.channel_ids()
+    if run in ids:
+        return run
+    if run == "last" and ids:
+        return ids[-1]
+    matches = [c for c in ids if c.startswith(run)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UsageError(f"no run {run!r} (flowc log lists them)")
+    raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
+
+
+def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
+    import attrs
+
+    try:
+        graph = structure_graph(metadata.knobs.get("graph"))
+    except ShapeError as err:
+        raise UsageError(f"the stored graph is not valid: {err}") from None
+    names = {p.agent_id: (p.name or p.agent_id) for p in metadata.participants}
+    target = RunTarget.from_graph(graph, metadata.knobs.get("context_vars"),
+                                  participants=list(metadata.participant_ids))
+    rules = metadata.labels.get("rules")
+    ids = {names[a]: a for a in metadata.participant_ids}
+    return attrs.evolve(target, speakers=tuple(ids), ids=ids,
+                        rule_texts=tuple(rules) if isinstance(rules, list) else target.rule_texts)
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    store = _open_db(args.db)
+    try:
+        if args.run is None:
+            for cid in store.channel_ids():
+                envs = list(store.read(cid))
+                if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+                    continue
+                md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
+                closed = [e for e in envs if e.event_type == EV_CHANNEL_CLOSED]
+                status = _j(closed[0].event_data.get("reason")) if closed else "open"
+                records, _, _ = transcript(envs)
+                label = md.labels.get("flow") or md.type
+                print(f"{cid}  {md.created_at[:19]}  {label}  {len(records)} turns  {status}")
+            return EXIT_OK
+        cid = _find_run(store, args.run)
+        envs = list(store.read(cid))
+        md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
+        target = _target_from_metadata(md)
+        records, close, state = transcript(envs)
+        print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
+        for line in format_turns(records, target.describe_decision):
+            print(line)
+        if close is not None:
+            print(f"closed: {_j(close)} after {len(records)} turns")
+        else:
+            nxt = state.expected_next_speaker if state is not None else None
+            print(f"open: {len(records)} turns so far, {nxt} to speak next")
+        return EXIT_OK
+    finally:
+        store.close()
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    store = _open_db(args.db)
+    try:
+        cid = _find_run(store, args.run)
+        hub = Hub(store)
+        result = hub.replay(cid)
+    except ProtocolError as err:
+        print(f"{args.run}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    finally:
+        store.close()
+    state = result.state
+    turns = getattr(state, "turn_count", "?")
+    if result.recorded_close_reason is None:
+        nxt = getattr(state, "expected_next_speaker", None)
+        print(f"{cid}: open; re-folded {result.envelopes} envelopes to {turns} turns, "
+              f"{nxt} to speak next")
+        return EXIT_OK
+    if result.matches:
+        print(f"{cid}: re-folded {result.envelopes} envelopes: same close reason "
+              f"{_j(result.close_reason)}, same state ({turns} turns, context "
+              f"{_j(getattr(state, 'context_vars', {}))})")
+        return EXIT_OK
+    print(f"{cid}: the re-fold diverges from the recorded run")
+    if result.close_reason != result.recorded_close_reason:
+        print(f"  close reason: recorded {_j(result.recorded_close_reason)}, "
+              f"re-fold {_j(result.close_reason)}")
+    if result.recorded_state != result.replayed_state:
+        print(f"  state: recorded {_j(result.recorded_state)}")
+        print(f"         re-fold  {_j(result.replayed_state)}")
+    return EXIT_ERRORS
+
+
+# ── registration ──────────────────────────────────────────────────────────────
+
+
+def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("run", help="run a flow on the hub runtime with scripted or real agents")
+    p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
+    p.add_argument("--script", metavar="SCRIPT", help="who says what (JSON or YAML)")
+    p.add_argument("--agents", metavar="MODULE.py",
+                   help="a Python file mapping speaker names to agents (AGENTS = {...})")
+    p.add_argument("--json", action="store_true", help="print the run as one JSON object")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                   help=f"the SQLite WAL (default {DEFAULT_DB}; :memory: for none)")
+
+    p = sub.add_parser("test", help="run the scenario blocks of .flow files")
+    p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
+
+    p = sub.add_parser("log", help="list past runs, or print one run's transcript")
+    p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+
+    p = sub.add_parser("replay", help="re-fold a stored run and check it reaches the same state")
+    p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+
+
+EXTRA_PARSERS.append(_register)
+COMMANDS.update({"run": cmd_run, "test": cmd_test, "log": cmd_log, "replay": cmd_replay})

@@ -1,0 +1,146 @@
+"""Checks on what the flow declares: W207, W208, W209, I302, I303."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.diagnostics import I302, I303, W207, W208, W209
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name, format_value
+from flowc.source import Span
+
+
+def _conds(cond: n.Cond) -> Iterator[n.Cond]:
+    yield cond
+    if isinstance(cond, n.AndCond | n.OrCond):
+        for item in cond.items:
+            yield from _conds(item)
+    elif isinstance(cond, n.NotCond):
+        yield from _conds(cond.item)
+
+
+def _rules(flow: n.Flow) -> Iterator[n.Rule]:
+    for st in flow.statements:
+        if isinstance(st, n.Rule):
+            yield st
+
+
+def check_model_start_speaker(facts: Facts) -> Iterator[Finding]:
+    """W207: the start speaker is a model agent, so its model never runs for the kickoff."""
+    system, flow = facts.system, facts.flow
+    if flow is None or system.start in system.humans:
+        return
+    name = system.speakers[system.start]
+    span: Span | None = None
+    for st in flow.statements:
+        if isinstance(st, n.StartDecl):
+            span = st.speaker.span
+            break
+        if isinstance(st, n.SequenceDecl | n.RoundRobinDecl) and span is None:
+            first = st.steps[0] if isinstance(st, n.SequenceDecl) else st.speakers[0]
+            span = first.span
+    if span is None:
+        span = facts.speaker_span(system.start)
+    shown = format_name(name)
+    yield Finding(
+        facts.diag(
+            W207,
+            f"the start speaker `{shown}` is a model agent: its first turn is the kickoff message, "
+            "so its model never runs for that turn",
+            span=span,
+            notes=(f"the kickoff text is `{shown}`'s turn 1; the next speaker gets that text as if `{shown}` had written it",),
+            help=f"seed the flow with a human: `speaker user: human`, `start user`, `when from user then {shown}`"
+            f" (or mark `{shown}` as `: human` if a person speaks for it)",
+        )
+    )
+
+
+def check_undeclared_tools(facts: Facts) -> Iterator[Finding]:
+    """W208: ``when tool X`` routes on a tool that no speaker declares."""
+    flow = facts.flow
+    if flow is None:
+        return
+    unknown = facts.unknown_tools
+    for rule in _rules(flow):
+        for c in _conds(rule.cond):
+            if isinstance(c, n.ToolCond) and c.tool.value in unknown:
+                shown = format_name(c.tool.value)
+                yield Finding(
+                    facts.diag(
+                        W208,
+                        f"`when tool {shown}` routes on a tool that no speaker declares, so it never fires",
+                        span=c.span,
+                        notes=("a speaker with no declared tools can call no routing tool",),
+                        help=f"declare it on the speaker that calls it: `speaker NAME {{ tool {shown} }}`",
+                    )
+                )
+
+
+def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
+    """W209: a condition reads a context key that nothing sets."""
+    flow = facts.flow
+    if flow is None:
+        return
+    unset = facts.unset_keys
+    seen: set[str] = set()
+    for rule in _rules(flow):
+        for c in _conds(rule.cond):
+            if isinstance(c, n.ContextCond) and c.key.value in unset and c.key.value not in seen:
+                seen.add(c.key.value)
+                key = format_name(c.key.value)
+                yield Finding(
+                    facts.diag(
+                        W209,
+                        f"`context.{key}` is read here but nothing sets it: no initial value, no tool writes it",
+                        span=c.span,
+                        notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
+                        help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {format_value(c.value.value)}`,"
+                        f" or give it an initial value: `context {key} = ...`",
+                    )
+                )
+
+
+def check_human_initiator(facts: Facts) -> Iterator[Finding]:
+    """I302: an ``initiator`` target resolves to a human speaker."""
+    system = facts.system
+    if system.compiled is None or system.initiator not in system.humans:
+        return
+    who = system.name(system.initiator)
+    spans: list[Span] = []
+    for rule in system.rules:
+        if isinstance(rule.then, m.RevertToInitiatorTarget) and rule.info is not None:
+            span = facts.rule_span(rule)
+            if span is not None and span not in spans:
+                spans.append(span)
+    if isinstance(system.default, m.RevertToInitiatorTarget) and system.compiled.default_span:
+        spans.append(system.compiled.default_span)
+    for span in spans:
+        yield Finding(
+            facts.diag(
+                I302,
+                f"`initiator` resolves to `{who}`, a human: the turn goes back to the person who opened the flow",
+                span=span,
+                notes=("with a human seeder the initiator is the person, not a coordinator",),
+                help="if a coordinator should get the turn, name it (`then coordinator`) or declare `initiator coordinator`",
+            )
+        )
+
+
+def check_json_assumptions(facts: Facts) -> Iterator[Finding]:
+    """I303: a JSON graph is checked under the assumptions for graphs without declarations."""
+    if not facts.system.json_mode:
+        return
+    yield Finding(
+        facts.diag(
+            I303,
+            "checked as a JSON graph: every participant is assumed to call any tool a `tool_called` rule names "
+            "and to set any context key a condition reads to any compared value, on any turn",
+            json_path="",
+            notes=(
+                "the participants are the agent ids the graph mentions; `initial_speaker` is the start and the initiator",
+            ),
+            help="check the `.flow` source instead for findings based on declared tools and humans",
+        )
+    )

@@ -1,0 +1,352 @@
+"""The state-space explorer: breadth-first over the abstract system, into a ``networkx.DiGraph``.
+
+Node 0 is the kickoff (the start speaker's first turn, a plain message). Every other
+node is a speaker about to speak with an abstract valuation, or the end of the run
+with a terminate reason. An edge is one turn. ``max_turns`` is not part of the state;
+it is a global exit, checked with shortest paths.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterator
+from typing import Any, TypeAlias
+
+import attrs
+import networkx as nx
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.system import (
+    PLAIN,
+    Action,
+    Atom,
+    CondCode,
+    RuleSpec,
+    System,
+    Valuation,
+)
+
+DEFAULT, HANDOFF, FINISH = -1, -2, -3
+
+#: ("kickoff",) | (speaker, valuation or None) | ("end", reason or None)
+NodeKey: TypeAlias = tuple[Any, ...]
+KICKOFF: NodeKey = ("kickoff",)
+
+#: custom conditions assumed on a step: ((atom id, value), ...)
+Assumed: TypeAlias = tuple[tuple[int, bool], ...]
+
+
+@attrs.frozen
+class Outcome:
+    """What one turn leads to, under some assumptions about custom conditions."""
+
+    assumed: Assumed
+    fired: int  # a rule's file index, or DEFAULT / HANDOFF / FINISH
+    speaker: int  # the next speaker, -1 when the run ends
+    reason: str | None = None  # the terminate reason (None: chosen by a custom target)
+    choice: str | None = None  # how a custom target resolved, for display
+
+
+@attrs.frozen
+class Step:
+    """One turn from a node: the action taken, the valuation after its writes, the outcome."""
+
+    action: Action
+    after: Valuation
+    outcome: Outcome
+
+
+def evaluate(code: CondCode, sender: int, tool: int, val: Valuation, assumed: dict[int, bool]) -> bool | Atom:
+    """Three-valued evaluation: True, False, or the custom atom that decides it."""
+    kind = code[0]
+    if kind == "from":
+        return bool(code[1] == sender)
+    if kind == "ctx":
+        return val[code[1]] in code[2]
+    if kind == "tool":
+        return bool(code[1] == tool)
+    if kind == "T":
+        return True
+    if kind == "custom":
+        atom: Atom = code[1]
+        known = assumed.get(atom.id)
+        return atom if known is None else known
+    if kind == "not":
+        inner = evaluate(code[1], sender, tool, val, assumed)
+        return inner if isinstance(inner, Atom) else not inner
+    want = kind == "any"  # "any" short-circuits on True, "all" on False
+    pending: Atom | None = None
+    for child in code[1]:
+        res = evaluate(child, sender, tool, val, assumed)
+        if isinstance(res, Atom):
+            pending = pending or res
+        elif res is want:
+            return want
+    return pending if pending is not None else not want
+
+
+def satisfiable(
+    wanted: list[tuple[CondCode, bool]], sender: int, tool: int, val: Valuation, assumed: dict[int, bool]
+) -> dict[int, bool] | None:
+    """Assumptions under which every condition has its wanted value, or None."""
+    for code, want in wanted:
+        res = evaluate(code, sender, tool, val, assumed)
+        if isinstance(res, Atom):
+            for choice in (True, False):
+                found = satisfiable(wanted, sender, tool, val, {**assumed, res.id: choice})
+                if found is not None:
+                    return found
+            return None
+        if res is not want:
+            return None
+    return assumed
+
+
+class Explorer:
+    """Explores a :class:`System` breadth-first; see :func:`explore`."""
+
+    def __init__(self, system: System):
+        self.system = system
+        n = len(system.speakers)
+        general = [r for r in system.ordered if r.senders is None]
+        by_sender: list[list[RuleSpec]] = [[] for _ in range(n)]
+        for r in system.ordered:
+            if r.senders is not None:
+                for s in r.senders:
+                    if 0 <= s < n:
+                        by_sender[s].append(r)
+        self._general = general
+        self._by_sender = by_sender
+        self._candidates: dict[tuple[int, int], tuple[RuleSpec, ...]] = {}
+        self._reads: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]] = {}
+
+    # one turn ----------------------------------------------------------------
+
+    def candidates(self, sender: int, tool: int) -> tuple[RuleSpec, ...]:
+        """The rules that may match a turn of ``sender`` calling ``tool``, in evaluation order."""
+        key = (sender, tool)
+        found = self._candidates.get(key)
+        if found is None:
+            merged = heapq.merge(self._general, self._by_sender[sender], key=lambda r: r.rank)
+            found = tuple(r for r in merged if r.tools is None or tool in r.tools)
+            self._candidates[key] = found
+            self._reads[key] = tuple(sorted({k for r in found for k in r.reads}))
+        return found
+
+    def route(self, sender: int, tool: int, val: Valuation, assumed: Assumed = ()) -> tuple[Outcome, ...]:
+        """The rules' decision for a turn (no handoff or finish): every possible outcome."""
+        cands = self.candidates(sender, tool)
+        # the decision depends only on the keys the candidate rules read
+        key = (sender, tool, tuple(val[k] for k in self._reads[sender, tool]))
+        if not assumed:
+            cached = self._outcomes.get(key)
+            if cached is not None:
+                return cached
+        out: list[Outcome] = []
+
+        def walk(i: int, given: dict[int, bool]) -> None:
+            while i < len(cands):
+                rule = cands[i]
+                res = evaluate(rule.code, sender, tool, val, given)
+                if isinstance(res, Atom):
+                    walk(i, {**given, res.id: True})
+                    walk(i, {**given, res.id: False})
+                    return
+                if res:
+                    self._resolve(rule.then, rule.index, sender, tuple(sorted(given.items())), out)
+                    return
+                i += 1
+            self._resolve(self.system.default, DEFAULT, sender, tuple(sorted(given.items())), out)
+
+        walk(0, dict(assumed))
+        result = tuple(out)
+        if not assumed:
+            self._outcomes[key] = result
+        return result
+
+    def _resolve(self, target: m.Target, fired: int, sender: int, assumed: Assumed, out: list[Outcome]) -> None:
+        sys = self.system
+        if isinstance(target, m.AgentTarget):
+            out.append(Outcome(assumed, fired, sys.ids.index(target.agent_id)))
+        elif isinstance(target, m.RoundRobinTarget):
+            out.append(Outcome(assumed, fired, (sender + 1) % len(sys.speakers)))
+        elif isinstance(target, m.StayTarget):
+            out.append(Outcome(assumed, fired, sender))
+        elif isinstance(target, m.RevertToInitiatorTarget):
+            out.append(Outcome(assumed, fired, sys.initiator))
+        elif isinstance(target, m.TerminateTarget):
+            out.append(Outcome(assumed, fired, -1, target.reason))
+        else:
+            results = sys.custom_results.get(target.name)
+            options: tuple[str | None, ...] = (
+                results if results is not None else (*sys.speakers, None)
+            )
+            for res in options:
+                if res is None:
+                    out.append(Outcome(assumed, fired, -1, None, f"{target.name} → terminate"))
+                else:
+                    who = sys.speakers.index(res)
+                    out.append(Outcome(assumed, fired, who, None, f"{target.name} → {sys.name(who)}"))
+
+    def steps(self, key: NodeKey) -> Iterator[Step]:
+        """Every turn the node's speaker may take, with every outcome."""
+        sys = self.system
+        actions: tuple[Action, ...] = (PLAIN,)
+        if key == KICKOFF:
+            speaker, val = sys.start, sys.initial
+        else:
+            speaker, val = key
+            actions = sys.actions[speaker]
+        for action in actions:
+            for after in self.after(val, action):
+                if action.finish is not None:
+                    yield Step(action, after, Outcome((), FINISH, -1, action.finish))
+                elif action.handoff is not None:
+                    yield Step(action, after, Outcome((), HANDOFF, action.handoff))
+                else:
+                    for outcome in self.route(speaker, action.tool_index, after):
+                        yield Step(action, after, outcome)
+
+    def after(self, val: Valuation | None, action: Action) -> Iterator[Valuation]:
+        """The valuations after ``action``'s writes (``val`` None: a JSON graph's any)."""
+        if val is None:  # a JSON graph: any participant may have written anything
+            yield from self.system.all_valuations()
+            return
+        if not action.writes:
+            yield val
+            return
+        new = list(val)
+        for k, v in action.writes:
+            new[k] = v
+        yield tuple(new)
+
+    def next_key(self, step: Step) -> NodeKey:
+        if step.outcome.speaker < 0:
+            return ("end", step.outcome.reason)
+        return (step.outcome.speaker, None if self.system.json_mode else step.after)
+
+
+@attrs.define
+class StateSpace:
+    """The explored abstract system."""
+
+    system: System
+    explorer: Explorer
+    graph: Any  # networkx.DiGraph over node ids
+    keys: list[NodeKey]
+    parent: list[int]
+    dist: list[int]
+    truncated: bool
+    fired: set[int]
+    default_fired: bool
+    #: per speaker: the first node where its plain message fell to the default
+    plain_default: dict[int, int]
+    ends: list[int]
+    bound: int = 0
+    turns: int = 0
+
+    def speaker_of(self, node: int) -> int:
+        key = self.keys[node]
+        if key == KICKOFF:
+            return self.system.start
+        return int(key[0]) if key[0] != "end" else -1
+
+    def is_end(self, node: int) -> bool:
+        return bool(self.keys[node][0] == "end")
+
+    def path_to(self, node: int) -> list[int]:
+        path = [node]
+        while path[-1] != 0:
+            path.append(self.parent[path[-1]])
+        return path[::-1]
+
+    def step_between(self, u: int, v: int) -> Step:
+        """The first turn (in exploration order) that leads from ``u`` to ``v``."""
+        target = self.keys[v]
+        for step in self.explorer.steps(self.keys[u]):
+            if self.explorer.next_key(step) == target:
+                return step
+        raise LookupError(f"no step from {u} to {v}")  # pragma: no cover - edges come from steps
+
+
+#: explored turns allowed per abstract state of the bound (a step budget, so that few
+#: states with very many turns each cannot hang the checker either)
+TURNS_PER_STATE = 20
+
+
+def explore(system: System, max_states: int) -> StateSpace:
+    """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes
+    (and ``TURNS_PER_STATE * max_states`` explored turns).
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.analysis.system import system_of_flow
+    >>> space = explore(system_of_flow(compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")), 100)
+    >>> len(space.keys), space.truncated
+    (3, False)
+    """
+    explorer = Explorer(system)
+    ids: dict[NodeKey, int] = {KICKOFF: 0}
+    keys: list[NodeKey] = [KICKOFF]
+    parent = [0]
+    dist = [0]
+    edges: set[tuple[int, int]] = set()
+    fired: set[int] = set()
+    default_fired = False
+    plain_default: dict[int, int] = {}
+    ends: list[int] = []
+    queue: deque[int] = deque([0])
+    truncated = False
+    budget = TURNS_PER_STATE * max_states
+    turns = 0
+    while queue and not truncated:
+        u = queue.popleft()
+        key = keys[u]
+        if key[0] == "end":
+            continue
+        for step in explorer.steps(key):
+            turns += 1
+            if turns > budget:
+                truncated = True
+                break
+            outcome = step.outcome
+            if outcome.fired >= 0:
+                fired.add(outcome.fired)
+            elif outcome.fired == DEFAULT:
+                default_fired = True
+                if u != 0 and step.action.is_plain:
+                    plain_default.setdefault(key[0], u)
+            nxt = explorer.next_key(step)
+            v = ids.get(nxt)
+            if v is None:
+                if len(keys) >= max_states:
+                    truncated = True
+                    break
+                v = len(keys)
+                ids[nxt] = v
+                keys.append(nxt)
+                parent.append(u)
+                dist.append(dist[u] + 1)
+                if nxt[0] == "end":
+                    ends.append(v)
+                queue.append(v)
+            edges.add((u, v))
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(keys)))
+    graph.add_edges_from(edges)
+    return StateSpace(
+        system=system,
+        explorer=explorer,
+        graph=graph,
+        keys=keys,
+        parent=parent,
+        dist=dist,
+        truncated=truncated,
+        fired=fired,
+        default_fired=default_fired,
+        plain_default=plain_default,
+        ends=ends,
+        bound=max_states,
+        turns=turns,
+    )

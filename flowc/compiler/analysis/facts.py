@@ -1,0 +1,382 @@
+"""What the checks share: the explored state space and the verdicts derived from it.
+
+Verdicts are computed once, lazily, so that a check can see what another check
+reports (a finding that follows from another one is not repeated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cached_property
+from typing import Any
+
+import attrs
+import networkx as nx
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.explore import DEFAULT, KICKOFF, StateSpace, Step, satisfiable
+from flowc.compiler.analysis.runs import Run, run_along
+from flowc.compiler.analysis.system import PLAIN, RuleSpec, System, Valuation
+from flowc.diagnostics import Code, Diagnostic
+from flowc.dsl import nodes as n
+from flowc.source import Span
+
+
+@attrs.frozen
+class CheckOptions:
+    """Options of one check run (keyword-only).
+
+    ``select`` / ``ignore`` hold codes or prefixes (``"W2"``); ``strict`` makes
+    warnings fail the command.
+
+    >>> CheckOptions(max_states=10).max_states
+    10
+    """
+
+    max_states: int = attrs.field(default=100_000, kw_only=True)
+    select: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    ignore: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    strict: bool = attrs.field(default=False, kw_only=True)
+
+    def wants(self, code: str) -> bool:
+        """Whether ``code`` is reported under ``select`` / ``ignore``."""
+        if self.select and not any(code.startswith(p) for p in self.select):
+            return False
+        return not any(code.startswith(p) for p in self.ignore)
+
+
+@attrs.frozen
+class Finding:
+    """A diagnostic and, for the flow-analysis codes, its counterexample run."""
+
+    diagnostic: Diagnostic
+    run: Run | None = None
+    #: the rule (file index) the finding is about, when it is about one
+    rule: int | None = None
+
+
+@attrs.frozen
+class DeadRule:
+    """A rule that never fires in any explored run."""
+
+    rule: RuleSpec
+    shadowed: bool  # its condition holds on some turn, where an earlier rule fires
+    witness: Run | None = None  # a run to a turn where it could match
+    taken_by: int | None = None  # the rule (file index) or DEFAULT that fired there
+    trap: Run | None = None  # W204: a run to a turn where it would fire in file order
+    trap_taken_by: int | None = None
+    cause: str | None = None  # a finding it follows from: "W201", "W208", "W209"
+
+
+class Facts:
+    """The analysis of one flow; checks read it."""
+
+    def __init__(self, system: System, space: StateSpace, filename: str):
+        self.system = system
+        self.space = space
+        self.filename = filename
+
+    # locations -------------------------------------------------------------
+
+    @property
+    def flow(self) -> n.Flow | None:
+        return self.system.compiled.flow if self.system.compiled is not None else None
+
+    def diag(
+        self,
+        code: Code,
+        message: str,
+        *,
+        span: Span | None = None,
+        json_path: str | None = None,
+        notes: tuple[str, ...] = (),
+        help: str | None = None,
+    ) -> Diagnostic:
+        if self.system.json_mode and json_path is not None:
+            json_path = self.system.json_prefix + json_path
+        return Diagnostic(code, message, self.filename, span, notes, help, json_path)
+
+    def rule_span(self, rule: RuleSpec) -> Span | None:
+        info = rule.info
+        if info is None:
+            return None
+        if info.rule is not None and info.span == info.rule.cond.span:
+            return info.rule.span
+        return info.span
+
+    def default_location(self) -> tuple[Span | None, str | None]:
+        compiled = self.system.compiled
+        if compiled is None:
+            return None, "default_target"
+        return compiled.default_span, None
+
+    # speakers ----------------------------------------------------------------
+
+    @cached_property
+    def scheduled(self) -> frozenset[int]:
+        space = self.space
+        out = {self.system.start}
+        for key in space.keys:
+            if key != KICKOFF and key[0] != "end":
+                out.add(int(key[0]))
+        return frozenset(out)
+
+    def speaker_span(self, speaker: int) -> Span | None:
+        flow = self.flow
+        if flow is None:
+            return None
+        name = self.system.speakers[speaker]
+        for decl in flow.speakers():
+            if decl.name.value == name:
+                return decl.name.span
+        return None  # pragma: no cover - every speaker is declared
+
+    # context and tools -----------------------------------------------------
+
+    @cached_property
+    def unset_keys(self) -> frozenset[str]:
+        """Keys a condition reads that nothing sets (no initial value, no tool writes them)."""
+        compiled = self.system.compiled
+        if compiled is None:
+            return frozenset()
+        written = {k for t in compiled.tools for alt in t.alternatives for k, _ in alt.sets}
+        return frozenset(
+            k for k in self.system.keys if k not in compiled.context_vars and k not in written
+        )
+
+    @cached_property
+    def unknown_tools(self) -> frozenset[str]:
+        compiled = self.system.compiled
+        if compiled is None:
+            return frozenset()
+        declared = set(compiled.tool_names)
+        return frozenset(t for t in self.system.tool_names if t not in declared)
+
+    # turns -------------------------------------------------------------------
+
+    def turns_of(self, node: int) -> Iterator[tuple[int, Any, Valuation]]:
+        """(speaker, action, valuation after its writes) for every routed turn from a node."""
+        space = self.space
+        key = space.keys[node]
+        if key[0] == "end":
+            return
+        speaker = space.speaker_of(node)
+        actions = (PLAIN,) if key == KICKOFF else self.system.actions[speaker]
+        before = self.system.initial if key == KICKOFF else key[1]
+        for action in actions:
+            if action.finish is not None or action.handoff is not None:
+                continue
+            for after in space.explorer.after(before, action):
+                yield speaker, action, after
+
+    def find_turn(self, wanted: list[tuple[RuleSpec, bool]], subject: RuleSpec) -> tuple[int, Step] | None:
+        """The first explored turn (breadth-first) where each rule's condition has the wanted value."""
+        space = self.space
+        explorer = space.explorer
+        for node in range(len(space.keys)):
+            for speaker, action, after in self.turns_of(node):
+                tool = action.tool_index
+                if subject.senders is not None and speaker not in subject.senders:
+                    break
+                if subject.tools is not None and tool not in subject.tools:
+                    continue
+                codes = [(r.code, want) for r, want in wanted]
+                found = satisfiable(codes, speaker, tool, after, {})
+                if found is None:
+                    continue
+                outcome = explorer.route(speaker, tool, after, tuple(sorted(found.items())))[0]
+                return node, Step(action, after, outcome)
+        return None
+
+    @cached_property
+    def dead_rules(self) -> tuple[DeadRule, ...]:
+        """Every rule that never fires, classified; empty when exploration was cut short."""
+        if self.space.truncated:
+            return ()
+        causes = {r.index: self._cause(r) for r in self.system.rules if r.index not in self.space.fired}
+        hits = self._first_matches([r for r in self.system.rules if r.index in causes and causes[r.index] is None])
+        out: list[DeadRule] = []
+        for index, cause in causes.items():
+            rule = self.system.rules[index]
+            hit = hits.get(index)
+            if hit is None:
+                out.append(DeadRule(rule, False, cause=cause))
+                continue
+            node, step = hit
+            witness = run_along(self.space, self.space.path_to(node), step)
+            dead = DeadRule(rule, True, witness, step.outcome.fired)
+            if self._written_priority(rule):
+                earlier = [(q, False) for q in self.system.rules if q.index < rule.index]
+                trap = self.find_turn([(rule, True), *earlier], rule)
+                if trap is not None:
+                    node, step = trap
+                    dead = attrs.evolve(
+                        dead,
+                        trap=run_along(self.space, self.space.path_to(node), step),
+                        trap_taken_by=step.outcome.fired,
+                    )
+            out.append(dead)
+        return tuple(out)
+
+    def _cause(self, rule: RuleSpec) -> str | None:
+        """The finding a dead rule follows from, if any."""
+        mentions = _mentions(rule.when)
+        if any(t in self.unknown_tools for t in mentions["tools"]):
+            return "W208"
+        if any(k in self.unset_keys for k in mentions["keys"]):
+            return "W209"
+        if rule.senders is not None and not (rule.senders & self.scheduled):
+            return "W201"
+        return None
+
+    def _first_matches(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
+        """For each rule, the first explored turn (breadth-first) where its condition holds."""
+        space = self.space
+        pending = {r.index: r for r in rules}
+        out: dict[int, tuple[int, Step]] = {}
+        for node in range(len(space.keys)):
+            if not pending:
+                break
+            for speaker, action, after in self.turns_of(node):
+                tool = action.tool_index
+                for index, rule in list(pending.items()):
+                    if rule.senders is not None and speaker not in rule.senders:
+                        continue
+                    if rule.tools is not None and tool not in rule.tools:
+                        continue
+                    found = satisfiable([(rule.code, True)], speaker, tool, after, {})
+                    if found is None:
+                        continue
+                    outcome = space.explorer.route(speaker, tool, after, tuple(sorted(found.items())))[0]
+                    out[index] = (node, Step(action, after, outcome))
+                    del pending[index]
+        return out
+
+    def _written_priority(self, rule: RuleSpec) -> bool:
+        if rule.info is None:
+            return rule.priority != 0
+        written = rule.info.rule
+        return written is not None and written.priority is not None and written.priority.value != 0
+
+    def describe_fired(self, fired: int | None) -> str:
+        if fired is None or fired == DEFAULT:
+            return f"the default `otherwise {self.system.describe_target(self.system.default)}`"
+        rule = self.system.rules[fired]
+        return f"`{self.system.describe_rule(rule)}` ({self.system.where(rule)})"
+
+    # ends and loops --------------------------------------------------------
+
+    @cached_property
+    def can_end(self) -> frozenset[int]:
+        graph = self.space.graph
+        out: set[int] = set(self.space.ends)
+        for e in self.space.ends:
+            out |= nx.ancestors(graph, e)
+        return frozenset(out)
+
+    @cached_property
+    def traps(self) -> tuple[frozenset[int], ...]:
+        """The closed loops no run can leave (bottom components that cannot reach an end)."""
+        if self.space.truncated:
+            return ()
+        trapped = [v for v in range(len(self.space.keys)) if v not in self.can_end]
+        if not trapped:
+            return ()
+        sub = self.space.graph.subgraph(trapped)
+        cond = nx.condensation(sub)
+        bottoms = [
+            frozenset(cond.nodes[c]["members"]) for c in cond.nodes if cond.out_degree(c) == 0
+        ]
+        dist = self.space.dist
+        return tuple(sorted(bottoms, key=lambda comp: min((dist[v], v) for v in comp)))
+
+    def loop_rules(self, comp: frozenset[int]) -> list[int]:
+        """What routes the turns inside a loop: rule file indices (or DEFAULT), sorted."""
+        space = self.space
+        fired: set[int] = set()
+        for u in comp:
+            for step in space.explorer.steps(space.keys[u]):
+                if space.explorer.next_key(step)[0] != "end":
+                    fired.add(step.outcome.fired)
+        return sorted(fired)
+
+    def sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
+        """A context rule routing inside the loop whose key nobody on the loop changes."""
+        if self.system.json_mode:
+            return None
+        vals = [self.space.keys[v][1] for v in comp]
+        for fired in self.loop_rules(comp):
+            if fired < 0:
+                continue
+            rule = self.system.rules[fired]
+            for key in sorted(rule.reads):
+                if len({val[key] for val in vals}) == 1:
+                    return rule, key
+        return None
+
+    @cached_property
+    def sticky_rules(self) -> frozenset[int]:
+        """The rules that W205 reports."""
+        out = set()
+        for comp in self.traps:
+            found = self.sticky(comp)
+            if found is not None:
+                out.add(found[0].index)
+        return frozenset(out)
+
+    def lasso(self, comp: frozenset[int], via: int | None = None) -> Run:
+        """A shortest run into the loop ``comp`` and once around it (through rule ``via``)."""
+        space = self.space
+        sub = space.graph.subgraph(comp)
+        best: tuple[tuple[int, int], list[int], Step] | None = None
+        for entry in sorted(comp, key=lambda v: (space.dist[v], v)):
+            for step in space.explorer.steps(space.keys[entry]):
+                if via is not None and step.outcome.fired != via:
+                    continue
+                nxt = space.explorer.next_key(step)
+                succ = next((v for v in sub.successors(entry) if space.keys[v] == nxt), None)
+                if succ is None:
+                    continue
+                back = [entry] if succ == entry else [entry, *nx.shortest_path(sub, succ, entry)]
+                rank = (space.dist[entry], len(back))
+                if best is None or rank < best[0]:
+                    best = (rank, back, step)
+            if best is not None and via is None:
+                break
+        assert best is not None
+        _, cycle, first = best
+        prefix = space.path_to(cycle[0])
+        return run_along(
+            space,
+            [*prefix, *(cycle[1:] if len(cycle) > 1 else cycle)],
+            loop_from=len(prefix) - 1,
+            chosen={len(prefix) - 1: first},
+        )
+
+    @cached_property
+    def sample_run(self) -> Run:
+        """A shortest run to an end, or into a loop when no run ends."""
+        if self.space.ends:
+            end = min(self.space.ends, key=lambda v: (self.space.dist[v], v))
+            return run_along(self.space, self.space.path_to(end))
+        if self.traps:
+            return self.lasso(self.traps[0])
+        return run_along(self.space, [0])  # pragma: no cover - every run ends or loops
+
+
+def _mentions(cond: m.Condition) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {"tools": set(), "keys": set()}
+
+    def walk(c: m.Condition) -> None:
+        if isinstance(c, m.ToolCalled):
+            out["tools"].add(c.tool_name)
+        elif isinstance(c, m.ContextEquals):
+            out["keys"].add(c.key)
+        elif isinstance(c, m.AllOf | m.AnyOf):
+            for item in c.conditions:
+                walk(item)
+        elif isinstance(c, m.Not):
+            walk(c.condition)
+
+    walk(cond)
+    return out

@@ -1,0 +1,155 @@
+"""Checks on who speaks and how runs end: W201, W210, W212, W213."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.explore import DEFAULT
+from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.compiler.analysis.rules import folded_into_w210, reported_dead_rules
+from flowc.compiler.analysis.runs import run_along
+from flowc.compiler.analysis.system import walk_condition as _walk
+from flowc.diagnostics import W201, W210, W212, W213
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name
+
+
+def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
+    """W201: a declared speaker can never be scheduled to speak."""
+    system, space = facts.system, facts.space
+    if space.truncated:
+        return
+    reported_targets = {
+        system.ids.index(d.rule.then.agent_id)
+        for d in reported_dead_rules(facts)
+        if isinstance(d.rule.then, m.AgentTarget)
+    }
+    for speaker in range(len(system.speakers)):
+        if speaker in facts.scheduled or speaker in reported_targets:
+            continue
+        who = system.name(speaker)
+        sample = facts.sample_run
+        yield Finding(
+            facts.diag(
+                W201,
+                f"speaker `{who}` can never be scheduled to speak: no run routes to it",
+                span=facts.speaker_span(speaker),
+                json_path=_mention(facts, speaker),
+                notes=(
+                    f"explored {len(space.keys)} states; a shortest run: {sample.render()}",
+                ),
+                help=f"route to it (`when ... then {who}`), or remove the declaration",
+            ),
+            sample,
+        )
+
+
+def _mention(facts: Facts, speaker: int) -> str | None:
+    """In a JSON graph: the first rule that names the speaker's id."""
+    system = facts.system
+    if not system.json_mode:
+        return None
+    agent = system.ids[speaker]
+    for rule in system.rules:
+        named = [c.agent_id for c in _walk(rule.when) if isinstance(c, m.FromSpeaker)]
+        if isinstance(rule.then, m.AgentTarget):
+            named.append(rule.then.agent_id)
+        if agent in named:
+            return rule.json_path
+    return ""
+
+
+def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
+    """W210: the flow writes a ``terminate`` but no run reaches one: every run ends at ``max_turns``."""
+    system, space = facts.system, facts.space
+    if space.truncated or space.ends or system.max_turns is None:
+        return
+    folded = [d for d in facts.dead_rules if folded_into_w210(facts, d)]
+    if not folded:
+        return
+    first = folded[0].rule
+    loop = facts.lasso(facts.traps[0]) if facts.traps else facts.sample_run
+    others = [f"`{system.describe_rule(d.rule)}` ({system.where(d.rule)})" for d in folded]
+    yield Finding(
+        facts.diag(
+            W210,
+            f"no `terminate` is reachable: every run ends at `max_turns {system.max_turns}`",
+            span=facts.rule_span(first),
+            json_path=first.json_path,
+            notes=(
+                f"a run that never terminates: {loop.render()}",
+                "these conditions hold on no turn of any run: " + ", ".join(others),
+            ),
+            help="make the terminate condition reachable: declare the tool that sets its context key, or route on a tool",
+        ),
+        loop,
+        first.index,
+    )
+
+
+def check_max_turns(facts: Facts) -> Iterator[Finding]:
+    """W212: a terminate is reachable, but only after more turns than ``max_turns`` allows."""
+    system, space = facts.system, facts.space
+    cap = system.max_turns
+    if space.truncated or not space.ends or cap is None:
+        return
+    end = min(space.ends, key=lambda v: (space.dist[v], v))
+    shortest = space.dist[end]
+    if shortest <= cap:
+        return
+    run = run_along(space, space.path_to(end))
+    span = None
+    implied = ""
+    flow = facts.flow
+    if flow is not None:
+        written = [st.span for st in flow.statements if isinstance(st, n.MaxTurnsDecl)]
+        steps = [st.span for st in flow.statements if isinstance(st, n.SequenceDecl)]
+        if written:
+            span = written[0]
+        elif steps:
+            span, implied = steps[0], " (implied by `sequence`)"
+    yield Finding(
+        facts.diag(
+            W212,
+            f"`max_turns {cap}`{implied} is smaller than the shortest run that terminates ({shortest} turns):"
+            " every run ends at the cap",
+            span=span,
+            json_path="max_turns",
+            notes=(f"a shortest run that terminates: {run.render()}",),
+            help=f"raise it to at least the shortest run: `max_turns {shortest}`",
+        ),
+        run,
+    )
+
+
+def check_silent_after_work(facts: Facts) -> Iterator[Finding]:
+    """W213: a speaker's only ways out are model-chosen and the fallback is the implicit default."""
+    system, space = facts.system, facts.space
+    compiled = system.compiled
+    if compiled is None or compiled.default_span is not None or compiled.default_implied:
+        return
+    for speaker, node in sorted(space.plain_default.items()):
+        if speaker in system.humans or len(system.actions[speaker]) < 2:
+            continue
+        who = system.name(speaker)
+        final = next(
+            step
+            for step in space.explorer.steps(space.keys[node])
+            if step.action.is_plain and step.outcome.fired == DEFAULT
+        )
+        run = run_along(space, space.path_to(node), final)
+        tools = ", ".join(
+            f"`{format_name(t.name)}`" for t in compiled.tools_of(system.speakers[speaker])
+        )
+        yield Finding(
+            facts.diag(
+                W213,
+                f"if `{who}`'s model calls none of its tools ({tools}), no rule matches and the run silently"
+                ' ends with "after_work"',
+                span=facts.speaker_span(speaker),
+                notes=(f"a run that reaches such a turn: {run.render()}",),
+                help=f"add a rule for its plain replies (`when from {who} then ...`), or write the `otherwise`",
+            ),
+            run,
+        )

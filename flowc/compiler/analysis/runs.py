@@ -1,0 +1,134 @@
+"""Counterexample runs: the turns from the kickoff to the state a finding is about.
+
+A :class:`Run` is concrete enough to replay on a stepper (who spoke, which tool,
+which context writes, what custom conditions were assumed) and prints as
+``user → drafter → reviewer (approve) → drafter``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import attrs
+
+from flowc.compiler.analysis.explore import KICKOFF, StateSpace, Step
+from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation
+from flowc.dsl.formatter import format_name, format_value
+
+
+@attrs.frozen
+class Turn:
+    """One turn of a run."""
+
+    speaker: str
+    tool: str | None = None
+    sets: tuple[tuple[str, Any], ...] = ()
+    clears: tuple[str, ...] = ()
+    handoff: str | None = None
+    finish: str | None = None
+    #: custom conditions assumed on this turn: (call, value)
+    assumed: tuple[tuple[str, bool], ...] = ()
+    #: how a custom target resolved on this turn: a speaker, or None for terminate
+    custom_choice: tuple[str | None] | None = None
+    #: the rule (file index) that routed this turn; -1 default, -2 handoff, -3 finish
+    fired: int = -1
+
+    def label(self) -> str:
+        name = format_name(self.speaker)
+        parts: list[str] = []
+        if self.tool is not None:
+            parts.append(format_name(self.tool))
+        if self.tool is None:
+            parts += [f"sets {format_name(k)} = {format_value(v)}" for k, v in self.sets]
+            parts += [f"clears {format_name(k)}" for k in self.clears]
+        parts += [f"{call} is {'true' if value else 'false'}" for call, value in self.assumed]
+        return f"{name} ({'; '.join(parts)})" if parts else name
+
+
+@attrs.frozen
+class Run:
+    """A run from the kickoff; ``next`` is who is scheduled after the last turn."""
+
+    turns: tuple[Turn, ...]
+    next: str | None  # None: the run ended
+    reason: str | None = None  # the close reason when it ended
+    #: a lasso: turns[loop_from:] repeat forever
+    loop_from: int | None = None
+
+    def render(self) -> str:
+        items = [t.label() for t in self.turns]
+        if self.next is not None:
+            items.append(format_name(self.next))
+        elif self.reason is not None:
+            items.append(f"terminate {format_value(self.reason)}")
+        else:
+            items.append("terminate")
+        if self.loop_from is not None:
+            items.append("…")
+        return " → ".join(items)
+
+
+def _turn(system: System, speaker: int, before: Valuation | None, step: Step) -> Turn:
+    action = step.action
+    sets: tuple[tuple[str, Any], ...] = action.sets
+    clears: tuple[str, ...] = action.clears
+    if system.json_mode and (before is None or before != step.after):
+        # a JSON graph's turn writes whatever differs from the valuation before it
+        s: list[tuple[str, Any]] = []
+        c: list[str] = []
+        for k, value in enumerate(step.after):
+            if before is not None and before[k] == value:
+                continue
+            if value == UNSET:
+                c.append(system.keys[k])
+            elif value != OTHER:
+                s.append((system.keys[k], system.literals[k][value - 2]))
+        sets, clears = tuple(s), tuple(c)
+    out = step.outcome
+    atoms = {a.id: a.label for a in system.atoms}
+    choice: tuple[str | None] | None = None
+    if out.choice is not None:
+        choice = (system.speakers[out.speaker] if out.speaker >= 0 else None,)
+    return Turn(
+        speaker=system.speakers[speaker],
+        tool=action.tool,
+        sets=sets,
+        clears=clears,
+        handoff=system.speakers[action.handoff] if action.handoff is not None else None,
+        finish=action.finish,
+        assumed=tuple((atoms[i], v) for i, v in out.assumed),
+        custom_choice=choice,
+        fired=out.fired,
+    )
+
+
+def run_along(
+    space: StateSpace,
+    path: list[int],
+    final: Step | None = None,
+    loop_from: int | None = None,
+    chosen: dict[int, Step] | None = None,
+) -> Run:
+    """The run through the nodes of ``path`` (from node 0); ``final`` adds one more turn.
+
+    ``chosen`` fixes the turn taken from ``path[i]`` (otherwise the first that leads on).
+    """
+    system = space.system
+    turns: list[Turn] = []
+    val: Valuation | None = system.initial
+    for i, (u, v) in enumerate(itertools.pairwise(path)):
+        step = (chosen or {}).get(i) or space.step_between(u, v)
+        turns.append(_turn(system, space.speaker_of(u), val, step))
+        val = step.after
+    last = path[-1]
+    if final is not None:
+        turns.append(_turn(system, space.speaker_of(last), val, final))
+        out = final.outcome
+        nxt = system.speakers[out.speaker] if out.speaker >= 0 else None
+        return Run(tuple(turns), nxt, out.reason if out.speaker < 0 else None, loop_from)
+    key = space.keys[last]
+    if key[0] == "end":
+        return Run(tuple(turns), None, key[1], loop_from)
+    who = system.start if key == KICKOFF else int(key[0])
+    return Run(tuple(turns), system.speakers[who], None, loop_from)

@@ -1,0 +1,75 @@
+"""``# flowc: ignore[CODE]`` comments: silence a code on a line; report those that silence nothing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from flowc.diagnostics import CODES, X001, Diagnostic
+from flowc.dsl import nodes as n
+
+_IGNORE = re.compile(r"^\s*flowc\s*:\s*ignore\b(?:\s*\[(?P<codes>[^\]]*)\])?")
+
+
+def apply_ignores(
+    diagnostics: Sequence[Diagnostic], comments: Sequence[n.Comment], filename: str
+) -> tuple[Diagnostic, ...]:
+    """Drop the findings an ignore comment on their line names, and add X001 for bad ignores.
+
+    >>> from flowc.source import Span
+    >>> from flowc.diagnostics import W207
+    >>> d = Diagnostic(W207, "m", "f", Span(2, 1, 2, 5))
+    >>> c = n.Comment(" flowc: ignore[W207]", Span(2, 9, 2, 30))
+    >>> apply_ignores([d], [c], "f")
+    ()
+    """
+    kept: list[Diagnostic] = []
+    ignores: list[tuple[n.Comment, list[str]]] = []
+    out_extra: list[Diagnostic] = []
+    for c in comments:
+        match = _IGNORE.match(c.text)
+        if match is None:
+            continue
+        raw = match.group("codes")
+        codes = [x.strip() for x in (raw or "").split(",") if x.strip()]
+        if not codes:
+            out_extra.append(
+                Diagnostic(
+                    X001,
+                    "this ignore comment names no code, so it silences nothing",
+                    filename,
+                    c.span,
+                    help="name the code it silences: `# flowc: ignore[W205]`",
+                )
+            )
+            continue
+        unknown = [x for x in codes if x not in CODES]
+        for x in unknown:
+            out_extra.append(
+                Diagnostic(X001, f"`{x}` is not a flowc code", filename, c.span,
+                           help="use a code from `flowc explain`, e.g. `W205`")
+            )
+        ignores.append((c, [x for x in codes if x in CODES]))
+    used: set[tuple[int, str]] = set()
+    for d in diagnostics:
+        silenced = False
+        if d.span is not None:
+            for c, codes in ignores:
+                if c.span.line == d.span.line and d.code.id in codes:
+                    used.add((id(c), d.code.id))
+                    silenced = True
+        if not silenced:
+            kept.append(d)
+    for c, codes in ignores:
+        for code in codes:
+            if (id(c), code) not in used:
+                out_extra.append(
+                    Diagnostic(
+                        X001,
+                        f"`# flowc: ignore[{code}]` silences nothing: there is no {code} finding on this line",
+                        filename,
+                        c.span,
+                        help="remove it",
+                    )
+                )
+    return tuple(sorted(kept + out_extra, key=Diagnostic.sort_key))

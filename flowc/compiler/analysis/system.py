@@ -1,0 +1,415 @@
+"""The abstract transition system of a flow: what the explorer steps through.
+
+A state is the speaker about to speak and an abstract valuation of the context keys
+that conditions read. Each key ranges over the literals the flow compares it with,
+plus ``unset`` and ``other``. A speaker's turn may do what its declared tools allow
+(or, for a JSON graph, what the graph-without-declarations assumptions allow).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeAlias
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.describe import condition_text, target_text, transition_text
+from flowc.compiler.lower import CompiledFlow, RuleInfo
+from flowc.compiler.pipeline import LoadedGraph
+from flowc.dsl.formatter import format_name, format_value
+
+UNSET, OTHER = 0, 1  # abstract values; literal j of a key is 2 + j
+
+#: an abstract valuation: one abstract value per tracked key
+Valuation: TypeAlias = tuple[int, ...]
+
+
+@attrs.frozen
+class Atom:
+    """A custom condition call, which the checker assumes may be true or false."""
+
+    id: int
+    label: str
+
+
+#: a compiled condition: evaluated three-valued against (sender, tool, valuation, assumptions)
+CondCode: TypeAlias = tuple[Any, ...]
+
+
+@attrs.frozen
+class Action:
+    """One thing a speaker's turn may do."""
+
+    tool: str | None = None
+    tool_index: int = -1
+    #: abstract writes: (key index, abstract value), applied in order (clears first)
+    writes: tuple[tuple[int, int], ...] = ()
+    #: the concrete writes, for display and replay
+    sets: tuple[tuple[str, Any], ...] = ()
+    clears: tuple[str, ...] = ()
+    handoff: int | None = None
+    finish: str | None = None
+
+    @property
+    def is_plain(self) -> bool:
+        return self.tool is None and not self.sets and not self.clears
+
+
+PLAIN = Action()
+
+
+@attrs.frozen
+class RuleSpec:
+    """One compiled transition as the explorer sees it."""
+
+    index: int  # position in the compiled transition list (file order)
+    rank: int  # position after the stable sort by priority (evaluation order)
+    when: m.Condition
+    then: m.Target
+    priority: int
+    code: CondCode
+    senders: frozenset[int] | None  # the only senders it can match, None for any
+    tools: frozenset[int | None] | None  # the only routing tools it can match
+    reads: frozenset[int]  # tracked keys it reads
+    info: RuleInfo | None  # source rule (None for a JSON graph)
+    json_path: str | None
+
+
+@attrs.frozen
+class System:
+    """Everything the explorer and the checks need about one flow."""
+
+    speakers: tuple[str, ...]  # display names, in participant order
+    ids: tuple[str, ...]  # agent ids, same order
+    humans: frozenset[int]
+    start: int
+    initiator: int
+    keys: tuple[str, ...]
+    literals: tuple[tuple[Any, ...], ...]
+    initial: Valuation
+    initial_context: dict[str, Any]
+    tool_names: tuple[str, ...]
+    rules: tuple[RuleSpec, ...]  # file order
+    ordered: tuple[RuleSpec, ...]  # evaluation order
+    default: m.Target
+    max_turns: int | None
+    actions: tuple[tuple[Action, ...], ...]  # per speaker
+    atoms: tuple[Atom, ...]
+    custom_results: dict[str, tuple[str | None, ...] | None]
+    json_mode: bool
+    compiled: CompiledFlow | None
+    json_prefix: str = ""
+
+    # display -------------------------------------------------------------
+
+    def name(self, speaker: int) -> str:
+        return format_name(self.speakers[speaker])
+
+    def show_value(self, key: int, value: int) -> str:
+        if value == UNSET:
+            return "unset"
+        if value == OTHER:
+            return "another value"
+        return format_value(self.literals[key][value - 2])
+
+    def abstract(self, key: int, value: Any) -> int:
+        """The abstract value of a concrete one."""
+        for j, lit in enumerate(self.literals[key]):
+            if _equal(lit, value):
+                return 2 + j
+        return OTHER
+
+    def all_valuations(self) -> Iterator[Valuation]:
+        """Every valuation over unset and the literals (JSON graphs' writes)."""
+        domains = [
+            (UNSET, *range(2, 2 + len(lits))) for lits in self.literals
+        ]
+        yield from itertools.product(*domains)
+
+    @property
+    def id_names(self) -> dict[str, str]:
+        """Agent id -> speaker name, for writing compiled rules back as `.flow` text."""
+        return dict(zip(self.ids, self.speakers, strict=True))
+
+    def describe_target(self, target: m.Target) -> str:
+        return target_text(target, self.id_names)
+
+    def describe_cond(self, cond: m.Condition) -> str:
+        return condition_text(cond, self.id_names)
+
+    def describe_rule(self, rule: RuleSpec) -> str:
+        return transition_text(m.Transition(rule.when, rule.then, rule.priority), self.id_names)
+
+    def where(self, rule: RuleSpec) -> str:
+        if rule.info is not None:
+            return f"line {rule.info.span.line}"
+        return f"`{rule.json_path}`"
+
+    def index_of(self, agent_id: str) -> int:
+        return self.ids.index(agent_id)
+
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Python equality, as AG2's ``ContextEquals`` compares."""
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - JSON values compare without raising
+        return False
+
+
+# ── building ──────────────────────────────────────────────────────────────────
+
+
+def walk_condition(cond: m.Condition) -> Iterator[m.Condition]:
+    """A condition and every condition inside it."""
+    yield cond
+    if isinstance(cond, m.AllOf | m.AnyOf):
+        for c in cond.conditions:
+            yield from walk_condition(c)
+    elif isinstance(cond, m.Not):
+        yield from walk_condition(cond.condition)
+
+
+class _Builder:
+    def __init__(self, graph: m.TransitionGraph, ids: Sequence[str], json_mode: bool):
+        self.graph = graph
+        self.ids = tuple(ids)
+        self.index = {a: i for i, a in enumerate(self.ids)}
+        self.json_mode = json_mode
+        keys: dict[str, list[Any]] = {}
+        tools: dict[str, None] = {}
+        for t in graph.transitions:
+            for c in walk_condition(t.when):
+                if isinstance(c, m.ContextEquals):
+                    lits = keys.setdefault(c.key, [])
+                    if not any(_equal(x, c.value) for x in lits):
+                        lits.append(c.value)
+                elif isinstance(c, m.ToolCalled):
+                    tools.setdefault(c.tool_name, None)
+        self.keys = tuple(keys)
+        self.key_index = {k: i for i, k in enumerate(self.keys)}
+        self.literals = tuple(tuple(v) for v in keys.values())
+        self.tools: dict[str, int] = {t: i for i, t in enumerate(tools)}
+        self.atoms: dict[tuple[str, str], Atom] = {}
+
+    def add_tool(self, name: str) -> int:
+        return self.tools.setdefault(name, len(self.tools))
+
+    def abstract(self, key: int, value: Any) -> int:
+        for j, lit in enumerate(self.literals[key]):
+            if _equal(lit, value):
+                return 2 + j
+        return OTHER
+
+    def compile_cond(self, cond: m.Condition) -> CondCode:
+        if isinstance(cond, m.Always):
+            return ("T",)
+        if isinstance(cond, m.FromSpeaker):
+            return ("from", self.index.get(cond.agent_id, -1))
+        if isinstance(cond, m.ToolCalled):
+            return ("tool", self.add_tool(cond.tool_name))
+        if isinstance(cond, m.ContextEquals):
+            k = self.key_index[cond.key]
+            hits = {self.abstract(k, cond.value)} - {OTHER}
+            if cond.value is None:
+                hits.add(UNSET)
+            return ("ctx", k, frozenset(hits))
+        if isinstance(cond, m.AllOf):
+            return ("all", tuple(self.compile_cond(c) for c in cond.conditions))
+        if isinstance(cond, m.AnyOf):
+            return ("any", tuple(self.compile_cond(c) for c in cond.conditions))
+        if isinstance(cond, m.Not):
+            return ("not", self.compile_cond(cond.condition))
+        key = (cond.name, json.dumps(cond.args, sort_keys=True, default=str))
+        atom = self.atoms.get(key)
+        if atom is None:
+            atom = Atom(len(self.atoms), condition_text(cond))
+            self.atoms[key] = atom
+        return ("custom", atom)
+
+    def rules(self, infos: Sequence[RuleInfo] | None) -> tuple[RuleSpec, ...]:
+        order = sorted(range(len(self.graph.transitions)), key=lambda i: self.graph.transitions[i].priority)
+        rank = {i: r for r, i in enumerate(order)}
+        out = []
+        for i, t in enumerate(self.graph.transitions):
+            code = self.compile_cond(t.when)
+            out.append(
+                RuleSpec(
+                    index=i,
+                    rank=rank[i],
+                    when=t.when,
+                    then=t.then,
+                    priority=t.priority,
+                    code=code,
+                    senders=_senders(code),
+                    tools=_tools(code),
+                    reads=frozenset(_reads(code)),
+                    info=infos[i] if infos is not None else None,
+                    json_path=None if infos is not None else f"transitions[{i}]",
+                )
+            )
+        return tuple(out)
+
+
+def _senders(code: CondCode) -> frozenset[int] | None:
+    kind = code[0]
+    if kind == "from":
+        return frozenset({code[1]})
+    if kind == "all":
+        found = [s for s in (_senders(c) for c in code[1]) if s is not None]
+        return frozenset.intersection(*found) if found else None
+    if kind == "any":
+        subs = [_senders(c) for c in code[1]]
+        if subs and all(s is not None for s in subs):
+            return frozenset().union(*(s for s in subs if s is not None))
+        return None
+    return None
+
+
+def _tools(code: CondCode) -> frozenset[int | None] | None:
+    kind = code[0]
+    if kind == "tool":
+        return frozenset({code[1]})
+    if kind == "all":
+        found = [s for s in (_tools(c) for c in code[1]) if s is not None]
+        return frozenset.intersection(*found) if found else None
+    if kind == "any":
+        subs = [_tools(c) for c in code[1]]
+        if subs and all(s is not None for s in subs):
+            return frozenset().union(*(s for s in subs if s is not None))
+        return None
+    return None
+
+
+def _reads(code: CondCode) -> Iterator[int]:
+    kind = code[0]
+    if kind == "ctx":
+        yield code[1]
+    elif kind in ("all", "any"):
+        for c in code[1]:
+            yield from _reads(c)
+    elif kind == "not":
+        yield from _reads(code[1])
+
+
+def system_of_flow(compiled: CompiledFlow) -> System:
+    """The abstract system of a compiled `.flow`: tools as declared.
+
+    >>> from flowc import compile_flow
+    >>> s = system_of_flow(compile_flow("speakers u: human, b\\nwhen context.k == 1 then b"))
+    >>> s.speakers, s.keys, s.show_value(0, 2)
+    (('u', 'b'), ('k',), '1')
+    """
+    ids = tuple(compiled.agent_id(s) for s in compiled.speakers)
+    b = _Builder(compiled.graph, ids, json_mode=False)
+    rules = b.rules(compiled.rules)
+    speaker_index = {s: i for i, s in enumerate(compiled.speakers)}
+    actions: list[tuple[Action, ...]] = []
+    for s in compiled.speakers:
+        acts: list[Action] = [PLAIN]
+        for tool in compiled.tools_of(s):
+            t_index = b.add_tool(tool.name)
+            for alt in tool.alternatives or (None,):
+                if alt is None:
+                    acts.append(Action(tool.name, t_index))
+                    continue
+                writes: list[tuple[int, int]] = []
+                for key in alt.clears:
+                    if key in b.key_index:
+                        writes.append((b.key_index[key], UNSET))
+                for key, value in alt.sets:
+                    if key in b.key_index:
+                        writes.append((b.key_index[key], b.abstract(b.key_index[key], value)))
+                acts.append(
+                    Action(
+                        tool.name,
+                        t_index,
+                        tuple(writes),
+                        alt.sets,
+                        alt.clears,
+                        speaker_index[alt.handoff] if alt.handoff is not None else None,
+                        alt.finish,
+                    )
+                )
+        unique: dict[str, Action] = {}
+        for act in acts:  # values may be lists or objects: dedupe on their JSON
+            key = json.dumps(
+                [act.tool, act.sets, act.clears, act.handoff, act.finish], sort_keys=True, default=str
+            )
+            unique.setdefault(key, act)
+        actions.append(tuple(unique.values()))
+    initial = tuple(
+        b.abstract(i, compiled.context_vars[k]) if k in compiled.context_vars else UNSET
+        for i, k in enumerate(b.keys)
+    )
+    return System(
+        speakers=compiled.speakers,
+        ids=ids,
+        humans=frozenset(speaker_index[h] for h in compiled.humans),
+        start=speaker_index[compiled.start],
+        initiator=speaker_index[compiled.initiator],
+        keys=b.keys,
+        literals=b.literals,
+        initial=initial,
+        initial_context=dict(compiled.context_vars),
+        tool_names=tuple(b.tools),
+        rules=rules,
+        ordered=tuple(sorted(rules, key=lambda r: r.rank)),
+        default=compiled.graph.default_target,
+        max_turns=compiled.graph.max_turns,
+        actions=tuple(actions),
+        atoms=tuple(b.atoms.values()),
+        custom_results={c.name: c.results for c in compiled.customs if c.kind == "target"},
+        json_mode=False,
+        compiled=compiled,
+    )
+
+
+def system_of_graph(loaded: LoadedGraph) -> System:
+    """The abstract system of a JSON graph, under the no-declarations assumptions.
+
+    >>> g = m.TransitionGraph("a", (m.Transition(m.ToolCalled("go"), m.AgentTarget("b")),))
+    >>> s = system_of_graph(LoadedGraph(g, {}, False))
+    >>> s.speakers, [a.tool for a in s.actions[0]]
+    (('a', 'b'), [None, 'go'])
+    """
+    graph = loaded.graph
+    ids = m.agent_ids(graph)
+    b = _Builder(graph, ids, json_mode=True)
+    rules = b.rules(None)
+    prefix = "graph." if loaded.is_knobs else ""
+    if prefix:
+        rules = tuple(attrs.evolve(r, json_path=prefix + (r.json_path or "")) for r in rules)
+    actions = tuple(
+        (PLAIN, *(Action(t, i) for i, t in enumerate(b.tools))) for _ in ids
+    )
+    initial = tuple(
+        b.abstract(i, loaded.context_vars[k]) if k in loaded.context_vars else UNSET
+        for i, k in enumerate(b.keys)
+    )
+    return System(
+        speakers=ids,
+        ids=ids,
+        humans=frozenset(),
+        start=0,
+        initiator=0,
+        keys=b.keys,
+        literals=b.literals,
+        initial=initial,
+        initial_context=dict(loaded.context_vars),
+        tool_names=tuple(b.tools),
+        rules=rules,
+        ordered=tuple(sorted(rules, key=lambda r: r.rank)),
+        default=graph.default_target,
+        max_turns=graph.max_turns,
+        actions=actions,
+        atoms=tuple(b.atoms.values()),
+        custom_results={},
+        json_mode=True,
+        compiled=None,
+        json_prefix=prefix,
+    )

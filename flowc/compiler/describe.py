@@ -1,0 +1,136 @@
+"""Compiled conditions and targets written back in `.flow` syntax.
+
+One conversion (model -> AST) and the formatter's printers serve every place that
+shows a compiled rule to a person — checker messages, diagram labels, run
+transcripts — and ``flowc decompile``, so all of them write the same, valid text.
+
+>>> from flowc.compiler import model as m
+>>> condition_text(m.AllOf((m.FromSpeaker("agent-7"), m.Not(m.ContextEquals("k", 1)))),
+...                {"agent-7": "drafter"})
+'from drafter and context.k != 1'
+>>> transition_text(m.Transition(m.ToolCalled("next"), m.TerminateTarget("done"), 3))
+'when tool `next` then terminate "done" priority 3'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flowc.compiler import model as m
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_condition, format_statement_line, format_target
+from flowc.source import NO_SPAN
+
+S = NO_SPAN
+
+
+class DecompileError(Exception):
+    """Part of a graph has no `.flow` spelling; ``path`` (a JSON path) says where."""
+
+    def __init__(self, path: str, message: str):
+        self.path, self.message = path, message
+        super().__init__(f"{path}: {message}")
+
+
+class ModelToAst:
+    """Compiled conditions/targets -> AST nodes.
+
+    ``names`` maps agent ids back to speaker names. ``strict`` (for decompile)
+    refuses what no `.flow` text can express; otherwise the closest text is used.
+    ``on_custom(kind, name, args, path)`` sees every custom condition and target.
+    """
+
+    def __init__(
+        self,
+        names: Mapping[str, str] | None = None,
+        *,
+        strict: bool = False,
+        on_custom: Callable[[str, str, dict[str, Any], str], None] | None = None,
+    ):
+        self.names = names or {}
+        self.strict = strict
+        self.on_custom = on_custom
+
+    def name(self, value: str, path: str = "") -> n.Name:
+        if self.strict and ("`" in value or "\n" in value or "\r" in value or not value):
+            raise DecompileError(path, f"{json.dumps(value)} cannot be written as a .flow name")
+        return n.Name(value, S)
+
+    def speaker(self, agent_id: str, path: str = "") -> n.Name:
+        return self.name(self.names.get(agent_id, agent_id), path)
+
+    def args(self, args: dict[str, Any], path: str) -> tuple[n.Arg, ...]:
+        return tuple(n.Arg(self.name(k, path), n.Value(v, S), S) for k, v in args.items())
+
+    def cond(self, c: m.Condition, path: str = "") -> n.Cond:
+        if isinstance(c, m.Always):
+            return n.AlwaysCond(S)
+        if isinstance(c, m.FromSpeaker):
+            return n.FromCond((self.speaker(c.agent_id, path),), S)
+        if isinstance(c, m.ToolCalled):
+            return n.ToolCond(self.name(c.tool_name, path), S)
+        if isinstance(c, m.ContextEquals):
+            return n.ContextCond(self.name(c.key, path), "==", n.Value(c.value, S), S)
+        if isinstance(c, m.Not):
+            inner = c.condition
+            if isinstance(inner, m.ContextEquals):
+                return n.ContextCond(self.name(inner.key, path), "!=", n.Value(inner.value, S), S)
+            return n.NotCond(self.cond(inner, f"{path}.args.condition"), S)
+        if isinstance(c, m.AllOf | m.AnyOf):
+            if len(c.conditions) < 2:
+                if self.strict:
+                    size = "an empty" if not c.conditions else "a one-item"
+                    raise DecompileError(path, f"{size} `{c.NAME}` has no .flow spelling")
+                if not c.conditions:
+                    return n.CallCond(n.Name(c.NAME, S), (), S)
+            if isinstance(c, m.AnyOf) and all(isinstance(x, m.FromSpeaker) for x in c.conditions):
+                speakers = tuple(
+                    self.speaker(x.agent_id, path)  # type: ignore[union-attr]
+                    for x in c.conditions
+                )
+                return n.FromCond(speakers, S)
+            items = tuple(
+                self.cond(x, f"{path}.args.conditions[{i}]") for i, x in enumerate(c.conditions)
+            )
+            if len(items) == 1:
+                return items[0]
+            return n.AndCond(items, S) if isinstance(c, m.AllOf) else n.OrCond(items, S)
+        if self.on_custom is not None:
+            self.on_custom("condition", c.name, c.args, path)
+        return n.CallCond(self.name(c.name, path), self.args(c.args, path), S)
+
+    def target(self, t: m.Target, path: str = "") -> n.Target:
+        if isinstance(t, m.AgentTarget):
+            return n.SpeakerTarget(self.speaker(t.agent_id, path), S)
+        if isinstance(t, m.RoundRobinTarget):
+            return n.NextTarget(S)
+        if isinstance(t, m.StayTarget):
+            return n.StayTarget(S)
+        if isinstance(t, m.RevertToInitiatorTarget):
+            return n.InitiatorTarget(S)
+        if isinstance(t, m.TerminateTarget):
+            return n.TerminateTarget(n.Str(t.reason, S), S)
+        if self.on_custom is not None:
+            self.on_custom("target", t.name, t.args, path)
+        return n.CallTarget(self.name(t.name, path), self.args(t.args, path), S)
+
+    def rule(self, t: m.Transition, path: str = "") -> n.Rule:
+        priority = n.Priority(t.priority, S) if t.priority != 0 else None
+        return n.Rule(self.cond(t.when, f"{path}.when"), self.target(t.then, f"{path}.then"), priority, S)
+
+
+def condition_text(cond: m.Condition, names: Mapping[str, str] | None = None) -> str:
+    """A compiled condition in `.flow` syntax; ``names`` maps agent ids to speakers."""
+    return format_condition(ModelToAst(names).cond(cond))
+
+
+def target_text(target: m.Target, names: Mapping[str, str] | None = None) -> str:
+    """A compiled target in `.flow` syntax: ``reviewer``, ``next``, ``terminate "done"``."""
+    return format_target(ModelToAst(names).target(target))
+
+
+def transition_text(transition: m.Transition, names: Mapping[str, str] | None = None) -> str:
+    """A compiled transition as a rule: ``when from a then b priority 2``."""
+    return format_statement_line(ModelToAst(names).rule(transition))

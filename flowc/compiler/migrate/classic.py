@@ -1,0 +1,938 @@
+"""Classic AG2 / AutoGen ``GroupChat`` + ``GroupChatManager`` Python -> `.flow`.
+
+Read statically with ``ast`` (:mod:`flowc.compiler.migrate.pyread`); the behaviour
+reproduced is ``autogen.agentchat.groupchat`` of ag2 0.9 - autogen 0.14.1
+(``GroupChat._prepare_and_select_agents``, ``next_agent``, ``GroupChatManager.run_chat``):
+
+- the initiator of ``X.initiate_chat(manager, message=...)`` sends the kickoff (turn 1);
+- after every message the manager's ``is_termination_msg`` is checked first (its
+  default is ``content == "TERMINATE"``), then ``max_round`` (= ``max_turns``);
+- the next speaker: an agent missing from a transitions dict ends the chat; the
+  eligible agents are ``agents`` (minus the last speaker when repeats are not
+  allowed) filtered by the dict; exactly one eligible agent is chosen without any
+  method; none means "all agents"; otherwise the method decides: ``round_robin`` is
+  static (``next_agent``), ``random`` becomes ``random_agent``, ``auto`` an LLM
+  selector speaker and ``manual`` a human one, each with a ``transfer_to_<agent>``
+  tool per candidate.
+
+>>> from flowc.source import SourceFile
+>>> src = SourceFile("chat.py", '''
+... import autogen
+... user = autogen.UserProxyAgent("user", code_execution_config=False)
+... a = autogen.AssistantAgent("writer", system_message="Writes.")
+... b = autogen.AssistantAgent("critic", system_message="Critiques.")
+... gc = autogen.GroupChat(agents=[user, a, b], messages=[], max_round=6,
+...                        speaker_selection_method="round_robin")
+... manager = autogen.GroupChatManager(groupchat=gc)
+... user.initiate_chat(manager, message="Write a haiku.")
+... ''')
+>>> result = translate_classic(src)
+>>> [d.code.id for d in result.findings], result.migration.max_turns
+([], 6)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Sequence
+
+import attrs
+
+from flowc.compiler.migrate import model as mm
+from flowc.compiler.migrate.pyread import NotStatic, PyModule, callee, kwarg
+from flowc.compiler.migrate.textpred import TextPredicate, evaluate, text_predicate
+from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
+from flowc.dsl import nodes as n
+from flowc.source import SourceFile
+
+AGENT_CLASSES = frozenset(
+    {
+        "ConversableAgent",
+        "AssistantAgent",
+        "UserProxyAgent",
+        "SwarmAgent",
+        "GPTAssistantAgent",
+        "RetrieveUserProxyAgent",
+        "RetrieveAssistantAgent",
+        "MultimodalConversableAgent",
+        "CaptainAgent",
+        "ReasoningAgent",
+        "WebSurferAgent",
+        "DocAgent",
+    }
+)
+#: classic APIs this translator recognises but does not translate (yet)
+GROUP_API_CALLS = {
+    "initiate_group_chat": "the AG2 0.9+ group API (`initiate_group_chat`)",
+    "run_group_chat": "the AG2 0.9+ group API (`run_group_chat`)",
+    "a_initiate_group_chat": "the AG2 0.9+ group API (`a_initiate_group_chat`)",
+    "a_run_group_chat": "the AG2 0.9+ group API (`a_run_group_chat`)",
+    "initiate_swarm_chat": "the legacy swarm (`initiate_swarm_chat`)",
+    "a_initiate_swarm_chat": "the legacy swarm (`a_initiate_swarm_chat`)",
+    "run_swarm": "the legacy swarm (`run_swarm`)",
+    "a_run_swarm": "the legacy swarm (`a_run_swarm`)",
+}
+GROUP_API_RUNNERS = frozenset(
+    {"initiate_group_chat", "run_group_chat", "a_initiate_group_chat", "a_run_group_chat",
+     "run_group_chat_iter"}
+)
+SWARM_RUNNERS = frozenset({"initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a_run_swarm"})
+AGENTCHAT_TEAMS = frozenset(
+    {"RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat"}
+)
+
+DEFAULT_MAX_ROUND = 10
+DEFAULT_MANAGER = "chat_manager"
+END_REASON = "no_next_speaker"
+TERM_REASON = "is_termination_msg"
+NO_SELECTION = "no_speaker_selected"
+DEFAULT_TERMINATION = mm.call_cond("text_matches", pattern=r"\ATERMINATE\Z")
+
+
+class NotRecognised(Exception):
+    """The input is not a classic group chat this translator understands (exit 2)."""
+
+    def __init__(self, findings: Sequence[Diagnostic]):
+        self.findings = tuple(findings)
+        super().__init__("; ".join(d.message for d in findings))
+
+
+@attrs.frozen
+class ClassicResult:
+    migration: mm.Migration
+    findings: tuple[Diagnostic, ...]
+    #: the speaker sequences the scenarios encode, for checks against real classic runs
+    sequences: tuple[tuple[str, ...], ...] = ()
+
+
+@attrs.frozen
+class Agent:
+    var: str | None
+    name: str
+    cls: str
+    human: bool
+    role: str | None
+    node: ast.Call
+
+
+@attrs.frozen
+class Next:
+    """Who speaks after a source: ``kind`` agent / end / select / random."""
+
+    kind: str
+    agent: str | None = None
+    candidates: tuple[str, ...] = ()
+    allow_repeat: bool = True
+
+
+class _Reader:
+    def __init__(self, mod: PyModule):
+        self.mod = mod
+        self.findings: list[Diagnostic] = []
+        self.agents: dict[int, Agent] = {}  # id(call node) -> agent
+
+    def report(self, code: Code, message: str, node: ast.AST | None, help: str | None = None) -> None:
+        span = self.mod.span(node) if node is not None else None
+        self.findings.append(Diagnostic(code, message, self.mod.source.name, span, help=help))
+
+    # ── agents ──
+
+    def collect_agents(self) -> None:
+        for call in self.mod.calls():
+            cls = callee(call)
+            if cls not in AGENT_CLASSES:
+                continue
+            name_node = kwarg(call, "name", 0)
+            try:
+                agent_name = self.mod.const(name_node)
+            except NotStatic:
+                agent_name = None
+            var = self._var_of(call)
+            if not isinstance(agent_name, str) or not agent_name:
+                fallback = var or f"agent_{call.lineno}"
+                self.report(
+                    M001,
+                    f"the name of this `{cls}` cannot be read without running the code; "
+                    f"it was migrated as `{fallback}`",
+                    name_node or call,
+                    help="write the agent's name as a string literal, or rename the speaker in the .flow",
+                )
+                agent_name = fallback
+            self.agents[id(call)] = Agent(var, agent_name, cls, self._is_human(call, cls),
+                                          self._role(call), call)
+
+    def _var_of(self, call: ast.Call) -> str | None:
+        for var, value in self.mod.assigned.items():
+            if value is call:
+                return var
+        return None
+
+    def _is_human(self, call: ast.Call, cls: str) -> bool:
+        llm = kwarg(call, "llm_config")
+        llm_off = llm is None or self.mod.const_or(llm, object()) is False
+        mode = self.mod.const_or(kwarg(call, "human_input_mode"), None)
+        if cls in ("UserProxyAgent", "RetrieveUserProxyAgent"):
+            return llm_off
+        if mode == "ALWAYS":
+            return True
+        return cls == "ConversableAgent" and llm is not None and llm_off
+
+    def _role(self, call: ast.Call) -> str | None:
+        for key in ("description", "system_message"):
+            value = self.mod.const_or(kwarg(call, key), None)
+            if isinstance(value, str) and value.strip():
+                return value
+        return None
+
+    def agent_of(self, node: ast.expr | None) -> Agent | None:
+        if node is None:
+            return None
+        target = self.mod.deref(node)
+        if isinstance(target, ast.Call):
+            return self.agents.get(id(target))
+        return None
+
+    def agent_list(self, node: ast.expr | None, what: str, at: ast.AST) -> list[Agent]:
+        elements = self.mod.elements(node)
+        if elements is None:
+            self.report(M001, f"`{what}` cannot be read without running the code", node or at,
+                        help="list the agents inline: agents=[a, b, c]")
+            return []
+        out: list[Agent] = []
+        for e in elements:
+            agent = self.agent_of(e)
+            if agent is None:
+                self.report(M001, f"this entry of `{what}` is not an agent created in this file", e,
+                            help="create the agent in this file with ConversableAgent(name=...)")
+            else:
+                out.append(agent)
+        return out
+
+
+def _call_of(mod: PyModule, node: ast.expr | None, name: str) -> ast.Call | None:
+    if node is None:
+        return None
+    target = mod.deref(node)
+    if isinstance(target, ast.Call) and callee(target) == name:
+        return target
+    return None
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def translate_classic(source: SourceFile) -> ClassicResult:
+    """Translate the first ``GroupChat`` of a classic Python file.
+
+    Raises ``SyntaxError`` for a file that does not parse and :class:`NotRecognised`
+    when it holds no group chat this translator handles.
+    """
+    mod = PyModule.parse(source.name, source.text)
+    reader = _Reader(mod)
+    reader.collect_agents()
+    calls = list(mod.calls())
+    groupchats = [c for c in calls if callee(c) == "GroupChat"]
+    if not groupchats and any(callee(c) in GROUP_API_RUNNERS for c in calls):
+        from flowc.compiler.migrate.group import translate_group
+
+        return translate_group(reader, calls)
+    if not groupchats and any(callee(c) in SWARM_RUNNERS for c in calls):
+        from flowc.compiler.migrate.group import translate_swarm
+
+        return translate_swarm(reader, calls)
+    teams = [c for c in calls if callee(c) in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm")]
+    if not groupchats and teams:
+        from flowc.compiler.migrate.agentchat_py import translate_agentchat_python
+
+        res = translate_agentchat_python(reader, teams[-1])
+        return ClassicResult(res.migration, res.findings, res.sequences)
+    if not groupchats:
+        found = [c for c in calls if callee(c) in GROUP_API_CALLS or callee(c) in AGENTCHAT_TEAMS]
+        if found:
+            what = GROUP_API_CALLS.get(callee(found[0]))
+            if what is None:
+                what = f"a Microsoft AgentChat team in Python (`{callee(found[0])}`)"
+            reader.report(
+                M001,
+                f"{what} is not translated by this version of `flowc migrate`",
+                found[0],
+                help="see docs/migrate.md for the inputs translated today; port this chat by hand",
+            )
+        else:
+            reader.report(
+                M001,
+                "no classic group chat found: the file has no `GroupChat(...)` call",
+                None,
+                help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
+            )
+        raise NotRecognised(reader.findings)
+    for extra in groupchats[1:]:
+        reader.report(M001, "only the first GroupChat of a file is translated; this one was left out",
+                      extra, help="put each group chat in its own file and migrate each")
+    return _translate(reader, groupchats[0], calls)
+
+
+def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicResult:
+    mod = reader.mod
+    agents = reader.agent_list(kwarg(gc, "agents", 0), "agents", gc)
+    names = [a.name for a in agents]
+    if len(set(names)) != len(names):
+        dup = next(x for x in names if names.count(x) > 1)
+        reader.report(M001, f"two agents of the group chat are both named `{dup}`", gc)
+        raise NotRecognised(reader.findings)
+    if len(agents) < 2:
+        reader.report(M001, "the group chat needs at least two agents that can be read statically", gc)
+        raise NotRecognised(reader.findings)
+
+    # ── manager and initiator ──
+    managers = [c for c in calls if callee(c) == "GroupChatManager"
+                and _call_of(mod, kwarg(c, "groupchat", 0), "GroupChat") is gc]
+    manager = managers[0] if managers else None
+    manager_name = DEFAULT_MANAGER
+    if manager is not None:
+        value = mod.const_or(kwarg(manager, "name"), DEFAULT_MANAGER)
+        manager_name = value if isinstance(value, str) and value else DEFAULT_MANAGER
+        for key in ("max_consecutive_auto_reply", "human_input_mode"):
+            node = kwarg(manager, key)
+            if node is not None:
+                reader.report(M003, f"the manager's `{key}` has no effect inside a group chat "
+                                    "(classic runs `run_chat` first); dropped", node)
+    initiator: Agent | None = None
+    kickoff: str | None = None
+    for c in calls:
+        if not isinstance(c.func, ast.Attribute) or c.func.attr not in (
+            "initiate_chat", "a_initiate_chat", "run", "a_run"
+        ):
+            continue
+        recipient = kwarg(c, "recipient", 0)
+        target = mod.deref(recipient) if recipient is not None else None
+        if manager is None or target is not manager:
+            continue
+        initiator = reader.agent_of(c.func.value)
+        message = mod.const_or(kwarg(c, "message", 1), None)
+        kickoff = message if isinstance(message, str) else None
+        if initiator is None:
+            reader.report(M001, "the agent that starts this chat is not an agent created in this file",
+                          c.func.value)
+        break
+    if initiator is None:
+        initiator = agents[0]
+        reader.report(
+            M002,
+            f"no `initiate_chat(manager, ...)` found: `{initiator.name}` (the first agent) is "
+            "assumed to send the kickoff",
+            manager or gc,
+            help="edit `start` in the .flow if another agent starts the chat",
+        )
+
+    # ── GroupChat settings ──
+    max_round_node = kwarg(gc, "max_round")
+    max_round = mod.const_or(max_round_node, None) if max_round_node is not None else DEFAULT_MAX_ROUND
+    if not isinstance(max_round, int) or isinstance(max_round, bool) or max_round < 1:
+        reader.report(M001, "`max_round` cannot be read statically; the flow has no turn cap",
+                      max_round_node or gc, help="write max_round as an integer literal")
+        max_round = None
+    method_node = kwarg(gc, "speaker_selection_method")
+    method: str = "auto"
+    unsupported_callable = False
+    selection_fn: ast.FunctionDef | None = None
+    if method_node is not None:
+        value = mod.const_or(method_node, None)
+        if isinstance(value, str) and value.lower() in ("auto", "manual", "random", "round_robin"):
+            method = value.lower()
+        else:
+            fn = mod.functions.get(method_node.id) if isinstance(method_node, ast.Name) else None
+            if isinstance(fn, ast.FunctionDef):
+                selection_fn = fn
+            else:
+                unsupported_callable = True
+                reader.report(
+                    M001,
+                    "this `speaker_selection_method` cannot be read statically; an LLM selector "
+                    "speaker stands in for it",
+                    method_node,
+                    help="write it as a `def` in this file, or as `when from X then Y` rules",
+                )
+    repeat_node = kwarg(gc, "allow_repeat_speaker")
+    allow_repeat: bool | list[str] | None = None
+    if repeat_node is not None:
+        value = mod.const_or(repeat_node, "?")
+        if value is None or isinstance(value, bool):
+            allow_repeat = value
+        else:
+            listed = reader.agent_list(repeat_node, "allow_repeat_speaker", gc)
+            allow_repeat = [a.name for a in listed]
+    transitions_node = kwarg(gc, "allowed_or_disallowed_speaker_transitions")
+    graph: dict[str, list[str]] | None = None
+    if transitions_node is not None and mod.const_or(transitions_node, "?") is not None:
+        graph = _read_graph(reader, transitions_node, names)
+        kind = mod.const_or(kwarg(gc, "speaker_transitions_type"), None)
+        if kind == "disallowed":
+            disallowed = graph
+            graph = {a: [b for b in names if b not in disallowed.get(a, [])] for a in names}
+        elif kind != "allowed":
+            reader.report(M001, "`speaker_transitions_type` must be \"allowed\" or \"disallowed\"; "
+                                "the transitions were read as allowed", transitions_node)
+    if graph is None:
+        if allow_repeat is None:
+            allow_repeat = True
+        graph = {a: [b for b in names if b != a] for a in names}
+        if allow_repeat is True:
+            for a in names:
+                graph[a].append(a)
+        elif isinstance(allow_repeat, list):
+            for a in allow_repeat:
+                graph[a].append(a)
+    _report_settings(reader, gc, method)
+
+    # ── tools ──
+    tools = _collect_tools(reader, calls, {a.name for a in agents} | {initiator.name})
+
+    # ── termination ──
+    term_rules: list[mm.Rule] = []
+    witness: str | None = None
+    term_node = kwarg(manager, "is_termination_msg") if manager is not None else None
+    predicate: TextPredicate | None
+    if term_node is None or mod.const_or(term_node, "?") is None:
+        predicate = TextPredicate(DEFAULT_TERMINATION, "TERMINATE")
+        comment = ("classic GroupChatManager default: a message that is exactly "
+                   "\"TERMINATE\" ends the chat")
+    else:
+        predicate = text_predicate(mod.deref(term_node), mod.functions)
+        comment = "the manager's is_termination_msg, checked on every message"
+        if predicate is None:
+            reader.report(
+                M001,
+                "this `is_termination_msg` is not a recognised text test; it was left out",
+                term_node,
+                help="add a rule such as `when text_contains(text = \"DONE\") then terminate` "
+                     "(recognised: `in`, `==`, `endswith`, `startswith` on the content)",
+            )
+    if predicate is not None:
+        witness = predicate.witness
+        term_rules.append(mm.Rule(predicate.cond, mm.terminate(TERM_REASON), -10, comment))
+    for agent in agents:
+        node = kwarg(agent.node, "is_termination_msg")
+        if node is None or mod.const_or(node, "?") is None:
+            continue
+        agent_pred = text_predicate(mod.deref(node), mod.functions)
+        if agent_pred is None:
+            reader.report(M001, f"`{agent.name}`'s `is_termination_msg` is not a recognised text test; "
+                                "it was left out", node)
+            continue
+        if predicate is not None and agent_pred.cond == predicate.cond:
+            continue
+        reader.report(
+            M002,
+            f"`{agent.name}`'s own `is_termination_msg` became a rule for every message: classic "
+            f"ends the chat only when `{agent.name}` is the next speaker",
+            node,
+        )
+        same = [i for i, r in enumerate(term_rules)
+                if r.cond == agent_pred.cond and (r.comment or "").endswith("(approximated)")]
+        if same:  # several agents with the same test: one rule
+            old = term_rules[same[0]]
+            owners = (old.comment or "").removesuffix("'s is_termination_msg (approximated)")
+            term_rules[same[0]] = mm.Rule(old.cond, old.target, old.priority,
+                                          f"{owners}, {agent.name}'s is_termination_msg (approximated)")
+            continue
+        term_rules.append(mm.Rule(agent_pred.cond, mm.terminate(TERM_REASON), -10,
+                                  f"{agent.name}'s is_termination_msg (approximated)"))
+    for agent in agents:
+        node = kwarg(agent.node, "max_consecutive_auto_reply")
+        cap = mod.const_or(node, None)
+        if node is not None and isinstance(cap, int) and max_round is not None and cap >= max_round:
+            reader.report(M003, f"`{agent.name}`'s `max_consecutive_auto_reply` ({cap}) cannot be "
+                                f"reached within max_round={max_round}; dropped", node)
+        elif node is not None:
+            reader.report(
+                M002,
+                f"`{agent.name}`'s `max_consecutive_auto_reply` is not translated: classic ends the "
+                "chat when that agent has replied that many times; the flow's max_turns still caps the run",
+                node,
+            )
+    for c in calls:
+        if callee(c) in ("register_nested_chats", "initiate_chats"):
+            reader.report(M001, f"`{callee(c)}` (nested or sequential chats) has no equivalent in one "
+                                "workflow channel; it was left out", c,
+                          help="run the nested chat as its own flow, or as a tool of the agent")
+
+    # ── routing ──
+    sources = ([] if initiator.name in names else [initiator.name]) + names
+    nexts = {s: _successor(s, names, graph, allow_repeat, method) for s in sources}
+    lowered: list[tuple[str, tuple[n.Cond, ...], Next, str | None]] | None = None
+    if selection_fn is not None:
+        lowered = _lower_function(reader, selection_fn, sources, names, graph, allow_repeat)
+        if lowered is None:
+            unsupported_callable = True
+        elif all(not g for _, g, _, _ in lowered) and len(lowered) == len(sources):
+            nexts = {src: nx for src, _, nx, _ in lowered}
+            lowered = None
+        else:
+            nexts = {}
+            for src, _, nx, _ in lowered:
+                nexts.setdefault(src, nx)
+            for src, _, nx, _ in lowered:  # a selector anywhere must be declared
+                if nx.kind == "select":
+                    nexts[src] = nx
+    if method == "random" and transitions_node is None and allow_repeat is False:
+        # everyone but the last speaker, for every source: one `random_agent` rule
+        nexts = {s: Next("random", candidates=tuple(names), allow_repeat=False) for s in sources}
+    selector_human = method == "manual"
+    uses_selector = any(x.kind == "select" for x in nexts.values())
+    if any(x.kind == "random" for x in nexts.values()):
+        reader.report(M002, "`random` speaker selection became `random_agent`: the same distribution, "
+                            "but draws come from the envelope id, not Python's `random`",
+                      method_node or gc)
+    if uses_selector:
+        what = "a person (`manual`)" if selector_human else "an LLM (`auto`)"
+        reader.report(
+            M002,
+            f"speaker selection by {what} became the selector speaker `{manager_name}` with one "
+            "`transfer_to_<agent>` tool per candidate: its turns count toward max_turns, and when "
+            "it picks nobody the run ends (classic falls back to the next agent in order)",
+            method_node or gc,
+        )
+    if lowered is not None:
+        routing = [mm.Rule(mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
+                           _target_of(nx, manager_name)) for src, g, nx, _ in lowered]
+        routing += _selector_rules(nexts, manager_name)
+    else:
+        routing = _routing_rules(sources, nexts, names, manager_name)
+    rules = term_rules + routing
+
+    speakers: list[mm.Speaker] = []
+    if initiator.name not in names:
+        speakers.append(_speaker(initiator, tools))
+    speakers += [_speaker(a, tools) for a in agents]
+    if uses_selector:
+        candidates = list(dict.fromkeys(c for x in nexts.values() if x.kind == "select"
+                                        for c in x.candidates))
+        role = ("Chooses the next speaker (classic `speaker_selection_method=\"manual\"`)."
+                if selector_human else
+                "Chooses the next speaker (classic GroupChatManager, `speaker_selection_method=\"auto\"`): "
+                "reads the conversation and calls the transfer tool of the agent who should speak next.")
+        speakers.append(mm.Speaker(
+            manager_name, selector_human, role,
+            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
+        ))
+
+    max_turns = max_round
+    max_comment = "classic max_round (the kickoff counts as round 1)"
+    if max_round is not None and uses_selector:
+        all_select = all(x.kind == "select" for x in nexts.values())
+        if all_select:
+            max_turns = 2 * max_round - 1
+            max_comment = (f"classic max_round={max_round}; doubled minus one because the selector "
+                           "speaks between every two turns")
+        else:
+            max_comment += "; the selector's turns count too, raise it if runs end early"
+
+    exact = lowered is None and not uses_selector and not unsupported_callable and all(
+        x.kind in ("agent", "end") for x in nexts.values()
+    )
+    scenarios: list[n.Scenario] = []
+    sequences: list[tuple[str, ...]] = []
+    avoid = [r.cond for r in term_rules]
+    scenario_nexts = nexts
+    if lowered is not None and not uses_selector:
+        defaults: dict[str, Next] = {}
+        for src, g, nx, _ in lowered:
+            if not g:
+                defaults.setdefault(src, nx)
+            else:
+                avoid += list(g)
+        if all(x.kind in ("agent", "end") for _, _, x, _ in lowered) and set(defaults) == set(sources):
+            exact, scenario_nexts = True, defaults
+    if any(d.code is M001 for d in reader.findings):
+        exact = False  # something was left out: no claim of classic behaviour
+    if exact and max_round is not None:
+        for title, seq, items in _scenarios(initiator.name, scenario_nexts, max_round, predicate,
+                                            witness, kickoff, avoid):
+            scenarios.append(mm.scenario(title, items))
+            sequences.append(seq)
+        if lowered is not None and scenarios:
+            for title, seq, items in _guard_scenarios(initiator.name, scenario_nexts, lowered,
+                                                      max_round, avoid, kickoff):
+                scenarios.append(mm.scenario(title, items))
+                sequences.append(seq)
+    title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    migration = mm.Migration(
+        title=title,
+        source_kind=f"classic AG2 GroupChat ({mod.source.name.rsplit('/', 1)[-1]})",
+        description=_first_line(kickoff) if kickoff else None,
+        speakers=tuple(speakers),
+        start=initiator.name,
+        max_turns=max_turns,
+        max_turns_comment=max_comment,
+        rules=tuple(rules),
+        scenarios=tuple(scenarios),
+        notes=((f"speaker_selection_method={selection_fn.name} (a function, lowered to rules)"
+                if selection_fn is not None and not unsupported_callable
+                else f"speaker_selection_method=\"{method}\"")
+               + (", transitions graph" if transitions_node else "")
+               + ((", classic behaviour reproduced exactly" if not any(
+                   d.code is M002 for d in reader.findings) else
+                   ", classic speaker order reproduced exactly (other differences: see the findings)")
+                  if exact else "") + ".",),
+    )
+    return ClassicResult(migration, tuple(reader.findings), tuple(sequences))
+
+
+def _read_graph(reader: _Reader, node: ast.expr, names: list[str]) -> dict[str, list[str]]:
+    mod = reader.mod
+    target = mod.deref(node)
+    graph: dict[str, list[str]] = {}
+    if not isinstance(target, ast.Dict):
+        reader.report(M001, "the transitions dict cannot be read without running the code; "
+                            "it was left out", node, help="write the dict inline: {a: [b], b: [a]}")
+        return {a: list(names) for a in names}
+    for k, v in zip(target.keys, target.values, strict=True):
+        src = reader.agent_of(k) if k is not None else None
+        if src is None:
+            reader.report(M001, "a key of the transitions dict is not an agent of this file", k or target)
+            continue
+        dests = reader.agent_list(v, f"transitions of {src.name}", v)
+        graph[src.name] = [d.name for d in dests]
+    return graph
+
+
+def _report_settings(reader: _Reader, gc: ast.Call, method: str) -> None:
+    selector_only = (
+        "select_speaker_message_template", "select_speaker_prompt_template",
+        "select_speaker_auto_multiple_template", "select_speaker_auto_none_template",
+        "role_for_select_speaker_messages", "max_retries_for_selecting_speaker",
+        "select_speaker_auto_llm_config", "select_speaker_auto_model_client_cls",
+        "select_speaker_transform_messages", "select_speaker_auto_verbose",
+    )
+    for kw in gc.keywords:
+        key = kw.arg
+        if key in selector_only:
+            if method == "auto":
+                reader.report(M002, f"`{key}` belongs to the selector speaker's prompt and model "
+                                    "settings; carry it over by hand", kw.value)
+            else:
+                reader.report(M003, f"`{key}` only matters for `auto` selection; dropped", kw.value)
+        elif key == "send_introductions":
+            reader.report(M002, "`send_introductions` has no routing meaning; add the introductions "
+                                "to the agents' system messages if they matter", kw.value)
+        elif key in ("admin_name", "enable_clear_history"):
+            reader.report(M003, f"`{key}` is an interactive runtime feature with no effect on "
+                                "routing; dropped", kw.value)
+        elif key == "eligibility_policies":
+            reader.report(M001, "`eligibility_policies` run Python filters at run time; left out",
+                          kw.value)
+
+
+def _collect_tools(reader: _Reader, calls: list[ast.Call], speakers: set[str]) -> dict[str, list[mm.Tool]]:
+    mod = reader.mod
+    out: dict[str, list[mm.Tool]] = {}
+
+    def add(agent_name: str, tool: str, doc: str | None, at: ast.AST) -> None:
+        if agent_name not in speakers:
+            return
+        if any(t.name == tool for t in out.get(agent_name, [])):
+            return
+        out.setdefault(agent_name, []).append(mm.Tool(tool, doc))
+        reader.report(
+            M002,
+            f"tool `{tool}` runs inside `{agent_name}`'s turn: the separate executor turn of "
+            "classic (`func_call_filter`) disappears, so turn counts differ",
+            at,
+        )
+
+    for c in calls:
+        name = callee(c)
+        if name == "register_function":
+            fn = kwarg(c, "f", 0)
+            caller = reader.agent_of(kwarg(c, "caller"))
+            if caller is None or fn is None:
+                continue
+            tool = mod.const_or(kwarg(c, "name"), None)
+            fn_name = fn.id if isinstance(fn, ast.Name) else None
+            tool = tool if isinstance(tool, str) else fn_name
+            if tool is None:
+                continue
+            doc = mod.const_or(kwarg(c, "description"), None)
+            doc = doc if isinstance(doc, str) else (mod.docstring(fn_name) if fn_name else None)
+            add(caller.name, tool, doc, c)
+    for func in mod.functions.values():
+        for deco in func.decorator_list:
+            if (
+                isinstance(deco, ast.Call)
+                and isinstance(deco.func, ast.Attribute)
+                and deco.func.attr == "register_for_llm"
+            ):
+                caller = reader.agent_of(deco.func.value)
+                if caller is None:
+                    continue
+                tool = mod.const_or(kwarg(deco, "name"), None)
+                doc = mod.const_or(kwarg(deco, "description"), None)
+                add(caller.name, tool if isinstance(tool, str) else func.name,
+                    doc if isinstance(doc, str) else ast.get_docstring(func), deco)
+    return out
+
+
+def _speaker(agent: Agent, tools: dict[str, list[mm.Tool]]) -> mm.Speaker:
+    role = agent.role
+    if agent.human and not role:
+        role = f"A person ({agent.cls})."
+    return mm.Speaker(agent.name, agent.human, role, tuple(tools.get(agent.name, ())))
+
+
+def _next_agent(src: str, names: list[str], subset: list[str] | None) -> str:
+    """``GroupChat.next_agent``: the next agent after ``src`` in list order within ``subset``."""
+    idx = names.index(src) if src in names else -1
+    if subset is None or subset == names:
+        return names[(idx + 1) % len(names)]
+    for i in range(len(names)):
+        cand = names[(idx + 1 + i) % len(names)]
+        if cand in subset:
+            return cand
+    raise AssertionError("next_agent over an empty subset")  # pragma: no cover
+
+
+def _successor(
+    src: str,
+    names: list[str],
+    graph: dict[str, list[str]],
+    allow_repeat: bool | list[str] | None,
+    method: str,
+) -> Next:
+    """Classic ``_prepare_and_select_agents`` for last speaker ``src``, statically."""
+    in_group = src in names
+    if in_group and src not in graph:
+        return Next("end")
+    repeat = allow_repeat if not isinstance(allow_repeat, list) else src in allow_repeat
+    base = [a for a in names if a != src] if repeat is False else list(names)
+    eligible: list[str] | None
+    if not in_group:
+        eligible = None
+    else:
+        eligible = [a for a in base if a in graph[src]]
+        if len(eligible) == 1:
+            return Next("agent", eligible[0])
+        if not eligible:
+            eligible = None
+    if method == "round_robin":
+        return Next("agent", _next_agent(src, names, eligible))
+    candidates = tuple(eligible if eligible is not None else names)
+    if method == "random":
+        return Next("random", candidates=candidates)
+    return Next("select", candidates=candidates)
+
+
+def _target_of(x: Next, manager: str) -> n.Target:
+    if x.kind == "agent":
+        assert x.agent is not None
+        return mm.speaker_target(x.agent)
+    if x.kind == "end":
+        return mm.terminate(END_REASON)
+    if x.kind == "random":
+        return mm.call_target("random_agent", agent_ids=list(x.candidates),
+                              allow_repeat=x.allow_repeat)
+    if len(x.candidates) == 1:
+        return mm.speaker_target(x.candidates[0])
+    return mm.speaker_target(manager)
+
+
+def _selector_rules(nexts: dict[str, Next], manager: str) -> list[mm.Rule]:
+    rules: list[mm.Rule] = []
+    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
+    if select:
+        candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
+        for i, c in enumerate(candidates):
+            rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c), 0,
+                                 "the selector's choice" if i == 0 else None))
+        rules.append(mm.Rule(mm.from_(manager), mm.terminate(NO_SELECTION), 0,
+                             "the selector chose nobody"))
+    return rules
+
+
+def _lower_function(
+    reader: _Reader,
+    fn: ast.FunctionDef,
+    sources: list[str],
+    names: list[str],
+    graph: dict[str, list[str]],
+    allow_repeat: bool | list[str] | None,
+) -> list[tuple[str, tuple[n.Cond, ...], Next, str | None]] | None:
+    """A custom selection function as guarded outcomes per source (with a witness text
+    for a single text guard), or None (reported)."""
+    from flowc.compiler.migrate.selectfn import Unsupported, lower_selection
+
+    def agent_name(e: ast.expr) -> str | None:
+        agent = reader.agent_of(e)
+        return agent.name if agent is not None else None
+
+    try:
+        outcomes = lower_selection(fn, sources, agent_name)
+        out: list[tuple[str, tuple[n.Cond, ...], Next, str | None]] = []
+        for o in outcomes:
+            if o.returned is None:
+                out.append((o.source, o.guards, Next("end"), o.witness))
+                continue
+            value = reader.mod.const_or(o.returned, None)
+            if isinstance(value, str) and value.lower() in ("auto", "manual", "random", "round_robin"):
+                out.append((o.source, o.guards,
+                            _successor(o.source, names, graph, allow_repeat, value.lower()), o.witness))
+                continue
+            name = agent_name(o.returned)
+            if name is None or name not in names:
+                raise Unsupported(o.returned, "a return value that is not an agent of the group")
+            out.append((o.source, o.guards, Next("agent", name), o.witness))
+        return out
+    except Unsupported as err:
+        reader.report(
+            M001,
+            f"the custom `speaker_selection_method` `{fn.name}` could not be lowered to rules "
+            f"({err.what}); an LLM selector speaker stands in for it",
+            err.node,
+            help="write it as an if/elif chain on `last_speaker` whose branches return an agent, "
+                 "None or a method name, or write the `when from X then Y` rules by hand",
+        )
+        return None
+
+
+def _routing_rules(
+    sources: list[str], nexts: dict[str, Next], names: list[str], manager: str
+) -> list[mm.Rule]:
+    groups: dict[str, tuple[n.Target, list[str]]] = {}
+    for src in sources:
+        t = _target_of(nexts[src], manager)
+        key = repr(t)
+        groups.setdefault(key, (t, []))[1].append(src)
+    rules: list[mm.Rule] = []
+    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
+    if len(groups) == 1 and not select:
+        (t, _members), = groups.values()
+        rules.append(mm.Rule(n.AlwaysCond(mm.S), t, 0, "after every turn"))
+    else:
+        for t, members in groups.values():
+            rules.append(mm.Rule(mm.from_(*members), t))
+    return rules + _selector_rules(nexts, manager)
+
+
+def _turn_text(speaker: str, index: int, avoid: Sequence[n.Cond]) -> str:
+    """A message text that none of the ``avoid`` text conditions matches."""
+    for text in (f"{speaker}, turn {index}", f"reply {index}", f"message number {index}", f"({index})"):
+        if all(evaluate(c, text) is False for c in avoid):
+            return text
+    raise _NoText()
+
+
+def _guard_scenarios(
+    start: str,
+    defaults: dict[str, Next],
+    lowered: list[tuple[str, tuple[n.Cond, ...], Next, str | None]],
+    max_round: int,
+    avoid: Sequence[n.Cond],
+    kickoff: str | None,
+) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
+    """One scenario per message test of a lowered selection function: the default path up
+    to the tested speaker, who then says a text that passes the test."""
+    out: list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]] = []
+    for src, guards, nx, witness in lowered:
+        if not guards or witness is None or nx.kind not in ("agent", "end"):
+            continue
+        if any(evaluate(c, witness) is not False for c in avoid if c not in guards):
+            continue  # the witness would also end the chat or pass another test
+        seq = [start]
+        while seq[-1] != src and len(seq) < min(max_round, 24):
+            d = defaults.get(seq[-1])
+            if d is None or d.kind != "agent" or d.agent is None:
+                break
+            seq.append(d.agent)
+        if seq[-1] != src or len(seq) >= max_round:
+            continue
+        items: list[n.ScenarioItem] = []
+        for i, sp in enumerate(seq[:-1]):
+            text = kickoff if i == 0 and kickoff and all(
+                evaluate(c, kickoff) is False for c in avoid) else _turn_text(sp, i + 1, avoid)
+            items.append(mm.say(sp, text))
+        items.append(mm.say(src, witness))
+        if nx.kind == "agent" and nx.agent is not None:
+            items.append(mm.expect_next(nx.agent))
+            out.append((f"after `{src}` says {json.dumps(witness)}", (*seq, nx.agent), items))
+        else:
+            items.append(mm.expect_terminate(END_REASON))
+            out.append((f"after `{src}` says {json.dumps(witness)}", tuple(seq), items))
+    return out
+
+
+class _NoText(Exception):
+    """No neutral message text: the scenario is not generated."""
+
+
+def _scenarios(
+    start: str,
+    nexts: dict[str, Next],
+    max_round: int,
+    predicate: TextPredicate | None,
+    witness: str | None,
+    kickoff: str | None,
+    avoid: Sequence[n.Cond] = (),
+) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
+    """Scenarios that encode classic's order: the run to its end, and a termination.
+
+    ``avoid`` are the text conditions (termination rules, message guards) that the
+    neutral turns must not match; none when a condition is not about text.
+    """
+    if any(evaluate(c, "") is None for c in avoid):
+        return []
+    try:
+        return _scenarios_of(start, nexts, max_round, predicate, witness, kickoff, avoid)
+    except _NoText:
+        return []
+
+
+def _scenarios_of(
+    start: str,
+    nexts: dict[str, Next],
+    max_round: int,
+    predicate: TextPredicate | None,
+    witness: str | None,
+    kickoff: str | None,
+    avoid: Sequence[n.Cond],
+) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
+    seq = [start]
+    ended = False
+    limit = min(max_round, 24)
+    while len(seq) < limit:
+        nxt = nexts[seq[-1]]
+        if nxt.kind == "end":
+            ended = True
+            break
+        assert nxt.agent is not None
+        seq.append(nxt.agent)
+    first = kickoff if kickoff and all(evaluate(c, kickoff) is False for c in avoid) else None
+    items: list[n.ScenarioItem] = []
+    for i, sp in enumerate(seq):
+        text = first if i == 0 and first is not None else _turn_text(sp, i + 1, avoid)
+        items.append(mm.say(sp, text))
+    if ended:
+        items.append(mm.expect_terminate(END_REASON))
+    elif len(seq) == max_round:
+        items.append(mm.expect_terminate("max_turns"))
+    else:
+        nxt = nexts[seq[-1]]
+        items.append(mm.expect_next(nxt.agent or ""))
+    items.append(mm.expect_turns(len(seq)))
+    out = [("classic speaking order", tuple(seq), items)]
+    if witness is not None and predicate is not None and max_round >= 2 and nexts[start].kind == "agent":
+        second = nexts[start].agent
+        assert second is not None
+        if evaluate(predicate.cond, witness):
+            t_items: list[n.ScenarioItem] = [
+                mm.say(start, first if first is not None else _turn_text(start, 1, avoid)),
+                mm.say(second, witness),
+                mm.expect_terminate(TERM_REASON),
+            ]
+            out.append(("the termination message ends the chat", (start, second), t_items))
+    return out
+

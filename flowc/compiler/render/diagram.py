@@ -1,0 +1,666 @@
+"""The diagram model: the nodes and edges a flow really declares, computed once.
+
+Both renderers (:mod:`~flowc.compiler.render.dot`, :mod:`~flowc.compiler.render.mermaid`)
+and the HTML page draw the same :class:`Diagram`, built by :func:`build_diagram` from a
+:class:`~flowc.compiler.lower.CompiledFlow` or a JSON
+:class:`~flowc.compiler.pipeline.LoadedGraph`, and optionally marked with the checker's
+findings by :func:`mark_findings`.
+
+What is drawn:
+
+- one node per speaker (humans drawn differently), with its tools and the context
+  writes they make; a start marker; one terminal node per distinct terminate reason;
+  a ``max_turns`` node when the flow has a cap;
+- one edge per compiled rule, from each speaker that could be the sender when the
+  rule's condition holds, to each speaker (or terminal) its target resolves to for
+  that sender: ``next`` over the participant order, ``stay`` to the sender,
+  ``initiator`` to the channel's creator, a custom target to its ``->`` list (or one
+  edge to a ``?`` node when it has none);
+- the default (``otherwise``) as dashed edges from every speaker that has no rule
+  that always fires for it;
+- tool hand-offs and finishes as edges from the speaker that declares the tool.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.describe import condition_text, target_text
+from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.pipeline import LoadedGraph
+from flowc.diagnostics import Diagnostic
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name
+from flowc.source import Span
+
+# Node kinds
+SPEAKER, HUMAN, START, TERMINAL, CAP, UNKNOWN, OTHERWISE = (
+    "speaker",
+    "human",
+    "start",
+    "terminal",
+    "cap",
+    "unknown",
+    "otherwise",
+)
+# Edge kinds
+START_EDGE, RULE, DEFAULT, TOOL = "start", "rule", "default", "tool"
+# Marks, strongest first
+DEAD, TRAP, LOOP = "dead", "trap", "loop"
+MARK_ORDER = (DEAD, TRAP, LOOP)
+MARK_LEGEND = {
+    DEAD: "unreachable speaker / dead rule (W201, W202, W203)",
+    TRAP: "priority trap: dead because of its priority (W204)",
+    LOOP: "sticky context loop / may never terminate (W205, W206)",
+}
+_CODE_MARKS = {"W201": DEAD, "W202": DEAD, "W203": DEAD, "W204": TRAP, "W205": LOOP, "W206": LOOP}
+
+
+@attrs.frozen
+class Node:
+    """One box of the diagram.
+
+    ``id`` is the element id in SVG and HTML (``n0``, ``n1``, ...); ``key`` is the
+    node's unique name in DOT (a speaker's name, or a bracketed name for the others).
+    """
+
+    id: str
+    key: str
+    kind: str
+    title: str
+    details: tuple[str, ...] = ()
+    spans: tuple[Span, ...] = ()
+    mark: str | None = None
+
+
+@attrs.frozen
+class Edge:
+    """One arrow: ``rule`` is the compiled transition index for rule edges."""
+
+    id: str
+    source: str  # node id
+    target: str  # node id
+    kind: str
+    label: tuple[str, ...] = ()
+    rule: int | None = None
+    spans: tuple[Span, ...] = ()
+    json_path: str | None = None
+    mark: str | None = None
+
+
+@attrs.frozen
+class Finding:
+    """A diagnostic and the diagram elements it points at."""
+
+    diagnostic: Diagnostic
+    nodes: tuple[str, ...]
+    edges: tuple[str, ...]
+    mark: str | None
+
+
+@attrs.frozen
+class Diagram:
+    """Everything a renderer draws, in a fixed order (deterministic output)."""
+
+    title: str | None
+    description: str | None
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...]
+    #: set by :func:`mark_findings`: the legend is drawn and ``findings`` is meaningful
+    checked: bool = False
+    findings: tuple[Finding, ...] = ()
+
+    def node(self, node_id: str) -> Node:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def speaker_node(self, name: str) -> Node:
+        """The node of speaker ``name``."""
+        for node in self.nodes:
+            if node.kind in (SPEAKER, HUMAN) and node.key == name:
+                return node
+        raise KeyError(name)
+
+    def edges_of_rule(self, index: int) -> tuple[Edge, ...]:
+        return tuple(e for e in self.edges if e.kind == RULE and e.rule == index)
+
+    @property
+    def marks(self) -> tuple[str, ...]:
+        """The marks in use, strongest first."""
+        used = {x.mark for x in self.nodes if x.mark} | {x.mark for x in self.edges if x.mark}
+        return tuple(mk for mk in MARK_ORDER if mk in used)
+
+
+# ── text of conditions, targets and effects ─────────────────────────────────
+
+
+def json_text(value: Any) -> str:
+    """A value as a ``.flow`` literal (JSON)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _effect_text(effect: Any) -> str:
+    parts = [f"sets {format_name(k)} = {json_text(v)}" for k, v in effect.sets]
+    parts += [f"clears {format_name(k)}" for k in effect.clears]
+    if effect.handoff is not None:
+        parts.append(f"hands off to {format_name(effect.handoff)}")
+    if effect.finish is not None:
+        parts.append(f"finishes {json_text(effect.finish)}")
+    return ", ".join(parts)
+
+
+def tool_text(tool: Any) -> str:
+    """``tool NAME: effects | effects`` as shown on its speaker."""
+    head = f"tool {format_name(tool.name)}"
+    if not tool.alternatives:
+        return head
+    return head + ": " + " | ".join(_effect_text(a) for a in tool.alternatives)
+
+
+# ── the input, normalised ────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class _Speaker:
+    name: str
+    human: bool
+    span: Span | None
+    details: tuple[str, ...]
+
+
+@attrs.frozen
+class _ToolRoute:
+    speaker: str
+    tool: str
+    handoff: str | None
+    finish: str | None
+    span: Span | None
+
+
+@attrs.frozen
+class _Input:
+    title: str | None
+    description: str | None
+    speakers: tuple[_Speaker, ...]
+    name_of: dict[str, str]  # agent id -> speaker name
+    start: str
+    initiator: str
+    graph: m.TransitionGraph
+    rule_spans: dict[int, tuple[Span, ...]]
+    default_span: Span | None
+    default_written: bool
+    #: tool name -> speakers that declare it; None: any speaker may call any tool (JSON)
+    tool_owners: dict[str, tuple[str, ...]] | None
+    tool_routes: tuple[_ToolRoute, ...]
+    #: custom target -> its ``->`` list: (speaker or None for terminate, reason or None)
+    custom_results: dict[str, tuple[tuple[str | None, str | None], ...] | None]
+    is_json: bool
+
+
+def _from_compiled(flow: CompiledFlow) -> _Input:
+    decls: dict[str, n.SpeakerDecl] = {}
+    for decl in flow.flow.speakers():
+        decls.setdefault(decl.name.value, decl)
+    speakers: list[_Speaker] = []
+    for name in flow.speakers:
+        details: list[str] = []
+        if name in flow.humans:
+            details.append("human")
+        if name == flow.initiator and flow.initiator != flow.start:
+            details.append("initiator")
+        details += [tool_text(t) for t in flow.tools_of(name)]
+        found = decls.get(name)
+        speakers.append(
+            _Speaker(name, name in flow.humans, found.span if found else None, tuple(details))
+        )
+    owners: dict[str, list[str]] = {}
+    routes: list[_ToolRoute] = []
+    for tool in flow.tools:
+        owners.setdefault(tool.name, []).append(tool.speaker)
+        for alt in tool.alternatives:
+            if alt.handoff is not None or alt.finish is not None:
+                routes.append(
+                    _ToolRoute(tool.speaker, tool.name, alt.handoff, alt.finish, tool.span)
+                )
+    # the AST keeps the reasons of `-> terminate "why"` results
+    written_results: dict[str, tuple[n.Result, ...] | None] = {
+        st.name.value: st.results for st in flow.flow.of_type(n.TargetDecl)
+    }
+    customs: dict[str, tuple[tuple[str | None, str | None], ...] | None] = {}
+    for decl_c in flow.customs:
+        if decl_c.kind != "target":
+            continue
+        results = written_results.get(decl_c.name)
+        if results is None:
+            customs[decl_c.name] = None
+            continue
+        out: dict[tuple[str | None, str | None], None] = {}
+        for r in results:
+            if isinstance(r, n.ResultSpeaker):
+                out[(r.speaker.value, None)] = None
+            else:
+                out[(None, r.reason.value if r.reason else None)] = None
+        customs[decl_c.name] = tuple(out)
+    rule_spans: dict[int, tuple[Span, ...]] = {}
+    for info in flow.rules:
+        spans = (
+            (info.span,) if info.span == info.statement.span else (info.span, info.statement.span)
+        )
+        rule_spans[info.index] = spans
+    return _Input(
+        title=flow.name,
+        description=flow.description,
+        speakers=tuple(speakers),
+        name_of={flow.agent_id(s): s for s in flow.speakers},
+        start=flow.start,
+        initiator=flow.initiator,
+        graph=flow.graph,
+        rule_spans=rule_spans,
+        default_span=flow.default_span,
+        default_written=flow.default_span is not None,
+        tool_owners={k: tuple(v) for k, v in owners.items()},
+        tool_routes=tuple(routes),
+        custom_results=customs,
+        is_json=False,
+    )
+
+
+def _from_loaded(loaded: LoadedGraph) -> _Input:
+    graph = loaded.graph
+    ids = m.agent_ids(graph)
+    customs: dict[str, tuple[tuple[str | None, str | None], ...] | None] = {}
+    for t in (*(tr.then for tr in graph.transitions), graph.default_target):
+        if isinstance(t, m.CustomTarget):
+            customs[t.name] = None
+    return _Input(
+        title=None,
+        description=None,
+        speakers=tuple(_Speaker(i, False, None, ()) for i in ids),
+        name_of={i: i for i in ids},
+        start=graph.initial_speaker,
+        initiator=graph.initial_speaker,
+        graph=graph,
+        rule_spans={},
+        default_span=None,
+        default_written=graph.default_target != m.TerminateTarget(),
+        tool_owners=None,
+        tool_routes=(),
+        custom_results=customs,
+        is_json=True,
+    )
+
+
+# ── who can be the sender when a condition holds ─────────────────────────────
+
+
+def _senders(
+    cond: m.Condition, everyone: frozenset[str], inp: _Input
+) -> tuple[frozenset[str], frozenset[str]]:
+    """``(possible, certain)``: speakers for which ``cond`` may hold / surely holds."""
+    if isinstance(cond, m.Always):
+        return everyone, everyone
+    if isinstance(cond, m.FromSpeaker):
+        who = frozenset({inp.name_of.get(cond.agent_id, cond.agent_id)}) & everyone
+        return who, who
+    if isinstance(cond, m.ToolCalled):
+        if inp.tool_owners is None:
+            return everyone, frozenset()
+        return frozenset(inp.tool_owners.get(cond.tool_name, ())), frozenset()
+    if isinstance(cond, m.Not):
+        possible, certain = _senders(cond.condition, everyone, inp)
+        return everyone - certain, everyone - possible
+    if isinstance(cond, m.AllOf):
+        parts = [_senders(c, everyone, inp) for c in cond.conditions]
+        p, c = everyone, everyone
+        for pp, cc in parts:
+            p, c = p & pp, c & cc
+        return p, c
+    if isinstance(cond, m.AnyOf):
+        p, c = frozenset(), frozenset()
+        for pp, cc in (_senders(x, everyone, inp) for x in cond.conditions):
+            p, c = p | pp, c | cc
+        return p, c
+    return everyone, frozenset()  # context conditions and custom conditions
+
+
+# ── building ─────────────────────────────────────────────────────────────────
+
+
+class _Builder:
+    def __init__(self, inp: _Input):
+        self.inp = inp
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        self.by_key: dict[str, Node] = {}
+        self.speaker_ids: dict[str, str] = {}
+        self.order = [s.name for s in inp.speakers]
+        self.names = frozenset(self.order)
+
+    def add_node(
+        self,
+        key: str,
+        kind: str,
+        title: str,
+        details: tuple[str, ...] = (),
+        spans: tuple[Span, ...] = (),
+    ) -> str:
+        existing = self.by_key.get(key)
+        if existing is not None:
+            return existing.id
+        node = Node(f"n{len(self.nodes)}", key, kind, title, details, spans)
+        self.nodes.append(node)
+        self.by_key[key] = node
+        return node.id
+
+    def special_key(self, key: str) -> str:
+        # JSON agent ids may be any string: keep the bracketed names of the other
+        # nodes apart from them
+        while key in self.names:
+            key += "'"
+        return key
+
+    def terminal(self, reason: str | None) -> str:
+        if reason is None:
+            return self.add_node(
+                self.special_key("[terminate]"),
+                TERMINAL,
+                "terminate",
+                ("reason chosen at run time",),
+            )
+        return self.add_node(
+            self.special_key(f"[terminate {json_text(reason)}]"),
+            TERMINAL,
+            f"terminate {json_text(reason)}",
+        )
+
+    def edge(
+        self,
+        source: str,
+        target: str,
+        kind: str,
+        label: tuple[str, ...] = (),
+        rule: int | None = None,
+        spans: tuple[Span, ...] = (),
+        json_path: str | None = None,
+    ) -> None:
+        self.edges.append(
+            Edge(f"e{len(self.edges)}", source, target, kind, label, rule, spans, json_path)
+        )
+
+    def resolve(self, target: m.Target, sender: str | None) -> tuple[tuple[str, str | None], ...]:
+        """Node ids the target can lead to from ``sender``, each with a 'via' text."""
+        inp = self.inp
+        if isinstance(target, m.AgentTarget):
+            name = inp.name_of.get(target.agent_id, target.agent_id)
+            return ((self.speaker_ids[name], None),) if name in self.speaker_ids else ()
+        if isinstance(target, m.TerminateTarget):
+            return ((self.terminal(target.reason), None),)
+        if isinstance(target, m.StayTarget):
+            return ((self.speaker_ids[sender], "stay"),) if sender is not None else ()
+        if isinstance(target, m.RoundRobinTarget):
+            if sender is None or not self.order:
+                return ()
+            i = self.order.index(sender) if sender in self.order else -1
+            return ((self.speaker_ids[self.order[(i + 1) % len(self.order)]], "next"),)
+        if isinstance(target, m.RevertToInitiatorTarget):
+            ini = inp.initiator
+            return ((self.speaker_ids[ini], "initiator"),) if ini in self.speaker_ids else ()
+        via = target_text(target)
+        results = inp.custom_results.get(target.name)
+        if results is None:
+            unknown = self.add_node(
+                self.special_key(f"[? {target.name}]"),
+                UNKNOWN,
+                "?",
+                (f"{format_name(target.name)} has no -> list",),
+            )
+            return ((unknown, via),)
+        out: list[tuple[str, str | None]] = []
+        for speaker, reason in results:
+            if speaker is not None:
+                if speaker in self.speaker_ids:
+                    out.append((self.speaker_ids[speaker], via))
+            else:
+                out.append((self.terminal(reason), via))
+        return tuple(out)
+
+    def build(self) -> Diagram:
+        inp = self.inp
+        graph = inp.graph
+        start = self.add_node(self.special_key("[start]"), START, "start")
+        for sp in inp.speakers:
+            self.speaker_ids[sp.name] = self.add_node(
+                sp.name,
+                HUMAN if sp.human else SPEAKER,
+                sp.name,
+                sp.details,
+                (sp.span,) if sp.span else (),
+            )
+        if inp.start in self.speaker_ids:
+            self.edge(start, self.speaker_ids[inp.start], START_EDGE)
+        everyone = frozenset(self.order)
+
+        for route in inp.tool_routes:
+            src = self.speaker_ids[route.speaker]
+            label: tuple[str, ...] = (f"tool {format_name(route.tool)}",)
+            spans = (route.span,) if route.span else ()
+            if route.handoff is not None and route.handoff in self.speaker_ids:
+                self.edge(src, self.speaker_ids[route.handoff], TOOL, label, spans=spans)
+            if route.finish is not None:
+                self.edge(src, self.terminal(route.finish), TOOL, label, spans=spans)
+
+        ranked = sorted(
+            range(len(graph.transitions)), key=lambda i: (graph.transitions[i].priority, i)
+        )
+        position = {index: pos + 1 for pos, index in enumerate(ranked)}
+        covered: set[str] = set()  # senders for which some rule always fires
+        for index, tr in enumerate(graph.transitions):
+            possible, certain = _senders(tr.when, everyone, inp)
+            covered |= certain
+            head = f"#{position[index]} {condition_text(tr.when, inp.name_of)}"
+            for sender in self.order:
+                if sender not in possible:
+                    continue
+                for target, via in self.resolve(tr.then, sender):
+                    extra: list[str] = []
+                    if tr.priority:
+                        extra.append(f"priority {tr.priority}")
+                    if via:
+                        extra.append(f"via {via}")
+                    label = (head, " · ".join(extra)) if extra else (head,)
+                    self.edge(
+                        self.speaker_ids[sender],
+                        target,
+                        RULE,
+                        label,
+                        index,
+                        inp.rule_spans.get(index, ()),
+                        f"transitions[{index}]",
+                    )
+
+        default = graph.default_target
+        via_default = _via_text(default)
+        spans = (inp.default_span,) if inp.default_span else ()
+        fallers = [s for s in self.order if s not in covered]
+        for sender in fallers:
+            for target, via in self.resolve(default, sender):
+                label = _default_label(via)
+                self.edge(
+                    self.speaker_ids[sender],
+                    target,
+                    DEFAULT,
+                    label,
+                    spans=spans,
+                    json_path="default_target",
+                )
+        if not fallers and inp.default_written:
+            # written but no speaker can fall through to it: say so instead of hiding it
+            targets = self.resolve(default, None)
+            details = ["no speaker falls through: each has a rule that always fires"]
+            if not targets and via_default:
+                details.append(f"then {via_default}")
+            src = self.add_node(
+                self.special_key("[otherwise]"), OTHERWISE, "otherwise", tuple(details), spans
+            )
+            for target, via in targets:
+                label = _default_label(via)
+                self.edge(src, target, DEFAULT, label, spans=spans, json_path="default_target")
+
+        if graph.max_turns is not None:
+            self.add_node(
+                self.special_key("[max_turns]"),
+                CAP,
+                f"max_turns {graph.max_turns}",
+                ("ends any run at the cap",),
+            )
+        return Diagram(inp.title, inp.description, tuple(self.nodes), tuple(self.edges))
+
+
+def _default_label(via: str | None) -> tuple[str, ...]:
+    return ("otherwise", f"via {via}") if via else ("otherwise",)
+
+
+def _via_text(target: m.Target) -> str | None:
+    if isinstance(target, m.CustomTarget):
+        return target_text(target)
+    return {
+        m.RoundRobinTarget: "next",
+        m.StayTarget: "stay",
+        m.RevertToInitiatorTarget: "initiator",
+    }.get(type(target))
+
+
+def build_diagram(flow: CompiledFlow | LoadedGraph) -> Diagram:
+    """The diagram of a compiled flow or a JSON graph.
+
+    >>> from flowc import compile_flow
+    >>> d = build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b"))
+    >>> [(d.node(e.source).title, d.node(e.target).title) for e in d.edges]
+    [('start', 'a'), ('a', 'b'), ('b', 'terminate "after_work"')]
+    """
+    inp = _from_loaded(flow) if isinstance(flow, LoadedGraph) else _from_compiled(flow)
+    return _Builder(inp).build()
+
+
+# ── findings on the diagram ──────────────────────────────────────────────────
+
+
+def _pos(span: Span) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (span.line, span.column), (span.end_line, span.end_column)
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    (a, b), (c, d) = _pos(inner), _pos(outer)
+    return c <= a and b <= d
+
+
+def _area(span: Span) -> tuple[int, int]:
+    return (
+        span.end_line - span.line,
+        span.end_column - span.column if span.end_line == span.line else span.end_column,
+    )
+
+
+_PATH = re.compile(r"transitions\[(\d+)\]")
+
+
+def _match(
+    span: Span | None, json_path: str | None, elements: Sequence[Node | Edge]
+) -> tuple[str, ...]:
+    """Ids of the elements a diagnostic points at: same span first, then the
+    elements inside its span, then the innermost elements around it."""
+    if span is None:
+        if json_path is None:
+            return ()
+        hit = _PATH.search(json_path)
+        if hit:
+            path = f"transitions[{hit.group(1)}]"
+            return tuple(e.id for e in elements if isinstance(e, Edge) and e.json_path == path)
+        if "default_target" in json_path:
+            return tuple(e.id for e in elements if isinstance(e, Edge) and e.kind == DEFAULT)
+        return ()
+    exact = [e.id for e in elements if e.spans and e.spans[0] == span]
+    if exact:
+        return tuple(exact)
+    inside = [e.id for e in elements if e.spans and _within(e.spans[0], span)]
+    if inside:
+        return tuple(inside)
+    around = [
+        (min(_area(s) for s in e.spans if _within(span, s)), e.id)
+        for e in elements
+        if any(_within(span, s) for s in e.spans)
+    ]
+    if not around:
+        return ()
+    best = min(a for a, _ in around)
+    return tuple(i for a, i in around if a == best)
+
+
+def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagram:
+    """Mark the checker's findings on the diagram, by span (or JSON path).
+
+    W201 greys the speaker (and the edges that touch it), W202 the default edges,
+    W203 the rule's edges; W204 marks the rule's edges as a priority trap; W205 and
+    W206 mark what they point at as a loop. Other codes are kept as findings (and
+    highlighted on the HTML page) without a mark.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.diagnostics import W203
+    >>> c = compile_flow("speaker a\\nspeaker b\\nwhen always then b\\nwhen from a then a")
+    >>> d = mark_findings(build_diagram(c), [Diagnostic(W203, "dead", span=c.rules[1].span)])
+    >>> [(e.label[0], e.mark) for e in d.edges if e.kind == "rule"]
+    [('#1 always', None), ('#1 always', None), ('#2 from a', 'dead')]
+    """
+    nodes = {x.id: x for x in diagram.nodes}
+    edges = {x.id: x for x in diagram.edges}
+    marks: dict[str, str] = {}
+
+    def put(element_id: str, mark: str) -> None:
+        old = marks.get(element_id)
+        if old is None or MARK_ORDER.index(mark) < MARK_ORDER.index(old):
+            marks[element_id] = mark
+
+    findings: list[Finding] = []
+    for d in sorted(diagnostics, key=Diagnostic.sort_key):
+        code = d.code.id
+        if code == "W201":
+            pool: list[Node | Edge] = [x for x in diagram.nodes if x.kind in (SPEAKER, HUMAN)]
+        elif code == "W202":
+            pool = [x for x in diagram.nodes if x.kind == OTHERWISE]
+            pool += [x for x in diagram.edges if x.kind == DEFAULT]
+        elif code in ("W203", "W204"):
+            pool = [x for x in diagram.edges if x.kind == RULE]
+        else:
+            pool = [*diagram.nodes, *diagram.edges]
+        if code == "W202":
+            hits: tuple[str, ...] = tuple(x.id for x in pool)
+        else:
+            hits = _match(d.span, d.json_path, pool)
+        mark = _CODE_MARKS.get(code)
+        if mark is not None:
+            for h in hits:
+                put(h, mark)
+                if h in nodes and mark == DEAD:
+                    for e in diagram.edges:
+                        if h in (e.source, e.target):
+                            put(e.id, DEAD)
+        findings.append(
+            Finding(
+                d, tuple(h for h in hits if h in nodes), tuple(h for h in hits if h in edges), mark
+            )
+        )
+    return attrs.evolve(
+        diagram,
+        nodes=tuple(attrs.evolve(x, mark=marks.get(x.id)) for x in diagram.nodes),
+        edges=tuple(attrs.evolve(x, mark=marks.get(x.id)) for x in diagram.edges),
+        checked=True,
+        findings=tuple(findings),
+    )

@@ -1,0 +1,288 @@
+"""The diagram as Graphviz DOT text (deterministic, byte for byte).
+
+Every label is an HTML-like label, so names and reasons with quotes, backslashes or
+angle brackets need only XML escaping; node names are quoted DOT ids. Each node and
+edge carries an ``id`` (``n3``, ``e7``) that survives into the SVG, which the HTML page
+uses to highlight findings.
+"""
+
+from __future__ import annotations
+
+from flowc.compiler.render.diagram import (
+    CAP,
+    DEAD,
+    DEFAULT,
+    HUMAN,
+    LOOP,
+    MARK_LEGEND,
+    OTHERWISE,
+    START,
+    TERMINAL,
+    TOOL,
+    TRAP,
+    UNKNOWN,
+    Diagram,
+    Edge,
+    Node,
+)
+from flowc.compiler.render.options import COLORS, RenderOptions
+
+FONT = "Helvetica"
+
+
+def dot_id(text: str) -> str:
+    """A quoted DOT id. Graphviz reads ``\\"`` as ``"`` and keeps ``\\\\`` as two
+    characters, so this is one-to-one: distinct names stay distinct ids.
+
+    >>> print(dot_id('say "hi"'))
+    "say \\"hi\\""
+    """
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def html_escape(text: str) -> str:
+    """Text for an HTML-like label.
+
+    >>> html_escape('a < "b" & c')
+    'a &lt; &quot;b&quot; &amp; c'
+    """
+    out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # Graphviz collapses a doubled backslash to one even in HTML-like labels: double them
+    out = out.replace('"', "&quot;").replace("\\", "\\\\")
+    # control characters cannot appear in labels; show them as code points
+    return "".join(ch if ch >= " " else f"&#{ord(ch)};" for ch in out)
+
+
+def _attrs(items: list[tuple[str, str]]) -> str:
+    return "[" + ", ".join(f"{k}={v}" for k, v in items) + "]"
+
+
+def _q(value: str) -> str:
+    return dot_id(value)
+
+
+def _node_label(node: Node) -> str:
+    title = html_escape(node.title)
+    if node.kind in (HUMAN, "speaker"):
+        title = f"<B>{title}</B>"
+    if node.mark == DEAD:
+        title = f"<S>{title}</S>"
+    lines = [title]
+    for detail in node.details:
+        text = html_escape(detail)
+        lines.append(
+            f'<FONT POINT-SIZE="9"><I>{text}</I></FONT>'
+            if detail in ("human", "initiator")
+            else f'<FONT POINT-SIZE="9">{text}</FONT>'
+        )
+    if node.kind == START:
+        return '""'
+    return "<" + "<BR/>".join(lines) + ">"
+
+
+def _node_attrs(node: Node) -> list[tuple[str, str]]:
+    kind = node.kind
+    items: list[tuple[str, str]] = [("id", _q(node.id))]
+    if kind == START:
+        items += [
+            ("shape", "circle"),
+            ("style", "filled"),
+            ("fillcolor", '"#222222"'),
+            ("width", "0.18"),
+            ("fixedsize", "true"),
+            ("tooltip", '"start"'),
+        ]
+    elif kind == HUMAN:
+        items += [
+            ("shape", "box"),
+            ("style", '"filled"'),
+            ("peripheries", "2"),
+            ("fillcolor", _q(COLORS["human_fill"])),
+            ("color", _q(COLORS["human_line"])),
+        ]
+    elif kind == "speaker":
+        items += [
+            ("shape", "box"),
+            ("style", '"rounded,filled"'),
+            ("fillcolor", _q(COLORS["speaker_fill"])),
+            ("color", _q(COLORS["speaker_line"])),
+        ]
+    elif kind == TERMINAL:
+        items += [
+            ("shape", "box"),
+            ("style", '"rounded,filled,bold"'),
+            ("fillcolor", _q(COLORS["terminal_fill"])),
+        ]
+    elif kind == CAP:
+        items += [
+            ("shape", "octagon"),
+            ("style", '"filled"'),
+            ("fillcolor", _q(COLORS["terminal_fill"])),
+        ]
+    elif kind == UNKNOWN:
+        items += [("shape", "diamond"), ("style", '"dashed"')]
+    elif kind == OTHERWISE:
+        items += [("shape", "note"), ("style", '"dashed"')]
+    if node.mark == DEAD:
+        items += [
+            ("color", _q(COLORS["dead"])),
+            ("fontcolor", _q(COLORS["dead"])),
+            ("fillcolor", _q(COLORS["dead_fill"])),
+            ("style", '"filled,dashed"'),
+        ]
+    elif node.mark in (TRAP, LOOP):
+        items += [
+            ("color", _q(COLORS[node.mark])),
+            ("penwidth", "2"),
+            ("fillcolor", _q(COLORS["warning_fill"])),
+        ]
+    # a later key wins in Graphviz, but keep each key once for readability
+    merged: dict[str, str] = {}
+    for k, v in items:
+        merged[k] = v
+    merged["label"] = _node_label(node)
+    return list(merged.items())
+
+
+def _edge_attrs(edge: Edge) -> list[tuple[str, str]]:
+    items: list[tuple[str, str]] = [("id", _q(edge.id))]
+    if edge.label:
+        lines = [html_escape(x) for x in edge.label]
+        if edge.mark in (DEAD, TRAP):
+            lines = [f"<S>{x}</S>" for x in lines]
+        items.append(("label", "<" + "<BR/>".join(lines) + ">"))
+    if edge.kind == DEFAULT:
+        items.append(("style", "dashed"))
+    elif edge.kind == TOOL:
+        items += [("color", _q(COLORS["tool"])), ("fontcolor", _q(COLORS["tool"]))]
+    if edge.mark == DEAD:
+        items += [("color", _q(COLORS["dead"])), ("fontcolor", _q(COLORS["dead"]))]
+        items.append(("style", '"dashed"' if edge.kind == DEFAULT else '"dotted"'))
+    elif edge.mark in (TRAP, LOOP):
+        items += [
+            ("color", _q(COLORS[edge.mark])),
+            ("fontcolor", _q(COLORS[edge.mark])),
+            ("penwidth", "2"),
+        ]
+    merged: dict[str, str] = {}
+    for k, v in items:
+        merged[k] = v
+    return list(merged.items())
+
+
+def _legend() -> list[str]:
+    rows = [
+        f'<TR><TD BGCOLOR="{COLORS["dead_fill"]}"><FONT COLOR="{COLORS["dead"]}"><S>grey, struck</S>'
+        f'</FONT></TD><TD ALIGN="LEFT">{html_escape(MARK_LEGEND[DEAD])}</TD></TR>',
+        f'<TR><TD BGCOLOR="{COLORS["warning_fill"]}"><FONT COLOR="{COLORS[TRAP]}"><S>orange, struck</S>'
+        f'</FONT></TD><TD ALIGN="LEFT">{html_escape(MARK_LEGEND[TRAP])}</TD></TR>',
+        f'<TR><TD BGCOLOR="{COLORS["warning_fill"]}"><FONT COLOR="{COLORS[LOOP]}">orange</FONT></TD>'
+        f'<TD ALIGN="LEFT">{html_escape(MARK_LEGEND[LOOP])}</TD></TR>',
+    ]
+    table = (
+        '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="4">'
+        '<TR><TD COLSPAN="2"><B>flowc check</B></TD></TR>' + "".join(rows) + "</TABLE>>"
+    )
+    return [
+        "  subgraph cluster_legend {",
+        '    id="legend"; label=""; style=invis;',
+        f'    "[legend]" [id="legend-table", shape=plaintext, fontsize=9, label={table}];',
+        "  }",
+    ]
+
+
+#: above this :func:`layout_cost` the hierarchical ``dot`` layout takes too long (minutes
+#: for a few hundred speakers whose rules all reach one terminal); such diagrams ask
+#: for Graphviz's ``sfdp`` engine (force-directed, straight edges) in the DOT text itself
+MAX_DOT_COST = 3500
+
+
+def layout_cost(diagram: Diagram) -> int:
+    """An estimate of the work of Graphviz's ``dot`` layout: the number of rank steps
+    the edges span (long edges become chains of virtual nodes; labelled ones twice).
+
+    Ranks are longest paths from the start once the back edges of a depth-first
+    search are set aside, as ``dot`` ranks them.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.render.diagram import build_diagram
+    >>> layout_cost(build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b")))
+    9
+    """
+    out: dict[str, list[str]] = {node.id: [] for node in diagram.nodes}
+    for edge in diagram.edges:
+        out[edge.source].append(edge.target)
+    # iterative DFS in node order: edges to a node on the stack are back edges
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    order: list[str] = []
+    back: set[tuple[str, str]] = set()
+    for root in out:
+        if root in state:
+            continue
+        stack: list[tuple[str, int]] = [(root, 0)]
+        state[root] = 1
+        while stack:
+            node, i = stack[-1]
+            if i < len(out[node]):
+                stack[-1] = (node, i + 1)
+                nxt = out[node][i]
+                if state.get(nxt) == 1:
+                    back.add((node, nxt))
+                elif nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, 0))
+            else:
+                state[node] = 2
+                order.append(node)
+                stack.pop()
+    rank = dict.fromkeys(out, 0)
+    for node in reversed(order):  # a topological order of the forward edges
+        for nxt in out[node]:
+            if (node, nxt) not in back:
+                rank[nxt] = max(rank[nxt], rank[node] + 1)
+    return sum(
+        max(1, abs(rank[e.target] - rank[e.source])) * (2 if e.label else 1) for e in diagram.edges
+    ) + len(diagram.nodes)
+
+
+def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
+    """The diagram as DOT text, ending with a newline.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.render.diagram import build_diagram
+    >>> text = render_dot(build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b")))
+    >>> print(text.splitlines()[0])
+    digraph "flow" {
+    >>> '"a" -> "b" [id="e1", label=<#1 from a>];' in text
+    True
+    """
+    options = options or RenderOptions()
+    lines = [f"digraph {dot_id(diagram.title or 'flow')} {{"]
+    graph_attrs: list[tuple[str, str]] = [
+        ("rankdir", options.direction),
+        ("fontname", _q(FONT)),
+        ("nodesep", "0.4"),
+        ("ranksep", "0.5"),
+    ]
+    if diagram.title:
+        head = f"<B>{html_escape(diagram.title)}</B>"
+        if diagram.description:
+            head += f'<BR/><FONT POINT-SIZE="10">{html_escape(diagram.description)}</FONT>'
+        graph_attrs += [("label", f"<{head}>"), ("labelloc", "t")]
+    if layout_cost(diagram) > MAX_DOT_COST:
+        graph_attrs += [("layout", "sfdp"), ("overlap", "prism"), ("splines", "false")]
+    lines.append(f"  graph {_attrs(graph_attrs)};")
+    lines.append(f"  node [fontname={_q(FONT)}, fontsize=11];")
+    lines.append(f"  edge [fontname={_q(FONT)}, fontsize=9];")
+    keys = {node.id: node.key for node in diagram.nodes}
+    for node in diagram.nodes:
+        lines.append(f"  {dot_id(node.key)} {_attrs(_node_attrs(node))};")
+    for edge in diagram.edges:
+        lines.append(
+            f"  {dot_id(keys[edge.source])} -> {dot_id(keys[edge.target])} "
+            f"{_attrs(_edge_attrs(edge))};"
+        )
+    if diagram.checked:
+        lines += _legend()
+    lines.append("}")
+    return "\n".join(lines) + "\n"

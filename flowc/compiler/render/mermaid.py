@@ -1,0 +1,151 @@
+"""The diagram as Mermaid ``flowchart`` text (deterministic, byte for byte).
+
+Node ids are ``n0``, ``n1``, ... (so no name can clash with Mermaid's keywords such as
+``end``); every label is a quoted string whose special characters are Mermaid entity
+codes (``#quot;``, ``#35;``, ``#96;``, ...), so quotes, backquoted names and ``#`` print
+as written.
+"""
+
+from __future__ import annotations
+
+import json
+
+from flowc.compiler.render.diagram import (
+    CAP,
+    DEAD,
+    DEFAULT,
+    HUMAN,
+    LOOP,
+    MARK_LEGEND,
+    OTHERWISE,
+    START,
+    TERMINAL,
+    TOOL,
+    TRAP,
+    UNKNOWN,
+    Diagram,
+    Node,
+)
+from flowc.compiler.render.options import COLORS, RenderOptions
+
+_ENTITIES = {
+    "#": "#35;",
+    '"': "#quot;",
+    "&": "#amp;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "`": "#96;",
+    "|": "#124;",
+}
+
+
+def mermaid_text(text: str) -> str:
+    """Text for inside a quoted Mermaid label.
+
+    >>> mermaid_text('terminate "done" #1 `next`')
+    'terminate #quot;done#quot; #35;1 #96;next#96;'
+    """
+    return "".join(_ENTITIES.get(ch, ch) if ch >= " " else f"#{ord(ch)};" for ch in text)
+
+
+def _label(lines: list[str]) -> str:
+    return '"' + "<br/>".join(lines) + '"'
+
+
+def _node_shape(node: Node) -> str:
+    lines = [mermaid_text(node.title)]
+    if node.kind in ("speaker", HUMAN):
+        lines[0] = f"<b>{lines[0]}</b>"
+    if node.mark == DEAD:
+        lines[0] = f"<s>{lines[0]}</s>"
+    lines += [f"<small>{mermaid_text(d)}</small>" for d in node.details]
+    text = _label(lines)
+    kind = node.kind
+    if kind == START:
+        return f'(("{mermaid_text("start")}"))'
+    if kind == HUMAN:
+        return f"[/{text}\\]"
+    if kind == TERMINAL:
+        return f"([{text}])"
+    if kind == CAP:
+        return f"{{{{{text}}}}}"
+    if kind == UNKNOWN:
+        return f"{{{text}}}"
+    if kind == OTHERWISE:
+        return f">{text}]"
+    return f"[{text}]"
+
+
+_CLASSES = {
+    "speaker": f"fill:{COLORS['speaker_fill']},stroke:{COLORS['speaker_line']}",
+    HUMAN: f"fill:{COLORS['human_fill']},stroke:{COLORS['human_line']},stroke-width:2px",
+    START: "fill:#222222,stroke:#222222,color:#ffffff",
+    TERMINAL: f"fill:{COLORS['terminal_fill']},stroke:#333333,stroke-width:2px",
+    CAP: f"fill:{COLORS['terminal_fill']},stroke:#333333",
+    UNKNOWN: "fill:#ffffff,stroke:#333333,stroke-dasharray:4 3",
+    OTHERWISE: "fill:#ffffff,stroke:#333333,stroke-dasharray:4 3",
+    DEAD: f"fill:{COLORS['dead_fill']},stroke:{COLORS['dead']},color:{COLORS['dead']},"
+    "stroke-dasharray:4 3",
+    TRAP: f"fill:{COLORS['warning_fill']},stroke:{COLORS[TRAP]},stroke-width:3px",
+    LOOP: f"fill:{COLORS['warning_fill']},stroke:{COLORS[LOOP]},stroke-width:3px",
+}
+
+
+def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> str:
+    """The diagram as a Mermaid flowchart, ending with a newline.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.render.diagram import build_diagram
+    >>> text = render_mermaid(build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b")))
+    >>> print(text.splitlines()[0])
+    flowchart LR
+    >>> '  n1 -->|"#35;1 from a"| n2' in text
+    True
+    """
+    options = options or RenderOptions()
+    out: list[str] = []
+    if diagram.title:
+        out += ["---", f"title: {json.dumps(diagram.title, ensure_ascii=False)}", "---"]
+    out.append(f"flowchart {options.direction}")
+    for node in diagram.nodes:
+        out.append(f"  {node.id}{_node_shape(node)}")
+    link_styles: list[tuple[int, str]] = []
+    for index, edge in enumerate(diagram.edges):
+        arrow = "-.->" if edge.kind == DEFAULT else "-->"
+        if edge.label:
+            lines = [mermaid_text(x) for x in edge.label]
+            if edge.mark in (DEAD, TRAP):
+                lines = [f"<s>{x}</s>" for x in lines]
+            out.append(f"  {edge.source} {arrow}|{_label(lines)}| {edge.target}")
+        else:
+            out.append(f"  {edge.source} {arrow} {edge.target}")
+        if edge.mark == DEAD:
+            link_styles.append(
+                (index, f"stroke:{COLORS['dead']},color:{COLORS['dead']},stroke-dasharray:2 3")
+            )
+        elif edge.mark in (TRAP, LOOP):
+            link_styles.append(
+                (index, f"stroke:{COLORS[edge.mark]},color:{COLORS[edge.mark]},stroke-width:3px")
+            )
+        elif edge.kind == TOOL:
+            link_styles.append((index, f"stroke:{COLORS['tool']},color:{COLORS['tool']}"))
+    if diagram.checked:
+        out.append(f'  subgraph legend["{mermaid_text("flowc check")}"]')
+        out.append("    direction TB")
+        for mark in (DEAD, TRAP, LOOP):
+            out.append(f'    legend_{mark}["{mermaid_text(MARK_LEGEND[mark])}"]')
+        out.append("  end")
+    for name, style in _CLASSES.items():
+        out.append(f"  classDef {name} {style}")
+    groups: dict[str, list[str]] = {}
+    for node in diagram.nodes:
+        groups.setdefault(node.mark or node.kind, []).append(node.id)
+    if diagram.checked:
+        for mark in (DEAD, TRAP, LOOP):
+            groups.setdefault(mark, []).append(f"legend_{mark}")
+    for name in _CLASSES:
+        if name in groups:
+            out.append(f"  class {','.join(groups[name])} {name}")
+    for index, style in link_styles:
+        out.append(f"  linkStyle {index} {style}")
+    return "\n".join(out) + "\n"

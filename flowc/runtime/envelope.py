@@ -1,0 +1,137 @@
+"""Envelope: the wire shape of every message on the hub, with AG2's field names.
+
+The ``EV_*`` constants carry AG2 1.2.1's exact strings, so a WAL written here reads
+like AG2's and a flow developed here behaves the same on AG2.
+
+>>> env = Envelope("ch-1", "user", None, EV_TEXT, {"text": "hi"})
+>>> Envelope.from_json(env.to_json()) == env
+True
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import attrs
+
+__all__ = [
+    "EV_CHANNEL_CLOSED",
+    "EV_CHANNEL_EXPIRED",
+    "EV_CHANNEL_INVITE",
+    "EV_CHANNEL_INVITE_ACK",
+    "EV_CHANNEL_INVITE_REJECT",
+    "EV_CHANNEL_OPENED",
+    "EV_CONTEXT_SET",
+    "EV_EXPECTATION_VIOLATED",
+    "EV_PACKET",
+    "EV_TASK_CANCELLED",
+    "EV_TASK_CANCEL_REQUEST",
+    "EV_TEXT",
+    "Envelope",
+    "Priority",
+    "visible_to",
+]
+
+Priority = Literal["background", "normal", "urgent"]
+
+EV_TEXT = "ag2.msg.text"
+#: one agent's whole round: ``{"routing": {...}, "context_updates": {...}, "body": str}``
+EV_PACKET = "ag2.packet"
+EV_CHANNEL_INVITE = "ag2.channel.invite"
+EV_CHANNEL_INVITE_ACK = "ag2.channel.invite.ack"
+EV_CHANNEL_INVITE_REJECT = "ag2.channel.invite.reject"
+EV_CHANNEL_OPENED = "ag2.channel.opened"
+EV_CHANNEL_CLOSED = "ag2.channel.closed"
+EV_CHANNEL_EXPIRED = "ag2.channel.expired"
+EV_EXPECTATION_VIOLATED = "ag2.expectation.violated"
+#: ``{"set": {...}, "delete": [...]}``; within one envelope delete runs before set
+EV_CONTEXT_SET = "ag2.context.set"
+EV_TASK_CANCEL_REQUEST = "ag2.task.cancel_request"
+EV_TASK_CANCELLED = "ag2.task.cancelled"
+
+CHANNEL_PROTOCOL_EVENTS = frozenset(
+    {
+        EV_CHANNEL_INVITE,
+        EV_CHANNEL_INVITE_ACK,
+        EV_CHANNEL_INVITE_REJECT,
+        EV_CHANNEL_OPENED,
+        EV_CHANNEL_CLOSED,
+        EV_CHANNEL_EXPIRED,
+    }
+)
+
+
+@attrs.frozen(slots=True)
+class Envelope:
+    """One message. ``envelope_id`` and ``created_at`` are stamped by the hub on admission.
+
+    ``audience`` ``None`` broadcasts within the channel; a tuple targets a subset.
+    """
+
+    # (``audience`` is a tuple here and a list in ``to_dict``, as AG2 writes it)
+
+    channel_id: str
+    sender_id: str
+    audience: tuple[str, ...] | None
+    event_type: str
+    event_data: dict[str, Any]
+    envelope_id: str = ""
+    task_id: str | None = None
+    causation_id: str | None = None
+    trace_id: str | None = None
+    priority: Priority = "normal"
+    depth: int = 0
+    idempotency_key: str | None = None
+    created_at: str = ""
+    ttl_seconds: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict with AG2's keys (``audience`` as a list)."""
+        return {
+            "channel_id": self.channel_id,
+            "sender_id": self.sender_id,
+            "audience": None if self.audience is None else list(self.audience),
+            "event_type": self.event_type,
+            "event_data": self.event_data,
+            "envelope_id": self.envelope_id,
+            "task_id": self.task_id,
+            "causation_id": self.causation_id,
+            "trace_id": self.trace_id,
+            "priority": self.priority,
+            "depth": self.depth,
+            "idempotency_key": self.idempotency_key,
+            "created_at": self.created_at,
+            "ttl_seconds": self.ttl_seconds,
+        }
+
+    def to_json(self) -> str:
+        """Sorted-key JSON, byte-stable across processes."""
+        return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Envelope:
+        audience = data.get("audience")
+        if audience is not None:
+            data = {**data, "audience": tuple(audience)}
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Envelope:
+        return cls.from_dict(json.loads(text))
+
+    @property
+    def is_substantive(self) -> bool:
+        """A turn-advancing envelope: text or a packet (AG2's ``_is_substantive``)."""
+        return self.event_type == EV_TEXT or self.event_type == EV_PACKET
+
+
+def visible_to(envelope: Envelope, participant_id: str) -> bool:
+    """The sender always sees its own envelope; ``None`` audience reaches everyone.
+
+    >>> visible_to(Envelope("c", "a", ("b",), EV_TEXT, {}), "c")
+    False
+    """
+    if envelope.sender_id == participant_id or envelope.audience is None:
+        return True
+    return participant_id in envelope.audience

@@ -1,0 +1,564 @@
+"""The hub: participants, channels, admission through the WAL, delivery, expectations.
+
+Admission of one envelope, in order: the sender must be a participant of an open
+channel -> ``validate_send`` -> ``fold`` -> ``on_accepted`` (all on the current state,
+none of them changes it) -> the envelope is appended to the WAL -> the new state is
+committed -> the envelope is delivered to its audience -> the channel closes if the
+adapter said so. A failure before the append changes nothing.
+
+>>> import asyncio
+>>> from flowc.runtime.clients import HumanClient
+>>> async def demo() -> tuple[str | None, int]:
+...     hub = await Hub.open()
+...     a, b = hub.register_human("a"), hub.register_human("b")
+...     graph = {"initial_speaker": "a", "transitions": [], "max_turns": None,
+...              "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+...     ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
+...     await ch.send("hello")
+...     return hub.channel(ch.channel_id).close_reason, len(hub.read_wal(ch.channel_id))
+>>> asyncio.run(demo())
+('done', 3)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import attrs
+
+from flowc.runtime.adapters.base import (
+    Adapter,
+    AdapterResult,
+    ChannelMetadata,
+    ChannelState,
+    Expectation,
+    Participant,
+    ProtocolError,
+)
+from flowc.runtime.adapters.workflow import WorkflowAdapter
+from flowc.runtime.envelope import (
+    EV_CHANNEL_CLOSED,
+    EV_CHANNEL_OPENED,
+    EV_EXPECTATION_VIOLATED,
+    EV_PACKET,
+    EV_TEXT,
+    Envelope,
+)
+from flowc.runtime.wal import MemoryStore, WalError, WalStore
+
+__all__ = ["HUB_ID", "Channel", "Hub", "HubParticipant", "ReplayResult"]
+
+log = logging.getLogger("flowc.runtime")
+
+#: the sender id of envelopes the hub itself writes (close, expectation violations)
+HUB_ID = "hub"
+#: how many recent turns an agent sees as its view of the channel
+HISTORY_WINDOW = 32
+
+
+class HubParticipant(Protocol):
+    """What the hub needs from a client: an id, a name, and delivery."""
+
+    agent_id: str
+    name: str
+    kind: str
+
+    def deliver(self, envelope: Envelope) -> None: ...
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@attrs.define(eq=False)
+class Channel:
+    """A live channel: its metadata, adapter, current state and liveness bookkeeping."""
+
+    metadata: ChannelMetadata
+    adapter: Adapter
+    state: Any
+    expectations: tuple[Expectation, ...]
+    status: ChannelState = ChannelState.OPEN
+    close_reason: str | None = None
+    stalled_on: str | None = None
+    error: str | None = None
+    recent: deque[Envelope] = attrs.field(factory=lambda: deque(maxlen=HISTORY_WINDOW))
+    members: frozenset[str] = frozenset()
+    order: tuple[str, ...] = ()
+    turn_started: float = 0.0
+    fired: set[int] = attrs.field(factory=set)
+    timer: asyncio.TimerHandle | None = None
+    done: asyncio.Event = attrs.field(factory=asyncio.Event)
+    violations: list[dict[str, Any]] = attrs.field(factory=list)
+
+    @property
+    def channel_id(self) -> str:
+        return self.metadata.channel_id
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is ChannelState.OPEN
+
+    def expected_next(self) -> str | None:
+        """Who the adapter expects to send the next substantive envelope."""
+        fn = getattr(self.adapter, "expected_next", None)
+        if fn is None or not self.is_open:
+            return None
+        turn = fn(self.metadata, self.state)
+        return None if turn is None else str(turn.agent_id)
+
+
+@attrs.frozen
+class ReplayResult:
+    """What re-folding a stored channel gave, and whether it matches what was recorded."""
+
+    channel_id: str
+    state: Any
+    close_reason: str | None
+    recorded_close_reason: str | None
+    recorded_state: dict[str, Any] | None
+    replayed_state: dict[str, Any] | None
+    envelopes: int
+
+    @property
+    def matches(self) -> bool:
+        return (
+            self.close_reason == self.recorded_close_reason
+            and self.recorded_state == self.replayed_state
+        )
+
+
+class Hub:
+    """An in-process hub over one WAL store. Create with :meth:`Hub.open`."""
+
+    def __init__(self, store: WalStore | None = None) -> None:
+        self.store: WalStore = store if store is not None else MemoryStore()
+        self._adapters: dict[tuple[str, int], Adapter] = {}
+        self._clients: dict[str, HubParticipant] = {}
+        self._channels: dict[str, Channel] = {}
+        self._prefix = os.urandom(4).hex()
+        self._counter = 0
+        self._outbox: deque[tuple[HubParticipant, Envelope]] = deque()
+        self._delivering = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._takers: set[str] = set()
+        self.register_adapter(WorkflowAdapter())
+
+    @classmethod
+    async def open(
+        cls, store: WalStore | None = None, *, adapters: Iterable[Adapter] = ()
+    ) -> Hub:
+        """A hub on ``store`` (in memory when ``None``) with the workflow adapter registered.
+
+        Call :meth:`hydrate` afterwards to bring back the channels a previous process left.
+        """
+        hub = cls(store)
+        for adapter in adapters:
+            hub.register_adapter(adapter)
+        return hub
+
+    def register_adapter(self, adapter: Adapter) -> None:
+        """Make ``adapter.manifest.type`` openable (keyed by type and version)."""
+        manifest = adapter.manifest
+        self._adapters[(manifest.type, manifest.version)] = adapter
+
+    # participants ---------------------------------------------------------------
+
+    def attach(self, client: HubParticipant) -> None:
+        """Register a client object (see :mod:`flowc.runtime.clients`)."""
+        existing = self._clients.get(client.agent_id)
+        if existing is not None and existing is not client:
+            raise ProtocolError(f"agent id {client.agent_id!r} is already registered")
+        self._clients[client.agent_id] = client
+        if getattr(client, "take_turn", None) is not None:
+            self._takers.add(client.agent_id)
+
+    def register_human(self, name: str, *, agent_id: str | None = None, buffer: bool = True) -> Any:
+        """A participant with no model (``HumanClient``)."""
+        from flowc.runtime.clients import HumanClient
+
+        client = HumanClient(self, name, agent_id=agent_id, buffer=buffer)
+        self.attach(client)
+        return client
+
+    def register_agent(
+        self, name: str, fn: Callable[..., Awaitable[Any]], *, agent_id: str | None = None
+    ) -> Any:
+        """A participant whose turns an async callable takes (``AgentClient``)."""
+        from flowc.runtime.clients import AgentClient
+
+        client = AgentClient(self, name, fn, agent_id=agent_id)
+        self.attach(client)
+        return client
+
+    def client(self, agent_id: str) -> HubParticipant | None:
+        return self._clients.get(agent_id)
+
+    def name_to_id(self) -> dict[str, str]:
+        return {c.name: c.agent_id for c in self._clients.values()}
+
+    # channels -----------------------------------------------------------------
+
+    def channel(self, channel_id: str) -> Channel:
+        ch = self._channels.get(channel_id)
+        if ch is None:
+            raise ProtocolError(f"no channel {channel_id!r}")
+        return ch
+
+    @property
+    def channels(self) -> dict[str, Channel]:
+        return dict(self._channels)
+
+    def _stamp_id(self) -> str:
+        self._counter += 1
+        return f"{self._prefix}-{self._counter:08x}"
+
+    def _adapter(self, type: str, version: int) -> Adapter:
+        adapter = self._adapters.get((type, version))
+        if adapter is None:
+            raise ProtocolError(f"no adapter registered for channel type {type!r} v{version}")
+        return adapter
+
+    def open_channel(
+        self,
+        creator_id: str,
+        type: str,
+        participants: Sequence[str],
+        knobs: dict[str, Any] | None = None,
+        *,
+        version: int = 1,
+        expectations: Sequence[Expectation] | None = None,
+        labels: dict[str, Any] | None = None,
+        channel_id: str | None = None,
+    ) -> Channel:
+        """Open a channel; the creator comes first in the order unless ``participants`` has it.
+
+        Raises :class:`ProtocolError` (a ``GraphError`` for a bad workflow graph, with
+        JSON paths) before anything is written.
+        """
+        adapter = self._adapter(type, version)
+        order = list(dict.fromkeys(participants))
+        if creator_id not in order:
+            order.insert(0, creator_id)
+        unknown = [p for p in order if p not in self._clients]
+        if unknown:
+            raise ProtocolError(f"not registered with the hub: {', '.join(unknown)}")
+        cid = channel_id or f"wf-{os.urandom(6).hex()}"
+        if cid in self._channels:
+            raise ProtocolError(f"channel {cid!r} already exists")
+        metadata = ChannelMetadata(
+            channel_id=cid,
+            type=type,
+            version=version,
+            creator_id=creator_id,
+            participants=tuple(
+                Participant(p, i, self._clients[p].name, "initiator" if p == creator_id else "participant")
+                for i, p in enumerate(order)
+            ),
+            knobs=dict(knobs or {}),
+            labels=dict(labels or {}),
+            created_at=_now(),
+        )
+        adapter.validate_create(metadata)
+        state = adapter.initial_state(metadata)
+        exps = tuple(adapter.manifest.expectations if expectations is None else expectations)
+        opened = Envelope(
+            cid, creator_id, None, EV_CHANNEL_OPENED,
+            {
+                "metadata": metadata.to_dict(),
+                "expectations": [
+                    {"name": e.name, "on_violation": e.on_violation, "params": e.params} for e in exps
+                ],
+            },
+            envelope_id=self._stamp_id(), created_at=_now(),
+        )
+        self.store.append(opened)
+        ch = Channel(metadata, adapter, state, exps, members=frozenset(order),
+                     order=metadata.participant_ids)
+        self._channels[cid] = ch
+        ch.turn_started = time.monotonic()
+        self._deliver(ch, opened)
+        self._arm(ch)
+        return ch
+
+    # admission ----------------------------------------------------------------
+
+    def admit(self, envelope: Envelope) -> Envelope:
+        """Admit one envelope synchronously; returns it stamped, or raises ``ProtocolError``."""
+        return self.admit_fields(
+            envelope.channel_id, envelope.sender_id, envelope.event_type, envelope.event_data,
+            envelope.audience, envelope.causation_id, envelope,
+        )
+
+    def admit_fields(
+        self,
+        channel_id: str,
+        sender_id: str,
+        event_type: str,
+        event_data: dict[str, Any],
+        audience: tuple[str, ...] | None = None,
+        causation_id: str | None = None,
+        template: Envelope | None = None,
+    ) -> Envelope:
+        """:meth:`admit` for an envelope given by its fields (builds it once, stamped)."""
+        ch = self._channels.get(channel_id)
+        if ch is None:
+            raise ProtocolError(f"no channel {channel_id!r}")
+        if ch.status is not ChannelState.OPEN:
+            raise ProtocolError(f"channel {ch.channel_id!r} is closed ({ch.close_reason})")
+        if sender_id not in ch.members:
+            raise ProtocolError(
+                f"{sender_id!r} is not a participant of channel {ch.channel_id!r}"
+            )
+        self._counter += 1
+        eid = f"{self._prefix}-{self._counter:08x}"
+        if template is None:
+            env = Envelope(channel_id, sender_id, audience, event_type, event_data, eid,
+                           causation_id=causation_id, created_at=_now())
+        else:
+            t = template
+            env = Envelope(
+                channel_id, sender_id, audience, event_type, event_data, eid, t.task_id,
+                causation_id, t.trace_id, t.priority, t.depth, t.idempotency_key, _now(),
+                t.ttl_seconds,
+            )
+        adapter = ch.adapter
+        try:
+            adapter.validate_send(ch.metadata, env, ch.state)
+            new_state = adapter.fold(env, ch.state)
+            result: AdapterResult = adapter.on_accepted(ch.metadata, env, new_state)
+        except ProtocolError:
+            raise
+        except Exception as err:  # a bug in a custom condition/target: refuse, change nothing
+            raise ProtocolError(
+                f"refused: the {ch.metadata.type} adapter failed on this envelope "
+                f"({type(err).__name__}: {err})"
+            ) from err
+        try:
+            self.store.append(env)
+        except WalError as err:
+            raise ProtocolError(str(err)) from err
+        ch.state = new_state
+        substantive = env.event_type == EV_TEXT or env.event_type == EV_PACKET
+        if substantive:
+            ch.recent.append(env)
+            ch.turn_started = time.monotonic()
+            if ch.fired:
+                ch.fired.clear()
+        self._deliver(ch, env)
+        if result.next_state is ChannelState.CLOSED:
+            self._close(ch, result.auto_close_reason or "closed", snapshot=True)
+        elif substantive:
+            self._schedule(ch, env)
+        return env
+
+    async def post(self, envelope: Envelope) -> Envelope:
+        """Admit ``envelope`` (see :meth:`admit`); the awaitable form of the API."""
+        return self.admit(envelope)
+
+    def _deliver(self, ch: Channel, env: Envelope) -> None:
+        clients = self._clients
+        outbox = self._outbox
+        audience = env.audience
+        for pid in ch.order:
+            client = clients.get(pid)
+            if client is not None and (
+                audience is None or pid in audience or pid == env.sender_id
+            ):
+                outbox.append((client, env))
+        if self._delivering:
+            return
+        self._delivering = True
+        try:
+            while outbox:
+                client, item = outbox.popleft()
+                client.deliver(item)
+        finally:
+            self._delivering = False
+
+    def _schedule(self, ch: Channel, trigger: Envelope) -> None:
+        if not self._takers:
+            return
+        nxt = ch.expected_next()
+        if nxt is None:
+            return
+        client = self._clients.get(nxt)
+        take_turn = getattr(client, "take_turn", None)
+        if take_turn is None:
+            return
+        task = asyncio.get_running_loop().create_task(take_turn(ch, trigger))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def stall(self, channel_id: str, agent_id: str, error: str | None = None) -> None:
+        """A scheduled speaker produced nothing: the run stops without closing."""
+        ch = self.channel(channel_id)
+        ch.stalled_on = agent_id
+        ch.error = error
+        ch.done.set()
+
+    def close_channel(self, channel_id: str, reason: str) -> None:
+        """Close an open channel by hand (writes ``EV_CHANNEL_CLOSED``)."""
+        ch = self.channel(channel_id)
+        if ch.is_open:
+            self._close(ch, reason, snapshot=True)
+
+    def _close(self, ch: Channel, reason: str, *, snapshot: bool) -> None:
+        data: dict[str, Any] = {"reason": reason}
+        snap = getattr(ch.adapter, "snapshot", None)
+        if snapshot and snap is not None:
+            data["state"] = snap(ch.state)
+        closed = Envelope(
+            ch.channel_id, HUB_ID, None, EV_CHANNEL_CLOSED, data,
+            envelope_id=self._stamp_id(), created_at=_now(),
+        )
+        self.store.append(closed)
+        ch.status = ChannelState.CLOSED
+        ch.close_reason = reason
+        if ch.timer is not None:
+            ch.timer.cancel()
+            ch.timer = None
+        ch.done.set()
+        self._deliver(ch, closed)
+
+    # expectations (turn_within) -----------------------------------------------
+
+    def _turn_limits(self, ch: Channel) -> list[tuple[int, float, Expectation]]:
+        out = []
+        for i, e in enumerate(ch.expectations):
+            if e.name == "turn_within":
+                out.append((i, float(e.params.get("seconds", 0)), e))
+        return out
+
+    def _arm(self, ch: Channel) -> None:
+        if not ch.is_open or ch.timer is not None:
+            return
+        pending = [s for i, s, _ in self._turn_limits(ch) if i not in ch.fired]
+        if not pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        delay = max(0.0, ch.turn_started + min(pending) - time.monotonic())
+        ch.timer = loop.call_later(delay, self._check_expectations, ch)
+
+    def _check_expectations(self, ch: Channel) -> None:
+        ch.timer = None
+        if not ch.is_open:
+            return
+        waited = time.monotonic() - ch.turn_started
+        for i, seconds, exp in self._turn_limits(ch):
+            if i in ch.fired or waited < seconds:
+                continue
+            ch.fired.add(i)
+            who = ch.expected_next()
+            info = {
+                "name": exp.name, "on_violation": exp.on_violation, "seconds": seconds,
+                "agent_id": who,
+            }
+            ch.violations.append(info)
+            env = Envelope(
+                ch.channel_id, HUB_ID, None, EV_EXPECTATION_VIOLATED, info,
+                envelope_id=self._stamp_id(), created_at=_now(),
+            )
+            self.store.append(env)
+            self._deliver(ch, env)
+            if exp.on_violation == "auto_close":
+                log.warning("channel %s: %s did not take its turn within %ss; closing",
+                            ch.channel_id, who, seconds)
+                self._close(ch, "turn_timeout", snapshot=True)
+                return
+            log.warning("channel %s: %s has not taken its turn within %ss",
+                        ch.channel_id, who, seconds)
+        self._arm(ch)
+
+    # reading and recovery -------------------------------------------------------
+
+    def read_wal(self, channel_id: str) -> list[Envelope]:
+        """Every envelope of the channel, in admission order, from the store."""
+        return list(self.store.read(channel_id))
+
+    def _refold(self, envs: list[Envelope]) -> tuple[Channel, str | None, dict[str, Any] | None]:
+        if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+            raise ProtocolError("the WAL of this channel does not start with ag2.channel.opened")
+        data = envs[0].event_data
+        metadata = ChannelMetadata.from_dict(data["metadata"])
+        adapter = self._adapter(metadata.type, metadata.version)
+        exps = tuple(Expectation(e["name"], e["on_violation"], e.get("params", {}))
+                     for e in data.get("expectations", []))
+        ch = Channel(metadata, adapter, adapter.initial_state(metadata), exps,
+                     members=frozenset(metadata.participant_ids),
+                     order=metadata.participant_ids)
+        recorded_state = None
+        reached: str | None = None
+        for env in envs[1:]:
+            if env.event_type == EV_CHANNEL_CLOSED:
+                ch.status = ChannelState.CLOSED
+                ch.close_reason = env.event_data.get("reason")
+                recorded_state = env.event_data.get("state")
+                break
+            ch.state = adapter.fold(env, ch.state)
+            if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
+                ch.recent.append(env)
+                result = adapter.on_accepted(metadata, env, ch.state)
+                if result.next_state is ChannelState.CLOSED:
+                    reached = result.auto_close_reason
+        return ch, reached, recorded_state
+
+    async def hydrate(self) -> list[str]:
+        """Rebuild every channel in the store by re-folding its WAL; returns the open ones.
+
+        Clients are process objects: re-register them (same agent ids) to continue a run.
+        """
+        reopened: list[str] = []
+        for cid in self.store.channel_ids():
+            if cid in self._channels:
+                continue
+            ch, _, _ = self._refold(list(self.store.read(cid)))
+            ch.turn_started = time.monotonic()
+            self._channels[cid] = ch
+            if ch.is_open:
+                ch.done = asyncio.Event()
+                reopened.append(cid)
+                self._arm(ch)
+            else:
+                ch.done.set()
+        return reopened
+
+    def replay(self, channel_id: str) -> ReplayResult:
+        """Re-fold a stored channel and compare with what its close envelope recorded."""
+        envs = list(self.store.read(channel_id))
+        if not envs:
+            raise ProtocolError(f"no channel {channel_id!r} in the WAL")
+        ch, reached, recorded = self._refold(envs)
+        snap = getattr(ch.adapter, "snapshot", None)
+        replayed = snap(ch.state) if snap is not None and recorded is not None else None
+        if ch.close_reason in ("turn_timeout",) or (ch.close_reason and reached is None):
+            reached = ch.close_reason  # closed from outside the graph: nothing to re-derive
+        return ReplayResult(channel_id, ch.state, reached, ch.close_reason, recorded, replayed,
+                            len(envs))
+
+    async def idle(self) -> None:
+        """Wait until no agent turn is in flight."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def close(self, *, close_store: bool = True) -> None:
+        """Cancel pending turns and timers and (unless told not to) close the store."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        for ch in self._channels.values():
+            if ch.timer is not None:
+                ch.timer.cancel()
+                ch.timer = None
+        if close_store:
+            self.store.close()

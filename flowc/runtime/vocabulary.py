@@ -1,0 +1,222 @@
+"""The custom vocabulary that `flowc migrate` emits, registered in the runtime.
+
+Classic AG2 / AutoGen group chats route on things AG2's built-in conditions cannot
+see: the text of a message (``is_termination_msg``, ``TextMentionTermination``),
+classic ``ContextExpression`` strings, the number of turns, random speaker choice.
+Migrated flows declare these names; this module implements them as pure functions
+of ``(state, envelope)`` so that re-folding a channel's WAL gives the same routing:
+
+- ``text_contains(text)`` — the message text contains ``text`` (case-sensitive);
+- ``text_matches(pattern)`` — Python ``re.search(pattern, text)``;
+- ``context_expression(expression)`` — an AG2 ``ContextExpression`` over the
+  channel context (a missing variable makes the whole expression false);
+- ``turn_count_at_most(turns)`` — ``state.turn_count <= turns`` (the kickoff is turn 1);
+- ``random_agent(agent_ids, allow_repeat)`` — a uniform pick, drawn from a hash of
+  the envelope id (never from ``random``), minus the sender unless ``allow_repeat``.
+
+The message text is the packet's ``body`` (``ag2.packet``) or the ``text`` of an
+``ag2.msg.text`` envelope.
+
+Importing this module registers every name on the runtime's default registry;
+:func:`register_vocabulary` registers them on another registry.
+
+>>> from types import SimpleNamespace as NS
+>>> env = NS(event_type="ag2.msg.text", event_data={"text": "All done. TERMINATE"}, envelope_id="e1")
+>>> TextContains("TERMINATE").evaluate(NS(), env)
+True
+>>> TextMatches(r"TERMINATE\\s*\\Z").evaluate(NS(), env)
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+import attrs
+
+from flowc.compiler.migrate.ctxexpr import (
+    ExpressionError,
+    Node,
+    evaluate_expression,
+    parse_context_expression,
+)
+from flowc.runtime.envelope import EV_PACKET, EV_TEXT
+from flowc.runtime.transitions import TransitionDecision, TransitionRegistry, default_registry
+
+__all__ = [
+    "VOCABULARY_CONDITIONS",
+    "VOCABULARY_TARGETS",
+    "ContextExpression",
+    "ExpressionError",
+    "RandomAgent",
+    "TextContains",
+    "TextMatches",
+    "TurnCountAtMost",
+    "message_text",
+    "parse_context_expression",
+    "register_vocabulary",
+]
+
+
+class EnvelopeLike(Protocol):
+    """What the vocabulary reads from an envelope."""
+
+    @property
+    def event_type(self) -> str: ...
+
+    @property
+    def event_data(self) -> dict[str, Any]: ...
+
+    @property
+    def envelope_id(self) -> str: ...
+
+
+def message_text(envelope: EnvelopeLike) -> str:
+    """The text a classic ``content`` test looks at: a packet's body or a text message.
+
+    >>> from types import SimpleNamespace as NS
+    >>> message_text(NS(event_type="ag2.packet", event_data={"body": "hi"}, envelope_id=""))
+    'hi'
+    """
+    data = envelope.event_data if isinstance(envelope.event_data, dict) else {}
+    if envelope.event_type == EV_PACKET:
+        body = data.get("body")
+    elif envelope.event_type == EV_TEXT:
+        body = data.get("text")
+    else:
+        body = None
+    return body if isinstance(body, str) else ""
+
+
+# ── text conditions ───────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class TextContains:
+    """``text_contains(text)``: a case-sensitive substring test on the message text."""
+
+    name: ClassVar[str] = "text_contains"
+    text: str
+
+    def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
+        return self.text in message_text(envelope)
+
+
+def _compile_pattern(instance: Any, attribute: Any, value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as err:
+        raise ValueError(f"`pattern` is not a valid regular expression: {err}") from None
+
+
+@attrs.frozen
+class TextMatches:
+    """``text_matches(pattern)``: Python ``re.search`` on the message text."""
+
+    name: ClassVar[str] = "text_matches"
+    pattern: str = attrs.field(validator=_compile_pattern)
+
+    def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
+        return re.search(self.pattern, message_text(envelope)) is not None
+
+
+@attrs.frozen
+class TurnCountAtMost:
+    """``turn_count_at_most(turns)``: the turn just taken is at most number ``turns``."""
+
+    name: ClassVar[str] = "turn_count_at_most"
+    turns: int
+
+    def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
+        return int(getattr(state, "turn_count", 0)) <= self.turns
+
+
+# ── context expressions ───────────────────────────────────────────────────────
+
+
+def _check_expression(instance: Any, attribute: Any, value: str) -> None:
+    parse_context_expression(value)
+
+
+@attrs.frozen
+class ContextExpression:
+    """``context_expression(expression)``: AG2's ``ContextExpression`` on the context.
+
+    A missing variable makes the expression false (classic raises ``KeyError``), and
+    so does a comparison between values Python cannot order.
+    """
+
+    name: ClassVar[str] = "context_expression"
+    expression: str = attrs.field(validator=_check_expression)
+    _tree: Node = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_tree", parse_context_expression(self.expression))
+
+    def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
+        context = getattr(state, "context_vars", None) or {}
+        return evaluate_expression(self._tree, dict(context))
+
+
+# ── random choice ─────────────────────────────────────────────────────────────
+
+
+def _draw(envelope_id: str, count: int) -> int:
+    digest = hashlib.sha256(envelope_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % count
+
+
+def _agent_ids(instance: Any, attribute: Any, value: Sequence[str]) -> None:
+    if not value or not all(isinstance(a, str) and a for a in value):
+        raise ValueError("`agent_ids` must be a non-empty list of speaker names")
+
+
+@attrs.frozen
+class RandomAgent:
+    """``random_agent(agent_ids, allow_repeat)``: classic ``random.choice``, replay-safe.
+
+    The draw is a hash of the envelope id being routed, so the same WAL re-folds to
+    the same speakers. Without ``allow_repeat`` the sender is not a candidate; when
+    nobody is left the run ends with ``"no_eligible_speaker"``.
+    """
+
+    name: ClassVar[str] = "random_agent"
+    agent_ids: tuple[str, ...] = attrs.field(converter=tuple, validator=_agent_ids)
+    allow_repeat: bool = True
+
+    def resolve(self, state: Any, envelope: EnvelopeLike) -> TransitionDecision:
+        last = getattr(state, "last_speaker_id", None)
+        candidates = [a for a in self.agent_ids if self.allow_repeat or a != last]
+        if not candidates:
+            return TransitionDecision(None, "no_eligible_speaker")
+        return TransitionDecision(candidates[_draw(envelope.envelope_id, len(candidates))])
+
+
+VOCABULARY_CONDITIONS: tuple[type[Any], ...] = (
+    TextContains,
+    TextMatches,
+    ContextExpression,
+    TurnCountAtMost,
+)
+VOCABULARY_TARGETS: tuple[type[Any], ...] = (RandomAgent,)
+
+
+def register_vocabulary(registry: TransitionRegistry | None = None) -> TransitionRegistry:
+    """Register the migrate vocabulary on ``registry`` (default: the runtime's).
+
+    >>> reg = register_vocabulary(TransitionRegistry())
+    >>> reg.target("random_agent") is RandomAgent
+    True
+    """
+    reg = registry if registry is not None else default_registry()
+    for cls in VOCABULARY_CONDITIONS:
+        reg.register_condition(cls)
+    for cls in VOCABULARY_TARGETS:
+        reg.register_target(cls)
+    return reg
+
+
+register_vocabulary()

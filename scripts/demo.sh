@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make demo`: flowc's main job on the shipped examples, one step at a time.
+set -u
+cd "$(dirname "$0")/.."
+FLOWC=".venv/bin/flowc"
+FLOW="${1:-examples/feedback_loop.flow}"
+OUT="out"
+mkdir -p "$OUT"
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+status=0
+
+echo "== 1. check: a hand-written review loop has mistakes AG2 accepts silently"
+step $FLOWC check demo/review.flow
+
+echo; echo "== 2. the same loop written right: check is clean, then compile, format-check, test, draw"
+step $FLOWC check "$FLOW" || status=1
+step $FLOWC compile "$FLOW" -o "$OUT/$(basename "$FLOW" .flow).json" || status=1
+echo "wrote $OUT/$(basename "$FLOW" .flow).json (the knobs dict AG2's workflow channel loads)"
+step $FLOWC fmt --check examples/ || status=1
+step $FLOWC test "$FLOW" || status=1
+if command -v dot >/dev/null 2>&1; then
+  step $FLOWC render "$FLOW" -f svg -o "$OUT/$(basename "$FLOW" .flow).svg" || status=1
+  step $FLOWC render demo/review.flow --check -f html -o "$OUT/review.html" || status=1
+  echo "wrote $OUT/$(basename "$FLOW" .flow).svg and $OUT/review.html (open them in a browser)"
+else
+  step $FLOWC render "$FLOW" -f mermaid -o "$OUT/$(basename "$FLOW" .flow).mmd" || status=1
+  echo "Graphviz's dot is missing, so the diagram was written as Mermaid: $OUT/$(basename "$FLOW" .flow).mmd"
+fi
+
+echo; echo "== 3. run it on the hub runtime with a scripted reviewer, durable in SQLite"
+step $FLOWC run "$FLOW" --script examples/scripts/feedback_loop.yaml --db "$OUT/runs.sqlite" || status=1
+step $FLOWC log --db "$OUT/runs.sqlite" || status=1
+exit $status

@@ -1,0 +1,68 @@
+"""One page per code: ``docs/checks/CODE.md`` (shipped as ``flowc/docs/CODE.md``).
+
+Each page has "What it does", "Why is this bad", "Example" and "Use instead"; the
+Example fires exactly its code and "Use instead" fires nothing. A code block's info
+string may carry options after the language: ```` ```flow --max-states 10 ````.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from flowc.compiler.analysis import CheckOptions, check_source
+from flowc.diagnostics import CODES
+from flowc.source import SourceFile
+
+ROOT = Path(__file__).parent.parent.parent
+DOCS = ROOT / "docs" / "checks"
+SHIPPED = ROOT / "flowc" / "docs"
+#: the codes of ``flowc check`` (the M00x codes belong to ``flowc migrate``)
+CHECK_CODES = sorted(code for code in CODES if not code.startswith("M"))
+SECTIONS = ("## What it does", "## Why is this bad", "## Example", "## Use instead")
+BLOCK = re.compile(r"```(?P<info>[^\n]*)\n(?P<body>.*?)\n```", re.S)
+
+
+def block_after(text: str, heading: str) -> tuple[str, str]:
+    match = BLOCK.search(text, text.index(heading))
+    assert match is not None, f"no code block after {heading}"
+    return match.group("info").strip(), match.group("body") + "\n"
+
+
+def findings(info: str, body: str, code: str) -> list[str]:
+    lang, *opts = info.split()
+    options = CheckOptions()
+    if opts:
+        assert opts[0] == "--max-states", opts
+        options = CheckOptions(max_states=int(opts[1]))
+    name = f"{code}.{'json' if lang == 'json' else 'flow'}"
+    return sorted({d.code.id for d in check_source(SourceFile(name, body), options)})
+
+
+def test_every_code_has_a_page() -> None:
+    assert sorted(p.stem for p in DOCS.glob("*.md")) == CHECK_CODES
+
+
+def test_shipped_pages_are_the_docs_pages(update_golden: bool) -> None:
+    """``docs/checks/`` is the source; ``pytest --update-golden`` copies it to ``flowc/docs/``."""
+    if update_golden:
+        for page in DOCS.glob("*.md"):
+            (SHIPPED / page.name).write_text(page.read_text())
+    assert sorted(p.name for p in SHIPPED.glob("*.md")) == sorted(p.name for p in DOCS.glob("*.md"))
+    for page in DOCS.glob("*.md"):
+        assert (SHIPPED / page.name).read_text() == page.read_text(), f"copy {page} to flowc/docs/"
+
+
+@pytest.mark.parametrize("code", CHECK_CODES)
+def test_page(code: str) -> None:
+    text = (DOCS / f"{code}.md").read_text()
+    assert text.startswith(f"# {code} `{CODES[code].name}`\n")
+    positions = [text.index(s) for s in SECTIONS]
+    assert positions == sorted(positions)
+    info, body = block_after(text, "## Example")
+    assert findings(info, body, code) == [code]
+    info, body = block_after(text, "## Use instead")
+    allowed = ["I303"] if info.startswith("json") else []
+    assert findings(info, body, code) == allowed

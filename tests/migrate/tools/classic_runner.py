@@ -1,0 +1,81 @@
+"""Run a classic corpus file under the REAL classic package, offline, with scripted replies.
+
+Not part of the test suite (it needs `ag2==0.9.*` in a throw-away venv); run through
+``record_classic.py``. Usage: ``CLASSIC_PYTHON classic_runner.py PLAN.json`` where the plan is
+``{"file": ..., "scenarios": [{"title": ..., "turns": [[speaker, text], ...]}]}``; prints
+``{title: {"speakers": [...], "end": reason}}`` as JSON on a line that starts with
+``@@RESULT@@``.
+
+Every agent's LLM reply (``generate_oai_reply``) and human input (``get_human_input``) is
+replaced by the scenario's next text for that agent, so classic's own GroupChat code picks
+the speakers and decides when the chat ends.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def run_one(path: str, turns: list[list[str]]) -> dict[str, Any]:
+    import os
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-test")  # configs without a key still build
+    import autogen
+    from autogen import ConversableAgent, GroupChat
+
+    queues: dict[str, collections.deque[str]] = collections.defaultdict(collections.deque)
+    for speaker, text in turns[1:]:  # turn 1 is the script's own kickoff
+        queues[speaker].append(text)
+
+    def next_text(agent: Any) -> str:
+        q = queues[agent.name]
+        return q.popleft() if q else f"(unscripted reply of {agent.name})"
+
+    def fake_reply(self: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
+        return True, next_text(self)
+
+    async def a_fake_reply(self: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
+        return True, next_text(self)
+
+    ConversableAgent.generate_oai_reply = fake_reply  # type: ignore[method-assign]
+    ConversableAgent.a_generate_oai_reply = a_fake_reply  # type: ignore[method-assign]
+    ConversableAgent.get_human_input = lambda self, prompt, **kw: next_text(self)  # type: ignore[method-assign]
+    seen: list[Any] = []
+    original_append = GroupChat.append
+
+    def append(self: Any, message: Any, speaker: Any) -> None:
+        if not seen or seen[-1] is not self:
+            seen.append(self)
+        original_append(self, message, speaker)
+
+    GroupChat.append = append  # type: ignore[method-assign]
+    ns = runpy.run_path(path, run_name="__main__")
+    # (`run_group_chat` runs in a thread: corpus scripts call `response.process()` to wait)
+    gc = seen[-1]
+    speakers = [m.get("name") for m in gc.messages]
+    managers = [v for v in ns.values() if isinstance(v, autogen.GroupChatManager)]
+    last = gc.messages[-1] if gc.messages else {}
+    if managers and managers[0]._is_termination_msg(last):
+        end = "is_termination_msg"
+    elif len(gc.messages) >= gc.max_round:
+        end = "max_turns"
+    else:
+        end = "no_next_speaker"
+    return {"speakers": speakers, "end": end}
+
+
+def main() -> None:
+    plan = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    out = {}
+    for sc in plan["scenarios"]:
+        out[sc["title"]] = run_one(plan["file"], sc["turns"])
+    print("@@RESULT@@" + json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Run a flowc script on the real AG2 hub, offline: TestConfig agents, HumanClient seeders.
+
+Every agent speaker is an ``ag2.Agent`` whose model is scripted with ``TestConfig``
+events (a list of ``ToolCallEvent`` for a turn's tool calls, then the turn's text);
+its tools are real AG2 tools that write context with ``set_context`` /
+``delete_context`` and return AG2's ``Handoff`` / ``Finish``. Humans are
+``HumanClient``s that post their scripted lines when the workflow expects them.
+The result has the shape of ``RunResult.to_json()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from ag2 import Agent
+from ag2.events import ToolCallEvent
+from ag2.knowledge import MemoryKnowledgeStore
+from ag2.network import (
+    EV_CHANNEL_CLOSED,
+    EV_CONTEXT_SET,
+    EV_PACKET,
+    EV_TEXT,
+    ChannelInject,
+    Hub,
+    HubClient,
+    LocalLink,
+    Passport,
+    Resume,
+)
+from ag2.network import Envelope as AG2Envelope
+from ag2.network import Finish as AG2Finish
+from ag2.network import Handoff as AG2Handoff
+from ag2.network.workflow_helpers import delete_context, set_context
+from ag2.testing import TestClient, TestConfig
+
+from flowc.ag2 import open_workflow
+from flowc.compiler.lower import CompiledFlow
+from flowc.runtime.replies import Finish, Handoff, ToolCall
+from flowc.runtime.scenarios import RunTarget, Script, check_script, reply_for
+
+
+class ScriptedConfig(TestConfig):
+    """A ``TestConfig`` whose script runs on across ``ask`` calls (one client)."""
+
+    __test__ = False
+
+    def __init__(self, *events: Any) -> None:
+        super().__init__(*events)
+        self._client = TestClient(*events)
+
+    def create(self) -> TestClient:
+        return self._client
+
+
+def _make_tool(effects: dict[int, ToolCall], names: dict[str, str]) -> Any:
+    async def tool(k: int, channel: ChannelInject, reason: str = "") -> Any:
+        call = effects[k]
+        for key in call.delete:
+            await delete_context(channel, key)
+        for key, value in call.set.items():
+            await set_context(channel, key, value)
+        if isinstance(call.result, Finish):
+            return AG2Finish(summary=call.result.summary, reason=call.result.reason)
+        if isinstance(call.result, Handoff):
+            return AG2Handoff(target=names.get(call.result.target, call.result.target),
+                              reason=call.result.reason)
+        return "ok"
+
+    return tool
+
+
+async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4) -> dict[str, Any]:
+    target = RunTarget.from_compiled(flow).with_script_facts(script)
+    check_script(target, script)
+    hub = await Hub.open(MemoryKnowledgeStore(), ttl_sweep_interval=0)
+    link = LocalLink(hub)
+    clients: dict[str, Any] = {}
+    effects: dict[int, ToolCall] = {}
+    names = target.names
+    humans: dict[str, list[Any]] = {}
+    for speaker in target.speakers:
+        hc = HubClient(link, hub=hub)
+        if speaker in target.humans:
+            clients[speaker] = await hc.register_human(Passport(name=speaker, kind="human"))
+            humans[speaker] = list(script.turns.get(speaker, ()))
+            continue
+        events: list[Any] = []
+        tools: set[str] = set()
+        for turn in script.turns.get(speaker, ()):
+            reply = reply_for(target, speaker, turn)
+            if reply.tool_calls:
+                batch = []
+                for call in reply.tool_calls:
+                    k = len(effects)
+                    effects[k] = call
+                    tools.add(call.name)
+                    args = {"k": k}
+                    if isinstance(call.args.get("reason"), str):
+                        args["reason"] = call.args["reason"]
+                    batch.append(ToolCallEvent(name=call.name, arguments=json.dumps(args)))
+                events.append(batch)
+            events.append(reply.text)
+        agent = Agent(speaker, config=ScriptedConfig(*events))
+        for name in sorted(tools):
+            agent.tool(_make_tool(effects, names), name=name, description=f"the {name} tool")
+        clients[speaker] = await hc.register(agent, Passport(name=speaker), Resume(),
+                                             attach_plugin=False)
+    channel = await open_workflow(flow, clients, context_vars=script.context_vars)
+    cid = channel.channel_id
+    ids = {s: clients[s].agent_id for s in target.speakers}
+    by_id = {v: k for k, v in ids.items()}
+
+    async def human_turn(speaker: str) -> None:
+        queue = humans[speaker]
+        if not queue:
+            return
+        turn = queue.pop(0)
+        reply = reply_for(target, speaker, turn)
+        for call in reply.tool_calls:
+            await clients[speaker].post_envelope(AG2Envelope(
+                channel_id=cid, sender_id=ids[speaker], audience=None,
+                event_type=EV_CONTEXT_SET,
+                event_data={"set": dict(call.set), "delete": list(call.delete)}))
+        await clients[speaker].send(cid, turn.say)
+
+    pending: set[asyncio.Task[None]] = set()
+
+    def driver(speaker: str) -> Any:
+        async def on_envelope(env: AG2Envelope) -> None:
+            if env.event_type not in (EV_TEXT, EV_PACKET):
+                return
+            state = hub.adapter_state(cid)
+            if state is not None and state.expected_next_speaker == ids[speaker]:
+                task = asyncio.ensure_future(human_turn(speaker))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+        return on_envelope
+
+    for speaker in humans:
+        clients[speaker].on_envelope(driver(speaker))
+
+    start = names.get(flow.graph.initial_speaker, flow.graph.initial_speaker)
+    if script.kickoff is not None:
+        if start in humans:
+            await clients[start].send(cid, script.kickoff)
+        else:
+            await channel.send(script.kickoff)
+    closed = False
+    seen = -1
+    idle = 0.0
+    while idle < quiet:
+        wal = await hub.read_wal(cid)
+        closed = any(e.event_type == EV_CHANNEL_CLOSED for e in wal)
+        if closed:
+            break
+        idle = idle + 0.02 if len(wal) == seen else 0.0
+        seen = len(wal)
+        await asyncio.sleep(0.02)
+    wal = await hub.read_wal(cid)
+    state = hub.adapter_state(cid)
+    turns = []
+    for e in wal:
+        if e.event_type == EV_TEXT:
+            turns.append({"speaker": by_id[e.sender_id], "kind": "text", "routing": None})
+        elif e.event_type == EV_PACKET:
+            routing = dict(e.event_data.get("routing") or {})
+            if "target" in routing:
+                routing["target"] = by_id.get(routing["target"], routing["target"])
+            turns.append({"speaker": by_id[e.sender_id], "kind": "packet", "routing": routing})
+    close = next((e.event_data.get("reason") for e in wal if e.event_type == EV_CHANNEL_CLOSED),
+                 None)
+    out: dict[str, Any] = {
+        "turns": turns, "close_reason": close,
+        "context_vars": dict(state.context_vars) if state is not None else {},
+        "turn_count": state.turn_count if state is not None else 0,
+    }
+    if not closed and state is not None and state.expected_next_speaker:
+        out["stalled_on"] = by_id.get(state.expected_next_speaker, state.expected_next_speaker)
+    for task in list(pending):
+        task.cancel()
+    await hub.close()
+    return out
