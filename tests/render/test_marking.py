@@ -27,7 +27,7 @@ max_turns 12
 context done = false
 when from user then drafter
 when from drafter then reviewer
-when from reviewer then drafter
+when from reviewer and context.done == false then drafter
 when context.done == true then terminate "approved" priority 100
 when context.done == true then drafter
 otherwise terminate "max_revisions"

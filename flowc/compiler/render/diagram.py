@@ -40,7 +40,7 @@ from flowc.dsl.formatter import format_name
 from flowc.source import Span
 
 # Node kinds
-SPEAKER, HUMAN, START, TERMINAL, CAP, UNKNOWN, OTHERWISE = (
+SPEAKER, HUMAN, START, TERMINAL, CAP, UNKNOWN, OTHERWISE, SHADOWED = (
     "speaker",
     "human",
     "start",
@@ -48,6 +48,7 @@ SPEAKER, HUMAN, START, TERMINAL, CAP, UNKNOWN, OTHERWISE = (
     "cap",
     "unknown",
     "otherwise",
+    "shadowed",
 )
 # Edge kinds
 START_EDGE, RULE, DEFAULT, TOOL = "start", "rule", "default", "tool"
@@ -461,28 +462,50 @@ class _Builder:
             range(len(graph.transitions)), key=lambda i: (graph.transitions[i].priority, i)
         )
         position = {index: pos + 1 for pos, index in enumerate(ranked)}
+        # A rule never fires for a sender if a rule tried before it always fires for
+        # that sender: no edge is drawn from there.
         covered: set[str] = set()  # senders for which some rule always fires
+        covered_before: dict[int, frozenset[str]] = {}
+        senders = {i: _senders(t.when, everyone, inp) for i, t in enumerate(graph.transitions)}
+        for index in ranked:
+            covered_before[index] = frozenset(covered)
+            covered |= senders[index][1]
         for index, tr in enumerate(graph.transitions):
-            possible, certain = _senders(tr.when, everyone, inp)
-            covered |= certain
+            possible = senders[index][0]
             head = f"#{position[index]} {condition_text(tr.when, inp.name_of)}"
-            for sender in self.order:
-                if sender not in possible:
-                    continue
+            extra: list[str] = []
+            if tr.priority:
+                extra.append(f"priority {tr.priority}")
+            live = [s for s in self.order if s in possible and s not in covered_before[index]]
+            rule_spans: tuple[Span, ...] = inp.rule_spans.get(index, ())
+            if possible and not live:
+                # every sender is taken by earlier rules: draw the rule from a note so
+                # it stays visible (and `--check` can mark it)
+                earlier = sorted(
+                    position[j] for j in ranked[: position[index] - 1] if senders[j][1] & possible
+                )
+                src = self.add_node(
+                    self.special_key(f"[shadowed {index}]"),
+                    SHADOWED,
+                    f"#{position[index]} never fires",
+                    (f"{', '.join(f'#{k}' for k in earlier)} always fire first",),
+                    rule_spans,
+                )
+                for target, via in self.resolve(tr.then, None):
+                    label = (head, " · ".join([*extra, f"via {via}"] if via else extra))
+                    self.edge(src, target, RULE, label if label[1] else (head,), index, rule_spans,
+                              f"transitions[{index}]")
+            for sender in live:
                 for target, via in self.resolve(tr.then, sender):
-                    extra: list[str] = []
-                    if tr.priority:
-                        extra.append(f"priority {tr.priority}")
-                    if via:
-                        extra.append(f"via {via}")
-                    label = (head, " · ".join(extra)) if extra else (head,)
+                    parts = [*extra, f"via {via}"] if via else extra
+                    label = (head, " · ".join(parts)) if parts else (head,)
                     self.edge(
                         self.speaker_ids[sender],
                         target,
                         RULE,
                         label,
                         index,
-                        inp.rule_spans.get(index, ()),
+                        rule_spans,
                         f"transitions[{index}]",
                     )
 

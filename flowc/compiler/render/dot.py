@@ -16,6 +16,7 @@ from flowc.compiler.render.diagram import (
     LOOP,
     MARK_LEGEND,
     OTHERWISE,
+    SHADOWED,
     START,
     TERMINAL,
     TOOL,
@@ -121,7 +122,7 @@ def _node_attrs(node: Node) -> list[tuple[str, str]]:
         ]
     elif kind == UNKNOWN:
         items += [("shape", "diamond"), ("style", '"dashed"')]
-    elif kind == OTHERWISE:
+    elif kind in (OTHERWISE, SHADOWED):
         items += [("shape", "note"), ("style", '"dashed"')]
     if node.mark == DEAD:
         items += [

@@ -18,6 +18,7 @@ from flowc.compiler.render.diagram import (
     LOOP,
     MARK_LEGEND,
     OTHERWISE,
+    SHADOWED,
     START,
     TERMINAL,
     TOOL,
@@ -71,7 +72,7 @@ def _node_shape(node: Node) -> str:
         return f"{{{{{text}}}}}"
     if kind == UNKNOWN:
         return f"{{{text}}}"
-    if kind == OTHERWISE:
+    if kind in (OTHERWISE, SHADOWED):
         return f">{text}]"
     return f"[{text}]"
 
@@ -84,6 +85,7 @@ _CLASSES = {
     CAP: f"fill:{COLORS['terminal_fill']},stroke:#333333",
     UNKNOWN: "fill:#ffffff,stroke:#333333,stroke-dasharray:4 3",
     OTHERWISE: "fill:#ffffff,stroke:#333333,stroke-dasharray:4 3",
+    SHADOWED: "fill:#ffffff,stroke:#333333,stroke-dasharray:4 3",
     DEAD: f"fill:{COLORS['dead_fill']},stroke:{COLORS['dead']},color:{COLORS['dead']},"
     "stroke-dasharray:4 3",
     TRAP: f"fill:{COLORS['warning_fill']},stroke:{COLORS[TRAP]},stroke-width:3px",
