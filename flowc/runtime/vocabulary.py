@@ -18,7 +18,10 @@ The message text is the packet's ``body`` (``ag2.packet``) or the ``text`` of an
 ``ag2.msg.text`` envelope.
 
 Importing this module registers every name on the runtime's default registry;
-:func:`register_vocabulary` registers them on another registry.
+:func:`register_vocabulary` registers them on another registry. The classes are frozen
+dataclasses, not attrs classes, because AG2's ``TransitionGraph.to_dict()`` serializes
+args with ``dataclasses.asdict``: registered into AG2 (``flowc.ag2.register_customs(
+VOCABULARY_CONDITIONS, VOCABULARY_TARGETS)``) they round-trip there too.
 
 >>> from types import SimpleNamespace as NS
 >>> env = NS(event_type="ag2.msg.text", event_data={"text": "All done. TERMINATE"}, envelope_id="e1")
@@ -30,12 +33,12 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
-
-import attrs
 
 from flowc.compiler.migrate.ctxexpr import (
     ExpressionError,
@@ -94,7 +97,7 @@ def message_text(envelope: EnvelopeLike) -> str:
 # ── text conditions ───────────────────────────────────────────────────────────
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class TextContains:
     """``text_contains(text)``: a case-sensitive substring test on the message text."""
 
@@ -105,25 +108,24 @@ class TextContains:
         return self.text in message_text(envelope)
 
 
-def _compile_pattern(instance: Any, attribute: Any, value: str) -> None:
-    try:
-        re.compile(value)
-    except re.error as err:
-        raise ValueError(f"`pattern` is not a valid regular expression: {err}") from None
-
-
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class TextMatches:
     """``text_matches(pattern)``: Python ``re.search`` on the message text."""
 
     name: ClassVar[str] = "text_matches"
-    pattern: str = attrs.field(validator=_compile_pattern)
+    pattern: str
+
+    def __post_init__(self) -> None:
+        try:
+            re.compile(self.pattern)
+        except re.error as err:
+            raise ValueError(f"`pattern` is not a valid regular expression: {err}") from None
 
     def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
         return re.search(self.pattern, message_text(envelope)) is not None
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class TurnCountAtMost:
     """``turn_count_at_most(turns)``: the turn just taken is at most number ``turns``."""
 
@@ -137,11 +139,12 @@ class TurnCountAtMost:
 # ── context expressions ───────────────────────────────────────────────────────
 
 
-def _check_expression(instance: Any, attribute: Any, value: str) -> None:
-    parse_context_expression(value)
+@functools.lru_cache(maxsize=256)
+def _parsed(expression: str) -> Node:
+    return parse_context_expression(expression)
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class ContextExpression:
     """``context_expression(expression)``: AG2's ``ContextExpression`` on the context.
 
@@ -150,15 +153,14 @@ class ContextExpression:
     """
 
     name: ClassVar[str] = "context_expression"
-    expression: str = attrs.field(validator=_check_expression)
-    _tree: Node = attrs.field(init=False, eq=False, repr=False)
+    expression: str
 
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_tree", parse_context_expression(self.expression))
+    def __post_init__(self) -> None:
+        _parsed(self.expression)  # raises ExpressionError now, not mid-run
 
     def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
         context = getattr(state, "context_vars", None) or {}
-        return evaluate_expression(self._tree, dict(context))
+        return evaluate_expression(_parsed(self.expression), dict(context))
 
 
 # ── random choice ─────────────────────────────────────────────────────────────
@@ -169,12 +171,7 @@ def _draw(envelope_id: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count
 
 
-def _agent_ids(instance: Any, attribute: Any, value: Sequence[str]) -> None:
-    if not value or not all(isinstance(a, str) and a for a in value):
-        raise ValueError("`agent_ids` must be a non-empty list of speaker names")
-
-
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class RandomAgent:
     """``random_agent(agent_ids, allow_repeat)``: classic ``random.choice``, replay-safe.
 
@@ -184,8 +181,13 @@ class RandomAgent:
     """
 
     name: ClassVar[str] = "random_agent"
-    agent_ids: tuple[str, ...] = attrs.field(converter=tuple, validator=_agent_ids)
+    agent_ids: Sequence[str]
     allow_repeat: bool = True
+
+    def __post_init__(self) -> None:
+        ids = self.agent_ids
+        if isinstance(ids, str) or not ids or not all(isinstance(a, str) and a for a in ids):
+            raise ValueError("`agent_ids` must be a non-empty list of speaker names")
 
     def resolve(self, state: Any, envelope: EnvelopeLike) -> TransitionDecision:
         last = getattr(state, "last_speaker_id", None)

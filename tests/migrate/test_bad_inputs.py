@@ -109,3 +109,17 @@ def test_agentchat_python_is_recognised_but_reported(capsys: pytest.CaptureFixtu
     assert code == 2 and out == ""
     assert [f["code"] for f in findings] == ["M001"]
     assert "MagenticOneGroupChat" in str(findings[0]["message"])
+
+
+def test_an_internal_error_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import flowc.compiler.migrate as migrate
+
+    def broken(source: SourceFile) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(migrate, "_migrate_python", broken)
+    code, out, findings = run([str(CORPUS / "round_robin_blog.py")], capsys)
+    assert code == 2 and out == ""
+    assert [f["code"] for f in findings] == ["M001"]
+    assert "please report" in str(findings[0]["fix"])

@@ -126,3 +126,25 @@ def test_default_max_round_and_manager_settings() -> None:
     ''')
     assert "max_turns 10" in text  # classic GroupChat.max_round defaults to 10
     assert sum(f.startswith("M003") for f in findings) == 3
+
+
+def test_group_api_extras_are_reported_not_dropped() -> None:
+    source = textwrap.dedent(r'''
+        from autogen import ConversableAgent
+        from autogen.agentchat import initiate_group_chat
+        from autogen.agentchat.group import AgentTarget, RegexGuardrail, UpdateSystemMessage
+        from autogen.agentchat.group.patterns import DefaultPattern
+        a = ConversableAgent(name="a", update_agent_state_before_reply=[UpdateSystemMessage("x {y}")])
+        b = ConversableAgent(name="b")
+        g = RegexGuardrail(name="g", condition=r"\d{16}", target=AgentTarget(b))
+        p = DefaultPattern(initial_agent=a, agents=[a, b])
+        initiate_group_chat(pattern=p, messages="hi", max_rounds=5, safeguard_policy="p.json",
+                            exclude_transit_message=True)
+    ''')
+    result = migrate_source(SourceFile("g.py", source))
+    assert result.text is not None and result.left_out
+    got = sorted((d.code.id, d.span.line if d.span else 0) for d in result.findings)
+    assert ("M002", 6) in got  # UpdateSystemMessage
+    assert ("M001", 8) in got  # RegexGuardrail
+    assert ("M001", 10) in got  # safeguard_policy
+    assert ("M003", 11) in got  # exclude_transit_message

@@ -146,3 +146,45 @@ def test_a_compiled_graph_uses_the_vocabulary() -> None:
     stop, rand = rules[0], rules[1]
     assert stop[1] is not None and stop[1](s, env("please STOP"))
     assert rand[2](s, env("go on")) == ("b", "")
+
+
+def test_the_vocabulary_works_in_real_ag2() -> None:
+    """Registered into AG2 1.2.1's registry, a migrated graph loads, round-trips through
+    ``TransitionGraph.to_dict()`` and routes with AG2's own envelopes."""
+    from ag2.network import TransitionRegistry as AG2Registry
+    from ag2.network.envelope import Envelope as AG2Envelope
+    from ag2.network.transitions import TransitionGraph
+
+    from flowc.ag2 import register_composites, register_customs
+    from flowc.compiler.pipeline import compile_source
+    from flowc.runtime.vocabulary import VOCABULARY_CONDITIONS, VOCABULARY_TARGETS
+    from flowc.source import SourceFile
+
+    flow = """
+    speakers host: human, a, b
+    condition text_matches(pattern: string)
+    condition context_expression(expression: string)
+    condition turn_count_at_most(`turns`: int)
+    target random_agent(agent_ids: list[speaker], allow_repeat: bool) -> a | b
+    when text_matches(pattern = "\\\\ATERMINATE\\\\Z") then terminate "is_termination_msg" priority -10
+    when context_expression(expression = "${n} >= 2") and turn_count_at_most(`turns` = 5) then a
+    when always then random_agent(agent_ids = ["a", "b"], allow_repeat = false)
+    """
+    compiled, diags = compile_source(SourceFile("v.flow", flow))
+    assert compiled is not None, diags
+    registry = AG2Registry.default()  # flowc's composites build their parts from AG2's default
+    register_composites(registry)
+    register_customs(VOCABULARY_CONDITIONS, VOCABULARY_TARGETS, registry)
+    graph = TransitionGraph.loads(compiled.graph_dict, registry=registry)
+    assert graph.to_dict() == compiled.graph_dict
+
+    def envelope(text: str, sender: str = "a", envelope_id: str = "e-1") -> AG2Envelope:
+        return AG2Envelope("ch", sender, None, "ag2.msg.text", {"text": text}, envelope_id=envelope_id)
+
+    done, context_rule, random_rule = graph.transitions
+    st = state(context_vars={"n": 2}, turn_count=3, last_speaker_id="a")
+    assert done.when.evaluate(st, envelope("TERMINATE"))
+    assert not done.when.evaluate(st, envelope("TERMINATE now"))
+    assert context_rule.when.evaluate(st, envelope("x"))
+    assert not context_rule.when.evaluate(state(context_vars={"n": 1}, turn_count=3), envelope("x"))
+    assert random_rule.then.resolve(st, envelope("x")).next_speaker == "b"  # never the sender

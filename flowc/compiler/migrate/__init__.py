@@ -67,9 +67,17 @@ def migrate_source(source: SourceFile) -> MigrateResult:
             source.name,
             help="pass the file that builds the group chat, not a bundle or a data file",
         ),), "unknown")
-    if _looks_like_json(source):
-        return _migrate_json(source)
-    return _migrate_python(source)
+    try:
+        if _looks_like_json(source):
+            return _migrate_json(source)
+        return _migrate_python(source)
+    except Exception as err:  # a bug in flowc: still a diagnostic, never a traceback
+        return MigrateResult(None, (Diagnostic(
+            M001,
+            f"flowc migrate failed on this input ({type(err).__name__}: {err}); nothing was written",
+            source.name,
+            help="this is a bug in flowc: please report it with the input file",
+        ),), "unknown")
 
 
 def _migrate_python(source: SourceFile) -> MigrateResult:

@@ -306,7 +306,8 @@ def _termination(
         ck = _short(cond.get("provider")) if isinstance(cond, dict) else ""
         cc = _config(cond)
         if ck == "OrTerminationCondition":
-            for i, sub in enumerate(cc.get("conditions") or []):
+            subs = cc.get("conditions")
+            for i, sub in enumerate(subs if isinstance(subs, list) else []):
                 visit(sub, f"{path}.config.conditions[{i}]")
         elif ck == "MaxMessageTermination":
             value = cc.get("max_messages")
@@ -328,7 +329,9 @@ def _termination(
             r.report(M002, "TextMentionTermination's `sources` is never written to component JSON "
                            "(autogen-agentchat 0.7.5): the flow ends on the text from any speaker", path)
         elif ck == "SourceMatchTermination":
-            sources = [s for s in cc.get("sources") or [] if isinstance(s, str) and s in participants]
+            raw = cc.get("sources")
+            sources = [s for s in (raw if isinstance(raw, list) else [])
+                       if isinstance(s, str) and s in participants]
             if sources:
                 rules.append(mm.Rule(mm.from_(*sources), mm.terminate("source_match"), -10,
                                      "SourceMatchTermination"))
@@ -449,7 +452,8 @@ def _graph(
     edges: dict[str, list[dict[str, Any]]] = {}
     for name, node in nodes.items():
         raw = node.get("edges") if isinstance(node, dict) else None
-        edges[name] = [e for e in raw or [] if isinstance(e, dict) and isinstance(e.get("target"), str)]
+        edges[name] = [e for e in raw if isinstance(e, dict) and isinstance(e.get("target"), str)] \
+            if isinstance(raw, list) else []
         for e in edges[name]:
             incoming.setdefault(e["target"], []).append(name)
     unknown = sorted(n_ for n_ in incoming if n_ not in participants)
@@ -457,6 +461,9 @@ def _graph(
         r.report(M001, f"graph nodes {', '.join(unknown)} are not participants; left out", "config.graph")
         return [], False, []
     start = graph.get("default_start_node") if isinstance(graph, dict) else None
+    if isinstance(start, str) and start not in nodes:
+        r.report(M001, f"`default_start_node` {start!r} is not a node of the graph", "config.graph")
+        return [], False, []
     starts = [start] if isinstance(start, str) else [n_ for n_ in nodes if not incoming.get(n_)]
     if not starts:
         r.report(M001, "the graph has no start node (every node has a parent) and no "

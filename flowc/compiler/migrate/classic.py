@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Sequence
 
 import attrs
@@ -489,21 +490,28 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
         reader.report(M002, "`random` speaker selection became `random_agent`: the same distribution, "
                             "but draws come from the envelope id, not Python's `random`",
                       method_node or gc)
-    if uses_selector:
-        what = "a person (`manual`)" if selector_human else "an LLM (`auto`)"
+    if uses_selector and selector_human:
         reader.report(
             M002,
-            f"speaker selection by {what} became the selector speaker `{manager_name}` with one "
-            "`transfer_to_<agent>` tool per candidate: its turns count toward max_turns, and when "
-            "it picks nobody the run ends (classic falls back to the next agent in order)",
+            f"manual speaker selection became turns of the person `{manager_name}`, who types the "
+            "next speaker's name (classic prompts at the console): these turns count toward "
+            "max_turns, and any other answer ends the run (classic falls back to the next agent)",
+            method_node or gc,
+        )
+    elif uses_selector:
+        reader.report(
+            M002,
+            f"speaker selection by an LLM (`auto`) became the selector speaker `{manager_name}` with "
+            "one `transfer_to_<agent>` tool per candidate: its turns count toward max_turns, and "
+            "when it picks nobody the run ends (classic falls back to the next agent in order)",
             method_node or gc,
         )
     if lowered is not None:
         routing = [mm.Rule(mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
                            _target_of(nx, manager_name)) for src, g, nx, _ in lowered]
-        routing += _selector_rules(nexts, manager_name)
+        routing += _selector_rules(nexts, manager_name, method == "manual")
     else:
-        routing = _routing_rules(sources, nexts, names, manager_name)
+        routing = _routing_rules(sources, nexts, names, manager_name, method == "manual")
     rules = term_rules + routing
 
     speakers: list[mm.Speaker] = []
@@ -513,12 +521,14 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
     if uses_selector:
         candidates = list(dict.fromkeys(c for x in nexts.values() if x.kind == "select"
                                         for c in x.candidates))
-        role = ("Chooses the next speaker (classic `speaker_selection_method=\"manual\"`)."
+        role = ("A person who chooses the next speaker (classic `speaker_selection_method=\"manual\"`): "
+                "types the agent's name."
                 if selector_human else
                 "Chooses the next speaker (classic GroupChatManager, `speaker_selection_method=\"auto\"`): "
                 "reads the conversation and calls the transfer tool of the agent who should speak next.")
         speakers.append(mm.Speaker(
             manager_name, selector_human, role,
+            () if selector_human else
             tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
         ))
 
@@ -561,6 +571,32 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
                                                       max_round, avoid, kickoff):
                 scenarios.append(mm.scenario(title, items))
                 sequences.append(seq)
+    first_next = nexts.get(initiator.name)
+    if (uses_selector and first_next is not None and first_next.kind == "select"
+            and len(first_next.candidates) > 1 and (max_turns is None or max_turns >= 4)):
+        pick = next((c for c in first_next.candidates if c != initiator.name), first_next.candidates[0])
+        try:
+            texts = [_turn_text(initiator.name, 1, [r.cond for r in term_rules]),
+                     _turn_text(pick, 3, [r.cond for r in term_rules])]
+        except _NoText:
+            texts = []
+        if texts:
+            after = nexts.get(pick)
+            pick_items: list[n.ScenarioItem] = [
+                mm.say(initiator.name, kickoff if kickoff and all(
+                    evaluate(r.cond, kickoff) is False for r in term_rules) else texts[0]),
+                mm.expect_next(manager_name),
+                mm.say(manager_name, pick) if selector_human
+                else mm.calls(manager_name, f"transfer_to_{pick}"),
+                mm.expect_next(pick),
+                mm.say(pick, texts[1]),
+            ]
+            if after is not None and after.kind == "select" and len(after.candidates) > 1:
+                pick_items.append(mm.expect_next(manager_name))
+            # the translated behaviour (not a claim about classic: the LLM's choice is scripted)
+            scenarios.append(mm.scenario(
+                "a person picks the next agent" if selector_human
+                else "the selector speaker picks the next agent", pick_items))
     title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     migration = mm.Migration(
         title=title,
@@ -741,14 +777,26 @@ def _target_of(x: Next, manager: str) -> n.Target:
     return mm.speaker_target(manager)
 
 
-def _selector_rules(nexts: dict[str, Next], manager: str) -> list[mm.Rule]:
+def _selector_rules(nexts: dict[str, Next], manager: str, human: bool = False) -> list[mm.Rule]:
+    """The selector's choice: a transfer tool per candidate, or for a person (``manual``)
+    the candidate's name typed as the whole message — plus its number when every
+    selection offers the same numbered list, as classic's console prompt does."""
     rules: list[mm.Rule] = []
     select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
     if select:
         candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
+        numbered = len({x.candidates for x in select}) == 1
         for i, c in enumerate(candidates):
-            rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c), 0,
-                                 "the selector's choice" if i == 0 else None))
+            comment = "the selector's choice" if i == 0 else None
+            if human:
+                answer = re.escape(c) + (f"|{i + 1}" if numbered else "")
+                cond: n.Cond = n.AndCond((mm.from_(manager), mm.call_cond(
+                    "text_matches", pattern=rf"\A\s*(?:{answer})\s*\Z")), mm.S)
+                comment = "the person types the next speaker's name" + (
+                    " or number" if numbered else "") if i == 0 else None
+            else:
+                cond = mm.tool_cond(f"transfer_to_{c}")
+            rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
         rules.append(mm.Rule(mm.from_(manager), mm.terminate(NO_SELECTION), 0,
                              "the selector chose nobody"))
     return rules
@@ -800,7 +848,7 @@ def _lower_function(
 
 
 def _routing_rules(
-    sources: list[str], nexts: dict[str, Next], names: list[str], manager: str
+    sources: list[str], nexts: dict[str, Next], names: list[str], manager: str, human: bool = False
 ) -> list[mm.Rule]:
     groups: dict[str, tuple[n.Target, list[str]]] = {}
     for src in sources:
@@ -815,7 +863,7 @@ def _routing_rules(
     else:
         for t, members in groups.values():
             rules.append(mm.Rule(mm.from_(*members), t))
-    return rules + _selector_rules(nexts, manager)
+    return rules + _selector_rules(nexts, manager, human)
 
 
 def _turn_text(speaker: str, index: int, avoid: Sequence[n.Cond]) -> str:

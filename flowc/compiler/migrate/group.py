@@ -33,7 +33,7 @@ from flowc.compiler.migrate.classic import ClassicResult, NotRecognised, _Reader
 from flowc.compiler.migrate.ctxexpr import ExpressionError, Node, parse_context_expression
 from flowc.compiler.migrate.pyread import NotStatic, PyModule, callee, kwarg
 from flowc.compiler.migrate.textpred import text_predicate
-from flowc.diagnostics import M001, M002
+from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
@@ -305,11 +305,17 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
         if isinstance(msg, list) and msg and isinstance(msg[-1], dict):
             text = msg[-1].get("content")
             kickoff = text if isinstance(text, str) else None
-        reader.report(M002, "classic `max_rounds` also counts the hidden tool-executor turns and "
-                            "transit messages; the flow counts only speaking turns", mr or runner)
+        if any(kwarg(a.node, "functions") is not None for a in agents) or any(
+            callee(c) in ("add_llm_condition", "add_llm_conditions", "add_context_condition",
+                          "add_context_conditions", "add", "add_many") for c in calls
+        ):
+            reader.report(M002, "classic `max_rounds` also counts the hidden tool-executor turns and "
+                                "transit messages; the flow counts only speaking turns", mr or runner)
     else:
         reader.report(M002, "no initiate_group_chat/run_group_chat call found: max_rounds defaults to 20",
                       pattern)
+
+    _report_extras(reader, calls, runner)
 
     # handoffs per agent, in the order the file adds them
     by_name = {a.name: a for a in agents}
@@ -528,6 +534,32 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
     return ClassicResult(migration, tuple(reader.findings), tuple(sequences))
 
 
+def _report_extras(reader: _Reader, calls: list[ast.Call], runner: ast.Call | None) -> None:
+    """Constructs around a group chat that the flow does not carry: say so, never drop silently."""
+    for c in calls:
+        kind = callee(c)
+        if kind in ("register_nested_chats", "initiate_chats"):
+            reader.report(M001, f"`{kind}` (nested or sequential chats) has no equivalent in one "
+                                "workflow channel; it was left out", c,
+                          help="run the nested chat as its own flow, or as a tool of the agent")
+        elif kind in ("RegexGuardrail", "LLMGuardrail"):
+            reader.report(M001, f"`{kind}` checks messages at run time; it was left out", c,
+                          help="a regex output guardrail can be written as "
+                               "`when from A and text_matches(pattern = ...) then T`")
+        elif kind in ("UpdateSystemMessage", "register_hook"):
+            reader.report(M002, f"`{kind}` changes an agent's prompt at run time; it is agent-side "
+                                "behaviour, not routing, and is not in the flow", c)
+    if runner is not None:
+        for key in ("safeguard_policy", "safeguard_llm_config"):
+            node = kwarg(runner, key)
+            if node is not None:
+                reader.report(M001, f"`{key}` (run-time safeguards) has no equivalent in a flow; left out",
+                              node)
+        node = kwarg(runner, "exclude_transit_message")
+        if node is not None:
+            reader.report(M003, "`exclude_transit_message` only changes what agents see; dropped", node)
+
+
 def _context_rule(g: _Group, owner: str, item: ast.expr, priority: int, what: str) -> mm.Rule | None:
     obj = g.mod.deref(item)
     if not isinstance(obj, ast.Call) or callee(obj) != "OnContextCondition":
@@ -678,6 +710,8 @@ def translate_swarm(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
                         "messages; the flow counts only speaking turns", mr or runner)
     msg = mod.const_or(kwarg(runner, "messages", 1), None)
     kickoff = msg if isinstance(msg, str) else None
+
+    _report_extras(reader, calls, runner)
 
     # register_hand_off(agent, [...]) and agent.register_hand_off([...])
     handoffs: dict[str, list[ast.expr]] = {}

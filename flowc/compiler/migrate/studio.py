@@ -75,7 +75,8 @@ def _parts(data: dict[str, Any], filename: str) -> tuple[
         for i, item in enumerate(data["agents"]):
             if not isinstance(item, dict) or not isinstance(item.get("agent"), dict):
                 continue
-            kind = (item.get("link") or {}).get("agent_type")
+            link = item.get("link")
+            kind = link.get("agent_type") if isinstance(link, dict) else None
             if kind == "sender":
                 sender = (item["agent"], f"agents[{i}].agent")
             elif kind == "receiver":
@@ -103,7 +104,8 @@ def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
     JSON path of each of its lines; raises :class:`NotRecognised`."""
     sender, (group, gpath) = _parts(data, filename)
     w = _Writer()
-    gconf = dict(group.get("config") or {})
+    raw_conf = group.get("config")
+    gconf = dict(raw_conf) if isinstance(raw_conf, dict) else {}
     old = group.get("groupchat_config")
     members_path = _join(gpath, "agents")
     settings_path = _join(gpath, "config")
