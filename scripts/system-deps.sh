@@ -11,27 +11,30 @@ cd "$(dirname "$0")/.."
 MERMAID_VERSION="11.17.2"
 MERMAID_DIR=".cache/mermaid"
 
-need=()
-command -v dot >/dev/null 2>&1 || need+=(graphviz)
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
-command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
-
+# one tool at a time: a package that cannot be installed (say, npm beside a node
+# that ships its own) must not stop the others
+updated=""
 apt_install() {
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing $* with apt-get"
-    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+    SUDO=""
   elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    echo "installing $* with sudo apt-get"
-    sudo apt-get update -qq >/dev/null && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+    SUDO="sudo"
   else
     echo "note: could not install $*: install Graphviz to render SVG/PNG/PDF/HTML (e.g. 'apt-get install graphviz' or 'brew install graphviz'); the browser tests need chromium and npm" >&2
     return 1
   fi
+  echo "installing $* with apt-get"
+  if [ -z "$updated" ]; then
+    $SUDO apt-get update -qq >/dev/null || true
+    updated=1
+  fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null \
+    || echo "note: apt-get could not install $*" >&2
 }
 
-if [ ${#need[@]} -gt 0 ]; then
-  apt_install "${need[@]}" || true
-fi
+command -v dot >/dev/null 2>&1 || apt_install graphviz
+command -v chromium >/dev/null 2>&1 || apt_install chromium
+command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 
 if [ ! -f "$MERMAID_DIR/node_modules/mermaid/package.json" ] \
    || ! grep -q "\"version\": \"$MERMAID_VERSION\"" "$MERMAID_DIR/node_modules/mermaid/package.json"; then
