@@ -202,7 +202,7 @@ def load_commands(argv: Sequence[str]) -> None:
     import importlib
 
     wanted = next((a for a in argv if not a.startswith("-")), None)
-    if wanted == "compile":
+    if wanted == "compile" or (wanted is None and "--version" in argv):
         return
     module = COMMAND_MODULES.get(wanted or "")
     if module is not None:
