@@ -15,6 +15,7 @@ MODULES = [
     "flowc.compiler.migrate.ctxexpr",
     "flowc.compiler.migrate.classic",
     "flowc.compiler.migrate.agentchat",
+    "flowc.compiler.migrate.agentchat_py",
     "flowc.runtime.vocabulary",
 ]
 

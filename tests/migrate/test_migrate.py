@@ -1,6 +1,9 @@
 """`flowc migrate` on the corpus: golden `.flow` outputs, expected findings and exit codes,
 and the translated flows' behaviour.
 
+A Python team with a ``NAME.dump.json`` beside it (its real ``dump_component()``) must read
+as that dump and translate to the same flow.
+
 Each ``corpus/NAME.py`` (classic AG2) or ``corpus/agentchat_NAME.json`` (AgentChat component,
 written by the real package with ``tools/make_agentchat_json.py``) is migrated through the
 real command line in process. ``NAME.flow`` is the golden output (when one is written) and
@@ -23,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from flowc.cli import main
+from flowc.compiler.migrate.agentchat_py import python_component
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import has_errors
 from flowc.dsl import nodes as n
@@ -208,3 +212,90 @@ def test_output_file_and_text_format(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert out_file.read_text(encoding="utf-8") == (CORPUS / "transitions_chain.flow").read_text(
         encoding="utf-8")
     assert "warning[M002]" in err and "transitions_chain.py:47:1" in err
+
+
+DUMPED = sorted(p for p in CORPUS.glob("*.py") if p.with_suffix(".dump.json").exists())
+#: what only the JSON translation says: JSON cannot show a callable edge condition
+JSON_ONLY = "Python callable condition is written to JSON"
+
+
+def _flow_body(text: str) -> list[str]:
+    """The flow without its provenance line and its `flow NAME` line (named after the file)."""
+    return [line for line in text.splitlines()[1:] if not line.startswith("flow ")]
+
+
+@pytest.mark.parametrize("path", DUMPED, ids=_ids(DUMPED))
+def test_python_team_reads_as_its_dump(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same AgentChat team, as Python source and as what ``dump_component()`` wrote for it
+    (autogen-agentchat 0.7.5, ``tools``-free), is the same component and the same flow."""
+    dump = json.loads(path.with_suffix(".dump.json").read_text(encoding="utf-8"))
+    read = python_component(SourceFile(path.name, path.read_text(encoding="utf-8")))
+    assert read["provider"] == dump["provider"]
+    assert ([(p["provider"], p["config"]["name"]) for p in read["config"]["participants"]]
+            == [(p["provider"], p["config"]["name"]) for p in dump["config"]["participants"]])
+    assert read["config"].get("graph") == dump["config"].get("graph")
+    assert read["config"].get("max_turns") == dump["config"].get("max_turns")
+    code_py, out_py, err_py = run_migrate(path, capsys, monkeypatch)
+    code_js, out_js, err_js = run_migrate(path.with_suffix(".dump.json"), capsys, monkeypatch)
+    assert code_py == code_js == 0
+    assert _flow_body(out_py) == _flow_body(out_js)
+    py = [(f["code"], f["message"]) for f in json.loads(err_py or "[]")]
+    js = [(f["code"], f["message"]) for f in json.loads(err_js or "[]") if JSON_ONLY not in f["message"]]
+    assert py == js
+
+
+def test_graphflow_python_sees_what_json_loses() -> None:
+    """A keyword lambda is the keyword; `sources` is kept; the dump has neither."""
+    text = (CORPUS / "agentchat_graph_groups.flow").read_text(encoding="utf-8")
+    assert 'when from approver and text_contains(text = "redo") then drafter' in text
+    assert 'when from approver and text_contains(text = "SHIP IT") then terminate' in text
+    read = python_component(SourceFile("g.py", (CORPUS / "agentchat_graph_groups.py").read_text(
+        encoding="utf-8")))
+    redo = read["config"]["graph"]["nodes"]["approver"]["edges"][0]
+    assert redo == {"target": "drafter", "condition": "redo", "activation_group": "redo",
+                    "activation_condition": "any"}
+    assert read["config"]["graph"]["default_start_node"] == "drafter"
+
+
+GRAPH_TEAM = """
+a = AssistantAgent("a", model_client=c)
+b = AssistantAgent("b", model_client=c)
+z = AssistantAgent("z", model_client=c)
+g = DiGraphBuilder()
+g.add_node(a).add_node(b).add_node(z)
+g.add_edge(a, z{extra_a})
+g.add_edge(b, z{extra_b})
+team = GraphFlow(g.get_participants(), graph=g.build(), max_turns=6)
+"""
+
+
+@pytest.mark.parametrize(("extra_a", "extra_b", "waits"), [
+    ("", "", True),  # default group `z`, condition all: z waits for a and b (AgentChat's join)
+    (', activation_condition="any"', ', activation_condition="any"', False),  # z runs after either
+    (', activation_group="late"', ', activation_group="late"', True),  # one group `late`, all: a join
+    ("", ', activation_group="loop"', False),  # two groups of one parent each: z runs after either
+])
+def test_graphflow_python_activation_groups(extra_a: str, extra_b: str, waits: bool) -> None:
+    from flowc.compiler.migrate import migrate_source
+
+    result = migrate_source(SourceFile("join.py", GRAPH_TEAM.format(extra_a=extra_a, extra_b=extra_b)))
+    messages = [d.message for d in result.findings]
+    assert any("several start nodes (a, b)" in m for m in messages)
+    assert any("`z` waits for all of a, b" in m for m in messages) is waits
+
+
+def test_graphflow_python_unreadable_graph_is_reported() -> None:
+    from flowc.compiler.migrate import migrate_source
+
+    src = "a = AssistantAgent('a')\nteam = GraphFlow([a], graph=make_graph())\n"
+    result = migrate_source(SourceFile("g.py", src))
+    assert result.text is None
+    assert [d.code.id for d in result.findings] == ["M001"]
+    assert "not built with a `DiGraphBuilder()`" in result.findings[0].message
+    edge = ("a = AssistantAgent('a')\nb = AssistantAgent('b')\ng = DiGraphBuilder()\n"
+            "g.add_node(a)\ng.add_edge(a, b)\nteam = GraphFlow([a, b], graph=g.build())\n")
+    result = migrate_source(SourceFile("g.py", edge))
+    assert result.left_out
+    assert any("was not added first" in d.message for d in result.findings)

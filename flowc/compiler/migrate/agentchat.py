@@ -214,7 +214,8 @@ def translate_component(data: Any, filename: str) -> ComponentResult:
     if exact and kind == "GraphFlow":
         keywords = [k for r_ in rules for k in _keywords(r_.cond)]
         branches = [
-            (_keywords(r_.cond)[0], r_.target.speaker.value) for r_ in rules
+            (_keywords(r_.cond)[0], r_.target.speaker.value,
+             any(isinstance(c, n.NotCond) for c in r_.cond.items)) for r_ in rules
             if isinstance(r_.cond, n.AndCond) and isinstance(r_.target, n.SpeakerTarget)
             and chain and mm.from_(chain[-1]) in r_.cond.items and len(_keywords(r_.cond)) == 1
         ]
@@ -483,13 +484,25 @@ def _graph(
             silent_edges = True
         for e in conditional:
             cond = e["condition"]
+            # a condition a Python reader already expressed (`"kw" not in m.to_model_text()`)
+            flow_cond = e.get("_flow_condition")
+            if flow_cond is not None:
+                rules.append(mm.Rule(n.AndCond((mm.from_(name), flow_cond), mm.S),
+                                     mm.speaker_target(e["target"])))
+                continue
             if not isinstance(cond, str):
-                r.report(M001, f"an edge condition of `{name}` is not a keyword; left out", path)
+                r.report(M001, f"the condition of the edge `{name}` -> `{e['target']}` is not a keyword "
+                               "test; the edge was left out", f"{path}[{out.index(e)}].condition",
+                         help=f"port it by hand: `when from {name} and <condition> then {e['target']}` "
+                              "with a custom condition")
                 exact = False
                 continue
             rules.append(mm.Rule(n.AndCond((mm.from_(name), mm.call_cond("text_contains", text=cond)), mm.S),
                                  mm.speaker_target(e["target"])))
-        if len(conditional) > 1:
+        negated = [_keywords(e["_flow_condition"]) for e in conditional if e.get("_flow_condition")]
+        exclusive = len(conditional) == 2 and len(negated) == 1 and negated[0] == [
+            e["condition"] for e in conditional if isinstance(e["condition"], str)]
+        if len(conditional) > 1 and not exclusive:  # `"kw"` / `not "kw"` never both hold
             r.report(M002, f"`{name}`'s edges test keywords: when a message holds several of them, "
                            "AgentChat runs several nodes, the flow only the first", path)
         if plain and conditional:
@@ -504,6 +517,21 @@ def _graph(
         if plain:
             rules.append(mm.Rule(mm.from_(name), mm.speaker_target(plain[0]["target"])))
     for name, parents in incoming.items():
+        # autogen-agentchat >= 0.6 activates a node per edge `activation_group` (default: the
+        # target) with that group's `activation_condition`; older JSON has the node's `activation`
+        groups: dict[tuple[str, Any], set[str]] = {}
+        for src, out in edges.items():
+            for e in out:
+                if e["target"] == name and isinstance(e.get("activation_group"), str):
+                    key = (e["activation_group"], e.get("activation_condition", "all"))
+                    groups.setdefault(key, set()).add(src)
+        if groups:
+            for (group, condition), sources in sorted(groups.items()):
+                if condition == "all" and len(sources) > 1:
+                    r.report(M002, f"`{name}` waits for all of {', '.join(sorted(sources))} in AgentChat "
+                                   f"(activation group `{group}`, `all`); in the flow it speaks after "
+                                   "any of them", f"config.graph.nodes.{name}.activation")
+            continue
         node = nodes.get(name)
         activation = node.get("activation", "all") if isinstance(node, dict) else "all"
         if len(set(parents)) > 1 and activation == "all":
@@ -528,7 +556,7 @@ def _chain_scenarios(
     chain: list[str],
     max_turns: int | None,
     keywords: list[str],
-    branches: list[tuple[str, str]],
+    branches: list[tuple[str, str, bool]],
 ) -> tuple[list[n.Scenario], list[tuple[str, ...]]]:
     """The graph's unconditional path from the entry node to where no node is ready."""
     seq = [user, *chain]
@@ -537,16 +565,26 @@ def _chain_scenarios(
     texts = [f"{sp}, turn {i + 1}" for i, sp in enumerate(seq)]
     if any(k in t for k in keywords for t in texts):
         return [], []
-    items: list[n.ScenarioItem] = [mm.say(sp, t) for sp, t in zip(seq, texts, strict=True)]
-    items.append(mm.expect_terminate("graph_complete"))
-    scenarios, sequences = [mm.scenario("the graph's path", items)], [tuple(seq)]
     last = chain[-1]
-    for keyword, target in branches:
-        text = f"{last}: {keyword}"
-        if any(k in text for k in keywords if k != keyword):
-            continue
+    negated = [k for k, _, neg in branches if neg]
+    scenarios: list[n.Scenario] = []
+    sequences: list[tuple[str, ...]] = []
+    if not negated:  # an edge `"kw" not in ...` fires on the path's keyword-free text
+        items: list[n.ScenarioItem] = [mm.say(sp, t) for sp, t in zip(seq, texts, strict=True)]
+        items.append(mm.expect_terminate("graph_complete"))
+        scenarios.append(mm.scenario("the graph's path", items))
+        sequences.append(tuple(seq))
+    for keyword, target, neg in branches:
+        if neg:
+            if len(negated) != 1:
+                continue  # every negated edge would fire on a keyword-free text
+            text, title = texts[-1], f"`{last}` does not say {keyword}"
+        else:
+            text, title = f"{last}: {keyword}", f"`{last}` says {keyword}"
+            if any(k in text for k in keywords if k != keyword) or any(k not in text for k in negated):
+                continue
         b_items: list[n.ScenarioItem] = [mm.say(sp, t) for sp, t in zip(seq[:-1], texts, strict=False)]
         b_items += [mm.say(last, text), mm.expect_next(target)]
-        scenarios.append(mm.scenario(f"`{last}` says {keyword}", b_items))
+        scenarios.append(mm.scenario(title, b_items))
         sequences.append((*seq, target))
     return scenarios, sequences

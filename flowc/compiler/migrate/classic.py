@@ -246,7 +246,8 @@ def translate_classic(source: SourceFile) -> ClassicResult:
         from flowc.compiler.migrate.group import translate_swarm
 
         return translate_swarm(reader, calls)
-    teams = [c for c in calls if callee(c) in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm")]
+    teams = [c for c in calls if callee(c) in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm",
+                                                  "GraphFlow")]
     if not groupchats and teams:
         from flowc.compiler.migrate.agentchat_py import translate_agentchat_python
 
