@@ -35,6 +35,7 @@ __all__ = [
     "Not",
     "agent_callable",
     "bind_graph",
+    "is_agent",
     "open_workflow",
     "register_composites",
     "register_customs",
@@ -167,13 +168,40 @@ async def open_workflow(
     return await opener.open(type="workflow", target=[ids[s] for s in flow.speakers], knobs=knobs)
 
 
+def is_agent(value: Any) -> bool:
+    """Whether ``value`` is an AG2 ``Agent`` (what :func:`agent_callable` drives).
+
+    >>> from ag2 import Agent
+    >>> is_agent(Agent("a")), is_agent(print)
+    (True, False)
+    """
+    from ag2 import Agent
+
+    return isinstance(value, Agent)
+
+
 def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
     """Drive an AG2 ``Agent`` from flowc's hub: one ``agent.ask`` per turn.
 
     Tool calls, and the ``Handoff`` / ``Finish`` their results carry, become the
     reply's tool calls. (Tools that write channel context through AG2's
-    ``ChannelInject`` need AG2's own hub; see :func:`open_workflow`.)
+    ``ChannelInject`` need AG2's own hub; see :func:`open_workflow`.) An agent
+    with no model config raises ``ValueError`` here rather than on every turn.
+
+    >>> from ag2 import Agent
+    >>> from ag2.testing import TestConfig
+    >>> agent_callable(Agent("bot", config=TestConfig("hello")))  # doctest: +ELLIPSIS
+    <function agent_callable.<locals>.take at 0x...>
+    >>> agent_callable(Agent("bot"))
+    Traceback (most recent call last):
+    ...
+    ValueError: AG2 Agent 'bot' has no model config (give Agent(..., config=...))
     """
+    if not is_agent(agent):
+        raise ValueError(f"not an AG2 Agent: {type(agent).__name__}")
+    if not getattr(agent, "config", None):
+        raise ValueError(f"AG2 Agent {agent.name!r} has no model config "
+                         "(give Agent(..., config=...))")
     from ag2.events import DataInput, ToolCallEvent, ToolResultEvent
     from ag2.network import Finish as AG2Finish
     from ag2.network import Handoff as AG2Handoff
@@ -181,7 +209,10 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
 
     async def take(turn: Turn) -> Reply:
         stream = MemoryStream()
-        reply = await agent.ask(turn.text or "(your turn)", stream=stream)
+        history, prompt = await _ag2_view(turn)
+        if history:
+            await stream.history.storage.set_history(stream.id, history)
+        reply = await agent.ask(*(prompt or [turn.text or "(your turn)"]), stream=stream)
         events = list(await stream.history.get_events())
         results = {e.parent_id: e for e in events if isinstance(e, ToolResultEvent)}
         calls: list[ToolCall] = []
@@ -204,3 +235,38 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
         return Reply(reply.body or "", tuple(calls))
 
     return take
+
+
+def _ag2_envelope(env: Any) -> AG2Envelope:
+    return AG2Envelope(
+        channel_id=env.channel_id, sender_id=env.sender_id,
+        audience=None if env.audience is None else list(env.audience),
+        event_type=env.event_type, event_data=dict(env.event_data),
+        envelope_id=env.envelope_id, causation_id=env.causation_id,
+    )
+
+
+async def _ag2_view(turn: Turn) -> tuple[list[Any], list[Any]]:
+    """What AG2's hub hands an agent for this turn: the channel before the trigger,
+    projected by the workflow's default view (``NamedWindowedSummary``: the last
+    ``max(2 * participants, 4)`` turns, ``[name]: `` on other speakers' lines, a
+    compaction line for older ones), and the trigger rendered as the prompt parts.
+
+    Uses AG2 1.2.1's own renderer and view (its agent handler's helpers), so an AG2
+    ``Agent`` sees the same conversation on flowc's hub as on AG2's. flowc's hub keeps
+    the last ``HISTORY_WINDOW`` turns, so the compaction line counts only those.
+    """
+    from ag2.network.adapters.workflow import WorkflowAdapter
+    from ag2.network.client.handlers import _render_current_input, _renderer
+    from ag2.network.views.builtin import NamedWindowedSummary
+
+    adapter: Any = WorkflowAdapter()  # AG2 types it apart from its ChannelAdapter protocol
+    view = NamedWindowedSummary(recent_n=max(len(turn.participants) * 2, 4))
+    trigger = turn.envelope
+    before = [_ag2_envelope(e) for e in turn.history
+              if not trigger.envelope_id or e.envelope_id != trigger.envelope_id]
+    history = await view.project(before, participant_id=turn.agent_id, channel=None,  # type: ignore[arg-type]
+                                 render_envelope=_renderer(adapter), name_for=turn.name_of)
+    prompt = await _render_current_input(view, _ag2_envelope(trigger), adapter, turn.agent_id,
+                                         None, turn.name_of)  # type: ignore[arg-type]
+    return history, list(prompt or [])

@@ -12,6 +12,7 @@ import importlib.util
 import inspect
 import json
 import sys
+import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -94,35 +95,94 @@ def load_script(path: str) -> Any:
         raise ScriptError(f"not valid JSON or YAML: {err}") from None
 
 
+def _import_error(path: str, err: BaseException) -> str:
+    """``path:LINE: cannot import it: Kind: message`` (the deepest line in ``path``)."""
+    line = None
+    if isinstance(err, SyntaxError) and err.filename and Path(err.filename).resolve() == Path(
+            path).resolve():
+        line = err.lineno
+    else:
+        for frame in traceback.extract_tb(err.__traceback__):
+            if Path(frame.filename).resolve() == Path(path).resolve():
+                line = frame.lineno
+    where = f"{path}:{line}" if line else path
+    return f"{where}: cannot import it: {type(err).__name__}: {err}"
+
+
+def _agent_fn(path: str, name: str, value: Any) -> Callable[[Turn], Awaitable[Any]]:
+    """One ``AGENTS`` value -> the async callable the hub drives (``UsageError`` if unusable)."""
+    where = f"{path}: AGENTS[{name!r}]"
+    if "ag2" in sys.modules:  # the module built its agents with AG2, so AG2 is installed
+        from flowc.ag2 import agent_callable, is_agent
+
+        if is_agent(value):
+            try:
+                return agent_callable(value)
+            except ValueError as err:
+                raise UsageError(f"{where}: {err}") from None
+    if not callable(value):
+        raise UsageError(f"{where} is a {type(value).__name__}: give an async callable "
+                         "taking a Turn, or an AG2 Agent")
+    try:
+        inspect.signature(value).bind(None)
+    except TypeError:
+        raise UsageError(f"{where}: {getattr(value, '__name__', type(value).__name__)} must "
+                         "take one argument, the Turn") from None
+    except ValueError:  # no signature to inspect (some builtins): let the call decide
+        pass
+    if inspect.iscoroutinefunction(value):
+        return value  # type: ignore[no-any-return]
+
+    async def call(turn: Turn) -> Any:  # an object with ``__call__``, or a plain function
+        result = value(turn)
+        return await result if inspect.isawaitable(result) else result
+
+    return call
+
+
 def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
     """A Python file whose ``AGENTS`` (or ``agents``) maps speaker names to agents.
 
-    A value is an async callable taking a :class:`~flowc.runtime.clients.Turn`, or an
-    AG2 ``Agent`` (bridged through :mod:`flowc.ag2`).
+    A value is an async callable taking a :class:`~flowc.runtime.clients.Turn` (a plain
+    function is called and its result awaited if need be), or an AG2 ``Agent``
+    (bridged through :func:`flowc.ag2.agent_callable`). A file that is missing or
+    fails to import, or a value that is neither, raises :class:`UsageError`. The
+    file's folder is on ``sys.path`` while it is imported, as for ``python FILE``.
+
+    >>> load_agents("no/such/agents.py")
+    Traceback (most recent call last):
+    ...
+    flowc.cli.UsageError: no/such/agents.py: no such file
     """
-    spec = importlib.util.spec_from_file_location("flowc_user_agents", path)
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such file")
+    module_name = "flowc_agents_" + "".join(c if c.isalnum() else "_" for c in file.stem)
+    spec = importlib.util.spec_from_file_location(module_name, file)
     if spec is None or spec.loader is None:
         raise UsageError(f"{path}: cannot load as a Python module")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pydantic look their module up
+    folder = str(file.resolve().parent)
+    sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    mapping = getattr(module, "AGENTS", None) or getattr(module, "agents", None)
+    except Exception as err:
+        sys.modules.pop(module_name, None)
+        raise UsageError(_import_error(path, err)) from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    mapping = getattr(module, "AGENTS", None)
+    if mapping is None:
+        mapping = getattr(module, "agents", None)
     if not isinstance(mapping, Mapping):
         raise UsageError(f"{path}: define AGENTS = {{speaker name: async callable or AG2 Agent}}")
     out: dict[str, Callable[[Turn], Awaitable[Any]]] = {}
     for name, agent in mapping.items():
-        if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
-            type(agent).__dict__.get("__call__")
-        ):
-            out[str(name)] = agent
-            continue
-        try:
-            from flowc.ag2 import agent_callable
-        except ImportError:
-            raise UsageError(f"{path}: AGENTS[{name!r}] is not an async callable") from None
-        out[str(name)] = agent_callable(agent)
+        if not isinstance(name, str):
+            raise UsageError(f"{path}: AGENTS keys are speaker names, got {name!r}")
+        out[name] = _agent_fn(path, name, agent)
     return out
 
 
@@ -202,6 +262,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{args.script}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
     agents = load_agents(args.agents) if args.agents else None
+    if agents:
+        speakers = target.with_script_facts(script).speakers
+        unknown = sorted(set(agents) - set(speakers))
+        if unknown:
+            raise UsageError(f"{args.agents}: AGENTS names no speaker of {args.flow}: "
+                             f"{', '.join(unknown)} (its speakers: {', '.join(speakers)})")
     try:
         store: WalStore = open_store(args.db)
     except WalError as err:

@@ -54,7 +54,9 @@ def envelope_text(env: Envelope) -> str:
 @attrs.frozen
 class Turn:
     """What an agent callable gets: the envelope that put the turn on it, its view of
-    the channel (the recent turns) and a copy of the channel's context."""
+    the channel (the recent turns, the trigger last) and a copy of the channel's
+    context; ``participants`` are the channel's agent ids in order and ``names`` maps
+    agent ids to speaker names (both empty when the caller does not know them)."""
 
     channel_id: str
     agent_id: str
@@ -62,6 +64,12 @@ class Turn:
     envelope: Envelope
     history: tuple[Envelope, ...]
     context: dict[str, Any]
+    participants: tuple[str, ...] = ()
+    names: dict[str, str] = attrs.field(factory=dict)
+
+    def name_of(self, agent_id: str) -> str:
+        """The speaker name of ``agent_id`` (the id itself when unknown)."""
+        return self.names.get(agent_id, agent_id)
 
     @property
     def text(self) -> str:
@@ -244,7 +252,9 @@ class AgentClient(_Client):
 
     async def take_turn(self, ch: Channel, trigger: Envelope) -> None:
         turn = Turn(ch.channel_id, self.agent_id, self.name, trigger, tuple(ch.recent),
-                    dict(getattr(ch.state, "context_vars", {}) or {}))
+                    dict(getattr(ch.state, "context_vars", {}) or {}),
+                    tuple(ch.metadata.participant_ids),
+                    {aid: name for name, aid in self.hub.name_to_id().items()})
         try:
             reply = as_reply(await self.fn(turn))
         except asyncio.CancelledError:
