@@ -18,12 +18,37 @@ on the last message's content or on the number of messages::
 
 Each path becomes an outcome ``(source, guards, returned expression)``; falling off the
 end returns ``None``. Anything else makes the whole function unrecognised (None).
+
+The AgentChat dialect (``SelectorGroupChat(selector_func=)`` / ``candidate_func=``) is the
+same shape over AgentChat's message objects: the function takes the message thread (the task
+message, source ``"user"``, first), the last speaker is ``messages[-1].source`` (compared with
+a name or ``agent.name``), the text is ``messages[-1].content`` / ``.to_model_text()`` /
+``.to_text()``, and a ``lambda`` with ``X if test else Y`` bodies reads as the ``if`` chain::
+
+    def selector_func(messages):
+        if messages[-1].source == "user":
+            return planner.name
+        if messages[-1].source == planner.name and "APPROVED" in messages[-1].to_model_text():
+            return writer.name
+        return None
+
+``return X if test else Y`` reads as ``if test: return X`` / ``return Y`` in both dialects.
+
+>>> import ast
+>>> fn = ast.parse('lambda m: "b" if m[-1].source == "a" else None', mode="eval").body
+>>> names = {"a": "a", "b": "b", "user": "user"}
+>>> out = lower_selection(fn, ["user", "a", "b"],
+...                       lambda e: names.get(e.value) if isinstance(e, ast.Constant) else None,
+...                       dialect="agentchat")
+>>> [(o.source, ast.unparse(o.returned) if o.returned else None) for o in out]
+[('a', "'b'"), ('user', None), ('b', None)]
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Literal
 
 import attrs
 
@@ -32,6 +57,10 @@ from flowc.compiler.migrate.textpred import _expr as text_expr
 from flowc.dsl import nodes as n
 
 MSG = "__last_message__"
+#: AgentChat message attributes that hold the message's text
+AGENTCHAT_TEXT = ("content",)
+AGENTCHAT_TEXT_METHODS = ("to_model_text", "to_text")
+Dialect = Literal["classic", "agentchat"]
 
 
 class Unsupported(Exception):
@@ -52,13 +81,24 @@ class Outcome:
 
 
 class _Lower:
-    def __init__(self, fn: ast.FunctionDef, agent_name: Callable[[ast.expr], str | None]):
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                 agent_name: Callable[[ast.expr], str | None], dialect: Dialect = "classic"):
         params = [a.arg for a in fn.args.args]
-        if len(params) != 2:
-            raise Unsupported(fn, "the function does not take (last_speaker, groupchat)")
-        self.speaker, self.groupchat = params
-        self.agent_name = agent_name
+        self.dialect = dialect
+        self.speaker: str | None = None
+        self.groupchat: str | None = None
         self.messages: set[str] = set()
+        if dialect == "agentchat":
+            if len(params) != 1:
+                raise Unsupported(fn, "the function does not take the message thread `(messages)`")
+            self.messages.add(params[0])
+        else:
+            if len(params) != 2:
+                raise Unsupported(fn, "the function does not take (last_speaker, groupchat)")
+            self.speaker, self.groupchat = params
+        self.agent_name = agent_name
+        self.last: set[str] = set()  # names bound to the last message
+        self.sources: set[str] = set()  # names bound to the last message's source (AgentChat)
         self.outcomes: list[Outcome] = []
         self.witnesses: dict[int, str | None] = {}
 
@@ -67,8 +107,30 @@ class _Lower:
     def is_messages(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
             return node.id in self.messages
-        return (isinstance(node, ast.Attribute) and node.attr == "messages"
-                and isinstance(node.value, ast.Name) and node.value.id == self.groupchat)
+        return (self.groupchat is not None and isinstance(node, ast.Attribute)
+                and node.attr == "messages" and isinstance(node.value, ast.Name)
+                and node.value.id == self.groupchat)
+
+    def is_last(self, node: ast.expr) -> bool:
+        """``messages[-1]`` (or a name bound to it)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.last
+        return (
+            isinstance(node, ast.Subscript)
+            and self.is_messages(node.value)
+            and isinstance(node.slice, ast.UnaryOp)
+            and isinstance(node.slice.op, ast.USub)
+            and isinstance(node.slice.operand, ast.Constant)
+            and node.slice.operand.value == 1
+        )
+
+    def is_source(self, node: ast.expr) -> bool:
+        """AgentChat's last speaker: ``messages[-1].source`` (or a name bound to it)."""
+        if self.dialect != "agentchat":
+            return False
+        if isinstance(node, ast.Name):
+            return node.id in self.sources
+        return isinstance(node, ast.Attribute) and node.attr == "source" and self.is_last(node.value)
 
     def speakers_of(self, test: ast.expr, sources: list[str]) -> list[str] | None:
         """The sources a test on ``last_speaker`` selects; None when it is not one."""
@@ -81,10 +143,20 @@ class _Lower:
         if not isinstance(test, ast.Compare) or len(test.ops) != 1:
             return None
         op, left, right = test.ops[0], test.left, test.comparators[0]
-        if isinstance(right, ast.Name) and right.id == self.speaker:
+        if (isinstance(right, ast.Name) and right.id == self.speaker) or (
+                self.is_source(right) and isinstance(op, ast.Eq | ast.NotEq)):
             left, right = right, left
         names: list[str] | None = None
-        if isinstance(left, ast.Name) and left.id == self.speaker:
+        if self.is_source(left):
+            if isinstance(op, ast.Eq | ast.NotEq):
+                name = self.agent_name(right)
+                names = [name] if name is not None else None
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.List | ast.Tuple | ast.Set):
+                got = [self.agent_name(e) for e in right.elts]
+                names = None if any(g is None for g in got) else [g for g in got if g]
+            if names is None:
+                raise Unsupported(test, "a test on the last speaker that names no participant")
+        elif isinstance(left, ast.Name) and left.id == self.speaker:
             if isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq):
                 name = self.agent_name(right)
                 names = [name] if name is not None else None
@@ -116,14 +188,42 @@ class _Lower:
                 if limit is not None:
                     cond = mm.call_cond("turn_count_at_most", turns=limit)
                     return n.NotCond(cond, mm.S) if isinstance(op, ast.Gt | ast.GtE) else cond
+                if isinstance(op, ast.Eq | ast.NotEq) and right.value >= 1:
+                    # the thread always holds the kickoff: `len(messages) == 1` is the first turn
+                    at_most = mm.call_cond("turn_count_at_most", turns=right.value)
+                    exactly: n.Cond = at_most if right.value == 1 else n.AndCond((at_most, n.NotCond(
+                        mm.call_cond("turn_count_at_most", turns=right.value - 1), mm.S)), mm.S)
+                    return n.NotCond(exactly, mm.S) if isinstance(op, ast.NotEq) else exactly
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return n.NotCond(self.guard(test.operand), mm.S)
         rewritten = _LastMessage(self).visit(ast.fix_missing_locations(_copy(test)))
         pred = text_expr(rewritten, MSG)
+        if pred is None and isinstance(test, ast.BoolOp):
+            # a mix of text and turn-count tests: combine the parts
+            items = tuple(self.guard(v) for v in test.values)
+            return n.OrCond(items, mm.S) if isinstance(test.op, ast.Or) else n.AndCond(items, mm.S)
         if pred is None:
             raise Unsupported(test, "a test the lowering does not recognise")
         self.witnesses[id(pred.cond)] = pred.witness
         return pred.cond
+
+    def split(self, test: ast.expr, sources: list[str]) -> tuple[list[str], ast.expr | None] | None:
+        """``<speaker test> and <message tests>`` -> (the sources, the rest of the test)."""
+        if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+            return None
+        chosen = list(sources)
+        rest: list[ast.expr] = []
+        for v in test.values:
+            picked = self.speakers_of(v, sources)
+            if picked is None:
+                rest.append(v)
+            else:
+                chosen = [s for s in chosen if s in picked]
+        if len(rest) == len(test.values):
+            return None
+        if not rest:
+            return chosen, None
+        return chosen, rest[0] if len(rest) == 1 else ast.copy_location(ast.BoolOp(ast.And(), rest), test)
 
     # ── statements ──
 
@@ -137,10 +237,22 @@ class _Lower:
             if isinstance(st, ast.Pass):
                 continue
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                bound = st.targets[0].id
                 if self.is_messages(st.value):
-                    self.messages.add(st.targets[0].id)
+                    self.messages.add(bound)
+                    continue
+                if self.is_last(st.value):
+                    self.last.add(bound)
+                    continue
+                if self.is_source(st.value):
+                    self.sources.add(bound)
                     continue
                 raise Unsupported(st, "an assignment the lowering does not follow")
+            if isinstance(st, ast.Return) and isinstance(st.value, ast.IfExp):
+                # `return X if test else Y` is `if test: return X` then `return Y`
+                branch = ast.copy_location(ast.If(st.value.test, [ast.copy_location(
+                    ast.Return(st.value.body), st)], [ast.copy_location(ast.Return(st.value.orelse), st)]), st)
+                return self.walk([branch], sources, guards)
             if isinstance(st, ast.Return):
                 for s in sources:
                     value = st.value
@@ -156,6 +268,20 @@ class _Lower:
                     through = self.walk(st.body, chosen, guards) + self.walk(st.orelse, rest, guards)
                     sources = [s for s in sources if s in through]
                     continue
+                parts = self.split(st.test, sources)
+                if parts is not None:
+                    # `if <speaker test> and <message tests>:` — those speakers take the body
+                    # when the tests hold and the `else` otherwise; everyone else the `else`
+                    picked, extra = parts
+                    rest = [s for s in sources if s not in picked]
+                    if extra is None:
+                        through = self.walk(st.body, picked, guards)
+                    else:
+                        inner = ast.copy_location(ast.If(extra, st.body, st.orelse), st)
+                        through = self.walk([inner], picked, guards)
+                    through += self.walk(st.orelse, rest, guards)
+                    sources = [s for s in sources if s in through]
+                    continue
                 cond = self.guard(st.test)
                 if self.walk(st.body, sources, (*guards, cond)):
                     raise Unsupported(st, "a branch under a message test that does not return")
@@ -166,20 +292,42 @@ class _Lower:
 
 
 class _LastMessage(ast.NodeTransformer):
-    """``messages[-1]`` / ``groupchat.messages[-1]`` -> the name ``__last_message__``."""
+    """``messages[-1]`` / ``groupchat.messages[-1]`` (or a name bound to it) -> the name
+    ``__last_message__``; in the AgentChat dialect its text (``.content``,
+    ``.to_model_text()``, ``.to_text()``) -> ``__last_message__["content"]``."""
 
     def __init__(self, lower: _Lower) -> None:
         self.lower = lower
 
+    def _msg(self, node: ast.AST) -> ast.AST:
+        return ast.copy_location(ast.Name(MSG, ast.Load()), node)
+
+    def _text(self, node: ast.AST) -> ast.AST:
+        sub = ast.Subscript(ast.Name(MSG, ast.Load()), ast.Constant("content"), ast.Load())
+        return ast.copy_location(sub, node)
+
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        if (
-            self.lower.is_messages(node.value)
-            and isinstance(node.slice, ast.UnaryOp)
-            and isinstance(node.slice.op, ast.USub)
-            and isinstance(node.slice.operand, ast.Constant)
-            and node.slice.operand.value == 1
-        ):
-            return ast.copy_location(ast.Name(MSG, ast.Load()), node)
+        if self.lower.is_last(node):
+            return self._msg(node)
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self._msg(node) if node.id in self.lower.last else node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if (self.lower.dialect == "agentchat" and node.attr in AGENTCHAT_TEXT
+                and self.lower.is_last(node.value)):
+            return self._text(node)
+        self.generic_visit(node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if (self.lower.dialect == "agentchat" and isinstance(func, ast.Attribute)
+                and func.attr in AGENTCHAT_TEXT_METHODS and not node.args and not node.keywords
+                and self.lower.is_last(func.value)):
+            return self._text(node)
         self.generic_visit(node)
         return node
 
@@ -189,15 +337,34 @@ def _copy(node: ast.expr) -> ast.expr:
     return copied
 
 
+def as_function(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """A ``lambda`` as the ``def`` that returns its body (locations kept)."""
+    if not isinstance(node, ast.Lambda):
+        return node
+    ret = ast.copy_location(ast.Return(node.body), node.body)
+    fn = ast.FunctionDef("<lambda>", node.args, [ret], [], None, None)
+    return ast.copy_location(fn, node)
+
+
 def lower_selection(
-    fn: ast.FunctionDef, sources: list[str], agent_name: Callable[[ast.expr], str | None]
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    sources: list[str],
+    agent_name: Callable[[ast.expr], str | None],
+    *,
+    dialect: Dialect = "classic",
 ) -> list[Outcome]:
     """Every (source, guards, returned expression) path of ``fn``, in evaluation order.
 
-    Raises :class:`Unsupported` when the function is not the recognisable shape.
+    ``dialect="agentchat"`` reads an AgentChat ``selector_func`` / ``candidate_func`` (one
+    parameter, the message thread); ``agent_name`` then maps a name expression (``"x"``,
+    ``agent.name``) to a speaker. Raises :class:`Unsupported` when the function is not the
+    recognisable shape.
     """
-    lower = _Lower(fn, agent_name)
-    remaining = lower.walk(list(fn.body), list(sources), ())
+    func = as_function(fn)
+    lower = _Lower(func, agent_name, dialect)
+    remaining = lower.walk(list(func.body), list(sources), ())
     for s in remaining:
         lower.outcomes.append(Outcome(s, (), None))
     return lower.outcomes
