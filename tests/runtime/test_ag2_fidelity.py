@@ -202,10 +202,32 @@ def both(src: str, script_data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     return ours, theirs
 
 
+def several_calls_in_one_reply(script_data: dict[str, Any]) -> bool:
+    turns = [t for ts in script_data["script"].values() for t in ts]
+    return any(isinstance(t, dict) and len(t.get("tools", ())) > 1 for t in turns)
+
+
+#: Deliberate difference, measured: among several routing tool calls in one reply AG2
+#: means "the first call wins" (``_resolve_routing`` walks the stream history), but its
+#: tools run as concurrent tasks and the history order can follow scheduling: on this
+#: machine the "finish, then handoff" case picked the handoff in 0 of 20 runs at idle
+#: and 2 of 20 with the CPUs busy. flowc always takes the first call in the reply. So for
+#: those cases AG2 is sampled a few times and one identical run is required; ours must be
+#: the same every time.
+AG2_SAMPLES = 5
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_same_run_on_both_runtimes(name: str) -> None:
     src, script, expect = CASES[name]
     ours, theirs = both(src, script)
+    if ours != theirs and several_calls_in_one_reply(script):
+        flow, parsed = flowc.compile_flow(src), parse_script(script)
+        for _ in range(AG2_SAMPLES - 1):
+            assert run_script_sync(RunTarget.from_compiled(flow), parsed).to_json() == ours
+            theirs = asyncio.run(run_on_ag2(flow, parsed))
+            if theirs == ours:
+                break
     assert ours == theirs
     for key, value in expect.items():
         assert ours[key] == value, key

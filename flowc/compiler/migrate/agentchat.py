@@ -6,7 +6,8 @@ Teams: ``RoundRobinGroupChat`` (an explicit ring from the task sender), ``Select
 rule; ``otherwise stay`` keeps the speaker, as ``SwarmGroupChatManager``). The task is
 sent by a synthesized human ``user``. Termination conditions: ``MaxMessageTermination``
 (``max_turns``), team ``max_turns`` (+1 for the task), ``TextMentionTermination``,
-``SourceMatchTermination``, ``FunctionCallTermination``, ``HandoffTermination``, and
+``SourceMatchTermination``, ``FunctionCallTermination``, ``HandoffTermination``,
+``TextMessageTermination`` (lossy: every turn of the source ends the run), and
 ``OrTerminationCondition`` of those.
 
 >>> team = {"provider": "autogen_agentchat.teams.RoundRobinGroupChat", "component_type": "team",
@@ -355,6 +356,18 @@ def _termination(
             for name in names:
                 rules.append(mm.Rule(mm.tool_cond(name), mm.terminate(f"handoff_to_{target}"), -10,
                                      "HandoffTermination"))
+        elif ck == "TextMessageTermination":
+            source = cc.get("source")
+            if source is not None and source not in participants:
+                r.report(M001, f"TextMessageTermination names no participant ({source!r})", path)
+                return
+            ends = [source] if isinstance(source, str) else list(participants)
+            rules.append(mm.Rule(mm.from_(*ends), mm.terminate("text_message"), -10,
+                                 "TextMessageTermination"))
+            r.report(M002, "TextMessageTermination became `when from "
+                           f"{', '.join(ends)} then terminate`: AgentChat ends only on a text "
+                           "message, the flow also after a turn that was a tool-call summary or a "
+                           "handoff", path)
         elif ck == "StopMessageTermination":
             r.report(M002, "StopMessageTermination: a StopMessage comes from agent code; give the agent "
                            "a tool that `finishes` instead", path)

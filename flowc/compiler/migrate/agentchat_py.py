@@ -141,6 +141,7 @@ class _Builder:
             "SourceMatchTermination": ("sources",),
             "FunctionCallTermination": ("function_name",),
             "HandoffTermination": ("target",),
+            "TextMessageTermination": ("source",),
         }.get(kind, ())
         cfg = {k: self.const(kwarg(value, k, i)) for i, k in enumerate(keys)}
         sources = kwarg(value, "sources", 1) if kind == "TextMentionTermination" else None

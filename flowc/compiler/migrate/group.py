@@ -133,7 +133,8 @@ class _Group:
                 return None
             self.r.report(M002, "`RandomAgentTarget` became `random_agent`: draws come from the "
                                 "envelope id, not Python's `random`", node)
-            return _Target(mm.call_target("random_agent", agent_ids=ids, allow_repeat=True),
+            # classic draws among the agents minus the current one (`RandomAgentTarget.resolve`)
+            return _Target(mm.call_target("random_agent", agent_ids=ids, allow_repeat=False),
                            n.HandoffEffect(mm.name(ids[0]), S), "random", exact=False)
         if kind in ("NestedChatTarget", "GroupChatTarget", "FunctionTarget"):
             what = {"NestedChatTarget": "a nested chat", "GroupChatTarget": "a nested group chat",
@@ -231,14 +232,21 @@ class _Group:
             if kind == "StringLLMCondition":
                 value = self.mod.const_or(kwarg(node, "prompt", 0), None)
                 return value if isinstance(value, str) else None
-            if kind == "ContextStrLLMCondition":
+            if kind in ("ContextStrLLMCondition", "ContextStr"):
                 inner = self.mod.deref(kwarg(node, "context_str", 0) or node)
+                if kind == "ContextStr":
+                    inner = node
                 template = kwarg(inner, "template", 0) if isinstance(inner, ast.Call) else None
                 value = self.mod.const_or(template, None)
                 if isinstance(value, str):
                     self.r.report(M002, "a ContextStr condition is rendered per turn in classic; the "
                                         "tool's description keeps the template as written", node)
                     return value
+        if isinstance(node, ast.Lambda) or (isinstance(node, ast.Name) and node.id in self.mod.functions):
+            self.r.report(M001, "this handoff's condition text is computed by Python code at run time; "
+                                "the tool was kept with a generic description and the code left out", node,
+                          help="write the condition as a string (the tool's description)")
+            return None
         value = self.mod.const_or(node, None)
         return value if isinstance(value, str) else None
 
@@ -293,6 +301,7 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
     # runner settings
     max_rounds: int | None = DEFAULT_MAX_ROUNDS
     kickoff: str | None = None
+    sender: str | None = None  # a group agent named by the first message sends the kickoff
     if runner is not None:
         mr = kwarg(runner, "max_rounds", 2)
         if mr is not None:
@@ -305,6 +314,7 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
         if isinstance(msg, list) and msg and isinstance(msg[-1], dict):
             text = msg[-1].get("content")
             kickoff = text if isinstance(text, str) else None
+            sender = _named_sender(g, msg, user_agent is not None, kwarg(runner, "messages", 1) or runner)
         if any(kwarg(a.node, "functions") is not None for a in agents) or any(
             callee(c) in ("add_llm_condition", "add_llm_conditions", "add_context_condition",
                           "add_context_conditions", "add", "add_many") for c in calls
@@ -315,7 +325,8 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
         reader.report(M002, "no initiate_group_chat/run_group_chat call found: max_rounds defaults to 20",
                       pattern)
 
-    _report_extras(reader, calls, runner)
+    guard_rules, guards_seen = _guardrails(g, calls)
+    _report_extras(reader, calls, runner, guards_seen)
 
     # handoffs per agent, in the order the file adds them
     by_name = {a.name: a for a in agents}
@@ -408,6 +419,7 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
                     else:
                         rules.append(mm.Rule(pred.cond, mm.terminate("is_termination_msg"), -10,
                                              "group_manager_args is_termination_msg"))
+    rules.extend(guard_rules)
     llm_reported = False
     for owner in [*g.names, g.user]:
         for i, (item, at) in enumerate(llm.get(owner, []), start=1):
@@ -458,7 +470,15 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
             t = g.target(unconditional[owner], owner)
             if t is not None:
                 rules.append(mm.Rule(mm.from_(owner), t.target, 30, "after work"))
-    if not (user_agent is not None and (after.get(g.user) or g.user in unconditional
+    no_user = sender is not None and sender != g.user and user_agent is None
+    if sender is not None and sender != g.user:
+        # classic's first turn goes to the initial agent whoever sent the kickoff
+        # (`group_utils.determine_next_agent`); later turns of the sender follow its handoffs
+        rules.append(mm.Rule(mm.call_cond("turn_count_at_most", turns=1), mm.speaker_target(initial.name),
+                             FIRST_TURN_PRIORITY, f"the kickoff (sent by {sender}) goes to the initial agent"))
+    if no_user:
+        pass  # classic has no user here (no temporary `_User` when a group agent sends the kickoff)
+    elif not (user_agent is not None and (after.get(g.user) or g.user in unconditional
                                           or g.user in generated)):
         rules.append(mm.Rule(mm.from_(g.user), mm.speaker_target(initial.name), 40,
                              "the user's message goes to the initial agent"))
@@ -477,7 +497,8 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
     user_role = (user_agent.role if user_agent is not None and user_agent.role else
                  "The user who sends the task (classic pattern `user_agent`; a temporary `_User` "
                  "when there is none).")
-    speakers.append(mm.Speaker(g.user, True, user_role, tuple(tools.get(g.user, ()))))
+    if not no_user:
+        speakers.append(mm.Speaker(g.user, True, user_role, tuple(tools.get(g.user, ()))))
     for a in agents:
         if a.name == g.user:
             continue
@@ -505,7 +526,7 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
     if exact and max_rounds is not None:
-        seq = [g.user, initial.name]
+        seq = [sender or g.user, initial.name]
         while len(seq) < min(max_rounds, 24):
             seq.append(ring[(ring.index(seq[-1]) + 1) % len(ring)] if seq[-1] in ring else initial.name)
         items: list[n.ScenarioItem] = [mm.say(seq[0], kickoff or "the task")]
@@ -520,7 +541,7 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
         source_kind=f"the AG2 group API, {kind} ({mod.source.name.rsplit('/', 1)[-1]})",
         description=kickoff.strip().splitlines()[0] if kickoff and kickoff.strip() else None,
         speakers=tuple(speakers),
-        start=g.user,
+        start=sender or g.user,
         max_turns=max_rounds,
         max_turns_comment="classic max_rounds (it also counted tool-executor turns)",
         context=tuple(g.context.items()),
@@ -534,10 +555,98 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
     return ClassicResult(migration, tuple(reader.findings), tuple(sequences))
 
 
-def _report_extras(reader: _Reader, calls: list[ast.Call], runner: ast.Call | None) -> None:
+GUARDRAIL_PRIORITY = -5
+FIRST_TURN_PRIORITY = -8
+
+
+def _named_sender(g: _Group, messages: list[Any], has_user: bool, at: ast.AST) -> str | None:
+    """``messages=[{"name": "agent", "content": ...}]``: classic (``group_utils ·
+    process_initial_messages``) makes the agent named by the *first* message the sender of the
+    kickoff; a name that is no group agent (nor the user agent) is a classic ``ValueError``."""
+    first = messages[0] if isinstance(messages[0], dict) else {}
+    name = first.get("name")
+    if len(messages) > 1:
+        g.r.report(M002, "only the last of the initial `messages` becomes the kickoff; classic also "
+                         "puts the earlier ones in the agents' history", at)
+    if not isinstance(name, str):
+        return None
+    if name in g.names or (has_user and name == g.user):
+        return name
+    g.r.report(M001, f"the first message names `{name}`, which is no agent of this group (classic "
+                     "raises ValueError); the user sends the kickoff instead", at)
+    return None
+GUARDRAIL_REGISTRATIONS = ("register_output_guardrail", "register_output_guardrails",
+                           "register_input_guardrail", "register_input_guardrails")
+
+
+def _guardrails(g: _Group, calls: list[ast.Call]) -> tuple[list[mm.Rule], set[int]]:
+    """``agent.register_output_guardrail(RegexGuardrail(name, condition, target))`` ->
+    ``when from agent and text_matches(pattern = condition) then target`` (priority -5: after
+    the termination text, before every handoff, as classic's guardrail target pre-empts them);
+    input guardrails and ``LLMGuardrail`` are reported. Returns the rules and the ids of the
+    guardrail constructor calls already accounted for.
+
+    Classic (``autogen==0.9.10 · groupchat · GroupChatManager._run_output_guardrails``) runs
+    ``re.search`` on the agent's reply, replaces the reply with the activation message and sets
+    the next target through the tool executor.
+    """
+    rules: list[mm.Rule] = []
+    seen: set[int] = set()
+    for c in calls:
+        func = c.func
+        if not (isinstance(func, ast.Attribute) and func.attr in GUARDRAIL_REGISTRATIONS):
+            continue
+        owner = g.r.agent_of(func.value)
+        items = _items(g.mod, c, not func.attr.endswith("s"))
+        for item in items:
+            obj = g.mod.deref(item)
+            kind = callee(obj) if isinstance(obj, ast.Call) else ""
+            if isinstance(obj, ast.Call):
+                seen.add(id(obj))
+            if owner is None or owner.name not in g.names:
+                g.r.report(M001, f"`{func.attr}` on an agent outside this group cannot be translated; "
+                                 "left out", c)
+                continue
+            if "input" in func.attr:
+                g.r.report(M001, f"an input guardrail (`{kind or 'guardrail'}` on `{owner.name}`) acts "
+                                 "before the agent replies; a flow rule only sees a message after it is "
+                                 "sent; left out", item,
+                           help="check the incoming message in the agent itself, or guard the sender's "
+                                "output with a `when from SENDER and text_matches(...)` rule")
+                continue
+            if kind != "RegexGuardrail" or not isinstance(obj, ast.Call):
+                g.r.report(M001, f"`{kind or 'this guardrail'}` on `{owner.name}` is judged at run time "
+                                 "(by a model or by code); left out", item,
+                           help="a regex output guardrail can be written as "
+                                "`when from A and text_matches(pattern = ...) then T`")
+                continue
+            pattern = g.mod.const_or(kwarg(obj, "condition", 1), None)
+            target = g.target(kwarg(obj, "target", 2), owner.name)
+            if not isinstance(pattern, str):
+                g.r.report(M001, "the guardrail's regular expression cannot be read statically; left out",
+                           obj)
+                continue
+            if target is None:
+                continue
+            label = g.mod.const_or(kwarg(obj, "name", 0), None)
+            cond = n.AndCond((mm.from_(owner.name), mm.call_cond("text_matches", pattern=pattern)), S)
+            rules.append(mm.Rule(cond, target.target, GUARDRAIL_PRIORITY,
+                                 f"{owner.name}: output guardrail"
+                                 + (f" `{label}`" if isinstance(label, str) else "")))
+            g.r.report(M002, f"the regex output guardrail on `{owner.name}` became a "
+                             "`text_matches` rule: classic replaces the matching reply with the "
+                             "guardrail's activation message before anyone sees it (and checks the "
+                             "termination text on that message); the flow keeps the reply as sent", obj)
+    return rules, seen
+
+
+def _report_extras(reader: _Reader, calls: list[ast.Call], runner: ast.Call | None,
+                   handled: set[int] | None = None) -> None:
     """Constructs around a group chat that the flow does not carry: say so, never drop silently."""
     for c in calls:
         kind = callee(c)
+        if handled is not None and id(c) in handled:
+            continue
         if kind in ("register_nested_chats", "initiate_chats"):
             reader.report(M001, f"`{kind}` (nested or sequential chats) has no equivalent in one "
                                 "workflow channel; it was left out", c,
