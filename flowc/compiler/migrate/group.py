@@ -251,6 +251,24 @@ class _Group:
         return value if isinstance(value, str) else None
 
 
+def _gated(
+    cond: n.Cond, available: ast.expr | None, mod: PyModule, g: _Group, reader: _Reader
+) -> n.Cond | None:
+    """An ``OnCondition``'s routing condition with its ``available`` gate, if any;
+    None when the gate cannot be translated (it was reported)."""
+    if available is None or mod.const_or(available, "?") is None:
+        return cond
+    gate = g.context_condition(available)
+    if gate is None:
+        return None
+    if gate is True:
+        return cond
+    assert not isinstance(gate, bool)
+    reader.report(M002, "an `available` condition became a gate on the routing rule: "
+                        "the model still sees the tool when it is not available", available)
+    return n.AndCond((cond, gate), S)
+
+
 def _items(mod: PyModule, call: ast.Call, single: bool) -> list[ast.expr]:
     arg = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
     if arg is None:
@@ -436,17 +454,9 @@ def translate_group(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
                                     "tool keeps that name in backquotes", obj)
             doc = g.llm_text(kwarg(obj, "condition", 1)) or f"Hand off to {t.normalized}."
             tools.setdefault(owner, []).append(mm.Tool(tool_name, doc))
-            cond: n.Cond = mm.tool_cond(tool_name)
-            available = kwarg(obj, "available", 2)
-            if available is not None and mod.const_or(available, "?") is not None:
-                gate = g.context_condition(available)
-                if gate is None:
-                    continue
-                if gate is not True:
-                    assert not isinstance(gate, bool)
-                    cond = n.AndCond((cond, gate), S)
-                    reader.report(M002, "an `available` condition became a gate on the routing rule: "
-                                        "the model still sees the tool when it is not available", available)
+            cond = _gated(mm.tool_cond(tool_name), kwarg(obj, "available", 2), mod, g, reader)
+            if cond is None:
+                continue
             rules.append(mm.Rule(cond, t.target, 0,
                                  f"{owner}: OnCondition (the model decides by calling the tool)"))
             if not llm_reported:
@@ -861,17 +871,9 @@ def translate_swarm(reader: _Reader, calls: list[ast.Call]) -> ClassicResult:
                 if not isinstance(text, str):
                     text = g.llm_text(cond_node)
                 tools.setdefault(owner, []).append(mm.Tool(name, text or f"Hand off to {t.normalized}."))
-                cond: n.Cond = mm.tool_cond(name)
-                available = kwarg(obj, "available", 2)
-                if available is not None and mod.const_or(available, "?") is not None:
-                    gate = g.context_condition(available)
-                    if gate is None:
-                        continue
-                    if gate is not True:
-                        assert not isinstance(gate, bool)
-                        cond = n.AndCond((cond, gate), S)
-                        reader.report(M002, "an `available` condition became a gate on the routing "
-                                            "rule: the model still sees the tool", available)
+                cond = _gated(mm.tool_cond(name), kwarg(obj, "available", 2), mod, g, reader)
+                if cond is None:
+                    continue
                 rules.append(mm.Rule(cond, t.target, 0, f"{owner}: ON_CONDITION (the model decides)"))
                 if not llm_reported:
                     llm_reported = True
