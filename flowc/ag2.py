@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
+import attrs
 from ag2.network import TransitionRegistry as AG2Registry
 from ag2.network.envelope import Envelope as AG2Envelope
 
@@ -184,9 +186,11 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
     """Drive an AG2 ``Agent`` from flowc's hub: one ``agent.ask`` per turn.
 
     Tool calls, and the ``Handoff`` / ``Finish`` their results carry, become the
-    reply's tool calls. (Tools that write channel context through AG2's
-    ``ChannelInject`` need AG2's own hub; see :func:`open_workflow`.) An agent
-    with no model config raises ``ValueError`` here rather than on every turn.
+    reply's tool calls. Tools that take AG2's ``ChannelInject`` / ``ChannelStateInject``
+    work unchanged: ``set_context`` / ``delete_context`` are recorded and land with
+    the reply's packet (before routing, as on AG2's hub), and the state shows the
+    channel's ``context_vars``. An agent with no model config raises ``ValueError``
+    here rather than on every turn.
 
     >>> from ag2 import Agent
     >>> from ag2.testing import TestConfig
@@ -205,6 +209,7 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
     from ag2.events import DataInput, ToolCallEvent, ToolResultEvent
     from ag2.network import Finish as AG2Finish
     from ag2.network import Handoff as AG2Handoff
+    from ag2.network.policies import CHANNEL_DEP, CHANNEL_STATE_DEP
     from ag2.stream import MemoryStream
 
     async def take(turn: Turn) -> Reply:
@@ -212,7 +217,12 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
         history, prompt = await _ag2_view(turn)
         if history:
             await stream.history.storage.set_history(stream.id, history)
-        reply = await agent.ask(*(prompt or [turn.text or "(your turn)"]), stream=stream)
+        channel = ContextChannel(turn.channel_id, turn.context)
+        reply = await agent.ask(
+            *(prompt or [turn.text or "(your turn)"]),
+            stream=stream,
+            dependencies={CHANNEL_DEP: channel, CHANNEL_STATE_DEP: channel.state},
+        )
         events = list(await stream.history.get_events())
         results = {e.parent_id: e for e in events if isinstance(e, ToolResultEvent)}
         calls: list[ToolCall] = []
@@ -232,9 +242,64 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
                 elif isinstance(data, AG2Handoff):
                     outcome = Handoff(target=data.target, reason=data.reason)
             calls.append(ToolCall(ev.name, args if isinstance(args, dict) else {}, result=outcome))
+        if calls and channel.writes:
+            # the tools ran concurrently, so the writes are folded, in the order they
+            # were sent, onto the reply's first call: the same final context
+            sets, deletes = channel.folded()
+            calls[0] = attrs.evolve(calls[0], set=sets, delete=deletes)
         return Reply(reply.body or "", tuple(calls))
 
     return take
+
+
+class ContextChannel:
+    """What an AG2 tool's ``ChannelInject`` is on flowc's hub.
+
+    ``ag2.network.workflow_helpers.set_context`` / ``delete_context`` send
+    ``ag2.context.set`` envelopes through it; they are recorded and applied with the
+    turn's packet. ``state.context_vars`` is the channel's context as the turn began.
+
+    >>> import asyncio
+    >>> from ag2.network.workflow_helpers import delete_context, set_context
+    >>> ch = ContextChannel("c1", {"route": "billing"})
+    >>> asyncio.run(set_context(ch, "done", True)); asyncio.run(delete_context(ch, "route"))
+    >>> ch.folded(), ch.state.context_vars
+    (({'done': True}, ('route',)), {'route': 'billing'})
+    """
+
+    def __init__(self, channel_id: str, context: dict[str, Any]):
+        from ag2.network.adapters.workflow import WORKFLOW_TYPE
+
+        self.channel_id = channel_id
+        self.metadata = SimpleNamespace(
+            channel_id=channel_id, type=WORKFLOW_TYPE, manifest=SimpleNamespace(type=WORKFLOW_TYPE)
+        )
+        self.state = SimpleNamespace(context_vars=dict(context))
+        self.writes: list[dict[str, Any]] = []
+
+    async def send(self, text: str = "", *, event_type: str = "", event_data: Any = None,
+                   **_: Any) -> None:
+        from ag2.network import EV_CONTEXT_SET
+
+        if event_type != EV_CONTEXT_SET:
+            raise RuntimeError(
+                "on flowc's hub a tool may only write context through its channel "
+                f"(set_context / delete_context), not send {event_type or 'text'!r}"
+            )
+        self.writes.append(dict(event_data or {}))
+
+    def folded(self) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """All writes as one ``(set, delete)`` pair (delete applies before set)."""
+        sets: dict[str, Any] = {}
+        deletes: dict[str, None] = {}
+        for write in self.writes:
+            for key in write.get("delete") or ():
+                sets.pop(key, None)
+                deletes[key] = None
+            for key, value in (write.get("set") or {}).items():
+                sets[key] = value
+                deletes.pop(key, None)
+        return sets, tuple(deletes)
 
 
 def _ag2_envelope(env: Any) -> AG2Envelope:
