@@ -1,0 +1,120 @@
+"""Run a flowc command in a child process under hard resource limits.
+
+Every hostile-input test goes through :func:`run_limited`: the child gets an address-space
+cap (``RLIMIT_AS``), a CPU-time cap (``RLIMIT_CPU``) and a file-size cap (``RLIMIT_FSIZE``),
+and the parent adds a wall-clock timeout. A test then asserts on what the command did
+within those limits: its exit code, a clean diagnostic on stderr, and the peak memory
+and time it used (``Limited.peak_mib`` / ``Limited.seconds``, read with ``os.wait4``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limited:
+    """What a limited child did: exit code, output, peak RSS and wall time."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_mib: float
+    seconds: float
+    timed_out: bool
+
+    @property
+    def traceback(self) -> bool:
+        return "Traceback (most recent call last)" in self.stderr
+
+
+def run_limited(
+    args: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    stdin: bytes | None = None,
+    memory_mib: int = 1024,
+    cpu_seconds: int = 60,
+    wall_seconds: float = 90.0,
+    output_mib: int = 64,
+) -> Limited:
+    """Run ``python -m flowc ARGS`` under limits and report what it did.
+
+    ``memory_mib`` caps the address space (a Python process needs ~60 MiB of it to
+    start), ``output_mib`` caps any file it writes and what we keep of its stdout.
+    """
+
+    def limit() -> None:
+        mem = memory_mib * MIB
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+        out = output_mib * MIB
+        resource.setrlimit(resource.RLIMIT_FSIZE, (out, out))
+
+    env = dict(os.environ, PYTHONUTF8="1", NO_COLOR="1")
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowc", *args],
+        cwd=cwd,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=limit,
+        env=env,
+    )
+    keep = output_mib * MIB
+    chunks: dict[str, bytearray] = {"out": bytearray(), "err": bytearray()}
+
+    def drain(name: str, stream: IO[bytes]) -> None:
+        # read everything (so the child never blocks on a full pipe), keep the first `keep` bytes
+        while block := stream.read(65536):
+            if len(chunks[name]) < keep:
+                chunks[name] += block[: keep - len(chunks[name])]
+
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        threading.Thread(target=drain, args=("out", proc.stdout), daemon=True),
+        threading.Thread(target=drain, args=("err", proc.stderr), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    if proc.stdin is not None:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(stdin or b"")
+        proc.stdin.close()
+    timed_out = False
+    while True:
+        # wait4 reaps this child alone and gives its own rusage (peak RSS in KiB on Linux)
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - start > wall_seconds:
+            timed_out = True
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.01)
+    seconds = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join(timeout=10)
+    return Limited(
+        returncode=proc.returncode,
+        stdout=chunks["out"].decode("utf-8", "replace"),
+        stderr=chunks["err"].decode("utf-8", "replace"),
+        peak_mib=usage.ru_maxrss / 1024,
+        seconds=seconds,
+        timed_out=timed_out,
+    )
