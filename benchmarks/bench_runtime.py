@@ -144,7 +144,9 @@ async def ours_hub(turns: int, store: Any) -> float:
 async def ours_hub_callbacks(turns: int) -> float:
     """Scripted humans that answer from ``on_envelope`` callbacks (what ``flowc run`` does)."""
     from flowc.compiler.serde import structure_graph
-    from flowc.runtime.scenarios import RunTarget, Script, ScriptTurn, run_script
+    from flowc.runtime.script import Script, ScriptTurn
+    from flowc.runtime.script_run import run_script
+    from flowc.runtime.target import RunTarget
 
     g = dict(RR3, max_turns=turns)
     target = RunTarget.from_graph(structure_graph(g), participants=["a", "b", "c"],

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from flowc.compiler.analysis import check
     from flowc.compiler.render.rendering import render
     from flowc.runtime.hub import Hub
-    from flowc.runtime.scenarios import run_flow as run
+    from flowc.runtime.script_run import run_flow as run
 
 #: heavier parts (networkx, asyncio, graphviz) load on first use, so that
 #: `flowc compile` and `flowc fmt` start fast
@@ -37,7 +37,7 @@ _LAZY = {
     "check": ("flowc.compiler.analysis", "check"),
     "render": ("flowc.compiler.render.rendering", "render"),
     "Hub": ("flowc.runtime.hub", "Hub"),
-    "run": ("flowc.runtime.scenarios", "run_flow"),
+    "run": ("flowc.runtime.script_run", "run_flow"),
 }
 
 

@@ -33,16 +33,11 @@ from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
-from flowc.runtime.scenarios import (
-    RunResult,
-    RunTarget,
-    ScriptError,
-    TurnRecord,
-    parse_script,
-    run_scenario,
-    run_script,
-    transcript,
-)
+from flowc.runtime.scenarios import run_scenario
+from flowc.runtime.script import ScriptError, parse_script
+from flowc.runtime.script_run import run_script
+from flowc.runtime.target import RunTarget
+from flowc.runtime.transcript import RunResult, TurnRecord, transcript
 from flowc.runtime.wal import SqliteStore, WalError, WalStore, open_store
 
 DEFAULT_DB = ".flowc/runs.db"

@@ -38,7 +38,9 @@ from ag2.testing import TestClient, TestConfig
 from flowc.ag2 import open_workflow
 from flowc.compiler.lower import CompiledFlow
 from flowc.runtime.replies import Finish, Handoff, ToolCall
-from flowc.runtime.scenarios import RunTarget, Script, check_script, reply_for
+from flowc.runtime.script import Script
+from flowc.runtime.scripted_replies import check_script, reply_for
+from flowc.runtime.target import RunTarget
 
 
 class ScriptedConfig(TestConfig):

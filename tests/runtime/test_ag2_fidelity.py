@@ -16,7 +16,9 @@ import pytest
 
 import flowc
 from flowc.runtime.adapters.workflow import GraphError
-from flowc.runtime.scenarios import RunTarget, parse_script, run_script_sync
+from flowc.runtime.script import parse_script
+from flowc.runtime.script_run import run_script_sync
+from flowc.runtime.target import RunTarget
 
 pytest.importorskip("ag2.network")
 from tests.runtime.ag2_harness import run_on_ag2

@@ -11,7 +11,9 @@ import pytest
 
 import flowc
 from flowc.cli import main
-from flowc.runtime.scenarios import RunTarget, parse_script, run_script
+from flowc.runtime.script import parse_script
+from flowc.runtime.script_run import run_script
+from flowc.runtime.target import RunTarget
 
 FLOW = """
 speaker user: human

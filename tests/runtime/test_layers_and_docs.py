@@ -45,7 +45,9 @@ def test_only_the_bridge_imports_ag2() -> None:
 MODULES = [
     "flowc.runtime", "flowc.runtime.envelope", "flowc.runtime.wal", "flowc.runtime.hub",
     "flowc.runtime.clients", "flowc.runtime.replies", "flowc.runtime.transitions",
-    "flowc.runtime.scenarios", "flowc.runtime.adapters.workflow",
+    "flowc.runtime.scenarios", "flowc.runtime.adapters.workflow", "flowc.runtime.script",
+    "flowc.runtime.target", "flowc.runtime.scripted_replies", "flowc.runtime.transcript",
+    "flowc.runtime.script_run",
 ]
 
 

@@ -9,13 +9,10 @@ import pytest
 import flowc
 from flowc.compiler.serde import structure_graph
 from flowc.dsl import nodes as n
-from flowc.runtime.scenarios import (
-    RunTarget,
-    ScriptError,
-    parse_script,
-    run_scenario,
-    run_script_sync,
-)
+from flowc.runtime.scenarios import run_scenario
+from flowc.runtime.script import ScriptError, parse_script
+from flowc.runtime.script_run import run_script_sync
+from flowc.runtime.target import RunTarget
 from tests.runtime.graphs import frm, graph, rule, term, to, tool
 
 TRIAGE = """

@@ -1,0 +1,163 @@
+"""The script format of ``flowc run --script``: who says what, read from JSON/YAML.
+
+A :class:`Script` maps speakers to their turns; each :class:`ScriptTurn` is text and
+tool calls (:class:`ScriptCall`). :func:`parse_script` refuses a malformed script with
+a :class:`ScriptError` naming the place (``script.bot[1].args``).
+
+>>> s = parse_script({"kickoff": "hi", "script": {"bot": ["hello", {"handoff": "user"}]}})
+>>> s.kickoff, s.turns["bot"][1].calls[0].handoff, s.turns["bot"][1].where
+('hi', 'user', 'script.bot[1]')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["Script", "ScriptCall", "ScriptError", "ScriptTurn", "parse_script"]
+
+
+class ScriptError(Exception):
+    """A script (or scenario) the runtime refuses before the run starts."""
+
+
+
+@attrs.frozen
+class ScriptCall:
+    """One tool call (or bare effect) of a scripted turn."""
+
+    tool: str | None = None
+    args: dict[str, Any] = attrs.field(factory=dict)
+    set: dict[str, Any] = attrs.field(factory=dict)
+    delete: tuple[str, ...] = ()
+    handoff: str | None = None
+    finish: str | None = None  # the reason
+    summary: str = ""
+
+
+@attrs.frozen
+class ScriptTurn:
+    say: str = ""
+    calls: tuple[ScriptCall, ...] = ()
+    where: str = ""  # for messages: "script.triage[0]" or "line 12"
+
+
+@attrs.frozen
+class Script:
+    kickoff: str | None
+    turns: dict[str, tuple[ScriptTurn, ...]]
+    participants: tuple[str, ...] | None = None
+    humans: tuple[str, ...] | None = None
+    creator: str | None = None
+    context_vars: dict[str, Any] | None = None
+
+
+_CALL_KEYS = {"tool", "args", "set", "delete", "handoff", "finish", "summary"}
+
+
+def _parse_call(obj: Mapping[str, Any], where: str) -> ScriptCall:
+    extra = set(obj) - _CALL_KEYS
+    if extra:
+        raise ScriptError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+    tool = obj.get("tool")
+    if tool is not None and not isinstance(tool, str):
+        raise ScriptError(f"{where}.tool: expected a tool name")
+    args = obj.get("args") or {}
+    if not isinstance(args, dict):
+        raise ScriptError(f"{where}.args: expected an object")
+    sets = obj.get("set") or {}
+    if not isinstance(sets, dict):
+        raise ScriptError(f"{where}.set: expected an object of context keys")
+    delete = obj.get("delete") or []
+    if isinstance(delete, str):
+        delete = [delete]
+    if not isinstance(delete, list) or not all(isinstance(k, str) for k in delete):
+        raise ScriptError(f"{where}.delete: expected a key or a list of keys")
+    handoff = obj.get("handoff")
+    if handoff is not None and not isinstance(handoff, str):
+        raise ScriptError(f"{where}.handoff: expected a speaker name")
+    finish = obj.get("finish")
+    if finish is True:
+        finish = "finished"
+    elif finish is False:
+        finish = None
+    if finish is not None and not isinstance(finish, str):
+        raise ScriptError(f"{where}.finish: expected a reason (a string) or true")
+    if handoff is not None and finish is not None:
+        raise ScriptError(f"{where}: a call either hands off or finishes, not both")
+    summary = obj.get("summary", "")
+    if not isinstance(summary, str):
+        raise ScriptError(f"{where}.summary: expected a string")
+    return ScriptCall(tool, dict(args), dict(sets), tuple(delete), handoff, finish, summary)
+
+
+def _parse_turn(item: Any, where: str) -> ScriptTurn:
+    if isinstance(item, str):
+        return ScriptTurn(item, (), where)
+    if not isinstance(item, dict):
+        raise ScriptError(f"{where}: a turn is a string or an object, got {type(item).__name__}")
+    say = item.get("say", "")
+    if not isinstance(say, str):
+        raise ScriptError(f"{where}.say: expected a string")
+    inline = {k: v for k, v in item.items() if k in _CALL_KEYS}
+    extra = set(item) - _CALL_KEYS - {"say", "tools"}
+    if extra:
+        raise ScriptError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+    calls: list[ScriptCall] = []
+    if inline:
+        calls.append(_parse_call(inline, where))
+    tools = item.get("tools")
+    if tools is not None:
+        if inline:
+            raise ScriptError(f"{where}: give one call inline or several in `tools`, not both")
+        if not isinstance(tools, list):
+            raise ScriptError(f"{where}.tools: expected a list of calls")
+        for i, call in enumerate(tools):
+            if not isinstance(call, dict):
+                raise ScriptError(f"{where}.tools[{i}]: expected an object")
+            calls.append(_parse_call(call, f"{where}.tools[{i}]"))
+    return ScriptTurn(say, tuple(calls), where)
+
+
+def parse_script(data: Any) -> Script:
+    """Read the script format of ``docs/runtime.md`` (already parsed from JSON/YAML).
+
+    >>> parse_script({"script": {"a": ["hi", {"tool": "t", "say": "ok"}]}}).turns["a"][1].calls[0].tool
+    't'
+    """
+    if not isinstance(data, dict):
+        raise ScriptError("a script is an object with `kickoff` and `script`")
+    extra = set(data) - {"kickoff", "script", "participants", "humans", "creator", "context_vars"}
+    if extra:
+        raise ScriptError(f"unknown key(s) {', '.join(sorted(extra))}")
+    kickoff = data.get("kickoff")
+    if kickoff is not None and not isinstance(kickoff, str):
+        raise ScriptError("kickoff: expected a string")
+    body = data.get("script") or {}
+    if not isinstance(body, dict):
+        raise ScriptError("script: expected an object mapping speakers to lists of turns")
+    turns: dict[str, tuple[ScriptTurn, ...]] = {}
+    for speaker, items in body.items():
+        if not isinstance(items, list):
+            raise ScriptError(f"script.{speaker}: expected a list of turns")
+        turns[str(speaker)] = tuple(
+            _parse_turn(item, f"script.{speaker}[{i}]") for i, item in enumerate(items)
+        )
+
+    def names(key: str) -> tuple[str, ...] | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ScriptError(f"{key}: expected a list of names")
+        return tuple(value)
+
+    creator = data.get("creator")
+    if creator is not None and not isinstance(creator, str):
+        raise ScriptError("creator: expected a name")
+    context = data.get("context_vars")
+    if context is not None and not isinstance(context, dict):
+        raise ScriptError("context_vars: expected an object")
+    return Script(kickoff, turns, names("participants"), names("humans"), creator, context)

@@ -1,0 +1,236 @@
+"""Scripted runs: ``flowc run --script`` (and ``flowc.run``) on a fresh hub.
+
+Scripts are checked before the run: an unknown speaker, a tool the flow does not
+declare, or a handoff to a non-speaker is refused with a :class:`ScriptError` and
+nothing runs.
+
+>>> import flowc
+>>> from flowc.runtime.script import parse_script
+>>> flow = flowc.compile_flow('''
+... speaker user: human
+... speaker bot
+... sequence user -> bot
+... ''')
+>>> script = parse_script({"kickoff": "hi", "script": {"bot": ["hello"]}})
+>>> result = run_script_sync(RunTarget.from_compiled(flow), script)
+>>> result.close_reason, [t.speaker for t in result.turns]
+('sequence_complete', ['user', 'bot'])
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from flowc.compiler.lower import CompiledFlow
+from flowc.runtime.adapters.base import ChannelState, Expectation, ProtocolError
+from flowc.runtime.adapters.workflow import merge_context_writes
+from flowc.runtime.clients import AgentClient, HumanClient, Turn
+from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
+from flowc.runtime.hub import Channel, Hub
+from flowc.runtime.replies import Reply
+from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
+from flowc.runtime.scripted_replies import check_script, reply_for
+from flowc.runtime.target import RunTarget
+from flowc.runtime.transcript import RunResult, transcript
+from flowc.runtime.wal import WalStore
+
+__all__ = ["AgentFn", "post_turn", "run_flow", "run_script", "run_script_sync"]
+
+
+# ── running a script ──────────────────────────────────────────────────────────
+
+AgentFn = Callable[[Turn], Awaitable[Any]]
+
+
+async def run_script(
+    target: RunTarget,
+    script: Script,
+    *,
+    store: WalStore | None = None,
+    agents: Mapping[str, AgentFn] | None = None,
+    ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
+    expectations: Sequence[Expectation] | None = None,
+    labels: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+) -> RunResult:
+    """Run ``target`` with scripted speakers (and real ``agents``) on a fresh hub.
+
+    ``agents`` maps speaker names to async callables that take those speakers' turns;
+    ``ask_human(name, turn)`` answers for humans that the script does not cover.
+    """
+    target = target.with_script_facts(script)
+    check_script(target, script)
+    real = dict(agents or {})
+    unknown = sorted(set(real) - set(target.speakers))
+    if unknown:
+        raise ScriptError(f"--agents names no speaker of this flow: {', '.join(unknown)}")
+    both = sorted(s for s in real if script.turns.get(s))
+    if both:
+        raise ScriptError(f"{', '.join(both)}: both scripted and given as agents; "
+                          "a speaker is one or the other")
+    hub = await Hub.open(store)
+    queues: dict[str, deque[ScriptTurn]] = {s: deque(script.turns.get(s, ())) for s in target.speakers}
+    kickoff = script.kickoff
+    if kickoff is None and queues[target.start] and target.start not in real:
+        first = queues[target.start].popleft()
+        kickoff_turn: ScriptTurn | None = first
+    else:
+        kickoff_turn = None
+    ch_box: list[Channel] = []
+
+    def scripted_agent(name: str) -> AgentFn:
+        async def take(turn: Turn) -> Reply | None:
+            q = queues[name]
+            return reply_for(target, name, q.popleft()) if q else None
+        return take
+
+    for name in target.speakers:
+        aid = target.ids[name]
+        if name in real:
+            hub.register_agent(name, real[name], agent_id=aid)
+        elif name in target.humans:
+            human = hub.register_human(name, agent_id=aid, buffer=False)
+            human.on_envelope(_human_driver(hub, human, name, target, queues[name], ch_box, ask_human))
+        else:
+            hub.register_agent(name, scripted_agent(name), agent_id=aid)
+    all_labels = {"flow": target.label, "rules": list(target.rule_texts), **(labels or {})}
+    ch = hub.open_channel(target.ids[target.creator], "workflow",
+                          [target.ids[s] for s in target.speakers], target.knobs,
+                          expectations=expectations, labels=all_labels)
+    ch_box.append(ch)
+    start_id = target.ids[target.start]
+    try:
+        if kickoff is not None:
+            hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": kickoff}))
+        elif kickoff_turn is not None:
+            post_turn(hub, ch, target, target.start, kickoff_turn, kickoff=True)
+        else:
+            client = hub.client(start_id)
+            if isinstance(client, AgentClient):
+                await client.take_turn(ch, Envelope(ch.channel_id, start_id, None, EV_TEXT, {}))
+            elif isinstance(client, HumanClient) and ask_human is not None:
+                text = await ask_human(target.start, None)
+                if text is None:
+                    hub.stall(ch.channel_id, start_id)
+                else:
+                    hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": text}))
+            else:
+                hub.stall(ch.channel_id, start_id)
+        await asyncio.wait_for(ch.done.wait(), timeout)
+        await hub.idle()
+    except ProtocolError as err:
+        ch.error = str(err)
+        ch.stalled_on = ch.stalled_on or target.start
+    finally:
+        await hub.close(close_store=False)
+    return _result(hub, ch, target)
+
+
+def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptTurn,
+               *, kickoff: bool = False) -> bool:
+    """Post one scripted turn; ``False`` when it says nothing and routes nothing."""
+    aid = target.ids[name]
+    if name in target.humans or (kickoff and not turn.calls):
+        reply = reply_for(target, name, turn)
+        sets, deletes = merge_context_writes(reply.tool_calls)
+        if sets or deletes:
+            hub.admit(Envelope(ch.channel_id, aid, None, EV_CONTEXT_SET,
+                               {"set": sets, "delete": deletes}))
+        hub.admit(Envelope(ch.channel_id, aid, None, EV_TEXT, {"text": turn.say}))
+        return True
+    envs = ch.adapter.build_round_envelopes(  # type: ignore[attr-defined]
+        ch.metadata, ch.state, aid, reply_for(target, name, turn), hub.name_to_id())
+    for env in envs:
+        hub.admit(env)
+    return any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs)
+
+
+def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
+                  queue: deque[ScriptTurn], ch_box: list[Channel],
+                  ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+                  ) -> Callable[[Envelope], None]:
+    loop = asyncio.get_running_loop()
+
+    def act() -> None:
+        ch = ch_box[0]
+        if not ch.is_open or ch.expected_next() != human.agent_id:
+            return
+        if queue:
+            try:
+                post_turn(hub, ch, target, name, queue.popleft())
+            except ProtocolError as err:
+                hub.stall(ch.channel_id, human.agent_id, str(err))
+        elif ask_human is not None:
+            async def ask() -> None:
+                turn = Turn(ch.channel_id, human.agent_id, name, ch.recent[-1], tuple(ch.recent),
+                            dict(ch.state.context_vars))
+                text = await ask_human(name, turn)
+                if text is None:
+                    hub.stall(ch.channel_id, human.agent_id)
+                elif ch.is_open:
+                    try:
+                        hub.admit(Envelope(ch.channel_id, human.agent_id, None, EV_TEXT,
+                                           {"text": text}))
+                    except ProtocolError as err:
+                        hub.stall(ch.channel_id, human.agent_id, str(err))
+            task = loop.create_task(ask())
+            hub._tasks.add(task)
+            task.add_done_callback(hub._tasks.discard)
+        else:
+            hub.stall(ch.channel_id, human.agent_id)
+
+    def on_envelope(env: Envelope) -> None:
+        if env.event_type in (EV_TEXT, EV_PACKET) and ch_box and ch_box[0].is_open:
+            loop.call_soon(act)
+
+    return on_envelope
+
+
+def _result(hub: Hub, ch: Channel, target: RunTarget) -> RunResult:
+    records, close, state = transcript(hub.read_wal(ch.channel_id))
+    names = target.names
+    stalled = None
+    if ch.status is not ChannelState.CLOSED:
+        who = ch.stalled_on or ch.expected_next()
+        stalled = names.get(who, who) if who else None
+    return RunResult(
+        ch.channel_id, tuple(records), close,
+        dict(state.context_vars) if state is not None else {},
+        state.turn_count if state is not None else 0, stalled, ch.error, tuple(ch.violations),
+    )
+
+
+def run_script_sync(target: RunTarget, script: Script, **kwargs: Any) -> RunResult:
+    """:func:`run_script` in a fresh event loop."""
+    return asyncio.run(run_script(target, script, **kwargs))
+
+
+
+def run_flow(
+    flow: CompiledFlow | Mapping[str, Any],
+    script: Script | Mapping[str, Any],
+    *,
+    store: WalStore | None = None,
+    agents: Mapping[str, AgentFn] | None = None,
+) -> RunResult:
+    """Run a compiled flow, or a graph / knobs dict, with a script (``flowc.run``).
+
+    >>> import flowc
+    >>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")
+    >>> flowc.run(flow, {"kickoff": "hi", "script": {"b": ["hello"]}}).close_reason
+    'sequence_complete'
+    """
+    from flowc.compiler.serde import structure_graph, structure_knobs
+
+    if isinstance(flow, CompiledFlow):
+        target = RunTarget.from_compiled(flow)
+    elif "graph" in flow and "initial_speaker" not in flow:
+        knobs = structure_knobs(dict(flow))
+        target = RunTarget.from_graph(knobs.graph, knobs.context_vars)
+    else:
+        target = RunTarget.from_graph(structure_graph(dict(flow)))
+    parsed = script if isinstance(script, Script) else parse_script(dict(script))
+    return asyncio.run(run_script(target, parsed, store=store, agents=agents))

@@ -1,0 +1,108 @@
+"""Scripted turns as replies: declared tool effects applied, scripts checked before a run.
+
+>>> import flowc
+>>> from flowc.runtime.script import parse_script
+>>> from flowc.runtime.target import RunTarget
+>>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")
+>>> script = parse_script({"script": {"b": [{"tool": "t"}]}})
+>>> check_script(RunTarget.from_compiled(flow), script)
+Traceback (most recent call last):
+  ...
+flowc.runtime.script.ScriptError: script.b[0]: b has no tool `t` (it declares none)
+"""
+
+from __future__ import annotations
+
+from flowc.compiler.lower import ToolEffectInfo
+from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
+from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
+from flowc.runtime.target import RunTarget
+
+__all__ = ["check_script", "reply_for"]
+
+
+# ── turning script turns into replies ─────────────────────────────────────────
+
+
+def _pick_alternative(alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speaker: str,
+                      where: str) -> ToolEffectInfo | None:
+    if not alts:
+        return None
+    if len(alts) == 1 and call.handoff is None and call.finish is None:
+        return alts[0]
+    for alt in alts:
+        if call.handoff is not None and alt.handoff == call.handoff:
+            return alt
+        if call.finish is not None and alt.finish == call.finish:
+            return alt
+    options = " | ".join(
+        f"hands off to {a.handoff}" if a.handoff else f'finishes "{a.finish}"' if a.finish
+        else "sets/clears context" for a in alts
+    )
+    if call.handoff is None and call.finish is None:
+        raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` does one of several things "
+                          f"({options}); say which with `handoff` or `finish`")
+    raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` is declared to do {options}, "
+                      f"not what the script says")
+
+
+def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) -> ToolCall:
+    sets = dict(call.set)
+    deletes = list(call.delete)
+    handoff, finish = call.handoff, call.finish
+    if call.tool is not None and target.tools is not None:
+        key = (speaker, call.tool)
+        if key not in target.tools:
+            declared = sorted(t for s, t in target.tools if s == speaker)
+            hint = f" (declared: {', '.join(declared)})" if declared else " (it declares none)"
+            raise ScriptError(f"{where}: {speaker} has no tool `{call.tool}`{hint}")
+        alt = _pick_alternative(target.tools[key], call, speaker, where)
+        if alt is not None:
+            deletes = [*alt.clears, *(k for k in deletes if k not in alt.clears)]
+            sets = {**dict(alt.sets), **sets}
+            handoff, finish = alt.handoff, alt.finish
+    if handoff is not None and handoff not in target.ids:
+        raise ScriptError(f"{where}: hands off to `{handoff}`, which is not a participant "
+                          f"({', '.join(target.speakers)})")
+    reason = call.args.get("reason", "")
+    result: Handoff | Finish | None = None
+    if finish is not None:
+        result = Finish(summary=call.summary, reason=finish)
+    elif handoff is not None:
+        result = Handoff(target=target.ids[handoff], reason=reason if isinstance(reason, str) else "")
+    name = call.tool or ("finish" if finish is not None else "handoff" if handoff is not None
+                         else "set_context")
+    return ToolCall(name, dict(call.args), sets, tuple(deletes), result)
+
+
+def reply_for(target: RunTarget, speaker: str, turn: ScriptTurn) -> Reply:
+    """A scripted turn as the reply an agent would give (declared tool effects applied)."""
+    calls: tuple[ToolCall, ...] = tuple(
+        _tool_call(target, speaker, c, turn.where) for c in turn.calls
+    )
+    return Reply(turn.say, calls)
+
+
+def check_script(target: RunTarget, script: Script) -> None:
+    """Refuse, before anything runs, a script the target cannot run."""
+    known = set(target.speakers)
+    if target.creator not in known:
+        raise ScriptError(f"creator `{target.creator}` is not a participant")
+    for who in (target.humans or ()):
+        if who not in known:
+            raise ScriptError(f"humans: `{who}` is not a participant")
+    if target.start not in known:
+        raise ScriptError(f"the start speaker `{target.start}` is not a participant "
+                          f"({', '.join(target.speakers)})")
+    for speaker, turns in script.turns.items():
+        if speaker not in known:
+            raise ScriptError(f"script.{speaker}: `{speaker}` is not a speaker of this flow "
+                              f"({', '.join(target.speakers)})")
+        for turn in turns:
+            if speaker in target.humans and any(
+                c.tool is not None or c.handoff is not None or c.finish is not None
+                for c in turn.calls
+            ):
+                raise ScriptError(f"{turn.where}: `{speaker}` is a human; a human's turn is text "
+                                  "and context writes (`set` / `delete`), not tool calls")
+            reply_for(target, speaker, turn)

@@ -1,0 +1,130 @@
+"""What a scripted run runs: a :class:`RunTarget` (a compiled flow, or a bare graph).
+
+It carries the participants (names and agent ids, in order), the humans, the creator,
+the declared tool effects and each rule's text, so transcripts and failures can name
+rules in the flow's own terms.
+
+>>> import flowc
+>>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")
+>>> t = RunTarget.from_compiled(flow)
+>>> t.start, t.speakers, t.describe_decision(0)
+('a', ('a', 'b'), 'rule 1: when from a then b')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.describe import target_text, transition_text
+from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
+from flowc.compiler.serde import unstructure_graph
+from flowc.runtime.adapters.workflow import DEFAULT
+from flowc.runtime.script import Script
+
+__all__ = ["RunTarget"]
+
+
+# ── describing rules in the flow's terms ──────────────────────────────────────
+
+
+def _rule_texts(compiled: CompiledFlow | None, graph: m.TransitionGraph,
+                names: Mapping[str, str], source_text: str | None) -> list[str]:
+    out: list[str] = []
+    infos = {r.index: r for r in compiled.rules} if compiled is not None else {}
+    for i, t in enumerate(graph.transitions):
+        info = infos.get(i)
+        span = info.statement.span if info is not None else None
+        if info is not None and span is not None and source_text is not None \
+                and span.end > span.start:
+            text = " ".join(source_text[span.start:span.end].split())
+            if info.rule is None:  # implied by sequence / round_robin
+                text = f"{transition_text(t, names)}, from `{text}`"
+            out.append(text)
+        else:
+            out.append(transition_text(t, names))
+    return out
+
+
+# ── what runs ─────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class RunTarget:
+    """A graph ready to run: participants (names, in order), humans, creator, tools."""
+
+    graph: m.TransitionGraph
+    context_vars: dict[str, Any]
+    speakers: tuple[str, ...]
+    humans: frozenset[str]
+    creator: str
+    ids: dict[str, str]  # speaker name -> agent id
+    #: (speaker, tool) -> declared effects; ``None`` for a bare graph (any tool goes)
+    tools: dict[tuple[str, str], tuple[ToolEffectInfo, ...]] | None
+    rule_texts: tuple[str, ...]
+    label: str = ""
+
+    @property
+    def names(self) -> dict[str, str]:
+        """agent id -> speaker name"""
+        return {v: k for k, v in self.ids.items()}
+
+    @property
+    def start(self) -> str:
+        return self.names.get(self.graph.initial_speaker, self.graph.initial_speaker)
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        return {"graph": unstructure_graph(self.graph), "context_vars": dict(self.context_vars)}
+
+    @classmethod
+    def from_compiled(cls, flow: CompiledFlow, *, source_text: str | None = None,
+                      label: str = "") -> RunTarget:
+        """From a compiled `.flow` (``source_text`` lets transcripts quote the rules)."""
+        ids = {s: flow.agent_id(s) for s in flow.speakers}
+        names = {v: k for k, v in ids.items()}
+        tools = {(t.speaker, t.name): t.alternatives for t in flow.tools}
+        return cls(flow.graph, dict(flow.context_vars), tuple(flow.speakers),
+                   frozenset(flow.humans), flow.initiator, ids, tools,
+                   tuple(_rule_texts(flow, flow.graph, names, source_text)), label or (flow.name or ""))
+
+    @classmethod
+    def from_graph(cls, graph: m.TransitionGraph, context_vars: Mapping[str, Any] | None = None,
+                   *, participants: Sequence[str] | None = None, humans: Sequence[str] = (),
+                   creator: str | None = None, label: str = "") -> RunTarget:
+        """From a bare graph; participants default to every agent id the graph names."""
+        speakers = tuple(dict.fromkeys(participants or m.agent_ids(graph)))
+        ids = {s: s for s in speakers}
+        return cls(graph, dict(context_vars or {}), speakers, frozenset(humans),
+                   creator or graph.initial_speaker, ids, None,
+                   tuple(_rule_texts(None, graph, {}, None)), label)
+
+    def with_script_facts(self, script: Script) -> RunTarget:
+        """Apply a script's ``participants`` / ``humans`` / ``creator`` / ``context_vars``."""
+        speakers = tuple(script.participants) if script.participants is not None else self.speakers
+        ids = dict(self.ids)
+        for s in speakers:
+            ids.setdefault(s, s)
+        ids = {k: v for k, v in ids.items() if k in speakers}
+        context = dict(self.context_vars)
+        if script.context_vars is not None:
+            context.update(script.context_vars)
+        return attrs.evolve(
+            self, speakers=speakers, ids=ids, context_vars=context,
+            humans=frozenset(script.humans) if script.humans is not None else self.humans,
+            creator=script.creator if script.creator is not None else self.creator,
+        )
+
+    def describe_decision(self, decided_by: int | str | None) -> str:
+        """``rule 3: when from drafter then reviewer``, ``otherwise``, ..."""
+        if isinstance(decided_by, int):
+            text = self.rule_texts[decided_by] if decided_by < len(self.rule_texts) else ""
+            return f"rule {decided_by + 1}: {text}" if text else f"rule {decided_by + 1}"
+        if decided_by == DEFAULT:
+            return f"otherwise {target_text(self.graph.default_target, self.names)}"
+        if decided_by is None:
+            return "start"
+        return str(decided_by)
