@@ -18,7 +18,7 @@ CASES = Path(__file__).resolve().parents[1] / "cases" / "render"
 TEXT = "speaker user: human\nspeaker bot\nspeaker idle\nwhen from user then bot\n"
 
 needs_dot = pytest.mark.skipif(
-    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (scripts/system-deps.sh)"
+    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (scripts/deps/graphviz.sh)"
 )
 
 

@@ -7,7 +7,7 @@ any browser download):
   SVG with the expected nodes and no error.
 
 Skips with the reason when Chromium, Playwright, Graphviz or the npm package is missing
-(``scripts/system-deps.sh`` installs them).
+(``scripts/deps/browser.sh`` installs them).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - the dev extra installs it
 
 pytestmark = [
     pytest.mark.skipif(
-        CHROMIUM is None, reason="chromium is not installed (scripts/system-deps.sh)"
+        CHROMIUM is None, reason="chromium is not installed (scripts/deps/browser.sh)"
     ),
     pytest.mark.skipif(
         sync_playwright is None, reason="playwright is not installed (pip install -e '.[dev]')"

@@ -15,7 +15,7 @@ CASES = Path(__file__).resolve().parents[1] / "cases" / "render"
 FLOW = CASES / "targets.flow"
 
 needs_dot = pytest.mark.skipif(
-    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (scripts/system-deps.sh)"
+    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (scripts/deps/graphviz.sh)"
 )
 
 

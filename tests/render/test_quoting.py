@@ -21,7 +21,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 REASON = 'the customer\'s "really long" reason, with quotes, a backslash \\ and a pipe |'
 
 needs_dot = pytest.mark.skipif(
-    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (scripts/system-deps.sh)"
+    shutil.which("dot") is None, reason="Graphviz `dot` is not installed (scripts/deps/graphviz.sh)"
 )
 
 
