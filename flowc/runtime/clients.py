@@ -26,16 +26,14 @@ import asyncio
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from flowc.runtime.adapters.base import Expectation, ProtocolError
+from flowc.runtime.channel import Channel, ClientHub
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.replies import as_reply
-
-if TYPE_CHECKING:
-    from flowc.runtime.hub import Channel, Hub
 
 __all__ = ["AgentClient", "ChannelHandle", "HumanClient", "Turn", "envelope_text"]
 
@@ -110,7 +108,7 @@ class ChannelHandle:
 class _Client:
     kind = "participant"
 
-    def __init__(self, hub: Hub, name: str, *, agent_id: str | None = None) -> None:
+    def __init__(self, hub: ClientHub, name: str, *, agent_id: str | None = None) -> None:
         self.hub = hub
         self.name = name
         self.agent_id = agent_id or name
@@ -176,7 +174,7 @@ class HumanClient(_Client):
 
     kind = "human"
 
-    def __init__(self, hub: Hub, name: str, *, agent_id: str | None = None,
+    def __init__(self, hub: ClientHub, name: str, *, agent_id: str | None = None,
                  buffer: bool = True) -> None:
         super().__init__(hub, name, agent_id=agent_id)
         self._callbacks: list[EnvelopeCallback] = []
@@ -246,7 +244,7 @@ class AgentClient(_Client):
 
     kind = "agent"
 
-    def __init__(self, hub: Hub, name: str, fn: AgentFn, *, agent_id: str | None = None) -> None:
+    def __init__(self, hub: ClientHub, name: str, fn: AgentFn, *, agent_id: str | None = None) -> None:
         super().__init__(hub, name, agent_id=agent_id)
         self.fn = fn
 

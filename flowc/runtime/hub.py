@@ -7,7 +7,6 @@ committed -> the envelope is delivered to its audience -> the channel closes if 
 adapter said so. A failure before the append changes nothing.
 
 >>> import asyncio
->>> from flowc.runtime.clients import HumanClient
 >>> async def demo() -> tuple[str | None, int]:
 ...     hub = await Hub.open()
 ...     a, b = hub.register_human("a"), hub.register_human("b")
@@ -29,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -43,6 +42,8 @@ from flowc.runtime.adapters.base import (
     ProtocolError,
 )
 from flowc.runtime.adapters.workflow import WorkflowAdapter
+from flowc.runtime.channel import Channel, HubParticipant
+from flowc.runtime.clients import AgentClient, HumanClient
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -59,60 +60,10 @@ log = logging.getLogger("flowc.runtime")
 
 #: the sender id of envelopes the hub itself writes (close, expectation violations)
 HUB_ID = "hub"
-#: how many recent turns an agent sees as its view of the channel
-HISTORY_WINDOW = 32
-
-
-class HubParticipant(Protocol):
-    """What the hub needs from a client: an id, a name, and delivery."""
-
-    agent_id: str
-    name: str
-    kind: str
-
-    def deliver(self, envelope: Envelope) -> None: ...
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@attrs.define(eq=False)
-class Channel:
-    """A live channel: its metadata, adapter, current state and liveness bookkeeping."""
-
-    metadata: ChannelMetadata
-    adapter: Adapter
-    state: Any
-    expectations: tuple[Expectation, ...]
-    status: ChannelState = ChannelState.OPEN
-    close_reason: str | None = None
-    stalled_on: str | None = None
-    error: str | None = None
-    recent: deque[Envelope] = attrs.field(factory=lambda: deque(maxlen=HISTORY_WINDOW))
-    members: frozenset[str] = frozenset()
-    order: tuple[str, ...] = ()
-    turn_started: float = 0.0
-    fired: set[int] = attrs.field(factory=set)
-    timer: asyncio.TimerHandle | None = None
-    done: asyncio.Event = attrs.field(factory=asyncio.Event)
-    violations: list[dict[str, Any]] = attrs.field(factory=list)
-
-    @property
-    def channel_id(self) -> str:
-        return self.metadata.channel_id
-
-    @property
-    def is_open(self) -> bool:
-        return self.status is ChannelState.OPEN
-
-    def expected_next(self) -> str | None:
-        """Who the adapter expects to send the next substantive envelope."""
-        fn = getattr(self.adapter, "expected_next", None)
-        if fn is None or not self.is_open:
-            return None
-        turn = fn(self.metadata, self.state)
-        return None if turn is None else str(turn.agent_id)
 
 
 @attrs.frozen
@@ -182,8 +133,6 @@ class Hub:
 
     def register_human(self, name: str, *, agent_id: str | None = None, buffer: bool = True) -> Any:
         """A participant with no model (``HumanClient``)."""
-        from flowc.runtime.clients import HumanClient
-
         client = HumanClient(self, name, agent_id=agent_id, buffer=buffer)
         self.attach(client)
         return client
@@ -192,8 +141,6 @@ class Hub:
         self, name: str, fn: Callable[..., Awaitable[Any]], *, agent_id: str | None = None
     ) -> Any:
         """A participant whose turns an async callable takes (``AgentClient``)."""
-        from flowc.runtime.clients import AgentClient
-
         client = AgentClient(self, name, fn, agent_id=agent_id)
         self.attach(client)
         return client

@@ -24,7 +24,8 @@ speaker never re-reads or re-sorts the graph.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -60,8 +61,9 @@ DEFAULT, HANDOFF, FINISH = "default", "handoff", "finish"
 
 CondFn = Callable[["WorkflowState", Envelope], bool]
 TargetFn = Callable[["WorkflowState", Envelope], tuple[str | None, str]]
-#: (transition index, condition or ``None`` for "always", target, static decision or ``None``)
-CompiledRule = tuple[int, CondFn | None, TargetFn, tuple[str | None, str] | None]
+#: (transition index, condition or ``None`` for "always", target, static decision or
+#: ``None``, position in priority order)
+CompiledRule = tuple[int, CondFn | None, TargetFn, tuple[str | None, str] | None, int]
 
 
 class GraphError(ProtocolError):
@@ -92,6 +94,9 @@ class WorkflowState:
     context_vars: dict[str, Any] = attrs.field(factory=dict)
     decided_by: int | str | None = None
     table: CompiledGraph | None = attrs.field(default=None, eq=False, repr=False)
+    #: positions of the context-only rules that hold for ``context_vars``, and the first
+    ctx_true: frozenset[int] = attrs.field(default=frozenset(), eq=False, repr=False)
+    ctx_first: int = attrs.field(default=sys.maxsize, eq=False, repr=False)
 
 
 @attrs.frozen(slots=True)
@@ -104,6 +109,13 @@ class CompiledGraph:
     default: TargetFn
     max_turns: int | None
     participants: frozenset[str]
+    #: tool name -> rules that need that tool called, in priority order
+    by_tool: dict[str, tuple[CompiledRule, ...]] = attrs.field(factory=dict)
+    #: position -> a rule that reads only the context, and its test of the context
+    ctx_rules: dict[int, CompiledRule] = attrs.field(factory=dict)
+    ctx_fns: dict[int, Callable[[dict[str, Any]], bool]] = attrs.field(factory=dict)
+    #: context key -> positions of the context rules that read it
+    ctx_by_key: dict[str, tuple[int, ...]] = attrs.field(factory=dict)
 
 
 # ── compiling ──────────────────────────────────────────────────────────────────
@@ -258,46 +270,166 @@ def compile_graph(
     default = _target(graph.default_target, participant_order, members, reg, "default_target",
                       problems)
 
-    # A plain `from X` rule can only fire for sender X: file it under X. Every other
-    # rule is compiled once and shared. Each sender's list is the merge of the two in
+    # Rules are filed by what they can fire on, so a fold only looks at rules that
+    # can match its envelope (AG2's order is kept by comparing sorted positions):
+    # - a plain `from X` rule under sender X;
+    # - a rule that needs tool T (`tool T`, or `and` of it with built-in parts)
+    #   under T: a turn without a tool call skips them all;
+    # - a rule that reads only the context (`context`, composites of it) under the
+    #   keys it reads: it is re-evaluated when one of those keys changes and the
+    #   state carries the set of those rules that hold;
+    # - everything else (custom conditions, mixed composites) is shared by every
+    #   sender and scanned in order, up to the best indexed candidate.
+    # Each sender's list is the merge of its `from` rules and the shared ones in
     # priority order, cut after the first rule that always matches.
-    shared: list[tuple[int, int, CondFn | None, TargetFn, Any]] = []
-    by_from: dict[str, list[tuple[int, int, CondFn | None, TargetFn, Any]]] = {}
-    any_sender: list[tuple[int, int, CondFn | None, TargetFn, Any]] = []
+    shared: list[CompiledRule] = []
+    by_from: dict[str, list[CompiledRule]] = {}
+    any_sender: list[CompiledRule] = []
+    by_tool: dict[str, list[CompiledRule]] = {}
+    ctx_rules: dict[int, CompiledRule] = {}
+    ctx_fns: dict[int, Callable[[dict[str, Any]], bool]] = {}
+    ctx_by_key: dict[str, list[int]] = {}
     for pos, (i, t) in enumerate(ordered):
         static = getattr(targets[i], "decision", None)
-        if isinstance(t.when, m.FromSpeaker):
-            by_from.setdefault(t.when.agent_id, []).append((pos, i, None, targets[i], static))
-            agent = t.when.agent_id
-            any_sender.append((pos, i, _from_fn(agent), targets[i], static))
+        when = t.when
+        if isinstance(when, m.FromSpeaker):
+            by_from.setdefault(when.agent_id, []).append((i, None, targets[i], static, pos))
+            any_sender.append((i, _from_fn(when.agent_id), targets[i], static, pos))
             continue
-        cond = _cond(t.when, None, reg, f"transitions[{i}].when", problems)
+        cond = _cond(when, None, reg, f"transitions[{i}].when", problems)
         if cond is _NEVER:
             continue
-        entry = (pos, i, None if cond is _ALWAYS else cond, targets[i], static)
+        entry: CompiledRule = (i, None if cond is _ALWAYS else cond, targets[i], static, pos)
+        tool = _required_tool(when)
+        if tool is not None:
+            by_tool.setdefault(tool, []).append(
+                (i, None if isinstance(when, m.ToolCalled) else entry[1], targets[i], static, pos))
+            continue
+        keys = _context_keys(when) if cond is not _ALWAYS else None
+        if keys:
+            ctx_rules[pos] = entry
+            ctx_fns[pos] = _context_fn(when)
+            for key in sorted(keys):
+                ctx_by_key.setdefault(key, []).append(pos)
+            continue
         shared.append(entry)
         any_sender.append(entry)
 
     def cut(entries: Any) -> tuple[CompiledRule, ...]:
         out: list[CompiledRule] = []
-        for _pos, i, cond, target, static in entries:
-            out.append((i, cond, target, static))
-            if cond is None:
+        for entry in entries:
+            out.append(entry)
+            if entry[1] is None:
                 break  # nothing after a rule that always matches can fire
         return tuple(out)
+
+    def by_pos(rule: CompiledRule) -> int:
+        return rule[4]
 
     generic = cut(any_sender)
     shared_only = cut(shared)
     by_sender = {
-        p: cut(heapq.merge(shared, by_from[p])) if p in by_from else shared_only
+        p: cut(heapq.merge(shared, by_from[p], key=by_pos)) if p in by_from else shared_only
         for p in participant_order
     }
     if problems:
         raise GraphError(problems)
-    return CompiledGraph(graph, by_sender, generic, default, graph.max_turns, members)
+    return CompiledGraph(
+        graph, by_sender, generic, default, graph.max_turns, members,
+        {k: tuple(v) for k, v in by_tool.items()}, ctx_rules, ctx_fns,
+        {k: tuple(v) for k, v in ctx_by_key.items()},
+    )
+
+
+def _required_tool(cond: m.Condition) -> str | None:
+    """The tool a condition needs called (``tool T``, or an ``and`` holding it whose
+    other parts are built-in, so they can be evaluated in any order), else ``None``."""
+    if isinstance(cond, m.ToolCalled):
+        return cond.tool_name
+    if isinstance(cond, m.AllOf) and all(_is_builtin(c) for c in cond.conditions):
+        for c in cond.conditions:
+            if isinstance(c, m.ToolCalled):
+                return c.tool_name
+    return None
+
+
+def _is_builtin(cond: m.Condition) -> bool:
+    if isinstance(cond, m.AllOf | m.AnyOf):
+        return all(_is_builtin(c) for c in cond.conditions)
+    if isinstance(cond, m.Not):
+        return _is_builtin(cond.condition)
+    return isinstance(cond, m.Always | m.FromSpeaker | m.ToolCalled | m.ContextEquals)
+
+
+def _context_keys(cond: m.Condition) -> frozenset[str] | None:
+    """The context keys a condition reads, or ``None`` if it reads anything else."""
+    if isinstance(cond, m.ContextEquals):
+        return frozenset((cond.key,))
+    if isinstance(cond, m.Always):
+        return frozenset()
+    parts: list[m.Condition]
+    if isinstance(cond, m.AllOf | m.AnyOf):
+        parts = list(cond.conditions)
+    elif isinstance(cond, m.Not):
+        parts = [cond.condition]
+    else:
+        return None
+    out: frozenset[str] = frozenset()
+    for c in parts:
+        keys = _context_keys(c)
+        if keys is None:
+            return None
+        out |= keys
+    return out
+
+
+def _context_fn(cond: m.Condition) -> Callable[[dict[str, Any]], bool]:
+    """A condition that reads only the context, as a function of the context."""
+    if isinstance(cond, m.ContextEquals):
+        key, value = cond.key, cond.value
+        return lambda ctx: bool(ctx.get(key) == value)
+    if isinstance(cond, m.Always):
+        return lambda ctx: True
+    if isinstance(cond, m.Not):
+        inner = _context_fn(cond.condition)
+        return lambda ctx: not inner(ctx)
+    assert isinstance(cond, m.AllOf | m.AnyOf)
+    fns = tuple(_context_fn(c) for c in cond.conditions)
+    if isinstance(cond, m.AllOf):
+        return lambda ctx: all(f(ctx) for f in fns)
+    return lambda ctx: any(f(ctx) for f in fns)
+
+
+#: ``ctx_first`` when no context rule holds
+NO_RULE = sys.maxsize
+
+
+def context_rules_after(
+    table: CompiledGraph, holding: frozenset[int], context: dict[str, Any],
+    keys: Iterable[str] | None,
+) -> tuple[frozenset[int], int]:
+    """The context rules that hold after ``keys`` changed (all rules when ``None``),
+    and the first of them in priority order (``NO_RULE`` when none holds)."""
+    if keys is None:
+        affected: set[int] = set(table.ctx_rules)
+    else:
+        affected = set()
+        for key in keys:
+            affected.update(table.ctx_by_key.get(key, ()))
+        if not affected:
+            return holding, min(holding, default=NO_RULE)
+    fns = table.ctx_fns
+    now = {pos for pos in affected if fns[pos](context)}
+    out = (holding - affected) | now
+    return frozenset(out), min(out, default=NO_RULE)
 
 
 # ── the adapter ────────────────────────────────────────────────────────────────
+
+
+def _changed_keys(data: dict[str, Any]) -> list[str]:
+    """The keys a (valid, non-empty) context write touches."""
+    return [*(data.get("delete") or ()), *(data.get("set") or {})]
 
 
 def _context_update(current: dict[str, Any], data: Any, what: str) -> dict[str, Any]:
@@ -375,6 +507,7 @@ class WorkflowAdapter:
 
     def initial_state(self, metadata: ChannelMetadata) -> WorkflowState:
         table, context = self._compile(metadata)
+        holding, first = context_rules_after(table, frozenset(), context, None)
         return WorkflowState(
             participant_order=metadata.participant_ids,
             expected_next_speaker=table.graph.initial_speaker,
@@ -382,6 +515,8 @@ class WorkflowAdapter:
             graph_data=metadata.knobs["graph"],
             context_vars=context,
             table=table,
+            ctx_true=holding,
+            ctx_first=first,
         )
 
     def validate_send(
@@ -400,29 +535,39 @@ class WorkflowAdapter:
         et = envelope.event_type
         data = envelope.event_data
         if et == EV_CONTEXT_SET:
+            context = _context_update(state.context_vars, data, "ag2.context.set")
+            holding, first = state.ctx_true, state.ctx_first
+            table = state.table
+            if context is not state.context_vars and table is not None and table.ctx_rules:
+                holding, first = context_rules_after(table, holding, context, _changed_keys(data))
             return WorkflowState(
                 state.participant_order, state.expected_next_speaker, state.last_speaker_id,
                 state.last_envelope_id, state.turn_count, state.pending_close_reason,
-                state.creator_id, state.graph_data,
-                _context_update(state.context_vars, data, "ag2.context.set"),
-                state.decided_by, state.table,
+                state.creator_id, state.graph_data, context, state.decided_by, state.table,
+                holding, first,
             )
         if et != EV_TEXT and et != EV_PACKET:
             return state
         table = state.table
         assert table is not None, "fold needs a state from initial_state"
         context = state.context_vars
+        holding, first = state.ctx_true, state.ctx_first
         finish_reason: str | None = None
         pre_resolved: Any = None
+        tool: Any = None
         if et == EV_PACKET:
             updates = data.get("context_updates")
             if updates:
                 context = _context_update(context, updates, "context_updates")
+                if context is not state.context_vars and table.ctx_rules:
+                    holding, first = context_rules_after(table, holding, context,
+                                                         _changed_keys(updates))
             routing = data.get("routing")
             if routing:
                 if not isinstance(routing, dict):
                     raise ProtocolError("a packet's `routing` must be an object")
                 kind = routing.get("kind")
+                tool = routing.get("tool")
                 if kind == "finish":
                     finish_reason = routing.get("reason") or "finished"
                 elif kind == "handoff":
@@ -435,7 +580,7 @@ class WorkflowAdapter:
         new = WorkflowState(
             state.participant_order, state.expected_next_speaker, envelope.sender_id,
             envelope.envelope_id, state.turn_count + 1, "", state.creator_id,
-            state.graph_data, context, None, table,
+            state.graph_data, context, None, table, holding, first,
         )
         if finish_reason is not None:
             new.expected_next_speaker = None
@@ -446,13 +591,33 @@ class WorkflowAdapter:
             new.expected_next_speaker = pre_resolved
             new.decided_by = HANDOFF
             return new
-        for index, cond, target, static in table.by_sender.get(envelope.sender_id, table.generic):
+        # the best indexed candidate: the first context rule that holds, or an
+        # earlier rule on the tool this packet called; then the sender's rules
+        # before it, in order (see compile_graph)
+        bound = first
+        best = table.ctx_rules[first] if first != NO_RULE else None
+        if tool is not None and isinstance(tool, str) and table.by_tool:
+            for rule in table.by_tool.get(tool, ()):
+                if rule[4] >= bound:
+                    break
+                cond = rule[1]
+                if cond is None or cond(new, envelope):
+                    bound, best = rule[4], rule
+                    break
+        for rule in table.by_sender.get(envelope.sender_id, table.generic):
+            if rule[4] >= bound:
+                break
+            cond = rule[1]
             if cond is None or cond(new, envelope):
-                nxt, reason = static if static is not None else target(new, envelope)
-                new.expected_next_speaker = nxt
-                new.pending_close_reason = reason
-                new.decided_by = index
-                return new
+                best = rule
+                break
+        if best is not None:
+            index, _, target, static, _ = best
+            nxt, reason = static if static is not None else target(new, envelope)
+            new.expected_next_speaker = nxt
+            new.pending_close_reason = reason
+            new.decided_by = index
+            return new
         nxt, reason = table.default(new, envelope)
         new.expected_next_speaker = nxt
         new.pending_close_reason = reason

@@ -1,0 +1,120 @@
+"""A live channel and the two interfaces between the hub and its participants.
+
+:class:`Channel` is the hub's record of one open (or closed) channel.
+:class:`HubParticipant` is what the hub needs from a client; :class:`ClientHub` is
+what a client needs from the hub. Keeping both here lets ``hub`` import ``clients``
+without ``clients`` importing ``hub``.
+
+>>> HISTORY_WINDOW
+32
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from flowc.runtime.adapters.base import (
+    Adapter,
+    ChannelMetadata,
+    ChannelState,
+    Expectation,
+)
+from flowc.runtime.envelope import Envelope
+
+__all__ = ["HISTORY_WINDOW", "Channel", "ClientHub", "HubParticipant"]
+
+#: how many recent turns an agent sees as its view of the channel
+HISTORY_WINDOW = 32
+
+
+class HubParticipant(Protocol):
+    """What the hub needs from a client: an id, a name, and delivery."""
+
+    agent_id: str
+    name: str
+    kind: str
+
+    def deliver(self, envelope: Envelope) -> None: ...
+
+
+
+
+@attrs.define(eq=False)
+class Channel:
+    """A live channel: its metadata, adapter, current state and liveness bookkeeping."""
+
+    metadata: ChannelMetadata
+    adapter: Adapter
+    state: Any
+    expectations: tuple[Expectation, ...]
+    status: ChannelState = ChannelState.OPEN
+    close_reason: str | None = None
+    stalled_on: str | None = None
+    error: str | None = None
+    recent: deque[Envelope] = attrs.field(factory=lambda: deque(maxlen=HISTORY_WINDOW))
+    members: frozenset[str] = frozenset()
+    order: tuple[str, ...] = ()
+    turn_started: float = 0.0
+    fired: set[int] = attrs.field(factory=set)
+    timer: asyncio.TimerHandle | None = None
+    done: asyncio.Event = attrs.field(factory=asyncio.Event)
+    violations: list[dict[str, Any]] = attrs.field(factory=list)
+
+    @property
+    def channel_id(self) -> str:
+        return self.metadata.channel_id
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is ChannelState.OPEN
+
+    def expected_next(self) -> str | None:
+        """Who the adapter expects to send the next substantive envelope."""
+        fn = getattr(self.adapter, "expected_next", None)
+        if fn is None or not self.is_open:
+            return None
+        turn = fn(self.metadata, self.state)
+        return None if turn is None else str(turn.agent_id)
+
+
+class ClientHub(Protocol):
+    """What a participant client needs from the hub it is attached to."""
+
+    def channel(self, channel_id: str) -> Channel: ...
+
+    def open_channel(
+        self,
+        creator_id: str,
+        type: str,
+        participants: Sequence[str],
+        knobs: dict[str, Any] | None = None,
+        *,
+        version: int = 1,
+        expectations: Sequence[Expectation] | None = None,
+        labels: dict[str, Any] | None = None,
+        channel_id: str | None = None,
+    ) -> Channel: ...
+
+    def admit(self, envelope: Envelope) -> Envelope: ...
+
+    def admit_fields(
+        self,
+        channel_id: str,
+        sender_id: str,
+        event_type: str,
+        event_data: dict[str, Any],
+        audience: tuple[str, ...] | None = None,
+        causation_id: str | None = None,
+        template: Envelope | None = None,
+    ) -> Envelope: ...
+
+    def read_wal(self, channel_id: str) -> list[Envelope]: ...
+
+    def name_to_id(self) -> dict[str, str]: ...
+
+    def stall(self, channel_id: str, agent_id: str, error: str | None = None) -> None: ...
