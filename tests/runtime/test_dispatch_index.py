@@ -47,7 +47,7 @@ REGISTRY.register_condition(BodyHasX)
 
 leaves = st.one_of(
     st.just(always()),
-    st.sampled_from(SPEAKERS + ["z"]).map(frm),
+    st.sampled_from([*SPEAKERS, "z"]).map(frm),
     st.sampled_from(TOOLS).map(tool),
     st.builds(ctx, st.sampled_from(KEYS), st.sampled_from(VALUES)),
     st.just(cond("body_has_x")),
@@ -77,10 +77,10 @@ context_writes = st.fixed_dictionaries({
 turns = st.one_of(
     st.tuples(st.just("context"), st.sampled_from(SPEAKERS), context_writes,
               st.none(), st.just("")),
-    st.tuples(st.just("text"), st.sampled_from(SPEAKERS + ["z"]), st.none(), st.none(),
+    st.tuples(st.just("text"), st.sampled_from([*SPEAKERS, "z"]), st.none(), st.none(),
               st.sampled_from(["hello", "xyz"])),
-    st.tuples(st.just("packet"), st.sampled_from(SPEAKERS + ["z"]), context_writes,
-              st.one_of(st.none(), st.sampled_from(TOOLS + ["other"])),
+    st.tuples(st.just("packet"), st.sampled_from([*SPEAKERS, "z"]), context_writes,
+              st.one_of(st.none(), st.sampled_from([*TOOLS, "other"])),
               st.sampled_from(["hello", "xyz"])),
 )
 
