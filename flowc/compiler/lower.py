@@ -28,7 +28,7 @@ from flowc.diagnostics import (
     has_errors,
 )
 from flowc.dsl import nodes as n
-from flowc.dsl.formatter import format_name
+from flowc.dsl.formatter import format_name, format_value
 from flowc.source import Span
 
 #: names AG2's registry (and flowc's composites) already own
@@ -51,6 +51,20 @@ class ToolEffectInfo:
     clears: tuple[str, ...] = ()
     handoff: str | None = None
     finish: str | None = None  # the reason, when the tool finishes the run
+
+    def text(self) -> str:
+        """The alternative as a declaration writes it: ``clears j, sets k = 1, hands off to b``.
+
+        >>> ToolEffectInfo((("k", 1),), ("j",), "b").text()
+        'clears j, sets k = 1, hands off to b'
+        """
+        parts = [f"clears {format_name(k)}" for k in self.clears]
+        parts += [f"sets {format_name(k)} = {format_value(v)}" for k, v in self.sets]
+        if self.handoff is not None:
+            parts.append(f"hands off to {format_name(self.handoff)}")
+        if self.finish is not None:
+            parts.append(f"finishes {format_value(self.finish)}")
+        return ", ".join(parts) or "nothing"
 
 
 @attrs.frozen
@@ -525,7 +539,7 @@ class _Lowering:
         graph = m.TransitionGraph(self.bind(start), tuple(transitions), default, max_turns)
         flow_decl = _first(flow, n.FlowDecl)
         tools = tuple(
-            ToolInfo(sp.name.value, t.name.value, tuple(_effects(alt) for alt in t.alternatives), t.span)
+            ToolInfo(sp.name.value, t.name.value, tuple(effects_info(alt) for alt in t.alternatives), t.span)
             for sp in self.speakers.values()
             for t in sp.tools
         )
@@ -573,7 +587,8 @@ class _Lowering:
                 self.need_speaker(name, "the scenario names")
 
 
-def _effects(alt: tuple[n.Effect, ...]) -> ToolEffectInfo:
+def effects_info(alt: tuple[n.Effect, ...]) -> ToolEffectInfo:
+    """What a written effect list (``sets k = 1, hands off to b``) does."""
     sets: list[tuple[str, Any]] = []
     clears: list[str] = []
     handoff: str | None = None

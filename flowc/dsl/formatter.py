@@ -156,6 +156,8 @@ def format_item(item: n.ScenarioItem) -> str:
         text = f"{_name(item.speaker)} calls {_name(item.tool)}"
         if item.args is not None:
             text += f" with {format_value(item.args.value)}"
+        if item.effects:
+            text += " " + ", ".join(_effect(e) for e in item.effects)
         return text + _text_suffix(item.text)
     if isinstance(item, n.SetTurn):
         assigns = ", ".join(f"{_name(a.key)} = {format_value(a.value.value)}" for a in item.assigns)

@@ -385,13 +385,18 @@ class SayTurn:
 
 @attrs.frozen
 class CallTurn:
-    """``NAME calls TOOL [with {json}] [: "text"]``."""
+    """``NAME calls TOOL [with {json}] [EFFECTS] [: "text"]``.
+
+    ``effects`` (written as in a tool declaration: ``hands off to billing``, ``sets k = 1``)
+    name which declared alternative the call takes, for a tool that has several.
+    """
 
     speaker: Name
     tool: Name
     args: Value | None
     text: Str | None
     span: Span = attrs.field(eq=False, repr=False)
+    effects: tuple[Effect, ...] = ()
 
 
 @attrs.frozen

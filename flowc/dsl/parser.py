@@ -478,9 +478,10 @@ class _Build(metaclass=_BuildMeta):
         # `["with" value]` and `[":" string]`), so the text is the last child
         rest = ch[2:]
         args, text = rest[0], (rest[-1] if len(rest) > 1 else None)
+        effects = next((x for x in rest[1:-1] if isinstance(x, tuple)), ())
         if args is not None and not isinstance(args.value, dict):
             raise _BadToken(args.span, "`with` takes a JSON object of arguments", "found a non-object")
-        return n.CallTurn(ch[0], ch[1], args, self._str(text), self._span(meta))
+        return n.CallTurn(ch[0], ch[1], args, self._str(text), self._span(meta), effects)
 
     def assign(self, meta: Any, ch: list[Any]) -> n.Assign:
         return n.Assign(ch[0], ch[1], self._span(meta))

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from flowc.compiler.lower import effects_info
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value
 from flowc.runtime.adapters.base import ProtocolError
@@ -33,12 +34,23 @@ from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.script_run import post_turn
+from flowc.runtime.scripted_replies import pick_alternative
 from flowc.runtime.target import RunTarget
 
-__all__ = ["ScenarioResult", "run_scenario"]
+__all__ = ["ScenarioResult", "ScenarioStep", "run_scenario"]
 
 
 # ── scenarios ─────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class ScenarioStep:
+    """What one turn of a scenario exercised (what coverage counts)."""
+
+    speaker: str
+    tool: str | None  # the tool called, if any
+    alternative: int | None  # which declared alternative of the tool (0 for a plain tool)
+    decided_by: int | str | None  # a rule's file index, "default", "handoff" or "finish"
 
 
 @attrs.frozen
@@ -48,6 +60,10 @@ class ScenarioResult:
     passed: bool
     failure: str | None
     turns: int
+    #: the turns the run took, up to the first divergence
+    steps: tuple[ScenarioStep, ...] = ()
+    #: how the run closed (``None``: still open when the scenario ended)
+    close_reason: str | None = None
 
 
 def _scenario_turn(item: n.Turn, index: int) -> tuple[str, ScriptTurn]:
@@ -60,7 +76,9 @@ def _scenario_turn(item: n.Turn, index: int) -> tuple[str, ScriptTurn]:
         args = item.args.value if item.args is not None else {}
         if not isinstance(args, dict):
             raise ScriptError(f"{where}: `with` takes a JSON object of args")
-        return speaker, ScriptTurn(text, (ScriptCall(item.tool.value, dict(args)),), where)
+        effects = effects_info(item.effects) if item.effects else None
+        return speaker, ScriptTurn(text, (ScriptCall(item.tool.value, dict(args), effects=effects),),
+                                   where)
     if isinstance(item, n.SetTurn):
         sets = {a.key.value: a.value.value for a in item.assigns}
         return speaker, ScriptTurn(text, (ScriptCall(set=sets),), where)
@@ -100,8 +118,15 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
         nxt = st.expected_next_speaker
         return f"the graph chose {names.get(nxt or '', nxt)} ({target.describe_decision(st.decided_by)})"
 
+    steps: list[ScenarioStep] = []
+
+    def result(failure: str | None) -> ScenarioResult:
+        close = None if ch.is_open else ch.close_reason
+        return ScenarioResult(title, sc.span.line, failure is None, failure, turn_no,
+                              tuple(steps), close)
+
     def fail(msg: str) -> ScenarioResult:
-        return ScenarioResult(title, sc.span.line, False, msg, turn_no)
+        return result(msg)
 
     try:
         for item in _items(sc):
@@ -124,6 +149,7 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
                     return fail(f"{where}: {speaker}'s turn says nothing and routes nothing, so "
                                 "the run stalls here (as in AG2, a silent round posts no packet; "
                                 "context writes alone do not take a turn): give the turn a text")
+                steps.append(_step(target, speaker, turn, ch.state.decided_by))
             elif isinstance(item, n.ExpectNext):
                 want = item.speaker.value
                 if not ch.is_open or ch.expected_next() != target.ids.get(want, want):
@@ -149,6 +175,17 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
                 if have_turns != item.count.value:
                     return fail(f"line {item.span.line}: expected {item.count.value} turns, "
                                 f"the run has {have_turns}")
+        return result(None)
     finally:
         await hub.close()
-    return ScenarioResult(title, sc.span.line, True, None, turn_no)
+
+
+def _step(target: RunTarget, speaker: str, turn: ScriptTurn, decided_by: int | str | None
+          ) -> ScenarioStep:
+    call = next((c for c in turn.calls if c.tool is not None), None)
+    if call is None or call.tool is None:
+        return ScenarioStep(speaker, None, None, decided_by)
+    alts = (target.tools or {}).get((speaker, call.tool), ())
+    picked = pick_alternative(alts, call, speaker, turn.where) if alts else None
+    return ScenarioStep(speaker, call.tool, alts.index(picked) if picked is not None else 0,
+                        decided_by)

@@ -16,6 +16,8 @@ from typing import Any
 
 import attrs
 
+from flowc.compiler.lower import ToolEffectInfo
+
 __all__ = ["Script", "ScriptCall", "ScriptError", "ScriptTurn", "parse_script"]
 
 
@@ -35,6 +37,8 @@ class ScriptCall:
     handoff: str | None = None
     finish: str | None = None  # the reason
     summary: str = ""
+    #: the declared alternative the call names (a scenario's ``calls T hands off to X``)
+    effects: ToolEffectInfo | None = None
 
 
 @attrs.frozen

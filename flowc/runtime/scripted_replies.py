@@ -18,16 +18,26 @@ from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
 
-__all__ = ["check_script", "reply_for"]
+__all__ = ["check_script", "pick_alternative", "reply_for"]
 
 
 # ── turning script turns into replies ─────────────────────────────────────────
 
 
-def _pick_alternative(alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speaker: str,
+def pick_alternative(alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speaker: str,
                       where: str) -> ToolEffectInfo | None:
     if not alts:
+        if call.effects is not None and call.effects != ToolEffectInfo():
+            raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` is declared with no effects, "
+                              f"not {call.effects.text()}")
         return None
+    if call.effects is not None:
+        for alt in alts:
+            if alt == call.effects:
+                return alt
+        options = " | ".join(a.text() for a in alts)
+        raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` is declared to do {options}, "
+                          f"not {call.effects.text()}")
     if len(alts) == 1 and call.handoff is None and call.finish is None:
         return alts[0]
     for alt in alts:
@@ -41,7 +51,8 @@ def _pick_alternative(alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speake
     )
     if call.handoff is None and call.finish is None:
         raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` does one of several things "
-                          f"({options}); say which with `handoff` or `finish`")
+                          f"({options}); say which with `handoff` or `finish` (in a scenario: "
+                          f"`{speaker} calls {call.tool} {alts[0].text()}`)")
     raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` is declared to do {options}, "
                       f"not what the script says")
 
@@ -56,7 +67,7 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
             declared = sorted(t for s, t in target.tools if s == speaker)
             hint = f" (declared: {', '.join(declared)})" if declared else " (it declares none)"
             raise ScriptError(f"{where}: {speaker} has no tool `{call.tool}`{hint}")
-        alt = _pick_alternative(target.tools[key], call, speaker, where)
+        alt = pick_alternative(target.tools[key], call, speaker, where)
         if alt is not None:
             deletes = [*alt.clears, *(k for k in deletes if k not in alt.clears)]
             sets = {**dict(alt.sets), **sets}

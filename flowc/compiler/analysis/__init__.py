@@ -50,6 +50,7 @@ __all__ = [
     "apply_ignores",
     "check",
     "check_source",
+    "facts_of",
     "findings_of",
 ]
 
@@ -76,11 +77,18 @@ CHECKS: tuple[Check, ...] = (
 
 def findings_of(system: System, options: CheckOptions, filename: str = "<input>") -> tuple[Finding, ...]:
     """Explore ``system`` and run every check; findings carry their counterexample runs."""
+    return facts_of(system, options, filename)[1]
+
+
+def facts_of(
+    system: System, options: CheckOptions, filename: str = "<input>"
+) -> tuple[Facts, tuple[Finding, ...]]:
+    """The explored facts of ``system`` and every finding the checks make of them."""
     facts = Facts(system, explore(system, options.max_states), filename)
     out: list[Finding] = []
     for check in CHECKS:
         out.extend(f for f in check(facts) if options.wants(f.diagnostic.code.id))
-    return tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
+    return facts, tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
 
 
 def analyze(

@@ -1,0 +1,196 @@
+"""``flowc scenarios``: scenario blocks that together exercise every live coverage target.
+
+Each scenario is a shortest run from the start to one target (see
+:mod:`flowc.compiler.analysis.targets`), written in the flow's own syntax with an
+``expect`` line after every turn for the routing decision it makes. Targets are
+taken longest run first, and a target that an earlier scenario already exercises
+gets no scenario of its own, so few scenarios cover everything. Generation is
+deterministic: the same flow gives the same text.
+
+The lower bound: a run ends at most once, and every ending is decided by exactly
+one of a terminating rule, the default (when it terminates), a tool that finishes
+the run, or the cap. So no set of scenarios is smaller than the number of those
+that are live.
+
+>>> from flowc import compile_flow
+>>> gen = generate_scenarios(compile_flow('''
+... speaker user: human
+... speaker bot { tool done finishes "solved" }
+... when from user then bot
+... when from bot then user
+... max_turns 4
+... '''))
+>>> (len(gen.scenarios), len(gen.coverable.live), gen.lower_bound)
+(2, 7, 2)
+>>> print(gen.text(), end="")
+scenario "generated: max_turns 4" {
+  user: "turn 1"
+  expect next bot
+  bot: "turn 2"
+  expect next user
+  user: "turn 3"
+  expect next bot
+  bot: "turn 4"
+  expect terminate "max_turns"
+}
+<BLANKLINE>
+scenario "generated: terminate \\"solved\\"" {
+  user: "turn 1"
+  expect next bot
+  bot calls done: "turn 2"
+  expect terminate "solved"
+}
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.facts import CheckOptions
+from flowc.compiler.analysis.runs import Run, Turn
+from flowc.compiler.analysis.system import walk_condition
+from flowc.compiler.analysis.targets import (
+    CAP_REASON,
+    Coverable,
+    Target,
+    TargetKey,
+    alternative_of,
+    coverage_targets,
+)
+from flowc.compiler.lower import CompiledFlow
+from flowc.dsl.formatter import format_name, format_value
+
+__all__ = ["GeneratedScenario", "Generation", "GenerationError", "generate_scenarios"]
+
+TITLE_PREFIX = "generated: "
+
+
+class GenerationError(Exception):
+    """The flow's scenarios cannot be generated (the message says why and where)."""
+
+
+@attrs.frozen
+class GeneratedScenario:
+    title: str
+    target: Target  # the target it was generated for
+    run: Run
+    lines: tuple[str, ...]  # the scenario's items, unindented
+    hits: frozenset[TargetKey]  # every target it exercises
+
+    def text(self) -> str:
+        body = "".join(f"  {line}\n" for line in self.lines)
+        return f"scenario {format_value(self.title)} {{\n{body}}}\n"
+
+
+@attrs.frozen
+class Generation:
+    coverable: Coverable
+    scenarios: tuple[GeneratedScenario, ...]
+    #: live targets no scenario reaches (only when exploration was cut short)
+    missed: tuple[Target, ...]
+    lower_bound: int
+
+    def text(self) -> str:
+        return "\n".join(s.text() for s in self.scenarios)
+
+    @property
+    def reached(self) -> frozenset[TargetKey]:
+        return frozenset(k for s in self.scenarios for k in s.hits)
+
+
+def _customs(compiled: CompiledFlow) -> list[str]:
+    """The custom conditions and targets the graph routes on, as `name (line N)`."""
+    out: list[str] = []
+    infos = {r.index: r for r in compiled.rules}
+    for i, t in enumerate(compiled.graph.transitions):
+        line = infos[i].span.line if i in infos else None
+        names = [c.name for c in walk_condition(t.when) if isinstance(c, m.CustomCondition)]
+        if isinstance(t.then, m.CustomTarget):
+            names.append(t.then.name)
+        out += [f"`{name}` (line {line})" for name in names]
+    if isinstance(compiled.graph.default_target, m.CustomTarget):
+        line = compiled.default_span.line if compiled.default_span is not None else None
+        out.append(f"`{compiled.graph.default_target.name}` (line {line})")
+    return list(dict.fromkeys(out))
+
+
+def generate_scenarios(compiled: CompiledFlow, options: CheckOptions | None = None) -> Generation:
+    """Scenarios that together exercise every live target of ``compiled``, each a shortest run."""
+    customs = _customs(compiled)
+    if customs:
+        raise GenerationError(
+            "the flow routes on custom conditions or targets ("
+            + ", ".join(customs)
+            + "), whose outcome a scenario cannot choose; scenarios are generated only for "
+            "flows built from the built-in conditions and targets"
+        )
+    cov = coverage_targets(compiled, options)
+    live = [t for t in cov.live if t.key in cov.witnesses or t.key == ("end", CAP_REASON)]
+    order = {t.key: i for i, t in enumerate(cov.targets)}
+    todo = sorted(live, key=lambda t: (-cov.distance(t.key), order[t.key]))
+    covered: set[TargetKey] = set()
+    out: list[GeneratedScenario] = []
+    for target in todo:
+        if target.key in covered:
+            continue
+        run = cov.best_run(target.key, covered)
+        hits = frozenset(cov.hits(run))
+        assert target.key in hits, f"the witness of {target.name} does not exercise it"
+        covered |= hits
+        out.append(GeneratedScenario(TITLE_PREFIX + target.label, target, run,
+                                     tuple(_lines(cov, run)), hits))
+    missed = tuple(t for t in cov.live if t.key not in covered)
+    return Generation(cov, tuple(out), missed, lower_bound(cov))
+
+
+def lower_bound(cov: Coverable) -> int:
+    """No fewer scenarios can exercise every live target: each run ends at most once."""
+    endings = 0
+    for t in cov.live:
+        if (t.kind == "rule" and isinstance(cov.system.rules[t.key[1]].then, m.TerminateTarget)) or (t.kind == "default" and isinstance(cov.system.default, m.TerminateTarget)) or t.key == ("end", CAP_REASON) or (t.kind == "tool" and _finishes(cov, t)):
+            endings += 1
+    return max(endings, 1 if cov.live else 0)
+
+
+def _finishes(cov: Coverable, target: Target) -> bool:
+    compiled = cov.system.compiled
+    assert compiled is not None
+    _, speaker, tool, alt = target.key
+    for info in compiled.tools_of(speaker):
+        if info.name == tool and info.alternatives:
+            return info.alternatives[alt].finish is not None
+    return False
+
+
+def _turn_line(cov: Coverable, turn: Turn, number: int) -> str:
+    who = format_name(turn.speaker)
+    text = format_value(f"turn {number}")
+    if turn.tool is None:
+        return f"{who}: {text}"
+    line = f"{who} calls {format_name(turn.tool)}"
+    compiled = cov.system.compiled
+    assert compiled is not None
+    alt = alternative_of(cov.system, turn)
+    for info in compiled.tools_of(turn.speaker):
+        if info.name == turn.tool and len(info.alternatives) > 1 and alt is not None:
+            line += " " + info.alternatives[alt].text()
+    return f"{line}: {text}"
+
+
+def _lines(cov: Coverable, run: Run) -> list[str]:
+    lines: list[str] = []
+    cap = cov.system.max_turns
+    for i, turn in enumerate(run.turns):
+        lines.append(_turn_line(cov, turn, i + 1))
+        last = i == len(run.turns) - 1
+        if not last:
+            lines.append(f"expect next {format_name(run.turns[i + 1].speaker)}")
+        elif run.next is None:
+            reason = run.reason
+            lines.append("expect terminate" + (f" {format_value(reason)}" if reason is not None else ""))
+        elif cap is not None and len(run.turns) >= cap:
+            lines.append(f"expect terminate {format_value(CAP_REASON)}")
+        else:
+            lines.append(f"expect next {format_name(run.next)}")
+    return lines
