@@ -190,7 +190,8 @@ COMMAND_MODULES = {
     "migrate": "flowc.commands.migrate",
     "render": "flowc.commands.render",
     "run": "flowc.commands.run",
-    "test": "flowc.commands.run",
+    "test": "flowc.commands.testing",
+    "scenarios": "flowc.commands.testing",
     "log": "flowc.commands.run",
     "replay": "flowc.commands.run",
 }

@@ -1,4 +1,5 @@
-"""`flowc run`, `flowc test`, `flowc log`, `flowc replay`: the hub runtime from the shell.
+"""`flowc run`, `flowc log`, `flowc replay`: the hub runtime from the shell (`flowc test`
+is in :mod:`flowc.commands.testing`).
 
 Exit codes: 0 ok (the run closed / every scenario passed / the replay matches),
 1 input errors or a failed scenario / stalled run / diverging replay, 2 could not run.
@@ -33,7 +34,6 @@ from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
-from flowc.runtime.scenarios import run_scenario
 from flowc.runtime.script import ScriptError, parse_script
 from flowc.runtime.script_run import run_script
 from flowc.runtime.target import RunTarget
@@ -292,56 +292,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
 
 
-# ── flowc test ────────────────────────────────────────────────────────────────
-
-
-def _flow_files(paths: list[str]) -> list[str]:
-    out: list[str] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            out += sorted(str(f) for f in path.rglob("*.flow"))
-        else:
-            out.append(p)
-    return out
-
-
-def cmd_test(args: argparse.Namespace) -> int:
-    files = _flow_files(args.files)
-    if not files:
-        raise UsageError("no .flow files given")
-    passed = failed = broken = 0
-    for path in files:
-        target, _ = load_target(path)
-        if target is None:
-            broken += 1
-            continue
-        from flowc.compiler.pipeline import compile_source
-
-        source, _ = read_source(path)
-        assert source is not None
-        compiled, _ = compile_source(source)
-        scenarios = compiled.scenarios if compiled is not None else ()
-        print(path)
-        if not scenarios:
-            print("  (no scenarios)")
-        for sc in scenarios:
-            res = run_scenario(target, sc)
-            if res.passed:
-                passed += 1
-                print(f"  ok    {res.title}")
-            else:
-                failed += 1
-                print(f"  FAIL  {res.title}")
-                print(f"        {res.failure}")
-    total = passed + failed
-    summary = f"{total} scenario{'s' if total != 1 else ''}: {passed} passed, {failed} failed"
-    if broken:
-        summary += f"; {broken} file{'s' if broken != 1 else ''} did not compile"
-    print(summary)
-    return EXIT_OK if failed == 0 and broken == 0 else EXIT_ERRORS
-
-
 # ── flowc log / replay ────────────────────────────────────────────────────────
 
 
@@ -463,9 +413,6 @@ def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL (default {DEFAULT_DB}; :memory: for none)")
 
-    p = sub.add_parser("test", help="run the scenario blocks of .flow files")
-    p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
-
     p = sub.add_parser("log", help="list past runs, or print one run's transcript")
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
@@ -476,4 +423,4 @@ def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 EXTRA_PARSERS.append(_register)
-COMMANDS.update({"run": cmd_run, "test": cmd_test, "log": cmd_log, "replay": cmd_replay})
+COMMANDS.update({"run": cmd_run, "log": cmd_log, "replay": cmd_replay})

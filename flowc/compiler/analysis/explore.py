@@ -29,6 +29,16 @@ from flowc.compiler.analysis.system import (
 
 DEFAULT, HANDOFF, FINISH = -1, -2, -3
 
+
+def terminate_reason(reason: str) -> str:
+    """The close reason of a ``terminate``: AG2 closes an empty one as ``workflow_terminated``."""
+    return reason or "workflow_terminated"
+
+
+def finish_reason(reason: str) -> str:
+    """The close reason of a tool's ``Finish``: AG2 closes an empty one as ``finished``."""
+    return reason or "finished"
+
 #: ("kickoff",) | (speaker, valuation or None) | ("end", reason or None)
 NodeKey: TypeAlias = tuple[Any, ...]
 KICKOFF: NodeKey = ("kickoff",)
@@ -177,7 +187,7 @@ class Explorer:
         elif isinstance(target, m.RevertToInitiatorTarget):
             out.append(Outcome(assumed, fired, sys.initiator))
         elif isinstance(target, m.TerminateTarget):
-            out.append(Outcome(assumed, fired, -1, target.reason))
+            out.append(Outcome(assumed, fired, -1, terminate_reason(target.reason)))
         else:
             results = sys.custom_results.get(target.name)
             options: tuple[str | None, ...] = (
@@ -202,7 +212,7 @@ class Explorer:
         for action in actions:
             for after in self.after(val, action):
                 if action.finish is not None:
-                    yield Step(action, after, Outcome((), FINISH, -1, action.finish))
+                    yield Step(action, after, Outcome((), FINISH, -1, finish_reason(action.finish)))
                 elif action.handoff is not None:
                     yield Step(action, after, Outcome((), HANDOFF, action.handoff))
                 else:

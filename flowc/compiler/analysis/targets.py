@@ -30,7 +30,14 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis import facts_of
-from flowc.compiler.analysis.explore import DEFAULT, KICKOFF, NodeKey, Step
+from flowc.compiler.analysis.explore import (
+    DEFAULT,
+    KICKOFF,
+    NodeKey,
+    Step,
+    finish_reason,
+    terminate_reason,
+)
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210
 from flowc.compiler.analysis.runs import Run, Turn, run_along
@@ -395,16 +402,18 @@ class _Classifier:
         out: dict[str, list[Target]] = {}
         for rule in self.system.rules:
             if isinstance(rule.then, m.TerminateTarget):
-                out.setdefault(rule.then.reason, []).append(sources[("rule", rule.index)])
+                out.setdefault(terminate_reason(rule.then.reason), []).append(
+                    sources[("rule", rule.index)])
         default = sources[("default",)]
         if isinstance(self.system.default, m.TerminateTarget) and (
             default.live or default.line is not None
         ):  # an implicit default that never fires writes no reason
-            out.setdefault(self.system.default.reason, []).append(default)
+            out.setdefault(terminate_reason(self.system.default.reason), []).append(default)
         for tool in self.compiled.tools:
             for i, alt in enumerate(tool.alternatives):
                 if alt.finish is not None:
-                    out.setdefault(alt.finish, []).append(sources[("tool", tool.speaker, tool.name, i)])
+                    out.setdefault(finish_reason(alt.finish), []).append(
+                        sources[("tool", tool.speaker, tool.name, i)])
         return out
 
     def ends(self, sources: dict[TargetKey, Target]) -> Iterator[Target]:

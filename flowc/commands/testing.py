@@ -1,0 +1,303 @@
+"""`flowc test` (scenarios, selection, JUnit XML, coverage) and `flowc scenarios`.
+
+Exit codes: 0 every selected scenario passed (and coverage is at least
+``--fail-under``); 1 a scenario failed, a file did not compile, or coverage is
+under the bar; 2 the command could not run (a missing file, a bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from flowc.cli import (
+    COMMANDS,
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXTRA_PARSERS,
+    UsageError,
+    is_json_input,
+    print_diagnostics,
+    read_source,
+    write_output,
+)
+from flowc.commands.reports import (
+    CaseResult,
+    SuiteResult,
+    coverage_cobertura,
+    coverage_json,
+    coverage_table,
+    junit_xml,
+    total,
+)
+from flowc.compiler.lower import CompiledFlow
+from flowc.diagnostics import has_errors
+from flowc.dsl import nodes as n
+from flowc.runtime.adapters.base import ProtocolError
+from flowc.runtime.coverage import FlowCoverage, coverage_targets, measure
+from flowc.runtime.scenarios import ScenarioResult, run_scenario
+from flowc.runtime.target import RunTarget
+
+# ── loading ───────────────────────────────────────────────────────────────────
+
+
+def flow_files(paths: list[str]) -> list[str]:
+    """FILE arguments: files as given, directories as their `.flow` files, sorted."""
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out += sorted(str(f) for f in path.rglob("*.flow"))
+        else:
+            out.append(p)
+    return out
+
+
+def compile_file(path: str) -> CompiledFlow | None:
+    """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors."""
+    from flowc.compiler.pipeline import compile_source
+
+    source, diags = read_source(path)
+    if source is None:
+        print_diagnostics(diags, {})
+        return None
+    compiled, diags = compile_source(source)
+    if diags:
+        print_diagnostics(diags, {source.name: source})
+    if compiled is None or has_errors(diags):
+        return None
+    return compiled
+
+
+def selector(patterns: list[str] | None) -> Callable[[str, str], bool]:
+    """``-k``: a scenario runs when each pattern matches its title or ``FILE::title``
+    (case-insensitive; a pattern with ``*``, ``?`` or ``[`` is a glob, any other a
+    substring; a leading ``not `` inverts it).
+
+    >>> keep = selector(["approv", "not loop"])
+    >>> keep("a.flow", "approval ends it"), keep("a.flow", "approval ends the loop")
+    (True, False)
+    >>> selector(["b.flow::*cap"])("b.flow", "stops at the cap")
+    True
+    """
+    def one(pattern: str, path: str, title: str) -> bool:
+        p = pattern.strip().lower()
+        negate = p.startswith("not ")
+        if negate:
+            p = p[4:].strip()
+        names = (title.lower(), f"{path}::{title}".lower())
+        if any(c in p for c in "*?["):
+            hit = any(fnmatch.fnmatchcase(name, p) for name in names)
+        else:
+            hit = any(p in name for name in names)
+        return hit != negate
+
+    def keep(path: str, title: str) -> bool:
+        return all(one(p, path, title) for p in patterns or ())
+
+    return keep
+
+
+# ── flowc test ────────────────────────────────────────────────────────────────
+
+
+def _run(target: RunTarget, sc: n.Scenario) -> tuple[ScenarioResult, float]:
+    start = time.perf_counter()
+    try:
+        result = run_scenario(target, sc)
+    except ProtocolError as err:  # the graph cannot open a channel (an unregistered custom)
+        result = ScenarioResult(sc.title.value, sc.span.line, False, str(err), 0)
+    return result, time.perf_counter() - start
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    files = flow_files(args.files)
+    if not files:
+        raise UsageError("no .flow files given")
+    if args.fail_under is not None and not 0 <= args.fail_under <= 100:
+        raise UsageError("--fail-under takes a percentage from 0 to 100")
+    want_coverage = bool(args.coverage or args.coverage_json or args.coverage_xml
+                         or args.fail_under is not None)
+    keep = selector(args.k)
+    passed = failed = broken = deselected = 0
+    suites: list[SuiteResult] = []
+    coverages: list[FlowCoverage] = []
+    for path in files:
+        if args.exitfirst and (failed or broken):
+            break
+        print(path)
+        if is_json_input(path):
+            print("  (no scenarios: scenarios are written in .flow files)")
+            continue
+        compiled = compile_file(path)
+        if compiled is None:
+            broken += 1
+            print("  ERROR the file does not compile")
+            suites.append(SuiteResult(path, (), "the file does not compile"))
+            continue
+        source, _ = read_source(path)
+        assert source is not None
+        target = RunTarget.from_compiled(compiled, source_text=source.text, label=path)
+        chosen = [sc for sc in compiled.scenarios if keep(path, sc.title.value)]
+        deselected += len(compiled.scenarios) - len(chosen)
+        if not compiled.scenarios:
+            print("  (no scenarios)")
+        results: list[ScenarioResult] = []
+        cases: list[CaseResult] = []
+        for sc in chosen:
+            res, seconds = _run(target, sc)
+            results.append(res)
+            cases.append(CaseResult(res.title, res.line, seconds, res.failure))
+            if res.passed:
+                passed += 1
+                print(f"  ok    {res.title}")
+            else:
+                failed += 1
+                print(f"  FAIL  {res.title}")
+                print(f"        {res.failure}")
+                if args.exitfirst:
+                    break
+        suites.append(SuiteResult(path, tuple(cases)))
+        if want_coverage:
+            coverages.append(measure(coverage_targets(compiled, filename=path), results, path))
+    total_run = passed + failed
+    summary = f"{total_run} scenario{'s' if total_run != 1 else ''}: {passed} passed, {failed} failed"
+    if deselected:
+        summary += f" ({deselected} deselected by -k)"
+    if broken:
+        summary += f"; {broken} file{'s' if broken != 1 else ''} did not compile"
+    if args.exitfirst and (failed or broken):
+        summary += "; stopped at the first failure (-x)"
+    print(summary)
+    if args.junit_xml:
+        write_output(junit_xml(suites), args.junit_xml)
+    ok = failed == 0 and broken == 0
+    if want_coverage:
+        ok = _report_coverage(args, coverages) and ok
+    return EXIT_OK if ok else EXIT_ERRORS
+
+
+def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) -> bool:
+    if args.coverage_json:
+        write_output(coverage_json(coverages), args.coverage_json)
+    if args.coverage_xml:
+        write_output(coverage_cobertura(coverages), args.coverage_xml)
+    if args.coverage or args.fail_under is not None:
+        print()
+        sys.stdout.write(coverage_table(coverages))
+    covered, live, pct = total(coverages)
+    if args.fail_under is not None and pct < args.fail_under:
+        print(f"coverage {pct:.1f}% ({covered}/{live} targets) is under --fail-under {args.fail_under:g}%")
+        return False
+    return True
+
+
+# ── flowc scenarios ───────────────────────────────────────────────────────────
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    from flowc.compiler.analysis.facts import CheckOptions
+    from flowc.compiler.analysis.generate import GenerationError, generate_scenarios
+
+    path = args.file
+    if is_json_input(path):
+        raise UsageError(f"{path}: scenarios are written in .flow files; decompile the graph first "
+                         "(flowc decompile)")
+    compiled = compile_file(path)
+    if compiled is None:
+        return EXIT_ERRORS
+    try:
+        gen = generate_scenarios(compiled, CheckOptions(max_states=args.max_states))
+    except GenerationError as err:
+        print(f"{path}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    source, _ = read_source(path)
+    assert source is not None
+    target = RunTarget.from_compiled(compiled, source_text=source.text, label=path)
+    scenarios = list(gen.scenarios)
+    if args.write:
+        have = {sc.title.value for sc in compiled.scenarios}
+        scenarios = [s for s in scenarios if s.title not in have]
+    text = "\n".join(s.text() for s in scenarios)
+    failures = _verify(compiled, source.text, text, target)
+    if failures:  # a bug in flowc: never hand out a scenario that fails
+        for title, failure in failures:
+            print(f"{path}: internal error: generated scenario {title!r} fails: {failure}",
+                  file=sys.stderr)
+        return EXIT_ERRORS
+    cov = gen.coverable
+    dead = [t for t in cov.targets if not t.live]
+    note = (f"{len(gen.scenarios)} scenario{'s' if len(gen.scenarios) != 1 else ''} for "
+            f"{len(cov.live)} live targets (lower bound {gen.lower_bound}; "
+            f"{len(dead)} not coverable)")
+    if gen.missed:
+        note += f"; {len(gen.missed)} live targets not reached: " + ", ".join(
+            t.label for t in gen.missed)
+    if args.write:
+        if scenarios:
+            from flowc.dsl.formatter import format_source
+
+            new_text = source.text.rstrip("\n") + "\n\n" + text
+            Path(path).write_text(format_source(new_text, path), encoding="utf-8")
+        print(f"{path}: added {len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}; {note}",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        print(f"{path}: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _verify(compiled: CompiledFlow, source_text: str, text: str, target: RunTarget
+            ) -> list[tuple[str, str | None]]:
+    """Run the generated scenarios; the ones that fail, with their first divergence."""
+    from flowc.compiler.pipeline import compile_source
+    from flowc.source import SourceFile
+
+    if not text:
+        return []
+    with_new, _ = compile_source(SourceFile("<generated>", source_text + "\n" + text))
+    if with_new is None:
+        return [("(all)", "the generated text does not compile")]
+    out = []
+    for sc in with_new.scenarios[len(compiled.scenarios):]:
+        res = run_scenario(target, sc)
+        if not res.passed:
+            out.append((res.title, res.failure))
+    return out
+
+
+# ── registration ──────────────────────────────────────────────────────────────
+
+
+def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("test", help="run the scenario blocks of .flow files")
+    p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
+    p.add_argument("-k", action="append", metavar="PATTERN",
+                   help="run only scenarios whose title (or FILE::title) matches: a substring "
+                        "or a glob, `not PATTERN` to exclude; repeat to combine")
+    p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
+    p.add_argument("--junit-xml", metavar="FILE", help="write JUnit XML for CI servers")
+    p.add_argument("--coverage", action="store_true",
+                   help="print which rules, defaults, endings, tools and speakers the scenarios "
+                        "exercised")
+    p.add_argument("--coverage-json", metavar="FILE", help="write the coverage as JSON")
+    p.add_argument("--coverage-xml", metavar="FILE",
+                   help="write the coverage as Cobertura XML on the .flow lines")
+    p.add_argument("--fail-under", type=float, metavar="PERCENT",
+                   help="exit 1 when coverage is under PERCENT")
+
+    p = sub.add_parser("scenarios",
+                       help="generate scenarios that reach every live rule, ending and tool effect")
+    p.add_argument("file", metavar="FILE", help="the .flow file")
+    p.add_argument("--write", action="store_true",
+                   help="append the scenarios the file does not have yet, formatted")
+    p.add_argument("--max-states", type=int, default=100_000, metavar="N",
+                   help="the exploration bound, as in flowc check (default 100000)")
+
+
+EXTRA_PARSERS.append(_register)
+COMMANDS.update({"test": cmd_test, "scenarios": cmd_scenarios})

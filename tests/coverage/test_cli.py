@@ -1,0 +1,128 @@
+"""`flowc test -k/-x/--junit-xml/--coverage*` and `flowc scenarios` end to end; the JUnit
+and Cobertura outputs validate against the schemas CI servers read (tests/schemas)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from flowc.cli import main
+from tests.coverage.flows import CHOICE, REVIEW
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+
+BROKEN = "speaker a\nwhen from nobody then a\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    failing = REVIEW.replace('expect terminate "approved"', 'expect terminate "rejected"').replace(
+        '"approve at once"', '"approve & <fail>"')
+    (tmp_path / "review.flow").write_text(REVIEW + '\nscenario "drafts first" {\n  user: "x"\n'
+                                          '  expect next reviewer\n}\n')
+    (tmp_path / "failing.flow").write_text(failing)
+    (tmp_path / "broken.flow").write_text(BROKEN)
+    return tmp_path
+
+
+def junit_valid(path: Path) -> etree._ElementTree:
+    schema = etree.XMLSchema(etree.parse(str(SCHEMAS / "junit-10.xsd")))
+    doc = etree.parse(str(path))
+    assert schema.validate(doc), schema.error_log
+    return doc
+
+
+def test_junit_xml_validates_and_reports_failures_and_compile_errors(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = project / "junit.xml"
+    assert main(["test", str(project), "--junit-xml", str(out)]) == 1
+    doc = junit_valid(out)
+    root = doc.getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "1")
+    [failure] = doc.findall(".//failure")
+    assert "rejected" in (failure.get("message") or "")
+    assert doc.find(".//testcase[@name='approve & <fail>']") is not None
+    assert doc.find(".//error") is not None
+
+
+def test_k_selects_scenarios_and_x_stops_at_the_first_failure(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["test", str(project / "review.flow"), "-k", "drafts"]) == 0
+    out = capsys.readouterr().out
+    assert "ok    drafts first" in out and "approve at once" not in out
+    assert "1 scenario: 1 passed, 0 failed (1 deselected by -k)" in out
+    assert main(["test", str(project / "review.flow"), "-k", "not drafts", "-k", "*once"]) == 0
+    assert "ok    approve at once" in capsys.readouterr().out
+    # -x: failing.flow sorts before review.flow; nothing after the failure runs
+    assert main(["test", str(project / "failing.flow"), str(project / "review.flow"), "-x"]) == 1
+    out = capsys.readouterr().out
+    assert "review.flow" not in out and "stopped at the first failure (-x)" in out
+
+
+def test_coverage_table_json_cobertura_and_fail_under(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "review.flow"
+    flow.write_text(REVIEW)
+    js, xml = tmp_path / "cov.json", tmp_path / "cov.xml"
+    assert main(["test", str(flow), "--coverage", "--coverage-json", str(js),
+                 "--coverage-xml", str(xml)]) == 0
+    out = capsys.readouterr().out
+    assert "54.5%" in out and "Missing:" in out and "W203" in out
+    data = json.loads(js.read_text())
+    assert (data["covered"], data["total"], data["percent"]) == (6, 11, 54.5)
+    by_id = {t["id"]: t for t in data["files"][0]["targets"]}
+    assert by_id["rule:4"]["coverable"] is False and by_id["rule:4"]["code"] == "W203"
+    assert by_id["rule:1"]["hits"] == 1 and by_id["rule:2"]["hits"] == 0
+    dtd = etree.DTD(str(SCHEMAS / "coverage-04.dtd"))
+    doc = etree.parse(str(xml))
+    assert dtd.validate(doc), dtd.error_log
+    line11 = doc.find(".//line[@number='11']")
+    assert line11 is not None and line11.get("condition-coverage") == "50% (1/2)"
+    assert doc.find(".//line[@number='13']") is None  # the dead rule is not a line to cover
+    assert doc.getroot().get("branches-valid") == "11"
+    assert main(["test", str(flow), "--fail-under", "50"]) == 0
+    assert main(["test", str(flow), "--fail-under", "60"]) == 1
+    assert "under --fail-under 60%" in capsys.readouterr().out
+    assert main(["test", str(flow), "--fail-under", "120"]) == 2
+
+
+def test_scenarios_prints_writes_once_and_reaches_full_coverage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "choice.flow"
+    flow.write_text(CHOICE)
+    assert main(["scenarios", str(flow)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith('scenario "generated: ')
+    assert "scenarios for 14 live targets (lower bound 4;" in captured.err
+    assert main(["scenarios", str(flow), "--write"]) == 0
+    written = flow.read_text()
+    assert captured.out.strip() in written
+    assert main(["scenarios", str(flow), "--write"]) == 0
+    assert flow.read_text() == written  # already there: nothing added
+    assert "added 0 scenarios" in capsys.readouterr().err
+    assert main(["fmt", "--check", str(flow)]) == 0
+    assert main(["test", str(flow), "--fail-under", "100"]) == 0
+    assert "100.0%" in capsys.readouterr().out
+
+
+def test_scenarios_refuses_what_it_cannot_generate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    custom = tmp_path / "custom.flow"
+    custom.write_text("speaker user: human\nspeaker bot\ncondition urgent()\nwhen urgent() then bot\n")
+    assert main(["scenarios", str(custom)]) == 1
+    assert "`urgent` (line 4)" in capsys.readouterr().err
+    graph = tmp_path / "g.json"
+    graph.write_text("{}")
+    assert main(["scenarios", str(graph)]) == 2
+    assert main(["scenarios", str(tmp_path / "missing.flow")]) == 2
+    broken = tmp_path / "broken.flow"
+    broken.write_text(BROKEN)
+    assert main(["scenarios", str(broken)]) == 1

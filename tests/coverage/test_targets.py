@@ -1,0 +1,86 @@
+"""Coverage numbers on hand-made flows whose answer is known."""
+
+from __future__ import annotations
+
+import flowc
+from flowc.compiler.analysis.targets import coverage_targets
+from flowc.runtime.coverage import measure
+from flowc.runtime.scenarios import run_scenario
+from flowc.runtime.target import RunTarget
+from tests.coverage.flows import (
+    CAPPED,
+    CHOICE,
+    GHOST,
+    REVIEW,
+    REVIEW_DEAD,
+    REVIEW_HIT,
+    REVIEW_MISSING,
+)
+
+
+def _targets(src: str) -> dict[str, tuple[bool, str | None]]:
+    cov = coverage_targets(flowc.compile_flow(src))
+    return {t.name: (t.live, t.code) for t in cov.targets}
+
+
+def test_review_flow_numbers_match_the_hand_count() -> None:
+    flow = flowc.compile_flow(REVIEW)
+    results = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    assert all(r.passed for r in results)
+    cov = measure(coverage_targets(flow), results)
+    assert (cov.covered, cov.total, cov.percent) == (6, 11, 54.5)
+    assert {t.name for t in cov.live if cov.hits.get(t.key)} == REVIEW_HIT
+    assert {t.name for t in cov.missing} == REVIEW_MISSING
+    assert {t.name: t.code for t in cov.not_coverable} == REVIEW_DEAD
+
+
+def test_each_from_part_of_an_expanded_rule_is_a_target_on_its_line() -> None:
+    cov = coverage_targets(flowc.compile_flow(REVIEW))
+    rules = {t.name: t for t in cov.targets if t.kind == "rule"}
+    assert len(rules) == 5  # `from user, drafter` compiles to two rules
+    assert rules["rule:1"].line == rules["rule:2"].line == 11
+    assert rules["rule:1"].label == "rule 2: when from user then reviewer"
+    assert rules["rule:2"].label == "rule 3: when from drafter then reviewer"
+
+
+def test_the_live_set_is_what_check_says() -> None:
+    # every dead rule carries the code of the finding `flowc check` reports for the flow
+    codes = {d.code.id for d in flowc.check(REVIEW)}
+    dead_codes = {code for live, code in _targets(REVIEW).values() if not live}
+    assert dead_codes <= codes
+
+
+def test_an_unreachable_speaker_takes_its_tool_rule_and_ending_with_it() -> None:
+    got = _targets(GHOST)
+    assert got["speaker:ghost"] == (False, "W201")
+    assert got["tool:ghost:boo:0"] == (False, "W201")
+    assert got["rule:1"] == (False, "W201")
+    assert got["end:scared"] == (False, "W201")
+    assert got["end:ok"] == (True, None) and got["tool:a:done:0"] == (True, None)
+    assert "W201" in {d.code.id for d in flowc.check(GHOST)}
+
+
+def test_targets_beyond_max_turns_are_not_coverable() -> None:
+    cov = coverage_targets(flowc.compile_flow(CAPPED))
+    by_name = {t.name: t for t in cov.targets}
+    assert by_name["rule:2"].live is False
+    assert "max_turns 2" in (by_name["rule:2"].dead or "")
+    assert by_name["end:max_turns"].live and cov.distance(("end", "max_turns")) == 2
+    assert by_name["speaker:c"].live is False
+
+
+def test_each_alternative_of_a_tool_is_a_target() -> None:
+    got = _targets(CHOICE)
+    tools = sorted(k for k in got if k.startswith("tool:"))
+    assert tools == ["tool:triage:decide:0", "tool:triage:decide:1", "tool:triage:decide:2"]
+    assert all(got[k] == (True, None) for k in tools)
+    assert got["end:closed"] == (True, None)
+
+
+def test_a_failed_scenario_still_counts_what_it_exercised() -> None:
+    src = REVIEW.replace('expect terminate "approved"', 'expect terminate "nope"')
+    flow = flowc.compile_flow(src)
+    [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    assert not result.passed
+    cov = measure(coverage_targets(flow), [result])
+    assert cov.covered == 6
