@@ -1,0 +1,73 @@
+"""How `flowc scenarios` and `flowc test --coverage` scale: a 200-speaker, 1,000-rule flow
+and the examples.
+
+Run: ``.venv/bin/python benchmarks/bench_scenarios.py``. For each flow it reports the
+time to generate the scenarios (exploration, targets, shortest runs), their count
+against the live targets and the lower bound, and the time to run them and measure
+coverage on the hub (which must reach 100%).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from flowc.compiler.analysis.generate import generate_scenarios
+from flowc.compiler.pipeline import compile_source
+from flowc.runtime.coverage import measure
+from flowc.runtime.scenarios import run_scenario
+from flowc.runtime.target import RunTarget
+from flowc.source import SourceFile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def big(speakers: int = 200, rules: int = 1000) -> str:
+    """A user and 199 workers; each worker routes to five others by tool or onwards,
+    800 tool rules plus 200 `from` rules = 1,000 rules."""
+    names = [f"w{i}" for i in range(speakers - 1)]
+    lines = ["speaker user: human"]
+    for i, w in enumerate(names):
+        lines.append(f"speaker {w} {{ tool done finishes \"done_{i % 7}\" }}")
+    lines.append("max_turns 250")
+    lines.append("when from user then w0")
+    tool_rules = rules - speakers
+    per = tool_rules // len(names) + 1
+    count = 0
+    for i, w in enumerate(names):
+        for k in range(1, per + 1):
+            if count >= tool_rules:
+                break
+            lines.append(f"when from {w} and tool done then {names[(i + k) % len(names)]} priority -1")
+            count += 1
+        lines.append(f"when from {w} then {names[(i + 1) % len(names)]}")
+    return "\n".join(lines) + "\n"
+
+
+def bench(label: str, text: str) -> None:
+    compiled, _ = compile_source(SourceFile(label, text))
+    assert compiled is not None
+    start = time.perf_counter()
+    gen = generate_scenarios(compiled)
+    generated = time.perf_counter() - start
+    flow, _ = compile_source(SourceFile(label, text + "\n" + gen.text()))
+    assert flow is not None
+    target = RunTarget.from_compiled(flow)
+    start = time.perf_counter()
+    results = [run_scenario(target, sc) for sc in flow.scenarios[len(compiled.scenarios):]]
+    cov = measure(gen.coverable, results)
+    ran = time.perf_counter() - start
+    assert all(r.passed for r in results) and cov.covered == cov.total
+    print(f"{label:28} rules {len(compiled.graph.transitions):5}  targets {cov.total:5}  "
+          f"scenarios {len(gen.scenarios):4} (lower bound {gen.lower_bound:3})  "
+          f"generate {generated:7.2f}s  run+coverage {ran:7.2f}s  coverage {cov.percent}%")
+
+
+def main() -> None:
+    bench("200 speakers, 1,000 rules", big())
+    for path in sorted((ROOT / "examples").glob("*.flow")):
+        bench(path.name, path.read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()
