@@ -23,23 +23,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def big(speakers: int = 200, rules: int = 1000) -> str:
-    """A user and 199 workers; each worker routes to five others by tool or onwards,
-    800 tool rules plus 200 `from` rules = 1,000 rules."""
+    """A user and 199 workers; each worker has four routing tools (t1..t4, each to another
+    worker) and one that finishes the run: 796 tool rules plus 200 `from` rules and the
+    user's, about 1,000 rules, every one live."""
     names = [f"w{i}" for i in range(speakers - 1)]
+    per = (rules - speakers) // len(names)
     lines = ["speaker user: human"]
     for i, w in enumerate(names):
-        lines.append(f"speaker {w} {{ tool done finishes \"done_{i % 7}\" }}")
+        tools = " ".join(f"tool t{k}" for k in range(1, per + 1))
+        lines.append(f'speaker {w} {{ {tools} tool done finishes "done_{i % 7}" }}')
     lines.append("max_turns 250")
     lines.append("when from user then w0")
-    tool_rules = rules - speakers
-    per = tool_rules // len(names) + 1
-    count = 0
     for i, w in enumerate(names):
         for k in range(1, per + 1):
-            if count >= tool_rules:
-                break
-            lines.append(f"when from {w} and tool done then {names[(i + k) % len(names)]} priority -1")
-            count += 1
+            lines.append(f"when from {w} and tool t{k} then {names[(i + 7 * k) % len(names)]}")
         lines.append(f"when from {w} then {names[(i + 1) % len(names)]}")
     return "\n".join(lines) + "\n"
 
