@@ -21,6 +21,7 @@ LAYERS = [
     ("flowc.dsl", 2),
     ("flowc.compiler", 3),
     ("flowc.runtime", 4),
+    ("flowc.migrate", 4),  # a frontend from Python/JSON: emits .flow, checks it with the compiler
     ("flowc.ag2", 5),
     ("flowc.cli", 6),
     ("flowc.commands", 6),

@@ -13,7 +13,7 @@ from flowc import cli
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from flowc.compiler.migrate import migrate_source
+    from flowc.migrate import migrate_source
 
     source, diags = cli.read_source(args.input)
     if source is None:

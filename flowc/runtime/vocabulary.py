@@ -40,7 +40,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
-from flowc.compiler.migrate.ctxexpr import (
+from flowc.runtime.ctxexpr import (
     ExpressionError,
     Node,
     evaluate_expression,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flowc.cli import main
-from flowc.compiler.migrate import MAX_INPUT_BYTES, migrate_source
+from flowc.migrate import MAX_INPUT_BYTES, migrate_source
 from flowc.source import SourceFile
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -113,7 +113,7 @@ def test_agentchat_python_is_recognised_but_reported(capsys: pytest.CaptureFixtu
 
 def test_an_internal_error_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    import flowc.compiler.migrate as migrate
+    import flowc.migrate as migrate
 
     def broken(source: SourceFile) -> None:
         raise KeyError("boom")

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from flowc.compiler.migrate import migrate_source
-from flowc.compiler.migrate.classic import _next_agent, _successor
+from flowc.migrate import migrate_source
+from flowc.migrate.classic_selection import next_agent, successor
 from flowc.source import SourceFile
 
 HEADER = '''
@@ -29,24 +29,24 @@ def migrate(body: str) -> tuple[str, list[str], list[str]]:
 
 def test_next_agent_matches_classic_examples() -> None:
     names = ["u", "a", "b", "c"]
-    assert _next_agent("a", names, None) == "b"
-    assert _next_agent("c", names, None) == "u"
-    assert _next_agent("outsider", names, None) == "u"
-    assert _next_agent("a", names, ["u", "c"]) == "c"
-    assert _next_agent("c", names, ["a", "b"]) == "a"
+    assert next_agent("a", names, None) == "b"
+    assert next_agent("c", names, None) == "u"
+    assert next_agent("outsider", names, None) == "u"
+    assert next_agent("a", names, ["u", "c"]) == "c"
+    assert next_agent("c", names, ["a", "b"]) == "a"
 
 
 def test_successor_traps() -> None:
     names = ["u", "a", "b"]
     graph = {"u": ["a"], "a": [], "b": ["a", "b"]}
-    assert _successor("u", names, graph, None, "auto").agent == "a"  # one candidate: no LLM
-    assert _successor("a", names, graph, None, "round_robin").agent == "b"  # [] means everyone
-    everyone = _successor("a", names, graph, None, "auto")
+    assert successor("u", names, graph, None, "auto").agent == "a"  # one candidate: no LLM
+    assert successor("a", names, graph, None, "round_robin").agent == "b"  # [] means everyone
+    everyone = successor("a", names, graph, None, "auto")
     assert everyone.kind == "select" and everyone.candidates == ("u", "a", "b")
-    assert _successor("x", names, graph, None, "round_robin").agent == "u"  # outside the group
-    assert _successor("b", names, {"u": ["a"]}, None, "auto").kind == "end"  # absent key
+    assert successor("x", names, graph, None, "round_robin").agent == "u"  # outside the group
+    assert successor("b", names, {"u": ["a"]}, None, "auto").kind == "end"  # absent key
     # allow_repeat False: the last speaker leaves the candidates before the graph filter
-    assert _successor("b", names, graph, False, "auto").agent == "a"
+    assert successor("b", names, graph, False, "auto").agent == "a"
 
 
 def test_allow_repeat_speaker_list() -> None:

@@ -8,14 +8,18 @@ import importlib
 import pytest
 
 MODULES = [
-    "flowc.compiler.migrate",
-    "flowc.compiler.migrate.model",
-    "flowc.compiler.migrate.pyread",
-    "flowc.compiler.migrate.textpred",
-    "flowc.compiler.migrate.ctxexpr",
-    "flowc.compiler.migrate.classic",
-    "flowc.compiler.migrate.agentchat",
-    "flowc.compiler.migrate.agentchat_py",
+    "flowc.migrate",
+    "flowc.migrate.model",
+    "flowc.migrate.pyread",
+    "flowc.migrate.textpred",
+    "flowc.runtime.ctxexpr",
+    "flowc.migrate.agents",
+    "flowc.migrate.speaking_order",
+    "flowc.migrate.python",
+    "flowc.migrate.classic",
+    "flowc.migrate.classic_selection",
+    "flowc.migrate.agentchat",
+    "flowc.migrate.agentchat_py",
     "flowc.runtime.vocabulary",
 ]
 

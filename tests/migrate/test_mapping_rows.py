@@ -339,7 +339,7 @@ initiate_group_chat(pattern=pattern, messages={messages}, max_rounds=6)
 
 
 def _migrate(extra: str = "", messages: str = '"go"') -> tuple[str | None, list[tuple[str, str]]]:
-    from flowc.compiler.migrate import migrate_source
+    from flowc.migrate import migrate_source
     from flowc.source import SourceFile
 
     result = migrate_source(SourceFile("g.py", GROUP.format(extra=extra, messages=messages)))

@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 
 from flowc.cli import main
-from flowc.compiler.migrate.agentchat_py import python_component
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import has_errors
 from flowc.dsl import nodes as n
 from flowc.dsl.parser import parse_source
+from flowc.migrate.agentchat_py import python_component
 from flowc.source import SourceFile
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -277,7 +277,7 @@ team = GraphFlow(g.get_participants(), graph=g.build(), max_turns=6)
     ("", ', activation_group="loop"', False),  # two groups of one parent each: z runs after either
 ])
 def test_graphflow_python_activation_groups(extra_a: str, extra_b: str, waits: bool) -> None:
-    from flowc.compiler.migrate import migrate_source
+    from flowc.migrate import migrate_source
 
     result = migrate_source(SourceFile("join.py", GRAPH_TEAM.format(extra_a=extra_a, extra_b=extra_b)))
     messages = [d.message for d in result.findings]
@@ -286,7 +286,7 @@ def test_graphflow_python_activation_groups(extra_a: str, extra_b: str, waits: b
 
 
 def test_graphflow_python_unreadable_graph_is_reported() -> None:
-    from flowc.compiler.migrate import migrate_source
+    from flowc.migrate import migrate_source
 
     src = "a = AssistantAgent('a')\nteam = GraphFlow([a], graph=make_graph())\n"
     result = migrate_source(SourceFile("g.py", src))

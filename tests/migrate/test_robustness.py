@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from flowc.compiler.migrate import MigrateResult, migrate_source
+from flowc.migrate import MigrateResult, migrate_source
 from flowc.source import SourceFile
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

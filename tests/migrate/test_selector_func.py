@@ -1,6 +1,6 @@
 """AgentChat ``SelectorGroupChat(selector_func=, candidate_func=)`` read statically and lowered
-to rules (:mod:`flowc.compiler.migrate.selectfn`, AgentChat dialect;
-:class:`flowc.compiler.migrate.agentchat_py._SelectorFuncs`).
+to rules (:mod:`flowc.migrate.selectfn`, AgentChat dialect;
+:class:`flowc.migrate.agentchat_selector.SelectorFunctions`).
 
 The corpus cases ``agentchat_selector_*.py`` cover the three outcomes end to end (exact and
 recorded with the real package, a ``None`` fall-through with candidates, an unrecognisable
@@ -14,9 +14,9 @@ import doctest
 
 import pytest
 
-from flowc.compiler.migrate import migrate_source, selectfn
-from flowc.compiler.migrate.selectfn import Unsupported, lower_selection
 from flowc.dsl.formatter import format_condition
+from flowc.migrate import migrate_source, selectfn
+from flowc.migrate.selectfn import Unsupported, lower_selection
 from flowc.source import SourceFile
 
 NAMES = {"a": "a", "b": "b", "c": "c", "user": "user"}

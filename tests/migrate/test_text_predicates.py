@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from flowc.compiler.migrate.textpred import evaluate, text_predicate
 from flowc.dsl import nodes as n
+from flowc.migrate.textpred import evaluate, text_predicate
 from flowc.runtime.vocabulary import TextContains, TextMatches
 
 RECOGNISED = [

@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from flowc.compiler.migrate.studio import lower_studio
 from flowc.dsl import nodes as n
 from flowc.dsl.parser import parse_source
+from flowc.migrate.studio import lower_studio
 from flowc.source import SourceFile
 
 HERE = Path(__file__).resolve().parent

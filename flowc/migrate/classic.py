@@ -1,6 +1,6 @@
 """Classic AG2 / AutoGen ``GroupChat`` + ``GroupChatManager`` Python -> `.flow`.
 
-Read statically with ``ast`` (:mod:`flowc.compiler.migrate.pyread`); the behaviour
+Read statically with ``ast`` (:mod:`flowc.migrate.pyread`, :mod:`flowc.migrate.agents`); the behaviour
 reproduced is ``autogen.agentchat.groupchat`` of ag2 0.9 - autogen 0.14.1
 (``GroupChat._prepare_and_select_agents``, ``next_agent``, ``GroupChatManager.run_chat``):
 
@@ -31,184 +31,37 @@ reproduced is ``autogen.agentchat.groupchat`` of ag2 0.9 - autogen 0.14.1
 ([], 6)
 """
 
+
 from __future__ import annotations
 
 import ast
-import json
-import re
-from collections.abc import Sequence
 
-import attrs
-
-from flowc.compiler.migrate import model as mm
-from flowc.compiler.migrate.pyread import NotStatic, PyModule, callee, kwarg
-from flowc.compiler.migrate.textpred import TextPredicate, evaluate, text_predicate
-from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
+import flowc.migrate.model as mm
+from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
+from flowc.migrate.agents import Agent, AgentReader
+from flowc.migrate.classic_selection import (
+    lower_function,
+    routing_rules,
+    selector_rules,
+    successor,
+    target_of,
+)
+from flowc.migrate.pyread import PyModule, callee, kwarg
+from flowc.migrate.speaking_order import (
+    TERM_REASON,
+    Next,
+    NoText,
+    guard_scenarios,
+    order_scenarios,
+    turn_text,
+)
+from flowc.migrate.textpred import TextPredicate, evaluate, text_predicate
 from flowc.source import SourceFile
-
-AGENT_CLASSES = frozenset(
-    {
-        "ConversableAgent",
-        "AssistantAgent",
-        "UserProxyAgent",
-        "SwarmAgent",
-        "GPTAssistantAgent",
-        "RetrieveUserProxyAgent",
-        "RetrieveAssistantAgent",
-        "MultimodalConversableAgent",
-        "CaptainAgent",
-        "ReasoningAgent",
-        "WebSurferAgent",
-        "DocAgent",
-    }
-)
-#: classic APIs this translator recognises but does not translate (yet)
-GROUP_API_CALLS = {
-    "initiate_group_chat": "the AG2 0.9+ group API (`initiate_group_chat`)",
-    "run_group_chat": "the AG2 0.9+ group API (`run_group_chat`)",
-    "a_initiate_group_chat": "the AG2 0.9+ group API (`a_initiate_group_chat`)",
-    "a_run_group_chat": "the AG2 0.9+ group API (`a_run_group_chat`)",
-    "initiate_swarm_chat": "the legacy swarm (`initiate_swarm_chat`)",
-    "a_initiate_swarm_chat": "the legacy swarm (`a_initiate_swarm_chat`)",
-    "run_swarm": "the legacy swarm (`run_swarm`)",
-    "a_run_swarm": "the legacy swarm (`a_run_swarm`)",
-}
-GROUP_API_RUNNERS = frozenset(
-    {"initiate_group_chat", "run_group_chat", "a_initiate_group_chat", "a_run_group_chat",
-     "run_group_chat_iter"}
-)
-SWARM_RUNNERS = frozenset({"initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a_run_swarm"})
-AGENTCHAT_TEAMS = frozenset(
-    {"RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat"}
-)
 
 DEFAULT_MAX_ROUND = 10
 DEFAULT_MANAGER = "chat_manager"
-END_REASON = "no_next_speaker"
-TERM_REASON = "is_termination_msg"
-NO_SELECTION = "no_speaker_selected"
 DEFAULT_TERMINATION = mm.call_cond("text_matches", pattern=r"\ATERMINATE\Z")
-
-
-class NotRecognised(Exception):
-    """The input is not a classic group chat this translator understands (exit 2)."""
-
-    def __init__(self, findings: Sequence[Diagnostic]):
-        self.findings = tuple(findings)
-        super().__init__("; ".join(d.message for d in findings))
-
-
-@attrs.frozen
-class ClassicResult:
-    migration: mm.Migration
-    findings: tuple[Diagnostic, ...]
-    #: the speaker sequences the scenarios encode, for checks against real classic runs
-    sequences: tuple[tuple[str, ...], ...] = ()
-
-
-@attrs.frozen
-class Agent:
-    var: str | None
-    name: str
-    cls: str
-    human: bool
-    role: str | None
-    node: ast.Call
-
-
-@attrs.frozen
-class Next:
-    """Who speaks after a source: ``kind`` agent / end / select / random."""
-
-    kind: str
-    agent: str | None = None
-    candidates: tuple[str, ...] = ()
-    allow_repeat: bool = True
-
-
-class _Reader:
-    def __init__(self, mod: PyModule):
-        self.mod = mod
-        self.findings: list[Diagnostic] = []
-        self.agents: dict[int, Agent] = {}  # id(call node) -> agent
-
-    def report(self, code: Code, message: str, node: ast.AST | None, help: str | None = None) -> None:
-        span = self.mod.span(node) if node is not None else None
-        self.findings.append(Diagnostic(code, message, self.mod.source.name, span, help=help))
-
-    # ── agents ──
-
-    def collect_agents(self) -> None:
-        for call in self.mod.calls():
-            cls = callee(call)
-            if cls not in AGENT_CLASSES:
-                continue
-            name_node = kwarg(call, "name", 0)
-            try:
-                agent_name = self.mod.const(name_node)
-            except NotStatic:
-                agent_name = None
-            var = self._var_of(call)
-            if not isinstance(agent_name, str) or not agent_name:
-                fallback = var or f"agent_{call.lineno}"
-                self.report(
-                    M001,
-                    f"the name of this `{cls}` cannot be read without running the code; "
-                    f"it was migrated as `{fallback}`",
-                    name_node or call,
-                    help="write the agent's name as a string literal, or rename the speaker in the .flow",
-                )
-                agent_name = fallback
-            self.agents[id(call)] = Agent(var, agent_name, cls, self._is_human(call, cls),
-                                          self._role(call), call)
-
-    def _var_of(self, call: ast.Call) -> str | None:
-        for var, value in self.mod.assigned.items():
-            if value is call:
-                return var
-        return None
-
-    def _is_human(self, call: ast.Call, cls: str) -> bool:
-        llm = kwarg(call, "llm_config")
-        llm_off = llm is None or self.mod.const_or(llm, object()) is False
-        mode = self.mod.const_or(kwarg(call, "human_input_mode"), None)
-        if cls in ("UserProxyAgent", "RetrieveUserProxyAgent"):
-            return llm_off
-        if mode == "ALWAYS":
-            return True
-        return cls == "ConversableAgent" and llm is not None and llm_off
-
-    def _role(self, call: ast.Call) -> str | None:
-        for key in ("description", "system_message"):
-            value = self.mod.const_or(kwarg(call, key), None)
-            if isinstance(value, str) and value.strip():
-                return value
-        return None
-
-    def agent_of(self, node: ast.expr | None) -> Agent | None:
-        if node is None:
-            return None
-        target = self.mod.deref(node)
-        if isinstance(target, ast.Call):
-            return self.agents.get(id(target))
-        return None
-
-    def agent_list(self, node: ast.expr | None, what: str, at: ast.AST) -> list[Agent]:
-        elements = self.mod.elements(node)
-        if elements is None:
-            self.report(M001, f"`{what}` cannot be read without running the code", node or at,
-                        help="list the agents inline: agents=[a, b, c]")
-            return []
-        out: list[Agent] = []
-        for e in elements:
-            agent = self.agent_of(e)
-            if agent is None:
-                self.report(M001, f"this entry of `{what}` is not an agent created in this file", e,
-                            help="create the agent in this file with ConversableAgent(name=...)")
-            else:
-                out.append(agent)
-        return out
 
 
 def _call_of(mod: PyModule, node: ast.expr | None, name: str) -> ast.Call | None:
@@ -220,6 +73,7 @@ def _call_of(mod: PyModule, node: ast.expr | None, name: str) -> ast.Call | None
     return None
 
 
+
 def _first_line(text: str) -> str:
     for line in text.strip().splitlines():
         if line.strip():
@@ -227,69 +81,49 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def translate_classic(source: SourceFile) -> ClassicResult:
+
+def translate_classic(source: SourceFile) -> mm.Translation:
     """Translate the first ``GroupChat`` of a classic Python file.
 
     Raises ``SyntaxError`` for a file that does not parse and :class:`NotRecognised`
-    when it holds no group chat this translator handles.
+    when it holds no ``GroupChat``.
     """
     mod = PyModule.parse(source.name, source.text)
-    reader = _Reader(mod)
+    reader = AgentReader(mod)
     reader.collect_agents()
     calls = list(mod.calls())
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
-    if not groupchats and any(callee(c) in GROUP_API_RUNNERS for c in calls):
-        from flowc.compiler.migrate.group import translate_group
-
-        return translate_group(reader, calls)
-    if not groupchats and any(callee(c) in SWARM_RUNNERS for c in calls):
-        from flowc.compiler.migrate.group import translate_swarm
-
-        return translate_swarm(reader, calls)
-    teams = [c for c in calls if callee(c) in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm",
-                                                  "GraphFlow")]
-    if not groupchats and teams:
-        from flowc.compiler.migrate.agentchat_py import translate_agentchat_python
-
-        res = translate_agentchat_python(reader, teams[-1])
-        return ClassicResult(res.migration, res.findings, res.sequences)
     if not groupchats:
-        found = [c for c in calls if callee(c) in GROUP_API_CALLS or callee(c) in AGENTCHAT_TEAMS]
-        if found:
-            what = GROUP_API_CALLS.get(callee(found[0]))
-            if what is None:
-                what = f"a Microsoft AgentChat team in Python (`{callee(found[0])}`)"
-            reader.report(
-                M001,
-                f"{what} is not translated by this version of `flowc migrate`",
-                found[0],
-                help="see docs/migrate.md for the inputs translated today; port this chat by hand",
-            )
-        else:
-            reader.report(
-                M001,
-                "no classic group chat found: the file has no `GroupChat(...)` call",
-                None,
-                help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
-            )
-        raise NotRecognised(reader.findings)
+        reader.report(
+            M001,
+            "no classic group chat found: the file has no `GroupChat(...)` call",
+            None,
+            help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
+        )
+        raise mm.NotRecognised(reader.findings)
+    return translate_groupchats(reader, groupchats, calls)
+
+
+def translate_groupchats(reader: AgentReader, groupchats: list[ast.Call], calls: list[ast.Call]
+                         ) -> mm.Translation:
+    """The first of ``groupchats``; the others are reported (M001)."""
     for extra in groupchats[1:]:
         reader.report(M001, "only the first GroupChat of a file is translated; this one was left out",
                       extra, help="put each group chat in its own file and migrate each")
     return _translate(reader, groupchats[0], calls)
 
 
-def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicResult:
+def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.Translation:
     mod = reader.mod
     agents = reader.agent_list(kwarg(gc, "agents", 0), "agents", gc)
     names = [a.name for a in agents]
     if len(set(names)) != len(names):
         dup = next(x for x in names if names.count(x) > 1)
         reader.report(M001, f"two agents of the group chat are both named `{dup}`", gc)
-        raise NotRecognised(reader.findings)
+        raise mm.NotRecognised(reader.findings)
     if len(agents) < 2:
         reader.report(M001, "the group chat needs at least two agents that can be read statically", gc)
-        raise NotRecognised(reader.findings)
+        raise mm.NotRecognised(reader.findings)
 
     # ── manager and initiator ──
     managers = [c for c in calls if callee(c) == "GroupChatManager"
@@ -466,10 +300,10 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
 
     # ── routing ──
     sources = ([] if initiator.name in names else [initiator.name]) + names
-    nexts = {s: _successor(s, names, graph, allow_repeat, method) for s in sources}
+    nexts = {s: successor(s, names, graph, allow_repeat, method) for s in sources}
     lowered: list[tuple[str, tuple[n.Cond, ...], Next, str | None]] | None = None
     if selection_fn is not None:
-        lowered = _lower_function(reader, selection_fn, sources, names, graph, allow_repeat)
+        lowered = lower_function(reader, selection_fn, sources, names, graph, allow_repeat)
         if lowered is None:
             unsupported_callable = True
         elif all(not g for _, g, _, _ in lowered) and len(lowered) == len(sources):
@@ -509,10 +343,10 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
         )
     if lowered is not None:
         routing = [mm.Rule(mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
-                           _target_of(nx, manager_name)) for src, g, nx, _ in lowered]
-        routing += _selector_rules(nexts, manager_name, method == "manual")
+                           target_of(nx, manager_name)) for src, g, nx, _ in lowered]
+        routing += selector_rules(nexts, manager_name, method == "manual")
     else:
-        routing = _routing_rules(sources, nexts, names, manager_name, method == "manual")
+        routing = routing_rules(sources, nexts, names, manager_name, method == "manual")
     rules = term_rules + routing
 
     speakers: list[mm.Speaker] = []
@@ -563,12 +397,12 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
     if any(d.code is M001 for d in reader.findings):
         exact = False  # something was left out: no claim of classic behaviour
     if exact and max_round is not None:
-        for title, seq, items in _scenarios(initiator.name, scenario_nexts, max_round, predicate,
+        for title, seq, items in order_scenarios(initiator.name, scenario_nexts, max_round, predicate,
                                             witness, kickoff, avoid):
             scenarios.append(mm.scenario(title, items))
             sequences.append(seq)
         if lowered is not None and scenarios:
-            for title, seq, items in _guard_scenarios(initiator.name, scenario_nexts, lowered,
+            for title, seq, items in guard_scenarios(initiator.name, scenario_nexts, lowered,
                                                       max_round, avoid, kickoff):
                 scenarios.append(mm.scenario(title, items))
                 sequences.append(seq)
@@ -577,9 +411,9 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
             and len(first_next.candidates) > 1 and (max_turns is None or max_turns >= 4)):
         pick = next((c for c in first_next.candidates if c != initiator.name), first_next.candidates[0])
         try:
-            texts = [_turn_text(initiator.name, 1, [r.cond for r in term_rules]),
-                     _turn_text(pick, 3, [r.cond for r in term_rules])]
-        except _NoText:
+            texts = [turn_text(initiator.name, 1, [r.cond for r in term_rules]),
+                     turn_text(pick, 3, [r.cond for r in term_rules])]
+        except NoText:
             texts = []
         if texts:
             after = nexts.get(pick)
@@ -618,10 +452,10 @@ def _translate(reader: _Reader, gc: ast.Call, calls: list[ast.Call]) -> ClassicR
                    ", classic speaker order reproduced exactly (other differences: see the findings)")
                   if exact else "") + ".",),
     )
-    return ClassicResult(migration, tuple(reader.findings), tuple(sequences))
+    return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
 
 
-def _read_graph(reader: _Reader, node: ast.expr, names: list[str]) -> dict[str, list[str]]:
+def _read_graph(reader: AgentReader, node: ast.expr, names: list[str]) -> dict[str, list[str]]:
     mod = reader.mod
     target = mod.deref(node)
     graph: dict[str, list[str]] = {}
@@ -639,7 +473,7 @@ def _read_graph(reader: _Reader, node: ast.expr, names: list[str]) -> dict[str, 
     return graph
 
 
-def _report_settings(reader: _Reader, gc: ast.Call, method: str) -> None:
+def _report_settings(reader: AgentReader, gc: ast.Call, method: str) -> None:
     selector_only = (
         "select_speaker_message_template", "select_speaker_prompt_template",
         "select_speaker_auto_multiple_template", "select_speaker_auto_none_template",
@@ -666,7 +500,7 @@ def _report_settings(reader: _Reader, gc: ast.Call, method: str) -> None:
                           kw.value)
 
 
-def _collect_tools(reader: _Reader, calls: list[ast.Call], speakers: set[str]) -> dict[str, list[mm.Tool]]:
+def _collect_tools(reader: AgentReader, calls: list[ast.Call], speakers: set[str]) -> dict[str, list[mm.Tool]]:
     mod = reader.mod
     out: dict[str, list[mm.Tool]] = {}
 
@@ -722,266 +556,5 @@ def _speaker(agent: Agent, tools: dict[str, list[mm.Tool]]) -> mm.Speaker:
     return mm.Speaker(agent.name, agent.human, role, tuple(tools.get(agent.name, ())))
 
 
-def _next_agent(src: str, names: list[str], subset: list[str] | None) -> str:
-    """``GroupChat.next_agent``: the next agent after ``src`` in list order within ``subset``."""
-    idx = names.index(src) if src in names else -1
-    if subset is None or subset == names:
-        return names[(idx + 1) % len(names)]
-    for i in range(len(names)):
-        cand = names[(idx + 1 + i) % len(names)]
-        if cand in subset:
-            return cand
-    raise AssertionError("next_agent over an empty subset")  # pragma: no cover
 
-
-def _successor(
-    src: str,
-    names: list[str],
-    graph: dict[str, list[str]],
-    allow_repeat: bool | list[str] | None,
-    method: str,
-) -> Next:
-    """Classic ``_prepare_and_select_agents`` for last speaker ``src``, statically."""
-    in_group = src in names
-    if in_group and src not in graph:
-        return Next("end")
-    repeat = allow_repeat if not isinstance(allow_repeat, list) else src in allow_repeat
-    base = [a for a in names if a != src] if repeat is False else list(names)
-    eligible: list[str] | None
-    if not in_group:
-        eligible = None
-    else:
-        eligible = [a for a in base if a in graph[src]]
-        if len(eligible) == 1:
-            return Next("agent", eligible[0])
-        if not eligible:
-            eligible = None
-    if method == "round_robin":
-        return Next("agent", _next_agent(src, names, eligible))
-    candidates = tuple(eligible if eligible is not None else names)
-    if method == "random":
-        return Next("random", candidates=candidates)
-    return Next("select", candidates=candidates)
-
-
-def _target_of(x: Next, manager: str) -> n.Target:
-    if x.kind == "agent":
-        assert x.agent is not None
-        return mm.speaker_target(x.agent)
-    if x.kind == "end":
-        return mm.terminate(END_REASON)
-    if x.kind == "random":
-        return mm.call_target("random_agent", agent_ids=list(x.candidates),
-                              allow_repeat=x.allow_repeat)
-    if len(x.candidates) == 1:
-        return mm.speaker_target(x.candidates[0])
-    return mm.speaker_target(manager)
-
-
-def _selector_rules(nexts: dict[str, Next], manager: str, human: bool = False) -> list[mm.Rule]:
-    """The selector's choice: a transfer tool per candidate, or for a person (``manual``)
-    the candidate's name typed as the whole message — plus its number when every
-    selection offers the same numbered list, as classic's console prompt does."""
-    rules: list[mm.Rule] = []
-    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
-    if select:
-        candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
-        numbered = len({x.candidates for x in select}) == 1
-        for i, c in enumerate(candidates):
-            comment = "the selector's choice" if i == 0 else None
-            if human:
-                answer = re.escape(c) + (f"|{i + 1}" if numbered else "")
-                cond: n.Cond = n.AndCond((mm.from_(manager), mm.call_cond(
-                    "text_matches", pattern=rf"\A\s*(?:{answer})\s*\Z")), mm.S)
-                comment = "the person types the next speaker's name" + (
-                    " or number" if numbered else "") if i == 0 else None
-            else:
-                cond = mm.tool_cond(f"transfer_to_{c}")
-            rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
-        rules.append(mm.Rule(mm.from_(manager), mm.terminate(NO_SELECTION), 0,
-                             "the selector chose nobody"))
-    return rules
-
-
-def _lower_function(
-    reader: _Reader,
-    fn: ast.FunctionDef,
-    sources: list[str],
-    names: list[str],
-    graph: dict[str, list[str]],
-    allow_repeat: bool | list[str] | None,
-) -> list[tuple[str, tuple[n.Cond, ...], Next, str | None]] | None:
-    """A custom selection function as guarded outcomes per source (with a witness text
-    for a single text guard), or None (reported)."""
-    from flowc.compiler.migrate.selectfn import Unsupported, lower_selection
-
-    def agent_name(e: ast.expr) -> str | None:
-        agent = reader.agent_of(e)
-        return agent.name if agent is not None else None
-
-    try:
-        outcomes = lower_selection(fn, sources, agent_name)
-        out: list[tuple[str, tuple[n.Cond, ...], Next, str | None]] = []
-        for o in outcomes:
-            if o.returned is None:
-                out.append((o.source, o.guards, Next("end"), o.witness))
-                continue
-            value = reader.mod.const_or(o.returned, None)
-            if isinstance(value, str) and value.lower() in ("auto", "manual", "random", "round_robin"):
-                out.append((o.source, o.guards,
-                            _successor(o.source, names, graph, allow_repeat, value.lower()), o.witness))
-                continue
-            name = agent_name(o.returned)
-            if name is None or name not in names:
-                raise Unsupported(o.returned, "a return value that is not an agent of the group")
-            out.append((o.source, o.guards, Next("agent", name), o.witness))
-        return out
-    except Unsupported as err:
-        reader.report(
-            M001,
-            f"the custom `speaker_selection_method` `{fn.name}` could not be lowered to rules "
-            f"({err.what}); an LLM selector speaker stands in for it",
-            err.node,
-            help="write it as an if/elif chain on `last_speaker` whose branches return an agent, "
-                 "None or a method name, or write the `when from X then Y` rules by hand",
-        )
-        return None
-
-
-def _routing_rules(
-    sources: list[str], nexts: dict[str, Next], names: list[str], manager: str, human: bool = False
-) -> list[mm.Rule]:
-    groups: dict[str, tuple[n.Target, list[str]]] = {}
-    for src in sources:
-        t = _target_of(nexts[src], manager)
-        key = repr(t)
-        groups.setdefault(key, (t, []))[1].append(src)
-    rules: list[mm.Rule] = []
-    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
-    if len(groups) == 1 and not select:
-        (t, _members), = groups.values()
-        rules.append(mm.Rule(n.AlwaysCond(mm.S), t, 0, "after every turn"))
-    else:
-        for t, members in groups.values():
-            rules.append(mm.Rule(mm.from_(*members), t))
-    return rules + _selector_rules(nexts, manager, human)
-
-
-def _turn_text(speaker: str, index: int, avoid: Sequence[n.Cond]) -> str:
-    """A message text that none of the ``avoid`` text conditions matches."""
-    for text in (f"{speaker}, turn {index}", f"reply {index}", f"message number {index}", f"({index})"):
-        if all(evaluate(c, text) is False for c in avoid):
-            return text
-    raise _NoText()
-
-
-def _guard_scenarios(
-    start: str,
-    defaults: dict[str, Next],
-    lowered: list[tuple[str, tuple[n.Cond, ...], Next, str | None]],
-    max_round: int,
-    avoid: Sequence[n.Cond],
-    kickoff: str | None,
-) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
-    """One scenario per message test of a lowered selection function: the default path up
-    to the tested speaker, who then says a text that passes the test."""
-    out: list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]] = []
-    for src, guards, nx, witness in lowered:
-        if not guards or witness is None or nx.kind not in ("agent", "end"):
-            continue
-        if any(evaluate(c, witness) is not False for c in avoid if c not in guards):
-            continue  # the witness would also end the chat or pass another test
-        seq = [start]
-        while seq[-1] != src and len(seq) < min(max_round, 24):
-            d = defaults.get(seq[-1])
-            if d is None or d.kind != "agent" or d.agent is None:
-                break
-            seq.append(d.agent)
-        if seq[-1] != src or len(seq) >= max_round:
-            continue
-        items: list[n.ScenarioItem] = []
-        for i, sp in enumerate(seq[:-1]):
-            text = kickoff if i == 0 and kickoff and all(
-                evaluate(c, kickoff) is False for c in avoid) else _turn_text(sp, i + 1, avoid)
-            items.append(mm.say(sp, text))
-        items.append(mm.say(src, witness))
-        if nx.kind == "agent" and nx.agent is not None:
-            items.append(mm.expect_next(nx.agent))
-            out.append((f"after `{src}` says {json.dumps(witness)}", (*seq, nx.agent), items))
-        else:
-            items.append(mm.expect_terminate(END_REASON))
-            out.append((f"after `{src}` says {json.dumps(witness)}", tuple(seq), items))
-    return out
-
-
-class _NoText(Exception):
-    """No neutral message text: the scenario is not generated."""
-
-
-def _scenarios(
-    start: str,
-    nexts: dict[str, Next],
-    max_round: int,
-    predicate: TextPredicate | None,
-    witness: str | None,
-    kickoff: str | None,
-    avoid: Sequence[n.Cond] = (),
-) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
-    """Scenarios that encode classic's order: the run to its end, and a termination.
-
-    ``avoid`` are the text conditions (termination rules, message guards) that the
-    neutral turns must not match; none when a condition is not about text.
-    """
-    if any(evaluate(c, "") is None for c in avoid):
-        return []
-    try:
-        return _scenarios_of(start, nexts, max_round, predicate, witness, kickoff, avoid)
-    except _NoText:
-        return []
-
-
-def _scenarios_of(
-    start: str,
-    nexts: dict[str, Next],
-    max_round: int,
-    predicate: TextPredicate | None,
-    witness: str | None,
-    kickoff: str | None,
-    avoid: Sequence[n.Cond],
-) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
-    seq = [start]
-    ended = False
-    limit = min(max_round, 24)
-    while len(seq) < limit:
-        nxt = nexts[seq[-1]]
-        if nxt.kind == "end":
-            ended = True
-            break
-        assert nxt.agent is not None
-        seq.append(nxt.agent)
-    first = kickoff if kickoff and all(evaluate(c, kickoff) is False for c in avoid) else None
-    items: list[n.ScenarioItem] = []
-    for i, sp in enumerate(seq):
-        text = first if i == 0 and first is not None else _turn_text(sp, i + 1, avoid)
-        items.append(mm.say(sp, text))
-    if ended:
-        items.append(mm.expect_terminate(END_REASON))
-    elif len(seq) == max_round:
-        items.append(mm.expect_terminate("max_turns"))
-    else:
-        nxt = nexts[seq[-1]]
-        items.append(mm.expect_next(nxt.agent or ""))
-    items.append(mm.expect_turns(len(seq)))
-    out = [("classic speaking order", tuple(seq), items)]
-    if witness is not None and predicate is not None and max_round >= 2 and nexts[start].kind == "agent":
-        second = nexts[start].agent
-        assert second is not None
-        if evaluate(predicate.cond, witness):
-            t_items: list[n.ScenarioItem] = [
-                mm.say(start, first if first is not None else _turn_text(start, 1, avoid)),
-                mm.say(second, witness),
-                mm.expect_terminate(TERM_REASON),
-            ]
-            out.append(("the termination message ends the chat", (start, second), t_items))
-    return out
-
+__all__ = ["translate_classic", "translate_groupchats"]

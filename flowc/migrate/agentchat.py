@@ -26,12 +26,14 @@ from typing import Any
 
 import attrs
 
-from flowc.compiler.migrate import model as mm
-from flowc.compiler.migrate.classic import NotRecognised
+import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
 from flowc.dsl import nodes as n
+from flowc.migrate.model import NotRecognised
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow")
+#: the agent classes a team's participants are read from (in Python: constructor calls)
+AGENTS = ("AssistantAgent", "UserProxyAgent", "CodeExecutorAgent", "SocietyOfMindAgent")
 #: the descriptions AgentChat writes when the user gave none
 DEFAULT_DESCRIPTIONS = frozenset({
     "An agent that provides assistance with ability to use tools.",
@@ -40,13 +42,6 @@ DEFAULT_DESCRIPTIONS = frozenset({
 UNSUPPORTED_TEAMS = {
     "MagenticOneGroupChat": "a MagenticOne orchestrator (ledger and replanning)",
 }
-
-
-@attrs.frozen
-class ComponentResult:
-    migration: mm.Migration
-    findings: tuple[Diagnostic, ...]
-    sequences: tuple[tuple[str, ...], ...] = ()
 
 
 def _short(provider: Any) -> str:
@@ -60,7 +55,9 @@ class _Handoff:
     description: str | None
 
 
-class _Reader:
+class _JsonFindings:
+    """Findings that point at a JSON path of the component."""
+
     def __init__(self, filename: str) -> None:
         self.filename = filename
         self.findings: list[Diagnostic] = []
@@ -78,12 +75,12 @@ def _config(obj: Any) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
-def translate_component(data: Any, filename: str) -> ComponentResult:
+def translate_component(data: Any, filename: str) -> mm.Translation:
     """Translate an AgentChat team component (a dict from JSON).
 
     Raises :class:`NotRecognised` when ``data`` is not a team this translator handles.
     """
-    r = _Reader(filename)
+    r = _JsonFindings(filename)
     if not isinstance(data, dict) or "provider" not in data:
         raise r.fail("not an AgentChat component: the JSON object has no `provider`", "",
                      help="export the team with `team.dump_component().model_dump_json()`")
@@ -243,7 +240,7 @@ def translate_component(data: Any, filename: str) -> ComponentResult:
         scenarios=tuple(scenarios),
         notes=tuple(notes),
     )
-    return ComponentResult(migration, tuple(r.findings), tuple(sequences))
+    return mm.Translation(migration, tuple(r.findings), tuple(sequences))
 
 
 def _tools(pc: dict[str, Any]) -> list[mm.Tool]:
@@ -265,7 +262,7 @@ def _tools(pc: dict[str, Any]) -> list[mm.Tool]:
     return out
 
 
-def _handoffs(r: _Reader, pc: dict[str, Any], path: str, kind: str) -> list[_Handoff]:
+def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> list[_Handoff]:
     raw = pc.get("handoffs")
     if not isinstance(raw, list):
         return []
@@ -290,7 +287,7 @@ def _handoffs(r: _Reader, pc: dict[str, Any], path: str, kind: str) -> list[_Han
 
 
 def _termination(
-    r: _Reader,
+    r: _JsonFindings,
     cfg: dict[str, Any],
     participants: list[str],
     handoffs: dict[str, list[_Handoff]],
@@ -451,7 +448,7 @@ def _keywords(cond: n.Cond) -> list[str]:
 
 
 def _graph(
-    r: _Reader, cfg: dict[str, Any], participants: list[str], user: str
+    r: _JsonFindings, cfg: dict[str, Any], participants: list[str], user: str
 ) -> tuple[list[mm.Rule], bool, list[str]]:
     """GraphFlow edges -> rules. Returns the rules, whether they are exact, and the
     unconditional chain from the entry node (for scenarios)."""

@@ -31,8 +31,9 @@ from typing import Any
 
 import attrs
 
-from flowc.compiler.migrate.classic import ClassicResult, NotRecognised, translate_classic
 from flowc.diagnostics import M001, Diagnostic
+from flowc.migrate.classic import translate_classic
+from flowc.migrate.model import NotRecognised, Translation, identifier
 from flowc.source import SourceFile
 
 STUDIO_TERMINATION = 'lambda x: "TERMINATE" in x.get("content", "").rstrip()[-20:]'
@@ -162,7 +163,7 @@ def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
     return "\n".join(w.lines) + "\n", w.paths
 
 
-def translate_studio(data: Any, filename: str) -> ClassicResult:
+def translate_studio(data: Any, filename: str) -> Translation:
     """Translate a Studio 0.1 group-chat workflow; raises :class:`NotRecognised`."""
     text, paths = lower_studio(data, filename)
     try:
@@ -178,7 +179,7 @@ def translate_studio(data: Any, filename: str) -> ClassicResult:
         title=_ident(title) if title else result.migration.title,
     )
     findings = tuple(_relocate(d, paths, filename) for d in result.findings)
-    return ClassicResult(migration, findings, result.sequences)
+    return Translation(migration, findings, result.sequences)
 
 
 def _literal(value: Any) -> str:
@@ -187,8 +188,6 @@ def _literal(value: Any) -> str:
 
 
 def _ident(text: str) -> str:
-    from flowc.compiler.migrate.model import identifier
-
     return identifier(text)
 
 

@@ -101,6 +101,24 @@ class Migration:
     notes: tuple[str, ...] = ()
 
 
+@attrs.frozen
+class Translation:
+    """What a reader returns: the migration, its findings, and the speaker order each
+    generated scenario encodes (in scenario order, for checks against real AG2 runs)."""
+
+    migration: Migration
+    findings: tuple[Diagnostic, ...]
+    sequences: tuple[tuple[str, ...], ...] = ()
+
+
+class NotRecognised(Exception):
+    """The input is not a configuration a reader understands (exit 2, nothing written)."""
+
+    def __init__(self, findings: Sequence[Diagnostic]):
+        self.findings = tuple(findings)
+        super().__init__("; ".join(d.message for d in findings))
+
+
 # ── small AST helpers for readers ─────────────────────────────────────────────
 
 
@@ -332,9 +350,11 @@ __all__ = [
     "Diagnostic",
     "MigrateBug",
     "Migration",
+    "NotRecognised",
     "Rule",
     "Speaker",
     "Tool",
+    "Translation",
     "emit",
     "render",
 ]

@@ -23,8 +23,8 @@ from typing import Any
 
 import attrs
 
-from flowc.compiler.migrate.model import S, call_cond
 from flowc.dsl import nodes as n
+from flowc.migrate.model import S, call_cond
 
 _TRANSFORMS = ("strip", "rstrip", "lstrip", "lower")
 
@@ -219,9 +219,10 @@ def _atom(node: ast.expr, param: str) -> TextPredicate | None:
     return None
 
 
-def _expr(node: ast.expr, param: str) -> TextPredicate | None:
+def text_expression(node: ast.expr, param: str) -> TextPredicate | None:
+    """A boolean expression over the content of the message named ``param``, or None."""
     if isinstance(node, ast.BoolOp):
-        parts = [_expr(v, param) for v in node.values]
+        parts = [text_expression(v, param) for v in node.values]
         if any(p is None for p in parts):
             return None
         items = tuple(p.cond for p in parts if p is not None)
@@ -229,7 +230,7 @@ def _expr(node: ast.expr, param: str) -> TextPredicate | None:
             return TextPredicate(n.OrCond(items, S), parts[0].witness if parts[0] else None)
         return TextPredicate(n.AndCond(items, S), None)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _expr(node.operand, param)
+        inner = text_expression(node.operand, param)
         return TextPredicate(n.NotCond(inner.cond, S), None) if inner is not None else None
     return _atom(node, param)
 
@@ -253,13 +254,13 @@ def text_predicate(node: ast.expr, functions: Any) -> TextPredicate | None:
         params = node.args.args
         if len(params) != 1:
             return None
-        return _expr(node.body, params[0].arg)
+        return text_expression(node.body, params[0].arg)
     if isinstance(node, ast.Name) and functions is not None and node.id in functions:
         fn = functions[node.id]
         if len(fn.args.args) != 1:
             return None
         body = _body_of(fn)
-        return _expr(body, fn.args.args[0].arg) if body is not None else None
+        return text_expression(body, fn.args.args[0].arg) if body is not None else None
     return None
 
 

@@ -1,10 +1,15 @@
 """`flowc migrate`: classic AG2 / AutoGen group-chat configurations -> `.flow`.
 
-One reader per input format, one printer (:mod:`flowc.compiler.migrate.model`):
+One reader per input format, one printer (:mod:`flowc.migrate.model`):
 
-- classic AG2 Python (``GroupChat`` / ``GroupChatManager``): :mod:`.classic`;
-- the AG2 0.9+ group API and the legacy swarm: :mod:`.group`;
-- AgentChat teams in Python: :mod:`.agentchat_py`; AgentChat / AutoGen Studio 0.4
+- Python (:mod:`.python` finds what the file builds; every Python reader starts from the
+  agents it creates, :mod:`.agents`): classic AG2 ``GroupChat`` / ``GroupChatManager``
+  (:mod:`.classic`, speaker selection in :mod:`.classic_selection`), the AG2 0.9+ group API
+  (:mod:`.group`) and the legacy swarm (:mod:`.swarm`), which share :mod:`.handoffs`;
+  AgentChat teams in Python (:mod:`.agentchat_py`, with :mod:`.agentchat_graph` and
+  :mod:`.agentchat_selector`); scenarios that encode a known speaking order come from
+  :mod:`.speaking_order`;
+- AgentChat / AutoGen Studio 0.4
   component JSON (``RoundRobinGroupChat``, ``SelectorGroupChat``, ``Swarm`` and their
   termination conditions): :mod:`.agentchat`;
 - AutoGen Studio 0.1 workflow JSON (``"type": "groupchat"``): :mod:`.studio`.
@@ -25,11 +30,11 @@ import json
 
 import attrs
 
-from flowc.compiler.migrate.agentchat import translate_component
-from flowc.compiler.migrate.classic import NotRecognised, translate_classic
-from flowc.compiler.migrate.model import emit
-from flowc.compiler.migrate.studio import is_studio_workflow, translate_studio
 from flowc.diagnostics import E001, M001, Diagnostic, has_errors
+from flowc.migrate.agentchat import translate_component
+from flowc.migrate.model import NotRecognised, emit
+from flowc.migrate.python import translate_python
+from flowc.migrate.studio import is_studio_workflow, translate_studio
 from flowc.source import SourceFile
 
 #: inputs larger than this are refused before parsing (a group chat file is a few KB)
@@ -82,7 +87,7 @@ def migrate_source(source: SourceFile) -> MigrateResult:
 
 def _migrate_python(source: SourceFile) -> MigrateResult:
     try:
-        result = translate_classic(source)
+        result = translate_python(source)
     except SyntaxError as err:
         line = err.lineno or 1
         col = max(1, err.offset or 1)

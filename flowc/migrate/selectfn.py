@@ -52,9 +52,9 @@ from typing import Literal
 
 import attrs
 
-from flowc.compiler.migrate import model as mm
-from flowc.compiler.migrate.textpred import _expr as text_expr
+import flowc.migrate.model as mm
 from flowc.dsl import nodes as n
+from flowc.migrate.textpred import text_expression
 
 MSG = "__last_message__"
 #: AgentChat message attributes that hold the message's text
@@ -197,7 +197,7 @@ class _Lower:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return n.NotCond(self.guard(test.operand), mm.S)
         rewritten = _LastMessage(self).visit(ast.fix_missing_locations(_copy(test)))
-        pred = text_expr(rewritten, MSG)
+        pred = text_expression(rewritten, MSG)
         if pred is None and isinstance(test, ast.BoolOp):
             # a mix of text and turn-count tests: combine the parts
             items = tuple(self.guard(v) for v in test.values)

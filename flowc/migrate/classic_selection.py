@@ -1,0 +1,174 @@
+"""Classic ``GroupChat`` speaker selection, statically: who may speak after whom.
+
+``GroupChat._prepare_and_select_agents`` of classic AG2 (``autogen.agentchat.groupchat``)
+as a :class:`~flowc.migrate.speaking_order.Next` per previous speaker
+(:func:`successor`), and the rules that route it (:func:`routing_rules`): a fixed next
+agent, the end of the chat, ``random_agent``, or the selector speaker with one
+``transfer_to_<agent>`` tool per candidate. A custom ``speaker_selection_method``
+function is lowered by :mod:`flowc.migrate.selectfn` (:func:`lower_function`).
+
+>>> successor("a", ["a", "b", "c"], {"a": ["c"], "b": ["a"], "c": ["a", "b"]}, True, "auto")
+Next(kind='agent', agent='c', candidates=(), allow_repeat=True)
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import flowc.migrate.model as mm
+from flowc.diagnostics import M001
+from flowc.dsl import nodes as n
+from flowc.migrate.agents import AgentReader
+from flowc.migrate.selectfn import Unsupported, lower_selection
+from flowc.migrate.speaking_order import END_REASON, Next
+
+NO_SELECTION = "no_speaker_selected"
+
+
+def next_agent(src: str, names: list[str], subset: list[str] | None) -> str:
+    """``GroupChat.next_agent``: the next agent after ``src`` in list order within ``subset``."""
+    idx = names.index(src) if src in names else -1
+    if subset is None or subset == names:
+        return names[(idx + 1) % len(names)]
+    for i in range(len(names)):
+        cand = names[(idx + 1 + i) % len(names)]
+        if cand in subset:
+            return cand
+    raise AssertionError("next_agent over an empty subset")  # pragma: no cover
+
+
+def successor(
+    src: str,
+    names: list[str],
+    graph: dict[str, list[str]],
+    allow_repeat: bool | list[str] | None,
+    method: str,
+) -> Next:
+    """Classic ``_prepare_and_select_agents`` for last speaker ``src``, statically."""
+    in_group = src in names
+    if in_group and src not in graph:
+        return Next("end")
+    repeat = allow_repeat if not isinstance(allow_repeat, list) else src in allow_repeat
+    base = [a for a in names if a != src] if repeat is False else list(names)
+    eligible: list[str] | None
+    if not in_group:
+        eligible = None
+    else:
+        eligible = [a for a in base if a in graph[src]]
+        if len(eligible) == 1:
+            return Next("agent", eligible[0])
+        if not eligible:
+            eligible = None
+    if method == "round_robin":
+        return Next("agent", next_agent(src, names, eligible))
+    candidates = tuple(eligible if eligible is not None else names)
+    if method == "random":
+        return Next("random", candidates=candidates)
+    return Next("select", candidates=candidates)
+
+
+def target_of(x: Next, manager: str) -> n.Target:
+    if x.kind == "agent":
+        assert x.agent is not None
+        return mm.speaker_target(x.agent)
+    if x.kind == "end":
+        return mm.terminate(END_REASON)
+    if x.kind == "random":
+        return mm.call_target("random_agent", agent_ids=list(x.candidates),
+                              allow_repeat=x.allow_repeat)
+    if len(x.candidates) == 1:
+        return mm.speaker_target(x.candidates[0])
+    return mm.speaker_target(manager)
+
+
+def selector_rules(nexts: dict[str, Next], manager: str, human: bool = False) -> list[mm.Rule]:
+    """The selector's choice: a transfer tool per candidate, or for a person (``manual``)
+    the candidate's name typed as the whole message — plus its number when every
+    selection offers the same numbered list, as classic's console prompt does."""
+    rules: list[mm.Rule] = []
+    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
+    if select:
+        candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
+        numbered = len({x.candidates for x in select}) == 1
+        for i, c in enumerate(candidates):
+            comment = "the selector's choice" if i == 0 else None
+            if human:
+                answer = re.escape(c) + (f"|{i + 1}" if numbered else "")
+                cond: n.Cond = n.AndCond((mm.from_(manager), mm.call_cond(
+                    "text_matches", pattern=rf"\A\s*(?:{answer})\s*\Z")), mm.S)
+                comment = "the person types the next speaker's name" + (
+                    " or number" if numbered else "") if i == 0 else None
+            else:
+                cond = mm.tool_cond(f"transfer_to_{c}")
+            rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
+        rules.append(mm.Rule(mm.from_(manager), mm.terminate(NO_SELECTION), 0,
+                             "the selector chose nobody"))
+    return rules
+
+
+def lower_function(
+    reader: AgentReader,
+    fn: ast.FunctionDef,
+    sources: list[str],
+    names: list[str],
+    graph: dict[str, list[str]],
+    allow_repeat: bool | list[str] | None,
+) -> list[tuple[str, tuple[n.Cond, ...], Next, str | None]] | None:
+    """A custom selection function as guarded outcomes per source (with a witness text
+    for a single text guard), or None (reported)."""
+    def agent_name(e: ast.expr) -> str | None:
+        agent = reader.agent_of(e)
+        return agent.name if agent is not None else None
+
+    try:
+        outcomes = lower_selection(fn, sources, agent_name)
+        out: list[tuple[str, tuple[n.Cond, ...], Next, str | None]] = []
+        for o in outcomes:
+            if o.returned is None:
+                out.append((o.source, o.guards, Next("end"), o.witness))
+                continue
+            value = reader.mod.const_or(o.returned, None)
+            if isinstance(value, str) and value.lower() in ("auto", "manual", "random", "round_robin"):
+                out.append((o.source, o.guards,
+                            successor(o.source, names, graph, allow_repeat, value.lower()), o.witness))
+                continue
+            name = agent_name(o.returned)
+            if name is None or name not in names:
+                raise Unsupported(o.returned, "a return value that is not an agent of the group")
+            out.append((o.source, o.guards, Next("agent", name), o.witness))
+        return out
+    except Unsupported as err:
+        reader.report(
+            M001,
+            f"the custom `speaker_selection_method` `{fn.name}` could not be lowered to rules "
+            f"({err.what}); an LLM selector speaker stands in for it",
+            err.node,
+            help="write it as an if/elif chain on `last_speaker` whose branches return an agent, "
+                 "None or a method name, or write the `when from X then Y` rules by hand",
+        )
+        return None
+
+
+def routing_rules(
+    sources: list[str], nexts: dict[str, Next], names: list[str], manager: str, human: bool = False
+) -> list[mm.Rule]:
+    groups: dict[str, tuple[n.Target, list[str]]] = {}
+    for src in sources:
+        t = target_of(nexts[src], manager)
+        key = repr(t)
+        groups.setdefault(key, (t, []))[1].append(src)
+    rules: list[mm.Rule] = []
+    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
+    if len(groups) == 1 and not select:
+        (t, _members), = groups.values()
+        rules.append(mm.Rule(n.AlwaysCond(mm.S), t, 0, "after every turn"))
+    else:
+        for t, members in groups.values():
+            rules.append(mm.Rule(mm.from_(*members), t))
+    return rules + selector_rules(nexts, manager, human)
+
+
+
+__all__ = ["NO_SELECTION", "lower_function", "next_agent", "routing_rules", "selector_rules",
+           "successor", "target_of"]

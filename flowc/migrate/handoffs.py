@@ -1,0 +1,408 @@
+"""AG2 handoffs, shared by the group API (:mod:`.group`) and the legacy swarm (:mod:`.swarm`).
+
+Transition targets (``AgentTarget``, ``RevertToUserTarget``, ``StayTarget``,
+``TerminateTarget``, ``GroupManagerTarget``, ``AskUserTarget``, ``RandomAgentTarget``, the
+swarm's ``AfterWorkOption``s), context conditions (``StringContextCondition``,
+``ExpressionContextCondition`` / ``ContextExpression``, the ``available`` gates), LLM
+condition texts, ``OnContextCondition`` rules, and the tools of an agent's ``functions``
+whose ``return ReplyResult(target=...)`` / ``SwarmResult(agent=...)`` and constant
+``context_variables["k"] = v`` writes become declared effects. :func:`report_extras`
+names what around a group chat a flow does not carry (nested chats, guardrails, hooks).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import attrs
+
+import flowc.migrate.model as mm
+from flowc.diagnostics import M001, M002, M003
+from flowc.dsl import nodes as n
+from flowc.migrate.agents import AgentReader
+from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
+from flowc.runtime.ctxexpr import ExpressionError, Node, parse_context_expression
+
+AFTER_WORK_OPTIONS = ("TERMINATE", "REVERT_TO_USER", "STAY", "SWARM_MANAGER")
+MANAGER = "chat_manager"
+S = mm.S
+
+
+@attrs.frozen
+class Target:
+    """A translated classic target: a rule target, the tool effect that does the same,
+    and how AG2 names it in a generated function (``normalized_name``)."""
+
+    target: n.Target
+    effect: n.Effect
+    normalized: str
+    exact: bool = True
+
+
+class HandoffReader:
+    """Handoff targets and conditions of the AG2 group API and the legacy swarm, read
+    for one group (its agent names, user and initial context)."""
+
+    def __init__(self, reader: AgentReader, calls: list[ast.Call]):
+        self.r = reader
+        self.mod: PyModule = reader.mod
+        self.calls = calls
+        self.user = "user"
+        self.selector_used = False
+        self.context: dict[str, Any] = {}
+        self.names: list[str] = []
+        self.has_user = True
+
+    # ── targets and conditions ──
+
+    def target(self, node: ast.expr | None, owner: str) -> Target | None:
+        if node is None:
+            return None
+        agent = self.r.agent_of(node)
+        if agent is not None and agent.name in [*self.names, self.user]:
+            return Target(mm.speaker_target(agent.name), n.HandoffEffect(mm.name(agent.name), S),
+                           agent.name)
+        node = self.mod.deref(node)
+        if isinstance(node, ast.Call) and callee(node) in ("AfterWork", "AFTER_WORK"):
+            return self.target(kwarg(node, "agent", 0), owner)
+        if isinstance(node, ast.Attribute) and node.attr in AFTER_WORK_OPTIONS:
+            return self.option(node.attr, owner, node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value in AFTER_WORK_OPTIONS:
+                return self.option(node.value, owner, node)
+            if node.value in [*self.names, self.user]:
+                return Target(mm.speaker_target(node.value), n.HandoffEffect(mm.name(node.value), S),
+                               node.value)
+        if isinstance(node, ast.Dict):
+            self.r.report(M001, "a handoff to a nested chat has no equivalent in one workflow "
+                                "channel; left out", node, help="run the nested chat as its own flow")
+            return None
+        if not isinstance(node, ast.Call):
+            self.r.report(M001, "this transition target cannot be read without running the code; "
+                                "left out", node)
+            return None
+        kind = callee(node)
+        if kind in ("AgentTarget", "AgentNameTarget"):
+            agent_node = kwarg(node, "agent" if kind == "AgentTarget" else "agent_name", 0)
+            if kind == "AgentTarget":
+                agent = self.r.agent_of(agent_node)
+                name = agent.name if agent is not None else None
+            else:
+                value = self.mod.const_or(agent_node, None)
+                name = value if isinstance(value, str) else None
+            if name is None or name not in [*self.names, self.user]:
+                self.r.report(M001, f"`{kind}` names no agent of this group; left out", node)
+                return None
+            return Target(mm.speaker_target(name), n.HandoffEffect(mm.name(name), S), name)
+        if kind == "RevertToUserTarget":
+            return Target(n.InitiatorTarget(S), n.HandoffEffect(mm.name(self.user), S), "revert_to_user")
+        if kind == "StayTarget":
+            return Target(n.StayTarget(S), n.HandoffEffect(mm.name(owner), S), "stay")
+        if kind == "TerminateTarget":
+            return Target(mm.terminate(), n.FinishEffect(None, S), "terminate")
+        if kind == "GroupManagerTarget":
+            self.selector_used = True
+            return Target(mm.speaker_target(MANAGER), n.HandoffEffect(mm.name(MANAGER), S),
+                           "the group manager", exact=False)
+        if kind == "AskUserTarget":
+            self.r.report(M002, "`AskUserTarget` became a turn of the user: classic asks at the "
+                                "console which agent speaks next", node)
+            return Target(mm.speaker_target(self.user), n.HandoffEffect(mm.name(self.user), S),
+                           "ask_user", exact=False)
+        if kind == "RandomAgentTarget":
+            agents = self.r.agent_list(kwarg(node, "agents", 0), "agents", node)
+            ids = [a.name for a in agents]
+            if not ids:
+                return None
+            self.r.report(M002, "`RandomAgentTarget` became `random_agent`: draws come from the "
+                                "envelope id, not Python's `random`", node)
+            # classic draws among the agents minus the current one (`RandomAgentTarget.resolve`)
+            return Target(mm.call_target("random_agent", agent_ids=ids, allow_repeat=False),
+                           n.HandoffEffect(mm.name(ids[0]), S), "random", exact=False)
+        if kind in ("NestedChatTarget", "GroupChatTarget", "FunctionTarget"):
+            what = {"NestedChatTarget": "a nested chat", "GroupChatTarget": "a nested group chat",
+                    "FunctionTarget": "a Python function that picks the target"}[kind]
+            self.r.report(M001, f"`{kind}` ({what}) has no equivalent in one workflow channel; "
+                                "this transition was left out", node,
+                          help="run it as its own flow, or hand-port FunctionTarget as a custom target")
+            return None
+        self.r.report(M001, f"unknown transition target `{kind}`; left out", node)
+        return None
+
+    def option(self, option: str, owner: str, at: ast.AST) -> Target | None:
+        """Legacy swarm ``AfterWorkOption``s."""
+        if option == "TERMINATE":
+            return Target(mm.terminate(), n.FinishEffect(None, S), "terminate")
+        if option == "STAY":
+            return Target(n.StayTarget(S), n.HandoffEffect(mm.name(owner), S), "stay")
+        if option == "REVERT_TO_USER":
+            if not self.has_user:
+                return Target(mm.terminate(), n.FinishEffect(None, S), "terminate")
+            return Target(n.InitiatorTarget(S), n.HandoffEffect(mm.name(self.user), S), "revert_to_user")
+        self.selector_used = True
+        return Target(mm.speaker_target(MANAGER), n.HandoffEffect(mm.name(MANAGER), S),
+                       "swarm_manager", exact=False)
+
+    def flag(self, key: str) -> n.Cond:
+        """C11: a truthiness test on a context key."""
+        if isinstance(self.context.get(key), bool):
+            return n.ContextCond(mm.name(key), "==", n.Value(True, S), S)
+        return mm.call_cond("context_expression", expression="${" + key + "}")
+
+    def expression(self, text: str, at: ast.AST) -> n.Cond | None:
+        try:
+            tree = parse_context_expression(text)
+        except ExpressionError as err:
+            self.r.report(M001, f"this ContextExpression does not parse ({err}); left out", at)
+            return None
+        simple = self._simple(tree)
+        return simple if simple is not None else mm.call_cond("context_expression", expression=text)
+
+    def _simple(self, tree: Node) -> n.Cond | None:
+        kind = tree[0]
+        if kind == "var":
+            return self.flag(tree[1])
+        if kind == "cmp" and tree[1] in ("==", "!=") and tree[2][0] == "var" and tree[3][0] == "lit":
+            return n.ContextCond(mm.name(tree[2][1]), tree[1], n.Value(tree[3][1], S), S)
+        if kind == "not":
+            inner = self._simple(tree[1])
+            return n.NotCond(inner, S) if inner is not None else None
+        if kind in ("and", "or"):
+            left, right = self._simple(tree[1]), self._simple(tree[2])
+            if left is None or right is None:
+                return None
+            cls = n.AndCond if kind == "and" else n.OrCond
+            items = [*(left.items if isinstance(left, cls) else (left,)),
+                     *(right.items if isinstance(right, cls) else (right,))]
+            return cls(tuple(items), S)
+        return None
+
+    def context_condition(self, node: ast.expr | None) -> n.Cond | bool | None:
+        """A condition; ``True`` for an absent one (always); None when not translatable."""
+        if node is None or self.mod.const_or(node, "?") is None:
+            return True
+        node = self.mod.deref(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return self.flag(node.value)
+        if not isinstance(node, ast.Call):
+            self.r.report(M001, "this context condition cannot be read statically; left out", node)
+            return None
+        kind = callee(node)
+        if kind in ("StringContextCondition", "StringAvailableCondition"):
+            key_node = kwarg(node, "variable_name", 0) or kwarg(node, "context_variable")
+            key = self.mod.const_or(key_node, None)
+            if isinstance(key, str):
+                return self.flag(key)
+        elif kind in ("ExpressionContextCondition", "ExpressionAvailableCondition", "ContextExpression"):
+            inner = kwarg(node, "expression", 0)
+            if kind == "ContextExpression":
+                inner = node
+            inner = self.mod.deref(inner) if inner is not None else None
+            if isinstance(inner, ast.Call) and callee(inner) == "ContextExpression":
+                inner = kwarg(inner, "expression", 0)
+            text = self.mod.const_or(inner, None)
+            if isinstance(text, str):
+                return self.expression(text, node)
+        self.r.report(M001, f"the condition `{kind or 'callable'}` cannot be translated; left out", node)
+        return None
+
+    def llm_text(self, node: ast.expr | None) -> str | None:
+        if node is None:
+            return None
+        node = self.mod.deref(node)
+        if isinstance(node, ast.Call):
+            kind = callee(node)
+            if kind == "StringLLMCondition":
+                value = self.mod.const_or(kwarg(node, "prompt", 0), None)
+                return value if isinstance(value, str) else None
+            if kind in ("ContextStrLLMCondition", "ContextStr"):
+                inner = self.mod.deref(kwarg(node, "context_str", 0) or node)
+                if kind == "ContextStr":
+                    inner = node
+                template = kwarg(inner, "template", 0) if isinstance(inner, ast.Call) else None
+                value = self.mod.const_or(template, None)
+                if isinstance(value, str):
+                    self.r.report(M002, "a ContextStr condition is rendered per turn in classic; the "
+                                        "tool's description keeps the template as written", node)
+                    return value
+        if isinstance(node, ast.Lambda) or (isinstance(node, ast.Name) and node.id in self.mod.functions):
+            self.r.report(M001, "this handoff's condition text is computed by Python code at run time; "
+                                "the tool was kept with a generic description and the code left out", node,
+                          help="write the condition as a string (the tool's description)")
+            return None
+        value = self.mod.const_or(node, None)
+        return value if isinstance(value, str) else None
+
+
+def gated(
+    cond: n.Cond, available: ast.expr | None, mod: PyModule, g: HandoffReader, reader: AgentReader
+) -> n.Cond | None:
+    """An ``OnCondition``'s routing condition with its ``available`` gate, if any;
+    None when the gate cannot be translated (it was reported)."""
+    if available is None or mod.const_or(available, "?") is None:
+        return cond
+    gate = g.context_condition(available)
+    if gate is None:
+        return None
+    if gate is True:
+        return cond
+    assert not isinstance(gate, bool)
+    reader.report(M002, "an `available` condition became a gate on the routing rule: "
+                        "the model still sees the tool when it is not available", available)
+    return n.AndCond((cond, gate), S)
+
+
+def items_of(mod: PyModule, call: ast.Call, single: bool) -> list[ast.expr]:
+    arg = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
+    if arg is None:
+        return []
+    if single:
+        return [arg]
+    return mod.elements(arg) or []
+
+
+
+def report_extras(reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None,
+                   handled: set[int] | None = None) -> None:
+    """Constructs around a group chat that the flow does not carry: say so, never drop silently."""
+    for c in calls:
+        kind = callee(c)
+        if handled is not None and id(c) in handled:
+            continue
+        if kind in ("register_nested_chats", "initiate_chats"):
+            reader.report(M001, f"`{kind}` (nested or sequential chats) has no equivalent in one "
+                                "workflow channel; it was left out", c,
+                          help="run the nested chat as its own flow, or as a tool of the agent")
+        elif kind in ("RegexGuardrail", "LLMGuardrail"):
+            reader.report(M001, f"`{kind}` checks messages at run time; it was left out", c,
+                          help="a regex output guardrail can be written as "
+                               "`when from A and text_matches(pattern = ...) then T`")
+        elif kind in ("UpdateSystemMessage", "register_hook"):
+            reader.report(M002, f"`{kind}` changes an agent's prompt at run time; it is agent-side "
+                                "behaviour, not routing, and is not in the flow", c)
+    if runner is not None:
+        for key in ("safeguard_policy", "safeguard_llm_config"):
+            node = kwarg(runner, key)
+            if node is not None:
+                reader.report(M001, f"`{key}` (run-time safeguards) has no equivalent in a flow; left out",
+                              node)
+        node = kwarg(runner, "exclude_transit_message")
+        if node is not None:
+            reader.report(M003, "`exclude_transit_message` only changes what agents see; dropped", node)
+
+
+def context_rule(g: HandoffReader, owner: str, item: ast.expr, priority: int, what: str) -> mm.Rule | None:
+    obj = g.mod.deref(item)
+    if not isinstance(obj, ast.Call) or callee(obj) != "OnContextCondition":
+        g.r.report(M001, f"this {what} cannot be read statically; left out", item)
+        return None
+    t = g.target(kwarg(obj, "target", 0), owner)
+    if t is None:
+        return None
+    cond = g.context_condition(kwarg(obj, "condition", 1))
+    if cond is None:
+        return None
+    if kwarg(obj, "available", 2) is not None:
+        gate = g.context_condition(kwarg(obj, "available", 2))
+        if gate is None:
+            return None
+        if gate is not True and cond is not True:
+            assert not isinstance(gate, bool) and not isinstance(cond, bool)
+            cond = n.AndCond((cond, gate), S)
+        elif gate is not True:
+            cond = gate
+    full: n.Cond = mm.from_(owner) if cond is True else n.AndCond((mm.from_(owner), cond), S)  # type: ignore[arg-type]
+    return mm.Rule(full, t.target, priority, f"{owner}: {what}")
+
+
+def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.Tool | None:
+    mod = g.mod
+    if not isinstance(fn_node, ast.Name):
+        return None
+    fn = mod.functions.get(fn_node.id)
+    if fn is None:
+        return mm.Tool(fn_node.id, None)
+    alternatives: list[tuple[n.Effect, ...]] = []
+    dynamic: set[str] = set()
+
+    def visit(stmts: list[ast.stmt], sets: dict[str, Any]) -> None:
+        local = dict(sets)
+        for st in stmts:
+            if isinstance(st, ast.Return):
+                alt = _effects_of_return(g, owner, st.value, local)
+                if alt is not None and alt not in alternatives:
+                    alternatives.append(alt)
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1:
+                key = _context_key(st.targets[0])
+                if key is not None:
+                    try:
+                        local[key] = mod.const(st.value)
+                    except NotStatic:
+                        local.pop(key, None)
+                        dynamic.add(key)
+            elif isinstance(st, ast.If | ast.For | ast.While | ast.With | ast.Try):
+                for body in _bodies(st):
+                    visit(body, local)
+
+    visit(list(fn.body), {})
+    for key in sorted(dynamic):
+        g.r.report(M002, f"tool `{fn.name}` sets `{key}` to a value computed at run time; the flow "
+                         "cannot declare it (the checker will not know the value)", fn)
+    doc = ast.get_docstring(fn)
+    effects = tuple(a for a in alternatives if a)
+    if effects and len(effects) != len(alternatives):
+        g.r.report(M002, f"tool `{fn.name}` sometimes returns without routing or context writes; the "
+                         "declaration lists only the calls that do something", fn)
+    return mm.Tool(fn.name, doc.strip().splitlines()[0] if doc else None, effects)
+
+
+def _bodies(st: ast.stmt) -> list[list[ast.stmt]]:
+    if isinstance(st, ast.If | ast.For | ast.While):
+        return [st.body, st.orelse]
+    if isinstance(st, ast.With):
+        return [st.body]
+    if isinstance(st, ast.Try):
+        return [st.body, *[h.body for h in st.handlers], st.orelse, st.finalbody]
+    return []
+
+
+def _context_key(node: ast.expr) -> str | None:
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("context_variables", "ctx", "context")
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.slice.value
+    return None
+
+
+def _effects_of_return(
+    g: HandoffReader, owner: str, value: ast.expr | None, sets: dict[str, Any]
+) -> tuple[n.Effect, ...] | None:
+    effects: list[n.Effect] = [
+        n.SetEffect(mm.name(k), n.Value(v, S), S) for k, v in sets.items()
+        if v is None or isinstance(v, str | int | float | bool | list | dict)
+    ]
+    if value is None:
+        return tuple(effects)
+    node = g.mod.deref(value)
+    if isinstance(node, ast.Call) and callee(node) in ("ReplyResult", "SwarmResult"):
+        target_node = kwarg(node, "target" if callee(node) == "ReplyResult" else "agent")
+        if target_node is not None and g.mod.const_or(target_node, "?") is not None:
+            t = g.target(target_node, owner)
+            if t is not None:
+                effects.append(t.effect)
+        return tuple(effects)
+    if isinstance(node, ast.Call) and callee(node).endswith("Target"):
+        t = g.target(node, owner)
+        if t is not None:
+            effects.append(t.effect)
+    return tuple(effects)
+
+
+
+__all__ = ["MANAGER", "HandoffReader", "Target", "context_rule", "gated", "items_of", "report_extras",
+           "tool_from_function"]

@@ -1,0 +1,182 @@
+"""The legacy AG2 swarm (``initiate_swarm_chat`` / ``run_swarm``) Python -> `.flow`.
+
+Read statically like :mod:`.group`, with the same handoff vocabulary
+(:mod:`.handoffs`): ``register_hand_off`` with ``ON_CONDITION`` / ``OnCondition`` (a tool
+named as the swarm names it, routed by a ``when tool`` rule), ``OnContextCondition`` and
+``AFTER_WORK`` / ``AfterWork``, in both the pyautogen <= 0.8 and the
+``autogen.agentchat.contrib.swarm_agent`` spellings; the swarm's ``after_work`` is the
+flow's ``otherwise``; ``SWARM_MANAGER`` becomes a selector speaker.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import flowc.migrate.model as mm
+from flowc.diagnostics import M001, M002
+from flowc.dsl import nodes as n
+from flowc.migrate.agents import AgentReader
+from flowc.migrate.handoffs import (
+    MANAGER,
+    HandoffReader,
+    context_rule,
+    gated,
+    report_extras,
+    tool_from_function,
+)
+from flowc.migrate.pyread import callee, kwarg
+
+SWARM_RUNNERS = ("initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a_run_swarm")
+DEFAULT_MAX_ROUNDS = 20
+
+
+def translate_swarm(reader: AgentReader, calls: list[ast.Call]) -> mm.Translation:
+    """Translate a legacy swarm: ``initiate_swarm_chat`` / ``run_swarm`` with
+    ``register_hand_off`` (``ON_CONDITION`` / ``OnCondition``, ``OnContextCondition``,
+    ``AFTER_WORK`` / ``AfterWork``), in both the pyautogen <= 0.8 and the
+    ``autogen.agentchat.contrib.swarm_agent`` spellings."""
+    mod = reader.mod
+    g = HandoffReader(reader, calls)
+    runner = next(c for c in calls if callee(c) in SWARM_RUNNERS)
+    initial = reader.agent_of(kwarg(runner, "initial_agent", 0))
+    agents = reader.agent_list(kwarg(runner, "agents", 2), "agents", runner)
+    if initial is None or not agents:
+        reader.report(M001, "the swarm's `initial_agent` or `agents` cannot be read statically", runner)
+        raise mm.NotRecognised(reader.findings)
+    user_node = kwarg(runner, "user_agent", 3)
+    user_agent = reader.agent_of(user_node) if user_node is not None else None
+    g.names = [a.name for a in agents]
+    g.has_user = user_agent is not None
+    g.user = user_agent.name if user_agent is not None else ("user" if "user" not in g.names else "task_user")
+    ctx_node = kwarg(runner, "context_variables", 5)
+    if ctx_node is not None and mod.const_or(ctx_node, "?") is not None:
+        target = mod.deref(ctx_node)
+        data_node = kwarg(target, "data", 0) if isinstance(target, ast.Call) else target
+        data = mod.const_or(data_node, None)
+        if isinstance(data, dict) and all(isinstance(k, str) for k in data):
+            g.context = data
+        else:
+            reader.report(M001, "the context variables cannot be read statically; left out", ctx_node)
+    mr = kwarg(runner, "max_rounds", 4)
+    max_rounds: int | None = DEFAULT_MAX_ROUNDS
+    if mr is not None:
+        value = mod.const_or(mr, None)
+        max_rounds = value if isinstance(value, int) and value >= 1 else None
+    reader.report(M002, "classic `max_rounds` also counts the swarm's tool-executor turns and transit "
+                        "messages; the flow counts only speaking turns", mr or runner)
+    msg = mod.const_or(kwarg(runner, "messages", 1), None)
+    kickoff = msg if isinstance(msg, str) else None
+
+    report_extras(reader, calls, runner)
+
+    # register_hand_off(agent, [...]) and agent.register_hand_off([...])
+    handoffs: dict[str, list[ast.expr]] = {}
+    for c in calls:
+        if callee(c) != "register_hand_off":
+            continue
+        if isinstance(c.func, ast.Attribute) and reader.agent_of(c.func.value) is not None:
+            owner_agent = reader.agent_of(c.func.value)
+            items_node = kwarg(c, "hand_to", 0)
+        else:
+            owner_agent = reader.agent_of(kwarg(c, "agent", 0))
+            items_node = kwarg(c, "hand_to", 1)
+        if owner_agent is None or owner_agent.name not in [*g.names, g.user] or items_node is None:
+            continue
+        listed = mod.elements(items_node)
+        handoffs.setdefault(owner_agent.name, []).extend(listed if listed is not None else [items_node])
+
+    rules: list[mm.Rule] = []
+    tools: dict[str, list[mm.Tool]] = {}
+    llm_reported = False
+    for owner in [*g.names, g.user]:
+        used: set[str] = set()
+        for item in handoffs.get(owner, []):
+            obj = mod.deref(item)
+            kind = callee(obj) if isinstance(obj, ast.Call) else ""
+            if kind in ("OnCondition", "ON_CONDITION"):
+                assert isinstance(obj, ast.Call)
+                t = g.target(kwarg(obj, "target", 0), owner)
+                if t is None:
+                    continue
+                base = f"transfer_{owner}_to_{t.normalized}"
+                name, count = base, 2
+                while name in used:
+                    name, count = f"{base}_{count}", count + 1
+                used.add(name)
+                cond_node = kwarg(obj, "condition", 1)
+                text = mod.const_or(cond_node, None)
+                if not isinstance(text, str):
+                    text = g.llm_text(cond_node)
+                tools.setdefault(owner, []).append(mm.Tool(name, text or f"Hand off to {t.normalized}."))
+                cond = gated(mm.tool_cond(name), kwarg(obj, "available", 2), mod, g, reader)
+                if cond is None:
+                    continue
+                rules.append(mm.Rule(cond, t.target, 0, f"{owner}: ON_CONDITION (the model decides)"))
+                if not llm_reported:
+                    llm_reported = True
+                    reader.report(M002, "LLM-judged handoffs (ON_CONDITION) became tools named as the "
+                                        "swarm names them, routed by `when tool` rules", obj)
+            elif kind == "OnContextCondition":
+                rule = context_rule(g, owner, item, 10, "OnContextCondition")
+                if rule is not None:
+                    rules.append(rule)
+                    reader.report(M002, "OnContextCondition is checked before the agent's model runs "
+                                        "in classic; the flow checks it after the agent's turn", item)
+            elif kind in ("AfterWork", "AFTER_WORK"):
+                t = g.target(item, owner)
+                if t is not None:
+                    rules.append(mm.Rule(mm.from_(owner), t.target, 30, "AFTER_WORK"))
+            else:
+                reader.report(M001, "this hand-off cannot be read statically; left out", item)
+    rules.append(mm.Rule(mm.from_(g.user), mm.speaker_target(initial.name), 40,
+                         "the user's message goes to the initial agent"))
+    reader.report(M002, "after a later user turn the swarm returns to the last swarm agent; the flow "
+                        "sends every user turn to the initial agent", runner)
+    aw = kwarg(runner, "after_work", 6)
+    otherwise: n.Target | None = None
+    if aw is not None:
+        t = g.target(aw, initial.name)
+        otherwise = t.target if t is not None else None
+        if isinstance(otherwise, n.TerminateTarget) and otherwise.reason is None:
+            otherwise = None
+    for a in agents:
+        for fn in mod.elements(kwarg(a.node, "functions")) or []:
+            tool = tool_from_function(g, a.name, fn)
+            if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
+                tools.setdefault(a.name, []).append(tool)
+    user_role = (user_agent.role if user_agent is not None and user_agent.role else
+                 "The user who sends the task (a temporary `_User` in classic when the swarm has none).")
+    speakers = [mm.Speaker(g.user, True, user_role, tuple(tools.get(g.user, ())))]
+    speakers += [mm.Speaker(a.name, a.human, a.role, tuple(tools.get(a.name, ())))
+                 for a in agents if a.name != g.user]
+    if g.selector_used:
+        speakers.append(mm.Speaker(
+            MANAGER, False, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER).",
+            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in g.names),
+        ))
+        for cand in g.names:
+            rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{cand}"), mm.speaker_target(cand), 0))
+        rules.append(mm.Rule(mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0,
+                             "the selector chose nobody"))
+        reader.report(M002, "SWARM_MANAGER selection became the selector speaker "
+                            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent", runner)
+    if {sp.name for sp in speakers} <= mm.always_routed(rules):
+        otherwise = None  # every speaker has an unconditional after work: never reached
+    title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    migration = mm.Migration(
+        title=title,
+        source_kind=f"a legacy AG2 swarm ({mod.source.name.rsplit('/', 1)[-1]})",
+        description=kickoff.strip().splitlines()[0] if kickoff and kickoff.strip() else None,
+        speakers=tuple(speakers),
+        start=g.user,
+        max_turns=max_rounds,
+        max_turns_comment="classic max_rounds (it also counted tool-executor turns)",
+        context=tuple(g.context.items()),
+        rules=tuple(rules),
+        otherwise=otherwise,
+        otherwise_comment="the swarm's after_work" if otherwise is not None else None,
+    )
+    return mm.Translation(migration, tuple(reader.findings), ())
+
+
+__all__ = ["SWARM_RUNNERS", "translate_swarm"]
