@@ -190,6 +190,7 @@ COMMAND_MODULES = {
     "migrate": "flowc.commands.migrate",
     "render": "flowc.commands.render",
     "run": "flowc.commands.run",
+    "resume": "flowc.commands.run",
     "test": "flowc.commands.testing",
     "scenarios": "flowc.commands.testing",
     "log": "flowc.commands.run",

@@ -28,14 +28,14 @@ from flowc.cli import (
     print_diagnostics,
     read_source,
 )
-from flowc.compiler.serde import ShapeError, canonical_json, structure_graph
+from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import has_errors
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import ScriptError, parse_script
-from flowc.runtime.script_run import run_script
+from flowc.runtime.script_run import resume_script, run_script
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TurnRecord, transcript
 from flowc.runtime.wal import SqliteStore, WalError, WalStore, open_store
@@ -319,19 +319,10 @@ def _find_run(store: SqliteStore, run: str) -> str:
 
 
 def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
-    import attrs
-
     try:
-        graph = structure_graph(metadata.knobs.get("graph"))
-    except ShapeError as err:
-        raise UsageError(f"the stored graph is not valid: {err}") from None
-    names = {p.agent_id: (p.name or p.agent_id) for p in metadata.participants}
-    target = RunTarget.from_graph(graph, metadata.knobs.get("context_vars"),
-                                  participants=list(metadata.participant_ids))
-    rules = metadata.labels.get("rules")
-    ids = {names[a]: a for a in metadata.participant_ids}
-    return attrs.evolve(target, speakers=tuple(ids), ids=ids,
-                        rule_texts=tuple(rules) if isinstance(rules, list) else target.rule_texts)
+        return RunTarget.from_metadata(metadata)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def cmd_log(args: argparse.Namespace) -> int:
@@ -400,6 +391,43 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_ERRORS
 
 
+# ── flowc resume ──────────────────────────────────────────────────────────────
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    store = _open_db(args.db)
+    try:
+        cid = _find_run(store, args.run)
+        opened = next(iter(store.read(cid)))
+        if opened.event_type != EV_CHANNEL_OPENED:
+            raise UsageError(f"run {cid}: its WAL does not start with the channel's opening")
+        target = _target_from_metadata(ChannelMetadata.from_dict(opened.event_data["metadata"]))
+        script_path = args.script
+        try:
+            script = parse_script(load_script(script_path)) if script_path else None
+        except ScriptError as err:
+            print(f"{script_path}: error: {err}", file=sys.stderr)
+            return EXIT_ERRORS
+        agents = load_agents(args.agents) if args.agents else None
+        try:
+            result = asyncio.run(resume_script(
+                store, cid, script, agents=agents,
+                ask_human=_ask_terminal if args.agents else None))
+        except ScriptError as err:
+            print(f"{script_path or args.agents or cid}: error: {err}", file=sys.stderr)
+            return EXIT_ERRORS
+        except ProtocolError as err:
+            print(f"{cid}: error: {err}", file=sys.stderr)
+            return EXIT_ERRORS
+    finally:
+        store.close()
+    if args.json:
+        sys.stdout.write(canonical_json(result.to_json()))
+    else:
+        print_result(result, target)
+    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+
+
 # ── registration ──────────────────────────────────────────────────────────────
 
 
@@ -413,6 +441,22 @@ def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL (default {DEFAULT_DB}; :memory: for none)")
 
+    p = sub.add_parser(
+        "resume", help="continue a stalled or interrupted run from its WAL",
+        description="Continue a stalled or interrupted run from its WAL: the turns "
+                    "already in the WAL stay, and the speaker the run waits for takes "
+                    "the next turn. Give the script the run started with (each speaker's "
+                    "turns already taken are skipped), and/or agents for its speakers. "
+                    "Exit 0 when the run closes, 1 when it stalls again.")
+    p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
+    p.add_argument("--script", metavar="SCRIPT",
+                   help="the run's script (JSON or YAML); turns already taken are skipped")
+    p.add_argument("--agents", metavar="MODULE.py",
+                   help="a Python file mapping speaker names to agents (AGENTS = {...})")
+    p.add_argument("--json", action="store_true", help="print the run as one JSON object")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                   help=f"the SQLite WAL holding the run (default {DEFAULT_DB})")
+
     p = sub.add_parser("log", help="list past runs, or print one run's transcript")
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
@@ -423,4 +467,4 @@ def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 EXTRA_PARSERS.append(_register)
-COMMANDS.update({"run": cmd_run, "log": cmd_log, "replay": cmd_replay})
+COMMANDS.update({"run": cmd_run, "resume": cmd_resume, "log": cmd_log, "replay": cmd_replay})

@@ -100,6 +100,10 @@ class Hub:
         self._delivering = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._takers: set[str] = set()
+        #: hydrated open channels whose next speaker had no client yet, by agent id
+        self._awaiting: dict[str, set[str]] = {}
+        #: the turn task in flight per channel (at most one: a channel has one next speaker)
+        self._inflight: dict[str, asyncio.Task[Any]] = {}
         self.register_adapter(WorkflowAdapter())
 
     @classmethod
@@ -130,6 +134,10 @@ class Hub:
         self._clients[client.agent_id] = client
         if getattr(client, "take_turn", None) is not None:
             self._takers.add(client.agent_id)
+            waiting = self._awaiting.pop(client.agent_id, None)
+            if waiting:
+                for cid in waiting:
+                    self.resume(cid)
 
     def register_human(self, name: str, *, agent_id: str | None = None, buffer: bool = True) -> Any:
         """A participant with no model (``HumanClient``)."""
@@ -342,7 +350,43 @@ class Hub:
             return
         task = asyncio.get_running_loop().create_task(take_turn(ch, trigger))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        cid = ch.channel_id
+        self._inflight[cid] = task
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._tasks.discard(t)
+            if self._inflight.get(cid) is t:
+                del self._inflight[cid]
+
+        task.add_done_callback(done)
+
+    def resume(self, channel_id: str) -> bool:
+        """Give the pending turn of an open channel to its speaker; ``True`` if scheduled.
+
+        The speaker's client must take turns (an agent); it gets the last turn of the
+        channel as its trigger (an empty text envelope before the first turn). With no
+        running event loop, or no such client yet, the turn is scheduled as soon as
+        both exist (when :meth:`attach` registers the speaker). A human's turn cannot
+        be scheduled: whoever drives the human sends it.
+        """
+        ch = self.channel(channel_id)
+        nxt = ch.expected_next()
+        if nxt is None or channel_id in self._inflight:
+            return False
+        client = self._clients.get(nxt)
+        if client is None or getattr(client, "take_turn", None) is None:
+            if client is None:
+                self._awaiting.setdefault(nxt, set()).add(channel_id)
+            return False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._awaiting.setdefault(nxt, set()).add(channel_id)
+            return False
+        trigger = ch.recent[-1] if ch.recent else Envelope(
+            channel_id, nxt, None, EV_TEXT, {}, envelope_id="", created_at=_now())
+        self._schedule(ch, trigger)
+        return True
 
     def stall(self, channel_id: str, agent_id: str, error: str | None = None) -> None:
         """A scheduled speaker produced nothing: the run stops without closing."""
@@ -460,16 +504,26 @@ class Hub:
                     reached = result.auto_close_reason
         return ch, reached, recorded_state
 
-    async def hydrate(self) -> list[str]:
-        """Rebuild every channel in the store by re-folding its WAL; returns the open ones.
+    async def hydrate(
+        self, channel_ids: Iterable[str] | None = None, *, schedule: bool = True
+    ) -> list[str]:
+        """Rebuild channels from the store by re-folding their WAL; returns the open ones.
 
-        Clients are process objects: re-register them (same agent ids) to continue a run.
+        ``channel_ids`` picks the channels (default: every channel in the store). The
+        pending turn of each open channel is then scheduled (see :meth:`resume`): at
+        once if its speaker's client is registered, else as soon as it is. Clients are
+        process objects: register them again (same agent ids) to continue a run.
+        With ``schedule=False`` nothing is scheduled: the caller drives the run.
         """
         reopened: list[str] = []
-        for cid in self.store.channel_ids():
+        wanted = self.store.channel_ids() if channel_ids is None else list(channel_ids)
+        for cid in wanted:
             if cid in self._channels:
                 continue
-            ch, _, _ = self._refold(list(self.store.read(cid)))
+            envs = list(self.store.read(cid))
+            if not envs:
+                raise ProtocolError(f"no channel {cid!r} in the WAL")
+            ch, _, _ = self._refold(envs)
             ch.turn_started = time.monotonic()
             self._channels[cid] = ch
             if ch.is_open:
@@ -478,6 +532,9 @@ class Hub:
                 self._arm(ch)
             else:
                 ch.done.set()
+        if schedule:
+            for cid in reopened:
+                self.resume(cid)
         return reopened
 
     def replay(self, channel_id: str) -> ReplayResult:

@@ -37,7 +37,7 @@ from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, transcript
 from flowc.runtime.wal import WalStore
 
-__all__ = ["AgentFn", "post_turn", "run_flow", "run_script", "run_script_sync"]
+__all__ = ["AgentFn", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
 
 
 # ── running a script ──────────────────────────────────────────────────────────
@@ -73,52 +73,15 @@ async def run_script(
                           "a speaker is one or the other")
     hub = await Hub.open(store)
     queues: dict[str, deque[ScriptTurn]] = {s: deque(script.turns.get(s, ())) for s in target.speakers}
-    kickoff = script.kickoff
-    if kickoff is None and queues[target.start] and target.start not in real:
-        first = queues[target.start].popleft()
-        kickoff_turn: ScriptTurn | None = first
-    else:
-        kickoff_turn = None
     ch_box: list[Channel] = []
-
-    def scripted_agent(name: str) -> AgentFn:
-        async def take(turn: Turn) -> Reply | None:
-            q = queues[name]
-            return reply_for(target, name, q.popleft()) if q else None
-        return take
-
-    for name in target.speakers:
-        aid = target.ids[name]
-        if name in real:
-            hub.register_agent(name, real[name], agent_id=aid)
-        elif name in target.humans:
-            human = hub.register_human(name, agent_id=aid, buffer=False)
-            human.on_envelope(_human_driver(hub, human, name, target, queues[name], ch_box, ask_human))
-        else:
-            hub.register_agent(name, scripted_agent(name), agent_id=aid)
-    all_labels = {"flow": target.label, "rules": list(target.rule_texts), **(labels or {})}
+    _attach(hub, target, real, queues, ask_human, ch_box)
+    all_labels = {**target.labels(), **(labels or {})}
     ch = hub.open_channel(target.ids[target.creator], "workflow",
                           [target.ids[s] for s in target.speakers], target.knobs,
                           expectations=expectations, labels=all_labels)
     ch_box.append(ch)
-    start_id = target.ids[target.start]
     try:
-        if kickoff is not None:
-            hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": kickoff}))
-        elif kickoff_turn is not None:
-            post_turn(hub, ch, target, target.start, kickoff_turn, kickoff=True)
-        else:
-            client = hub.client(start_id)
-            if isinstance(client, AgentClient):
-                await client.take_turn(ch, Envelope(ch.channel_id, start_id, None, EV_TEXT, {}))
-            elif isinstance(client, HumanClient) and ask_human is not None:
-                text = await ask_human(target.start, None)
-                if text is None:
-                    hub.stall(ch.channel_id, start_id)
-                else:
-                    hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": text}))
-            else:
-                hub.stall(ch.channel_id, start_id)
+        await _kickoff(hub, ch, target, script, queues, real, ask_human)
         await asyncio.wait_for(ch.done.wait(), timeout)
         await hub.idle()
     except ProtocolError as err:
@@ -127,6 +90,127 @@ async def run_script(
     finally:
         await hub.close(close_store=False)
     return _result(hub, ch, target)
+
+
+async def resume_script(
+    store: WalStore,
+    channel_id: str,
+    script: Script | None = None,
+    *,
+    agents: Mapping[str, AgentFn] | None = None,
+    ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
+    timeout: float | None = None,
+) -> RunResult:
+    """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
+
+    The run's own participants, humans, tools and graph come from the WAL. ``script``
+    is the script the run started with, possibly longer: each speaker's turns already
+    in the WAL are skipped (the kickoff counts as the start speaker's first turn), so
+    resuming after any interruption continues where the WAL ends. ``agents`` take the
+    turns of the speakers they name. A closed run is returned as it is.
+    """
+    script = script if script is not None else Script(None, {})
+    hub = await Hub.open(store)
+    try:
+        await hub.hydrate([channel_id], schedule=False)
+        ch = hub.channel(channel_id)
+        try:
+            target = RunTarget.from_metadata(ch.metadata)
+        except ValueError as err:
+            raise ScriptError(f"run {channel_id}: {err}") from None
+        if not ch.is_open:
+            return _result(hub, ch, target)
+        check_script(target, script)
+        real = dict(agents or {})
+        unknown = sorted(set(real) - set(target.speakers))
+        if unknown:
+            raise ScriptError(f"--agents names no speaker of this run: {', '.join(unknown)} "
+                              f"(its speakers: {', '.join(target.speakers)})")
+        names = target.names
+        taken: dict[str, int] = {}
+        for env in hub.read_wal(channel_id):
+            if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
+                who = names.get(env.sender_id, env.sender_id)
+                taken[who] = taken.get(who, 0) + 1
+        started = bool(taken)
+        if script.kickoff is not None and taken.get(target.start):
+            taken[target.start] -= 1
+        queues = {s: deque(script.turns.get(s, ())[taken.get(s, 0):]) for s in target.speakers}
+        both = sorted(s for s in real if queues[s])
+        if both:
+            raise ScriptError(f"{', '.join(both)}: both scripted and given as agents; "
+                              "a speaker is one or the other")
+        ch_box = [ch]
+        drivers = _attach(hub, target, real, queues, ask_human, ch_box)
+        try:
+            if not started:
+                await _kickoff(hub, ch, target, script, queues, real, ask_human)
+            else:
+                nxt = ch.expected_next()
+                if nxt is not None and names.get(nxt, nxt) in drivers:
+                    drivers[names.get(nxt, nxt)](ch.recent[-1])
+                elif nxt is not None and not hub.resume(channel_id):
+                    hub.stall(channel_id, nxt)
+            await asyncio.wait_for(ch.done.wait(), timeout)
+            await hub.idle()
+        except ProtocolError as err:
+            ch.error = str(err)
+            ch.stalled_on = ch.stalled_on or ch.expected_next()
+        return _result(hub, ch, target)
+    finally:
+        await hub.close(close_store=False)
+
+
+def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
+            queues: dict[str, deque[ScriptTurn]],
+            ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+            ch_box: list[Channel]) -> dict[str, Callable[[Envelope], None]]:
+    """Register every speaker: real agents, scripted humans (driven by what they see)
+    and scripted agents; returns the humans' drivers by speaker name."""
+
+    def scripted_agent(name: str) -> AgentFn:
+        async def take(turn: Turn) -> Reply | None:
+            q = queues[name]
+            return reply_for(target, name, q.popleft()) if q else None
+        return take
+
+    drivers: dict[str, Callable[[Envelope], None]] = {}
+    for name in target.speakers:
+        aid = target.ids[name]
+        if name in real:
+            hub.register_agent(name, real[name], agent_id=aid)
+        elif name in target.humans:
+            human = hub.register_human(name, agent_id=aid, buffer=False)
+            drivers[name] = human.on_envelope(
+                _human_driver(hub, human, name, target, queues[name], ch_box, ask_human))
+        else:
+            hub.register_agent(name, scripted_agent(name), agent_id=aid)
+    return drivers
+
+
+async def _kickoff(hub: Hub, ch: Channel, target: RunTarget, script: Script,
+                   queues: dict[str, deque[ScriptTurn]], real: Mapping[str, AgentFn],
+                   ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+                   ) -> None:
+    """The run's first turn: the script's kickoff, the start speaker's first scripted
+    turn, its agent, or the person at the terminal."""
+    start_id = target.ids[target.start]
+    if script.kickoff is not None:
+        hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": script.kickoff}))
+    elif queues[target.start] and target.start not in real:
+        post_turn(hub, ch, target, target.start, queues[target.start].popleft(), kickoff=True)
+    else:
+        client = hub.client(start_id)
+        if isinstance(client, AgentClient):
+            await client.take_turn(ch, Envelope(ch.channel_id, start_id, None, EV_TEXT, {}))
+        elif isinstance(client, HumanClient) and ask_human is not None:
+            text = await ask_human(target.start, None)
+            if text is None:
+                hub.stall(ch.channel_id, start_id)
+            else:
+                hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": text}))
+        else:
+            hub.stall(ch.channel_id, start_id)
 
 
 def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptTurn,

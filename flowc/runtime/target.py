@@ -21,7 +21,8 @@ import attrs
 from flowc.compiler import model as m
 from flowc.compiler.describe import target_text, transition_text
 from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
-from flowc.compiler.serde import unstructure_graph
+from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
+from flowc.runtime.adapters.base import ChannelMetadata
 from flowc.runtime.adapters.workflow import DEFAULT
 from flowc.runtime.script import Script
 
@@ -118,6 +119,50 @@ class RunTarget:
             creator=script.creator if script.creator is not None else self.creator,
         )
 
+    def labels(self) -> dict[str, Any]:
+        """What a run's channel records besides its graph, so that a later process can
+        rebuild this target from the WAL (:meth:`from_metadata`): the flow's label, each
+        rule's text, the humans and the declared tools."""
+        tools = None if self.tools is None else [
+            [speaker, tool, [_effect_json(alt) for alt in alts]]
+            for (speaker, tool), alts in self.tools.items()
+        ]
+        return {"flow": self.label, "rules": list(self.rule_texts),
+                "humans": sorted(self.humans), "tools": tools}
+
+    @classmethod
+    def from_metadata(cls, metadata: ChannelMetadata) -> RunTarget:
+        """The target a stored run ran (its ``ag2.channel.opened`` metadata and labels).
+
+        Raises :class:`ValueError` when the stored graph or labels are not valid. A run
+        recorded without ``humans`` has none; without ``tools``, any tool goes.
+        """
+        try:
+            graph = structure_graph(metadata.knobs.get("graph"))
+        except ShapeError as err:
+            raise ValueError(f"the stored graph is not valid: {err}") from None
+        names = {p.agent_id: (p.name or p.agent_id) for p in metadata.participants}
+        ids = {names[a]: a for a in metadata.participant_ids}
+        labels = metadata.labels
+        rules = labels.get("rules")
+        context = metadata.knobs.get("context_vars") or {}
+        if not isinstance(context, dict):
+            raise ValueError("the stored context_vars are not an object")
+        humans = labels.get("humans") or []
+        tools = None
+        try:
+            if labels.get("tools") is not None:
+                tools = {(str(speaker), str(tool)): tuple(_effect(a) for a in alts)
+                         for speaker, tool, alts in labels["tools"]}
+            humans = frozenset(str(h) for h in humans)
+        except (TypeError, ValueError, AttributeError) as err:
+            raise ValueError(f"the stored labels are not valid ({err})") from None
+        creator = names.get(metadata.creator_id, metadata.creator_id)
+        return cls(graph, dict(context), tuple(ids), humans, creator, ids, tools,
+                   tuple(str(r) for r in rules) if isinstance(rules, list)
+                   else tuple(_rule_texts(None, graph, {}, None)),
+                   str(labels.get("flow") or ""))
+
     def describe_decision(self, decided_by: int | str | None) -> str:
         """``rule 3: when from drafter then reviewer``, ``otherwise``, ..."""
         if isinstance(decided_by, int):
@@ -128,3 +173,14 @@ class RunTarget:
         if decided_by is None:
             return "start"
         return str(decided_by)
+
+
+def _effect_json(alt: ToolEffectInfo) -> dict[str, Any]:
+    return {"sets": [[k, v] for k, v in alt.sets], "clears": list(alt.clears),
+            "handoff": alt.handoff, "finish": alt.finish}
+
+
+def _effect(data: Mapping[str, Any]) -> ToolEffectInfo:
+    return ToolEffectInfo(tuple((str(k), v) for k, v in data.get("sets") or ()),
+                          tuple(str(k) for k in data.get("clears") or ()),
+                          data.get("handoff"), data.get("finish"))

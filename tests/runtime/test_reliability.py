@@ -83,3 +83,188 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -
             hub.store.close()
 
         asyncio.run(check(acknowledged))
+
+
+# ── kill, then `flowc resume`, again and again ───────────────────────────────
+
+RR_FLOW = """flow rr "three agents in turn"
+speaker a
+speaker b
+speaker c
+start a
+max_turns {max_turns}
+when from a then b
+when from b then c
+when from c then a
+"""
+
+
+def _turns(db: Path) -> list[tuple[str, str]]:
+    """(sender, text) of every turn in the WAL, read as another process would."""
+    import json
+    import sqlite3
+
+    if not db.exists():
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        rows = con.execute(
+            "SELECT envelope FROM wal WHERE event_type IN (?, ?) ORDER BY seq",
+            (EV_TEXT, "ag2.packet"),
+        ).fetchall()
+    except sqlite3.OperationalError:  # the table is not there yet
+        return []
+    finally:
+        con.close()
+    out = []
+    for (row,) in rows:
+        env = json.loads(row)
+        data = env["event_data"]
+        out.append((env["sender_id"], data.get("body", data.get("text", ""))))
+    return out
+
+
+def _flowc(*args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+
+
+def _kill_once_past(proc: subprocess.Popen[bytes], db: Path, at_least: int) -> None:
+    """SIGKILL ``proc`` once the WAL holds ``at_least`` turns; fail if it never does."""
+    deadline = time.monotonic() + 30
+    while len(_turns(db)) < at_least:
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            raise AssertionError(f"the run ended before turn {at_least}: {err.decode()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"no progress: the WAL stayed at {len(_turns(db))} turns, "
+                                 f"expected {at_least}")
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def _script(per_speaker: int) -> str:
+    import json
+
+    return json.dumps({"script": {s: [f"{s}{i}" for i in range(per_speaker)] for s in "abc"}})
+
+
+def _kill_resume_cycles(tmp_path: Path, mode: str, max_turns: int, cycles: int) -> None:
+    flow = tmp_path / "rr.flow"
+    flow.write_text(RR_FLOW.format(max_turns=max_turns))
+    db = tmp_path / "runs.db"
+    if mode == "agents":
+        drive = ["--agents", str(Path(__file__).with_name("resume_agents.py"))]
+    else:
+        (tmp_path / "script.json").write_text(_script(max_turns // 3 + 1))
+        drive = ["--script", str(tmp_path / "script.json")]
+    rng = random.Random()
+    proc = _flowc("run", str(flow), *drive, "--db", str(db))
+    seen = 0
+    for cycle in range(cycles):
+        _kill_once_past(proc, db, seen + rng.randint(1, 40))
+        turns = _turns(db)
+        assert len(turns) > seen, f"cycle {cycle}: the resumed run made no progress"
+        seen = len(turns)
+        # the next speaker of a run killed mid-turn is an agent: resume must give it its turn
+        proc = _flowc("resume", "last", *drive, "--db", str(db))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert b'closed: "max_turns"' in out
+    turns = _turns(db)
+    # nothing accepted lost, nothing duplicated: the WAL is the uninterrupted run
+    if mode == "agents":
+        expected = [("abc"[i % 3], f"t{i}") for i in range(max_turns)]
+    else:
+        expected = [("abc"[i % 3], f"{'abc'[i % 3]}{i // 3}") for i in range(max_turns)]
+    assert turns == expected
+    replay = _flowc("replay", "last", "--db", str(db))
+    out, err = replay.communicate(timeout=60)
+    assert replay.returncode == 0, out.decode() + err.decode()
+
+
+def test_kill_and_resume_agents_make_progress_and_lose_nothing(tmp_path: Path) -> None:
+    _kill_resume_cycles(tmp_path, "agents", max_turns=900, cycles=6)
+
+
+def test_kill_and_resume_scripted_speakers_skip_what_they_said(tmp_path: Path) -> None:
+    _kill_resume_cycles(tmp_path, "script", max_turns=3000, cycles=5)
+
+
+def test_hydrate_gives_the_pending_turn_to_an_agent(tmp_path: Path) -> None:
+    """A run whose next speaker is an agent continues once hydrated, whether the agent
+    is registered before or after ``hydrate``, after a clean close of the first hub."""
+    def rule(frm: str, to: str) -> dict[str, object]:
+        return {"when": {"name": "from_speaker", "args": {"agent_id": frm}},
+                "then": {"name": "agent", "args": {"agent_id": to}}, "priority": 0}
+
+    graph = {"initial_speaker": "a", "max_turns": 12,
+             "transitions": [rule("a", "b"), rule("b", "c"), rule("c", "b")],
+             "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+    db = tmp_path / "h.db"
+    stop_after = 4
+
+    async def first() -> str:
+        hub = await Hub.open(SqliteStore(db))
+        said = 0
+
+        async def bot(turn: object) -> str | None:
+            nonlocal said
+            said += 1
+            return f"turn {said}" if said <= stop_after else None  # then the process "dies"
+
+        user = hub.register_human("a")
+        hub.register_agent("b", bot)
+        hub.register_agent("c", bot)
+        ch = await user.open("workflow", target=["b", "c"], knobs={"graph": graph},
+                             expectations=())
+        await ch.send("go")
+        await ch.wait(timeout=10)
+        await hub.idle()
+        assert hub.channel(ch.channel_id).stalled_on in ("b", "c")
+        await hub.close()
+        return ch.channel_id
+
+    cid = asyncio.run(first())
+
+    async def later(register_first: bool) -> tuple[int, str | None]:
+        hub = await Hub.open(SqliteStore(db))
+
+        async def bot(turn: object) -> str:
+            return "again"
+
+        def register() -> None:
+            hub.register_human("a")
+            hub.register_agent("b", bot)
+            hub.register_agent("c", bot)
+
+        if register_first:
+            register()
+        [reopened] = await hub.hydrate()
+        assert reopened == cid
+        if not register_first:
+            register()
+        ch = hub.channel(reopened)
+        # nothing but the hydrated hub gives the agents their turns
+        await asyncio.wait_for(ch.done.wait(), 10)
+        await hub.idle()
+        count, reason = ch.state.turn_count, ch.close_reason
+        await hub.close()
+        return count, reason
+
+    # copy the stalled WAL so both orders start from the same point
+    import shutil
+
+    shutil.copy(db, tmp_path / "stalled.db")
+    assert asyncio.run(later(True)) == (12, "max_turns")
+    shutil.copy(tmp_path / "stalled.db", db)
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    assert asyncio.run(later(False)) == (12, "max_turns")

@@ -1,0 +1,96 @@
+"""`flowc resume`: a stalled run continues from its WAL with the script it started with."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+
+FLOW = """flow review "drafter and reviewer"
+speaker user: human
+speaker drafter
+speaker reviewer { tool approve sets done = true }
+start user
+max_turns 12
+context done = false
+when context.done == true then terminate "approved"
+when from user then drafter
+when from drafter then reviewer
+when from reviewer then drafter
+"""
+
+SHORT = {"kickoff": "Write on HTTPS", "script": {"drafter": ["Draft 1"],
+                                                 "reviewer": ["Tighten it"]}}
+LONG = {"kickoff": "Write on HTTPS",
+        "script": {"drafter": ["Draft 1", "Draft 2"],
+                   "reviewer": ["Tighten it", {"tool": "approve", "say": "Approved"}]}}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "review.flow").write_text(FLOW)
+    (tmp_path / "short.json").write_text(json.dumps(SHORT))
+    (tmp_path / "long.json").write_text(json.dumps(LONG))
+    return tmp_path
+
+
+def _texts(db: Path) -> list[str]:
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT envelope FROM wal ORDER BY seq").fetchall()
+    con.close()
+    out = []
+    for (row,) in rows:
+        data = json.loads(row)["event_data"]
+        if "body" in data or "text" in data:
+            out.append(data.get("body", data.get("text")))
+    return out
+
+
+def test_a_stalled_run_resumes_with_a_longer_script(
+        files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = files / "runs.db"
+    assert main(["run", str(files / "review.flow"), "--script", str(files / "short.json"),
+                 "--db", str(db)]) == 1
+    assert "stalled: drafter has no turn to take after 3 turns" in capsys.readouterr().out
+    code = main(["resume", "last", "--script", str(files / "long.json"), "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    # the turns taken before are skipped, the tool's declared effect comes from the WAL
+    assert _texts(db) == ["Write on HTTPS", "Draft 1", "Tighten it", "Draft 2", "Approved"]
+    assert "context: done = true" in out
+    assert out.rstrip().endswith('closed: "approved" after 5 turns\ncontext: {"done": true}')
+    # a closed run has nothing left: resuming it again changes nothing
+    assert main(["resume", "last", "--script", str(files / "long.json"), "--db", str(db)]) == 0
+    assert _texts(db) == ["Write on HTTPS", "Draft 1", "Tighten it", "Draft 2", "Approved"]
+    assert main(["replay", "last", "--db", str(db)]) == 0
+
+
+def test_resume_without_anything_to_say_stalls_again(
+        files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = files / "runs.db"
+    main(["run", str(files / "review.flow"), "--script", str(files / "short.json"),
+          "--db", str(db)])
+    capsys.readouterr()
+    assert main(["resume", "last", "--json", "--db", str(db)]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["stalled_on"] == "drafter" and result["turn_count"] == 3
+
+
+def test_resume_errors(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = files / "runs.db"
+    assert main(["resume", "nope", "--db", str(db)]) == 2
+    assert "no run database" in capsys.readouterr().err
+    main(["run", str(files / "review.flow"), "--script", str(files / "short.json"),
+          "--db", str(db)])
+    capsys.readouterr()
+    assert main(["resume", "nope", "--db", str(db)]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
+    bad = files / "bad.json"
+    bad.write_text(json.dumps({"script": {"nobody": ["hi"]}}))
+    assert main(["resume", "last", "--script", str(bad), "--db", str(db)]) == 1
+    assert "`nobody` is not a speaker" in capsys.readouterr().err
+    assert len(_texts(db)) == 3
