@@ -32,8 +32,11 @@ class ToolCalled:
 
 @attrs.frozen
 class ContextEquals:
+    """``context.K == V``; AG2's ``ContextEquals`` has no default ``value`` (a missing one
+    is a ``TypeError`` when the channel opens), so neither has this."""
+
     key: str
-    value: Any = None
+    value: Any
     NAME: ClassVar[str] = "context_equals"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from flowc.compiler import model as m
 from flowc.compiler.analysis.bound import check_state_bound
 from flowc.compiler.analysis.declarations import (
     check_human_initiator,
@@ -37,7 +38,8 @@ from flowc.compiler.analysis.suppress import apply_ignores
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
-from flowc.diagnostics import Diagnostic, has_errors
+from flowc.compiler.registry import TransitionRegistry, custom_problems
+from flowc.diagnostics import E103, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
@@ -119,6 +121,27 @@ def analyze_graph(
     return tuple(f.diagnostic for f in found)
 
 
+def unloadable_names(
+    graph: m.TransitionGraph, filename: str, registry: TransitionRegistry | None = None
+) -> tuple[Diagnostic, ...]:
+    """E103 for every custom name of a JSON graph that neither is built in nor loads
+    (see :func:`flowc.compiler.registry.custom_problems`): what ``run`` refuses.
+
+    >>> g = m.TransitionGraph("a", (m.Transition(m.CustomCondition("from_speakr",
+    ...     {"agent_id": "a"}), m.TerminateTarget()),))
+    >>> [d.json_path for d in unloadable_names(g, "g.json", TransitionRegistry())]
+    ['transitions[0].when.name']
+    """
+    return tuple(
+        Diagnostic(
+            E103, f"{p.path}: {p.message}", filename, json_path=p.path,
+            help="register the class before the graph is loaded (flowc.runtime.register_condition / "
+                 "register_target, or AG2's TransitionRegistry), or fix the name",
+        )
+        for p in custom_problems(graph, registry)
+    )
+
+
 def check_source(
     source: SourceFile, options: CheckOptions | None = None, *, as_json: bool | None = None
 ) -> tuple[Diagnostic, ...]:
@@ -140,6 +163,9 @@ def check_source(
         loaded, diags = load_graph_json(source)
         if loaded is None or has_errors(diags):
             return diags
+        unknown = unloadable_names(loaded.graph, source.name, options.registry)
+        if unknown:
+            return unknown
         found = analyze_graph(loaded, options, filename=source.name)
         return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))
     compiled, diags = compile_source(source)

@@ -37,6 +37,9 @@ class CheckOptions:
     select: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     ignore: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     strict: bool = attrs.field(default=False, kw_only=True)
+    #: where custom condition / target names are looked up (a
+    #: :class:`flowc.compiler.registry.TransitionRegistry`); ``None``: the default one
+    registry: Any = attrs.field(default=None, kw_only=True, eq=False)
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` is reported under ``select`` / ``ignore``."""

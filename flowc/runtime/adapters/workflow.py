@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.registry import build_custom
 from flowc.compiler.serde import ShapeError, ShapeProblem, describe, structure_graph
 from flowc.runtime.adapters.base import (
     AdapterResult,
@@ -170,14 +171,9 @@ def _cond(
         if inner is _NEVER:
             return _ALWAYS
         return lambda s, e: not inner(s, e)
-    cls = registry.condition(cond.name)
-    if cls is None:
-        problems.append(ShapeProblem(f"{path}.name", f"no condition registered as `{cond.name}`"))
-        return _NEVER
-    try:
-        inst = cls(**cond.args)
-    except (TypeError, ValueError) as err:
-        problems.append(ShapeProblem(f"{path}.args", f"args do not fit `{cond.name}`: {err}"))
+    inst, found = build_custom("condition", cond.name, dict(cond.args), registry, path)
+    if found:
+        problems.extend(found)
         return _NEVER
     return lambda s, e: bool(inst.evaluate(s, e))
 
@@ -220,14 +216,9 @@ def _target(
         following = {p: order[(i + 1) % len(order)] for i, p in enumerate(order)}
         first = order[0]
         return lambda s, e: (following.get(s.last_speaker_id or e.sender_id, first), "")
-    cls = registry.target(target.name)
-    if cls is None:
-        problems.append(ShapeProblem(f"{path}.name", f"no target registered as `{target.name}`"))
-        return lambda s, e: (None, "")
-    try:
-        inst = cls(**target.args)
-    except (TypeError, ValueError) as err:
-        problems.append(ShapeProblem(f"{path}.args", f"args do not fit `{target.name}`: {err}"))
+    inst, found = build_custom("target", target.name, dict(target.args), registry, path)
+    if found:
+        problems.extend(found)
         return lambda s, e: (None, "")
     name = target.name
 
@@ -484,9 +475,9 @@ class WorkflowAdapter:
         problems: list[ShapeProblem] = []
         if not isinstance(graph_data, dict):
             raise GraphError([ShapeProblem("graph", "the workflow needs knobs['graph'] as an object")])
+        # as AG2: an absent `context_vars` is `{}`, but a present one must be an object
+        # (AG2 refuses `None` when the channel opens)
         context = knobs.get("context_vars", {})
-        if context is None:
-            context = {}
         if not isinstance(context, dict):
             problems.append(ShapeProblem("context_vars", f"expected an object, got {describe(context)}"))
         try:

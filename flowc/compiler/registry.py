@@ -1,0 +1,232 @@
+"""Custom condition and target classes by name (AG2's ``TransitionRegistry``), and the
+one lookup every command uses to decide whether a graph's names can load.
+
+A custom condition is a class with a ``name`` class attribute, constructed with the
+rule's ``args`` and answering ``evaluate(state, envelope) -> bool``; a custom target
+answers ``resolve(state, envelope) -> TransitionDecision``. This is AG2's protocol, so
+the same classes register into AG2 through :mod:`flowc.ag2`.
+
+The registry lives in the compiler layer so that ``check`` sees exactly what ``run``
+and ``test`` load: :func:`custom_problems` is what the runtime refuses when a channel
+opens (an unknown name, with a did-you-mean; args the class does not take), with the
+JSON path of each problem.
+
+>>> from typing import Any
+>>> import attrs
+>>> @attrs.frozen
+... class LongMessage:
+...     name: ClassVar[str] = "long_message"
+...     min_chars: int = 100
+...     def evaluate(self, state: Any, envelope: Any) -> bool:
+...         return len(envelope.event_data.get("body", "")) >= self.min_chars
+>>> registry = TransitionRegistry()
+>>> registry.register_condition(LongMessage)
+>>> registry.condition("long_message") is LongMessage
+True
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from flowc.compiler import model as m
+from flowc.compiler.serde import ShapeProblem
+
+__all__ = [
+    "BUILTIN_CONDITION_NAMES",
+    "BUILTIN_TARGET_NAMES",
+    "SHIPPED_CONDITION_NAMES",
+    "SHIPPED_TARGET_NAMES",
+    "TransitionRegistry",
+    "build_custom",
+    "custom_problems",
+    "default_registry",
+    "did_you_mean",
+    "register_condition",
+    "register_target",
+    "unknown_name",
+]
+
+#: names the compiler handles itself: AG2's built-ins and flowc's composites
+BUILTIN_CONDITION_NAMES = frozenset(
+    c.NAME for c in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)
+)
+BUILTIN_TARGET_NAMES = frozenset(c.NAME for c in m.BUILTIN_TARGETS)
+
+#: the vocabulary ``flowc migrate`` emits: flowc's runtime registers it on import
+#: (``flowc.runtime.vocabulary``), so every command that runs a flow has it loaded
+SHIPPED_CONDITION_NAMES = frozenset(
+    ("text_contains", "text_matches", "context_expression", "turn_count_at_most")
+)
+SHIPPED_TARGET_NAMES = frozenset(("random_agent",))
+
+Kind = Literal["condition", "target"]
+
+
+class TransitionRegistry:
+    """Name -> class for custom conditions and targets.
+
+    The composites ``all_of`` / ``any_of`` / ``not`` and AG2's built-ins are
+    pre-registered (the workflow compiler evaluates them natively) and cannot be
+    replaced; re-registering a custom name replaces it, as in AG2.
+    """
+
+    def __init__(self) -> None:
+        self._conditions: dict[str, type[Any]] = {}
+        self._targets: dict[str, type[Any]] = {}
+
+    @staticmethod
+    def _name_of(cls: type[Any], what: str) -> str:
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a custom {what} class needs a `name: ClassVar[str]`")
+        return name
+
+    def register_condition(self, cls: type[Any]) -> None:
+        name = self._name_of(cls, "condition")
+        if name in BUILTIN_CONDITION_NAMES:
+            raise ValueError(f"`{name}` is a built-in condition and cannot be replaced")
+        if not callable(getattr(cls, "evaluate", None)):
+            raise TypeError(f"condition `{name}` needs an `evaluate(state, envelope)` method")
+        self._conditions[name] = cls
+
+    def register_target(self, cls: type[Any]) -> None:
+        name = self._name_of(cls, "target")
+        if name in BUILTIN_TARGET_NAMES:
+            raise ValueError(f"`{name}` is a built-in target and cannot be replaced")
+        if not callable(getattr(cls, "resolve", None)):
+            raise TypeError(f"target `{name}` needs a `resolve(state, envelope)` method")
+        self._targets[name] = cls
+
+    def condition(self, name: str) -> type[Any] | None:
+        return self._conditions.get(name)
+
+    def target(self, name: str) -> type[Any] | None:
+        return self._targets.get(name)
+
+    @property
+    def condition_names(self) -> tuple[str, ...]:
+        return (*sorted(BUILTIN_CONDITION_NAMES), *self._conditions)
+
+    @property
+    def target_names(self) -> tuple[str, ...]:
+        return (*sorted(BUILTIN_TARGET_NAMES), *self._targets)
+
+    def copy(self) -> TransitionRegistry:
+        out = TransitionRegistry()
+        out._conditions = dict(self._conditions)
+        out._targets = dict(self._targets)
+        return out
+
+
+_DEFAULT = TransitionRegistry()
+
+
+def default_registry() -> TransitionRegistry:
+    """The process-wide registry that :func:`register_condition` writes to."""
+    return _DEFAULT
+
+
+def register_condition(cls: type[Any]) -> type[Any]:
+    """Register a custom condition class on the default registry (usable as a decorator)."""
+    _DEFAULT.register_condition(cls)
+    return cls
+
+
+def register_target(cls: type[Any]) -> type[Any]:
+    """Register a custom target class on the default registry (usable as a decorator)."""
+    _DEFAULT.register_target(cls)
+    return cls
+
+
+# ── the one lookup ─────────────────────────────────────────────────────────────
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """The closest known name to a misspelt one, if any is close.
+
+    >>> did_you_mean("from_speakr", ["always", "from_speaker", "tool_called"])
+    'from_speaker'
+    >>> did_you_mean("zzz", ["always"]) is None
+    True
+    """
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _known(kind: Kind, registry: TransitionRegistry) -> tuple[str, ...]:
+    if kind == "condition":
+        return (*registry.condition_names, *sorted(SHIPPED_CONDITION_NAMES))
+    return (*registry.target_names, *sorted(SHIPPED_TARGET_NAMES))
+
+
+def unknown_name(kind: Kind, name: str, registry: TransitionRegistry) -> str:
+    """The message for a name nobody registered, with a did-you-mean.
+
+    >>> unknown_name("condition", "from_speakr", TransitionRegistry())
+    'no condition registered as `from_speakr`; did you mean `from_speaker`?'
+    >>> unknown_name("condition", "agent", TransitionRegistry())
+    'no condition registered as `agent`; `agent` is a target, not a condition'
+    """
+    message = f"no {kind} registered as `{name}`"
+    other: Kind = "target" if kind == "condition" else "condition"
+    if name in _known(other, registry):
+        return f"{message}; `{name}` is a {other}, not a {kind}"
+    guess = did_you_mean(name, _known(kind, registry))
+    return f"{message}; did you mean `{guess}`?" if guess else message
+
+
+def build_custom(
+    kind: Kind, name: str, args: dict[str, Any], registry: TransitionRegistry, path: str,
+) -> tuple[Any, list[ShapeProblem]]:
+    """An instance of the class registered as ``name``, built from ``args`` as AG2
+    builds it (``cls(**args)``), or the problems that stop it (JSON paths under ``path``,
+    the condition's or target's own path).
+    """
+    cls = registry.condition(name) if kind == "condition" else registry.target(name)
+    if cls is None:
+        return None, [ShapeProblem(f"{path}.name", unknown_name(kind, name, registry))]
+    try:
+        return cls(**args), []
+    except (TypeError, ValueError) as err:
+        return None, [ShapeProblem(f"{path}.args", f"args do not fit `{name}`: {err}")]
+
+
+def custom_problems(
+    graph: m.TransitionGraph, registry: TransitionRegistry | None = None,
+) -> list[ShapeProblem]:
+    """Every custom name of ``graph`` that would not load: not registered (a name of
+    flowc's shipped vocabulary counts as loaded), or built from args its class refuses.
+
+    >>> g = m.TransitionGraph("a", (m.Transition(m.CustomCondition("from_speakr",
+    ...     {"agent_id": "a"}), m.TerminateTarget()),))
+    >>> [str(p) for p in custom_problems(g, TransitionRegistry())]
+    ['transitions[0].when.name: no condition registered as `from_speakr`; did you mean `from_speaker`?']
+    """
+    reg = registry if registry is not None else _DEFAULT
+    problems: list[ShapeProblem] = []
+
+    def cond(c: m.Condition, path: str) -> None:
+        if isinstance(c, m.AllOf | m.AnyOf):
+            for i, item in enumerate(c.conditions):
+                cond(item, f"{path}.args.conditions[{i}]")
+        elif isinstance(c, m.Not):
+            cond(c.condition, f"{path}.args.condition")
+        elif isinstance(c, m.CustomCondition):
+            if reg.condition(c.name) is None and c.name in SHIPPED_CONDITION_NAMES:
+                return
+            problems.extend(build_custom("condition", c.name, dict(c.args), reg, path)[1])
+
+    def target(t: m.Target, path: str) -> None:
+        if isinstance(t, m.CustomTarget):
+            if reg.target(t.name) is None and t.name in SHIPPED_TARGET_NAMES:
+                return
+            problems.extend(build_custom("target", t.name, dict(t.args), reg, path)[1])
+
+    for i, t in enumerate(graph.transitions):
+        cond(t.when, f"transitions[{i}].when")
+        target(t.then, f"transitions[{i}].then")
+    target(graph.default_target, "default_target")
+    return problems
