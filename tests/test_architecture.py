@@ -125,31 +125,11 @@ def import_graph() -> nx.DiGraph:
     return graph
 
 
-#: TEMPORARY — the circle between flowc migrate's frontends (classic <-> agentchat_py <-> group,
-#: agentchat), which share their reader and scenario helpers through each other's private names.
-#: The migrate refactor of issue 17 point 5 (helper i12) gives those helpers modules of their own
-#: and removes the circle; it deletes this set, and the test below fails until it does.
-MIGRATE_CYCLE_PENDING_REFACTOR = frozenset({
-    "flowc.compiler.migrate.classic",
-    "flowc.compiler.migrate.agentchat_py",
-    "flowc.compiler.migrate.agentchat",
-    "flowc.compiler.migrate.group",
-})
-
-
 def test_no_import_cycles_between_modules() -> None:
     graph = import_graph()
-    cycles = [c for c in itertools.islice(nx.simple_cycles(graph), 10_000)
-              if not set(c) <= MIGRATE_CYCLE_PENDING_REFACTOR]
+    cycles = list(itertools.islice(nx.simple_cycles(graph), 100))
     shown = "\n".join(" -> ".join([*c, c[0]]) for c in sorted(cycles, key=len)[:10])
     assert not cycles, f"import cycles between modules:\n{shown}"
-
-
-def test_the_temporary_migrate_exclusion_is_still_needed() -> None:
-    graph = import_graph()
-    in_cycles = set().union(*(set(c) for c in itertools.islice(nx.simple_cycles(graph), 10_000)))
-    stale = sorted(MIGRATE_CYCLE_PENDING_REFACTOR - in_cycles)
-    assert not stale, f"no longer in an import cycle, drop from MIGRATE_CYCLE_PENDING_REFACTOR: {stale}"
 
 
 def test_the_cycle_check_sees_local_relative_and_by_name_imports() -> None:
