@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-from flowc.commands import console
-from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
+from flowc import cli
+from flowc.cli import EXIT_ERRORS, EXIT_OK, UsageError
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -33,17 +32,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt is None:
         fmt = SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "svg") if args.output else "svg"
-    source, diags = console.read_source(args.file)
+    source, diags = cli.read_source(args.file)
     if source is None:
-        console.print_diagnostics(diags, {})
+        cli.print_diagnostics(diags, {})
         return EXIT_ERRORS
     loaded: CompiledFlow | LoadedGraph | None
-    if console.is_json_input(args.file, source.text):
+    if cli.is_json_input(args.file, source.text):
         loaded, diags = load_graph_json(source)
     else:
         loaded, diags = compile_source(source)
     if loaded is None or has_errors(diags):
-        console.print_diagnostics(diags, {source.name: source})
+        cli.print_diagnostics(diags, {source.name: source})
         return EXIT_ERRORS
     diagram = build_diagram(loaded)
     if args.check:
@@ -96,4 +95,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
 
 
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"render": cmd_render}
+cli.EXTRA_PARSERS.append(register)
+cli.COMMANDS["render"] = cmd_render

@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from flowc.commands.console import (
+from flowc.cli import (
+    COMMANDS,
     EXIT_ERRORS,
     EXIT_OK,
+    EXTRA_PARSERS,
     UsageError,
     is_json_input,
     print_diagnostics,
@@ -271,7 +273,7 @@ def _verify(compiled: CompiledFlow, source_text: str, text: str, target: RunTarg
 # ── registration ──────────────────────────────────────────────────────────────
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("test", help="run the scenario blocks of .flow files")
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
     p.add_argument("-k", action="append", metavar="PATTERN",
@@ -297,4 +299,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the exploration bound, as in flowc check (default 100000)")
 
 
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"test": cmd_test, "scenarios": cmd_scenarios}
+EXTRA_PARSERS.append(_register)
+COMMANDS.update({"test": cmd_test, "scenarios": cmd_scenarios})

@@ -37,6 +37,9 @@ class ScriptCall:
     handoff: str | None = None
     finish: str | None = None  # the reason
     summary: str = ""
+    #: the handoff's own reason (``handoff: {target, reason}``): what AG2 records as the
+    #: routing reason of a tool that returns a ``Handoff``, never the call's ``reason`` arg
+    reason: str = ""
     #: the declared alternative the call names (a scenario's ``calls T hands off to X``)
     effects: ToolEffectInfo | None = None
 
@@ -79,22 +82,54 @@ def _parse_call(obj: Mapping[str, Any], where: str) -> ScriptCall:
         delete = [delete]
     if not isinstance(delete, list) or not all(isinstance(k, str) for k in delete):
         raise ScriptError(f"{where}.delete: expected a key or a list of keys")
-    handoff = obj.get("handoff")
-    if handoff is not None and not isinstance(handoff, str):
-        raise ScriptError(f"{where}.handoff: expected a speaker name")
-    finish = obj.get("finish")
-    if finish is True:
-        finish = "finished"
-    elif finish is False:
-        finish = None
-    if finish is not None and not isinstance(finish, str):
-        raise ScriptError(f"{where}.finish: expected a reason (a string) or true")
+    handoff, reason = _handoff(obj.get("handoff"), f"{where}.handoff")
+    finish, summary = _finish(obj.get("finish"), obj.get("summary"), where)
     if handoff is not None and finish is not None:
         raise ScriptError(f"{where}: a call either hands off or finishes, not both")
-    summary = obj.get("summary", "")
-    if not isinstance(summary, str):
+    return ScriptCall(tool, dict(args), dict(sets), tuple(delete), handoff, finish, summary,
+                      reason=reason)
+
+
+def _object(value: dict[str, Any], keys: tuple[str, ...], where: str) -> dict[str, str]:
+    extra = set(value) - set(keys)
+    if extra:
+        raise ScriptError(f"{where}: unknown key(s) {', '.join(sorted(map(str, extra)))} "
+                          f"(an object here has {' and '.join(f'`{k}`' for k in keys)})")
+    for key in keys:
+        if key in value and not isinstance(value[key], str):
+            raise ScriptError(f"{where}.{key}: expected a string")
+    return {k: value[k] for k in keys if k in value}
+
+
+def _handoff(value: Any, where: str) -> tuple[str | None, str]:
+    """``handoff: NAME`` or ``handoff: {target: NAME, reason: TEXT}`` -> (target, reason)."""
+    if value is None or isinstance(value, str):
+        return value, ""
+    if isinstance(value, dict):
+        fields = _object(value, ("target", "reason"), where)
+        if "target" not in fields:
+            raise ScriptError(f"{where}: a handoff object needs `target` (a speaker name)")
+        return fields["target"], fields.get("reason", "")
+    raise ScriptError(f"{where}: expected a speaker name or {{target, reason}}")
+
+
+def _finish(value: Any, summary: Any, where: str) -> tuple[str | None, str]:
+    """``finish: REASON`` / ``true`` (+ ``summary: TEXT``) or ``finish: {reason, summary}``
+    -> (reason, summary); AG2's ``Finish`` defaults are ``reason="finished"``, ``summary=""``."""
+    if summary is not None and not isinstance(summary, str):
         raise ScriptError(f"{where}.summary: expected a string")
-    return ScriptCall(tool, dict(args), dict(sets), tuple(delete), handoff, finish, summary)
+    if isinstance(value, dict):
+        if summary is not None:
+            raise ScriptError(f"{where}: give the summary once, inside `finish` or beside it")
+        fields = _object(value, ("reason", "summary"), f"{where}.finish")
+        return fields.get("reason", "finished"), fields.get("summary", "")
+    if value is True:
+        value = "finished"
+    elif value is False:
+        value = None
+    if value is not None and not isinstance(value, str):
+        raise ScriptError(f"{where}.finish: expected a reason (a string), true, or {{reason, summary}}")
+    return value, summary or ""
 
 
 def _parse_turn(item: Any, where: str) -> ScriptTurn:

@@ -75,12 +75,12 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
     if handoff is not None and handoff not in target.ids:
         raise ScriptError(f"{where}: hands off to `{handoff}`, which is not a participant "
                           f"({', '.join(target.speakers)})")
-    reason = call.args.get("reason", "")
     result: Handoff | Finish | None = None
     if finish is not None:
         result = Finish(summary=call.summary, reason=finish)
     elif handoff is not None:
-        result = Handoff(target=target.ids[handoff], reason=reason if isinstance(reason, str) else "")
+        # the handoff's own reason, as AG2 records it: not the call's `reason` argument
+        result = Handoff(target=target.ids[handoff], reason=call.reason)
     name = call.tool or ("finish" if finish is not None else "handoff" if handoff is not None
                          else "set_context")
     return ToolCall(name, dict(call.args), sets, tuple(deletes), result)

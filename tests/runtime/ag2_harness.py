@@ -38,7 +38,7 @@ from ag2.testing import TestClient, TestConfig
 from flowc.ag2 import open_workflow
 from flowc.compiler.lower import CompiledFlow
 from flowc.runtime.replies import Finish, Handoff, ToolCall
-from flowc.runtime.script import Script
+from flowc.runtime.script import Script, ScriptCall
 from flowc.runtime.scripted_replies import check_script, reply_for
 from flowc.runtime.target import RunTarget
 
@@ -56,18 +56,22 @@ class ScriptedConfig(TestConfig):
         return self._client
 
 
-def _make_tool(effects: dict[int, ToolCall], names: dict[str, str]) -> Any:
+def _make_tool(effects: dict[int, tuple[ScriptCall, ToolCall]], names: dict[str, str]) -> Any:
+    """One real AG2 tool for every scripted call: it writes the call's context and returns
+    AG2's ``Finish`` / ``Handoff``, built from what the script says (the handoff's own
+    ``reason`` and the finish's ``summary``), so AG2 decides what its routing records."""
+
     async def tool(k: int, channel: ChannelInject, reason: str = "") -> Any:
-        call = effects[k]
+        said, call = effects[k]
         for key in call.delete:
             await delete_context(channel, key)
         for key, value in call.set.items():
             await set_context(channel, key, value)
         if isinstance(call.result, Finish):
-            return AG2Finish(summary=call.result.summary, reason=call.result.reason)
+            return AG2Finish(summary=said.summary, reason=call.result.reason)
         if isinstance(call.result, Handoff):
             return AG2Handoff(target=names.get(call.result.target, call.result.target),
-                              reason=call.result.reason)
+                              reason=said.reason)
         return "ok"
 
     return tool
@@ -79,7 +83,7 @@ async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4) 
     hub = await Hub.open(MemoryKnowledgeStore(), ttl_sweep_interval=0)
     link = LocalLink(hub)
     clients: dict[str, Any] = {}
-    effects: dict[int, ToolCall] = {}
+    effects: dict[int, tuple[ScriptCall, ToolCall]] = {}
     names = target.names
     humans: dict[str, list[Any]] = {}
     for speaker in target.speakers:
@@ -94,9 +98,9 @@ async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4) 
             reply = reply_for(target, speaker, turn)
             if reply.tool_calls:
                 batch = []
-                for call in reply.tool_calls:
+                for said, call in zip(turn.calls, reply.tool_calls, strict=True):
                     k = len(effects)
-                    effects[k] = call
+                    effects[k] = (said, call)
                     tools.add(call.name)
                     args = {"k": k}
                     if isinstance(call.args.get("reason"), str):

@@ -193,6 +193,47 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
          "script": {"agent": [{"tools": [{"tool": "stop"}, {"tool": "pass"}], "say": ""}]}},
         {"close_reason": "stopped", "turn_count": 2},
     ),
+    "finish and handoff as objects; a handoff's routing reason is its own": (
+        """
+        speaker user: human
+        speaker triage {
+          tool escalate hands off to security
+          tool close finishes "resolved"
+        }
+        speaker security
+        start user
+        max_turns 10
+        when from user then triage
+        when from triage then user
+        when from security then user
+        """,
+        {"kickoff": "Someone logged in from abroad",
+         "script": {
+             "triage": [
+                 {"tool": "escalate", "args": {"reason": "suspicious login"},
+                  "handoff": {"target": "security", "reason": "security review"},
+                  "say": "Escalating."},
+                 {"tool": "close", "finish": {"reason": "resolved", "summary": "account locked"},
+                  "say": "Done."}],
+             "security": ["Locked."], "user": ["Thanks"]}},
+        {"close_reason": "resolved", "turn_count": 5},
+    ),
+    "a handoff without a reason records none, whatever the call's reason argument": (
+        """
+        speaker user: human
+        speaker triage { tool escalate hands off to security }
+        speaker security
+        start user
+        max_turns 6
+        when from user then triage
+        when from security then terminate "secured"
+        """,
+        {"kickoff": "hacked",
+         "script": {"triage": [{"tool": "escalate", "args": {"reason": "hacked"},
+                                "handoff": "security", "say": "Escalating."}],
+                    "security": [{"finish": {"summary": "locked"}, "say": "Locked."}]}},
+        {"close_reason": "finished", "turn_count": 3},
+    ),
 }
 
 
@@ -235,24 +276,100 @@ def test_same_run_on_both_runtimes(name: str) -> None:
         assert ours[key] == value, key
 
 
-def test_stay_is_a_deliberate_difference() -> None:
-    """AG2 never re-notifies an agent of its own message, so `stay` stalls the channel
-    there; flowc prompts the same speaker again (runtime.md, "Differ, on purpose")."""
-    src = """
-    speaker user: human
-    speaker bot
-    start user
-    max_turns 4
-    when from user then bot
-    when from bot then stay
-    """
-    ours, theirs = both(src, {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}})
+#: routing back to the speaker who just spoke: AG2 delivers a broadcast packet to every
+#: participant but its sender (``Hub`` notify: ``p.agent_id != envelope.sender_id``), so
+#: that speaker is never told it has the turn again and the channel stalls; flowc
+#: prompts it again (docs/runtime.md, "Deliberate differences from AG2")
+SELF_ROUTING: dict[str, tuple[str, dict[str, Any]]] = {
+    "stay": ("""
+        speaker user: human
+        speaker bot
+        start user
+        max_turns 4
+        when from user then bot
+        when from bot then stay
+        """, {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}}),
+    "agent X on X's own turn": ("""
+        speaker user: human
+        speaker bot
+        start user
+        max_turns 4
+        when from user then bot
+        when from bot then bot
+        """, {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}}),
+    "initiator when the initiator just spoke": ("""
+        speaker user: human
+        speaker bot
+        start user
+        initiator bot
+        max_turns 4
+        when from user then bot
+        when from bot then initiator
+        """, {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}}),
+    "a handoff to oneself": ("""
+        speaker user: human
+        speaker bot { tool again hands off to bot }
+        start user
+        max_turns 4
+        when from user then bot
+        when from bot then terminate "done"
+        """, {"kickoff": "go", "script": {"bot": [{"tool": "again", "say": "p1"}, "p2", "p3"]}}),
+}
+
+
+@pytest.mark.parametrize("name", list(SELF_ROUTING))
+def test_routing_back_to_the_speaker_is_a_deliberate_difference(name: str) -> None:
+    src, script = SELF_ROUTING[name]
+    ours, theirs = both(src, script)
     assert [t["speaker"] for t in theirs["turns"]] == ["user", "bot"]
     assert theirs["close_reason"] is None and theirs["stalled_on"] == "bot"
-    assert [t["speaker"] for t in ours["turns"]] == ["user", "bot", "bot", "bot"]
-    assert ours["close_reason"] == "max_turns"
+    assert [t["speaker"] for t in ours["turns"]][:3] == ["user", "bot", "bot"]
+    assert ours["close_reason"] in ("max_turns", "done") and "stalled_on" not in ours
     # up to where AG2 stalls, the two agree
     assert ours["turns"][:2] == theirs["turns"]
+
+
+#: AG2's ``_resolve_routing`` makes a call a routing call only when a top-level
+#: ``ToolCalled`` rule names it; a `tool` condition inside `and` / `not` (flowc's
+#: composites) then never sees it. flowc counts the nested names too.
+NESTED_TOOL = {
+    "tool T and from X": ("""
+        speaker user: human
+        speaker bot { tool escalate }
+        speaker security
+        start user
+        max_turns 6
+        when tool escalate and from bot then security
+        when from user then bot
+        when from bot then terminate "answered"
+        when from security then terminate "secured"
+        """, {"kickoff": "go", "script": {"bot": [{"tool": "escalate", "say": "Escalating"}],
+                                          "security": ["ok"]}},
+        ("secured", "answered")),
+    "from X and not tool T": ("""
+        speaker user: human
+        speaker bot { tool chat }
+        speaker security
+        start user
+        max_turns 6
+        when from bot and not tool chat then security
+        when from user then bot
+        when from bot then terminate "chatted"
+        when from security then terminate "secured"
+        """, {"kickoff": "go", "script": {"bot": [{"tool": "chat", "say": "hello"}],
+                                          "security": ["ok"]}},
+        ("chatted", "secured")),
+}
+
+
+@pytest.mark.parametrize("name", list(NESTED_TOOL))
+def test_a_tool_condition_inside_a_composite_routes_a_deliberate_difference(name: str) -> None:
+    src, script, (mine, ag2s) = NESTED_TOOL[name]
+    ours, theirs = both(src, script)
+    assert ours["close_reason"] == mine and theirs["close_reason"] == ag2s
+    bot = next(t["routing"] for t in ours["turns"] if t["speaker"] == "bot")
+    assert bot["kind"] == "handoff" and bot["tool"] in ("escalate", "chat")
+    assert next(t["routing"] for t in theirs["turns"] if t["speaker"] == "bot") == {"kind": "text"}
 
 
 def test_bad_graphs_are_a_deliberate_difference() -> None:
@@ -274,3 +391,23 @@ def test_bad_graphs_are_a_deliberate_difference() -> None:
     with pytest.raises(GraphError) as err:
         WorkflowAdapter().validate_create(md)
     assert [p.path for p in err.value.problems] == ["transitions[0].priority"]
+
+
+def test_the_routing_records_the_handoffs_reason_and_the_finishs_summary() -> None:
+    """AG2's ``_resolve_routing`` records a returned ``Handoff``'s own ``reason`` (empty
+    when it has none; the call's ``reason`` argument is only used for a tool a rule routes
+    on) and a ``Finish``'s ``reason`` and ``summary``: both runtimes, same records."""
+    for name, expected in (
+        ("finish and handoff as objects; a handoff's routing reason is its own",
+         [{"kind": "handoff", "tool": "escalate", "reason": "security review", "target": "security"},
+          {"kind": "finish", "tool": "close", "reason": "resolved", "summary": "account locked"}]),
+        ("a handoff without a reason records none, whatever the call's reason argument",
+         [{"kind": "handoff", "tool": "escalate", "reason": "", "target": "security"},
+          {"kind": "finish", "tool": "finish", "reason": "finished", "summary": "locked"}]),
+    ):
+        src, script, _ = CASES[name]
+        ours, theirs = both(src, script)
+        for run in (ours, theirs):
+            routed = [t["routing"] for t in run["turns"]
+                      if t["routing"] and t["routing"]["kind"] != "text"]
+            assert routed == expected, (name, run)

@@ -85,7 +85,8 @@ def test_declared_effects_apply_and_handoff_tools_carry_their_target() -> None:
                    {"tool": "tag", "say": "tagged"}],
         "security": ["s"],
         "user": [{"say": "ok", "set": {"draft": 1}}]}})
-    assert out["turns"][1]["routing"] == {"kind": "handoff", "tool": "transfer", "reason": "r",
+    # the handoff's own reason (none here), not the call's `reason` argument, as AG2
+    assert out["turns"][1]["routing"] == {"kind": "handoff", "tool": "transfer", "reason": "",
                                           "target": "security"}
     assert [t["speaker"] for t in out["turns"]] == ["user", "triage", "security", "user", "triage"]
     # `tag` sets category (the context rule then picks security) and clears draft
