@@ -223,7 +223,7 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
     stem = filename.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     label = cfg.get("name") if cfg.get("name") not in (None, "", kind) else stem
     team_description = cfg.get("description")
-    notes = [f"{kind}" + (", reproduced exactly" if exact else "") + "."]
+    notes = [f"{kind}" + (", speaker order read statically (the scenarios state it)" if exact else "") + "."]
     if team_cap is not None:
         notes.append(f"team max_turns={team_cap} counts agent turns only; the task is one more turn.")
     migration = mm.Migration(

@@ -176,8 +176,7 @@ def keyword_callable(mod: PyModule, node: ast.expr) -> tuple[str, bool] | None:
     body: ast.expr | None = None
     if isinstance(node, ast.Lambda) and len(node.args.args) == 1:
         param, body = node.args.args[0].arg, node.body
-    elif isinstance(node, ast.Name) and node.id in mod.functions:
-        fn = mod.functions[node.id]
+    elif (fn := mod.function_of(node)) is not None:
         stmts = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         if len(fn.args.args) == 1 and len(stmts) == 1 and isinstance(stmts[0], ast.Return):
             param, body = fn.args.args[0].arg, stmts[0].value

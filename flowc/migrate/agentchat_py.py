@@ -89,8 +89,8 @@ class _Builder:
                 cfg[key] = value
         tools = []
         for t in self.mod.elements(kwarg(call, "tools")) or []:
-            if isinstance(t, ast.Name) and t.id in self.mod.functions:
-                doc = self.mod.docstring(t.id)
+            if isinstance(t, ast.Name) and self.mod.function_of(t) is not None:
+                doc = self.mod.docstring(t)
                 tools.append({"config": {"name": t.id, "description": doc or ""}})
         if tools:
             cfg["tools"] = tools

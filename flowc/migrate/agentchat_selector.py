@@ -87,8 +87,8 @@ class SelectorFunctions:
         fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None = None
         if isinstance(value, ast.Lambda):
             fn = value
-        elif isinstance(value, ast.Name) and value.id in self.mod.functions:
-            fn = self.mod.functions[value.id]
+        elif isinstance(value, ast.Name):
+            fn = self.mod.function_of(value)
         if fn is None:
             self.report_left_out(key, node, "it is not a `def` or a `lambda` of this file")
             return None
@@ -214,7 +214,7 @@ class SelectorFunctions:
         if advisory and not any(d.code is M001 for d in self.findings):
             scenarios = self.selector_scenario(lowered, kept, speakers, max_turns)
         notes = [f"SelectorGroupChat with {what} (lowered to rules)"
-                 + (", reproduced exactly" if exact else "") + ".", *notes[1:]]
+                 + (", speaker order read statically (the scenarios state it)" if exact else "") + ".", *notes[1:]]
         mig = attrs.evolve(mig, rules=tuple(kept), speakers=tuple(speakers), max_turns=max_turns,
                            max_turns_comment=max_comment, notes=tuple(notes),
                            scenarios=tuple(scenarios) if exact or advisory else mig.scenarios)

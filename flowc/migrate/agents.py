@@ -91,10 +91,7 @@ class AgentReader:
                                           self._role(call), call)
 
     def _var_of(self, call: ast.Call) -> str | None:
-        for var, value in self.mod.assigned.items():
-            if value is call:
-                return var
-        return None
+        return self.mod.var_of(call)
 
     def _is_human(self, call: ast.Call, cls: str) -> bool:
         llm = kwarg(call, "llm_config")

@@ -182,7 +182,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         if isinstance(value, str) and value.lower() in ("auto", "manual", "random", "round_robin"):
             method = value.lower()
         else:
-            fn = mod.functions.get(method_node.id) if isinstance(method_node, ast.Name) else None
+            fn = mod.function_of(method_node)
             if isinstance(fn, ast.FunctionDef):
                 selection_fn = fn
             else:
@@ -239,7 +239,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         comment = ("classic GroupChatManager default: a message that is exactly "
                    "\"TERMINATE\" ends the chat")
     else:
-        predicate = text_predicate(mod.deref(term_node), mod.functions)
+        predicate = text_predicate(mod.deref(term_node), mod.function_of)
         comment = "the manager's is_termination_msg, checked on every message"
         if predicate is None:
             reader.report(
@@ -256,7 +256,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         node = kwarg(agent.node, "is_termination_msg")
         if node is None or mod.const_or(node, "?") is None:
             continue
-        agent_pred = text_predicate(mod.deref(node), mod.functions)
+        agent_pred = text_predicate(mod.deref(node), mod.function_of)
         if agent_pred is None:
             reader.report(M001, f"`{agent.name}`'s `is_termination_msg` is not a recognised text test; "
                                 "it was left out", node)
@@ -447,9 +447,10 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 if selection_fn is not None and not unsupported_callable
                 else f"speaker_selection_method=\"{method}\"")
                + (", transitions graph" if transitions_node else "")
-               + ((", classic behaviour reproduced exactly" if not any(
+               + ((", speaker order read statically (the scenarios state it)" if not any(
                    d.code is M002 for d in reader.findings) else
-                   ", classic speaker order reproduced exactly (other differences: see the findings)")
+                   ", speaker order read statically (the scenarios state it; other differences: "
+                   "see the findings)")
                   if exact else "") + ".",),
     )
     return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
@@ -530,7 +531,7 @@ def _collect_tools(reader: AgentReader, calls: list[ast.Call], speakers: set[str
             if tool is None:
                 continue
             doc = mod.const_or(kwarg(c, "description"), None)
-            doc = doc if isinstance(doc, str) else (mod.docstring(fn_name) if fn_name else None)
+            doc = doc if isinstance(doc, str) else mod.docstring(fn)
             add(caller.name, tool, doc, c)
     for func in mod.functions.values():
         for deco in func.decorator_list:

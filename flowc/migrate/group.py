@@ -203,7 +203,7 @@ def translate_group(reader: AgentReader, calls: list[ast.Call]) -> mm.Translatio
         if isinstance(margs, ast.Dict):
             for k, v in zip(margs.keys, margs.values, strict=True):
                 if isinstance(k, ast.Constant) and k.value == "is_termination_msg":
-                    pred = text_predicate(mod.deref(v), mod.functions)
+                    pred = text_predicate(mod.deref(v), mod.function_of)
                     if pred is None:
                         reader.report(M001, "this `is_termination_msg` is not a recognised text test; "
                                             "left out", v)
@@ -332,7 +332,7 @@ def translate_group(reader: AgentReader, calls: list[ast.Call]) -> mm.Translatio
         otherwise=otherwise,
         otherwise_comment="the pattern's group after work" if otherwise is not None else None,
         scenarios=tuple(scenarios),
-        notes=tuple(x for x in (pattern_note + (", reproduced exactly" if exact else "") + "."
+        notes=tuple(x for x in (pattern_note + (", speaker order read statically (the scenarios state it)" if exact else "") + "."
                                 if pattern_note else "",) if x),
     )
     return mm.Translation(migration, tuple(reader.findings), tuple(sequences))

@@ -226,7 +226,7 @@ class HandoffReader:
                     self.r.report(M002, "a ContextStr condition is rendered per turn in classic; the "
                                         "tool's description keeps the template as written", node)
                     return value
-        if isinstance(node, ast.Lambda) or (isinstance(node, ast.Name) and node.id in self.mod.functions):
+        if isinstance(node, ast.Lambda) or self.mod.function_of(node) is not None:
             self.r.report(M001, "this handoff's condition text is computed by Python code at run time; "
                                 "the tool was kept with a generic description and the code left out", node,
                           help="write the condition as a string (the tool's description)")
@@ -320,7 +320,7 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
     mod = g.mod
     if not isinstance(fn_node, ast.Name):
         return None
-    fn = mod.functions.get(fn_node.id)
+    fn = mod.function_of(fn_node)
     if fn is None:
         return mm.Tool(fn_node.id, None)
     alternatives: list[tuple[n.Effect, ...]] = []

@@ -1,8 +1,10 @@
 """Static reading of Python source with ``ast``: constants, variables, calls, spans.
 
-Nothing here imports or runs the user's code. Values are resolved through simple
-assignments (``name = <expr>``, the last one in the file wins), literals, string
-concatenation, lists, tuples and dicts; anything else is "not static".
+Nothing here imports or runs the user's code. Values are resolved through
+assignments as Python resolves names where they are read (module statements in order, each
+function a scope of its own), including dicts and lists built up by ``d[k] = v``,
+``xs.append(v)`` and ``.update`` / ``.extend``; literals, string concatenation, lists, tuples
+and dicts; anything else is "not static".
 
 >>> import ast
 >>> mod = PyModule.parse("<t>", "x = 'a' + 'b'\\ny = [x, 'c']\\n")
@@ -44,28 +46,376 @@ def kwarg(call: ast.Call, key: str, position: int | None = None) -> ast.expr | N
     return None
 
 
+Pos = tuple[int, int]
+_LAST: Pos = (10**9, 0)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+#: a binding whose value is not an expression migrate can follow (a loop variable, an import,
+#: a parameter, ``x += 1``, a subscript-built dict mutated in a way not read)
+UNKNOWN: ast.expr = ast.Constant(value=Ellipsis)
+
+
+class _Scope:
+    """One Python scope (the module, a function, a lambda, a class body): the bindings of
+    each name in source order, and the mutations (``d[k] = v``, ``xs.append(v)``) of each."""
+
+    def __init__(self, node: ast.AST, parent: _Scope | None) -> None:
+        self.node = node
+        self.parent = parent
+        self.bindings: dict[str, list[tuple[Pos, ast.expr | ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
+        self.mutations: dict[str, list[tuple[Pos, str, ast.expr | None, ast.expr | None]]] = {}
+
+    def bind(self, name: str, at: Pos, value: ast.expr | ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.bindings.setdefault(name, []).append((at, value))
+
+    def mutate(self, name: str, at: Pos, kind: str, key: ast.expr | None, value: ast.expr | None) -> None:
+        self.mutations.setdefault(name, []).append((at, kind, key, value))
+
+
+def _end(node: ast.AST) -> Pos:
+    line: int = getattr(node, "end_lineno", None) or getattr(node, "lineno", 0) or 0
+    col: int = getattr(node, "end_col_offset", None) or getattr(node, "col_offset", 0) or 0
+    return (line, col)
+
+
+def _start(node: ast.AST) -> Pos:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+_MUTATORS = ("append", "extend", "update", "insert", "pop", "remove", "clear", "setdefault")
+
+
+class _Binder(ast.NodeVisitor):
+    """Walks a module once: every scope, every binding and mutation, and the scope of
+    every name that is read."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.module = _Scope(tree, None)
+        self.scope = self.module
+        self.scope_of: dict[int, _Scope] = {}
+        #: inside a loop or a branch of the current scope: a mutation may run 0 or n times
+        self.unsure = 0
+        self.visit(tree)
+
+    def mutate(self, name: str, at: Pos, kind: str, key: ast.expr | None, value: ast.expr | None) -> None:
+        self.scope.mutate(name, at, "?" if self.unsure else kind, key, value)
+
+    def _unsure(self, stmts: list[ast.stmt]) -> None:
+        self.unsure += 1
+        for st in stmts:
+            self.visit(st)
+        self.unsure -= 1
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        self._unsure([*node.body, *node.orelse])
+
+    def visit_While(self, node: ast.While) -> None:
+        self.visit(node.test)
+        self._unsure([*node.body, *node.orelse])
+
+    def visit_Try(self, node: ast.Try) -> None:
+        for st in node.body:
+            self.visit(st)
+        for h in node.handlers:
+            self.unsure += 1
+            self.visit(h)
+            self.unsure -= 1
+        self._unsure(node.orelse)
+        for st in node.finalbody:
+            self.visit(st)
+
+    def visit_Match(self, node: ast.Match) -> None:
+        self.visit(node.subject)
+        for case in node.cases:
+            self._unsure(case.body)
+
+    def _target(self, target: ast.expr, value: ast.expr | None, at: Pos) -> None:
+        if isinstance(target, ast.Name):
+            self.scope.bind(target.id, at, value if value is not None else UNKNOWN)
+        elif isinstance(target, ast.Tuple | ast.List):
+            values = value.elts if isinstance(value, ast.Tuple | ast.List) else None
+            same = values is not None and len(values) == len(target.elts) and not any(
+                isinstance(e, ast.Starred) for e in [*target.elts, *(values or [])])
+            for i, t in enumerate(target.elts):
+                self._target(t.value if isinstance(t, ast.Starred) else t,
+                             values[i] if same and values is not None else None, at)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            key = target.slice if not isinstance(target.slice, ast.Slice) else None
+            self.mutate(target.value.id, at, "setitem" if key is not None else "?", key, value)
+        elif isinstance(target, ast.Starred):
+            self._target(target.value, None, at)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        for t in node.targets:
+            self.visit(t)
+            self._target(t, node.value, _end(node))
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            self._target(node.target, node.value, _end(node))
+        self.visit(node.target)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.generic_visit(node)
+        if isinstance(node.target, ast.Name):
+            self.scope.bind(node.target.id, _end(node), UNKNOWN)
+        elif isinstance(node.target, ast.Subscript) and isinstance(node.target.value, ast.Name):
+            self.mutate(node.target.value.id, _end(node), "?", None, None)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.generic_visit(node)
+        self.scope.bind(node.target.id, _end(node), node.value)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                self.scope.bind(t.id, _end(node), UNKNOWN)
+            elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                self.mutate(t.value.id, _end(node), "?", None, None)
+        self.generic_visit(node)
+
+    def _loop_target(self, target: ast.expr, at: Pos) -> None:
+        self._target(target, None, at)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self.visit(node.iter)
+        self._loop_target(node.target, _start(node))
+        self._unsure([*node.body, *node.orelse])
+
+    visit_AsyncFor = visit_For
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            self.visit(item.context_expr)
+            if item.optional_vars is not None:
+                self._loop_target(item.optional_vars, _end(item.context_expr))
+        for st in node.body:
+            self.visit(st)
+
+    visit_AsyncWith = visit_With
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for a in node.names:
+            name = a.asname or a.name.split(".")[0]
+            if name != "*":
+                self.scope.bind(name, _end(node), UNKNOWN)
+
+    visit_ImportFrom = visit_Import
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self.scope.bind(node.name, _start(node), UNKNOWN)
+        self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _MUTATORS:
+            arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
+            obj = call.func.value
+            known = call.func.attr in ("append", "extend", "update") and arg is not None
+            if isinstance(obj, ast.Name):  # xs.append(v)
+                self.mutate(obj.id, _end(node), call.func.attr if known else "?", None, arg)
+            elif (isinstance(obj, ast.Subscript) and isinstance(obj.value, ast.Name)
+                  and not isinstance(obj.slice, ast.Slice)):  # d[k].append(v)
+                self.mutate(obj.value.id, _end(node), "item_" + call.func.attr if known else "?",
+                            obj.slice, arg)
+        self.generic_visit(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        for d in getattr(node, "decorator_list", []):
+            self.visit(d)
+        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            self.visit(default)
+        if not isinstance(node, ast.Lambda):
+            self.scope.bind(node.name, _end(node), node)
+        outer, unsure = self.scope, self.unsure
+        self.scope, self.unsure = _Scope(node, outer), 0
+        at = _start(node)
+        for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                  *([node.args.vararg] if node.args.vararg else []),
+                  *([node.args.kwarg] if node.args.kwarg else [])]:
+            self.scope.bind(a.arg, at, UNKNOWN)
+        body = [node.body] if isinstance(node, ast.Lambda) else node.body
+        for st in body:
+            self.visit(st)
+        self.scope, self.unsure = outer, unsure
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+    visit_Lambda = _function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for d in [*node.decorator_list, *node.bases]:
+            self.visit(d)
+        self.scope.bind(node.name, _end(node), UNKNOWN)
+        outer = self.scope
+        self.scope = _Scope(node, outer)
+        for st in node.body:
+            self.visit(st)
+        self.scope = outer
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        outer = self.scope
+        self.scope = _Scope(node, outer)
+        for gen in node.generators:
+            self.visit(gen.iter)
+            self._target(gen.target, None, _start(node))
+            for cond in gen.ifs:
+                self.visit(cond)
+        for part in ("elt", "key", "value"):
+            if hasattr(node, part):
+                self.visit(getattr(node, part))
+        self.scope = outer
+
+    visit_ListComp = _comprehension
+    visit_SetComp = _comprehension
+    visit_GeneratorExp = _comprehension
+    visit_DictComp = _comprehension
+
+    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
+        for name in node.names:  # a global written in a function: not followed
+            self.scope.bind(name, _start(node), UNKNOWN)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.scope_of[id(node)] = self.scope
+
+
 class PyModule:
-    """A parsed Python file with its assignments and function definitions."""
+    """A parsed Python file; names are resolved as Python resolves them where they are
+    read: the last binding before that point in the same scope (module statements in
+    order, each function its own scope), then the enclosing scopes; a function body reads
+    the module's names as they are when the chat runs (the :attr:`horizon`, by default the
+    end of the file)."""
 
     def __init__(self, source: SourceFile, tree: ast.Module):
         self.source = source
         self.tree = tree
-        self.assigned: dict[str, ast.expr] = {}
+        self._binder = _Binder(tree)
+        #: where the module's names are read from inside a function body (when it is called)
+        self.horizon: Pos | None = None
+        #: every function definition, by name (the first of a name)
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        nodes = sorted(
-            (nd for nd in ast.walk(tree) if isinstance(nd, ast.Assign | ast.AnnAssign)),
-            key=lambda nd: (nd.lineno, nd.col_offset),
-        )
-        for nd in nodes:
-            targets = nd.targets if isinstance(nd, ast.Assign) else [nd.target]
-            if nd.value is None:
-                continue
-            for t in targets:
-                if isinstance(t, ast.Name):
-                    self.assigned[t.id] = nd.value
         for fn in ast.walk(tree):
             if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions.setdefault(fn.name, fn)
+
+    # ── names ──
+
+    def _scope_chain(self, node: ast.Name) -> list[_Scope]:
+        scope: _Scope | None = self._binder.scope_of.get(id(node), self._binder.module)
+        out: list[_Scope] = []
+        while scope is not None:
+            if not isinstance(scope.node, ast.ClassDef) or not out:  # class bodies do not nest
+                out.append(scope)
+            scope = scope.parent
+        return out
+
+    def binding(self, node: ast.Name) -> ast.expr | ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """What ``node`` holds where it is read: an expression, a ``def``, :data:`UNKNOWN`,
+        or None when the name is bound nowhere in reach (a builtin or a later cell)."""
+        chain = self._scope_chain(node)
+        # a name that is not part of the file (built by a reader) reads the module's end
+        at = _start(node) if id(node) in self._binder.scope_of else (self.horizon or _LAST)
+        for i, scope in enumerate(chain):
+            found = scope.bindings.get(node.id)
+            if not found:
+                continue
+            if all(isinstance(s.node, _COMPREHENSIONS) for s in chain[:i]):
+                limit = at  # read now: the same scope, or a comprehension running in it
+            elif isinstance(scope.node, ast.Module):
+                limit = self.horizon or _LAST  # a function body reads module names when it runs
+            else:
+                limit = _LAST
+            before = [(pos, v) for pos, v in found if pos <= limit]
+            if not before:
+                return UNKNOWN if limit == at and not isinstance(scope.node, ast.Module) else None
+            pos, value = before[-1]
+            if isinstance(value, ast.expr) and scope.mutations.get(node.id):
+                value = self._mutated(value, pos, [m for m in scope.mutations[node.id]
+                                                   if pos < m[0] <= limit])
+            return value
+        return None
+
+    def _mutated(self, value: ast.expr, since: Pos,
+                 changes: list[tuple[Pos, str, ast.expr | None, ast.expr | None]]) -> ast.expr:
+        """A dict or list literal with the subscript writes and appends made to it after
+        ``since``; :data:`UNKNOWN` when a change cannot be followed."""
+        if not changes:
+            return value
+        base = self.deref(value)
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and not base.args \
+                and not base.keywords and base.func.id in ("dict", "list"):
+            base = ast.copy_location(ast.Dict(keys=[], values=[]) if base.func.id == "dict"
+                                     else ast.List(elts=[], ctx=ast.Load()), base)
+        if isinstance(base, ast.Dict):
+            keys: list[ast.expr | None] = list(base.keys)
+            values = list(base.values)
+            for _, kind, key, item in changes:
+                same = [i for i, k in enumerate(keys) if k is not None and key is not None
+                        and ast.dump(k) == ast.dump(key)]
+                if kind == "setitem" and key is not None and item is not None:
+                    if same:
+                        values[same[-1]] = item
+                    else:
+                        keys.append(key)
+                        values.append(item)
+                elif kind in ("item_append", "item_extend") and same and item is not None:
+                    old = self.deref(values[same[-1]])
+                    if not isinstance(old, ast.List):
+                        return UNKNOWN
+                    extra = item if kind == "item_append" else ast.copy_location(
+                        ast.Starred(value=item, ctx=ast.Load()), item)
+                    values[same[-1]] = ast.copy_location(ast.List(elts=[*old.elts, extra], ctx=ast.Load()), old)
+                elif kind == "update" and item is not None and isinstance(self.deref(item), ast.Dict):
+                    other = self.deref(item)
+                    assert isinstance(other, ast.Dict)
+                    keys += other.keys
+                    values += other.values
+                else:
+                    return UNKNOWN
+            return ast.copy_location(ast.Dict(keys=keys, values=values), base)
+        if isinstance(base, ast.List):
+            elts = list(base.elts)
+            for _, kind, _key, item in changes:
+                if kind == "append" and item is not None:
+                    elts.append(item)
+                elif kind == "extend" and item is not None:
+                    elts.append(ast.copy_location(ast.Starred(value=item, ctx=ast.Load()), item))
+                else:
+                    return UNKNOWN
+            return ast.copy_location(ast.List(elts=elts, ctx=ast.Load()), base)
+        return UNKNOWN
+
+    def function_of(self, node: ast.expr | None) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The ``def`` a name refers to where it is read (through variables), if any."""
+        for _ in range(20):
+            if not isinstance(node, ast.Name):
+                return None
+            value = self.binding(node)
+            if isinstance(value, ast.FunctionDef | ast.AsyncFunctionDef):
+                return value
+            node = value if isinstance(value, ast.Name) else None
+        return None
+
+    def var_of(self, value: ast.expr) -> str | None:
+        """The name a value is assigned to (``x = value``), if any."""
+        for scope in self._scopes():
+            for name, found in scope.bindings.items():
+                if any(v is value for _, v in found):
+                    return name
+        return None
+
+    def _scopes(self) -> list[_Scope]:
+        seen: dict[int, _Scope] = {id(self._binder.module): self._binder.module}
+        for scope in self._binder.scope_of.values():
+            while scope is not None and id(scope) not in seen:
+                seen[id(scope)] = scope
+                scope = scope.parent  # type: ignore[assignment]
+        return list(seen.values())
 
     @classmethod
     def parse(cls, filename: str, text: str) -> PyModule:
@@ -95,9 +445,13 @@ class PyModule:
     # ── values ──
 
     def deref(self, node: ast.expr, depth: int = 0) -> ast.expr:
-        """Follow ``name`` -> its assigned expression (a few hops)."""
-        while isinstance(node, ast.Name) and node.id in self.assigned and depth < 20:
-            node = self.assigned[node.id]
+        """Follow ``name`` -> the expression it holds where it is read (a few hops); a name
+        bound to something that cannot be followed stays a name."""
+        while isinstance(node, ast.Name) and depth < 20:
+            value = self.binding(node)
+            if not isinstance(value, ast.expr) or value is UNKNOWN:
+                break
+            node = value
             depth += 1
         return node
 
@@ -109,7 +463,16 @@ class PyModule:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.List | ast.Tuple):
-            return [self.const(e, depth + 1) for e in node.elts]
+            items: list[Any] = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    inner = self.const(e.value, depth + 1)
+                    if not isinstance(inner, list):
+                        raise NotStatic("* of a non-list")
+                    items += inner
+                else:
+                    items.append(self.const(e, depth + 1))
+            return items
         if isinstance(node, ast.Dict):
             out: dict[Any, Any] = {}
             for k, v in zip(node.keys, node.values, strict=True):
@@ -181,6 +544,6 @@ class PyModule:
         found = [nd for nd in ast.walk(self.tree) if isinstance(nd, ast.Call)]
         yield from sorted(found, key=lambda c: (c.lineno, c.col_offset))
 
-    def docstring(self, fn_name: str) -> str | None:
-        fn = self.functions.get(fn_name)
-        return ast.get_docstring(fn) if fn is not None else None
+    def docstring(self, fn: ast.expr | str) -> str | None:
+        found = self.functions.get(fn) if isinstance(fn, str) else self.function_of(fn)
+        return ast.get_docstring(found) if found is not None else None

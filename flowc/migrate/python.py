@@ -15,6 +15,8 @@ flowc.migrate.model.NotRecognised: no classic group chat found: the file has no 
 
 from __future__ import annotations
 
+import ast
+
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001
 from flowc.migrate.agentchat_py import TEAMS, translate_agentchat_python
@@ -31,6 +33,12 @@ NOT_TRANSLATED = {
 }
 
 
+def _after(call: ast.Call) -> tuple[int, int]:
+    """Functions passed to a chat run when it runs: they read the module's names as they
+    are after the call that builds (or runs) the chat."""
+    return (call.end_lineno or call.lineno, call.end_col_offset or call.col_offset)
+
+
 def translate_python(source: SourceFile) -> mm.Translation:
     """Translate the group chat a Python file builds.
 
@@ -43,13 +51,19 @@ def translate_python(source: SourceFile) -> mm.Translation:
     calls = list(mod.calls())
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if groupchats:
+        mod.horizon = _after(groupchats[0])
         return translate_groupchats(reader, groupchats, calls)
-    if any(callee(c) in RUNNERS for c in calls):
+    runners = [c for c in calls if callee(c) in RUNNERS]
+    if runners:
+        mod.horizon = _after(runners[0])
         return translate_group(reader, calls)
-    if any(callee(c) in SWARM_RUNNERS for c in calls):
+    swarms = [c for c in calls if callee(c) in SWARM_RUNNERS]
+    if swarms:
+        mod.horizon = _after(swarms[0])
         return translate_swarm(reader, calls)
     teams = [c for c in calls if callee(c) in TEAMS]
     if teams:
+        mod.horizon = _after(teams[-1])
         return translate_agentchat_python(reader, teams[-1])
     found = [c for c in calls if callee(c) in NOT_TRANSLATED]
     if found:

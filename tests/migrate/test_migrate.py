@@ -129,7 +129,7 @@ def test_scenarios_pass_on_the_runtime(path: Path, capsys: pytest.CaptureFixture
 
 
 def test_exact_translations_have_scenarios_and_records() -> None:
-    exact = [p for p in FLOWS if "reproduced exactly" in p.read_text(encoding="utf-8")]
+    exact = [p for p in FLOWS if "speaker order read statically" in p.read_text(encoding="utf-8")]
     assert len(exact) >= 6
     for p in exact:
         assert _scenarios(p), f"{p.name}: an exact translation needs scenarios"

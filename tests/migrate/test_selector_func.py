@@ -140,7 +140,7 @@ def test_a_total_selector_func_drops_the_selector_and_is_exact() -> None:
                              ", selector_func=pick")
     assert rules(text) == ["when from a          then b", "when from user, b, z then a"]
     assert "speaker selector" not in text and "max_turns 9" in text
-    assert "reproduced exactly" in text and 'scenario "AgentChat speaking order"' in text
+    assert "speaker order read statically" in text and 'scenario "AgentChat speaking order"' in text
     assert findings == []
 
 
@@ -149,7 +149,7 @@ def test_none_keeps_the_selector_for_those_turns_only() -> None:
     got = rules(text)
     assert got[0].split() == ["when", "from", "a", "then", "z"]
     assert got[1].split() == ["when", "from", "user,", "b,", "z", "then", "selector"]
-    assert "speaker selector" in text and "reproduced exactly" not in text
+    assert "speaker selector" in text and "speaker order read statically" not in text
     assert [c for c, _ in findings] == ["M002"]
     assert "where `selector_func` returns None the model chooses" in findings[0][1]
 

@@ -37,6 +37,20 @@ RECOGNISED = [
     'lambda m: m["content"].lstrip().startswith("[END] ")',
     'lambda x: "TERMINATE" in x.get("content", "").rstrip()[-20:]',  # AutoGen Studio 0.1
     'lambda x: "END" not in x["content"][-5:]',
+    # idioms of real notebooks and docs (issue 12, class 6; tests/migrate/real/manifest.json)
+    'lambda x: x.get("content", "") and x.get("content", "").rstrip().endswith("TERMINATE")',
+    'lambda x: x.get("content", "").find("TERMINATE") >= 0',
+    'lambda x: content_str(x.get("content")).find("TERMINATE") >= 0 or content_str(x.get("content")) == ""',
+    'lambda x: x.get("content", "").find("TERMINATE") == -1',
+    'lambda x: "DONE!" in (x.get("content", "") or "").upper()',
+    'lambda x: x.get("content", "") and "terminate" in x.get("content", "").lower()',
+    'lambda x: x["content"] is not None and "TERMINATE" in x["content"]',
+    'lambda x: "content" in x and x["content"] is not None and x["content"].rstrip().endswith("TERMINATE")',
+    'lambda x: isinstance(x, dict) and str(x.get("content", ""))[-9:].upper() == "TERMINATE"',
+    'lambda x: isinstance(x, dict) and "TERMINATE" == str(x.get("content", ""))[-9:].upper()',
+    'lambda x: x.get("content", "")',
+    'lambda x: "A" in x["content"] if x["content"].startswith("[") else "B" in x["content"]',
+    "lambda x: True",
 ]
 
 SAMPLES = [
@@ -78,6 +92,8 @@ def _content_str(value: Any) -> str:
 
 def _runtime(cond: n.Cond, text: str) -> bool:
     env = SimpleNamespace(event_type="ag2.msg.text", event_data={"text": text}, envelope_id="e")
+    if isinstance(cond, n.AlwaysCond):
+        return True
     if isinstance(cond, n.CallCond):
         args = {a.name.value: a.value.value for a in cond.args}
         cls = {"text_contains": TextContains, "text_matches": TextMatches}[cond.name.value]
@@ -112,6 +128,32 @@ def test_a_def_with_a_docstring_is_recognised() -> None:
     assert pred is not None and evaluate(pred.cond, "ok BYE") is True
 
 
+DEFS = [
+    # two-statement bodies of real notebooks: a local name, then `if ...: return True`
+    'def done(content):\n    have = content.get("content", None) is not None\n'
+    '    if have and "TERMINATE" in content["content"]:\n        return True\n    return False\n',
+    'def done(content) -> bool:\n    have = content.get("content", None) is not None\n'
+    '    return have and "TERMINATE" in content["content"]\n',
+    'def done(x):\n    text = x.get("content", "").strip()\n    if text.endswith("BYE"):\n'
+    '        return True\n    elif "ABORT" in text:\n        return True\n',
+]
+
+
+@pytest.mark.parametrize("source", DEFS)
+def test_def_bodies_agree_with_python(source: str) -> None:
+    fn = ast.parse(source).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    pred = text_predicate(ast.Name("done"), {"done": fn})
+    assert pred is not None, source
+    scope: dict[str, Any] = {}
+    exec(source, scope)
+    for text in [*SAMPLES, "x BYE  ", "ABORT now"]:
+        expected = bool(scope["done"]({"content": text}))
+        assert evaluate(pred.cond, text) is expected, (source, text)
+        assert _runtime(pred.cond, text) is expected, (source, text)
+    assert pred.witness is not None and scope["done"]({"content": pred.witness})
+
+
 @pytest.mark.parametrize(
     "source",
     [
@@ -121,6 +163,9 @@ def test_a_def_with_a_docstring_is_recognised() -> None:
         'lambda m: m["content"].lower() == "Terminate"',  # can never hold: refused, not guessed
         'lambda m, n: "x" in m["content"]',
         'lambda m: re.search("x", m["content"])',
+        'lambda m: m["content"].find("x") > 0',  # not a containment test
+        'lambda m: "done" in m["content"].upper()',  # can never hold
+        'lambda m: print(m) or "x" in m["content"]',
         'lambda m: "T" in other["content"]',
         "is_done",
     ],

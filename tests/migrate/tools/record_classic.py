@@ -3,7 +3,9 @@
 Run by hand when a classic corpus file or its golden ``.flow`` changes::
 
     python3 -m venv /tmp/classic && /tmp/classic/bin/pip install 'ag2[openai]==0.9.10'
-    .venv/bin/python tests/migrate/tools/record_classic.py [/tmp/classic/bin/python]
+    .venv/bin/python tests/migrate/tools/record_classic.py [/tmp/classic/bin/python [NAME.py ...]]
+
+With names, only those corpus inputs are recorded.
 
 For every ``tests/migrate/corpus/*.py`` (and ``studio_*.json``, run as the classic code
 AutoGen Studio 0.1 builds from it) whose golden ``.flow`` has scenarios, it runs the
@@ -42,7 +44,9 @@ def scenario_turns(flow_path: Path) -> list[dict[str, object]]:
 
 def main() -> None:
     python = sys.argv[1] if len(sys.argv) > 1 else "/tmp/classic/bin/python"
-    inputs = [*CORPUS.glob("*.py"), *CORPUS.glob("studio_*.json")]
+    only = set(sys.argv[2:])
+    inputs = [p for p in [*CORPUS.glob("*.py"), *CORPUS.glob("studio_*.json")]
+              if not only or p.name in only]
     for py in sorted(p for p in inputs if not p.name.endswith(RECORDS)):
         if py.name.startswith("agentchat_"):
             continue  # Microsoft AgentChat: record_agentchat.py

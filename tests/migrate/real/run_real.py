@@ -1,0 +1,104 @@
+"""By hand, not in CI: run `flowc migrate` over the real public inputs of ``manifest.json``.
+
+The inputs are read from repository snapshots under ``/work/.mirror/<owner>+<name>/repo``
+(``git show COMMIT:PATH``); nothing fetched is committed. A notebook is read as its code cells
+in order (shell and magic lines left out), a Markdown page as its ``python`` code blocks, a
+Python or JSON file as it is. Prints one line per input and, per family, the counts of exit
+0 / 1 / 2 and of the verdicts recorded in the manifest.
+
+    .venv/bin/python tests/migrate/real/run_real.py [--mirror DIR] [--dump DIR] [--only TEXT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from flowc.migrate import migrate_source
+from flowc.source import SourceFile
+
+HERE = Path(__file__).resolve().parent
+FENCE = re.compile(r"^[ \t]*```(?:python|py)[^\n]*$(.*?)^[ \t]*```", re.S | re.M)
+
+
+def extract(path: str, raw: str) -> tuple[str, str]:
+    """The text migrate reads, and the name it gets (``.py`` or ``.json``)."""
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if path.endswith(".ipynb"):
+        nb = json.loads(raw)
+        cells = []
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            src = cell.get("source", "")
+            text = "".join(src) if isinstance(src, list) else src
+            lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith(("!", "%"))]
+            cells.append("\n".join(lines))
+        return "\n\n".join(cells) + "\n", stem + ".py"
+    if path.endswith((".md", ".mdx")):
+        blocks = [textwrap.dedent(b).strip("\n") for b in FENCE.findall(raw)]
+        return "\n\n".join(blocks) + "\n", stem + ".py"
+    return raw, path.rsplit("/", 1)[-1]
+
+
+def read(mirror: Path, entry: dict[str, Any]) -> str:
+    repo = mirror / entry["repository"].replace("/", "+") / "repo"
+    out = subprocess.run(["git", "-C", str(repo), "show", f"{entry['commit']}:{entry['path']}"],
+                         capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--dump", type=Path, help="write each extracted input and its .flow here")
+    ap.add_argument("--only", help="only inputs whose path contains this text")
+    ap.add_argument("--manifest", type=Path, default=HERE / "manifest.json")
+    args = ap.parse_args(argv)
+    entries = json.loads(args.manifest.read_text(encoding="utf-8"))["inputs"]
+    exits: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
+    verdicts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    mismatched = 0
+    for e in entries:
+        if args.only and args.only not in e["path"]:
+            continue
+        try:
+            text, name = extract(e["path"], read(args.mirror, e))
+        except (subprocess.CalledProcessError, json.JSONDecodeError) as err:
+            print(f"?  {e['repository']}:{e['path']}: cannot read ({err})")
+            continue
+        result = migrate_source(SourceFile(name, text))
+        code = 2 if result.text is None else (1 if result.left_out else 0)
+        exits[e["family"]][code] += 1
+        if e.get("verdict"):
+            verdicts[e["family"]][e["verdict"]] += 1
+        flag = "" if e.get("exit") in (None, code) else f"  (manifest says exit {e['exit']})"
+        mismatched += bool(flag)
+        codes = collections.Counter(d.code.id for d in result.findings)
+        print(f"{code}  {e['family']:<10} {e['repository']}:{e['path']}  "
+              f"{dict(sorted(codes.items()))}{flag}")
+        if args.dump:
+            args.dump.mkdir(parents=True, exist_ok=True)
+            base = args.dump / (e["repository"].replace("/", "+") + "+" + e["path"].replace("/", "+"))
+            base.with_suffix(Path(name).suffix).write_text(text, encoding="utf-8")
+            findings = "\n".join(f"# {d.code.id} {d.span.line if d.span else ''} {d.message}"
+                                 for d in result.findings)
+            base.with_suffix(".flow").write_text((result.text or "") + "\n" + findings + "\n",
+                                                  encoding="utf-8")
+    print()
+    print(f"{'family':<10} {'exit 0':>6} {'exit 1':>6} {'exit 2':>6}   verdicts")
+    for fam in sorted(exits):
+        c = exits[fam]
+        print(f"{fam:<10} {c[0]:>6} {c[1]:>6} {c[2]:>6}   {dict(sorted(verdicts[fam].items()))}")
+    return 1 if mismatched else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
