@@ -148,6 +148,56 @@ def render_concise(diagnostics: Iterable[Diagnostic]) -> str:
     return "".join(f"{_location(d)}: {d.code.id} {d.message}\n" for d in diagnostics)
 
 
+#: the widest part of a source line the text report quotes; a longer line is cut to a
+#: window around the finding (as rustc and ruff do), so a report stays proportional to
+#: its input however long the lines are
+EXCERPT_WIDTH = 100
+#: how much of the line before the finding a cut window keeps
+EXCERPT_LEAD = 30
+_ELLIPSIS = "..."
+
+
+def excerpt(source: SourceFile, span: Span) -> tuple[str, int, int]:
+    """The quoted part of ``span``'s first line: ``(text, caret offset, caret width)``.
+
+    A line longer than :data:`EXCERPT_WIDTH` is cut to a window of that width around
+    the span's start, with ``...`` where text was left out; the underline stops at the
+    window's edge. Only the window is copied out of the source.
+
+    >>> src = SourceFile("f", "x" * 500 + " when from a then b" + "y" * 500)
+    >>> text, at, width = excerpt(src, src.span(501, 505))
+    >>> len(text) <= EXCERPT_WIDTH + 6, text[at : at + width]
+    (True, 'when')
+    """
+    starts = source.line_starts
+    line = span.line
+    if line < 1 or line > len(starts):
+        return "", 0, 1
+    begin = starts[line - 1]
+    stop = starts[line] - 1 if line < len(starts) else len(source.text)
+    if stop > begin and source.text[stop - 1] == "\r":
+        stop -= 1
+    length = stop - begin
+    col = min(max(span.column - 1, 0), length)
+    if span.end_line == span.line:
+        width = max(1, span.end_column - span.column)
+    else:
+        width = max(1, length - col + 1)  # to the end of the line, and its newline
+    if length <= EXCERPT_WIDTH:
+        return source.text[begin:stop].expandtabs(1), col, width
+    lo = max(0, col - EXCERPT_LEAD)
+    hi = min(length, lo + EXCERPT_WIDTH)
+    lo = max(0, hi - EXCERPT_WIDTH)
+    text = source.text[begin + lo : begin + hi].expandtabs(1)
+    at = col - lo
+    if lo > 0:
+        text, at = _ELLIPSIS + text, at + len(_ELLIPSIS)
+    width = max(1, min(width, hi - col))
+    if hi < length:
+        text += _ELLIPSIS
+    return text, at, width
+
+
 def render_text(
     diagnostics: Iterable[Diagnostic],
     sources: dict[str, SourceFile] | None = None,
@@ -171,14 +221,10 @@ def render_text(
         arrow = f"{_BLUE}-->{_RESET}" if color else "-->"
         out.append(f"{pad}{arrow} {_location(d)}")
         if d.span is not None and source is not None:
-            line_text = source.line_text(d.span.line).expandtabs(1)
+            line_text, at, width = excerpt(source, d.span)
             out.append(f"{pad} {bar}")
             out.append(f"{d.span.line:>{gutter_width}} {bar} {line_text}")
-            if d.span.end_line == d.span.line:
-                width = max(1, d.span.end_column - d.span.column)
-            else:
-                width = max(1, len(line_text) - d.span.column + 1)
-            caret = " " * (d.span.column - 1) + "^" * width
+            caret = " " * at + "^" * width
             if color:
                 caret = f"{_COLORS[d.severity]}{caret}{_RESET}"
             out.append(f"{pad} {bar} {caret}")
@@ -188,6 +234,36 @@ def render_text(
             out.append(f"{pad} = help: {d.help}")
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
+
+
+#: how many items a finding lists before it says "and N more"
+MAX_LISTED = 5
+#: the longest quoted piece of a flow (a rule, a condition) a message holds
+MAX_QUOTED = 120
+
+
+def listing(items: Sequence[str], limit: int = MAX_LISTED, more: str = "more") -> list[str]:
+    """The first ``limit`` items, then ``and N more`` for the rest (as one extra item).
+
+    >>> listing(["a", "b", "c"], 2)
+    ['a', 'b', 'and 1 more']
+    """
+    if len(items) <= limit:
+        return list(items)
+    return [*items[:limit], f"and {len(items) - limit:,} {more}"]
+
+
+def elide(text: str, limit: int = MAX_QUOTED) -> str:
+    """``text``, or its start and end around a ``...`` when longer than ``limit``.
+
+    >>> elide("when from a, b, c, d, e then f", 20)
+    'when from a,...hen f'
+    """
+    if len(text) <= limit:
+        return text
+    keep = limit - len(_ELLIPSIS)
+    head = keep - keep // 3
+    return text[:head] + _ELLIPSIS + text[len(text) - (keep - head) :]
 
 
 def diagnostic_to_json(d: Diagnostic) -> dict[str, Any]:

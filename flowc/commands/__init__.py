@@ -1,4 +1,3 @@
-"""Subcommands beyond `compile`, one module each; importing a module registers it
-into :data:`flowc.cli.COMMANDS` and :data:`flowc.cli.EXTRA_PARSERS`."""
-
-from flowc.commands import check, decompile, fmt, migrate, render, run, testing  # noqa: F401
+"""The subcommands, one module each (``register(subparsers)`` and ``HANDLERS``), and
+:mod:`flowc.commands.console`, what they share. :mod:`flowc.cli` loads only the module
+of the command it runs, so this package imports none of them."""

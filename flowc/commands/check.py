@@ -12,15 +12,22 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from flowc import cli
-from flowc.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError, print_diagnostics, read_source
+from flowc.commands import console
+from flowc.commands.console import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    print_diagnostics,
+    read_source,
+)
 from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.diagnostics import CODES, Diagnostic, Severity
 from flowc.source import SourceFile
@@ -165,7 +172,7 @@ def check_files(inputs: Inputs, options: CheckOptions) -> tuple[list[Diagnostic]
         if source is None:
             diags.extend(read_diags)
             continue
-        as_json = cli.is_json_input(path, source.text)
+        as_json = console.is_json_input(path, source.text)
         if walked and as_json and not _looks_like_graph(source.text):
             checked -= 1  # some other JSON file in the folder (package.json, ...)
             continue
@@ -249,6 +256,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e.add_argument("code", nargs="?", metavar="CODE", help="e.g. W204; without it, list the codes")
 
 
-cli.EXTRA_PARSERS.append(register)
-cli.COMMANDS["check"] = cmd_check
-cli.COMMANDS["explain"] = cmd_explain
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"check": cmd_check, "explain": cmd_explain}

@@ -4,42 +4,43 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 
-from flowc import cli
+from flowc.commands import console
 from flowc.diagnostics import E001, Diagnostic, FlowError
 
 
 def cmd_decompile(args: argparse.Namespace) -> int:
     from flowc.compiler.decompile import decompile
 
-    source, diags = cli.read_source(args.file)
+    source, diags = console.read_source(args.file)
     if source is None:
-        cli.print_diagnostics(diags, {})
-        return cli.EXIT_ERRORS
+        console.print_diagnostics(diags, {})
+        return console.EXIT_ERRORS
     try:
         data = json.loads(source.text)
     except json.JSONDecodeError as err:
         span = source.span(err.pos, min(err.pos + 1, len(source.text)))
-        cli.print_diagnostics(
+        console.print_diagnostics(
             [Diagnostic(E001, f"invalid JSON: {err.msg}", source.name, span)],
             {source.name: source},
         )
-        return cli.EXIT_ERRORS
+        return console.EXIT_ERRORS
     if not isinstance(data, dict):
-        cli.print_diagnostics(
+        console.print_diagnostics(
             [Diagnostic(E001, "expected a JSON object (a graph or a knobs dict)", source.name,
                         source.span(0, min(1, len(source.text))))],
             {source.name: source},
         )
-        return cli.EXIT_ERRORS
+        return console.EXIT_ERRORS
     participants = [p for p in (args.participants or "").split(",") if p]
     try:
         text = decompile(data, participants=participants, title=args.name, filename=source.name)
     except FlowError as err:
-        cli.print_diagnostics(err.diagnostics, {source.name: source})
-        return cli.EXIT_ERRORS
-    cli.write_output(text, args.output)
-    return cli.EXIT_OK
+        console.print_diagnostics(err.diagnostics, {source.name: source})
+        return console.EXIT_ERRORS
+    console.write_output(text, args.output)
+    return console.EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,5 +52,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
 
 
-cli.EXTRA_PARSERS.append(register)
-cli.COMMANDS["decompile"] = cmd_decompile
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"decompile": cmd_decompile}

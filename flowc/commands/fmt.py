@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from flowc import cli
+from flowc.commands import console
 from flowc.diagnostics import FlowError
 from flowc.dsl.formatter import FormatterBug, format_source
 
@@ -26,26 +27,57 @@ def expand_paths(paths: list[str], suffixes: tuple[str, ...] = (".flow",)) -> li
     return out
 
 
+def _files(k: int) -> str:
+    return f"{k} file{'s' if k != 1 else ''}"
+
+
+def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
+    """What ``fmt`` did, as ruff and black say it.
+
+    >>> summary(0, 3, 0, check=True)
+    '3 files already formatted'
+    >>> summary(1, 2, 0, check=True)
+    '1 file would be reformatted, 2 files already formatted'
+    >>> summary(2, 0, 1, check=False)
+    '2 files reformatted, 1 file could not be formatted'
+    """
+    parts = []
+    if changed:
+        parts.append(f"{_files(changed)} {'would be reformatted' if check else 'reformatted'}")
+    if unchanged:
+        parts.append(f"{_files(unchanged)} {'already formatted' if check else 'left unchanged'}")
+    if failed:
+        parts.append(f"{_files(failed)} could not be formatted")
+    return ", ".join(parts) or "no .flow files"
+
+
 def cmd_fmt(args: argparse.Namespace) -> int:
-    status = cli.EXIT_OK
-    for path in expand_paths(args.files):
-        source, diags = cli.read_source(path)
+    status = console.EXIT_OK
+    changed_files = unchanged_files = failed_files = 0
+    paths = expand_paths(args.files)
+    for path in paths:
+        source, diags = console.read_source(path)
         if source is None:
-            cli.print_diagnostics(diags, {})
-            status = max(status, cli.EXIT_ERRORS)
+            console.print_diagnostics(diags, {})
+            status = max(status, console.EXIT_ERRORS)
+            failed_files += 1
             continue
         try:
             formatted = format_source(source.text, source.name, verify=not args.fast)
         except FlowError as err:
-            cli.print_diagnostics(err.diagnostics, {source.name: source})
-            status = max(status, cli.EXIT_ERRORS)
+            console.print_diagnostics(err.diagnostics, {source.name: source})
+            status = max(status, console.EXIT_ERRORS)
+            failed_files += 1
             continue
         except FormatterBug as err:
             print(f"flowc fmt: internal error: {err}; the file was left unchanged. "
                   "Please report this with the file.", file=sys.stderr)
-            status = cli.EXIT_USAGE
+            status = console.EXIT_USAGE
+            failed_files += 1
             continue
         changed = formatted != source.text
+        changed_files += changed
+        unchanged_files += not changed
         if args.diff and changed:
             sys.stdout.writelines(
                 difflib.unified_diff(
@@ -59,7 +91,7 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             if changed:
                 if args.check:
                     print(f"would reformat {source.name}", file=sys.stderr)
-                status = max(status, cli.EXIT_ERRORS)
+                status = max(status, console.EXIT_ERRORS)
             continue
         if path == "-":
             sys.stdout.write(formatted)
@@ -67,13 +99,22 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             try:
                 Path(path).write_text(formatted, encoding="utf-8")
             except OSError as err:
-                raise cli.UsageError(f"{path}: cannot write ({err.strerror})") from None
+                raise console.UsageError(f"{path}: cannot write ({err.strerror})") from None
             print(f"reformatted {source.name}", file=sys.stderr)
+    if paths != ["-"]:
+        print(summary(changed_files, unchanged_files, failed_files, check=args.check or args.diff),
+              file=sys.stderr)
     return status
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("fmt", help="rewrite .flow files in the canonical layout")
+    p = sub.add_parser(
+        "fmt",
+        help="rewrite .flow files in the canonical layout",
+        description="Rewrite .flow files in the one canonical layout, keeping every comment; "
+        "with --check or --diff write nothing and exit 1 if a file would change. Ends with a "
+        "summary on stderr (\"1 file would be reformatted, 2 files already formatted\").",
+    )
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or folders (- for stdin)")
     p.add_argument("--check", action="store_true", help="exit 1 if a file would change; write nothing")
     p.add_argument("--diff", action="store_true", help="print how files would change; write nothing")
@@ -81,5 +122,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="skip the check that the output keeps the meaning and is stable")
 
 
-cli.EXTRA_PARSERS.append(register)
-cli.COMMANDS["fmt"] = cmd_fmt
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"fmt": cmd_fmt}

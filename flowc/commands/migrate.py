@@ -8,26 +8,27 @@ not a recognised configuration (nothing is written).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
-from flowc import cli
+from flowc.commands import console
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from flowc.migrate import migrate_source
 
-    source, diags = cli.read_source(args.input)
+    source, diags = console.read_source(args.input)
     if source is None:
-        cli.print_diagnostics(diags, {}, args.format)
-        return cli.EXIT_USAGE
+        console.print_diagnostics(diags, {}, args.format)
+        return console.EXIT_USAGE
     result = migrate_source(source)
     sources = {source.name: source}
     if result.text is None:
-        cli.print_diagnostics(result.findings, sources, args.format)
-        return cli.EXIT_USAGE
-    cli.write_output(result.text, args.output)
+        console.print_diagnostics(result.findings, sources, args.format)
+        return console.EXIT_USAGE
+    console.write_output(result.text, args.output)
     if result.findings or args.format in ("json", "sarif"):
-        cli.print_diagnostics(sorted(result.findings, key=lambda d: d.sort_key()), sources, args.format)
-    return cli.EXIT_ERRORS if result.left_out else cli.EXIT_OK
+        console.print_diagnostics(sorted(result.findings, key=lambda d: d.sort_key()), sources, args.format)
+    return console.EXIT_ERRORS if result.left_out else console.EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,5 +42,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how findings are printed on stderr (default: text)")
 
 
-cli.EXTRA_PARSERS.append(register)
-cli.COMMANDS["migrate"] = cmd_migrate
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"migrate": cmd_migrate}

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from flowc import cli
-from flowc.cli import EXIT_ERRORS, EXIT_OK, UsageError
+from flowc.commands import console
+from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -32,17 +33,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt is None:
         fmt = SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "svg") if args.output else "svg"
-    source, diags = cli.read_source(args.file)
+    source, diags = console.read_source(args.file)
     if source is None:
-        cli.print_diagnostics(diags, {})
+        console.print_diagnostics(diags, {})
         return EXIT_ERRORS
     loaded: CompiledFlow | LoadedGraph | None
-    if cli.is_json_input(args.file, source.text):
+    if console.is_json_input(args.file, source.text):
         loaded, diags = load_graph_json(source)
     else:
         loaded, diags = compile_source(source)
     if loaded is None or has_errors(diags):
-        cli.print_diagnostics(diags, {source.name: source})
+        console.print_diagnostics(diags, {source.name: source})
         return EXIT_ERRORS
     diagram = build_diagram(loaded)
     if args.check:
@@ -95,5 +96,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
 
 
-cli.EXTRA_PARSERS.append(register)
-cli.COMMANDS["render"] = cmd_render
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"render": cmd_render}

@@ -18,11 +18,9 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from flowc.cli import (
-    COMMANDS,
+from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
-    EXTRA_PARSERS,
     UsageError,
     is_json_input,
     print_diagnostics,
@@ -147,7 +145,7 @@ def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
     >>> load_agents("no/such/agents.py")
     Traceback (most recent call last):
     ...
-    flowc.cli.UsageError: no/such/agents.py: no such file
+    flowc.commands.console.UsageError: no/such/agents.py: no such file
     """
     file = Path(path)
     if not file.is_file():
@@ -431,7 +429,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 # ── registration ──────────────────────────────────────────────────────────────
 
 
-def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run a flow on the hub runtime with scripted or real agents")
     p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
     p.add_argument("--script", metavar="SCRIPT", help="who says what (JSON or YAML)")
@@ -466,5 +464,6 @@ def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
 
 
-EXTRA_PARSERS.append(_register)
-COMMANDS.update({"run": cmd_run, "resume": cmd_resume, "log": cmd_log, "replay": cmd_replay})
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run, "resume": cmd_resume, "log": cmd_log, "replay": cmd_replay,
+}

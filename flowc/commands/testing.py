@@ -14,11 +14,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from flowc.cli import (
-    COMMANDS,
+from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
-    EXTRA_PARSERS,
     UsageError,
     is_json_input,
     print_diagnostics,
@@ -273,7 +271,7 @@ def _verify(compiled: CompiledFlow, source_text: str, text: str, target: RunTarg
 # ── registration ──────────────────────────────────────────────────────────────
 
 
-def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("test", help="run the scenario blocks of .flow files")
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
     p.add_argument("-k", action="append", metavar="PATTERN",
@@ -299,5 +297,4 @@ def _register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the exploration bound, as in flowc check (default 100000)")
 
 
-EXTRA_PARSERS.append(_register)
-COMMANDS.update({"test": cmd_test, "scenarios": cmd_scenarios})
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"test": cmd_test, "scenarios": cmd_scenarios}

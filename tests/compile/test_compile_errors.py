@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from flowc.cli import main, read_source
+from flowc.cli import main
+from flowc.commands.console import read_source
 from flowc.compiler.pipeline import compile_source, load_graph_json
 from flowc.diagnostics import CODES, Diagnostic, render_text
 from flowc.dsl.parser import MAX_NESTING, parse_source

@@ -179,7 +179,7 @@ class Explorer:
     def _resolve(self, target: m.Target, fired: int, sender: int, assumed: Assumed, out: list[Outcome]) -> None:
         sys = self.system
         if isinstance(target, m.AgentTarget):
-            out.append(Outcome(assumed, fired, sys.ids.index(target.agent_id)))
+            out.append(Outcome(assumed, fired, sys.index_of(target.agent_id)))
         elif isinstance(target, m.RoundRobinTarget):
             out.append(Outcome(assumed, fired, (sender + 1) % len(sys.speakers)))
         elif isinstance(target, m.StayTarget):
@@ -197,7 +197,7 @@ class Explorer:
                 if res is None:
                     out.append(Outcome(assumed, fired, -1, None, f"{target.name} → terminate"))
                 else:
-                    who = sys.speakers.index(res)
+                    who = sys.speaker_index(res)
                     out.append(Outcome(assumed, fired, who, None, f"{target.name} → {sys.name(who)}"))
 
     def steps(self, key: NodeKey) -> Iterator[Step]:

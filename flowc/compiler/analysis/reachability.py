@@ -10,7 +10,7 @@ from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210, reported_dead_rules
 from flowc.compiler.analysis.runs import run_along
 from flowc.compiler.analysis.system import walk_condition as _walk
-from flowc.diagnostics import W201, W210, W212, W213
+from flowc.diagnostics import W201, W210, W212, W213, listing
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 
@@ -21,7 +21,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
     if space.truncated:
         return
     reported_targets = {
-        system.ids.index(d.rule.then.agent_id)
+        system.index_of(d.rule.then.agent_id)
         for d in reported_dead_rules(facts)
         if isinstance(d.rule.then, m.AgentTarget)
     }
@@ -79,7 +79,7 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
             json_path=first.json_path,
             notes=(
                 f"a run that never terminates: {loop.render()}",
-                "these conditions hold on no turn of any run: " + ", ".join(others),
+                "these conditions hold on no turn of any run: " + ", ".join(listing(others)),
             ),
             help="make the terminate condition reachable: declare the tool that sets its context key, or route on a tool",
         ),

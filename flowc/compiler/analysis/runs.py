@@ -14,6 +14,7 @@ import attrs
 
 from flowc.compiler.analysis.explore import KICKOFF, StateSpace, Step
 from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation
+from flowc.diagnostics import elide
 from flowc.dsl.formatter import format_name, format_value
 
 
@@ -46,6 +47,11 @@ class Turn:
         return f"{name} ({'; '.join(parts)})" if parts else name
 
 
+#: a counterexample run longer than this prints its first and last turns only, so
+#: that findings on a long chain do not each repeat the whole chain
+MAX_SHOWN_TURNS = 30
+
+
 @attrs.frozen
 class Run:
     """A run from the kickoff; ``next`` is who is scheduled after the last turn."""
@@ -57,7 +63,20 @@ class Run:
     loop_from: int | None = None
 
     def render(self) -> str:
-        items = [t.label() for t in self.turns]
+        """The run as ``a → b (tool) → c``; a long run keeps its start and its end.
+
+        >>> Run(tuple(Turn(f"s{i}") for i in range(100)), "s100").render().count("→")
+        31
+        """
+        turns = self.turns
+        if len(turns) > MAX_SHOWN_TURNS:
+            half = MAX_SHOWN_TURNS // 2
+            left_out = len(turns) - 2 * half
+            items = [elide(t.label()) for t in turns[:half]]
+            items.append(f"({left_out:,} more turns)")
+            items += [elide(t.label()) for t in turns[-half:]]
+        else:
+            items = [elide(t.label()) for t in turns]
         if self.next is not None:
             items.append(format_name(self.next))
         elif self.reason is not None:

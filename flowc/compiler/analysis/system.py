@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import Any, TypeAlias
 
 import attrs
@@ -19,6 +20,7 @@ from flowc.compiler import model as m
 from flowc.compiler.describe import condition_text, target_text, transition_text
 from flowc.compiler.lower import CompiledFlow, RuleInfo
 from flowc.compiler.pipeline import LoadedGraph
+from flowc.diagnostics import elide
 from flowc.dsl.formatter import format_name, format_value
 
 UNSET, OTHER = 0, 1  # abstract values; literal j of a key is 2 + j
@@ -129,19 +131,31 @@ class System:
         ]
         yield from itertools.product(*domains)
 
-    @property
+    @cached_property
     def id_names(self) -> dict[str, str]:
         """Agent id -> speaker name, for writing compiled rules back as `.flow` text."""
         return dict(zip(self.ids, self.speakers, strict=True))
 
+    # a finding quotes rules, conditions and targets: each is cut to a bounded length so
+    # that findings quoting the same huge rule do not repeat all of it
+
     def describe_target(self, target: m.Target) -> str:
-        return target_text(target, self.id_names)
+        return elide(target_text(target, self.id_names))
 
     def describe_cond(self, cond: m.Condition) -> str:
-        return condition_text(cond, self.id_names)
+        return elide(condition_text(cond, self.id_names))
 
     def describe_rule(self, rule: RuleSpec) -> str:
-        return transition_text(m.Transition(rule.when, rule.then, rule.priority), self.id_names)
+        texts = self._rule_texts
+        text = texts.get(rule.index)
+        if text is None:
+            when = m.Transition(rule.when, rule.then, rule.priority)
+            text = texts[rule.index] = elide(transition_text(when, self.id_names))
+        return text
+
+    @cached_property
+    def _rule_texts(self) -> dict[int, str]:
+        return {}
 
     def where(self, rule: RuleSpec) -> str:
         if rule.info is not None:
@@ -149,7 +163,19 @@ class System:
         return f"`{rule.json_path}`"
 
     def index_of(self, agent_id: str) -> int:
-        return self.ids.index(agent_id)
+        return self._id_index[agent_id]
+
+    @cached_property
+    def _id_index(self) -> dict[str, int]:
+        return {agent_id: i for i, agent_id in enumerate(self.ids)}
+
+    def speaker_index(self, name: str) -> int:
+        """The index of a speaker by its display name."""
+        return self._speaker_index[name]
+
+    @cached_property
+    def _speaker_index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.speakers)}
 
 
 

@@ -487,7 +487,7 @@ class _Classifier:
     def tools(self) -> Iterator[Target]:
         for tool in self.compiled.tools:
             alts: tuple[ToolEffectInfo | None, ...] = tool.alternatives or (None,)
-            speaker = self.system.speakers.index(tool.speaker)
+            speaker = self.system.speaker_index(tool.speaker)
             for i, alt in enumerate(alts):
                 key = ("tool", tool.speaker, tool.name, i)
                 label = f"{format_name(tool.speaker)} calls {format_name(tool.name)}"

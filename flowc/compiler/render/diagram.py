@@ -34,7 +34,7 @@ from flowc.compiler import model as m
 from flowc.compiler.describe import condition_text, target_text
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
-from flowc.diagnostics import Diagnostic
+from flowc.diagnostics import Diagnostic, elide, listing
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 from flowc.source import Span
@@ -464,31 +464,33 @@ class _Builder:
         position = {index: pos + 1 for pos, index in enumerate(ranked)}
         # A rule never fires for a sender if a rule tried before it always fires for
         # that sender: no edge is drawn from there.
-        covered: set[str] = set()  # senders for which some rule always fires
-        covered_before: dict[int, frozenset[str]] = {}
+        covered: dict[str, int] = {}  # sender -> the first rule (by rank) that always fires for it
         senders = {i: _senders(t.when, everyone, inp) for i, t in enumerate(graph.transitions)}
         for index in ranked:
-            covered_before[index] = frozenset(covered)
-            covered |= senders[index][1]
+            for s in senders[index][1]:
+                covered.setdefault(s, position[index])
         for index, tr in enumerate(graph.transitions):
             possible = senders[index][0]
-            head = f"#{position[index]} {condition_text(tr.when, inp.name_of)}"
+            # an edge per sender repeats the label: a huge condition is cut short
+            head = f"#{position[index]} {elide(condition_text(tr.when, inp.name_of))}"
             extra: list[str] = []
             if tr.priority:
                 extra.append(f"priority {tr.priority}")
-            live = [s for s in self.order if s in possible and s not in covered_before[index]]
+            rank = position[index]
+            live = [s for s in self.order if s in possible and covered.get(s, rank) >= rank]
             rule_spans: tuple[Span, ...] = inp.rule_spans.get(index, ())
             if possible and not live:
                 # every sender is taken by earlier rules: draw the rule from a note so
-                # it stays visible (and `--check` can mark it)
-                earlier = sorted(
-                    position[j] for j in ranked[: position[index] - 1] if senders[j][1] & possible
-                )
+                # it stays visible (and `--check` can mark it); the note names the rules
+                # that take its senders' turns, the first few of them
+                earlier = sorted({covered[s] for s in possible})
+                shown = listing([f"#{k}" for k in earlier])
+                verb = "always fires" if len(earlier) == 1 else "always fire"
                 src = self.add_node(
                     self.special_key(f"[shadowed {index}]"),
                     SHADOWED,
-                    f"#{position[index]} never fires",
-                    (f"{', '.join(f'#{k}' for k in earlier)} always fire first",),
+                    f"#{rank} never fires",
+                    (f"{', '.join(shown)} {verb} first",),
                     rule_spans,
                 )
                 for target, via in self.resolve(tr.then, None):

@@ -1,0 +1,162 @@
+"""What every subcommand shares: exit codes, usage errors, reading inputs, printing
+findings (coloured only on a terminal) and writing outputs.
+
+Command modules import this module, never :mod:`flowc.cli`: the command line sits
+on top and loads the command modules, so nothing imports back up into it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from flowc.diagnostics import (
+    E001,
+    Diagnostic,
+    render_concise,
+    render_github,
+    render_json,
+    render_sarif,
+    render_text,
+)
+from flowc.source import SourceFile
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """The command could not run (exit 2)."""
+
+
+# ── terminal ─────────────────────────────────────────────────────────────────
+
+
+def use_color(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether to colour what goes to ``stream``.
+
+    ``NO_COLOR`` (set and not empty) turns colour off, whatever else is set;
+    ``FORCE_COLOR`` (set and not empty) turns it on even into a pipe or a file;
+    otherwise colour only goes to a terminal whose ``TERM`` is not ``dumb``.
+
+    >>> import io
+    >>> use_color(io.StringIO(), {})
+    False
+    >>> use_color(io.StringIO(), {"FORCE_COLOR": "1"})
+    True
+    >>> use_color(io.StringIO(), {"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    False
+    """
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    if env.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
+
+
+# ── input ────────────────────────────────────────────────────────────────────
+
+
+def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
+    """Read a file (``-`` is stdin) as UTF-8.
+
+    A missing or unreadable file raises :class:`UsageError`; text that is not UTF-8
+    is an E001 diagnostic pointing at the first bad byte.
+    """
+    name = "<stdin>" if path == "-" else path
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory") from None
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except OSError as err:
+        raise UsageError(f"{path}: cannot read ({err.strerror})") from None
+    return decode_source(name, data)
+
+
+def decode_source(name: str, data: bytes) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
+    """Bytes as a UTF-8 :class:`SourceFile` (a leading BOM dropped), or an E001 at the first bad byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        good = data[: err.start].decode("utf-8", errors="replace")
+        source = SourceFile(name, good + "\ufffd")
+        span = source.span(len(good), len(good) + 1)
+        return None, (
+            Diagnostic(
+                E001,
+                f"the file is not valid UTF-8 (byte 0x{data[err.start]:02x})",
+                name,
+                span,
+                help="save the file as UTF-8",
+            ),
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceFile(name, text), ()
+
+
+def is_json_input(path: str, text: str | None = None) -> bool:
+    """A JSON graph rather than a ``.flow``: by suffix, else by a leading ``{``."""
+    if path.endswith(".json"):
+        return True
+    return text is not None and not path.endswith(".flow") and text.lstrip().startswith("{")
+
+
+# ── output ───────────────────────────────────────────────────────────────────
+
+
+def print_diagnostics(
+    diags: Sequence[Diagnostic],
+    sources: dict[str, SourceFile],
+    fmt: str = "text",
+    stream: TextIO | None = None,
+) -> None:
+    """Findings in one of the output formats, on stderr unless told otherwise."""
+    out = stream or sys.stderr
+    if fmt == "text":
+        text = render_text(diags, sources, color=use_color(out))
+    elif fmt == "concise":
+        text = render_concise(diags)
+    elif fmt == "json":
+        text = render_json(diags)
+    elif fmt == "sarif":
+        text = render_sarif(diags)
+    elif fmt == "github":
+        text = render_github(diags)
+    else:  # pragma: no cover - argparse restricts the choices
+        raise UsageError(f"unknown format {fmt}")
+    out.write(text)
+
+
+def write_output(text: str, out: str | None) -> None:
+    """``text`` to the file ``out`` (folders created), or to stdout for None or ``-``."""
+    if out is None or out == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{out}: cannot write ({err.strerror})") from None
+
+
+def parse_bindings(items: Sequence[str] | None) -> dict[str, str]:
+    """``--bind NAME=ID`` values as a dict."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, agent_id = item.partition("=")
+        if not sep or not name or not agent_id:
+            raise UsageError(f"--bind takes NAME=ID, got {item!r}")
+        out[name] = agent_id
+    return out
