@@ -267,7 +267,7 @@ def elide(text: str, limit: int = MAX_QUOTED) -> str:
 
 
 def diagnostic_to_json(d: Diagnostic) -> dict[str, Any]:
-    """The JSON object of one finding, as the catalogue fixes its fields."""
+    """The JSON object of one finding, with the fields the JSON output documents."""
     obj: dict[str, Any] = {
         "code": d.code.id,
         "name": d.code.name,

@@ -245,14 +245,23 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("check", help="find what AG2 silently accepts: dead rules, loops, unreachable speakers")
+    p = sub.add_parser(
+        "check", help="find what AG2 silently accepts: dead rules, loops, unreachable speakers",
+        description="Static analysis of .flow files, folders and JSON graphs: explores every run "
+                    "and reports dead rules, loops, unreachable speakers and endings, each with a "
+                    "code (`flowc explain CODE`), a shortest run that shows it and a fix. Settings "
+                    "also come from [tool.flowc] in pyproject.toml. Exit 1 on an error (or a "
+                    "warning under --strict).")
     p.add_argument("paths", nargs="*", metavar="PATH", help=".flow files, JSON graphs, folders (default: .)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     p.add_argument("--strict", action="store_true", default=False, help="warnings fail the check (exit 1)")
     p.add_argument("--select", metavar="CODES", help="report only these codes or prefixes, e.g. W2,I301")
     p.add_argument("--ignore", metavar="CODES", help="do not report these codes or prefixes")
     p.add_argument("--max-states", type=int, metavar="N", help="bound on abstract states (default 100000)")
-    e = sub.add_parser("explain", help="print the page of a diagnostic code")
+    e = sub.add_parser(
+        "explain", help="print the page of a diagnostic code",
+        description="Print the page of a diagnostic code (what it reports, why it matters, an "
+                    "example and what to write instead); without a code, list every code.")
     e.add_argument("code", nargs="?", metavar="CODE", help="e.g. W204; without it, list the codes")
 
 

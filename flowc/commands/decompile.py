@@ -44,7 +44,10 @@ def cmd_decompile(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("decompile", help="turn a TransitionGraph dict (or knobs) into a .flow")
+    p = sub.add_parser(
+        "decompile", help="turn a TransitionGraph dict (or knobs) into a .flow",
+        description="Turn a TransitionGraph dict or knobs dict (as AG2's to_dict() or "
+                    "`flowc compile` writes it) back into a formatted .flow file.")
     p.add_argument("file", metavar="GRAPH.json", help="a graph dict or knobs dict (- for stdin)")
     p.add_argument("--participants", metavar="A,B,...",
                    help="the channel's participants in order (a graph names only some of them)")

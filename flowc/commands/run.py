@@ -430,7 +430,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("run", help="run a flow on the hub runtime with scripted or real agents")
+    p = sub.add_parser(
+        "run", help="run a flow on the hub runtime with scripted or real agents",
+        description="Run a flow on flowc's hub runtime: the speakers' turns come from a script "
+                    "(who says what, which tools are called), from real agents, or both; every "
+                    "turn is written to a SQLite write-ahead log. Exit 0 when the run closes, "
+                    "1 when it stalls or the input has errors.")
     p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
     p.add_argument("--script", metavar="SCRIPT", help="who says what (JSON or YAML)")
     p.add_argument("--agents", metavar="MODULE.py",
@@ -455,13 +460,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL holding the run (default {DEFAULT_DB})")
 
-    p = sub.add_parser("log", help="list past runs, or print one run's transcript")
+    p = sub.add_parser(
+        "log", help="list past runs, or print one run's transcript",
+        description="List the runs stored in the write-ahead log (newest last), or print one "
+                    "run's transcript: who spoke, which rule routed each turn, how it closed.")
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                   help=f"the SQLite WAL to read (default {DEFAULT_DB})")
 
-    p = sub.add_parser("replay", help="re-fold a stored run and check it reaches the same state")
+    p = sub.add_parser(
+        "replay", help="re-fold a stored run and check it reaches the same state",
+        description="Re-fold a stored run's turns through its stored graph and check that the "
+                    "routing, the close reason and the final state match what was recorded. "
+                    "Exit 0 when they match, 1 when they diverge (the first difference is shown).")
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                   help=f"the SQLite WAL to read (default {DEFAULT_DB})")
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

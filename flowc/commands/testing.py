@@ -272,7 +272,12 @@ def _verify(compiled: CompiledFlow, source_text: str, text: str, target: RunTarg
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("test", help="run the scenario blocks of .flow files")
+    p = sub.add_parser(
+        "test", help="run the scenario blocks of .flow files",
+        description="Run the `scenario` blocks of .flow files on the hub runtime, no model "
+                    "needed: each scenario's turns are played and its `expect` lines checked. "
+                    "Exit 0 when every selected scenario passes (and coverage reaches "
+                    "--fail-under), 1 otherwise.")
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
     p.add_argument("-k", action="append", metavar="PATTERN",
                    help="run only scenarios whose title (or FILE::title) matches: a substring "
@@ -289,7 +294,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="exit 1 when coverage is under PERCENT")
 
     p = sub.add_parser("scenarios",
-                       help="generate scenarios that reach every live rule, ending and tool effect")
+                       help="generate scenarios that reach every live rule, ending and tool effect",
+                       description="Generate shortest scenarios that together reach every live "
+                                   "rule, ending and tool effect of a flow (found by exploring its "
+                                   "state space), check that they pass, and print them (or append "
+                                   "them with --write).")
     p.add_argument("file", metavar="FILE", help="the .flow file")
     p.add_argument("--write", action="store_true",
                    help="append the scenarios the file does not have yet, formatted")

@@ -1,7 +1,8 @@
 """One page per code: ``docs/checks/CODE.md`` (shipped as ``flowc/docs/CODE.md``).
 
 Each page has "What it does", "Why is this bad", "Example" and "Use instead"; the
-Example fires exactly its code and "Use instead" fires nothing. A code block's info
+Example fires exactly its code and "Use instead" fires nothing (for the M00x codes of
+``flowc migrate`` the blocks are Python inputs of ``flowc migrate``). A code block's info
 string may carry options after the language: ```` ```flow --max-states 10 ````.
 """
 
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from flowc.cli import main
 from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.diagnostics import CODES
+from flowc.migrate import migrate_source
 from flowc.source import SourceFile
 
 ROOT = Path(__file__).parent.parent.parent
@@ -21,6 +24,7 @@ DOCS = ROOT / "docs" / "checks"
 SHIPPED = ROOT / "flowc" / "docs"
 #: the codes of ``flowc check`` (the M00x codes belong to ``flowc migrate``)
 CHECK_CODES = sorted(code for code in CODES if not code.startswith("M"))
+MIGRATE_CODES = sorted(code for code in CODES if code.startswith("M"))
 SECTIONS = ("## What it does", "## Why is this bad", "## Example", "## Use instead")
 BLOCK = re.compile(r"```(?P<info>[^\n]*)\n(?P<body>.*?)\n```", re.S)
 
@@ -42,7 +46,15 @@ def findings(info: str, body: str, code: str) -> list[str]:
 
 
 def test_every_code_has_a_page() -> None:
-    assert sorted(p.stem for p in DOCS.glob("*.md")) == CHECK_CODES
+    assert sorted(p.stem for p in DOCS.glob("*.md")) == sorted(CODES)
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_flowc_explain_prints_every_page(code: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", code.lower()]) == 0
+    assert capsys.readouterr().out == (DOCS / f"{code}.md").read_text()
+    assert main(["explain"]) == 0
+    assert any(line.startswith(f"{code}  {CODES[code].name} ") for line in capsys.readouterr().out.splitlines())
 
 
 def test_shipped_pages_are_the_docs_pages(update_golden: bool) -> None:
@@ -66,3 +78,20 @@ def test_page(code: str) -> None:
     info, body = block_after(text, "## Use instead")
     allowed = ["I303"] if info.startswith("json") else []
     assert findings(info, body, code) == allowed
+
+
+@pytest.mark.parametrize("code", MIGRATE_CODES)
+def test_migrate_page(code: str) -> None:
+    text = (DOCS / f"{code}.md").read_text()
+    assert text.startswith(f"# {code} `{CODES[code].name}`\n")
+    positions = [text.index(s) for s in SECTIONS]
+    assert positions == sorted(positions)
+    info, body = block_after(text, "## Example")
+    assert info == "python"
+    result = migrate_source(SourceFile(f"{code}.py", body))
+    assert sorted({d.code.id for d in result.findings}) == [code]
+    assert result.text is not None  # the rest was translated
+    info, body = block_after(text, "## Use instead")
+    assert info == "python"
+    result = migrate_source(SourceFile(f"{code}.py", body))
+    assert not result.findings, [d.message for d in result.findings]
