@@ -36,7 +36,7 @@ from flowc.runtime.script import ScriptError, parse_script
 from flowc.runtime.script_run import resume_script, run_script
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TurnRecord, transcript
-from flowc.runtime.wal import SqliteStore, WalError, WalStore, open_store
+from flowc.runtime.wal import SqliteStore, WalError, WalStore, describe_holder, open_store
 
 DEFAULT_DB = ".flowc/runs.db"
 
@@ -334,6 +334,9 @@ def cmd_log(args: argparse.Namespace) -> int:
                 md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
                 closed = [e for e in envs if e.event_type == EV_CHANNEL_CLOSED]
                 status = _j(closed[0].event_data.get("reason")) if closed else "open"
+                lease = None if closed else store.lease_of(cid)
+                if lease is not None:
+                    status = f"running ({describe_holder(lease.holder)})"
                 records, _, _ = transcript(envs)
                 label = md.labels.get("flow") or md.type
                 print(f"{cid}  {md.created_at[:19]}  {label}  {len(records)} turns  {status}")
@@ -369,6 +372,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         store.close()
     state = result.state
     turns = getattr(state, "turn_count", "?")
+    if result.broken is not None:
+        print(f"{cid}: the WAL is broken at {result.broken}")
+        print(f"  re-folded {turns} turns before it")
+        return EXIT_ERRORS
     if result.recorded_close_reason is None:
         nxt = getattr(state, "expected_next_speaker", None)
         print(f"{cid}: open; re-folded {result.envelopes} envelopes to {turns} turns, "
@@ -417,6 +424,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         except ProtocolError as err:
             print(f"{cid}: error: {err}", file=sys.stderr)
             return EXIT_ERRORS
+        except WalError as err:  # another hub holds the run
+            raise UsageError(str(err)) from None
     finally:
         store.close()
     if args.json:

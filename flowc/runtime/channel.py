@@ -25,6 +25,7 @@ from flowc.runtime.adapters.base import (
     Expectation,
 )
 from flowc.runtime.envelope import Envelope
+from flowc.runtime.wal import Lease
 
 __all__ = ["HISTORY_WINDOW", "Channel", "ClientHub", "HubParticipant"]
 
@@ -64,6 +65,12 @@ class Channel:
     timer: asyncio.TimerHandle | None = None
     done: asyncio.Event = attrs.field(factory=asyncio.Event)
     violations: list[dict[str, Any]] = attrs.field(factory=list)
+    #: this hub's right to write the channel (see :mod:`flowc.runtime.wal`), and when
+    #: to renew it next (seconds since the epoch)
+    lease: Lease | None = None
+    renew_at: float = 0.0
+    #: the id of the channel's last envelope in the WAL (what the next one follows)
+    last_id: str | None = None
 
     @property
     def channel_id(self) -> str:

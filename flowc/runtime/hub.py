@@ -52,7 +52,14 @@ from flowc.runtime.envelope import (
     EV_TEXT,
     Envelope,
 )
-from flowc.runtime.wal import MemoryStore, WalError, WalStore
+from flowc.runtime.wal import (
+    LEASE_SECONDS,
+    LeaseError,
+    MemoryStore,
+    WalError,
+    WalStore,
+    holder_id,
+)
 
 __all__ = ["HUB_ID", "Channel", "Hub", "HubParticipant", "ReplayResult"]
 
@@ -60,6 +67,15 @@ log = logging.getLogger("flowc.runtime")
 
 #: the sender id of envelopes the hub itself writes (close, expectation violations)
 HUB_ID = "hub"
+
+
+def _lease_seconds() -> float:
+    """``$FLOWC_LEASE_SECONDS`` if it is a positive number, else :data:`LEASE_SECONDS`."""
+    try:
+        value = float(os.environ.get("FLOWC_LEASE_SECONDS", ""))
+    except ValueError:
+        return LEASE_SECONDS
+    return value if 0 < value < float("inf") else LEASE_SECONDS
 
 
 def _now() -> str:
@@ -77,11 +93,15 @@ class ReplayResult:
     recorded_state: dict[str, Any] | None
     replayed_state: dict[str, Any] | None
     envelopes: int
+    #: where the WAL stops being a run the hub could have written (e.g. a turn by a
+    #: speaker the run was not waiting for: two writers), or ``None``
+    broken: str | None = None
 
     @property
     def matches(self) -> bool:
         return (
-            self.close_reason == self.recorded_close_reason
+            self.broken is None
+            and self.close_reason == self.recorded_close_reason
             and self.recorded_state == self.replayed_state
         )
 
@@ -89,12 +109,17 @@ class ReplayResult:
 class Hub:
     """An in-process hub over one WAL store. Create with :meth:`Hub.open`."""
 
-    def __init__(self, store: WalStore | None = None) -> None:
+    def __init__(self, store: WalStore | None = None, *, holder: str | None = None,
+                 lease_seconds: float | None = None) -> None:
         self.store: WalStore = store if store is not None else MemoryStore()
         self._adapters: dict[tuple[str, int], Adapter] = {}
         self._clients: dict[str, HubParticipant] = {}
         self._channels: dict[str, Channel] = {}
         self._prefix = os.urandom(4).hex()
+        #: who this hub is to the store's leases (one writer per run)
+        self.holder = holder or holder_id(f"hub-{self._prefix}")
+        self.lease_seconds = lease_seconds or _lease_seconds()
+        self._beat: asyncio.TimerHandle | None = None
         self._counter = 0
         self._outbox: deque[tuple[HubParticipant, Envelope]] = deque()
         self._delivering = False
@@ -108,13 +133,17 @@ class Hub:
 
     @classmethod
     async def open(
-        cls, store: WalStore | None = None, *, adapters: Iterable[Adapter] = ()
+        cls, store: WalStore | None = None, *, adapters: Iterable[Adapter] = (),
+        holder: str | None = None, lease_seconds: float | None = None,
     ) -> Hub:
         """A hub on ``store`` (in memory when ``None``) with the workflow adapter registered.
 
         Call :meth:`hydrate` afterwards to bring back the channels a previous process left.
+        The hub holds a lease on each open channel it writes (``holder``: this process
+        and hub; ``lease_seconds``: default ``$FLOWC_LEASE_SECONDS`` or 30), renewed
+        while it runs and released when the channel closes or the hub does.
         """
-        hub = cls(store)
+        hub = cls(store, holder=holder, lease_seconds=lease_seconds)
         for adapter in adapters:
             hub.register_adapter(adapter)
         return hub
@@ -234,9 +263,15 @@ class Hub:
             },
             envelope_id=self._stamp_id(), created_at=_now(),
         )
-        self.store.append(opened)
+        lease = self.store.acquire(cid, self.holder, self.lease_seconds)
+        try:
+            self.store.append(opened, lease)
+        except BaseException:
+            self.store.release(lease)
+            raise
         ch = Channel(metadata, adapter, state, exps, members=frozenset(order),
-                     order=metadata.participant_ids)
+                     order=metadata.participant_ids, last_id=opened.envelope_id)
+        self._hold(ch, lease)
         self._channels[cid] = ch
         ch.turn_started = time.monotonic()
         self._deliver(ch, opened)
@@ -297,7 +332,7 @@ class Hub:
                 f"({type(err).__name__}: {err})"
             ) from err
         try:
-            self.store.append(env)
+            self._append(ch, env)
         except WalError as err:
             raise ProtocolError(str(err)) from err
         ch.state = new_state
@@ -317,6 +352,78 @@ class Hub:
     async def post(self, envelope: Envelope) -> Envelope:
         """Admit ``envelope`` (see :meth:`admit`); the awaitable form of the API."""
         return self.admit(envelope)
+
+    # leases ---------------------------------------------------------------------
+
+    def _hold(self, ch: Channel, lease: Any) -> None:
+        ch.lease = lease
+        ch.renew_at = time.time() + self.lease_seconds / 3
+        if self._beat is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # no loop: appends renew the lease themselves
+            self._beat = loop.call_later(self.lease_seconds / 3, self._heartbeat)
+
+    def _append(self, ch: Channel, env: Envelope) -> None:
+        """Append with the channel's lease, renewing it first when a third of it is spent."""
+        lease = ch.lease
+        if lease is not None:
+            now = time.time()
+            if now >= ch.renew_at:
+                try:
+                    lease = ch.lease = self.store.renew(lease, self.lease_seconds)
+                except LeaseError as err:
+                    self._lost(ch, err)
+                    raise
+                ch.renew_at = now + self.lease_seconds / 3
+        try:
+            self.store.append(env, lease, ch.last_id)
+        except LeaseError as err:
+            self._lost(ch, err)
+            raise
+        ch.last_id = env.envelope_id
+
+    def _lost(self, ch: Channel, err: LeaseError) -> None:
+        """Another hub has the channel now: this hub stops running it (the channel
+        keeps its old lease, so the store refuses any later append from here too)."""
+        ch.error = str(err)
+        ch.renew_at = float("inf")  # nothing left to renew
+        if ch.timer is not None:
+            ch.timer.cancel()
+            ch.timer = None
+        ch.done.set()
+
+    def _heartbeat(self) -> None:
+        """Renew the leases of the open channels (every third of a lease)."""
+        self._beat = None
+        held = False
+        now = time.time()
+        for ch in self._channels.values():
+            if ch.lease is None or not ch.is_open or ch.renew_at == float("inf"):
+                continue
+            if now >= ch.renew_at:
+                try:
+                    ch.lease = self.store.renew(ch.lease, self.lease_seconds)
+                    ch.renew_at = now + self.lease_seconds / 3
+                except LeaseError as err:
+                    log.warning("%s", err)
+                    self._lost(ch, err)
+                    continue
+                except WalError as err:  # the store failed: try again at the next beat
+                    log.warning("run %s: cannot renew its lease (%s)", ch.channel_id, err)
+            held = True
+        if held:
+            self._beat = asyncio.get_running_loop().call_later(
+                self.lease_seconds / 3, self._heartbeat)
+
+    def _release(self, ch: Channel) -> None:
+        lease, ch.lease = ch.lease, None
+        if lease is not None:
+            try:
+                self.store.release(lease)
+            except WalError as err:  # it expires by itself
+                log.warning("run %s: cannot release its lease (%s)", ch.channel_id, err)
 
     def _deliver(self, ch: Channel, env: Envelope) -> None:
         clients = self._clients
@@ -410,7 +517,8 @@ class Hub:
             ch.channel_id, HUB_ID, None, EV_CHANNEL_CLOSED, data,
             envelope_id=self._stamp_id(), created_at=_now(),
         )
-        self.store.append(closed)
+        self._append(ch, closed)
+        self._release(ch)
         ch.status = ChannelState.CLOSED
         ch.close_reason = reason
         if ch.timer is not None:
@@ -460,7 +568,11 @@ class Hub:
                 ch.channel_id, HUB_ID, None, EV_EXPECTATION_VIOLATED, info,
                 envelope_id=self._stamp_id(), created_at=_now(),
             )
-            self.store.append(env)
+            try:
+                self._append(ch, env)
+            except WalError as err:
+                log.warning("run %s: %s", ch.channel_id, err)
+                return
             self._deliver(ch, env)
             if exp.on_violation == "auto_close":
                 log.warning("channel %s: %s did not take its turn within %ss; closing",
@@ -477,7 +589,16 @@ class Hub:
         """Every envelope of the channel, in admission order, from the store."""
         return list(self.store.read(channel_id))
 
-    def _refold(self, envs: list[Envelope]) -> tuple[Channel, str | None, dict[str, Any] | None]:
+    def _refold(
+        self, envs: list[Envelope]
+    ) -> tuple[Channel, str | None, dict[str, Any] | None, str | None]:
+        """Re-fold a channel's WAL: (channel, the close reason the graph reached, the
+        recorded close snapshot, where the WAL breaks admission's rules or ``None``).
+
+        Every envelope is checked as admission checked it (a participant sends, a turn
+        comes from the speaker the run waits for, nothing follows the close): a WAL that
+        fails is one no single writer could have written, and the fold stops there.
+        """
         if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
             raise ProtocolError("the WAL of this channel does not start with ag2.channel.opened")
         data = envs[0].event_data
@@ -490,19 +611,52 @@ class Hub:
                      order=metadata.participant_ids)
         recorded_state = None
         reached: str | None = None
-        for env in envs[1:]:
+        broken: str | None = None
+        turns = 0
+        for i, env in enumerate(envs[1:], start=2):
+            where = f"envelope {i} ({env.envelope_id})"
+            if ch.status is ChannelState.CLOSED:
+                broken = f"{where} comes after the run closed"
+                break
             if env.event_type == EV_CHANNEL_CLOSED:
                 ch.status = ChannelState.CLOSED
                 ch.close_reason = env.event_data.get("reason")
                 recorded_state = env.event_data.get("state")
+                continue
+            if env.sender_id != HUB_ID and env.sender_id not in ch.members:
+                broken = f"{where}: {env.sender_id!r} is not a participant"
+                break
+            substantive = env.event_type == EV_TEXT or env.event_type == EV_PACKET
+            if reached is not None and substantive:
+                broken = f"{where}: turn {turns + 1} comes after the graph ended the run"
+                break
+            try:
+                adapter.validate_send(metadata, env, ch.state)
+            except ProtocolError as err:
+                what = f"turn {turns + 1}" if substantive else "an envelope"
+                broken = (f"{where}: {what} does not follow the one before ({err}); "
+                          "two writers may have written this run")
                 break
             ch.state = adapter.fold(env, ch.state)
-            if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
+            if substantive:
+                turns += 1
                 ch.recent.append(env)
                 result = adapter.on_accepted(metadata, env, ch.state)
                 if result.next_state is ChannelState.CLOSED:
                     reached = result.auto_close_reason
-        return ch, reached, recorded_state
+        return ch, reached, recorded_state, broken
+
+    def _broken_link(self, channel_id: str) -> str | None:
+        """Where an envelope of the WAL was written after another envelope than the one
+        before it (two writers), or ``None``."""
+        links = self.store.links(channel_id)
+        for i in range(1, len(links)):
+            eid, follows = links[i]
+            if follows is not None and follows != links[i - 1][0]:
+                return (f"envelope {i + 1} ({eid}): it was written after {follows}, not "
+                        f"after the envelope before it ({links[i - 1][0]}); two writers "
+                        "wrote this run")
+        return None
 
     async def hydrate(
         self, channel_ids: Iterable[str] | None = None, *, schedule: bool = True
@@ -516,6 +670,7 @@ class Hub:
         With ``schedule=False`` nothing is scheduled: the caller drives the run.
         """
         reopened: list[str] = []
+        explicit = channel_ids is not None
         wanted = self.store.channel_ids() if channel_ids is None else list(channel_ids)
         for cid in wanted:
             if cid in self._channels:
@@ -523,7 +678,33 @@ class Hub:
             envs = list(self.store.read(cid))
             if not envs:
                 raise ProtocolError(f"no channel {cid!r} in the WAL")
-            ch, _, _ = self._refold(envs)
+            ch, _, _, broken = self._refold(envs)
+            broken = self._broken_link(cid) or broken
+            if broken is not None:
+                if explicit:
+                    raise ProtocolError(f"run {cid}: the WAL is broken at {broken}")
+                log.warning("run %s: the WAL is broken at %s; left as it is", cid, broken)
+                continue
+            if ch.is_open:
+                try:
+                    lease = self.store.acquire(cid, self.holder, self.lease_seconds)
+                except LeaseError as err:
+                    if explicit:
+                        raise
+                    log.info("%s: left to it", err)
+                    continue
+                # what the WAL holds now: another writer may have appended before we
+                # took the lease
+                tail = list(self.store.read(cid))
+                if len(tail) != len(envs):
+                    envs = tail
+                    ch, _, _, broken = self._refold(tail)
+                    broken = self._broken_link(cid) or broken
+                    if broken is not None:
+                        self.store.release(lease)
+                        raise ProtocolError(f"run {cid}: the WAL is broken at {broken}")
+                self._hold(ch, lease)
+            ch.last_id = envs[-1].envelope_id
             ch.turn_started = time.monotonic()
             self._channels[cid] = ch
             if ch.is_open:
@@ -531,6 +712,7 @@ class Hub:
                 reopened.append(cid)
                 self._arm(ch)
             else:
+                self._release(ch)
                 ch.done.set()
         if schedule:
             for cid in reopened:
@@ -542,13 +724,14 @@ class Hub:
         envs = list(self.store.read(channel_id))
         if not envs:
             raise ProtocolError(f"no channel {channel_id!r} in the WAL")
-        ch, reached, recorded = self._refold(envs)
+        ch, reached, recorded, broken = self._refold(envs)
+        broken = self._broken_link(channel_id) or broken
         snap = getattr(ch.adapter, "snapshot", None)
         replayed = snap(ch.state) if snap is not None and recorded is not None else None
         if ch.close_reason in ("turn_timeout",) or (ch.close_reason and reached is None):
             reached = ch.close_reason  # closed from outside the graph: nothing to re-derive
         return ReplayResult(channel_id, ch.state, reached, ch.close_reason, recorded, replayed,
-                            len(envs))
+                            len(envs), broken)
 
     async def idle(self) -> None:
         """Wait until no agent turn is in flight."""
@@ -560,9 +743,13 @@ class Hub:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._beat is not None:
+            self._beat.cancel()
+            self._beat = None
         for ch in self._channels.values():
             if ch.timer is not None:
                 ch.timer.cancel()
                 ch.timer = None
+            self._release(ch)
         if close_store:
             self.store.close()

@@ -2,46 +2,199 @@
 
 One small interface (:class:`WalStore`) and two stores: :class:`MemoryStore` (tests,
 benchmarks) and :class:`SqliteStore` (one file, the default for ``flowc run``).
-A PostgreSQL store would implement the same four methods.
+
+One writer per run: a hub takes a :class:`Lease` on a run before it writes to it
+(:meth:`WalStore.acquire`), renews it while it runs and releases it when done. A
+lease has a holder, an expiry and a fencing token that grows by one each time the
+run changes hands; an append made with a lease that is no longer the run's current
+one is refused (:class:`LeaseError`), so a writer that lost its run (paused past its
+lease, or replaced by a resume) cannot write to it. A lease whose holder is a dead
+process on this host is free at once; any other lease is free when it expires. A
+PostgreSQL store implements the same methods with the lease as a row (or advisory
+lock) checked in the append's own transaction.
 
 >>> store = MemoryStore()
 >>> from flowc.runtime.envelope import Envelope, EV_TEXT
->>> store.append(Envelope("c1", "user", None, EV_TEXT, {"text": "hi"}, envelope_id="e1"))
+>>> lease = store.acquire("c1", "host:1:0:hub-a")
+>>> store.append(Envelope("c1", "user", None, EV_TEXT, {"text": "hi"}, envelope_id="e1"), lease)
 >>> [e.envelope_id for e in store.read("c1")], store.channel_ids()
 (['e1'], ['c1'])
+>>> store.acquire("c1", "host:1:0:hub-b")
+Traceback (most recent call last):
+...
+flowc.runtime.wal.LeaseError: run c1 is being written by another hub (hub-a, pid 1 on host)
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import attrs
+
 from flowc.runtime.envelope import Envelope
 
-__all__ = ["MemoryStore", "SqliteStore", "WalError", "WalStore", "open_store"]
+__all__ = [
+    "LEASE_SECONDS",
+    "Lease",
+    "LeaseError",
+    "MemoryStore",
+    "SqliteStore",
+    "WalError",
+    "WalStore",
+    "describe_holder",
+    "holder_alive",
+    "holder_id",
+    "open_store",
+]
+
+#: how long a lease lasts unless renewed (a hub renews it every third of that)
+LEASE_SECONDS = 30.0
 
 
 class WalError(Exception):
     """The store refused an append (e.g. a duplicate envelope id) or cannot be opened."""
 
 
+class LeaseError(WalError):
+    """Another holder has the run, or this holder's lease on it is gone."""
+
+    def __init__(self, message: str, channel_id: str, holder: str | None) -> None:
+        super().__init__(message)
+        self.channel_id = channel_id
+        self.holder = holder
+
+
+@attrs.frozen
+class Lease:
+    """The right to write one run: who holds it, its fencing token, until when."""
+
+    channel_id: str
+    holder: str
+    token: int
+    expires_at: float  # seconds since the epoch
+
+
+# ── holders ──────────────────────────────────────────────────────────────────
+
+
+def _process_start(pid: int) -> str:
+    """The start time of process ``pid`` in clock ticks since boot ("0" if unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return "0"
+    # the command name (field 2) may hold spaces and parentheses: split after the last ")"
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return fields[19].decode() if len(fields) > 19 else "0"
+
+
+def holder_id(tag: str) -> str:
+    """``host:pid:start:tag``: this process (its start time guards against pid reuse)
+    and ``tag``, which tells apart several hubs of one process."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid)}:{tag}"
+
+
+def _parse_holder(holder: str) -> tuple[str, int, str, str] | None:
+    tag_start = holder.rsplit(":", 3)
+    if len(tag_start) != 4 or not tag_start[1].isdigit():
+        return None
+    return tag_start[0], int(tag_start[1]), tag_start[2], tag_start[3]
+
+
+def holder_alive(holder: str) -> bool | None:
+    """Whether the process holding a lease is alive: ``None`` when it runs on another
+    host (or the id is not one of :func:`holder_id`'s), so only its expiry can tell."""
+    parsed = _parse_holder(holder)
+    if parsed is None or parsed[0] != socket.gethostname():
+        return None
+    _, pid, start, _ = parsed
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, under another user
+    return start == "0" or _process_start(pid) in (start, "0")
+
+
+def describe_holder(holder: str) -> str:
+    """``hub-a, pid 1 on host`` (the id itself when it is not one of ours)."""
+    parsed = _parse_holder(holder)
+    if parsed is None:
+        return holder
+    host, pid, _, tag = parsed
+    return f"{tag}, pid {pid} on {host}"
+
+
+def _held_message(channel_id: str, holder: str, expires_at: float) -> str:
+    return f"run {channel_id} is being written by another hub ({describe_holder(holder)})"
+
+
+def _free(holder: str, expires_at: float, now: float) -> bool:
+    """A lease is free when it expired or its holder is a dead process on this host."""
+    return expires_at <= now or holder_alive(holder) is False
+
+
+# ── the interface ────────────────────────────────────────────────────────────
+
+
 @runtime_checkable
 class WalStore(Protocol):
     """Where a hub keeps its write-ahead log, per channel, in admission order."""
 
-    def append(self, envelope: Envelope) -> None:
-        """Durably record one accepted envelope; raise :class:`WalError` on a duplicate id."""
+    def append(self, envelope: Envelope, lease: Lease | None = None,
+               follows: str | None = None) -> None:
+        """Durably record one accepted envelope; raise :class:`WalError` on a duplicate id.
+
+        With a ``lease``, the append is refused (:class:`LeaseError`, nothing written)
+        unless it is the run's current lease and has not expired, checked atomically
+        with the write. ``follows`` is the id of the channel's last envelope as the
+        writer saw it (kept with the envelope, see :meth:`links`).
+        """
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
         """The channel's envelopes in the order they were appended."""
 
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        """``(envelope id, follows)`` of the channel's envelopes, in order: in a WAL one
+        writer wrote, each envelope follows the one before it."""
+
     def channel_ids(self) -> list[str]:
         """Every channel with at least one envelope, in order of first append."""
 
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        """Take the run's lease for ``seconds`` (a new fencing token); :class:`LeaseError`
+        naming the holder if another holder's lease is still live."""
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        """Extend a lease still current (same token); :class:`LeaseError` if it is gone."""
+
+    def release(self, lease: Lease) -> None:
+        """Give the run up (nothing happens if the lease is no longer current)."""
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        """The run's live lease, if a holder has one."""
+
     def close(self) -> None:
         """Release the store's resources."""
+
+
+def _lost(lease: Lease, current: Lease | None) -> LeaseError:
+    if current is not None and current.token != lease.token:
+        msg = (f"run {lease.channel_id} was taken over by another hub "
+               f"({describe_holder(current.holder)}): this hub's writes to it are refused")
+    else:
+        msg = (f"run {lease.channel_id}: this hub's lease expired; its writes to the run "
+               "are refused")
+    return LeaseError(msg, lease.channel_id, current.holder if current is not None else None)
 
 
 class MemoryStore:
@@ -50,11 +203,22 @@ class MemoryStore:
     def __init__(self) -> None:
         self._logs: dict[str, list[Envelope]] = {}
         self._ids: set[str] = set()
+        self._leases: dict[str, Lease] = {}
+        self._follows: dict[str, str | None] = {}
 
-    def append(self, envelope: Envelope) -> None:
+    def append(self, envelope: Envelope, lease: Lease | None = None,
+               follows: str | None = None) -> None:
+        if lease is not None:
+            current = self._leases.get(lease.channel_id)
+            if (current is None or current.token != lease.token
+                    or current.expires_at <= time.time()
+                    or lease.channel_id != envelope.channel_id):
+                raise _lost(lease, current)
         if envelope.envelope_id in self._ids:
             raise WalError(f"duplicate envelope id {envelope.envelope_id!r}")
         self._ids.add(envelope.envelope_id)
+        if follows is not None:
+            self._follows[envelope.envelope_id] = follows
         log = self._logs.get(envelope.channel_id)
         if log is None:
             log = self._logs[envelope.channel_id] = []
@@ -63,8 +227,42 @@ class MemoryStore:
     def read(self, channel_id: str) -> Iterator[Envelope]:
         return iter(list(self._logs.get(channel_id, ())))
 
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        return [(e.envelope_id, self._follows.get(e.envelope_id))
+                for e in self._logs.get(channel_id, ())]
+
     def channel_ids(self) -> list[str]:
         return list(self._logs)
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        now = time.time()
+        current = self._leases.get(channel_id)
+        if current is not None and current.holder != holder \
+                and not _free(current.holder, current.expires_at, now):
+            raise LeaseError(_held_message(channel_id, current.holder, current.expires_at),
+                             channel_id, current.holder)
+        lease = Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
+        self._leases[channel_id] = lease
+        return lease
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        current = self._leases.get(lease.channel_id)
+        if current is None or current.token != lease.token:
+            raise _lost(lease, current)
+        renewed = attrs.evolve(current, expires_at=time.time() + seconds)
+        self._leases[lease.channel_id] = renewed
+        return renewed
+
+    def release(self, lease: Lease) -> None:
+        current = self._leases.get(lease.channel_id)
+        if current is not None and current.token == lease.token:
+            self._leases[lease.channel_id] = attrs.evolve(current, expires_at=0.0)
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        current = self._leases.get(channel_id)
+        if current is None or _free(current.holder, current.expires_at, time.time()):
+            return None
+        return current
 
     def close(self) -> None:
         pass
@@ -76,17 +274,35 @@ CREATE TABLE IF NOT EXISTS wal (
     channel_id  TEXT NOT NULL,
     envelope_id TEXT NOT NULL UNIQUE,
     event_type  TEXT NOT NULL,
-    envelope    TEXT NOT NULL
+    envelope    TEXT NOT NULL,
+    follows     TEXT
 );
 CREATE INDEX IF NOT EXISTS wal_channel ON wal (channel_id, seq);
+CREATE TABLE IF NOT EXISTS lease (
+    channel_id  TEXT PRIMARY KEY,
+    holder      TEXT NOT NULL,
+    token       INTEGER NOT NULL,
+    expires_at  REAL NOT NULL
+);
 """
+
+_INSERT = ("INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
+           "VALUES (?, ?, ?, ?, ?)")
+#: the fenced append: written only while the lease is the run's current, live one
+_INSERT_FENCED = (
+    "INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
+    "SELECT ?, ?, ?, ?, ? "
+    "WHERE EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND expires_at > ?)"
+)
 
 
 class SqliteStore:
     """A WAL in one SQLite file; each append is its own committed transaction.
 
     ``synchronous="NORMAL"`` (the default) survives a killed process with nothing lost;
-    ``"FULL"`` also survives a power cut, at the cost of an fsync per envelope.
+    ``"FULL"`` also survives a power cut, at the cost of an fsync per envelope. A
+    fenced append checks the lease and writes in one statement, which holds SQLite's
+    write lock from its start: no other writer can take the run in between.
     """
 
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
@@ -103,17 +319,28 @@ class SqliteStore:
             # stalls on a long run, still bounded
             self._db.execute("PRAGMA wal_autocheckpoint=10000")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(wal)")}
+            if "follows" not in columns:  # a WAL written before writers recorded it
+                self._db.execute("ALTER TABLE wal ADD COLUMN follows TEXT")
         except sqlite3.Error as err:
             raise WalError(f"{self.path}: cannot open the WAL ({err})") from None
 
-    def append(self, envelope: Envelope) -> None:
+    def append(self, envelope: Envelope, lease: Lease | None = None,
+               follows: str | None = None) -> None:
+        if lease is not None and lease.channel_id != envelope.channel_id:
+            raise _lost(lease, None)
         try:
-            self._db.execute(
-                "INSERT INTO wal (channel_id, envelope_id, event_type, envelope) VALUES (?, ?, ?, ?)",
-                (envelope.channel_id, envelope.envelope_id, envelope.event_type, envelope.to_json()),
-            )
+            if lease is None:
+                self._db.execute(_INSERT, (envelope.channel_id, envelope.envelope_id,
+                                           envelope.event_type, envelope.to_json(), follows))
+                return
+            cur = self._db.execute(_INSERT_FENCED, (
+                envelope.channel_id, envelope.envelope_id, envelope.event_type,
+                envelope.to_json(), follows, envelope.channel_id, lease.token, time.time()))
         except sqlite3.IntegrityError:
             raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
+        if cur.rowcount != 1:
+            raise _lost(lease, self._lease_row(lease.channel_id))
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
         rows = self._db.execute(
@@ -121,11 +348,66 @@ class SqliteStore:
         ).fetchall()
         return (Envelope.from_json(row[0]) for row in rows)
 
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        rows = self._db.execute(
+            "SELECT envelope_id, follows FROM wal WHERE channel_id = ? ORDER BY seq",
+            (channel_id,)).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
     def channel_ids(self) -> list[str]:
         rows = self._db.execute(
             "SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)"
         ).fetchall()
         return [row[0] for row in rows]
+
+    def _lease_row(self, channel_id: str) -> Lease | None:
+        row = self._db.execute(
+            "SELECT holder, token, expires_at FROM lease WHERE channel_id = ?", (channel_id,)
+        ).fetchone()
+        return None if row is None else Lease(channel_id, row[0], int(row[1]), float(row[2]))
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            now = time.time()
+            current = self._lease_row(channel_id)
+            if current is not None and current.holder != holder \
+                    and not _free(current.holder, current.expires_at, now):
+                raise LeaseError(
+                    _held_message(channel_id, current.holder, current.expires_at),
+                    channel_id, current.holder)
+            lease = Lease(channel_id, holder, (current.token if current else 0) + 1,
+                          now + seconds)
+            db.execute(
+                "INSERT INTO lease (channel_id, holder, token, expires_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (channel_id) DO UPDATE SET holder = excluded.holder, "
+                "token = excluded.token, expires_at = excluded.expires_at",
+                (channel_id, holder, lease.token, lease.expires_at))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return lease
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        expires = time.time() + seconds
+        cur = self._db.execute(
+            "UPDATE lease SET expires_at = ? WHERE channel_id = ? AND token = ?",
+            (expires, lease.channel_id, lease.token))
+        if cur.rowcount != 1:
+            raise _lost(lease, self._lease_row(lease.channel_id))
+        return attrs.evolve(lease, expires_at=expires)
+
+    def release(self, lease: Lease) -> None:
+        self._db.execute("UPDATE lease SET expires_at = 0 WHERE channel_id = ? AND token = ?",
+                         (lease.channel_id, lease.token))
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        current = self._lease_row(channel_id)
+        if current is None or _free(current.holder, current.expires_at, time.time()):
+            return None
+        return current
 
     def close(self) -> None:
         self._db.close()

@@ -309,7 +309,7 @@ def test_hydrate_refolds_the_wal_and_the_run_continues(tmp_path: Path) -> None:
         await b.send(ch.channel_id, event_type=EV_PACKET, event_data={
             "routing": {"kind": "handoff", "tool": "save", "reason": ""},
             "context_updates": {"set": {"n": 1}, "delete": []}, "body": "two"})
-        hub.store.close()
+        await hub.close()  # releases its lease: the run is free to continue
         return ch.channel_id
 
     cid = run(first())

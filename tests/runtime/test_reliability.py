@@ -80,7 +80,7 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -
             assert who is not None
             await users[who].send(cid, "after the crash")
             assert hub.channel(cid).state.turn_count == len(turns) + 1
-            hub.store.close()
+            await hub.close()
 
         asyncio.run(check(acknowledged))
 

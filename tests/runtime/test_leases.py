@@ -1,0 +1,245 @@
+"""One writer per run: leases, fencing, and `flowc replay` on a WAL two writers wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import attrs
+import pytest
+
+from flowc.cli import main
+from flowc.runtime import EV_TEXT, Hub, MemoryStore, ProtocolError, SqliteStore
+from flowc.runtime.wal import LeaseError, WalStore, holder_alive, holder_id
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENTS = Path(__file__).with_name("resume_agents.py")
+TURNS = 3000  # long enough (~5 s) for the second process to meet the first one running
+
+RR_FLOW = """flow rr "three agents in turn"
+speaker a
+speaker b
+speaker c
+start a
+max_turns {max_turns}
+when from a then b
+when from b then c
+when from c then a
+"""
+
+
+def _flowc(*args: str, lease_seconds: float | None = None) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if lease_seconds is not None:
+        env["FLOWC_LEASE_SECONDS"] = str(lease_seconds)
+    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+
+
+def _wait_turns(db: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
+    from tests.runtime.test_reliability import _turns
+
+    deadline = time.monotonic() + 30
+    while len(_turns(db)) < n:
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.01)
+
+
+def _consecutive(db: Path, count: int) -> None:
+    from tests.runtime.test_reliability import _turns
+
+    assert _turns(db) == [("abc"[i % 3], f"t{i}") for i in range(count)]
+
+
+@pytest.fixture
+def flow(tmp_path: Path) -> Path:
+    path = tmp_path / "rr.flow"
+    path.write_text(RR_FLOW.format(max_turns=TURNS))
+    return path
+
+
+def test_a_second_writer_is_refused_naming_the_run_and_the_holder(
+        tmp_path: Path, flow: Path) -> None:
+    db = tmp_path / "runs.db"
+    first = _flowc("run", str(flow), "--agents", str(AGENTS), "--db", str(db))
+    _wait_turns(db, 5, first)
+    second = _flowc("resume", "last", "--agents", str(AGENTS), "--db", str(db))
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 2, err.decode()
+    [cid] = SqliteStore(db).channel_ids()
+    message = err.decode()
+    assert f"run {cid} is being written by another hub" in message
+    assert f"pid {first.pid} on " in message
+    assert "Traceback" not in message
+    # `flowc log` shows who runs it
+    log = _flowc("log", "--db", str(db))
+    out, _ = log.communicate(timeout=60)
+    if first.poll() is None:
+        assert f"pid {first.pid}" in out.decode()
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err.decode()
+    _consecutive(db, TURNS)
+
+
+def test_a_writer_paused_past_its_lease_is_fenced_off(tmp_path: Path, flow: Path) -> None:
+    db = tmp_path / "runs.db"
+    first = _flowc("run", str(flow), "--agents", str(AGENTS), "--db", str(db), lease_seconds=1)
+    _wait_turns(db, 5, first)
+    first.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(1.5)  # past its lease: the run is free to take over
+        second = _flowc("resume", "last", "--agents", str(AGENTS), "--db", str(db),
+                        lease_seconds=1)
+        _wait_turns(db, 60, second)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    # the first writer wakes up mid-turn: its next append is refused, it stops
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 1, out.decode()
+    assert "was taken over by another hub" in err.decode()
+    assert f"pid {second.pid}" in err.decode()
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, out.decode() + err.decode()
+    _consecutive(db, TURNS)
+    assert main(["replay", "last", "--db", str(db)]) == 0
+
+
+@pytest.mark.parametrize("make", [MemoryStore, "sqlite"])
+def test_lease_rules(tmp_path: Path, make: object) -> None:
+    store: WalStore = SqliteStore(tmp_path / "l.db") if make == "sqlite" else MemoryStore()
+    from flowc.runtime.envelope import Envelope
+
+    env = Envelope("r", "a", None, EV_TEXT, {"text": "x"}, envelope_id="e1")
+    me, other = holder_id("hub-me"), holder_id("hub-other")
+    lease = store.acquire("r", me, 30)
+    store.append(env, lease)
+    with pytest.raises(LeaseError, match="run r is being written by another hub") as info:
+        store.acquire("r", other, 30)
+    assert info.value.holder == me and info.value.channel_id == "r"
+    assert store.lease_of("r") == lease
+    lease = store.renew(lease, 30)
+    # an expired lease is free; the old holder's appends are refused, and so are its renewals
+    store.renew(lease, -1)
+    taken = store.acquire("r", other, 30)
+    assert taken.token == lease.token + 1
+    with pytest.raises(LeaseError, match="taken over by another hub"):
+        store.append(attrs.evolve(env, envelope_id="e2"), lease)
+    with pytest.raises(LeaseError, match="taken over"):
+        store.renew(lease, 30)
+    store.release(lease)  # not current: changes nothing
+    assert store.lease_of("r") == taken
+    store.append(attrs.evolve(env, envelope_id="e3"), taken)
+    assert [e.envelope_id for e in store.read("r")] == ["e1", "e3"]
+    store.release(taken)
+    assert store.lease_of("r") is None
+    again = store.acquire("r", me, 30)
+    assert again.token == taken.token + 1  # tokens only grow
+    # a lease held by a dead process on this host is free at once
+    dead = subprocess.run([sys.executable, "-c", "from flowc.runtime.wal import holder_id;"
+                           "print(holder_id('hub-dead'))"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    ghost = dead.stdout.strip()
+    assert holder_alive(ghost) is False and holder_alive(me) is True
+    assert holder_alive("elsewhere:1:2:hub-x") is None
+    store.acquire("r2", ghost, 30)
+    assert store.lease_of("r2") is None
+    store.acquire("r2", me, 30)
+    store.close()
+
+
+def test_two_hubs_of_one_process_cannot_both_write_a_run(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    graph = {"initial_speaker": "a", "max_turns": 100,
+             "transitions": [{"when": {"name": "always", "args": {}},
+                              "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+             "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+
+    async def main_() -> None:
+        one = await Hub.open(SqliteStore(db))
+        a = one.register_human("a")
+        one.register_human("b")
+        ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
+        await ch.send("hi")
+        two = await Hub.open(SqliteStore(db))
+        assert await two.hydrate() == []  # left to the hub that holds it
+        with pytest.raises(LeaseError, match=f"run {ch.channel_id} is being written"):
+            await two.hydrate([ch.channel_id])
+        await one.close()
+        assert await two.hydrate([ch.channel_id]) == [ch.channel_id]
+        two.register_human("b")
+        await two.client("b").send(ch.channel_id, "from two")  # type: ignore[union-attr]
+        await two.close()
+
+    asyncio.run(main_())
+
+
+@pytest.mark.parametrize("second_writer", ["stale", "unlinked"])
+def test_replay_finds_turns_that_do_not_follow_one_another(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], second_writer: str) -> None:
+    db = tmp_path / "two.db"
+    graph = {"initial_speaker": "a", "max_turns": 100,
+             "transitions": [{"when": {"name": "always", "args": {}},
+                              "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+             "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+
+    async def write() -> str:
+        hub = await Hub.open(SqliteStore(db))
+        users = [hub.register_human(n) for n in "abc"]
+        ch = await users[0].open("workflow", target=["b", "c"], knobs={"graph": graph},
+                                 expectations=())
+        for i in range(6):
+            await users[i % 3].send(ch.channel_id, f"t{i}")
+        wal = hub.read_wal(ch.channel_id)
+        await hub.close()
+        store = SqliteStore(db)
+        if second_writer == "stale":
+            # a writer whose view of the run ended at t2 writes t3 again (by the
+            # speaker the run now waits for: only the link tells it apart)
+            store.append(attrs.evolve(wal[4], envelope_id="second-writer"),
+                         follows=wal[3].envelope_id)
+        else:
+            # a writer that records no link (as flowc did before) writes b's turn again
+            store.append(attrs.evolve(wal[5], envelope_id="second-writer"))
+        store.close()
+        return ch.channel_id
+
+    cid = asyncio.run(write())
+    assert main(["replay", cid, "--db", str(db)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{cid}: the WAL is broken at envelope 8 (second-writer)")
+    if second_writer == "stale":
+        assert "it was written after" in out and "two writers wrote this run" in out
+    else:
+        assert "turn 7 does not follow the one before" in out
+        assert "expects 'a' to speak, got 'b'" in out
+    # and resume refuses to continue it
+    assert main(["resume", cid, "--db", str(db)]) == 1
+    assert "the WAL is broken at envelope 8" in capsys.readouterr().err
+
+
+def test_hub_stops_a_run_it_lost() -> None:
+    async def main_() -> None:
+        store = MemoryStore()
+        hub = await Hub.open(store)
+        a, b = hub.register_human("a"), hub.register_human("b")
+        graph = {"initial_speaker": "a", "max_turns": 10, "transitions": [],
+                 "default_target": {"name": "round_robin", "args": {}}}
+        ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
+        await ch.send("one")
+        lease = hub.channel(ch.channel_id).lease
+        assert lease is not None
+        store.renew(lease, -1)
+        store.acquire(ch.channel_id, holder_id("hub-thief"), 30)
+        with pytest.raises(ProtocolError, match="taken over by another hub"):
+            await b.send(ch.channel_id, "two")
+        c = hub.channel(ch.channel_id)
+        assert c.done.is_set() and c.error is not None and c.state.turn_count == 1
+        await hub.close()
+
+    asyncio.run(main_())
