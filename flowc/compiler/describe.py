@@ -10,6 +10,8 @@ transcripts — and ``flowc decompile``, so all of them write the same, valid te
 'from drafter and context.k != 1'
 >>> transition_text(m.Transition(m.ToolCalled("next"), m.TerminateTarget("done"), 3))
 'when tool `next` then terminate "done" priority 3'
+>>> rule_label(2, 14, "when from drafter then reviewer")
+'rule 3, line 14: when from drafter then reviewer'
 """
 
 from __future__ import annotations
@@ -134,3 +136,37 @@ def target_text(target: m.Target, names: Mapping[str, str] | None = None) -> str
 def transition_text(transition: m.Transition, names: Mapping[str, str] | None = None) -> str:
     """A compiled transition as a rule: ``when from a then b priority 2``."""
     return format_statement_line(ModelToAst(names).rule(transition))
+
+
+# ── naming a rule ─────────────────────────────────────────────────────────────
+#
+# Every output names a rule the same way: ``rule N, line L``. ``N`` is the rule's
+# position in the compiled ``transitions`` list, counted from 1 — the order rules are
+# written in the file (a rule with `or` branches, `from a, b, c`, or a
+# ``sequence a -> b -> c`` gives one compiled rule per branch or step, each with its
+# own number), so ``rule N`` is ``transitions[N-1]`` of the compiled graph and of a
+# JSON graph. It is not the evaluation order: rules are tried by ascending
+# ``priority``, then in this order, and adding a priority renumbers nothing.
+
+
+def rule_ref(index: int, line: int | None = None) -> str:
+    """``rule 3, line 14`` for compiled transition ``index`` (0-based) written on ``line``.
+
+    >>> rule_ref(0), rule_ref(2, 14)
+    ('rule 1', 'rule 3, line 14')
+    """
+    return f"rule {index + 1}, line {line}" if line is not None else f"rule {index + 1}"
+
+
+def rule_label(index: int, line: int | None, text: str = "", *, code: bool = False) -> str:
+    """``rule 3, line 14: when from drafter then reviewer`` — the one way every output
+    (run, log, test, check, render, coverage) names a rule. ``code`` quotes the text for
+    a sentence: ``rule 3, line 14 (`when from drafter then reviewer`)``.
+
+    >>> rule_label(0, None, "when from a then b", code=True)
+    'rule 1 (`when from a then b`)'
+    """
+    ref = rule_ref(index, line)
+    if not text:
+        return ref
+    return f"{ref} (`{text}`)" if code else f"{ref}: {text}"

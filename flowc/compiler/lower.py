@@ -107,6 +107,14 @@ class RuleInfo:
     statement: n.Statement
     span: Span
 
+    @property
+    def line(self) -> int:
+        """The line a reader finds it on: the rule's `when` line, or the line of its own
+        branch when the rule was split (`or`, `from a, b`, a sequence step)."""
+        if self.rule is not None and self.span == self.rule.cond.span:
+            return self.rule.span.line
+        return self.span.line
+
 
 @attrs.frozen
 class CompiledFlow:

@@ -8,7 +8,7 @@ rules in the flow's own terms.
 >>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")
 >>> t = RunTarget.from_compiled(flow)
 >>> t.start, t.speakers, t.describe_decision(0)
-('a', ('a', 'b'), 'rule 1: when from a then b')
+('a', ('a', 'b'), 'rule 1, line 3: when from a then b')
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.describe import target_text, transition_text
+from flowc.compiler.describe import rule_label, target_text, transition_text
 from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
 from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
 from flowc.runtime.adapters.base import ChannelMetadata
@@ -50,6 +50,11 @@ def _rule_texts(compiled: CompiledFlow | None, graph: m.TransitionGraph,
     return out
 
 
+def _rule_lines(compiled: CompiledFlow | None, count: int) -> tuple[int | None, ...]:
+    infos = {r.index: r.line for r in compiled.rules} if compiled is not None else {}
+    return tuple(infos.get(i) for i in range(count))
+
+
 # ── what runs ─────────────────────────────────────────────────────────────────
 
 
@@ -67,6 +72,8 @@ class RunTarget:
     tools: dict[tuple[str, str], tuple[ToolEffectInfo, ...]] | None
     rule_texts: tuple[str, ...]
     label: str = ""
+    #: the line each rule is written on (``None`` for a bare graph)
+    rule_lines: tuple[int | None, ...] = ()
 
     @property
     def names(self) -> dict[str, str]:
@@ -90,7 +97,8 @@ class RunTarget:
         tools = {(t.speaker, t.name): t.alternatives for t in flow.tools}
         return cls(flow.graph, dict(flow.context_vars), tuple(flow.speakers),
                    frozenset(flow.humans), flow.initiator, ids, tools,
-                   tuple(_rule_texts(flow, flow.graph, names, source_text)), label or (flow.name or ""))
+                   tuple(_rule_texts(flow, flow.graph, names, source_text)), label or (flow.name or ""),
+                   _rule_lines(flow, len(flow.graph.transitions)))
 
     @classmethod
     def from_graph(cls, graph: m.TransitionGraph, context_vars: Mapping[str, Any] | None = None,
@@ -128,7 +136,8 @@ class RunTarget:
             for (speaker, tool), alts in self.tools.items()
         ]
         return {"flow": self.label, "rules": list(self.rule_texts),
-                "humans": sorted(self.humans), "tools": tools}
+                "rule_lines": list(self.rule_lines), "humans": sorted(self.humans),
+                "tools": tools}
 
     @classmethod
     def from_metadata(cls, metadata: ChannelMetadata) -> RunTarget:
@@ -158,16 +167,26 @@ class RunTarget:
         except (TypeError, ValueError, AttributeError) as err:
             raise ValueError(f"the stored labels are not valid ({err})") from None
         creator = names.get(metadata.creator_id, metadata.creator_id)
+        lines = labels.get("rule_lines")
         return cls(graph, dict(context), tuple(ids), humans, creator, ids, tools,
                    tuple(str(r) for r in rules) if isinstance(rules, list)
                    else tuple(_rule_texts(None, graph, {}, None)),
-                   str(labels.get("flow") or ""))
+                   str(labels.get("flow") or ""),
+                   tuple(x if isinstance(x, int) and not isinstance(x, bool) else None
+                         for x in lines) if isinstance(lines, list) else ())
+
+    def rule_line(self, index: int) -> int | None:
+        return self.rule_lines[index] if index < len(self.rule_lines) else None
+
+    def describe_rule(self, index: int) -> str:
+        """``rule 3, line 14: when from drafter then reviewer`` (see :func:`rule_label`)."""
+        text = self.rule_texts[index] if index < len(self.rule_texts) else ""
+        return rule_label(index, self.rule_line(index), text)
 
     def describe_decision(self, decided_by: int | str | None) -> str:
-        """``rule 3: when from drafter then reviewer``, ``otherwise``, ..."""
+        """``rule 3, line 14: when from drafter then reviewer``, ``otherwise ...``, ..."""
         if isinstance(decided_by, int):
-            text = self.rule_texts[decided_by] if decided_by < len(self.rule_texts) else ""
-            return f"rule {decided_by + 1}: {text}" if text else f"rule {decided_by + 1}"
+            return self.describe_rule(decided_by)
         if decided_by == DEFAULT:
             return f"otherwise {target_text(self.graph.default_target, self.names)}"
         if decided_by is None:

@@ -39,8 +39,8 @@ def test_each_from_part_of_an_expanded_rule_is_a_target_on_its_line() -> None:
     rules = {t.name: t for t in cov.targets if t.kind == "rule"}
     assert len(rules) == 5  # `from user, drafter` compiles to two rules
     assert rules["rule:1"].line == rules["rule:2"].line == 11
-    assert rules["rule:1"].label == "rule 2: when from user then reviewer"
-    assert rules["rule:2"].label == "rule 3: when from drafter then reviewer"
+    assert rules["rule:1"].label == "rule 2, line 11: when from user then reviewer"
+    assert rules["rule:2"].label == "rule 3, line 11: when from drafter then reviewer"
 
 
 def test_the_live_set_is_what_check_says() -> None:

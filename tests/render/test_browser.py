@@ -193,5 +193,5 @@ def test_mermaid_goldens_render_with_the_real_mermaid(page: Any) -> None:
                 assert node.title in result["text"], node.title
             for edge in marked.diagram.edges:
                 assert all(line in result["text"] for line in edge.label), edge.label
-            assert '\\"really long\\"' in result["text"] and "#1 from user-1" in result["text"]
+            assert '\\"really long\\"' in result["text"] and "rule 1, line 10: from user-1" in result["text"]
     page.screenshot(path=str(ARTIFACTS / "mermaid_last.png"), full_page=True)

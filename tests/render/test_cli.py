@@ -146,7 +146,7 @@ def test_check_marks_what_the_checker_finds(
     assert "W203 rule 2 is dead" in err  # the findings are printed, concise
     text = out.decode()
     assert "cluster_legend" in text
-    assert "<S>#1 from planner</S>" in text
+    assert "<S>rule 2, line 11: from planner</S>" in text
 
 
 @needs_dot

@@ -53,22 +53,36 @@ def test_from_rule_only_from_its_speaker_always_from_everyone() -> None:
     _, d = diagram_of("speakers a, b, c\nwhen from b then c\nwhen always then a priority 3\n")
     # `from b` is tried first and always fires for b: `always` only starts at a and c
     assert edge_set(d, RULE) == {
-        ("b", "c", "#1 from b"),
-        ("a", "a", "#2 always"),
-        ("c", "a", "#2 always"),
+        ("b", "c", "rule 1, line 2: from b"),
+        ("a", "a", "rule 2, line 3: always"),
+        ("c", "a", "rule 2, line 3: always"),
     }
     # priority shows where not 0
-    assert all(e.label[1] == "priority 3" for e in d.edges if e.label[:1] == ("#2 always",))
-    assert all(len(e.label) == 1 for e in d.edges if e.label[:1] == ("#1 from b",))
+    assert all(e.label[1] == "priority 3" for e in d.edges if e.label[:1] == ("rule 2, line 3: always",))
+    assert all(len(e.label) == 1 for e in d.edges if e.label[:1] == ("rule 1, line 2: from b",))
 
 
-def test_order_is_the_evaluation_order() -> None:
+def test_rules_are_named_by_file_number_and_line_whatever_their_priority() -> None:
+    # the diagram names rules as run, log, test and check do: file order, with the line;
+    # the priority that changes the evaluation order shows on the edge instead
     _, d = diagram_of(
         "speakers a, b\nwhen from a then b priority 5\nwhen from b then a\n"
         "when context.k == 1 then terminate priority -1\n"
     )
-    heads = {e.rule: e.label[0].split()[0] for e in d.edges if e.kind == RULE}
-    assert heads == {0: "#3", 1: "#2", 2: "#1"}
+    heads = {e.rule: e.label[0].split(":")[0] for e in d.edges if e.kind == RULE}
+    assert heads == {0: "rule 1, line 2", 1: "rule 2, line 3", 2: "rule 3, line 4"}
+    prios = {e.rule: e.label[1] for e in d.edges if e.kind == RULE and len(e.label) > 1}
+    assert prios == {0: "priority 5", 2: "priority -1"}
+
+
+def test_a_shadowed_rule_names_the_rules_tried_before_it() -> None:
+    _, d = diagram_of(
+        "speakers a, b\nwhen from a then b\nwhen from b then a\n"
+        "when always then terminate priority 2\n"
+    )
+    note = next(n for n in d.nodes if n.title.endswith("never fires"))
+    assert note.title == "rule 3, line 4 never fires"
+    assert note.details[1:] == ("rule 1, line 2", "rule 2, line 3")
 
 
 def test_next_stay_initiator_resolve_to_real_edges() -> None:
@@ -132,7 +146,7 @@ def test_composite_conditions_narrow_the_senders() -> None:
             by_rule.setdefault(e.rule or 0, set()).add(d.node(e.source).title)
     # `not from a` always fires for b and c, so the later `from b` never does: it is
     # drawn from a note that says so
-    assert by_rule == {0: {"a"}, 1: {"b", "c"}, 2: {"a"}, 3: {"#4 never fires"}}
+    assert by_rule == {0: {"a"}, 1: {"b", "c"}, 2: {"a"}, 3: {"rule 4, line 4 never fires"}}
 
 
 def test_tool_handoffs_and_finishes_are_edges_and_writes_are_on_the_speaker() -> None:
@@ -200,7 +214,7 @@ def test_bound_agent_ids_map_back_to_speaker_names() -> None:
 
     compiled = compile_flow("speakers a, b\nwhen from a then b\n", bindings={"a": "agent-1"})
     d = build_diagram(compiled)
-    assert ("a", "b", "#1 from a") in edge_set(d, RULE)
+    assert ("a", "b", "rule 1, line 2: from a") in edge_set(d, RULE)
 
 
 def test_json_graph_every_mentioned_id_is_a_speaker_and_tools_from_everyone() -> None:
@@ -250,7 +264,7 @@ def test_no_edge_that_the_flow_does_not_declare() -> None:
     assert edge_set(d) == {
         ("start", "user", ""),
         ("w", 'terminate "ok"', "tool done"),
-        ("user", "w", "#1 from user"),
-        ("w", "r", "#2 from w"),
-        ("r", "w", "#3 from r"),
+        ("user", "w", "rule 1, line 4: from user"),
+        ("w", "r", "rule 2, line 5: from w"),
+        ("r", "w", "rule 3, line 6: from r"),
     }

@@ -69,7 +69,7 @@ def test_ag2_agents_readable_transcript() -> None:
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["1", "user", "I", "cannot", "log", "in"]
     assert "2  triage  Have you tried a password reset?" in proc.stdout
-    assert "→ user  (rule 2: when from triage then user)" in proc.stdout
+    assert "→ user  (rule 2, line 13: when from triage then user)" in proc.stdout
     assert lines[-1] == 'closed: "max_turns" after 6 turns'
 
 
@@ -95,7 +95,7 @@ def test_handoff_transcript_names_the_tool_and_the_handoff() -> None:
             "Escalating to security.") in proc.stdout
     assert "→ security  (handoff)" in proc.stdout
     assert "3  security  Account locked; reset link sent." in proc.stdout
-    assert '■ terminate "secured"  (rule 3: when from security then terminate "secured")' \
+    assert '■ terminate "secured"  (rule 3, line 14: when from security then terminate "secured")' \
         in proc.stdout
     assert proc.stdout.splitlines()[-1] == 'closed: "secured" after 3 turns'
 

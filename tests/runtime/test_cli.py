@@ -47,9 +47,9 @@ def test_run_prints_a_readable_transcript(files: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert code == 0
     assert "  1  user      Write a paragraph on HTTPS" in out
-    assert "→ reviewer  (rule 3: when from drafter then reviewer)" in out
+    assert "→ reviewer  (rule 3, line 10: when from drafter then reviewer)" in out
     assert "context: done = true" in out
-    assert '■ terminate "approved"  (rule 1: when context.done == true then terminate "approved")' \
+    assert '■ terminate "approved"  (rule 1, line 8: when context.done == true then terminate "approved")' \
         in out
     assert out.rstrip().endswith('closed: "approved" after 5 turns\ncontext: {"done": true}')
     assert db.exists()
@@ -70,7 +70,7 @@ def test_run_json_and_the_log(files: Path, capsys: pytest.CaptureFixture[str]) -
     run_id = listing[0].split()[0]
     assert main(["log", "--db", db, run_id[:8]]) == 0
     shown = capsys.readouterr().out
-    assert "→ reviewer  (rule 3: when from drafter then reviewer)" in shown
+    assert "→ reviewer  (rule 3, line 10: when from drafter then reviewer)" in shown
     assert main(["replay", "--db", db, "last"]) == 0
     assert 'same close reason "approved", same state (5 turns' in capsys.readouterr().out
 
@@ -148,7 +148,7 @@ scenario "wrong order" {
     assert "  ok    approval" in out
     assert "  FAIL  wrong order" in out
     assert "turn 3 (line 22): expected drafter, the graph chose reviewer " \
-           "(rule 3: when from drafter then reviewer)" in out
+           "(rule 3, line 10: when from drafter then reviewer)" in out
     assert out.rstrip().endswith("2 scenarios: 1 passed, 1 failed")
 
 

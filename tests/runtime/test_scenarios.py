@@ -182,13 +182,13 @@ scenario "approve" {
 @pytest.mark.parametrize(("body", "message"), [
     ('user: "b"\n drafter: "d"\n drafter: "again"',
      "turn 3 (line {l}): expected drafter, the graph chose reviewer "
-     "(rule 3: when from drafter then reviewer)"),
+     "(rule 3, line 10: when from drafter then reviewer)"),
     ('user: "b"\n expect next reviewer',
      "line {l}: expected reviewer next, the graph chose drafter "
-     "(rule 2: when from user then drafter)"),
+     "(rule 2, line 9: when from user then drafter)"),
     ('user: "b"\n expect terminate "approved"',
      'line {l}: expected the run to end with "approved", but the graph chose drafter '
-     "(rule 2: when from user then drafter)"),
+     "(rule 2, line 9: when from user then drafter)"),
     ('user: "b"\n drafter: "d"\n reviewer sets done = true: \"ok\"\n expect terminate "nope"',
      'line {l}: expected the run to end with "nope", it ended with "approved"'),
     ('user: "b"\n expect context.done == true', "line {l}: expected context.done == true, it is false"),

@@ -265,7 +265,7 @@ class Facts:
         if fired is None or fired == DEFAULT:
             return f"the default `otherwise {self.system.describe_target(self.system.default)}`"
         rule = self.system.rules[fired]
-        return f"`{self.system.describe_rule(rule)}` ({self.system.where(rule)})"
+        return self.system.label(rule)
 
     # ends and loops --------------------------------------------------------
 

@@ -18,7 +18,7 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
     for d in facts.dead_rules:
         if d.shadowed and d.cause is None and d.taken_by is not None:
             taken.setdefault(d.taken_by, []).append(
-                f"so `{system.describe_rule(d.rule)}` ({system.where(d.rule)}) never fires"
+                f"so {system.label(d.rule)} never fires"
             )
     for comp in facts.traps:
         found = facts.sticky(comp)
@@ -36,7 +36,7 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 W205,
-                f"sticky context loop: `{system.describe_rule(rule)}` keeps routing while `{name}` stays {value},"
+                f"sticky context loop: {system.label(rule)} keeps routing while `{name}` stays {value},"
                 f" and nobody on the loop ({', '.join(members)}) can change it; the run ends {ends}",
                 span=facts.rule_span(rule),
                 notes=(

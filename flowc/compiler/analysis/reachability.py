@@ -70,7 +70,7 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
         return
     first = folded[0].rule
     loop = facts.lasso(facts.traps[0]) if facts.traps else facts.sample_run
-    others = [f"`{system.describe_rule(d.rule)}` ({system.where(d.rule)})" for d in folded]
+    others = [system.label(d.rule) for d in folded]
     yield Finding(
         facts.diag(
             W210,

@@ -43,14 +43,14 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
     system = facts.system
     for dead in reported_dead_rules(facts):
         rule = dead.rule
-        desc = system.describe_rule(rule)
+        desc = system.label(rule)
         span = facts.rule_span(rule)
         if dead.trap is not None:
             prio = rule.priority
             yield Finding(
                 facts.diag(
                     W204,
-                    f"rule `{desc}` can never fire: `priority {prio}` sorts it after the rules that take its turns"
+                    f"{desc} can never fire: `priority {prio}` sorts it after the rules that take its turns"
                     " (priority sorts ascending: lower numbers run first)",
                     span=span,
                     json_path=rule.json_path,
@@ -68,7 +68,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             yield Finding(
                 facts.diag(
                     W203,
-                    f"rule `{desc}` can never fire: earlier rules (in priority order) take every turn it could match",
+                    f"{desc} can never fire: earlier rules (in priority order) take every turn it could match",
                     span=span,
                     json_path=rule.json_path,
                     notes=(
@@ -85,7 +85,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             yield Finding(
                 facts.diag(
                     W203,
-                    f"rule `{desc}` can never fire: its condition holds on no turn of any run",
+                    f"{desc} can never fire: its condition holds on no turn of any run",
                     span=span,
                     json_path=rule.json_path,
                     notes=(

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.describe import condition_text, target_text, transition_text
+from flowc.compiler.describe import condition_text, rule_label, target_text, transition_text
 from flowc.compiler.lower import CompiledFlow, RuleInfo
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.diagnostics import elide
@@ -156,6 +156,13 @@ class System:
     @cached_property
     def _rule_texts(self) -> dict[int, str]:
         return {}
+
+    def line_of(self, rule: RuleSpec) -> int | None:
+        return rule.info.line if rule.info is not None else None
+
+    def label(self, rule: RuleSpec, *, code: bool = True) -> str:
+        """``rule 3, line 14 (`when from a then b`)``: the run's, log's and diagram's name."""
+        return rule_label(rule.index, self.line_of(rule), self.describe_rule(rule), code=code)
 
     def where(self, rule: RuleSpec) -> str:
         if rule.info is not None:

@@ -14,7 +14,7 @@ exercises it.
 >>> flow = compile_flow("speaker user: human\\nspeaker bot\\nsequence user -> bot")
 >>> cov = coverage_targets(flow)
 >>> [(t.label, t.dead) for t in cov.targets if t.kind == "rule"]
-[('rule 1: when from user then bot', None)]
+[('rule 1, line 3: when from user then bot', None)]
 >>> [t.label for t in cov.targets if t.kind == "end"]
 ['terminate "sequence_complete"', 'max_turns 2']
 >>> cov.witness_run(("end", "sequence_complete")).render()
@@ -372,8 +372,8 @@ class _Classifier:
     def rules(self) -> Iterator[Target]:
         for rule in self.system.rules:
             key = ("rule", rule.index)
-            label = f"rule {rule.index + 1}: {self.system.describe_rule(rule)}"
-            line = rule.info.span.line if rule.info is not None else None
+            label = self.system.label(rule, code=False)
+            line = self.system.line_of(rule)
             code = self.rule_codes.get(rule.index)
             if code is not None:
                 yield Target(key, "rule", label, line, f"{code}: `flowc check` proves it never fires", code)

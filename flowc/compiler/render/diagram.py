@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.describe import condition_text, target_text
+from flowc.compiler.describe import condition_text, rule_ref, target_text
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.diagnostics import Diagnostic, elide, listing
@@ -196,6 +196,7 @@ class _Input:
     initiator: str
     graph: m.TransitionGraph
     rule_spans: dict[int, tuple[Span, ...]]
+    rule_lines: dict[int, int]  # the line each rule is written on (none in a JSON graph)
     default_span: Span | None
     default_written: bool
     #: tool name -> speakers that declare it; None: any speaker may call any tool (JSON)
@@ -265,6 +266,7 @@ def _from_compiled(flow: CompiledFlow) -> _Input:
         initiator=flow.initiator,
         graph=flow.graph,
         rule_spans=rule_spans,
+        rule_lines={info.index: info.line for info in flow.rules},
         default_span=flow.default_span,
         default_written=flow.default_span is not None,
         tool_owners={k: tuple(v) for k, v in owners.items()},
@@ -290,6 +292,7 @@ def _from_loaded(loaded: LoadedGraph) -> _Input:
         initiator=graph.initial_speaker,
         graph=graph,
         rule_spans={},
+        rule_lines={},
         default_span=None,
         default_written=graph.default_target != m.TerminateTarget(),
         tool_owners=None,
@@ -458,10 +461,15 @@ class _Builder:
             if route.finish is not None:
                 self.edge(src, self.terminal(route.finish), TOOL, label, spans=spans)
 
+        # rules are tried by ascending priority, then in file order (AG2's stable sort);
+        # they are named by their file number (`rule 3, line 14`), as in every output
         ranked = sorted(
             range(len(graph.transitions)), key=lambda i: (graph.transitions[i].priority, i)
         )
         position = {index: pos + 1 for pos, index in enumerate(ranked)}
+
+        def ref(index: int) -> str:
+            return rule_ref(index, inp.rule_lines.get(index))
         # A rule never fires for a sender if a rule tried before it always fires for
         # that sender: no edge is drawn from there.
         covered: dict[str, int] = {}  # sender -> the first rule (by rank) that always fires for it
@@ -472,7 +480,7 @@ class _Builder:
         for index, tr in enumerate(graph.transitions):
             possible = senders[index][0]
             # an edge per sender repeats the label: a huge condition is cut short
-            head = f"#{position[index]} {elide(condition_text(tr.when, inp.name_of))}"
+            head = f"{ref(index)}: {elide(condition_text(tr.when, inp.name_of))}"
             extra: list[str] = []
             if tr.priority:
                 extra.append(f"priority {tr.priority}")
@@ -483,14 +491,13 @@ class _Builder:
                 # every sender is taken by earlier rules: draw the rule from a note so
                 # it stays visible (and `--check` can mark it); the note names the rules
                 # that take its senders' turns, the first few of them
-                earlier = sorted({covered[s] for s in possible})
-                shown = listing([f"#{k}" for k in earlier])
-                verb = "always fires" if len(earlier) == 1 else "always fire"
+                earlier = sorted({ranked[covered[s] - 1] for s in possible})
                 src = self.add_node(
                     self.special_key(f"[shadowed {index}]"),
                     SHADOWED,
-                    f"#{rank} never fires",
-                    (f"{', '.join(shown)} {verb} first",),
+                    f"{ref(index)} never fires",
+                    ("tried earlier, these take every turn it matches:",
+                     *listing([ref(j) for j in earlier])),
                     rule_spans,
                 )
                 for target, via in self.resolve(tr.then, None):
@@ -642,7 +649,7 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
     >>> c = compile_flow("speaker a\\nspeaker b\\nwhen always then b\\nwhen from a then a")
     >>> d = mark_findings(build_diagram(c), [Diagnostic(W203, "dead", span=c.rules[1].span)])
     >>> [(e.label[0], e.mark) for e in d.edges if e.kind == "rule"]
-    [('#1 always', None), ('#1 always', None), ('#2 from a', 'dead')]
+    [('rule 1, line 3: always', None), ('rule 1, line 3: always', None), ('rule 2, line 4: from a', 'dead')]
     """
     nodes = {x.id: x for x in diagram.nodes}
     edges = {x.id: x for x in diagram.edges}

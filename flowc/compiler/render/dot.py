@@ -254,7 +254,7 @@ def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
     >>> text = render_dot(build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b")))
     >>> print(text.splitlines()[0])
     digraph "flow" {
-    >>> '"a" -> "b" [id="e1", label=<#1 from a>];' in text
+    >>> '"a" -> "b" [id="e1", label=<rule 1, line 3: from a>];' in text
     True
     """
     options = options or RenderOptions()

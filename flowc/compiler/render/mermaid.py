@@ -101,7 +101,7 @@ def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> st
     >>> text = render_mermaid(build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b")))
     >>> print(text.splitlines()[0])
     flowchart LR
-    >>> '  n1 -->|"#35;1 from a"| n2' in text
+    >>> '  n1 -->|"rule 1, line 3: from a"| n2' in text
     True
     """
     options = options or RenderOptions()
