@@ -1,4 +1,4 @@
-"""`flowc migrate INPUT [-o OUT.flow] [--format ...]`: classic group chats -> `.flow`.
+"""`flowc migrate INPUT [-o OUT.flow] [--format ...] [--pick NAME]`: group chats -> `.flow`.
 
 Exit 0: translated (lossy parts are reported as M002 warnings, dropped settings as
 M003 notes); 1: something was left out (M001); 2: the input could not be read or is
@@ -20,7 +20,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if source is None:
         console.print_diagnostics(diags, {}, args.format)
         return console.EXIT_USAGE
-    result = migrate_source(source)
+    result = migrate_source(source, pick=args.pick)
     sources = {source.name: source}
     if result.text is None:
         console.print_diagnostics(result.findings, sources, args.format)
@@ -44,6 +44,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", metavar="OUT", help="write the .flow to OUT instead of stdout")
     p.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text",
                    help="how findings are printed on stderr (default: text)")
+    p.add_argument("--pick", metavar="NAME",
+                   help="when the file builds several chats or teams, translate the one assigned to "
+                        "the variable NAME (or built on line NAME); the others are reported")
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"migrate": cmd_migrate}

@@ -61,8 +61,10 @@ def _looks_like_json(source: SourceFile) -> bool:
     return source.name.endswith(".json") or source.text.lstrip().startswith(("{", "["))
 
 
-def migrate_source(source: SourceFile) -> MigrateResult:
-    """Translate one configuration file (Python or component JSON) into `.flow` text."""
+def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult:
+    """Translate one configuration file (Python or component JSON) into `.flow` text;
+    ``pick`` names the chat to translate (a variable name or a line) when a Python file
+    builds several (the others are reported)."""
     size = len(source.text.encode("utf-8"))
     if size > MAX_INPUT_BYTES:
         return MigrateResult(None, (Diagnostic(
@@ -75,7 +77,7 @@ def migrate_source(source: SourceFile) -> MigrateResult:
     try:
         if _looks_like_json(source):
             return _migrate_json(source)
-        return _migrate_python(source)
+        return _migrate_python(source, pick)
     except Exception as err:  # a bug in flowc: still a diagnostic, never a traceback
         return MigrateResult(None, (Diagnostic(
             M001,
@@ -85,9 +87,9 @@ def migrate_source(source: SourceFile) -> MigrateResult:
         ),), "unknown")
 
 
-def _migrate_python(source: SourceFile) -> MigrateResult:
+def _migrate_python(source: SourceFile, pick: str | None = None) -> MigrateResult:
     try:
-        result = translate_python(source)
+        result = translate_python(source, pick)
     except SyntaxError as err:
         line = err.lineno or 1
         col = max(1, err.offset or 1)

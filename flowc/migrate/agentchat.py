@@ -97,6 +97,7 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
         raise r.fail("the team has no `participants` list", "config.participants")
 
     participants: list[str] = []
+    unmodelled = False  # a participant whose class flowc does not model: no claim about the order
     roles: dict[str, str | None] = {}
     humans: set[str] = set()
     tools: dict[str, list[mm.Tool]] = {}
@@ -113,6 +114,11 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
         if pkind in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "SocietyOfMindAgent"):
             r.report(M001, f"`{pname}` is a nested team; it became a plain speaker", path,
                      help="migrate the nested team as its own flow")
+        elif pkind not in AGENTS:
+            unmodelled = True
+            r.report(M002, f"`{pname}` is a `{pkind or 'component'}`, an agent class flowc does not "
+                           "model: it takes part as a plain speaker, and what it does (its replies, "
+                           "tools or browsing) runs in your agent code, not in the flow", f"{path}.provider")
         participants.append(pname)
         if pkind == "UserProxyAgent":
             humans.add(pname)
@@ -206,7 +212,7 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
         max_turns = 2 * max_turns - 1
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
-    exact = exact and not any(d.code is M001 for d in r.findings[findings_before:])
+    exact = exact and not any(d.code is M001 for d in r.findings[findings_before:]) and not unmodelled
     if exact and kind == "RoundRobinGroupChat" and max_turns is not None:
         scenarios, sequences = _ring_scenarios(user, participants, max_turns, witness)
     if exact and kind == "GraphFlow":

@@ -75,10 +75,8 @@ class _Builder:
         if not isinstance(call, ast.Call):
             return None
         kind = callee(call)
-        if kind in TEAMS:
-            kind = f"{kind}"
-        elif kind not in AGENTS:
-            return None
+        if kind not in TEAMS and kind not in AGENTS and not kind[:1].isupper():
+            return None  # a function's result: not an object built here
         cfg: dict[str, Any] = {}
         name = self.const(kwarg(call, "name", 0))
         if isinstance(name, str):
@@ -106,7 +104,8 @@ class _Builder:
                 handoffs.append(self.const(h))
         if handoffs:
             cfg["handoffs"] = handoffs
-        return {"provider": _PREFIX["team" if kind in TEAMS else "agent"] + kind, "config": cfg}
+        prefix = _PREFIX["team"] if kind in TEAMS else _PREFIX["agent"] if kind in AGENTS else ""
+        return {"provider": prefix + kind, "config": cfg}
 
     def termination(self, node: ast.expr | None, path: str) -> dict[str, Any] | None:
         if node is None:

@@ -19,7 +19,7 @@ import ast
 
 import attrs
 
-from flowc.diagnostics import M001, Code, Diagnostic
+from flowc.diagnostics import M001, M002, Code, Diagnostic
 from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
 
 AGENT_CLASSES = frozenset(
@@ -51,6 +51,27 @@ class Agent:
 
 
 
+def _subclasses(tree: ast.Module, known: frozenset[str]) -> dict[str, str]:
+    """``class Mine(AssistantAgent)`` (through other classes of the file) -> its known base."""
+    bases: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases[node.name] = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute)
+                                else "" for b in node.bases]
+    out: dict[str, str] = {}
+    for name in bases:
+        seen, todo = {name}, list(bases[name])
+        while todo:
+            b = todo.pop(0)
+            if b in known:
+                out[name] = b
+                break
+            if b in bases and b not in seen:
+                seen.add(b)
+                todo += bases[b]
+    return out
+
+
 class AgentReader:
     """The agents a Python file creates (by constructor call), and the findings about the
     file, each pointing at its source. Shared by every Python reader."""
@@ -59,6 +80,9 @@ class AgentReader:
         self.mod = mod
         self.findings: list[Diagnostic] = []
         self.agents: dict[int, Agent] = {}  # id(call node) -> agent
+        #: agent classes defined in the file -> the known class they derive from
+        self.subclasses: dict[str, str] = _subclasses(mod.tree, AGENT_CLASSES)
+        self._reported_classes: set[str] = set()
 
     def report(self, code: Code, message: str, node: ast.AST | None, help: str | None = None) -> None:
         span = self.mod.span(node) if node is not None else None
@@ -69,26 +93,52 @@ class AgentReader:
     def collect_agents(self) -> None:
         for call in self.mod.calls():
             cls = callee(call)
-            if cls not in AGENT_CLASSES:
-                continue
-            name_node = kwarg(call, "name", 0)
-            try:
-                agent_name = self.mod.const(name_node)
-            except NotStatic:
-                agent_name = None
-            var = self._var_of(call)
-            if not isinstance(agent_name, str) or not agent_name:
-                fallback = var or f"agent_{call.lineno}"
-                self.report(
-                    M001,
-                    f"the name of this `{cls}` cannot be read without running the code; "
-                    f"it was migrated as `{fallback}`",
-                    name_node or call,
-                    help="write the agent's name as a string literal, or rename the speaker in the .flow",
-                )
-                agent_name = fallback
-            self.agents[id(call)] = Agent(var, agent_name, cls, self._is_human(call, cls),
-                                          self._role(call), call)
+            if cls in AGENT_CLASSES or cls in self.subclasses:
+                self._add(call, cls)
+
+    def _add(self, call: ast.Call, cls: str) -> Agent:
+        name_node = kwarg(call, "name", 0)
+        try:
+            agent_name = self.mod.const(name_node)
+        except NotStatic:
+            agent_name = None
+        var = self._var_of(call)
+        if not isinstance(agent_name, str) or not agent_name:
+            fallback = var or f"agent_{call.lineno}"
+            self.report(
+                M001,
+                f"the name of this `{cls}` cannot be read without running the code; "
+                f"it was migrated as `{fallback}`",
+                name_node or call,
+                help="write the agent's name as a string literal, or rename the speaker in the .flow",
+            )
+            agent_name = fallback
+        base = self.subclasses.get(cls, cls)
+        agent = Agent(var, agent_name, cls, self._is_human(call, base), self._role(call), call)
+        self.agents[id(call)] = agent
+        if cls in self.subclasses and cls not in self._reported_classes:
+            self._reported_classes.add(cls)
+            self.report(M002, f"`{cls}` is a subclass of `{base}` defined in this file: what it "
+                              "overrides runs in your agent code; the flow treats its agents as "
+                              f"`{base}`s", call)
+        return agent
+
+    def adopt(self, node: ast.expr) -> Agent | None:
+        """An object constructed in this file from a class flowc does not know, passed where an
+        agent goes: it is an agent (reported: its behaviour is not modelled)."""
+        call = self.mod.deref(node)
+        if not isinstance(call, ast.Call) or id(call) in self.agents:
+            return self.agents.get(id(call)) if isinstance(call, ast.Call) else None
+        cls = callee(call)
+        if not cls[:1].isupper():
+            return None  # a function call, not a constructor
+        agent = self._add(call, cls)
+        if cls not in self._reported_classes:
+            self._reported_classes.add(cls)
+            self.report(M002, f"`{cls}` is not an agent class flowc knows: `{agent.name}` takes part "
+                              "as a plain speaker, and what the class does (its replies, tools or "
+                              "browsing) runs in your agent code, not in the flow", call)
+        return agent
 
     def _var_of(self, call: ast.Call) -> str | None:
         return self.mod.var_of(call)
@@ -126,7 +176,7 @@ class AgentReader:
             return []
         out: list[Agent] = []
         for e in elements:
-            agent = self.agent_of(e)
+            agent = self.agent_of(e) or self.adopt(e)
             if agent is None:
                 self.report(M001, f"this entry of `{what}` is not an agent created in this file", e,
                             help="create the agent in this file with ConversableAgent(name=...)")

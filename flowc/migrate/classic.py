@@ -39,7 +39,7 @@ import ast
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
-from flowc.migrate.agents import Agent, AgentReader
+from flowc.migrate.agents import AGENT_CLASSES, Agent, AgentReader
 from flowc.migrate.classic_selection import (
     lower_function,
     routing_rules,
@@ -101,16 +101,12 @@ def translate_classic(source: SourceFile) -> mm.Translation:
             help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
         )
         raise mm.NotRecognised(reader.findings)
-    return translate_groupchats(reader, groupchats, calls)
+    return translate_groupchat(reader, groupchats[0], calls)
 
 
-def translate_groupchats(reader: AgentReader, groupchats: list[ast.Call], calls: list[ast.Call]
-                         ) -> mm.Translation:
-    """The first of ``groupchats``; the others are reported (M001)."""
-    for extra in groupchats[1:]:
-        reader.report(M001, "only the first GroupChat of a file is translated; this one was left out",
-                      extra, help="put each group chat in its own file and migrate each")
-    return _translate(reader, groupchats[0], calls)
+def translate_groupchat(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.Translation:
+    """Translate one ``GroupChat(...)`` call of the file."""
+    return _translate(reader, gc, calls)
 
 
 def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.Translation:
@@ -394,8 +390,10 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 avoid += list(g)
         if all(x.kind in ("agent", "end") for _, _, x, _ in lowered) and set(defaults) == set(sources):
             exact, scenario_nexts = True, defaults
-    if any(d.code is M001 for d in reader.findings):
-        exact = False  # something was left out: no claim of classic behaviour
+    if any(d.code is M001 for d in reader.findings) or any(
+            a.cls not in AGENT_CLASSES for a in [*agents, initiator]):
+        # something was left out, or an agent's class is not modelled: no claim about the order
+        exact = False
     if exact and max_round is not None:
         for title, seq, items in order_scenarios(initiator.name, scenario_nexts, max_round, predicate,
                                             witness, kickoff, avoid):
@@ -558,4 +556,4 @@ def _speaker(agent: Agent, tools: dict[str, list[mm.Tool]]) -> mm.Speaker:
 
 
 
-__all__ = ["translate_classic", "translate_groupchats"]
+__all__ = ["translate_classic", "translate_groupchat"]

@@ -51,11 +51,12 @@ RUNNERS = (
 DEFAULT_MAX_ROUNDS = 20
 
 
-def translate_group(reader: AgentReader, calls: list[ast.Call]) -> mm.Translation:
-    """Translate the first pattern + ``initiate_group_chat`` of a file."""
+def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None = None
+                    ) -> mm.Translation:
+    """Translate a pattern + ``initiate_group_chat`` (``runner``, else the file's first)."""
     mod = reader.mod
     g = HandoffReader(reader, calls)
-    runner = next((c for c in calls if callee(c) in RUNNERS), None)
+    runner = runner or next((c for c in calls if callee(c) in RUNNERS), None)
     pattern_node = kwarg(runner, "pattern", 0) if runner is not None else None
     pattern = mod.deref(pattern_node) if pattern_node is not None else None
     if not isinstance(pattern, ast.Call) or callee(pattern) not in PATTERNS:

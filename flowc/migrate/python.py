@@ -16,14 +16,15 @@ flowc.migrate.model.NotRecognised: no classic group chat found: the file has no 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001
 from flowc.migrate.agentchat_py import TEAMS, translate_agentchat_python
 from flowc.migrate.agents import AgentReader
-from flowc.migrate.classic import translate_groupchats
+from flowc.migrate.classic import translate_groupchat
 from flowc.migrate.group import RUNNERS, translate_group
-from flowc.migrate.pyread import PyModule, callee
+from flowc.migrate.pyread import PyModule, callee, kwarg
 from flowc.migrate.swarm import SWARM_RUNNERS, translate_swarm
 from flowc.source import SourceFile
 
@@ -39,32 +40,106 @@ def _after(call: ast.Call) -> tuple[int, int]:
     return (call.end_lineno or call.lineno, call.end_col_offset or call.col_offset)
 
 
-def translate_python(source: SourceFile) -> mm.Translation:
-    """Translate the group chat a Python file builds.
+def _label(mod: PyModule, call: ast.Call) -> str:
+    var = mod.var_of(call)
+    return f"`{var}` (line {call.lineno})" if var else f"line {call.lineno}"
+
+
+def _nested(mod: PyModule, calls: list[ast.Call]) -> set[int]:
+    """Teams inside another team (a participant, or a ``SocietyOfMindAgent``'s ``team``):
+    part of that chat, not chats of their own."""
+    out: set[int] = set()
+    for call in calls:
+        inside = mod.elements(kwarg(call, "participants", 0)) or [] if callee(call) in TEAMS else []
+        if callee(call) == "SocietyOfMindAgent":
+            inside = [x for x in [kwarg(call, "team", 1)] if x is not None]
+        for e in inside:
+            inner = mod.deref(e)
+            if isinstance(inner, ast.Call) and callee(inner) in TEAMS:
+                out.add(id(inner))
+    return out
+
+
+def _chosen(reader: AgentReader, chats: list[ast.Call], pick: str | None, what: str) -> list[ast.Call]:
+    """The chats to try, in order: the one ``pick`` names (a variable name or a line number),
+    or all of them in the default order."""
+    if pick is None:
+        return chats
+    mod = reader.mod
+    matches = [c for c in chats if pick in (mod.var_of(c), str(c.lineno))]
+    if len(matches) != 1:
+        listed = ", ".join(_label(mod, c) for c in sorted(chats, key=lambda c: c.lineno))
+        reader.report(M001, (f"no {what} is named `{pick}`" if not matches else
+                             f"several {what}s are named `{pick}`: pick one by its line")
+                      + f"; the file has {listed}", None,
+                      help="pass --pick with a variable name or a line number from that list")
+        raise mm.NotRecognised(reader.findings)
+    return matches
+
+
+def _others(reader: AgentReader, chats: list[ast.Call], chosen: ast.Call, what: str) -> None:
+    """Every chat but the translated one is reported (M001): a file with several chats never
+    loses one silently."""
+    mod = reader.mod
+    listed = ", ".join(_label(mod, x) for x in sorted(chats, key=lambda c: c.lineno))
+    for c in sorted(chats, key=lambda c: c.lineno):
+        if c is chosen:
+            continue
+        reader.report(
+            M001,
+            f"this file builds {len(chats)} {what}s; {_label(mod, chosen)} was translated and this one, "
+            f"{_label(mod, c)}, was left out",
+            c,
+            help=f"translate it with `flowc migrate --pick {mod.var_of(c) or c.lineno}` "
+                 f"(the {what}s: {listed})",
+        )
+
+
+def _translate(mod: PyModule, chats: list[ast.Call], pick: str | None, what: str,
+               translate: Callable[[AgentReader, ast.Call], mm.Translation]) -> mm.Translation:
+    """The first of ``chats`` (or the picked one) that translates; when the default one cannot
+    be read (a docs page's sketch), the next one is tried."""
+    first = AgentReader(mod)
+    first.collect_agents()
+    failed: mm.NotRecognised | None = None
+    for chat in _chosen(first, chats, pick, what):
+        reader = AgentReader(mod)
+        reader.collect_agents()
+        mod.horizon = _after(chat)
+        _others(reader, chats, chat, what)
+        try:
+            return translate(reader, chat)
+        except mm.NotRecognised as err:
+            failed = failed or err
+    assert failed is not None
+    raise failed
+
+
+def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translation:
+    """Translate the group chat a Python file builds (``pick``: which one, by variable name or
+    line, when it builds several; by default the first ``GroupChat``, group chat or swarm that
+    can be read, or the last AgentChat team, as notebooks refine a team cell by cell).
 
     Raises ``SyntaxError`` for a file that does not parse and :class:`~.model.NotRecognised`
     when it holds nothing this version translates.
     """
     mod = PyModule.parse(source.name, source.text)
-    reader = AgentReader(mod)
-    reader.collect_agents()
     calls = list(mod.calls())
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if groupchats:
-        mod.horizon = _after(groupchats[0])
-        return translate_groupchats(reader, groupchats, calls)
+        return _translate(mod, groupchats, pick, "GroupChat",
+                          lambda r, gc: translate_groupchat(r, gc, calls))
     runners = [c for c in calls if callee(c) in RUNNERS]
     if runners:
-        mod.horizon = _after(runners[0])
-        return translate_group(reader, calls)
+        return _translate(mod, runners, pick, "group chat run", lambda r, c: translate_group(r, calls, c))
     swarms = [c for c in calls if callee(c) in SWARM_RUNNERS]
     if swarms:
-        mod.horizon = _after(swarms[0])
-        return translate_swarm(reader, calls)
-    teams = [c for c in calls if callee(c) in TEAMS]
+        return _translate(mod, swarms, pick, "swarm run", lambda r, c: translate_swarm(r, calls, c))
+    nested = _nested(mod, calls)
+    teams = [c for c in calls if callee(c) in TEAMS and id(c) not in nested]
     if teams:
-        mod.horizon = _after(teams[-1])
-        return translate_agentchat_python(reader, teams[-1])
+        return _translate(mod, teams[::-1], pick, "team", translate_agentchat_python)
+    reader = AgentReader(mod)
     found = [c for c in calls if callee(c) in NOT_TRANSLATED]
     if found:
         reader.report(

@@ -30,14 +30,15 @@ SWARM_RUNNERS = ("initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a
 DEFAULT_MAX_ROUNDS = 20
 
 
-def translate_swarm(reader: AgentReader, calls: list[ast.Call]) -> mm.Translation:
+def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None = None
+                    ) -> mm.Translation:
     """Translate a legacy swarm: ``initiate_swarm_chat`` / ``run_swarm`` with
     ``register_hand_off`` (``ON_CONDITION`` / ``OnCondition``, ``OnContextCondition``,
     ``AFTER_WORK`` / ``AfterWork``), in both the pyautogen <= 0.8 and the
     ``autogen.agentchat.contrib.swarm_agent`` spellings."""
     mod = reader.mod
     g = HandoffReader(reader, calls)
-    runner = next(c for c in calls if callee(c) in SWARM_RUNNERS)
+    runner = runner or next(c for c in calls if callee(c) in SWARM_RUNNERS)
     initial = reader.agent_of(kwarg(runner, "initial_agent", 0))
     agents = reader.agent_list(kwarg(runner, "agents", 2), "agents", runner)
     if initial is None or not agents:
