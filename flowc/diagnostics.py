@@ -81,6 +81,14 @@ W213 = _code(
     "W213", "silent-after-work", W,
     "a speaker's only ways out are model-chosen and the fallback is the implicit default",
 )
+W215 = _code(
+    "W215", "after-max-turns", W,
+    "a speaker or rule is reachable only after `max_turns` has closed every run",
+)
+W216 = _code(
+    "W216", "round-robin-order", W,
+    "`round_robin` lists its speakers in an order other than the one it rotates in",
+)
 I301 = _code("I301", "state-bound-reached", INFO, "the state space was larger than the bound: findings are partial")
 I302 = _code("I302", "human-initiator", INFO, "an `initiator` target resolves to a `human` speaker")
 I303 = _code("I303", "json-graph-assumptions", INFO, "a JSON graph was checked under the assumptions for graphs without declarations")

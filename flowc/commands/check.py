@@ -211,7 +211,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"flowc check: error: {problem}", file=sys.stderr)
     if inputs.problems:
         return EXIT_USAGE
-    failing = any(d.is_error or (options.strict and d.severity is Severity.WARNING) for d in diags)
+    # under --strict a partial analysis (I301: exploration stopped at the bound) fails too
+    failing = any(
+        d.is_error or (options.strict and (d.severity is Severity.WARNING or d.code.id == "I301"))
+        for d in diags
+    )
     return EXIT_ERRORS if failing else EXIT_OK
 
 

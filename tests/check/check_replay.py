@@ -11,7 +11,8 @@ from flowc.compiler.analysis.system import UNSET, System
 from tests.check.check_stepper import Stepper
 
 #: the codes whose findings must carry a run (the catalogue's W201–W206 and W210, and more)
-RUN_CODES = frozenset({"W201", "W202", "W203", "W204", "W205", "W206", "W210", "W212", "W213"})
+RUN_CODES = frozenset({"W201", "W202", "W203", "W204", "W205", "W206", "W210", "W212", "W213",
+                       "W215"})
 
 
 def graph_of(system: System) -> m.TransitionGraph:
@@ -108,6 +109,14 @@ def replay_finding(system: System, finding: Finding) -> None:
         assert run.loop_from is not None
     if code == "W212":
         assert run.next is None and system.max_turns is not None and len(run.turns) > system.max_turns
+    if code == "W215":
+        # the shortest run to it is longer than the cap allows
+        cap = system.max_turns
+        assert cap is not None
+        if finding.rule is not None:  # the rule fires on the run's last turn, after the cap
+            assert fired[-1] == finding.rule and len(run.turns) > cap
+        elif run.turns and "speaker" in finding.diagnostic.message:
+            assert run.next is not None and len(run.turns) >= cap
     if code == "W213":
         assert last is not None and last.tool is None and fired[-1] == -1
         assert run.next is None and run.reason == "after_work"

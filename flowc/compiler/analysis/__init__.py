@@ -17,10 +17,12 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.bound import check_state_bound
+from flowc.compiler.analysis.cap import check_after_max_turns
 from flowc.compiler.analysis.declarations import (
     check_human_initiator,
     check_json_assumptions,
     check_model_start_speaker,
+    check_round_robin_order,
     check_undeclared_tools,
     check_unset_context_keys,
 )
@@ -72,8 +74,10 @@ CHECKS: tuple[Check, ...] = (
     check_non_termination,
     check_unreachable_terminate,
     check_max_turns,
+    check_after_max_turns,
     check_silent_after_work,
     check_human_initiator,
+    check_round_robin_order,
 )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.diagnostics import I302, I303, W207, W208, W209
+from flowc.diagnostics import I302, I303, W207, W208, W209, W216
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 from flowc.source import Span
@@ -144,3 +144,47 @@ def check_json_assumptions(facts: Facts) -> Iterator[Finding]:
             help="check the `.flow` source instead for findings based on declared tools and humans",
         )
     )
+
+
+def check_round_robin_order(facts: Facts) -> Iterator[Finding]:
+    """W216: ``round_robin`` lists its speakers in an order other than its rotation.
+
+    As AG2's ``RoundRobinTarget``, the rotation is the channel's participant order (the
+    declaration order), from the last speaker; the list gives only the first speaker
+    (``TransitionGraph.round_robin`` keeps nothing else of it).
+    """
+    flow, system = facts.flow, facts.system
+    if flow is None:
+        return
+    order = list(system.speakers)
+    for st in flow.statements:
+        if not isinstance(st, n.RoundRobinDecl) or not st.speakers:
+            continue
+        written = [s.value for s in st.speakers]
+        if written[0] not in order:
+            continue  # an undeclared name: already an error
+        i = order.index(written[0])
+        rotation = order[i:] + order[:i]
+        if written == rotation:
+            continue
+        shown = " → ".join(format_name(s) for s in (*rotation, rotation[0]))
+        extra = [s for s in rotation if s not in written]
+        notes = [
+            "`round_robin` (like `next`) gives the turn to the participant after the last "
+            "speaker in the participant order, which is the order the speakers are declared in; "
+            "the list only names who starts",
+        ]
+        if extra:
+            notes.append(f"not listed but in the rotation: {', '.join(format_name(s) for s in extra)}")
+        yield Finding(
+            facts.diag(
+                W216,
+                f"`round_robin {', '.join(format_name(s) for s in written)}` rotates in the "
+                f"declaration order, not as written: {shown}",
+                span=st.span,
+                notes=tuple(notes),
+                help=f"declare the speakers in the order they should take turns "
+                     f"({', '.join(format_name(s) for s in written)}), or list them as they "
+                     f"rotate (`round_robin {', '.join(format_name(s) for s in rotation)}`)",
+            )
+        )

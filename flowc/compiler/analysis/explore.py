@@ -256,6 +256,9 @@ class StateSpace:
     ends: list[int]
     bound: int = 0
     turns: int = 0
+    #: rule file index (or DEFAULT) -> the node of the first turn (breadth-first, so the
+    #: fewest turns) on which it fires
+    first_fired: dict[int, int] = attrs.field(factory=dict)
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -303,6 +306,7 @@ def explore(system: System, max_states: int) -> StateSpace:
     dist = [0]
     edges: set[tuple[int, int]] = set()
     fired: set[int] = set()
+    first_fired: dict[int, int] = {}
     default_fired = False
     plain_default: dict[int, int] = {}
     ends: list[int] = []
@@ -321,6 +325,8 @@ def explore(system: System, max_states: int) -> StateSpace:
                 truncated = True
                 break
             outcome = step.outcome
+            if outcome.fired >= 0 or outcome.fired == DEFAULT:
+                first_fired.setdefault(outcome.fired, u)
             if outcome.fired >= 0:
                 fired.add(outcome.fired)
             elif outcome.fired == DEFAULT:
@@ -359,4 +365,5 @@ def explore(system: System, max_states: int) -> StateSpace:
         ends=ends,
         bound=max_states,
         turns=turns,
+        first_fired=first_fired,
     )

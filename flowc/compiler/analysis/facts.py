@@ -6,6 +6,7 @@ reports (a finding that follows from another one is not repeated).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
@@ -16,7 +17,7 @@ import networkx as nx
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT, KICKOFF, StateSpace, Step, satisfiable
 from flowc.compiler.analysis.runs import Run, run_along
-from flowc.compiler.analysis.system import PLAIN, RuleSpec, System, Valuation
+from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, RuleSpec, System, Valuation
 from flowc.diagnostics import Code, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.source import Span
@@ -71,6 +72,10 @@ class DeadRule:
     cause: str | None = None  # a finding it follows from: "W201", "W208", "W209"
 
 
+#: default targets AG2's factories and its implicit default write
+_IMPLIED_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_complete"})
+
+
 class Facts:
     """The analysis of one flow; checks read it."""
 
@@ -123,6 +128,55 @@ class Facts:
             if key != KICKOFF and key[0] != "end":
                 out.add(int(key[0]))
         return frozenset(out)
+
+    @cached_property
+    def after_cap_speakers(self) -> dict[int, int]:
+        """Speakers that are scheduled only after ``max_turns`` closed every run (W215):
+        speaker -> the first node (fewest turns) where it would speak."""
+        space, cap = self.space, self.system.max_turns
+        if cap is None or space.truncated:
+            return {}
+        first: dict[int, int] = {}
+        for node, key in enumerate(space.keys):  # breadth-first: by distance
+            if key != KICKOFF and key[0] != "end":
+                first.setdefault(int(key[0]), node)
+        return {s: v for s, v in first.items() if space.dist[v] >= cap and s != self.system.start}
+
+    @cached_property
+    def after_cap_rules(self) -> dict[int, int]:
+        """Rules (file index, or ``DEFAULT`` for a written default) that fire only on a turn
+        after ``max_turns`` (W215): -> the node of the first turn they would route."""
+        space, cap = self.space, self.system.max_turns
+        if cap is None or space.truncated:
+            return {}
+        out = {f: v for f, v in space.first_fired.items() if space.dist[v] >= cap}
+        if DEFAULT in out and not self.default_written:
+            del out[DEFAULT]
+        return out
+
+    @cached_property
+    def cap_before_every_end(self) -> bool:
+        """W212's case: ``max_turns`` is smaller than the shortest run that terminates."""
+        space, cap = self.space, self.system.max_turns
+        if cap is None or space.truncated or not space.ends:
+            return False
+        return min(space.dist[v] for v in space.ends) > cap
+
+    def folded_into_w212(self, fired: int) -> bool:
+        """A terminate that fires only after the cap, when W212 says every run ends there."""
+        if not self.cap_before_every_end:
+            return False
+        target = self.system.default if fired == DEFAULT else self.system.rules[fired].then
+        return isinstance(target, m.TerminateTarget)
+
+    @property
+    def default_written(self) -> bool:
+        """Whether the default is the flow's own (``otherwise``), not an implied one."""
+        compiled = self.system.compiled
+        if compiled is not None:
+            return compiled.default_span is not None
+        default = self.system.default
+        return not (isinstance(default, m.TerminateTarget) and default.reason in _IMPLIED_REASONS)
 
     def speaker_span(self, speaker: int) -> Span | None:
         flow = self.flow
@@ -221,6 +275,55 @@ class Facts:
             out.append(dead)
         return tuple(out)
 
+    def contradiction(self, rule: RuleSpec) -> str | None:
+        """Why a rule's condition holds on no turn whatever the run (``None``: it can hold).
+
+        The condition is tried on every sender, routing tool (or none) and abstract value
+        of the keys it reads; when nothing satisfies it, the first pair of its ``and``
+        parts that cannot hold together (or the part that never holds) is the reason:
+        ``from a`` and ``from b`` (a turn has one sender), ``context.k == 1`` and
+        ``context.k == 2`` (a key has one value), ``tool x`` and ``tool y``.
+        """
+        if self._satisfiable_anywhere([rule.code]):
+            return None
+        parts = list(_conjuncts(rule.when, rule.code))
+        for cond, code in parts:
+            if not self._satisfiable_anywhere([code]):
+                return f"`{self.system.describe_cond(cond)}` never holds"
+        for i, (a, code_a) in enumerate(parts):
+            for b, code_b in parts[i + 1:]:
+                if not self._satisfiable_anywhere([code_a, code_b]):
+                    why = _why_exclusive(a, b)
+                    return (f"`{self.system.describe_cond(a)}` and `{self.system.describe_cond(b)}` "
+                            f"cannot both hold{why}")
+        return "no sender, tool call and context make it hold"
+
+    #: the most abstract valuations tried for one rule (beyond that, no verdict)
+    _MAX_VALUATIONS = 4096
+
+    def _satisfiable_anywhere(self, codes: list[Any]) -> bool:
+        system = self.system
+        reads = sorted({k for code in codes for k in _code_reads(code)})
+        domains = [(UNSET, OTHER, *range(2, 2 + len(system.literals[k]))) for k in reads]
+        size = 1
+        for d in domains:
+            size *= len(d)
+        if size > self._MAX_VALUATIONS:
+            return True  # too many to try: make no claim
+        base = list(system.initial)
+        tools = (-1, *range(len(system.tool_names)))
+        wanted = [(code, True) for code in codes]
+        for values in itertools.product(*domains):
+            val = list(base)
+            for k, v in zip(reads, values, strict=True):
+                val[k] = v
+            frozen = tuple(val)
+            for sender in range(len(system.speakers)):
+                for tool in tools:
+                    if satisfiable(wanted, sender, tool, frozen, {}) is not None:
+                        return True
+        return False
+
     def _cause(self, rule: RuleSpec) -> str | None:
         """The finding a dead rule follows from, if any."""
         mentions = _mentions(rule.when)
@@ -228,8 +331,8 @@ class Facts:
             return "W208"
         if any(k in self.unset_keys for k in mentions["keys"]):
             return "W209"
-        if rule.senders is not None and not (rule.senders & self.scheduled):
-            return "W201"
+        if rule.senders and not (rule.senders & self.scheduled):
+            return "W201"  # (no sender at all is a contradiction, reported as W203)
         return None
 
     def _first_matches(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
@@ -383,3 +486,33 @@ def _mentions(cond: m.Condition) -> dict[str, set[str]]:
 
     walk(cond)
     return out
+
+
+def _conjuncts(cond: m.Condition, code: Any) -> Iterator[tuple[m.Condition, Any]]:
+    """The parts of a condition's (nested) ``and``, each with its compiled code."""
+    if isinstance(cond, m.AllOf) and code[0] == "all":
+        for c, k in zip(cond.conditions, code[1], strict=True):
+            yield from _conjuncts(c, k)
+    else:
+        yield cond, code
+
+
+def _code_reads(code: Any) -> Iterator[int]:
+    kind = code[0]
+    if kind == "ctx":
+        yield code[1]
+    elif kind in ("all", "any"):
+        for c in code[1]:
+            yield from _code_reads(c)
+    elif kind == "not":
+        yield from _code_reads(code[1])
+
+
+def _why_exclusive(a: m.Condition, b: m.Condition) -> str:
+    if isinstance(a, m.FromSpeaker) and isinstance(b, m.FromSpeaker):
+        return " (a turn has one sender)"
+    if isinstance(a, m.ContextEquals) and isinstance(b, m.ContextEquals) and a.key == b.key:
+        return " (a context key has one value)"
+    if isinstance(a, m.ToolCalled) and isinstance(b, m.ToolCalled):
+        return " (a turn routes on one tool call)"
+    return ""

@@ -80,6 +80,22 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 dead.witness,
                 rule.index,
             )
+        elif (why := facts.contradiction(rule)) is not None:
+            sample = facts.sample_run
+            yield Finding(
+                facts.diag(
+                    W203,
+                    f"{desc} can never fire: its condition contradicts itself: {why}",
+                    span=span,
+                    json_path=rule.json_path,
+                    notes=("no sender, tool call or context value makes the whole condition true",
+                           f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}"),
+                    help="remove the rule, or join the parts with `or` (or as separate rules) "
+                         "if either should route",
+                ),
+                sample,
+                rule.index,
+            )
         else:
             sample = facts.sample_run
             yield Finding(

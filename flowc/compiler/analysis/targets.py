@@ -336,6 +336,9 @@ class _Classifier:
         for f in self.findings:
             if f.rule is not None and f.rule in dead and f.rule not in out:
                 out[f.rule] = f.diagnostic.code.id
+        for index in facts.after_cap_rules:
+            if index >= 0:
+                out.setdefault(index, "W212" if facts.folded_into_w212(index) else "W215")
         sticky = facts.sticky_rules
         for index, d in dead.items():
             if index in out:
@@ -375,7 +378,10 @@ class _Classifier:
             label = self.system.label(rule, code=False)
             line = self.system.line_of(rule)
             code = self.rule_codes.get(rule.index)
-            if code is not None:
+            if code in ("W215", "W212") and rule.index in self.facts.after_cap_rules:
+                yield Target(key, "rule", label, line,
+                             f"{code}: no run within `max_turns {self.system.max_turns}` fires it", code)
+            elif code is not None:
                 yield Target(key, "rule", label, line, f"{code}: `flowc check` proves it never fires", code)
             else:
                 yield Target(key, "rule", label, line, self._unreached(key))
@@ -391,6 +397,10 @@ class _Classifier:
                  if isinstance(st, n.SequenceDecl | n.RoundRobinDecl)),
                 None,
             )
+        if DEFAULT in self.facts.after_cap_rules:
+            code = "W212" if self.facts.folded_into_w212(DEFAULT) else "W215"
+            return Target(key, "default", label, line,
+                          f"{code}: no run within `max_turns {self.system.max_turns}` reaches it", code)
         if not self.truncated and not self.facts.space.default_fired:
             if "W202" in self.codes and compiled.default_span is not None:
                 return Target(key, "default", label, line, "W202: `flowc check` proves it is never reached", "W202")
@@ -468,6 +478,9 @@ class _Classifier:
             if not self.truncated and i not in facts.scheduled:
                 code = self._speaker_code(i)
                 yield Target(key, "speaker", label, line, f"{code}: no run routes to it", code)
+            elif i in facts.after_cap_speakers:
+                yield Target(key, "speaker", label, line,
+                             f"W215: no run within `max_turns {self.system.max_turns}` reaches it", "W215")
             else:
                 yield Target(key, "speaker", label, line, self._unreached(key))
 
@@ -498,6 +511,10 @@ class _Classifier:
                     code = self._speaker_code(speaker)
                     yield Target(key, "tool", label, line,
                                  f"{code}: {format_name(tool.speaker)} never speaks", code)
+                elif speaker in self.facts.after_cap_speakers:
+                    yield Target(key, "tool", label, line,
+                                 f"W215: {format_name(tool.speaker)} never speaks within "
+                                 f"`max_turns {self.system.max_turns}`", "W215")
                 elif not self.truncated and not self._speaks_after_kickoff(speaker):
                     yield Target(key, "tool", label, line,
                                  f"{format_name(tool.speaker)} speaks only the kickoff, a plain message")

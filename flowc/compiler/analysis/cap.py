@@ -1,0 +1,95 @@
+"""W215: a speaker or rule that only a run longer than ``max_turns`` would reach.
+
+``max_turns`` is not part of the explored state (see :mod:`.explore`): W201 and W203
+ask whether *any* run reaches a speaker or fires a rule. Here the question is whether
+a run the cap lets live does: the start speaker's kickoff is turn 1, the turn taken
+from a node at distance ``d`` is turn ``d + 1``, and after turn ``max_turns`` the cap
+closes every run. Breadth-first exploration finds each speaker's and rule's first
+turn, so "first turn > max_turns" is exact. Coverage (``flowc test --coverage``) uses
+the same test for its targets, so a rule it calls "not within max_turns" is this
+finding's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flowc.compiler.analysis.explore import DEFAULT
+from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.compiler.analysis.reachability import _mention
+from flowc.compiler.analysis.runs import run_along
+from flowc.diagnostics import W215
+from flowc.dsl import nodes as n
+from flowc.source import Span
+
+__all__ = ["cap_label", "check_after_max_turns"]
+
+
+def cap_label(facts: Facts) -> tuple[str, Span | None]:
+    """``max_turns N`` as the flow writes it (``(implied by `sequence`)``), and where."""
+    cap = facts.system.max_turns
+    flow = facts.flow
+    if flow is not None:
+        written = [st.span for st in flow.statements if isinstance(st, n.MaxTurnsDecl)]
+        if written:
+            return f"`max_turns {cap}`", written[0]
+        steps = [st.span for st in flow.statements if isinstance(st, n.SequenceDecl)]
+        if steps:
+            return f"`max_turns {cap}` (implied by `sequence`)", steps[0]
+    return f"`max_turns {cap}`", None
+
+
+def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
+    """W215: a speaker whose first turn, or a rule whose first firing, comes after the cap."""
+    system, space = facts.system, facts.space
+    cap = system.max_turns
+    if cap is None or space.truncated:
+        return
+    label, _ = cap_label(facts)
+    late_speakers = facts.after_cap_speakers
+    for speaker, node in sorted(late_speakers.items()):
+        who = system.name(speaker)
+        turn = space.dist[node] + 1
+        run = run_along(space, space.path_to(node))
+        yield Finding(
+            facts.diag(
+                W215,
+                f"speaker `{who}` never speaks: its first turn would be turn {turn}, and {label} "
+                f"closes every run after turn {cap}",
+                span=facts.speaker_span(speaker),
+                json_path=_mention(facts, speaker),
+                notes=(f"a shortest run to it: {run.render()}",),
+                help=f"raise the cap to at least `max_turns {turn}`, or route to `{who}` sooner",
+            ),
+            run,
+        )
+    for fired, node in sorted(facts.after_cap_rules.items()):
+        if space.speaker_of(node) in late_speakers:
+            continue  # its speaker never speaks: that finding says it
+        if facts.folded_into_w212(fired):
+            continue  # W212: `max_turns` is smaller than the shortest run that terminates
+        step = next(s for s in space.explorer.steps(space.keys[node]) if s.outcome.fired == fired)
+        run = run_along(space, space.path_to(node), step)
+        turn = space.dist[node] + 1
+        if fired == DEFAULT:
+            span, path = facts.default_location()
+            what = f"`otherwise {system.describe_target(system.default)}` is never reached"
+            index = None
+        else:
+            rule = system.rules[fired]
+            span, path = facts.rule_span(rule), rule.json_path
+            what = f"{system.label(rule)} never fires"
+            index = rule.index
+        yield Finding(
+            facts.diag(
+                W215,
+                f"{what}: the first turn it could route is turn {turn}, and {label} closes every run "
+                f"after turn {cap}",
+                span=span,
+                json_path=path,
+                notes=(f"a shortest run to it: {run.render()}",),
+                help=f"raise the cap to at least `max_turns {turn}`, or reach this case sooner",
+            ),
+            run,
+            index,
+        )
