@@ -34,6 +34,7 @@ COMMAND_MODULES = {
     "log": "flowc.commands.run",
     "replay": "flowc.commands.run",
     "migrate": "flowc.commands.migrate",
+    "diff": "flowc.commands.diff",
 }
 
 

@@ -1,0 +1,302 @@
+"""`flowc diff OLD NEW`: what a change to a flow changes in its runs.
+
+Either side is a `.flow` file, a JSON graph or knobs dict, ``-`` (stdin) or a git revision
+``REV:path``. Exit 0 when the behaviour is the same, 1 when it changed, 2 on an error.
+With ``--git`` it takes the seven arguments git passes a diff driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flowc.commands.console import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    decode_source,
+    is_json_input,
+    print_diagnostics,
+    read_source,
+    use_color,
+)
+from flowc.source import SourceFile
+
+FORMATS = ("text", "markdown", "json")
+
+
+# ── input ────────────────────────────────────────────────────────────────────
+
+
+def _git_show(spec: str) -> bytes | None:
+    """The bytes of ``REV:path`` from git, or None when ``spec`` is not a git revision."""
+    rev, sep, path = spec.partition(":")
+    if not sep or not rev or not path:
+        return None
+    try:
+        proc = subprocess.run(["git", "show", spec], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise UsageError(f"{spec}: {message[-1] if message else 'git show failed'}")
+    return proc.stdout
+
+
+def read_version_source(spec: str, label: str | None = None) -> tuple[SourceFile | None, tuple[Any, ...], str]:
+    """The source of one side: a file, ``-``, or ``REV:path``; and the name its path has."""
+    if spec == "-" or Path(spec).exists() or ":" not in spec:
+        source, diags = read_source(spec)
+        if source is not None and label is not None:
+            source = SourceFile(label, source.text)
+        return source, diags, spec
+    data = _git_show(spec)
+    if data is None:  # pragma: no cover - a spec with ':' that is neither: read_source says why
+        source, diags = read_source(spec)
+        return source, diags, spec
+    source, diags = decode_source(label or spec, data)
+    return source, diags, spec.partition(":")[2]
+
+
+def load_version(spec: str, label: str | None = None) -> Any:
+    """A :class:`Version` of one side, or exits with its errors printed."""
+    from flowc.compiler.analysis.changes import Version
+    from flowc.compiler.pipeline import compile_source, load_graph_json
+    from flowc.diagnostics import has_errors
+
+    source, diags, path = read_version_source(spec, label)
+    if source is None:
+        print_diagnostics(diags, {})
+        raise _Failed
+    if is_json_input(path, source.text):
+        loaded, diags = load_graph_json(source)
+        if loaded is None or has_errors(diags):
+            print_diagnostics(diags, {source.name: source})
+            raise _Failed
+        return Version(source.name, loaded=loaded)
+    compiled, diags = compile_source(source)
+    if compiled is None or has_errors(diags):
+        print_diagnostics(diags, {source.name: source})
+        raise _Failed
+    return Version(source.name, compiled=compiled)
+
+
+class _Failed(Exception):
+    """An input did not load; its errors are printed."""
+
+
+# ── output ───────────────────────────────────────────────────────────────────
+
+
+def _routing_lines(change: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -> list[str]:
+    from flowc.compiler.analysis.changes import render_run, routed_text
+
+    if change.run is None or change.old is None or change.new is None:
+        return []
+    if not change.run:
+        return [f"OLD starts with `{change.old.next}`, NEW with `{change.new.next}`"]
+    lines = [f"run: {render_run(change.run)}",
+             f"OLD: → {routed_text(change.old, old_rules)}",
+             f"NEW: → {routed_text(change.new, new_rules)}"]
+    if change.then:
+        lines.append(f"then {change.then_side.upper()} goes on: {' → '.join(change.then)}")
+    return lines
+
+
+def render_text(diff: Any, color: bool = False) -> str:
+    from flowc.compiler.analysis.changes import rule_labels
+
+    old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
+    green, red, bold, reset = ("\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
+    out = [f"{bold}flowc diff {diff.old.label} → {diff.new.label}{reset}"]
+    if diff.as_graphs:
+        out.append("(compared as graphs: any participant may call any tool and write any context)")
+    out.append("")
+    out.append(f"structural changes: {len(diff.structural) or 'none'}")
+    for c in diff.structural:
+        mark = f"{green}+{reset}" if c.kind.endswith("added") else f"{red}-{reset}" \
+            if c.kind.endswith("removed") else "~"
+        out.append(f"  {mark} {c.text}")
+    out.append("")
+    if diff.first is None:
+        same = "behaviour: the same — no run routes differently"
+        if diff.truncated:
+            same += " within the explored states (the state bound was reached; raise --max-states)"
+        out.append(same)
+        for c in diff.behavioural:  # findings that changed without any run changing
+            out.append(f"  note: {c.text}")
+        return "\n".join(out) + "\n"
+    out.append(f"{bold}behaviour: changed{reset}")
+    out.append("  shortest distinguishing run:")
+    out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
+    for c in diff.behavioural:
+        out.append(f"  * {c.text}")
+        if c.run is not None and (c.run, c.old, c.new) == (diff.first.run, diff.first.old, diff.first.new):
+            out.append("      run: the shortest distinguishing run above"
+                       + (f"; then {c.then_side.upper()} goes on: {' → '.join(c.then)}" if c.then else ""))
+            continue
+        out += [f"      {line}" for line in _routing_lines(c, old_rules, new_rules)]
+    if diff.truncated:
+        out.append("  (the state bound was reached: more changes may exist; raise --max-states)")
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(diff: Any) -> str:
+    from flowc.compiler.analysis.changes import rule_labels
+
+    old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
+    verdict = "**behaviour changed**" if diff.first is not None else "behaviour unchanged"
+    out = [f"### `flowc diff` {_md(diff.old.label)} → {_md(diff.new.label)}: {verdict}", ""]
+    if diff.as_graphs:
+        out += ["_Compared as graphs: any participant may call any tool and write any context._", ""]
+    if diff.structural:
+        out += [f"**Structural changes** ({len(diff.structural)})", ""]
+        out += [f"- {c.text}" for c in diff.structural]
+        out.append("")
+    else:
+        out += ["No structural change.", ""]
+    if diff.first is None:
+        out.append("No run routes differently." + (
+            " (The state bound was reached; raise `--max-states`.)" if diff.truncated else ""))
+        out += [f"- note: {c.text}" for c in diff.behavioural]
+        return "\n".join(out) + "\n"
+    out += ["**Behavioural changes**", "", "| change | distinguishing run | OLD | NEW |", "|---|---|---|---|"]
+    for c in (diff.first, *diff.behavioural):
+        lines = _routing_lines(c, old_rules, new_rules)
+        run = lines[0].removeprefix("run: ") if lines else ""
+        if c.then:
+            run += f" … then {c.then_side.upper()}: {' → '.join(c.then)}"
+        old = lines[1].removeprefix("OLD: ") if len(lines) > 1 else ""
+        new = lines[2].removeprefix("NEW: ") if len(lines) > 2 else ""
+        text = "the shortest distinguishing run" if c is diff.first else c.text
+        out.append(f"| {_cell(text)} | {_cell(run)} | {_cell(old)} | {_cell(new)} |")
+    return "\n".join(out) + "\n"
+
+
+def _md(text: str) -> str:
+    return f"`{text}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _turn_json(turn: Any) -> dict[str, Any]:
+    return {"speaker": turn.speaker, "tool": turn.tool, "alternative": turn.alternative,
+            "context": dict(turn.context), "assumed": dict(turn.assumed)}
+
+
+def _routed_json(r: Any, rules: dict[int, str]) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF
+
+    by = {DEFAULT: "default", HANDOFF: "handoff", FINISH: "finish"}.get(r.fired)
+    return {"next": r.next, "reason": r.reason, "rule": None if by else r.fired + 1,
+            "by": by or rules.get(r.fired)}
+
+
+def _change_json(c: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": c.kind, "text": c.text, "subject": c.subject}
+    if c.run is not None:
+        out["run"] = [_turn_json(t) for t in c.run]
+        out["old"] = _routed_json(c.old, old_rules)
+        out["new"] = _routed_json(c.new, new_rules)
+        if c.then:
+            out["then"] = {"side": c.then_side, "speakers": list(c.then)}
+    return out
+
+
+def render_json(diff: Any) -> str:
+    from flowc.compiler.analysis.changes import rule_labels
+
+    old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
+    data = {
+        "old": diff.old.label,
+        "new": diff.new.label,
+        "behaviour_changed": diff.first is not None,
+        "truncated": diff.truncated,
+        "as_graphs": diff.as_graphs,
+        "structural": [_change_json(c, old_rules, new_rules) for c in diff.structural],
+        "first": _change_json(diff.first, old_rules, new_rules) if diff.first is not None else None,
+        "behavioural": [_change_json(c, old_rules, new_rules) for c in diff.behavioural],
+    }
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+# ── command ──────────────────────────────────────────────────────────────────
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from flowc.compiler.analysis.changes import diff_versions
+    from flowc.compiler.analysis.facts import CheckOptions
+
+    specs: list[str] = args.versions
+    labels: list[str | None] = [None, None]
+    if args.git:
+        # git's diff driver: path old-file old-hex old-mode new-file new-hex new-mode
+        if len(specs) != 7:
+            raise UsageError("--git takes the 7 arguments git passes a diff driver")
+        path = specs[0]
+        specs, labels = [specs[1], specs[4]], [f"a/{path}", f"b/{path}"]
+        if "/dev/null" in specs:
+            print(f"flowc diff {path}: {'added' if specs[0] == '/dev/null' else 'deleted'}")
+            return EXIT_OK
+    elif len(specs) != 2:
+        raise UsageError("give two versions: flowc diff OLD NEW")
+    if args.max_states < 1:
+        raise UsageError("--max-states must be >= 1")
+    try:
+        old = load_version(specs[0], labels[0])
+        new = load_version(specs[1], labels[1])
+    except _Failed:
+        return EXIT_OK if args.git else EXIT_USAGE
+    diff = diff_versions(old, new, CheckOptions(max_states=args.max_states), as_graphs=args.as_graphs)
+    if args.format == "json":
+        text = render_json(diff)
+    elif args.format == "markdown":
+        text = render_markdown(diff)
+    else:
+        text = render_text(diff, color=use_color(sys.stdout))
+    if args.output:
+        from flowc.commands.console import write_output
+
+        write_output(text, args.output)
+    else:
+        sys.stdout.write(text)
+    if args.git:
+        return EXIT_OK
+    return EXIT_ERRORS if diff.behaviour_changed else EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "diff", help="what a change to a flow changes in its runs (structure and behaviour)",
+        description="Compare two versions of a flow: structural changes matched by meaning "
+                    "(speakers, tools, context, rules, default, cap, start) and behavioural "
+                    "changes found by exploring both, each with a shortest run after which "
+                    "OLD and NEW route differently. Either side may be a .flow file, a JSON "
+                    "graph, - (stdin) or a git revision REV:path. Exit 0 when the behaviour "
+                    "is the same, 1 when it changed, 2 on an error.")
+    p.add_argument("versions", nargs="+", metavar="OLD NEW",
+                   help="the two versions: FILE, JSON graph, - or REV:path (with --git: git's 7 arguments)")
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="text (default), markdown (a pull-request comment) or json")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the report to OUT instead of stdout")
+    p.add_argument("--max-states", type=int, default=100_000, metavar="N",
+                   help="bound on the states explored per flow and for the pair (default 100000)")
+    p.add_argument("--as-graphs", action="store_true",
+                   help="compare the routing graphs only: any participant may call any tool and write "
+                        "any context (automatic when a side is JSON or declares no tools and no humans)")
+    p.add_argument("--git", action="store_true",
+                   help="take git's diff-driver arguments (path old-file old-hex old-mode new-file "
+                        "new-hex new-mode); always exit 0 so that git goes on")
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"diff": cmd_diff}

@@ -1,0 +1,562 @@
+"""What a change to a flow changes: ``flowc diff OLD NEW``.
+
+*Structural* changes are matched by meaning, not by line: speakers, tools and their
+effects, context defaults, rules (a rule is the same rule when its condition and target
+are; then a new priority or position is a move), the default, the cap and the start.
+
+*Behavioural* changes come from exploring both flows (the checker's explorer, and
+:mod:`flowc.compiler.analysis.lockstep` pairing the two): speakers that become reachable
+or unreachable, rules that become dead or live, endings added, removed or no longer
+reachable, loops that appear or disappear (W205/W206), the shortest ending beyond the cap
+(W212). Each comes with a shortest *distinguishing run*: the turns after which OLD and
+NEW route differently. Behaviour is "the same" when no run routes differently.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+import networkx as nx
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, NodeKey
+from flowc.compiler.analysis.facts import CheckOptions
+from flowc.compiler.analysis.lockstep import (
+    MAX_TURNS,
+    Divergence,
+    Product,
+    Routed,
+    Turn,
+    cap_divergence,
+    explore_pair,
+)
+from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.describe import condition_text, target_text
+from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.pipeline import LoadedGraph
+from flowc.diagnostics import elide
+from flowc.dsl.formatter import format_name, format_value
+
+
+@attrs.frozen
+class Version:
+    """One side of a diff: a compiled `.flow` or a JSON graph, and the name to show."""
+
+    label: str
+    compiled: CompiledFlow | None = None
+    loaded: LoadedGraph | None = None
+
+    @property
+    def graph(self) -> m.TransitionGraph:
+        if self.compiled is not None:
+            return self.compiled.graph
+        assert self.loaded is not None
+        return self.loaded.graph
+
+    @property
+    def context(self) -> dict[str, Any]:
+        if self.compiled is not None:
+            return dict(self.compiled.context_vars)
+        assert self.loaded is not None
+        return dict(self.loaded.context_vars)
+
+
+@attrs.frozen
+class Change:
+    """One change; ``kind`` is a stable identifier (JSON), ``text`` the sentence shown."""
+
+    kind: str
+    text: str
+    subject: str = ""  # what it is about (a speaker, a rule, a key, ...)
+    run: tuple[Turn, ...] | None = None  # the distinguishing run (behavioural changes)
+    old: Routed | None = None  # how each side routes after the run's last turn
+    new: Routed | None = None
+    then: tuple[str, ...] = ()  # after the divergence: how the changed side goes on to the event
+    then_side: str = ""  # "old" or "new"
+
+
+@attrs.frozen
+class FlowDiff:
+    old: Version
+    new: Version
+    structural: tuple[Change, ...]
+    behavioural: tuple[Change, ...]
+    #: the first distinguishing run, None when no run routes differently
+    first: Change | None
+    #: exploration hit the state bound: "no change" is then not a proof
+    truncated: bool
+    #: `.flow` against a JSON graph: both compared as graphs (no declared tools)
+    as_graphs: bool
+
+    @property
+    def behaviour_changed(self) -> bool:
+        return self.first is not None
+
+
+# ── the sides ─────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class _RuleView:
+    index: int
+    when: str
+    then: str
+    priority: int
+    rank: int
+    where: str  # "line 12" or "transitions[3]"
+
+    @property
+    def number(self) -> str:
+        return f"rule {self.index + 1}, {self.where}"
+
+    def text(self) -> str:
+        prio = f" priority {self.priority}" if self.priority else ""
+        return elide(f"when {self.when} then {self.then}{prio}")
+
+
+class _Side:
+    def __init__(self, version: Version, as_graph: bool, options: CheckOptions):
+        from flowc.compiler.analysis import facts_of
+
+        self.version = version
+        compiled = version.compiled
+        if compiled is not None and not as_graph:
+            self.system: System = system_of_flow(compiled)
+        else:
+            loaded = version.loaded or LoadedGraph(compiled.graph, dict(compiled.context_vars), False)  # type: ignore[union-attr]
+            self.system = system_of_graph(loaded)
+        self.facts, self.findings = facts_of(self.system, options, version.label)
+        self.names: dict[str, str] = (
+            {compiled.agent_id(s): s for s in compiled.speakers}
+            if compiled is not None and not as_graph else {}
+        )
+        graph = version.graph
+        order = sorted(range(len(graph.transitions)), key=lambda i: graph.transitions[i].priority)
+        rank = {i: r for r, i in enumerate(order)}
+        self.rules = [
+            _RuleView(
+                i,
+                condition_text(t.when, self.names),
+                target_text(t.then, self.names),
+                t.priority,
+                rank[i],
+                f"line {compiled.rules[i].span.line}" if compiled is not None else f"transitions[{i}]",
+            )
+            for i, t in enumerate(graph.transitions)
+        ]
+
+    def speaker_names(self) -> list[str]:
+        return list(self.system.speakers)
+
+    @property
+    def reachable(self) -> set[str]:
+        return {self.system.speakers[i] for i in self.facts.scheduled}
+
+    @property
+    def ends(self) -> set[str]:
+        space = self.facts.space
+        cap = self.system.max_turns
+        return {str(space.keys[v][1]) for v in space.ends
+                if space.keys[v][1] is not None and (cap is None or space.dist[v] <= cap)}
+
+    def shortest_end(self) -> int | None:
+        space = self.facts.space
+        return min((space.dist[v] for v in space.ends), default=None)
+
+    def node_of(self, key: NodeKey) -> int | None:
+        space = self.facts.space
+        if not hasattr(self, "_ids"):
+            self._ids = {k: i for i, k in enumerate(space.keys)}
+        return self._ids.get(key)
+
+
+# ── structure ─────────────────────────────────────────────────────────────────
+
+
+def _humans(side: _Side) -> set[str]:
+    compiled = side.version.compiled
+    if compiled is None:
+        return set()
+    return {compiled.agent_id(h) if not side.names else h for h in compiled.humans}
+
+
+def _tools(version: Version) -> dict[tuple[str, str], str]:
+    """(speaker, tool) -> its effects as written."""
+    compiled = version.compiled
+    if compiled is None:
+        return {}
+    return {
+        (t.speaker, t.name): " | ".join(a.text() for a in t.alternatives) or "(no effects)"
+        for t in compiled.tools
+    }
+
+
+def _show(value: Any) -> str:
+    return format_value(value)
+
+
+def structural_changes(old: _Side, new: _Side) -> Iterator[Change]:
+    so, sn = old.system, new.system
+    # speakers
+    o_sp, n_sp = old.speaker_names(), new.speaker_names()
+    for s in n_sp:
+        if s not in o_sp:
+            yield Change("speaker-added", f"speaker `{format_name(s)}` added", s)
+    for s in o_sp:
+        if s not in n_sp:
+            yield Change("speaker-removed", f"speaker `{format_name(s)}` removed", s)
+    oh, nh = _humans(old), _humans(new)
+    for s in o_sp:
+        if s in n_sp:
+            was, now = s in oh, s in nh
+            if was != now:
+                yield Change("speaker-changed", f"speaker `{format_name(s)}` is now "
+                             f"{'a human' if now else 'a model agent'}", s)
+    # tools
+    o_t, n_t = _tools(old.version), _tools(new.version)
+    for key, effects in n_t.items():
+        who, tool = key
+        if key not in o_t:
+            yield Change("tool-added", f"tool `{format_name(tool)}` of `{format_name(who)}` added ({effects})",
+                         f"{who}.{tool}")
+        elif o_t[key] != effects:
+            yield Change("tool-changed", f"tool `{format_name(tool)}` of `{format_name(who)}`: "
+                         f"{o_t[key]} → {effects}", f"{who}.{tool}")
+    for key in o_t:
+        if key not in n_t:
+            who, tool = key
+            yield Change("tool-removed", f"tool `{format_name(tool)}` of `{format_name(who)}` removed",
+                         f"{who}.{tool}")
+    # context defaults
+    oc, nc = old.version.context, new.version.context
+    for k, v in nc.items():
+        if k not in oc:
+            yield Change("context-added", f"context `{format_name(k)}` = {_show(v)} added", k)
+        elif oc[k] != v or type(oc[k]) is not type(v):
+            yield Change("context-changed", f"context `{format_name(k)}`: {_show(oc[k])} → {_show(v)}", k)
+    for k in oc:
+        if k not in nc:
+            yield Change("context-removed", f"context `{format_name(k)}` = {_show(oc[k])} removed", k)
+    yield from rule_changes(old.rules, new.rules)
+    # default, cap, start
+    od, nd = target_text(so.default, old.names), target_text(sn.default, new.names)
+    if od != nd:
+        yield Change("default-changed", f"default: `otherwise {od}` → `otherwise {nd}`")
+    if so.max_turns != sn.max_turns:
+        yield Change("cap-changed", f"max_turns: {so.max_turns or 'none'} → {sn.max_turns or 'none'}")
+    if so.speakers[so.start] != sn.speakers[sn.start]:
+        yield Change("start-changed", f"start: `{format_name(so.speakers[so.start])}` → "
+                     f"`{format_name(sn.speakers[sn.start])}`")
+
+
+def match_rules(old: list[_RuleView], new: list[_RuleView]) -> tuple[
+        list[tuple[_RuleView, _RuleView]], list[_RuleView], list[_RuleView]]:
+    """Pairs of the same rule (same condition and target, then the same condition, then the
+    same target in turn), and the rules only OLD or only NEW has."""
+    pairs: list[tuple[_RuleView, _RuleView]] = []
+    left, right = list(old), list(new)
+    for key in (lambda r: (r.when, r.then, r.priority), lambda r: (r.when, r.then),
+                lambda r: (r.when,), lambda r: (r.then,)):
+        pool: dict[Any, list[_RuleView]] = {}
+        for r in right:
+            pool.setdefault(key(r), []).append(r)
+        rest = []
+        for r in left:
+            found = pool.get(key(r))
+            if found:
+                mate = found.pop(0)
+                pairs.append((r, mate))
+                right.remove(mate)
+            else:
+                rest.append(r)
+        left = rest
+    return sorted(pairs, key=lambda p: p[1].index), left, right
+
+
+def rule_changes(old: list[_RuleView], new: list[_RuleView]) -> Iterator[Change]:
+    pairs, removed, added = match_rules(old, new)
+    # a move changes evaluation order when two matched rules swap places in it
+    for o, n in pairs:
+        subject = f"rule {n.index + 1}"
+        if o.when != n.when:
+            yield Change("rule-condition", f"{n.number}: condition `{elide(o.when)}` → `{elide(n.when)}`"
+                         f" (`then {elide(n.then)}`)", subject)
+        if o.then != n.then:
+            yield Change("rule-target", f"{n.number}: `when {elide(n.when)}` now goes to "
+                         f"`{elide(n.then)}` (was `{elide(o.then)}`)", subject)
+        if o.priority != n.priority:
+            yield Change("rule-priority", f"{n.number}: priority {o.priority} → {n.priority} "
+                         f"(`{n.text()}`)", subject)
+    order_old = [o.index for o, _ in sorted(pairs, key=lambda p: p[0].rank)]
+    order_new = [o.index for o, _ in sorted(pairs, key=lambda p: p[1].rank)]
+    moved_in_eval = order_old != order_new
+    for o, n in pairs:
+        if o.index != n.index and o.when == n.when and o.then == n.then and o.priority == n.priority:
+            shifted = sum(1 for r in removed if r.index < o.index) - sum(1 for r in added if r.index < n.index)
+            if o.index - shifted != n.index:
+                yield Change("rule-moved", f"{n.number}: `{n.text()}` moved from {o.where}"
+                             + ("" if moved_in_eval else " (evaluation order kept)"), f"rule {n.index + 1}")
+    for r in added:
+        yield Change("rule-added", f"{r.number}: `{r.text()}` added", f"rule {r.index + 1}")
+    for r in removed:
+        yield Change("rule-removed", f"`{r.text()}` ({r.where} of OLD) removed", f"old rule {r.index + 1}")
+
+
+# ── behaviour ─────────────────────────────────────────────────────────────────
+
+
+def _events(side: _Side, fired: int) -> set[int]:
+    """The nodes of ``side``'s state space from which some turn fires rule ``fired``."""
+    space = side.facts.space
+    out = set()
+    for u, key in enumerate(space.keys):
+        if key[0] == "end":
+            continue
+        for step in space.explorer.steps(key):
+            if step.outcome.fired == fired:
+                out.add(u)
+                break
+    return out
+
+
+def _speaker_nodes(side: _Side, name: str) -> set[int]:
+    space, sys = side.facts.space, side.system
+    if name not in sys.speakers:
+        return set()
+    who = sys.speaker_index(name)
+    return {u for u in range(len(space.keys)) if not space.is_end(u) and space.speaker_of(u) == who}
+
+
+def _end_nodes(side: _Side, reason: str) -> set[int]:
+    space = side.facts.space
+    return {v for v in space.ends if space.keys[v][1] == reason}
+
+
+class _Witness:
+    """Chooses, for a behavioural change, the shortest distinguishing run that leads to it."""
+
+    def __init__(self, old: _Side, new: _Side, divergences: list[Divergence]):
+        self.sides = {"old": old, "new": new}
+        self.divergences = divergences
+
+    def find(self, side: str, targets: set[int], fired: int | None = None,
+             reason: str | None = None) -> tuple[Divergence, tuple[str, ...]] | None:
+        me = self.sides[side]
+        space = me.facts.space
+        best: tuple[int, Divergence, tuple[str, ...]] | None = None
+        reverse = space.graph.reverse(copy=False)
+        dist_to: dict[int, int] = {}
+        for t in targets:
+            for v, d in nx.single_source_shortest_path_length(reverse, t).items():
+                if d < dist_to.get(v, 1 << 60):
+                    dist_to[v] = d
+        for d in self.divergences:
+            routed = d.old if side == "old" else d.new
+            after = d.old_after if side == "old" else d.new_after
+            rest: tuple[str, ...] = ()
+            if (fired is not None and routed.fired == fired) or (reason is not None and routed.reason == reason):
+                cost = len(d.turns)
+            else:
+                node = me.node_of(after)
+                if node is None or node not in dist_to:
+                    continue
+                cost = len(d.turns) + dist_to[node]
+                rest = self._continuation(me, node, targets)
+            if best is None or cost < best[0]:
+                best = (cost, d, rest)
+        return (best[1], best[2]) if best is not None else None
+
+    def _continuation(self, side: _Side, node: int, targets: set[int]) -> tuple[str, ...]:
+        space = side.facts.space
+        paths = nx.single_source_shortest_path(space.graph, node)
+        reach = [t for t in targets if t in paths]
+        if not reach:
+            return ()
+        path = paths[min(reach, key=lambda t: (len(paths[t]), t))]
+        out = []
+        for u, v in itertools.pairwise(path):
+            step = space.step_between(u, v)
+            who = format_name(side.system.speakers[space.speaker_of(u)])
+            out.append(f"{who} ({format_name(step.action.tool)})" if step.action.tool else who)
+        key = space.keys[path[-1]]
+        out.append(f"terminate {format_value(key[1])}" if key[0] == "end"
+                   else format_name(side.system.speakers[space.speaker_of(path[-1])]))
+        return tuple(out)
+
+
+def _with_run(change: Change, found: tuple[Divergence, tuple[str, ...]] | None, side: str) -> Change:
+    if found is None:
+        return change
+    d, rest = found
+    return attrs.evolve(change, run=d.turns, old=d.old, new=d.new, then=rest, then_side=side)
+
+
+def behavioural_changes(old: _Side, new: _Side, product: Product,
+                        divergences: list[Divergence]) -> Iterator[Change]:
+    w = _Witness(old, new, divergences)
+    # speakers
+    ro, rn = old.reachable, new.reachable
+    for s in sorted(rn - ro, key=new.system.speakers.index):
+        yield _with_run(Change("speaker-reachable", f"`{format_name(s)}` now speaks in some runs", s),
+                        w.find("new", _speaker_nodes(new, s)), "new")
+    for s in sorted(ro - rn, key=old.system.speakers.index):
+        yield _with_run(Change("speaker-unreachable", f"`{format_name(s)}` no longer speaks in any run", s),
+                        w.find("old", _speaker_nodes(old, s)), "old")
+    # rules
+    pairs, _, added = match_rules(old.rules, new.rules)
+    live_o = old.facts.space.fired if not old.facts.space.truncated else None
+    live_n = new.facts.space.fired if not new.facts.space.truncated else None
+    if live_o is not None and live_n is not None:
+        for o, n in pairs:
+            if o.index in live_o and n.index not in live_n:
+                yield _with_run(Change("rule-dead", f"{n.number}: `{n.text()}` can no longer fire",
+                                       f"rule {n.index + 1}"),
+                                w.find("old", _events(old, o.index), fired=o.index), "old")
+            elif o.index not in live_o and n.index in live_n:
+                yield _with_run(Change("rule-live", f"{n.number}: `{n.text()}` now fires in some runs",
+                                       f"rule {n.index + 1}"),
+                                w.find("new", _events(new, n.index), fired=n.index), "new")
+        for n in added:
+            if n.index not in live_n:
+                yield Change("rule-dead", f"{n.number}: the added rule `{n.text()}` can never fire",
+                             f"rule {n.index + 1}")
+    # endings
+    eo, en = old.ends, new.ends
+    declared_new = _declared_reasons(new)
+    for reason in sorted(en - eo):
+        yield _with_run(Change("ending-added", f"runs can now end with {_reason(reason)}", reason),
+                        w.find("new", _end_nodes(new, reason), reason=reason), "new")
+    for reason in sorted(eo - en):
+        gone = "is no longer reachable" if reason in declared_new else "is gone"
+        yield _with_run(Change("ending-removed", f"ending {_reason(reason)} {gone}", reason),
+                        w.find("old", _end_nodes(old, reason), reason=reason), "old")
+    # loops and the cap, as the checker reports them
+    for code, what in (("W205", "a sticky context loop"), ("W206", "a loop with no exit and no max_turns"),
+                       ("W212", "the shortest ending is beyond max_turns")):
+        was = _finding(old, code)
+        now = _finding(new, code)
+        if now is not None and was is None:
+            text = f"{what} appears ({code}): {now}"
+            if code == "W212":
+                text = f"the shortest run to an ending ({new.shortest_end()} turns) is now longer than " \
+                       f"max_turns {new.system.max_turns} ({code})"
+            yield _with_run(Change("loop-added" if code != "W212" else "cap-too-small", text, code),
+                            w.find("new", set(new.facts.traps[0]) if new.facts.traps else set()), "new")
+        elif was is not None and now is None:
+            text = f"{what} is gone ({code})" if code != "W212" else \
+                f"the shortest run to an ending ({new.shortest_end()} turns) now fits in max_turns ({code})"
+            yield _with_run(Change("loop-removed" if code != "W212" else "cap-fits", text, code),
+                            w.find("old", set(old.facts.traps[0]) if old.facts.traps else set()), "old")
+    if product.old.max_turns != product.new.max_turns:
+        cap = next((d for d in divergences if MAX_TURNS in (d.old.reason, d.new.reason)), None)
+        if cap is not None:
+            side = "old" if cap.old.reason == MAX_TURNS else "new"
+            yield Change("cap-reached", f"with max_turns {product.old.max_turns or 'none'} → "
+                         f"{product.new.max_turns or 'none'}, {side.upper()} stops runs that the other "
+                         "goes on with", "max_turns", cap.turns, cap.old, cap.new)
+
+
+def _declared_reasons(side: _Side) -> set[str]:
+    out = set()
+    for t in (*side.version.graph.transitions, m.Transition(m.Always(), side.version.graph.default_target)):
+        if isinstance(t.then, m.TerminateTarget):
+            out.add(t.then.reason or "workflow_terminated")
+    return out
+
+
+def _reason(reason: str) -> str:
+    return "`max_turns`" if reason == MAX_TURNS else f"`terminate {format_value(reason)}`"
+
+
+def _finding(side: _Side, code: str) -> str | None:
+    for f in side.findings:
+        if f.diagnostic.code.id == code:
+            return f.diagnostic.message
+    return None
+
+
+def _bare(version: Version) -> bool:
+    """A `.flow` that declares nothing about its participants (no tool, no human), as
+    ``flowc decompile`` writes one: it says no more than its graph."""
+    c = version.compiled
+    return c is not None and not c.tools and not c.humans
+
+
+def diff_versions(old: Version, new: Version, options: CheckOptions | None = None, *,
+                  as_graphs: bool = False) -> FlowDiff:
+    """Compare two versions of a flow.
+
+    Both are compared as graphs (under the checker's assumptions for graphs without
+    declarations: any participant may call any tool and write any context) when
+    ``as_graphs`` is set, when either is a JSON graph, or when one declares tools or humans
+    and the other declares neither (a decompiled graph): then only the routing is compared.
+
+    >>> from flowc import compile_flow
+    >>> a = compile_flow("speaker u: human\\nspeaker b\\nspeaker c\\nwhen from u then b\\nwhen from b then c")
+    >>> b = compile_flow("speaker u: human\\nspeaker b\\nspeaker c\\nwhen from u then c\\nwhen from b then c")
+    >>> d = diff_versions(Version("old", a), Version("new", b))
+    >>> d.behaviour_changed, [c.kind for c in d.behavioural]
+    (True, ['speaker-unreachable', 'rule-dead'])
+    """
+    options = options or CheckOptions()
+    as_graphs = as_graphs or old.compiled is None or new.compiled is None or _bare(old) != _bare(new)
+    so, sn = _Side(old, as_graphs, options), _Side(new, as_graphs, options)
+    product = explore_pair(so.system, sn.system, options.max_states)
+    divergences = list(product.divergences)
+    if not any(MAX_TURNS in (d.old.reason, d.new.reason) for d in divergences):
+        extra = cap_divergence(product)
+        if extra is not None:
+            divergences.append(extra)
+    divergences.sort(key=lambda d: len(d.turns))
+    first = None
+    if divergences:
+        d = divergences[0]
+        first = Change("routing", "OLD and NEW route this run differently", "", d.turns, d.old, d.new)
+    return FlowDiff(
+        old, new,
+        tuple(structural_changes(so, sn)),
+        tuple(behavioural_changes(so, sn, product, divergences)),
+        first,
+        product.truncated or so.facts.space.truncated or sn.facts.space.truncated,
+        as_graphs,
+    )
+
+
+# ── output ────────────────────────────────────────────────────────────────────
+
+
+def turn_label(turn: Turn) -> str:
+    parts = []
+    if turn.tool is not None:
+        parts.append(format_name(turn.tool) + (f" #{turn.alternative + 1}" if turn.alternative else ""))
+    parts += [f"{format_name(k)} = {'unset' if v is None else (v if v == 'another value' else format_value(v))}"
+              for k, v in turn.context]
+    parts += [f"{c} is {'true' if v else 'false'}" for c, v in turn.assumed]
+    name = format_name(turn.speaker)
+    return f"{name} ({'; '.join(parts)})" if parts else name
+
+
+def render_run(turns: tuple[Turn, ...]) -> str:
+    if not turns:
+        return "(the kickoff)"
+    return " → ".join(elide(turn_label(t)) for t in turns)
+
+
+def routed_text(r: Routed, rules: Mapping[int, str]) -> str:
+    where = (
+        "the default" if r.fired == DEFAULT else "a handoff" if r.fired == HANDOFF
+        else "a finish" if r.fired == FINISH else rules.get(r.fired, f"rule {r.fired + 1}")
+    )
+    goes = f"terminate {format_value(r.reason)}" if r.next is None and r.reason != MAX_TURNS \
+        else "stops at max_turns" if r.next is None else format_name(r.next)
+    return f"{goes} ({where})" if r.reason != MAX_TURNS else goes
+
+
+def rule_labels(version: Version) -> dict[int, str]:
+    compiled = version.compiled
+    if compiled is None:
+        return {i: f"rule {i + 1}, transitions[{i}]" for i in range(len(version.graph.transitions))}
+    return {i: f"rule {i + 1}, line {info.span.line}" for i, info in enumerate(compiled.rules)}
