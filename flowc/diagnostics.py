@@ -57,6 +57,10 @@ E107 = _code("E107", "unknown-handoff-target", E, "a tool hands off to an undecl
 E108 = _code("E108", "invalid-graph-shape", E, "a JSON graph does not have the `TransitionGraph` shape")
 E109 = _code("E109", "repeated-statement", E, "a statement that may appear once appears twice")
 E110 = _code("E110", "too-few-speakers", E, "a flow declares fewer than two speakers")
+E112 = _code(
+    "E112", "not-bare-ag2", E,
+    "with `--target ag2`: a construct compiles to something a bare AG2 1.2.1 registry cannot load",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code("W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match")

@@ -112,7 +112,8 @@ def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -
         if args.max_states < 1:
             raise UsageError("--max-states must be >= 1")
         max_states = args.max_states
-    return CheckOptions(max_states=max_states, select=select, ignore=ignore, strict=strict)
+    return CheckOptions(max_states=max_states, select=select, ignore=ignore, strict=strict,
+                        target=getattr(args, "target", "flowc") or "flowc")
 
 
 # ── inputs ───────────────────────────────────────────────────────────────────
@@ -258,10 +259,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "warning under --strict).")
     p.add_argument("paths", nargs="*", metavar="PATH", help=".flow files, JSON graphs, folders (default: .)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
-    p.add_argument("--strict", action="store_true", default=False, help="warnings fail the check (exit 1)")
+    p.add_argument("--strict", action="store_true", default=False,
+                   help="warnings, and an analysis cut short at the state bound (I301), fail the check (exit 1)")
     p.add_argument("--select", metavar="CODES", help="report only these codes or prefixes, e.g. W2,I301")
     p.add_argument("--ignore", metavar="CODES", help="do not report these codes or prefixes")
     p.add_argument("--max-states", type=int, metavar="N", help="bound on abstract states (default 100000)")
+    p.add_argument("--target", choices=("flowc", "ag2"), default="flowc",
+                   help="ag2: also report (E112) what a bare AG2 1.2.1 registry cannot load, "
+                        "as `flowc compile --target ag2` refuses it")
     e = sub.add_parser(
         "explain", help="print the page of a diagnostic code",
         description="Print the page of a diagnostic code (what it reports, why it matters, an "

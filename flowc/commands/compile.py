@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 from collections.abc import Callable
 
 from flowc.commands.console import (
@@ -46,7 +47,17 @@ def _compile(args: argparse.Namespace) -> int:
     unknown = sorted(set(bindings) - set(compiled.speakers))
     if unknown:
         raise UsageError(f"--bind names no declared speaker: {', '.join(unknown)}")
+    from flowc.compiler.portability import bare_ag2_problems, registration_note
+
+    if args.target == "ag2":
+        problems = bare_ag2_problems(compiled, source.name)
+        if problems:
+            print_diagnostics(problems, {source.name: source})
+            return EXIT_ERRORS
     write_output(compiled.to_json(graph_only=args.graph), args.output)
+    note = registration_note(compiled)
+    if note is not None:
+        print(f"{source.name}: note: {note}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -61,6 +72,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--graph", action="store_true", help="print the graph dict alone, not the knobs")
     p.add_argument("--bind", action="append", metavar="NAME=ID", help="bind a speaker to an agent id")
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+    p.add_argument(
+        "--target", choices=("flowc", "ag2"), default="flowc",
+        help="ag2: refuse, with the source span, every construct a bare AG2 1.2.1 registry "
+             "cannot load (flowc's and/or/not/!= composites, custom conditions and targets); "
+             "flowc (default): compile them, and note on stderr what AG2 must register",
+    )
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"compile": cmd_compile}

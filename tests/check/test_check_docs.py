@@ -39,8 +39,9 @@ def findings(info: str, body: str, code: str) -> list[str]:
     lang, *opts = info.split()
     options = CheckOptions()
     if opts:
-        assert opts[0] == "--max-states", opts
-        options = CheckOptions(max_states=int(opts[1]))
+        assert opts[0] in ("--max-states", "--target"), opts
+        options = (CheckOptions(max_states=int(opts[1])) if opts[0] == "--max-states"
+                   else CheckOptions(target=opts[1]))
     name = f"{code}.{'json' if lang == 'json' else 'flow'}"
     return sorted({d.code.id for d in check_source(SourceFile(name, body), options)})
 

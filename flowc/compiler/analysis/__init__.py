@@ -40,6 +40,7 @@ from flowc.compiler.analysis.suppress import apply_ignores
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
+from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems
 from flowc.diagnostics import E103, Diagnostic, has_errors
 from flowc.source import SourceFile
@@ -170,11 +171,16 @@ def check_source(
         unknown = unloadable_names(loaded.graph, source.name, options.registry)
         if unknown:
             return unknown
+        if options.target == "ag2":
+            prefix = "graph." if loaded.is_knobs else ""
+            diags = (*diags, *bare_ag2_graph_problems(loaded.graph, source.name, prefix))
         found = analyze_graph(loaded, options, filename=source.name)
         return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))
     compiled, diags = compile_source(source)
     if compiled is None or has_errors(diags):
         return diags
+    if options.target == "ag2":
+        diags = (*diags, *bare_ag2_problems(compiled, source.name))
     # every finding first, so that an ignore comment for a deselected code is not "unused"
     found = analyze(compiled, attrs.evolve(options, select=(), ignore=()), filename=source.name)
     kept = apply_ignores((*diags, *found), compiled.flow.comments, source.name)

@@ -41,6 +41,9 @@ class CheckOptions:
     #: where custom condition / target names are looked up (a
     #: :class:`flowc.compiler.registry.TransitionRegistry`); ``None``: the default one
     registry: Any = attrs.field(default=None, kw_only=True, eq=False)
+    #: ``"ag2"``: also refuse what a bare AG2 1.2.1 cannot load (E112), as
+    #: ``flowc compile --target ag2`` does
+    target: str = attrs.field(default="flowc", kw_only=True)
 
     def wants(self, code: str) -> bool:
         """Whether ``code`` is reported under ``select`` / ``ignore``."""
