@@ -41,8 +41,11 @@ from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
 from flowc.migrate.agents import AGENT_CLASSES, Agent, AgentReader
 from flowc.migrate.classic_selection import (
+    all_selectors,
     lower_function,
     routing_rules,
+    selector_names,
+    selector_of,
     selector_rules,
     successor,
     target_of,
@@ -317,6 +320,10 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         nexts = {s: Next("random", candidates=tuple(names), allow_repeat=False) for s in sources}
     selector_human = method == "manual"
     uses_selector = any(x.kind == "select" for x in nexts.values())
+    selectors = selector_names(nexts, manager_name, {a.name for a in agents} | {initiator.name})
+    per_source = "" if isinstance(selectors, str) else (
+        f" (one selector per set of candidates the source allows after each speaker: "
+        f"{', '.join(f'`{s}`' for s in all_selectors(selectors))})")
     if any(x.kind == "random" for x in nexts.values()):
         reader.report(M002, "`random` speaker selection became `random_agent`: the same distribution, "
                             "but draws come from the envelope id, not Python's `random`",
@@ -324,25 +331,25 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     if uses_selector and selector_human:
         reader.report(
             M002,
-            f"manual speaker selection became turns of the person `{manager_name}`, who types the "
-            "next speaker's name (classic prompts at the console): these turns count toward "
+            f"manual speaker selection became turns of the person `{manager_name}`{per_source}, who "
+            "types the next speaker's name (classic prompts at the console): these turns count toward "
             "max_turns, and any other answer ends the run (classic falls back to the next agent)",
             method_node or gc,
         )
     elif uses_selector:
         reader.report(
             M002,
-            f"speaker selection by an LLM (`auto`) became the selector speaker `{manager_name}` with "
-            "one `transfer_to_<agent>` tool per candidate: its turns count toward max_turns, and "
+            f"speaker selection by an LLM (`auto`) became the selector speaker `{manager_name}`"
+            f"{per_source} with one `transfer_to_<agent>` tool per candidate: its turns count toward max_turns, and "
             "when it picks nobody the run ends (classic falls back to the next agent in order)",
             method_node or gc,
         )
     if lowered is not None:
         routing = [mm.Rule(mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
-                           target_of(nx, manager_name)) for src, g, nx, _ in lowered]
-        routing += selector_rules(nexts, manager_name, method == "manual")
+                           target_of(nx, selectors)) for src, g, nx, _ in lowered]
+        routing += selector_rules(nexts, selectors, method == "manual")
     else:
-        routing = routing_rules(sources, nexts, names, manager_name, method == "manual")
+        routing = routing_rules(sources, nexts, names, selectors, method == "manual")
     rules = term_rules + routing
 
     speakers: list[mm.Speaker] = []
@@ -350,18 +357,26 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         speakers.append(_speaker(initiator, tools))
     speakers += [_speaker(a, tools) for a in agents]
     if uses_selector:
-        candidates = list(dict.fromkeys(c for x in nexts.values() if x.kind == "select"
-                                        for c in x.candidates))
         role = ("A person who chooses the next speaker (classic `speaker_selection_method=\"manual\"`): "
                 "types the agent's name."
                 if selector_human else
                 "Chooses the next speaker (classic GroupChatManager, `speaker_selection_method=\"auto\"`): "
                 "reads the conversation and calls the transfer tool of the agent who should speak next.")
-        speakers.append(mm.Speaker(
-            manager_name, selector_human, role,
-            () if selector_human else
-            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
-        ))
+        groups: list[tuple[str, list[str], list[str]]] = []  # selector, its candidates, after whom
+        if isinstance(selectors, str):
+            groups.append((selectors, list(dict.fromkeys(
+                c for x in nexts.values() if x.kind == "select" for c in x.candidates)), []))
+        else:
+            for cands, sel in selectors.items():
+                whom = [s for s, x in nexts.items() if x.kind == "select" and x.candidates == cands]
+                groups.append((sel, list(cands), whom))
+        for sel, candidates, whom in groups:
+            speakers.append(mm.Speaker(
+                sel, selector_human,
+                (f"After {', '.join(whom)}: " if whom else "") + role,
+                () if selector_human else
+                tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
+            ))
 
     max_turns = max_round
     max_comment = "classic max_round (the kickoff counts as round 1)"
@@ -408,6 +423,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     if (uses_selector and first_next is not None and first_next.kind == "select"
             and len(first_next.candidates) > 1 and (max_turns is None or max_turns >= 4)):
         pick = next((c for c in first_next.candidates if c != initiator.name), first_next.candidates[0])
+        first_selector = selector_of(first_next, selectors)
         try:
             texts = [turn_text(initiator.name, 1, [r.cond for r in term_rules]),
                      turn_text(pick, 3, [r.cond for r in term_rules])]
@@ -418,14 +434,14 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             pick_items: list[n.ScenarioItem] = [
                 mm.say(initiator.name, kickoff if kickoff and all(
                     evaluate(r.cond, kickoff) is False for r in term_rules) else texts[0]),
-                mm.expect_next(manager_name),
-                mm.say(manager_name, pick) if selector_human
-                else mm.calls(manager_name, f"transfer_to_{pick}"),
+                mm.expect_next(first_selector),
+                mm.say(first_selector, pick) if selector_human
+                else mm.calls(first_selector, f"transfer_to_{pick}"),
                 mm.expect_next(pick),
                 mm.say(pick, texts[1]),
             ]
             if after is not None and after.kind == "select" and len(after.candidates) > 1:
-                pick_items.append(mm.expect_next(manager_name))
+                pick_items.append(mm.expect_next(selector_of(after, selectors)))
             # the translated behaviour (not a claim about classic: the LLM's choice is scripted)
             scenarios.append(mm.scenario(
                 "a person picks the next agent" if selector_human

@@ -68,7 +68,37 @@ def successor(
     return Next("select", candidates=candidates)
 
 
-def target_of(x: Next, manager: str) -> n.Target:
+#: who selects: one selector speaker, or one per distinct candidate set (by its candidates)
+Selectors = str | dict[tuple[str, ...], str]
+
+
+def selector_names(nexts: dict[str, Next], manager: str, taken: set[str]) -> Selectors:
+    """One selector speaker per distinct candidate set, so that a selection never offers a
+    speaker the source forbids after that previous speaker (classic filters the candidates
+    per last speaker: transitions graph, ``allow_repeat_speaker``): ``manager`` when every
+    selection offers the same set, else ``manager``, ``manager_2``, ..."""
+    sets = list(dict.fromkeys(x.candidates for x in nexts.values()
+                              if x.kind == "select" and len(x.candidates) > 1))
+    if len(sets) <= 1:
+        return manager
+    out: dict[tuple[str, ...], str] = {}
+    for i, cands in enumerate(sets):
+        name = manager if i == 0 else f"{manager}_{i + 1}"
+        while name in taken:
+            name += "_"
+        out[cands] = name
+    return out
+
+
+def selector_of(x: Next, selectors: Selectors) -> str:
+    return selectors if isinstance(selectors, str) else selectors[x.candidates]
+
+
+def all_selectors(selectors: Selectors) -> list[str]:
+    return [selectors] if isinstance(selectors, str) else list(selectors.values())
+
+
+def target_of(x: Next, manager: Selectors) -> n.Target:
     if x.kind == "agent":
         assert x.agent is not None
         return mm.speaker_target(x.agent)
@@ -79,10 +109,10 @@ def target_of(x: Next, manager: str) -> n.Target:
                               allow_repeat=x.allow_repeat)
     if len(x.candidates) == 1:
         return mm.speaker_target(x.candidates[0])
-    return mm.speaker_target(manager)
+    return mm.speaker_target(selector_of(x, manager))
 
 
-def selector_rules(nexts: dict[str, Next], manager: str, human: bool = False) -> list[mm.Rule]:
+def selector_rules(nexts: dict[str, Next], manager: Selectors, human: bool = False) -> list[mm.Rule]:
     """The selector's choice: a transfer tool per candidate, or for a person (``manual``)
     the candidate's name typed as the whole message — plus its number when every
     selection offers the same numbered list, as classic's console prompt does."""
@@ -95,14 +125,14 @@ def selector_rules(nexts: dict[str, Next], manager: str, human: bool = False) ->
             comment = "the selector's choice" if i == 0 else None
             if human:
                 answer = re.escape(c) + (f"|{i + 1}" if numbered else "")
-                cond: n.Cond = n.AndCond((mm.from_(manager), mm.call_cond(
+                cond: n.Cond = n.AndCond((mm.from_(*all_selectors(manager)), mm.call_cond(
                     "text_matches", pattern=rf"\A\s*(?:{answer})\s*\Z")), mm.S)
                 comment = "the person types the next speaker's name" + (
                     " or number" if numbered else "") if i == 0 else None
             else:
                 cond = mm.tool_cond(f"transfer_to_{c}")
             rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
-        rules.append(mm.Rule(mm.from_(manager), mm.terminate(NO_SELECTION), 0,
+        rules.append(mm.Rule(mm.from_(*all_selectors(manager)), mm.terminate(NO_SELECTION), 0,
                              "the selector chose nobody"))
     return rules
 
@@ -151,7 +181,7 @@ def lower_function(
 
 
 def routing_rules(
-    sources: list[str], nexts: dict[str, Next], names: list[str], manager: str, human: bool = False
+    sources: list[str], nexts: dict[str, Next], names: list[str], manager: Selectors, human: bool = False
 ) -> list[mm.Rule]:
     groups: dict[str, tuple[n.Target, list[str]]] = {}
     for src in sources:
@@ -170,5 +200,16 @@ def routing_rules(
 
 
 
-__all__ = ["NO_SELECTION", "lower_function", "next_agent", "routing_rules", "selector_rules",
-           "successor", "target_of"]
+__all__ = [
+    "NO_SELECTION",
+    "Selectors",
+    "all_selectors",
+    "lower_function",
+    "next_agent",
+    "routing_rules",
+    "selector_names",
+    "selector_of",
+    "selector_rules",
+    "successor",
+    "target_of",
+]

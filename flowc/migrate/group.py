@@ -288,18 +288,22 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
             continue
         speakers.append(mm.Speaker(a.name, a.human, a.role, tuple(tools.get(a.name, ()))))
     if g.selector_used:
+        # AG2's group chat holds the user agent (or a temporary `_User`) beside the pattern's
+        # agents, and its auto selection offers every one of them (ag2 0.9.10, checked)
+        cands = [*g.names, *([g.user] if not no_user and g.user not in g.names else [])]
         speakers.append(mm.Speaker(
             MANAGER, False,
             "Chooses the next speaker (classic group manager, GroupManagerTarget / AutoPattern): calls "
             "the transfer tool of the agent who should speak next.",
-            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in g.names),
+            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in cands),
         ))
-        for cand in g.names:
+        for cand in cands:
             rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{cand}"), mm.speaker_target(cand), 0))
         rules.append(mm.Rule(mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0,
                              "the selector chose nobody"))
         reader.report(M002, "speaker selection by the group manager's LLM became the selector speaker "
-                            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent", pattern)
+                            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
+                            "included (AG2 offers it too)", pattern)
     otherwise = group_after
     if isinstance(otherwise, n.TerminateTarget) and otherwise.reason is None:
         otherwise = None  # the implicit default

@@ -151,16 +151,20 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
     speakers += [mm.Speaker(a.name, a.human, a.role, tuple(tools.get(a.name, ())))
                  for a in agents if a.name != g.user]
     if g.selector_used:
+        # the swarm's group chat holds the user agent (or a temporary `_User`) beside the agents,
+        # and its auto selection offers it too (ag2 0.9.10 `initiate_swarm_chat`)
+        cands = [*g.names, *([g.user] if g.user not in g.names else [])]
         speakers.append(mm.Speaker(
             MANAGER, False, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER).",
-            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in g.names),
+            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in cands),
         ))
-        for cand in g.names:
+        for cand in cands:
             rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{cand}"), mm.speaker_target(cand), 0))
         rules.append(mm.Rule(mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0,
                              "the selector chose nobody"))
         reader.report(M002, "SWARM_MANAGER selection became the selector speaker "
-                            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent", runner)
+                            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
+                            "included (the swarm offers it too)", runner)
     if {sp.name for sp in speakers} <= mm.always_routed(rules):
         otherwise = None  # every speaker has an unconditional after work: never reached
     title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
