@@ -133,3 +133,18 @@ def test_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(path), "--target", "ag2", "--format", "concise"]) == 1
     assert f"{path.name}:2:6: E112" in capsys.readouterr().out.replace(str(tmp_path) + "/", "")
 
+
+
+def test_check_target_ag2_on_a_json_graph_names_the_paths(tmp_path: Path) -> None:
+    from flowc.compiler.analysis import CheckOptions, check_source
+    from flowc.source import SourceFile
+
+    graph = flowc.compile_flow(EXTRA["nested or"]).graph_dict
+    text = json.dumps(graph)
+    found = check_source(SourceFile("g.json", text), CheckOptions(target="ag2"))
+    assert sorted(d.json_path or "" for d in found if d.code.id == "E112") == [
+        "transitions[0].when.args.conditions[1].name", "transitions[0].when.name"]
+    assert not [d for d in check_source(SourceFile("g.json", text)) if d.code.id == "E112"]
+    knobs = json.dumps({"graph": graph, "context_vars": {}})
+    found = check_source(SourceFile("k.json", knobs), CheckOptions(target="ag2"))
+    assert "graph.transitions[0].when.name" in [d.json_path for d in found]
