@@ -4,7 +4,8 @@ Run: ``.venv/bin/python benchmarks/bench_check.py`` (``--quick`` for the small s
 For each flow it reports the time of the analysis (exploration and every check,
 after compiling), the abstract states explored, and the peak memory of a second,
 traced run (tracemalloc). Targets on the 2-core dev machine: a 1,000-speaker chain
-or star under 2 s; 50 speakers with 6 context keys under 5 s.
+or star under 2 s; 50 speakers with 6 context keys under 5 s; 150 speakers with 150
+contradictory rules (W203 with the reason) under 5 s.
 """
 
 from __future__ import annotations
@@ -79,6 +80,19 @@ def context(keys: int, speakers: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
+def contradictions(n: int) -> str:
+    """``n`` speakers in a ring, each with a dead rule whose condition contradicts itself
+    (two senders, two values of one key), so every W203 looks for the reason."""
+    lines = ["speaker user: human", *(f"speaker s{i} {{ tool t{i} }}" for i in range(n))]
+    lines += ["start user", "max_turns 500", *(f"context k{j} = 0" for j in range(5))]
+    for i in range(n):
+        lines.append(f"when from s{i} and from s{(i + 1) % n} and context.k{i % 5} == 1 "
+                     f"and context.k{(i + 1) % 5} == 2 then user")
+    lines.append("when from user then s0")
+    lines += [f"when from s{i} then s{(i + 1) % n}" for i in range(n)]
+    return "\n".join(lines) + "\n"
+
+
 def measure(label: str, text: str, max_states: int) -> None:
     compiled, diags = compile_source(SourceFile(f"{label}.flow", text))
     assert compiled is not None, diags
@@ -110,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         ("star", star, sizes),
         ("fully-connected", full, full_sizes),
         ("context-keys(10 speakers)", context, keys),
+        ("contradictions", contradictions, (10, 50) if args.quick else (10, 50, 150)),
     ]
     print(f"{'flow':<28} {'time':>10} {'abstract':>16} {'peak mem':>13}   findings")
     for name, make, params in suites:

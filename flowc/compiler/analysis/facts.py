@@ -314,14 +314,17 @@ class Facts:
         if size > self._MAX_VALUATIONS:
             return True  # too many to try: make no claim
         base = list(system.initial)
-        tools = (-1, *range(len(system.tool_names)))
+        # a condition only compares the sender and the tool with the ones it names: those,
+        # plus one sender and one tool it does not name, stand for every case
+        senders = (*sorted({s for code in codes for s in _code_names(code, "from")}), -2)
+        tools = (-1, *sorted({t for code in codes for t in _code_names(code, "tool")}))
         wanted = [(code, True) for code in codes]
         for values in itertools.product(*domains):
             val = list(base)
             for k, v in zip(reads, values, strict=True):
                 val[k] = v
             frozen = tuple(val)
-            for sender in range(len(system.speakers)):
+            for sender in senders:
                 for tool in tools:
                     if satisfiable(wanted, sender, tool, frozen, {}) is not None:
                         return True
@@ -519,3 +522,14 @@ def _why_exclusive(a: m.Condition, b: m.Condition) -> str:
     if isinstance(a, m.ToolCalled) and isinstance(b, m.ToolCalled):
         return " (a turn routes on one tool call)"
     return ""
+
+
+def _code_names(code: Any, kind: str) -> Iterator[int]:
+    """The speakers (``from``) or tools (``tool``) a compiled condition names."""
+    if code[0] == kind:
+        yield code[1]
+    elif code[0] in ("all", "any"):
+        for c in code[1]:
+            yield from _code_names(c, kind)
+    elif code[0] == "not":
+        yield from _code_names(code[1], kind)
