@@ -221,3 +221,44 @@ def test_context_vars_none_is_refused_as_ag2_refuses_it() -> None:
     assert flowc_open({"graph": PLAIN}) is None
     with pytest.raises(Exception, match="context_vars"):
         flowc.run({"graph": PLAIN, "context_vars": None}, SCRIPT)
+
+
+# every built-in: a missing required argument or an argument it does not take
+
+BUILTIN_ARGS = {
+    ("condition", "from_speaker"): {"agent_id": "user"},
+    ("condition", "tool_called"): {"tool_name": "t"},
+    ("condition", "context_equals"): {"key": "k", "value": 1},
+    ("condition", "always"): {},
+    ("target", "agent"): {"agent_id": "writer"},
+    ("target", "terminate"): {"reason": "x"},
+    ("target", "stay"): {},
+}
+
+
+def variants() -> list[tuple[str, str, str, dict[str, Any]]]:
+    out = []
+    for (kind, name), args in BUILTIN_ARGS.items():
+        for missing in args:
+            if (name, missing) == ("terminate", "reason"):
+                continue  # AG2's TerminateTarget defaults it to "after_work", as flowc does
+            out.append((kind, name, f"without {missing}", {k: v for k, v in args.items() if k != missing}))
+        out.append((kind, name, "with an extra arg", {**args, "extra": 1}))
+    return out
+
+
+@pytest.mark.parametrize(("kind", "name", "label", "args"), variants(),
+                         ids=[f"{v[1]} {v[2]}" for v in variants()])
+def test_a_builtin_with_wrong_args_is_refused_by_both(kind: str, name: str, label: str,
+                                                      args: dict[str, Any]) -> None:
+    if kind == "condition":
+        g = graph((cond(name, **args), TO_WRITER), (FROM_USER, TO_WRITER))
+        where = "transitions[0].when.args"
+    else:
+        g = graph((FROM_USER, cond(name, **args)))
+        where = "transitions[0].then.args"
+    err = ag2_open({"graph": g, "context_vars": {}})
+    assert isinstance(err, TypeError), (label, err)  # AG2: cls(**args) when the channel opens
+    found = [d for d in flowc.check(g) if d.is_error]
+    assert found and all(d.code.id == "E108" and (d.json_path or "").startswith(where) for d in found)
+    assert isinstance(flowc_open({"graph": g}), GraphError)
