@@ -275,6 +275,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ScriptError as err:
         print(f"{args.script or args.agents}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
+    except WalError as err:  # the database failed (full disk, damaged, read-only)
+        store.close()
+        raise UsageError(str(err)) from None
     except ProtocolError as err:  # the graph was refused when the channel opened
         problems = getattr(err, "problems", None)
         if problems:
@@ -293,17 +296,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 # ── flowc log / replay ────────────────────────────────────────────────────────
 
 
-def _open_db(path: str) -> SqliteStore:
+def _open_db(path: str, *, readonly: bool = False) -> SqliteStore:
     if not Path(path).exists():
         raise UsageError(f"{path}: no run database (flowc run writes one)")
     try:
-        return SqliteStore(path)
+        return SqliteStore(path, readonly=readonly)
     except WalError as err:
         raise UsageError(str(err)) from None
 
 
+#: what a damaged run's WAL raises while it is read or re-folded
+_DAMAGED = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
+
+
 def _find_run(store: SqliteStore, run: str) -> str:
-    ids = store.channel_ids()
+    try:
+        ids = store.channel_ids()
+    except WalError as err:
+        raise UsageError(str(err)) from None
     if run in ids:
         return run
     if run == "last" and ids:
@@ -323,50 +333,86 @@ def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
         raise UsageError(str(err)) from None
 
 
+def _log_line(store: SqliteStore, cid: str) -> str | None:
+    """One run's line of ``flowc log`` (raises one of :data:`_DAMAGED` if it is damaged)."""
+    envs = list(store.read(cid))
+    if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+        return None
+    md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
+    closed = [e for e in envs if e.event_type == EV_CHANNEL_CLOSED]
+    status = _j(closed[0].event_data.get("reason")) if closed else "open"
+    lease = None if closed else store.lease_of(cid)
+    if lease is not None:
+        status = f"running ({describe_holder(lease.holder)})"
+    records, _, _ = transcript(envs)
+    label = md.labels.get("flow") or md.type
+    return f"{cid}  {md.created_at[:19]}  {label}  {len(records)} turns  {status}"
+
+
+def _damaged(db: str, cid: str, err: BaseException) -> str:
+    text = str(err) if isinstance(err, (WalError, ProtocolError)) \
+        else f"{type(err).__name__}: {err}"
+    return text if text.startswith(db) else f"{db}: run {cid}: {text}"
+
+
 def cmd_log(args: argparse.Namespace) -> int:
-    store = _open_db(args.db)
+    store = _open_db(args.db, readonly=True)
     try:
-        if args.run is None:
-            for cid in store.channel_ids():
-                envs = list(store.read(cid))
-                if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
-                    continue
-                md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
-                closed = [e for e in envs if e.event_type == EV_CHANNEL_CLOSED]
-                status = _j(closed[0].event_data.get("reason")) if closed else "open"
-                lease = None if closed else store.lease_of(cid)
-                if lease is not None:
-                    status = f"running ({describe_holder(lease.holder)})"
-                records, _, _ = transcript(envs)
-                label = md.labels.get("flow") or md.type
-                print(f"{cid}  {md.created_at[:19]}  {label}  {len(records)} turns  {status}")
-            return EXIT_OK
-        cid = _find_run(store, args.run)
-        envs = list(store.read(cid))
-        md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
-        target = _target_from_metadata(md)
-        records, close, state = transcript(envs)
-        print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
-        for line in format_turns(records, target.describe_decision):
-            print(line)
-        if close is not None:
-            print(f"closed: {_j(close)} after {len(records)} turns")
-        else:
-            nxt = state.expected_next_speaker if state is not None else None
-            print(f"open: {len(records)} turns so far, {nxt} to speak next")
-        return EXIT_OK
+        return _log(args, store)
+    except WalError as err:  # the database itself cannot be read
+        print(f"flowc log: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
     finally:
         store.close()
 
 
+def _log(args: argparse.Namespace, store: SqliteStore) -> int:
+    if args.run is None:
+        damaged = 0
+        for cid in store.channel_ids():
+            try:
+                line = _log_line(store, cid)
+            except _DAMAGED as err:  # the other runs are still listed
+                damaged += 1
+                print(f"{cid}  damaged")
+                print(f"flowc log: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+                continue
+            if line is not None:
+                print(line)
+        return EXIT_ERRORS if damaged else EXIT_OK
+    cid = _find_run(store, args.run)
+    try:
+        return _log_run(store, cid)
+    except _DAMAGED as err:
+        print(f"flowc log: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+        return EXIT_ERRORS
+
+
+def _log_run(store: SqliteStore, cid: str) -> int:
+    envs = list(store.read(cid))
+    md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
+    target = _target_from_metadata(md)
+    records, close, state = transcript(envs)
+    print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
+    for line in format_turns(records, target.describe_decision):
+        print(line)
+    if close is not None:
+        print(f"closed: {_j(close)} after {len(records)} turns")
+    else:
+        nxt = state.expected_next_speaker if state is not None else None
+        print(f"open: {len(records)} turns so far, {nxt} to speak next")
+    return EXIT_OK
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
-    store = _open_db(args.db)
+    store = _open_db(args.db, readonly=True)
+    cid = args.run
     try:
         cid = _find_run(store, args.run)
         hub = Hub(store)
         result = hub.replay(cid)
-    except ProtocolError as err:
-        print(f"{args.run}: error: {err}", file=sys.stderr)
+    except _DAMAGED as err:
+        print(f"flowc replay: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
         return EXIT_ERRORS
     finally:
         store.close()
@@ -403,10 +449,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
     store = _open_db(args.db)
     try:
         cid = _find_run(store, args.run)
-        opened = next(iter(store.read(cid)))
-        if opened.event_type != EV_CHANNEL_OPENED:
-            raise UsageError(f"run {cid}: its WAL does not start with the channel's opening")
-        target = _target_from_metadata(ChannelMetadata.from_dict(opened.event_data["metadata"]))
+        try:
+            opened = next(iter(store.read(cid)))
+            if opened.event_type != EV_CHANNEL_OPENED:
+                raise ProtocolError("its WAL does not start with the channel's opening")
+            target = RunTarget.from_metadata(
+                ChannelMetadata.from_dict(opened.event_data["metadata"]))
+        except _DAMAGED as err:
+            print(f"flowc resume: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+            return EXIT_ERRORS
         script_path = args.script
         try:
             script = parse_script(load_script(script_path)) if script_path else None
@@ -424,7 +475,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         except ProtocolError as err:
             print(f"{cid}: error: {err}", file=sys.stderr)
             return EXIT_ERRORS
-        except WalError as err:  # another hub holds the run
+        except WalError as err:  # another hub holds the run, or the database failed
             raise UsageError(str(err)) from None
     finally:
         store.close()

@@ -344,7 +344,11 @@ class Hub:
                 ch.fired.clear()
         self._deliver(ch, env)
         if result.next_state is ChannelState.CLOSED:
-            self._close(ch, result.auto_close_reason or "closed", snapshot=True)
+            try:
+                self._close(ch, result.auto_close_reason or "closed", snapshot=True)
+            except WalError as err:  # the turn is in; the close is written on resume
+                ch.error = str(err)
+                ch.done.set()
         elif substantive:
             self._schedule(ch, env)
         return env
@@ -423,7 +427,7 @@ class Hub:
             try:
                 self.store.release(lease)
             except WalError as err:  # it expires by itself
-                log.warning("run %s: cannot release its lease (%s)", ch.channel_id, err)
+                log.debug("%s", err)
 
     def _deliver(self, ch: Channel, env: Envelope) -> None:
         clients = self._clients
@@ -464,6 +468,12 @@ class Hub:
             self._tasks.discard(t)
             if self._inflight.get(cid) is t:
                 del self._inflight[cid]
+            if not t.cancelled() and t.exception() is not None:
+                # a turn that failed outside the agent's own call (e.g. the store):
+                # the run stops with the error instead of waiting for ever
+                err = t.exception()
+                self.stall(cid, nxt, str(err) if isinstance(err, (WalError, ProtocolError))
+                           else f"{type(err).__name__}: {err}")
 
         task.add_done_callback(done)
 
@@ -602,13 +612,19 @@ class Hub:
         if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
             raise ProtocolError("the WAL of this channel does not start with ag2.channel.opened")
         data = envs[0].event_data
-        metadata = ChannelMetadata.from_dict(data["metadata"])
-        adapter = self._adapter(metadata.type, metadata.version)
-        exps = tuple(Expectation(e["name"], e["on_violation"], e.get("params", {}))
-                     for e in data.get("expectations", []))
-        ch = Channel(metadata, adapter, adapter.initial_state(metadata), exps,
-                     members=frozenset(metadata.participant_ids),
-                     order=metadata.participant_ids)
+        try:
+            metadata = ChannelMetadata.from_dict(data["metadata"])
+            adapter = self._adapter(metadata.type, metadata.version)
+            exps = tuple(Expectation(e["name"], e["on_violation"], e.get("params", {}))
+                         for e in data.get("expectations", []))
+            ch = Channel(metadata, adapter, adapter.initial_state(metadata), exps,
+                         members=frozenset(metadata.participant_ids),
+                         order=metadata.participant_ids)
+        except ProtocolError as err:
+            raise ProtocolError(f"the channel cannot be rebuilt from its WAL: {err}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ProtocolError(f"the channel's opening envelope is damaged "
+                                f"({type(err).__name__}: {err})") from None
         recorded_state = None
         reached: str | None = None
         broken: str | None = None
@@ -637,11 +653,15 @@ class Hub:
                 broken = (f"{where}: {what} does not follow the one before ({err}); "
                           "two writers may have written this run")
                 break
-            ch.state = adapter.fold(env, ch.state)
+            try:
+                ch.state = adapter.fold(env, ch.state)
+                result = adapter.on_accepted(metadata, env, ch.state)
+            except Exception as err:  # a damaged envelope
+                broken = f"{where} cannot be folded ({type(err).__name__}: {err})"
+                break
             if substantive:
                 turns += 1
                 ch.recent.append(env)
-                result = adapter.on_accepted(metadata, env, ch.state)
                 if result.next_state is ChannelState.CLOSED:
                     reached = result.auto_close_reason
         return ch, reached, recorded_state, broken
@@ -678,7 +698,7 @@ class Hub:
             envs = list(self.store.read(cid))
             if not envs:
                 raise ProtocolError(f"no channel {cid!r} in the WAL")
-            ch, _, _, broken = self._refold(envs)
+            ch, reached, _, broken = self._refold(envs)
             broken = self._broken_link(cid) or broken
             if broken is not None:
                 if explicit:
@@ -698,7 +718,7 @@ class Hub:
                 tail = list(self.store.read(cid))
                 if len(tail) != len(envs):
                     envs = tail
-                    ch, _, _, broken = self._refold(tail)
+                    ch, reached, _, broken = self._refold(tail)
                     broken = self._broken_link(cid) or broken
                     if broken is not None:
                         self.store.release(lease)
@@ -707,6 +727,10 @@ class Hub:
             ch.last_id = envs[-1].envelope_id
             ch.turn_started = time.monotonic()
             self._channels[cid] = ch
+            if ch.is_open and reached is not None:
+                # the graph ended the run but its close was not written (the process
+                # died, or the store failed, in between): write it now
+                self._close(ch, reached, snapshot=True)
             if ch.is_open:
                 ch.done = asyncio.Event()
                 reopened.append(cid)

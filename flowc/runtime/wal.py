@@ -27,6 +27,7 @@ flowc.runtime.wal.LeaseError: run c1 is being written by another hub (hub-a, pid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sqlite3
@@ -303,16 +304,36 @@ class SqliteStore:
     ``"FULL"`` also survives a power cut, at the cost of an fsync per envelope. A
     fenced append checks the lease and writes in one statement, which holds SQLite's
     write lock from its start: no other writer can take the run in between.
+
+    ``readonly=True`` opens an existing file for reading only (``flowc log``,
+    ``flowc replay``): it works on a read-only file or folder. Every fault of the file
+    (full disk, damaged pages or rows, no permission) is a :class:`WalError` naming
+    the database and, where there is one, the run.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL",
+                 readonly: bool = False) -> None:
         if synchronous not in ("OFF", "NORMAL", "FULL"):
             raise ValueError(f"synchronous must be OFF, NORMAL or FULL, got {synchronous!r}")
         self.path = str(path)
+        self._follows = True
+        if readonly:
+            self._db = self._open_readonly()
+            return
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                blocker = next((p for p in Path(self.path).parents
+                                if p.exists() and not p.is_dir()), None)
+                why = f"{blocker} is a file, not a folder" if blocker is not None \
+                    else err.strerror or str(err)
+                raise WalError(f"{self.path}: cannot create its folder ({why})") from None
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as err:
+            raise WalError(f"{self.path}: cannot open the run database ({err})") from None
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             # checkpoint the -wal file every ~40 MB instead of every 4 MB: far fewer
@@ -323,7 +344,40 @@ class SqliteStore:
             if "follows" not in columns:  # a WAL written before writers recorded it
                 self._db.execute("ALTER TABLE wal ADD COLUMN follows TEXT")
         except sqlite3.Error as err:
-            raise WalError(f"{self.path}: cannot open the WAL ({err})") from None
+            self._db.close()
+            raise WalError(f"{self.path}: cannot open the run database ({err})") from None
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        if not Path(self.path).is_file():
+            raise WalError(f"{self.path}: no run database there")
+        from urllib.parse import quote
+
+        last: sqlite3.Error | None = None
+        # a WAL-mode file in a read-only folder opens only as immutable (nobody can be
+        # writing it: nobody can create its -shm file either)
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(f"file:{quote(self.path)}?{flags}", uri=True,
+                                     isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as err:
+                last = err
+                continue
+            try:
+                columns = {row[1] for row in db.execute("PRAGMA table_info(wal)")}
+            except sqlite3.Error as err:
+                db.close()
+                last = err
+                continue
+            if not columns:
+                db.close()
+                raise WalError(f"{self.path}: not a run database (it has no WAL table)")
+            self._follows = "follows" in columns
+            return db
+        raise WalError(f"{self.path}: cannot open the run database ({last})")
+
+    def _fault(self, err: sqlite3.Error, channel_id: str | None, what: str) -> WalError:
+        run = f"run {channel_id}: " if channel_id else ""
+        return WalError(f"{self.path}: {run}cannot {what} ({err})")
 
     def append(self, envelope: Envelope, lease: Lease | None = None,
                follows: str | None = None) -> None:
@@ -339,36 +393,74 @@ class SqliteStore:
                 envelope.to_json(), follows, envelope.channel_id, lease.token, time.time()))
         except sqlite3.IntegrityError:
             raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
+        except sqlite3.Error as err:
+            raise self._fault(err, envelope.channel_id, "write the WAL") from None
         if cur.rowcount != 1:
             raise _lost(lease, self._lease_row(lease.channel_id))
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
-        rows = self._db.execute(
-            "SELECT envelope FROM wal WHERE channel_id = ? ORDER BY seq", (channel_id,)
-        ).fetchall()
-        return (Envelope.from_json(row[0]) for row in rows)
+        try:
+            rows = self._db.execute(
+                "SELECT seq, envelope FROM wal WHERE channel_id = ? ORDER BY seq", (channel_id,)
+            ).fetchall()
+        except sqlite3.Error as err:
+            raise self._fault(err, channel_id, "read the WAL") from None
+        out = []
+        for i, (seq, text) in enumerate(rows, start=1):
+            try:
+                env = Envelope.from_json(text)
+                if not isinstance(env.event_data, dict) or env.channel_id != channel_id:
+                    raise ValueError("not an envelope of this run")
+            except (ValueError, TypeError, AttributeError, RecursionError) as err:
+                raise WalError(f"{self.path}: run {channel_id}: envelope {i} (row {seq}) is "
+                               f"damaged ({type(err).__name__}: {err})") from None
+            out.append(env)
+        return iter(out)
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
-        rows = self._db.execute(
-            "SELECT envelope_id, follows FROM wal WHERE channel_id = ? ORDER BY seq",
-            (channel_id,)).fetchall()
+        column = "follows" if self._follows else "NULL"
+        try:
+            rows = self._db.execute(
+                f"SELECT envelope_id, {column} FROM wal WHERE channel_id = ? ORDER BY seq",
+                (channel_id,)).fetchall()
+        except sqlite3.Error as err:
+            raise self._fault(err, channel_id, "read the WAL") from None
         return [(row[0], row[1]) for row in rows]
 
     def channel_ids(self) -> list[str]:
-        rows = self._db.execute(
-            "SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)"
-        ).fetchall()
+        try:
+            rows = self._db.execute(
+                "SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)"
+            ).fetchall()
+        except sqlite3.DatabaseError as err:
+            # damaged table pages: the index alone still lists the runs
+            try:
+                rows = self._db.execute(
+                    "SELECT channel_id FROM wal INDEXED BY wal_channel "
+                    "GROUP BY channel_id ORDER BY MIN(seq)").fetchall()
+            except sqlite3.Error:
+                raise self._fault(err, None, "read the WAL") from None
         return [row[0] for row in rows]
 
     def _lease_row(self, channel_id: str) -> Lease | None:
-        row = self._db.execute(
-            "SELECT holder, token, expires_at FROM lease WHERE channel_id = ?", (channel_id,)
-        ).fetchone()
+        try:
+            row = self._db.execute(
+                "SELECT holder, token, expires_at FROM lease WHERE channel_id = ?", (channel_id,)
+            ).fetchone()
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):  # read-only, written before leases
+                return None
+            raise self._fault(err, channel_id, "read its lease") from None
+        except sqlite3.Error as err:
+            raise self._fault(err, channel_id, "read its lease") from None
         return None if row is None else Lease(channel_id, row[0], int(row[1]), float(row[2]))
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as err:
+            raise self._fault(err, channel_id, "take its lease") from None
         try:
             now = time.time()
             current = self._lease_row(channel_id)
@@ -385,23 +477,38 @@ class SqliteStore:
                 "token = excluded.token, expires_at = excluded.expires_at",
                 (channel_id, holder, lease.token, lease.expires_at))
             db.execute("COMMIT")
+        except sqlite3.Error as err:
+            self._rollback()
+            raise self._fault(err, channel_id, "take its lease") from None
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
         return lease
 
+    def _rollback(self) -> None:
+        # no transaction may be left to roll back (SQLite ends some on the error)
+        with contextlib.suppress(sqlite3.Error):
+            self._db.execute("ROLLBACK")
+
     def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
         expires = time.time() + seconds
-        cur = self._db.execute(
-            "UPDATE lease SET expires_at = ? WHERE channel_id = ? AND token = ?",
-            (expires, lease.channel_id, lease.token))
+        try:
+            cur = self._db.execute(
+                "UPDATE lease SET expires_at = ? WHERE channel_id = ? AND token = ?",
+                (expires, lease.channel_id, lease.token))
+        except sqlite3.Error as err:
+            raise self._fault(err, lease.channel_id, "renew its lease") from None
         if cur.rowcount != 1:
             raise _lost(lease, self._lease_row(lease.channel_id))
         return attrs.evolve(lease, expires_at=expires)
 
     def release(self, lease: Lease) -> None:
-        self._db.execute("UPDATE lease SET expires_at = 0 WHERE channel_id = ? AND token = ?",
-                         (lease.channel_id, lease.token))
+        try:
+            self._db.execute(
+                "UPDATE lease SET expires_at = 0 WHERE channel_id = ? AND token = ?",
+                (lease.channel_id, lease.token))
+        except sqlite3.Error as err:
+            raise self._fault(err, lease.channel_id, "release its lease") from None
 
     def lease_of(self, channel_id: str) -> Lease | None:
         current = self._lease_row(channel_id)
@@ -410,7 +517,9 @@ class SqliteStore:
         return current
 
     def close(self) -> None:
-        self._db.close()
+        # closing a connection whose file failed: nothing more to save
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
 
 
 def open_store(path: str | None) -> WalStore:

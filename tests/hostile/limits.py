@@ -40,6 +40,16 @@ class Limited:
         return "Traceback (most recent call last)" in self.stderr
 
 
+def _drop_file_capabilities() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop = 24
+    for cap in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
+        if libc.prctl(pr_capbset_drop, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
 def run_limited(
     args: Sequence[str],
     *,
@@ -49,14 +59,21 @@ def run_limited(
     cpu_seconds: int = 60,
     wall_seconds: float = 90.0,
     output_mib: int = 64,
+    obey_file_modes: bool = False,
 ) -> Limited:
     """Run ``python -m flowc ARGS`` under limits and report what it did.
 
     ``memory_mib`` caps the address space (a Python process needs ~60 MiB of it to
     start), ``output_mib`` caps any file it writes and what we keep of its stdout.
+    ``obey_file_modes`` makes a child of root meet file permissions as any user does
+    (e.g. a read-only database): it drops the capabilities that let root read and
+    write through mode bits (``CAP_DAC_OVERRIDE``, ``CAP_DAC_READ_SEARCH``,
+    ``CAP_FOWNER``) from the bounding set, so the program it runs never has them.
     """
 
     def limit() -> None:
+        if obey_file_modes and os.geteuid() == 0:
+            _drop_file_capabilities()
         mem = memory_mib * MIB
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))

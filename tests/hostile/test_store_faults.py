@@ -1,0 +1,206 @@
+"""Store faults (a damaged row, damaged pages, a full disk, a read-only database, a
+`--db` path under a regular file): each is a clean error naming the database and the
+run, the other runs stay listed, and nothing hangs. Every command runs under limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+from tests.hostile.limits import Limited, run_limited
+
+HERE = Path(__file__).resolve().parent
+
+FLOW = """flow rr "three in turn"
+speaker a
+speaker b
+speaker c
+start a
+max_turns {max_turns}
+when from a then b
+when from b then c
+when from c then a
+"""
+
+
+def _script(tag: str, per_speaker: int, size: int = 0) -> str:
+    return json.dumps({"script": {s: [f"{tag}-{s}{i}-" + "x" * size for i in range(per_speaker)]
+                                  for s in "abc"}})
+
+
+def _flowc(*args: str, **limits: object) -> Limited:
+    result = run_limited(list(args), memory_mib=1024, cpu_seconds=60, wall_seconds=60,
+                         **limits)  # type: ignore[arg-type]
+    assert not result.timed_out, f"flowc {' '.join(args)} hung"
+    assert not result.traceback, result.stderr
+    return result
+
+
+@pytest.fixture
+def runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list[str]]:
+    """A database holding three closed runs of 30 turns (3 KB each), their ids in order."""
+    flow = tmp_path / "rr.flow"
+    flow.write_text(FLOW.format(max_turns=30))
+    db = tmp_path / "runs.db"
+    for tag in ("ONE", "TWO", "THREE"):
+        script = tmp_path / f"{tag}.json"
+        script.write_text(_script(tag, 10, 3000))
+        assert main(["run", str(flow), "--script", str(script), "--db", str(db)]) == 0
+    capsys.readouterr()
+    con = sqlite3.connect(db)
+    ids = [r[0] for r in con.execute(
+        "SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)")]
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return db, ids
+
+
+def _listed(out: str) -> list[str]:
+    return [line.split()[0] for line in out.splitlines() if line.startswith("wf-")]
+
+
+def test_a_damaged_row(runs: tuple[Path, list[str]]) -> None:
+    db, ids = runs
+    con = sqlite3.connect(db)
+    [(seq,)] = con.execute("SELECT seq FROM wal WHERE channel_id = ? AND event_type = ? "
+                           "ORDER BY seq LIMIT 1 OFFSET 3", (ids[1], "ag2.packet"))
+    [(pos,)] = con.execute("SELECT COUNT(*) FROM wal WHERE channel_id = ? AND seq <= ?",
+                           (ids[1], seq))
+    con.execute("UPDATE wal SET envelope = '{not json' WHERE seq = ?", (seq,))
+    con.commit()
+    con.close()
+    log = _flowc("log", "--db", str(db))
+    assert log.returncode == 1
+    assert _listed(log.stdout) == ids  # one bad row hides no other run
+    assert f"{ids[1]}  damaged" in log.stdout
+    assert f"{db}: run {ids[1]}: envelope {pos} (row {seq}) is damaged" in log.stderr
+    assert "30 turns" in log.stdout.splitlines()[0]
+    for args in (["log", ids[1]], ["replay", ids[1]], ["resume", ids[1]]):
+        result = _flowc(*args, "--db", str(db))
+        assert result.returncode == 1, result.stderr
+        assert f"{db}: run {ids[1]}: envelope {pos} (row {seq}) is damaged" in result.stderr
+    assert _flowc("replay", ids[2], "--db", str(db)).returncode == 0
+    # a row that is JSON but not an envelope
+    con = sqlite3.connect(db)
+    con.execute("UPDATE wal SET envelope = '[1, 2]' WHERE seq = ?", (seq,))
+    con.commit()
+    con.close()
+    result = _flowc("replay", ids[1], "--db", str(db))
+    assert result.returncode == 1 and "is damaged" in result.stderr
+
+
+def test_damaged_pages(runs: tuple[Path, list[str]]) -> None:
+    db, ids = runs
+    data = bytearray(db.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    page = data.find(b"TWO-b5-") // page_size
+    assert page > 1
+    data[page * page_size:(page + 1) * page_size] = os.urandom(page_size)
+    bad = db.with_name("pages.db")
+    bad.write_bytes(data)
+    log = _flowc("log", "--db", str(bad))
+    assert log.returncode == 1
+    assert _listed(log.stdout) == ids
+    assert f"{ids[1]}  damaged" in log.stdout
+    assert f"{bad}: run {ids[1]}: cannot read the WAL (database disk image is malformed)" \
+        in log.stderr
+    for args in (["log", ids[1]], ["replay", ids[1]]):
+        result = _flowc(*args, "--db", str(bad))
+        assert result.returncode == 1 and f"{bad}: run {ids[1]}" in result.stderr
+    assert _flowc("replay", ids[0], "--db", str(bad)).returncode == 0
+    # everything past the header is garbage: no run can be read
+    data[100:] = os.urandom(len(data) - 100)
+    bad.write_bytes(data)
+    for args in (["log"], ["replay", "last"], ["resume", "last"],
+                 ["run", str(db.with_name("rr.flow")), "--script",
+                  str(db.with_name("ONE.json"))]):
+        result = _flowc(*args, "--db", str(bad))
+        assert result.returncode == 2, result.stderr
+        assert f"{bad}: cannot open the run database (database disk image is malformed)" \
+            in result.stderr
+
+
+@pytest.mark.parametrize("drive", ["script", "agents"])
+def test_a_full_disk(runs: tuple[Path, list[str]], drive: str) -> None:
+    """The file-size limit makes every write past 1 MiB fail (EFBIG), as a full disk does."""
+    db, ids = runs
+    flow = db.with_name("long.flow")
+    flow.write_text(FLOW.format(max_turns=600))
+    if drive == "script":
+        script = db.with_name("long.json")
+        script.write_text(_script("LONG", 200, 4096))
+        args = ["--script", str(script)]
+    else:
+        args = ["--agents", str(HERE / "store_agents.py")]
+    size = db.stat().st_size
+    assert size < 1024 * 1024 - 200_000
+    result = _flowc("run", str(flow), *args, "--db", str(db), output_mib=1)
+    assert result.returncode in (1, 2), result.stdout[-2000:] + result.stderr
+    assert "Task exception was never retrieved" not in result.stderr
+    [new] = [line for line in result.stderr.splitlines() if "cannot write the WAL" in line]
+    assert f"{db}: run wf-" in new
+    assert "(disk I/O error)" in new or "(database or disk is full)" in new, new
+    log = _flowc("log", "--db", str(db))
+    assert log.returncode == 0, log.stderr
+    listed = _listed(log.stdout)
+    assert listed[:3] == ids and len(listed) == 4
+    assert log.stdout.splitlines()[3].endswith("open")
+
+
+def _writable_by_nobody_only_to_read(folder: Path) -> None:
+    for path in folder.iterdir():
+        path.chmod(0o444)
+    folder.chmod(0o555)
+
+
+@pytest.fixture
+def readonly_folder(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    try:
+        yield folder
+    finally:
+        folder.chmod(stat.S_IRWXU)
+        for path in folder.iterdir():
+            path.chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_a_read_only_database(readonly_folder: Path) -> None:
+    flow = readonly_folder / "rr.flow"
+    flow.write_text(FLOW.format(max_turns=6))
+    script = readonly_folder / "s.json"
+    script.write_text(_script("RO", 2))
+    db = readonly_folder / "runs.db"
+    assert main(["run", str(flow), "--script", str(script), "--db", str(db)]) == 0
+    _writable_by_nobody_only_to_read(readonly_folder)
+    log = _flowc("log", "--db", str(db), obey_file_modes=True)
+    assert log.returncode == 0 and len(_listed(log.stdout)) == 1, log.stderr
+    assert _flowc("replay", "last", "--db", str(db), obey_file_modes=True).returncode == 0
+    for args in (["run", str(flow), "--script", str(script)], ["resume", "last"]):
+        result = _flowc(*args, "--db", str(db), obey_file_modes=True)
+        assert result.returncode == 2
+        assert f"{db}: cannot open the run database (attempt to write a readonly database)" \
+            in result.stderr, result.stderr
+
+
+def test_a_db_path_under_a_regular_file(tmp_path: Path) -> None:
+    flow = tmp_path / "rr.flow"
+    flow.write_text(FLOW.format(max_turns=6))
+    script = tmp_path / "s.json"
+    script.write_text(_script("F", 2))
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("a file")
+    db = blocker / "runs.db"
+    result = _flowc("run", str(flow), "--script", str(script), "--db", str(db))
+    assert result.returncode == 2
+    assert f"{db}: cannot create its folder ({blocker} is a file, not a folder)" in result.stderr
+    for args in (["log"], ["replay", "last"], ["resume", "last"]):
+        result = _flowc(*args, "--db", str(db))
+        assert result.returncode == 2 and f"{db}: no run database" in result.stderr
