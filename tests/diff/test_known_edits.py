@@ -199,3 +199,17 @@ def test_a_json_graph_against_its_flow(files: tuple[Path, Path], tmp_path: Path,
     assert main(["diff", str(old), str(graph)]) == 0
     out = capsys.readouterr().out
     assert "compared as graphs" in out and "behaviour: the same" in out
+
+
+def test_the_documented_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "diff.md").read_text(encoding="utf-8")
+    block = doc.split("## What it reports", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    command, expected = block.split("\n", 1)
+    assert command == "$ flowc diff review.flow review-new.flow"
+    (tmp_path / "review.flow").write_text(BASE, encoding="utf-8")
+    (tmp_path / "review-new.flow").write_text(BASE.replace('"approved"', '"approved" priority 100'),
+                                              encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", "review.flow", "review-new.flow"]) == 1
+    assert capsys.readouterr().out == expected

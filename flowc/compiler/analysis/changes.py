@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from typing import Any
 
 import attrs
-import networkx as nx
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, NodeKey
@@ -166,6 +166,22 @@ class _Side:
         space = self.facts.space
         return min((space.dist[v] for v in space.ends), default=None)
 
+    @cached_property
+    def firing(self) -> dict[int, set[int]]:
+        """Rule (file index) -> the nodes from which some turn fires it."""
+        space = self.facts.space
+        out: dict[int, set[int]] = {}
+        for u, key in enumerate(space.keys):
+            if key[0] == "end":
+                continue
+            for step in space.explorer.steps(key):
+                out.setdefault(step.outcome.fired, set()).add(u)
+        return out
+
+    @cached_property
+    def reverse(self) -> Any:
+        return self.facts.space.graph.reverse(copy=False)
+
     def node_of(self, key: NodeKey) -> int | None:
         space = self.facts.space
         if not hasattr(self, "_ids"):
@@ -310,16 +326,7 @@ def rule_changes(old: list[_RuleView], new: list[_RuleView]) -> Iterator[Change]
 
 def _events(side: _Side, fired: int) -> set[int]:
     """The nodes of ``side``'s state space from which some turn fires rule ``fired``."""
-    space = side.facts.space
-    out = set()
-    for u, key in enumerate(space.keys):
-        if key[0] == "end":
-            continue
-        for step in space.explorer.steps(key):
-            if step.outcome.fired == fired:
-                out.add(u)
-                break
-    return out
+    return side.firing.get(fired, set())
 
 
 def _speaker_nodes(side: _Side, name: str) -> set[int]:
@@ -345,18 +352,24 @@ class _Witness:
     def find(self, side: str, targets: set[int], fired: int | None = None,
              reason: str | None = None) -> tuple[Divergence, tuple[str, ...]] | None:
         me = self.sides[side]
-        space = me.facts.space
-        best: tuple[int, Divergence, tuple[str, ...]] | None = None
-        reverse = space.graph.reverse(copy=False)
-        dist_to: dict[int, int] = {}
-        for t in targets:
-            for v, d in nx.single_source_shortest_path_length(reverse, t).items():
-                if d < dist_to.get(v, 1 << 60):
-                    dist_to[v] = d
+        if not targets and fired is None and reason is None:
+            return None
+        best: tuple[int, Divergence, int | None] | None = None
+        # multi-source breadth-first search backwards from the targets: distance to the nearest
+        dist_to: dict[int, int] = dict.fromkeys(targets, 0)
+        frontier = list(targets)
+        while frontier:
+            nxt = []
+            for v in frontier:
+                for u in me.reverse.successors(v):
+                    if u not in dist_to:
+                        dist_to[u] = dist_to[v] + 1
+                        nxt.append(u)
+            frontier = nxt
         for d in self.divergences:
             routed = d.old if side == "old" else d.new
             after = d.old_after if side == "old" else d.new_after
-            rest: tuple[str, ...] = ()
+            node: int | None = None
             if (fired is not None and routed.fired == fired) or (reason is not None and routed.reason == reason):
                 cost = len(d.turns)
             else:
@@ -364,18 +377,37 @@ class _Witness:
                 if node is None or node not in dist_to:
                     continue
                 cost = len(d.turns) + dist_to[node]
-                rest = self._continuation(me, node, targets)
             if best is None or cost < best[0]:
-                best = (cost, d, rest)
-        return (best[1], best[2]) if best is not None else None
+                best = (cost, d, node)
+        if best is None:
+            return None
+        _, d, node = best
+        return d, (self._continuation(me, node, targets) if node is not None else ())
 
     def _continuation(self, side: _Side, node: int, targets: set[int]) -> tuple[str, ...]:
         space = side.facts.space
-        paths = nx.single_source_shortest_path(space.graph, node)
-        reach = [t for t in targets if t in paths]
-        if not reach:
+        # breadth-first from the node to the nearest target
+        parent: dict[int, int] = {node: node}
+        frontier, found = [node], node if node in targets else None
+        while frontier and found is None:
+            nxt = []
+            for u in frontier:
+                for v in sorted(space.graph.successors(u)):
+                    if v not in parent:
+                        parent[v] = u
+                        if v in targets:
+                            found = v
+                            break
+                        nxt.append(v)
+                if found is not None:
+                    break
+            frontier = nxt
+        if found is None:
             return ()
-        path = paths[min(reach, key=lambda t: (len(paths[t]), t))]
+        path = [found]
+        while path[-1] != node:
+            path.append(parent[path[-1]])
+        path.reverse()
         out = []
         for u, v in itertools.pairwise(path):
             step = space.step_between(u, v)
