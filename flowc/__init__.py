@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowc.compiler.decompile import decompile
@@ -26,15 +27,19 @@ from flowc.dsl.parser import parse
 from flowc.source import SourceFile
 
 if TYPE_CHECKING:
-    from flowc.compiler.analysis import check
+    from flowc.compiler.analysis import CheckOptions
     from flowc.compiler.render.rendering import render
     from flowc.runtime.hub import Hub
+    from flowc.runtime.plugins import PluginError
     from flowc.runtime.script_run import run_flow as run
+    from flowc.runtime.transitions import register_condition, register_target
 
 #: heavier parts (networkx, asyncio, graphviz) load on first use, so that
 #: `flowc compile` and `flowc fmt` start fast
 _LAZY = {
-    "check": ("flowc.compiler.analysis", "check"),
+    "PluginError": ("flowc.runtime.plugins", "PluginError"),
+    "register_condition": ("flowc.runtime.transitions", "register_condition"),
+    "register_target": ("flowc.runtime.transitions", "register_target"),
     "render": ("flowc.compiler.render.rendering", "render"),
     "Hub": ("flowc.runtime.hub", "Hub"),
     "run": ("flowc.runtime.script_run", "run_flow"),
@@ -57,23 +62,88 @@ __all__ = [
     "Flow",
     "FlowError",
     "Hub",
+    "PluginError",
     "__version__",
     "check",
     "compile_flow",
     "decompile",
     "format_source",
+    "load_plugins",
     "parse",
+    "register_condition",
+    "register_target",
     "render",
     "run",
 ]
 
 
+def load_plugins(*specs: str, base: str | os.PathLike[str] | None = None) -> None:
+    """Import plugins (module names or ``.py`` files, relative to ``base``, default the
+    current folder) so that the custom conditions and targets they register are known
+    to :func:`run` and the hub. Raises :class:`PluginError` when one cannot be imported.
+
+    >>> load_plugins("no_such_plugin_module")
+    Traceback (most recent call last):
+    ...
+    flowc.runtime.plugins.PluginError: plugin no_such_plugin_module: no module named 'no_such_plugin_module' (looked in ... and on the Python path)
+    """
+    from flowc.runtime.plugins import load_plugins as load
+
+    load(specs, base=base, origin="plugin")
+
+
+def _require_implementations(compiled: CompiledFlow, filename: str) -> None:
+    from flowc.runtime.plugins import PluginError, implementation_problems, implementations_text
+
+    problems = implementation_problems(compiled, filename)
+    if problems:
+        raise PluginError(implementations_text(problems).rstrip("\n"))
+
+
+def check(
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    options: CheckOptions | None = None,
+    filename: str | None = None,
+    plugins: Sequence[str] = (),
+) -> tuple[Diagnostic, ...]:
+    """Check `.flow` text, a `.flow` / JSON file, or a graph dict (as ``flowc check``).
+
+    ``plugins`` are loaded first (:func:`load_plugins`); with plugins, a clean flow
+    whose custom names they do not implement raises :class:`PluginError`. See
+    :func:`flowc.compiler.analysis.check` for the rest.
+
+    >>> [d.code.id for d in check("speaker user: human\\nspeaker bot\\nwhen from user then bot\\n")]
+    []
+    """
+    from flowc.compiler.analysis import check as check_any
+
+    if plugins:
+        load_plugins(*plugins)
+    diags = check_any(source, options=options, filename=filename)
+    if plugins and not has_errors(diags) and not isinstance(source, Mapping):
+        from flowc.compiler.analysis import read_input
+
+        name, text, as_json = read_input(source, filename)
+        if not as_json:
+            compiled, _ = compile_source(SourceFile(name, text))
+            if compiled is not None:
+                _require_implementations(compiled, name)
+    return diags
+
+
 def compile_flow(
-    text: str, *, filename: str = "<input>", bindings: Mapping[str, str] | None = None
+    text: str,
+    *,
+    filename: str = "<input>",
+    bindings: Mapping[str, str] | None = None,
+    plugins: Sequence[str] = (),
 ) -> CompiledFlow:
     """Compile `.flow` text; raise :class:`FlowError` carrying the diagnostics on errors.
 
     ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``).
+    ``plugins`` are loaded first (:func:`load_plugins`), and then the flow's custom
+    names must be implemented (:class:`PluginError` otherwise), as for a run.
 
     >>> c = compile_flow("speaker a\\nspeaker b\\nsequence a -> b", bindings={"b": "agent-7"})
     >>> c.graph_dict["transitions"][0]["then"]["args"]
@@ -83,4 +153,7 @@ def compile_flow(
     compiled, diags = compile_source(source, bindings)
     if compiled is None or has_errors(diags):
         raise FlowError(diags, {filename: source})
+    if plugins:
+        load_plugins(*plugins)
+        _require_implementations(compiled, filename)
     return compiled

@@ -11,15 +11,14 @@ import argparse
 import json
 import os
 import sys
-import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import attrs
 
 from flowc.commands import console
+from flowc.commands.config import Config, add_plugin_option, setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -52,34 +51,6 @@ def _codes(value: Any, where: str) -> tuple[str, ...]:
         if not any(known.startswith(code) for known in CODES):
             raise UsageError(f"{where}: `{code}` is not a code or a prefix of one (see `flowc explain`)")
     return out
-
-
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` in ``start`` or a parent folder."""
-    here = start.resolve()
-    if not here.is_dir():
-        here = here.parent
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load_config(path: Path | None) -> dict[str, Any]:
-    """The ``[tool.flowc]`` table (empty when there is none); a broken file is a usage error."""
-    if path is None:
-        return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{path}: cannot read ({err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"{path}: invalid TOML ({err})") from None
-    table = data.get("tool", {}).get("flowc", {})
-    if not isinstance(table, dict):
-        raise UsageError(f"{path}: [tool.flowc] must be a table")
-    return table
 
 
 def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -> CheckOptions:
@@ -182,6 +153,21 @@ def check_files(inputs: Inputs, options: CheckOptions) -> tuple[list[Diagnostic]
     return diags, sources, checked
 
 
+def _report_unimplemented(sources: dict[str, SourceFile], diags: Sequence[Diagnostic]) -> bool:
+    """With plugins loaded: the custom names of each clean `.flow` that nobody implements."""
+    from flowc.compiler.pipeline import compile_source
+
+    broken = {d.filename for d in diags if d.is_error}
+    found = False
+    for name, source in sources.items():
+        if name in broken or console.is_json_input(name, source.text):
+            continue
+        compiled, _ = compile_source(source)
+        if compiled is not None and console.report_unimplemented(compiled, name):
+            found = True
+    return found
+
+
 def _summary(diags: Sequence[Diagnostic], files: int) -> str:
     counts = {sev: sum(1 for d in diags if d.severity is sev) for sev in Severity}
     parts = []
@@ -199,11 +185,12 @@ def _summary(diags: Sequence[Diagnostic], files: int) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     """Check `.flow` files, folders and JSON graphs; print the findings to stdout."""
     paths: list[str] = args.paths or ["."]
-    first = Path(paths[0]) if paths[0] != "-" else Path.cwd()
-    pyproject = find_pyproject(first if first.exists() else Path.cwd())
-    options = options_from(args, load_config(pyproject), str(pyproject) if pyproject else "")
+    config = Config.for_inputs(paths)
+    options = options_from(args, config.table, config.where)
+    plugins = setup_plugins(args, paths)
     inputs = collect(paths)
     diags, sources, checked = check_files(inputs, options)
+    unimplemented = plugins and _report_unimplemented(sources, diags)
     diags.sort(key=Diagnostic.sort_key)
     print_diagnostics(diags, sources, args.format, stream=sys.stdout)
     if args.format in ("text", "concise"):
@@ -212,6 +199,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"flowc check: error: {problem}", file=sys.stderr)
     if inputs.problems:
         return EXIT_USAGE
+    if unimplemented:
+        return EXIT_ERRORS
     # under --strict a partial analysis (I301: exploration stopped at the bound) fails too
     failing = any(
         d.is_error or (options.strict and (d.severity is Severity.WARNING or d.code.id == "I301"))
@@ -267,6 +256,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--target", choices=("flowc", "ag2"), default="flowc",
                    help="ag2: also report (E112) what a bare AG2 1.2.1 registry cannot load, "
                         "as `flowc compile --target ag2` refuses it")
+    add_plugin_option(p)
     e = sub.add_parser(
         "explain", help="print the page of a diagnostic code",
         description="Print the page of a diagnostic code (what it reports, why it matters, an "

@@ -7,6 +7,7 @@ import gc
 import sys
 from collections.abc import Callable
 
+from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -14,6 +15,7 @@ from flowc.commands.console import (
     parse_bindings,
     print_diagnostics,
     read_source,
+    report_unimplemented,
     write_output,
 )
 from flowc.diagnostics import has_errors
@@ -35,6 +37,7 @@ def _compile(args: argparse.Namespace) -> int:
     from flowc.compiler.pipeline import compile_source
 
     bindings = parse_bindings(args.bind)
+    plugins = setup_plugins(args, [args.file])
     source, diags = read_source(args.file)
     if source is None:
         print_diagnostics(diags, {})
@@ -54,6 +57,8 @@ def _compile(args: argparse.Namespace) -> int:
         if problems:
             print_diagnostics(problems, {source.name: source})
             return EXIT_ERRORS
+    if plugins and report_unimplemented(compiled, source.name):
+        return EXIT_ERRORS
     write_output(compiled.to_json(graph_only=args.graph), args.output)
     note = registration_note(compiled)
     if note is not None:
@@ -78,6 +83,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
              "cannot load (flowc's and/or/not/!= composites, custom conditions and targets); "
              "flowc (default): compile them, and note on stderr what AG2 must register",
     )
+    add_plugin_option(p)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"compile": cmd_compile}

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from flowc.diagnostics import (
     E001,
@@ -23,6 +23,9 @@ from flowc.diagnostics import (
     render_text,
 )
 from flowc.source import SourceFile
+
+if TYPE_CHECKING:
+    from flowc.compiler.lower import CompiledFlow
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -160,3 +163,16 @@ def parse_bindings(items: Sequence[str] | None) -> dict[str, str]:
             raise UsageError(f"--bind takes NAME=ID, got {item!r}")
         out[name] = agent_id
     return out
+
+
+# ── plugins ──────────────────────────────────────────────────────────────────
+
+
+def report_unimplemented(compiled: CompiledFlow, filename: str) -> bool:
+    """Print what the flow's custom names lack for a run; ``True`` when something does."""
+    from flowc.runtime.plugins import implementation_problems, implementations_text
+
+    problems = implementation_problems(compiled, filename)
+    if problems:
+        sys.stderr.write(implementations_text(problems))
+    return bool(problems)

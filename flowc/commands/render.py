@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from flowc.commands import console
+from flowc.commands import config, console
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
 
 
@@ -33,6 +33,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt is None:
         fmt = SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "svg") if args.output else "svg"
+    plugins = config.setup_plugins(args, [args.file])
     source, diags = console.read_source(args.file)
     if source is None:
         console.print_diagnostics(diags, {})
@@ -44,6 +45,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         loaded, diags = compile_source(source)
     if loaded is None or has_errors(diags):
         console.print_diagnostics(diags, {source.name: source})
+        return EXIT_ERRORS
+    if plugins and isinstance(loaded, CompiledFlow) and console.report_unimplemented(loaded, source.name):
         return EXIT_ERRORS
     diagram = build_diagram(loaded)
     if args.check:
@@ -98,6 +101,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="LR",
         help="layout direction: LR (left to right, default) or TB (top to bottom)",
     )
+    config.add_plugin_option(p)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"render": cmd_render}

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -25,6 +26,7 @@ from flowc.commands.console import (
     is_json_input,
     print_diagnostics,
     read_source,
+    report_unimplemented,
 )
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import has_errors
@@ -62,7 +64,7 @@ def load_target(path: str) -> tuple[RunTarget | None, bool]:
     compiled, diags = compile_source(source)
     if diags:
         print_diagnostics(diags, {source.name: source})
-    if compiled is None or has_errors(diags):
+    if compiled is None or has_errors(diags) or report_unimplemented(compiled, source.name):
         return None, True
     return RunTarget.from_compiled(compiled, source_text=source.text, label=path), True
 
@@ -246,6 +248,7 @@ async def _ask_terminal(name: str, turn: Turn | None) -> str | None:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.script is None and args.agents is None:
         raise UsageError("give --script SCRIPT, --agents MODULE.py, or both")
+    setup_plugins(args, [args.flow])
     target, _ = load_target(args.flow)
     if target is None:
         return EXIT_ERRORS
@@ -405,6 +408,7 @@ def _log_run(store: SqliteStore, cid: str) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    setup_plugins(args, [args.db])
     store = _open_db(args.db, readonly=True)
     cid = args.run
     try:
@@ -446,6 +450,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    setup_plugins(args, [args.db])
     store = _open_db(args.db)
     try:
         cid = _find_run(store, args.run)
@@ -503,6 +508,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print the run as one JSON object")
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL (default {DEFAULT_DB}; :memory: for none)")
+    add_plugin_option(p)
 
     p = sub.add_parser(
         "resume", help="continue a stalled or interrupted run from its WAL",
@@ -519,6 +525,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print the run as one JSON object")
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL holding the run (default {DEFAULT_DB})")
+    add_plugin_option(p)
 
     p = sub.add_parser(
         "log", help="list past runs, or print one run's transcript",
@@ -536,6 +543,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL to read (default {DEFAULT_DB})")
+    add_plugin_option(p)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

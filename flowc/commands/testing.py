@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -21,6 +22,7 @@ from flowc.commands.console import (
     is_json_input,
     print_diagnostics,
     read_source,
+    report_unimplemented,
     write_output,
 )
 from flowc.commands.reports import (
@@ -121,7 +123,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     want_coverage = bool(args.coverage or args.coverage_json or args.coverage_xml
                          or args.fail_under is not None)
     keep = selector(args.k)
-    passed = failed = broken = deselected = 0
+    setup_plugins(args, files)
+    passed = failed = broken = deselected = unrunnable = 0
     suites: list[SuiteResult] = []
     coverages: list[FlowCoverage] = []
     for path in files:
@@ -136,6 +139,12 @@ def cmd_test(args: argparse.Namespace) -> int:
             broken += 1
             print("  ERROR the file does not compile")
             suites.append(SuiteResult(path, (), "the file does not compile"))
+            continue
+        if compiled.scenarios and report_unimplemented(compiled, path):
+            broken += 1
+            unrunnable += 1
+            print("  ERROR custom conditions or targets have no implementation (see above)")
+            suites.append(SuiteResult(path, (), "custom conditions or targets have no implementation"))
             continue
         source, _ = read_source(path)
         assert source is not None
@@ -166,8 +175,12 @@ def cmd_test(args: argparse.Namespace) -> int:
     summary = f"{total_run} scenario{'s' if total_run != 1 else ''}: {passed} passed, {failed} failed"
     if deselected:
         summary += f" ({deselected} deselected by -k)"
-    if broken:
-        summary += f"; {broken} file{'s' if broken != 1 else ''} did not compile"
+    if broken - unrunnable:
+        k = broken - unrunnable
+        summary += f"; {k} file{'s' if k != 1 else ''} did not compile"
+    if unrunnable:
+        summary += (f"; {unrunnable} file{'s' if unrunnable != 1 else ''} lacked custom "
+                    "implementations")
     if args.exitfirst and (failed or broken):
         summary += "; stopped at the first failure (-x)"
     print(summary)
@@ -292,6 +305,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="write the coverage as Cobertura XML on the .flow lines")
     p.add_argument("--fail-under", type=float, metavar="PERCENT",
                    help="exit 1 when coverage is under PERCENT")
+    add_plugin_option(p)
 
     p = sub.add_parser("scenarios",
                        help="generate scenarios that reach every live rule, ending and tool effect",

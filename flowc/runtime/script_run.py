@@ -299,8 +299,13 @@ def run_flow(
     *,
     store: WalStore | None = None,
     agents: Mapping[str, AgentFn] | None = None,
+    plugins: Sequence[str] = (),
 ) -> RunResult:
     """Run a compiled flow, or a graph / knobs dict, with a script (``flowc.run``).
+
+    ``plugins`` (module names or ``.py`` files) are imported first, so that the custom
+    conditions and targets they register are known; a compiled flow whose custom names
+    nobody implements raises :class:`~flowc.runtime.plugins.PluginError` naming them.
 
     >>> import flowc
     >>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")
@@ -308,8 +313,19 @@ def run_flow(
     'sequence_complete'
     """
     from flowc.compiler.serde import structure_graph, structure_knobs
+    from flowc.runtime.plugins import (
+        PluginError,
+        implementation_problems,
+        implementations_text,
+        load_plugins,
+    )
 
+    if plugins:
+        load_plugins(plugins, origin="plugin")
     if isinstance(flow, CompiledFlow):
+        problems = implementation_problems(flow, "<flow>")
+        if problems:
+            raise PluginError(implementations_text(problems).rstrip("\n"))
         target = RunTarget.from_compiled(flow)
     elif "graph" in flow and "initial_speaker" not in flow:
         knobs = structure_knobs(dict(flow))

@@ -57,6 +57,7 @@ __all__ = [
     "check_source",
     "facts_of",
     "findings_of",
+    "read_input",
 ]
 
 Check = Callable[[Facts], Iterator[Finding]]
@@ -140,8 +141,8 @@ def unloadable_names(
     return tuple(
         Diagnostic(
             E103, f"{p.path}: {p.message}", filename, json_path=p.path,
-            help="register the class before the graph is loaded (flowc.runtime.register_condition / "
-                 "register_target, or AG2's TransitionRegistry), or fix the name",
+            help="fix the name, or load the module that registers the class (`--plugin "
+                 "MODULE_OR_FILE`, or `plugins` in [tool.flowc]; from Python, flowc.load_plugins)",
         )
         for p in custom_problems(graph, registry)
     )
@@ -212,7 +213,27 @@ def check(
     if isinstance(source, Mapping):
         text = json.dumps(source, default=str)
         return check_source(SourceFile(filename or "<graph>", text), options, as_json=True)
-    if isinstance(source, os.PathLike) or ("\n" not in source and os.path.isfile(source)):
+    name, text, as_json = read_input(source, filename)
+    return check_source(SourceFile(name, text), options, as_json=as_json)
+
+
+def read_input(source: str | os.PathLike[str], filename: str | None = None) -> tuple[str, str, bool]:
+    """``(name, text, is_json)`` of what :func:`check` was given: `.flow` text, or a file.
+
+    A ``Path``, or a one-line string that names an existing file or ends in ``.flow`` /
+    ``.json``, is a file; a file that cannot be read raises ``OSError`` (a missing
+    ``"missing.flow"`` is ``FileNotFoundError``, never flow text).
+
+    >>> read_input("speaker a\\nspeaker b\\n")[0]
+    '<input>'
+    >>> read_input("missing.flow")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: [Errno 2] No such file or directory: 'missing.flow'
+    """
+    looks_like_path = isinstance(source, str) and "\n" not in source and (
+        os.path.isfile(source) or source.strip().endswith((".flow", ".json")))
+    if isinstance(source, os.PathLike) or looks_like_path:
         path = os.fspath(source)
         with open(path, encoding="utf-8-sig") as handle:
             text = handle.read()
@@ -220,4 +241,5 @@ def check(
     else:
         text = str(source)
         name = filename or "<input>"
-    return check_source(SourceFile(name, text), options)
+    as_json = name.endswith(".json") or (not name.endswith(".flow") and text.lstrip().startswith("{"))
+    return name, text, as_json

@@ -1,0 +1,287 @@
+"""Plugins: the Python that implements a flow's custom conditions and targets.
+
+A ``condition NAME(...)`` or ``target NAME(...)`` declaration says what a custom
+name takes; the class that answers ``evaluate`` / ``resolve`` lives in the team's
+own Python. A plugin is a module name (``myproject.routing``, imported from the
+project folder) or a ``.py`` file; importing it registers its classes, with
+:func:`flowc.register_condition` / :func:`flowc.register_target` or with AG2's own
+``register_condition`` / ``register_target`` (classes a plugin registers into AG2's
+default registry are picked up too, so a module written for AG2 works unchanged).
+
+Every command that reads a flow takes ``--plugin MODULE_OR_FILE`` (repeatable), and
+``plugins = [...]`` in ``[tool.flowc]``; the Python API takes ``plugins=[...]``.
+The commands that run a flow (``test``, ``run``, ``scenarios``, ``replay``) need an
+implementation for every custom name the graph uses, and say which are missing
+(:func:`implementation_problems`); the others check the same when plugins are given.
+
+>>> load_plugins(["no/such/plugin.py"])
+Traceback (most recent call last):
+...
+flowc.runtime.plugins.PluginError: --plugin no/such/plugin.py: no such file
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.lower import CompiledFlow
+from flowc.runtime.adapters.workflow import GraphError, compile_graph
+from flowc.runtime.transitions import (
+    BUILTIN_CONDITION_NAMES,
+    BUILTIN_TARGET_NAMES,
+    TransitionRegistry,
+    default_registry,
+)
+
+__all__ = [
+    "ImplementationProblem",
+    "PluginError",
+    "implementation_problems",
+    "implementations_text",
+    "load_plugins",
+    "used_customs",
+]
+
+
+class PluginError(Exception):
+    """A plugin could not be found or imported; the message names it and says why."""
+
+
+#: plugins already imported in this process: resolved file path or module name
+_LOADED: set[str] = set()
+
+
+def _import_error(label: str, file: Path | None, err: BaseException) -> str:
+    """``LABEL: cannot import it: Kind: message (FILE:LINE)``, the deepest frame in the plugin."""
+    where = ""
+    if isinstance(err, SyntaxError) and err.filename:
+        where = f"{err.filename}:{err.lineno}"
+    else:
+        frames = [f for f in traceback.extract_tb(err.__traceback__)
+                  if "importlib" not in f.filename and not f.filename.endswith("plugins.py")]
+        if file is not None:
+            frames = [f for f in frames if Path(f.filename).resolve() == file.resolve()] or frames
+        if frames:
+            where = f"{frames[-1].filename}:{frames[-1].lineno}"
+    return f"{label}: cannot import it: {type(err).__name__}: {err}" + (f" ({where})" if where else "")
+
+
+def _is_file_spec(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or "\\" in spec
+
+
+def _load_file(spec: str, file: Path, label: str) -> None:
+    if not file.is_file():
+        raise PluginError(f"{label}: no such file")
+    key = str(file.resolve())
+    if key in _LOADED:
+        return
+    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+    name = "flowc_plugin_" + re.sub(r"\W", "_", file.stem) + "_" + digest
+    module_spec = importlib.util.spec_from_file_location(name, file)
+    if module_spec is None or module_spec.loader is None:
+        raise PluginError(f"{label}: cannot load it as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # dataclasses and pydantic look their module up
+    folder = str(file.resolve().parent)
+    sys.path.insert(0, folder)  # as `python FILE`: its siblings import
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as err:
+        sys.modules.pop(name, None)
+        raise PluginError(_import_error(label, file, err)) from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    _LOADED.add(key)
+
+
+def _load_module(spec: str, base: Path, label: str) -> None:
+    if not all(part.isidentifier() for part in spec.split(".")):
+        raise PluginError(f"{label}: not a module name (a.b.c) or a .py file")
+    if spec in _LOADED:
+        return
+    folder = str(base.resolve())
+    sys.path.insert(0, folder)
+    try:
+        importlib.import_module(spec)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (spec == err.name or spec.startswith(err.name + ".")):
+            raise PluginError(f"{label}: no module named {spec!r} (looked in {base} and on the "
+                              "Python path)") from None
+        raise PluginError(_import_error(label, None, err)) from None
+    except Exception as err:
+        raise PluginError(_import_error(label, None, err)) from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    _LOADED.add(spec)
+
+
+def _adopt_ag2(registry: TransitionRegistry) -> None:
+    """Copy the custom classes registered into AG2's default registry, if a plugin loaded AG2.
+
+    flowc does not import AG2 for this: the module is read only when a plugin has
+    already imported it. The protocol (``name``, ``evaluate`` / ``resolve``) is the same.
+    """
+    transitions = sys.modules.get("ag2.network.transitions")
+    if transitions is None:
+        return
+    ag2_registry = getattr(transitions, "TransitionRegistry", None)
+    if ag2_registry is None or getattr(ag2_registry, "_DEFAULT", None) is None:
+        return  # nobody registered anything into AG2
+    default = ag2_registry.default()
+    builtin_c = {getattr(c, "name", None) for c in getattr(transitions, "_BUILTIN_CONDITIONS", ())}
+    builtin_t = {getattr(c, "name", None) for c in getattr(transitions, "_BUILTIN_TARGETS", ())}
+    for name, cls in dict(getattr(default, "_conditions", {})).items():
+        if name not in builtin_c and name not in BUILTIN_CONDITION_NAMES:
+            registry.register_condition(cls)
+    for name, cls in dict(getattr(default, "_targets", {})).items():
+        if name not in builtin_t and name not in BUILTIN_TARGET_NAMES:
+            registry.register_target(cls)
+
+
+def load_plugins(
+    specs: Sequence[str],
+    *,
+    base: str | os.PathLike[str] | None = None,
+    origin: str = "--plugin",
+    registry: TransitionRegistry | None = None,
+) -> None:
+    """Import each plugin (once per process) so that its classes are registered.
+
+    A spec ending in ``.py`` or holding a ``/`` is a file, relative to ``base``
+    (default: the current folder); any other is a module name, imported with
+    ``base`` first on the path. ``origin`` names where the specs come from in errors
+    (``--plugin``, or ``pyproject.toml: plugins``). Raises :class:`PluginError`.
+    """
+    folder = Path(base) if base is not None else Path.cwd()
+    for spec in specs:
+        if not isinstance(spec, str) or not spec.strip():
+            raise PluginError(f"{origin}: a plugin is a module name or a .py file, got {spec!r}")
+        label = f"{origin} {spec}"
+        if _is_file_spec(spec):
+            path = Path(spec)
+            _load_file(spec, path if path.is_absolute() else folder / path, label)
+        else:
+            _load_module(spec, folder, label)
+    _adopt_ag2(registry if registry is not None else default_registry())
+
+
+# ── what a graph needs ────────────────────────────────────────────────────────
+
+
+def _conditions(cond: m.Condition) -> Iterator[m.Condition]:
+    yield cond
+    if isinstance(cond, m.AllOf | m.AnyOf):
+        for c in cond.conditions:
+            yield from _conditions(c)
+    elif isinstance(cond, m.Not):
+        yield from _conditions(cond.condition)
+
+
+def used_customs(graph: m.TransitionGraph) -> Iterator[tuple[str, str, int | None]]:
+    """``(kind, name, transition index)`` of every custom condition and target the graph
+    uses, in file order; the index is ``None`` for the default target."""
+    for i, t in enumerate(graph.transitions):
+        for c in _conditions(t.when):
+            if isinstance(c, m.CustomCondition):
+                yield "condition", c.name, i
+        if isinstance(t.then, m.CustomTarget):
+            yield "target", t.then.name, i
+    if isinstance(graph.default_target, m.CustomTarget):
+        yield "target", graph.default_target.name, None
+
+
+@attrs.frozen
+class ImplementationProblem:
+    """A custom name with no implementation (or one its arguments do not fit)."""
+
+    filename: str
+    line: int
+    column: int
+    message: str
+    help: str | None = None
+
+    def text(self) -> str:
+        """``FILE:LINE:COL: error: MESSAGE`` and a help line."""
+        out = f"{self.filename}:{self.line}:{self.column}: error: {self.message}\n"
+        if self.help:
+            out += f"  = help: {self.help}\n"
+        return out
+
+
+def _how_to_register(kind: str, name: str) -> str:
+    method = "evaluate(state, envelope) -> bool" if kind == "condition" else \
+        "resolve(state, envelope) -> TransitionDecision"
+    return (f"register a class with `name = \"{name}\"` and `{method}` "
+            f"(`@flowc.register_{kind}`), and load its module with `--plugin MODULE_OR_FILE` "
+            "or `plugins = [...]` under [tool.flowc] in pyproject.toml")
+
+
+def implementation_problems(
+    compiled: CompiledFlow, filename: str, registry: TransitionRegistry | None = None
+) -> tuple[ImplementationProblem, ...]:
+    """What opening ``compiled``'s channel would refuse for want of an implementation.
+
+    Each custom name the graph uses and nobody registered is one problem, at its
+    declaration, with the lines that use it; when every name is registered, the
+    arguments are tried on the classes exactly as the channel does when it opens.
+
+    >>> import flowc
+    >>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\ncondition odd()\\n"
+    ...                           "when odd() then b")
+    >>> print(implementation_problems(flow, "f.flow")[0].text(), end="")
+    f.flow:3:1: error: condition `odd` has no implementation (used on line 4)
+      = help: register a class with `name = "odd"` and `evaluate(state, envelope) -> bool` (`@flowc.register_condition`), and load its module with `--plugin MODULE_OR_FILE` or `plugins = [...]` under [tool.flowc] in pyproject.toml
+    """
+    reg = registry if registry is not None else default_registry()
+    decls = {(c.kind, c.name): c for c in compiled.customs}
+    lines = {r.index: r.span.line for r in compiled.rules}
+    default_line = compiled.default_span.line if compiled.default_span is not None else None
+    uses: dict[tuple[str, str], list[int]] = {}
+    for kind, name, index in used_customs(compiled.graph):
+        found = reg.condition(name) if kind == "condition" else reg.target(name)
+        if found is not None:
+            continue
+        line = lines.get(index) if index is not None else default_line
+        at = uses.setdefault((kind, name), [])
+        if line is not None and line not in at:
+            at.append(line)
+    out: list[ImplementationProblem] = []
+    for (kind, name), at in uses.items():
+        decl = decls.get((kind, name))
+        used = f" (used on line{'s' if len(at) > 1 else ''} {', '.join(map(str, at))})" if at else ""
+        line, column = (decl.span.line, decl.span.column) if decl is not None else \
+            ((at[0] if at else 1), 1)
+        out.append(ImplementationProblem(filename, line, column,
+                                         f"{kind} `{name}` has no implementation{used}",
+                                         _how_to_register(kind, name)))
+    if out:
+        return tuple(out)
+    participants = tuple(compiled.agent_id(s) for s in compiled.speakers)
+    try:
+        compile_graph(compiled.graph, participants, reg)
+    except GraphError as err:
+        for p in err.problems:
+            match = re.match(r"transitions\[(\d+)\]", p.path)
+            line = lines.get(int(match.group(1)), 1) if match else (default_line or 1)
+            out.append(ImplementationProblem(filename, line, 1, str(p)))
+    except Exception as err:  # a plugin's constructor raising something unexpected
+        out.append(ImplementationProblem(filename, 1, 1, f"a plugin failed: {type(err).__name__}: {err}"))
+    return tuple(out)
+
+
+def implementations_text(problems: Sequence[ImplementationProblem]) -> str:
+    return "".join(p.text() for p in problems)

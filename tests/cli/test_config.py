@@ -1,0 +1,39 @@
+"""`[tool.flowc]`: only known settings; a typo is an error that lists them (every command)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+from flowc.commands.config import KEYS
+
+FLOW = "speaker user: human\nspeaker bot\nwhen from user then bot\n"
+
+
+@pytest.mark.parametrize("command", [["check"], ["compile"], ["test"], ["render", "-f", "dot"]])
+def test_an_unknown_setting_is_an_error_listing_the_settings(
+        tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.flowc]\nignroe = ["W201"]\n')
+    (tmp_path / "a.flow").write_text(FLOW)
+    assert main([*command, str(tmp_path / "a.flow")]) == 2
+    err = capsys.readouterr().err
+    assert "[tool.flowc] has no setting `ignroe` (did you mean `ignore`?)" in err
+    assert "the settings are: ignore, max-states, plugins, select, strict" in err
+
+
+def test_known_settings_and_the_alias_are_accepted(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.flowc]\nselect = ["W"]\nignore = "W213"\nstrict = false\nmax_states = 500\n'
+        'plugins = []\n')
+    (tmp_path / "a.flow").write_text(FLOW)
+    assert main(["check", str(tmp_path / "a.flow")]) == 0
+
+
+def test_the_settings_are_documented() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    table = page.split("| setting |", 1)[1].split("\n\n", 1)[0]
+    documented = {m.group(1) for m in re.finditer(r"^\| `([a-z-]+)`", table, re.M)}
+    assert documented == set(KEYS)

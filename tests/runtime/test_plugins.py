@@ -1,0 +1,242 @@
+"""Plugins: custom conditions and targets loaded with `--plugin`, `[tool.flowc] plugins`
+and `plugins=` in the Python API, for every command that reads a flow; a flow whose
+custom names nobody implements gets a clean error naming each, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import flowc
+from flowc.cli import main
+from flowc.runtime import plugins as plugin_mod
+from flowc.runtime.transitions import default_registry
+
+FLOW = """\
+speaker user: human
+speaker writer
+speaker reviewer
+condition draft_is_long(min: int = 10)
+target pick_reviewer() -> writer | reviewer
+max_turns 6
+when draft_is_long() then reviewer
+when from user then writer
+when from writer then pick_reviewer()
+when from reviewer then terminate "reviewed"
+
+scenario "a long draft goes to the reviewer" {
+  user: "hi"
+  expect next writer
+  writer: "a draft that is long enough"
+  expect next reviewer
+  reviewer: "ok"
+  expect terminate "reviewed"
+}
+"""
+
+PLUGIN = '''\
+from typing import Any, ClassVar
+
+import attrs
+
+import flowc
+from flowc.runtime import TransitionDecision
+
+
+@flowc.register_condition
+@attrs.frozen
+class LongText:
+    name: ClassVar[str] = "draft_is_long"
+    min: int = 10
+
+    def evaluate(self, state: Any, envelope: Any) -> bool:
+        return len(envelope.event_data.get("text") or "") >= self.min
+
+
+@flowc.register_target
+@attrs.frozen
+class Pick:
+    name: ClassVar[str] = "pick_reviewer"
+
+    def resolve(self, state: Any, envelope: Any) -> TransitionDecision:
+        return TransitionDecision("reviewer")
+'''
+
+CLEAN = """\
+speaker user: human
+speaker bot
+when from user then bot
+scenario "hello" {
+  user: "hi"
+  bot: "hello"
+  expect terminate "after_work"
+}
+"""
+
+SCRIPT = {"kickoff": "hi", "script": {"writer": ["a draft that is long enough"],
+                                        "reviewer": ["ok"]}}
+
+
+@pytest.fixture(autouse=True)
+def isolated_registry() -> Iterator[None]:
+    """Each test starts with no custom classes and no plugin imported."""
+    reg = default_registry()
+    conditions, targets = dict(reg._conditions), dict(reg._targets)
+    loaded = set(plugin_mod._LOADED)
+    modules = set(sys.modules)
+    ag2_transitions = sys.modules.get("ag2.network.transitions")
+    ag2_default = getattr(ag2_transitions, "TransitionRegistry", None)
+    ag2_saved = ag2_default._DEFAULT if ag2_default is not None else None
+    ag2_tables = (dict(ag2_saved._conditions), dict(ag2_saved._targets)) if ag2_saved else None
+    yield
+    transitions_now = sys.modules.get("ag2.network.transitions")
+    if transitions_now is not None:  # AG2's registry is process-wide too
+        transitions_now.TransitionRegistry._DEFAULT = ag2_saved
+        if ag2_saved is not None and ag2_tables is not None:
+            ag2_saved._conditions, ag2_saved._targets = ag2_tables
+    reg._conditions, reg._targets = conditions, targets
+    plugin_mod._LOADED.clear()
+    plugin_mod._LOADED.update(loaded)
+    for name in set(sys.modules) - modules:
+        if name.startswith(("flowc_plugin_", "routing")):
+            del sys.modules[name]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "review.flow").write_text(FLOW)
+    (tmp_path / "routing.py").write_text(PLUGIN)
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_test_without_plugin_names_each_missing_name(project: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["test", "review.flow"]) == 1
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "review.flow:4:1: error: condition `draft_is_long` has no implementation (used on line 7)" in err
+    assert "review.flow:5:1: error: target `pick_reviewer` has no implementation (used on line 9)" in err
+    assert "`@flowc.register_condition`" in err and "--plugin MODULE_OR_FILE" in err
+    assert "ERROR" in out and "1 file lacked custom implementations" in out
+
+
+def test_test_dir_goes_on_after_a_file_without_implementations(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flows = project / "flows"
+    flows.mkdir()
+    (flows / "a_custom.flow").write_text(FLOW)
+    (flows / "b_clean.flow").write_text(CLEAN)
+    assert main(["test", "flows"]) == 1
+    out = capsys.readouterr().out
+    assert "ok    hello" in out  # the file after the broken one ran
+    assert out.strip().endswith("1 scenario: 1 passed, 0 failed; 1 file lacked custom implementations")
+
+
+@pytest.mark.parametrize("spec", ["routing.py", "routing", "{root}/routing.py"])
+def test_plugin_file_or_module(project: Path, spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["test", "review.flow", "--plugin", spec.format(root=project)]) == 0
+    assert "1 scenario: 1 passed" in capsys.readouterr().out
+
+
+def test_plugins_in_pyproject_are_relative_to_it(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "pyproject.toml").write_text('[tool.flowc]\nplugins = ["routing.py"]\n')
+    sub = project / "elsewhere"
+    sub.mkdir()
+    monkeypatch.chdir(sub)
+    assert main(["test", str(project / "review.flow")]) == 0
+    assert "1 passed" in capsys.readouterr().out
+
+
+def test_run_needs_and_uses_the_plugin(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", "review.flow", "--script", "script.json", "--db", ":memory:"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "condition `draft_is_long` has no implementation" in err and "Traceback" not in err
+    assert main([*args, "--plugin", "routing.py"]) == 0
+    out = capsys.readouterr().out
+    assert 'closed: "reviewed" after 3 turns' in out
+
+
+@pytest.mark.parametrize("command", [["compile"], ["check"], ["render", "-f", "dot"]])
+def test_every_command_takes_plugins(project: Path, command: list[str],
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "half.py").write_text(PLUGIN.split("@flowc.register_target")[0])
+    assert main([*command, "review.flow", "--plugin", "half.py"]) == 1
+    err = capsys.readouterr().err
+    assert "target `pick_reviewer` has no implementation" in err
+    assert "draft_is_long" not in err
+    assert main([*command, "review.flow", "--plugin", "routing.py"]) == 0
+
+
+def test_static_commands_need_no_plugin(project: Path) -> None:
+    for command in (["compile"], ["check"], ["render", "-f", "dot"]):
+        assert main([*command, "review.flow"]) == 0
+
+
+def test_arguments_that_do_not_fit_the_class(project: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "strict.py").write_text(PLUGIN.replace("    min: int = 10\n", ""))
+    assert main(["test", "review.flow", "--plugin", "strict.py"]) == 1
+    err = capsys.readouterr().err
+    assert "review.flow:7:1: error: transitions[0].when.args: args do not fit `draft_is_long`" in err
+
+
+def test_a_plugin_that_fails_to_import(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "broken.py").write_text("import attrs\n\nraise RuntimeError('no config')\n")
+    assert main(["test", "review.flow", "--plugin", "broken.py"]) == 2
+    err = capsys.readouterr().err
+    assert "--plugin broken.py: cannot import it: RuntimeError: no config" in err
+    assert "broken.py:3)" in err and "Traceback" not in err
+    assert main(["check", "review.flow", "--plugin", "no_such_module_xyz"]) == 2
+    assert "no module named 'no_such_module_xyz'" in capsys.readouterr().err
+    (project / "pyproject.toml").write_text('[tool.flowc]\nplugins = "missing.py"\n')
+    assert main(["compile", "review.flow"]) == 2
+    assert "plugins: missing.py: no such file" in capsys.readouterr().err
+
+
+def test_a_plugin_written_for_ag2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Classes registered into AG2's own registry work unchanged."""
+    pytest.importorskip("ag2")
+    ag2_plugin = (PLUGIN.replace("import flowc\n", "from ag2.network import transitions as t\n")
+                  .replace("@flowc.register_condition\n", "")
+                  .replace("@flowc.register_target\n", "")
+                  + "\nt.register_condition(LongText)\nt.register_target(Pick)\n")
+    (project / "ag2_routing.py").write_text(ag2_plugin)
+    assert main(["test", "review.flow", "--plugin", "ag2_routing.py"]) == 0
+    assert "1 passed" in capsys.readouterr().out
+
+
+def test_python_api(project: Path) -> None:
+    with pytest.raises(flowc.PluginError, match="condition `draft_is_long` has no implementation"):
+        flowc.run(flowc.compile_flow(FLOW), SCRIPT)
+    with pytest.raises(flowc.PluginError, match="no such file"):
+        flowc.compile_flow(FLOW, plugins=["nope.py"])
+    compiled = flowc.compile_flow(FLOW, plugins=["routing.py"])
+    assert flowc.run(compiled, SCRIPT).close_reason == "reviewed"
+    assert flowc.check(FLOW, plugins=["routing.py"]) == ()
+
+
+def test_python_api_check_refuses_unimplemented(project: Path) -> None:
+    (project / "half.py").write_text(PLUGIN.split("@flowc.register_target")[0])
+    with pytest.raises(flowc.PluginError, match="target `pick_reviewer` has no implementation"):
+        flowc.check(project / "review.flow", plugins=["half.py"])
+    flowc.load_plugins("routing.py", base=project)
+    assert flowc.run(flowc.compile_flow(FLOW), SCRIPT).close_reason == "reviewed"
+
+
+def test_the_documented_plugin_works(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/configuration.md's example plugin, as printed, implements the flow above."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    (project / "conditions.py").write_text(code)
+    (project / "doc.flow").write_text(FLOW.replace("draft_is_long", "long_text")
+                                      .replace("pick_reviewer", "pick"))
+    assert main(["test", "doc.flow", "--plugin", "conditions.py"]) == 0
+    assert "1 passed" in capsys.readouterr().out
