@@ -57,6 +57,10 @@ E107 = _code("E107", "unknown-handoff-target", E, "a tool hands off to an undecl
 E108 = _code("E108", "invalid-graph-shape", E, "a JSON graph does not have the `TransitionGraph` shape")
 E109 = _code("E109", "repeated-statement", E, "a statement that may appear once appears twice")
 E110 = _code("E110", "too-few-speakers", E, "a flow declares fewer than two speakers")
+E111 = _code(
+    "E111", "scenario-mismatch", E,
+    "a scenario calls a tool or effect, or expects a close reason, that the flow does not have",
+)
 E112 = _code(
     "E112", "not-bare-ag2", E,
     "with `--target ag2`: a construct compiles to something a bare AG2 1.2.1 registry cannot load",
@@ -85,6 +89,7 @@ W213 = _code(
     "W213", "silent-after-work", W,
     "a speaker's only ways out are model-chosen and the fallback is the implicit default",
 )
+W214 = _code("W214", "empty-scenario", W, "a scenario has no turns and no expectations")
 W215 = _code(
     "W215", "after-max-turns", W,
     "a speaker or rule is reachable only after `max_turns` has closed every run",

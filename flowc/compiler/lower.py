@@ -6,7 +6,7 @@ error stopped it) and the diagnostics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -23,6 +23,8 @@ from flowc.diagnostics import (
     E107,
     E109,
     E110,
+    E111,
+    W214,
     Code,
     Diagnostic,
     has_errors,
@@ -65,6 +67,68 @@ class ToolEffectInfo:
         if self.finish is not None:
             parts.append(f"finishes {format_value(self.finish)}")
         return ", ".join(parts) or "nothing"
+
+
+class AlternativeError(ValueError):
+    """A scripted tool call that matches none of the tool's declared alternatives."""
+
+
+def match_alternative(
+    alts: tuple[ToolEffectInfo, ...], effects: ToolEffectInfo | None, handoff: str | None,
+    finish: str | None, speaker: str, tool: str,
+) -> ToolEffectInfo | None:
+    """The declared alternative a scripted call of ``tool`` takes (``None`` for a tool
+    declared without effects). ``effects`` is what a scenario writes after the tool
+    (``calls decide hands off to billing``); ``handoff`` / ``finish`` what a script says.
+    Raises :class:`AlternativeError` with the reason, in the words ``flowc test`` uses.
+
+    >>> alts = (ToolEffectInfo(handoff="b"), ToolEffectInfo(finish="done"))
+    >>> match_alternative(alts, None, "b", None, "a", "decide").handoff
+    'b'
+    >>> match_alternative(alts, None, None, None, "a", "decide")
+    Traceback (most recent call last):
+    ...
+    flowc.compiler.lower.AlternativeError: a's tool `decide` does one of several things (hands off to b | finishes "done"); say which with `handoff` or `finish` (in a scenario: `a calls decide hands off to b`)
+    """
+    if not alts:
+        if effects is not None and effects != ToolEffectInfo():
+            raise AlternativeError(f"{speaker}'s tool `{tool}` is declared with no effects, "
+                                   f"not {effects.text()}")
+        return None
+    if effects is not None:
+        for alt in alts:
+            if alt == effects:
+                return alt
+        options = " | ".join(a.text() for a in alts)
+        raise AlternativeError(f"{speaker}'s tool `{tool}` is declared to do {options}, "
+                               f"not {effects.text()}")
+    if len(alts) == 1 and handoff is None and finish is None:
+        return alts[0]
+    for alt in alts:
+        if handoff is not None and alt.handoff == handoff:
+            return alt
+        if finish is not None and alt.finish == finish:
+            return alt
+    options = " | ".join(
+        f"hands off to {a.handoff}" if a.handoff else f'finishes "{a.finish}"' if a.finish
+        else "sets/clears context" for a in alts
+    )
+    if handoff is None and finish is None:
+        raise AlternativeError(f"{speaker}'s tool `{tool}` does one of several things "
+                               f"({options}); say which with `handoff` or `finish` (in a "
+                               f"scenario: `{speaker} calls {tool} {alts[0].text()}`)")
+    raise AlternativeError(f"{speaker}'s tool `{tool}` is declared to do {options}, "
+                           "not what the script says")
+
+
+def terminate_reason(reason: str) -> str:
+    """The close reason of a ``terminate``: AG2 closes an empty one as ``workflow_terminated``."""
+    return reason or "workflow_terminated"
+
+
+def finish_reason(reason: str) -> str:
+    """The close reason of a tool's ``Finish``: AG2 closes an empty one as ``finished``."""
+    return reason or "finished"
 
 
 @attrs.frozen
@@ -539,8 +603,9 @@ class _Lowering:
                 for entry in st.entries:
                     context[entry.key.value] = entry.value.value
 
+        reasons = self.close_reasons(transitions, default, max_turns)
         for sc in flow.of_type(n.Scenario):
-            self.check_scenario(sc)
+            self.check_scenario(sc, reasons)
 
         if has_errors(self.diags) or default is None:
             return None
@@ -582,7 +647,39 @@ class _Lowering:
                 or f"declare `speaker {_show_name(name.value)}` or name another speaker",
             )
 
-    def check_scenario(self, sc: n.Scenario) -> None:
+    def close_reasons(self, transitions: list[m.Transition], default: m.Target | None,
+                      max_turns: int | None) -> set[str] | None:
+        """Every reason a run of this flow can close with; ``None`` when a custom target
+        may end it with a reason of its own choosing."""
+        out: set[str] = set()
+        for target in (*(t.then for t in transitions), default):
+            if isinstance(target, m.TerminateTarget):
+                out.add(terminate_reason(target.reason))
+            elif isinstance(target, m.CustomTarget):
+                decl = self.customs.get(target.name)
+                if decl is None or decl.results is None or None in decl.results:
+                    return None
+        for sp in self.speakers.values():
+            for tool in sp.tools:
+                for alt in tool.alternatives:
+                    info = effects_info(alt)
+                    if info.finish is not None:
+                        out.add(finish_reason(info.finish))
+        if max_turns is not None:
+            out.add("max_turns")
+        return out
+
+    def check_scenario(self, sc: n.Scenario, reasons: set[str] | None) -> None:
+        """What ``flowc test`` would refuse on any run: undeclared speakers and tools, a
+        tool effect the tool does not have, a close reason the flow never writes."""
+        if not sc.items:
+            self.diags.append(Diagnostic(
+                W214, f"scenario {format_value(sc.title.value)} is empty: it has no turns "
+                "and no expectations, so it tests nothing", self.filename, sc.title.span,
+                help="write the run it stands for, one turn a line, with `expect` lines"))
+            return
+        finishes = {finish_reason(item.reason.value if item.reason is not None else "")
+                    for item in sc.items if isinstance(item, n.FinishTurn)}
         for item in sc.items:
             names: list[n.Name] = []
             if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.FinishTurn):
@@ -591,8 +688,57 @@ class _Lowering:
                 names += [item.speaker, item.target]
             elif isinstance(item, n.ExpectNext):
                 names.append(item.speaker)
-            for name in names:
-                self.need_speaker(name, "the scenario names")
+            known = all([self.need_speaker(name, "the scenario names") for name in names])
+            if isinstance(item, n.CallTurn) and known:
+                self.check_call(item)
+            elif isinstance(item, n.ExpectTerminate) and item.reason is not None \
+                    and reasons is not None:
+                want = item.reason.value
+                if want not in reasons | finishes:
+                    close = _close_match(want, reasons | finishes)
+                    listed = ", ".join(format_value(r) for r in sorted(reasons | finishes))
+                    self.error(
+                        E111, f"the flow never ends with {format_value(want)}: "
+                        f"{'its runs close with ' + listed if listed else 'it writes no close reason'}",
+                        item.reason.span,
+                        help=f"did you mean {format_value(close)}?" if close
+                        else "expect one of the reasons the flow writes, or `expect terminate` "
+                             "with no reason")
+            elif isinstance(item, n.ExpectTurns):
+                count = item.count.value
+                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                    self.error(E111, f"`expect turns` takes a whole number >= 0, got "
+                               f"{describe(count)}", item.count.span)
+
+    def check_call(self, item: n.CallTurn) -> None:
+        speaker, tool = item.speaker.value, item.tool.value
+        decls = {t.name.value: t for t in self.speakers[speaker].tools}
+        decl = decls.get(tool)
+        if decl is None:
+            declared = sorted(decls)
+            hint = f" (declared: {', '.join(declared)})" if declared else " (it declares none)"
+            close = _close_match(tool, declared)
+            self.error(E111, f"{speaker} has no tool `{tool}`{hint}", item.tool.span,
+                       help=f"did you mean `{close}`?" if close
+                       else f"declare it in `speaker {_show_name(speaker)} {{ tool {tool} }}`")
+            return
+        alts = tuple(effects_info(alt) for alt in decl.alternatives)
+        effects = effects_info(item.effects) if item.effects else None
+        try:
+            match_alternative(alts, effects, None, None, speaker, tool)
+        except AlternativeError as err:
+            message = str(err)
+            self.error(E111, message, item.span,
+                       help=None if not alts or "in a scenario:" in message else
+                       f"write the alternative the call takes: `{speaker} calls {tool} "
+                       f"{alts[0].text()}`")
+
+
+def _close_match(word: str, options: Iterable[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def effects_info(alt: tuple[n.Effect, ...]) -> ToolEffectInfo:

@@ -129,6 +129,9 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
         return result(msg)
 
     try:
+        if not sc.items:  # nothing ran, so nothing passed (`flowc check`: W214)
+            return fail(f"line {sc.span.line}: the scenario is empty: it has no turns and no "
+                        "expectations")
         for item in _items(sc):
             if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn
                           | n.HandoffTurn | n.FinishTurn):

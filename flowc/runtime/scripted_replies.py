@@ -13,7 +13,7 @@ flowc.runtime.script.ScriptError: script.b[0]: b has no tool `t` (it declares no
 
 from __future__ import annotations
 
-from flowc.compiler.lower import ToolEffectInfo
+from flowc.compiler.lower import AlternativeError, ToolEffectInfo, match_alternative
 from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
@@ -26,35 +26,12 @@ __all__ = ["check_script", "pick_alternative", "reply_for"]
 
 def pick_alternative(alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speaker: str,
                       where: str) -> ToolEffectInfo | None:
-    if not alts:
-        if call.effects is not None and call.effects != ToolEffectInfo():
-            raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` is declared with no effects, "
-                              f"not {call.effects.text()}")
-        return None
-    if call.effects is not None:
-        for alt in alts:
-            if alt == call.effects:
-                return alt
-        options = " | ".join(a.text() for a in alts)
-        raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` is declared to do {options}, "
-                          f"not {call.effects.text()}")
-    if len(alts) == 1 and call.handoff is None and call.finish is None:
-        return alts[0]
-    for alt in alts:
-        if call.handoff is not None and alt.handoff == call.handoff:
-            return alt
-        if call.finish is not None and alt.finish == call.finish:
-            return alt
-    options = " | ".join(
-        f"hands off to {a.handoff}" if a.handoff else f'finishes "{a.finish}"' if a.finish
-        else "sets/clears context" for a in alts
-    )
-    if call.handoff is None and call.finish is None:
-        raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` does one of several things "
-                          f"({options}); say which with `handoff` or `finish` (in a scenario: "
-                          f"`{speaker} calls {call.tool} {alts[0].text()}`)")
-    raise ScriptError(f"{where}: {speaker}'s tool `{call.tool}` is declared to do {options}, "
-                      f"not what the script says")
+    """The declared alternative a scripted call takes (the compiler's rule, one for all)."""
+    try:
+        return match_alternative(alts, call.effects, call.handoff, call.finish, speaker,
+                                 call.tool or "")
+    except AlternativeError as err:
+        raise ScriptError(f"{where}: {err}") from None
 
 
 def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) -> ToolCall:

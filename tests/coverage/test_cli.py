@@ -19,7 +19,7 @@ BROKEN = "speaker a\nwhen from nobody then a\n"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    failing = REVIEW.replace('expect terminate "approved"', 'expect terminate "rejected"').replace(
+    failing = REVIEW.replace('expect terminate "approved"', 'expect terminate "fallback"').replace(
         '"approve at once"', '"approve & <fail>"')
     (tmp_path / "review.flow").write_text(REVIEW + '\nscenario "drafts first" {\n  user: "x"\n'
                                           '  expect next reviewer\n}\n')
@@ -44,7 +44,7 @@ def test_junit_xml_validates_and_reports_failures_and_compile_errors(
     root = doc.getroot()
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "1")
     [failure] = doc.findall(".//failure")
-    assert "rejected" in (failure.get("message") or "")
+    assert "fallback" in (failure.get("message") or "")
     assert doc.find(".//testcase[@name='approve & <fail>']") is not None
     assert doc.find(".//error") is not None
 

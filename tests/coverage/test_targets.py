@@ -78,7 +78,7 @@ def test_each_alternative_of_a_tool_is_a_target() -> None:
 
 
 def test_a_failed_scenario_still_counts_what_it_exercised() -> None:
-    src = REVIEW.replace('expect terminate "approved"', 'expect terminate "nope"')
+    src = REVIEW.replace('expect terminate "approved"', 'expect terminate "fallback"')
     flow = flowc.compile_flow(src)
     [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
     assert not result.passed

@@ -26,18 +26,10 @@ from flowc.compiler.analysis.system import (
     System,
     Valuation,
 )
+from flowc.compiler.lower import finish_reason, terminate_reason
 
 DEFAULT, HANDOFF, FINISH = -1, -2, -3
 
-
-def terminate_reason(reason: str) -> str:
-    """The close reason of a ``terminate``: AG2 closes an empty one as ``workflow_terminated``."""
-    return reason or "workflow_terminated"
-
-
-def finish_reason(reason: str) -> str:
-    """The close reason of a tool's ``Finish``: AG2 closes an empty one as ``finished``."""
-    return reason or "finished"
 
 #: ("kickoff",) | (speaker, valuation or None) | ("end", reason or None)
 NodeKey: TypeAlias = tuple[Any, ...]

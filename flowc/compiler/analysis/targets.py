@@ -35,14 +35,12 @@ from flowc.compiler.analysis.explore import (
     KICKOFF,
     NodeKey,
     Step,
-    finish_reason,
-    terminate_reason,
 )
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210
 from flowc.compiler.analysis.runs import Run, Turn, run_along
 from flowc.compiler.analysis.system import Action, System, system_of_flow
-from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
+from flowc.compiler.lower import CompiledFlow, ToolEffectInfo, finish_reason, terminate_reason
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 
