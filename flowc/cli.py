@@ -62,6 +62,15 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str | None
+               ) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command:
+            found = action.choices.get(command)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
 def handlers(modules: Sequence[ModuleType]) -> dict[str, Handler]:
     out: dict[str, Handler] = {}
     for module in modules:
@@ -74,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     modules = [importlib.import_module(name) for name in wanted_modules(arguments)]
     parser = build_parser(modules)
-    args = parser.parse_args(arguments)
+    args, extra = parser.parse_known_args(arguments)
+    if extra:  # a mistake in a subcommand's options: that subcommand's usage, not flowc's
+        (_subparser(parser, args.command) or parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -14,7 +14,7 @@ import inspect
 import json
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +28,22 @@ from flowc.commands.console import (
     read_source,
     report_unimplemented,
 )
+from flowc.commands.run_output import RunPrinter, format_turns, isatty, terminal_asker
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import has_errors
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
-from flowc.runtime.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_OPENED
+from flowc.runtime.envelope import EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import ScriptError, parse_script
 from flowc.runtime.script_run import resume_script, run_script
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, TurnRecord, transcript
+from flowc.runtime.transcript import transcript, turn_json
 from flowc.runtime.wal import SqliteStore, WalError, WalStore, describe_holder, open_store
 
 DEFAULT_DB = ".flowc/runs.db"
+#: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
 
 # ── loading ───────────────────────────────────────────────────────────────────
 
@@ -188,61 +191,34 @@ def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def format_turns(
-    records: list[TurnRecord] | tuple[TurnRecord, ...], describe: Callable[[Any], str]
-) -> Iterator[str]:
-    """The readable transcript lines of a run."""
-    width = max((len(r.speaker) for r in records), default=4)
-    pad = " " * (6 + width)
-    for r in records:
-        text = r.text.replace("\n", "\n" + pad)
-        tag = ""
-        if r.routing and r.routing.get("kind") in ("handoff", "finish"):
-            reason = r.routing.get("reason") or ""
-            tag = f"[{r.routing.get('tool')}{': ' + reason if reason else ''}] "
-        yield f"{r.number:>3}  {r.speaker:<{width}}  {tag}{text}".rstrip()
-        changes = [f"{k} = {_j(v)}" for k, v in r.context_set.items()]
-        changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
-        if changes:
-            yield f"{pad}context: {', '.join(changes)}"
-        if r.next_speaker is not None:
-            yield f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})"
-        else:
-            kind = "finish" if r.decided_by == "finish" else "terminate"
-            reason = (r.routing or {}).get("reason") if kind == "finish" else None
-            by = f"by tool {(r.routing or {}).get('tool')}" if kind == "finish" else describe(r.decided_by)
-            yield f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})"
-        if r.closes == "max_turns" and r.next_speaker is not None:
-            yield f"{pad}■ max_turns reached"
+def _mode(args: argparse.Namespace) -> str:
+    return "jsonl" if getattr(args, "jsonl", False) else "json" if args.json else "text"
 
 
-def print_result(result: RunResult, target: RunTarget) -> None:
-    for line in format_turns(result.turns, target.describe_decision):
-        print(line)
-    for v in result.violations:
-        print(f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
-              f"({v.get('on_violation')})")
-    if result.close_reason is not None:
-        print(f"closed: {_j(result.close_reason)} after {result.turn_count} turns")
-    else:
-        print(f"stalled: {result.stalled_on} has no turn to take after {result.turn_count} turns")
-    if result.error:
-        print(f"error: {result.error}", file=sys.stderr)
-    if result.context_vars:
-        print(f"context: {_j(result.context_vars)}")
+def _asker(args: argparse.Namespace, printer: RunPrinter
+           ) -> Callable[[str, Turn | None], Awaitable[str | None]] | None:
+    """How a human with no scripted turn left answers: at the terminal. With ``--script``
+    only when stdin is a terminal (otherwise the run stalls on that human, so a scripted
+    run never waits for input nobody will type); with ``--agents`` alone, from stdin
+    whatever it is (a terminal or a pipe)."""
+    if args.script is not None and not isatty(sys.stdin):
+        return None
+    echo = printer.mode != "text" or not isatty(sys.stdout)
+    return terminal_asker(printer, echo=echo)
 
 
-# ── flowc run ─────────────────────────────────────────────────────────────────
-
-
-async def _ask_terminal(name: str, turn: Turn | None) -> str | None:
-    """A human answers at the terminal (prompts on stderr, so ``--json`` stays clean)."""
-    if turn is not None and turn.text:
-        sys.stderr.write(f"  [{turn.envelope.sender_id}] {turn.text}\n")
-    sys.stderr.write(f"{name}> ")
-    sys.stderr.flush()
-    line = await asyncio.to_thread(sys.stdin.readline)
-    return line.rstrip("\n") if line else None
+def _interrupted(printer: RunPrinter, args: argparse.Namespace) -> int:
+    """Ctrl-C: the turns so far are printed; say which run stays open and how to go on."""
+    run_id = printer.run_id
+    hint = None
+    if run_id is not None and args.db != ":memory:":
+        hint = f"flowc resume {run_id} --db {args.db}"
+        if args.script:
+            hint += f" --script {args.script}"
+        if args.agents:
+            hint += f" --agents {args.agents}"
+    printer.interrupted(hint, stored=args.db != ":memory:")
+    return EXIT_INTERRUPTED
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -268,20 +244,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         store: WalStore = open_store(args.db)
     except WalError as err:
         raise UsageError(str(err)) from None
+    target = target.with_script_facts(script)
+    printer = RunPrinter(target, _mode(args))
     try:
         result = asyncio.run(run_script(
-            target, script, store=store, agents=agents,
-            ask_human=_ask_terminal if args.agents else None,
-            labels={"script": args.script or ""},
+            target, script, store=store, agents=agents, ask_human=_asker(args, printer),
+            labels={"script": args.script or ""}, watch=printer,
         ))
+    except KeyboardInterrupt:
         store.close()
+        return _interrupted(printer, args)
     except ScriptError as err:
+        store.close()
         print(f"{args.script or args.agents}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
     except WalError as err:  # the database failed (full disk, damaged, read-only)
         store.close()
         raise UsageError(str(err)) from None
     except ProtocolError as err:  # the graph was refused when the channel opened
+        store.close()
         problems = getattr(err, "problems", None)
         if problems:
             for p in problems:
@@ -289,10 +270,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"{args.flow}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
-    if args.json:
-        sys.stdout.write(canonical_json(result.to_json()))
-    else:
-        print_result(result, target.with_script_facts(script))
+    store.close()
+    printer.finish(result)
     return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
 
 
@@ -336,20 +315,25 @@ def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
         raise UsageError(str(err)) from None
 
 
-def _log_line(store: SqliteStore, cid: str) -> str | None:
-    """One run's line of ``flowc log`` (raises one of :data:`_DAMAGED` if it is damaged)."""
+def _run_summary(store: SqliteStore, cid: str) -> dict[str, Any] | None:
+    """One stored run as ``flowc log`` lists it (``None`` for a channel that is no run;
+    raises one of :data:`_DAMAGED` if it is damaged)."""
     envs = list(store.read(cid))
     if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
         return None
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
-    closed = [e for e in envs if e.event_type == EV_CHANNEL_CLOSED]
-    status = _j(closed[0].event_data.get("reason")) if closed else "open"
-    lease = None if closed else store.lease_of(cid)
-    if lease is not None:
-        status = f"running ({describe_holder(lease.holder)})"
-    records, _, _ = transcript(envs)
-    label = md.labels.get("flow") or md.type
-    return f"{cid}  {md.created_at[:19]}  {label}  {len(records)} turns  {status}"
+    records, close, _ = transcript(envs)
+    lease = None if close is not None else store.lease_of(cid)
+    status = "closed" if close is not None else "running" if lease is not None else "open"
+    return {"run_id": cid, "created_at": md.created_at, "flow": md.labels.get("flow") or md.type,
+            "turns": len(records), "status": status, "close_reason": close,
+            "holder": describe_holder(lease.holder) if lease is not None else None}
+
+
+def _summary_line(r: dict[str, Any]) -> str:
+    status = _j(r["close_reason"]) if r["status"] == "closed" else \
+        f"running ({r['holder']})" if r["status"] == "running" else "open"
+    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {r['turns']} turns  {status}"
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
@@ -370,40 +354,67 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def _log(args: argparse.Namespace, store: SqliteStore) -> int:
+    mode = _mode(args)
     if args.run is None:
         damaged = 0
+        runs: list[dict[str, Any]] = []
         for cid in store.channel_ids():
             try:
-                line = _log_line(store, cid)
+                found = _run_summary(store, cid)
             except _DAMAGED as err:  # the other runs are still listed
                 damaged += 1
-                print(f"{cid}  damaged")
+                found = {"run_id": cid, "status": "damaged"}
                 print(f"flowc log: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+            if found is None:
                 continue
-            if line is not None:
-                print(line)
+            runs.append(found)
+            if mode == "jsonl":
+                print(_j(found))
+            elif mode == "text":
+                print(f"{cid}  damaged" if found["status"] == "damaged" else _summary_line(found))
+        if mode == "json":
+            sys.stdout.write(canonical_json(runs))
         return EXIT_ERRORS if damaged else EXIT_OK
     cid = _find_run(store, args.run)
     try:
-        return _log_run(store, cid)
+        return _log_run(store, cid, mode)
     except _DAMAGED as err:
         print(f"flowc log: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
         return EXIT_ERRORS
 
 
-def _log_run(store: SqliteStore, cid: str) -> int:
+def _log_run(store: SqliteStore, cid: str, mode: str) -> int:
     envs = list(store.read(cid))
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
     target = _target_from_metadata(md)
     records, close, state = transcript(envs)
-    print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
-    for line in format_turns(records, target.describe_decision):
-        print(line)
-    if close is not None:
-        print(f"closed: {_j(close)} after {len(records)} turns")
+    nxt = state.expected_next_speaker if state is not None and close is None else None
+    describe = target.describe_decision
+    if mode == "text":
+        print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
+        for line in format_turns(records, describe):
+            print(line)
+        if close is not None:
+            print(f"closed: {_j(close)} after {len(records)} turns")
+        else:
+            print(f"open: {len(records)} turns so far, "
+                  f"{target.names.get(nxt or '', nxt)} to speak next")
+        return EXIT_OK
+    end: dict[str, Any] = {
+        "run_id": cid, "flow": md.labels.get("flow", ""), "created_at": md.created_at,
+        "close_reason": close,
+        "context_vars": dict(state.context_vars) if state is not None else {},
+        "turn_count": state.turn_count if state is not None else 0,
+        "next_speaker": target.names.get(nxt, nxt) if nxt is not None else None,
+    }
+    if mode == "json":
+        sys.stdout.write(canonical_json({**end, "turns": [turn_json(r, describe)
+                                                           for r in records]}))
     else:
-        nxt = state.expected_next_speaker if state is not None else None
-        print(f"open: {len(records)} turns so far, {nxt} to speak next")
+        print(_j({"event": "start", "run_id": cid, "flow": end["flow"]}))
+        for record in records:
+            print(_j({"event": "turn", **turn_json(record, describe)}))
+        print(_j({"event": "end", **end}))
     return EXIT_OK
 
 
@@ -470,10 +481,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
             print(f"{script_path}: error: {err}", file=sys.stderr)
             return EXIT_ERRORS
         agents = load_agents(args.agents) if args.agents else None
+        printer = RunPrinter(target, _mode(args))
         try:
             result = asyncio.run(resume_script(
-                store, cid, script, agents=agents,
-                ask_human=_ask_terminal if args.agents else None))
+                store, cid, script, agents=agents, ask_human=_asker(args, printer),
+                watch=printer))
+        except KeyboardInterrupt:
+            return _interrupted(printer, args)
         except ScriptError as err:
             print(f"{script_path or args.agents or cid}: error: {err}", file=sys.stderr)
             return EXIT_ERRORS
@@ -484,10 +498,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError(str(err)) from None
     finally:
         store.close()
-    if args.json:
-        sys.stdout.write(canonical_json(result.to_json()))
-    else:
-        print_result(result, target)
+    printer.finish(result)
     return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
 
 
@@ -502,10 +513,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "turn is written to a SQLite write-ahead log. Exit 0 when the run closes, "
                     "1 when it stalls or the input has errors.")
     p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
-    p.add_argument("--script", metavar="SCRIPT", help="who says what (JSON or YAML)")
+    p.add_argument("--script", metavar="SCRIPT",
+                   help="who says what (JSON or YAML); a human with no scripted turn left is "
+                        "asked at the terminal when stdin is one, otherwise the run stalls "
+                        "on them (stalled_on)")
     p.add_argument("--agents", metavar="MODULE.py",
-                   help="a Python file mapping speaker names to agents (AGENTS = {...})")
-    p.add_argument("--json", action="store_true", help="print the run as one JSON object")
+                   help="a Python file mapping speaker names to agents (AGENTS = {...}); "
+                        "without --script, humans answer on stdin")
+    _output_options(p)
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL (default {DEFAULT_DB}; :memory: for none)")
     add_plugin_option(p)
@@ -519,10 +534,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "Exit 0 when the run closes, 1 when it stalls again.")
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
     p.add_argument("--script", metavar="SCRIPT",
-                   help="the run's script (JSON or YAML); turns already taken are skipped")
+                   help="the run's script (JSON or YAML); turns already taken are skipped; "
+                        "humans with no scripted turn left as for `flowc run`")
     p.add_argument("--agents", metavar="MODULE.py",
                    help="a Python file mapping speaker names to agents (AGENTS = {...})")
-    p.add_argument("--json", action="store_true", help="print the run as one JSON object")
+    _output_options(p)
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL holding the run (default {DEFAULT_DB})")
     add_plugin_option(p)
@@ -532,6 +548,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="List the runs stored in the write-ahead log (newest last), or print one "
                     "run's transcript: who spoke, which rule routed each turn, how it closed.")
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--json", action="store_true",
+                     help="one JSON document: the runs, or the run with every turn whole")
+    how.add_argument("--jsonl", action="store_true",
+                     help="one JSON object per line: per run, or the run's start, each turn "
+                          "and its end (as `flowc run --jsonl`)")
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL to read (default {DEFAULT_DB})")
 
@@ -544,6 +566,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                    help=f"the SQLite WAL to read (default {DEFAULT_DB})")
     add_plugin_option(p)
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--json", action="store_true",
+                     help="print the run as one JSON object when it ends (every turn whole: "
+                          "text, tool calls, routing, the rule that chose the next speaker)")
+    how.add_argument("--jsonl", action="store_true",
+                     help="print one JSON object per line as the run goes: its start, each "
+                          "turn as it is accepted, its end")
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

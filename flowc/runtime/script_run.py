@@ -34,8 +34,9 @@ from flowc.runtime.replies import Reply
 from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
 from flowc.runtime.scripted_replies import check_script, reply_for
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, transcript
-from flowc.runtime.wal import WalStore
+from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
+from flowc.runtime.wal import MemoryStore, WalStore
+from flowc.runtime.watch import RunWatcher, WatchedStore
 
 __all__ = ["AgentFn", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
 
@@ -55,11 +56,19 @@ async def run_script(
     expectations: Sequence[Expectation] | None = None,
     labels: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    watch: RunWatcher | None = None,
+    channel_id: str | None = None,
 ) -> RunResult:
     """Run ``target`` with scripted speakers (and real ``agents``) on a fresh hub.
 
     ``agents`` maps speaker names to async callables that take those speakers' turns;
     ``ask_human(name, turn)`` answers for humans that the script does not cover.
+    ``watch`` sees the run id and then each turn the moment it is in the WAL
+    (:mod:`flowc.runtime.watch`).
+
+    Cancelling the run (Ctrl-C under ``asyncio.run``) stops it between two turns:
+    nothing half-done is written, the channel stays open and ``flowc resume``
+    continues it.
     """
     target = target.with_script_facts(script)
     check_script(target, script)
@@ -71,14 +80,16 @@ async def run_script(
     if both:
         raise ScriptError(f"{', '.join(both)}: both scripted and given as agents; "
                           "a speaker is one or the other")
-    hub = await Hub.open(store)
+    watched = WatchedStore(store if store is not None else MemoryStore(), watch) \
+        if watch is not None else None
+    hub = await Hub.open(watched if watched is not None else store)
     queues: dict[str, deque[ScriptTurn]] = {s: deque(script.turns.get(s, ())) for s in target.speakers}
     ch_box: list[Channel] = []
     _attach(hub, target, real, queues, ask_human, ch_box)
     all_labels = {**target.labels(), **(labels or {})}
     ch = hub.open_channel(target.ids[target.creator], "workflow",
                           [target.ids[s] for s in target.speakers], target.knobs,
-                          expectations=expectations, labels=all_labels)
+                          expectations=expectations, labels=all_labels, channel_id=channel_id)
     ch_box.append(ch)
     try:
         await _kickoff(hub, ch, target, script, queues, real, ask_human)
@@ -89,7 +100,7 @@ async def run_script(
         ch.stalled_on = ch.stalled_on or target.start
     finally:
         await hub.close(close_store=False)
-    return _result(hub, ch, target)
+    return _result(hub, ch, target, watched)
 
 
 async def resume_script(
@@ -100,6 +111,7 @@ async def resume_script(
     agents: Mapping[str, AgentFn] | None = None,
     ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
     timeout: float | None = None,
+    watch: RunWatcher | None = None,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
 
@@ -107,19 +119,23 @@ async def resume_script(
     is the script the run started with, possibly longer: each speaker's turns already
     in the WAL are skipped (the kickoff counts as the start speaker's first turn), so
     resuming after any interruption continues where the WAL ends. ``agents`` take the
-    turns of the speakers they name. A closed run is returned as it is.
+    turns of the speakers they name. A closed run is returned as it is. ``watch`` sees
+    the turns already stored, then each new one as it is accepted.
     """
     script = script if script is not None else Script(None, {})
-    hub = await Hub.open(store)
+    watched = WatchedStore(store, watch) if watch is not None else None
+    hub = await Hub.open(watched if watched is not None else store)
     try:
         await hub.hydrate([channel_id], schedule=False)
         ch = hub.channel(channel_id)
+        if watched is not None:
+            watched.follow(hub.read_wal(channel_id))
         try:
             target = RunTarget.from_metadata(ch.metadata)
         except ValueError as err:
             raise ScriptError(f"run {channel_id}: {err}") from None
         if not ch.is_open:
-            return _result(hub, ch, target)
+            return _result(hub, ch, target, watched)
         check_script(target, script)
         real = dict(agents or {})
         unknown = sorted(set(real) - set(target.speakers))
@@ -156,7 +172,7 @@ async def resume_script(
         except ProtocolError as err:
             ch.error = str(err)
             ch.stalled_on = ch.stalled_on or ch.expected_next()
-        return _result(hub, ch, target)
+        return _result(hub, ch, target, watched)
     finally:
         await hub.close(close_store=False)
 
@@ -273,8 +289,14 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
     return on_envelope
 
 
-def _result(hub: Hub, ch: Channel, target: RunTarget) -> RunResult:
-    records, close, state = transcript(hub.read_wal(ch.channel_id))
+def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | None = None
+            ) -> RunResult:
+    folder: TranscriptFolder | None = watched.folder if watched is not None else None
+    if folder is not None and watched is not None and watched.failed is None \
+            and folder.channel_id == ch.channel_id:
+        records, close, state = folder.records, folder.close, folder.state  # already folded
+    else:
+        records, close, state = transcript(hub.read_wal(ch.channel_id))
     names = target.names
     stalled = None
     if ch.status is not ChannelState.CLOSED:

@@ -1,4 +1,5 @@
-"""A run's result: the turns of a workflow channel re-folded from its WAL.
+"""A run's result: the turns of a workflow channel folded from its WAL, all at once
+(:func:`transcript`) or one envelope at a time as the run goes (:class:`TranscriptFolder`).
 
 >>> transcript([])
 ([], None, None)
@@ -6,11 +7,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
+from flowc.runtime.adapters.base import ChannelMetadata, ChannelState
 from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState
 from flowc.runtime.clients import envelope_text
 from flowc.runtime.envelope import (
@@ -22,7 +24,7 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 
-__all__ = ["RunResult", "TurnRecord", "transcript"]
+__all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
 
 
 # ── results ───────────────────────────────────────────────────────────────────
@@ -43,6 +45,35 @@ class TurnRecord:
     next_speaker: str | None
     decided_by: int | str | None
     closes: str | None  # the close reason, when this turn closed the channel
+    #: the tool calls of the turn, in order: ``{"name": ..., "args": {...}}``
+    tool_calls: tuple[dict[str, Any], ...] = ()
+
+
+Describe = Callable[[int | str | None], str]
+
+
+def turn_json(record: TurnRecord, describe: Describe | None = None) -> dict[str, Any]:
+    """One turn as ``--json`` / ``--jsonl`` / ``log --json`` write it.
+
+    ``decided_by`` is what chose the next speaker in the words of the text transcript
+    (``rule 3, line 14: when from drafter then reviewer``, ``otherwise ...``,
+    ``handoff``, ``finish``) and ``rule`` the rule's number, or ``null``.
+    """
+    by = record.decided_by
+    return {
+        "number": record.number,
+        "speaker": record.speaker,
+        "kind": record.kind,
+        "text": record.text,
+        "tool_calls": [dict(c) for c in record.tool_calls],
+        "routing": record.routing,
+        "context": {"set": record.context_set, "delete": list(record.context_delete)},
+        "next_speaker": record.next_speaker,
+        "decided_by": describe(by) if describe is not None else (
+            None if by is None else str(by if not isinstance(by, int) else f"rule {by + 1}")),
+        "rule": by + 1 if isinstance(by, int) else None,
+        "closes": record.closes,
+    }
 
 
 @attrs.frozen
@@ -56,63 +87,107 @@ class RunResult:
     error: str | None = None
     violations: tuple[dict[str, Any], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``--json`` shape of ``docs/runtime.md``."""
+    def to_json(self, describe: Describe | None = None) -> dict[str, Any]:
+        """The ``--json`` shape of ``docs/runtime.md``: every turn whole (see
+        :func:`turn_json`; ``describe`` names the rules), the close reason, context,
+        turn count and the run id."""
         out: dict[str, Any] = {
-            "turns": [{"speaker": t.speaker, "kind": t.kind, "routing": t.routing}
-                      for t in self.turns],
+            "run_id": self.channel_id,
+            "turns": [turn_json(t, describe) for t in self.turns],
             "close_reason": self.close_reason,
             "context_vars": self.context_vars,
             "turn_count": self.turn_count,
         }
         if self.stalled_on is not None:
             out["stalled_on"] = self.stalled_on
+        if self.error:
+            out["error"] = self.error
         return out
+
+
+# ── folding ───────────────────────────────────────────────────────────────────
+
+
+class TranscriptFolder:
+    """Turn records from a workflow channel's envelopes, fed one at a time in WAL order.
+
+    :meth:`feed` returns the :class:`TurnRecord` of a text or packet envelope the
+    moment it is folded, complete with its routing decision and, when the turn closes
+    the channel, its close reason (the adapter's ``on_accepted`` says so before the
+    close envelope is written). Anything before the channel's opening is ignored.
+    """
+
+    def __init__(self, adapter: WorkflowAdapter | None = None) -> None:
+        self.adapter = adapter or WorkflowAdapter()
+        self.metadata: ChannelMetadata | None = None
+        self.state: WorkflowState | None = None
+        self.records: list[TurnRecord] = []
+        self.close: str | None = None
+        self._names: dict[str, str] = {}
+        self._set: dict[str, Any] = {}
+        self._delete: list[str] = []
+
+    @property
+    def channel_id(self) -> str | None:
+        return self.metadata.channel_id if self.metadata is not None else None
+
+    def feed(self, env: Envelope) -> TurnRecord | None:
+        state = self.state
+        if self.metadata is None or state is None:
+            if env.event_type == EV_CHANNEL_OPENED:
+                self.metadata = ChannelMetadata.from_dict(env.event_data["metadata"])
+                self._names = {p.agent_id: (p.name or p.agent_id)
+                               for p in self.metadata.participants}
+                self.state = self.adapter.initial_state(self.metadata)
+            return None
+        if self.close is not None:
+            return None
+        if env.event_type == EV_CHANNEL_CLOSED:
+            self.close = env.event_data.get("reason")
+            if self.records and self.records[-1].closes is None:
+                self.records[-1] = attrs.evolve(self.records[-1], closes=self.close)
+            return None
+        state = self.state = self.adapter.fold(env, state)
+        if env.event_type == EV_CONTEXT_SET:
+            self._write(env.event_data)
+            return None
+        if env.event_type != EV_TEXT and env.event_type != EV_PACKET:
+            return None
+        routing = env.event_data.get("routing") if env.event_type == EV_PACKET else None
+        if env.event_type == EV_PACKET:
+            self._write(env.event_data.get("context_updates") or {})
+        calls = env.event_data.get("tool_calls")
+        result = self.adapter.on_accepted(self.metadata, env, state)
+        closes = (result.auto_close_reason or "closed") \
+            if result.next_state is ChannelState.CLOSED else None
+        nxt = state.expected_next_speaker
+        names = self._names
+        record = TurnRecord(
+            len(self.records) + 1, names.get(env.sender_id, env.sender_id), env.sender_id,
+            "packet" if env.event_type == EV_PACKET else "text", routing, envelope_text(env),
+            self._set, tuple(self._delete), None if nxt is None else names.get(nxt, nxt),
+            state.decided_by, closes,
+            tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
+        )
+        self.records.append(record)
+        self._set, self._delete = {}, []
+        return record
+
+    def _write(self, data: dict[str, Any]) -> None:
+        for k in data.get("delete") or []:
+            self._set.pop(k, None)
+            self._delete.append(k)
+        self._set.update(data.get("set") or {})
 
 
 def transcript(envelopes: Sequence[Envelope], adapter: WorkflowAdapter | None = None
                ) -> tuple[list[TurnRecord], str | None, WorkflowState | None]:
     """Re-fold a workflow channel's WAL into turn records, its close reason and state."""
-    from flowc.runtime.adapters.base import ChannelMetadata
-
     if not envelopes or envelopes[0].event_type != EV_CHANNEL_OPENED:
         return [], None, None
-    metadata = ChannelMetadata.from_dict(envelopes[0].event_data["metadata"])
-    names = {p.agent_id: (p.name or p.agent_id) for p in metadata.participants}
-    ad = adapter or WorkflowAdapter()
-    state = ad.initial_state(metadata)
-    records: list[TurnRecord] = []
-    pending_set: dict[str, Any] = {}
-    pending_delete: list[str] = []
-    close: str | None = None
-    for env in envelopes[1:]:
-        if env.event_type == EV_CHANNEL_CLOSED:
-            close = env.event_data.get("reason")
-            if records and records[-1].closes is None:
-                records[-1] = attrs.evolve(records[-1], closes=close)
+    folder = TranscriptFolder(adapter)
+    for env in envelopes:
+        folder.feed(env)
+        if folder.close is not None:
             break
-        state = ad.fold(env, state)
-        if env.event_type == EV_CONTEXT_SET:
-            for k in env.event_data.get("delete") or []:
-                pending_set.pop(k, None)
-                pending_delete.append(k)
-            pending_set.update(env.event_data.get("set") or {})
-            continue
-        if env.event_type not in (EV_TEXT, EV_PACKET):
-            continue
-        routing = env.event_data.get("routing") if env.event_type == EV_PACKET else None
-        if env.event_type == EV_PACKET:
-            upd = env.event_data.get("context_updates") or {}
-            for k in upd.get("delete") or []:
-                pending_set.pop(k, None)
-                pending_delete.append(k)
-            pending_set.update(upd.get("set") or {})
-        nxt = state.expected_next_speaker
-        records.append(TurnRecord(
-            len(records) + 1, names.get(env.sender_id, env.sender_id), env.sender_id,
-            "packet" if env.event_type == EV_PACKET else "text", routing, envelope_text(env),
-            pending_set, tuple(pending_delete), None if nxt is None else names.get(nxt, nxt),
-            state.decided_by, None,
-        ))
-        pending_set, pending_delete = {}, []
-    return records, close, state
+    return folder.records, folder.close, folder.state

@@ -5,7 +5,8 @@ events (a list of ``ToolCallEvent`` for a turn's tool calls, then the turn's tex
 its tools are real AG2 tools that write context with ``set_context`` /
 ``delete_context`` and return AG2's ``Handoff`` / ``Finish``. Humans are
 ``HumanClient``s that post their scripted lines when the workflow expects them.
-The result has the shape of ``RunResult.to_json()``.
+The result is what :func:`parity` keeps of ``RunResult.to_json()``: each turn's speaker,
+kind and routing, the close reason, the context, the turn count and ``stalled_on``.
 """
 
 from __future__ import annotations
@@ -75,6 +76,19 @@ def _make_tool(effects: dict[int, tuple[ScriptCall, ToolCall]], names: dict[str,
         return "ok"
 
     return tool
+
+
+def parity(doc: dict[str, Any]) -> dict[str, Any]:
+    """The part of a ``RunResult.to_json()`` document that the AG2 runs are compared on."""
+    out = {
+        "turns": [{"speaker": t["speaker"], "kind": t["kind"], "routing": t["routing"]}
+                  for t in doc["turns"]],
+        "close_reason": doc["close_reason"], "context_vars": doc["context_vars"],
+        "turn_count": doc["turn_count"],
+    }
+    if "stalled_on" in doc:
+        out["stalled_on"] = doc["stalled_on"]
+    return out
 
 
 async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4) -> dict[str, Any]:

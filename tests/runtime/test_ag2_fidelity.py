@@ -21,7 +21,7 @@ from flowc.runtime.script_run import run_script_sync
 from flowc.runtime.target import RunTarget
 
 pytest.importorskip("ag2.network")
-from tests.runtime.ag2_harness import run_on_ag2
+from tests.runtime.ag2_harness import parity, run_on_ag2
 
 CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "sequence": (
@@ -240,7 +240,7 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
 def both(src: str, script_data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     flow = flowc.compile_flow(src)
     script = parse_script(script_data)
-    ours = run_script_sync(RunTarget.from_compiled(flow), script).to_json()
+    ours = parity(run_script_sync(RunTarget.from_compiled(flow), script).to_json())
     theirs = asyncio.run(run_on_ag2(flow, script))
     return ours, theirs
 
@@ -267,7 +267,7 @@ def test_same_run_on_both_runtimes(name: str) -> None:
     if ours != theirs and several_calls_in_one_reply(script):
         flow, parsed = flowc.compile_flow(src), parse_script(script)
         for _ in range(AG2_SAMPLES - 1):
-            assert run_script_sync(RunTarget.from_compiled(flow), parsed).to_json() == ours
+            assert parity(run_script_sync(RunTarget.from_compiled(flow), parsed).to_json()) == ours
             theirs = asyncio.run(run_on_ag2(flow, parsed))
             if theirs == ours:
                 break

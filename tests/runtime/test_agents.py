@@ -51,9 +51,16 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
+class TerminalInput(io.StringIO):
+    """Typed lines, as a terminal (``isatty``) would give them."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_agents_module_with_a_human_at_the_terminal(
         files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("Try again\n"))
+    monkeypatch.setattr("sys.stdin", TerminalInput("Try again\n"))
     code = main(["run", str(files / "f.flow"), "--agents", str(files / "agents.py"),
                  "--script", str(files / "kick.json"), "--json", "--db", ":memory:"])
     captured = capsys.readouterr()
@@ -63,6 +70,21 @@ def test_agents_module_with_a_human_at_the_terminal(
                                                     "drafter", "reviewer"]
     assert out["close_reason"] == "approved" and out["context_vars"] == {"done": True}
     assert "user> " in captured.err and "Needs work" in captured.err
+
+
+def test_with_a_script_an_unscripted_human_stalls_the_run_when_stdin_is_no_terminal(
+        files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # piped input is not a person: with --script, a human with no scripted turn left is
+    # asked only at a terminal; otherwise the run stops on them (stalled_on)
+    monkeypatch.setattr("sys.stdin", io.StringIO("Try again\n"))
+    code = main(["run", str(files / "f.flow"), "--agents", str(files / "agents.py"),
+                 "--script", str(files / "kick.json"), "--json", "--db", ":memory:"])
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert code == 1
+    assert [t["speaker"] for t in out["turns"]] == ["user", "drafter", "reviewer"]
+    assert out["stalled_on"] == "user" and out["close_reason"] is None
+    assert "user> " not in captured.err
 
 
 def test_scripted_and_real_speakers_combine(files: Path, capsys: pytest.CaptureFixture[str]) -> None:

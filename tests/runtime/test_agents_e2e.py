@@ -68,7 +68,7 @@ def test_ag2_agents_readable_transcript() -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["1", "user", "I", "cannot", "log", "in"]
-    assert "2  triage  Have you tried a password reset?" in proc.stdout
+    assert "2  triage    Have you tried a password reset?" in proc.stdout
     assert "→ user  (rule 2, line 13: when from triage then user)" in proc.stdout
     assert lines[-1] == 'closed: "max_turns" after 6 turns'
 
@@ -281,7 +281,7 @@ def test_a_plain_function_is_a_callable_agent(tmp_path: Path,
                    "AGENTS = {'triage': triage}\n")
     code, out, err = run_main(["--agents", str(mod)], capsys, monkeypatch, "a\nb\nc\n")
     assert code == 0, err
-    assert "2  triage  echo: a" in out and "6  triage  echo: c" in out
+    assert "2  triage    echo: a" in out and "6  triage    echo: c" in out
 
     # an object with an async __call__ is an async callable too
     mod.write_text("class Triage:\n    async def __call__(self, turn):\n"
@@ -289,7 +289,7 @@ def test_a_plain_function_is_a_callable_agent(tmp_path: Path,
                    "AGENTS = {'triage': Triage()}\n")
     code, out, err = run_main(["--agents", str(mod)], capsys, monkeypatch, "a\nb\nc\n")
     assert code == 0, err
-    assert "2  triage  heard a" in out and "6  triage  heard c" in out
+    assert "2  triage    heard a" in out and "6  triage    heard c" in out
 
 
 # ── what an AG2 Agent is shown: the same on flowc's hub as on AG2's ───────────
@@ -302,7 +302,7 @@ def test_an_ag2_agent_sees_the_conversation_as_on_ag2(
                               "".join(f"{x}\n" for x in lines))
     assert code == 0, err
     assert out.splitlines()[-1] == 'closed: "max_turns" after 6 turns'
-    ours = re.findall(r"^\s*\d+  triage  (.*)$", out, re.MULTILINE)
+    ours = re.findall(r"^\s*\d+  triage +(.*)$", out, re.MULTILINE)
     assert ours == ["saw: [user]: hi",
                     "saw: [user]: hi, <mine>, [user]: again",
                     "saw: [user]: hi, <mine>, [user]: again, <mine>, [user]: bye"]

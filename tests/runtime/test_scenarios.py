@@ -65,6 +65,19 @@ def test_the_design_brief_example_runs() -> None:
                                "say": "Escalating."}, {"tool": "resolve", "say": "Sorted."}],
                    "security": ["Account locked; reset link sent."],
                    "user": ["Thanks, reset done."]}})
+    run_id = out.pop("run_id")
+    assert run_id.startswith("wf-")
+    # every turn is whole: its text and tool calls too (issue 10.2)
+    assert [(t["number"], t["text"], t["tool_calls"]) for t in out["turns"]] == [
+        (1, "Someone logged into my account from abroad.", []),
+        (2, "Escalating.", [{"name": "escalate", "args": {"reason": "suspicious login"}}]),
+        (3, "Account locked; reset link sent.", []),
+        (4, "Thanks, reset done.", []),
+        (5, "Sorted.", [{"name": "resolve", "args": {}}]),
+    ]
+    assert [t["next_speaker"] for t in out["turns"]] == ["triage", "security", "user", "triage",
+                                                        None]
+    out["turns"] = [{k: t[k] for k in ("speaker", "kind", "routing")} for t in out["turns"]]
     assert out == {
         "turns": [
             {"speaker": "user", "kind": "text", "routing": None},

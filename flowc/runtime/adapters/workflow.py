@@ -753,7 +753,23 @@ def build_round_envelopes(
         if sets or deletes:
             return [Envelope(cid, sender_id, None, EV_CONTEXT_SET, {"set": sets, "delete": deletes})]
         return []
-    data = {"routing": routing, "context_updates": {"set": sets, "delete": deletes},
-            "body": reply.text}
+    data: dict[str, Any] = {"routing": routing,
+                            "context_updates": {"set": sets, "delete": deletes},
+                            "body": reply.text}
+    if reply.tool_calls:
+        # flowc's addition to AG2's packet (AG2's fold ignores the key): what the agent
+        # called, so transcripts, `--json` and `flowc log` can show it
+        data["tool_calls"] = [{"name": str(c.name), "args": _json_safe(dict(c.args or {}))}
+                              for c in reply.tool_calls]
     return [Envelope(cid, sender_id, None, EV_PACKET, data)]
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` as plain JSON data; what JSON cannot hold becomes its ``repr``."""
+    import json
+
+    try:
+        return json.loads(json.dumps(value, default=repr))
+    except (TypeError, ValueError):  # keys JSON cannot hold, a cycle
+        return repr(value)
 

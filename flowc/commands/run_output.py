@@ -1,0 +1,367 @@
+"""What `flowc run`, `flowc resume` and `flowc log` print: the readable transcript (one
+turn at a time, as the run accepts it), ``--json`` (one document at the end),
+``--jsonl`` (one line per turn as it happens), a progress line on a terminal, and the
+terminal a human answers at.
+
+The terminal is read without blocking the event loop, so Ctrl-C at a ``user>`` prompt
+stops the run at once (``asyncio.run`` turns it into a cancellation of the run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TextIO
+
+from flowc.runtime.adapters.workflow import WorkflowState
+from flowc.runtime.clients import Turn
+from flowc.runtime.target import RunTarget
+from flowc.runtime.transcript import RunResult, TurnRecord, turn_json
+
+__all__ = ["LineReader", "Progress", "RunPrinter", "format_turn", "format_turns", "isatty",
+           "terminal_asker"]
+
+
+def _j(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = _j(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ── the readable transcript ───────────────────────────────────────────────────
+
+
+def format_turn(r: TurnRecord, describe: Callable[[Any], str], width: int) -> Iterator[str]:
+    """The readable lines of one turn: number, speaker, text; then its tool calls, its
+    context writes and where it routed (``→ reviewer  (rule 3, line 14: ...)``)."""
+    pad = " " * (6 + width)
+    text = r.text.replace("\n", "\n" + pad)
+    tag = ""
+    if r.routing and r.routing.get("kind") in ("handoff", "finish"):
+        reason = r.routing.get("reason") or ""
+        tag = f"[{r.routing.get('tool')}{': ' + reason if reason else ''}] "
+    yield f"{r.number:>3}  {r.speaker:<{width}}  {tag}{text}".rstrip()
+    if r.tool_calls:
+        calls = []
+        for call in r.tool_calls:
+            args = call.get("args") or {}
+            shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()) \
+                if isinstance(args, dict) else _short(args)
+            calls.append(f"{call.get('name')}({shown})")
+        yield f"{pad}calls: {', '.join(calls)}"
+    changes = [f"{k} = {_j(v)}" for k, v in r.context_set.items()]
+    changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
+    if changes:
+        yield f"{pad}context: {', '.join(changes)}"
+    if r.next_speaker is not None:
+        yield f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})"
+    else:
+        kind = "finish" if r.decided_by == "finish" else "terminate"
+        reason = (r.routing or {}).get("reason") if kind == "finish" else None
+        by = f"by tool {(r.routing or {}).get('tool')}" if kind == "finish" \
+            else describe(r.decided_by)
+        yield f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})"
+    if r.closes == "max_turns" and r.next_speaker is not None:
+        yield f"{pad}■ max_turns reached"
+
+
+def format_turns(records: Sequence[TurnRecord], describe: Callable[[Any], str],
+                 width: int | None = None) -> Iterator[str]:
+    """The readable transcript lines of a run."""
+    if width is None:
+        width = max((len(r.speaker) for r in records), default=4)
+    for r in records:
+        yield from format_turn(r, describe, width)
+
+
+def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
+    """The lines after the turns, each with whether it goes to stderr."""
+    for v in result.violations:
+        yield (f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
+               f"({v.get('on_violation')})"), False
+    if result.close_reason is not None:
+        yield f"closed: {_j(result.close_reason)} after {result.turn_count} turns", False
+    else:
+        yield (f"stalled: {result.stalled_on} has no turn to take after "
+               f"{result.turn_count} turns"), False
+    if result.error:
+        yield f"error: {result.error}", True
+    if result.context_vars:
+        yield f"context: {_j(result.context_vars)}", False
+
+
+# ── progress ──────────────────────────────────────────────────────────────────
+
+
+class Progress:
+    """``  2,400 turns · 8,123 turns/s`` on a terminal's stderr while a run goes on.
+
+    Shown once the run has lasted ``after`` seconds, redrawn at most ten times a
+    second and kept as the last line below the streamed turns; nothing at all when
+    stderr is not a terminal (piped or redirected).
+    """
+
+    def __init__(self, stream: TextIO, *, enabled: bool, after: float = 0.5) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.after = after
+        self.started = time.monotonic()
+        self.turns = 0
+        self.shown = False
+        self.ever_shown = False
+        self._text = ""
+        self._drawn_at = 0.0
+
+    def tick(self, turns: int) -> None:
+        self.turns = turns
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        elapsed = now - self.started
+        if elapsed < self.after:
+            return
+        if now - self._drawn_at >= 0.1 or not self._text:
+            self._drawn_at = now
+            self._text = f"  {turns:,} turns · {turns / elapsed:,.0f} turns/s"
+        self.draw()
+
+    def draw(self) -> None:
+        if self.enabled and self._text:
+            self.stream.write("\r\x1b[K" + self._text)
+            self.stream.flush()
+            self.shown = self.ever_shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+    def summary(self) -> str | None:
+        """One closing line for a run long enough to have shown progress."""
+        if not self.ever_shown:
+            return None
+        elapsed = time.monotonic() - self.started
+        return f"{self.turns:,} turns in {elapsed:.1f}s ({self.turns / elapsed:,.0f} turns/s)"
+
+
+# ── printing a run as it goes ─────────────────────────────────────────────────
+
+
+class RunPrinter:
+    """Watches a run (``opened`` / ``turn``) and prints it in one of three forms.
+
+    ``text``: each turn as it is accepted, then the close (or stall) line; ``json``:
+    one document at the end; ``jsonl``: ``{"event": "start"}``, one ``{"event":
+    "turn"}`` line per turn as it happens, and ``{"event": "end"}``. Output is flushed
+    per turn so a pipe sees each turn when it happens.
+    """
+
+    def __init__(self, target: RunTarget, mode: str = "text", *, out: TextIO | None = None,
+                 err: TextIO | None = None, progress: bool | None = None) -> None:
+        self.target = target
+        self.mode = mode
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.width = max((len(s) for s in target.speakers), default=4)
+        if progress is None:
+            progress = isatty(self.err)
+        self.progress = Progress(self.err, enabled=progress)
+        self.run_id: str | None = None
+        self.records: list[TurnRecord] = []
+        self.state: WorkflowState | None = None
+        self.broken = False
+
+    # the watcher protocol (``flowc.runtime.script_run.RunWatcher``)
+
+    def opened(self, run_id: str) -> None:
+        self.run_id = run_id
+        if self.mode == "jsonl":
+            self._write(_j({"event": "start", "run_id": run_id, "flow": self.target.label}) + "\n")
+
+    def turn(self, record: TurnRecord, state: WorkflowState | None = None) -> None:
+        self.records.append(record)
+        self.state = state
+        if self.mode == "text":
+            self._write("".join(line + "\n" for line in
+                                format_turn(record, self.target.describe_decision, self.width)))
+        elif self.mode == "jsonl":
+            line = {"event": "turn", **turn_json(record, self.target.describe_decision)}
+            self._write(_j(line) + "\n")
+        self.progress.tick(len(self.records))
+
+    # the end of the run
+
+    def finish(self, result: RunResult) -> None:
+        self._done()
+        describe = self.target.describe_decision
+        if self.mode == "json":
+            self._write(_canonical(result.to_json(describe)))
+        elif self.mode == "jsonl":
+            end = result.to_json(describe)
+            del end["turns"]
+            self._write(_j({"event": "end", **end}) + "\n")
+        else:
+            for line, to_err in trailer(result):
+                if to_err:
+                    self.err.write(line + "\n")
+                else:
+                    self._write(line + "\n")
+
+    def interrupted(self, resume_hint: str | None, *, stored: bool = True) -> None:
+        """The run was interrupted: its turns so far (already printed, unless ``--json``),
+        its id and how to continue it (``stored=False``: it was in memory only)."""
+        self._done()
+        state = self.state
+        nxt = state.expected_next_speaker if state is not None else None
+        names = self.target.names
+        doc: dict[str, Any] = {
+            "run_id": self.run_id, "interrupted": True, "close_reason": None,
+            "context_vars": dict(state.context_vars) if state is not None else {},
+            "turn_count": state.turn_count if state is not None else 0,
+            "next_speaker": names.get(nxt, nxt) if nxt is not None else None,
+        }
+        describe = self.target.describe_decision
+        if self.mode == "json":
+            doc["turns"] = [turn_json(r, describe) for r in self.records]
+            self._write(_canonical(doc))
+        elif self.mode == "jsonl":
+            self._write(_j({"event": "end", **doc}) + "\n")
+        else:
+            who = f", {doc['next_speaker']} to speak next" if doc["next_speaker"] else ""
+            self._write(f"interrupted: after {doc['turn_count']} turns{who}\n")
+        if self.run_id is None:
+            self.err.write("interrupted before the run started\n")
+        elif not stored:
+            self.err.write(f"run {self.run_id} was kept in memory only (--db :memory:): "
+                           "nothing to resume\n")
+        else:
+            hint = f"; continue it with `{resume_hint}`" if resume_hint else ""
+            self.err.write(f"run {self.run_id} is open{hint}\n")
+        self.err.flush()
+
+    def before_prompt(self) -> None:
+        """A human is about to be asked: take the progress line away."""
+        self.progress.clear()
+
+    def _done(self) -> None:
+        self.progress.clear()
+        summary = self.progress.summary()
+        if summary is not None:
+            self.err.write(summary + "\n")
+            self.err.flush()
+
+    def _write(self, text: str) -> None:
+        if self.broken:
+            return
+        shown = self.progress.shown
+        if shown:
+            self.progress.clear()
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self.broken = True  # the reader went away; the run itself goes on
+            return
+        if shown:
+            self.progress.draw()
+
+
+def _canonical(data: Any) -> str:
+    from flowc.compiler.serde import canonical_json
+
+    return canonical_json(data)
+
+
+def isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+# ── the terminal a human answers at ───────────────────────────────────────────
+
+
+class LineReader:
+    """Lines from a file descriptor, read without blocking the event loop.
+
+    A terminal or a pipe is watched with ``loop.add_reader``, so awaiting a line can be
+    cancelled at any moment (Ctrl-C cancels the run, and the prompt with it); a
+    regular file, which never blocks, is read directly.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        try:
+            self.fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream (io.StringIO)
+            self.fd = None
+        self.buffer = b""
+        self.eof = False
+
+    async def readline(self) -> str | None:
+        """The next line without its newline; ``None`` at end of input."""
+        if self.fd is None:  # no descriptor to watch: an in-memory stream never blocks
+            text = self.stream.readline()
+            return text.removesuffix("\n").removesuffix("\r") if text else None
+        while b"\n" not in self.buffer and not self.eof:
+            await self._wait_readable()
+            data = os.read(self.fd, 65536)
+            if not data:
+                self.eof = True
+            self.buffer += data
+        if not self.buffer:
+            return None
+        line, _, rest = self.buffer.partition(b"\n")
+        self.buffer = rest
+        return line.decode("utf-8", errors="replace").removesuffix("\r")
+
+    async def _wait_readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        assert self.fd is not None
+        try:
+            loop.add_reader(self.fd, wake)
+        except (OSError, ValueError, NotImplementedError):
+            return  # a regular file (the selector refuses it): a read never blocks
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self.fd)
+
+
+_reader: LineReader | None = None
+
+
+def terminal_asker(printer: RunPrinter | None, *, echo: bool
+                   ) -> Callable[[str, Turn | None], Any]:
+    """``ask_human(name, turn)`` for a run: a ``name> `` prompt on stderr (so stdout stays
+    the transcript), the answer read from stdin. ``echo`` shows the turn the human
+    answers first (useful when the transcript does not go to the same terminal)."""
+
+    async def ask(name: str, turn: Turn | None) -> str | None:
+        global _reader
+        if _reader is None or _reader.stream is not sys.stdin:
+            _reader = LineReader(sys.stdin)
+        if printer is not None:
+            printer.before_prompt()
+        if echo and turn is not None and turn.text:
+            sys.stderr.write(f"  [{turn.name_of(turn.envelope.sender_id)}] {turn.text}\n")
+        sys.stderr.write(f"{name}> ")
+        sys.stderr.flush()
+        return await _reader.readline()
+
+    return ask

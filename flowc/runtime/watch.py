@@ -1,0 +1,110 @@
+"""Watching a run as it goes: each turn handed over the moment it is in the WAL.
+
+A :class:`WatchedStore` wraps the run's WAL store. Every envelope the hub appends is
+first written by the real store, then folded by a
+:class:`~flowc.runtime.transcript.TranscriptFolder`; a finished turn goes to the
+:class:`RunWatcher` at once (``flowc run`` prints it, ``--jsonl`` writes a line). A
+watcher that fails (say, stdout went away) is dropped: it can never refuse or undo an
+admission, and the run goes on.
+
+>>> from flowc.runtime.wal import MemoryStore
+>>> class Show:
+...     def opened(self, run_id: str) -> None: print("opened", run_id)
+...     def turn(self, record: TurnRecord, state: object) -> None:
+...         print(record.number, record.speaker, record.text, "->", record.next_speaker)
+>>> import flowc
+>>> from flowc.runtime.script_run import run_script_sync
+>>> from flowc.runtime.script import parse_script
+>>> from flowc.runtime.target import RunTarget
+>>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")
+>>> script = parse_script({"kickoff": "hi", "script": {"b": ["hello"]}})
+>>> _ = run_script_sync(RunTarget.from_compiled(flow), script, watch=Show(),
+...                     channel_id="wf-demo")
+opened wf-demo
+1 a hi -> b
+2 b hello -> None
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from flowc.runtime.adapters.workflow import WorkflowState
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.transcript import TranscriptFolder, TurnRecord
+from flowc.runtime.wal import LEASE_SECONDS, Lease, WalStore
+
+__all__ = ["RunWatcher", "WatchedStore"]
+
+
+class RunWatcher(Protocol):
+    """What follows a run: its id once the channel is open, then every turn in order."""
+
+    def opened(self, run_id: str) -> None:
+        """The run's channel is open (``run_id`` is what ``flowc log`` / ``resume`` take)."""
+
+    def turn(self, record: TurnRecord, state: WorkflowState | None) -> None:
+        """A turn was accepted and is in the WAL; ``state`` is the channel after it."""
+
+
+class WatchedStore:
+    """A :class:`~flowc.runtime.wal.WalStore` that shows one run's turns to a watcher."""
+
+    def __init__(self, store: WalStore, watcher: RunWatcher) -> None:
+        self.store = store
+        self.watcher = watcher
+        self.folder = TranscriptFolder()
+        #: the exception that made the watcher stop, if any
+        self.failed: Exception | None = None
+
+    def follow(self, envelopes: Iterable[Envelope]) -> None:
+        """Show the turns already in a stored run (``flowc resume``) before new ones."""
+        for env in envelopes:
+            self._see(env)
+
+    def _see(self, env: Envelope) -> None:
+        if self.failed is not None:
+            return
+        folder = self.folder
+        if folder.metadata is not None and env.channel_id != folder.metadata.channel_id:
+            return  # another channel of the same hub
+        try:
+            record = folder.feed(env)
+            if env.event_type == EV_CHANNEL_OPENED and folder.metadata is not None:
+                self.watcher.opened(env.channel_id)
+            elif record is not None:
+                self.watcher.turn(record, folder.state)
+        except Exception as err:  # never let a watcher refuse an admitted envelope
+            self.failed = err
+
+    # the WalStore interface: the real store does the work
+
+    def append(self, envelope: Envelope, lease: Lease | None = None,
+               follows: str | None = None) -> None:
+        self.store.append(envelope, lease, follows)
+        self._see(envelope)
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        return self.store.read(channel_id)
+
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        return self.store.links(channel_id)
+
+    def channel_ids(self) -> list[str]:
+        return self.store.channel_ids()
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        return self.store.acquire(channel_id, holder, seconds)
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        return self.store.renew(lease, seconds)
+
+    def release(self, lease: Lease) -> None:
+        self.store.release(lease)
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        return self.store.lease_of(channel_id)
+
+    def close(self) -> None:
+        self.store.close()
