@@ -90,3 +90,12 @@ def test_test_check_render_and_coverage_use_the_same_numbers(
     assert f"{RULE5} never fires" in dot
     assert not re.search(r"[<>]#\d+ ", dot)  # no evaluation-order numbers left
     assert refs(dot) == {"rule 1, line 7", RULE2, "rule 3, line 9", RULE4, RULE5}
+
+
+def test_diff_names_rules_the_same_way(flow: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    new = flow.parent / "new.flow"
+    new.write_text(FLOW.replace("when from reviewer then drafter", "when from reviewer then user"))
+    assert main(["diff", str(flow), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "rule 3, line 9: `when from reviewer` now goes to `user`" in out
+    assert refs(out) == {"rule 3, line 9"}

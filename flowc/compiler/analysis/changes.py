@@ -34,7 +34,7 @@ from flowc.compiler.analysis.lockstep import (
     explore_pair,
 )
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
-from flowc.compiler.describe import condition_text, target_text
+from flowc.compiler.describe import condition_text, rule_ref, target_text
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.diagnostics import elide
@@ -143,7 +143,7 @@ class _Side:
                 target_text(t.then, self.names),
                 t.priority,
                 rank[i],
-                f"line {compiled.rules[i].span.line}" if compiled is not None else f"transitions[{i}]",
+                f"line {compiled.rules[i].line}" if compiled is not None else f"transitions[{i}]",
             )
             for i, t in enumerate(graph.transitions)
         ]
@@ -591,4 +591,4 @@ def rule_labels(version: Version) -> dict[int, str]:
     compiled = version.compiled
     if compiled is None:
         return {i: f"rule {i + 1}, transitions[{i}]" for i in range(len(version.graph.transitions))}
-    return {i: f"rule {i + 1}, line {info.span.line}" for i, info in enumerate(compiled.rules)}
+    return {i: rule_ref(i, info.line) for i, info in enumerate(compiled.rules)}
