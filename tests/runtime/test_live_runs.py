@@ -376,3 +376,28 @@ def test_sigint_outside_a_terminal_also_leaves_the_run_open(files: Path) -> None
     assert proc.returncode == 130, err
     assert "interrupted: after 2 turns, reviewer to speak next" in out
     assert " is open; continue it with `flowc resume wf-" in err
+
+
+def test_an_interrupted_jsonl_run_ends_with_an_interrupted_end_line(files: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowc", "run", str(files / "review.flow"), "--agents",
+         str(files / "agents.py"), "--script", str(files / "kick.json"), "--db",
+         str(files / "runs.db"), "--jsonl"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        cwd=ROOT, env={**os.environ, "RELEASE_FILE": str(files / "never")})
+    try:
+        assert proc.stdout is not None
+        lines = [json.loads(proc.stdout.readline()) for _ in range(3)]  # start, turns 1 and 2
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    [end] = [json.loads(x) for x in out.splitlines()]
+    assert [x["event"] for x in lines] == ["start", "turn", "turn"]
+    assert end == {"event": "end", "run_id": lines[0]["run_id"], "interrupted": True,
+                   "close_reason": None, "context_vars": {"done": False}, "turn_count": 2,
+                   "next_speaker": "reviewer"}
+    assert f"run {lines[0]['run_id']} is open" in err
