@@ -20,6 +20,7 @@ ROOT = Path(flowc.__file__).parent
 #: lower layers never import higher ones (architecture.md)
 LAYERS = [
     ("flowc.source", 0),
+    ("flowc.inputs", 0),
     ("flowc.diagnostics", 1),
     ("flowc.dsl", 2),
     ("flowc.compiler", 3),

@@ -8,7 +8,6 @@ option or configuration).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -122,10 +121,12 @@ def collect(paths: Sequence[str]) -> Inputs:
 
 
 def _looks_like_graph(text: str) -> bool:
+    from flowc.inputs import DataError, load_json
+
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return True  # malformed: report it
+        data = load_json(text)
+    except (ValueError, DataError):
+        return True  # malformed or refused: report it
     return isinstance(data, dict) and ("initial_speaker" in data or "graph" in data)
 
 

@@ -72,18 +72,18 @@ def use_color(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
 def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
     """Read a file (``-`` is stdin) as UTF-8.
 
-    A missing or unreadable file raises :class:`UsageError`; text that is not UTF-8
+    A missing or unreadable file, one that is not a regular file, or one larger than
+    :data:`flowc.inputs.MAX_INPUT_BYTES` raises :class:`UsageError`; text that is not UTF-8
     is an E001 diagnostic pointing at the first bad byte.
     """
+    from flowc.inputs import InputFileError, read_bytes
+
     name = "<stdin>" if path == "-" else path
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory") from None
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read ({err.strerror})") from None
+        # regular files (and stdin) only, at most 16 MiB: never /dev/zero or a FIFO
+        data = read_bytes(path)
+    except InputFileError as err:
+        raise UsageError(str(err)) from None
     return decode_source(name, data)
 
 

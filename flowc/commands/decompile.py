@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 
 from flowc.commands import console
@@ -12,19 +11,15 @@ from flowc.diagnostics import E001, Diagnostic, FlowError
 
 def cmd_decompile(args: argparse.Namespace) -> int:
     from flowc.compiler.decompile import decompile
+    from flowc.compiler.pipeline import read_json
 
     source, diags = console.read_source(args.file)
     if source is None:
         console.print_diagnostics(diags, {})
         return console.EXIT_ERRORS
-    try:
-        data = json.loads(source.text)
-    except json.JSONDecodeError as err:
-        span = source.span(err.pos, min(err.pos + 1, len(source.text)))
-        console.print_diagnostics(
-            [Diagnostic(E001, f"invalid JSON: {err.msg}", source.name, span)],
-            {source.name: source},
-        )
+    data, diags = read_json(source)
+    if diags:
+        console.print_diagnostics(diags, {source.name: source})
         return console.EXIT_ERRORS
     if not isinstance(data, dict):
         console.print_diagnostics(

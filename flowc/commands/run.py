@@ -31,6 +31,7 @@ from flowc.commands.console import (
 from flowc.commands.run_output import RunPrinter, format_turns, isatty, terminal_asker
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import has_errors
+from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_OPENED
@@ -73,22 +74,36 @@ def load_target(path: str) -> tuple[RunTarget | None, bool]:
 
 
 def load_script(path: str) -> Any:
-    """A script file, JSON or YAML (by extension; otherwise JSON first, then YAML)."""
+    """A script file, JSON or YAML (by extension; otherwise JSON first, then YAML).
+
+    Read within :mod:`flowc.inputs`' limits: a regular file of at most 16 MiB, UTF-8,
+    nested at most 100 levels, aliases expanding it to at most 1 MiB (or its own size),
+    no integer over 4,300 digits, finite numbers. Refusals raise :class:`DataError`.
+    """
     import yaml
 
+    from flowc.inputs import (
+        SCRIPT_MAX_DEPTH,
+        InputFileError,
+        decode_utf8,
+        load_json,
+        load_yaml,
+        read_bytes,
+    )
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read ({err.strerror})") from None
+        text = decode_utf8(read_bytes(path))
+    except InputFileError as err:
+        raise UsageError(str(err)) from None
     try:
         if path.endswith((".yaml", ".yml")):
-            return yaml.safe_load(text)
+            return load_yaml(text)
         try:
-            return json.loads(text)
+            return load_json(text, max_depth=SCRIPT_MAX_DEPTH)
         except json.JSONDecodeError:
             if path.endswith(".json"):
                 raise
-            return yaml.safe_load(text)
+            return load_yaml(text)
     except (json.JSONDecodeError, yaml.YAMLError) as err:
         raise ScriptError(f"not valid JSON or YAML: {err}") from None
 
@@ -232,6 +247,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         script = parse_script(load_script(args.script) if args.script else {})
     except ScriptError as err:
         print(f"{args.script}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    except DataError as err:
+        where = f":{err.line}:{err.column}" if err.line is not None else ""
+        at = f" (at {err.path})" if err.path else ""
+        print(f"{args.script}{where}: error: {err.message}{at}", file=sys.stderr)
         return EXIT_ERRORS
     agents = load_agents(args.agents) if args.agents else None
     if agents:

@@ -187,7 +187,10 @@ def decompile(
         ) from None
     except DecompileError as err:
         raise FlowError([Diagnostic(E108, err.message, filename, json_path=err.path)]) from None
-    text = format_source(text, filename)
+    try:
+        text = format_source(text, filename)
+    except FlowError as err:
+        raise _no_spelling(err.diagnostics, filename) from None
     if len(m.agent_ids(graph)) + len(participants) < 2 and len(set(participants) | set(m.agent_ids(graph))) < 2:
         raise FlowError(
             [
@@ -210,8 +213,17 @@ def _compile(text: str, filename: str) -> CompiledFlow:
     source = SourceFile(filename, text)
     compiled, diags = compile_source(source)
     if compiled is None or has_errors(diags):
-        raise FlowError(diags, {filename: source})
+        raise _no_spelling(diags, filename)
     return compiled
+
+
+def _no_spelling(diags: Sequence[Diagnostic], filename: str) -> FlowError:
+    """The graph holds something `.flow` cannot write (e.g. a value nested more than
+    100 levels): say so about the graph, not about text the user never saw."""
+    return FlowError([
+        Diagnostic(E108, f"the graph has no .flow spelling: {d.message}", filename, help=d.help)
+        for d in diags if d.is_error
+    ])
 
 
 __all__ = ["DecompileError", "decompile", "decompile_graph"]

@@ -16,6 +16,7 @@ from flowc.compiler.lower import CompiledFlow, lower
 from flowc.compiler.serde import ShapeError, structure_graph, structure_knobs
 from flowc.diagnostics import E001, E108, Diagnostic
 from flowc.dsl.parser import parse_source
+from flowc.inputs import DataError, load_json
 from flowc.source import SourceFile
 
 
@@ -38,19 +39,30 @@ class LoadedGraph:
     is_knobs: bool
 
 
-def load_graph_json(source: SourceFile) -> tuple[LoadedGraph | None, tuple[Diagnostic, ...]]:
-    """Read a JSON graph dict or knobs dict, validating its shape (E108 with JSON paths)."""
+def read_json(
+    source: SourceFile, help: str | None = None
+) -> tuple[Any, tuple[Diagnostic, ...]]:
+    """The JSON value of ``source``, or an E001 where it is not JSON or is refused:
+    nested more than 500 levels, an integer over 4,300 digits, a number that is not
+    finite (see :mod:`flowc.inputs`)."""
     try:
-        data = json.loads(source.text)
+        return load_json(source.text), ()
     except json.JSONDecodeError as err:
         span = source.span(err.pos, min(err.pos + 1, len(source.text)))
-        return None, (
-            Diagnostic(E001, f"invalid JSON: {err.msg}", source.name, span,
-                       help="the file must hold one JSON object: a graph or a knobs dict"),
-        )
-    except RecursionError:
-        return None, (Diagnostic(E001, "invalid JSON: nested too deeply", source.name,
-                                 source.span(0, 0)),)
+        return None, (Diagnostic(E001, f"invalid JSON: {err.msg}", source.name, span, help=help),)
+    except DataError as err:
+        start = err.offset or 0
+        span = source.span(start, min(start + 1, len(source.text)))
+        at = f" (at {err.path})" if err.path else ""
+        return None, (Diagnostic(E001, f"{err.message}{at}", source.name, span,
+                                 json_path=err.path),)
+
+
+def load_graph_json(source: SourceFile) -> tuple[LoadedGraph | None, tuple[Diagnostic, ...]]:
+    """Read a JSON graph dict or knobs dict, validating its shape (E108 with JSON paths)."""
+    data, diags = read_json(source, help="the file must hold one JSON object: a graph or a knobs dict")
+    if diags:
+        return None, diags
     is_knobs = isinstance(data, dict) and "graph" in data and "initial_speaker" not in data
     try:
         if is_knobs:

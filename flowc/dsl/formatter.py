@@ -71,10 +71,9 @@ def format_condition(cond: n.Cond, parent: int = 0) -> str:
     elif isinstance(cond, n.AndCond):
         text = " and ".join(format_condition(c, 2) for c in cond.items)
     elif isinstance(cond, n.NotCond):
+        # `not` binds its operand tighter than and/or (a nested not needs no parens either);
+        # the operand is formatted once, so `not not ... x` stays linear in its depth
         text = "not " + format_condition(cond.item, 2)
-        # `not` binds its operand tighter than and/or; a nested not needs no parens
-        if isinstance(cond.item, n.NotCond):
-            text = "not " + format_condition(cond.item, 0)
     elif isinstance(cond, n.AlwaysCond):
         text = "always"
     elif isinstance(cond, n.FromCond):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -23,6 +24,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
+from flowc.inputs import MAX_INT_DIGITS
 from flowc.source import SourceFile, Span
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -258,7 +260,19 @@ class _Build(metaclass=_BuildMeta):
         return n.Value(self._decode(ch[0]), self._tok(ch[0]))
 
     def number(self, meta: Any, ch: list[Token]) -> n.Value:
-        return n.Value(json.loads(str(ch[0])), self._tok(ch[0]))
+        text = str(ch[0])
+        # as a JSON graph or script is read (flowc.inputs): never `Infinity`, which is
+        # not JSON, and no integer Python cannot convert back to text
+        digits = len(text.lstrip("-").split(".")[0].split("e")[0].split("E")[0])
+        if digits > MAX_INT_DIGITS:
+            raise _BadToken(self._tok(ch[0]), f"a number may have at most {MAX_INT_DIGITS:,} digits",
+                            f"found {digits:,}")
+        value = json.loads(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            shown = text if len(text) <= 40 else text[:37] + "..."
+            raise _BadToken(self._tok(ch[0]), "a number must be finite (at most about 1.8e308)",
+                            f"found {shown}")
+        return n.Value(value, self._tok(ch[0]))
 
     def true(self, meta: Any, ch: list[Any]) -> n.Value:
         return n.Value(True, self._span(meta))
