@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -222,9 +222,19 @@ def render_text(
     color: bool = False,
 ) -> str:
     """The full form: header, excerpt with a caret, notes and help."""
+    return "".join(iter_text(diagnostics, sources, color=color))
+
+
+def iter_text(
+    diagnostics: Iterable[Diagnostic],
+    sources: dict[str, SourceFile] | None = None,
+    *,
+    color: bool = False,
+) -> Iterator[str]:
+    """:func:`render_text` one finding at a time (a printer need not hold the whole report)."""
     sources = sources or {}
-    out: list[str] = []
     for d in diagnostics:
+        out: list[str] = []
         sev = d.severity.value
         if color:
             head = f"{_COLORS[d.severity]}{sev}[{d.code.id}]{_RESET}{_BOLD}: {d.message}{_RESET}"
@@ -249,8 +259,8 @@ def render_text(
             out.append(f"{pad} = note: {note}")
         if d.help:
             out.append(f"{pad} = help: {d.help}")
-        out.append("")
-    return "\n".join(out) + ("\n" if out else "")
+        out.append("\n")
+        yield "\n".join(out)
 
 
 #: how many items a finding lists before it says "and N more"

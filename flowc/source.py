@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from functools import cached_property
 
 import attrs
@@ -39,6 +40,7 @@ class Span:
 
 
 NO_SPAN = Span(1, 1, 1, 1, 0, 0)
+_NEWLINE = re.compile("\n")
 
 
 @attrs.frozen(eq=False)
@@ -51,7 +53,7 @@ class SourceFile:
     @cached_property
     def line_starts(self) -> tuple[int, ...]:
         starts = [0]
-        starts.extend(i + 1 for i, ch in enumerate(self.text) if ch == "\n")
+        starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
         return tuple(starts)
 
     def position(self, offset: int) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from flowc.commands import console
+from flowc.commands.batch import collector_paused
 from flowc.commands.config import Config, add_plugin_option, setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
@@ -150,7 +151,8 @@ def check_files(inputs: Inputs, options: CheckOptions) -> tuple[list[Diagnostic]
             checked -= 1  # some other JSON file in the folder (package.json, ...)
             continue
         sources[source.name] = source
-        diags.extend(check_source(source, options, as_json=as_json))
+        with collector_paused():
+            diags.extend(check_source(source, options, as_json=as_json))
     return diags, sources, checked
 
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, TextIO
 from flowc.diagnostics import (
     E001,
     Diagnostic,
+    iter_text,
     render_concise,
     render_github,
     render_json,
     render_sarif,
-    render_text,
 )
 from flowc.source import SourceFile
 
@@ -128,8 +128,10 @@ def print_diagnostics(
     """Findings in one of the output formats, on stderr unless told otherwise."""
     out = stream or sys.stderr
     if fmt == "text":
-        text = render_text(diags, sources, color=use_color(out))
-    elif fmt == "concise":
+        # one finding at a time: a report of many findings is never held whole
+        out.writelines(iter_text(diags, sources, color=use_color(out)))
+        return
+    if fmt == "concise":
         text = render_concise(diags)
     elif fmt == "json":
         text = render_json(diags)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flowc.commands import console
+from flowc.commands.batch import collector_paused
 from flowc.diagnostics import FlowError
 from flowc.dsl.formatter import FormatterBug, format_source
 
@@ -63,7 +64,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             failed_files += 1
             continue
         try:
-            formatted = format_source(source.text, source.name, verify=not args.fast)
+            with collector_paused():
+                formatted = format_source(source.text, source.name, verify=not args.fast)
         except FlowError as err:
             console.print_diagnostics(err.diagnostics, {source.name: source})
             status = max(status, console.EXIT_ERRORS)

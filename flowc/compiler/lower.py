@@ -12,7 +12,13 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.serde import canonical_json, describe, unstructure_graph, unstructure_knobs
+from flowc.compiler.serde import (
+    canonical_json,
+    describe,
+    lazy_knobs,
+    unstructure_graph,
+    unstructure_knobs,
+)
 from flowc.diagnostics import (
     E101,
     E102,
@@ -227,7 +233,9 @@ class CompiledFlow:
         return self.bindings.get(speaker, speaker)
 
     def to_json(self, *, graph_only: bool = False) -> str:
-        return canonical_json(self.graph_dict if graph_only else self.knobs)
+        # the same text as canonical_json(self.graph_dict / self.knobs), but each
+        # transition's dict is made as it is written
+        return canonical_json(lazy_knobs(m.Knobs(self.graph, dict(self.context_vars)), graph_only))
 
 
 # ── the pass ──────────────────────────────────────────────────────────────────

@@ -13,7 +13,7 @@ comes back as a :class:`ShapeProblem` with its JSON path, e.g.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring as _encode_str
 from typing import Any
 
@@ -306,6 +306,40 @@ def unstructure_target(target: m.Target) -> dict[str, Any]:
     return out
 
 
+class LazyList:
+    """A JSON array whose items are made one at a time while :func:`canonical_json`
+    writes them (each is written, then dropped): a large graph's transitions are never
+    all held as dicts at once."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]):
+        self.items = items
+        self.make = make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.make(item) for item in self.items)
+
+    def materialize(self) -> list[Any]:
+        return list(self)
+
+
+def lazy_knobs(knobs: m.Knobs, graph_only: bool = False) -> dict[str, Any]:
+    """The knobs dict (or the graph dict) with its transitions as a :class:`LazyList`."""
+    graph = converter.unstructure(attrs.evolve(knobs.graph, transitions=()))
+    graph["transitions"] = LazyList(knobs.graph.transitions, converter.unstructure)
+    return graph if graph_only else {"graph": graph, "context_vars": dict(knobs.context_vars)}
+
+
+def _materialize(data: Any) -> Any:
+    if isinstance(data, LazyList):
+        return [_materialize(x) for x in data]
+    if isinstance(data, dict):
+        return {k: _materialize(v) for k, v in data.items()}
+    return data
+
+
 def canonical_json(data: Any) -> str:
     """Sorted keys, 2-space indent, trailing newline.
 
@@ -316,12 +350,34 @@ def canonical_json(data: Any) -> str:
     >>> canonical_json({"b": [1, 2.5, None], "a": {"k": "é"}, "c": {}})
     '{\\n  "a": {\\n    "k": "é"\\n  },\\n  "b": [\\n    1,\\n    2.5,\\n    null\\n  ],\\n  "c": {}\\n}\\n'
     """
-    out: list[str] = []
+    out = _Pieces()
     try:
         _write_json(data, "", out)
     except (_NotPlainJson, TypeError):
-        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    return "".join(out) + "\n"
+        return json.dumps(_materialize(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return out.text() + "\n"
+
+
+class _Pieces(list[str]):
+    """The pieces of a JSON text, joined every few thousand into a chunk, so that a
+    large graph's text is not also held as millions of small strings."""
+
+    FLUSH = 8192
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[str] = []
+
+    def append(self, piece: str) -> None:
+        super().append(piece)
+        if len(self) >= self.FLUSH:
+            self.chunks.append("".join(self))
+            self.clear()
+
+    def text(self) -> str:
+        self.chunks.append("".join(self))
+        self.clear()
+        return "".join(self.chunks)
 
 
 class _NotPlainJson(Exception):
@@ -367,7 +423,7 @@ def _write_json(value: Any, indent: str, out: list[str]) -> None:
             out.append(_encode_str(key) + ": ")
             _write_json(value[key], inner, out)
         out.append("\n" + indent + "}")
-    elif isinstance(value, list | tuple):
+    elif isinstance(value, list | tuple | LazyList):
         if not value:
             out.append("[]")
             return

@@ -21,6 +21,7 @@ import attrs
 import lark
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.parsers.lalr_analysis import Shift
 
 from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
@@ -67,6 +68,7 @@ class _FlowLexer(lark.lexer.Lexer):
         self.callback = lexer_conf.callbacks.get("COMMENT")
 
     def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
+        new_token = Token._future_new  # Token() without its deprecation shim
         match = self.scanner.match
         literals = self.literals
         pos, line, line_start, end = 0, 1, 0, len(text)
@@ -89,7 +91,7 @@ class _FlowLexer(lark.lexer.Lexer):
                 kind = literals.get(value, "NAME")
             elif kind == "PUNCT":
                 kind = literals[value]
-            tok = Token(kind, value, pos, line, column, line, column + len(value), stop)  # type: ignore[arg-type]
+            tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)  # type: ignore[no-untyped-call]
             pos = stop
             if kind == "COMMENT":
                 if self.callback is not None:
@@ -111,6 +113,87 @@ def _parser() -> Lark:
         transformer=_Build(),
         cache=True,
     )
+
+
+#: a reduction: (how many values it pops, the rule's name, its callback)
+_Reduce = tuple[int, str, Any]
+
+
+@cache
+def _driver() -> tuple[dict[Any, dict[str, tuple[bool, Any]]], Any, Any, _FlowLexer]:
+    """Lark's LALR table for :func:`_parse_fast`: per state and terminal, a shift's next
+    state or a reduction with its callback looked up once (a grammar rule hashes in
+    Python, once per reduction when used as a key)."""
+    frontend: Any = _parser().parser
+    inner = frontend.parser.parser  # lark.parsers.lalr_parser._Parser
+    table = inner.parse_table
+    callbacks = inner.callbacks
+    reductions: dict[int, _Reduce] = {}
+    states: dict[Any, dict[str, tuple[bool, Any]]] = {}
+    for state, row in table.states.items():
+        out: dict[str, tuple[bool, Any]] = {}
+        for terminal, (action, arg) in row.items():
+            if action is Shift:
+                out[terminal] = (True, arg)
+            else:
+                red = reductions.get(id(arg))
+                if red is None:
+                    red = reductions[id(arg)] = (len(arg.expansion), arg.origin.name, callbacks[arg])
+                out[terminal] = (False, red)
+        states[state] = out
+    return states, table.start_states["start"], table.end_states["start"], _FlowLexer(frontend.lexer_conf)
+
+
+def _parse_fast(text: str) -> Any:
+    """Lark's LALR loop, run in one function over our lexer's tokens.
+
+    Lark's own loop makes a method call and several attribute lookups per token, about
+    a third of the parse; this one gives the same callbacks the same values. On any
+    syntax error it returns ``None``: the caller then parses again with Lark itself,
+    for Lark's error (with the tokens it would have accepted).
+    """
+    states, start, end, lexer = _driver()
+    state_stack: list[Any] = [start]
+    value_stack: list[Any] = []
+    state = start
+    try:
+        for token in lexer.lex(text):
+            ttype = token.type
+            while True:
+                shift, arg = states[state][ttype]
+                if shift:
+                    state_stack.append(arg)
+                    state = arg
+                    value_stack.append(token)
+                    break
+                size, origin, callback = arg
+                if size:
+                    children = value_stack[-size:]
+                    del state_stack[-size:]
+                    del value_stack[-size:]
+                else:
+                    children = []
+                value_stack.append(callback(children))
+                state = states[state_stack[-1]][origin][1]
+                state_stack.append(state)
+        while True:
+            shift, arg = states[state]["$END"]
+            if shift:  # pragma: no cover - the end token is never shifted
+                return None
+            size, origin, callback = arg
+            if size:
+                children = value_stack[-size:]
+                del state_stack[-size:]
+                del value_stack[-size:]
+            else:
+                children = []
+            value_stack.append(callback(children))
+            state = states[state_stack[-1]][origin][1]
+            state_stack.append(state)
+            if state == end:
+                return value_stack[-1]
+    except (KeyError, UnexpectedInput):
+        return None
 
 
 class _TooDeep(Exception):
@@ -666,7 +749,10 @@ def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        statements: list[n.Statement] = _parser().parse(text)  # type: ignore[assignment]
+        parsed = _parse_fast(text)
+        if parsed is None:  # a syntax error: Lark's own parse says where and what
+            parsed = _parser().parse(text)
+        statements: list[n.Statement] = parsed
     except UnexpectedInput as err:
         return empty, (_syntax_error(source, err),)
     except _BadToken as err:

@@ -148,26 +148,37 @@ class Explorer:
             if cached is not None:
                 return cached
         out: list[Outcome] = []
-
-        def walk(i: int, given: dict[int, bool]) -> None:
-            while i < len(cands):
-                rule = cands[i]
-                res = evaluate(rule.code, sender, tool, val, given)
-                if isinstance(res, Atom):
-                    walk(i, {**given, res.id: True})
-                    walk(i, {**given, res.id: False})
-                    return
-                if res:
-                    self._resolve(rule.then, rule.index, sender, tuple(sorted(given.items())), out)
-                    return
-                i += 1
-            self._resolve(self.system.default, DEFAULT, sender, tuple(sorted(given.items())), out)
-
-        walk(0, dict(assumed))
+        self._walk(cands, 0, dict(assumed), sender, tool, val, out)
         result = tuple(out)
         if not assumed:
             self._outcomes[key] = result
         return result
+
+    def _walk(
+        self,
+        cands: tuple[RuleSpec, ...],
+        i: int,
+        given: dict[int, bool],
+        sender: int,
+        tool: int,
+        val: Valuation,
+        out: list[Outcome],
+    ) -> None:
+        """Try the rules from ``cands[i]`` on: the first that holds decides; a custom
+        condition splits the walk in two. (A method, not a closure calling itself: such a
+        closure is a reference cycle per call, kept while the cycle collector is paused.)"""
+        while i < len(cands):
+            rule = cands[i]
+            res = evaluate(rule.code, sender, tool, val, given)
+            if isinstance(res, Atom):
+                self._walk(cands, i, {**given, res.id: True}, sender, tool, val, out)
+                self._walk(cands, i, {**given, res.id: False}, sender, tool, val, out)
+                return
+            if res:
+                self._resolve(rule.then, rule.index, sender, tuple(sorted(given.items())), out)
+                return
+            i += 1
+        self._resolve(self.system.default, DEFAULT, sender, tuple(sorted(given.items())), out)
 
     def _resolve(self, target: m.Target, fired: int, sender: int, assumed: Assumed, out: list[Outcome]) -> None:
         sys = self.system

@@ -15,9 +15,24 @@ import attrs
 import networkx as nx
 
 from flowc.compiler import model as m
-from flowc.compiler.analysis.explore import DEFAULT, KICKOFF, StateSpace, Step, satisfiable
+from flowc.compiler.analysis.explore import (
+    DEFAULT,
+    KICKOFF,
+    StateSpace,
+    Step,
+    evaluate,
+    satisfiable,
+)
 from flowc.compiler.analysis.runs import Run, run_along
-from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, RuleSpec, System, Valuation
+from flowc.compiler.analysis.system import (
+    OTHER,
+    PLAIN,
+    CondCode,
+    RuleSpec,
+    System,
+    Valuation,
+    walk_condition,
+)
 from flowc.diagnostics import Code, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.source import Span
@@ -229,24 +244,66 @@ class Facts:
             for after in space.explorer.after(before, action):
                 yield speaker, action, after
 
-    def find_turn(self, wanted: list[tuple[RuleSpec, bool]], subject: RuleSpec) -> tuple[int, Step] | None:
-        """The first explored turn (breadth-first) where each rule's condition has the wanted value."""
+    def _file_order(self, speaker: int, tool: int | None) -> list[RuleSpec]:
+        """The rules that may match a turn of ``speaker`` calling ``tool``, in file order."""
+        key = (speaker, tool)
+        found = self._file_cands.get(key)
+        if found is None:
+            found = [
+                r
+                for r in self.system.rules
+                if (r.senders is None or speaker in r.senders) and (r.tools is None or tool in r.tools)
+            ]
+            self._file_cands[key] = found
+        return found
+
+    @cached_property
+    def _file_cands(self) -> dict[tuple[int, int | None], list[RuleSpec]]:
+        return {}
+
+    def _traps(self, subjects: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
+        """For each rule, the first explored turn (breadth-first) where it would fire in
+        file order: its condition holds and that of every rule before it in the file does not.
+
+        One walk over the file-order rules per turn serves every rule: a rule surely
+        false there adds nothing, a rule surely true there hides every later one, and
+        only the rules that hang on a custom condition go into the satisfiability check.
+        """
         space = self.space
-        explorer = space.explorer
+        pending = {r.index for r in subjects}
+        out: dict[int, tuple[int, Step]] = {}
+        tried: set[tuple[int, int | None, Valuation]] = set()
         for node in range(len(space.keys)):
+            if not pending:
+                break
+            last = max(pending)
             for speaker, action, after in self.turns_of(node):
                 tool = action.tool_index
-                if subject.senders is not None and speaker not in subject.senders:
+                if (speaker, tool, after) in tried:
+                    continue  # as in _first_matches: an equal turn was tried already
+                tried.add((speaker, tool, after))
+                undecided: list[CondCode] = []  # earlier rules that hang on a custom condition
+                for rule in self._file_order(speaker, tool):
+                    if rule.index > last:
+                        break
+                    res = evaluate(rule.code, speaker, tool, after, {})
+                    if res is False:
+                        continue
+                    if rule.index in pending:
+                        found = satisfiable([(rule.code, True), *((c, False) for c in undecided)],
+                                            speaker, tool, after, {})
+                        if found is not None:
+                            assumed = tuple(sorted(found.items()))
+                            outcome = space.explorer.route(speaker, tool, after, assumed)[0]
+                            out[rule.index] = (node, Step(action, after, outcome))
+                            pending.discard(rule.index)
+                    if res is True:
+                        break  # it fires first whenever it is reached
+                    undecided.append(rule.code)
+                if not pending:
                     break
-                if subject.tools is not None and tool not in subject.tools:
-                    continue
-                codes = [(r.code, want) for r, want in wanted]
-                found = satisfiable(codes, speaker, tool, after, {})
-                if found is None:
-                    continue
-                outcome = explorer.route(speaker, tool, after, tuple(sorted(found.items())))[0]
-                return node, Step(action, after, outcome)
-        return None
+                last = max(pending)
+        return out
 
     @cached_property
     def dead_rules(self) -> tuple[DeadRule, ...]:
@@ -255,7 +312,13 @@ class Facts:
             return ()
         causes = {r.index: self._cause(r) for r in self.system.rules if r.index not in self.space.fired}
         hits = self._first_matches([r for r in self.system.rules if r.index in causes and causes[r.index] is None])
+        traps = self._traps(
+            [self.system.rules[i] for i in hits if self._written_priority(self.system.rules[i])]
+        )
         out: list[DeadRule] = []
+        # rules first matched on the same turn share one witness run
+        # (keyed by the step object: a step's values may be JSON lists, which do not hash)
+        witnesses: dict[int, tuple[Step, Run]] = {}
         for index, cause in causes.items():
             rule = self.system.rules[index]
             hit = hits.get(index)
@@ -263,18 +326,19 @@ class Facts:
                 out.append(DeadRule(rule, False, cause=cause))
                 continue
             node, step = hit
-            witness = run_along(self.space, self.space.path_to(node), step)
+            shared = witnesses.get(id(step))
+            if shared is None:
+                shared = witnesses[id(step)] = (step, run_along(self.space, self.space.path_to(node), step))
+            witness = shared[1]
             dead = DeadRule(rule, True, witness, step.outcome.fired)
-            if self._written_priority(rule):
-                earlier = [(q, False) for q in self.system.rules if q.index < rule.index]
-                trap = self.find_turn([(rule, True), *earlier], rule)
-                if trap is not None:
-                    node, step = trap
-                    dead = attrs.evolve(
-                        dead,
-                        trap=run_along(self.space, self.space.path_to(node), step),
-                        trap_taken_by=step.outcome.fired,
-                    )
+            trap = traps.get(index)
+            if trap is not None:
+                node, step = trap
+                dead = attrs.evolve(
+                    dead,
+                    trap=run_along(self.space, self.space.path_to(node), step),
+                    trap_taken_by=step.outcome.fired,
+                )
             out.append(dead)
         return tuple(out)
 
@@ -307,7 +371,14 @@ class Facts:
     def _satisfiable_anywhere(self, codes: list[Any]) -> bool:
         system = self.system
         reads = sorted({k for code in codes for k in _code_reads(code)})
-        domains = [(UNSET, OTHER, *range(2, 2 + len(system.literals[k]))) for k in reads]
+        # a condition only asks whether a key's value is one it names: those values, and
+        # one it does not name (OTHER), stand for every value (trying all the key's
+        # literals made this quadratic in a flow comparing one key with many values)
+        named: dict[int, set[int]] = {}
+        for code in codes:
+            for k, hits in _code_ctx_values(code):
+                named.setdefault(k, set()).update(hits)
+        domains = [(OTHER, *sorted(named.get(k, set()) - {OTHER})) for k in reads]
         size = 1
         for d in domains:
             size *= len(d)
@@ -344,24 +415,57 @@ class Facts:
     def _first_matches(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
         """For each rule, the first explored turn (breadth-first) where its condition holds."""
         space = self.space
-        pending = {r.index: r for r in rules}
+        # rules with the same condition (and the same senders and tools) match first on
+        # the same turn: each such group is tried once per turn
+        groups: dict[tuple[Any, ...], list[RuleSpec]] = {}
+        for r in rules:
+            groups.setdefault((r.code, r.senders, r.tools), []).append(r)
+        # a turn only tries the pending groups that can match its speaker
+        general: dict[int, list[RuleSpec]] = {}
+        by_sender: dict[int, dict[int, list[RuleSpec]]] = {}
+        for g, group in enumerate(groups.values()):
+            senders = group[0].senders
+            if senders is None:
+                general[g] = group
+            else:
+                for sender in senders:
+                    by_sender.setdefault(sender, {})[g] = group
+        left = len(groups)
+        done: set[int] = set()
         out: dict[int, tuple[int, Step]] = {}
+        # whether a condition holds depends on the turn's speaker, tool and valuation only:
+        # a turn like one already tried cannot match a rule that one did not
+        tried: set[tuple[int, int | None, Valuation]] = set()
         for node in range(len(space.keys)):
-            if not pending:
+            if not left:
                 break
             for speaker, action, after in self.turns_of(node):
                 tool = action.tool_index
-                for index, rule in list(pending.items()):
-                    if rule.senders is not None and speaker not in rule.senders:
-                        continue
-                    if rule.tools is not None and tool not in rule.tools:
-                        continue
-                    found = satisfiable([(rule.code, True)], speaker, tool, after, {})
-                    if found is None:
-                        continue
-                    outcome = space.explorer.route(speaker, tool, after, tuple(sorted(found.items())))[0]
-                    out[index] = (node, Step(action, after, outcome))
-                    del pending[index]
+                if (speaker, tool, after) in tried:
+                    continue
+                tried.add((speaker, tool, after))
+                mine = by_sender.get(speaker)
+                for pool in (mine, general) if mine else (general,):
+                    found_here: list[int] = []
+                    for g, group in pool.items():
+                        if g in done:
+                            found_here.append(g)
+                            continue
+                        rule = group[0]
+                        if rule.tools is not None and tool not in rule.tools:
+                            continue
+                        found = satisfiable([(rule.code, True)], speaker, tool, after, {})
+                        if found is None:
+                            continue
+                        assumed = tuple(sorted(found.items()))
+                        outcome = space.explorer.route(speaker, tool, after, assumed)[0]
+                        for member in group:
+                            out[member.index] = (node, Step(action, after, outcome))
+                        done.add(g)
+                        found_here.append(g)
+                        left -= 1
+                    for g in found_here:
+                        del pool[g]
         return out
 
     def _written_priority(self, rule: RuleSpec) -> bool:
@@ -477,20 +581,14 @@ class Facts:
 
 
 def _mentions(cond: m.Condition) -> dict[str, set[str]]:
+    # no nested recursive function: its self-reference is a cycle, which a check run
+    # with the cycle collector paused would keep
     out: dict[str, set[str]] = {"tools": set(), "keys": set()}
-
-    def walk(c: m.Condition) -> None:
+    for c in walk_condition(cond):
         if isinstance(c, m.ToolCalled):
             out["tools"].add(c.tool_name)
         elif isinstance(c, m.ContextEquals):
             out["keys"].add(c.key)
-        elif isinstance(c, m.AllOf | m.AnyOf):
-            for item in c.conditions:
-                walk(item)
-        elif isinstance(c, m.Not):
-            walk(c.condition)
-
-    walk(cond)
     return out
 
 
@@ -501,6 +599,18 @@ def _conjuncts(cond: m.Condition, code: Any) -> Iterator[tuple[m.Condition, Any]
             yield from _conjuncts(c, k)
     else:
         yield cond, code
+
+
+def _code_ctx_values(code: Any) -> Iterator[tuple[int, frozenset[int]]]:
+    """(key, abstract values it holds for) of every context comparison in a code."""
+    kind = code[0]
+    if kind == "ctx":
+        yield code[1], code[2]
+    elif kind in ("all", "any"):
+        for c in code[1]:
+            yield from _code_ctx_values(c)
+    elif kind == "not":
+        yield from _code_ctx_values(code[1])
 
 
 def _code_reads(code: Any) -> Iterator[int]:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator, Sequence
-from functools import cached_property
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
@@ -39,6 +38,8 @@ class Atom:
 
 #: a compiled condition: evaluated three-valued against (sender, tool, valuation, assumptions)
 CondCode: TypeAlias = tuple[Any, ...]
+
+_T = TypeVar("_T")
 
 
 @attrs.frozen
@@ -104,6 +105,20 @@ class System:
     json_mode: bool
     compiled: CompiledFlow | None
     json_prefix: str = ""
+    # lookups built once (a list's .index() per call made large flows quadratic)
+    id_names: dict[str, str] = attrs.field(
+        init=False, eq=False, repr=False,
+        default=attrs.Factory(lambda self: dict(zip(self.ids, self.speakers, strict=True)), takes_self=True),
+    )
+    _id_index: dict[str, int] = attrs.field(
+        init=False, eq=False, repr=False,
+        default=attrs.Factory(lambda self: {a: i for i, a in enumerate(self.ids)}, takes_self=True),
+    )
+    _speaker_index: dict[str, int] = attrs.field(
+        init=False, eq=False, repr=False,
+        default=attrs.Factory(lambda self: {a: i for i, a in enumerate(self.speakers)}, takes_self=True),
+    )
+    _rule_texts: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
 
     # display -------------------------------------------------------------
 
@@ -131,11 +146,6 @@ class System:
         ]
         yield from itertools.product(*domains)
 
-    @cached_property
-    def id_names(self) -> dict[str, str]:
-        """Agent id -> speaker name, for writing compiled rules back as `.flow` text."""
-        return dict(zip(self.ids, self.speakers, strict=True))
-
     # a finding quotes rules, conditions and targets: each is cut to a bounded length so
     # that findings quoting the same huge rule do not repeat all of it
 
@@ -153,10 +163,6 @@ class System:
             text = texts[rule.index] = elide(transition_text(when, self.id_names))
         return text
 
-    @cached_property
-    def _rule_texts(self) -> dict[int, str]:
-        return {}
-
     def line_of(self, rule: RuleSpec) -> int | None:
         return rule.info.line if rule.info is not None else None
 
@@ -172,18 +178,9 @@ class System:
     def index_of(self, agent_id: str) -> int:
         return self._id_index[agent_id]
 
-    @cached_property
-    def _id_index(self) -> dict[str, int]:
-        return {agent_id: i for i, agent_id in enumerate(self.ids)}
-
     def speaker_index(self, name: str) -> int:
         """The index of a speaker by its display name."""
         return self._speaker_index[name]
-
-    @cached_property
-    def _speaker_index(self) -> dict[str, int]:
-        return {name: i for i, name in enumerate(self.speakers)}
-
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -213,6 +210,7 @@ class _Builder:
         self.ids = tuple(ids)
         self.index = {a: i for i, a in enumerate(self.ids)}
         self.json_mode = json_mode
+        self.interned: dict[Any, Any] = {}
         keys: dict[str, list[Any]] = {}
         tools: dict[str, None] = {}
         for t in graph.transitions:
@@ -239,6 +237,11 @@ class _Builder:
         return OTHER
 
     def compile_cond(self, cond: m.Condition) -> CondCode:
+        code = self._compile_cond(cond)
+        # equal conditions share one code (a large flow repeats the same few conditions)
+        return self.interned.setdefault(code, code)  # type: ignore[no-any-return]
+
+    def _compile_cond(self, cond: m.Condition) -> CondCode:
         if isinstance(cond, m.Always):
             return ("T",)
         if isinstance(cond, m.FromSpeaker):
@@ -264,6 +267,10 @@ class _Builder:
             self.atoms[key] = atom
         return ("custom", atom)
 
+    def shared(self, value: _T) -> _T:
+        """One object for equal values."""
+        return self.interned.setdefault(value, value)  # type: ignore[no-any-return]
+
     def rules(self, infos: Sequence[RuleInfo] | None) -> tuple[RuleSpec, ...]:
         order = sorted(range(len(self.graph.transitions)), key=lambda i: self.graph.transitions[i].priority)
         rank = {i: r for r, i in enumerate(order)}
@@ -278,9 +285,9 @@ class _Builder:
                     then=t.then,
                     priority=t.priority,
                     code=code,
-                    senders=_senders(code),
-                    tools=_tools(code),
-                    reads=frozenset(_reads(code)),
+                    senders=self.shared(_senders(code)),
+                    tools=self.shared(_tools(code)),
+                    reads=self.shared(frozenset(_reads(code))),
                     info=infos[i] if infos is not None else None,
                     json_path=None if infos is not None else f"transitions[{i}]",
                 )
