@@ -17,26 +17,30 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flowc.compiler.decompile import decompile
-from flowc.compiler.lower import CompiledFlow
-from flowc.compiler.pipeline import compile_source
-from flowc.diagnostics import Diagnostic, FlowError, has_errors
-from flowc.dsl.formatter import format_source
-from flowc.dsl.nodes import Flow
-from flowc.dsl.parser import parse
-from flowc.source import SourceFile
-
 if TYPE_CHECKING:
     from flowc.compiler.analysis import CheckOptions
+    from flowc.compiler.decompile import decompile
+    from flowc.compiler.lower import CompiledFlow
     from flowc.compiler.render.rendering import render
+    from flowc.diagnostics import Diagnostic, FlowError
+    from flowc.dsl.formatter import format_source
+    from flowc.dsl.nodes import Flow
+    from flowc.dsl.parser import parse
     from flowc.runtime.hub import Hub
     from flowc.runtime.plugins import PluginError
     from flowc.runtime.script_run import run_flow as run
     from flowc.runtime.transitions import register_condition, register_target
 
-#: heavier parts (networkx, asyncio, graphviz) load on first use, so that
-#: `flowc compile` and `flowc fmt` start fast
+#: everything loads on first use, so that each command imports only what it needs
+#: (`flowc --version` none of it, `flowc run` no formatter, decompiler or checker)
 _LAZY = {
+    "decompile": ("flowc.compiler.decompile", "decompile"),
+    "CompiledFlow": ("flowc.compiler.lower", "CompiledFlow"),
+    "Diagnostic": ("flowc.diagnostics", "Diagnostic"),
+    "FlowError": ("flowc.diagnostics", "FlowError"),
+    "format_source": ("flowc.dsl.formatter", "format_source"),
+    "Flow": ("flowc.dsl.nodes", "Flow"),
+    "parse": ("flowc.dsl.parser", "parse"),
     "PluginError": ("flowc.runtime.plugins", "PluginError"),
     "register_condition": ("flowc.runtime.transitions", "register_condition"),
     "register_target": ("flowc.runtime.transitions", "register_target"),
@@ -117,6 +121,9 @@ def check(
     []
     """
     from flowc.compiler.analysis import check as check_any
+    from flowc.compiler.pipeline import compile_source
+    from flowc.diagnostics import has_errors
+    from flowc.source import SourceFile
 
     if plugins:
         load_plugins(*plugins)
@@ -149,6 +156,10 @@ def compile_flow(
     >>> c.graph_dict["transitions"][0]["then"]["args"]
     {'agent_id': 'agent-7'}
     """
+    from flowc.compiler.pipeline import compile_source
+    from flowc.diagnostics import FlowError, has_errors
+    from flowc.source import SourceFile
+
     source = SourceFile(filename, text)
     compiled, diags = compile_source(source, bindings)
     if compiled is None or has_errors(diags):

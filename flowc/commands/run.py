@@ -80,8 +80,6 @@ def load_script(path: str) -> Any:
     nested at most 100 levels, aliases expanding it to at most 1 MiB (or its own size),
     no integer over 4,300 digits, finite numbers. Refusals raise :class:`DataError`.
     """
-    import yaml
-
     from flowc.inputs import (
         SCRIPT_MAX_DEPTH,
         InputFileError,
@@ -95,16 +93,17 @@ def load_script(path: str) -> Any:
         text = decode_utf8(read_bytes(path))
     except InputFileError as err:
         raise UsageError(str(err)) from None
-    try:
-        if path.endswith((".yaml", ".yml")):
-            return load_yaml(text)
+    if not path.endswith((".yaml", ".yml")):
         try:
             return load_json(text, max_depth=SCRIPT_MAX_DEPTH)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as err:
             if path.endswith(".json"):
-                raise
-            return load_yaml(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as err:
+                raise ScriptError(f"not valid JSON or YAML: {err}") from None
+    import yaml  # only for YAML: a JSON script does not pay for it
+
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as err:
         raise ScriptError(f"not valid JSON or YAML: {err}") from None
 
 

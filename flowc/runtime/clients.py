@@ -194,7 +194,7 @@ class HumanClient(_Client):
     def deliver(self, envelope: Envelope) -> None:
         for callback in self._callbacks:
             result = callback(envelope)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
                 self._pending.add(task)
                 task.add_done_callback(self._pending.discard)

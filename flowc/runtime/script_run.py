@@ -282,8 +282,12 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
         else:
             hub.stall(ch.channel_id, human.agent_id)
 
+    aid = human.agent_id
+
     def on_envelope(env: Envelope) -> None:
-        if env.event_type in (EV_TEXT, EV_PACKET) and ch_box and ch_box[0].is_open:
+        # only the human the run now waits for acts (`act` checks again when it runs)
+        if (env.event_type == EV_TEXT or env.event_type == EV_PACKET) and ch_box \
+                and ch_box[0].is_open and ch_box[0].expected_next() == aid:
             loop.call_soon(act)
 
     return on_envelope

@@ -199,7 +199,7 @@ def test_context_rules_are_filed_by_key_and_only_rechecked_when_it_changes() -> 
               rule(always(), to("a")), default=term())
     table = compile_graph(structure_graph(g), ("a", "b"))
     assert len(table.ctx_rules) == 300 and table.by_sender["a"][0][0] == 300
-    assert table.ctx_by_key["k7"] == (7,)
+    assert table.ctx_eq["k7"] == {7: (7,)} and not table.ctx_by_key  # equality: by value
     md = ChannelMetadata("c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)),
                          {"graph": g})
     adapter = WorkflowAdapter()
@@ -214,3 +214,58 @@ def test_context_rules_are_filed_by_key_and_only_rechecked_when_it_changes() -> 
     state = adapter.fold(Envelope("c", "b", None, EV_TEXT, {"text": "x"}, envelope_id="e3"),
                          state)
     assert state.decided_by == 300 and state.ctx_true == frozenset()
+
+
+def test_from_composites_are_filed_under_their_senders() -> None:
+    """`from X and C` and `from X or from Y` are looked at only for X (and Y)."""
+    many = [rule(cond("all_of", conditions=[frm(f"x{i}"), ctx("k", i)]), to("b"))
+            for i in range(400)]
+    either = rule(cond("any_of", conditions=[frm("a"), frm("x1")]), to("b"))
+    g = graph("a", *many, either, rule(frm("b"), to("a")), default=term())
+    parts = ("a", "b", *(f"x{i}" for i in range(400)))
+    table = compile_graph(structure_graph(g), parts)
+    assert [r[0] for r in table.by_sender["a"]] == [400]  # not the 400 composites
+    assert [r[0] for r in table.by_sender["b"]] == [401]
+    assert [r[0] for r in table.by_sender["x1"]] == [1, 400]
+    assert table.by_sender["x1"][1][1] is None  # `from a or from x1` always holds for x1
+
+
+def test_context_equality_rules_are_filed_by_value() -> None:
+    """300 rules on one key: a write re-tests the rules of the old and the new value
+    only, and a write that does not change the value tests none."""
+    g = graph("a", *(rule(ctx("stage", f"s{i}"), to("b")) for i in range(300)),
+              rule(always(), to("a")), default=term())
+    md = ChannelMetadata("c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)),
+                         {"graph": g, "context_vars": {"stage": "s0"}})
+    adapter = WorkflowAdapter()
+    state = adapter.initial_state(md)
+    table = state.table
+    assert table is not None and len(table.ctx_eq["stage"]) == 300 and not table.ctx_by_key
+    assert state.ctx_true == {0}
+    calls = 0
+    fns = dict(table.ctx_fns)
+
+    def counting(pos: int) -> Any:
+        def fn(context: dict[str, Any]) -> bool:
+            nonlocal calls
+            calls += 1
+            return bool(fns[pos](context))
+        return fn
+
+    for pos in fns:
+        table.ctx_fns[pos] = counting(pos)
+
+    def write(value: str, n: int) -> None:
+        nonlocal state
+        state = adapter.fold(Envelope("c", "a", None, EV_CONTEXT_SET,
+                                      {"set": {"stage": value}, "delete": []},
+                                      envelope_id=f"e{n}"), state)
+
+    write("s7", 1)
+    assert state.ctx_true == {7} and state.ctx_first == 7 and calls == 1
+    write("s7", 2)
+    assert state.ctx_true == {7} and calls == 1
+    write("nowhere", 3)
+    assert state.ctx_true == frozenset() and calls == 1
+    write("s299", 4)
+    assert state.ctx_true == {299} and calls == 2

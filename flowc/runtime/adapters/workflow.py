@@ -115,8 +115,13 @@ class CompiledGraph:
     #: position -> a rule that reads only the context, and its test of the context
     ctx_rules: dict[int, CompiledRule] = attrs.field(factory=dict)
     ctx_fns: dict[int, Callable[[dict[str, Any]], bool]] = attrs.field(factory=dict)
-    #: context key -> positions of the context rules that read it
+    #: context key -> positions of the context rules that read it (other than those
+    #: in ``ctx_eq``)
     ctx_by_key: dict[str, tuple[int, ...]] = attrs.field(factory=dict)
+    #: context key -> value -> positions of the rules ``context.key == value`` (a
+    #: hashable value): when the key changes only the rules of its old and new value
+    #: can change
+    ctx_eq: dict[str, dict[Any, tuple[int, ...]]] = attrs.field(factory=dict)
 
 
 # ── compiling ──────────────────────────────────────────────────────────────────
@@ -280,6 +285,7 @@ def compile_graph(
     ctx_rules: dict[int, CompiledRule] = {}
     ctx_fns: dict[int, Callable[[dict[str, Any]], bool]] = {}
     ctx_by_key: dict[str, list[int]] = {}
+    ctx_eq: dict[str, dict[Any, list[int]]] = {}
     for pos, (i, t) in enumerate(ordered):
         static = getattr(targets[i], "decision", None)
         when = t.when
@@ -300,8 +306,22 @@ def compile_graph(
         if keys:
             ctx_rules[pos] = entry
             ctx_fns[pos] = _context_fn(when)
+            if isinstance(when, m.ContextEquals) and _hashable(when.value):
+                ctx_eq.setdefault(when.key, {}).setdefault(when.value, []).append(pos)
+                continue
             for key in sorted(keys):
                 ctx_by_key.setdefault(key, []).append(pos)
+            continue
+        senders = _senders(when)
+        if senders is not None:  # `from X and ...`, `from X or from Y`: filed per sender
+            for p in senders:
+                if p not in members:
+                    continue
+                mine = _cond(when, p, reg, f"transitions[{i}].when", [])
+                if mine is not _NEVER:
+                    by_from.setdefault(p, []).append(
+                        (i, None if mine is _ALWAYS else mine, targets[i], static, pos))
+            any_sender.append(entry)
             continue
         shared.append(entry)
         any_sender.append(entry)
@@ -329,6 +349,7 @@ def compile_graph(
         graph, by_sender, generic, default, graph.max_turns, members,
         {k: tuple(v) for k, v in by_tool.items()}, ctx_rules, ctx_fns,
         {k: tuple(v) for k, v in ctx_by_key.items()},
+        {k: {v: tuple(ps) for v, ps in vs.items()} for k, vs in ctx_eq.items()},
     )
 
 
@@ -342,6 +363,33 @@ def _required_tool(cond: m.Condition) -> str | None:
             if isinstance(c, m.ToolCalled):
                 return c.tool_name
     return None
+
+
+def _senders(cond: m.Condition) -> frozenset[str] | None:
+    """The senders a condition can hold for, when it says (``from X``, ``from X and C``,
+    ``from X or from Y``), else ``None``. Parts other than ``from`` are evaluated only
+    for those senders, so they must be built-in (custom conditions keep their place)."""
+    if isinstance(cond, m.FromSpeaker):
+        return frozenset((cond.agent_id,))
+    if not _is_builtin(cond):
+        return None
+    if isinstance(cond, m.AllOf):
+        found = [s for s in (_senders(c) for c in cond.conditions) if s is not None]
+        return frozenset.intersection(*found) if found else None
+    if isinstance(cond, m.AnyOf):
+        parts = [_senders(c) for c in cond.conditions]
+        if not parts or any(p is None for p in parts):
+            return None
+        return frozenset().union(*(p for p in parts if p is not None))
+    return None
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _is_builtin(cond: m.Condition) -> bool:
@@ -397,21 +445,45 @@ NO_RULE = sys.maxsize
 
 def context_rules_after(
     table: CompiledGraph, holding: frozenset[int], context: dict[str, Any],
-    keys: Iterable[str] | None,
+    keys: Iterable[str] | None, before: dict[str, Any] | None = None,
 ) -> tuple[frozenset[int], int]:
-    """The context rules that hold after ``keys`` changed (all rules when ``None``),
-    and the first of them in priority order (``NO_RULE`` when none holds)."""
-    if keys is None:
-        affected: set[int] = set(table.ctx_rules)
-    else:
-        affected = set()
-        for key in keys:
-            affected.update(table.ctx_by_key.get(key, ()))
-        if not affected:
-            return holding, min(holding, default=NO_RULE)
+    """The context rules that hold after ``keys`` changed (all rules when ``None``), and
+    the first of them in priority order (``NO_RULE`` when none holds). ``before`` is
+    the context before the change: a key whose value did not change is skipped."""
     fns = table.ctx_fns
+    if keys is None:
+        now = {pos for pos in table.ctx_rules if fns[pos](context)}
+        return frozenset(now), min(now, default=NO_RULE)
+    affected: set[int] = set()
+    gone: set[int] = set()
+    came: set[int] = set()
+    eq = table.ctx_eq
+    by_key = table.ctx_by_key
+    for key in keys:
+        new = context.get(key)
+        if before is not None:
+            old = before.get(key)
+            if old is new or (type(old) is type(new) and old == new):
+                continue  # written, not changed
+        else:
+            old = None
+        positions = by_key.get(key)
+        if positions:
+            affected.update(positions)
+        values = eq.get(key)
+        if values:
+            if before is None:  # the old value is unknown: test every value of the key
+                for ps in values.values():
+                    affected.update(ps)
+                continue
+            if _hashable(old):
+                gone.update(values.get(old, ()))
+            if _hashable(new):
+                came.update(pos for pos in values.get(new, ()) if fns[pos](context))
+    if not affected and not gone and not came:
+        return holding, min(holding, default=NO_RULE)
     now = {pos for pos in affected if fns[pos](context)}
-    out = (holding - affected) | now
+    out = ((holding - affected - gone) | now | came)
     return frozenset(out), min(out, default=NO_RULE)
 
 
@@ -530,7 +602,8 @@ class WorkflowAdapter:
             holding, first = state.ctx_true, state.ctx_first
             table = state.table
             if context is not state.context_vars and table is not None and table.ctx_rules:
-                holding, first = context_rules_after(table, holding, context, _changed_keys(data))
+                holding, first = context_rules_after(table, holding, context, _changed_keys(data),
+                                                     state.context_vars)
             return WorkflowState(
                 state.participant_order, state.expected_next_speaker, state.last_speaker_id,
                 state.last_envelope_id, state.turn_count, state.pending_close_reason,
@@ -552,7 +625,8 @@ class WorkflowAdapter:
                 context = _context_update(context, updates, "context_updates")
                 if context is not state.context_vars and table.ctx_rules:
                     holding, first = context_rules_after(table, holding, context,
-                                                         _changed_keys(updates))
+                                                         _changed_keys(updates),
+                                                         state.context_vars)
             routing = data.get("routing")
             if routing:
                 if not isinstance(routing, dict):
