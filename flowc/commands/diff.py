@@ -79,12 +79,12 @@ def load_version(spec: str, label: str | None = None) -> Any:
         if loaded is None or has_errors(diags):
             print_diagnostics(diags, {source.name: source})
             raise _Failed
-        return Version(source.name, loaded=loaded)
+        return Version(source.name, loaded=loaded, source=source)
     compiled, diags = compile_source(source)
     if compiled is None or has_errors(diags):
         print_diagnostics(diags, {source.name: source})
         raise _Failed
-    return Version(source.name, compiled=compiled)
+    return Version(source.name, compiled=compiled, source=source)
 
 
 class _Failed(Exception):
@@ -230,6 +230,25 @@ def render_json(diff: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
+def write_rendering(old: Any, new: Any, out: str) -> None:
+    """NEW drawn with the edges it adds green and the ones it removes red, as SVG or the HTML page."""
+    from flowc.compiler.render.compare import mark_changes
+    from flowc.compiler.render.diagram import build_diagram
+    from flowc.compiler.render.image import DotNotFoundError
+    from flowc.compiler.render.rendering import Rendering
+
+    def diagram(version: Any) -> Any:
+        return build_diagram(version.compiled if version.compiled is not None else version.loaded)
+
+    rendering = Rendering(mark_changes(diagram(old), diagram(new)), source=new.source)
+    try:
+        rendering.save(out, "html" if Path(out).suffix.lower() in (".html", ".htm") else "svg")
+    except DotNotFoundError as err:
+        raise UsageError(f"--render needs Graphviz: {err}") from None
+    except OSError as err:
+        raise UsageError(f"{out}: cannot write ({err.strerror})") from None
+
+
 # ── command ──────────────────────────────────────────────────────────────────
 
 
@@ -252,6 +271,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError("give two versions: flowc diff OLD NEW")
     if args.max_states < 1:
         raise UsageError("--max-states must be >= 1")
+    from flowc.commands.config import setup_plugins
+
+    # custom conditions and targets registered by plugins (as for check and render); the
+    # configuration is the first local side's
+    setup_plugins(args, [s for s in specs if Path(s).exists()])
+    if args.render and Path(args.render).suffix.lower() not in (".svg", ".html", ".htm"):
+        raise UsageError("--render writes an .svg or .html file")
     try:
         old = load_version(specs[0], labels[0])
         new = load_version(specs[1], labels[1])
@@ -270,6 +296,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         write_output(text, args.output)
     else:
         sys.stdout.write(text)
+    if args.render:
+        write_rendering(old, new, args.render)
     if args.git:
         return EXIT_OK
     return EXIT_ERRORS if diff.behaviour_changed else EXIT_OK
@@ -289,11 +317,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=FORMATS, default="text",
                    help="text (default), markdown (a pull-request comment) or json")
     p.add_argument("-o", "--output", metavar="OUT", help="write the report to OUT instead of stdout")
+    p.add_argument("--render", metavar="OUT",
+                   help="draw NEW with the edges it adds green and the ones it removes red "
+                        "(OUT.svg, or OUT.html for the page)")
     p.add_argument("--max-states", type=int, default=100_000, metavar="N",
                    help="bound on the states explored per flow and for the pair (default 100000)")
     p.add_argument("--as-graphs", action="store_true",
                    help="compare the routing graphs only: any participant may call any tool and write "
                         "any context (automatic when a side is JSON or declares no tools and no humans)")
+    from flowc.commands.config import add_plugin_option
+
+    add_plugin_option(p)
     p.add_argument("--git", action="store_true",
                    help="take git's diff-driver arguments (path old-file old-hex old-mode new-file "
                         "new-hex new-mode); always exit 0 so that git goes on")

@@ -213,3 +213,10 @@ def test_the_documented_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.chdir(tmp_path)
     assert main(["diff", "review.flow", "review-new.flow"]) == 1
     assert capsys.readouterr().out == expected
+
+
+def test_a_plugin_that_cannot_load_is_a_usage_error(files: tuple[Path, Path], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    old, new = files
+    assert main(["diff", str(old), str(new), "--plugin", str(tmp_path / "nope.py")]) == 2
+    assert "nope.py" in capsys.readouterr().err

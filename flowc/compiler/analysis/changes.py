@@ -39,6 +39,7 @@ from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.diagnostics import elide
 from flowc.dsl.formatter import format_name, format_value
+from flowc.source import SourceFile
 
 
 @attrs.frozen
@@ -48,6 +49,7 @@ class Version:
     label: str
     compiled: CompiledFlow | None = None
     loaded: LoadedGraph | None = None
+    source: SourceFile | None = attrs.field(default=None, eq=False)
 
     @property
     def graph(self) -> m.TransitionGraph:

@@ -8,6 +8,7 @@ uses to highlight findings.
 
 from __future__ import annotations
 
+from flowc.compiler.render.compare import ADDED, CHANGE_LEGEND, REMOVED
 from flowc.compiler.render.diagram import (
     CAP,
     DEAD,
@@ -137,6 +138,11 @@ def _node_attrs(node: Node) -> list[tuple[str, str]]:
             ("penwidth", "2"),
             ("fillcolor", _q(COLORS["warning_fill"])),
         ]
+    elif node.mark in (ADDED, REMOVED):
+        items += [("color", _q(COLORS[node.mark])), ("fontcolor", _q(COLORS[node.mark])),
+                  ("penwidth", "2")]
+        if node.mark == REMOVED:
+            items.append(("style", '"dashed"'))
     # a later key wins in Graphviz, but keep each key once for readability
     merged: dict[str, str] = {}
     for k, v in items:
@@ -159,16 +165,36 @@ def _edge_attrs(edge: Edge) -> list[tuple[str, str]]:
     if edge.mark == DEAD:
         items += [("color", _q(COLORS["dead"])), ("fontcolor", _q(COLORS["dead"]))]
         items.append(("style", '"dashed"' if edge.kind == DEFAULT else '"dotted"'))
-    elif edge.mark in (TRAP, LOOP):
+    elif edge.mark in (TRAP, LOOP, ADDED, REMOVED):
         items += [
             ("color", _q(COLORS[edge.mark])),
             ("fontcolor", _q(COLORS[edge.mark])),
             ("penwidth", "2"),
         ]
+        if edge.mark == REMOVED:
+            items.append(("style", '"dashed"'))
     merged: dict[str, str] = {}
     for k, v in items:
         merged[k] = v
     return list(merged.items())
+
+
+def _change_legend() -> list[str]:
+    rows = "".join(
+        f'<TR><TD><FONT COLOR="{COLORS[mark]}"><B>{"——" if mark == ADDED else "- - -"}</B></FONT></TD>'
+        f'<TD ALIGN="LEFT">{html_escape(CHANGE_LEGEND[mark])}</TD></TR>'
+        for mark in (ADDED, REMOVED)
+    )
+    table = (
+        '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="4">'
+        '<TR><TD COLSPAN="2"><B>flowc diff</B></TD></TR>' + rows + "</TABLE>>"
+    )
+    return [
+        "  subgraph cluster_changes {",
+        '    id="changes-legend"; label=""; style=invis;',
+        f'    "[changes]" [id="changes-table", shape=plaintext, fontsize=9, label={table}];',
+        "  }",
+    ]
 
 
 def _legend() -> list[str]:
@@ -285,5 +311,8 @@ def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
         )
     if diagram.checked:
         lines += _legend()
+    if any(x.mark in (ADDED, REMOVED) for x in diagram.nodes) or any(
+            x.mark in (ADDED, REMOVED) for x in diagram.edges):
+        lines += _change_legend()
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -37,4 +37,6 @@ COLORS = {
     "terminal_fill": "#f2f2f2",
     "dead_fill": "#f4f4f4",
     "warning_fill": "#fff0e6",
+    "added": "#2b8a3e",  # flowc diff --render
+    "removed": "#c92a2a",
 }

@@ -11,6 +11,7 @@ import json
 import re
 from html import escape
 
+from flowc.compiler.render.compare import ADDED, changed_edges
 from flowc.compiler.render.diagram import Diagram
 from flowc.source import SourceFile
 
@@ -31,6 +32,8 @@ h2 { font-size: 14px; margin: 0 0 6px; }
 .finding.active { border-color: #e03131; background: #fff5f5; }
 .finding .code { font-weight: bold; margin-right: 6px; }
 .finding.warning .code { color: #d9480f; }
+#changes li.added { color: #2b8a3e; }
+#changes li.removed { color: #c92a2a; }
 .finding.error .code { color: #c92a2a; }
 .finding.info .code { color: #1c6fd1; }
 .finding .where { color: #777; margin-right: 6px; }
@@ -129,9 +132,20 @@ def render_html(diagram: Diagram, svg: str, source: SourceFile | None = None) ->
         out.append(f"<p>{escape(diagram.description)}</p>")
     out += ["</header>", "<main>", f'<section id="diagram">{_inline_svg(svg)}</section>', "<aside>"]
 
+    changes = changed_edges(diagram)
+    if changes:
+        out.append('<section id="changes">')
+        out.append(f"<h2>Changed edges ({len(changes)})</h2>")
+        out.append("<ul>")
+        for mark, text in changes:
+            out.append(f'<li class="{mark}">{"added" if mark == ADDED else "removed"}: {escape(text)}</li>')
+        out.append("</ul>")
+        out.append("</section>")
     out.append('<section id="findings">')
     out.append(f"<h2>Findings ({len(diagram.findings)})</h2>")
-    if not diagram.checked:
+    if changes and not diagram.checked:
+        out.append('<p class="empty">The edges NEW adds are green, the ones it removes red.</p>')
+    elif not diagram.checked:
         out.append(
             '<p class="empty">Not checked: render with <code>--check</code> to list '
             "and mark the checker's findings.</p>"
