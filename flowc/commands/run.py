@@ -271,6 +271,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             labels={"script": args.script or ""}, watch=printer,
         ))
     except KeyboardInterrupt:
+        if printer.run_id is not None:
+            printer.catch_up(list(store.read(printer.run_id)))
         store.close()
         return _interrupted(printer, args)
     except ScriptError as err:
@@ -506,6 +508,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 store, cid, script, agents=agents, ask_human=_asker(args, printer),
                 watch=printer))
         except KeyboardInterrupt:
+            printer.catch_up(list(store.read(cid)))
             return _interrupted(printer, args)
         except ScriptError as err:
             print(f"{script_path or args.agents or cid}: error: {err}", file=sys.stderr)

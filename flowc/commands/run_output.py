@@ -19,8 +19,9 @@ from typing import Any, TextIO
 
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
+from flowc.runtime.envelope import Envelope
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, TurnRecord, turn_json
+from flowc.runtime.transcript import RunResult, TurnRecord, transcript, turn_json
 
 __all__ = ["LineReader", "Progress", "RunPrinter", "format_turn", "format_turns", "isatty",
            "terminal_asker"]
@@ -178,6 +179,15 @@ class RunPrinter:
         self.records: list[TurnRecord] = []
         self.state: WorkflowState | None = None
         self.broken = False
+        #: ``--json`` away from a terminal needs no turn until the end: none is folded
+        self.wants_turns = mode != "json" or self.progress.enabled
+
+    def catch_up(self, envelopes: Sequence[Envelope]) -> None:
+        """Take the run's turns from its WAL (after an interrupt, when none were watched)."""
+        if self.wants_turns:
+            return
+        records, _, state = transcript(envelopes)
+        self.records, self.state = records, state
 
     # the watcher protocol (``flowc.runtime.script_run.RunWatcher``)
 

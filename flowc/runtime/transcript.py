@@ -93,6 +93,16 @@ class RunResult:
         """The ``--json`` shape of ``docs/runtime.md``: every turn whole (see
         :func:`turn_json`; ``describe`` names the rules), the close reason, context,
         turn count and the run id."""
+        if describe is not None:  # a long run repeats a few decisions: name each once
+            named: dict[int | str | None, str] = {}
+            outer = describe
+
+            def describe(by: int | str | None) -> str:
+                text = named.get(by)
+                if text is None:
+                    text = named[by] = outer(by)
+                return text
+
         out: dict[str, Any] = {
             "run_id": self.channel_id,
             "turns": [turn_json(t, describe) for t in self.turns],

@@ -27,7 +27,7 @@ opened wf-demo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from flowc.runtime.adapters.workflow import WorkflowState
@@ -39,13 +39,25 @@ __all__ = ["RunWatcher", "WatchedStore"]
 
 
 class RunWatcher(Protocol):
-    """What follows a run: its id once the channel is open, then every turn in order."""
+    """What follows a run: its id once the channel is open, then every turn in order.
+
+    A watcher with a false ``wants_turns`` attribute gets the id only: nothing is
+    folded for it (``flowc run --json`` away from a terminal pays nothing per turn).
+    """
 
     def opened(self, run_id: str) -> None:
         """The run's channel is open (``run_id`` is what ``flowc log`` / ``resume`` take)."""
 
     def turn(self, record: TurnRecord, state: WorkflowState | None) -> None:
         """A turn was accepted and is in the WAL; ``state`` is the channel after it."""
+
+
+def _call(fn: Callable[[str], None], arg: str) -> Exception | None:
+    try:
+        fn(arg)
+    except Exception as err:  # never let a watcher refuse an admitted envelope
+        return err
+    return None
 
 
 class WatchedStore:
@@ -55,6 +67,7 @@ class WatchedStore:
         self.store = store
         self.watcher = watcher
         self.folder = TranscriptFolder()
+        self.turns = bool(getattr(watcher, "wants_turns", True))
         #: the exception that made the watcher stop, if any
         self.failed: Exception | None = None
 
@@ -65,6 +78,10 @@ class WatchedStore:
 
     def _see(self, env: Envelope) -> None:
         if self.failed is not None:
+            return
+        if not self.turns:
+            if env.event_type == EV_CHANNEL_OPENED:
+                self.failed = _call(self.watcher.opened, env.channel_id)
             return
         folder = self.folder
         if folder.metadata is not None and env.channel_id != folder.metadata.channel_id:

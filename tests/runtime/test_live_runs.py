@@ -49,6 +49,8 @@ async def drafter(turn):
     return "Draft: " + turn.text
 
 async def reviewer(turn):
+    if os.environ.get("WAITING_FILE"):  # tells the test the reviewer has begun
+        open(os.environ["WAITING_FILE"], "w").close()
     while not os.path.exists(RELEASE):
         await asyncio.sleep(0.02)
     if len(turn.history) >= 4:  # the second round
@@ -401,3 +403,35 @@ def test_an_interrupted_jsonl_run_ends_with_an_interrupted_end_line(files: Path)
                    "close_reason": None, "context_vars": {"done": False}, "turn_count": 2,
                    "next_speaker": "reviewer"}
     assert f"run {lines[0]['run_id']} is open" in err
+
+
+@pytest.mark.parametrize("db", ["runs.db", ":memory:"])
+def test_an_interrupted_json_run_away_from_a_terminal_prints_its_turns(files: Path,
+                                                                       db: str) -> None:
+    # `--json` with no terminal folds nothing while the run goes: the turns come from the WAL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowc", "run", str(files / "review.flow"), "--agents",
+         str(files / "agents.py"), "--script", str(files / "kick.json"), "--db",
+         db if db == ":memory:" else str(files / db), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        cwd=ROOT, env={**os.environ, "RELEASE_FILE": str(files / "never"),
+                       "WAITING_FILE": str(files / "waiting")})
+    try:
+        deadline = time.monotonic() + 60
+        while not (files / "waiting").exists():  # the reviewer waits for a file never made
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["next_speaker"] == "reviewer"
+    assert [t["text"] for t in doc["turns"]] == ["Write on HTTPS", "Draft: Write on HTTPS"]
+    if db == ":memory:":
+        assert "kept in memory only" in err
+    else:
+        assert "is open; continue it with `flowc resume" in err
