@@ -65,6 +65,10 @@ E112 = _code(
     "E112", "not-bare-ag2", E,
     "with `--target ag2`: a construct compiles to something a bare AG2 1.2.1 registry cannot load",
 )
+E113 = _code(
+    "E113", "speaker-kind-mismatch", E,
+    "a human declares a tool, or a model speaker declares the context keys a human writes",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code("W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match")

@@ -6,7 +6,7 @@ error stopped it) and the diagnostics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -30,6 +30,7 @@ from flowc.diagnostics import (
     E109,
     E110,
     E111,
+    E113,
     W214,
     Code,
     Diagnostic,
@@ -127,6 +128,19 @@ def match_alternative(
                            "not what the script says")
 
 
+def human_write_refusal(who: str, key: str, allowed: Sequence[str]) -> str:
+    """Why a human may not write ``key`` (the words compile, check, test and run share).
+
+    >>> human_write_refusal("user", "done", ["rating"])
+    '`user` is a human that may write only context.rating, not context.done'
+    """
+    may = ", ".join(f"context.{format_name(k)}" for k in allowed)
+    return (f"`{who}` is a human that may write only {may}, not context.{format_name(key)}"
+            if allowed else
+            f"`{who}` is a human that declares no context keys it may write, so not "
+            f"context.{format_name(key)}")
+
+
 def terminate_reason(reason: str) -> str:
     """The close reason of a ``terminate``: AG2 closes an empty one as ``workflow_terminated``."""
     return reason or "workflow_terminated"
@@ -209,6 +223,8 @@ class CompiledFlow:
     bindings: Mapping[str, str]
     scenarios: tuple[n.Scenario, ...]
     flow: n.Flow
+    #: human speaker -> the context keys it may write (``speaker user: human { sets k }``)
+    human_writes: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @property
     def graph_dict(self) -> dict[str, Any]:
@@ -302,9 +318,30 @@ class _Lowering:
                         help="merge the effects into one declaration with `|` or `,`",
                     )
                 seen_tools[tool.name.value] = tool
+            self.check_kind(sp)
         for st in self.flow.statements:
             if isinstance(st, n.ConditionDecl | n.TargetDecl):
                 self.declare_custom(st)
+
+    def check_kind(self, sp: n.SpeakerDecl) -> None:
+        """One rule for humans, as in AG2: a human posts text and may write context keys
+        (it has no model and no tools); a model speaker writes context through its tools."""
+        name = _show_name(sp.name.value)
+        if sp.human:
+            for tool in sp.tools:
+                self.error(
+                    E113, f"`{name}` is a human: a human posts text and writes context, it calls "
+                    f"no tools, so `tool {_show_name(tool.name.value)}` can never be called",
+                    tool.name.span,
+                    help=f"give the tool to a model speaker, or declare the context keys the "
+                         f"human writes: `speaker {name}: human {{ sets KEY }}`")
+        else:
+            for w in sp.writes:
+                self.error(
+                    E113, f"`sets` declares the context keys a human writes, but `{name}` is a "
+                    "model speaker: its context writes are its tools' effects", w.span,
+                    help=f"mark it `speaker {name}: human`, or declare a tool: "
+                         f"`tool NAME sets {_show_name(w.keys[0].value)} = VALUE`")
 
     def declare_custom(self, st: n.ConditionDecl | n.TargetDecl) -> None:
         kind = "condition" if isinstance(st, n.ConditionDecl) else "target"
@@ -643,6 +680,7 @@ class _Lowering:
             bindings=dict(self.bindings),
             scenarios=flow.of_type(n.Scenario),
             flow=flow,
+            human_writes={s: d.written_keys for s, d in self.speakers.items() if d.human},
         )
 
     def check_named(self, name: n.Name, what: str) -> None:
@@ -697,7 +735,16 @@ class _Lowering:
             elif isinstance(item, n.ExpectNext):
                 names.append(item.speaker)
             known = all([self.need_speaker(name, "the scenario names") for name in names])
-            if isinstance(item, n.CallTurn) and known:
+            human = known and bool(names) and self.speakers[names[0].value].human \
+                and not isinstance(item, n.ExpectNext)
+            if human and isinstance(item, n.CallTurn | n.HandoffTurn | n.FinishTurn):
+                who = names[0].value
+                self.error(E111, f"`{who}` is a human; a human's turn is text and context "
+                           "writes (`sets` / `clears`), not tool calls", item.span,
+                           help="give the call to a model speaker's turn")
+            elif human and isinstance(item, n.SetTurn | n.ClearTurn):
+                self.check_human_writes(item)
+            elif isinstance(item, n.CallTurn) and known:
                 self.check_call(item)
             elif isinstance(item, n.ExpectTerminate) and item.reason is not None \
                     and reasons is not None:
@@ -717,6 +764,16 @@ class _Lowering:
                 if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                     self.error(E111, f"`expect turns` takes a whole number >= 0, got "
                                f"{describe(count)}", item.count.span)
+
+    def check_human_writes(self, item: n.SetTurn | n.ClearTurn) -> None:
+        who = item.speaker.value
+        allowed = self.speakers[who].written_keys
+        keys = [a.key for a in item.assigns] if isinstance(item, n.SetTurn) else list(item.keys)
+        for key in keys:
+            if key.value not in allowed:
+                self.error(E111, human_write_refusal(who, key.value, allowed), key.span,
+                           help=f"declare it: `speaker {_show_name(who)}: human {{ sets "
+                                f"{_show_name(key.value)} }}`")
 
     def check_call(self, item: n.CallTurn) -> None:
         speaker, tool = item.speaker.value, item.tool.value

@@ -288,7 +288,7 @@ class _Printer:
         children: Sequence[Any]
         if isinstance(item, n.SpeakerDecl):
             header = format_statement_line(item) + " {"
-            children = item.tools
+            children = sorted((*item.writes, *item.tools), key=lambda c: c.span.start)
         elif isinstance(item, n.ContextDecl):
             header = "context {"
             children = item.entries
@@ -384,13 +384,15 @@ def _layout(lines: Sequence[_Line | None]) -> list[str]:
 
 def _is_block(item: Any) -> bool:
     if isinstance(item, n.SpeakerDecl):
-        return bool(item.tools)
+        return bool(item.tools or item.writes)
     if isinstance(item, n.ContextDecl):
         return item.block
     return isinstance(item, n.Scenario)
 
 
 def _line_of(item: Any) -> str:
+    if isinstance(item, n.WritesDecl):
+        return "sets " + ", ".join(_name(k) for k in item.keys)
     if isinstance(item, n.ToolDecl):
         return format_tool(item)
     if isinstance(item, n.ContextEntry):

@@ -215,6 +215,14 @@ class ToolDecl:
 
 
 @attrs.frozen
+class WritesDecl:
+    """``sets K, ...`` in a human speaker's block: context keys the human may write."""
+
+    keys: tuple[Name, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
 class SpeakerDecl:
     name: Name
     human: bool
@@ -222,6 +230,12 @@ class SpeakerDecl:
     span: Span = attrs.field(eq=False, repr=False)
     #: comments inside the ``{ ... }`` block are attached by the formatter
     block: bool = attrs.field(default=False, eq=False)
+    #: ``sets K, ...`` lines of a human's block: the context keys it may write
+    writes: tuple[WritesDecl, ...] = ()
+
+    @property
+    def written_keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k.value for w in self.writes for k in w.keys))
 
 
 @attrs.frozen

@@ -220,6 +220,7 @@ class _Block:
 
     tools: tuple[n.ToolDecl, ...]
     span: Span
+    writes: tuple[n.WritesDecl, ...] = ()
 
 
 def _first_pos(obj: Any) -> tuple[int, int, int] | None:
@@ -401,10 +402,16 @@ class _Build(metaclass=_BuildMeta):
     def speaker_decl(self, meta: Any, ch: list[Any]) -> n.SpeakerDecl:
         block: _Block | None = ch[2]
         tools = block.tools if block is not None else ()
-        return n.SpeakerDecl(ch[0], ch[1] is not None, tools, self._span(meta), block=block is not None)
+        writes = block.writes if block is not None else ()
+        return n.SpeakerDecl(ch[0], ch[1] is not None, tools, self._span(meta),
+                             block=block is not None, writes=writes)
 
-    def tool_block(self, meta: Any, ch: list[n.ToolDecl]) -> _Block:
-        return _Block(tuple(ch), self._span(meta))
+    def tool_block(self, meta: Any, ch: list[n.ToolDecl | n.WritesDecl]) -> _Block:
+        return _Block(tuple(c for c in ch if isinstance(c, n.ToolDecl)), self._span(meta),
+                      tuple(c for c in ch if isinstance(c, n.WritesDecl)))
+
+    def writes_decl(self, meta: Any, ch: list[n.Name]) -> n.WritesDecl:
+        return n.WritesDecl(tuple(ch), self._span(meta))
 
     def tool_decl(self, meta: Any, ch: list[Any]) -> n.ToolDecl:
         return n.ToolDecl(ch[0], tuple(ch[1] or ()), self._span(meta))

@@ -32,7 +32,7 @@ from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.hub import Channel, Hub
 from flowc.runtime.replies import Reply
 from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
-from flowc.runtime.scripted_replies import check_script, reply_for
+from flowc.runtime.scripted_replies import check_human_turn, check_script, reply_for
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
 from flowc.runtime.wal import MemoryStore, WalStore
@@ -234,6 +234,8 @@ def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptT
     """Post one scripted turn; ``False`` when it says nothing and routes nothing."""
     aid = target.ids[name]
     if name in target.humans or (kickoff and not turn.calls):
+        if name in target.humans:
+            check_human_turn(target, name, turn)
         reply = reply_for(target, name, turn)
         sets, deletes = merge_context_writes(reply.tool_calls)
         if sets or deletes:

@@ -13,7 +13,12 @@ flowc.runtime.script.ScriptError: script.b[0]: b has no tool `t` (it declares no
 
 from __future__ import annotations
 
-from flowc.compiler.lower import AlternativeError, ToolEffectInfo, match_alternative
+from flowc.compiler.lower import (
+    AlternativeError,
+    ToolEffectInfo,
+    human_write_refusal,
+    match_alternative,
+)
 from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
@@ -87,10 +92,23 @@ def check_script(target: RunTarget, script: Script) -> None:
             raise ScriptError(f"script.{speaker}: `{speaker}` is not a speaker of this flow "
                               f"({', '.join(target.speakers)})")
         for turn in turns:
-            if speaker in target.humans and any(
-                c.tool is not None or c.handoff is not None or c.finish is not None
-                for c in turn.calls
-            ):
-                raise ScriptError(f"{turn.where}: `{speaker}` is a human; a human's turn is text "
-                                  "and context writes (`set` / `delete`), not tool calls")
+            if speaker in target.humans:
+                check_human_turn(target, speaker, turn)
             reply_for(target, speaker, turn)
+
+
+def check_human_turn(target: RunTarget, speaker: str, turn: ScriptTurn) -> None:
+    """A human posts text and writes the context keys it declares (as on AG2's hub, where a
+    human client has no model and no tools); anything else is refused at the turn's place."""
+    if any(c.tool is not None or c.handoff is not None or c.finish is not None
+           for c in turn.calls):
+        raise ScriptError(f"{turn.where}: `{speaker}` is a human; a human's turn is text "
+                          "and context writes (`set` / `delete`), not tool calls")
+    if target.human_writes is None:
+        return  # a bare graph declares nothing: any key goes
+    allowed = target.human_writes.get(speaker, frozenset())
+    for call in turn.calls:
+        for key in (*call.set, *call.delete):
+            if key not in allowed:
+                raise ScriptError(f"{turn.where}: "
+                                  f"{human_write_refusal(speaker, key, sorted(allowed))}")

@@ -74,6 +74,8 @@ class RunTarget:
     label: str = ""
     #: the line each rule is written on (``None`` for a bare graph)
     rule_lines: tuple[int | None, ...] = ()
+    #: human -> the context keys it may write; ``None`` for a bare graph (any key goes)
+    human_writes: dict[str, frozenset[str]] | None = None
 
     @property
     def names(self) -> dict[str, str]:
@@ -98,7 +100,8 @@ class RunTarget:
         return cls(flow.graph, dict(flow.context_vars), tuple(flow.speakers),
                    frozenset(flow.humans), flow.initiator, ids, tools,
                    tuple(_rule_texts(flow, flow.graph, names, source_text)), label or (flow.name or ""),
-                   _rule_lines(flow, len(flow.graph.transitions)))
+                   _rule_lines(flow, len(flow.graph.transitions)),
+                   {h: frozenset(keys) for h, keys in flow.human_writes.items()})
 
     @classmethod
     def from_graph(cls, graph: m.TransitionGraph, context_vars: Mapping[str, Any] | None = None,
@@ -135,9 +138,11 @@ class RunTarget:
             [speaker, tool, [_effect_json(alt) for alt in alts]]
             for (speaker, tool), alts in self.tools.items()
         ]
+        writes = None if self.human_writes is None else {
+            h: sorted(keys) for h, keys in self.human_writes.items()}
         return {"flow": self.label, "rules": list(self.rule_texts),
                 "rule_lines": list(self.rule_lines), "humans": sorted(self.humans),
-                "tools": tools}
+                "tools": tools, "human_writes": writes}
 
     @classmethod
     def from_metadata(cls, metadata: ChannelMetadata) -> RunTarget:
@@ -159,11 +164,15 @@ class RunTarget:
             raise ValueError("the stored context_vars are not an object")
         humans = labels.get("humans") or []
         tools = None
+        writes: dict[str, frozenset[str]] | None = None
         try:
             if labels.get("tools") is not None:
                 tools = {(str(speaker), str(tool)): tuple(_effect(a) for a in alts)
                          for speaker, tool, alts in labels["tools"]}
             humans = frozenset(str(h) for h in humans)
+            if labels.get("human_writes") is not None:
+                writes = {str(h): frozenset(str(k) for k in keys)
+                          for h, keys in labels["human_writes"].items()}
         except (TypeError, ValueError, AttributeError) as err:
             raise ValueError(f"the stored labels are not valid ({err})") from None
         creator = names.get(metadata.creator_id, metadata.creator_id)
@@ -173,7 +182,7 @@ class RunTarget:
                    else tuple(_rule_texts(None, graph, {}, None)),
                    str(labels.get("flow") or ""),
                    tuple(x if isinstance(x, int) and not isinstance(x, bool) else None
-                         for x in lines) if isinstance(lines, list) else ())
+                         for x in lines) if isinstance(lines, list) else (), writes)
 
     def rule_line(self, index: int) -> int | None:
         return self.rule_lines[index] if index < len(self.rule_lines) else None

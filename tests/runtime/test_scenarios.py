@@ -17,7 +17,7 @@ from tests.runtime.graphs import frm, graph, rule, term, to, tool
 
 TRIAGE = """
 flow triage "triage"
-speaker user: human
+speaker user: human { sets draft }
 speaker triage {
   tool escalate
   tool lookup

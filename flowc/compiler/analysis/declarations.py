@@ -97,6 +97,7 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
                         span=c.span,
                         notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
                         help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {format_value(c.value.value)}`,"
+                        f" or the human that writes it (`speaker NAME: human {{ sets {key} }}`),"
                         f" or give it an initial value: `context {key} = ...`",
                     )
                 )

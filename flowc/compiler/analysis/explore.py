@@ -9,6 +9,7 @@ it is a global exit, checked with shortest paths.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import deque
 from collections.abc import Iterator
 from typing import Any, TypeAlias
@@ -18,7 +19,9 @@ import networkx as nx
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.system import (
+    OTHER,
     PLAIN,
+    UNSET,
     Action,
     Atom,
     CondCode,
@@ -210,6 +213,8 @@ class Explorer:
         actions: tuple[Action, ...] = (PLAIN,)
         if key == KICKOFF:
             speaker, val = sys.start, sys.initial
+            if speaker in sys.humans:  # a human's kickoff may write its keys too
+                actions = sys.actions[speaker]
         else:
             speaker, val = key
             actions = sys.actions[speaker]
@@ -227,6 +232,15 @@ class Explorer:
         """The valuations after ``action``'s writes (``val`` None: a JSON graph's any)."""
         if val is None:  # a JSON graph: any participant may have written anything
             yield from self.system.all_valuations()
+            return
+        if action.any_writes:  # a human: each key it writes may take any value, or be unset
+            domains = [(UNSET, OTHER, *range(2, 2 + len(self.system.literals[k])))
+                       for k in action.any_writes]
+            for values in itertools.product(*domains):
+                new = list(val)
+                for k, v in zip(action.any_writes, values, strict=True):
+                    new[k] = v
+                yield tuple(new)
             return
         if not action.writes:
             yield val

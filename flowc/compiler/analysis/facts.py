@@ -210,11 +210,13 @@ class Facts:
 
     @cached_property
     def unset_keys(self) -> frozenset[str]:
-        """Keys a condition reads that nothing sets (no initial value, no tool writes them)."""
+        """Keys a condition reads that nothing sets (no initial value, no tool writes them,
+        no human declares it writes them)."""
         compiled = self.system.compiled
         if compiled is None:
             return frozenset()
         written = {k for t in compiled.tools for alt in t.alternatives for k, _ in alt.sets}
+        written |= {k for keys in compiled.human_writes.values() for k in keys}
         return frozenset(
             k for k in self.system.keys if k not in compiled.context_vars and k not in written
         )

@@ -55,10 +55,12 @@ class Action:
     clears: tuple[str, ...] = ()
     handoff: int | None = None
     finish: str | None = None
+    #: keys a human may write on its turn, each to any value or unset (tracked key indices)
+    any_writes: tuple[int, ...] = ()
 
     @property
     def is_plain(self) -> bool:
-        return self.tool is None and not self.sets and not self.clears
+        return self.tool is None and not self.sets and not self.clears and not self.any_writes
 
 
 PLAIN = Action()
@@ -350,7 +352,8 @@ def system_of_flow(compiled: CompiledFlow) -> System:
     speaker_index = {s: i for i, s in enumerate(compiled.speakers)}
     actions: list[tuple[Action, ...]] = []
     for s in compiled.speakers:
-        acts: list[Action] = [PLAIN]
+        written = tuple(b.key_index[k] for k in compiled.human_writes.get(s, ()) if k in b.key_index)
+        acts: list[Action] = [Action(any_writes=written) if written else PLAIN]
         for tool in compiled.tools_of(s):
             t_index = b.add_tool(tool.name)
             for alt in tool.alternatives or (None,):
