@@ -52,7 +52,9 @@ def flow_text(draw: Any) -> str:
     lines = ["condition urgent(level: int = 1)", "target pick() -> " + " | ".join(speakers[1:]) + " | terminate"]
     for s in speakers:
         tools = []
-        for t in draw(st.lists(st.sampled_from(["t1", "t2", "t3"]), unique=True, max_size=2)):
+        # a human calls no tools (E113): it posts text
+        for t in [] if (s == "user" and human) else \
+                draw(st.lists(st.sampled_from(["t1", "t2", "t3"]), unique=True, max_size=2)):
             alts = []
             for _ in range(draw(st.integers(1, 2))):
                 effect = draw(st.sampled_from(["", "set", "clear", "handoff", "finish"]))

@@ -99,8 +99,14 @@ def flows(draw: Any) -> n.Flow:
     speakers = draw(st.lists(st.sampled_from(SPEAKER_POOL), min_size=2, max_size=5, unique=True))
     statements: list[Any] = [n.FlowDecl(name("generated"), n.Str(draw(st.text(max_size=12)), S), S)]
     for sp in speakers:
+        if draw(st.booleans()):  # a human: no tools (E113), maybe the context keys it writes
+            keys = draw(st.lists(st.sampled_from(KEYS), max_size=2, unique=True))
+            writes = (n.WritesDecl(tuple(name(k) for k in keys), S),) if keys else ()
+            statements.append(n.SpeakerDecl(name(sp), True, (), S, block=bool(writes),
+                                            writes=writes))
+            continue
         tools = draw(st.lists(tool_decls(speakers), max_size=2, unique_by=lambda t: t.name.value))
-        statements.append(n.SpeakerDecl(name(sp), draw(st.booleans()), tuple(tools), S))
+        statements.append(n.SpeakerDecl(name(sp), False, tuple(tools), S))
     statements.append(
         n.ConditionDecl(name("over"), (n.Param(name("limit"), n.TypeRef("int", None, S), None, S),), S)
     )
