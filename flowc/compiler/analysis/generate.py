@@ -167,6 +167,12 @@ def _turn_line(cov: Coverable, turn: Turn, number: int) -> str:
     who = format_name(turn.speaker)
     text = format_value(f"turn {number}")
     if turn.tool is None:
+        writes = [f"{format_name(k)} = {format_value(v)}" for k, v in turn.sets]
+        if writes:  # a human's context writes (its clears are written as a null value)
+            writes += [f"{format_name(k)} = null" for k in turn.clears]
+            return f"{who} sets {', '.join(writes)}: {text}"
+        if turn.clears:
+            return f"{who} clears {', '.join(format_name(k) for k in turn.clears)}: {text}"
         return f"{who}: {text}"
     line = f"{who} calls {format_name(turn.tool)}"
     compiled = cov.system.compiled

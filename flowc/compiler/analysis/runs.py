@@ -88,12 +88,25 @@ class Run:
         return " → ".join(items)
 
 
+def _other_value(literals: tuple[Any, ...]) -> str:
+    """A string equal to none of ``literals``: a concrete "another value".
+
+    >>> _other_value(("other", 1))
+    'other 2'
+    """
+    value, i = "other", 1
+    while value in literals:
+        i += 1
+        value = f"other {i}"
+    return value
+
+
 def _turn(system: System, speaker: int, before: Valuation | None, step: Step) -> Turn:
     action = step.action
     sets: tuple[tuple[str, Any], ...] = action.sets
     clears: tuple[str, ...] = action.clears
-    if system.json_mode and (before is None or before != step.after):
-        # a JSON graph's turn writes whatever differs from the valuation before it
+    if (system.json_mode or action.any_writes) and (before is None or before != step.after):
+        # a JSON graph's turn (or a human's) writes whatever differs from the valuation before it
         s: list[tuple[str, Any]] = []
         c: list[str] = []
         for k, value in enumerate(step.after):
@@ -103,6 +116,8 @@ def _turn(system: System, speaker: int, before: Valuation | None, step: Step) ->
                 c.append(system.keys[k])
             elif value != OTHER:
                 s.append((system.keys[k], system.literals[k][value - 2]))
+            elif action.any_writes:  # a value no condition compares with
+                s.append((system.keys[k], _other_value(system.literals[k])))
         sets, clears = tuple(s), tuple(c)
     out = step.outcome
     atoms = {a.id: a.label for a in system.atoms}
