@@ -196,7 +196,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     unimplemented = plugins and _report_unimplemented(sources, diags)
     diags.sort(key=Diagnostic.sort_key)
     print_diagnostics(diags, sources, args.format, stream=sys.stdout)
-    if args.format in ("text", "concise"):
+    if args.format in ("text", "concise") and (checked or not inputs.problems):
+        # a path that could not be read is the whole story: no "no findings in 0 files"
         sys.stdout.write(_summary(diags, checked))
     for problem in inputs.problems:
         print(f"flowc check: error: {problem}", file=sys.stderr)

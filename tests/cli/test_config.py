@@ -37,3 +37,10 @@ def test_the_settings_are_documented() -> None:
     table = page.split("| setting |", 1)[1].split("\n\n", 1)[0]
     documented = {m.group(1) for m in re.finditer(r"^\| `([a-z-]+)`", table, re.M)}
     assert documented == set(KEYS)
+
+
+def test_check_of_a_missing_file_prints_no_summary(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path / "nope.flow")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "nope.flow: no such file" in err
