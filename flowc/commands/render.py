@@ -32,7 +32,11 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     fmt = args.format
     if fmt is None:
-        fmt = SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "svg") if args.output else "svg"
+        suffix = Path(args.output).suffix.lower() if args.output and args.output != "-" else ""
+        if suffix and suffix not in SUFFIX_FORMATS:  # never SVG bytes under a .jpg name
+            raise UsageError(f"-o {args.output}: no format writes `{suffix}` files; use one of "
+                             f"{', '.join(sorted(SUFFIX_FORMATS))}, or give -f")
+        fmt = SUFFIX_FORMATS.get(suffix, "svg")
     plugins = config.setup_plugins(args, [args.file])
     source, diags = console.read_source(args.file)
     if source is None:

@@ -44,3 +44,13 @@ def test_check_of_a_missing_file_prints_no_summary(tmp_path: Path,
     assert main(["check", str(tmp_path / "nope.flow")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "nope.flow: no such file" in err
+
+
+def test_render_refuses_an_output_suffix_it_cannot_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.flow").write_text(FLOW)
+    assert main(["render", str(tmp_path / "a.flow"), "-o", str(tmp_path / "x.jpg")]) == 2
+    assert "no format writes `.jpg` files" in capsys.readouterr().err
+    assert not (tmp_path / "x.jpg").exists()
+    assert main(["render", str(tmp_path / "a.flow"), "-o", str(tmp_path / "x.mmd")]) == 0
+    assert (tmp_path / "x.mmd").read_text().lstrip().startswith(("flowchart", "%%", "---"))
