@@ -12,6 +12,7 @@ Skips with the reason when Chromium, Playwright, Graphviz or the npm package is 
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -194,4 +195,16 @@ def test_mermaid_goldens_render_with_the_real_mermaid(page: Any) -> None:
             for edge in marked.diagram.edges:
                 assert all(line in result["text"] for line in edge.label), edge.label
             assert '\\"really long\\"' in result["text"] and "rule 1, line 10: from user-1" in result["text"]
+        if "directive" in name:
+            # `%%{init: ...}%%` in a name or reason prints as written and configures nothing:
+            # no injected CSS, no dark theme, the page's strict security level kept
+            directive = flowc.render(flowc.compile_flow(
+                (ROOT / "tests/cases/render/directive.flow").read_text(encoding="utf-8")))
+            for node in directive.diagram.nodes:
+                assert node.title in result["text"], node.title
+            style = "".join(re.findall(r"<style[^>]*>(.*?)</style>", result["svg"], re.S))
+            assert style and "INJECTED" not in style and "#ff0000" not in style
+            assert "#ECECFF" in style and "#1f2020" not in style  # the default theme's colours
+            assert page.evaluate("mermaid.mermaidAPI.getConfig().securityLevel") == "strict"
+            assert page.evaluate("mermaid.mermaidAPI.getConfig().theme") == "default"
     page.screenshot(path=str(ARTIFACTS / "mermaid_last.png"), full_page=True)

@@ -36,6 +36,17 @@ def test_dot_id_and_html_escape() -> None:
 def test_mermaid_text_escapes_everything_mermaid_reads() -> None:
     assert mermaid_text('"#<>&`|') == "#quot;#35;#lt;#gt;#amp;#96;#124;"
     assert mermaid_text("user-1 ok") == "user-1 ok"
+    # a directive's characters never reach the text as themselves
+    assert mermaid_text("%%{init: {'theme': 'dark'}}%%") == (
+        "#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;")
+
+
+def test_no_name_or_reason_can_become_a_mermaid_directive() -> None:
+    _, d = diagram_of((CASE.parent / "directive.flow").read_text(encoding="utf-8"))
+    text = render_mermaid(d)
+    body = text.split("---\n")[-1]
+    assert "%%" not in text and "{init" not in body and "'" not in body
+    assert text.startswith('---\ntitle: "\\u0025\\u0025{init: ')  # YAML reads it back as `%%{init`
 
 
 def test_mermaid_ids_are_generated_so_keywords_cannot_clash() -> None:

@@ -2,8 +2,8 @@
 
 Node ids are ``n0``, ``n1``, ... (so no name can clash with Mermaid's keywords such as
 ``end``); every label is a quoted string whose special characters are Mermaid entity
-codes (``#quot;``, ``#35;``, ``#96;``, ...), so quotes, backquoted names and ``#`` print
-as written.
+codes (``#quot;``, ``#35;``, ``#96;``, ``#37;``, ``#123;``, ...), so quotes, backquoted
+names, ``#`` and ``%%{init: ...}%%`` print as written and never become a Mermaid directive.
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ _ENTITIES = {
     ">": "#gt;",
     "`": "#96;",
     "|": "#124;",
+    # `%%{init: ...}%%` anywhere in the text is a Mermaid directive (theme, CSS, fetches):
+    # none of its characters may reach the text as themselves
+    "%": "#37;",
+    "{": "#123;",
+    "}": "#125;",
+    "'": "#39;",
 }
 
 
@@ -45,6 +51,8 @@ def mermaid_text(text: str) -> str:
 
     >>> mermaid_text('terminate "done" #1 `next`')
     'terminate #quot;done#quot; #35;1 #96;next#96;'
+    >>> mermaid_text("%%{init: {'theme': 'dark'}}%%")
+    '#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;'
     """
     return "".join(_ENTITIES.get(ch, ch) if ch >= " " else f"#{ord(ch)};" for ch in text)
 
@@ -107,7 +115,9 @@ def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> st
     options = options or RenderOptions()
     out: list[str] = []
     if diagram.title:
-        out += ["---", f"title: {json.dumps(diagram.title, ensure_ascii=False)}", "---"]
+        # a YAML double-quoted string; `%` as its \u escape, so no `%%{` directive can form
+        title = json.dumps(diagram.title, ensure_ascii=False).replace("%", "\\u0025")
+        out += ["---", f"title: {title}", "---"]
     out.append(f"flowchart {options.direction}")
     for node in diagram.nodes:
         out.append(f"  {node.id}{_node_shape(node)}")
