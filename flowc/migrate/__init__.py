@@ -32,7 +32,7 @@ import attrs
 
 from flowc.diagnostics import E001, M001, Diagnostic, has_errors
 from flowc.migrate.agentchat import translate_component
-from flowc.migrate.model import NotRecognised, emit
+from flowc.migrate.model import NotRecognised, UnspellableName, emit
 from flowc.migrate.python import translate_python
 from flowc.migrate.studio import is_studio_workflow, translate_studio
 from flowc.source import SourceFile
@@ -78,6 +78,11 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
         if _looks_like_json(source):
             return _migrate_json(source)
         return _migrate_python(source, pick)
+    except UnspellableName as err:
+        return MigrateResult(None, (Diagnostic(
+            M001, str(err), source.name,
+            help="rename it in the input (e.g. replace the backquote or line break with `_`)",
+        ),), "unknown")
     except Exception as err:  # a bug in flowc: still a diagnostic, never a traceback
         return MigrateResult(None, (Diagnostic(
             M001,

@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -312,8 +313,28 @@ def render(mig: Migration) -> str:
     return "\n".join(out) + "\n"
 
 
+class UnspellableName(Exception):
+    """A name no `.flow` can write (a backquote or a line break in it, or empty): the
+    input is refused with an M001 naming it, never reported as a bug in flowc."""
+
+
+def _check_names(mig: Migration) -> None:
+    named = [("agent", s.name) for s in mig.speakers]
+    named += [("tool", t.name) for s in mig.speakers for t in s.tools]
+    named += [("context key", k) for k, _ in mig.context]
+    for what, value in named:
+        if not value or "`" in value or "\n" in value:
+            raise UnspellableName(
+                f"the {what} name {json.dumps(value, ensure_ascii=False)} "
+                + ("is empty" if not value else "holds a backquote or a line break")
+                + ", which no .flow name can hold (a `backquoted name` holds any other "
+                "character); nothing was written")
+
+
 def emit(mig: Migration, filename: str = "<migrated>") -> str:
-    """Print ``mig`` as formatted `.flow` text that compiles; raises :class:`MigrateBug`."""
+    """Print ``mig`` as formatted `.flow` text that compiles; raises :class:`UnspellableName`
+    for a name no `.flow` can write and :class:`MigrateBug` for anything else that fails."""
+    _check_names(mig)
     text = render(mig)
     try:
         text = format_source(text, filename)
@@ -355,6 +376,7 @@ __all__ = [
     "Speaker",
     "Tool",
     "Translation",
+    "UnspellableName",
     "emit",
     "render",
 ]
