@@ -71,6 +71,20 @@ def test_package_metadata() -> None:
     assert "ag2" in (metadata.get_all("Provides-Extra") or [])
 
 
+def test_every_runtime_dependency_has_an_upper_bound() -> None:
+    """`foo>=1.2,<2` (or an exact pin), and the installed version is inside the range."""
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    runtime = [*project["dependencies"], *project["optional-dependencies"]["ag2"]]
+    for line in runtime:
+        req = Requirement(line)
+        operators = {spec.operator for spec in req.specifier}
+        assert operators & {"<", "<=", "==", "~=", "==="}, f"{line}: no upper bound"
+        installed = importlib.metadata.version(req.name)
+        assert req.specifier.contains(installed, prereleases=True), (line, installed)
+
+
 def test_the_readme_says_how_to_put_flowc_on_the_path() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in readme and ". .venv/bin/activate" in readme
