@@ -122,6 +122,9 @@ class Diagnostic:
     notes: tuple[str, ...] = ()
     help: str | None = None
     json_path: str | None = None
+    #: False: the text report shows the place but never the source line (a file that
+    #: may not be a flow at all, e.g. a link to a key: its text must not reach a CI log)
+    quote_source: bool = True
 
     @property
     def severity(self) -> Severity:
@@ -251,7 +254,7 @@ def iter_text(
         bar = f"{_BLUE}|{_RESET}" if color else "|"
         arrow = f"{_BLUE}-->{_RESET}" if color else "-->"
         out.append(f"{pad}{arrow} {_location(d)}")
-        if d.span is not None and source is not None:
+        if d.span is not None and source is not None and d.quote_source:
             line_text, at, width = excerpt(source, d.span)
             out.append(f"{pad} {bar}")
             out.append(f"{d.span.line:>{gutter_width}} {bar} {line_text}")

@@ -34,6 +34,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
@@ -50,6 +51,7 @@ __all__ = [
     "load_json",
     "load_yaml",
     "read_bytes",
+    "walk_files",
 ]
 
 #: the largest file flowc reads (a flow of 16 MiB holds well over 100,000 rules)
@@ -147,6 +149,34 @@ def read_bytes(path: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
     if len(data) > limit:  # it grew while we read it
         raise InputFileError(f"{path}: more than {_mib(limit)}; flowc reads at most {_mib(limit)}")
     return data
+
+
+def walk_files(
+    folder: str, suffixes: tuple[str, ...], onerror: Callable[[OSError], None] | None = None
+) -> tuple[list[str], list[str]]:
+    """Files under ``folder`` ending in one of ``suffixes`` (sorted; hidden folders and
+    folder links not entered), and the links skipped because they lead out of ``folder``.
+
+    As black does, a symbolic link whose target is outside the folder is never read or
+    written: a repository cannot make ``flowc fmt .`` rewrite, or ``flowc check .``
+    print, a file elsewhere on the machine.
+    """
+    root = os.path.realpath(folder)
+    found: list[str] = []
+    outside: list[str] = []
+    for here, dirs, files in os.walk(folder, onerror=onerror):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.endswith(suffixes):
+                continue
+            path = os.path.join(here, name)
+            if os.path.islink(path):
+                target = os.path.realpath(path)
+                if os.path.commonpath([root, target]) != root:
+                    outside.append(path)
+                    continue
+            found.append(path)
+    return sorted(found), outside
 
 
 def decode_utf8(data: bytes) -> str:

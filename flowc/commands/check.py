@@ -53,6 +53,11 @@ def _codes(value: Any, where: str) -> tuple[str, ...]:
     return out
 
 
+#: the largest `max-states` a pyproject.toml may set (10x the default); --max-states,
+#: given by whoever runs flowc, is not capped
+MAX_STATES_CONFIG = 1_000_000
+
+
 def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -> CheckOptions:
     """CLI options over ``[tool.flowc]`` settings over the defaults."""
     select: tuple[str, ...] = ()
@@ -72,6 +77,10 @@ def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -
             value = config[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"{where}: {key} must be an integer >= 1")
+            if value > MAX_STATES_CONFIG:
+                # a repository's own file must not make CI explore without end
+                raise UsageError(f"{where}: {key} is {value:,}; a pyproject.toml may set at "
+                                 f"most {MAX_STATES_CONFIG:,} (pass --max-states for more)")
             max_states = value
     if args.select is not None:
         select = _codes(args.select, "--select")
@@ -103,17 +112,16 @@ def collect(paths: Sequence[str]) -> Inputs:
     out = Inputs()
     for path in paths:
         if path != "-" and os.path.isdir(path):
-            found: list[str] = []
+            from flowc.inputs import walk_files
 
             def onerror(err: OSError) -> None:
                 out.problems.append(f"{err.filename}: cannot read ({err.strerror})")
 
-            for root, dirs, files in os.walk(path, onerror=onerror):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in files:
-                    if name.endswith((".flow", ".json")):
-                        found.append(os.path.join(root, name))
-            out.files.extend((f, True) for f in sorted(found))
+            # a link leading out of the folder is never read (its text could end in a report)
+            found, outside = walk_files(path, (".flow", ".json"), onerror)
+            for link in outside:
+                print(f"{link}: skipped: a symbolic link to a file outside {path}", file=sys.stderr)
+            out.files.extend((f, True) for f in found)
         elif path != "-" and not os.path.exists(path):
             out.problems.append(f"{path}: no such file or folder")
         else:

@@ -68,9 +68,13 @@ def load_config(path: Path | None) -> dict[str, Any]:
     """The ``[tool.flowc]`` table (empty when there is none); a broken file is an error."""
     if path is None:
         return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
+    from flowc.inputs import InputFileError, read_bytes
+
+    try:  # a regular file of at most 16 MiB: never a device or a FIFO
+        data = tomllib.loads(read_bytes(str(path)).decode("utf-8"))
+    except InputFileError as err:
+        raise ConfigError(str(err)) from None
+    except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: cannot read ({err})") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: invalid TOML ({err})") from None

@@ -15,14 +15,19 @@ from flowc.dsl.formatter import FormatterBug, format_source
 
 
 def expand_paths(paths: list[str], suffixes: tuple[str, ...] = (".flow",)) -> list[str]:
-    """Files as given; folders expanded recursively to their matching files, sorted."""
+    """Files as given; folders expanded recursively to their matching files, sorted.
+
+    A link in a folder that leads out of it is skipped, with a note on stderr (as black).
+    """
+    from flowc.inputs import walk_files
+
     out: list[str] = []
     for p in paths:
-        path = Path(p)
-        if p != "-" and path.is_dir():
-            out.extend(
-                str(f) for f in sorted(path.rglob("*")) if f.is_file() and f.suffix in suffixes
-            )
+        if p != "-" and Path(p).is_dir():
+            found, outside = walk_files(p, suffixes)
+            out.extend(found)
+            for link in outside:
+                print(f"{link}: skipped: a symbolic link to a file outside {p}", file=sys.stderr)
         else:
             out.append(p)
     return out

@@ -49,6 +49,13 @@ def read_json(
         return load_json(source.text), ()
     except json.JSONDecodeError as err:
         span = source.span(err.pos, min(err.pos + 1, len(source.text)))
+        if not source.text[: err.pos].strip():
+            # not JSON from its first character: the file may be anything (a link to a
+            # key or /etc/passwd), so its text is not shown; the place is
+            return None, (Diagnostic(
+                E001, f"the file is not JSON ({err.msg}); its text is not shown, as it may "
+                "not be a JSON file", source.name, source.span(err.pos, err.pos),
+                quote_source=False, help=help),)
         return None, (Diagnostic(E001, f"invalid JSON: {err.msg}", source.name, span, help=help),)
     except DataError as err:
         start = err.offset or 0

@@ -686,6 +686,30 @@ def _found_words(token: Token) -> str:
     return f"`{text}`"
 
 
+_LEADING = re.compile(r"(?:\s|#[^\n]*)*")
+
+
+def _unquoted_if_not_flow(source: SourceFile, diag: Diagnostic) -> Diagnostic:
+    """A syntax error before the first statement: the file may be anything (a link to
+    ``/etc/passwd``, a key), so neither its text nor the token found is shown; the
+    place is. A flow with a typo in its first statement still gets what was expected."""
+    span = diag.span
+    if span is None or _LEADING.fullmatch(source.text, 0, span.start) is None:
+        return diag
+    expected = diag.message.split("; expected ", 1)
+    return Diagnostic(
+        E001,
+        "the file does not start with a .flow statement; its text is not shown, as it may "
+        "not be a .flow file",
+        source.name,
+        source.span(span.start, span.start),
+        quote_source=False,
+        notes=(f"expected {expected[1]}",) if len(expected) == 2 else (),
+        help="a .flow file starts with a statement such as `flow NAME` or `speaker NAME`; "
+        "see docs/language.md",
+    )
+
+
 def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     help_text = None
     if isinstance(err, UnexpectedToken):
@@ -761,7 +785,7 @@ def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
             parsed = _parser().parse(text)
         statements: list[n.Statement] = parsed
     except UnexpectedInput as err:
-        return empty, (_syntax_error(source, err),)
+        return empty, (_unquoted_if_not_flow(source, _syntax_error(source, err)),)
     except _BadToken as err:
         return empty, (Diagnostic(E001, f"{err.message}; {err.found}", source.name, err.span),)
     except _TooDeep as err:
