@@ -36,6 +36,7 @@ COMMAND_MODULES = {
     "replay": "flowc.commands.run",
     "migrate": "flowc.commands.migrate",
     "diff": "flowc.commands.diff",
+    "lsp": "flowc.commands.lsp",
 }
 
 

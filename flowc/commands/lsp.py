@@ -1,0 +1,33 @@
+"""`flowc lsp`: the language server for editors, over stdin/stdout.
+
+pygls is imported only when the command runs, so other commands do not pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from flowc.commands.console import EXIT_OK
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    """Serve the Language Server Protocol on stdin/stdout until the editor closes it."""
+    from flowc.lsp.server import serve
+
+    serve()
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "lsp", help="language server for editors (stdio): diagnostics, hover, definition, format",
+        description="Run the .flow language server on stdin/stdout, for an editor to start. It "
+                    "reports what `flowc check` reports (with the [tool.flowc] settings of the "
+                    "nearest pyproject.toml) as you type, and answers hover, go to definition, "
+                    "document symbols and formatting (as `flowc fmt`). See docs/editors.md.")
+    p.add_argument("--stdio", action="store_true",
+                   help="accepted for editors that pass it; stdin/stdout is the only transport")
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"lsp": cmd_lsp}

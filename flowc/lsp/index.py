@@ -1,0 +1,241 @@
+"""What the language server knows about one document, without any LSP types.
+
+An :class:`Index` is built from the same parse and compile as ``flowc check``
+(:func:`flowc.compiler.pipeline.compile_source`); it lists every name written in the
+file with what it names (a speaker, a tool, a context key, a custom condition or
+target), where each is declared, and answers hover questions in Markdown.
+Positions here are flowc's: 1-based lines and 0-based character columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.describe import rule_label, transition_text
+from flowc.compiler.lower import CompiledFlow
+from flowc.dsl import nodes as n
+from flowc.source import SourceFile, Span
+
+#: what a name written in a flow refers to
+SPEAKER, TOOL, KEY, CONDITION, TARGET = "speaker", "tool", "context key", "condition", "target"
+
+_CODE = re.compile(r"\b[EWIMX]\d{3}\b")
+
+
+@attrs.frozen
+class Occurrence:
+    """One written name: what it names, where, and whether this is its declaration."""
+
+    kind: str
+    name: str
+    span: Span
+    definition: bool = False
+
+
+def _names(node: Any) -> Iterator[Occurrence]:
+    """Every name in a statement (or part of one) with its kind, in source order."""
+    if isinstance(node, n.SpeakerDecl):
+        yield Occurrence(SPEAKER, node.name.value, node.name.span, True)
+        for tool in node.tools:
+            yield from _names(tool)
+    elif isinstance(node, n.SpeakersDecl):
+        for sp in node.speakers:
+            yield from _names(sp)
+    elif isinstance(node, n.ToolDecl):
+        yield Occurrence(TOOL, node.name.value, node.name.span, True)
+        for alt in node.alternatives:
+            for effect in alt:
+                yield from _names(effect)
+    elif isinstance(node, (n.SetEffect, n.ClearEffect)):
+        yield Occurrence(KEY, node.key.value, node.key.span)
+    elif isinstance(node, (n.HandoffEffect, n.HandoffTurn)):
+        if isinstance(node, n.HandoffTurn):
+            yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
+        yield Occurrence(SPEAKER, node.target.value, node.target.span)
+    elif isinstance(node, (n.StartDecl, n.InitiatorDecl, n.SpeakerTarget, n.ResultSpeaker,
+                           n.ExpectNext, n.SayTurn, n.FinishTurn)):
+        yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
+    elif isinstance(node, n.ContextDecl):
+        for entry in node.entries:
+            yield Occurrence(KEY, entry.key.value, entry.key.span, True)
+    elif isinstance(node, n.Rule):
+        yield from _names(node.cond)
+        yield from _names(node.target)
+    elif isinstance(node, n.Otherwise):
+        yield from _names(node.target)
+    elif isinstance(node, n.FromCond):
+        for who in node.speakers:
+            yield Occurrence(SPEAKER, who.value, who.span)
+    elif isinstance(node, n.ToolCond):
+        yield Occurrence(TOOL, node.tool.value, node.tool.span)
+    elif isinstance(node, (n.ContextCond, n.ExpectContext)):
+        yield Occurrence(KEY, node.key.value, node.key.span)
+    elif isinstance(node, n.CallCond):
+        yield Occurrence(CONDITION, node.name.value, node.name.span)
+    elif isinstance(node, n.CallTarget):
+        yield Occurrence(TARGET, node.name.value, node.name.span)
+    elif isinstance(node, (n.AndCond, n.OrCond)):
+        for part in node.items:
+            yield from _names(part)
+    elif isinstance(node, n.NotCond):
+        yield from _names(node.item)
+    elif isinstance(node, (n.SequenceDecl, n.RoundRobinDecl)):
+        for step in node.steps if isinstance(node, n.SequenceDecl) else node.speakers:
+            yield Occurrence(SPEAKER, step.value, step.span)
+    elif isinstance(node, n.ConditionDecl):
+        yield Occurrence(CONDITION, node.name.value, node.name.span, True)
+    elif isinstance(node, n.TargetDecl):
+        yield Occurrence(TARGET, node.name.value, node.name.span, True)
+        for result in node.results or ():
+            yield from _names(result)
+    elif isinstance(node, n.Scenario):
+        for item in node.items:
+            yield from _names(item)
+    elif isinstance(node, n.CallTurn):
+        yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
+        yield Occurrence(TOOL, node.tool.value, node.tool.span)
+        for effect in node.effects:
+            yield from _names(effect)
+    elif isinstance(node, n.SetTurn):
+        yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
+        for assign in node.assigns:
+            yield Occurrence(KEY, assign.key.value, assign.key.span)
+    elif isinstance(node, n.ClearTurn):
+        yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
+        for key in node.keys:
+            yield Occurrence(KEY, key.value, key.span)
+
+
+def _inside(span: Span, line: int, column: int) -> bool:
+    """Whether 1-based ``line`` / 0-based ``column`` falls in ``span`` (end inclusive, so
+    that a cursor just after a name still finds it)."""
+    start = (span.line, span.column - 1)
+    end = (span.end_line, span.end_column - 1)
+    return start <= (line, column) <= end
+
+
+def _speakers_of(cond: m.Condition) -> set[str]:
+    """The speakers a compiled condition's `from` parts name."""
+    if isinstance(cond, m.FromSpeaker):
+        return {cond.agent_id}
+    if isinstance(cond, (m.AllOf, m.AnyOf)):
+        return set().union(*(_speakers_of(c) for c in cond.conditions))
+    return set()
+
+
+def _tools_of(cond: m.Condition) -> set[str]:
+    if isinstance(cond, m.ToolCalled):
+        return {cond.tool_name}
+    if isinstance(cond, (m.AllOf, m.AnyOf)):
+        return set().union(*(_tools_of(c) for c in cond.conditions))
+    if isinstance(cond, m.Not):
+        return _tools_of(cond.condition)
+    return set()
+
+
+@attrs.frozen(eq=False)
+class Index:
+    """One analysed version of a document."""
+
+    source: SourceFile
+    flow: n.Flow
+    compiled: CompiledFlow | None
+    occurrences: tuple[Occurrence, ...]
+
+    @classmethod
+    def build(cls, source: SourceFile, flow: n.Flow, compiled: CompiledFlow | None) -> Index:
+        found: list[Occurrence] = []
+        for st in flow.statements:
+            found.extend(_names(st))
+        return cls(source, flow, compiled, tuple(found))
+
+    def at(self, line: int, column: int) -> Occurrence | None:
+        """The name under a cursor (1-based line, 0-based column)."""
+        for occ in self.occurrences:
+            if _inside(occ.span, line, column):
+                return occ
+        return None
+
+    def definitions(self, kind: str, name: str) -> list[Occurrence]:
+        return [o for o in self.occurrences if o.definition and o.kind == kind and o.name == name]
+
+    def code_at(self, line: int, column: int) -> str | None:
+        """A diagnostic code (``W204``) written in a comment under the cursor."""
+        for comment in self.flow.comments:
+            if not comment.span.line <= line <= comment.span.end_line:
+                continue
+            # the comment's text starts after its `#`
+            text_start = comment.span.column  # 0-based column of the first character after `#`
+            for match in _CODE.finditer(comment.text):
+                if text_start + match.start() <= column <= text_start + match.end():
+                    return match.group()
+        return None
+
+    # ── hover ────────────────────────────────────────────────────────────────
+
+    def _rule_line(self, index: int) -> str:
+        assert self.compiled is not None
+        info = self.compiled.rules[index]
+        text = transition_text(self.compiled.graph.transitions[index])
+        return f"- {rule_label(index, info.line, text, code=True)}"
+
+    def hover(self, occ: Occurrence) -> str | None:
+        """Markdown for the name under the cursor; None when there is nothing to say."""
+        if self.compiled is None:
+            return None
+        if occ.kind == SPEAKER:
+            return self._hover_speaker(occ.name)
+        if occ.kind == TOOL:
+            return self._hover_tool(occ.name)
+        return None
+
+    def _hover_speaker(self, name: str) -> str | None:
+        c = self.compiled
+        assert c is not None
+        if name not in c.speakers:
+            return None
+        role = "human" if name in c.humans else "model agent"
+        out = [f"**speaker `{name}`** ({role})"]
+        extra = []
+        if name == c.start:
+            extra.append("speaks first (`start`)")
+        if name == c.initiator:
+            extra.append("the initiator")
+        if extra:
+            out.append("; ".join(extra).capitalize() + ".")
+        tools = [t for t in c.tools if t.speaker == name]
+        if tools:
+            out.append("Tools:")
+            for t in tools:
+                effects = " | ".join(a.text() for a in t.alternatives) or "no effect on the route"
+                out.append(f"- `{t.name}`: {effects}")
+        else:
+            out.append("Tools: none.")
+        to = [i for i, tr in enumerate(c.graph.transitions)
+              if isinstance(tr.then, m.AgentTarget) and tr.then.agent_id == name]
+        frm = [i for i, tr in enumerate(c.graph.transitions) if name in _speakers_of(tr.when)]
+        out.append("Rules routing to it:" if to else "Rules routing to it: none.")
+        out.extend(self._rule_line(i) for i in to)
+        out.append("Rules routing from it:" if frm else "Rules routing from it: none.")
+        out.extend(self._rule_line(i) for i in frm)
+        return "\n\n".join(out[:1]) + "\n\n" + "\n".join(out[1:])
+
+    def _hover_tool(self, name: str) -> str | None:
+        c = self.compiled
+        assert c is not None
+        tools = [t for t in c.tools if t.name == name]
+        if not tools:
+            return f"**tool `{name}`**: no speaker declares it."
+        out = [f"**tool `{name}`**", ""]
+        for t in tools:
+            effects = " | ".join(a.text() for a in t.alternatives) or "no effect on the route"
+            out.append(f"- on `{t.speaker}`: {effects}")
+        rules = [i for i, tr in enumerate(c.graph.transitions) if name in _tools_of(tr.when)]
+        out.append("Rules on it:" if rules else "Rules on it: none.")
+        out.extend(self._rule_line(i) for i in rules)
+        return "\n".join(out)

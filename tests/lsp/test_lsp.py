@@ -1,0 +1,253 @@
+"""`flowc lsp` end to end: pytest-lsp starts the real `flowc lsp` command as a
+subprocess and talks to it over stdio, as an editor does."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from flowc.commands.check import page
+from flowc.dsl.formatter import format_source
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+#: the priority trap: `priority 100` sorts the terminate rule last, so it never fires (W204)
+TRAP = """\
+speaker user: human
+speaker drafter
+speaker reviewer {
+  tool approve sets approved = true
+}
+start user
+max_turns 12
+when context.approved == true then terminate "approved" priority 100
+when from user     then drafter
+when from drafter  then reviewer
+when from reviewer then drafter  # flowc: ignore[W999]
+"""
+TRAP_LINE = next(i for i, line in enumerate(TRAP.splitlines()) if "priority 100" in line)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "flowc", "lsp"]),
+    scope="module",
+)
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    root = request.getfixturevalue("tmp_path_factory").mktemp("project")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"),
+                             root_uri=root.as_uri())
+    )
+    lsp_client.root = root  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+_opened = 0
+
+
+async def open_doc(client: LanguageClient, text: str, name: str = "") -> str:
+    """Open a new document and wait for its first diagnostics."""
+    global _opened
+    _opened += 1
+    root: Path = client.root  # type: ignore[attr-defined]
+    path = root / (name or f"doc{_opened}.flow")
+    path.write_text(text, encoding="utf-8")
+    uri = path.as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=text)))
+    client.last_diagnostics = await wait_diagnostics(client, uri)  # type: ignore[attr-defined]
+    return uri
+
+
+async def wait_diagnostics(client: LanguageClient, uri: str, timeout: float = 30) -> list[lsp.Diagnostic]:
+    """The next diagnostics published for ``uri`` (the caller pops the old ones before
+    the edit), taken out so that the next wait sees only newer ones."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if uri in client.diagnostics:
+            return list(client.diagnostics.pop(uri))
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no diagnostics for {uri}")
+
+
+def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+def position_of(text: str, needle: str, nth: int = 0, offset: int = 1) -> lsp.Position:
+    """The position ``offset`` characters into the ``nth`` occurrence of ``needle``."""
+    at = -1
+    for _ in range(nth + 1):
+        at = text.index(needle, at + 1)
+    at += offset
+    line = text.count("\n", 0, at)
+    return lsp.Position(line, at - (text.rfind("\n", 0, at) + 1))
+
+
+async def test_priority_trap_is_reported_where_the_rule_is(client: LanguageClient) -> None:
+    await open_doc(client, TRAP)
+    diags = client.last_diagnostics  # type: ignore[attr-defined]
+    trap = [d for d in diags if d.code == "W204"]
+    assert len(trap) == 1, diags
+    line = TRAP.splitlines()[TRAP_LINE]
+    assert trap[0].range == lsp.Range(lsp.Position(TRAP_LINE, 0), lsp.Position(TRAP_LINE, len(line)))
+    assert trap[0].severity == lsp.DiagnosticSeverity.Warning
+    assert trap[0].source == "flowc"
+    assert "priority -1" in trap[0].message  # the fix travels with it
+    assert lsp.DiagnosticTag.Unnecessary in (trap[0].tags or [])
+    # the same findings as `flowc check`: the unknown code in the ignore comment is X001
+    assert sorted(d.code for d in diags) == ["W204", "X001"]
+
+
+async def test_edits_are_debounced_and_a_syntax_error_keeps_the_last_analysis(
+    client: LanguageClient,
+) -> None:
+    uri = await open_doc(client, TRAP)
+    fixed = TRAP.replace("priority 100", "priority -1")
+    broken = fixed + "when from\n"
+    # three quick edits: only the last one is analysed
+    for version, text in ((2, TRAP + "\n"), (3, fixed), (4, broken)):
+        change(client, uri, version, text)
+    diags = await wait_diagnostics(client, uri)
+    codes = sorted(str(d.code) for d in diags)
+    # the syntax error, and the last good analysis (of version 1) for the rest
+    assert codes == ["E001", "W204", "X001"], codes
+    error = next(d for d in diags if d.code == "E001")
+    assert error.range.start.line >= len(fixed.splitlines())  # on the added line (or at the end)
+    # hover still answers from the last version that parsed
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), position_of(TRAP, "drafter")))
+    assert hover is not None and "speaker `drafter`" in hover.contents.value  # type: ignore[union-attr]
+    # once it parses again, the fixed version has no W204
+    change(client, uri, 5, fixed)
+    diags = await wait_diagnostics(client, uri)
+    assert sorted(str(d.code) for d in diags) == ["X001"]
+
+
+async def test_config_in_pyproject_applies_and_is_reloaded(client: LanguageClient) -> None:
+    root: Path = client.root  # type: ignore[attr-defined]
+    project = root / "configured"
+    project.mkdir()
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text('[tool.flowc]\nignore = ["W204"]\n', encoding="utf-8")
+    uri = await open_doc(client, TRAP, "configured/trap.flow")
+    assert [d.code for d in client.last_diagnostics] == ["X001"]  # type: ignore[attr-defined]
+    pyproject.write_text('[tool.flowc]\nselect = ["W2"]\n', encoding="utf-8")
+    change(client, uri, 2, TRAP)
+    assert [d.code for d in await wait_diagnostics(client, uri)] == ["W204"]
+
+
+async def test_hover_on_a_speaker(client: LanguageClient) -> None:
+    uri = await open_doc(client, TRAP)
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), position_of(TRAP, "reviewer", nth=2)))
+    assert hover is not None
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert "**speaker `reviewer`** (model agent)" in text
+    assert "`approve`: sets approved = true" in text
+    # one rule routes to the reviewer (line 10), one from it (line 11)
+    to_part, from_part = text.split("Rules routing from it")
+    assert "line 10" in to_part and "when from drafter then reviewer" in to_part
+    assert "line 11" in from_part and "when from reviewer then drafter" in from_part
+    human = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), position_of(TRAP, "user", nth=0)))
+    assert human is not None and "(human)" in human.contents.value  # type: ignore[union-attr]
+    assert "Tools: none." in human.contents.value  # type: ignore[union-attr]
+
+
+async def test_hover_on_a_tool_and_on_a_code(client: LanguageClient) -> None:
+    text = TRAP.replace("context.approved == true", "tool approve").replace(
+        "# flowc: ignore[W999]", "# flowc: ignore[W204]")
+    uri = await open_doc(client, text)
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), position_of(text, "tool approve then", offset=6)))
+    assert hover is not None
+    value = hover.contents.value  # type: ignore[union-attr]
+    assert "**tool `approve`**" in value and "on `reviewer`: sets approved = true" in value
+    assert "line 8" in value
+    code = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), position_of(text, "W204", offset=2)))
+    assert code is not None
+    assert code.contents.value == page("W204")  # type: ignore[union-attr]
+    nothing = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), position_of(text, "max_turns", offset=2)))
+    assert nothing is None
+
+
+async def test_definition_of_speakers_and_tools(client: LanguageClient) -> None:
+    text = TRAP.replace("context.approved == true", "tool approve")
+    uri = await open_doc(client, text)
+    for use, decl in (("from drafter", "speaker drafter"), ("then reviewer", "speaker reviewer"),
+                      ("tool approve then", "tool approve")):
+        needle = decl.split()[1]
+        result = await client.text_document_definition_async(lsp.DefinitionParams(
+            lsp.TextDocumentIdentifier(uri), position_of(text, use, offset=use.index(needle) + 1)))
+        assert isinstance(result, list) and len(result) == 1, (needle, result)
+        expected = position_of(text, decl, offset=len(decl) - len(needle))
+        assert result[0].uri == uri
+        assert result[0].range.start == expected, needle
+        assert result[0].range.end == lsp.Position(expected.line, expected.character + len(needle))
+    none = await client.text_document_definition_async(lsp.DefinitionParams(
+        lsp.TextDocumentIdentifier(uri), position_of(text, "terminate", offset=2)))
+    assert none is None
+
+
+async def test_document_symbols(client: LanguageClient) -> None:
+    uri = await open_doc(client, TRAP)
+    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(
+        lsp.TextDocumentIdentifier(uri)))
+    assert symbols is not None
+    speakers = [s for s in symbols if isinstance(s, lsp.DocumentSymbol)
+                and s.kind == lsp.SymbolKind.Class]
+    assert [s.name for s in speakers] == ["user", "drafter", "reviewer"]
+    reviewer = speakers[2]
+    assert [c.name for c in reviewer.children or []] == ["approve"]
+    assert reviewer.range.start.line == 2 and reviewer.range.end.line == 4  # the whole block
+    rules = [s for s in symbols if isinstance(s, lsp.DocumentSymbol) and s.kind == lsp.SymbolKind.Event]
+    assert len(rules) == 4
+    assert rules[0].name.startswith("when context.approved == true then terminate")
+    assert rules[0].range.start.line == TRAP_LINE
+
+
+async def test_formatting_is_flowc_fmt(client: LanguageClient) -> None:
+    messy = "speaker   a\nspeaker b {tool t sets x=1}\nwhen from a then b   # go"
+    uri = await open_doc(client, messy)
+    edits = await client.text_document_formatting_async(lsp.DocumentFormattingParams(
+        lsp.TextDocumentIdentifier(uri), lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert edits is not None and len(edits) == 1
+    assert edits[0].new_text == format_source(messy)
+    assert edits[0].range == lsp.Range(lsp.Position(0, 0), lsp.Position(2, len(messy.splitlines()[2])))
+    # already formatted: no edit; a syntax error: nothing to apply
+    done = await open_doc(client, format_source(messy))
+    unchanged = await client.text_document_formatting_async(lsp.DocumentFormattingParams(
+        lsp.TextDocumentIdentifier(done), lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert unchanged is not None and len(unchanged) == 0
+    bad = await open_doc(client, "speaker a\nwhen from\n")
+    assert await client.text_document_formatting_async(lsp.DocumentFormattingParams(
+        lsp.TextDocumentIdentifier(bad), lsp.FormattingOptions(tab_size=2, insert_spaces=True))) is None
+
+
+async def test_positions_count_utf16_units(client: LanguageClient) -> None:
+    """A name after a character outside the BMP: the client's columns are UTF-16 units."""
+    text = 'flow "😀 demo"\nspeaker a\nspeaker b\nwhen from a then b priority 3\nwhen from a then a\n'
+    text = text.replace('flow "😀 demo"', 'flow demo "😀"')
+    uri = await open_doc(client, text)
+    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(
+        lsp.TextDocumentIdentifier(uri)))
+    flow = next(s for s in symbols or [] if isinstance(s, lsp.DocumentSymbol)
+                and s.kind == lsp.SymbolKind.Module)
+    line = text.splitlines()[0]
+    units = len(line.encode("utf-16-le")) // 2
+    assert units == len(line) + 1  # the emoji takes two UTF-16 units
+    assert flow.range.end == lsp.Position(0, units)
+
