@@ -23,7 +23,8 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from flowc.commands.check import find_pyproject, load_config, options_from, page
+from flowc.commands.check import options_from, page
+from flowc.commands.config import Config, find_pyproject, load_config, load_plugins_for
 from flowc.commands.console import UsageError
 from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.compiler.pipeline import compile_source
@@ -96,7 +97,11 @@ class FlowcServer(LanguageServer):
         cached = self._configs.get(pyproject)
         if cached is None or cached.stamp != mtime:
             try:
-                options = options_from(_no_cli_options(), load_config(pyproject), str(pyproject))
+                table = load_config(pyproject)
+                options = options_from(_no_cli_options(), table, str(pyproject))
+                # the plugins it names, as `flowc check` loads them (Python imports a module
+                # once: an edited plugin takes effect when the server restarts)
+                load_plugins_for(None, Config(pyproject, table))
                 cached = _Config(pyproject, mtime, options, None)
             except UsageError as err:
                 cached = _Config(pyproject, mtime, CheckOptions(), str(err))

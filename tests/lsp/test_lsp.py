@@ -251,3 +251,46 @@ async def test_positions_count_utf16_units(client: LanguageClient) -> None:
     assert units == len(line) + 1  # the emoji takes two UTF-16 units
     assert flow.range.end == lsp.Position(0, units)
 
+
+
+async def test_a_broken_config_is_reported_and_the_defaults_apply(client: LanguageClient) -> None:
+    root: Path = client.root  # type: ignore[attr-defined]
+    project = root / "broken"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.flowc]\nselect = ["Z9"]\n', encoding="utf-8")
+    before = len(client.messages)
+    await open_doc(client, TRAP, "broken/trap.flow")
+    assert sorted(d.code for d in client.last_diagnostics) == ["W204", "X001"]  # type: ignore[attr-defined]
+    said = [m.message for m in client.messages[before:]]
+    assert len(said) == 1 and "pyproject.toml" in said[0] and "Z9" in said[0], said
+
+
+async def test_definition_of_keys_and_custom_conditions_from_scenarios(client: LanguageClient) -> None:
+    text = (
+        "speaker user: human\n"
+        "speaker bot {\n"
+        "  tool done sets finished = true\n"
+        "}\n"
+        "context finished = false\n"
+        "condition urgent(level: int)\n"
+        "start user\n"
+        "when urgent(level = 2) then terminate\n"
+        "when context.finished == true then terminate \"ok\"\n"
+        "when from user then bot\n"
+        "when from bot then user\n"
+        "scenario \"done\" {\n"
+        "  user: \"hi\"\n"
+        "  bot calls done\n"
+        "  expect context.finished == true\n"
+        "}\n"
+    )
+    uri = await open_doc(client, text)
+    for use, decl in (("context.finished", "context finished"), ("expect context.finished",
+                                                                  "context finished"),
+                      ("urgent(level = 2)", "condition urgent"), ("bot calls", "speaker bot"),
+                      ("calls done", "tool done")):
+        name = decl.split()[1]
+        result = await client.text_document_definition_async(lsp.DefinitionParams(
+            lsp.TextDocumentIdentifier(uri), position_of(text, use, offset=use.index(name) + 1)))
+        assert isinstance(result, list) and len(result) == 1, (use, result)
+        assert result[0].range.start == position_of(text, decl, offset=len(decl) - len(name)), use
