@@ -9,6 +9,7 @@ Positions here are flowc's: 1-based lines and 0-based character columns.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -128,6 +129,17 @@ def _speakers_of(cond: m.Condition) -> set[str]:
     return set()
 
 
+def _keys_of(cond: m.Condition) -> set[str]:
+    """The context keys a compiled condition reads."""
+    if isinstance(cond, m.ContextEquals):
+        return {cond.key}
+    if isinstance(cond, (m.AllOf, m.AnyOf)):
+        return set().union(*(_keys_of(c) for c in cond.conditions))
+    if isinstance(cond, m.Not):
+        return _keys_of(cond.condition)
+    return set()
+
+
 def _tools_of(cond: m.Condition) -> set[str]:
     if isinstance(cond, m.ToolCalled):
         return {cond.tool_name}
@@ -192,6 +204,8 @@ class Index:
             return self._hover_speaker(occ.name)
         if occ.kind == TOOL:
             return self._hover_tool(occ.name)
+        if occ.kind == KEY:
+            return self._hover_key(occ.name)
         return None
 
     def _hover_speaker(self, name: str) -> str | None:
@@ -238,4 +252,24 @@ class Index:
         rules = [i for i, tr in enumerate(c.graph.transitions) if name in _tools_of(tr.when)]
         out.append("Rules on it:" if rules else "Rules on it: none.")
         out.extend(self._rule_line(i) for i in rules)
+        return "\n".join(out)
+
+    def _hover_key(self, name: str) -> str:
+        c = self.compiled
+        assert c is not None
+        out = [f"**context key `{name}`**", ""]
+        if name in c.context_vars:
+            out.append(f"Initial value: `{json.dumps(c.context_vars[name])}`.")
+        else:
+            out.append("Initial value: none (not in `context`).")
+        writers = []
+        for t in c.tools:
+            for alt in t.alternatives:
+                if name in alt.clears or any(k == name for k, _ in alt.sets):
+                    writers.append(f"- `{t.speaker}` via tool `{t.name}`: {alt.text()}")
+        out.append("Written by:" if writers else "Written by: no tool.")
+        out.extend(writers)
+        readers = [i for i, tr in enumerate(c.graph.transitions) if name in _keys_of(tr.when)]
+        out.append("Read by:" if readers else "Read by: no rule.")
+        out.extend(self._rule_line(i) for i in readers)
         return "\n".join(out)

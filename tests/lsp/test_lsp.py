@@ -294,3 +294,17 @@ async def test_definition_of_keys_and_custom_conditions_from_scenarios(client: L
             lsp.TextDocumentIdentifier(uri), position_of(text, use, offset=use.index(name) + 1)))
         assert isinstance(result, list) and len(result) == 1, (use, result)
         assert result[0].range.start == position_of(text, decl, offset=len(decl) - len(name)), use
+
+
+async def test_hover_on_a_context_key(client: LanguageClient) -> None:
+    text = TRAP.replace("start user\n", "start user\ncontext approved = false\n")
+    uri = await open_doc(client, text)
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), position_of(text, "context.approved", offset=9)))
+    assert hover is not None
+    value = hover.contents.value  # type: ignore[union-attr]
+    assert "**context key `approved`**" in value
+    assert "Initial value: `false`" in value
+    assert "`reviewer` via tool `approve`: sets approved = true" in value
+    rule_line = text.splitlines().index(next(x for x in text.splitlines() if "priority 100" in x)) + 1
+    assert f"line {rule_line}" in value.split("Read by:")[1]
