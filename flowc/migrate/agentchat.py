@@ -226,6 +226,7 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
         scenarios, sequences = _chain_scenarios(user, chain, max_turns, keywords, branches)
     if exact and kind == "Swarm":
         scenarios, sequences = _swarm_scenarios(user, participants, handoffs, handoff_ends, witness)
+    exact = exact and bool(scenarios)  # the label says the scenarios state the order
     stem = filename.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     label = cfg.get("name") if cfg.get("name") not in (None, "", kind) else stem
     team_description = cfg.get("description")
@@ -273,8 +274,9 @@ def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> lis
     if not isinstance(raw, list):
         return []
     if kind != "Swarm" and raw:
-        r.report(M003, "handoffs only route inside a Swarm; dropped", f"{path}.config.handoffs")
-        return []
+        r.report(M003, f"handoffs do not pick the next speaker in a {kind} (only a Swarm routes on "
+                       "them): they stay tools of the agent, and a HandoffTermination still ends the "
+                       "run when one is called", f"{path}.config.handoffs")
     out: list[_Handoff] = []
     for j, h in enumerate(raw):
         target: Any = None

@@ -446,6 +446,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             scenarios.append(mm.scenario(
                 "a person picks the next agent" if selector_human
                 else "the selector speaker picks the next agent", pick_items))
+    exact = exact and bool(sequences)  # the label says the scenarios state the order
     title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     migration = mm.Migration(
         title=title,

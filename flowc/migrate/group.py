@@ -35,6 +35,7 @@ from flowc.migrate.handoffs import (
     HandoffReader,
     S,
     context_rule,
+    functions_of,
     gated,
     items_of,
     report_extras,
@@ -271,8 +272,7 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
 
     # tools from functions=[...]
     for a in agents:
-        fns = mod.elements(kwarg(a.node, "functions"))
-        for fn in fns or []:
+        for fn in functions_of(mod, a.node):
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
@@ -304,6 +304,9 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         reader.report(M002, "speaker selection by the group manager's LLM became the selector speaker "
                             f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
                             "included (AG2 offers it too)", pattern)
+    nested_speakers, nested_rules = g.placeholders()
+    speakers += nested_speakers
+    rules += nested_rules
     otherwise = group_after
     if isinstance(otherwise, n.TerminateTarget) and otherwise.reason is None:
         otherwise = None  # the implicit default
@@ -323,6 +326,7 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
                      else mm.expect_next(ring[(ring.index(seq[-1]) + 1) % len(ring)]))
         scenarios.append(mm.scenario("pattern speaking order", items))
         sequences.append(tuple(seq))
+    exact = exact and bool(scenarios)  # the label says the scenarios state the order
     title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     migration = mm.Migration(
         title=title,

@@ -13,6 +13,7 @@ names what around a group chat a flow does not carry (nested chats, guardrails, 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -53,6 +54,32 @@ class HandoffReader:
         self.context: dict[str, Any] = {}
         self.names: list[str] = []
         self.has_user = True
+        #: placeholder speakers standing for nested chats: name -> the agent that hands off to it
+        self.nested: dict[str, str] = {}
+
+    def nested_chat(self, owner: str, node: ast.AST, kind: str) -> Target:
+        """AG2 wraps a nested chat in an agent (``wrapped_nested_<owner>_<n>``) whose after work
+        returns to ``owner``: the flow keeps that shape with a placeholder speaker (M001: the
+        nested chat itself is not in the flow)."""
+        count = sum(1 for o in self.nested.values() if o == owner) + 1
+        name = f"wrapped_nested_{owner}_{count}"
+        self.nested[name] = owner
+        self.r.report(M001, f"`{kind}` (a nested chat) became the placeholder speaker `{name}`, as AG2 "
+                            f"wraps it in an agent of that name; after it `{owner}` speaks again. The "
+                            "nested chat itself is not in the flow", node,
+                      help=f"implement `{name}`'s turn as the nested chat (run it as its own flow, or "
+                           "as a tool of the agent) and reply with its summary")
+        return Target(mm.speaker_target(name), n.HandoffEffect(mm.name(name), S), "nested_chat",
+                      exact=False)
+
+    def placeholders(self) -> tuple[list[mm.Speaker], list[mm.Rule]]:
+        """The nested chats' placeholder speakers, and their after work back to the owner."""
+        speakers = [mm.Speaker(w, False, f"Placeholder for a nested chat of `{o}` (AG2 wraps it in "
+                                         "an agent): its reply is the nested chat's summary.")
+                    for w, o in self.nested.items()]
+        rules = [mm.Rule(mm.from_(w), mm.speaker_target(o), 30, "after the nested chat")
+                 for w, o in self.nested.items()]
+        return speakers, rules
 
     # ── targets and conditions ──
 
@@ -75,9 +102,7 @@ class HandoffReader:
                 return Target(mm.speaker_target(node.value), n.HandoffEffect(mm.name(node.value), S),
                                node.value)
         if isinstance(node, ast.Dict):
-            self.r.report(M001, "a handoff to a nested chat has no equivalent in one workflow "
-                                "channel; left out", node, help="run the nested chat as its own flow")
-            return None
+            return self.nested_chat(owner, node, "a nested chat config")
         if not isinstance(node, ast.Call):
             self.r.report(M001, "this transition target cannot be read without running the code; "
                                 "left out", node)
@@ -120,8 +145,10 @@ class HandoffReader:
             # classic draws among the agents minus the current one (`RandomAgentTarget.resolve`)
             return Target(mm.call_target("random_agent", agent_ids=ids, allow_repeat=False),
                            n.HandoffEffect(mm.name(ids[0]), S), "random", exact=False)
-        if kind in ("NestedChatTarget", "GroupChatTarget", "FunctionTarget"):
-            what = {"NestedChatTarget": "a nested chat", "GroupChatTarget": "a nested group chat",
+        if kind == "NestedChatTarget":
+            return self.nested_chat(owner, node, kind)
+        if kind in ("GroupChatTarget", "FunctionTarget"):
+            what = {"GroupChatTarget": "a nested group chat",
                     "FunctionTarget": "a Python function that picks the target"}[kind]
             self.r.report(M001, f"`{kind}` ({what}) has no equivalent in one workflow channel; "
                                 "this transition was left out", node,
@@ -316,13 +343,59 @@ def context_rule(g: HandoffReader, owner: str, item: ast.expr, priority: int, wh
     return mm.Rule(full, t.target, priority, f"{owner}: {what}")
 
 
+def functions_of(mod: PyModule, agent_call: ast.Call) -> list[ast.expr]:
+    """An agent's ``functions=``: a list, or one callable (``functions=f``, as AG2 accepts)."""
+    node = kwarg(agent_call, "functions")
+    if node is None or mod.const_or(node, "?") is None:
+        return []
+    listed = mod.elements(node)
+    return listed if listed is not None else [node]
+
+
+def _sibling_function(g: HandoffReader, module: str, name: str
+                      ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+    """``from tools import f`` where ``tools.py`` sits beside the input: its ``def f``, read
+    statically (never imported), and the file's name."""
+    here = Path(g.mod.source.name).parent
+    dots = len(module) - len(module.lstrip("."))
+    base = here
+    for _ in range(max(dots - 1, 0)):
+        base = base.parent
+    rel = module.lstrip(".").replace(".", "/")
+    for path in (base / f"{rel}.py", base / rel / "__init__.py"):
+        try:
+            if not rel or not path.is_file() or path.stat().st_size > 2_000_000:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (OSError, SyntaxError, ValueError, RecursionError, UnicodeDecodeError):
+            continue
+        for st in tree.body:
+            if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef) and st.name == name:
+                return st, str(path.relative_to(here)) if path.is_relative_to(here) else path.name
+    return None
+
+
 def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.Tool | None:
     mod = g.mod
     if not isinstance(fn_node, ast.Name):
+        g.r.report(M002, f"a function of `{owner}` is not a name this file defines or imports; its "
+                         "routing and context writes are unknown to the flow", fn_node)
         return None
     fn = mod.function_of(fn_node)
     if fn is None:
-        return mm.Tool(fn_node.id, None)
+        source = mod.imported_from(fn_node)
+        found = _sibling_function(g, *source) if source is not None else None
+        if found is None:
+            where = f"imported from `{source[0]}`" if source else "not defined in this file"
+            g.r.report(M002, f"tool `{fn_node.id}` of `{owner}` is {where}: what it returns (a handoff "
+                             "target, context writes) is unknown, so the flow declares it without "
+                             "effects and rules that depend on it may never fire",
+                       fn_node, help="put the module beside the input so migrate can read it, or "
+                                     "declare the tool's effects in the .flow by hand")
+            return mm.Tool(fn_node.id, None)
+        fn, filename = found
+        g.r.report(M002, f"tool `{fn_node.id}` of `{owner}` was read from `{filename}` beside the input "
+                         "(statically, never imported; names in it are read as this file's)", fn_node)
     alternatives: list[tuple[n.Effect, ...]] = []
     dynamic: set[str] = set()
 
@@ -404,5 +477,5 @@ def _effects_of_return(
 
 
 
-__all__ = ["MANAGER", "HandoffReader", "Target", "context_rule", "gated", "items_of", "report_extras",
-           "tool_from_function"]
+__all__ = ["MANAGER", "HandoffReader", "Target", "context_rule", "functions_of", "gated", "items_of",
+           "report_extras", "tool_from_function"]

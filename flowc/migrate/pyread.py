@@ -94,6 +94,8 @@ class _Binder(ast.NodeVisitor):
         self.scope_of: dict[int, _Scope] = {}
         #: inside a loop or a branch of the current scope: a mutation may run 0 or n times
         self.unsure = 0
+        #: module-level `from M import X as Y`: Y -> (M with its leading dots, X)
+        self.imported: dict[str, tuple[str, str]] = {}
         self.visit(tree)
 
     def mutate(self, name: str, at: Pos, kind: str, key: ast.expr | None, value: ast.expr | None) -> None:
@@ -201,6 +203,8 @@ class _Binder(ast.NodeVisitor):
             name = a.asname or a.name.split(".")[0]
             if name != "*":
                 self.scope.bind(name, _end(node), UNKNOWN)
+                if isinstance(node, ast.ImportFrom) and self.scope is self.module:
+                    self.imported[name] = ("." * node.level + (node.module or ""), a.name)
 
     visit_ImportFrom = visit_Import
 
@@ -389,6 +393,12 @@ class PyModule:
                     return UNKNOWN
             return ast.copy_location(ast.List(elts=elts, ctx=ast.Load()), base)
         return UNKNOWN
+
+    def imported_from(self, node: ast.expr) -> tuple[str, str] | None:
+        """``(module, name)`` when ``node`` is a name bound by ``from module import name``."""
+        if isinstance(node, ast.Name) and self.binding(node) is UNKNOWN:
+            return self._binder.imported.get(node.id)
+        return None
 
     def function_of(self, node: ast.expr | None) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The ``def`` a name refers to where it is read (through variables), if any."""

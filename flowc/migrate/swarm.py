@@ -20,6 +20,7 @@ from flowc.migrate.handoffs import (
     MANAGER,
     HandoffReader,
     context_rule,
+    functions_of,
     gated,
     report_extras,
     tool_from_function,
@@ -141,7 +142,7 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         if isinstance(otherwise, n.TerminateTarget) and otherwise.reason is None:
             otherwise = None
     for a in agents:
-        for fn in mod.elements(kwarg(a.node, "functions")) or []:
+        for fn in functions_of(mod, a.node):
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
@@ -165,6 +166,9 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         reader.report(M002, "SWARM_MANAGER selection became the selector speaker "
                             f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
                             "included (the swarm offers it too)", runner)
+    nested_speakers, nested_rules = g.placeholders()
+    speakers += nested_speakers
+    rules += nested_rules
     if {sp.name for sp in speakers} <= mm.always_routed(rules):
         otherwise = None  # every speaker has an unconditional after work: never reached
     title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])

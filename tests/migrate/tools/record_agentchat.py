@@ -2,7 +2,7 @@
 
 Run by hand when an AgentChat corpus file or its golden ``.flow`` changes::
 
-    .venv/bin/python tests/migrate/tools/record_agentchat.py [/tmp/agentchat/bin/python]
+    .venv/bin/python tests/migrate/tools/record_agentchat.py [/tmp/agentchat/bin/python [NAME ...]]
 
 Writes ``NAME.agentchat.json`` next to each ``tests/migrate/corpus/agentchat_*.json`` and
 ``agentchat_*.py`` (a Python team is built by running the file with ``asyncio.run`` stubbed
@@ -44,7 +44,10 @@ def scenario_turns(flow_path: Path) -> list[dict[str, object]]:
 
 def main() -> None:
     python = sys.argv[1] if len(sys.argv) > 1 else "/tmp/agentchat/bin/python"
+    only = set(sys.argv[2:])  # with names, only those corpus inputs are recorded
     for js in sorted([*CORPUS.glob("agentchat_*.json"), *CORPUS.glob("agentchat_*.py")]):
+        if only and js.name not in only:
+            continue
         if js.name.endswith(".agentchat.json") or js.name.endswith(".expected.json"):
             continue
         golden = js.with_suffix(".flow")
