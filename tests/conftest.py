@@ -1,4 +1,4 @@
-"""Shared pytest configuration: the ``--update-golden`` option and its fixture.
+"""Shared pytest configuration: Hypothesis profiles, the ``--update-golden`` option and its fixture.
 
 ``pytest --update-golden`` rewrites the expected files of the golden-case runners
 (``tests/cases/*``) from what the code produces now; review the diff like code.
@@ -6,7 +6,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# Property tests are deterministic by default (the same examples on every run, as CI needs);
+# `HYPOTHESIS_PROFILE=explore pytest` draws fresh random examples to hunt for new failures.
+settings.register_profile("deterministic", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

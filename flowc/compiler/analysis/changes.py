@@ -513,10 +513,11 @@ def _finding(side: _Side, code: str) -> str | None:
 
 
 def _bare(version: Version) -> bool:
-    """A `.flow` that declares nothing about its participants (no tool, no human), as
-    ``flowc decompile`` writes one: it says no more than its graph."""
+    """A `.flow` that declares nothing beyond its graph (no tool, no human, no custom
+    target's list of results), as ``flowc decompile`` writes one."""
     c = version.compiled
-    return c is not None and not c.tools and not c.humans
+    return (c is not None and not c.tools and not c.humans
+            and all(d.results is None for d in c.customs))
 
 
 def diff_versions(old: Version, new: Version, options: CheckOptions | None = None, *,
@@ -527,6 +528,7 @@ def diff_versions(old: Version, new: Version, options: CheckOptions | None = Non
     declarations: any participant may call any tool and write any context) when
     ``as_graphs`` is set, when either is a JSON graph, or when one declares tools or humans
     and the other declares neither (a decompiled graph): then only the routing is compared.
+    A custom target's ``-> a | b`` list counts as a declaration: a graph does not carry it.
 
     >>> from flowc import compile_flow
     >>> a = compile_flow("speaker u: human\\nspeaker b\\nspeaker c\\nwhen from u then b\\nwhen from b then c")
