@@ -6,7 +6,9 @@ FLOWC=".venv/bin/flowc"
 FLOW="${1:-examples/feedback_loop.flow}"
 OUT="out"
 mkdir -p "$OUT"
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+# each command in bold, on a terminal only (and not with NO_COLOR), as flowc itself does
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold=$'\033[1m'; plain=$'\033[0m'; else bold=; plain=; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 status=0
 
 echo "== 1. check: a hand-written review loop has mistakes AG2 accepts silently"

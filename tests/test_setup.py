@@ -88,3 +88,18 @@ def test_every_runtime_dependency_has_an_upper_bound() -> None:
 def test_the_readme_says_how_to_put_flowc_on_the_path() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in readme and ". .venv/bin/activate" in readme
+
+
+def test_the_demo_runs_and_writes_no_escape_codes_into_a_pipe() -> None:
+    """The README's first command (`make demo` runs scripts/demo.sh) works end to end, and its
+    output, read through a pipe as a CI log would, holds no terminal escape codes."""
+    flowc = ROOT / ".venv" / "bin" / "flowc"
+    if not flowc.exists():
+        pytest.skip("the demo runs the flowc of .venv (made by `make setup`)")
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "$ .venv/bin/flowc check" in proc.stdout
+    assert 'closed: "approved"' in proc.stdout
+    assert "\x1b" not in proc.stdout + proc.stderr
