@@ -51,6 +51,31 @@ def _wait_turns(db: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.01)
 
 
+def _stop_between_transactions(proc: subprocess.Popen[bytes], db: Path) -> None:
+    """SIGSTOP ``proc`` at a moment it holds no SQLite write lock.
+
+    A writer frozen inside a transaction keeps the whole database locked (SQLite has one
+    writer per file), so nobody could take its run over whatever the lease says; the case
+    under test is a writer paused *between* appends, past its lease. Stop, probe the lock,
+    and let it run on a little if it was caught mid-transaction.
+    """
+    import sqlite3
+
+    for _ in range(200):
+        proc.send_signal(signal.SIGSTOP)
+        probe = sqlite3.connect(db, timeout=0, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(0.002)
+        finally:
+            probe.close()
+    raise AssertionError("the writer held the database lock at every stop")
+
+
 def _consecutive(db: Path, count: int) -> None:
     from tests.runtime.test_reliability import _turns
 
@@ -91,7 +116,7 @@ def test_a_writer_paused_past_its_lease_is_fenced_off(tmp_path: Path, flow: Path
     db = tmp_path / "runs.db"
     first = _flowc("run", str(flow), "--agents", str(AGENTS), "--db", str(db), lease_seconds=1)
     _wait_turns(db, 5, first)
-    first.send_signal(signal.SIGSTOP)
+    _stop_between_transactions(first, db)
     try:
         time.sleep(1.5)  # past its lease: the run is free to take over
         second = _flowc("resume", "last", "--agents", str(AGENTS), "--db", str(db),
