@@ -39,6 +39,7 @@ from flowc.migrate.handoffs import (
     gated,
     items_of,
     report_extras,
+    selector_speaker,
     tool_from_function,
 )
 from flowc.migrate.pyread import NotStatic, callee, kwarg
@@ -291,16 +292,13 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         # AG2's group chat holds the user agent (or a temporary `_User`) beside the pattern's
         # agents, and its auto selection offers every one of them (ag2 0.9.10, checked)
         cands = [*g.names, *([g.user] if not no_user and g.user not in g.names else [])]
-        speakers.append(mm.Speaker(
-            MANAGER, False,
+        selector, selector_rules = selector_speaker(
+            cands,
             "Chooses the next speaker (classic group manager, GroupManagerTarget / AutoPattern): calls "
             "the transfer tool of the agent who should speak next.",
-            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in cands),
-        ))
-        for cand in cands:
-            rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{cand}"), mm.speaker_target(cand), 0))
-        rules.append(mm.Rule(mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0,
-                             "the selector chose nobody"))
+        )
+        speakers.append(selector)
+        rules += selector_rules
         reader.report(M002, "speaker selection by the group manager's LLM became the selector speaker "
                             f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
                             "included (AG2 offers it too)", pattern)

@@ -352,6 +352,20 @@ def functions_of(mod: PyModule, agent_call: ast.Call) -> list[ast.expr]:
     return listed if listed is not None else [node]
 
 
+def selector_speaker(cands: list[str], role: str) -> tuple[mm.Speaker, list[mm.Rule]]:
+    """The speaker that stands for an LLM's choice of the next speaker among ``cands``: one
+    ``transfer_to_<agent>`` tool per candidate, a rule per tool, and a close when it chose
+    nobody (group manager and swarm manager alike)."""
+    speaker = mm.Speaker(
+        MANAGER, False, role,
+        tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in cands),
+    )
+    rules = [mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c), 0) for c in cands]
+    rules.append(mm.Rule(mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0,
+                         "the selector chose nobody"))
+    return speaker, rules
+
+
 def _sibling_function(g: HandoffReader, module: str, name: str
                       ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
     """``from tools import f`` where ``tools.py`` sits beside the input: its ``def f``, read

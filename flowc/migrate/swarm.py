@@ -23,6 +23,7 @@ from flowc.migrate.handoffs import (
     functions_of,
     gated,
     report_extras,
+    selector_speaker,
     tool_from_function,
 )
 from flowc.migrate.pyread import callee, kwarg
@@ -155,14 +156,10 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         # the swarm's group chat holds the user agent (or a temporary `_User`) beside the agents,
         # and its auto selection offers it too (ag2 0.9.10 `initiate_swarm_chat`)
         cands = [*g.names, *([g.user] if g.user not in g.names else [])]
-        speakers.append(mm.Speaker(
-            MANAGER, False, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER).",
-            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in cands),
-        ))
-        for cand in cands:
-            rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{cand}"), mm.speaker_target(cand), 0))
-        rules.append(mm.Rule(mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0,
-                             "the selector chose nobody"))
+        selector, selector_rules = selector_speaker(
+            cands, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER).")
+        speakers.append(selector)
+        rules += selector_rules
         reader.report(M002, "SWARM_MANAGER selection became the selector speaker "
                             f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
                             "included (the swarm offers it too)", runner)
