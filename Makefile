@@ -19,6 +19,7 @@ DEMO := examples/feedback_loop.flow
 DEMO_DEPS := scripts/deps/graphviz.sh
 # Needed by the tests only: add one line per tool.
 TEST_DEPS := scripts/deps/browser.sh
+TEST_DEPS += scripts/deps/node-editors.sh
 
 .PHONY: setup demo test lint typecheck pytest bench clean demo-deps test-deps
 
