@@ -34,6 +34,8 @@ COMMAND_MODULES = {
     "resume": "flowc.commands.run",
     "log": "flowc.commands.run",
     "replay": "flowc.commands.run",
+    "submit": "flowc.commands.worker",
+    "worker": "flowc.commands.worker",
     "migrate": "flowc.commands.migrate",
     "diff": "flowc.commands.diff",
     "lsp": "flowc.commands.lsp",

@@ -112,6 +112,9 @@ async def resume_script(
     ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
     timeout: float | None = None,
     watch: RunWatcher | None = None,
+    holder: str | None = None,
+    lease_seconds: float | None = None,
+    on_claim: Callable[[], None] | None = None,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
 
@@ -120,14 +123,19 @@ async def resume_script(
     in the WAL are skipped (the kickoff counts as the start speaker's first turn), so
     resuming after any interruption continues where the WAL ends. ``agents`` take the
     turns of the speakers they name. A closed run is returned as it is. ``watch`` sees
-    the turns already stored, then each new one as it is accepted.
+    the turns already stored, then each new one as it is accepted. ``holder`` and
+    ``lease_seconds`` are the hub's (see :meth:`Hub.open`); ``on_claim`` is called once
+    the run's lease is taken, when the run is still open (workers count their runs so).
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
-    hub = await Hub.open(watched if watched is not None else store)
+    hub = await Hub.open(watched if watched is not None else store, holder=holder,
+                         lease_seconds=lease_seconds)
     try:
         await hub.hydrate([channel_id], schedule=False)
         ch = hub.channel(channel_id)
+        if on_claim is not None and ch.is_open:
+            on_claim()
         if watched is not None:
             watched.follow(hub.read_wal(channel_id))
         try:

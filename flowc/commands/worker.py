@@ -1,0 +1,170 @@
+"""`flowc submit` and `flowc worker`: runs shared by several worker processes.
+
+``flowc submit FLOW --script S --db URL`` writes a run's opening (its script stored
+with it) and prints its id; ``flowc worker --db URL`` claims open runs and drives them
+until it is stopped (SIGTERM or Ctrl-C: the runs in flight are given back at once).
+
+Exit codes: 0 ok, 1 input errors, 2 could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from flowc.commands.config import add_plugin_option, setup_plugins
+from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
+from flowc.inputs import DataError
+from flowc.runtime.script import ScriptError
+from flowc.runtime.wal import WalError, WalStore, open_store
+
+DEFAULT_DB = ".flowc/runs.db"
+
+
+def _open(db: str) -> WalStore:
+    if db == ":memory:":
+        raise UsageError("--db :memory: keeps the runs in this process: give a database "
+                         "the workers share (a SQLite file on this host, or postgresql://...)")
+    try:
+        return open_store(db)
+    except WalError as err:
+        raise UsageError(str(err)) from None
+
+
+def _notifier(db: str, store: WalStore) -> Any:
+    """The store's wake-up source, if it has one (PostgreSQL's LISTEN)."""
+    make = getattr(store, "notifier", None)
+    return make() if callable(make) else None
+
+
+# ── flowc submit ──────────────────────────────────────────────────────────────
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from flowc.commands.run import load_script, load_target
+    from flowc.runtime.worker import submit_run
+
+    if args.count < 1:
+        raise UsageError("--count must be at least 1")
+    setup_plugins(args, [args.flow])
+    target, _ = load_target(args.flow)
+    if target is None:
+        return EXIT_ERRORS
+    try:
+        doc = load_script(args.script) if args.script else {}
+    except ScriptError as err:
+        print(f"{args.script}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    except DataError as err:
+        where = f":{err.line}:{err.column}" if err.line is not None else ""
+        at = f" (at {err.path})" if err.path else ""
+        print(f"{args.script}{where}: error: {err.message}{at}", file=sys.stderr)
+        return EXIT_ERRORS
+    store = _open(args.db)
+    labels = {"script": args.script or ""}
+
+    async def submit() -> None:
+        for _ in range(args.count):
+            run_id = await submit_run(store, target, doc, labels=labels)
+            print(run_id, flush=True)
+
+    try:
+        asyncio.run(submit())
+    except ScriptError as err:
+        print(f"{args.script or args.flow}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    except WalError as err:
+        raise UsageError(str(err)) from None
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+# ── flowc worker ──────────────────────────────────────────────────────────────
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from flowc.commands.run import load_agents
+    from flowc.runtime.worker import Worker
+
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    setup_plugins(args, [args.db])
+    agents = load_agents(args.agents) if args.agents else None
+    store = _open(args.db)
+    quiet = args.quiet
+
+    def event(what: str, run_id: str, detail: str) -> None:
+        if quiet and what in ("claimed", "closed"):
+            return
+        print(f"{what} {run_id}" + (f" {detail}" if detail else ""), flush=True)
+
+    worker = Worker(store, agents=agents, concurrency=args.concurrency,
+                    notifier=_notifier(args.db, store), on_event=event)
+    print(f"worker {worker.tag} (pid {worker.holder.split(':')[1]}) serving {args.db}",
+          flush=True)
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, worker.stop)
+        await worker.serve()
+
+    try:
+        asyncio.run(serve())
+    except WalError as err:
+        raise UsageError(str(err)) from None
+    finally:
+        store.close()
+    s = worker.stats
+    print(f"worker {worker.tag} stopped: {s.closed} runs closed, {s.stalled} stalled, "
+          f"{s.lost} taken over, {s.failed} failed", flush=True)
+    return EXIT_OK
+
+
+# ── registration ──────────────────────────────────────────────────────────────
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "submit", help="open a run for `flowc worker` processes to run",
+        description="Open a run of FLOW in a shared run database and print its id: the "
+                    "run's opening and its script are written, and a `flowc worker` serving "
+                    "the database claims the run and runs it. The script is checked against "
+                    "the flow first (exit 1, nothing written).")
+    p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
+    p.add_argument("--script", metavar="SCRIPT",
+                   help="who says what (JSON or YAML), stored with the run; speakers it "
+                        "does not cover are taken by the workers' --agents")
+    p.add_argument("--count", type=int, default=1, metavar="N",
+                   help="open N runs of the same flow and script (default 1)")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="URL",
+                   help=f"the shared run database (default {DEFAULT_DB})")
+    add_plugin_option(p)
+
+    p = sub.add_parser(
+        "worker", help="run the open runs of a shared run database, with other workers",
+        description="Claim the open runs of a run database and run them, sharing the "
+                    "database with other `flowc worker` processes on this host or others: "
+                    "each run is held by one worker at a time (a lease, renewed while it "
+                    "runs); a run whose worker died is taken over from its write-ahead log. "
+                    "Stops on SIGTERM or Ctrl-C, giving its runs back.")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="URL",
+                   help=f"the shared run database (default {DEFAULT_DB})")
+    p.add_argument("--agents", metavar="MODULE.py",
+                   help="a Python file mapping speaker names to agents (AGENTS = {...}); "
+                        "other speakers follow each run's script")
+    p.add_argument("--concurrency", type=int, default=8, metavar="N",
+                   help="hold at most N runs at once (default 8)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only stalled, taken-over and failed runs")
+    add_plugin_option(p)
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "submit": cmd_submit, "worker": cmd_worker,
+}

@@ -1,0 +1,416 @@
+"""Workers: processes that share one WAL and run its open runs (``flowc worker``).
+
+A run is *submitted* by writing its opening record (:func:`submit_run`: the graph, the
+labels, and the run's script in the label ``script_doc``) and nothing else. Any number
+of :class:`Worker` processes, on one host or several, serve the same store:
+
+- **claim**: a run is claimable while it is open and nobody holds a live lease on it;
+  a worker claims it by taking its lease (the store makes that atomic: of two workers
+  racing for a run one gets it, the other a :class:`~flowc.runtime.wal.LeaseError`).
+- **spread**: a worker holds at most ``concurrency`` runs at once and claims one run per
+  step, waiting a little longer before each claim the more runs it already holds, so
+  the least loaded worker wins the races for new runs.
+- **drive**: each claimed run gets its own :class:`~flowc.runtime.hub.Hub`, driven as
+  ``flowc resume`` drives a run: re-folded from the WAL, each speaker's turns already
+  there skipped, the pending turn given to its speaker. So taking a run over from a
+  dead worker is the same step as starting it, and the run's WAL ends as a
+  single-process run of the same script would.
+- **heartbeat**: the hub renews each lease every third of its length
+  (``$FLOWC_LEASE_SECONDS``, 30 s by default).
+- **takeover**: every half lease the worker looks for open runs whose lease expired
+  (or whose holder is a dead process on this host) and claims them.
+- **fencing**: a worker paused past its lease finds its next append (or renewal)
+  refused by the store; it drops the run and goes on with the others.
+- **wake-up**: with a store that notifies (PostgreSQL ``LISTEN``), a new run wakes the
+  workers at once; otherwise (SQLite) they look every ``poll_seconds``.
+
+A run that stops without closing (its script ran out, an agent failed) is *parked*:
+left open, lease released, and not tried again by this worker until its WAL grows
+(someone answered it with ``flowc resume``).
+
+>>> import asyncio, flowc
+>>> from flowc.runtime.script import parse_script
+>>> from flowc.runtime.target import RunTarget
+>>> from flowc.runtime.wal import MemoryStore
+>>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\nsequence a -> b")
+>>> store = MemoryStore()
+>>> doc = {"kickoff": "hi", "script": {"b": ["hello"]}}
+>>> run_id = asyncio.run(submit_run(store, RunTarget.from_compiled(flow), doc))
+>>> async def serve() -> list[str]:
+...     worker = Worker(store, poll_seconds=0.01)
+...     task = asyncio.ensure_future(worker.serve())
+...     while worker.stats.closed < 1:
+...         await asyncio.sleep(0.01)
+...     worker.stop()
+...     await task
+...     return [e.event_type.rsplit(".", 1)[1] for e in store.read(run_id)]
+>>> asyncio.run(serve())
+['opened', 'text', 'packet', 'closed']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
+from flowc.runtime.clients import Turn
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.hub import Hub, _lease_seconds
+from flowc.runtime.script import Script, ScriptError, parse_script
+from flowc.runtime.script_run import resume_script
+from flowc.runtime.scripted_replies import check_script
+from flowc.runtime.target import RunTarget
+from flowc.runtime.wal import LEASE_SECONDS, Lease, LeaseError, WalError, WalStore, holder_id
+
+__all__ = [
+    "SCRIPT_LABEL",
+    "Notifier",
+    "Worker",
+    "WorkerStats",
+    "run_script_of",
+    "submit_run",
+]
+
+log = logging.getLogger("flowc.worker")
+
+#: the label of a submitted run that holds its script (the parsed JSON/YAML document)
+SCRIPT_LABEL = "script_doc"
+
+AgentFn = Callable[[Turn], Awaitable[Any]]
+
+
+# ── submitting ────────────────────────────────────────────────────────────────
+
+
+def _script_doc(doc: Any) -> Any:
+    """The script document as JSON holds it (a YAML date or set is refused)."""
+    try:
+        return json.loads(json.dumps(doc, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as err:
+        raise ScriptError(f"the script cannot be stored with the run ({err})") from None
+
+
+async def submit_run(store: WalStore, target: RunTarget, script_doc: Any | None,
+                     *, labels: Mapping[str, Any] | None = None,
+                     channel_id: str | None = None) -> str:
+    """Open a run for the workers: its opening record only (graph, labels and the
+    script document), written with a lease taken and given back at once. The script is
+    checked against the flow first (:class:`ScriptError`, nothing written). Returns the
+    run id."""
+    doc = _script_doc(script_doc if script_doc is not None else {})
+    script = parse_script(doc)
+    target = target.with_script_facts(script)
+    check_script(target, script)
+    hub = await Hub.open(store)
+    try:
+        ids = target.ids
+        for name in target.speakers:
+            hub.register_human(name, agent_id=ids[name])
+        ch = hub.open_channel(ids[target.creator], "workflow",
+                              [ids[s] for s in target.speakers], target.knobs,
+                              labels={**target.labels(), **(labels or {}), SCRIPT_LABEL: doc},
+                              channel_id=channel_id)
+        return ch.channel_id
+    finally:
+        await hub.close(close_store=False)
+
+
+def run_script_of(metadata: ChannelMetadata) -> Script:
+    """The script a submitted run was given (an empty one when it has none)."""
+    doc = metadata.labels.get(SCRIPT_LABEL)
+    return parse_script(doc if doc is not None else {})
+
+
+# ── wake-ups ──────────────────────────────────────────────────────────────────
+
+
+class Notifier(Protocol):
+    """Something that calls ``wake(run_id or None)`` when the store changes."""
+
+    def start(self, wake: Callable[[str | None], None]) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class PgNotifier:
+    """``LISTEN channel`` on its own PostgreSQL connection, in a thread: each
+    notification calls ``wake(payload)``; a lost connection is reopened."""
+
+    def __init__(self, url: str, channel: str) -> None:
+        self.url = url
+        self.channel = channel
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, wake: Callable[[str | None], None]) -> None:
+        self._thread = threading.Thread(target=self._listen, args=(wake,),
+                                        name="flowc-listen", daemon=True)
+        self._thread.start()
+
+    def _listen(self, wake: Callable[[str | None], None]) -> None:
+        import psycopg
+        from psycopg import sql
+
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True) as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    wake(None)  # anything sent while we were not listening
+                    while not self._stopping.is_set():
+                        for note in conn.notifies(timeout=0.5):
+                            wake(note.payload or None)
+            except psycopg.Error as err:
+                log.warning("listening for new runs failed (%s); polling until it is back",
+                            err)
+                self._stopping.wait(1.0)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+
+# ── the worker ────────────────────────────────────────────────────────────────
+
+
+class _Fenced:
+    """The worker's store as one run's hub sees it: remembers whether the store
+    refused this hub's lease (the run was taken over), everything else passed through."""
+
+    def __init__(self, store: WalStore) -> None:
+        self.store = store
+        self.refused: LeaseError | None = None
+
+    def append(self, envelope: Envelope, lease: Lease | None = None,
+               follows: str | None = None) -> None:
+        try:
+            self.store.append(envelope, lease, follows)
+        except LeaseError as err:
+            self.refused = err
+            raise
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        try:
+            return self.store.renew(lease, seconds)
+        except LeaseError as err:
+            self.refused = err
+            raise
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        return self.store.read(channel_id)
+
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        return self.store.links(channel_id)
+
+    def channel_ids(self) -> list[str]:
+        return self.store.channel_ids()
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        return self.store.acquire(channel_id, holder, seconds)
+
+    def release(self, lease: Lease) -> None:
+        self.store.release(lease)
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        return self.store.lease_of(channel_id)
+
+    def close(self) -> None:
+        pass  # the worker's store outlives its runs
+
+
+@attrs.define
+class WorkerStats:
+    claimed: int = 0
+    closed: int = 0
+    stalled: int = 0
+    lost: int = 0
+    failed: int = 0
+
+
+Event = Callable[[str, str, str], None]  # (what, run id, detail)
+
+
+class Worker:
+    """Runs the open runs of ``store`` (see the module's docs).
+
+    ``agents`` take the turns of the speakers they name (others follow each run's
+    script); ``concurrency`` caps the runs held at once; ``notifier`` wakes the worker
+    when the store changes; ``on_event(what, run_id, detail)`` hears ``claimed``,
+    ``closed``, ``stalled``, ``lost`` (taken over: this worker's writes were refused)
+    and ``failed``.
+    """
+
+    def __init__(self, store: WalStore, *, agents: Mapping[str, AgentFn] | None = None,
+                 concurrency: int = 8, notifier: Notifier | None = None,
+                 lease_seconds: float | None = None, poll_seconds: float | None = None,
+                 spread_seconds: float = 0.002, tag: str | None = None,
+                 on_event: Event | None = None) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.store = store
+        self.agents = dict(agents or {})
+        self.concurrency = concurrency
+        self.notifier = notifier
+        self.lease_seconds = lease_seconds or _lease_seconds()
+        #: how often to look for runs whose lease expired (and, with no notifier, new runs)
+        self.poll_seconds = poll_seconds if poll_seconds is not None else (
+            self.lease_seconds / 2 if notifier is not None else min(0.5, self.lease_seconds / 2))
+        self.spread_seconds = spread_seconds
+        self.tag = tag or f"worker-{os.urandom(3).hex()}"
+        self.holder = holder_id(self.tag)
+        self.on_event = on_event
+        self.stats = WorkerStats()
+        self._active: dict[str, asyncio.Task[None]] = {}
+        self._done: set[str] = set()
+        self._parked: dict[str, int] = {}
+        #: runs this worker found open and holds the lease of (not those found closed)
+        self._claimed_runs: set[str] = set()
+        self._stopping = False
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # control ------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop claiming; the runs in flight are interrupted between two turns and their
+        leases released, so other workers take them over at once."""
+        self._stopping = True
+        if self._wake is not None:
+            self._wake.set()
+
+    def wake(self, run_id: str | None = None) -> None:
+        """Look for claimable runs now (thread-safe; ``run_id``: the run that changed)."""
+        loop, event = self._loop, self._wake
+        if loop is None or event is None:
+            return
+        if run_id is not None and (run_id in self._active or run_id in self._done):
+            return  # a turn of a run we drive or know closed: nothing to claim
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(event.set)
+
+    @property
+    def active(self) -> list[str]:
+        return list(self._active)
+
+    def _event(self, what: str, run_id: str, detail: str = "") -> None:
+        if self.on_event is not None:
+            self.on_event(what, run_id, detail)
+
+    # the loop -----------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Claim and drive runs until :meth:`stop`; then release every lease held."""
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        if self.notifier is not None:
+            self.notifier.start(self.wake)
+        try:
+            while not self._stopping:
+                self._wake.clear()
+                try:
+                    await self._claim_pass()
+                except WalError as err:  # the store is unreachable: try again later
+                    log.warning("cannot look for runs: %s", err)
+                if self._stopping:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+        finally:
+            if self.notifier is not None:
+                self.notifier.stop()
+            tasks = list(self._active.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _candidates(self) -> Iterator[str]:
+        """Runs that may be claimable, oldest first (known closed ones left out)."""
+        for cid in self.store.channel_ids():
+            if cid not in self._done and cid not in self._active:
+                yield cid
+
+    async def _claim_pass(self) -> None:
+        for cid in self._candidates():
+            if self._stopping or len(self._active) >= self.concurrency:
+                return
+            parked = self._parked.get(cid)
+            if parked is not None:
+                if len(self.store.links(cid)) == parked:
+                    continue
+                del self._parked[cid]
+            if self.store.lease_of(cid) is not None:
+                continue
+            if self._active and self.spread_seconds:
+                # the more runs this worker holds, the longer it lets others claim first
+                await asyncio.sleep(self.spread_seconds * len(self._active))
+                if self._stopping or self.store.lease_of(cid) is not None:
+                    continue
+            self._active[cid] = asyncio.get_running_loop().create_task(self._drive(cid))
+            await asyncio.sleep(0)
+
+    async def _drive(self, cid: str) -> None:
+        try:
+            await self._drive_run(cid)
+        finally:
+            self._active.pop(cid, None)
+            if self._wake is not None:
+                self._wake.set()  # a free slot: claim the next run
+
+    async def _drive_run(self, cid: str) -> None:
+        store = self.store
+        try:
+            opened = next(iter(store.read(cid)), None)
+            if opened is None or opened.event_type != EV_CHANNEL_OPENED:
+                raise ProtocolError("its WAL does not start with the run's opening")
+            script = run_script_of(ChannelMetadata.from_dict(opened.event_data["metadata"]))
+            fenced = _Fenced(store)
+            result = await resume_script(fenced, cid, script, agents=self.agents,
+                                         holder=self.holder,
+                                         lease_seconds=self.lease_seconds,
+                                         on_claim=lambda: self._claimed(cid))
+        except LeaseError:
+            return  # another worker claimed it first
+        except (ProtocolError, ScriptError, KeyError, TypeError, ValueError) as err:
+            self._done.add(cid)  # it cannot run: do not try again
+            self.stats.failed += 1
+            self._event("failed", cid, str(err))
+            return
+        except WalError as err:  # the store failed: the lease expires, someone retries
+            self.stats.failed += 1
+            self._event("failed", cid, str(err))
+            return
+        if fenced.refused is not None:  # taken over: whatever the WAL holds is not ours
+            self._claimed_runs.discard(cid)
+            self.stats.lost += 1
+            self._event("lost", cid, str(fenced.refused))
+            return
+        if result.close_reason is not None:
+            self._done.add(cid)
+            if cid in self._claimed_runs:
+                self._claimed_runs.discard(cid)
+                self.stats.closed += 1
+                self._event("closed", cid,
+                            f"{json.dumps(result.close_reason)} after {result.turn_count} turns")
+            return
+        self._claimed_runs.discard(cid)
+        if self._stopping:
+            return
+        self._parked[cid] = len(store.links(cid))
+        self.stats.stalled += 1
+        self._event("stalled", cid, f"on {result.stalled_on}"
+                    + (f": {result.error}" if result.error else ""))
+
+    def _claimed(self, cid: str) -> None:
+        self._claimed_runs.add(cid)
+        self.stats.claimed += 1
+        self._event("claimed", cid, "")

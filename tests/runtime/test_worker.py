@@ -1,0 +1,121 @@
+"""`flowc submit` and `flowc worker` on a SQLite file (workers on one host); the
+PostgreSQL versions, the subject of these commands, are in tests/pg."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from flowc.runtime.wal import SqliteStore
+from tests.runtime.test_leases import _stop_between_transactions
+from tests.runtime.worker_harness import (
+    RR_FLOW,
+    events,
+    flowc,
+    paused_worker_is_fenced,
+    rr_script,
+    start_worker,
+    stop_worker,
+    stopped_worker_gives_its_run_back,
+    three_workers_one_killed,
+)
+
+
+def test_three_workers_one_killed_every_run_finishes_as_a_single_process_run(
+        tmp_path: Path) -> None:
+    three_workers_one_killed(str(tmp_path / "runs.db"), tmp_path, runs=60)
+
+
+def test_a_paused_worker_has_its_writes_refused(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    paused_worker_is_fenced(str(db), tmp_path,
+                            lambda proc: _stop_between_transactions(proc, db))
+
+
+def test_sigterm_gives_the_runs_back_at_once(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+
+    def released(cid: str) -> bool:
+        con = sqlite3.connect(db)
+        try:
+            row = con.execute("SELECT expires_at FROM lease WHERE channel_id = ?",
+                              (cid,)).fetchone()
+        finally:
+            con.close()
+        return row is not None and row[0] == 0
+
+    stopped_worker_gives_its_run_back(str(db), tmp_path, released)
+
+
+def test_a_run_that_stalls_is_parked_not_retried(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    flow = tmp_path / "rr.flow"
+    flow.write_text(RR_FLOW.format(max_turns=30))
+    script = tmp_path / "short.json"
+    import json
+
+    script.write_text(json.dumps(rr_script(10)))  # 10 of the 30 turns
+    proc = flowc("submit", str(flow), "--script", str(script), "--db", str(db))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    cid = out.decode().strip()
+    log = tmp_path / "w.log"
+    worker = start_worker(str(db), log, lease_seconds=1.0)
+    try:
+        deadline = time.monotonic() + 30
+        while not events(log, "stalled"):
+            assert time.monotonic() < deadline and worker.poll() is None
+            time.sleep(0.05)
+        time.sleep(2.0)  # four polls: the parked run is not tried again
+        assert events(log, "stalled") == [cid]
+        assert events(log, "claimed") == [cid]
+        assert f"stalled {cid} on b" in log.read_text()  # turn 11 is b's
+        store = SqliteStore(db)
+        assert store.lease_of(cid) is None  # left for `flowc resume` (or a human)
+        assert sum(1 for e in store.read(cid) if e.event_type == "ag2.packet") == 9
+        store.close()
+    finally:
+        stop_worker(worker)
+
+
+def test_submit_checks_the_script_and_writes_nothing_when_it_is_wrong(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    flow = tmp_path / "rr.flow"
+    flow.write_text(RR_FLOW.format(max_turns=30))
+    script = tmp_path / "bad.json"
+    script.write_text('{"script": {"zed": ["hi"]}}')
+    proc = flowc("submit", str(flow), "--script", str(script), "--db", str(db))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "zed" in err.decode() and "Traceback" not in err.decode()
+    assert not db.exists() or SqliteStore(db).channel_ids() == []
+
+
+def test_worker_usage_errors(tmp_path: Path) -> None:
+    for args, message in [
+        (["--db", ":memory:"], "keeps the runs in this process"),
+        (["--db", str(tmp_path / "r.db"), "--concurrency", "0"], "at least 1"),
+        (["--db", str(tmp_path / "r.db"), "--agents", str(tmp_path / "none.py")],
+         "no such file"),
+    ]:
+        proc = flowc("worker", *args)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (args, err.decode())
+        assert message in err.decode() and "Traceback" not in err.decode()
+
+
+def test_ctrl_c_stops_the_worker_cleanly(tmp_path: Path) -> None:
+    log = tmp_path / "w.log"
+    worker = start_worker(str(tmp_path / "runs.db"), log)
+    deadline = time.monotonic() + 30
+    while "serving" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    worker.send_signal(signal.SIGINT)
+    _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err.decode()
+    assert "stopped: 0 runs closed" in log.read_text()
+    assert isinstance(worker, subprocess.Popen)

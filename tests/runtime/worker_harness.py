@@ -1,0 +1,337 @@
+"""Helpers for the `flowc worker` tests (SQLite here, PostgreSQL in tests/pg): start
+worker processes, submit runs, and compare each run's WAL with a single-process run of
+the same script."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from flowc.runtime.envelope import EV_CHANNEL_CLOSED, Envelope
+from flowc.runtime.wal import WalStore, open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RR_FLOW = """flow rr "three agents in turn, one of them calls a tool"
+speaker a
+speaker b {{
+  tool note sets seen = true
+}}
+speaker c
+start a
+max_turns {max_turns}
+context seen = false
+when from a then b
+when from b then c
+when from c then a
+"""
+
+
+def rr_script(turns: int) -> dict[str, Any]:
+    """Every turn says something different (a lost or repeated turn shows); b calls its
+    tool on its second turn."""
+    script: dict[str, list[Any]] = {"a": [], "b": [], "c": []}
+    for i in range(turns):
+        who = "abc"[i % 3]
+        if who == "b" and i == 4:
+            script["b"].append({"tool": "note", "say": f"t{i}"})
+        else:
+            script[who].append(f"t{i}")
+    return {"script": script}
+
+
+def write_inputs(folder: Path, max_turns: int = 30) -> list[tuple[Path, Path]]:
+    """Two (flow, script) pairs: the feedback-loop example, and a 3-speaker loop of
+    ``max_turns`` turns."""
+    rr = folder / "rr.flow"
+    rr.write_text(RR_FLOW.format(max_turns=max_turns))
+    rr_json = folder / "rr.json"
+    rr_json.write_text(json.dumps(rr_script(max_turns)))
+    return [(ROOT / "examples" / "feedback_loop.flow",
+             ROOT / "examples" / "scripts" / "feedback_loop.yaml"), (rr, rr_json)]
+
+
+def flowc(*args: str, lease_seconds: float | None = None, stdout: Any = subprocess.PIPE,
+          ) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if lease_seconds is not None:
+        env["FLOWC_LEASE_SECONDS"] = str(lease_seconds)
+    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=stdout,
+                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+
+
+def submit(db: str, flow: Path, script: Path, count: int) -> list[str]:
+    proc = flowc("submit", str(flow), "--script", str(script), "--db", db,
+                 "--count", str(count))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    ids = out.decode().split()
+    assert len(ids) == count and len(set(ids)) == count
+    return ids
+
+
+def start_worker(db: str, log: Path, *extra: str, lease_seconds: float = 2.0
+                 ) -> subprocess.Popen[bytes]:
+    return flowc("worker", "--db", db, *extra, lease_seconds=lease_seconds,
+                 stdout=log.open("wb"))
+
+
+def stop_worker(proc: subprocess.Popen[bytes]) -> str:
+    """SIGTERM, wait, and the worker's stderr (it must exit 0 with no traceback)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    text = err.decode()
+    assert "Traceback" not in text, text
+    return text
+
+
+def reference(flow: Path, script: Path) -> list[tuple[str, str, Any]]:
+    """What a single-process run of ``script`` writes after the opening record."""
+    from flowc.commands.run import load_script, load_target
+    from flowc.runtime.script import parse_script
+    from flowc.runtime.script_run import run_script_sync
+    from flowc.runtime.wal import MemoryStore
+
+    target, _ = load_target(str(flow))
+    assert target is not None
+    store = MemoryStore()
+    result = run_script_sync(target, parse_script(load_script(str(script))), store=store)
+    assert result.close_reason is not None
+    return turns(list(store.read(result.channel_id)))
+
+
+def turns(envs: Sequence[Envelope]) -> list[tuple[str, str, Any]]:
+    """(sender, kind, data) of every envelope after the opening: the accepted turns,
+    context writes and the close, in order."""
+    return [(e.sender_id, e.event_type, e.event_data) for e in envs[1:]]
+
+
+def closed_count(store: WalStore, ids: Sequence[str]) -> int:
+    done = 0
+    for cid in ids:
+        envs = list(store.read(cid))
+        if envs and envs[-1].event_type == EV_CHANNEL_CLOSED:
+            done += 1
+    return done
+
+
+def wait_until(predicate: Any, timeout: float, what: str,
+               procs: Sequence[subprocess.Popen[bytes]] = ()) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        for p in procs:
+            if p.poll() is not None:
+                raise AssertionError(f"a worker exited ({p.returncode}) while waiting for "
+                                     f"{what}: {p.stderr.read().decode() if p.stderr else ''}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def writers(envs: Sequence[Envelope]) -> set[str]:
+    """The hubs that wrote a run (an envelope id starts with its hub's prefix)."""
+    return {e.envelope_id.split("-")[0] for e in envs}
+
+
+def open_db(db: str) -> WalStore:
+    return open_store(db)
+
+
+def events(log: Path, what: str) -> list[str]:
+    """The run ids of a worker's ``what`` lines (claimed, closed, lost, stalled, failed)."""
+    if not log.exists():
+        return []
+    return [line.split()[1] for line in log.read_text().splitlines()
+            if line.startswith(what + " ")]
+
+
+def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore
+                      ) -> set[str]:
+    """SIGKILL ``proc`` at a moment it holds an open run it has written turns to (it is
+    stopped first, so what it holds can be read; then killed wherever it stopped).
+    Returns those runs."""
+    for _ in range(500):
+        proc.send_signal(signal.SIGSTOP)
+        held = set()
+        for cid in set(events(log, "claimed")) - set(events(log, "closed")):
+            lease = store.lease_of(cid)
+            envs = list(store.read(cid))
+            if lease is not None and f":{proc.pid}:" in lease.holder and len(writers(envs)) > 1 \
+                    and envs[-1].event_type != EV_CHANNEL_CLOSED:
+                held.add(cid)
+        if held:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+            return held
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.01)
+    raise AssertionError("the worker never held a run it had written to")
+
+
+def three_workers_one_killed(db: str, folder: Path, runs: int = 200,
+                             lease_seconds: float = 2.0) -> None:
+    """Three workers serve ``runs`` submitted runs; one is SIGKILLed mid-way, holding
+    runs. Every run must close, each WAL equal to the single-process run of its script,
+    nothing lost, repeated or written by two hubs at once."""
+    from flowc.runtime.hub import Hub
+
+    pairs = write_inputs(folder)
+    refs = [reference(flow, script) for flow, script in pairs]
+    kinds: dict[str, int] = {}
+    for k, (flow, script) in enumerate(pairs):
+        for cid in submit(db, flow, script, runs // len(pairs)):
+            kinds[cid] = k
+    logs = [folder / f"worker{i}.log" for i in range(3)]
+    procs = [start_worker(db, log, "--concurrency", "4", lease_seconds=lease_seconds)
+             for log in logs]
+    store = open_db(db)
+    try:
+        def mid_way() -> bool:
+            closed = sum(len(events(log, "closed")) for log in logs)
+            held = set(events(logs[0], "claimed")) - set(events(logs[0], "closed"))
+            return closed >= runs // 3 and bool(held)
+
+        wait_until(mid_way, 60, "a third of the runs to close", procs)
+        held = kill_inside_a_run(procs[0], logs[0], store)
+        wait_until(lambda: closed_count(store, list(kinds)) == len(kinds), 120,
+                   "every run to close", procs[1:])
+        for proc in procs[1:]:
+            stop_worker(proc)
+            assert proc.returncode == 0
+        for i, log in enumerate(logs):
+            assert events(log, "claimed"), f"worker {i} ran no run: runs are not spread"
+            assert not events(log, "failed") and not events(log, "stalled")
+        assert sorted(store.channel_ids()) == sorted(kinds)  # nothing lost, nothing extra
+        hub = Hub(store)
+        for cid, kind in kinds.items():
+            envs = list(store.read(cid))
+            assert turns(envs) == refs[kind], f"run {cid} differs from a single-process run"
+            replay = hub.replay(cid)
+            assert replay.broken is None and replay.matches, (cid, replay.broken)
+            if cid in held:
+                assert len(writers(envs)) >= 3, f"run {cid}: not continued by another hub"
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        store.close()
+
+
+AGENTS = ROOT / "tests" / "runtime" / "worker_agents.py"
+
+
+def counted_turns(store: WalStore, cid: str) -> list[tuple[str, str]]:
+    """(speaker, text) of a run of the counting agents (each answers t<N+1> to t<N>)."""
+    from flowc.runtime.envelope import EV_PACKET, EV_TEXT
+
+    out = []
+    for env in store.read(cid):
+        if env.event_type in (EV_TEXT, EV_PACKET):
+            text = env.event_data.get("text", env.event_data.get("body"))
+            out.append((env.sender_id, str(text)))
+    return out
+
+
+def agent_run(db: str, folder: Path, max_turns: int) -> str:
+    """Submit one run of three counting agents (no script: the workers' --agents)."""
+    flow = folder / "agents.flow"
+    flow.write_text(RR_FLOW.format(max_turns=max_turns))
+    proc = flowc("submit", str(flow), "--db", db)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode().strip()
+
+
+def assert_counted(store: WalStore, cid: str, count: int) -> None:
+    from flowc.runtime.hub import Hub
+
+    assert counted_turns(store, cid) == [("abc"[i % 3], f"t{i}") for i in range(count)]
+    replay = Hub(store).replay(cid)
+    assert replay.broken is None and replay.matches, replay.broken
+
+
+def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
+                            lease_seconds: float = 1.0) -> None:
+    """Worker A runs a long run and is paused (``pause(proc)``: SIGSTOP) past its lease;
+    worker B takes the run over and finishes it; A, continued, has its writes refused,
+    drops the run and serves on. The WAL is one writer's at a time throughout."""
+    turns_total = 300
+    cid = agent_run(db, folder, turns_total)
+    log_a, log_b = folder / "a.log", folder / "b.log"
+    a = start_worker(db, log_a, "--agents", str(AGENTS), lease_seconds=lease_seconds)
+    store = open_db(db)
+    b = None
+    try:
+        wait_until(lambda: len(counted_turns(store, cid)) >= 30, 60, "worker A's turns", [a])
+        pause(a)
+        paused_at = len(counted_turns(store, cid))
+        b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=lease_seconds)
+        wait_until(lambda: closed_count(store, [cid]) == 1, 60, "worker B to finish the run",
+                   [b])
+        assert cid in events(log_b, "claimed") and cid in events(log_b, "closed")
+        assert len(counted_turns(store, cid)) == turns_total > paused_at
+        a.send_signal(signal.SIGCONT)
+        wait_until(lambda: cid in events(log_a, "lost"), 30, "worker A to drop the run", [a])
+        lost = next(line for line in log_a.read_text().splitlines()
+                    if line.startswith(f"lost {cid}"))
+        assert "refused" in lost, lost
+        assert_counted(store, cid, turns_total)  # nothing A wrote after its pause
+        # A serves on: a new run is run by one of the two
+        second = agent_run(db, folder, 12)
+        wait_until(lambda: closed_count(store, [second]) == 1, 60, "the next run", [a, b])
+        assert_counted(store, second, 12)
+        for proc in (a, b):
+            stop_worker(proc)
+            assert proc.returncode == 0
+    finally:
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+                proc.wait()
+        store.close()
+
+
+def stopped_worker_gives_its_run_back(db: str, folder: Path, released: Any) -> None:
+    """A live worker's run is left alone by another; SIGTERM makes the first give it back
+    at once (exit 0; ``released(run_id)`` reads the store's lease row) and the second
+    finishes it."""
+    cid = agent_run(db, folder, 400)
+    log_a, log_b = folder / "a.log", folder / "b.log"
+    a = start_worker(db, log_a, "--agents", str(AGENTS), lease_seconds=30)
+    store = open_db(db)
+    b = None
+    try:
+        wait_until(lambda: len(counted_turns(store, cid)) >= 10, 60, "worker A's turns", [a])
+        b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=30)
+        wait_until(lambda: log_b.exists() and "serving" in log_b.read_text(), 30,
+                   "worker B to start", [b])
+        time.sleep(1.0)
+        assert cid not in events(log_b, "claimed")  # A's live lease is respected
+        stopped = time.monotonic()
+        stop_worker(a)
+        assert a.returncode == 0
+        assert "stopped: 0 runs closed" in log_a.read_text()
+        lease = store.lease_of(cid)
+        assert (lease is None and released(cid)) or (lease is not None
+                                                      and f":{b.pid}:" in lease.holder)
+        # a 30 s lease, yet B goes on at once: A released it
+        wait_until(lambda: closed_count(store, [cid]) == 1, 20, "worker B to finish", [b])
+        assert time.monotonic() - stopped < 20
+        assert_counted(store, cid, 400)
+        stop_worker(b)
+    finally:
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        store.close()
