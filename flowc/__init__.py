@@ -123,7 +123,6 @@ def check(
     from flowc.compiler.analysis import check as check_any
     from flowc.compiler.pipeline import compile_source
     from flowc.diagnostics import has_errors
-    from flowc.source import SourceFile
 
     if plugins:
         load_plugins(*plugins)
@@ -131,11 +130,11 @@ def check(
     if plugins and not has_errors(diags) and not isinstance(source, Mapping):
         from flowc.compiler.analysis import read_input
 
-        name, text, as_json = read_input(source, filename)
-        if not as_json:
-            compiled, _ = compile_source(SourceFile(name, text))
+        read, _, as_json = read_input(source, filename)
+        if read is not None and not as_json:
+            compiled, _ = compile_source(read)
             if compiled is not None:
-                _require_implementations(compiled, name)
+                _require_implementations(compiled, read.name)
     return diags
 
 

@@ -419,3 +419,25 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str = "0.1.
         ],
     }
     return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def decode_source(name: str, data: bytes) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
+    r"""Bytes as a UTF-8 :class:`SourceFile` (a leading BOM dropped), or an E001 at the first
+    byte that is not UTF-8: its line and column, and in the message a short escaped excerpt
+    of its line (:func:`flowc.inputs.bad_utf8`). The file's text is never quoted as such:
+    it may be anything (a binary, a huge line, escape sequences).
+
+    >>> src, diags = decode_source("x.flow", b"speaker a\nspeaker \xff\x1b[2J")
+    >>> print(diags[0].span.line, diags[0].span.column, diags[0].message)
+    2 9 the file is not valid UTF-8 (byte 0xff, in "speaker \xff\x1b[2J")
+    """
+    from flowc.inputs import DataError, decode_utf8
+
+    try:
+        text = decode_utf8(data)
+    except DataError as err:
+        line, column, at = err.line or 1, err.column or 1, err.offset or 0
+        span = Span(line, column, line, column + 1, at, at + 1)
+        return None, (Diagnostic(E001, err.message, name, span, quote_source=False,
+                                 help="save the file as UTF-8"),)
+    return SourceFile(name, text), ()

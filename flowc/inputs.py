@@ -46,11 +46,14 @@ __all__ = [
     "SCRIPT_MAX_DEPTH",
     "DataError",
     "InputFileError",
+    "MissingInputError",
+    "bad_utf8",
     "decode_utf8",
     "json_path",
     "load_json",
     "load_yaml",
     "read_bytes",
+    "read_text",
     "walk_files",
 ]
 
@@ -68,8 +71,16 @@ MAX_INT_DIGITS = 4300
 MAX_ALIAS_EXPANSION = 1024 * 1024
 
 
-class InputFileError(Exception):
-    """A file flowc will not read: missing, unreadable, not a regular file, too large."""
+class InputFileError(OSError):
+    """A file flowc will not read: missing, unreadable, not a regular file, too large.
+
+    An ``OSError``, so that the Python API's "a file that cannot be read raises
+    ``OSError``" holds for every refusal; a missing file is also a ``FileNotFoundError``.
+    """
+
+
+class MissingInputError(InputFileError, FileNotFoundError):
+    """The file does not exist."""
 
 
 class DataError(Exception):
@@ -120,7 +131,7 @@ def read_bytes(path: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
         # O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise InputFileError(f"{path}: no such file") from None
+        raise MissingInputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputFileError(f"{path}: is a directory") from None
     except OSError as err:
@@ -142,6 +153,8 @@ def read_bytes(path: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
         data = b"".join(chunks)
+    except InputFileError:
+        raise
     except OSError as err:
         raise InputFileError(f"{path}: cannot read ({err.strerror})") from None
     finally:
@@ -179,17 +192,87 @@ def walk_files(
     return sorted(found), outside
 
 
+#: bytes of context shown before and after the first byte that is not UTF-8
+_CONTEXT_BEFORE, _CONTEXT_AFTER = 24, 8
+
+
+def _escaped(text: str) -> str:
+    r"""``text`` with every character a terminal could act on written as an escape:
+    control characters, bidirectional and other format characters, undecodable bytes
+    (``\xNN``) and the backslash itself; printable characters stay as they are.
+
+    >>> print(_escaped("a\x1b[31m\\ \u202e\udcff"))
+    a\x1b[31m\\ \u202e\xff
+    """
+    out: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch.isprintable():
+            out.append(ch)
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def bad_utf8(data: bytes, err: UnicodeDecodeError) -> DataError:
+    r"""The error for ``data`` whose first byte that is not UTF-8 is at ``err.start``: its
+    line and column (in characters), and at most a few dozen bytes of the same line around
+    it, escaped (``\xNN`` for bytes that are not text, control characters and the like),
+    so that a binary file or a huge line never floods the report or the terminal.
+
+    >>> data = b"flow x\nspeaker \x1b[2J\xff\xfe!"
+    >>> try:
+    ...     data.decode("utf-8")
+    ... except UnicodeDecodeError as u:
+    ...     e = bad_utf8(data, u)
+    >>> print(e.line, e.column, e.message)
+    2 13 the file is not valid UTF-8 (byte 0xff, in "speaker \x1b[2J\xff\xfe!")
+    """
+    at = err.start
+    line_start = data.rfind(b"\n", 0, at) + 1
+    line = data.count(b"\n", 0, line_start) + 1
+    column = len(data[line_start:at].decode("utf-8", errors="replace")) + 1
+    start = max(line_start, at - _CONTEXT_BEFORE)
+    end = min(len(data), at + 1 + _CONTEXT_AFTER)
+    newline = data.find(b"\n", at, end)
+    if newline != -1:
+        end = newline
+    head = "..." if start > line_start else ""
+    tail = "..." if end < len(data) and data[end:end + 1] != b"\n" else ""
+    shown = _escaped(data[start:end].decode("utf-8", errors="surrogateescape"))
+    before = data[:line_start].decode("utf-8", errors="replace")
+    return DataError(
+        f"the file is not valid UTF-8 (byte 0x{data[at]:02x}, in \"{head}{shown}{tail}\")",
+        offset=len(before) + column - 1, line=line, column=column,
+    )
+
+
 def decode_utf8(data: bytes) -> str:
-    """``data`` as UTF-8 (a leading BOM dropped); :class:`DataError` at the first bad byte."""
+    """``data`` as UTF-8 (a leading BOM dropped); :class:`DataError` at the first bad byte
+    (see :func:`bad_utf8`)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        before = data[: err.start].decode("utf-8", errors="replace")
-        line = before.count("\n") + 1
-        column = len(before) - (before.rfind("\n") + 1) + 1
-        raise DataError(f"the file is not valid UTF-8 (byte 0x{data[err.start]:02x}); save it as UTF-8",
-                        offset=len(before), line=line, column=column) from None
+        raise bad_utf8(data, err) from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(path: str, *, limit: int = MAX_INPUT_BYTES) -> str:
+    """:func:`read_bytes` then :func:`decode_utf8`: the one way flowc reads a text file.
+
+    Raises :class:`InputFileError` (an ``OSError``) or :class:`DataError`.
+    """
+    return decode_utf8(read_bytes(path, limit=limit))
 
 
 # ── JSON paths and positions ─────────────────────────────────────────────────

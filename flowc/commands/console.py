@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from flowc.diagnostics import (
-    E001,
     Diagnostic,
+    decode_source,
     iter_text,
     render_concise,
     render_github,
@@ -87,26 +87,7 @@ def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
     return decode_source(name, data)
 
 
-def decode_source(name: str, data: bytes) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
-    """Bytes as a UTF-8 :class:`SourceFile` (a leading BOM dropped), or an E001 at the first bad byte."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        good = data[: err.start].decode("utf-8", errors="replace")
-        source = SourceFile(name, good + "\ufffd")
-        span = source.span(len(good), len(good) + 1)
-        return None, (
-            Diagnostic(
-                E001,
-                f"the file is not valid UTF-8 (byte 0x{data[err.start]:02x})",
-                name,
-                span,
-                help="save the file as UTF-8",
-            ),
-        )
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return SourceFile(name, text), ()
+__all__ = ["decode_source"]  # re-exported: the commands decode through this module
 
 
 def is_json_input(path: str, text: str | None = None) -> bool:

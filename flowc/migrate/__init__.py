@@ -31,6 +31,7 @@ import json
 import attrs
 
 from flowc.diagnostics import E001, M001, Diagnostic, has_errors
+from flowc.inputs import DataError, load_json
 from flowc.migrate.agentchat import translate_component
 from flowc.migrate.model import NotRecognised, UnspellableName, emit
 from flowc.migrate.python import translate_python
@@ -119,7 +120,17 @@ def _migrate_python(source: SourceFile, pick: str | None = None) -> MigrateResul
 
 def _migrate_json(source: SourceFile) -> MigrateResult:
     try:
-        data = json.loads(source.text)
+        # the bounded reader every JSON input goes through: nesting, integer length and
+        # finite numbers capped, each refusal with its place (flowc.inputs.load_json)
+        data = load_json(source.text)
+    except DataError as err:
+        at = err.offset if err.offset is not None else 0
+        span = source.span(at, min(at + 1, len(source.text)))
+        where = f" (at {err.path})" if err.path else ""
+        return MigrateResult(None, (Diagnostic(
+            E001, f"invalid JSON: {err.message}{where}", source.name, span,
+            help="the file must hold one JSON object: an AgentChat component",
+        ),), "json")
     except json.JSONDecodeError as err:
         span = source.span(err.pos, min(err.pos + 1, len(source.text)))
         return MigrateResult(None, (Diagnostic(

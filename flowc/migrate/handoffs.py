@@ -21,6 +21,7 @@ import attrs
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
+from flowc.inputs import DataError, read_text
 from flowc.migrate.agents import AgentReader
 from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
 from flowc.runtime.ctxexpr import ExpressionError, Node, parse_context_expression
@@ -378,10 +379,13 @@ def _sibling_function(g: HandoffReader, module: str, name: str
     rel = module.lstrip(".").replace(".", "/")
     for path in (base / f"{rel}.py", base / rel / "__init__.py"):
         try:
-            if not rel or not path.is_file() or path.stat().st_size > 2_000_000:
+            if not rel or not path.exists():
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except (OSError, SyntaxError, ValueError, RecursionError, UnicodeDecodeError):
+            # read as every input is (flowc.inputs): a regular file, at most the size of
+            # an input, UTF-8; a link to /dev/zero or a FIFO is refused before reading
+            text = read_text(str(path), limit=2_000_000)
+            tree = ast.parse(text, filename=str(path))
+        except (OSError, DataError, SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for st in tree.body:
             if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef) and st.name == name:

@@ -343,7 +343,7 @@ def test_cli_non_utf8_file(tmp_path: Path) -> None:
     proc = _run(["compile", str(path)], tmp_path)
     assert proc.returncode == 1
     err = proc.stderr.decode()
-    assert "E001" in err and "not valid UTF-8 (byte 0xe9)" in err and "1:12" in err
+    assert "E001" in err and "not valid UTF-8 (byte 0xe9, in \"speaker caf\\xe9\")" in err and "1:12" in err
     assert "Traceback" not in err
 
 

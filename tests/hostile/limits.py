@@ -60,8 +60,11 @@ def run_limited(
     wall_seconds: float = 90.0,
     output_mib: int = 64,
     obey_file_modes: bool = False,
+    python_code: str | None = None,
 ) -> Limited:
     """Run ``python -m flowc ARGS`` under limits and report what it did.
+
+    With ``python_code``, run ``python -c PYTHON_CODE ARGS`` instead (the Python API).
 
     ``memory_mib`` caps the address space (a Python process needs ~60 MiB of it to
     start), ``output_mib`` caps any file it writes and what we keep of its stdout.
@@ -83,7 +86,8 @@ def run_limited(
     env = dict(os.environ, PYTHONUTF8="1", NO_COLOR="1")
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flowc", *args],
+        [sys.executable, *(["-c", python_code] if python_code is not None else ["-m", "flowc"]),
+         *args],
         cwd=cwd,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -200,4 +200,4 @@ def test_script_that_is_not_utf8_is_refused(tmp_path: Path, suffix: str) -> None
     script.write_bytes('kickoff: "café"\n'.encode("latin-1"))
     result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")],
                          **LIMITS)
-    _clean(result, f"{script}:1:14: error: the file is not valid UTF-8 (byte 0xe9)")
+    _clean(result, f'{script}:1:14: error: the file is not valid UTF-8 (byte 0xe9, in "kickoff: \\"caf\\xe9\\"")')

@@ -213,33 +213,44 @@ def check(
     if isinstance(source, Mapping):
         text = json.dumps(source, default=str)
         return check_source(SourceFile(filename or "<graph>", text), options, as_json=True)
-    name, text, as_json = read_input(source, filename)
-    return check_source(SourceFile(name, text), options, as_json=as_json)
+    read, diags, as_json = read_input(source, filename)
+    if read is None:
+        return diags
+    return check_source(read, options, as_json=as_json)
 
 
-def read_input(source: str | os.PathLike[str], filename: str | None = None) -> tuple[str, str, bool]:
-    """``(name, text, is_json)`` of what :func:`check` was given: `.flow` text, or a file.
+def read_input(
+    source: str | os.PathLike[str], filename: str | None = None
+) -> tuple[SourceFile | None, tuple[Diagnostic, ...], bool]:
+    """``(source, errors, is_json)`` of what :func:`check` was given: `.flow` text, or a file.
 
     A ``Path``, or a one-line string that names an existing file or ends in ``.flow`` /
-    ``.json``, is a file; a file that cannot be read raises ``OSError`` (a missing
-    ``"missing.flow"`` is ``FileNotFoundError``, never flow text).
+    ``.json``, is a file, read as every command reads one (:func:`flowc.inputs.read_bytes`:
+    a regular file of at most 16 MiB); a file that cannot be read raises ``OSError`` (a
+    missing ``"missing.flow"`` is ``FileNotFoundError``, never flow text; ``/dev/zero``, a
+    FIFO or a larger file is refused before it is read). Text that is not UTF-8 is an E001
+    at the first bad byte, with no source.
 
-    >>> read_input("speaker a\\nspeaker b\\n")[0]
+    >>> read_input("speaker a\\nspeaker b\\n")[0].name
     '<input>'
     >>> read_input("missing.flow")
     Traceback (most recent call last):
     ...
-    FileNotFoundError: [Errno 2] No such file or directory: 'missing.flow'
+    flowc.inputs.MissingInputError: missing.flow: no such file
     """
+    from flowc.diagnostics import decode_source
+    from flowc.inputs import read_bytes
+
     looks_like_path = isinstance(source, str) and "\n" not in source and (
         os.path.isfile(source) or source.strip().endswith((".flow", ".json")))
     if isinstance(source, os.PathLike) or looks_like_path:
         path = os.fspath(source)
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
         name = filename or path
+        read, diags = decode_source(name, read_bytes(path))
+        if read is None:
+            return None, diags, name.endswith(".json")
     else:
-        text = str(source)
-        name = filename or "<input>"
+        read, diags = SourceFile(filename or "<input>", str(source)), ()
+    name, text = read.name, read.text
     as_json = name.endswith(".json") or (not name.endswith(".flow") and text.lstrip().startswith("{"))
-    return name, text, as_json
+    return read, diags, as_json

@@ -169,9 +169,15 @@ def _load(
             raise FlowError(diags, {source.name: source})
         return loaded, source
     if isinstance(flow, os.PathLike):
+        from flowc.diagnostics import decode_source
+        from flowc.inputs import read_bytes
+
         path = Path(flow)
-        text = path.read_text(encoding="utf-8")
-        return _load_text(text, str(path), path.suffix == ".json", bindings)
+        # as every command reads a file: a regular file of at most 16 MiB, UTF-8
+        read, diags = decode_source(str(path), read_bytes(str(path)))
+        if read is None:
+            raise FlowError(diags, {})
+        return _load_text(read.text, str(path), path.suffix == ".json", bindings)
     if isinstance(flow, str):
         return _load_text(flow, filename, flow.lstrip().startswith("{"), bindings)
     raise TypeError(f"cannot render a {type(flow).__name__}")
