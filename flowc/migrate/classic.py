@@ -41,6 +41,7 @@ from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
 from flowc.migrate.agents import AGENT_CLASSES, Agent, AgentReader
 from flowc.migrate.classic_selection import (
+    Lowered,
     all_selectors,
     lower_function,
     routing_rules,
@@ -300,9 +301,11 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     # ── routing ──
     sources = ([] if initiator.name in names else [initiator.name]) + names
     nexts = {s: successor(s, names, graph, allow_repeat, method) for s in sources}
-    lowered: list[tuple[str, tuple[n.Cond, ...], Next, str | None]] | None = None
+    lowered: Lowered | None = None
+    stood_in = False
     if selection_fn is not None:
-        lowered = lower_function(reader, selection_fn, sources, names, graph, allow_repeat)
+        got = lower_function(reader, selection_fn, sources, names, graph, allow_repeat)
+        lowered, stood_in = got if got is not None else (None, False)
         if lowered is None:
             unsupported_callable = True
         elif all(not g for _, g, _, _ in lowered) and len(lowered) == len(sources):
@@ -320,7 +323,11 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         nexts = {s: Next("random", candidates=tuple(names), allow_repeat=False) for s in sources}
     selector_human = method == "manual"
     uses_selector = any(x.kind == "select" for x in nexts.values())
-    selectors = selector_names(nexts, manager_name, {a.name for a in agents} | {initiator.name})
+    # every (previous speaker, next) pair: a lowered function may select differently for one
+    # source under different guards (a stand-in for a part it could not lower)
+    pairs = list(nexts.items()) + [(src, nx) for src, _, nx, _ in lowered or []]
+    every_next = {str(i): nx for i, (_, nx) in enumerate(pairs)}
+    selectors = selector_names(every_next, manager_name, {a.name for a in agents} | {initiator.name})
     per_source = "" if isinstance(selectors, str) else (
         f" (one selector per set of candidates the source allows after each speaker: "
         f"{', '.join(f'`{s}`' for s in all_selectors(selectors))})")
@@ -336,6 +343,16 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             "max_turns, and any other answer ends the run (classic falls back to the next agent)",
             method_node or gc,
         )
+    elif uses_selector and stood_in:
+        assert selection_fn is not None
+        reader.report(
+            M002,
+            f"the selector speaker `{manager_name}`{per_source} chooses where `{selection_fn.name}` "
+            "leaves the choice to an LLM or could not be lowered, with one `transfer_to_<agent>` "
+            "tool per candidate: its turns count toward max_turns, and when it picks nobody the run "
+            "ends (classic falls back to the next agent in order)",
+            method_node or gc,
+        )
     elif uses_selector:
         reader.report(
             M002,
@@ -347,7 +364,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     if lowered is not None:
         routing = [mm.Rule(mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
                            target_of(nx, selectors)) for src, g, nx, _ in lowered]
-        routing += selector_rules(nexts, selectors, method == "manual")
+        routing += selector_rules(every_next, selectors, method == "manual")
     else:
         routing = routing_rules(sources, nexts, names, selectors, method == "manual")
     rules = term_rules + routing
@@ -365,10 +382,11 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         groups: list[tuple[str, list[str], list[str]]] = []  # selector, its candidates, after whom
         if isinstance(selectors, str):
             groups.append((selectors, list(dict.fromkeys(
-                c for x in nexts.values() if x.kind == "select" for c in x.candidates)), []))
+                c for _, x in pairs if x.kind == "select" for c in x.candidates)), []))
         else:
             for cands, sel in selectors.items():
-                whom = [s for s, x in nexts.items() if x.kind == "select" and x.candidates == cands]
+                whom = list(dict.fromkeys(
+                    s for s, x in pairs if x.kind == "select" and x.candidates == cands))
                 groups.append((sel, list(cands), whom))
         for sel, candidates, whom in groups:
             speakers.append(mm.Speaker(
@@ -420,8 +438,8 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 scenarios.append(mm.scenario(title, items))
                 sequences.append(seq)
     first_next = nexts.get(initiator.name)
-    if (uses_selector and first_next is not None and first_next.kind == "select"
-            and len(first_next.candidates) > 1 and (max_turns is None or max_turns >= 4)):
+    if (uses_selector and lowered is None and first_next is not None and first_next.kind == "select"
+            and (max_turns is None or max_turns >= 4)):
         pick = next((c for c in first_next.candidates if c != initiator.name), first_next.candidates[0])
         first_selector = selector_of(first_next, selectors)
         try:
@@ -440,7 +458,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 mm.expect_next(pick),
                 mm.say(pick, texts[1]),
             ]
-            if after is not None and after.kind == "select" and len(after.candidates) > 1:
+            if after is not None and after.kind == "select":
                 pick_items.append(mm.expect_next(selector_of(after, selectors)))
             # the translated behaviour (not a claim about classic: the LLM's choice is scripted)
             scenarios.append(mm.scenario(
@@ -458,7 +476,9 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         max_turns_comment=max_comment,
         rules=tuple(rules),
         scenarios=tuple(scenarios),
-        notes=((f"speaker_selection_method={selection_fn.name} (a function, lowered to rules)"
+        notes=((f"speaker_selection_method={selection_fn.name} (a function, lowered to rules"
+                + ("; a selector stands in for the parts that could not be, see the findings)"
+                   if stood_in else ")")
                 if selection_fn is not None and not unsupported_callable
                 else f"speaker_selection_method=\"{method}\"")
                + (", transitions graph" if transitions_node else "")

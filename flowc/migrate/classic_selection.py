@@ -17,10 +17,11 @@ import ast
 import re
 
 import flowc.migrate.model as mm
-from flowc.diagnostics import M001
+from flowc.diagnostics import M001, M003
 from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_condition
 from flowc.migrate.agents import AgentReader
-from flowc.migrate.selectfn import Unsupported, lower_selection
+from flowc.migrate.selectfn import Unsupported, lower_selection, returns_in
 from flowc.migrate.speaking_order import END_REASON, Next
 
 NO_SELECTION = "no_speaker_selected"
@@ -78,7 +79,7 @@ def selector_names(nexts: dict[str, Next], manager: str, taken: set[str]) -> Sel
     per last speaker: transitions graph, ``allow_repeat_speaker``): ``manager`` when every
     selection offers the same set, else ``manager``, ``manager_2``, ..."""
     sets = list(dict.fromkeys(x.candidates for x in nexts.values()
-                              if x.kind == "select" and len(x.candidates) > 1))
+                              if x.kind == "select"))
     if len(sets) <= 1:
         return manager
     out: dict[tuple[str, ...], str] = {}
@@ -107,8 +108,6 @@ def target_of(x: Next, manager: Selectors) -> n.Target:
     if x.kind == "random":
         return mm.call_target("random_agent", agent_ids=list(x.candidates),
                               allow_repeat=x.allow_repeat)
-    if len(x.candidates) == 1:
-        return mm.speaker_target(x.candidates[0])
     return mm.speaker_target(selector_of(x, manager))
 
 
@@ -117,7 +116,7 @@ def selector_rules(nexts: dict[str, Next], manager: Selectors, human: bool = Fal
     the candidate's name typed as the whole message — plus its number when every
     selection offers the same numbered list, as classic's console prompt does."""
     rules: list[mm.Rule] = []
-    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
+    select = [x for x in nexts.values() if x.kind == "select"]
     if select:
         candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
         numbered = len({x.candidates for x in select}) == 1
@@ -137,6 +136,9 @@ def selector_rules(nexts: dict[str, Next], manager: Selectors, human: bool = Fal
     return rules
 
 
+Lowered = list[tuple[str, tuple[n.Cond, ...], Next, str | None]]
+
+
 def lower_function(
     reader: AgentReader,
     fn: ast.FunctionDef,
@@ -144,30 +146,56 @@ def lower_function(
     names: list[str],
     graph: dict[str, list[str]],
     allow_repeat: bool | list[str] | None,
-) -> list[tuple[str, tuple[n.Cond, ...], Next, str | None]] | None:
+) -> tuple[Lowered, bool] | None:
     """A custom selection function as guarded outcomes per source (with a witness text
-    for a single text guard), or None (reported)."""
+    for a single text guard) and whether a part of it stands in for code that could not be
+    lowered; None when its signature is not classic's (reported).
+
+    A part that cannot be lowered (a test, a statement or a returned value) is reported
+    where it stands, once (M001), and the turns that reach it go to a stand-in: the agent
+    it can only return, or a selector speaker among the agents it and the statements after
+    it can return; every other branch is lowered as usual."""
     def agent_name(e: ast.expr) -> str | None:
         agent = reader.agent_of(e)
         return agent.name if agent is not None else None
 
+    def choice(src: str, value: ast.expr | None) -> Next | None:
+        """What returning ``value`` after ``src`` means; None when it cannot be read."""
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            return Next("end")
+        method = reader.mod.const_or(value, None)
+        if isinstance(method, str) and method.lower() in ("auto", "manual", "random", "round_robin"):
+            return successor(src, names, graph, allow_repeat, method.lower())
+        name = agent_name(value)
+        if name is None or name not in names:
+            return None
+        return Next("agent", name)
+
+    def stand_in(src: str, values: list[ast.expr | None], ends: bool) -> tuple[Next, bool]:
+        """The agents these returns may pick (all candidates when one cannot be read), and
+        whether the chat may end there."""
+        picked: set[str] = set()
+        for v in values:
+            x = choice(src, v)
+            if x is None or x.kind not in ("agent", "end", "select", "random"):
+                x = successor(src, names, graph, allow_repeat, "auto")
+            if x.kind == "end":
+                ends = True
+            elif x.agent is not None:
+                picked.add(x.agent)
+            else:
+                picked.update(x.candidates)
+        cands = tuple(a for a in names if a in picked)
+        if not cands:
+            return Next("end"), ends
+        if len(cands) == 1 and not ends:
+            return Next("agent", cands[0]), ends
+        # several agents, or one agent or the end: the selector may pick nobody
+        return Next("select", candidates=cands), ends
+
+    never: list[ast.expr] = []
     try:
-        outcomes = lower_selection(fn, sources, agent_name)
-        out: list[tuple[str, tuple[n.Cond, ...], Next, str | None]] = []
-        for o in outcomes:
-            if o.returned is None:
-                out.append((o.source, o.guards, Next("end"), o.witness))
-                continue
-            value = reader.mod.const_or(o.returned, None)
-            if isinstance(value, str) and value.lower() in ("auto", "manual", "random", "round_robin"):
-                out.append((o.source, o.guards,
-                            successor(o.source, names, graph, allow_repeat, value.lower()), o.witness))
-                continue
-            name = agent_name(o.returned)
-            if name is None or name not in names:
-                raise Unsupported(o.returned, "a return value that is not an agent of the group")
-            out.append((o.source, o.guards, Next("agent", name), o.witness))
-        return out
+        outcomes = lower_selection(fn, sources, agent_name, partial=True, never=never)
     except Unsupported as err:
         reader.report(
             M001,
@@ -178,6 +206,66 @@ def lower_function(
                  "None or a method name, or write the `when from X then Y` rules by hand",
         )
         return None
+    out: Lowered = []
+    #: each part that could not be lowered: where, why, and the turns it decides
+    parts: dict[int, tuple[ast.AST, str, list[tuple[str, tuple[n.Cond, ...], Next, bool]]]] = {}
+    for o in outcomes:
+        if o.unsupported is not None:
+            values, ends = returns_in(o.rest)
+            nx, may_end = stand_in(o.source, values, ends)
+            node, what = o.unsupported.node, o.unsupported.what
+        else:
+            known = choice(o.source, o.returned)
+            if known is not None:
+                out.append((o.source, o.guards, known, o.witness))
+                continue
+            assert o.returned is not None
+            nx, may_end = stand_in(o.source, [o.returned], False)
+            node, what = o.returned, "a return value that is not an agent of the group"
+        out.append((o.source, o.guards, nx, None))
+        parts.setdefault(id(node), (node, what, []))[2].append((o.source, o.guards, nx, may_end))
+    for node, what, turns in parts.values():
+        _report_part(reader, fn.name, node, what, turns)
+    for test in {id(t): t for t in never}.values():
+        reader.report(
+            M003,
+            f"`{ast.unparse(test)}` in `{fn.name}` compares the last speaker (an agent object) with "
+            "a string, which Python never finds equal: read as Python runs it",
+            test,
+            help="compare with the agent (`last_speaker is scientist`) or its name "
+                 "(`last_speaker.name == \"Scientist\"`) if that was meant",
+        )
+    return out, bool(parts)
+
+
+def _report_part(reader: AgentReader, fn_name: str, node: ast.AST, what: str,
+                 turns: list[tuple[str, tuple[n.Cond, ...], Next, bool]]) -> None:
+    """One M001 for a part of a selection function that could not be lowered."""
+    whom = []
+    for src, guards, _, _ in turns:
+        when = " and ".join(format_condition(g) for g in guards)
+        whom.append(f"`{src}`" + (f" when {when}" if when else ""))
+    earlier = " (where no branch before it applies)"
+    nxs = list(dict.fromkeys((x, e) for _, _, x, e in turns))
+    instead = []
+    for x, may_end in nxs:
+        if x.kind == "select":
+            text = (f"a selector speaker choosing among {', '.join(f'`{c}`' for c in x.candidates)}"
+                    + (" (or nobody: the chat ends)" if may_end else ""))
+        elif x.kind == "agent":
+            text = f"`{x.agent}`, the only agent it can return,"
+        else:
+            text = "the end of the chat, the only outcome it has,"
+        instead.append(text)
+    reader.report(
+        M001,
+        f"part of the custom `speaker_selection_method` `{fn_name}` could not be lowered to rules "
+        f"({what}); it decides the next speaker after {', '.join(whom)}{earlier}: "
+        f"{' / '.join(instead)} stands in for it there; the other branches became rules",
+        node,
+        help="write that part as a test on `last_speaker` or on the last message's text, or write "
+             "its `when from X then Y` rules by hand",
+    )
 
 
 def routing_rules(
@@ -189,7 +277,7 @@ def routing_rules(
         key = repr(t)
         groups.setdefault(key, (t, []))[1].append(src)
     rules: list[mm.Rule] = []
-    select = [x for x in nexts.values() if x.kind == "select" and len(x.candidates) > 1]
+    select = [x for x in nexts.values() if x.kind == "select"]
     if len(groups) == 1 and not select:
         (t, _members), = groups.values()
         rules.append(mm.Rule(n.AlwaysCond(mm.S), t, 0, "after every turn"))
@@ -202,6 +290,7 @@ def routing_rules(
 
 __all__ = [
     "NO_SELECTION",
+    "Lowered",
     "Selectors",
     "all_selectors",
     "lower_function",

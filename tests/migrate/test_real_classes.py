@@ -57,3 +57,137 @@ def test_unknown_agent_classes_take_part_and_are_reported() -> None:
     assert sum("an agent class flowc does not model" in m for _, m in findings) == 2
     # no claim of a statically known order when a class is not modelled
     assert "scenario" not in text
+
+
+def _rules(text: str) -> list[str]:
+    return [" ".join(line.split()) for line in text.splitlines() if line.startswith("when ")]
+
+
+def test_selection_function_with_one_unlowerable_branch_keeps_the_others() -> None:
+    """Class 10, reduction of AutoGen's agentchat_groupchat_customized notebook. Expected rules
+    read from the Python: `len(messages) <= 1` (the kickoff alone) -> Planner for every
+    previous speaker; Admin: "Approve" -> Engineer, else the `messages[-2]` chain (Planner,
+    Scientist, or falling off the function: None, the chat ends); Planner -> Admin; Engineer:
+    a python block -> Executor, else Engineer; Executor: "exitcode: 1" -> Engineer, else
+    Scientist; Scientist -> Admin. The `else: "random"` branch serves no agent of the group."""
+    result = migrate_source(SourceFile("real_selection_partial.py",
+                                       (CORPUS / "real_selection_partial.py").read_text(encoding="utf-8")))
+    assert result.text is not None and result.left_out
+    firsts = [f"when from {s} and turn_count_at_most(`turns` = 1) then Planner"
+              for s in ("Admin", "Engineer", "Scientist", "Planner", "Executor")]
+    assert _rules(result.text)[1:] == [
+        *firsts,
+        'when from Admin and text_contains(text = "Approve") then Engineer',
+        "when from Admin then chat_manager",
+        "when from Planner then Admin",
+        'when from Engineer and text_contains(text = "```python") then Executor',
+        "when from Engineer then Engineer",
+        'when from Executor and text_contains(text = "exitcode: 1") then Engineer',
+        "when from Executor then Scientist",
+        "when from Scientist then Admin",
+        "when tool transfer_to_Scientist then Scientist",
+        "when tool transfer_to_Planner then Planner",
+        'when from chat_manager then terminate "no_speaker_selected"',
+    ]
+    left_out = [d for d in result.findings if d.code.id == "M001"]
+    assert len(left_out) == 1  # exactly the branch that cannot be lowered
+    assert left_out[0].span is not None and (left_out[0].span.line, left_out[0].span.column) == (33, 14)
+    assert "`messages[-2]['name'] == 'Planner'`" in left_out[0].message
+    assert "after `Admin`" in left_out[0].message and "among `Scientist`, `Planner` (or nobody" in left_out[0].message
+    # no claim about the speaking order
+    assert "scenario" not in result.text and "read statically" not in result.text
+
+
+def test_a_test_of_the_last_speaker_against_a_string_is_false_as_in_python() -> None:
+    """Class 10, reduction of AutoGen's customized_speaker_selection page (StateFlow). Read from
+    the Python: `last_speaker == "Scientist"` compares an agent object with a string (never
+    equal: agents define no `__eq__`), so after Research_Action_1 the function falls off its
+    end and returns None — the chat ends (the recorded classic run agrees:
+    real_selection_string_speaker.classic.json)."""
+    result = migrate_source(SourceFile(
+        "real_selection_string_speaker.py",
+        (CORPUS / "real_selection_string_speaker.py").read_text(encoding="utf-8")))
+    assert result.text is not None and not result.left_out
+    assert _rules(result.text)[1:] == [
+        "when from Init then Retrieve_Action_1",
+        "when from Retrieve_Action_1 then Retrieve_Action_2",
+        'when from Retrieve_Action_2 and text_matches(pattern = "\\\\Aexitcode: 1\\\\Z") then Retrieve_Action_1',
+        "when from Retrieve_Action_2 then Research_Action_1",
+        'when from Research_Action_1 then terminate "no_next_speaker"',
+    ]
+    assert [(d.code.id, d.span.line if d.span else None) for d in result.findings] == [("M003", 34)]
+
+
+HEADER = '''
+import autogen
+cfg = {"config_list": [{"model": "gpt-4o", "api_key": "sk-test"}]}
+user = autogen.UserProxyAgent("user", code_execution_config=False)
+a = autogen.AssistantAgent("a", llm_config=cfg)
+b = autogen.AssistantAgent("b", llm_config=cfg)
+c = autogen.AssistantAgent("c", llm_config=cfg)
+'''
+FOOTER = '''
+gc = autogen.GroupChat(agents=[user, a, b, c], messages=[], max_round=9, speaker_selection_method=pick)
+m = autogen.GroupChatManager(groupchat=gc)
+user.initiate_chat(m, message="go")
+'''
+
+
+def _partial(body: str) -> tuple[list[str], list[tuple[str, int | None, str]], str]:
+    result = migrate_source(SourceFile("t.py", HEADER + body + FOOTER))
+    assert result.text is not None
+    return (_rules(result.text),
+            [(d.code.id, d.span.line if d.span else None, d.message) for d in result.findings
+             if d.code.id in ("M001", "M003")], result.text)
+
+
+def test_each_unlowerable_part_is_reported_once_with_its_own_stand_in() -> None:
+    rules, findings, text = _partial(
+        "def pick(last_speaker, groupchat):\n"
+        "    if last_speaker is a:\n"
+        "        for m in groupchat.messages:\n"   # line 10: a statement it cannot follow
+        "            return b\n"
+        "        return c\n"
+        "    if last_speaker is b:\n"
+        "        return groupchat.agent_by_name('c')\n"  # line 14: not an agent of this file
+        "    if last_speaker is c:\n"
+        "        return user\n"
+        "    return a\n")
+    assert [(code, line) for code, line, _ in findings] == [("M001", 10), ("M001", 14)]
+    assert "`For` statement" in findings[0][2] and "after `a`" in findings[0][2]
+    assert "among `b`, `c`" in findings[0][2]  # what the loop and the lines after it may return
+    assert "not an agent of the group" in findings[1][2] and "after `b`" in findings[1][2]
+    assert "when from c then user" in rules and "when from user then a" in rules
+    # two candidate sets: two selector speakers, each offering only its own set
+    assert "when from a then chat_manager" in rules and "when from b then chat_manager_2" in rules
+    assert "speaker order read statically" not in text
+
+
+def test_a_branch_that_returns_one_agent_or_falls_off_keeps_the_end() -> None:
+    rules, findings, _ = _partial(
+        "def pick(last_speaker, groupchat):\n"
+        "    if last_speaker is a:\n"
+        "        if groupchat.messages[-2]['name'] == 'b':\n"
+        "            return c\n"
+        "        return None\n"
+        "    return a\n")
+    assert [(code, line) for code, line, _ in findings] == [("M001", 10)]
+    assert "among `c` (or nobody: the chat ends)" in findings[0][2]
+    assert "when from a then chat_manager" in rules
+    assert 'when from chat_manager then terminate "no_speaker_selected"' in rules
+
+
+def test_message_counts_through_a_local_name_are_lowered() -> None:
+    """Reduction of build-with-ag2 tech-decision-debate: `turn = len(groupchat.messages) - 1`."""
+    rules, findings, text = _partial(
+        "def pick(last_speaker, groupchat):\n"
+        "    turn = len(groupchat.messages) - 1\n"
+        "    if turn == 0:\n        return a\n"
+        "    elif turn == 1:\n        return b\n"
+        "    return None\n")
+    assert findings == []
+    assert "when from user and turn_count_at_most(`turns` = 1) then a" in rules
+    assert ("when from a and (turn_count_at_most(`turns` = 2) and not turn_count_at_most(`turns` = 1)) "
+            "then b") in rules
+    assert 'when from b then terminate "no_next_speaker"' in rules
+    assert "speaker chat_manager" not in text

@@ -106,7 +106,7 @@ def test_equal_to_a_later_turn_is_exactly_that_turn() -> None:
     ("def f(m):\n    for x in m:\n        pass\n", "`For` statement", 2),
     ("def f(m, extra):\n    return 'a'\n", "message thread", 1),
     ("def f(m):\n    if m[-1].source == 'nobody':\n        return 'a'\n", "names no participant", 2),
-    ("def f(m):\n    n = len(m)\n    return 'a'\n", "assignment", 2),
+    ("def f(m):\n    n = m[-2]\n    return 'a'\n", "assignment", 2),
 ])
 def test_unrecognised_shapes_point_at_the_line(code: str, what: str, line: int) -> None:
     with pytest.raises(Unsupported) as err:
