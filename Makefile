@@ -20,6 +20,7 @@ DEMO_DEPS := scripts/deps/graphviz.sh
 # Needed by the tests only: add one line per tool.
 TEST_DEPS := scripts/deps/browser.sh
 TEST_DEPS += scripts/deps/node-editors.sh
+TEST_DEPS += scripts/deps/neovim.sh
 
 .PHONY: setup demo test lint typecheck pytest bench clean demo-deps test-deps
 
