@@ -23,7 +23,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   echo "installing the npm packages of $DIR (npm ci, as package-lock.json pins them)"
   # --ignore-scripts: nothing here needs an install script (esbuild's binary comes as a
   # package of its own), and none runs on this machine.
-  if (cd "$DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null); then
+  if (cd "$DIR" && npm ci --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null); then
     echo "$want" > "$STAMP"
   else
     echo "note: npm ci failed in $DIR: the editor tests will fail" >&2
