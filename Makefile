@@ -21,6 +21,7 @@ DEMO_DEPS := scripts/deps/graphviz.sh
 TEST_DEPS := scripts/deps/browser.sh
 TEST_DEPS += scripts/deps/node-editors.sh
 TEST_DEPS += scripts/deps/neovim.sh
+TEST_DEPS += scripts/deps/postgresql.sh
 
 .PHONY: setup demo test lint typecheck pytest bench clean demo-deps test-deps
 

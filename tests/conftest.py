@@ -31,3 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def update_golden(request: pytest.FixtureRequest) -> bool:
     """True when the run was started with ``--update-golden``."""
     return bool(request.config.getoption("--update-golden"))
+
+
+# the throw-away PostgreSQL cluster's fixtures (pg_cluster, pg_dsn) for every test directory
+pytest_plugins = ("tests.pgcluster",)

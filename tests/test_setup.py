@@ -76,7 +76,8 @@ def test_every_runtime_dependency_has_an_upper_bound() -> None:
     from packaging.requirements import Requirement
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    runtime = [*project["dependencies"], *project["optional-dependencies"]["ag2"]]
+    runtime = [*project["dependencies"], *project["optional-dependencies"]["ag2"],
+               *project["optional-dependencies"]["postgres"]]
     for line in runtime:
         req = Requirement(line)
         operators = {spec.operator for spec in req.specifier}
