@@ -13,6 +13,11 @@ Fixtures (registered for every test directory by ``tests/conftest.py``):
   at the end of the session. Its ``create_database()`` gives a fresh database's URL.
 - ``pg_dsn`` (function): the URL of a fresh, empty database of ``pg_cluster`` for one test,
   e.g. ``postgresql://flowc@127.0.0.1:PORT/t_3``.
+- ``make_store`` (function): ``make_store(kind)`` opens a WAL store of ``kind`` (one of
+  :data:`STORES`: ``memory``, ``sqlite``, ``postgres``); every call of one test opens the
+  same WAL again (one SQLite file, one database), a memory store excepted. Its
+  ``make_store.db(kind)`` is what ``--db`` takes for it. Parametrize a test over
+  :data:`STORES` (or :data:`DURABLE`) to run it against each store.
 
 A test that must stop and restart the server (faults) makes a private cluster instead::
 
@@ -39,11 +44,20 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-__all__ = ["PgCluster", "PgClusterError", "find_server_bin", "pg_cluster", "pg_dsn"]
+if TYPE_CHECKING:
+    from flowc.runtime.wal import WalStore
+
+__all__ = ["DURABLE", "STORES", "PgCluster", "PgClusterError", "StoreMaker", "find_server_bin",
+           "make_store", "pg_cluster", "pg_dsn"]
+
+#: every WAL store, as ``make_store`` names them
+STORES = ("memory", "sqlite", "postgres")
+#: the stores that outlive their process
+DURABLE = ("sqlite", "postgres")
 
 #: the unprivileged user the server runs as when the tests run as root
 TEST_USER = "flowc-test"
@@ -238,3 +252,41 @@ def pg_dsn(pg_cluster: PgCluster) -> str:
     """The URL of a fresh, empty database for this test."""
     return pg_cluster.create_database()
 
+
+
+class StoreMaker:
+    """``make_store(kind)``: a WAL store of ``kind``, the same WAL at every call of a test."""
+
+    def __init__(self, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        self._request = request
+        self._tmp_path = tmp_path
+        self._dsn: str | None = None
+
+    def db(self, kind: str) -> str:
+        """What ``--db`` takes for the test's WAL of ``kind``."""
+        if kind == "sqlite":
+            return str(self._tmp_path / "wal.db")
+        if kind == "postgres":
+            if self._dsn is None:
+                self._dsn = str(self._request.getfixturevalue("pg_dsn"))
+            return self._dsn
+        if kind == "memory":
+            return ":memory:"
+        raise ValueError(f"no store {kind!r} (one of {', '.join(STORES)})")
+
+    def __call__(self, kind: str, **options: Any) -> WalStore:
+        from flowc.runtime.wal import MemoryStore, SqliteStore
+
+        if kind == "memory":
+            return MemoryStore()
+        if kind == "sqlite":
+            return SqliteStore(self.db(kind), **options)
+        from flowc.runtime.pgstore import PgStore
+
+        return PgStore(self.db(kind), **options)
+
+
+@pytest.fixture
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreMaker:
+    """Opens the test's WAL store of a kind (see :class:`StoreMaker`)."""
+    return StoreMaker(request, tmp_path)

@@ -38,9 +38,10 @@ from flowc.runtime.envelope import EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import ScriptError, parse_script
 from flowc.runtime.script_run import resume_script, run_script
+from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import transcript, turn_json
-from flowc.runtime.wal import SqliteStore, WalError, WalStore, describe_holder, open_store
+from flowc.runtime.wal import WalError, WalStore, describe_holder
 
 DEFAULT_DB = ".flowc/runs.db"
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
@@ -226,7 +227,7 @@ def _interrupted(printer: RunPrinter, args: argparse.Namespace) -> int:
     run_id = printer.run_id
     hint = None
     if run_id is not None and args.db != ":memory:":
-        hint = f"flowc resume {run_id} --db {args.db}"
+        hint = f"flowc resume {run_id} --db {db_name(args.db)}"
         if args.script:
             hint += f" --script {args.script}"
         if args.agents:
@@ -299,11 +300,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 # ── flowc log / replay ────────────────────────────────────────────────────────
 
 
-def _open_db(path: str, *, readonly: bool = False) -> SqliteStore:
-    if not Path(path).exists():
+def _open_db(path: str, *, readonly: bool = False) -> WalStore:
+    if not is_url(path) and not Path(path).exists():
         raise UsageError(f"{path}: no run database (flowc run writes one)")
     try:
-        return SqliteStore(path, readonly=readonly)
+        return open_store(path, readonly=readonly)
     except WalError as err:
         raise UsageError(str(err)) from None
 
@@ -312,7 +313,7 @@ def _open_db(path: str, *, readonly: bool = False) -> SqliteStore:
 _DAMAGED = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
 
 
-def _find_run(store: SqliteStore, run: str) -> str:
+def _find_run(store: WalStore, run: str) -> str:
     try:
         ids = store.channel_ids()
     except WalError as err:
@@ -336,7 +337,7 @@ def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
         raise UsageError(str(err)) from None
 
 
-def _run_summary(store: SqliteStore, cid: str) -> dict[str, Any] | None:
+def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     """One stored run as ``flowc log`` lists it (``None`` for a channel that is no run;
     raises one of :data:`_DAMAGED` if it is damaged)."""
     envs = list(store.read(cid))
@@ -374,7 +375,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         store.close()
 
 
-def _log(args: argparse.Namespace, store: SqliteStore) -> int:
+def _log(args: argparse.Namespace, store: WalStore) -> int:
     mode = _mode(args)
     if args.run is None:
         damaged = 0
@@ -385,7 +386,7 @@ def _log(args: argparse.Namespace, store: SqliteStore) -> int:
             except _DAMAGED as err:  # the other runs are still listed
                 damaged += 1
                 found = {"run_id": cid, "status": "damaged"}
-                print(f"flowc log: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+                print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
             if found is None:
                 continue
             runs.append(found)
@@ -400,11 +401,11 @@ def _log(args: argparse.Namespace, store: SqliteStore) -> int:
     try:
         return _log_run(store, cid, mode)
     except _DAMAGED as err:
-        print(f"flowc log: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+        print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
         return EXIT_ERRORS
 
 
-def _log_run(store: SqliteStore, cid: str, mode: str) -> int:
+def _log_run(store: WalStore, cid: str, mode: str) -> int:
     envs = list(store.read(cid))
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
     target = _target_from_metadata(md)
@@ -448,7 +449,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         hub = Hub(store)
         result = hub.replay(cid)
     except _DAMAGED as err:
-        print(f"flowc replay: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+        print(f"flowc replay: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
         return EXIT_ERRORS
     finally:
         store.close()
@@ -493,7 +494,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             target = RunTarget.from_metadata(
                 ChannelMetadata.from_dict(opened.event_data["metadata"]))
         except _DAMAGED as err:
-            print(f"flowc resume: error: {_damaged(args.db, cid, err)}", file=sys.stderr)
+            print(f"flowc resume: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
             return EXIT_ERRORS
         script_path = args.script
         try:
@@ -532,8 +533,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run", help="run a flow on the hub runtime with scripted or real agents",
         description="Run a flow on flowc's hub runtime: the speakers' turns come from a script "
                     "(who says what, which tools are called), from real agents, or both; every "
-                    "turn is written to a SQLite write-ahead log. Exit 0 when the run closes, "
-                    "1 when it stalls or the input has errors.")
+                    "turn is written to a write-ahead log (a SQLite file, or a PostgreSQL "
+                    "database). Exit 0 when the run closes, 1 when it stalls or the input "
+                    "has errors.")
     p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
     p.add_argument("--script", metavar="SCRIPT",
                    help="who says what (JSON or YAML); a human with no scripted turn left is "
@@ -543,8 +545,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="a Python file mapping speaker names to agents (AGENTS = {...}); "
                         "without --script, humans answer on stdin")
     _output_options(p)
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
-                   help=f"the SQLite WAL (default {DEFAULT_DB}; :memory: for none)")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
+                   help=f"the WAL: a SQLite file (default {DEFAULT_DB}), a PostgreSQL "
+                        "database (postgresql://...), or :memory: for none")
     add_plugin_option(p)
 
     p = sub.add_parser(
@@ -561,8 +564,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--agents", metavar="MODULE.py",
                    help="a Python file mapping speaker names to agents (AGENTS = {...})")
     _output_options(p)
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
-                   help=f"the SQLite WAL holding the run (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
+                   help=f"the WAL holding the run: a SQLite file (default {DEFAULT_DB}) or "
+                        "a PostgreSQL database (postgresql://...)")
     add_plugin_option(p)
 
     p = sub.add_parser(
@@ -576,8 +580,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     how.add_argument("--jsonl", action="store_true",
                      help="one JSON object per line: per run, or the run's start, each turn "
                           "and its end (as `flowc run --jsonl`)")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
-                   help=f"the SQLite WAL to read (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
+                   help=f"the WAL to read: a SQLite file (default {DEFAULT_DB}) or a "
+                        "PostgreSQL database (postgresql://...)")
 
     p = sub.add_parser(
         "replay", help="re-fold a stored run and check it reaches the same state",
@@ -585,8 +590,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "routing, the close reason and the final state match what was recorded. "
                     "Exit 0 when they match, 1 when they diverge (the first difference is shown).")
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
-                   help=f"the SQLite WAL to read (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
+                   help=f"the WAL to read: a SQLite file (default {DEFAULT_DB}) or a "
+                        "PostgreSQL database (postgresql://...)")
     add_plugin_option(p)
 
 

@@ -1,7 +1,10 @@
 """Write-ahead log stores: every accepted envelope is appended here before delivery.
 
-One small interface (:class:`WalStore`) and two stores: :class:`MemoryStore` (tests,
-benchmarks) and :class:`SqliteStore` (one file, the default for ``flowc run``).
+One small interface (:class:`WalStore`) and three stores: :class:`MemoryStore` (tests,
+benchmarks), :class:`SqliteStore` (one file, the default for ``flowc run``) and
+:class:`~flowc.runtime.pgstore.PgStore` (a PostgreSQL database shared by several hub
+processes, ``--db postgresql://...``); :func:`flowc.runtime.stores.open_store` picks
+one from ``--db``.
 
 One writer per run: a hub takes a :class:`Lease` on a run before it writes to it
 (:meth:`WalStore.acquire`), renews it while it runs and releases it when done. A
@@ -9,9 +12,9 @@ lease has a holder, an expiry and a fencing token that grows by one each time th
 run changes hands; an append made with a lease that is no longer the run's current
 one is refused (:class:`LeaseError`), so a writer that lost its run (paused past its
 lease, or replaced by a resume) cannot write to it. A lease whose holder is a dead
-process on this host is free at once; any other lease is free when it expires. A
-PostgreSQL store implements the same methods with the lease as a row (or advisory
-lock) checked in the append's own transaction.
+process on this host is free at once; any other lease is free when it expires. The
+PostgreSQL store implements the same methods with the lease as a row locked and
+checked in the append's own statement.
 
 >>> store = MemoryStore()
 >>> from flowc.runtime.envelope import Envelope, EV_TEXT
@@ -34,7 +37,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -48,10 +51,10 @@ __all__ = [
     "SqliteStore",
     "WalError",
     "WalStore",
+    "decode_rows",
     "describe_holder",
     "holder_alive",
     "holder_id",
-    "open_store",
 ]
 
 #: how long a lease lasts unless renewed (a hub renews it every third of that)
@@ -297,6 +300,23 @@ _INSERT_FENCED = (
 )
 
 
+def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[Envelope]:
+    """``(row key, envelope JSON)`` rows of one run, in order -> its envelopes; a row that
+    is not an envelope of this run raises :class:`WalError` naming ``db``, the run, the
+    envelope's place and the row."""
+    out = []
+    for i, (seq, text) in enumerate(rows, start=1):
+        try:
+            env = Envelope.from_json(text)
+            if not isinstance(env.event_data, dict) or env.channel_id != channel_id:
+                raise ValueError("not an envelope of this run")
+        except (ValueError, TypeError, AttributeError, RecursionError) as err:
+            raise WalError(f"{db}: run {channel_id}: envelope {i} (row {seq}) is "
+                           f"damaged ({type(err).__name__}: {err})") from None
+        out.append(env)
+    return out
+
+
 class SqliteStore:
     """A WAL in one SQLite file; each append is its own committed transaction.
 
@@ -405,17 +425,7 @@ class SqliteStore:
             ).fetchall()
         except sqlite3.Error as err:
             raise self._fault(err, channel_id, "read the WAL") from None
-        out = []
-        for i, (seq, text) in enumerate(rows, start=1):
-            try:
-                env = Envelope.from_json(text)
-                if not isinstance(env.event_data, dict) or env.channel_id != channel_id:
-                    raise ValueError("not an envelope of this run")
-            except (ValueError, TypeError, AttributeError, RecursionError) as err:
-                raise WalError(f"{self.path}: run {channel_id}: envelope {i} (row {seq}) is "
-                               f"damaged ({type(err).__name__}: {err})") from None
-            out.append(env)
-        return iter(out)
+        return iter(decode_rows(self.path, channel_id, rows))
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
         column = "follows" if self._follows else "NULL"
@@ -520,14 +530,3 @@ class SqliteStore:
         # closing a connection whose file failed: nothing more to save
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
-
-
-def open_store(path: str | None) -> WalStore:
-    """``None`` or ``":memory:"`` gives a :class:`MemoryStore`, anything else a SQLite file.
-
-    >>> isinstance(open_store(":memory:"), MemoryStore)
-    True
-    """
-    if path is None or path == ":memory:":
-        return MemoryStore()
-    return SqliteStore(path)

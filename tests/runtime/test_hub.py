@@ -33,6 +33,7 @@ from flowc.runtime import (
     Turn,
 )
 from flowc.runtime.wal import WalError
+from tests.pgcluster import DURABLE, STORES, StoreMaker
 from tests.runtime.graphs import always, cond, ctx, frm, graph, rule, term, to, tool
 
 RR3 = graph("a", rule(always(), cond("round_robin")), default=term("round_robin_complete"),
@@ -46,9 +47,9 @@ def run(coro: Any) -> Any:
 # ── WAL stores ──────────────────────────────────────────────────────────────────
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_store_keeps_order_and_refuses_duplicates(kind: str, tmp_path: Path) -> None:
-    store = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "wal.db")
+@pytest.mark.parametrize("kind", STORES)
+def test_store_keeps_order_and_refuses_duplicates(kind: str, make_store: StoreMaker) -> None:
+    store = make_store(kind)
     for i in range(3):
         store.append(Envelope("c1", "a", None, EV_TEXT, {"i": i}, envelope_id=f"e{i}"))
     store.append(Envelope("c0", "a", ("b",), EV_TEXT, {}, envelope_id="x"))
@@ -59,14 +60,17 @@ def test_store_keeps_order_and_refuses_duplicates(kind: str, tmp_path: Path) -> 
     assert next(iter(store.read("c0"))).audience == ("b",)
 
 
-def test_sqlite_store_is_a_real_file_that_survives_reopening(tmp_path: Path) -> None:
-    path = tmp_path / "runs.db"
-    store = SqliteStore(path)
+@pytest.mark.parametrize("kind", DURABLE)
+def test_a_durable_store_survives_reopening(kind: str, make_store: StoreMaker,
+                                            tmp_path: Path) -> None:
+    store = make_store(kind)
     store.append(Envelope("c", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e"))
     store.close()
-    assert path.stat().st_size > 0
-    again = SqliteStore(path)
+    if kind == "sqlite":
+        assert (tmp_path / "wal.db").stat().st_size > 0
+    again = make_store(kind)
     assert [e.event_data for e in again.read("c")] == [{"text": "hi"}]
+    again.close()
 
 
 # ── admission ───────────────────────────────────────────────────────────────────
@@ -297,12 +301,12 @@ def test_long_runs_have_no_mailbox_limit() -> None:
 # ── hydrate and replay ──────────────────────────────────────────────────────────
 
 
-def test_hydrate_refolds_the_wal_and_the_run_continues(tmp_path: Path) -> None:
-    db = tmp_path / "wal.db"
+@pytest.mark.parametrize("kind", DURABLE)
+def test_hydrate_refolds_the_wal_and_the_run_continues(kind: str, make_store: StoreMaker) -> None:
     g = graph("a", rule(tool("save"), to("a")), rule(always(), cond("round_robin")), max_turns=5)
 
     async def first() -> str:
-        hub = await Hub.open(SqliteStore(db))
+        hub = await Hub.open(make_store(kind))
         a, b = hub.register_human("a"), hub.register_human("b")
         ch = await a.open("workflow", target=["b"], knobs={"graph": g, "context_vars": {"n": 0}})
         await ch.send("one")
@@ -315,7 +319,7 @@ def test_hydrate_refolds_the_wal_and_the_run_continues(tmp_path: Path) -> None:
     cid = run(first())
 
     async def second() -> None:
-        hub = await Hub.open(SqliteStore(db))
+        hub = await Hub.open(make_store(kind))
         assert await hub.hydrate() == [cid]
         c = hub.channel(cid)
         assert (c.state.turn_count, c.state.expected_next_speaker, c.state.context_vars) == \

@@ -16,6 +16,7 @@ import pytest
 from flowc.cli import main
 from flowc.runtime import EV_TEXT, Hub, MemoryStore, ProtocolError, SqliteStore
 from flowc.runtime.wal import LeaseError, WalStore, holder_alive, holder_id
+from tests.pgcluster import DURABLE, STORES, StoreMaker
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS = Path(__file__).with_name("resume_agents.py")
@@ -135,9 +136,9 @@ def test_a_writer_paused_past_its_lease_is_fenced_off(tmp_path: Path, flow: Path
     assert main(["replay", "last", "--db", str(db)]) == 0
 
 
-@pytest.mark.parametrize("make", [MemoryStore, "sqlite"])
-def test_lease_rules(tmp_path: Path, make: object) -> None:
-    store: WalStore = SqliteStore(tmp_path / "l.db") if make == "sqlite" else MemoryStore()
+@pytest.mark.parametrize("kind", STORES)
+def test_lease_rules(kind: str, make_store: StoreMaker) -> None:
+    store: WalStore = make_store(kind)
     from flowc.runtime.envelope import Envelope
 
     env = Envelope("r", "a", None, EV_TEXT, {"text": "x"}, envelope_id="e1")
@@ -178,20 +179,21 @@ def test_lease_rules(tmp_path: Path, make: object) -> None:
     store.close()
 
 
-def test_two_hubs_of_one_process_cannot_both_write_a_run(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+@pytest.mark.parametrize("kind", DURABLE)
+def test_two_hubs_of_one_process_cannot_both_write_a_run(kind: str,
+                                                          make_store: StoreMaker) -> None:
     graph = {"initial_speaker": "a", "max_turns": 100,
              "transitions": [{"when": {"name": "always", "args": {}},
                               "then": {"name": "round_robin", "args": {}}, "priority": 0}],
              "default_target": {"name": "terminate", "args": {"reason": "done"}}}
 
     async def main_() -> None:
-        one = await Hub.open(SqliteStore(db))
+        one = await Hub.open(make_store(kind))
         a = one.register_human("a")
         one.register_human("b")
         ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
         await ch.send("hi")
-        two = await Hub.open(SqliteStore(db))
+        two = await Hub.open(make_store(kind))
         assert await two.hydrate() == []  # left to the hub that holds it
         with pytest.raises(LeaseError, match=f"run {ch.channel_id} is being written"):
             await two.hydrate([ch.channel_id])
@@ -204,17 +206,19 @@ def test_two_hubs_of_one_process_cannot_both_write_a_run(tmp_path: Path) -> None
     asyncio.run(main_())
 
 
+@pytest.mark.parametrize("kind", DURABLE)
 @pytest.mark.parametrize("second_writer", ["stale", "unlinked"])
 def test_replay_finds_turns_that_do_not_follow_one_another(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], second_writer: str) -> None:
-    db = tmp_path / "two.db"
+        make_store: StoreMaker, capsys: pytest.CaptureFixture[str], second_writer: str,
+        kind: str) -> None:
+    db = make_store.db(kind)
     graph = {"initial_speaker": "a", "max_turns": 100,
              "transitions": [{"when": {"name": "always", "args": {}},
                               "then": {"name": "round_robin", "args": {}}, "priority": 0}],
              "default_target": {"name": "terminate", "args": {"reason": "done"}}}
 
     async def write() -> str:
-        hub = await Hub.open(SqliteStore(db))
+        hub = await Hub.open(make_store(kind))
         users = [hub.register_human(n) for n in "abc"]
         ch = await users[0].open("workflow", target=["b", "c"], knobs={"graph": graph},
                                  expectations=())
@@ -222,7 +226,7 @@ def test_replay_finds_turns_that_do_not_follow_one_another(
             await users[i % 3].send(ch.channel_id, f"t{i}")
         wal = hub.read_wal(ch.channel_id)
         await hub.close()
-        store = SqliteStore(db)
+        store = make_store(kind)
         if second_writer == "stale":
             # a writer whose view of the run ended at t2 writes t3 again (by the
             # speaker the run now waits for: only the link tells it apart)
@@ -235,7 +239,7 @@ def test_replay_finds_turns_that_do_not_follow_one_another(
         return ch.channel_id
 
     cid = asyncio.run(write())
-    assert main(["replay", cid, "--db", str(db)]) == 1
+    assert main(["replay", cid, "--db", db]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"{cid}: the WAL is broken at envelope 8 (second-writer)")
     if second_writer == "stale":
@@ -244,7 +248,7 @@ def test_replay_finds_turns_that_do_not_follow_one_another(
         assert "turn 7 does not follow the one before" in out
         assert "expects 'a' to speak, got 'b'" in out
     # and resume refuses to continue it
-    assert main(["resume", cid, "--db", str(db)]) == 1
+    assert main(["resume", cid, "--db", db]) == 1
     assert "the WAL is broken at envelope 8" in capsys.readouterr().err
 
 

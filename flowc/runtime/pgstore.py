@@ -1,0 +1,433 @@
+"""A write-ahead log in PostgreSQL, shared by several hub processes (``--db postgresql://...``).
+
+:class:`PgStore` implements :class:`~flowc.runtime.wal.WalStore` with the same records and
+guarantees as :class:`~flowc.runtime.wal.SqliteStore`, for hubs on one host or many:
+
+- every append is its own committed transaction (autocommit), done before the envelope is
+  delivered; a refused append (duplicate id, lost lease, stale ``follows``) writes nothing;
+- one writer per run: a run's lease is a row of ``flowc_lease`` (holder, fencing token,
+  expiry). A fenced append is ONE statement that locks that row (``SELECT ... FOR UPDATE``),
+  checks the token and the expiry and inserts only if both hold: a writer whose lease
+  expired or was taken over is refused, never merged. Expiry uses the database's clock
+  (``clock_timestamp()``), not the clock of each host;
+- turns follow one another: a fenced append that names the envelope it follows
+  (``follows``) is refused unless that is the run's last envelope, in the same statement;
+- the tables are made on first use, under an advisory lock (several processes may start
+  at once against an empty database).
+
+Tables (unqualified names: put them in a schema of your own with
+``?options=-csearch_path%3Dmyschema`` in the URL):
+
+- ``flowc_wal(seq, channel_id, envelope_id UNIQUE, event_type, envelope TEXT, follows)``: the
+  envelope as the exact JSON text the SQLite store keeps;
+- ``flowc_lease(channel_id PRIMARY KEY, holder, token, expires_at timestamptz)``: one row per
+  run a hub ever opened or took (a released lease has ``expires_at = -infinity``).
+
+Notifications (``LISTEN`` on a connection of your own; :func:`listen` makes one), sent when
+the writing transaction commits:
+
+- ``flowc_wal``: every append; payload JSON ``{"run": ID, "seq": N, "envelope": ID,
+  "event": TYPE}``;
+- ``flowc_run``: a run was opened (its first envelope, ``ag2.channel.opened``); payload the
+  run id;
+- ``flowc_free``: a run's lease was released (its hub closed it or gave it up); payload the
+  run id.
+
+A URL's password never appears in a message: :func:`redact` drops it.
+
+>>> redact("postgresql://alice:s3cret@db.example:5432/runs?sslmode=require&password=x")
+'postgresql://alice@db.example:5432/runs?sslmode=require'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from flowc.runtime.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.wal import (
+    LEASE_SECONDS,
+    Lease,
+    LeaseError,
+    WalError,
+    _held_message,
+    _lost,
+    decode_rows,
+    holder_alive,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = [
+    "NOTIFY_APPEND",
+    "NOTIFY_FREE",
+    "NOTIFY_RUN",
+    "PgStore",
+    "listen",
+    "parse_payload",
+    "redact",
+]
+
+#: the notification channel of every append (payload: JSON run, seq, envelope, event)
+NOTIFY_APPEND = "flowc_wal"
+#: the notification channel of every new run (payload: the run id)
+NOTIFY_RUN = "flowc_run"
+#: the notification channel of every released lease (payload: the run id)
+NOTIFY_FREE = "flowc_free"
+
+#: the advisory lock key under which the tables are made (``flowc`` in ASCII)
+_SCHEMA_LOCK = 0x666C6F7763
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS flowc_wal (
+    seq         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    channel_id  TEXT NOT NULL,
+    envelope_id TEXT NOT NULL UNIQUE,
+    event_type  TEXT NOT NULL,
+    envelope    TEXT NOT NULL,
+    follows     TEXT
+);
+CREATE INDEX IF NOT EXISTS flowc_wal_channel ON flowc_wal (channel_id, seq);
+CREATE INDEX IF NOT EXISTS flowc_wal_closed ON flowc_wal (channel_id)
+    WHERE event_type = '{EV_CHANNEL_CLOSED}';
+CREATE TABLE IF NOT EXISTS flowc_lease (
+    channel_id  TEXT PRIMARY KEY,
+    holder      TEXT NOT NULL,
+    token       BIGINT NOT NULL,
+    expires_at  TIMESTAMPTZ NOT NULL
+);
+"""
+
+#: after the INSERT: the notifications, sent only if a row was written
+_NOTIFY = f"""
+SELECT seq,
+       pg_notify('{NOTIFY_APPEND}', json_build_object(
+           'run', %(c)s::text, 'seq', seq, 'envelope', %(e)s::text, 'event', %(ty)s::text)::text),
+       CASE WHEN %(ty)s = '{EV_CHANNEL_OPENED}' THEN pg_notify('{NOTIFY_RUN}', %(c)s) END
+FROM ins
+"""
+
+_APPEND = """
+WITH ins AS (
+    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows)
+    VALUES (%(c)s, %(e)s, %(ty)s, %(env)s, %(f)s)
+    RETURNING seq
+)""" + _NOTIFY
+
+#: the fenced append: the lease row is locked, then the row is written only while the lease
+#: is the run's current, live one and (given ``follows``) the run's last envelope is it
+_APPEND_FENCED = """
+WITH held AS (
+    SELECT 1 FROM flowc_lease
+    WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > clock_timestamp()
+    FOR UPDATE
+), ins AS (
+    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows)
+    SELECT %(c)s, %(e)s, %(ty)s, %(env)s, %(f)s
+    WHERE EXISTS (SELECT 1 FROM held)
+      AND (%(f)s::text IS NULL OR %(f)s::text IS NOT DISTINCT FROM (
+          SELECT envelope_id FROM flowc_wal WHERE channel_id = %(c)s
+          ORDER BY seq DESC LIMIT 1))
+    RETURNING seq
+)""" + _NOTIFY
+
+_LEASE_COLUMNS = ("holder, token, extract(epoch FROM expires_at)::float8, "
+                  "expires_at > clock_timestamp()")
+
+_URL = re.compile(r"^(postgres(?:ql)?://)([^@/?#]*@)?", re.IGNORECASE)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (in the user part or as a ``password=`` parameter)."""
+    m = _URL.match(url)
+    if m is None:
+        return url
+    user = m.group(2) or ""
+    if ":" in user:
+        user = user[:user.index(":")] + "@"
+    rest = url[m.end():]
+    base, sep, query = rest.partition("?")
+    if sep:
+        kept = [p for p in query.split("&") if p and not p.lower().startswith("password=")]
+        rest = base + ("?" + "&".join(kept) if kept else "")
+    return m.group(1) + user + rest
+
+
+def _password(url: str) -> str | None:
+    m = _URL.match(url)
+    user = (m.group(2) or "") if m is not None else ""
+    if ":" in user:
+        return user[user.index(":") + 1:-1] or None
+    found = re.search(r"[?&]password=([^&#]*)", url, re.IGNORECASE)
+    return found.group(1) or None if found else None
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise WalError("a postgresql:// database needs the psycopg package: "
+                       "pip install 'flowc[postgres]'") from None
+    return psycopg
+
+
+def listen(url: str, *channels: str) -> psycopg.Connection[Any]:
+    """A new autocommit connection listening on ``channels`` (default: all three); read with
+    ``conn.notifies(timeout=...)``. :class:`WalError` naming the URL if it cannot connect."""
+    psycopg = _import_psycopg()
+    shown = redact(url)
+    try:
+        conn = psycopg.connect(url, autocommit=True, application_name="flowc")
+        for channel in channels or (NOTIFY_APPEND, NOTIFY_RUN, NOTIFY_FREE):
+            conn.execute(f'LISTEN "{channel}"')
+    except psycopg.Error as err:
+        raise WalError(f"{shown}: cannot listen ({_first_line(err, url)})") from None
+    return conn  # type: ignore[no-any-return]
+
+
+def _first_line(err: BaseException, url: str) -> str:
+    text = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    text = text.removeprefix("connection failed: ").removeprefix("connection is bad: ")
+    text = text.replace(url, redact(url))
+    secret = _password(url)
+    return text.replace(secret, "***") if secret else text
+
+
+class PgStore:
+    """A WAL in a PostgreSQL database (see the module's description).
+
+    ``PgStore(url)`` connects (``postgresql://`` or ``postgres://``, anything libpq takes),
+    then makes the tables if they are missing. ``readonly=True`` (``flowc log``,
+    ``flowc replay``) makes nothing and opens read-only transactions; a database without
+    the tables then holds no runs. A connection lost (the server restarted) fails the call
+    in flight with a :class:`WalError`, and the next call connects again. Every fault is a
+    :class:`WalError` naming the URL without its password and, where there is one, the run.
+    """
+
+    def __init__(self, url: str, *, readonly: bool = False, connect_timeout: int = 10) -> None:
+        self._psycopg = _import_psycopg()
+        self.url = url
+        #: the URL as messages show it (no password)
+        self.path = redact(url)
+        self.readonly = readonly
+        self._connect_timeout = connect_timeout
+        self._conn: psycopg.Connection[Any] | None = None
+        self._tables = False
+        self._connect()
+
+    # ── the connection ──────────────────────────────────────────────────────────
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        pg = self._psycopg
+        try:
+            conn = pg.connect(self.url, autocommit=True, application_name="flowc",
+                              connect_timeout=self._connect_timeout)
+        except (pg.ProgrammingError, ValueError) as err:  # libpq's or psycopg's URL parse
+            raise WalError(f"{self.path}: not a valid database URL "
+                           f"({_first_line(err, self.url)})") from None
+        except pg.Error as err:
+            raise WalError(f"{self.path}: cannot connect to the database "
+                           f"({_first_line(err, self.url)})") from None
+        try:
+            if self.readonly:
+                conn.execute("SET default_transaction_read_only = on")
+                self._tables = conn.execute(
+                    "SELECT to_regclass('flowc_wal') IS NOT NULL").fetchone() == (True,)
+            elif not self._tables:
+                self._make_tables(conn)
+        except pg.Error as err:
+            conn.close()
+            raise WalError(f"{self.path}: cannot open the run database "
+                           f"({_first_line(err, self.url)})") from None
+        self._conn = conn
+        return conn  # type: ignore[no-any-return]
+
+    def _make_tables(self, conn: psycopg.Connection[Any]) -> None:
+        present = conn.execute(
+            "SELECT to_regclass('flowc_wal') IS NOT NULL AND to_regclass('flowc_lease') "
+            "IS NOT NULL AND to_regclass('flowc_wal_closed') IS NOT NULL").fetchone()
+        if present != (True,):
+            # CREATE ... IF NOT EXISTS is not safe against itself: one maker at a time
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                conn.execute(_SCHEMA)
+        self._tables = True
+
+    def _db(self) -> psycopg.Connection[Any]:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._conn = None
+            conn = self._connect()
+        return conn
+
+    def _fault(self, err: BaseException, channel_id: str | None, what: str) -> WalError:
+        run = f"run {channel_id}: " if channel_id else ""
+        return WalError(f"{self.path}: {run}cannot {what} ({_first_line(err, self.url)})")
+
+    def _query(self, sql: str, params: Any, channel_id: str | None,
+               what: str) -> list[tuple[Any, ...]]:
+        conn = self._db()
+        try:
+            return conn.execute(sql, params).fetchall()
+        except self._psycopg.Error as err:
+            raise self._fault(err, channel_id, what) from None
+
+    # ── the WAL ─────────────────────────────────────────────────────────────────
+
+    def append(self, envelope: Envelope, lease: Lease | None = None,
+               follows: str | None = None) -> None:
+        cid = envelope.channel_id
+        if lease is not None and lease.channel_id != cid:
+            raise _lost(lease, None)
+        params = {"c": cid, "e": envelope.envelope_id, "ty": envelope.event_type,
+                  "env": envelope.to_json(), "f": follows,
+                  "t": lease.token if lease is not None else None}
+        conn = self._db()
+        try:
+            row = conn.execute(_APPEND if lease is None else _APPEND_FENCED,
+                               params).fetchone()
+        except self._psycopg.errors.UniqueViolation:
+            raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
+        except self._psycopg.Error as err:
+            raise self._fault(err, cid, "write the WAL") from None
+        if row is not None:
+            return
+        assert lease is not None  # an unfenced append always writes its row
+        current = self._lease_row(cid)
+        if current is not None and current[0].token == lease.token and current[1] \
+                and follows is not None:
+            last = self._query(
+                "SELECT envelope_id FROM flowc_wal WHERE channel_id = %s "
+                "ORDER BY seq DESC LIMIT 1", (cid,), cid, "read the WAL")
+            raise LeaseError(
+                f"run {cid}: envelope {envelope.envelope_id} was written after {follows}, but "
+                f"the run's last envelope is {last[0][0] if last else 'none'}: another "
+                "writer appended to it; this write is refused", cid, current[0].holder)
+        raise _lost(lease, current[0] if current is not None else None)
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        if not self._tables:
+            return iter(())
+        rows = self._query("SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s "
+                           "ORDER BY seq", (channel_id,), channel_id, "read the WAL")
+        return iter(decode_rows(self.path, channel_id, rows))
+
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        if not self._tables:
+            return []
+        rows = self._query("SELECT envelope_id, follows FROM flowc_wal WHERE channel_id = %s "
+                           "ORDER BY seq", (channel_id,), channel_id, "read the WAL")
+        return [(row[0], row[1]) for row in rows]
+
+    def channel_ids(self) -> list[str]:
+        if not self._tables:
+            return []
+        rows = self._query("SELECT channel_id FROM flowc_wal GROUP BY channel_id "
+                           "ORDER BY MIN(seq)", (), None, "read the WAL")
+        return [row[0] for row in rows]
+
+    def open_runs(self) -> list[tuple[str, Lease | None]]:
+        """Every run a hub opened that has no close yet, oldest first, with its live lease
+        (``None`` when the run is free to take: never leased, released, expired, or held
+        by a dead process on this host). What a worker looks for."""
+        if not self._tables:
+            return []
+        rows = self._query(
+            f"SELECT l.channel_id, {_LEASE_COLUMNS} FROM flowc_lease l "
+            "WHERE EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id) "
+            "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id "
+            f"AND w.event_type = '{EV_CHANNEL_CLOSED}') "
+            "ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)",
+            (), None, "read the runs' leases")
+        out: list[tuple[str, Lease | None]] = []
+        for cid, holder, token, expires, live in rows:
+            lease = Lease(cid, holder, int(token), float(expires))
+            out.append((cid, lease if live and holder_alive(holder) is not False else None))
+        return out
+
+    # ── leases ──────────────────────────────────────────────────────────────────
+
+    def _lease_row(self, channel_id: str) -> tuple[Lease, bool] | None:
+        """The run's lease row and whether it is unexpired by the database's clock."""
+        if not self._tables:
+            return None
+        rows = self._query(f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s",
+                           (channel_id,), channel_id, "read its lease")
+        if not rows:
+            return None
+        holder, token, expires, live = rows[0]
+        return Lease(channel_id, holder, int(token), float(expires)), bool(live)
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        conn = self._db()
+        try:
+            with conn.transaction():
+                conn.execute(
+                    "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
+                    "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",
+                    (channel_id,))
+                current_holder, token, expires, live = conn.execute(
+                    f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s "
+                    "FOR UPDATE", (channel_id,)).fetchone()  # type: ignore[misc]
+                if live and current_holder != holder \
+                        and holder_alive(current_holder) is not False:
+                    raise LeaseError(_held_message(channel_id, current_holder, expires),
+                                     channel_id, current_holder)
+                token, expires = conn.execute(  # type: ignore[misc]
+                    "UPDATE flowc_lease SET holder = %s, token = token + 1, "
+                    "expires_at = clock_timestamp() + make_interval(secs => %s) "
+                    "WHERE channel_id = %s "
+                    "RETURNING token, extract(epoch FROM expires_at)::float8",
+                    (holder, seconds, channel_id)).fetchone()
+        except self._psycopg.Error as err:
+            raise self._fault(err, channel_id, "take its lease") from None
+        return Lease(channel_id, holder, int(token), float(expires))
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        rows = self._query(
+            "UPDATE flowc_lease SET expires_at = clock_timestamp() + make_interval(secs => %s) "
+            "WHERE channel_id = %s AND token = %s "
+            "RETURNING extract(epoch FROM expires_at)::float8",
+            (seconds, lease.channel_id, lease.token), lease.channel_id, "renew its lease")
+        if not rows:
+            current = self._lease_row(lease.channel_id)
+            raise _lost(lease, current[0] if current is not None else None)
+        return attrs.evolve(lease, expires_at=float(rows[0][0]))
+
+    def release(self, lease: Lease) -> None:
+        self._query(
+            "WITH gone AS (UPDATE flowc_lease SET expires_at = '-infinity' "
+            "WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > '-infinity' "
+            "RETURNING channel_id) "
+            f"SELECT pg_notify('{NOTIFY_FREE}', channel_id) FROM gone",
+            {"c": lease.channel_id, "t": lease.token}, lease.channel_id, "release its lease")
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        current = self._lease_row(channel_id)
+        if current is None or not current[1] or holder_alive(current[0].holder) is False:
+            return None
+        return current[0]
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def parse_payload(payload: str) -> dict[str, Any]:
+    """A ``flowc_wal`` notification's payload as a dict (``run``, ``seq``, ``envelope``,
+    ``event``)."""
+    value = json.loads(payload)
+    if not isinstance(value, dict):
+        raise ValueError(f"not a flowc_wal payload: {payload!r}")
+    return value

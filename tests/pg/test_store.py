@@ -1,0 +1,273 @@
+"""The PostgreSQL store: fencing between holders, the database's clock, refusals that change
+nothing, notifications, tables made once under concurrency, reconnection.
+
+The rules every store shares (order, duplicates, leases, hydrate, replay of a two-writer WAL)
+run against PostgreSQL too, in tests/runtime (parametrized over tests.pgcluster.STORES).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import attrs
+import psycopg
+import pytest
+
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_TEXT, Envelope
+from flowc.runtime.pgstore import NOTIFY_APPEND, NOTIFY_FREE, NOTIFY_RUN, PgStore, listen
+from flowc.runtime.wal import LeaseError, WalError
+from tests.pgcluster import PgCluster
+
+A = "host-a.example:101:5:hub-a"  # holders on other hosts: only expiry frees their leases
+B = "host-b.example:202:7:hub-b"
+
+
+def _env(cid: str, eid: str, event: str = EV_TEXT, **data: Any) -> Envelope:
+    return Envelope(cid, "a", None, event, data or {"text": eid}, envelope_id=eid)
+
+
+def _ids(store: PgStore, cid: str) -> list[str]:
+    return [e.envelope_id for e in store.read(cid)]
+
+
+def _notices(conn: psycopg.Connection[Any], wait: float = 0.3) -> list[tuple[str, str]]:
+    return [(n.channel, n.payload) for n in conn.notifies(timeout=wait)]
+
+
+def test_an_expired_lease_cannot_append_and_a_taken_one_neither(pg_dsn: str) -> None:
+    one, two = PgStore(pg_dsn), PgStore(pg_dsn)  # two holders, two connections
+    lease = one.acquire("r", A, 0.5)
+    one.append(_env("r", "e1"), lease)
+    with pytest.raises(LeaseError, match="run r is being written by another hub"):
+        two.acquire("r", B, 30)
+    time.sleep(0.6)
+    # expired, not yet taken: refused all the same
+    with pytest.raises(LeaseError, match="lease expired"):
+        one.append(_env("r", "e2"), lease, "e1")
+    taken = two.acquire("r", B, 30)
+    assert taken.token == lease.token + 1
+    with pytest.raises(LeaseError, match=r"taken over by another hub \(hub-b, pid 202"):
+        one.append(_env("r", "e3"), lease, "e1")
+    with pytest.raises(LeaseError, match="taken over"):
+        one.renew(lease)
+    two.append(_env("r", "e4"), taken, "e1")
+    assert _ids(one, "r") == _ids(two, "r") == ["e1", "e4"]
+    assert one.lease_of("r") == taken
+
+
+def test_a_writer_racing_a_takeover_is_refused_from_the_takeover_on(pg_dsn: str) -> None:
+    """A holder appends as fast as it can while another takes the run over as soon as the
+    lease expires: every envelope of the first comes before the taker's first one."""
+    first, taker = PgStore(pg_dsn), PgStore(pg_dsn)
+    lease = first.acquire("r", A, 0.3)
+    first.append(_env("r", "a0"), lease)
+    written: list[str] = []
+    refused: list[str] = []
+
+    def write() -> None:
+        last = "a0"
+        for i in range(1, 100_000):
+            try:
+                first.append(_env("r", f"a{i}"), lease, last)
+            except LeaseError as err:
+                refused.append(str(err))
+                return
+            last = f"a{i}"
+            written.append(last)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            taken = taker.acquire("r", B, 30)
+            break
+        except LeaseError:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    thread.join(20)
+    assert refused and written
+    wal = _ids(taker, "r")
+    assert wal == ["a0", *written]  # nothing of the first after its last acknowledged write
+    taker.append(_env("r", "b0"), taken, wal[-1])
+    assert _ids(taker, "r")[-1] == "b0"
+
+
+def test_expiry_is_the_databases_clock_not_this_hosts(
+        pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = PgStore(pg_dsn)
+    lease = store.acquire("r", A, 30)
+    real = time.time
+    # this host's clock runs an hour ahead: the lease is still live for the database
+    monkeypatch.setattr(time, "time", lambda: real() + 3600)
+    assert store.lease_of("r") == lease
+    store.append(_env("r", "e1"), lease)
+    with pytest.raises(LeaseError, match="being written by another hub"):
+        PgStore(pg_dsn).acquire("r", B, 30)
+    # and an hour behind: an expired lease is expired
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)
+    short = store.acquire("s", A, 0.2)
+    time.sleep(0.3)
+    assert store.lease_of("s") is None
+    with pytest.raises(LeaseError, match="lease expired"):
+        store.append(_env("s", "s1"), short)
+    now = store._query("SELECT extract(epoch FROM now())::float8", (), None, "x")[0][0]
+    assert abs(lease.expires_at - (now + 30)) < 5  # the database's time, not this host's
+
+
+def test_a_refused_envelope_changes_nothing_and_notifies_nobody(pg_dsn: str) -> None:
+    store = PgStore(pg_dsn)
+    lease = store.acquire("r", A, 30)
+    store.append(_env("r", "e0", EV_CHANNEL_OPENED, metadata={}), lease)
+    store.append(_env("r", "e1"), lease, "e0")
+    watcher = listen(pg_dsn)
+    before = (_ids(store, "r"), store.links("r"), store.channel_ids(), store.lease_of("r"))
+    with pytest.raises(WalError, match="duplicate envelope id 'e1'"):
+        store.append(_env("r", "e1"), lease, "e1")
+    # a stale view of the run: written after e0, but e1 is the last envelope now
+    with pytest.raises(LeaseError, match="was written after e0, but the run's last envelope "
+                                         "is e1: another writer appended"):
+        store.append(_env("r", "e2"), lease, "e0")
+    with pytest.raises(LeaseError):
+        store.append(_env("r", "e3"), attrs.evolve(lease, token=lease.token + 7), "e1")
+    with pytest.raises(LeaseError):  # a lease of another run
+        store.append(_env("r", "e4"), store.acquire("other", A, 30), "e1")
+    assert (_ids(store, "r"), store.links("r"), store.channel_ids(),
+            store.lease_of("r")) == before
+    assert _notices(watcher) == []
+    watcher.close()
+
+
+def test_notifications_of_a_new_run_an_append_and_a_release(pg_dsn: str) -> None:
+    store = PgStore(pg_dsn)
+    watcher = listen(pg_dsn)
+    runs_only = listen(pg_dsn, NOTIFY_RUN)
+    lease = store.acquire("r", A, 30)
+    store.append(_env("r", "e0", EV_CHANNEL_OPENED, metadata={}), lease)
+    store.append(_env("r", "e1"), lease, "e0")
+    store.release(lease)
+    store.release(lease)  # released already: nothing happens, nobody is told
+    got = _notices(watcher)
+    assert [c for c, _ in got] == [NOTIFY_APPEND, NOTIFY_RUN, NOTIFY_APPEND, NOTIFY_FREE]
+    first, second = json.loads(got[0][1]), json.loads(got[2][1])
+    assert first == {"run": "r", "seq": first["seq"], "envelope": "e0",
+                     "event": EV_CHANNEL_OPENED}
+    assert second["envelope"] == "e1" and second["seq"] > first["seq"]
+    assert got[1][1] == got[3][1] == "r"
+    assert _notices(runs_only) == [(NOTIFY_RUN, "r")]
+
+
+def test_notifications_are_sent_only_when_the_append_commits(pg_dsn: str) -> None:
+    store = PgStore(pg_dsn)
+    watcher = listen(pg_dsn, NOTIFY_APPEND)
+    other = psycopg.connect(pg_dsn, autocommit=True)
+    lease = store.acquire("r", A, 30)
+    # another session holds the lease row: the append waits for it, unseen until done
+    with other.transaction():
+        other.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+        thread = threading.Thread(target=store.append, args=(_env("r", "e1"), lease))
+        thread.start()
+        time.sleep(0.3)
+        assert thread.is_alive() and _notices(watcher, 0.1) == []
+    thread.join(10)
+    assert [json.loads(p)["envelope"] for _, p in _notices(watcher)] == ["e1"]
+
+
+def test_tables_are_made_once_by_many_processes_starting_together(pg_dsn: str) -> None:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def start() -> None:
+        try:
+            barrier.wait()
+            PgStore(pg_dsn).close()
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    with psycopg.connect(pg_dsn) as conn:
+        tables = conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'flowc%' "
+                              "ORDER BY 1").fetchall()
+    assert tables == [("flowc_lease",), ("flowc_wal",)]
+
+
+def test_readonly_makes_nothing_and_writes_nothing(pg_dsn: str) -> None:
+    reader = PgStore(pg_dsn, readonly=True)
+    assert reader.channel_ids() == [] and list(reader.read("r")) == []
+    assert reader.lease_of("r") is None and reader.links("r") == []
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT to_regclass('flowc_wal')").fetchone() == (None,)
+    writer = PgStore(pg_dsn)
+    writer.append(_env("r", "e1"))
+    reader = PgStore(pg_dsn, readonly=True)
+    assert _ids(reader, "r") == ["e1"]
+    with pytest.raises(WalError, match="read-only transaction"):
+        reader.append(_env("r", "e2"))
+
+
+def test_a_damaged_row_is_named(pg_dsn: str) -> None:
+    store = PgStore(pg_dsn)
+    store.append(_env("r", "e1"))
+    store.append(_env("r", "e2"))
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE flowc_wal SET envelope = '{not json' WHERE envelope_id = 'e2'")
+    with pytest.raises(WalError, match=r"/t_\d+: run r: envelope 2 \(row \d+\) is damaged"):
+        list(store.read("r"))
+
+
+def test_open_runs_lists_the_runs_a_worker_may_take(pg_dsn: str) -> None:
+    store = PgStore(pg_dsn)
+    live = store.acquire("live", A, 30)
+    store.append(_env("live", "l0", EV_CHANNEL_OPENED, metadata={}), live)
+    free = store.acquire("free", A, 0.1)
+    store.append(_env("free", "f0", EV_CHANNEL_OPENED, metadata={}), free)
+    done = store.acquire("done", A, 30)
+    store.append(_env("done", "d0", EV_CHANNEL_OPENED, metadata={}), done)
+    store.append(_env("done", "d1", "ag2.channel.closed", reason="x"), done, "d0")
+    ghost = subprocess.run([sys.executable, "-c", "from flowc.runtime.wal import holder_id;"
+                            "print(holder_id('hub-dead'))"], capture_output=True, text=True,
+                           check=True).stdout.strip()  # a process of this host, now dead
+    store.append(_env("dead", "x0", EV_CHANNEL_OPENED, metadata={}),
+                 store.acquire("dead", ghost, 30))
+    store.acquire("empty", A, 30)  # taken, nothing written: no run yet
+    time.sleep(0.2)
+    assert store.open_runs() == [("live", live), ("free", None), ("dead", None)]
+
+
+def test_a_restarted_server_fails_the_call_in_flight_and_the_next_reconnects() -> None:
+    with PgCluster() as cluster:
+        dsn = cluster.create_database()
+        store = PgStore(dsn)
+        lease = store.acquire("r", A, 60)
+        store.append(_env("r", "e1"), lease)
+        cluster.stop()
+        with pytest.raises(WalError) as info:
+            store.append(_env("r", "e2"), lease, "e1")
+        assert str(info.value).startswith(f"{dsn}: run r: cannot write the WAL (")
+        with pytest.raises(WalError, match=r"cannot connect to the database \(connection to "
+                                           r"server at \"127\.0\.0\.1\""):
+            store.read("r")
+        cluster.start()
+        store.append(_env("r", "e2"), lease, "e1")  # the lease outlived the restart
+        assert _ids(store, "r") == ["e1", "e2"]
+
+
+def test_an_unreachable_server_or_bad_url_is_a_clean_error_without_the_password() -> None:
+    with pytest.raises(WalError) as info:
+        PgStore("postgresql://alice:hunter2@127.0.0.1:1/runs", connect_timeout=5)
+    assert str(info.value).startswith("postgresql://alice@127.0.0.1:1/runs: cannot connect "
+                                      "to the database (connection to server at")
+    with pytest.raises(WalError) as info:
+        PgStore("postgres://alice:hunter2@[::1/runs")
+    assert str(info.value).startswith("postgres://alice@[::1/runs: not a valid database URL")
+    assert "hunter2" not in str(info.value)
