@@ -20,7 +20,8 @@ from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
 from flowc.inputs import DataError
 from flowc.runtime.script import ScriptError
-from flowc.runtime.wal import WalError, WalStore, open_store
+from flowc.runtime.stores import open_store
+from flowc.runtime.wal import WalError, WalStore
 
 DEFAULT_DB = ".flowc/runs.db"
 

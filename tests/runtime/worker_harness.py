@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from flowc.runtime.envelope import EV_CHANNEL_CLOSED, Envelope
-from flowc.runtime.wal import WalStore, open_store
+from flowc.runtime.stores import open_store
+from flowc.runtime.wal import WalStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
