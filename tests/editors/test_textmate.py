@@ -10,7 +10,9 @@ through the engine VS Code itself uses (vscode-textmate with Oniguruma, from npm
 - the keywords of the Lark grammar are exactly the words the TextMate grammar highlights as
   keywords, and on every flow of the repository (examples, the language reference, test cases)
   each token Lark reads as a keyword is highlighted as one, and each name as a name, never as
-  a keyword.
+  a keyword;
+- on those flows, every name that Lark's parse tree says is a speaker, a tool or a context key
+  is coloured as one, wherever the line breaks fall.
 """
 
 from __future__ import annotations
@@ -214,4 +216,54 @@ def test_lark_and_the_textmate_grammar_agree_on_every_flow(npm_tools: Path) -> N
             if not ok:
                 wrong.append(f"{label}:{line + 1}:{column + 1}: {tok.type} {str(tok)!r} is {scopes[1:]}")
     assert checked > 5000
+    assert wrong == []
+
+
+SPEAKER = "entity.name.type.speaker.flow"
+TOOL = "entity.name.function.tool.flow"
+KEY = "variable.other.key.flow"
+#: for each rule of the Lark grammar, the role of its `name` children in order; the last role
+#: repeats for the rest (a list of speakers, of keys)
+ROLES: dict[str, list[str]] = {
+    "speaker_decl": [SPEAKER], "speaker_item": [SPEAKER], "start_decl": [SPEAKER],
+    "initiator_decl": [SPEAKER], "from_cond": [SPEAKER], "speaker_target": [SPEAKER],
+    "sequence_decl": [SPEAKER], "round_robin_decl": [SPEAKER], "handoff_effect": [SPEAKER],
+    "bare_handoff": [SPEAKER], "result_speaker": [SPEAKER], "expect_next": [SPEAKER],
+    "say_turn": [SPEAKER], "call_turn": [SPEAKER, TOOL], "set_turn": [SPEAKER],
+    "clear_turn": [SPEAKER, KEY], "handoff_turn": [SPEAKER, SPEAKER], "finish_turn": [SPEAKER],
+    "tool_decl": [TOOL], "tool_cond": [TOOL],
+    "writes_decl": [KEY], "set_effect": [KEY], "clear_effect": [KEY], "context_entry": [KEY],
+    "context_cond": [KEY], "assign": [KEY], "expect_context": [KEY],
+}
+
+
+def roles_in(tree: lark.Tree[Any]) -> list[tuple[lark.Token, str]]:
+    out = []
+    for sub in tree.iter_subtrees():
+        roles = ROLES.get(str(sub.data))
+        if roles is None:
+            continue
+        names = [c for c in sub.children if isinstance(c, lark.Tree) and c.data == "name"]
+        for i, name in enumerate(names):
+            out.append((name.children[0], roles[min(i, len(roles) - 1)]))
+    return out
+
+
+def test_every_name_is_coloured_as_what_it_names(npm_tools: Path) -> None:
+    assert set(ROLES) <= grammar_rules()
+    parsed = []
+    for label, text in corpus():
+        try:
+            parsed.append((label, text, roles_in(lark_parser().parse(text))))
+        except lark.exceptions.LarkError:
+            continue
+    wrong = []
+    checked = 0
+    for (label, _text, roles), tm_tokens in zip(parsed, tokenize([t for _, t, _ in parsed]), strict=True):
+        for tok, role in roles:
+            tm = scope_at(tm_tokens, (tok.line or 1) - 1, (tok.column or 1) - 1)
+            checked += 1
+            if role not in tm["scopes"]:
+                wrong.append(f"{label}:{tok.line}:{tok.column}: {str(tok)!r} should be {role}, is {tm['scopes'][1:]}")
+    assert checked > 2000
     assert wrong == []
