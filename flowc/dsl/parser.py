@@ -196,6 +196,22 @@ def _parse_fast(text: str) -> Any:
         return None
 
 
+def tokens(text: str) -> Iterator[Token]:
+    """The tokens of ``text`` as the parser sees them (keywords typed by their own
+    terminal, comments and blanks left out), up to the first character no token
+    starts with. For tools that read a flow token by token: the language server's
+    highlighting and completion.
+
+    >>> [(t.type, str(t)) for t in tokens('when from a then "b" # c')]
+    [('WHEN', 'when'), ('FROM', 'from'), ('NAME', 'a'), ('THEN', 'then'), ('STRING', '"b"')]
+    """
+    lexer = _driver()[3]
+    try:
+        yield from lexer.lex(text)
+    except UnexpectedCharacters:
+        return
+
+
 class _TooDeep(Exception):
     def __init__(self, span: Span):
         self.span = span

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -20,12 +20,15 @@ from flowc.compiler import model as m
 from flowc.compiler.describe import rule_label, transition_text
 from flowc.compiler.lower import CompiledFlow
 from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name
+from flowc.dsl.parser import KEYWORDS, tokens
 from flowc.source import SourceFile, Span
 
 #: what a name written in a flow refers to
 SPEAKER, TOOL, KEY, CONDITION, TARGET = "speaker", "tool", "context key", "condition", "target"
 
 _CODE = re.compile(r"\b[EWIMX]\d{3}\b")
+_PLAIN_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_]|-(?!>))*\Z")
 
 
 @attrs.frozen
@@ -36,22 +39,41 @@ class Occurrence:
     name: str
     span: Span
     definition: bool = False
+    #: written as a JSON string (a speaker passed to a custom call's `speaker` parameter)
+    literal: bool = False
 
 
-def _names(node: Any) -> Iterator[Occurrence]:
+class Refused(Exception):
+    """A rename that would break the flow: the message says why, for the editor to show."""
+
+
+@attrs.frozen
+class _Walk:
+    """What a walk over the statements needs besides the nodes: the text, and each
+    custom condition's and target's parameter types, so that a speaker passed as an
+    argument (``pick(who = "reviewer")``) counts as a use."""
+
+    text: str
+    types: Mapping[str, Mapping[str, str]]
+
+
+def _names(node: Any, ctx: _Walk) -> Iterator[Occurrence]:
     """Every name in a statement (or part of one) with its kind, in source order."""
     if isinstance(node, n.SpeakerDecl):
         yield Occurrence(SPEAKER, node.name.value, node.name.span, True)
         for tool in node.tools:
-            yield from _names(tool)
+            yield from _names(tool, ctx)
+        for writes in node.writes:
+            for key in writes.keys:
+                yield Occurrence(KEY, key.value, key.span)
     elif isinstance(node, n.SpeakersDecl):
         for sp in node.speakers:
-            yield from _names(sp)
+            yield from _names(sp, ctx)
     elif isinstance(node, n.ToolDecl):
         yield Occurrence(TOOL, node.name.value, node.name.span, True)
         for alt in node.alternatives:
             for effect in alt:
-                yield from _names(effect)
+                yield from _names(effect, ctx)
     elif isinstance(node, (n.SetEffect, n.ClearEffect)):
         yield Occurrence(KEY, node.key.value, node.key.span)
     elif isinstance(node, (n.HandoffEffect, n.HandoffTurn)):
@@ -65,10 +87,10 @@ def _names(node: Any) -> Iterator[Occurrence]:
         for entry in node.entries:
             yield Occurrence(KEY, entry.key.value, entry.key.span, True)
     elif isinstance(node, n.Rule):
-        yield from _names(node.cond)
-        yield from _names(node.target)
+        yield from _names(node.cond, ctx)
+        yield from _names(node.target, ctx)
     elif isinstance(node, n.Otherwise):
-        yield from _names(node.target)
+        yield from _names(node.target, ctx)
     elif isinstance(node, n.FromCond):
         for who in node.speakers:
             yield Occurrence(SPEAKER, who.value, who.span)
@@ -76,15 +98,17 @@ def _names(node: Any) -> Iterator[Occurrence]:
         yield Occurrence(TOOL, node.tool.value, node.tool.span)
     elif isinstance(node, (n.ContextCond, n.ExpectContext)):
         yield Occurrence(KEY, node.key.value, node.key.span)
-    elif isinstance(node, n.CallCond):
-        yield Occurrence(CONDITION, node.name.value, node.name.span)
-    elif isinstance(node, n.CallTarget):
-        yield Occurrence(TARGET, node.name.value, node.name.span)
+    elif isinstance(node, (n.CallCond, n.CallTarget)):
+        kind = CONDITION if isinstance(node, n.CallCond) else TARGET
+        yield Occurrence(kind, node.name.value, node.name.span)
+        declared = ctx.types.get(node.name.value, {})
+        for arg in node.args:
+            yield from _speaker_values(arg.value, declared.get(arg.name.value), ctx.text)
     elif isinstance(node, (n.AndCond, n.OrCond)):
         for part in node.items:
-            yield from _names(part)
+            yield from _names(part, ctx)
     elif isinstance(node, n.NotCond):
-        yield from _names(node.item)
+        yield from _names(node.item, ctx)
     elif isinstance(node, (n.SequenceDecl, n.RoundRobinDecl)):
         for step in node.steps if isinstance(node, n.SequenceDecl) else node.speakers:
             yield Occurrence(SPEAKER, step.value, step.span)
@@ -93,15 +117,15 @@ def _names(node: Any) -> Iterator[Occurrence]:
     elif isinstance(node, n.TargetDecl):
         yield Occurrence(TARGET, node.name.value, node.name.span, True)
         for result in node.results or ():
-            yield from _names(result)
+            yield from _names(result, ctx)
     elif isinstance(node, n.Scenario):
         for item in node.items:
-            yield from _names(item)
+            yield from _names(item, ctx)
     elif isinstance(node, n.CallTurn):
         yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
         yield Occurrence(TOOL, node.tool.value, node.tool.span)
         for effect in node.effects:
-            yield from _names(effect)
+            yield from _names(effect, ctx)
     elif isinstance(node, n.SetTurn):
         yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
         for assign in node.assigns:
@@ -110,6 +134,27 @@ def _names(node: Any) -> Iterator[Occurrence]:
         yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
         for key in node.keys:
             yield Occurrence(KEY, key.value, key.span)
+
+
+def _speaker_values(value: n.Value, type_name: str | None, text: str) -> Iterator[Occurrence]:
+    """The speakers an argument names: a `speaker` parameter's string, or each string
+    of a `list[speaker]` one (found by the flow's own lexer inside the array)."""
+    if type_name == "speaker" and isinstance(value.value, str):
+        yield Occurrence(SPEAKER, value.value, value.span, literal=True)
+    elif type_name == "list[speaker]" and isinstance(value.value, list):
+        # the array's items keep no spans of their own: read its text again, token by token
+        start_line, start_col, offset = value.span.line, value.span.column, value.span.start
+        # the array may span lines; the lexer counts from (1, 1) of the slice it gets
+        for tok in tokens(text[value.span.start:value.span.end]):
+            if tok.type != "STRING":
+                continue
+            named = json.loads(str(tok))
+            line = start_line + (tok.line or 1) - 1
+            column = (start_col if tok.line == 1 else 1) + (tok.column or 1) - 1
+            end_column = column + len(str(tok))
+            begin = offset + (tok.start_pos or 0)
+            yield Occurrence(SPEAKER, named, Span(line, column, line, end_column, begin,
+                                                 begin + len(str(tok))), literal=True)
 
 
 def _inside(span: Span, line: int, column: int) -> bool:
@@ -161,9 +206,12 @@ class Index:
 
     @classmethod
     def build(cls, source: SourceFile, flow: n.Flow, compiled: CompiledFlow | None) -> Index:
+        types = {st.name.value: {p.name.value: str(p.type) for p in st.params}
+                 for st in flow.statements if isinstance(st, (n.ConditionDecl, n.TargetDecl))}
+        walk = _Walk(source.text, types)
         found: list[Occurrence] = []
         for st in flow.statements:
-            found.extend(_names(st))
+            found.extend(_names(st, walk))
         return cls(source, flow, compiled, tuple(found))
 
     def at(self, line: int, column: int) -> Occurrence | None:
@@ -175,6 +223,45 @@ class Index:
 
     def definitions(self, kind: str, name: str) -> list[Occurrence]:
         return [o for o in self.occurrences if o.definition and o.kind == kind and o.name == name]
+
+    def references(self, kind: str, name: str, *, declarations: bool = True) -> list[Occurrence]:
+        """Every place ``name`` is written as a ``kind``, in file order."""
+        found = [o for o in self.occurrences if o.kind == kind and o.name == name
+                 and (declarations or not o.definition)]
+        return sorted(found, key=lambda o: o.span.start)
+
+    def can_rename(self, occ: Occurrence) -> None:
+        """Raise :class:`Refused` when the name under the cursor cannot be renamed here."""
+        if occ.kind in (CONDITION, TARGET):
+            raise Refused(
+                f"`{occ.name}` is a custom {occ.kind}: its name is the one its Python class is "
+                "registered under, so rename it there and in the flow together")
+
+    def rename(self, occ: Occurrence, new_name: str) -> list[tuple[Span, str]]:
+        """The edits that rename what ``occ`` names to ``new_name`` everywhere in the file
+        (scenarios included): ``(span, text)`` pairs. Raises :class:`Refused` for a name
+        that is not a name, is a keyword, or is already taken by another of its kind."""
+        self.can_rename(occ)
+        new = new_name.strip()
+        if len(new) > 2 and new[0] == new[-1] == "`":
+            new = new[1:-1]
+        if new in KEYWORDS:
+            raise Refused(f"`{new}` is a keyword of the language; choose another name for the "
+                          f"{occ.kind} `{occ.name}`")
+        if not _PLAIN_NAME.match(new) or new.endswith("-"):
+            raise Refused(f"`{new}` is not a name: a name starts with a letter or `_` and "
+                          "holds letters, digits, `_` and `-`")
+        if new == occ.name:
+            return []
+        taken = self.references(occ.kind, new)
+        if taken:
+            where = next((o for o in taken if o.definition), taken[0]).span
+            raise Refused(f"there is already a {occ.kind} `{new}` (line {where.line}); renaming "
+                          f"`{occ.name}` to it would merge the two")
+        edits = []
+        for use in self.references(occ.kind, occ.name):
+            edits.append((use.span, json.dumps(new) if use.literal else format_name(new)))
+        return edits
 
     def code_at(self, line: int, column: int) -> str | None:
         """A diagnostic code (``W204``) written in a comment under the cursor."""

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -32,7 +34,7 @@ from flowc.diagnostics import E001, Diagnostic, FlowError, Severity
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.dsl.parser import parse_source
-from flowc.lsp.index import Index
+from flowc.lsp.index import Index, Refused
 from flowc.source import SourceFile, Span
 
 #: how long after the last keystroke a changed document is analysed again
@@ -194,6 +196,21 @@ class FlowcServer(LanguageServer):
         return index, at.line + 1, at.character
 
 
+class RenameRefused(JsonRpcException):
+    """A refused rename, answered as the request's error (the editor shows its message)."""
+
+    CODE = -32803  # RequestFailed: the request was valid, its result cannot be given
+
+
+class _QuietRefusals(logging.Filter):
+    """pygls logs every request that ends in an error with its traceback; a refused
+    rename is an answer, not a failure, so it stays out of the editor's server log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, RenameRefused)
+
+
 def _symbol(name: str, kind: lsp.SymbolKind, whole: lsp.Range, selection: lsp.Range,
             detail: str | None = None, children: list[lsp.DocumentSymbol] | None = None
             ) -> lsp.DocumentSymbol:
@@ -301,6 +318,60 @@ def make_server() -> FlowcServer:
         return [lsp.Location(params.text_document.uri, ls.to_range(d.span, lines))
                 for d in index.definitions(occ.kind, occ.name)] or None
 
+    @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    def references(ls: FlowcServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
+        found = ls.lookup(params.text_document.uri, params.position)
+        if found is None:
+            return None
+        index, line, column = found
+        occ = index.at(line, column)
+        if occ is None:
+            return None
+        lines = index.source.text.splitlines(keepends=True)
+        uses = index.references(occ.kind, occ.name,
+                                declarations=params.context.include_declaration)
+        return [lsp.Location(params.text_document.uri, ls.to_range(u.span, lines)) for u in uses]
+
+    @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+    def prepare_rename(ls: FlowcServer, params: lsp.PrepareRenameParams
+                       ) -> lsp.PrepareRenamePlaceholder | None:
+        found = ls.lookup(params.text_document.uri, params.position)
+        if found is None:
+            return None
+        index, line, column = found
+        occ = index.at(line, column)
+        if occ is None:
+            return None  # the editor says "nothing to rename here"
+        try:
+            index.can_rename(occ)
+        except Refused as err:
+            raise RenameRefused(str(err)) from None
+        lines = index.source.text.splitlines(keepends=True)
+        return lsp.PrepareRenamePlaceholder(range=ls.to_range(occ.span, lines), placeholder=occ.name)
+
+    @server.feature(lsp.TEXT_DOCUMENT_RENAME)
+    def rename(ls: FlowcServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
+        analysis = ls.analyses.get(uri)
+        if analysis is None or analysis.version != doc.version:
+            ls.analyse(uri)  # edits are renamed on the text the editor has now
+        found = ls.lookup(uri, params.position)
+        if found is None or found[0].source.text != doc.source:
+            raise RenameRefused("the file does not parse: fix the syntax error first, then rename")
+        index, line, column = found
+        occ = index.at(line, column)
+        if occ is None:
+            raise RenameRefused("there is no speaker, tool or context key here to rename")
+        try:
+            edits = index.rename(occ, params.new_name)
+        except Refused as err:
+            raise RenameRefused(str(err)) from None
+        lines = index.source.text.splitlines(keepends=True)
+        text_edits = [lsp.TextEdit(ls.to_range(span, lines), text) for span, text in edits]
+        return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
+            lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version), text_edits)])
+
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def symbols(ls: FlowcServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
         analysis = ls.analyses.get(params.text_document.uri)
@@ -337,5 +408,6 @@ def make_server() -> FlowcServer:
 
 def serve() -> None:
     """Run the server on stdin/stdout until the client says exit."""
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietRefusals())
     make_server().start_io()
 

@@ -3,18 +3,15 @@ subprocess and talks to it over stdio, as an editor does."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
-import time
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from flowc.commands.check import page
 from flowc.dsl.formatter import format_source
+from tests.lsp.client import change, open_doc, position_of, wait_diagnostics
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -33,65 +30,6 @@ when from drafter  then reviewer
 when from reviewer then drafter  # flowc: ignore[W999]
 """
 TRAP_LINE = next(i for i, line in enumerate(TRAP.splitlines()) if "priority 100" in line)
-
-
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "flowc", "lsp"]),
-    scope="module",
-)
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
-    root = request.getfixturevalue("tmp_path_factory").mktemp("project")
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"),
-                             root_uri=root.as_uri())
-    )
-    lsp_client.root = root  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-_opened = 0
-
-
-async def open_doc(client: LanguageClient, text: str, name: str = "") -> str:
-    """Open a new document and wait for its first diagnostics."""
-    global _opened
-    _opened += 1
-    root: Path = client.root  # type: ignore[attr-defined]
-    path = root / (name or f"doc{_opened}.flow")
-    path.write_text(text, encoding="utf-8")
-    uri = path.as_uri()
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=text)))
-    client.last_diagnostics = await wait_diagnostics(client, uri)  # type: ignore[attr-defined]
-    return uri
-
-
-async def wait_diagnostics(client: LanguageClient, uri: str, timeout: float = 30) -> list[lsp.Diagnostic]:
-    """The next diagnostics published for ``uri`` (the caller pops the old ones before
-    the edit), taken out so that the next wait sees only newer ones."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if uri in client.diagnostics:
-            return list(client.diagnostics.pop(uri))
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"no diagnostics for {uri}")
-
-
-def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
-    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-        lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
-
-
-def position_of(text: str, needle: str, nth: int = 0, offset: int = 1) -> lsp.Position:
-    """The position ``offset`` characters into the ``nth`` occurrence of ``needle``."""
-    at = -1
-    for _ in range(nth + 1):
-        at = text.index(needle, at + 1)
-    at += offset
-    line = text.count("\n", 0, at)
-    return lsp.Position(line, at - (text.rfind("\n", 0, at) + 1))
 
 
 async def test_priority_trap_is_reported_where_the_rule_is(client: LanguageClient) -> None:

@@ -1,0 +1,26 @@
+"""The client every `flowc lsp` test module talks through: pytest-lsp starts the real
+`flowc lsp` command as a subprocess (one per module) and speaks LSP over its stdio."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "flowc", "lsp"]),
+    scope="module",
+)
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    root = request.getfixturevalue("tmp_path_factory").mktemp("project")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"),
+                             root_uri=root.as_uri())
+    )
+    lsp_client.root = root  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()

@@ -1,0 +1,193 @@
+"""Find references and rename through `flowc lsp` (pytest-lsp over stdio)."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from flowc.compiler.analysis import check_source
+from flowc.source import SourceFile
+from tests.lsp.client import open_doc, position_of
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+FLOW = """\
+speaker user: human {
+  sets topic
+}
+speaker bot {
+  tool done sets finished = true
+  tool pass hands off to helper
+}
+speaker helper
+context finished = false
+condition urgent(level: int)
+target pick(who: speaker, crowd: list[speaker]) -> bot | helper
+start user
+max_turns 20
+when urgent(level = 2) then pick(who = "bot", crowd = ["helper",
+  "bot"])
+when context.finished == true then terminate "ok"
+when tool done then terminate "done"
+when from user then bot
+when from bot, helper then user
+scenario "done" {
+  user sets topic = "x": "hi"
+  bot calls done
+  expect context.finished == true
+  expect next user
+}
+"""
+
+
+def span_texts(text: str, locations: list[lsp.Location]) -> list[tuple[int, str]]:
+    """(line, text) of each location (single-line ranges, ASCII text)."""
+    lines = text.splitlines()
+    out = []
+    for loc in locations:
+        r = loc.range
+        assert r.start.line == r.end.line
+        out.append((r.start.line, lines[r.start.line][r.start.character:r.end.character]))
+    return out
+
+
+async def refs(client: LanguageClient, uri: str, pos: lsp.Position,
+               declaration: bool = True) -> list[lsp.Location]:
+    result = await client.text_document_references_async(lsp.ReferenceParams(
+        context=lsp.ReferenceContext(include_declaration=declaration),
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    assert result is not None
+    return result
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+async def test_references_of_every_kind_include_scenarios(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    # a speaker: declaration, custom-call arguments (a string and a list item), results,
+    # routes, and the scenario's turns
+    found = span_texts(FLOW, await refs(client, uri, position_of(FLOW, "from bot", offset=6)))
+    assert found == [
+        (3, "bot"), (10, "bot"), (13, '"bot"'), (14, '"bot"'), (17, "bot"), (18, "bot"),
+        (21, "bot"),
+    ], found
+    helper = span_texts(FLOW, await refs(client, uri, position_of(FLOW, "speaker helper", offset=9)))
+    assert [line for line, _ in helper] == [5, 7, 10, 13, 18]
+    # a tool, without its declaration
+    done = span_texts(FLOW, await refs(client, uri, position_of(FLOW, "tool done then", offset=6),
+                                       declaration=False))
+    assert done == [(16, "done"), (21, "done")]
+    # a context key: tool effect, context entry, rule, scenario expectation
+    finished = await refs(client, uri, position_of(FLOW, "context.finished", offset=9))
+    assert [line for line, _ in span_texts(FLOW, finished)] == [4, 8, 15, 22]
+    # a key a human writes: its `sets` line and the scenario's set turn
+    topic = await refs(client, uri, position_of(FLOW, "sets topic", offset=6))
+    assert [line for line, _ in span_texts(FLOW, topic)] == [1, 20]
+    # a custom condition and a custom target
+    urgent = await refs(client, uri, position_of(FLOW, "urgent(level = 2)", offset=1))
+    assert [line for line, _ in span_texts(FLOW, urgent)] == [9, 13]
+    pick = await refs(client, uri, position_of(FLOW, "then pick", offset=6))
+    assert [line for line, _ in span_texts(FLOW, pick)] == [10, 13]
+    # nothing under the cursor: no answer
+    assert await client.text_document_references_async(lsp.ReferenceParams(
+        context=lsp.ReferenceContext(include_declaration=True),
+        text_document=lsp.TextDocumentIdentifier(uri),
+        position=position_of(FLOW, "max_turns", offset=2))) is None
+
+
+def apply(text: str, edit: lsp.WorkspaceEdit) -> str:
+    """Apply the edits of a workspace edit (one document, single-line ranges) to ``text``."""
+    assert edit.document_changes is not None and len(edit.document_changes) == 1
+    change = edit.document_changes[0]
+    assert isinstance(change, lsp.TextDocumentEdit)
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    out = text
+    edits = sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                   reverse=True)
+    for e in edits:
+        assert isinstance(e, lsp.TextEdit)
+        begin = starts[e.range.start.line] + e.range.start.character
+        end = starts[e.range.end.line] + e.range.end.character
+        out = out[:begin] + e.new_text + out[end:]
+    return out
+
+
+async def rename(client: LanguageClient, uri: str, pos: lsp.Position, new: str) -> lsp.WorkspaceEdit:
+    edit = await client.text_document_rename_async(lsp.RenameParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos, new_name=new))
+    assert edit is not None
+    return edit
+
+
+def codes(text: str) -> list[str]:
+    return sorted(d.code.id for d in check_source(SourceFile("f.flow", text)))
+
+
+async def test_rename_a_speaker_everywhere_and_the_flow_still_checks(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    prepared = await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(
+        lsp.TextDocumentIdentifier(uri), position_of(FLOW, "bot calls", offset=1)))
+    assert isinstance(prepared, lsp.PrepareRenamePlaceholder)
+    assert prepared.placeholder == "bot"
+    assert prepared.range.start == lsp.Position(line_of(FLOW, "bot calls"), 2)
+    edit = await rename(client, uri, position_of(FLOW, "bot calls", offset=1), "assistant")
+    renamed = apply(FLOW, edit)
+    assert "bot" not in renamed
+    assert renamed.count("assistant") == 7
+    assert 'pick(who = "assistant", crowd = ["helper",\n  "assistant"])' in renamed
+    assert "  assistant calls done\n" in renamed
+    # the renamed flow means the same: the same findings as before
+    assert codes(renamed) == codes(FLOW)
+
+
+async def test_rename_a_tool_and_a_key(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    renamed = apply(FLOW, await rename(client, uri, position_of(FLOW, "tool done sets", offset=6),
+                                       "finish"))
+    assert "tool finish sets finished = true" in renamed
+    assert "when tool finish then" in renamed and "bot calls finish" in renamed
+    assert codes(renamed) == codes(FLOW)
+    renamed = apply(FLOW, await rename(client, uri, position_of(FLOW, "finished = false", offset=1),
+                                       "complete"))
+    assert "finished" not in renamed
+    assert renamed.count("complete") == 4
+    assert codes(renamed) == codes(FLOW)
+    # a key only a human writes (the declaration in its block and the scenario's turn)
+    renamed = apply(FLOW, await rename(client, uri, position_of(FLOW, "sets topic", offset=6),
+                                       "subject"))
+    assert "sets subject\n" in renamed and 'user sets subject = "x"' in renamed
+
+
+@pytest.mark.parametrize(("where", "offset", "new", "says"), [
+    ("from bot", 6, "helper", "already a speaker `helper` (line 8)"),
+    ("from bot", 6, "next", "`next` is a keyword"),
+    ("from bot", 6, "two words", "`two words` is not a name"),
+    ("tool done then", 6, "pass", "already a tool `pass`"),
+    ("context.finished", 9, "topic", "already a context key `topic`"),
+])
+async def test_rename_refuses_a_clash_or_a_keyword(
+    client: LanguageClient, where: str, offset: int, new: str, says: str,
+) -> None:
+    uri = await open_doc(client, FLOW)
+    with pytest.raises(Exception) as refused:
+        await client.text_document_rename_async(lsp.RenameParams(
+            text_document=lsp.TextDocumentIdentifier(uri),
+            position=position_of(FLOW, where, offset=offset), new_name=new))
+    assert says in str(refused.value)
+
+
+async def test_custom_names_are_not_renamed_and_nothing_is_not_renamed(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    with pytest.raises(Exception) as refused:
+        await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(
+            lsp.TextDocumentIdentifier(uri), position_of(FLOW, "urgent(level = 2)", offset=1)))
+    assert "custom condition" in str(refused.value) and "Python" in str(refused.value)
+    nothing = await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(
+        lsp.TextDocumentIdentifier(uri), position_of(FLOW, "max_turns", offset=1)))
+    assert nothing is None
