@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -68,6 +70,7 @@ __all__ = [
     "NOTIFY_APPEND",
     "NOTIFY_FREE",
     "NOTIFY_RUN",
+    "PgListener",
     "PgStore",
     "listen",
     "parse_payload",
@@ -80,6 +83,9 @@ NOTIFY_APPEND = "flowc_wal"
 NOTIFY_RUN = "flowc_run"
 #: the notification channel of every released lease (payload: the run id)
 NOTIFY_FREE = "flowc_free"
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 #: the advisory lock key under which the tables are made (``flowc`` in ASCII)
 _SCHEMA_LOCK = 0x666C6F7763
@@ -191,6 +197,58 @@ def listen(url: str, *channels: str) -> psycopg.Connection[Any]:
     return conn  # type: ignore[no-any-return]
 
 
+class PgListener:
+    """Wakes a worker when a run is opened or given up: ``LISTEN`` on ``flowc_run`` and
+    ``flowc_free`` (or ``channels``) on a connection of its own, in a thread.
+
+    ``start(wake)`` calls ``wake(run_id)`` for each notification, and ``wake(None)`` each
+    time it (re)connects (anything sent while it was not listening is not replayed: look
+    at the store then). A lost connection is retried every ``retry_seconds`` until
+    ``stop()``. :meth:`PgStore.notifier` makes one for the store's database.
+    """
+
+    def __init__(self, url: str, channels: tuple[str, ...] = (NOTIFY_RUN, NOTIFY_FREE), *,
+                 retry_seconds: float = 1.0) -> None:
+        self.url = url
+        self.channels = channels
+        self.retry_seconds = retry_seconds
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, wake: Callable[[str | None], None]) -> None:
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._listen, args=(wake,),
+                                        name="flowc-listen", daemon=True)
+        self._thread.start()
+
+    def _listen(self, wake: Callable[[str | None], None]) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn = listen(self.url, *self.channels)
+            except WalError as err:
+                log.warning("%s; polling until it is back", err)
+                self._stopping.wait(self.retry_seconds)
+                continue
+            try:
+                wake(None)
+                while not self._stopping.is_set():
+                    for note in conn.notifies(timeout=0.25):
+                        wake(note.payload or None)
+            except Exception as err:  # the connection broke: listen again
+                log.warning("%s: listening stopped (%s); listening again",
+                            redact(self.url), _first_line(err, self.url))
+                self._stopping.wait(self.retry_seconds)
+            finally:
+                with contextlib.suppress(Exception):
+                    conn.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+
 def _first_line(err: BaseException, url: str) -> str:
     text = (str(err).strip().splitlines() or [type(err).__name__])[0]
     text = text.removeprefix("connection failed: ").removeprefix("connection is bad: ")
@@ -219,6 +277,8 @@ class PgStore:
         self._connect_timeout = connect_timeout
         self._conn: psycopg.Connection[Any] | None = None
         self._tables = False
+        #: how many times a lost connection was made again
+        self.reconnects = 0
         self._connect()
 
     # ── the connection ──────────────────────────────────────────────────────────
@@ -273,13 +333,42 @@ class PgStore:
         run = f"run {channel_id}: " if channel_id else ""
         return WalError(f"{self.path}: {run}cannot {what} ({_first_line(err, self.url)})")
 
-    def _query(self, sql: str, params: Any, channel_id: str | None,
-               what: str) -> list[tuple[Any, ...]]:
+    def _attempt(self, op: Callable[[psycopg.Connection[Any]], _T], channel_id: str | None,
+                 what: str, *, passthrough: tuple[type[BaseException], ...] = ()) -> _T:
+        """``op(connection)``; when the connection was lost (the server restarted, the
+        network dropped), once more on a new one. Errors named in ``passthrough`` are
+        raised as they are; any other is a :class:`WalError`."""
         conn = self._db()
         try:
-            return conn.execute(sql, params).fetchall()
+            return op(conn)
+        except passthrough:
+            raise
+        except self._psycopg.Error as err:
+            if not (conn.closed or conn.broken):
+                raise self._fault(err, channel_id, what) from None
+            lost = err
+        try:
+            conn = self._db()
+        except WalError:  # still gone: say what failed first
+            raise self._fault(lost, channel_id, what) from None
+        log.info("%s: connected again after losing the connection (%s)", self.path,
+                 _first_line(lost, self.url))
+        self.reconnects += 1
+        try:
+            return op(conn)
+        except passthrough:
+            raise
         except self._psycopg.Error as err:
             raise self._fault(err, channel_id, what) from None
+
+    def _query(self, sql: str, params: Any, channel_id: str | None,
+               what: str) -> list[tuple[Any, ...]]:
+        return self._attempt(lambda conn: conn.execute(sql, params).fetchall(),
+                             channel_id, what)
+
+    def notifier(self) -> PgListener:
+        """What wakes a worker of this database when a run is opened or given up."""
+        return PgListener(self.url)
 
     # ── the WAL ─────────────────────────────────────────────────────────────────
 
@@ -288,19 +377,28 @@ class PgStore:
         cid = envelope.channel_id
         if lease is not None and lease.channel_id != cid:
             raise _lost(lease, None)
+        text = envelope.to_json()
         params = {"c": cid, "e": envelope.envelope_id, "ty": envelope.event_type,
-                  "env": envelope.to_json(), "f": follows,
-                  "t": lease.token if lease is not None else None}
-        conn = self._db()
+                  "env": text, "f": follows, "t": lease.token if lease is not None else None}
+        sql = _APPEND if lease is None else _APPEND_FENCED
+        tries = 0
+
+        def write(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+            nonlocal tries
+            tries += 1
+            return conn.execute(sql, params).fetchone()
+
         try:
-            row = conn.execute(_APPEND if lease is None else _APPEND_FENCED,
-                               params).fetchone()
+            row = self._attempt(write, cid, "write the WAL",
+                                passthrough=(self._psycopg.errors.UniqueViolation,))
         except self._psycopg.errors.UniqueViolation:
+            if tries > 1 and self._written(envelope.envelope_id, cid, text):
+                return  # the first try committed; only its answer was lost
             raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
-        except self._psycopg.Error as err:
-            raise self._fault(err, cid, "write the WAL") from None
         if row is not None:
             return
+        if tries > 1 and self._written(envelope.envelope_id, cid, text):
+            return  # as above: the first try's row is the run's last envelope now
         assert lease is not None  # an unfenced append always writes its row
         current = self._lease_row(cid)
         if current is not None and current[0].token == lease.token and current[1] \
@@ -313,6 +411,12 @@ class PgStore:
                 f"the run's last envelope is {last[0][0] if last else 'none'}: another "
                 "writer appended to it; this write is refused", cid, current[0].holder)
         raise _lost(lease, current[0] if current is not None else None)
+
+    def _written(self, envelope_id: str, channel_id: str, text: str) -> bool:
+        """Whether exactly this envelope is in the WAL already."""
+        rows = self._query("SELECT channel_id, envelope FROM flowc_wal WHERE envelope_id = %s",
+                           (envelope_id,), channel_id, "read the WAL")
+        return bool(rows) and rows[0][0] == channel_id and rows[0][1] == text
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
         if not self._tables:
@@ -368,28 +472,27 @@ class PgStore:
         return Lease(channel_id, holder, int(token), float(expires)), bool(live)
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
-        conn = self._db()
-        try:
+        def take(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
             with conn.transaction():
                 conn.execute(
                     "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
                     "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",
                     (channel_id,))
-                current_holder, token, expires, live = conn.execute(
+                current_holder, _, expires, live = conn.execute(
                     f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s "
                     "FOR UPDATE", (channel_id,)).fetchone()  # type: ignore[misc]
                 if live and current_holder != holder \
                         and holder_alive(current_holder) is not False:
                     raise LeaseError(_held_message(channel_id, current_holder, expires),
                                      channel_id, current_holder)
-                token, expires = conn.execute(  # type: ignore[misc]
+                return conn.execute(  # type: ignore[return-value]
                     "UPDATE flowc_lease SET holder = %s, token = token + 1, "
                     "expires_at = clock_timestamp() + make_interval(secs => %s) "
                     "WHERE channel_id = %s "
                     "RETURNING token, extract(epoch FROM expires_at)::float8",
                     (holder, seconds, channel_id)).fetchone()
-        except self._psycopg.Error as err:
-            raise self._fault(err, channel_id, "take its lease") from None
+
+        token, expires = self._attempt(take, channel_id, "take its lease")
         return Lease(channel_id, holder, int(token), float(expires))
 
     def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:

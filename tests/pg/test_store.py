@@ -19,7 +19,14 @@ import psycopg
 import pytest
 
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_TEXT, Envelope
-from flowc.runtime.pgstore import NOTIFY_APPEND, NOTIFY_FREE, NOTIFY_RUN, PgStore, listen
+from flowc.runtime.pgstore import (
+    NOTIFY_APPEND,
+    NOTIFY_FREE,
+    NOTIFY_RUN,
+    PgListener,
+    PgStore,
+    listen,
+)
 from flowc.runtime.wal import LeaseError, WalError
 from tests.pgcluster import PgCluster
 
@@ -260,6 +267,47 @@ def test_a_restarted_server_fails_the_call_in_flight_and_the_next_reconnects() -
         cluster.start()
         store.append(_env("r", "e2"), lease, "e1")  # the lease outlived the restart
         assert _ids(store, "r") == ["e1", "e2"]
+        # restarted while the store was idle: its next call connects again by itself
+        reconnects = store.reconnects
+        cluster.stop()
+        cluster.start()
+        store.append(_env("r", "e3"), lease, "e2")
+        assert store.reconnects == reconnects + 1
+        assert _ids(store, "r") == ["e1", "e2", "e3"]
+
+
+def _drop_connection(store: PgStore, dsn: str) -> None:
+    """Ends the store's session from the server side, as a network cut would."""
+    assert store._conn is not None
+    pid = store._conn.info.backend_pid
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_an_append_whose_answer_was_lost_is_not_written_twice(pg_dsn: str) -> None:
+    store = PgStore(pg_dsn)
+    lease = store.acquire("r", A, 30)
+    store.append(_env("r", "e0"), lease)
+    # the append of e1 committed, then the connection broke before its answer came back:
+    # the hub sees an error and (or a retry) writes e1 again
+    other = PgStore(pg_dsn)
+    other.append(_env("r", "e1"), lease, "e0")
+    _drop_connection(store, pg_dsn)
+    store.append(_env("r", "e1"), lease, "e0")  # recognised as written: no error, no copy
+    assert _ids(store, "r") == ["e0", "e1"] and store.reconnects == 1
+    # unfenced, the same
+    other.append(_env("u", "u1"))
+    _drop_connection(store, pg_dsn)
+    store.append(_env("u", "u1"))
+    assert _ids(store, "u") == ["u1"]
+    # but another envelope under a taken id is a duplicate, lost connection or not
+    _drop_connection(store, pg_dsn)
+    with pytest.raises(WalError, match="duplicate envelope id 'u1'"):
+        store.append(_env("u", "u1", text="something else"))
+    _drop_connection(store, pg_dsn)
+    with pytest.raises(LeaseError, match="was written after e0, but the run's last envelope "
+                                         "is e1"):
+        store.append(_env("r", "e2"), lease, "e0")
 
 
 def test_an_unreachable_server_or_bad_url_is_a_clean_error_without_the_password() -> None:
@@ -271,3 +319,49 @@ def test_an_unreachable_server_or_bad_url_is_a_clean_error_without_the_password(
         PgStore("postgres://alice:hunter2@[::1/runs")
     assert str(info.value).startswith("postgres://alice@[::1/runs: not a valid database URL")
     assert "hunter2" not in str(info.value)
+
+
+def _woken(wakes: list[str | None], want: list[str | None], seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while wakes != want and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert wakes == want
+
+
+def test_the_notifier_wakes_a_worker_on_new_and_given_up_runs_only(pg_dsn: str) -> None:
+    store = PgStore(pg_dsn)
+    wakes: list[str | None] = []
+    notifier = store.notifier()
+    notifier.start(wakes.append)
+    try:
+        _woken(wakes, [None])  # listening: look at the store now
+        lease = store.acquire("r", A, 30)
+        store.append(_env("r", "e0", EV_CHANNEL_OPENED, metadata={}), lease)
+        _woken(wakes, [None, "r"])
+        for i in range(1, 4):  # the run's turns wake nobody
+            store.append(_env("r", f"e{i}"), lease, f"e{i - 1}")
+        store.release(lease)
+        _woken(wakes, [None, "r", "r"])
+    finally:
+        notifier.stop()
+    assert notifier._thread is None
+
+
+def test_the_notifier_listens_again_after_the_server_restarts() -> None:
+    with PgCluster() as cluster:
+        dsn = cluster.create_database()
+        store = PgStore(dsn)
+        wakes: list[str | None] = []
+        notifier = PgListener(dsn, retry_seconds=0.1)
+        notifier.start(wakes.append)
+        try:
+            _woken(wakes, [None])
+            cluster.stop()
+            time.sleep(0.5)
+            cluster.start()
+            _woken(wakes, [None, None])  # back: look at the store
+            lease = store.acquire("r", A, 30)
+            store.append(_env("r", "e0", EV_CHANNEL_OPENED, metadata={}), lease)
+            _woken(wakes, [None, None, "r"])
+        finally:
+            notifier.stop()
