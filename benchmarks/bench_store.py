@@ -2,7 +2,9 @@
 
 What a hub pays per accepted envelope before it may deliver it: one fenced append (the run's
 lease checked and the row written in one committed transaction, ``follows`` recorded). For
-each store: p50, p99 and mean wall time of ``--appends`` appends to one run, after a warm-up.
+each store: p50, p99 and mean wall time of ``--appends`` appends to one run, after a warm-up;
+then the per-turn latency of a whole hub (3 humans taking turns in a round robin: admission,
+routing and the append), :func:`turn_latencies`.
 
 - SQLite: a file in a temporary folder, ``synchronous=NORMAL`` (flowc's default: survives a
   killed process) and ``FULL`` (also a power cut: an fsync per commit);
@@ -21,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -28,7 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flowc.runtime.envelope import EV_TEXT, Envelope
 from flowc.runtime.wal import SqliteStore, WalStore
 
-__all__ = ["append_latencies", "percentiles"]
+__all__ = ["append_latencies", "percentiles", "turn_latencies"]
+
+RR3 = {"initial_speaker": "a", "max_turns": None,
+       "transitions": [{"when": {"name": "always", "args": {}},
+                        "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+       "default_target": {"name": "terminate", "args": {"reason": "done"}}}
 
 
 def append_latencies(store: WalStore, n: int, *, run: str = "bench", warmup: int = 50,
@@ -52,6 +60,33 @@ def append_latencies(store: WalStore, n: int, *, run: str = "bench", warmup: int
     return out
 
 
+def turn_latencies(store: WalStore, n: int, *, warmup: int = 50) -> list[float]:
+    """Wall seconds of each of ``n`` turns of a 3-party round robin on a hub over ``store``
+    (after ``warmup`` uncounted turns): from the send to the turn being admitted, its
+    envelope committed and routed."""
+    import asyncio
+
+    from flowc.runtime.hub import Hub
+
+    async def go() -> list[float]:
+        hub = await Hub.open(store)
+        users = {name: hub.register_human(name, buffer=False) for name in "abc"}
+        ch = await users["a"].open("workflow", target=["b", "c"], knobs={"graph": RR3},
+                                   expectations=())
+        out = []
+        clock = time.perf_counter
+        for i in range(warmup + n):
+            start = clock()
+            users["abc"[i % 3]].send_nowait(ch.channel_id, "turn")
+            took = clock() - start
+            if i >= warmup:
+                out.append(took)
+        await hub.close(close_store=False)
+        return out
+
+    return asyncio.run(go())
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     """p50, p99 and mean of ``samples``, in microseconds."""
     ordered = sorted(samples)
@@ -67,26 +102,35 @@ def main() -> None:
     from flowc.runtime.pgstore import PgStore
     from tests.pgcluster import PgCluster
 
-    rows: list[tuple[str, dict[str, float]]] = []
+    rows: list[tuple[str, dict[str, float], dict[str, float]]] = []
+
+    def measure(name: str, open_store: Callable[[], WalStore]) -> None:
+        store = open_store()
+        appends = percentiles(append_latencies(store, args.appends))
+        store.close()
+        store = open_store()
+        turns = percentiles(turn_latencies(store, args.appends))
+        store.close()
+        rows.append((name, appends, turns))
+
     with tempfile.TemporaryDirectory() as tmp:
         for sync in ("NORMAL", "FULL"):
-            store = SqliteStore(Path(tmp) / f"{sync}.db", synchronous=sync)
-            rows.append((f"SQLite synchronous={sync}",
-                         percentiles(append_latencies(store, args.appends))))
-            store.close()
+            measure(f"SQLite synchronous={sync}",
+                    lambda sync=sync: SqliteStore(Path(tmp) / f"{sync}.db", synchronous=sync))
     for fsync in (False, True):
         with PgCluster(fsync=fsync) as cluster:
-            for how, dsn in (("TCP", cluster.create_database()),
-                             ("unix socket", cluster.socket_dsn(cluster.create_database()
-                                                                .rpartition("/")[2]))):
-                store = PgStore(dsn)
-                rows.append((f"PostgreSQL fsync={'on' if fsync else 'off'}, {how}",
-                             percentiles(append_latencies(store, args.appends))))
-                store.close()
-    print(f"per-append latency, {args.appends} fenced appends to one run (µs, wall time)")
-    print(f"{'store':<38} {'p50':>8} {'p99':>8} {'mean':>8}")
-    for name, p in rows:
-        print(f"{name:<38} {p['p50']:>8.0f} {p['p99']:>8.0f} {p['mean']:>8.0f}")
+            tcp = cluster.create_database()
+            sock = cluster.socket_dsn(cluster.create_database().rpartition("/")[2])
+            for how, dsn in (("TCP", tcp), ("unix socket", sock)):
+                measure(f"PostgreSQL fsync={'on' if fsync else 'off'}, {how}",
+                        lambda dsn=dsn: PgStore(dsn))
+    print(f"latency in µs (wall time), {args.appends} fenced appends to one run / "
+          f"{args.appends} turns of a hub run")
+    print(f"{'store':<36} {'append p50':>10} {'p99':>7} {'mean':>7} "
+          f"{'turn p50':>9} {'p99':>7} {'mean':>7}")
+    for name, a, t in rows:
+        print(f"{name:<36} {a['p50']:>10.0f} {a['p99']:>7.0f} {a['mean']:>7.0f} "
+              f"{t['p50']:>9.0f} {t['p99']:>7.0f} {t['mean']:>7.0f}")
 
 
 if __name__ == "__main__":

@@ -87,6 +87,10 @@ NOTIFY_FREE = "flowc_free"
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
+#: how long a session of ours may sit idle inside a transaction before the server ends it
+#: (our transactions are a few statements long: only a frozen process waits that long)
+_IDLE_MS = 5000
+
 #: the advisory lock key under which the tables are made (``flowc`` in ASCII)
 _SCHEMA_LOCK = 0x666C6F7763
 
@@ -295,6 +299,10 @@ class PgStore:
             raise WalError(f"{self.path}: cannot connect to the database "
                            f"({_first_line(err, self.url)})") from None
         try:
+            # a process frozen inside one of its (short) transactions would keep the run's
+            # lease row locked, so nobody could take the run over: the server ends such
+            # a session after a while
+            conn.execute(f"SET idle_in_transaction_session_timeout = '{_IDLE_MS}ms'")
             if self.readonly:
                 conn.execute("SET default_transaction_read_only = on")
                 self._tables = conn.execute(
@@ -478,9 +486,13 @@ class PgStore:
                     "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
                     "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",
                     (channel_id,))
+                conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = %s FOR UPDATE",
+                             (channel_id,))
+                # read once the row is ours: what a locking SELECT computes, it computes
+                # before it waits for the lock
                 current_holder, _, expires, live = conn.execute(
-                    f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s "
-                    "FOR UPDATE", (channel_id,)).fetchone()  # type: ignore[misc]
+                    f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s",
+                    (channel_id,)).fetchone()  # type: ignore[misc]
                 if live and current_holder != holder \
                         and holder_alive(current_holder) is not False:
                     raise LeaseError(_held_message(channel_id, current_holder, expires),

@@ -365,3 +365,22 @@ def test_the_notifier_listens_again_after_the_server_restarts() -> None:
             _woken(wakes, [None, None, "r"])
         finally:
             notifier.stop()
+
+
+def test_a_process_frozen_inside_a_transaction_does_not_keep_the_run(pg_dsn: str) -> None:
+    """A holder stopped between the statements of its lease's transaction (as SIGSTOP
+    could): the server ends its session, so another holder can take the expired run."""
+    frozen, other = PgStore(pg_dsn), PgStore(pg_dsn)
+    frozen.acquire("r", A, 0.1)
+    assert frozen._conn is not None
+    frozen._conn.execute("BEGIN")
+    frozen._conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+    took: list[object] = []
+    thread = threading.Thread(target=lambda: took.append(other.acquire("r", B, 30)),
+                              daemon=True)
+    start = time.monotonic()
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "the frozen session kept the lease row locked"
+    assert took and time.monotonic() - start < 15
+    assert other.lease_of("r") == took[0]

@@ -191,3 +191,49 @@ def test_a_server_stopped_mid_run_is_a_clean_error_and_the_run_resumes(
         assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
         assert _turns(dsn) == [("abc"[i % 3], f"t{i}") for i in range(turns)]
         assert main(["replay", "last", "--db", dsn]) == 0
+
+
+def test_a_run_paused_past_its_lease_is_fenced_off_by_the_database(
+        tmp_path: Path, pg_dsn: str) -> None:
+    """`flowc run` SIGSTOPped at any moment (PostgreSQL holds no lock for a paused
+    client between statements), `flowc resume` from another process takes the run over
+    after the lease expires; the first, continued, is refused (its lease's renewal, which
+    a hub makes before appending once a third of the lease is spent; the fenced append
+    itself is tested in test_store.py) and stops; the WAL is one writer's at a time."""
+    import signal
+
+    turns = 2000
+    flow = tmp_path / "rr.flow"
+    flow.write_text(RR_FLOW.format(max_turns=turns))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLOWC_LEASE_SECONDS": "1"}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "flowc", "run", str(flow), "--agents", str(AGENTS), "--jsonl",
+         "--db", pg_dsn], stdout=(tmp_path / "first.jsonl").open("w"),
+        stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    second = None
+    try:
+        deadline = time.monotonic() + 60
+        while _count(pg_dsn) < 20:
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        first.send_signal(signal.SIGSTOP)
+        paused_at = _count(pg_dsn)
+        time.sleep(1.5)  # past its lease
+        second = subprocess.Popen(
+            [sys.executable, "-m", "flowc", "resume", "last", "--agents", str(AGENTS),
+             "--jsonl", "--db", pg_dsn], stdout=(tmp_path / "second.jsonl").open("w"),
+            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        while _count(pg_dsn) < paused_at + 50:
+            assert second.poll() is None and time.monotonic() < deadline + 60
+            time.sleep(0.02)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 1, err
+    end = json.loads((tmp_path / "first.jsonl").read_text().splitlines()[-1])
+    assert "was taken over by another hub" in end["error"], end
+    assert f"pid {second.pid}" in end["error"]
+    _, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    assert _turns(pg_dsn) == [("abc"[i % 3], f"t{i}") for i in range(turns)]
+    assert main(["replay", "last", "--db", pg_dsn]) == 0
