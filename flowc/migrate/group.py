@@ -41,6 +41,7 @@ from flowc.migrate.handoffs import (
     report_extras,
     selector_speaker,
     tool_from_function,
+    unrolled_calls,
 )
 from flowc.migrate.pyread import NotStatic, callee, kwarg
 from flowc.migrate.textpred import text_predicate
@@ -130,12 +131,17 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
     ctx: dict[str, list[ast.expr]] = {}
     after: dict[str, list[ast.expr]] = {}
     unconditional: dict[str, ast.expr] = {}
-    for c in calls:
+    def is_handoff(c: ast.Call) -> bool:
+        return (isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Attribute)
+                and c.func.value.attr == "handoffs")
+
+    for c in unrolled_calls(reader, calls, is_handoff):
         func = c.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
-                and func.value.attr == "handoffs"):
-            continue
+        assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
         owner_agent = reader.agent_of(func.value.value)
+        if owner_agent is None:
+            reader.report(M001, f"`{ast.unparse(func.value.value)}.handoffs.{func.attr}` is on something "
+                                "that is not an agent created in this file; left out", func.value.value)
         if owner_agent is None or owner_agent.name not in by_name:
             continue
         oname = owner_agent.name

@@ -13,6 +13,7 @@ names what around a group chat a flow does not carry (nested chats, guardrails, 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -495,5 +496,33 @@ def _effects_of_return(
 
 
 
+def unrolled_calls(reader: AgentReader, calls: list[ast.Call],
+                   keep: Callable[[ast.Call], bool]) -> Iterator[ast.Call]:
+    """The ``calls`` that ``keep`` selects, each ``for`` loop around one unrolled as Python
+    runs it (``for agent in [a, b]: register_hand_off(agent=agent, ...)`` -> one call per
+    agent); a loop that cannot be unrolled statically is reported (M001) with what it holds."""
+    for c in calls:
+        if not keep(c):
+            continue
+        copies, loop = reader.mod.unrolled(c)
+        if loop is not None:
+            reader.report(
+                M001,
+                f"this `{callee(c)}` runs inside `for {ast.unparse(loop.target)} in "
+                f"{_short(loop.iter)}:` (line {loop.lineno}), which cannot be unrolled statically "
+                "(a list or tuple written in the file, the call directly in the loop body, no "
+                "break/continue); what it registers was left out",
+                c,
+                help="write one call per agent, or loop over a list of the agents written in the file",
+            )
+            continue
+        yield from copies
+
+
+def _short(node: ast.AST, limit: int = 50) -> str:
+    text = " ".join(ast.unparse(node).split()).replace("`", "'")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 __all__ = ["MANAGER", "HandoffReader", "Target", "context_rule", "functions_of", "gated", "items_of",
-           "report_extras", "tool_from_function"]
+           "report_extras", "tool_from_function", "unrolled_calls"]

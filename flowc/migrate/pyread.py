@@ -15,6 +15,7 @@ and dicts; anything else is "not static".
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -301,6 +302,7 @@ class PyModule:
         self._binder = _Binder(tree)
         #: where the module's names are read from inside a function body (when it is called)
         self.horizon: Pos | None = None
+        self._parents: dict[int, ast.AST] | None = None
         #: every function definition, by name (the first of a name)
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         for fn in ast.walk(tree):
@@ -549,6 +551,67 @@ class PyModule:
             return left + right
         return None
 
+    # ── loops ──
+
+    def _parent(self, node: ast.AST) -> ast.AST | None:
+        if self._parents is None:
+            self._parents = {}
+            for parent in ast.walk(self.tree):
+                for child in ast.iter_child_nodes(parent):
+                    self._parents[id(child)] = parent
+        return self._parents.get(id(node))
+
+    def enclosing_loops(self, node: ast.AST) -> list[ast.For | ast.AsyncFor]:
+        """The ``for`` loops ``node`` sits in, innermost first, within its own function."""
+        out: list[ast.For | ast.AsyncFor] = []
+        parent = self._parent(node)
+        while parent is not None and not isinstance(
+                parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            if isinstance(parent, ast.For | ast.AsyncFor):
+                out.append(parent)
+            parent = self._parent(parent)
+        return out
+
+    def unrolled(self, call: ast.Call) -> tuple[list[ast.Call], ast.For | ast.AsyncFor | None]:
+        """``call`` once per round of the ``for`` loops around it that it reads the variable of,
+        as Python runs them: ``for agent in [a, b]: f(agent=agent)`` -> ``f(agent=a)``,
+        ``f(agent=b)`` (the element expressions themselves, so names in them resolve where the
+        list is written). Unrolled only over a list or tuple read statically (also through a
+        name), with a name or a tuple of names as the loop variable, the call's statement
+        directly in the loop body and no ``break``/``continue`` in it; otherwise ``([], loop)``
+        names the loop that could not be unrolled. Outside loops: ``([call], None)``."""
+        copies: list[ast.Call] = [call]
+        inner: ast.AST = call
+        while not isinstance(inner, ast.stmt):
+            up = self._parent(inner)
+            if up is None:
+                return copies, None
+            inner = up
+        for loop in self.enclosing_loops(call):
+            names = _target_names(loop.target)
+            used = {nd.id for c in copies for nd in ast.walk(c)
+                    if isinstance(nd, ast.Name) and isinstance(nd.ctx, ast.Load)}
+            if names is not None and not (set(names) & used):
+                inner = loop
+                continue
+            elements = self.elements(loop.iter)
+            direct = inner in loop.body and not any(
+                isinstance(nd, ast.Break | ast.Continue) for st in loop.body for nd in ast.walk(st))
+            if names is None or elements is None or not direct:
+                return [], loop
+            rounds: list[dict[str, ast.expr]] = []
+            for e in elements:
+                if len(names) == 1 and not isinstance(loop.target, ast.Tuple | ast.List):
+                    rounds.append({names[0]: e})
+                    continue
+                parts = self.elements(e)
+                if parts is None or len(parts) != len(names):
+                    return [], loop
+                rounds.append(dict(zip(names, parts, strict=True)))
+            copies = [_substitute(c, r) for r in rounds for c in copies]
+            inner = loop
+        return copies, None
+
     def calls(self) -> Iterator[ast.Call]:
         """Every call in the file, in source order."""
         found = [nd for nd in ast.walk(self.tree) if isinstance(nd, ast.Call)]
@@ -557,3 +620,43 @@ class PyModule:
     def docstring(self, fn: ast.expr | str) -> str | None:
         found = self.functions.get(fn) if isinstance(fn, str) else self.function_of(fn)
         return ast.get_docstring(found) if found is not None else None
+
+
+def _target_names(target: ast.expr) -> list[str] | None:
+    """The names a ``for`` target binds (a name, or a flat tuple/list of names)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts if isinstance(e, ast.Name)]
+    return None
+
+
+def _substitute(node: ast.Call, values: dict[str, ast.expr]) -> ast.Call:
+    """``node`` with each read of a name in ``values`` replaced by its expression; the
+    nodes on the way are shallow copies, everything else is shared (so every other name
+    still resolves where it is written)."""
+    def walk(nd: ast.AST) -> ast.AST:
+        if isinstance(nd, ast.Name) and isinstance(nd.ctx, ast.Load) and nd.id in values:
+            return values[nd.id]
+        if isinstance(nd, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return nd  # a nested scope may rebind the name; left as written
+        changed: dict[str, Any] = {}
+        for field, value in ast.iter_fields(nd):
+            if isinstance(value, ast.AST):
+                new = walk(value)
+                if new is not value:
+                    changed[field] = new
+            elif isinstance(value, list):
+                items = [walk(v) if isinstance(v, ast.AST) else v for v in value]
+                if any(a is not b for a, b in zip(items, value, strict=True)):
+                    changed[field] = items
+        if not changed:
+            return nd
+        out = copy.copy(nd)
+        for field, value in changed.items():
+            setattr(out, field, value)
+        return out
+
+    result = walk(node)
+    assert isinstance(result, ast.Call)
+    return result

@@ -25,6 +25,7 @@ from flowc.migrate.handoffs import (
     report_extras,
     selector_speaker,
     tool_from_function,
+    unrolled_calls,
 )
 from flowc.migrate.pyread import callee, kwarg
 
@@ -74,15 +75,17 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
 
     # register_hand_off(agent, [...]) and agent.register_hand_off([...])
     handoffs: dict[str, list[ast.expr]] = {}
-    for c in calls:
-        if callee(c) != "register_hand_off":
-            continue
+    for c in unrolled_calls(reader, calls, lambda c: callee(c) == "register_hand_off"):
         if isinstance(c.func, ast.Attribute) and reader.agent_of(c.func.value) is not None:
             owner_agent = reader.agent_of(c.func.value)
             items_node = kwarg(c, "hand_to", 0)
         else:
-            owner_agent = reader.agent_of(kwarg(c, "agent", 0))
+            owner_node = kwarg(c, "agent", 0) if not isinstance(c.func, ast.Attribute) else c.func.value
+            owner_agent = reader.agent_of(owner_node)
             items_node = kwarg(c, "hand_to", 1)
+            if owner_agent is None and items_node is not None:
+                reader.report(M001, "`register_hand_off` on something that is not an agent created in this "
+                                    "file; these handoffs were left out", owner_node or c)
         if owner_agent is None or owner_agent.name not in [*g.names, g.user] or items_node is None:
             continue
         listed = mod.elements(items_node)

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from flowc.migrate.pyread import NotStatic, PyModule
+from flowc.migrate.pyread import NotStatic, PyModule, callee
 
 
 def _value_at(src: str, marker: str) -> object:
@@ -74,3 +74,35 @@ def test_dicts_and_lists_built_up_after_their_literal() -> None:
 def test_changes_that_cannot_be_followed_make_the_dict_not_static(change: str) -> None:
     with pytest.raises(NotStatic):
         _value_at("d = {'a': 1}\n" + change + "probe(d)  # 1\n", "# 1")
+
+
+def _unrolled(src: str) -> tuple[list[str], int | None]:
+    mod = PyModule.parse("t.py", src)
+    call = next(c for c in mod.calls() if callee(c) == "reg")
+    copies, loop = mod.unrolled(call)
+    return [ast.unparse(c) for c in copies], (loop.lineno if loop is not None else None)
+
+
+def test_calls_in_for_loops_are_unrolled_as_python_runs_them() -> None:
+    assert _unrolled("xs = [a, b]\nfor x in xs:\n    reg(agent=x, to=t)\n") == (
+        ["reg(agent=a, to=t)", "reg(agent=b, to=t)"], None)
+    assert _unrolled("for x, y in ((a, 1), (b, 2)):\n    reg(x, y)\n") == (["reg(a, 1)", "reg(b, 2)"], None)
+    assert _unrolled("for x in [a]:\n    for y in (b, c):\n        reg(x, y)\n") == (
+        ["reg(a, b)", "reg(a, c)"], None)
+    assert _unrolled("for x in [a, b]:\n    reg(t)\n") == (["reg(t)"], None)  # not read: once
+    assert _unrolled("reg(a)\n") == (["reg(a)"], None)
+    # names inside the loop body still resolve where they are read
+    mod = PyModule.parse("t.py", "t = 1\nfor x in [a, b]:\n    reg(x, t)\nt = 2\n")
+    call = next(c for c in mod.calls() if callee(c) == "reg")
+    assert [mod.const(c.args[1]) for c in mod.unrolled(call)[0]] == [1, 1]
+
+
+@pytest.mark.parametrize("src", [
+    "for x in make():\n    reg(x)\n",
+    "for x in [a, b]:\n    if x is a:\n        reg(x)\n",
+    "for x in [a, b]:\n    reg(x)\n    break\n",
+    "for x in [a, b]:\n    if x is a:\n        continue\n    reg(x)\n",
+    "for x, y in [a, b]:\n    reg(x)\n",
+])
+def test_loops_that_cannot_be_unrolled_name_the_loop(src: str) -> None:
+    assert _unrolled(src) == ([], 1)

@@ -191,3 +191,34 @@ def test_message_counts_through_a_local_name_are_lowered() -> None:
             "then b") in rules
     assert 'when from b then terminate "no_next_speaker"' in rules
     assert "speaker chat_manager" not in text
+
+
+def test_handoffs_registered_in_a_loop_are_unrolled_as_python_runs_them() -> None:
+    """Reduction of AG2's swarm notebook: `for agent in [flight_cancel, lost_baggage]:
+    register_hand_off(agent=agent, hand_to=OnCondition(triage_agent, ...))` registers the
+    handoff on each of the two agents (read from the Python: the loop runs once per element)."""
+    text, findings = _migrate("real_loop_handoffs.py")
+    assert text is not None and not any(code == "M001" for code, _ in findings)
+    for desk in ("Flight_Cancel_Traversal", "Lost_Baggage_Traversal"):
+        assert f"speaker {desk} {{\n  # Call this when the customer asks about something else.\n" \
+               f"  tool transfer_{desk}_to_Triage_Agent\n}}" in text
+        assert f"when tool transfer_{desk}_to_Triage_Agent then Triage_Agent" in _rules(text)
+
+
+def test_group_api_handoffs_in_loops_unrolled_or_reported() -> None:
+    """Read from the Python: the (agent, topic) tuple loop adds one LLM condition per desk to
+    triage, the list loop sets each desk's after work to triage, and the loop over `sorted(...)`
+    (a value computed at run time) cannot be unrolled: one M001 naming it, nothing guessed."""
+    text, findings = _migrate("real_loop_handoffs_group.py")
+    assert text is not None
+    rules = _rules(text)
+    assert "when tool transfer_to_billing_1 then billing" in rules
+    assert "when tool transfer_to_tech_2 then tech" in rules
+    assert "# The request is about a technical problem.\n  tool transfer_to_tech_2" in text
+    assert "when from billing then triage priority 30" in rules
+    assert "when from tech then triage priority 30" in rules
+    left_out = [m for code, m in findings if code == "M001"]
+    assert len(left_out) == 1
+    assert "inside `for agent in sorted([billing, tech], key=lambda a: a.name):` (line 25)" in left_out[0]
+    # nothing of the loop that was not unrolled reached the flow (the desks have no tools)
+    assert "speaker billing\n" in text and "speaker tech\n" in text
