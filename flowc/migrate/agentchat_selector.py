@@ -62,6 +62,8 @@ class SelectorFunctions:
         self.selector = "selector" if "selector" not in self.participants else "team_selector"
         self.sources = [self.user, *self.participants]
         self.uses_len = False
+        #: a part of a function could not be lowered and the model stands in for it
+        self.stood_in = False
 
     # ── reading ──
 
@@ -108,13 +110,38 @@ class SelectorFunctions:
         """Outcomes with the names they return (None: the model chooses); None if unrecognised."""
         label = fn.name if not isinstance(fn, ast.Lambda) else "lambda"
         try:
-            outcomes = lower_selection(fn, self.sources, self.agent_name, dialect="agentchat")
-            out: list[tuple[Outcome, tuple[str, ...] | None]] = []
-            for o in outcomes:
-                out.append((o, self.returned(key, o)))
-        except Unsupported as err:
+            outcomes = lower_selection(fn, self.sources, self.agent_name, dialect="agentchat", partial=True)
+        except Unsupported as err:  # not the signature AgentChat calls
             self.report_left_out(key, err.node, f"`{label}`: {err.what}")
             return None
+        out: list[tuple[Outcome, tuple[str, ...] | None]] = []
+        # a part that cannot be lowered: the model chooses there (among all participants
+        # for a candidate_func); each part is reported once, where it stands
+        stand_in = None if key == "selector_func" else tuple(self.participants)
+        parts: dict[int, tuple[ast.AST, str, list[str]]] = {}
+        for o in outcomes:
+            if o.unsupported is not None:
+                node, what = o.unsupported.node, o.unsupported.what
+            else:
+                try:
+                    out.append((o, self.returned(key, o)))
+                    continue
+                except Unsupported as err:
+                    node, what = err.node, err.what
+            out.append((attrs.evolve(o, returned=None, witness=None, unsupported=None, rest=()), stand_in))
+            parts.setdefault(id(node), (node, what, []))[2].append(o.source)
+            self.stood_in = True
+        for node, what, whom in parts.values():
+            instead = ("the selector speaker picks" if key == "selector_func"
+                       else "the selector chooses among all participants")
+            self.findings.append(Diagnostic(
+                M001, f"part of `{key}` `{label}` could not be lowered to rules ({what}); it decides "
+                      f"the next speaker after {', '.join(f'`{w}`' for w in dict.fromkeys(whom))} (where "
+                      f"no branch before it applies): {instead} there instead; the other branches "
+                      "became rules",
+                self.mod.source.name, self.mod.span(node),
+                help="write that part as a test on `messages[-1].source` or on the last message's "
+                     "text, or write its `when from X then Y` rules by hand"))
         self.uses_len = self.uses_len or any(
             "turn_count_at_most" in repr(g) for o, _ in out for g in o.guards)
         return out
@@ -238,7 +265,9 @@ class SelectorFunctions:
             if guards:
                 rules.append(mm.Rule(n.AndCond((mm.from_(src), *guards), mm.S), target))
                 continue
-            comment = ("the model chooses (selector_func returned None)" if names is None
+            comment = (("the model chooses (selector_func returned None, or it could not be lowered "
+                        "there: see the findings)" if self.stood_in else
+                        "the model chooses (selector_func returned None)") if names is None
                        else "the model chooses among candidate_func's list" if len(names) > 1 else None)
             finals.setdefault(repr(target), (target, [], comment))[1].append(src)
         for target, members, comment in finals.values():

@@ -196,3 +196,22 @@ def test_async_def_and_team_max_turns() -> None:
                              "        return 'b'\n    return 'a'\n", ", selector_func=pick, max_turns=5")
     assert "max_turns 6" in text  # 5 agent turns + the task; no selector turns to double for
     assert "when from a          then b" in text and findings == []
+
+
+def test_one_unlowerable_part_of_a_selector_func_leaves_only_that_part_to_the_model() -> None:
+    """Read from the Python: after the task the writer speaks, after the critic the speaker
+    before it (`messages[-2]`, which no rule can read: the model stands in, one M001 at that
+    line), after anyone else the critic."""
+    text, findings = migrate(
+        "def pick(messages):\n"
+        "    if messages[-1].source == 'user':\n        return a.name\n"
+        "    if messages[-1].source == z.name:\n        return messages[-2].source\n"
+        "    return z.name\n", ", selector_func=pick")
+    assert [" ".join(r.split()) for r in rules(text)] == [
+        "when from user then a", "when from z then selector", "when from a, b then z",
+        "when tool transfer_to_a then a", "when tool transfer_to_b then b", "when tool transfer_to_z then z",
+        'when from selector then terminate "no_speaker_selected"']
+    left_out = [m for code, m in findings if code == "M001"]
+    assert len(left_out) == 1 and "part of `selector_func` `pick`" in left_out[0]
+    assert "after `z`" in left_out[0] and "messages[-2].source" in left_out[0]
+    assert "scenario" not in text
