@@ -7,11 +7,17 @@ Python or JSON file as it is. Prints one line per input and, per family, the cou
 0 / 1 / 2 and of the verdicts recorded in the manifest.
 
     .venv/bin/python tests/migrate/real/run_real.py [--mirror DIR] [--dump DIR] [--only TEXT]
+    .venv/bin/python tests/migrate/real/run_real.py --termination
+
+``--termination`` measures instead the share of real ``is_termination_msg`` idioms that
+migrate lowers: every ``is_termination_msg=`` argument (and ``"is_termination_msg"`` key of a
+dict) whose value is a ``lambda`` or a name, with the ``def`` it names, grouped by its text.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import json
 import re
@@ -22,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from flowc.migrate import migrate_source
+from flowc.migrate.pyread import PyModule
+from flowc.migrate.textpred import text_predicate
 from flowc.source import SourceFile
 
 HERE = Path(__file__).resolve().parent
@@ -55,14 +63,66 @@ def read(mirror: Path, entry: dict[str, Any]) -> str:
     return out.stdout
 
 
+def termination_idioms(name: str, text: str) -> list[tuple[str, bool]]:
+    """Each ``is_termination_msg`` value of a Python input: (its text, recognised?)."""
+    try:
+        mod = PyModule.parse(name, text)
+    except SyntaxError:
+        return []
+    values: list[ast.expr] = []
+    for node in ast.walk(mod.tree):
+        if isinstance(node, ast.Call):
+            values += [kw.value for kw in node.keywords if kw.arg == "is_termination_msg"]
+        elif isinstance(node, ast.Dict):
+            values += [v for k, v in zip(node.keys, node.values, strict=True)
+                       if isinstance(k, ast.Constant) and k.value == "is_termination_msg"]
+    out = []
+    for v in values:
+        if isinstance(v, ast.Constant) and v.value is None:
+            continue
+        target = mod.deref(v)
+        fn = mod.function_of(v) if isinstance(v, ast.Name) else None
+        shown = ast.unparse(fn) if fn is not None else ast.unparse(target)
+        # one idiom per text, whatever the parameter is called
+        param = (fn.args.args[0].arg if fn is not None and fn.args.args else
+                 target.args.args[0].arg if isinstance(target, ast.Lambda) and target.args.args else None)
+        if param:
+            shown = re.sub(rf"\b{re.escape(param)}\b", "msg", shown)
+        if fn is not None:
+            shown = re.sub(r"^(async )?def \w+", "def f", shown)
+        out.append((" ".join(shown.split()), text_predicate(target, mod.function_of) is not None))
+    return out
+
+
+def measure_termination(mirror: Path, entries: list[dict[str, Any]]) -> None:
+    uses: collections.Counter[tuple[str, bool]] = collections.Counter()
+    for e in entries:
+        if e["path"].endswith(".json"):
+            continue
+        text, name = extract(e["path"], read(mirror, e))
+        uses.update(termination_idioms(name, text))
+    for (idiom, ok), count in sorted(uses.items(), key=lambda x: (x[0][1], -x[1])):
+        print(f"{'yes' if ok else 'NO ':3} {count:3}  {idiom[:150]}")
+    distinct = len(uses)
+    lowered = sum(1 for _, ok in uses if ok)
+    total = sum(uses.values())
+    covered = sum(c for (_, ok), c in uses.items() if ok)
+    print(f"\nis_termination_msg idioms lowered: {lowered}/{distinct} distinct, {covered}/{total} uses")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     ap.add_argument("--dump", type=Path, help="write each extracted input and its .flow here")
     ap.add_argument("--only", help="only inputs whose path contains this text")
     ap.add_argument("--manifest", type=Path, default=HERE / "manifest.json")
+    ap.add_argument("--termination", action="store_true",
+                    help="measure the share of is_termination_msg idioms lowered")
     args = ap.parse_args(argv)
     entries = json.loads(args.manifest.read_text(encoding="utf-8"))["inputs"]
+    if args.termination:
+        measure_termination(args.mirror, entries)
+        return 0
     exits: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
     verdicts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     mismatched = 0
