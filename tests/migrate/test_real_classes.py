@@ -222,3 +222,28 @@ def test_group_api_handoffs_in_loops_unrolled_or_reported() -> None:
     assert "inside `for agent in sorted([billing, tech], key=lambda a: a.name):` (line 25)" in left_out[0]
     # nothing of the loop that was not unrolled reached the flow (the desks have no tools)
     assert "speaker billing\n" in text and "speaker tech\n" in text
+
+
+def test_a_handoff_on_something_that_is_not_an_agent_is_reported_not_skipped() -> None:
+    """Seen in AG2 docs whose snippets call `.handoffs.*` / `register_hand_off` on an agent
+    defined only in a later code block: Python stops there (NameError); the handoffs are not
+    in the flow and each call is an M001 at the owner."""
+    group = ("from autogen import ConversableAgent\n"
+             "from autogen.agentchat import initiate_group_chat\n"
+             "from autogen.agentchat.group import AgentTarget\n"
+             "from autogen.agentchat.group.patterns import DefaultPattern\n"
+             "support.handoffs.set_after_work(AgentTarget(b))\n"
+             "a = ConversableAgent(name='a')\nb = ConversableAgent(name='b')\n"
+             "p = DefaultPattern(initial_agent=a, agents=[a, b])\n"
+             "initiate_group_chat(pattern=p, messages='hi', max_rounds=5)\n")
+    swarm = ("from autogen import ConversableAgent, OnCondition, initiate_swarm_chat, register_hand_off\n"
+             "register_hand_off(agent=responder, hand_to=[OnCondition(b, 'go to b')])\n"
+             "a = ConversableAgent(name='a')\nb = ConversableAgent(name='b')\n"
+             "initiate_swarm_chat(initial_agent=a, agents=[a, b], messages='hi', max_rounds=5)\n")
+    for src, owner, line in ((group, "support", 5), (swarm, "responder", 2)):
+        result = migrate_source(SourceFile("t.py", src))
+        assert result.text is not None and "priority 30" not in result.text and "tool " not in result.text
+        left_out = [d for d in result.findings if d.code.id == "M001"]
+        assert len(left_out) == 1 and "not an agent created in this file" in left_out[0].message, src
+        assert left_out[0].span is not None and left_out[0].span.line == line
+        assert result.text.count(owner) == 0
