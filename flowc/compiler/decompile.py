@@ -22,6 +22,7 @@ from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import compile_source
 from flowc.compiler.serde import (
     ShapeError,
+    is_knobs_dict,
     structure_graph,
     structure_knobs,
     unstructure_graph,
@@ -162,6 +163,32 @@ def decompile_graph(
     return "\n\n".join("\n".join(s) for s in sections) + "\n"
 
 
+def _mention(graph: dict[str, Any], participants: Sequence[str], index: int) -> str | None:
+    """The JSON path where the ``index``-th speaker of :func:`decompile_graph` is first
+    written in the graph (None: it came from ``participants``)."""
+    speaker = list(dict.fromkeys([*participants, *m.agent_ids(structure_graph(graph))]))[index]
+    if speaker in participants:
+        return None
+
+    def find(value: Any, path: str) -> str | None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                sub = f"{path}.{k}" if path else k
+                if v == speaker and k in ("initial_speaker", "agent_id"):
+                    return sub
+                hit = find(v, sub)
+                if hit is not None:
+                    return hit
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                hit = find(v, f"{path}[{i}]")
+                if hit is not None:
+                    return hit
+        return None
+
+    return find(graph, "")
+
+
 def decompile(
     data: dict[str, Any],
     *,
@@ -175,7 +202,7 @@ def decompile(
     when part of it has no `.flow` spelling.
     """
     try:
-        if "graph" in data and "initial_speaker" not in data:
+        if is_knobs_dict(data):
             knobs = structure_knobs(data)
             graph, context = knobs.graph, dict(knobs.context_vars)
         else:
@@ -186,7 +213,15 @@ def decompile(
             [Diagnostic(E108, str(p), filename, json_path=p.path) for p in err.problems]
         ) from None
     except DecompileError as err:
-        raise FlowError([Diagnostic(E108, err.message, filename, json_path=err.path)]) from None
+        path = err.path
+        mention = None
+        if path.startswith("participants["):  # a graph's own agent id: where it is written
+            mention = _mention(unstructure_graph(graph), participants, int(path[13:-1]))
+            path = mention or path
+        if is_knobs_dict(data) and (mention is not None or not path.startswith("participants[")):
+            path = f"graph.{path}" if path else "graph"
+        message = f"{path}: {err.message}" if path else err.message
+        raise FlowError([Diagnostic(E108, message, filename, json_path=path)]) from None
     try:
         text = format_source(text, filename)
     except FlowError as err:
@@ -198,7 +233,7 @@ def decompile(
                     E108,
                     "the graph names only one agent, and a flow needs two speakers",
                     filename,
-                    json_path="initial_speaker",
+                    json_path="graph.initial_speaker" if is_knobs_dict(data) else "initial_speaker",
                     help="name the channel's other participants: --participants a,b",
                 )
             ]

@@ -13,7 +13,7 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.lower import CompiledFlow, lower
-from flowc.compiler.serde import ShapeError, structure_graph, structure_knobs
+from flowc.compiler.serde import ShapeError, is_knobs_dict, structure_graph, structure_knobs
 from flowc.diagnostics import E001, E108, Diagnostic
 from flowc.dsl.parser import parse_source
 from flowc.inputs import DataError, load_json
@@ -70,7 +70,7 @@ def load_graph_json(source: SourceFile) -> tuple[LoadedGraph | None, tuple[Diagn
     data, diags = read_json(source, help="the file must hold one JSON object: a graph or a knobs dict")
     if diags:
         return None, diags
-    is_knobs = isinstance(data, dict) and "graph" in data and "initial_speaker" not in data
+    is_knobs = is_knobs_dict(data)
     try:
         if is_knobs:
             knobs = structure_knobs(data)

@@ -26,6 +26,7 @@ from cattrs.errors import (
     IterableValidationError,
     IterableValidationNote,
 )
+from cattrs.gen import make_dict_structure_fn
 
 from flowc.compiler import model as m
 
@@ -185,8 +186,33 @@ def _list_of(item_hook: Any) -> Any:
     return hook
 
 
+#: what a JSON object of each model class holds, for "expected ..." messages
+_OBJECT_WORDS: dict[type[Any], str] = {
+    m.TransitionGraph: "a graph object (`initial_speaker`, `transitions`, `default_target`, "
+    "`max_turns`)",
+    m.Transition: "a transition object (`when`, `then`, `priority`)",
+    m.Knobs: "a knobs object (`graph`, `context_vars`)",
+}
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+
+    def object_hook(cls: type[Any]) -> Any:
+        # cattrs reads an attrs class from any mapping-like value and fails in Python's
+        # words on anything else (`argument of type 'int' is not iterable`): say it in ours
+        inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True,
+                                       _cattrs_detailed_validation=True)
+        what = _OBJECT_WORDS.get(cls, "an object")
+
+        def hook(value: Any, _: Any) -> Any:
+            if not isinstance(value, dict):
+                raise _TypeProblem(f"expected {what}, got {describe(value)}")
+            return inner(value, cls)
+
+        return hook
+
+    conv.register_structure_hook_factory(attrs.has, object_hook)
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(Any, _any)
@@ -249,11 +275,17 @@ def _problems(exc: BaseException, path: str) -> Iterator[ShapeProblem]:
         for sub in without:
             yield from _problems(sub, path)
     elif isinstance(exc, ForbiddenExtraKeysError):
+        allowed = _allowed_keys(exc.cl)
+        expected = ("; this object takes no keys" if not allowed else
+                    "; expected " + " or ".join(", ".join(f"`{k}`" for k in allowed).rsplit(", ", 1)))
         for key in sorted(exc.extra_fields, key=str):
             sep = "." if path else ""
-            yield ShapeProblem(f"{path}{sep}{key}", "unexpected key")
+            yield ShapeProblem(f"{path}{sep}{key}", f"unexpected key{expected}")
     elif isinstance(exc, KeyError):
-        yield ShapeProblem(path, "required key missing")
+        key = path.rsplit(".", 1)[-1]
+        what = _KEY_WORDS.get(key)
+        yield ShapeProblem(path, f"required key missing: expected {what}" if what
+                           else "required key missing")
     elif isinstance(exc, _TypeProblem):
         yield ShapeProblem(path, str(exc))
     elif isinstance(exc, RecursionError):
@@ -262,15 +294,48 @@ def _problems(exc: BaseException, path: str) -> Iterator[ShapeProblem]:
         yield ShapeProblem(path, f"invalid value ({exc})")
 
 
+#: what a required key holds, for "required key missing" messages
+_KEY_WORDS = {
+    "initial_speaker": "the agent id of the first speaker (a string)",
+    "graph": "the graph object",
+    "when": "a condition object (`name`, `args`)",
+    "then": "a target object (`name`, `args`)",
+    "name": "a name (a string)",
+    "agent_id": "an agent id (a string)",
+    "tool_name": "a tool name (a string)",
+    "key": "a context key (a string)",
+    "value": "the value to compare with (any JSON value, null included)",
+    "conditions": "a list of condition objects",
+    "condition": "a condition object (`name`, `args`)",
+    "reason": "a close reason (a string)",
+}
+
+
+def _allowed_keys(cls: type[Any]) -> list[str]:
+    if attrs.has(cls):
+        return [f.name for f in attrs.fields(cls)]
+    return ["name", "args"]  # a condition or target object
+
+
 def _structure(value: Any, cls: type[Any], root: str) -> Any:
     if not isinstance(value, dict):
-        raise ShapeError([ShapeProblem(root, f"expected an object, got {describe(value)}")])
+        what = _OBJECT_WORDS.get(cls, "an object")
+        if cls is m.Knobs or cls is m.TransitionGraph:
+            what = "a graph object or a knobs object (`graph`, `context_vars`)"
+        raise ShapeError([ShapeProblem(root, f"expected {what}, got {describe(value)}")])
     try:
         return converter.structure(value, cls)
     except (ClassValidationError, IterableValidationError, _TypeProblem, KeyError) as exc:
         raise ShapeError(list(_problems(exc, root))) from None
     except RecursionError:
         raise ShapeError([ShapeProblem(root, "nested too deeply")]) from None
+
+
+def is_knobs_dict(data: Any) -> bool:
+    """Whether a dict is meant as knobs (``{"graph": ..., "context_vars": ...}``) rather
+    than a bare graph: it has one of the knobs keys and no ``initial_speaker``."""
+    return isinstance(data, dict) and ("graph" in data or "context_vars" in data) \
+        and "initial_speaker" not in data
 
 
 def structure_graph(data: Any) -> m.TransitionGraph:

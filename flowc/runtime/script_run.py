@@ -348,7 +348,7 @@ def run_flow(
     >>> flowc.run(flow, {"kickoff": "hi", "script": {"b": ["hello"]}}).close_reason
     'sequence_complete'
     """
-    from flowc.compiler.serde import structure_graph, structure_knobs
+    from flowc.compiler.serde import is_knobs_dict, structure_graph, structure_knobs
     from flowc.runtime.plugins import (
         PluginError,
         implementation_problems,
@@ -363,7 +363,7 @@ def run_flow(
         if problems:
             raise PluginError(implementations_text(problems).rstrip("\n"))
         target = RunTarget.from_compiled(flow)
-    elif "graph" in flow and "initial_speaker" not in flow:
+    elif is_knobs_dict(dict(flow)):
         knobs = structure_knobs(dict(flow))
         target = RunTarget.from_graph(knobs.graph, knobs.context_vars)
     else:

@@ -268,3 +268,16 @@ def test_no_edge_that_the_flow_does_not_declare() -> None:
         ("w", "r", "rule 2, line 5: from w"),
         ("r", "w", "rule 3, line 6: from r"),
     }
+
+
+def test_a_humans_writable_keys_are_drawn_on_its_node_in_every_format() -> None:
+    from flowc.compiler.render.rendering import render
+
+    text = (
+        "speaker user: human {\n  sets approved, `from`\n}\nspeaker bot\n"
+        "when from user then bot\nwhen from bot then user\nmax_turns 4\n"
+    )
+    r = render(text, filename="h.flow")
+    assert r.diagram.speaker_node("user").details == ("human", "sets approved, `from`")
+    assert "sets approved, `from`" in r.dot
+    assert "sets approved, `from`" in r.mermaid.replace("#96;", "`")

@@ -208,3 +208,37 @@ def test_the_real_checker_findings_land_on_the_diagram() -> None:
     assert {e.id for e in rendering.diagram.edges_of_rule(0)} == set(trap.edges)
     assert all(e.mark == TRAP for e in rendering.diagram.edges_of_rule(0))
     assert by_code["W202"].edges and by_code["W202"].mark == DEAD
+
+
+TRAP_FROM_GHOST = """\
+speaker user: human
+speaker drafter
+speaker reviewer { tool approve sets approved = true }
+speaker ghost { tool approve sets approved = true }
+start user
+max_turns 12
+when context.approved == true then terminate "approved" priority 100
+when from user then drafter
+when from drafter then reviewer
+when from reviewer then drafter
+"""
+
+
+def test_a_trap_drawn_only_from_an_unreachable_speaker_keeps_its_trap_mark() -> None:
+    # the real checker: ghost is unreachable (W201) and rule 1 a priority trap (W204); the
+    # trap's only edge leaves ghost, so greying ghost's edges used to hide the trap
+    from flowc.compiler.render.rendering import render
+
+    r = render(TRAP_FROM_GHOST, check=True, filename="trap.flow")
+    codes = {f.diagnostic.code.id for f in r.diagram.findings}
+    assert {"W201", "W204"} <= codes
+    trap_edges = r.diagram.edges_of_rule(0)
+    ghost = r.diagram.speaker_node("ghost")
+    assert trap_edges and all(e.source == ghost.id for e in trap_edges)
+    assert [e.mark for e in trap_edges] == [TRAP] * len(trap_edges)
+    assert ghost.mark == DEAD
+    # ghost's other edges (its fall-through to the default) stay grey
+    others = [e for e in r.diagram.edges if e.source == ghost.id and e.rule != 0]
+    assert others and all(e.mark == DEAD for e in others)
+    dot_edge = next(line for line in r.dot.splitlines() if f'id="{trap_edges[0].id}"' in line)
+    assert f'color="{COLORS["trap"]}"' in dot_edge

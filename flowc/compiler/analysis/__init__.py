@@ -128,7 +128,8 @@ def analyze_graph(
 
 
 def unloadable_names(
-    graph: m.TransitionGraph, filename: str, registry: TransitionRegistry | None = None
+    graph: m.TransitionGraph, filename: str, registry: TransitionRegistry | None = None,
+    prefix: str = "",
 ) -> tuple[Diagnostic, ...]:
     """E103 for every custom name of a JSON graph that neither is built in nor loads
     (see :func:`flowc.compiler.registry.custom_problems`): what ``run`` refuses.
@@ -140,7 +141,7 @@ def unloadable_names(
     """
     return tuple(
         Diagnostic(
-            E103, f"{p.path}: {p.message}", filename, json_path=p.path,
+            E103, f"{prefix}{p.path}: {p.message}", filename, json_path=prefix + p.path,
             help="fix the name, or load the module that registers the class (`--plugin "
                  "MODULE_OR_FILE`, or `plugins` in [tool.flowc]; from Python, flowc.load_plugins)",
         )
@@ -169,11 +170,11 @@ def check_source(
         loaded, diags = load_graph_json(source)
         if loaded is None or has_errors(diags):
             return diags
-        unknown = unloadable_names(loaded.graph, source.name, options.registry)
+        prefix = "graph." if loaded.is_knobs else ""
+        unknown = unloadable_names(loaded.graph, source.name, options.registry, prefix)
         if unknown:
             return unknown
         if options.target == "ag2":
-            prefix = "graph." if loaded.is_knobs else ""
             diags = (*diags, *bare_ag2_graph_problems(loaded.graph, source.name, prefix))
         found = analyze_graph(loaded, options, filename=source.name)
         return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))

@@ -119,7 +119,7 @@ class Facts:
         help: str | None = None,
     ) -> Diagnostic:
         if self.system.json_mode and json_path is not None:
-            json_path = self.system.json_prefix + json_path
+            json_path = self.system.json_path(json_path)
         return Diagnostic(code, message, self.filename, span, notes, help, json_path)
 
     def rule_span(self, rule: RuleSpec) -> Span | None:

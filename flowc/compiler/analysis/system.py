@@ -175,7 +175,14 @@ class System:
     def where(self, rule: RuleSpec) -> str:
         if rule.info is not None:
             return f"line {rule.info.span.line}"
-        return f"`{rule.json_path}`"
+        return f"`{self.json_path(rule.json_path or '')}`"
+
+    def json_path(self, path: str) -> str:
+        """A path inside the graph as a path in the file: ``graph.transitions[2]`` in a
+        knobs file; the graph itself (``""``) is ``graph`` there."""
+        if not self.json_prefix:
+            return path
+        return self.json_prefix + path if path else self.json_prefix.rstrip(".")
 
     def index_of(self, agent_id: str) -> int:
         return self._id_index[agent_id]
@@ -425,8 +432,6 @@ def system_of_graph(loaded: LoadedGraph) -> System:
     b = _Builder(graph, ids, json_mode=True)
     rules = b.rules(None)
     prefix = "graph." if loaded.is_knobs else ""
-    if prefix:
-        rules = tuple(attrs.evolve(r, json_path=prefix + (r.json_path or "")) for r in rules)
     actions = tuple(
         (PLAIN, *(Action(t, i) for i, t in enumerate(b.tools))) for _ in ids
     )

@@ -219,6 +219,9 @@ def _from_compiled(flow: CompiledFlow) -> _Input:
         if name == flow.initiator and flow.initiator != flow.start:
             details.append("initiator")
         details += [tool_text(t) for t in flow.tools_of(name)]
+        writes = flow.human_writes.get(name, ())
+        if writes:  # what a human may write, spelled as its declaration spells it
+            details.append("sets " + ", ".join(format_name(k) for k in writes))
         found = decls.get(name)
         speakers.append(
             _Speaker(name, name in flow.humans, found.span if found else None, tuple(details))
@@ -654,11 +657,19 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
     nodes = {x.id: x for x in diagram.nodes}
     edges = {x.id: x for x in diagram.edges}
     marks: dict[str, str] = {}
+    # the grey an unreachable speaker passes to the edges touching it; it wins over the
+    # edge's own mark, unless that would hide a finding about a rule on every edge it has
+    inherited: dict[str, str] = {}
 
     def put(element_id: str, mark: str) -> None:
         old = marks.get(element_id)
         if old is None or MARK_ORDER.index(mark) < MARK_ORDER.index(old):
             marks[element_id] = mark
+
+    def inherit(element_id: str, mark: str) -> None:
+        old = inherited.get(element_id)
+        if old is None or MARK_ORDER.index(mark) < MARK_ORDER.index(old):
+            inherited[element_id] = mark
 
     findings: list[Finding] = []
     for d in sorted(diagnostics, key=Diagnostic.sort_key):
@@ -683,12 +694,21 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
                 if h in nodes and mark == DEAD:
                     for e in diagram.edges:
                         if h in (e.source, e.target):
-                            put(e.id, DEAD)
+                            inherit(e.id, DEAD)
         findings.append(
             Finding(
                 d, tuple(h for h in hits if h in nodes), tuple(h for h in hits if h in edges), mark
             )
         )
+    own = dict(marks)
+    for element_id, mark in inherited.items():
+        put(element_id, mark)
+    for f in findings:
+        # e.g. a W204 trap drawn only from an unreachable speaker: keep it orange
+        if f.mark is not None and f.edges and all(marks[i] != f.mark for i in f.edges):
+            for edge_id in f.edges:
+                if own.get(edge_id) == f.mark:
+                    marks[edge_id] = f.mark
     return attrs.evolve(
         diagram,
         nodes=tuple(attrs.evolve(x, mark=marks.get(x.id)) for x in diagram.nodes),
