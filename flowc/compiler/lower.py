@@ -83,6 +83,7 @@ class AlternativeError(ValueError):
 def match_alternative(
     alts: tuple[ToolEffectInfo, ...], effects: ToolEffectInfo | None, handoff: str | None,
     finish: str | None, speaker: str, tool: str,
+    writes: tuple[Mapping[str, Any], Sequence[str]] | None = None,
 ) -> ToolEffectInfo | None:
     """The declared alternative a scripted call of ``tool`` takes (``None`` for a tool
     declared without effects). ``effects`` is what a scenario writes after the tool
@@ -96,6 +97,13 @@ def match_alternative(
     Traceback (most recent call last):
     ...
     flowc.compiler.lower.AlternativeError: a's tool `decide` does one of several things (hands off to b | finishes "done"); say which with `handoff` or `finish` (in a scenario: `a calls decide hands off to b`)
+
+    ``writes`` is a script call's ``(set, delete)``: alternatives that only write context
+    are told apart by them (the one alternative whose writes the call includes).
+
+    >>> rate = (ToolEffectInfo((("k", 1),)), ToolEffectInfo((("k", 2),)))
+    >>> match_alternative(rate, None, None, None, "a", "rate", ({"k": 2}, [])).sets
+    (('k', 2),)
     """
     if not alts:
         if effects is not None and effects != ToolEffectInfo():
@@ -111,6 +119,13 @@ def match_alternative(
                                f"not {effects.text()}")
     if len(alts) == 1 and handoff is None and finish is None:
         return alts[0]
+    if handoff is None and finish is None and writes is not None:
+        sets, deletes = writes
+        fitting = [a for a in alts if a.handoff is None and a.finish is None
+                   and all(k in sets and sets[k] == v for k, v in a.sets)
+                   and all(k in deletes for k in a.clears)]
+        if fitting and all(a == fitting[0] for a in fitting):  # one, or equal ones
+            return fitting[0]
     for alt in alts:
         if handoff is not None and alt.handoff == handoff:
             return alt
@@ -118,12 +133,13 @@ def match_alternative(
             return alt
     options = " | ".join(
         f"hands off to {a.handoff}" if a.handoff else f'finishes "{a.finish}"' if a.finish
-        else "sets/clears context" for a in alts
+        else a.text() for a in alts
     )
     if handoff is None and finish is None:
         raise AlternativeError(f"{speaker}'s tool `{tool}` does one of several things "
-                               f"({options}); say which with `handoff` or `finish` (in a "
-                               f"scenario: `{speaker} calls {tool} {alts[0].text()}`)")
+                               f"({options}); say which with `handoff` or `finish`, or the "
+                               "writes (`set` / `delete`) of one that only writes context "
+                               f"(in a scenario: `{speaker} calls {tool} {alts[0].text()}`)")
     raise AlternativeError(f"{speaker}'s tool `{tool}` is declared to do {options}, "
                            "not what the script says")
 

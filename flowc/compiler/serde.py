@@ -208,7 +208,15 @@ def _make_converter() -> cattrs.Converter:
         def hook(value: Any, _: Any) -> Any:
             if not isinstance(value, dict):
                 raise _TypeProblem(f"expected {what}, got {describe(value)}")
-            return inner(value, cls)
+            graph = inner(value, cls)
+            if cls is m.TransitionGraph and graph.max_turns is not None and graph.max_turns < 1:
+                # refused when the channel opens (a deliberate difference from AG2, which
+                # closes such a run after its first turn): every command refuses it alike
+                raise ClassValidationError("", [_noted(
+                    _TypeProblem(f"expected a number of turns of at least 1 (or null: no cap), "
+                                 f"got {graph.max_turns}"),
+                    AttributeValidationNote("max_turns", "max_turns", int))], cls)
+            return graph
 
         return hook
 

@@ -34,7 +34,7 @@ def pick_alternative(alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speaker
     """The declared alternative a scripted call takes (the compiler's rule, one for all)."""
     try:
         return match_alternative(alts, call.effects, call.handoff, call.finish, speaker,
-                                 call.tool or "")
+                                 call.tool or "", (call.set, call.delete))
     except AlternativeError as err:
         raise ScriptError(f"{where}: {err}") from None
 

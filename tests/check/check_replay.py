@@ -37,6 +37,11 @@ def stepper_for(system: System) -> Stepper:
 def _allowed(system: System, turn: Turn, first: bool) -> bool:
     """The turn is one the speaker may take: the kickoff is plain; tools as declared."""
     plain = turn.tool is None and not turn.sets and not turn.clears and turn.handoff is None and turn.finish is None
+    if system.compiled is not None and turn.speaker in system.compiled.humans:
+        # a human posts text and writes the keys it declares (any value, or clears them)
+        declared = set(system.compiled.human_writes.get(turn.speaker, ()))
+        return turn.tool is None and turn.handoff is None and turn.finish is None and \
+            {k for k, _ in turn.sets} | set(turn.clears) <= declared
     if first or plain:
         return plain or not first
     if system.json_mode:

@@ -70,6 +70,9 @@ def flow_text(draw: Any) -> str:
             alts = [a for a in alts if a]
             tools.append(f"  tool {t} " + " | ".join(alts) if alts else f"  tool {t}")
         role = ": human" if (s == "user" and human) else ""
+        if role:  # the context keys the human may write (`sets`), if any
+            writes = draw(st.lists(st.sampled_from(sorted(KEYS)), unique=True, max_size=2))
+            tools = [f"  sets {', '.join(writes)}"] if writes else []
         lines.append(f"speaker {s}{role} {{" if tools else f"speaker {s}{role}")
         if tools:
             lines += [*tools, "}"]

@@ -43,7 +43,7 @@ KNOBS: dict[str, Any] = {
     "context_vars": {"k": 1},
 }
 #: one value of each JSON type (and a few shapes that look right at a glance)
-VALUES: list[Any] = [None, True, 5, 1.5, "s", "", [], [1], {}, {"x": 1},
+VALUES: list[Any] = [None, True, 5, 0, -1, 1.5, "s", "", [], [1], {}, {"x": 1},
                      [{"name": "always"}], {"name": "always", "args": {}}]
 DELETE = object()
 #: Python's own words, which must never reach a user
@@ -210,3 +210,20 @@ def test_findings_on_a_knobs_file_point_into_it() -> None:
     assert by_code["W201"] == "graph.transitions[0]"
     for d in found:
         assert d.json_path is not None and resolves(doc, d.json_path), d
+
+
+def test_a_cap_below_one_is_refused_by_check_as_by_run(tmp_path: Path) -> None:
+    # `run` refuses it when the channel opens; `check` called it clean (with W215s)
+    doc = replaced(KNOBS, ("graph", "max_turns"), 0)
+    (d,) = check_source(SourceFile("k.json", json.dumps(doc)))
+    assert (d.code.id, d.json_path) == ("E108", "graph.max_turns")
+    assert d.message == ("graph.max_turns: expected a number of turns of at least 1 (or null: "
+                         "no cap), got 0")
+    graph = tmp_path / "k.json"
+    graph.write_text(json.dumps(doc))
+    script = tmp_path / "s.json"
+    script.write_text('{"script": {}}')
+    ran = subprocess.run([sys.executable, "-m", "flowc", "run", str(graph), "--script",
+                          str(script)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1 and "graph.max_turns: expected a number of turns of at least 1" \
+        in ran.stderr, ran.stderr

@@ -158,12 +158,13 @@ E108_CASES: list[tuple[str, Any, list[str]]] = [
         [
             'max_turns: expected an integer, got "ten"',
             "transitions[0].priority: expected an integer, got 1.5",
-            "transitions[1].when.args.agent: unexpected key",
-            "transitions[1].when.args.agent_id: required key missing",
+            "transitions[1].when.args.agent: unexpected key; expected `agent_id`",
+            "transitions[1].when.args.agent_id: required key missing: expected an agent id (a string)",
         ],
     ),
-    ("missing", _missing_key(), ["transitions[2].when: required key missing"]),
-    ("extra", _graph(colour="blue"), ["colour: unexpected key"]),
+    ("missing", _missing_key(), ["transitions[2].when: required key missing: expected a condition object (`name`, `args`)"]),
+    ("extra", _graph(colour="blue"), ["colour: unexpected key; expected `initial_speaker`, `transitions`, `default_target` or "
+                                      "`max_turns`"]),
     ("not_a_list", _graph(transitions={}), ["transitions: expected a list, got an object"]),
     (
         "composite",
@@ -180,7 +181,7 @@ E108_CASES: list[tuple[str, Any, list[str]]] = [
             "graph.transitions[3].then.args.agent_id: expected a string, got 5",
         ],
     ),
-    ("top_level", [1, 2], ["expected an object, got a list"]),
+    ("top_level", [1, 2], ["expected a graph object or a knobs object (`graph`, `context_vars`), got a list"]),
 ]
 
 
