@@ -89,6 +89,11 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
                f"({v.get('on_violation')})"), False
     if result.close_reason is not None:
         yield f"closed: {_j(result.close_reason)} after {result.turn_count} turns", False
+    elif result.turn_count == 0 and result.stalled_on is not None:
+        # nothing took the first turn: with a script, it has no kickoff
+        yield (f"stalled before the first turn: nothing gave {result.stalled_on}, the start "
+               f"speaker, a first turn (the script has no `kickoff` and no turn under "
+               f"`script.{result.stalled_on}`)"), False
     else:
         yield (f"stalled: {result.stalled_on} has no turn to take after "
                f"{result.turn_count} turns"), False

@@ -713,6 +713,7 @@ def _unquoted_if_not_flow(source: SourceFile, diag: Diagnostic) -> Diagnostic:
     if span is None or _LEADING.fullmatch(source.text, 0, span.start) is None:
         return diag
     expected = diag.message.split("; expected ", 1)
+    typo = diag.help if diag.help and "did you mean" in diag.help else None
     return Diagnostic(
         E001,
         "the file does not start with a .flow statement; its text is not shown, as it may "
@@ -721,9 +722,59 @@ def _unquoted_if_not_flow(source: SourceFile, diag: Diagnostic) -> Diagnostic:
         source.span(span.start, span.start),
         quote_source=False,
         notes=(f"expected {expected[1]}",) if len(expected) == 2 else (),
-        help="a .flow file starts with a statement such as `flow NAME` or `speaker NAME`; "
+        # a misspelt first keyword (`speakr`) names only the keyword it resembles
+        help=typo.split(": ", 1)[1] if typo else
+        "a .flow file starts with a statement such as `flow NAME` or `speaker NAME`; "
         "see docs/language.md",
     )
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_WORD_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*\Z")
+#: a file this large is not parsed again to try spellings (each try is a whole parse)
+_SUGGEST_MAX_CHARS = 200_000
+
+
+def _error_offset(text: str) -> int | None:
+    """Where parsing ``text`` fails (None: it parses)."""
+    try:
+        _parser().parse(text)
+    except UnexpectedInput as err:
+        if isinstance(err, UnexpectedToken):
+            return len(text) if err.token.type == "$END" else (err.token.start_pos or 0)
+        return err.pos_in_stream or 0
+    except Exception:  # past the syntax (a value or depth problem): the spelling fits
+        return None
+    return None
+
+
+def _keyword_typo(source: SourceFile, offset: int) -> str | None:
+    """``did you mean `from`?`` when a name at or just before the error is a misspelt
+    keyword and the keyword lets the parse go further (``when form user``, ``speakr``)."""
+    import difflib
+
+    text = source.text
+    if len(text) > _SUGGEST_MAX_CHARS:
+        return None
+    words: list[tuple[int, str]] = []
+    here = _WORD.match(text, offset)
+    if here is not None:
+        words.append((offset, here.group()))
+    before = _WORD_BEFORE.search(text, max(0, offset - 200), offset)
+    if before is not None:
+        words.append((before.start(1), before.group(1)))
+    for start, word in words:
+        if word in KEYWORDS:
+            continue
+        for keyword in difflib.get_close_matches(word, sorted(KEYWORDS), n=3, cutoff=0.75):
+            trial = text[:start] + keyword + text[start + len(word):]
+            failed_at = _error_offset(trial)
+            # the keyword must take the parse past where it failed (past the keyword itself
+            # when the misspelt word is the token it failed on)
+            past = offset + len(keyword) - len(word) if start < offset else start + len(keyword) - 1
+            if failed_at is None or failed_at > past:
+                return f"`{word}` is not a keyword: did you mean `{keyword}`?"
+    return None
 
 
 def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
@@ -746,7 +797,7 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
         elif str(tok) == "=" and "EQUAL" not in err.expected:
             help_text = "compare with `==` (or `!=`); a single `=` assigns in `context` and `sets`"
         else:
-            help_text = "see docs/language.md for the statement forms"
+            help_text = _keyword_typo(source, start) or "see docs/language.md for the statement forms"
     elif isinstance(err, UnexpectedCharacters):
         pos = err.pos_in_stream or 0
         char = source.text[pos] if pos < len(source.text) else ""

@@ -147,7 +147,10 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
                 try:
                     posted = post_turn(hub, ch, target, speaker, turn, kickoff=turn_no == 1)
                 except (ScriptError, ProtocolError) as err:
-                    return fail(f"{where}: {err}")
+                    said = str(err)  # a script error names the line itself: say it once
+                    if said.startswith(f"{turn.where}: "):
+                        said = said[len(turn.where) + 2:]
+                    return fail(f"{where}: {said}")
                 if not posted:
                     return fail(f"{where}: {speaker}'s turn says nothing and routes nothing, so "
                                 "the run stalls here (as in AG2, a silent round posts no packet; "

@@ -264,3 +264,24 @@ def test_no_findings_is_valid_sarif(tmp_path: Path, capsys: pytest.CaptureFixtur
     log = sarif_for(tmp_path, capsys, "ok.flow")
     jsonschema.validate(log, SARIF_SCHEMA)
     assert log["runs"][0]["results"] == []  # type: ignore[index]
+
+
+def test_a_misspelt_first_keyword_gets_a_suggestion_but_no_quote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "typo.flow"
+    path.write_text("speakr user: human\nspeaker bot\nwhen from user then bot\n")
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "the file does not start with a .flow statement" in out
+    assert "= help: did you mean `speaker`?" in out
+    assert "speakr" not in out  # the first statement is never quoted (it may not be a flow)
+
+
+def test_a_keyword_suggestion_only_when_the_keyword_parses_further(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `expectt` is close to `expect`, but `expect` is no statement outside a scenario
+    path = tmp_path / "call.flow"
+    path.write_text("speaker user: human\nspeaker bot\nwhen from user then bot\nexpectt next bot\n")
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "did you mean" not in out and "see docs/language.md" in out

@@ -156,7 +156,7 @@ def test_unexpected_keys_list_the_keys_the_object_takes() -> None:
                          "or `priority`")
 
 
-def test_the_hub_names_paths_inside_the_knobs() -> None:
+def test_the_hub_names_paths_inside_the_graph() -> None:
     async def open_with(knobs: Any) -> GraphError:
         hub = await Hub.open()
         try:
@@ -172,8 +172,8 @@ def test_the_hub_names_paths_inside_the_knobs() -> None:
                         (("graph", "default_target", "args"), [1])]:
         doc = replaced(KNOBS, path, value)
         err = asyncio.run(open_with(doc))
-        for p in err.problems:
-            assert_in_our_words(doc, str(path), p.path, f"{p.path}: {p.message}")
+        for p in err.problems:  # the hub's paths are inside `knobs["graph"]`
+            assert_in_our_words(doc["graph"], str(path), p.path, f"{p.path}: {p.message}")
 
 
 @pytest.mark.parametrize("command", [["check"], ["decompile"], ["render", "-f", "dot"],

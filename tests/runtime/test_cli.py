@@ -159,3 +159,16 @@ def test_every_example_scenario_passes(capsys: pytest.CaptureFixture[str]) -> No
     code = main(["test", str(examples)])
     out = capsys.readouterr().out
     assert code == 0, out
+
+
+def test_a_script_without_a_kickoff_says_so(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    flow = tmp_path / "f.flow"
+    flow.write_text('speaker customer: human\nspeaker bot\nwhen from customer then bot\n')
+    script = tmp_path / "s.json"
+    script.write_text('{"script": {"bot": ["hello"]}}')
+    assert main(["run", str(flow), "--script", str(script)]) == 1
+    out = capsys.readouterr().out
+    assert "after 0 turns" not in out
+    assert ("stalled before the first turn: nothing gave customer, the start speaker, a first "
+            "turn (the script has no `kickoff` and no turn under `script.customer`)") in out

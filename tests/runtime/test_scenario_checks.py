@@ -97,3 +97,15 @@ scenario "cap" {
               "when from user then pick()\n"
               'scenario "s" {\n  user: "hi"\n  expect terminate "anything"\n}\n')
     assert flowc.compile_flow(custom).scenarios
+
+
+def test_a_turn_the_runtime_refuses_names_its_line_once() -> None:
+    # the scenario is compiled against one flow and run on another that lacks the tool, so
+    # the script error comes from the runtime (it said "turn 2 (line 9): line 9: ...")
+    with_tool = flowc.compile_flow(
+        "speaker user: human\nspeaker bot { tool t }\nwhen from user then bot\n"
+        'scenario "s" {\n  user: "hi"\n  bot calls t: "x"\n}\n')
+    without = flowc.compile_flow("speaker user: human\nspeaker bot\nwhen from user then bot\n")
+    result = run_scenario(RunTarget.from_compiled(without), with_tool.scenarios[0])
+    assert not result.passed
+    assert result.failure == "turn 2 (line 6): bot has no tool `t` (it declares none)"

@@ -21,8 +21,9 @@ def reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
             continue
         if dead.shadowed and dead.taken_by in sticky:
             continue  # follows from the sticky loop (W205) of the rule that takes its turns
-        if not dead.shadowed and folded_into_w210(facts, dead):
-            continue
+        if not dead.shadowed and folded_into_w210(facts, dead) \
+                and facts.contradiction(dead.rule) is None:
+            continue  # W210 lists it; a self-contradiction gets its own W203 with the reason
         out.append(dead)
     return tuple(out)
 

@@ -345,7 +345,7 @@ class _Classifier:
                 out[index] = d.cause
             elif d.shadowed and d.taken_by in sticky:
                 out[index] = "W205"
-            elif folded_into_w210(facts, d):
+            elif folded_into_w210(facts, d) and facts.contradiction(d.rule) is None:
                 out[index] = "W210"
             else:  # pragma: no cover - every dead rule is reported under some code
                 out[index] = "W203"

@@ -554,9 +554,8 @@ class WorkflowAdapter:
             problems.append(ShapeProblem("context_vars", f"expected an object, got {describe(context)}"))
         try:
             graph = structure_graph(graph_data)
-        except ShapeError as err:  # paths inside the knobs: `graph.transitions[0]`
-            raise GraphError(problems + [ShapeProblem(f"graph.{p.path}" if p.path else "graph",
-                                                      p.message) for p in err.problems]) from None
+        except ShapeError as err:
+            raise GraphError(problems + list(err.problems)) from None
         if problems:
             raise GraphError(problems)
         order = metadata.participant_ids
