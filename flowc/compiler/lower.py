@@ -96,7 +96,7 @@ def match_alternative(
     >>> match_alternative(alts, None, None, None, "a", "decide")
     Traceback (most recent call last):
     ...
-    flowc.compiler.lower.AlternativeError: a's tool `decide` does one of several things (hands off to b | finishes "done"); say which with `handoff` or `finish` (in a scenario: `a calls decide hands off to b`)
+    flowc.compiler.lower.AlternativeError: a's tool `decide` does one of several things (hands off to b | finishes "done"); say which with `handoff` or `finish`, or the writes (`set` / `delete`) of one that only writes context (in a scenario: `a calls decide hands off to b`)
 
     ``writes`` is a script call's ``(set, delete)``: alternatives that only write context
     are told apart by them (the one alternative whose writes the call includes).

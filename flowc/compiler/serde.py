@@ -213,8 +213,7 @@ def _make_converter() -> cattrs.Converter:
                 # refused when the channel opens (a deliberate difference from AG2, which
                 # closes such a run after its first turn): every command refuses it alike
                 raise ClassValidationError("", [_noted(
-                    _TypeProblem(f"expected a number of turns of at least 1 (or null: no cap), "
-                                 f"got {graph.max_turns}"),
+                    _TypeProblem(f"must be at least 1, got {graph.max_turns}"),
                     AttributeValidationNote("max_turns", "max_turns", int))], cls)
             return graph
 
