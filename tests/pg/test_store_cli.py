@@ -226,6 +226,11 @@ def test_a_run_paused_past_its_lease_is_fenced_off_by_the_database(
         while _count(pg_dsn) < paused_at + 50:
             assert second.poll() is None and time.monotonic() < deadline + 60
             time.sleep(0.02)
+        # `flowc log` names the run's holder now
+        log = subprocess.run([sys.executable, "-m", "flowc", "log", "--json", "--db", pg_dsn],
+                             capture_output=True, text=True, env=env, timeout=60, check=True)
+        [listed] = json.loads(log.stdout)
+        assert listed["status"] == "running" and f"pid {second.pid} on " in listed["holder"]
     finally:
         first.send_signal(signal.SIGCONT)
     _, err = first.communicate(timeout=60)
