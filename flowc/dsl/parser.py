@@ -196,20 +196,32 @@ def _parse_fast(text: str) -> Any:
         return None
 
 
-def tokens(text: str) -> Iterator[Token]:
+def tokens(text: str, *, comments: bool = False) -> Iterator[Token]:
     """The tokens of ``text`` as the parser sees them (keywords typed by their own
-    terminal, comments and blanks left out), up to the first character no token
-    starts with. For tools that read a flow token by token: the language server's
-    highlighting and completion.
+    terminal, blanks left out, comments only when asked for), up to the first character
+    no token starts with. For tools that read a flow token by token: the language
+    server's highlighting and completion.
 
     >>> [(t.type, str(t)) for t in tokens('when from a then "b" # c')]
     [('WHEN', 'when'), ('FROM', 'from'), ('NAME', 'a'), ('THEN', 'then'), ('STRING', '"b"')]
+    >>> [t.type for t in tokens('a # c\\nb', comments=True)]
+    ['NAME', 'COMMENT', 'NAME']
     """
     lexer = _driver()[3]
+    bucket: list[Token] = []
+    reset = _COMMENTS.set(bucket) if comments else None
     try:
-        yield from lexer.lex(text)
+        for tok in lexer.lex(text):
+            if bucket:
+                yield from bucket
+                bucket.clear()
+            yield tok
     except UnexpectedCharacters:
-        return
+        pass
+    finally:
+        if reset is not None:
+            _COMMENTS.reset(reset)
+    yield from bucket
 
 
 class _TooDeep(Exception):

@@ -18,10 +18,10 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -30,10 +30,12 @@ from flowc.commands.config import Config, find_pyproject, load_config, load_plug
 from flowc.commands.console import UsageError
 from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.compiler.pipeline import compile_source
-from flowc.diagnostics import E001, Diagnostic, FlowError, Severity
+from flowc.diagnostics import E001, Diagnostic, FlowError, Severity, has_errors
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.dsl.parser import parse_source
+from flowc.lsp import features
+from flowc.lsp.features import RequestFailed
 from flowc.lsp.index import Index, Refused
 from flowc.source import SourceFile, Span
 
@@ -141,7 +143,7 @@ class FlowcServer(LanguageServer):
         analysis = self.analyses[uri]
         doc = self.workspace.get_text_document(uri)
         lines = doc.lines
-        out = [self._diagnostic(d, lines) for d in analysis.diagnostics]
+        out = [self.lsp_diagnostic(d, lines) for d in analysis.diagnostics]
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=out, version=analysis.version))
 
@@ -156,7 +158,7 @@ class FlowcServer(LanguageServer):
         )
         return self.workspace.position_codec.range_to_client_units(lines, server_range)
 
-    def _diagnostic(self, d: Diagnostic, lines: Sequence[str]) -> lsp.Diagnostic:
+    def lsp_diagnostic(self, d: Diagnostic, lines: Sequence[str]) -> lsp.Diagnostic:
         message = d.message
         if d.help:
             message += f"\nhelp: {d.help}"
@@ -183,6 +185,47 @@ class FlowcServer(LanguageServer):
 
         self._pending[uri] = asyncio.ensure_future(later())
 
+    def config_changed(self) -> None:
+        """A pyproject.toml changed (the editor's file watch): check every open
+        document again with the settings read afresh."""
+        self._configs.clear()
+        self._reported.clear()
+        for uri in list(self.analyses):
+            self.schedule(uri, 0)
+
+    def diagram(self, uri: str) -> dict[str, Any]:
+        """The flow drawn as ``flowc render --check`` draws it: SVG, with the findings
+        the editor shows marked on it."""
+        from flowc.compiler.render.diagram import build_diagram, mark_findings
+        from flowc.compiler.render.image import DotNotFoundError
+        from flowc.compiler.render.options import RenderOptions
+        from flowc.compiler.render.rendering import Rendering
+
+        if uri not in self.analyses:
+            raise RequestFailed(f"{uri} is not open")
+        doc = self.workspace.get_text_document(uri)
+        source = SourceFile(to_fs_path(uri) or uri, doc.source)
+        compiled, diags = compile_source(source)
+        if compiled is None or has_errors(diags):
+            errors = "; ".join(f"{d.code.id} line {d.span.line if d.span else '?'}: {d.message}"
+                               for d in diags if d.is_error)
+            raise RequestFailed(f"the flow has errors, so it cannot be drawn: {errors}")
+        findings = check_source(source, self.options_for(source.name), as_json=False)
+        diagram = mark_findings(build_diagram(compiled), findings)
+        try:
+            svg = Rendering(diagram, RenderOptions(), source).svg()
+        except DotNotFoundError as err:
+            raise RequestFailed(f"drawing needs Graphviz: {err}") from None
+        return {"svg": svg, "findings": len(findings)}
+
+    def document_end(self, lines: Sequence[str]) -> lsp.Position:
+        """The position after the last character of a document's ``lines``."""
+        if not lines:
+            return lsp.Position(0, 0)
+        if lines[-1].endswith("\n"):
+            return lsp.Position(len(lines), 0)
+        return lsp.Position(len(lines) - 1, self.workspace.position_codec.client_num_units(lines[-1]))
+
     # ── helpers for the requests ─────────────────────────────────────────────
 
     def lookup(self, uri: str, position: lsp.Position) -> tuple[Index, int, int] | None:
@@ -196,19 +239,19 @@ class FlowcServer(LanguageServer):
         return index, at.line + 1, at.character
 
 
-class RenameRefused(JsonRpcException):
-    """A refused rename, answered as the request's error (the editor shows its message)."""
-
-    CODE = -32803  # RequestFailed: the request was valid, its result cannot be given
-
-
 class _QuietRefusals(logging.Filter):
     """pygls logs every request that ends in an error with its traceback; a refused
-    rename is an answer, not a failure, so it stays out of the editor's server log."""
+    rename (or a diagram of a flow with errors) is an answer, not a failure, so it stays
+    out of the editor's server log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, RenameRefused)
+        return not isinstance(exc, RequestFailed)
+
+
+def _covers(span: Span, line: int, column: int) -> bool:
+    """Whether a finding's span holds the cursor (1-based line, 0-based column)."""
+    return (span.line, span.column - 1) <= (line, column) <= (span.end_line, span.end_column - 1)
 
 
 def _symbol(name: str, kind: lsp.SymbolKind, whole: lsp.Range, selection: lsp.Range,
@@ -296,14 +339,23 @@ def make_server() -> FlowcServer:
             text = page(code)
             return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text)) if text else None
         occ = index.at(line, column)
-        if occ is None:
-            return None
-        text = index.hover(occ)
-        if text is None:
+        parts = []
+        name_text = index.hover(occ) if occ is not None else None
+        if name_text is not None:
+            parts.append(name_text)
+        # the findings under the cursor: what their codes mean (`flowc explain`)
+        under = [d for d in ls.analyses[params.text_document.uri].diagnostics
+                 if d.span is not None and _covers(d.span, line, column)]
+        for code in dict.fromkeys(d.code.id for d in under):
+            explained = page(code)
+            if explained:
+                parts.append(explained)
+        if not parts:
             return None
         lines = index.source.text.splitlines(keepends=True)
-        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text),
-                         range=ls.to_range(occ.span, lines))
+        span = occ.span if occ is not None and name_text is not None else under[0].span
+        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(parts)),
+                         range=ls.to_range(span, lines))
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: FlowcServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
@@ -345,7 +397,7 @@ def make_server() -> FlowcServer:
         try:
             index.can_rename(occ)
         except Refused as err:
-            raise RenameRefused(str(err)) from None
+            raise RequestFailed(str(err)) from None
         lines = index.source.text.splitlines(keepends=True)
         return lsp.PrepareRenamePlaceholder(range=ls.to_range(occ.span, lines), placeholder=occ.name)
 
@@ -358,15 +410,15 @@ def make_server() -> FlowcServer:
             ls.analyse(uri)  # edits are renamed on the text the editor has now
         found = ls.lookup(uri, params.position)
         if found is None or found[0].source.text != doc.source:
-            raise RenameRefused("the file does not parse: fix the syntax error first, then rename")
+            raise RequestFailed("the file does not parse: fix the syntax error first, then rename")
         index, line, column = found
         occ = index.at(line, column)
         if occ is None:
-            raise RenameRefused("there is no speaker, tool or context key here to rename")
+            raise RequestFailed("there is no speaker, tool or context key here to rename")
         try:
             edits = index.rename(occ, params.new_name)
         except Refused as err:
-            raise RenameRefused(str(err)) from None
+            raise RequestFailed(str(err)) from None
         lines = index.source.text.splitlines(keepends=True)
         text_edits = [lsp.TextEdit(ls.to_range(span, lines), text) for span, text in edits]
         return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
@@ -393,16 +445,10 @@ def make_server() -> FlowcServer:
             return None
         if out == text:
             return []
-        lines = doc.lines
-        if not lines:
-            end = lsp.Position(0, 0)
-        elif lines[-1].endswith("\n"):
-            end = lsp.Position(len(lines), 0)
-        else:
-            end = lsp.Position(len(lines) - 1, ls.workspace.position_codec.client_num_units(lines[-1]))
-        whole = lsp.Range(lsp.Position(0, 0), end)
+        whole = lsp.Range(lsp.Position(0, 0), ls.document_end(doc.lines))
         return [lsp.TextEdit(range=whole, new_text=out)]
 
+    features.register(server)
     return server
 
 

@@ -17,10 +17,18 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 )
 async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
     root = request.getfixturevalue("tmp_path_factory").mktemp("project")
-    await lsp_client.initialize_session(
+    registrations: list[lsp.Registration] = []
+
+    @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:  # as an editor does: note, accept
+        registrations.extend(params.registrations)
+
+    lsp_client.registrations = registrations  # type: ignore[attr-defined]
+    result = await lsp_client.initialize_session(
         lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"),
                              root_uri=root.as_uri())
     )
     lsp_client.root = root  # type: ignore[attr-defined]
+    lsp_client.server_caps = result.capabilities  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()

@@ -1,0 +1,249 @@
+"""Completion: what may be written at the cursor.
+
+The keywords come from the grammar itself: the tokens before the cursor are fed to
+Lark's interactive LALR parser (the parser ``flowc`` reads files with), and the
+terminals it accepts next are the candidates. Where it accepts a name, the tokens just
+before the cursor say which kind (``from`` / ``then`` / ``start`` -> a speaker, ``tool``
+/ ``calls`` -> a tool, ``context.`` / ``sets`` -> a context key, ...) and the last good
+:class:`~flowc.lsp.index.Index` gives the declared names; where it accepts a string
+after ``terminate`` or ``finishes``, the reasons the flow already uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+from lark import Token
+from lark.exceptions import UnexpectedInput
+from lark.lexer import PatternStr
+
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name
+from flowc.dsl.parser import _parser, tokens
+from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL, Index
+
+KEYWORD, REASON = "keyword", "reason"
+
+#: keywords that start a statement wherever they stand outside brackets (``initiator``
+#: is also a target, ``context`` also starts a condition when a `.` follows)
+_STATEMENT_STARTS = frozenset({
+    "FLOW", "SPEAKER", "SPEAKERS", "START", "MAX_TURNS", "CONTEXT", "WHEN", "OTHERWISE",
+    "SEQUENCE", "ROUND_ROBIN", "CONDITION", "TARGET", "SCENARIO",
+})
+_OPEN = {"LBRACE": "RBRACE", "LPAR": "RPAR", "LSQB": "RSQB"}
+
+
+@attrs.frozen
+class Candidate:
+    """One completion: the text to insert and what it is."""
+
+    label: str
+    kind: str
+    detail: str = ""
+
+
+def _keyword_of(terminal: str) -> str | None:
+    try:
+        term = _parser().get_terminal(terminal)
+    except KeyError:
+        return None
+    pattern = term.pattern
+    if isinstance(pattern, PatternStr) and pattern.value[:1].isalpha():
+        return str(pattern.value)
+    return None
+
+
+def _fresh() -> Any:
+    return _parser().parse_interactive("")
+
+
+def _feed(toks: Sequence[Token]) -> Any | None:
+    """An interactive parser after ``toks``, or None when they do not parse."""
+    ip = _fresh()
+    try:
+        for tok in toks:
+            ip.feed_token(tok)
+    except (UnexpectedInput, Exception):
+        return None
+    return ip
+
+
+def _recovering(toks: Sequence[Token]) -> tuple[Any, list[Token]]:
+    """Feed ``toks``; after a token the parser refuses, start again at the next token
+    a fresh parser accepts (an unfinished statement earlier in the file does not stop
+    completion further down). Returns the parser and the tokens it took since it last
+    started."""
+    ip = _fresh()
+    taken: list[Token] = []
+    for tok in toks:
+        try:
+            ip.feed_token(tok)
+            taken.append(tok)
+            continue
+        except Exception:
+            pass
+        ip = _fresh()
+        taken = []
+        try:
+            ip.feed_token(tok)
+            taken.append(tok)
+        except Exception:
+            ip = _fresh()
+    return ip, taken
+
+
+def _restart_point(toks: Sequence[Token]) -> int:
+    """Where the statement around the cursor probably starts: the last statement keyword
+    at the start of a line (formatted flows indent everything inside a block)."""
+    for i in range(len(toks) - 1, -1, -1):
+        tok = toks[i]
+        if tok.type in _STATEMENT_STARTS and tok.column == 1:
+            if tok.type == "CONTEXT" and i + 1 < len(toks) and toks[i + 1].type == "DOT":
+                continue
+            return i
+    return 0
+
+
+def _list_head(toks: Sequence[Token]) -> str | None:
+    """The keyword a comma-separated list of names hangs from (``from a, b,``)."""
+    for tok in reversed(toks):
+        if tok.type in ("NAME", "QUOTED_NAME", "COMMA", "EQUAL", "NUMBER", "STRING", "TRUE",
+                        "FALSE", "NULL"):
+            continue  # `from a, b,` / `user sets a = 1, b = 2,`
+        return tok.type
+    return None
+
+
+def _enclosing(toks: Sequence[Token]) -> str | None:
+    """The keyword that opened the innermost `{` still open: SPEAKER, SCENARIO, CONTEXT."""
+    depth = 0
+    for i in range(len(toks) - 1, -1, -1):
+        kind = toks[i].type
+        if kind == "RBRACE":
+            depth += 1
+        elif kind == "LBRACE":
+            if depth == 0:
+                for back in range(i - 1, -1, -1):
+                    if toks[back].type in ("SPEAKER", "SCENARIO", "CONTEXT", "WITH", "COLON"):
+                        return toks[back].type
+                    if toks[back].type in _STATEMENT_STARTS:
+                        return toks[back].type
+                return None
+            depth -= 1
+    return None
+
+
+def _name_kinds(before: Sequence[Token]) -> tuple[str, ...]:
+    """Which kinds of declared names fit where the parser accepts a name."""
+    if not before:
+        return ()
+    prev = before[-1].type
+    if prev in ("FROM", "START", "INITIATOR", "TO", "NEXT") or (
+        prev == "COMMA" and _list_head(before) in ("FROM", "ROUND_ROBIN")
+    ):
+        return (SPEAKER,)
+    if prev == "THEN":
+        return (SPEAKER, TARGET)
+    if prev in ("TOOL", "CALLS"):
+        return (TOOL,)
+    if prev in ("DOT", "CLEARS") or (prev == "COMMA" and _list_head(before) in ("SETS", "CLEARS")):
+        return (KEY,)
+    if prev == "SETS":
+        # `sets KEY = ...` in a tool or a scenario turn, `sets KEY` in a human's block
+        return (KEY,)
+    if prev in ("WHEN", "AND", "OR", "NOT") or (prev == "LPAR" and len(before) > 1
+                                                and before[-2].type in ("WHEN", "AND", "OR",
+                                                                        "NOT", "LPAR")):
+        return (CONDITION,)
+    if prev in ("SEQUENCE", "ROUND_ROBIN", "VBAR") or str(before[-1]) == "->":
+        return (SPEAKER,)
+    if _enclosing(before) == "SCENARIO" and prev in ("LBRACE", "STRING", "NAME", "QUOTED_NAME",
+                                                      "NUMBER", "RSQB", "RBRACE", "TRUE",
+                                                      "FALSE", "NULL"):
+        return (SPEAKER,)  # a scenario turn starts with who speaks
+    return ()
+
+
+def _reasons(flow: n.Flow) -> list[str]:
+    """Every close reason the flow writes, in file order."""
+    out: dict[str, None] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, (n.TerminateTarget, n.FinishEffect, n.ResultTerminate,
+                             n.ExpectTerminate, n.FinishTurn)) and node.reason is not None:
+            out.setdefault(node.reason.value)
+        elif isinstance(node, (tuple, list)):
+            for item in node:
+                visit(item)
+        elif attrs.has(type(node)) and not isinstance(node, (n.Name, n.Value, n.Str)):
+            for field in attrs.fields(type(node)):
+                if field.name != "span":
+                    visit(getattr(node, field.name))
+
+    visit(flow.statements)
+    return list(out)
+
+
+def _declared(index: Index, kind: str) -> list[str]:
+    names: dict[str, None] = {}
+    for occ in index.occurrences:
+        # speakers, tools, conditions and targets by their declarations; context keys by
+        # every use (a key is declared by being written)
+        if occ.kind == kind and (occ.definition or kind == KEY):
+            names.setdefault(occ.name)
+    return list(names)
+
+
+def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidate], int]:
+    """The candidates at ``offset`` in ``text`` and where the word they replace starts."""
+    prefix = text[:offset]
+    toks = list(tokens(prefix))
+    last_end = toks[-1].end_pos if toks else 0
+    gap = prefix[last_end or 0:]
+    start = offset
+    typed = ""
+    if toks and not gap and (toks[-1].type == "NAME" or _keyword_of(toks[-1].type)):
+        typed = str(toks[-1])
+        start = offset - len(typed)
+        toks.pop()
+        gap = prefix[toks[-1].end_pos or 0:start] if toks else prefix[:start]
+    elif gap.lstrip().startswith('"') and '"' not in gap.lstrip()[1:]:
+        # an unfinished string: only a reason fits
+        start = offset - len(gap.lstrip())
+        typed = gap.lstrip()
+        gap = ""
+    if "#" in gap or '"' in gap or "`" in gap:
+        return [], offset  # in a comment or an unfinished name: nothing to offer
+    cut = _restart_point(toks)
+    ip = _feed(toks[cut:])
+    before = toks[cut:]
+    if ip is None:
+        ip, before = _recovering(toks)
+    try:
+        accepted = set(ip.accepts())
+    except Exception:
+        return [], offset
+    out: list[Candidate] = []
+    if typed.startswith('"'):
+        if "STRING" in accepted and before and before[-1].type in ("TERMINATE", "FINISHES"):
+            out = [Candidate(json.dumps(r), REASON, "close reason used in this flow")
+                   for r in (_reasons(index.flow) if index else [])]
+        return [c for c in out if c.label.startswith(typed)], start
+    if "STRING" in accepted and before and before[-1].type in ("TERMINATE", "FINISHES") and index:
+        out += [Candidate(json.dumps(r), REASON, "close reason used in this flow")
+                for r in _reasons(index.flow)]
+    if "NAME" in accepted and index is not None:
+        for kind in _name_kinds(before):
+            out += [Candidate(format_name(name), kind) for name in _declared(index, kind)]
+    for terminal in sorted(accepted):
+        word = _keyword_of(terminal)
+        if word is not None:
+            out.append(Candidate(word, KEYWORD))
+    if typed:
+        out = [c for c in out if c.label.startswith(typed)]
+    return out, start
+
+

@@ -1,0 +1,212 @@
+"""The editing features of `flowc lsp` beyond diagnostics and navigation: completion,
+semantic tokens, folding, code actions, range formatting, the diagram command and the
+configuration watch. Each handler reads the document through the server's last
+analysis (the same parse, compile and check as ``flowc check``)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Any, cast
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from flowc.diagnostics import FlowError
+from flowc.dsl.formatter import FormatterBug, format_source
+from flowc.dsl.parser import parse_source
+from flowc.lsp import actions as act
+from flowc.lsp import completion as comp
+from flowc.lsp import tokens as tk
+from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL
+from flowc.source import SourceFile
+
+if TYPE_CHECKING:
+    from flowc.lsp.server import FlowcServer
+
+#: the command that draws the flow (SVG, findings marked), for a preview pane
+DIAGRAM_COMMAND = "flowc.diagram"
+
+_ITEM_KIND = {
+    SPEAKER: lsp.CompletionItemKind.Class, TOOL: lsp.CompletionItemKind.Method,
+    KEY: lsp.CompletionItemKind.Variable, CONDITION: lsp.CompletionItemKind.Function,
+    TARGET: lsp.CompletionItemKind.Function, comp.KEYWORD: lsp.CompletionItemKind.Keyword,
+    comp.REASON: lsp.CompletionItemKind.Value,
+}
+
+
+class RequestFailed(JsonRpcException):
+    """A request the server understood but cannot answer (a refused rename, a diagram of
+    a flow with errors): the response's error, whose message the editor shows."""
+
+    CODE = -32803  # RequestFailed
+
+
+def _offset(server: FlowcServer, text: str, position: lsp.Position) -> int:
+    """A client position in ``text`` as a character offset."""
+    lines = text.splitlines(keepends=True)
+    at = server.workspace.position_codec.position_from_client_units(lines, position)
+    source = SourceFile("", text)
+    starts = source.line_starts
+    if at.line >= len(starts):
+        return len(text)
+    return min(starts[at.line] + at.character, len(text))
+
+
+def _range(server: FlowcServer, source: SourceFile, start: int, end: int) -> lsp.Range:
+    return server.to_range(source.span(start, end), source.text.splitlines(keepends=True))
+
+
+def range_format_edits(text: str, filename: str, first: int, last: int) -> list[tuple[int, int, str]] | None:
+    """Format the top-level statements on lines ``first`` .. ``last`` (0-based) with
+    ``flowc fmt``: the whole statements the range touches (a speaker block, a scenario)
+    are formatted as a file of their own, and only the lines that change are replaced:
+    ``(first old line, end old line, new text)``. None on a syntax error."""
+    flow, errors = parse_source(SourceFile(filename, text))
+    if errors:
+        return None
+    lines = text.splitlines(keepends=True)
+    lo, hi = first, min(last, len(lines) - 1)
+    for st in flow.statements:  # widen to the statements the range touches
+        if st.span.line - 1 <= hi and st.span.end_line - 1 >= lo:
+            lo, hi = min(lo, st.span.line - 1), max(hi, st.span.end_line - 1)
+    while lo <= hi and not lines[lo].strip():
+        lo += 1
+    while hi >= lo and not lines[hi].strip():
+        hi -= 1
+    if lo > hi:
+        return []
+    old = lines[lo:hi + 1]
+    new = format_source("".join(old), filename).splitlines(keepends=True)
+    if not old[-1].endswith("\n") and new:
+        new[-1] = new[-1].rstrip("\n")  # the last line of a file without a final newline
+    edits = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            edits.append((lo + i1, lo + i2, "".join(new[j1:j2])))
+    return edits
+
+
+def register(server: FlowcServer) -> None:
+    """Add the handlers of this module to ``server``."""
+
+    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["."]))
+    def completion(ls: FlowcServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
+        text = doc.source
+        analysis = ls.analyses.get(uri)
+        index = analysis.index if analysis else None
+        offset = _offset(ls, text, params.position)
+        found, start = comp.complete(text, offset, index)
+        source = SourceFile(doc.uri, text)
+        replace = _range(ls, source, start, offset)
+        items = [lsp.CompletionItem(label=c.label, kind=_ITEM_KIND[c.kind], detail=c.detail or c.kind,
+                                    text_edit=lsp.TextEdit(replace, c.label), sort_text=f"{i:05d}")
+                 for i, c in enumerate(found)]
+        return lsp.CompletionList(is_incomplete=False, items=items)
+
+    legend = lsp.SemanticTokensLegend(token_types=list(tk.TOKEN_TYPES),
+                                      token_modifiers=list(tk.TOKEN_MODIFIERS))
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, legend)
+    def semantic_tokens(ls: FlowcServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
+        uri = params.text_document.uri
+        text = ls.workspace.get_text_document(uri).source
+        analysis = ls.analyses.get(uri)
+        pieces = tk.semantic_pieces(text, analysis.index if analysis else None)
+        lines = text.splitlines(keepends=True)
+        codec = ls.workspace.position_codec
+        units = []
+        for p in pieces:
+            r = codec.range_to_client_units(lines, lsp.Range(
+                lsp.Position(p.line - 1, p.column), lsp.Position(p.line - 1, p.column + p.length)))
+            units.append((r.start.character, r.end.character - r.start.character))
+        return lsp.SemanticTokens(data=tk.encode(pieces, units))
+
+    @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    def folding(ls: FlowcServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+        analysis = ls.analyses.get(params.text_document.uri)
+        if analysis is None or analysis.index is None:
+            return []
+        return [lsp.FoldingRange(start_line=f.start - 1, end_line=f.end - 1,
+                                 kind=lsp.FoldingRangeKind.Comment if f.comment else lsp.FoldingRangeKind.Region)
+                for f in tk.folds(analysis.index)]
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
+                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+    def code_actions(ls: FlowcServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
+        analysis = ls.analyses.get(uri)
+        if analysis is None or analysis.index is None or analysis.index.source.text != doc.source:
+            return []  # fixes apply to the text they were computed on
+        index = analysis.index
+        lines = index.source.text.splitlines(keepends=True)
+        out = []
+        for a in act.actions(index, analysis.diagnostics, params.range.start.line + 1,
+                             params.range.end.line + 1):
+            assert a.diagnostic.span is not None
+            edits = [lsp.TextEdit(_range(ls, index.source, e.start, e.end), e.new) for e in a.edits]
+            out.append(lsp.CodeAction(
+                title=a.title, kind=lsp.CodeActionKind.QuickFix, is_preferred=a.preferred or None,
+                diagnostics=[ls.lsp_diagnostic(a.diagnostic, lines)],
+                edit=lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
+                    lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version), edits)])))
+        return out
+
+    @server.feature(lsp.TEXT_DOCUMENT_RANGE_FORMATTING)
+    def range_formatting(ls: FlowcServer, params: lsp.DocumentRangeFormattingParams
+                         ) -> list[lsp.TextEdit] | None:
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        text = doc.source
+        try:
+            edits = range_format_edits(text, to_fs_path(doc.uri) or doc.uri,
+                                       params.range.start.line, params.range.end.line)
+        except FlowError:
+            return None
+        except FormatterBug as err:
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error,
+                                                         message=f"flowc: {err}"))
+            return None
+        if edits is None:
+            return None
+        lines = doc.lines
+        out = []
+        for first, end, new in edits:
+            start = lsp.Position(first, 0)
+            stop = lsp.Position(end, 0) if end < len(lines) else ls.document_end(lines)
+            out.append(lsp.TextEdit(lsp.Range(start, stop), new))
+        return out
+
+    @server.command(DIAGRAM_COMMAND)
+    def diagram(ls: LanguageServer, *args: Any) -> dict[str, Any]:
+        """``flowc.diagram(uri)``: the flow drawn as ``flowc render --check`` draws it.
+        (pygls reads this handler's annotations at run time, hence no FlowcServer here.)"""
+        if not args or not isinstance(args[0], str):
+            raise RequestFailed("flowc.diagram takes the document's URI")
+        return cast("FlowcServer", ls).diagram(args[0])
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: FlowcServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        changed = [to_fs_path(c.uri) or c.uri for c in params.changes]
+        if any(path.endswith("pyproject.toml") for path in changed):
+            ls.config_changed()
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: FlowcServer, params: lsp.InitializedParams) -> None:
+        caps = ls.client_capabilities.workspace
+        watch = caps.did_change_watched_files if caps else None
+        if watch is None or not watch.dynamic_registration:
+            return  # the server still notices a changed pyproject.toml at the next check
+        try:
+            await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[
+                lsp.Registration(
+                    id="flowc-pyproject", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
+                        watchers=[lsp.FileSystemWatcher(glob_pattern="**/pyproject.toml")]))]))
+        except Exception:
+            return
+

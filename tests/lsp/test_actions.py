@@ -1,0 +1,229 @@
+"""Code actions (the checker's fixes, ignore comments), hover on codes in diagnostics,
+the diagram command and the configuration watch, through `flowc lsp` (pytest-lsp)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from flowc.compiler.analysis import check_source
+from flowc.compiler.render.options import COLORS
+from flowc.source import SourceFile
+from tests.lsp.client import open_doc, wait_diagnostics
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+TRAP_FLOW = """\
+speaker user: human
+speaker drafter
+speaker reviewer {
+  tool approve sets approved = true
+}
+start user
+max_turns 12
+when context.approved == true then terminate "approved" priority 100
+when from user     then drafter
+when from drafter  then reviewer
+when from reviewer then drafter
+"""
+
+
+def codes(text: str) -> list[str]:
+    return sorted(d.code.id for d in check_source(SourceFile("f.flow", text)))
+
+
+def apply(text: str, edit: lsp.WorkspaceEdit) -> str:
+    assert edit.document_changes is not None and len(edit.document_changes) == 1
+    doc = edit.document_changes[0]
+    assert isinstance(doc, lsp.TextDocumentEdit)
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    out = text
+    for e in sorted(doc.edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                    reverse=True):
+        assert isinstance(e, lsp.TextEdit)
+        begin = starts[e.range.start.line] + e.range.start.character
+        end = starts[min(e.range.end.line, len(lines))] + e.range.end.character
+        out = out[:begin] + e.new_text + out[end:]
+    return out
+
+
+async def actions_on(client: LanguageClient, uri: str, line: int) -> dict[str, lsp.CodeAction]:
+    diags = client.last_diagnostics  # type: ignore[attr-defined]
+    result = await client.text_document_code_action_async(lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
+        lsp.CodeActionContext(diagnostics=[d for d in diags if d.range.start.line == line])))
+    assert result is not None
+    out = {}
+    for a in result:
+        assert isinstance(a, lsp.CodeAction) and a.kind == lsp.CodeActionKind.QuickFix
+        out[a.title] = a
+    return out
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+async def test_priority_trap_fix(client: LanguageClient) -> None:
+    uri = await open_doc(client, TRAP_FLOW)
+    assert codes(TRAP_FLOW) == ["W204"]
+    found = await actions_on(client, uri, line_of(TRAP_FLOW, "priority 100"))
+    fix = found["Give this rule `priority -1` (lower numbers run first)"]
+    assert fix.is_preferred
+    assert fix.diagnostics and fix.diagnostics[0].code == "W204"
+    assert fix.edit is not None
+    fixed = apply(TRAP_FLOW, fix.edit)
+    assert fixed == TRAP_FLOW.replace("priority 100", "priority -1")
+    assert codes(fixed) == []
+
+
+async def test_priority_fix_sorts_before_the_lowest_written_priority(client: LanguageClient) -> None:
+    text = TRAP_FLOW.replace("when from user     then drafter",
+                             "when from user     then drafter priority -5")
+    text = text.replace("when from reviewer then drafter", "when from reviewer then drafter priority -3")
+    assert "W204" in codes(text)
+    uri = await open_doc(client, text)
+    found = await actions_on(client, uri, line_of(text, "priority 100"))
+    fix = found["Give this rule `priority -6` (lower numbers run first)"]
+    assert fix.edit is not None and "W204" not in codes(apply(text, fix.edit))
+
+
+async def test_dead_otherwise_and_dead_rule_are_removed(client: LanguageClient) -> None:
+    text = (
+        "speaker user: human\n"
+        "speaker bot\n"
+        "start user\n"
+        "max_turns 10\n"
+        "when from user then bot\n"
+        "when from bot then user\n"
+        "when from bot then terminate \"never\"  # shadowed\n"
+        "otherwise terminate \"unused\"\n"
+    )
+    assert codes(text) == ["W202", "W203"]
+    uri = await open_doc(client, text)
+    fix = (await actions_on(client, uri, 7))["Remove the dead `otherwise`"]
+    assert fix.edit is not None
+    fixed = apply(text, fix.edit)
+    assert fixed == text.replace('otherwise terminate "unused"\n', "")
+    assert codes(fixed) == ["W203"]
+    fix = (await actions_on(client, uri, 6))["Remove the dead rule"]
+    assert fix.edit is not None
+    fixed = apply(text, fix.edit)
+    assert fixed == text.replace('when from bot then terminate "never"  # shadowed\n', "")
+    assert codes(fixed) == ["W202"]
+
+
+async def test_undeclared_speaker_fixes(client: LanguageClient) -> None:
+    text = "speaker user: human\nspeaker drafter\nstart user\nwhen from user then draftr\n"
+    assert codes(text) == ["E101"]
+    uri = await open_doc(client, text)
+    found = await actions_on(client, uri, 3)
+    suggested = found["Change to `drafter`"]
+    assert suggested.edit is not None
+    assert apply(text, suggested.edit) == text.replace("draftr", "drafter")
+    declare = found["Declare `speaker draftr`"]
+    assert declare.edit is not None
+    declared = apply(text, declare.edit)
+    assert declared == text.replace("speaker drafter\n", "speaker drafter\nspeaker draftr\n")
+    assert "E101" not in codes(declared)
+
+
+async def test_max_turns_fix(client: LanguageClient) -> None:
+    text = (
+        "speaker user: human\nspeaker a\nspeaker b\nspeaker c\nstart user\nmax_turns 2\n"
+        "when from user then a\nwhen from a then b\nwhen from b then c\n"
+        "when from c then terminate \"done\"\n"
+    )
+    assert "W212" in codes(text)
+    uri = await open_doc(client, text)
+    found = await actions_on(client, uri, 5)
+    title = next(t for t in found if t.startswith("Raise to `max_turns "))
+    fixed = apply(text, found[title].edit)  # type: ignore[arg-type]
+    assert "W212" not in codes(fixed)
+
+
+async def test_ignore_comment_insertion(client: LanguageClient) -> None:
+    uri = await open_doc(client, TRAP_FLOW)
+    line = line_of(TRAP_FLOW, "priority 100")
+    fix = (await actions_on(client, uri, line))["Ignore W204 on this line (# flowc: ignore[W204])"]
+    assert fix.edit is not None
+    ignored = apply(TRAP_FLOW, fix.edit)
+    assert ignored.splitlines()[line].endswith('priority 100  # flowc: ignore[W204]')
+    assert codes(ignored) == []
+    # a line with another comment: the ignore goes first; with an ignore comment: the code joins it
+    for before, after in ((" # why", " # flowc: ignore[W204] # why"),
+                          (" # flowc: ignore[W203]", " # flowc: ignore[W203, W204]")):
+        text = TRAP_FLOW.replace("priority 100", "priority 100" + before)
+        other = await open_doc(client, text)
+        fix = (await actions_on(client, other, line))["Ignore W204 on this line (# flowc: ignore[W204])"]
+        assert fix.edit is not None
+        done = apply(text, fix.edit)
+        assert done.splitlines()[line].endswith("priority 100" + after), done
+        assert "W204" not in codes(done)
+
+
+async def test_unused_ignore_is_removed(client: LanguageClient) -> None:
+    text = TRAP_FLOW.replace("when from user     then drafter",
+                             "when from user     then drafter  # flowc: ignore[W203]")
+    assert codes(text) == ["W204", "X001"]
+    uri = await open_doc(client, text)
+    fix = (await actions_on(client, uri, line_of(text, "ignore[W203]")))["Remove the ignore comment"]
+    assert fix.edit is not None
+    assert apply(text, fix.edit) == TRAP_FLOW
+
+
+async def test_hover_on_a_diagnostic_code_and_a_quick_fix_needs_current_text(client: LanguageClient) -> None:
+    """Hovering the squiggle of a finding shows its `flowc explain` page."""
+    from flowc.commands.check import page
+    uri = await open_doc(client, TRAP_FLOW)
+    line = line_of(TRAP_FLOW, "priority 100")
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(line, 60)))  # on `priority 100`
+    assert hover is not None
+    assert page("W204") in hover.contents.value  # type: ignore[union-attr]
+
+
+async def test_diagram_command_is_render_check(client: LanguageClient, tmp_path: Path) -> None:
+    uri = await open_doc(client, TRAP_FLOW, "diagram.flow")
+    svg = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="flowc.diagram", arguments=[uri]))
+    assert svg["findings"] == 1
+    assert svg["svg"].lstrip().startswith(("<?xml", "<svg", "<!DOCTYPE"))
+    assert COLORS["trap"] in svg["svg"]  # the priority trap is drawn
+    path = client.root / "diagram.flow"  # type: ignore[attr-defined]
+    cli = subprocess.run([sys.executable, "-m", "flowc", "render", "--check", "-f", "svg", str(path)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert cli.returncode == 0, cli.stderr
+    assert svg["svg"] == cli.stdout
+    # a flow with errors has no diagram: the request fails with the reason
+    bad = await open_doc(client, "speaker a\nwhen from a then b\n")
+    with pytest.raises(Exception) as refused:
+        await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            command="flowc.diagram", arguments=[bad]))
+    assert "E101" in str(refused.value)
+
+
+async def test_a_changed_pyproject_rechecks_open_documents(client: LanguageClient) -> None:
+    root: Path = client.root  # type: ignore[attr-defined]
+    project = root / "watched"
+    project.mkdir()
+    uri = await open_doc(client, TRAP_FLOW, "watched/trap.flow")
+    assert [d.code for d in client.last_diagnostics] == ["W204"]  # type: ignore[attr-defined]
+    # the server asked the editor to watch every pyproject.toml
+    watches = [r for r in client.registrations  # type: ignore[attr-defined]
+               if r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    assert len(watches) == 1
+    assert watches[0].register_options["watchers"][0]["globPattern"] == "**/pyproject.toml"
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text('[tool.flowc]\nignore = ["W204"]\n', encoding="utf-8")
+    client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[
+        lsp.FileEvent(uri=pyproject.as_uri(), type=lsp.FileChangeType.Created)]))
+    assert await wait_diagnostics(client, uri) == []

@@ -1,0 +1,230 @@
+"""Completion, semantic tokens, folding and range formatting through `flowc lsp`
+(pytest-lsp over stdio)."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from flowc.dsl.formatter import format_source
+from tests.lsp.client import change, open_doc, position_of, wait_diagnostics
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+FLOW = """\
+# a review loop
+# with an approval
+speaker user: human
+speaker drafter
+speaker reviewer {
+  tool approve sets approved = true
+  tool reject finishes "rejected"
+}
+context approved = false
+condition urgent(level: int)
+target pick(who: speaker) -> drafter | reviewer
+start user
+max_turns 12
+when context.approved == true then terminate "approved"
+when from user then drafter
+when from drafter then reviewer
+when from reviewer then drafter
+scenario "approve" {
+  user: "hi"
+  drafter: "draft"
+  reviewer calls approve
+  expect terminate "approved"
+}
+"""
+
+
+async def complete(client: LanguageClient, uri: str, text: str, pos: lsp.Position | None = None
+                   ) -> list[tuple[str, lsp.CompletionItemKind | None]]:
+    """Complete at the end of ``text`` (after it was sent as the document's new text)."""
+    if pos is None:
+        lines = text.split("\n")
+        pos = lsp.Position(len(lines) - 1, len(lines[-1]))
+    result = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    assert isinstance(result, lsp.CompletionList)
+    return [(i.label, i.kind) for i in result.items]
+
+
+_version = 1
+
+
+async def typed(client: LanguageClient, uri: str, text: str) -> None:
+    global _version
+    _version += 1
+    change(client, uri, _version, text)
+
+
+Kind = lsp.CompletionItemKind
+
+
+async def test_completion_of_names_by_place(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    cases = [
+        ("when from ", [("user", Kind.Class), ("drafter", Kind.Class), ("reviewer", Kind.Class)]),
+        ("when from re", [("reviewer", Kind.Class)]),
+        ("start ", [("user", Kind.Class), ("drafter", Kind.Class), ("reviewer", Kind.Class)]),
+        ("when tool ", [("approve", Kind.Method), ("reject", Kind.Method)]),
+        ("when context.", [("approved", Kind.Variable)]),
+        ("scenario \"s\" {\n  reviewer calls ", [("approve", Kind.Method), ("reject", Kind.Method)]),
+        ("scenario \"s\" {\n  expect next d", [("drafter", Kind.Class)]),
+    ]
+    for tail, expected in cases:
+        text = FLOW + tail
+        await typed(client, uri, text)
+        assert await complete(client, uri, text) == expected, tail
+    # after `then`: speakers, the custom target, and the target keywords of the grammar
+    text = FLOW + "when from user then "
+    await typed(client, uri, text)
+    got = await complete(client, uri, text)
+    assert got[:4] == [("user", Kind.Class), ("drafter", Kind.Class), ("reviewer", Kind.Class),
+                       ("pick", Kind.Function)]
+    assert sorted(label for label, kind in got if kind == Kind.Keyword) == [
+        "initiator", "next", "stay", "terminate"]
+
+
+async def test_completion_of_keywords_the_grammar_allows(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    # at the start of a statement: the statement keywords, nothing else
+    text = FLOW
+    got = await complete(client, uri, text)
+    assert sorted(label for label, _ in got) == sorted([
+        "flow", "speaker", "speakers", "start", "initiator", "max_turns", "context", "when",
+        "otherwise", "sequence", "round_robin", "condition", "target", "scenario"])
+    # after `when`: what starts a condition, and the declared custom condition
+    text = FLOW + "when "
+    await typed(client, uri, text)
+    got = await complete(client, uri, text)
+    assert got == [("urgent", Kind.Function), *[(k, Kind.Keyword) for k in
+                                                ("always", "context", "from", "not", "tool")]]
+    # inside a speaker's block: `tool` or `sets`; a typed prefix narrows the keywords
+    text = FLOW + "speaker extra {\n  t"
+    await typed(client, uri, text)
+    assert await complete(client, uri, text) == [("tool", Kind.Keyword)]
+    # in a comment: nothing
+    text = FLOW + "# when from "
+    await typed(client, uri, text)
+    assert await complete(client, uri, text) == []
+
+
+async def test_completion_of_declared_reasons(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    text = FLOW + "when from drafter then terminate "
+    await typed(client, uri, text)
+    got = await complete(client, uri, text)
+    # in file order: the tool's `finishes` (line 7), then the rule's `terminate`
+    assert [g for g in got if g[1] == Kind.Value] == [('"rejected"', Kind.Value),
+                                                      ('"approved"', Kind.Value)]
+    text = FLOW + 'when from drafter then terminate "rej'
+    await typed(client, uri, text)
+    assert await complete(client, uri, text) == [('"rejected"', Kind.Value)]
+
+
+async def test_completion_goes_on_after_an_unfinished_statement(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    text = FLOW + "when from\nwhen tool "
+    await typed(client, uri, text)
+    assert await complete(client, uri, text) == [("approve", Kind.Method), ("reject", Kind.Method)]
+
+
+async def test_semantic_tokens(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    result = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(
+        lsp.TextDocumentIdentifier(uri)))
+    assert result is not None
+    legend = client.server_caps.semantic_tokens_provider.legend  # type: ignore[attr-defined]
+    lines = FLOW.split("\n")
+    decoded = []
+    line = col = 0
+    data = result.data
+    for i in range(0, len(data), 5):
+        dl, dc, length, kind, mods = data[i:i + 5]
+        line += dl
+        col = col + dc if dl == 0 else dc
+        decoded.append((line, lines[line][col:col + length], legend.token_types[kind], mods))
+    assert (0, "# a review loop", "comment", 0) in decoded
+    assert (3, "speaker", "keyword", 0) in decoded
+    assert (3, "drafter", "class", 1) in decoded  # a declaration
+    assert (14, "drafter", "class", 0) in decoded  # a use
+    assert (5, "approve", "method", 1) in decoded
+    assert (13, "approved", "variable", 0) in decoded
+    assert (13, '"approved"', "string", 0) in decoded
+    assert (9, "urgent", "function", 1) in decoded
+    assert (9, "level", "parameter", 0) in decoded and (9, "int", "type", 0) in decoded
+    assert (10, "speaker", "type", 0) in decoded  # a parameter's type, not a statement
+    assert (12, "12", "number", 0) in decoded
+    assert (13, "==", "operator", 0) in decoded
+    assert (20, "reviewer", "class", 0) in decoded and (20, "approve", "method", 0) in decoded
+
+
+async def test_folding_ranges(client: LanguageClient) -> None:
+    uri = await open_doc(client, FLOW)
+    folds = await client.text_document_folding_range_async(lsp.FoldingRangeParams(
+        lsp.TextDocumentIdentifier(uri)))
+    assert folds is not None
+    got = sorted((f.start_line, f.end_line, f.kind) for f in folds)
+    assert got == [(0, 1, lsp.FoldingRangeKind.Comment), (4, 7, lsp.FoldingRangeKind.Region),
+                   (17, 22, lsp.FoldingRangeKind.Region)]
+
+
+MESSY = """\
+speaker   a
+speaker b {tool t sets x=1}
+when from a then b   # go
+when from b    then a
+otherwise   terminate
+"""
+
+
+def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    out = text
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        begin = starts[e.range.start.line] + e.range.start.character
+        end = starts[min(e.range.end.line, len(lines))] + e.range.end.character
+        out = out[:begin] + e.new_text + out[end:]
+    return out
+
+
+async def test_range_formatting_formats_the_statements_in_the_range_only(client: LanguageClient) -> None:
+    uri = await open_doc(client, MESSY)
+    edits = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(1, 3), lsp.Position(1, 5)),
+        lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert edits is not None and len(edits) == 1
+    # the speaker block on line 2 only, the rest left as it was
+    assert edits[0].range == lsp.Range(lsp.Position(1, 0), lsp.Position(2, 0))
+    after = apply(MESSY, edits)
+    assert after == MESSY.replace("speaker b {tool t sets x=1}\n",
+                                  "speaker b {\n  tool t sets x = 1\n}\n")
+    # the range of every line: the same text as formatting the document
+    whole = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(5, 0)),
+        lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert whole is not None and apply(MESSY, whole) == format_source(MESSY)
+    # a range already formatted: no edit
+    done = await open_doc(client, format_source(MESSY))
+    unchanged = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
+        lsp.TextDocumentIdentifier(done), lsp.Range(lsp.Position(0, 0), lsp.Position(1, 0)),
+        lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert unchanged is not None and len(unchanged) == 0
+
+
+async def test_edits_then_completion_use_the_new_text(client: LanguageClient) -> None:
+    """A speaker declared by an edit is offered once the edit is analysed."""
+    uri = await open_doc(client, FLOW)
+    text = FLOW.replace("speaker drafter\n", "speaker drafter\nspeaker critic\n")
+    await typed(client, uri, text)
+    await wait_diagnostics(client, uri)
+    text2 = text + "when from c"
+    await typed(client, uri, text2)
+    assert await complete(client, uri, text2) == [("critic", Kind.Class)]
+    assert position_of(text2, "critic")  # the helper finds it too
