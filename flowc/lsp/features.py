@@ -6,10 +6,9 @@ analysis (the same parse, compile and check as ``flowc check``)."""
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -19,11 +18,9 @@ from flowc.dsl.parser import parse_source
 from flowc.lsp import actions as act
 from flowc.lsp import completion as comp
 from flowc.lsp import tokens as tk
+from flowc.lsp.core import FlowcServer, RequestFailed
 from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL
 from flowc.source import SourceFile
-
-if TYPE_CHECKING:
-    from flowc.lsp.server import FlowcServer
 
 #: the command that draws the flow (SVG, findings marked), for a preview pane
 DIAGRAM_COMMAND = "flowc.diagram"
@@ -34,13 +31,6 @@ _ITEM_KIND = {
     TARGET: lsp.CompletionItemKind.Function, comp.KEYWORD: lsp.CompletionItemKind.Keyword,
     comp.REASON: lsp.CompletionItemKind.Value,
 }
-
-
-class RequestFailed(JsonRpcException):
-    """A request the server understood but cannot answer (a refused rename, a diagram of
-    a flow with errors): the response's error, whose message the editor shows."""
-
-    CODE = -32803  # RequestFailed
 
 
 def _offset(server: FlowcServer, text: str, position: lsp.Position) -> int:
@@ -187,7 +177,7 @@ def register(server: FlowcServer) -> None:
         (pygls reads this handler's annotations at run time, hence no FlowcServer here.)"""
         if not args or not isinstance(args[0], str):
             raise RequestFailed("flowc.diagram takes the document's URI")
-        return cast("FlowcServer", ls).diagram(args[0])
+        return cast(FlowcServer, ls).diagram(args[0])
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: FlowcServer, params: lsp.DidChangeWatchedFilesParams) -> None:
