@@ -158,7 +158,7 @@ def _count(dsn: str) -> int:
 
 def test_a_server_stopped_mid_run_is_a_clean_error_and_the_run_resumes(
         tmp_path: Path) -> None:
-    turns = 5000
+    turns = 1500
     flow = tmp_path / "rr.flow"
     flow.write_text(RR_FLOW.format(max_turns=turns))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
