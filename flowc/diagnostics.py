@@ -69,6 +69,10 @@ E113 = _code(
     "E113", "speaker-kind-mismatch", E,
     "a human declares a tool, or a model speaker declares the context keys a human writes",
 )
+E114 = _code(
+    "E114", "unmatchable-pattern", E,
+    "a `text_matches` pattern is not a regular expression flowc matches in linear time",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code("W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match")

@@ -21,6 +21,7 @@ ROOT = Path(flowc.__file__).parent
 LAYERS = [
     ("flowc.source", 0),
     ("flowc.inputs", 0),
+    ("flowc.regex", 0),  # text_matches patterns: Python's meaning, RE2's linear time
     ("flowc.diagnostics", 1),
     ("flowc.dsl", 2),
     ("flowc.compiler", 3),

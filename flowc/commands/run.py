@@ -30,7 +30,7 @@ from flowc.commands.console import (
 )
 from flowc.commands.run_output import RunPrinter, format_turns, isatty, terminal_asker
 from flowc.compiler.serde import canonical_json
-from flowc.diagnostics import has_errors
+from flowc.diagnostics import Diagnostic, has_errors
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
@@ -50,6 +50,16 @@ EXIT_INTERRUPTED = 130
 # ── loading ───────────────────────────────────────────────────────────────────
 
 
+def graph_pattern_diagnostics(graph: Any, filename: str) -> tuple[Diagnostic, ...]:
+    """E114 for each ``text_matches`` pattern of a JSON graph that flowc does not match."""
+    from flowc.compiler.lower import PATTERN_HELP
+    from flowc.compiler.registry import pattern_problems
+    from flowc.diagnostics import E114
+
+    return tuple(Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path,
+                            help=PATTERN_HELP) for p in pattern_problems(graph))
+
+
 def load_target(path: str) -> tuple[RunTarget | None, bool]:
     """FLOW (a `.flow`, or JSON holding a graph or knobs dict) -> (target, is_flow)."""
     source, diags = read_source(path)
@@ -62,6 +72,10 @@ def load_target(path: str) -> tuple[RunTarget | None, bool]:
         loaded, diags = load_graph_json(source)
         if loaded is None:
             print_diagnostics(diags, {source.name: source})
+            return None, False
+        refused = graph_pattern_diagnostics(loaded.graph, source.name)
+        if refused:  # E114, as `flowc check` reports it
+            print_diagnostics(refused, {source.name: source})
             return None, False
         return RunTarget.from_graph(loaded.graph, loaded.context_vars, label=path), False
     from flowc.compiler.pipeline import compile_source

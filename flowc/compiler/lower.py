@@ -31,6 +31,7 @@ from flowc.diagnostics import (
     E110,
     E111,
     E113,
+    E114,
     W214,
     Code,
     Diagnostic,
@@ -467,7 +468,22 @@ class _Lowering:
             inner = self.condition(cond.item)
             return None if inner is None else m.Not(inner)
         args = self.call_args(cond.name, cond.args, "condition", cond.span)
+        if args is not None and cond.name.value == "text_matches":
+            self.check_pattern(cond.args)
         return None if args is None else m.CustomCondition(cond.name.value, args)
+
+    def check_pattern(self, args: tuple[n.Arg, ...]) -> None:
+        """E114 at the part of a ``text_matches`` pattern flowc cannot match in linear
+        time (:func:`flowc.regex.refusal`: the same test ``run`` and ``test`` make)."""
+        from flowc.regex import refusal
+
+        for arg in args:
+            if arg.name.value != "pattern" or not isinstance(arg.value.value, str):
+                continue
+            problem = refusal(arg.value.value)
+            if problem is not None:
+                span = pattern_span(arg.value.span, arg.value.value, problem.offset, problem.length)
+                self.error(E114, f"`text_matches`: {problem.message}", span, help=PATTERN_HELP)
 
     def call_args(
         self, name: n.Name, args: tuple[n.Arg, ...], kind: str, span: Span
@@ -813,6 +829,30 @@ class _Lowering:
                        help=None if not alts or "in a scenario:" in message else
                        f"write the alternative the call takes: `{speaker} calls {tool} "
                        f"{alts[0].text()}`")
+
+
+#: the help of every E114
+PATTERN_HELP = ("text_matches is Python's re.search matched in linear time; `flowc explain E114` "
+                "lists what a pattern may use")
+
+
+def pattern_span(span: Span, pattern: str, offset: int, length: int) -> Span:
+    """The part of a string literal's ``span`` that holds ``pattern[offset:offset+length]``.
+
+    Exact when the literal is written as JSON writes it (``\\`` for a backslash, ``\"``
+    for a quote, other characters as they are); otherwise the whole literal.
+    """
+    import json
+
+    def written(text: str) -> int:
+        return len(json.dumps(text, ensure_ascii=False)) - 2
+
+    if length <= 0 or span.end_line != span.line or written(pattern) + 2 != span.end - span.start:
+        return span
+    start = 1 + written(pattern[:offset])
+    end = 1 + written(pattern[: offset + length])
+    return Span(span.line, span.column + start, span.line, span.column + end,
+                span.start + start, span.start + end)
 
 
 def _close_match(word: str, options: Iterable[str]) -> str | None:

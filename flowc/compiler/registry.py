@@ -44,6 +44,7 @@ __all__ = [
     "custom_problems",
     "default_registry",
     "did_you_mean",
+    "pattern_problems",
     "register_condition",
     "register_target",
     "unknown_name",
@@ -207,6 +208,7 @@ def custom_problems(
     """
     reg = registry if registry is not None else _DEFAULT
     problems: list[ShapeProblem] = []
+    refused = {path for path, _ in _refused_patterns(graph)}
 
     def cond(c: m.Condition, path: str) -> None:
         if isinstance(c, m.AllOf | m.AnyOf):
@@ -216,6 +218,8 @@ def custom_problems(
             cond(c.condition, f"{path}.args.condition")
         elif isinstance(c, m.CustomCondition):
             if reg.condition(c.name) is None and c.name in SHIPPED_CONDITION_NAMES:
+                return
+            if f"{path}.args.pattern" in refused:  # reported by pattern_problems
                 return
             problems.extend(build_custom("condition", c.name, dict(c.args), reg, path)[1])
 
@@ -230,3 +234,45 @@ def custom_problems(
         target(t.then, f"transitions[{i}].then")
     target(graph.default_target, "default_target")
     return problems
+
+
+def _custom_conditions(graph: m.TransitionGraph) -> list[tuple[str, m.CustomCondition]]:
+    found: list[tuple[str, m.CustomCondition]] = []
+
+    def walk(c: m.Condition, path: str) -> None:
+        if isinstance(c, m.AllOf | m.AnyOf):
+            for i, item in enumerate(c.conditions):
+                walk(item, f"{path}.args.conditions[{i}]")
+        elif isinstance(c, m.Not):
+            walk(c.condition, f"{path}.args.condition")
+        elif isinstance(c, m.CustomCondition):
+            found.append((path, c))
+
+    for i, t in enumerate(graph.transitions):
+        walk(t.when, f"transitions[{i}].when")
+    return found
+
+
+def _refused_patterns(graph: m.TransitionGraph) -> list[tuple[str, str]]:
+    from flowc.regex import refusal
+
+    out: list[tuple[str, str]] = []
+    for path, c in _custom_conditions(graph):
+        pattern = c.args.get("pattern") if c.name == "text_matches" else None
+        problem = refusal(pattern) if isinstance(pattern, str) else None
+        if problem is not None:
+            out.append((f"{path}.args.pattern", problem.message))
+    return out
+
+
+def pattern_problems(graph: m.TransitionGraph) -> list[ShapeProblem]:
+    r"""Every ``text_matches`` pattern of ``graph`` that flowc does not match (E114, as a
+    `.flow` reports it): not a valid regular expression, or beyond linear-time matching
+    (:func:`flowc.regex.refusal`).
+
+    >>> g = m.TransitionGraph("a", (m.Transition(m.CustomCondition("text_matches",
+    ...     {"pattern": "(a)\\1"}), m.TerminateTarget()),))
+    >>> [p.path for p in pattern_problems(g)]
+    ['transitions[0].when.args.pattern']
+    """
+    return [ShapeProblem(path, f"`text_matches`: {message}") for path, message in _refused_patterns(graph)]

@@ -45,6 +45,7 @@ from flowc.migrate.handoffs import (
 )
 from flowc.migrate.pyread import NotStatic, callee, kwarg
 from flowc.migrate.textpred import text_predicate
+from flowc.regex import refusal
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
 RUNNERS = (
@@ -421,6 +422,13 @@ def _guardrails(g: HandoffReader, calls: list[ast.Call]) -> tuple[list[mm.Rule],
             if not isinstance(pattern, str):
                 g.r.report(M001, "the guardrail's regular expression cannot be read statically; left out",
                            obj)
+                continue
+            refused = refusal(pattern)
+            if refused is not None:  # what E114 would refuse in the generated flow
+                g.r.report(M001, f"the guardrail's regular expression cannot become a `text_matches` "
+                                 f"rule: {refused.message}; left out", obj,
+                           help="text_matches is Python's re.search in linear time; see "
+                                "`flowc explain E114` for what a pattern may use")
                 continue
             if target is None:
                 continue

@@ -7,7 +7,8 @@ Migrated flows declare these names; this module implements them as pure function
 of ``(state, envelope)`` so that re-folding a channel's WAL gives the same routing:
 
 - ``text_contains(text)`` — the message text contains ``text`` (case-sensitive);
-- ``text_matches(pattern)`` — Python ``re.search(pattern, text)``;
+- ``text_matches(pattern)`` — Python ``re.search(pattern, text)``, matched in linear
+  time (:mod:`flowc.regex`; patterns it cannot match so are refused);
 - ``context_expression(expression)`` — an AG2 ``ContextExpression`` over the
   channel context (a missing variable makes the whole expression false);
 - ``turn_count_at_most(turns)`` — ``state.turn_count <= turns`` (the kickoff is turn 1);
@@ -36,10 +37,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
+from flowc.regex import compile_pattern
 from flowc.runtime.ctxexpr import (
     ExpressionError,
     Node,
@@ -110,19 +111,20 @@ class TextContains:
 
 @dataclasses.dataclass(frozen=True)
 class TextMatches:
-    """``text_matches(pattern)``: Python ``re.search`` on the message text."""
+    """``text_matches(pattern)``: Python ``re.search`` on the message text, in time linear
+    in the text (:func:`flowc.regex.compile_pattern`); a pattern it refuses raises
+    ``ValueError`` (:class:`flowc.regex.PatternRefused`) when the rule is built."""
 
     name: ClassVar[str] = "text_matches"
     pattern: str
 
     def __post_init__(self) -> None:
-        try:
-            re.compile(self.pattern)
-        except re.error as err:
-            raise ValueError(f"`pattern` is not a valid regular expression: {err}") from None
+        if not isinstance(self.pattern, str):
+            raise ValueError("`pattern` must be a string")
+        compile_pattern(self.pattern)  # raises PatternRefused now, not mid-run
 
     def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
-        return re.search(self.pattern, message_text(envelope)) is not None
+        return compile_pattern(self.pattern).search(message_text(envelope))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,6 +34,8 @@ class Limited:
     peak_mib: float
     seconds: float
     timed_out: bool
+    #: CPU time the child used (user + system), from its rusage
+    cpu: float = 0.0
 
     @property
     def traceback(self) -> bool:
@@ -138,4 +140,5 @@ def run_limited(
         peak_mib=usage.ru_maxrss / 1024,
         seconds=seconds,
         timed_out=timed_out,
+        cpu=usage.ru_utime + usage.ru_stime,
     )

@@ -38,11 +38,11 @@ from flowc.compiler.analysis.reachability import (
 from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
 from flowc.compiler.analysis.suppress import apply_ignores
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.lower import PATTERN_HELP, CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
-from flowc.compiler.registry import TransitionRegistry, custom_problems
-from flowc.diagnostics import E103, Diagnostic, has_errors
+from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
+from flowc.diagnostics import E103, E114, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
@@ -139,7 +139,11 @@ def unloadable_names(
     >>> [d.json_path for d in unloadable_names(g, "g.json", TransitionRegistry())]
     ['transitions[0].when.name']
     """
-    return tuple(
+    patterns = tuple(
+        Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path, help=PATTERN_HELP)
+        for p in pattern_problems(graph)
+    )
+    return patterns + tuple(
         Diagnostic(
             E103, f"{prefix}{p.path}: {p.message}", filename, json_path=prefix + p.path,
             help="fix the name, or load the module that registers the class (`--plugin "

@@ -1,0 +1,596 @@
+r"""The regular expressions of ``text_matches``: Python's meaning, matched in linear time.
+
+``text_matches(pattern)`` means what AG2's regex guardrail and classic AutoGen's
+termination tests mean: Python ``re.search(pattern, text)`` with no flags. Python's
+engine backtracks, so a pattern such as ``^(a+)+$`` takes exponential time on a text of
+40 ``a`` and a ``!``. flowc matches with RE2 instead (``google-re2``), which runs in time
+linear in the text, and keeps Python's meaning exactly:
+
+- the pattern is parsed by Python's own parser, so what is valid, and what each escape,
+  flag and class means, is Python's;
+- every character class (``\d``, ``\w``, ``\s`` are Unicode unless ``(?a)``; ``.``;
+  ``(?i)`` case folding, with Python's own folding rules) is turned into the exact set of
+  code points Python's engine accepts, computed by Python's engine itself;
+- the text is matched as fixed-width units (:func:`_unit`): five bytes per character,
+  the first and last saying whether it is a word character (for ``\b`` / ``\B``, which
+  are Unicode in Python and ASCII in RE2) or a line break (for ``^`` / ``$`` under
+  ``(?m)``), the three in between its code point; so lone surrogates match too;
+- ``\Z`` is RE2's ``\z``; ``$`` without ``(?m)`` (end, or before a final line break) is
+  written as "an optional final line break, then the end", which is exact where nothing
+  follows it in the pattern.
+
+What RE2 cannot do in linear time is refused with a :class:`PatternRefused` that says
+what and where (an offset in the pattern): lookahead and lookbehind, backreferences,
+conditionals, possessive quantifiers and atomic groups, ``$`` (without ``(?m)``) with
+something after it, a pattern mixing ASCII and Unicode word boundaries, repeat counts
+over 1000 (counts of nested repeats multiply) and patterns too large for the engine.
+
+>>> m = compile_pattern(r"^(a+)+$")
+>>> m.search("a" * 40 + "!"), m.search("aaa\n")
+(False, True)
+>>> compile_pattern(r"\bcafé\b").search("un café.")
+True
+>>> refusal(r"(?<=a)b")
+PatternRefused('a lookbehind `(?<=...)` (at offset 0): linear-time matching cannot look around; rewrite the pattern without it', 0, 4)
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = ["MAX_REPEAT", "Matcher", "PatternRefused", "compile_pattern", "refusal"]
+
+# Python's own regular-expression parser and case rules (private, stable since 3.11)
+_parser: Any = importlib.import_module("re._parser")
+_const: Any = importlib.import_module("re._constants")
+_casefix: Any = importlib.import_module("re._casefix")
+_sre: Any = importlib.import_module("_sre")
+
+#: RE2's largest repeat count (counts of nested repeats multiply)
+MAX_REPEAT = 1000
+#: memory RE2 may use for one pattern's program and its cache of states
+_MAX_MEM = 64 << 20
+_LAST = 0x10FFFF
+_UNIT_BYTES = 5
+#: the flag bytes that open and close a character's unit
+_WORD, _OTHER, _BREAK = ord("w"), ord(" "), ord("\n")
+
+
+class PatternRefused(ValueError):
+    """A pattern flowc will not match: not valid Python, or not matchable in linear time.
+
+    ``offset`` and ``length`` are where, in the pattern (characters).
+    """
+
+    def __init__(self, message: str, offset: int = 0, length: int = 0):
+        super().__init__(message, offset, length)
+        self.message = message
+        self.offset = offset
+        self.length = length
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# ── the code point sets of character classes, computed by Python's engine ─────────
+
+
+@functools.cache
+def _every_character() -> str:
+    """Every code point, in order (surrogates too): what class scans run over."""
+    import array
+
+    codes = array.array("I", range(_LAST + 1))
+    return codes.tobytes().decode("utf-32-le" if codes.itemsize == 4 else "utf-32", "surrogatepass")
+
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+def _runs(pattern: str) -> Ranges:
+    """The code points a one-character Python pattern accepts, as ranges (``pattern``
+    must match a run of them: ``X+``)."""
+    found = re.compile(pattern).finditer(_every_character())
+    return tuple((m.start(), m.end() - 1) for m in found)
+
+
+def _complement(ranges: Ranges) -> Ranges:
+    out: list[tuple[int, int]] = []
+    at = 0
+    for lo, hi in ranges:
+        if lo > at:
+            out.append((at, lo - 1))
+        at = hi + 1
+    if at <= _LAST:
+        out.append((at, _LAST))
+    return tuple(out)
+
+
+def _normal(points: Iterable[tuple[int, int]]) -> Ranges:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(points):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def _py_char(code: int) -> str:
+    return f"\\U{code:08x}"
+
+
+_CATEGORY_ESCAPES = {
+    "CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s", "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W",
+}
+
+
+def _flag_prefix(flags: int) -> str:
+    ascii_ = "a" if flags & _const.SRE_FLAG_ASCII else ""
+    ignore = "i" if flags & _const.SRE_FLAG_IGNORECASE else ""
+    return ascii_ + ignore
+
+
+@functools.cache
+def _category(name: str, ascii_: bool) -> Ranges:
+    r"""The code points of ``\d``, ``\w``, ``\s`` (and their negations), Unicode or ASCII,
+    as Python's engine has them."""
+    escape = _CATEGORY_ESCAPES[name]
+    if escape[1].isupper():
+        return _complement(_category(name.replace("NOT_", ""), ascii_))
+    if ascii_:
+        return _normal(
+            (ord(c), ord(c)) for c in {"d": "0123456789", "s": " \t\n\r\f\v",
+                                       "w": "0123456789_" + "".join(map(chr, range(65, 91)))
+                                       + "".join(map(chr, range(97, 123)))}[escape[1]])
+    return _runs(escape + "+")
+
+
+def _plain_set(op: Any, av: Any, flags: int) -> Ranges:
+    """The code points a character node accepts when case is not ignored."""
+    if op is _const.LITERAL:
+        return ((av, av),)
+    if op is _const.NOT_LITERAL:
+        return _complement(((av, av),))
+    items = list(av)
+    negate = bool(items) and items[0][0] is _const.NEGATE
+    points: list[tuple[int, int]] = []
+    for item, arg in items[1:] if negate else items:
+        if item is _const.LITERAL:
+            points.append((arg, arg))
+        elif item is _const.RANGE:
+            points.append((arg[0], arg[1]))
+        elif item is _const.CATEGORY:
+            points.extend(_category(str(arg), bool(flags & _const.SRE_FLAG_ASCII)))
+        else:  # pragma: no cover - Python's parser puts nothing else in a class
+            raise PatternRefused(f"an unexpected class item {item}")
+    merged = _normal(points)
+    return _complement(merged) if negate else merged
+
+
+def _one_char_pattern(op: Any, av: Any, flags: int) -> str:
+    """Python syntax for the character node alone, under its flags."""
+    if op is _const.LITERAL:
+        body = _py_char(av)
+    elif op is _const.NOT_LITERAL:
+        body = f"[^{_py_char(av)}]"
+    else:
+        items = list(av)
+        negate = bool(items) and items[0][0] is _const.NEGATE
+        parts = []
+        for item, arg in items[1:] if negate else items:
+            if item is _const.LITERAL:
+                parts.append(_py_char(arg))
+            elif item is _const.RANGE:
+                parts.append(f"{_py_char(arg[0])}-{_py_char(arg[1])}")
+            else:
+                parts.append(_CATEGORY_ESCAPES[str(arg)])
+        body = "[" + ("^" if negate else "") + "".join(parts) + "]"
+    return f"(?{_flag_prefix(flags)}:{body})"
+
+
+@functools.cache
+def _case_candidates(ascii_: bool) -> str:
+    """Every character whose case-insensitive matching may differ from its plain
+    matching: the cased ones, what they lower to, and Python's extra equivalents
+    (``re._casefix``). Each other character ``ch`` lowers to itself and is the lower case
+    of nothing else, so a case-insensitive class accepts it exactly when the same class
+    without ``(?i)`` does. All cased characters are below U+20000 (a test checks it)."""
+    if ascii_:
+        return "".join(map(chr, [*range(65, 91), *range(97, 123)]))
+    lower, cased = _sre.unicode_tolower, _sre.unicode_iscased
+    found: set[int] = set()
+    for code in range(0x20000):
+        if cased(code):
+            found.add(code)
+            found.add(lower(code))
+    for key, values in _casefix._EXTRA_CASES.items():
+        found.add(key)
+        found.update(values)
+    return "".join(map(chr, sorted(found)))
+
+
+def _without(ranges: Ranges, points: Sequence[int]) -> list[tuple[int, int]]:
+    """``ranges`` minus the sorted code ``points``."""
+    out: list[tuple[int, int]] = []
+    i = 0
+    for lo, hi in ranges:
+        while i < len(points) and points[i] < lo:
+            i += 1
+        at = lo
+        while i < len(points) and points[i] <= hi:
+            if points[i] > at:
+                out.append((at, points[i] - 1))
+            at = points[i] + 1
+            i += 1
+        if at <= hi:
+            out.append((at, hi))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _set_from(pattern: str, plain: Ranges, ascii_: bool) -> Ranges:
+    candidates = _case_candidates(ascii_)
+    hits = [(ord(m.group()), ord(m.group())) for m in re.finditer(pattern, candidates)]
+    return _normal([*_without(plain, sorted(map(ord, candidates))), *hits])
+
+
+def _set_of(op: Any, av: Any, flags: int) -> Ranges:
+    """The code points one character-consuming node accepts under ``flags``, as Python's
+    engine decides."""
+    if op is _const.ANY:
+        return ((0, _LAST),) if flags & _const.SRE_FLAG_DOTALL else _complement(((10, 10),))
+    plain = _plain_set(op, av, flags)
+    if not flags & _const.SRE_FLAG_IGNORECASE:
+        return plain
+    return _set_from(_one_char_pattern(op, av, flags), plain, bool(flags & _const.SRE_FLAG_ASCII))
+
+
+# ── code point sets as RE2 byte patterns over units ──────────────────────────────
+
+
+def _unit(code: int, word: bool) -> str:
+    """The five Latin-1 characters that stand for one character of the text."""
+    flag = _BREAK if code == 10 else _WORD if word else _OTHER
+    return "".join(map(chr, (flag, 0x80 | code >> 14, 0x80 | (code >> 7) & 0x7F, 0x80 | code & 0x7F,
+                             flag)))
+
+
+def _byte_class(ranges: Iterable[tuple[int, int]]) -> str:
+    parts = []
+    for lo, hi in ranges:
+        parts.append(f"\\x{0x80 | lo:02x}" if lo == hi else f"\\x{0x80 | lo:02x}-\\x{0x80 | hi:02x}")
+    return "[" + "".join(parts) + "]"
+
+
+def _digits(ranges: Ranges, width: int) -> str:
+    """RE2 syntax for ``width`` base-128 digits (each a byte 0x80-0xff) whose value lies
+    in ``ranges`` (within ``[0, 128**width)``)."""
+    if width == 1:
+        return _byte_class(ranges)
+    size = 128 ** (width - 1)
+    full: Ranges = ((0, size - 1),)
+    buckets: dict[int, list[tuple[int, int]]] = {}
+    spans: list[tuple[int, int]] = []  # runs of leading digits whose rest is full
+    for lo, hi in ranges:
+        lo_d, lo_r = divmod(lo, size)
+        hi_d, hi_r = divmod(hi, size)
+        if lo_d == hi_d:
+            buckets.setdefault(lo_d, []).append((lo_r, hi_r))
+            continue
+        first, last = lo_d, hi_d
+        if lo_r:
+            buckets.setdefault(lo_d, []).append((lo_r, size - 1))
+            first += 1
+        if hi_r != size - 1:
+            buckets.setdefault(hi_d, []).append((0, hi_r))
+            last -= 1
+        if first <= last:
+            spans.append((first, last))
+    groups: dict[Ranges, list[tuple[int, int]]] = {}
+    for d, pieces in buckets.items():
+        groups.setdefault(_normal(pieces), []).append((d, d))
+    for span in spans:
+        groups.setdefault(full, []).append(span)
+    alternatives = []
+    for rest, leads in groups.items():
+        tail = "[\\x80-\\xff]" * (width - 1) if rest == full else _digits(rest, width - 1)
+        alternatives.append(_byte_class(_normal(leads)) + tail)
+    if not alternatives:
+        return "[^\\x00-\\xff]"
+    return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_class(ranges: Ranges) -> str:
+    """RE2 syntax for one unit whose code point is in ``ranges``."""
+    if not ranges:
+        return "[^\\x00-\\xff]"
+    return "(?s:.)" + _digits(ranges, 3) + "(?s:.)"
+
+
+# ── the translation ──────────────────────────────────────────────────────────────────
+
+_NEVER = "[^\\x00-\\xff]"
+_FINAL_BREAK = "(?:" + "".join(f"\\x{ord(c):02x}" for c in _unit(10, False)) + ")?\\z"
+
+
+class _Translation:
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self.word_kinds: set[str] = set()
+        self.ends = 0  # `$` seen so far (their order in the pattern)
+        self.boundaries = 0  # word boundaries seen so far
+
+    def refuse(self, what: str, kind: str, message: str, ordinal: int = 0) -> PatternRefused:
+        offset, length = _locate(self.pattern, kind, ordinal)
+        where = f" (at offset {offset})" if length else ""
+        return PatternRefused(f"{what}{where}: {message}", offset, length)
+
+    def sequence(self, items: Sequence[tuple[Any, Any]], flags: int, tail: bool) -> str:
+        return "".join(
+            self.node(op, av, flags, tail and i == len(items) - 1) for i, (op, av) in enumerate(items)
+        )
+
+    def node(self, op: Any, av: Any, flags: int, tail: bool) -> str:
+        c = _const
+        if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
+            return _unit_class(_set_of(op, av, flags))
+        if op is c.SUBPATTERN:
+            _group, add_flags, del_flags, inner = av
+            return "(?:" + self.sequence(inner, _combine(flags, add_flags, del_flags), tail) + ")"
+        if op is c.BRANCH:
+            return "(?:" + "|".join(self.sequence(alt, flags, tail) for alt in av[1]) + ")"
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            low, high, inner = av
+            if low > MAX_REPEAT or (high != c.MAXREPEAT and high > MAX_REPEAT):
+                raise self.refuse(f"a repeat count over {MAX_REPEAT}", "count",
+                                  f"linear-time matching repeats at most {MAX_REPEAT} times; "
+                                  "use `*` or `+`, or a smaller count")
+            body = self.sequence(inner, flags, tail and high <= 1)
+            if high == c.MAXREPEAT:
+                count = "*" if low == 0 else "+" if low == 1 else f"{{{low},}}"
+            elif (low, high) == (0, 1):
+                count = "?"
+            else:
+                count = f"{{{low}}}" if low == high else f"{{{low},{high}}}"
+            return f"(?:{body}){count}"
+        if op is c.AT:
+            return self.at(av, flags, tail)
+        if op in (c.ASSERT, c.ASSERT_NOT):
+            direction, _inner = av
+            behind = direction < 0
+            name = ("a lookbehind `(?<" if behind else "a lookahead `(?") + ("=...)`" if op is c.ASSERT else "!...)`")
+            raise self.refuse(name, "lookbehind" if behind else "lookahead",
+                              "linear-time matching cannot look around; rewrite the pattern without it")
+        if op is c.GROUPREF:
+            raise self.refuse("a backreference", "backref",
+                              "linear-time matching cannot match a group's text again")
+        if op is c.GROUPREF_EXISTS:
+            raise self.refuse("a conditional `(?(...)...)`", "conditional",
+                              "linear-time matching cannot branch on what a group matched")
+        if op is c.ATOMIC_GROUP:
+            raise self.refuse("an atomic group `(?>...)`", "atomic",
+                              "linear-time matching has no atomic groups; use `(?:...)`")
+        if op is c.POSSESSIVE_REPEAT:
+            raise self.refuse("a possessive quantifier", "possessive",
+                              "linear-time matching has no possessive quantifiers; drop the `+` after it")
+        raise self.refuse(f"`{op}`", "", "not supported")  # pragma: no cover - nothing else parses
+
+    def at(self, code: Any, flags: int, tail: bool) -> str:
+        c = _const
+        if flags & c.SRE_FLAG_MULTILINE:  # as Python's compiler: ^ and $ of any line
+            code = {c.AT_BEGINNING: c.AT_BEGINNING_LINE, c.AT_END: c.AT_END_LINE}.get(code, code)
+        if code in (c.AT_BEGINNING, c.AT_BEGINNING_STRING):
+            return "\\A"
+        if code is c.AT_END_STRING:
+            return "\\z"
+        if code is c.AT_BEGINNING_LINE:
+            return "(?m:^)"
+        if code is c.AT_END_LINE:
+            return "(?m:$)"
+        if code is c.AT_END:
+            self.ends += 1
+            if not tail:
+                raise self.refuse(
+                    "`$` with something after it", "end",
+                    "without (?m), `$` also matches before a final line break, which linear-time "
+                    "matching can express only at the end of the pattern; write `\\Z` (the very "
+                    "end) or `(?m)$` (the end of any line)", self.ends)
+            return _FINAL_BREAK
+        if code in (c.AT_BOUNDARY, c.AT_NON_BOUNDARY):
+            self.boundaries += 1
+            self.word_kinds.add("ascii" if flags & c.SRE_FLAG_ASCII else "unicode")
+            if len(self.word_kinds) > 1:
+                raise self.refuse("ASCII and Unicode word boundaries in one pattern", "boundary",
+                                  "use `(?a)` for the whole pattern, or for none of it",
+                                  self.boundaries)
+            return "\\b" if code is c.AT_BOUNDARY else "\\B"
+        raise self.refuse(f"`{code}`", "", "not supported")  # pragma: no cover
+
+
+def _combine(flags: int, add: int, remove: int) -> int:
+    if add & _parser.TYPE_FLAGS:
+        flags &= ~_parser.TYPE_FLAGS
+    return (flags | add) & ~remove
+
+
+def _matches_empty(items: Sequence[tuple[Any, Any]]) -> bool:
+    """Whether the parsed pattern matches the empty text (where Python's ``\\b`` and
+    ``\\B`` both fail, unlike RE2's ``\\B``)."""
+    c = _const
+    for op, av in items:
+        if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
+            return False
+        if op is c.SUBPATTERN:
+            if not _matches_empty(av[3]):
+                return False
+        elif op is c.BRANCH:
+            if not any(_matches_empty(alt) for alt in av[1]):
+                return False
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            if av[0] > 0 and not _matches_empty(av[2]):
+                return False
+        elif op is c.AT and av in (c.AT_BOUNDARY, c.AT_NON_BOUNDARY):
+            return False
+    return True
+
+
+# ── where a refused construct is in the pattern ─────────────────────────────────────
+
+_TOKEN = re.compile(
+    r"""\\(?:[0-9]{1,3}|.)            # an escape (backreferences are digits)
+      | \[\^?\]?(?:\\.|[^\]\\])*\]?   # a class
+      | \(\?\#[^)]*\)?                 # a comment
+      | \(\?P=\w*\)?                   # a named backreference
+      | \(\?(?:<[=!]|[=!>(])           # lookaround, atomic, conditional
+      | \(\?[aiLmsux-]*[:)]            # a group with flags
+      | \{\d*(?:,\d*)?\}\+?            # a count
+      | [*+?]\+?                       # a quantifier
+      | \#[^\n]*                       # a comment (verbose patterns only)
+      | .""",
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def _locate(pattern: str, kind: str, ordinal: int = 0) -> tuple[int, int]:
+    """``(offset, length)`` of the first construct of ``kind`` in ``pattern`` (the
+    ``ordinal``-th for ``end``), or ``(0, 0)`` when it cannot be found."""
+    verbose = bool(re.match(r"\(\?[aiLmsu]*x", pattern))
+    seen = 0
+    for m in _TOKEN.finditer(pattern):
+        tok = m.group()
+        if tok.startswith("#") and len(tok) > 1 and not verbose:
+            continue
+        hit = {
+            "lookahead": tok in ("(?=", "(?!"),
+            "lookbehind": tok in ("(?<=", "(?<!"),
+            "atomic": tok == "(?>",
+            "conditional": tok == "(?(",
+            "backref": tok.startswith("(?P=") or (tok[:1] == "\\" and tok[1:2].isdigit()
+                                                  and tok[1:2] != "0" and not _octal(tok)),
+            "possessive": (len(tok) == 2 and tok[0] in "*+?" and tok[1] == "+")
+            or (tok.startswith("{") and tok.endswith("}+")),
+            "count": tok.startswith("{") and _big_count(tok),
+            "boundary": tok in ("\\b", "\\B"),
+            "end": tok == "$",
+        }.get(kind, False)
+        if hit:
+            seen += 1
+            if kind not in ("end", "boundary") or seen == ordinal:
+                return m.start(), len(tok)
+    return 0, 0
+
+
+def _octal(tok: str) -> bool:
+    return len(tok) == 4 and all(ch in "01234567" for ch in tok[1:])
+
+
+def _big_count(tok: str) -> bool:
+    numbers = re.findall(r"\d+", tok)
+    return any(int(n) > MAX_REPEAT for n in numbers)
+
+
+# ── compiling and matching ───────────────────────────────────────────────────────────
+
+
+def _parse(pattern: str) -> Any:
+    try:
+        return _parser.parse(pattern, 0)
+    except re.error as err:
+        pos = err.pos if err.pos is not None else 0
+        raise PatternRefused(f"not a valid regular expression: {err.msg} (at offset {pos})",
+                             pos, 1 if pos < len(pattern) else 0) from None
+    except (RecursionError, OverflowError, MemoryError):
+        raise PatternRefused("the regular expression is nested too deeply") from None
+
+
+class Matcher:
+    """A compiled pattern: :meth:`search` is ``re.search(pattern, text) is not None``."""
+
+    def __init__(self, pattern: str):
+        import re2
+
+        tree = _parse(pattern)
+        translation = _Translation(pattern)
+        body = translation.sequence(list(tree), tree.state.flags, True)
+        self.pattern = pattern
+        self.empty = _matches_empty(list(tree))
+        self.word_ascii = translation.word_kinds == {"ascii"}
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.never_capture = True
+        options.log_errors = False
+        options.max_mem = _MAX_MEM
+        # every match starts at a unit boundary: the units before it are skipped whole
+        program = "\\A(?s:.....)*?(?:" + body + ")"
+        try:
+            self._regexp = re2.compile(program.encode("latin-1"), options)
+        except re2.error as err:
+            detail = err.args[0].decode() if err.args and isinstance(err.args[0], bytes) else str(err)
+            if "repetition" in detail:
+                raise PatternRefused(
+                    f"nested repeats count more than {MAX_REPEAT} repetitions in all: linear-time "
+                    "matching allows at most that many (the counts of nested repeats multiply)",
+                    *_locate(pattern, "count")) from None
+            raise PatternRefused(
+                f"the regular expression is too large for linear-time matching ({detail})"
+            ) from None
+
+    def encode(self, text: str) -> bytes:
+        """The text as units (five bytes per character)."""
+        table = _UnitTable(self.word_ascii)
+        table.update(_ascii_units(self.word_ascii))
+        return text.translate(table).encode("latin-1")
+
+    def search(self, text: str) -> bool:
+        if not text:
+            return self.empty
+        return self._regexp.search(self.encode(text)) is not None
+
+
+@functools.cache
+def _ascii_units(word_ascii: bool) -> dict[int, str]:
+    return {code: _unit(code, chr(code).isalnum() or code == 95) for code in range(128)}
+
+
+class _UnitTable(dict[int, str]):
+    """``str.translate`` table: each code point to its unit, made on first use."""
+
+    def __init__(self, word_ascii: bool):
+        super().__init__()
+        self.word_ascii = word_ascii
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        if self.word_ascii:
+            word = code < 128 and (ch.isalnum() or ch == "_")
+        else:
+            word = ch.isalnum() or ch == "_"
+        unit = _unit(code, word)
+        self[code] = unit
+        return unit
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_pattern(pattern: str) -> Matcher:
+    """The matcher of ``pattern``; raises :class:`PatternRefused` (a ``ValueError``)."""
+    return Matcher(pattern)
+
+
+def refusal(pattern: str) -> PatternRefused | None:
+    """Why ``pattern`` is refused, or None when flowc matches it (what compile and check
+    report, and what run refuses)."""
+    try:
+        compile_pattern(pattern)
+    except PatternRefused as err:
+        return err
+    return None
+
