@@ -384,3 +384,16 @@ def test_a_process_frozen_inside_a_transaction_does_not_keep_the_run(pg_dsn: str
     assert not thread.is_alive(), "the frozen session kept the lease row locked"
     assert took and time.monotonic() - start < 15
     assert other.lease_of("r") == took[0]
+
+
+def test_the_tables_can_live_in_a_schema_of_their_own(pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA runs_a")
+    # the URL form the docs give
+    store = PgStore(f"{pg_dsn}?options=-csearch_path%3Druns_a")
+    store.append(_env("r", "e1"))
+    assert _ids(store, "r") == ["e1"]
+    with psycopg.connect(pg_dsn) as conn:
+        found = conn.execute("SELECT schemaname FROM pg_tables WHERE tablename = 'flowc_wal'")
+        assert found.fetchall() == [("runs_a",)]
+    assert PgStore(pg_dsn, readonly=True).channel_ids() == []  # public holds none
