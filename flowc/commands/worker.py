@@ -20,7 +20,7 @@ from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
 from flowc.inputs import DataError
 from flowc.runtime.script import ScriptError
-from flowc.runtime.stores import open_store
+from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.wal import WalError, WalStore
 
 DEFAULT_DB = ".flowc/runs.db"
@@ -36,10 +36,14 @@ def _open(db: str) -> WalStore:
         raise UsageError(str(err)) from None
 
 
-def _notifier(db: str, store: WalStore) -> Any:
-    """The store's wake-up source, if it has one (PostgreSQL's LISTEN)."""
-    make = getattr(store, "notifier", None)
-    return make() if callable(make) else None
+def _notifier(db: str) -> Any:
+    """What wakes the workers when a run is submitted or given back: PostgreSQL's
+    notifications; SQLite has none (the workers look twice a second)."""
+    if is_url(db):
+        from flowc.runtime.worker import PgNotifier
+
+        return PgNotifier(db)
+    return None
 
 
 # ── flowc submit ──────────────────────────────────────────────────────────────
@@ -105,8 +109,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         print(f"{what} {run_id}" + (f" {detail}" if detail else ""), flush=True)
 
     worker = Worker(store, agents=agents, concurrency=args.concurrency,
-                    notifier=_notifier(args.db, store), on_event=event)
-    print(f"worker {worker.tag} (pid {worker.holder.split(':')[1]}) serving {args.db}",
+                    notifier=_notifier(args.db), on_event=event)
+    print(f"worker {worker.tag} (pid {worker.holder.split(':')[1]}) "
+          f"serving {db_name(args.db)}",
           flush=True)
 
     async def serve() -> None:

@@ -56,6 +56,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -142,12 +143,12 @@ class Notifier(Protocol):
 
 
 class PgNotifier:
-    """``LISTEN channel`` on its own PostgreSQL connection, in a thread: each
-    notification calls ``wake(payload)``; a lost connection is reopened."""
+    """PostgreSQL's notifications of new runs and released leases (``LISTEN`` on a
+    connection of its own, in a thread): each calls ``wake(run id)``. A lost connection
+    is opened again (meanwhile the worker's poll finds the runs)."""
 
-    def __init__(self, url: str, channel: str) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url
-        self.channel = channel
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -157,20 +158,17 @@ class PgNotifier:
         self._thread.start()
 
     def _listen(self, wake: Callable[[str | None], None]) -> None:
-        import psycopg
-        from psycopg import sql
+        from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, listen
 
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self.url, autocommit=True) as conn:
-                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
-                    wake(None)  # anything sent while we were not listening
+                with listen(self.url, NOTIFY_RUN, NOTIFY_FREE) as conn:
+                    wake(None)  # what was sent while nobody listened
                     while not self._stopping.is_set():
                         for note in conn.notifies(timeout=0.5):
                             wake(note.payload or None)
-            except psycopg.Error as err:
-                log.warning("listening for new runs failed (%s); polling until it is back",
-                            err)
+            except Exception as err:  # the database went away: poll until it is back
+                log.warning("cannot listen for new runs (%s); polling meanwhile", err)
                 self._stopping.wait(1.0)
 
     def stop(self) -> None:
@@ -184,12 +182,14 @@ class PgNotifier:
 
 
 class _Fenced:
-    """The worker's store as one run's hub sees it: remembers whether the store
-    refused this hub's lease (the run was taken over), everything else passed through."""
+    """The worker's store as one run's hub sees it: remembers whether the store refused
+    this hub's lease (the run was taken over) or failed (e.g. the database restarted);
+    everything else passed through."""
 
     def __init__(self, store: WalStore) -> None:
         self.store = store
         self.refused: LeaseError | None = None
+        self.failed: WalError | None = None
 
     def append(self, envelope: Envelope, lease: Lease | None = None,
                follows: str | None = None) -> None:
@@ -198,12 +198,18 @@ class _Fenced:
         except LeaseError as err:
             self.refused = err
             raise
+        except WalError as err:
+            self.failed = err
+            raise
 
     def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
         try:
             return self.store.renew(lease, seconds)
         except LeaseError as err:
             self.refused = err
+            raise
+        except WalError as err:
+            self.failed = err
             raise
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
@@ -272,7 +278,8 @@ class Worker:
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
         self._done: set[str] = set()
-        self._parked: dict[str, int] = {}
+        #: runs that stopped without closing: (WAL length then, when to look again)
+        self._parked: dict[str, tuple[int, float]] = {}
         #: runs this worker found open and holds the lease of (not those found closed)
         self._claimed_runs: set[str] = set()
         self._stopping = False
@@ -334,26 +341,47 @@ class Worker:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def _candidates(self) -> Iterator[str]:
-        """Runs that may be claimable, oldest first (known closed ones left out)."""
+        """Open runs nobody holds, oldest first, that this worker does not drive or know
+        closed. A store that lists its open runs with their leases in one query
+        (PostgreSQL's ``open_runs``) answers at once; otherwise every run is looked at."""
+        open_runs = getattr(self.store, "open_runs", None)
+        if open_runs is not None:
+            listed: list[tuple[str, Lease | None]] = open_runs()
+            for cid, lease in listed:
+                if lease is None and cid not in self._done and cid not in self._active:
+                    yield cid
+            return
         for cid in self.store.channel_ids():
-            if cid not in self._done and cid not in self._active:
+            if cid not in self._done and cid not in self._active \
+                    and self.store.lease_of(cid) is None:
                 yield cid
+
+    def _still_parked(self, cid: str) -> bool:
+        """A parked run is looked at again once per poll, and taken when its WAL grew."""
+        parked = self._parked.get(cid)
+        if parked is None:
+            return False
+        length, look_at = parked
+        now = time.monotonic()
+        if now < look_at:
+            return True
+        if len(self.store.links(cid)) == length:
+            self._parked[cid] = (length, now + self.poll_seconds)
+            return True
+        del self._parked[cid]
+        return False
 
     async def _claim_pass(self) -> None:
         for cid in self._candidates():
             if self._stopping or len(self._active) >= self.concurrency:
                 return
-            parked = self._parked.get(cid)
-            if parked is not None:
-                if len(self.store.links(cid)) == parked:
-                    continue
-                del self._parked[cid]
-            if self.store.lease_of(cid) is not None:
+            if cid in self._active or self._still_parked(cid):
                 continue
             if self._active and self.spread_seconds:
                 # the more runs this worker holds, the longer it lets others claim first
                 await asyncio.sleep(self.spread_seconds * len(self._active))
-                if self._stopping or self.store.lease_of(cid) is not None:
+                if self._stopping or cid in self._active \
+                        or self.store.lease_of(cid) is not None:
                     continue
             self._active[cid] = asyncio.get_running_loop().create_task(self._drive(cid))
             await asyncio.sleep(0)
@@ -368,47 +396,53 @@ class Worker:
 
     async def _drive_run(self, cid: str) -> None:
         store = self.store
+        fenced = _Fenced(store)
         try:
             opened = next(iter(store.read(cid)), None)
             if opened is None or opened.event_type != EV_CHANNEL_OPENED:
                 raise ProtocolError("its WAL does not start with the run's opening")
             script = run_script_of(ChannelMetadata.from_dict(opened.event_data["metadata"]))
-            fenced = _Fenced(store)
             result = await resume_script(fenced, cid, script, agents=self.agents,
                                          holder=self.holder,
                                          lease_seconds=self.lease_seconds,
                                          on_claim=lambda: self._claimed(cid))
         except LeaseError:
             return  # another worker claimed it first
+        except WalError as err:  # the store failed: once the lease expires, any worker
+            self._failed(cid, err)  # (this one too) tries the run again
+            return
         except (ProtocolError, ScriptError, KeyError, TypeError, ValueError) as err:
-            self._done.add(cid)  # it cannot run: do not try again
-            self.stats.failed += 1
-            self._event("failed", cid, str(err))
+            self._done.add(cid)  # the run cannot be run (damaged, bad script): never again
+            self._failed(cid, err)
             return
-        except WalError as err:  # the store failed: the lease expires, someone retries
-            self.stats.failed += 1
-            self._event("failed", cid, str(err))
-            return
-        if fenced.refused is not None:  # taken over: whatever the WAL holds is not ours
+        finally:
+            claimed = cid in self._claimed_runs
             self._claimed_runs.discard(cid)
+        if fenced.refused is not None:  # taken over: whatever the WAL holds is not ours
             self.stats.lost += 1
             self._event("lost", cid, str(fenced.refused))
-            return
-        if result.close_reason is not None:
+        elif result.close_reason is not None:
             self._done.add(cid)
-            if cid in self._claimed_runs:
-                self._claimed_runs.discard(cid)
+            if claimed:  # (not a run found closed when its lease was taken)
                 self.stats.closed += 1
                 self._event("closed", cid,
                             f"{json.dumps(result.close_reason)} after {result.turn_count} turns")
-            return
-        self._claimed_runs.discard(cid)
-        if self._stopping:
-            return
-        self._parked[cid] = len(store.links(cid))
-        self.stats.stalled += 1
-        self._event("stalled", cid, f"on {result.stalled_on}"
-                    + (f": {result.error}" if result.error else ""))
+        elif fenced.failed is not None:
+            self._failed(cid, fenced.failed)
+        elif not self._stopping:
+            try:
+                length = len(store.links(cid))
+            except WalError as err:
+                self._failed(cid, err)
+                return
+            self._parked[cid] = (length, time.monotonic() + self.poll_seconds)
+            self.stats.stalled += 1
+            self._event("stalled", cid, f"on {result.stalled_on}"
+                        + (f": {result.error}" if result.error else ""))
+
+    def _failed(self, cid: str, err: BaseException) -> None:
+        self.stats.failed += 1
+        self._event("failed", cid, str(err))
 
     def _claimed(self, cid: str) -> None:
         self._claimed_runs.add(cid)

@@ -38,16 +38,17 @@ def test_a_paused_worker_has_its_writes_refused(tmp_path: Path) -> None:
 def test_sigterm_gives_the_runs_back_at_once(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
 
-    def released(cid: str) -> bool:
+    def lease_row(cid: str) -> tuple[str, bool]:
         con = sqlite3.connect(db)
         try:
-            row = con.execute("SELECT expires_at FROM lease WHERE channel_id = ?",
+            row = con.execute("SELECT holder, expires_at FROM lease WHERE channel_id = ?",
                               (cid,)).fetchone()
         finally:
             con.close()
-        return row is not None and row[0] == 0
+        assert row is not None
+        return str(row[0]), float(row[1]) > time.time()
 
-    stopped_worker_gives_its_run_back(str(db), tmp_path, released)
+    stopped_worker_gives_its_run_back(str(db), tmp_path, lease_row)
 
 
 def test_a_run_that_stalls_is_parked_not_retried(tmp_path: Path) -> None:

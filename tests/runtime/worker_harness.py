@@ -242,14 +242,19 @@ def counted_turns(store: WalStore, cid: str) -> list[tuple[str, str]]:
     return out
 
 
-def agent_run(db: str, folder: Path, max_turns: int) -> str:
-    """Submit one run of three counting agents (no script: the workers' --agents)."""
+def agent_runs(db: str, folder: Path, max_turns: int, count: int) -> list[str]:
+    """Submit runs of three counting agents (no script: the workers' --agents)."""
     flow = folder / "agents.flow"
     flow.write_text(RR_FLOW.format(max_turns=max_turns))
-    proc = flowc("submit", str(flow), "--db", db)
+    proc = flowc("submit", str(flow), "--db", db, "--count", str(count))
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()
-    return out.decode().strip()
+    return out.decode().split()
+
+
+def agent_run(db: str, folder: Path, max_turns: int) -> str:
+    [cid] = agent_runs(db, folder, max_turns, 1)
+    return cid
 
 
 def assert_counted(store: WalStore, cid: str, count: int) -> None:
@@ -276,9 +281,9 @@ def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
         pause(a)
         paused_at = len(counted_turns(store, cid))
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=lease_seconds)
-        wait_until(lambda: closed_count(store, [cid]) == 1, 60, "worker B to finish the run",
+        wait_until(lambda: cid in events(log_b, "closed"), 60, "worker B to finish the run",
                    [b])
-        assert cid in events(log_b, "claimed") and cid in events(log_b, "closed")
+        assert closed_count(store, [cid]) == 1
         assert len(counted_turns(store, cid)) == turns_total > paused_at
         a.send_signal(signal.SIGCONT)
         wait_until(lambda: cid in events(log_a, "lost"), 30, "worker A to drop the run", [a])
@@ -302,9 +307,10 @@ def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
         store.close()
 
 
-def stopped_worker_gives_its_run_back(db: str, folder: Path, released: Any) -> None:
+def stopped_worker_gives_its_run_back(db: str, folder: Path, lease_row: Any) -> None:
     """A live worker's run is left alone by another; SIGTERM makes the first give it back
-    at once (exit 0; ``released(run_id)`` reads the store's lease row) and the second
+    at once (exit 0; ``lease_row(run_id)`` reads the store's lease row as it is: holder,
+    and whether it has not expired, whether the holder lives or not) and the second
     finishes it."""
     cid = agent_run(db, folder, 400)
     log_a, log_b = folder / "a.log", folder / "b.log"
@@ -318,13 +324,18 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, released: Any) -> N
                    "worker B to start", [b])
         time.sleep(1.0)
         assert cid not in events(log_b, "claimed")  # A's live lease is respected
+        # `flowc log` shows who runs it
+        shown = flowc("log", "--db", db)
+        out, err = shown.communicate(timeout=60)
+        assert shown.returncode == 0, err.decode()
+        line = next(x for x in out.decode().splitlines() if x.startswith(cid))
+        assert "running (worker-" in line and f"pid {a.pid} on " in line, line
         stopped = time.monotonic()
         stop_worker(a)
         assert a.returncode == 0
         assert "stopped: 0 runs closed" in log_a.read_text()
-        lease = store.lease_of(cid)
-        assert (lease is None and released(cid)) or (lease is not None
-                                                      and f":{b.pid}:" in lease.holder)
+        holder, unexpired = lease_row(cid)
+        assert not unexpired or f":{a.pid}:" not in holder, "A did not release its lease"
         # a 30 s lease, yet B goes on at once: A released it
         wait_until(lambda: closed_count(store, [cid]) == 1, 20, "worker B to finish", [b])
         assert time.monotonic() - stopped < 20
@@ -333,6 +344,39 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, released: Any) -> N
     finally:
         for proc in (a, b):
             if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        store.close()
+
+
+def database_restarts(db: str, folder: Path, restart: Any, runs: int = 12,
+                      turns_each: int = 90) -> None:
+    """Two workers run ``runs`` runs of the counting agents; the database is stopped and
+    started again mid-way (``restart()``). The workers live through it, and every run
+    ends with its turns consecutive and the WAL one writer's at a time."""
+    ids = agent_runs(db, folder, turns_each, runs)
+    logs = [folder / f"w{i}.log" for i in range(2)]
+    procs = [start_worker(db, log, "--agents", str(AGENTS), lease_seconds=2.0)
+             for log in logs]
+    store = open_db(db)
+    try:
+        wait_until(lambda: sum(len(counted_turns(store, cid)) for cid in ids)
+                   >= runs * turns_each // 4, 60, "a quarter of the turns", procs)
+        store.close()
+        restart()
+        store = open_db(db)  # the test's own connection went with the old server
+        wait_until(lambda: closed_count(store, ids) == len(ids), 120,
+                   "every run to close after the restart", procs)
+        for cid in ids:
+            assert_counted(store, cid, turns_each)
+        assert any(events(log, "failed") for log in logs), \
+            "no worker saw the database go away: the restart missed the runs"
+        for proc in procs:
+            stop_worker(proc)
+            assert proc.returncode == 0
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
                 proc.kill()
                 proc.wait()
         store.close()
