@@ -24,6 +24,9 @@ of :class:`Worker` processes, on one host or several, serve the same store:
 - **wake-up**: with a store that notifies (PostgreSQL ``LISTEN``), a new run wakes the
   workers at once; otherwise (SQLite) they look every ``poll_seconds``.
 
+Workers run the runs submitted for them only: a run ``flowc run`` started and left
+open is its own process's (``flowc resume`` continues it).
+
 A run that stops without closing (its script ran out, an agent failed) is *parked*:
 left open, lease released, and not tried again by this worker until its WAL grows
 (someone answered it with ``flowc resume``).
@@ -401,7 +404,13 @@ class Worker:
             opened = next(iter(store.read(cid)), None)
             if opened is None or opened.event_type != EV_CHANNEL_OPENED:
                 raise ProtocolError("its WAL does not start with the run's opening")
-            script = run_script_of(ChannelMetadata.from_dict(opened.event_data["metadata"]))
+            metadata = ChannelMetadata.from_dict(opened.event_data["metadata"])
+            if SCRIPT_LABEL not in metadata.labels:
+                # a run `flowc run` started (and left open): its own process, or
+                # `flowc resume`, goes on with it; workers run submitted runs only
+                self._done.add(cid)
+                return
+            script = run_script_of(metadata)
             result = await resume_script(fenced, cid, script, agents=self.agents,
                                          holder=self.holder,
                                          lease_seconds=self.lease_seconds,

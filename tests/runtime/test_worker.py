@@ -12,6 +12,7 @@ from pathlib import Path
 from flowc.runtime.wal import SqliteStore
 from tests.runtime.test_leases import _stop_between_transactions
 from tests.runtime.worker_harness import (
+    AGENTS,
     RR_FLOW,
     events,
     flowc,
@@ -120,3 +121,36 @@ def test_ctrl_c_stops_the_worker_cleanly(tmp_path: Path) -> None:
     assert worker.returncode == 0, err.decode()
     assert "stopped: 0 runs closed" in log.read_text()
     assert isinstance(worker, subprocess.Popen)
+
+
+def test_a_run_started_by_flowc_run_is_left_to_its_owner(tmp_path: Path) -> None:
+    """An interrupted `flowc run` stays open for `flowc resume`: a worker, even one with
+    agents for its speakers, does not take it."""
+    import json
+
+    db = tmp_path / "runs.db"
+    flow = tmp_path / "rr.flow"
+    flow.write_text(RR_FLOW.format(max_turns=30))
+    script = tmp_path / "short.json"
+    script.write_text(json.dumps(rr_script(4)))
+    run = flowc("run", str(flow), "--script", str(script), "--db", str(db))
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 1, err.decode()  # stalled on b, open
+    [cid] = SqliteStore(db).channel_ids()
+    submitted = flowc("submit", str(flow), "--db", str(db))
+    out, err = submitted.communicate(timeout=60)
+    assert submitted.returncode == 0, err.decode()
+    log = tmp_path / "w.log"
+    worker = start_worker(str(db), log, "--agents", str(AGENTS))
+    try:
+        deadline = time.monotonic() + 30
+        while out.decode().strip() not in events(log, "closed"):
+            assert time.monotonic() < deadline and worker.poll() is None
+            time.sleep(0.05)
+        time.sleep(1.0)  # two polls more
+    finally:
+        stop_worker(worker)
+    assert cid not in log.read_text()
+    store = SqliteStore(db)
+    assert sum(1 for e in store.read(cid) if e.event_type in ("ag2.msg.text", "ag2.packet")) == 4
+    store.close()
