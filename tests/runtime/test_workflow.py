@@ -228,7 +228,13 @@ def test_args_that_do_not_fit_are_refused() -> None:
     assert any(p.startswith("transitions[0].when.args") for p in got), got
 
 
-def test_unknown_custom_name_is_a_clear_error_at_open() -> None:
+def test_unknown_custom_name_is_a_clear_error_at_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nothing registered: other test modules register customs (`urgent`, `pick`) in the
+    # process-wide registry when they are imported, which would add a did-you-mean here
+    from flowc.compiler.registry import default_registry
+
+    monkeypatch.setattr(default_registry(), "_conditions", {})
+    monkeypatch.setattr(default_registry(), "_targets", {})
     g = graph("a", rule(cond("is_urgent", level=3), cond("pick_one")))
     assert problems(g, ["a", "b"]) == [
         "transitions[0].then.name: no target registered as `pick_one`",
