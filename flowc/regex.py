@@ -520,9 +520,12 @@ class Matcher:
 
         tree = _parse(pattern)
         translation = _Translation(pattern)
-        body = translation.sequence(list(tree), tree.state.flags, True)
+        try:
+            body = translation.sequence(list(tree), tree.state.flags, True)
+            self.empty = _matches_empty(list(tree))
+        except RecursionError:
+            raise PatternRefused("the regular expression is nested too deeply") from None
         self.pattern = pattern
-        self.empty = _matches_empty(list(tree))
         self.word_ascii = translation.word_kinds == {"ascii"}
         options = re2.Options()
         options.encoding = re2.Options.Encoding.LATIN1

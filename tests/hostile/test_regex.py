@@ -203,3 +203,9 @@ def test_catastrophic_pattern_is_linear_in_process() -> None:
     assert matcher.search("a" * 40 + "!") is False
     assert matcher.search("a" * 1_000_000 + "!") is False
     assert matcher.search("a" * 1_000_000) is True
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_deep_nesting_is_refused_not_a_recursion_error(depth: int) -> None:
+    problem = refusal("(" * depth + "a" + ")" * depth)
+    assert problem is not None and "nested too deeply" in problem.message
