@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,15 +22,16 @@ from pygls.uris import to_fs_path
 from flowc.commands.check import options_from
 from flowc.commands.config import Config, find_pyproject, load_config, load_plugins_for
 from flowc.commands.console import UsageError
-from flowc.compiler.analysis import CheckOptions, check_source
+from flowc.compiler.analysis import CheckOptions, check_compiled, check_source
+from flowc.compiler.lower import lower
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import E001, Diagnostic, Severity, has_errors
-from flowc.dsl.parser import parse_source
+from flowc.lsp.incremental import Reparser
 from flowc.lsp.index import Index
 from flowc.source import SourceFile, Span
 
 #: how long after the last keystroke a changed document is analysed again
-DEBOUNCE_SECONDS = 0.15
+DEBOUNCE_SECONDS = 0.05
 
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
@@ -69,6 +71,10 @@ class FlowcServer(LanguageServer):
         super().__init__("flowc", "0.1.0")
         self.analyses: dict[str, Analysis] = {}
         self._pending: dict[str, asyncio.Task[None]] = {}
+        #: per document, the last tree that parsed: an edit parses only what it touched
+        self.reparsers: dict[str, Reparser] = {}
+        #: per document, the last findings as LSP diagnostics (see :meth:`publish`)
+        self._converted: dict[str, dict[tuple[object, ...], lsp.Diagnostic]] = {}
         self._configs: dict[Path, _Config] = {}
         self._reported: set[str] = set()
 
@@ -114,27 +120,59 @@ class FlowcServer(LanguageServer):
         path = to_fs_path(uri) or uri
         source = SourceFile(path, doc.source)
         options = self.options_for(path)
-        diags = check_source(source, options, as_json=False)
         previous = self.analyses.get(uri)
-        flow, syntax = parse_source(source)
-        if syntax:
-            # keep the last good analysis for everything but the syntax error
-            kept = previous.diagnostics if previous else ()
-            old = tuple(d for d in kept if d.code is not E001)
-            index = previous.index if previous else None
-            self.analyses[uri] = Analysis(doc.version, (*diags, *old), index)
-        else:
-            compiled, _ = compile_source(source)
-            self.analyses[uri] = Analysis(doc.version, diags, Index.build(source, flow, compiled))
+        # the server keeps every open document's tree alive: the cycle collector would walk
+        # them all many times while one file is checked (it finds nothing: the trees hold
+        # no cycles), so it waits until the check is done, as `parse_source` does
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            flow, syntax = self.reparsers.setdefault(uri, Reparser()).parse(source)
+            if syntax:
+                # keep the last good analysis for everything but the syntax error
+                kept = previous.diagnostics if previous else ()
+                old = tuple(d for d in kept if d.code is not E001)
+                index = previous.index if previous else None
+                self.analyses[uri] = Analysis(doc.version, (*syntax, *old), index)
+            else:
+                # parsed and lowered once: the findings (as `flowc check`) and the index
+                compiled, compile_diags = lower(flow, source.name)
+                diags = check_compiled(compiled, compile_diags, options, filename=source.name)
+                self.analyses[uri] = Analysis(doc.version, diags, Index.build(source, flow, compiled))
+        finally:
+            if paused:
+                gc.enable()
         self.publish(uri)
 
     def publish(self, uri: str) -> None:
         analysis = self.analyses[uri]
         doc = self.workspace.get_text_document(uri)
         lines = doc.lines
-        out = [self.lsp_diagnostic(d, lines) for d in analysis.diagnostics]
+        # most findings survive an edit unchanged: in an ASCII text (where a column is the
+        # same in every position encoding) the converted ones are kept per document and
+        # reused by code, message and place
+        ascii_text = doc.source.isascii()
+        cache = self._converted.get(uri, {}) if ascii_text else {}
+        kept: dict[tuple[object, ...], lsp.Diagnostic] = {}
+        out = []
+        for d in analysis.diagnostics:
+            s = d.span
+            key = (d.code.id, d.message, d.help, s.line, s.column, s.end_line, s.end_column) \
+                if s is not None else (d.code.id, d.message, d.help)
+            converted = cache.get(key)
+            if converted is None:
+                converted = self.lsp_diagnostic(d, lines)
+            kept[key] = converted
+            out.append(converted)
+        if ascii_text:
+            self._converted[uri] = kept
+        else:
+            self._converted.pop(uri, None)
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=out, version=analysis.version))
+
+    def forget_converted(self, uri: str) -> None:
+        self._converted.pop(uri, None)
 
     def to_range(self, span: Span | None, lines: Sequence[str]) -> lsp.Range:
         """A flowc span (1-based lines and columns, in characters) as an LSP range in the

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from typing import Any
 
 import attrs
@@ -195,24 +196,29 @@ def _tools_of(cond: m.Condition) -> set[str]:
     return set()
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class Index:
-    """One analysed version of a document."""
+    """One analysed version of a document. Its names are listed when a request first
+    needs them, not while the diagnostics of an edit are on their way."""
 
     source: SourceFile
     flow: n.Flow
     compiled: CompiledFlow | None
-    occurrences: tuple[Occurrence, ...]
 
     @classmethod
     def build(cls, source: SourceFile, flow: n.Flow, compiled: CompiledFlow | None) -> Index:
+        return cls(source, flow, compiled)
+
+    @cached_property
+    def occurrences(self) -> tuple[Occurrence, ...]:
+        flow = self.flow
         types = {st.name.value: {p.name.value: str(p.type) for p in st.params}
                  for st in flow.statements if isinstance(st, (n.ConditionDecl, n.TargetDecl))}
-        walk = _Walk(source.text, types)
+        walk = _Walk(self.source.text, types)
         found: list[Occurrence] = []
         for st in flow.statements:
             found.extend(_names(st, walk))
-        return cls(source, flow, compiled, tuple(found))
+        return tuple(found)
 
     def at(self, line: int, column: int) -> Occurrence | None:
         """The name under a cursor (1-based line, 0-based column)."""

@@ -115,6 +115,8 @@ def make_server() -> FlowcServer:
         if pending is not None:
             pending.cancel()
         ls.analyses.pop(uri, None)
+        ls.reparsers.pop(uri, None)
+        ls.forget_converted(uri)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)

@@ -54,6 +54,7 @@ __all__ = [
     "analyze_graph",
     "apply_ignores",
     "check",
+    "check_compiled",
     "check_source",
     "facts_of",
     "findings_of",
@@ -183,13 +184,33 @@ def check_source(
         found = analyze_graph(loaded, options, filename=source.name)
         return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))
     compiled, diags = compile_source(source)
+    return check_compiled(compiled, diags, options, filename=source.name)
+
+
+def check_compiled(
+    compiled: CompiledFlow | None,
+    diags: tuple[Diagnostic, ...],
+    options: CheckOptions | None = None,
+    *,
+    filename: str = "<input>",
+) -> tuple[Diagnostic, ...]:
+    """What :func:`check_source` reports for a `.flow` file already compiled
+    (``compile_source``'s result): for a caller that keeps the compiled flow too, such
+    as the language server, so that the file is parsed and lowered once.
+
+    >>> from flowc.compiler.pipeline import compile_source
+    >>> src = SourceFile("f.flow", "speaker a\\nspeaker b\\nstart a\\n")
+    >>> [d.code.id for d in check_compiled(*compile_source(src), filename=src.name)]
+    ['W201', 'W207']
+    """
+    options = options or CheckOptions()
     if compiled is None or has_errors(diags):
         return diags
     if options.target == "ag2":
-        diags = (*diags, *bare_ag2_problems(compiled, source.name))
+        diags = (*diags, *bare_ag2_problems(compiled, filename))
     # every finding first, so that an ignore comment for a deselected code is not "unused"
-    found = analyze(compiled, attrs.evolve(options, select=(), ignore=()), filename=source.name)
-    kept = apply_ignores((*diags, *found), compiled.flow.comments, source.name)
+    found = analyze(compiled, attrs.evolve(options, select=(), ignore=()), filename=filename)
+    kept = apply_ignores((*diags, *found), compiled.flow.comments, filename)
     return tuple(d for d in kept if d.is_error or options.wants(d.code.id))
 
 

@@ -1,0 +1,153 @@
+"""`flowc lsp` latency: diagnostics after an edit, through a real client over stdio.
+
+Run: ``.venv/bin/python benchmarks/bench_lsp.py [--sizes 1000,10000] [--edits 30]``.
+
+A pygls ``LanguageClient`` (the client pytest-lsp is built on) starts ``flowc lsp``
+as a subprocess, opens a generated flow of N rules (the realistic mix of
+``bench_compile.generate``: speakers with tools, `from`/`tool`/`context` rules,
+priorities, `or`/`not`, an `otherwise`), waits for its first diagnostics, then makes
+``--edits`` edits one at a time, as a user does: each edit changes one rule's target
+(a different rule each time, so every edit changes the graph the checker explores),
+sent as the whole new text (the heaviest change an editor sends). Latency is the wall
+time from sending ``didChange`` to receiving the ``publishDiagnostics`` of that version:
+the server's debounce, a full check (parse, compile, every check, ignore comments,
+exactly what ``flowc check`` reports) and the JSON round trip. ``cpu ms`` is the
+server's own CPU time per edit (median; less sensitive than wall time to other work on
+the machine). Memory is the server process's resident set after the edits and its
+peak (``VmRSS`` / ``VmHWM``).
+
+Targets (issue 13): p95 <= 150 ms for 1,000 rules, <= 1 s for 10,000 rules. Exit status
+0 when both are met, 1 otherwise. The numbers depend on the machine's load: on a
+busy 2-core box, run it twice and read the better run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_compile import generate
+
+TARGETS = {1_000: 0.150, 10_000: 1.0}
+
+
+def edited(text: str, i: int) -> str:
+    """``text`` with the target of its ``i``-th `when from` rule changed."""
+    lines = text.split("\n")
+    rules = [k for k, line in enumerate(lines) if line.startswith("when from agent_")
+             and " then agent_" in line]
+    k = rules[(i * 7919) % len(rules)]
+    head, _, tail = lines[k].partition(" then ")
+    target, _, rest = tail.partition(" ")
+    number = int(target.removeprefix("agent_"))
+    lines[k] = f"{head} then agent_{(number + 1 + i) % 20}" + (f" {rest}" if rest else "")
+    return "\n".join(lines)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of the process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_mib(pid: int) -> tuple[float, float]:
+    """The process's resident set now and at its peak, in MiB (Linux /proc)."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
+    client = LanguageClient("bench-lsp", "1")
+    published: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    arrived = asyncio.Event()
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
+        if params.version is not None:
+            published[params.version] = time.perf_counter()
+            counts[params.version] = len(params.diagnostics)
+            arrived.set()
+
+    await client.start_io(sys.executable, "-m", "flowc", "lsp")
+    assert client._server is not None
+    pid = client._server.pid
+    await client.initialize_async(lsp.InitializeParams(capabilities=lsp.ClientCapabilities(),
+                                                       root_uri=folder.as_uri()))
+    client.initialized(lsp.InitializedParams())
+    path = folder / f"bench_{rules}.flow"
+    text = generate(rules)
+    path.write_text(text, encoding="utf-8")
+    uri = path.as_uri()
+
+    async def wait_for(version: int) -> float:
+        while version not in published:
+            arrived.clear()
+            await asyncio.wait_for(arrived.wait(), timeout=120)
+        return published[version]
+
+    started = time.perf_counter()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=text)))
+    first = await wait_for(1) - started
+    latencies, cpu = [], []
+    for i in range(edits):
+        version = i + 2
+        text = edited(text, i)
+        used = cpu_seconds(pid)
+        sent = time.perf_counter()
+        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+        latencies.append(await wait_for(version) - sent)
+        cpu.append(cpu_seconds(pid) - used)
+    rss, peak = memory_mib(pid)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    latencies.sort()
+    p95 = latencies[max(0, round(0.95 * len(latencies)) - 1)]
+    return {"rules": rules, "open": first, "p50": statistics.median(latencies), "p95": p95,
+            "max": latencies[-1], "cpu": statistics.median(cpu), "rss": rss, "peak": peak,
+            "findings": counts[edits + 1]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--edits", type=int, default=30)
+    args = parser.parse_args(argv)
+    import tempfile
+
+    ok = True
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'rules':>7} {'findings':>8} {'open s':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
+          f"{'cpu ms':>7} {'target':>7} {'RSS MiB':>8} {'peak MiB':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            edits = args.edits if size <= 1000 else max(10, args.edits // 3)
+            row = asyncio.run(measure(size, edits, Path(tmp)))
+            target = TARGETS.get(size)
+            met = target is None or row["p95"] <= target
+            ok = ok and met
+            print(f"{size:>7} {row['findings']:>8.0f} {row['open']:>7.2f} {row['p50'] * 1000:>7.0f} "
+                  f"{row['p95'] * 1000:>7.0f} {row['max'] * 1000:>7.0f} {row['cpu'] * 1000:>7.0f} "
+                  f"{'-' if target is None else f'{target * 1000:.0f}':>7} {row['rss']:>8.0f} "
+                  f"{row['peak']:>8.0f}  {'ok' if met else 'MISSED'}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""The language server parses an edited document again only where the edit touched it:
+the tree it builds is the one a full parse builds, spans and comments included."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from flowc.compiler.analysis import check_source
+from flowc.dsl.parser import parse_source
+from flowc.lsp.incremental import Reparser
+from flowc.source import SourceFile
+from tests.lsp.client import change, open_doc, wait_diagnostics
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_compile import generate  # noqa: E402
+
+PIECES = ["\n", " ", "x", "when from a then b\n", "# note\n", "priority 3", "}", "{", '"', ",",
+          "speaker q\n", "\n\n", "  # tail"]
+
+
+def tree(node: Any) -> Any:
+    """Everything in a tree, spans included (the nodes' equality leaves spans out)."""
+    if isinstance(node, (tuple, list)):
+        return [tree(x) for x in node]
+    if attrs.has(type(node)):
+        return (type(node).__name__, {f.name: tree(getattr(node, f.name)) for f in attrs.fields(type(node))})
+    return node
+
+
+def edit(rng: random.Random, text: str) -> str:
+    at = rng.randrange(len(text) + 1)
+    if rng.random() < 0.5:
+        at = text.rfind("\n", 0, at) + 1  # at the start of a line
+    kind = rng.random()
+    lines = text.split("\n")
+    k = rng.randrange(len(lines))
+    if kind < 0.35:
+        return text[:at] + text[at + rng.randrange(0, 12):]
+    if kind < 0.75:
+        return text[:at] + rng.choice(PIECES) + text[at:]
+    if kind < 0.85:
+        lines[k] += "  # edited"
+    elif kind < 0.93:
+        lines.insert(k, lines[k])
+    else:
+        del lines[k]
+    return "\n".join(lines)
+
+
+def test_reparsing_an_edit_gives_the_tree_of_a_full_parse() -> None:
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").rglob("*.flow"))]
+    texts.append(generate(60))
+    rng = random.Random(13)
+    compared = reused = 0
+    for text in texts:
+        reparser = Reparser()
+        reparser.parse(SourceFile("f.flow", text))
+        current = text
+        for _ in range(150):
+            new = edit(rng, current)
+            incremental, errors = reparser.parse(SourceFile("f.flow", new))
+            full, full_errors = parse_source(SourceFile("f.flow", new))
+            assert [(d.message, d.span) for d in errors] == [(d.message, d.span) for d in full_errors]
+            if errors:
+                if rng.random() < 0.1:
+                    current = new  # go on editing a file that does not parse
+                continue
+            assert tree(incremental) == tree(full), new
+            compared += 1
+            reused += reparser.reused
+            current = new
+    assert compared > 60, compared
+    # most statements came from the last tree, not from the parser
+    assert reused > 10 * compared, (reused, compared)
+
+
+def test_an_edit_in_the_middle_of_a_large_flow_parses_one_statement() -> None:
+    text = generate(1000)
+    reparser = Reparser()
+    reparser.parse(SourceFile("f.flow", text))
+    lines = text.split("\n")
+    middle = next(i for i in range(len(lines) // 2, len(lines)) if lines[i].startswith("when from"))
+    lines.insert(middle, "when tool route_3 then agent_4  # added")
+    new = "\n".join(lines)
+    flow, errors = reparser.parse(SourceFile("f.flow", new))
+    assert not errors
+    statements = len(flow.statements)
+    assert reparser.reused >= statements - 3
+    assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_findings_after_edits_are_those_of_flowc_check(client: LanguageClient) -> None:
+    text = (
+        "speaker user: human\n"
+        "speaker drafter\n"
+        "speaker reviewer {\n"
+        "  tool approve sets approved = true\n"
+        "}\n"
+        "start user\n"
+        "max_turns 12\n"
+        "when from user     then drafter\n"
+        "when context.approved == true then terminate \"approved\" priority 100\n"
+        "when from drafter  then reviewer\n"
+        "when from reviewer then drafter\n"
+        "scenario \"s\" {\n  user: \"hi\"\n  expect next drafter\n}\n"
+    )
+    uri = await open_doc(client, text)
+    edits = [
+        text.replace("speaker drafter\n", "# the writer\nspeaker drafter\n\n"),  # lines shift
+        text.replace("speaker drafter\n", "# the writer\nspeaker drafter\n\n").replace(
+            "priority 100", "priority 1000"),  # columns shift on one line
+        text.replace("max_turns 12\n", "").replace("when from user ", "when from user, drafter"),
+    ]
+    for version, new in enumerate(edits, start=2):
+        change(client, uri, version, new)
+        got = await wait_diagnostics(client, uri)
+        expected = check_source(SourceFile("f.flow", new))
+        assert sorted((d.code, d.range.start.line, d.range.start.character, d.range.end.line,
+                       d.range.end.character) for d in got) == sorted(
+            (e.code.id, e.span.line - 1, e.span.column - 1, e.span.end_line - 1, e.span.end_column - 1)
+            for e in expected if e.span is not None), new
+        assert len(got) == len(expected)
+    # hover answers from the new text: the reviewer's rule moved down a line
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri),
+        lsp.Position(edits[2].split("\n").index("when from reviewer then drafter"), 11)))
+    assert hover is not None and "speaker `reviewer`" in hover.contents.value  # type: ignore[union-attr]
