@@ -308,7 +308,8 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         rules += selector_rules
         reader.report(M002, "speaker selection by the group manager's LLM became the selector speaker "
                             f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
-                            "included (AG2 offers it too)", pattern)
+                            "included (AG2 offers it too); its turns count toward max_turns, which "
+                            "classic's selection does not", pattern)
     nested_speakers, nested_rules = g.placeholders()
     speakers += nested_speakers
     rules += nested_rules
@@ -340,7 +341,8 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         speakers=tuple(speakers),
         start=sender or g.user,
         max_turns=max_rounds,
-        max_turns_comment="classic max_rounds (it also counted tool-executor turns)",
+        max_turns_comment="classic max_rounds (it also counted tool-executor turns)" + (
+            "; the selector's turns count too, raise it if runs end early" if g.selector_used else ""),
         context=tuple(g.context.items()),
         rules=tuple(rules),
         otherwise=otherwise,

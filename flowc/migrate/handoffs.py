@@ -433,6 +433,13 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
                     except NotStatic:
                         local.pop(key, None)
                         dynamic.add(key)
+            elif (changed := _changed_in_place(st)) is not None:
+                # `context_variables["k"] -= 1`, `context_variables["k"].append(x)`: a write whose
+                # value depends on the run
+                key = _context_key(changed)
+                if key is not None:
+                    local.pop(key, None)
+                    dynamic.add(key)
             elif isinstance(st, ast.If | ast.For | ast.While | ast.With | ast.Try):
                 for body in _bodies(st):
                     visit(body, local)
@@ -447,6 +454,21 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
         g.r.report(M002, f"tool `{fn.name}` sometimes returns without routing or context writes; the "
                          "declaration lists only the calls that do something", fn)
     return mm.Tool(fn.name, doc.strip().splitlines()[0] if doc else None, effects)
+
+
+#: methods that change a list or dict in place
+_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add",
+             "discard")
+
+
+def _changed_in_place(st: ast.stmt) -> ast.expr | None:
+    """What ``x op= v`` or ``x.append(v)`` (and the other in-place methods) changes."""
+    if isinstance(st, ast.AugAssign):
+        return st.target
+    if (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+            and isinstance(st.value.func, ast.Attribute) and st.value.func.attr in _MUTATORS):
+        return st.value.func.value
+    return None
 
 
 def _bodies(st: ast.stmt) -> list[list[ast.stmt]]:

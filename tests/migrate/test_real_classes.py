@@ -247,3 +247,22 @@ def test_a_handoff_on_something_that_is_not_an_agent_is_reported_not_skipped() -
         assert len(left_out) == 1 and "not an agent created in this file" in left_out[0].message, src
         assert left_out[0].span is not None and left_out[0].span.line == line
         assert result.text.count(owner) == 0
+
+
+def test_context_changed_in_place_by_a_tool_is_reported() -> None:
+    """Reduction of AG2's swarm snippet: `record_review` decrements `reviews_left`, which an
+    `available=` gate reads, and appends to a list; both are writes computed at run time."""
+    src = ("from autogen import ConversableAgent, OnCondition, SwarmResult, initiate_swarm_chat, register_hand_off\n"
+           "def record_review(review: str, context_variables: dict) -> SwarmResult:\n"
+           "    context_variables['lesson_reviews'].append(review)\n"
+           "    context_variables['reviews_left'] -= 1\n"
+           "    return SwarmResult(context_variables=context_variables)\n"
+           "a = ConversableAgent(name='a', functions=[record_review])\nb = ConversableAgent(name='b')\n"
+           "register_hand_off(a, [OnCondition(target=b, condition='go', available='reviews_left')])\n"
+           "initiate_swarm_chat(initial_agent=a, agents=[a, b], messages='hi', max_rounds=5,\n"
+           "                    context_variables={'lesson_reviews': [], 'reviews_left': 2})\n")
+    result = migrate_source(SourceFile("t.py", src))
+    assert result.text is not None
+    computed = sorted(d.message.split("`")[3] for d in result.findings
+                      if d.code.id == "M002" and "computed at run time" in d.message)
+    assert computed == ["lesson_reviews", "reviews_left"]
