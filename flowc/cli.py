@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from flowc.commands.console import EXIT_OK, EXIT_USAGE, UsageError
+from flowc.commands.console import EXIT_PIPE, EXIT_USAGE, UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -102,7 +103,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return EXIT_OK
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``flowc log | head -1``): stop writing at once,
+    with no traceback and no "Exception ignored" when Python flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is no file (in-process callers)
+        pass
+    return EXIT_PIPE
 
 
 def run() -> None:

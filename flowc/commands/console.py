@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from flowc.compiler.lower import CompiledFlow
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+#: stdout was closed before the command was done (``flowc log | head -1``): the status a
+#: shell reports for a program ended by SIGPIPE (128 + 13), as ``cat`` or ``git`` end
+EXIT_PIPE = 141
 
 
 class UsageError(Exception):

@@ -250,6 +250,22 @@ def _interrupted(printer: RunPrinter, args: argparse.Namespace) -> int:
     return EXIT_INTERRUPTED
 
 
+def _output_closed(printer: RunPrinter, args: argparse.Namespace) -> int:
+    """stdout was closed mid-run (``flowc run ... | head -1``): the run stopped between
+    two turns and stays open; say how to continue it on stderr, then end as a command
+    whose output pipe broke (:data:`flowc.commands.console.EXIT_PIPE`)."""
+    run_id = printer.run_id
+    if run_id is not None and args.db != ":memory:":
+        hint = f"flowc resume {run_id} --db {args.db}"
+        if args.script:
+            hint += f" --script {args.script}"
+        if args.agents:
+            hint += f" --agents {args.agents}"
+        print(f"run {run_id} stopped: its output was closed; continue it with `{hint}`",
+              file=sys.stderr)
+    raise BrokenPipeError
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.script is None and args.agents is None:
         raise UsageError("give --script SCRIPT, --agents MODULE.py, or both")
@@ -290,6 +306,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             printer.catch_up(list(store.read(printer.run_id)))
         store.close()
         return _interrupted(printer, args)
+    except asyncio.CancelledError:
+        store.close()
+        if not printer.broken:
+            raise
+        return _output_closed(printer, args)
     except ScriptError as err:
         store.close()
         print(f"{args.script or args.agents}: error: {err}", file=sys.stderr)
@@ -308,6 +329,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     store.close()
     printer.finish(result)
+    if printer.broken:
+        raise BrokenPipeError  # the run ended, but its output could not all be written
     return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
 
 
@@ -525,6 +548,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             printer.catch_up(list(store.read(cid)))
             return _interrupted(printer, args)
+        except asyncio.CancelledError:
+            if not printer.broken:
+                raise
+            return _output_closed(printer, args)
         except ScriptError as err:
             print(f"{script_path or args.agents or cid}: error: {err}", file=sys.stderr)
             return EXIT_ERRORS
@@ -536,6 +563,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     finally:
         store.close()
     printer.finish(result)
+    if printer.broken:
+        raise BrokenPipeError
     return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
 
 

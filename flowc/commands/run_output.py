@@ -184,6 +184,8 @@ class RunPrinter:
         self.records: list[TurnRecord] = []
         self.state: WorkflowState | None = None
         self.broken = False
+        #: the task running the run, cancelled when stdout is closed (``| head -1``)
+        self._run_task: asyncio.Task[Any] | None = None
         #: ``--json`` away from a terminal needs no turn until the end: none is folded
         self.wants_turns = mode != "json" or self.progress.enabled
 
@@ -198,6 +200,10 @@ class RunPrinter:
 
     def opened(self, run_id: str) -> None:
         self.run_id = run_id
+        try:
+            self._run_task = asyncio.current_task()
+        except RuntimeError:  # not watched from inside an event loop
+            self._run_task = None
         if self.mode == "jsonl":
             self._write(_j({"event": "start", "run_id": run_id, "flow": self.target.label}) + "\n")
 
@@ -283,7 +289,11 @@ class RunPrinter:
             self.out.write(text)
             self.out.flush()
         except BrokenPipeError:
-            self.broken = True  # the reader went away; the run itself goes on
+            # the reader went away (``flowc run ... | head -1``): nobody will see the
+            # rest, so the run stops between two turns, as on Ctrl-C, and stays open
+            self.broken = True
+            if self._run_task is not None:
+                self._run_task.cancel()
             return
         if shown:
             self.progress.draw()
