@@ -14,7 +14,6 @@ flowc.commands.config.ConfigError: pyproject.toml: [tool.flowc] has no setting `
 from __future__ import annotations
 
 import argparse
-import difflib
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +57,8 @@ def check_keys(table: dict[str, Any], where: str) -> None:
     for key in table:
         if key in KEYS or key in ALIASES:
             continue
+        import difflib  # only for a misspelt key: not on every start-up
+
         close = difflib.get_close_matches(key, [*KEYS, *ALIASES], n=1)
         hint = f" (did you mean `{ALIASES.get(close[0], close[0])}`?)" if close else ""
         raise ConfigError(f"{where}: [tool.flowc] has no setting `{key}`{hint}; the settings "

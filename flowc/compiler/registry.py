@@ -27,7 +27,6 @@ True
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -153,6 +152,8 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     >>> did_you_mean("zzz", ["always"]) is None
     True
     """
+    import difflib  # only for a misspelt name: not on every start-up
+
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return close[0] if close else None
 

@@ -1,0 +1,879 @@
+"""Text -> AST with Lark's LALR parser: the reference parser, and the one that reports
+syntax errors. The only module that imports Lark or catches its exceptions.
+
+:func:`flowc.dsl.parser.parse_source` parses a file with the faster hand-written
+parser of :mod:`flowc.dsl.descent` first; only a file that does not parse cleanly
+comes here, so that its errors are found and worded as Lark finds them.
+
+>>> flow, diags = parse_lalr(SourceFile("f.flow", 'speaker a\\nspeaker b\\nwhen from a then b'))
+>>> (len(flow.statements), diags)
+(3, ())
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import re
+from collections.abc import Iterator
+from contextvars import ContextVar
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import attrs
+import lark
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.parsers.lalr_analysis import Shift
+
+from flowc.diagnostics import E001, Diagnostic
+from flowc.dsl import nodes as n
+from flowc.dsl.keywords import KEYWORDS, MAX_NESTING
+from flowc.inputs import MAX_INT_DIGITS
+from flowc.source import SourceFile, Span
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _FlowLexer(lark.lexer.Lexer):
+    """A one-regex lexer for Lark: the grammar's terminals, keywords by table lookup.
+
+    Lark's basic lexer tries each token twice (once for the keyword check); this one
+    scans once, and tracks lines only inside whitespace, the one token that can hold a
+    newline.
+    """
+
+    def __init__(self, lexer_conf: Any) -> None:
+        by_name = {t.name: t for t in lexer_conf.terminals}
+        self.literals: dict[str, str] = {}
+        for term in lexer_conf.terminals:
+            if isinstance(term.pattern, lark.lexer.PatternStr):
+                self.literals[term.pattern.value] = term.name
+        punct = sorted(
+            (v for v in self.literals if not v[0].isalpha() and v[0] != "_"), key=len, reverse=True
+        )
+        parts = [
+            r"(?P<WS>[ \t\r\n\f]+)",
+            r"(?P<COMMENT>#[^\n]*)",
+            f"(?P<NAME>{by_name['NAME'].pattern.value})",
+            f"(?P<QUOTED_NAME>{by_name['QUOTED_NAME'].pattern.value})",
+            f"(?P<STRING>{by_name['STRING'].pattern.value})",
+            f"(?P<NUMBER>{by_name['NUMBER'].pattern.value})",
+            "(?P<PUNCT>" + "|".join(re.escape(p) for p in punct) + ")",
+        ]
+        self.scanner = re.compile("|".join(parts))
+        self.callback = lexer_conf.callbacks.get("COMMENT")
+
+    def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
+        new_token = Token._future_new  # Token() without its deprecation shim
+        match = self.scanner.match
+        literals = self.literals
+        pos, line, line_start, end = 0, 1, 0, len(text)
+        while pos < end:
+            m = match(text, pos)
+            if m is None:
+                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1)  # type: ignore[no-untyped-call]
+            kind = m.lastgroup
+            value = m.group()
+            stop = m.end()
+            if kind == "WS":
+                newlines = value.count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = pos + value.rindex("\n") + 1
+                pos = stop
+                continue
+            column = pos - line_start + 1
+            if kind == "NAME":
+                kind = literals.get(value, "NAME")
+            elif kind == "PUNCT":
+                kind = literals[value]
+            tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)  # type: ignore[no-untyped-call]
+            pos = stop
+            if kind == "COMMENT":
+                if self.callback is not None:
+                    self.callback(tok)
+                continue
+            yield tok
+
+
+@cache
+def _parser() -> Lark:
+    grammar = resources.files("flowc").joinpath("grammar/flow.lark").read_text(encoding="utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer=_FlowLexer,
+        keep_all_tokens=True,
+        maybe_placeholders=True,
+        lexer_callbacks={"COMMENT": _collect_comment},
+        transformer=_Build(),
+        cache=True,
+    )
+
+
+#: a reduction: (how many values it pops, the rule's name, its callback)
+_Reduce = tuple[int, str, Any]
+
+
+@cache
+def _driver() -> tuple[dict[Any, dict[str, tuple[bool, Any]]], Any, Any, _FlowLexer]:
+    """Lark's LALR table for :func:`_parse_fast`: per state and terminal, a shift's next
+    state or a reduction with its callback looked up once (a grammar rule hashes in
+    Python, once per reduction when used as a key)."""
+    frontend: Any = _parser().parser
+    inner = frontend.parser.parser  # lark.parsers.lalr_parser._Parser
+    table = inner.parse_table
+    callbacks = inner.callbacks
+    reductions: dict[int, _Reduce] = {}
+    states: dict[Any, dict[str, tuple[bool, Any]]] = {}
+    for state, row in table.states.items():
+        out: dict[str, tuple[bool, Any]] = {}
+        for terminal, (action, arg) in row.items():
+            if action is Shift:
+                out[terminal] = (True, arg)
+            else:
+                red = reductions.get(id(arg))
+                if red is None:
+                    red = reductions[id(arg)] = (len(arg.expansion), arg.origin.name, callbacks[arg])
+                out[terminal] = (False, red)
+        states[state] = out
+    return states, table.start_states["start"], table.end_states["start"], _FlowLexer(frontend.lexer_conf)
+
+
+def _parse_fast(text: str) -> Any:
+    """Lark's LALR loop, run in one function over our lexer's tokens.
+
+    Lark's own loop makes a method call and several attribute lookups per token, about
+    a third of the parse; this one gives the same callbacks the same values. On any
+    syntax error it returns ``None``: the caller then parses again with Lark itself,
+    for Lark's error (with the tokens it would have accepted).
+    """
+    states, start, end, lexer = _driver()
+    state_stack: list[Any] = [start]
+    value_stack: list[Any] = []
+    state = start
+    try:
+        for token in lexer.lex(text):
+            ttype = token.type
+            while True:
+                shift, arg = states[state][ttype]
+                if shift:
+                    state_stack.append(arg)
+                    state = arg
+                    value_stack.append(token)
+                    break
+                size, origin, callback = arg
+                if size:
+                    children = value_stack[-size:]
+                    del state_stack[-size:]
+                    del value_stack[-size:]
+                else:
+                    children = []
+                value_stack.append(callback(children))
+                state = states[state_stack[-1]][origin][1]
+                state_stack.append(state)
+        while True:
+            shift, arg = states[state]["$END"]
+            if shift:  # pragma: no cover - the end token is never shifted
+                return None
+            size, origin, callback = arg
+            if size:
+                children = value_stack[-size:]
+                del state_stack[-size:]
+                del value_stack[-size:]
+            else:
+                children = []
+            value_stack.append(callback(children))
+            state = states[state_stack[-1]][origin][1]
+            state_stack.append(state)
+            if state == end:
+                return value_stack[-1]
+    except (KeyError, UnexpectedInput):
+        return None
+
+
+def tokens(text: str, *, comments: bool = False) -> Iterator[Token]:
+    """The tokens of ``text`` as the LALR parser sees them, comments only when asked
+    for, up to the first character no token starts with (:func:`flowc.dsl.parser.tokens`)."""
+    lexer = _driver()[3]
+    bucket: list[Token] = []
+    reset = _COMMENTS.set(bucket) if comments else None
+    try:
+        for tok in lexer.lex(text):
+            if bucket:
+                yield from bucket
+                bucket.clear()
+            yield tok
+    except UnexpectedCharacters:
+        pass
+    finally:
+        if reset is not None:
+            _COMMENTS.reset(reset)
+    yield from bucket
+
+
+class _TooDeep(Exception):
+    def __init__(self, span: Span):
+        self.span = span
+
+
+#: terminals whose text matters; keyword and punctuation tokens are dropped
+_VALUE_TOKENS = frozenset({"NAME", "QUOTED_NAME", "STRING", "NUMBER"})
+#: rules whose callbacks want every token (their keyword is their value)
+_RAW_RULES = frozenset({"cmp", "type_name"})
+
+
+@attrs.frozen
+class _Flag:
+    """A keyword-only piece (``: human``) that still has a place."""
+
+    span: Span
+
+
+@attrs.frozen
+class _Block:
+    """The ``{ ... }`` of a speaker, with the span of its braces."""
+
+    tools: tuple[n.ToolDecl, ...]
+    span: Span
+    writes: tuple[n.WritesDecl, ...] = ()
+
+
+def _first_pos(obj: Any) -> tuple[int, int, int] | None:
+    if isinstance(obj, Token):
+        return (obj.start_pos or 0, obj.line or 1, obj.column or 1)
+    span = getattr(obj, "span", None)
+    if isinstance(span, Span):
+        return (span.start, span.line, span.column)
+    if isinstance(obj, list | tuple):
+        for item in obj:
+            found = _first_pos(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _last_pos(obj: Any) -> tuple[int, int, int] | None:
+    if isinstance(obj, Token):
+        return (obj.end_pos or 0, obj.end_line or 1, obj.end_column or 1)
+    span = getattr(obj, "span", None)
+    if isinstance(span, Span):
+        return (span.end, span.end_line, span.end_column)
+    if isinstance(obj, list | tuple):
+        for item in reversed(obj):
+            found = _last_pos(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _extent(children: list[Any]) -> Span:
+    # the hot path of every reduction: tokens and placeholders are checked inline
+    first = last = None
+    for c in children:
+        if c is None:
+            continue
+        if type(c) is Token:
+            first = (c.start_pos or 0, c.line or 1, c.column or 1)
+            break
+        first = _first_pos(c)
+        if first is not None:
+            break
+    if first is None:
+        return Span(1, 1, 1, 1, 0, 0)
+    for c in reversed(children):
+        if c is None:
+            continue
+        if type(c) is Token:
+            last = (c.end_pos or 0, c.end_line or 1, c.end_column or 1)
+            break
+        last = _last_pos(c)
+        if last is not None:
+            break
+    assert last is not None  # the child that gave `first` gives a `last` too
+    return Span(first[1], first[2], last[1], last[2], first[0], last[0])
+
+
+def _callback(name: str, method: Any) -> Any:
+    raw = name in _RAW_RULES
+
+    def call(self: Any, children: list[Any]) -> Any:
+        span = _extent(children)
+        if not raw:
+            children = [
+                c for c in children if not isinstance(c, Token) or c.type in _VALUE_TOKENS
+            ]
+        return method(self, span, children)
+
+    call.__name__ = name
+    return call
+
+
+class _BuildMeta(type):
+    """Wraps every rule callback so it gets ``(span, value children)``."""
+
+    def __new__(mcs, cls_name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> Any:
+        for key, value in list(ns.items()):
+            if callable(value) and not key.startswith("_"):
+                ns[key] = _callback(key, value)
+        return super().__new__(mcs, cls_name, bases, ns)
+
+
+class _Build(metaclass=_BuildMeta):
+    """Builds AST nodes while the LALR parser runs (no intermediate tree).
+
+    Lark calls each method with a rule's children; :class:`_BuildMeta` turns that
+    into the rule's span and its value children. Method names are the rule names.
+    """
+
+    def _span(self, meta: Any) -> Span:
+        assert isinstance(meta, Span)
+        return meta
+
+    def _tok(self, tok: Token) -> Span:
+        return Span(
+            tok.line or 1,
+            tok.column or 1,
+            tok.end_line or 1,
+            tok.end_column or 1,
+            tok.start_pos or 0,
+            tok.end_pos or 0,
+        )
+
+    # leaves
+    def name(self, meta: Any, ch: list[Token]) -> n.Name:
+        tok = ch[0]
+        if tok.type == "QUOTED_NAME":
+            return n.Name(str(tok)[1:-1], self._tok(tok), quoted=True)
+        return n.Name(str(tok), self._tok(tok))
+
+    def _decode(self, tok: Token) -> str:
+        text: str = json.loads(str(tok))
+        # "\ud800" alone decodes to a lone surrogate, which no UTF-8 output can hold
+        if "\\u" in tok and _SURROGATE.search(text):
+            raise _BadToken(
+                self._tok(tok), "a `\\u` escape names half of a surrogate pair", f"found {tok}"
+            )
+        return text
+
+    def string(self, meta: Any, ch: list[Token]) -> n.Value:
+        return n.Value(self._decode(ch[0]), self._tok(ch[0]))
+
+    def number(self, meta: Any, ch: list[Token]) -> n.Value:
+        text = str(ch[0])
+        # as a JSON graph or script is read (flowc.inputs): never `Infinity`, which is
+        # not JSON, and no integer Python cannot convert back to text
+        digits = len(text.lstrip("-").split(".")[0].split("e")[0].split("E")[0])
+        if digits > MAX_INT_DIGITS:
+            raise _BadToken(self._tok(ch[0]), f"a number may have at most {MAX_INT_DIGITS:,} digits",
+                            f"found {digits:,}")
+        value = json.loads(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            shown = text if len(text) <= 40 else text[:37] + "..."
+            raise _BadToken(self._tok(ch[0]), "a number must be finite (at most about 1.8e308)",
+                            f"found {shown}")
+        return n.Value(value, self._tok(ch[0]))
+
+    def true(self, meta: Any, ch: list[Any]) -> n.Value:
+        return n.Value(True, self._span(meta))
+
+    def false(self, meta: Any, ch: list[Any]) -> n.Value:
+        return n.Value(False, self._span(meta))
+
+    def null(self, meta: Any, ch: list[Any]) -> n.Value:
+        return n.Value(None, self._span(meta))
+
+    def _nested_value(self, value: n.Value, items: list[n.Value]) -> n.Value:
+        # deeper JSON would overflow the recursion of every later stage (serde, json)
+        depth = 1 + max((_depth(i) for i in items), default=0)
+        if depth > MAX_NESTING:
+            raise _BadToken(
+                value.span, f"JSON value nested more than {MAX_NESTING} levels deep", f"found {depth} levels"
+            )
+        _DEPTH[id(value)] = depth
+        return value
+
+    def array(self, meta: Any, ch: list[n.Value | None]) -> n.Value:
+        items = [v for v in ch if v is not None]
+        return self._nested_value(n.Value([v.value for v in items], self._span(meta)), items)
+
+    def pair(self, meta: Any, ch: list[Any]) -> tuple[str, n.Value]:
+        return self._decode(ch[0]), ch[1]
+
+    def object(self, meta: Any, ch: list[tuple[str, n.Value] | None]) -> n.Value:
+        pairs = [p for p in ch if p is not None]
+        value = n.Value({k: v.value for k, v in pairs}, self._span(meta))
+        return self._nested_value(value, [v for _, v in pairs])
+
+    def _str(self, value: n.Value | None) -> n.Str | None:
+        return None if value is None else n.Str(value.value, value.span)
+
+    # statements
+    def flow_decl(self, meta: Any, ch: list[Any]) -> n.FlowDecl:
+        return n.FlowDecl(ch[0], self._str(ch[1]), self._span(meta))
+
+    def human(self, meta: Any, ch: list[Any]) -> _Flag:
+        return _Flag(self._span(meta))
+
+    def speaker_decl(self, meta: Any, ch: list[Any]) -> n.SpeakerDecl:
+        block: _Block | None = ch[2]
+        tools = block.tools if block is not None else ()
+        writes = block.writes if block is not None else ()
+        return n.SpeakerDecl(ch[0], ch[1] is not None, tools, self._span(meta),
+                             block=block is not None, writes=writes)
+
+    def tool_block(self, meta: Any, ch: list[n.ToolDecl | n.WritesDecl]) -> _Block:
+        return _Block(tuple(c for c in ch if isinstance(c, n.ToolDecl)), self._span(meta),
+                      tuple(c for c in ch if isinstance(c, n.WritesDecl)))
+
+    def writes_decl(self, meta: Any, ch: list[n.Name]) -> n.WritesDecl:
+        return n.WritesDecl(tuple(ch), self._span(meta))
+
+    def tool_decl(self, meta: Any, ch: list[Any]) -> n.ToolDecl:
+        return n.ToolDecl(ch[0], tuple(ch[1] or ()), self._span(meta))
+
+    def tool_effects(self, meta: Any, ch: list[Any]) -> list[tuple[n.Effect, ...]]:
+        return list(ch)
+
+    def effect_group(self, meta: Any, ch: list[n.Effect]) -> tuple[n.Effect, ...]:
+        return tuple(ch)
+
+    def bare_handoff(self, meta: Any, ch: list[n.Name]) -> tuple[n.Effect, ...]:
+        return (n.HandoffEffect(ch[0], ch[0].span),)
+
+    def set_effect(self, meta: Any, ch: list[Any]) -> n.SetEffect:
+        return n.SetEffect(ch[0], ch[1], self._span(meta))
+
+    def clear_effect(self, meta: Any, ch: list[Any]) -> n.ClearEffect:
+        return n.ClearEffect(ch[0], self._span(meta))
+
+    def handoff_effect(self, meta: Any, ch: list[Any]) -> n.HandoffEffect:
+        return n.HandoffEffect(ch[0], self._span(meta))
+
+    def finish_effect(self, meta: Any, ch: list[Any]) -> n.FinishEffect:
+        return n.FinishEffect(self._str(ch[0]), self._span(meta))
+
+    def speakers_decl(self, meta: Any, ch: list[n.SpeakerDecl]) -> n.SpeakersDecl:
+        return n.SpeakersDecl(tuple(ch), self._span(meta))
+
+    def speaker_item(self, meta: Any, ch: list[Any]) -> n.SpeakerDecl:
+        return n.SpeakerDecl(ch[0], ch[1] is not None, (), self._span(meta))
+
+    def start_decl(self, meta: Any, ch: list[Any]) -> n.StartDecl:
+        return n.StartDecl(ch[0], self._span(meta))
+
+    def initiator_decl(self, meta: Any, ch: list[Any]) -> n.InitiatorDecl:
+        return n.InitiatorDecl(ch[0], self._span(meta))
+
+    def max_turns_decl(self, meta: Any, ch: list[Any]) -> n.MaxTurnsDecl:
+        return n.MaxTurnsDecl(ch[0], self._span(meta))
+
+    def context_entry(self, meta: Any, ch: list[Any]) -> n.ContextEntry:
+        return n.ContextEntry(ch[0], ch[1], self._span(meta))
+
+    def context_line(self, meta: Any, ch: list[Any]) -> n.ContextDecl:
+        return n.ContextDecl((ch[0],), False, self._span(meta))
+
+    def context_block(self, meta: Any, ch: list[Any]) -> n.ContextDecl:
+        return n.ContextDecl(tuple(c for c in ch if c is not None), True, self._span(meta))
+
+    def priority(self, meta: Any, ch: list[n.Value]) -> n.Priority:
+        value = ch[0].value
+        if not isinstance(value, int):
+            raise _BadToken(ch[0].span, "priority must be an integer", f"found `{value}`")
+        return n.Priority(value, self._span(meta))
+
+    def rule(self, meta: Any, ch: list[Any]) -> n.Rule:
+        return n.Rule(ch[0], ch[1], ch[2], self._span(meta))
+
+    def otherwise(self, meta: Any, ch: list[Any]) -> n.Otherwise:
+        return n.Otherwise(ch[0], self._span(meta))
+
+    def sequence_decl(self, meta: Any, ch: list[n.Name]) -> n.SequenceDecl:
+        return n.SequenceDecl(tuple(ch), self._span(meta))
+
+    def round_robin_decl(self, meta: Any, ch: list[n.Name]) -> n.RoundRobinDecl:
+        return n.RoundRobinDecl(tuple(ch), self._span(meta))
+
+    def type_name(self, meta: Any, ch: list[Token]) -> Token:
+        # a NAME token keeps its position, so the type_ref's span starts at the name
+        return ch[0].update(type="NAME")
+
+    def type_ref(self, meta: Any, ch: list[Any]) -> n.TypeRef:
+        return n.TypeRef(str(ch[0]), ch[1], self._span(meta))
+
+    def param(self, meta: Any, ch: list[Any]) -> n.Param:
+        return n.Param(ch[0], ch[1], ch[2], self._span(meta))
+
+    def condition_decl(self, meta: Any, ch: list[Any]) -> n.ConditionDecl:
+        return n.ConditionDecl(ch[0], tuple(p for p in ch[1:] if p is not None), self._span(meta))
+
+    def target_decl(self, meta: Any, ch: list[Any]) -> n.TargetDecl:
+        params = tuple(c for c in ch[1:] if isinstance(c, n.Param))
+        results = [c for c in ch[1:] if isinstance(c, n.ResultSpeaker | n.ResultTerminate)]
+        has_arrow = len(results) > 0
+        return n.TargetDecl(ch[0], params, tuple(results) if has_arrow else None, self._span(meta))
+
+    def result_speaker(self, meta: Any, ch: list[n.Name]) -> n.ResultSpeaker:
+        return n.ResultSpeaker(ch[0], self._span(meta))
+
+    def result_terminate(self, meta: Any, ch: list[Any]) -> n.ResultTerminate:
+        return n.ResultTerminate(self._str(ch[0]), self._span(meta))
+
+    # conditions
+    def _nested(self, node: Any, *items: Any) -> Any:
+        depth = 1 + max((_depth(i) for i in items), default=0)
+        if depth > MAX_NESTING:
+            raise _TooDeep(node.span)
+        _DEPTH[id(node)] = depth
+        return node
+
+    def or_cond(self, meta: Any, ch: list[n.Cond]) -> n.OrCond:
+        return self._nested(n.OrCond(tuple(ch), self._span(meta)), *ch)  # type: ignore[no-any-return]
+
+    def and_cond(self, meta: Any, ch: list[n.Cond]) -> n.AndCond:
+        return self._nested(n.AndCond(tuple(ch), self._span(meta)), *ch)  # type: ignore[no-any-return]
+
+    def not_op(self, meta: Any, ch: list[n.Cond]) -> n.NotCond:
+        return self._nested(n.NotCond(ch[0], self._span(meta)), ch[0])  # type: ignore[no-any-return]
+
+    def always_cond(self, meta: Any, ch: list[Any]) -> n.AlwaysCond:
+        return n.AlwaysCond(self._span(meta))
+
+    def from_cond(self, meta: Any, ch: list[n.Name]) -> n.FromCond:
+        return n.FromCond(tuple(ch), self._span(meta))
+
+    def tool_cond(self, meta: Any, ch: list[n.Name]) -> n.ToolCond:
+        return n.ToolCond(ch[0], self._span(meta))
+
+    def cmp(self, meta: Any, ch: list[Token]) -> str:
+        return str(ch[0])
+
+    def context_cond(self, meta: Any, ch: list[Any]) -> n.ContextCond:
+        cond = n.ContextCond(ch[0], str(ch[1]), ch[2], self._span(meta))
+        _DEPTH[id(cond)] = _depth(ch[2])  # a deep value uses up the nesting budget too
+        return cond
+
+    def arg(self, meta: Any, ch: list[Any]) -> n.Arg:
+        return n.Arg(ch[0], ch[1], self._span(meta))
+
+    def call_cond(self, meta: Any, ch: list[Any]) -> n.CallCond:
+        args = tuple(a for a in ch[1:] if a is not None)
+        cond = n.CallCond(ch[0], args, self._span(meta))
+        _DEPTH[id(cond)] = max((_depth(a.value) for a in args), default=0)
+        return cond
+
+    # targets
+    def speaker_target(self, meta: Any, ch: list[n.Name]) -> n.SpeakerTarget:
+        return n.SpeakerTarget(ch[0], self._span(meta))
+
+    def next_target(self, meta: Any, ch: list[Any]) -> n.NextTarget:
+        return n.NextTarget(self._span(meta))
+
+    def stay_target(self, meta: Any, ch: list[Any]) -> n.StayTarget:
+        return n.StayTarget(self._span(meta))
+
+    def initiator_target(self, meta: Any, ch: list[Any]) -> n.InitiatorTarget:
+        return n.InitiatorTarget(self._span(meta))
+
+    def terminate_target(self, meta: Any, ch: list[Any]) -> n.TerminateTarget:
+        return n.TerminateTarget(self._str(ch[0]), self._span(meta))
+
+    def call_target(self, meta: Any, ch: list[Any]) -> n.CallTarget:
+        return n.CallTarget(ch[0], tuple(a for a in ch[1:] if a is not None), self._span(meta))
+
+    # scenarios
+    def scenario(self, meta: Any, ch: list[Any]) -> n.Scenario:
+        title = self._str(ch[0])
+        assert title is not None
+        return n.Scenario(title, tuple(ch[1:]), self._span(meta))
+
+    def say_turn(self, meta: Any, ch: list[Any]) -> n.SayTurn:
+        text = self._str(ch[1])
+        assert text is not None
+        return n.SayTurn(ch[0], text, self._span(meta))
+
+    def call_turn(self, meta: Any, ch: list[Any]) -> n.CallTurn:
+        # an absent optional group leaves one placeholder per symbol (two for
+        # `["with" value]` and `[":" string]`), so the text is the last child
+        rest = ch[2:]
+        args, text = rest[0], (rest[-1] if len(rest) > 1 else None)
+        effects = next((x for x in rest[1:-1] if isinstance(x, tuple)), ())
+        if args is not None and not isinstance(args.value, dict):
+            raise _BadToken(args.span, "`with` takes a JSON object of arguments", "found a non-object")
+        return n.CallTurn(ch[0], ch[1], args, self._str(text), self._span(meta), effects)
+
+    def assign(self, meta: Any, ch: list[Any]) -> n.Assign:
+        return n.Assign(ch[0], ch[1], self._span(meta))
+
+    def set_turn(self, meta: Any, ch: list[Any]) -> n.SetTurn:
+        assigns = tuple(c for c in ch[1:] if isinstance(c, n.Assign))
+        return n.SetTurn(ch[0], assigns, self._str(ch[-1]), self._span(meta))
+
+    def clear_turn(self, meta: Any, ch: list[Any]) -> n.ClearTurn:
+        keys = tuple(c for c in ch[1:] if isinstance(c, n.Name))
+        return n.ClearTurn(ch[0], keys, self._str(ch[-1]), self._span(meta))
+
+    def handoff_turn(self, meta: Any, ch: list[Any]) -> n.HandoffTurn:
+        return n.HandoffTurn(ch[0], ch[1], self._str(ch[2]), self._span(meta))
+
+    def finish_turn(self, meta: Any, ch: list[Any]) -> n.FinishTurn:
+        return n.FinishTurn(ch[0], self._str(ch[1]), self._span(meta))
+
+    def expect_next(self, meta: Any, ch: list[Any]) -> n.ExpectNext:
+        return n.ExpectNext(ch[0], self._span(meta))
+
+    def expect_terminate(self, meta: Any, ch: list[Any]) -> n.ExpectTerminate:
+        return n.ExpectTerminate(self._str(ch[0]), self._span(meta))
+
+    def expect_context(self, meta: Any, ch: list[Any]) -> n.ExpectContext:
+        return n.ExpectContext(ch[0], ch[1], self._span(meta))
+
+    def expect_turns(self, meta: Any, ch: list[Any]) -> n.ExpectTurns:
+        return n.ExpectTurns(ch[0], self._span(meta))
+
+    def atom(self, meta: Any, ch: list[n.Cond]) -> n.Cond:
+        return ch[0]  # `( cond )`: the parentheses only group
+
+    def start(self, meta: Any, ch: list[n.Statement]) -> list[n.Statement]:
+        return list(ch)
+
+
+_DEPTH: dict[int, int] = {}
+
+
+def _depth(node: Any) -> int:
+    return _DEPTH.get(id(node), 0)
+
+
+class _BadToken(Exception):
+    def __init__(self, span: Span, message: str, found: str):
+        self.span, self.message, self.found = span, message, found
+
+
+# ── error messages in words ──────────────────────────────────────────────────
+
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "QUOTED_NAME": "a `quoted name`",
+    "STRING": 'a string ("...")',
+    "NUMBER": "a number",
+    "$END": "end of file",
+}
+
+
+def _terminal_word(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        term = _parser().get_terminal(name)
+    except KeyError:
+        return name.lower()
+    pattern = term.pattern
+    if isinstance(pattern, lark.lexer.PatternStr):
+        return f"`{pattern.value}`"
+    return name.lower()
+
+
+def _expected_words(expected: set[str] | frozenset[str]) -> str:
+    words = sorted({_terminal_word(e) for e in expected}, key=lambda w: (not w.startswith("`"), w))
+    # NAME and QUOTED_NAME always travel together; one word is enough.
+    if "a name" in words and "a `quoted name`" in words:
+        words.remove("a `quoted name`")
+    if len(words) > 12:
+        words = [*words[:11], f"... ({len(words) - 11} more)"]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _found_words(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    text = str(token)
+    if token.type in ("NAME", "QUOTED_NAME"):
+        return f"name `{text}`"
+    if token.type == "STRING":
+        return f"string {text[:40]}{'...' if len(text) > 40 else ''}"
+    if token.type == "NUMBER":
+        return f"number `{text}`"
+    if text in KEYWORDS:
+        return f"keyword `{text}`"
+    return f"`{text}`"
+
+
+_LEADING = re.compile(r"(?:\s|#[^\n]*)*")
+
+
+def _unquoted_if_not_flow(source: SourceFile, diag: Diagnostic) -> Diagnostic:
+    """A syntax error before the first statement: the file may be anything (a link to
+    ``/etc/passwd``, a key), so neither its text nor the token found is shown; the
+    place is. A flow with a typo in its first statement still gets what was expected."""
+    span = diag.span
+    if span is None or _LEADING.fullmatch(source.text, 0, span.start) is None:
+        return diag
+    expected = diag.message.split("; expected ", 1)
+    typo = diag.help if diag.help and "did you mean" in diag.help else None
+    return Diagnostic(
+        E001,
+        "the file does not start with a .flow statement; its text is not shown, as it may "
+        "not be a .flow file",
+        source.name,
+        source.span(span.start, span.start),
+        quote_source=False,
+        notes=(f"expected {expected[1]}",) if len(expected) == 2 else (),
+        # a misspelt first keyword (`speakr`) names only the keyword it resembles
+        help=typo.split(": ", 1)[1] if typo else
+        "a .flow file starts with a statement such as `flow NAME` or `speaker NAME`; "
+        "see docs/language.md",
+    )
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_WORD_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*\Z")
+#: a file this large is not parsed again to try spellings (each try is a whole parse)
+_SUGGEST_MAX_CHARS = 200_000
+
+
+def _error_offset(text: str) -> int | None:
+    """Where parsing ``text`` fails (None: it parses)."""
+    try:
+        _parser().parse(text)
+    except UnexpectedInput as err:
+        if isinstance(err, UnexpectedToken):
+            return len(text) if err.token.type == "$END" else (err.token.start_pos or 0)
+        return err.pos_in_stream or 0
+    except Exception:  # past the syntax (a value or depth problem): the spelling fits
+        return None
+    return None
+
+
+def _keyword_typo(source: SourceFile, offset: int) -> str | None:
+    """``did you mean `from`?`` when a name at or just before the error is a misspelt
+    keyword and the keyword lets the parse go further (``when form user``, ``speakr``)."""
+    import difflib
+
+    text = source.text
+    if len(text) > _SUGGEST_MAX_CHARS:
+        return None
+    words: list[tuple[int, str]] = []
+    here = _WORD.match(text, offset)
+    if here is not None:
+        words.append((offset, here.group()))
+    before = _WORD_BEFORE.search(text, max(0, offset - 200), offset)
+    if before is not None:
+        words.append((before.start(1), before.group(1)))
+    for start, word in words:
+        if word in KEYWORDS:
+            continue
+        for keyword in difflib.get_close_matches(word, sorted(KEYWORDS), n=3, cutoff=0.75):
+            trial = text[:start] + keyword + text[start + len(word):]
+            failed_at = _error_offset(trial)
+            # the keyword must take the parse past where it failed (past the keyword itself
+            # when the misspelt word is the token it failed on)
+            past = offset + len(keyword) - len(word) if start < offset else start + len(keyword) - 1
+            if failed_at is None or failed_at > past:
+                return f"`{word}` is not a keyword: did you mean `{keyword}`?"
+    return None
+
+
+def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
+    help_text = None
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            start = len(source.text)
+            span = source.span(start, start)
+        else:
+            start = tok.start_pos or 0
+            span = source.span(start, start + max(1, len(str(tok))))
+        found = _found_words(tok)
+        expected = _expected_words(err.accepts or err.expected)
+        message = f"unexpected {found}; expected {expected}"
+        if str(tok) in KEYWORDS and ("NAME" in err.expected):
+            help_text = f"`{tok}` is a keyword; to use it as a name, write it in backquotes: `` `{tok}` ``"
+        elif tok.type == "$END":
+            help_text = "the file ends in the middle of a statement; finish it or remove it"
+        elif str(tok) == "=" and "EQUAL" not in err.expected:
+            help_text = "compare with `==` (or `!=`); a single `=` assigns in `context` and `sets`"
+        else:
+            help_text = _keyword_typo(source, start) or "see docs/language.md for the statement forms"
+    elif isinstance(err, UnexpectedCharacters):
+        pos = err.pos_in_stream or 0
+        char = source.text[pos] if pos < len(source.text) else ""
+        span = source.span(pos, pos + 1)
+        shown = repr(char) if not char.isprintable() or char == "" else f"`{char}`"
+        if char == '"':
+            message = "unterminated or invalid string"
+            help_text = 'strings are JSON strings: close them on the same line, escape `"` as `\\"`'
+        elif char == "`":
+            message = "unterminated backquoted name"
+            help_text = "close the name with a backquote on the same line"
+        else:
+            message = f"unexpected character {shown}"
+            help_text = "names are letters, digits, `_` and `-`; `#` starts a comment"
+    elif isinstance(err, UnexpectedEOF):
+        start = len(source.text)
+        span = source.span(start, start)
+        message = f"unexpected end of file; expected {_expected_words(set(err.expected))}"
+    else:  # pragma: no cover - Lark has no other UnexpectedInput
+        span = source.span(0, 0)
+        message = str(err)
+    return Diagnostic(E001, message, source.name, span, help=help_text)
+
+
+_COMMENTS: ContextVar[list[Token] | None] = ContextVar("flowc_comments", default=None)
+
+
+def _collect_comment(tok: Token) -> Token:
+    bucket = _COMMENTS.get()
+    if bucket is not None:
+        bucket.append(tok)
+    return tok
+
+
+def parse_lalr(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
+    """Parse a source file into a :class:`~flowc.dsl.nodes.Flow` with Lark's LALR parser.
+
+    Never raises on user input: a syntax error is an E001 diagnostic and the
+    returned flow is then empty.
+    """
+    text = source.text
+    empty = n.Flow((), (), source.span(0, len(text)))
+    bucket: list[Token] = []
+    token = _COMMENTS.set(bucket)
+    # Parsing allocates many small objects that all stay alive; pausing the cycle
+    # collector meanwhile saves about a fifth of the time on large files.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        parsed = _parse_fast(text)
+        if parsed is None:  # a syntax error: Lark's own parse says where and what
+            parsed = _parser().parse(text)
+        statements: list[n.Statement] = parsed
+    except UnexpectedInput as err:
+        return empty, (_unquoted_if_not_flow(source, _syntax_error(source, err)),)
+    except _BadToken as err:
+        return empty, (Diagnostic(E001, f"{err.message}; {err.found}", source.name, err.span),)
+    except _TooDeep as err:
+        return empty, (
+            Diagnostic(
+                E001,
+                f"condition nested more than {MAX_NESTING} levels deep",
+                source.name,
+                err.span,
+                help="split the condition into several rules or custom conditions",
+            ),
+        )
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        _COMMENTS.reset(token)
+        _DEPTH.clear()
+    comments = tuple(
+        n.Comment(str(t)[1:], source.span(t.start_pos or 0, t.end_pos or 0)) for t in bucket
+    )
+    return n.Flow(tuple(statements), comments, source.span(0, len(text))), ()

@@ -1,0 +1,151 @@
+"""The hand-written parser (flowc.dsl.descent) against Lark's LALR parser (flowc.dsl.lalr).
+
+The fast parser must build the very tree the LALR parser builds, spans, quoting and
+comments included, on every file the LALR parser accepts, and must never accept a file
+the LALR parser refuses (it hands those over, so that Lark words the error). Checked on
+every flow of the repository, on generated ones, and on seeded character-level
+mutations of the examples (most of which do not parse).
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from flowc.dsl import descent
+from flowc.dsl.lalr import _parser, parse_lalr
+from flowc.dsl.parser import KEYWORDS, MAX_NESTING, parse_source
+from flowc.source import SourceFile
+from tests.hostile.fuzz import mutate
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOWS = sorted(p for folder in ("examples", "tests", "docs", "demo") for p in (ROOT / folder).rglob("*.flow"))
+
+
+def tree(node: Any) -> Any:
+    """Everything in a parsed flow, node classes and spans included (== leaves spans out)."""
+    if attrs.has(type(node)):
+        return (type(node).__name__,
+                {f.name: tree(getattr(node, f.name)) for f in attrs.fields(type(node))})
+    if isinstance(node, tuple | list):
+        return (type(node).__name__, [tree(x) for x in node])
+    if isinstance(node, dict):
+        return {k: tree(v) for k, v in node.items()}
+    return (type(node).__name__, node)
+
+
+def agree(text: str, *, may_hand_over: bool = False) -> bool:
+    """Both parsers agree on ``text``; True when it parses. The fast parser hands over
+    only what LALR refuses (or, ``may_hand_over``, parentheses nested past its depth)."""
+    reference, diags = parse_lalr(SourceFile("f.flow", text))
+    fast = descent.parse_valid(text)
+    if diags:
+        assert fast is None, f"the fast parser accepts what LALR refuses: {diags[0].message}\n{text}"
+        return False
+    assert fast is not None or may_hand_over, f"the fast parser hands over a valid file:\n{text}"
+    flow, none = parse_source(SourceFile("f.flow", text))
+    assert none == ()
+    assert tree(flow) == tree(reference)
+    return True
+
+
+def test_the_grammars_words() -> None:
+    lark_literals = {t.pattern.value for t in _parser().terminals if t.pattern.type == "str"}
+    assert descent._KEYWORDS == KEYWORDS == {w for w in lark_literals if w[0].isalpha()}
+    assert descent.MAX_NESTING == MAX_NESTING
+
+
+@pytest.mark.parametrize("path", FLOWS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_flow_of_the_repository(path: Path) -> None:
+    agree(path.read_text(encoding="utf-8"))
+
+
+def test_generated_flows() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_compile import generate
+
+    assert agree(generate(300))
+
+
+EDGE_CASES = [
+    "",
+    "# only a comment",
+    "flow f\n",
+    'flow `a b` "desc"  # c\n',
+    "speaker a: human { sets x, y }\nspeaker b { tool t sets k = 1, clears j | hands off to a | a | `b` }",
+    "speaker a { tool t finishes | finishes \"r\" }",
+    "speaker a {\n}\nspeakers b: human, c, `d`",
+    "context { }\ncontext { a = 1, }\ncontext { a = [1, {\"b\": null}], c = -1.5e3 }\ncontext x = true",
+    "when not not (from a, b or tool t) and context.k != \"v\" then terminate \"r\" priority -3",
+    "when ((always)) then next\nwhen (from a) or (tool x and (not from b)) then stay\nwhen c(x = 1, y = [2]) then t(z = {})",
+    "otherwise initiator\notherwise terminate\nsequence a -> b -> c\nround_robin a, b",
+    "condition c()\ncondition c(a: list[list[speaker]] = [], b: any)\ntarget t(x: speaker) -> a | terminate | terminate \"r\"",
+    'scenario "s" {\n a: "hi"\n a calls t with {"x": 1} sets k = 1, hands off to b: "t"\n a calls t finishes\n'
+    ' a sets k = 1, j = "x": "t"\n a clears k, j\n a hands off to b\n a finishes "done"\n b finishes\n'
+    ' expect next b\n expect terminate\n expect terminate "r"\n expect context.k == 1\n expect turns 3\n}',
+    "when from a then b priority 1.5",
+    'when context.k == "\\ud800" then b',
+    "max_turns 1e400",
+    "max_turns " + "9" * 5000,
+    'scenario "s" { a calls t with [1] }',
+    "context k = " + "[" * MAX_NESTING + "]" * MAX_NESTING,
+    "context k = " + "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1),
+    "when " + "not " * MAX_NESTING + "always then a",
+    "when " + "not " * (MAX_NESTING + 1) + "always then a",
+    "when from a then b\r\n# c\r\nwhen from\tb then\fa",
+    "speaker a { tool t\n sets x }",
+    "when from a then b (",
+    "sequence a",
+    "context { , }",
+    "speaker a: robot",
+    "when from a then b  # unterminated \"",
+    "when from a then `b\nc`",
+    'flow "x',
+    "flow f\n\u00e9",
+]
+
+
+@pytest.mark.parametrize("text", EDGE_CASES)
+def test_edge_cases(text: str) -> None:
+    agree(text)
+
+
+def test_deep_parentheses_are_handed_over_and_parsed() -> None:
+    text = "when " + "(" * 400 + "always" + ")" * 400 + " then a"
+    assert descent.parse_valid(text) is None
+    agree(text, may_hand_over=True)
+
+
+def test_mutated_examples() -> None:
+    rng = random.Random(20261201)
+    sources = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.flow"))]
+    parsed = 0
+    for _ in range(600):
+        text = rng.choice(sources)
+        for _ in range(rng.randint(1, 3)):
+            text = mutate(text, rng)
+        parsed += agree(text)
+    assert parsed > 50  # both kinds were tried
+
+
+def test_valid_files_never_load_lark() -> None:
+    code = ("import sys; from flowc.dsl.parser import parse; parse('speaker a\\nwhen from a then a');"
+            "assert 'lark' not in sys.modules; parse('when'); assert False")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "FlowError" in done.stderr and "AssertionError" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_lines_scanned_a_few_at_a_time(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large file is scanned a chunk of lines at a time; statements that run past a
+    chunk (blocks, scenarios, rules split over lines) parse the same."""
+    monkeypatch.setattr(descent, "_CHUNK", chunk)
+    texts = [p.read_text(encoding="utf-8") for p in FLOWS]
+    for text in [*texts, *EDGE_CASES]:
+        agree(text)
