@@ -62,6 +62,11 @@ CHANNEL_PROTOCOL_EVENTS = frozenset(
 )
 
 
+#: ``json.dumps(..., sort_keys=True, ensure_ascii=False)`` with one encoder for every
+#: envelope (``json.dumps`` with options builds a new encoder on each call)
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
 @attrs.frozen(slots=True)
 class Envelope:
     """One message. ``envelope_id`` and ``created_at`` are stamped by the hub on admission.
@@ -107,7 +112,7 @@ class Envelope:
 
     def to_json(self) -> str:
         """Sorted-key JSON, byte-stable across processes."""
-        return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+        return _ENCODE(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Envelope:

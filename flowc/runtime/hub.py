@@ -78,8 +78,17 @@ def _lease_seconds() -> float:
     return value if 0 < value < float("inf") else LEASE_SECONDS
 
 
+_second: list[Any] = [None, ""]  # the last whole second stamped, and its text
+
+
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``2026-12-01T22:03:04.123456Z`` (UTC): the date and time are formatted once per
+    second, the microseconds for each envelope (a run stamps thousands per second)."""
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    if second != _second[0]:
+        _second[0], _second[1] = second, datetime.fromtimestamp(second, UTC).strftime(
+            "%Y-%m-%dT%H:%M:%S")
+    return f"{_second[1]}.{micro:06d}Z"
 
 
 @attrs.frozen

@@ -1,0 +1,106 @@
+"""Start-up of the `flowc` command: the compiled methods of flowc's attrs classes, kept
+between runs as Python keeps a module's compiled code in ``__pycache__``.
+
+attrs writes each class's ``__init__``, ``__eq__``, ``__repr__``, ... as Python source
+and compiles it when the class is created: for the ~120 classes a command such as
+``flowc run`` loads, that compiling is a good part of its start-up. The command line
+installs :func:`install` before it imports anything else: each compiled piece of a
+flowc class is then looked up by its exact source text in a cache file under
+``flowc/__pycache__`` (``marshal``, as ``.pyc`` files are, one file per Python
+version), and compiled only when it is not there. :func:`save` writes what was
+compiled anew, once, when the command ends. The code is the same either way; only
+the compiling is skipped. A cache that cannot be read or written is ignored, as
+Python ignores a ``__pycache__`` it cannot use (``PYTHONDONTWRITEBYTECODE`` is obeyed).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+__all__ = ["install", "save"]
+
+#: source text of a class's generated methods -> their compiled code
+_codes: dict[tuple[str, str], CodeType] = {}
+_new = False
+_path: Path | None = None
+_METHODS = "<attrs generated methods "
+_HASH = "<attrs generated hash "
+_TYPE_HASH = "__flowc_attrs_type_hash__"
+
+
+def _cache_path() -> Path | None:
+    # the key of an entry is the exact source it compiles, so an attrs that writes its
+    # methods otherwise simply misses; the Python version decides the marshal format
+    tag = sys.implementation.cache_tag
+    if tag is None:
+        return None
+    return Path(__file__).resolve().parent / "__pycache__" / f"attrs-methods.{tag}.marshal"
+
+
+def install() -> None:
+    """Compile flowc's attrs classes through the cache (a no-op when attrs is not the
+    version this knows, or is already patched)."""
+    global _path
+    try:
+        from attr import _make
+    except ImportError:  # pragma: no cover - attrs is a dependency
+        return
+    compile_and_eval = getattr(_make, "_compile_and_eval", None)
+    if compile_and_eval is None or getattr(compile_and_eval, "_flowc_cached", False):
+        return
+    _path = _cache_path()
+    if _path is None:
+        return
+    try:
+        loaded = marshal.loads(_path.read_bytes())
+        if isinstance(loaded, dict):
+            _codes.update(loaded)
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # no cache yet, or one this Python cannot read: compile as usual
+
+    def cached_compile_and_eval(script: str, globs: dict[str, Any] | None,
+                                locs: Any = None, filename: str = "") -> None:
+        global _new
+        if globs is None or not filename.startswith(_METHODS) or " flowc." not in filename:
+            compile_and_eval(script, globs, locs, filename)  # only flowc's own classes
+            return
+        if "def __hash__" in script:
+            # the class's type hash is written into __hash__ as a number that changes
+            # with each process (str hashes are salted): read it from a global instead
+            type_hash = hash(filename.replace(_METHODS, _HASH, 1))
+            literal = f" {type_hash},\n"
+            if literal not in script:  # an attrs that writes it otherwise: no caching
+                compile_and_eval(script, globs, locs, filename)
+                return
+            script = script.replace(literal, f" {_TYPE_HASH},\n")
+            globs[_TYPE_HASH] = type_hash
+        key = (filename, script)
+        code = _codes.get(key)
+        if code is None:
+            code = _codes[key] = compile(script, filename, "exec")
+            _new = True
+        eval(code, globs, locs)
+
+    cached_compile_and_eval._flowc_cached = True  # type: ignore[attr-defined]
+    _make._compile_and_eval = cached_compile_and_eval
+
+
+def save() -> None:
+    """Write the cache if this run compiled something new (atomically: a concurrent
+    run reads the old file or the new one, never half of one)."""
+    global _new
+    if not _new or _path is None or sys.dont_write_bytecode:
+        return
+    _new = False
+    try:
+        _path.parent.mkdir(exist_ok=True)
+        tmp = _path.with_name(f"{_path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(dict(_codes)))
+        os.replace(tmp, _path)
+    except OSError:
+        pass  # a read-only install: compile again next time

@@ -1,0 +1,82 @@
+"""The start-up cache of flowc's attrs classes (flowc.startup): a second process compiles
+none of them again, and the classes behave exactly as attrs builds them (equality,
+hashing with attrs' per-class salt, repr), from a fresh or a damaged cache alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, sys
+from pathlib import Path
+from flowc import startup
+startup._cache_path = lambda: Path(sys.argv[1])
+compiled = []
+real_compile = compile
+def counting(source, filename, *args, **kwargs):
+    if str(filename).startswith("<attrs generated methods flowc."):
+        compiled.append(filename)
+    return real_compile(source, filename, *args, **kwargs)
+import builtins
+builtins.compile = counting
+startup.install()
+from flowc.dsl import nodes as n
+from flowc.source import Span
+from flowc.runtime.envelope import Envelope
+builtins.compile = real_compile
+a, b = n.Name("a", Span(1, 1, 1, 2, 0, 1)), n.Name("a", Span(9, 9, 9, 9, 9, 9), quoted=True)
+salt = hash("<attrs generated hash flowc.dsl.nodes.Name>")
+env = Envelope("c", "s", None, "t", {"x": 1})
+startup.save()
+print(json.dumps({
+    "compiled": len(compiled),
+    "eq": a == b and a != n.Name("b", a.span),
+    "hash": hash(a) == hash(b) == hash((salt, "a")),
+    "repr": repr(a),
+    "span_order": Span(1, 1, 1, 1) < Span(1, 2, 1, 1),
+    "envelope": env == Envelope("c", "s", None, "t", {"x": 1}),
+}))
+"""
+
+
+def probe(cache: Path, *, write: bool = True) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if not write:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    done = subprocess.run([sys.executable, "-c", PROBE, str(cache)], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_a_second_process_compiles_no_class_again(tmp_path: Path) -> None:
+    cache = tmp_path / "attrs-methods.marshal"
+    first = probe(cache)
+    assert isinstance(first["compiled"], int) and first["compiled"] > 10
+    assert cache.is_file()
+    second = probe(cache)
+    assert second["compiled"] == 0
+    for result in (first, second):
+        assert result["eq"] and result["hash"] and result["span_order"] and result["envelope"]
+        assert result["repr"] == "Name(value='a', quoted=False)"
+
+
+def test_a_damaged_cache_is_ignored_and_replaced(tmp_path: Path) -> None:
+    cache = tmp_path / "attrs-methods.marshal"
+    cache.write_bytes(b"\x00not marshal data")
+    result = probe(cache)
+    assert result["compiled"] and result["hash"]
+    assert probe(cache)["compiled"] == 0
+
+
+def test_no_cache_is_written_when_python_writes_no_bytecode(tmp_path: Path) -> None:
+    cache = tmp_path / "attrs-methods.marshal"
+    assert probe(cache, write=False)["hash"]
+    assert not cache.exists()
