@@ -324,9 +324,19 @@ def diagnostic_to_json(d: Diagnostic) -> dict[str, Any]:
     return obj
 
 
+def iter_json(diagnostics: Iterable[Diagnostic]) -> Iterator[str]:
+    """The JSON report in pieces, one finding at a time (never held whole): the same text
+    as ``json.dumps(items, indent=2, sort_keys=True, ensure_ascii=False)`` and a newline."""
+    first = True
+    for d in sorted(diagnostics, key=Diagnostic.sort_key):
+        item = json.dumps(diagnostic_to_json(d), indent=2, sort_keys=True, ensure_ascii=False)
+        yield ("[\n  " if first else ",\n  ") + item.replace("\n", "\n  ")
+        first = False
+    yield "[]\n" if first else "\n]\n"
+
+
 def render_json(diagnostics: Iterable[Diagnostic]) -> str:
-    items = [diagnostic_to_json(d) for d in sorted(diagnostics, key=Diagnostic.sort_key)]
-    return json.dumps(items, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return "".join(iter_json(diagnostics))
 
 
 def _github_escape(text: str, *, prop: bool = False) -> str:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, TextIO
 from flowc.diagnostics import (
     Diagnostic,
     decode_source,
+    iter_json,
     iter_text,
     render_concise,
     render_github,
-    render_json,
     render_sarif,
 )
 from flowc.source import SourceFile
@@ -115,10 +115,11 @@ def print_diagnostics(
         # one finding at a time: a report of many findings is never held whole
         out.writelines(iter_text(diags, sources, color=use_color(out)))
         return
+    if fmt == "json":
+        out.writelines(iter_json(diags))
+        return
     if fmt == "concise":
         text = render_concise(diags)
-    elif fmt == "json":
-        text = render_json(diags)
     elif fmt == "sarif":
         text = render_sarif(diags)
     elif fmt == "github":
