@@ -27,7 +27,7 @@ from tests.runtime.worker_harness import (
 
 def test_three_workers_one_killed_every_run_finishes_as_a_single_process_run(
         tmp_path: Path) -> None:
-    three_workers_one_killed(str(tmp_path / "runs.db"), tmp_path, runs=60)
+    three_workers_one_killed(str(tmp_path / "runs.db"), tmp_path, runs=200)
 
 
 def test_a_paused_worker_has_its_writes_refused(tmp_path: Path) -> None:
