@@ -24,7 +24,7 @@ from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
 from flowc.lsp.core import DEBOUNCE_SECONDS, FlowcServer, RequestFailed
-from flowc.lsp.index import Index, Refused
+from flowc.lsp.index import Index, Occurrence, Refused
 from flowc.source import Span
 
 
@@ -93,6 +93,20 @@ def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymb
     return out
 
 
+def _occurrence(server: FlowcServer, uri: str, position: lsp.Position
+                ) -> tuple[Index, Occurrence, list[str]] | None:
+    """The name under the cursor for definition and references: the document's index,
+    the occurrence, and the text's lines (for ranges); None when there is none."""
+    found = server.lookup(uri, position)
+    if found is None:
+        return None
+    index, line, column = found
+    occ = index.at(line, column)
+    if occ is None:
+        return None
+    return index, occ, index.source.text.splitlines(keepends=True)
+
+
 def make_server() -> FlowcServer:
     server = FlowcServer()
 
@@ -150,27 +164,19 @@ def make_server() -> FlowcServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: FlowcServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
-        found = ls.lookup(params.text_document.uri, params.position)
+        found = _occurrence(ls, params.text_document.uri, params.position)
         if found is None:
             return None
-        index, line, column = found
-        occ = index.at(line, column)
-        if occ is None:
-            return None
-        lines = index.source.text.splitlines(keepends=True)
+        index, occ, lines = found
         return [lsp.Location(params.text_document.uri, ls.to_range(d.span, lines))
                 for d in index.definitions(occ.kind, occ.name)] or None
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     def references(ls: FlowcServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
-        found = ls.lookup(params.text_document.uri, params.position)
+        found = _occurrence(ls, params.text_document.uri, params.position)
         if found is None:
             return None
-        index, line, column = found
-        occ = index.at(line, column)
-        if occ is None:
-            return None
-        lines = index.source.text.splitlines(keepends=True)
+        index, occ, lines = found
         uses = index.references(occ.kind, occ.name,
                                 declarations=params.context.include_declaration)
         return [lsp.Location(params.text_document.uri, ls.to_range(u.span, lines)) for u in uses]
