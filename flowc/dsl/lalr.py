@@ -155,6 +155,22 @@ def _parse_fast(text: str) -> Any:
     state_stack: list[Any] = [start]
     value_stack: list[Any] = []
     state = start
+
+    def reduce(rule: tuple[int, str, Any]) -> Any:
+        """Apply one reduction: pop the rule's children, push its value and the state
+        the goto table gives; return that state."""
+        size, origin, callback = rule
+        if size:
+            children = value_stack[-size:]
+            del state_stack[-size:]
+            del value_stack[-size:]
+        else:
+            children = []
+        value_stack.append(callback(children))
+        goto = states[state_stack[-1]][origin][1]
+        state_stack.append(goto)
+        return goto
+
     try:
         for token in lexer.lex(text):
             ttype = token.type
@@ -165,30 +181,12 @@ def _parse_fast(text: str) -> Any:
                     state = arg
                     value_stack.append(token)
                     break
-                size, origin, callback = arg
-                if size:
-                    children = value_stack[-size:]
-                    del state_stack[-size:]
-                    del value_stack[-size:]
-                else:
-                    children = []
-                value_stack.append(callback(children))
-                state = states[state_stack[-1]][origin][1]
-                state_stack.append(state)
+                state = reduce(arg)
         while True:
             shift, arg = states[state]["$END"]
             if shift:  # pragma: no cover - the end token is never shifted
                 return None
-            size, origin, callback = arg
-            if size:
-                children = value_stack[-size:]
-                del state_stack[-size:]
-                del value_stack[-size:]
-            else:
-                children = []
-            value_stack.append(callback(children))
-            state = states[state_stack[-1]][origin][1]
-            state_stack.append(state)
+            state = reduce(arg)
             if state == end:
                 return value_stack[-1]
     except (KeyError, UnexpectedInput):
