@@ -102,6 +102,23 @@ def match_alternative(
     ``writes`` is a script call's ``(set, delete)``: alternatives that only write context
     are told apart by them (the one alternative whose writes the call includes).
 
+    A script's ``handoff`` takes the alternative that only hands off, not one that also
+    finishes (a finish wins over the handoff beside it, so that one ends the run):
+
+    >>> both = (ToolEffectInfo(handoff="b", finish=""), ToolEffectInfo(handoff="b"))
+    >>> match_alternative(both, None, "b", None, "a", "decide").finish is None
+    True
+    >>> match_alternative(both, None, None, "", "a", "decide").finish
+    ''
+
+    and, among those, the one with the most of the script's writes:
+
+    >>> hand = (ToolEffectInfo(handoff="b"), ToolEffectInfo((("k", 1),), handoff="b"))
+    >>> match_alternative(hand, None, "b", None, "a", "pass", ({"k": 1}, [])).sets
+    (('k', 1),)
+    >>> match_alternative(hand, None, "b", None, "a", "pass", ({}, [])).sets
+    ()
+
     >>> rate = (ToolEffectInfo((("k", 1),)), ToolEffectInfo((("k", 2),)))
     >>> match_alternative(rate, None, None, None, "a", "rate", ({"k": 2}, [])).sets
     (('k', 2),)
@@ -127,13 +144,23 @@ def match_alternative(
                    and all(k in deletes for k in a.clears)]
         if fitting and all(a == fitting[0] for a in fitting):  # one, or equal ones
             return fitting[0]
-    for alt in alts:
-        if handoff is not None and alt.handoff == handoff:
-            return alt
-        if finish is not None and alt.finish == finish:
-            return alt
+    if handoff is not None or finish is not None:
+        fitting = [a for a in alts if (handoff is None or a.handoff == handoff)
+                   and (finish is None or a.finish == finish)]
+        # the alternative that does just what the script says wins over one that also
+        # finishes (or also hands off) beside it
+        pool = [a for a in fitting if a.handoff == handoff and a.finish == finish] or fitting
+        if writes is not None and len(pool) > 1:
+            # then the one with the most of the script's writes (none it does not make)
+            sets, deletes = writes
+            within = [a for a in pool if all(k in sets and sets[k] == v for k, v in a.sets)
+                      and all(k in deletes for k in a.clears)]
+            pool = sorted(within, key=lambda a: -len(a.sets) - len(a.clears)) or pool
+        if pool:
+            return pool[0]
     options = " | ".join(
-        f"hands off to {a.handoff}" if a.handoff else f'finishes "{a.finish}"' if a.finish
+        f"hands off to {a.handoff}" if a.handoff is not None
+        else f"finishes {format_value(a.finish)}" if a.finish is not None
         else a.text() for a in alts
     )
     if handoff is None and finish is None:
@@ -779,16 +806,21 @@ class _Lowering:
             elif isinstance(item, n.CallTurn) and known:
                 self.check_call(item)
             elif isinstance(item, n.ExpectTerminate) and item.reason is not None \
-                    and reasons is not None:
+                    and (reasons is not None or item.reason.value == ""):
+                # (an empty reason is never recorded, whatever a custom target returns)
                 want = item.reason.value
-                if want not in reasons | finishes:
-                    close = _close_match(want, reasons | finishes)
-                    listed = ", ".join(format_value(r) for r in sorted(reasons | finishes))
+                closes = (reasons or set()) | finishes
+                if want not in closes:
+                    close = _close_match(want, closes)
+                    listed = ", ".join(format_value(r) for r in sorted(closes))
                     self.error(
                         E111, f"the flow never ends with {format_value(want)}: "
-                        f"{'its runs close with ' + listed if listed else 'it writes no close reason'}",
+                        + ("a run never closes with an empty reason" if reasons is None
+                           else f"its runs close with {listed}" if listed
+                           else "it writes no close reason"),
                         item.reason.span,
-                        help=f"did you mean {format_value(close)}?" if close
+                        help=_empty_reason_help(closes) if want == ""
+                        else f"did you mean {format_value(close)}?" if close
                         else "expect one of the reasons the flow writes, or `expect terminate` "
                              "with no reason")
             elif isinstance(item, n.ExpectTurns):
@@ -853,6 +885,20 @@ def pattern_span(span: Span, pattern: str, offset: int, length: int) -> Span:
     end = 1 + written(pattern[: offset + length])
     return Span(span.line, span.column + start, span.line, span.column + end,
                 span.start + start, span.start + end)
+
+
+def _empty_reason_help(known: set[str]) -> str:
+    """The help for ``expect terminate ""``: what an empty reason closes a run with.
+
+    >>> print(_empty_reason_help({"finished", "max_turns"}))
+    an empty reason is never recorded: a tool's `finishes ""` closes the run as "finished", \
+`terminate ""` as "workflow_terminated" (as AG2 does); did you mean "finished"?
+    """
+    meant = [r for r in ("finished", "workflow_terminated") if r in known]
+    said = ('an empty reason is never recorded: a tool\'s `finishes ""` closes the run as '
+            '"finished", `terminate ""` as "workflow_terminated" (as AG2 does)')
+    return said + ("; did you mean " + " or ".join(format_value(r) for r in meant) + "?"
+                   if meant else "")
 
 
 def _close_match(word: str, options: Iterable[str]) -> str | None:

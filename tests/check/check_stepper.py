@@ -3,6 +3,11 @@
 It is written from the seed pages and ``ag2/network/adapters/workflow.py``, not from the
 checker's code: context writes (delete, then set), then ``finish``, then a handoff's
 target, then the rules in ascending priority (stable), then the default target.
+
+An empty close reason is never what a run closes with: AG2 1.2.1's fold reads a tool's
+``Finish`` as ``routing.get("reason") or "finished"`` (``WorkflowAdapter.fold``), and
+``on_accepted`` closes a graph's ``terminate`` with ``pending_close_reason or
+"workflow_terminated"``.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ class Stepper:
         if isinstance(target, m.RevertToInitiatorTarget):
             return self.initiator, None
         if isinstance(target, m.TerminateTarget):
-            return None, target.reason
+            return None, target.reason or "workflow_terminated"
         assert turn.custom_choice is not None, "a custom target needs the run's choice"
         choice = turn.custom_choice[0]
         allowed = self.custom_results.get(target.name)
@@ -83,7 +88,7 @@ class Stepper:
         """Fold one turn; the turn's writes land before routing."""
         self.apply(turn)
         if turn.finish is not None:
-            return Decision(None, turn.finish, -3)
+            return Decision(None, turn.finish or "finished", -3)
         if turn.handoff is not None:
             return Decision(turn.handoff, None, -2)
         assumed = dict(turn.assumed)

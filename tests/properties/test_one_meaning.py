@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
-from hypothesis import HealthCheck, event, example, given, settings
+import pytest
+from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
 import flowc
@@ -41,8 +42,9 @@ from flowc.compiler.analysis import check_source
 from flowc.compiler.analysis.runs import Turn
 from flowc.compiler.analysis.system import system_of_flow
 from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
+from flowc.compiler.registry import default_registry
 from flowc.diagnostics import Diagnostic, has_errors
-from flowc.dsl.formatter import format_value
+from flowc.dsl.formatter import format_flow, format_name, format_value
 from flowc.runtime.scenarios import run_scenario
 from flowc.runtime.script_run import run_flow
 from flowc.runtime.target import RunTarget
@@ -51,6 +53,7 @@ from flowc.source import SourceFile
 from tests.check.check_replay import stepper_for
 from tests.check.check_stepper import Stepper, call_label
 from tests.check.test_check_soundness import flow_text
+from tests.dsl.strategies import flows
 
 # ── the custom condition and target of the generated flows, and their meaning ──────────
 # `urgent(level = N)` holds when the turn's text carries the marker `!N`; `pick()` routes
@@ -71,12 +74,22 @@ class Urgent:
     level: int = 1
 
     def evaluate(self, state: Any, envelope: Any) -> bool:
-        return f"!{self.level}" in _text_of(envelope)
+        return f"!{self.level}" in _text_of(envelope).split()
+
+
+@attrs.frozen
+class Over:
+    name: ClassVar[str] = "over"
+    limit: int = 0
+
+    def evaluate(self, state: Any, envelope: Any) -> bool:
+        return f"!{self.limit}" in _text_of(envelope).split()
 
 
 @attrs.frozen
 class Pick:
     name: ClassVar[str] = "pick"
+    pool: Any = None
 
     def resolve(self, state: Any, envelope: Any) -> TransitionDecision:
         text = _text_of(envelope)
@@ -84,8 +97,19 @@ class Pick:
         return TransitionDecision(None, PICKED) if choice == "end" else TransitionDecision(choice)
 
 
-flowc.register_condition(Urgent)
-flowc.register_target(Pick)
+@pytest.fixture(scope="module", autouse=True)
+def custom_names() -> Iterator[None]:
+    """`urgent`, `over` and `pick` registered for this module's tests only: the default
+    registry is process-wide, and no other test may see them (a did-you-mean among the
+    custom names, a plugin test's list of names)."""
+    registry = default_registry()
+    saved = registry.copy()
+    registry.register_condition(Urgent)
+    registry.register_condition(Over)
+    registry.register_target(Pick)
+    yield
+    registry._conditions, registry._targets = saved._conditions, saved._targets
+
 
 PLUGIN = '''\
 from typing import Any, ClassVar
@@ -109,13 +133,24 @@ class Urgent:
     level: int = 1
 
     def evaluate(self, state: Any, envelope: Any) -> bool:
-        return f"!{self.level}" in _text_of(envelope)
+        return f"!{self.level}" in _text_of(envelope).split()
+
+
+@flowc.register_condition
+@attrs.frozen
+class Over:
+    name: ClassVar[str] = "over"
+    limit: int = 0
+
+    def evaluate(self, state: Any, envelope: Any) -> bool:
+        return f"!{self.limit}" in _text_of(envelope).split()
 
 
 @flowc.register_target
 @attrs.frozen
 class Pick:
     name: ClassVar[str] = "pick"
+    pool: Any = None
 
     def resolve(self, state: Any, envelope: Any) -> TransitionDecision:
         text = _text_of(envelope)
@@ -162,9 +197,7 @@ class Walk:
 def _text(draw: Any, compiled: CompiledFlow, speakers: list[str]) -> tuple[str, str | None]:
     """Text for a turn, with markers for `urgent(...)` and `pick()`, and the pick made."""
     words = [draw(st.sampled_from(["hi", "ok", "next please", "done?"]))]
-    for level in (1, 2):
-        if draw(st.booleans()):
-            words.append(f"!{level}")
+    words += [f"!{level}" for level in draw(st.lists(st.integers(0, 9), max_size=3, unique=True))]
     results = next((c.results for c in compiled.customs if c.name == "pick"), None)
     options = [*(speakers[1:] if results is None else [r for r in results if r is not None]),
                "end"]
@@ -177,7 +210,9 @@ def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, spea
               ) -> tuple[str, str | dict[str, Any], Turn]:
     text, choice = _text(draw, compiled, speakers)
     assumed = tuple(
-        (call_label(c.name, c.args), f"!{c.args.get('level', 1)}" in text)
+        (call_label(c.name, c.args),
+         f"!{c.args.get('level', c.args.get('limit', 1 if c.name == 'urgent' else 0))}"
+         in text.split())
         for t in compiled.graph.transitions for c in _customs(t.when)
     )
     quoted = json.dumps(text)
@@ -188,7 +223,7 @@ def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, spea
             value = draw(st.sampled_from(['"x"', '"y"', "true", "1", "2"]))
             turn = Turn(speaker=speaker, sets=((key, json.loads(value)),),
                         assumed=assumed, custom_choice=(choice,))
-            return (f"{speaker} sets {key} = {value}: {quoted}",
+            return (f"{format_name(speaker)} sets {format_name(key)} = {value}: {quoted}",
                     {"say": text, "set": {key: json.loads(value)}}, turn)
     tools = [] if first or speaker in compiled.humans else list(compiled.tools_of(speaker))
     if tools and draw(st.integers(0, 2)) > 0:
@@ -199,18 +234,18 @@ def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, spea
         effects = ""
         if alt is not None:
             effects = " " + alt.text()
-            if alt.handoff is not None:
-                call["handoff"] = alt.handoff
-            elif alt.finish is not None:
+            if alt.finish is not None:  # a finish wins over a handoff beside it, as in AG2
                 call["finish"] = alt.finish
-            else:
-                call["set"], call["delete"] = dict(alt.sets), list(alt.clears)
+            elif alt.handoff is not None:
+                call["handoff"] = alt.handoff
+            call["set"], call["delete"] = dict(alt.sets), list(alt.clears)
         turn = Turn(speaker=speaker, tool=tool.name,
                     sets=alt.sets if alt else (), clears=alt.clears if alt else (),
                     handoff=alt.handoff if alt else None, finish=alt.finish if alt else None,
                     assumed=assumed, custom_choice=(choice,))
-        return f"{speaker} calls {tool.name}{effects}: {quoted}", call, turn
-    return f"{speaker}: {quoted}", text, Turn(speaker=speaker, assumed=assumed,
+        return f"{format_name(speaker)} calls {format_name(tool.name)}{effects}: {quoted}", \
+            call, turn
+    return f"{format_name(speaker)}: {quoted}", text, Turn(speaker=speaker, assumed=assumed,
                                               custom_choice=(choice,))
 
 
@@ -241,7 +276,7 @@ def _walk(next_turn: NextTurn, compiled: CompiledFlow, stepper: Stepper, length:
             walk.lines.append(f"expect terminate {format_value(walk.closed)}")
             break
         speaker = decision.next
-        walk.lines.append(f"expect next {speaker}")
+        walk.lines.append(f"expect next {format_name(speaker)}")
     else:
         walk.waiting = speaker
     walk.lines.append(f"expect turns {len(walk.steps)}")
@@ -261,7 +296,7 @@ def _case(text: str, compiled: CompiledFlow, walks: list[Walk], spoil: str) -> C
     for i, walk in enumerate(walks):
         lines = list(walk.lines)
         if i == 0 and spoil == "tool":
-            lines.insert(1, f'{compiled.start} calls no_such_tool: "x"')
+            lines.insert(1, f'{format_name(compiled.start)} calls no_such_tool: "x"')
         if i == 0 and spoil == "reason":  # the flow never writes it
             lines.insert(len(lines) - 1, 'expect terminate "no such reason"')
         blocks.append(f'scenario "walk {i + 1}" {{\n' + "".join(f"  {x}\n" for x in lines) + "}\n")
@@ -283,10 +318,19 @@ def case_of(text: str, *turns: tuple[str, str | dict[str, Any], Turn]) -> Case:
     return _case(text, compiled, [walk], "none")
 
 
+#: flow texts: the soundness test's generator, and the AST generator of the language tests
+#: (odd names, keywords as backquoted names, any JSON value, several humans)
+SOURCES = st.one_of(flow_text(), flows().map(format_flow))
+
+
 @st.composite
 def flows_with_scenarios(draw: Any) -> Case:
-    text = draw(flow_text())
-    compiled = flowc.compile_flow(text, filename="gen.flow")
+    text = draw(SOURCES)
+    try:
+        compiled = flowc.compile_flow(text, filename="gen.flow")
+    except flowc.FlowError:
+        assume(False)
+        raise
     speakers = list(compiled.speakers)
     spoil = draw(st.sampled_from(SPOILS))
     targets = [t.then for t in compiled.graph.transitions] + [compiled.graph.default_target]
@@ -308,14 +352,17 @@ def flows_with_scenarios(draw: Any) -> Case:
 def _findings(diags: tuple[Diagnostic, ...], compiled: CompiledFlow
               ) -> tuple[set[int], set[str], bool, bool]:
     """Rules check calls dead, speakers it calls silent, a dead default, no terminate."""
-    by_line = {r.line: r.index for r in compiled.rules}
+    # a finding points at the rule, or at its own branch when the rule was split (`or`,
+    # `from a, b`): the branches of one rule share a line, so they are told apart by span
+    by_span = {(r.rule.span if r.rule is not None and r.span == r.rule.cond.span else r.span):
+               r.index for r in compiled.rules}
     dead: set[int] = set()
     silent: set[str] = set()
     for d in diags:
         code = d.code.id
         if code in ("W203", "W204") or (code == "W215" and "never fires" in d.message):
             assert d.span is not None
-            dead.add(by_line[d.span.line])
+            dead.add(by_span[d.span])
         if code == "W201" or (code == "W215" and "never speaks" in d.message):
             silent.add(d.message.split("`")[1])
     codes = {d.code.id for d in diags}

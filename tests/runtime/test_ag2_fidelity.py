@@ -234,6 +234,40 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
                     "security": [{"finish": {"summary": "locked"}, "say": "Locked."}]}},
         {"close_reason": "finished", "turn_count": 3},
     ),
+    "an empty finish reason closes the run as \"finished\"": (
+        """
+        speaker user: human
+        speaker bot { tool close finishes "" }
+        start user
+        max_turns 6
+        when from user then bot
+        """,
+        {"kickoff": "go", "script": {"bot": [{"tool": "close", "say": "bye"}]}},
+        {"close_reason": "finished", "turn_count": 2},
+    ),
+    "an alternative that hands off and finishes: the finish wins": (
+        """
+        speaker user: human
+        speaker bot { tool both hands off to user, finishes "" | hands off to user }
+        start user
+        max_turns 6
+        when from user then bot
+        """,
+        {"kickoff": "go", "script": {"bot": [{"tool": "both", "finish": "", "say": "bye"}]}},
+        {"close_reason": "finished", "turn_count": 2},
+    ),
+    "an empty terminate reason closes the run as \"workflow_terminated\"": (
+        """
+        speaker user: human
+        speaker bot
+        start user
+        max_turns 6
+        when from user then bot
+        when from bot then terminate ""
+        """,
+        {"kickoff": "go", "script": {"bot": ["done"]}},
+        {"close_reason": "workflow_terminated", "turn_count": 2},
+    ),
 }
 
 

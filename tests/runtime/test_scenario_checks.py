@@ -109,3 +109,98 @@ def test_a_turn_the_runtime_refuses_names_its_line_once() -> None:
     result = run_scenario(RunTarget.from_compiled(without), with_tool.scenarios[0])
     assert not result.passed
     assert result.failure == "turn 2 (line 6): bot has no tool `t` (it declares none)"
+
+
+# ── an empty close reason: one rule for compile, check, test and run ───────────────────
+#: AG2 1.2.1 never records an empty close reason: its workflow fold reads a tool's
+#: ``Finish`` as ``routing.get("reason") or "finished"`` and closes a graph's ``terminate``
+#: with ``pending_close_reason or "workflow_terminated"`` (the same runs on the real AG2
+#: hub: tests/runtime/test_ag2_fidelity.py)
+EMPTY = """\
+speaker user: human
+speaker bot {
+  tool close finishes ""
+  tool both hands off to user, finishes "" | hands off to user
+}
+max_turns 6
+when from user then bot
+when context.k == 1 then terminate ""
+"""
+
+
+@pytest.mark.parametrize(("turn", "reason"), [
+    ('bot calls close: "bye"', "finished"),
+    ('bot finishes ""', "finished"),
+    ('bot calls both hands off to user, finishes "": "bye"', "finished"),
+    ('bot sets k = 1: "set"', "workflow_terminated"),
+])
+def test_an_empty_reason_closes_as_ag2_closes_it(
+        tmp_path: Path, turn: str, reason: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`expect terminate ""` is refused where it is written, with the reason the run will
+    have; that reason is accepted by compile and check and passes in `flowc test`."""
+    path = tmp_path / "f.flow"
+    path.write_text(EMPTY + f'scenario "s" {{\n  user: "hi"\n  {turn}\n  expect terminate ""\n}}\n')
+    assert main(["check", str(path), "--format", "concise"]) == 1
+    out = capsys.readouterr().out
+    at = f"{path}:{EMPTY.count(chr(10)) + 4}:20"
+    assert f'{at}: E111 the flow never ends with "": its runs close with ' in out
+    assert main(["check", str(path)]) == 1
+    help_line = next(x for x in capsys.readouterr().out.splitlines() if "help:" in x)
+    assert 'a tool\'s `finishes ""` closes the run as "finished", `terminate ""` as ' \
+        '"workflow_terminated"' in help_line
+    assert help_line.endswith('did you mean "finished" or "workflow_terminated"?')
+    assert main(["compile", str(path)]) == 1
+    assert "error[E111]" in capsys.readouterr().err
+    path.write_text(path.read_text().replace('expect terminate ""', f'expect terminate "{reason}"'))
+    assert main(["check", str(path), "--format", "concise"]) == 0
+    capsys.readouterr()
+    assert main(["test", str(path)]) == 0
+    assert "1 passed, 0 failed" in capsys.readouterr().out
+
+
+def test_an_empty_reason_is_refused_even_where_a_custom_target_may_end_the_run() -> None:
+    """A custom target may close a run with any reason, but an empty one is recorded as
+    "workflow_terminated": `expect terminate ""` can never hold."""
+    custom = ("speaker user: human\nspeaker bot\ntarget pick() -> bot | terminate\n"
+              "when from user then pick()\n"
+              'scenario "s" {\n  user: "hi"\n  expect terminate ""\n}\n')
+    with pytest.raises(flowc.FlowError) as refused:
+        flowc.compile_flow(custom)
+    [diag] = refused.value.diagnostics
+    assert (diag.code.id, diag.span and diag.span.line) == ("E111", 7)
+    assert diag.message == 'the flow never ends with "": a run never closes with an empty reason'
+    assert diag.help is not None and "did you mean" not in diag.help
+
+
+def test_a_script_handoff_takes_the_alternative_that_only_hands_off() -> None:
+    """`both` hands off to user and finishes "" (the finish wins, as in AG2), or only hands
+    off: a script's `handoff: user` is the second, its `finish: ""` the first — whichever
+    order they are declared in."""
+    for text in (EMPTY, EMPTY.replace('hands off to user, finishes "" | hands off to user',
+                                      'hands off to user | hands off to user, finishes ""')):
+        target = RunTarget.from_compiled(flowc.compile_flow(text))
+        handoff = run_script_sync(target, parse_script(
+            {"kickoff": "hi", "script": {"bot": [{"tool": "both", "handoff": "user"}]}}))
+        assert (handoff.close_reason, handoff.stalled_on) == (None, "user")
+        finish = run_script_sync(target, parse_script(
+            {"kickoff": "hi", "script": {"bot": [{"tool": "both", "finish": ""}]}}))
+        assert finish.close_reason == "finished"
+
+
+def test_a_script_handoff_with_writes_takes_the_alternative_that_makes_them() -> None:
+    """`pass` hands off to user, with or without writing k: the script's `set` says which
+    (a script without `set` took the first declared, which writes k, so the rule on k
+    fired where the script wrote no k)."""
+    flow = flowc.compile_flow(
+        "speaker user: human\nspeaker bot { tool pass sets k = 1, hands off to user | "
+        "hands off to user }\nmax_turns 6\nwhen context.k == 1 then terminate "
+        '"k"\nwhen from user then bot\n')
+    target = RunTarget.from_compiled(flow)
+    call = {"tool": "pass", "handoff": "user", "set": {"k": 1}}
+    run = run_script_sync(target, parse_script(
+        {"kickoff": "hi", "script": {"bot": [call], "user": ["back"]}}))
+    assert (run.close_reason, len(run.turns)) == ("k", 3)
+    run = run_script_sync(target, parse_script(
+        {"kickoff": "hi", "script": {"bot": [{"tool": "pass", "handoff": "user"}],
+                                     "user": ["back"]}}))
+    assert (run.close_reason, run.stalled_on) == (None, "bot")
