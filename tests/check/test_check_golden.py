@@ -1,0 +1,127 @@
+"""``flowc check``'s output, byte for byte, on generated flows: text, JSON and SARIF.
+
+The digests in ``golden/check_outputs.json`` were recorded from the checker before
+it was made faster (main at d32a676); a change to the analysis that is meant to
+change nothing visible must keep every one of them. The inputs are generated here:
+the seeded flows of :mod:`tests.check.golden_flows` (also as compiled JSON graphs,
+the knobs dict and the bare graph), and the benchmark's 1,000-rule mix.
+
+A change that is *meant* to change what ``check`` prints re-records the digests
+(``.venv/bin/python -m tests.check.test_check_golden --record``) and says so in its
+commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+from tests.check.golden_flows import flow
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden" / "check_outputs.json"
+FORMATS = ("text", "json", "sarif")
+SEEDS = range(100)
+GRAPH_SEEDS = range(0, 100, 5)
+BENCH_SIZES = (25, 400, 1000)
+
+
+def _bench(rules: int) -> str:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_compile import generate
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return str(generate(rules))
+
+
+def inputs() -> Iterator[str]:
+    """The names of every golden input (see :func:`write_input`)."""
+    yield from (f"seed{s}.flow" for s in SEEDS)
+    for s in GRAPH_SEEDS:
+        yield f"seed{s}.knobs.json"
+        yield f"seed{s}.graph.json"
+    yield from (f"bench{n}.flow" for n in BENCH_SIZES)
+
+
+def _run(argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        main(argv)
+    return out.getvalue()
+
+
+def write_input(name: str, folder: Path) -> str:
+    """Write the input ``name`` into ``folder`` (the current directory); returns its file name."""
+    stem = name.split(".")[0]
+    if stem.startswith("bench"):
+        (folder / name).write_text(_bench(int(stem[len("bench"):])), encoding="utf-8")
+        return name
+    text = flow(int(stem[len("seed"):]))
+    if name.endswith(".flow"):
+        (folder / name).write_text(text, encoding="utf-8")
+        return name
+    source = folder / f"{stem}.src.flow"
+    source.write_text(text, encoding="utf-8")
+    graph = ["--graph"] if name.endswith(".graph.json") else []
+    (folder / name).write_text(_run(["compile", *graph, source.name]), encoding="utf-8")
+    return name
+
+
+def outputs(name: str) -> dict[str, str]:
+    """sha256 of ``flowc check --format F name`` for each format (run in the input's folder)."""
+    return {fmt: hashlib.sha256(_run(["check", "--format", fmt, name]).encode()).hexdigest()
+            for fmt in FORMATS}
+
+
+def _recorded() -> dict[str, dict[str, str]]:
+    return dict(json.loads(GOLDEN.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("name", list(inputs()))
+def test_check_output_is_unchanged(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_input(name, tmp_path)
+    assert outputs(name) == _recorded()[name], f"`flowc check` prints something else for {name}"
+
+
+def test_the_golden_inputs_are_varied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seeds reach every flow-analysis code, so that the digests cover all of them."""
+    monkeypatch.chdir(tmp_path)
+    codes: set[str] = set()
+    for s in SEEDS:
+        name = write_input(f"seed{s}.flow", tmp_path)
+        codes |= {d["code"] for d in json.loads(_run(["check", "--format", "json", name]))}
+    wanted = {"W201", "W202", "W203", "W204", "W205", "W207", "W208", "W209", "W210", "W212",
+              "W206", "W213", "W215", "X001", "E101", "I302"}
+    assert wanted <= codes, sorted(wanted - codes)
+
+
+def record() -> None:  # pragma: no cover - run by hand, see the module's docstring
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        here = os.getcwd()
+        os.chdir(folder)
+        try:
+            digests = {name: outputs(write_input(name, Path(folder))) for name in inputs()}
+        finally:
+            os.chdir(here)
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    if sys.argv[1:] == ["--record"]:
+        record()
+    else:
+        sys.exit("usage: python -m tests.check.test_check_golden --record")
