@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
 from flowc.source import SourceFile, Span
+
+T = TypeVar("T")
 
 
 class Severity(enum.Enum):
@@ -289,6 +291,21 @@ def listing(items: Sequence[str], limit: int = MAX_LISTED, more: str = "more") -
     if len(items) <= limit:
         return list(items)
     return [*items[:limit], f"and {len(items) - limit:,} {more}"]
+
+
+def listing_of(
+    items: Sequence[T], show: Callable[[T], str], limit: int = MAX_LISTED, more: str = "more"
+) -> list[str]:
+    """:func:`listing` of ``show(item)`` for each item, calling ``show`` only for the items
+    listed (a long list is mostly counted, not written).
+
+    >>> listing_of([1, 2, 3], lambda i: f"rule {i}", 2)
+    ['rule 1', 'rule 2', 'and 1 more']
+    """
+    shown = [show(x) for x in items[:limit]]
+    if len(items) <= limit:
+        return shown
+    return [*shown, f"and {len(items) - limit:,} {more}"]
 
 
 def elide(text: str, limit: int = MAX_QUOTED) -> str:

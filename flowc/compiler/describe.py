@@ -138,6 +138,111 @@ def transition_text(transition: m.Transition, names: Mapping[str, str] | None = 
     return format_statement_line(ModelToAst(names).rule(transition))
 
 
+class Describer:
+    """:func:`condition_text`, :func:`target_text` and :func:`transition_text` for one
+    ``names`` mapping, each condition and target written once: the checker names
+    thousands of rules of a large flow, which repeat a few conditions and targets.
+
+    A text is remembered under a key that tells apart what ``==`` does not (``1``,
+    ``1.0`` and ``true`` are equal in Python but written differently); a custom call
+    (its arguments may be any JSON) is written afresh each time.
+
+    >>> d = Describer({"agent-7": "drafter"})
+    >>> t = m.Transition(m.AllOf((m.FromSpeaker("agent-7"), m.Not(m.ContextEquals("k", 1)))),
+    ...                  m.TerminateTarget("done"), -1)
+    >>> d.transition(t) == transition_text(t, {"agent-7": "drafter"})
+    True
+    >>> d.condition(m.ContextEquals("k", 1)), d.condition(m.ContextEquals("k", True))
+    ('context.k == 1', 'context.k == true')
+    """
+
+    def __init__(self, names: Mapping[str, str] | None = None):
+        self.names = names
+        self._conds: dict[Any, str] = {}
+        self._targets: dict[Any, str] = {}
+
+    def condition(self, cond: m.Condition) -> str:
+        key = condition_key(cond)
+        if key is None:
+            return condition_text(cond, self.names)
+        text = self._conds.get(key)
+        if text is None:
+            text = self._conds[key] = condition_text(cond, self.names)
+        return text
+
+    def target(self, target: m.Target) -> str:
+        key = _target_key(target)
+        if key is None:
+            return target_text(target, self.names)
+        text = self._targets.get(key)
+        if text is None:
+            text = self._targets[key] = target_text(target, self.names)
+        return text
+
+    def transition(self, transition: m.Transition) -> str:
+        """The same text as :func:`transition_text` (a rule is one line: `when`, its
+        condition, `then`, its target, and a priority other than 0)."""
+        text = f"when {self.condition(transition.when)} then {self.target(transition.then)}"
+        return text + (f" priority {transition.priority}" if transition.priority != 0 else "")
+
+
+#: JSON scalars whose type and ``==`` together decide how they are written
+_EXACT = (str, int, bool, type(None))
+
+
+def _scalar(value: Any) -> Any:
+    """``value`` as part of a key (None: not a scalar, no key)."""
+    kind = type(value)
+    if kind in _EXACT:
+        return (kind, value)
+    if kind is float:
+        return (float, repr(value))  # -0.0 == 0.0, but each is written as it is
+    return None
+
+
+def _target_key(target: m.Target) -> Any:
+    if isinstance(target, m.AgentTarget):
+        value = _scalar(target.agent_id)
+    elif isinstance(target, m.TerminateTarget):
+        value = _scalar(target.reason)
+    elif isinstance(target, m.RoundRobinTarget | m.StayTarget | m.RevertToInitiatorTarget):
+        return type(target)
+    else:
+        return None
+    return None if value is None else (type(target), value)
+
+
+def condition_key(cond: m.Condition) -> Any:
+    """A hashable key equal for two conditions only when they are written alike, or None
+    (a custom call, or a value that is not a JSON scalar). Two conditions with one key
+    are the same condition in every respect (``==`` alone would take ``1`` for ``true``).
+
+    >>> condition_key(m.ContextEquals("k", 1)) == condition_key(m.ContextEquals("k", True))
+    False
+    """
+    if isinstance(cond, m.Always):
+        return m.Always
+    if isinstance(cond, m.FromSpeaker | m.ToolCalled):
+        value = _scalar(cond.agent_id if isinstance(cond, m.FromSpeaker) else cond.tool_name)
+        return None if value is None else (type(cond), value)
+    if isinstance(cond, m.ContextEquals):
+        value = _scalar(cond.value)
+        key = _scalar(cond.key)
+        return None if value is None or key is None else ("ctx", key, value)
+    if isinstance(cond, m.Not):
+        inner = condition_key(cond.condition)
+        return None if inner is None else ("not", inner)
+    if isinstance(cond, m.AllOf | m.AnyOf):
+        parts = []
+        for c in cond.conditions:
+            k = condition_key(c)
+            if k is None:
+                return None
+            parts.append(k)
+        return (cond.NAME, tuple(parts))
+    return None
+
+
 # ── naming a rule ─────────────────────────────────────────────────────────────
 #
 # Every output names a rule the same way: ``rule N, line L``. ``N`` is the rule's

@@ -63,6 +63,8 @@ def check_undeclared_tools(facts: Facts) -> Iterator[Finding]:
     if flow is None:
         return
     unknown = facts.unknown_tools
+    if not unknown:
+        return
     for rule in _rules(flow):
         for c in _conds(rule.cond):
             if isinstance(c, n.ToolCond) and c.tool.value in unknown:
@@ -84,6 +86,8 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
     if flow is None:
         return
     unset = facts.unset_keys
+    if not unset:
+        return
     seen: set[str] = set()
     for rule in _rules(flow):
         for c in _conds(rule.cond):

@@ -8,10 +8,10 @@ it is a global exit, checked with shortest paths.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
 from typing import Any, TypeAlias
 
 import attrs
@@ -109,43 +109,73 @@ def satisfiable(
     return assumed
 
 
+class Candidates:
+    """The rules that may match a turn of a sender calling a tool, in one order (the
+    evaluation order, or the file order), each list built once.
+
+    A rule that names no tool may match every turn of the senders it names (or of
+    anyone): those lists are built once per sender, and only the few rules that name
+    the turn's tool are merged into them, so a large flow is not filtered rule by rule
+    for every sender and tool.
+    """
+
+    def __init__(self, rules: Sequence[RuleSpec], speakers: int, order: Callable[[RuleSpec], int]):
+        self._order = order  # ``rules`` are sorted by it
+        self._general: list[RuleSpec] = []
+        self._by_sender: list[list[RuleSpec]] = [[] for _ in range(speakers)]
+        self._tooled: dict[int | None, list[RuleSpec]] = {}
+        for r in rules:
+            if r.tools is not None:
+                for t in r.tools:
+                    self._tooled.setdefault(t, []).append(r)
+            elif r.senders is None:
+                self._general.append(r)
+            else:
+                for sender in r.senders:
+                    if 0 <= sender < speakers:
+                        self._by_sender[sender].append(r)
+        self._base: dict[int, tuple[tuple[RuleSpec, ...], frozenset[int]]] = {}
+        self._found: dict[tuple[int, int | None], tuple[tuple[RuleSpec, ...], tuple[int, ...]]] = {}
+
+    def of(self, sender: int, tool: int | None) -> tuple[tuple[RuleSpec, ...], tuple[int, ...]]:
+        """The rules for a turn of ``sender`` calling ``tool``, and the keys they read (sorted)."""
+        key = (sender, tool)
+        found = self._found.get(key)
+        if found is None:
+            base = self._base.get(sender)
+            if base is None:
+                mine = self._by_sender[sender] if 0 <= sender < len(self._by_sender) else []
+                # two sorted runs: the sort merges them in one pass
+                rules = tuple(sorted(self._general + mine, key=self._order)) if mine else tuple(self._general)
+                base = self._base[sender] = (rules, frozenset(k for r in rules for k in r.reads))
+            extra = [r for r in self._tooled.get(tool, ()) if r.senders is None or sender in r.senders]
+            rules, reads = base
+            if extra:
+                rules = tuple(sorted((*rules, *extra), key=self._order))
+                reads = reads.union(*(r.reads for r in extra))
+            found = self._found[key] = (rules, tuple(sorted(reads)))
+        return found
+
+
 class Explorer:
     """Explores a :class:`System` breadth-first; see :func:`explore`."""
 
     def __init__(self, system: System):
         self.system = system
-        n = len(system.speakers)
-        general = [r for r in system.ordered if r.senders is None]
-        by_sender: list[list[RuleSpec]] = [[] for _ in range(n)]
-        for r in system.ordered:
-            if r.senders is not None:
-                for s in r.senders:
-                    if 0 <= s < n:
-                        by_sender[s].append(r)
-        self._general = general
-        self._by_sender = by_sender
-        self._candidates: dict[tuple[int, int], tuple[RuleSpec, ...]] = {}
-        self._reads: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._candidates = Candidates(system.ordered, len(system.speakers), attrgetter("rank"))
         self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]] = {}
 
     # one turn ----------------------------------------------------------------
 
     def candidates(self, sender: int, tool: int) -> tuple[RuleSpec, ...]:
         """The rules that may match a turn of ``sender`` calling ``tool``, in evaluation order."""
-        key = (sender, tool)
-        found = self._candidates.get(key)
-        if found is None:
-            merged = heapq.merge(self._general, self._by_sender[sender], key=lambda r: r.rank)
-            found = tuple(r for r in merged if r.tools is None or tool in r.tools)
-            self._candidates[key] = found
-            self._reads[key] = tuple(sorted({k for r in found for k in r.reads}))
-        return found
+        return self._candidates.of(sender, tool)[0]
 
     def route(self, sender: int, tool: int, val: Valuation, assumed: Assumed = ()) -> tuple[Outcome, ...]:
         """The rules' decision for a turn (no handoff or finish): every possible outcome."""
-        cands = self.candidates(sender, tool)
+        cands, reads = self._candidates.of(sender, tool)
         # the decision depends only on the keys the candidate rules read
-        key = (sender, tool, tuple(val[k] for k in self._reads[sender, tool]))
+        key = (sender, tool, tuple([val[k] for k in reads]))
         if not assumed:
             cached = self._outcomes.get(key)
             if cached is not None:
@@ -277,6 +307,12 @@ class StateSpace:
     #: rule file index (or DEFAULT) -> the node of the first turn (breadth-first, so the
     #: fewest turns) on which it fires
     first_fired: dict[int, int] = attrs.field(factory=dict)
+    #: per node: the turn that found it (from its ``parent``; None for the kickoff), which
+    #: is the first turn from the parent that leads to it
+    parent_step: list[Step | None] = attrs.field(factory=list)
+    #: per node: the last turn of the breadth-first path to it and the valuation after
+    #: it (see :func:`flowc.compiler.analysis.runs.run_along`), built on demand
+    tree_turns: dict[int, tuple[Any, Valuation]] = attrs.field(factory=dict, eq=False, repr=False)
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -295,6 +331,10 @@ class StateSpace:
 
     def step_between(self, u: int, v: int) -> Step:
         """The first turn (in exploration order) that leads from ``u`` to ``v``."""
+        if v and self.parent[v] == u and v < len(self.parent_step):
+            found = self.parent_step[v]
+            if found is not None:
+                return found  # the turn that found v is the first from u that leads there
         target = self.keys[v]
         for step in self.explorer.steps(self.keys[u]):
             if self.explorer.next_key(step) == target:
@@ -321,6 +361,7 @@ def explore(system: System, max_states: int) -> StateSpace:
     ids: dict[NodeKey, int] = {KICKOFF: 0}
     keys: list[NodeKey] = [KICKOFF]
     parent = [0]
+    parent_step: list[Step | None] = [None]
     dist = [0]
     edges: set[tuple[int, int]] = set()
     fired: set[int] = set()
@@ -361,6 +402,7 @@ def explore(system: System, max_states: int) -> StateSpace:
                 ids[nxt] = v
                 keys.append(nxt)
                 parent.append(u)
+                parent_step.append(step)
                 dist.append(dist[u] + 1)
                 if nxt[0] == "end":
                     ends.append(v)
@@ -384,4 +426,5 @@ def explore(system: System, max_states: int) -> StateSpace:
         bound=max_states,
         turns=turns,
         first_fired=first_fired,
+        parent_step=parent_step,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 import attrs
@@ -18,6 +19,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import (
     DEFAULT,
     KICKOFF,
+    Candidates,
     StateSpace,
     Step,
     evaluate,
@@ -31,7 +33,6 @@ from flowc.compiler.analysis.system import (
     RuleSpec,
     System,
     Valuation,
-    walk_condition,
 )
 from flowc.diagnostics import Code, Diagnostic
 from flowc.dsl import nodes as n
@@ -246,22 +247,13 @@ class Facts:
             for after in space.explorer.after(before, action):
                 yield speaker, action, after
 
-    def _file_order(self, speaker: int, tool: int | None) -> list[RuleSpec]:
+    def _file_order(self, speaker: int, tool: int | None) -> tuple[RuleSpec, ...]:
         """The rules that may match a turn of ``speaker`` calling ``tool``, in file order."""
-        key = (speaker, tool)
-        found = self._file_cands.get(key)
-        if found is None:
-            found = [
-                r
-                for r in self.system.rules
-                if (r.senders is None or speaker in r.senders) and (r.tools is None or tool in r.tools)
-            ]
-            self._file_cands[key] = found
-        return found
+        return self._file_cands.of(speaker, tool)[0]
 
     @cached_property
-    def _file_cands(self) -> dict[tuple[int, int | None], list[RuleSpec]]:
-        return {}
+    def _file_cands(self) -> Candidates:
+        return Candidates(self.system.rules, len(self.system.speakers), attrgetter("index"))
 
     def _traps(self, subjects: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
         """For each rule, the first explored turn (breadth-first) where it would fire in
@@ -353,6 +345,16 @@ class Facts:
         ``from a`` and ``from b`` (a turn has one sender), ``context.k == 1`` and
         ``context.k == 2`` (a key has one value), ``tool x`` and ``tool y``.
         """
+        cache = self._contradictions
+        if rule.index not in cache:
+            cache[rule.index] = self._contradiction(rule)
+        return cache[rule.index]
+
+    @cached_property
+    def _contradictions(self) -> dict[int, str | None]:
+        return {}
+
+    def _contradiction(self, rule: RuleSpec) -> str | None:
         if self._satisfiable_anywhere([rule.code]):
             return None
         parts = list(_conjuncts(rule.when, rule.code))
@@ -405,14 +407,38 @@ class Facts:
 
     def _cause(self, rule: RuleSpec) -> str | None:
         """The finding a dead rule follows from, if any."""
-        mentions = _mentions(rule.when)
-        if any(t in self.unknown_tools for t in mentions["tools"]):
-            return "W208"
-        if any(k in self.unset_keys for k in mentions["keys"]):
-            return "W209"
+        if self._unknown_tool_ids or self._unset_key_ids:
+            tools, keys = self._code_mentions(rule.code)
+            if tools & self._unknown_tool_ids:
+                return "W208"
+            if keys & self._unset_key_ids:
+                return "W209"
         if rule.senders and not (rule.senders & self.scheduled):
             return "W201"  # (no sender at all is a contradiction, reported as W203)
         return None
+
+    @cached_property
+    def _unknown_tool_ids(self) -> frozenset[int]:
+        unknown = self.unknown_tools
+        return frozenset(i for i, t in enumerate(self.system.tool_names) if t in unknown)
+
+    @cached_property
+    def _unset_key_ids(self) -> frozenset[int]:
+        unset = self.unset_keys
+        return frozenset(i for i, k in enumerate(self.system.keys) if k in unset)
+
+    def _code_mentions(self, code: CondCode) -> tuple[frozenset[int], frozenset[int]]:
+        """The tools and keys a compiled condition names anywhere in it (a custom call's
+        arguments are not looked into); equal conditions share one code, looked at once."""
+        found = self._mention_cache.get(id(code))
+        if found is None:
+            tools = frozenset(_code_names(code, "tool"))
+            found = self._mention_cache[id(code)] = (tools, frozenset(_code_reads(code)))
+        return found
+
+    @cached_property
+    def _mention_cache(self) -> dict[int, tuple[frozenset[int], frozenset[int]]]:
+        return {}
 
     def _first_matches(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
         """For each rule, the first explored turn (breadth-first) where its condition holds."""
@@ -580,18 +606,6 @@ class Facts:
         if self.traps:
             return self.lasso(self.traps[0])
         return run_along(self.space, [0])  # pragma: no cover - every run ends or loops
-
-
-def _mentions(cond: m.Condition) -> dict[str, set[str]]:
-    # no nested recursive function: its self-reference is a cycle, which a check run
-    # with the cycle collector paused would keep
-    out: dict[str, set[str]] = {"tools": set(), "keys": set()}
-    for c in walk_condition(cond):
-        if isinstance(c, m.ToolCalled):
-            out["tools"].add(c.tool_name)
-        elif isinstance(c, m.ContextEquals):
-            out["keys"].add(c.key)
-    return out
 
 
 def _conjuncts(cond: m.Condition, code: Any) -> Iterator[tuple[m.Condition, Any]]:

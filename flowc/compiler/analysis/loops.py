@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.diagnostics import W205, W206, listing
+from flowc.compiler.analysis.system import RuleSpec
+from flowc.diagnostics import W205, W206, listing_of
 from flowc.dsl.formatter import format_name
 
 
@@ -14,12 +15,10 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
     """W205: a context condition keeps routing into a loop nobody on it can leave."""
     system = facts.system
     seen: set[int] = set()
-    taken: dict[int, list[str]] = {}  # sticky rule -> the dead rules it takes, as notes
+    taken: dict[int, list[RuleSpec]] = {}  # sticky rule -> the dead rules it takes
     for d in facts.dead_rules:
         if d.shadowed and d.cause is None and d.taken_by is not None:
-            taken.setdefault(d.taken_by, []).append(
-                f"so {system.label(d.rule)} never fires"
-            )
+            taken.setdefault(d.taken_by, []).append(d.rule)
     for comp in facts.traps:
         found = facts.sticky(comp)
         if found is None:
@@ -41,7 +40,8 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
                 span=facts.rule_span(rule),
                 notes=(
                     f"a run that enters the loop: {run.render()}",
-                    *listing(taken.get(rule.index, []), more="more rules never fire for the same reason"),
+                    *listing_of(taken.get(rule.index, []), lambda r: f"so {system.label(r)} never fires",
+                                more="more rules never fire for the same reason"),
                 ),
                 help=f"put a `from` rule for the loop's speaker before this rule, or declare a tool that"
                 f" clears it (`tool done clears {name}`) on {members[0]}",

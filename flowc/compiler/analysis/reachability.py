@@ -10,7 +10,7 @@ from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210, reported_dead_rules
 from flowc.compiler.analysis.runs import run_along
 from flowc.compiler.analysis.system import walk_condition as _walk
-from flowc.diagnostics import W201, W210, W212, W213, listing
+from flowc.diagnostics import W201, W210, W212, W213, listing_of
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 
@@ -70,7 +70,7 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
         return
     first = folded[0].rule
     loop = facts.lasso(facts.traps[0]) if facts.traps else facts.sample_run
-    others = [system.label(d.rule) for d in folded]
+    others = listing_of(folded, lambda d: system.label(d.rule))
     yield Finding(
         facts.diag(
             W210,
@@ -79,7 +79,7 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
             json_path=first.json_path,
             notes=(
                 f"a run that never terminates: {loop.render()}",
-                "these conditions hold on no turn of any run: " + ", ".join(listing(others)),
+                "these conditions hold on no turn of any run: " + ", ".join(others),
             ),
             help="make the terminate condition reachable: declare the tool that sets its context key, or route on a tool",
         ),

@@ -8,6 +8,7 @@ which context writes, what custom conditions were assumed) and prints as
 from __future__ import annotations
 
 import itertools
+from functools import cached_property
 from typing import Any
 
 import attrs
@@ -34,6 +35,12 @@ class Turn:
     custom_choice: tuple[str | None] | None = None
     #: the rule (file index) that routed this turn; -1 default, -2 handoff, -3 finish
     fired: int = -1
+
+    @cached_property
+    def shown(self) -> str:
+        """The label as a run prints it (cut to a bounded length); a turn object is shared
+        by every run through it, so it is formatted once."""
+        return elide(self.label())
 
     def label(self) -> str:
         name = format_name(self.speaker)
@@ -72,11 +79,11 @@ class Run:
         if len(turns) > MAX_SHOWN_TURNS:
             half = MAX_SHOWN_TURNS // 2
             left_out = len(turns) - 2 * half
-            items = [elide(t.label()) for t in turns[:half]]
+            items = [t.shown for t in turns[:half]]
             items.append(f"({left_out:,} more turns)")
-            items += [elide(t.label()) for t in turns[-half:]]
+            items += [t.shown for t in turns[-half:]]
         else:
-            items = [elide(t.label()) for t in turns]
+            items = [t.shown for t in turns]
         if self.next is not None:
             items.append(format_name(self.next))
         elif self.reason is not None:
@@ -147,12 +154,30 @@ def run_along(
     """The run through the nodes of ``path`` (from node 0); ``final`` adds one more turn.
 
     ``chosen`` fixes the turn taken from ``path[i]`` (otherwise the first that leads on).
+
+    The turns of a breadth-first path (from node 0, along ``parent`` links, none chosen)
+    are made once per node and shared by every run through it
+    (:attr:`StateSpace.tree_turns`): thousands of findings on one flow share their
+    runs' beginnings.
     """
     system = space.system
     turns: list[Turn] = []
     val: Valuation | None = system.initial
+    parent, cache = space.parent, space.tree_turns
+    on_tree = bool(path) and path[0] == 0
     for i, (u, v) in enumerate(itertools.pairwise(path)):
-        step = (chosen or {}).get(i) or space.step_between(u, v)
+        step = chosen.get(i) if chosen else None
+        if on_tree and step is None and v and parent[v] == u:
+            # the same turn, from the same valuation, on every run down the tree
+            hit = cache.get(v)
+            if hit is None:
+                step = space.step_between(u, v)
+                hit = cache[v] = (_turn(system, space.speaker_of(u), val, step), step.after)
+            turns.append(hit[0])
+            val = hit[1]
+            continue
+        on_tree = False
+        step = step or space.step_between(u, v)
         turns.append(_turn(system, space.speaker_of(u), val, step))
         val = step.after
     last = path[-1]

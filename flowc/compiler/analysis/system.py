@@ -16,7 +16,7 @@ from typing import Any, TypeAlias, TypeVar
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.describe import condition_text, rule_label, target_text, transition_text
+from flowc.compiler.describe import Describer, condition_key, condition_text, rule_label
 from flowc.compiler.lower import CompiledFlow, RuleInfo
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.diagnostics import elide
@@ -121,6 +121,11 @@ class System:
         default=attrs.Factory(lambda self: {a: i for i, a in enumerate(self.speakers)}, takes_self=True),
     )
     _rule_texts: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
+    _labels: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
+    _describer: Describer = attrs.field(
+        init=False, eq=False, repr=False,
+        default=attrs.Factory(lambda self: Describer(self.id_names), takes_self=True),
+    )
 
     # display -------------------------------------------------------------
 
@@ -152,17 +157,17 @@ class System:
     # that findings quoting the same huge rule do not repeat all of it
 
     def describe_target(self, target: m.Target) -> str:
-        return elide(target_text(target, self.id_names))
+        return elide(self._describer.target(target))
 
     def describe_cond(self, cond: m.Condition) -> str:
-        return elide(condition_text(cond, self.id_names))
+        return elide(self._describer.condition(cond))
 
     def describe_rule(self, rule: RuleSpec) -> str:
         texts = self._rule_texts
         text = texts.get(rule.index)
         if text is None:
             when = m.Transition(rule.when, rule.then, rule.priority)
-            text = texts[rule.index] = elide(transition_text(when, self.id_names))
+            text = texts[rule.index] = elide(self._describer.transition(when))
         return text
 
     def line_of(self, rule: RuleSpec) -> int | None:
@@ -170,7 +175,13 @@ class System:
 
     def label(self, rule: RuleSpec, *, code: bool = True) -> str:
         """``rule 3, line 14 (`when from a then b`)``: the run's, log's and diagram's name."""
-        return rule_label(rule.index, self.line_of(rule), self.describe_rule(rule), code=code)
+        if not code:
+            return rule_label(rule.index, self.line_of(rule), self.describe_rule(rule), code=code)
+        text = self._labels.get(rule.index)
+        if text is None:
+            text = self._labels[rule.index] = rule_label(
+                rule.index, self.line_of(rule), self.describe_rule(rule), code=True)
+        return text
 
     def where(self, rule: RuleSpec) -> str:
         if rule.info is not None:
@@ -222,7 +233,13 @@ class _Builder:
         self.interned: dict[Any, Any] = {}
         keys: dict[str, list[Any]] = {}
         tools: dict[str, None] = {}
+        seen: set[Any] = set()
         for t in graph.transitions:
+            key = condition_key(t.when)
+            if key is not None:
+                if key in seen:
+                    continue  # the same condition again names nothing new
+                seen.add(key)
             for c in walk_condition(t.when):
                 if isinstance(c, m.ContextEquals):
                     lits = keys.setdefault(c.key, [])
@@ -284,8 +301,18 @@ class _Builder:
         order = sorted(range(len(self.graph.transitions)), key=lambda i: self.graph.transitions[i].priority)
         rank = {i: r for r, i in enumerate(order)}
         out = []
+        # a large flow repeats a few conditions: each is compiled once
+        compiled: dict[Any, tuple[CondCode, Any, Any, frozenset[int]]] = {}
         for i, t in enumerate(self.graph.transitions):
-            code = self.compile_cond(t.when)
+            key = condition_key(t.when)
+            found = compiled.get(key) if key is not None else None
+            if found is None:
+                code = self.compile_cond(t.when)
+                found = (code, self.shared(_senders(code)), self.shared(_tools(code)),
+                         self.shared(frozenset(_reads(code))))
+                if key is not None:
+                    compiled[key] = found
+            code, senders, tools, reads = found
             out.append(
                 RuleSpec(
                     index=i,
@@ -294,9 +321,9 @@ class _Builder:
                     then=t.then,
                     priority=t.priority,
                     code=code,
-                    senders=self.shared(_senders(code)),
-                    tools=self.shared(_tools(code)),
-                    reads=self.shared(frozenset(_reads(code))),
+                    senders=senders,
+                    tools=tools,
+                    reads=reads,
                     info=infos[i] if infos is not None else None,
                     json_path=None if infos is not None else f"transitions[{i}]",
                 )
