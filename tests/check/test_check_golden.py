@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from flowc.cli import main
+from flowc.compiler.registry import default_registry
 from tests.check.golden_flows import flow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +86,15 @@ def outputs(name: str) -> dict[str, str]:
 
 def _recorded() -> dict[str, dict[str, str]]:
     return dict(json.loads(GOLDEN.read_text(encoding="utf-8")))
+
+
+@pytest.fixture(autouse=True)
+def no_registered_customs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The digests were recorded with no custom condition or target registered (a JSON
+    graph's custom names are then E103); other test modules may register some on the
+    process-wide registry when they are imported."""
+    monkeypatch.setattr(default_registry(), "_conditions", {})
+    monkeypatch.setattr(default_registry(), "_targets", {})
 
 
 @pytest.mark.parametrize("name", list(inputs()))
