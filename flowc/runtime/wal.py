@@ -31,6 +31,7 @@ flowc.runtime.wal.LeaseError: run c1 is being written by another hub (hub-a, pid
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import sqlite3
@@ -45,6 +46,7 @@ from flowc.runtime.envelope import Envelope
 
 __all__ = [
     "LEASE_SECONDS",
+    "PAGE_SIZE",
     "Lease",
     "LeaseError",
     "MemoryStore",
@@ -53,6 +55,7 @@ __all__ = [
     "WalStore",
     "decode_rows",
     "describe_holder",
+    "encode_row",
     "holder_alive",
     "holder_id",
 ]
@@ -272,6 +275,9 @@ class MemoryStore:
         pass
 
 
+#: the page size of a new SQLite file (see :class:`SqliteStore`)
+PAGE_SIZE = 1024
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS wal (
     seq         INTEGER PRIMARY KEY,
@@ -298,6 +304,54 @@ _INSERT_FENCED = (
     "SELECT ?, ?, ?, ?, ? "
     "WHERE EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND expires_at > ?)"
 )
+
+
+#: sorted keys, as :meth:`Envelope.to_json`; one encoder for every row
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
+def encode_row(envelope: Envelope) -> str:
+    """The JSON a SQLite row keeps for ``envelope``: :meth:`Envelope.to_json` without the
+    optional fields that hold their default (``null``, priority ``normal``, depth ``0``).
+
+    A row is written before each delivery, so its size is paid on every turn: a plain
+    text turn is ~40 % shorter this way. :meth:`Envelope.from_json` (ours and AG2's) gives
+    the omitted fields their defaults, so the row reads back as the same envelope, and rows
+    written in full by earlier versions read as before.
+
+    >>> from flowc.runtime.envelope import EV_TEXT
+    >>> env = Envelope("c1", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e1")
+    >>> encode_row(env)
+    '{"audience": null, "channel_id": "c1", "created_at": "", "envelope_id": "e1", \
+"event_data": {"text": "hi"}, "event_type": "ag2.msg.text", "sender_id": "a"}'
+    >>> Envelope.from_json(encode_row(env)) == env
+    True
+    """
+    row: dict[str, Any] = {
+        # the fields without a default are always written (AG2's envelope needs them)
+        "channel_id": envelope.channel_id,
+        "sender_id": envelope.sender_id,
+        "audience": None if envelope.audience is None else list(envelope.audience),
+        "event_type": envelope.event_type,
+        "event_data": envelope.event_data,
+        "envelope_id": envelope.envelope_id,
+        "created_at": envelope.created_at,
+    }
+    if envelope.task_id is not None:
+        row["task_id"] = envelope.task_id
+    if envelope.causation_id is not None:
+        row["causation_id"] = envelope.causation_id
+    if envelope.trace_id is not None:
+        row["trace_id"] = envelope.trace_id
+    if envelope.priority != "normal":
+        row["priority"] = envelope.priority
+    if envelope.depth != 0:
+        row["depth"] = envelope.depth
+    if envelope.idempotency_key is not None:
+        row["idempotency_key"] = envelope.idempotency_key
+    if envelope.ttl_seconds is not None:
+        row["ttl_seconds"] = envelope.ttl_seconds
+    return _ENCODE(row)
 
 
 def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[Envelope]:
@@ -354,10 +408,15 @@ class SqliteStore:
         except sqlite3.Error as err:
             raise WalError(f"{self.path}: cannot open the run database ({err})") from None
         try:
+            # a new file gets 1 KiB pages (an existing one keeps its own): each commit
+            # writes the pages it changed in full to the -wal file, one row and two index
+            # entries, so 4 KiB pages wrote ~4x the bytes (and the close checkpointed
+            # ~36 MB after a 2,400-turn run instead of ~10 MB)
+            self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
-            # checkpoint the -wal file every ~40 MB instead of every 4 MB: far fewer
-            # stalls on a long run, still bounded
+            # checkpoint the -wal file every 10,000 pages (10 MiB at 1 KiB) instead of
+            # every 1,000: fewer stalls on a long run, still bounded
             self._db.execute("PRAGMA wal_autocheckpoint=10000")
             self._db.executescript(_SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(wal)")}
@@ -406,11 +465,11 @@ class SqliteStore:
         try:
             if lease is None:
                 self._db.execute(_INSERT, (envelope.channel_id, envelope.envelope_id,
-                                           envelope.event_type, envelope.to_json(), follows))
+                                           envelope.event_type, encode_row(envelope), follows))
                 return
             cur = self._db.execute(_INSERT_FENCED, (
                 envelope.channel_id, envelope.envelope_id, envelope.event_type,
-                envelope.to_json(), follows, envelope.channel_id, lease.token, time.time()))
+                encode_row(envelope), follows, envelope.channel_id, lease.token, time.time()))
         except sqlite3.IntegrityError:
             raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
         except sqlite3.Error as err:
