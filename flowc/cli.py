@@ -85,12 +85,12 @@ def handlers(modules: Sequence[ModuleType]) -> dict[str, Handler]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flowc`` command; returns the exit code."""
-    from flowc.commands.console import EXIT_USAGE, UsageError
-
     arguments = list(sys.argv[1:] if argv is None else argv)
     modules = [importlib.import_module(name) for name in wanted_modules(arguments)]
     parser = build_parser(modules)
-    args, extra = parser.parse_known_args(arguments)
+    args, extra = parser.parse_known_args(arguments)  # `--version` ends here
+    from flowc.commands.console import EXIT_USAGE, UsageError
+
     if extra:  # a mistake in a subcommand's options: that subcommand's usage, not flowc's
         (_subparser(parser, args.command) or parser).error(
             f"unrecognized arguments: {' '.join(extra)}")
@@ -124,8 +124,10 @@ def _stdout_closed() -> int:
 
 def run() -> None:
     """The ``flowc`` program: :func:`main`, with flowc's attrs classes compiled through
-    the start-up cache (:mod:`flowc.startup`)."""
-    startup.install()
+    the start-up cache (:mod:`flowc.startup`) when it loads a command (``--version``
+    loads none, so it reads no cache and imports no attrs)."""
+    if wanted_modules(sys.argv[1:]):
+        startup.install()
     code = main()
     startup.save()
     # The process ends here: the objects a command made (e.g. a 2,400-turn run's

@@ -80,3 +80,26 @@ def test_no_cache_is_written_when_python_writes_no_bytecode(tmp_path: Path) -> N
     cache = tmp_path / "attrs-methods.marshal"
     assert probe(cache, write=False)["hash"]
     assert not cache.exists()
+
+
+VERSION = """
+import json, sys
+from flowc import cli, startup
+sys.argv = ["flowc", "--version"]
+try:
+    cli.run()
+except SystemExit as stop:
+    code = stop.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("attr", "attrs", "cattrs")
+                or m.startswith(("flowc.commands", "flowc.runtime", "flowc.dsl")))
+print(json.dumps({"code": code, "loaded": loaded, "cache_read": startup._path is not None}))
+"""
+
+
+def test_version_reads_no_cache_and_loads_no_command() -> None:
+    done = subprocess.run([sys.executable, "-c", VERSION], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("flowc 0.1.0\n")
+    result = json.loads(done.stdout.splitlines()[1])
+    assert result == {"code": 0, "loaded": [], "cache_read": False}
