@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from flowc.commands.config import add_plugin_option, setup_plugins
+from flowc.commands.config import setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -27,6 +27,14 @@ from flowc.commands.console import (
     print_diagnostics,
     read_source,
     report_unimplemented,
+)
+from flowc.commands.run_options import (
+    DEFAULT_DB,
+    STORES,
+    agents_option,
+    flow_argument,
+    script_option,
+    store_options,
 )
 from flowc.commands.run_output import RunPrinter, format_turns, isatty, terminal_asker
 from flowc.compiler.serde import canonical_json
@@ -43,7 +51,6 @@ from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import transcript, turn_json
 from flowc.runtime.wal import WalError, WalStore, describe_holder
 
-DEFAULT_DB = ".flowc/runs.db"
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
 EXIT_INTERRUPTED = 130
 
@@ -579,19 +586,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "turn is written to a write-ahead log (a SQLite file, or a PostgreSQL "
                     "database). Exit 0 when the run closes, 1 when it stalls or the input "
                     "has errors.")
-    p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
-    p.add_argument("--script", metavar="SCRIPT",
-                   help="who says what (JSON or YAML); a human with no scripted turn left is "
-                        "asked at the terminal when stdin is one, otherwise the run stalls "
-                        "on them (stalled_on)")
-    p.add_argument("--agents", metavar="MODULE.py",
-                   help="a Python file mapping speaker names to agents (AGENTS = {...}); "
-                        "without --script, humans answer on stdin")
+    flow_argument(p)
+    script_option(p, "who says what (JSON or YAML); a human with no scripted turn left is "
+                     "asked at the terminal when stdin is one, otherwise the run stalls on "
+                     "them (stalled_on)")
+    agents_option(p, "without --script, humans answer on stdin")
     _output_options(p)
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
-                   help=f"the WAL: a SQLite file (default {DEFAULT_DB}), a PostgreSQL "
-                        "database (postgresql://...), or :memory: for none")
-    add_plugin_option(p)
+    store_options(p, f"the WAL: a SQLite file (default {DEFAULT_DB}), a PostgreSQL database "
+                     "(postgresql://...), or :memory: for none")
 
     p = sub.add_parser(
         "resume", help="continue a stalled or interrupted run from its WAL",
@@ -601,16 +603,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "turns already taken are skipped), and/or agents for its speakers. "
                     "Exit 0 when the run closes, 1 when it stalls again.")
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
-    p.add_argument("--script", metavar="SCRIPT",
-                   help="the run's script (JSON or YAML); turns already taken are skipped; "
-                        "humans with no scripted turn left as for `flowc run`")
-    p.add_argument("--agents", metavar="MODULE.py",
-                   help="a Python file mapping speaker names to agents (AGENTS = {...})")
+    script_option(p, "the run's script (JSON or YAML); turns already taken are skipped; "
+                     "humans with no scripted turn left as for `flowc run`")
+    agents_option(p)
     _output_options(p)
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
-                   help=f"the WAL holding the run: a SQLite file (default {DEFAULT_DB}) or "
-                        "a PostgreSQL database (postgresql://...)")
-    add_plugin_option(p)
+    store_options(p, f"the WAL holding the run: {STORES}")
 
     p = sub.add_parser(
         "log", help="list past runs, or print one run's transcript",
@@ -623,9 +620,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     how.add_argument("--jsonl", action="store_true",
                      help="one JSON object per line: per run, or the run's start, each turn "
                           "and its end (as `flowc run --jsonl`)")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
-                   help=f"the WAL to read: a SQLite file (default {DEFAULT_DB}) or a "
-                        "PostgreSQL database (postgresql://...)")
+    store_options(p, f"the WAL to read: {STORES}", plugin=False)
 
     p = sub.add_parser(
         "replay", help="re-fold a stored run and check it reaches the same state",
@@ -633,10 +628,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "routing, the close reason and the final state match what was recorded. "
                     "Exit 0 when they match, 1 when they diverge (the first difference is shown).")
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH|URL",
-                   help=f"the WAL to read: a SQLite file (default {DEFAULT_DB}) or a "
-                        "PostgreSQL database (postgresql://...)")
-    add_plugin_option(p)
+    store_options(p, f"the WAL to read: {STORES}")
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:

@@ -18,12 +18,19 @@ from typing import Any
 
 from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
+from flowc.commands.run_options import (
+    DEFAULT_DB,
+    agents_option,
+    flow_argument,
+    script_option,
+    store_options,
+)
 from flowc.inputs import DataError
 from flowc.runtime.script import ScriptError
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.wal import WalError, WalStore
 
-DEFAULT_DB = ".flowc/runs.db"
+SHARED_DB = f"the shared run database (default {DEFAULT_DB})"
 
 
 def _open(db: str) -> WalStore:
@@ -142,15 +149,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "run's opening and its script are written, and a `flowc worker` serving "
                     "the database claims the run and runs it. The script is checked against "
                     "the flow first (exit 1, nothing written).")
-    p.add_argument("flow", help="a .flow file, or JSON holding a graph or knobs dict")
-    p.add_argument("--script", metavar="SCRIPT",
-                   help="who says what (JSON or YAML), stored with the run; speakers it "
-                        "does not cover are taken by the workers' --agents")
+    flow_argument(p)
+    script_option(p, "who says what (JSON or YAML), stored with the run; speakers it does "
+                     "not cover are taken by the workers' --agents")
     p.add_argument("--count", type=int, default=1, metavar="N",
                    help="open N runs of the same flow and script (default 1)")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="URL",
-                   help=f"the shared run database (default {DEFAULT_DB})")
-    add_plugin_option(p)
+    store_options(p, SHARED_DB, metavar="URL")
 
     p = sub.add_parser(
         "worker", help="run the open runs of a shared run database, with other workers",
@@ -159,11 +163,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "each run is held by one worker at a time (a lease, renewed while it "
                     "runs); a run whose worker died is taken over from its write-ahead log. "
                     "Stops on SIGTERM or Ctrl-C, giving its runs back.")
-    p.add_argument("--db", default=DEFAULT_DB, metavar="URL",
-                   help=f"the shared run database (default {DEFAULT_DB})")
-    p.add_argument("--agents", metavar="MODULE.py",
-                   help="a Python file mapping speaker names to agents (AGENTS = {...}); "
-                        "other speakers follow each run's script")
+    store_options(p, SHARED_DB, metavar="URL", plugin=False)
+    agents_option(p, "other speakers follow each run's script")
     p.add_argument("--concurrency", type=int, default=8, metavar="N",
                    help="hold at most N runs at once (default 8)")
     p.add_argument("--quiet", action="store_true",

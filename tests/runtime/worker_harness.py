@@ -60,12 +60,12 @@ def write_inputs(folder: Path, max_turns: int = 30) -> list[tuple[Path, Path]]:
 
 
 def flowc(*args: str, lease_seconds: float | None = None, stdout: Any = subprocess.PIPE,
-          ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+          env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     if lease_seconds is not None:
-        env["FLOWC_LEASE_SECONDS"] = str(lease_seconds)
+        full["FLOWC_LEASE_SECONDS"] = str(lease_seconds)
     return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=stdout,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+                            stderr=subprocess.PIPE, env=full, cwd=ROOT)
 
 
 def submit(db: str, flow: Path, script: Path, count: int) -> list[str]:
@@ -78,10 +78,19 @@ def submit(db: str, flow: Path, script: Path, count: int) -> list[str]:
     return ids
 
 
-def start_worker(db: str, log: Path, *extra: str, lease_seconds: float = 2.0
-                 ) -> subprocess.Popen[bytes]:
+def start_worker(db: str, log: Path, *extra: str, lease_seconds: float = 2.0,
+                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     return flowc("worker", "--db", db, *extra, lease_seconds=lease_seconds,
-                 stdout=log.open("wb"))
+                 stdout=log.open("wb"), env=env)
+
+
+def holding_at(turn: int, gate: Path | None = None) -> dict[str, str]:
+    """The environment of a worker whose counting agents hold their run at ``turn`` (see
+    worker_agents.py) until ``gate`` exists (for ever without one)."""
+    env = {"FLOWC_TEST_HOLD_AT": str(turn)}
+    if gate is not None:
+        env["FLOWC_TEST_GATE"] = str(gate)
+    return env
 
 
 def stop_worker(proc: subprocess.Popen[bytes]) -> str:
@@ -269,17 +278,25 @@ def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
                             lease_seconds: float = 1.0) -> None:
     """Worker A runs a long run and is paused (``pause(proc)``: SIGSTOP) past its lease;
     worker B takes the run over and finishes it; A, continued, has its writes refused,
-    drops the run and serves on. The WAL is one writer's at a time throughout."""
-    turns_total = 300
+    drops the run and serves on. The WAL is one writer's at a time throughout.
+
+    A cannot finish the run before it is paused, however slowly this test is scheduled:
+    its agents hold the run ten turns before the end until a gate file exists, and the
+    gate is made only once A is paused."""
+    turns_total, hold = 300, 290
     cid = agent_run(db, folder, turns_total)
     log_a, log_b = folder / "a.log", folder / "b.log"
-    a = start_worker(db, log_a, "--agents", str(AGENTS), lease_seconds=lease_seconds)
+    gate = folder / "gate"
+    a = start_worker(db, log_a, "--agents", str(AGENTS), lease_seconds=lease_seconds,
+                     env=holding_at(hold, gate))
     store = open_db(db)
     b = None
     try:
         wait_until(lambda: len(counted_turns(store, cid)) >= 30, 60, "worker A's turns", [a])
         pause(a)
         paused_at = len(counted_turns(store, cid))
+        assert paused_at <= hold
+        gate.touch()
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=lease_seconds)
         wait_until(lambda: cid in events(log_b, "closed"), 60, "worker B to finish the run",
                    [b])
@@ -311,19 +328,30 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, lease_row: Any) -> 
     """A live worker's run is left alone by another; SIGTERM makes the first give it back
     at once (exit 0; ``lease_row(run_id)`` reads the store's lease row as it is: holder,
     and whether it has not expired, whether the holder lives or not) and the second
-    finishes it."""
-    cid = agent_run(db, folder, 400)
+    finishes it.
+
+    Worker A's agents hold the run at turn 10 for ever (it cannot finish by itself, so
+    every check below sees it open and A's), and A runs one run at a time, so the
+    newer run B claims shows that B looked at A's run and left it."""
+    turns_total, hold = 400, 10
+    cid = agent_run(db, folder, turns_total)
     log_a, log_b = folder / "a.log", folder / "b.log"
-    a = start_worker(db, log_a, "--agents", str(AGENTS), lease_seconds=30)
+    a = start_worker(db, log_a, "--agents", str(AGENTS), "--concurrency", "1",
+                     lease_seconds=30, env=holding_at(hold))
     store = open_db(db)
     b = None
     try:
-        wait_until(lambda: len(counted_turns(store, cid)) >= 10, 60, "worker A's turns", [a])
+        wait_until(lambda: len(counted_turns(store, cid)) >= hold, 60,
+                   "worker A to hold the run", [a])
+        newer = agent_run(db, folder, 12)
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=30)
-        wait_until(lambda: log_b.exists() and "serving" in log_b.read_text(), 30,
-                   "worker B to start", [b])
-        time.sleep(1.0)
+        # B looks at the runs oldest first: by the time it claims the newer run it has
+        # passed A's over
+        wait_until(lambda: newer in events(log_b, "closed"), 60, "worker B's first run",
+                   [a, b])
         assert cid not in events(log_b, "claimed")  # A's live lease is respected
+        assert newer not in events(log_a, "claimed")
+        assert len(counted_turns(store, cid)) == hold  # A holds it, mid-turn
         # `flowc log` shows who runs it
         shown = flowc("log", "--db", db)
         out, err = shown.communicate(timeout=60)
@@ -337,9 +365,11 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, lease_row: Any) -> 
         holder, unexpired = lease_row(cid)
         assert not unexpired or f":{a.pid}:" not in holder, "A did not release its lease"
         # a 30 s lease, yet B goes on at once: A released it
-        wait_until(lambda: closed_count(store, [cid]) == 1, 20, "worker B to finish", [b])
+        wait_until(lambda: cid in events(log_b, "claimed"), 20, "worker B to take the run",
+                   [b])
         assert time.monotonic() - stopped < 20
-        assert_counted(store, cid, 400)
+        wait_until(lambda: closed_count(store, [cid]) == 1, 60, "worker B to finish", [b])
+        assert_counted(store, cid, turns_total)
         stop_worker(b)
     finally:
         for proc in (a, b):

@@ -1,0 +1,45 @@
+"""The options the commands that run flows share (`flowc run`, `resume`, `log`, `replay`,
+`submit`, `worker`): each is defined once here, so their default and wording cannot drift
+apart from one command to the next. Only argparse is imported: `flowc submit` and
+`flowc worker` do not pay for the run commands' imports to register them."""
+
+from __future__ import annotations
+
+import argparse
+
+from flowc.commands.config import add_plugin_option
+
+#: the run store every run command uses when --db is not given
+DEFAULT_DB = ".flowc/runs.db"
+
+#: the stores a --db names (where the default is a SQLite file)
+STORES = f"a SQLite file (default {DEFAULT_DB}) or a PostgreSQL database (postgresql://...)"
+
+AGENTS = "a Python file mapping speaker names to agents (AGENTS = {...})"
+
+FLOW = "a .flow file, or JSON holding a graph or knobs dict"
+
+
+def flow_argument(parser: argparse.ArgumentParser) -> None:
+    """The FLOW to run (positional)."""
+    parser.add_argument("flow", help=FLOW)
+
+
+def script_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--script SCRIPT``: who says what; ``help`` says what this command does with it."""
+    parser.add_argument("--script", metavar="SCRIPT", help=help)
+
+
+def agents_option(parser: argparse.ArgumentParser, more: str = "") -> None:
+    """``--agents MODULE.py``; ``more`` follows the common help after a semicolon."""
+    parser.add_argument("--agents", metavar="MODULE.py",
+                        help=AGENTS + (f"; {more}" if more else ""))
+
+
+def store_options(parser: argparse.ArgumentParser, db_help: str, *, metavar: str = "PATH|URL",
+                  plugin: bool = True) -> None:
+    """``--db`` (default :data:`DEFAULT_DB`; ``db_help`` whole) then, unless ``plugin`` is
+    false, ``--plugin``."""
+    parser.add_argument("--db", default=DEFAULT_DB, metavar=metavar, help=db_help)
+    if plugin:
+        add_plugin_option(parser)
