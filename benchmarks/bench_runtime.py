@@ -72,6 +72,23 @@ def timed(fn: Callable[[int], None], budget: float, start: int = 1000, repeat: i
     return n / best
 
 
+def fold_loop(fold: Callable[[Any, Any], Any], initial: Any, envs: list[Any]
+              ) -> Callable[[int], None]:
+    """What (a) and (d) time: ``n`` folds of ``envs`` in turn, from ``initial`` again at
+    the start of each pass (the run restarted)."""
+    k = len(envs)
+
+    def run(n: int) -> None:
+        state = initial
+        for i in range(n):
+            j = i % k
+            if j == 0:
+                state = initial
+            state = fold(envs[j], state)
+
+    return run
+
+
 def packet_data() -> dict[str, Any]:
     return {"routing": {"kind": "text"}, "context_updates": {"set": {}, "delete": []}, "body": "x"}
 
@@ -86,18 +103,7 @@ def ours_folds(size: int, budget: float) -> float:
     data = packet_data()
     envs = [Envelope("c", s, None, EV_PACKET, data, envelope_id=f"e{i}")
             for i, s in enumerate(names[:-1])]
-    fold = adapter.fold
-    k = len(envs)
-
-    def run(n: int) -> None:
-        state = initial
-        for i in range(n):
-            j = i % k
-            if j == 0:
-                state = initial
-            state = fold(envs[j], state)
-
-    return timed(run, budget)
+    return timed(fold_loop(adapter.fold, initial, envs), budget)
 
 
 def ag2_folds(size: int, budget: float) -> float | None:
@@ -113,17 +119,7 @@ def ag2_folds(size: int, budget: float) -> float | None:
                             creator_id=names[0], graph_data=chain(size))
     envs = [AG2Envelope("c", s, None, EV_PACKET, packet_data(), envelope_id=f"e{i}")
             for i, s in enumerate(names[:-1])]
-    k = len(envs)
-
-    def run(n: int) -> None:
-        state = initial
-        for i in range(n):
-            j = i % k
-            if j == 0:
-                state = initial
-            state = adapter.fold(envs[j], state)
-
-    return timed(run, budget, start=4)
+    return timed(fold_loop(adapter.fold, initial, envs), budget, start=4)
 
 
 RR3 = {"initial_speaker": "a", "max_turns": 10_000_000,
@@ -132,12 +128,19 @@ RR3 = {"initial_speaker": "a", "max_turns": 10_000_000,
        "default_target": {"name": "terminate", "args": {"reason": "round_robin_complete"}}}
 
 
-async def ours_hub(turns: int, store: Any) -> float:
+async def round_robin_of_humans(store: Any) -> tuple[Hub, dict[str, Any], str]:
+    """A hub on ``store`` with the humans a, b, c, and the id of their round-robin run
+    (what (b) and (c) send turns to)."""
     hub = await Hub.open(store)
     users = {n: hub.register_human(n, buffer=False) for n in "abc"}
     ch = await users["a"].open("workflow", target=["b", "c"], knobs={"graph": RR3},
                                expectations=())
-    cid, channel = ch.channel_id, hub.channel(ch.channel_id)
+    return hub, users, ch.channel_id
+
+
+async def ours_hub(turns: int, store: Any) -> float:
+    hub, users, cid = await round_robin_of_humans(store)
+    channel = hub.channel(cid)
     order = "abc"
     t0 = time.perf_counter()
     for i in range(turns):
@@ -202,11 +205,7 @@ def _rss_kib() -> int:
 
 
 async def long_run(turns: int, slice_: int, db: Path) -> list[tuple[float, int]]:
-    hub = await Hub.open(SqliteStore(db))
-    users = {n: hub.register_human(n, buffer=False) for n in "abc"}
-    ch = await users["a"].open("workflow", target=["b", "c"], knobs={"graph": RR3},
-                               expectations=())
-    cid = ch.channel_id
+    hub, users, cid = await round_robin_of_humans(SqliteStore(db))
     out = []
     t0 = time.perf_counter()
     for i in range(turns):
@@ -304,17 +303,7 @@ def kind_folds(kind: str, size: int, budget: float) -> tuple[float, list[str]]:
     for env in envs:
         state = fold(env, state)
         chosen.append(str(state.expected_next_speaker))
-    k = len(envs)
-
-    def run(n: int) -> None:
-        state = initial
-        for i in range(n):
-            j = i % k
-            if j == 0:
-                state = initial
-            state = fold(envs[j], state)
-
-    return timed(run, budget), chosen
+    return timed(fold_loop(fold, initial, envs), budget), chosen
 
 
 def rule_kinds(budget: float) -> bool:

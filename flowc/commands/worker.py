@@ -117,14 +117,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     worker = Worker(store, agents=agents, concurrency=args.concurrency,
                     notifier=_notifier(args.db), on_event=event)
-    print(f"worker {worker.tag} (pid {worker.holder.split(':')[1]}) "
-          f"serving {db_name(args.db)}",
-          flush=True)
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.stop)
+        # said once SIGTERM and Ctrl-C stop it cleanly: whoever waits for this line may
+        # stop the worker at once
+        print(f"worker {worker.tag} (pid {worker.holder.split(':')[1]}) "
+              f"serving {db_name(args.db)}", flush=True)
         await worker.serve()
 
     try:

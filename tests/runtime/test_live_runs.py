@@ -18,7 +18,9 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,11 +142,43 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def review(files: Path, *more: str, script: str = "kick.json", db: str = "runs.db") -> list[str]:
+    """``flowc run`` of the review flow with the agents above; ``db`` is a file in
+    ``files`` (or ``:memory:``); ``more``: output options."""
+    return ["run", str(files / "review.flow"), "--agents", str(files / "agents.py"),
+            "--script", str(files / script), "--db",
+            db if db == ":memory:" else str(files / db), *more]
+
+
+def released_by(release: Path, **more: Path) -> dict[str, str]:
+    """The environment of a run whose reviewer answers once ``release`` exists (and tells,
+    with ``WAITING_FILE=``, when it has begun to wait)."""
+    return {"RELEASE_FILE": str(release), **{k: str(v) for k, v in more.items()}}
+
+
+def piped(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """``python -m flowc ARGS`` away from a terminal: stdout and stderr are pipes."""
+    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            cwd=ROOT, env={**os.environ, **env})
+
+
+def interrupt(proc: subprocess.Popen[str], when: Callable[[], None]) -> tuple[str, str]:
+    """SIGINT ``proc`` once ``when()`` returns (it waits for the moment); its stdout and
+    stderr. The process is killed if anything fails on the way."""
+    try:
+        when()
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_turns_appear_on_the_terminal_as_they_are_accepted(files: Path) -> None:
     release = files / "release"
-    term = Terminal(["run", str(files / "review.flow"), "--agents", str(files / "agents.py"),
-                     "--script", str(files / "kick.json"), "--db", str(files / "runs.db")],
-                    env={"RELEASE_FILE": str(release)})
+    term = Terminal(review(files), env=released_by(release))
     try:
         # the reviewer is still thinking: the first two turns are already on the screen
         shown = term.read_until("→ reviewer  (rule 3, line 9: when from drafter then reviewer)")
@@ -171,9 +205,7 @@ def test_turns_appear_on_the_terminal_as_they_are_accepted(files: Path) -> None:
 def test_ctrl_c_at_a_human_prompt_stops_at_once_and_the_run_can_be_resumed(files: Path) -> None:
     (files / "release").touch()
     db = files / "runs.db"
-    term = Terminal(["run", str(files / "review.flow"), "--agents", str(files / "agents.py"),
-                     "--script", str(files / "kick.json"), "--db", str(db)],
-                    env={"RELEASE_FILE": str(files / "release")})
+    term = Terminal(review(files), env=released_by(files / "release"))
     try:
         # no scripted turn left for the user and stdin is a terminal: the user is asked
         term.read_until("user> ")
@@ -209,7 +241,7 @@ def test_ctrl_c_at_a_human_prompt_stops_at_once_and_the_run_can_be_resumed(files
         [sys.executable, "-m", "flowc", "resume", run_id, "--db", str(db), "--agents",
          str(files / "agents.py"), "--script", str(files / "more.json"), "--json"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
-        env={**os.environ, "RELEASE_FILE": str(files / "release")})
+        env={**os.environ, **released_by(files / "release")})
     assert resumed.returncode == 0, resumed.stderr
     doc = json.loads(resumed.stdout)
     assert [t["speaker"] for t in doc["turns"]] == ["user", "drafter", "reviewer", "user",
@@ -220,9 +252,7 @@ def test_ctrl_c_at_a_human_prompt_stops_at_once_and_the_run_can_be_resumed(files
 
 def test_ctrl_c_with_json_prints_the_turns_so_far_as_one_document(files: Path) -> None:
     (files / "release").touch()
-    term = Terminal(["run", str(files / "review.flow"), "--agents", str(files / "agents.py"),
-                     "--script", str(files / "kick.json"), "--db", str(files / "runs.db"),
-                     "--json"], env={"RELEASE_FILE": str(files / "release")})
+    term = Terminal(review(files, "--json"), env=released_by(files / "release"))
     try:
         term.read_until("user> ")
         term.type(b"\x03")
@@ -239,11 +269,18 @@ def test_ctrl_c_with_json_prints_the_turns_so_far_as_one_document(files: Path) -
     assert doc["turns"][2]["rule"] == 4 and doc["turns"][2]["tool_calls"] == []
 
 
+#: b's last turn waits for RELEASE_FILE: the run cannot end before the test lets it
 SLOW = """
-import asyncio
+import asyncio, os
+
+said = 0
 
 async def b(turn):
+    global said
+    said += 1
     await asyncio.sleep(0.04)
+    while said == 20 and not os.path.exists(os.environ["RELEASE_FILE"]):
+        await asyncio.sleep(0.02)
     return "b says " + turn.text
 
 AGENTS = {"b": b}
@@ -261,11 +298,16 @@ def slow_run(tmp_path: Path) -> list[str]:
             "--agents", str(tmp_path / "slow.py"), "--db", ":memory:", "--json"]
 
 
-def test_a_long_run_shows_its_progress_on_a_terminal(slow_run: list[str]) -> None:
-    term = Terminal(slow_run)
+def test_a_long_run_shows_its_progress_on_a_terminal(slow_run: list[str],
+                                                    tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    term = Terminal(slow_run, env=released_by(release))
     try:
-        term.read_until("turns/s")  # the status line, while the run goes on
+        # the status line, while the run goes on: it cannot end before the release,
+        # however late this test reads the terminal
+        term.read_until("turns/s")
         assert term.proc.poll() is None
+        release.touch()
         assert term.finish() == 0
     finally:
         term.close()
@@ -275,9 +317,11 @@ def test_a_long_run_shows_its_progress_on_a_terminal(slow_run: list[str]) -> Non
     assert doc["turn_count"] == 60
 
 
-def test_no_progress_and_no_prompt_when_piped(slow_run: list[str]) -> None:
+def test_no_progress_and_no_prompt_when_piped(slow_run: list[str], tmp_path: Path) -> None:
+    (tmp_path / "release").touch()
     proc = subprocess.run([sys.executable, "-m", "flowc", *slow_run], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
+                          text=True, timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **released_by(tmp_path / "release")})
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert json.loads(proc.stdout)["turn_count"] == 60
@@ -287,11 +331,7 @@ def test_jsonl_writes_each_turn_as_it_happens(files: Path) -> None:
     release = files / "release"
     (files / "s.json").write_text(json.dumps({"kickoff": "Write on HTTPS",
                                               "script": {"user": ["Shorter, please"]}}))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flowc", "run", str(files / "review.flow"), "--agents",
-         str(files / "agents.py"), "--script", str(files / "s.json"), "--db", ":memory:",
-         "--jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        text=True, cwd=ROOT, env={**os.environ, "RELEASE_FILE": str(release)})
+    proc = piped(review(files, "--jsonl", script="s.json", db=":memory:"), released_by(release))
     try:
         assert proc.stdout is not None
         start = json.loads(proc.stdout.readline())
@@ -359,43 +399,28 @@ def test_a_mistake_in_log_options_prints_logs_own_usage(files: Path) -> None:
 
 def test_sigint_outside_a_terminal_also_leaves_the_run_open(files: Path) -> None:
     # an interrupt from elsewhere (kill -INT) while an agent thinks: same as Ctrl-C
-    db = files / "runs.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flowc", "run", str(files / "review.flow"), "--agents",
-         str(files / "agents.py"), "--script", str(files / "kick.json"), "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        cwd=ROOT, env={**os.environ, "RELEASE_FILE": str(files / "never")})
-    try:
+    proc = piped(review(files), released_by(files / "never"))
+
+    def reviewer_asked() -> None:
         assert proc.stdout is not None
         while "→ reviewer" not in proc.stdout.readline():
             pass
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    out, err = interrupt(proc, reviewer_asked)
     assert proc.returncode == 130, err
     assert "interrupted: after 2 turns, reviewer to speak next" in out
     assert " is open; continue it with `flowc resume wf-" in err
 
 
 def test_an_interrupted_jsonl_run_ends_with_an_interrupted_end_line(files: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flowc", "run", str(files / "review.flow"), "--agents",
-         str(files / "agents.py"), "--script", str(files / "kick.json"), "--db",
-         str(files / "runs.db"), "--jsonl"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        cwd=ROOT, env={**os.environ, "RELEASE_FILE": str(files / "never")})
-    try:
+    proc = piped(review(files, "--jsonl"), released_by(files / "never"))
+    lines: list[Any] = []
+
+    def two_turns() -> None:
         assert proc.stdout is not None
-        lines = [json.loads(proc.stdout.readline()) for _ in range(3)]  # start, turns 1 and 2
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        lines.extend(json.loads(proc.stdout.readline()) for _ in range(3))  # start, 1, 2
+
+    out, err = interrupt(proc, two_turns)
     assert proc.returncode == 130, err
     [end] = [json.loads(x) for x in out.splitlines()]
     assert [x["event"] for x in lines] == ["start", "turn", "turn"]
@@ -409,24 +434,17 @@ def test_an_interrupted_jsonl_run_ends_with_an_interrupted_end_line(files: Path)
 def test_an_interrupted_json_run_away_from_a_terminal_prints_its_turns(files: Path,
                                                                        db: str) -> None:
     # `--json` with no terminal folds nothing while the run goes: the turns come from the WAL
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flowc", "run", str(files / "review.flow"), "--agents",
-         str(files / "agents.py"), "--script", str(files / "kick.json"), "--db",
-         db if db == ":memory:" else str(files / db), "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        cwd=ROOT, env={**os.environ, "RELEASE_FILE": str(files / "never"),
-                       "WAITING_FILE": str(files / "waiting")})
-    try:
+    waiting = files / "waiting"
+    proc = piped(review(files, "--json", db=db),
+                 released_by(files / "never", WAITING_FILE=waiting))
+
+    def reviewer_waits() -> None:
         deadline = time.monotonic() + 60
-        while not (files / "waiting").exists():  # the reviewer waits for a file never made
+        while not waiting.exists():  # the reviewer waits for a file never made
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    out, err = interrupt(proc, reviewer_waits)
     assert proc.returncode == 130, err
     doc = json.loads(out)
     assert doc["interrupted"] is True and doc["next_speaker"] == "reviewer"

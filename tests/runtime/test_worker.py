@@ -123,6 +123,21 @@ def test_ctrl_c_stops_the_worker_cleanly(tmp_path: Path) -> None:
     assert isinstance(worker, subprocess.Popen)
 
 
+def test_a_worker_stopped_as_soon_as_it_says_serving_stops_cleanly(tmp_path: Path) -> None:
+    """The `serving` line is printed once SIGTERM and Ctrl-C stop the worker cleanly: a
+    supervisor (or a test) may stop it the moment it reads that line. (Printed before the
+    handlers were set, the signal killed about half such workers outright.)"""
+    for i, sig in enumerate([signal.SIGTERM, signal.SIGINT] * 3):
+        worker = flowc("worker", "--db", str(tmp_path / "runs.db"))
+        assert worker.stdout is not None
+        while b"serving" not in (said := worker.stdout.readline()):
+            assert said, "the worker ended without serving"
+        worker.send_signal(sig)
+        out, err = worker.communicate(timeout=30)
+        assert worker.returncode == 0, (i, sig, worker.returncode, err.decode())
+        assert b"stopped: 0 runs closed" in out and b"Traceback" not in err
+
+
 def test_a_run_started_by_flowc_run_is_left_to_its_owner(tmp_path: Path) -> None:
     """An interrupted `flowc run` stays open for `flowc resume`: a worker, even one with
     agents for its speakers, does not take it."""
