@@ -146,6 +146,15 @@ def wait_until(predicate: Any, timeout: float, what: str,
         time.sleep(0.05)
 
 
+def kill_left(procs: Sequence[subprocess.Popen[bytes] | None]) -> None:
+    """Kill the workers a failed test left running (a paused one is killed too)."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+
+
 def writers(envs: Sequence[Envelope]) -> set[str]:
     """The hubs that wrote a run (an envelope id starts with its hub's prefix)."""
     return {e.envelope_id.split("-")[0] for e in envs}
@@ -229,10 +238,7 @@ def three_workers_one_killed(db: str, folder: Path, runs: int = 200,
             if cid in held:
                 assert len(writers(envs)) >= 3, f"run {cid}: not continued by another hub"
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        kill_left(procs)
         store.close()
 
 
@@ -316,11 +322,7 @@ def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
             stop_worker(proc)
             assert proc.returncode == 0
     finally:
-        for proc in (a, b):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.kill()
-                proc.wait()
+        kill_left([a, b])
         store.close()
 
 
@@ -372,10 +374,7 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, lease_row: Any) -> 
         assert_counted(store, cid, turns_total)
         stop_worker(b)
     finally:
-        for proc in (a, b):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        kill_left([a, b])
         store.close()
 
 
@@ -405,8 +404,5 @@ def database_restarts(db: str, folder: Path, restart: Any, runs: int = 12,
             stop_worker(proc)
             assert proc.returncode == 0
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        kill_left(procs)
         store.close()
