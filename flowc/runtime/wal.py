@@ -278,32 +278,51 @@ class MemoryStore:
 #: the page size of a new SQLite file (see :class:`SqliteStore`)
 PAGE_SIZE = 1024
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS wal (
+#: ``seq`` of a file made by this version: the run's number times this, plus the
+#: envelope's place in the run (1, 2, ...)
+RUN_SPAN = 1 << 32
+
+# A file made by this version keeps each run's envelopes under its own range of ``seq``
+# (a ``run`` table numbers the runs in the order they began), so reading a run needs no
+# index of its own: an append writes the row and one index entry, its id's, which keeps
+# ids unique across the file. Files made before keep one ``seq`` for the whole file and
+# an index on (run, seq): they are read and written as they are.
+_TABLES = (
+    """CREATE TABLE wal (
     seq         INTEGER PRIMARY KEY,
     channel_id  TEXT NOT NULL,
     envelope_id TEXT NOT NULL UNIQUE,
     event_type  TEXT NOT NULL,
     envelope    TEXT NOT NULL,
     follows     TEXT
-);
-CREATE INDEX IF NOT EXISTS wal_channel ON wal (channel_id, seq);
-CREATE TABLE IF NOT EXISTS lease (
+)""",
+    """CREATE TABLE run (
+    number      INTEGER PRIMARY KEY,
+    channel_id  TEXT NOT NULL UNIQUE
+)""",
+)
+_LEASE_TABLE = """CREATE TABLE IF NOT EXISTS lease (
     channel_id  TEXT PRIMARY KEY,
     holder      TEXT NOT NULL,
     token       INTEGER NOT NULL,
     expires_at  REAL NOT NULL
-);
-"""
+)"""
+_OLD_INDEX = "CREATE INDEX IF NOT EXISTS wal_channel ON wal (channel_id, seq)"
 
-_INSERT = ("INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
-           "VALUES (?, ?, ?, ?, ?)")
-#: the fenced append: written only while the lease is the run's current, live one
-_INSERT_FENCED = (
-    "INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
-    "SELECT ?, ?, ?, ?, ? "
-    "WHERE EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND expires_at > ?)"
+#: the lease check of a fenced append: the run's current, live lease
+_FENCE = "EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND expires_at > ?)"
+_INSERT_OLD = ("INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
+               "SELECT ?, ?, ?, ?, ?")
+_INSERT_OLD_FENCED = f"{_INSERT_OLD} WHERE {_FENCE}"
+#: the next place in the run whose range is [?1, ?2] (none once the range is full)
+_INSERT_RUN = (
+    "INSERT INTO wal (seq, channel_id, envelope_id, event_type, envelope, follows) "
+    "SELECT last + 1, ?3, ?4, ?5, ?6, ?7 FROM (SELECT IFNULL("
+    "(SELECT seq FROM wal WHERE seq BETWEEN ?1 AND ?2 ORDER BY seq DESC LIMIT 1), ?1) AS last) "
+    "WHERE last < ?2"
 )
+_INSERT_RUN_FENCED = _INSERT_RUN + (
+    " AND EXISTS (SELECT 1 FROM lease WHERE channel_id = ?3 AND token = ?8 AND expires_at > ?9)")
 
 
 #: sorted keys, as :meth:`Envelope.to_json`; one encoder for every row
@@ -354,6 +373,15 @@ def encode_row(envelope: Envelope) -> str:
     return _ENCODE(row)
 
 
+def _names(db: sqlite3.Connection) -> set[str]:
+    """The tables and indexes of a database."""
+    return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(wal)")}
+
+
 def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[Envelope]:
     """``(row key, envelope JSON)`` rows of one run, in order -> its envelopes; a row that
     is not an envelope of this run raises :class:`WalError` naming ``db``, the run, the
@@ -379,6 +407,14 @@ class SqliteStore:
     fenced append checks the lease and writes in one statement, which holds SQLite's
     write lock from its start: no other writer can take the run in between.
 
+    Each append costs a commit: the pages it changed are written to the ``-wal`` file
+    in full before it returns. So a new file has small pages (:data:`PAGE_SIZE`), rows
+    without the fields at their default (:func:`encode_row`) and a single index, the
+    envelope ids': a run's envelopes are numbered within a range of ``seq`` of their
+    own (:data:`RUN_SPAN`), which is what reading a run looks up. A file made by an
+    earlier version (4 KiB pages, one ``seq`` for the whole file, an index on run and
+    ``seq``) is read and written in its own layout.
+
     ``readonly=True`` opens an existing file for reading only (``flowc log``,
     ``flowc replay``): it works on a read-only file or folder. Every fault of the file
     (full disk, damaged pages or rows, no permission) is a :class:`WalError` naming
@@ -391,6 +427,9 @@ class SqliteStore:
             raise ValueError(f"synchronous must be OFF, NORMAL or FULL, got {synchronous!r}")
         self.path = str(path)
         self._follows = True
+        self._runs = True
+        #: run -> its number, in a file that numbers its runs (a number never changes)
+        self._numbers: dict[str, int] = {}
         if readonly:
             self._db = self._open_readonly()
             return
@@ -409,22 +448,41 @@ class SqliteStore:
             raise WalError(f"{self.path}: cannot open the run database ({err})") from None
         try:
             # a new file gets 1 KiB pages (an existing one keeps its own): each commit
-            # writes the pages it changed in full to the -wal file, one row and two index
-            # entries, so 4 KiB pages wrote ~4x the bytes (and the close checkpointed
-            # ~36 MB after a 2,400-turn run instead of ~10 MB)
+            # writes every page it changed in full to the -wal file (for one short row:
+            # the row's page and its id's index page), so 4 KiB pages wrote ~3x the bytes
             self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             # checkpoint the -wal file every 10,000 pages (10 MiB at 1 KiB) instead of
             # every 1,000: fewer stalls on a long run, still bounded
             self._db.execute("PRAGMA wal_autocheckpoint=10000")
-            self._db.executescript(_SCHEMA)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(wal)")}
-            if "follows" not in columns:  # a WAL written before writers recorded it
-                self._db.execute("ALTER TABLE wal ADD COLUMN follows TEXT")
+            self._runs = self._prepare()
         except sqlite3.Error as err:
+            self._rollback()
             self._db.close()
             raise WalError(f"{self.path}: cannot open the run database ({err})") from None
+
+    def _prepare(self) -> bool:
+        """Make the tables of a new file, or bring a file made before up to date (leases,
+        ``follows``); whether the file numbers its runs (see :data:`RUN_SPAN`)."""
+        db = self._db
+        names = _names(db)
+        if {"wal", "run", "lease"} <= names:
+            return True  # made by this version: nothing to write
+        if {"wal", "wal_channel", "lease"} <= names and "follows" in _columns(db):
+            return False  # made before, and up to date
+        db.execute("BEGIN IMMEDIATE")  # one maker at a time: all tables or none
+        names = _names(db)
+        if "wal" not in names:
+            for statement in _TABLES:
+                db.execute(statement)
+        elif "run" not in names:  # made by an earlier version
+            db.execute(_OLD_INDEX)
+            if "follows" not in _columns(db):  # written before writers recorded it
+                db.execute("ALTER TABLE wal ADD COLUMN follows TEXT")
+        db.execute(_LEASE_TABLE)
+        db.execute("COMMIT")
+        return "run" in _names(db)
 
     def _open_readonly(self) -> sqlite3.Connection:
         if not Path(self.path).is_file():
@@ -451,6 +509,12 @@ class SqliteStore:
                 db.close()
                 raise WalError(f"{self.path}: not a run database (it has no WAL table)")
             self._follows = "follows" in columns
+            try:
+                self._runs = "run" in _names(db)
+            except sqlite3.Error as err:
+                db.close()
+                last = err
+                continue
             return db
         raise WalError(f"{self.path}: cannot open the run database ({last})")
 
@@ -462,41 +526,101 @@ class SqliteStore:
                follows: str | None = None) -> None:
         if lease is not None and lease.channel_id != envelope.channel_id:
             raise _lost(lease, None)
+        channel_id = envelope.channel_id
+        fields = (channel_id, envelope.envelope_id, envelope.event_type, encode_row(envelope),
+                  follows)
+        fence = () if lease is None else (lease.token, time.time())
         try:
-            if lease is None:
-                self._db.execute(_INSERT, (envelope.channel_id, envelope.envelope_id,
-                                           envelope.event_type, encode_row(envelope), follows))
-                return
-            cur = self._db.execute(_INSERT_FENCED, (
-                envelope.channel_id, envelope.envelope_id, envelope.event_type,
-                encode_row(envelope), follows, envelope.channel_id, lease.token, time.time()))
+            if not self._runs:  # a file made before
+                written = self._db.execute(
+                    _INSERT_OLD_FENCED if fence else _INSERT_OLD,
+                    (*fields, channel_id, *fence) if fence else fields).rowcount
+            else:
+                number = self._number(channel_id)
+                if number is None:
+                    written = self._append_first(channel_id, fields, fence)
+                else:
+                    written = self._insert(number, fields, fence)
         except sqlite3.IntegrityError:
+            self._rollback()
             raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
         except sqlite3.Error as err:
-            raise self._fault(err, envelope.channel_id, "write the WAL") from None
-        if cur.rowcount != 1:
-            raise _lost(lease, self._lease_row(lease.channel_id))
+            self._rollback()
+            raise self._fault(err, channel_id, "write the WAL") from None
+        if written != 1:
+            current = None if lease is None else self._lease_row(channel_id)
+            if lease is not None and (current is None or current.token != lease.token
+                                      or current.expires_at <= time.time()):
+                raise _lost(lease, current)
+            raise WalError(f"{self.path}: run {channel_id}: cannot write the WAL "
+                           f"(the run holds {RUN_SPAN - 1} envelopes, the most a run can)")
 
-    def read(self, channel_id: str) -> Iterator[Envelope]:
+    def _insert(self, number: int, fields: tuple[Any, ...], fence: tuple[Any, ...]) -> int:
+        low = number * RUN_SPAN
+        sql = _INSERT_RUN_FENCED if fence else _INSERT_RUN
+        cur = self._db.execute(sql, (low, low + RUN_SPAN - 1, *fields, *fence))
+        return cur.rowcount
+
+    def _number(self, channel_id: str) -> int | None:
+        """The run's number (``None`` before its first envelope)."""
+        number = self._numbers.get(channel_id)
+        if number is None:
+            row = self._db.execute("SELECT number FROM run WHERE channel_id = ?",
+                                   (channel_id,)).fetchone()
+            if row is None:
+                return None
+            number = self._numbers[channel_id] = int(row[0])
+        return number
+
+    def _append_first(self, channel_id: str, fields: tuple[Any, ...],
+                      fence: tuple[Any, ...]) -> int:
+        """The run's first envelope: number the run and write the envelope in one
+        transaction (a refused envelope numbers nothing)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        number = self._number(channel_id)  # another writer may have begun it meanwhile
+        if number is None:
+            number = int(db.execute("INSERT INTO run (channel_id) VALUES (?)",
+                                    (channel_id,)).lastrowid or 0)
+        written = self._insert(number, fields, fence)
+        if written != 1:
+            self._rollback()
+            self._numbers.pop(channel_id, None)
+            return written
+        db.execute("COMMIT")
+        self._numbers[channel_id] = number
+        return written
+
+    def _rows(self, channel_id: str, columns: str) -> list[Any]:
         try:
-            rows = self._db.execute(
-                "SELECT seq, envelope FROM wal WHERE channel_id = ? ORDER BY seq", (channel_id,)
-            ).fetchall()
+            if not self._runs:
+                return self._db.execute(
+                    f"SELECT {columns} FROM wal WHERE channel_id = ? ORDER BY seq",
+                    (channel_id,)).fetchall()
+            number = self._number(channel_id)
+            if number is None:
+                return []
+            return self._db.execute(
+                f"SELECT {columns} FROM wal WHERE seq BETWEEN ? AND ? ORDER BY seq",
+                (number * RUN_SPAN, (number + 1) * RUN_SPAN - 1)).fetchall()
         except sqlite3.Error as err:
             raise self._fault(err, channel_id, "read the WAL") from None
-        return iter(decode_rows(self.path, channel_id, rows))
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        return iter(decode_rows(self.path, channel_id, self._rows(channel_id, "seq, envelope")))
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
         column = "follows" if self._follows else "NULL"
-        try:
-            rows = self._db.execute(
-                f"SELECT envelope_id, {column} FROM wal WHERE channel_id = ? ORDER BY seq",
-                (channel_id,)).fetchall()
-        except sqlite3.Error as err:
-            raise self._fault(err, channel_id, "read the WAL") from None
+        rows = self._rows(channel_id, f"envelope_id, {column}")
         return [(row[0], row[1]) for row in rows]
 
     def channel_ids(self) -> list[str]:
+        if self._runs:
+            try:
+                rows = self._db.execute("SELECT channel_id FROM run ORDER BY number").fetchall()
+            except sqlite3.Error as err:
+                raise self._fault(err, None, "read the WAL") from None
+            return [row[0] for row in rows]
         try:
             rows = self._db.execute(
                 "SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)"
