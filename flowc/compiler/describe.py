@@ -138,6 +138,9 @@ def transition_text(transition: m.Transition, names: Mapping[str, str] | None = 
     return format_statement_line(ModelToAst(names).rule(transition))
 
 
+_UNKNOWN: Any = object()
+
+
 class Describer:
     """:func:`condition_text`, :func:`target_text` and :func:`transition_text` for one
     ``names`` mapping, each condition and target written once: the checker names
@@ -161,8 +164,10 @@ class Describer:
         self._conds: dict[Any, str] = {}
         self._targets: dict[Any, str] = {}
 
-    def condition(self, cond: m.Condition) -> str:
-        key = condition_key(cond)
+    def condition(self, cond: m.Condition, key: Any = _UNKNOWN) -> str:
+        """``cond`` as text; ``key``: its :func:`condition_key`, when the caller has it."""
+        if key is _UNKNOWN:
+            key = condition_key(cond)
         if key is None:
             return condition_text(cond, self.names)
         text = self._conds.get(key)
@@ -179,10 +184,11 @@ class Describer:
             text = self._targets[key] = target_text(target, self.names)
         return text
 
-    def transition(self, transition: m.Transition) -> str:
+    def transition(self, transition: m.Transition, when_key: Any = _UNKNOWN) -> str:
         """The same text as :func:`transition_text` (a rule is one line: `when`, its
         condition, `then`, its target, and a priority other than 0)."""
-        text = f"when {self.condition(transition.when)} then {self.target(transition.then)}"
+        when = self.condition(transition.when, when_key)
+        text = f"when {when} then {self.target(transition.then)}"
         return text + (f" priority {transition.priority}" if transition.priority != 0 else "")
 
 
@@ -220,26 +226,30 @@ def condition_key(cond: m.Condition) -> Any:
     >>> condition_key(m.ContextEquals("k", 1)) == condition_key(m.ContextEquals("k", True))
     False
     """
-    if isinstance(cond, m.Always):
-        return m.Always
-    if isinstance(cond, m.FromSpeaker | m.ToolCalled):
-        value = _scalar(cond.agent_id if isinstance(cond, m.FromSpeaker) else cond.tool_name)
-        return None if value is None else (type(cond), value)
-    if isinstance(cond, m.ContextEquals):
-        value = _scalar(cond.value)
-        key = _scalar(cond.key)
-        return None if value is None or key is None else ("ctx", key, value)
-    if isinstance(cond, m.Not):
-        inner = condition_key(cond.condition)
+    kind = type(cond)  # the model's classes have no subclasses
+    if kind is m.FromSpeaker:
+        agent = cond.agent_id  # type: ignore[union-attr]
+        return ("from", agent) if type(agent) is str else None
+    if kind is m.ToolCalled:
+        tool = cond.tool_name  # type: ignore[union-attr]
+        return ("tool", tool) if type(tool) is str else None
+    if kind is m.ContextEquals:
+        key, value = cond.key, cond.value  # type: ignore[union-attr]
+        scalar = _scalar(value)
+        return None if scalar is None or type(key) is not str else ("ctx", key, scalar)
+    if kind is m.Not:
+        inner = condition_key(cond.condition)  # type: ignore[union-attr]
         return None if inner is None else ("not", inner)
-    if isinstance(cond, m.AllOf | m.AnyOf):
+    if kind is m.AllOf or kind is m.AnyOf:
         parts = []
-        for c in cond.conditions:
+        for c in cond.conditions:  # type: ignore[union-attr]
             k = condition_key(c)
             if k is None:
                 return None
             parts.append(k)
-        return (cond.NAME, tuple(parts))
+        return (cond.NAME, tuple(parts))  # type: ignore[union-attr]
+    if kind is m.Always:
+        return ("always",)
     return None
 
 

@@ -134,27 +134,50 @@ class Candidates:
                 for sender in r.senders:
                     if 0 <= sender < speakers:
                         self._by_sender[sender].append(r)
-        self._base: dict[int, tuple[tuple[RuleSpec, ...], frozenset[int]]] = {}
-        self._found: dict[tuple[int, int | None], tuple[tuple[RuleSpec, ...], tuple[int, ...]]] = {}
+        self._base: dict[int, tuple[RuleSpec, ...]] = {}
+        self._found: dict[tuple[int, int | None], tuple[RuleSpec, ...]] = {}
+        self._base_reads: dict[int, frozenset[int]] = {}
+        self._reads: dict[tuple[int, int | None], tuple[int, ...]] = {}
 
-    def of(self, sender: int, tool: int | None) -> tuple[tuple[RuleSpec, ...], tuple[int, ...]]:
-        """The rules for a turn of ``sender`` calling ``tool``, and the keys they read (sorted)."""
+    def _extra(self, sender: int, tool: int | None) -> list[RuleSpec]:
+        return [r for r in self._tooled.get(tool, ()) if r.senders is None or sender in r.senders]
+
+    def _base_of(self, sender: int) -> tuple[RuleSpec, ...]:
+        base = self._base.get(sender)
+        if base is None:
+            mine = self._by_sender[sender] if 0 <= sender < len(self._by_sender) else []
+            # two sorted runs: the sort merges them in one pass
+            base = tuple(sorted(self._general + mine, key=self._order)) if mine else tuple(self._general)
+            self._base[sender] = base
+        return base
+
+    def of(self, sender: int, tool: int | None) -> tuple[RuleSpec, ...]:
+        """The rules for a turn of ``sender`` calling ``tool``."""
         key = (sender, tool)
         found = self._found.get(key)
         if found is None:
-            base = self._base.get(sender)
-            if base is None:
-                mine = self._by_sender[sender] if 0 <= sender < len(self._by_sender) else []
-                # two sorted runs: the sort merges them in one pass
-                rules = tuple(sorted(self._general + mine, key=self._order)) if mine else tuple(self._general)
-                base = self._base[sender] = (rules, frozenset(k for r in rules for k in r.reads))
-            extra = [r for r in self._tooled.get(tool, ()) if r.senders is None or sender in r.senders]
-            rules, reads = base
+            found = self._base_of(sender)
+            extra = self._extra(sender, tool)
             if extra:
-                rules = tuple(sorted((*rules, *extra), key=self._order))
-                reads = reads.union(*(r.reads for r in extra))
-            found = self._found[key] = (rules, tuple(sorted(reads)))
+                found = tuple(sorted((*found, *extra), key=self._order))
+            self._found[key] = found
         return found
+
+    def reads(self, sender: int, tool: int | None) -> tuple[int, ...]:
+        """The keys (sorted) that the rules for such a turn read."""
+        key = (sender, tool)
+        found = self._reads.get(key)
+        if found is None:
+            base = self._base_reads.get(sender)
+            if base is None:
+                # the rules share their read sets: each distinct one is joined once
+                distinct = set(map(_READS, self._base_of(sender)))
+                base = self._base_reads[sender] = frozenset().union(*distinct)
+            found = self._reads[key] = tuple(sorted(base.union(*map(_READS, self._extra(sender, tool)))))
+        return found
+
+
+_READS = attrgetter("reads")
 
 
 class Explorer:
@@ -169,11 +192,12 @@ class Explorer:
 
     def candidates(self, sender: int, tool: int) -> tuple[RuleSpec, ...]:
         """The rules that may match a turn of ``sender`` calling ``tool``, in evaluation order."""
-        return self._candidates.of(sender, tool)[0]
+        return self._candidates.of(sender, tool)
 
     def route(self, sender: int, tool: int, val: Valuation, assumed: Assumed = ()) -> tuple[Outcome, ...]:
         """The rules' decision for a turn (no handoff or finish): every possible outcome."""
-        cands, reads = self._candidates.of(sender, tool)
+        cands = self._candidates.of(sender, tool)
+        reads = self._candidates.reads(sender, tool)
         # the decision depends only on the keys the candidate rules read
         key = (sender, tool, tuple([val[k] for k in reads]))
         if not assumed:
@@ -313,6 +337,12 @@ class StateSpace:
     #: per node: the last turn of the breadth-first path to it and the valuation after
     #: it (see :func:`flowc.compiler.analysis.runs.run_along`), built on demand
     tree_turns: dict[int, tuple[Any, Valuation]] = attrs.field(factory=dict, eq=False, repr=False)
+    #: node -> the turns of the breadth-first path to it and the valuation after them, for
+    #: the nodes findings end at (see :func:`flowc.compiler.analysis.runs.run_to`)
+    tree_runs: dict[int, tuple[tuple[Any, ...], Valuation | None]] = attrs.field(
+        factory=dict, eq=False, repr=False)
+    #: node key -> node
+    ids: dict[NodeKey, int] = attrs.field(factory=dict, eq=False, repr=False)
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -427,4 +457,5 @@ def explore(system: System, max_states: int) -> StateSpace:
         turns=turns,
         first_fired=first_fired,
         parent_step=parent_step,
+        ids=ids,
     )

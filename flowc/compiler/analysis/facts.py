@@ -25,7 +25,7 @@ from flowc.compiler.analysis.explore import (
     evaluate,
     satisfiable,
 )
-from flowc.compiler.analysis.runs import Run, run_along
+from flowc.compiler.analysis.runs import Run, run_along, run_to
 from flowc.compiler.analysis.system import (
     OTHER,
     PLAIN,
@@ -249,7 +249,7 @@ class Facts:
 
     def _file_order(self, speaker: int, tool: int | None) -> tuple[RuleSpec, ...]:
         """The rules that may match a turn of ``speaker`` calling ``tool``, in file order."""
-        return self._file_cands.of(speaker, tool)[0]
+        return self._file_cands.of(speaker, tool)
 
     @cached_property
     def _file_cands(self) -> Candidates:
@@ -267,10 +267,10 @@ class Facts:
         pending = {r.index for r in subjects}
         out: dict[int, tuple[int, Step]] = {}
         tried: set[tuple[int, int | None, Valuation]] = set()
+        last = max(pending, default=-1)  # no rule after the last pending one matters
         for node in range(len(space.keys)):
             if not pending:
                 break
-            last = max(pending)
             for speaker, action, after in self.turns_of(node):
                 tool = action.tool_index
                 if (speaker, tool, after) in tried:
@@ -296,7 +296,8 @@ class Facts:
                     undecided.append(rule.code)
                 if not pending:
                     break
-                last = max(pending)
+                if last not in pending:
+                    last = max(pending)
         return out
 
     @cached_property
@@ -322,7 +323,7 @@ class Facts:
             node, step = hit
             shared = witnesses.get(id(step))
             if shared is None:
-                shared = witnesses[id(step)] = (step, run_along(self.space, self.space.path_to(node), step))
+                shared = witnesses[id(step)] = (step, run_to(self.space, node, step))
             witness = shared[1]
             dead = DeadRule(rule, True, witness, step.outcome.fired)
             trap = traps.get(index)
@@ -330,7 +331,7 @@ class Facts:
                 node, step = trap
                 dead = attrs.evolve(
                     dead,
-                    trap=run_along(self.space, self.space.path_to(node), step),
+                    trap=run_to(self.space, node, step),
                     trap_taken_by=step.outcome.fired,
                 )
             out.append(dead)
@@ -512,10 +513,16 @@ class Facts:
 
     @cached_property
     def can_end(self) -> frozenset[int]:
-        graph = self.space.graph
+        """The nodes from which some run ends (one search back from every end at once)."""
+        pred = self.space.graph.pred
         out: set[int] = set(self.space.ends)
-        for e in self.space.ends:
-            out |= nx.ancestors(graph, e)
+        todo = list(out)
+        while todo:
+            v = todo.pop()
+            for u in pred[v]:
+                if u not in out:
+                    out.add(u)
+                    todo.append(u)
         return frozenset(out)
 
     @cached_property
@@ -526,28 +533,40 @@ class Facts:
         trapped = [v for v in range(len(self.space.keys)) if v not in self.can_end]
         if not trapped:
             return ()
-        sub = self.space.graph.subgraph(trapped)
-        cond = nx.condensation(sub)
-        bottoms = [
-            frozenset(cond.nodes[c]["members"]) for c in cond.nodes if cond.out_degree(c) == 0
-        ]
+        bottoms = _bottom_components(self.space.graph.succ, trapped)
         dist = self.space.dist
         return tuple(sorted(bottoms, key=lambda comp: min((dist[v], v) for v in comp)))
 
     def loop_rules(self, comp: frozenset[int]) -> list[int]:
         """What routes the turns inside a loop: rule file indices (or DEFAULT), sorted."""
-        space = self.space
-        fired: set[int] = set()
-        for u in comp:
-            for step in space.explorer.steps(space.keys[u]):
-                if space.explorer.next_key(step)[0] != "end":
-                    fired.add(step.outcome.fired)
-        return sorted(fired)
+        found = self._loop_rules.get(comp)
+        if found is None:
+            space = self.space
+            fired: set[int] = set()
+            for u in comp:
+                for step in space.explorer.steps(space.keys[u]):
+                    if space.explorer.next_key(step)[0] != "end":
+                        fired.add(step.outcome.fired)
+            found = self._loop_rules[comp] = sorted(fired)
+        return found
+
+    @cached_property
+    def _loop_rules(self) -> dict[frozenset[int], list[int]]:
+        return {}
 
     def sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
         """A context rule routing inside the loop whose key nobody on the loop changes."""
         if self.system.json_mode:
             return None
+        if comp not in self._sticky:
+            self._sticky[comp] = self._find_sticky(comp)
+        return self._sticky[comp]
+
+    @cached_property
+    def _sticky(self) -> dict[frozenset[int], tuple[RuleSpec, int] | None]:
+        return {}
+
+    def _find_sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
         vals = [self.space.keys[v][1] for v in comp]
         for fired in self.loop_rules(comp):
             if fired < 0:
@@ -569,26 +588,40 @@ class Facts:
         return frozenset(out)
 
     def lasso(self, comp: frozenset[int], via: int | None = None) -> Run:
-        """A shortest run into the loop ``comp`` and once around it (through rule ``via``)."""
+        """A shortest run into the loop ``comp`` and once around it (through rule ``via``).
+
+        Of the turns from the loop's nodes nearest the kickoff (through ``via``), the first
+        whose way back to its node is shortest; only its way back is spelt out, by the
+        same shortest-path search as always (the lengths come from one breadth-first
+        search back from each node tried).
+        """
         space = self.space
-        sub = space.graph.subgraph(comp)
-        best: tuple[tuple[int, int], list[int], Step] | None = None
+        best: tuple[tuple[int, int], int, int, Step] | None = None  # rank, entry, succ, step
         for entry in sorted(comp, key=lambda v: (space.dist[v], v)):
+            if best is not None and (via is None or space.dist[entry] > best[0][0]):
+                break  # no later node can rank before the best found
+            back_to: dict[int, int] | None = None
             for step in space.explorer.steps(space.keys[entry]):
                 if via is not None and step.outcome.fired != via:
                     continue
-                nxt = space.explorer.next_key(step)
-                succ = next((v for v in sub.successors(entry) if space.keys[v] == nxt), None)
-                if succ is None:
+                succ = space.ids.get(space.explorer.next_key(step))
+                if succ is None or succ not in comp:
                     continue
-                back = [entry] if succ == entry else [entry, *nx.shortest_path(sub, succ, entry)]
-                rank = (space.dist[entry], len(back))
+                if succ == entry:
+                    length = 1
+                else:
+                    if back_to is None:
+                        back_to = _distances_to(space.graph, entry, comp)
+                    length = back_to[succ] + 2  # [entry, succ, ..., entry]
+                rank = (space.dist[entry], length)
                 if best is None or rank < best[0]:
-                    best = (rank, back, step)
-            if best is not None and via is None:
-                break
+                    best = (rank, entry, succ, step)
         assert best is not None
-        _, cycle, first = best
+        _, entry, succ, first = best
+        if succ == entry:
+            cycle = [entry]
+        else:
+            cycle = [entry, *nx.shortest_path(space.graph.subgraph(comp), succ, entry)]
         prefix = space.path_to(cycle[0])
         return run_along(
             space,
@@ -659,3 +692,74 @@ def _code_names(code: Any, kind: str) -> Iterator[int]:
             yield from _code_names(c, kind)
     elif code[0] == "not":
         yield from _code_names(code[1], kind)
+
+
+def _distances_to(graph: Any, target: int, within: frozenset[int]) -> dict[int, int]:
+    """Turns from each node of ``within`` to ``target``, moving inside ``within``."""
+    pred = graph.pred
+    out = {target: 0}
+    frontier = [target]
+    while frontier:
+        nxt: list[int] = []
+        for v in frontier:
+            d = out[v] + 1
+            for u in pred[v]:
+                if u in within and u not in out:
+                    out[u] = d
+                    nxt.append(u)
+        frontier = nxt
+    return out
+
+
+def _bottom_components(succ: Any, nodes: list[int]) -> list[frozenset[int]]:
+    """The strongly connected components of ``nodes`` that no edge leaves (``nodes`` is
+    closed under ``succ``: what cannot reach an end leads only to what cannot either).
+
+    Tarjan's algorithm, without recursion (a loop may be thousands of nodes long).
+    """
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    comp_of: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    comps: list[list[int]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work: list[tuple[int, Iterator[int]]] = [(root, iter(succ[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            pushed = False
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succ[w])))
+                    pushed = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if pushed:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+            if low[v] == index[v]:
+                members: list[int] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp_of[w] = len(comps)
+                    members.append(w)
+                    if w == v:
+                        break
+                comps.append(members)
+    return [
+        frozenset(members) for c, members in enumerate(comps)
+        if all(comp_of[w] == c for v in members for w in succ[v])
+    ]

@@ -160,6 +160,24 @@ def run_along(
     (:attr:`StateSpace.tree_turns`): thousands of findings on one flow share their
     runs' beginnings.
     """
+    turns, val = _turns_along(space, path, chosen)
+    return _ending(space, turns, val, path[-1], final, loop_from)
+
+
+def run_to(space: StateSpace, node: int, final: Step | None = None) -> Run:
+    """``run_along(space, space.path_to(node), final)``: the breadth-first (shortest) run
+    to ``node``, whose turns are kept per node asked (many findings end at one node)."""
+    found = space.tree_runs.get(node)
+    if found is None:
+        turns, val = _turns_along(space, space.path_to(node), None)
+        found = space.tree_runs[node] = (tuple(turns), val)
+    return _ending(space, list(found[0]), found[1], node, final, None)
+
+
+def _turns_along(
+    space: StateSpace, path: list[int], chosen: dict[int, Step] | None
+) -> tuple[list[Turn], Valuation | None]:
+    """The turns through ``path`` and the valuation after the last."""
     system = space.system
     turns: list[Turn] = []
     val: Valuation | None = system.initial
@@ -180,7 +198,19 @@ def run_along(
         step = step or space.step_between(u, v)
         turns.append(_turn(system, space.speaker_of(u), val, step))
         val = step.after
-    last = path[-1]
+    return turns, val
+
+
+def _ending(
+    space: StateSpace,
+    turns: list[Turn],
+    val: Valuation | None,
+    last: int,
+    final: Step | None,
+    loop_from: int | None,
+) -> Run:
+    """The run of ``turns`` (ending at node ``last``), with the ``final`` turn if any."""
+    system = space.system
     if final is not None:
         turns.append(_turn(system, space.speaker_of(last), val, final))
         out = final.outcome

@@ -81,6 +81,8 @@ class RuleSpec:
     reads: frozenset[int]  # tracked keys it reads
     info: RuleInfo | None  # source rule (None for a JSON graph)
     json_path: str | None
+    #: ``when``'s :func:`flowc.compiler.describe.condition_key`
+    when_key: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -167,7 +169,7 @@ class System:
         text = texts.get(rule.index)
         if text is None:
             when = m.Transition(rule.when, rule.then, rule.priority)
-            text = texts[rule.index] = elide(self._describer.transition(when))
+            text = texts[rule.index] = elide(self._describer.transition(when, rule.when_key))
         return text
 
     def line_of(self, rule: RuleSpec) -> int | None:
@@ -234,8 +236,9 @@ class _Builder:
         keys: dict[str, list[Any]] = {}
         tools: dict[str, None] = {}
         seen: set[Any] = set()
-        for t in graph.transitions:
-            key = condition_key(t.when)
+        #: each rule's condition_key
+        self.cond_keys = [condition_key(t.when) for t in graph.transitions]
+        for t, key in zip(graph.transitions, self.cond_keys, strict=True):
             if key is not None:
                 if key in seen:
                     continue  # the same condition again names nothing new
@@ -304,7 +307,7 @@ class _Builder:
         # a large flow repeats a few conditions: each is compiled once
         compiled: dict[Any, tuple[CondCode, Any, Any, frozenset[int]]] = {}
         for i, t in enumerate(self.graph.transitions):
-            key = condition_key(t.when)
+            key = self.cond_keys[i]
             found = compiled.get(key) if key is not None else None
             if found is None:
                 code = self.compile_cond(t.when)
@@ -326,6 +329,7 @@ class _Builder:
                     reads=reads,
                     info=infos[i] if infos is not None else None,
                     json_path=None if infos is not None else f"transitions[{i}]",
+                    when_key=key,
                 )
             )
         return tuple(out)
