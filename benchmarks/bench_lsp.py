@@ -82,8 +82,16 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
             arrived.set()
 
     await client.start_io(sys.executable, "-m", "flowc", "lsp")
-    assert client._server is not None
+    assert client._server is not None and client._server.stderr is not None
     pid = client._server.pid
+    # the server's log: read as it comes (a full pipe would stop the server), shown on failure
+    log = bytearray()
+
+    async def drain(stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            log.extend(chunk)
+
+    draining = asyncio.ensure_future(drain(client._server.stderr))
     await client.initialize_async(lsp.InitializeParams(capabilities=lsp.ClientCapabilities(),
                                                        root_uri=folder.as_uri()))
     client.initialized(lsp.InitializedParams())
@@ -95,7 +103,11 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
     async def wait_for(version: int) -> float:
         while version not in published:
             arrived.clear()
-            await asyncio.wait_for(arrived.wait(), timeout=120)
+            try:
+                await asyncio.wait_for(arrived.wait(), timeout=120)
+            except TimeoutError:
+                tail = log[-4000:].decode(errors="replace")
+                raise SystemExit(f"no diagnostics for version {version}; the server's log:\n{tail}") from None
         return published[version]
 
     started = time.perf_counter()
@@ -117,6 +129,7 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
+    draining.cancel()
     latencies.sort()
     p95 = latencies[max(0, round(0.95 * len(latencies)) - 1)]
     return {"rules": rules, "open": first, "p50": statistics.median(latencies), "p95": p95,

@@ -84,11 +84,13 @@ class _Lexer:
     """Tokens a chunk of lines at a time, so a large file never holds all its tokens
     (a statement is parsed from tokens, then only its tree is kept)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, line: int = 1, offset: int = 0) -> None:
         self.text = text
         self.lines = text.split("\n")
         self.next_line = 0  # index of the next line to scan
-        self.offset = 0  # where it starts in the text
+        self.offset = offset  # where it starts in the file
+        #: the file's line number of ``text``'s first line, less one
+        self.first_line = line - 1
         self.comments: list[tuple[str, Span]] = []
 
     @property
@@ -103,35 +105,41 @@ class _Lexer:
         kinds = _KINDS
         finditer = _SCANNER.finditer
         line_start = self.offset
+        first = self.first_line
         line = self.next_line
         lines = self.lines
         stop = min(len(lines), line + count)
         while line < stop:
             line_text = lines[line]
             line += 1
-            for m in finditer(line_text):
+            # blanks at the end of a line are left out before scanning (a comment gets
+            # them back): the scanner skips blanks before a token, and where none follows,
+            # it would try again from each blank (quadratic in a long run of them)
+            for m in finditer(line_text.rstrip(" \t\r\f")):
                 group: int = m.lastindex  # type: ignore[assignment]  # one group matches
                 value = m.group(group)
                 column = m.end() - len(value) + 1
                 if group == _NAME:
                     add((value if value in keywords else NAME, value, line_start + column - 1,
-                         line, column))
+                         first + line, column))
                 elif group == _PUNCT:
-                    add((value, value, line_start + column - 1, line, column))
+                    add((value, value, line_start + column - 1, first + line, column))
                 elif group == _COMMENT:
+                    value = line_text[column - 1:]  # to the end of the line, blanks too
                     pos = line_start + column - 1
-                    comments.append((value[1:], Span(line, column, line, column + len(value),
+                    at = first + line
+                    comments.append((value[1:], Span(at, column, at, column + len(value),
                                                      pos, pos + len(value))))
                 elif group == _BAD:
                     raise _GiveUp
                 else:
-                    add((kinds[group], value, line_start + column - 1, line, column))
+                    add((kinds[group], value, line_start + column - 1, first + line, column))
             line_start += len(line_text) + 1
         self.next_line, self.offset = line, line_start
         if self.done:
             # where Lark's end token is: after the last character, on the last line
             last = lines[-1]
-            add((END, "", len(self.text), len(lines), len(last) + 1))
+            add((END, "", line_start - 1, first + len(lines), len(last) + 1))
         else:
             add(_MORE)
 
@@ -161,11 +169,20 @@ def _span(first: Any, last: Any) -> Span:
     return Span(line, column, e.end_line, e.end_column, start, e.end)
 
 
-def parse_valid(text: str) -> tuple[list[n.Statement], list[tuple[str, Span]]] | None:
+def parse_valid(text: str, line: int = 1, offset: int = 0
+                ) -> tuple[list[n.Statement], list[tuple[str, Span]]] | None:
     """``text``'s statements and comments (text without ``#``, span), or ``None`` when
-    the file is not a clean parse (the LALR parser then reports why)."""
+    the file is not a clean parse (the LALR parser then reports why).
+
+    ``text`` may be a part of a file that starts at the beginning of its line ``line``
+    (1-based), ``offset`` characters into it: the spans are then the file's.
+
+    >>> statements, _ = parse_valid('speaker b', line=3, offset=20)
+    >>> statements[0].span
+    Span(line=3, column=1, end_line=3, end_column=10, start=20, end=29)
+    """
     try:
-        lexer = _Lexer(text)
+        lexer = _Lexer(text, line, offset)
         return _Parser(lexer).statements(), lexer.comments
     except (_GiveUp, RecursionError):
         return None

@@ -2,9 +2,9 @@
 
 A `.flow` file is a list of top-level statements. After an edit, the statements
 before it and after it are the same text as before; only the statements the edit
-touches are parsed again, with flowc's own parser (:func:`~flowc.dsl.parser.parse_source`),
-on a copy of the text where everything before them is blanked (newlines kept), so that
-their spans are where they are in the whole file. The statements after the edit keep
+touches are parsed again, with flowc's parser for valid files
+(:func:`~flowc.dsl.descent.parse_valid`), told the line and offset their text starts at,
+so that their spans are where they are in the whole file. The statements after the edit keep
 their trees, moved down (or up) by the lines and characters the edit added: the edit
 ends on an earlier line, so only their lines and offsets change, never their columns.
 
@@ -16,12 +16,14 @@ exactly those of a full parse.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from flowc.diagnostics import Diagnostic
 from flowc.dsl import nodes as n
+from flowc.dsl.descent import parse_valid
 from flowc.dsl.parser import parse_source
 from flowc.source import SourceFile, Span
 
@@ -50,24 +52,40 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     return lo
 
 
-def _shift(node: Any, lines: int, chars: int, seen: set[int]) -> None:
-    """Move every span in ``node`` by ``lines`` and ``chars`` (in place: these trees
+#: per node class, the names of its fields (attrs classes: slots, no ``__dict__``)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _shift(nodes: Sequence[Any], lines: int, chars: int) -> None:
+    """Move every span in ``nodes`` by ``lines`` and ``chars`` (in place: these trees
     belong to the analysis being replaced)."""
-    if isinstance(node, (tuple, list)):
-        for item in node:
-            _shift(item, lines, chars, seen)
-        return
-    if not attrs.has(type(node)) or id(node) in seen:
-        return
-    seen.add(id(node))
-    for field in attrs.fields(type(node)):
-        value = getattr(node, field.name)
-        if isinstance(value, Span):
-            object.__setattr__(node, field.name, Span(
-                value.line + lines, value.column, value.end_line + lines, value.end_column,
-                value.start + chars, value.end + chars))
-        elif isinstance(value, (tuple, list)) or attrs.has(type(value)):
-            _shift(value, lines, chars, seen)
+    fields = _FIELDS
+    setattr_ = object.__setattr__
+    seen: set[int] = set()
+    stack = list(nodes)
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        cls = type(node)
+        if cls is tuple or cls is list:
+            stack.extend(node)
+            continue
+        names = fields.get(cls)
+        if names is None:
+            if not attrs.has(cls):
+                continue  # a leaf value: a string, a number, a JSON literal
+            names = fields[cls] = tuple(f.name for f in attrs.fields(cls))
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name in names:
+            value = getattr(node, name)
+            kind = type(value)
+            if kind is Span:
+                setattr_(node, name, Span(value.line + lines, value.column, value.end_line + lines,
+                                          value.end_column, value.start + chars, value.end + chars))
+            elif kind is tuple or kind in fields or (kind is not list and attrs.has(kind)):
+                push(value)
 
 
 @attrs.define
@@ -121,19 +139,23 @@ class Reparser:
         end = statements[after].span.start + delta if after < len(statements) else len(new_text)
         if end < begin:
             return None, ()
-        blank = "\n".join(" " * len(line) for line in new_text[:begin].split("\n"))
-        middle, errors = parse_source(SourceFile(source.name, blank + new_text[begin:end]))
-        if errors:
+        # the text from the start of `begin`'s line (blanked before `begin`), parsed as
+        # the part of the file it is
+        line_begin = new_text.rfind("\n", 0, begin) + 1
+        parsed = parse_valid(" " * (begin - line_begin) + new_text[begin:end],
+                             new_text.count("\n", 0, line_begin) + 1, line_begin)
+        if parsed is None:
             return None, ()  # parse the whole file: its errors are the ones to report
+        middle, middle_comments = parsed
         line_delta = new_text.count("\n", prefix, len(new_text) - suffix) - \
             old_text.count("\n", prefix, edit_end_old)
         # where the kept tail starts in the old text (before its spans move)
         cut = statements[after].span.start if after < len(statements) else len(old_text) + 1
         tail = statements[after:]
         if line_delta or delta:
-            _shift(tail, line_delta, delta, set())
+            _shift(tail, line_delta, delta)
         comments = [c for c in old.comments if c.span.end <= begin]
-        comments += middle.comments
+        comments += (n.Comment(text, span) for text, span in middle_comments)
         for c in old.comments:
             if c.span.start >= cut:
                 s = c.span
@@ -141,6 +163,6 @@ class Reparser:
                     s.line + line_delta, s.column, s.end_line + line_delta, s.end_column,
                     s.start + delta, s.end + delta)))
         self.reused = keep + len(tail)
-        flow = n.Flow((*statements[:keep], *middle.statements, *tail), tuple(comments),
+        flow = n.Flow((*statements[:keep], *middle, *tail), tuple(comments),
                       source.span(0, len(new_text)))
         return flow, ()

@@ -23,7 +23,7 @@ from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
-from flowc.lsp.core import DEBOUNCE_SECONDS, FlowcServer, RequestFailed
+from flowc.lsp.core import FlowcServer, RequestFailed
 from flowc.lsp.index import Index, Occurrence, Refused
 from flowc.source import Span
 
@@ -112,11 +112,13 @@ def make_server() -> FlowcServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlowcServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0)
+        # the first analysis, at once and before the next message: an editor asks for the
+        # outline, folding and colours right after it opens a document
+        ls.opened(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: FlowcServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, DEBOUNCE_SECONDS)
+        ls.changed(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: FlowcServer, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -125,12 +127,7 @@ def make_server() -> FlowcServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FlowcServer, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        pending = ls._pending.pop(uri, None)
-        if pending is not None:
-            pending.cancel()
-        ls.analyses.pop(uri, None)
-        ls.reparsers.pop(uri, None)
-        ls.forget_converted(uri)
+        ls.closed(uri)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)

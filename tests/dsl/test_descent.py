@@ -149,3 +149,44 @@ def test_lines_scanned_a_few_at_a_time(chunk: int, monkeypatch: pytest.MonkeyPat
     texts = [p.read_text(encoding="utf-8") for p in FLOWS]
     for text in [*texts, *EDGE_CASES]:
         agree(text)
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "\f", "\r", " \t"])
+def test_blanks_at_the_end_of_lines(blank: str) -> None:
+    for text in [f"speaker a{blank * 50}\nspeaker b{blank * 3}# c{blank * 9}\n",
+                 f"{blank * 40}\nwhen from a then b{blank * 7}\n{blank}", f"when{blank * 9}\n"]:
+        agree(text)
+
+
+def test_a_long_run_of_blanks_is_scanned_in_linear_time() -> None:
+    """The scanner skips blanks before a token; blanks that no token follows were tried
+    again from each of them (a line of 40,000 took two minutes). Under a CPU limit."""
+    from tests.hostile.limits import run_limited
+
+    code = ("import sys; from flowc.dsl.parser import parse; "
+            "flow = parse('speaker a' + ' ' * 2_000_000 + '\\nspeaker b' + '\\t' * 2_000_000); "
+            "print(len(flow.statements))")
+    result = run_limited([], python_code=code, cpu_seconds=20, wall_seconds=60)
+    assert not result.timed_out and result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "2"
+
+
+def test_a_part_of_a_file_has_the_files_spans() -> None:
+    """``parse_valid`` of the text from a statement that starts a line on, told where
+    it starts, gives the statements and comments of a whole parse from there on."""
+    tried = 0
+    for path in FLOWS:
+        text = path.read_text(encoding="utf-8")
+        whole = descent.parse_valid(text)
+        if whole is None:
+            continue
+        statements, comments = whole
+        starts = [i for i, st in enumerate(statements) if st.span.column == 1]
+        for i in starts[len(starts) // 2:len(starts) // 2 + 1] + starts[-1:]:
+            span = statements[i].span
+            part = descent.parse_valid(text[span.start:], span.line, span.start)
+            assert part is not None, path
+            assert tree(part[0]) == tree(statements[i:]), path
+            assert tree(part[1]) == tree([c for c in comments if c[1].start >= span.start]), path
+            tried += 1
+    assert tried > 100

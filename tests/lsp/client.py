@@ -38,6 +38,26 @@ async def wait_diagnostics(client: LanguageClient, uri: str, timeout: float = 30
     raise AssertionError(f"no diagnostics for {uri}")
 
 
+async def wait_version(client: LanguageClient, uri: str, version: int,
+                       timeout: float = 30) -> list[lsp.Diagnostic]:
+    """The diagnostics published for ``version`` of ``uri`` (the server publishes each
+    with the version it analysed)."""
+    published: list[lsp.PublishDiagnosticsParams] = client.published  # type: ignore[attr-defined]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for params in published:
+            if params.uri == uri and params.version == version:
+                return list(params.diagnostics)
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no diagnostics for version {version} of {uri}")
+
+
+def versions(client: LanguageClient, uri: str) -> list[int | None]:
+    """The versions of ``uri`` whose diagnostics were published, in order."""
+    published: list[lsp.PublishDiagnosticsParams] = client.published  # type: ignore[attr-defined]
+    return [p.version for p in published if p.uri == uri]
+
+
 def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
         lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),

@@ -24,6 +24,17 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
         registrations.extend(params.registrations)
 
     lsp_client.registrations = registrations  # type: ignore[attr-defined]
+    # every publishDiagnostics with its version, beside pytest-lsp's last one per document
+    published: list[lsp.PublishDiagnosticsParams] = []
+    features = lsp_client.protocol.fm.features
+    keep_last = features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def record(params: lsp.PublishDiagnosticsParams) -> None:
+        published.append(params)
+        keep_last(params)
+
+    features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = record
+    lsp_client.published = published  # type: ignore[attr-defined]
     result = await lsp_client.initialize_session(
         lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"),
                              root_uri=root.as_uri())

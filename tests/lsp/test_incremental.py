@@ -3,6 +3,7 @@ the tree it builds is the one a full parse builds, spans and comments included."
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from flowc.compiler.analysis import check_source
 from flowc.dsl.parser import parse_source
 from flowc.lsp.incremental import Reparser
 from flowc.source import SourceFile
-from tests.lsp.client import change, open_doc, wait_diagnostics
+from tests.lsp.client import change, open_doc, versions, wait_version
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -98,6 +99,49 @@ def test_an_edit_in_the_middle_of_a_large_flow_parses_one_statement() -> None:
     assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
 
 
+SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
+            "info": lsp.DiagnosticSeverity.Information}
+
+
+def checked(text: str) -> list[tuple[Any, ...]]:
+    """What `flowc check` reports for ``text``, field by field, in file order (an ASCII
+    text: columns are characters)."""
+    return [(d.code.id, d.message + (f"\nhelp: {d.help}" if d.help else ""),
+             SEVERITY[d.severity.value], d.span.line - 1, d.span.column - 1,
+             d.span.end_line - 1, d.span.end_column - 1)
+            for d in check_source(SourceFile("f.flow", text)) if d.span is not None]
+
+
+def published(diags: list[lsp.Diagnostic]) -> list[tuple[Any, ...]]:
+    assert all(d.source == "flowc" for d in diags)
+    return [(d.code, d.message, d.severity, d.range.start.line, d.range.start.character,
+             d.range.end.line, d.range.end.character) for d in diags]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_findings_of_a_large_flow_after_edits_are_those_of_flowc_check(
+        client: LanguageClient) -> None:
+    """Hundreds of findings, most of them the same from one version to the next (the
+    server reuses their JSON), and each edit's are exactly `flowc check`'s, in its order."""
+    text = generate(400)
+    uri = await open_doc(client, text)
+    assert published(client.last_diagnostics) == checked(text)  # type: ignore[attr-defined]
+    assert len(checked(text)) > 200
+    rng = random.Random(7)
+    for version in range(2, 8):
+        lines = text.split("\n")
+        k = rng.choice([i for i, line in enumerate(lines) if line.startswith("when from agent_")])
+        if version % 3 == 0:
+            lines.insert(k, lines[k].replace("then", "and context.done == true then"))
+        else:
+            head, _, tail = lines[k].partition(" then ")
+            lines[k] = f"{head} then agent_{version}" + tail[tail.index(" "):] if " " in tail \
+                else f"{head} then agent_{version}"
+        text = "\n".join(lines)
+        change(client, uri, version, text)
+        assert published(await wait_version(client, uri, version)) == checked(text)
+
+
 @pytest.mark.asyncio(loop_scope="module")
 async def test_findings_after_edits_are_those_of_flowc_check(client: LanguageClient) -> None:
     text = (
@@ -123,15 +167,26 @@ async def test_findings_after_edits_are_those_of_flowc_check(client: LanguageCli
     ]
     for version, new in enumerate(edits, start=2):
         change(client, uri, version, new)
-        got = await wait_diagnostics(client, uri)
-        expected = check_source(SourceFile("f.flow", new))
-        assert sorted((d.code, d.range.start.line, d.range.start.character, d.range.end.line,
-                       d.range.end.character) for d in got) == sorted(
-            (e.code.id, e.span.line - 1, e.span.column - 1, e.span.end_line - 1, e.span.end_column - 1)
-            for e in expected if e.span is not None), new
-        assert len(got) == len(expected)
+        assert published(await wait_version(client, uri, version)) == checked(new), new
     # hover answers from the new text: the reviewer's rule moved down a line
     hover = await client.text_document_hover_async(lsp.HoverParams(
         lsp.TextDocumentIdentifier(uri),
         lsp.Position(edits[2].split("\n").index("when from reviewer then drafter"), 11)))
     assert hover is not None and "speaker `reviewer`" in hover.contents.value  # type: ignore[union-attr]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_answers_while_a_large_file_is_checked(client: LanguageClient) -> None:
+    """The check runs beside the server's conversation: a hover sent while an edit of a
+    large flow is checked (a check of 4,000 rules takes several tenths of a second) is
+    answered, from the last analysis, before that edit's diagnostics."""
+    text = generate(4000)
+    uri = await open_doc(client, text)
+    new = text.replace("when from user then agent_0", "when from user then agent_1")
+    change(client, uri, 2, new)
+    await asyncio.sleep(0.1)  # the check has begun (at once: the document was quiet)
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(new.split("\n").index("speaker agent_3 {"), 9)))
+    assert hover is not None and "speaker `agent_3`" in hover.contents.value  # type: ignore[union-attr]
+    assert versions(client, uri) == [1]  # not yet
+    assert published(await wait_version(client, uri, 2)) == checked(new)
