@@ -138,24 +138,17 @@ def match_alternative(
     if len(alts) == 1 and handoff is None and finish is None:
         return alts[0]
     if handoff is None and finish is None and writes is not None:
-        sets, deletes = writes
-        fitting = [a for a in alts if a.handoff is None and a.finish is None
-                   and all(k in sets and sets[k] == v for k, v in a.sets)
-                   and all(k in deletes for k in a.clears)]
-        if fitting and all(a == fitting[0] for a in fitting):  # one, or equal ones
-            return fitting[0]
+        best = _most_writes([a for a in alts if a.handoff is None and a.finish is None], writes)
+        if best and all(a == best[0] for a in best):  # one, or equal ones
+            return best[0]
     if handoff is not None or finish is not None:
         fitting = [a for a in alts if (handoff is None or a.handoff == handoff)
                    and (finish is None or a.finish == finish)]
         # the alternative that does just what the script says wins over one that also
-        # finishes (or also hands off) beside it
+        # finishes (or also hands off) beside it, then the one with most of its writes
         pool = [a for a in fitting if a.handoff == handoff and a.finish == finish] or fitting
         if writes is not None and len(pool) > 1:
-            # then the one with the most of the script's writes (none it does not make)
-            sets, deletes = writes
-            within = [a for a in pool if all(k in sets and sets[k] == v for k, v in a.sets)
-                      and all(k in deletes for k in a.clears)]
-            pool = sorted(within, key=lambda a: -len(a.sets) - len(a.clears)) or pool
+            pool = _most_writes(pool, writes) or pool
         if pool:
             return pool[0]
     options = " | ".join(
@@ -170,6 +163,22 @@ def match_alternative(
                                f"(in a scenario: `{speaker} calls {tool} {alts[0].text()}`)")
     raise AlternativeError(f"{speaker}'s tool `{tool}` is declared to do {options}, "
                            "not what the script says")
+
+
+def _most_writes(alts: Sequence[ToolEffectInfo],
+                 writes: tuple[Mapping[str, Any], Sequence[str]]) -> list[ToolEffectInfo]:
+    """The alternatives that make the most of a script call's writes ``(set, delete)`` and
+    none it does not make (the call's writes land anyway, so any of them writes the same).
+
+    >>> alts = (ToolEffectInfo(clears=("k",)), ToolEffectInfo((("k", None),), ("k",)))
+    >>> _most_writes(alts, ({"k": None}, ["k"])) == [alts[1]]
+    True
+    """
+    sets, deletes = writes
+    within = [a for a in alts if all(k in sets and sets[k] == v for k, v in a.sets)
+              and all(k in deletes for k in a.clears)]
+    most = max((len(a.sets) + len(a.clears) for a in within), default=0)
+    return [a for a in within if len(a.sets) + len(a.clears) == most]
 
 
 def human_write_refusal(who: str, key: str, allowed: Sequence[str]) -> str:

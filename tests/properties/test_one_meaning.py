@@ -441,6 +441,17 @@ when context.j == 2 then terminate "two"
     ('a calls rate clears j: "none"', {"say": "none", "tool": "rate", "delete": ["j"]},
      Turn(speaker="a", tool="rate", clears=("j",))),
 ))
+#: found by this test: a script's writes that include two alternatives' (`clears done` and
+#: `sets done = null, clears done`) were refused as not saying which; the one making the most
+#: of them is taken
+@example(case=case_of(
+    "speaker user: human\nspeaker a {\n  tool approve clears done | sets done = null, clears done\n}\n"
+    "when from user then a\nwhen from a then user\n",
+    ('user: "hi"', "hi", Turn(speaker="user")),
+    ('a calls approve clears done, sets done = null: "ok"',
+     {"say": "ok", "tool": "approve", "set": {"done": None}, "delete": ["done"]},
+     Turn(speaker="a", tool="approve", sets=(("done", None),), clears=("done",))),
+))
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=flows_with_scenarios())

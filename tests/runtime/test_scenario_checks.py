@@ -204,3 +204,16 @@ def test_a_script_handoff_with_writes_takes_the_alternative_that_makes_them() ->
         {"kickoff": "hi", "script": {"bot": [{"tool": "pass", "handoff": "user"}],
                                      "user": ["back"]}}))
     assert (run.close_reason, run.stalled_on) == (None, "bot")
+
+
+def test_a_script_s_writes_take_the_alternative_that_makes_most_of_them() -> None:
+    """`clears done` and `sets done = null, clears done`: a script that sets and deletes
+    `done` takes the second (it was refused as not saying which)."""
+    flow = flowc.compile_flow("speaker user: human\nspeaker a {\n  tool approve clears done"
+                              " | sets done = null, clears done\n}\nwhen from user then a\n"
+                              'when from a then terminate "ok"\n')
+    call = {"tool": "approve", "set": {"done": None}, "delete": ["done"], "say": "ok"}
+    run = run_script_sync(RunTarget.from_compiled(flow), parse_script(
+        {"kickoff": "hi", "script": {"a": [call]}}))
+    assert run.error is None and run.close_reason == "ok"
+    assert run.context_vars == {"done": None}
