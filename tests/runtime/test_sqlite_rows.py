@@ -14,6 +14,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flowc.cli import main
 from flowc.runtime.envelope import EV_TEXT, Envelope
@@ -197,3 +199,33 @@ def test_a_run_that_is_full_is_refused_cleanly(tmp_path: Path) -> None:
                                        r"4294967295 envelopes, the most a run can\)"):
         store.append(_env("c1", "e2"))
     assert [e.envelope_id for e in store.read("c1")] == ["e1"]
+
+
+_TEXT = st.text(max_size=12)
+_JSONS = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                      | _TEXT, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(channel=_TEXT, sender=_TEXT, audience=st.none() | st.lists(_TEXT, max_size=3),
+       kind=_TEXT, data=st.dictionaries(_TEXT, _JSONS, max_size=3) | st.builds(
+           lambda k, v: {k: v}, _TEXT, _TEXT),
+       optional=st.fixed_dictionaries({}, optional={
+           "task_id": _TEXT, "causation_id": _TEXT, "trace_id": _TEXT,
+           "priority": st.sampled_from(["background", "normal", "urgent"]),
+           "depth": st.integers(0, 5), "idempotency_key": _TEXT,
+           "ttl_seconds": st.integers(0, 10**6)}),
+       envelope_id=_TEXT, created_at=_TEXT)
+def test_a_row_is_the_sorted_json_of_the_fields_not_at_their_default(
+        channel: str, sender: str, audience: list[str] | None, kind: str,
+        data: dict[str, object], optional: dict[str, object], envelope_id: str,
+        created_at: str) -> None:
+    env = Envelope(channel, sender, None if audience is None else tuple(audience), kind, data,
+                   envelope_id=envelope_id, created_at=created_at,
+                   **optional)  # type: ignore[arg-type]
+    full = json.loads(env.to_json())
+    kept = {k: v for k, v in full.items()
+            if k not in OPTIONAL or v != {"priority": "normal", "depth": 0}.get(k)}
+    assert encode_row(env) == json.dumps(kept, sort_keys=True, ensure_ascii=False)
+    assert Envelope.from_json(encode_row(env)) == env
