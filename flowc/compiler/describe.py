@@ -185,11 +185,14 @@ class Describer:
         return text
 
     def transition(self, transition: m.Transition, when_key: Any = _UNKNOWN) -> str:
-        """The same text as :func:`transition_text` (a rule is one line: `when`, its
-        condition, `then`, its target, and a priority other than 0)."""
-        when = self.condition(transition.when, when_key)
-        text = f"when {when} then {self.target(transition.then)}"
-        return text + (f" priority {transition.priority}" if transition.priority != 0 else "")
+        """The same text as :func:`transition_text`."""
+        return self.rule(transition.when, transition.then, transition.priority, when_key)
+
+    def rule(self, when: m.Condition, then: m.Target, priority: int, when_key: Any = _UNKNOWN) -> str:
+        """The rule ``when`` / ``then`` / ``priority`` as :func:`transition_text` writes it
+        (one line: `when`, the condition, `then`, the target, a priority other than 0)."""
+        text = f"when {self.condition(when, when_key)} then {self.target(then)}"
+        return text + (f" priority {priority}" if priority != 0 else "")
 
 
 #: JSON scalars whose type and ``==`` together decide how they are written
@@ -207,15 +210,16 @@ def _scalar(value: Any) -> Any:
 
 
 def _target_key(target: m.Target) -> Any:
-    if isinstance(target, m.AgentTarget):
-        value = _scalar(target.agent_id)
-    elif isinstance(target, m.TerminateTarget):
-        value = _scalar(target.reason)
-    elif isinstance(target, m.RoundRobinTarget | m.StayTarget | m.RevertToInitiatorTarget):
-        return type(target)
-    else:
-        return None
-    return None if value is None else (type(target), value)
+    kind = type(target)
+    if kind is m.AgentTarget:
+        agent = target.agent_id  # type: ignore[union-attr]
+        return ("agent", agent) if type(agent) is str else None
+    if kind is m.TerminateTarget:
+        reason = target.reason  # type: ignore[union-attr]
+        return ("terminate", reason) if type(reason) is str else None
+    if kind is m.RoundRobinTarget or kind is m.StayTarget or kind is m.RevertToInitiatorTarget:
+        return kind
+    return None
 
 
 def condition_key(cond: m.Condition) -> Any:

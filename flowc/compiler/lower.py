@@ -248,7 +248,7 @@ class RuleInfo:
     def line(self) -> int:
         """The line a reader finds it on: the rule's `when` line, or the line of its own
         branch when the rule was split (`or`, `from a, b`, a sequence step)."""
-        if self.rule is not None and self.span == self.rule.cond.span:
+        if self.rule is not None and (self.span is self.rule.cond.span or self.span == self.rule.cond.span):
             return self.rule.span.line
         return self.span.line
 
@@ -481,28 +481,30 @@ class _Lowering:
             yield cond
 
     def condition(self, cond: n.Cond) -> m.Condition | None:
-        if isinstance(cond, n.AlwaysCond):
-            return m.Always()
-        if isinstance(cond, n.FromCond):
+        kind = type(cond)  # the AST's classes have no subclasses: one test each, commonest first
+        if kind is n.FromCond:
             froms: list[m.Condition] = []
-            for sp in cond.speakers:
+            for sp in cond.speakers:  # type: ignore[union-attr]
                 self.need_speaker(sp, "`from` names")
                 froms.append(m.FromSpeaker(self.bind(sp.value)))
             return froms[0] if len(froms) == 1 else m.AnyOf(tuple(froms))
-        if isinstance(cond, n.ToolCond):
-            return m.ToolCalled(cond.tool.value)
-        if isinstance(cond, n.ContextCond):
-            eq = m.ContextEquals(cond.key.value, cond.value.value)
-            return eq if cond.op == "==" else m.Not(eq)
-        if isinstance(cond, n.AndCond | n.OrCond):
-            items = [self.condition(c) for c in cond.items]
+        if kind is n.ContextCond:
+            eq = m.ContextEquals(cond.key.value, cond.value.value)  # type: ignore[union-attr]
+            return eq if cond.op == "==" else m.Not(eq)  # type: ignore[union-attr]
+        if kind is n.ToolCond:
+            return m.ToolCalled(cond.tool.value)  # type: ignore[union-attr]
+        if kind is n.AndCond or kind is n.OrCond:
+            items = [self.condition(c) for c in cond.items]  # type: ignore[union-attr]
             if any(i is None for i in items):
                 return None
             kept = tuple(i for i in items if i is not None)
-            return m.AllOf(kept) if isinstance(cond, n.AndCond) else m.AnyOf(kept)
-        if isinstance(cond, n.NotCond):
-            inner = self.condition(cond.item)
+            return m.AllOf(kept) if kind is n.AndCond else m.AnyOf(kept)
+        if kind is n.NotCond:
+            inner = self.condition(cond.item)  # type: ignore[union-attr]
             return None if inner is None else m.Not(inner)
+        if kind is n.AlwaysCond:
+            return m.Always()
+        assert isinstance(cond, n.CallCond)
         args = self.call_args(cond.name, cond.args, "condition", cond.span)
         if args is not None and cond.name.value == "text_matches":
             self.check_pattern(cond.args)

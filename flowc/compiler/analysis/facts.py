@@ -374,6 +374,18 @@ class Facts:
     _MAX_VALUATIONS = 4096
 
     def _satisfiable_anywhere(self, codes: list[Any]) -> bool:
+        # equal conditions share one code: each set of codes is tried once
+        key = tuple(map(id, codes))
+        found = self._satisfiable.get(key)
+        if found is None:
+            found = self._satisfiable[key] = self._try_satisfy(codes)
+        return found
+
+    @cached_property
+    def _satisfiable(self) -> dict[tuple[int, ...], bool]:
+        return {}
+
+    def _try_satisfy(self, codes: list[Any]) -> bool:
         system = self.system
         reads = sorted({k for code in codes for k in _code_reads(code)})
         # a condition only asks whether a key's value is one it names: those values, and
@@ -483,13 +495,18 @@ class Facts:
                         rule = group[0]
                         if rule.tools is not None and tool not in rule.tools:
                             continue
-                        found = satisfiable([(rule.code, True)], speaker, tool, after, {})
+                        res = evaluate(rule.code, speaker, tool, after, {})
+                        if res is False:
+                            continue
+                        # (satisfiable only when a custom condition decides it)
+                        found = {} if res is True else satisfiable([(rule.code, True)], speaker, tool, after, {})
                         if found is None:
                             continue
                         assumed = tuple(sorted(found.items()))
                         outcome = space.explorer.route(speaker, tool, after, assumed)[0]
+                        hit = (node, Step(action, after, outcome))  # one witness for the group
                         for member in group:
-                            out[member.index] = (node, Step(action, after, outcome))
+                            out[member.index] = hit
                         done.add(g)
                         found_here.append(g)
                         left -= 1

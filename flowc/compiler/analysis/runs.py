@@ -75,6 +75,10 @@ class Run:
         >>> Run(tuple(Turn(f"s{i}") for i in range(100)), "s100").render().count("→")
         31
         """
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:  # a run is often the evidence of many findings: written once
         turns = self.turns
         if len(turns) > MAX_SHOWN_TURNS:
             half = MAX_SHOWN_TURNS // 2

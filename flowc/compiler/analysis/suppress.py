@@ -51,11 +51,14 @@ def apply_ignores(
             )
         ignores.append((c, [x for x in codes if x in CODES]))
     used: set[tuple[int, str]] = set()
+    on_line: dict[int, list[tuple[n.Comment, list[str]]]] = {}  # a file may hold thousands
+    for c, codes in ignores:
+        on_line.setdefault(c.span.line, []).append((c, codes))
     for d in diagnostics:
         silenced = False
         if d.span is not None:
-            for c, codes in ignores:
-                if c.span.line == d.span.line and d.code.id in codes:
+            for c, codes in on_line.get(d.span.line, ()):
+                if d.code.id in codes:
                     used.add((id(c), d.code.id))
                     silenced = True
         if not silenced:

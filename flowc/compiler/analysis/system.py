@@ -168,8 +168,8 @@ class System:
         texts = self._rule_texts
         text = texts.get(rule.index)
         if text is None:
-            when = m.Transition(rule.when, rule.then, rule.priority)
-            text = texts[rule.index] = elide(self._describer.transition(when, rule.when_key))
+            text = texts[rule.index] = elide(
+                self._describer.rule(rule.when, rule.then, rule.priority, rule.when_key))
         return text
 
     def line_of(self, rule: RuleSpec) -> int | None:
