@@ -445,6 +445,19 @@ when context.j == 2 then terminate "two"
 """
 
 
+#: found by this test (AST flows): an empty close reason. AG2 closes `finishes ""` as
+#: "finished" and `terminate ""` as "workflow_terminated"; a script's `handoff` named the
+#: first alternative with that handoff, which here also finishes
+EMPTY_REASONS = """\
+speaker user: human
+speaker bot {
+  tool both hands off to user, finishes "" | hands off to user
+}
+when from user then bot
+otherwise terminate ""
+"""
+
+
 @example(case=case_of(
     TWO_WRITES,
     ('user: "hi"', "hi", Turn(speaker="user")),
@@ -456,6 +469,22 @@ when context.j == 2 then terminate "two"
     ('user: "hi"', "hi", Turn(speaker="user")),
     ('a calls rate clears j: "none"', {"say": "none", "tool": "rate", "delete": ["j"]},
      Turn(speaker="a", tool="rate", clears=("j",))),
+))
+@example(case=case_of(
+    EMPTY_REASONS,
+    ('user: "hi"', "hi", Turn(speaker="user")),
+    ('bot calls both hands off to user, finishes "": "bye"',
+     {"say": "bye", "tool": "both", "finish": "", "set": {}, "delete": []},
+     Turn(speaker="bot", tool="both", handoff="user", finish="")),
+))
+@example(case=case_of(
+    EMPTY_REASONS,
+    ('user: "hi"', "hi", Turn(speaker="user")),
+    ('bot calls both hands off to user: "back"',
+     {"say": "back", "tool": "both", "handoff": "user", "set": {}, "delete": []},
+     Turn(speaker="bot", tool="both", handoff="user")),
+    ('user: "again"', "again", Turn(speaker="user")),
+    ('bot: "done"', "done", Turn(speaker="bot")),
 ))
 #: found by this test: a script's writes that include two alternatives' (`clears done` and
 #: `sets done = null, clears done`) were refused as not saying which; the one making the most
