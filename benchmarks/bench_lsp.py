@@ -10,11 +10,14 @@ priorities, `or`/`not`, an `otherwise`), waits for its first diagnostics, then m
 (a different rule each time, so every edit changes the graph the checker explores),
 sent as the whole new text (the heaviest change an editor sends). Latency is the wall
 time from sending ``didChange`` to receiving the ``publishDiagnostics`` of that version:
-the server's debounce, a full check (parse, compile, every check, ignore comments,
-exactly what ``flowc check`` reports) and the JSON round trip. ``cpu ms`` is the
+the server's debounce (none after a quiet spell, as here: the next edit is sent when the
+last one's diagnostics arrive), a full check (parse, compile, every check, ignore
+comments, exactly what ``flowc check`` reports) and the JSON round trip. ``cpu ms`` is the
 server's own CPU time per edit (median; less sensitive than wall time to other work on
-the machine). Memory is the server process's resident set after the edits and its
-peak (``VmRSS`` / ``VmHWM``).
+the machine). ``decode`` is how long this client itself takes to read one such message
+(JSON and lsprotocol's objects: a part of each latency spent on the client's side).
+Memory is the server process's resident set after the edits and its peak (``VmRSS`` /
+``VmHWM``). The load average is printed first: numbers are meaningful only when idle.
 
 Targets (issue 13): p95 <= 150 ms for 1,000 rules, <= 1 s for 10,000 rules. Exit status
 0 when both are met, 1 otherwise. The numbers depend on the machine's load: on a
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -74,11 +78,14 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
     counts: dict[int, int] = {}
     arrived = asyncio.Event()
 
+    last: list[lsp.PublishDiagnosticsParams] = []
+
     @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def on_diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
         if params.version is not None:
             published[params.version] = time.perf_counter()
             counts[params.version] = len(params.diagnostics)
+            last[:] = [params]
             arrived.set()
 
     await client.start_io(sys.executable, "-m", "flowc", "lsp")
@@ -134,7 +141,21 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
     p95 = latencies[max(0, round(0.95 * len(latencies)) - 1)]
     return {"rules": rules, "open": first, "p50": statistics.median(latencies), "p95": p95,
             "max": latencies[-1], "cpu": statistics.median(cpu), "rss": rss, "peak": peak,
-            "findings": counts[edits + 1]}
+            "findings": counts[edits + 1], "decode": decode_seconds(client, last[0])}
+
+
+def decode_seconds(client: LanguageClient, params: lsp.PublishDiagnosticsParams) -> float:
+    """How long this client takes to read one publishDiagnostics message (JSON, then
+    lsprotocol's objects), the best of three: a part of each latency spent on the client's
+    side (an editor's own client spends its own)."""
+    body = json.dumps(lsp.PublishDiagnosticsNotification(params=params),
+                      default=client.protocol._serialize_message)
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        json.loads(body, object_hook=client.protocol.structure_message)
+        best = min(best, time.perf_counter() - started)
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'rules':>7} {'findings':>8} {'open s':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
-          f"{'cpu ms':>7} {'target':>7} {'RSS MiB':>8} {'peak MiB':>8}")
+          f"{'cpu ms':>7} {'decode':>7} {'target':>7} {'RSS MiB':>8} {'peak MiB':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             edits = args.edits if size <= 1000 else max(10, args.edits // 3)
@@ -157,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             ok = ok and met
             print(f"{size:>7} {row['findings']:>8.0f} {row['open']:>7.2f} {row['p50'] * 1000:>7.0f} "
                   f"{row['p95'] * 1000:>7.0f} {row['max'] * 1000:>7.0f} {row['cpu'] * 1000:>7.0f} "
+                  f"{row['decode'] * 1000:>7.0f} "
                   f"{'-' if target is None else f'{target * 1000:.0f}':>7} {row['rss']:>8.0f} "
                   f"{row['peak']:>8.0f}  {'ok' if met else 'MISSED'}", flush=True)
     return 0 if ok else 1

@@ -1,14 +1,30 @@
 """Helpers for the `flowc lsp` tests: open and edit documents, wait for diagnostics,
-find positions in a text."""
+find positions in a text, apply the edits the server answers with."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
+
+#: the priority trap: `priority 100` sorts the terminate rule last, so it never fires (W204)
+TRAP = """\
+speaker user: human
+speaker drafter
+speaker reviewer {
+  tool approve sets approved = true
+}
+start user
+max_turns 12
+when context.approved == true then terminate "approved" priority 100
+when from user     then drafter
+when from drafter  then reviewer
+when from reviewer then drafter
+"""
 
 _opened = 0
 
@@ -72,3 +88,36 @@ def position_of(text: str, needle: str, nth: int = 0, offset: int = 1) -> lsp.Po
     at += offset
     line = text.count("\n", 0, at)
     return lsp.Position(line, at - (text.rfind("\n", 0, at) + 1))
+
+
+def apply_edits(text: str, edits: Sequence[lsp.TextEdit]) -> str:
+    """``text`` with ``edits`` made (ranges of the text before any of them, as LSP sends)."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    out = text
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        begin = starts[e.range.start.line] + e.range.start.character
+        end = starts[min(e.range.end.line, len(lines))] + e.range.end.character
+        out = out[:begin] + e.new_text + out[end:]
+    return out
+
+
+def apply(text: str, edit: lsp.WorkspaceEdit) -> str:
+    """``text`` with the edits of a workspace edit of one document made."""
+    assert edit.document_changes is not None and len(edit.document_changes) == 1
+    doc = edit.document_changes[0]
+    assert isinstance(doc, lsp.TextDocumentEdit)
+    assert all(isinstance(e, lsp.TextEdit) for e in doc.edits)
+    return apply_edits(text, doc.edits)  # type: ignore[arg-type]
+
+
+async def hover_text(client: LanguageClient, uri: str, position: lsp.Position) -> str | None:
+    """The text of the hover at ``position`` (None when there is none)."""
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), position))
+    if hover is None:
+        return None
+    assert isinstance(hover.contents, lsp.MarkupContent)
+    return hover.contents.value

@@ -14,45 +14,14 @@ from pytest_lsp import LanguageClient
 from flowc.compiler.analysis import check_source
 from flowc.compiler.render.options import COLORS
 from flowc.source import SourceFile
-from tests.lsp.client import open_doc, wait_diagnostics
+from tests.lsp.client import TRAP, apply, open_doc, wait_diagnostics
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-TRAP_FLOW = """\
-speaker user: human
-speaker drafter
-speaker reviewer {
-  tool approve sets approved = true
-}
-start user
-max_turns 12
-when context.approved == true then terminate "approved" priority 100
-when from user     then drafter
-when from drafter  then reviewer
-when from reviewer then drafter
-"""
 
 
 def codes(text: str) -> list[str]:
     return sorted(d.code.id for d in check_source(SourceFile("f.flow", text)))
-
-
-def apply(text: str, edit: lsp.WorkspaceEdit) -> str:
-    assert edit.document_changes is not None and len(edit.document_changes) == 1
-    doc = edit.document_changes[0]
-    assert isinstance(doc, lsp.TextDocumentEdit)
-    lines = text.splitlines(keepends=True)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    out = text
-    for e in sorted(doc.edits, key=lambda e: (e.range.start.line, e.range.start.character),
-                    reverse=True):
-        assert isinstance(e, lsp.TextEdit)
-        begin = starts[e.range.start.line] + e.range.start.character
-        end = starts[min(e.range.end.line, len(lines))] + e.range.end.character
-        out = out[:begin] + e.new_text + out[end:]
-    return out
 
 
 async def actions_on(client: LanguageClient, uri: str, line: int) -> dict[str, lsp.CodeAction]:
@@ -73,20 +42,20 @@ def line_of(text: str, needle: str) -> int:
 
 
 async def test_priority_trap_fix(client: LanguageClient) -> None:
-    uri = await open_doc(client, TRAP_FLOW)
-    assert codes(TRAP_FLOW) == ["W204"]
-    found = await actions_on(client, uri, line_of(TRAP_FLOW, "priority 100"))
+    uri = await open_doc(client, TRAP)
+    assert codes(TRAP) == ["W204"]
+    found = await actions_on(client, uri, line_of(TRAP, "priority 100"))
     fix = found["Give this rule `priority -1` (lower numbers run first)"]
     assert fix.is_preferred
     assert fix.diagnostics and fix.diagnostics[0].code == "W204"
     assert fix.edit is not None
-    fixed = apply(TRAP_FLOW, fix.edit)
-    assert fixed == TRAP_FLOW.replace("priority 100", "priority -1")
+    fixed = apply(TRAP, fix.edit)
+    assert fixed == TRAP.replace("priority 100", "priority -1")
     assert codes(fixed) == []
 
 
 async def test_priority_fix_sorts_before_the_lowest_written_priority(client: LanguageClient) -> None:
-    text = TRAP_FLOW.replace("when from user     then drafter",
+    text = TRAP.replace("when from user     then drafter",
                              "when from user     then drafter priority -5")
     text = text.replace("when from reviewer then drafter", "when from reviewer then drafter priority -3")
     assert "W204" in codes(text)
@@ -151,17 +120,17 @@ async def test_max_turns_fix(client: LanguageClient) -> None:
 
 
 async def test_ignore_comment_insertion(client: LanguageClient) -> None:
-    uri = await open_doc(client, TRAP_FLOW)
-    line = line_of(TRAP_FLOW, "priority 100")
+    uri = await open_doc(client, TRAP)
+    line = line_of(TRAP, "priority 100")
     fix = (await actions_on(client, uri, line))["Ignore W204 on this line (# flowc: ignore[W204])"]
     assert fix.edit is not None
-    ignored = apply(TRAP_FLOW, fix.edit)
+    ignored = apply(TRAP, fix.edit)
     assert ignored.splitlines()[line].endswith('priority 100  # flowc: ignore[W204]')
     assert codes(ignored) == []
     # a line with another comment: the ignore goes first; with an ignore comment: the code joins it
     for before, after in ((" # why", " # flowc: ignore[W204] # why"),
                           (" # flowc: ignore[W203]", " # flowc: ignore[W203, W204]")):
-        text = TRAP_FLOW.replace("priority 100", "priority 100" + before)
+        text = TRAP.replace("priority 100", "priority 100" + before)
         other = await open_doc(client, text)
         fix = (await actions_on(client, other, line))["Ignore W204 on this line (# flowc: ignore[W204])"]
         assert fix.edit is not None
@@ -171,20 +140,20 @@ async def test_ignore_comment_insertion(client: LanguageClient) -> None:
 
 
 async def test_unused_ignore_is_removed(client: LanguageClient) -> None:
-    text = TRAP_FLOW.replace("when from user     then drafter",
+    text = TRAP.replace("when from user     then drafter",
                              "when from user     then drafter  # flowc: ignore[W203]")
     assert codes(text) == ["W204", "X001"]
     uri = await open_doc(client, text)
     fix = (await actions_on(client, uri, line_of(text, "ignore[W203]")))["Remove the ignore comment"]
     assert fix.edit is not None
-    assert apply(text, fix.edit) == TRAP_FLOW
+    assert apply(text, fix.edit) == TRAP
 
 
 async def test_hover_on_a_diagnostic_code_and_a_quick_fix_needs_current_text(client: LanguageClient) -> None:
     """Hovering the squiggle of a finding shows its `flowc explain` page."""
     from flowc.commands.check import page
-    uri = await open_doc(client, TRAP_FLOW)
-    line = line_of(TRAP_FLOW, "priority 100")
+    uri = await open_doc(client, TRAP)
+    line = line_of(TRAP, "priority 100")
     hover = await client.text_document_hover_async(lsp.HoverParams(
         lsp.TextDocumentIdentifier(uri), lsp.Position(line, 60)))  # on `priority 100`
     assert hover is not None
@@ -192,7 +161,7 @@ async def test_hover_on_a_diagnostic_code_and_a_quick_fix_needs_current_text(cli
 
 
 async def test_diagram_command_is_render_check(client: LanguageClient, tmp_path: Path) -> None:
-    uri = await open_doc(client, TRAP_FLOW, "diagram.flow")
+    uri = await open_doc(client, TRAP, "diagram.flow")
     svg = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command="flowc.diagram", arguments=[uri]))
     assert svg["findings"] == 1
@@ -215,7 +184,7 @@ async def test_a_changed_pyproject_rechecks_open_documents(client: LanguageClien
     root: Path = client.root  # type: ignore[attr-defined]
     project = root / "watched"
     project.mkdir()
-    uri = await open_doc(client, TRAP_FLOW, "watched/trap.flow")
+    uri = await open_doc(client, TRAP, "watched/trap.flow")
     assert [d.code for d in client.last_diagnostics] == ["W204"]  # type: ignore[attr-defined]
     # the server asked the editor to watch every pyproject.toml
     watches = [r for r in client.registrations  # type: ignore[attr-defined]

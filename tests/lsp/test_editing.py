@@ -8,7 +8,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from flowc.dsl.formatter import format_source
-from tests.lsp.client import change, open_doc, position_of, wait_diagnostics
+from tests.lsp.client import apply_edits, change, open_doc, position_of, wait_diagnostics
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -181,19 +181,6 @@ otherwise   terminate
 """
 
 
-def apply(text: str, edits: list[lsp.TextEdit]) -> str:
-    lines = text.splitlines(keepends=True)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    out = text
-    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        begin = starts[e.range.start.line] + e.range.start.character
-        end = starts[min(e.range.end.line, len(lines))] + e.range.end.character
-        out = out[:begin] + e.new_text + out[end:]
-    return out
-
-
 async def test_range_formatting_formats_the_statements_in_the_range_only(client: LanguageClient) -> None:
     uri = await open_doc(client, MESSY)
     edits = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
@@ -202,14 +189,14 @@ async def test_range_formatting_formats_the_statements_in_the_range_only(client:
     assert edits is not None and len(edits) == 1
     # the speaker block on line 2 only, the rest left as it was
     assert edits[0].range == lsp.Range(lsp.Position(1, 0), lsp.Position(2, 0))
-    after = apply(MESSY, edits)
+    after = apply_edits(MESSY, edits)
     assert after == MESSY.replace("speaker b {tool t sets x=1}\n",
                                   "speaker b {\n  tool t sets x = 1\n}\n")
     # the range of every line: the same text as formatting the document
     whole = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
         lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(5, 0)),
         lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
-    assert whole is not None and apply(MESSY, whole) == format_source(MESSY)
+    assert whole is not None and apply_edits(MESSY, whole) == format_source(MESSY)
     # a range already formatted: no edit
     done = await open_doc(client, format_source(MESSY))
     unchanged = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(

@@ -11,24 +11,21 @@ from pytest_lsp import LanguageClient
 
 from flowc.commands.check import page
 from flowc.dsl.formatter import format_source
-from tests.lsp.client import change, open_doc, position_of, versions, wait_diagnostics, wait_version
+from tests.lsp.client import (
+    TRAP,
+    change,
+    hover_text,
+    open_doc,
+    position_of,
+    versions,
+    wait_diagnostics,
+    wait_version,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-#: the priority trap: `priority 100` sorts the terminate rule last, so it never fires (W204)
-TRAP = """\
-speaker user: human
-speaker drafter
-speaker reviewer {
-  tool approve sets approved = true
-}
-start user
-max_turns 12
-when context.approved == true then terminate "approved" priority 100
-when from user     then drafter
-when from drafter  then reviewer
-when from reviewer then drafter  # flowc: ignore[W999]
-"""
+#: the priority trap, its last line with an ignore comment naming an unknown code (X001)
+TRAP = TRAP.removesuffix("\n") + "  # flowc: ignore[W999]\n"
 TRAP_LINE = next(i for i, line in enumerate(TRAP.splitlines()) if "priority 100" in line)
 
 
@@ -66,9 +63,8 @@ async def test_edits_are_debounced_and_a_syntax_error_keeps_the_last_analysis(
     error = next(d for d in diags if d.code == "E001")
     assert error.range.start.line >= len(fixed.splitlines())  # on the added line (or at the end)
     # hover still answers from the last version that parsed
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), position_of(TRAP, "drafter")))
-    assert hover is not None and "speaker `drafter`" in hover.contents.value  # type: ignore[union-attr]
+    hover = await hover_text(client, uri, position_of(TRAP, "drafter"))
+    assert hover is not None and "speaker `drafter`" in hover
     # once it parses again, the fixed version has no W204
     change(client, uri, 5, fixed)
     diags = await wait_version(client, uri, 5)
@@ -90,39 +86,28 @@ async def test_config_in_pyproject_applies_and_is_reloaded(client: LanguageClien
 
 async def test_hover_on_a_speaker(client: LanguageClient) -> None:
     uri = await open_doc(client, TRAP)
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), position_of(TRAP, "reviewer", nth=2)))
-    assert hover is not None
-    text = hover.contents.value  # type: ignore[union-attr]
+    text = await hover_text(client, uri, position_of(TRAP, "reviewer", nth=2))
+    assert text is not None
     assert "**speaker `reviewer`** (model agent)" in text
     assert "`approve`: sets approved = true" in text
     # one rule routes to the reviewer (line 10), one from it (line 11)
     to_part, from_part = text.split("Rules routing from it")
     assert "line 10" in to_part and "when from drafter then reviewer" in to_part
     assert "line 11" in from_part and "when from reviewer then drafter" in from_part
-    human = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), position_of(TRAP, "user", nth=0)))
-    assert human is not None and "(human)" in human.contents.value  # type: ignore[union-attr]
-    assert "Tools: none." in human.contents.value  # type: ignore[union-attr]
+    human = await hover_text(client, uri, position_of(TRAP, "user", nth=0))
+    assert human is not None and "(human)" in human and "Tools: none." in human
 
 
 async def test_hover_on_a_tool_and_on_a_code(client: LanguageClient) -> None:
     text = TRAP.replace("context.approved == true", "tool approve").replace(
         "# flowc: ignore[W999]", "# flowc: ignore[W204]")
     uri = await open_doc(client, text)
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), position_of(text, "tool approve then", offset=6)))
-    assert hover is not None
-    value = hover.contents.value  # type: ignore[union-attr]
+    value = await hover_text(client, uri, position_of(text, "tool approve then", offset=6))
+    assert value is not None
     assert "**tool `approve`**" in value and "on `reviewer`: sets approved = true" in value
     assert "line 8" in value
-    code = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), position_of(text, "W204", offset=2)))
-    assert code is not None
-    assert code.contents.value == page("W204")  # type: ignore[union-attr]
-    nothing = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), position_of(text, "max_turns", offset=2)))
-    assert nothing is None
+    assert await hover_text(client, uri, position_of(text, "W204", offset=2)) == page("W204")
+    assert await hover_text(client, uri, position_of(text, "max_turns", offset=2)) is None
 
 
 async def test_definition_of_speakers_and_tools(client: LanguageClient) -> None:
@@ -240,10 +225,8 @@ async def test_definition_of_keys_and_custom_conditions_from_scenarios(client: L
 async def test_hover_on_a_context_key(client: LanguageClient) -> None:
     text = TRAP.replace("start user\n", "start user\ncontext approved = false\n")
     uri = await open_doc(client, text)
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), position_of(text, "context.approved", offset=9)))
-    assert hover is not None
-    value = hover.contents.value  # type: ignore[union-attr]
+    value = await hover_text(client, uri, position_of(text, "context.approved", offset=9))
+    assert value is not None
     assert "**context key `approved`**" in value
     assert "Initial value: `false`" in value
     assert "`reviewer` via tool `approve`: sets approved = true" in value

@@ -8,7 +8,7 @@ from pytest_lsp import LanguageClient
 
 from flowc.compiler.analysis import check_source
 from flowc.source import SourceFile
-from tests.lsp.client import open_doc, position_of
+from tests.lsp.client import apply, open_doc, position_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -96,26 +96,6 @@ async def test_references_of_every_kind_include_scenarios(client: LanguageClient
         context=lsp.ReferenceContext(include_declaration=True),
         text_document=lsp.TextDocumentIdentifier(uri),
         position=position_of(FLOW, "max_turns", offset=2))) is None
-
-
-def apply(text: str, edit: lsp.WorkspaceEdit) -> str:
-    """Apply the edits of a workspace edit (one document, single-line ranges) to ``text``."""
-    assert edit.document_changes is not None and len(edit.document_changes) == 1
-    change = edit.document_changes[0]
-    assert isinstance(change, lsp.TextDocumentEdit)
-    lines = text.splitlines(keepends=True)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    out = text
-    edits = sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character),
-                   reverse=True)
-    for e in edits:
-        assert isinstance(e, lsp.TextEdit)
-        begin = starts[e.range.start.line] + e.range.start.character
-        end = starts[e.range.end.line] + e.range.end.character
-        out = out[:begin] + e.new_text + out[end:]
-    return out
 
 
 async def rename(client: LanguageClient, uri: str, pos: lsp.Position, new: str) -> lsp.WorkspaceEdit:

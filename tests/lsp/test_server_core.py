@@ -22,24 +22,11 @@ from flowc.lsp import core
 from flowc.lsp.core import DEBOUNCE_SECONDS, FlowcServer
 from flowc.lsp.server import make_server
 from flowc.source import SourceFile
+from tests.lsp.client import TRAP
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_compile import generate  # noqa: E402
-
-TRAP = """\
-speaker user: human
-speaker drafter
-speaker reviewer {
-  tool approve sets approved = true
-}
-start user
-max_turns 12
-when context.approved == true then terminate "approved" priority 100
-when from user     then drafter
-when from drafter  then reviewer
-when from reviewer then drafter
-"""
 
 
 class Sink:
