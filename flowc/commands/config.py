@@ -14,7 +14,6 @@ flowc.commands.config.ConfigError: pyproject.toml: [tool.flowc] has no setting `
 from __future__ import annotations
 
 import argparse
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -69,6 +68,8 @@ def load_config(path: Path | None) -> dict[str, Any]:
     """The ``[tool.flowc]`` table (empty when there is none); a broken file is an error."""
     if path is None:
         return {}
+    import tomllib  # only when there is a file to read: a flow outside a project has none
+
     from flowc.inputs import InputFileError, read_bytes
 
     try:  # a regular file of at most 16 MiB: never a device or a FIFO

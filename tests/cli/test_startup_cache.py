@@ -103,3 +103,28 @@ def test_version_reads_no_cache_and_loads_no_command() -> None:
     assert done.stdout.startswith("flowc 0.1.0\n")
     result = json.loads(done.stdout.splitlines()[1])
     assert result == {"code": 0, "loaded": [], "cache_read": False}
+
+
+RUN_OUTSIDE_A_PROJECT = """
+import sys
+from flowc.cli import main
+code = main(["run", sys.argv[1], "--script", sys.argv[2], "--db", ":memory:"])
+print(code, "tomllib" in sys.modules)
+"""
+
+
+def test_a_run_outside_a_project_reads_no_toml(tmp_path: Path) -> None:
+    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
+                                        "max_turns 2\nwhen from a then b\n")
+    (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
+    args = [sys.executable, "-c", RUN_OUTSIDE_A_PROJECT, str(tmp_path / "pair.flow"),
+            str(tmp_path / "s.json")]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "0 False"
+    # with a pyproject.toml beside the flow, its [tool.flowc] table is read
+    (tmp_path / "pyproject.toml").write_text('[tool.flowc]\nstrict = true\n')
+    done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.stdout.splitlines()[-1] == "0 True", done.stderr
