@@ -55,8 +55,34 @@ def wanted_modules(argv: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(COMMAND_MODULES.values()))
 
 
+def _help_width() -> int:
+    """The width argparse gives its help: ``shutil.get_terminal_size().columns - 2``,
+    worked out the same way (``COLUMNS``, else the terminal of stdout, else 80)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns - 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with the help sized as argparse sizes it but without importing
+    :mod:`shutil` (and with it bz2 and lzma) for that: argparse makes a help formatter
+    for every option it registers, and a command prints its help rarely. Subcommands'
+    parsers are of this class too."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self.formatter_class(prog=self.prog, width=_help_width())  # type: ignore[call-arg]
+
+
 def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="flowc",
         description="Compile, check, draw, test and run .flow workflow graphs for AG2.",
     )

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -109,11 +111,11 @@ RUN_OUTSIDE_A_PROJECT = """
 import sys
 from flowc.cli import main
 code = main(["run", sys.argv[1], "--script", sys.argv[2], "--db", ":memory:"])
-print(code, "tomllib" in sys.modules)
+print(code, "tomllib" in sys.modules, "shutil" in sys.modules)
 """
 
 
-def test_a_run_outside_a_project_reads_no_toml(tmp_path: Path) -> None:
+def test_a_run_outside_a_project_reads_no_toml_and_sizes_no_help(tmp_path: Path) -> None:
     (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
                                         "max_turns 2\nwhen from a then b\n")
     (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
@@ -122,9 +124,30 @@ def test_a_run_outside_a_project_reads_no_toml(tmp_path: Path) -> None:
     done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "0 False"
+    assert done.stdout.splitlines()[-1] == "0 False False"
     # with a pyproject.toml beside the flow, its [tool.flowc] table is read
     (tmp_path / "pyproject.toml").write_text('[tool.flowc]\nstrict = true\n')
     done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert done.stdout.splitlines()[-1] == "0 True", done.stderr
+    assert done.stdout.splitlines()[-1] == "0 True False", done.stderr
+
+
+def test_help_is_sized_as_argparse_sizes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+    import importlib
+    import shutil
+
+    from flowc import cli
+
+    for columns in ("", "0", "-3", "wide", "57", "200"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert cli._help_width() == shutil.get_terminal_size().columns - 2
+    monkeypatch.setenv("COLUMNS", "64")
+    modules = [importlib.import_module(name) for name in dict.fromkeys(
+        cli.COMMAND_MODULES[command] for command in ("run", "log", "check"))]
+    ours = cli.build_parser(modules)
+    monkeypatch.setattr(cli, "_Parser", argparse.ArgumentParser)
+    plain = cli.build_parser(modules)
+    for args in ([], ["run"], ["log"], ["check"]):
+        assert (cli._subparser(ours, args[0]) if args else ours).format_help() \
+            == (cli._subparser(plain, args[0]) if args else plain).format_help()
