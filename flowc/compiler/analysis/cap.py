@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.compiler.analysis.reachability import _mention
 from flowc.compiler.analysis.runs import run_along
 from flowc.diagnostics import W215
 from flowc.dsl import nodes as n
@@ -57,7 +56,7 @@ def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
                 f"speaker `{who}` never speaks: its first turn would be turn {turn}, and {label} "
                 f"closes every run after turn {cap}",
                 span=facts.speaker_span(speaker),
-                json_path=_mention(facts, speaker),
+                json_path=facts.mention(speaker),
                 notes=(f"a shortest run to it: {run.render()}",),
                 help=f"raise the cap to at least `max_turns {turn}`, or route to `{who}` sooner",
             ),

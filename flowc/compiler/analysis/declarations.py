@@ -113,12 +113,13 @@ def check_human_initiator(facts: Facts) -> Iterator[Finding]:
     if system.compiled is None or system.initiator not in system.humans:
         return
     who = system.name(system.initiator)
-    spans: list[Span] = []
+    found: dict[Span, None] = {}  # in file order, each once
     for rule in system.rules:
         if isinstance(rule.then, m.RevertToInitiatorTarget) and rule.info is not None:
             span = facts.rule_span(rule)
-            if span is not None and span not in spans:
-                spans.append(span)
+            if span is not None:
+                found.setdefault(span, None)
+    spans = list(found)
     if isinstance(system.default, m.RevertToInitiatorTarget) and system.compiled.default_span:
         spans.append(system.compiled.default_span)
     for span in spans:

@@ -33,6 +33,7 @@ from flowc.compiler.analysis.system import (
     RuleSpec,
     System,
     Valuation,
+    walk_condition,
 )
 from flowc.diagnostics import Code, Diagnostic
 from flowc.dsl import nodes as n
@@ -198,14 +199,34 @@ class Facts:
         return not (isinstance(default, m.TerminateTarget) and default.reason in _IMPLIED_REASONS)
 
     def speaker_span(self, speaker: int) -> Span | None:
-        flow = self.flow
-        if flow is None:
+        return self._speaker_spans.get(self.system.speakers[speaker])
+
+    @cached_property
+    def _speaker_spans(self) -> dict[str, Span]:
+        """Each speaker's name in its (first) declaration."""
+        out: dict[str, Span] = {}
+        if self.flow is not None:
+            for decl in self.flow.speakers():
+                out.setdefault(decl.name.value, decl.name.span)
+        return out
+
+    def mention(self, speaker: int) -> str | None:
+        """In a JSON graph: the path of the first rule that names the speaker's id (in its
+        ``from`` or as its target), ``""`` for none; None for a `.flow`."""
+        if not self.system.json_mode:
             return None
-        name = self.system.speakers[speaker]
-        for decl in flow.speakers():
-            if decl.name.value == name:
-                return decl.name.span
-        return None  # pragma: no cover - every speaker is declared
+        return self._mentions.get(self.system.ids[speaker], "")
+
+    @cached_property
+    def _mentions(self) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for rule in self.system.rules:
+            named = [c.agent_id for c in walk_condition(rule.when) if isinstance(c, m.FromSpeaker)]
+            if isinstance(rule.then, m.AgentTarget):
+                named.append(rule.then.agent_id)
+            for agent in named:
+                out.setdefault(agent, rule.json_path)
+        return out
 
     # context and tools -----------------------------------------------------
 

@@ -9,7 +9,6 @@ from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210, reported_dead_rules
 from flowc.compiler.analysis.runs import run_along
-from flowc.compiler.analysis.system import walk_condition as _walk
 from flowc.diagnostics import W201, W210, W212, W213, listing_of
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
@@ -35,7 +34,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
                 W201,
                 f"speaker `{who}` can never be scheduled to speak: no run routes to it",
                 span=facts.speaker_span(speaker),
-                json_path=_mention(facts, speaker),
+                json_path=facts.mention(speaker),
                 notes=(
                     f"explored {len(space.keys)} states; a shortest run: {sample.render()}",
                 ),
@@ -43,21 +42,6 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
             ),
             sample,
         )
-
-
-def _mention(facts: Facts, speaker: int) -> str | None:
-    """In a JSON graph: the first rule that names the speaker's id."""
-    system = facts.system
-    if not system.json_mode:
-        return None
-    agent = system.ids[speaker]
-    for rule in system.rules:
-        named = [c.agent_id for c in _walk(rule.when) if isinstance(c, m.FromSpeaker)]
-        if isinstance(rule.then, m.AgentTarget):
-            named.append(rule.then.agent_id)
-        if agent in named:
-            return rule.json_path
-    return ""
 
 
 def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
