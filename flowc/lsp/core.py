@@ -61,6 +61,14 @@ class Analysis:
     index: Index | None
 
 
+def _ascii_position(lines: Sequence[str], line: int, character: int) -> tuple[int, int]:
+    """A position in an ASCII text as pygls' position codec gives it: the character
+    clamped to its line (newline included), a line past the end as the end."""
+    if line >= len(lines):
+        return len(lines), 0
+    return line, min(character, len(lines[line]))
+
+
 @attrs.frozen
 class _Job:
     """One analysis: the document as it was when it was asked for."""
@@ -198,7 +206,8 @@ class FlowcServer(LanguageServer):
         settings) or it was closed: this one's result would be thrown away."""
         return self._generation.get(job.uri, 0) != job.generation
 
-    def _run(self, job: _Job) -> tuple[Analysis, _Serialised, dict[tuple[object, ...], str]] | None:
+    def _run(self, job: _Job
+             ) -> tuple[Analysis, _Serialised, dict[tuple[object, ...], str] | None] | None:
         """Parse, check and serialise ``job`` (in any thread: one at a time); None when it
         became stale on the way (checked between the steps)."""
         with self._running:
@@ -231,7 +240,7 @@ class FlowcServer(LanguageServer):
                     analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
                 if self._stale(job):
                     return None
-                message, converted = self._serialise(job, analysis)
+                message, converted = self._serialise(job, analysis, reuse=not syntax)
             finally:
                 if paused:
                     # what the analysis made lives on (trees, findings, their JSON): moved
@@ -243,7 +252,7 @@ class FlowcServer(LanguageServer):
             return analysis, message, converted
 
     def _finish(self, job: _Job, analysis: Analysis, message: _Serialised,
-                converted: dict[tuple[object, ...], str]) -> None:
+                converted: dict[tuple[object, ...], str] | None) -> None:
         """Keep a finished analysis and publish it (in the server's thread)."""
         if self._stale(job):
             return
@@ -252,7 +261,7 @@ class FlowcServer(LanguageServer):
         self.analyses[job.uri] = analysis
         if converted:
             self._converted[job.uri] = converted
-        else:
+        elif converted is not None:
             self._converted.pop(job.uri, None)
         self._collect_later()
 
@@ -280,19 +289,21 @@ class FlowcServer(LanguageServer):
         finally:
             self._running.release()
 
-    def _serialise(self, job: _Job, analysis: Analysis
-                   ) -> tuple[_Serialised, dict[tuple[object, ...], str]]:
+    def _serialise(self, job: _Job, analysis: Analysis, *, reuse: bool = True
+                   ) -> tuple[_Serialised, dict[tuple[object, ...], str] | None]:
         """The publishDiagnostics notification of ``analysis``, in JSON, and the JSON of
         each diagnostic by code, message and place (kept for the next version).
 
         Most findings survive an edit unchanged: in an ASCII text (where a column is the
         same in every position encoding) each diagnostic's JSON is kept per document and
-        reused, so an edit serialises only the findings it changed."""
+        reused, so an edit serialises only the findings it changed. Not while the text
+        does not parse (``reuse`` false): the findings kept from the last version that
+        parsed may point past the ends of its lines: they are placed afresh, and the JSON
+        kept stays that of the last version that parsed (None)."""
         text = job.source.text
         lines = text.splitlines(keepends=True)
         ascii_text = text.isascii()
-        cache = self._converted.get(job.uri, {}) if ascii_text else {}
-        unstructure = self.protocol._converter.unstructure
+        cache = self._converted.get(job.uri, {}) if ascii_text and reuse else {}
         kept: dict[tuple[object, ...], str] = {}
         out = []
         for d in analysis.diagnostics:
@@ -301,14 +312,39 @@ class FlowcServer(LanguageServer):
                 if s is not None else (d.code.id, d.message, d.help)
             converted = cache.get(key)
             if converted is None:
-                converted = json.dumps(unstructure(self.lsp_diagnostic(d, lines)))
+                converted = self._diagnostic_json(d, lines, ascii_text)
             kept[key] = converted
             out.append(converted)
         version = "" if analysis.version is None else f', "version": {analysis.version}'
         body = (f'{{"jsonrpc": "2.0", "method": "{lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS}", '
                 f'"params": {{"uri": {json.dumps(job.uri)}, "diagnostics": [{", ".join(out)}]'
                 f'{version}}}}}')
+        if not reuse:
+            return _Serialised(body), None  # the last version's JSON stays for the next one
         return _Serialised(body), kept if ascii_text else {}
+
+    def _diagnostic_json(self, d: Diagnostic, lines: Sequence[str], ascii_text: bool) -> str:
+        """:meth:`lsp_diagnostic` in JSON, as pygls would write it, without building
+        lsprotocol's objects (a large file's first check has thousands of findings)."""
+        s = d.span
+        if s is not None and ascii_text:
+            # in ASCII a column is the same in every encoding: the codec's clamping only
+            start = _ascii_position(lines, s.line - 1, s.column - 1)
+            end = _ascii_position(lines, s.end_line - 1, s.end_column - 1)
+        else:
+            r = self.to_range(s, lines)
+            start, end = (r.start.line, r.start.character), (r.end.line, r.end.character)
+        out: dict[str, Any] = {
+            "range": {"start": {"line": start[0], "character": start[1]},
+                      "end": {"line": end[0], "character": end[1]}},
+            "message": f"{d.message}\nhelp: {d.help}" if d.help else d.message,
+            "severity": _SEVERITY[d.severity].value,
+            "code": d.code.id,
+            "source": "flowc",
+        }
+        if d.code.id in _UNNECESSARY:
+            out["tags"] = [lsp.DiagnosticTag.Unnecessary.value]
+        return json.dumps(out)
 
     def to_range(self, span: Span | None, lines: Sequence[str]) -> lsp.Range:
         """A flowc span (1-based lines and columns, in characters) as an LSP range in the

@@ -18,6 +18,7 @@ from lsprotocol import types as lsp
 from pygls.workspace import Workspace
 
 from flowc.compiler.analysis import check_source
+from flowc.diagnostics import Diagnostic
 from flowc.lsp import core
 from flowc.lsp.core import DEBOUNCE_SECONDS, FlowcServer
 from flowc.lsp.server import make_server
@@ -68,10 +69,13 @@ def edit(server: FlowcServer, uri: str, version: int, text: str) -> None:
                                           lsp.TextDocumentContentChangeWholeDocument(text))
 
 
-def pygls_json(server: FlowcServer, uri: str, version: int, text: str) -> dict[str, Any]:
-    """The notification as pygls writes it (cattrs, json.dumps) for ``check_source``'s findings."""
+def pygls_json(server: FlowcServer, uri: str, version: int, text: str,
+               found: tuple[Diagnostic, ...] | None = None) -> dict[str, Any]:
+    """The notification as pygls writes it (lsprotocol's objects, cattrs, json.dumps) for
+    ``found``, by default ``check_source``'s findings."""
     lines = text.splitlines(keepends=True)
-    found = check_source(SourceFile(str(Path(uri.removeprefix("file://"))), text))
+    if found is None:
+        found = check_source(SourceFile(str(Path(uri.removeprefix("file://"))), text))
     params = lsp.PublishDiagnosticsParams(uri, [server.lsp_diagnostic(d, lines) for d in found], version)
     message = lsp.PublishDiagnosticsNotification(params=params)
     result: dict[str, Any] = json.loads(json.dumps(message, default=server.protocol._serialize_message))
@@ -93,15 +97,25 @@ def test_diagnostics_json_is_pyglss_and_survives_edits(tmp_path: Path,
         big,
         big.replace("then agent_4", "then agent_5", 3),  # findings change, most stay
         big + "when from agent_1 then agent_2\n",
+        TRAP + "when from",  # a syntax error at the end: past the last line's end
+        TRAP.replace("speaker drafter\n", "speaker drafter  # é\n") + "when from",
+        TRAP,
     ]
     server, sink, uri = server_with(tmp_path, texts[0], encoding)
+    codes: list[str] = []
     for version, text in enumerate(texts, start=1):
         if version > 1:
             edit(server, uri, version, text)
         server.analyse(uri)
         written = sink.messages()[-1]
-        assert written == pygls_json(server, uri, version, text)
-        assert len(written["params"]["diagnostics"]) == len(check_source(SourceFile("f.flow", text)))
+        found = server.analyses[uri].diagnostics
+        assert written == pygls_json(server, uri, version, text, found)
+        if text.endswith("from"):  # the syntax error and the last analysis that parsed
+            assert [d.code.id for d in found] == ["E001", *codes]
+            assert server._converted[uri]  # the JSON kept for the next version that parses
+        else:
+            assert written == pygls_json(server, uri, version, text)
+            codes = [d.code.id for d in found]
     assert len(sink.messages()) == len(texts)
 
 
