@@ -403,8 +403,8 @@ def test_sigint_outside_a_terminal_also_leaves_the_run_open(files: Path) -> None
 
     def reviewer_asked() -> None:
         assert proc.stdout is not None
-        while "→ reviewer" not in proc.stdout.readline():
-            pass
+        while "→ reviewer" not in (line := proc.stdout.readline()):
+            assert line, "the run ended before the reviewer was asked"
 
     out, err = interrupt(proc, reviewer_asked)
     assert proc.returncode == 130, err
