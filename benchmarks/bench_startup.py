@@ -125,15 +125,17 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, argv in contenders.items():
                 if name.startswith("flowc run (SQLite"):
-                    (folder / "runs.db").unlink(missing_ok=True)
+                    for suffix in ("", "-wal", "-shm"):  # a new file each round
+                        (folder / f"runs.db{suffix}").unlink(missing_ok=True)
                 cpu, wall, out = measure(argv, env)
                 if name.startswith("flowc run"):
                     assert f"after {args.turns} turns" in out, out[-300:]
                 old = best.get(name, (cpu, wall))
                 best[name] = (min(old[0], cpu), min(old[1], wall))
         ag2_cpu = best["AG2 hub (in memory)"][0]
+        load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"whole process, {args.turns}-turn 3-party scripted round robin "
-              f"(best of {args.rounds} rounds)")
+              f"(best of {args.rounds} rounds; load average {load} at the end)")
         print(f"  {'':28} {'CPU s':>7} {'wall s':>7} {'AG2 / this (CPU)':>17}")
         for name, (cpu, wall) in best.items():
             print(f"  {name:28} {cpu:7.3f} {wall:7.3f} {ag2_cpu / cpu:16.1f}x")

@@ -15,14 +15,15 @@ Python ignores a ``__pycache__`` it cannot use (``PYTHONDONTWRITEBYTECODE`` is o
 
 from __future__ import annotations
 
+import atexit
 import marshal
 import os
 import sys
 from pathlib import Path
 from types import CodeType
-from typing import Any
+from typing import Any, NoReturn
 
-__all__ = ["install", "save"]
+__all__ = ["end", "install", "save"]
 
 #: source text of a class's generated methods -> their compiled code
 _codes: dict[tuple[str, str], CodeType] = {}
@@ -104,3 +105,30 @@ def save() -> None:
         os.replace(tmp, _path)
     except OSError:
         pass  # a read-only install: compile again next time
+
+
+def end(code: int) -> NoReturn:
+    """End the process with ``code`` as :func:`sys.exit` does, less the interpreter's
+    tear-down.
+
+    The functions registered with :mod:`atexit` run and stdout and stderr are flushed,
+    as at any exit; then the process ends without freeing, module by module, every
+    object the command made (7-9 ms of CPU after a scripted 2,400-turn ``flowc run``,
+    measured on a loaded machine; mypy ends its runs the same way). Python does not
+    promise to finalize objects still alive at exit, and flowc's commands close what
+    they open (the WAL store included) before they return. The usual exit is taken
+    when another thread still runs (it waits for non-daemon threads), when this Python
+    cannot run the exit functions itself, or when a flush fails (its error is then
+    reported as usual)."""
+    threading = sys.modules.get("threading")
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if not callable(run_exit_functions) or (
+            threading is not None and threading.active_count() > 1):
+        sys.exit(code)
+    run_exit_functions()  # each runs once: the list is emptied
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        sys.exit(code)
+    os._exit(code)

@@ -151,3 +151,44 @@ def test_help_is_sized_as_argparse_sizes_it(monkeypatch: pytest.MonkeyPatch) -> 
     for args in ([], ["run"], ["log"], ["check"]):
         assert (cli._subparser(ours, args[0]) if args else ours).format_help() \
             == (cli._subparser(plain, args[0]) if args else plain).format_help()
+
+
+PLUGIN = """
+import atexit, os, pathlib, sys, threading, time
+out = pathlib.Path(os.environ["FLOWC_TEST_OUT"])
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+# the interpreter's tear-down clears its state, an audit event (no file can be opened then)
+torn = os.open(out / "torn", os.O_WRONLY | os.O_CREAT)
+def hook(event, args, write=os.write, fd=torn):
+    if event == "cpython.PyInterpreterState_Clear":
+        write(fd, b"torn down")
+sys.addaudithook(hook)
+if os.environ.get("FLOWC_TEST_THREAD"):
+    def late():
+        time.sleep(0.5)
+        (out / "thread").write_text("done")
+    threading.Thread(target=late).start()
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_the_process_ends_after_the_exit_functions_without_tearing_down(
+        tmp_path: Path, thread: bool) -> None:
+    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
+                                        "max_turns 2\nwhen from a then b\n")
+    (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
+    (tmp_path / "plugin.py").write_text(PLUGIN)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), FLOWC_TEST_OUT=str(tmp_path))
+    if thread:
+        env["FLOWC_TEST_THREAD"] = "1"
+    done = subprocess.run([sys.executable, "-m", "flowc", "run", "pair.flow", "--script",
+                           "s.json", "--db", ":memory:", "--plugin", "plugin.py"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith('closed: "after_work" after 2 turns\n') and not done.stderr
+    assert (tmp_path / "atexit").read_text() == "ran"  # the exit functions run
+    torn = (tmp_path / "torn").read_text()
+    if thread:  # another thread runs: the usual exit, which waits for it
+        assert (tmp_path / "thread").read_text() == "done" and torn == "torn down"
+    else:  # nothing left to wait for: no tear-down
+        assert torn == ""
