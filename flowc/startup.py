@@ -117,13 +117,15 @@ def end(code: int) -> NoReturn:
     measured on a loaded machine; mypy ends its runs the same way). Python does not
     promise to finalize objects still alive at exit, and flowc's commands close what
     they open (the WAL store included) before they return. The usual exit is taken
-    when another thread still runs (it waits for non-daemon threads), when this Python
-    cannot run the exit functions itself, or when a flush fails (its error is then
-    reported as usual)."""
+    when another thread still runs (it waits for non-daemon threads), under a profiler
+    or a tracer (``python -m cProfile``, coverage, a debugger: they write their results
+    once the program returns), when this Python cannot run the exit functions itself,
+    or when a flush fails (its error is then reported as usual)."""
     threading = sys.modules.get("threading")
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
-    if not callable(run_exit_functions) or (
-            threading is not None and threading.active_count() > 1):
+    if (not callable(run_exit_functions) or sys.getprofile() is not None
+            or sys.gettrace() is not None
+            or (threading is not None and threading.active_count() > 1)):
         sys.exit(code)
     run_exit_functions()  # each runs once: the list is emptied
     try:

@@ -192,3 +192,17 @@ def test_the_process_ends_after_the_exit_functions_without_tearing_down(
         assert (tmp_path / "thread").read_text() == "done" and torn == "torn down"
     else:  # nothing left to wait for: no tear-down
         assert torn == ""
+
+
+def test_a_profiled_run_still_writes_its_profile(tmp_path: Path) -> None:
+    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
+                                        "max_turns 2\nwhen from a then b\n")
+    (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", "run.prof", "-m", "flowc",
+                           "run", "pair.flow", "--script", "s.json", "--db", ":memory:"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr
+    import pstats
+
+    assert pstats.Stats(str(tmp_path / "run.prof")).total_calls > 1000
