@@ -6,9 +6,9 @@ change nothing visible must keep every one of them. The inputs are generated her
 the seeded flows of :mod:`tests.check.golden_flows` (also as compiled JSON graphs,
 the knobs dict and the bare graph), and the benchmark's 1,000-rule mix.
 
-A change that is *meant* to change what ``check`` prints re-records the digests
-(``.venv/bin/python -m tests.check.test_check_golden --record``) and says so in its
-commit.
+A change that is *meant* to change what ``check`` prints re-records the digests, as
+every golden file is rewritten (``.venv/bin/pytest tests/check/test_check_golden.py
+--update-golden``), and says so in its commit.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import io
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,10 +97,19 @@ def no_registered_customs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("name", list(inputs()))
-def test_check_output_is_unchanged(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_output_is_unchanged(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_golden: bool
+) -> None:
     monkeypatch.chdir(tmp_path)
     write_input(name, tmp_path)
-    assert outputs(name) == _recorded()[name], f"`flowc check` prints something else for {name}"
+    got = outputs(name)
+    if update_golden:
+        recorded = _recorded() if GOLDEN.exists() else {}
+        recorded[name] = got
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return
+    assert got == _recorded()[name], f"`flowc check` prints something else for {name}"
 
 
 def test_the_golden_inputs_are_varied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,24 +122,3 @@ def test_the_golden_inputs_are_varied(tmp_path: Path, monkeypatch: pytest.Monkey
     wanted = {"W201", "W202", "W203", "W204", "W205", "W207", "W208", "W209", "W210", "W212",
               "W206", "W213", "W215", "X001", "E101", "I302"}
     assert wanted <= codes, sorted(wanted - codes)
-
-
-def record() -> None:  # pragma: no cover - run by hand, see the module's docstring
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        here = os.getcwd()
-        os.chdir(folder)
-        try:
-            digests = {name: outputs(write_input(name, Path(folder))) for name in inputs()}
-        finally:
-            os.chdir(here)
-    GOLDEN.parent.mkdir(exist_ok=True)
-    GOLDEN.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    if sys.argv[1:] == ["--record"]:
-        record()
-    else:
-        sys.exit("usage: python -m tests.check.test_check_golden --record")
