@@ -190,3 +190,24 @@ async def test_hover_answers_while_a_large_file_is_checked(client: LanguageClien
     assert hover is not None and "speaker `agent_3`" in hover.contents.value  # type: ignore[union-attr]
     assert versions(client, uri) == [1]  # not yet
     assert published(await wait_version(client, uri, 2)) == checked(new)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_typing_a_rule_a_character_at_a_time(client: LanguageClient) -> None:
+    """A burst of keystrokes, most of them leaving a statement unfinished: the server
+    never publishes an older version after a newer one, and the last version's findings
+    are exactly `flowc check`'s."""
+    text = generate(300)
+    uri = await open_doc(client, text)
+    rule = "when from agent_3 and context.done == true then agent_5 priority 2\n"
+    at = text.index("when tool route_1")
+    version = 1
+    for end in range(1, len(rule) + 1):
+        version += 1
+        change(client, uri, version, text[:at] + rule[:end] + text[at:])
+        if end % 9 == 0:
+            await asyncio.sleep(0.03)  # a pause now and then: some versions are checked
+    final = text[:at] + rule + text[at:]
+    assert published(await wait_version(client, uri, version)) == checked(final)
+    seen = [v for v in versions(client, uri) if v is not None]
+    assert seen == sorted(seen) and len(seen) == len(set(seen)), seen
