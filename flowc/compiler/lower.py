@@ -165,6 +165,35 @@ def match_alternative(
                            "not what the script says")
 
 
+def bare_effect_refusal(speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]],
+                        effect: ToolEffectInfo) -> str | None:
+    """Why a model speaker's bare turn (``a hands off to b``, a script's ``handoff``
+    without ``tool``) cannot run: as in AG2, where a hand-off, a finish and a context write
+    come from a tool's return, a model speaker's turn does only what one alternative of
+    one of its declared ``alts`` (tool name -> alternatives) does. ``None`` when one does.
+
+    >>> go = {"go": (ToolEffectInfo(handoff="b"),)}
+    >>> bare_effect_refusal("a", go, ToolEffectInfo(handoff="b")) is None
+    True
+    >>> print(bare_effect_refusal("a", go, ToolEffectInfo(finish="x")))
+    `a` is a model speaker and none of its tools finishes "x" (declared: go: hands off to b); a model speaker hands off, finishes and writes context only through its declared tools
+    """
+    def same(alt: ToolEffectInfo) -> bool:
+        return (dict(alt.sets) == dict(effect.sets) and set(alt.clears) == set(effect.clears)
+                and alt.handoff == effect.handoff
+                and (alt.finish is None) == (effect.finish is None)
+                and finish_reason(alt.finish or "") == finish_reason(effect.finish or ""))
+
+    if any(same(alt) for tool_alts in alts.values() for alt in tool_alts):
+        return None
+    declared = "; ".join(f"{name}: " + " | ".join(a.text() for a in tool_alts)
+                         if tool_alts else name for name, tool_alts in sorted(alts.items()))
+    return (f"`{speaker}` is a model speaker and none of its tools {effect.text()}"
+            + (f" (declared: {declared})" if declared else " (it declares none)")
+            + "; a model speaker hands off, finishes and writes context only through its "
+              "declared tools")
+
+
 def _most_writes(alts: Sequence[ToolEffectInfo],
                  writes: tuple[Mapping[str, Any], Sequence[str]]) -> list[ToolEffectInfo]:
     """The alternatives that make the most of a script call's writes ``(set, delete)`` and
@@ -814,6 +843,9 @@ class _Lowering:
                            help="give the call to a model speaker's turn")
             elif human and isinstance(item, n.SetTurn | n.ClearTurn):
                 self.check_human_writes(item)
+            elif known and isinstance(item, n.SetTurn | n.ClearTurn | n.HandoffTurn
+                                      | n.FinishTurn):
+                self.check_bare_turn(item)
             elif isinstance(item, n.CallTurn) and known:
                 self.check_call(item)
             elif isinstance(item, n.ExpectTerminate) and item.reason is not None \
@@ -849,6 +881,28 @@ class _Lowering:
                 self.error(E111, human_write_refusal(who, key.value, allowed), key.span,
                            help=f"declare it: `speaker {_show_name(who)}: human {{ sets "
                                 f"{_show_name(key.value)} }}`")
+
+    def check_bare_turn(self, item: n.SetTurn | n.ClearTurn | n.HandoffTurn
+                        | n.FinishTurn) -> None:
+        """A model speaker's bare hand-off, finish or write is one a declared tool makes."""
+        who = item.speaker.value
+        if isinstance(item, n.SetTurn):
+            effect = ToolEffectInfo(tuple((a.key.value, a.value.value) for a in item.assigns))
+        elif isinstance(item, n.ClearTurn):
+            effect = ToolEffectInfo(clears=tuple(k.value for k in item.keys))
+        elif isinstance(item, n.HandoffTurn):
+            effect = ToolEffectInfo(handoff=item.target.value)
+        else:
+            effect = ToolEffectInfo(finish=item.reason.value if item.reason is not None
+                                    else "finished")
+        tools = {t.name.value: tuple(effects_info(alt) for alt in t.alternatives)
+                 for t in self.speakers[who].tools}
+        refusal = bare_effect_refusal(who, tools, effect)
+        if refusal is not None:
+            self.error(E111, refusal, item.span,
+                       help=f"declare it: `speaker {_show_name(who)} {{ tool "
+                            f"{'go' if effect.handoff else 'act'} {effect.text()} }}`, "
+                            f"or write the step as `{who} calls TOOL`")
 
     def check_call(self, item: n.CallTurn) -> None:
         speaker, tool = item.speaker.value, item.tool.value

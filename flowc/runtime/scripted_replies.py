@@ -16,6 +16,7 @@ from __future__ import annotations
 from flowc.compiler.lower import (
     AlternativeError,
     ToolEffectInfo,
+    bare_effect_refusal,
     human_write_refusal,
     match_alternative,
 )
@@ -54,6 +55,14 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
             deletes = [*alt.clears, *(k for k in deletes if k not in alt.clears)]
             sets = {**dict(alt.sets), **sets}
             handoff, finish = alt.handoff, alt.finish
+    elif call.tool is None and target.tools is not None and speaker not in target.humans:
+        # a flow's model speaker acts through its declared tools (AG2: a tool's return)
+        alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
+        effect = ToolEffectInfo(tuple(sets.items()), tuple(deletes), handoff, finish)
+        refusal = bare_effect_refusal(speaker, alts, effect)
+        if refusal is not None:
+            raise ScriptError(f"{where}: {refusal}; give the call the `tool` that does it, "
+                              "or declare one in the flow")
     if handoff is not None and handoff not in target.ids:
         raise ScriptError(f"{where}: hands off to `{handoff}`, which is not a participant "
                           f"({', '.join(target.speakers)})")

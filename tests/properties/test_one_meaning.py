@@ -232,6 +232,15 @@ def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, spea
         alt: ToolEffectInfo | None = draw(st.sampled_from(tool.alternatives)) \
             if tool.alternatives else None
         call: dict[str, Any] = {"say": text, "tool": tool.name}
+        bare = _bare_form(alt)
+        if bare is not None and draw(st.booleans()):
+            # the bare step (`a hands off to b`, a script's `handoff` without `tool`): a
+            # model speaker's turn may do it when one alternative of its tools does just that
+            line, effect = bare
+            turn = Turn(speaker=speaker, sets=alt.sets if alt else (),
+                        clears=alt.clears if alt else (), handoff=alt.handoff if alt else None,
+                        assumed=assumed, custom_choice=(choice,))
+            return f"{format_name(speaker)} {line}: {quoted}", {"say": text, **effect}, turn
         effects = ""
         if alt is not None:
             effects = " " + alt.text()
@@ -248,6 +257,22 @@ def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, spea
             call, turn
     return f"{format_name(speaker)}: {quoted}", text, Turn(speaker=speaker, assumed=assumed,
                                               custom_choice=(choice,))
+
+
+def _bare_form(alt: ToolEffectInfo | None) -> tuple[str, dict[str, Any]] | None:
+    """An alternative as a bare scenario step and script call, when it has one with a text:
+    it only hands off, only sets or only clears (a bare `finishes` carries no text)."""
+    if alt is None or alt.finish is not None:
+        return None
+    if alt.handoff is not None and not alt.sets and not alt.clears:
+        return f"hands off to {format_name(alt.handoff)}", {"handoff": alt.handoff}
+    if alt.handoff is None and alt.sets and not alt.clears and len(dict(alt.sets)) == len(alt.sets):
+        assigns = ", ".join(f"{format_name(k)} = {format_value(v)}" for k, v in alt.sets)
+        return f"sets {assigns}", {"set": dict(alt.sets)}
+    if alt.handoff is None and alt.clears and not alt.sets:
+        return f"clears {', '.join(format_name(k) for k in alt.clears)}", \
+            {"delete": list(alt.clears)}
+    return None
 
 
 NextTurn = Callable[[str, int], tuple[str, "str | dict[str, Any]", Turn]]
@@ -285,7 +310,7 @@ def _walk(next_turn: NextTurn, compiled: CompiledFlow, stepper: Stepper, length:
 
 
 #: ways to spoil a scenario that `check` must refuse (and so nothing else is asked)
-SPOILS = ("none", "none", "none", "none", "tool", "reason")
+SPOILS = ("none", "none", "none", "none", "tool", "reason", "bare")
 
 
 Case = tuple[str, list[Walk], str]
@@ -298,6 +323,9 @@ def _case(text: str, compiled: CompiledFlow, walks: list[Walk], spoil: str) -> C
         lines = list(walk.lines)
         if i == 0 and spoil == "tool":
             lines.insert(1, f'{format_name(compiled.start)} calls no_such_tool: "x"')
+        if i == 0 and spoil == "bare":  # a model speaker's finish none of its tools makes
+            model = next(sp for sp in compiled.speakers if sp not in compiled.humans)
+            lines.insert(1, f'{format_name(model)} finishes "no tool finishes this"')
         if i == 0 and spoil == "reason":  # the flow never writes it
             lines.insert(len(lines) - 1, 'expect terminate "no such reason"')
         blocks.append(f'scenario "walk {i + 1}" {{\n' + "".join(f"  {x}\n" for x in lines) + "}\n")
@@ -352,6 +380,8 @@ def flows_with_scenarios(draw: Any) -> Case:
     targets = [t.then for t in compiled.graph.transitions] + [compiled.graph.default_target]
     if spoil == "reason" and any(isinstance(t, m.CustomTarget) for t in targets):
         spoil = "none"  # a custom target may end a run with any reason
+    if spoil == "bare" and all(sp in compiled.humans for sp in compiled.speakers):
+        spoil = "none"
 
     def next_turn(speaker: str, number: int) -> tuple[str, str | dict[str, Any], Turn]:
         return _turn_for(draw, compiled, speaker, number == 1, speakers)

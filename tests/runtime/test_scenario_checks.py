@@ -3,6 +3,7 @@ in `compile` and `check` too (same code, same place), and an empty scenario fail
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,13 @@ when from reviewer then user
     ('reviewer calls decide finishes "accepted"', "E111", "4:3", "reviewer's tool `decide` is "
      'declared to do hands off to user | finishes "rejected", not finishes "accepted"'),
     ('expect terminate "aproved"', "E111", "4:20", 'the flow never ends with "aproved"'),
+    ('reviewer finishes "accepted"', "E111", "4:3", "`reviewer` is a model speaker and none "
+     'of its tools finishes "accepted" (declared: approve: sets done = true; decide: hands off '
+     'to user | finishes "rejected")'),
+    ("reviewer sets done = false", "E111", "4:3",
+     "`reviewer` is a model speaker and none of its tools sets done = false"),
+    ("reviewer clears done", "E111", "4:3",
+     "`reviewer` is a model speaker and none of its tools clears done"),
     ('ghost: "boo"', "E101", "4:3", "the scenario names `ghost`"),
     ('expect next ghost', "E101", "4:15", "the scenario names `ghost`"),
 ])
@@ -80,12 +88,12 @@ def test_an_empty_scenario_is_reported_not_passed(tmp_path: Path,
 
 
 def test_reasons_a_scenario_may_expect(tmp_path: Path) -> None:
-    """Every reason some part of the flow (or the scenario's own `finishes`) writes is allowed;
-    a custom target that may end the run allows any."""
+    """Every reason some part of the flow writes is allowed (a model speaker's bare
+    `finishes` is one of its tools' reasons); a custom target that may end the run allows any."""
     ok = FLOW + """scenario "ends" {
   user: "hi"
-  reviewer finishes "gave up"
-  expect terminate "gave up"
+  reviewer finishes "rejected"
+  expect terminate "rejected"
 }
 scenario "cap" {
   user: "a"
@@ -121,6 +129,7 @@ speaker user: human
 speaker bot {
   tool close finishes ""
   tool both hands off to user, finishes "" | hands off to user
+  tool mark sets k = 1
 }
 max_turns 6
 when from user then bot
@@ -217,3 +226,59 @@ def test_a_script_s_writes_take_the_alternative_that_makes_most_of_them() -> Non
         {"kickoff": "hi", "script": {"a": [call]}}))
     assert run.error is None and run.close_reason == "ok"
     assert run.context_vars == {"done": None}
+
+
+BARE = """\
+speaker user: human
+speaker a
+speaker b
+max_turns 6
+when from user then a
+when from a then user
+when from b then terminate "b spoke"
+"""
+BARE_SCENARIO = 'scenario "bare hand-off" { user: "hi"   a hands off to b: "go"   b: "here"   ' \
+    'expect terminate "b spoke" }\n'
+
+
+def test_a_model_speakers_bare_hand_off_is_refused_everywhere(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """check's analysis reads a model speaker as acting only through its declared tools (as
+    AG2 does: a hand-off is a tool's return), so `b` can never speak; a scenario or a run
+    script where `a` hands off with no tool would contradict it, and is refused instead."""
+    path = tmp_path / "f.flow"
+    path.write_text(BARE + BARE_SCENARIO)
+    text = "`a` is a model speaker and none of its tools hands off to b (it declares none)"
+    assert main(["compile", str(path)]) == 1
+    assert f"error[E111]: {text}" in capsys.readouterr().err
+    assert main(["check", str(path), "--format", "concise"]) == 1
+    assert f"{path}:8:41: E111 {text}" in capsys.readouterr().out
+    assert main(["test", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "ERROR the file does not compile" in out and f"error[E111]: {text}" in err
+    # without the scenario, check says what a run can do: b never speaks
+    path.write_text(BARE)
+    assert main(["check", str(path), "--format", "concise"]) == 0
+    assert "W201" in capsys.readouterr().out
+    script = tmp_path / "s.json"
+    script.write_text('{"kickoff": "hi", "script": {"a": [{"say": "go", "handoff": "b"}], '
+                      '"b": ["here"]}}')
+    assert main(["run", "--script", str(script), str(path)]) == 1
+    assert f"script.a[0]: {text}" in capsys.readouterr().err
+    with pytest.raises(ScriptError, match=r"script\.a\[0\]: `a` is a model speaker"):
+        run_script_sync(RunTarget.from_compiled(flowc.compile_flow(BARE)),
+                        parse_script(json.loads(script.read_text())))
+
+
+def test_a_bare_turn_a_declared_tool_makes_still_runs(tmp_path: Path) -> None:
+    """The same bare hand-off is a turn of `a` once a tool of `a` does exactly that."""
+    flow = BARE.replace("speaker a\n", "speaker a { tool go hands off to b }\n")
+    path = tmp_path / "f.flow"
+    path.write_text(flow + BARE_SCENARIO)
+    compiled = flowc.compile_flow(path.read_text())
+    [result] = [run_scenario(RunTarget.from_compiled(compiled), sc) for sc in compiled.scenarios]
+    assert result.passed, result
+    script = parse_script({"kickoff": "hi", "script": {"a": [{"say": "go", "handoff": "b"}],
+                                                        "b": ["here"]}})
+    run = run_script_sync(RunTarget.from_compiled(flowc.compile_flow(flow)), script)
+    assert run.close_reason == "b spoke"
