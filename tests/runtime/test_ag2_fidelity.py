@@ -222,7 +222,7 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         """
         speaker user: human
         speaker triage { tool escalate hands off to security }
-        speaker security
+        speaker security { tool done finishes }
         start user
         max_turns 6
         when from user then triage

@@ -218,7 +218,9 @@ def test_first_divergence_in_the_flows_terms(body: str, message: str) -> None:
 
 
 def test_scenario_turn_forms_map_to_script_turns() -> None:
-    src = TRIAGE + """
+    # a model speaker's bare step is a call of the tool whose alternative does just that
+    tools = '  tool close finishes "closed"\n  tool wipe clears draft\n}\nspeaker security\n'
+    src = TRIAGE.replace("}\nspeaker security\n", tools, 1) + """
 scenario "forms" {
   user: "hi"
   triage hands off to security: "over"

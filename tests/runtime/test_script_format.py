@@ -20,6 +20,7 @@ speaker triage {
   tool escalate hands off to security
   tool close finishes "resolved"
   tool route hands off to security | finishes "routed"
+  tool done finishes
 }
 speaker security
 start user
