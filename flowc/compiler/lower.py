@@ -7,6 +7,7 @@ error stopped it) and the diagnostics.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import attrs
@@ -325,7 +326,15 @@ class CompiledFlow:
         return tuple(c.name for c in self.customs)
 
     def tools_of(self, speaker: str) -> tuple[ToolInfo, ...]:
-        return tuple(t for t in self.tools if t.speaker == speaker)
+        return self._tools_by_speaker.get(speaker, ())
+
+    @cached_property
+    def _tools_by_speaker(self) -> dict[str, tuple[ToolInfo, ...]]:
+        # (a filter over every tool for each speaker was quadratic in a flow of many speakers)
+        out: dict[str, list[ToolInfo]] = {}
+        for t in self.tools:
+            out.setdefault(t.speaker, []).append(t)
+        return {s: tuple(ts) for s, ts in out.items()}
 
     def agent_id(self, speaker: str) -> str:
         return self.bindings.get(speaker, speaker)

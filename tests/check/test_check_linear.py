@@ -65,6 +65,18 @@ def chain(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def late(n: int) -> str:
+    """n speakers in a ring, each with a tool, and a cap long before the ring closes: a
+    W215 for each speaker after the cap, each with a run as long as its distance."""
+    lines = ["speaker user: human"]
+    for i in range(n):
+        lines += [f"speaker s{i} {{", f"  tool t{i} sets k = {i % 3}", "}"]
+    lines += ["start user", "max_turns 50", "when from user then s0"]
+    lines += [f"when from s{i} then s{(i + 1) % n}" for i in range(n)]
+    lines.append("when context.k == 2 then user")
+    return "\n".join(lines) + "\n"
+
+
 def graph(n: int) -> str:
     """The rule mix as a JSON graph (checked under the assumptions for graphs)."""
     compiled, _ = compile_source(SourceFile("g.flow", unreachable(n)))
@@ -78,6 +90,7 @@ SHAPES: dict[str, tuple[Callable[[int], str], int, str]] = {
     "unreachable": (unreachable, 150, "u.flow"),
     "ignored": (ignored, 150, "x.flow"),
     "chain": (chain, 60, "c.flow"),
+    "late": (late, 150, "l.flow"),
     "graph": (graph, 150, "g.json"),
 }
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.compiler.analysis.runs import run_along
+from flowc.compiler.analysis.runs import run_to
 from flowc.diagnostics import W215
 from flowc.dsl import nodes as n
 from flowc.source import Span
@@ -49,7 +49,7 @@ def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
     for speaker, node in sorted(late_speakers.items()):
         who = system.name(speaker)
         turn = space.dist[node] + 1
-        run = run_along(space, space.path_to(node))
+        run = run_to(space, node)
         yield Finding(
             facts.diag(
                 W215,
@@ -68,7 +68,7 @@ def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
         if facts.folded_into_w212(fired):
             continue  # W212: `max_turns` is smaller than the shortest run that terminates
         step = next(s for s in space.explorer.steps(space.keys[node]) if s.outcome.fired == fired)
-        run = run_along(space, space.path_to(node), step)
+        run = run_to(space, node, step)
         turn = space.dist[node] + 1
         if fired == DEFAULT:
             span, path = facts.default_location()

@@ -673,7 +673,7 @@ class Facts:
         """A shortest run to an end, or into a loop when no run ends."""
         if self.space.ends:
             end = min(self.space.ends, key=lambda v: (self.space.dist[v], v))
-            return run_along(self.space, self.space.path_to(end))
+            return run_to(self.space, end)
         if self.traps:
             return self.lasso(self.traps[0])
         return run_along(self.space, [0])  # pragma: no cover - every run ends or loops

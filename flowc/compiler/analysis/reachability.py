@@ -8,7 +8,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210, reported_dead_rules
-from flowc.compiler.analysis.runs import run_along
+from flowc.compiler.analysis.runs import run_to
 from flowc.diagnostics import W201, W210, W212, W213, listing_of
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
@@ -82,7 +82,7 @@ def check_max_turns(facts: Facts) -> Iterator[Finding]:
     shortest = space.dist[end]
     if shortest <= cap:
         return
-    run = run_along(space, space.path_to(end))
+    run = run_to(space, end)
     span = None
     implied = ""
     flow = facts.flow
@@ -122,7 +122,7 @@ def check_silent_after_work(facts: Facts) -> Iterator[Finding]:
             for step in space.explorer.steps(space.keys[node])
             if step.action.is_plain and step.outcome.fired == DEFAULT
         )
-        run = run_along(space, space.path_to(node), final)
+        run = run_to(space, node, final)
         tools = ", ".join(
             f"`{format_name(t.name)}`" for t in compiled.tools_of(system.speakers[speaker])
         )

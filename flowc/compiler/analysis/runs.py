@@ -165,17 +165,35 @@ def run_along(
     runs' beginnings.
     """
     turns, val = _turns_along(space, path, chosen)
-    return _ending(space, turns, val, path[-1], final, loop_from)
+    return _ending(space, tuple(turns), val, path[-1], final, loop_from)
 
 
 def run_to(space: StateSpace, node: int, final: Step | None = None) -> Run:
     """``run_along(space, space.path_to(node), final)``: the breadth-first (shortest) run
-    to ``node``, whose turns are kept per node asked (many findings end at one node)."""
+    to ``node``, whose turns are kept per node asked (many findings end at one node, and
+    findings on a long chain end at nodes one turn apart: a node's turns are its parent's
+    and one more)."""
     found = space.tree_runs.get(node)
     if found is None:
-        turns, val = _turns_along(space, space.path_to(node), None)
-        found = space.tree_runs[node] = (tuple(turns), val)
-    return _ending(space, list(found[0]), found[1], node, final, None)
+        prev = space.tree_runs.get(space.parent[node]) if node else None
+        if prev is not None:
+            last, val = _tree_turn(space, space.parent[node], node, prev[1])
+            found = (prev[0] + (last,), val)
+        else:
+            turns, val = _turns_along(space, space.path_to(node), None)
+            found = (tuple(turns), val)
+        space.tree_runs[node] = found
+    return _ending(space, found[0], found[1], node, final, None)
+
+
+def _tree_turn(space: StateSpace, u: int, v: int, val: Valuation | None) -> tuple[Turn, Valuation | None]:
+    """The turn from ``u`` to its child ``v`` on the breadth-first tree (``val``: the
+    valuation at ``u`` on the tree path), made once per node."""
+    hit = space.tree_turns.get(v)
+    if hit is None:
+        step = space.step_between(u, v)
+        hit = space.tree_turns[v] = (_turn(space.system, space.speaker_of(u), val, step), step.after)
+    return hit[0], hit[1]
 
 
 def _turns_along(
@@ -185,18 +203,14 @@ def _turns_along(
     system = space.system
     turns: list[Turn] = []
     val: Valuation | None = system.initial
-    parent, cache = space.parent, space.tree_turns
+    parent = space.parent
     on_tree = bool(path) and path[0] == 0
     for i, (u, v) in enumerate(itertools.pairwise(path)):
         step = chosen.get(i) if chosen else None
         if on_tree and step is None and v and parent[v] == u:
             # the same turn, from the same valuation, on every run down the tree
-            hit = cache.get(v)
-            if hit is None:
-                step = space.step_between(u, v)
-                hit = cache[v] = (_turn(system, space.speaker_of(u), val, step), step.after)
-            turns.append(hit[0])
-            val = hit[1]
+            turn, val = _tree_turn(space, u, v, val)
+            turns.append(turn)
             continue
         on_tree = False
         step = step or space.step_between(u, v)
@@ -207,7 +221,7 @@ def _turns_along(
 
 def _ending(
     space: StateSpace,
-    turns: list[Turn],
+    turns: tuple[Turn, ...],
     val: Valuation | None,
     last: int,
     final: Step | None,
@@ -216,12 +230,12 @@ def _ending(
     """The run of ``turns`` (ending at node ``last``), with the ``final`` turn if any."""
     system = space.system
     if final is not None:
-        turns.append(_turn(system, space.speaker_of(last), val, final))
+        turns += (_turn(system, space.speaker_of(last), val, final),)
         out = final.outcome
         nxt = system.speakers[out.speaker] if out.speaker >= 0 else None
-        return Run(tuple(turns), nxt, out.reason if out.speaker < 0 else None, loop_from)
+        return Run(turns, nxt, out.reason if out.speaker < 0 else None, loop_from)
     key = space.keys[last]
     if key[0] == "end":
-        return Run(tuple(turns), None, key[1], loop_from)
+        return Run(turns, None, key[1], loop_from)
     who = system.start if key == KICKOFF else int(key[0])
-    return Run(tuple(turns), system.speakers[who], None, loop_from)
+    return Run(turns, system.speakers[who], None, loop_from)
