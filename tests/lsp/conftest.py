@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import pytest_lsp
@@ -16,6 +19,30 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
     scope="module",
 )
 async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    await start(lsp_client, request)
+    yield
+    await lsp_client.shutdown_session()
+
+
+#: the file whose presence holds the checks of the `held_client` server (held_server.py)
+HOLD = Path(tempfile.mkdtemp(prefix="flowc-lsp-hold-")) / "hold"
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "tests.lsp.held_server"],
+                              server_env={**os.environ, "FLOWC_TEST_HOLD": str(HOLD)}),
+    scope="module",
+)
+async def held_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    """A client of a `flowc lsp` whose checks wait while the file ``HOLD`` exists."""
+    await start(lsp_client, request)
+    yield
+    HOLD.unlink(missing_ok=True)
+    await lsp_client.shutdown_session()
+
+
+async def start(lsp_client: LanguageClient, request: pytest.FixtureRequest) -> None:
+    """Initialise the session as an editor does, recording what the tests read."""
     root = request.getfixturevalue("tmp_path_factory").mktemp("project")
     registrations: list[lsp.Registration] = []
 
@@ -41,5 +68,3 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
     )
     lsp_client.root = root  # type: ignore[attr-defined]
     lsp_client.server_caps = result.capabilities  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()

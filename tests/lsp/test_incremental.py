@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from flowc.dsl.parser import parse_source
 from flowc.lsp.incremental import Reparser
 from flowc.source import SourceFile
 from tests.lsp.client import change, open_doc, versions, wait_version
+from tests.lsp.conftest import HOLD
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -176,19 +178,31 @@ async def test_findings_after_edits_are_those_of_flowc_check(client: LanguageCli
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_hover_answers_while_a_large_file_is_checked(client: LanguageClient) -> None:
+async def test_hover_answers_while_a_large_file_is_checked(held_client: LanguageClient) -> None:
     """The check runs beside the server's conversation: a hover sent while an edit of a
-    large flow is checked (a check of 4,000 rules takes several tenths of a second) is
-    answered, from the last analysis, before that edit's diagnostics."""
-    text = generate(4000)
+    large flow is being checked is answered, from the last analysis, before that edit's
+    diagnostics. The server's check is held (tests/lsp/held_server.py) until the hover
+    is answered, so the order does not depend on how fast the check is."""
+    client = held_client
+    text = generate(1000)
     uri = await open_doc(client, text)
     new = text.replace("when from user then agent_0", "when from user then agent_1")
-    change(client, uri, 2, new)
-    await asyncio.sleep(0.1)  # the check has begun (at once: the document was quiet)
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), lsp.Position(new.split("\n").index("speaker agent_3 {"), 9)))
-    assert hover is not None and "speaker `agent_3`" in hover.contents.value  # type: ignore[union-attr]
-    assert versions(client, uri) == [1]  # not yet
+    entered = HOLD.with_name(HOLD.name + ".entered")
+    entered.unlink(missing_ok=True)
+    HOLD.touch()
+    try:
+        change(client, uri, 2, new)
+        deadline = time.monotonic() + 30
+        while not entered.exists():  # the check of version 2 has begun, and waits
+            assert time.monotonic() < deadline, "the server never checked version 2"
+            await asyncio.sleep(0.01)
+        hover = await asyncio.wait_for(client.text_document_hover_async(lsp.HoverParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Position(new.split("\n").index("speaker agent_3 {"), 9))), timeout=10)
+        assert hover is not None and "speaker `agent_3`" in hover.contents.value  # type: ignore[union-attr]
+        assert versions(client, uri) == [1]  # not yet
+    finally:
+        HOLD.unlink(missing_ok=True)
     assert published(await wait_version(client, uri, 2)) == checked(new)
 
 
