@@ -20,6 +20,7 @@ from lark import Token
 from lark.exceptions import UnexpectedInput
 from lark.lexer import PatternStr
 
+from flowc.compiler.lower import finish_reason, terminate_reason
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 from flowc.dsl.parser import _parser, tokens
@@ -167,14 +168,25 @@ def _name_kinds(before: Sequence[Token]) -> tuple[str, ...]:
     return ()
 
 
-def _reasons(flow: n.Flow) -> list[str]:
-    """Every close reason the flow writes, in file order."""
+def _reasons(flow: n.Flow, closing: bool = False) -> list[str]:
+    """Every close reason the flow writes, in file order. With ``closing`` (after
+    `expect terminate`), the reasons a run records instead: an empty `terminate ""` as
+    "workflow_terminated", an empty `finishes ""` as "finished" (as AG2 closes them),
+    and "max_turns" when the flow has a cap, since no run closes with \"\"."""
     out: dict[str, None] = {}
 
     def visit(node: Any) -> None:
         if isinstance(node, (n.TerminateTarget, n.FinishEffect, n.ResultTerminate,
                              n.ExpectTerminate, n.FinishTurn)) and node.reason is not None:
-            out.setdefault(node.reason.value)
+            reason = node.reason.value
+            if closing and isinstance(node, (n.TerminateTarget, n.ResultTerminate)):
+                reason = terminate_reason(reason)
+            elif closing and isinstance(node, (n.FinishEffect, n.FinishTurn)):
+                reason = finish_reason(reason)
+            if reason or not closing:
+                out.setdefault(reason)
+        elif closing and isinstance(node, n.MaxTurnsDecl):
+            out.setdefault("max_turns")
         elif isinstance(node, (tuple, list)):
             for item in node:
                 visit(item)
@@ -227,14 +239,17 @@ def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidat
     except Exception:
         return [], offset
     out: list[Candidate] = []
+    reason_here = "STRING" in accepted and bool(before) and before[-1].type in (
+        "TERMINATE", "FINISHES")
+    closing = reason_here and len(before) > 1 and str(before[-2]) == "expect"
     if typed.startswith('"'):
-        if "STRING" in accepted and before and before[-1].type in ("TERMINATE", "FINISHES"):
+        if reason_here:
             out = [Candidate(json.dumps(r), REASON, "close reason used in this flow")
-                   for r in (_reasons(index.flow) if index else [])]
+                   for r in (_reasons(index.flow, closing) if index else [])]
         return [c for c in out if c.label.startswith(typed)], start
-    if "STRING" in accepted and before and before[-1].type in ("TERMINATE", "FINISHES") and index:
+    if reason_here and index:
         out += [Candidate(json.dumps(r), REASON, "close reason used in this flow")
-                for r in _reasons(index.flow)]
+                for r in _reasons(index.flow, closing)]
     if "NAME" in accepted and index is not None:
         for kind in _name_kinds(before):
             out += [Candidate(format_name(name), kind) for name in _declared(index, kind)]

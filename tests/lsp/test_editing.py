@@ -125,6 +125,29 @@ async def test_completion_of_declared_reasons(client: LanguageClient) -> None:
     assert await complete(client, uri, text) == [('"rejected"', Kind.Value)]
 
 
+async def test_completion_after_expect_terminate_offers_the_reasons_a_run_records(
+        client: LanguageClient) -> None:
+    """After `expect terminate` only reasons a run can close with are offered: an empty
+    `finishes ""` or `terminate ""` closes as "finished" / "workflow_terminated" (so `""`,
+    which check refuses there with E111, is not offered), and a cap closes as "max_turns"."""
+    flow = FLOW.replace('tool reject finishes "rejected"',
+                        'tool reject finishes "rejected"\n  tool stop finishes ""')
+    flow = flow.replace("when from reviewer then drafter",
+                        'when from reviewer then drafter\nwhen from user then terminate ""')
+    uri = await open_doc(client, flow)
+    text = flow + 'scenario "s" {\n  user: "hi"\n  expect terminate '
+    await typed(client, uri, text)
+    got = [g for g in await complete(client, uri, text) if g[1] == Kind.Value]
+    assert got == [('"rejected"', Kind.Value), ('"finished"', Kind.Value),
+                   ('"max_turns"', Kind.Value), ('"approved"', Kind.Value),
+                   ('"workflow_terminated"', Kind.Value)]
+    # a rule's own `terminate` still offers what the flow writes, `""` included
+    text = flow + "when from drafter then terminate "
+    await typed(client, uri, text)
+    got = [g for g in await complete(client, uri, text) if g[1] == Kind.Value]
+    assert ('""', Kind.Value) in got and ('"finished"', Kind.Value) not in got
+
+
 async def test_completion_goes_on_after_an_unfinished_statement(client: LanguageClient) -> None:
     uri = await open_doc(client, FLOW)
     text = FLOW + "when from\nwhen tool "
