@@ -243,17 +243,23 @@ def _asker(args: argparse.Namespace, printer: RunPrinter
     return terminal_asker(printer, echo=echo)
 
 
+def _resume_hint(printer: RunPrinter, args: argparse.Namespace) -> str | None:
+    """The command that continues the stopped run, or ``None`` when nothing stored it
+    (no run yet, or ``--db :memory:``); a PostgreSQL URL is named without its password."""
+    run_id = printer.run_id
+    if run_id is None or args.db == ":memory:":
+        return None
+    hint = f"flowc resume {run_id} --db {db_name(args.db)}"
+    if args.script:
+        hint += f" --script {args.script}"
+    if args.agents:
+        hint += f" --agents {args.agents}"
+    return hint
+
+
 def _interrupted(printer: RunPrinter, args: argparse.Namespace) -> int:
     """Ctrl-C: the turns so far are printed; say which run stays open and how to go on."""
-    run_id = printer.run_id
-    hint = None
-    if run_id is not None and args.db != ":memory:":
-        hint = f"flowc resume {run_id} --db {db_name(args.db)}"
-        if args.script:
-            hint += f" --script {args.script}"
-        if args.agents:
-            hint += f" --agents {args.agents}"
-    printer.interrupted(hint, stored=args.db != ":memory:")
+    printer.interrupted(_resume_hint(printer, args), stored=args.db != ":memory:")
     return EXIT_INTERRUPTED
 
 
@@ -261,14 +267,9 @@ def _output_closed(printer: RunPrinter, args: argparse.Namespace) -> int:
     """stdout was closed mid-run (``flowc run ... | head -1``): the run stopped between
     two turns and stays open; say how to continue it on stderr, then end as a command
     whose output pipe broke (:data:`flowc.commands.console.EXIT_PIPE`)."""
-    run_id = printer.run_id
-    if run_id is not None and args.db != ":memory:":
-        hint = f"flowc resume {run_id} --db {args.db}"
-        if args.script:
-            hint += f" --script {args.script}"
-        if args.agents:
-            hint += f" --agents {args.agents}"
-        print(f"run {run_id} stopped: its output was closed; continue it with `{hint}`",
+    hint = _resume_hint(printer, args)
+    if hint is not None:
+        print(f"run {printer.run_id} stopped: its output was closed; continue it with `{hint}`",
               file=sys.stderr)
     raise BrokenPipeError
 
