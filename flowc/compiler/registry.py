@@ -27,7 +27,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from flowc.compiler import model as m
@@ -211,17 +211,12 @@ def custom_problems(
     problems: list[ShapeProblem] = []
     refused = {path for path, _ in _refused_patterns(graph)}
 
-    def cond(c: m.Condition, path: str) -> None:
-        if isinstance(c, m.AllOf | m.AnyOf):
-            for i, item in enumerate(c.conditions):
-                cond(item, f"{path}.args.conditions[{i}]")
-        elif isinstance(c, m.Not):
-            cond(c.condition, f"{path}.args.condition")
-        elif isinstance(c, m.CustomCondition):
+    def cond(when: m.Condition, where: str) -> None:
+        for path, c in _customs_in(when, where):
             if reg.condition(c.name) is None and c.name in SHIPPED_CONDITION_NAMES:
-                return
+                continue
             if f"{path}.args.pattern" in refused:  # reported by pattern_problems
-                return
+                continue
             problems.extend(build_custom("condition", c.name, dict(c.args), reg, path)[1])
 
     def target(t: m.Target, path: str) -> None:
@@ -237,21 +232,20 @@ def custom_problems(
     return problems
 
 
+def _customs_in(c: m.Condition, path: str) -> Iterator[tuple[str, m.CustomCondition]]:
+    """The named (custom or shipped) conditions inside ``c``, with their JSON paths."""
+    if isinstance(c, m.AllOf | m.AnyOf):
+        for i, item in enumerate(c.conditions):
+            yield from _customs_in(item, f"{path}.args.conditions[{i}]")
+    elif isinstance(c, m.Not):
+        yield from _customs_in(c.condition, f"{path}.args.condition")
+    elif isinstance(c, m.CustomCondition):
+        yield path, c
+
+
 def _custom_conditions(graph: m.TransitionGraph) -> list[tuple[str, m.CustomCondition]]:
-    found: list[tuple[str, m.CustomCondition]] = []
-
-    def walk(c: m.Condition, path: str) -> None:
-        if isinstance(c, m.AllOf | m.AnyOf):
-            for i, item in enumerate(c.conditions):
-                walk(item, f"{path}.args.conditions[{i}]")
-        elif isinstance(c, m.Not):
-            walk(c.condition, f"{path}.args.condition")
-        elif isinstance(c, m.CustomCondition):
-            found.append((path, c))
-
-    for i, t in enumerate(graph.transitions):
-        walk(t.when, f"transitions[{i}].when")
-    return found
+    return [found for i, t in enumerate(graph.transitions)
+            for found in _customs_in(t.when, f"transitions[{i}].when")]
 
 
 def _refused_patterns(graph: m.TransitionGraph) -> list[tuple[str, str]]:
