@@ -166,6 +166,33 @@ def match_alternative(
                            "not what the script says")
 
 
+def bare_alternative(alts: Mapping[str, tuple[ToolEffectInfo, ...]],
+                     effect: ToolEffectInfo) -> tuple[str, int] | None:
+    """The declared alternative a model speaker's bare turn takes: ``(tool, index)`` of
+    the first alternative, in declaration order, that does exactly ``effect`` (the same
+    writes, hand-off and finish); ``None`` when none does (then the turn is refused, see
+    :func:`bare_effect_refusal`). Coverage counts the turn as this alternative.
+
+    >>> alts = {"go": (ToolEffectInfo(finish="done"), ToolEffectInfo(handoff="b")),
+    ...         "pass": (ToolEffectInfo(handoff="b"),)}
+    >>> bare_alternative(alts, ToolEffectInfo(handoff="b"))
+    ('go', 1)
+    >>> bare_alternative(alts, ToolEffectInfo(finish="")) is None
+    True
+    """
+    def same(alt: ToolEffectInfo) -> bool:
+        return (dict(alt.sets) == dict(effect.sets) and set(alt.clears) == set(effect.clears)
+                and alt.handoff == effect.handoff
+                and (alt.finish is None) == (effect.finish is None)
+                and finish_reason(alt.finish or "") == finish_reason(effect.finish or ""))
+
+    for tool, tool_alts in alts.items():
+        for i, alt in enumerate(tool_alts):
+            if same(alt):
+                return tool, i
+    return None
+
+
 def bare_effect_refusal(speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]],
                         effect: ToolEffectInfo) -> str | None:
     """Why a model speaker's bare turn (``a hands off to b``, a script's ``handoff``
@@ -179,13 +206,7 @@ def bare_effect_refusal(speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, .
     >>> print(bare_effect_refusal("a", go, ToolEffectInfo(finish="x")))
     `a` is a model speaker and none of its tools finishes "x" (declared: go: hands off to b); a model speaker hands off, finishes and writes context only through its declared tools
     """
-    def same(alt: ToolEffectInfo) -> bool:
-        return (dict(alt.sets) == dict(effect.sets) and set(alt.clears) == set(effect.clears)
-                and alt.handoff == effect.handoff
-                and (alt.finish is None) == (effect.finish is None)
-                and finish_reason(alt.finish or "") == finish_reason(effect.finish or ""))
-
-    if any(same(alt) for tool_alts in alts.values() for alt in tool_alts):
+    if bare_alternative(alts, effect) is not None:
         return None
     declared = "; ".join(f"{name}: " + " | ".join(a.text() for a in tool_alts)
                          if tool_alts else name for name, tool_alts in sorted(alts.items()))

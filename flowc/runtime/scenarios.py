@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from flowc.compiler.lower import effects_info
+from flowc.compiler.lower import ToolEffectInfo, bare_alternative, effects_info
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value
 from flowc.runtime.adapters.base import ProtocolError
@@ -190,8 +190,25 @@ def _step(target: RunTarget, speaker: str, turn: ScriptTurn, decided_by: int | s
           ) -> ScenarioStep:
     call = next((c for c in turn.calls if c.tool is not None), None)
     if call is None or call.tool is None:
+        bare = _bare_alternative(target, speaker, turn)
+        if bare is not None:
+            return ScenarioStep(speaker, bare[0], bare[1], decided_by)
         return ScenarioStep(speaker, None, None, decided_by)
     alts = (target.tools or {}).get((speaker, call.tool), ())
     picked = pick_alternative(alts, call, speaker, turn.where) if alts else None
     return ScenarioStep(speaker, call.tool, alts.index(picked) if picked is not None else 0,
                         decided_by)
+
+
+def _bare_alternative(target: RunTarget, speaker: str, turn: ScriptTurn) -> tuple[str, int] | None:
+    """The tool alternative a model speaker's bare step (``a hands off to b``, ``a finishes
+    "x"``, ``a sets k = 1``) takes: the one whose effect the run accepted the step as."""
+    if target.tools is None or speaker in target.humans:
+        return None
+    call = next((c for c in turn.calls if c.set or c.delete or c.handoff is not None
+                 or c.finish is not None), None)
+    if call is None:
+        return None
+    alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
+    return bare_alternative(alts, ToolEffectInfo(tuple(call.set.items()), tuple(call.delete),
+                                                 call.handoff, call.finish))

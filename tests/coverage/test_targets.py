@@ -84,3 +84,62 @@ def test_a_failed_scenario_still_counts_what_it_exercised() -> None:
     assert not result.passed
     cov = measure(coverage_targets(flow), [result])
     assert cov.covered == 6
+
+
+BARE = '''
+speaker user: human
+speaker bot {
+  tool decide hands off to user | finishes "done"
+  tool note sets seen = true
+}
+when from user then bot
+when from bot then user
+scenario "bare steps only" {
+  user: "hi"
+  bot hands off to user: "back to you"
+  user: "again"
+  bot sets seen = true: "noted"
+  user: "bye"
+  bot finishes "done"
+  expect terminate "done"
+}
+'''
+
+
+def test_a_bare_step_covers_the_alternative_it_takes() -> None:
+    """A model speaker's bare step is a call of the alternative doing exactly that (E111
+    refuses any other), so coverage counts that alternative, as a `calls` step would."""
+    flow = flowc.compile_flow(BARE)
+    [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    assert result.passed, result.failure
+    cov = measure(coverage_targets(flow), [result])
+    tools = {t.name: cov.hits.get(t.key, 0) for t in cov.targets if t.kind == "tool"}
+    assert tools == {"tool:bot:decide:0": 1, "tool:bot:decide:1": 1, "tool:bot:note:0": 1}
+    # the same counts as the scenario written with `calls`
+    calls = BARE.replace("bot hands off to user:", "bot calls decide hands off to user:") \
+        .replace("bot sets seen = true:", "bot calls note sets seen = true:") \
+        .replace('bot finishes "done"', 'bot calls decide finishes "done"')
+    flow2 = flowc.compile_flow(calls)
+    [result2] = [run_scenario(RunTarget.from_compiled(flow2), sc) for sc in flow2.scenarios]
+    assert result2.passed, result2.failure
+    assert measure(coverage_targets(flow2), [result2]).hits == cov.hits
+
+
+def test_a_bare_step_two_tools_make_counts_the_first_declared() -> None:
+    src = '''
+speaker user: human
+speaker bot {
+  tool back hands off to user
+  tool reply hands off to user | finishes "done"
+}
+when from user then bot
+scenario "s" {
+  user: "hi"
+  bot hands off to user: "back"
+}
+'''
+    flow = flowc.compile_flow(src)
+    [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    cov = measure(coverage_targets(flow), [result])
+    assert {t.name for t in cov.targets if t.kind == "tool" and cov.hits.get(t.key)} \
+        == {"tool:bot:back:0"}
