@@ -314,16 +314,27 @@ _FENCE = "EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND exp
 _INSERT_OLD = ("INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
                "SELECT ?, ?, ?, ?, ?")
 _INSERT_OLD_FENCED = f"{_INSERT_OLD} WHERE {_FENCE}"
-#: the next place in the run whose range is [?1, ?2] (none once the range is full)
+#: the next place in the run whose range is [?1, ?2]: one past its last row, capped at
+#: ?2, so a full run's append collides with its last row (a PRIMARY KEY error). A single
+#: row of VALUES, not ``INSERT ... SELECT``: an INSERT whose SELECT reads the table it
+#: writes copies its rows to a temporary table first (SQLite's ``OpenEphemeral``, a b-tree
+#: opened, cleared and closed on every append), while a VALUES row's subquery is read
+#: before the write, in the statement's own write transaction
 _INSERT_RUN = (
-    "INSERT INTO wal (seq, channel_id, envelope_id, event_type, envelope, follows) "
-    "SELECT last + 1, ?3, ?4, ?5, ?6, ?7 FROM (SELECT IFNULL("
-    "(SELECT seq FROM wal WHERE seq BETWEEN ?1 AND ?2 ORDER BY seq DESC LIMIT 1), ?1) AS last) "
-    "WHERE last < ?2"
+    "INSERT INTO wal (seq, channel_id, envelope_id, event_type, envelope, follows) VALUES ("
+    "MIN(IFNULL((SELECT seq FROM wal WHERE seq BETWEEN ?1 AND ?2 ORDER BY seq DESC LIMIT 1), "
+    "?1), ?2 - 1) + 1, {channel}, ?4, ?5, ?6, ?7)"
 )
-_INSERT_RUN_FENCED = _INSERT_RUN + (
-    " AND EXISTS (SELECT 1 FROM lease WHERE channel_id = ?3 AND token = ?8 AND expires_at > ?9)")
-
+#: VALUES has no WHERE: a fenced append's run is NULL unless the lease is the run's current,
+#: live one, and the NOT NULL column refuses the row (an error told apart from the others)
+_INSERT_RUN_FENCED = _INSERT_RUN.format(
+    channel="CASE WHEN EXISTS (SELECT 1 FROM lease WHERE channel_id = ?3 AND token = ?8 "
+            "AND expires_at > ?9) THEN ?3 END")
+_INSERT_RUN = _INSERT_RUN.format(channel="?3")
+#: the SQLite errors of an append that :meth:`SqliteStore.append` tells apart
+_REFUSED = sqlite3.SQLITE_CONSTRAINT_NOTNULL  # the fence: the lease is not current
+_FULL = sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY  # the run's last place is taken
+_DUPLICATE = sqlite3.SQLITE_CONSTRAINT_UNIQUE  # the envelope id is in the file
 
 #: sorted keys, as :meth:`Envelope.to_json`; one encoder for every row
 _ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
@@ -546,34 +557,41 @@ class SqliteStore:
         fence = () if lease is None else (lease.token, time.time())
         try:
             if not self._runs:  # a file made before
-                written = self._db.execute(
-                    _INSERT_OLD_FENCED if fence else _INSERT_OLD,
-                    (*fields, channel_id, *fence) if fence else fields).rowcount
-            else:
+                if self._db.execute(_INSERT_OLD_FENCED if fence else _INSERT_OLD,
+                                    (*fields, channel_id, *fence) if fence else fields
+                                    ).rowcount != 1:
+                    raise self._refused(channel_id, lease)
+                return
+            number = self._numbers.get(channel_id)
+            if number is None:
                 number = self._number(channel_id)
-                if number is None:
-                    written = self._append_first(channel_id, fields, fence)
-                else:
-                    written = self._insert(number, fields, fence)
-        except sqlite3.IntegrityError:
+            if number is None:
+                self._append_first(channel_id, fields, fence)
+            else:
+                low = number * RUN_SPAN
+                self._db.execute(_INSERT_RUN_FENCED if fence else _INSERT_RUN,
+                                 (low, low + RUN_SPAN - 1, *fields, *fence))
+        except sqlite3.IntegrityError as err:
             self._rollback()
-            raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
+            code = err.sqlite_errorcode
+            if code == _REFUSED and fence:
+                raise self._refused(channel_id, lease) from None
+            if code == _FULL and self._runs:
+                raise WalError(f"{self.path}: run {channel_id}: cannot write the WAL "
+                               f"(the run holds {RUN_SPAN - 1} envelopes, the most a run can)"
+                               ) from None
+            if code == _DUPLICATE:
+                raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
+            raise self._fault(err, channel_id, "write the WAL") from None
         except sqlite3.Error as err:
             self._rollback()
             raise self._fault(err, channel_id, "write the WAL") from None
-        if written != 1:
-            current = None if lease is None else self._lease_row(channel_id)
-            if lease is not None and (current is None or current.token != lease.token
-                                      or current.expires_at <= time.time()):
-                raise _lost(lease, current)
-            raise WalError(f"{self.path}: run {channel_id}: cannot write the WAL "
-                           f"(the run holds {RUN_SPAN - 1} envelopes, the most a run can)")
 
-    def _insert(self, number: int, fields: tuple[Any, ...], fence: tuple[Any, ...]) -> int:
-        low = number * RUN_SPAN
-        sql = _INSERT_RUN_FENCED if fence else _INSERT_RUN
-        cur = self._db.execute(sql, (low, low + RUN_SPAN - 1, *fields, *fence))
-        return cur.rowcount
+    def _refused(self, channel_id: str, lease: Lease | None) -> WalError:
+        """Why the fence refused an append: the lease the run has now."""
+        if lease is None:  # only a fenced append can be refused without an error
+            return WalError(f"{self.path}: run {channel_id}: cannot write the WAL")
+        return _lost(lease, self._lease_row(channel_id))
 
     def _number(self, channel_id: str) -> int | None:
         """The run's number (``None`` before its first envelope)."""
@@ -587,7 +605,7 @@ class SqliteStore:
         return number
 
     def _append_first(self, channel_id: str, fields: tuple[Any, ...],
-                      fence: tuple[Any, ...]) -> int:
+                      fence: tuple[Any, ...]) -> None:
         """The run's first envelope: number the run and write the envelope in one
         transaction (a refused envelope numbers nothing)."""
         db = self._db
@@ -596,14 +614,11 @@ class SqliteStore:
         if number is None:
             number = int(db.execute("INSERT INTO run (channel_id) VALUES (?)",
                                     (channel_id,)).lastrowid or 0)
-        written = self._insert(number, fields, fence)
-        if written != 1:
-            self._rollback()
-            self._numbers.pop(channel_id, None)
-            return written
+        low = number * RUN_SPAN
+        db.execute(_INSERT_RUN_FENCED if fence else _INSERT_RUN,
+                   (low, low + RUN_SPAN - 1, *fields, *fence))
         db.execute("COMMIT")
         self._numbers[channel_id] = number
-        return written
 
     def _rows(self, channel_id: str, columns: str) -> list[Any]:
         try:

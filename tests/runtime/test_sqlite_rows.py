@@ -229,3 +229,67 @@ def test_a_row_is_the_sorted_json_of_the_fields_not_at_their_default(
             if k not in OPTIONAL or v != {"priority": "normal", "depth": 0}.get(k)}
     assert encode_row(env) == json.dumps(kept, sort_keys=True, ensure_ascii=False)
     assert Envelope.from_json(encode_row(env)) == env
+
+
+def _explained(db: Path, statements: list[str]) -> list[list[str]]:
+    """The VDBE operations of each of ``statements`` (SQL with its values in place)."""
+    con = sqlite3.connect(db)
+    try:
+        return [[row[1] for row in con.execute(f"EXPLAIN {sql}")] for sql in statements]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("layout", ["new", "before"])
+def test_an_append_is_one_statement_that_copies_no_table(tmp_path: Path, layout: str) -> None:
+    # an INSERT whose SELECT reads the table it writes has SQLite copy the rows it reads to
+    # a temporary table (OpenEphemeral) first, on every append: a b-tree opened, cleared
+    # and closed per turn
+    db = tmp_path / "wal.db"
+    if layout == "before":
+        shutil.copy(DATA / "runs-d32a676.db", db)
+    store = SqliteStore(db)
+    lease = store.acquire("c1", holder_id("hub-t"))
+    store.append(_env("c1", "e1"), lease)
+    store.append(_env("c2", "f1"))
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    store.append(_env("c1", "e2"), lease, "e1")  # fenced
+    store.append(_env("c2", "f2"), None, "f1")  # unfenced
+    store._db.set_trace_callback(None)
+    assert len(seen) == 2 and all(sql.startswith("INSERT INTO wal") for sql in seen)
+    programs = _explained(db, seen)
+    assert all("Insert" in ops and "OpenEphemeral" not in ops for ops in programs)
+    assert [e.envelope_id for e in store.read("c1")][-2:] == ["e1", "e2"]
+    assert store.links("c2")[-2:] == [("f1", None), ("f2", "f1")]
+    store.close()
+
+
+def test_an_append_refused_on_a_full_run_says_why_in_the_order_it_did(tmp_path: Path) -> None:
+    # the lease is checked before the run's room, the run's room before the id
+    db = tmp_path / "wal.db"
+    store = SqliteStore(db)
+    lease = store.acquire("c1", holder_id("hub-t"))
+    store.append(_env("c1", "e1"), lease)
+    store.append(_env("c1", "e2"), lease, "e1")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE wal SET seq = ? WHERE envelope_id = 'e2'", (2 * RUN_SPAN - 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(WalError, match=r"run c1: cannot write the WAL \(the run holds"):
+        store.append(_env("c1", "e1"), lease)  # a duplicate id, too
+    expired = store.renew(lease, -1)
+    with pytest.raises(LeaseError, match="run c1: this hub's lease expired"):
+        store.append(_env("c1", "e3"), expired)
+    with pytest.raises(LeaseError, match="run c1: this hub's lease expired"):
+        store.append(_env("c1", "e1"), expired)
+    assert [e.envelope_id for e in store.read("c1")] == ["e1", "e2"]
+    # the run not full: the id is refused, and an expired lease before it
+    other = store.acquire("c2", holder_id("hub-t"))
+    store.append(_env("c2", "f1"), other)
+    with pytest.raises(WalError, match="duplicate envelope id 'e2'"):
+        store.append(_env("c2", "e2"), other)
+    with pytest.raises(LeaseError, match="lease expired"):
+        store.append(_env("c2", "e2"), store.renew(other, -1))
+    assert [e.envelope_id for e in store.read("c2")] == ["f1"]
+    store.close()
