@@ -123,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    startup.loaded()  # the collector on again (flowc.startup.begin turned it off)
     try:
         return handlers(modules)[args.command](args)
     except UsageError as err:
@@ -151,7 +152,9 @@ def _stdout_closed() -> int:
 def run() -> None:
     """The ``flowc`` program: :func:`main`, with flowc's attrs classes compiled through
     the start-up cache (:mod:`flowc.startup`) when it loads a command (``--version``
-    loads none, so it reads no cache and imports no attrs)."""
+    loads none, so it reads no cache and imports no attrs), and the cycle collector off
+    until the command's modules are loaded (:func:`flowc.startup.begin`)."""
+    startup.begin()  # no passes of the cycle collector over what the start-up loads
     if wanted_modules(sys.argv[1:]):
         startup.install()
     code = main()

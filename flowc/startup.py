@@ -16,6 +16,7 @@ Python ignores a ``__pycache__`` it cannot use (``PYTHONDONTWRITEBYTECODE`` is o
 from __future__ import annotations
 
 import atexit
+import gc
 import marshal
 import os
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any, NoReturn
 
-__all__ = ["end", "install", "save"]
+__all__ = ["begin", "end", "install", "loaded", "save"]
 
 #: source text of a class's generated methods -> their compiled code
 _codes: dict[tuple[str, str], CodeType] = {}
@@ -32,6 +33,8 @@ _path: Path | None = None
 _METHODS = "<attrs generated methods "
 _HASH = "<attrs generated hash "
 _TYPE_HASH = "__flowc_attrs_type_hash__"
+#: whether :func:`begin` turned the cycle collector off (then :func:`loaded` turns it on)
+_collector_held = False
 
 
 def _cache_path() -> Path | None:
@@ -89,6 +92,32 @@ def install() -> None:
 
     cached_compile_and_eval._flowc_cached = True  # type: ignore[attr-defined]
     _make._compile_and_eval = cached_compile_and_eval
+
+
+def begin() -> None:
+    """Start-up of a command: the cycle collector is off while the command's modules load.
+
+    Loading makes objects that live as long as the process (modules, classes,
+    functions, code) and no garbage worth a pass: each pass of the collector during
+    the imports walks all of them again, and the later ones each walk everything
+    loaded before. :func:`loaded` turns the collector back on when the command starts
+    its work. (Off only when it was on: a caller that runs with it off keeps it so.)"""
+    global _collector_held
+    if gc.isenabled():
+        gc.disable()
+        _collector_held = True
+
+
+def loaded() -> None:
+    """The command's modules are loaded and it starts its work: what the start-up made
+    is moved out of the collector's sight (``gc.freeze``: it is never garbage) and the
+    collector runs again as usual for what the command makes. A no-op unless
+    :func:`begin` turned it off (``flowc.cli.main`` called in a process of its own)."""
+    global _collector_held
+    if _collector_held:
+        _collector_held = False
+        gc.freeze()
+        gc.enable()
 
 
 def save() -> None:

@@ -206,3 +206,37 @@ def test_a_profiled_run_still_writes_its_profile(tmp_path: Path) -> None:
     import pstats
 
     assert pstats.Stats(str(tmp_path / "run.prof")).total_calls > 1000
+
+
+COLLECTOR_PLUGIN = """
+import gc, json, os, pathlib
+# a plugin loads when the command starts its work
+pathlib.Path(os.environ["FLOWC_TEST_OUT"]).write_text(json.dumps(
+    {"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}))
+"""
+
+
+def test_the_collector_is_off_while_a_command_loads_and_on_when_it_works(
+        tmp_path: Path) -> None:
+    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
+                                        "max_turns 2\nwhen from a then b\n")
+    (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
+    (tmp_path / "plugin.py").write_text(COLLECTOR_PLUGIN)
+    out = tmp_path / "collector.json"
+    done = subprocess.run([sys.executable, "-m", "flowc", "run", "pair.flow", "--script",
+                           "s.json", "--db", ":memory:", "--plugin", "plugin.py"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), FLOWC_TEST_OUT=str(out)))
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(out.read_text())
+    # on again for the run (a worker or the language server collects as usual), with
+    # what the start-up loaded frozen out of its sight
+    assert seen["enabled"] is True
+    assert seen["frozen"] > 10_000
+    # in-process callers of flowc.cli.main keep their collector as it is
+    from flowc import startup
+
+    startup.loaded()
+    import gc
+
+    assert gc.isenabled()
