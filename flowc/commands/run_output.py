@@ -24,7 +24,7 @@ from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TurnRecord, transcript, turn_json
 
 __all__ = ["LineReader", "Progress", "RunPrinter", "format_turn", "format_turns", "isatty",
-           "terminal_asker"]
+           "remembered", "terminal_asker", "turn_lines"]
 
 
 def _j(value: Any) -> str:
@@ -42,13 +42,21 @@ def _short(value: Any, limit: int = 60) -> str:
 def format_turn(r: TurnRecord, describe: Callable[[Any], str], width: int) -> Iterator[str]:
     """The readable lines of one turn: number, speaker, text; then its tool calls, its
     context writes and where it routed (``→ reviewer  (rule 3, line 14: ...)``)."""
+    yield from turn_lines(r, describe, width)
+
+
+def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> list[str]:
+    """:func:`format_turn` as a list (what a run prints for every turn it accepts)."""
     pad = " " * (6 + width)
-    text = r.text.replace("\n", "\n" + pad)
+    text = r.text
+    if "\n" in text:
+        text = text.replace("\n", "\n" + pad)
     tag = ""
-    if r.routing and r.routing.get("kind") in ("handoff", "finish"):
-        reason = r.routing.get("reason") or ""
-        tag = f"[{r.routing.get('tool')}{': ' + reason if reason else ''}] "
-    yield f"{r.number:>3}  {r.speaker:<{width}}  {tag}{text}".rstrip()
+    routing = r.routing
+    if routing and routing.get("kind") in ("handoff", "finish"):
+        reason = routing.get("reason") or ""
+        tag = f"[{routing.get('tool')}{': ' + reason if reason else ''}] "
+    lines = [f"{r.number:>3}  {r.speaker:<{width}}  {tag}{text}".rstrip()]
     if r.tool_calls:
         calls = []
         for call in r.tool_calls:
@@ -56,21 +64,38 @@ def format_turn(r: TurnRecord, describe: Callable[[Any], str], width: int) -> It
             shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()) \
                 if isinstance(args, dict) else _short(args)
             calls.append(f"{call.get('name')}({shown})")
-        yield f"{pad}calls: {', '.join(calls)}"
-    changes = [f"{k} = {_j(v)}" for k, v in r.context_set.items()]
-    changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
-    if changes:
-        yield f"{pad}context: {', '.join(changes)}"
+        lines.append(f"{pad}calls: {', '.join(calls)}")
+    if r.context_set or r.context_delete:
+        changes = [f"{k} = {_j(v)}" for k, v in r.context_set.items()]
+        changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
+        if changes:
+            lines.append(f"{pad}context: {', '.join(changes)}")
     if r.next_speaker is not None:
-        yield f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})"
+        lines.append(f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})")
     else:
         kind = "finish" if r.decided_by == "finish" else "terminate"
-        reason = (r.routing or {}).get("reason") if kind == "finish" else None
-        by = f"by tool {(r.routing or {}).get('tool')}" if kind == "finish" \
+        reason = (routing or {}).get("reason") if kind == "finish" else None
+        by = f"by tool {(routing or {}).get('tool')}" if kind == "finish" \
             else describe(r.decided_by)
-        yield f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})"
+        lines.append(f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})")
     if r.closes == "max_turns" and r.next_speaker is not None:
-        yield f"{pad}■ max_turns reached"
+        lines.append(f"{pad}■ max_turns reached")
+    return lines
+
+
+def remembered(describe: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``describe`` answering each value once: a run's turns repeat a few decisions
+    (``decided_by``: a rule index, ``"default"``, ``"handoff"``, ...), and their text
+    depends on the run's target only."""
+    known: dict[Any, str] = {}
+
+    def describe_once(by: Any) -> str:
+        text = known.get(by)
+        if text is None:
+            text = known[by] = describe(by)
+        return text
+
+    return describe_once
 
 
 def format_turns(records: Sequence[TurnRecord], describe: Callable[[Any], str],
@@ -181,6 +206,8 @@ class RunPrinter:
             progress = isatty(self.err)
         self.progress = Progress(self.err, enabled=progress)
         self.run_id: str | None = None
+        #: ``target.describe_decision``, each decision described once
+        self.describe = remembered(target.describe_decision)
         self.records: list[TurnRecord] = []
         self.state: WorkflowState | None = None
         self.broken = False
@@ -211,10 +238,9 @@ class RunPrinter:
         self.records.append(record)
         self.state = state
         if self.mode == "text":
-            self._write("".join(line + "\n" for line in
-                                format_turn(record, self.target.describe_decision, self.width)))
+            self._write("\n".join(turn_lines(record, self.describe, self.width)) + "\n")
         elif self.mode == "jsonl":
-            line = {"event": "turn", **turn_json(record, self.target.describe_decision)}
+            line = {"event": "turn", **turn_json(record, self.describe)}
             self._write(_j(line) + "\n")
         self.progress.tick(len(self.records))
 
@@ -222,7 +248,7 @@ class RunPrinter:
 
     def finish(self, result: RunResult) -> None:
         self._done()
-        describe = self.target.describe_decision
+        describe = self.describe
         if self.mode == "json":
             self._write(_canonical(result.to_json(describe)))
         elif self.mode == "jsonl":
@@ -249,7 +275,7 @@ class RunPrinter:
             "turn_count": state.turn_count if state is not None else 0,
             "next_speaker": names.get(nxt, nxt) if nxt is not None else None,
         }
-        describe = self.target.describe_decision
+        describe = self.describe
         if self.mode == "json":
             doc["turns"] = [turn_json(r, describe) for r in self.records]
             self._write(_canonical(doc))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -71,6 +71,16 @@ class Channel:
     renew_at: float = 0.0
     #: the id of the channel's last envelope in the WAL (what the next one follows)
     last_id: str | None = None
+    #: the clients a broadcast reaches, in order, as of the hub's ``reach_of``-th
+    #: attach (the hub fills it on the first delivery and after each new client)
+    reach: tuple[HubParticipant, ...] = attrs.field(default=(), repr=False)
+    reach_of: int = attrs.field(default=-1, repr=False)
+    #: the adapter's ``next_speaker_id(state)`` if it has one (see :meth:`expected_next`)
+    _next_id: Callable[[Any], str | None] | None = attrs.field(init=False, default=None,
+                                                               repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._next_id = getattr(self.adapter, "next_speaker_id", None)
 
     @property
     def channel_id(self) -> str:
@@ -81,9 +91,19 @@ class Channel:
         return self.status is ChannelState.OPEN
 
     def expected_next(self) -> str | None:
-        """Who the adapter expects to send the next substantive envelope."""
+        """Who the adapter expects to send the next substantive envelope.
+
+        An adapter may offer ``next_speaker_id(state)``: the same answer as its
+        ``expected_next`` hook's agent id, without building an ``ExpectedTurn`` (the hub
+        and the drivers ask several times per turn).
+        """
+        if self.status is not ChannelState.OPEN:
+            return None
+        fast = self._next_id
+        if fast is not None:
+            return fast(self.state)
         fn = getattr(self.adapter, "expected_next", None)
-        if fn is None or not self.is_open:
+        if fn is None:
             return None
         turn = fn(self.metadata, self.state)
         return None if turn is None else str(turn.agent_id)

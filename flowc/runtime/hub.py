@@ -123,6 +123,8 @@ class Hub:
         self.store: WalStore = store if store is not None else MemoryStore()
         self._adapters: dict[tuple[str, int], Adapter] = {}
         self._clients: dict[str, HubParticipant] = {}
+        #: how many times a client was attached (a channel's ``reach`` is kept until then)
+        self._attached = 0
         self._channels: dict[str, Channel] = {}
         self._prefix = os.urandom(4).hex()
         #: who this hub is to the store's leases (one writer per run)
@@ -139,6 +141,10 @@ class Hub:
         #: the turn task in flight per channel (at most one: a channel has one next speaker)
         self._inflight: dict[str, asyncio.Task[Any]] = {}
         self.register_adapter(WorkflowAdapter())
+        #: a store that folds what it is given (a ``WatchedStore``) takes the hub's fold
+        #: of each envelope about to be appended instead of folding it again
+        self._offer_fold: Callable[[Envelope, Adapter, Any, AdapterResult], None] | None = \
+            getattr(self.store, "offer_fold", None)
 
     @classmethod
     async def open(
@@ -170,6 +176,7 @@ class Hub:
         if existing is not None and existing is not client:
             raise ProtocolError(f"agent id {client.agent_id!r} is already registered")
         self._clients[client.agent_id] = client
+        self._attached += 1
         if getattr(client, "take_turn", None) is not None:
             self._takers.add(client.agent_id)
             waiting = self._awaiting.pop(client.agent_id, None)
@@ -340,6 +347,8 @@ class Hub:
                 f"refused: the {ch.metadata.type} adapter failed on this envelope "
                 f"({type(err).__name__}: {err})"
             ) from err
+        if self._offer_fold is not None:
+            self._offer_fold(env, adapter, new_state, result)
         try:
             self._append(ch, env)
         except WalError as err:
@@ -442,12 +451,17 @@ class Hub:
         clients = self._clients
         outbox = self._outbox
         audience = env.audience
-        for pid in ch.order:
-            client = clients.get(pid)
-            if client is not None and (
-                audience is None or pid in audience or pid == env.sender_id
-            ):
-                outbox.append((client, env))
+        if audience is None:  # a broadcast: every client of the channel, in its order
+            if ch.reach_of != self._attached:
+                ch.reach = tuple(c for c in map(clients.get, ch.order) if c is not None)
+                ch.reach_of = self._attached
+            for member in ch.reach:
+                outbox.append((member, env))
+        else:
+            for pid in ch.order:
+                client = clients.get(pid)
+                if client is not None and (pid in audience or pid == env.sender_id):
+                    outbox.append((client, env))
         if self._delivering:
             return
         self._delivering = True

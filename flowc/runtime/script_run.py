@@ -241,6 +241,11 @@ def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptT
                *, kickoff: bool = False) -> bool:
     """Post one scripted turn; ``False`` when it says nothing and routes nothing."""
     aid = target.ids[name]
+    if not turn.calls and (kickoff or name in target.humans):
+        # text alone (most turns of a scripted human): no reply to build and no context
+        # to write, so the one text envelope the general path below would post
+        hub.admit_fields(ch.channel_id, aid, EV_TEXT, {"text": turn.say})
+        return True
     if name in target.humans or (kickoff and not turn.calls):
         if name in target.humans:
             check_human_turn(target, name, turn)
@@ -263,10 +268,11 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
                   ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
                   ) -> Callable[[Envelope], None]:
     loop = asyncio.get_running_loop()
+    aid = human.agent_id
 
     def act() -> None:
         ch = ch_box[0]
-        if not ch.is_open or ch.expected_next() != human.agent_id:
+        if ch.expected_next() != aid:  # (``None`` once the run is closed)
             return
         if queue:
             try:
@@ -292,12 +298,10 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
         else:
             hub.stall(ch.channel_id, human.agent_id)
 
-    aid = human.agent_id
-
     def on_envelope(env: Envelope) -> None:
         # only the human the run now waits for acts (`act` checks again when it runs)
         if (env.event_type == EV_TEXT or env.event_type == EV_PACKET) and ch_box \
-                and ch_box[0].is_open and ch_box[0].expected_next() == aid:
+                and ch_box[0].expected_next() == aid:
             loop.call_soon(act)
 
     return on_envelope

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from flowc.runtime.adapters.base import ChannelMetadata, ChannelState
+from flowc.runtime.adapters.base import AdapterResult, ChannelMetadata, ChannelState
 from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState
 from flowc.runtime.clients import envelope_text
 from flowc.runtime.envelope import (
@@ -143,7 +143,11 @@ class TranscriptFolder:
     def channel_id(self) -> str | None:
         return self.metadata.channel_id if self.metadata is not None else None
 
-    def feed(self, env: Envelope) -> TurnRecord | None:
+    def feed(self, env: Envelope, folded: WorkflowState | None = None,
+             accepted: AdapterResult | None = None) -> TurnRecord | None:
+        """The record of ``env`` if it is a turn. ``folded`` / ``accepted``: what
+        folding ``env`` onto the current state and ``on_accepted`` give, when the
+        caller has them already (the hub that admitted it): nothing is folded again."""
         state = self.state
         if self.metadata is None or state is None:
             if env.event_type == EV_CHANNEL_OPENED:
@@ -159,7 +163,7 @@ class TranscriptFolder:
             if self.records and self.records[-1].closes is None:
                 self.records[-1] = attrs.evolve(self.records[-1], closes=self.close)
             return None
-        state = self.state = self.adapter.fold(env, state)
+        state = self.state = self.adapter.fold(env, state) if folded is None else folded
         if env.event_type == EV_CONTEXT_SET:
             self._write(env.event_data)
             return None
@@ -169,7 +173,8 @@ class TranscriptFolder:
         if env.event_type == EV_PACKET:
             self._write(env.event_data.get("context_updates") or {})
         calls = env.event_data.get("tool_calls")
-        result = self.adapter.on_accepted(self.metadata, env, state)
+        result = self.adapter.on_accepted(self.metadata, env, state) if accepted is None \
+            else accepted
         closes = (result.auto_close_reason or "closed") \
             if result.next_state is ChannelState.CLOSED else None
         nxt = state.expected_next_speaker

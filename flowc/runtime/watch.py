@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
+from flowc.runtime.adapters.base import AdapterResult
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
 from flowc.runtime.transcript import TranscriptFolder, TurnRecord
@@ -70,6 +71,20 @@ class WatchedStore:
         self.turns = bool(getattr(watcher, "wants_turns", True))
         #: the exception that made the watcher stop, if any
         self.failed: Exception | None = None
+        #: the hub's fold of the envelope it is about to append (see :meth:`offer_fold`)
+        self._offered: tuple[Envelope, WorkflowState, AdapterResult] | None = None
+
+    def offer_fold(self, envelope: Envelope, adapter: object, state: object,
+                   result: AdapterResult) -> None:
+        """The hub folded ``envelope`` into ``state`` (and ``on_accepted`` gave ``result``)
+        and is about to append it: when its adapter folds as the transcript's does (a
+        plain :class:`WorkflowAdapter` with the same registry), the transcript takes
+        that fold instead of folding the envelope a second time."""
+        mine = self.folder.adapter
+        if self.turns and type(adapter) is type(mine) \
+                and getattr(adapter, "registry", None) is mine.registry \
+                and isinstance(state, WorkflowState):
+            self._offered = (envelope, state, result)
 
     def follow(self, envelopes: Iterable[Envelope]) -> None:
         """Show the turns already in a stored run (``flowc resume``) before new ones."""
@@ -86,8 +101,12 @@ class WatchedStore:
         folder = self.folder
         if folder.metadata is not None and env.channel_id != folder.metadata.channel_id:
             return  # another channel of the same hub
+        offered, self._offered = self._offered, None
         try:
-            record = folder.feed(env)
+            if offered is not None and offered[0] is env:
+                record = folder.feed(env, offered[1], offered[2])
+            else:
+                record = folder.feed(env)
             if env.event_type == EV_CHANNEL_OPENED and folder.metadata is not None:
                 self.watcher.opened(env.channel_id)
             elif record is not None:

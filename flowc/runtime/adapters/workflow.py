@@ -707,6 +707,11 @@ class WorkflowAdapter:
             return None
         return ExpectedTurn(state.expected_next_speaker, state.last_envelope_id)
 
+    def next_speaker_id(self, state: WorkflowState) -> str | None:
+        """``expected_next(...).agent_id`` (or ``None``) without building the turn: the
+        hub asks it several times per turn (see ``Channel.expected_next``)."""
+        return state.expected_next_speaker
+
     def snapshot(self, state: WorkflowState) -> dict[str, Any]:
         """What a close envelope records so that ``replay`` can check a re-fold."""
         return snapshot(state)

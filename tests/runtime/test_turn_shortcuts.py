@@ -1,0 +1,222 @@
+"""The per-turn shortcuts of a run give what the plain computations give.
+
+A run asks who speaks next several times per turn, folds each envelope once for the
+hub and hands that fold to the transcript, posts a scripted human's plain text without
+building a reply, delivers a broadcast to a kept list of clients and describes each
+routing decision once. Each shortcut is checked here against the computation it stands
+for, on runs that go through handoffs, finishes, tool calls and context writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any
+
+import attrs
+import pytest
+
+import flowc
+from flowc.commands.run_output import RunPrinter, format_turns, remembered, trailer
+from flowc.runtime import EV_TEXT, Envelope, Hub, MemoryStore
+from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState, merge_context_writes
+from flowc.runtime.script import ScriptTurn, parse_script
+from flowc.runtime.script_run import run_script_sync
+from flowc.runtime.scripted_replies import check_human_turn, reply_for
+from flowc.runtime.target import RunTarget
+from flowc.runtime.transcript import TranscriptFolder, transcript
+from flowc.runtime.watch import WatchedStore
+
+FLOW = """flow shortcuts "every kind of turn"
+speaker user: human
+speaker drafter {
+  tool note sets n = 1
+  tool pass_on hands off to reviewer
+}
+speaker reviewer {
+  tool approve sets done = true
+  tool stop finishes "stopped"
+}
+start user
+max_turns 40
+context done = false
+when context.done == true then terminate "approved"
+when tool note then reviewer
+when from user then drafter
+when from drafter then reviewer
+when from reviewer then user
+"""
+
+SCRIPT = {
+    "kickoff": "brief",
+    "script": {
+        "drafter": ["draft 1", {"tool": "pass_on", "say": "yours"},
+                    {"tool": "note", "say": "noted"}],
+        "reviewer": ["again", "more", {"tool": "approve", "say": "fine",
+                                        "args": {"why": "x" * 80}}],
+        "user": ["go on", "and\nagain"],
+    },
+}
+
+#: the same run, ended by the reviewer's `finish` tool instead
+FINISHING = {
+    "kickoff": "brief",
+    "script": {
+        "drafter": ["draft 1", {"tool": "note", "say": "noted"}],
+        "reviewer": ["again", {"tool": "stop", "say": "enough"}],
+        "user": ["go on"],
+    },
+}
+
+
+def _target() -> RunTarget:
+    return RunTarget.from_compiled(flowc.compile_flow(FLOW), source_text=FLOW)
+
+
+class _Keep:
+    def __init__(self) -> None:
+        self.states: list[WorkflowState | None] = []
+
+    def opened(self, run_id: str) -> None:
+        pass
+
+    def turn(self, record: Any, state: WorkflowState | None) -> None:
+        self.states.append(state)
+
+
+def test_the_streamed_transcript_is_the_refold_of_the_wal() -> None:
+    """The transcript takes the hub's fold of each envelope: it must be what folding
+    the stored WAL from the start gives (records, close, final state)."""
+    store = MemoryStore()
+    watch = _Keep()
+    result = run_script_sync(_target(), parse_script(SCRIPT), store=store, watch=watch,
+                             channel_id="wf-shortcuts")
+    records, close, state = transcript(list(store.read("wf-shortcuts")))
+    assert result.close_reason == close == "approved"
+    assert list(result.turns) == records and len(records) == 9
+    assert [(r.routing or {}).get("kind") for r in records] == [
+        None, "text", "text", None, "handoff", "text", None, "handoff", "text"]
+    assert records[-1].context_set == {"done": True} and records[-1].closes == "approved"
+    assert state is not None and result.context_vars == state.context_vars
+    assert result.turn_count == state.turn_count
+    # each turn's state as streamed is the re-fold's state after that turn
+    folder = TranscriptFolder()
+    refolded = []
+    for env in store.read("wf-shortcuts"):
+        if folder.feed(env) is not None:
+            refolded.append(folder.state)
+    assert watch.states == refolded
+
+
+def test_a_hub_adapter_other_than_the_plain_one_is_not_taken_for_the_transcript() -> None:
+    """Only a plain workflow adapter's fold stands for the transcript's own: a hub
+    whose workflow adapter folds otherwise leaves the transcript folding by itself."""
+
+    class Marking(WorkflowAdapter):
+        def fold(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
+            new = super().fold(envelope, state)
+            return new if new is state else attrs.evolve(new, decided_by="marked")
+
+    async def go() -> tuple[list[Any], list[Envelope]]:
+        watched = WatchedStore(MemoryStore(), _Keep())
+        hub = await Hub.open(watched, adapters=[Marking()])
+        a, _ = hub.register_human("a"), hub.register_human("b")
+        graph = {"initial_speaker": "a", "max_turns": 3, "transitions": [
+            {"when": {"name": "always", "args": {}},
+             "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
+        await a.send(ch.channel_id, "hi")
+        assert hub.channel(ch.channel_id).state.decided_by == "marked"
+        await hub.close()
+        return watched.folder.records, hub.read_wal(ch.channel_id)
+
+    records, envs = asyncio.run(go())
+    assert records == transcript(envs)[0]
+    assert records[0].decided_by == 0
+
+
+def test_expected_next_without_the_turn_object_agrees_with_the_hook() -> None:
+    adapter = WorkflowAdapter()
+    folder = TranscriptFolder(adapter)
+    store = MemoryStore()
+    run_script_sync(_target(), parse_script(SCRIPT), store=store, channel_id="wf-next")
+    seen = []
+    for env in store.read("wf-next"):
+        folder.feed(env)
+        state = folder.state
+        if state is None:
+            continue
+        assert folder.metadata is not None
+        turn = adapter.expected_next(folder.metadata, state)
+        assert adapter.next_speaker_id(state) == (None if turn is None else str(turn.agent_id))
+        seen.append(adapter.next_speaker_id(state))
+    assert {"user", "drafter", "reviewer"} <= set(seen)
+
+
+def test_a_human_text_turn_needs_no_reply() -> None:
+    """A scripted human turn with no calls is posted as its text alone: the general
+    path (check, reply, context writes) would give exactly that and nothing else."""
+    target = _target()
+    for say in ("", "hi", "multi\nline"):
+        turn = ScriptTurn(say, (), "script.user[0]")
+        check_human_turn(target, "user", turn)
+        reply = reply_for(target, "user", turn)
+        assert reply.text == say and reply.tool_calls == ()
+        assert merge_context_writes(reply.tool_calls) == ({}, [])
+
+
+@pytest.mark.parametrize("script", [SCRIPT, FINISHING], ids=["approved", "finished"])
+def test_printed_turns_are_the_plain_formatting_of_the_wal(script: dict[str, Any]) -> None:
+    """What `flowc run` prints as the run goes (decisions described once each) is the
+    transcript of the stored run formatted with the target's own descriptions."""
+    target = _target()
+    out = io.StringIO()
+    printer = RunPrinter(target, "text", out=out, err=io.StringIO(), progress=False)
+    store = MemoryStore()
+    result = run_script_sync(target, parse_script(script), store=store, watch=printer,
+                             channel_id="wf-print")
+    printer.finish(result)
+    records, _, _ = transcript(list(store.read("wf-print")))
+    width = max(len(s) for s in target.speakers)
+    plain = "".join(line + "\n" for line in
+                    format_turns(records, target.describe_decision, width))
+    plain += "".join(line + "\n" for line, to_err in trailer(result) if not to_err)
+    assert out.getvalue() == plain
+    if script is SCRIPT:
+        assert "calls: approve(why=" in plain and "and\n" in plain and "[pass_on" in plain
+    else:
+        assert '■ finish "stopped"  (by tool stop)' in plain
+    once = remembered(target.describe_decision)
+    for by in (*range(len(target.rule_texts)), "default", "handoff", "finish", None, 0):
+        assert once(by) == target.describe_decision(by)
+
+
+def test_a_client_attached_after_the_channel_opened_gets_its_broadcasts() -> None:
+    """Broadcasts go to a kept list of the channel's clients: a client attached later
+    (a resumed run registers its clients after hydrating) must be on it."""
+
+    async def go() -> list[str]:
+        store = MemoryStore()
+        first = await Hub.open(store)
+        a = first.register_human("a")
+        first.register_human("b")
+        graph = {"initial_speaker": "a", "max_turns": None, "transitions": [
+            {"when": {"name": "always", "args": {}},
+             "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
+        await a.send(ch.channel_id, "one")
+        await first.close(close_store=False)
+        hub = await Hub.open(store)
+        await hub.hydrate([ch.channel_id], schedule=False)
+        b = hub.register_human("b", buffer=True)
+        hub.admit(Envelope(ch.channel_id, "b", None, EV_TEXT, {"text": "two"}))
+        late = hub.register_human("a", buffer=True)
+        hub.admit(Envelope(ch.channel_id, "a", None, EV_TEXT, {"text": "three"}))
+        got_b = [e.event_data.get("text") for e in list(b._inbox)]
+        got_a = [e.event_data.get("text") for e in list(late._inbox)]
+        await hub.close()
+        return [*got_b, "|", *got_a]
+
+    assert asyncio.run(go()) == ["two", "three", "|", "three"]
