@@ -44,7 +44,7 @@ from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
-from flowc.runtime.script import ScriptError, parse_script
+from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
@@ -115,18 +115,47 @@ def load_script(path: str) -> Any:
         text = decode_utf8(read_bytes(path))
     except InputFileError as err:
         raise UsageError(str(err)) from None
+    json_error: json.JSONDecodeError | None = None
     if not path.endswith((".yaml", ".yml")):
         try:
             return load_json(text, max_depth=SCRIPT_MAX_DEPTH)
         except json.JSONDecodeError as err:
             if path.endswith(".json"):
-                raise ScriptError(f"not valid JSON or YAML: {err}") from None
+                raise DataError(f"not valid JSON: {err.msg}", offset=err.pos,
+                                line=err.lineno, column=err.colno) from None
+            json_error = err
     import yaml  # only for YAML: a JSON script does not pay for it
 
     try:
         return load_yaml(text)
     except yaml.YAMLError as err:
-        raise ScriptError(f"not valid JSON or YAML: {err}") from None
+        kind = "YAML" if json_error is None else "JSON or YAML"
+        # where and what, as PyYAML words it, without the quoted text (the file may be
+        # anything: its text is not shown)
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        what = ", ".join(str(x) for x in (getattr(err, "context", None),
+                                          getattr(err, "problem", None)) if x)
+        raise DataError(f"not valid {kind}: {what or type(err).__name__}",
+                        line=mark.line + 1 if mark is not None else None,
+                        column=mark.column + 1 if mark is not None else None) from None
+
+
+def read_script(path: str) -> tuple[Any, Script] | None:
+    """The script document at ``path`` and the script it holds; ``None`` once the reason
+    it cannot be read has been printed, the same words for every command that takes
+    ``--script``: ``PATH:LINE:COL: error: ...`` for text that is not JSON or YAML or that
+    flowc refuses, ``PATH: error: script.a[0]: ...`` (the JSON path) for a script of the
+    wrong shape. A missing or unreadable file is a usage error (exit 2), as for a flow."""
+    try:
+        doc = load_script(path)
+        return doc, parse_script(doc)
+    except ScriptError as err:
+        print(f"{path}: error: {err}", file=sys.stderr)
+    except DataError as err:
+        where = f":{err.line}:{err.column}" if err.line is not None else ""
+        at = f" (at {err.path})" if err.path else ""
+        print(f"{path}{where}: error: {err.message}{at}", file=sys.stderr)
+    return None
 
 
 def _import_error(path: str, err: BaseException) -> str:
@@ -281,16 +310,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     target, _ = load_target(args.flow)
     if target is None:
         return EXIT_ERRORS
-    try:
-        script = parse_script(load_script(args.script) if args.script else {})
-    except ScriptError as err:
-        print(f"{args.script}: error: {err}", file=sys.stderr)
-        return EXIT_ERRORS
-    except DataError as err:
-        where = f":{err.line}:{err.column}" if err.line is not None else ""
-        at = f" (at {err.path})" if err.path else ""
-        print(f"{args.script}{where}: error: {err.message}{at}", file=sys.stderr)
-        return EXIT_ERRORS
+    if args.script:
+        loaded = read_script(args.script)
+        if loaded is None:
+            return EXIT_ERRORS
+        script = loaded[1]
+    else:
+        script = parse_script({})
     agents = load_agents(args.agents) if args.agents else None
     if agents:
         speakers = target.with_script_facts(script).speakers
@@ -542,11 +568,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
             print(f"flowc resume: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
             return EXIT_ERRORS
         script_path = args.script
-        try:
-            script = parse_script(load_script(script_path)) if script_path else None
-        except ScriptError as err:
-            print(f"{script_path}: error: {err}", file=sys.stderr)
-            return EXIT_ERRORS
+        script = None
+        if script_path:
+            loaded = read_script(script_path)
+            if loaded is None:
+                return EXIT_ERRORS
+            script = loaded[1]
         agents = load_agents(args.agents) if args.agents else None
         printer = RunPrinter(target, _mode(args))
         try:

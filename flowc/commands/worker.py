@@ -25,7 +25,6 @@ from flowc.commands.run_options import (
     script_option,
     store_options,
 )
-from flowc.inputs import DataError
 from flowc.runtime.script import ScriptError
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.wal import WalError, WalStore
@@ -57,7 +56,7 @@ def _notifier(db: str) -> Any:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from flowc.commands.run import load_script, load_target
+    from flowc.commands.run import load_target, read_script
     from flowc.runtime.worker import submit_run
 
     if args.count < 1:
@@ -66,16 +65,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     target, _ = load_target(args.flow)
     if target is None:
         return EXIT_ERRORS
-    try:
-        doc = load_script(args.script) if args.script else {}
-    except ScriptError as err:
-        print(f"{args.script}: error: {err}", file=sys.stderr)
-        return EXIT_ERRORS
-    except DataError as err:
-        where = f":{err.line}:{err.column}" if err.line is not None else ""
-        at = f" (at {err.path})" if err.path else ""
-        print(f"{args.script}{where}: error: {err.message}{at}", file=sys.stderr)
-        return EXIT_ERRORS
+    doc: Any = {}
+    if args.script:
+        loaded = read_script(args.script)
+        if loaded is None:
+            return EXIT_ERRORS
+        doc = loaded[0]
     store = _open(args.db)
     labels = {"script": args.script or ""}
 

@@ -1,0 +1,79 @@
+"""A bad `--script` is reported in the same words by every command that takes one
+(`flowc run`, `flowc submit`, `flowc resume`): one helper reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+
+FLOW = """speaker user: human
+speaker bot {
+  tool go hands off to user
+}
+when from user then bot
+when from bot then user
+"""
+
+#: name -> (file text, exit code, stderr with PATH for the script's path)
+BAD: dict[str, tuple[str | None, int, str]] = {
+    "missing.json": (None, 2, "flowc {cmd}: error: PATH: no such file"),
+    "broken.json": ('{"kickoff": "hi",\n  "script": {"bot": [\n}\n', 1,
+                    "PATH:3:1: error: not valid JSON: Expecting value"),
+    "broken.yaml": ("kickoff: hi\nscript:\n  bot: [x\n", 1,
+                    "PATH:4:1: error: not valid YAML: while parsing a flow sequence, "
+                    "expected ',' or ']', but got '<stream end>'"),
+    "shape.json": ('{"kickoff": "hi", "script": {"bot": ["x", 42]}}', 1,
+                   "PATH: error: script.bot[1]: a turn is a string or an object, got int"),
+    "huge.json": ('{"kickoff": "hi",\n "context_vars": {"k": ' + "9" * 4301 + "}}", 1,
+                  "PATH:2:24: error: a number may have at most 4,300 digits (found 4,301) "
+                  "(at context_vars.k)"),
+}
+
+
+@pytest.fixture(scope="module")
+def stalled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A database holding one run stalled on `user` (for `flowc resume`)."""
+    root = tmp_path_factory.mktemp("stalled")
+    (root / "loop.flow").write_text(FLOW)
+    (root / "ok.json").write_text('{"kickoff": "hi", "script": {"bot": ["x"]}}')
+    db = root / "runs.db"
+    assert main(["run", str(root / "loop.flow"), "--script", str(root / "ok.json"),
+                 "--db", str(db)]) == 1  # stalled: user has no turn left
+    from flowc.runtime.stores import open_store
+
+    store = open_store(str(db))
+    try:
+        [run_id] = store.channel_ids()
+    finally:
+        store.close()
+    return db, run_id
+
+
+def _args(cmd: str, flow: Path, script: Path, db: Path, run_id: str) -> list[str]:
+    if cmd == "resume":
+        return ["resume", run_id, "--script", str(script), "--db", str(db)]
+    return [cmd, str(flow), "--script", str(script), "--db",
+            ":memory:" if cmd == "run" else str(db.parent / "shared.db")]
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_every_command_reports_a_bad_script_in_the_same_words(
+        name: str, stalled: tuple[Path, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id = stalled
+    text, code, want = BAD[name]
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / name
+    if text is not None:
+        script.write_text(text)
+    capsys.readouterr()
+    for cmd in ("run", "submit", "resume"):
+        assert main(_args(cmd, flow, script, db, run_id)) == code, cmd
+        err = capsys.readouterr().err
+        assert err == want.format(cmd=cmd).replace("PATH", str(script)) + "\n", (cmd, err)
+    # nothing was written: not the shared database of submit, not the stalled run
+    assert not (db.parent / "shared.db").exists()
