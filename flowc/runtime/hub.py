@@ -51,6 +51,7 @@ from flowc.runtime.envelope import (
     EV_PACKET,
     EV_TEXT,
     Envelope,
+    stamped,
 )
 from flowc.runtime.wal import (
     LEASE_SECONDS,
@@ -326,11 +327,11 @@ class Hub:
         self._counter += 1
         eid = f"{self._prefix}-{self._counter:08x}"
         if template is None:
-            env = Envelope(channel_id, sender_id, audience, event_type, event_data, eid,
-                           causation_id=causation_id, created_at=_now())
+            env = stamped(channel_id, sender_id, audience, event_type, event_data, eid, None,
+                          causation_id, None, "normal", 0, None, _now(), None)
         else:
             t = template
-            env = Envelope(
+            env = stamped(
                 channel_id, sender_id, audience, event_type, event_data, eid, t.task_id,
                 causation_id, t.trace_id, t.priority, t.depth, t.idempotency_key, _now(),
                 t.ttl_seconds,

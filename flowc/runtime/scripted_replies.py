@@ -101,6 +101,8 @@ def check_script(target: RunTarget, script: Script) -> None:
             raise ScriptError(f"script.{speaker}: `{speaker}` is not a speaker of this flow "
                               f"({', '.join(target.speakers)})")
         for turn in turns:
+            if not turn.calls:
+                continue  # text alone: nothing to refuse (and a reply of just the text)
             if speaker in target.humans:
                 check_human_turn(target, speaker, turn)
             reply_for(target, speaker, turn)

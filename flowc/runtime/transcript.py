@@ -30,8 +30,43 @@ __all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_js
 # ── results ───────────────────────────────────────────────────────────────────
 
 
+class _TurnSlots:
+    """The storage of :class:`TurnRecord` (which adds no slot of its own), writable, so
+    that :func:`_record` fills a record without the frozen class's per-field
+    ``object.__setattr__`` call (a run makes one record per turn)."""
+
+    __slots__ = (
+        "__weakref__",
+        "agent_id",
+        "closes",
+        "context_delete",
+        "context_set",
+        "decided_by",
+        "kind",
+        "next_speaker",
+        "number",
+        "routing",
+        "speaker",
+        "text",
+        "tool_calls",
+    )
+
+    number: int
+    speaker: str
+    agent_id: str
+    kind: str
+    routing: dict[str, Any] | None
+    text: str
+    context_set: dict[str, Any]
+    context_delete: tuple[str, ...]
+    next_speaker: str | None
+    decided_by: int | str | None
+    closes: str | None
+    tool_calls: tuple[dict[str, Any], ...]
+
+
 @attrs.frozen
-class TurnRecord:
+class TurnRecord(_TurnSlots):
     """One turn of a run, with the routing decision its fold made."""
 
     number: int
@@ -47,6 +82,34 @@ class TurnRecord:
     closes: str | None  # the close reason, when this turn closed the channel
     #: the tool calls of the turn, in order: ``{"name": ..., "args": {...}}``
     tool_calls: tuple[dict[str, Any], ...] = ()
+
+
+_new = object.__new__
+
+
+def _record(
+    number: int, speaker: str, agent_id: str, kind: str, routing: dict[str, Any] | None,
+    text: str, context_set: dict[str, Any], context_delete: tuple[str, ...],
+    next_speaker: str | None, decided_by: int | str | None, closes: str | None,
+    tool_calls: tuple[dict[str, Any], ...],
+) -> TurnRecord:
+    """``TurnRecord(...)`` with every field given, built the cheap way (see
+    :class:`_TurnSlots`): equal to, and as frozen as, the one its ``__init__`` builds."""
+    record = _new(_TurnSlots)
+    record.number = number
+    record.speaker = speaker
+    record.agent_id = agent_id
+    record.kind = kind
+    record.routing = routing
+    record.text = text
+    record.context_set = context_set
+    record.context_delete = context_delete
+    record.next_speaker = next_speaker
+    record.decided_by = decided_by
+    record.closes = closes
+    record.tool_calls = tool_calls
+    record.__class__ = TurnRecord  # same layout: TurnRecord adds no slot to _TurnSlots
+    return record  # type: ignore[return-value]
 
 
 Describe = Callable[[int | str | None], str]
@@ -179,7 +242,7 @@ class TranscriptFolder:
             if result.next_state is ChannelState.CLOSED else None
         nxt = state.expected_next_speaker
         names = self._names
-        record = TurnRecord(
+        record = _record(
             len(self.records) + 1, names.get(env.sender_id, env.sender_id), env.sender_id,
             "packet" if env.event_type == EV_PACKET else "text", routing, envelope_text(env),
             self._set, tuple(self._delete), None if nxt is None else names.get(nxt, nxt),

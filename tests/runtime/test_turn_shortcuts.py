@@ -20,11 +20,12 @@ import flowc
 from flowc.commands.run_output import RunPrinter, format_turns, remembered, trailer
 from flowc.runtime import EV_TEXT, Envelope, Hub, MemoryStore
 from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState, merge_context_writes
+from flowc.runtime.envelope import stamped
 from flowc.runtime.script import ScriptTurn, parse_script
 from flowc.runtime.script_run import run_script_sync
 from flowc.runtime.scripted_replies import check_human_turn, reply_for
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import TranscriptFolder, transcript
+from flowc.runtime.transcript import TranscriptFolder, TurnRecord, _record, transcript
 from flowc.runtime.watch import WatchedStore
 
 FLOW = """flow shortcuts "every kind of turn"
@@ -154,16 +155,46 @@ def test_expected_next_without_the_turn_object_agrees_with_the_hook() -> None:
     assert {"user", "drafter", "reviewer"} <= set(seen)
 
 
-def test_a_human_text_turn_needs_no_reply() -> None:
-    """A scripted human turn with no calls is posted as its text alone: the general
-    path (check, reply, context writes) would give exactly that and nothing else."""
+def test_a_text_turn_needs_no_reply() -> None:
+    """A scripted turn with no calls is posted (a human's, a kickoff) as its text alone
+    and not checked before the run: the general path (check, reply, context writes)
+    would give exactly that and refuse nothing."""
     target = _target()
     for say in ("", "hi", "multi\nline"):
         turn = ScriptTurn(say, (), "script.user[0]")
         check_human_turn(target, "user", turn)
-        reply = reply_for(target, "user", turn)
-        assert reply.text == say and reply.tool_calls == ()
-        assert merge_context_writes(reply.tool_calls) == ({}, [])
+        for speaker in target.speakers:
+            reply = reply_for(target, speaker, turn)
+            assert reply.text == say and reply.tool_calls == ()
+            assert merge_context_writes(reply.tool_calls) == ({}, [])
+
+
+def test_stamped_envelopes_and_records_are_the_frozen_classes() -> None:
+    """The hub's and the transcript's cheap builders give objects equal to, as frozen
+    as and of the very class of what ``__init__`` builds, with every field set."""
+    values: dict[str, Any] = {
+        "channel_id": "c", "sender_id": "a", "audience": ("b",), "event_type": EV_TEXT,
+        "event_data": {"text": "hi"}, "envelope_id": "e1", "task_id": "t",
+        "causation_id": "e0", "trace_id": "tr", "priority": "urgent", "depth": 2,
+        "idempotency_key": "k", "created_at": "now", "ttl_seconds": 5}
+    assert [f.name for f in attrs.fields(Envelope)] == list(values)
+    env = stamped(*values.values())
+    assert type(env) is Envelope and env == Envelope(**values)
+    assert attrs.asdict(env) == values and Envelope.__slots__ == ()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        env.sender_id = "x"  # type: ignore[misc]
+    fields: dict[str, Any] = {
+        "number": 3, "speaker": "b", "agent_id": "b-id", "kind": "packet",
+        "routing": {"kind": "text"}, "text": "t", "context_set": {"k": 1},
+        "context_delete": ("d",), "next_speaker": "a", "decided_by": 2, "closes": None,
+        "tool_calls": ({"name": "n", "args": {}},)}
+    assert [f.name for f in attrs.fields(TurnRecord)] == list(fields)
+    record = _record(*fields.values())
+    assert type(record) is TurnRecord and record == TurnRecord(**fields)
+    assert attrs.asdict(record, recurse=False) == fields
+    assert attrs.evolve(record, closes="x").closes == "x" and TurnRecord.__slots__ == ()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        record.text = "x"  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("script", [SCRIPT, FINISHING], ids=["approved", "finished"])
