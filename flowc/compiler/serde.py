@@ -1,8 +1,17 @@
-"""The project's one cattrs converter: model <-> AG2's ``TransitionGraph`` dicts.
+"""The model <-> AG2's ``TransitionGraph`` dicts, both ways.
 
 Structuring is strict (extra keys forbidden, no silent ``str(5)``), and every problem
 comes back as a :class:`ShapeProblem` with its JSON path, e.g.
 ``transitions[3].then.args.agent_id: expected a string, got 5``.
+
+A dict with exactly the model's shape is read here directly, without cattrs (a run
+reads its graph back from its channel's knobs, and cattrs takes longer to import than
+the whole read); anything else goes to the project's one cattrs converter
+(:mod:`flowc.compiler.shapes`), which decides what is refused and says where. Either
+way the result is the same: the fast reader only takes what the converter would take,
+builds the same objects, and leaves every refusal to it. Writing a graph back to a dict
+is done here for JSON values; anything else in a graph (a value that is not plain JSON)
+is handed to the converter, so the dicts are exactly the converter's.
 
 >>> graph = structure_graph({"initial_speaker": "a", "transitions": [],
 ...     "default_target": {"name": "terminate", "args": {"reason": "x"}}, "max_turns": None})
@@ -18,324 +27,207 @@ from json.encoder import encode_basestring as _encode_str
 from typing import Any
 
 import attrs
-import cattrs
-from cattrs.errors import (
-    AttributeValidationNote,
-    ClassValidationError,
-    ForbiddenExtraKeysError,
-    IterableValidationError,
-    IterableValidationNote,
-)
-from cattrs.gen import make_dict_structure_fn
 
 from flowc.compiler import model as m
+from flowc.compiler.shape_problems import ShapeError, ShapeProblem, describe
 
-_CONDITIONS_BY_NAME: dict[str, type[Any]] = {
-    cls.NAME: cls for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)
+__all__ = [
+    "LazyList",
+    "ShapeError",
+    "ShapeProblem",
+    "canonical_json",
+    "describe",
+    "is_knobs_dict",
+    "lazy_knobs",
+    "structure_graph",
+    "structure_knobs",
+    "unstructure_condition",
+    "unstructure_graph",
+    "unstructure_knobs",
+    "unstructure_target",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "converter":  # the cattrs converter, imported when asked for
+        from flowc.compiler.shapes import converter
+
+        return converter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ── dicts -> the model ────────────────────────────────────────────────────────
+#
+# The fast reader. Each function returns the model object, or None when the value is
+# not exactly of the model's shape (a missing or extra key, a value of another type, a
+# dict or list of a subclass, a `max_turns` below 1, conditions nested deeper than
+# _FAST_DEPTH): then the converter reads it again, refuses it with its own problems or
+# takes it as it always has. What is read here is what the converter's hooks return
+# for the same value: strings, integers and `value` as they are, custom args copied,
+# lists as tuples, absent keys left to the class defaults.
+
+#: a condition's fields, by kind: a string, any value, one condition, a list of them
+_STR, _ANY, _COND, _CONDS = "str", "any", "cond", "conds"
+_CONDITION_FIELDS: dict[str, tuple[type[Any], tuple[tuple[str, str], ...]]] = {
+    "always": (m.Always, ()),
+    "from_speaker": (m.FromSpeaker, (("agent_id", _STR),)),
+    "tool_called": (m.ToolCalled, (("tool_name", _STR),)),
+    "context_equals": (m.ContextEquals, (("key", _STR), ("value", _ANY))),
+    "all_of": (m.AllOf, (("conditions", _CONDS),)),
+    "any_of": (m.AnyOf, (("conditions", _CONDS),)),
+    "not": (m.Not, (("condition", _COND),)),
 }
-_TARGETS_BY_NAME: dict[str, type[Any]] = {cls.NAME: cls for cls in m.BUILTIN_TARGETS}
+#: a target's fields (strings), each with its default or None when required
+_TARGET_FIELDS: dict[str, tuple[type[Any], tuple[tuple[str, str | None], ...]]] = {
+    "agent": (m.AgentTarget, (("agent_id", None),)),
+    "round_robin": (m.RoundRobinTarget, ()),
+    "stay": (m.StayTarget, ()),
+    "revert_to_initiator": (m.RevertToInitiatorTarget, ()),
+    "terminate": (m.TerminateTarget, (("reason", "after_work"),)),
+}
+_NAMED_KEYS = frozenset(("name", "args"))
+_TRANSITION_KEYS = frozenset(("when", "then", "priority"))
+_GRAPH_KEYS = frozenset(("initial_speaker", "transitions", "default_target", "max_turns"))
+_KNOBS_KEYS = frozenset(("graph", "context_vars"))
+#: deeper nesting of conditions is left to the converter (which says when it is too deep)
+_FAST_DEPTH = 32
 
 
-@attrs.frozen
-class ShapeProblem:
-    """One reason a dict is not a valid graph: where (JSON path) and what."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-class ShapeError(Exception):
-    """A dict did not have the model's shape; ``problems`` says where and why."""
-
-    def __init__(self, problems: list[ShapeProblem]):
-        self.problems = problems
-        super().__init__("; ".join(str(p) for p in problems))
-
-
-class _TypeProblem(ValueError):
-    """A leaf value of the wrong type (message already in words)."""
-
-
-def describe(value: Any) -> str:
-    """A short description of a JSON value for messages: ``5``, ``a list``, ``null``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
-    if isinstance(value, str):
-        shown = value if len(value) <= 30 else value[:27] + "..."
-        return json.dumps(shown)
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _strict_str(value: Any, _: Any) -> str:
-    if not isinstance(value, str):
-        raise _TypeProblem(f"expected a string, got {describe(value)}")
-    return value
-
-
-def _strict_int(value: Any, _: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _TypeProblem(f"expected an integer, got {describe(value)}")
-    return value
-
-
-def _any(value: Any, _: Any) -> Any:
-    return value
-
-
-def _json_object(value: Any, _: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _TypeProblem(f"expected an object, got {describe(value)}")
-    bad = [k for k in value if not isinstance(k, str)]
-    if bad:
-        raise _TypeProblem(f"object keys must be strings, got {describe(bad[0])}")
-    return dict(value)
-
-
-def _noted(exc: Exception, note: Any) -> Exception:
-    exc.__notes__ = [*getattr(exc, "__notes__", []), note]
-    return exc
-
-
-def _named_object(
-    value: Any, what: str, registry: dict[str, type[Any]], custom: type[Any]
-) -> Any:
-    """Structure ``{"name": ..., "args": {...}}`` into the class its name picks."""
-    if not isinstance(value, dict):
-        raise _TypeProblem(f"expected a {what} object with `name` and `args`, got {describe(value)}")
-    errors: list[Exception] = []
-    extra = set(value) - {"name", "args"}
-    if extra:
-        errors.append(ForbiddenExtraKeysError("", dict, extra))
+def _fast_named(value: Any) -> tuple[str, dict[str, Any]] | None:
+    if type(value) is not dict or not value.keys() <= _NAMED_KEYS:
+        return None
     name = value.get("name")
-    if "name" not in value:
-        errors.append(_noted(KeyError("name"), AttributeValidationNote("name", "name", str)))
-    elif not isinstance(name, str):
-        errors.append(
-            _noted(
-                _TypeProblem(f"expected a {what} name (a string), got {describe(name)}"),
-                AttributeValidationNote("name", "name", str),
-            )
-        )
     args = value.get("args")
     if args is None:
         args = {}
-    if not isinstance(args, dict):
-        errors.append(
-            _noted(
-                _TypeProblem(f"expected an object, got {describe(args)}"),
-                AttributeValidationNote("args", "args", dict),
-            )
-        )
-    result: Any = None
-    if not errors:
-        assert isinstance(name, str)
-        cls = registry.get(name)
-        try:
-            if cls is None:
-                result = custom(name, _json_object(args, None))
-            else:
-                result = converter.structure(args, cls)
-        except Exception as exc:
-            errors.append(_noted(exc, AttributeValidationNote("args", "args", dict)))
-    if errors:
-        raise ClassValidationError(f"While structuring a {what}", errors, dict)
-    return result
+    if type(name) is not str or type(args) is not dict:
+        return None
+    return name, args
 
 
-def _structure_condition(value: Any, _: Any) -> m.Condition:
-    return _named_object(value, "condition", _CONDITIONS_BY_NAME, m.CustomCondition)  # type: ignore[no-any-return]
+def _fast_condition(value: Any, depth: int) -> Any:
+    named = _fast_named(value)
+    if named is None or depth > _FAST_DEPTH:
+        return None
+    name, args = named
+    spec = _CONDITION_FIELDS.get(name)
+    if spec is None:
+        if not all(type(k) is str for k in args):
+            return None
+        return m.CustomCondition(name, dict(args))
+    cls, fields = spec
+    if len(args) != len(fields):  # every field is required
+        return None
+    values: list[Any] = []
+    for field, kind in fields:
+        if field not in args:
+            return None
+        item = args[field]
+        if kind == _STR:
+            if type(item) is not str:
+                return None
+        elif kind == _COND:
+            item = _fast_condition(item, depth + 1)
+            if item is None:
+                return None
+        elif kind == _CONDS:
+            if type(item) is not list and type(item) is not tuple:
+                return None
+            items = []
+            for one in item:
+                read = _fast_condition(one, depth + 1)
+                if read is None:
+                    return None
+                items.append(read)
+            item = tuple(items)
+        values.append(item)
+    return cls(*values)
 
 
-def _structure_target(value: Any, _: Any) -> m.Target:
-    return _named_object(value, "target", _TARGETS_BY_NAME, m.CustomTarget)  # type: ignore[no-any-return]
+def _fast_target(value: Any) -> Any:
+    named = _fast_named(value)
+    if named is None:
+        return None
+    name, args = named
+    spec = _TARGET_FIELDS.get(name)
+    if spec is None:
+        if not all(type(k) is str for k in args):
+            return None
+        return m.CustomTarget(name, dict(args))
+    cls, fields = spec
+    values: list[Any] = []
+    used = 0
+    for field, default in fields:
+        if field in args:
+            item = args[field]
+            if type(item) is not str:
+                return None
+            used += 1
+        elif default is None:
+            return None
+        else:
+            item = default
+        values.append(item)
+    if used != len(args):  # a key the target does not take
+        return None
+    return cls(*values)
 
 
-def _unstructure_named(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, m.CustomCondition | m.CustomTarget):
-        return {"name": obj.name, "args": dict(obj.args)}
-    args = {a.name: converter.unstructure(getattr(obj, a.name)) for a in attrs.fields(type(obj))}
-    return {"name": obj.NAME, "args": args}
+def _fast_transition(value: Any) -> m.Transition | None:
+    if type(value) is not dict or not value.keys() <= _TRANSITION_KEYS:
+        return None
+    if "when" not in value or "then" not in value:
+        return None
+    when = _fast_condition(value["when"], 1)
+    then = _fast_target(value["then"])
+    priority = value.get("priority", 0)
+    if when is None or then is None or type(priority) is not int:
+        return None
+    return m.Transition(when, then, priority)
 
 
-def _list_of(item_hook: Any) -> Any:
-    def hook(value: Any, _: Any) -> tuple[Any, ...]:
-        if not isinstance(value, list | tuple):
-            raise _TypeProblem(f"expected a list, got {describe(value)}")
-        out: list[Any] = []
-        errors: list[Exception] = []
-        for i, item in enumerate(value):
-            try:
-                out.append(item_hook(item, None))
-            except Exception as exc:
-                errors.append(_noted(exc, IterableValidationNote(f"index {i}", i, object)))
-        if errors:
-            raise IterableValidationError("While structuring a list", errors, list)
-        return tuple(out)
-
-    return hook
-
-
-#: what a JSON object of each model class holds, for "expected ..." messages
-_OBJECT_WORDS: dict[type[Any], str] = {
-    m.TransitionGraph: "a graph object (`initial_speaker`, `transitions`, `default_target`, "
-    "`max_turns`)",
-    m.Transition: "a transition object (`when`, `then`, `priority`)",
-    m.Knobs: "a knobs object (`graph`, `context_vars`)",
-}
-
-
-def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
-
-    def object_hook(cls: type[Any]) -> Any:
-        # cattrs reads an attrs class from any mapping-like value and fails in Python's
-        # words on anything else (`argument of type 'int' is not iterable`): say it in ours
-        inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True,
-                                       _cattrs_detailed_validation=True)
-        what = _OBJECT_WORDS.get(cls, "an object")
-
-        def hook(value: Any, _: Any) -> Any:
-            if not isinstance(value, dict):
-                raise _TypeProblem(f"expected {what}, got {describe(value)}")
-            graph = inner(value, cls)
-            if cls is m.TransitionGraph and graph.max_turns is not None and graph.max_turns < 1:
-                # refused when the channel opens (a deliberate difference from AG2, which
-                # closes such a run after its first turn): every command refuses it alike
-                raise ClassValidationError("", [_noted(
-                    _TypeProblem(f"must be at least 1, got {graph.max_turns}"),
-                    AttributeValidationNote("max_turns", "max_turns", int))], cls)
-            return graph
-
-        return hook
-
-    conv.register_structure_hook_factory(attrs.has, object_hook)
-    conv.register_structure_hook(str, _strict_str)
-    conv.register_structure_hook(int, _strict_int)
-    conv.register_structure_hook(Any, _any)
-    def exactly(t: Any) -> Any:
-        return lambda candidate: candidate == t
-
-    conv.register_structure_hook_func(exactly(dict[str, Any]), _json_object)
-    conv.register_structure_hook_func(exactly(m.Condition), _structure_condition)
-    conv.register_structure_hook_func(exactly(m.Target), _structure_target)
-    conv.register_structure_hook_func(
-        exactly(tuple[m.Condition, ...]), _list_of(_structure_condition)
-    )
-    conv.register_structure_hook_func(
-        exactly(tuple[m.Transition, ...]),
-        _list_of(lambda v, _: conv.structure(v, m.Transition)),
-    )
-    conv.register_structure_hook_func(
-        exactly(int | None), lambda v, _: None if v is None else _strict_int(v, _)
-    )
-    for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS, *m.BUILTIN_TARGETS):
-        conv.register_unstructure_hook(cls, _unstructure_named)
-    conv.register_unstructure_hook(m.CustomCondition, _unstructure_named)
-    conv.register_unstructure_hook(m.CustomTarget, _unstructure_named)
-    conv.register_unstructure_hook(
-        m.Transition,
-        lambda t: {
-            "when": conv.unstructure(t.when),
-            "then": conv.unstructure(t.then),
-            "priority": t.priority,
-        },
-    )
-    conv.register_unstructure_hook(
-        m.TransitionGraph,
-        lambda g: {
-            "initial_speaker": g.initial_speaker,
-            "transitions": [conv.unstructure(t) for t in g.transitions],
-            "default_target": conv.unstructure(g.default_target),
-            "max_turns": g.max_turns,
-        },
-    )
-    conv.register_unstructure_hook(
-        m.Knobs,
-        lambda k: {"graph": conv.unstructure(k.graph), "context_vars": dict(k.context_vars)},
-    )
-    return conv
+def _fast_graph(data: Any) -> m.TransitionGraph | None:
+    if type(data) is not dict or not data.keys() <= _GRAPH_KEYS:
+        return None
+    speaker = data.get("initial_speaker")
+    if type(speaker) is not str:
+        return None
+    fields: dict[str, Any] = {}
+    if "transitions" in data:
+        items = data["transitions"]
+        if type(items) is not list and type(items) is not tuple:
+            return None
+        transitions = []
+        for item in items:
+            read = _fast_transition(item)
+            if read is None:
+                return None
+            transitions.append(read)
+        fields["transitions"] = tuple(transitions)
+    if "default_target" in data:
+        fields["default_target"] = _fast_target(data["default_target"])
+        if fields["default_target"] is None:
+            return None
+    if "max_turns" in data:
+        turns = data["max_turns"]
+        if turns is not None and (type(turns) is not int or turns < 1):
+            return None
+        fields["max_turns"] = turns
+    return m.TransitionGraph(speaker, **fields)
 
 
-converter = _make_converter()
-
-
-def _problems(exc: BaseException, path: str) -> Iterator[ShapeProblem]:
-    if isinstance(exc, ClassValidationError | IterableValidationError):
-        with_notes, without = exc.group_exceptions()
-        for sub, note in with_notes:
-            if isinstance(note, IterableValidationNote):
-                yield from _problems(sub, f"{path}[{note.index}]")
-            else:
-                sep = "." if path else ""
-                yield from _problems(sub, f"{path}{sep}{note.name}")
-        for sub in without:
-            yield from _problems(sub, path)
-    elif isinstance(exc, ForbiddenExtraKeysError):
-        allowed = _allowed_keys(exc.cl)
-        expected = ("; this object takes no keys" if not allowed else
-                    "; expected " + " or ".join(", ".join(f"`{k}`" for k in allowed).rsplit(", ", 1)))
-        for key in sorted(exc.extra_fields, key=str):
-            sep = "." if path else ""
-            yield ShapeProblem(f"{path}{sep}{key}", f"unexpected key{expected}")
-    elif isinstance(exc, KeyError):
-        key = path.rsplit(".", 1)[-1]
-        what = _KEY_WORDS.get(key)
-        yield ShapeProblem(path, f"required key missing: expected {what}" if what
-                           else "required key missing")
-    elif isinstance(exc, _TypeProblem):
-        yield ShapeProblem(path, str(exc))
-    elif isinstance(exc, RecursionError):
-        yield ShapeProblem(path, "nested too deeply")
-    else:
-        yield ShapeProblem(path, f"invalid value ({exc})")
-
-
-#: what a required key holds, for "required key missing" messages
-_KEY_WORDS = {
-    "initial_speaker": "the agent id of the first speaker (a string)",
-    "graph": "the graph object",
-    "when": "a condition object (`name`, `args`)",
-    "then": "a target object (`name`, `args`)",
-    "name": "a name (a string)",
-    "agent_id": "an agent id (a string)",
-    "tool_name": "a tool name (a string)",
-    "key": "a context key (a string)",
-    "value": "the value to compare with (any JSON value, null included)",
-    "conditions": "a list of condition objects",
-    "condition": "a condition object (`name`, `args`)",
-    "reason": "a close reason (a string)",
-}
-
-
-def _allowed_keys(cls: type[Any]) -> list[str]:
-    if attrs.has(cls):
-        return [f.name for f in attrs.fields(cls)]
-    return ["name", "args"]  # a condition or target object
-
-
-def _structure(value: Any, cls: type[Any], root: str) -> Any:
-    if not isinstance(value, dict):
-        what = _OBJECT_WORDS.get(cls, "an object")
-        if cls is m.Knobs or cls is m.TransitionGraph:
-            what = "a graph object or a knobs object (`graph`, `context_vars`)"
-        raise ShapeError([ShapeProblem(root, f"expected {what}, got {describe(value)}")])
-    try:
-        return converter.structure(value, cls)
-    except (ClassValidationError, IterableValidationError, _TypeProblem, KeyError) as exc:
-        raise ShapeError(list(_problems(exc, root))) from None
-    except RecursionError:
-        raise ShapeError([ShapeProblem(root, "nested too deeply")]) from None
+def _fast_knobs(data: Any) -> m.Knobs | None:
+    if type(data) is not dict or not data.keys() <= _KNOBS_KEYS or "graph" not in data:
+        return None
+    graph = _fast_graph(data["graph"])
+    if graph is None:
+        return None
+    if "context_vars" not in data:
+        return m.Knobs(graph)
+    context = data["context_vars"]
+    if type(context) is not dict or not all(type(k) is str for k in context):
+        return None
+    return m.Knobs(graph, dict(context))
 
 
 def is_knobs_dict(data: Any) -> bool:
@@ -347,35 +239,102 @@ def is_knobs_dict(data: Any) -> bool:
 
 def structure_graph(data: Any) -> m.TransitionGraph:
     """A graph dict -> the model; raises :class:`ShapeError` with JSON paths."""
-    graph: m.TransitionGraph = _structure(data, m.TransitionGraph, "")
-    return graph
+    graph = _fast_graph(data)
+    if graph is not None:
+        return graph
+    from flowc.compiler.shapes import structure
+
+    read: m.TransitionGraph = structure(data, m.TransitionGraph)
+    return read
 
 
 def structure_knobs(data: Any) -> m.Knobs:
     """A knobs dict (``{"graph": ..., "context_vars": ...}``) -> the model."""
-    knobs: m.Knobs = _structure(data, m.Knobs, "")
-    return knobs
+    knobs = _fast_knobs(data)
+    if knobs is not None:
+        return knobs
+    from flowc.compiler.shapes import structure
+
+    read: m.Knobs = structure(data, m.Knobs)
+    return read
+
+
+# ── the model -> dicts ────────────────────────────────────────────────────────
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain(value: Any) -> Any:
+    """A condition's value as the converter writes it: JSON values copied (lists and
+    tuples as lists), anything else by the converter itself."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list or kind is tuple:
+        return [_plain(item) for item in value]
+    if kind is dict and all(type(k) is str for k in value):
+        return {k: _plain(v) for k, v in value.items()}
+    from flowc.compiler.shapes import converter
+
+    return converter.unstructure(value)
+
+
+def _named_dict(obj: Any) -> dict[str, Any]:
+    """A condition or target -> ``{"name": ..., "args": {...}}``."""
+    kind = type(obj)
+    if kind is m.CustomCondition or kind is m.CustomTarget:
+        return {"name": obj.name, "args": dict(obj.args)}
+    if (kind is m.AllOf or kind is m.AnyOf) and type(obj.conditions) in (tuple, list):
+        return {"name": obj.NAME, "args": {"conditions": [_named_dict(c) for c in obj.conditions]}}
+    if kind is m.Not:
+        return {"name": obj.NAME, "args": {"condition": _named_dict(obj.condition)}}
+    if kind is m.ContextEquals:
+        return {"name": obj.NAME, "args": {"key": _plain(obj.key), "value": _plain(obj.value)}}
+    if kind in _STRING_ARGS:
+        return {"name": obj.NAME, "args": {f: _plain(getattr(obj, f)) for f in _STRING_ARGS[kind]}}
+    from flowc.compiler.shapes import converter
+
+    out: dict[str, Any] = converter.unstructure(obj)
+    return out
+
+
+#: the built-in classes whose args are strings (or none), by field name
+_STRING_ARGS: dict[type[Any], tuple[str, ...]] = {
+    **{cls: tuple(f for f, _ in fields) for cls, fields in _CONDITION_FIELDS.values()
+       if all(kind == _STR for _, kind in fields)},
+    **{cls: tuple(f for f, _ in fields) for cls, fields in _TARGET_FIELDS.values()},
+}
+
+
+def _transition_dict(t: m.Transition) -> dict[str, Any]:
+    if type(t) is not m.Transition:
+        from flowc.compiler.shapes import converter
+
+        out: dict[str, Any] = converter.unstructure(t)
+        return out
+    return {"when": _named_dict(t.when), "then": _named_dict(t.then), "priority": t.priority}
 
 
 def unstructure_graph(graph: m.TransitionGraph) -> dict[str, Any]:
     """The model -> exactly the dict AG2's ``TransitionGraph.to_dict()`` writes."""
-    out: dict[str, Any] = converter.unstructure(graph)
-    return out
+    return {
+        "initial_speaker": graph.initial_speaker,
+        "transitions": [_transition_dict(t) for t in graph.transitions],
+        "default_target": _named_dict(graph.default_target),
+        "max_turns": graph.max_turns,
+    }
 
 
 def unstructure_knobs(knobs: m.Knobs) -> dict[str, Any]:
-    out: dict[str, Any] = converter.unstructure(knobs)
-    return out
+    return {"graph": unstructure_graph(knobs.graph), "context_vars": dict(knobs.context_vars)}
 
 
 def unstructure_condition(cond: m.Condition) -> dict[str, Any]:
-    out: dict[str, Any] = converter.unstructure(cond)
-    return out
+    return _named_dict(cond)
 
 
 def unstructure_target(target: m.Target) -> dict[str, Any]:
-    out: dict[str, Any] = converter.unstructure(target)
-    return out
+    return _named_dict(target)
 
 
 class LazyList:
@@ -399,8 +358,8 @@ class LazyList:
 
 def lazy_knobs(knobs: m.Knobs, graph_only: bool = False) -> dict[str, Any]:
     """The knobs dict (or the graph dict) with its transitions as a :class:`LazyList`."""
-    graph = converter.unstructure(attrs.evolve(knobs.graph, transitions=()))
-    graph["transitions"] = LazyList(knobs.graph.transitions, converter.unstructure)
+    graph = unstructure_graph(attrs.evolve(knobs.graph, transitions=()))
+    graph["transitions"] = LazyList(knobs.graph.transitions, _transition_dict)
     return graph if graph_only else {"graph": graph, "context_vars": dict(knobs.context_vars)}
 
 
