@@ -92,7 +92,8 @@ def load_target(path: str) -> tuple[RunTarget | None, bool]:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags) or report_unimplemented(compiled, source.name):
         return None, True
-    return RunTarget.from_compiled(compiled, source_text=source.text, label=path), True
+    return RunTarget.from_compiled(compiled, source_text=source.text, label=path,
+                                   filename=source.name), True
 
 
 def load_script(path: str) -> Any:

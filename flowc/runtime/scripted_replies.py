@@ -61,8 +61,12 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
         effect = ToolEffectInfo(tuple(sets.items()), tuple(deletes), handoff, finish)
         refusal = bare_effect_refusal(speaker, alts, effect)
         if refusal is not None:
-            raise ScriptError(f"{where}: {refusal}; give the call the `tool` that does it, "
-                              "or declare one in the flow")
+            place = target.declared_at.get(speaker)
+            raise ScriptError(f"{where}: {refusal}; "
+                              + (f"`{speaker}` is declared at {place}: give the call the "
+                                 "`tool` that does it, or declare one there" if place else
+                                 "give the call the `tool` that does it, or declare one in "
+                                 "the flow"))
     if handoff is not None and handoff not in target.ids:
         raise ScriptError(f"{where}: hands off to `{handoff}`, which is not a participant "
                           f"({', '.join(target.speakers)})")

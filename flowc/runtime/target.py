@@ -76,6 +76,8 @@ class RunTarget:
     rule_lines: tuple[int | None, ...] = ()
     #: human -> the context keys it may write; ``None`` for a bare graph (any key goes)
     human_writes: dict[str, frozenset[str]] | None = None
+    #: speaker -> where the flow declares it, ``FILE:LINE:COL`` (when the file is known)
+    declared_at: dict[str, str] = attrs.field(factory=dict)
 
     @property
     def names(self) -> dict[str, str]:
@@ -92,8 +94,9 @@ class RunTarget:
 
     @classmethod
     def from_compiled(cls, flow: CompiledFlow, *, source_text: str | None = None,
-                      label: str = "") -> RunTarget:
-        """From a compiled `.flow` (``source_text`` lets transcripts quote the rules)."""
+                      label: str = "", filename: str | None = None) -> RunTarget:
+        """From a compiled `.flow` (``source_text`` lets transcripts quote the rules;
+        ``filename``, the file it was read from, lets refusals name a declaration's place)."""
         ids = {s: flow.agent_id(s) for s in flow.speakers}
         names = {v: k for k, v in ids.items()}
         tools = {(t.speaker, t.name): t.alternatives for t in flow.tools}
@@ -101,7 +104,10 @@ class RunTarget:
                    frozenset(flow.humans), flow.initiator, ids, tools,
                    tuple(_rule_texts(flow, flow.graph, names, source_text)), label or (flow.name or ""),
                    _rule_lines(flow, len(flow.graph.transitions)),
-                   {h: frozenset(keys) for h, keys in flow.human_writes.items()})
+                   {h: frozenset(keys) for h, keys in flow.human_writes.items()},
+                   {} if filename is None else {
+                       d.name.value: f"{filename}:{d.name.span.line}:{d.name.span.column}"
+                       for d in flow.flow.speakers()})
 
     @classmethod
     def from_graph(cls, graph: m.TransitionGraph, context_vars: Mapping[str, Any] | None = None,

@@ -77,3 +77,27 @@ def test_every_command_reports_a_bad_script_in_the_same_words(
         assert err == want.format(cmd=cmd).replace("PATH", str(script)) + "\n", (cmd, err)
     # nothing was written: not the shared database of submit, not the stalled run
     assert not (db.parent / "shared.db").exists()
+
+
+@pytest.mark.parametrize("flow_text, place", [
+    (FLOW, "2:9"),
+    ("# two speakers on one line\nspeakers user: human, bot\nsequence user -> bot\n", "2:23"),
+])
+def test_a_refused_bare_step_names_where_the_speaker_is_declared(
+        flow_text: str, place: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model speaker's `finish` without `tool` that none of its tools makes is refused at
+    the script's turn (its JSON path) and names the speaker's declaration in the flow, the
+    place to add the tool, as `flowc check` prints a place."""
+    flow = tmp_path / "bare.flow"
+    flow.write_text(flow_text)
+    script = tmp_path / "bare.json"
+    script.write_text('{"kickoff": "hi", "script": {"bot": ["ok", {"finish": "x"}]}}')
+    capsys.readouterr()
+    for cmd in ("run", "submit"):
+        db = ":memory:" if cmd == "run" else str(tmp_path / "shared.db")
+        assert main([cmd, str(flow), "--script", str(script), "--db", db]) == 1, cmd
+        err = capsys.readouterr().err
+        assert err.startswith(f"{script}: error: script.bot[1]: `bot` is a model speaker and "
+                              'none of its tools finishes "x"'), err
+        assert err.endswith(f"; `bot` is declared at {flow}:{place}: give the call the `tool` "
+                            "that does it, or declare one there\n"), err
