@@ -363,6 +363,18 @@ def encode_row(envelope: Envelope) -> str:
     # runs once per turn, and the encoder's set-up costs more than the row (a text turn's
     # data, one string, is written directly too)
     e = envelope
+    if (e.audience is None and e.causation_id is None and e.task_id is None
+            and e.trace_id is None and e.idempotency_key is None and e.ttl_seconds is None
+            and e.depth == 0 and e.priority == "normal"):
+        # the usual turn: one string; its run, event type and sender as quoted before
+        quoted = _QUOTED
+        try:
+            return (f'{{"audience": null, "channel_id": {quoted[e.channel_id]}, "created_at": '
+                    f'{_quote(e.created_at)}, "envelope_id": {_quote(e.envelope_id)}, '
+                    f'"event_data": {_data(e.event_data)}, "event_type": '
+                    f'{quoted[e.event_type]}, "sender_id": {quoted[e.sender_id]}}}')
+        except (KeyError, TypeError):  # one not quoted yet, or not a string
+            _remember(e.channel_id, e.event_type, e.sender_id)
     out = ['{"audience": ', "null" if e.audience is None else _ENCODE(list(e.audience))]
     if e.causation_id is not None:
         out += (', "causation_id": ', _json(e.causation_id))
@@ -384,6 +396,19 @@ def encode_row(envelope: Envelope) -> str:
         out += (', "ttl_seconds": ', _ENCODE(e.ttl_seconds))
     out.append("}")
     return "".join(out)
+
+
+#: strings that rows repeat (a run's id, event types, senders), as :data:`_quote` writes them
+_QUOTED: dict[str, str] = {}
+
+
+def _remember(*values: Any) -> None:
+    """Keep the quoted form of each short string of ``values`` (at most 1,000 of them)."""
+    for value in values:
+        if value.__class__ is str and len(value) <= 100:
+            if len(_QUOTED) >= 1000:
+                _QUOTED.clear()
+            _QUOTED[value] = _quote(value)
 
 
 def _json(value: Any) -> str:
@@ -549,8 +574,31 @@ class SqliteStore:
 
     def append(self, envelope: Envelope, lease: Lease | None = None,
                follows: str | None = None) -> None:
-        if lease is not None and lease.channel_id != envelope.channel_id:
+        channel_id = envelope.channel_id
+        if lease is not None and lease.channel_id != channel_id:
             raise _lost(lease, None)
+        number = self._numbers.get(channel_id)  # known once the run has begun (new layout)
+        if number is None:
+            self._append_slow(envelope, lease, follows)
+            return
+        # a begun run: one statement, its values in one tuple (this runs on every turn)
+        low = number * RUN_SPAN
+        try:
+            if lease is None:
+                self._db.execute(_INSERT_RUN, (
+                    low, low + RUN_SPAN - 1, channel_id, envelope.envelope_id,
+                    envelope.event_type, encode_row(envelope), follows))
+            else:
+                self._db.execute(_INSERT_RUN_FENCED, (
+                    low, low + RUN_SPAN - 1, channel_id, envelope.envelope_id,
+                    envelope.event_type, encode_row(envelope), follows, lease.token,
+                    time.time()))
+        except sqlite3.Error as err:
+            raise self._append_failed(err, envelope, lease) from None
+
+    def _append_slow(self, envelope: Envelope, lease: Lease | None,
+                     follows: str | None) -> None:
+        """An append to a file made before, or the first one a store makes to a run."""
         channel_id = envelope.channel_id
         fields = (channel_id, envelope.envelope_id, envelope.event_type, encode_row(envelope),
                   follows)
@@ -562,30 +610,32 @@ class SqliteStore:
                                     ).rowcount != 1:
                     raise self._refused(channel_id, lease)
                 return
-            number = self._numbers.get(channel_id)
-            if number is None:
-                number = self._number(channel_id)
+            number = self._number(channel_id)
             if number is None:
                 self._append_first(channel_id, fields, fence)
             else:
                 low = number * RUN_SPAN
                 self._db.execute(_INSERT_RUN_FENCED if fence else _INSERT_RUN,
                                  (low, low + RUN_SPAN - 1, *fields, *fence))
-        except sqlite3.IntegrityError as err:
-            self._rollback()
-            code = err.sqlite_errorcode
-            if code == _REFUSED and fence:
-                raise self._refused(channel_id, lease) from None
-            if code == _FULL and self._runs:
-                raise WalError(f"{self.path}: run {channel_id}: cannot write the WAL "
-                               f"(the run holds {RUN_SPAN - 1} envelopes, the most a run can)"
-                               ) from None
-            if code == _DUPLICATE:
-                raise WalError(f"duplicate envelope id {envelope.envelope_id!r}") from None
-            raise self._fault(err, channel_id, "write the WAL") from None
         except sqlite3.Error as err:
-            self._rollback()
-            raise self._fault(err, channel_id, "write the WAL") from None
+            raise self._append_failed(err, envelope, lease) from None
+
+    def _append_failed(self, err: sqlite3.Error, envelope: Envelope,
+                       lease: Lease | None) -> WalError:
+        """What a failed append's SQLite error means: its lease is gone, its run is full,
+        its id is taken, or a fault of the file (nothing was written)."""
+        self._rollback()
+        channel_id = envelope.channel_id
+        if isinstance(err, sqlite3.IntegrityError):
+            code = err.sqlite_errorcode
+            if code == _REFUSED and lease is not None:
+                return self._refused(channel_id, lease)
+            if code == _FULL and self._runs:
+                return WalError(f"{self.path}: run {channel_id}: cannot write the WAL "
+                                f"(the run holds {RUN_SPAN - 1} envelopes, the most a run can)")
+            if code == _DUPLICATE:
+                return WalError(f"duplicate envelope id {envelope.envelope_id!r}")
+        return self._fault(err, channel_id, "write the WAL")
 
     def _refused(self, channel_id: str, lease: Lease | None) -> WalError:
         """Why the fence refused an append: the lease the run has now."""

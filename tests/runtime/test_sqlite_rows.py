@@ -231,6 +231,32 @@ def test_a_row_is_the_sorted_json_of_the_fields_not_at_their_default(
     assert Envelope.from_json(encode_row(env)) == env
 
 
+
+@settings(max_examples=200, deadline=None)
+@given(runs=st.lists(_TEXT | st.text(min_size=101, max_size=120), min_size=1, max_size=3),
+       senders=st.lists(_TEXT, min_size=1, max_size=3), texts=st.lists(_TEXT, min_size=1,
+                                                                       max_size=6))
+def test_a_row_is_the_same_text_when_its_run_and_sender_repeat(
+        runs: list[str], senders: list[str], texts: list[str]) -> None:
+    # a run's id, its senders and event types are quoted once and kept (short ones only)
+    for i, text in enumerate(texts * 2):
+        env = Envelope(runs[i % len(runs)], senders[i % len(senders)], None, EV_TEXT,
+                       {"text": text}, envelope_id=f"e{i}", created_at=text)
+        kept = {k: v for k, v in json.loads(env.to_json()).items() if k not in OPTIONAL}
+        assert encode_row(env) == json.dumps(kept, sort_keys=True, ensure_ascii=False)
+
+
+def test_the_quoted_strings_kept_for_rows_are_bounded() -> None:
+    from flowc.runtime import wal
+
+    for i in range(2500):
+        env = Envelope(f"run-{i}", "a", None, EV_TEXT, {"text": "x"}, envelope_id=f"e{i}")
+        assert json.loads(encode_row(env))["channel_id"] == f"run-{i}"
+        assert len(wal._QUOTED) <= 1000
+    long = Envelope("r" * 101, "a", None, EV_TEXT, {"text": "x"}, envelope_id="e")
+    assert json.loads(encode_row(long))["channel_id"] == "r" * 101
+    assert "r" * 101 not in wal._QUOTED
+
 def _explained(db: Path, statements: list[str]) -> list[list[str]]:
     """The VDBE operations of each of ``statements`` (SQL with its values in place)."""
     con = sqlite3.connect(db)
