@@ -199,6 +199,7 @@ def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
         return take
 
     drivers: dict[str, Callable[[Envelope], None]] = {}
+    relay = _Relay()
     for name in target.speakers:
         aid = target.ids[name]
         if name in real:
@@ -206,7 +207,8 @@ def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
         elif name in target.humans:
             human = hub.register_human(name, agent_id=aid, buffer=False)
             drivers[name] = human.on_envelope(
-                _human_driver(hub, human, name, target, queues[name], ch_box, ask_human))
+                _human_driver(hub, human, name, target, queues[name], ch_box, ask_human,
+                              relay))
         else:
             hub.register_agent(name, scripted_agent(name), agent_id=aid)
     return drivers
@@ -263,10 +265,64 @@ def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptT
     return any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs)
 
 
+class _Relay:
+    """Runs the scripted humans' turns of one run one after the other.
+
+    A human's driver hands over its turn when the run waits for that human; the relay
+    runs it in a loop callback of its own (never inside the delivery of the turn
+    before). A turn handed over while the relay runs is run next in the same callback,
+    up to :attr:`TURNS` in a row, so that a scripted stretch does not pay an event-loop
+    round per turn; after that the next turn waits for the loop's next round, so
+    timers and other tasks still come between turns. Once the run's task is being
+    cancelled (Ctrl-C, a closed output) no further turn is taken: the run stops after
+    the turn in hand.
+    """
+
+    #: turns run back to back before the event loop gets a round
+    TURNS = 64
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        self.busy = False
+        self.next: Callable[[], None] | None = None
+
+    def take(self, act: Callable[[], None]) -> None:
+        """``act`` is the turn to take next (its human is the one the run waits for)."""
+        if self.busy:
+            self.next = act
+        else:
+            self.loop.call_soon(self.run, act)
+
+    def run(self, act: Callable[[], None]) -> None:
+        task = self.task
+        pending: Callable[[], None] | None = None
+        self.busy = True
+        try:
+            for _ in range(self.TURNS):
+                if task is not None and task.cancelling():
+                    return  # the run is being stopped
+                self.next = None
+                act()
+                nxt = self.next
+                if nxt is None:
+                    return
+                act = nxt
+            pending = act
+        except BaseException:
+            pending = self.next  # a turn handed over before the failure still comes
+            raise
+        finally:
+            self.busy = False
+            self.next = None
+            if pending is not None:  # the loop's next round takes it
+                self.loop.call_soon(self.run, pending)
+
+
 def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
                   queue: deque[ScriptTurn], ch_box: list[Channel],
                   ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
-                  ) -> Callable[[Envelope], None]:
+                  relay: _Relay) -> Callable[[Envelope], None]:
     loop = asyncio.get_running_loop()
     aid = human.agent_id
 
@@ -302,7 +358,7 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
         # only the human the run now waits for acts (`act` checks again when it runs)
         if (env.event_type == EV_TEXT or env.event_type == EV_PACKET) and ch_box \
                 and ch_box[0].expected_next() == aid:
-            loop.call_soon(act)
+            relay.take(act)
 
     return on_envelope
 

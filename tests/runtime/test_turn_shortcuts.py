@@ -251,3 +251,83 @@ def test_a_client_attached_after_the_channel_opened_gets_its_broadcasts() -> Non
         return [*got_b, "|", *got_a]
 
     assert asyncio.run(go()) == ["two", "three", "|", "three"]
+
+
+RR = """speaker a: human
+speaker b: human
+speaker c: human
+start a
+max_turns {turns}
+when from a then b
+when from b then c
+when from c then a
+"""
+
+
+def _rr(turns: int) -> tuple[RunTarget, Any]:
+    flow = flowc.compile_flow(RR.format(turns=turns))
+    per = turns // 3 + 1
+    return RunTarget.from_compiled(flow), parse_script({"script": {s: ["t"] * per for s in "abc"}})
+
+
+def test_scripted_turns_run_back_to_back_but_the_loop_still_gets_its_rounds() -> None:
+    """Scripted humans' turns run several in one loop callback (the relay), yet a long
+    scripted stretch never starves the event loop: another task gets a round at
+    least every `_Relay.TURNS` turns."""
+    from flowc.runtime.script_run import _Relay, run_script
+
+    turns = 20 * _Relay.TURNS
+    target, script = _rr(turns)
+
+    async def go() -> tuple[int, int]:
+        rounds = 0
+
+        async def count() -> None:
+            nonlocal rounds
+            while True:
+                await asyncio.sleep(0)
+                rounds += 1
+
+        counter = asyncio.get_running_loop().create_task(count())
+        result = await run_script(target, script)
+        counter.cancel()
+        return result.turn_count, rounds
+
+    done, rounds = asyncio.run(go())
+    assert done == turns
+    assert turns // _Relay.TURNS - 2 <= rounds < turns // 4
+
+
+def test_a_cancelled_run_stops_between_two_turns_at_once() -> None:
+    """Cancelling the run's task in the middle of a scripted stretch (what Ctrl-C and a
+    closed output do) stops it after the turn in hand, and the run stays open. (Before
+    the relay, a scripted human took one more turn in each of the event loop's last
+    rounds while `asyncio.run` wound down: 16 turns for a cancel at turn 10.)"""
+    from flowc.runtime.script_run import run_script
+
+    target, script = _rr(3000)
+    store = MemoryStore()
+
+    class CancelAt:
+        def __init__(self) -> None:
+            self.task: asyncio.Task[Any] | None = None
+            self.seen = 0
+
+        def opened(self, run_id: str) -> None:
+            self.task = asyncio.current_task()
+
+        def turn(self, record: Any, state: Any) -> None:
+            self.seen += 1
+            if record.number == 10 and self.task is not None:
+                self.task.cancel()
+
+    watch = CancelAt()
+
+    async def go() -> None:
+        await run_script(target, script, store=store, watch=watch, channel_id="wf-cut")
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())
+    written = [e for e in store.read("wf-cut") if e.event_type == EV_TEXT]
+    assert len(written) == 10 and watch.seen == 10
+    assert not any(e.event_type.endswith("closed") for e in store.read("wf-cut"))
