@@ -22,7 +22,6 @@ flowc.runtime.plugins.PluginError: --plugin no/such/plugin.py: no such file
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import os
@@ -87,6 +86,8 @@ def _load_file(spec: str, file: Path, label: str) -> None:
     key = str(file.resolve())
     if key in _LOADED:
         return
+    import hashlib  # only for a plugin file: most runs load none
+
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     name = "flowc_plugin_" + re.sub(r"\W", "_", file.stem) + "_" + digest
     module_spec = importlib.util.spec_from_file_location(name, file)

@@ -36,19 +36,26 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from flowc.regex import compile_pattern
-from flowc.runtime.ctxexpr import (
-    ExpressionError,
-    Node,
-    evaluate_expression,
-    parse_context_expression,
-)
 from flowc.runtime.envelope import EV_PACKET, EV_TEXT
 from flowc.runtime.transitions import TransitionDecision, TransitionRegistry, default_registry
+
+if TYPE_CHECKING:
+    from flowc.runtime.ctxexpr import ExpressionError, Node, parse_context_expression
+
+# The matcher of `text_matches` (flowc.regex), the parser of `context_expression`
+# (flowc.runtime.ctxexpr) and hashlib (`random_agent`) are imported when a rule uses
+# them: the runtime registers this vocabulary for every run, most of which use none of it
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ExpressionError", "parse_context_expression"):
+        from flowc.runtime import ctxexpr
+
+        return getattr(ctxexpr, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "VOCABULARY_CONDITIONS",
@@ -121,9 +128,13 @@ class TextMatches:
     def __post_init__(self) -> None:
         if not isinstance(self.pattern, str):
             raise ValueError("`pattern` must be a string")
+        from flowc.regex import compile_pattern
+
         compile_pattern(self.pattern)  # raises PatternRefused now, not mid-run
 
     def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
+        from flowc.regex import compile_pattern
+
         return compile_pattern(self.pattern).search(message_text(envelope))
 
 
@@ -143,6 +154,8 @@ class TurnCountAtMost:
 
 @functools.lru_cache(maxsize=256)
 def _parsed(expression: str) -> Node:
+    from flowc.runtime.ctxexpr import parse_context_expression
+
     return parse_context_expression(expression)
 
 
@@ -161,6 +174,8 @@ class ContextExpression:
         _parsed(self.expression)  # raises ExpressionError now, not mid-run
 
     def evaluate(self, state: Any, envelope: EnvelopeLike) -> bool:
+        from flowc.runtime.ctxexpr import evaluate_expression
+
         context = getattr(state, "context_vars", None) or {}
         return evaluate_expression(_parsed(self.expression), dict(context))
 
@@ -169,6 +184,8 @@ class ContextExpression:
 
 
 def _draw(envelope_id: str, count: int) -> int:
+    import hashlib
+
     digest = hashlib.sha256(envelope_id.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count
 

@@ -240,3 +240,34 @@ def test_the_collector_is_off_while_a_command_loads_and_on_when_it_works(
     import gc
 
     assert gc.isenabled()
+
+
+IMPORTED = """
+import json, sys
+from flowc.cli import main
+code = main(sys.argv[1:])
+print(json.dumps([code, sorted(m for m in sys.modules if m in (
+    "cattrs", "flowc.compiler.shapes", "hashlib", "flowc.regex", "flowc.runtime.ctxexpr",
+    "dataclasses", "flowc.runtime.vocabulary"))]))
+"""
+
+
+def test_a_run_imports_what_its_rules_use(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
+
+    def imported(flow: str) -> list[str]:
+        (tmp_path / "pair.flow").write_text(flow)
+        done = subprocess.run([sys.executable, "-c", IMPORTED, "run", "pair.flow", "--script",
+                               "s.json", "--db", ":memory:"], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        code, loaded = json.loads(done.stdout.splitlines()[-1])
+        assert code == 0, done.stdout + done.stderr
+        return list(loaded)
+
+    head = "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\n"
+    # the runtime registers the migrate vocabulary (dataclasses), but its matcher, the
+    # context-expression parser and hashlib load only for a rule that uses them
+    assert imported(head + "when from a then b\n") == ["dataclasses", "flowc.runtime.vocabulary"]
+    assert "flowc.regex" in imported(
+        head + "condition text_matches(pattern: string)\nwhen from a and text_matches(pattern = \"h.\") "
+        "then b\n")
