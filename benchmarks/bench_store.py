@@ -16,7 +16,9 @@ routing and the append), :func:`turn_latencies`.
 (no PostgreSQL needed): a child process opens a new file, takes the lease, makes the 2,402
 fenced appends of such a run and closes the file (its checkpoint included), in CPU seconds,
 best of ``--rounds``; for a new file and for a file in the layout of earlier versions (4 KiB
-pages, one ``seq`` for the file and an index on run and ``seq``), side by side.
+pages, one ``seq`` for the file and an index on run and ``seq``), side by side, with the
+``-wal`` frames (pages) an append writes: the count that the kernel's share (two writes a frame,
+six lock calls a commit) and the close's checkpoint follow.
 
 Run: ``.venv/bin/python benchmarks/bench_store.py [--appends N] [--whole-run [--rounds N]]``.
 Other benchmarks may import :func:`append_latencies` and :func:`percentiles` (e.g. the
@@ -39,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flowc.runtime.envelope import EV_TEXT, Envelope
-from flowc.runtime.wal import SqliteStore, WalStore
+from flowc.runtime.wal import PAGE_SIZE, SqliteStore, WalStore
 
 __all__ = ["append_latencies", "percentiles", "turn_latencies"]
 
@@ -163,9 +165,13 @@ def whole_run(rounds: int, appends: int = 2402) -> None:
     print(f"SQLite store's share of a {appends - 2:,}-turn run: open, {appends} fenced appends, "
           f"close (CPU ms, best of {rounds}; load {os.getloadavg()[0]:.1f})")
     labels = {"new": "a new file", "before": "the layout before (4 KiB pages, run index)"}
+    pages = {"new": PAGE_SIZE, "before": 4096}
     for layout, (cpu, wal) in best.items():
+        # each commit writes the pages it changed as frames (24-byte header + page) after
+        # the -wal file's 32-byte header: two writes and a checksum each
+        frames = (wal - 32) // (24 + pages[layout])
         print(f"  {labels[layout]:<44} {cpu * 1000:6.1f} ms   -wal {wal / 1e6:5.1f} MB "
-              f"({cpu / appends * 1e6:4.1f} µs an append)")
+              f"({cpu / appends * 1e6:4.1f} µs, {frames / appends:.2f} frames an append)")
 
 
 def main() -> None:

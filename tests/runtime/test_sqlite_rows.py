@@ -172,6 +172,28 @@ def test_a_new_file_keeps_each_run_under_its_own_range(tmp_path: Path) -> None:
     assert one.channel_ids() == ["c1", "c2"]
 
 
+
+def test_two_writers_taking_turns_on_one_run_append_in_order(tmp_path: Path) -> None:
+    # each append finds the run's next place in its own statement: a writer that appended
+    # before another one did lands after it (nothing of the run is remembered between appends)
+    db = tmp_path / "wal.db"
+    one, two = SqliteStore(db), SqliteStore(db)
+    order = []
+    for i in range(12):
+        writer = (one, one, two)[i % 3]
+        writer.append(_env("c1", f"e{i}"), None, f"e{i - 1}" if i else None)
+        order.append(f"e{i}")
+    assert [e.envelope_id for e in one.read("c1")] == order
+    assert [e.envelope_id for e in two.read("c1")] == order
+    con = sqlite3.connect(db)
+    places = [seq - RUN_SPAN for (seq,) in con.execute("SELECT seq FROM wal ORDER BY seq")]
+    con.close()
+    assert places == list(range(1, 13))
+    with pytest.raises(WalError, match="duplicate envelope id 'e4'"):
+        one.append(_env("c1", "e4"))
+    two.append(_env("c1", "e12"))
+    assert [e.envelope_id for e in one.read("c1")] == [*order, "e12"]
+
 def test_an_append_writes_the_row_and_one_index_entry(tmp_path: Path) -> None:
     db = tmp_path / "wal.db"
     store = SqliteStore(db)
