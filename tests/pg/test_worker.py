@@ -43,12 +43,16 @@ def test_sigterm_gives_the_runs_back_at_once(pg_dsn: str, tmp_path: Path) -> Non
 
 def test_notifications_wake_an_idle_worker_new_runs_and_released_leases(pg_dsn: str) -> None:
     """The worker never polls here (once every 1,000 s): only PostgreSQL's notifications
-    of a new run, then of a lease given back, can make it claim them."""
+    of a lease given back, then of a new run, can make it claim them. The test waits for
+    each thing it expects (the listener's first wake-up and the look at the store it
+    brings, each run closed), within 10 s, never for a fixed time."""
     import asyncio
-    import time
+    from collections.abc import Callable
+    from typing import Any
 
     from flowc.commands.run import load_script, load_target
     from flowc.runtime.pgstore import PgStore
+    from flowc.runtime.wal import Lease
     from flowc.runtime.worker import PgNotifier, Worker, submit_run
 
     target, _ = load_target((ROOT / "examples" / "feedback_loop.flow").as_posix())
@@ -56,30 +60,88 @@ def test_notifications_wake_an_idle_worker_new_runs_and_released_leases(pg_dsn: 
     doc = load_script((ROOT / "examples" / "scripts" / "feedback_loop.yaml").as_posix())
 
     async def scenario() -> None:
-        store, other = PgStore(pg_dsn), PgStore(pg_dsn)
-        worker = Worker(store, notifier=PgNotifier(pg_dsn), poll_seconds=1000)
-        task = asyncio.ensure_future(worker.serve())
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()  # set whenever something the test waits for happens
+        looks = [0]  # the workers' looks for runs to claim (each on the loop, at once)
+        closed: list[str] = []
+
+        class CountingStore(PgStore):
+            def open_runs(self) -> list[tuple[str, Lease | None]]:
+                looks[0] += 1
+                changed.set()
+                return super().open_runs()
+
+        class TellingNotifier(PgNotifier):
+            """Hands each wake-up to the worker on the loop, noting the looks made
+            before the first: a look after that one is the one the wake-up brings."""
+
+            listening_at: int | None = None
+
+            def start(self, wake: Callable[[str | None], None]) -> None:
+                def on_loop(run_id: str | None) -> None:
+                    wake(run_id)  # the worker's look comes after this, on the loop
+                    if self.listening_at is None:
+                        self.listening_at = looks[0]
+                        changed.set()
+
+                def in_thread(run_id: str | None) -> None:
+                    loop.call_soon_threadsafe(on_loop, run_id)
+
+                super().start(in_thread)
+
+        def on_event(what: str, run_id: str, detail: str) -> None:
+            if what == "closed":
+                closed.append(run_id)
+                changed.set()
+
+        async def until(cond: Callable[[], bool], what: str) -> None:
+            async def wait() -> None:
+                while not cond():
+                    changed.clear()
+                    await changed.wait()
+
+            try:
+                await asyncio.wait_for(wait(), 10)
+            except TimeoutError:
+                raise AssertionError(f"not within 10 s: {what}") from None
+
+        async def idle_worker() -> tuple[Worker, asyncio.Future[Any]]:
+            """A worker that listens and has looked at the store since: it waits, and
+            only a notification wakes it."""
+            notifier = TellingNotifier(pg_dsn)
+            worker = Worker(store, notifier=notifier, poll_seconds=1000, on_event=on_event)
+            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
+
+            def looked_since() -> bool:
+                return notifier.listening_at is not None and looks[0] > notifier.listening_at
+
+            await until(looked_since, "the worker listens, then looks at the store")
+            return worker, task
+
+        store, other = CountingStore(pg_dsn), PgStore(pg_dsn)
         try:
-            await asyncio.sleep(1.0)  # its first look is done: it waits
-            started = time.monotonic()
-            await submit_run(other, target, doc)
-            while worker.stats.closed < 1:
-                assert time.monotonic() - started < 10, "a new run did not wake the worker"
-                await asyncio.sleep(0.02)
             # a run held by a hub on another host, for 600 s: the worker leaves it ...
             held = await submit_run(other, target, doc)
             lease = other.acquire(held, "elsewhere:1:0:hub-x", 600)
-            await asyncio.sleep(1.0)
-            assert worker.stats.claimed == 1 and worker.active == []
-            # ... until that hub gives it back
-            started = time.monotonic()
-            other.release(lease)
-            while worker.stats.closed < 2:
-                assert time.monotonic() - started < 10, "a released lease did not wake it"
-                await asyncio.sleep(0.02)
+            worker, task = await idle_worker()
+            try:
+                assert worker.stats.claimed == 0 and worker.active == []
+                # ... until that hub gives it back
+                other.release(lease)
+                await until(lambda: closed == [held], "a released lease woke the worker")
+            finally:
+                worker.stop()
+                await task
+            # a new run
+            worker, task = await idle_worker()
+            try:
+                new = await submit_run(other, target, doc)
+                await until(lambda: closed == [held, new], "a new run woke the worker")
+                assert worker.stats.claimed == 1 and worker.stats.failed == 0
+            finally:
+                worker.stop()
+                await task
         finally:
-            worker.stop()
-            await task
             store.close()
             other.close()
 
