@@ -27,7 +27,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 from flowc.compiler import model as m
@@ -71,11 +71,59 @@ class TransitionRegistry:
     The composites ``all_of`` / ``any_of`` / ``not`` and AG2's built-ins are
     pre-registered (the workflow compiler evaluates them natively) and cannot be
     replaced; re-registering a custom name replaces it, as in AG2.
+
+    A registration can be deferred (:meth:`defer`): it is made when the registry is
+    first read, in the place it was deferred, so the registry reads exactly as if it
+    had been made then (the runtime defers its shipped vocabulary this way, so that a
+    run that uses none of it does not load it).
     """
 
     def __init__(self) -> None:
-        self._conditions: dict[str, type[Any]] = {}
-        self._targets: dict[str, type[Any]] = {}
+        self._tables: tuple[dict[str, type[Any]], dict[str, type[Any]]] = ({}, {})
+        self._deferred: Callable[[TransitionRegistry], None] | None = None
+        #: registrations made while one is deferred: (is a condition, class), in order
+        self._since: list[tuple[bool, type[Any]]] = []
+
+    @property
+    def _conditions(self) -> dict[str, type[Any]]:
+        self.settle()
+        return self._tables[0]
+
+    @_conditions.setter
+    def _conditions(self, table: dict[str, type[Any]]) -> None:
+        self.settle()
+        self._tables = (table, self._tables[1])
+
+    @property
+    def _targets(self) -> dict[str, type[Any]]:
+        self.settle()
+        return self._tables[1]
+
+    @_targets.setter
+    def _targets(self, table: dict[str, type[Any]]) -> None:
+        self.settle()
+        self._tables = (self._tables[0], table)
+
+    def defer(self, register: Callable[[TransitionRegistry], None]) -> None:
+        """Call ``register(self)`` when the registry is first read (or :meth:`settle` is
+        called), and place what it registers here: before whatever is registered after
+        this call, after whatever was registered before it."""
+        self.settle()
+        self._deferred = register
+
+    def settle(self) -> None:
+        """Make the deferred registration now, in its place (a no-op when there is none)."""
+        register = self._deferred
+        if register is None:
+            return
+        self._deferred = None
+        since, self._since = self._since, []
+        register(self)
+        for is_condition, cls in since:
+            if is_condition:
+                self.register_condition(cls)
+            else:
+                self.register_target(cls)
 
     @staticmethod
     def _name_of(cls: type[Any], what: str) -> str:
@@ -90,7 +138,10 @@ class TransitionRegistry:
             raise ValueError(f"`{name}` is a built-in condition and cannot be replaced")
         if not callable(getattr(cls, "evaluate", None)):
             raise TypeError(f"condition `{name}` needs an `evaluate(state, envelope)` method")
-        self._conditions[name] = cls
+        if self._deferred is not None:
+            self._since.append((True, cls))
+        else:
+            self._tables[0][name] = cls
 
     def register_target(self, cls: type[Any]) -> None:
         name = self._name_of(cls, "target")
@@ -98,7 +149,10 @@ class TransitionRegistry:
             raise ValueError(f"`{name}` is a built-in target and cannot be replaced")
         if not callable(getattr(cls, "resolve", None)):
             raise TypeError(f"target `{name}` needs a `resolve(state, envelope)` method")
-        self._targets[name] = cls
+        if self._deferred is not None:
+            self._since.append((False, cls))
+        else:
+            self._tables[1][name] = cls
 
     def condition(self, name: str) -> type[Any] | None:
         return self._conditions.get(name)

@@ -5,7 +5,6 @@
 []
 """
 
-from flowc.runtime import vocabulary as _vocabulary  # noqa: F401  (registers migrate's vocabulary)
 from flowc.runtime.adapters.base import (
     AdapterResult,
     ChannelManifest,
@@ -30,10 +29,23 @@ from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.transitions import (
     TransitionDecision,
     TransitionRegistry,
+    default_registry,
     register_condition,
     register_target,
 )
 from flowc.runtime.wal import MemoryStore, SqliteStore, WalStore
+
+
+def _register_vocabulary(registry: TransitionRegistry) -> None:
+    from flowc.runtime.vocabulary import register_vocabulary
+
+    register_vocabulary(registry)
+
+
+# migrate's vocabulary (flowc.runtime.vocabulary) is registered on the default registry
+# here, made when the registry is first read: a run whose rules use none of it (or no
+# custom name at all) does not load it
+default_registry().defer(_register_vocabulary)
 
 __all__ = [
     "EV_CHANNEL_CLOSED",

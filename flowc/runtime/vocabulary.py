@@ -240,4 +240,6 @@ def register_vocabulary(registry: TransitionRegistry | None = None) -> Transitio
     return reg
 
 
-register_vocabulary()
+# the runtime defers this module's registration on its default registry until the
+# registry is first read (flowc.runtime); importing the module makes it now, in its place
+default_registry().settle()

@@ -265,9 +265,59 @@ def test_a_run_imports_what_its_rules_use(tmp_path: Path) -> None:
         return list(loaded)
 
     head = "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\n"
-    # the runtime registers the migrate vocabulary (dataclasses), but its matcher, the
-    # context-expression parser and hashlib load only for a rule that uses them
-    assert imported(head + "when from a then b\n") == ["dataclasses", "flowc.runtime.vocabulary"]
-    assert "flowc.regex" in imported(
+    # the migrate vocabulary (its dataclasses, its matcher, the context-expression parser,
+    # hashlib) loads only for a rule that uses it
+    assert imported(head + "when from a then b\n") == []
+    assert {"flowc.regex", "flowc.runtime.vocabulary"} <= set(imported(
         head + "condition text_matches(pattern: string)\nwhen from a and text_matches(pattern = \"h.\") "
-        "then b\n")
+        "then b\n"))
+
+
+DEFERRED = """
+import json, sys
+from flowc.compiler.registry import default_registry
+
+def custom(name, kind):
+    method = "evaluate" if kind == "condition" else "resolve"
+    return type(name.title(), (), {"name": name, "__module__": "plugin",
+                                   method: lambda self, state, envelope: None})
+
+registry = default_registry()
+if sys.argv[1] == "before":
+    registry.register_condition(custom("early", "condition"))
+import flowc.runtime
+registry.register_condition(custom("text_contains", "condition"))  # replaces a shipped one
+registry.register_condition(custom("late", "condition"))
+registry.register_target(custom("random_agent", "target"))
+if sys.argv[1] == "import":
+    import flowc.runtime.vocabulary
+loaded = "flowc.runtime.vocabulary" in sys.modules
+print(json.dumps({
+    "loaded_before_a_read": loaded,
+    "conditions": registry.condition_names[-6:],
+    "targets": registry.target_names[-1:],
+    "text_contains": registry.condition("text_contains").__module__,
+    "text_matches": registry.condition("text_matches").__module__,
+    "random_agent": registry.target("random_agent").__module__,
+}))
+"""
+
+
+@pytest.mark.parametrize("when", ["plain", "before", "import"])
+def test_the_shipped_vocabulary_is_registered_when_the_registry_is_first_read(
+        when: str) -> None:
+    done = subprocess.run([sys.executable, "-c", DEFERRED, when], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    # read as if flowc.runtime had registered it when imported: in that place, replaced
+    # by what a plugin registers later under the same name
+    shipped = ["text_contains", "text_matches", "context_expression", "turn_count_at_most"]
+    assert seen == {
+        "loaded_before_a_read": when == "import",
+        "conditions": [*(["early"] if when == "before" else ["tool_called"]), *shipped, "late"][-6:],
+        "targets": ["random_agent"],
+        "text_contains": "plugin",
+        "text_matches": "flowc.runtime.vocabulary",
+        "random_agent": "plugin",
+    }
