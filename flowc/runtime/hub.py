@@ -79,6 +79,8 @@ def _lease_seconds() -> float:
     return value if 0 < value < float("inf") else LEASE_SECONDS
 
 
+_OPEN, _CLOSED = ChannelState.OPEN, ChannelState.CLOSED
+
 _second: list[Any] = [None, ""]  # the last whole second stamped, and its text
 
 
@@ -318,7 +320,7 @@ class Hub:
         ch = self._channels.get(channel_id)
         if ch is None:
             raise ProtocolError(f"no channel {channel_id!r}")
-        if ch.status is not ChannelState.OPEN:
+        if ch.status is not _OPEN:
             raise ProtocolError(f"channel {ch.channel_id!r} is closed ({ch.close_reason})")
         if sender_id not in ch.members:
             raise ProtocolError(
@@ -337,10 +339,11 @@ class Hub:
                 t.ttl_seconds,
             )
         adapter = ch.adapter
+        metadata = ch.metadata
         try:
-            adapter.validate_send(ch.metadata, env, ch.state)
+            adapter.validate_send(metadata, env, ch.state)
             new_state = adapter.fold(env, ch.state)
-            result: AdapterResult = adapter.on_accepted(ch.metadata, env, new_state)
+            result: AdapterResult = adapter.on_accepted(metadata, env, new_state)
         except ProtocolError:
             raise
         except Exception as err:  # a bug in a custom condition/target: refuse, change nothing
@@ -362,13 +365,13 @@ class Hub:
             if ch.fired:
                 ch.fired.clear()
         self._deliver(ch, env)
-        if result.next_state is ChannelState.CLOSED:
+        if result.next_state is _CLOSED:
             try:
                 self._close(ch, result.auto_close_reason or "closed", snapshot=True)
             except WalError as err:  # the turn is in; the close is written on resume
                 ch.error = str(err)
                 ch.done.set()
-        elif substantive:
+        elif substantive and self._takers:
             self._schedule(ch, env)
         return env
 
@@ -456,7 +459,27 @@ class Hub:
             if ch.reach_of != self._attached:
                 ch.reach = tuple(c for c in map(clients.get, ch.order) if c is not None)
                 ch.reach_of = self._attached
-            for member in ch.reach:
+            reach = ch.reach
+            if not self._delivering and not outbox:
+                # nothing queued before it: straight to each client (a delivery that
+                # admits another envelope queues it, and it is delivered after this)
+                self._delivering = True
+                done = 0
+                try:
+                    for member in reach:
+                        member.deliver(env)
+                        done += 1
+                    while outbox:
+                        queued, item = outbox.popleft()
+                        queued.deliver(item)
+                except BaseException:
+                    # as if queued: the clients not reached yet get it first, next time
+                    outbox.extendleft((m, env) for m in reversed(reach[done + 1:]))
+                    raise
+                finally:
+                    self._delivering = False
+                return
+            for member in reach:
                 outbox.append((member, env))
         else:
             for pid in ch.order:

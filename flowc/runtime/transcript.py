@@ -14,7 +14,6 @@ import attrs
 
 from flowc.runtime.adapters.base import AdapterResult, ChannelMetadata, ChannelState
 from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState
-from flowc.runtime.clients import envelope_text
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -221,36 +220,44 @@ class TranscriptFolder:
             return None
         if self.close is not None:
             return None
-        if env.event_type == EV_CHANNEL_CLOSED:
+        et = env.event_type
+        if et == EV_CHANNEL_CLOSED:
             self.close = env.event_data.get("reason")
             if self.records and self.records[-1].closes is None:
                 self.records[-1] = attrs.evolve(self.records[-1], closes=self.close)
             return None
         state = self.state = self.adapter.fold(env, state) if folded is None else folded
-        if env.event_type == EV_CONTEXT_SET:
-            self._write(env.event_data)
+        data = env.event_data
+        if et == EV_TEXT:
+            kind, routing, text = "text", None, data.get("text", "")
+        elif et == EV_PACKET:
+            kind, routing, text = "packet", data.get("routing"), data.get("body", "")
+            self._write(data.get("context_updates") or {})
+        else:
+            if et == EV_CONTEXT_SET:
+                self._write(data)
             return None
-        if env.event_type != EV_TEXT and env.event_type != EV_PACKET:
-            return None
-        routing = env.event_data.get("routing") if env.event_type == EV_PACKET else None
-        if env.event_type == EV_PACKET:
-            self._write(env.event_data.get("context_updates") or {})
-        calls = env.event_data.get("tool_calls")
+        calls = data.get("tool_calls")
         result = self.adapter.on_accepted(self.metadata, env, state) if accepted is None \
             else accepted
         closes = (result.auto_close_reason or "closed") \
             if result.next_state is ChannelState.CLOSED else None
         nxt = state.expected_next_speaker
         names = self._names
+        sender = env.sender_id
+        deleted = self._delete
+        records = self.records
         record = _record(
-            len(self.records) + 1, names.get(env.sender_id, env.sender_id), env.sender_id,
-            "packet" if env.event_type == EV_PACKET else "text", routing, envelope_text(env),
-            self._set, tuple(self._delete), None if nxt is None else names.get(nxt, nxt),
-            state.decided_by, closes,
+            len(records) + 1, names.get(sender, sender), sender, kind, routing,
+            text if isinstance(text, str) else "",  # as envelope_text reads it
+            self._set, tuple(deleted) if deleted else (),
+            None if nxt is None else names.get(nxt, nxt), state.decided_by, closes,
             tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
         )
-        self.records.append(record)
-        self._set, self._delete = {}, []
+        records.append(record)
+        self._set = {}
+        if deleted:
+            self._delete = []
         return record
 
     def _write(self, data: dict[str, Any]) -> None:

@@ -72,19 +72,24 @@ class WatchedStore:
         #: the exception that made the watcher stop, if any
         self.failed: Exception | None = None
         #: the hub's fold of the envelope it is about to append (see :meth:`offer_fold`)
-        self._offered: tuple[Envelope, WorkflowState, AdapterResult] | None = None
+        self._offered: tuple[Envelope, object, WorkflowState, AdapterResult] | None = None
+        #: the hub adapter whose folds are the transcript's own (once checked)
+        self._trusted: object = None
 
-    def offer_fold(self, envelope: Envelope, adapter: object, state: object,
+    def offer_fold(self, envelope: Envelope, adapter: object, state: WorkflowState,
                    result: AdapterResult) -> None:
         """The hub folded ``envelope`` into ``state`` (and ``on_accepted`` gave ``result``)
         and is about to append it: when its adapter folds as the transcript's does (a
         plain :class:`WorkflowAdapter` with the same registry), the transcript takes
         that fold instead of folding the envelope a second time."""
+        self._offered = (envelope, adapter, state, result)
+
+    def _trust(self, adapter: object) -> bool:
         mine = self.folder.adapter
-        if self.turns and type(adapter) is type(mine) \
-                and getattr(adapter, "registry", None) is mine.registry \
-                and isinstance(state, WorkflowState):
-            self._offered = (envelope, state, result)
+        if type(adapter) is type(mine) and getattr(adapter, "registry", None) is mine.registry:
+            self._trusted = adapter
+            return True
+        return False
 
     def follow(self, envelopes: Iterable[Envelope]) -> None:
         """Show the turns already in a stored run (``flowc resume``) before new ones."""
@@ -101,11 +106,14 @@ class WatchedStore:
         folder = self.folder
         if folder.metadata is not None and env.channel_id != folder.metadata.channel_id:
             return  # another channel of the same hub
-        offered, self._offered = self._offered, None
+        offered = self._offered
         try:
-            if offered is not None and offered[0] is env:
-                record = folder.feed(env, offered[1], offered[2])
+            if offered is not None and offered[0] is env and (
+                    offered[1] is self._trusted or self._trust(offered[1])):
+                self._offered = None
+                record = folder.feed(env, offered[2], offered[3])
             else:
+                self._offered = None
                 record = folder.feed(env)
             if env.event_type == EV_CHANNEL_OPENED and folder.metadata is not None:
                 self.watcher.opened(env.channel_id)

@@ -331,3 +331,55 @@ def test_a_cancelled_run_stops_between_two_turns_at_once() -> None:
     written = [e for e in store.read("wf-cut") if e.event_type == EV_TEXT]
     assert len(written) == 10 and watch.seen == 10
     assert not any(e.event_type.endswith("closed") for e in store.read("wf-cut"))
+
+
+def _broadcast_hub() -> tuple[Hub, list[Any], str]:
+    hub = Hub(MemoryStore())
+    humans = [hub.register_human(n, buffer=False) for n in "abc"]
+    graph = {"initial_speaker": "a", "max_turns": None, "transitions": [
+        {"when": {"name": "always", "args": {}},
+         "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+        "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+    ch = hub.open_channel("a", "workflow", ["a", "b", "c"], {"graph": graph})
+    return hub, humans, ch.channel_id
+
+
+def test_a_delivery_that_admits_another_envelope_keeps_the_queue_order() -> None:
+    """Broadcasts go straight to the clients when nothing is queued; an envelope admitted
+    while one is being delivered still reaches everyone after it, in order."""
+    hub, humans, cid = _broadcast_hub()
+    seen: list[tuple[str, str]] = []
+    for h in humans:
+        def record(env: Envelope, name: str = h.name) -> None:
+            text = env.event_data.get("text")
+            if text is not None:
+                seen.append((name, text))
+            if name == "a" and text == "one":  # b answers at once, inside the delivery
+                hub.admit(Envelope(cid, "b", None, EV_TEXT, {"text": "two"}))
+        h.on_envelope(record)
+    hub.admit(Envelope(cid, "a", None, EV_TEXT, {"text": "one"}))
+    assert seen == [("a", "one"), ("b", "one"), ("c", "one"),
+                    ("a", "two"), ("b", "two"), ("c", "two")]
+
+
+def test_a_client_that_fails_on_a_broadcast_leaves_the_others_theirs_for_later() -> None:
+    """A client raising in the middle of a broadcast stops the delivery there; the
+    clients after it get the envelope first thing at the next delivery (as when every
+    delivery went through the queue)."""
+    hub, humans, cid = _broadcast_hub()
+    seen: list[tuple[str, str]] = []
+    failing = [True]
+    for h in humans:
+        def record(env: Envelope, name: str = h.name) -> None:
+            text = env.event_data.get("text")
+            if name == "b" and text == "one" and failing[0]:
+                failing[0] = False
+                raise RuntimeError("b's callback failed")
+            if text is not None:
+                seen.append((name, text))
+        h.on_envelope(record)
+    with pytest.raises(RuntimeError):
+        hub.admit(Envelope(cid, "a", None, EV_TEXT, {"text": "one"}))
+    assert seen == [("a", "one")]
+    hub.admit(Envelope(cid, "b", None, EV_TEXT, {"text": "two"}))
+    assert seen == [("a", "one"), ("c", "one"), ("a", "two"), ("b", "two"), ("c", "two")]
