@@ -126,3 +126,21 @@ def test_scenarios_refuses_what_it_cannot_generate(
     broken = tmp_path / "broken.flow"
     broken.write_text(BROKEN)
     assert main(["scenarios", str(broken)]) == 1
+
+
+def test_a_bare_step_shows_its_tool_alternative_covered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bot hands off to user` is a call of `decide`'s first alternative: the table and the
+    JSON report count it covered, as `bot calls decide hands off to user` would be."""
+    flow = tmp_path / "bare.flow"
+    flow.write_text('speaker user: human\nspeaker bot {\n'
+                    '  tool decide hands off to user | finishes "done"\n}\n'
+                    'when from user then bot\n'
+                    'scenario "bare" {\n  user: "hi"\n  bot hands off to user: "back"\n'
+                    '  user: "bye"\n  bot finishes "done"\n}\n')
+    js = tmp_path / "cov.json"
+    assert main(["test", str(flow), "--coverage", "--coverage-json", str(js)]) == 0
+    hits = {t["id"]: t["hits"] for t in json.loads(js.read_text())["files"][0]["targets"]}
+    assert hits["tool:bot:decide:0"] == hits["tool:bot:decide:1"] == 1
+    assert "bot calls decide" not in capsys.readouterr().out  # not listed as missing
