@@ -341,3 +341,21 @@ def test_an_append_refused_on_a_full_run_says_why_in_the_order_it_did(tmp_path: 
         store.append(_env("c2", "e2"), store.renew(other, -1))
     assert [e.envelope_id for e in store.read("c2")] == ["f1"]
     store.close()
+
+
+def test_a_file_written_before_refuses_a_duplicate_and_a_lost_lease_as_before(
+        tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    shutil.copy(DATA / "runs-d32a676.db", db)
+    store = SqliteStore(db)
+    lease = store.acquire("c9", holder_id("hub-t"))
+    store.append(_env("c9", "n1"), lease)
+    store.renew(lease, -1)  # expired: free to take
+    taken = store.acquire("c9", holder_id("hub-u"))
+    with pytest.raises(LeaseError, match="run c9 was taken over by another hub"):
+        store.append(_env("c9", "n2"), lease, "n1")
+    with pytest.raises(WalError, match="duplicate envelope id 'n1'"):
+        store.append(_env("c9", "n1"), taken)
+    store.append(_env("c9", "n2"), taken, "n1")
+    assert store.links("c9") == [("n1", None), ("n2", "n1")]
+    store.close()
