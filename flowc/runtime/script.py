@@ -44,11 +44,37 @@ class ScriptCall:
     effects: ToolEffectInfo | None = None
 
 
+class _TurnSlots:
+    """The storage of :class:`ScriptTurn` (which adds no slot of its own), writable, so
+    that :func:`parse_script` makes a plain-text turn without the frozen class's
+    per-field ``object.__setattr__`` calls (a long script has thousands)."""
+
+    __slots__ = ("__weakref__", "calls", "say", "where")
+
+    say: str
+    calls: tuple[ScriptCall, ...]
+    where: str
+
+
 @attrs.frozen
-class ScriptTurn:
+class ScriptTurn(_TurnSlots):
     say: str = ""
     calls: tuple[ScriptCall, ...] = ()
     where: str = ""  # for messages: "script.triage[0]" or "line 12"
+
+
+_new = object.__new__
+
+
+def _text_turn(say: str, where: str) -> ScriptTurn:
+    """``ScriptTurn(say, (), where)``, built the cheap way (see :class:`_TurnSlots`):
+    equal to, and as frozen as, the one its ``__init__`` builds."""
+    turn = _new(_TurnSlots)
+    turn.say = say
+    turn.calls = ()
+    turn.where = where
+    turn.__class__ = ScriptTurn  # same layout: ScriptTurn adds no slot to _TurnSlots
+    return turn  # type: ignore[return-value]
 
 
 @attrs.frozen
@@ -182,7 +208,8 @@ def parse_script(data: Any) -> Script:
         if not isinstance(items, list):
             raise ScriptError(f"script.{speaker}: expected a list of turns")
         turns[str(speaker)] = tuple(
-            _parse_turn(item, f"script.{speaker}[{i}]") for i, item in enumerate(items)
+            _text_turn(item, f"script.{speaker}[{i}]") if type(item) is str
+            else _parse_turn(item, f"script.{speaker}[{i}]") for i, item in enumerate(items)
         )
 
     def names(key: str) -> tuple[str, ...] | None:

@@ -94,3 +94,29 @@ def test_a_run_records_the_handoffs_reason_and_the_finishs_summary() -> None:
         {"kind": "finish", "tool": "close", "reason": "resolved", "summary": "locked"},
     ]
     assert out["close_reason"] == "resolved"
+
+
+def test_plain_text_turns_are_built_without_the_frozen_init(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+    import weakref
+
+    import attrs
+
+    from flowc.runtime.script import ScriptTurn
+
+    built = ScriptTurn("hi", (), "script.a[1]")  # by its __init__
+    inits: list[object] = []
+    real_init = ScriptTurn.__init__
+    monkeypatch.setattr(ScriptTurn, "__init__",
+                        lambda self, *a, **k: (inits.append(a), real_init(self, *a, **k))[1])
+    script = parse_script({"script": {"a": ["yo", "hi", {"say": "ok"}]}})
+    assert len(inits) == 1  # only the object turn went through ScriptTurn.__init__
+    turn = script.turns["a"][1]
+    # equal to, and as frozen as, the one __init__ builds
+    assert type(turn) is ScriptTurn and turn == built and hash(turn) == hash(built)
+    assert repr(turn) == "ScriptTurn(say='hi', calls=(), where='script.a[1]')"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        turn.say = "changed"  # type: ignore[misc]
+    assert attrs.evolve(turn, say="x") == ScriptTurn("x", (), "script.a[1]")
+    assert pickle.loads(pickle.dumps(turn)) == built and weakref.ref(turn)() is turn
