@@ -146,7 +146,7 @@ class Hub:
         self.register_adapter(WorkflowAdapter())
         #: a store that folds what it is given (a ``WatchedStore``) takes the hub's fold
         #: of each envelope about to be appended instead of folding it again
-        self._offer_fold: Callable[[Envelope, Adapter, Any, AdapterResult], None] | None = \
+        self._offer_fold: Callable[[Envelope, Adapter, Any, AdapterResult | None], None] | None = \
             getattr(self.store, "offer_fold", None)
 
     @classmethod
@@ -283,6 +283,8 @@ class Hub:
             envelope_id=self._stamp_id(), created_at=_now(),
         )
         lease = self.store.acquire(cid, self.holder, self.lease_seconds)
+        if self._offer_fold is not None:
+            self._offer_fold(opened, adapter, state, None)
         try:
             self.store.append(opened, lease)
         except BaseException:

@@ -367,7 +367,7 @@ def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | No
             ) -> RunResult:
     folder: TranscriptFolder | None = watched.folder if watched is not None else None
     if folder is not None and watched is not None and watched.failed is None \
-            and folder.channel_id == ch.channel_id:
+            and not watched.partial and folder.channel_id == ch.channel_id:
         records, close, state = folder.records, folder.close, folder.state  # already folded
     else:
         records, close, state = transcript(hub.read_wal(ch.channel_id))

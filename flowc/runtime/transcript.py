@@ -208,15 +208,17 @@ class TranscriptFolder:
     def feed(self, env: Envelope, folded: WorkflowState | None = None,
              accepted: AdapterResult | None = None) -> TurnRecord | None:
         """The record of ``env`` if it is a turn. ``folded`` / ``accepted``: what
-        folding ``env`` onto the current state and ``on_accepted`` give, when the
-        caller has them already (the hub that admitted it): nothing is folded again."""
+        folding ``env`` onto the current state and ``on_accepted`` give (for the opening
+        envelope: the initial state), when the caller has them already (the hub that
+        admitted it): nothing is folded or compiled again."""
         state = self.state
         if self.metadata is None or state is None:
             if env.event_type == EV_CHANNEL_OPENED:
                 self.metadata = ChannelMetadata.from_dict(env.event_data["metadata"])
                 self._names = {p.agent_id: (p.name or p.agent_id)
                                for p in self.metadata.participants}
-                self.state = self.adapter.initial_state(self.metadata)
+                self.state = self.adapter.initial_state(self.metadata) if folded is None \
+                    else folded
             return None
         if self.close is not None:
             return None

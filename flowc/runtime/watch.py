@@ -32,11 +32,20 @@ from typing import Protocol
 
 from flowc.runtime.adapters.base import AdapterResult
 from flowc.runtime.adapters.workflow import WorkflowState
-from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.envelope import (
+    EV_CHANNEL_OPENED,
+    EV_CONTEXT_SET,
+    EV_PACKET,
+    EV_TEXT,
+    Envelope,
+)
 from flowc.runtime.transcript import TranscriptFolder, TurnRecord
 from flowc.runtime.wal import LEASE_SECONDS, Lease, WalStore
 
 __all__ = ["RunWatcher", "WatchedStore"]
+
+#: the envelopes a fold changes the state with
+_FOLDED = frozenset({EV_TEXT, EV_PACKET, EV_CONTEXT_SET})
 
 
 class RunWatcher(Protocol):
@@ -72,16 +81,21 @@ class WatchedStore:
         #: the exception that made the watcher stop, if any
         self.failed: Exception | None = None
         #: the hub's fold of the envelope it is about to append (see :meth:`offer_fold`)
-        self._offered: tuple[Envelope, object, WorkflowState, AdapterResult] | None = None
+        self._offered: tuple[Envelope, object, WorkflowState, AdapterResult | None] | None = \
+            None
         #: the hub adapter whose folds are the transcript's own (once checked)
         self._trusted: object = None
+        #: the transcript missed a turn (a watcher without ``wants_turns`` keeps it only
+        #: from the hub's folds): it is not the run's, re-fold the WAL instead
+        self.partial = False
 
     def offer_fold(self, envelope: Envelope, adapter: object, state: WorkflowState,
-                   result: AdapterResult) -> None:
-        """The hub folded ``envelope`` into ``state`` (and ``on_accepted`` gave ``result``)
-        and is about to append it: when its adapter folds as the transcript's does (a
-        plain :class:`WorkflowAdapter` with the same registry), the transcript takes
-        that fold instead of folding the envelope a second time."""
+                   result: AdapterResult | None) -> None:
+        """The hub folded ``envelope`` into ``state`` (and ``on_accepted`` gave ``result``;
+        for the opening envelope: the channel's initial state) and is about to append
+        it: when its adapter folds as the transcript's does (a plain
+        :class:`WorkflowAdapter` with the same registry), the transcript takes that
+        fold instead of folding the envelope a second time."""
         self._offered = (envelope, adapter, state, result)
 
     def _trust(self, adapter: object) -> bool:
@@ -99,21 +113,35 @@ class WatchedStore:
     def _see(self, env: Envelope) -> None:
         if self.failed is not None:
             return
-        if not self.turns:
-            if env.event_type == EV_CHANNEL_OPENED:
-                self.failed = _call(self.watcher.opened, env.channel_id)
-            return
         folder = self.folder
         if folder.metadata is not None and env.channel_id != folder.metadata.channel_id:
             return  # another channel of the same hub
         offered = self._offered
-        try:
-            if offered is not None and offered[0] is env and (
+        if offered is not None:
+            self._offered = None
+            if offered[0] is not env or not (
                     offered[1] is self._trusted or self._trust(offered[1])):
-                self._offered = None
+                offered = None
+        if not self.turns:
+            # no turn is shown: the transcript is kept only while the hub's folds
+            # come with its envelopes (then the run's result needs no re-fold)
+            if self.partial:
+                return
+            et = env.event_type
+            if offered is None and et in _FOLDED:
+                self.partial = True
+                return
+            try:
+                folder.feed(env, *offered[2:]) if offered is not None else folder.feed(env)
+            except Exception:  # never let the transcript refuse an admitted envelope
+                self.partial = True
+            if et == EV_CHANNEL_OPENED:
+                self.failed = _call(self.watcher.opened, env.channel_id)
+            return
+        try:
+            if offered is not None:
                 record = folder.feed(env, offered[2], offered[3])
             else:
-                self._offered = None
                 record = folder.feed(env)
             if env.event_type == EV_CHANNEL_OPENED and folder.metadata is not None:
                 self.watcher.opened(env.channel_id)

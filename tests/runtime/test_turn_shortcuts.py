@@ -383,3 +383,71 @@ def test_a_client_that_fails_on_a_broadcast_leaves_the_others_theirs_for_later()
     assert seen == [("a", "one")]
     hub.admit(Envelope(cid, "b", None, EV_TEXT, {"text": "two"}))
     assert seen == [("a", "one"), ("c", "one"), ("a", "two"), ("b", "two"), ("c", "two")]
+
+
+class _IdOnly:
+    """A watcher that wants the run id only (`flowc run --json` away from a terminal)."""
+
+    wants_turns = False
+
+    def opened(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    def turn(self, record: Any, state: Any) -> None:
+        raise AssertionError("no turn is shown to a watcher that wants none")
+
+
+def test_a_run_watched_for_its_id_only_keeps_the_transcript_from_the_hubs_folds() -> None:
+    """With a watcher that wants no turns, the transcript is still kept from the hub's
+    folds (nothing folded twice, no re-fold of the WAL at the end) and is the WAL's."""
+    store = MemoryStore()
+    watch = _IdOnly()
+    result = run_script_sync(_target(), parse_script(SCRIPT), store=store, watch=watch,
+                             channel_id="wf-id-only")
+    assert watch.run_id == "wf-id-only"
+    records, close, state = transcript(list(store.read("wf-id-only")))
+    assert list(result.turns) == records and result.close_reason == close == "approved"
+    assert state is not None and result.context_vars == state.context_vars
+
+
+def test_the_transcript_starts_from_the_hubs_initial_state() -> None:
+    """The opening envelope comes with the hub's initial state: the transcript does not
+    compile the graph a second time."""
+
+    async def go() -> tuple[Any, Any]:
+        watched = WatchedStore(MemoryStore(), _IdOnly())
+        hub = await Hub.open(watched)
+        a, _ = hub.register_human("a"), hub.register_human("b")
+        graph = {"initial_speaker": "a", "max_turns": None, "transitions": [],
+                 "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
+        await hub.close()
+        return watched.folder.state, hub.channel(ch.channel_id).state
+
+    mine, hubs = asyncio.run(go())
+    assert mine is hubs and mine.table is not None
+
+
+def test_without_the_hubs_folds_a_run_watched_for_its_id_only_is_re_folded() -> None:
+    """A hub adapter whose folds are not the transcript's: a watcher that wants no turns
+    makes the transcript give up (it would have to fold every turn), and the run's
+    result is the re-fold of its WAL, as before."""
+
+    class Other(WorkflowAdapter):
+        pass
+
+    async def go() -> tuple[WatchedStore, list[Envelope]]:
+        watched = WatchedStore(MemoryStore(), _IdOnly())
+        hub = await Hub.open(watched, adapters=[Other()])
+        a, _ = hub.register_human("a"), hub.register_human("b")
+        graph = {"initial_speaker": "a", "max_turns": 2, "transitions": [
+            {"when": {"name": "always", "args": {}},
+             "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
+        await a.send(ch.channel_id, "hi")
+        await hub.close()
+        return watched, hub.read_wal(ch.channel_id)
+
+    watched, envs = asyncio.run(go())
+    assert watched.partial and watched.folder.records == [] and len(transcript(envs)[0]) == 1
