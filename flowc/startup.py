@@ -5,7 +5,8 @@ attrs writes each class's ``__init__``, ``__eq__``, ``__repr__``, ... as Python 
 and compiles it when the class is created: for the ~120 classes a command such as
 ``flowc run`` loads, that compiling is a good part of its start-up. The command line
 installs :func:`install` before it imports anything else: each compiled piece of a
-flowc class is then looked up by its exact source text in a cache file under
+flowc class, and of the ~30 classes attrs makes for itself as it loads (its validators,
+``Attribute``, ``Factory``...), is then looked up by its exact source text in a cache file under
 ``flowc/__pycache__`` (``marshal``, as ``.pyc`` files are, one file per Python
 version), and compiled only when it is not there. :func:`save` writes what was
 compiled anew, once, when the command ends. The code is the same either way; only
@@ -20,6 +21,7 @@ import gc
 import marshal
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 from typing import Any, NoReturn
@@ -30,6 +32,7 @@ __all__ = ["begin", "end", "install", "loaded", "save"]
 _codes: dict[tuple[str, str], CodeType] = {}
 _new = False
 _path: Path | None = None
+_GENERATED = "<attrs generated "
 _METHODS = "<attrs generated methods "
 _HASH = "<attrs generated hash "
 _TYPE_HASH = "__flowc_attrs_type_hash__"
@@ -46,10 +49,71 @@ def _cache_path() -> Path | None:
     return Path(__file__).resolve().parent / "__pycache__" / f"attrs-methods.{tag}.marshal"
 
 
-def install() -> None:
-    """Compile flowc's attrs classes through the cache (a no-op when attrs is not the
-    version this knows, or is already patched)."""
+def _read_cache() -> Path | None:
+    """Load the cache file into :data:`_codes` (once); its path, or None without one."""
     global _path
+    if _path is None:
+        _path = _cache_path()
+        if _path is None:
+            return None
+        try:
+            loaded = marshal.loads(_path.read_bytes())
+            if isinstance(loaded, dict):
+                _codes.update(loaded)
+        except (OSError, ValueError, EOFError, TypeError):
+            pass  # no cache yet, or one this Python cannot read: compile as usual
+    return _path
+
+
+def _attrs_own_compile(real_compile: Callable[..., Any]) -> Callable[..., Any]:
+    """``compile`` as attrs calls it while it loads (it builds its own classes, e.g. its
+    validators, as it builds any), through the cache; any other call goes to
+    ``real_compile`` unchanged.
+
+    A generated ``__hash__`` holds its class's type hash as a number that changes with
+    each process (str hashes are salted): the cached source computes it instead,
+    ``hash("<attrs generated hash CLASS>")``, the same value attrs wrote."""
+
+    def compile_cached(source: Any, filename: Any, mode: str, flags: int = 0,
+                       dont_inherit: bool = False, optimize: int = -1, **kwargs: Any) -> Any:
+        global _new
+        parts = filename.split(" ", 3) if isinstance(filename, str) else ()
+        if (mode != "exec" or flags or dont_inherit or optimize != -1 or kwargs
+                or not isinstance(source, str) or len(parts) != 4
+                or not filename.startswith(_GENERATED)
+                or not parts[3].startswith(("attr.", "attrs."))):
+            return real_compile(source, filename, mode, flags, dont_inherit, optimize, **kwargs)
+        if "def __hash__" in source:
+            name = f"{_GENERATED}hash {parts[3]}"
+            literal = f" {hash(name)},\n"
+            if literal not in source:  # written otherwise: compiled as usual
+                return real_compile(source, filename, mode)
+            source = source.replace(literal, f" hash({name!r}),\n")
+        key = (filename, source)
+        code = _codes.get(key)
+        if code is None:
+            code = _codes[key] = real_compile(source, filename, mode)
+            _new = True
+        return code
+
+    return compile_cached
+
+
+def install() -> None:
+    """Compile flowc's attrs classes through the cache, and attrs' own when attrs is not
+    loaded yet (a no-op when attrs is not the version this knows, or is already
+    patched)."""
+    if "attr" not in sys.modules and _read_cache() is not None:
+        import builtins
+
+        real_compile = builtins.compile
+        builtins.compile = _attrs_own_compile(real_compile)
+        try:
+            import attr  # noqa: F401  (its own classes are made now)
+        except ImportError:  # pragma: no cover - attrs is a dependency
+            return
+        finally:
+            builtins.compile = real_compile
     try:
         from attr import _make
     except ImportError:  # pragma: no cover - attrs is a dependency
@@ -57,15 +121,8 @@ def install() -> None:
     compile_and_eval = getattr(_make, "_compile_and_eval", None)
     if compile_and_eval is None or getattr(compile_and_eval, "_flowc_cached", False):
         return
-    _path = _cache_path()
-    if _path is None:
+    if _read_cache() is None:
         return
-    try:
-        loaded = marshal.loads(_path.read_bytes())
-        if isinstance(loaded, dict):
-            _codes.update(loaded)
-    except (OSError, ValueError, EOFError, TypeError):
-        pass  # no cache yet, or one this Python cannot read: compile as usual
 
     def cached_compile_and_eval(script: str, globs: dict[str, Any] | None,
                                 locs: Any = None, filename: str = "") -> None:

@@ -321,3 +321,54 @@ def test_the_shipped_vocabulary_is_registered_when_the_registry_is_first_read(
         "text_matches": "flowc.runtime.vocabulary",
         "random_agent": "plugin",
     }
+
+
+ATTRS_OWN = """
+import builtins, json, sys
+from pathlib import Path
+from flowc import startup
+startup._cache_path = lambda: Path(sys.argv[1])
+compiled = []
+real_compile = compile
+def counting(source, filename, *args, **kwargs):
+    if str(filename).startswith("<attrs generated "):
+        compiled.append(str(filename))
+    return real_compile(source, filename, *args, **kwargs)
+builtins.compile = counting
+startup.install()
+from attr import Factory, validators
+assert builtins.compile is counting  # put back as it was
+builtins.compile = real_compile
+factory = Factory(list)
+check = validators.instance_of(int)
+startup.save()
+print(json.dumps({
+    "compiled": len(compiled),
+    "factory_hash": hash(factory) == hash(
+        (hash("<attrs generated hash attr._make.Factory>"), list, False)),
+    "validator": check == validators.instance_of(int)
+                 and hash(check) == hash(validators.instance_of(int))
+                 and hash(check) == hash(
+                     (hash("<attrs generated hash attr.validators._InstanceOfValidator>"), int)),
+    "repr": repr(factory),
+}))
+"""
+
+
+def test_attrs_own_classes_are_compiled_once_too(tmp_path: Path) -> None:
+    cache = tmp_path / "attrs-methods.marshal"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def probe() -> dict[str, object]:
+        done = subprocess.run([sys.executable, "-c", ATTRS_OWN, str(cache)], capture_output=True,
+                              text=True, cwd=ROOT, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        result: dict[str, object] = json.loads(done.stdout)
+        return result
+
+    first, second = probe(), probe()
+    assert isinstance(first["compiled"], int) and first["compiled"] > 20  # attrs', as it loads
+    assert second["compiled"] == 0
+    for result in (first, second):  # hashes as attrs writes them, in a process of their own
+        assert result["factory_hash"] and result["validator"]
+        assert result["repr"] == "Factory(factory=<class 'list'>, takes_self=False)"
