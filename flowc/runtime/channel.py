@@ -32,6 +32,11 @@ __all__ = ["HISTORY_WINDOW", "Channel", "ClientHub", "HubParticipant"]
 #: how many recent turns an agent sees as its view of the channel
 HISTORY_WINDOW = 32
 
+#: the states as plain constants: reading a member off the enum class
+#: (``ChannelState.OPEN``) goes through ``EnumType.__getattr__`` on Python 3.11, about
+#: 1.4 k instructions each, and the hot paths read them every turn
+_OPEN = ChannelState.OPEN
+
 
 class HubParticipant(Protocol):
     """What the hub needs from a client: an id, a name, and delivery."""
@@ -88,7 +93,7 @@ class Channel:
 
     @property
     def is_open(self) -> bool:
-        return self.status is ChannelState.OPEN
+        return self.status is _OPEN
 
     def expected_next(self) -> str | None:
         """Who the adapter expects to send the next substantive envelope.
@@ -97,7 +102,7 @@ class Channel:
         ``expected_next`` hook's agent id, without building an ``ExpectedTurn`` (the hub
         and the drivers ask several times per turn).
         """
-        if self.status is not ChannelState.OPEN:
+        if self.status is not _OPEN:
             return None
         fast = self._next_id
         if fast is not None:

@@ -25,6 +25,11 @@ from flowc.runtime.envelope import (
 
 __all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
 
+#: the states as plain constants: reading a member off the enum class
+#: (``ChannelState.OPEN``) goes through ``EnumType.__getattr__`` on Python 3.11, about
+#: 1.4 k instructions each, and the hot paths read them every turn
+_CLOSED = ChannelState.CLOSED
+
 
 # ── results ───────────────────────────────────────────────────────────────────
 
@@ -243,7 +248,7 @@ class TranscriptFolder:
         result = self.adapter.on_accepted(self.metadata, env, state) if accepted is None \
             else accepted
         closes = (result.auto_close_reason or "closed") \
-            if result.next_state is ChannelState.CLOSED else None
+            if result.next_state is _CLOSED else None
         nxt = state.expected_next_speaker
         names = self._names
         sender = env.sender_id

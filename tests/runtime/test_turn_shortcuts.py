@@ -451,3 +451,16 @@ def test_without_the_hubs_folds_a_run_watched_for_its_id_only_is_re_folded() -> 
 
     watched, envs = asyncio.run(go())
     assert watched.partial and watched.folder.records == [] and len(transcript(envs)[0]) == 1
+
+
+def test_envelope_ids_and_stamps_keep_their_shape() -> None:
+    """Ids are the hub's prefix and an 8-digit hex counter, stamps UTC with microseconds."""
+    import re
+
+    hub, _, cid = _broadcast_hub()
+    hub.admit(Envelope(cid, "a", None, EV_TEXT, {"text": "one"}))
+    envs = hub.read_wal(cid)
+    prefix = envs[0].envelope_id.split("-")[0]
+    assert [e.envelope_id for e in envs] == [f"{prefix}-{i:08x}" for i in (1, 2)]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e.created_at)
+               for e in envs)
