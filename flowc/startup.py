@@ -34,6 +34,7 @@ _new = False
 _path: Path | None = None
 _GENERATED = "<attrs generated "
 _METHODS = "<attrs generated methods "
+_GETATTR = "<attrs generated getattr "  # the __getattr__ of a class with a cached_property
 _HASH = "<attrs generated hash "
 _TYPE_HASH = "__flowc_attrs_type_hash__"
 #: whether :func:`begin` turned the cycle collector off (then :func:`loaded` turns it on)
@@ -127,7 +128,7 @@ def install() -> None:
     def cached_compile_and_eval(script: str, globs: dict[str, Any] | None,
                                 locs: Any = None, filename: str = "") -> None:
         global _new
-        if globs is None or not filename.startswith(_METHODS) or " flowc." not in filename:
+        if globs is None or not filename.startswith((_METHODS, _GETATTR)) or " flowc." not in filename:
             compile_and_eval(script, globs, locs, filename)  # only flowc's own classes
             return
         if "def __hash__" in script:

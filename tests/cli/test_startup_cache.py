@@ -22,14 +22,15 @@ startup._cache_path = lambda: Path(sys.argv[1])
 compiled = []
 real_compile = compile
 def counting(source, filename, *args, **kwargs):
-    if str(filename).startswith("<attrs generated methods flowc."):
+    if str(filename).startswith(("<attrs generated methods flowc.",
+                                 "<attrs generated getattr flowc.")):  # cached_property
         compiled.append(filename)
     return real_compile(source, filename, *args, **kwargs)
 import builtins
 builtins.compile = counting
 startup.install()
 from flowc.dsl import nodes as n
-from flowc.source import Span
+from flowc.source import SourceFile, Span
 from flowc.runtime.envelope import Envelope
 builtins.compile = real_compile
 a, b = n.Name("a", Span(1, 1, 1, 2, 0, 1)), n.Name("a", Span(9, 9, 9, 9, 9, 9), quoted=True)
@@ -43,6 +44,7 @@ print(json.dumps({
     "repr": repr(a),
     "span_order": Span(1, 1, 1, 1) < Span(1, 2, 1, 1),
     "envelope": env == Envelope("c", "s", None, "t", {"x": 1}),
+    "cached_property": SourceFile("f", "a\\nb").line_starts == (0, 2),
 }))
 """
 
@@ -67,6 +69,7 @@ def test_a_second_process_compiles_no_class_again(tmp_path: Path) -> None:
     assert second["compiled"] == 0
     for result in (first, second):
         assert result["eq"] and result["hash"] and result["span_order"] and result["envelope"]
+        assert result["cached_property"]
         assert result["repr"] == "Name(value='a', quoted=False)"
 
 
