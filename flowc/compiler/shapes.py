@@ -15,6 +15,7 @@ flowc.compiler.shape_problems.ShapeError: max_turns: must be at least 1, got 0
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -120,8 +121,22 @@ def _named_object(
     return result
 
 
+#: conditions nest at most this deep in a graph (a flow nests them at most 100 deep);
+#: deeper is refused here, at this depth in every command, rather than wherever Python's
+#: recursion limit happens to fall in the command reading it (check took 193 `not`s, run 192)
+MAX_CONDITION_DEPTH = 128
+_nesting = threading.local()
+
+
 def _structure_condition(value: Any, _: Any) -> m.Condition:
-    return _named_object(value, "condition", _CONDITIONS_BY_NAME, m.CustomCondition)  # type: ignore[no-any-return]
+    depth: int = getattr(_nesting, "depth", 0)
+    if depth >= MAX_CONDITION_DEPTH:
+        raise _TypeProblem(f"nested too deeply: conditions nest at most {MAX_CONDITION_DEPTH} levels")
+    _nesting.depth = depth + 1
+    try:
+        return _named_object(value, "condition", _CONDITIONS_BY_NAME, m.CustomCondition)  # type: ignore[no-any-return]
+    finally:
+        _nesting.depth = depth
 
 
 def _structure_target(value: Any, _: Any) -> m.Target:
