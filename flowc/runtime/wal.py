@@ -595,6 +595,8 @@ class SqliteStore:
                     time.time()))
         except sqlite3.Error as err:
             raise self._append_failed(err, envelope, lease) from None
+        except UnicodeEncodeError as err:
+            raise self._not_utf8(err, envelope) from None
 
     def _append_slow(self, envelope: Envelope, lease: Lease | None,
                      follows: str | None) -> None:
@@ -619,6 +621,17 @@ class SqliteStore:
                                  (low, low + RUN_SPAN - 1, *fields, *fence))
         except sqlite3.Error as err:
             raise self._append_failed(err, envelope, lease) from None
+        except UnicodeEncodeError as err:
+            raise self._not_utf8(err, envelope) from None
+
+    def _not_utf8(self, err: UnicodeEncodeError, envelope: Envelope) -> WalError:
+        """An envelope holding a lone surrogate (a script's ``"\\ud800"`` reads as one):
+        SQLite keeps text as UTF-8, which cannot encode it, so nothing was written."""
+        self._rollback()
+        char = err.object[err.start:err.end]
+        return WalError(f"{self.path}: run {envelope.channel_id}: cannot write envelope "
+                        f"{envelope.envelope_id!r} to the WAL: it holds {char!a}, a lone "
+                        f"surrogate, which is not Unicode text")
 
     def _append_failed(self, err: sqlite3.Error, envelope: Envelope,
                        lease: Lease | None) -> WalError:
