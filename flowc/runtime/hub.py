@@ -131,6 +131,8 @@ class Hub:
         self._clients: dict[str, HubParticipant] = {}
         #: how many times a client was attached (a channel's ``reach`` is kept until then)
         self._attached = 0
+        #: :meth:`name_to_id` as of the ``[0]``-th attach
+        self._names: tuple[int, dict[str, str]] = (-1, {})
         self._channels: dict[str, Channel] = {}
         self._prefix = os.urandom(4).hex()
         #: who this hub is to the store's leases (one writer per run)
@@ -208,7 +210,10 @@ class Hub:
         return self._clients.get(agent_id)
 
     def name_to_id(self) -> dict[str, str]:
-        return {c.name: c.agent_id for c in self._clients.values()}
+        """Speaker name -> agent id of every client (a new dict: the caller may keep it)."""
+        if self._names[0] != self._attached:
+            self._names = (self._attached, {c.name: c.agent_id for c in self._clients.values()})
+        return dict(self._names[1])
 
     # channels -----------------------------------------------------------------
 

@@ -464,3 +464,39 @@ def test_envelope_ids_and_stamps_keep_their_shape() -> None:
     assert [e.envelope_id for e in envs] == [f"{prefix}-{i:08x}" for i in (1, 2)]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e.created_at)
                for e in envs)
+
+
+def test_the_routing_tools_are_found_once_per_graph() -> None:
+    """An agent round asks which tools route (AG2's ``_resolve_routing``): the compiled
+    graph keeps the answer, which is the walk over the graph's rules."""
+    from flowc.compiler.serde import structure_graph
+    from flowc.runtime.adapters.workflow import compile_graph, tool_rule_names
+
+    def tool(name: str) -> dict[str, Any]:
+        return {"name": "tool_called", "args": {"tool_name": name}}
+
+    when = [tool("a"), {"name": "all_of", "args": {"conditions": [tool("b"), {
+        "name": "not", "args": {"condition": tool("c")}}]}},
+        {"name": "from_speaker", "args": {"agent_id": "x"}}]
+    graph = structure_graph({
+        "initial_speaker": "x", "max_turns": None, "default_target": {
+            "name": "terminate", "args": {"reason": "done"}},
+        "transitions": [{"when": w, "then": {"name": "agent", "args": {"agent_id": "y"}},
+                         "priority": 0} for w in when]})
+    table = compile_graph(graph, ("x", "y"))
+    assert table.routing_tools == tool_rule_names(graph) == {"a", "b", "c"}
+    assert compile_graph(structure_graph({**{"initial_speaker": "x", "max_turns": None},
+                                          "default_target": {"name": "terminate", "args": {
+                                              "reason": "done"}},
+                                          "transitions": []}), ("x",)).routing_tools == set()
+
+
+def test_name_to_id_follows_the_clients_and_is_the_callers_own() -> None:
+    hub = Hub(MemoryStore())
+    hub.register_human("a", agent_id="id-a")
+    first = hub.name_to_id()
+    assert first == {"a": "id-a"}
+    first["zz"] = "mutated"
+    assert hub.name_to_id() == {"a": "id-a"}
+    hub.register_agent("b", lambda turn: None, agent_id="id-b")  # type: ignore[arg-type, return-value]
+    assert hub.name_to_id() == {"a": "id-a", "b": "id-b"}

@@ -43,7 +43,7 @@ from flowc.runtime.adapters.base import (
     ParticipantSchema,
     ProtocolError,
 )
-from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
+from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope, stamped
 from flowc.runtime.transitions import TransitionDecision, TransitionRegistry, default_registry
 
 __all__ = [
@@ -122,6 +122,9 @@ class CompiledGraph:
     #: hashable value): when the key changes only the rules of its old and new value
     #: can change
     ctx_eq: dict[str, dict[Any, tuple[int, ...]]] = attrs.field(factory=dict)
+    #: the tool names a ``tool`` condition routes on (:func:`tool_rule_names` of the
+    #: graph, found once: every agent round asks)
+    routing_tools: frozenset[str] = frozenset()
 
 
 # ── compiling ──────────────────────────────────────────────────────────────────
@@ -350,6 +353,7 @@ def compile_graph(
         {k: tuple(v) for k, v in by_tool.items()}, ctx_rules, ctx_fns,
         {k: tuple(v) for k, v in ctx_by_key.items()},
         {k: {v: tuple(ps) for v, ps in vs.items()} for k, vs in ctx_eq.items()},
+        tool_rule_names(graph),
     )
 
 
@@ -824,13 +828,13 @@ def build_round_envelopes(
     context writes, if any, still land as one ``ag2.context.set``.
     """
     table = state.table
-    tools = tool_rule_names(table.graph) if table is not None else frozenset()
+    tools = table.routing_tools if table is not None else frozenset()
     routing = resolve_routing(reply, tools, name_to_id)
     sets, deletes = merge_context_writes(reply.tool_calls)
     cid = metadata.channel_id
     if routing["kind"] == "text" and not reply.text:
         if sets or deletes:
-            return [Envelope(cid, sender_id, None, EV_CONTEXT_SET, {"set": sets, "delete": deletes})]
+            return [_template(cid, sender_id, EV_CONTEXT_SET, {"set": sets, "delete": deletes})]
         return []
     data: dict[str, Any] = {"routing": routing,
                             "context_updates": {"set": sets, "delete": deletes},
@@ -840,7 +844,14 @@ def build_round_envelopes(
         # called, so transcripts, `--json` and `flowc log` can show it
         data["tool_calls"] = [{"name": str(c.name), "args": _json_safe(dict(c.args or {}))}
                               for c in reply.tool_calls]
-    return [Envelope(cid, sender_id, None, EV_PACKET, data)]
+    return [_template(cid, sender_id, EV_PACKET, data)]
+
+
+def _template(cid: str, sender_id: str, event_type: str, data: dict[str, Any]) -> Envelope:
+    """``Envelope(cid, sender_id, None, event_type, data)``, built the cheap way (see
+    :func:`~flowc.runtime.envelope.stamped`): the hub stamps it when it is admitted."""
+    return stamped(cid, sender_id, None, event_type, data, "", None, None, None, "normal", 0,
+                   None, "", None)
 
 
 def _json_safe(value: Any) -> Any:
