@@ -115,6 +115,9 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
                f"({v.get('on_violation')})"), False
     if result.close_reason is not None:
         yield f"closed: {_j(result.close_reason)} after {result.turn_count} turns", False
+    elif result.error:  # stopped by the error printed below, not for want of a turn
+        yield (f"stalled: {result.stalled_on}'s turn failed after {result.turn_count} "
+               f"turns"), False
     elif result.turn_count == 0 and result.stalled_on is not None:
         # nothing took the first turn: with a script, it has no kickoff
         yield (f"stalled before the first turn: nothing gave {result.stalled_on}, the start "

@@ -134,6 +134,17 @@ def test_a_script_with_a_lone_surrogate_ends_the_run_without_a_traceback(tmp_pat
     assert not result.timed_out and not result.traceback, out[-3000:]
     assert result.returncode == 1, out[-3000:]
     assert "'\\udc00', a lone surrogate, which is not Unicode text" in result.stderr, out
+    # the run says it stopped on that error, not that b had no turn left
+    assert result.stdout.splitlines()[-1] == "stalled: b's turn failed after 1 turns", out
+    kickoff = tmp_path / "k.json"
+    kickoff.write_text('{"kickoff": "h\\ud800i", "script": {"b": ["x"], "a": ["z"]}}')
+    result = run_limited(["run", str(flow), "--script", str(kickoff),
+                          "--db", str(tmp_path / "runs.db")], cwd=tmp_path, memory_mib=512,
+                         cpu_seconds=30, wall_seconds=60.0)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1 and not result.traceback, out[-3000:]
+    assert "'\\ud800', a lone surrogate" in result.stderr, out
+    assert result.stdout.splitlines() == ["stalled: a's turn failed after 0 turns"], out
     # the same run in memory keeps it (nothing has to encode it)
     result = run_limited(["run", str(flow), "--script", str(script), "--db", ":memory:"],
                          cwd=tmp_path, memory_mib=512, cpu_seconds=30, wall_seconds=60.0)
