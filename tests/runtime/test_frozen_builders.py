@@ -19,9 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flowc.runtime.adapters.workflow import GraphError, compile_graph, tool_rule_names
 from flowc.runtime.envelope import Envelope, stamped
 from flowc.runtime.script import ScriptCall, ScriptTurn, _text_turn
 from flowc.runtime.transcript import TurnRecord, _record
+from tests.compile.test_serde_reader import graphs
 
 texts = st.text(max_size=8) | st.sampled_from(["", "\x00", "\ud800", "\U0001f600", "é" * 50])
 json_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | texts
@@ -145,3 +147,27 @@ def test_the_frozen_classes_add_no_slot_of_their_own(make: Callable[[], Any]) ->
     assert cls.__slots__ == () and cls.__mro__[1].__slots__
     assert not getattr(cls, "__attrs_cached_hash__", False)
     assert all(hasattr(obj, a.name) for a in attrs.fields(cls))
+
+
+@settings(max_examples=100)
+@given(texts, texts, st.sampled_from(["ag2.msg.packet", "ag2.context.set"]) | texts,
+       st.dictionaries(texts, json_values, max_size=3))
+def test_an_agent_rounds_template_is_the_plain_envelope(cid: str, sender: str, kind: str,
+                                                        data: dict[str, Any]) -> None:
+    """The workflow adapter's packet and context envelopes, before the hub stamps them."""
+    from flowc.runtime.adapters.workflow import _template
+
+    behave_alike(_template(cid, sender, kind, data), Envelope(cid, sender, None, kind, data))
+
+
+@settings(max_examples=150)
+@given(st.data())
+def test_the_compiled_graphs_routing_tools_are_the_graphs_tool_rules(data: Any) -> None:
+    """`CompiledGraph.routing_tools`, found once when the graph is compiled, is what
+    `tool_rule_names` finds on the graph each agent round used to ask it."""
+    graph = data.draw(graphs())
+    try:
+        table = compile_graph(graph, ("a", "b", "writer", "é", ""))
+    except GraphError:
+        return
+    assert table.routing_tools == tool_rule_names(graph)
