@@ -315,9 +315,11 @@ def _position(text: str, offset: int) -> tuple[int, int]:
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
 
 
-def _find(text: str, bad_scalar: Any = None, depth_limit: int | None = None) -> DataError | None:
+def _find(text: str, bad_scalar: Any = None, depth_limit: int | None = None,
+          bad_string: Any = None) -> DataError | None:
     """Walk valid JSON ``text`` token by token (linear) to the first value that is too
-    deep (``depth_limit``) or a scalar token ``bad_scalar(token)`` has a message for."""
+    deep (``depth_limit``), a scalar token ``bad_scalar(token)`` has a message for, or a
+    string (key or value) ``bad_string(token)`` has one for."""
     stack: list[list[Any]] = []  # [kind, key or index, expecting a key]
     for match in _TOKEN.finditer(text):
         token = match.group()
@@ -338,6 +340,8 @@ def _find(text: str, bad_scalar: Any = None, depth_limit: int | None = None) -> 
                 stack[-1][2] = True
         elif token == ":":
             continue
+        elif bad_string is not None and token.startswith('"') and bad_string(token):
+            return _located(text, match.start(), stack, bad_string(token))
         elif stack and stack[-1][0] == "{" and stack[-1][2]:
             stack[-1][1] = json.loads(token) if token.startswith('"') else token
             stack[-1][2] = False
@@ -446,7 +450,37 @@ def load_json(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     if _max_depth(text, max_depth) > max_depth:
         found = _find(text, depth_limit=max_depth)
         raise found or DataError(f"nested more than {max_depth} levels deep")
+    if _SURROGATE_ESCAPE.search(text):  # the only way a lone surrogate gets in
+        found = _find(text, bad_string=_surrogate_token)
+        if found is not None:
+            raise found
     return data
+
+
+# ── strings ─────────────────────────────────────────────────────────────────────
+
+#: ``\ud800``-``\udfff`` written as an escape (text read as UTF-8 holds none itself)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_problem(value: str) -> str | None:
+    r"""Why ``value`` is not text: a lone surrogate (an escape such as ``\ud800`` with no
+    partner), which no UTF-8 output, SQLite row or terminal can hold; ``None`` if it is.
+
+    >>> surrogate_problem("\U0001f600: a pair of escapes (\\ud83d\\ude00) reads as one character")
+    >>> surrogate_problem("a \ud800")
+    'a string holds a lone surrogate (\\ud800), which is not Unicode text'
+    """
+    found = _LONE_SURROGATE.search(value)
+    if found is None:
+        return None
+    return (f"a string holds a lone surrogate (\\u{ord(found.group()):04x}), "
+            "which is not Unicode text")
+
+
+def _surrogate_token(token: str) -> str | None:
+    return surrogate_problem(json.loads(token)) if "\\u" in token else None
 
 
 # ── YAML ─────────────────────────────────────────────────────────────────────────
@@ -500,6 +534,8 @@ def _loader_class() -> type[Any]:
             self.sizes: dict[str, int] = {}  # anchor -> expanded size of its value
             self.open: set[str] = set()  # anchors whose value is being composed
             self.path: list[str | int] = []
+            #: whether the text has an escape that could make a lone surrogate
+            self.escapes = "\\u" in text or "\\U" in text
 
         def _error(self, message: str, mark: Any, path: list[str | int]) -> DataError:
             return DataError(message, path=json_path(path), line=mark.line + 1,
@@ -539,6 +575,9 @@ def _loader_class() -> type[Any]:
                 self.path = saved
             if isinstance(node, ScalarNode):
                 self.size += len(node.value) + 2
+                problem = surrogate_problem(node.value) if self.escapes else None
+                if problem is not None:
+                    raise self._error(problem, node.start_mark, path)
             elif isinstance(node, MappingNode | SequenceNode):
                 self.size += 2 + len(node.value)
             if anchor is not None:
