@@ -168,8 +168,10 @@ def begin() -> None:
 
 def loaded() -> None:
     """The command's modules are loaded and it starts its work: what the start-up made
-    is moved out of the collector's sight (``gc.freeze``: it is never garbage) and the
-    collector runs again as usual for what the command makes. A no-op unless
+    is moved out of the collector's sight (``gc.freeze``: modules, classes and code live
+    as long as the process; the few cycles that building slotted classes leaves behind
+    stay too, a bounded one-off amount) and the collector runs again as usual for what
+    the command makes. A no-op unless
     :func:`begin` turned it off (``flowc.cli.main`` called in a process of its own)."""
     global _collector_held
     if _collector_held:
