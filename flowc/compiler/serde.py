@@ -68,22 +68,33 @@ def __getattr__(name: str) -> Any:
 
 #: a condition's fields, by kind: a string, any value, one condition, a list of them
 _STR, _ANY, _COND, _CONDS = "str", "any", "cond", "conds"
+_KINDS = {"str": _STR, "Any": _ANY, "Condition": _COND, "tuple[Condition, ...]": _CONDS}
+
+
+def _fields_of(cls: type[Any]) -> tuple[tuple[str, str], ...]:
+    """``(field, kind)`` of a model class, in its constructor's order (a field of a type
+    not in :data:`_KINDS` fails here, at import, rather than be read wrongly)."""
+    return tuple((f.name, _KINDS[str(f.type)]) for f in attrs.fields(cls))
+
+
+#: by NAME, from the model: its class and fields
 _CONDITION_FIELDS: dict[str, tuple[type[Any], tuple[tuple[str, str], ...]]] = {
-    "always": (m.Always, ()),
-    "from_speaker": (m.FromSpeaker, (("agent_id", _STR),)),
-    "tool_called": (m.ToolCalled, (("tool_name", _STR),)),
-    "context_equals": (m.ContextEquals, (("key", _STR), ("value", _ANY))),
-    "all_of": (m.AllOf, (("conditions", _CONDS),)),
-    "any_of": (m.AnyOf, (("conditions", _CONDS),)),
-    "not": (m.Not, (("condition", _COND),)),
+    cls.NAME: (cls, _fields_of(cls)) for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)
 }
-#: a target's fields (strings), each with its default or None when required
+
+
+def _target_fields(cls: type[Any]) -> tuple[tuple[str, str | None], ...]:
+    """A target's fields, each with its default or None when required (all strings:
+    a field of another type fails here, at import)."""
+    if any(kind != _STR for _, kind in _fields_of(cls)):
+        raise TypeError(f"{cls.__name__}: the fast reader reads string fields of a target only")
+    return tuple((f.name, None if f.default is attrs.NOTHING else f.default)
+                 for f in attrs.fields(cls))
+
+
+#: by NAME, from the model: its class and fields (each a string, with its default or None)
 _TARGET_FIELDS: dict[str, tuple[type[Any], tuple[tuple[str, str | None], ...]]] = {
-    "agent": (m.AgentTarget, (("agent_id", None),)),
-    "round_robin": (m.RoundRobinTarget, ()),
-    "stay": (m.StayTarget, ()),
-    "revert_to_initiator": (m.RevertToInitiatorTarget, ()),
-    "terminate": (m.TerminateTarget, (("reason", "after_work"),)),
+    cls.NAME: (cls, _target_fields(cls)) for cls in m.BUILTIN_TARGETS
 }
 _NAMED_KEYS = frozenset(("name", "args"))
 _TRANSITION_KEYS = frozenset(("when", "then", "priority"))
