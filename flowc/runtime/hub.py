@@ -143,6 +143,8 @@ class Hub:
         self._outbox: deque[tuple[HubParticipant, Envelope]] = deque()
         self._delivering = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: set whenever :attr:`_tasks` is empty (what :meth:`idle` waits on)
+        self._quiet: asyncio.Event | None = None
         self._takers: set[str] = set()
         #: hydrated open channels whose next speaker had no client yet, by agent id
         self._awaiting: dict[str, set[str]] = {}
@@ -517,12 +519,11 @@ class Hub:
         if take_turn is None:
             return
         task = asyncio.get_running_loop().create_task(take_turn(ch, trigger))
-        self._tasks.add(task)
+        self.track(task)
         cid = ch.channel_id
         self._inflight[cid] = task
 
         def done(t: asyncio.Task[Any]) -> None:
-            self._tasks.discard(t)
             if self._inflight.get(cid) is t:
                 del self._inflight[cid]
             if not t.cancelled() and t.exception() is not None:
@@ -814,10 +815,31 @@ class Hub:
         return ReplayResult(channel_id, ch.state, reached, ch.close_reason, recorded, replayed,
                             len(envs), broken)
 
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """Count ``task`` as work in flight until it ends: :meth:`idle` waits for it and
+        :meth:`close` cancels it."""
+        self._tasks.add(task)
+        if self._quiet is not None:
+            self._quiet.clear()
+        task.add_done_callback(self._untrack)
+
+    def _untrack(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks and self._quiet is not None:
+            self._quiet.set()
+
     async def idle(self) -> None:
-        """Wait until no agent turn is in flight."""
+        """Wait until no agent turn is in flight.
+
+        A task leaves :attr:`_tasks` in its done callback, which the loop runs after
+        the task ends: this waits for that callback (an event it sets), so it never
+        spins on tasks that are finished but not yet taken out (awaiting finished
+        tasks does not give the loop a turn on Python 3.12 and later)."""
         while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            if self._quiet is None:
+                self._quiet = asyncio.Event()
+            self._quiet.clear()
+            await self._quiet.wait()
 
     async def close(self, *, close_store: bool = True) -> None:
         """Cancel pending turns and timers and (unless told not to) close the store."""

@@ -348,9 +348,7 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
                                            {"text": text}))
                     except ProtocolError as err:
                         hub.stall(ch.channel_id, human.agent_id, str(err))
-            task = loop.create_task(ask())
-            hub._tasks.add(task)
-            task.add_done_callback(hub._tasks.discard)
+            hub.track(loop.create_task(ask()))
         else:
             hub.stall(ch.channel_id, human.agent_id)
 

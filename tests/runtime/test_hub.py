@@ -473,3 +473,26 @@ def test_context_set_from_outside_the_workflow_does_not_advance_turns() -> None:
         assert (st.turn_count, st.expected_next_speaker, st.context_vars) == (0, "a", {"k": 1})
 
     run(main())
+
+
+# ── the hub's waits end (Python 3.12+) ──────────────────────────────────────────
+
+
+@pytest.mark.parametrize("db", [":memory:", "file"])
+def test_a_scripted_run_ends_on_every_python(db: str, tmp_path: Path) -> None:
+    """`Hub.idle` waited for its turn tasks by awaiting them over and over until their
+    done callbacks took them out of its set; on Python 3.12+ awaiting finished tasks
+    gives the loop no turn, so those callbacks never ran and the run span for ever
+    after its last turn. Run in a process of its own, so a spin fails the test by
+    its time-out instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    where = ":memory:" if db == ":memory:" else str(tmp_path / "runs.db")
+    done = subprocess.run(
+        [sys.executable, "-m", "flowc", "run", "examples/feedback_loop.flow",
+         "--script", "examples/scripts/feedback_loop.yaml", "--db", where],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert 'terminate "approved"' in done.stdout
