@@ -314,23 +314,37 @@ _FENCE = "EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND exp
 _INSERT_OLD = ("INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
                "SELECT ?, ?, ?, ?, ?")
 _INSERT_OLD_FENCED = f"{_INSERT_OLD} WHERE {_FENCE}"
-#: the next place in the run whose range is [?1, ?2]: one past its last row, capped at
-#: ?2, so a full run's append collides with its last row (a PRIMARY KEY error). A single
+#: the next place in the run whose range is [low, high]: one past its last row, capped at
+#: high, so a full run's append collides with its last row (a PRIMARY KEY error). A single
 #: row of VALUES, not ``INSERT ... SELECT``: an INSERT whose SELECT reads the table it
 #: writes copies its rows to a temporary table first (SQLite's ``OpenEphemeral``, a b-tree
 #: opened, cleared and closed on every append), while a VALUES row's subquery is read
-#: before the write, in the statement's own write transaction
+#: before the write, in the statement's own write transaction. Plain ``?`` placeholders
+#: (numbered ones, ``?1``, count as named for Python 3.12's sqlite3, which warns when
+#: they are given a sequence and refuses it from 3.14): :func:`_run_values` orders the
+#: values, low and high twice each
 _INSERT_RUN = (
     "INSERT INTO wal (seq, channel_id, envelope_id, event_type, envelope, follows) VALUES ("
-    "MIN(IFNULL((SELECT seq FROM wal WHERE seq BETWEEN ?1 AND ?2 ORDER BY seq DESC LIMIT 1), "
-    "?1), ?2 - 1) + 1, {channel}, ?4, ?5, ?6, ?7)"
+    "MIN(IFNULL((SELECT seq FROM wal WHERE seq BETWEEN ? AND ? ORDER BY seq DESC LIMIT 1), "
+    "?), ? - 1) + 1, {channel}, ?, ?, ?, ?)"
 )
 #: VALUES has no WHERE: a fenced append's run is NULL unless the lease is the run's current,
 #: live one, and the NOT NULL column refuses the row (an error told apart from the others)
 _INSERT_RUN_FENCED = _INSERT_RUN.format(
-    channel="CASE WHEN EXISTS (SELECT 1 FROM lease WHERE channel_id = ?3 AND token = ?8 "
-            "AND expires_at > ?9) THEN ?3 END")
-_INSERT_RUN = _INSERT_RUN.format(channel="?3")
+    channel="CASE WHEN EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? "
+            "AND expires_at > ?) THEN ? END")
+_INSERT_RUN = _INSERT_RUN.format(channel="?")
+
+
+def _run_values(low: int, channel_id: str, rest: tuple[Any, ...],
+                fence: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The values of :data:`_INSERT_RUN` (no ``fence``) or :data:`_INSERT_RUN_FENCED`
+    (``fence`` = the lease's token and the time now), for a run whose places start at
+    ``low``; ``rest`` = envelope id, event type, row, follows."""
+    high = low + RUN_SPAN - 1
+    if fence:
+        return (low, high, low, high, channel_id, *fence, channel_id, *rest)
+    return (low, high, low, high, channel_id, *rest)
 #: the SQLite errors of an append that :meth:`SqliteStore.append` tells apart
 _REFUSED = sqlite3.SQLITE_CONSTRAINT_NOTNULL  # the fence: the lease is not current
 _FULL = sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY  # the run's last place is taken
@@ -585,14 +599,15 @@ class SqliteStore:
         low = number * RUN_SPAN
         try:
             if lease is None:
+                high = low + RUN_SPAN - 1
                 self._db.execute(_INSERT_RUN, (
-                    low, low + RUN_SPAN - 1, channel_id, envelope.envelope_id,
+                    low, high, low, high, channel_id, envelope.envelope_id,
                     envelope.event_type, encode_row(envelope), follows))
             else:
+                high = low + RUN_SPAN - 1
                 self._db.execute(_INSERT_RUN_FENCED, (
-                    low, low + RUN_SPAN - 1, channel_id, envelope.envelope_id,
-                    envelope.event_type, encode_row(envelope), follows, lease.token,
-                    time.time()))
+                    low, high, low, high, channel_id, lease.token, time.time(), channel_id,
+                    envelope.envelope_id, envelope.event_type, encode_row(envelope), follows))
         except sqlite3.Error as err:
             raise self._append_failed(err, envelope, lease) from None
         except UnicodeEncodeError as err:
@@ -618,7 +633,7 @@ class SqliteStore:
             else:
                 low = number * RUN_SPAN
                 self._db.execute(_INSERT_RUN_FENCED if fence else _INSERT_RUN,
-                                 (low, low + RUN_SPAN - 1, *fields, *fence))
+                                 _run_values(low, channel_id, fields[1:], fence))
         except sqlite3.Error as err:
             raise self._append_failed(err, envelope, lease) from None
         except UnicodeEncodeError as err:
@@ -679,7 +694,7 @@ class SqliteStore:
                                     (channel_id,)).lastrowid or 0)
         low = number * RUN_SPAN
         db.execute(_INSERT_RUN_FENCED if fence else _INSERT_RUN,
-                   (low, low + RUN_SPAN - 1, *fields, *fence))
+                   _run_values(low, channel_id, fields[1:], fence))
         db.execute("COMMIT")
         self._numbers[channel_id] = number
 
