@@ -4,10 +4,10 @@ on flowc (``flowc run``) and on AG2's hub, measured together in one run.
 Each round runs every contender once, one after the other (so a busy machine slows
 them alike); a contender's time is its best round, as ``timeit`` does, in CPU seconds
 of the child process (user + system) and in wall seconds. The flowc source is
-byte-compiled first, as an installed package is, and one untimed run fills the
-cache of its attrs classes' compiled methods (``flowc.startup``), as any first run
-does. Then the import profile of ``flowc run`` (``python -X importtime``): the
-modules that cost the most.
+byte-compiled first, as an installed package is, and one untimed run warms the
+file cache. Then the import profile of ``flowc run`` (``python -X importtime``): the
+modules that cost the most. Run it with each Python the package supports (the
+interpreter that runs this script runs the contenders).
 
 Run: ``.venv/bin/python benchmarks/bench_startup.py [--rounds N] [--turns N]``.
 """
@@ -124,7 +124,7 @@ def main() -> None:
             "python -c pass": [sys.executable, "-c", "pass"],
             "flowc --version": [sys.executable, "-m", "flowc", "--version"],
         }
-        # as an installed flowc that has run once: its attrs classes' compiled methods cached
+        # one untimed run: the files read once are in the page cache
         measure(contenders["flowc run --db :memory:"], env)
         best: dict[str, tuple[float, float]] = {}
         for _ in range(args.rounds):

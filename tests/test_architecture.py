@@ -22,7 +22,7 @@ LAYERS = [
     ("flowc.source", 0),
     ("flowc.inputs", 0),
     ("flowc.regex", 0),  # text_matches patterns: Python's meaning, RE2's linear time
-    ("flowc.startup", 0),  # the command's start-up cache of attrs classes: imports no flowc
+    ("flowc.collector", 0),  # the cycle collector's policy, set by entry points only
     ("flowc.diagnostics", 1),
     ("flowc.dsl", 2),
     ("flowc.compiler", 3),

@@ -6,28 +6,11 @@ collector would walk that whole, growing heap again and again while it is built:
 1 MB flow that costs about two thirds of `flowc check`'s time and makes it grow faster
 than the file. :func:`collector_paused` pauses the collector for one file's work and
 restores it afterwards, so the cyclic garbage of one file is still collected before
-the next.
+the next. A command is an entry point of its own process (:mod:`flowc.collector`).
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from flowc.collector import paused as collector_paused
 
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cycle collector for the ``with`` block (nested uses are fine).
-
-    >>> with collector_paused():
-    ...     gc.isenabled()
-    False
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+__all__ = ["collector_paused"]

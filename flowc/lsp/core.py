@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import inspect
 import json
 import threading
@@ -25,6 +24,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
+from flowc import collector
 from flowc.commands.check import options_from
 from flowc.commands.config import Config, find_pyproject, load_config, load_plugins_for
 from flowc.commands.console import UsageError
@@ -215,40 +215,26 @@ class FlowcServer(LanguageServer):
                 return None
             source = job.source
             previous = self.analyses.get(job.uri)
-            # the server keeps every open document's tree alive: the cycle collector would
-            # walk them all many times while one file is checked (it finds nothing: the
-            # trees hold no cycles), so it waits until the check is done, as `parse_source` does
-            paused = gc.isenabled()
-            gc.disable()
-            try:
-                flow, syntax = self.reparsers.setdefault(job.uri, Reparser()).parse(source)
-                if syntax:
-                    # keep the last good analysis for everything but the syntax error
-                    kept = previous.diagnostics if previous else ()
-                    old = tuple(d for d in kept if d.code is not E001)
-                    index = previous.index if previous else None
-                    analysis = Analysis(job.version, (*syntax, *old), index)
-                else:
-                    if self._stale(job):
-                        return None
-                    # parsed and lowered once: the findings (as `flowc check`) and the index
-                    compiled, compile_diags = lower(flow, source.name)
-                    if self._stale(job):
-                        return None
-                    diags = check_compiled(compiled, compile_diags, job.options,
-                                           filename=source.name)
-                    analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
+            flow, syntax = self.reparsers.setdefault(job.uri, Reparser()).parse(source)
+            if syntax:
+                # keep the last good analysis for everything but the syntax error
+                kept = previous.diagnostics if previous else ()
+                old = tuple(d for d in kept if d.code is not E001)
+                index = previous.index if previous else None
+                analysis = Analysis(job.version, (*syntax, *old), index)
+            else:
                 if self._stale(job):
                     return None
-                message, converted = self._serialise(job, analysis, reuse=not syntax)
-            finally:
-                if paused:
-                    # what the analysis made lives on (trees, findings, their JSON): moved
-                    # out of the collector's generations, no later pass walks it (on a
-                    # 10,000-rule file that was ~0.2 s an edit); cycles among what is
-                    # thrown away later wait for the collection when the server is idle
-                    gc.freeze()
-                    gc.enable()
+                # parsed and lowered once: the findings (as `flowc check`) and the index
+                compiled, compile_diags = lower(flow, source.name)
+                if self._stale(job):
+                    return None
+                diags = check_compiled(compiled, compile_diags, job.options,
+                                       filename=source.name)
+                analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
+            if self._stale(job):
+                return None
+            message, converted = self._serialise(job, analysis, reuse=not syntax)
             return analysis, message, converted
 
     def _finish(self, job: _Job, analysis: Analysis, message: _Serialised,
@@ -259,6 +245,11 @@ class FlowcServer(LanguageServer):
         self.protocol._send_data(message)
         # the analysis replaced is freed after the message is on its way
         self.analyses[job.uri] = analysis
+        # what the analysis made lives on (trees, findings, their JSON): moved out of
+        # the collector's generations, no later pass walks it (on a 10,000-rule file
+        # that was ~0.2 s an edit); cycles among what is thrown away wait for the
+        # collection when the server is idle (serve() runs without automatic passes)
+        collector.freeze()
         if converted:
             self._converted[job.uri] = converted
         elif converted is not None:
@@ -283,9 +274,7 @@ class FlowcServer(LanguageServer):
         if self._pending or not self._running.acquire(blocking=False):
             return
         try:
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
+            collector.collect_all()
         finally:
             self._running.release()
 

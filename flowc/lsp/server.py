@@ -18,6 +18,7 @@ import logging
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
+from flowc import collector
 from flowc.commands.check import page
 from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
@@ -247,7 +248,17 @@ def make_server() -> FlowcServer:
 
 
 def serve() -> None:
-    """Run the server on stdin/stdout until the client says exit."""
+    """Run the server on stdin/stdout until the client says exit.
+
+    The server owns its process's cycle collector (:mod:`flowc.collector`): it runs
+    without automatic passes, which would walk every open document's tree while one
+    file is checked (they hold no cycles); the server freezes what each analysis
+    keeps and collects once it has been idle for a while (:meth:`FlowcServer.collect`)."""
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietRefusals())
-    make_server().start_io()
+    held = collector.hold()
+    try:
+        make_server().start_io()
+    finally:
+        if held:
+            collector.release(held)
 

@@ -1,6 +1,6 @@
-"""The start-up cache of flowc's attrs classes (flowc.startup): a second process compiles
-none of them again, and the classes behave exactly as attrs builds them (equality,
-hashing with attrs' per-class salt, repr), from a fresh or a damaged cache alike."""
+"""Start-up and exit of the `flowc` program: what a command loads, the cycle collector
+while it loads, and the end of the process (its exit functions run, a profiler still
+writes its results), on every Python the package supports."""
 
 from __future__ import annotations
 
@@ -14,82 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PROBE = """
-import json, sys
-from pathlib import Path
-from flowc import startup
-startup._cache_path = lambda: Path(sys.argv[1])
-compiled = []
-real_compile = compile
-def counting(source, filename, *args, **kwargs):
-    if str(filename).startswith(("<attrs generated methods flowc.",
-                                 "<attrs generated getattr flowc.")):  # cached_property
-        compiled.append(filename)
-    return real_compile(source, filename, *args, **kwargs)
-import builtins
-builtins.compile = counting
-startup.install()
-from flowc.dsl import nodes as n
-from flowc.source import SourceFile, Span
-from flowc.runtime.envelope import Envelope
-builtins.compile = real_compile
-a, b = n.Name("a", Span(1, 1, 1, 2, 0, 1)), n.Name("a", Span(9, 9, 9, 9, 9, 9), quoted=True)
-salt = hash("<attrs generated hash flowc.dsl.nodes.Name>")
-env = Envelope("c", "s", None, "t", {"x": 1})
-startup.save()
-print(json.dumps({
-    "compiled": len(compiled),
-    "eq": a == b and a != n.Name("b", a.span),
-    "hash": hash(a) == hash(b) == hash((salt, "a")),
-    "repr": repr(a),
-    "span_order": Span(1, 1, 1, 1) < Span(1, 2, 1, 1),
-    "envelope": env == Envelope("c", "s", None, "t", {"x": 1}),
-    "cached_property": SourceFile("f", "a\\nb").line_starts == (0, 2),
-}))
-"""
-
-
-def probe(cache: Path, *, write: bool = True) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if not write:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-    done = subprocess.run([sys.executable, "-c", PROBE, str(cache)], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout)
-    return result
-
-
-def test_a_second_process_compiles_no_class_again(tmp_path: Path) -> None:
-    cache = tmp_path / "attrs-methods.marshal"
-    first = probe(cache)
-    assert isinstance(first["compiled"], int) and first["compiled"] > 10
-    assert cache.is_file()
-    second = probe(cache)
-    assert second["compiled"] == 0
-    for result in (first, second):
-        assert result["eq"] and result["hash"] and result["span_order"] and result["envelope"]
-        assert result["cached_property"]
-        assert result["repr"] == "Name(value='a', quoted=False)"
-
-
-def test_a_damaged_cache_is_ignored_and_replaced(tmp_path: Path) -> None:
-    cache = tmp_path / "attrs-methods.marshal"
-    cache.write_bytes(b"\x00not marshal data")
-    result = probe(cache)
-    assert result["compiled"] and result["hash"]
-    assert probe(cache)["compiled"] == 0
-
-
-def test_no_cache_is_written_when_python_writes_no_bytecode(tmp_path: Path) -> None:
-    cache = tmp_path / "attrs-methods.marshal"
-    assert probe(cache, write=False)["hash"]
-    assert not cache.exists()
-
-
 VERSION = """
 import json, sys
-from flowc import cli, startup
+from flowc import cli
 sys.argv = ["flowc", "--version"]
 try:
     cli.run()
@@ -97,17 +24,17 @@ except SystemExit as stop:
     code = stop.code
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("attr", "attrs", "cattrs")
                 or m.startswith(("flowc.commands", "flowc.runtime", "flowc.dsl")))
-print(json.dumps({"code": code, "loaded": loaded, "cache_read": startup._path is not None}))
+print(json.dumps({"code": code, "loaded": loaded}))
 """
 
 
-def test_version_reads_no_cache_and_loads_no_command() -> None:
+def test_version_loads_no_command() -> None:
     done = subprocess.run([sys.executable, "-c", VERSION], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("flowc 0.1.0\n")
     result = json.loads(done.stdout.splitlines()[1])
-    assert result == {"code": 0, "loaded": [], "cache_read": False}
+    assert result == {"code": 0, "loaded": []}
 
 
 RUN_OUTSIDE_A_PROJECT = """
@@ -237,12 +164,17 @@ def test_the_collector_is_off_while_a_command_loads_and_on_when_it_works(
     assert seen["enabled"] is True
     assert seen["frozen"] > 10_000
     # in-process callers of flowc.cli.main keep their collector as it is
-    from flowc import startup
-
-    startup.loaded()
     import gc
 
-    assert gc.isenabled()
+    from flowc import cli
+
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            assert cli.main(["check", str(tmp_path / "pair.flow")]) == 0
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
 
 
 IMPORTED = """
@@ -324,54 +256,3 @@ def test_the_shipped_vocabulary_is_registered_when_the_registry_is_first_read(
         "text_matches": "flowc.runtime.vocabulary",
         "random_agent": "plugin",
     }
-
-
-ATTRS_OWN = """
-import builtins, json, sys
-from pathlib import Path
-from flowc import startup
-startup._cache_path = lambda: Path(sys.argv[1])
-compiled = []
-real_compile = compile
-def counting(source, filename, *args, **kwargs):
-    if str(filename).startswith("<attrs generated "):
-        compiled.append(str(filename))
-    return real_compile(source, filename, *args, **kwargs)
-builtins.compile = counting
-startup.install()
-from attr import Factory, validators
-assert builtins.compile is counting  # put back as it was
-builtins.compile = real_compile
-factory = Factory(list)
-check = validators.instance_of(int)
-startup.save()
-print(json.dumps({
-    "compiled": len(compiled),
-    "factory_hash": hash(factory) == hash(
-        (hash("<attrs generated hash attr._make.Factory>"), list, False)),
-    "validator": check == validators.instance_of(int)
-                 and hash(check) == hash(validators.instance_of(int))
-                 and hash(check) == hash(
-                     (hash("<attrs generated hash attr.validators._InstanceOfValidator>"), int)),
-    "repr": repr(factory),
-}))
-"""
-
-
-def test_attrs_own_classes_are_compiled_once_too(tmp_path: Path) -> None:
-    cache = tmp_path / "attrs-methods.marshal"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-    def probe() -> dict[str, object]:
-        done = subprocess.run([sys.executable, "-c", ATTRS_OWN, str(cache)], capture_output=True,
-                              text=True, cwd=ROOT, env=env, timeout=120)
-        assert done.returncode == 0, done.stderr
-        result: dict[str, object] = json.loads(done.stdout)
-        return result
-
-    first, second = probe(), probe()
-    assert isinstance(first["compiled"], int) and first["compiled"] > 20  # attrs', as it loads
-    assert second["compiled"] == 0
-    for result in (first, second):  # hashes as attrs writes them, in a process of their own
-        assert result["factory_hash"] and result["validator"]
-        assert result["repr"] == "Factory(factory=<class 'list'>, takes_self=False)"
