@@ -3,10 +3,21 @@
 # What each target installs (each only if missing, each saying what before it does):
 #   make demo   Python: flowc and its dependencies, into .venv (pip)
 #               system: Graphviz (apt: graphviz)
-#   make test   Python: the above plus the [dev] extra (pytest, ruff, mypy, ag2, playwright, ...)
+#   make test   Python: the above plus the [dev] extra (pytest, ruff, mypy, ag2, playwright, ...),
+#               and one environment per test job (scripts/ci/matrix.sh): .venv-3.12,
+#               .venv-3.13-newest, .venv-3.11-lowest, with the interpreters they need
+#               (scripts/deps/python.sh: PATH, pyenv, else uv)
 #               system: the above plus every script in TEST_DEPS below
-#   make setup  everything `make test` installs, without running anything
+#   make setup  what `make test` installs in .venv and on the system, without running anything
+#
+# `make test` runs ruff and mypy once, then the demo and the whole pytest suite in each job:
+# every Python in PYTHONS, the newest one with the newest dependencies the bounds allow,
+# and the oldest one again with the lowest. Quicker, one Python and no dependency jobs:
+# `make test PYTHONS=3.11 DEPS_JOBS=`; the suite alone, in .venv: `make pytest`.
 PYTHON ?= python3
+PYTHONS ?= 3.11 3.12 3.13
+DEPS_JOBS ?= newest lowest
+export PYTHONS DEPS_JOBS
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -23,7 +34,7 @@ TEST_DEPS += scripts/deps/node-editors.sh
 TEST_DEPS += scripts/deps/neovim.sh
 TEST_DEPS += scripts/deps/postgresql.sh
 
-.PHONY: setup demo test lint typecheck pytest bench clean demo-deps test-deps
+.PHONY: setup demo test lint typecheck pytest test-jobs bench clean demo-deps test-deps
 
 setup: $(DEV_STAMP) demo-deps test-deps
 
@@ -57,10 +68,13 @@ typecheck: $(DEV_STAMP)
 pytest: setup
 	$(BIN)/pytest
 
-test: setup lint typecheck pytest
+test-jobs: setup
+	bash scripts/ci/matrix.sh $(PYTHON)
+
+test: setup lint typecheck test-jobs
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV)-3.* .pytest_cache .mypy_cache .ruff_cache

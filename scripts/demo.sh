@@ -2,9 +2,9 @@
 # `make demo`: flowc's main job on the shipped examples, one step at a time.
 set -u
 cd "$(dirname "$0")/.."
-FLOWC=".venv/bin/flowc"
+FLOWC="${FLOWC:-.venv/bin/flowc}"  # another environment's flowc: FLOWC=.venv-3.12/bin/flowc
 FLOW="${1:-examples/feedback_loop.flow}"
-OUT="out"
+OUT="${OUT:-out}"
 mkdir -p "$OUT"
 # each command in bold, on a terminal only (and not with NO_COLOR), as flowc itself does
 if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold=$'\033[1m'; plain=$'\033[0m'; else bold=; plain=; fi

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 # Property tests are deterministic by default (the same examples on every run, as CI needs);
 # `HYPOTHESIS_PROFILE=explore pytest` draws fresh random examples to hunt for new failures.
-settings.register_profile("deterministic", derandomize=True)
-settings.register_profile("explore", derandomize=False)
+# Neither depends on the machine's speed: no deadline per example and no health check that
+# times the data generation (a loaded 2-core machine must fail no test for being slow).
+_NOT_TIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("deterministic", derandomize=True, **_NOT_TIMED)
+settings.register_profile("explore", derandomize=False, **_NOT_TIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 

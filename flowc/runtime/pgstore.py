@@ -183,7 +183,7 @@ def _import_psycopg() -> Any:
         import psycopg
     except ImportError:
         raise WalError("a postgresql:// database needs the psycopg package: "
-                       "pip install 'flowc[postgres]'") from None
+                       "pip install 'psycopg[binary]' (flowc's postgres extra)") from None
     return psycopg
 
 

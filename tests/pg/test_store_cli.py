@@ -128,7 +128,7 @@ def test_without_psycopg_a_postgresql_url_says_what_to_install(tmp_path: Path) -
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert done.returncode == 2
     assert done.stderr == ("flowc log: error: a postgresql:// database needs the psycopg "
-                           "package: pip install 'flowc[postgres]'\n")
+                           "package: pip install 'psycopg[binary]' (flowc's postgres extra)\n")
 
 
 def _turns(dsn: str) -> list[tuple[str, str]]:
