@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import math
+import pkgutil
 import re
-from pathlib import Path
 from typing import Any
 
 from flowc.dsl import nodes as n
@@ -47,7 +47,14 @@ class _GiveUp(Exception):
 
 def _grammar_tokens() -> tuple[re.Pattern[str], frozenset[str]]:
     """The scanner and the keywords, read from the grammar (one source of truth)."""
-    grammar = (Path(__file__).resolve().parents[1] / "grammar" / "flow.lark").read_text(encoding="utf-8")
+    # read through the package's loader: from an installed folder and from a zip on
+    # sys.path alike (a path made from __file__ names no file inside a zip). Not through
+    # importlib.resources as the LALR parser does: it would load tempfile, shutil, random,
+    # bz2 and lzma into every command that parses, `flowc run` among them
+    data = pkgutil.get_data("flowc", "grammar/flow.lark")
+    if data is None:  # pragma: no cover - a loader without get_data (none of Python's own)
+        raise ImportError("flowc: cannot read its grammar, flowc/grammar/flow.lark")
+    grammar = data.decode("utf-8")
     patterns = dict(re.findall(r"^([A-Z_]+): /(.*)/$", grammar, re.M))
     literals = {
         word

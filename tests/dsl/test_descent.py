@@ -135,8 +135,11 @@ def test_mutated_examples() -> None:
 
 
 def test_valid_files_never_load_lark() -> None:
+    """Nor importlib.resources (the grammar is read through the package's loader): it
+    would load tempfile, shutil, random, bz2 and lzma into every command that parses."""
     code = ("import sys; from flowc.dsl.parser import parse; parse('speaker a\\nwhen from a then a');"
-            "assert 'lark' not in sys.modules; parse('when'); assert False")
+            "assert 'lark' not in sys.modules and 'importlib.resources' not in sys.modules;"
+            "parse('when'); assert False")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "FlowError" in done.stderr and "AssertionError" not in done.stderr, done.stderr
 
