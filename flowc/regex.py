@@ -37,18 +37,23 @@ PatternRefused('a lookbehind `(?<=...)` (at offset 0): linear-time matching cann
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from flowc._compat import (
+    RE_CONSTANTS,
+    RE_TYPE_FLAGS,
+    re_extra_cases,
+    re_parse,
+    unicode_iscased,
+    unicode_tolower,
+)
+
 __all__ = ["MAX_REPEAT", "Matcher", "PatternRefused", "compile_pattern", "refusal"]
 
-# Python's own regular-expression parser and case rules (private, stable since 3.11)
-_parser: Any = importlib.import_module("re._parser")
-_const: Any = importlib.import_module("re._constants")
-_casefix: Any = importlib.import_module("re._casefix")
-_sre: Any = importlib.import_module("_sre")
+# the opcodes and flags of Python's parse of a pattern
+_const: Any = RE_CONSTANTS
 
 #: RE2's largest repeat count (counts of nested repeats multiply)
 MAX_REPEAT = 1000
@@ -205,13 +210,13 @@ def _case_candidates(ascii_: bool) -> str:
     without ``(?i)`` does. All cased characters are below U+20000 (a test checks it)."""
     if ascii_:
         return "".join(map(chr, [*range(65, 91), *range(97, 123)]))
-    lower, cased = _sre.unicode_tolower, _sre.unicode_iscased
+    lower, cased = unicode_tolower, unicode_iscased
     found: set[int] = set()
     for code in range(0x20000):
         if cased(code):
             found.add(code)
             found.add(lower(code))
-    for key, values in _casefix._EXTRA_CASES.items():
+    for key, values in re_extra_cases().items():
         found.add(key)
         found.update(values)
     return "".join(map(chr, sorted(found)))
@@ -417,8 +422,8 @@ class _Translation:
 
 
 def _combine(flags: int, add: int, remove: int) -> int:
-    if add & _parser.TYPE_FLAGS:
-        flags &= ~_parser.TYPE_FLAGS
+    if add & RE_TYPE_FLAGS:
+        flags &= ~RE_TYPE_FLAGS
     return (flags | add) & ~remove
 
 
@@ -501,9 +506,9 @@ def _big_count(tok: str) -> bool:
 # ── compiling and matching ───────────────────────────────────────────────────────────
 
 
-def _parse(pattern: str) -> Any:
+def _parse(pattern: str) -> tuple[list[tuple[Any, Any]], int]:
     try:
-        return _parser.parse(pattern, 0)
+        return re_parse(pattern)
     except re.error as err:
         pos = err.pos if err.pos is not None else 0
         raise PatternRefused(f"not a valid regular expression: {err.msg} (at offset {pos})",
@@ -518,11 +523,11 @@ class Matcher:
     def __init__(self, pattern: str):
         import re2
 
-        tree = _parse(pattern)
+        items, flags = _parse(pattern)
         translation = _Translation(pattern)
         try:
-            body = translation.sequence(list(tree), tree.state.flags, True)
-            self.empty = _matches_empty(list(tree))
+            body = translation.sequence(items, flags, True)
+            self.empty = _matches_empty(items)
         except RecursionError:
             raise PatternRefused("the regular expression is nested too deeply") from None
         self.pattern = pattern
