@@ -39,10 +39,8 @@ PatternRefused('a lookbehind `(?<=...)` (at offset 0): linear-time matching cann
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -548,6 +546,9 @@ _WHITESPACE = " \t\n\r\v\f"
 
 def _named_character(name: str) -> int | None:
     r"""The code point ``\N{name}`` stands for on every supported Python, or None."""
+    import bisect
+    import unicodedata
+
     try:
         found = unicodedata.lookup(name)
     except KeyError:
