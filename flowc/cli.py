@@ -10,7 +10,6 @@ Exit codes: 0 ok, 1 the input has errors, 2 the command could not run.
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib
 import os
 import sys
@@ -19,6 +18,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from flowc import collector
+from flowc._compat import argparse_subparser, run_exit_functions
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -96,11 +96,7 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
 
 def _subparser(parser: argparse.ArgumentParser, command: str | None
                ) -> argparse.ArgumentParser | None:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and command:
-            found = action.choices.get(command)
-            return found if isinstance(found, argparse.ArgumentParser) else None
-    return None
+    return argparse_subparser(parser, command)
 
 
 def handlers(modules: Sequence[ModuleType]) -> dict[str, Handler]:
@@ -192,11 +188,9 @@ def _end(code: int) -> NoReturn:
     (:func:`_observed`), when this Python cannot run the exit functions itself, or
     when a flush fails (its error is then reported as usual)."""
     threading = sys.modules.get("threading")
-    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)  # CPython's own
-    if (not callable(run_exit_functions) or _observed()
-            or (threading is not None and threading.active_count() > 1)):
+    if _observed() or (threading is not None and threading.active_count() > 1) \
+            or not run_exit_functions():  # each runs once: the list is emptied
         sys.exit(code)
-    run_exit_functions()  # each runs once: the list is emptied
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -7,7 +7,9 @@ engine backtracks, so a pattern such as ``^(a+)+$`` takes exponential time on a 
 linear in the text, and keeps Python's meaning exactly:
 
 - the pattern is parsed by Python's own parser, so what is valid, and what each escape,
-  flag and class means, is Python's;
+  flag and class means, is Python's; where Python 3.11, 3.12 and 3.13 disagree on what is
+  valid, :class:`_Scan` decides first, the same way on each (the strictest version's
+  verdict), so a pattern is accepted or refused alike on every supported version;
 - every character class (``\d``, ``\w``, ``\s`` are Unicode unless ``(?a)``; ``.``;
   ``(?i)`` case folding, with Python's own folding rules) is turned into the exact set of
   code points Python's engine accepts, computed by Python's engine itself;
@@ -23,7 +25,8 @@ What RE2 cannot do in linear time is refused with a :class:`PatternRefused` that
 what and where (an offset in the pattern): lookahead and lookbehind, backreferences,
 conditionals, possessive quantifiers and atomic groups, ``$`` (without ``(?m)``) with
 something after it, a pattern mixing ASCII and Unicode word boundaries, repeat counts
-over 1000 (counts of nested repeats multiply) and patterns too large for the engine.
+over 1000 (counts of nested repeats multiply), groups nested more than
+:data:`MAX_DEPTH` deep and patterns too large for the engine.
 
 >>> m = compile_pattern(r"^(a+)+$")
 >>> m.search("a" * 40 + "!"), m.search("aaa\n")
@@ -37,21 +40,31 @@ PatternRefused('a lookbehind `(?<=...)` (at offset 0): linear-time matching cann
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["MAX_REPEAT", "Matcher", "PatternRefused", "compile_pattern", "refusal"]
+from flowc._compat import (
+    RE_CONSTANTS,
+    RE_TYPE_FLAGS,
+    re_extra_cases,
+    re_parse,
+    unicode_iscased,
+    unicode_tolower,
+)
 
-# Python's own regular-expression parser and case rules (private, stable since 3.11)
-_parser: Any = importlib.import_module("re._parser")
-_const: Any = importlib.import_module("re._constants")
-_casefix: Any = importlib.import_module("re._casefix")
-_sre: Any = importlib.import_module("_sre")
+__all__ = ["MAX_DEPTH", "MAX_REPEAT", "Matcher", "PatternRefused", "compile_pattern", "refusal"]
+
+# the opcodes and flags of Python's parse of a pattern
+_const: Any = RE_CONSTANTS
 
 #: RE2's largest repeat count (counts of nested repeats multiply)
 MAX_REPEAT = 1000
+#: how deep groups may nest. Python's parser and the translation below recurse once per
+#: level, so without a limit of its own, how deep a pattern may go would depend on the
+#: Python version and on the caller's stack (300 levels passed on 3.12 and failed on
+#: 3.11); 50 is far below where any supported version fails, from any caller
+MAX_DEPTH = 50
 #: memory RE2 may use for one pattern's program and its cache of states
 _MAX_MEM = 64 << 20
 _LAST = 0x10FFFF
@@ -205,13 +218,13 @@ def _case_candidates(ascii_: bool) -> str:
     without ``(?i)`` does. All cased characters are below U+20000 (a test checks it)."""
     if ascii_:
         return "".join(map(chr, [*range(65, 91), *range(97, 123)]))
-    lower, cased = _sre.unicode_tolower, _sre.unicode_iscased
+    lower, cased = unicode_tolower, unicode_iscased
     found: set[int] = set()
     for code in range(0x20000):
         if cased(code):
             found.add(code)
             found.add(lower(code))
-    for key, values in _casefix._EXTRA_CASES.items():
+    for key, values in re_extra_cases().items():
         found.add(key)
         found.update(values)
     return "".join(map(chr, sorted(found)))
@@ -319,6 +332,9 @@ def _unit_class(ranges: Ranges) -> str:
 # ── the translation ──────────────────────────────────────────────────────────────────
 
 _NEVER = "[^\\x00-\\xff]"
+_LOOK_HINT = "linear-time matching cannot look around; rewrite the pattern without it"
+_COUNT_HINT = (f"linear-time matching repeats at most {MAX_REPEAT} times; use `*` or `+`, "
+               "or a smaller count")
 _FINAL_BREAK = "(?:" + "".join(f"\\x{ord(c):02x}" for c in _unit(10, False)) + ")?\\z"
 
 
@@ -335,9 +351,12 @@ class _Translation:
         return PatternRefused(f"{what}{where}: {message}", offset, length)
 
     def sequence(self, items: Sequence[tuple[Any, Any]], flags: int, tail: bool) -> str:
-        return "".join(
-            self.node(op, av, flags, tail and i == len(items) - 1) for i, (op, av) in enumerate(items)
-        )
+        # loops, not generator expressions: a frame less per level of nesting
+        out = []
+        last = len(items) - 1
+        for i, (op, av) in enumerate(items):
+            out.append(self.node(op, av, flags, tail and i == last))
+        return "".join(out)
 
     def node(self, op: Any, av: Any, flags: int, tail: bool) -> str:
         c = _const
@@ -347,13 +366,14 @@ class _Translation:
             _group, add_flags, del_flags, inner = av
             return "(?:" + self.sequence(inner, _combine(flags, add_flags, del_flags), tail) + ")"
         if op is c.BRANCH:
-            return "(?:" + "|".join(self.sequence(alt, flags, tail) for alt in av[1]) + ")"
+            alternatives = []
+            for alt in av[1]:
+                alternatives.append(self.sequence(alt, flags, tail))
+            return "(?:" + "|".join(alternatives) + ")"
         if op in (c.MAX_REPEAT, c.MIN_REPEAT):
             low, high, inner = av
             if low > MAX_REPEAT or (high != c.MAXREPEAT and high > MAX_REPEAT):
-                raise self.refuse(f"a repeat count over {MAX_REPEAT}", "count",
-                                  f"linear-time matching repeats at most {MAX_REPEAT} times; "
-                                  "use `*` or `+`, or a smaller count")
+                raise self.refuse(f"a repeat count over {MAX_REPEAT}", "count", _COUNT_HINT)
             body = self.sequence(inner, flags, tail and high <= 1)
             if high == c.MAXREPEAT:
                 count = "*" if low == 0 else "+" if low == 1 else f"{{{low},}}"
@@ -368,14 +388,17 @@ class _Translation:
             direction, _inner = av
             behind = direction < 0
             name = ("a lookbehind `(?<" if behind else "a lookahead `(?") + ("=...)`" if op is c.ASSERT else "!...)`")
-            raise self.refuse(name, "lookbehind" if behind else "lookahead",
-                              "linear-time matching cannot look around; rewrite the pattern without it")
+            raise self.refuse(name, "lookbehind" if behind else "lookahead", _LOOK_HINT)
         if op is c.GROUPREF:
             raise self.refuse("a backreference", "backref",
                               "linear-time matching cannot match a group's text again")
         if op is c.GROUPREF_EXISTS:
             raise self.refuse("a conditional `(?(...)...)`", "conditional",
                               "linear-time matching cannot branch on what a group matched")
+        if op is c.FAILURE:  # Python 3.13's parse of an empty `(?!)` or `(?<!)`
+            behind = self.pattern.startswith("(?<", _locate(self.pattern, "lookaround")[0])
+            raise self.refuse("a lookbehind `(?<!...)`" if behind else "a lookahead `(?!...)`",
+                              "lookbehind" if behind else "lookahead", _LOOK_HINT)
         if op is c.ATOMIC_GROUP:
             raise self.refuse("an atomic group `(?>...)`", "atomic",
                               "linear-time matching has no atomic groups; use `(?:...)`")
@@ -417,8 +440,8 @@ class _Translation:
 
 
 def _combine(flags: int, add: int, remove: int) -> int:
-    if add & _parser.TYPE_FLAGS:
-        flags &= ~_parser.TYPE_FLAGS
+    if add & RE_TYPE_FLAGS:
+        flags &= ~RE_TYPE_FLAGS
     return (flags | add) & ~remove
 
 
@@ -472,6 +495,7 @@ def _locate(pattern: str, kind: str, ordinal: int = 0) -> tuple[int, int]:
         hit = {
             "lookahead": tok in ("(?=", "(?!"),
             "lookbehind": tok in ("(?<=", "(?<!"),
+            "lookaround": tok in ("(?=", "(?!", "(?<=", "(?<!"),
             "atomic": tok == "(?>",
             "conditional": tok == "(?(",
             "backref": tok.startswith("(?P=") or (tok[:1] == "\\" and tok[1:2].isdigit()
@@ -498,18 +522,275 @@ def _big_count(tok: str) -> bool:
     return any(int(n) > MAX_REPEAT for n in numbers)
 
 
+# ── what Python versions disagree on, checked the same way on each ──────────────────
+
+#: code points assigned after Unicode 14.0 (Python 3.11's database) up to 15.1 (3.13's):
+#: ``\N{...}`` of one of them is valid on 3.12 or 3.13 only, so flowc refuses it on every
+#: version, as 3.11 does (a test checks the table against the running Python)
+_NEWER_THAN_UNICODE_14 = (
+    (0x0CF3, 0x0CF3), (0x0ECE, 0x0ECE), (0x2FFC, 0x2FFF), (0x31EF, 0x31EF), (0x10EFD, 0x10EFF),
+    (0x1123F, 0x11241), (0x11B00, 0x11B09), (0x11F00, 0x11F10), (0x11F12, 0x11F3A),
+    (0x11F3E, 0x11F59), (0x1342F, 0x1342F), (0x13439, 0x13455), (0x1B132, 0x1B132),
+    (0x1B155, 0x1B155), (0x1D2C0, 0x1D2D3), (0x1DF25, 0x1DF2A), (0x1E030, 0x1E06D),
+    (0x1E08F, 0x1E08F), (0x1E4D0, 0x1E4F9), (0x1F6DC, 0x1F6DC), (0x1F774, 0x1F776),
+    (0x1F77B, 0x1F77F), (0x1F7D9, 0x1F7D9), (0x1FA75, 0x1FA77), (0x1FA87, 0x1FA88),
+    (0x1FAAD, 0x1FAAF), (0x1FABB, 0x1FABD), (0x1FABF, 0x1FABF), (0x1FACE, 0x1FACF),
+    (0x1FADA, 0x1FADB), (0x1FAE8, 0x1FAE8), (0x1FAF7, 0x1FAF8), (0x2B739, 0x2B739),
+    (0x2EBF0, 0x2EE5D), (0x31350, 0x323AF),
+)
+_NEWER_STARTS = [lo for lo, _hi in _NEWER_THAN_UNICODE_14]
+#: the inline flags of every supported Python (3.11 and 3.12 also took `t`, 3.13 does not)
+_FLAGS = "aiLmsux"
+_WHITESPACE = " \t\n\r\v\f"
+
+
+def _named_character(name: str) -> int | None:
+    r"""The code point ``\N{name}`` stands for on every supported Python, or None."""
+    import bisect
+    import unicodedata
+
+    try:
+        found = unicodedata.lookup(name)
+    except KeyError:
+        return None
+    if len(found) != 1:  # a named sequence
+        return None
+    code = ord(found)
+    at = bisect.bisect_right(_NEWER_STARTS, code) - 1
+    return None if at >= 0 and code <= _NEWER_THAN_UNICODE_14[at][1] else code
+
+
+def _invalid(pattern: str, message: str, pos: int) -> PatternRefused:
+    """What Python's parser says of an invalid pattern, as flowc words it."""
+    return PatternRefused(f"not a valid regular expression: {message} (at offset {pos})",
+                          pos, 1 if pos < len(pattern) else 0)
+
+
+class _Scan:
+    r"""One pass over a pattern, as Python's parser reads it (escapes, classes, comments,
+    ``(?x)`` whitespace), for the few things Python versions disagree on: how deep groups
+    nest (:data:`MAX_DEPTH`), the inline flag ``t`` (3.11 and 3.12 accept it, 3.13 does
+    not), the group name of a conditional (3.11 also takes ``+1``, `` 1``, ``1_0`` or
+    non-ASCII digits, 3.12 and 3.13 do not) and ``\N{...}`` names (each version knows the
+    characters of its own Unicode). :meth:`first` is the first of these in the pattern,
+    worded as the strictest version words it; a pattern that has one is refused with it
+    on every version before Python's parser runs. At some malformed constructs, which
+    every version refuses alike, the scan stops and leaves them to Python's parser.
+
+    >>> _Scan("(?i:a(?t))").first()
+    PatternRefused('not a valid regular expression: unknown extension ?t (at offset 6)', 6, 1)
+    >>> _Scan("(?x) # not a group: (((((((((((").first() is None
+    True
+    """
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self.at = 0
+
+    def token(self) -> str | None:
+        """The next token (a character, or an escape and the character after it)."""
+        text, at = self.pattern, self.at
+        if at >= len(text):
+            return None
+        size = 2 if text[at] == "\\" else 1
+        self.at = at + size
+        return text[at:at + size]
+
+    def until(self, end: str) -> str | None:
+        """The tokens up to ``end``, which is consumed; None when it never comes."""
+        out: list[str] = []
+        while (tok := self.token()) is not None:
+            if tok == end:
+                return "".join(out)
+            out.append(tok)
+        return None
+
+    def escape(self, start: int) -> PatternRefused | None:
+        """After an escape token at ``start``: a ``\\N{name}`` no version shares."""
+        if self.pattern[start:start + 3] != "\\N{":
+            return None
+        self.at = start + 3
+        name = self.until("}")
+        if not name:  # missing or unterminated: the same error everywhere
+            return None
+        if _named_character(name) is None:
+            return _invalid(self.pattern, f"undefined character name {name!r}", start)
+        return None
+
+    def first(self) -> PatternRefused | None:
+        text = self.pattern
+        verbose = False
+        outer: list[bool] = []  # per open group, the verbose flag outside it
+        while self.at < len(text):
+            start = self.at
+            tok = self.token()
+            assert tok is not None
+            if tok[0] == "\\":
+                if len(tok) < 2:
+                    return None
+                problem = self.escape(start)
+                if problem is not None:
+                    return problem
+            elif tok == "[":
+                problem, ended = self.char_class()
+                if problem is not None or not ended:
+                    return problem
+            elif verbose and tok in _WHITESPACE:
+                continue
+            elif verbose and tok == "#":
+                while (tok := self.token()) is not None and tok != "\n":
+                    pass
+            elif tok == ")":
+                if not outer:
+                    return None
+                verbose = outer.pop()
+            elif tok == "(":
+                opened = self.group(start, verbose)
+                if isinstance(opened, PatternRefused):
+                    return opened
+                if opened is None:
+                    return None
+                if opened is _NOT_A_GROUP:
+                    continue
+                if opened is _GLOBAL_VERBOSE:
+                    verbose = True
+                    continue
+                if len(outer) >= MAX_DEPTH:
+                    return PatternRefused(
+                        f"groups nested too deeply (at offset {start}): flowc allows at most "
+                        f"{MAX_DEPTH} levels of groups within groups, on every Python version",
+                        start, self.at - start)
+                outer.append(verbose)
+                verbose = opened is _VERBOSE or (verbose and opened is not _NOT_VERBOSE)
+        return None
+
+    def char_class(self) -> tuple[PatternRefused | None, bool]:
+        """After ``[``: a problem in the class, and whether the class ended."""
+        if self.pattern.startswith("^", self.at):
+            self.at += 1
+        first = True
+        while True:
+            start = self.at
+            tok = self.token()
+            if tok is None:
+                return None, False
+            if tok == "]" and not first:
+                return None, True
+            first = False
+            if tok[0] == "\\":
+                if len(tok) < 2:
+                    return None, False
+                problem = self.escape(start)
+                if problem is not None:
+                    return problem, False
+
+    def group(self, start: int, verbose: bool) -> object:
+        """After ``(``: what opened (a group, keeping, turning on or turning off verbose
+        mode), or that nothing did (a comment, a named backreference, global flags), or a
+        problem, or None where Python's parser refuses the pattern the same way on every
+        version."""
+        text = self.pattern
+        if not text.startswith("?", self.at):
+            return _GROUP
+        self.at += 1
+        kind = text[self.at:self.at + 1]
+        self.at += 1
+        if kind == "#" or text.startswith("P=", self.at - 1):
+            return _NOT_A_GROUP if self.until(")") is not None else None
+        if kind == "P":
+            if not text.startswith("<", self.at):
+                return None
+            self.at += 1
+            return _GROUP if self.until(">") is not None else None
+        if kind == "(":
+            name_at = self.at
+            name = self.until(")")
+            if not name:
+                return None
+            if not (name.isidentifier() or (name.isdecimal() and name.isascii())):
+                return _invalid(text, f"bad character in group name {name!r}", name_at)
+            return _GROUP
+        if kind in (":", "=", "!", ">"):
+            return _GROUP
+        if kind == "<":
+            follows = text[self.at:self.at + 1]
+            self.at += 1
+            return _GROUP if follows and follows in "=!" else None
+        if kind == "t":
+            return _invalid(text, "unknown extension ?t", start + 1)
+        if kind and kind in _FLAGS + "-":
+            self.at -= 1
+            return self.flags()
+        return None
+
+    def flags(self) -> object:
+        """Inline flags, from their first letter or ``-`` (as 3.13's parser reads them)."""
+        text = self.pattern
+        on: set[str] = set()
+        off: set[str] = set()
+        char = text[self.at:self.at + 1]
+        if char != "-":
+            while True:
+                if char == "L" or (char in "au" and on & {"a", "u"} - {char}):
+                    return None
+                on.add(char)
+                self.at += 1
+                char = text[self.at:self.at + 1]
+                if char == "t":
+                    return _invalid(text, "unknown flag", self.at)
+                if not char or char not in _FLAGS + ")-:":
+                    return None
+                if char in ")-:":
+                    break
+        if char == ")":
+            self.at += 1
+            return _GLOBAL_VERBOSE if "x" in on else _NOT_A_GROUP
+        if char == "-":
+            self.at += 1
+            char = text[self.at:self.at + 1]
+            while True:
+                if char == "t":
+                    return _invalid(text, "unknown flag", self.at)
+                if not char or char not in _FLAGS or char in "aLu":
+                    return None
+                off.add(char)
+                self.at += 1
+                char = text[self.at:self.at + 1]
+                if char == ":":
+                    break
+        if on & off:
+            return None
+        self.at += 1  # the `:`
+        return _VERBOSE if "x" in on else _NOT_VERBOSE if "x" in off else _GROUP
+
+
+# what :meth:`_Scan.group` found
+_GROUP, _VERBOSE, _NOT_VERBOSE = object(), object(), object()
+_NOT_A_GROUP, _GLOBAL_VERBOSE = object(), object()
+
+
 # ── compiling and matching ───────────────────────────────────────────────────────────
 
 
-def _parse(pattern: str) -> Any:
+def _parse(pattern: str) -> tuple[list[tuple[Any, Any]], int]:
+    """Python's parse of ``pattern`` (its items and global flags), after :class:`_Scan`."""
+    problem = _Scan(pattern).first()
+    if problem is not None:
+        raise problem
     try:
-        return _parser.parse(pattern, 0)
+        return re_parse(pattern)
     except re.error as err:
-        pos = err.pos if err.pos is not None else 0
-        raise PatternRefused(f"not a valid regular expression: {err.msg} (at offset {pos})",
-                             pos, 1 if pos < len(pattern) else 0) from None
-    except (RecursionError, OverflowError, MemoryError):
+        raise _invalid(pattern, err.msg, err.pos if err.pos is not None else 0) from None
+    except OverflowError:  # a count over Python's own limit (MAXREPEAT)
+        raise PatternRefused(f"a repeat count over {MAX_REPEAT}" + _where(pattern, "count") + ": "
+                             + _COUNT_HINT, *_locate(pattern, "count")) from None
+    except (RecursionError, MemoryError):  # pragma: no cover - MAX_DEPTH keeps well below
         raise PatternRefused("the regular expression is nested too deeply") from None
+
+
+def _where(pattern: str, kind: str) -> str:
+    offset, length = _locate(pattern, kind)
+    return f" (at offset {offset})" if length else ""
 
 
 class Matcher:
@@ -518,11 +799,11 @@ class Matcher:
     def __init__(self, pattern: str):
         import re2
 
-        tree = _parse(pattern)
+        items, flags = _parse(pattern)
         translation = _Translation(pattern)
         try:
-            body = translation.sequence(list(tree), tree.state.flags, True)
-            self.empty = _matches_empty(list(tree))
+            body = translation.sequence(items, flags, True)
+            self.empty = _matches_empty(items)
         except RecursionError:
             raise PatternRefused("the regular expression is nested too deeply") from None
         self.pattern = pattern

@@ -1,5 +1,6 @@
 """Text -> AST with Lark's LALR parser: the reference parser, and the one that reports
-syntax errors. The only module that imports Lark or catches its exceptions.
+syntax errors. The only module that imports Lark or catches its exceptions (it reaches
+Lark's private token constructor and parse table through :mod:`flowc._compat`).
 
 :func:`flowc.dsl.parser.parse_source` parses a file with the faster hand-written
 parser of :mod:`flowc.dsl.descent` first; only a file that does not parse cleanly
@@ -25,8 +26,8 @@ import attrs
 import lark
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.parsers.lalr_analysis import Shift
 
+from flowc._compat import lark_lalr_tables, lark_token_factory
 from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.dsl.keywords import KEYWORDS, MAX_NESTING
@@ -66,7 +67,7 @@ class _FlowLexer(lark.lexer.Lexer):
         self.callback = lexer_conf.callbacks.get("COMMENT")
 
     def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
-        new_token = Token._future_new  # Token() without its deprecation shim
+        new_token = lark_token_factory()  # Token() without its deprecation shim
         match = self.scanner.match
         literals = self.literals
         pos, line, line_start, end = 0, 1, 0, len(text)
@@ -89,7 +90,7 @@ class _FlowLexer(lark.lexer.Lexer):
                 kind = literals.get(value, "NAME")
             elif kind == "PUNCT":
                 kind = literals[value]
-            tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)  # type: ignore[no-untyped-call]
+            tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)
             pos = stop
             if kind == "COMMENT":
                 if self.callback is not None:
@@ -122,24 +123,22 @@ def _driver() -> tuple[dict[Any, dict[str, tuple[bool, Any]]], Any, Any, _FlowLe
     """Lark's LALR table for :func:`_parse_fast`: per state and terminal, a shift's next
     state or a reduction with its callback looked up once (a grammar rule hashes in
     Python, once per reduction when used as a key)."""
-    frontend: Any = _parser().parser
-    inner = frontend.parser.parser  # lark.parsers.lalr_parser._Parser
-    table = inner.parse_table
-    callbacks = inner.callbacks
+    tables = lark_lalr_tables(_parser())
     reductions: dict[int, _Reduce] = {}
     states: dict[Any, dict[str, tuple[bool, Any]]] = {}
-    for state, row in table.states.items():
+    shift_action = tables.shift
+    for state, row in tables.states.items():
         out: dict[str, tuple[bool, Any]] = {}
         for terminal, (action, arg) in row.items():
-            if action is Shift:
+            if action is shift_action:
                 out[terminal] = (True, arg)
             else:
                 red = reductions.get(id(arg))
                 if red is None:
-                    red = reductions[id(arg)] = (len(arg.expansion), arg.origin.name, callbacks[arg])
+                    red = reductions[id(arg)] = tables.reduction(arg)
                 out[terminal] = (False, red)
         states[state] = out
-    return states, table.start_states["start"], table.end_states["start"], _FlowLexer(frontend.lexer_conf)
+    return states, tables.start, tables.end, _FlowLexer(tables.lexer_conf)
 
 
 def _parse_fast(text: str) -> Any:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import json
 import threading
 import time
@@ -25,6 +24,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from flowc import collector
+from flowc._compat import PyglsRawJson, pygls_send
 from flowc.commands.check import options_from
 from flowc.commands.config import Config, find_pyproject, load_config, load_plugins_for
 from flowc.commands.console import UsageError
@@ -87,31 +87,13 @@ class _Serialised:
     body: str
 
 
-class _Protocol(LanguageServerProtocol):
+class _Protocol(PyglsRawJson, LanguageServerProtocol):
     """pygls' protocol, which also writes messages already in JSON: the diagnostics of a
     large file are mostly the same from one version to the next, and their JSON is kept
     (pygls would convert and encode every one of them again)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._writing: set[asyncio.Future[Any]] = set()
-
-    def _send_data(self, data: Any) -> None:
-        if not isinstance(data, _Serialised):
-            super()._send_data(data)
-            return
-        if self.writer is None:
-            return
-        body = data.body.encode(self.CHARSET)
-        if self._include_headers:
-            body = (f"Content-Length: {len(body)}\r\n"
-                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-                    ).encode(self.CHARSET) + body
-        written = self.writer.write(body)
-        if inspect.isawaitable(written):  # an asynchronous transport (not stdio)
-            future = asyncio.ensure_future(written)
-            self._writing.add(future)
-            future.add_done_callback(self._writing.discard)
+    def raw_json(self, data: Any) -> str | None:
+        return data.body if isinstance(data, _Serialised) else None
 
 
 @attrs.define
@@ -242,7 +224,7 @@ class FlowcServer(LanguageServer):
         """Keep a finished analysis and publish it (in the server's thread)."""
         if self._stale(job):
             return
-        self.protocol._send_data(message)
+        pygls_send(self.protocol, message)
         # the analysis replaced is freed after the message is on its way
         self.analyses[job.uri] = analysis
         # what the analysis made lives on (trees, findings, their JSON): moved out of

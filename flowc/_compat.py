@@ -1,0 +1,266 @@
+"""The one module through which flowc reaches private APIs of CPython and of its
+dependencies.
+
+Each use below says what it reaches, why flowc needs it, and the versions it was
+checked against; ``tests/test_compat.py`` exercises each one directly, in a test named
+after that version, so an upgrade that changes one fails one named test.
+``tests/test_architecture.py`` checks that no other module of flowc names any of
+:data:`PRIVATE_NAMES`.
+
+It imports no flowc module and, at import, only what ``re`` has already loaded: Lark and
+pygls are imported by the functions that use them, so loading this module costs nothing
+to a command that uses neither.
+
+>>> items, flags = re_parse("(?i)a|b")
+>>> [str(op) for op, _ in items], bool(flags & RE_CONSTANTS.SRE_FLAG_IGNORECASE)
+(['IN'], True)
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import argparse
+    import asyncio
+
+__all__ = [
+    "CHECKED_AGAINST", "PRIVATE_NAMES", "RE_CONSTANTS", "RE_TYPE_FLAGS", "LalrTables",
+    "PyglsRawJson", "argparse_subparser", "lark_lalr_tables", "lark_token_factory",
+    "pygls_send", "re_extra_cases", "re_parse", "run_exit_functions", "unicode_iscased",
+    "unicode_tolower",
+]
+
+#: the versions each wrapped use was checked against (the smoke tests name them)
+CHECKED_AGAINST = {
+    "CPython": ("3.11.7", "3.12.1", "3.13.0"),
+    "lark": ("1.3.1",),
+    "pygls": ("2.1.1",),
+}
+
+#: every private name flowc reaches; only this module may name them (modules, then
+#: attributes; `tests/test_architecture.py` reads this list)
+PRIVATE_NAMES = frozenset({
+    "re._parser", "re._constants", "re._casefix", "_sre",
+    "_EXTRA_CASES",
+    "_future_new", "parse_table", "lalr_analysis", "lalr_parser",
+    "_send_data", "_include_headers",
+    "_run_exitfuncs", "_actions",
+})
+
+
+# ── CPython: the regular-expression parser and case rules (flowc.regex) ─────────────
+
+_re_parser: Any = importlib.import_module("re._parser")
+_re_casefix: Any = importlib.import_module("re._casefix")
+_sre: Any = importlib.import_module("_sre")
+
+#: ``re._constants``: the opcodes of a parsed pattern (``LITERAL``, ``IN``, ``SUBPATTERN``,
+#: ``BRANCH``, ``MAX_REPEAT``, ``AT_*``, ``CATEGORY_*``, ``FAILURE``, ...), its flags
+#: (``SRE_FLAG_*``) and ``MAXREPEAT``. :mod:`flowc.regex` reads the tree that
+#: :func:`re_parse` returns with them. Checked against CPython 3.11.7, 3.12.1, 3.13.0.
+RE_CONSTANTS: Any = importlib.import_module("re._constants")
+
+#: ``re._parser.TYPE_FLAGS``: the flags of which a group sets at most one (``a``, ``u``,
+#: ``L``): a group that sets one clears the others. Checked against CPython 3.11.7-3.13.0.
+RE_TYPE_FLAGS: int = _re_parser.TYPE_FLAGS
+
+
+def re_parse(pattern: str) -> tuple[list[tuple[Any, Any]], int]:
+    """``re._parser.parse(pattern, 0)``: Python's own parse of a ``str`` pattern, as a list
+    of ``(opcode, argument)`` items (opcodes of :data:`RE_CONSTANTS`), and the pattern's
+    global flags.
+
+    Why: ``text_matches`` means Python's ``re.search``; parsing with Python's own parser
+    makes what is valid, and what each escape, class and flag means, Python's. It raises
+    what that parser raises: ``re.error`` (with ``msg`` and ``pos``) for an invalid
+    pattern, ``OverflowError`` for a repeat count over ``MAXREPEAT``, ``RecursionError``
+    when nesting exhausts the stack (:mod:`flowc.regex` refuses deep nesting before).
+
+    Checked against CPython 3.11.7, 3.12.1 and 3.13.0; the trees differ in one place:
+    3.13 parses an empty negative lookaround (``(?!)``, ``(?<!)``) as ``FAILURE``.
+    """
+    tree = _re_parser.parse(pattern, 0)
+    return list(tree), int(tree.state.flags)
+
+
+def re_extra_cases() -> dict[int, tuple[int, ...]]:
+    """``re._casefix._EXTRA_CASES``: the code points that ``(?i)`` also treats as equal
+    beyond simple lower-casing (the Kelvin sign and ``k``, long s and ``s``, ...), by
+    lower-cased code point.
+
+    Why: :mod:`flowc.regex` computes the exact set of characters a case-insensitive class
+    accepts from the cased characters and these. Checked against CPython 3.11.7, 3.12.1
+    and 3.13.0 (the same table in each).
+    """
+    return dict(_re_casefix._EXTRA_CASES)
+
+
+def unicode_tolower(code: int) -> int:
+    """``_sre.unicode_tolower``: the code point Python's engine lower-cases ``code`` to
+    under ``(?i)`` (its own rule, not ``str.lower``). Checked against CPython 3.11.7,
+    3.12.1 and 3.13.0."""
+    return int(_sre.unicode_tolower(code))
+
+
+def unicode_iscased(code: int) -> bool:
+    """``_sre.unicode_iscased``: whether Python's engine treats ``code`` as having case
+    under ``(?i)``. Checked against CPython 3.11.7, 3.12.1 and 3.13.0."""
+    return bool(_sre.unicode_iscased(code))
+
+
+# ── Lark: the LALR driver of flowc.dsl.lalr ─────────────────────────────────────────
+
+
+def lark_token_factory() -> Callable[..., Any]:
+    """``lark.Token._future_new``: builds a ``Token(type, value, start_pos, line, column,
+    end_line, end_column, end_pos)`` without the shim of ``Token.__new__`` that checks
+    for the keyword arguments Lark deprecated.
+
+    Why: flowc's own lexer makes every token of a file; the shim costs a call and a
+    keyword check per token. Checked against lark 1.3.1.
+    """
+    from lark import Token
+
+    return Token._future_new
+
+
+class LalrTables(NamedTuple):
+    """What :func:`lark_lalr_tables` reads out of a Lark LALR parser."""
+
+    #: state -> terminal name -> (action, argument): the argument of :attr:`shift` is
+    #: the next state, of the reduce action a grammar rule (see :meth:`reduction`)
+    states: dict[Any, dict[str, tuple[Any, Any]]]
+    #: the state the parse starts in and the one it accepts in
+    start: Any
+    end: Any
+    #: grammar rule -> the callback Lark calls with its children
+    callbacks: dict[Any, Any]
+    #: the lexer configuration Lark gives a custom lexer (``terminals``, ``callbacks``)
+    lexer_conf: Any
+    #: the shift action (``lark.parsers.lalr_analysis.Shift``)
+    shift: Any
+
+    def reduction(self, rule: Any) -> tuple[int, str, Any]:
+        """A reduce action's rule as (how many values it pops, the rule's name, its
+        callback)."""
+        return len(rule.expansion), str(rule.origin.name), self.callbacks[rule]
+
+
+def lark_lalr_tables(parser: Any, start: str = "start") -> LalrTables:
+    """The LALR table of a ``Lark(..., parser="lalr")``: ``parser.parser.parser.parser``
+    (a ``lark.parsers.lalr_parser._Parser``) and its ``parse_table`` (``states``,
+    ``start_states``, ``end_states``), its rule ``callbacks``, the frontend's
+    ``lexer_conf`` and the ``Shift`` action of ``lark.parsers.lalr_analysis``.
+
+    Why: :func:`flowc.dsl.lalr._parse_fast` runs Lark's LALR loop over this table in one
+    function (Lark's own loop is a third of a parse). Checked against lark 1.3.1.
+    """
+    from lark.parsers.lalr_analysis import Shift
+
+    frontend = parser.parser  # lark.parser_frontends.ParsingFrontend
+    inner = frontend.parser.parser  # lark.parsers.lalr_parser._Parser
+    table = inner.parse_table
+    return LalrTables(table.states, table.start_states[start], table.end_states[start],
+                      inner.callbacks, frontend.lexer_conf, Shift)
+
+
+# ── pygls: messages the language server has already written as JSON (flowc.lsp) ──────
+
+
+class PyglsRawJson:
+    """A mixin for a subclass of pygls' ``JsonRPCProtocol`` that also writes messages
+    already serialised: its override of pygls' private ``_send_data`` (the one method
+    every outgoing message goes through) writes the text :meth:`raw_json` returns as it
+    is, with the headers and encoding pygls' ``_send_data`` uses (``_include_headers``,
+    ``CONTENT_TYPE``, ``CHARSET``, ``writer``); any other message goes to pygls.
+
+    Why: the diagnostics of a large file are mostly the same from one version to the
+    next; the language server keeps their JSON, which pygls would convert and encode
+    again. Checked against pygls 2.1.1.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: writes still under way on an asynchronous transport (kept until done)
+        self.writing: set[asyncio.Future[Any]] = set()
+
+    def raw_json(self, data: Any) -> str | None:
+        """The message's JSON text, or None for a message pygls serialises itself."""
+        return None
+
+    def _send_data(self, data: Any) -> None:
+        import asyncio
+        import inspect
+
+        body_text = self.raw_json(data)
+        me: Any = self
+        if body_text is None:
+            parent: Any = super()
+            parent._send_data(data)
+            return
+        if me.writer is None:
+            return
+        body = body_text.encode(me.CHARSET)
+        if me._include_headers:
+            body = (f"Content-Length: {len(body)}\r\n"
+                    f"Content-Type: {me.CONTENT_TYPE}; charset={me.CHARSET}\r\n\r\n"
+                    ).encode(me.CHARSET) + body
+        written = me.writer.write(body)
+        if inspect.isawaitable(written):  # an asynchronous transport (not stdio)
+            future = asyncio.ensure_future(written)
+            self.writing.add(future)
+            future.add_done_callback(self.writing.discard)
+
+
+def pygls_send(protocol: Any, data: Any) -> None:
+    """``protocol._send_data(data)``: write one message now, from the server's thread,
+    without the request/notification bookkeeping of pygls' public ``notify``.
+
+    Why: the language server publishes diagnostics it has already serialised (a
+    :class:`PyglsRawJson` protocol writes them as they are). Checked against pygls 2.1.1.
+    """
+    protocol._send_data(data)
+
+
+# ── CPython: the exit functions and argparse's subcommands (flowc.cli) ───────────────
+
+
+def run_exit_functions() -> bool:
+    """Run the functions registered with :mod:`atexit` now, as the interpreter does at
+    exit (each once: the list is emptied), through CPython's ``atexit._run_exitfuncs``;
+    False, running nothing, on an interpreter without it.
+
+    Why: the ``flowc`` program ends its process without the interpreter's tear-down
+    (``os._exit``) once its exit functions have run. Checked against CPython 3.11.7,
+    3.12.1, 3.13.0.
+    """
+    import atexit
+
+    run = getattr(atexit, "_run_exitfuncs", None)
+    if not callable(run):
+        return False
+    run()
+    return True
+
+
+def argparse_subparser(parser: argparse.ArgumentParser, command: str | None
+                       ) -> argparse.ArgumentParser | None:
+    """The parser of subcommand ``command`` of ``parser`` (None without one): argparse
+    keeps them in the choices of its private ``_SubParsersAction`` among ``_actions``.
+
+    Why: an unknown option of a subcommand is reported with that subcommand's usage,
+    not flowc's. Checked against CPython 3.11.7, 3.12.1, 3.13.0.
+    """
+    import argparse
+
+    if not command:
+        return None
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(command)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+

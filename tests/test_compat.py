@@ -1,0 +1,240 @@
+"""The private APIs flowc reaches, one smoke test each (issue 24, point 7).
+
+Each test exercises the private API itself, as :mod:`flowc._compat` uses it, and is
+named after the version of the dependency it was checked against: when an upgrade
+breaks one, one named test fails, and the wrapper in ``flowc/_compat.py`` says what
+flowc needs from it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import re
+import sys
+from typing import Any
+
+import pytest
+
+from flowc import _compat
+
+_parser: Any = importlib.import_module("re._parser")
+_constants: Any = importlib.import_module("re._constants")
+
+
+def _shape(items: Any) -> Any:
+    """A parsed pattern as nested tuples of opcode names and plain values."""
+    out = []
+    for op, av in items:
+        name = str(op)
+        if name in ("SUBPATTERN",):
+            group, add, remove, inner = av
+            out.append((name, group, add, remove, _shape(inner)))
+        elif name == "BRANCH":
+            out.append((name, tuple(_shape(alt) for alt in av[1])))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, inner = av
+            out.append((name, low, "MAX" if high == _constants.MAXREPEAT else high, _shape(inner)))
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            out.append((name, av[0], _shape(av[1])))
+        elif name == "ATOMIC_GROUP":
+            out.append((name, _shape(av)))
+        elif name == "GROUPREF_EXISTS":
+            group, yes, no = av
+            out.append((name, group, _shape(yes), _shape(no) if no else None))
+        elif name == "IN":
+            out.append((name, tuple((str(i), a if a is None or type(a) in (int, tuple) else str(a))
+                                    for i, a in av)))
+        elif name == "AT":
+            out.append((name, str(av)))
+        else:
+            out.append((name, av))
+    return tuple(out)
+
+
+def test_cpython_3_11_to_3_13_re_parser_parse() -> None:
+    """``re._parser.parse``: the tree of every opcode flowc.regex reads, with its
+    arguments as flowc reads them, and the global flags on ``.state.flags``. Checked
+    against CPython 3.11.7, 3.12.1 and 3.13.0; they differ only in `(?!)`."""
+    pattern = r"(?s)^a.[^b-c\d](x|yz)*?(?i:k)+\b(?=p)(?<!q)\1(?(1)r|s)(?>t)u*+\Z$"
+    tree = _parser.parse(pattern, 0)
+    assert tree.state.flags & _constants.SRE_FLAG_DOTALL
+    assert _shape(tree) == (
+        ("AT", "AT_BEGINNING"), ("LITERAL", 97), ("ANY", None),
+        ("IN", (("NEGATE", None), ("RANGE", (98, 99)), ("CATEGORY", "CATEGORY_DIGIT"))),
+        ("MIN_REPEAT", 0, "MAX", (("SUBPATTERN", 1, 0, 0, (
+            ("BRANCH", ((("LITERAL", 120),), (("LITERAL", 121), ("LITERAL", 122)))),)),)),
+        ("MAX_REPEAT", 1, "MAX", (("SUBPATTERN", None, _constants.SRE_FLAG_IGNORECASE, 0,
+                                   (("LITERAL", 107),)),)),
+        ("AT", "AT_BOUNDARY"), ("ASSERT", 1, (("LITERAL", 112),)),
+        ("ASSERT_NOT", -1, (("LITERAL", 113),)), ("GROUPREF", 1),
+        ("GROUPREF_EXISTS", 1, (("LITERAL", 114),), (("LITERAL", 115),)),
+        ("ATOMIC_GROUP", (("LITERAL", 116),)), ("POSSESSIVE_REPEAT", 0, "MAX", (("LITERAL", 117),)),
+        ("AT", "AT_END_STRING"), ("AT", "AT_END"),
+    )
+    empty_negative = _shape(_parser.parse("(?!)", 0))
+    if sys.version_info >= (3, 13):
+        assert empty_negative == (("FAILURE", ()),)
+    else:
+        assert empty_negative == (("ASSERT_NOT", 1, ()),)
+    items, flags = _compat.re_parse(pattern)
+    assert (_shape(items), flags) == (_shape(tree), tree.state.flags)
+    with pytest.raises(re.error) as caught:
+        _parser.parse("a{2,1}", 0)
+    assert (caught.value.msg, caught.value.pos) == ("min repeat greater than max repeat", 2)
+    with pytest.raises(OverflowError):
+        _parser.parse("a{4294967296}", 0)
+
+
+def test_cpython_3_11_to_3_13_re_constants() -> None:
+    """``re._constants``: the names flowc.regex reads exist. Checked against CPython
+    3.11.7, 3.12.1 and 3.13.0."""
+    names = ["LITERAL", "NOT_LITERAL", "ANY", "IN", "NEGATE", "RANGE", "CATEGORY", "SUBPATTERN",
+             "BRANCH", "MAX_REPEAT", "MIN_REPEAT", "MAXREPEAT", "AT", "ASSERT", "ASSERT_NOT",
+             "GROUPREF", "GROUPREF_EXISTS", "ATOMIC_GROUP", "POSSESSIVE_REPEAT", "FAILURE",
+             "AT_BEGINNING", "AT_BEGINNING_STRING", "AT_BEGINNING_LINE", "AT_END",
+             "AT_END_LINE", "AT_END_STRING", "AT_BOUNDARY", "AT_NON_BOUNDARY",
+             "SRE_FLAG_ASCII", "SRE_FLAG_IGNORECASE", "SRE_FLAG_DOTALL", "SRE_FLAG_MULTILINE",
+             "SRE_FLAG_VERBOSE"]
+    assert [n for n in names if not hasattr(_constants, n)] == []
+    assert _compat.RE_CONSTANTS is _constants
+    assert _constants.SRE_FLAG_IGNORECASE == re.IGNORECASE
+
+
+def test_cpython_3_11_to_3_13_re_parser_type_flags() -> None:
+    """``re._parser.TYPE_FLAGS``: a, u and L. Checked against CPython 3.11.7-3.13.0."""
+    assert _parser.TYPE_FLAGS == re.ASCII | re.LOCALE | re.UNICODE == _compat.RE_TYPE_FLAGS
+
+
+def test_cpython_3_11_to_3_13_re_casefix_extra_cases() -> None:
+    """``re._casefix._EXTRA_CASES``: lower-cased code point -> its other equivalents.
+    Checked against CPython 3.11.7, 3.12.1 and 3.13.0."""
+    extra = importlib.import_module("re._casefix")._EXTRA_CASES
+    assert extra[ord("s")] == (0x17F,) and extra[ord("i")] == (0x131,)
+    assert _compat.re_extra_cases() == extra
+    assert re.fullmatch("(?i)s", "\u017f")
+
+
+def test_cpython_3_11_to_3_13_sre_unicode_case() -> None:
+    """``_sre.unicode_tolower`` and ``_sre.unicode_iscased``. Checked against CPython
+    3.11.7, 3.12.1 and 3.13.0."""
+    sre = importlib.import_module("_sre")
+    assert sre.unicode_tolower(0x212A) == ord("k") == _compat.unicode_tolower(0x212A)
+    assert sre.unicode_iscased(ord("A")) and not sre.unicode_iscased(ord("1"))
+    assert _compat.unicode_iscased(ord("A")) and not _compat.unicode_iscased(ord("1"))
+
+
+def test_lark_1_3_1_token_future_new() -> None:
+    """``lark.Token._future_new(type, value, start_pos, line, column, end_line,
+    end_column, end_pos)``. Checked against lark 1.3.1."""
+    from lark import Token
+
+    tok = Token._future_new("NAME", "abc", 4, 2, 3, 2, 6, 7)  # type: ignore[no-untyped-call]
+    assert isinstance(tok, Token) and tok == "abc"
+    assert (tok.type, tok.start_pos, tok.line, tok.column, tok.end_line, tok.end_column,
+            tok.end_pos) == ("NAME", 4, 2, 3, 2, 6, 7)
+    assert _compat.lark_token_factory() == Token._future_new
+
+
+def test_lark_1_3_1_lalr_parse_table() -> None:
+    """``Lark(...).parser.parser.parser`` (``lalr_parser._Parser``): its ``parse_table``
+    (``states``, ``start_states``, ``end_states``), ``callbacks`` and the ``Shift`` action,
+    and the frontend's ``lexer_conf``. Checked against lark 1.3.1."""
+    from lark import Lark
+    from lark.parsers.lalr_analysis import Shift
+
+    parser = Lark('start: "a" NAME\nNAME: /[a-z]+/\n%ignore " "', parser="lalr")
+    inner = parser.parser.parser.parser
+    table = inner.parse_table
+    tables = _compat.lark_lalr_tables(parser)
+    assert tables.states is table.states and tables.shift is Shift
+    assert tables.start == table.start_states["start"] and tables.end == table.end_states["start"]
+    assert {t.name for t in tables.lexer_conf.terminals} >= {"NAME", "A"}
+    # drive the table by hand over "a x": shift A, shift NAME, reduce start
+    state = tables.start
+    for terminal in ("A", "NAME"):
+        action, state = tables.states[state][terminal]
+        assert action is Shift
+    action, rule = tables.states[state]["$END"]
+    assert action is not Shift
+    size, name, callback = tables.reduction(rule)
+    assert (size, name) == (2, "start") and callback is inner.callbacks[rule]
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.out = io.BytesIO()
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data)
+
+    def close(self) -> None:
+        pass
+
+
+def test_pygls_2_1_1_send_data() -> None:
+    """pygls' ``JsonRPCProtocol._send_data`` (overridden by :class:`flowc._compat.PyglsRawJson`
+    and called by :func:`flowc._compat.pygls_send`), its ``_include_headers``, ``writer``,
+    ``CHARSET`` and ``CONTENT_TYPE``. Checked against pygls 2.1.1."""
+    from pygls.lsp.server import LanguageServer
+    from pygls.protocol import LanguageServerProtocol
+
+    assert callable(LanguageServerProtocol._send_data)
+
+    class Raw:
+        body = '{"jsonrpc":"2.0","method":"x"}'
+
+    class Protocol(_compat.PyglsRawJson, LanguageServerProtocol):
+        def raw_json(self, data: Any) -> str | None:
+            return data.body if isinstance(data, Raw) else None
+
+    server = LanguageServer("probe", "0", protocol_cls=Protocol)
+    writer = _Writer()
+    server.protocol.set_writer(writer, include_headers=True)
+    assert server.protocol._include_headers is True
+    _compat.pygls_send(server.protocol, Raw())
+    body = Raw.body.encode()
+    assert writer.out.getvalue() == (
+        f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; "
+        "charset=utf-8\r\n\r\n").encode() + body
+    writer.out = io.BytesIO()
+    server.protocol._send_data({"jsonrpc": "2.0", "method": "y"})  # pygls' own path
+    header, _, sent = writer.out.getvalue().partition(b"\r\n\r\n")
+    assert header.startswith(b"Content-Length: ") and json.loads(sent)["method"] == "y"
+
+
+EXIT_PROBE = """
+import atexit, sys
+from flowc import _compat
+atexit.register(lambda: print("ran"))
+assert _compat.run_exit_functions() is True
+print("after")
+sys.stdout.flush()
+"""
+
+
+def test_cpython_3_11_to_3_13_atexit_run_exitfuncs() -> None:
+    """``atexit._run_exitfuncs`` (:func:`flowc._compat.run_exit_functions`) runs the exit
+    functions at once and empties their list: they do not run again at exit. Checked
+    against CPython 3.11.7, 3.12.1, 3.13.0."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", EXIT_PROBE], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout == "ran\nafter\n"
+
+
+def test_cpython_3_11_to_3_13_argparse_subparsers_actions() -> None:
+    """argparse's ``_actions`` and ``_SubParsersAction`` (:func:`flowc._compat.argparse_subparser`).
+    Checked against CPython 3.11.7, 3.12.1, 3.13.0."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="p")
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run")
+    assert _compat.argparse_subparser(parser, "run") is run
+    assert _compat.argparse_subparser(parser, "nope") is None
+    assert _compat.argparse_subparser(parser, None) is None
+    assert _compat.argparse_subparser(argparse.ArgumentParser(), "run") is None
