@@ -161,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
         command = args.command
+        args.traceback = show_traceback  # for a command that reports internal errors and goes on
         startup.loaded()  # the collector on again (flowc.startup.begin turned it off)
         try:
             return handlers(modules)[args.command](args)
@@ -199,18 +200,10 @@ def internal_error(err: BaseException, command: str | None, show_traceback: bool
 
 
 def internal_error_line(err: BaseException, command: str | None) -> str:
-    """What an internal error says, on one line: the command, the exception's type and
-    its message (its lines joined), and what to do.
+    """``flowc CMD: internal error: ...`` (:func:`flowc.diagnostics.internal_error_text`)."""
+    from flowc.diagnostics import internal_error_text
 
-    >>> internal_error_line(RuntimeError("no\\n  luck"), "check")
-    'flowc check: internal error: RuntimeError: no luck; please report it with the command and the input'
-    >>> internal_error_line(AssertionError(), None)
-    'flowc: internal error: AssertionError; please report it with the command and the input'
-    """
-    text = " ".join(part.strip() for part in str(err).splitlines() if part.strip())
-    what = f"{type(err).__name__}: {text}" if text else type(err).__name__
-    return (f"flowc{' ' + command if command else ''}: internal error: {what}; "
-            "please report it with the command and the input")
+    return f"flowc{' ' + command if command else ''}: {internal_error_text(err)}"
 
 
 def _stdout_closed() -> int:
