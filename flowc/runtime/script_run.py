@@ -100,15 +100,19 @@ async def run_script(
         ch.stalled_on = ch.stalled_on or target.start
     finally:
         await hub.close(close_store=False)
-    _raise_failure(hub)
+    _raise_failure(hub, watched)
     return _result(hub, ch, target, watched)
 
 
-def _raise_failure(hub: Hub) -> None:
+def _raise_failure(hub: Hub, watched: WatchedStore | None) -> None:
     """A bug in flowc stopped the run (:meth:`Hub.fail`): raise it, never pass it off as
-    a run that stalled (the run stays open, as a stalled one does)."""
+    a run that stalled (the run stays open, as a stalled one does). A watcher that
+    failed was dropped while the run went on: its exception is raised now, never lost
+    (``flowc run``'s printer is flowc's: its turns would be missing from the output)."""
     if hub.failure is not None:
         raise hub.failure
+    if watched is not None and watched.failed is not None:
+        raise watched.failed
 
 
 async def resume_script(
@@ -188,7 +192,7 @@ async def resume_script(
         except ProtocolError as err:
             ch.error = str(err)
             ch.stalled_on = ch.stalled_on or ch.expected_next()
-        _raise_failure(hub)
+        _raise_failure(hub, watched)
         return _result(hub, ch, target, watched)
     finally:
         await hub.close(close_store=False)

@@ -127,6 +127,27 @@ def test_an_asker_that_fails_stops_the_run() -> None:
         asyncio.run(go())
 
 
+def test_a_fault_in_the_printer_is_exit_2_not_a_run_printed_in_part(
+        tmp_path: Path, inputs: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`flowc run`'s printer (a watcher) failing is dropped so the run goes on, and was
+    lost: the output stopped mid-run and the exit status was the run's (0 here)."""
+    from flowc.commands.run_output import RunPrinter
+
+    _fail_on_call(monkeypatch, RunPrinter, "turn", 2)
+    monkeypatch.delenv("FLOWC_TRACEBACK", raising=False)
+    db = str(tmp_path / "runs.db")
+    flow = str(ROOT / "examples" / "feedback_loop.flow")
+    script = str(ROOT / "examples" / "scripts" / "feedback_loop.yaml")
+    assert main(["run", flow, "--script", script, "--db", db]) == 2
+    assert capsys.readouterr().err == (
+        "flowc run: internal error: RuntimeError: injected fault in turn; please report it "
+        "with the command and the input" + HINT)
+    monkeypatch.undo()
+    assert main(["log", "last", "--db", db]) == 0  # the run itself went on and closed
+    assert '"approved"' in capsys.readouterr().out
+
+
 def test_the_run_stays_open_for_resume(tmp_path: Path, inputs: tuple[str, str],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """What the run wrote before the fault is kept; `flowc resume` continues it."""
