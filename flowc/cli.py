@@ -4,7 +4,9 @@ Each subcommand lives in a module of :mod:`flowc.commands` that defines
 ``register(subparsers)`` and ``HANDLERS = {name: cmd_<name>}``; this module imports
 only the module of the command asked for, and nothing imports this module back.
 
-Exit codes: 0 ok, 1 the input has errors, 2 the command could not run.
+Exit codes: 0 ok, 1 the input has errors, 2 the command could not run (a usage
+error, or an internal error: a bug in flowc, reported in one line; ``--traceback`` or
+``FLOWC_TRACEBACK=1`` adds Python's traceback).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import NoReturn
 
@@ -21,6 +23,9 @@ from flowc import collector
 from flowc._compat import argparse_subparser, run_exit_functions
 
 Handler = Callable[[argparse.Namespace], int]
+
+#: the global option that prints an internal error's traceback (also ``FLOWC_TRACEBACK=1``)
+TRACEBACK_OPTION = "--traceback"
 
 #: every subcommand, in the order ``flowc --help`` lists them, and the module that registers it
 COMMAND_MODULES = {
@@ -88,6 +93,10 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
         description="Compile, check, draw, test and run .flow workflow graphs for AG2.",
     )
     parser.add_argument("--version", action="version", version="flowc 0.1.0")
+    parser.add_argument(
+        TRACEBACK_OPTION, action="store_true",
+        help="on an internal error (a bug in flowc: exit 2), print Python's traceback too; "
+             "given before or after the command, or set FLOWC_TRACEBACK=1")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in modules:
         module.register(sub)
@@ -106,32 +115,94 @@ def handlers(modules: Sequence[ModuleType]) -> dict[str, Handler]:
     return out
 
 
+def traceback_wanted(argv: Sequence[str], environ: Mapping[str, str] | None = None
+                     ) -> tuple[list[str], bool]:
+    """``argv`` without ``--traceback`` (a global option, taken before or after the
+    command, but not after a ``--``), and whether an internal error should print its
+    traceback: the option was given, or ``FLOWC_TRACEBACK`` is set to anything but
+    empty or ``0``.
+
+    >>> traceback_wanted(["check", "a.flow", "--traceback"], {})
+    (['check', 'a.flow'], True)
+    >>> traceback_wanted(["check", "--", "--traceback"], {"FLOWC_TRACEBACK": "0"})
+    (['check', '--', '--traceback'], False)
+    >>> traceback_wanted(["check"], {"FLOWC_TRACEBACK": "1"})
+    (['check'], True)
+    """
+    env = os.environ if environ is None else environ
+    end = argv.index("--") if "--" in argv else len(argv)
+    kept = [a for a in argv[:end] if a != TRACEBACK_OPTION]
+    given = len(kept) < end
+    return kept + list(argv[end:]), given or env.get("FLOWC_TRACEBACK", "") not in ("", "0")
+
+
 def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
     """Entry point of the ``flowc`` command; returns the exit code. ``loading``: the
     cycle collector was turned off for the start-up (by :func:`run`), and is turned on
-    again once the command's modules are loaded."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    modules = [importlib.import_module(name) for name in wanted_modules(arguments)]
-    parser = build_parser(modules)
-    args, extra = parser.parse_known_args(arguments)  # `--version` ends here
-    from flowc.commands.console import EXIT_USAGE, UsageError
+    again once the command's modules are loaded.
 
-    if extra:  # a mistake in a subcommand's options: that subcommand's usage, not flowc's
-        (_subparser(parser, args.command) or parser).error(
-            f"unrecognized arguments: {' '.join(extra)}")
-    if not args.command:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    collector.release(loading)  # on again for the command's work (run() held it)
+    An exception no command expects (a bug in flowc, not in its input) ends it with exit
+    2 and one line on stderr (:func:`internal_error`), never exit 1, which says the
+    input has errors."""
+    arguments, show_traceback = traceback_wanted(
+        list(sys.argv[1:] if argv is None else argv))
+    command: str | None = None
     try:
-        return handlers(modules)[args.command](args)
-    except UsageError as err:
-        print(f"flowc {args.command}: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return _stdout_closed()
+        modules = [importlib.import_module(name) for name in wanted_modules(arguments)]
+        parser = build_parser(modules)
+        args, extra = parser.parse_known_args(arguments)  # `--version` ends here
+        from flowc.commands.console import EXIT_USAGE, UsageError
+
+        if extra:  # a mistake in a subcommand's options: that subcommand's usage, not flowc's
+            (_subparser(parser, args.command) or parser).error(
+                f"unrecognized arguments: {' '.join(extra)}")
+        if not args.command:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        command = args.command
+        args.traceback = show_traceback  # for a command that reports internal errors and goes on
+        collector.release(loading)  # on again for the command's work (run() held it)
+        try:
+            return handlers(modules)[args.command](args)
+        except UsageError as err:
+            print(f"flowc {args.command}: error: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            return _stdout_closed()
+    except (SystemExit, KeyboardInterrupt, GeneratorExit):
+        raise
+    except BaseException as err:  # the one place that reports flowc's own bugs
+        return internal_error(err, command, show_traceback)
+
+
+def internal_error(err: BaseException, command: str | None, show_traceback: bool) -> int:
+    """Report an exception that escaped a command, a bug in flowc: its one line on
+    stderr (:func:`internal_error_line`), Python's traceback before it when asked for;
+    returns the exit code, 2."""
+    import contextlib
+    import traceback
+
+    from flowc.commands.console import EXIT_USAGE
+
+    for stream in (sys.stdout, sys.stderr):  # what the command printed comes first
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    if show_traceback:
+        traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+        print(internal_error_line(err, command), file=sys.stderr)
+    else:
+        print(f"{internal_error_line(err, command)} (run it again with {TRACEBACK_OPTION} "
+              "to see where)", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def internal_error_line(err: BaseException, command: str | None) -> str:
+    """``flowc CMD: internal error: ...`` (:func:`flowc.diagnostics.internal_error_text`)."""
+    from flowc.diagnostics import internal_error_text
+
+    return f"flowc{' ' + command if command else ''}: {internal_error_text(err)}"
 
 
 def _stdout_closed() -> int:

@@ -1,7 +1,8 @@
 """Diagnostic codes, findings, and the printers for every output format.
 
 A user's mistake is a :class:`Diagnostic`, never an exception. Codes are registry
-constants with a stable meaning (see ``docs/checks/CODE.md``).
+constants with a stable meaning (see ``docs/checks/CODE.md``). A bug in flowc is an
+exception, reported as an internal error (:func:`internal_error_text`).
 """
 
 from __future__ import annotations
@@ -153,6 +154,21 @@ class FlowError(Exception):
         self.diagnostics = tuple(diagnostics)
         self.sources = sources or {}
         super().__init__(render_text(self.diagnostics, self.sources, color=False).rstrip())
+
+
+def internal_error_text(err: BaseException) -> str:
+    """What every command says of a bug in flowc (an exception nothing expected, never
+    a finding about the input), on one line: the exception's type and message (its
+    lines joined), and what to do.
+
+    >>> internal_error_text(RuntimeError("no\\n  luck"))
+    'internal error: RuntimeError: no luck; please report it with the command and the input'
+    >>> internal_error_text(AssertionError())
+    'internal error: AssertionError; please report it with the command and the input'
+    """
+    text = " ".join(part.strip() for part in str(err).splitlines() if part.strip())
+    what = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return f"internal error: {what}; please report it with the command and the input"
 
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:

@@ -77,8 +77,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             failed_files += 1
             continue
         except FormatterBug as err:
-            print(f"flowc fmt: internal error: {err}; the file was left unchanged. "
-                  "Please report this with the file.", file=sys.stderr)
+            print(f"flowc fmt: internal error: {err}; the file was left unchanged; please "
+                  "report it with the command and the input", file=sys.stderr)
             status = console.EXIT_USAGE
             failed_files += 1
             continue

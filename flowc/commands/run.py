@@ -362,6 +362,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"{args.flow}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
+    except Exception:  # a bug in flowc: the command line reports it (exit 2)
+        store.close()
+        raise
     store.close()
     printer.finish(result)
     if printer.broken:

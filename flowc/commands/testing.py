@@ -18,6 +18,7 @@ from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
+    EXIT_USAGE,
     UsageError,
     is_json_input,
     print_diagnostics,
@@ -235,11 +236,12 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         scenarios = [s for s in scenarios if s.title not in have]
     text = "\n".join(s.text() for s in scenarios)
     failures = _verify(compiled, source.text, text, target)
-    if failures:  # a bug in flowc: never hand out a scenario that fails
+    if failures:  # a bug in flowc, not in the flow: never hand out a scenario that fails
         for title, failure in failures:
-            print(f"{path}: internal error: generated scenario {title!r} fails: {failure}",
+            print(f"flowc scenarios: internal error: {path}: generated scenario {title!r} "
+                  f"fails: {failure}; please report it with the command and the input",
                   file=sys.stderr)
-        return EXIT_ERRORS
+        return EXIT_USAGE
     cov = gen.coverable
     dead = [t for t in cov.targets if not t.live]
     note = (f"{len(gen.scenarios)} scenario{'s' if len(gen.scenarios) != 1 else ''} for "

@@ -4,7 +4,8 @@
 with it) and prints its id; ``flowc worker --db URL`` claims open runs and drives them
 until it is stopped (SIGTERM or Ctrl-C: the runs in flight are given back at once).
 
-Exit codes: 0 ok, 1 input errors, 2 could not run.
+Exit codes: 0 ok, 1 input errors, 2 could not run (or, for a worker, a run it drove
+was stopped by a bug in flowc: an internal error).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import argparse
 import asyncio
 import signal
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 from flowc.commands.config import add_plugin_option, setup_plugins
-from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
+from flowc.commands.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
 from flowc.commands.run_options import (
     DEFAULT_DB,
     agents_option,
@@ -25,6 +27,7 @@ from flowc.commands.run_options import (
     script_option,
     store_options,
 )
+from flowc.diagnostics import internal_error_text
 from flowc.runtime.script import ScriptError
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.wal import WalError, WalStore
@@ -110,8 +113,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
             return
         print(f"{what} {run_id}" + (f" {detail}" if detail else ""), flush=True)
 
+    def internal_error(run_id: str, err: BaseException) -> None:
+        """A bug in flowc stopped a run (its ``failed`` line says so): its traceback
+        when asked for (``--traceback``), as for an internal error of any command."""
+        if getattr(args, "traceback", False):
+            sys.stdout.flush()
+            traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+            print(f"flowc worker: run {run_id}: {internal_error_text(err)}", file=sys.stderr,
+                  flush=True)
+
     worker = Worker(store, agents=agents, concurrency=args.concurrency,
-                    notifier=_notifier(args.db), on_event=event)
+                    notifier=_notifier(args.db), on_event=event, on_error=internal_error)
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
@@ -130,9 +142,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     finally:
         store.close()
     s = worker.stats
+    internal = f" ({s.internal} by an internal error)" if s.internal else ""
     print(f"worker {worker.tag} stopped: {s.closed} runs closed, {s.stalled} stalled, "
-          f"{s.lost} taken over, {s.failed} failed", flush=True)
-    return EXIT_OK
+          f"{s.lost} taken over, {s.failed} failed{internal}", flush=True)
+    return EXIT_USAGE if s.internal else EXIT_OK  # a bug in flowc is never hidden by exit 0
 
 
 # ── registration ──────────────────────────────────────────────────────────────

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import inspect
 import json
+import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -31,7 +34,7 @@ from flowc.commands.console import UsageError
 from flowc.compiler.analysis import CheckOptions, check_compiled, check_source
 from flowc.compiler.lower import lower
 from flowc.compiler.pipeline import compile_source
-from flowc.diagnostics import E001, Diagnostic, Severity, has_errors
+from flowc.diagnostics import E001, Diagnostic, Severity, has_errors, internal_error_text
 from flowc.lsp.incremental import Reparser
 from flowc.lsp.index import Index
 from flowc.source import SourceFile, Span
@@ -49,6 +52,9 @@ _SEVERITY = {
 }
 #: findings about code that never runs: editors grey it out
 _UNNECESSARY = frozenset({"W202", "W203", "W204"})
+
+log = logging.getLogger("flowc.lsp")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @attrs.define
@@ -131,6 +137,73 @@ class FlowcServer(LanguageServer):
         self._collecting: asyncio.TimerHandle | None = None
         self._configs: dict[Path, _Config] = {}
         self._reported: set[str] = set()
+
+    # ── handlers and their internal errors ───────────────────────────────────
+
+    def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
+        """pygls' ``feature`` decorator; the handler reports its internal errors
+        (:meth:`internal_error`)."""
+        types = lsp.METHOD_TO_TYPES.get(feature_name)
+        return self._reporting(feature_name, super().feature(feature_name, options),
+                               request=types is None or types[1] is not None)
+
+    def command(self, command_name: str) -> Callable[[F], F]:
+        """pygls' ``command`` decorator; the handler reports its internal errors."""
+        return self._reporting(f"{lsp.WORKSPACE_EXECUTE_COMMAND} {command_name}",
+                               super().command(command_name), request=True)
+
+    def _reporting(self, what: str, register: Callable[[F], F], *, request: bool
+                   ) -> Callable[[F], F]:
+        """A decorator that registers a handler (with ``register``) that reports what it
+        raises beyond the errors it answers with (:class:`~pygls.exceptions.JsonRpcException`:
+        a refused rename): an internal error, a request's error answer or a message to
+        the editor after a notification. The server goes on either way."""
+
+        def failed(err: Exception) -> None:
+            line = self.internal_error(what, err)
+            if request:
+                raise InternalError(line) from err
+
+        def decorator(f: F) -> F:
+            if inspect.iscoroutinefunction(f):
+                @functools.wraps(f)
+                async def handler_async(*args: Any, **kwargs: Any) -> Any:
+                    try:
+                        return await f(*args, **kwargs)
+                    except JsonRpcException:
+                        raise
+                    except Exception as err:
+                        failed(err)
+                        return None
+
+                register(handler_async)  # type: ignore[arg-type]
+            else:
+                @functools.wraps(f)
+                def handler(*args: Any, **kwargs: Any) -> Any:
+                    try:
+                        return f(*args, **kwargs)
+                    except JsonRpcException:
+                        raise
+                    except Exception as err:
+                        failed(err)
+                        return None
+
+                register(handler)  # type: ignore[arg-type]
+            return f
+
+        return decorator
+
+    def internal_error(self, what: str, err: BaseException) -> str:
+        """A bug in flowc met in ``what`` (a request, a notification, a document's
+        check): logged (the server's log is the editor's: the line, then the
+        traceback), shown to the user once per distinct line; the line."""
+        line = f"flowc lsp: {what}: {internal_error_text(err)}"
+        log.error("%s", line, exc_info=err)
+        if line not in self._reported:
+            self._reported.add(line)
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error,
+                                                           message=line))
+        return line
 
     # ── configuration ────────────────────────────────────────────────────────
 
@@ -360,10 +433,14 @@ class FlowcServer(LanguageServer):
                 del self._pending[uri]
             if self._generation.get(uri) != generation:
                 return
-            job = self._job(uri)
-            done = await asyncio.get_running_loop().run_in_executor(self._analyser, self._run, job)
-            if done is not None:
-                self._finish(job, *done)
+            try:
+                job = self._job(uri)
+                done = await asyncio.get_running_loop().run_in_executor(
+                    self._analyser, self._run, job)
+                if done is not None:
+                    self._finish(job, *done)
+            except Exception as err:  # the server goes on; the next edit is checked again
+                self.internal_error(f"checking {to_fs_path(uri) or uri}", err)
 
         task = self._pending[uri] = asyncio.ensure_future(later())
 
@@ -454,3 +531,8 @@ class RequestFailed(JsonRpcException):
     a flow with errors): the response's error, whose message the editor shows."""
 
     CODE = -32803  # RequestFailed
+
+
+class InternalError(JsonRpcInternalError):
+    """The answer to a request a bug in flowc stopped (already logged, see
+    :meth:`FlowcServer.internal_error`): its message is the internal error's line."""

@@ -24,7 +24,7 @@ from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
-from flowc.lsp.core import FlowcServer, RequestFailed
+from flowc.lsp.core import FlowcServer, InternalError, RequestFailed
 from flowc.lsp.index import Index, Occurrence, Refused
 from flowc.source import Span
 
@@ -32,11 +32,12 @@ from flowc.source import Span
 class _QuietRefusals(logging.Filter):
     """pygls logs every request that ends in an error with its traceback; a refused
     rename (or a diagram of a flow with errors) is an answer, not a failure, so it stays
-    out of the editor's server log."""
+    out of the editor's server log, and an internal error is logged once, by the server
+    (:meth:`~flowc.lsp.core.FlowcServer.internal_error`), with its own words."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, RequestFailed)
+        return not isinstance(exc, (RequestFailed, InternalError))
 
 
 def _covers(span: Span, line: int, column: int) -> bool:

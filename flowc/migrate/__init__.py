@@ -65,7 +65,8 @@ def _looks_like_json(source: SourceFile) -> bool:
 def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult:
     """Translate one configuration file (Python or component JSON) into `.flow` text;
     ``pick`` names the chat to translate (a variable name or a line) when a Python file
-    builds several (the others are reported)."""
+    builds several (the others are reported). An exception other than those
+    findings is a bug in flowc: it is raised, never turned into a finding."""
     size = len(source.text.encode("utf-8"))
     if size > MAX_INPUT_BYTES:
         return MigrateResult(None, (Diagnostic(
@@ -84,13 +85,8 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
             M001, str(err), source.name,
             help="rename it in the input (e.g. replace the backquote or line break with `_`)",
         ),), "unknown")
-    except Exception as err:  # a bug in flowc: still a diagnostic, never a traceback
-        return MigrateResult(None, (Diagnostic(
-            M001,
-            f"flowc migrate failed on this input ({type(err).__name__}: {err}); nothing was written",
-            source.name,
-            help="this is a bug in flowc: please report it with the input file",
-        ),), "unknown")
+    # anything else raised is a bug in flowc, not a finding about the input: it reaches
+    # the command line, which reports it as an internal error (exit 2)
 
 
 def _migrate_python(source: SourceFile, pick: str | None = None) -> MigrateResult:

@@ -150,6 +150,10 @@ class Hub:
         self._awaiting: dict[str, set[str]] = {}
         #: the turn task in flight per channel (at most one: a channel has one next speaker)
         self._inflight: dict[str, asyncio.Task[Any]] = {}
+        #: the first unexpected exception that stopped a run (:meth:`fail`): a bug in
+        #: flowc, not the agent's (whose own failures stall the run), for whoever drives
+        #: the run to raise once it is over (:func:`~flowc.runtime.script_run.run_script`)
+        self.failure: BaseException | None = None
         self.register_adapter(WorkflowAdapter())
         #: a store that folds what it is given (a ``WatchedStore``) takes the hub's fold
         #: of each envelope about to be appended instead of folding it again
@@ -526,12 +530,13 @@ class Hub:
         def done(t: asyncio.Task[Any]) -> None:
             if self._inflight.get(cid) is t:
                 del self._inflight[cid]
-            if not t.cancelled() and t.exception() is not None:
+            err = None if t.cancelled() else t.exception()
+            if isinstance(err, (WalError, ProtocolError)):
                 # a turn that failed outside the agent's own call (e.g. the store):
                 # the run stops with the error instead of waiting for ever
-                err = t.exception()
-                self.stall(cid, nxt, str(err) if isinstance(err, (WalError, ProtocolError))
-                           else f"{type(err).__name__}: {err}")
+                self.stall(cid, nxt, str(err))
+            elif err is not None:  # anything else there is a bug in flowc
+                self.fail(cid, nxt, err)
 
         task.add_done_callback(done)
 
@@ -569,6 +574,14 @@ class Hub:
         ch.stalled_on = agent_id
         ch.error = error
         ch.done.set()
+
+    def fail(self, channel_id: str, agent_id: str, err: BaseException) -> None:
+        """An unexpected exception (a bug in flowc, not in the agent's own call) stopped
+        ``agent_id``'s turn: the run stops as a stall does, instead of waiting for ever,
+        and :attr:`failure` keeps the first such exception for the run's driver to raise."""
+        if self.failure is None:
+            self.failure = err
+        self.stall(channel_id, agent_id, f"{type(err).__name__}: {err}")
 
     def close_channel(self, channel_id: str, reason: str) -> None:
         """Close an open channel by hand (writes ``EV_CHANNEL_CLOSED``)."""

@@ -100,7 +100,19 @@ async def run_script(
         ch.stalled_on = ch.stalled_on or target.start
     finally:
         await hub.close(close_store=False)
+    _raise_failure(hub, watched)
     return _result(hub, ch, target, watched)
+
+
+def _raise_failure(hub: Hub, watched: WatchedStore | None) -> None:
+    """A bug in flowc stopped the run (:meth:`Hub.fail`): raise it, never pass it off as
+    a run that stalled (the run stays open, as a stalled one does). A watcher that
+    failed was dropped while the run went on: its exception is raised now, never lost
+    (``flowc run``'s printer is flowc's: its turns would be missing from the output)."""
+    if hub.failure is not None:
+        raise hub.failure
+    if watched is not None and watched.failed is not None:
+        raise watched.failed
 
 
 async def resume_script(
@@ -180,6 +192,7 @@ async def resume_script(
         except ProtocolError as err:
             ch.error = str(err)
             ch.stalled_on = ch.stalled_on or ch.expected_next()
+        _raise_failure(hub, watched)
         return _result(hub, ch, target, watched)
     finally:
         await hub.close(close_store=False)
@@ -328,6 +341,12 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
 
     def act() -> None:
         ch = ch_box[0]
+        try:
+            take_turn(ch)
+        except Exception as err:  # a bug in flowc: the run stops (run_script raises it)
+            hub.fail(ch.channel_id, aid, err)
+
+    def take_turn(ch: Channel) -> None:
         if ch.expected_next() != aid:  # (``None`` once the run is closed)
             return
         if queue:
@@ -337,20 +356,27 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
                 hub.stall(ch.channel_id, human.agent_id, str(err))
         elif ask_human is not None:
             async def ask() -> None:
-                turn = Turn(ch.channel_id, human.agent_id, name, ch.recent[-1], tuple(ch.recent),
-                            dict(ch.state.context_vars))
-                text = await ask_human(name, turn)
-                if text is None:
-                    hub.stall(ch.channel_id, human.agent_id)
-                elif ch.is_open:
-                    try:
-                        hub.admit(Envelope(ch.channel_id, human.agent_id, None, EV_TEXT,
-                                           {"text": text}))
-                    except ProtocolError as err:
-                        hub.stall(ch.channel_id, human.agent_id, str(err))
+                try:
+                    await answer(ch, ask_human)
+                except Exception as err:  # the asker's or flowc's: the run stops with it
+                    hub.fail(ch.channel_id, aid, err)
             hub.track(loop.create_task(ask()))
         else:
             hub.stall(ch.channel_id, human.agent_id)
+
+    async def answer(ch: Channel,
+                     ask_human: Callable[[str, Turn | None], Awaitable[str | None]]) -> None:
+        turn = Turn(ch.channel_id, human.agent_id, name, ch.recent[-1], tuple(ch.recent),
+                    dict(ch.state.context_vars))
+        text = await ask_human(name, turn)
+        if text is None:
+            hub.stall(ch.channel_id, human.agent_id)
+        elif ch.is_open:
+            try:
+                hub.admit(Envelope(ch.channel_id, human.agent_id, None, EV_TEXT,
+                                   {"text": text}))
+            except ProtocolError as err:
+                hub.stall(ch.channel_id, human.agent_id, str(err))
 
     def on_envelope(env: Envelope) -> None:
         # only the human the run now waits for acts (`act` checks again when it runs)

@@ -4,8 +4,9 @@ A :class:`WatchedStore` wraps the run's WAL store. Every envelope the hub append
 first written by the real store, then folded by a
 :class:`~flowc.runtime.transcript.TranscriptFolder`; a finished turn goes to the
 :class:`RunWatcher` at once (``flowc run`` prints it, ``--jsonl`` writes a line). A
-watcher that fails (say, stdout went away) is dropped: it can never refuse or undo an
-admission, and the run goes on.
+watcher that raises is dropped: it can never refuse or undo an admission, and the run
+goes on; once it is over, :func:`~flowc.runtime.script_run.run_script` raises the
+watcher's exception (:attr:`WatchedStore.failed`).
 
 >>> from flowc.runtime.wal import MemoryStore
 >>> class Show:

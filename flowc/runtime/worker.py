@@ -65,6 +65,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from flowc.diagnostics import internal_error_text
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
@@ -244,9 +245,12 @@ class WorkerStats:
     stalled: int = 0
     lost: int = 0
     failed: int = 0
+    #: of the failed runs, those a bug in flowc stopped (an internal error)
+    internal: int = 0
 
 
 Event = Callable[[str, str, str], None]  # (what, run id, detail)
+ErrorHook = Callable[[str, BaseException], None]  # (run id, the exception)
 
 
 class Worker:
@@ -256,14 +260,17 @@ class Worker:
     script); ``concurrency`` caps the runs held at once; ``notifier`` wakes the worker
     when the store changes; ``on_event(what, run_id, detail)`` hears ``claimed``,
     ``closed``, ``stalled``, ``lost`` (taken over: this worker's writes were refused)
-    and ``failed``.
+    and ``failed``. A run stopped by a bug in flowc (an exception nothing expected) is
+    ``failed`` with an internal error's words, not tried again by this worker, and
+    ``on_error(run_id, exception)`` hears the exception (logged when there is none);
+    the worker serves on.
     """
 
     def __init__(self, store: WalStore, *, agents: Mapping[str, AgentFn] | None = None,
                  concurrency: int = 8, notifier: Notifier | None = None,
                  lease_seconds: float | None = None, poll_seconds: float | None = None,
                  spread_seconds: float = 0.002, tag: str | None = None,
-                 on_event: Event | None = None) -> None:
+                 on_event: Event | None = None, on_error: ErrorHook | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.store = store
@@ -278,6 +285,7 @@ class Worker:
         self.tag = tag or f"worker-{os.urandom(3).hex()}"
         self.holder = holder_id(self.tag)
         self.on_event = on_event
+        self.on_error = on_error
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
         self._done: set[str] = set()
@@ -392,6 +400,8 @@ class Worker:
     async def _drive(self, cid: str) -> None:
         try:
             await self._drive_run(cid)
+        except Exception as err:  # a bug in flowc: this run fails, the others go on
+            self._internal_error(cid, err)
         finally:
             self._active.pop(cid, None)
             if self._wake is not None:
@@ -449,9 +459,20 @@ class Worker:
             self._event("stalled", cid, f"on {result.stalled_on}"
                         + (f": {result.error}" if result.error else ""))
 
-    def _failed(self, cid: str, err: BaseException) -> None:
+    def _failed(self, cid: str, err: BaseException | str) -> None:
         self.stats.failed += 1
         self._event("failed", cid, str(err))
+
+    def _internal_error(self, cid: str, err: BaseException) -> None:
+        """A bug in flowc stopped run ``cid`` (its lease is given back as the hub closes):
+        it fails and this worker does not try it again."""
+        self._done.add(cid)
+        self.stats.internal += 1
+        self._failed(cid, internal_error_text(err))
+        if self.on_error is not None:
+            self.on_error(cid, err)
+        else:
+            log.error("run %s: %s", cid, internal_error_text(err), exc_info=err)
 
     def _claimed(self, cid: str) -> None:
         self._claimed_runs.add(cid)

@@ -111,15 +111,21 @@ def test_agentchat_python_is_recognised_but_reported(capsys: pytest.CaptureFixtu
     assert "MagenticOneGroupChat" in str(findings[0]["message"])
 
 
-def test_an_internal_error_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_internal_error_is_no_finding(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug in flowc is not a finding about the input: the command's internal error
+    (exit 2, one line), whatever the output format, and nothing written."""
     import flowc.migrate as migrate
 
-    def broken(source: SourceFile) -> None:
+    def broken(source: SourceFile, pick: str | None = None) -> None:
         raise KeyError("boom")
 
     monkeypatch.setattr(migrate, "_migrate_python", broken)
-    code, out, findings = run([str(CORPUS / "round_robin_blog.py")], capsys)
-    assert code == 2 and out == ""
-    assert [f["code"] for f in findings] == ["M001"]
-    assert "please report" in str(findings[0]["fix"])
+    monkeypatch.delenv("FLOWC_TRACEBACK", raising=False)
+    code = main(["migrate", str(CORPUS / "round_robin_blog.py"), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == ("flowc migrate: internal error: KeyError: 'boom'; please report it with the "
+                   "command and the input (run it again with --traceback to see where)\n")
+    with pytest.raises(KeyError):
+        migrate_source(SourceFile("team.py", "x = 1\n"))
