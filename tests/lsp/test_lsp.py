@@ -71,6 +71,25 @@ async def test_edits_are_debounced_and_a_syntax_error_keeps_the_last_analysis(
     assert sorted(str(d.code) for d in diags) == ["X001"]
 
 
+async def test_a_partial_analysis_is_reported_on_the_first_speaker(client: LanguageClient) -> None:
+    """I301 (the analysis stopped at its state bound) is a diagnostic in the editor too,
+    placed where `flowc check` places it: the first speaker's name (or `flow NAME`)."""
+    root: Path = client.root  # type: ignore[attr-defined]
+    project = root / "bounded"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.flowc]\nmax-states = 3\n", encoding="utf-8")
+    await open_doc(client, TRAP, "bounded/trap.flow")
+    diags = client.last_diagnostics  # type: ignore[attr-defined]
+    (partial,) = [d for d in diags if d.code == "I301"]
+    assert partial.severity == lsp.DiagnosticSeverity.Information
+    assert "findings are partial" in partial.message and "--max-states" in partial.message
+    assert partial.range == lsp.Range(lsp.Position(0, 8), lsp.Position(0, 12))  # `user`
+    named = "flow trap\n" + TRAP
+    await open_doc(client, named, "bounded/named.flow")
+    (partial,) = [d for d in client.last_diagnostics if d.code == "I301"]  # type: ignore[attr-defined]
+    assert partial.range == lsp.Range(lsp.Position(0, 0), lsp.Position(0, 9))
+
+
 async def test_config_in_pyproject_applies_and_is_reloaded(client: LanguageClient) -> None:
     root: Path = client.root  # type: ignore[attr-defined]
     project = root / "configured"

@@ -39,6 +39,9 @@ from flowc.diagnostics import Code, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.source import Span
 
+#: the bound on abstract states an analysis explores when none is given (``--max-states``)
+DEFAULT_MAX_STATES = 100_000
+
 
 @attrs.frozen
 class CheckOptions:
@@ -51,7 +54,7 @@ class CheckOptions:
     10
     """
 
-    max_states: int = attrs.field(default=100_000, kw_only=True)
+    max_states: int = attrs.field(default=DEFAULT_MAX_STATES, kw_only=True)
     select: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     ignore: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     strict: bool = attrs.field(default=False, kw_only=True)

@@ -61,6 +61,11 @@ MARK_LEGEND = {
     LOOP: "sticky context loop / may never terminate (W205, W206)",
 }
 _CODE_MARKS = {"W201": DEAD, "W202": DEAD, "W203": DEAD, "W204": TRAP, "W205": LOOP, "W206": LOOP}
+#: the legend's line when the checker's analysis stopped at its state bound (I301)
+PARTIAL_LEGEND = (
+    "partial: the analysis stopped at its state bound (I301), so speakers, rules and loops "
+    "left unmarked may still be unreachable, dead or stuck"
+)
 
 
 @attrs.frozen
@@ -132,6 +137,11 @@ class Diagram:
 
     def edges_of_rule(self, index: int) -> tuple[Edge, ...]:
         return tuple(e for e in self.edges if e.kind == RULE and e.rule == index)
+
+    @property
+    def partial(self) -> bool:
+        """Whether the findings marked come from a partial analysis (I301)."""
+        return any(f.diagnostic.code.id == "I301" for f in self.findings)
 
     @property
     def marks(self) -> tuple[str, ...]:
@@ -685,6 +695,8 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
             pool = [*diagram.nodes, *diagram.edges]
         if code == "W202":
             hits: tuple[str, ...] = tuple(x.id for x in pool)
+        elif code == "I301":
+            hits = ()  # about the whole flow (the legend says it), not the element it is placed on
         else:
             hits = _match(d.span, d.json_path, pool)
         mark = _CODE_MARKS.get(code)
