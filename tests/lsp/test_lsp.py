@@ -129,6 +129,22 @@ async def test_hover_on_a_tool_and_on_a_code(client: LanguageClient) -> None:
     assert await hover_text(client, uri, position_of(text, "max_turns", offset=2)) is None
 
 
+async def test_hover_on_a_finding_gives_the_checkers_explanation(client: LanguageClient) -> None:
+    """The hover over a finding shows what `flowc check` prints for it (the message with
+    the analysis's explanation, its notes and fix), then the page of its code."""
+    import flowc
+    from tests.check.test_explanations import CLOSE, FINISHING
+
+    uri = await open_doc(client, CLOSE)
+    (w203,) = [d for d in flowc.check(CLOSE) if d.code.id == "W203"]
+    text = await hover_text(client, uri, position_of(CLOSE, "terminate \"closed\""))
+    assert text is not None
+    finding, explained = text.split("\n\n---\n\n")
+    assert finding.startswith(f"**warning[W203]**: {w203.message}\n")
+    assert FINISHING in finding and f"- help: {w203.help}" in finding
+    assert explained == page("W203")
+
+
 async def test_definition_of_speakers_and_tools(client: LanguageClient) -> None:
     text = TRAP.replace("context.approved == true", "tool approve")
     uri = await open_doc(client, text)

@@ -29,6 +29,7 @@ from flowc.compiler.analysis.runs import Run, run_along, run_to
 from flowc.compiler.analysis.system import (
     OTHER,
     PLAIN,
+    Action,
     CondCode,
     RuleSpec,
     System,
@@ -122,10 +123,12 @@ class Facts:
         json_path: str | None = None,
         notes: tuple[str, ...] = (),
         help: str | None = None,
+        explanation: str | None = None,
     ) -> Diagnostic:
         if self.system.json_mode and json_path is not None:
             json_path = self.system.json_path(json_path)
-        return Diagnostic(code, message, self.filename, span, notes, help, json_path)
+        return Diagnostic(code, message, self.filename, span, notes, help, json_path,
+                          explanation=explanation)
 
     def rule_span(self, rule: RuleSpec) -> Span | None:
         info = rule.info
@@ -360,6 +363,30 @@ class Facts:
                 )
             out.append(dead)
         return tuple(out)
+
+    def unrouted_calls(self, rule: RuleSpec) -> tuple[tuple[str, tuple[Action, ...]], ...] | None:
+        """When ``rule`` can match only a turn that calls a tool (``when tool close``, ``when
+        tool close and from bot``) and every declared alternative of those tools, on every
+        speaker the rule admits, finishes the run or hands the turn off: each tool with
+        those alternatives. Such a turn is never routed (the finish or the hand-off decides
+        it), so the rule never fires. None otherwise (some call is routed, or none is made).
+        """
+        if rule.tools is None or self.system.json_mode:
+            return None
+        senders = range(len(self.system.speakers)) if rule.senders is None else sorted(rule.senders)
+        found: dict[str, list[Action]] = {}
+        for speaker in senders:
+            if not 0 <= speaker < len(self.system.actions):
+                continue
+            for action in self.system.actions[speaker]:
+                if action.tool is None or action.tool_index not in rule.tools:
+                    continue
+                if action.finish is None and action.handoff is None:
+                    return None  # a call that the rules route
+                found.setdefault(action.tool, []).append(action)
+        if not found:
+            return None
+        return tuple((tool, tuple(actions)) for tool, actions in found.items())
 
     def contradiction(self, rule: RuleSpec) -> str | None:
         """Why a rule's condition holds on no turn whatever the run (``None``: it can hold).
