@@ -61,8 +61,11 @@ def flow_files(paths: list[str]) -> list[str]:
     return out
 
 
-def compile_file(path: str) -> CompiledFlow | None:
-    """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors."""
+def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow | None:
+    """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors,
+    among them a scenario expecting a close reason no run ends with (E111, found by
+    exploring the flow within ``options``' bound)."""
+    from flowc.compiler.analysis.endings import scenario_ending_errors
     from flowc.compiler.pipeline import compile_source
 
     source, diags = read_source(path)
@@ -70,6 +73,8 @@ def compile_file(path: str) -> CompiledFlow | None:
         print_diagnostics(diags, {})
         return None
     compiled, diags = compile_source(source)
+    if compiled is not None and not has_errors(diags):
+        diags = (*diags, *scenario_ending_errors(compiled, options, filename=source.name))
     if diags:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags):
@@ -141,7 +146,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         if is_json_input(path):
             print("  (no scenarios: scenarios are written in .flow files)")
             continue
-        compiled = compile_file(path)
+        compiled = compile_file(path, options)
         if compiled is None:
             broken += 1
             print("  ERROR the file does not compile")
@@ -234,11 +239,12 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     if is_json_input(path):
         raise UsageError(f"{path}: scenarios are written in .flow files; decompile the graph first "
                          "(flowc decompile)")
-    compiled = compile_file(path)
+    options = CheckOptions(max_states=args.max_states)
+    compiled = compile_file(path, options)
     if compiled is None:
         return EXIT_ERRORS
     try:
-        gen = generate_scenarios(compiled, CheckOptions(max_states=args.max_states))
+        gen = generate_scenarios(compiled, options)
     except GenerationError as err:
         print(f"{path}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS

@@ -43,6 +43,9 @@ from flowc.source import Span
 #: the bound on abstract states an analysis explores when none is given (``--max-states``)
 DEFAULT_MAX_STATES = 100_000
 
+#: the longest run to the cap that is worked out (a run that reaches `max_turns N` has N turns)
+MAX_CAP_RUN = 1000
+
 
 @attrs.frozen
 class CheckOptions:
@@ -187,6 +190,33 @@ class Facts:
         if cap is None or space.truncated or not space.ends:
             return False
         return min(space.dist[v] for v in space.ends) > cap
+
+    @cached_property
+    def cap_walk(self) -> list[int] | None:
+        """The nodes of a run of exactly ``max_turns`` turns that does not end before the
+        cap closes it; None when there is none, or it was not looked for (no cap, a cap
+        over :data:`MAX_CAP_RUN`, or an exploration cut short).
+
+        The nodes a run can be at after k turns (layer k) are computed for every k up
+        to the cap, and the walk is read backwards.
+        """
+        space, cap = self.space, self.system.max_turns
+        if cap is None or cap > MAX_CAP_RUN or space.truncated:
+            return None
+        graph = space.graph
+        layers: list[frozenset[int]] = [frozenset({0})]
+        for _ in range(cap):
+            nxt = frozenset(
+                v for u in layers[-1] for v in graph.successors(u) if not space.is_end(v)
+            )
+            if not nxt:
+                return None
+            layers.append(nxt)
+        walk = [min(layers[cap])]
+        for k in range(cap - 1, -1, -1):
+            here = walk[-1]
+            walk.append(min(u for u in layers[k] if graph.has_edge(u, here)))
+        return walk[::-1]
 
     def folded_into_w212(self, fired: int) -> bool:
         """A terminate that fires only after the cap, when W212 says every run ends there."""
