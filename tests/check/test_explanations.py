@@ -39,6 +39,8 @@ def test_a_finishing_tool_is_the_explanation_and_the_help_fits() -> None:
     d = w203(CLOSE)
     assert d.explanation == FINISHING
     assert d.message == f'rule 3, line 8 (`when tool close then terminate "closed"`) can never fire: {FINISHING}'
+    # the note shows a run that calls it, and the run ends there
+    assert d.notes == ('a shortest run that calls it: user → bot (close) → terminate "done"',)
     # the tool is declared: no "declare the tool" help, but what to write instead
     assert d.help is not None and "declare the tool" not in d.help
     assert d.help == ('remove the rule: the tool\'s `finishes` effect already closes the run; to '

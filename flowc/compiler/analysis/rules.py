@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
+from flowc.compiler.analysis.runs import Run, run_to
 from flowc.compiler.analysis.system import Action, RuleSpec
 from flowc.diagnostics import W202, W203, W204
 from flowc.dsl.formatter import format_name, format_value
@@ -106,17 +107,18 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 rule.index,
             )
         elif (calls := facts.unrouted_calls(rule)) is not None:
-            sample = facts.sample_run
             why, help = _unrouted(facts, rule, calls)
+            call = _first_call(facts, rule)
+            sample = call or facts.sample_run
+            note = (f"a shortest run that calls it: {sample.render()}" if call is not None
+                    else f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}")
             yield Finding(
                 facts.diag(
                     W203,
                     f"{desc} can never fire: {why}",
                     span=span,
                     json_path=rule.json_path,
-                    notes=(
-                        f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}",
-                    ),
+                    notes=(note,),
                     help=help,
                     explanation=why,
                 ),
@@ -141,6 +143,23 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 sample,
                 rule.index,
             )
+
+
+def _first_call(facts: Facts, rule: RuleSpec) -> Run | None:
+    """A shortest run whose last turn calls one of the tools ``rule`` waits for, by a
+    speaker it admits (None when no run does)."""
+    space = facts.space
+    tools = rule.tools or frozenset()
+    for node in range(1, len(space.keys)):  # breadth-first; the kickoff calls no tool
+        if space.is_end(node):
+            continue
+        speaker = space.speaker_of(node)
+        if rule.senders is not None and speaker not in rule.senders:
+            continue
+        for step in space.explorer.steps(space.keys[node]):
+            if step.action.tool is not None and step.action.tool_index in tools:
+                return run_to(space, node, step)
+    return None
 
 
 def _unrouted(
