@@ -132,6 +132,10 @@ class Diagnostic:
     #: False: the text report shows the place but never the source line (a file that
     #: may not be a flow at all, e.g. a link to a key: its text must not reach a CI log)
     quote_source: bool = True
+    #: why the finding holds, as the analysis worked it out once (W203: why the rule never
+    #: fires); the message ends with it, and the diagram (``render --check``) and the
+    #: editor's hover show this same text
+    explanation: str | None = None
 
     @property
     def severity(self) -> Severity:

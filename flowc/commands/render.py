@@ -53,9 +53,14 @@ def cmd_render(args: argparse.Namespace) -> int:
     if plugins and isinstance(loaded, CompiledFlow) and console.report_unimplemented(loaded, source.name):
         return EXIT_ERRORS
     diagram = build_diagram(loaded)
+    if args.max_states is not None and args.max_states < 1:
+        raise UsageError("--max-states must be >= 1")
     if args.check:
+        from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
+
+        options = CheckOptions(max_states=args.max_states or DEFAULT_MAX_STATES)
         try:
-            findings = run_checker(loaded, source)
+            findings = run_checker(loaded, source, options)
         except CheckerUnavailableError as err:
             raise UsageError(f"--check: {err}") from None
         diagram = mark_findings(diagram, findings)
@@ -99,6 +104,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--check", action="store_true", help="run the checker and mark its findings on the diagram"
     )
+    p.add_argument("--max-states", type=int, metavar="N",
+                   help="with --check: the bound on abstract states, as in flowc check "
+                        "(default 100000); an analysis stopped at it is marked partial (I301)")
     p.add_argument(
         "--direction",
         choices=DIRECTIONS,

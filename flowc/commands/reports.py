@@ -25,6 +25,7 @@ __all__ = [
     "coverage_json",
     "coverage_table",
     "junit_xml",
+    "partial_files",
     "total",
 ]
 
@@ -38,6 +39,12 @@ def total(files: Sequence[FlowCoverage]) -> tuple[int, int, float]:
     covered = sum(f.covered for f in files)
     live = sum(f.total for f in files)
     return covered, live, percent(covered, live)
+
+
+def partial_files(files: Sequence[FlowCoverage]) -> list[str]:
+    """The files whose targets come from a partial analysis (the exploration stopped at
+    its bound, I301): their percentage leaves out what the exploration did not reach."""
+    return [f.path for f in files if f.truncated]
 
 
 def _fraction(covered: int, live: int) -> str:
@@ -64,6 +71,19 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
     <BLANKLINE>
     Missing:
       a.flow:3  rule 1: when from a then b
+
+    A file whose analysis stopped at the state bound (I301) is marked partial, and so is
+    the total it is part of:
+
+    >>> print(coverage_table([FlowCoverage("a.flow", (t,), {}, truncated=True)]), end="")
+    File    Speakers  Rules  Default  Endings  Tools           Cover
+    a.flow  -         0/1    -        -        -      0.0% (partial)
+    TOTAL   -         0/1    -        -        -      0.0% (partial)
+    <BLANKLINE>
+    Missing:
+      a.flow:3  rule 1: when from a then b
+    <BLANKLINE>
+    Partial: the analysis of a.flow stopped at its state bound (I301): the targets it did not reach are left out
     """
     head = ["File", *(title for _, title in KINDS), "Cover"]
     rows = [head]
@@ -73,7 +93,9 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
     sums = [[sum(x) for x in zip(*(f.by_kind(kind) for f in files), strict=True)] or [0, 0]
             for kind, _ in KINDS]
     pct = total(files)[2]
-    rows.append(["TOTAL", *(_fraction(c, v) for c, v in sums), f"{pct:.1f}%"])
+    partial = partial_files(files)
+    rows.append(["TOTAL", *(_fraction(c, v) for c, v in sums),
+                 f"{pct:.1f}%" + (" (partial)" if partial else "")])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = []
     for r in rows:
@@ -87,14 +109,18 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
     if dead:
         lines += ["", "Not coverable (left out of the percentage):"]
         lines += [f"  {_at(f, t)}  {t.label}  ({t.dead})" for f, t in dead]
+    if partial:
+        lines += ["", f"Partial: the analysis of {', '.join(partial)} stopped at its state bound "
+                      "(I301): the targets it did not reach are left out"]
     return "\n".join(lines) + "\n"
 
 
 def coverage_json(files: Sequence[FlowCoverage]) -> str:
-    """``{"covered", "total", "percent", "files": [...]}``, sorted keys, trailing newline."""
+    """``{"covered", "total", "percent", "partial", "files": [...]}``, sorted keys, trailing
+    newline; ``partial`` is true when any file's analysis stopped at the state bound."""
     covered, live, pct = total(files)
     data = {"covered": covered, "total": live, "percent": pct,
-            "files": [f.to_json() for f in files]}
+            "partial": bool(partial_files(files)), "files": [f.to_json() for f in files]}
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -2,7 +2,9 @@
 
 Exit codes: 0 every selected scenario passed (and coverage is at least
 ``--fail-under``); 1 a scenario failed, a file did not compile, or coverage is
-under the bar; 2 the command could not run (a missing file, a bad option).
+under the bar or, under ``--fail-under`` without ``--allow-partial``, partial (the
+analysis of a file stopped at its state bound, I301); 2 the command could not run
+(a missing file, a bad option).
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ from flowc.commands.reports import (
     coverage_json,
     coverage_table,
     junit_xml,
+    partial_files,
     total,
 )
+from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
 from flowc.compiler.lower import CompiledFlow
 from flowc.diagnostics import has_errors
 from flowc.dsl import nodes as n
@@ -58,8 +62,11 @@ def flow_files(paths: list[str]) -> list[str]:
     return out
 
 
-def compile_file(path: str) -> CompiledFlow | None:
-    """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors."""
+def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow | None:
+    """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors,
+    among them a scenario expecting a close reason no run ends with (E111, found by
+    exploring the flow within ``options``' bound)."""
+    from flowc.compiler.analysis.endings import scenario_ending_errors
     from flowc.compiler.pipeline import compile_source
 
     source, diags = read_source(path)
@@ -67,6 +74,8 @@ def compile_file(path: str) -> CompiledFlow | None:
         print_diagnostics(diags, {})
         return None
     compiled, diags = compile_source(source)
+    if compiled is not None and not has_errors(diags):
+        diags = (*diags, *scenario_ending_errors(compiled, options, filename=source.name))
     if diags:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags):
@@ -121,6 +130,9 @@ def cmd_test(args: argparse.Namespace) -> int:
         raise UsageError("no .flow files given")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError("--fail-under takes a percentage from 0 to 100")
+    if args.max_states is not None and args.max_states < 1:
+        raise UsageError("--max-states must be >= 1")
+    options = CheckOptions(max_states=args.max_states or DEFAULT_MAX_STATES)
     want_coverage = bool(args.coverage or args.coverage_json or args.coverage_xml
                          or args.fail_under is not None)
     keep = selector(args.k)
@@ -135,7 +147,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         if is_json_input(path):
             print("  (no scenarios: scenarios are written in .flow files)")
             continue
-        compiled = compile_file(path)
+        compiled = compile_file(path, options)
         if compiled is None:
             broken += 1
             print("  ERROR the file does not compile")
@@ -171,7 +183,7 @@ def cmd_test(args: argparse.Namespace) -> int:
                     break
         suites.append(SuiteResult(path, tuple(cases)))
         if want_coverage:
-            coverages.append(measure(coverage_targets(compiled, filename=path), results, path))
+            coverages.append(measure(coverage_targets(compiled, options, filename=path), results, path))
     total_run = passed + failed
     summary = f"{total_run} scenario{'s' if total_run != 1 else ''}: {passed} passed, {failed} failed"
     if deselected:
@@ -205,6 +217,14 @@ def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) ->
     if args.fail_under is not None and pct < args.fail_under:
         print(f"coverage {pct:.1f}% ({covered}/{live} targets) is under --fail-under {args.fail_under:g}%")
         return False
+    partial = partial_files(coverages)
+    if args.fail_under is not None and partial and not args.allow_partial:
+        # a percentage that leaves out what the exploration did not reach is no verdict
+        print(f"coverage {pct:.1f}% is partial: the analysis of {', '.join(partial)} stopped at "
+              "its state bound (I301), so the targets it did not reach are not counted; "
+              "--fail-under fails on a partial file (raise --max-states, or pass "
+              "--allow-partial to accept it)")
+        return False
     return True
 
 
@@ -212,18 +232,20 @@ def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) ->
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:
-    from flowc.compiler.analysis.facts import CheckOptions
     from flowc.compiler.analysis.generate import GenerationError, generate_scenarios
 
     path = args.file
+    if args.max_states < 1:
+        raise UsageError("--max-states must be >= 1")
     if is_json_input(path):
         raise UsageError(f"{path}: scenarios are written in .flow files; decompile the graph first "
                          "(flowc decompile)")
-    compiled = compile_file(path)
+    options = CheckOptions(max_states=args.max_states)
+    compiled = compile_file(path, options)
     if compiled is None:
         return EXIT_ERRORS
     try:
-        gen = generate_scenarios(compiled, CheckOptions(max_states=args.max_states))
+        gen = generate_scenarios(compiled, options)
     except GenerationError as err:
         print(f"{path}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
@@ -250,6 +272,11 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     if gen.missed:
         note += f"; {len(gen.missed)} live targets not reached: " + ", ".join(
             t.label for t in gen.missed)
+    if cov.truncated:
+        # the scenarios are sound (each is run below) but not complete: say so
+        note += (f"; partial: generated from a partial exploration (I301: the state space is "
+                 f"larger than the bound of {args.max_states} states), so the targets it did "
+                 "not reach have no scenario and are not counted; raise --max-states")
     if args.write:
         if scenarios:
             from flowc.dsl.formatter import format_source
@@ -306,7 +333,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--coverage-xml", metavar="FILE",
                    help="write the coverage as Cobertura XML on the .flow lines")
     p.add_argument("--fail-under", type=float, metavar="PERCENT",
-                   help="exit 1 when coverage is under PERCENT")
+                   help="exit 1 when coverage is under PERCENT, or partial (the analysis of a "
+                        "file stopped at its state bound, I301)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="with --fail-under: accept a partial coverage (the percentage of what "
+                        "the bounded analysis reached)")
+    p.add_argument("--max-states", type=int, metavar="N",
+                   help=f"the bound on abstract states of the analysis the coverage targets come "
+                        f"from, as in flowc check (default {DEFAULT_MAX_STATES})")
     add_plugin_option(p)
 
     p = sub.add_parser("scenarios",
@@ -314,12 +348,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Generate shortest scenarios that together reach every live "
                                    "rule, ending and tool effect of a flow (found by exploring its "
                                    "state space), check that they pass, and print them (or append "
-                                   "them with --write).")
+                                   "them with --write). Exit 0 when they were generated, also from "
+                                   "an exploration stopped at its bound (I301), which the note on "
+                                   "stderr then calls partial; 1 when the flow does not compile or "
+                                   "its scenarios cannot be generated; 2 when the command could not "
+                                   "run.")
     p.add_argument("file", metavar="FILE", help="the .flow file")
     p.add_argument("--write", action="store_true",
                    help="append the scenarios the file does not have yet, formatted")
-    p.add_argument("--max-states", type=int, default=100_000, metavar="N",
-                   help="the exploration bound, as in flowc check (default 100000)")
+    p.add_argument("--max-states", type=int, default=DEFAULT_MAX_STATES, metavar="N",
+                   help=f"the exploration bound, as in flowc check (default {DEFAULT_MAX_STATES})")
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"test": cmd_test, "scenarios": cmd_scenarios}

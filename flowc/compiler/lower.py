@@ -824,8 +824,9 @@ class _Lowering:
 
     def close_reasons(self, transitions: list[m.Transition], default: m.Target | None,
                       max_turns: int | None) -> set[str] | None:
-        """Every reason a run of this flow can close with; ``None`` when a custom target
-        may end it with a reason of its own choosing."""
+        """Every reason the flow writes a run's close with; ``None`` when a custom target
+        may end it with a reason of its own choosing. (Which of them a run really reaches
+        is worked out by the exploration: :mod:`flowc.compiler.analysis.endings`.)"""
         out: set[str] = set()
         for target in (*(t.then for t in transitions), default):
             if isinstance(target, m.TerminateTarget):

@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 
 from flowc import collector
 from flowc.commands.check import page
-from flowc.diagnostics import FlowError
+from flowc.diagnostics import Diagnostic, FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
@@ -43,6 +43,27 @@ class _QuietRefusals(logging.Filter):
 def _covers(span: Span, line: int, column: int) -> bool:
     """Whether a finding's span holds the cursor (1-based line, 0-based column)."""
     return (span.line, span.column - 1) <= (line, column) <= (span.end_line, span.end_column - 1)
+
+
+def finding_markdown(d: Diagnostic) -> str:
+    """A finding as the hover shows it: what ``flowc check`` prints (its message, which
+    ends with the analysis's explanation, its notes and its fix), in Markdown.
+
+    >>> from flowc.diagnostics import W203
+    >>> print(finding_markdown(Diagnostic(W203, "rule 1 can never fire: why", notes=("a run",),
+    ...                                   help="remove it")))
+    **warning[W203]**: rule 1 can never fire: why
+    <BLANKLINE>
+    - note: a run
+    - help: remove it
+    """
+    parts = [f"**{d.severity.value}[{d.code.id}]**: {d.message}"]
+    items = [f"- note: {note}" for note in d.notes]
+    if d.help:
+        items.append(f"- help: {d.help}")
+    if items:
+        parts.append("\n".join(items))
+    return "\n\n".join(parts)
 
 
 def _symbol(name: str, kind: lsp.SymbolKind, whole: lsp.Range, selection: lsp.Range,
@@ -147,9 +168,11 @@ def make_server() -> FlowcServer:
         name_text = index.hover(occ) if occ is not None else None
         if name_text is not None:
             parts.append(name_text)
-        # the findings under the cursor: what their codes mean (`flowc explain`)
+        # the findings under the cursor, as `flowc check` explains them, then what their
+        # codes mean (`flowc explain`)
         under = [d for d in ls.analyses[params.text_document.uri].diagnostics
                  if d.span is not None and _covers(d.span, line, column)]
+        parts += [finding_markdown(d) for d in under]
         for code in dict.fromkeys(d.code.id for d in under):
             explained = page(code)
             if explained:

@@ -71,6 +71,25 @@ async def test_edits_are_debounced_and_a_syntax_error_keeps_the_last_analysis(
     assert sorted(str(d.code) for d in diags) == ["X001"]
 
 
+async def test_a_partial_analysis_is_reported_on_the_first_speaker(client: LanguageClient) -> None:
+    """I301 (the analysis stopped at its state bound) is a diagnostic in the editor too,
+    placed where `flowc check` places it: the first speaker's name (or `flow NAME`)."""
+    root: Path = client.root  # type: ignore[attr-defined]
+    project = root / "bounded"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.flowc]\nmax-states = 3\n", encoding="utf-8")
+    await open_doc(client, TRAP, "bounded/trap.flow")
+    diags = client.last_diagnostics  # type: ignore[attr-defined]
+    (partial,) = [d for d in diags if d.code == "I301"]
+    assert partial.severity == lsp.DiagnosticSeverity.Information
+    assert "findings are partial" in partial.message and "--max-states" in partial.message
+    assert partial.range == lsp.Range(lsp.Position(0, 8), lsp.Position(0, 12))  # `user`
+    named = "flow trap\n" + TRAP
+    await open_doc(client, named, "bounded/named.flow")
+    (partial,) = [d for d in client.last_diagnostics if d.code == "I301"]  # type: ignore[attr-defined]
+    assert partial.range == lsp.Range(lsp.Position(0, 0), lsp.Position(0, 9))
+
+
 async def test_config_in_pyproject_applies_and_is_reloaded(client: LanguageClient) -> None:
     root: Path = client.root  # type: ignore[attr-defined]
     project = root / "configured"
@@ -108,6 +127,22 @@ async def test_hover_on_a_tool_and_on_a_code(client: LanguageClient) -> None:
     assert "line 8" in value
     assert await hover_text(client, uri, position_of(text, "W204", offset=2)) == page("W204")
     assert await hover_text(client, uri, position_of(text, "max_turns", offset=2)) is None
+
+
+async def test_hover_on_a_finding_gives_the_checkers_explanation(client: LanguageClient) -> None:
+    """The hover over a finding shows what `flowc check` prints for it (the message with
+    the analysis's explanation, its notes and fix), then the page of its code."""
+    import flowc
+    from tests.check.test_explanations import CLOSE, FINISHING
+
+    uri = await open_doc(client, CLOSE)
+    (w203,) = [d for d in flowc.check(CLOSE) if d.code.id == "W203"]
+    text = await hover_text(client, uri, position_of(CLOSE, "terminate \"closed\""))
+    assert text is not None
+    finding, explained = text.split("\n\n---\n\n")
+    assert finding.startswith(f"**warning[W203]**: {w203.message}\n")
+    assert FINISHING in finding and f"- help: {w203.help}" in finding
+    assert explained == page("W203")
 
 
 async def test_definition_of_speakers_and_tools(client: LanguageClient) -> None:

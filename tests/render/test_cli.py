@@ -137,7 +137,8 @@ def test_check_marks_what_the_checker_finds(
 ) -> None:
     from flowc.diagnostics import W203, Diagnostic
 
-    def fake(flow: rendering.CompiledFlow, source: object) -> tuple[Diagnostic, ...]:
+    def fake(flow: rendering.CompiledFlow, source: object, options: object = None
+             ) -> tuple[Diagnostic, ...]:
         return (Diagnostic(W203, "rule 2 is dead", str(FLOW), flow.rules[1].span),)
 
     monkeypatch.setattr(rendering, "run_checker", fake)

@@ -26,6 +26,7 @@ from flowc.compiler.analysis.declarations import (
     check_undeclared_tools,
     check_unset_context_keys,
 )
+from flowc.compiler.analysis.endings import check_scenario_endings
 from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
@@ -81,6 +82,7 @@ CHECKS: tuple[Check, ...] = (
     check_silent_after_work,
     check_human_initiator,
     check_round_robin_order,
+    check_scenario_endings,
 )
 
 

@@ -29,6 +29,7 @@ from flowc.compiler.analysis.runs import Run, run_along, run_to
 from flowc.compiler.analysis.system import (
     OTHER,
     PLAIN,
+    Action,
     CondCode,
     RuleSpec,
     System,
@@ -38,6 +39,12 @@ from flowc.compiler.analysis.system import (
 from flowc.diagnostics import Code, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.source import Span
+
+#: the bound on abstract states an analysis explores when none is given (``--max-states``)
+DEFAULT_MAX_STATES = 100_000
+
+#: the longest run to the cap that is worked out (a run that reaches `max_turns N` has N turns)
+MAX_CAP_RUN = 1000
 
 
 @attrs.frozen
@@ -51,7 +58,7 @@ class CheckOptions:
     10
     """
 
-    max_states: int = attrs.field(default=100_000, kw_only=True)
+    max_states: int = attrs.field(default=DEFAULT_MAX_STATES, kw_only=True)
     select: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     ignore: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     strict: bool = attrs.field(default=False, kw_only=True)
@@ -119,10 +126,12 @@ class Facts:
         json_path: str | None = None,
         notes: tuple[str, ...] = (),
         help: str | None = None,
+        explanation: str | None = None,
     ) -> Diagnostic:
         if self.system.json_mode and json_path is not None:
             json_path = self.system.json_path(json_path)
-        return Diagnostic(code, message, self.filename, span, notes, help, json_path)
+        return Diagnostic(code, message, self.filename, span, notes, help, json_path,
+                          explanation=explanation)
 
     def rule_span(self, rule: RuleSpec) -> Span | None:
         info = rule.info
@@ -181,6 +190,33 @@ class Facts:
         if cap is None or space.truncated or not space.ends:
             return False
         return min(space.dist[v] for v in space.ends) > cap
+
+    @cached_property
+    def cap_walk(self) -> list[int] | None:
+        """The nodes of a run of exactly ``max_turns`` turns that does not end before the
+        cap closes it; None when there is none, or it was not looked for (no cap, a cap
+        over :data:`MAX_CAP_RUN`, or an exploration cut short).
+
+        The nodes a run can be at after k turns (layer k) are computed for every k up
+        to the cap, and the walk is read backwards.
+        """
+        space, cap = self.space, self.system.max_turns
+        if cap is None or cap > MAX_CAP_RUN or space.truncated:
+            return None
+        graph = space.graph
+        layers: list[frozenset[int]] = [frozenset({0})]
+        for _ in range(cap):
+            nxt = frozenset(
+                v for u in layers[-1] for v in graph.successors(u) if not space.is_end(v)
+            )
+            if not nxt:
+                return None
+            layers.append(nxt)
+        walk = [min(layers[cap])]
+        for k in range(cap - 1, -1, -1):
+            here = walk[-1]
+            walk.append(min(u for u in layers[k] if graph.has_edge(u, here)))
+        return walk[::-1]
 
     def folded_into_w212(self, fired: int) -> bool:
         """A terminate that fires only after the cap, when W212 says every run ends there."""
@@ -357,6 +393,30 @@ class Facts:
                 )
             out.append(dead)
         return tuple(out)
+
+    def unrouted_calls(self, rule: RuleSpec) -> tuple[tuple[str, tuple[Action, ...]], ...] | None:
+        """When ``rule`` can match only a turn that calls a tool (``when tool close``, ``when
+        tool close and from bot``) and every declared alternative of those tools, on every
+        speaker the rule admits, finishes the run or hands the turn off: each tool with
+        those alternatives. Such a turn is never routed (the finish or the hand-off decides
+        it), so the rule never fires. None otherwise (some call is routed, or none is made).
+        """
+        if rule.tools is None or self.system.json_mode:
+            return None
+        senders = range(len(self.system.speakers)) if rule.senders is None else sorted(rule.senders)
+        found: dict[str, list[Action]] = {}
+        for speaker in senders:
+            if not 0 <= speaker < len(self.system.actions):
+                continue
+            for action in self.system.actions[speaker]:
+                if action.tool is None or action.tool_index not in rule.tools:
+                    continue
+                if action.finish is None and action.handoff is None:
+                    return None  # a call that the rules route
+                found.setdefault(action.tool, []).append(action)
+        if not found:
+            return None
+        return tuple((tool, tuple(actions)) for tool, actions in found.items())
 
     def contradiction(self, rule: RuleSpec) -> str | None:
         """Why a rule's condition holds on no turn whatever the run (``None``: it can hold).

@@ -6,7 +6,10 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
+from flowc.compiler.analysis.runs import Run, run_to
+from flowc.compiler.analysis.system import Action, RuleSpec
 from flowc.diagnostics import W202, W203, W204
+from flowc.dsl.formatter import format_name, format_value
 
 #: default targets AG2's factories and its implicit default write; not reported by W202 in a JSON graph
 IMPLIED_DEFAULT_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_complete"})
@@ -48,12 +51,14 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
         span = facts.rule_span(rule)
         if dead.trap is not None:
             prio = rule.priority
+            why = (f"`priority {prio}` sorts it after the rules that take its turns"
+                   " (priority sorts ascending: lower numbers run first)")
             yield Finding(
                 facts.diag(
                     W204,
-                    f"{desc} can never fire: `priority {prio}` sorts it after the rules that take its turns"
-                    " (priority sorts ascending: lower numbers run first)",
+                    f"{desc} can never fire: {why}",
                     span=span,
+                    explanation=why,
                     json_path=rule.json_path,
                     notes=(
                         f"a run that reaches such a turn: {dead.trap.render()}",
@@ -66,11 +71,13 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             )
         elif dead.shadowed:
             assert dead.witness is not None
+            why = "earlier rules (in priority order) take every turn it could match"
             yield Finding(
                 facts.diag(
                     W203,
-                    f"{desc} can never fire: earlier rules (in priority order) take every turn it could match",
+                    f"{desc} can never fire: {why}",
                     span=span,
+                    explanation=why,
                     json_path=rule.json_path,
                     notes=(
                         f"a run that reaches such a turn: {dead.witness.render()}",
@@ -81,13 +88,15 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 dead.witness,
                 rule.index,
             )
-        elif (why := facts.contradiction(rule)) is not None:
+        elif (parts := facts.contradiction(rule)) is not None:
             sample = facts.sample_run
+            why = f"its condition contradicts itself: {parts}"
             yield Finding(
                 facts.diag(
                     W203,
-                    f"{desc} can never fire: its condition contradicts itself: {why}",
+                    f"{desc} can never fire: {why}",
                     span=span,
+                    explanation=why,
                     json_path=rule.json_path,
                     notes=("no sender, tool call or context value makes the whole condition true",
                            f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}"),
@@ -97,22 +106,96 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 sample,
                 rule.index,
             )
-        else:
-            sample = facts.sample_run
+        elif (calls := facts.unrouted_calls(rule)) is not None:
+            why, help = _unrouted(facts, rule, calls)
+            call = _first_call(facts, rule)
+            sample = call or facts.sample_run
+            note = (f"a shortest run that calls it: {sample.render()}" if call is not None
+                    else f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}")
             yield Finding(
                 facts.diag(
                     W203,
-                    f"{desc} can never fire: its condition holds on no turn of any run",
+                    f"{desc} can never fire: {why}",
+                    span=span,
+                    json_path=rule.json_path,
+                    notes=(note,),
+                    help=help,
+                    explanation=why,
+                ),
+                sample,
+                rule.index,
+            )
+        else:
+            sample = facts.sample_run
+            why = "its condition holds on no turn of any run"
+            yield Finding(
+                facts.diag(
+                    W203,
+                    f"{desc} can never fire: {why}",
                     span=span,
                     json_path=rule.json_path,
                     notes=(
                         f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}",
                     ),
                     help="remove the rule, or declare the tool or context write its condition waits for",
+                    explanation=why,
                 ),
                 sample,
                 rule.index,
             )
+
+
+def _first_call(facts: Facts, rule: RuleSpec) -> Run | None:
+    """A shortest run whose last turn calls one of the tools ``rule`` waits for, by a
+    speaker it admits (None when no run does)."""
+    space = facts.space
+    tools = rule.tools or frozenset()
+    for node in range(1, len(space.keys)):  # breadth-first; the kickoff calls no tool
+        if space.is_end(node):
+            continue
+        speaker = space.speaker_of(node)
+        if rule.senders is not None and speaker not in rule.senders:
+            continue
+        for step in space.explorer.steps(space.keys[node]):
+            if step.action.tool is not None and step.action.tool_index in tools:
+                return run_to(space, node, step)
+    return None
+
+
+def _unrouted(
+    facts: Facts, rule: RuleSpec, calls: tuple[tuple[str, tuple[Action, ...]], ...]
+) -> tuple[str, str]:
+    """W203's explanation and help for a rule that waits for calls of tools that always
+    finish the run or hand the turn off (:meth:`Facts.unrouted_calls`): such a turn is
+    decided by the tool's effect, and the rules are not tried on it."""
+    system = facts.system
+    effects: dict[str, None] = {}
+    finishes = handoffs = False
+    for _, actions in calls:
+        for action in actions:
+            if action.finish is not None:
+                finishes = True
+                effects[f"`finishes {format_value(action.finish)}`"] = None
+            else:
+                assert action.handoff is not None
+                handoffs = True
+                effects[f"`hands off to {system.name(action.handoff)}`"] = None
+    names = " or ".join(f"`{format_name(tool)}`" for tool, _ in calls)
+    does = ("ends the run or hands the turn off" if finishes and handoffs
+            else "ends the run" if finishes else "hands the turn off")
+    why = (f"every call of {names} {does} ({', '.join(effects)}) before the rules are tried, "
+           "so no rule ever sees such a turn")
+    first = format_name(calls[0][0])
+    if finishes and len(calls) == 1 and isinstance(rule.then, m.TerminateTarget) and not handoffs:
+        reason = format_value(rule.then.reason)
+        help = (f"remove the rule: the tool's `finishes` effect already closes the run; to close it "
+                f"with {reason}, declare `tool {first} finishes {reason}`")
+    else:
+        effect = "`finishes`" if finishes and not handoffs else \
+            "`hands off to`" if not finishes else "`finishes` / `hands off to`"
+        help = (f"remove the rule, or, if the rules should route calls of `{first}`, give it an "
+                f"alternative without {effect}")
+    return why, help
 
 
 def check_dead_default(facts: Facts) -> Iterator[Finding]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -61,6 +62,11 @@ MARK_LEGEND = {
     LOOP: "sticky context loop / may never terminate (W205, W206)",
 }
 _CODE_MARKS = {"W201": DEAD, "W202": DEAD, "W203": DEAD, "W204": TRAP, "W205": LOOP, "W206": LOOP}
+#: the legend's line when the checker's analysis stopped at its state bound (I301)
+PARTIAL_LEGEND = (
+    "partial: the analysis stopped at its state bound (I301), so speakers, rules and loops "
+    "left unmarked may still be unreachable, dead or stuck"
+)
 
 
 @attrs.frozen
@@ -132,6 +138,11 @@ class Diagram:
 
     def edges_of_rule(self, index: int) -> tuple[Edge, ...]:
         return tuple(e for e in self.edges if e.kind == RULE and e.rule == index)
+
+    @property
+    def partial(self) -> bool:
+        """Whether the findings marked come from a partial analysis (I301)."""
+        return any(f.diagnostic.code.id == "I301" for f in self.findings)
 
     @property
     def marks(self) -> tuple[str, ...]:
@@ -639,13 +650,31 @@ def _match(
     return tuple(i for a, i in around if a == best)
 
 
+#: the widest line of a finding's explanation drawn on the diagram
+EXPLANATION_WIDTH = 48
+
+
+def explanation_lines(d: Diagnostic) -> tuple[str, ...]:
+    """A finding's explanation (the analysis's own words, as ``flowc check`` prints
+    them after its code), in lines to draw on a note.
+
+    >>> from flowc.diagnostics import W203
+    >>> explanation_lines(Diagnostic(W203, "m", explanation="earlier rules take every turn it could match"))
+    ('W203: earlier rules take every turn it could', 'match')
+    """
+    return tuple(textwrap.wrap(f"{d.code.id}: {d.explanation}", EXPLANATION_WIDTH,
+                               break_long_words=False, break_on_hyphens=False))
+
+
 def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagram:
     """Mark the checker's findings on the diagram, by span (or JSON path).
 
     W201 greys the speaker (and the edges that touch it), W202 the default edges,
     W203 the rule's edges; W204 marks the rule's edges as a priority trap; W205 and
     W206 mark what they point at as a loop. Other codes are kept as findings (and
-    highlighted on the HTML page) without a mark.
+    highlighted on the HTML page) without a mark. A rule drawn from a note (the diagram
+    found every sender's turns taken by earlier rules) gets the W203/W204 finding's
+    explanation on that note instead of the diagram's own guess.
 
     >>> from flowc import compile_flow
     >>> from flowc.diagnostics import W203
@@ -672,6 +701,9 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
             inherited[element_id] = mark
 
     findings: list[Finding] = []
+    # a rule drawn from a note (every sender's turns taken by earlier rules, as the diagram
+    # reads the rules alone): the checker's explanation replaces the note's guess
+    explained: dict[str, tuple[str, ...]] = {}
     for d in sorted(diagnostics, key=Diagnostic.sort_key):
         code = d.code.id
         if code == "W201":
@@ -685,8 +717,14 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
             pool = [*diagram.nodes, *diagram.edges]
         if code == "W202":
             hits: tuple[str, ...] = tuple(x.id for x in pool)
+        elif code == "I301":
+            hits = ()  # about the whole flow (the legend says it), not the element it is placed on
         else:
             hits = _match(d.span, d.json_path, pool)
+        if code in ("W203", "W204") and d.explanation:
+            for h in hits:
+                if h in edges and nodes[edges[h].source].kind == SHADOWED:
+                    explained.setdefault(edges[h].source, explanation_lines(d))
         mark = _CODE_MARKS.get(code)
         if mark is not None:
             for h in hits:
@@ -711,7 +749,8 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
                     marks[edge_id] = f.mark
     return attrs.evolve(
         diagram,
-        nodes=tuple(attrs.evolve(x, mark=marks.get(x.id)) for x in diagram.nodes),
+        nodes=tuple(attrs.evolve(x, mark=marks.get(x.id), details=explained.get(x.id, x.details))
+                    for x in diagram.nodes),
         edges=tuple(attrs.evolve(x, mark=marks.get(x.id)) for x in diagram.edges),
         checked=True,
         findings=tuple(findings),

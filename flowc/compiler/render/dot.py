@@ -17,6 +17,7 @@ from flowc.compiler.render.diagram import (
     LOOP,
     MARK_LEGEND,
     OTHERWISE,
+    PARTIAL_LEGEND,
     SHADOWED,
     START,
     TERMINAL,
@@ -197,7 +198,7 @@ def _change_legend() -> list[str]:
     ]
 
 
-def _legend() -> list[str]:
+def _legend(partial: bool = False) -> list[str]:
     rows = [
         f'<TR><TD BGCOLOR="{COLORS["dead_fill"]}"><FONT COLOR="{COLORS["dead"]}"><S>grey, struck</S>'
         f'</FONT></TD><TD ALIGN="LEFT">{html_escape(MARK_LEGEND[DEAD])}</TD></TR>',
@@ -206,6 +207,8 @@ def _legend() -> list[str]:
         f'<TR><TD BGCOLOR="{COLORS["warning_fill"]}"><FONT COLOR="{COLORS[LOOP]}">orange</FONT></TD>'
         f'<TD ALIGN="LEFT">{html_escape(MARK_LEGEND[LOOP])}</TD></TR>',
     ]
+    if partial:
+        rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><I>{html_escape(PARTIAL_LEGEND)}</I></TD></TR>')
     table = (
         '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="4">'
         '<TR><TD COLSPAN="2"><B>flowc check</B></TD></TR>' + "".join(rows) + "</TABLE>>"
@@ -310,7 +313,7 @@ def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
             f"{_attrs(_edge_attrs(edge))};"
         )
     if diagram.checked:
-        lines += _legend()
+        lines += _legend(diagram.partial)
     if any(x.mark in (ADDED, REMOVED) for x in diagram.nodes) or any(
             x.mark in (ADDED, REMOVED) for x in diagram.edges):
         lines += _change_legend()

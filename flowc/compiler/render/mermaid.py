@@ -18,6 +18,7 @@ from flowc.compiler.render.diagram import (
     LOOP,
     MARK_LEGEND,
     OTHERWISE,
+    PARTIAL_LEGEND,
     SHADOWED,
     START,
     TERMINAL,
@@ -146,6 +147,8 @@ def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> st
         out.append("    direction TB")
         for mark in (DEAD, TRAP, LOOP):
             out.append(f'    legend_{mark}["{mermaid_text(MARK_LEGEND[mark])}"]')
+        if diagram.partial:
+            out.append(f'    legend_partial["{mermaid_text(PARTIAL_LEGEND)}"]')
         out.append("  end")
     for name, style in _CLASSES.items():
         out.append(f"  classDef {name} {style}")

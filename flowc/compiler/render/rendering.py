@@ -44,11 +44,12 @@ class CheckerUnavailableError(RuntimeError):
 
 
 def run_checker(
-    flow: CompiledFlow | LoadedGraph, source: SourceFile | None = None
+    flow: CompiledFlow | LoadedGraph, source: SourceFile | None = None, options: Any = None
 ) -> tuple[Diagnostic, ...]:
     """The checker's findings for ``flow``, for marking on the diagram: what
     ``flowc check`` reports for ``source`` when it is given (ignore comments apply),
-    else the analysis of the compiled flow or graph.
+    else the analysis of the compiled flow or graph. ``options`` is a
+    :class:`~flowc.compiler.analysis.CheckOptions` (None: the defaults).
 
     Raises :class:`CheckerUnavailableError` when the analysis package has no ``analyze``.
     """
@@ -64,11 +65,11 @@ def run_checker(
             "the checker is not available in this build (flowc.compiler.analysis has no `analyze`)"
         )
     if source is not None and check_source is not None:
-        found = check_source(source, as_json=isinstance(flow, LoadedGraph))
+        found = check_source(source, options, as_json=isinstance(flow, LoadedGraph))
     elif isinstance(flow, LoadedGraph):
-        found = analyze_graph(flow, filename=source.name if source else "<input>")
+        found = analyze_graph(flow, options, filename=source.name if source else "<input>")
     else:
-        found = analyze(flow, filename=source.name if source else "<input>")
+        found = analyze(flow, options, filename=source.name if source else "<input>")
     return tuple(d for d in found if isinstance(d, Diagnostic))
 
 
