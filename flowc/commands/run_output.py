@@ -71,6 +71,8 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
         changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
         if changes:
             lines.append(f"{pad}context: {', '.join(changes)}")
+    for warning in r.warnings:  # let through under --contracts warn
+        lines.append(f"{pad}warning: {warning.get('message')}")
     if r.next_speaker is not None:
         lines.append(f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})")
     else:
@@ -115,6 +117,9 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
                f"({v.get('on_violation')})"), False
     if result.close_reason is not None:
         yield f"closed: {_j(result.close_reason)} after {result.turn_count} turns", False
+    elif result.refused:  # the flow's declarations refused the turn (--contracts enforce)
+        yield (f"stalled: {result.stalled_on}'s turn was refused after {result.turn_count} "
+               f"turns: it breaks the flow's declarations"), False
     elif result.error:  # stopped by the error printed below, not for want of a turn
         yield (f"stalled: {result.stalled_on}'s turn failed after {result.turn_count} "
                f"turns"), False

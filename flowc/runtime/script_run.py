@@ -28,6 +28,7 @@ from flowc.compiler.lower import CompiledFlow
 from flowc.runtime.adapters.base import ChannelState, Expectation, ProtocolError
 from flowc.runtime.adapters.workflow import merge_context_writes
 from flowc.runtime.clients import AgentClient, HumanClient, Turn
+from flowc.runtime.contracts import ENFORCE, Contract
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.hub import Channel, Hub
 from flowc.runtime.replies import Reply
@@ -58,13 +59,18 @@ async def run_script(
     timeout: float | None = None,
     watch: RunWatcher | None = None,
     channel_id: str | None = None,
+    contracts: str = ENFORCE,
 ) -> RunResult:
     """Run ``target`` with scripted speakers (and real ``agents``) on a fresh hub.
 
     ``agents`` maps speaker names to async callables that take those speakers' turns;
     ``ask_human(name, turn)`` answers for humans that the script does not cover.
     ``watch`` sees the run id and then each turn the moment it is in the WAL
-    (:mod:`flowc.runtime.watch`).
+    (:mod:`flowc.runtime.watch`). ``contracts`` says what happens to a turn of a real
+    agent (or a custom target's choice) that breaks the flow's declarations:
+    ``"enforce"`` refuses it (the run stops open on that speaker, ``error`` and
+    ``refused`` say why), ``"warn"`` lets it through with the breaches on the turn
+    (:mod:`flowc.runtime.contracts`).
 
     Cancelling the run (Ctrl-C under ``asyncio.run``) stops it between two turns:
     nothing half-done is written, the channel stays open and ``flowc resume``
@@ -90,6 +96,7 @@ async def run_script(
     ch = hub.open_channel(target.ids[target.creator], "workflow",
                           [target.ids[s] for s in target.speakers], target.knobs,
                           expectations=expectations, labels=all_labels, channel_id=channel_id)
+    ch.contract = Contract.of(target, contracts, held=frozenset(real))
     ch_box.append(ch)
     try:
         await _kickoff(hub, ch, target, script, queues, real, ask_human)
@@ -115,6 +122,7 @@ async def resume_script(
     holder: str | None = None,
     lease_seconds: float | None = None,
     on_claim: Callable[[], None] | None = None,
+    contracts: str = ENFORCE,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
 
@@ -126,6 +134,7 @@ async def resume_script(
     the turns already stored, then each new one as it is accepted. ``holder`` and
     ``lease_seconds`` are the hub's (see :meth:`Hub.open`); ``on_claim`` is called once
     the run's lease is taken, when the run is still open (workers count their runs so).
+    ``contracts`` as for :func:`run_script`.
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
@@ -164,6 +173,7 @@ async def resume_script(
         if both:
             raise ScriptError(f"{', '.join(both)}: both scripted and given as agents; "
                               "a speaker is one or the other")
+        ch.contract = Contract.of(target, contracts, held=frozenset(real))
         ch_box = [ch]
         drivers = _attach(hub, target, real, queues, ask_human, ch_box)
         try:
@@ -378,6 +388,7 @@ def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | No
         ch.channel_id, tuple(records), close,
         dict(state.context_vars) if state is not None else {},
         state.turn_count if state is not None else 0, stalled, ch.error, tuple(ch.violations),
+        ch.refused if stalled is not None else (),
     )
 
 

@@ -67,6 +67,7 @@ import attrs
 
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
+from flowc.runtime.contracts import ENFORCE
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
 from flowc.runtime.hub import Hub, _lease_seconds
 from flowc.runtime.script import Script, ScriptError, parse_script
@@ -256,14 +257,16 @@ class Worker:
     script); ``concurrency`` caps the runs held at once; ``notifier`` wakes the worker
     when the store changes; ``on_event(what, run_id, detail)`` hears ``claimed``,
     ``closed``, ``stalled``, ``lost`` (taken over: this worker's writes were refused)
-    and ``failed``.
+    and ``failed``. ``contracts``: what happens to an agent's turn that breaks the
+    flow's declarations (``"enforce"``: refused, the run is parked open on that
+    speaker; ``"warn"``: let through with a warning; see :mod:`flowc.runtime.contracts`).
     """
 
     def __init__(self, store: WalStore, *, agents: Mapping[str, AgentFn] | None = None,
                  concurrency: int = 8, notifier: Notifier | None = None,
                  lease_seconds: float | None = None, poll_seconds: float | None = None,
                  spread_seconds: float = 0.002, tag: str | None = None,
-                 on_event: Event | None = None) -> None:
+                 on_event: Event | None = None, contracts: str = ENFORCE) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.store = store
@@ -278,6 +281,7 @@ class Worker:
         self.tag = tag or f"worker-{os.urandom(3).hex()}"
         self.holder = holder_id(self.tag)
         self.on_event = on_event
+        self.contracts = contracts
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
         self._done: set[str] = set()
@@ -414,7 +418,8 @@ class Worker:
             result = await resume_script(fenced, cid, script, agents=self.agents,
                                          holder=self.holder,
                                          lease_seconds=self.lease_seconds,
-                                         on_claim=lambda: self._claimed(cid))
+                                         on_claim=lambda: self._claimed(cid),
+                                         contracts=self.contracts)
         except LeaseError:
             return  # another worker claimed it first
         except WalError as err:  # the store failed: once the lease expires, any worker

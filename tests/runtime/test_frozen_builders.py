@@ -53,6 +53,8 @@ record_fields = st.fixed_dictionaries({
     "closes": opt_text,
     "tool_calls": st.lists(st.dictionaries(texts, json_values, max_size=2) | hashables,
                            max_size=2).map(tuple),
+    "warnings": st.lists(st.dictionaries(texts, json_values, max_size=2) | hashables,
+                         max_size=2).map(tuple),
 })
 
 
