@@ -269,6 +269,24 @@ def test_the_modes_of_the_option_are_the_runtimes() -> None:
     assert CONTRACTS == CONTRACT_MODES
 
 
+def test_an_ag2_agent_calling_two_declared_tools_in_one_turn_is_not_refused(
+        tmp_path: Path, kickoff: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each AG2 tool's `set_context` writes are its own call's, so each is held to its
+    own declaration (folded onto the first call, `note` would write `approved` too)."""
+    pytest.importorskip("ag2.network")
+    flow = tmp_path / "two.flow"
+    flow.write_text(Path(APPROVE).read_text().replace(
+        "  tool approve sets approved = true\n",
+        "  tool note sets noted = true\n  tool approve sets approved = true\n"))
+    code, out, err = run(["run", str(flow), "--script", kickoff, "--agents",
+                          str(AGENTS / "ag2_two_tools.py"), "--db", ":memory:", "--json"],
+                         capsys)
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert doc["close_reason"] == "approved"
+    assert doc["context_vars"] == {"approved": True, "noted": True}
+
+
 # ── the workers' agents ───────────────────────────────────────────────────────────
 
 
