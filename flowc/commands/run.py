@@ -46,7 +46,7 @@ from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
-from flowc.runtime.script_run import resume_script, run_script
+from flowc.runtime.script_run import AskHuman, resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, transcript, turn_json
@@ -262,8 +262,7 @@ def _mode(args: argparse.Namespace) -> str:
     return "jsonl" if getattr(args, "jsonl", False) else "json" if args.json else "text"
 
 
-def _asker(args: argparse.Namespace, printer: RunPrinter
-           ) -> Callable[[str, Turn | None], Awaitable[str | None]] | None:
+def _asker(args: argparse.Namespace, printer: RunPrinter) -> AskHuman | None:
     """How a human with no scripted turn left answers: at the terminal. With ``--script``
     only when stdin is a terminal (otherwise the run stalls on that human, so a scripted
     run never waits for input nobody will type); with ``--agents`` alone, from stdin

@@ -39,12 +39,16 @@ from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
 from flowc.runtime.wal import MemoryStore, WalStore
 from flowc.runtime.watch import RunWatcher, WatchedStore
 
-__all__ = ["AgentFn", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
+__all__ = ["AgentFn", "AskHuman", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
 
 
 # ── running a script ──────────────────────────────────────────────────────────
 
 AgentFn = Callable[[Turn], Awaitable[Any]]
+
+#: ``ask_human(name, turn)``: a human's answer (text, or a turn with the context writes
+#: it declares), or ``None`` when nobody answers (the run stalls on that human)
+AskHuman = Callable[[str, Turn | None], Awaitable[str | ScriptTurn | None]]
 
 
 async def run_script(
@@ -53,7 +57,7 @@ async def run_script(
     *,
     store: WalStore | None = None,
     agents: Mapping[str, AgentFn] | None = None,
-    ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
+    ask_human: AskHuman | None = None,
     expectations: Sequence[Expectation] | None = None,
     labels: Mapping[str, Any] | None = None,
     timeout: float | None = None,
@@ -116,7 +120,7 @@ async def resume_script(
     script: Script | None = None,
     *,
     agents: Mapping[str, AgentFn] | None = None,
-    ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
+    ask_human: AskHuman | None = None,
     timeout: float | None = None,
     watch: RunWatcher | None = None,
     holder: str | None = None,
@@ -197,7 +201,7 @@ async def resume_script(
 
 def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
             queues: dict[str, deque[ScriptTurn]],
-            ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+            ask_human: AskHuman | None,
             ch_box: list[Channel]) -> dict[str, Callable[[Envelope], None]]:
     """Register every speaker: real agents, scripted humans (driven by what they see)
     and scripted agents; returns the humans' drivers by speaker name."""
@@ -226,7 +230,7 @@ def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
 
 async def _kickoff(hub: Hub, ch: Channel, target: RunTarget, script: Script,
                    queues: dict[str, deque[ScriptTurn]], real: Mapping[str, AgentFn],
-                   ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+                   ask_human: AskHuman | None,
                    ) -> None:
     """The run's first turn: the script's kickoff, the start speaker's first scripted
     turn, its agent, or the person at the terminal."""
@@ -240,11 +244,11 @@ async def _kickoff(hub: Hub, ch: Channel, target: RunTarget, script: Script,
         if isinstance(client, AgentClient):
             await client.take_turn(ch, Envelope(ch.channel_id, start_id, None, EV_TEXT, {}))
         elif isinstance(client, HumanClient) and ask_human is not None:
-            text = await ask_human(target.start, None)
-            if text is None:
+            answer = await ask_human(target.start, None)
+            if answer is None:
                 hub.stall(ch.channel_id, start_id)
             else:
-                hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": text}))
+                _post_answer(hub, ch, target, target.start, answer)
         else:
             hub.stall(ch.channel_id, start_id)
 
@@ -273,6 +277,16 @@ def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptT
     for env in envs:
         hub.admit(env)
     return any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs)
+
+
+def _post_answer(hub: Hub, ch: Channel, target: RunTarget, name: str,
+                 answer: str | ScriptTurn) -> None:
+    """Post what a human answered when asked: text, or a turn with context writes (held
+    to the keys the human declares, as a scripted human's turn is)."""
+    if isinstance(answer, ScriptTurn):
+        post_turn(hub, ch, target, name, answer)
+    else:
+        hub.admit(Envelope(ch.channel_id, target.ids[name], None, EV_TEXT, {"text": answer}))
 
 
 class _Relay:
@@ -331,7 +345,7 @@ class _Relay:
 
 def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
                   queue: deque[ScriptTurn], ch_box: list[Channel],
-                  ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+                  ask_human: AskHuman | None,
                   relay: _Relay) -> Callable[[Envelope], None]:
     loop = asyncio.get_running_loop()
     aid = human.agent_id
@@ -349,14 +363,13 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
             async def ask() -> None:
                 turn = Turn(ch.channel_id, human.agent_id, name, ch.recent[-1], tuple(ch.recent),
                             dict(ch.state.context_vars))
-                text = await ask_human(name, turn)
-                if text is None:
+                answer = await ask_human(name, turn)
+                if answer is None:
                     hub.stall(ch.channel_id, human.agent_id)
                 elif ch.is_open:
                     try:
-                        hub.admit(Envelope(ch.channel_id, human.agent_id, None, EV_TEXT,
-                                           {"text": text}))
-                    except ProtocolError as err:
+                        _post_answer(hub, ch, target, name, answer)
+                    except (ProtocolError, ScriptError) as err:
                         hub.stall(ch.channel_id, human.agent_id, str(err))
             hub.track(loop.create_task(ask()))
         else:
