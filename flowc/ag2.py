@@ -17,6 +17,7 @@ Importing this module without ``ag2`` installed raises ``ImportError``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -226,6 +227,7 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
         events = list(await stream.history.get_events())
         results = {e.parent_id: e for e in events if isinstance(e, ToolResultEvent)}
         calls: list[ToolCall] = []
+        ids: list[str | None] = []
         for ev in events:
             if not isinstance(ev, ToolCallEvent):
                 continue
@@ -241,12 +243,21 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
                     outcome = Finish(summary=data.summary, reason=data.reason)
                 elif isinstance(data, AG2Handoff):
                     outcome = Handoff(target=data.target, reason=data.reason)
-            calls.append(ToolCall(ev.name, args if isinstance(args, dict) else {}, result=outcome))
+            call = ToolCall(ev.name, args if isinstance(args, dict) else {}, result=outcome)
+            calls.append(call)
+            ids.append(ev.id if isinstance(ev.id, str) else None)
         if calls and channel.writes:
-            # the tools ran concurrently, so the writes are folded, in the order they
-            # were sent, onto the reply's first call: the same final context
-            sets, deletes = channel.folded()
-            calls[0] = attrs.evolve(calls[0], set=sets, delete=deletes)
+            if channel.attributable(ids):
+                # each call carries the writes its own tool made, so the flow's
+                # declarations hold each tool to what it wrote
+                calls = [attrs.evolve(c, set=w[0], delete=w[1]) if w[0] or w[1] else c
+                         for c, w in zip(calls, (channel.folded(i) for i in ids), strict=True)]
+            else:
+                # writes the calls cannot be told apart by (or two tools wrote one key,
+                # concurrently): folded, in the order they were sent, onto the reply's
+                # first call, which gives the same final context
+                sets, deletes = channel.folded()
+                calls[0] = attrs.evolve(calls[0], set=sets, delete=deletes)
         return Reply(reply.body or "", tuple(calls))
 
     return take
@@ -276,6 +287,8 @@ class ContextChannel:
         )
         self.state = SimpleNamespace(context_vars=dict(context))
         self.writes: list[dict[str, Any]] = []
+        #: the id of the tool call that sent each write (``None``: not known)
+        self.senders: list[str | None] = []
 
     async def send(self, text: str = "", *, event_type: str = "", event_data: Any = None,
                    **_: Any) -> None:
@@ -287,12 +300,28 @@ class ContextChannel:
                 f"(set_context / delete_context), not send {event_type or 'text'!r}"
             )
         self.writes.append(dict(event_data or {}))
+        self.senders.append(_tool_call_id())
 
-    def folded(self) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """All writes as one ``(set, delete)`` pair (delete applies before set)."""
+    def attributable(self, call_ids: Sequence[str | None]) -> bool:
+        """Whether every write is known to come from one of ``call_ids`` and no key is
+        written by two of them (then each call's writes can ride on it)."""
+        if not all(s is not None and s in call_ids for s in self.senders):
+            return False
+        writer: dict[str, str | None] = {}
+        for sender, write in zip(self.senders, self.writes, strict=True):
+            for key in (*(write.get("delete") or ()), *(write.get("set") or {})):
+                if writer.setdefault(key, sender) != sender:
+                    return False
+        return True
+
+    def folded(self, call_id: str | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """All writes (or those the tool call ``call_id`` sent) as one ``(set, delete)``
+        pair (delete applies before set)."""
         sets: dict[str, Any] = {}
         deletes: dict[str, None] = {}
-        for write in self.writes:
+        for sender, write in zip(self.senders, self.writes, strict=True):
+            if call_id is not None and sender != call_id:
+                continue
             for key in write.get("delete") or ():
                 sets.pop(key, None)
                 deletes[key] = None
@@ -300,6 +329,23 @@ class ContextChannel:
                 sets[key] = value
                 deletes.pop(key, None)
         return sets, tuple(deletes)
+
+
+def _tool_call_id() -> str | None:
+    """The id of the AG2 tool call whose tool runs now, or ``None``.
+
+    AG2 runs each tool call of a turn in a task of its own, as
+    ``ag2.tools.executor._execute_call(context, call)``; a tool's ``set_context`` runs
+    in that task, whose coroutine holds the call.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return None
+    frame = getattr(task.get_coro(), "cr_frame", None) if task is not None else None
+    call = frame.f_locals.get("call") if frame is not None else None
+    found = getattr(call, "id", None)
+    return found if isinstance(found, str) else None
 
 
 def _ag2_envelope(env: Any) -> AG2Envelope:

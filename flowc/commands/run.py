@@ -32,6 +32,7 @@ from flowc.commands.run_options import (
     DEFAULT_DB,
     STORES,
     agents_option,
+    contracts_option,
     flow_argument,
     script_option,
     store_options,
@@ -45,10 +46,10 @@ from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_OPENED
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
-from flowc.runtime.script_run import resume_script, run_script
+from flowc.runtime.script_run import AskHuman, resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import transcript, turn_json
+from flowc.runtime.transcript import RunResult, transcript, turn_json
 from flowc.runtime.wal import WalError, WalStore, describe_holder
 
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
@@ -261,8 +262,7 @@ def _mode(args: argparse.Namespace) -> str:
     return "jsonl" if getattr(args, "jsonl", False) else "json" if args.json else "text"
 
 
-def _asker(args: argparse.Namespace, printer: RunPrinter
-           ) -> Callable[[str, Turn | None], Awaitable[str | None]] | None:
+def _asker(args: argparse.Namespace, printer: RunPrinter) -> AskHuman | None:
     """How a human with no scripted turn left answers: at the terminal. With ``--script``
     only when stdin is a terminal (otherwise the run stalls on that human, so a scripted
     run never waits for input nobody will type); with ``--agents`` alone, from stdin
@@ -285,6 +285,20 @@ def _resume_hint(printer: RunPrinter, args: argparse.Namespace) -> str | None:
     if args.agents:
         hint += f" --agents {args.agents}"
     return hint
+
+
+def _refused_hint(printer: RunPrinter, args: argparse.Namespace, result: RunResult) -> None:
+    """A turn the flow's declarations refused stopped the run: it stays open; say how to
+    continue it (``--contracts warn`` lets such a turn through)."""
+    if not result.refused:
+        return
+    hint = _resume_hint(printer, args)
+    if hint is None:
+        return
+    if "--contracts" not in hint:
+        hint += " --contracts warn"
+    print(f"run {printer.run_id} is open; continue it with `{hint}` to let such turns "
+          "through with a warning", file=sys.stderr)
 
 
 def _interrupted(printer: RunPrinter, args: argparse.Namespace) -> int:
@@ -334,7 +348,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = asyncio.run(run_script(
             target, script, store=store, agents=agents, ask_human=_asker(args, printer),
-            labels={"script": args.script or ""}, watch=printer,
+            labels={"script": args.script or ""}, watch=printer, contracts=args.contracts,
         ))
     except KeyboardInterrupt:
         if printer.run_id is not None:
@@ -367,6 +381,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     store.close()
     printer.finish(result)
+    _refused_hint(printer, args, result)
     if printer.broken:
         raise BrokenPipeError  # the run ended, but its output could not all be written
     return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
@@ -583,7 +598,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         try:
             result = asyncio.run(resume_script(
                 store, cid, script, agents=agents, ask_human=_asker(args, printer),
-                watch=printer))
+                watch=printer, contracts=args.contracts))
         except KeyboardInterrupt:
             printer.catch_up(list(store.read(cid)))
             return _interrupted(printer, args)
@@ -602,6 +617,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     finally:
         store.close()
     printer.finish(result)
+    _refused_hint(printer, args, result)
     if printer.broken:
         raise BrokenPipeError
     return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
@@ -623,6 +639,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      "asked at the terminal when stdin is one, otherwise the run stalls on "
                      "them (stalled_on)")
     agents_option(p, "without --script, humans answer on stdin")
+    contracts_option(p)
     _output_options(p)
     store_options(p, f"the WAL: a SQLite file (default {DEFAULT_DB}), a PostgreSQL database "
                      "(postgresql://...), or :memory: for none")
@@ -638,6 +655,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     script_option(p, "the run's script (JSON or YAML); turns already taken are skipped; "
                      "humans with no scripted turn left as for `flowc run`")
     agents_option(p)
+    contracts_option(p)
     _output_options(p)
     store_options(p, f"the WAL holding the run: {STORES}")
 

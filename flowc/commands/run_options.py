@@ -43,3 +43,18 @@ def store_options(parser: argparse.ArgumentParser, db_help: str, *, metavar: str
     parser.add_argument("--db", default=DEFAULT_DB, metavar=metavar, help=db_help)
     if plugin:
         add_plugin_option(parser)
+
+
+#: ``--contracts``' choices, the default first (flowc.runtime.contracts.CONTRACT_MODES)
+CONTRACTS = ("enforce", "warn")
+
+
+def contracts_option(parser: argparse.ArgumentParser) -> None:
+    """``--contracts enforce|warn``: what happens to a turn of a real agent (or a custom
+    target's choice) that breaks the flow's declarations."""
+    parser.add_argument(
+        "--contracts", choices=CONTRACTS, default=CONTRACTS[0],
+        help="a real agent's turn (or a custom target's choice) that breaks the flow's "
+             "declarations: `enforce` refuses it and stops the run open on that speaker "
+             "(the default), `warn` lets it through with a warning in the transcript, "
+             "--json and `flowc log`")

@@ -4,27 +4,31 @@ turn at a time, as the run accepts it), ``--json`` (one document at the end),
 terminal a human answers at.
 
 The terminal is read without blocking the event loop, so Ctrl-C at a ``user>`` prompt
-stops the run at once (``asyncio.run`` turns it into a cancellation of the run).
+stops the run at once (``asyncio.run`` turns it into a cancellation of the run). What a
+human may type there (text, ``/set KEY = VALUE``, ...) is :mod:`flowc.commands.human_prompt`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TextIO
 
+from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import Envelope
+from flowc.runtime.script import ScriptTurn
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TurnRecord, transcript, turn_json
 
-__all__ = ["LineReader", "Progress", "RunPrinter", "format_turn", "format_turns", "isatty",
-           "remembered", "terminal_asker", "turn_lines"]
+__all__ = ["LineReader", "Progress", "RunPrinter", "TerminalLines", "format_turn",
+           "format_turns", "isatty", "read_answer", "remembered", "terminal_asker", "turn_lines"]
 
 
 def _j(value: Any) -> str:
@@ -71,6 +75,8 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
         changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
         if changes:
             lines.append(f"{pad}context: {', '.join(changes)}")
+    for warning in r.warnings:  # let through under --contracts warn
+        lines.append(f"{pad}warning: {warning.get('message')}")
     if r.next_speaker is not None:
         lines.append(f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})")
     else:
@@ -115,6 +121,9 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
                f"({v.get('on_violation')})"), False
     if result.close_reason is not None:
         yield f"closed: {_j(result.close_reason)} after {result.turn_count} turns", False
+    elif result.refused:  # the flow's declarations refused the turn (--contracts enforce)
+        yield (f"stalled: {result.stalled_on}'s turn was refused after {result.turn_count} "
+               f"turns: it breaks the flow's declarations"), False
     elif result.error:  # stopped by the error printed below, not for want of a turn
         yield (f"stalled: {result.stalled_on}'s turn failed after {result.turn_count} "
                f"turns"), False
@@ -398,25 +407,138 @@ class LineReader:
             loop.remove_reader(self.fd)
 
 
+class TerminalLines:
+    """Lines typed at a terminal (stdin and stdout both one), read with the standard
+    library's ``readline``: line editing, the run's earlier answers with the arrow keys,
+    and Tab completing the prompt's commands and the human's declared keys
+    (:func:`~flowc.commands.human_prompt.complete`).
+
+    ``input()`` blocks, so each line is read in a thread of its own while the event
+    loop goes on (the run's lease is renewed, Ctrl-C cancels the run at once). An
+    interrupted read is abandoned, its terminal settings put back as they were."""
+
+    def __init__(self) -> None:
+        import readline
+
+        self.readline = readline
+        self.keys: Sequence[str] | None = None
+        readline.set_completer(self.completer)
+        readline.set_completer_delims(" \t\n=")
+        if "libedit" in (readline.__doc__ or ""):  # macOS's readline
+            readline.parse_and_bind("bind ^I rl_complete")
+        else:
+            readline.parse_and_bind("tab: complete")
+
+    def completer(self, text: str, state: int) -> str | None:
+        """readline's completer: the ``state``-th completion of the word ``text``."""
+        try:
+            before = self.readline.get_line_buffer()[: self.readline.get_endidx()]
+            options = [o for o in complete(before, self.keys) if o.startswith(text)]
+        except Exception:  # never let completion break the prompt
+            return None
+        return options[state] if state < len(options) else None
+
+    async def readline_async(self, prompt: str, keys: Sequence[str] | None) -> str | None:
+        """The next line typed at ``prompt``; ``None`` at end of input (Ctrl-D)."""
+        import termios
+        import threading
+
+        self.keys = keys
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str | None] = loop.create_future()
+
+        def settle(line: str | None) -> None:
+            if not answer.done():
+                answer.set_result(line)
+
+        def read() -> None:
+            try:
+                line: str | None = input(prompt)
+            except (EOFError, OSError, ValueError, KeyboardInterrupt):
+                line = None
+            with contextlib.suppress(RuntimeError):  # (the loop is gone: the run ended)
+                loop.call_soon_threadsafe(settle, line)
+
+        try:
+            saved: Any = termios.tcgetattr(sys.stdin.fileno())
+        except (termios.error, OSError, ValueError):
+            saved = None
+        threading.Thread(target=read, name="flowc-prompt", daemon=True).start()
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            if saved is not None:  # readline had the terminal: give it back as it was
+                with contextlib.suppress(termios.error, OSError, ValueError):
+                    termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+            raise
+
+
 _reader: LineReader | None = None
+_terminal: TerminalLines | None = None
 
 
-def terminal_asker(printer: RunPrinter | None, *, echo: bool
-                   ) -> Callable[[str, Turn | None], Any]:
-    """``ask_human(name, turn)`` for a run: a ``name> `` prompt on stderr (so stdout stays
-    the transcript), the answer read from stdin. ``echo`` shows the turn the human
-    answers first (useful when the transcript does not go to the same terminal)."""
+def _on_terminal() -> TerminalLines | None:
+    """The readline prompt when stdin and stdout are a terminal (and readline exists)."""
+    global _terminal
+    if _terminal is None and isatty(sys.stdin) and isatty(sys.stdout):
+        try:
+            _terminal = TerminalLines()
+        except ImportError:  # a Python built without readline
+            return None
+    return _terminal
 
-    async def ask(name: str, turn: Turn | None) -> str | None:
-        global _reader
-        if _reader is None or _reader.stream is not sys.stdin:
-            _reader = LineReader(sys.stdin)
+
+async def read_answer(prompt: str, keys: Sequence[str] | None) -> str | None:
+    """One line a human types at ``prompt``: with readline on a terminal, else from stdin
+    as it comes (the prompt on stderr); ``None`` at end of input."""
+    global _reader
+    terminal = _on_terminal()
+    if terminal is not None:
+        return await terminal.readline_async(prompt, keys)
+    if _reader is None or _reader.stream is not sys.stdin:
+        _reader = LineReader(sys.stdin)
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return await _reader.readline()
+
+
+def terminal_asker(printer: RunPrinter | None, *, echo: bool, target: RunTarget | None = None
+                   ) -> Callable[[str, Turn | None], Awaitable[ScriptTurn | None]]:
+    """``ask_human(name, turn)`` for a run: a ``name> `` prompt (on stderr, so stdout
+    stays the transcript), the answer read from stdin. ``echo`` shows the turn the human
+    answers first (useful when the transcript does not go to the same terminal).
+
+    The human posts a line of text, and may first write the context keys its
+    ``speaker NAME: human { sets ... }`` block declares (``target``'s, by default the
+    printer's): ``/set KEY = VALUE``, ``/clear KEY``, ``/help`` (see
+    :mod:`flowc.commands.human_prompt`); a line the prompt refuses is explained on
+    stderr and the human is asked again."""
+    declared = target if target is not None else printer.target if printer is not None else None
+
+    async def ask(name: str, turn: Turn | None) -> ScriptTurn | None:
         if printer is not None:
             printer.before_prompt()
         if echo and turn is not None and turn.text:
             sys.stderr.write(f"  [{turn.name_of(turn.envelope.sender_id)}] {turn.text}\n")
-        sys.stderr.write(f"{name}> ")
-        sys.stderr.flush()
-        return await _reader.readline()
+        writes = declared.human_writes if declared is not None else None
+        keys = None if writes is None else sorted(writes.get(name, ()))
+        context = turn.context if turn is not None else \
+            declared.context_vars if declared is not None else {}
+        prompt = HumanPrompt(name, keys, context)
+        while True:
+            line = await read_answer(prompt.prompt(), keys)
+            if line is None:
+                return None
+            try:
+                got = prompt.feed(line)
+            except PromptError as err:
+                got = f"{err}"
+            if isinstance(got, ScriptTurn):
+                return got
+            if got:
+                sys.stderr.write("".join(f"  {row}\n" for row in got.splitlines()))
+                sys.stderr.flush()
 
     return ask

@@ -161,7 +161,8 @@ def cmd_test(args: argparse.Namespace) -> int:
             continue
         source, _ = read_source(path)
         assert source is not None
-        target = RunTarget.from_compiled(compiled, source_text=source.text, label=path)
+        target = RunTarget.from_compiled(compiled, source_text=source.text, label=path,
+                                         filename=source.name)
         chosen = [sc for sc in compiled.scenarios if keep(path, sc.title.value)]
         deselected += len(compiled.scenarios) - len(chosen)
         if not compiled.scenarios:
@@ -251,7 +252,8 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     source, _ = read_source(path)
     assert source is not None
-    target = RunTarget.from_compiled(compiled, source_text=source.text, label=path)
+    target = RunTarget.from_compiled(compiled, source_text=source.text, label=path,
+                                     filename=source.name)
     scenarios = list(gen.scenarios)
     if args.write:
         have = {sc.title.value for sc in compiled.scenarios}

@@ -23,6 +23,7 @@ from flowc.commands.console import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
 from flowc.commands.run_options import (
     DEFAULT_DB,
     agents_option,
+    contracts_option,
     flow_argument,
     script_option,
     store_options,
@@ -123,7 +124,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
                   flush=True)
 
     worker = Worker(store, agents=agents, concurrency=args.concurrency,
-                    notifier=_notifier(args.db), on_event=event, on_error=internal_error)
+                    notifier=_notifier(args.db), on_event=event, on_error=internal_error,
+                    contracts=args.contracts)
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
@@ -174,6 +176,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "Stops on SIGTERM or Ctrl-C, giving its runs back.")
     store_options(p, SHARED_DB, metavar="URL", plugin=False)
     agents_option(p, "other speakers follow each run's script")
+    contracts_option(p)
     p.add_argument("--concurrency", type=int, default=8, metavar="N",
                    help="hold at most N runs at once (default 8)")
     p.add_argument("--quiet", action="store_true",

@@ -180,17 +180,28 @@ def bare_alternative(alts: Mapping[str, tuple[ToolEffectInfo, ...]],
     >>> bare_alternative(alts, ToolEffectInfo(finish="")) is None
     True
     """
-    def same(alt: ToolEffectInfo) -> bool:
-        return (dict(alt.sets) == dict(effect.sets) and set(alt.clears) == set(effect.clears)
-                and alt.handoff == effect.handoff
-                and (alt.finish is None) == (effect.finish is None)
-                and finish_reason(alt.finish or "") == finish_reason(effect.finish or ""))
-
     for tool, tool_alts in alts.items():
         for i, alt in enumerate(tool_alts):
-            if same(alt):
+            if same_effect(alt, effect):
                 return tool, i
     return None
+
+
+def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
+    """Whether ``effect`` (what a call did) is exactly the declared ``alt``: the same
+    writes (in any order), the same hand-off, and a finish with the same close reason (an
+    empty reason closes as ``"finished"``, as AG2 closes it).
+
+    >>> same_effect(ToolEffectInfo((("k", 1),), finish=""), ToolEffectInfo((("k", 1),),
+    ...                                                           finish="finished"))
+    True
+    >>> same_effect(ToolEffectInfo((("k", True),)), ToolEffectInfo((("k", "yes"),)))
+    False
+    """
+    return (dict(alt.sets) == dict(effect.sets) and set(alt.clears) == set(effect.clears)
+            and alt.handoff == effect.handoff
+            and (alt.finish is None) == (effect.finish is None)
+            and finish_reason(alt.finish or "") == finish_reason(effect.finish or ""))
 
 
 def bare_effect_refusal(speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]],

@@ -76,6 +76,11 @@ class Channel:
     renew_at: float = 0.0
     #: the id of the channel's last envelope in the WAL (what the next one follows)
     last_id: str | None = None
+    #: what each turn is held to (a :class:`flowc.runtime.contracts.Contract`), or
+    #: ``None``: nothing is checked
+    contract: Any = None
+    #: the breaches that refused the turn the channel stopped on (their ``to_json``)
+    refused: tuple[dict[str, Any], ...] = ()
     #: the clients a broadcast reaches, in order, as of the hub's ``reach_of``-th
     #: attach (the hub fills it on the first delivery and after each new client)
     reach: tuple[HubParticipant, ...] = attrs.field(default=(), repr=False)

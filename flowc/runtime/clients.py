@@ -262,12 +262,24 @@ class AgentClient(_Client):
             return
         if not ch.is_open:
             return
+        contract = ch.contract
+        warnings: list[dict[str, Any]] = []
+        if contract is not None and reply.tool_calls:
+            try:  # the flow's declarations hold the agent's tool calls
+                warnings = contract.check_reply(self.agent_id, reply)
+            except ProtocolError as err:  # refused: nothing of the turn is written
+                ch.refused = tuple(b.to_json() for b in getattr(err, "breaches", ()))
+                self.hub.stall(ch.channel_id, self.agent_id, str(err))
+                return
         build = getattr(ch.adapter, "build_round_envelopes", None)
         if build is None:
             envs = [Envelope(ch.channel_id, self.agent_id, None, EV_TEXT, {"text": reply.text})] \
                 if reply.text else []
         else:
             envs = build(ch.metadata, ch.state, self.agent_id, reply, self.hub.name_to_id())
+        if warnings and envs:  # let through, with the breaches on its (last) envelope
+            last = envs[-1]
+            envs[-1] = attrs.evolve(last, event_data=contract.annotate(last.event_data, warnings))
         try:
             for env in envs:
                 self.hub.admit(env)

@@ -367,6 +367,16 @@ class Hub:
                 f"refused: the {ch.metadata.type} adapter failed on this envelope "
                 f"({type(err).__name__}: {err})"
             ) from err
+        contract = ch.contract
+        if contract is not None and contract.targets and event_type in (EV_TEXT, EV_PACKET):
+            # a custom target's choice, held to its declared `-> A | B`
+            try:
+                warning = contract.check_decision(sender_id, new_state)
+            except ProtocolError as err:  # refused: nothing written, nothing changed
+                ch.refused = tuple(b.to_json() for b in getattr(err, "breaches", ()))
+                raise
+            if warning is not None:
+                env = attrs.evolve(env, event_data=contract.annotate(env.event_data, [warning]))
         if self._offer_fold is not None:
             self._offer_fold(env, adapter, new_state, result)
         try:

@@ -31,6 +31,7 @@ from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.adapters.workflow import WorkflowState
+from flowc.runtime.contracts import Contract
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.script_run import post_turn
@@ -108,6 +109,9 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
     ch = hub.open_channel(target.ids[target.creator], "workflow",
                           [target.ids[s] for s in target.speakers], target.knobs,
                           expectations=())
+    # a plugin's custom target is held to its declared `-> A | B` (the scenario's own
+    # turns were checked against the declarations when the flow compiled)
+    ch.contract = Contract.of(target, held=frozenset())
     title = sc.title.value
     turn_no = 0
 

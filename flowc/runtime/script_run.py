@@ -28,6 +28,7 @@ from flowc.compiler.lower import CompiledFlow
 from flowc.runtime.adapters.base import ChannelState, Expectation, ProtocolError
 from flowc.runtime.adapters.workflow import merge_context_writes
 from flowc.runtime.clients import AgentClient, HumanClient, Turn
+from flowc.runtime.contracts import ENFORCE, Contract
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.hub import Channel, Hub
 from flowc.runtime.replies import Reply
@@ -38,12 +39,16 @@ from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
 from flowc.runtime.wal import MemoryStore, WalStore
 from flowc.runtime.watch import RunWatcher, WatchedStore
 
-__all__ = ["AgentFn", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
+__all__ = ["AgentFn", "AskHuman", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
 
 
 # ── running a script ──────────────────────────────────────────────────────────
 
 AgentFn = Callable[[Turn], Awaitable[Any]]
+
+#: ``ask_human(name, turn)``: a human's answer (text, or a turn with the context writes
+#: it declares), or ``None`` when nobody answers (the run stalls on that human)
+AskHuman = Callable[[str, Turn | None], Awaitable[str | ScriptTurn | None]]
 
 
 async def run_script(
@@ -52,19 +57,24 @@ async def run_script(
     *,
     store: WalStore | None = None,
     agents: Mapping[str, AgentFn] | None = None,
-    ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
+    ask_human: AskHuman | None = None,
     expectations: Sequence[Expectation] | None = None,
     labels: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     watch: RunWatcher | None = None,
     channel_id: str | None = None,
+    contracts: str = ENFORCE,
 ) -> RunResult:
     """Run ``target`` with scripted speakers (and real ``agents``) on a fresh hub.
 
     ``agents`` maps speaker names to async callables that take those speakers' turns;
     ``ask_human(name, turn)`` answers for humans that the script does not cover.
     ``watch`` sees the run id and then each turn the moment it is in the WAL
-    (:mod:`flowc.runtime.watch`).
+    (:mod:`flowc.runtime.watch`). ``contracts`` says what happens to a turn of a real
+    agent (or a custom target's choice) that breaks the flow's declarations:
+    ``"enforce"`` refuses it (the run stops open on that speaker, ``error`` and
+    ``refused`` say why), ``"warn"`` lets it through with the breaches on the turn
+    (:mod:`flowc.runtime.contracts`).
 
     Cancelling the run (Ctrl-C under ``asyncio.run``) stops it between two turns:
     nothing half-done is written, the channel stays open and ``flowc resume``
@@ -90,6 +100,7 @@ async def run_script(
     ch = hub.open_channel(target.ids[target.creator], "workflow",
                           [target.ids[s] for s in target.speakers], target.knobs,
                           expectations=expectations, labels=all_labels, channel_id=channel_id)
+    ch.contract = Contract.of(target, contracts, held=frozenset(real))
     ch_box.append(ch)
     try:
         await _kickoff(hub, ch, target, script, queues, real, ask_human)
@@ -121,12 +132,13 @@ async def resume_script(
     script: Script | None = None,
     *,
     agents: Mapping[str, AgentFn] | None = None,
-    ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None = None,
+    ask_human: AskHuman | None = None,
     timeout: float | None = None,
     watch: RunWatcher | None = None,
     holder: str | None = None,
     lease_seconds: float | None = None,
     on_claim: Callable[[], None] | None = None,
+    contracts: str = ENFORCE,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
 
@@ -138,6 +150,7 @@ async def resume_script(
     the turns already stored, then each new one as it is accepted. ``holder`` and
     ``lease_seconds`` are the hub's (see :meth:`Hub.open`); ``on_claim`` is called once
     the run's lease is taken, when the run is still open (workers count their runs so).
+    ``contracts`` as for :func:`run_script`.
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
@@ -176,6 +189,7 @@ async def resume_script(
         if both:
             raise ScriptError(f"{', '.join(both)}: both scripted and given as agents; "
                               "a speaker is one or the other")
+        ch.contract = Contract.of(target, contracts, held=frozenset(real))
         ch_box = [ch]
         drivers = _attach(hub, target, real, queues, ask_human, ch_box)
         try:
@@ -200,7 +214,7 @@ async def resume_script(
 
 def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
             queues: dict[str, deque[ScriptTurn]],
-            ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+            ask_human: AskHuman | None,
             ch_box: list[Channel]) -> dict[str, Callable[[Envelope], None]]:
     """Register every speaker: real agents, scripted humans (driven by what they see)
     and scripted agents; returns the humans' drivers by speaker name."""
@@ -229,7 +243,7 @@ def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
 
 async def _kickoff(hub: Hub, ch: Channel, target: RunTarget, script: Script,
                    queues: dict[str, deque[ScriptTurn]], real: Mapping[str, AgentFn],
-                   ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+                   ask_human: AskHuman | None,
                    ) -> None:
     """The run's first turn: the script's kickoff, the start speaker's first scripted
     turn, its agent, or the person at the terminal."""
@@ -243,11 +257,11 @@ async def _kickoff(hub: Hub, ch: Channel, target: RunTarget, script: Script,
         if isinstance(client, AgentClient):
             await client.take_turn(ch, Envelope(ch.channel_id, start_id, None, EV_TEXT, {}))
         elif isinstance(client, HumanClient) and ask_human is not None:
-            text = await ask_human(target.start, None)
-            if text is None:
+            answer = await ask_human(target.start, None)
+            if answer is None:
                 hub.stall(ch.channel_id, start_id)
             else:
-                hub.admit(Envelope(ch.channel_id, start_id, None, EV_TEXT, {"text": text}))
+                _post_answer(hub, ch, target, target.start, answer)
         else:
             hub.stall(ch.channel_id, start_id)
 
@@ -276,6 +290,16 @@ def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptT
     for env in envs:
         hub.admit(env)
     return any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs)
+
+
+def _post_answer(hub: Hub, ch: Channel, target: RunTarget, name: str,
+                 answer: str | ScriptTurn) -> None:
+    """Post what a human answered when asked: text, or a turn with context writes (held
+    to the keys the human declares, as a scripted human's turn is)."""
+    if isinstance(answer, ScriptTurn):
+        post_turn(hub, ch, target, name, answer)
+    else:
+        hub.admit(Envelope(ch.channel_id, target.ids[name], None, EV_TEXT, {"text": answer}))
 
 
 class _Relay:
@@ -334,7 +358,7 @@ class _Relay:
 
 def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
                   queue: deque[ScriptTurn], ch_box: list[Channel],
-                  ask_human: Callable[[str, Turn | None], Awaitable[str | None]] | None,
+                  ask_human: AskHuman | None,
                   relay: _Relay) -> Callable[[Envelope], None]:
     loop = asyncio.get_running_loop()
     aid = human.agent_id
@@ -365,17 +389,17 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
             hub.stall(ch.channel_id, human.agent_id)
 
     async def answer(ch: Channel,
-                     ask_human: Callable[[str, Turn | None], Awaitable[str | None]]) -> None:
+                     ask_human: Callable[[str, Turn | None], Awaitable[str | ScriptTurn | None]]
+                     ) -> None:
         turn = Turn(ch.channel_id, human.agent_id, name, ch.recent[-1], tuple(ch.recent),
                     dict(ch.state.context_vars))
-        text = await ask_human(name, turn)
-        if text is None:
+        reply = await ask_human(name, turn)
+        if reply is None:
             hub.stall(ch.channel_id, human.agent_id)
         elif ch.is_open:
             try:
-                hub.admit(Envelope(ch.channel_id, human.agent_id, None, EV_TEXT,
-                                   {"text": text}))
-            except ProtocolError as err:
+                _post_answer(hub, ch, target, name, reply)
+            except (ProtocolError, ScriptError) as err:
                 hub.stall(ch.channel_id, human.agent_id, str(err))
 
     def on_envelope(env: Envelope) -> None:
@@ -404,6 +428,7 @@ def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | No
         ch.channel_id, tuple(records), close,
         dict(state.context_vars) if state is not None else {},
         state.turn_count if state is not None else 0, stalled, ch.error, tuple(ch.violations),
+        ch.refused if stalled is not None else (),
     )
 
 

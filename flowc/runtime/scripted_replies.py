@@ -20,6 +20,7 @@ from flowc.compiler.lower import (
     human_write_refusal,
     match_alternative,
 )
+from flowc.runtime.contracts import call_breach
 from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
@@ -78,7 +79,16 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
         result = Handoff(target=target.ids[handoff], reason=call.reason)
     name = call.tool or ("finish" if finish is not None else "handoff" if handoff is not None
                          else "set_context")
-    return ToolCall(name, dict(call.args), sets, tuple(deletes), result)
+    out = ToolCall(name, dict(call.args), sets, tuple(deletes), result)
+    if call.tool is not None and target.tools is not None:
+        # the call as it will run (the declared effects and the script's own writes) is
+        # held to the declaration as an agent's call is (flowc.runtime.contracts)
+        key = (speaker, call.tool)
+        breach = call_breach(speaker, out, target.tools[key], names=target.names,
+                             routed_on=frozenset(), place=target.tool_at.get(key))
+        if breach is not None:
+            raise ScriptError(f"{where}: {breach.message}")
+    return out
 
 
 def reply_for(target: RunTarget, speaker: str, turn: ScriptTurn) -> Reply:

@@ -25,6 +25,7 @@ from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
 from flowc.runtime.adapters.base import ChannelMetadata
 from flowc.runtime.adapters.workflow import DEFAULT
 from flowc.runtime.script import Script
+from flowc.source import Span
 
 __all__ = ["RunTarget"]
 
@@ -78,6 +79,12 @@ class RunTarget:
     human_writes: dict[str, frozenset[str]] | None = None
     #: speaker -> where the flow declares it, ``FILE:LINE:COL`` (when the file is known)
     declared_at: dict[str, str] = attrs.field(factory=dict)
+    #: (speaker, tool) -> where the flow declares the tool (when the file is known)
+    tool_at: dict[tuple[str, str], str] = attrs.field(factory=dict)
+    #: custom target -> the speakers (``None``: terminate) its ``-> A | B`` list names,
+    #: and where it is declared; only targets declared with such a list
+    custom_targets: dict[str, tuple[tuple[str | None, ...], str | None]] = \
+        attrs.field(factory=dict)
 
     @property
     def names(self) -> dict[str, str]:
@@ -100,6 +107,10 @@ class RunTarget:
         ids = {s: flow.agent_id(s) for s in flow.speakers}
         names = {v: k for k, v in ids.items()}
         tools = {(t.speaker, t.name): t.alternatives for t in flow.tools}
+
+        def at(span: Span) -> str | None:
+            return None if filename is None else f"{filename}:{span.line}:{span.column}"
+
         return cls(flow.graph, dict(flow.context_vars), tuple(flow.speakers),
                    frozenset(flow.humans), flow.initiator, ids, tools,
                    tuple(_rule_texts(flow, flow.graph, names, source_text)), label or (flow.name or ""),
@@ -107,7 +118,12 @@ class RunTarget:
                    {h: frozenset(keys) for h, keys in flow.human_writes.items()},
                    {} if filename is None else {
                        d.name.value: f"{filename}:{d.name.span.line}:{d.name.span.column}"
-                       for d in flow.flow.speakers()})
+                       for d in flow.flow.speakers()},
+                   {} if filename is None else {
+                       (t.speaker, t.name): f"{filename}:{t.span.line}:{t.span.column}"
+                       for t in flow.tools},
+                   {c.name: (c.results, at(c.span)) for c in flow.customs
+                    if c.kind == "target" and c.results is not None})
 
     @classmethod
     def from_graph(cls, graph: m.TransitionGraph, context_vars: Mapping[str, Any] | None = None,
@@ -146,9 +162,20 @@ class RunTarget:
         ]
         writes = None if self.human_writes is None else {
             h: sorted(keys) for h, keys in self.human_writes.items()}
-        return {"flow": self.label, "rules": list(self.rule_texts),
-                "rule_lines": list(self.rule_lines), "humans": sorted(self.humans),
-                "tools": tools, "human_writes": writes}
+        out: dict[str, Any] = {"flow": self.label, "rules": list(self.rule_texts),
+                               "rule_lines": list(self.rule_lines),
+                               "humans": sorted(self.humans), "tools": tools,
+                               "human_writes": writes}
+        if self.declared_at or self.tool_at or self.custom_targets:
+            # what a later process needs to hold the run to its declarations, and to say
+            # where they are written (see flowc.runtime.contracts)
+            out["declared"] = {
+                "speakers": dict(self.declared_at),
+                "tools": [[s, t, place] for (s, t), place in self.tool_at.items()],
+                "targets": [[name, list(results), place]
+                            for name, (results, place) in self.custom_targets.items()],
+            }
+        return out
 
     @classmethod
     def from_metadata(cls, metadata: ChannelMetadata) -> RunTarget:
@@ -183,12 +210,14 @@ class RunTarget:
             raise ValueError(f"the stored labels are not valid ({err})") from None
         creator = names.get(metadata.creator_id, metadata.creator_id)
         lines = labels.get("rule_lines")
+        declared_at, tool_at, custom_targets = _declared(labels.get("declared"))
         return cls(graph, dict(context), tuple(ids), humans, creator, ids, tools,
                    tuple(str(r) for r in rules) if isinstance(rules, list)
                    else tuple(_rule_texts(None, graph, {}, None)),
                    str(labels.get("flow") or ""),
                    tuple(x if isinstance(x, int) and not isinstance(x, bool) else None
-                         for x in lines) if isinstance(lines, list) else (), writes)
+                         for x in lines) if isinstance(lines, list) else (), writes,
+                   declared_at, tool_at, custom_targets)
 
     def rule_line(self, index: int) -> int | None:
         return self.rule_lines[index] if index < len(self.rule_lines) else None
@@ -207,6 +236,23 @@ class RunTarget:
         if decided_by is None:
             return "start"
         return str(decided_by)
+
+
+def _declared(data: Any) -> tuple[dict[str, str], dict[tuple[str, str], str],
+                                   dict[str, tuple[tuple[str | None, ...], str | None]]]:
+    """The ``declared`` label of a stored run (see :meth:`RunTarget.labels`); a run
+    stored without it (or by an earlier version) declares no places and no targets."""
+    if not isinstance(data, dict):
+        return {}, {}, {}
+    try:
+        speakers = {str(k): str(v) for k, v in (data.get("speakers") or {}).items()}
+        tools = {(str(s), str(t)): str(place) for s, t, place in data.get("tools") or ()}
+        targets = {str(name): (tuple(None if r is None else str(r) for r in results),
+                               None if place is None else str(place))
+                   for name, results, place in data.get("targets") or ()}
+    except (TypeError, ValueError, AttributeError) as err:
+        raise ValueError(f"the stored labels are not valid ({err})") from None
+    return speakers, tools, targets
 
 
 def _effect_json(alt: ToolEffectInfo) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import attrs
 
 from flowc.runtime.adapters.base import AdapterResult, ChannelMetadata, ChannelState
 from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState
+from flowc.runtime.contracts import CONTRACT_KEY
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -53,6 +54,7 @@ class _TurnSlots:
         "speaker",
         "text",
         "tool_calls",
+        "warnings",
     )
 
     number: int
@@ -67,6 +69,7 @@ class _TurnSlots:
     decided_by: int | str | None
     closes: str | None
     tool_calls: tuple[dict[str, Any], ...]
+    warnings: tuple[dict[str, Any], ...]
 
 
 @attrs.frozen
@@ -86,6 +89,9 @@ class TurnRecord(_TurnSlots):
     closes: str | None  # the close reason, when this turn closed the channel
     #: the tool calls of the turn, in order: ``{"name": ..., "args": {...}}``
     tool_calls: tuple[dict[str, Any], ...] = ()
+    #: how the turn broke the flow's declarations, let through under ``--contracts
+    #: warn`` (each a :class:`~flowc.runtime.contracts.Breach` as JSON)
+    warnings: tuple[dict[str, Any], ...] = ()
 
 
 _new = object.__new__
@@ -95,7 +101,7 @@ def _record(
     number: int, speaker: str, agent_id: str, kind: str, routing: dict[str, Any] | None,
     text: str, context_set: dict[str, Any], context_delete: tuple[str, ...],
     next_speaker: str | None, decided_by: int | str | None, closes: str | None,
-    tool_calls: tuple[dict[str, Any], ...],
+    tool_calls: tuple[dict[str, Any], ...], warnings: tuple[dict[str, Any], ...] = (),
 ) -> TurnRecord:
     """``TurnRecord(...)`` with every field given, built the cheap way (see
     :class:`_TurnSlots`): equal to, and as frozen as, the one its ``__init__`` builds."""
@@ -112,6 +118,7 @@ def _record(
     record.decided_by = decided_by
     record.closes = closes
     record.tool_calls = tool_calls
+    record.warnings = warnings
     record.__class__ = TurnRecord  # same layout: TurnRecord adds no slot to _TurnSlots
     return record  # type: ignore[return-value]
 
@@ -124,10 +131,11 @@ def turn_json(record: TurnRecord, describe: Describe | None = None) -> dict[str,
 
     ``decided_by`` is what chose the next speaker in the words of the text transcript
     (``rule 3, line 14: when from drafter then reviewer``, ``otherwise ...``,
-    ``handoff``, ``finish``) and ``rule`` the rule's number, or ``null``.
+    ``handoff``, ``finish``) and ``rule`` the rule's number, or ``null``. A turn let
+    through under ``--contracts warn`` has ``warnings`` besides.
     """
     by = record.decided_by
-    return {
+    out: dict[str, Any] = {
         "number": record.number,
         "speaker": record.speaker,
         "kind": record.kind,
@@ -141,6 +149,9 @@ def turn_json(record: TurnRecord, describe: Describe | None = None) -> dict[str,
         "rule": by + 1 if isinstance(by, int) else None,
         "closes": record.closes,
     }
+    if record.warnings:
+        out["warnings"] = [dict(w) for w in record.warnings]
+    return out
 
 
 @attrs.frozen
@@ -155,6 +166,8 @@ class RunResult:
     stalled_on: str | None = None
     error: str | None = None
     violations: tuple[dict[str, Any], ...] = ()
+    #: the breaches of the flow's declarations that refused the turn the run stopped on
+    refused: tuple[dict[str, Any], ...] = ()
 
     def to_json(self, describe: Describe | None = None) -> dict[str, Any]:
         """The ``--json`` shape of ``docs/runtime.md``: every turn whole (see
@@ -181,6 +194,8 @@ class RunResult:
             out["stalled_on"] = self.stalled_on
         if self.error:
             out["error"] = self.error
+        if self.refused:
+            out["refused"] = [dict(b) for b in self.refused]
         return out
 
 
@@ -205,6 +220,7 @@ class TranscriptFolder:
         self._names: dict[str, str] = {}
         self._set: dict[str, Any] = {}
         self._delete: list[str] = []
+        self._warnings: list[dict[str, Any]] = []
 
     @property
     def channel_id(self) -> str | None:
@@ -243,6 +259,8 @@ class TranscriptFolder:
         else:
             if et == EV_CONTEXT_SET:
                 self._write(data)
+                if CONTRACT_KEY in data:
+                    self._warnings.extend(_warnings(data))
             return None
         calls = data.get("tool_calls")
         result = self.adapter.on_accepted(self.metadata, env, state) if accepted is None \
@@ -254,12 +272,17 @@ class TranscriptFolder:
         sender = env.sender_id
         deleted = self._delete
         records = self.records
+        warnings: tuple[dict[str, Any], ...] = ()
+        if CONTRACT_KEY in data or self._warnings:
+            warnings = (*self._warnings, *_warnings(data))
+            self._warnings = []
         record = _record(
             len(records) + 1, names.get(sender, sender), sender, kind, routing,
             text if isinstance(text, str) else "",  # as envelope_text reads it
             self._set, tuple(deleted) if deleted else (),
             None if nxt is None else names.get(nxt, nxt), state.decided_by, closes,
             tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
+            warnings,
         )
         records.append(record)
         self._set = {}
@@ -272,6 +295,12 @@ class TranscriptFolder:
             self._set.pop(k, None)
             self._delete.append(k)
         self._set.update(data.get("set") or {})
+
+
+def _warnings(data: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The breaches a turn's envelope carries (:data:`CONTRACT_KEY`), as the WAL has them."""
+    found = data.get(CONTRACT_KEY)
+    return tuple(w for w in found if isinstance(w, dict)) if isinstance(found, list) else ()
 
 
 def transcript(envelopes: Sequence[Envelope], adapter: WorkflowAdapter | None = None

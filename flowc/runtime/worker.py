@@ -68,6 +68,7 @@ import attrs
 from flowc.diagnostics import internal_error_text
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
+from flowc.runtime.contracts import ENFORCE
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
 from flowc.runtime.hub import Hub, _lease_seconds
 from flowc.runtime.script import Script, ScriptError, parse_script
@@ -264,13 +265,17 @@ class Worker:
     ``failed`` with an internal error's words, not tried again by this worker, and
     ``on_error(run_id, exception)`` hears the exception (logged when there is none);
     the worker serves on.
+    ``contracts``: what happens to an agent's turn that breaks the flow's declarations
+    (``"enforce"``: refused, the run is parked open on that speaker; ``"warn"``: let
+    through with a warning; see :mod:`flowc.runtime.contracts`).
     """
 
     def __init__(self, store: WalStore, *, agents: Mapping[str, AgentFn] | None = None,
                  concurrency: int = 8, notifier: Notifier | None = None,
                  lease_seconds: float | None = None, poll_seconds: float | None = None,
                  spread_seconds: float = 0.002, tag: str | None = None,
-                 on_event: Event | None = None, on_error: ErrorHook | None = None) -> None:
+                 on_event: Event | None = None, on_error: ErrorHook | None = None,
+                 contracts: str = ENFORCE) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.store = store
@@ -286,6 +291,7 @@ class Worker:
         self.holder = holder_id(self.tag)
         self.on_event = on_event
         self.on_error = on_error
+        self.contracts = contracts
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
         self._done: set[str] = set()
@@ -424,7 +430,8 @@ class Worker:
             result = await resume_script(fenced, cid, script, agents=self.agents,
                                          holder=self.holder,
                                          lease_seconds=self.lease_seconds,
-                                         on_claim=lambda: self._claimed(cid))
+                                         on_claim=lambda: self._claimed(cid),
+                                         contracts=self.contracts)
         except LeaseError:
             return  # another worker claimed it first
         except WalError as err:  # the store failed: once the lease expires, any worker

@@ -70,12 +70,12 @@ def test_yaml_aliases_within_the_budget_still_work(tmp_path: Path) -> None:
     script = tmp_path / "ok.yaml"
     script.write_text(
         "kickoff: hi\n"
+        "context_vars: {when: 2024-05-01, notes: &n [1, 2], again: *n}\n"
         "script:\n"
         "  drafter: &draft [\"a draft\"]\n"
         "  reviewer:\n"
         "    - tool: approve\n"
         "      say: ok\n"
-        "      set: {when: 2024-05-01, notes: &n [1, 2], again: *n}\n"
     )
     result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db"),
                           "--json"], **LIMITS)

@@ -53,6 +53,8 @@ record_fields = st.fixed_dictionaries({
     "closes": opt_text,
     "tool_calls": st.lists(st.dictionaries(texts, json_values, max_size=2) | hashables,
                            max_size=2).map(tuple),
+    "warnings": st.lists(st.dictionaries(texts, json_values, max_size=2) | hashables,
+                         max_size=2).map(tuple),
 })
 
 
@@ -83,15 +85,19 @@ def behave_alike(cheap: Any, plain: Any) -> None:
     first = attrs.fields(cls)[0].name
     assert repr(attrs.evolve(cheap)) == repr(plain)
     assert repr(attrs.evolve(cheap, **{first: getattr(plain, first)})) == repr(plain)
-    for other in (copy.copy(cheap), copy.deepcopy(cheap)):
-        assert type(other) is cls and repr(other) == repr(plain)
+    # (a copy is compared with the same copy of ``plain``: a deep copy, as unpickling,
+    # rebuilds a frozenset field, whose repr may list colliding items in another order,
+    # e.g. {-76, -52})
+    for other, same in ((copy.copy(cheap), copy.copy(plain)),
+                        (copy.deepcopy(cheap), copy.deepcopy(plain))):
+        assert type(other) is cls and repr(other) == repr(same)
         assert outcome(lambda o=other: hash(o)) == outcome(lambda: hash(plain))
     for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
         back = outcome(lambda p=protocol: pickle.loads(pickle.dumps(cheap, p)))
         want = outcome(lambda p=protocol: pickle.loads(pickle.dumps(plain, p)))
         assert back[0] == want[0] and repr(back[1:]) == repr(want[1:])
         if back[0] == "ok":
-            assert type(back[1]) is cls and repr(back[1]) == repr(plain)
+            assert type(back[1]) is cls and repr(back[1]) == repr(want[1])
         assert outcome(lambda p=protocol: pickle.dumps(cheap, p)) \
             == outcome(lambda p=protocol: pickle.dumps(plain, p))
     assert weakref.ref(cheap)() is cheap

@@ -187,7 +187,7 @@ def test_stamped_envelopes_and_records_are_the_frozen_classes() -> None:
         "number": 3, "speaker": "b", "agent_id": "b-id", "kind": "packet",
         "routing": {"kind": "text"}, "text": "t", "context_set": {"k": 1},
         "context_delete": ("d",), "next_speaker": "a", "decided_by": 2, "closes": None,
-        "tool_calls": ({"name": "n", "args": {}},)}
+        "tool_calls": ({"name": "n", "args": {}},), "warnings": ({"message": "m"},)}
     assert [f.name for f in attrs.fields(TurnRecord)] == list(fields)
     record = _record(*fields.values())
     assert type(record) is TurnRecord and record == TurnRecord(**fields)
