@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 from flowc.commands import console
@@ -10,7 +11,7 @@ from flowc.diagnostics import E001, Diagnostic, FlowError
 
 
 def cmd_decompile(args: argparse.Namespace) -> int:
-    from flowc.compiler.decompile import decompile
+    from flowc.compiler.decompile import decompile, unrecovered_in
     from flowc.compiler.pipeline import read_json
 
     source, diags = console.read_source(args.file)
@@ -30,11 +31,15 @@ def cmd_decompile(args: argparse.Namespace) -> int:
         return console.EXIT_ERRORS
     participants = [p for p in (args.participants or "").split(",") if p]
     try:
-        text = decompile(data, participants=participants, title=args.name, filename=source.name)
+        text = decompile(data, participants=participants, title=args.name, filename=source.name,
+                         initiator=args.initiator)
     except FlowError as err:
         console.print_diagnostics(err.diagnostics, {source.name: source})
         return console.EXIT_ERRORS
     console.write_output(text, args.output)
+    # what the graph routes by but does not carry: the .flow can only guess it
+    for path, what in unrecovered_in(data, participants, args.initiator):
+        print(f"{source.name}: warning: {path}: {what}", file=sys.stderr)
     return console.EXIT_OK
 
 
@@ -45,7 +50,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "`flowc compile` writes it) back into a formatted .flow file.")
     p.add_argument("file", metavar="GRAPH.json", help="a graph dict or knobs dict (- for stdin)")
     p.add_argument("--participants", metavar="A,B,...",
-                   help="the channel's participants in order (a graph names only some of them)")
+                   help="the channel's participants in order (a graph names only some of them, "
+                        "and `next` goes round all of them in this order)")
+    p.add_argument("--initiator", metavar="NAME",
+                   help="the channel's creator, whom `initiator` routes back to (a graph does not "
+                        "carry it; default: the start speaker)")
     p.add_argument("--name", help="the flow's name (`flow NAME`)")
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
 

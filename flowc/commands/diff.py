@@ -1,7 +1,8 @@
 """`flowc diff OLD NEW`: what a change to a flow changes in its runs.
 
 Either side is a `.flow` file, a JSON graph or knobs dict, ``-`` (stdin) or a git revision
-``REV:path``. Exit 0 when the behaviour is the same, 1 when it changed, 2 on an error.
+``REV:path``. Exit 0 when the behaviour is the same, 1 when it changed, 2 when it cannot
+decide (the state bound, custom conditions or targets) or an input has errors.
 With ``--git`` it takes the seven arguments git passes a diff driver.
 """
 
@@ -29,6 +30,11 @@ from flowc.commands.console import (
 from flowc.source import SourceFile
 
 FORMATS = ("text", "markdown", "json")
+
+#: exit codes: the behaviour is the same, it changed, flowc could not decide (the state
+#: bound, or custom conditions and targets deciding the only differences); an input that
+#: cannot be read or has errors is EXIT_USAGE too
+EXIT_SAME, EXIT_CHANGED, EXIT_UNKNOWN = EXIT_OK, EXIT_ERRORS, EXIT_USAGE
 
 
 # ── input ────────────────────────────────────────────────────────────────────
@@ -110,13 +116,14 @@ def _routing_lines(change: Any, old_rules: dict[int, str], new_rules: dict[int, 
 
 
 def render_text(diff: Any, color: bool = False) -> str:
-    from flowc.compiler.analysis.changes import rule_labels
+    from flowc.compiler.analysis.changes import SAME, UNKNOWN, rule_labels
 
     old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
     green, red, bold, reset = ("\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
     out = [f"{bold}flowc diff {diff.old.label} → {diff.new.label}{reset}"]
-    if diff.as_graphs:
+    if diff.as_graphs and not diff.notes:
         out.append("(compared as graphs: any participant may call any tool and write any context)")
+    out += [f"note: {n}" for n in diff.notes]
     out.append("")
     out.append(f"structural changes: {len(diff.structural) or 'none'}")
     for c in diff.structural:
@@ -124,13 +131,21 @@ def render_text(diff: Any, color: bool = False) -> str:
             if c.kind.endswith("removed") else "~"
         out.append(f"  {mark} {c.text}")
     out.append("")
-    if diff.first is None:
-        same = "behaviour: the same — no run routes differently"
-        if diff.truncated:
-            same += " within the explored states (the state bound was reached; raise --max-states)"
-        out.append(same)
+    if diff.verdict == SAME:
+        out.append("behaviour: the same — no run routes differently")
         for c in diff.behavioural:  # findings that changed without any run changing
             out.append(f"  note: {c.text}")
+        if diff.truncated:
+            out.append("  (a single version's exploration reached the state bound: these notes may be "
+                       "incomplete; raise --max-states)")
+        return "\n".join(out) + "\n"
+    if diff.verdict == UNKNOWN:
+        out.append(f"{bold}behaviour: unknown{reset} — {diff.reason}")
+        if diff.first is not None:
+            out.append("  a run that routes differently if custom conditions and targets decide as shown:")
+            out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
+        for c in diff.behavioural:
+            out.append(f"  possibly: {c.text}")
         return "\n".join(out) + "\n"
     out.append(f"{bold}behaviour: changed{reset}")
     out.append("  shortest distinguishing run:")
@@ -151,22 +166,31 @@ def render_markdown(diff: Any) -> str:
     from flowc.compiler.analysis.changes import rule_labels
 
     old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
-    verdict = "**behaviour changed**" if diff.first is not None else "behaviour unchanged"
+    verdict = {"changed": "**behaviour changed**", "same": "behaviour unchanged",
+               "unknown": "**behaviour unknown**"}[diff.verdict]
     out = [f"### `flowc diff` {_md(diff.old.label)} → {_md(diff.new.label)}: {verdict}", ""]
-    if diff.as_graphs:
+    if diff.as_graphs and not diff.notes:
         out += ["_Compared as graphs: any participant may call any tool and write any context._", ""]
+    if diff.notes:
+        out += [f"_Note: {_cell(n)}_" for n in diff.notes]
+        out.append("")
     if diff.structural:
         out += [f"**Structural changes** ({len(diff.structural)})", ""]
         out += [f"- {c.text}" for c in diff.structural]
         out.append("")
     else:
         out += ["No structural change.", ""]
-    if diff.first is None:
-        out.append("No run routes differently." + (
-            " (The state bound was reached; raise `--max-states`.)" if diff.truncated else ""))
+    if diff.verdict == "same":
+        out.append("No run routes differently.")
         out += [f"- note: {c.text}" for c in diff.behavioural]
         return "\n".join(out) + "\n"
-    out += ["**Behavioural changes**", "", "| change | distinguishing run | OLD | NEW |", "|---|---|---|---|"]
+    if diff.verdict == "unknown":
+        out += [f"flowc could not decide: {_cell(diff.reason)}.", ""]
+        if diff.first is None:
+            return "\n".join(out) + "\n"
+    title = "**Behavioural changes**" if diff.verdict == "changed" else \
+        "**Possible behavioural changes** (if custom conditions and targets decide as shown)"
+    out += [title, "", "| change | distinguishing run | OLD | NEW |", "|---|---|---|---|"]
     for c in (diff.first, *diff.behavioural):
         lines = _routing_lines(c, old_rules, new_rules)
         run = lines[0].removeprefix("run: ") if lines else ""
@@ -189,17 +213,22 @@ def _cell(text: str) -> str:
 
 def _turn_json(turn: Any) -> dict[str, Any]:
     return {"speaker": turn.speaker, "tool": turn.tool, "alternative": turn.alternative,
-            "context": dict(turn.context), "assumed": dict(turn.assumed)}
+            "effects": turn.effects, "context": dict(turn.context), "assumed": dict(turn.assumed),
+            "chosen": list(turn.chosen)}
 
 
 def _routed_json(r: Any, rules: dict[int, str]) -> dict[str, Any] | None:
     if r is None:
         return None
     from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF
+    from flowc.compiler.analysis.lockstep import REFUSED
 
-    by = {DEFAULT: "default", HANDOFF: "handoff", FINISH: "finish"}.get(r.fired)
-    return {"next": r.next, "reason": r.reason, "rule": None if by else r.fired + 1,
-            "by": by or rules.get(r.fired)}
+    by = {DEFAULT: "default", HANDOFF: "handoff", FINISH: "finish", REFUSED: "refused"}.get(r.fired)
+    out = {"next": r.next, "reason": r.reason, "rule": None if by else r.fired + 1,
+           "by": by or rules.get(r.fired)}
+    if r.refused is not None:
+        out["refused"] = r.refused
+    return out
 
 
 def _change_json(c: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -> dict[str, Any]:
@@ -220,9 +249,12 @@ def render_json(diff: Any) -> str:
     data = {
         "old": diff.old.label,
         "new": diff.new.label,
-        "behaviour_changed": diff.first is not None,
+        "behaviour_changed": diff.behaviour_changed,
+        "verdict": diff.verdict,
+        "reason": diff.reason or None,
         "truncated": diff.truncated,
         "as_graphs": diff.as_graphs,
+        "notes": list(diff.notes),
         "structural": [_change_json(c, old_rules, new_rules) for c in diff.structural],
         "first": _change_json(diff.first, old_rules, new_rules) if diff.first is not None else None,
         "behavioural": [_change_json(c, old_rules, new_rules) for c in diff.behavioural],
@@ -253,7 +285,7 @@ def write_rendering(old: Any, new: Any, out: str) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from flowc.compiler.analysis.changes import diff_versions
+    from flowc.compiler.analysis.changes import CHANGED, SAME, diff_versions
     from flowc.compiler.analysis.facts import CheckOptions
 
     specs: list[str] = args.versions
@@ -300,7 +332,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         write_rendering(old, new, args.render)
     if args.git:
         return EXIT_OK
-    return EXIT_ERRORS if diff.behaviour_changed else EXIT_OK
+    return {SAME: EXIT_OK, CHANGED: EXIT_CHANGED}.get(diff.verdict, EXIT_UNKNOWN)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -310,8 +342,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "(speakers, tools, context, rules, default, cap, start) and behavioural "
                     "changes found by exploring both, each with a shortest run after which "
                     "OLD and NEW route differently. Either side may be a .flow file, a JSON "
-                    "graph, - (stdin) or a git revision REV:path. Exit 0 when the behaviour "
-                    "is the same, 1 when it changed, 2 on an error.")
+                    "graph, - (stdin) or a git revision REV:path. Exit status: 0 the behaviour "
+                    "is the same, 1 it changed, 2 flowc could not decide (the state bound was "
+                    "reached, or only custom conditions or targets could make the versions "
+                    "differ) or could not run (an input is missing or has errors).")
     p.add_argument("versions", nargs="+", metavar="OLD NEW",
                    help="the two versions: FILE, JSON graph, - or REV:path (with --git: git's 7 arguments)")
     p.add_argument("--format", choices=FORMATS, default="text",

@@ -94,21 +94,64 @@ def _is_round_robin(g: m.TransitionGraph) -> bool:
     )
 
 
+def unrecovered(graph: m.TransitionGraph, participants: Sequence[str] = (),
+                initiator: str | None = None) -> list[tuple[str, str]]:
+    """What the graph routes by but does not carry, so that the `.flow` can only guess it:
+    ``(JSON path, what)`` for each. A graph names the agents it routes from and to, not the
+    channel's participants (`next` goes round them, in their order; a custom target may
+    pick any of them) nor its initiator (whom `initiator` routes back to).
+
+    >>> g = m.TransitionGraph("a", (m.Transition(m.FromSpeaker("a"), m.RoundRobinTarget()),))
+    >>> [path for path, _ in unrecovered(g)], unrecovered(g, ["a", "b"])
+    (['transitions[0].then'], [])
+    """
+    targets = [(f"transitions[{i}].then", t.then) for i, t in enumerate(graph.transitions)]
+    targets.append(("default_target", graph.default_target))
+    out: list[tuple[str, str]] = []
+    named = ", ".join(format_name(a) for a in m.agent_ids(graph))
+    if not participants:
+        rotate = next((p for p, t in targets if isinstance(t, m.RoundRobinTarget)), None)
+        if rotate is not None:
+            out.append((rotate, "`next` goes round the channel's participants in their order, which "
+                                "a graph does not carry: the .flow declares only the agents the graph "
+                                f"names ({named}), in the order they first appear; give --participants "
+                                "A,B,... for the others and their order"))
+        custom = next((p for p, t in targets if isinstance(t, m.CustomTarget)), None)
+        if custom is not None:
+            out.append((custom, "a custom target may route to any participant, and a graph does not "
+                                f"carry them: the .flow declares only the agents the graph names ({named}); "
+                                "give --participants A,B,... for the others"))
+    back = next((p for p, t in targets if isinstance(t, m.RevertToInitiatorTarget)), None)
+    if back is not None and initiator is None:
+        out.append((back, "`initiator` routes back to the channel's creator, which a graph does not "
+                          "carry: the .flow's initiator is the start speaker "
+                          f"`{format_name(graph.initial_speaker)}`; give --initiator NAME if someone "
+                          "else opens the channel"))
+    return out
+
+
 def decompile_graph(
     graph: m.TransitionGraph,
     context_vars: dict[str, Any] | None = None,
     *,
     participants: Sequence[str] = (),
     title: str | None = None,
+    initiator: str | None = None,
+    notes: Sequence[tuple[str, str]] | None = None,
 ) -> str:
-    """Write a graph model as `.flow` text (formatted, not yet verified)."""
+    """Write a graph model as `.flow` text (formatted, not yet verified); ``notes``: what
+    it could not recover, as comments (default: :func:`unrecovered`)."""
     customs = _Customs()
     to_ast = ModelToAst(strict=True, on_custom=customs)
-    speakers = list(dict.fromkeys([*participants, *m.agent_ids(graph)]))
+    speakers = list(dict.fromkeys([*participants, *m.agent_ids(graph),
+                                   *([initiator] if initiator is not None else [])]))
     for i, sp in enumerate(speakers):
         _name(sp, f"participants[{i}]")
     sections: list[list[str]] = []
     header = ["# Decompiled by `flowc decompile`. Mark seeders that never run a model with `: human`."]
+    header += [f"# Not in the graph: {path}: {what}." for path, what in
+               unrecovered(graph, participants, initiator)] if notes is None else \
+        [f"# Not in the graph: {path}: {what}." for path, what in notes]
     if title:
         header.append(format_statement_line(n.FlowDecl(_name(title, "title"), None, S)))
     sections.append(header)
@@ -126,6 +169,8 @@ def decompile_graph(
             settings.append(f"max_turns {graph.max_turns}")
     else:
         settings.append(format_statement_line(n.StartDecl(n.Name(graph.initial_speaker, S), S)))
+        if initiator is not None and initiator != graph.initial_speaker:
+            settings.append(format_statement_line(n.InitiatorDecl(n.Name(initiator, S), S)))
         if graph.max_turns is not None:
             settings.append(f"max_turns {graph.max_turns}")
         for i, t in enumerate(graph.transitions):
@@ -195,8 +240,13 @@ def decompile(
     participants: Sequence[str] = (),
     title: str | None = None,
     filename: str = "<graph>",
+    initiator: str | None = None,
 ) -> str:
     """A graph dict or knobs dict -> `.flow` text that compiles back to the same dict.
+
+    ``participants`` (in order) and ``initiator`` are what the graph does not carry; what
+    the graph routes by but could not be recovered is said in the text's first comment
+    lines (see :func:`unrecovered`).
 
     Raises :class:`FlowError` (E108 with JSON paths) when the dict is not a graph, or
     when part of it has no `.flow` spelling.
@@ -207,7 +257,8 @@ def decompile(
             graph, context = knobs.graph, dict(knobs.context_vars)
         else:
             graph, context = structure_graph(data), {}
-        text = decompile_graph(graph, context, participants=participants, title=title)
+        text = decompile_graph(graph, context, participants=participants, title=title, initiator=initiator,
+                               notes=unrecovered_in(data, participants, initiator))
     except ShapeError as err:
         raise FlowError(
             [Diagnostic(E108, str(p), filename, json_path=p.path) for p in err.problems]
@@ -261,4 +312,17 @@ def _no_spelling(diags: Sequence[Diagnostic], filename: str) -> FlowError:
     ])
 
 
-__all__ = ["DecompileError", "decompile", "decompile_graph"]
+def unrecovered_in(data: dict[str, Any], participants: Sequence[str] = (),
+                   initiator: str | None = None) -> list[tuple[str, str]]:
+    """:func:`unrecovered` for a graph dict or knobs dict (paths in the dict), or [] when
+    it is not one (:func:`decompile` says why)."""
+    try:
+        if is_knobs_dict(data):
+            return [(f"graph.{p}", w) for p, w in
+                    unrecovered(structure_knobs(data).graph, participants, initiator)]
+        return unrecovered(structure_graph(data), participants, initiator)
+    except ShapeError:
+        return []
+
+
+__all__ = ["DecompileError", "decompile", "decompile_graph", "unrecovered", "unrecovered_in"]

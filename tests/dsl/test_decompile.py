@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flowc import FlowError, compile_flow, decompile
+from flowc.cli import main
 
 
 def graph(transitions: list[dict[str, Any]], default: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
@@ -80,3 +82,39 @@ def test_knobs_keep_context_vars() -> None:
     knobs = {"graph": graph([rule(FROM_USER, TO_BOT)]), "context_vars": {"level": 0, "tags": ["a"]}}
     text = decompile(knobs)
     assert compile_flow(text).knobs == knobs
+
+
+# ── what a graph does not carry ───────────────────────────────────────────────
+
+NEXT = """\
+speaker user: human
+speakers a, b
+start user
+when from user then a
+when from a then next
+"""
+
+
+def test_decompile_says_which_speakers_it_cannot_see(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`b` is reached only through `next`: a graph does not name it."""
+    graph = str(tmp_path / "next.json")
+    Path(graph).write_text(compile_flow(NEXT).to_json(), encoding="utf-8")
+    assert main(["decompile", graph]) == 0
+    captured = capsys.readouterr()
+    assert "speaker b" not in captured.out
+    assert "# Not in the graph: graph.transitions[1].then: `next` goes round the channel's participants" \
+        in captured.out
+    assert captured.err.startswith(f"{graph}: warning: graph.transitions[1].then: `next` goes round")
+    assert "--participants" in captured.err
+    assert main(["decompile", graph, "--participants", "user,a,b"]) == 0
+    captured = capsys.readouterr()
+    assert "speaker b" in captured.out and "Not in the graph" not in captured.out and captured.err == ""
+
+
+def test_decompile_says_it_cannot_see_the_initiator(capsys: pytest.CaptureFixture[str]) -> None:
+    flow = compile_flow("speakers u, a, b\nstart u\ninitiator a\nwhen from u then b\nwhen from b then initiator\n")
+    text = decompile(flow.knobs)
+    assert "`initiator` routes back to the channel's creator" in text and "initiator a" not in text
+    text = decompile(flow.knobs, initiator="a")
+    assert "initiator a" in text and "Not in the graph" not in text
+    assert compile_flow(text).initiator == "a"

@@ -9,7 +9,13 @@ are; then a new priority or position is a move), the default, the cap and the st
 or unreachable, rules that become dead or live, endings added, removed or no longer
 reachable, loops that appear or disappear (W205/W206), the shortest ending beyond the cap
 (W212). Each comes with a shortest *distinguishing run*: the turns after which OLD and
-NEW route differently. Behaviour is "the same" when no run routes differently.
+NEW route differently. Behaviour is "the same" when no run routes differently, "changed"
+when a run does whatever custom conditions and targets decide, and "unknown" when only
+runs that depend on what they decide do, or the exploration stopped at its bound.
+
+A JSON graph does not carry the declarations (humans, tools, humans' keys), its
+participants or its initiator: what only one side carries is not compared, what the graph
+lacks is taken from the other side, and :attr:`FlowDiff.notes` says both.
 """
 
 from __future__ import annotations
@@ -80,22 +86,34 @@ class Change:
     then_side: str = ""  # "old" or "new"
 
 
+SAME, CHANGED, UNKNOWN = "same", "changed", "unknown"
+
+
 @attrs.frozen
 class FlowDiff:
     old: Version
     new: Version
     structural: tuple[Change, ...]
     behavioural: tuple[Change, ...]
-    #: the first distinguishing run, None when no run routes differently
+    #: the first distinguishing run: a shortest certain one when the behaviour changed; when
+    #: it is unknown, a shortest run that routes differently if custom conditions or targets
+    #: decide so (None when there is none); None when the behaviour is the same
     first: Change | None
-    #: exploration hit the state bound: "no change" is then not a proof
+    #: an exploration hit the state bound: the lists of changes may be incomplete
     truncated: bool
     #: `.flow` against a JSON graph: both compared as graphs (no declared tools)
     as_graphs: bool
+    #: SAME, CHANGED or UNKNOWN (the exploration could not decide)
+    verdict: str = SAME
+    #: why the verdict is UNKNOWN
+    reason: str = ""
+    #: what could not be compared, and what was assumed for what a side does not carry
+    notes: tuple[str, ...] = ()
 
     @property
-    def behaviour_changed(self) -> bool:
-        return self.first is not None
+    def behaviour_changed(self) -> bool | None:
+        """True or False; None when the exploration could not decide."""
+        return None if self.verdict == UNKNOWN else self.verdict == CHANGED
 
 
 # ── the sides ─────────────────────────────────────────────────────────────────
@@ -119,17 +137,37 @@ class _RuleView:
         return elide(f"when {self.when} then {self.then}{prio}")
 
 
+@attrs.frozen
+class _Assumed:
+    """What a JSON graph does not carry, taken from the other side: its participants (in
+    order), its initiator and, for a bare graph dict, its initial context."""
+
+    participants: tuple[str, ...] = ()
+    initiator: str | None = None
+    context: dict[str, Any] | None = None
+
+
 class _Side:
-    def __init__(self, version: Version, as_graph: bool, options: CheckOptions):
+    def __init__(self, version: Version, as_graph: bool, options: CheckOptions,
+                 assumed: _Assumed | None = None):
         from flowc.compiler.analysis import facts_of
 
         self.version = version
         compiled = version.compiled
         if compiled is not None and not as_graph:
             self.system: System = system_of_flow(compiled)
+        elif compiled is not None:
+            # a .flow as a graph: still its own participants, initiator and context
+            self.system = system_of_graph(
+                LoadedGraph(compiled.graph, dict(compiled.context_vars), True),
+                tuple(compiled.agent_id(s) for s in compiled.speakers), compiled.agent_id(compiled.initiator))
         else:
-            loaded = version.loaded or LoadedGraph(compiled.graph, dict(compiled.context_vars), False)  # type: ignore[union-attr]
-            self.system = system_of_graph(loaded)
+            assert version.loaded is not None
+            loaded = version.loaded
+            assumed = assumed or _Assumed()
+            if not loaded.is_knobs and assumed.context is not None:
+                loaded = LoadedGraph(loaded.graph, dict(assumed.context), False)
+            self.system = system_of_graph(loaded, assumed.participants, assumed.initiator)
         self.facts, self.findings = facts_of(self.system, options, version.label)
         self.names: dict[str, str] = (
             {compiled.agent_id(s): s for s in compiled.speakers}
@@ -201,6 +239,15 @@ def _humans(side: _Side) -> set[str]:
     return {compiled.agent_id(h) if not side.names else h for h in compiled.humans}
 
 
+def _human_writes(side: _Side) -> dict[str, tuple[str, ...]]:
+    """human -> the context keys it may write (sorted)."""
+    compiled = side.version.compiled
+    if compiled is None:
+        return {}
+    return {compiled.agent_id(h) if not side.names else h: tuple(sorted(compiled.human_writes.get(h, ())))
+            for h in compiled.humans}
+
+
 def _tools(version: Version) -> dict[tuple[str, str], str]:
     """(speaker, tool) -> its effects as written."""
     compiled = version.compiled
@@ -216,7 +263,10 @@ def _show(value: Any) -> str:
     return format_value(value)
 
 
-def structural_changes(old: _Side, new: _Side) -> Iterator[Change]:
+def structural_changes(old: _Side, new: _Side, declarations: bool = True,
+                       context: bool = True) -> Iterator[Change]:
+    """The changes matched by meaning; ``declarations``: compare speaker kinds and tools
+    (both sides carry them), ``context``: compare the initial context (both carry one)."""
     so, sn = old.system, new.system
     # speakers
     o_sp, n_sp = old.speaker_names(), new.speaker_names()
@@ -226,15 +276,25 @@ def structural_changes(old: _Side, new: _Side) -> Iterator[Change]:
     for s in o_sp:
         if s not in n_sp:
             yield Change("speaker-removed", f"speaker `{format_name(s)}` removed", s)
+    common_o, common_n = [s for s in o_sp if s in n_sp], [s for s in n_sp if s in o_sp]
+    if common_o != common_n:
+        yield Change("speakers-reordered", "speaker order (the order `next` goes round): "
+                     f"{', '.join(map(format_name, o_sp))} → {', '.join(map(format_name, n_sp))}")
     oh, nh = _humans(old), _humans(new)
-    for s in o_sp:
+    for s in o_sp if declarations else ():
         if s in n_sp:
             was, now = s in oh, s in nh
             if was != now:
                 yield Change("speaker-changed", f"speaker `{format_name(s)}` is now "
                              f"{'a human' if now else 'a model agent'}", s)
+    o_w, n_w = (_human_writes(old), _human_writes(new)) if declarations else ({}, {})
+    for s in o_sp:
+        if s in n_sp and s in oh and s in nh and o_w.get(s, ()) != n_w.get(s, ()):
+            before = ", ".join(format_name(k) for k in o_w.get(s, ())) or "nothing"
+            after = ", ".join(format_name(k) for k in n_w.get(s, ())) or "nothing"
+            yield Change("speaker-writes", f"human `{format_name(s)}` writes: {before} → {after}", s)
     # tools
-    o_t, n_t = _tools(old.version), _tools(new.version)
+    o_t, n_t = (_tools(old.version), _tools(new.version)) if declarations else ({}, {})
     for key, effects in n_t.items():
         who, tool = key
         if key not in o_t:
@@ -249,7 +309,7 @@ def structural_changes(old: _Side, new: _Side) -> Iterator[Change]:
             yield Change("tool-removed", f"tool `{format_name(tool)}` of `{format_name(who)}` removed",
                          f"{who}.{tool}")
     # context defaults
-    oc, nc = old.version.context, new.version.context
+    oc, nc = (old.version.context, new.version.context) if context else ({}, {})
     for k, v in nc.items():
         if k not in oc:
             yield Change("context-added", f"context `{format_name(k)}` = {_show(v)} added", k)
@@ -265,6 +325,9 @@ def structural_changes(old: _Side, new: _Side) -> Iterator[Change]:
         yield Change("default-changed", f"default: `otherwise {od}` → `otherwise {nd}`")
     if so.max_turns != sn.max_turns:
         yield Change("cap-changed", f"max_turns: {so.max_turns or 'none'} → {sn.max_turns or 'none'}")
+    if so.speakers[so.initiator] != sn.speakers[sn.initiator]:
+        yield Change("initiator-changed", f"initiator: `{format_name(so.speakers[so.initiator])}` → "
+                     f"`{format_name(sn.speakers[sn.initiator])}`")
     if so.speakers[so.start] != sn.speakers[sn.start]:
         yield Change("start-changed", f"start: `{format_name(so.speakers[so.start])}` → "
                      f"`{format_name(sn.speakers[sn.start])}`")
@@ -538,27 +601,106 @@ def diff_versions(old: Version, new: Version, options: CheckOptions | None = Non
     (True, ['speaker-unreachable', 'rule-dead'])
     """
     options = options or CheckOptions()
-    as_graphs = as_graphs or old.compiled is None or new.compiled is None or _bare(old) != _bare(new)
-    so, sn = _Side(old, as_graphs, options), _Side(new, as_graphs, options)
+    implicit = old.compiled is None or new.compiled is None or _bare(old) != _bare(new)
+    as_graphs = as_graphs or implicit
+    notes: list[str] = []
+    assumed = {"old": _assumed_for(old, new, "NEW", notes), "new": _assumed_for(new, old, "OLD", notes)}
+    so, sn = _Side(old, as_graphs, options, assumed["old"]), _Side(new, as_graphs, options, assumed["new"])
+    declarations = not implicit
+    if implicit:
+        lacking = [v for v in (old, new) if v.compiled is None or _bare(v)]
+        what = " and ".join(
+            f"{_side_name(v, old)} ({'a JSON graph' if v.compiled is None else 'a .flow that declares none'})"
+            for v in lacking)
+        notes.insert(0, "not compared: speaker kinds (human or model), tool declarations and humans' "
+                        f"writes, which {what} does not carry; both are compared as graphs (any "
+                        "participant may call any tool and write any context)")
+    context = all(v.compiled is not None or (v.loaded is not None and v.loaded.is_knobs) for v in (old, new))
     product = explore_pair(so.system, sn.system, options.max_states)
     divergences = list(product.divergences)
-    if not any(MAX_TURNS in (d.old.reason, d.new.reason) for d in divergences):
+    if not any(MAX_TURNS in (d.old.reason, d.new.reason) for d in divergences if d.certain):
         extra = cap_divergence(product)
         if extra is not None:
             divergences.append(extra)
-    divergences.sort(key=lambda d: len(d.turns))
+    divergences.sort(key=lambda d: (not d.certain, len(d.turns)))
+    certain = [d for d in divergences if d.certain]
     first = None
-    if divergences:
-        d = divergences[0]
+    verdict, reason = SAME, ""
+    if certain:
+        verdict = CHANGED
+        d = certain[0]
         first = Change("routing", "OLD and NEW route this run differently", "", d.turns, d.old, d.new)
+    elif divergences or product.truncated or product.partial:
+        verdict = UNKNOWN
+        reasons = []
+        if divergences:
+            d = divergences[0]
+            first = Change("routing-possible", "OLD and NEW route this run differently if custom conditions "
+                           "or targets decide as assumed", "", d.turns, d.old, d.new)
+            reasons.append("OLD and NEW route a run differently only when custom conditions or targets "
+                           "decide so, and flowc cannot tell whether they ever do")
+        if product.truncated:
+            reasons.append(f"the exploration stopped at its bound of {options.max_states:,} states "
+                           "(raise --max-states)")
+        if product.partial:
+            reasons.append(f"the exploration is partial: {product.partial}")
+        reason = "; ".join(reasons)
     return FlowDiff(
         old, new,
-        tuple(structural_changes(so, sn)),
-        tuple(behavioural_changes(so, sn, product, divergences)),
+        tuple(structural_changes(so, sn, declarations, context)),
+        tuple(behavioural_changes(so, sn, product, certain if certain else divergences)),
         first,
         product.truncated or so.facts.space.truncated or sn.facts.space.truncated,
         as_graphs,
+        verdict,
+        reason,
+        tuple(notes),
     )
+
+
+def _side_name(version: Version, old: Version) -> str:
+    return "OLD" if version is old else "NEW"
+
+
+def _assumed_for(version: Version, other: Version, other_name: str, notes: list[str]) -> _Assumed | None:
+    """For a JSON graph: what it does not carry, taken from the other side when that is a
+    `.flow` (or a knobs dict, for the context), with a note saying so."""
+    loaded = version.loaded
+    if loaded is None or version.compiled is not None:
+        return None
+    me = "OLD" if other_name == "NEW" else "NEW"
+    ids = m.agent_ids(loaded.graph)
+    participants: tuple[str, ...] = ()
+    initiator = None
+    compiled = other.compiled
+    if compiled is not None:
+        participants = tuple(compiled.agent_id(s) for s in compiled.speakers)
+        initiator = compiled.agent_id(compiled.initiator)
+        full = tuple(dict.fromkeys([*participants, *ids]))
+        if full != ids:
+            notes.append(f"{me} is a graph, which does not carry the channel's participants: it is run "
+                         f"with {other_name}'s ({', '.join(map(format_name, participants))}, in that order); "
+                         "a run of it needs them as its script's `participants`")
+        if initiator != loaded.graph.initial_speaker and _routes_to_initiator(loaded.graph):
+            notes.append(f"{me} is a graph, which does not carry the initiator: it is run with "
+                         f"{other_name}'s, `{format_name(initiator)}` (a run of it needs it as its "
+                         "script's `creator`)")
+    context = None
+    if not loaded.is_knobs:
+        other_context = other.context if (other.compiled is not None or
+                                          (other.loaded is not None and other.loaded.is_knobs)) else {}
+        if other_context:
+            context = other_context
+            notes.append(f"{me} is a graph dict without `context_vars`: it is run with {other_name}'s "
+                         "initial context, and the initial context is not compared")
+    if not participants and initiator is None and context is None:
+        return None
+    return _Assumed(participants, initiator, context)
+
+
+def _routes_to_initiator(graph: m.TransitionGraph) -> bool:
+    return any(isinstance(t, m.RevertToInitiatorTarget)
+               for t in (*(tr.then for tr in graph.transitions), graph.default_target))
 
 
 # ── output ────────────────────────────────────────────────────────────────────
@@ -567,10 +709,11 @@ def diff_versions(old: Version, new: Version, options: CheckOptions | None = Non
 def turn_label(turn: Turn) -> str:
     parts = []
     if turn.tool is not None:
-        parts.append(format_name(turn.tool) + (f" #{turn.alternative + 1}" if turn.alternative else ""))
+        parts.append(format_name(turn.tool) + (f": {turn.effects}" if turn.effects else ""))
     parts += [f"{format_name(k)} = {'unset' if v is None else (v if v == 'another value' else format_value(v))}"
               for k, v in turn.context]
     parts += [f"{c} is {'true' if v else 'false'}" for c, v in turn.assumed]
+    parts += list(turn.chosen)
     name = format_name(turn.speaker)
     return f"{name} ({'; '.join(parts)})" if parts else name
 
@@ -582,6 +725,8 @@ def render_run(turns: tuple[Turn, ...]) -> str:
 
 
 def routed_text(r: Routed, rules: Mapping[int, str]) -> str:
+    if r.refused is not None:
+        return f"refuses the turn: {r.refused}"
     where = (
         "the default" if r.fired == DEFAULT else "a handoff" if r.fired == HANDOFF
         else "a finish" if r.fired == FINISH else rules.get(r.fired, f"rule {r.fired + 1}")

@@ -52,6 +52,9 @@ class Outcome:
     speaker: int  # the next speaker, -1 when the run ends
     reason: str | None = None  # the terminate reason (None: chosen by a custom target)
     choice: str | None = None  # how a custom target resolved, for display
+    #: the custom target's call (``pick(role = "x")``) when one decided it: the same call
+    #: on the same turn resolves the same way (``flowc diff`` pairs OLD's and NEW's by it)
+    call: str | None = None
 
 
 @attrs.frozen
@@ -254,12 +257,13 @@ class Explorer:
             options: tuple[str | None, ...] = (
                 results if results is not None else (*sys.speakers, None)
             )
+            call = sys.call_text(target)
             for res in options:
                 if res is None:
-                    out.append(Outcome(assumed, fired, -1, None, f"{target.name} → terminate"))
+                    out.append(Outcome(assumed, fired, -1, None, f"{target.name} → terminate", call))
                 else:
                     who = sys.speaker_index(res)
-                    out.append(Outcome(assumed, fired, who, None, f"{target.name} → {sys.name(who)}"))
+                    out.append(Outcome(assumed, fired, who, None, f"{target.name} → {sys.name(who)}", call))
 
     def steps(self, key: NodeKey) -> Iterator[Step]:
         """Every turn the node's speaker may take, with every outcome."""

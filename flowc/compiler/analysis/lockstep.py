@@ -3,11 +3,27 @@
 Each side is stepped by its own :class:`~flowc.compiler.analysis.explore.Explorer` (the
 checker's); this module only pairs their states. A product state is (OLD's node, NEW's
 node) after the same turns. From it, every turn either side allows is taken on both:
-the same speaker, the same tool (matched by name; a tool one side does not declare has no
-effects there), the same custom-condition results (matched by their text) and, for JSON
-graphs, the same context written by the participants. When the two sides then schedule a
-different speaker or end differently, the turns so far plus that one are a
+
+- the same speaker, with text alone;
+- a model speaker's call of a tool, matched by name; for a tool of several alternatives,
+  the alternative with the same effects (a call must say which one it takes);
+- a human's context writes: any of the keys it may write, set to any value the rules
+  compare it with, to another value, or cleared;
+- for JSON graphs, the same context written by the participants and any tool a rule names.
+
+A turn that one side's declarations do not allow (a tool the speaker does not declare
+there, an alternative its tool does not have, a key the human may not write, a tool call
+by a human) is *refused* there, as ``flowc run`` refuses such a script; when the other
+side takes it, that is a difference. Custom conditions are assumed true or false and
+custom targets to resolve to each of their results, the same call alike on both sides
+on one turn (matched by their text). When the two sides then schedule a different
+speaker, end differently or one refuses the turn, the turns so far plus that one are a
 *distinguishing run*; breadth-first order makes the first one found a shortest one.
+
+A run is *certain* when no turn of it depends on what a custom condition or target
+decides; one that does only shows what a plugin *might* make the versions do. The
+product keeps the two apart (a state reached by a certain run is explored as such), so
+that a certain distinguishing run is found whenever one exists.
 
 ``max_turns`` is not part of a state (as in the checker): a divergence is kept only when
 its turn is within both caps, and different caps are compared separately
@@ -17,9 +33,10 @@ its turn is within both caps, and different caps are compared separately
 from __future__ import annotations
 
 import itertools
+import json
 from collections import deque
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -34,11 +51,24 @@ from flowc.compiler.analysis.explore import (
     finish_reason,
 )
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation, _equal
+from flowc.compiler.lower import ToolEffectInfo
+from flowc.dsl.formatter import format_name
 
 #: the close reason when a run reaches ``max_turns``
 MAX_TURNS = "max_turns"
-#: at most this many custom conditions are enumerated per turn (2**N assignments)
+#: at most this many custom conditions are enumerated per turn (2**N assignments); a turn
+#: that reads more makes the exploration partial
 MAX_ATOMS = 10
+#: at most this many combinations of a human's writes are tried per turn; more makes the
+#: exploration partial
+MAX_WRITES = 4096
+#: ``Routed.fired`` of a turn one side refuses, and the side's node key after it
+REFUSED = -4
+REFUSED_KEY: NodeKey = ("refused",)
+
+#: what the participants do on a turn, the same on both sides: ("say",), ("tool", name,
+#: effects key or None for a tool of one alternative), ("write", ((key, value), ...))
+Label: TypeAlias = tuple[Any, ...]
 
 
 @attrs.frozen
@@ -48,24 +78,36 @@ class Turn:
     speaker: str
     tool: str | None = None
     alternative: int = 0  # which of the tool's declared alternatives (effects)
-    #: JSON graphs: the context the participants wrote before routing (key, value or
-    #: None for unset); for `.flow` files the tools' declared effects say it
+    #: the context the participants wrote before routing (key, value or None for unset):
+    #: a human's writes, or for JSON graphs anyone's; a tool's writes are its declaration's
     context: tuple[tuple[str, Any], ...] = ()
     #: custom conditions assumed true or false on this turn, by their text
     assumed: tuple[tuple[str, bool], ...] = ()
+    #: the alternative the call takes, as declared, when its tool has several
+    effects: str | None = None
+    #: custom targets assumed to resolve so on this turn (``pick() → a``)
+    chosen: tuple[str, ...] = ()
+
+    @property
+    def certain(self) -> bool:
+        """No custom condition or target decides what this turn does."""
+        return not self.assumed and not self.chosen
 
 
 @attrs.frozen
 class Routed:
     """What one side does after a turn."""
 
-    fired: int  # a rule's file index, or DEFAULT / HANDOFF / FINISH (explore's constants)
-    next: str | None  # the speaker scheduled next; None when the run ends
+    fired: int  # a rule's file index, or DEFAULT / HANDOFF / FINISH (explore's constants), REFUSED
+    next: str | None  # the speaker scheduled next; None when the run ends (or refuses)
     reason: str | None = None  # the close reason when it ends
     choice: str | None = None  # how a custom target resolved
+    refused: str | None = None  # why this side cannot take the turn
 
     @property
     def observed(self) -> tuple[str, str | None]:
+        if self.refused is not None:
+            return ("refused", None)
         return ("end", self.reason) if self.next is None else ("speaker", self.next)
 
 
@@ -82,6 +124,11 @@ class Divergence:
     old_after: NodeKey = ("end", None)
     new_after: NodeKey = ("end", None)
 
+    @property
+    def certain(self) -> bool:
+        """No turn of the run depends on what a custom condition or target decides."""
+        return all(t.certain for t in self.turns)
+
 
 @attrs.frozen
 class Product:
@@ -89,7 +136,8 @@ class Product:
 
     old: System
     new: System
-    keys: list[tuple[NodeKey, NodeKey]]
+    #: (OLD's node, NEW's node, reached by a certain run)
+    keys: list[tuple[NodeKey, NodeKey, bool]]
     parent: list[int]
     #: the turn (and both sides' routing) that first reached each node
     via: list[tuple[Turn, Routed, Routed] | None]
@@ -98,6 +146,8 @@ class Product:
     edges: dict[int, list[tuple[int, Turn, Routed, Routed]]]
     divergences: list[Divergence]
     truncated: bool
+    #: why the exploration is partial besides the state bound ("" when it is not)
+    partial: str = ""
 
     def turns_to(self, node: int) -> list[Turn]:
         out: list[Turn] = []
@@ -115,8 +165,71 @@ class Product:
         return path[::-1]
 
 
-_UNSET_VALUE = object()
-_OTHER_VALUE = object()
+class _Token:
+    """A value a human or a JSON graph's participant writes that is no literal: unset, or
+    a value no rule compares the key with."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_UNSET_VALUE = _Token("unset")
+_OTHER_VALUE = _Token("another value")
+
+
+@attrs.frozen
+class _Value:
+    """A written value in a label: hashable (lists and objects are JSON values too), and
+    told apart by type as well (``1`` and ``true`` are written differently)."""
+
+    key: str
+    value: Any = attrs.field(eq=False, hash=False)
+
+    @classmethod
+    def of(cls, value: Any) -> Any:
+        if isinstance(value, _Token):
+            return value
+        return cls(f"{type(value).__name__}:{json.dumps(value, sort_keys=True, default=str)}", value)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, _Value) else value
+
+
+def _shown(value: Any) -> Any:
+    """A written value as a turn shows it: None for unset, "another value", or the value."""
+    if value is _UNSET_VALUE:
+        return None
+    if value is _OTHER_VALUE:
+        return "another value"
+    return value
+
+
+def _effect_key(sets: Sequence[tuple[str, Any]], clears: Sequence[str], handoff: str | None,
+                finish: str | None) -> tuple[Any, ...]:
+    """What an alternative does, whatever the order it is written in."""
+    return (
+        tuple(sorted({k: json.dumps(v, sort_keys=True, default=str) for k, v in sets}.items())),
+        tuple(sorted(set(clears))),
+        handoff,
+        None if finish is None else finish_reason(finish),
+    )
+
+
+@attrs.frozen
+class _Tool:
+    """One declared tool of one speaker: its distinct alternatives (actions), in order."""
+
+    actions: tuple[Action, ...]
+    keys: tuple[tuple[Any, ...], ...]  # each action's effect key
+    texts: tuple[str, ...]  # each action's effects as declared
+
+    @property
+    def several(self) -> bool:
+        return len(self.actions) > 1
 
 
 class _Side:
@@ -130,43 +243,138 @@ class _Side:
         self.unknown_tool = len(system.tool_names) + 1_000_000
         self.atom_label = {a.id: a.label for a in system.atoms}
         self.key_index = {k: i for i, k in enumerate(system.keys)}
+        compiled = system.compiled
+        #: speaker -> the keys it may write, for the humans of a `.flow`
+        self.human_keys: dict[int, frozenset[str]] = {}
+        #: speaker -> tool name -> its alternatives, for the model speakers of a `.flow`
+        self.tools: dict[int, dict[str, _Tool]] = {}
+        if compiled is not None and not system.json_mode:
+            for i, name in enumerate(system.speakers):
+                if i in system.humans:
+                    self.human_keys[i] = frozenset(compiled.human_writes.get(name, ()))
+                    continue
+                grouped: dict[str, list[Action]] = {}
+                for action in system.actions[i]:
+                    if action.tool is not None:
+                        grouped.setdefault(action.tool, []).append(action)
+                tools: dict[str, _Tool] = {}
+                for tool, actions in grouped.items():
+                    unique: dict[tuple[Any, ...], Action] = {}
+                    for a in actions:
+                        unique.setdefault(self.effect_key(a), a)
+                    tools[tool] = _Tool(tuple(unique.values()), tuple(unique),
+                                        tuple(self.effect_text(a) for a in unique.values()))
+                self.tools[i] = tools
+
+    @property
+    def json_mode(self) -> bool:
+        return self.system.json_mode
+
+    def handoff_name(self, action: Action) -> str | None:
+        return None if action.handoff is None else self.system.speakers[action.handoff]
+
+    def effect_key(self, action: Action) -> tuple[Any, ...]:
+        return _effect_key(action.sets, action.clears, self.handoff_name(action), action.finish)
+
+    def effect_text(self, action: Action) -> str:
+        return ToolEffectInfo(action.sets, action.clears, self.handoff_name(action), action.finish).text()
 
     def speaker_of(self, key: NodeKey) -> int:
         return self.system.start if key == KICKOFF else int(key[0])
 
-    def actions(self, key: NodeKey) -> dict[tuple[str | None, int], Action]:
-        if key == KICKOFF:
-            return {(None, 0): PLAIN}
-        out: dict[tuple[str | None, int], Action] = {}
-        count: dict[str | None, int] = {}
-        for action in self.system.actions[self.speaker_of(key)]:
-            n = count.get(action.tool, 0)
-            count[action.tool] = n + 1
-            out[(action.tool, n)] = action
+    # the turns this side allows, and what a turn does here ------------------
+
+    def labels(self, speaker: int, kickoff: bool) -> list[tuple[Label, int, str | None]]:
+        """The tool turns this side's speaker may take: (label, alternative, effects shown)."""
+        if self.json_mode:
+            if kickoff:
+                return [(("say",), 0, None)]
+            return [(("say",) if a.tool is None else ("tool", a.tool, None), 0, None)
+                    for a in self.system.actions[speaker]]
+        out: list[tuple[Label, int, str | None]] = [(("say",), 0, None)]
+        if kickoff:
+            return out  # a model speaker's kickoff is a plain message
+        for name, tool in self.tools.get(speaker, {}).items():
+            if not tool.several:
+                out.append((("tool", name, None), 0, None))
+                continue
+            for j, (key, text) in enumerate(zip(tool.keys, tool.texts, strict=True)):
+                out.append((("tool", name, key), j, text))
         return out
 
-    def action_for(self, key: NodeKey, label: tuple[str | None, int]) -> Action:
-        """This side's action for a turn labelled by tool name and alternative."""
-        mine = self.actions(key)
-        if label in mine:
-            return mine[label]
-        tool, n = label
-        same = [a for (t, _), a in mine.items() if t == tool]
-        if same:  # fewer alternatives here: the last one
-            return same[min(n, len(same) - 1)]
-        if tool is None:
+    def resolve(self, speaker: int, label: Label, kickoff: bool) -> Action | str:
+        """This side's action for a turn, or why it refuses the turn."""
+        sys = self.system
+        who = format_name(sys.speakers[speaker])
+        kind = label[0]
+        if kind == "say":
             return PLAIN
-        return Action(tool, self.tool_index.get(tool, self.unknown_tool))
+        if self.json_mode:
+            if kind == "tool":  # a bare graph: any tool goes
+                return Action(label[1], self.tool_index.get(label[1], self.unknown_tool))
+            return PLAIN  # pragma: no cover - JSON graphs' writes are contexts, not labels
+        if kind == "write":
+            if speaker not in self.human_keys:
+                return self.bare_writes(speaker, label[1], kickoff)
+            allowed = self.human_keys[speaker]
+            writes: list[tuple[int, int]] = []
+            for key, value in label[1]:
+                if key not in allowed:
+                    declared = ", ".join(format_name(k) for k in sorted(allowed))
+                    return (f"`{who}` may not write `{format_name(key)}` "
+                            + (f"(it declares `sets {declared}`)" if declared else "(it declares no `sets`)"))
+                k = self.key_index.get(key)
+                if k is not None:
+                    writes.append((k, self.abstract(key, _plain(value))))
+            return Action(writes=tuple(writes))
+        # a tool call
+        tool_name, key = label[1], label[2]
+        if speaker in self.human_keys:
+            return f"`{who}` is a human: it calls no tools"
+        if kickoff:
+            return f"`{who}` opens the run with a plain message"  # pragma: no cover - labels say so
+        tool = self.tools.get(speaker, {}).get(tool_name)
+        if tool is None:
+            return f"`{who}` declares no tool `{format_name(tool_name)}`"
+        if key is None:
+            if not tool.several:
+                return tool.actions[0]
+            return (f"`{format_name(tool_name)}` of `{who}` does one of several things here "
+                    f"({' | '.join(tool.texts)}): a call must say which")
+        for effect, action in zip(tool.keys, tool.actions, strict=True):
+            if effect == key:
+                return action
+        return (f"`{format_name(tool_name)}` of `{who}` has no alternative that does that "
+                f"(it does {' | '.join(tool.texts)})")
 
-    def abstract(self, key: str, value: Any) -> int | None:
-        k = self.key_index.get(key)
-        if k is None:
-            return None
+    def bare_writes(self, speaker: int, written: tuple[tuple[str, Any], ...], kickoff: bool) -> Action | str:
+        """A model speaker's context writes: as in a script, a call of the first tool
+        alternative (in declaration order) that makes exactly these writes and nothing else."""
+        who = format_name(self.system.speakers[speaker])
+        if kickoff:
+            return f"`{who}` is a model speaker: its kickoff is a plain message"
+        sets = {k: _plain(v) for k, v in written if v is not _UNSET_VALUE}
+        clears = {k for k, v in written if v is _UNSET_VALUE}
+        if not any(v is _OTHER_VALUE for v in sets.values()):
+            for tool in self.tools.get(speaker, {}).values():
+                for action in tool.actions:
+                    if action.handoff is None and action.finish is None and set(action.clears) == clears \
+                            and _same_sets(dict(action.sets), sets):
+                        return action
+        return f"`{who}` is a model speaker, and none of its tools makes just these writes"
+
+    def abstract(self, key: str, value: Any) -> int:
+        k = self.key_index[key]
         if value is _UNSET_VALUE:
             return UNSET
         if value is _OTHER_VALUE:
             return OTHER
         return self.system.abstract(k, value)
+
+    def writer_keys(self, speaker: int) -> frozenset[str]:
+        return self.human_keys.get(speaker, frozenset())
+
+    # routing ----------------------------------------------------------------
 
     def routed(self, outcome: Outcome, turn_number: int) -> Routed:
         sys = self.system
@@ -192,6 +400,65 @@ class _Side:
     def before(self, key: NodeKey) -> Valuation | None:
         return self.system.initial if key == KICKOFF else key[1]
 
+    def applied(self, key: NodeKey, action: Action) -> Valuation:
+        """The valuation after ``action``'s writes (a `.flow`'s turn: one valuation)."""
+        before = self.before(key)
+        assert before is not None
+        if not action.writes:
+            return before
+        new = list(before)
+        for k, v in action.writes:
+            new[k] = v
+        return tuple(new)
+
+
+def _same_sets(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same writes, values compared with Python equality (as a script's are)."""
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - JSON values compare without raising
+        return False
+
+
+def _literals(sides: Sequence[_Side], key: str) -> list[Any]:
+    seen: list[Any] = []
+    for side in sides:
+        k = side.key_index.get(key)
+        if k is None:
+            continue
+        for lit in side.system.literals[k]:
+            if not any(_equal(lit, x) and type(lit) is type(x) for x in seen):
+                seen.append(lit)
+    return seen
+
+
+def _write_labels(old: _Side, new: _Side, io: int, in_: int) -> tuple[list[Label], bool]:
+    """A human's write turns, as labels: every key it may write on either side that a rule
+    reads (or that only one side lets it write), each kept, cleared, set to a literal of
+    either side or to another value. The flag: there were more than :data:`MAX_WRITES`."""
+    ko, kn = old.writer_keys(io), new.writer_keys(in_)
+    keys = sorted(k for k in ko | kn
+                  if k in old.key_index or k in new.key_index or (k in ko) != (k in kn))
+    if not keys:
+        return [], False
+    domains: list[list[Any]] = []
+    for k in keys:
+        if k in old.key_index or k in new.key_index:
+            domains.append([None, _UNSET_VALUE, *_literals((old, new), k), _OTHER_VALUE])
+        else:  # no rule reads it: one write tells whether each side lets the human write it
+            domains.append([None, _OTHER_VALUE])
+    total = 1
+    for d in domains:
+        total *= len(d)
+    out: list[Label] = []
+    for values in itertools.product(*domains):
+        written = tuple((k, _Value.of(v)) for k, v in zip(keys, values, strict=True) if v is not None)
+        if written:
+            out.append(("write", written))
+            if len(out) >= MAX_WRITES:
+                return out, total - 1 > MAX_WRITES
+    return out, False
+
 
 def _json_contexts(old: _Side, new: _Side) -> list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]]:
     """JSON graphs: every context the participants may write, as both sides abstract it."""
@@ -213,28 +480,108 @@ def _json_contexts(old: _Side, new: _Side) -> list[tuple[tuple[tuple[str, Any], 
         if (vo, vn) in seen_pairs:
             continue
         seen_pairs.add((vo, vn))
-        shown = tuple(
-            (k, None if v is _UNSET_VALUE else ("another value" if v is _OTHER_VALUE else v))
-            for k, v in given.items() if v is not _UNSET_VALUE
-        )
+        shown = tuple((k, _shown(v)) for k, v in given.items() if v is not _UNSET_VALUE)
         out.append((shown, vo, vn))
     return out
 
 
 def _abstract_or_unset(side: _Side, key: str, value: Any) -> int:
-    found = side.abstract(key, value)
-    return UNSET if found is None else found
+    if key not in side.key_index:
+        return UNSET
+    return side.abstract(key, value)
 
 
 def _assignments(labels: list[str]) -> Iterator[dict[str, bool]]:
-    if len(labels) > MAX_ATOMS:
-        labels = labels[:MAX_ATOMS]
     for values in itertools.product((True, False), repeat=len(labels)):
         yield dict(zip(labels, values, strict=True))
 
 
 def _compatible(outcome: Outcome, labels: dict[int, str], given: dict[str, bool]) -> bool:
     return all(given.get(labels[i], v) == v for i, v in outcome.assumed)
+
+
+@attrs.frozen
+class _World:
+    """One way a turn may go on both sides, given what custom conditions and targets decide."""
+
+    assumed: tuple[tuple[str, bool], ...]
+    chosen: tuple[str, ...]
+    old: tuple[Outcome | None, Routed]
+    new: tuple[Outcome | None, Routed]
+
+
+def _who(outcome: Outcome, side: _Side) -> str:
+    return "terminate" if outcome.speaker < 0 else format_name(side.system.speakers[outcome.speaker])
+
+
+def _pairs(so: _Side, sn: _Side, o_here: list[Outcome], n_here: list[Outcome]
+           ) -> list[tuple[Outcome, Outcome, tuple[str, ...]]]:
+    """OLD's and NEW's outcomes that may happen together, and the custom targets' choices
+    that make them: the same call resolves alike on both sides."""
+    if len(o_here) == 1 and len(n_here) == 1 and o_here[0].call != n_here[0].call:
+        return [(o_here[0], n_here[0], ())]
+    call_o, call_n = o_here[0].call, n_here[0].call
+    several = len(o_here) > 1 or len(n_here) > 1
+    out: dict[tuple[int, int], tuple[Outcome, Outcome, tuple[str, ...]]] = {}
+    if call_o is not None and call_o == call_n:
+        for i, o in enumerate(o_here):
+            same = [j for j, n in enumerate(n_here) if _who(n, sn) == _who(o, so)]
+            if same:
+                out[(i, same[0])] = (o, n_here[same[0]], (f"{call_o} → {_who(o, so)}",) if several else ())
+        # a result only one side's declaration lists: what the other does then is not known
+        done_o, done_n = {i for i, _ in out}, {j for _, j in out}
+        for i, o in enumerate(o_here):
+            for j, n in enumerate(n_here):
+                if i not in done_o or j not in done_n:
+                    out.setdefault((i, j), (o, n, (f"{call_o} → {_who(o, so)} on OLD, {_who(n, sn)} on NEW",)))
+        return list(out.values())
+    for i, o in enumerate(o_here):
+        for j, n in enumerate(n_here):
+            chosen = []
+            if call_o is not None and len(o_here) > 1:
+                chosen.append(f"{call_o} → {_who(o, so)}")
+            if call_n is not None and len(n_here) > 1:
+                chosen.append(f"{call_n} → {_who(n, sn)}")
+            out[(i, j)] = (o, n, tuple(chosen))
+    return list(out.values())
+
+
+def _worlds(so: _Side, sn: _Side, outs_o: tuple[Outcome, ...] | str, outs_n: tuple[Outcome, ...] | str,
+            turn_number: int) -> tuple[list[_World], bool]:
+    """Every way the turn may go on both sides; the flag: more custom conditions than
+    :data:`MAX_ATOMS` (only the first are enumerated)."""
+    atoms = list(dict.fromkeys(
+        [so.atom_label[i] for o in (outs_o if not isinstance(outs_o, str) else ()) for i, _ in o.assumed]
+        + [sn.atom_label[i] for o in (outs_n if not isinstance(outs_n, str) else ()) for i, _ in o.assumed]))
+    partial = len(atoms) > MAX_ATOMS
+    # the ones past the limit are left open: a world then depends on them (never certain)
+    open_atoms = (f"{len(atoms) - MAX_ATOMS} more custom conditions, as they may be",) if partial else ()
+    atoms = atoms[:MAX_ATOMS]
+    worlds: list[_World] = []
+    for given in _assignments(atoms):
+        o_here: list[Outcome] | None = None if isinstance(outs_o, str) else \
+            [o for o in outs_o if _compatible(o, so.atom_label, given)]
+        n_here: list[Outcome] | None = None if isinstance(outs_n, str) else \
+            [o for o in outs_n if _compatible(o, sn.atom_label, given)]
+        pairs: list[tuple[Outcome | None, Outcome | None, tuple[str, ...]]]
+        if o_here is not None and n_here is not None:
+            pairs = list(_pairs(so, sn, o_here, n_here))
+        elif o_here is not None:
+            pairs = [(o, None, (f"{o.call} → {_who(o, so)}",) if len(o_here) > 1 else ()) for o in o_here]
+        elif n_here is not None:
+            pairs = [(None, n, (f"{n.call} → {_who(n, sn)}",) if len(n_here) > 1 else ()) for n in n_here]
+        else:  # pragma: no cover - a turn both sides refuse is not taken
+            pairs = []
+        for o, n, chosen in pairs:
+            used = {so.atom_label[i] for i, _ in (o.assumed if o is not None else ())} | {
+                sn.atom_label[i] for i, _ in (n.assumed if n is not None else ())}
+            r_old = so.routed(o, turn_number) if o is not None else \
+                Routed(REFUSED, None, refused=outs_o if isinstance(outs_o, str) else "")
+            r_new = sn.routed(n, turn_number) if n is not None else \
+                Routed(REFUSED, None, refused=outs_n if isinstance(outs_n, str) else "")
+            worlds.append(_World(tuple((k, v) for k, v in given.items() if k in used), chosen + open_atoms,
+                                 (o, r_old), (n, r_new)))
+    return worlds, partial
 
 
 def explore_pair(old: System, new: System, max_states: int, max_divergences: int = 1_000) -> Product:
@@ -251,17 +598,20 @@ def explore_pair(old: System, new: System, max_states: int, max_divergences: int
     so, sn = _Side(old), _Side(new)
     json_mode = old.json_mode or new.json_mode
     contexts = _json_contexts(so, sn) if json_mode else []
-    keys: list[tuple[NodeKey, NodeKey]] = [(KICKOFF, KICKOFF)]
+    keys: list[tuple[NodeKey, NodeKey, bool]] = [(KICKOFF, KICKOFF, True)]
     ids = {keys[0]: 0}
     parent = [0]
     via: list[tuple[Turn, Routed, Routed] | None] = [None]
     dist = [0]
     edges: dict[int, list[tuple[int, Turn, Routed, Routed]]] = {}
     divergences: list[Divergence] = []
+    counts = {True: 0, False: 0}  # certain and uncertain divergences kept
     truncated = False
+    partial: set[str] = set()
     caps = [c for c in (old.max_turns, new.max_turns) if c is not None]
     cap = min(caps) if caps else None
     queue: deque[int] = deque([0])
+    labels_of: dict[tuple[int, int, bool], list[tuple[Label, int, str | None]]] = {}
     if old.speakers[old.start] != new.speakers[new.start]:
         # the kickoff itself differs: no turn is shared
         divergences.append(Divergence(
@@ -270,64 +620,88 @@ def explore_pair(old: System, new: System, max_states: int, max_divergences: int
         queue.clear()
     while queue and not truncated:
         u = queue.popleft()
-        ko, kn = keys[u]
+        ko, kn, certain = keys[u]
         if ko[0] == "end":
             continue
         turn_number = dist[u] + 1
         if cap is not None and turn_number > cap:
             continue
-        speaker = old.speakers[so.speaker_of(ko)]
-        labels = list(dict.fromkeys([*so.actions(ko), *sn.actions(kn)]))
-        for label in labels:
-            ao, an = so.action_for(ko, label), sn.action_for(kn, label)
+        io, in_ = so.speaker_of(ko), sn.speaker_of(kn)
+        kickoff = ko == KICKOFF
+        speaker = old.speakers[io]
+        found = labels_of.get((io, in_, kickoff))
+        if found is None:
+            merged: dict[Label, tuple[int, str | None]] = {}
+            for side, i in ((so, io), (sn, in_)):
+                for label, alt, shown in side.labels(i, kickoff):
+                    merged.setdefault(label, (alt, shown))
+            if not json_mode:
+                writes, more = _write_labels(so, sn, io, in_)
+                if more:
+                    partial.add("writes")
+                for label in writes:
+                    merged.setdefault(label, (0, None))
+            found = labels_of[(io, in_, kickoff)] = [(k, a, t) for k, (a, t) in merged.items()]
+        for label, alt_index, shown in found:
+            ao, an = so.resolve(io, label, kickoff), sn.resolve(in_, label, kickoff)
+            if isinstance(ao, str) and isinstance(an, str):
+                continue  # neither side can take this turn
+            afters: list[tuple[tuple[tuple[str, Any], ...], Valuation | None, Valuation | None]]
             if json_mode:
                 afters = [(ctx, vo, vn) for ctx, vo, vn in contexts]
             else:
-                bo, bn = so.before(ko), sn.before(kn)
-                assert bo is not None and bn is not None
-                afters = [((), next(so.explorer.after(bo, ao)), next(sn.explorer.after(bn, an)))]
+                written = tuple((k, _shown(_plain(v))) for k, v in label[1]) if label[0] == "write" else ()
+                afters = [(written,
+                           so.applied(ko, ao) if isinstance(ao, Action) else so.before(ko),
+                           sn.applied(kn, an) if isinstance(an, Action) else sn.before(kn))]
+            tool = label[1] if label[0] == "tool" else None
             for ctx, vo, vn in afters:
-                outs_o = so.outcomes(ko, ao, vo)
-                outs_n = sn.outcomes(kn, an, vn)
-                atoms = list(dict.fromkeys(
-                    [so.atom_label[i] for o in outs_o for i, _ in o.assumed]
-                    + [sn.atom_label[i] for o in outs_n for i, _ in o.assumed]))
-                for given in _assignments(atoms):
-                    o_here = [o for o in outs_o if _compatible(o, so.atom_label, given)]
-                    n_here = [o for o in outs_n if _compatible(o, sn.atom_label, given)]
-                    r_old = [(o, so.routed(o, turn_number)) for o in o_here]
-                    r_new = [(o, sn.routed(o, turn_number)) for o in n_here]
-                    seen_old = {r.observed for _, r in r_old}
-                    seen_new = {r.observed for _, r in r_new}
-                    used = {so.atom_label[i] for o in o_here for i, _ in o.assumed} | {
-                        sn.atom_label[i] for o in n_here for i, _ in o.assumed}
-                    turn = Turn(speaker, label[0], label[1], ctx,
-                                tuple((k, v) for k, v in given.items() if k in used))
-                    if seen_old != seen_new:
-                        if len(divergences) < max_divergences:
-                            po = [x for x in r_old if x[1].observed not in seen_new] or r_old
-                            pn = [x for x in r_new if x[1].observed not in seen_old] or r_new
+                assert vo is not None and vn is not None
+                outs_o = ao if isinstance(ao, str) else so.outcomes(ko, ao, vo)
+                outs_n = an if isinstance(an, str) else sn.outcomes(kn, an, vn)
+                worlds, too_many = _worlds(so, sn, outs_o, outs_n, turn_number)
+                if too_many:
+                    partial.add("atoms")
+                signatures = {
+                    (w.old[1].observed, w.new[1].observed,
+                     None if w.old[0] is None else so.next_key(w.old[0], vo),
+                     None if w.new[0] is None else sn.next_key(w.new[0], vn))
+                    for w in worlds
+                }
+                if len(signatures) == 1 and len(worlds) > 1 and not too_many:
+                    # what the custom conditions and targets decide changes nothing here
+                    worlds = [attrs.evolve(worlds[0], assumed=(), chosen=())]
+                for w in worlds:
+                    (o1, r1), (o2, r2) = w.old, w.new
+                    turn = Turn(speaker, tool, alt_index, ctx, w.assumed, shown, w.chosen)
+                    sure = certain and turn.certain
+                    if r1.observed != r2.observed:
+                        if counts[sure] < max_divergences:
+                            counts[sure] += 1
                             divergences.append(Divergence(
-                                (*_turns(parent, via, u), turn), po[0][1], pn[0][1], u,
-                                so.next_key(po[0][0], vo), sn.next_key(pn[0][0], vn)))
+                                (*_turns(parent, via, u), turn), r1, r2, u,
+                                so.next_key(o1, vo) if o1 is not None else REFUSED_KEY,
+                                sn.next_key(o2, vn) if o2 is not None else REFUSED_KEY))
                         continue
-                    for (o1, r1), (o2, r2) in itertools.product(r_old, r_new):
-                        if r1.observed != r2.observed or r1.next is None:
-                            continue
-                        nxt = (so.next_key(o1, vo), sn.next_key(o2, vn))
-                        v = ids.get(nxt)
-                        if v is None:
-                            if len(keys) >= max_states:
-                                truncated = True
-                                break
-                            v = ids[nxt] = len(keys)
-                            keys.append(nxt)
-                            parent.append(u)
-                            via.append((turn, r1, r2))
-                            dist.append(dist[u] + 1)
-                            queue.append(v)
-                        edges.setdefault(u, []).append((v, turn, r1, r2))
-    return Product(old, new, keys, parent, via, dist, edges, divergences, truncated)
+                    if r1.next is None or o1 is None or o2 is None:
+                        continue
+                    nxt = (so.next_key(o1, vo), sn.next_key(o2, vn), sure)
+                    v = ids.get(nxt)
+                    if v is None:
+                        if len(keys) >= max_states:
+                            truncated = True
+                            break
+                        v = ids[nxt] = len(keys)
+                        keys.append(nxt)
+                        parent.append(u)
+                        via.append((turn, r1, r2))
+                        dist.append(dist[u] + 1)
+                        queue.append(v)
+                    edges.setdefault(u, []).append((v, turn, r1, r2))
+    reasons = {"atoms": f"a turn depends on more than {MAX_ATOMS} custom conditions",
+               "writes": f"a human may write more than {MAX_WRITES} combinations of keys on a turn"}
+    return Product(old, new, keys, parent, via, dist, edges, divergences, truncated,
+                   "; ".join(reasons[p] for p in sorted(partial)))
 
 
 def _turns(parent: list[int], via: list[tuple[Turn, Routed, Routed] | None], node: int) -> list[Turn]:
@@ -342,25 +716,38 @@ def _turns(parent: list[int], via: list[tuple[Turn, Routed, Routed] | None], nod
 
 def cap_divergence(product: Product) -> Divergence | None:
     """When the caps differ: a shortest run that reaches the smaller cap with both sides still
-    going (so one closes at ``max_turns`` and the other goes on), or None."""
+    going (so one closes at ``max_turns`` and the other goes on), or None. A certain run
+    (no custom condition or target deciding it) is preferred."""
     caps = (product.old.max_turns, product.new.max_turns)
     if caps[0] == caps[1]:
         return None
+    return _cap_walk(product, certain=True) or _cap_walk(product, certain=False)
+
+
+def _cap_walk(product: Product, certain: bool) -> Divergence | None:
+    caps = (product.old.max_turns, product.new.max_turns)
     limit = min(c for c in caps if c is not None)
     # walks of `limit - 1` shared turns over agreeing edges, then the turn at the cap
     layer: dict[int, tuple[int, Turn] | None] = {0: None}
     back: list[dict[int, tuple[int, Turn] | None]] = [layer]
+
+    def usable(v: int) -> bool:
+        return not certain or product.keys[v][2]
+
     for _ in range(limit - 1):
         nxt: dict[int, tuple[int, Turn] | None] = {}
         for u in sorted(layer):
             for v, turn, _, _ in product.edges.get(u, ()):
-                nxt.setdefault(v, (u, turn))
+                if usable(v):
+                    nxt.setdefault(v, (u, turn))
         if not nxt:
             return None
         back.append(nxt)
         layer = nxt
     for u in sorted(layer):
         for v, turn, r_old, r_new in product.edges.get(u, ()):
+            if not usable(v):
+                continue
             turns: list[Turn] = []
             node, depth = u, len(back) - 1
             while depth > 0:
@@ -370,7 +757,7 @@ def cap_divergence(product: Product) -> Divergence | None:
                 turns.append(step)
                 depth -= 1
             turns.reverse()
-            ko, kn = product.keys[v]
+            ko, kn, _ = product.keys[v]
             if caps[0] == limit:
                 return Divergence((*turns, turn), Routed(r_old.fired, None, MAX_TURNS), r_new, u,
                                   ("end", MAX_TURNS), kn)

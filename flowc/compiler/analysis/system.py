@@ -164,6 +164,10 @@ class System:
     def describe_cond(self, cond: m.Condition) -> str:
         return elide(self._describer.condition(cond))
 
+    def call_text(self, target: m.Target) -> str:
+        """A custom target's call as written (not cut short): what identifies it."""
+        return self._describer.target(target)
+
     def describe_rule(self, rule: RuleSpec) -> str:
         texts = self._rule_texts
         text = texts.get(rule.index)
@@ -450,16 +454,23 @@ def system_of_flow(compiled: CompiledFlow) -> System:
     )
 
 
-def system_of_graph(loaded: LoadedGraph) -> System:
+def system_of_graph(loaded: LoadedGraph, participants: Sequence[str] = (),
+                    initiator: str | None = None) -> System:
     """The abstract system of a JSON graph, under the no-declarations assumptions.
+
+    The participants are ``participants`` (in their order, as `next` rotates over them)
+    and then any other agent the graph names; without them, the agents the graph names
+    (as a run of a bare graph takes them). The initiator is the start speaker unless given.
 
     >>> g = m.TransitionGraph("a", (m.Transition(m.ToolCalled("go"), m.AgentTarget("b")),))
     >>> s = system_of_graph(LoadedGraph(g, {}, False))
     >>> s.speakers, [a.tool for a in s.actions[0]]
     (('a', 'b'), [None, 'go'])
+    >>> system_of_graph(LoadedGraph(g, {}, False), ("c", "a")).speakers
+    ('c', 'a', 'b')
     """
     graph = loaded.graph
-    ids = m.agent_ids(graph)
+    ids = tuple(dict.fromkeys([*participants, *m.agent_ids(graph)]))
     b = _Builder(graph, ids, json_mode=True)
     rules = b.rules(None)
     prefix = "graph." if loaded.is_knobs else ""
@@ -474,8 +485,8 @@ def system_of_graph(loaded: LoadedGraph) -> System:
         speakers=ids,
         ids=ids,
         humans=frozenset(),
-        start=0,
-        initiator=0,
+        start=ids.index(graph.initial_speaker),
+        initiator=ids.index(initiator) if initiator in ids else ids.index(graph.initial_speaker),
         keys=b.keys,
         literals=b.literals,
         initial=initial,
