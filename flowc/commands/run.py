@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import inspect
 import json
+import shlex
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
@@ -275,16 +276,18 @@ def _asker(args: argparse.Namespace, printer: RunPrinter
 
 def _resume_hint(printer: RunPrinter, args: argparse.Namespace) -> str | None:
     """The command that continues the stopped run, or ``None`` when nothing stored it
-    (no run yet, or ``--db :memory:``); a PostgreSQL URL is named without its password."""
+    (no run yet, or ``--db :memory:``); a PostgreSQL URL is named without its password.
+    Each argument is quoted for a POSIX shell, so the line can be pasted as it is (a URL
+    holding ``&``, a path holding a space)."""
     run_id = printer.run_id
     if run_id is None or args.db == ":memory:":
         return None
-    hint = f"flowc resume {run_id} --db {db_name(args.db)}"
+    argv = ["flowc", "resume", run_id, "--db", db_name(args.db)]
     if args.script:
-        hint += f" --script {args.script}"
+        argv += ["--script", args.script]
     if args.agents:
-        hint += f" --agents {args.agents}"
-    return hint
+        argv += ["--agents", args.agents]
+    return shlex.join(argv)
 
 
 def _interrupted(printer: RunPrinter, args: argparse.Namespace) -> int:
