@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from flowc.diagnostics import (
     Diagnostic,
@@ -38,6 +38,15 @@ class UsageError(Exception):
 
 
 # ── terminal ─────────────────────────────────────────────────────────────────
+
+
+def isatty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (``False`` for anything that cannot say: a closed
+    or detached stream, an object without ``isatty``)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def use_color(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
+from flowc.commands.console import isatty
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import Envelope
@@ -333,13 +334,6 @@ def _canonical(data: Any) -> str:
     from flowc.compiler.serde import canonical_json
 
     return canonical_json(data)
-
-
-def isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
 
 
 # ── the terminal a human answers at ───────────────────────────────────────────
