@@ -57,6 +57,18 @@ def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
     return ", ".join(parts) or "no .flow files"
 
 
+def _write_stdout(text: str) -> None:
+    """``text`` on stdout as UTF-8 bytes, its line endings as they are (a text stream
+    may translate them)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # stdout replaced by a plain text stream (an in-process caller)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
+
+
 def cmd_fmt(args: argparse.Namespace) -> int:
     status = console.EXIT_OK
     changed_files = unchanged_files = failed_files = 0
@@ -100,11 +112,12 @@ def cmd_fmt(args: argparse.Namespace) -> int:
                     print(f"would reformat {source.name}", file=sys.stderr)
                 status = max(status, console.EXIT_ERRORS)
             continue
+        # the text's own line endings, written as they are (never translated)
         if path == "-":
-            sys.stdout.write(formatted)
+            _write_stdout(formatted)
         elif changed:
             try:
-                Path(path).write_text(formatted, encoding="utf-8")
+                Path(path).write_bytes(formatted.encode("utf-8"))
             except OSError as err:
                 raise console.UsageError(f"{path}: cannot write ({err.strerror})") from None
             print(f"reformatted {source.name}", file=sys.stderr)
