@@ -138,13 +138,36 @@ def print_diagnostics(
     out.write(text)
 
 
-def write_output(text: str, out: str | None) -> None:
-    """``text`` to the file ``out`` (folders created), or to stdout for None or ``-``."""
+def check_output(out: str | None, option: str = "-o") -> None:
+    """Refuse (:class:`UsageError`, exit 2) an output file whose folder does not exist, or
+    is not a folder: flowc creates no folders, as a compiler's ``-o`` does not. Commands
+    check each output before they do their work, so nothing is computed for nothing.
+    ``None`` and ``-`` (stdout) always pass.
+
+    >>> try:
+    ...     check_output("no-such-folder/out.json")
+    ... except UsageError as err:
+    ...     print(err)
+    -o no-such-folder/out.json: no such folder: no-such-folder (create it first)
+    """
+    if out is None or out == "-":
+        return
+    folder = Path(out).parent
+    if folder.is_dir():
+        return
+    if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
+        raise UsageError(f"{option} {out}: {folder} is not a folder")
+    raise UsageError(f"{option} {out}: no such folder: {folder} (create it first)")
+
+
+def write_output(text: str, out: str | None, option: str = "-o") -> None:
+    """``text`` to the file ``out`` (its folder must exist: :func:`check_output`), or to
+    stdout for None or ``-``."""
     if out is None or out == "-":
         sys.stdout.write(text)
         return
+    check_output(out, option)
     try:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
     except OSError as err:
         raise UsageError(f"{out}: cannot write ({err.strerror})") from None

@@ -39,6 +39,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                              f"{', '.join(sorted(SUFFIX_FORMATS))}, or give -f")
         fmt = SUFFIX_FORMATS.get(suffix, "svg")
     to_stdout = args.output is None or args.output == "-"
+    console.check_output(args.output)
     if to_stdout and fmt in BINARY_FORMATS and console.isatty(sys.stdout):
         raise UsageError(f"-f {fmt} is binary data, which a terminal cannot show: give -o FILE, "
                          f"or redirect the output (flowc render ... -f {fmt} > flow.{fmt})")
@@ -77,7 +78,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     else:
         out = Path(args.output)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
+            console.check_output(args.output)
             out.write_bytes(data)
         except OSError as err:
             raise UsageError(f"{out}: cannot write ({err.strerror})") from None

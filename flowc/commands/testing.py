@@ -19,6 +19,7 @@ from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
     UsageError,
+    check_output,
     is_json_input,
     print_diagnostics,
     read_source,
@@ -114,12 +115,19 @@ def _run(target: RunTarget, sc: n.Scenario) -> tuple[ScenarioResult, float]:
     return result, time.perf_counter() - start
 
 
+#: the report files ``flowc test`` writes: (option, its argparse name)
+_OUTPUTS = (("--junit-xml", "junit_xml"), ("--coverage-json", "coverage_json"),
+            ("--coverage-xml", "coverage_xml"))
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     files = flow_files(args.files)
     if not files:
         raise UsageError("no .flow files given")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError("--fail-under takes a percentage from 0 to 100")
+    for option, out in _OUTPUTS:
+        check_output(getattr(args, out), option)
     want_coverage = bool(args.coverage or args.coverage_json or args.coverage_xml
                          or args.fail_under is not None)
     keep = selector(args.k)
@@ -185,7 +193,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         summary += "; stopped at the first failure (-x)"
     print(summary)
     if args.junit_xml:
-        write_output(junit_xml(suites), args.junit_xml)
+        write_output(junit_xml(suites), args.junit_xml, "--junit-xml")
     ok = failed == 0 and broken == 0
     if want_coverage:
         ok = _report_coverage(args, coverages) and ok
@@ -194,9 +202,9 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) -> bool:
     if args.coverage_json:
-        write_output(coverage_json(coverages), args.coverage_json)
+        write_output(coverage_json(coverages), args.coverage_json, "--coverage-json")
     if args.coverage_xml:
-        write_output(coverage_cobertura(coverages), args.coverage_xml)
+        write_output(coverage_cobertura(coverages), args.coverage_xml, "--coverage-xml")
     if args.coverage or args.fail_under is not None:
         print()
         sys.stdout.write(coverage_table(coverages))

@@ -57,7 +57,7 @@ def test_compile_prints_canonical_knobs(flow_file: Path, capsys: pytest.CaptureF
 
 
 def test_compile_graph_bind_and_output(flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out_path = tmp_path / "out" / "g.json"
+    out_path = tmp_path / "g.json"
     code, out, _ = run(
         ["compile", str(flow_file), "--graph", "--bind", "drafter=agent-7f3a", "-o", str(out_path)],
         capsys,

@@ -33,7 +33,7 @@ def run(args: list[str], capsysbinary: pytest.CaptureFixture[bytes]) -> tuple[in
 def test_image_formats_to_a_file(
     fmt: str, magic: bytes, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    out = tmp_path / "sub" / f"flow.{fmt}"
+    out = tmp_path / f"flow.{fmt}"
     code, stdout, err = run([str(FLOW), "-f", fmt, "-o", str(out)], capsysbinary)
     assert (code, stdout, err) == (0, b"", "")
     assert out.read_bytes().startswith(magic)
