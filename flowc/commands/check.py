@@ -201,6 +201,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     plugins = setup_plugins(args, paths)
     inputs = collect(paths)
     diags, sources, checked = check_files(inputs, options)
+    if not checked and not inputs.problems:
+        inputs.problems.append(str(console.no_inputs(paths, ".flow files or JSON graphs",
+                                                     "nothing to check")))
     unimplemented = plugins and _report_unimplemented(sources, diags)
     diags.sort(key=Diagnostic.sort_key)
     print_diagnostics(diags, sources, args.format, stream=sys.stdout)

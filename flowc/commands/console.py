@@ -102,6 +102,16 @@ def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
 __all__ = ["decode_source"]  # re-exported: the commands decode through this module
 
 
+def no_inputs(paths: Sequence[str], kinds: str, purpose: str) -> UsageError:
+    """The error of a command given folders that hold no file it reads (an empty input
+    set is exit 2 in every command, never a clean report of nothing).
+
+    >>> str(no_inputs(["flows", "more"], ".flow files", "nothing to check"))
+    'no .flow files in flows, more: nothing to check'
+    """
+    return UsageError(f"no {kinds} in {', '.join(paths)}: {purpose}")
+
+
 def is_json_input(path: str, text: str | None = None) -> bool:
     """A JSON graph rather than a ``.flow``: by suffix, else by a leading ``{``."""
     if path.endswith(".json"):

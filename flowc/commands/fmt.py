@@ -73,6 +73,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     status = console.EXIT_OK
     changed_files = unchanged_files = failed_files = 0
     paths = expand_paths(args.files)
+    if not paths:
+        raise console.no_inputs(args.files, ".flow files", "nothing to format")
     for path in paths:
         source, diags = console.read_source(path)
         if source is None:

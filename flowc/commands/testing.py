@@ -21,6 +21,7 @@ from flowc.commands.console import (
     UsageError,
     check_output,
     is_json_input,
+    no_inputs,
     print_diagnostics,
     read_source,
     report_unimplemented,
@@ -123,7 +124,7 @@ _OUTPUTS = (("--junit-xml", "junit_xml"), ("--coverage-json", "coverage_json"),
 def cmd_test(args: argparse.Namespace) -> int:
     files = flow_files(args.files)
     if not files:
-        raise UsageError("no .flow files given")
+        raise no_inputs(args.files, ".flow files", "no scenarios to run")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError("--fail-under takes a percentage from 0 to 100")
     for option, out in _OUTPUTS:
