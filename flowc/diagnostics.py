@@ -109,6 +109,10 @@ W216 = _code(
     "W216", "round-robin-order", W,
     "`round_robin` lists its speakers in an order other than the one it rotates in",
 )
+W217 = _code(
+    "W217", "implied-max-turns", W,
+    "the `max_turns` a `sequence` implies ends runs that the rules beside it continue",
+)
 I301 = _code("I301", "state-bound-reached", INFO, "the state space was larger than the bound: findings are partial")
 I302 = _code("I302", "human-initiator", INFO, "an `initiator` target resolves to a `human` speaker")
 I303 = _code("I303", "json-graph-assumptions", INFO, "a JSON graph was checked under the assumptions for graphs without declarations")

@@ -92,6 +92,9 @@ class DeadRule:
     cause: str | None = None  # a finding it follows from: "W201", "W208", "W209"
 
 
+#: the longest run to the cap that is written out (a run that reaches `max_turns N` has N turns)
+MAX_CAP_RUN = 1000
+
 #: default targets AG2's factories and its implicit default write
 _IMPLIED_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_complete"})
 
@@ -173,6 +176,33 @@ class Facts:
         if DEFAULT in out and not self.default_written:
             del out[DEFAULT]
         return out
+
+    @cached_property
+    def cap_walk(self) -> list[int] | None:
+        """The nodes of a run of exactly ``max_turns`` turns that does not end before the
+        cap closes it (``None``: every run ends sooner, there is no cap, or it is longer
+        than :data:`MAX_CAP_RUN`). Coverage's ``max_turns`` target and W217 show it.
+
+        The nodes a run can be at after k turns (layer k) are computed for k up to the
+        cap, and the walk is read backwards from the last layer.
+        """
+        space, cap = self.space, self.system.max_turns
+        if cap is None or cap > MAX_CAP_RUN or space.truncated:
+            return None
+        graph = space.graph
+        layers: list[frozenset[int]] = [frozenset({0})]
+        for _ in range(cap):
+            nxt = frozenset(
+                v for u in layers[-1] for v in graph.successors(u) if not space.is_end(v)
+            )
+            if not nxt:
+                return None
+            layers.append(nxt)
+        walk = [min(layers[cap])]
+        for k in range(cap - 1, -1, -1):
+            here = walk[-1]
+            walk.append(min(u for u in layers[k] if graph.has_edge(u, here)))
+        return walk[::-1]
 
     @cached_property
     def cap_before_every_end(self) -> bool:

@@ -36,7 +36,7 @@ from flowc.compiler.analysis.explore import (
     NodeKey,
     Step,
 )
-from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
+from flowc.compiler.analysis.facts import MAX_CAP_RUN, CheckOptions, Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210
 from flowc.compiler.analysis.runs import Run, Turn, run_along
 from flowc.compiler.analysis.system import Action, System, system_of_flow
@@ -51,9 +51,6 @@ __all__ = ["CAP_REASON", "Coverable", "Target", "TargetKey", "coverage_targets",
 TargetKey: TypeAlias = tuple[Any, ...]
 
 CAP_REASON = "max_turns"
-
-#: the longest run to the cap that is written out (a run that reaches `max_turns N` has N turns)
-MAX_CAP_RUN = 1000
 
 
 @attrs.frozen
@@ -243,7 +240,7 @@ def coverage_targets(
     system = system_of_flow(compiled)
     facts, findings = facts_of(system, options or CheckOptions(), filename)
     witnesses = _witnesses(facts)
-    cap_walk = _cap_walk(facts)
+    cap_walk = facts.cap_walk
     targets = _Classifier(facts, findings, witnesses, cap_walk).targets()
     return Coverable(system, facts, findings, targets, witnesses, cap_walk, facts.space.truncated)
 
@@ -278,31 +275,6 @@ def _witnesses(facts: Facts) -> dict[TargetKey, tuple[int, Step]]:
             for hit in _step_hits(system, node, speaker, step):
                 found.setdefault(hit, (node, step))
     return found
-
-
-def _cap_walk(facts: Facts) -> list[int] | None:
-    """A run of exactly ``max_turns`` turns that does not end before the cap closes it.
-
-    The nodes a run can be at after k turns (layer k) repeat with a period, so the
-    layers are computed until one repeats and the walk is read backwards.
-    """
-    space, cap = facts.space, facts.system.max_turns
-    if cap is None or cap > MAX_CAP_RUN or space.truncated:
-        return None
-    graph = space.graph
-    layers: list[frozenset[int]] = [frozenset({0})]
-    for _ in range(cap):
-        nxt = frozenset(
-            v for u in layers[-1] for v in graph.successors(u) if not space.is_end(v)
-        )
-        if not nxt:
-            return None
-        layers.append(nxt)
-    walk = [min(layers[cap])]
-    for k in range(cap - 1, -1, -1):
-        here = walk[-1]
-        walk.append(min(u for u in layers[k] if graph.has_edge(u, here)))
-    return walk[::-1]
 
 
 class _Classifier:
