@@ -322,6 +322,20 @@ MAX_LISTED = 5
 MAX_QUOTED = 120
 
 
+def counted(n: int, noun: str, plural: str | None = None, *, grouped: bool = False) -> str:
+    """``n`` and its noun, in the singular for exactly one: every count a message or a
+    summary prints goes through here (never "1 turns"). ``plural`` when adding ``s`` is
+    wrong; ``grouped`` writes thousands with commas.
+
+    >>> counted(1, "turn"), counted(0, "file"), counted(2, "run"), counted(1, "more loop")
+    ('1 turn', '0 files', '2 runs', '1 more loop')
+    >>> counted(2, "info", "info"), counted(12000, "turn", grouped=True)
+    ('2 info', '12,000 turns')
+    """
+    word = noun if n == 1 else plural if plural is not None else noun + "s"
+    return f"{n:,} {word}" if grouped else f"{n} {word}"
+
+
 def listing(items: Sequence[str], limit: int = MAX_LISTED, more: str = "more") -> list[str]:
     """The first ``limit`` items, then ``and N more`` for the rest (as one extra item).
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from flowc.commands import console
 from flowc.commands.batch import collector_paused
-from flowc.diagnostics import FlowError
+from flowc.diagnostics import FlowError, counted
 from flowc.dsl.formatter import FormatterBug, format_source
 
 
@@ -33,10 +33,6 @@ def expand_paths(paths: list[str], suffixes: tuple[str, ...] = (".flow",)) -> li
     return out
 
 
-def _files(k: int) -> str:
-    return f"{k} file{'s' if k != 1 else ''}"
-
-
 def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
     """What ``fmt`` did, as ruff and black say it.
 
@@ -49,11 +45,11 @@ def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
     """
     parts = []
     if changed:
-        parts.append(f"{_files(changed)} {'would be reformatted' if check else 'reformatted'}")
+        parts.append(f"{counted(changed, 'file')} {'would be reformatted' if check else 'reformatted'}")
     if unchanged:
-        parts.append(f"{_files(unchanged)} {'already formatted' if check else 'left unchanged'}")
+        parts.append(f"{counted(unchanged, 'file')} {'already formatted' if check else 'left unchanged'}")
     if failed:
-        parts.append(f"{_files(failed)} could not be formatted")
+        parts.append(f"{counted(failed, 'file')} could not be formatted")
     return ", ".join(parts) or "no .flow files"
 
 

@@ -39,7 +39,7 @@ from flowc.commands.run_options import (
 )
 from flowc.commands.run_output import RunPrinter, format_turns, isatty, terminal_asker
 from flowc.compiler.serde import canonical_json
-from flowc.diagnostics import Diagnostic, has_errors
+from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
@@ -430,7 +430,7 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
 def _summary_line(r: dict[str, Any]) -> str:
     status = _j(r["close_reason"]) if r["status"] == "closed" else \
         f"running ({r['holder']})" if r["status"] == "running" else "open"
-    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {r['turns']} turns  {status}"
+    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  {status}"
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
@@ -492,9 +492,9 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         for line in format_turns(records, describe):
             print(line)
         if close is not None:
-            print(f"closed: {_j(close)} after {len(records)} turns")
+            print(f"closed: {_j(close)} after {counted(len(records), 'turn')}")
         else:
-            print(f"open: {len(records)} turns so far, "
+            print(f"open: {counted(len(records), 'turn')} so far, "
                   f"{target.names.get(nxt or '', nxt)} to speak next")
         return EXIT_OK
     end: dict[str, Any] = {
@@ -529,19 +529,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         store.close()
     state = result.state
-    turns = getattr(state, "turn_count", "?")
+    count = getattr(state, "turn_count", None)
+    turns = counted(count, "turn") if isinstance(count, int) else "? turns"
     if result.broken is not None:
         print(f"{cid}: the WAL is broken at {result.broken}")
-        print(f"  re-folded {turns} turns before it")
+        print(f"  re-folded {turns} before it")
         return EXIT_ERRORS
     if result.recorded_close_reason is None:
         nxt = getattr(state, "expected_next_speaker", None)
-        print(f"{cid}: open; re-folded {result.envelopes} envelopes to {turns} turns, "
+        print(f"{cid}: open; re-folded {counted(result.envelopes, 'envelope')} to {turns}, "
               f"{nxt} to speak next")
         return EXIT_OK
     if result.matches:
-        print(f"{cid}: re-folded {result.envelopes} envelopes: same close reason "
-              f"{_j(result.close_reason)}, same state ({turns} turns, context "
+        print(f"{cid}: re-folded {counted(result.envelopes, 'envelope')}: same close reason "
+              f"{_j(result.close_reason)}, same state ({turns}, context "
               f"{_j(getattr(state, 'context_vars', {}))})")
         return EXIT_OK
     print(f"{cid}: the re-fold diverges from the recorded run")

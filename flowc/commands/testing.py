@@ -37,7 +37,7 @@ from flowc.commands.reports import (
     total,
 )
 from flowc.compiler.lower import CompiledFlow
-from flowc.diagnostics import has_errors
+from flowc.diagnostics import counted, has_errors
 from flowc.dsl import nodes as n
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.coverage import FlowCoverage, coverage_targets, measure
@@ -181,15 +181,14 @@ def cmd_test(args: argparse.Namespace) -> int:
         if want_coverage:
             coverages.append(measure(coverage_targets(compiled, filename=path), results, path))
     total_run = passed + failed
-    summary = f"{total_run} scenario{'s' if total_run != 1 else ''}: {passed} passed, {failed} failed"
+    summary = f"{counted(total_run, 'scenario')}: {passed} passed, {failed} failed"
     if deselected:
         summary += f" ({deselected} deselected by -k)"
     if broken - unrunnable:
         k = broken - unrunnable
-        summary += f"; {k} file{'s' if k != 1 else ''} did not compile"
+        summary += f"; {counted(k, 'file')} did not compile"
     if unrunnable:
-        summary += (f"; {unrunnable} file{'s' if unrunnable != 1 else ''} lacked custom "
-                    "implementations")
+        summary += f"; {counted(unrunnable, 'file')} lacked custom implementations"
     if args.exitfirst and (failed or broken):
         summary += "; stopped at the first failure (-x)"
     print(summary)
@@ -211,7 +210,7 @@ def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) ->
         sys.stdout.write(coverage_table(coverages))
     covered, live, pct = total(coverages)
     if args.fail_under is not None and pct < args.fail_under:
-        print(f"coverage {pct:.1f}% ({covered}/{live} targets) is under --fail-under {args.fail_under:g}%")
+        print(f"coverage {pct:.1f}% ({covered}/{counted(live, 'target')}) is under --fail-under {args.fail_under:g}%")
         return False
     return True
 
@@ -251,11 +250,11 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     cov = gen.coverable
     dead = [t for t in cov.targets if not t.live]
-    note = (f"{len(gen.scenarios)} scenario{'s' if len(gen.scenarios) != 1 else ''} for "
-            f"{len(cov.live)} live targets (lower bound {gen.lower_bound}; "
+    note = (f"{counted(len(gen.scenarios), 'scenario')} for "
+            f"{counted(len(cov.live), 'live target')} (lower bound {gen.lower_bound}; "
             f"{len(dead)} not coverable)")
     if gen.missed:
-        note += f"; {len(gen.missed)} live targets not reached: " + ", ".join(
+        note += f"; {counted(len(gen.missed), 'live target')} not reached: " + ", ".join(
             t.label for t in gen.missed)
     if args.write:
         if scenarios:
@@ -263,7 +262,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
             new_text = source.text.rstrip("\n") + "\n\n" + text
             Path(path).write_text(format_source(new_text, path), encoding="utf-8")
-        print(f"{path}: added {len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}; {note}",
+        print(f"{path}: added {counted(len(scenarios), 'scenario')}; {note}",
               file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -25,6 +25,7 @@ from flowc.commands.run_options import (
     script_option,
     store_options,
 )
+from flowc.diagnostics import counted
 from flowc.runtime.script import ScriptError
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.wal import WalError, WalStore
@@ -130,7 +131,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     finally:
         store.close()
     s = worker.stats
-    print(f"worker {worker.tag} stopped: {s.closed} runs closed, {s.stalled} stalled, "
+    print(f"worker {worker.tag} stopped: {counted(s.closed, 'run')} closed, {s.stalled} stalled, "
           f"{s.lost} taken over, {s.failed} failed", flush=True)
     return EXIT_OK
 

@@ -65,6 +65,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from flowc.diagnostics import counted
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
@@ -435,7 +436,8 @@ class Worker:
             if claimed:  # (not a run found closed when its lease was taken)
                 self.stats.closed += 1
                 self._event("closed", cid,
-                            f"{json.dumps(result.close_reason)} after {result.turn_count} turns")
+                            f"{json.dumps(result.close_reason)} after "
+                            f"{counted(result.turn_count, 'turn')}")
         elif fenced.failed is not None:
             self._failed(cid, fenced.failed)
         elif not self._stopping:

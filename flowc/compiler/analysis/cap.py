@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.runs import run_along, run_to
-from flowc.diagnostics import W215, W217
+from flowc.diagnostics import W215, W217, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
 
@@ -72,7 +72,8 @@ def check_implied_cap(facts: Facts) -> Iterator[Finding]:
               if last.fired >= 0 else f"turn {cap} is routed on to `{run.next}`")
     every = not any(space.dist[v] <= cap for v in space.ends)
     if every:
-        message = (f"{label} ends every run at the cap: no run terminates within {cap} turns, "
+        message = (f"{label} ends every run at the cap: no run terminates within "
+                   f"{counted(cap, 'turn')}, "
                    f"and {routed}")
     else:
         message = f"{label} ends some runs at the cap: {routed}, and the cap closes the run"

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
-from flowc.diagnostics import W202, W203, W204
+from flowc.diagnostics import W202, W203, W204, counted
 
 #: default targets AG2's factories and its implicit default write; not reported by W202 in a JSON graph
 IMPLIED_DEFAULT_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_complete"})
@@ -90,7 +90,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     span=span,
                     json_path=rule.json_path,
                     notes=("no sender, tool call or context value makes the whole condition true",
-                           f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}"),
+                           f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}"),
                     help="remove the rule, or join the parts with `or` (or as separate rules) "
                          "if either should route",
                 ),
@@ -106,7 +106,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     span=span,
                     json_path=rule.json_path,
                     notes=(
-                        f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}",
+                        f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}",
                     ),
                     help="remove the rule, or declare the tool or context write its condition waits for",
                 ),
