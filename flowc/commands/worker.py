@@ -132,7 +132,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         store.close()
     s = worker.stats
     print(f"worker {worker.tag} stopped: {counted(s.closed, 'run')} closed, {s.stalled} stalled, "
-          f"{s.lost} taken over, {s.failed} failed", flush=True)
+          f"{s.taken_over} taken over, {s.lost} lost, {s.failed} failed", flush=True)
     return EXIT_OK
 
 

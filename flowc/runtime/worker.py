@@ -238,9 +238,21 @@ class _Fenced:
         pass  # the worker's store outlives its runs
 
 
+#: the fencing token of a run's first claim: :func:`submit_run`'s hub held token 1 (it
+#: took the lease and gave it back at once); a claim with a higher token continues a run
+#: that some other hub (a worker that died, stalled, stopped or parked it, a `flowc
+#: resume`) held since
+FIRST_CLAIM_TOKEN = 2
+
+
 @attrs.define
 class WorkerStats:
+    """What a worker did: runs ``claimed`` (of which ``taken_over``: runs another hub
+    had held since they were submitted), ``closed``, ``stalled`` (parked), ``lost`` (taken
+    over from this worker: its writes were refused) and ``failed``."""
+
     claimed: int = 0
+    taken_over: int = 0
     closed: int = 0
     stalled: int = 0
     lost: int = 0
@@ -255,9 +267,10 @@ class Worker:
 
     ``agents`` take the turns of the speakers they name (others follow each run's
     script); ``concurrency`` caps the runs held at once; ``notifier`` wakes the worker
-    when the store changes; ``on_event(what, run_id, detail)`` hears ``claimed``,
-    ``closed``, ``stalled``, ``lost`` (taken over: this worker's writes were refused)
-    and ``failed``.
+    when the store changes; ``on_event(what, run_id, detail)`` hears ``claimed`` (detail
+    ``taken over`` for a run another hub held since it was submitted), ``closed``,
+    ``stalled``, ``lost`` (taken over from this worker: its writes were refused) and
+    ``failed``.
     """
 
     def __init__(self, store: WalStore, *, agents: Mapping[str, AgentFn] | None = None,
@@ -286,6 +299,8 @@ class Worker:
         self._parked: dict[str, tuple[int, float]] = {}
         #: runs this worker found open and holds the lease of (not those found closed)
         self._claimed_runs: set[str] = set()
+        #: every run this worker ever claimed (one it claims again is not taken over)
+        self._ever_claimed: set[str] = set()
         self._stopping = False
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -415,7 +430,7 @@ class Worker:
             result = await resume_script(fenced, cid, script, agents=self.agents,
                                          holder=self.holder,
                                          lease_seconds=self.lease_seconds,
-                                         on_claim=lambda: self._claimed(cid))
+                                         on_claim=lambda lease: self._claimed(cid, lease))
         except LeaseError:
             return  # another worker claimed it first
         except WalError as err:  # the store failed: once the lease expires, any worker
@@ -455,7 +470,11 @@ class Worker:
         self.stats.failed += 1
         self._event("failed", cid, str(err))
 
-    def _claimed(self, cid: str) -> None:
+    def _claimed(self, cid: str, lease: Lease) -> None:
         self._claimed_runs.add(cid)
         self.stats.claimed += 1
-        self._event("claimed", cid, "")
+        taken = lease.token > FIRST_CLAIM_TOKEN and cid not in self._ever_claimed
+        self._ever_claimed.add(cid)
+        if taken:
+            self.stats.taken_over += 1
+        self._event("claimed", cid, "taken over" if taken else "")
