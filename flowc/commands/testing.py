@@ -30,6 +30,7 @@ from flowc.commands.console import (
 from flowc.commands.reports import (
     CaseResult,
     SuiteResult,
+    compile_error,
     coverage_cobertura,
     coverage_json,
     coverage_table,
@@ -37,7 +38,7 @@ from flowc.commands.reports import (
     total,
 )
 from flowc.compiler.lower import CompiledFlow
-from flowc.diagnostics import counted, has_errors
+from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl import nodes as n
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.coverage import FlowCoverage, coverage_targets, measure
@@ -61,18 +62,23 @@ def flow_files(paths: list[str]) -> list[str]:
 
 def compile_file(path: str) -> CompiledFlow | None:
     """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors."""
+    return compile_reporting(path)[0]
+
+
+def compile_reporting(path: str) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
+    """:func:`compile_file`, with the errors that stopped it (none when it compiled)."""
     from flowc.compiler.pipeline import compile_source
 
     source, diags = read_source(path)
     if source is None:
         print_diagnostics(diags, {})
-        return None
+        return None, tuple(diags)
     compiled, diags = compile_source(source)
     if diags:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags):
-        return None
-    return compiled
+        return None, tuple(d for d in diags if d.is_error)
+    return compiled, ()
 
 
 def selector(patterns: list[str] | None) -> Callable[[str, str], bool]:
@@ -143,11 +149,11 @@ def cmd_test(args: argparse.Namespace) -> int:
         if is_json_input(path):
             print("  (no scenarios: scenarios are written in .flow files)")
             continue
-        compiled = compile_file(path)
+        compiled, errors = compile_reporting(path)
         if compiled is None:
             broken += 1
             print("  ERROR the file does not compile")
-            suites.append(SuiteResult(path, (), "the file does not compile"))
+            suites.append(SuiteResult(path, (), *compile_error(errors)))
             continue
         if compiled.scenarios and report_unimplemented(compiled, path):
             broken += 1
