@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -108,6 +109,10 @@ W215 = _code(
 W216 = _code(
     "W216", "round-robin-order", W,
     "`round_robin` lists its speakers in an order other than the one it rotates in",
+)
+W217 = _code(
+    "W217", "implied-max-turns", W,
+    "the `max_turns` a `sequence` implies ends runs that the rules beside it continue",
 )
 I301 = _code("I301", "state-bound-reached", INFO, "the state space was larger than the bound: findings are partial")
 I302 = _code("I302", "human-initiator", INFO, "an `initiator` target resolves to a `human` speaker")
@@ -248,6 +253,41 @@ def excerpt(source: SourceFile, span: Span) -> tuple[str, int, int]:
     return text, at, width
 
 
+def display_width(text: str) -> int:
+    """How many terminal columns ``text`` takes: a wide character (East Asian Width W or F:
+    CJK, most emoji) two, a combining mark or an invisible format character (a zero-width
+    joiner, a variation selector) none, anything else one. The carets under an excerpt
+    are drawn in these columns; the reported columns stay counts of characters.
+
+    >>> display_width("abc"), display_width("日本語"), display_width("🎉"), display_width("e\u0301")
+    (3, 6, 2, 1)
+    """
+    width = 0
+    for ch in text:
+        if ch < "\u0300":  # ASCII and Latin-1: one column each (the common case, no lookup)
+            width += 1
+        elif unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        else:
+            width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def _underline(text: str, at: int, width: int) -> str:
+    """The caret line under ``text`` for the characters ``text[at : at + width]``, in
+    display columns (:func:`display_width`); a span past the end of the text (its newline,
+    the end of the file) counts one column per character, and at least one caret is drawn.
+
+    >>> _underline("x = '日本' then b", 4, 4)
+    '    ^^^^^^'
+    >>> _underline("日本 then", 7, 1)
+    '         ^'
+    """
+    lead = display_width(text[:at])
+    marked = display_width(text[at : at + width]) + max(0, at + width - len(text))
+    return " " * lead + "^" * max(1, marked)
+
+
 def render_text(
     diagnostics: Iterable[Diagnostic],
     sources: dict[str, SourceFile] | None = None,
@@ -284,7 +324,7 @@ def iter_text(
             line_text, at, width = excerpt(source, d.span)
             out.append(f"{pad} {bar}")
             out.append(f"{d.span.line:>{gutter_width}} {bar} {line_text}")
-            caret = " " * at + "^" * width
+            caret = _underline(line_text, at, width)
             if color:
                 caret = f"{_COLORS[d.severity]}{caret}{_RESET}"
             out.append(f"{pad} {bar} {caret}")
@@ -300,6 +340,20 @@ def iter_text(
 MAX_LISTED = 5
 #: the longest quoted piece of a flow (a rule, a condition) a message holds
 MAX_QUOTED = 120
+
+
+def counted(n: int, noun: str, plural: str | None = None, *, grouped: bool = False) -> str:
+    """``n`` and its noun, in the singular for exactly one: every count a message or a
+    summary prints goes through here (never "1 turns"). ``plural`` when adding ``s`` is
+    wrong; ``grouped`` writes thousands with commas.
+
+    >>> counted(1, "turn"), counted(0, "file"), counted(2, "run"), counted(1, "more loop")
+    ('1 turn', '0 files', '2 runs', '1 more loop')
+    >>> counted(2, "info", "info"), counted(12000, "turn", grouped=True)
+    ('2 info', '12,000 turns')
+    """
+    word = noun if n == 1 else plural if plural is not None else noun + "s"
+    return f"{n:,} {word}" if grouped else f"{n} {word}"
 
 
 def listing(items: Sequence[str], limit: int = MAX_LISTED, more: str = "more") -> list[str]:

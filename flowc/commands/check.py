@@ -28,7 +28,7 @@ from flowc.commands.console import (
     read_source,
 )
 from flowc.compiler.analysis import CheckOptions, check_source
-from flowc.diagnostics import CODES, Diagnostic, Severity
+from flowc.diagnostics import CODES, Diagnostic, Severity, counted
 from flowc.source import SourceFile
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -182,12 +182,14 @@ def _report_unimplemented(sources: dict[str, SourceFile], diags: Sequence[Diagno
 def _summary(diags: Sequence[Diagnostic], files: int) -> str:
     counts = {sev: sum(1 for d in diags if d.severity is sev) for sev in Severity}
     parts = []
-    for sev, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.INFO, "info")):
+    for sev, word, words in ((Severity.ERROR, "error", "errors"),
+                             (Severity.WARNING, "warning", "warnings"),
+                             (Severity.INFO, "info", "info")):
         k = counts[sev]
         if k:
-            parts.append(f"{k} {word}{'s' if k != 1 and word != 'info' else ''}")
+            parts.append(counted(k, word, words))
     what = ", ".join(parts) if parts else "no findings"
-    return f"{what} in {files} file{'s' if files != 1 else ''}\n"
+    return f"{what} in {counted(files, 'file')}\n"
 
 
 # ── commands ─────────────────────────────────────────────────────────────────
@@ -201,6 +203,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     plugins = setup_plugins(args, paths)
     inputs = collect(paths)
     diags, sources, checked = check_files(inputs, options)
+    if not checked and not inputs.problems:
+        inputs.problems.append(str(console.no_inputs(paths, ".flow files or JSON graphs",
+                                                     "nothing to check")))
     unimplemented = plugins and _report_unimplemented(sources, diags)
     diags.sort(key=Diagnostic.sort_key)
     print_diagnostics(diags, sources, args.format, stream=sys.stdout)

@@ -12,6 +12,7 @@ from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
     UsageError,
+    check_output,
     parse_bindings,
     print_diagnostics,
     read_source,
@@ -31,6 +32,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def _compile(args: argparse.Namespace) -> int:
     from flowc.compiler.pipeline import compile_source
 
+    check_output(args.output)
     bindings = parse_bindings(args.bind)
     plugins = setup_plugins(args, [args.file])
     source, diags = read_source(args.file)

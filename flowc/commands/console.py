@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from flowc.diagnostics import (
     Diagnostic,
@@ -38,6 +38,15 @@ class UsageError(Exception):
 
 
 # ── terminal ─────────────────────────────────────────────────────────────────
+
+
+def isatty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (``False`` for anything that cannot say: a closed
+    or detached stream, an object without ``isatty``)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def use_color(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
@@ -93,6 +102,16 @@ def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
 __all__ = ["decode_source"]  # re-exported: the commands decode through this module
 
 
+def no_inputs(paths: Sequence[str], kinds: str, purpose: str) -> UsageError:
+    """The error of a command given folders that hold no file it reads (an empty input
+    set is exit 2 in every command, never a clean report of nothing).
+
+    >>> str(no_inputs(["flows", "more"], ".flow files", "nothing to check"))
+    'no .flow files in flows, more: nothing to check'
+    """
+    return UsageError(f"no {kinds} in {', '.join(paths)}: {purpose}")
+
+
 def is_json_input(path: str, text: str | None = None) -> bool:
     """A JSON graph rather than a ``.flow``: by suffix, else by a leading ``{``."""
     if path.endswith(".json"):
@@ -129,13 +148,36 @@ def print_diagnostics(
     out.write(text)
 
 
-def write_output(text: str, out: str | None) -> None:
-    """``text`` to the file ``out`` (folders created), or to stdout for None or ``-``."""
+def check_output(out: str | None, option: str = "-o") -> None:
+    """Refuse (:class:`UsageError`, exit 2) an output file whose folder does not exist, or
+    is not a folder: flowc creates no folders, as a compiler's ``-o`` does not. Commands
+    check each output before they do their work, so nothing is computed for nothing.
+    ``None`` and ``-`` (stdout) always pass.
+
+    >>> try:
+    ...     check_output("no-such-folder/out.json")
+    ... except UsageError as err:
+    ...     print(err)
+    -o no-such-folder/out.json: no such folder: no-such-folder (create it first)
+    """
+    if out is None or out == "-":
+        return
+    folder = Path(out).parent
+    if folder.is_dir():
+        return
+    if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
+        raise UsageError(f"{option} {out}: {folder} is not a folder")
+    raise UsageError(f"{option} {out}: no such folder: {folder} (create it first)")
+
+
+def write_output(text: str, out: str | None, option: str = "-o") -> None:
+    """``text`` to the file ``out`` (its folder must exist: :func:`check_output`), or to
+    stdout for None or ``-``."""
     if out is None or out == "-":
         sys.stdout.write(text)
         return
+    check_output(out, option)
     try:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
     except OSError as err:
         raise UsageError(f"{out}: cannot write ({err.strerror})") from None

@@ -21,11 +21,13 @@ from flowc.commands.console import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    check_output,
     decode_source,
     is_json_input,
     print_diagnostics,
     read_source,
     use_color,
+    write_output,
 )
 from flowc.source import SourceFile
 
@@ -310,6 +312,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     setup_plugins(args, [s for s in specs if Path(s).exists()])
     if args.render and Path(args.render).suffix.lower() not in (".svg", ".html", ".htm"):
         raise UsageError("--render writes an .svg or .html file")
+    check_output(args.output)
+    check_output(args.render, "--render")
     try:
         old = load_version(specs[0], labels[0])
         new = load_version(specs[1], labels[1])
@@ -323,8 +327,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
     else:
         text = render_text(diff, color=use_color(sys.stdout))
     if args.output:
-        from flowc.commands.console import write_output
-
         write_output(text, args.output)
     else:
         sys.stdout.write(text)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from flowc.commands import console
 from flowc.commands.batch import collector_paused
-from flowc.diagnostics import FlowError
+from flowc.diagnostics import FlowError, counted
 from flowc.dsl.formatter import FormatterBug, format_source
 
 
@@ -33,10 +33,6 @@ def expand_paths(paths: list[str], suffixes: tuple[str, ...] = (".flow",)) -> li
     return out
 
 
-def _files(k: int) -> str:
-    return f"{k} file{'s' if k != 1 else ''}"
-
-
 def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
     """What ``fmt`` did, as ruff and black say it.
 
@@ -49,18 +45,32 @@ def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
     """
     parts = []
     if changed:
-        parts.append(f"{_files(changed)} {'would be reformatted' if check else 'reformatted'}")
+        parts.append(f"{counted(changed, 'file')} {'would be reformatted' if check else 'reformatted'}")
     if unchanged:
-        parts.append(f"{_files(unchanged)} {'already formatted' if check else 'left unchanged'}")
+        parts.append(f"{counted(unchanged, 'file')} {'already formatted' if check else 'left unchanged'}")
     if failed:
-        parts.append(f"{_files(failed)} could not be formatted")
+        parts.append(f"{counted(failed, 'file')} could not be formatted")
     return ", ".join(parts) or "no .flow files"
+
+
+def _write_stdout(text: str) -> None:
+    """``text`` on stdout as UTF-8 bytes, its line endings as they are (a text stream
+    may translate them)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # stdout replaced by a plain text stream (an in-process caller)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
     status = console.EXIT_OK
     changed_files = unchanged_files = failed_files = 0
     paths = expand_paths(args.files)
+    if not paths:
+        raise console.no_inputs(args.files, ".flow files", "nothing to format")
     for path in paths:
         source, diags = console.read_source(path)
         if source is None:
@@ -100,11 +110,12 @@ def cmd_fmt(args: argparse.Namespace) -> int:
                     print(f"would reformat {source.name}", file=sys.stderr)
                 status = max(status, console.EXIT_ERRORS)
             continue
+        # the text's own line endings, written as they are (never translated)
         if path == "-":
-            sys.stdout.write(formatted)
+            _write_stdout(formatted)
         elif changed:
             try:
-                Path(path).write_text(formatted, encoding="utf-8")
+                Path(path).write_bytes(formatted.encode("utf-8"))
             except OSError as err:
                 raise console.UsageError(f"{path}: cannot write ({err.strerror})") from None
             print(f"reformatted {source.name}", file=sys.stderr)

@@ -16,6 +16,7 @@ from flowc.commands import console
 def cmd_migrate(args: argparse.Namespace) -> int:
     from flowc.migrate import migrate_source
 
+    console.check_output(args.output)
     source, diags = console.read_source(args.input)
     if source is None:
         console.print_diagnostics(diags, {}, args.format)

@@ -1,7 +1,8 @@
 """``flowc render FILE [-f svg|png|pdf|dot|mermaid|html] [-o OUT] [--check] [--direction LR|TB]``.
 
 Exit 0: drawn; 1: the input has errors; 2: could not run (no such file, Graphviz's
-``dot`` missing for svg/png/pdf/html, the checker unavailable for ``--check``).
+``dot`` missing for svg/png/pdf/html, the checker unavailable for ``--check``, PNG or PDF
+bytes bound for a terminal: they go to ``-o FILE``, a pipe or a redirected file).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
     from flowc.compiler.render.diagram import build_diagram, mark_findings
     from flowc.compiler.render.image import DotNotFoundError
-    from flowc.compiler.render.options import RenderOptions
+    from flowc.compiler.render.options import BINARY_FORMATS, RenderOptions
     from flowc.compiler.render.rendering import (
         SUFFIX_FORMATS,
         CheckerUnavailableError,
@@ -37,6 +38,11 @@ def cmd_render(args: argparse.Namespace) -> int:
             raise UsageError(f"-o {args.output}: no format writes `{suffix}` files; use one of "
                              f"{', '.join(sorted(SUFFIX_FORMATS))}, or give -f")
         fmt = SUFFIX_FORMATS.get(suffix, "svg")
+    to_stdout = args.output is None or args.output == "-"
+    console.check_output(args.output)
+    if to_stdout and fmt in BINARY_FORMATS and console.isatty(sys.stdout):
+        raise UsageError(f"-f {fmt} is binary data, which a terminal cannot show: give -o FILE, "
+                         f"or redirect the output (flowc render ... -f {fmt} > flow.{fmt})")
     plugins = config.setup_plugins(args, [args.file])
     source, diags = console.read_source(args.file)
     if source is None:
@@ -71,13 +77,13 @@ def cmd_render(args: argparse.Namespace) -> int:
         data = rendering.to_bytes(fmt)
     except DotNotFoundError as err:
         raise UsageError(f"-f {fmt} needs Graphviz: {err}") from None
-    if args.output is None or args.output == "-":
+    if to_stdout:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
         out = Path(args.output)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
+            console.check_output(args.output)
             out.write_bytes(data)
         except OSError as err:
             raise UsageError(f"{out}: cannot write ({err.strerror})") from None

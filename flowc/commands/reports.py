@@ -16,11 +16,13 @@ from pathlib import Path
 import attrs
 
 from flowc.compiler.analysis.targets import Target
+from flowc.diagnostics import Diagnostic, counted, render_concise
 from flowc.runtime.coverage import FlowCoverage, percent
 
 __all__ = [
     "KINDS",
     "SuiteResult",
+    "compile_error",
     "coverage_cobertura",
     "coverage_json",
     "coverage_table",
@@ -216,11 +218,33 @@ class CaseResult:
 
 @attrs.frozen
 class SuiteResult:
-    """One `.flow` file's scenarios (``error``: the file did not compile)."""
+    """One `.flow` file's scenarios (``error``: the file did not compile, or cannot run;
+    ``error_text``: all of what stopped it, for the JUnit ``error`` element's text)."""
 
     path: str
     cases: tuple[CaseResult, ...]
     error: str | None = None
+    error_text: str | None = None
+
+
+def compile_error(errors: Sequence[Diagnostic]) -> tuple[str, str]:
+    """A JUnit error's message and text for a file that does not compile: the first
+    error in the message (``file:line:col: CODE message``, and how many more), every
+    error in the text, one a line.
+
+    >>> from flowc.diagnostics import E101
+    >>> from flowc.source import SourceFile
+    >>> src = SourceFile("f.flow", "speaker a\\nspeaker b\\nwhen from a then c\\n")
+    >>> d = Diagnostic(E101, "`c` is not a declared speaker", "f.flow", src.span(37, 38))
+    >>> compile_error([d, d])[0]
+    'the file does not compile: f.flow:3:18: E101 `c` is not a declared speaker (and 1 more error)'
+    """
+    head = "the file does not compile"
+    if not errors:
+        return head, head
+    first = render_concise(errors[:1]).rstrip("\n")
+    more = f" (and {counted(len(errors) - 1, 'more error')})" if len(errors) > 1 else ""
+    return f"{head}: {first}{more}", f"{head}:\n{render_concise(errors)}"
 
 
 def junit_xml(suites: Sequence[SuiteResult]) -> str:
@@ -244,7 +268,8 @@ def junit_xml(suites: Sequence[SuiteResult]) -> str:
         if s.error is not None:
             case = ET.SubElement(suite, "testcase", name="(compile)", classname=classname,
                                  time="0.000")
-            ET.SubElement(case, "error", message=s.error, type="CompileError").text = s.error
+            ET.SubElement(case, "error", message=s.error,
+                          type="CompileError").text = s.error_text or s.error
         tests = len(s.cases) + errors
         suite.set("tests", str(tests))
         suite.set("failures", str(fails))

@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import inspect
 import json
+import shlex
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
@@ -39,7 +40,7 @@ from flowc.commands.run_options import (
 )
 from flowc.commands.run_output import RunPrinter, format_turns, isatty, terminal_asker
 from flowc.compiler.serde import canonical_json
-from flowc.diagnostics import Diagnostic, has_errors
+from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
@@ -275,16 +276,18 @@ def _asker(args: argparse.Namespace, printer: RunPrinter) -> AskHuman | None:
 
 def _resume_hint(printer: RunPrinter, args: argparse.Namespace) -> str | None:
     """The command that continues the stopped run, or ``None`` when nothing stored it
-    (no run yet, or ``--db :memory:``); a PostgreSQL URL is named without its password."""
+    (no run yet, or ``--db :memory:``); a PostgreSQL URL is named without its password.
+    Each argument is quoted for a POSIX shell, so the line can be pasted as it is (a URL
+    holding ``&``, a path holding a space)."""
     run_id = printer.run_id
     if run_id is None or args.db == ":memory:":
         return None
-    hint = f"flowc resume {run_id} --db {db_name(args.db)}"
+    argv = ["flowc", "resume", run_id, "--db", db_name(args.db)]
     if args.script:
-        hint += f" --script {args.script}"
+        argv += ["--script", args.script]
     if args.agents:
-        hint += f" --agents {args.agents}"
-    return hint
+        argv += ["--agents", args.agents]
+    return shlex.join(argv)
 
 
 def _refused_hint(printer: RunPrinter, args: argparse.Namespace, result: RunResult) -> None:
@@ -445,7 +448,7 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
 def _summary_line(r: dict[str, Any]) -> str:
     status = _j(r["close_reason"]) if r["status"] == "closed" else \
         f"running ({r['holder']})" if r["status"] == "running" else "open"
-    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {r['turns']} turns  {status}"
+    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  {status}"
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
@@ -507,9 +510,9 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         for line in format_turns(records, describe):
             print(line)
         if close is not None:
-            print(f"closed: {_j(close)} after {len(records)} turns")
+            print(f"closed: {_j(close)} after {counted(len(records), 'turn')}")
         else:
-            print(f"open: {len(records)} turns so far, "
+            print(f"open: {counted(len(records), 'turn')} so far, "
                   f"{target.names.get(nxt or '', nxt)} to speak next")
         return EXIT_OK
     end: dict[str, Any] = {
@@ -544,19 +547,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         store.close()
     state = result.state
-    turns = getattr(state, "turn_count", "?")
+    count = getattr(state, "turn_count", None)
+    turns = counted(count, "turn") if isinstance(count, int) else "? turns"
     if result.broken is not None:
         print(f"{cid}: the WAL is broken at {result.broken}")
-        print(f"  re-folded {turns} turns before it")
+        print(f"  re-folded {turns} before it")
         return EXIT_ERRORS
     if result.recorded_close_reason is None:
         nxt = getattr(state, "expected_next_speaker", None)
-        print(f"{cid}: open; re-folded {result.envelopes} envelopes to {turns} turns, "
+        print(f"{cid}: open; re-folded {counted(result.envelopes, 'envelope')} to {turns}, "
               f"{nxt} to speak next")
         return EXIT_OK
     if result.matches:
-        print(f"{cid}: re-folded {result.envelopes} envelopes: same close reason "
-              f"{_j(result.close_reason)}, same state ({turns} turns, context "
+        print(f"{cid}: re-folded {counted(result.envelopes, 'envelope')}: same close reason "
+              f"{_j(result.close_reason)}, same state ({turns}, context "
               f"{_j(getattr(state, 'context_vars', {}))})")
         return EXIT_OK
     print(f"{cid}: the re-fold diverges from the recorded run")

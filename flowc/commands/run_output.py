@@ -19,7 +19,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TextIO
 
+from flowc.commands.console import isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
+from flowc.diagnostics import counted
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import Envelope
@@ -120,13 +122,13 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
         yield (f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
                f"({v.get('on_violation')})"), False
     if result.close_reason is not None:
-        yield f"closed: {_j(result.close_reason)} after {result.turn_count} turns", False
+        yield f"closed: {_j(result.close_reason)} after {counted(result.turn_count, 'turn')}", False
     elif result.refused:  # the flow's declarations refused the turn (--contracts enforce)
-        yield (f"stalled: {result.stalled_on}'s turn was refused after {result.turn_count} "
-               f"turns: it breaks the flow's declarations"), False
+        yield (f"stalled: {result.stalled_on}'s turn was refused after "
+               f"{counted(result.turn_count, 'turn')}: it breaks the flow's declarations"), False
     elif result.error:  # stopped by the error printed below, not for want of a turn
-        yield (f"stalled: {result.stalled_on}'s turn failed after {result.turn_count} "
-               f"turns"), False
+        yield (f"stalled: {result.stalled_on}'s turn failed after "
+               f"{counted(result.turn_count, 'turn')}"), False
     elif result.turn_count == 0 and result.stalled_on is not None:
         # nothing took the first turn: with a script, it has no kickoff
         yield (f"stalled before the first turn: nothing gave {result.stalled_on}, the start "
@@ -134,7 +136,7 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
                f"`script.{result.stalled_on}`)"), False
     else:
         yield (f"stalled: {result.stalled_on} has no turn to take after "
-               f"{result.turn_count} turns"), False
+               f"{counted(result.turn_count, 'turn')}"), False
     if result.error:
         yield f"error: {result.error}", True
     if result.context_vars:
@@ -173,7 +175,7 @@ class Progress:
             return
         if now - self._drawn_at >= 0.1 or not self._text:
             self._drawn_at = now
-            self._text = f"  {turns:,} turns · {turns / elapsed:,.0f} turns/s"
+            self._text = f"  {counted(turns, 'turn', grouped=True)} · {turns / elapsed:,.0f} turns/s"
         self.draw()
 
     def draw(self) -> None:
@@ -193,7 +195,8 @@ class Progress:
         if not self.ever_shown:
             return None
         elapsed = time.monotonic() - self.started
-        return f"{self.turns:,} turns in {elapsed:.1f}s ({self.turns / elapsed:,.0f} turns/s)"
+        return (f"{counted(self.turns, 'turn', grouped=True)} in {elapsed:.1f}s "
+                f"({self.turns / elapsed:,.0f} turns/s)")
 
 
 # ── printing a run as it goes ─────────────────────────────────────────────────
@@ -296,7 +299,7 @@ class RunPrinter:
             self._write(_j({"event": "end", **doc}) + "\n")
         else:
             who = f", {doc['next_speaker']} to speak next" if doc["next_speaker"] else ""
-            self._write(f"interrupted: after {doc['turn_count']} turns{who}\n")
+            self._write(f"interrupted: after {counted(doc['turn_count'], 'turn')}{who}\n")
         if self.run_id is None:
             self.err.write("interrupted before the run started\n")
         elif not stored:
@@ -342,13 +345,6 @@ def _canonical(data: Any) -> str:
     from flowc.compiler.serde import canonical_json
 
     return canonical_json(data)
-
-
-def isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
 
 
 # ── the terminal a human answers at ───────────────────────────────────────────

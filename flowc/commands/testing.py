@@ -22,7 +22,9 @@ from flowc.commands.console import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    check_output,
     is_json_input,
+    no_inputs,
     print_diagnostics,
     read_source,
     report_unimplemented,
@@ -31,6 +33,7 @@ from flowc.commands.console import (
 from flowc.commands.reports import (
     CaseResult,
     SuiteResult,
+    compile_error,
     coverage_cobertura,
     coverage_json,
     coverage_table,
@@ -40,7 +43,7 @@ from flowc.commands.reports import (
 )
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
 from flowc.compiler.lower import CompiledFlow
-from flowc.diagnostics import has_errors
+from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl import nodes as n
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.coverage import FlowCoverage, coverage_targets, measure
@@ -63,7 +66,13 @@ def flow_files(paths: list[str]) -> list[str]:
 
 
 def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow | None:
-    """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors,
+    """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors."""
+    return compile_reporting(path, options)[0]
+
+
+def compile_reporting(path: str, options: CheckOptions | None = None
+                      ) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
+    """:func:`compile_file`, with the errors that stopped it (none when it compiled),
     among them a scenario expecting a close reason no run ends with (E111, found by
     exploring the flow within ``options``' bound)."""
     from flowc.compiler.analysis.endings import scenario_ending_errors
@@ -72,15 +81,15 @@ def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow
     source, diags = read_source(path)
     if source is None:
         print_diagnostics(diags, {})
-        return None
+        return None, tuple(diags)
     compiled, diags = compile_source(source)
     if compiled is not None and not has_errors(diags):
         diags = (*diags, *scenario_ending_errors(compiled, options, filename=source.name))
     if diags:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags):
-        return None
-    return compiled
+        return None, tuple(d for d in diags if d.is_error)
+    return compiled, ()
 
 
 def selector(patterns: list[str] | None) -> Callable[[str, str], bool]:
@@ -124,15 +133,22 @@ def _run(target: RunTarget, sc: n.Scenario) -> tuple[ScenarioResult, float]:
     return result, time.perf_counter() - start
 
 
+#: the report files ``flowc test`` writes: (option, its argparse name)
+_OUTPUTS = (("--junit-xml", "junit_xml"), ("--coverage-json", "coverage_json"),
+            ("--coverage-xml", "coverage_xml"))
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     files = flow_files(args.files)
     if not files:
-        raise UsageError("no .flow files given")
+        raise no_inputs(args.files, ".flow files", "no scenarios to run")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError("--fail-under takes a percentage from 0 to 100")
     if args.max_states is not None and args.max_states < 1:
         raise UsageError("--max-states must be >= 1")
     options = CheckOptions(max_states=args.max_states or DEFAULT_MAX_STATES)
+    for option, out in _OUTPUTS:
+        check_output(getattr(args, out), option)
     want_coverage = bool(args.coverage or args.coverage_json or args.coverage_xml
                          or args.fail_under is not None)
     keep = selector(args.k)
@@ -147,11 +163,11 @@ def cmd_test(args: argparse.Namespace) -> int:
         if is_json_input(path):
             print("  (no scenarios: scenarios are written in .flow files)")
             continue
-        compiled = compile_file(path, options)
+        compiled, errors = compile_reporting(path, options)
         if compiled is None:
             broken += 1
             print("  ERROR the file does not compile")
-            suites.append(SuiteResult(path, (), "the file does not compile"))
+            suites.append(SuiteResult(path, (), *compile_error(errors)))
             continue
         if compiled.scenarios and report_unimplemented(compiled, path):
             broken += 1
@@ -186,20 +202,19 @@ def cmd_test(args: argparse.Namespace) -> int:
         if want_coverage:
             coverages.append(measure(coverage_targets(compiled, options, filename=path), results, path))
     total_run = passed + failed
-    summary = f"{total_run} scenario{'s' if total_run != 1 else ''}: {passed} passed, {failed} failed"
+    summary = f"{counted(total_run, 'scenario')}: {passed} passed, {failed} failed"
     if deselected:
         summary += f" ({deselected} deselected by -k)"
     if broken - unrunnable:
         k = broken - unrunnable
-        summary += f"; {k} file{'s' if k != 1 else ''} did not compile"
+        summary += f"; {counted(k, 'file')} did not compile"
     if unrunnable:
-        summary += (f"; {unrunnable} file{'s' if unrunnable != 1 else ''} lacked custom "
-                    "implementations")
+        summary += f"; {counted(unrunnable, 'file')} lacked custom implementations"
     if args.exitfirst and (failed or broken):
         summary += "; stopped at the first failure (-x)"
     print(summary)
     if args.junit_xml:
-        write_output(junit_xml(suites), args.junit_xml)
+        write_output(junit_xml(suites), args.junit_xml, "--junit-xml")
     ok = failed == 0 and broken == 0
     if want_coverage:
         ok = _report_coverage(args, coverages) and ok
@@ -208,15 +223,15 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) -> bool:
     if args.coverage_json:
-        write_output(coverage_json(coverages), args.coverage_json)
+        write_output(coverage_json(coverages), args.coverage_json, "--coverage-json")
     if args.coverage_xml:
-        write_output(coverage_cobertura(coverages), args.coverage_xml)
+        write_output(coverage_cobertura(coverages), args.coverage_xml, "--coverage-xml")
     if args.coverage or args.fail_under is not None:
         print()
         sys.stdout.write(coverage_table(coverages))
     covered, live, pct = total(coverages)
     if args.fail_under is not None and pct < args.fail_under:
-        print(f"coverage {pct:.1f}% ({covered}/{live} targets) is under --fail-under {args.fail_under:g}%")
+        print(f"coverage {pct:.1f}% ({covered}/{counted(live, 'target')}) is under --fail-under {args.fail_under:g}%")
         return False
     partial = partial_files(coverages)
     if args.fail_under is not None and partial and not args.allow_partial:
@@ -268,16 +283,16 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     cov = gen.coverable
     dead = [t for t in cov.targets if not t.live]
-    note = (f"{len(gen.scenarios)} scenario{'s' if len(gen.scenarios) != 1 else ''} for "
-            f"{len(cov.live)} live targets (lower bound {gen.lower_bound}; "
+    note = (f"{counted(len(gen.scenarios), 'scenario')} for "
+            f"{counted(len(cov.live), 'live target')} (lower bound {gen.lower_bound}; "
             f"{len(dead)} not coverable)")
     if gen.missed:
-        note += f"; {len(gen.missed)} live targets not reached: " + ", ".join(
+        note += f"; {counted(len(gen.missed), 'live target')} not reached: " + ", ".join(
             t.label for t in gen.missed)
     if cov.truncated:
         # the scenarios are sound (each is run below) but not complete: say so
         note += (f"; partial: generated from a partial exploration (I301: the state space is "
-                 f"larger than the bound of {args.max_states} states), so the targets it did "
+                 f"larger than the bound of {counted(args.max_states, 'state')}), so the targets it did "
                  "not reach have no scenario and are not counted; raise --max-states")
     if args.write:
         if scenarios:
@@ -285,7 +300,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
             new_text = source.text.rstrip("\n") + "\n\n" + text
             Path(path).write_text(format_source(new_text, path), encoding="utf-8")
-        print(f"{path}: added {len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}; {note}",
+        print(f"{path}: added {counted(len(scenarios), 'scenario')}; {note}",
               file=sys.stderr)
     else:
         sys.stdout.write(text)

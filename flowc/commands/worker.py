@@ -28,7 +28,7 @@ from flowc.commands.run_options import (
     script_option,
     store_options,
 )
-from flowc.diagnostics import internal_error_text
+from flowc.diagnostics import counted, internal_error_text
 from flowc.runtime.script import ScriptError
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.wal import WalError, WalStore
@@ -145,8 +145,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         store.close()
     s = worker.stats
     internal = f" ({s.internal} by an internal error)" if s.internal else ""
-    print(f"worker {worker.tag} stopped: {s.closed} runs closed, {s.stalled} stalled, "
-          f"{s.lost} taken over, {s.failed} failed{internal}", flush=True)
+    print(f"worker {worker.tag} stopped: {counted(s.closed, 'run')} closed, {s.stalled} stalled, "
+          f"{s.taken_over} taken over, {s.lost} lost, {s.failed} failed{internal}", flush=True)
     return EXIT_USAGE if s.internal else EXIT_OK  # a bug in flowc is never hidden by exit 0
 
 

@@ -411,8 +411,22 @@ def format_flow(flow: n.Flow) -> str:
     return text + "\n" if text else ""
 
 
+def line_ending(text: str) -> str:
+    """The line ending ``text`` is written with, as its first line ends: ``"\\r\\n"``
+    (Windows) or ``"\\n"`` (also for text of one line). The formatter keeps it.
+
+    >>> line_ending("speaker a\\r\\nspeaker b\\n"), line_ending("speaker a\\n"), line_ending("a")
+    ('\\r\\n', '\\n', '\\n')
+    """
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
 def format_source(text: str, filename: str = "<input>", *, verify: bool = True) -> str:
     """Format `.flow` text. Raises :class:`FlowError` if it does not parse.
+
+    The result keeps the text's line ending (:func:`line_ending`): a file written with
+    ``\\r\\n`` stays so, every line of it.
 
     With ``verify`` (the default) a result that differs from ``text`` is re-parsed and
     must have the same AST and comments, and formatting it again must change nothing;
@@ -420,12 +434,17 @@ def format_source(text: str, filename: str = "<input>", *, verify: bool = True) 
 
     >>> format_source("when   from a then b   priority 2")
     'when from a then b priority 2\\n'
+    >>> format_source("speaker a\\r\\nspeaker   b\\n")
+    'speaker a\\r\\nspeaker b\\r\\n'
     """
     source = SourceFile(filename, text)
     flow, diags = parse_source(source)
     if diags:
         raise FlowError(diags, {filename: source})
+    newline = line_ending(text)
     out = format_flow(flow)
+    if newline != "\n":
+        out = out.replace("\n", newline)
     # output equal to the input needs no check: parsing it again would give this same
     # tree and comments, and formatting that this same text (as black does)
     if verify and out != text:
@@ -434,6 +453,6 @@ def format_source(text: str, filename: str = "<input>", *, verify: bool = True) 
             raise FormatterBug(f"{filename}: formatting changed the meaning of the file")
         if [c.text.rstrip() for c in again.comments] != [c.text.rstrip() for c in flow.comments]:
             raise FormatterBug(f"{filename}: formatting lost or reordered a comment")
-        if format_flow(again) != out:
+        if format_flow(again).replace("\n", newline) != out:
             raise FormatterBug(f"{filename}: formatting is not stable on its own output")
     return out

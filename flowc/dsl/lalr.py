@@ -776,9 +776,73 @@ def _keyword_typo(source: SourceFile, offset: int) -> str | None:
     return None
 
 
+#: what a set of expected tokens is, in one word, when it is all a target or a condition
+#: may start with
+_EXPECTED_NOUNS = {
+    frozenset({"INITIATOR", "NAME", "NEXT", "QUOTED_NAME", "STAY", "TERMINATE"}): "a target",
+    frozenset({"ALWAYS", "CONTEXT", "FROM", "LPAR", "NAME", "NOT", "QUOTED_NAME", "TOOL"}):
+        "a condition",
+}
+#: tokens that a finished statement (or block item) may be followed by: when the parser
+#: would take one of them, what came before the line break was complete
+_AFTER_A_STATEMENT = frozenset({"$END", "RBRACE"})
+
+
+def _token_before(text: str, offset: int) -> Token | None:
+    """The last token that ends at or before ``offset`` (None: there is none). Tokens
+    never span lines (strings, backquoted names and comments end on theirs), so only the
+    lines before ``offset`` are lexed, from the nearest one that holds a token."""
+    end = offset
+    while end > 0:
+        begin = text.rfind("\n", 0, end) + 1
+        found = [t for t in tokens(text[begin:end]) if t.type != "COMMENT"]
+        if found:
+            last = found[-1]
+            return Token(last.type, str(last), (last.start_pos or 0) + begin)
+        end = begin - 1
+    return None
+
+
+def _unfinished(source: SourceFile, err: UnexpectedToken) -> Diagnostic | None:
+    """A statement left unfinished at the end of its line (``when from a then`` with the
+    next line starting another rule) or of the file: reported where it stops, after its
+    last token, with what it still needs (``expected a target after `then```), rather
+    than at the next line's first token (a keyword that the parser would take as a name
+    in backquotes)."""
+    expected = frozenset(err.accepts or err.expected)
+    if expected & _AFTER_A_STATEMENT:
+        return None
+    tok = err.token
+    text = source.text
+    at = len(text) if tok.type == "$END" else (tok.start_pos or 0)
+    prev = _token_before(text, at)
+    if prev is None:
+        return None
+    stop = (prev.start_pos or 0) + len(str(prev))
+    if tok.type != "$END" and "\n" not in text[stop:at]:
+        return None
+    words = _expected_words(expected)
+    noun = _EXPECTED_NOUNS.get(expected, words)
+    shown = str(prev) if prev.type == "QUOTED_NAME" else (
+        _found_words(prev).removeprefix("string ") if prev.type == "STRING" else f"`{prev}`")
+    message = f"expected {noun} after {shown}"
+    span = source.span(stop, stop)
+    if tok.type == "$END":
+        message = f"unexpected end of file; {message}"
+        help_text = "the file ends in the middle of a statement; finish it or remove it"
+    else:
+        help_text = (f"finish the statement on line {span.line} or remove it; line "
+                     f"{source.position(at)[0]} starts another with `{tok}`")
+    notes = (f"expected {words}",) if noun != words else ()
+    return Diagnostic(E001, message, source.name, span, notes=notes, help=help_text)
+
+
 def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     help_text = None
     if isinstance(err, UnexpectedToken):
+        unfinished = _unfinished(source, err)
+        if unfinished is not None:
+            return unfinished
         tok = err.token
         if tok.type == "$END":
             start = len(source.text)

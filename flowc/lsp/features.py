@@ -70,7 +70,7 @@ def range_format_edits(text: str, filename: str, first: int, last: int) -> list[
     old = lines[lo:hi + 1]
     new = format_source("".join(old), filename).splitlines(keepends=True)
     if not old[-1].endswith("\n") and new:
-        new[-1] = new[-1].rstrip("\n")  # the last line of a file without a final newline
+        new[-1] = new[-1].rstrip("\r\n")  # the last line of a file without a final newline
     edits = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 import attrs
 
 from flowc.compiler.lower import ToolEffectInfo, bare_alternative, effects_info
+from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value
 from flowc.runtime.adapters.base import ProtocolError
@@ -183,8 +184,8 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
             elif isinstance(item, n.ExpectTurns):
                 have_turns = ch.state.turn_count
                 if have_turns != item.count.value:
-                    return fail(f"line {item.span.line}: expected {item.count.value} turns, "
-                                f"the run has {have_turns}")
+                    return fail(f"line {item.span.line}: expected "
+                                f"{counted(item.count.value, 'turn')}, the run has {have_turns}")
         return result(None)
     finally:
         await hub.close()

@@ -36,7 +36,7 @@ from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
 from flowc.runtime.scripted_replies import check_human_turn, check_script, reply_for
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
-from flowc.runtime.wal import MemoryStore, WalStore
+from flowc.runtime.wal import Lease, MemoryStore, WalStore
 from flowc.runtime.watch import RunWatcher, WatchedStore
 
 __all__ = ["AgentFn", "AskHuman", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
@@ -137,7 +137,7 @@ async def resume_script(
     watch: RunWatcher | None = None,
     holder: str | None = None,
     lease_seconds: float | None = None,
-    on_claim: Callable[[], None] | None = None,
+    on_claim: Callable[[Lease], None] | None = None,
     contracts: str = ENFORCE,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
@@ -148,8 +148,9 @@ async def resume_script(
     resuming after any interruption continues where the WAL ends. ``agents`` take the
     turns of the speakers they name. A closed run is returned as it is. ``watch`` sees
     the turns already stored, then each new one as it is accepted. ``holder`` and
-    ``lease_seconds`` are the hub's (see :meth:`Hub.open`); ``on_claim`` is called once
-    the run's lease is taken, when the run is still open (workers count their runs so).
+    ``lease_seconds`` are the hub's (see :meth:`Hub.open`); ``on_claim`` is given the
+    run's lease once it is taken, when the run is still open (workers count their runs,
+    and the runs they take over, so).
     ``contracts`` as for :func:`run_script`.
     """
     script = script if script is not None else Script(None, {})
@@ -159,8 +160,8 @@ async def resume_script(
     try:
         await hub.hydrate([channel_id], schedule=False)
         ch = hub.channel(channel_id)
-        if on_claim is not None and ch.is_open:
-            on_claim()
+        if on_claim is not None and ch.is_open and ch.lease is not None:
+            on_claim(ch.lease)
         if watched is not None:
             watched.follow(hub.read_wal(channel_id))
         try:

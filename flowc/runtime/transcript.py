@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from flowc.diagnostics import counted
 from flowc.runtime.adapters.base import AdapterResult, ChannelMetadata, ChannelState
 from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState
 from flowc.runtime.contracts import CONTRACT_KEY
@@ -159,7 +160,7 @@ class RunResult:
     channel_id: str
     #: (shown as a count by ``repr``: asyncio formats the repr of a run's task result
     #: when ``asyncio.run`` restores its SIGINT handler, and 2,400 turns cost 30 ms)
-    turns: tuple[TurnRecord, ...] = attrs.field(repr=lambda t: f"<{len(t)} turns>")
+    turns: tuple[TurnRecord, ...] = attrs.field(repr=lambda t: f"<{counted(len(t), 'turn')}>")
     close_reason: str | None
     context_vars: dict[str, Any]
     turn_count: int

@@ -42,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from flowc.diagnostics import counted
 from flowc.runtime.envelope import Envelope
 
 __all__ = [
@@ -660,7 +661,7 @@ class SqliteStore:
                 return self._refused(channel_id, lease)
             if code == _FULL and self._runs:
                 return WalError(f"{self.path}: run {channel_id}: cannot write the WAL "
-                                f"(the run holds {RUN_SPAN - 1} envelopes, the most a run can)")
+                                f"(the run holds {counted(RUN_SPAN - 1, 'envelope')}, the most a run can)")
             if code == _DUPLICATE:
                 return WalError(f"duplicate envelope id {envelope.envelope_id!r}")
         return self._fault(err, channel_id, "write the WAL")

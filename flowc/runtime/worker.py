@@ -65,7 +65,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from flowc.diagnostics import internal_error_text
+from flowc.diagnostics import counted, internal_error_text
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.contracts import ENFORCE
@@ -239,9 +239,21 @@ class _Fenced:
         pass  # the worker's store outlives its runs
 
 
+#: the fencing token of a run's first claim: :func:`submit_run`'s hub held token 1 (it
+#: took the lease and gave it back at once); a claim with a higher token continues a run
+#: that some other hub (a worker that died, stalled, stopped or parked it, a `flowc
+#: resume`) held since
+FIRST_CLAIM_TOKEN = 2
+
+
 @attrs.define
 class WorkerStats:
+    """What a worker did: runs ``claimed`` (of which ``taken_over``: runs another hub
+    had held since they were submitted), ``closed``, ``stalled`` (parked), ``lost`` (taken
+    over from this worker: its writes were refused) and ``failed``."""
+
     claimed: int = 0
+    taken_over: int = 0
     closed: int = 0
     stalled: int = 0
     lost: int = 0
@@ -259,9 +271,10 @@ class Worker:
 
     ``agents`` take the turns of the speakers they name (others follow each run's
     script); ``concurrency`` caps the runs held at once; ``notifier`` wakes the worker
-    when the store changes; ``on_event(what, run_id, detail)`` hears ``claimed``,
-    ``closed``, ``stalled``, ``lost`` (taken over: this worker's writes were refused)
-    and ``failed``. A run stopped by a bug in flowc (an exception nothing expected) is
+    when the store changes; ``on_event(what, run_id, detail)`` hears ``claimed`` (detail
+    ``taken over`` for a run another hub held since it was submitted), ``closed``,
+    ``stalled``, ``lost`` (taken over from this worker: its writes were refused) and
+    ``failed``. A run stopped by a bug in flowc (an exception nothing expected) is
     ``failed`` with an internal error's words, not tried again by this worker, and
     ``on_error(run_id, exception)`` hears the exception (logged when there is none);
     the worker serves on.
@@ -299,6 +312,8 @@ class Worker:
         self._parked: dict[str, tuple[int, float]] = {}
         #: runs this worker found open and holds the lease of (not those found closed)
         self._claimed_runs: set[str] = set()
+        #: every run this worker ever claimed (one it claims again is not taken over)
+        self._ever_claimed: set[str] = set()
         self._stopping = False
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -430,7 +445,7 @@ class Worker:
             result = await resume_script(fenced, cid, script, agents=self.agents,
                                          holder=self.holder,
                                          lease_seconds=self.lease_seconds,
-                                         on_claim=lambda: self._claimed(cid),
+                                         on_claim=lambda lease: self._claimed(cid, lease),
                                          contracts=self.contracts)
         except LeaseError:
             return  # another worker claimed it first
@@ -452,7 +467,8 @@ class Worker:
             if claimed:  # (not a run found closed when its lease was taken)
                 self.stats.closed += 1
                 self._event("closed", cid,
-                            f"{json.dumps(result.close_reason)} after {result.turn_count} turns")
+                            f"{json.dumps(result.close_reason)} after "
+                            f"{counted(result.turn_count, 'turn')}")
         elif fenced.failed is not None:
             self._failed(cid, fenced.failed)
         elif not self._stopping:
@@ -481,7 +497,11 @@ class Worker:
         else:
             log.error("run %s: %s", cid, internal_error_text(err), exc_info=err)
 
-    def _claimed(self, cid: str) -> None:
+    def _claimed(self, cid: str, lease: Lease) -> None:
         self._claimed_runs.add(cid)
         self.stats.claimed += 1
-        self._event("claimed", cid, "")
+        taken = lease.token > FIRST_CLAIM_TOKEN and cid not in self._ever_claimed
+        self._ever_claimed.add(cid)
+        if taken:
+            self.stats.taken_over += 1
+        self._event("claimed", cid, "taken over" if taken else "")

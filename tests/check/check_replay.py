@@ -12,7 +12,7 @@ from tests.check.check_stepper import Stepper
 
 #: the codes whose findings must carry a run (the catalogue's W201–W206 and W210, and more)
 RUN_CODES = frozenset({"W201", "W202", "W203", "W204", "W205", "W206", "W210", "W212", "W213",
-                       "W215"})
+                       "W215", "W217"})
 
 
 def graph_of(system: System) -> m.TransitionGraph:
@@ -122,6 +122,12 @@ def replay_finding(system: System, finding: Finding) -> None:
             assert fired[-1] == finding.rule and len(run.turns) > cap
         elif run.turns and "speaker" in finding.diagnostic.message:
             assert run.next is not None and len(run.turns) >= cap
+    if code == "W217":
+        # a run of exactly the implied cap's turns that goes on (the cap closes it), the
+        # rule the message names routing its last turn
+        assert run.next is not None and len(run.turns) == system.max_turns
+        if finding.rule is not None:
+            assert fired[-1] == finding.rule
     if code == "W213":
         assert last is not None and last.tool is None and fired[-1] == -1
         assert run.next is None and run.reason == "after_work"

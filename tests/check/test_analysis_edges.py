@@ -158,3 +158,39 @@ def test_strict_fails_when_the_analysis_stopped_early(tmp_path: Path, monkeypatc
     assert "I301" in capsys.readouterr().out
     assert main(["check", "big.flow", "--max-states", "10", "--strict"]) == 1
     assert main(["check", "big.flow", "--strict"]) == 0  # the whole space: no I301, clean
+
+
+# ── W217 ──────────────────────────────────────────────────────────────────────
+
+SEQUENCE_LOOP = """speaker user: human
+speakers a, b
+sequence user -> a -> b
+when from b then a
+"""
+
+
+def test_a_loop_beside_a_sequence_runs_into_the_implied_cap() -> None:
+    """`sequence user -> a -> b` implies `max_turns 3`: `when from b then a` hands the turn
+    back on turn 3 and the cap closes every run (it checked clean)."""
+    (d,) = flowc.check(SEQUENCE_LOOP)
+    assert d.code.id == "W217"
+    assert d.span is not None and (d.span.line, d.span.column) == (3, 1)  # the sequence
+    assert d.message == (
+        "`max_turns 3` (implied by `sequence`) ends every run at the cap: no run terminates "
+        "within 3 turns, and rule 3, line 4 (`when from b then a`) routes turn 3 on to `a`")
+    assert d.notes == ('a run the cap ends: user → a → b → a (after turn 3 the channel closes '
+                       'with "max_turns" before `a` speaks)',)
+    # what the run really does: three turns, closed by the cap
+    compiled = flowc.compile_flow(SEQUENCE_LOOP)
+    result = run_script_sync(RunTarget.from_compiled(compiled), parse_script(
+        {"kickoff": "go", "script": {"a": ["one", "two"], "b": ["three"]}}))
+    assert (result.close_reason, len(result.turns)) == ("max_turns", 3)
+
+
+def test_the_implied_cap_is_not_reported_when_nothing_reaches_it() -> None:
+    plain = "speaker user: human\nspeakers a, b\nsequence user -> a -> b\n"
+    assert codes(plain) == []
+    # a written cap is the author's: nothing implied
+    assert "W217" not in [c for c, _ in codes(SEQUENCE_LOOP + "max_turns 12\n")]
+    # a speaker after the cap: W215 says it, once
+    assert [c for c, _ in codes(SEQUENCE_THEN_D)] == ["W215"]

@@ -57,7 +57,7 @@ def test_compile_prints_canonical_knobs(flow_file: Path, capsys: pytest.CaptureF
 
 
 def test_compile_graph_bind_and_output(flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out_path = tmp_path / "out" / "g.json"
+    out_path = tmp_path / "g.json"
     code, out, _ = run(
         ["compile", str(flow_file), "--graph", "--bind", "drafter=agent-7f3a", "-o", str(out_path)],
         capsys,
@@ -125,6 +125,25 @@ def test_fmt_reads_stdin() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "speaker a\nspeaker b  # c\n"
+
+
+def test_fmt_keeps_a_files_windows_line_endings(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "crlf.flow"
+    path.write_bytes(b"speaker a  # first\r\nspeaker b\r\nwhen   from a then b\r\n")
+    code, _, err = run(["fmt", str(path)], capsys)
+    assert code == 0 and "reformatted" in err
+    assert path.read_bytes() == b"speaker a  # first\r\nspeaker b\r\nwhen from a then b\r\n"
+    code, _, err = run(["fmt", "--check", str(path)], capsys)
+    assert code == 0 and err.splitlines()[-1] == "1 file already formatted"
+    path.write_bytes(b"speaker a\nspeaker b\n")  # an LF file stays LF
+    code, _, err = run(["fmt", "--check", str(path)], capsys)
+    assert code == 0
+    proc = subprocess.run([sys.executable, "-m", "flowc", "fmt", "-"],
+                          input=b"speaker   a\r\nspeaker b # c\r\n", capture_output=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"speaker a\r\nspeaker b  # c\r\n"
 
 
 def test_decompile_round_trips_through_compile(flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

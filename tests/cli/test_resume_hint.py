@@ -4,6 +4,7 @@ helper for both, naming a PostgreSQL URL without its password."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,3 +31,14 @@ def test_nothing_to_resume_without_a_stored_run() -> None:
 def test_a_postgresql_password_is_not_printed() -> None:
     assert hint("postgresql://flowc:s3cret@db.example:5432/runs") == (
         "flowc resume r1 --db postgresql://flowc@db.example:5432/runs")
+
+
+def test_every_argument_is_quoted_for_the_shell() -> None:
+    url = "postgresql://flowc:s3cret@db.example/runs?sslmode=require&application_name=x"
+    assert hint(url) == (
+        "flowc resume r1 --db "
+        "'postgresql://flowc@db.example/runs?sslmode=require&application_name=x'")
+    assert hint("my runs.db", "it's.yaml", "$HOME/a.py") == (
+        "flowc resume r1 --db 'my runs.db' --script 'it'\"'\"'s.yaml' --agents '$HOME/a.py'")
+    assert shlex.split(hint("a&b.db", "s c.json") or "") == [
+        "flowc", "resume", "r1", "--db", "a&b.db", "--script", "s c.json"]

@@ -96,12 +96,49 @@ def test_cli_exit_code_is_1_for_errors(path: Path, capsys: pytest.CaptureFixture
 def test_e001_says_found_and_expected_in_words() -> None:
     _, diags = parse_source(SourceFile("x.flow", "speakers a, b\nwhen from a then b priority\n"))
     (d,) = diags
-    assert d.message == "unexpected end of file; expected a number"
+    assert d.message == "unexpected end of file; expected a number after `priority`"
     _, diags = parse_source(SourceFile("x.flow", "speakers a, b\nwhen from a then then\n"))
     (d,) = diags
     assert d.message.startswith("unexpected keyword `then`; expected ")
     for word in ("`initiator`", "`next`", "`stay`", "`terminate`", "a name"):
         assert word in d.message
+
+
+def test_e001_a_statement_unfinished_at_the_end_of_its_line_is_reported_there() -> None:
+    """A rule without its target, followed by another rule: the error is at the end of
+    the unfinished rule, saying what it lacks, not at the next line's `when` (which the
+    parser would take as a name only in backquotes)."""
+    text = "speaker user: human\nspeaker a\nwhen from a then\nwhen from user then a\n"
+    _, diags = parse_source(SourceFile("x.flow", text))
+    (d,) = diags
+    assert where(d) == ("E001", 3, 17)
+    assert d.message == "expected a target after `then`"
+    assert d.notes == ("expected `initiator`, `next`, `stay`, `terminate` or a name",)
+    assert d.help is not None and "backquotes" not in d.help and "line 4" in d.help
+    cases = {
+        "speakers a, b\nwhen\nspeaker c\n": ((2, 5), "expected a condition after `when`"),
+        "speakers a, b\nwhen from a and   # more\n\nwhen from b then a\n":
+            ((2, 16), "expected a condition after `and`"),
+        "speakers a, b\notherwise\nwhen from a then b\n":
+            ((2, 10), "expected a target after `otherwise`"),
+        "speakers a, b\nsequence a ->\nsequence b -> a\n":
+            ((2, 14), "expected a name after `->`"),
+        "speakers a, `b c`\nwhen from `b c`\nwhen from a then b\n":
+            ((2, 16), "expected `,`, `and`, `or` or `then` after `b c`"),
+        "speakers a, b\nwhen from a then b\n": None,
+        # a finished statement followed by a wrong one: the error stays on the new line
+        "speakers a, b\nwhen from a then b\nthen a\n": ((3, 1), "unexpected keyword `then`"),
+        # inside a block, an item may end where the line does
+        "speaker a {\n  tool t\n  when\n}\n": ((3, 3), "unexpected keyword `when`"),
+    }
+    for text, want in cases.items():
+        _, diags = parse_source(SourceFile("x.flow", text))
+        if want is None:
+            assert diags == ()
+            continue
+        (d,) = diags
+        assert d.span is not None
+        assert ((d.span.line, d.span.column), d.message[: len(want[1])]) == want, text
 
 
 # ── E108: JSON graphs, through the one cattrs converter ─────────────────────────

@@ -109,7 +109,7 @@ def test_graph_option_prints_the_graph_of_the_knobs(capsys: pytest.CaptureFixtur
 
 def test_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = CASES / "sequence.flow"
-    out = tmp_path / "sub" / "graph.json"
+    out = tmp_path / "graph.json"
     assert main(["compile", str(path), "-o", str(out)]) == 0
     assert capsys.readouterr().out == ""
     assert out.read_text(encoding="utf-8") == path.with_suffix(".json").read_text(encoding="utf-8")

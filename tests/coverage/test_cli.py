@@ -48,7 +48,16 @@ def test_junit_xml_validates_and_reports_failures_and_compile_errors(
     [failure] = doc.findall(".//failure")
     assert '"max_turns"' in (failure.get("message") or "")
     assert doc.find(".//testcase[@name='approve & <fail>']") is not None
-    assert doc.find(".//error") is not None
+    [error] = doc.findall(".//error")
+    # the errors themselves (code, line:col, message), not only "the file does not compile"
+    broken = project / "broken.flow"
+    assert error.get("message") == (
+        f"the file does not compile: {broken}:1:1: E110 a flow needs at least two speakers; "
+        "this one declares 1 (and 1 more error)")
+    assert error.text == (
+        f"the file does not compile:\n{broken}:1:1: E110 a flow needs at least two speakers; "
+        f"this one declares 1\n{broken}:2:11: E101 `from` names `nobody`, which is not "
+        "a declared speaker\n")
 
 
 def test_k_selects_scenarios_and_x_stops_at_the_first_failure(

@@ -71,3 +71,27 @@ def test_alignment_never_opens_a_wide_gap() -> None:
     src = f"speaker a\nspeaker b\nwhen from a then b\nwhen {long_cond} then a\n"
     out = format_source(src)
     assert "when from a then b\n" in out
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.stem)
+def test_format_keeps_windows_line_endings(path: Path) -> None:
+    """A file written with CRLF formats to the same layout, with CRLF on every line; the
+    result is formatted already (so `fmt --check` passes on a Windows checkout)."""
+    text = path.read_text(encoding="utf-8").replace("\n", "\r\n")
+    expected = path.with_name(path.stem + ".expected.flow").read_text(encoding="utf-8")
+    out = format_source(text, path.name)
+    assert out == expected.replace("\n", "\r\n")
+    assert format_source(out) == out
+
+
+def test_the_first_line_ending_decides() -> None:
+    assert format_source("speaker a\r\nspeaker b\nspeaker c") == "speaker a\r\nspeaker b\r\nspeaker c\r\n"
+    assert format_source("speaker a\nspeaker b\r\n") == "speaker a\nspeaker b\n"
+    assert format_source("speaker a") == "speaker a\n"
+
+
+def test_range_formatting_keeps_windows_line_endings() -> None:
+    from flowc.lsp.features import range_format_edits
+
+    text = "speaker a\r\nspeaker   b\r\nwhen from a then b"
+    assert range_format_edits(text, "f.flow", 0, 2) == [(1, 2, "speaker b\r\n")]

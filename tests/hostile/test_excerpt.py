@@ -6,6 +6,7 @@ from flowc.diagnostics import (
     EXCERPT_WIDTH,
     W203,
     Diagnostic,
+    display_width,
     elide,
     excerpt,
     listing,
@@ -73,3 +74,40 @@ def test_listing_and_elide() -> None:
     long = "when " + " or ".join(["from a"] * 1000) + " then b"
     cut = elide(long, 60)
     assert len(cut) == 60 and cut.startswith("when from a") and cut.endswith("then b")
+
+
+def _caret_under(out: str, line_no: int) -> tuple[str, str]:
+    """The quoted source line and the caret line under it, from a text report."""
+    lines = out.splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.startswith(f"{line_no} | "))
+    return lines[i].split(" | ", 1)[1], lines[i + 1].split(" | ", 1)[1]
+
+
+def test_carets_count_display_columns_after_wide_and_combining_characters() -> None:
+    """CJK and emoji take two terminal columns, a combining accent none: the carets still
+    stand under the span (the columns reported stay counts of characters)."""
+    for before in ("日本語", "🎉🎉", "e\u0301te\u0301", "\tx"):
+        text = f'speaker a\nwhen context.k == "{before}" then bott\n'
+        src = SourceFile("f.flow", text)
+        start = text.index("bott")
+        d = Diagnostic(W203, "m", "f.flow", src.span(start, start + 4))
+        quoted, caret = _caret_under(render_text([d], {"f.flow": src}), 2)
+        lead = quoted[: quoted.index("bott")]
+        assert len(caret) - len(caret.lstrip(" ")) == display_width(lead), before
+        assert caret.strip() == "^^^^"
+        assert d.span is not None and d.span.column == start - text.index("when") + 1
+    # a span of wide characters is underlined over all of their columns
+    text = 'speaker a\nwhen context.k == "日本🎉" then b\n'
+    src = SourceFile("f.flow", text)
+    start = text.index('"')
+    d = Diagnostic(W203, "m", "f.flow", src.span(start, start + 5))
+    quoted, caret = _caret_under(render_text([d], {"f.flow": src}), 2)
+    assert caret == " " * len("when context.k == ") + "^" * 8
+
+
+def test_display_width() -> None:
+    assert display_width("when") == 4
+    assert display_width("日本語🎉") == 8
+    assert display_width("e\u0301") == 1  # a combining acute accent takes no column
+    assert display_width("a\u200db") == 2  # nor does a zero-width joiner
+    assert display_width("ｆｕｌｌ") == 8  # fullwidth forms take two

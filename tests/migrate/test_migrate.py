@@ -204,7 +204,7 @@ def test_scenarios_agree_with_real_agentchat(record: Path) -> None:
 
 
 def test_output_file_and_text_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out_file = tmp_path / "sub" / "blog.flow"
+    out_file = tmp_path / "blog.flow"
     code = main(["migrate", str(CORPUS / "transitions_chain.py"), "-o", str(out_file)])
     out, err = capsys.readouterr()
     assert code == 0 and out == ""

@@ -12,6 +12,7 @@ import psycopg
 from tests.runtime.worker_harness import (
     ROOT,
     database_restarts,
+    killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
     stopped_worker_gives_its_run_back,
     three_workers_one_killed,
@@ -28,6 +29,10 @@ def test_a_paused_worker_has_its_writes_refused(pg_dsn: str, tmp_path: Path) -> 
     # paused anywhere holds no lock another worker waits for
     paused_worker_is_fenced(pg_dsn, tmp_path,
                             lambda proc: proc.send_signal(signal.SIGSTOP))
+
+
+def test_a_killed_workers_runs_are_taken_over_and_counted(pg_dsn: str, tmp_path: Path) -> None:
+    killed_workers_runs_are_taken_over(pg_dsn, tmp_path)
 
 
 def test_sigterm_gives_the_runs_back_at_once(pg_dsn: str, tmp_path: Path) -> None:

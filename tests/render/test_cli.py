@@ -33,7 +33,7 @@ def run(args: list[str], capsysbinary: pytest.CaptureFixture[bytes]) -> tuple[in
 def test_image_formats_to_a_file(
     fmt: str, magic: bytes, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    out = tmp_path / "sub" / f"flow.{fmt}"
+    out = tmp_path / f"flow.{fmt}"
     code, stdout, err = run([str(FLOW), "-f", fmt, "-o", str(out)], capsysbinary)
     assert (code, stdout, err) == (0, b"", "")
     assert out.read_bytes().startswith(magic)
@@ -179,3 +179,59 @@ def test_reads_stdin(
     code, out, _ = run(["-", "-f", "mermaid"], capsysbinary)
     assert code == 0
     assert out.decode() == (CASES / "targets.mmd").read_text()
+
+
+def _render_to_a_terminal(args: list[str]) -> tuple[int, bytes, str]:
+    """``flowc render ARGS`` in a process whose stdout is a terminal (a pty): its exit
+    code, what reached the terminal and its stderr."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    master, slave = os.openpty()
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "flowc", "render", *args],
+                                    stdout=slave, stderr=err, stdin=subprocess.DEVNULL)
+            os.close(slave)
+            shown = b""
+            while True:  # read as it comes, so a writer is never blocked on a full terminal
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the terminal's other side is closed
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+            code = proc.wait(timeout=120)
+        finally:
+            os.close(master)
+        err.seek(0)
+        return code, shown, err.read().decode()
+
+
+@pytest.mark.parametrize("args", [["-f", "png"], ["-f", "pdf"], ["-f", "png", "-o", "-"]])
+def test_binary_formats_are_refused_on_a_terminal(args: list[str]) -> None:
+    code, shown, err = _render_to_a_terminal([str(FLOW), *args])
+    fmt = args[1]
+    assert (code, shown) == (2, b"")
+    assert err == (f"flowc render: error: -f {fmt} is binary data, which a terminal cannot "
+                   f"show: give -o FILE, or redirect the output (flowc render ... -f {fmt} > "
+                   f"flow.{fmt})\n")
+
+
+def test_text_formats_still_go_to_a_terminal() -> None:
+    code, shown, err = _render_to_a_terminal([str(FLOW), "-f", "mermaid"])
+    assert (code, err) == (0, "")
+    assert shown.replace(b"\r\n", b"\n") == (CASES / "targets.mmd").read_bytes()
+
+
+@needs_dot
+def test_binary_formats_go_to_a_pipe() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "flowc", "render", str(FLOW), "-f", "png"],
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith(b"\x89PNG"), proc.stderr

@@ -69,7 +69,7 @@ def test_a_breaking_turn_is_refused_by_default_and_the_run_stays_open(
                           str(AGENTS / f"{agents}.py"), "--db", db], capsys)
     assert code == 1, out + err
     assert "Traceback" not in err
-    assert out.splitlines()[-1] == ("stalled: reviewer's turn was refused after 1 turns: it "
+    assert out.splitlines()[-1] == ("stalled: reviewer's turn was refused after 1 turn: it "
                                     "breaks the flow's declarations")
     assert f"error: refused: {BREACH}\n" in err
     run_id = err.split("run ", 1)[1].split(" is open", 1)[0]

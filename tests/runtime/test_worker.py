@@ -16,6 +16,7 @@ from tests.runtime.worker_harness import (
     RR_FLOW,
     events,
     flowc,
+    killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
     rr_script,
     start_worker,
@@ -34,6 +35,10 @@ def test_a_paused_worker_has_its_writes_refused(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     paused_worker_is_fenced(str(db), tmp_path,
                             lambda proc: _stop_between_transactions(proc, db))
+
+
+def test_a_killed_workers_runs_are_taken_over_and_counted(tmp_path: Path) -> None:
+    killed_workers_runs_are_taken_over(str(tmp_path / "runs.db"), tmp_path)
 
 
 def test_sigterm_gives_the_runs_back_at_once(tmp_path: Path) -> None:

@@ -321,6 +321,52 @@ def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
         for proc in (a, b):
             stop_worker(proc)
             assert proc.returncode == 0
+        # B took A's run over; A lost it (the next run, a fresh one, is nobody's takeover)
+        assert stopped_line(log_b).endswith(", 0 stalled, 1 taken over, 0 lost, 0 failed")
+        assert stopped_line(log_a).endswith(", 0 stalled, 0 taken over, 1 lost, 0 failed")
+        assert f"claimed {cid} taken over" in log_b.read_text().splitlines()
+    finally:
+        kill_left([a, b])
+        store.close()
+
+
+def stopped_line(log: Path) -> str:
+    """A worker's last line: ``worker W stopped: N runs closed, ...``."""
+    last = log.read_text().splitlines()[-1]
+    assert " stopped: " in last, last
+    return last
+
+
+def killed_workers_runs_are_taken_over(db: str, folder: Path, runs: int = 4) -> None:
+    """Worker A holds ``runs`` runs mid-way (its agents hold each at turn 10) and is
+    SIGKILLed; worker B, on the same host, sees A's process gone, takes every run over at
+    once and finishes them. B says so: each claim line ``taken over``, and its last line
+    counts them (it said "0 taken over", counting the runs taken from it)."""
+    turns_total, hold = 40, 10
+    ids = agent_runs(db, folder, turns_total, runs)
+    log_a, log_b = folder / "a.log", folder / "b.log"
+    a = start_worker(db, log_a, "--agents", str(AGENTS), "--concurrency", str(runs),
+                     lease_seconds=30, env=holding_at(hold))
+    store = open_db(db)
+    b = None
+    try:
+        wait_until(lambda: all(len(counted_turns(store, cid)) >= hold for cid in ids), 60,
+                   "worker A to hold every run", [a])
+        a.kill()
+        a.wait(timeout=10)
+        b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=30)
+        wait_until(lambda: closed_count(store, ids) == runs, 60, "worker B to finish them", [b])
+        stop_worker(b)
+        assert b.returncode == 0
+        for cid in ids:
+            assert_counted(store, cid, turns_total)
+        lines = log_b.read_text().splitlines()
+        assert sorted(line.split()[1] for line in lines
+                      if line.startswith("claimed ") and line.endswith(" taken over")) == sorted(ids)
+        assert stopped_line(log_b).endswith(
+            f"stopped: {runs} runs closed, 0 stalled, {runs} taken over, 0 lost, 0 failed")
+        # A's own claims were first claims
+        assert all(not line.endswith("taken over") for line in log_a.read_text().splitlines())
     finally:
         kill_left([a, b])
         store.close()
@@ -373,6 +419,9 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, lease_row: Any) -> 
         wait_until(lambda: closed_count(store, [cid]) == 1, 60, "worker B to finish", [b])
         assert_counted(store, cid, turns_total)
         stop_worker(b)
+        # the run B took over from A is counted so (the newer one was B's from the start)
+        assert stopped_line(log_b).endswith(
+            "stopped: 2 runs closed, 0 stalled, 1 taken over, 0 lost, 0 failed")
     finally:
         kill_left([a, b])
         store.close()

@@ -17,7 +17,7 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.bound import check_state_bound
-from flowc.compiler.analysis.cap import check_after_max_turns
+from flowc.compiler.analysis.cap import check_after_max_turns, check_implied_cap
 from flowc.compiler.analysis.declarations import (
     check_human_initiator,
     check_json_assumptions,
@@ -79,6 +79,7 @@ CHECKS: tuple[Check, ...] = (
     check_unreachable_terminate,
     check_max_turns,
     check_after_max_turns,
+    check_implied_cap,
     check_silent_after_work,
     check_human_initiator,
     check_round_robin_order,

@@ -1,4 +1,5 @@
-"""W215: a speaker or rule that only a run longer than ``max_turns`` would reach.
+"""W215: a speaker or rule that only a run longer than ``max_turns`` would reach; W217:
+the ``max_turns`` a ``sequence`` implies cuts off runs that go on past its steps.
 
 ``max_turns`` is not part of the explored state (see :mod:`.explore`): W201 and W203
 ask whether *any* run reaches a speaker or fires a rule. Here the question is whether
@@ -16,12 +17,12 @@ from collections.abc import Iterator
 
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.compiler.analysis.runs import run_to
-from flowc.diagnostics import W215
+from flowc.compiler.analysis.runs import run_along, run_to
+from flowc.diagnostics import W215, W217, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
 
-__all__ = ["cap_label", "check_after_max_turns"]
+__all__ = ["cap_label", "check_after_max_turns", "check_implied_cap"]
 
 
 def cap_label(facts: Facts) -> tuple[str, Span | None]:
@@ -36,6 +37,60 @@ def cap_label(facts: Facts) -> tuple[str, Span | None]:
         if steps:
             return f"`max_turns {cap}` (implied by `sequence`)", steps[0]
     return f"`max_turns {cap}`", None
+
+
+def _implied_by(facts: Facts) -> Span | None:
+    """The `sequence` whose ``max_turns`` the flow runs under (it writes none), or None."""
+    flow = facts.flow
+    if flow is None or facts.system.max_turns is None:
+        return None
+    if any(isinstance(st, n.MaxTurnsDecl) for st in flow.statements):
+        return None
+    return next((st.span for st in flow.statements if isinstance(st, n.SequenceDecl)), None)
+
+
+def check_implied_cap(facts: Facts) -> Iterator[Finding]:
+    """W217: a run reaches the ``max_turns`` that a ``sequence`` implies (one per step), so
+    the cap closes it with ``"max_turns"``: a rule written beside the sequence (a loop
+    back, a retry) routes on from its last step. A plain sequence never gets there (its
+    last step ends the run with ``"sequence_complete"``). Said once per flow, with a run
+    the cap ends; not when W212 or W215 already say that the cap cuts the runs short."""
+    system, space = facts.system, facts.space
+    cap = system.max_turns
+    span = _implied_by(facts)
+    if span is None or cap is None or space.truncated:
+        return
+    if facts.cap_before_every_end or facts.after_cap_speakers or facts.after_cap_rules:
+        return  # W212 / W215 say it
+    walk = facts.cap_walk
+    if walk is None:
+        return
+    run = run_along(space, walk)
+    last = run.turns[-1]
+    label, _ = cap_label(facts)
+    routed = (f"{system.label(system.rules[last.fired])} routes turn {cap} on to `{run.next}`"
+              if last.fired >= 0 else f"turn {cap} is routed on to `{run.next}`")
+    every = not any(space.dist[v] <= cap for v in space.ends)
+    if every:
+        message = (f"{label} ends every run at the cap: no run terminates within "
+                   f"{counted(cap, 'turn')}, "
+                   f"and {routed}")
+    else:
+        message = f"{label} ends some runs at the cap: {routed}, and the cap closes the run"
+    yield Finding(
+        facts.diag(
+            W217,
+            message,
+            span=span,
+            json_path="max_turns",
+            notes=(f"a run the cap ends: {run.render()} (after turn {cap} the channel closes "
+                   f'with "max_turns" before `{run.next}` speaks)',),
+            help=f"write the cap these runs need (`max_turns N` replaces the implied "
+                 f"`max_turns {cap}`), or remove what routes on past the sequence's last step",
+        ),
+        run,
+        last.fired if last.fired >= 0 else None,
+    )
 
 
 def check_after_max_turns(facts: Facts) -> Iterator[Finding]:

@@ -43,7 +43,7 @@ from flowc.compiler.analysis.system import System, system_of_flow, system_of_gra
 from flowc.compiler.describe import condition_text, rule_ref, target_text
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
-from flowc.diagnostics import elide
+from flowc.diagnostics import counted, elide
 from flowc.dsl.formatter import format_name, format_value
 from flowc.source import SourceFile
 
@@ -538,13 +538,13 @@ def behavioural_changes(old: _Side, new: _Side, product: Product,
         if now is not None and was is None:
             text = f"{what} appears ({code}): {now}"
             if code == "W212":
-                text = f"the shortest run to an ending ({new.shortest_end()} turns) is now longer than " \
+                text = f"the shortest run to an ending ({_turns(new.shortest_end())}) is now longer than " \
                        f"max_turns {new.system.max_turns} ({code})"
             yield _with_run(Change("loop-added" if code != "W212" else "cap-too-small", text, code),
                             w.find("new", set(new.facts.traps[0]) if new.facts.traps else set()), "new")
         elif was is not None and now is None:
             text = f"{what} is gone ({code})" if code != "W212" else \
-                f"the shortest run to an ending ({new.shortest_end()} turns) now fits in max_turns ({code})"
+                f"the shortest run to an ending ({_turns(new.shortest_end())}) now fits in max_turns ({code})"
             yield _with_run(Change("loop-removed" if code != "W212" else "cap-fits", text, code),
                             w.find("old", set(old.facts.traps[0]) if old.facts.traps else set()), "old")
     if product.old.max_turns != product.new.max_turns:
@@ -562,6 +562,11 @@ def _declared_reasons(side: _Side) -> set[str]:
         if isinstance(t.then, m.TerminateTarget):
             out.add(t.then.reason or "workflow_terminated")
     return out
+
+
+def _turns(n: int | None) -> str:
+    """A run's length in turns ("1 turn"), or ``none`` for no run."""
+    return "none" if n is None else counted(n, "turn")
 
 
 def _reason(reason: str) -> str:
@@ -640,8 +645,8 @@ def diff_versions(old: Version, new: Version, options: CheckOptions | None = Non
             reasons.append("OLD and NEW route a run differently only when custom conditions or targets "
                            "decide so, and flowc cannot tell whether they ever do")
         if product.truncated:
-            reasons.append(f"the exploration stopped at its bound of {options.max_states:,} states "
-                           "(raise --max-states)")
+            reasons.append(f"the exploration stopped at its bound of "
+                           f"{counted(options.max_states, 'state', grouped=True)} (raise --max-states)")
         if product.partial:
             reasons.append(f"the exploration is partial: {product.partial}")
         reason = "; ".join(reasons)

@@ -33,7 +33,7 @@ from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.facts import MAX_CAP_RUN, CheckOptions, Facts, Finding
 from flowc.compiler.analysis.system import system_of_flow
 from flowc.compiler.lower import CompiledFlow, finish_reason, terminate_reason
-from flowc.diagnostics import E111, Diagnostic
+from flowc.diagnostics import E111, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 
@@ -107,7 +107,7 @@ def _why_not(facts: Facts, reason: str) -> str:
         parts.append(f"every run ends before `max_turns {cap}`")
     longer = [space.dist[v] for v in space.ends if space.keys[v][1] == reason]
     if longer:  # some run would end with it, after the cap
-        parts.append(f"the shortest run that would end with it takes {min(longer)} turns, and "
+        parts.append(f"the shortest run that would end with it takes {counted(min(longer), 'turn')}, and "
                      f"`max_turns {cap}` closes every run before")
         return "; ".join(parts)
     compiled = system.compiled

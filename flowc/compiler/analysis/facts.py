@@ -98,7 +98,6 @@ class DeadRule:
     trap_taken_by: int | None = None
     cause: str | None = None  # a finding it follows from: "W201", "W208", "W209"
 
-
 #: default targets AG2's factories and its implicit default write
 _IMPLIED_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_complete"})
 
@@ -184,21 +183,13 @@ class Facts:
         return out
 
     @cached_property
-    def cap_before_every_end(self) -> bool:
-        """W212's case: ``max_turns`` is smaller than the shortest run that terminates."""
-        space, cap = self.space, self.system.max_turns
-        if cap is None or space.truncated or not space.ends:
-            return False
-        return min(space.dist[v] for v in space.ends) > cap
-
-    @cached_property
     def cap_walk(self) -> list[int] | None:
         """The nodes of a run of exactly ``max_turns`` turns that does not end before the
-        cap closes it; None when there is none, or it was not looked for (no cap, a cap
-        over :data:`MAX_CAP_RUN`, or an exploration cut short).
+        cap closes it (``None``: every run ends sooner, there is no cap, or it is longer
+        than :data:`MAX_CAP_RUN`). Coverage's ``max_turns`` target and W217 show it.
 
-        The nodes a run can be at after k turns (layer k) are computed for every k up
-        to the cap, and the walk is read backwards.
+        The nodes a run can be at after k turns (layer k) are computed for k up to the
+        cap, and the walk is read backwards from the last layer.
         """
         space, cap = self.space, self.system.max_turns
         if cap is None or cap > MAX_CAP_RUN or space.truncated:
@@ -217,6 +208,14 @@ class Facts:
             here = walk[-1]
             walk.append(min(u for u in layers[k] if graph.has_edge(u, here)))
         return walk[::-1]
+
+    @cached_property
+    def cap_before_every_end(self) -> bool:
+        """W212's case: ``max_turns`` is smaller than the shortest run that terminates."""
+        space, cap = self.space, self.system.max_turns
+        if cap is None or space.truncated or not space.ends:
+            return False
+        return min(space.dist[v] for v in space.ends) > cap
 
     def folded_into_w212(self, fired: int) -> bool:
         """A terminate that fires only after the cap, when W212 says every run ends there."""

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.system import RuleSpec
-from flowc.diagnostics import W205, W206, listing_of
+from flowc.diagnostics import W205, W206, counted, listing_of
 from flowc.dsl.formatter import format_name
 
 
@@ -68,7 +68,7 @@ def check_non_termination(facts: Facts) -> Iterator[Finding]:
         span, path = facts.default_location()
     notes = [f"a run that never ends: {run.render()}"]
     if len(loops) > 1:
-        notes.append(f"{len(loops) - 1} more loop(s) without an exit")
+        notes.append(f"{counted(len(loops) - 1, 'more loop')} without an exit")
     yield Finding(
         facts.diag(
             W206,

@@ -9,7 +9,7 @@ from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210, reported_dead_rules
 from flowc.compiler.analysis.runs import run_to
-from flowc.diagnostics import W201, W210, W212, W213, listing_of
+from flowc.diagnostics import W201, W210, W212, W213, counted, listing_of
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 
@@ -36,7 +36,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
                 span=facts.speaker_span(speaker),
                 json_path=facts.mention(speaker),
                 notes=(
-                    f"explored {len(space.keys)} states; a shortest run: {sample.render()}",
+                    f"explored {counted(len(space.keys), 'state')}; a shortest run: {sample.render()}",
                 ),
                 help=f"route to it (`when ... then {who}`), or remove the declaration",
             ),
@@ -96,7 +96,8 @@ def check_max_turns(facts: Facts) -> Iterator[Finding]:
     yield Finding(
         facts.diag(
             W212,
-            f"`max_turns {cap}`{implied} is smaller than the shortest run that terminates ({shortest} turns):"
+            f"`max_turns {cap}`{implied} is smaller than the shortest run that terminates "
+            f"({counted(shortest, 'turn')}):"
             " every run ends at the cap",
             span=span,
             json_path="max_turns",

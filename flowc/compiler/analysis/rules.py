@@ -8,7 +8,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_to
 from flowc.compiler.analysis.system import Action, RuleSpec
-from flowc.diagnostics import W202, W203, W204
+from flowc.diagnostics import W202, W203, W204, counted
 from flowc.dsl.formatter import format_name, format_value
 
 #: default targets AG2's factories and its implicit default write; not reported by W202 in a JSON graph
@@ -99,7 +99,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     explanation=why,
                     json_path=rule.json_path,
                     notes=("no sender, tool call or context value makes the whole condition true",
-                           f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}"),
+                           f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}"),
                     help="remove the rule, or join the parts with `or` (or as separate rules) "
                          "if either should route",
                 ),
@@ -111,7 +111,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             call = _first_call(facts, rule)
             sample = call or facts.sample_run
             note = (f"a shortest run that calls it: {sample.render()}" if call is not None
-                    else f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}")
+                    else f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}")
             yield Finding(
                 facts.diag(
                     W203,
@@ -135,7 +135,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     span=span,
                     json_path=rule.json_path,
                     notes=(
-                        f"explored {len(facts.space.keys)} states; a shortest run: {sample.render()}",
+                        f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}",
                     ),
                     help="remove the rule, or declare the tool or context write its condition waits for",
                     explanation=why,

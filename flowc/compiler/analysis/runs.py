@@ -15,7 +15,7 @@ import attrs
 
 from flowc.compiler.analysis.explore import KICKOFF, StateSpace, Step
 from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation
-from flowc.diagnostics import elide
+from flowc.diagnostics import counted, elide
 from flowc.dsl.formatter import format_name, format_value
 
 
@@ -84,7 +84,7 @@ class Run:
             half = MAX_SHOWN_TURNS // 2
             left_out = len(turns) - 2 * half
             items = [t.shown for t in turns[:half]]
-            items.append(f"({left_out:,} more turns)")
+            items.append(f"({counted(left_out, 'more turn', 'more turns', grouped=True)})")
             items += [t.shown for t in turns[-half:]]
         else:
             items = [t.shown for t in turns]

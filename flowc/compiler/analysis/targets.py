@@ -41,6 +41,7 @@ from flowc.compiler.analysis.rules import folded_into_w210
 from flowc.compiler.analysis.runs import Run, Turn, run_along
 from flowc.compiler.analysis.system import Action, System, system_of_flow
 from flowc.compiler.lower import CompiledFlow, ToolEffectInfo, finish_reason, terminate_reason
+from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 
@@ -329,7 +330,7 @@ class _Classifier:
         if key in self.witnesses or (key == ("end", CAP_REASON) and self.cap_walk is not None):
             return None
         if self.truncated:
-            return f"not reached in the {len(self.facts.space.keys)} states explored (I301)"
+            return f"not reached in the {counted(len(self.facts.space.keys), 'state')} explored (I301)"
         cap = self.system.max_turns
         if cap is not None:
             return f"no run within `max_turns {cap}` exercises it"
@@ -425,7 +426,7 @@ class _Classifier:
             if self.cap_walk is not None:
                 yield Target(key, "end", label, line)
             elif cap > MAX_CAP_RUN:
-                yield Target(key, "end", label, line, f"a run to the cap takes {cap} turns "
+                yield Target(key, "end", label, line, f"a run to the cap takes {counted(cap, 'turn')} "
                              f"(scenarios reach caps up to {MAX_CAP_RUN})")
             else:
                 yield Target(key, "end", label, line, "every run ends before the cap")

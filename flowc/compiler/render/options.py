@@ -6,6 +6,9 @@ import attrs
 
 DIRECTIONS = ("LR", "TB")
 FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
+#: the formats that are not text: `flowc render` writes them to a file or a pipe, never to
+#: a terminal
+BINARY_FORMATS = frozenset({"png", "pdf"})
 
 
 def _check_direction(_: object, __: attrs.Attribute[str], value: str) -> None:
