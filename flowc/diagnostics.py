@@ -75,6 +75,10 @@ E114 = _code(
     "E114", "unmatchable-pattern", E,
     "a `text_matches` pattern is not a regular expression flowc matches in linear time",
 )
+E115 = _code(
+    "E115", "plugin-mismatch", E,
+    "with plugins: a custom condition or target has no class, or its class cannot be built from a call's arguments",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code("W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match")
