@@ -50,9 +50,11 @@ from flowc.runtime.envelope import (
     EV_EXPECTATION_VIOLATED,
     EV_PACKET,
     EV_TEXT,
+    EV_TURN_FAILED,
     Envelope,
     stamped,
 )
+from flowc.runtime.failures import describe_exception, failure_of, user_frame
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     LeaseError,
@@ -359,6 +361,10 @@ class Hub:
         except ProtocolError:
             raise
         except Exception as err:  # a bug in a custom condition/target: refuse, change nothing
+            if user_frame(err) is not None:
+                raise ProtocolError(
+                    f"refused: routing the turn failed in a plugin's code: {describe_exception(err)}"
+                ) from err
             raise ProtocolError(
                 f"refused: the {ch.metadata.type} adapter failed on this envelope "
                 f"({type(err).__name__}: {err})"
@@ -530,8 +536,8 @@ class Hub:
                 # a turn that failed outside the agent's own call (e.g. the store):
                 # the run stops with the error instead of waiting for ever
                 err = t.exception()
-                self.stall(cid, nxt, str(err) if isinstance(err, (WalError, ProtocolError))
-                           else f"{type(err).__name__}: {err}")
+                assert err is not None
+                self.fail(cid, nxt, err)
 
         task.add_done_callback(done)
 
@@ -569,6 +575,30 @@ class Hub:
         ch.stalled_on = agent_id
         ch.error = error
         ch.done.set()
+
+    def fail(self, channel_id: str, agent_id: str, err: BaseException) -> None:
+        """``agent_id``'s turn failed with ``err`` (its agent raised, or a plugin's code did
+        while the turn was routed): the run stops without closing, as a stall, with the
+        error and the team's file and line (:mod:`flowc.runtime.failures`), and the failure
+        is recorded in the WAL (``flowc.turn.failed``, with the traceback), so that
+        ``flowc log`` shows it too. A run stopped by its store is only stalled: there is
+        nowhere to record it."""
+        ch = self.channel(channel_id)
+        if isinstance(err, WalError) or isinstance(err.__cause__, WalError):
+            self.stall(channel_id, agent_id, str(err))
+            return
+        failure = failure_of(err)
+        if ch.is_open:
+            data = {"agent_id": agent_id, "turn": getattr(ch.state, "turn_count", 0) + 1,
+                    **failure.to_json()}
+            env = Envelope(channel_id, HUB_ID, None, EV_TURN_FAILED, data,
+                           envelope_id=self._stamp_id(), created_at=_now())
+            try:
+                self._append(ch, env)
+            except WalError as store_err:  # the run stops all the same; the error is said
+                log.warning("run %s: cannot record the failed turn (%s)", channel_id, store_err)
+        ch.failure = failure
+        self.stall(channel_id, agent_id, failure.error)
 
     def close_channel(self, channel_id: str, reason: str) -> None:
         """Close an open channel by hand (writes ``EV_CHANNEL_CLOSED``)."""

@@ -96,8 +96,7 @@ async def run_script(
         await asyncio.wait_for(ch.done.wait(), timeout)
         await hub.idle()
     except ProtocolError as err:
-        ch.error = str(err)
-        ch.stalled_on = ch.stalled_on or target.start
+        hub.fail(ch.channel_id, ch.stalled_on or target.ids[target.start], err)
     finally:
         await hub.close(close_store=False)
     return _result(hub, ch, target, watched)
@@ -178,8 +177,11 @@ async def resume_script(
             await asyncio.wait_for(ch.done.wait(), timeout)
             await hub.idle()
         except ProtocolError as err:
-            ch.error = str(err)
-            ch.stalled_on = ch.stalled_on or ch.expected_next()
+            failed = ch.stalled_on or ch.expected_next()
+            if failed is not None:
+                hub.fail(ch.channel_id, failed, err)
+            else:
+                ch.error = str(err)
         return _result(hub, ch, target, watched)
     finally:
         await hub.close(close_store=False)
@@ -334,7 +336,7 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
             try:
                 post_turn(hub, ch, target, name, queue.popleft())
             except ProtocolError as err:
-                hub.stall(ch.channel_id, human.agent_id, str(err))
+                hub.fail(ch.channel_id, human.agent_id, err)
         elif ask_human is not None:
             async def ask() -> None:
                 turn = Turn(ch.channel_id, human.agent_id, name, ch.recent[-1], tuple(ch.recent),
@@ -347,7 +349,7 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
                         hub.admit(Envelope(ch.channel_id, human.agent_id, None, EV_TEXT,
                                            {"text": text}))
                     except ProtocolError as err:
-                        hub.stall(ch.channel_id, human.agent_id, str(err))
+                        hub.fail(ch.channel_id, human.agent_id, err)
             hub.track(loop.create_task(ask()))
         else:
             hub.stall(ch.channel_id, human.agent_id)
@@ -378,6 +380,7 @@ def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | No
         ch.channel_id, tuple(records), close,
         dict(state.context_vars) if state is not None else {},
         state.turn_count if state is not None else 0, stalled, ch.error, tuple(ch.violations),
+        ch.failure,
     )
 
 

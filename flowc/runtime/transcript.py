@@ -22,6 +22,7 @@ from flowc.runtime.envelope import (
     EV_TEXT,
     Envelope,
 )
+from flowc.runtime.failures import Failure, tracebacks_wanted
 
 __all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
 
@@ -155,6 +156,9 @@ class RunResult:
     stalled_on: str | None = None
     error: str | None = None
     violations: tuple[dict[str, Any], ...] = ()
+    #: the exception that stopped the run, when a turn failed (its traceback is in the
+    #: JSON only when asked for, see :func:`flowc.runtime.failures.tracebacks_wanted`)
+    failure: Failure | None = attrs.field(default=None, repr=False)
 
     def to_json(self, describe: Describe | None = None) -> dict[str, Any]:
         """The ``--json`` shape of ``docs/runtime.md``: every turn whole (see
@@ -181,6 +185,8 @@ class RunResult:
             out["stalled_on"] = self.stalled_on
         if self.error:
             out["error"] = self.error
+            if self.failure is not None and tracebacks_wanted():
+                out["traceback"] = self.failure.traceback
         return out
 
 

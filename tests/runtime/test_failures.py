@@ -47,6 +47,18 @@ class LongReply:
         return len(envelope.event_data["text"]) >= self.min_chars
 '''
 
+AGENTS = '''\
+def lookup(table):
+    return table["missing"]
+
+
+async def writer(turn):
+    return lookup({})
+
+AGENTS = {"writer": writer}
+'''
+
+FIXED = 'AGENTS = {"writer": lambda turn: "a draft", "editor": lambda turn: "edited"}\n'
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +77,10 @@ def isolated_registry() -> Iterator[None]:
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "f.flow").write_text(FLOW)
     (tmp_path / "routing.py").write_text(PLUGIN)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "kick.json").write_text(json.dumps({"kickoff": "brief"}))
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWC_TRACEBACK", raising=False)
     return tmp_path
 
 
@@ -128,3 +143,59 @@ def test_a_name_no_plugin_implements_is_e115_at_its_declaration(
     [found] = [d for d in json.loads(capsys.readouterr().out) if d["code"] == "E115"]
     assert found["message"] == "condition `long_reply` has no implementation (used on line 7)"
     assert found["location"] == {"row": 4, "column": 1}
+
+
+# ── a run: an exception names the team's file and line ──────────────────────
+
+AGENT_ERROR = "KeyError: 'missing' (agents.py:2, in lookup)"
+
+
+def test_an_agents_exception_names_its_file_and_line_in_the_transcript_and_the_log(
+        project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "f.flow").write_text(FLOW.replace("condition long_reply(chars: int = 200)\n", "")
+                                    .replace(" and long_reply(chars = 5)", ""))
+    run = ["run", "f.flow", "--script", "kick.json", "--agents", "agents.py", "--db", "runs.db"]
+    assert main(run) == 1
+    out, err = capsys.readouterr()
+    assert f"  turn 2 failed (writer): {AGENT_ERROR}\nstalled: writer's turn failed" in out
+    assert "Traceback" not in out + err
+    assert main(["log", "last", "--db", "runs.db"]) == 0
+    out = capsys.readouterr().out
+    assert f"  turn 2 failed (writer): {AGENT_ERROR}\nopen: 1 turns so far, writer to speak next" in out
+    assert main(["log", "last", "--db", "runs.db", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["failures"] == [{"turn": 2, "speaker": "writer", "error": AGENT_ERROR,
+                                "where": "agents.py:2"}]
+    assert main([*run[:-2], "--db", ":memory:", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == AGENT_ERROR
+    # the whole traceback when asked for
+    monkeypatch.setenv("FLOWC_TRACEBACK", "1")
+    assert main([*run[:-2], "--db", ":memory:"]) == 1
+    out, err = capsys.readouterr()
+    assert "Traceback (most recent call last)" in err and 'line 6, in writer' in err
+    assert main(["log", "last", "--db", "runs.db", "--json"]) == 0
+    assert "return table[\"missing\"]" in json.loads(capsys.readouterr().out)["failures"][0]["traceback"]
+    monkeypatch.delenv("FLOWC_TRACEBACK")
+    # the run stays open: fixed agents continue it, and the WAL re-folds
+    (project / "agents.py").write_text(FIXED)
+    assert main(["resume", "last", "--db", "runs.db", "--agents", "agents.py"]) == 0
+    assert 'closed: "edited" after 3 turns' in capsys.readouterr().out
+    assert main(["replay", "last", "--db", "runs.db"]) == 0
+    assert main(["log", "last", "--db", "runs.db"]) == 0
+    out = capsys.readouterr().out  # the failure stays in the run's history, where it was
+    assert out.count("turn 2 failed (writer)") == 1 and "  2  writer  a draft" in out
+
+
+def test_a_plugins_exception_while_routing_names_its_file_and_line(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "f.flow").write_text(FLOW.replace("chars", "min_chars"))
+    (project / "agents.py").write_text(FIXED)
+    run = ["run", "f.flow", "--script", "kick.json", "--agents", "agents.py", "--db", "runs.db",
+           "--plugin", "routing.py"]
+    assert main(run) == 1
+    out = capsys.readouterr().out
+    said = ("refused: routing the turn failed in a plugin's code: KeyError: 'text' "
+            "(routing.py:15, in evaluate)")
+    assert f"  turn 2 failed (writer): {said}\n" in out
+    assert main(["log", "last", "--db", "runs.db", "--plugin", "routing.py"]) == 0
+    assert f"  turn 2 failed (writer): {said}\n" in capsys.readouterr().out
