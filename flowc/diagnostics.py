@@ -112,10 +112,6 @@ W216 = _code(
     "W216", "round-robin-order", W,
     "`round_robin` lists its speakers in an order other than the one it rotates in",
 )
-W217 = _code(
-    "W217", "ag2-self-routing", W,
-    "with `--target ag2`: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls",
-)
 W218 = _code(
     "W218", "ag2-nested-tool", W,
     "with `--target ag2`: a `tool` condition inside `and` / `not` / `or`, which AG2 1.2.1 never routes on",
@@ -128,12 +124,16 @@ W220 = _code(
     "W220", "ag2-inbox-limit", W,
     "with `--target ag2`: a run can pass 1,000 turns, where AG2 1.2.1's inbox limit stops it",
 )
+W221 = _code(
+    "W221", "ag2-self-routing", W,
+    "with `--target ag2`: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls",
+)
 I301 = _code("I301", "state-bound-reached", INFO, "the state space was larger than the bound: findings are partial")
 I302 = _code("I302", "human-initiator", INFO, "an `initiator` target resolves to a `human` speaker")
 I303 = _code("I303", "json-graph-assumptions", INFO, "a JSON graph was checked under the assumptions for graphs without declarations")
 I304 = _code(
     "I304", "ag2-difference", INFO,
-    "a run of this flow goes differently on AG2 1.2.1 (W217-W220 under `--target ag2`)",
+    "a run of this flow goes differently on AG2 1.2.1 (W218-W221 under `--target ag2`)",
 )
 M001 = _code("M001", "migrate-unsupported", E, "a construct has no equivalent and was left out")
 M002 = _code("M002", "migrate-lossy", W, "a construct was translated with a difference at run time")

@@ -12,7 +12,7 @@ from tests.check.check_stepper import Stepper
 
 #: the codes whose findings must carry a run (the catalogue's W201–W206 and W210, and more)
 RUN_CODES = frozenset({"W201", "W202", "W203", "W204", "W205", "W206", "W210", "W212", "W213",
-                       "W215", "W217", "W218", "W219", "W220"})
+                       "W215", "W221", "W218", "W219", "W220"})
 
 
 def graph_of(system: System) -> m.TransitionGraph:
@@ -122,7 +122,7 @@ def replay_finding(system: System, finding: Finding) -> None:
             assert fired[-1] == finding.rule and len(run.turns) > cap
         elif run.turns and "speaker" in finding.diagnostic.message:
             assert run.next is not None and len(run.turns) >= cap
-    if code == "W217":  # the last turn goes back to its own speaker, before the cap
+    if code == "W221":  # the last turn goes back to its own speaker, before the cap
         assert last is not None and run.next == last.speaker
         assert system.max_turns is None or len(run.turns) < system.max_turns
     if code == "W218":  # the last turn calls the nested tool and routes by the rules

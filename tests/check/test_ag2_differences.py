@@ -1,4 +1,4 @@
-"""W217-W220 and I304: where a run on AG2 1.2.1 goes differently from flowc's (the claims
+"""W218-W221 and I304: where a run on AG2 1.2.1 goes differently from flowc's (the claims
 are checked against the real AG2 in ``tests/runtime/test_ag2_fidelity.py``)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ HEAD = "speaker user: human\nspeaker bot {\n  tool think\n}\nstart user\n"
 def test_a_turn_routed_back_to_its_speaker_is_w217(rule: str) -> None:
     text = HEAD + "initiator bot\nmax_turns 6\nwhen from user then bot\n" + rule + \
         '\nwhen from bot then terminate "done"\n'
-    [d] = [d for d in found(text) if d.code.id == "W217"]
+    [d] = [d for d in found(text) if d.code.id == "W221"]
     assert d.span is not None and d.span.line == 9
     assert "gives the turn back to `bot`" in d.message
     assert "a run that shows it: user → bot" in d.notes[0] and d.notes[0].endswith("→ bot")
@@ -57,7 +57,7 @@ def test_a_turn_routed_back_to_its_speaker_is_w217(rule: str) -> None:
 def test_a_handoff_to_its_own_speaker_is_w217_at_the_tool() -> None:
     text = HEAD.replace("tool think", "tool again hands off to bot") + \
         'max_turns 6\nwhen from user then bot\nwhen from bot then terminate "done"\n'
-    [d] = [d for d in found(text) if d.code.id == "W217"]
+    [d] = [d for d in found(text) if d.code.id == "W221"]
     assert d.span is not None and d.span.line == 3  # `tool again hands off to bot`
     assert "`again` hands off to `bot` itself" in d.message
 
@@ -66,15 +66,15 @@ def test_a_default_and_a_custom_target_routing_back_are_w217() -> None:
     text = ("speaker user: human\nspeaker a\nspeaker b\ntarget pick() -> a | b\nstart user\n"
             "max_turns 6\nwhen from user then a\nwhen from a then pick()\notherwise stay\n")
     got = found(text)
-    lines = sorted(d.span.line for d in got if d.code.id == "W217" and d.span)
+    lines = sorted(d.span.line for d in got if d.code.id == "W221" and d.span)
     assert lines == [8, 9]
     assert any("when `pick` resolves to `a`" in d.message for d in got)
 
 
 def test_no_w217_when_the_turn_back_is_the_last_one_max_turns_allows() -> None:
     text = "speaker user: human\nspeaker bot\nstart user\nmax_turns 2\nwhen from user then bot\nwhen from bot then stay\n"
-    assert "W217" not in {c for _, c in codes(text)}
-    assert "W217" in {c for _, c in codes(text.replace("max_turns 2", "max_turns 3"))}
+    assert "W221" not in {c for _, c in codes(text)}
+    assert "W221" in {c for _, c in codes(text.replace("max_turns 2", "max_turns 3"))}
 
 
 NESTED = """speaker user: human
@@ -192,25 +192,25 @@ def test_without_target_ag2_a_file_gets_one_i304_listing_the_places() -> None:
     assert note.notes == (
         "line 2: W219: a speaker can route a reply in several ways, and AG2 1.2.1 may route on "
         "another of its calls",
-        "line 9: W217: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls",
+        "line 9: W221: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls",
         "line 11: W218: a `tool` condition inside `and` / `not` / `or`, which AG2 1.2.1 never routes on",
     )
-    assert [c for _, c in codes(text)] == ["W219", "W217", "E112", "W218"]
+    assert [c for _, c in codes(text)] == ["W219", "W221", "E112", "W218"]
 
 
 def test_an_ignore_comment_holds_with_and_without_the_target() -> None:
-    ignored = STAY.replace("then stay", "then stay  # flowc: ignore[W217]")
+    ignored = STAY.replace("then stay", "then stay  # flowc: ignore[W221]")
     for options in (CheckOptions(), AG2):
         assert codes(ignored, options) == []
     noted = STAY.replace("then stay", "then stay  # flowc: ignore[I304]")
     assert codes(noted, CheckOptions()) == []
     # with the target the warning shows; the comment for the note is not "unused" (X001)
-    assert codes(noted, AG2) == [(8, "W217")]
+    assert codes(noted, AG2) == [(8, "W221")]
     # the note names the places left: one silenced is not listed
-    two = STAY.replace("then stay", "then stay  # flowc: ignore[W217]").replace(
+    two = STAY.replace("then stay", "then stay  # flowc: ignore[W221]").replace(
         "  tool think\n", "  tool think\n  tool again hands off to bot\n")
     [note] = found(two, CheckOptions())
-    assert "(2 places;" in note.message and [n[:13] for n in note.notes] == ["line 2: W219:", "line 4: W217:"]
+    assert "(2 places;" in note.message and [n[:13] for n in note.notes] == ["line 2: W219:", "line 4: W221:"]
 
 
 def test_check_cli_target_ag2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,7 +218,7 @@ def test_check_cli_target_ag2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path.write_text(STAY)
     assert main(["check", str(path), "--target", "ag2", "--format", "concise"]) == 0
     out = capsys.readouterr().out
-    assert f"{path}:8:1: W217 on AG2 1.2.1 the run stalls here" in out
+    assert f"{path}:8:1: W221 on AG2 1.2.1 the run stalls here" in out
     assert main(["check", str(path), "--target", "ag2", "--strict"]) == 1
     capsys.readouterr()
     assert main(["check", str(path), "--format", "json"]) == 0

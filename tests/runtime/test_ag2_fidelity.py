@@ -371,8 +371,8 @@ def test_routing_back_to_the_speaker_is_a_deliberate_difference(name: str) -> No
     assert ours["close_reason"] in ("max_turns", "done") and "stalled_on" not in ours
     # up to where AG2 stalls, the two agree
     assert ours["turns"][:2] == theirs["turns"]
-    # and `check --target ag2` says so (W217), with the run and where AG2 stops
-    [finding] = ag2_findings(src, "W217")
+    # and `check --target ag2` says so (W221), with the run and where AG2 stops
+    [finding] = ag2_findings(src, "W221")
     assert finding.notes[0].startswith("a run that shows it: user → bot")
     assert f"the run stops after turn {theirs['turn_count']}, open, waiting for `bot` " \
            "(`stalled_on: bot`)" in finding.notes[1]

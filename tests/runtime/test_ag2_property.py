@@ -1,5 +1,5 @@
 """``check --target ag2`` clean means the same run on the real ``ag2==1.2.1``: generated flows
-and scripts that get none of the AG2 differences (W217-W220) run the same on flowc's hub
+and scripts that get none of the AG2 differences (W218-W221) run the same on flowc's hub
 (``flowc.runtime``, as ``flowc run`` does) and on AG2's own hub (``ag2_harness``): the same
 turns (speaker, kind, routing), close reason, context, turn count and ``stalled_on``.
 
@@ -151,7 +151,7 @@ def cases(draw: Any) -> tuple[str, dict[str, Any]]:
     for _ in range(draw(st.integers(0, 4))):
         prio = draw(st.sampled_from(["", " priority 5", " priority -1", " priority -1"]))
         cond = draw(conditions(speakers))
-        # mostly away from a plain `from X` rule's sender (a turn back to it is W217's)
+        # mostly away from a plain `from X` rule's sender (a turn back to it is W221's)
         mine = [t for t in targets if f"from {t}" != cond] if draw(st.integers(0, 3)) else targets
         if prio == " priority -1" and draw(st.integers(0, 3)):  # early rules end runs less often
             mine = [t for t in mine if not t.startswith("terminate")]

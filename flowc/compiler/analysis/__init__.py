@@ -97,7 +97,7 @@ def facts_of(
     """The explored facts of ``system`` and every finding the checks make of them."""
     facts = Facts(system, explore(system, options.max_states), filename)
     out: list[Finding] = []
-    differences: list[Diagnostic] = []  # W217-W220, one I304 without `--target ag2`
+    differences: list[Diagnostic] = []  # W218-W221, one I304 without `--target ag2`
     for check in CHECKS:
         for f in check(facts):
             if options.target != "ag2" and f.diagnostic.code.id in AG2_CODES:
@@ -219,7 +219,7 @@ def check_compiled(
     if options.target == "ag2":
         diags = (*diags, *bare_ag2_problems(compiled, filename))
     # every finding first, so that an ignore comment for a deselected code is not "unused";
-    # the AG2 differences (W217-W220) in both forms, so that an ignore comment naming a
+    # the AG2 differences (W218-W221) in both forms, so that an ignore comment naming a
     # warning, or the I304 that lists them, is used with or without `--target ag2`
     found = analyze(compiled, attrs.evolve(options, select=(), ignore=(), target="ag2"),
                     filename=filename)

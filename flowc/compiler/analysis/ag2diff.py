@@ -1,10 +1,10 @@
-"""Where a run on AG2 1.2.1 differs from the same run on flowc's hub: W217-W220.
+"""Where a run on AG2 1.2.1 differs from the same run on flowc's hub: W218-W221.
 
 flowc's hub runs a flow as AG2's does, except for a few deliberate differences
 (``docs/runtime.md``). The ones a flow can run into are findings, each with a run
 that shows it:
 
-- W217: a turn routed back to the speaker who just spoke. flowc prompts that speaker
+- W221: a turn routed back to the speaker who just spoke. flowc prompts that speaker
   again; AG2 delivers a post to every participant but its sender, so nobody is told
   to speak and the run stalls.
 - W218: a ``tool`` condition inside ``and`` / ``not`` / an inner ``or``. AG2 makes a
@@ -33,7 +33,7 @@ from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, KICKOFF, O
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_to
 from flowc.compiler.analysis.system import Action
-from flowc.diagnostics import I304, W217, W218, W219, W220, Diagnostic, listing, listing_of
+from flowc.diagnostics import I304, W218, W219, W220, W221, Diagnostic, listing, listing_of
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 from flowc.source import Span
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: the codes of the differences; without ``--target ag2`` each is reported as I304
-AG2_CODES = frozenset({W217.id, W218.id, W219.id, W220.id})
+AG2_CODES = frozenset({W221.id, W218.id, W219.id, W220.id})
 
 #: AG2 1.2.1's default ``Rule.limits.inbox.max_pending``: a post to a participant with
 #: this many posts it has not answered is refused (``InboxFull``)
@@ -59,14 +59,14 @@ _MAX_SIMULATED = 200_000
 
 
 def summary(diags: Sequence[Diagnostic]) -> Diagnostic | None:
-    """The I304 of a file without ``--target ag2``: one note at the first of its W217-W220
+    """The I304 of a file without ``--target ag2``: one note at the first of its W218-W221
     findings (``None`` when it has none), listing them.
 
     >>> from flowc.source import Span
-    >>> w = Diagnostic(W217, "m", "f.flow", Span(6, 1, 6, 20))
+    >>> w = Diagnostic(W221, "m", "f.flow", Span(6, 1, 6, 20))
     >>> note = summary([w])
     >>> note.code.id, note.span.line, note.notes[0]
-    ('I304', 6, 'line 6: W217: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls')
+    ('I304', 6, 'line 6: W221: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls')
     """
     found = sorted((d for d in diags if d.code.id in AG2_CODES), key=Diagnostic.sort_key)
     if not found:
@@ -94,14 +94,14 @@ def summary(diags: Sequence[Diagnostic]) -> Diagnostic | None:
 
 
 def check_ag2_differences(facts: Facts) -> Iterator[Finding]:
-    """W217-W220 (see the module's docstring)."""
+    """W218-W221 (see the module's docstring)."""
     yield from _self_routing(facts)
     yield from _nested_tools(facts)
     yield from _routing_calls(facts)
     yield from _inbox_limit(facts)
 
 
-# ── W217: a turn routed back to its own speaker ─────────────────────────────
+# ── W221: a turn routed back to its own speaker ─────────────────────────────
 
 
 def _self_routing(facts: Facts) -> Iterator[Finding]:
@@ -157,7 +157,7 @@ def _self_routing_finding(facts: Facts, node: int, step: Step,
     turn = len(run.turns)
     return Finding(
         facts.diag(
-            W217,
+            W221,
             f"on AG2 1.2.1 the run stalls here: {what}, who just spoke, and AG2 does not tell a "
             "speaker that the turn is its own again",
             span=span,
@@ -477,7 +477,7 @@ def _inbox_limit(facts: Facts) -> Iterator[Finding]:
         run = facts.lasso(comp)
         turns = [t.speaker for t in run.turns]
         if any(x == y for x, y in itertools.pairwise([*turns, turns[run.loop_from or 0]])):
-            continue  # a turn routed back to its speaker: AG2 stalls there first (W217)
+            continue  # a turn routed back to its speaker: AG2 stalls there first (W221)
         hit = inbox_failure(turns, participants, run.loop_from, max_turns=cap)
         if hit is not None and (best is None or hit[0] < best[0]):
             best = (hit[0], hit[1], run)
