@@ -77,6 +77,10 @@ E114 = _code(
     "E114", "unmatchable-pattern", E,
     "a `text_matches` pattern is not a regular expression flowc matches in linear time",
 )
+E115 = _code(
+    "E115", "plugin-mismatch", E,
+    "with plugins: a custom condition or target has no class, or its class cannot be built from a call's arguments",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code("W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match")
@@ -114,9 +118,29 @@ W217 = _code(
     "W217", "implied-max-turns", W,
     "the `max_turns` a `sequence` implies ends runs that the rules beside it continue",
 )
+W218 = _code(
+    "W218", "ag2-nested-tool", W,
+    "with `--target ag2`: a `tool` condition inside `and` / `not` / `or`, which AG2 1.2.1 never routes on",
+)
+W219 = _code(
+    "W219", "ag2-routing-call-order", W,
+    "with `--target ag2`: a speaker can route a reply in several ways, and AG2 1.2.1 may route on another of its calls",
+)
+W220 = _code(
+    "W220", "ag2-inbox-limit", W,
+    "with `--target ag2`: a run can pass 1,000 turns, where AG2 1.2.1's inbox limit stops it",
+)
+W221 = _code(
+    "W221", "ag2-self-routing", W,
+    "with `--target ag2`: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls",
+)
 I301 = _code("I301", "state-bound-reached", INFO, "the state space was larger than the bound: findings are partial")
 I302 = _code("I302", "human-initiator", INFO, "an `initiator` target resolves to a `human` speaker")
 I303 = _code("I303", "json-graph-assumptions", INFO, "a JSON graph was checked under the assumptions for graphs without declarations")
+I304 = _code(
+    "I304", "ag2-difference", INFO,
+    "a run of this flow goes differently on AG2 1.2.1 (W218-W221 under `--target ag2`)",
+)
 M001 = _code("M001", "migrate-unsupported", E, "a construct has no equivalent and was left out")
 M002 = _code("M002", "migrate-lossy", W, "a construct was translated with a difference at run time")
 M003 = _code("M003", "migrate-no-effect", INFO, "a setting that has no effect was dropped")

@@ -164,18 +164,21 @@ def check_files(inputs: Inputs, options: CheckOptions) -> tuple[list[Diagnostic]
     return diags, sources, checked
 
 
-def _report_unimplemented(sources: dict[str, SourceFile], diags: Sequence[Diagnostic]) -> bool:
-    """With plugins loaded: the custom names of each clean `.flow` that nobody implements."""
+def _unimplemented(sources: dict[str, SourceFile], diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """With plugins loaded: E115 for each custom name of a clean `.flow` that nobody
+    implements (at its declaration), and each use its class cannot be built from (at the
+    `NAME(...)`), as `flowc run` would refuse them."""
     from flowc.compiler.pipeline import compile_source
+    from flowc.runtime.plugins import implementation_problems
 
     broken = {d.filename for d in diags if d.is_error}
-    found = False
+    found: list[Diagnostic] = []
     for name, source in sources.items():
         if name in broken or console.is_json_input(name, source.text):
             continue
         compiled, _ = compile_source(source)
-        if compiled is not None and console.report_unimplemented(compiled, name):
-            found = True
+        if compiled is not None:
+            found.extend(p.diagnostic() for p in implementation_problems(compiled, name))
     return found
 
 
@@ -206,7 +209,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not checked and not inputs.problems:
         inputs.problems.append(str(console.no_inputs(paths, ".flow files or JSON graphs",
                                                      "nothing to check")))
-    unimplemented = plugins and _report_unimplemented(sources, diags)
+    if plugins:
+        diags.extend(_unimplemented(sources, diags))
     diags.sort(key=Diagnostic.sort_key)
     print_diagnostics(diags, sources, args.format, stream=sys.stdout)
     if args.format in ("text", "concise") and (checked or not inputs.problems):
@@ -216,8 +220,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"flowc check: error: {problem}", file=sys.stderr)
     if inputs.problems:
         return EXIT_USAGE
-    if unimplemented:
-        return EXIT_ERRORS
     # under --strict a partial analysis (I301: exploration stopped at the bound) fails too
     failing = any(
         d.is_error or (options.strict and (d.severity is Severity.WARNING or d.code.id == "I301"))

@@ -38,13 +38,20 @@ from flowc.commands.run_options import (
     script_option,
     store_options,
 )
-from flowc.commands.run_output import RunPrinter, format_turns, isatty, terminal_asker
+from flowc.commands.run_output import (
+    RunPrinter,
+    failure_line,
+    format_turns,
+    isatty,
+    terminal_asker,
+)
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
-from flowc.runtime.envelope import EV_CHANNEL_OPENED
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_TURN_FAILED
+from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, resume_script, run_script
@@ -458,6 +465,7 @@ def _damaged(db: str, cid: str, err: BaseException) -> str:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    setup_plugins(args, [args.db])
     store = _open_db(args.db, readonly=True)
     try:
         return _log(args, store)
@@ -498,6 +506,25 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         return EXIT_ERRORS
 
 
+def _failures(envs: list[Any], target: RunTarget) -> list[dict[str, Any]]:
+    """The turns of a stored run that failed (an agent or a plugin raised), as ``log``
+    shows them: the turn, the speaker, the error with the team's file and line (and the
+    traceback when asked for)."""
+    out = []
+    wanted = tracebacks_wanted()
+    for env in envs:
+        if env.event_type != EV_TURN_FAILED:
+            continue
+        data = env.event_data
+        who = data.get("agent_id")
+        item = {"turn": data.get("turn"), "speaker": target.names.get(who, who),
+                "error": data.get("error"), "where": data.get("where")}
+        if wanted and data.get("traceback"):
+            item["traceback"] = data["traceback"]
+        out.append(item)
+    return out
+
+
 def _log_run(store: WalStore, cid: str, mode: str) -> int:
     envs = list(store.read(cid))
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
@@ -505,10 +532,18 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     records, close, state = transcript(envs)
     nxt = state.expected_next_speaker if state is not None and close is None else None
     describe = target.describe_decision
+    failures = _failures(envs, target)
     if mode == "text":
         print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
-        for line in format_turns(records, describe):
-            print(line)
+        width = max((len(s) for s in target.speakers), default=4)
+        pending = list(failures)
+        for record in records:
+            while pending and (pending[0]["turn"] or 0) <= record.number:
+                _print_failure(pending.pop(0))
+            for line in format_turns([record], describe, width):
+                print(line)
+        for failure in pending:
+            _print_failure(failure)
         if close is not None:
             print(f"closed: {_j(close)} after {counted(len(records), 'turn')}")
         else:
@@ -522,6 +557,8 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         "turn_count": state.turn_count if state is not None else 0,
         "next_speaker": target.names.get(nxt, nxt) if nxt is not None else None,
     }
+    if failures:
+        end["failures"] = failures
     if mode == "json":
         sys.stdout.write(canonical_json({**end, "turns": [turn_json(r, describe)
                                                            for r in records]}))
@@ -531,6 +568,12 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
             print(_j({"event": "turn", **turn_json(record, describe)}))
         print(_j({"event": "end", **end}))
     return EXIT_OK
+
+
+def _print_failure(failure: dict[str, Any]) -> None:
+    print(failure_line(failure["turn"], failure["speaker"], failure["error"]))
+    if failure.get("traceback"):
+        print("    " + failure["traceback"].rstrip("\n").replace("\n", "\n    "))
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -674,7 +717,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     how.add_argument("--jsonl", action="store_true",
                      help="one JSON object per line: per run, or the run's start, each turn "
                           "and its end (as `flowc run --jsonl`)")
-    store_options(p, f"the WAL to read: {STORES}", plugin=False)
+    store_options(p, f"the WAL to read: {STORES}")
 
     p = sub.add_parser(
         "replay", help="re-fold a stored run and check it reaches the same state",

@@ -25,11 +25,12 @@ from flowc.diagnostics import counted
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import Envelope
+from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.script import ScriptTurn
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TurnRecord, transcript, turn_json
 
-__all__ = ["LineReader", "Progress", "RunPrinter", "TerminalLines", "format_turn",
+__all__ = ["LineReader", "Progress", "RunPrinter", "TerminalLines", "failure_line", "format_turn",
            "format_turns", "isatty", "read_answer", "remembered", "terminal_asker", "turn_lines"]
 
 
@@ -116,16 +117,28 @@ def format_turns(records: Sequence[TurnRecord], describe: Callable[[Any], str],
         yield from format_turn(r, describe, width)
 
 
+def failure_line(turn: int | None, speaker: str | None, error: str | None) -> str:
+    """How a transcript (``flowc run``'s, ``flowc log``'s) shows a turn that failed."""
+    return f"  turn {turn} failed ({speaker}): {error}"
+
+
 def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
     """The lines after the turns, each with whether it goes to stderr."""
     for v in result.violations:
         yield (f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
                f"({v.get('on_violation')})"), False
+    failure = result.failure
     if result.close_reason is not None:
         yield f"closed: {_j(result.close_reason)} after {counted(result.turn_count, 'turn')}", False
     elif result.refused:  # the flow's declarations refused the turn (--contracts enforce)
         yield (f"stalled: {result.stalled_on}'s turn was refused after "
                f"{counted(result.turn_count, 'turn')}: it breaks the flow's declarations"), False
+    elif failure is not None:  # an agent or a plugin raised: said in the transcript
+        yield failure_line(result.turn_count + 1, result.stalled_on, failure.error), False
+        yield (f"stalled: {result.stalled_on}'s turn failed after "
+               f"{counted(result.turn_count, 'turn')}"), False
+        if tracebacks_wanted():
+            yield failure.traceback.rstrip("\n"), True
     elif result.error:  # stopped by the error printed below, not for want of a turn
         yield (f"stalled: {result.stalled_on}'s turn failed after "
                f"{counted(result.turn_count, 'turn')}"), False
@@ -137,7 +150,7 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
     else:
         yield (f"stalled: {result.stalled_on} has no turn to take after "
                f"{counted(result.turn_count, 'turn')}"), False
-    if result.error:
+    if result.error and failure is None:
         yield f"error: {result.error}", True
     if result.context_vars:
         yield f"context: {_j(result.context_vars)}", False

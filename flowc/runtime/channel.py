@@ -25,6 +25,7 @@ from flowc.runtime.adapters.base import (
     Expectation,
 )
 from flowc.runtime.envelope import Envelope
+from flowc.runtime.failures import Failure
 from flowc.runtime.wal import Lease
 
 __all__ = ["HISTORY_WINDOW", "Channel", "ClientHub", "HubParticipant"]
@@ -62,6 +63,8 @@ class Channel:
     close_reason: str | None = None
     stalled_on: str | None = None
     error: str | None = None
+    #: the exception that stopped the run, when a turn failed (``Hub.fail``)
+    failure: Failure | None = None
     recent: deque[Envelope] = attrs.field(factory=lambda: deque(maxlen=HISTORY_WINDOW))
     members: frozenset[str] = frozenset()
     order: tuple[str, ...] = ()
@@ -136,6 +139,8 @@ class ClientHub(Protocol):
         labels: dict[str, Any] | None = None,
         channel_id: str | None = None,
     ) -> Channel: ...
+
+    def fail(self, channel_id: str, agent_id: str, err: BaseException) -> None: ...
 
     def admit(self, envelope: Envelope) -> Envelope: ...
 

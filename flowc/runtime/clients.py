@@ -258,7 +258,7 @@ class AgentClient(_Client):
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            self.hub.stall(ch.channel_id, self.agent_id, f"{type(err).__name__}: {err}")
+            self.hub.fail(ch.channel_id, self.agent_id, err)
             return
         if not ch.is_open:
             return
@@ -284,7 +284,7 @@ class AgentClient(_Client):
             for env in envs:
                 self.hub.admit(env)
         except ProtocolError as err:
-            self.hub.stall(ch.channel_id, self.agent_id, str(err))
+            self.hub.fail(ch.channel_id, self.agent_id, err)
             return
         if not envs or not any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs):
             self.hub.stall(ch.channel_id, self.agent_id)

@@ -28,6 +28,7 @@ __all__ = [
     "EV_TASK_CANCELLED",
     "EV_TASK_CANCEL_REQUEST",
     "EV_TEXT",
+    "EV_TURN_FAILED",
     "Envelope",
     "Priority",
     "visible_to",
@@ -47,6 +48,9 @@ EV_CHANNEL_EXPIRED = "ag2.channel.expired"
 EV_EXPECTATION_VIOLATED = "ag2.expectation.violated"
 #: ``{"set": {...}, "delete": [...]}``; within one envelope delete runs before set
 EV_CONTEXT_SET = "ag2.context.set"
+#: flowc's own record (from the hub) of a turn that failed: ``{"agent_id", "turn",
+#: "error", "where", "traceback"}`` (an agent or a plugin raised; the run stopped there)
+EV_TURN_FAILED = "flowc.turn.failed"
 EV_TASK_CANCEL_REQUEST = "ag2.task.cancel_request"
 EV_TASK_CANCELLED = "ag2.task.cancelled"
 

@@ -50,9 +50,11 @@ from flowc.runtime.envelope import (
     EV_EXPECTATION_VIOLATED,
     EV_PACKET,
     EV_TEXT,
+    EV_TURN_FAILED,
     Envelope,
     stamped,
 )
+from flowc.runtime.failures import describe_exception, failure_of, user_frame
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     LeaseError,
@@ -363,6 +365,10 @@ class Hub:
         except ProtocolError:
             raise
         except Exception as err:  # a bug in a custom condition/target: refuse, change nothing
+            if user_frame(err) is not None:
+                raise ProtocolError(
+                    f"refused: routing the turn failed in a plugin's code: {describe_exception(err)}"
+                ) from err
             raise ProtocolError(
                 f"refused: the {ch.metadata.type} adapter failed on this envelope "
                 f"({type(err).__name__}: {err})"
@@ -541,12 +547,14 @@ class Hub:
             if self._inflight.get(cid) is t:
                 del self._inflight[cid]
             err = None if t.cancelled() else t.exception()
-            if isinstance(err, (WalError, ProtocolError)):
-                # a turn that failed outside the agent's own call (e.g. the store):
-                # the run stops with the error instead of waiting for ever
+            if isinstance(err, WalError):
+                # a turn that failed outside the agent's own call (the store): the run
+                # stops with the error instead of waiting for ever
                 self.stall(cid, nxt, str(err))
-            elif err is not None:  # anything else there is a bug in flowc
+            elif isinstance(err, ProtocolError):  # refused, or a plugin raised as it routed
                 self.fail(cid, nxt, err)
+            elif err is not None:  # anything else there is a bug in flowc
+                self.crash(cid, nxt, err)
 
         task.add_done_callback(done)
 
@@ -585,13 +593,40 @@ class Hub:
         ch.error = error
         ch.done.set()
 
-    def fail(self, channel_id: str, agent_id: str, err: BaseException) -> None:
+    def crash(self, channel_id: str, agent_id: str, err: BaseException) -> None:
         """An unexpected exception (a bug in flowc, not in the agent's own call) stopped
         ``agent_id``'s turn: the run stops as a stall does, instead of waiting for ever,
         and :attr:`failure` keeps the first such exception for the run's driver to raise."""
         if self.failure is None:
             self.failure = err
         self.stall(channel_id, agent_id, f"{type(err).__name__}: {err}")
+
+    def fail(self, channel_id: str, agent_id: str, err: BaseException) -> None:
+        """``agent_id``'s turn failed with ``err`` (its agent raised, or a plugin's code did
+        while the turn was routed): the run stops without closing, as a stall, with the
+        error and the team's file and line (:mod:`flowc.runtime.failures`), and the failure
+        is recorded in the WAL (``flowc.turn.failed``, with the traceback), so that
+        ``flowc log`` shows it too. A run stopped by its store is only stalled: there is
+        nowhere to record it."""
+        ch = self.channel(channel_id)
+        if isinstance(err, WalError) or isinstance(err.__cause__, WalError) or (
+                isinstance(err, ProtocolError) and err.__cause__ is None):
+            # the store, or flowc's own refusal (a contract, an unknown speaker): said as
+            # a stall is, nothing of the team's code to record
+            self.stall(channel_id, agent_id, str(err))
+            return
+        failure = failure_of(err)
+        if ch.is_open:
+            data = {"agent_id": agent_id, "turn": getattr(ch.state, "turn_count", 0) + 1,
+                    **failure.to_json()}
+            env = Envelope(channel_id, HUB_ID, None, EV_TURN_FAILED, data,
+                           envelope_id=self._stamp_id(), created_at=_now())
+            try:
+                self._append(ch, env)
+            except WalError as store_err:  # the run stops all the same; the error is said
+                log.warning("run %s: cannot record the failed turn (%s)", channel_id, store_err)
+        ch.failure = failure
+        self.stall(channel_id, agent_id, failure.error)
 
     def close_channel(self, channel_id: str, reason: str) -> None:
         """Close an open channel by hand (writes ``EV_CHANNEL_CLOSED``)."""

@@ -30,18 +30,21 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.lower import CompiledFlow
-from flowc.runtime.adapters.workflow import GraphError, compile_graph
+from flowc.diagnostics import E115, Diagnostic
+from flowc.dsl import nodes as n
 from flowc.runtime.transitions import (
     BUILTIN_CONDITION_NAMES,
     BUILTIN_TARGET_NAMES,
     TransitionRegistry,
     default_registry,
 )
+from flowc.source import Span
 
 __all__ = [
     "ImplementationProblem",
@@ -207,13 +210,15 @@ def used_customs(graph: m.TransitionGraph) -> Iterator[tuple[str, str, int | Non
 
 @attrs.frozen
 class ImplementationProblem:
-    """A custom name with no implementation (or one its arguments do not fit)."""
+    """A custom name with no implementation, or a use of one its class cannot be built
+    from; at the declaration (``span``), or at the call (``NAME(...)``) in a rule."""
 
     filename: str
     line: int
     column: int
     message: str
     help: str | None = None
+    span: Span | None = None
 
     def text(self) -> str:
         """``FILE:LINE:COL: error: MESSAGE`` and a help line."""
@@ -221,6 +226,10 @@ class ImplementationProblem:
         if self.help:
             out += f"  = help: {self.help}\n"
         return out
+
+    def diagnostic(self) -> Diagnostic:
+        """The problem as a finding (E115), for every output format of ``flowc check``."""
+        return Diagnostic(E115, self.message, self.filename, self.span, help=self.help)
 
 
 def _how_to_register(kind: str, name: str) -> str:
@@ -237,8 +246,10 @@ def implementation_problems(
     """What opening ``compiled``'s channel would refuse for want of an implementation.
 
     Each custom name the graph uses and nobody registered is one problem, at its
-    declaration, with the lines that use it; when every name is registered, the
-    arguments are tried on the classes exactly as the channel does when it opens.
+    declaration, with the lines that use it; when every name is registered, each use is
+    built from its arguments as the channel builds it when it opens, and a use its class
+    refuses (or fails on) is a problem at that ``NAME(...)``, naming the class and where
+    it is defined.
 
     >>> import flowc
     >>> flow = flowc.compile_flow("speaker a: human\\nspeaker b\\ncondition odd()\\n"
@@ -268,20 +279,86 @@ def implementation_problems(
             ((at[0] if at else 1), 1)
         out.append(ImplementationProblem(filename, line, column,
                                          f"{kind} `{name}` has no implementation{used}",
-                                         _how_to_register(kind, name)))
+                                         _how_to_register(kind, name),
+                                         decl.span if decl is not None else None))
     if out:
         return tuple(out)
-    participants = tuple(compiled.agent_id(s) for s in compiled.speakers)
-    try:
-        compile_graph(compiled.graph, participants, reg)
-    except GraphError as err:
-        for p in err.problems:
-            match = re.match(r"transitions\[(\d+)\]", p.path)
-            line = lines.get(int(match.group(1)), 1) if match else (default_line or 1)
-            out.append(ImplementationProblem(filename, line, 1, str(p)))
-    except Exception as err:  # a plugin's constructor raising something unexpected
-        out.append(ImplementationProblem(filename, 1, 1, f"a plugin failed: {type(err).__name__}: {err}"))
+    for kind, call, span in _custom_calls(compiled):
+        cls = reg.condition(call.name) if kind == "condition" else reg.target(call.name)
+        if cls is None:
+            continue  # (flowc's own vocabulary, loaded when a run needs it)
+        try:
+            cls(**dict(call.args))
+        except Exception as err:  # a constructor may raise anything: it is the team's code
+            out.append(_unbuildable(compiled, filename, kind, call, cls, span, err))
     return tuple(out)
+
+
+def _unbuildable(compiled: CompiledFlow, filename: str, kind: str,
+                 call: m.CustomCondition | m.CustomTarget, cls: Any, span: Span | None,
+                 err: Exception) -> ImplementationProblem:
+    """The problem of a call whose registered class does not build from its arguments."""
+    from flowc.dsl.formatter import format_value
+    from flowc.runtime.failures import describe_exception, where_defined
+
+    shown = ", ".join(f"{k} = {format_value(v)}" for k, v in call.args.items())
+    what = f"`{call.name}({shown})`"
+    defined = where_defined(cls)
+    cls_text = f"`{getattr(cls, '__qualname__', cls)}`" + (f" ({defined})" if defined else "")
+    if isinstance(err, TypeError | ValueError):
+        message = (f"{what}: the class registered for this {kind}, {cls_text}, does not take "
+                   f"these arguments: {type(err).__name__}: {err}")
+        help = (f"make the class's fields match `{kind} {call.name}(...)`'s parameters, or the "
+                "declaration match the class")
+    else:
+        message = (f"{what}: building the class registered for this {kind}, {cls_text}, "
+                   f"failed: {describe_exception(err)}")
+        help = "fix the class's constructor; `--traceback` shows where it failed"
+    line, column = (span.line, span.column) if span is not None else (1, 1)
+    return ImplementationProblem(filename, line, column, message, help, span)
+
+
+def _custom_calls(compiled: CompiledFlow
+                  ) -> Iterator[tuple[str, m.CustomCondition | m.CustomTarget, Span | None]]:
+    """Every use of a custom condition or target, with the span of its ``NAME(...)``."""
+    flow = compiled.flow
+    infos = {r.index: r for r in compiled.rules}
+    for i, t in enumerate(compiled.graph.transitions):
+        info = infos.get(i)
+        source: list[n.CallCond] = []
+        if info is not None and info.rule is not None:
+            source = [c for c in _call_conds(info.rule.cond) if _within(c.span, info.span)]
+        seen: dict[str, int] = {}
+        for c in _conditions(t.when):
+            if isinstance(c, m.CustomCondition):
+                k = seen.get(c.name, 0)
+                seen[c.name] = k + 1
+                named = [s for s in source if s.name.value == c.name]
+                span = named[k].span if k < len(named) else (info.span if info else None)
+                yield "condition", c, span
+        if isinstance(t.then, m.CustomTarget):
+            target = info.rule.target if info is not None and info.rule is not None else None
+            yield "target", t.then, target.span if isinstance(target, n.CallTarget) else \
+                (info.span if info else None)
+    if isinstance(compiled.graph.default_target, m.CustomTarget):
+        written = next((st.target for st in flow.statements if isinstance(st, n.Otherwise)), None)
+        yield "target", compiled.graph.default_target, \
+            written.span if isinstance(written, n.CallTarget) else compiled.default_span
+
+
+def _call_conds(cond: n.Cond) -> Iterator[n.CallCond]:
+    if isinstance(cond, n.CallCond):
+        yield cond
+    elif isinstance(cond, n.AndCond | n.OrCond):
+        for item in cond.items:
+            yield from _call_conds(item)
+    elif isinstance(cond, n.NotCond):
+        yield from _call_conds(cond.item)
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and \
+        (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
 
 
 def implementations_text(problems: Sequence[ImplementationProblem]) -> str:

@@ -107,8 +107,7 @@ async def run_script(
         await asyncio.wait_for(ch.done.wait(), timeout)
         await hub.idle()
     except ProtocolError as err:
-        ch.error = str(err)
-        ch.stalled_on = ch.stalled_on or target.start
+        hub.fail(ch.channel_id, ch.stalled_on or target.ids[target.start], err)
     finally:
         await hub.close(close_store=False)
     _raise_failure(hub, watched)
@@ -205,8 +204,11 @@ async def resume_script(
             await asyncio.wait_for(ch.done.wait(), timeout)
             await hub.idle()
         except ProtocolError as err:
-            ch.error = str(err)
-            ch.stalled_on = ch.stalled_on or ch.expected_next()
+            failed = ch.stalled_on or ch.expected_next()
+            if failed is not None:
+                hub.fail(ch.channel_id, failed, err)
+            else:
+                ch.error = str(err)
         _raise_failure(hub, watched)
         return _result(hub, ch, target, watched)
     finally:
@@ -369,7 +371,7 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
         try:
             take_turn(ch)
         except Exception as err:  # a bug in flowc: the run stops (run_script raises it)
-            hub.fail(ch.channel_id, aid, err)
+            hub.crash(ch.channel_id, aid, err)
 
     def take_turn(ch: Channel) -> None:
         if ch.expected_next() != aid:  # (``None`` once the run is closed)
@@ -378,13 +380,13 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
             try:
                 post_turn(hub, ch, target, name, queue.popleft())
             except ProtocolError as err:
-                hub.stall(ch.channel_id, human.agent_id, str(err))
+                hub.fail(ch.channel_id, human.agent_id, err)
         elif ask_human is not None:
             async def ask() -> None:
                 try:
                     await answer(ch, ask_human)
                 except Exception as err:  # the asker's or flowc's: the run stops with it
-                    hub.fail(ch.channel_id, aid, err)
+                    hub.crash(ch.channel_id, aid, err)
             hub.track(loop.create_task(ask()))
         else:
             hub.stall(ch.channel_id, human.agent_id)
@@ -400,7 +402,9 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
         elif ch.is_open:
             try:
                 _post_answer(hub, ch, target, name, reply)
-            except (ProtocolError, ScriptError) as err:
+            except ProtocolError as err:  # refused, or a plugin raised as it routed
+                hub.fail(ch.channel_id, human.agent_id, err)
+            except ScriptError as err:
                 hub.stall(ch.channel_id, human.agent_id, str(err))
 
     def on_envelope(env: Envelope) -> None:
@@ -430,6 +434,7 @@ def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | No
         dict(state.context_vars) if state is not None else {},
         state.turn_count if state is not None else 0, stalled, ch.error, tuple(ch.violations),
         ch.refused if stalled is not None else (),
+        ch.failure,
     )
 
 

@@ -24,6 +24,7 @@ from flowc.runtime.envelope import (
     EV_TEXT,
     Envelope,
 )
+from flowc.runtime.failures import Failure, tracebacks_wanted
 
 __all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
 
@@ -169,6 +170,9 @@ class RunResult:
     violations: tuple[dict[str, Any], ...] = ()
     #: the breaches of the flow's declarations that refused the turn the run stopped on
     refused: tuple[dict[str, Any], ...] = ()
+    #: the exception that stopped the run, when a turn failed (its traceback is in the
+    #: JSON only when asked for, see :func:`flowc.runtime.failures.tracebacks_wanted`)
+    failure: Failure | None = attrs.field(default=None, repr=False)
 
     def to_json(self, describe: Describe | None = None) -> dict[str, Any]:
         """The ``--json`` shape of ``docs/runtime.md``: every turn whole (see
@@ -195,6 +199,8 @@ class RunResult:
             out["stalled_on"] = self.stalled_on
         if self.error:
             out["error"] = self.error
+            if self.failure is not None and tracebacks_wanted():
+                out["traceback"] = self.failure.traceback
         if self.refused:
             out["refused"] = [dict(b) for b in self.refused]
         return out

@@ -12,7 +12,7 @@ from tests.check.check_stepper import Stepper
 
 #: the codes whose findings must carry a run (the catalogue's W201–W206 and W210, and more)
 RUN_CODES = frozenset({"W201", "W202", "W203", "W204", "W205", "W206", "W210", "W212", "W213",
-                       "W215", "W217"})
+                       "W215", "W217", "W218", "W219", "W220", "W221"})
 
 
 def graph_of(system: System) -> m.TransitionGraph:
@@ -128,6 +128,16 @@ def replay_finding(system: System, finding: Finding) -> None:
         assert run.next is not None and len(run.turns) == system.max_turns
         if finding.rule is not None:
             assert fired[-1] == finding.rule
+    if code == "W221":  # the last turn goes back to its own speaker, before the cap
+        assert last is not None and run.next == last.speaker
+        assert system.max_turns is None or len(run.turns) < system.max_turns
+    if code == "W218":  # the last turn calls the nested tool and routes by the rules
+        assert last is not None and last.tool is not None and last.tool in finding.diagnostic.message
+        assert fired[-1] >= -1
+    if code == "W219":  # a run to the speaker's turn
+        assert run.next is not None and f"`{run.next}`" in finding.diagnostic.message
+    if code == "W220":
+        assert run.loop_from is not None
     if code == "W213":
         assert last is not None and last.tool is None and fired[-1] == -1
         assert run.next is None and run.reason == "after_work"

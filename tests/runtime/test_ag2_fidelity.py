@@ -10,15 +10,19 @@ separate tests that state them.
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from typing import Any
 
 import pytest
 
 import flowc
+from flowc.compiler.analysis import CheckOptions, check_source
+from flowc.compiler.analysis.ag2diff import inbox_failure
 from flowc.runtime.adapters.workflow import GraphError
 from flowc.runtime.script import parse_script
 from flowc.runtime.script_run import run_script_sync
 from flowc.runtime.target import RunTarget
+from flowc.source import SourceFile
 
 pytest.importorskip("ag2.network")
 from tests.runtime.ag2_harness import parity, run_on_ag2
@@ -351,6 +355,12 @@ SELF_ROUTING: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def ag2_findings(src: str, code: str) -> list[Any]:
+    """What ``flowc check --target ag2`` reports of ``code`` for ``src``."""
+    found = check_source(SourceFile("f.flow", textwrap.dedent(src)), CheckOptions(target="ag2"))
+    return [d for d in found if d.code.id == code]
+
+
 @pytest.mark.parametrize("name", list(SELF_ROUTING))
 def test_routing_back_to_the_speaker_is_a_deliberate_difference(name: str) -> None:
     src, script = SELF_ROUTING[name]
@@ -361,6 +371,11 @@ def test_routing_back_to_the_speaker_is_a_deliberate_difference(name: str) -> No
     assert ours["close_reason"] in ("max_turns", "done") and "stalled_on" not in ours
     # up to where AG2 stalls, the two agree
     assert ours["turns"][:2] == theirs["turns"]
+    # and `check --target ag2` says so (W221), with the run and where AG2 stops
+    [finding] = ag2_findings(src, "W221")
+    assert finding.notes[0].startswith("a run that shows it: user → bot")
+    assert f"the run stops after turn {theirs['turn_count']}, open, waiting for `bot` " \
+           "(`stalled_on: bot`)" in finding.notes[1]
 
 
 #: AG2's ``_resolve_routing`` makes a call a routing call only when a top-level
@@ -404,6 +419,41 @@ def test_a_tool_condition_inside_a_composite_routes_a_deliberate_difference(name
     bot = next(t["routing"] for t in ours["turns"] if t["speaker"] == "bot")
     assert bot["kind"] == "handoff" and bot["tool"] in ("escalate", "chat")
     assert next(t["routing"] for t in theirs["turns"] if t["speaker"] == "bot") == {"kind": "text"}
+    # `check --target ag2` says so (W218), with where AG2 routes that turn
+    [finding] = ag2_findings(src, "W218")
+    after = [t["speaker"] for t in theirs["turns"]][2:]  # who AG2 gave the turn after bot's
+    where = after[0] if after else f'terminate "{ag2s}"'
+    assert f"routes as a plain reply: → {where} (" in finding.notes[1]
+
+
+def test_a_run_past_the_inbox_limit_stops_on_ag2_where_check_says() -> None:
+    """W220's turn is AG2's: with every client's inbox limit at 10 (instead of 1,000), AG2
+    refuses the post of the turn that :func:`inbox_failure` computes, and the run stops."""
+    for src in ("""
+        speaker user: human
+        speakers writer, critic
+        start user
+        max_turns 40
+        when from user then writer
+        when from writer then critic
+        when from critic then writer
+        """, """
+        speakers user: human, alice, bob
+        round_robin user, alice, bob
+        max_turns 40
+        """):
+        flow = flowc.compile_flow(src)
+        n = 40
+        script = parse_script({"kickoff": "go", "script": {
+            s: [f"{s}{i}" for i in range(n)] for s in flow.speakers}})
+        ours = parity(run_script_sync(RunTarget.from_compiled(flow), script).to_json())
+        theirs = asyncio.run(run_on_ag2(flow, script, settle=True, inbox_limit=10))
+        assert ours["close_reason"] == "max_turns" and ours["turn_count"] == n
+        speakers = [t["speaker"] for t in ours["turns"]]
+        turn, full = inbox_failure(speakers, list(flow.speakers), None, limit=10)
+        assert theirs["turn_count"] == turn - 1 and theirs["close_reason"] is None
+        assert theirs["stalled_on"] == speakers[turn - 1], (turn, full)
+        assert theirs["turns"] == ours["turns"][: turn - 1]
 
 
 def test_bad_graphs_are_a_deliberate_difference() -> None:

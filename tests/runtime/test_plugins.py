@@ -169,9 +169,10 @@ def test_every_command_takes_plugins(project: Path, command: list[str],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     (project / "half.py").write_text(PLUGIN.split("@flowc.register_target")[0])
     assert main([*command, "review.flow", "--plugin", "half.py"]) == 1
-    err = capsys.readouterr().err
-    assert "target `pick_reviewer` has no implementation" in err
-    assert "draft_is_long" not in err
+    out, err = capsys.readouterr()
+    said = out if command == ["check"] else err  # check: a finding (E115) in its report
+    assert "target `pick_reviewer` has no implementation" in said
+    assert "`draft_is_long` has no implementation" not in said
     assert main([*command, "review.flow", "--plugin", "routing.py"]) == 0
 
 
@@ -185,7 +186,10 @@ def test_arguments_that_do_not_fit_the_class(project: Path,
     (project / "strict.py").write_text(PLUGIN.replace("    min: int = 10\n", ""))
     assert main(["test", "review.flow", "--plugin", "strict.py"]) == 1
     err = capsys.readouterr().err
-    assert "review.flow:7:1: error: transitions[0].when.args: args do not fit `draft_is_long`" in err
+    # at the call (`when draft_is_long() then reviewer`), naming the class and its file
+    assert "review.flow:7:6: error: `draft_is_long(min = 10)`: the class registered for " \
+           "this condition, `LongText` (strict.py:9), does not take these arguments: " \
+           "TypeError: LongText.__init__() got an unexpected keyword argument 'min'" in err
 
 
 def test_a_plugin_that_fails_to_import(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -220,7 +224,8 @@ def test_python_api(project: Path) -> None:
         flowc.compile_flow(FLOW, plugins=["nope.py"])
     compiled = flowc.compile_flow(FLOW, plugins=["routing.py"])
     assert flowc.run(compiled, SCRIPT).close_reason == "reviewed"
-    assert flowc.check(FLOW, plugins=["routing.py"]) == ()
+    # (I304: `when draft_is_long() then reviewer` can give the reviewer its own turn back)
+    assert [d.code.id for d in flowc.check(FLOW, plugins=["routing.py"])] == ["I304"]
 
 
 def test_python_api_check_refuses_unimplemented(project: Path) -> None:

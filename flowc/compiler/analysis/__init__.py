@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.analysis.ag2diff import AG2_CODES, check_ag2_differences, summary
 from flowc.compiler.analysis.bound import check_state_bound
 from flowc.compiler.analysis.cap import check_after_max_turns, check_implied_cap
 from flowc.compiler.analysis.declarations import (
@@ -84,6 +85,7 @@ CHECKS: tuple[Check, ...] = (
     check_human_initiator,
     check_round_robin_order,
     check_scenario_endings,
+    check_ag2_differences,
 )
 
 
@@ -98,8 +100,16 @@ def facts_of(
     """The explored facts of ``system`` and every finding the checks make of them."""
     facts = Facts(system, explore(system, options.max_states), filename)
     out: list[Finding] = []
+    differences: list[Diagnostic] = []  # W218-W221, one I304 without `--target ag2`
     for check in CHECKS:
-        out.extend(f for f in check(facts) if options.wants(f.diagnostic.code.id))
+        for f in check(facts):
+            if options.target != "ag2" and f.diagnostic.code.id in AG2_CODES:
+                differences.append(f.diagnostic)
+            elif options.wants(f.diagnostic.code.id):
+                out.append(f)
+    note = summary(differences)
+    if note is not None and options.wants(note.code.id):
+        out.append(Finding(note))
     return facts, tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
 
 
@@ -211,9 +221,24 @@ def check_compiled(
         return diags
     if options.target == "ag2":
         diags = (*diags, *bare_ag2_problems(compiled, filename))
-    # every finding first, so that an ignore comment for a deselected code is not "unused"
-    found = analyze(compiled, attrs.evolve(options, select=(), ignore=()), filename=filename)
-    kept = apply_ignores((*diags, *found), compiled.flow.comments, filename)
+    # every finding first, so that an ignore comment for a deselected code is not "unused";
+    # the AG2 differences (W218-W221) in both forms, so that an ignore comment naming a
+    # warning, or the I304 that lists them, is used with or without `--target ag2`
+    found = analyze(compiled, attrs.evolve(options, select=(), ignore=(), target="ag2"),
+                    filename=filename)
+    comments = compiled.flow.comments
+    differences = [d for d in found if d.code.id in AG2_CODES]
+    # a difference that an ignore comment on its line names is not in the I304
+    listed = [d for d in apply_ignores(differences, comments, filename) if d.code.id in AG2_CODES]
+    note = summary(listed)
+    if options.target == "ag2":
+        kept = apply_ignores((*diags, *found), comments, filename,
+                             hidden=[note] if note is not None else [])
+    else:
+        shown = [d for d in found if d.code.id not in AG2_CODES]
+        if note is not None:
+            shown.append(note)
+        kept = apply_ignores((*diags, *shown), comments, filename, hidden=differences)
     return tuple(d for d in kept if d.is_error or options.wants(d.code.id))
 
 

@@ -12,9 +12,14 @@ _IGNORE = re.compile(r"^\s*flowc\s*:\s*ignore\b(?:\s*\[(?P<codes>[^\]]*)\])?")
 
 
 def apply_ignores(
-    diagnostics: Sequence[Diagnostic], comments: Sequence[n.Comment], filename: str
+    diagnostics: Sequence[Diagnostic], comments: Sequence[n.Comment], filename: str,
+    hidden: Sequence[Diagnostic] = (),
 ) -> tuple[Diagnostic, ...]:
     """Drop the findings an ignore comment on their line names, and add X001 for bad ignores.
+
+    ``hidden`` findings are not reported, but an ignore comment naming one on its line is
+    not "unused" (W218-W221 are the one note I304 without ``--target ag2``, and the other
+    way round with it: a comment for either form holds in both).
 
     >>> from flowc.source import Span
     >>> from flowc.diagnostics import W207
@@ -63,6 +68,11 @@ def apply_ignores(
                     silenced = True
         if not silenced:
             kept.append(d)
+    for d in hidden:
+        if d.span is not None:
+            for c, codes in on_line.get(d.span.line, ()):
+                if d.code.id in codes:
+                    used.add((id(c), d.code.id))
     for c, codes in ignores:
         for code in codes:
             if (id(c), code) not in used:
