@@ -5,13 +5,17 @@ cap (``RLIMIT_AS``), a CPU-time cap (``RLIMIT_CPU``) and a file-size cap (``RLIM
 and the parent adds a wall-clock timeout. A test then asserts on what the command did
 within those limits: its exit code, a clean diagnostic on stderr, and the peak memory
 and time it used (``Limited.peak_mib`` / ``Limited.seconds``, read with ``os.wait4``).
+
+The child is started by a small launcher process (:data:`LAUNCHER`), not forked from the
+test's own process: on Linux a process's peak RSS starts at that of the process it was
+forked from (the high-water mark survives ``exec``), so a child forked from a pytest
+process of 200+ MiB would report at least that, whatever it used itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -42,14 +46,28 @@ class Limited:
         return "Traceback (most recent call last)" in self.stderr
 
 
-def _drop_file_capabilities() -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_capbset_drop = 24
-    for cap in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
-        if libc.prctl(pr_capbset_drop, cap, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+#: forks the command from a small process, under the limits, and reports its rusage
+LAUNCHER = """
+import json, os, resource, sys
+conf = json.loads(sys.argv[1])
+report = int(sys.argv[2])
+pid = os.fork()
+if pid == 0:
+    os.close(report)
+    if conf["obey"]:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        for cap in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
+            if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                os._exit(125)
+    resource.setrlimit(resource.RLIMIT_AS, (conf["mem"], conf["mem"]))
+    resource.setrlimit(resource.RLIMIT_CPU, (conf["cpu"], conf["cpu"] + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (conf["fsize"], conf["fsize"]))
+    os.execv(conf["argv"][0], conf["argv"])
+_, status, usage = os.wait4(pid, 0)
+os.write(report, json.dumps([status, usage.ru_maxrss, usage.ru_utime + usage.ru_stime]).encode())
+os.close(report)
+"""
 
 
 def run_limited(
@@ -76,27 +94,26 @@ def run_limited(
     ``CAP_FOWNER``) from the bounding set, so the program it runs never has them.
     """
 
-    def limit() -> None:
-        if obey_file_modes and os.geteuid() == 0:
-            _drop_file_capabilities()
-        mem = memory_mib * MIB
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-        out = output_mib * MIB
-        resource.setrlimit(resource.RLIMIT_FSIZE, (out, out))
+    import json
 
     env = dict(os.environ, PYTHONUTF8="1", NO_COLOR="1")
+    argv = [sys.executable, *(["-c", python_code] if python_code is not None else ["-m", "flowc"]),
+            *args]
+    conf = {"mem": memory_mib * MIB, "cpu": cpu_seconds, "fsize": output_mib * MIB,
+            "obey": obey_file_modes and os.geteuid() == 0, "argv": argv}
+    report_r, report_w = os.pipe()
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, *(["-c", python_code] if python_code is not None else ["-m", "flowc"]),
-         *args],
+        [sys.executable, "-c", LAUNCHER, json.dumps(conf), str(report_w)],
         cwd=cwd,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=limit,
+        pass_fds=(report_w,),
+        start_new_session=True,
         env=env,
     )
+    os.close(report_w)
     keep = output_mib * MIB
     chunks: dict[str, bytearray] = {"out": bytearray(), "err": bytearray()}
 
@@ -118,27 +135,31 @@ def run_limited(
             proc.stdin.write(stdin or b"")
         proc.stdin.close()
     timed_out = False
-    while True:
-        # wait4 reaps this child alone and gives its own rusage (peak RSS in KiB on Linux)
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
+    while proc.poll() is None:
         if time.monotonic() - start > wall_seconds:
             timed_out = True
-            proc.kill()
-            pid, status, usage = os.wait4(proc.pid, 0)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)  # the launcher and the command
+            proc.wait()
             break
         time.sleep(0.01)
     seconds = time.monotonic() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    with os.fdopen(report_r, "rb") as report:
+        reported = report.read()
+    if reported:
+        status, maxrss, cpu = json.loads(reported)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    else:  # killed before the command ended
+        maxrss, cpu = 0, 0.0
+        proc.returncode = proc.returncode if proc.returncode is not None else -9
     for reader in readers:
         reader.join(timeout=10)
     return Limited(
         returncode=proc.returncode,
         stdout=chunks["out"].decode("utf-8", "replace"),
         stderr=chunks["err"].decode("utf-8", "replace"),
-        peak_mib=usage.ru_maxrss / 1024,
+        peak_mib=maxrss / 1024,
         seconds=seconds,
         timed_out=timed_out,
-        cpu=usage.ru_utime + usage.ru_stime,
+        cpu=cpu,
     )
