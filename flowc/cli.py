@@ -162,6 +162,12 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
         command = args.command
         args.traceback = show_traceback  # for a command that reports internal errors and goes on
         collector.release(loading)  # on again for the command's work (run() held it)
+        # an agent's or a plugin's failure shows its traceback under --traceback too (the
+        # runtime reads FLOWC_TRACEBACK); the environment is put back after the command
+        given = show_traceback and os.environ.get("FLOWC_TRACEBACK", "") in ("", "0")
+        saved = os.environ.get("FLOWC_TRACEBACK")
+        if given:
+            os.environ["FLOWC_TRACEBACK"] = "1"
         try:
             return handlers(modules)[args.command](args)
         except UsageError as err:
@@ -171,6 +177,12 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
             return 130
         except BrokenPipeError:
             return _stdout_closed()
+        finally:
+            if given:
+                if saved is None:
+                    os.environ.pop("FLOWC_TRACEBACK", None)
+                else:
+                    os.environ["FLOWC_TRACEBACK"] = saved
     except (SystemExit, KeyboardInterrupt, GeneratorExit):
         raise
     except BaseException as err:  # the one place that reports flowc's own bugs

@@ -31,6 +31,9 @@ def cmd_decompile(args: argparse.Namespace) -> int:
         )
         return console.EXIT_ERRORS
     participants = [p for p in (args.participants or "").split(",") if p]
+    if args.initiator and participants and args.initiator not in participants:
+        raise console.UsageError(f"--initiator {args.initiator} is not one of --participants "
+                                 f"({', '.join(participants)}): name one of them")
     try:
         text = decompile(data, participants=participants, title=args.name, filename=source.name,
                          initiator=args.initiator)

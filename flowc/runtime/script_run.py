@@ -20,6 +20,7 @@ nothing runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -120,6 +121,8 @@ def _raise_failure(hub: Hub, watched: WatchedStore | None) -> None:
     failed was dropped while the run went on: its exception is raised now, never lost
     (``flowc run``'s printer is flowc's: its turns would be missing from the output)."""
     if hub.failure is not None:
+        with contextlib.suppress(AttributeError):  # told apart from a damaged run's error
+            hub.failure.flowc_internal = True  # type: ignore[attr-defined]
         raise hub.failure
     if watched is not None and watched.failed is not None:
         raise watched.failed

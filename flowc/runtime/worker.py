@@ -453,6 +453,8 @@ class Worker:
             self._failed(cid, err)  # (this one too) tries the run again
             return
         except (ProtocolError, ScriptError, KeyError, TypeError, ValueError) as err:
+            if getattr(err, "flowc_internal", False):
+                raise  # a bug in flowc stopped the run (Hub.crash): an internal error
             self._done.add(cid)  # the run cannot be run (damaged, bad script): never again
             self._failed(cid, err)
             return

@@ -1,6 +1,6 @@
 """Print pip constraints that pin every runtime dependency of flowc (and the `postgres`
 extra) to the lowest release its declared bounds allow that this interpreter can
-install: what the lowest-dependencies test job installs (`make test-lowest`).
+install: what the lowest-dependencies test job installs (scripts/ci/matrix.sh, run by `make test`).
 
 Run with the interpreter of the environment to fill (it asks pip which releases exist
 for it): ``python scripts/ci/lowest_constraints.py > constraints.txt``.

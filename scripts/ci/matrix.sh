@@ -87,7 +87,7 @@ for job in "${jobs[@]}"; do
   status="passed"
   echo "-- $job: the demo ($venv/bin/flowc)"
   FLOWC="$venv/bin/flowc" OUT="$(mktemp -d)" bash scripts/demo.sh >/dev/null 2>&1 \
-    || { status="FAILED (demo)"; failed=1; FLOWC="$venv/bin/flowc" bash scripts/demo.sh 2>&1 | tail -20; }
+    || { status="FAILED (demo)"; failed=1; FLOWC="$venv/bin/flowc" OUT="$(mktemp -d)" bash scripts/demo.sh 2>&1 | tail -20; }
   echo "-- $job: pytest ($($venv/bin/python -c 'import platform; print(platform.python_version())'))"
   begun=$SECONDS
   "$venv/bin/python" -m pytest -p no:cacheprovider || { status="FAILED"; failed=1; }

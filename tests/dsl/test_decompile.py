@@ -118,3 +118,18 @@ def test_decompile_says_it_cannot_see_the_initiator(capsys: pytest.CaptureFixtur
     text = decompile(flow.knobs, initiator="a")
     assert "initiator a" in text and "Not in the graph" not in text
     assert compile_flow(text).initiator == "a"
+
+
+def test_an_initiator_outside_the_participants_is_refused(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in --initiator would add a speaker that `next` then goes round."""
+    from flowc.cli import main
+
+    graph = tmp_path / "g.json"
+    graph.write_text('{"initial_speaker": "user", "transitions": [], "default_target": '
+                     '{"name": "round_robin", "args": {}}, "max_turns": 4}')
+    assert main(["decompile", str(graph), "--participants", "user,bot", "--initiator", "nobdy"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("flowc decompile: error: --initiator nobdy is not one of --participants "
+                   "(user, bot): name one of them\n")

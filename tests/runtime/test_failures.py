@@ -7,6 +7,7 @@ traceback with ``FLOWC_TRACEBACK=1``), and the run stays resumable."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -176,6 +177,11 @@ def test_an_agents_exception_names_its_file_and_line_in_the_transcript_and_the_l
     assert main(["log", "last", "--db", "runs.db", "--json"]) == 0
     assert "return table[\"missing\"]" in json.loads(capsys.readouterr().out)["failures"][0]["traceback"]
     monkeypatch.delenv("FLOWC_TRACEBACK")
+    # --traceback says the same (and leaves the environment as it was)
+    assert main([*run[:-2], "--db", ":memory:", "--traceback"]) == 1
+    out, err = capsys.readouterr()
+    assert "Traceback (most recent call last)" in err and 'line 6, in writer' in err
+    assert "FLOWC_TRACEBACK" not in os.environ
     # the run stays open: fixed agents continue it, and the WAL re-folds
     (project / "agents.py").write_text(FIXED)
     assert main(["resume", "last", "--db", "runs.db", "--agents", "agents.py"]) == 0

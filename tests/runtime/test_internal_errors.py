@@ -195,6 +195,42 @@ def test_a_worker_fails_the_run_and_serves_on(monkeypatch: pytest.MonkeyPatch) -
     assert store.lease_of(failed) is None
 
 
+def test_a_worker_tells_a_bug_during_the_run_from_a_damaged_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyError (or TypeError, ValueError) that a bug in flowc raises while the run
+    goes on (the hub crashes, resume_script raises it) is an internal error, not a run
+    the worker takes for damaged (which it fails quietly, with exit 0)."""
+    import flowc.runtime.script_run as script_run
+
+    real = script_run.post_turn
+    calls = [0]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise KeyError("injected fault in post_turn")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(script_run, "post_turn", broken)
+    store = MemoryStore()
+    errors: list[tuple[str, BaseException]] = []
+
+    async def serve() -> Worker:
+        await submit_run(store, _target(), SCRIPT)
+        worker = Worker(store, poll_seconds=0.01,
+                        on_error=lambda cid, err: errors.append((cid, err)))
+        task = asyncio.ensure_future(worker.serve())
+        while worker.stats.failed + worker.stats.stalled + worker.stats.closed < 1:
+            await asyncio.sleep(0.01)
+        worker.stop()
+        await task
+        return worker
+
+    worker = asyncio.run(asyncio.wait_for(serve(), 60))
+    assert (worker.stats.failed, worker.stats.internal) == (1, 1)
+    assert [type(err) for _, err in errors] == [KeyError]
+
+
 #: imported by Python at start-up (on PYTHONPATH): the worker's first run fails
 SITECUSTOMIZE = """
 import flowc.runtime.worker

@@ -409,7 +409,7 @@ class _Classifier:
                 yield Target(key, "end", label, line, "W210: no run reaches a `terminate`", "W210")
             elif "W212" in self.codes:
                 yield Target(key, "end", label, line, "W212: every run ends at the cap first", "W212")
-            elif all(not s.live for s in written_by):
+            elif all(not s.live for s in written_by) and not self.truncated:
                 first = written_by[0]
                 yield Target(key, "end", label, line,
                              f"only {', '.join(s.label for s in written_by)} "
@@ -428,8 +428,9 @@ class _Classifier:
             elif cap > MAX_CAP_RUN:
                 yield Target(key, "end", label, line, f"a run to the cap takes {counted(cap, 'turn')} "
                              f"(scenarios reach caps up to {MAX_CAP_RUN})")
-            else:
-                yield Target(key, "end", label, line, "every run ends before the cap")
+            else:  # (a partial exploration says only what it did not reach)
+                yield Target(key, "end", label, line,
+                             self._unreached(key) or "every run ends before the cap")
 
     def _cap_line(self) -> int | None:
         for st in self.compiled.flow.statements:
