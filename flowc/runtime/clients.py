@@ -260,7 +260,7 @@ class AgentClient(_Client):
         except Exception as err:
             self.hub.fail(ch.channel_id, self.agent_id, err)
             return
-        if not ch.is_open:
+        if not ch.is_open or self.hub.stopping():
             return
         contract = ch.contract
         warnings: list[dict[str, Any]] = []

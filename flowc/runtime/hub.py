@@ -145,6 +145,9 @@ class Hub:
         self._outbox: deque[tuple[HubParticipant, Envelope]] = deque()
         self._delivering = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: the task that drives this hub's runs (``flowc run``'s): once it is being
+        #: cancelled, no further turn is taken (:meth:`stopping`)
+        self.driver: asyncio.Task[Any] | None = None
         #: set whenever :attr:`_tasks` is empty (what :meth:`idle` waits on)
         self._quiet: asyncio.Event | None = None
         self._takers: set[str] = set()
@@ -528,8 +531,14 @@ class Hub:
         finally:
             self._delivering = False
 
+    def stopping(self) -> bool:
+        """Whether the task driving the runs (:attr:`driver`, when one is set) is being
+        cancelled: no further turn is started or posted, the turn in hand is the last."""
+        driver = self.driver
+        return driver is not None and driver.cancelling() > 0
+
     def _schedule(self, ch: Channel, trigger: Envelope) -> None:
-        if not self._takers:
+        if not self._takers or self.stopping():
             return
         nxt = ch.expected_next()
         if nxt is None:

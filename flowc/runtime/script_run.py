@@ -94,6 +94,7 @@ async def run_script(
     watched = WatchedStore(store if store is not None else MemoryStore(), watch) \
         if watch is not None else None
     hub = await Hub.open(watched if watched is not None else store)
+    hub.driver = asyncio.current_task()
     queues: dict[str, deque[ScriptTurn]] = {s: deque(script.turns.get(s, ())) for s in target.speakers}
     ch_box: list[Channel] = []
     _attach(hub, target, real, queues, ask_human, ch_box)
@@ -159,6 +160,7 @@ async def resume_script(
     watched = WatchedStore(store, watch) if watch is not None else None
     hub = await Hub.open(watched if watched is not None else store, holder=holder,
                          lease_seconds=lease_seconds)
+    hub.driver = asyncio.current_task()
     try:
         await hub.hydrate([channel_id], schedule=False)
         ch = hub.channel(channel_id)
