@@ -89,10 +89,18 @@ def context(keys: int, speakers: int = 10) -> str:
     lines = ["speaker user: human"]
     for i, name in enumerate(names):
         k = f"k{i % keys}"
-        lines += [f"speaker {name} {{", f'  tool update sets {k} = "a" | sets {k} = "b" | sets {k} = "c"', "}"]
+        lines += [
+            f"speaker {name} {{",
+            f'  tool update sets {k} = "a" | sets {k} = "b" | sets {k} = "c"',
+            "}",
+        ]
     lines += ["start user", "max_turns 200"]
     lines.append("context { " + ", ".join(f'k{j} = "a"' for j in range(keys)) + " }")
-    lines.append("when " + " and ".join(f'context.k{j} == "c"' for j in range(keys)) + ' then terminate "done"')
+    lines.append(
+        "when "
+        + " and ".join(f'context.k{j} == "c"' for j in range(keys))
+        + ' then terminate "done"'
+    )
     lines.append("when from user then s0")
     n = len(names)
     for i, name in enumerate(names):
@@ -109,8 +117,10 @@ def contradictions(n: int) -> str:
     lines = ["speaker user: human", *(f"speaker s{i} {{ tool t{i} }}" for i in range(n))]
     lines += ["start user", "max_turns 500", *(f"context k{j} = 0" for j in range(5))]
     for i in range(n):
-        lines.append(f"when from s{i} and from s{(i + 1) % n} and context.k{i % 5} == 1 "
-                     f"and context.k{(i + 1) % 5} == 2 then user")
+        lines.append(
+            f"when from s{i} and from s{(i + 1) % n} and context.k{i % 5} == 1 "
+            f"and context.k{(i + 1) % 5} == 2 then user"
+        )
     lines.append("when from user then s0")
     lines += [f"when from s{i} then s{(i + 1) % n}" for i in range(n)]
     return "\n".join(lines) + "\n"
@@ -131,7 +141,10 @@ def measure(label: str, text: str, max_states: int) -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     codes = ",".join(sorted({f.diagnostic.code.id for f in found})) or "-"
-    print(f"{label:<28} {elapsed:>8.3f} s {states:>9} states {peak / 2**20:>9.1f} MiB   {codes}", flush=True)
+    print(
+        f"{label:<28} {elapsed:>8.3f} s {states:>9} states {peak / 2**20:>9.1f} MiB   {codes}",
+        flush=True,
+    )
 
 
 def best_cpu(repeat: int, fn: Callable[[], object]) -> float:
@@ -152,8 +165,10 @@ def best_cpu(repeat: int, fn: Callable[[], object]) -> float:
 
 def generated(sizes: list[int], repeat: int) -> bool:
     """The generated mix: lowering and check_compiled per size; True when the targets hold."""
-    print(f"{'rules':>7} {'findings':>9} {'parse ms':>9} {'lower ms':>9} {'check ms':>9} "
-          f"{'after parse':>12} {'us/rule':>8} {'peak MiB':>9}")
+    print(
+        f"{'rules':>7} {'findings':>9} {'parse ms':>9} {'lower ms':>9} {'check ms':>9} "
+        f"{'after parse':>12} {'us/rule':>8} {'peak MiB':>9}"
+    )
     per_rule: dict[int, float] = {}
     totals: dict[int, float] = {}
     for size in sizes:
@@ -173,22 +188,29 @@ def generated(sizes: list[int], repeat: int) -> bool:
         tracemalloc.stop()
         totals[size] = lower_s + check_s
         per_rule[size] = totals[size] / size
-        print(f"{size:>7} {len(found):>9} {parse_s * 1e3:>9.1f} {lower_s * 1e3:>9.1f} "
-              f"{check_s * 1e3:>9.1f} {totals[size] * 1e3:>12.1f} {per_rule[size] * 1e6:>8.1f} "
-              f"{peak / 2**20:>9.1f}", flush=True)
+        print(
+            f"{size:>7} {len(found):>9} {parse_s * 1e3:>9.1f} {lower_s * 1e3:>9.1f} "
+            f"{check_s * 1e3:>9.1f} {totals[size] * 1e3:>12.1f} {per_rule[size] * 1e6:>8.1f} "
+            f"{peak / 2**20:>9.1f}",
+            flush=True,
+        )
     ok = True
     for size, limit in GENERATED_TARGETS.items():
         if size in totals:
             met = totals[size] * 1e3 <= limit
             ok &= met
-            print(f"target: {size:,} rules checked after the parse in <= {limit:.0f} ms: "
-                  f"{totals[size] * 1e3:.1f} ms {'ok' if met else 'MISSED'}")
+            print(
+                f"target: {size:,} rules checked after the parse in <= {limit:.0f} ms: "
+                f"{totals[size] * 1e3:.1f} ms {'ok' if met else 'MISSED'}"
+            )
     first = sizes[0]
     worst = max(per_rule[s] / per_rule[first] for s in sizes)
     met = worst <= MAX_PER_RULE_GROWTH
     ok &= met
-    print(f"target: time per rule grows at most {MAX_PER_RULE_GROWTH}x over {first:,} rules: "
-          f"{worst:.2f}x {'ok' if met else 'MISSED'}")
+    print(
+        f"target: time per rule grows at most {MAX_PER_RULE_GROWTH}x over {first:,} rules: "
+        f"{worst:.2f}x {'ok' if met else 'MISSED'}"
+    )
     return ok
 
 
@@ -196,9 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--max-states", type=int, default=100_000)
-    parser.add_argument("--generated", metavar="SIZES", nargs="?", const="1000,2000,5000,10000,20000",
-                        help="only the generated rule mix, at these sizes "
-                             "(default 1000,2000,5000,10000,20000)")
+    parser.add_argument(
+        "--generated",
+        metavar="SIZES",
+        nargs="?",
+        const="1000,2000,5000,10000,20000",
+        help="only the generated rule mix, at these sizes (default 1000,2000,5000,10000,20000)",
+    )
     parser.add_argument("--repeat", type=int, default=5, help="runs per size for --generated")
     args = parser.parse_args(argv)
     if args.generated:

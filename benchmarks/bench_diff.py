@@ -45,8 +45,9 @@ def edits() -> dict[str, str]:
         "identical": OLD,
         "rules of two speakers swapped": "\n".join(moved) + "\n",
         "one target changed": OLD.replace("when from w100 then w101\n", "when from w100 then w7\n"),
-        "a shadowing rule added": OLD.replace("when from user then w0\n",
-                                              "when from user then w0\nwhen tool t1 then w2\n"),
+        "a shadowing rule added": OLD.replace(
+            "when from user then w0\n", "when from user then w0\nwhen tool t1 then w2\n"
+        ),
         "a terminate reason changed": OLD.replace('"done_3"', '"done_three"'),
     }
 
@@ -66,11 +67,13 @@ def main() -> None:
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
         product = explore_pair(system_of_flow(old), system_of_flow(new), options.max_states)
-        print(f"{label:32} rules {len(new.graph.transitions):5}  load {loaded:5.2f}s  diff {took:6.2f}s  "
-              f"product states {len(product.keys):6}  structural {len(d.structural):2}  "
-              f"behavioural {len(d.behavioural):3}  changed {d.behaviour_changed!s:5}  "
-              f"first run {len(d.first.run) if d.first and d.first.run is not None else '-'} turns  "
-              f"peak {peak:6.1f} MiB")
+        print(
+            f"{label:32} rules {len(new.graph.transitions):5}  load {loaded:5.2f}s  diff {took:6.2f}s  "
+            f"product states {len(product.keys):6}  structural {len(d.structural):2}  "
+            f"behavioural {len(d.behavioural):3}  changed {d.behaviour_changed!s:5}  "
+            f"first run {len(d.first.run) if d.first and d.first.run is not None else '-'} turns  "
+            f"peak {peak:6.1f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -63,7 +63,12 @@ def measure(args: list[str]) -> dict[str, float]:
     cpu = cpu_of_children() - before
     if result.timed_out or result.traceback or result.returncode not in (0, 1):
         print(f"  {' '.join(args[:2])}: failed (exit {result.returncode}): {result.stderr[-500:]}")
-    return {"wall": result.seconds, "cpu": cpu, "mib": result.peak_mib, "ok": float(not result.timed_out)}
+    return {
+        "wall": result.seconds,
+        "cpu": cpu,
+        "mib": result.peak_mib,
+        "ok": float(not result.timed_out),
+    }
 
 
 def compile_10k(repeat: int) -> tuple[float, float]:
@@ -76,7 +81,15 @@ def compile_10k(repeat: int) -> tuple[float, float]:
             before = cpu_of_children()
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "flowc", "compile", str(path), "-o", str(Path(tmp) / "o.json")],
+                [
+                    sys.executable,
+                    "-m",
+                    "flowc",
+                    "compile",
+                    str(path),
+                    "-o",
+                    str(Path(tmp) / "o.json"),
+                ],
                 check=True,
                 capture_output=True,
             )
@@ -89,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,3,10", help="file sizes in MB (default 1,3,10)")
     ap.add_argument("--commands", default=",".join(COMMANDS), help="which commands (default: all)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs of the 10,000-rule compile (best kept)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="runs of the 10,000-rule compile (best kept)"
+    )
     args = ap.parse_args(argv)
     sizes = [float(s) for s in args.sizes.split(",")]
     commands = [c.strip() for c in args.commands.split(",")]
@@ -99,12 +114,16 @@ def main(argv: list[str] | None = None) -> int:
             text = flow_of_size(size)
             path = Path(tmp) / f"flow_{size:g}mb.flow"
             path.write_text(text, encoding="utf-8")
-            print(f"{size:g} MB: {len(text.encode()):,} bytes, {text.count(chr(10)):,} lines", flush=True)
+            print(
+                f"{size:g} MB: {len(text.encode()):,} bytes, {text.count(chr(10)):,} lines",
+                flush=True,
+            )
             for command in commands:
                 copy = Path(tmp) / "copy.flow"
                 copy.write_text(text, encoding="utf-8")
                 argv_ = [
-                    a.format(path=path, out=Path(tmp) / "out.json", copy=copy) for a in COMMANDS[command]
+                    a.format(path=path, out=Path(tmp) / "out.json", copy=copy)
+                    for a in COMMANDS[command]
                 ]
                 row = rows[command][size] = measure(argv_)
                 print(

@@ -47,8 +47,11 @@ TARGETS = {1_000: 0.150, 10_000: 1.0}
 def edited(text: str, i: int) -> str:
     """``text`` with the target of its ``i``-th `when from` rule changed."""
     lines = text.split("\n")
-    rules = [k for k, line in enumerate(lines) if line.startswith("when from agent_")
-             and " then agent_" in line]
+    rules = [
+        k
+        for k, line in enumerate(lines)
+        if line.startswith("when from agent_") and " then agent_" in line
+    ]
     k = rules[(i * 7919) % len(rules)]
     head, _, tail = lines[k].partition(" then ")
     target, _, rest = tail.partition(" ")
@@ -99,8 +102,9 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
             log.extend(chunk)
 
     draining = asyncio.ensure_future(drain(client._server.stderr))
-    await client.initialize_async(lsp.InitializeParams(capabilities=lsp.ClientCapabilities(),
-                                                       root_uri=folder.as_uri()))
+    await client.initialize_async(
+        lsp.InitializeParams(capabilities=lsp.ClientCapabilities(), root_uri=folder.as_uri())
+    )
     client.initialized(lsp.InitializedParams())
     path = folder / f"bench_{rules}.flow"
     text = generate(rules)
@@ -114,12 +118,17 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
                 await asyncio.wait_for(arrived.wait(), timeout=120)
             except TimeoutError:
                 tail = log[-4000:].decode(errors="replace")
-                raise SystemExit(f"no diagnostics for version {version}; the server's log:\n{tail}") from None
+                raise SystemExit(
+                    f"no diagnostics for version {version}; the server's log:\n{tail}"
+                ) from None
         return published[version]
 
     started = time.perf_counter()
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=text)))
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=text)
+        )
+    )
     first = await wait_for(1) - started
     latencies, cpu = [], []
     for i in range(edits):
@@ -127,9 +136,12 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
         text = edited(text, i)
         used = cpu_seconds(pid)
         sent = time.perf_counter()
-        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+        client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
         latencies.append(await wait_for(version) - sent)
         cpu.append(cpu_seconds(pid) - used)
     rss, peak = memory_mib(pid)
@@ -139,17 +151,28 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
     draining.cancel()
     latencies.sort()
     p95 = latencies[max(0, round(0.95 * len(latencies)) - 1)]
-    return {"rules": rules, "open": first, "p50": statistics.median(latencies), "p95": p95,
-            "max": latencies[-1], "cpu": statistics.median(cpu), "rss": rss, "peak": peak,
-            "findings": counts[edits + 1], "decode": decode_seconds(client, last[0])}
+    return {
+        "rules": rules,
+        "open": first,
+        "p50": statistics.median(latencies),
+        "p95": p95,
+        "max": latencies[-1],
+        "cpu": statistics.median(cpu),
+        "rss": rss,
+        "peak": peak,
+        "findings": counts[edits + 1],
+        "decode": decode_seconds(client, last[0]),
+    }
 
 
 def decode_seconds(client: LanguageClient, params: lsp.PublishDiagnosticsParams) -> float:
     """How long this client takes to read one publishDiagnostics message (JSON, then
     lsprotocol's objects), the best of three: a part of each latency spent on the client's
     side (an editor's own client spends its own)."""
-    body = json.dumps(lsp.PublishDiagnosticsNotification(params=params),
-                      default=client.protocol._serialize_message)
+    body = json.dumps(
+        lsp.PublishDiagnosticsNotification(params=params),
+        default=client.protocol._serialize_message,
+    )
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
@@ -167,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
 
     ok = True
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"{'rules':>7} {'findings':>8} {'open s':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
-          f"{'cpu ms':>7} {'decode':>7} {'target':>7} {'RSS MiB':>8} {'peak MiB':>8}")
+    print(
+        f"{'rules':>7} {'findings':>8} {'open s':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
+        f"{'cpu ms':>7} {'decode':>7} {'target':>7} {'RSS MiB':>8} {'peak MiB':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             edits = args.edits if size <= 1000 else max(10, args.edits // 3)
@@ -176,11 +201,14 @@ def main(argv: list[str] | None = None) -> int:
             target = TARGETS.get(size)
             met = target is None or row["p95"] <= target
             ok = ok and met
-            print(f"{size:>7} {row['findings']:>8.0f} {row['open']:>7.2f} {row['p50'] * 1000:>7.0f} "
-                  f"{row['p95'] * 1000:>7.0f} {row['max'] * 1000:>7.0f} {row['cpu'] * 1000:>7.0f} "
-                  f"{row['decode'] * 1000:>7.0f} "
-                  f"{'-' if target is None else f'{target * 1000:.0f}':>7} {row['rss']:>8.0f} "
-                  f"{row['peak']:>8.0f}  {'ok' if met else 'MISSED'}", flush=True)
+            print(
+                f"{size:>7} {row['findings']:>8.0f} {row['open']:>7.2f} {row['p50'] * 1000:>7.0f} "
+                f"{row['p95'] * 1000:>7.0f} {row['max'] * 1000:>7.0f} {row['cpu'] * 1000:>7.0f} "
+                f"{row['decode'] * 1000:>7.0f} "
+                f"{'-' if target is None else f'{target * 1000:.0f}':>7} {row['rss']:>8.0f} "
+                f"{row['peak']:>8.0f}  {'ok' if met else 'MISSED'}",
+                flush=True,
+            )
     return 0 if ok else 1
 
 

@@ -43,8 +43,11 @@ def chain(n: int) -> dict[str, Any]:
     return {
         "initial_speaker": names[0],
         "transitions": [
-            {"when": {"name": "from_speaker", "args": {"agent_id": a}},
-             "then": {"name": "agent", "args": {"agent_id": b}}, "priority": 0}
+            {
+                "when": {"name": "from_speaker", "args": {"agent_id": a}},
+                "then": {"name": "agent", "args": {"agent_id": b}},
+                "priority": 0,
+            }
             for a, b in itertools.pairwise(names)
         ],
         "default_target": {"name": "terminate", "args": {"reason": "sequence_complete"}},
@@ -72,8 +75,9 @@ def timed(fn: Callable[[int], None], budget: float, start: int = 1000, repeat: i
     return n / best
 
 
-def fold_loop(fold: Callable[[Any, Any], Any], initial: Any, envs: list[Any]
-              ) -> Callable[[int], None]:
+def fold_loop(
+    fold: Callable[[Any, Any], Any], initial: Any, envs: list[Any]
+) -> Callable[[int], None]:
     """What (a) and (d) time: ``n`` folds of ``envs`` in turn, from ``initial`` again at
     the start of each pass (the run restarted)."""
     k = len(envs)
@@ -95,14 +99,21 @@ def packet_data() -> dict[str, Any]:
 
 def ours_folds(size: int, budget: float) -> float:
     names = [f"s{i}" for i in range(size)]
-    md = ChannelMetadata("c", "workflow", 1, names[0],
-                         tuple(Participant(p, i) for i, p in enumerate(names)),
-                         {"graph": chain(size)})
+    md = ChannelMetadata(
+        "c",
+        "workflow",
+        1,
+        names[0],
+        tuple(Participant(p, i) for i, p in enumerate(names)),
+        {"graph": chain(size)},
+    )
     adapter = WorkflowAdapter()
     initial = adapter.initial_state(md)
     data = packet_data()
-    envs = [Envelope("c", s, None, EV_PACKET, data, envelope_id=f"e{i}")
-            for i, s in enumerate(names[:-1])]
+    envs = [
+        Envelope("c", s, None, EV_PACKET, data, envelope_id=f"e{i}")
+        for i, s in enumerate(names[:-1])
+    ]
     return timed(fold_loop(adapter.fold, initial, envs), budget)
 
 
@@ -115,17 +126,31 @@ def ag2_folds(size: int, budget: float) -> float | None:
         return None
     names = [f"s{i}" for i in range(size)]
     adapter = AG2Adapter()
-    initial = WorkflowState(participant_order=names, expected_next_speaker=names[0],
-                            creator_id=names[0], graph_data=chain(size))
-    envs = [AG2Envelope("c", s, None, EV_PACKET, packet_data(), envelope_id=f"e{i}")
-            for i, s in enumerate(names[:-1])]
+    initial = WorkflowState(
+        participant_order=names,
+        expected_next_speaker=names[0],
+        creator_id=names[0],
+        graph_data=chain(size),
+    )
+    envs = [
+        AG2Envelope("c", s, None, EV_PACKET, packet_data(), envelope_id=f"e{i}")
+        for i, s in enumerate(names[:-1])
+    ]
     return timed(fold_loop(adapter.fold, initial, envs), budget, start=4)
 
 
-RR3 = {"initial_speaker": "a", "max_turns": 10_000_000,
-       "transitions": [{"when": {"name": "always", "args": {}},
-                        "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-       "default_target": {"name": "terminate", "args": {"reason": "round_robin_complete"}}}
+RR3 = {
+    "initial_speaker": "a",
+    "max_turns": 10_000_000,
+    "transitions": [
+        {
+            "when": {"name": "always", "args": {}},
+            "then": {"name": "round_robin", "args": {}},
+            "priority": 0,
+        }
+    ],
+    "default_target": {"name": "terminate", "args": {"reason": "round_robin_complete"}},
+}
 
 
 async def round_robin_of_humans(store: Any) -> tuple[Hub, dict[str, Any], str]:
@@ -133,8 +158,7 @@ async def round_robin_of_humans(store: Any) -> tuple[Hub, dict[str, Any], str]:
     (what (b) and (c) send turns to)."""
     hub = await Hub.open(store)
     users = {n: hub.register_human(n, buffer=False) for n in "abc"}
-    ch = await users["a"].open("workflow", target=["b", "c"], knobs={"graph": RR3},
-                               expectations=())
+    ch = await users["a"].open("workflow", target=["b", "c"], knobs={"graph": RR3}, expectations=())
     return hub, users, ch.channel_id
 
 
@@ -159,8 +183,9 @@ async def ours_hub_callbacks(turns: int) -> float:
     from flowc.runtime.target import RunTarget
 
     g = dict(RR3, max_turns=turns)
-    target = RunTarget.from_graph(structure_graph(g), participants=["a", "b", "c"],
-                                  humans=["a", "b", "c"])
+    target = RunTarget.from_graph(
+        structure_graph(g), participants=["a", "b", "c"], humans=["a", "b", "c"]
+    )
     per = turns // 3 + 1
     script = Script("go", {n: tuple(ScriptTurn("turn") for _ in range(per)) for n in "abc"})
     t0 = time.perf_counter()
@@ -185,8 +210,9 @@ async def ag2_hub(turns: int) -> float | None:
         users.append(await hc.register_human(Passport(name=n, kind="human")))
     g = dict(RR3)
     g["initial_speaker"] = users[0].agent_id
-    ch = await users[0].open(type="workflow", target=[u.agent_id for u in users],
-                             knobs={"graph": g})
+    ch = await users[0].open(
+        type="workflow", target=[u.agent_id for u in users], knobs={"graph": g}
+    )
     t0 = time.perf_counter()
     for i in range(turns):
         await users[i % 3].send(ch.channel_id, "turn")
@@ -230,8 +256,7 @@ def _when(name: str, **args: Any) -> dict[str, Any]:
 
 
 def _rule(when: dict[str, Any], to: str, priority: int = 0) -> dict[str, Any]:
-    return {"when": when, "then": {"name": "agent", "args": {"agent_id": to}},
-            "priority": priority}
+    return {"when": when, "then": {"name": "agent", "args": {"agent_id": to}}, "priority": priority}
 
 
 def _filler(kind: str, i: int) -> dict[str, Any]:
@@ -252,11 +277,20 @@ def _filler(kind: str, i: int) -> dict[str, Any]:
     if r < 17:
         return _filler("context", i)
     if r < 19:
-        return _when("all_of", conditions=[_when("from_speaker", agent_id=f"x{i}"),
-                                           _when("context_equals", key=f"k{i % 100}", value=i)])
-    return _when("any_of", conditions=[
-        _when("context_equals", key=f"k{i % 100}", value=i),
-        _when("not", condition=_when("context_equals", key="mode", value="normal"))])
+        return _when(
+            "all_of",
+            conditions=[
+                _when("from_speaker", agent_id=f"x{i}"),
+                _when("context_equals", key=f"k{i % 100}", value=i),
+            ],
+        )
+    return _when(
+        "any_of",
+        conditions=[
+            _when("context_equals", key=f"k{i % 100}", value=i),
+            _when("not", condition=_when("context_equals", key="mode", value="normal")),
+        ],
+    )
 
 
 def kind_graph(kind: str, size: int) -> tuple[dict[str, Any], list[str]]:
@@ -264,8 +298,12 @@ def kind_graph(kind: str, size: int) -> tuple[dict[str, Any], list[str]]:
     rules = [_rule(_filler(kind, i), "a") for i in range(size - 3)]
     rules += [_rule(_when("from_speaker", agent_id=x), y) for x, y in ("ab", "bc", "ca")]
     extra = [f"x{i}" for i in range(size - 3) if kind in ("from", "mix")]
-    graph = {"initial_speaker": "a", "transitions": rules, "max_turns": None,
-             "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+    graph = {
+        "initial_speaker": "a",
+        "transitions": rules,
+        "max_turns": None,
+        "default_target": {"name": "terminate", "args": {"reason": "done"}},
+    }
     return graph, ["a", "b", "c", *extra]
 
 
@@ -280,9 +318,16 @@ def kind_turns(count: int) -> list[Envelope]:
         routing: dict[str, Any] = {"kind": "text"}
         if i % 25 == 0:
             routing = {"kind": "text", "tool": "lookup"}
-        envs.append(Envelope("c", "abc"[i % 3], None, EV_PACKET,
-                             {"routing": routing, "context_updates": updates, "body": "x"},
-                             envelope_id=f"e{i}"))
+        envs.append(
+            Envelope(
+                "c",
+                "abc"[i % 3],
+                None,
+                EV_PACKET,
+                {"routing": routing, "context_updates": updates, "body": "x"},
+                envelope_id=f"e{i}",
+            )
+        )
     return envs
 
 
@@ -291,9 +336,14 @@ def kind_folds(kind: str, size: int, budget: float) -> tuple[float, list[str]]:
     it chose (the same for every size, or the fillers routed something)."""
     graph, participants = kind_graph(kind, size)
     # the flow declares its context (`context mode = "normal"`, ...), as flows do
-    md = ChannelMetadata("c", "workflow", 1, "a",
-                         tuple(Participant(p, i) for i, p in enumerate(participants)),
-                         {"graph": graph, "context_vars": {"mode": "normal", "n": -1}})
+    md = ChannelMetadata(
+        "c",
+        "workflow",
+        1,
+        "a",
+        tuple(Participant(p, i) for i, p in enumerate(participants)),
+        {"graph": graph, "context_vars": {"mode": "normal", "n": -1}},
+    )
     adapter = WorkflowAdapter()
     initial = adapter.initial_state(md)
     envs = kind_turns(300)
@@ -325,8 +375,10 @@ def rule_kinds(budget: float) -> bool:
         slow = small / big
         good = big >= KIND_TARGET and slow <= KIND_RATIO
         ok = ok and good
-        print(f"{kind:>8} {small:>12,.0f} {big:>12,.0f} {slow:>8.2f}x  "
-              f"{'ok' if good else 'MISSED'} (>= {KIND_TARGET:,}/s, <= {KIND_RATIO}x)")
+        print(
+            f"{kind:>8} {small:>12,.0f} {big:>12,.0f} {slow:>8.2f}x  "
+            f"{'ok' if good else 'MISSED'} (>= {KIND_TARGET:,}/s, <= {KIND_RATIO}x)"
+        )
     return ok
 
 
@@ -368,8 +420,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = asyncio.run(long_run(total, 10_000, Path(tmp) / "long.db"))
     for i, (rate, rss) in enumerate(rows):
-        print(f"  turns {i * 10_000:>7,}-{(i + 1) * 10_000:>7,}  {rate:>9,.0f}/s  "
-              f"RSS {rss / 1024:,.1f} MiB")
+        print(
+            f"  turns {i * 10_000:>7,}-{(i + 1) * 10_000:>7,}  {rate:>9,.0f}/s  "
+            f"RSS {rss / 1024:,.1f} MiB"
+        )
     print()
     ok = rule_kinds(budget)
     sys.stdout.flush()

@@ -51,13 +51,15 @@ def bench(label: str, text: str) -> None:
     assert flow is not None
     target = RunTarget.from_compiled(flow)
     start = time.perf_counter()
-    results = [run_scenario(target, sc) for sc in flow.scenarios[len(compiled.scenarios):]]
+    results = [run_scenario(target, sc) for sc in flow.scenarios[len(compiled.scenarios) :]]
     cov = measure(gen.coverable, results)
     ran = time.perf_counter() - start
     assert all(r.passed for r in results) and cov.covered == cov.total
-    print(f"{label:28} rules {len(compiled.graph.transitions):5}  targets {cov.total:5}  "
-          f"scenarios {len(gen.scenarios):4} (lower bound {gen.lower_bound:3})  "
-          f"generate {generated:7.2f}s  run+coverage {ran:7.2f}s  coverage {cov.percent}%")
+    print(
+        f"{label:28} rules {len(compiled.graph.transitions):5}  targets {cov.total:5}  "
+        f"scenarios {len(gen.scenarios):4} (lower bound {gen.lower_bound:3})  "
+        f"generate {generated:7.2f}s  run+coverage {ran:7.2f}s  coverage {cov.percent}%"
+    )
 
 
 def main() -> None:

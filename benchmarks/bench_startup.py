@@ -66,8 +66,15 @@ asyncio.run(main(int(sys.argv[1])))
 
 
 #: what a run of a well-formed `.flow` does not need (the profile says whether it loaded them)
-NOT_LOADED = ("cattrs", "flowc.compiler.shapes", "hashlib", "flowc.regex", "tomllib", "shutil",
-              "yaml")
+NOT_LOADED = (
+    "cattrs",
+    "flowc.compiler.shapes",
+    "hashlib",
+    "flowc.regex",
+    "tomllib",
+    "shutil",
+    "yaml",
+)
 
 
 def measure(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -88,12 +95,17 @@ def import_profile(args: list[str], env: dict[str, str]) -> list[tuple[int, int,
     every module the run imports, the costliest first."""
     best: dict[str, tuple[int, int]] = {}
     for _ in range(5):
-        done = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True,
-                              text=True, env=env, cwd=ROOT)
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
         for line in done.stderr.splitlines():
             if not line.startswith("import time:") or "self [us]" in line:
                 continue
-            own, total, name = line[len("import time:"):].split("|")
+            own, total, name = line[len("import time:") :].split("|")
             key = name.strip()
             value = (int(own), int(total))
             best[key] = min(best.get(key, value), value)
@@ -115,8 +127,15 @@ def main() -> None:
         per = args.turns // 3 + 1
         (folder / "s.json").write_text(json.dumps({"script": {s: ["turn"] * per for s in "abc"}}))
         (folder / "ag2_run.py").write_text(AG2_RUN)
-        run = [sys.executable, "-m", "flowc", "run", str(folder / "rr.flow"), "--script",
-               str(folder / "s.json")]
+        run = [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            str(folder / "rr.flow"),
+            "--script",
+            str(folder / "s.json"),
+        ]
         contenders = {
             "flowc run --db :memory:": [*run, "--db", ":memory:"],
             "flowc run (SQLite WAL)": [*run, "--db", str(folder / "runs.db")],
@@ -139,23 +158,29 @@ def main() -> None:
                 best[name] = (min(old[0], cpu), min(old[1], wall))
         ag2_cpu = best["AG2 hub (in memory)"][0]
         load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-        print(f"whole process, {args.turns}-turn 3-party scripted round robin "
-              f"(best of {args.rounds} rounds; load average {load} at the end)")
+        print(
+            f"whole process, {args.turns}-turn 3-party scripted round robin "
+            f"(best of {args.rounds} rounds; load average {load} at the end)"
+        )
         print(f"  {'':28} {'CPU s':>7} {'wall s':>7} {'AG2 / this (CPU)':>17}")
         for name, (cpu, wall) in best.items():
             print(f"  {name:28} {cpu:7.3f} {wall:7.3f} {ag2_cpu / cpu:16.1f}x")
         print()
         rows = import_profile([*run[1:], "--db", ":memory:"], env)
         ours = [r for r in rows if r[2].split(".")[0] == "flowc"]
-        print(f"import profile of `flowc run` (self / cumulative µs, best of 5): "
-              f"{len(rows)} modules, {len(ours)} of them flowc's; self time "
-              f"{sum(r[0] for r in ours) / 1000:.1f} ms in flowc's, "
-              f"{sum(r[0] for r in rows if r not in ours) / 1000:.1f} ms in the others")
+        print(
+            f"import profile of `flowc run` (self / cumulative µs, best of 5): "
+            f"{len(rows)} modules, {len(ours)} of them flowc's; self time "
+            f"{sum(r[0] for r in ours) / 1000:.1f} ms in flowc's, "
+            f"{sum(r[0] for r in rows if r not in ours) / 1000:.1f} ms in the others"
+        )
         for package in NOT_LOADED:
             loaded = [r[2] for r in rows if r[2] == package or r[2].startswith(package + ".")]
-            print(f"  {package}: {'imported (' + str(len(loaded)) + ' modules)' if loaded else 'not imported'}")
+            print(
+                f"  {package}: {'imported (' + str(len(loaded)) + ' modules)' if loaded else 'not imported'}"
+            )
         print(f"  top {args.top}:")
-        for own, total, name in rows[:args.top]:
+        for own, total, name in rows[: args.top]:
             print(f"  {own:>8} {total:>9}  {name}")
 
 

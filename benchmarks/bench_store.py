@@ -45,14 +45,28 @@ from flowc.runtime.wal import PAGE_SIZE, SqliteStore, WalStore
 
 __all__ = ["append_latencies", "percentiles", "turn_latencies"]
 
-RR3 = {"initial_speaker": "a", "max_turns": None,
-       "transitions": [{"when": {"name": "always", "args": {}},
-                        "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-       "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+RR3 = {
+    "initial_speaker": "a",
+    "max_turns": None,
+    "transitions": [
+        {
+            "when": {"name": "always", "args": {}},
+            "then": {"name": "round_robin", "args": {}},
+            "priority": 0,
+        }
+    ],
+    "default_target": {"name": "terminate", "args": {"reason": "done"}},
+}
 
 
-def append_latencies(store: WalStore, n: int, *, run: str = "bench", warmup: int = 50,
-                     holder: str = "bench-host:1:0:hub-bench") -> list[float]:
+def append_latencies(
+    store: WalStore,
+    n: int,
+    *,
+    run: str = "bench",
+    warmup: int = 50,
+    holder: str = "bench-host:1:0:hub-bench",
+) -> list[float]:
     """Wall seconds of each of ``n`` fenced appends to one run of ``store`` (after
     ``warmup`` appends that are not counted), each following the one before."""
     lease = store.acquire(run, holder, 600)
@@ -83,8 +97,9 @@ def turn_latencies(store: WalStore, n: int, *, warmup: int = 50) -> list[float]:
     async def go() -> list[float]:
         hub = await Hub.open(store)
         users = {name: hub.register_human(name, buffer=False) for name in "abc"}
-        ch = await users["a"].open("workflow", target=["b", "c"], knobs={"graph": RR3},
-                                   expectations=())
+        ch = await users["a"].open(
+            "workflow", target=["b", "c"], knobs={"graph": RR3}, expectations=()
+        )
         out = []
         clock = time.perf_counter
         for i in range(warmup + n):
@@ -103,8 +118,11 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     """p50, p99 and mean of ``samples``, in microseconds."""
     ordered = sorted(samples)
     pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
-    return {"p50": pick(0.50) * 1e6, "p99": pick(0.99) * 1e6,
-            "mean": statistics.fmean(ordered) * 1e6}
+    return {
+        "p50": pick(0.50) * 1e6,
+        "p99": pick(0.99) * 1e6,
+        "mean": statistics.fmean(ordered) * 1e6,
+    }
 
 
 #: the store's share of a 2,400-turn run, in a child process (argv: file, layout, appends)
@@ -156,29 +174,38 @@ def whole_run(rounds: int, appends: int = 2402) -> None:
                 path = Path(tmp) / f"{layout}.db"
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
-                done = subprocess.run([sys.executable, "-c", WHOLE_RUN, str(path), layout,
-                                       str(appends)], capture_output=True, text=True, env=env,
-                                      check=True)
+                done = subprocess.run(
+                    [sys.executable, "-c", WHOLE_RUN, str(path), layout, str(appends)],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    check=True,
+                )
                 got = json.loads(done.stdout)
                 old = best.get(layout, (got["cpu"], got["wal"]))
                 best[layout] = (min(old[0], got["cpu"]), got["wal"])
-    print(f"SQLite store's share of a {appends - 2:,}-turn run: open, {appends} fenced appends, "
-          f"close (CPU ms, best of {rounds}; load {os.getloadavg()[0]:.1f})")
+    print(
+        f"SQLite store's share of a {appends - 2:,}-turn run: open, {appends} fenced appends, "
+        f"close (CPU ms, best of {rounds}; load {os.getloadavg()[0]:.1f})"
+    )
     labels = {"new": "a new file", "before": "the layout before (4 KiB pages, run index)"}
     pages = {"new": PAGE_SIZE, "before": 4096}
     for layout, (cpu, wal) in best.items():
         # each commit writes the pages it changed as frames (24-byte header + page) after
         # the -wal file's 32-byte header: two writes and a checksum each
         frames = (wal - 32) // (24 + pages[layout])
-        print(f"  {labels[layout]:<44} {cpu * 1000:6.1f} ms   -wal {wal / 1e6:5.1f} MB "
-              f"({cpu / appends * 1e6:4.1f} µs, {frames / appends:.2f} frames an append)")
+        print(
+            f"  {labels[layout]:<44} {cpu * 1000:6.1f} ms   -wal {wal / 1e6:5.1f} MB "
+            f"({cpu / appends * 1e6:4.1f} µs, {frames / appends:.2f} frames an append)"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--appends", type=int, default=3000)
-    parser.add_argument("--whole-run", action="store_true",
-                        help="only the SQLite store's share of a 2,400-turn run")
+    parser.add_argument(
+        "--whole-run", action="store_true", help="only the SQLite store's share of a 2,400-turn run"
+    )
     parser.add_argument("--rounds", type=int, default=9, help="rounds of --whole-run")
     args = parser.parse_args()
     if args.whole_run:
@@ -200,22 +227,32 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         for sync in ("NORMAL", "FULL"):
-            measure(f"SQLite synchronous={sync}",
-                    lambda sync=sync: SqliteStore(Path(tmp) / f"{sync}.db", synchronous=sync))
+            measure(
+                f"SQLite synchronous={sync}",
+                lambda sync=sync: SqliteStore(Path(tmp) / f"{sync}.db", synchronous=sync),
+            )
     for fsync in (False, True):
         with PgCluster(fsync=fsync) as cluster:
             tcp = cluster.create_database()
             sock = cluster.socket_dsn(cluster.create_database().rpartition("/")[2])
             for how, dsn in (("TCP", tcp), ("unix socket", sock)):
-                measure(f"PostgreSQL fsync={'on' if fsync else 'off'}, {how}",
-                        lambda dsn=dsn: PgStore(dsn))
-    print(f"latency in µs (wall time), {args.appends} fenced appends to one run / "
-          f"{args.appends} turns of a hub run")
-    print(f"{'store':<36} {'append p50':>10} {'p99':>7} {'mean':>7} "
-          f"{'turn p50':>9} {'p99':>7} {'mean':>7}")
+                measure(
+                    f"PostgreSQL fsync={'on' if fsync else 'off'}, {how}",
+                    lambda dsn=dsn: PgStore(dsn),
+                )
+    print(
+        f"latency in µs (wall time), {args.appends} fenced appends to one run / "
+        f"{args.appends} turns of a hub run"
+    )
+    print(
+        f"{'store':<36} {'append p50':>10} {'p99':>7} {'mean':>7} "
+        f"{'turn p50':>9} {'p99':>7} {'mean':>7}"
+    )
     for name, a, t in rows:
-        print(f"{name:<36} {a['p50']:>10.0f} {a['p99']:>7.0f} {a['mean']:>7.0f} "
-              f"{t['p50']:>9.0f} {t['p99']:>7.0f} {t['mean']:>7.0f}")
+        print(
+            f"{name:<36} {a['p50']:>10.0f} {a['p99']:>7.0f} {a['mean']:>7.0f} "
+            f"{t['p50']:>9.0f} {t['p99']:>7.0f} {t['mean']:>7.0f}"
+        )
 
 
 if __name__ == "__main__":

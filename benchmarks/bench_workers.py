@@ -64,8 +64,13 @@ def _script(turns: int) -> dict[str, Any]:
 
 def _flowc(*args: str, stdout: Any = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=stdout,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowc", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def _stamp(text: str) -> float:
@@ -78,12 +83,14 @@ def _open_runs(store: Any, ids: list[str]) -> int:
     open_runs = getattr(store, "open_runs", None)
     if open_runs is not None:
         return len(open_runs())
-    return sum(1 for cid in ids
-               if not any(e.event_type == EV_CHANNEL_CLOSED for e in store.read(cid)))
+    return sum(
+        1 for cid in ids if not any(e.event_type == EV_CHANNEL_CLOSED for e in store.read(cid))
+    )
 
 
-def measure(db: str, workers: int, runs: int, turns: int, concurrency: int,
-            folder: Path) -> dict[str, Any]:
+def measure(
+    db: str, workers: int, runs: int, turns: int, concurrency: int, folder: Path
+) -> dict[str, Any]:
     from flowc.runtime.envelope import EV_PACKET, EV_TEXT
     from flowc.runtime.stores import open_store
 
@@ -91,16 +98,27 @@ def measure(db: str, workers: int, runs: int, turns: int, concurrency: int,
     flow.write_text(FLOW.format(turns=turns))
     script = folder / "rr.json"
     script.write_text(json.dumps(_script(turns)))
-    proc = _flowc("submit", str(flow), "--script", str(script), "--db", db,
-                  "--count", str(runs), stdout=subprocess.PIPE)
+    proc = _flowc(
+        "submit",
+        str(flow),
+        "--script",
+        str(script),
+        "--db",
+        db,
+        "--count",
+        str(runs),
+        stdout=subprocess.PIPE,
+    )
     out, err = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"flowc submit failed: {err.decode()}")
     ids = out.decode().split()
     store = open_store(db)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    procs = [_flowc("worker", "--db", db, "--quiet", "--concurrency", str(concurrency))
-             for _ in range(workers)]
+    procs = [
+        _flowc("worker", "--db", db, "--quiet", "--concurrency", str(concurrency))
+        for _ in range(workers)
+    ]
     try:
         deadline = time.monotonic() + 600
         while _open_runs(store, ids):
@@ -114,8 +132,11 @@ def measure(db: str, workers: int, runs: int, turns: int, concurrency: int,
         gaps: list[float] = []
         count = 0
         for cid in ids:
-            stamps = [_stamp(e.created_at) for e in store.read(cid)
-                      if e.event_type in (EV_TEXT, EV_PACKET)]
+            stamps = [
+                _stamp(e.created_at)
+                for e in store.read(cid)
+                if e.event_type in (EV_TEXT, EV_PACKET)
+            ]
             count += len(stamps)
             first = min(first, stamps[0])
             last = max(last, stamps[-1])
@@ -169,18 +190,24 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--pg-url", help="a PostgreSQL server to create databases on "
-                                         "(default: a throw-away local cluster)")
-    parser.add_argument("--no-fsync", action="store_true",
-                        help="the local cluster without fsync (as the tests run it)")
+    parser.add_argument(
+        "--pg-url",
+        help="a PostgreSQL server to create databases on (default: a throw-away local cluster)",
+    )
+    parser.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="the local cluster without fsync (as the tests run it)",
+    )
     parser.add_argument("--only", choices=["sqlite", "postgresql"])
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
-    print(f"{args.runs} runs x {args.turns} turns, --concurrency {args.concurrency}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{args.runs} runs x {args.turns} turns, --concurrency {args.concurrency}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
     results: dict[tuple[str, int], dict[str, Any]] = {}
-    pg = _postgres(args.pg_url, not args.no_fsync) if args.only != "sqlite" \
-        else nullcontext(None)
+    pg = _postgres(args.pg_url, not args.no_fsync) if args.only != "sqlite" else nullcontext(None)
     with tempfile.TemporaryDirectory() as tmp, pg as fresh_pg:
         for workers in counts:
             for backend in ("sqlite", "postgresql"):
@@ -190,19 +217,31 @@ def main() -> None:
                 folder.mkdir()
                 db = str(folder / "runs.db") if backend == "sqlite" else fresh_pg()
                 results[(backend, workers)] = measure(
-                    db, workers, args.runs, args.turns, args.concurrency, folder)
+                    db, workers, args.runs, args.turns, args.concurrency, folder
+                )
     print()
-    print("| workers | SQLite turns/s | p50 ms | p99 ms | CPU ms/turn "
-          "| PostgreSQL turns/s | p50 ms | p99 ms | CPU ms/turn |")
-    print("|--------:|---------------:|-------:|-------:|------------:"
-          "|-------------------:|-------:|-------:|------------:|")
+    print(
+        "| workers | SQLite turns/s | p50 ms | p99 ms | CPU ms/turn "
+        "| PostgreSQL turns/s | p50 ms | p99 ms | CPU ms/turn |"
+    )
+    print(
+        "|--------:|---------------:|-------:|-------:|------------:"
+        "|-------------------:|-------:|-------:|------------:|"
+    )
     for workers in counts:
         cells = [str(workers)]
         for backend in ("sqlite", "postgresql"):
             r = results.get((backend, workers))
-            cells += ["-"] * 4 if r is None else [
-                f"{r['turns_per_s']:,.0f}", f"{r['p50_ms']:.1f}", f"{r['p99_ms']:.1f}",
-                f"{r['cpu_ms_per_turn']:.2f}"]
+            cells += (
+                ["-"] * 4
+                if r is None
+                else [
+                    f"{r['turns_per_s']:,.0f}",
+                    f"{r['p50_ms']:.1f}",
+                    f"{r['p99_ms']:.1f}",
+                    f"{r['cpu_ms_per_turn']:.2f}",
+                ]
+            )
         print("| " + " | ".join(cells) + " |")
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
 

@@ -58,6 +58,7 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module 'flowc' has no attribute {name!r}")
 
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -27,9 +27,20 @@ if TYPE_CHECKING:
     import asyncio
 
 __all__ = [
-    "CHECKED_AGAINST", "PRIVATE_NAMES", "RE_CONSTANTS", "RE_TYPE_FLAGS", "LalrTables",
-    "PyglsRawJson", "argparse_subparser", "lark_lalr_tables", "lark_token_factory",
-    "pygls_send", "re_extra_cases", "re_parse", "run_exit_functions", "unicode_iscased",
+    "CHECKED_AGAINST",
+    "PRIVATE_NAMES",
+    "RE_CONSTANTS",
+    "RE_TYPE_FLAGS",
+    "LalrTables",
+    "PyglsRawJson",
+    "argparse_subparser",
+    "lark_lalr_tables",
+    "lark_token_factory",
+    "pygls_send",
+    "re_extra_cases",
+    "re_parse",
+    "run_exit_functions",
+    "unicode_iscased",
     "unicode_tolower",
 ]
 
@@ -42,13 +53,23 @@ CHECKED_AGAINST = {
 
 #: every private name flowc reaches; only this module may name them (modules, then
 #: attributes; `tests/test_architecture.py` reads this list)
-PRIVATE_NAMES = frozenset({
-    "re._parser", "re._constants", "re._casefix", "_sre",
-    "_EXTRA_CASES",
-    "_future_new", "parse_table", "lalr_analysis", "lalr_parser",
-    "_send_data", "_include_headers",
-    "_run_exitfuncs", "_actions",
-})
+PRIVATE_NAMES = frozenset(
+    {
+        "re._parser",
+        "re._constants",
+        "re._casefix",
+        "_sre",
+        "_EXTRA_CASES",
+        "_future_new",
+        "parse_table",
+        "lalr_analysis",
+        "lalr_parser",
+        "_send_data",
+        "_include_headers",
+        "_run_exitfuncs",
+        "_actions",
+    }
+)
 
 
 # ── CPython: the regular-expression parser and case rules (flowc.regex) ─────────────
@@ -163,8 +184,14 @@ def lark_lalr_tables(parser: Any, start: str = "start") -> LalrTables:
     frontend = parser.parser  # lark.parser_frontends.ParsingFrontend
     inner = frontend.parser.parser  # lark.parsers.lalr_parser._Parser
     table = inner.parse_table
-    return LalrTables(table.states, table.start_states[start], table.end_states[start],
-                      inner.callbacks, frontend.lexer_conf, Shift)
+    return LalrTables(
+        table.states,
+        table.start_states[start],
+        table.end_states[start],
+        inner.callbacks,
+        frontend.lexer_conf,
+        Shift,
+    )
 
 
 # ── pygls: messages the language server has already written as JSON (flowc.lsp) ──────
@@ -205,9 +232,10 @@ class PyglsRawJson:
             return
         body = body_text.encode(me.CHARSET)
         if me._include_headers:
-            body = (f"Content-Length: {len(body)}\r\n"
-                    f"Content-Type: {me.CONTENT_TYPE}; charset={me.CHARSET}\r\n\r\n"
-                    ).encode(me.CHARSET) + body
+            body = (
+                f"Content-Length: {len(body)}\r\n"
+                f"Content-Type: {me.CONTENT_TYPE}; charset={me.CHARSET}\r\n\r\n"
+            ).encode(me.CHARSET) + body
         written = me.writer.write(body)
         if inspect.isawaitable(written):  # an asynchronous transport (not stdio)
             future = asyncio.ensure_future(written)
@@ -246,8 +274,9 @@ def run_exit_functions() -> bool:
     return True
 
 
-def argparse_subparser(parser: argparse.ArgumentParser, command: str | None
-                       ) -> argparse.ArgumentParser | None:
+def argparse_subparser(
+    parser: argparse.ArgumentParser, command: str | None
+) -> argparse.ArgumentParser | None:
     """The parser of subcommand ``command`` of ``parser`` (None without one): argparse
     keeps them in the choices of its private ``_SubParsersAction`` among ``_actions``.
 
@@ -263,4 +292,3 @@ def argparse_subparser(parser: argparse.ArgumentParser, command: str | None
             found = action.choices.get(command)
             return found if isinstance(found, argparse.ArgumentParser) else None
     return None
-

@@ -127,7 +127,9 @@ def bind_graph(graph: dict[str, Any], ids: Mapping[str, str]) -> dict[str, Any]:
     def walk(value: Any) -> Any:
         if isinstance(value, dict):
             out = {k: walk(v) for k, v in value.items()}
-            if value.get("name") in ("from_speaker", "agent") and isinstance(value.get("args"), dict):
+            if value.get("name") in ("from_speaker", "agent") and isinstance(
+                value.get("args"), dict
+            ):
                 agent = value["args"].get("agent_id")
                 if isinstance(agent, str):
                     out["args"] = {**out["args"], "agent_id": ids.get(agent, agent)}
@@ -205,8 +207,9 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
     if not is_agent(agent):
         raise ValueError(f"not an AG2 Agent: {type(agent).__name__}")
     if not getattr(agent, "config", None):
-        raise ValueError(f"AG2 Agent {agent.name!r} has no model config "
-                         "(give Agent(..., config=...))")
+        raise ValueError(
+            f"AG2 Agent {agent.name!r} has no model config (give Agent(..., config=...))"
+        )
     from ag2.events import DataInput, ToolCallEvent, ToolResultEvent
     from ag2.network import Finish as AG2Finish
     from ag2.network import Handoff as AG2Handoff
@@ -250,8 +253,10 @@ def agent_callable(agent: Any) -> Callable[[Turn], Awaitable[Reply]]:
             if channel.attributable(ids):
                 # each call carries the writes its own tool made, so the flow's
                 # declarations hold each tool to what it wrote
-                calls = [attrs.evolve(c, set=w[0], delete=w[1]) if w[0] or w[1] else c
-                         for c, w in zip(calls, (channel.folded(i) for i in ids), strict=True)]
+                calls = [
+                    attrs.evolve(c, set=w[0], delete=w[1]) if w[0] or w[1] else c
+                    for c, w in zip(calls, (channel.folded(i) for i in ids), strict=True)
+                ]
             else:
                 # writes the calls cannot be told apart by (or two tools wrote one key,
                 # concurrently): folded, in the order they were sent, onto the reply's
@@ -290,8 +295,9 @@ class ContextChannel:
         #: the id of the tool call that sent each write (``None``: not known)
         self.senders: list[str | None] = []
 
-    async def send(self, text: str = "", *, event_type: str = "", event_data: Any = None,
-                   **_: Any) -> None:
+    async def send(
+        self, text: str = "", *, event_type: str = "", event_data: Any = None, **_: Any
+    ) -> None:
         from ag2.network import EV_CONTEXT_SET
 
         if event_type != EV_CONTEXT_SET:
@@ -350,10 +356,13 @@ def _tool_call_id() -> str | None:
 
 def _ag2_envelope(env: Any) -> AG2Envelope:
     return AG2Envelope(
-        channel_id=env.channel_id, sender_id=env.sender_id,
+        channel_id=env.channel_id,
+        sender_id=env.sender_id,
         audience=None if env.audience is None else list(env.audience),
-        event_type=env.event_type, event_data=dict(env.event_data),
-        envelope_id=env.envelope_id, causation_id=env.causation_id,
+        event_type=env.event_type,
+        event_data=dict(env.event_data),
+        envelope_id=env.envelope_id,
+        causation_id=env.causation_id,
     )
 
 
@@ -374,10 +383,24 @@ async def _ag2_view(turn: Turn) -> tuple[list[Any], list[Any]]:
     adapter: Any = WorkflowAdapter()  # AG2 types it apart from its ChannelAdapter protocol
     view = NamedWindowedSummary(recent_n=max(len(turn.participants) * 2, 4))
     trigger = turn.envelope
-    before = [_ag2_envelope(e) for e in turn.history
-              if not trigger.envelope_id or e.envelope_id != trigger.envelope_id]
-    history = await view.project(before, participant_id=turn.agent_id, channel=None,  # type: ignore[arg-type]
-                                 render_envelope=_renderer(adapter), name_for=turn.name_of)
-    prompt = await _render_current_input(view, _ag2_envelope(trigger), adapter, turn.agent_id,
-                                         None, turn.name_of)  # type: ignore[arg-type]
+    before = [
+        _ag2_envelope(e)
+        for e in turn.history
+        if not trigger.envelope_id or e.envelope_id != trigger.envelope_id
+    ]
+    history = await view.project(
+        before,
+        participant_id=turn.agent_id,
+        channel=None,  # type: ignore[arg-type]
+        render_envelope=_renderer(adapter),
+        name_for=turn.name_of,
+    )
+    prompt = await _render_current_input(
+        view,
+        _ag2_envelope(trigger),
+        adapter,
+        turn.agent_id,
+        None,  # type: ignore[arg-type]
+        turn.name_of,
+    )
     return history, list(prompt or [])

@@ -94,17 +94,20 @@ def build_parser(modules: Sequence[ModuleType]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version="flowc 0.1.0")
     parser.add_argument(
-        TRACEBACK_OPTION, action="store_true",
+        TRACEBACK_OPTION,
+        action="store_true",
         help="on an internal error (a bug in flowc: exit 2), print Python's traceback too; "
-             "given before or after the command, or set FLOWC_TRACEBACK=1")
+        "given before or after the command, or set FLOWC_TRACEBACK=1",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in modules:
         module.register(sub)
     return parser
 
 
-def _subparser(parser: argparse.ArgumentParser, command: str | None
-               ) -> argparse.ArgumentParser | None:
+def _subparser(
+    parser: argparse.ArgumentParser, command: str | None
+) -> argparse.ArgumentParser | None:
     return argparse_subparser(parser, command)
 
 
@@ -115,8 +118,9 @@ def handlers(modules: Sequence[ModuleType]) -> dict[str, Handler]:
     return out
 
 
-def traceback_wanted(argv: Sequence[str], environ: Mapping[str, str] | None = None
-                     ) -> tuple[list[str], bool]:
+def traceback_wanted(
+    argv: Sequence[str], environ: Mapping[str, str] | None = None
+) -> tuple[list[str], bool]:
     """``argv`` without ``--traceback`` (a global option, taken before or after the
     command, but not after a ``--``), and whether an internal error should print its
     traceback: the option was given, or ``FLOWC_TRACEBACK`` is set to anything but
@@ -144,8 +148,7 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
     An exception no command expects (a bug in flowc, not in its input) ends it with exit
     2 and one line on stderr (:func:`internal_error`), never exit 1, which says the
     input has errors."""
-    arguments, show_traceback = traceback_wanted(
-        list(sys.argv[1:] if argv is None else argv))
+    arguments, show_traceback = traceback_wanted(list(sys.argv[1:] if argv is None else argv))
     command: str | None = None
     try:
         modules = [importlib.import_module(name) for name in wanted_modules(arguments)]
@@ -155,7 +158,8 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
 
         if extra:  # a mistake in a subcommand's options: that subcommand's usage, not flowc's
             (_subparser(parser, args.command) or parser).error(
-                f"unrecognized arguments: {' '.join(extra)}")
+                f"unrecognized arguments: {' '.join(extra)}"
+            )
         if not args.command:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
@@ -205,8 +209,11 @@ def internal_error(err: BaseException, command: str | None, show_traceback: bool
         traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
         print(internal_error_line(err, command), file=sys.stderr)
     else:
-        print(f"{internal_error_line(err, command)} (run it again with {TRACEBACK_OPTION} "
-              "to see where)", file=sys.stderr)
+        print(
+            f"{internal_error_line(err, command)} (run it again with {TRACEBACK_OPTION} "
+            "to see where)",
+            file=sys.stderr,
+        )
     return EXIT_USAGE
 
 
@@ -271,8 +278,11 @@ def _end(code: int) -> NoReturn:
     (:func:`_observed`), when this Python cannot run the exit functions itself, or
     when a flush fails (its error is then reported as usual)."""
     threading = sys.modules.get("threading")
-    if _observed() or (threading is not None and threading.active_count() > 1) \
-            or not run_exit_functions():  # each runs once: the list is emptied
+    if (
+        _observed()
+        or (threading is not None and threading.active_count() > 1)
+        or not run_exit_functions()
+    ):  # each runs once: the list is emptied
         sys.exit(code)
     try:
         sys.stdout.flush()

@@ -50,101 +50,166 @@ E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 E001 = _code("E001", "syntax-error", E, "syntax error: where, what was found, what was expected")
 E101 = _code("E101", "undeclared-speaker", E, "a name is used as a speaker but not declared")
 E102 = _code("E102", "duplicate-declaration", E, "a speaker, condition or target is declared twice")
-E103 = _code("E103", "undeclared-custom", E, "a custom condition or target is used but not declared")
+E103 = _code(
+    "E103", "undeclared-custom", E, "a custom condition or target is used but not declared"
+)
 E104 = _code(
-    "E104", "custom-arguments-mismatch", E,
+    "E104",
+    "custom-arguments-mismatch",
+    E,
     "a custom condition or target gets arguments that do not match its declaration",
 )
 E105 = _code("E105", "unknown-start", E, "`start` or `initiator` names no declared speaker")
 E106 = _code("E106", "invalid-max-turns", E, "`max_turns` is not an integer >= 1")
 E107 = _code("E107", "unknown-handoff-target", E, "a tool hands off to an undeclared speaker")
-E108 = _code("E108", "invalid-graph-shape", E, "a JSON graph does not have the `TransitionGraph` shape")
+E108 = _code(
+    "E108", "invalid-graph-shape", E, "a JSON graph does not have the `TransitionGraph` shape"
+)
 E109 = _code("E109", "repeated-statement", E, "a statement that may appear once appears twice")
 E110 = _code("E110", "too-few-speakers", E, "a flow declares fewer than two speakers")
 E111 = _code(
-    "E111", "scenario-mismatch", E,
+    "E111",
+    "scenario-mismatch",
+    E,
     "a scenario calls a tool or effect, or expects a close reason, that the flow does not have",
 )
 E112 = _code(
-    "E112", "not-bare-ag2", E,
+    "E112",
+    "not-bare-ag2",
+    E,
     "with `--target ag2`: a construct compiles to something a bare AG2 1.2.1 registry cannot load",
 )
 E113 = _code(
-    "E113", "speaker-kind-mismatch", E,
+    "E113",
+    "speaker-kind-mismatch",
+    E,
     "a human declares a tool, or a model speaker declares the context keys a human writes",
 )
 E114 = _code(
-    "E114", "unmatchable-pattern", E,
+    "E114",
+    "unmatchable-pattern",
+    E,
     "a `text_matches` pattern is not a regular expression flowc matches in linear time",
 )
 E115 = _code(
-    "E115", "plugin-mismatch", E,
+    "E115",
+    "plugin-mismatch",
+    E,
     "with plugins: a custom condition or target has no class, or its class cannot be built from a call's arguments",
 )
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
-W203 = _code("W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match")
+W203 = _code(
+    "W203", "dead-rule", W, "a rule can never fire: earlier rules take every state it could match"
+)
 W204 = _code(
-    "W204", "priority-trap", W,
+    "W204",
+    "priority-trap",
+    W,
     "a rule is dead because its written priority sorts it after the rules that shadow it",
 )
 W205 = _code(
-    "W205", "sticky-context-loop", W,
+    "W205",
+    "sticky-context-loop",
+    W,
     "a context condition keeps routing into a cycle that nobody on it can leave",
 )
-W206 = _code("W206", "non-termination", W, "a reachable cycle has no exit and there is no `max_turns`")
-W207 = _code("W207", "model-start-speaker", W, "the start speaker is a model agent whose model never runs for the kickoff")
-W208 = _code("W208", "undeclared-tool", W, "`when tool X` routes on a tool that no speaker declares")
+W206 = _code(
+    "W206", "non-termination", W, "a reachable cycle has no exit and there is no `max_turns`"
+)
+W207 = _code(
+    "W207",
+    "model-start-speaker",
+    W,
+    "the start speaker is a model agent whose model never runs for the kickoff",
+)
+W208 = _code(
+    "W208", "undeclared-tool", W, "`when tool X` routes on a tool that no speaker declares"
+)
 W209 = _code("W209", "unset-context-key", W, "a condition reads a context key that nothing sets")
-W210 = _code("W210", "unreachable-terminate", W, "the flow writes a `terminate`, but none is reachable")
+W210 = _code(
+    "W210", "unreachable-terminate", W, "the flow writes a `terminate`, but none is reachable"
+)
 W212 = _code(
-    "W212", "max-turns-too-small", W,
+    "W212",
+    "max-turns-too-small",
+    W,
     "`max_turns` is smaller than the shortest run that reaches a `terminate`",
 )
 W213 = _code(
-    "W213", "silent-after-work", W,
+    "W213",
+    "silent-after-work",
+    W,
     "a speaker's only ways out are model-chosen and the fallback is the implicit default",
 )
 W214 = _code("W214", "empty-scenario", W, "a scenario has no turns and no expectations")
 W215 = _code(
-    "W215", "after-max-turns", W,
+    "W215",
+    "after-max-turns",
+    W,
     "a speaker or rule is reachable only after `max_turns` has closed every run",
 )
 W216 = _code(
-    "W216", "round-robin-order", W,
+    "W216",
+    "round-robin-order",
+    W,
     "`round_robin` lists its speakers in an order other than the one it rotates in",
 )
 W217 = _code(
-    "W217", "implied-max-turns", W,
+    "W217",
+    "implied-max-turns",
+    W,
     "the `max_turns` a `sequence` implies ends runs that the rules beside it continue",
 )
 W218 = _code(
-    "W218", "ag2-nested-tool", W,
+    "W218",
+    "ag2-nested-tool",
+    W,
     "with `--target ag2`: a `tool` condition inside `and` / `not` / `or`, which AG2 1.2.1 never routes on",
 )
 W219 = _code(
-    "W219", "ag2-routing-call-order", W,
+    "W219",
+    "ag2-routing-call-order",
+    W,
     "with `--target ag2`: a speaker can route a reply in several ways, and AG2 1.2.1 may route on another of its calls",
 )
 W220 = _code(
-    "W220", "ag2-inbox-limit", W,
+    "W220",
+    "ag2-inbox-limit",
+    W,
     "with `--target ag2`: a run can pass 1,000 turns, where AG2 1.2.1's inbox limit stops it",
 )
 W221 = _code(
-    "W221", "ag2-self-routing", W,
+    "W221",
+    "ag2-self-routing",
+    W,
     "with `--target ag2`: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls",
 )
-I301 = _code("I301", "state-bound-reached", INFO, "the state space was larger than the bound: findings are partial")
+I301 = _code(
+    "I301",
+    "state-bound-reached",
+    INFO,
+    "the state space was larger than the bound: findings are partial",
+)
 I302 = _code("I302", "human-initiator", INFO, "an `initiator` target resolves to a `human` speaker")
-I303 = _code("I303", "json-graph-assumptions", INFO, "a JSON graph was checked under the assumptions for graphs without declarations")
+I303 = _code(
+    "I303",
+    "json-graph-assumptions",
+    INFO,
+    "a JSON graph was checked under the assumptions for graphs without declarations",
+)
 I304 = _code(
-    "I304", "ag2-difference", INFO,
+    "I304",
+    "ag2-difference",
+    INFO,
     "a run of this flow goes differently on AG2 1.2.1 (W218-W221 under `--target ag2`)",
 )
 M001 = _code("M001", "migrate-unsupported", E, "a construct has no equivalent and was left out")
 M002 = _code("M002", "migrate-lossy", W, "a construct was translated with a difference at run time")
 M003 = _code("M003", "migrate-no-effect", INFO, "a setting that has no effect was dropped")
-X001 = _code("X001", "unused-ignore", W, "a `# flowc: ignore[...]` comment silences nothing or names no code")
+X001 = _code(
+    "X001", "unused-ignore", W, "a `# flowc: ignore[...]` comment silences nothing or names no code"
+)
 
 
 @attrs.frozen
@@ -183,7 +248,9 @@ class Diagnostic:
 class FlowError(Exception):
     """Raised by convenience APIs; carries every diagnostic that stopped the work."""
 
-    def __init__(self, diagnostics: Sequence[Diagnostic], sources: dict[str, SourceFile] | None = None):
+    def __init__(
+        self, diagnostics: Sequence[Diagnostic], sources: dict[str, SourceFile] | None = None
+    ):
         self.diagnostics = tuple(diagnostics)
         self.sources = sources or {}
         super().__init__(render_text(self.diagnostics, self.sources, color=False).rstrip())
@@ -210,7 +277,11 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
 
 # ── printers ──────────────────────────────────────────────────────────────────
 
-_COLORS = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m", Severity.INFO: "\x1b[1;36m"}
+_COLORS = {
+    Severity.ERROR: "\x1b[1;31m",
+    Severity.WARNING: "\x1b[1;33m",
+    Severity.INFO: "\x1b[1;36m",
+}
 _BOLD, _BLUE, _RESET = "\x1b[1m", "\x1b[1;34m", "\x1b[0m"
 
 
@@ -567,6 +638,9 @@ def decode_source(name: str, data: bytes) -> tuple[SourceFile | None, tuple[Diag
     except DataError as err:
         line, column, at = err.line or 1, err.column or 1, err.offset or 0
         span = Span(line, column, line, column + 1, at, at + 1)
-        return None, (Diagnostic(E001, err.message, name, span, quote_source=False,
-                                 help="save the file as UTF-8"),)
+        return None, (
+            Diagnostic(
+                E001, err.message, name, span, quote_source=False, help="save the file as UTF-8"
+            ),
+        )
     return SourceFile(name, text), ()

@@ -125,7 +125,9 @@ def read_bytes(path: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
     if path == "-":
         data = sys.stdin.buffer.read(limit + 1)
         if len(data) > limit:
-            raise InputFileError(f"<stdin>: more than {_mib(limit)}; flowc reads at most {_mib(limit)}")
+            raise InputFileError(
+                f"<stdin>: more than {_mib(limit)}; flowc reads at most {_mib(limit)}"
+            )
         return data
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it
@@ -141,11 +143,14 @@ def read_bytes(path: str, *, limit: int = MAX_INPUT_BYTES) -> bytes:
         if stat.S_ISDIR(info.st_mode):
             raise InputFileError(f"{path}: is a directory")
         if not stat.S_ISREG(info.st_mode):
-            raise InputFileError(f"{path}: not a regular file (a device, FIFO or socket); "
-                                 "flowc reads regular files only")
+            raise InputFileError(
+                f"{path}: not a regular file (a device, FIFO or socket); "
+                "flowc reads regular files only"
+            )
         if info.st_size > limit:
-            raise InputFileError(f"{path}: the file is {_mib(info.st_size)}; "
-                                 f"flowc reads at most {_mib(limit)}")
+            raise InputFileError(
+                f"{path}: the file is {_mib(info.st_size)}; flowc reads at most {_mib(limit)}"
+            )
         os.set_blocking(fd, True)
         chunks: list[bytes] = []
         size = 0
@@ -248,12 +253,14 @@ def bad_utf8(data: bytes, err: UnicodeDecodeError) -> DataError:
     if newline != -1:
         end = newline
     head = "..." if start > line_start else ""
-    tail = "..." if end < len(data) and data[end:end + 1] != b"\n" else ""
+    tail = "..." if end < len(data) and data[end : end + 1] != b"\n" else ""
     shown = _escaped(data[start:end].decode("utf-8", errors="surrogateescape"))
     before = data[:line_start].decode("utf-8", errors="replace")
     return DataError(
-        f"the file is not valid UTF-8 (byte 0x{data[at]:02x}, in \"{head}{shown}{tail}\")",
-        offset=len(before) + column - 1, line=line, column=column,
+        f'the file is not valid UTF-8 (byte 0x{data[at]:02x}, in "{head}{shown}{tail}")',
+        offset=len(before) + column - 1,
+        line=line,
+        column=column,
     )
 
 
@@ -290,6 +297,7 @@ def json_path(parts: list[str | int]) -> str:
     >>> json_path([0] * 20)
     '[0][0][0][0][0][0][0][0]…(10 more)…[0][0]'
     """
+
     def text(items: list[str | int], first: bool) -> str:
         out = []
         for part in items:
@@ -315,8 +323,9 @@ def _position(text: str, offset: int) -> tuple[int, int]:
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
 
 
-def _find(text: str, bad_scalar: Any = None, depth_limit: int | None = None,
-          bad_string: Any = None) -> DataError | None:
+def _find(
+    text: str, bad_scalar: Any = None, depth_limit: int | None = None, bad_string: Any = None
+) -> DataError | None:
     """Walk valid JSON ``text`` token by token (linear) to the first value that is too
     deep (``depth_limit``), a scalar token ``bad_scalar(token)`` has a message for, or a
     string (key or value) ``bad_string(token)`` has one for."""
@@ -328,8 +337,9 @@ def _find(text: str, bad_scalar: Any = None, depth_limit: int | None = None,
                 stack[-1][2] = False
             stack.append([token, 0 if token == "[" else None, token == "{"])
             if depth_limit is not None and len(stack) > depth_limit:
-                return _located(text, match.start(), stack[:-1],
-                                f"nested more than {depth_limit} levels deep")
+                return _located(
+                    text, match.start(), stack[:-1], f"nested more than {depth_limit} levels deep"
+                )
         elif token in ("}", "]"):
             if stack:
                 stack.pop()
@@ -439,8 +449,9 @@ def load_json(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     flowc.inputs.DataError: 1:501: nested more than 500 levels deep (at [0][0][0][0][0][0][0][0]…(490 more)…[0][0])
     """
     try:
-        data = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
-                          parse_constant=_parse_constant)
+        data = json.loads(
+            text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
+        )
     except _BadNumber:
         found = _find(text, bad_scalar=number_problem)
         raise found or DataError("a number is out of range") from None
@@ -475,8 +486,9 @@ def surrogate_problem(value: str) -> str | None:
     found = _LONE_SURROGATE.search(value)
     if found is None:
         return None
-    return (f"a string holds a lone surrogate (\\u{ord(found.group()):04x}), "
-            "which is not Unicode text")
+    return (
+        f"a string holds a lone surrogate (\\u{ord(found.group()):04x}), which is not Unicode text"
+    )
 
 
 def _surrogate_token(token: str) -> str | None:
@@ -538,8 +550,9 @@ def _loader_class() -> type[Any]:
             self.escapes = "\\u" in text or "\\U" in text
 
         def _error(self, message: str, mark: Any, path: list[str | int]) -> DataError:
-            return DataError(message, path=json_path(path), line=mark.line + 1,
-                             column=mark.column + 1)
+            return DataError(
+                message, path=json_path(path), line=mark.line + 1, column=mark.column + 1
+            )
 
         def compose_node(self, parent: Node | None, index: Any) -> Node | None:
             part: str | int | None = None
@@ -552,18 +565,24 @@ def _loader_class() -> type[Any]:
             if isinstance(event, yaml.AliasEvent):
                 alias = str(event.anchor)
                 if alias in self.open:
-                    raise self._error(f"the alias *{alias} refers to a value that holds it "
-                                      "(a cycle)", event.start_mark, path)
+                    raise self._error(
+                        f"the alias *{alias} refers to a value that holds it (a cycle)",
+                        event.start_mark,
+                        path,
+                    )
                 self.size += self.sizes.get(alias, 0)
                 if self.size > self.limit:
                     raise self._error(
                         f"aliases expand the document past {_mib(self.limit)}: "
                         f"*{alias} repeats {self.sizes.get(alias, 0):,} characters",
-                        event.start_mark, path)
+                        event.start_mark,
+                        path,
+                    )
                 return super().compose_node(parent, index)
             if len(path) >= self.max_depth and not isinstance(event, yaml.ScalarEvent):
-                raise self._error(f"nested more than {self.max_depth} levels deep",
-                                  event.start_mark, path)
+                raise self._error(
+                    f"nested more than {self.max_depth} levels deep", event.start_mark, path
+                )
             anchor = getattr(event, "anchor", None)
             if anchor is not None:
                 self.open.add(anchor)
@@ -584,8 +603,9 @@ def _loader_class() -> type[Any]:
                 self.open.discard(anchor)
                 self.sizes[anchor] = self.size - before
             if self.size > self.limit:
-                raise self._error(f"the document expands past {_mib(self.limit)}",
-                                  event.start_mark, path)
+                raise self._error(
+                    f"the document expands past {_mib(self.limit)}", event.start_mark, path
+                )
             return node
 
         def construct_yaml_int(self, node: ScalarNode) -> int:
@@ -593,15 +613,20 @@ def _loader_class() -> type[Any]:
             if len(node.value) > MAX_INT_DIGITS + 2 or (
                 (value := super().construct_yaml_int(node)).bit_length() > MAX_INT_DIGITS * 3.32
             ):
-                raise self._error(f"a number may have at most {MAX_INT_DIGITS:,} digits "
-                                  f"(found {len(node.value):,} characters)", node.start_mark, [])
+                raise self._error(
+                    f"a number may have at most {MAX_INT_DIGITS:,} digits "
+                    f"(found {len(node.value):,} characters)",
+                    node.start_mark,
+                    [],
+                )
             return value
 
         def construct_yaml_float(self, node: ScalarNode) -> float:
             value = super().construct_yaml_float(node)
             if not math.isfinite(value):
-                raise self._error(f"a number must be finite (found {_shown(node.value)})",
-                                  node.start_mark, [])
+                raise self._error(
+                    f"a number must be finite (found {_shown(node.value)})", node.start_mark, []
+                )
             return value
 
         def construct_timestamp_text(self, node: ScalarNode) -> str:

@@ -139,9 +139,12 @@ def _py_char(code: int) -> str:
 
 
 _CATEGORY_ESCAPES = {
-    "CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D",
-    "CATEGORY_SPACE": r"\s", "CATEGORY_NOT_SPACE": r"\S",
-    "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W",
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
 }
 
 
@@ -160,9 +163,15 @@ def _category(name: str, ascii_: bool) -> Ranges:
         return _complement(_category(name.replace("NOT_", ""), ascii_))
     if ascii_:
         return _normal(
-            (ord(c), ord(c)) for c in {"d": "0123456789", "s": " \t\n\r\f\v",
-                                       "w": "0123456789_" + "".join(map(chr, range(65, 91)))
-                                       + "".join(map(chr, range(97, 123)))}[escape[1]])
+            (ord(c), ord(c))
+            for c in {
+                "d": "0123456789",
+                "s": " \t\n\r\f\v",
+                "w": "0123456789_"
+                + "".join(map(chr, range(65, 91)))
+                + "".join(map(chr, range(97, 123))),
+            }[escape[1]]
+        )
     return _runs(escape + "+")
 
 
@@ -272,14 +281,17 @@ def _set_of(op: Any, av: Any, flags: int) -> Ranges:
 def _unit(code: int, word: bool) -> str:
     """The five Latin-1 characters that stand for one character of the text."""
     flag = _BREAK if code == 10 else _WORD if word else _OTHER
-    return "".join(map(chr, (flag, 0x80 | code >> 14, 0x80 | (code >> 7) & 0x7F, 0x80 | code & 0x7F,
-                             flag)))
+    return "".join(
+        map(chr, (flag, 0x80 | code >> 14, 0x80 | (code >> 7) & 0x7F, 0x80 | code & 0x7F, flag))
+    )
 
 
 def _byte_class(ranges: Iterable[tuple[int, int]]) -> str:
     parts = []
     for lo, hi in ranges:
-        parts.append(f"\\x{0x80 | lo:02x}" if lo == hi else f"\\x{0x80 | lo:02x}-\\x{0x80 | hi:02x}")
+        parts.append(
+            f"\\x{0x80 | lo:02x}" if lo == hi else f"\\x{0x80 | lo:02x}-\\x{0x80 | hi:02x}"
+        )
     return "[" + "".join(parts) + "]"
 
 
@@ -333,8 +345,9 @@ def _unit_class(ranges: Ranges) -> str:
 
 _NEVER = "[^\\x00-\\xff]"
 _LOOK_HINT = "linear-time matching cannot look around; rewrite the pattern without it"
-_COUNT_HINT = (f"linear-time matching repeats at most {MAX_REPEAT} times; use `*` or `+`, "
-               "or a smaller count")
+_COUNT_HINT = (
+    f"linear-time matching repeats at most {MAX_REPEAT} times; use `*` or `+`, or a smaller count"
+)
 _FINAL_BREAK = "(?:" + "".join(f"\\x{ord(c):02x}" for c in _unit(10, False)) + ")?\\z"
 
 
@@ -387,24 +400,41 @@ class _Translation:
         if op in (c.ASSERT, c.ASSERT_NOT):
             direction, _inner = av
             behind = direction < 0
-            name = ("a lookbehind `(?<" if behind else "a lookahead `(?") + ("=...)`" if op is c.ASSERT else "!...)`")
+            name = ("a lookbehind `(?<" if behind else "a lookahead `(?") + (
+                "=...)`" if op is c.ASSERT else "!...)`"
+            )
             raise self.refuse(name, "lookbehind" if behind else "lookahead", _LOOK_HINT)
         if op is c.GROUPREF:
-            raise self.refuse("a backreference", "backref",
-                              "linear-time matching cannot match a group's text again")
+            raise self.refuse(
+                "a backreference",
+                "backref",
+                "linear-time matching cannot match a group's text again",
+            )
         if op is c.GROUPREF_EXISTS:
-            raise self.refuse("a conditional `(?(...)...)`", "conditional",
-                              "linear-time matching cannot branch on what a group matched")
+            raise self.refuse(
+                "a conditional `(?(...)...)`",
+                "conditional",
+                "linear-time matching cannot branch on what a group matched",
+            )
         if op is c.FAILURE:  # Python 3.13's parse of an empty `(?!)` or `(?<!)`
             behind = self.pattern.startswith("(?<", _locate(self.pattern, "lookaround")[0])
-            raise self.refuse("a lookbehind `(?<!...)`" if behind else "a lookahead `(?!...)`",
-                              "lookbehind" if behind else "lookahead", _LOOK_HINT)
+            raise self.refuse(
+                "a lookbehind `(?<!...)`" if behind else "a lookahead `(?!...)`",
+                "lookbehind" if behind else "lookahead",
+                _LOOK_HINT,
+            )
         if op is c.ATOMIC_GROUP:
-            raise self.refuse("an atomic group `(?>...)`", "atomic",
-                              "linear-time matching has no atomic groups; use `(?:...)`")
+            raise self.refuse(
+                "an atomic group `(?>...)`",
+                "atomic",
+                "linear-time matching has no atomic groups; use `(?:...)`",
+            )
         if op is c.POSSESSIVE_REPEAT:
-            raise self.refuse("a possessive quantifier", "possessive",
-                              "linear-time matching has no possessive quantifiers; drop the `+` after it")
+            raise self.refuse(
+                "a possessive quantifier",
+                "possessive",
+                "linear-time matching has no possessive quantifiers; drop the `+` after it",
+            )
         raise self.refuse(f"`{op}`", "", "not supported")  # pragma: no cover - nothing else parses
 
     def at(self, code: Any, flags: int, tail: bool) -> str:
@@ -423,18 +453,24 @@ class _Translation:
             self.ends += 1
             if not tail:
                 raise self.refuse(
-                    "`$` with something after it", "end",
+                    "`$` with something after it",
+                    "end",
                     "without (?m), `$` also matches before a final line break, which linear-time "
                     "matching can express only at the end of the pattern; write `\\Z` (the very "
-                    "end) or `(?m)$` (the end of any line)", self.ends)
+                    "end) or `(?m)$` (the end of any line)",
+                    self.ends,
+                )
             return _FINAL_BREAK
         if code in (c.AT_BOUNDARY, c.AT_NON_BOUNDARY):
             self.boundaries += 1
             self.word_kinds.add("ascii" if flags & c.SRE_FLAG_ASCII else "unicode")
             if len(self.word_kinds) > 1:
-                raise self.refuse("ASCII and Unicode word boundaries in one pattern", "boundary",
-                                  "use `(?a)` for the whole pattern, or for none of it",
-                                  self.boundaries)
+                raise self.refuse(
+                    "ASCII and Unicode word boundaries in one pattern",
+                    "boundary",
+                    "use `(?a)` for the whole pattern, or for none of it",
+                    self.boundaries,
+                )
             return "\\b" if code is c.AT_BOUNDARY else "\\B"
         raise self.refuse(f"`{code}`", "", "not supported")  # pragma: no cover
 
@@ -498,8 +534,8 @@ def _locate(pattern: str, kind: str, ordinal: int = 0) -> tuple[int, int]:
             "lookaround": tok in ("(?=", "(?!", "(?<=", "(?<!"),
             "atomic": tok == "(?>",
             "conditional": tok == "(?(",
-            "backref": tok.startswith("(?P=") or (tok[:1] == "\\" and tok[1:2].isdigit()
-                                                  and tok[1:2] != "0" and not _octal(tok)),
+            "backref": tok.startswith("(?P=")
+            or (tok[:1] == "\\" and tok[1:2].isdigit() and tok[1:2] != "0" and not _octal(tok)),
             "possessive": (len(tok) == 2 and tok[0] in "*+?" and tok[1] == "+")
             or (tok.startswith("{") and tok.endswith("}+")),
             "count": tok.startswith("{") and _big_count(tok),
@@ -528,15 +564,41 @@ def _big_count(tok: str) -> bool:
 #: ``\N{...}`` of one of them is valid on 3.12 or 3.13 only, so flowc refuses it on every
 #: version, as 3.11 does (a test checks the table against the running Python)
 _NEWER_THAN_UNICODE_14 = (
-    (0x0CF3, 0x0CF3), (0x0ECE, 0x0ECE), (0x2FFC, 0x2FFF), (0x31EF, 0x31EF), (0x10EFD, 0x10EFF),
-    (0x1123F, 0x11241), (0x11B00, 0x11B09), (0x11F00, 0x11F10), (0x11F12, 0x11F3A),
-    (0x11F3E, 0x11F59), (0x1342F, 0x1342F), (0x13439, 0x13455), (0x1B132, 0x1B132),
-    (0x1B155, 0x1B155), (0x1D2C0, 0x1D2D3), (0x1DF25, 0x1DF2A), (0x1E030, 0x1E06D),
-    (0x1E08F, 0x1E08F), (0x1E4D0, 0x1E4F9), (0x1F6DC, 0x1F6DC), (0x1F774, 0x1F776),
-    (0x1F77B, 0x1F77F), (0x1F7D9, 0x1F7D9), (0x1FA75, 0x1FA77), (0x1FA87, 0x1FA88),
-    (0x1FAAD, 0x1FAAF), (0x1FABB, 0x1FABD), (0x1FABF, 0x1FABF), (0x1FACE, 0x1FACF),
-    (0x1FADA, 0x1FADB), (0x1FAE8, 0x1FAE8), (0x1FAF7, 0x1FAF8), (0x2B739, 0x2B739),
-    (0x2EBF0, 0x2EE5D), (0x31350, 0x323AF),
+    (0x0CF3, 0x0CF3),
+    (0x0ECE, 0x0ECE),
+    (0x2FFC, 0x2FFF),
+    (0x31EF, 0x31EF),
+    (0x10EFD, 0x10EFF),
+    (0x1123F, 0x11241),
+    (0x11B00, 0x11B09),
+    (0x11F00, 0x11F10),
+    (0x11F12, 0x11F3A),
+    (0x11F3E, 0x11F59),
+    (0x1342F, 0x1342F),
+    (0x13439, 0x13455),
+    (0x1B132, 0x1B132),
+    (0x1B155, 0x1B155),
+    (0x1D2C0, 0x1D2D3),
+    (0x1DF25, 0x1DF2A),
+    (0x1E030, 0x1E06D),
+    (0x1E08F, 0x1E08F),
+    (0x1E4D0, 0x1E4F9),
+    (0x1F6DC, 0x1F6DC),
+    (0x1F774, 0x1F776),
+    (0x1F77B, 0x1F77F),
+    (0x1F7D9, 0x1F7D9),
+    (0x1FA75, 0x1FA77),
+    (0x1FA87, 0x1FA88),
+    (0x1FAAD, 0x1FAAF),
+    (0x1FABB, 0x1FABD),
+    (0x1FABF, 0x1FABF),
+    (0x1FACE, 0x1FACF),
+    (0x1FADA, 0x1FADB),
+    (0x1FAE8, 0x1FAE8),
+    (0x1FAF7, 0x1FAF8),
+    (0x2B739, 0x2B739),
+    (0x2EBF0, 0x2EE5D),
+    (0x31350, 0x323AF),
 )
 _NEWER_STARTS = [lo for lo, _hi in _NEWER_THAN_UNICODE_14]
 #: the inline flags of every supported Python (3.11 and 3.12 also took `t`, 3.13 does not)
@@ -562,8 +624,11 @@ def _named_character(name: str) -> int | None:
 
 def _invalid(pattern: str, message: str, pos: int) -> PatternRefused:
     """What Python's parser says of an invalid pattern, as flowc words it."""
-    return PatternRefused(f"not a valid regular expression: {message} (at offset {pos})",
-                          pos, 1 if pos < len(pattern) else 0)
+    return PatternRefused(
+        f"not a valid regular expression: {message} (at offset {pos})",
+        pos,
+        1 if pos < len(pattern) else 0,
+    )
 
 
 class _Scan:
@@ -594,7 +659,7 @@ class _Scan:
             return None
         size = 2 if text[at] == "\\" else 1
         self.at = at + size
-        return text[at:at + size]
+        return text[at : at + size]
 
     def until(self, end: str) -> str | None:
         """The tokens up to ``end``, which is consumed; None when it never comes."""
@@ -607,7 +672,7 @@ class _Scan:
 
     def escape(self, start: int) -> PatternRefused | None:
         """After an escape token at ``start``: a ``\\N{name}`` no version shares."""
-        if self.pattern[start:start + 3] != "\\N{":
+        if self.pattern[start : start + 3] != "\\N{":
             return None
         self.at = start + 3
         name = self.until("}")
@@ -659,7 +724,9 @@ class _Scan:
                     return PatternRefused(
                         f"groups nested too deeply (at offset {start}): flowc allows at most "
                         f"{MAX_DEPTH} levels of groups within groups, on every Python version",
-                        start, self.at - start)
+                        start,
+                        self.at - start,
+                    )
                 outer.append(verbose)
                 verbose = opened is _VERBOSE or (verbose and opened is not _NOT_VERBOSE)
         return None
@@ -693,7 +760,7 @@ class _Scan:
         if not text.startswith("?", self.at):
             return _GROUP
         self.at += 1
-        kind = text[self.at:self.at + 1]
+        kind = text[self.at : self.at + 1]
         self.at += 1
         if kind == "#" or text.startswith("P=", self.at - 1):
             return _NOT_A_GROUP if self.until(")") is not None else None
@@ -713,7 +780,7 @@ class _Scan:
         if kind in (":", "=", "!", ">"):
             return _GROUP
         if kind == "<":
-            follows = text[self.at:self.at + 1]
+            follows = text[self.at : self.at + 1]
             self.at += 1
             return _GROUP if follows and follows in "=!" else None
         if kind == "t":
@@ -728,14 +795,14 @@ class _Scan:
         text = self.pattern
         on: set[str] = set()
         off: set[str] = set()
-        char = text[self.at:self.at + 1]
+        char = text[self.at : self.at + 1]
         if char != "-":
             while True:
                 if char == "L" or (char in "au" and on & {"a", "u"} - {char}):
                     return None
                 on.add(char)
                 self.at += 1
-                char = text[self.at:self.at + 1]
+                char = text[self.at : self.at + 1]
                 if char == "t":
                     return _invalid(text, "unknown flag", self.at)
                 if not char or char not in _FLAGS + ")-:":
@@ -747,7 +814,7 @@ class _Scan:
             return _GLOBAL_VERBOSE if "x" in on else _NOT_A_GROUP
         if char == "-":
             self.at += 1
-            char = text[self.at:self.at + 1]
+            char = text[self.at : self.at + 1]
             while True:
                 if char == "t":
                     return _invalid(text, "unknown flag", self.at)
@@ -755,7 +822,7 @@ class _Scan:
                     return None
                 off.add(char)
                 self.at += 1
-                char = text[self.at:self.at + 1]
+                char = text[self.at : self.at + 1]
                 if char == ":":
                     break
         if on & off:
@@ -782,8 +849,10 @@ def _parse(pattern: str) -> tuple[list[tuple[Any, Any]], int]:
     except re.error as err:
         raise _invalid(pattern, err.msg, err.pos if err.pos is not None else 0) from None
     except OverflowError:  # a count over Python's own limit (MAXREPEAT)
-        raise PatternRefused(f"a repeat count over {MAX_REPEAT}" + _where(pattern, "count") + ": "
-                             + _COUNT_HINT, *_locate(pattern, "count")) from None
+        raise PatternRefused(
+            f"a repeat count over {MAX_REPEAT}" + _where(pattern, "count") + ": " + _COUNT_HINT,
+            *_locate(pattern, "count"),
+        ) from None
     except (RecursionError, MemoryError):  # pragma: no cover - MAX_DEPTH keeps well below
         raise PatternRefused("the regular expression is nested too deeply") from None
 
@@ -818,12 +887,15 @@ class Matcher:
         try:
             self._regexp = re2.compile(program.encode("latin-1"), options)
         except re2.error as err:
-            detail = err.args[0].decode() if err.args and isinstance(err.args[0], bytes) else str(err)
+            detail = (
+                err.args[0].decode() if err.args and isinstance(err.args[0], bytes) else str(err)
+            )
             if "repetition" in detail:
                 raise PatternRefused(
                     f"nested repeats count more than {MAX_REPEAT} repetitions in all: linear-time "
                     "matching allows at most that many (the counts of nested repeats multiply)",
-                    *_locate(pattern, "count")) from None
+                    *_locate(pattern, "count"),
+                ) from None
             raise PatternRefused(
                 f"the regular expression is too large for linear-time matching ({detail})"
             ) from None
@@ -877,4 +949,3 @@ def refusal(pattern: str) -> PatternRefused | None:
     except PatternRefused as err:
         return err
     return None
-

@@ -33,10 +33,12 @@ class Span:
     def cover(self, other: Span) -> Span:
         """The smallest span holding both ``self`` and ``other``."""
         first = self if (self.line, self.column) <= (other.line, other.column) else other
-        last = self if (self.end_line, self.end_column) >= (other.end_line, other.end_column) else other
-        return Span(
-            first.line, first.column, last.end_line, last.end_column, first.start, last.end
+        last = (
+            self
+            if (self.end_line, self.end_column) >= (other.end_line, other.end_column)
+            else other
         )
+        return Span(first.line, first.column, last.end_line, last.end_column, first.start, last.end)
 
 
 NO_SPAN = Span(1, 1, 1, 1, 0, 0)

@@ -51,8 +51,17 @@ import pytest
 if TYPE_CHECKING:
     from flowc.runtime.wal import WalStore
 
-__all__ = ["DURABLE", "STORES", "PgCluster", "PgClusterError", "StoreMaker", "find_server_bin",
-           "make_store", "pg_cluster", "pg_dsn"]
+__all__ = [
+    "DURABLE",
+    "STORES",
+    "PgCluster",
+    "PgClusterError",
+    "StoreMaker",
+    "find_server_bin",
+    "make_store",
+    "pg_cluster",
+    "pg_dsn",
+]
 
 #: every WAL store, as ``make_store`` names them
 STORES = ("memory", "sqlite", "postgres")
@@ -75,14 +84,14 @@ def find_server_bin() -> Path:
     for path in glob.glob("/usr/lib/postgresql/*/bin"):
         bin_dir = Path(path)
         version = bin_dir.parent.name
-        if (bin_dir / "initdb").is_file() and (bin_dir / "pg_ctl").is_file() \
-                and version.isdigit():
+        if (bin_dir / "initdb").is_file() and (bin_dir / "pg_ctl").is_file() and version.isdigit():
             found.append((int(version), bin_dir))
     if not found:
         raise PgClusterError(
             "PostgreSQL's server programs (initdb, pg_ctl under /usr/lib/postgresql/*/bin) "
             "are missing: install them with `bash scripts/deps/postgresql.sh` "
-            "(apt: postgresql; `make setup` runs it)")
+            "(apt: postgresql; `make setup` runs it)"
+        )
     return max(found)[1]
 
 
@@ -100,15 +109,28 @@ def _test_user() -> pwd.struct_passwd:
         pass
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     done = subprocess.run(
-        [useradd, "--system", "--no-create-home", "--home-dir", "/nonexistent",
-         "--shell", "/usr/sbin/nologin", "--user-group", TEST_USER],
-        capture_output=True, text=True, check=False)
+        [
+            useradd,
+            "--system",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+            "--shell",
+            "/usr/sbin/nologin",
+            "--user-group",
+            TEST_USER,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     try:
         return pwd.getpwnam(TEST_USER)
     except KeyError:
         raise PgClusterError(
             f"the tests run as root, and PostgreSQL will not: cannot create the user "
-            f"{TEST_USER} to run it ({done.stderr.strip() or 'useradd failed'})") from None
+            f"{TEST_USER} to run it ({done.stderr.strip() or 'useradd failed'})"
+        ) from None
 
 
 class PgCluster:
@@ -138,19 +160,33 @@ class PgCluster:
         return {"user": uid, "group": gid, "extra_groups": []}
 
     def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": f"{self.bin}:/usr/bin:/bin", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8",
-               "HOME": str(self.root)}
+        env = {
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "LC_ALL": "C.UTF-8",
+            "LANG": "C.UTF-8",
+            "HOME": str(self.root),
+        }
         try:
-            done = subprocess.run(list(args), capture_output=True, text=True, env=env,
-                                  cwd=self.root, timeout=timeout, check=False,
-                                  **self._as_user())
+            done = subprocess.run(
+                list(args),
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=self.root,
+                timeout=timeout,
+                check=False,
+                **self._as_user(),
+            )
         except subprocess.TimeoutExpired:
-            raise PgClusterError(f"{Path(args[0]).name} did not finish in {timeout:.0f} s; "
-                                 f"server log: {self._log_tail()}") from None
+            raise PgClusterError(
+                f"{Path(args[0]).name} did not finish in {timeout:.0f} s; "
+                f"server log: {self._log_tail()}"
+            ) from None
         if done.returncode != 0:
             raise PgClusterError(
                 f"{Path(args[0]).name} failed (exit {done.returncode}): "
-                f"{(done.stderr or done.stdout).strip()}; server log: {self._log_tail()}")
+                f"{(done.stderr or done.stdout).strip()}; server log: {self._log_tail()}"
+            )
         return done
 
     def _log_tail(self) -> str:
@@ -165,23 +201,47 @@ class PgCluster:
             os.chmod(self.root, 0o755)
             for path in (self.root, self.socket_dir):
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
-        self._run(str(self.bin / "initdb"), "--pgdata", str(self.data), "--username", SUPERUSER,
-                  "--auth", "trust", "--encoding", "UTF8", "--locale", "C.UTF-8", "--no-sync")
+        self._run(
+            str(self.bin / "initdb"),
+            "--pgdata",
+            str(self.data),
+            "--username",
+            SUPERUSER,
+            "--auth",
+            "trust",
+            "--encoding",
+            "UTF8",
+            "--locale",
+            "C.UTF-8",
+            "--no-sync",
+        )
 
     # ── the cluster's life ──────────────────────────────────────────────────────
 
     def start(self) -> None:
         """Start the server (on a new free port the first time, the same one after)."""
-        options = [f"-c listen_addresses=127.0.0.1 -k {self.socket_dir}",
-                   f"-c fsync={'on' if self.fsync else 'off'}",
-                   "-c max_connections=200 -c shared_buffers=32MB"]
+        options = [
+            f"-c listen_addresses=127.0.0.1 -k {self.socket_dir}",
+            f"-c fsync={'on' if self.fsync else 'off'}",
+            "-c max_connections=200 -c shared_buffers=32MB",
+        ]
         for attempt in range(5):
             if self.port == 0 or attempt:
                 self.port = _free_port()  # another process may take it before we do: retry
             try:
-                self._run(str(self.bin / "pg_ctl"), "start", "--wait", "--timeout", "60",
-                          "-D", str(self.data), "-l", str(self.log),
-                          "-o", " ".join([*options, f"-p {self.port}"]))
+                self._run(
+                    str(self.bin / "pg_ctl"),
+                    "start",
+                    "--wait",
+                    "--timeout",
+                    "60",
+                    "-D",
+                    str(self.data),
+                    "-l",
+                    str(self.log),
+                    "-o",
+                    " ".join([*options, f"-p {self.port}"]),
+                )
                 return
             except PgClusterError as err:
                 if "could not bind" not in self._log_tail() or attempt == 4:
@@ -251,7 +311,6 @@ def pg_cluster() -> Iterator[PgCluster]:
 def pg_dsn(pg_cluster: PgCluster) -> str:
     """The URL of a fresh, empty database for this test."""
     return pg_cluster.create_database()
-
 
 
 class StoreMaker:

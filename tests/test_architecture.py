@@ -61,14 +61,18 @@ def _calls_import_by_name(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            name = (
+                f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            )
             if name in ("import_module", "__import__"):
                 return True
     return False
 
 
 def flowc_imports(path: Path) -> set[str]:
-    return imports_in(module_name(path), path.name == "__init__.py", path.read_text(encoding="utf-8"))
+    return imports_in(
+        module_name(path), path.name == "__init__.py", path.read_text(encoding="utf-8")
+    )
 
 
 def imports_in(me: str, is_package: bool, text: str) -> set[str]:
@@ -96,8 +100,10 @@ def imports_in(me: str, is_package: bool, text: str) -> set[str]:
         out |= {
             node.value
             for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and "." in node.value and node.value in MODULES
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "." in node.value
+            and node.value in MODULES
         }
     return {m for m in out if m.split(".")[0] == "flowc"}
 
@@ -115,7 +121,9 @@ def test_layers_import_downward_only(path: Path) -> None:
     mine = layer_of(me)
     for imported in sorted(flowc_imports(path)):
         imported = owning_module(imported)  # a public API name of `flowc` is the package
-        assert layer_of(imported) <= mine, f"{me} (layer {mine}) imports {imported} (layer {layer_of(imported)})"
+        assert layer_of(imported) <= mine, (
+            f"{me} (layer {mine}) imports {imported} (layer {layer_of(imported)})"
+        )
 
 
 def import_graph() -> nx.DiGraph:
@@ -147,7 +155,10 @@ def test_the_cycle_check_sees_local_relative_and_by_name_imports() -> None:
         "def g():\n    import importlib\n    return importlib.import_module('flowc.commands.run')\n"
     )
     assert imports_in("flowc.commands.probe", False, body) == {
-        "flowc.commands.console", "flowc.cli", "flowc.commands.run"}
+        "flowc.commands.console",
+        "flowc.cli",
+        "flowc.commands.run",
+    }
     assert imports_in("flowc.commands", True, "from . import fmt\n") == {"flowc.commands.fmt"}
 
 
@@ -169,8 +180,15 @@ def test_docstring_examples_run(name: str) -> None:
     assert result.failed == 0
 
 
-PUBLIC = ["flowc", "flowc.dsl.parser", "flowc.dsl.formatter", "flowc.compiler.decompile",
-          "flowc.compiler.serde", "flowc.compiler.describe", "flowc.source"]
+PUBLIC = [
+    "flowc",
+    "flowc.dsl.parser",
+    "flowc.dsl.formatter",
+    "flowc.compiler.decompile",
+    "flowc.compiler.serde",
+    "flowc.compiler.describe",
+    "flowc.source",
+]
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -183,8 +201,12 @@ def test_public_modules_document_an_example(name: str) -> None:
 #: TODO(lead, issue 24 point 7): move these into flowc/_compat.py and empty this table
 NOT_YET_IN_COMPAT = {
     # typeshed's name for what add_subparsers returns, in the commands' annotations only
-    **{name: {"_SubParsersAction"} for name in MODULES if name.startswith("flowc.commands.")
-       and "_SubParsersAction" in MODULES[name].read_text(encoding="utf-8")},
+    **{
+        name: {"_SubParsersAction"}
+        for name in MODULES
+        if name.startswith("flowc.commands.")
+        and "_SubParsersAction" in MODULES[name].read_text(encoding="utf-8")
+    },
     # AG2 1.2.1's agent-handler helpers (the prompt an AG2 agent sees) and its registry
     # (plugins.py also reads the registry's `_DEFAULT`, `_conditions` and `_targets`, names
     # too common to check by name: flowc's own registry has them too)
@@ -200,9 +222,11 @@ def private_names_used(text: str, watched: frozenset[str] | set[str]) -> set[str
     ``importlib.import_module("_sre")``). Comments and docstrings may mention them."""
     tree = ast.parse(text)
     docstrings = {
-        id(node.body[0].value) for node in ast.walk(tree)
+        id(node.body[0].value)
+        for node in ast.walk(tree)
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body and isinstance(node.body[0], ast.Expr)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
     seen: set[str] = set()
@@ -220,7 +244,11 @@ def private_names_used(text: str, watched: frozenset[str] | set[str]) -> set[str
             seen.add(node.attr)
         elif isinstance(node, ast.Name):
             seen.add(node.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
             seen.add(node.value)
     return seen & set(watched)
 
@@ -239,9 +267,16 @@ def test_private_apis_are_reached_only_through_compat() -> None:
         found += [f"{name}: {n}" for n in sorted(used - NOT_YET_IN_COMPAT.get(name, set()))]
     assert not found, "private APIs reached outside flowc/_compat.py:\n" + "\n".join(found)
     # each allowance is still needed (a module that stopped using one loses it)
-    stale = [f"{name}: {n}" for name, names in NOT_YET_IN_COMPAT.items()
-             for n in sorted(names - private_names_used(MODULES[name].read_text(encoding="utf-8"), names))]
-    assert not stale, "NOT_YET_IN_COMPAT allows names its module no longer uses:\n" + "\n".join(stale)
+    stale = [
+        f"{name}: {n}"
+        for name, names in NOT_YET_IN_COMPAT.items()
+        for n in sorted(
+            names - private_names_used(MODULES[name].read_text(encoding="utf-8"), names)
+        )
+    ]
+    assert not stale, "NOT_YET_IN_COMPAT allows names its module no longer uses:\n" + "\n".join(
+        stale
+    )
 
 
 def test_the_private_api_check_sees_imports_attributes_and_strings() -> None:
@@ -255,6 +290,15 @@ def test_the_private_api_check_sees_imports_attributes_and_strings() -> None:
         "    p._send_data(1)  # a comment on _include_headers\n"
         '    return getattr(p, "_future_new"), importlib.import_module("_sre")\n'
     )
-    watched = frozenset({"re._parser", "re._casefix", "lalr_analysis", "_send_data", "_future_new",
-                         "_sre", "_include_headers"})
+    watched = frozenset(
+        {
+            "re._parser",
+            "re._casefix",
+            "lalr_analysis",
+            "_send_data",
+            "_future_new",
+            "_sre",
+            "_include_headers",
+        }
+    )
     assert private_names_used(body, watched) == watched - {"_include_headers"}

@@ -46,7 +46,8 @@ CALLS: dict[str, Callable[[Path], object]] = {
 @pytest.mark.parametrize("enabled", [True, False], ids=["collector on", "collector off"])
 @pytest.mark.parametrize("name", CALLS)
 def test_library_functions_leave_the_collector_as_they_found_it(
-        name: str, enabled: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, enabled: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Called from a thread of a program that has the collector on or off: no call in
     that thread switches it (even for a while), freezes or collects."""
     touched: list[str] = []
@@ -86,8 +87,13 @@ def test_only_the_collector_module_imports_gc() -> None:
     importers = []
     for path in sorted(ROOT.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [
-                node.module] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if "gc" in names:
                 importers.append(path.relative_to(ROOT).as_posix())
     assert importers == ["collector.py"]

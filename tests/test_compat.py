@@ -44,8 +44,15 @@ def _shape(items: Any) -> Any:
             group, yes, no = av
             out.append((name, group, _shape(yes), _shape(no) if no else None))
         elif name == "IN":
-            out.append((name, tuple((str(i), a if a is None or type(a) in (int, tuple) else str(a))
-                                    for i, a in av)))
+            out.append(
+                (
+                    name,
+                    tuple(
+                        (str(i), a if a is None or type(a) in (int, tuple) else str(a))
+                        for i, a in av
+                    ),
+                )
+            )
         elif name == "AT":
             out.append((name, str(av)))
         else:
@@ -61,17 +68,39 @@ def test_cpython_3_11_to_3_13_re_parser_parse() -> None:
     tree = _parser.parse(pattern, 0)
     assert tree.state.flags & _constants.SRE_FLAG_DOTALL
     assert _shape(tree) == (
-        ("AT", "AT_BEGINNING"), ("LITERAL", 97), ("ANY", None),
+        ("AT", "AT_BEGINNING"),
+        ("LITERAL", 97),
+        ("ANY", None),
         ("IN", (("NEGATE", None), ("RANGE", (98, 99)), ("CATEGORY", "CATEGORY_DIGIT"))),
-        ("MIN_REPEAT", 0, "MAX", (("SUBPATTERN", 1, 0, 0, (
-            ("BRANCH", ((("LITERAL", 120),), (("LITERAL", 121), ("LITERAL", 122)))),)),)),
-        ("MAX_REPEAT", 1, "MAX", (("SUBPATTERN", None, _constants.SRE_FLAG_IGNORECASE, 0,
-                                   (("LITERAL", 107),)),)),
-        ("AT", "AT_BOUNDARY"), ("ASSERT", 1, (("LITERAL", 112),)),
-        ("ASSERT_NOT", -1, (("LITERAL", 113),)), ("GROUPREF", 1),
+        (
+            "MIN_REPEAT",
+            0,
+            "MAX",
+            (
+                (
+                    "SUBPATTERN",
+                    1,
+                    0,
+                    0,
+                    (("BRANCH", ((("LITERAL", 120),), (("LITERAL", 121), ("LITERAL", 122)))),),
+                ),
+            ),
+        ),
+        (
+            "MAX_REPEAT",
+            1,
+            "MAX",
+            (("SUBPATTERN", None, _constants.SRE_FLAG_IGNORECASE, 0, (("LITERAL", 107),)),),
+        ),
+        ("AT", "AT_BOUNDARY"),
+        ("ASSERT", 1, (("LITERAL", 112),)),
+        ("ASSERT_NOT", -1, (("LITERAL", 113),)),
+        ("GROUPREF", 1),
         ("GROUPREF_EXISTS", 1, (("LITERAL", 114),), (("LITERAL", 115),)),
-        ("ATOMIC_GROUP", (("LITERAL", 116),)), ("POSSESSIVE_REPEAT", 0, "MAX", (("LITERAL", 117),)),
-        ("AT", "AT_END_STRING"), ("AT", "AT_END"),
+        ("ATOMIC_GROUP", (("LITERAL", 116),)),
+        ("POSSESSIVE_REPEAT", 0, "MAX", (("LITERAL", 117),)),
+        ("AT", "AT_END_STRING"),
+        ("AT", "AT_END"),
     )
     empty_negative = _shape(_parser.parse("(?!)", 0))
     if sys.version_info >= (3, 13):
@@ -90,13 +119,41 @@ def test_cpython_3_11_to_3_13_re_parser_parse() -> None:
 def test_cpython_3_11_to_3_13_re_constants() -> None:
     """``re._constants``: the names flowc.regex reads exist. Checked against CPython
     3.11.7, 3.12.1 and 3.13.0."""
-    names = ["LITERAL", "NOT_LITERAL", "ANY", "IN", "NEGATE", "RANGE", "CATEGORY", "SUBPATTERN",
-             "BRANCH", "MAX_REPEAT", "MIN_REPEAT", "MAXREPEAT", "AT", "ASSERT", "ASSERT_NOT",
-             "GROUPREF", "GROUPREF_EXISTS", "ATOMIC_GROUP", "POSSESSIVE_REPEAT", "FAILURE",
-             "AT_BEGINNING", "AT_BEGINNING_STRING", "AT_BEGINNING_LINE", "AT_END",
-             "AT_END_LINE", "AT_END_STRING", "AT_BOUNDARY", "AT_NON_BOUNDARY",
-             "SRE_FLAG_ASCII", "SRE_FLAG_IGNORECASE", "SRE_FLAG_DOTALL", "SRE_FLAG_MULTILINE",
-             "SRE_FLAG_VERBOSE"]
+    names = [
+        "LITERAL",
+        "NOT_LITERAL",
+        "ANY",
+        "IN",
+        "NEGATE",
+        "RANGE",
+        "CATEGORY",
+        "SUBPATTERN",
+        "BRANCH",
+        "MAX_REPEAT",
+        "MIN_REPEAT",
+        "MAXREPEAT",
+        "AT",
+        "ASSERT",
+        "ASSERT_NOT",
+        "GROUPREF",
+        "GROUPREF_EXISTS",
+        "ATOMIC_GROUP",
+        "POSSESSIVE_REPEAT",
+        "FAILURE",
+        "AT_BEGINNING",
+        "AT_BEGINNING_STRING",
+        "AT_BEGINNING_LINE",
+        "AT_END",
+        "AT_END_LINE",
+        "AT_END_STRING",
+        "AT_BOUNDARY",
+        "AT_NON_BOUNDARY",
+        "SRE_FLAG_ASCII",
+        "SRE_FLAG_IGNORECASE",
+        "SRE_FLAG_DOTALL",
+        "SRE_FLAG_MULTILINE",
+        "SRE_FLAG_VERBOSE",
+    ]
     assert [n for n in names if not hasattr(_constants, n)] == []
     assert _compat.RE_CONSTANTS is _constants
     assert _constants.SRE_FLAG_IGNORECASE == re.IGNORECASE
@@ -132,8 +189,15 @@ def test_lark_1_3_1_token_future_new() -> None:
 
     tok = Token._future_new("NAME", "abc", 4, 2, 3, 2, 6, 7)  # type: ignore[no-untyped-call]
     assert isinstance(tok, Token) and tok == "abc"
-    assert (tok.type, tok.start_pos, tok.line, tok.column, tok.end_line, tok.end_column,
-            tok.end_pos) == ("NAME", 4, 2, 3, 2, 6, 7)
+    assert (
+        tok.type,
+        tok.start_pos,
+        tok.line,
+        tok.column,
+        tok.end_line,
+        tok.end_column,
+        tok.end_pos,
+    ) == ("NAME", 4, 2, 3, 2, 6, 7)
     assert _compat.lark_token_factory() == Token._future_new
 
 
@@ -195,9 +259,14 @@ def test_pygls_2_1_1_send_data() -> None:
     assert server.protocol._include_headers is True
     _compat.pygls_send(server.protocol, Raw())
     body = Raw.body.encode()
-    assert writer.out.getvalue() == (
-        f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; "
-        "charset=utf-8\r\n\r\n").encode() + body
+    assert (
+        writer.out.getvalue()
+        == (
+            f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; "
+            "charset=utf-8\r\n\r\n"
+        ).encode()
+        + body
+    )
     writer.out = io.BytesIO()
     server.protocol._send_data({"jsonrpc": "2.0", "method": "y"})  # pygls' own path
     header, _, sent = writer.out.getvalue().partition(b"\r\n\r\n")
@@ -221,8 +290,9 @@ def test_cpython_3_11_to_3_13_atexit_run_exitfuncs() -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", EXIT_PROBE], capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE], capture_output=True, text=True, timeout=60, check=True
+    )
     assert done.stdout == "ran\nafter\n"
 
 

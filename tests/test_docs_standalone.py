@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "flowc" / "docs").glob("*.md")])
+DOCS = sorted(
+    [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "flowc" / "docs").glob("*.md")]
+)
 
 #: words that point outside the repository
 OUTSIDE = re.compile(
@@ -19,8 +21,22 @@ OUTSIDE = re.compile(
     re.I,
 )
 #: a path in backquotes or a link target: a file with one of these suffixes, or a folder
-FILE_SUFFIXES = (".py", ".flow", ".md", ".json", ".yaml", ".yml", ".toml", ".sh", ".lark", ".txt",
-                 ".svg", ".html", ".xml", ".cfg")
+FILE_SUFFIXES = (
+    ".py",
+    ".flow",
+    ".md",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".sh",
+    ".lark",
+    ".txt",
+    ".svg",
+    ".html",
+    ".xml",
+    ".cfg",
+)
 #: what the commands write and the set-up creates: not in a fresh checkout
 GENERATED = ("out/", ".venv/", ".flowc/", ".cache/")
 LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")

@@ -19,8 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def dry_run(target: str) -> str:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    proc = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60, check=False)
+    proc = subprocess.run(
+        ["make", "-n", "-B", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -33,7 +39,11 @@ def test_make_demo_installs_flowc_and_graphviz_only() -> None:
 
 def test_make_test_adds_the_dev_extra_and_the_browser_tools() -> None:
     plan = dry_run("test")
-    assert "'.[dev]'" in plan and "scripts/deps/graphviz.sh" in plan and "scripts/deps/browser.sh" in plan
+    assert (
+        "'.[dev]'" in plan
+        and "scripts/deps/graphviz.sh" in plan
+        and "scripts/deps/browser.sh" in plan
+    )
 
 
 def test_apt_install_names_the_packages_before_installing_them(tmp_path: Path) -> None:
@@ -46,7 +56,13 @@ def test_apt_install_names_the_packages_before_installing_them(tmp_path: Path) -
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
     proc = subprocess.run(
         ["bash", "-c", '. scripts/lib/install.sh; apt_install "for the diagrams" graphviz'],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "installing system packages with apt-get: graphviz (for the diagrams)"
@@ -56,14 +72,19 @@ def test_every_deps_script_says_what_it_installs() -> None:
     for script in sorted((ROOT / "scripts" / "deps").glob("*.sh")):
         text = script.read_text(encoding="utf-8")
         head = "".join(line for line in text.splitlines(keepends=True)[1:6] if line.startswith("#"))
-        assert "install" in head.lower() or "apt: " in head, f"{script.name}: say what it installs first"
-        assert "apt-get install" not in text.replace("'apt-get install", ""), \
+        assert "install" in head.lower() or "apt: " in head, (
+            f"{script.name}: say what it installs first"
+        )
+        assert "apt-get install" not in text.replace("'apt-get install", ""), (
             f"{script.name}: install through apt_install, which names the packages first"
+        )
 
 
 def test_package_metadata() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["license"] == "Apache-2.0"  # an SPDX expression: no setuptools deprecation warning
+    assert (
+        project["license"] == "Apache-2.0"
+    )  # an SPDX expression: no setuptools deprecation warning
     assert not [c for c in project.get("classifiers", []) if c.startswith("License ::")]
     assert any(dep.startswith("ag2") for dep in project["optional-dependencies"]["ag2"])
     metadata = importlib.metadata.metadata("flowc")
@@ -76,8 +97,11 @@ def test_every_runtime_dependency_has_an_upper_bound() -> None:
     from packaging.requirements import Requirement
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    runtime = [*project["dependencies"], *project["optional-dependencies"]["ag2"],
-               *project["optional-dependencies"]["postgres"]]
+    runtime = [
+        *project["dependencies"],
+        *project["optional-dependencies"]["ag2"],
+        *project["optional-dependencies"]["postgres"],
+    ]
     for line in runtime:
         req = Requirement(line)
         operators = {spec.operator for spec in req.specifier}
@@ -98,8 +122,15 @@ def test_the_demo_runs_and_writes_no_escape_codes_into_a_pipe() -> None:
     if not flowc.exists():
         pytest.skip("the demo runs the flowc of .venv (made by `make setup`)")
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh")], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "demo.sh")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "$ .venv/bin/flowc check" in proc.stdout
     assert 'closed: "approved"' in proc.stdout

@@ -24,8 +24,11 @@ def _tested_pythons() -> list[str]:
 def test_the_claimed_pythons_are_the_tested_ones() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     versions = _tested_pythons()
-    classified = sorted(c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
-                        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    classified = sorted(
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    )
     assert classified == sorted(versions, key=lambda v: tuple(map(int, v.split("."))))
     allowed = SpecifierSet(project["requires-python"])
     minors = [int(v.split(".")[1]) for v in versions]

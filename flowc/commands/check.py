@@ -45,11 +45,13 @@ def _codes(value: Any, where: str) -> tuple[str, ...]:
     elif isinstance(value, list) and all(isinstance(x, str) for x in value):
         items = [x.strip() for x in value]
     else:
-        raise UsageError(f"{where} takes codes or prefixes, e.g. \"W2,I301\"")
+        raise UsageError(f'{where} takes codes or prefixes, e.g. "W2,I301"')
     out = tuple(x.upper() for x in items if x)
     for code in out:
         if not any(known.startswith(code) for known in CODES):
-            raise UsageError(f"{where}: `{code}` is not a code or a prefix of one (see `flowc explain`)")
+            raise UsageError(
+                f"{where}: `{code}` is not a code or a prefix of one (see `flowc explain`)"
+            )
     return out
 
 
@@ -79,8 +81,10 @@ def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -
                 raise UsageError(f"{where}: {key} must be an integer >= 1")
             if value > MAX_STATES_CONFIG:
                 # a repository's own file must not make CI explore without end
-                raise UsageError(f"{where}: {key} is {value:,}; a pyproject.toml may set at "
-                                 f"most {MAX_STATES_CONFIG:,} (pass --max-states for more)")
+                raise UsageError(
+                    f"{where}: {key} is {value:,}; a pyproject.toml may set at "
+                    f"most {MAX_STATES_CONFIG:,} (pass --max-states for more)"
+                )
             max_states = value
     if args.select is not None:
         select = _codes(args.select, "--select")
@@ -92,8 +96,13 @@ def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -
         if args.max_states < 1:
             raise UsageError("--max-states must be >= 1")
         max_states = args.max_states
-    return CheckOptions(max_states=max_states, select=select, ignore=ignore, strict=strict,
-                        target=getattr(args, "target", "flowc") or "flowc")
+    return CheckOptions(
+        max_states=max_states,
+        select=select,
+        ignore=ignore,
+        strict=strict,
+        target=getattr(args, "target", "flowc") or "flowc",
+    )
 
 
 # ── inputs ───────────────────────────────────────────────────────────────────
@@ -139,7 +148,9 @@ def _looks_like_graph(text: str) -> bool:
     return isinstance(data, dict) and ("initial_speaker" in data or "graph" in data)
 
 
-def check_files(inputs: Inputs, options: CheckOptions) -> tuple[list[Diagnostic], dict[str, SourceFile], int]:
+def check_files(
+    inputs: Inputs, options: CheckOptions
+) -> tuple[list[Diagnostic], dict[str, SourceFile], int]:
     """Check every input; returns the findings, the sources and how many files were checked."""
     diags: list[Diagnostic] = []
     sources: dict[str, SourceFile] = {}
@@ -185,9 +196,11 @@ def _unimplemented(sources: dict[str, SourceFile], diags: Sequence[Diagnostic]) 
 def _summary(diags: Sequence[Diagnostic], files: int) -> str:
     counts = {sev: sum(1 for d in diags if d.severity is sev) for sev in Severity}
     parts = []
-    for sev, word, words in ((Severity.ERROR, "error", "errors"),
-                             (Severity.WARNING, "warning", "warnings"),
-                             (Severity.INFO, "info", "info")):
+    for sev, word, words in (
+        (Severity.ERROR, "error", "errors"),
+        (Severity.WARNING, "warning", "warnings"),
+        (Severity.INFO, "info", "info"),
+    ):
         k = counts[sev]
         if k:
             parts.append(counted(k, word, words))
@@ -207,8 +220,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     inputs = collect(paths)
     diags, sources, checked = check_files(inputs, options)
     if not checked and not inputs.problems:
-        inputs.problems.append(str(console.no_inputs(paths, ".flow files or JSON graphs",
-                                                     "nothing to check")))
+        inputs.problems.append(
+            str(console.no_inputs(paths, ".flow files or JSON graphs", "nothing to check"))
+        )
     if plugins:
         diags.extend(_unimplemented(sources, diags))
     diags.sort(key=Diagnostic.sort_key)
@@ -259,28 +273,51 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "check", help="find what AG2 silently accepts: dead rules, loops, unreachable speakers",
+        "check",
+        help="find what AG2 silently accepts: dead rules, loops, unreachable speakers",
         description="Static analysis of .flow files, folders and JSON graphs: explores every run "
-                    "and reports dead rules, loops, unreachable speakers and endings, each with a "
-                    "code (`flowc explain CODE`), a shortest run that shows it and a fix. Settings "
-                    "also come from [tool.flowc] in pyproject.toml. Exit 1 on an error (or a "
-                    "warning under --strict).")
-    p.add_argument("paths", nargs="*", metavar="PATH", help=".flow files, JSON graphs, folders (default: .)")
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
-    p.add_argument("--strict", action="store_true", default=False,
-                   help="warnings, and an analysis cut short at the state bound (I301), fail the check (exit 1)")
-    p.add_argument("--select", metavar="CODES", help="report only these codes or prefixes, e.g. W2,I301")
+        "and reports dead rules, loops, unreachable speakers and endings, each with a "
+        "code (`flowc explain CODE`), a shortest run that shows it and a fix. Settings "
+        "also come from [tool.flowc] in pyproject.toml. Exit 1 on an error (or a "
+        "warning under --strict).",
+    )
+    p.add_argument(
+        "paths", nargs="*", metavar="PATH", help=".flow files, JSON graphs, folders (default: .)"
+    )
+    p.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        default=False,
+        help="warnings, and an analysis cut short at the state bound (I301), fail the check (exit 1)",
+    )
+    p.add_argument(
+        "--select", metavar="CODES", help="report only these codes or prefixes, e.g. W2,I301"
+    )
     p.add_argument("--ignore", metavar="CODES", help="do not report these codes or prefixes")
-    p.add_argument("--max-states", type=int, metavar="N", help="bound on abstract states (default 100000)")
-    p.add_argument("--target", choices=("flowc", "ag2"), default="flowc",
-                   help="ag2: also report (E112) what a bare AG2 1.2.1 registry cannot load, "
-                        "as `flowc compile --target ag2` refuses it")
+    p.add_argument(
+        "--max-states", type=int, metavar="N", help="bound on abstract states (default 100000)"
+    )
+    p.add_argument(
+        "--target",
+        choices=("flowc", "ag2"),
+        default="flowc",
+        help="ag2: also report (E112) what a bare AG2 1.2.1 registry cannot load, "
+        "as `flowc compile --target ag2` refuses it",
+    )
     add_plugin_option(p)
     e = sub.add_parser(
-        "explain", help="print the page of a diagnostic code",
+        "explain",
+        help="print the page of a diagnostic code",
         description="Print the page of a diagnostic code (what it reports, why it matters, an "
-                    "example and what to write instead); without a code, list every code.")
+        "example and what to write instead); without a code, list every code.",
+    )
     e.add_argument("code", nargs="?", metavar="CODE", help="e.g. W204; without it, list the codes")
 
 
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"check": cmd_check, "explain": cmd_explain}
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check": cmd_check,
+    "explain": cmd_explain,
+}

@@ -72,13 +72,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("file", help="the .flow file (- for stdin)")
     p.add_argument("--graph", action="store_true", help="print the graph dict alone, not the knobs")
-    p.add_argument("--bind", action="append", metavar="NAME=ID", help="bind a speaker to an agent id")
+    p.add_argument(
+        "--bind", action="append", metavar="NAME=ID", help="bind a speaker to an agent id"
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     p.add_argument(
-        "--target", choices=("flowc", "ag2"), default="flowc",
+        "--target",
+        choices=("flowc", "ag2"),
+        default="flowc",
         help="ag2: refuse, with the source span, every construct a bare AG2 1.2.1 registry "
-             "cannot load (flowc's and/or/not/!= composites, custom conditions and targets); "
-             "flowc (default): compile them, and note on stderr what AG2 must register",
+        "cannot load (flowc's and/or/not/!= composites, custom conditions and targets); "
+        "flowc (default): compile them, and note on stderr what AG2 must register",
     )
     add_plugin_option(p)
 

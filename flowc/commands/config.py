@@ -26,7 +26,7 @@ __all__ = ["KEYS", "Config", "ConfigError", "check_keys", "find_pyproject", "loa
 
 #: every setting of ``[tool.flowc]`` and what it holds (``max_states`` is also accepted)
 KEYS = {
-    "select": "codes or prefixes to report (`flowc check`), e.g. [\"W2\", \"I301\"]",
+    "select": 'codes or prefixes to report (`flowc check`), e.g. ["W2", "I301"]',
     "ignore": "codes or prefixes not to report (`flowc check`)",
     "strict": "true: warnings fail `flowc check`",
     "max-states": "the bound on abstract states (`flowc check`, default 100000)",
@@ -60,8 +60,10 @@ def check_keys(table: dict[str, Any], where: str) -> None:
 
         close = difflib.get_close_matches(key, [*KEYS, *ALIASES], n=1)
         hint = f" (did you mean `{ALIASES.get(close[0], close[0])}`?)" if close else ""
-        raise ConfigError(f"{where}: [tool.flowc] has no setting `{key}`{hint}; the settings "
-                          f"are: {', '.join(sorted(KEYS))}")
+        raise ConfigError(
+            f"{where}: [tool.flowc] has no setting `{key}`{hint}; the settings "
+            f"are: {', '.join(sorted(KEYS))}"
+        )
 
 
 def load_config(path: Path | None) -> dict[str, Any]:
@@ -112,8 +114,10 @@ class Config:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise ConfigError(f"{self.where}: plugins takes a list of module names or .py files, "
-                              "e.g. plugins = [\"myproject.routing\", \"flows/conditions.py\"]")
+            raise ConfigError(
+                f"{self.where}: plugins takes a list of module names or .py files, "
+                'e.g. plugins = ["myproject.routing", "flows/conditions.py"]'
+            )
         return tuple(value)
 
 
@@ -138,9 +142,12 @@ def load_plugins_for(cli_specs: Sequence[str] | None, config: Config) -> bool:
 def add_plugin_option(parser: argparse.ArgumentParser) -> None:
     """``--plugin MODULE_OR_FILE`` (repeatable), on every command that reads a flow."""
     parser.add_argument(
-        "--plugin", action="append", metavar="MODULE_OR_FILE",
+        "--plugin",
+        action="append",
+        metavar="MODULE_OR_FILE",
         help="import Python that registers custom conditions and targets: a module name or a "
-             ".py file (repeatable; also `plugins` in [tool.flowc])")
+        ".py file (repeatable; also `plugins` in [tool.flowc])",
+    )
 
 
 def setup_plugins(args: argparse.Namespace, paths: Sequence[str]) -> bool:

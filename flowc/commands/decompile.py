@@ -25,18 +25,31 @@ def cmd_decompile(args: argparse.Namespace) -> int:
         return console.EXIT_ERRORS
     if not isinstance(data, dict):
         console.print_diagnostics(
-            [Diagnostic(E001, "expected a JSON object (a graph or a knobs dict)", source.name,
-                        source.span(0, min(1, len(source.text))))],
+            [
+                Diagnostic(
+                    E001,
+                    "expected a JSON object (a graph or a knobs dict)",
+                    source.name,
+                    source.span(0, min(1, len(source.text))),
+                )
+            ],
             {source.name: source},
         )
         return console.EXIT_ERRORS
     participants = [p for p in (args.participants or "").split(",") if p]
     if args.initiator and participants and args.initiator not in participants:
-        raise console.UsageError(f"--initiator {args.initiator} is not one of --participants "
-                                 f"({', '.join(participants)}): name one of them")
+        raise console.UsageError(
+            f"--initiator {args.initiator} is not one of --participants "
+            f"({', '.join(participants)}): name one of them"
+        )
     try:
-        text = decompile(data, participants=participants, title=args.name, filename=source.name,
-                         initiator=args.initiator)
+        text = decompile(
+            data,
+            participants=participants,
+            title=args.name,
+            filename=source.name,
+            initiator=args.initiator,
+        )
     except FlowError as err:
         console.print_diagnostics(err.diagnostics, {source.name: source})
         return console.EXIT_ERRORS
@@ -49,16 +62,24 @@ def cmd_decompile(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "decompile", help="turn a TransitionGraph dict (or knobs) into a .flow",
+        "decompile",
+        help="turn a TransitionGraph dict (or knobs) into a .flow",
         description="Turn a TransitionGraph dict or knobs dict (as AG2's to_dict() or "
-                    "`flowc compile` writes it) back into a formatted .flow file.")
+        "`flowc compile` writes it) back into a formatted .flow file.",
+    )
     p.add_argument("file", metavar="GRAPH.json", help="a graph dict or knobs dict (- for stdin)")
-    p.add_argument("--participants", metavar="A,B,...",
-                   help="the channel's participants in order (a graph names only some of them, "
-                        "and `next` goes round all of them in this order)")
-    p.add_argument("--initiator", metavar="NAME",
-                   help="the channel's creator, whom `initiator` routes back to (a graph does not "
-                        "carry it; default: the start speaker)")
+    p.add_argument(
+        "--participants",
+        metavar="A,B,...",
+        help="the channel's participants in order (a graph names only some of them, "
+        "and `next` goes round all of them in this order)",
+    )
+    p.add_argument(
+        "--initiator",
+        metavar="NAME",
+        help="the channel's creator, whom `initiator` routes back to (a graph does not "
+        "carry it; default: the start speaker)",
+    )
     p.add_argument("--name", help="the flow's name (`flow NAME`)")
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
 

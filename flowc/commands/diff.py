@@ -57,7 +57,9 @@ def _git_show(spec: str) -> bytes | None:
     return proc.stdout
 
 
-def read_version_source(spec: str, label: str | None = None) -> tuple[SourceFile | None, tuple[Any, ...], str]:
+def read_version_source(
+    spec: str, label: str | None = None
+) -> tuple[SourceFile | None, tuple[Any, ...], str]:
     """The source of one side: a file, ``-``, or ``REV:path``; and the name its path has."""
     if spec == "-" or Path(spec).exists() or ":" not in spec:
         source, diags = read_source(spec)
@@ -109,9 +111,11 @@ def _routing_lines(change: Any, old_rules: dict[int, str], new_rules: dict[int, 
         return []
     if not change.run:
         return [f"OLD starts with `{change.old.next}`, NEW with `{change.new.next}`"]
-    lines = [f"run: {render_run(change.run)}",
-             f"OLD: → {routed_text(change.old, old_rules)}",
-             f"NEW: → {routed_text(change.new, new_rules)}"]
+    lines = [
+        f"run: {render_run(change.run)}",
+        f"OLD: → {routed_text(change.old, old_rules)}",
+        f"NEW: → {routed_text(change.new, new_rules)}",
+    ]
     if change.then:
         lines.append(f"then {change.then_side.upper()} goes on: {' → '.join(change.then)}")
     return lines
@@ -129,8 +133,13 @@ def render_text(diff: Any, color: bool = False) -> str:
     out.append("")
     out.append(f"structural changes: {len(diff.structural) or 'none'}")
     for c in diff.structural:
-        mark = f"{green}+{reset}" if c.kind.endswith("added") else f"{red}-{reset}" \
-            if c.kind.endswith("removed") else "~"
+        mark = (
+            f"{green}+{reset}"
+            if c.kind.endswith("added")
+            else f"{red}-{reset}"
+            if c.kind.endswith("removed")
+            else "~"
+        )
         out.append(f"  {mark} {c.text}")
     out.append("")
     if diff.verdict == SAME:
@@ -138,13 +147,17 @@ def render_text(diff: Any, color: bool = False) -> str:
         for c in diff.behavioural:  # findings that changed without any run changing
             out.append(f"  note: {c.text}")
         if diff.truncated:
-            out.append("  (a single version's exploration reached the state bound: these notes may be "
-                       "incomplete; raise --max-states)")
+            out.append(
+                "  (a single version's exploration reached the state bound: these notes may be "
+                "incomplete; raise --max-states)"
+            )
         return "\n".join(out) + "\n"
     if diff.verdict == UNKNOWN:
         out.append(f"{bold}behaviour: unknown{reset} — {diff.reason}")
         if diff.first is not None:
-            out.append("  a run that routes differently if custom conditions and targets decide as shown:")
+            out.append(
+                "  a run that routes differently if custom conditions and targets decide as shown:"
+            )
             out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
         for c in diff.behavioural:
             out.append(f"  possibly: {c.text}")
@@ -154,9 +167,15 @@ def render_text(diff: Any, color: bool = False) -> str:
     out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
     for c in diff.behavioural:
         out.append(f"  * {c.text}")
-        if c.run is not None and (c.run, c.old, c.new) == (diff.first.run, diff.first.old, diff.first.new):
-            out.append("      run: the shortest distinguishing run above"
-                       + (f"; then {c.then_side.upper()} goes on: {' → '.join(c.then)}" if c.then else ""))
+        if c.run is not None and (c.run, c.old, c.new) == (
+            diff.first.run,
+            diff.first.old,
+            diff.first.new,
+        ):
+            out.append(
+                "      run: the shortest distinguishing run above"
+                + (f"; then {c.then_side.upper()} goes on: {' → '.join(c.then)}" if c.then else "")
+            )
             continue
         out += [f"      {line}" for line in _routing_lines(c, old_rules, new_rules)]
     if diff.truncated:
@@ -168,11 +187,17 @@ def render_markdown(diff: Any) -> str:
     from flowc.compiler.analysis.changes import rule_labels
 
     old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
-    verdict = {"changed": "**behaviour changed**", "same": "behaviour unchanged",
-               "unknown": "**behaviour unknown**"}[diff.verdict]
+    verdict = {
+        "changed": "**behaviour changed**",
+        "same": "behaviour unchanged",
+        "unknown": "**behaviour unknown**",
+    }[diff.verdict]
     out = [f"### `flowc diff` {_md(diff.old.label)} → {_md(diff.new.label)}: {verdict}", ""]
     if diff.as_graphs and not diff.notes:
-        out += ["_Compared as graphs: any participant may call any tool and write any context._", ""]
+        out += [
+            "_Compared as graphs: any participant may call any tool and write any context._",
+            "",
+        ]
     if diff.notes:
         out += [f"_Note: {_cell(n)}_" for n in diff.notes]
         out.append("")
@@ -190,8 +215,11 @@ def render_markdown(diff: Any) -> str:
         out += [f"flowc could not decide: {_cell(diff.reason)}.", ""]
         if diff.first is None:
             return "\n".join(out) + "\n"
-    title = "**Behavioural changes**" if diff.verdict == "changed" else \
-        "**Possible behavioural changes** (if custom conditions and targets decide as shown)"
+    title = (
+        "**Behavioural changes**"
+        if diff.verdict == "changed"
+        else "**Possible behavioural changes** (if custom conditions and targets decide as shown)"
+    )
     out += [title, "", "| change | distinguishing run | OLD | NEW |", "|---|---|---|---|"]
     for c in (diff.first, *diff.behavioural):
         lines = _routing_lines(c, old_rules, new_rules)
@@ -214,9 +242,15 @@ def _cell(text: str) -> str:
 
 
 def _turn_json(turn: Any) -> dict[str, Any]:
-    return {"speaker": turn.speaker, "tool": turn.tool, "alternative": turn.alternative,
-            "effects": turn.effects, "context": dict(turn.context), "assumed": dict(turn.assumed),
-            "chosen": list(turn.chosen)}
+    return {
+        "speaker": turn.speaker,
+        "tool": turn.tool,
+        "alternative": turn.alternative,
+        "effects": turn.effects,
+        "context": dict(turn.context),
+        "assumed": dict(turn.assumed),
+        "chosen": list(turn.chosen),
+    }
 
 
 def _routed_json(r: Any, rules: dict[int, str]) -> dict[str, Any] | None:
@@ -226,8 +260,12 @@ def _routed_json(r: Any, rules: dict[int, str]) -> dict[str, Any] | None:
     from flowc.compiler.analysis.lockstep import REFUSED
 
     by = {DEFAULT: "default", HANDOFF: "handoff", FINISH: "finish", REFUSED: "refused"}.get(r.fired)
-    out = {"next": r.next, "reason": r.reason, "rule": None if by else r.fired + 1,
-           "by": by or rules.get(r.fired)}
+    out = {
+        "next": r.next,
+        "reason": r.reason,
+        "rule": None if by else r.fired + 1,
+        "by": by or rules.get(r.fired),
+    }
     if r.refused is not None:
         out["refused"] = r.refused
     return out
@@ -319,7 +357,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         new = load_version(specs[1], labels[1])
     except _Failed:
         return EXIT_OK if args.git else EXIT_USAGE
-    diff = diff_versions(old, new, CheckOptions(max_states=args.max_states), as_graphs=args.as_graphs)
+    diff = diff_versions(
+        old, new, CheckOptions(max_states=args.max_states), as_graphs=args.as_graphs
+    )
     if args.format == "json":
         text = render_json(diff)
     elif args.format == "markdown":
@@ -339,34 +379,60 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "diff", help="what a change to a flow changes in its runs (structure and behaviour)",
+        "diff",
+        help="what a change to a flow changes in its runs (structure and behaviour)",
         description="Compare two versions of a flow: structural changes matched by meaning "
-                    "(speakers, tools, context, rules, default, cap, start) and behavioural "
-                    "changes found by exploring both, each with a shortest run after which "
-                    "OLD and NEW route differently. Either side may be a .flow file, a JSON "
-                    "graph, - (stdin) or a git revision REV:path. Exit status: 0 the behaviour "
-                    "is the same, 1 it changed, 2 flowc could not decide (the state bound was "
-                    "reached, or only custom conditions or targets could make the versions "
-                    "differ) or could not run (an input is missing or has errors).")
-    p.add_argument("versions", nargs="+", metavar="OLD NEW",
-                   help="the two versions: FILE, JSON graph, - or REV:path (with --git: git's 7 arguments)")
-    p.add_argument("--format", choices=FORMATS, default="text",
-                   help="text (default), markdown (a pull-request comment) or json")
-    p.add_argument("-o", "--output", metavar="OUT", help="write the report to OUT instead of stdout")
-    p.add_argument("--render", metavar="OUT",
-                   help="draw NEW with the edges it adds green and the ones it removes red "
-                        "(OUT.svg, or OUT.html for the page)")
-    p.add_argument("--max-states", type=int, default=100_000, metavar="N",
-                   help="bound on the states explored per flow and for the pair (default 100000)")
-    p.add_argument("--as-graphs", action="store_true",
-                   help="compare the routing graphs only: any participant may call any tool and write "
-                        "any context (automatic when a side is JSON or declares no tools and no humans)")
+        "(speakers, tools, context, rules, default, cap, start) and behavioural "
+        "changes found by exploring both, each with a shortest run after which "
+        "OLD and NEW route differently. Either side may be a .flow file, a JSON "
+        "graph, - (stdin) or a git revision REV:path. Exit status: 0 the behaviour "
+        "is the same, 1 it changed, 2 flowc could not decide (the state bound was "
+        "reached, or only custom conditions or targets could make the versions "
+        "differ) or could not run (an input is missing or has errors).",
+    )
+    p.add_argument(
+        "versions",
+        nargs="+",
+        metavar="OLD NEW",
+        help="the two versions: FILE, JSON graph, - or REV:path (with --git: git's 7 arguments)",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (default), markdown (a pull-request comment) or json",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="write the report to OUT instead of stdout"
+    )
+    p.add_argument(
+        "--render",
+        metavar="OUT",
+        help="draw NEW with the edges it adds green and the ones it removes red "
+        "(OUT.svg, or OUT.html for the page)",
+    )
+    p.add_argument(
+        "--max-states",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="bound on the states explored per flow and for the pair (default 100000)",
+    )
+    p.add_argument(
+        "--as-graphs",
+        action="store_true",
+        help="compare the routing graphs only: any participant may call any tool and write "
+        "any context (automatic when a side is JSON or declares no tools and no humans)",
+    )
     from flowc.commands.config import add_plugin_option
 
     add_plugin_option(p)
-    p.add_argument("--git", action="store_true",
-                   help="take git's diff-driver arguments (path old-file old-hex old-mode new-file "
-                        "new-hex new-mode); always exit 0 so that git goes on")
+    p.add_argument(
+        "--git",
+        action="store_true",
+        help="take git's diff-driver arguments (path old-file old-hex old-mode new-file "
+        "new-hex new-mode); always exit 0 so that git goes on",
+    )
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"diff": cmd_diff}

@@ -45,9 +45,13 @@ def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
     """
     parts = []
     if changed:
-        parts.append(f"{counted(changed, 'file')} {'would be reformatted' if check else 'reformatted'}")
+        parts.append(
+            f"{counted(changed, 'file')} {'would be reformatted' if check else 'reformatted'}"
+        )
     if unchanged:
-        parts.append(f"{counted(unchanged, 'file')} {'already formatted' if check else 'left unchanged'}")
+        parts.append(
+            f"{counted(unchanged, 'file')} {'already formatted' if check else 'left unchanged'}"
+        )
     if failed:
         parts.append(f"{counted(failed, 'file')} could not be formatted")
     return ", ".join(parts) or "no .flow files"
@@ -87,8 +91,11 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             failed_files += 1
             continue
         except FormatterBug as err:
-            print(f"flowc fmt: internal error: {err}; the file was left unchanged; please "
-                  "report it with the command and the input", file=sys.stderr)
+            print(
+                f"flowc fmt: internal error: {err}; the file was left unchanged; please "
+                "report it with the command and the input",
+                file=sys.stderr,
+            )
             status = console.EXIT_USAGE
             failed_files += 1
             continue
@@ -120,8 +127,10 @@ def cmd_fmt(args: argparse.Namespace) -> int:
                 raise console.UsageError(f"{path}: cannot write ({err.strerror})") from None
             print(f"reformatted {source.name}", file=sys.stderr)
     if paths != ["-"]:
-        print(summary(changed_files, unchanged_files, failed_files, check=args.check or args.diff),
-              file=sys.stderr)
+        print(
+            summary(changed_files, unchanged_files, failed_files, check=args.check or args.diff),
+            file=sys.stderr,
+        )
     return status
 
 
@@ -131,13 +140,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="rewrite .flow files in the canonical layout",
         description="Rewrite .flow files in the one canonical layout, keeping every comment; "
         "with --check or --diff write nothing and exit 1 if a file would change. Ends with a "
-        "summary on stderr (\"1 file would be reformatted, 2 files already formatted\").",
+        'summary on stderr ("1 file would be reformatted, 2 files already formatted").',
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or folders (- for stdin)")
-    p.add_argument("--check", action="store_true", help="exit 1 if a file would change; write nothing")
-    p.add_argument("--diff", action="store_true", help="print how files would change; write nothing")
-    p.add_argument("--fast", action="store_true",
-                   help="skip the check that the output keeps the meaning and is stable")
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 if a file would change; write nothing"
+    )
+    p.add_argument(
+        "--diff", action="store_true", help="print how files would change; write nothing"
+    )
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help="skip the check that the output keeps the meaning and is stable",
+    )
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"fmt": cmd_fmt}

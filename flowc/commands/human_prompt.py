@@ -64,9 +64,11 @@ def _value(text: str, key: str) -> Any:
         return load_json(text)
     except (ValueError, DataError) as err:
         detail = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
-        raise PromptError(f"/set {format_name(key)} = {text}: the value is JSON ({detail}): "
-                          'write text in double quotes ("yes"), or true, false, null, a '
-                          "number, [...] or {...}") from None
+        raise PromptError(
+            f"/set {format_name(key)} = {text}: the value is JSON ({detail}): "
+            'write text in double quotes ("yes"), or true, false, null, a '
+            "number, [...] or {...}"
+        ) from None
 
 
 class HumanPrompt:
@@ -74,8 +76,9 @@ class HumanPrompt:
     prompt to show next. ``keys``: the context keys the human may write (``None``: any,
     for a bare graph that declares none)."""
 
-    def __init__(self, name: str, keys: Sequence[str] | None,
-                 context: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, name: str, keys: Sequence[str] | None, context: Mapping[str, Any] | None = None
+    ) -> None:
         self.name = name
         self.keys = None if keys is None else tuple(keys)
         self.context = dict(context or {})
@@ -84,8 +87,9 @@ class HumanPrompt:
 
     def prompt(self) -> str:
         """``client> ``, with the writes waiting for the turn's text: ``client (k = 1)> ``."""
-        pending = [f"{format_name(k)} = {json.dumps(v, ensure_ascii=False)}"
-                   for k, v in self.sets.items()]
+        pending = [
+            f"{format_name(k)} = {json.dumps(v, ensure_ascii=False)}" for k, v in self.sets.items()
+        ]
         pending += [f"{format_name(k)} cleared" for k in self.deletes if k not in self.sets]
         return f"{self.name} ({', '.join(pending)})> " if pending else f"{self.name}> "
 
@@ -114,20 +118,26 @@ class HumanPrompt:
             if key not in self.deletes:
                 self.deletes.append(key)
             return ""
-        raise PromptError(f"/{command}: no such command (the commands: /set KEY = VALUE, "
-                          "/clear KEY, /help; //TEXT posts text that begins with /)")
+        raise PromptError(
+            f"/{command}: no such command (the commands: /set KEY = VALUE, "
+            "/clear KEY, /help; //TEXT posts text that begins with /)"
+        )
 
     def _allowed(self, key: str, command: str) -> str:
         if not key:
             raise PromptError(f"/{command}: name the context key (/help lists them)")
         if self.keys is not None and key not in self.keys:
-            raise PromptError(f"{human_write_refusal(self.name, key, self.keys)} "
-                              "(/help lists them)")
+            raise PromptError(
+                f"{human_write_refusal(self.name, key, self.keys)} (/help lists them)"
+            )
         return key
 
     def _turn(self, text: str) -> ScriptTurn:
-        calls = (ScriptCall(set=dict(self.sets), delete=tuple(self.deletes)),) \
-            if self.sets or self.deletes else ()
+        calls = (
+            (ScriptCall(set=dict(self.sets), delete=tuple(self.deletes)),)
+            if self.sets or self.deletes
+            else ()
+        )
         self.sets, self.deletes = {}, []
         return ScriptTurn(text, calls, WHERE)
 
@@ -140,16 +150,21 @@ class HumanPrompt:
         else:
             keys = ", ".join(
                 f"{format_name(k)} (now {json.dumps(self.context[k], ensure_ascii=False)})"
-                if k in self.context else f"{format_name(k)} (unset)" for k in self.keys)
-        return "\n".join([
-            f"{self.name} posts a line of text as its turn; before it, these commands "
-            "prepare context writes that go with it:",
-            "  /set KEY = VALUE   write KEY (VALUE is JSON: true, 3, \"text\", [...], {...})",
-            "  /set KEY           write KEY = true",
-            "  /clear KEY         delete KEY",
-            "  //TEXT             post text that begins with /",
-            f"{self.name} may write: {keys}",
-        ])
+                if k in self.context
+                else f"{format_name(k)} (unset)"
+                for k in self.keys
+            )
+        return "\n".join(
+            [
+                f"{self.name} posts a line of text as its turn; before it, these commands "
+                "prepare context writes that go with it:",
+                '  /set KEY = VALUE   write KEY (VALUE is JSON: true, 3, "text", [...], {...})',
+                "  /set KEY           write KEY = true",
+                "  /clear KEY         delete KEY",
+                "  //TEXT             post text that begins with /",
+                f"{self.name} may write: {keys}",
+            ]
+        )
 
 
 def complete(before: str, keys: Sequence[str] | None) -> list[str]:

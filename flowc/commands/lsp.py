@@ -21,16 +21,21 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "lsp", help="language server for editors (stdio): diagnostics, hover, navigation, rename, "
-             "completion, quick fixes, format",
+        "lsp",
+        help="language server for editors (stdio): diagnostics, hover, navigation, rename, "
+        "completion, quick fixes, format",
         description="Run the .flow language server on stdin/stdout, for an editor to start. It "
-                    "reports what `flowc check` reports (with the [tool.flowc] settings of the "
-                    "nearest pyproject.toml) as you type, and answers hover, go to definition, "
-                    "references, rename, completion, quick fixes, document symbols, semantic "
-                    "tokens, folding, formatting (as `flowc fmt`) and a diagram command. See "
-                    "docs/editors.md.")
-    p.add_argument("--stdio", action="store_true",
-                   help="accepted for editors that pass it; stdin/stdout is the only transport")
+        "reports what `flowc check` reports (with the [tool.flowc] settings of the "
+        "nearest pyproject.toml) as you type, and answers hover, go to definition, "
+        "references, rename, completion, quick fixes, document symbols, semantic "
+        "tokens, folding, formatting (as `flowc fmt`) and a diagram command. See "
+        "docs/editors.md.",
+    )
+    p.add_argument(
+        "--stdio",
+        action="store_true",
+        help="accepted for editors that pass it; stdin/stdout is the only transport",
+    )
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"lsp": cmd_lsp}

@@ -28,7 +28,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return console.EXIT_USAGE
     console.write_output(result.text, args.output)
     if result.findings or args.format in ("json", "sarif"):
-        console.print_diagnostics(sorted(result.findings, key=lambda d: d.sort_key()), sources, args.format)
+        console.print_diagnostics(
+            sorted(result.findings, key=lambda d: d.sort_key()), sources, args.format
+        )
     return console.EXIT_ERRORS if result.left_out else console.EXIT_OK
 
 
@@ -37,17 +39,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "migrate",
         help="translate a classic AG2/AutoGen group chat (Python or AgentChat JSON) into .flow",
         description="Translate a classic AG2/AutoGen group chat, swarm, group-API pattern or "
-                    "AgentChat team (Python, read without running it, or component JSON) into a "
-                    ".flow. Findings M001 (left out), M002 (lossy), M003 (dropped) go to stderr. "
-                    "Exit 0 translated, 1 something was left out, 2 not a recognised input.",
+        "AgentChat team (Python, read without running it, or component JSON) into a "
+        ".flow. Findings M001 (left out), M002 (lossy), M003 (dropped) go to stderr. "
+        "Exit 0 translated, 1 something was left out, 2 not a recognised input.",
     )
-    p.add_argument("input", help="a classic Python file or an AgentChat component JSON (- for stdin)")
+    p.add_argument(
+        "input", help="a classic Python file or an AgentChat component JSON (- for stdin)"
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write the .flow to OUT instead of stdout")
-    p.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text",
-                   help="how findings are printed on stderr (default: text)")
-    p.add_argument("--pick", metavar="NAME",
-                   help="when the file builds several chats or teams, translate the one assigned to "
-                        "the variable NAME (or built on line NAME); the others are reported")
+    p.add_argument(
+        "--format",
+        choices=("text", "concise", "json", "sarif", "github"),
+        default="text",
+        help="how findings are printed on stderr (default: text)",
+    )
+    p.add_argument(
+        "--pick",
+        metavar="NAME",
+        help="when the file builds several chats or teams, translate the one assigned to "
+        "the variable NAME (or built on line NAME); the others are reported",
+    )
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"migrate": cmd_migrate}

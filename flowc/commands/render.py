@@ -35,14 +35,18 @@ def cmd_render(args: argparse.Namespace) -> int:
     if fmt is None:
         suffix = Path(args.output).suffix.lower() if args.output and args.output != "-" else ""
         if suffix and suffix not in SUFFIX_FORMATS:  # never SVG bytes under a .jpg name
-            raise UsageError(f"-o {args.output}: no format writes `{suffix}` files; use one of "
-                             f"{', '.join(sorted(SUFFIX_FORMATS))}, or give -f")
+            raise UsageError(
+                f"-o {args.output}: no format writes `{suffix}` files; use one of "
+                f"{', '.join(sorted(SUFFIX_FORMATS))}, or give -f"
+            )
         fmt = SUFFIX_FORMATS.get(suffix, "svg")
     to_stdout = args.output is None or args.output == "-"
     console.check_output(args.output)
     if to_stdout and fmt in BINARY_FORMATS and console.isatty(sys.stdout):
-        raise UsageError(f"-f {fmt} is binary data, which a terminal cannot show: give -o FILE, "
-                         f"or redirect the output (flowc render ... -f {fmt} > flow.{fmt})")
+        raise UsageError(
+            f"-f {fmt} is binary data, which a terminal cannot show: give -o FILE, "
+            f"or redirect the output (flowc render ... -f {fmt} > flow.{fmt})"
+        )
     plugins = config.setup_plugins(args, [args.file])
     source, diags = console.read_source(args.file)
     if source is None:
@@ -56,7 +60,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     if loaded is None or has_errors(diags):
         console.print_diagnostics(diags, {source.name: source})
         return EXIT_ERRORS
-    if plugins and isinstance(loaded, CompiledFlow) and console.report_unimplemented(loaded, source.name):
+    if (
+        plugins
+        and isinstance(loaded, CompiledFlow)
+        and console.report_unimplemented(loaded, source.name)
+    ):
         return EXIT_ERRORS
     diagram = build_diagram(loaded)
     if args.max_states is not None and args.max_states < 1:
@@ -94,10 +102,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from flowc.compiler.render.options import DIRECTIONS, FORMATS
 
     p = sub.add_parser(
-        "render", help="draw a flow (or a compiled graph) as a diagram",
+        "render",
+        help="draw a flow (or a compiled graph) as a diagram",
         description="Draw a flow or a compiled graph: speakers, rules as labelled edges, endings. "
-                    "SVG, PNG, PDF and the HTML page need Graphviz; dot and Mermaid text do not. "
-                    "With --check the checker's findings are marked on the drawing.")
+        "SVG, PNG, PDF and the HTML page need Graphviz; dot and Mermaid text do not. "
+        "With --check the checker's findings are marked on the drawing.",
+    )
     p.add_argument("file", help="a .flow file or a JSON graph / knobs dict (- for stdin)")
     p.add_argument(
         "-f",
@@ -110,9 +120,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--check", action="store_true", help="run the checker and mark its findings on the diagram"
     )
-    p.add_argument("--max-states", type=int, metavar="N",
-                   help="with --check: the bound on abstract states, as in flowc check "
-                        "(default 100000); an analysis stopped at it is marked partial (I301)")
+    p.add_argument(
+        "--max-states",
+        type=int,
+        metavar="N",
+        help="with --check: the bound on abstract states, as in flowc check "
+        "(default 100000); an analysis stopped at it is marked partial (I301)",
+    )
     p.add_argument(
         "--direction",
         choices=DIRECTIONS,

@@ -32,8 +32,13 @@ __all__ = [
 ]
 
 #: the kinds of target, in table order, with their column titles
-KINDS = (("speaker", "Speakers"), ("rule", "Rules"), ("default", "Default"),
-         ("end", "Endings"), ("tool", "Tools"))
+KINDS = (
+    ("speaker", "Speakers"),
+    ("rule", "Rules"),
+    ("default", "Default"),
+    ("end", "Endings"),
+    ("tool", "Tools"),
+)
 
 
 def total(files: Sequence[FlowCoverage]) -> tuple[int, int, float]:
@@ -92,12 +97,19 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
     for f in files:
         cells = [f.path, *(_fraction(*f.by_kind(kind)) for kind, _ in KINDS)]
         rows.append([*cells, f"{f.percent:.1f}%" + (" (partial)" if f.truncated else "")])
-    sums = [[sum(x) for x in zip(*(f.by_kind(kind) for f in files), strict=True)] or [0, 0]
-            for kind, _ in KINDS]
+    sums = [
+        [sum(x) for x in zip(*(f.by_kind(kind) for f in files), strict=True)] or [0, 0]
+        for kind, _ in KINDS
+    ]
     pct = total(files)[2]
     partial = partial_files(files)
-    rows.append(["TOTAL", *(_fraction(c, v) for c, v in sums),
-                 f"{pct:.1f}%" + (" (partial)" if partial else "")])
+    rows.append(
+        [
+            "TOTAL",
+            *(_fraction(c, v) for c, v in sums),
+            f"{pct:.1f}%" + (" (partial)" if partial else ""),
+        ]
+    )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = []
     for r in rows:
@@ -112,8 +124,11 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
         lines += ["", "Not coverable (left out of the percentage):"]
         lines += [f"  {_at(f, t)}  {t.label}  ({t.dead})" for f, t in dead]
     if partial:
-        lines += ["", f"Partial: the analysis of {', '.join(partial)} stopped at its state bound "
-                      "(I301): the targets it did not reach are left out"]
+        lines += [
+            "",
+            f"Partial: the analysis of {', '.join(partial)} stopped at its state bound "
+            "(I301): the targets it did not reach are left out",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -121,8 +136,13 @@ def coverage_json(files: Sequence[FlowCoverage]) -> str:
     """``{"covered", "total", "percent", "partial", "files": [...]}``, sorted keys, trailing
     newline; ``partial`` is true when any file's analysis stopped at the state bound."""
     covered, live, pct = total(files)
-    data = {"covered": covered, "total": live, "percent": pct,
-            "partial": bool(partial_files(files)), "files": [f.to_json() for f in files]}
+    data = {
+        "covered": covered,
+        "total": live,
+        "percent": pct,
+        "partial": bool(partial_files(files)),
+        "files": [f.to_json() for f in files],
+    }
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -158,11 +178,17 @@ def coverage_cobertura(files: Sequence[FlowCoverage], version: str = "0.1.0") ->
             covered_lines = sum(
                 1 for ts in per_line.values() if any(f.hits.get(t.key, 0) for t in ts)
             )
-            cls = ET.SubElement(classes, "class", {
-                "name": Path(f.path).stem, "filename": f.path.replace(os.sep, "/"),
-                "line-rate": _rate(covered_lines, len(per_line)),
-                "branch-rate": _rate(f.covered, f.total), "complexity": "0",
-            })
+            cls = ET.SubElement(
+                classes,
+                "class",
+                {
+                    "name": Path(f.path).stem,
+                    "filename": f.path.replace(os.sep, "/"),
+                    "line-rate": _rate(covered_lines, len(per_line)),
+                    "branch-rate": _rate(f.covered, f.total),
+                    "complexity": "0",
+                },
+            )
             ET.SubElement(cls, "methods")
             lines_el = ET.SubElement(cls, "lines")
             for number, ts in sorted(per_line.items()):
@@ -261,15 +287,20 @@ def junit_xml(suites: Sequence[SuiteResult]) -> str:
         errors = 1 if s.error is not None else 0
         time = sum(c.seconds for c in s.cases)
         for c in s.cases:
-            case = ET.SubElement(suite, "testcase", name=c.name, classname=classname,
-                                 time=f"{c.seconds:.3f}")
+            case = ET.SubElement(
+                suite, "testcase", name=c.name, classname=classname, time=f"{c.seconds:.3f}"
+            )
             if c.failure is not None:
-                ET.SubElement(case, "failure", message=c.failure, type="ScenarioFailure").text = c.failure
+                ET.SubElement(
+                    case, "failure", message=c.failure, type="ScenarioFailure"
+                ).text = c.failure
         if s.error is not None:
-            case = ET.SubElement(suite, "testcase", name="(compile)", classname=classname,
-                                 time="0.000")
-            ET.SubElement(case, "error", message=s.error,
-                          type="CompileError").text = s.error_text or s.error
+            case = ET.SubElement(
+                suite, "testcase", name="(compile)", classname=classname, time="0.000"
+            )
+            ET.SubElement(case, "error", message=s.error, type="CompileError").text = (
+                s.error_text or s.error
+            )
         tests = len(s.cases) + errors
         suite.set("tests", str(tests))
         suite.set("failures", str(fails))

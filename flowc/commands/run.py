@@ -72,8 +72,10 @@ def graph_pattern_diagnostics(graph: Any, filename: str) -> tuple[Diagnostic, ..
     from flowc.compiler.registry import pattern_problems
     from flowc.diagnostics import E114
 
-    return tuple(Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path,
-                            help=PATTERN_HELP) for p in pattern_problems(graph))
+    return tuple(
+        Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path, help=PATTERN_HELP)
+        for p in pattern_problems(graph)
+    )
 
 
 def load_target(path: str) -> tuple[RunTarget | None, bool]:
@@ -101,8 +103,9 @@ def load_target(path: str) -> tuple[RunTarget | None, bool]:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags) or report_unimplemented(compiled, source.name):
         return None, True
-    return RunTarget.from_compiled(compiled, source_text=source.text, label=path,
-                                   filename=source.name), True
+    return RunTarget.from_compiled(
+        compiled, source_text=source.text, label=path, filename=source.name
+    ), True
 
 
 def load_script(path: str) -> Any:
@@ -131,8 +134,9 @@ def load_script(path: str) -> Any:
             return load_json(text, max_depth=SCRIPT_MAX_DEPTH)
         except json.JSONDecodeError as err:
             if path.endswith(".json"):
-                raise DataError(f"not valid JSON: {err.msg}", offset=err.pos,
-                                line=err.lineno, column=err.colno) from None
+                raise DataError(
+                    f"not valid JSON: {err.msg}", offset=err.pos, line=err.lineno, column=err.colno
+                ) from None
             json_error = err
     import yaml  # only for YAML: a JSON script does not pay for it
 
@@ -143,11 +147,14 @@ def load_script(path: str) -> Any:
         # where and what, as PyYAML words it, without the quoted text (the file may be
         # anything: its text is not shown)
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-        what = ", ".join(str(x) for x in (getattr(err, "context", None),
-                                          getattr(err, "problem", None)) if x)
-        raise DataError(f"not valid {kind}: {what or type(err).__name__}",
-                        line=mark.line + 1 if mark is not None else None,
-                        column=mark.column + 1 if mark is not None else None) from None
+        what = ", ".join(
+            str(x) for x in (getattr(err, "context", None), getattr(err, "problem", None)) if x
+        )
+        raise DataError(
+            f"not valid {kind}: {what or type(err).__name__}",
+            line=mark.line + 1 if mark is not None else None,
+            column=mark.column + 1 if mark is not None else None,
+        ) from None
 
 
 def read_script(path: str) -> tuple[Any, Script] | None:
@@ -171,8 +178,11 @@ def read_script(path: str) -> tuple[Any, Script] | None:
 def _import_error(path: str, err: BaseException) -> str:
     """``path:LINE: cannot import it: Kind: message`` (the deepest line in ``path``)."""
     line = None
-    if isinstance(err, SyntaxError) and err.filename and Path(err.filename).resolve() == Path(
-            path).resolve():
+    if (
+        isinstance(err, SyntaxError)
+        and err.filename
+        and Path(err.filename).resolve() == Path(path).resolve()
+    ):
         line = err.lineno
     else:
         for frame in traceback.extract_tb(err.__traceback__):
@@ -194,13 +204,17 @@ def _agent_fn(path: str, name: str, value: Any) -> Callable[[Turn], Awaitable[An
             except ValueError as err:
                 raise UsageError(f"{where}: {err}") from None
     if not callable(value):
-        raise UsageError(f"{where} is a {type(value).__name__}: give an async callable "
-                         "taking a Turn, or an AG2 Agent")
+        raise UsageError(
+            f"{where} is a {type(value).__name__}: give an async callable "
+            "taking a Turn, or an AG2 Agent"
+        )
     try:
         inspect.signature(value).bind(None)
     except TypeError:
-        raise UsageError(f"{where}: {getattr(value, '__name__', type(value).__name__)} must "
-                         "take one argument, the Turn") from None
+        raise UsageError(
+            f"{where}: {getattr(value, '__name__', type(value).__name__)} must "
+            "take one argument, the Turn"
+        ) from None
     except ValueError:  # no signature to inspect (some builtins): let the call decide
         pass
     if inspect.iscoroutinefunction(value):
@@ -307,8 +321,11 @@ def _refused_hint(printer: RunPrinter, args: argparse.Namespace, result: RunResu
         return
     if "--contracts" not in hint:
         hint += " --contracts warn"
-    print(f"run {printer.run_id} is open; continue it with `{hint}` to let such turns "
-          "through with a warning", file=sys.stderr)
+    print(
+        f"run {printer.run_id} is open; continue it with `{hint}` to let such turns "
+        "through with a warning",
+        file=sys.stderr,
+    )
 
 
 def _interrupted(printer: RunPrinter, args: argparse.Namespace) -> int:
@@ -323,8 +340,10 @@ def _output_closed(printer: RunPrinter, args: argparse.Namespace) -> int:
     whose output pipe broke (:data:`flowc.commands.console.EXIT_PIPE`)."""
     hint = _resume_hint(printer, args)
     if hint is not None:
-        print(f"run {printer.run_id} stopped: its output was closed; continue it with `{hint}`",
-              file=sys.stderr)
+        print(
+            f"run {printer.run_id} stopped: its output was closed; continue it with `{hint}`",
+            file=sys.stderr,
+        )
     raise BrokenPipeError
 
 
@@ -347,8 +366,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         speakers = target.with_script_facts(script).speakers
         unknown = sorted(set(agents) - set(speakers))
         if unknown:
-            raise UsageError(f"{args.agents}: AGENTS names no speaker of {args.flow}: "
-                             f"{', '.join(unknown)} (its speakers: {', '.join(speakers)})")
+            raise UsageError(
+                f"{args.agents}: AGENTS names no speaker of {args.flow}: "
+                f"{', '.join(unknown)} (its speakers: {', '.join(speakers)})"
+            )
     try:
         store: WalStore = open_store(args.db)
     except WalError as err:
@@ -356,10 +377,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     target = target.with_script_facts(script)
     printer = RunPrinter(target, _mode(args))
     try:
-        result = asyncio.run(run_script(
-            target, script, store=store, agents=agents, ask_human=_asker(args, printer),
-            labels={"script": args.script or ""}, watch=printer, contracts=args.contracts,
-        ))
+        result = asyncio.run(
+            run_script(
+                target,
+                script,
+                store=store,
+                agents=agents,
+                ask_human=_asker(args, printer),
+                labels={"script": args.script or ""},
+                watch=printer,
+                contracts=args.contracts,
+            )
+        )
     except KeyboardInterrupt:
         if printer.run_id is not None:
             printer.catch_up(list(store.read(printer.run_id)))
@@ -447,20 +476,32 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     records, close, _ = transcript(envs)
     lease = None if close is not None else store.lease_of(cid)
     status = "closed" if close is not None else "running" if lease is not None else "open"
-    return {"run_id": cid, "created_at": md.created_at, "flow": md.labels.get("flow") or md.type,
-            "turns": len(records), "status": status, "close_reason": close,
-            "holder": describe_holder(lease.holder) if lease is not None else None}
+    return {
+        "run_id": cid,
+        "created_at": md.created_at,
+        "flow": md.labels.get("flow") or md.type,
+        "turns": len(records),
+        "status": status,
+        "close_reason": close,
+        "holder": describe_holder(lease.holder) if lease is not None else None,
+    }
 
 
 def _summary_line(r: dict[str, Any]) -> str:
-    status = _j(r["close_reason"]) if r["status"] == "closed" else \
-        f"running ({r['holder']})" if r["status"] == "running" else "open"
+    status = (
+        _j(r["close_reason"])
+        if r["status"] == "closed"
+        else f"running ({r['holder']})"
+        if r["status"] == "running"
+        else "open"
+    )
     return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  {status}"
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
-    text = str(err) if isinstance(err, (WalError, ProtocolError)) \
-        else f"{type(err).__name__}: {err}"
+    text = (
+        str(err) if isinstance(err, (WalError, ProtocolError)) else f"{type(err).__name__}: {err}"
+    )
     return text if text.startswith(db) else f"{db}: run {cid}: {text}"
 
 
@@ -517,8 +558,12 @@ def _failures(envs: list[Any], target: RunTarget) -> list[dict[str, Any]]:
             continue
         data = env.event_data
         who = data.get("agent_id")
-        item = {"turn": data.get("turn"), "speaker": target.names.get(who, who),
-                "error": data.get("error"), "where": data.get("where")}
+        item = {
+            "turn": data.get("turn"),
+            "speaker": target.names.get(who, who),
+            "error": data.get("error"),
+            "where": data.get("where"),
+        }
         if wanted and data.get("traceback"):
             item["traceback"] = data["traceback"]
         out.append(item)
@@ -547,11 +592,15 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         if close is not None:
             print(f"closed: {_j(close)} after {counted(len(records), 'turn')}")
         else:
-            print(f"open: {counted(len(records), 'turn')} so far, "
-                  f"{target.names.get(nxt or '', nxt)} to speak next")
+            print(
+                f"open: {counted(len(records), 'turn')} so far, "
+                f"{target.names.get(nxt or '', nxt)} to speak next"
+            )
         return EXIT_OK
     end: dict[str, Any] = {
-        "run_id": cid, "flow": md.labels.get("flow", ""), "created_at": md.created_at,
+        "run_id": cid,
+        "flow": md.labels.get("flow", ""),
+        "created_at": md.created_at,
         "close_reason": close,
         "context_vars": dict(state.context_vars) if state is not None else {},
         "turn_count": state.turn_count if state is not None else 0,
@@ -560,8 +609,9 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     if failures:
         end["failures"] = failures
     if mode == "json":
-        sys.stdout.write(canonical_json({**end, "turns": [turn_json(r, describe)
-                                                           for r in records]}))
+        sys.stdout.write(
+            canonical_json({**end, "turns": [turn_json(r, describe) for r in records]})
+        )
     else:
         print(_j({"event": "start", "run_id": cid, "flow": end["flow"]}))
         for record in records:
@@ -598,18 +648,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     if result.recorded_close_reason is None:
         nxt = getattr(state, "expected_next_speaker", None)
-        print(f"{cid}: open; re-folded {counted(result.envelopes, 'envelope')} to {turns}, "
-              f"{nxt} to speak next")
+        print(
+            f"{cid}: open; re-folded {counted(result.envelopes, 'envelope')} to {turns}, "
+            f"{nxt} to speak next"
+        )
         return EXIT_OK
     if result.matches:
-        print(f"{cid}: re-folded {counted(result.envelopes, 'envelope')}: same close reason "
-              f"{_j(result.close_reason)}, same state ({turns}, context "
-              f"{_j(getattr(state, 'context_vars', {}))})")
+        print(
+            f"{cid}: re-folded {counted(result.envelopes, 'envelope')}: same close reason "
+            f"{_j(result.close_reason)}, same state ({turns}, context "
+            f"{_j(getattr(state, 'context_vars', {}))})"
+        )
         return EXIT_OK
     print(f"{cid}: the re-fold diverges from the recorded run")
     if result.close_reason != result.recorded_close_reason:
-        print(f"  close reason: recorded {_j(result.recorded_close_reason)}, "
-              f"re-fold {_j(result.close_reason)}")
+        print(
+            f"  close reason: recorded {_j(result.recorded_close_reason)}, "
+            f"re-fold {_j(result.close_reason)}"
+        )
     if result.recorded_state != result.replayed_state:
         print(f"  state: recorded {_j(result.recorded_state)}")
         print(f"         re-fold  {_j(result.replayed_state)}")
@@ -629,7 +685,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
             if opened.event_type != EV_CHANNEL_OPENED:
                 raise ProtocolError("its WAL does not start with the channel's opening")
             target = RunTarget.from_metadata(
-                ChannelMetadata.from_dict(opened.event_data["metadata"]))
+                ChannelMetadata.from_dict(opened.event_data["metadata"])
+            )
         except _DAMAGED as err:
             print(f"flowc resume: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
             return EXIT_ERRORS
@@ -643,9 +700,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
         agents = load_agents(args.agents) if args.agents else None
         printer = RunPrinter(target, _mode(args))
         try:
-            result = asyncio.run(resume_script(
-                store, cid, script, agents=agents, ask_human=_asker(args, printer),
-                watch=printer, contracts=args.contracts))
+            result = asyncio.run(
+                resume_script(
+                    store,
+                    cid,
+                    script,
+                    agents=agents,
+                    ask_human=_asker(args, printer),
+                    watch=printer,
+                    contracts=args.contracts,
+                )
+            )
         except KeyboardInterrupt:
             printer.catch_up(list(store.read(cid)))
             return _interrupted(printer, args)
@@ -675,69 +740,101 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "run", help="run a flow on the hub runtime with scripted or real agents",
+        "run",
+        help="run a flow on the hub runtime with scripted or real agents",
         description="Run a flow on flowc's hub runtime: the speakers' turns come from a script "
-                    "(who says what, which tools are called), from real agents, or both; every "
-                    "turn is written to a write-ahead log (a SQLite file, or a PostgreSQL "
-                    "database). Exit 0 when the run closes, 1 when it stalls or the input "
-                    "has errors.")
+        "(who says what, which tools are called), from real agents, or both; every "
+        "turn is written to a write-ahead log (a SQLite file, or a PostgreSQL "
+        "database). Exit 0 when the run closes, 1 when it stalls or the input "
+        "has errors.",
+    )
     flow_argument(p)
-    script_option(p, "who says what (JSON or YAML); a human with no scripted turn left is "
-                     "asked at the terminal when stdin is one, otherwise the run stalls on "
-                     "them (stalled_on)")
+    script_option(
+        p,
+        "who says what (JSON or YAML); a human with no scripted turn left is "
+        "asked at the terminal when stdin is one, otherwise the run stalls on "
+        "them (stalled_on)",
+    )
     agents_option(p, "without --script, humans answer on stdin")
     contracts_option(p)
     _output_options(p)
-    store_options(p, f"the WAL: a SQLite file (default {DEFAULT_DB}), a PostgreSQL database "
-                     "(postgresql://...), or :memory: for none")
+    store_options(
+        p,
+        f"the WAL: a SQLite file (default {DEFAULT_DB}), a PostgreSQL database "
+        "(postgresql://...), or :memory: for none",
+    )
 
     p = sub.add_parser(
-        "resume", help="continue a stalled or interrupted run from its WAL",
+        "resume",
+        help="continue a stalled or interrupted run from its WAL",
         description="Continue a stalled or interrupted run from its WAL: the turns "
-                    "already in the WAL stay, and the speaker the run waits for takes "
-                    "the next turn. Give the script the run started with (each speaker's "
-                    "turns already taken are skipped), and/or agents for its speakers. "
-                    "Exit 0 when the run closes, 1 when it stalls again.")
+        "already in the WAL stay, and the speaker the run waits for takes "
+        "the next turn. Give the script the run started with (each speaker's "
+        "turns already taken are skipped), and/or agents for its speakers. "
+        "Exit 0 when the run closes, 1 when it stalls again.",
+    )
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
-    script_option(p, "the run's script (JSON or YAML); turns already taken are skipped; "
-                     "humans with no scripted turn left as for `flowc run`")
+    script_option(
+        p,
+        "the run's script (JSON or YAML); turns already taken are skipped; "
+        "humans with no scripted turn left as for `flowc run`",
+    )
     agents_option(p)
     contracts_option(p)
     _output_options(p)
     store_options(p, f"the WAL holding the run: {STORES}")
 
     p = sub.add_parser(
-        "log", help="list past runs, or print one run's transcript",
+        "log",
+        help="list past runs, or print one run's transcript",
         description="List the runs stored in the write-ahead log (newest last), or print one "
-                    "run's transcript: who spoke, which rule routed each turn, how it closed.")
+        "run's transcript: who spoke, which rule routed each turn, how it closed.",
+    )
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--json", action="store_true",
-                     help="one JSON document: the runs, or the run with every turn whole")
-    how.add_argument("--jsonl", action="store_true",
-                     help="one JSON object per line: per run, or the run's start, each turn "
-                          "and its end (as `flowc run --jsonl`)")
+    how.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON document: the runs, or the run with every turn whole",
+    )
+    how.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="one JSON object per line: per run, or the run's start, each turn "
+        "and its end (as `flowc run --jsonl`)",
+    )
     store_options(p, f"the WAL to read: {STORES}")
 
     p = sub.add_parser(
-        "replay", help="re-fold a stored run and check it reaches the same state",
+        "replay",
+        help="re-fold a stored run and check it reaches the same state",
         description="Re-fold a stored run's turns through its stored graph and check that the "
-                    "routing, the close reason and the final state match what was recorded. "
-                    "Exit 0 when they match, 1 when they diverge (the first difference is shown).")
+        "routing, the close reason and the final state match what was recorded. "
+        "Exit 0 when they match, 1 when they diverge (the first difference is shown).",
+    )
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
     store_options(p, f"the WAL to read: {STORES}")
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--json", action="store_true",
-                     help="print the run as one JSON object when it ends (every turn whole: "
-                          "text, tool calls, routing, the rule that chose the next speaker)")
-    how.add_argument("--jsonl", action="store_true",
-                     help="print one JSON object per line as the run goes: its start, each "
-                          "turn as it is accepted, its end")
+    how.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run as one JSON object when it ends (every turn whole: "
+        "text, tool calls, routing, the rule that chose the next speaker)",
+    )
+    how.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="print one JSON object per line as the run goes: its start, each "
+        "turn as it is accepted, its end",
+    )
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "resume": cmd_resume, "log": cmd_log, "replay": cmd_replay,
+    "run": cmd_run,
+    "resume": cmd_resume,
+    "log": cmd_log,
+    "replay": cmd_replay,
 }

@@ -32,12 +32,14 @@ def script_option(parser: argparse.ArgumentParser, help: str) -> None:
 
 def agents_option(parser: argparse.ArgumentParser, more: str = "") -> None:
     """``--agents MODULE.py``; ``more`` follows the common help after a semicolon."""
-    parser.add_argument("--agents", metavar="MODULE.py",
-                        help=AGENTS + (f"; {more}" if more else ""))
+    parser.add_argument(
+        "--agents", metavar="MODULE.py", help=AGENTS + (f"; {more}" if more else "")
+    )
 
 
-def store_options(parser: argparse.ArgumentParser, db_help: str, *, metavar: str = "PATH|URL",
-                  plugin: bool = True) -> None:
+def store_options(
+    parser: argparse.ArgumentParser, db_help: str, *, metavar: str = "PATH|URL", plugin: bool = True
+) -> None:
     """``--db`` (default :data:`DEFAULT_DB`; ``db_help`` whole) then, unless ``plugin`` is
     false, ``--plugin``."""
     parser.add_argument("--db", default=DEFAULT_DB, metavar=metavar, help=db_help)
@@ -53,8 +55,11 @@ def contracts_option(parser: argparse.ArgumentParser) -> None:
     """``--contracts enforce|warn``: what happens to a turn of a real agent (or a custom
     target's choice) that breaks the flow's declarations."""
     parser.add_argument(
-        "--contracts", choices=CONTRACTS, default=CONTRACTS[0],
+        "--contracts",
+        choices=CONTRACTS,
+        default=CONTRACTS[0],
         help="a real agent's turn (or a custom target's choice) that breaks the flow's "
-             "declarations: `enforce` refuses it and stops the run open on that speaker "
-             "(the default), `warn` lets it through with a warning in the transcript, "
-             "--json and `flowc log`")
+        "declarations: `enforce` refuses it and stops the run open on that speaker "
+        "(the default), `warn` lets it through with a warning in the transcript, "
+        "--json and `flowc log`",
+    )

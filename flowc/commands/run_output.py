@@ -30,8 +30,20 @@ from flowc.runtime.script import ScriptTurn
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TurnRecord, transcript, turn_json
 
-__all__ = ["LineReader", "Progress", "RunPrinter", "TerminalLines", "failure_line", "format_turn",
-           "format_turns", "isatty", "read_answer", "remembered", "terminal_asker", "turn_lines"]
+__all__ = [
+    "LineReader",
+    "Progress",
+    "RunPrinter",
+    "TerminalLines",
+    "failure_line",
+    "format_turn",
+    "format_turns",
+    "isatty",
+    "read_answer",
+    "remembered",
+    "terminal_asker",
+    "turn_lines",
+]
 
 
 def _j(value: Any) -> str:
@@ -69,8 +81,11 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
         calls = []
         for call in r.tool_calls:
             args = call.get("args") or {}
-            shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()) \
-                if isinstance(args, dict) else _short(args)
+            shown = (
+                ", ".join(f"{k}={_short(v)}" for k, v in args.items())
+                if isinstance(args, dict)
+                else _short(args)
+            )
             calls.append(f"{call.get('name')}({shown})")
         lines.append(f"{pad}calls: {', '.join(calls)}")
     if r.context_set or r.context_delete:
@@ -85,8 +100,9 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
     else:
         kind = "finish" if r.decided_by == "finish" else "terminate"
         reason = (routing or {}).get("reason") if kind == "finish" else None
-        by = f"by tool {(routing or {}).get('tool')}" if kind == "finish" \
-            else describe(r.decided_by)
+        by = (
+            f"by tool {(routing or {}).get('tool')}" if kind == "finish" else describe(r.decided_by)
+        )
         lines.append(f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})")
     if r.closes == "max_turns" and r.next_speaker is not None:
         lines.append(f"{pad}■ max_turns reached")
@@ -108,8 +124,9 @@ def remembered(describe: Callable[[Any], str]) -> Callable[[Any], str]:
     return describe_once
 
 
-def format_turns(records: Sequence[TurnRecord], describe: Callable[[Any], str],
-                 width: int | None = None) -> Iterator[str]:
+def format_turns(
+    records: Sequence[TurnRecord], describe: Callable[[Any], str], width: int | None = None
+) -> Iterator[str]:
     """The readable transcript lines of a run."""
     if width is None:
         width = max((len(r.speaker) for r in records), default=4)
@@ -125,31 +142,61 @@ def failure_line(turn: int | None, speaker: str | None, error: str | None) -> st
 def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
     """The lines after the turns, each with whether it goes to stderr."""
     for v in result.violations:
-        yield (f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
-               f"({v.get('on_violation')})"), False
+        yield (
+            (
+                f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
+                f"({v.get('on_violation')})"
+            ),
+            False,
+        )
     failure = result.failure
     if result.close_reason is not None:
         yield f"closed: {_j(result.close_reason)} after {counted(result.turn_count, 'turn')}", False
     elif result.refused:  # the flow's declarations refused the turn (--contracts enforce)
-        yield (f"stalled: {result.stalled_on}'s turn was refused after "
-               f"{counted(result.turn_count, 'turn')}: it breaks the flow's declarations"), False
+        yield (
+            (
+                f"stalled: {result.stalled_on}'s turn was refused after "
+                f"{counted(result.turn_count, 'turn')}: it breaks the flow's declarations"
+            ),
+            False,
+        )
     elif failure is not None:  # an agent or a plugin raised: said in the transcript
         yield failure_line(result.turn_count + 1, result.stalled_on, failure.error), False
-        yield (f"stalled: {result.stalled_on}'s turn failed after "
-               f"{counted(result.turn_count, 'turn')}"), False
+        yield (
+            (
+                f"stalled: {result.stalled_on}'s turn failed after "
+                f"{counted(result.turn_count, 'turn')}"
+            ),
+            False,
+        )
         if tracebacks_wanted():
             yield failure.traceback.rstrip("\n"), True
     elif result.error:  # stopped by the error printed below, not for want of a turn
-        yield (f"stalled: {result.stalled_on}'s turn failed after "
-               f"{counted(result.turn_count, 'turn')}"), False
+        yield (
+            (
+                f"stalled: {result.stalled_on}'s turn failed after "
+                f"{counted(result.turn_count, 'turn')}"
+            ),
+            False,
+        )
     elif result.turn_count == 0 and result.stalled_on is not None:
         # nothing took the first turn: with a script, it has no kickoff
-        yield (f"stalled before the first turn: nothing gave {result.stalled_on}, the start "
-               f"speaker, a first turn (the script has no `kickoff` and no turn under "
-               f"`script.{result.stalled_on}`)"), False
+        yield (
+            (
+                f"stalled before the first turn: nothing gave {result.stalled_on}, the start "
+                f"speaker, a first turn (the script has no `kickoff` and no turn under "
+                f"`script.{result.stalled_on}`)"
+            ),
+            False,
+        )
     else:
-        yield (f"stalled: {result.stalled_on} has no turn to take after "
-               f"{counted(result.turn_count, 'turn')}"), False
+        yield (
+            (
+                f"stalled: {result.stalled_on} has no turn to take after "
+                f"{counted(result.turn_count, 'turn')}"
+            ),
+            False,
+        )
     if result.error and failure is None:
         yield f"error: {result.error}", True
     if result.context_vars:
@@ -188,7 +235,9 @@ class Progress:
             return
         if now - self._drawn_at >= 0.1 or not self._text:
             self._drawn_at = now
-            self._text = f"  {counted(turns, 'turn', grouped=True)} · {turns / elapsed:,.0f} turns/s"
+            self._text = (
+                f"  {counted(turns, 'turn', grouped=True)} · {turns / elapsed:,.0f} turns/s"
+            )
         self.draw()
 
     def draw(self) -> None:
@@ -208,8 +257,10 @@ class Progress:
         if not self.ever_shown:
             return None
         elapsed = time.monotonic() - self.started
-        return (f"{counted(self.turns, 'turn', grouped=True)} in {elapsed:.1f}s "
-                f"({self.turns / elapsed:,.0f} turns/s)")
+        return (
+            f"{counted(self.turns, 'turn', grouped=True)} in {elapsed:.1f}s "
+            f"({self.turns / elapsed:,.0f} turns/s)"
+        )
 
 
 # ── printing a run as it goes ─────────────────────────────────────────────────
@@ -224,8 +275,15 @@ class RunPrinter:
     per turn so a pipe sees each turn when it happens.
     """
 
-    def __init__(self, target: RunTarget, mode: str = "text", *, out: TextIO | None = None,
-                 err: TextIO | None = None, progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        target: RunTarget,
+        mode: str = "text",
+        *,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        progress: bool | None = None,
+    ) -> None:
         self.target = target
         self.mode = mode
         self.out = out or sys.stdout
@@ -299,7 +357,9 @@ class RunPrinter:
         nxt = state.expected_next_speaker if state is not None else None
         names = self.target.names
         doc: dict[str, Any] = {
-            "run_id": self.run_id, "interrupted": True, "close_reason": None,
+            "run_id": self.run_id,
+            "interrupted": True,
+            "close_reason": None,
             "context_vars": dict(state.context_vars) if state is not None else {},
             "turn_count": state.turn_count if state is not None else 0,
             "next_speaker": names.get(nxt, nxt) if nxt is not None else None,
@@ -316,8 +376,9 @@ class RunPrinter:
         if self.run_id is None:
             self.err.write("interrupted before the run started\n")
         elif not stored:
-            self.err.write(f"run {self.run_id} was kept in memory only (--db :memory:): "
-                           "nothing to resume\n")
+            self.err.write(
+                f"run {self.run_id} was kept in memory only (--db :memory:): nothing to resume\n"
+            )
         else:
             hint = f"; continue it with `{resume_hint}`" if resume_hint else ""
             self.err.write(f"run {self.run_id} is open{hint}\n")
@@ -513,8 +574,9 @@ async def read_answer(prompt: str, keys: Sequence[str] | None) -> str | None:
     return await _reader.readline()
 
 
-def terminal_asker(printer: RunPrinter | None, *, echo: bool, target: RunTarget | None = None
-                   ) -> Callable[[str, Turn | None], Awaitable[ScriptTurn | None]]:
+def terminal_asker(
+    printer: RunPrinter | None, *, echo: bool, target: RunTarget | None = None
+) -> Callable[[str, Turn | None], Awaitable[ScriptTurn | None]]:
     """``ask_human(name, turn)`` for a run: a ``name> `` prompt (on stderr, so stdout
     stays the transcript), the answer read from stdin. ``echo`` shows the turn the human
     answers first (useful when the transcript does not go to the same terminal).
@@ -533,8 +595,13 @@ def terminal_asker(printer: RunPrinter | None, *, echo: bool, target: RunTarget 
             sys.stderr.write(f"  [{turn.name_of(turn.envelope.sender_id)}] {turn.text}\n")
         writes = declared.human_writes if declared is not None else None
         keys = None if writes is None else sorted(writes.get(name, ()))
-        context = turn.context if turn is not None else \
-            declared.context_vars if declared is not None else {}
+        context = (
+            turn.context
+            if turn is not None
+            else declared.context_vars
+            if declared is not None
+            else {}
+        )
         prompt = HumanPrompt(name, keys, context)
         while True:
             line = await read_answer(prompt.prompt(), keys)

@@ -70,8 +70,9 @@ def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow
     return compile_reporting(path, options)[0]
 
 
-def compile_reporting(path: str, options: CheckOptions | None = None
-                      ) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
+def compile_reporting(
+    path: str, options: CheckOptions | None = None
+) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
     """:func:`compile_file`, with the errors that stopped it (none when it compiled),
     among them a scenario expecting a close reason no run ends with (E111, found by
     exploring the flow within ``options``' bound)."""
@@ -103,6 +104,7 @@ def selector(patterns: list[str] | None) -> Callable[[str, str], bool]:
     >>> selector(["b.flow::*cap"])("b.flow", "stops at the cap")
     True
     """
+
     def one(pattern: str, path: str, title: str) -> bool:
         p = pattern.strip().lower()
         negate = p.startswith("not ")
@@ -134,8 +136,11 @@ def _run(target: RunTarget, sc: n.Scenario) -> tuple[ScenarioResult, float]:
 
 
 #: the report files ``flowc test`` writes: (option, its argparse name)
-_OUTPUTS = (("--junit-xml", "junit_xml"), ("--coverage-json", "coverage_json"),
-            ("--coverage-xml", "coverage_xml"))
+_OUTPUTS = (
+    ("--junit-xml", "junit_xml"),
+    ("--coverage-json", "coverage_json"),
+    ("--coverage-xml", "coverage_xml"),
+)
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -149,8 +154,9 @@ def cmd_test(args: argparse.Namespace) -> int:
     options = CheckOptions(max_states=args.max_states or DEFAULT_MAX_STATES)
     for option, out in _OUTPUTS:
         check_output(getattr(args, out), option)
-    want_coverage = bool(args.coverage or args.coverage_json or args.coverage_xml
-                         or args.fail_under is not None)
+    want_coverage = bool(
+        args.coverage or args.coverage_json or args.coverage_xml or args.fail_under is not None
+    )
     keep = selector(args.k)
     setup_plugins(args, files)
     passed = failed = broken = deselected = unrunnable = 0
@@ -173,12 +179,15 @@ def cmd_test(args: argparse.Namespace) -> int:
             broken += 1
             unrunnable += 1
             print("  ERROR custom conditions or targets have no implementation (see above)")
-            suites.append(SuiteResult(path, (), "custom conditions or targets have no implementation"))
+            suites.append(
+                SuiteResult(path, (), "custom conditions or targets have no implementation")
+            )
             continue
         source, _ = read_source(path)
         assert source is not None
-        target = RunTarget.from_compiled(compiled, source_text=source.text, label=path,
-                                         filename=source.name)
+        target = RunTarget.from_compiled(
+            compiled, source_text=source.text, label=path, filename=source.name
+        )
         chosen = [sc for sc in compiled.scenarios if keep(path, sc.title.value)]
         deselected += len(compiled.scenarios) - len(chosen)
         if not compiled.scenarios:
@@ -200,7 +209,9 @@ def cmd_test(args: argparse.Namespace) -> int:
                     break
         suites.append(SuiteResult(path, tuple(cases)))
         if want_coverage:
-            coverages.append(measure(coverage_targets(compiled, options, filename=path), results, path))
+            coverages.append(
+                measure(coverage_targets(compiled, options, filename=path), results, path)
+            )
     total_run = passed + failed
     summary = f"{counted(total_run, 'scenario')}: {passed} passed, {failed} failed"
     if deselected:
@@ -231,15 +242,19 @@ def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) ->
         sys.stdout.write(coverage_table(coverages))
     covered, live, pct = total(coverages)
     if args.fail_under is not None and pct < args.fail_under:
-        print(f"coverage {pct:.1f}% ({covered}/{counted(live, 'target')}) is under --fail-under {args.fail_under:g}%")
+        print(
+            f"coverage {pct:.1f}% ({covered}/{counted(live, 'target')}) is under --fail-under {args.fail_under:g}%"
+        )
         return False
     partial = partial_files(coverages)
     if args.fail_under is not None and partial and not args.allow_partial:
         # a percentage that leaves out what the exploration did not reach is no verdict
-        print(f"coverage {pct:.1f}% is partial: the analysis of {', '.join(partial)} stopped at "
-              "its state bound (I301), so the targets it did not reach are not counted; "
-              "--fail-under fails on a partial file (raise --max-states, or pass "
-              "--allow-partial to accept it)")
+        print(
+            f"coverage {pct:.1f}% is partial: the analysis of {', '.join(partial)} stopped at "
+            "its state bound (I301), so the targets it did not reach are not counted; "
+            "--fail-under fails on a partial file (raise --max-states, or pass "
+            "--allow-partial to accept it)"
+        )
         return False
     return True
 
@@ -254,8 +269,10 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     if args.max_states < 1:
         raise UsageError("--max-states must be >= 1")
     if is_json_input(path):
-        raise UsageError(f"{path}: scenarios are written in .flow files; decompile the graph first "
-                         "(flowc decompile)")
+        raise UsageError(
+            f"{path}: scenarios are written in .flow files; decompile the graph first "
+            "(flowc decompile)"
+        )
     options = CheckOptions(max_states=args.max_states)
     compiled = compile_file(path, options)
     if compiled is None:
@@ -267,8 +284,9 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     source, _ = read_source(path)
     assert source is not None
-    target = RunTarget.from_compiled(compiled, source_text=source.text, label=path,
-                                     filename=source.name)
+    target = RunTarget.from_compiled(
+        compiled, source_text=source.text, label=path, filename=source.name
+    )
     scenarios = list(gen.scenarios)
     if args.write:
         have = {sc.title.value for sc in compiled.scenarios}
@@ -277,39 +295,46 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     failures = _verify(compiled, source.text, text, target)
     if failures:  # a bug in flowc, not in the flow: never hand out a scenario that fails
         for title, failure in failures:
-            print(f"flowc scenarios: internal error: {path}: generated scenario {title!r} "
-                  f"fails: {failure}; please report it with the command and the input",
-                  file=sys.stderr)
+            print(
+                f"flowc scenarios: internal error: {path}: generated scenario {title!r} "
+                f"fails: {failure}; please report it with the command and the input",
+                file=sys.stderr,
+            )
         return EXIT_USAGE
     cov = gen.coverable
     dead = [t for t in cov.targets if not t.live]
-    note = (f"{counted(len(gen.scenarios), 'scenario')} for "
-            f"{counted(len(cov.live), 'live target')} (lower bound {gen.lower_bound}; "
-            f"{len(dead)} not coverable)")
+    note = (
+        f"{counted(len(gen.scenarios), 'scenario')} for "
+        f"{counted(len(cov.live), 'live target')} (lower bound {gen.lower_bound}; "
+        f"{len(dead)} not coverable)"
+    )
     if gen.missed:
         note += f"; {counted(len(gen.missed), 'live target')} not reached: " + ", ".join(
-            t.label for t in gen.missed)
+            t.label for t in gen.missed
+        )
     if cov.truncated:
         # the scenarios are sound (each is run below) but not complete: say so
-        note += (f"; partial: generated from a partial exploration (I301: the state space is "
-                 f"larger than the bound of {counted(args.max_states, 'state')}), so the targets it did "
-                 "not reach have no scenario and are not counted; raise --max-states")
+        note += (
+            f"; partial: generated from a partial exploration (I301: the state space is "
+            f"larger than the bound of {counted(args.max_states, 'state')}), so the targets it did "
+            "not reach have no scenario and are not counted; raise --max-states"
+        )
     if args.write:
         if scenarios:
             from flowc.dsl.formatter import format_source
 
             new_text = source.text.rstrip("\n") + "\n\n" + text
             Path(path).write_text(format_source(new_text, path), encoding="utf-8")
-        print(f"{path}: added {counted(len(scenarios), 'scenario')}; {note}",
-              file=sys.stderr)
+        print(f"{path}: added {counted(len(scenarios), 'scenario')}; {note}", file=sys.stderr)
     else:
         sys.stdout.write(text)
         print(f"{path}: {note}", file=sys.stderr)
     return EXIT_OK
 
 
-def _verify(compiled: CompiledFlow, source_text: str, text: str, target: RunTarget
-            ) -> list[tuple[str, str | None]]:
+def _verify(
+    compiled: CompiledFlow, source_text: str, text: str, target: RunTarget
+) -> list[tuple[str, str | None]]:
     """Run the generated scenarios; the ones that fail, with their first divergence."""
     from flowc.compiler.pipeline import compile_source
     from flowc.source import SourceFile
@@ -320,7 +345,7 @@ def _verify(compiled: CompiledFlow, source_text: str, text: str, target: RunTarg
     if with_new is None:
         return [("(all)", "the generated text does not compile")]
     out = []
-    for sc in with_new.scenarios[len(compiled.scenarios):]:
+    for sc in with_new.scenarios[len(compiled.scenarios) :]:
         res = run_scenario(target, sc)
         if not res.passed:
             out.append((res.title, res.failure))
@@ -332,49 +357,84 @@ def _verify(compiled: CompiledFlow, source_text: str, text: str, target: RunTarg
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "test", help="run the scenario blocks of .flow files",
+        "test",
+        help="run the scenario blocks of .flow files",
         description="Run the `scenario` blocks of .flow files on the hub runtime, no model "
-                    "needed: each scenario's turns are played and its `expect` lines checked. "
-                    "Exit 0 when every selected scenario passes (and coverage reaches "
-                    "--fail-under), 1 otherwise.")
+        "needed: each scenario's turns are played and its `expect` lines checked. "
+        "Exit 0 when every selected scenario passes (and coverage reaches "
+        "--fail-under), 1 otherwise.",
+    )
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
-    p.add_argument("-k", action="append", metavar="PATTERN",
-                   help="run only scenarios whose title (or FILE::title) matches: a substring "
-                        "or a glob, `not PATTERN` to exclude; repeat to combine")
+    p.add_argument(
+        "-k",
+        action="append",
+        metavar="PATTERN",
+        help="run only scenarios whose title (or FILE::title) matches: a substring "
+        "or a glob, `not PATTERN` to exclude; repeat to combine",
+    )
     p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
     p.add_argument("--junit-xml", metavar="FILE", help="write JUnit XML for CI servers")
-    p.add_argument("--coverage", action="store_true",
-                   help="print which rules, defaults, endings, tools and speakers the scenarios "
-                        "exercised")
+    p.add_argument(
+        "--coverage",
+        action="store_true",
+        help="print which rules, defaults, endings, tools and speakers the scenarios exercised",
+    )
     p.add_argument("--coverage-json", metavar="FILE", help="write the coverage as JSON")
-    p.add_argument("--coverage-xml", metavar="FILE",
-                   help="write the coverage as Cobertura XML on the .flow lines")
-    p.add_argument("--fail-under", type=float, metavar="PERCENT",
-                   help="exit 1 when coverage is under PERCENT, or partial (the analysis of a "
-                        "file stopped at its state bound, I301)")
-    p.add_argument("--allow-partial", action="store_true",
-                   help="with --fail-under: accept a partial coverage (the percentage of what "
-                        "the bounded analysis reached)")
-    p.add_argument("--max-states", type=int, metavar="N",
-                   help=f"the bound on abstract states of the analysis the coverage targets come "
-                        f"from, as in flowc check (default {DEFAULT_MAX_STATES})")
+    p.add_argument(
+        "--coverage-xml",
+        metavar="FILE",
+        help="write the coverage as Cobertura XML on the .flow lines",
+    )
+    p.add_argument(
+        "--fail-under",
+        type=float,
+        metavar="PERCENT",
+        help="exit 1 when coverage is under PERCENT, or partial (the analysis of a "
+        "file stopped at its state bound, I301)",
+    )
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="with --fail-under: accept a partial coverage (the percentage of what "
+        "the bounded analysis reached)",
+    )
+    p.add_argument(
+        "--max-states",
+        type=int,
+        metavar="N",
+        help=f"the bound on abstract states of the analysis the coverage targets come "
+        f"from, as in flowc check (default {DEFAULT_MAX_STATES})",
+    )
     add_plugin_option(p)
 
-    p = sub.add_parser("scenarios",
-                       help="generate scenarios that reach every live rule, ending and tool effect",
-                       description="Generate shortest scenarios that together reach every live "
-                                   "rule, ending and tool effect of a flow (found by exploring its "
-                                   "state space), check that they pass, and print them (or append "
-                                   "them with --write). Exit 0 when they were generated, also from "
-                                   "an exploration stopped at its bound (I301), which the note on "
-                                   "stderr then calls partial; 1 when the flow does not compile or "
-                                   "its scenarios cannot be generated; 2 when the command could not "
-                                   "run.")
+    p = sub.add_parser(
+        "scenarios",
+        help="generate scenarios that reach every live rule, ending and tool effect",
+        description="Generate shortest scenarios that together reach every live "
+        "rule, ending and tool effect of a flow (found by exploring its "
+        "state space), check that they pass, and print them (or append "
+        "them with --write). Exit 0 when they were generated, also from "
+        "an exploration stopped at its bound (I301), which the note on "
+        "stderr then calls partial; 1 when the flow does not compile or "
+        "its scenarios cannot be generated; 2 when the command could not "
+        "run.",
+    )
     p.add_argument("file", metavar="FILE", help="the .flow file")
-    p.add_argument("--write", action="store_true",
-                   help="append the scenarios the file does not have yet, formatted")
-    p.add_argument("--max-states", type=int, default=DEFAULT_MAX_STATES, metavar="N",
-                   help=f"the exploration bound, as in flowc check (default {DEFAULT_MAX_STATES})")
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="append the scenarios the file does not have yet, formatted",
+    )
+    p.add_argument(
+        "--max-states",
+        type=int,
+        default=DEFAULT_MAX_STATES,
+        metavar="N",
+        help=f"the exploration bound, as in flowc check (default {DEFAULT_MAX_STATES})",
+    )
 
 
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"test": cmd_test, "scenarios": cmd_scenarios}
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "test": cmd_test,
+    "scenarios": cmd_scenarios,
+}

@@ -38,8 +38,10 @@ SHARED_DB = f"the shared run database (default {DEFAULT_DB})"
 
 def _open(db: str) -> WalStore:
     if db == ":memory:":
-        raise UsageError("--db :memory: keeps the runs in this process: give a database "
-                         "the workers share (a SQLite file on this host, or postgresql://...)")
+        raise UsageError(
+            "--db :memory: keeps the runs in this process: give a database "
+            "the workers share (a SQLite file on this host, or postgresql://...)"
+        )
     try:
         return open_store(db)
     except WalError as err:
@@ -120,12 +122,21 @@ def cmd_worker(args: argparse.Namespace) -> int:
         if getattr(args, "traceback", False):
             sys.stdout.flush()
             traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
-            print(f"flowc worker: run {run_id}: {internal_error_text(err)}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"flowc worker: run {run_id}: {internal_error_text(err)}",
+                file=sys.stderr,
+                flush=True,
+            )
 
-    worker = Worker(store, agents=agents, concurrency=args.concurrency,
-                    notifier=_notifier(args.db), on_event=event, on_error=internal_error,
-                    contracts=args.contracts)
+    worker = Worker(
+        store,
+        agents=agents,
+        concurrency=args.concurrency,
+        notifier=_notifier(args.db),
+        on_event=event,
+        on_error=internal_error,
+        contracts=args.contracts,
+    )
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
@@ -133,8 +144,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, worker.stop)
         # said once SIGTERM and Ctrl-C stop it cleanly: whoever waits for this line may
         # stop the worker at once
-        print(f"worker {worker.tag} (pid {worker.holder.split(':')[1]}) "
-              f"serving {db_name(args.db)}", flush=True)
+        print(
+            f"worker {worker.tag} (pid {worker.holder.split(':')[1]}) serving {db_name(args.db)}",
+            flush=True,
+        )
         await worker.serve()
 
     try:
@@ -145,8 +158,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         store.close()
     s = worker.stats
     internal = f" ({s.internal} by an internal error)" if s.internal else ""
-    print(f"worker {worker.tag} stopped: {counted(s.closed, 'run')} closed, {s.stalled} stalled, "
-          f"{s.taken_over} taken over, {s.lost} lost, {s.failed} failed{internal}", flush=True)
+    print(
+        f"worker {worker.tag} stopped: {counted(s.closed, 'run')} closed, {s.stalled} stalled, "
+        f"{s.taken_over} taken over, {s.lost} lost, {s.failed} failed{internal}",
+        flush=True,
+    )
     return EXIT_USAGE if s.internal else EXIT_OK  # a bug in flowc is never hidden by exit 0
 
 
@@ -155,35 +171,54 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "submit", help="open a run for `flowc worker` processes to run",
+        "submit",
+        help="open a run for `flowc worker` processes to run",
         description="Open a run of FLOW in a shared run database and print its id: the "
-                    "run's opening and its script are written, and a `flowc worker` serving "
-                    "the database claims the run and runs it. The script is checked against "
-                    "the flow first (exit 1, nothing written).")
+        "run's opening and its script are written, and a `flowc worker` serving "
+        "the database claims the run and runs it. The script is checked against "
+        "the flow first (exit 1, nothing written).",
+    )
     flow_argument(p)
-    script_option(p, "who says what (JSON or YAML), stored with the run; speakers it does "
-                     "not cover are taken by the workers' --agents")
-    p.add_argument("--count", type=int, default=1, metavar="N",
-                   help="open N runs of the same flow and script (default 1)")
+    script_option(
+        p,
+        "who says what (JSON or YAML), stored with the run; speakers it does "
+        "not cover are taken by the workers' --agents",
+    )
+    p.add_argument(
+        "--count",
+        type=int,
+        default=1,
+        metavar="N",
+        help="open N runs of the same flow and script (default 1)",
+    )
     store_options(p, SHARED_DB, metavar="URL")
 
     p = sub.add_parser(
-        "worker", help="run the open runs of a shared run database, with other workers",
+        "worker",
+        help="run the open runs of a shared run database, with other workers",
         description="Claim the open runs of a run database and run them, sharing the "
-                    "database with other `flowc worker` processes on this host or others: "
-                    "each run is held by one worker at a time (a lease, renewed while it "
-                    "runs); a run whose worker died is taken over from its write-ahead log. "
-                    "Stops on SIGTERM or Ctrl-C, giving its runs back.")
+        "database with other `flowc worker` processes on this host or others: "
+        "each run is held by one worker at a time (a lease, renewed while it "
+        "runs); a run whose worker died is taken over from its write-ahead log. "
+        "Stops on SIGTERM or Ctrl-C, giving its runs back.",
+    )
     store_options(p, SHARED_DB, metavar="URL", plugin=False)
     agents_option(p, "other speakers follow each run's script")
     contracts_option(p)
-    p.add_argument("--concurrency", type=int, default=8, metavar="N",
-                   help="hold at most N runs at once (default 8)")
-    p.add_argument("--quiet", action="store_true",
-                   help="print only stalled, taken-over and failed runs")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        metavar="N",
+        help="hold at most N runs at once (default 8)",
+    )
+    p.add_argument(
+        "--quiet", action="store_true", help="print only stalled, taken-over and failed runs"
+    )
     add_plugin_option(p)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "submit": cmd_submit, "worker": cmd_worker,
+    "submit": cmd_submit,
+    "worker": cmd_worker,
 }

@@ -88,14 +88,14 @@ def _is_sequence(g: m.TransitionGraph) -> list[str] | None:
 
 
 def _is_round_robin(g: m.TransitionGraph) -> bool:
-    return (
-        g.transitions == (m.Transition(m.Always(), m.RoundRobinTarget(), 0),)
-        and g.default_target == m.TerminateTarget("round_robin_complete")
-    )
+    return g.transitions == (
+        m.Transition(m.Always(), m.RoundRobinTarget(), 0),
+    ) and g.default_target == m.TerminateTarget("round_robin_complete")
 
 
-def unrecovered(graph: m.TransitionGraph, participants: Sequence[str] = (),
-                initiator: str | None = None) -> list[tuple[str, str]]:
+def unrecovered(
+    graph: m.TransitionGraph, participants: Sequence[str] = (), initiator: str | None = None
+) -> list[tuple[str, str]]:
     """What the graph routes by but does not carry, so that the `.flow` can only guess it:
     ``(JSON path, what)`` for each. A graph names the agents it routes from and to, not the
     channel's participants (`next` goes round them, in their order; a custom target may
@@ -112,21 +112,36 @@ def unrecovered(graph: m.TransitionGraph, participants: Sequence[str] = (),
     if not participants:
         rotate = next((p for p, t in targets if isinstance(t, m.RoundRobinTarget)), None)
         if rotate is not None:
-            out.append((rotate, "`next` goes round the channel's participants in their order, which "
-                                "a graph does not carry: the .flow declares only the agents the graph "
-                                f"names ({named}), in the order they first appear; give --participants "
-                                "A,B,... for the others and their order"))
+            out.append(
+                (
+                    rotate,
+                    "`next` goes round the channel's participants in their order, which "
+                    "a graph does not carry: the .flow declares only the agents the graph "
+                    f"names ({named}), in the order they first appear; give --participants "
+                    "A,B,... for the others and their order",
+                )
+            )
         custom = next((p for p, t in targets if isinstance(t, m.CustomTarget)), None)
         if custom is not None:
-            out.append((custom, "a custom target may route to any participant, and a graph does not "
-                                f"carry them: the .flow declares only the agents the graph names ({named}); "
-                                "give --participants A,B,... for the others"))
+            out.append(
+                (
+                    custom,
+                    "a custom target may route to any participant, and a graph does not "
+                    f"carry them: the .flow declares only the agents the graph names ({named}); "
+                    "give --participants A,B,... for the others",
+                )
+            )
     back = next((p for p, t in targets if isinstance(t, m.RevertToInitiatorTarget)), None)
     if back is not None and initiator is None:
-        out.append((back, "`initiator` routes back to the channel's creator, which a graph does not "
-                          "carry: the .flow's initiator is the start speaker "
-                          f"`{format_name(graph.initial_speaker)}`; give --initiator NAME if someone "
-                          "else opens the channel"))
+        out.append(
+            (
+                back,
+                "`initiator` routes back to the channel's creator, which a graph does not "
+                "carry: the .flow's initiator is the start speaker "
+                f"`{format_name(graph.initial_speaker)}`; give --initiator NAME if someone "
+                "else opens the channel",
+            )
+        )
     return out
 
 
@@ -143,19 +158,31 @@ def decompile_graph(
     it could not recover, as comments (default: :func:`unrecovered`)."""
     customs = _Customs()
     to_ast = ModelToAst(strict=True, on_custom=customs)
-    speakers = list(dict.fromkeys([*participants, *m.agent_ids(graph),
-                                   *([initiator] if initiator is not None else [])]))
+    speakers = list(
+        dict.fromkeys(
+            [*participants, *m.agent_ids(graph), *([initiator] if initiator is not None else [])]
+        )
+    )
     for i, sp in enumerate(speakers):
         _name(sp, f"participants[{i}]")
     sections: list[list[str]] = []
-    header = ["# Decompiled by `flowc decompile`. Mark seeders that never run a model with `: human`."]
-    header += [f"# Not in the graph: {path}: {what}." for path, what in
-               unrecovered(graph, participants, initiator)] if notes is None else \
-        [f"# Not in the graph: {path}: {what}." for path, what in notes]
+    header = [
+        "# Decompiled by `flowc decompile`. Mark seeders that never run a model with `: human`."
+    ]
+    header += (
+        [
+            f"# Not in the graph: {path}: {what}."
+            for path, what in unrecovered(graph, participants, initiator)
+        ]
+        if notes is None
+        else [f"# Not in the graph: {path}: {what}." for path, what in notes]
+    )
     if title:
         header.append(format_statement_line(n.FlowDecl(_name(title, "title"), None, S)))
     sections.append(header)
-    sections.append([format_statement_line(n.SpeakerDecl(n.Name(s, S), False, (), S)) for s in speakers])
+    sections.append(
+        [format_statement_line(n.SpeakerDecl(n.Name(s, S), False, (), S)) for s in speakers]
+    )
 
     body: list[str] = []
     settings: list[str] = []
@@ -193,9 +220,7 @@ def decompile_graph(
         settings += ["context {", *entries, "}"]
     decls: list[str] = []
     for (kind, name), params in customs.seen.items():
-        ps = tuple(
-            n.Param(n.Name(p, S), n.TypeRef(t, None, S), None, S) for p, t in params.items()
-        )
+        ps = tuple(n.Param(n.Name(p, S), n.TypeRef(t, None, S), None, S) for p, t in params.items())
         decl: n.Statement = (
             n.ConditionDecl(n.Name(name, S), ps, S)
             if kind == "condition"
@@ -257,8 +282,14 @@ def decompile(
             graph, context = knobs.graph, dict(knobs.context_vars)
         else:
             graph, context = structure_graph(data), {}
-        text = decompile_graph(graph, context, participants=participants, title=title, initiator=initiator,
-                               notes=unrecovered_in(data, participants, initiator))
+        text = decompile_graph(
+            graph,
+            context,
+            participants=participants,
+            title=title,
+            initiator=initiator,
+            notes=unrecovered_in(data, participants, initiator),
+        )
     except ShapeError as err:
         raise FlowError(
             [Diagnostic(E108, str(p), filename, json_path=p.path) for p in err.problems]
@@ -277,7 +308,10 @@ def decompile(
         text = format_source(text, filename)
     except FlowError as err:
         raise _no_spelling(err.diagnostics, filename) from None
-    if len(m.agent_ids(graph)) + len(participants) < 2 and len(set(participants) | set(m.agent_ids(graph))) < 2:
+    if (
+        len(m.agent_ids(graph)) + len(participants) < 2
+        and len(set(participants) | set(m.agent_ids(graph))) < 2
+    ):
         raise FlowError(
             [
                 Diagnostic(
@@ -306,20 +340,26 @@ def _compile(text: str, filename: str) -> CompiledFlow:
 def _no_spelling(diags: Sequence[Diagnostic], filename: str) -> FlowError:
     """The graph holds something `.flow` cannot write (e.g. a value nested more than
     100 levels): say so about the graph, not about text the user never saw."""
-    return FlowError([
-        Diagnostic(E108, f"the graph has no .flow spelling: {d.message}", filename, help=d.help)
-        for d in diags if d.is_error
-    ])
+    return FlowError(
+        [
+            Diagnostic(E108, f"the graph has no .flow spelling: {d.message}", filename, help=d.help)
+            for d in diags
+            if d.is_error
+        ]
+    )
 
 
-def unrecovered_in(data: dict[str, Any], participants: Sequence[str] = (),
-                   initiator: str | None = None) -> list[tuple[str, str]]:
+def unrecovered_in(
+    data: dict[str, Any], participants: Sequence[str] = (), initiator: str | None = None
+) -> list[tuple[str, str]]:
     """:func:`unrecovered` for a graph dict or knobs dict (paths in the dict), or [] when
     it is not one (:func:`decompile` says why)."""
     try:
         if is_knobs_dict(data):
-            return [(f"graph.{p}", w) for p, w in
-                    unrecovered(structure_knobs(data).graph, participants, initiator)]
+            return [
+                (f"graph.{p}", w)
+                for p, w in unrecovered(structure_knobs(data).graph, participants, initiator)
+            ]
         return unrecovered(structure_graph(data), participants, initiator)
     except ShapeError:
         return []

@@ -120,7 +120,9 @@ class ModelToAst:
 
     def rule(self, t: m.Transition, path: str = "") -> n.Rule:
         priority = n.Priority(t.priority, S) if t.priority != 0 else None
-        return n.Rule(self.cond(t.when, f"{path}.when"), self.target(t.then, f"{path}.then"), priority, S)
+        return n.Rule(
+            self.cond(t.when, f"{path}.when"), self.target(t.then, f"{path}.then"), priority, S
+        )
 
 
 def condition_text(cond: m.Condition, names: Mapping[str, str] | None = None) -> str:
@@ -188,7 +190,9 @@ class Describer:
         """The same text as :func:`transition_text`."""
         return self.rule(transition.when, transition.then, transition.priority, when_key)
 
-    def rule(self, when: m.Condition, then: m.Target, priority: int, when_key: Any = _UNKNOWN) -> str:
+    def rule(
+        self, when: m.Condition, then: m.Target, priority: int, when_key: Any = _UNKNOWN
+    ) -> str:
         """The rule ``when`` / ``then`` / ``priority`` as :func:`transition_text` writes it
         (one line: `when`, the condition, `then`, the target, a priority other than 0)."""
         text = f"when {self.condition(when, when_key)} then {self.target(then)}"

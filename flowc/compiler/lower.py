@@ -83,8 +83,12 @@ class AlternativeError(ValueError):
 
 
 def match_alternative(
-    alts: tuple[ToolEffectInfo, ...], effects: ToolEffectInfo | None, handoff: str | None,
-    finish: str | None, speaker: str, tool: str,
+    alts: tuple[ToolEffectInfo, ...],
+    effects: ToolEffectInfo | None,
+    handoff: str | None,
+    finish: str | None,
+    speaker: str,
+    tool: str,
     writes: tuple[Mapping[str, Any], Sequence[str]] | None = None,
 ) -> ToolEffectInfo | None:
     """The declared alternative a scripted call of ``tool`` takes (``None`` for a tool
@@ -126,16 +130,18 @@ def match_alternative(
     """
     if not alts:
         if effects is not None and effects != ToolEffectInfo():
-            raise AlternativeError(f"{speaker}'s tool `{tool}` is declared with no effects, "
-                                   f"not {effects.text()}")
+            raise AlternativeError(
+                f"{speaker}'s tool `{tool}` is declared with no effects, not {effects.text()}"
+            )
         return None
     if effects is not None:
         for alt in alts:
             if alt == effects:
                 return alt
         options = " | ".join(a.text() for a in alts)
-        raise AlternativeError(f"{speaker}'s tool `{tool}` is declared to do {options}, "
-                               f"not {effects.text()}")
+        raise AlternativeError(
+            f"{speaker}'s tool `{tool}` is declared to do {options}, not {effects.text()}"
+        )
     if len(alts) == 1 and handoff is None and finish is None:
         return alts[0]
     if handoff is None and finish is None and writes is not None:
@@ -143,8 +149,11 @@ def match_alternative(
         if best and all(a == best[0] for a in best):  # one, or equal ones
             return best[0]
     if handoff is not None or finish is not None:
-        fitting = [a for a in alts if (handoff is None or a.handoff == handoff)
-                   and (finish is None or a.finish == finish)]
+        fitting = [
+            a
+            for a in alts
+            if (handoff is None or a.handoff == handoff) and (finish is None or a.finish == finish)
+        ]
         # the alternative that does just what the script says wins over one that also
         # finishes (or also hands off) beside it, then the one with most of its writes
         pool = [a for a in fitting if a.handoff == handoff and a.finish == finish] or fitting
@@ -153,21 +162,28 @@ def match_alternative(
         if pool:
             return pool[0]
     options = " | ".join(
-        f"hands off to {a.handoff}" if a.handoff is not None
-        else f"finishes {format_value(a.finish)}" if a.finish is not None
-        else a.text() for a in alts
+        f"hands off to {a.handoff}"
+        if a.handoff is not None
+        else f"finishes {format_value(a.finish)}"
+        if a.finish is not None
+        else a.text()
+        for a in alts
     )
     if handoff is None and finish is None:
-        raise AlternativeError(f"{speaker}'s tool `{tool}` does one of several things "
-                               f"({options}); say which with `handoff` or `finish`, or the "
-                               "writes (`set` / `delete`) of one that only writes context "
-                               f"(in a scenario: `{speaker} calls {tool} {alts[0].text()}`)")
-    raise AlternativeError(f"{speaker}'s tool `{tool}` is declared to do {options}, "
-                           "not what the script says")
+        raise AlternativeError(
+            f"{speaker}'s tool `{tool}` does one of several things "
+            f"({options}); say which with `handoff` or `finish`, or the "
+            "writes (`set` / `delete`) of one that only writes context "
+            f"(in a scenario: `{speaker} calls {tool} {alts[0].text()}`)"
+        )
+    raise AlternativeError(
+        f"{speaker}'s tool `{tool}` is declared to do {options}, not what the script says"
+    )
 
 
-def bare_alternative(alts: Mapping[str, tuple[ToolEffectInfo, ...]],
-                     effect: ToolEffectInfo) -> tuple[str, int] | None:
+def bare_alternative(
+    alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
+) -> tuple[str, int] | None:
     """The declared alternative a model speaker's bare turn takes: ``(tool, index)`` of
     the first alternative, in declaration order, that does exactly ``effect`` (the same
     writes, hand-off and finish); ``None`` when none does (then the turn is refused, see
@@ -198,14 +214,18 @@ def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
     >>> same_effect(ToolEffectInfo((("k", True),)), ToolEffectInfo((("k", "yes"),)))
     False
     """
-    return (dict(alt.sets) == dict(effect.sets) and set(alt.clears) == set(effect.clears)
-            and alt.handoff == effect.handoff
-            and (alt.finish is None) == (effect.finish is None)
-            and finish_reason(alt.finish or "") == finish_reason(effect.finish or ""))
+    return (
+        dict(alt.sets) == dict(effect.sets)
+        and set(alt.clears) == set(effect.clears)
+        and alt.handoff == effect.handoff
+        and (alt.finish is None) == (effect.finish is None)
+        and finish_reason(alt.finish or "") == finish_reason(effect.finish or "")
+    )
 
 
-def bare_effect_refusal(speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]],
-                        effect: ToolEffectInfo) -> str | None:
+def bare_effect_refusal(
+    speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
+) -> str | None:
     """Why a model speaker's bare turn (``a hands off to b``, a script's ``handoff``
     without ``tool``) cannot run: as in AG2, where a hand-off, a finish and a context write
     come from a tool's return, a model speaker's turn does only what one alternative of
@@ -219,16 +239,21 @@ def bare_effect_refusal(speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, .
     """
     if bare_alternative(alts, effect) is not None:
         return None
-    declared = "; ".join(f"{name}: " + " | ".join(a.text() for a in tool_alts)
-                         if tool_alts else name for name, tool_alts in sorted(alts.items()))
-    return (f"`{speaker}` is a model speaker and none of its tools {effect.text()}"
-            + (f" (declared: {declared})" if declared else " (it declares none)")
-            + "; a model speaker hands off, finishes and writes context only through its "
-              "declared tools")
+    declared = "; ".join(
+        f"{name}: " + " | ".join(a.text() for a in tool_alts) if tool_alts else name
+        for name, tool_alts in sorted(alts.items())
+    )
+    return (
+        f"`{speaker}` is a model speaker and none of its tools {effect.text()}"
+        + (f" (declared: {declared})" if declared else " (it declares none)")
+        + "; a model speaker hands off, finishes and writes context only through its "
+        "declared tools"
+    )
 
 
-def _most_writes(alts: Sequence[ToolEffectInfo],
-                 writes: tuple[Mapping[str, Any], Sequence[str]]) -> list[ToolEffectInfo]:
+def _most_writes(
+    alts: Sequence[ToolEffectInfo], writes: tuple[Mapping[str, Any], Sequence[str]]
+) -> list[ToolEffectInfo]:
     """The alternatives that make the most of a script call's writes ``(set, delete)`` and
     none it does not make (the call's writes land anyway, so any of them writes the same).
 
@@ -237,8 +262,12 @@ def _most_writes(alts: Sequence[ToolEffectInfo],
     True
     """
     sets, deletes = writes
-    within = [a for a in alts if all(k in sets and sets[k] == v for k, v in a.sets)
-              and all(k in deletes for k in a.clears)]
+    within = [
+        a
+        for a in alts
+        if all(k in sets and sets[k] == v for k, v in a.sets)
+        and all(k in deletes for k in a.clears)
+    ]
     most = max((len(a.sets) + len(a.clears) for a in within), default=0)
     return [a for a in within if len(a.sets) + len(a.clears) == most]
 
@@ -250,10 +279,12 @@ def human_write_refusal(who: str, key: str, allowed: Sequence[str]) -> str:
     '`user` is a human that may write only context.rating, not context.done'
     """
     may = ", ".join(f"context.{format_name(k)}" for k in allowed)
-    return (f"`{who}` is a human that may write only {may}, not context.{format_name(key)}"
-            if allowed else
-            f"`{who}` is a human that declares no context keys it may write, so not "
-            f"context.{format_name(key)}")
+    return (
+        f"`{who}` is a human that may write only {may}, not context.{format_name(key)}"
+        if allowed
+        else f"`{who}` is a human that declares no context keys it may write, so not "
+        f"context.{format_name(key)}"
+    )
 
 
 def terminate_reason(reason: str) -> str:
@@ -310,7 +341,9 @@ class RuleInfo:
     def line(self) -> int:
         """The line a reader finds it on: the rule's `when` line, or the line of its own
         branch when the rule was split (`or`, `from a, b`, a sequence step)."""
-        if self.rule is not None and (self.span is self.rule.cond.span or self.span == self.rule.cond.span):
+        if self.rule is not None and (
+            self.span is self.rule.cond.span or self.span == self.rule.cond.span
+        ):
             return self.rule.span.line
         return self.span.line
 
@@ -453,18 +486,23 @@ class _Lowering:
         if sp.human:
             for tool in sp.tools:
                 self.error(
-                    E113, f"`{name}` is a human: a human posts text and writes context, it calls "
+                    E113,
+                    f"`{name}` is a human: a human posts text and writes context, it calls "
                     f"no tools, so `tool {_show_name(tool.name.value)}` can never be called",
                     tool.name.span,
                     help=f"give the tool to a model speaker, or declare the context keys the "
-                         f"human writes: `speaker {name}: human {{ sets KEY }}`")
+                    f"human writes: `speaker {name}: human {{ sets KEY }}`",
+                )
         else:
             for w in sp.writes:
                 self.error(
-                    E113, f"`sets` declares the context keys a human writes, but `{name}` is a "
-                    "model speaker: its context writes are its tools' effects", w.span,
+                    E113,
+                    f"`sets` declares the context keys a human writes, but `{name}` is a "
+                    "model speaker: its context writes are its tools' effects",
+                    w.span,
                     help=f"mark it `speaker {name}: human`, or declare a tool: "
-                         f"`tool NAME sets {_show_name(w.keys[0].value)} = VALUE`")
+                    f"`tool NAME sets {_show_name(w.keys[0].value)} = VALUE`",
+                )
 
     def declare_custom(self, st: n.ConditionDecl | n.TargetDecl) -> None:
         kind = "condition" if isinstance(st, n.ConditionDecl) else "target"
@@ -499,7 +537,9 @@ class _Lowering:
                     E104,
                     f"unknown parameter type `{p.type}`",
                     p.type.span,
-                    help="use one of " + ", ".join(f"`{t}`" for t in PARAM_TYPES) + ", or `list[T]`",
+                    help="use one of "
+                    + ", ".join(f"`{t}`" for t in PARAM_TYPES)
+                    + ", or `list[T]`",
                 )
                 continue
             default = None
@@ -797,7 +837,12 @@ class _Lowering:
         graph = m.TransitionGraph(self.bind(start), tuple(transitions), default, max_turns)
         flow_decl = _first(flow, n.FlowDecl)
         tools = tuple(
-            ToolInfo(sp.name.value, t.name.value, tuple(effects_info(alt) for alt in t.alternatives), t.span)
+            ToolInfo(
+                sp.name.value,
+                t.name.value,
+                tuple(effects_info(alt) for alt in t.alternatives),
+                t.span,
+            )
             for sp in self.speakers.values()
             for t in sp.tools
         )
@@ -833,8 +878,9 @@ class _Lowering:
                 or f"declare `speaker {_show_name(name.value)}` or name another speaker",
             )
 
-    def close_reasons(self, transitions: list[m.Transition], default: m.Target | None,
-                      max_turns: int | None) -> set[str] | None:
+    def close_reasons(
+        self, transitions: list[m.Transition], default: m.Target | None, max_turns: int | None
+    ) -> set[str] | None:
         """Every reason the flow writes a run's close with; ``None`` when a custom target
         may end it with a reason of its own choosing. (Which of them a run really reaches
         is worked out by the exploration: :mod:`flowc.compiler.analysis.endings`.)"""
@@ -860,13 +906,22 @@ class _Lowering:
         """What ``flowc test`` would refuse on any run: undeclared speakers and tools, a
         tool effect the tool does not have, a close reason the flow never writes."""
         if not sc.items:
-            self.diags.append(Diagnostic(
-                W214, f"scenario {format_value(sc.title.value)} is empty: it has no turns "
-                "and no expectations, so it tests nothing", self.filename, sc.title.span,
-                help="write the run it stands for, one turn a line, with `expect` lines"))
+            self.diags.append(
+                Diagnostic(
+                    W214,
+                    f"scenario {format_value(sc.title.value)} is empty: it has no turns "
+                    "and no expectations, so it tests nothing",
+                    self.filename,
+                    sc.title.span,
+                    help="write the run it stands for, one turn a line, with `expect` lines",
+                )
+            )
             return
-        finishes = {finish_reason(item.reason.value if item.reason is not None else "")
-                    for item in sc.items if isinstance(item, n.FinishTurn)}
+        finishes = {
+            finish_reason(item.reason.value if item.reason is not None else "")
+            for item in sc.items
+            if isinstance(item, n.FinishTurn)
+        }
         for item in sc.items:
             names: list[n.Name] = []
             if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.FinishTurn):
@@ -876,22 +931,32 @@ class _Lowering:
             elif isinstance(item, n.ExpectNext):
                 names.append(item.speaker)
             known = all([self.need_speaker(name, "the scenario names") for name in names])
-            human = known and bool(names) and self.speakers[names[0].value].human \
+            human = (
+                known
+                and bool(names)
+                and self.speakers[names[0].value].human
                 and not isinstance(item, n.ExpectNext)
+            )
             if human and isinstance(item, n.CallTurn | n.HandoffTurn | n.FinishTurn):
                 who = names[0].value
-                self.error(E111, f"`{who}` is a human; a human's turn is text and context "
-                           "writes (`sets` / `clears`), not tool calls", item.span,
-                           help="give the call to a model speaker's turn")
+                self.error(
+                    E111,
+                    f"`{who}` is a human; a human's turn is text and context "
+                    "writes (`sets` / `clears`), not tool calls",
+                    item.span,
+                    help="give the call to a model speaker's turn",
+                )
             elif human and isinstance(item, n.SetTurn | n.ClearTurn):
                 self.check_human_writes(item)
-            elif known and isinstance(item, n.SetTurn | n.ClearTurn | n.HandoffTurn
-                                      | n.FinishTurn):
+            elif known and isinstance(item, n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn):
                 self.check_bare_turn(item)
             elif isinstance(item, n.CallTurn) and known:
                 self.check_call(item)
-            elif isinstance(item, n.ExpectTerminate) and item.reason is not None \
-                    and (reasons is not None or item.reason.value == ""):
+            elif (
+                isinstance(item, n.ExpectTerminate)
+                and item.reason is not None
+                and (reasons is not None or item.reason.value == "")
+            ):
                 # (an empty reason is never recorded, whatever a custom target returns)
                 want = item.reason.value
                 closes = (reasons or set()) | finishes
@@ -899,20 +964,31 @@ class _Lowering:
                     close = _close_match(want, closes)
                     listed = ", ".join(format_value(r) for r in sorted(closes))
                     self.error(
-                        E111, f"the flow never ends with {format_value(want)}: "
-                        + ("a run never closes with an empty reason" if reasons is None
-                           else f"its runs close with {listed}" if listed
-                           else "it writes no close reason"),
+                        E111,
+                        f"the flow never ends with {format_value(want)}: "
+                        + (
+                            "a run never closes with an empty reason"
+                            if reasons is None
+                            else f"its runs close with {listed}"
+                            if listed
+                            else "it writes no close reason"
+                        ),
                         item.reason.span,
-                        help=_empty_reason_help(closes) if want == ""
-                        else f"did you mean {format_value(close)}?" if close
+                        help=_empty_reason_help(closes)
+                        if want == ""
+                        else f"did you mean {format_value(close)}?"
+                        if close
                         else "expect one of the reasons the flow writes, or `expect terminate` "
-                             "with no reason")
+                        "with no reason",
+                    )
             elif isinstance(item, n.ExpectTurns):
                 count = item.count.value
                 if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                    self.error(E111, f"`expect turns` takes a whole number >= 0, got "
-                               f"{describe(count)}", item.count.span)
+                    self.error(
+                        E111,
+                        f"`expect turns` takes a whole number >= 0, got {describe(count)}",
+                        item.count.span,
+                    )
 
     def check_human_writes(self, item: n.SetTurn | n.ClearTurn) -> None:
         who = item.speaker.value
@@ -920,12 +996,15 @@ class _Lowering:
         keys = [a.key for a in item.assigns] if isinstance(item, n.SetTurn) else list(item.keys)
         for key in keys:
             if key.value not in allowed:
-                self.error(E111, human_write_refusal(who, key.value, allowed), key.span,
-                           help=f"declare it: `speaker {_show_name(who)}: human {{ sets "
-                                f"{_show_name(key.value)} }}`")
+                self.error(
+                    E111,
+                    human_write_refusal(who, key.value, allowed),
+                    key.span,
+                    help=f"declare it: `speaker {_show_name(who)}: human {{ sets "
+                    f"{_show_name(key.value)} }}`",
+                )
 
-    def check_bare_turn(self, item: n.SetTurn | n.ClearTurn | n.HandoffTurn
-                        | n.FinishTurn) -> None:
+    def check_bare_turn(self, item: n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn) -> None:
         """A model speaker's bare hand-off, finish or write is one a declared tool makes."""
         who = item.speaker.value
         if isinstance(item, n.SetTurn):
@@ -935,16 +1014,23 @@ class _Lowering:
         elif isinstance(item, n.HandoffTurn):
             effect = ToolEffectInfo(handoff=item.target.value)
         else:
-            effect = ToolEffectInfo(finish=item.reason.value if item.reason is not None
-                                    else "finished")
-        tools = {t.name.value: tuple(effects_info(alt) for alt in t.alternatives)
-                 for t in self.speakers[who].tools}
+            effect = ToolEffectInfo(
+                finish=item.reason.value if item.reason is not None else "finished"
+            )
+        tools = {
+            t.name.value: tuple(effects_info(alt) for alt in t.alternatives)
+            for t in self.speakers[who].tools
+        }
         refusal = bare_effect_refusal(who, tools, effect)
         if refusal is not None:
-            self.error(E111, refusal, item.span,
-                       help=f"declare it: `speaker {_show_name(who)} {{ tool "
-                            f"{'go' if effect.handoff else 'act'} {effect.text()} }}`, "
-                            f"or write the step as `{who} calls TOOL`")
+            self.error(
+                E111,
+                refusal,
+                item.span,
+                help=f"declare it: `speaker {_show_name(who)} {{ tool "
+                f"{'go' if effect.handoff else 'act'} {effect.text()} }}`, "
+                f"or write the step as `{who} calls TOOL`",
+            )
 
     def check_call(self, item: n.CallTurn) -> None:
         speaker, tool = item.speaker.value, item.tool.value
@@ -954,9 +1040,14 @@ class _Lowering:
             declared = sorted(decls)
             hint = f" (declared: {', '.join(declared)})" if declared else " (it declares none)"
             close = _close_match(tool, declared)
-            self.error(E111, f"{speaker} has no tool `{tool}`{hint}", item.tool.span,
-                       help=f"did you mean `{close}`?" if close
-                       else f"declare it in `speaker {_show_name(speaker)} {{ tool {tool} }}`")
+            self.error(
+                E111,
+                f"{speaker} has no tool `{tool}`{hint}",
+                item.tool.span,
+                help=f"did you mean `{close}`?"
+                if close
+                else f"declare it in `speaker {_show_name(speaker)} {{ tool {tool} }}`",
+            )
             return
         alts = tuple(effects_info(alt) for alt in decl.alternatives)
         effects = effects_info(item.effects) if item.effects else None
@@ -964,15 +1055,22 @@ class _Lowering:
             match_alternative(alts, effects, None, None, speaker, tool)
         except AlternativeError as err:
             message = str(err)
-            self.error(E111, message, item.span,
-                       help=None if not alts or "in a scenario:" in message else
-                       f"write the alternative the call takes: `{speaker} calls {tool} "
-                       f"{alts[0].text()}`")
+            self.error(
+                E111,
+                message,
+                item.span,
+                help=None
+                if not alts or "in a scenario:" in message
+                else f"write the alternative the call takes: `{speaker} calls {tool} "
+                f"{alts[0].text()}`",
+            )
 
 
 #: the help of every E114
-PATTERN_HELP = ("text_matches is Python's re.search matched in linear time; `flowc explain E114` "
-                "lists what a pattern may use")
+PATTERN_HELP = (
+    "text_matches is Python's re.search matched in linear time; `flowc explain E114` "
+    "lists what a pattern may use"
+)
 
 
 def pattern_span(span: Span, pattern: str, offset: int, length: int) -> Span:
@@ -990,8 +1088,14 @@ def pattern_span(span: Span, pattern: str, offset: int, length: int) -> Span:
         return span
     start = 1 + written(pattern[:offset])
     end = 1 + written(pattern[: offset + length])
-    return Span(span.line, span.column + start, span.line, span.column + end,
-                span.start + start, span.start + end)
+    return Span(
+        span.line,
+        span.column + start,
+        span.line,
+        span.column + end,
+        span.start + start,
+        span.start + end,
+    )
 
 
 def _empty_reason_help(known: set[str]) -> str:
@@ -1002,10 +1106,13 @@ def _empty_reason_help(known: set[str]) -> str:
 `terminate ""` as "workflow_terminated" (as AG2 does); did you mean "finished"?
     """
     meant = [r for r in ("finished", "workflow_terminated") if r in known]
-    said = ('an empty reason is never recorded: a tool\'s `finishes ""` closes the run as '
-            '"finished", `terminate ""` as "workflow_terminated" (as AG2 does)')
-    return said + ("; did you mean " + " or ".join(format_value(r) for r in meant) + "?"
-                   if meant else "")
+    said = (
+        'an empty reason is never recorded: a tool\'s `finishes ""` closes the run as '
+        '"finished", `terminate ""` as "workflow_terminated" (as AG2 does)'
+    )
+    return said + (
+        "; did you mean " + " or ".join(format_value(r) for r in meant) + "?" if meant else ""
+    )
 
 
 def _close_match(word: str, options: Iterable[str]) -> str | None:

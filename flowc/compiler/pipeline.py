@@ -39,9 +39,7 @@ class LoadedGraph:
     is_knobs: bool
 
 
-def read_json(
-    source: SourceFile, help: str | None = None
-) -> tuple[Any, tuple[Diagnostic, ...]]:
+def read_json(source: SourceFile, help: str | None = None) -> tuple[Any, tuple[Diagnostic, ...]]:
     """The JSON value of ``source``, or an E001 where it is not JSON or is refused:
     nested more than 500 levels, an integer over 4,300 digits, a number that is not
     finite (see :mod:`flowc.inputs`)."""
@@ -52,22 +50,32 @@ def read_json(
         if not source.text[: err.pos].strip():
             # not JSON from its first character: the file may be anything (a link to a
             # key or /etc/passwd), so its text is not shown; the place is
-            return None, (Diagnostic(
-                E001, f"the file is not JSON ({err.msg}); its text is not shown, as it may "
-                "not be a JSON file", source.name, source.span(err.pos, err.pos),
-                quote_source=False, help=help),)
+            return None, (
+                Diagnostic(
+                    E001,
+                    f"the file is not JSON ({err.msg}); its text is not shown, as it may "
+                    "not be a JSON file",
+                    source.name,
+                    source.span(err.pos, err.pos),
+                    quote_source=False,
+                    help=help,
+                ),
+            )
         return None, (Diagnostic(E001, f"invalid JSON: {err.msg}", source.name, span, help=help),)
     except DataError as err:
         start = err.offset or 0
         span = source.span(start, min(start + 1, len(source.text)))
         at = f" (at {err.path})" if err.path else ""
-        return None, (Diagnostic(E001, f"{err.message}{at}", source.name, span,
-                                 json_path=err.path),)
+        return None, (
+            Diagnostic(E001, f"{err.message}{at}", source.name, span, json_path=err.path),
+        )
 
 
 def load_graph_json(source: SourceFile) -> tuple[LoadedGraph | None, tuple[Diagnostic, ...]]:
     """Read a JSON graph dict or knobs dict, validating its shape (E108 with JSON paths)."""
-    data, diags = read_json(source, help="the file must hold one JSON object: a graph or a knobs dict")
+    data, diags = read_json(
+        source, help="the file must hold one JSON object: a graph or a knobs dict"
+    )
     if diags:
         return None, diags
     is_knobs = is_knobs_dict(data)

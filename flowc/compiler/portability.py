@@ -77,12 +77,16 @@ def registration_note(compiled: CompiledFlow) -> str | None:
     customs = [x for x in names if x not in COMPOSITES]
     parts = []
     if composites:
-        parts.append(f"flowc's composites {', '.join(composites)} "
-                     "(flowc.ag2.register_composites(), or open it with flowc.ag2.open_workflow)")
+        parts.append(
+            f"flowc's composites {', '.join(composites)} "
+            "(flowc.ag2.register_composites(), or open it with flowc.ag2.open_workflow)"
+        )
     if customs:
         parts.append(f"your classes for {', '.join(customs)} (flowc.ag2.register_customs)")
-    return ("bare AG2 cannot load this graph until these are registered in its "
-            f"TransitionRegistry: {'; '.join(parts)}; `--target ag2` shows where they come from")
+    return (
+        "bare AG2 cannot load this graph until these are registered in its "
+        f"TransitionRegistry: {'; '.join(parts)}; `--target ag2` shows where they come from"
+    )
 
 
 def bare_ag2_problems(compiled: CompiledFlow, filename: str = "<input>") -> tuple[Diagnostic, ...]:
@@ -94,35 +98,61 @@ def bare_ag2_problems(compiled: CompiledFlow, filename: str = "<input>") -> tupl
     def problem(span: Span, message: str, help: str) -> None:
         out.append(Diagnostic(E112, message, name, span, help=help))
 
-    composite_help = ("register flowc's composites in AG2 (`flowc.ag2.register_composites()`, or open "
-                      "the channel with `flowc.ag2.open_workflow`), or write the rule with AG2's "
-                      "built-ins only (split it into rules, ordered by priority)")
+    composite_help = (
+        "register flowc's composites in AG2 (`flowc.ag2.register_composites()`, or open "
+        "the channel with `flowc.ag2.open_workflow`), or write the rule with AG2's "
+        "built-ins only (split it into rules, ordered by priority)"
+    )
     for item, top in _conditions(compiled):
         if isinstance(item, n.AndCond):
-            problem(item.span, "`and` compiles to `all_of`, which a bare AG2 1.2.1 cannot load",
-                    composite_help)
+            problem(
+                item.span,
+                "`and` compiles to `all_of`, which a bare AG2 1.2.1 cannot load",
+                composite_help,
+            )
         elif isinstance(item, n.OrCond) and not top:
-            problem(item.span, "`or` inside a condition compiles to `any_of`, which a bare AG2 "
-                    "1.2.1 cannot load (a top-level `or` becomes separate rules)", composite_help)
+            problem(
+                item.span,
+                "`or` inside a condition compiles to `any_of`, which a bare AG2 "
+                "1.2.1 cannot load (a top-level `or` becomes separate rules)",
+                composite_help,
+            )
         elif isinstance(item, n.FromCond) and len(item.speakers) > 1 and not top:
-            problem(item.span, "`from` with several speakers inside a condition compiles to "
-                    "`any_of`, which a bare AG2 1.2.1 cannot load", composite_help)
+            problem(
+                item.span,
+                "`from` with several speakers inside a condition compiles to "
+                "`any_of`, which a bare AG2 1.2.1 cannot load",
+                composite_help,
+            )
         elif isinstance(item, n.NotCond):
-            problem(item.span, "`not` compiles to flowc's `not`, which a bare AG2 1.2.1 cannot load",
-                    composite_help)
+            problem(
+                item.span,
+                "`not` compiles to flowc's `not`, which a bare AG2 1.2.1 cannot load",
+                composite_help,
+            )
         elif isinstance(item, n.ContextCond) and item.op != "==":
-            problem(item.span, f"`{item.op}` compiles to `not` of `context_equals`, which a bare "
-                    "AG2 1.2.1 cannot load", composite_help)
+            problem(
+                item.span,
+                f"`{item.op}` compiles to `not` of `context_equals`, which a bare "
+                "AG2 1.2.1 cannot load",
+                composite_help,
+            )
         elif isinstance(item, n.CallCond):
-            problem(item.span, f"custom condition `{item.name.value}` is not one of AG2's "
-                    "built-ins: a bare AG2 1.2.1 cannot load it",
-                    "register your class in AG2's TransitionRegistry "
-                    "(`flowc.ag2.register_customs([...])`) before the channel opens")
-    for target in _targets(compiled):
-        problem(target.span, f"custom target `{target.name.value}` is not one of AG2's built-ins: "
-                "a bare AG2 1.2.1 cannot load it",
+            problem(
+                item.span,
+                f"custom condition `{item.name.value}` is not one of AG2's "
+                "built-ins: a bare AG2 1.2.1 cannot load it",
                 "register your class in AG2's TransitionRegistry "
-                "(`flowc.ag2.register_customs(targets=[...])`) before the channel opens")
+                "(`flowc.ag2.register_customs([...])`) before the channel opens",
+            )
+    for target in _targets(compiled):
+        problem(
+            target.span,
+            f"custom target `{target.name.value}` is not one of AG2's built-ins: "
+            "a bare AG2 1.2.1 cannot load it",
+            "register your class in AG2's TransitionRegistry "
+            "(`flowc.ag2.register_customs(targets=[...])`) before the channel opens",
+        )
     return tuple(sorted(out, key=Diagnostic.sort_key))
 
 
@@ -152,19 +182,26 @@ def _targets(compiled: CompiledFlow) -> Iterator[n.CallTarget]:
             yield st.target
 
 
-def bare_ag2_graph_problems(graph: m.TransitionGraph, filename: str,
-                            prefix: str = "") -> tuple[Diagnostic, ...]:
+def bare_ag2_graph_problems(
+    graph: m.TransitionGraph, filename: str, prefix: str = ""
+) -> tuple[Diagnostic, ...]:
     """E112 for every name of a JSON graph that bare AG2 1.2.1 does not have, at its
     JSON path (``prefix`` is ``graph.`` for a knobs dict)."""
     out: list[Diagnostic] = []
 
     def problem(path: str, name: str, kind: str) -> None:
         what = "flowc's composite" if name in COMPOSITES else f"custom {kind}"
-        out.append(Diagnostic(
-            E112, f"{prefix}{path}: {what} `{name}` is not one of AG2's built-ins: a bare AG2 1.2.1 "
-            "cannot load it", filename, json_path=prefix + path,
-            help="register it in AG2's TransitionRegistry first (flowc.ag2.register_composites / "
-                 "register_customs)"))
+        out.append(
+            Diagnostic(
+                E112,
+                f"{prefix}{path}: {what} `{name}` is not one of AG2's built-ins: a bare AG2 1.2.1 "
+                "cannot load it",
+                filename,
+                json_path=prefix + path,
+                help="register it in AG2's TransitionRegistry first (flowc.ag2.register_composites / "
+                "register_customs)",
+            )
+        )
 
     def cond(c: m.Condition, path: str) -> None:
         name = m.condition_name(c)

@@ -235,7 +235,11 @@ def unknown_name(kind: Kind, name: str, registry: TransitionRegistry) -> str:
 
 
 def build_custom(
-    kind: Kind, name: str, args: dict[str, Any], registry: TransitionRegistry, path: str,
+    kind: Kind,
+    name: str,
+    args: dict[str, Any],
+    registry: TransitionRegistry,
+    path: str,
 ) -> tuple[Any, list[ShapeProblem]]:
     """An instance of the class registered as ``name``, built from ``args`` as AG2
     builds it (``cls(**args)``), or the problems that stop it (JSON paths under ``path``,
@@ -251,7 +255,8 @@ def build_custom(
 
 
 def custom_problems(
-    graph: m.TransitionGraph, registry: TransitionRegistry | None = None,
+    graph: m.TransitionGraph,
+    registry: TransitionRegistry | None = None,
 ) -> list[ShapeProblem]:
     """Every custom name of ``graph`` that would not load: not registered (a name of
     flowc's shipped vocabulary counts as loaded), or built from args its class refuses.
@@ -298,8 +303,11 @@ def _customs_in(c: m.Condition, path: str) -> Iterator[tuple[str, m.CustomCondit
 
 
 def _custom_conditions(graph: m.TransitionGraph) -> list[tuple[str, m.CustomCondition]]:
-    return [found for i, t in enumerate(graph.transitions)
-            for found in _customs_in(t.when, f"transitions[{i}].when")]
+    return [
+        found
+        for i, t in enumerate(graph.transitions)
+        for found in _customs_in(t.when, f"transitions[{i}].when")
+    ]
 
 
 def _refused_patterns(graph: m.TransitionGraph) -> list[tuple[str, str]]:
@@ -324,4 +332,7 @@ def pattern_problems(graph: m.TransitionGraph) -> list[ShapeProblem]:
     >>> [p.path for p in pattern_problems(g)]
     ['transitions[0].when.args.pattern']
     """
-    return [ShapeProblem(path, f"`text_matches`: {message}") for path, message in _refused_patterns(graph)]
+    return [
+        ShapeProblem(path, f"`text_matches`: {message}")
+        for path, message in _refused_patterns(graph)
+    ]

@@ -88,8 +88,9 @@ def _target_fields(cls: type[Any]) -> tuple[tuple[str, str | None], ...]:
     a field of another type fails here, at import)."""
     if any(kind != _STR for _, kind in _fields_of(cls)):
         raise TypeError(f"{cls.__name__}: the fast reader reads string fields of a target only")
-    return tuple((f.name, None if f.default is attrs.NOTHING else f.default)
-                 for f in attrs.fields(cls))
+    return tuple(
+        (f.name, None if f.default is attrs.NOTHING else f.default) for f in attrs.fields(cls)
+    )
 
 
 #: by NAME, from the model: its class and fields (each a string, with its default or None)
@@ -244,8 +245,11 @@ def _fast_knobs(data: Any) -> m.Knobs | None:
 def is_knobs_dict(data: Any) -> bool:
     """Whether a dict is meant as knobs (``{"graph": ..., "context_vars": ...}``) rather
     than a bare graph: it has one of the knobs keys and no ``initial_speaker``."""
-    return isinstance(data, dict) and ("graph" in data or "context_vars" in data) \
+    return (
+        isinstance(data, dict)
+        and ("graph" in data or "context_vars" in data)
         and "initial_speaker" not in data
+    )
 
 
 def structure_graph(data: Any) -> m.TransitionGraph:
@@ -311,8 +315,11 @@ def _named_dict(obj: Any) -> dict[str, Any]:
 
 #: the built-in classes whose args are strings (or none), by field name
 _STRING_ARGS: dict[type[Any], tuple[str, ...]] = {
-    **{cls: tuple(f for f, _ in fields) for cls, fields in _CONDITION_FIELDS.values()
-       if all(kind == _STR for _, kind in fields)},
+    **{
+        cls: tuple(f for f, _ in fields)
+        for cls, fields in _CONDITION_FIELDS.values()
+        if all(kind == _STR for _, kind in fields)
+    },
     **{cls: tuple(f for f, _ in fields) for cls, fields in _TARGET_FIELDS.values()},
 }
 

@@ -75,12 +75,12 @@ def _noted(exc: Exception, note: Any) -> Exception:
     return exc
 
 
-def _named_object(
-    value: Any, what: str, registry: dict[str, type[Any]], custom: type[Any]
-) -> Any:
+def _named_object(value: Any, what: str, registry: dict[str, type[Any]], custom: type[Any]) -> Any:
     """Structure ``{"name": ..., "args": {...}}`` into the class its name picks."""
     if not isinstance(value, dict):
-        raise _TypeProblem(f"expected a {what} object with `name` and `args`, got {describe(value)}")
+        raise _TypeProblem(
+            f"expected a {what} object with `name` and `args`, got {describe(value)}"
+        )
     errors: list[Exception] = []
     extra = set(value) - {"name", "args"}
     if extra:
@@ -131,7 +131,9 @@ _nesting = threading.local()
 def _structure_condition(value: Any, _: Any) -> m.Condition:
     depth: int = getattr(_nesting, "depth", 0)
     if depth >= MAX_CONDITION_DEPTH:
-        raise _TypeProblem(f"nested too deeply: conditions nest at most {MAX_CONDITION_DEPTH} levels")
+        raise _TypeProblem(
+            f"nested too deeply: conditions nest at most {MAX_CONDITION_DEPTH} levels"
+        )
     _nesting.depth = depth + 1
     try:
         return _named_object(value, "condition", _CONDITIONS_BY_NAME, m.CustomCondition)  # type: ignore[no-any-return]
@@ -183,8 +185,9 @@ def _make_converter() -> cattrs.Converter:
     def object_hook(cls: type[Any]) -> Any:
         # cattrs reads an attrs class from any mapping-like value and fails in Python's
         # words on anything else (`argument of type 'int' is not iterable`): say it in ours
-        inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True,
-                                       _cattrs_detailed_validation=True)
+        inner = make_dict_structure_fn(
+            cls, conv, _cattrs_forbid_extra_keys=True, _cattrs_detailed_validation=True
+        )
         what = _OBJECT_WORDS.get(cls, "an object")
 
         def hook(value: Any, _: Any) -> Any:
@@ -194,9 +197,16 @@ def _make_converter() -> cattrs.Converter:
             if cls is m.TransitionGraph and graph.max_turns is not None and graph.max_turns < 1:
                 # refused when the channel opens (a deliberate difference from AG2, which
                 # closes such a run after its first turn): every command refuses it alike
-                raise ClassValidationError("", [_noted(
-                    _TypeProblem(f"must be at least 1, got {graph.max_turns}"),
-                    AttributeValidationNote("max_turns", "max_turns", int))], cls)
+                raise ClassValidationError(
+                    "",
+                    [
+                        _noted(
+                            _TypeProblem(f"must be at least 1, got {graph.max_turns}"),
+                            AttributeValidationNote("max_turns", "max_turns", int),
+                        )
+                    ],
+                    cls,
+                )
             return graph
 
         return hook
@@ -205,6 +215,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(Any, _any)
+
     def exactly(t: Any) -> Any:
         return lambda candidate: candidate == t
 
@@ -265,16 +276,20 @@ def _problems(exc: BaseException, path: str) -> Iterator[ShapeProblem]:
             yield from _problems(sub, path)
     elif isinstance(exc, ForbiddenExtraKeysError):
         allowed = _allowed_keys(exc.cl)
-        expected = ("; this object takes no keys" if not allowed else
-                    "; expected " + " or ".join(", ".join(f"`{k}`" for k in allowed).rsplit(", ", 1)))
+        expected = (
+            "; this object takes no keys"
+            if not allowed
+            else "; expected " + " or ".join(", ".join(f"`{k}`" for k in allowed).rsplit(", ", 1))
+        )
         for key in sorted(exc.extra_fields, key=str):
             sep = "." if path else ""
             yield ShapeProblem(f"{path}{sep}{key}", f"unexpected key{expected}")
     elif isinstance(exc, KeyError):
         key = path.rsplit(".", 1)[-1]
         what = _KEY_WORDS.get(key)
-        yield ShapeProblem(path, f"required key missing: expected {what}" if what
-                           else "required key missing")
+        yield ShapeProblem(
+            path, f"required key missing: expected {what}" if what else "required key missing"
+        )
     elif isinstance(exc, _TypeProblem):
         yield ShapeProblem(path, str(exc))
     elif isinstance(exc, RecursionError):

@@ -65,15 +65,21 @@ def _grammar_tokens() -> tuple[re.Pattern[str], frozenset[str]]:
     keywords = frozenset(w for w in literals if w[0].isalpha())
     punct = sorted((p for p in literals if not p[0].isalpha()), key=len, reverse=True)
     # tokens never span lines: a line is scanned at a time, blanks skipped before each
-    scanner = re.compile(r"[ \t\r\f]*(?:" + "|".join([
-        r"(#[^\n]*)",
-        f"({patterns['NAME']})",
-        f"({patterns['QUOTED_NAME']})",
-        f"({patterns['STRING']})",
-        f"({patterns['NUMBER']})",
-        "(" + "|".join(re.escape(p) for p in punct) + ")",
-        r"([^ \t\r\f])",
-    ]) + ")")
+    scanner = re.compile(
+        r"[ \t\r\f]*(?:"
+        + "|".join(
+            [
+                r"(#[^\n]*)",
+                f"({patterns['NAME']})",
+                f"({patterns['QUOTED_NAME']})",
+                f"({patterns['STRING']})",
+                f"({patterns['NUMBER']})",
+                "(" + "|".join(re.escape(p) for p in punct) + ")",
+                r"([^ \t\r\f])",
+            ]
+        )
+        + ")"
+    )
     return scanner, keywords
 
 
@@ -127,16 +133,27 @@ class _Lexer:
                 value = m.group(group)
                 column = m.end() - len(value) + 1
                 if group == _NAME:
-                    add((value if value in keywords else NAME, value, line_start + column - 1,
-                         first + line, column))
+                    add(
+                        (
+                            value if value in keywords else NAME,
+                            value,
+                            line_start + column - 1,
+                            first + line,
+                            column,
+                        )
+                    )
                 elif group == _PUNCT:
                     add((value, value, line_start + column - 1, first + line, column))
                 elif group == _COMMENT:
-                    value = line_text[column - 1:]  # to the end of the line, blanks too
+                    value = line_text[column - 1 :]  # to the end of the line, blanks too
                     pos = line_start + column - 1
                     at = first + line
-                    comments.append((value[1:], Span(at, column, at, column + len(value),
-                                                     pos, pos + len(value))))
+                    comments.append(
+                        (
+                            value[1:],
+                            Span(at, column, at, column + len(value), pos, pos + len(value)),
+                        )
+                    )
                 elif group == _BAD:
                     raise _GiveUp
                 else:
@@ -176,8 +193,9 @@ def _span(first: Any, last: Any) -> Span:
     return Span(line, column, e.end_line, e.end_column, start, e.end)
 
 
-def parse_valid(text: str, line: int = 1, offset: int = 0
-                ) -> tuple[list[n.Statement], list[tuple[str, Span]]] | None:
+def parse_valid(
+    text: str, line: int = 1, offset: int = 0
+) -> tuple[list[n.Statement], list[tuple[str, Span]]] | None:
     """``text``'s statements and comments (text without ``#``, span), or ``None`` when
     the file is not a clean parse (the LALR parser then reports why).
 
@@ -367,8 +385,14 @@ class _Parser:
                 else:
                     break
             last = self.take("}")
-        return n.SpeakerDecl(name, human is not None, tuple(tools), _span(first, last),
-                             block=block, writes=tuple(writes))
+        return n.SpeakerDecl(
+            name,
+            human is not None,
+            tuple(tools),
+            _span(first, last),
+            block=block,
+            writes=tuple(writes),
+        )
 
     def writes_decl(self) -> n.WritesDecl:
         first = self.take("sets")
@@ -529,8 +553,9 @@ class _Parser:
             while self.accept("|"):
                 results.append(self.result())
             last = results[-1]  # type: ignore[assignment]
-        return n.TargetDecl(name, tuple(params), tuple(results) if results else None,
-                            _span(first, last))
+        return n.TargetDecl(
+            name, tuple(params), tuple(results) if results else None, _span(first, last)
+        )
 
     def result(self) -> n.Result:
         t = self.accept("terminate")
@@ -765,8 +790,7 @@ class _Parser:
             return n.HandoffTurn(speaker, target, said, _span(speaker, said or target))
         if kind == "finishes":
             reason = self.opt_string()
-            return n.FinishTurn(speaker, reason,
-                                _span(speaker, reason or self.tokens[self.i - 1]))
+            return n.FinishTurn(speaker, reason, _span(speaker, reason or self.tokens[self.i - 1]))
         raise _GiveUp
 
     def assign(self) -> n.Assign:

@@ -253,7 +253,9 @@ class _Printer:
         if self.prev_line is not None and line - self.prev_line > 1:
             self.lines.append(None)
 
-    def _comments(self, comments: Sequence[n.Comment], pad: str, inside: Span | None = None) -> None:
+    def _comments(
+        self, comments: Sequence[n.Comment], pad: str, inside: Span | None = None
+    ) -> None:
         """Comments on their own lines; those ``inside`` a one-line item move above it."""
         for c in comments:
             line = c.span.line

@@ -299,9 +299,7 @@ def _callback(name: str, method: Any) -> Any:
     def call(self: Any, children: list[Any]) -> Any:
         span = _extent(children)
         if not raw:
-            children = [
-                c for c in children if not isinstance(c, Token) or c.type in _VALUE_TOKENS
-            ]
+            children = [c for c in children if not isinstance(c, Token) or c.type in _VALUE_TOKENS]
         return method(self, span, children)
 
     call.__name__ = name
@@ -364,13 +362,19 @@ class _Build(metaclass=_BuildMeta):
         # not JSON, and no integer Python cannot convert back to text
         digits = len(text.lstrip("-").split(".")[0].split("e")[0].split("E")[0])
         if digits > MAX_INT_DIGITS:
-            raise _BadToken(self._tok(ch[0]), f"a number may have at most {MAX_INT_DIGITS:,} digits",
-                            f"found {digits:,}")
+            raise _BadToken(
+                self._tok(ch[0]),
+                f"a number may have at most {MAX_INT_DIGITS:,} digits",
+                f"found {digits:,}",
+            )
         value = json.loads(text)
         if isinstance(value, float) and not math.isfinite(value):
             shown = text if len(text) <= 40 else text[:37] + "..."
-            raise _BadToken(self._tok(ch[0]), "a number must be finite (at most about 1.8e308)",
-                            f"found {shown}")
+            raise _BadToken(
+                self._tok(ch[0]),
+                "a number must be finite (at most about 1.8e308)",
+                f"found {shown}",
+            )
         return n.Value(value, self._tok(ch[0]))
 
     def true(self, meta: Any, ch: list[Any]) -> n.Value:
@@ -387,7 +391,9 @@ class _Build(metaclass=_BuildMeta):
         depth = 1 + max((_depth(i) for i in items), default=0)
         if depth > MAX_NESTING:
             raise _BadToken(
-                value.span, f"JSON value nested more than {MAX_NESTING} levels deep", f"found {depth} levels"
+                value.span,
+                f"JSON value nested more than {MAX_NESTING} levels deep",
+                f"found {depth} levels",
             )
         _DEPTH[id(value)] = depth
         return value
@@ -418,12 +424,21 @@ class _Build(metaclass=_BuildMeta):
         block: _Block | None = ch[2]
         tools = block.tools if block is not None else ()
         writes = block.writes if block is not None else ()
-        return n.SpeakerDecl(ch[0], ch[1] is not None, tools, self._span(meta),
-                             block=block is not None, writes=writes)
+        return n.SpeakerDecl(
+            ch[0],
+            ch[1] is not None,
+            tools,
+            self._span(meta),
+            block=block is not None,
+            writes=writes,
+        )
 
     def tool_block(self, meta: Any, ch: list[n.ToolDecl | n.WritesDecl]) -> _Block:
-        return _Block(tuple(c for c in ch if isinstance(c, n.ToolDecl)), self._span(meta),
-                      tuple(c for c in ch if isinstance(c, n.WritesDecl)))
+        return _Block(
+            tuple(c for c in ch if isinstance(c, n.ToolDecl)),
+            self._span(meta),
+            tuple(c for c in ch if isinstance(c, n.WritesDecl)),
+        )
 
     def writes_decl(self, meta: Any, ch: list[n.Name]) -> n.WritesDecl:
         return n.WritesDecl(tuple(ch), self._span(meta))
@@ -599,7 +614,9 @@ class _Build(metaclass=_BuildMeta):
         args, text = rest[0], (rest[-1] if len(rest) > 1 else None)
         effects = next((x for x in rest[1:-1] if isinstance(x, tuple)), ())
         if args is not None and not isinstance(args.value, dict):
-            raise _BadToken(args.span, "`with` takes a JSON object of arguments", "found a non-object")
+            raise _BadToken(
+                args.span, "`with` takes a JSON object of arguments", "found a non-object"
+            )
         return n.CallTurn(ch[0], ch[1], args, self._str(text), self._span(meta), effects)
 
     def assign(self, meta: Any, ch: list[Any]) -> n.Assign:
@@ -722,8 +739,9 @@ def _unquoted_if_not_flow(source: SourceFile, diag: Diagnostic) -> Diagnostic:
         quote_source=False,
         notes=(f"expected {expected[1]}",) if len(expected) == 2 else (),
         # a misspelt first keyword (`speakr`) names only the keyword it resembles
-        help=typo.split(": ", 1)[1] if typo else
-        "a .flow file starts with a statement such as `flow NAME` or `speaker NAME`; "
+        help=typo.split(": ", 1)[1]
+        if typo
+        else "a .flow file starts with a statement such as `flow NAME` or `speaker NAME`; "
         "see docs/language.md",
     )
 
@@ -766,7 +784,7 @@ def _keyword_typo(source: SourceFile, offset: int) -> str | None:
         if word in KEYWORDS:
             continue
         for keyword in difflib.get_close_matches(word, sorted(KEYWORDS), n=3, cutoff=0.75):
-            trial = text[:start] + keyword + text[start + len(word):]
+            trial = text[:start] + keyword + text[start + len(word) :]
             failed_at = _error_offset(trial)
             # the keyword must take the parse past where it failed (past the keyword itself
             # when the misspelt word is the token it failed on)
@@ -780,8 +798,9 @@ def _keyword_typo(source: SourceFile, offset: int) -> str | None:
 #: may start with
 _EXPECTED_NOUNS = {
     frozenset({"INITIATOR", "NAME", "NEXT", "QUOTED_NAME", "STAY", "TERMINATE"}): "a target",
-    frozenset({"ALWAYS", "CONTEXT", "FROM", "LPAR", "NAME", "NOT", "QUOTED_NAME", "TOOL"}):
-        "a condition",
+    frozenset(
+        {"ALWAYS", "CONTEXT", "FROM", "LPAR", "NAME", "NOT", "QUOTED_NAME", "TOOL"}
+    ): "a condition",
 }
 #: tokens that a finished statement (or block item) may be followed by: when the parser
 #: would take one of them, what came before the line break was complete
@@ -823,16 +842,21 @@ def _unfinished(source: SourceFile, err: UnexpectedToken) -> Diagnostic | None:
         return None
     words = _expected_words(expected)
     noun = _EXPECTED_NOUNS.get(expected, words)
-    shown = str(prev) if prev.type == "QUOTED_NAME" else (
-        _found_words(prev).removeprefix("string ") if prev.type == "STRING" else f"`{prev}`")
+    shown = (
+        str(prev)
+        if prev.type == "QUOTED_NAME"
+        else (_found_words(prev).removeprefix("string ") if prev.type == "STRING" else f"`{prev}`")
+    )
     message = f"expected {noun} after {shown}"
     span = source.span(stop, stop)
     if tok.type == "$END":
         message = f"unexpected end of file; {message}"
         help_text = "the file ends in the middle of a statement; finish it or remove it"
     else:
-        help_text = (f"finish the statement on line {span.line} or remove it; line "
-                     f"{source.position(at)[0]} starts another with `{tok}`")
+        help_text = (
+            f"finish the statement on line {span.line} or remove it; line "
+            f"{source.position(at)[0]} starts another with `{tok}`"
+        )
     notes = (f"expected {words}",) if noun != words else ()
     return Diagnostic(E001, message, source.name, span, notes=notes, help=help_text)
 
@@ -854,13 +878,17 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
         expected = _expected_words(err.accepts or err.expected)
         message = f"unexpected {found}; expected {expected}"
         if str(tok) in KEYWORDS and ("NAME" in err.expected):
-            help_text = f"`{tok}` is a keyword; to use it as a name, write it in backquotes: `` `{tok}` ``"
+            help_text = (
+                f"`{tok}` is a keyword; to use it as a name, write it in backquotes: `` `{tok}` ``"
+            )
         elif tok.type == "$END":
             help_text = "the file ends in the middle of a statement; finish it or remove it"
         elif str(tok) == "=" and "EQUAL" not in err.expected:
             help_text = "compare with `==` (or `!=`); a single `=` assigns in `context` and `sets`"
         else:
-            help_text = _keyword_typo(source, start) or "see docs/language.md for the statement forms"
+            help_text = (
+                _keyword_typo(source, start) or "see docs/language.md for the statement forms"
+            )
     elif isinstance(err, UnexpectedCharacters):
         pos = err.pos_in_stream or 0
         char = source.text[pos] if pos < len(source.text) else ""

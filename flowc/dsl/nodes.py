@@ -115,7 +115,9 @@ class NotCond:
     span: Span = attrs.field(eq=False, repr=False)
 
 
-Cond: TypeAlias = AlwaysCond | FromCond | ToolCond | ContextCond | CallCond | AndCond | OrCond | NotCond
+Cond: TypeAlias = (
+    AlwaysCond | FromCond | ToolCond | ContextCond | CallCond | AndCond | OrCond | NotCond
+)
 
 # ── targets ───────────────────────────────────────────────────────────────────
 

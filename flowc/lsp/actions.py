@@ -76,34 +76,54 @@ def _priority_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
     rule = _statement_at(index, d.span)
     if not isinstance(rule, n.Rule) or rule.priority is None:
         return
-    written = [st.priority.value for st in index.flow.statements
-               if isinstance(st, n.Rule) and st.priority is not None and st is not rule]
+    written = [
+        st.priority.value
+        for st in index.flow.statements
+        if isinstance(st, n.Rule) and st.priority is not None and st is not rule
+    ]
     value = min([0, *written]) - 1
     p = rule.priority.span
-    yield Action(f"Give this rule `priority {value}` (lower numbers run first)", d,
-                 (Edit(p.start, p.end, f"priority {value}"),), preferred=True)
+    yield Action(
+        f"Give this rule `priority {value}` (lower numbers run first)",
+        d,
+        (Edit(p.start, p.end, f"priority {value}"),),
+        preferred=True,
+    )
 
 
 def _remove_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
     assert d.span is not None
     st = _statement_at(index, d.span)
     if d.code is W202 and isinstance(st, n.Otherwise):
-        yield Action("Remove the dead `otherwise`", d,
-                     (_whole_lines(index.source.text, st.span.start, st.span.end),), preferred=True)
+        yield Action(
+            "Remove the dead `otherwise`",
+            d,
+            (_whole_lines(index.source.text, st.span.start, st.span.end),),
+            preferred=True,
+        )
     elif d.code is W203 and isinstance(st, n.Rule) and st.span == d.span:
         # a rule whose every branch is dead (a dead branch of `from a, b` is not removed)
-        yield Action("Remove the dead rule", d,
-                     (_whole_lines(index.source.text, st.span.start, st.span.end),))
+        yield Action(
+            "Remove the dead rule",
+            d,
+            (_whole_lines(index.source.text, st.span.start, st.span.end),),
+        )
 
 
 def _speaker_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
     assert d.span is not None
     text = index.source.text
-    name = text[d.span.start:d.span.end]
+    name = text[d.span.start : d.span.end]
     if d.help and (match := _SUGGESTED.search(d.help)):
-        yield Action(f"Change to `{match.group(1)}`", d,
-                     (Edit(d.span.start, d.span.end, format_name(match.group(1))),), preferred=True)
-    declared = [st for st in index.flow.statements if isinstance(st, (n.SpeakerDecl, n.SpeakersDecl))]
+        yield Action(
+            f"Change to `{match.group(1)}`",
+            d,
+            (Edit(d.span.start, d.span.end, format_name(match.group(1))),),
+            preferred=True,
+        )
+    declared = [
+        st for st in index.flow.statements if isinstance(st, (n.SpeakerDecl, n.SpeakersDecl))
+    ]
     if declared:
         at = text.find("\n", declared[-1].span.end)
         at = len(text) if at < 0 else at + 1
@@ -124,8 +144,12 @@ def _max_turns_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
     for st in index.flow.statements:
         if match and isinstance(st, n.MaxTurnsDecl):
             v = st.value.span
-            yield Action(f"Raise to `max_turns {match.group(1)}`", d,
-                         (Edit(v.start, v.end, match.group(1)),), preferred=True)
+            yield Action(
+                f"Raise to `max_turns {match.group(1)}`",
+                d,
+                (Edit(v.start, v.end, match.group(1)),),
+                preferred=True,
+            )
 
 
 def _unused_ignore_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
@@ -141,17 +165,27 @@ def _unused_ignore_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
     if match and code in codes and len(codes) > 1:
         kept = ", ".join(c for c in codes if c != code)
         begin = comment.span.start + 1 + match.start("codes")
-        yield Action(f"Remove `{code}` from the ignore comment", d,
-                     (Edit(begin, begin + len(match.group("codes")), kept),), preferred=True)
+        yield Action(
+            f"Remove `{code}` from the ignore comment",
+            d,
+            (Edit(begin, begin + len(match.group("codes")), kept),),
+            preferred=True,
+        )
         return
     # the whole comment, and the blanks before it
     start = comment.span.start
     while start > 0 and text[start - 1] in " \t":
         start -= 1
-    yield Action("Remove the ignore comment", d,
-                 (_whole_lines(text, start, comment.span.end)
-                  if not text[text.rfind("\n", 0, start) + 1:start].strip()
-                  else Edit(start, comment.span.end, ""),), preferred=True)
+    yield Action(
+        "Remove the ignore comment",
+        d,
+        (
+            _whole_lines(text, start, comment.span.end)
+            if not text[text.rfind("\n", 0, start) + 1 : start].strip()
+            else Edit(start, comment.span.end, ""),
+        ),
+        preferred=True,
+    )
 
 
 def _ignore(index: Index, d: Diagnostic) -> Iterator[Action]:
@@ -170,7 +204,9 @@ def _ignore(index: Index, d: Diagnostic) -> Iterator[Action]:
         else:  # another comment: the ignore goes first, as flowc reads it only there
             begin = comment.span.start + 1
             rest = comment.text.lstrip()
-            yield Action(title, d, (Edit(begin, comment.span.end, f" flowc: ignore[{code}] # {rest}"),))
+            yield Action(
+                title, d, (Edit(begin, comment.span.end, f" flowc: ignore[{code}] # {rest}"),)
+            )
         return
     end = text.find("\n", d.span.start)
     end = len(text) if end < 0 else end
@@ -179,12 +215,20 @@ def _ignore(index: Index, d: Diagnostic) -> Iterator[Action]:
     yield Action(title, d, (Edit(end, end, f"  # flowc: ignore[{code}]"),))
 
 
-_FIXES = {W204: _priority_fix, W202: _remove_fix, W203: _remove_fix, E101: _speaker_fix,
-          E107: _speaker_fix, W212: _max_turns_fix, X001: _unused_ignore_fix}
+_FIXES = {
+    W204: _priority_fix,
+    W202: _remove_fix,
+    W203: _remove_fix,
+    E101: _speaker_fix,
+    E107: _speaker_fix,
+    W212: _max_turns_fix,
+    X001: _unused_ignore_fix,
+}
 
 
-def actions(index: Index, diagnostics: tuple[Diagnostic, ...], first_line: int,
-            last_line: int) -> list[Action]:
+def actions(
+    index: Index, diagnostics: tuple[Diagnostic, ...], first_line: int, last_line: int
+) -> list[Action]:
     """The fixes for the findings on lines ``first_line`` .. ``last_line`` (1-based)."""
     out: list[Action] = []
     for d in diagnostics:

@@ -30,10 +30,23 @@ KEYWORD, REASON = "keyword", "reason"
 
 #: keywords that start a statement wherever they stand outside brackets (``initiator``
 #: is also a target, ``context`` also starts a condition when a `.` follows)
-_STATEMENT_STARTS = frozenset({
-    "FLOW", "SPEAKER", "SPEAKERS", "START", "MAX_TURNS", "CONTEXT", "WHEN", "OTHERWISE",
-    "SEQUENCE", "ROUND_ROBIN", "CONDITION", "TARGET", "SCENARIO",
-})
+_STATEMENT_STARTS = frozenset(
+    {
+        "FLOW",
+        "SPEAKER",
+        "SPEAKERS",
+        "START",
+        "MAX_TURNS",
+        "CONTEXT",
+        "WHEN",
+        "OTHERWISE",
+        "SEQUENCE",
+        "ROUND_ROBIN",
+        "CONDITION",
+        "TARGET",
+        "SCENARIO",
+    }
+)
 _OPEN = {"LBRACE": "RBRACE", "LPAR": "RPAR", "LSQB": "RSQB"}
 
 
@@ -111,8 +124,17 @@ def _restart_point(toks: Sequence[Token]) -> int:
 def _list_head(toks: Sequence[Token]) -> str | None:
     """The keyword a comma-separated list of names hangs from (``from a, b,``)."""
     for tok in reversed(toks):
-        if tok.type in ("NAME", "QUOTED_NAME", "COMMA", "EQUAL", "NUMBER", "STRING", "TRUE",
-                        "FALSE", "NULL"):
+        if tok.type in (
+            "NAME",
+            "QUOTED_NAME",
+            "COMMA",
+            "EQUAL",
+            "NUMBER",
+            "STRING",
+            "TRUE",
+            "FALSE",
+            "NULL",
+        ):
             continue  # `from a, b,` / `user sets a = 1, b = 2,`
         return tok.type
     return None
@@ -155,15 +177,26 @@ def _name_kinds(before: Sequence[Token]) -> tuple[str, ...]:
     if prev == "SETS":
         # `sets KEY = ...` in a tool or a scenario turn, `sets KEY` in a human's block
         return (KEY,)
-    if prev in ("WHEN", "AND", "OR", "NOT") or (prev == "LPAR" and len(before) > 1
-                                                and before[-2].type in ("WHEN", "AND", "OR",
-                                                                        "NOT", "LPAR")):
+    if prev in ("WHEN", "AND", "OR", "NOT") or (
+        prev == "LPAR"
+        and len(before) > 1
+        and before[-2].type in ("WHEN", "AND", "OR", "NOT", "LPAR")
+    ):
         return (CONDITION,)
     if prev in ("SEQUENCE", "ROUND_ROBIN", "VBAR") or str(before[-1]) == "->":
         return (SPEAKER,)
-    if _enclosing(before) == "SCENARIO" and prev in ("LBRACE", "STRING", "NAME", "QUOTED_NAME",
-                                                      "NUMBER", "RSQB", "RBRACE", "TRUE",
-                                                      "FALSE", "NULL"):
+    if _enclosing(before) == "SCENARIO" and prev in (
+        "LBRACE",
+        "STRING",
+        "NAME",
+        "QUOTED_NAME",
+        "NUMBER",
+        "RSQB",
+        "RBRACE",
+        "TRUE",
+        "FALSE",
+        "NULL",
+    ):
         return (SPEAKER,)  # a scenario turn starts with who speaks
     return ()
 
@@ -176,8 +209,19 @@ def _reasons(flow: n.Flow, closing: bool = False) -> list[str]:
     out: dict[str, None] = {}
 
     def visit(node: Any) -> None:
-        if isinstance(node, (n.TerminateTarget, n.FinishEffect, n.ResultTerminate,
-                             n.ExpectTerminate, n.FinishTurn)) and node.reason is not None:
+        if (
+            isinstance(
+                node,
+                (
+                    n.TerminateTarget,
+                    n.FinishEffect,
+                    n.ResultTerminate,
+                    n.ExpectTerminate,
+                    n.FinishTurn,
+                ),
+            )
+            and node.reason is not None
+        ):
             reason = node.reason.value
             if closing and isinstance(node, (n.TerminateTarget, n.ResultTerminate)):
                 reason = terminate_reason(reason)
@@ -214,14 +258,14 @@ def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidat
     prefix = text[:offset]
     toks = list(tokens(prefix))
     last_end = toks[-1].end_pos if toks else 0
-    gap = prefix[last_end or 0:]
+    gap = prefix[last_end or 0 :]
     start = offset
     typed = ""
     if toks and not gap and (toks[-1].type == "NAME" or _keyword_of(toks[-1].type)):
         typed = str(toks[-1])
         start = offset - len(typed)
         toks.pop()
-        gap = prefix[toks[-1].end_pos or 0:start] if toks else prefix[:start]
+        gap = prefix[toks[-1].end_pos or 0 : start] if toks else prefix[:start]
     elif gap.lstrip().startswith('"') and '"' not in gap.lstrip()[1:]:
         # an unfinished string: only a reason fits
         start = offset - len(gap.lstrip())
@@ -239,17 +283,22 @@ def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidat
     except Exception:
         return [], offset
     out: list[Candidate] = []
-    reason_here = "STRING" in accepted and bool(before) and before[-1].type in (
-        "TERMINATE", "FINISHES")
+    reason_here = (
+        "STRING" in accepted and bool(before) and before[-1].type in ("TERMINATE", "FINISHES")
+    )
     closing = reason_here and len(before) > 1 and str(before[-2]) == "expect"
     if typed.startswith('"'):
         if reason_here:
-            out = [Candidate(json.dumps(r), REASON, "close reason used in this flow")
-                   for r in (_reasons(index.flow, closing) if index else [])]
+            out = [
+                Candidate(json.dumps(r), REASON, "close reason used in this flow")
+                for r in (_reasons(index.flow, closing) if index else [])
+            ]
         return [c for c in out if c.label.startswith(typed)], start
     if reason_here and index:
-        out += [Candidate(json.dumps(r), REASON, "close reason used in this flow")
-                for r in _reasons(index.flow, closing)]
+        out += [
+            Candidate(json.dumps(r), REASON, "close reason used in this flow")
+            for r in _reasons(index.flow, closing)
+        ]
     if "NAME" in accepted and index is not None:
         for kind in _name_kinds(before):
             out += [Candidate(format_name(name), kind) for name in _declared(index, kind)]
@@ -260,5 +309,3 @@ def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidat
     if typed:
         out = [c for c in out if c.label.startswith(typed)]
     return out, start
-
-

@@ -111,7 +111,9 @@ class _Config:
 
 
 def _no_cli_options() -> argparse.Namespace:
-    return argparse.Namespace(select=None, ignore=None, strict=False, max_states=None, target="flowc")
+    return argparse.Namespace(
+        select=None, ignore=None, strict=False, max_states=None, target="flowc"
+    )
 
 
 class FlowcServer(LanguageServer):
@@ -144,16 +146,23 @@ class FlowcServer(LanguageServer):
         """pygls' ``feature`` decorator; the handler reports its internal errors
         (:meth:`internal_error`)."""
         types = lsp.METHOD_TO_TYPES.get(feature_name)
-        return self._reporting(feature_name, super().feature(feature_name, options),
-                               request=types is None or types[1] is not None)
+        return self._reporting(
+            feature_name,
+            super().feature(feature_name, options),
+            request=types is None or types[1] is not None,
+        )
 
     def command(self, command_name: str) -> Callable[[F], F]:
         """pygls' ``command`` decorator; the handler reports its internal errors."""
-        return self._reporting(f"{lsp.WORKSPACE_EXECUTE_COMMAND} {command_name}",
-                               super().command(command_name), request=True)
+        return self._reporting(
+            f"{lsp.WORKSPACE_EXECUTE_COMMAND} {command_name}",
+            super().command(command_name),
+            request=True,
+        )
 
-    def _reporting(self, what: str, register: Callable[[F], F], *, request: bool
-                   ) -> Callable[[F], F]:
+    def _reporting(
+        self, what: str, register: Callable[[F], F], *, request: bool
+    ) -> Callable[[F], F]:
         """A decorator that registers a handler (with ``register``) that reports what it
         raises beyond the errors it answers with (:class:`~pygls.exceptions.JsonRpcException`:
         a refused rename): an internal error, a request's error answer or a message to
@@ -166,6 +175,7 @@ class FlowcServer(LanguageServer):
 
         def decorator(f: F) -> F:
             if inspect.iscoroutinefunction(f):
+
                 @functools.wraps(f)
                 async def handler_async(*args: Any, **kwargs: Any) -> Any:
                     try:
@@ -178,6 +188,7 @@ class FlowcServer(LanguageServer):
 
                 register(handler_async)  # type: ignore[arg-type]
             else:
+
                 @functools.wraps(f)
                 def handler(*args: Any, **kwargs: Any) -> Any:
                     try:
@@ -201,8 +212,9 @@ class FlowcServer(LanguageServer):
         log.error("%s", line, exc_info=err)
         if line not in self._reported:
             self._reported.add(line)
-            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error,
-                                                           message=line))
+            self.window_show_message(
+                lsp.ShowMessageParams(type=lsp.MessageType.Error, message=line)
+            )
         return line
 
     # ── configuration ────────────────────────────────────────────────────────
@@ -234,9 +246,12 @@ class FlowcServer(LanguageServer):
             self._configs[pyproject] = cached
         if cached.problem and cached.problem not in self._reported:
             self._reported.add(cached.problem)
-            self.window_show_message(lsp.ShowMessageParams(
-                type=lsp.MessageType.Error,
-                message=f"flowc: {cached.problem}; checking with the default settings"))
+            self.window_show_message(
+                lsp.ShowMessageParams(
+                    type=lsp.MessageType.Error,
+                    message=f"flowc: {cached.problem}; checking with the default settings",
+                )
+            )
         return cached.options
 
     # ── analysis ─────────────────────────────────────────────────────────────
@@ -253,16 +268,22 @@ class FlowcServer(LanguageServer):
         and version as they are now, and its settings."""
         doc = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
-        return _Job(uri, doc.version, SourceFile(path, doc.source), self.options_for(path),
-                    self._generation.get(uri, 0))
+        return _Job(
+            uri,
+            doc.version,
+            SourceFile(path, doc.source),
+            self.options_for(path),
+            self._generation.get(uri, 0),
+        )
 
     def _stale(self, job: _Job) -> bool:
         """A newer analysis of the document has been asked for (an edit, a save, new
         settings) or it was closed: this one's result would be thrown away."""
         return self._generation.get(job.uri, 0) != job.generation
 
-    def _run(self, job: _Job
-             ) -> tuple[Analysis, _Serialised, dict[tuple[object, ...], str] | None] | None:
+    def _run(
+        self, job: _Job
+    ) -> tuple[Analysis, _Serialised, dict[tuple[object, ...], str] | None] | None:
         """Parse, check and serialise ``job`` (in any thread: one at a time); None when it
         became stale on the way (checked between the steps)."""
         with self._running:
@@ -284,16 +305,20 @@ class FlowcServer(LanguageServer):
                 compiled, compile_diags = lower(flow, source.name)
                 if self._stale(job):
                     return None
-                diags = check_compiled(compiled, compile_diags, job.options,
-                                       filename=source.name)
+                diags = check_compiled(compiled, compile_diags, job.options, filename=source.name)
                 analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
             if self._stale(job):
                 return None
             message, converted = self._serialise(job, analysis, reuse=not syntax)
             return analysis, message, converted
 
-    def _finish(self, job: _Job, analysis: Analysis, message: _Serialised,
-                converted: dict[tuple[object, ...], str] | None) -> None:
+    def _finish(
+        self,
+        job: _Job,
+        analysis: Analysis,
+        message: _Serialised,
+        converted: dict[tuple[object, ...], str] | None,
+    ) -> None:
         """Keep a finished analysis and publish it (in the server's thread)."""
         if self._stale(job):
             return
@@ -333,8 +358,9 @@ class FlowcServer(LanguageServer):
         finally:
             self._running.release()
 
-    def _serialise(self, job: _Job, analysis: Analysis, *, reuse: bool = True
-                   ) -> tuple[_Serialised, dict[tuple[object, ...], str] | None]:
+    def _serialise(
+        self, job: _Job, analysis: Analysis, *, reuse: bool = True
+    ) -> tuple[_Serialised, dict[tuple[object, ...], str] | None]:
         """The publishDiagnostics notification of ``analysis``, in JSON, and the JSON of
         each diagnostic by code, message and place (kept for the next version).
 
@@ -352,17 +378,22 @@ class FlowcServer(LanguageServer):
         out = []
         for d in analysis.diagnostics:
             s = d.span
-            key = (d.code.id, d.message, d.help, s.line, s.column, s.end_line, s.end_column) \
-                if s is not None else (d.code.id, d.message, d.help)
+            key = (
+                (d.code.id, d.message, d.help, s.line, s.column, s.end_line, s.end_column)
+                if s is not None
+                else (d.code.id, d.message, d.help)
+            )
             converted = cache.get(key)
             if converted is None:
                 converted = self._diagnostic_json(d, lines, ascii_text)
             kept[key] = converted
             out.append(converted)
         version = "" if analysis.version is None else f', "version": {analysis.version}'
-        body = (f'{{"jsonrpc": "2.0", "method": "{lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS}", '
-                f'"params": {{"uri": {json.dumps(job.uri)}, "diagnostics": [{", ".join(out)}]'
-                f'{version}}}}}')
+        body = (
+            f'{{"jsonrpc": "2.0", "method": "{lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS}", '
+            f'"params": {{"uri": {json.dumps(job.uri)}, "diagnostics": [{", ".join(out)}]'
+            f"{version}}}}}"
+        )
         if not reuse:
             return _Serialised(body), None  # the last version's JSON stays for the next one
         return _Serialised(body), kept if ascii_text else {}
@@ -379,8 +410,10 @@ class FlowcServer(LanguageServer):
             r = self.to_range(s, lines)
             start, end = (r.start.line, r.start.character), (r.end.line, r.end.character)
         out: dict[str, Any] = {
-            "range": {"start": {"line": start[0], "character": start[1]},
-                      "end": {"line": end[0], "character": end[1]}},
+            "range": {
+                "start": {"line": start[0], "character": start[1]},
+                "end": {"line": end[0], "character": end[1]},
+            },
             "message": f"{d.message}\nhelp: {d.help}" if d.help else d.message,
             "severity": _SEVERITY[d.severity].value,
             "code": d.code.id,
@@ -436,7 +469,8 @@ class FlowcServer(LanguageServer):
             try:
                 job = self._job(uri)
                 done = await asyncio.get_running_loop().run_in_executor(
-                    self._analyser, self._run, job)
+                    self._analyser, self._run, job
+                )
                 if done is not None:
                     self._finish(job, *done)
             except Exception as err:  # the server goes on; the next edit is checked again
@@ -494,8 +528,11 @@ class FlowcServer(LanguageServer):
         source = SourceFile(to_fs_path(uri) or uri, doc.source)
         compiled, diags = compile_source(source)
         if compiled is None or has_errors(diags):
-            errors = "; ".join(f"{d.code.id} line {d.span.line if d.span else '?'}: {d.message}"
-                               for d in diags if d.is_error)
+            errors = "; ".join(
+                f"{d.code.id} line {d.span.line if d.span else '?'}: {d.message}"
+                for d in diags
+                if d.is_error
+            )
             raise RequestFailed(f"the flow has errors, so it cannot be drawn: {errors}")
         findings = check_source(source, self.options_for(source.name), as_json=False)
         diagram = mark_findings(build_diagram(compiled), findings)
@@ -511,7 +548,9 @@ class FlowcServer(LanguageServer):
             return lsp.Position(0, 0)
         if lines[-1].endswith("\n"):
             return lsp.Position(len(lines), 0)
-        return lsp.Position(len(lines) - 1, self.workspace.position_codec.client_num_units(lines[-1]))
+        return lsp.Position(
+            len(lines) - 1, self.workspace.position_codec.client_num_units(lines[-1])
+        )
 
     # ── helpers for the requests ─────────────────────────────────────────────
 

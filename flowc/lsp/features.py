@@ -26,9 +26,12 @@ from flowc.source import SourceFile
 DIAGRAM_COMMAND = "flowc.diagram"
 
 _ITEM_KIND = {
-    SPEAKER: lsp.CompletionItemKind.Class, TOOL: lsp.CompletionItemKind.Method,
-    KEY: lsp.CompletionItemKind.Variable, CONDITION: lsp.CompletionItemKind.Function,
-    TARGET: lsp.CompletionItemKind.Function, comp.KEYWORD: lsp.CompletionItemKind.Keyword,
+    SPEAKER: lsp.CompletionItemKind.Class,
+    TOOL: lsp.CompletionItemKind.Method,
+    KEY: lsp.CompletionItemKind.Variable,
+    CONDITION: lsp.CompletionItemKind.Function,
+    TARGET: lsp.CompletionItemKind.Function,
+    comp.KEYWORD: lsp.CompletionItemKind.Keyword,
     comp.REASON: lsp.CompletionItemKind.Value,
 }
 
@@ -48,7 +51,9 @@ def _range(server: FlowcServer, source: SourceFile, start: int, end: int) -> lsp
     return server.to_range(source.span(start, end), source.text.splitlines(keepends=True))
 
 
-def range_format_edits(text: str, filename: str, first: int, last: int) -> list[tuple[int, int, str]] | None:
+def range_format_edits(
+    text: str, filename: str, first: int, last: int
+) -> list[tuple[int, int, str]] | None:
     """Format the top-level statements on lines ``first`` .. ``last`` (0-based) with
     ``flowc fmt``: the whole statements the range touches (a speaker block, a scenario)
     are formatted as a file of their own, and only the lines that change are replaced:
@@ -67,7 +72,7 @@ def range_format_edits(text: str, filename: str, first: int, last: int) -> list[
         hi -= 1
     if lo > hi:
         return []
-    old = lines[lo:hi + 1]
+    old = lines[lo : hi + 1]
     new = format_source("".join(old), filename).splitlines(keepends=True)
     if not old[-1].endswith("\n") and new:
         new[-1] = new[-1].rstrip("\r\n")  # the last line of a file without a final newline
@@ -93,13 +98,21 @@ def register(server: FlowcServer) -> None:
         found, start = comp.complete(text, offset, index)
         source = SourceFile(doc.uri, text)
         replace = _range(ls, source, start, offset)
-        items = [lsp.CompletionItem(label=c.label, kind=_ITEM_KIND[c.kind], detail=c.detail or c.kind,
-                                    text_edit=lsp.TextEdit(replace, c.label), sort_text=f"{i:05d}")
-                 for i, c in enumerate(found)]
+        items = [
+            lsp.CompletionItem(
+                label=c.label,
+                kind=_ITEM_KIND[c.kind],
+                detail=c.detail or c.kind,
+                text_edit=lsp.TextEdit(replace, c.label),
+                sort_text=f"{i:05d}",
+            )
+            for i, c in enumerate(found)
+        ]
         return lsp.CompletionList(is_incomplete=False, items=items)
 
-    legend = lsp.SemanticTokensLegend(token_types=list(tk.TOKEN_TYPES),
-                                      token_modifiers=list(tk.TOKEN_MODIFIERS))
+    legend = lsp.SemanticTokensLegend(
+        token_types=list(tk.TOKEN_TYPES), token_modifiers=list(tk.TOKEN_MODIFIERS)
+    )
 
     @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, legend)
     def semantic_tokens(ls: FlowcServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
@@ -111,8 +124,13 @@ def register(server: FlowcServer) -> None:
         codec = ls.workspace.position_codec
         units = []
         for p in pieces:
-            r = codec.range_to_client_units(lines, lsp.Range(
-                lsp.Position(p.line - 1, p.column), lsp.Position(p.line - 1, p.column + p.length)))
+            r = codec.range_to_client_units(
+                lines,
+                lsp.Range(
+                    lsp.Position(p.line - 1, p.column),
+                    lsp.Position(p.line - 1, p.column + p.length),
+                ),
+            )
             units.append((r.start.character, r.end.character - r.start.character))
         return lsp.SemanticTokens(data=tk.encode(pieces, units))
 
@@ -121,12 +139,19 @@ def register(server: FlowcServer) -> None:
         analysis = ls.analyses.get(params.text_document.uri)
         if analysis is None or analysis.index is None:
             return []
-        return [lsp.FoldingRange(start_line=f.start - 1, end_line=f.end - 1,
-                                 kind=lsp.FoldingRangeKind.Comment if f.comment else lsp.FoldingRangeKind.Region)
-                for f in tk.folds(analysis.index)]
+        return [
+            lsp.FoldingRange(
+                start_line=f.start - 1,
+                end_line=f.end - 1,
+                kind=lsp.FoldingRangeKind.Comment if f.comment else lsp.FoldingRangeKind.Region,
+            )
+            for f in tk.folds(analysis.index)
+        ]
 
-    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
-                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+    )
     def code_actions(ls: FlowcServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
@@ -136,30 +161,44 @@ def register(server: FlowcServer) -> None:
         index = analysis.index
         lines = index.source.text.splitlines(keepends=True)
         out = []
-        for a in act.actions(index, analysis.diagnostics, params.range.start.line + 1,
-                             params.range.end.line + 1):
+        for a in act.actions(
+            index, analysis.diagnostics, params.range.start.line + 1, params.range.end.line + 1
+        ):
             assert a.diagnostic.span is not None
             edits = [lsp.TextEdit(_range(ls, index.source, e.start, e.end), e.new) for e in a.edits]
-            out.append(lsp.CodeAction(
-                title=a.title, kind=lsp.CodeActionKind.QuickFix, is_preferred=a.preferred or None,
-                diagnostics=[ls.lsp_diagnostic(a.diagnostic, lines)],
-                edit=lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
-                    lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version), edits)])))
+            out.append(
+                lsp.CodeAction(
+                    title=a.title,
+                    kind=lsp.CodeActionKind.QuickFix,
+                    is_preferred=a.preferred or None,
+                    diagnostics=[ls.lsp_diagnostic(a.diagnostic, lines)],
+                    edit=lsp.WorkspaceEdit(
+                        document_changes=[
+                            lsp.TextDocumentEdit(
+                                lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version), edits
+                            )
+                        ]
+                    ),
+                )
+            )
         return out
 
     @server.feature(lsp.TEXT_DOCUMENT_RANGE_FORMATTING)
-    def range_formatting(ls: FlowcServer, params: lsp.DocumentRangeFormattingParams
-                         ) -> list[lsp.TextEdit] | None:
+    def range_formatting(
+        ls: FlowcServer, params: lsp.DocumentRangeFormattingParams
+    ) -> list[lsp.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
         text = doc.source
         try:
-            edits = range_format_edits(text, to_fs_path(doc.uri) or doc.uri,
-                                       params.range.start.line, params.range.end.line)
+            edits = range_format_edits(
+                text, to_fs_path(doc.uri) or doc.uri, params.range.start.line, params.range.end.line
+            )
         except FlowError:
             return None
         except FormatterBug as err:
-            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error,
-                                                         message=f"flowc: {err}"))
+            ls.window_show_message(
+                lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"flowc: {err}")
+            )
             return None
         if edits is None:
             return None
@@ -192,11 +231,18 @@ def register(server: FlowcServer) -> None:
         if watch is None or not watch.dynamic_registration:
             return  # the server still notices a changed pyproject.toml at the next check
         try:
-            await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[
-                lsp.Registration(
-                    id="flowc-pyproject", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
-                        watchers=[lsp.FileSystemWatcher(glob_pattern="**/pyproject.toml")]))]))
+            await ls.client_register_capability_async(
+                lsp.RegistrationParams(
+                    registrations=[
+                        lsp.Registration(
+                            id="flowc-pyproject",
+                            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=[lsp.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                            ),
+                        )
+                    ]
+                )
+            )
         except Exception:
             return
-

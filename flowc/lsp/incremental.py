@@ -45,7 +45,7 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[len(a) - mid:] == b[len(b) - mid:]:
+        if a[len(a) - mid :] == b[len(b) - mid :]:
             lo = mid
         else:
             hi = mid - 1
@@ -82,8 +82,18 @@ def _shift(nodes: Sequence[Any], lines: int, chars: int) -> None:
             value = getattr(node, name)
             kind = type(value)
             if kind is Span:
-                setattr_(node, name, Span(value.line + lines, value.column, value.end_line + lines,
-                                          value.end_column, value.start + chars, value.end + chars))
+                setattr_(
+                    node,
+                    name,
+                    Span(
+                        value.line + lines,
+                        value.column,
+                        value.end_line + lines,
+                        value.end_column,
+                        value.start + chars,
+                        value.end + chars,
+                    ),
+                )
             elif kind is tuple or kind in fields or (kind is not list and attrs.has(kind)):
                 push(value)
 
@@ -127,8 +137,11 @@ class Reparser:
         # statements after the edit: they start on a later line than the edit's end
         edit_line = old_text.count("\n", 0, edit_end_old) + 1
         after = len(statements)
-        while after > keep and statements[after - 1].span.start >= edit_end_old \
-                and statements[after - 1].span.line > edit_line:
+        while (
+            after > keep
+            and statements[after - 1].span.start >= edit_end_old
+            and statements[after - 1].span.line > edit_line
+        ):
             after -= 1
         if keep == 0 and after == len(statements):
             return None, ()  # the edit touches everything: a plain parse
@@ -142,13 +155,17 @@ class Reparser:
         # the text from the start of `begin`'s line (blanked before `begin`), parsed as
         # the part of the file it is
         line_begin = new_text.rfind("\n", 0, begin) + 1
-        parsed = parse_valid(" " * (begin - line_begin) + new_text[begin:end],
-                             new_text.count("\n", 0, line_begin) + 1, line_begin)
+        parsed = parse_valid(
+            " " * (begin - line_begin) + new_text[begin:end],
+            new_text.count("\n", 0, line_begin) + 1,
+            line_begin,
+        )
         if parsed is None:
             return None, ()  # parse the whole file: its errors are the ones to report
         middle, middle_comments = parsed
-        line_delta = new_text.count("\n", prefix, len(new_text) - suffix) - \
-            old_text.count("\n", prefix, edit_end_old)
+        line_delta = new_text.count("\n", prefix, len(new_text) - suffix) - old_text.count(
+            "\n", prefix, edit_end_old
+        )
         # where the kept tail starts in the old text (before its spans move)
         cut = statements[after].span.start if after < len(statements) else len(old_text) + 1
         tail = statements[after:]
@@ -159,10 +176,21 @@ class Reparser:
         for c in old.comments:
             if c.span.start >= cut:
                 s = c.span
-                comments.append(n.Comment(c.text, Span(
-                    s.line + line_delta, s.column, s.end_line + line_delta, s.end_column,
-                    s.start + delta, s.end + delta)))
+                comments.append(
+                    n.Comment(
+                        c.text,
+                        Span(
+                            s.line + line_delta,
+                            s.column,
+                            s.end_line + line_delta,
+                            s.end_column,
+                            s.start + delta,
+                            s.end + delta,
+                        ),
+                    )
+                )
         self.reused = keep + len(tail)
-        flow = n.Flow((*statements[:keep], *middle, *tail), tuple(comments),
-                      source.span(0, len(new_text)))
+        flow = n.Flow(
+            (*statements[:keep], *middle, *tail), tuple(comments), source.span(0, len(new_text))
+        )
         return flow, ()

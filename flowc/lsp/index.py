@@ -81,8 +81,18 @@ def _names(node: Any, ctx: _Walk) -> Iterator[Occurrence]:
         if isinstance(node, n.HandoffTurn):
             yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
         yield Occurrence(SPEAKER, node.target.value, node.target.span)
-    elif isinstance(node, (n.StartDecl, n.InitiatorDecl, n.SpeakerTarget, n.ResultSpeaker,
-                           n.ExpectNext, n.SayTurn, n.FinishTurn)):
+    elif isinstance(
+        node,
+        (
+            n.StartDecl,
+            n.InitiatorDecl,
+            n.SpeakerTarget,
+            n.ResultSpeaker,
+            n.ExpectNext,
+            n.SayTurn,
+            n.FinishTurn,
+        ),
+    ):
         yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
     elif isinstance(node, n.ContextDecl):
         for entry in node.entries:
@@ -146,7 +156,7 @@ def _speaker_values(value: n.Value, type_name: str | None, text: str) -> Iterato
         # the array's items keep no spans of their own: read its text again, token by token
         start_line, start_col, offset = value.span.line, value.span.column, value.span.start
         # the array may span lines; the lexer counts from (1, 1) of the slice it gets
-        for tok in tokens(text[value.span.start:value.span.end]):
+        for tok in tokens(text[value.span.start : value.span.end]):
             if tok.type != "STRING":
                 continue
             named = json.loads(str(tok))
@@ -154,8 +164,12 @@ def _speaker_values(value: n.Value, type_name: str | None, text: str) -> Iterato
             column = (start_col if tok.line == 1 else 1) + (tok.column or 1) - 1
             end_column = column + len(str(tok))
             begin = offset + (tok.start_pos or 0)
-            yield Occurrence(SPEAKER, named, Span(line, column, line, end_column, begin,
-                                                 begin + len(str(tok))), literal=True)
+            yield Occurrence(
+                SPEAKER,
+                named,
+                Span(line, column, line, end_column, begin, begin + len(str(tok))),
+                literal=True,
+            )
 
 
 def _inside(span: Span, line: int, column: int) -> bool:
@@ -212,8 +226,11 @@ class Index:
     @cached_property
     def occurrences(self) -> tuple[Occurrence, ...]:
         flow = self.flow
-        types = {st.name.value: {p.name.value: str(p.type) for p in st.params}
-                 for st in flow.statements if isinstance(st, (n.ConditionDecl, n.TargetDecl))}
+        types = {
+            st.name.value: {p.name.value: str(p.type) for p in st.params}
+            for st in flow.statements
+            if isinstance(st, (n.ConditionDecl, n.TargetDecl))
+        }
         walk = _Walk(self.source.text, types)
         found: list[Occurrence] = []
         for st in flow.statements:
@@ -232,8 +249,11 @@ class Index:
 
     def references(self, kind: str, name: str, *, declarations: bool = True) -> list[Occurrence]:
         """Every place ``name`` is written as a ``kind``, in file order."""
-        found = [o for o in self.occurrences if o.kind == kind and o.name == name
-                 and (declarations or not o.definition)]
+        found = [
+            o
+            for o in self.occurrences
+            if o.kind == kind and o.name == name and (declarations or not o.definition)
+        ]
         return sorted(found, key=lambda o: o.span.start)
 
     def can_rename(self, occ: Occurrence) -> None:
@@ -241,7 +261,8 @@ class Index:
         if occ.kind in (CONDITION, TARGET):
             raise Refused(
                 f"`{occ.name}` is a custom {occ.kind}: its name is the one its Python class is "
-                "registered under, so rename it there and in the flow together")
+                "registered under, so rename it there and in the flow together"
+            )
 
     def rename(self, occ: Occurrence, new_name: str) -> list[tuple[Span, str]]:
         """The edits that rename what ``occ`` names to ``new_name`` everywhere in the file
@@ -252,18 +273,24 @@ class Index:
         if len(new) > 2 and new[0] == new[-1] == "`":
             new = new[1:-1]
         if new in KEYWORDS:
-            raise Refused(f"`{new}` is a keyword of the language; choose another name for the "
-                          f"{occ.kind} `{occ.name}`")
+            raise Refused(
+                f"`{new}` is a keyword of the language; choose another name for the "
+                f"{occ.kind} `{occ.name}`"
+            )
         if not _PLAIN_NAME.match(new) or new.endswith("-"):
-            raise Refused(f"`{new}` is not a name: a name starts with a letter or `_` and "
-                          "holds letters, digits, `_` and `-`")
+            raise Refused(
+                f"`{new}` is not a name: a name starts with a letter or `_` and "
+                "holds letters, digits, `_` and `-`"
+            )
         if new == occ.name:
             return []
         taken = self.references(occ.kind, new)
         if taken:
             where = next((o for o in taken if o.definition), taken[0]).span
-            raise Refused(f"there is already a {occ.kind} `{new}` (line {where.line}); renaming "
-                          f"`{occ.name}` to it would merge the two")
+            raise Refused(
+                f"there is already a {occ.kind} `{new}` (line {where.line}); renaming "
+                f"`{occ.name}` to it would merge the two"
+            )
         edits = []
         for use in self.references(occ.kind, occ.name):
             edits.append((use.span, json.dumps(new) if use.literal else format_name(new)))
@@ -323,8 +350,11 @@ class Index:
                 out.append(f"- `{t.name}`: {effects}")
         else:
             out.append("Tools: none.")
-        to = [i for i, tr in enumerate(c.graph.transitions)
-              if isinstance(tr.then, m.AgentTarget) and tr.then.agent_id == name]
+        to = [
+            i
+            for i, tr in enumerate(c.graph.transitions)
+            if isinstance(tr.then, m.AgentTarget) and tr.then.agent_id == name
+        ]
         frm = [i for i, tr in enumerate(c.graph.transitions) if name in _speakers_of(tr.when)]
         out.append("Rules routing to it:" if to else "Rules routing to it: none.")
         out.extend(self._rule_line(i) for i in to)

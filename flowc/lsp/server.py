@@ -66,11 +66,22 @@ def finding_markdown(d: Diagnostic) -> str:
     return "\n\n".join(parts)
 
 
-def _symbol(name: str, kind: lsp.SymbolKind, whole: lsp.Range, selection: lsp.Range,
-            detail: str | None = None, children: list[lsp.DocumentSymbol] | None = None
-            ) -> lsp.DocumentSymbol:
-    return lsp.DocumentSymbol(name=name, kind=kind, range=whole, selection_range=selection,
-                              detail=detail, children=children)
+def _symbol(
+    name: str,
+    kind: lsp.SymbolKind,
+    whole: lsp.Range,
+    selection: lsp.Range,
+    detail: str | None = None,
+    children: list[lsp.DocumentSymbol] | None = None,
+) -> lsp.DocumentSymbol:
+    return lsp.DocumentSymbol(
+        name=name,
+        kind=kind,
+        range=whole,
+        selection_range=selection,
+        detail=detail,
+        children=children,
+    )
 
 
 def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymbol]:
@@ -86,38 +97,74 @@ def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymb
     for st in index.flow.statements:
         if isinstance(st, (n.SpeakerDecl, n.SpeakersDecl)):
             for sp in st.speakers if isinstance(st, n.SpeakersDecl) else (st,):
-                tools = [_symbol(t.name.value, lsp.SymbolKind.Method, rng(t.span), rng(t.name.span),
-                                 "tool") for t in sp.tools]
-                out.append(_symbol(sp.name.value, lsp.SymbolKind.Class, rng(sp.span),
-                                   rng(sp.name.span), "human" if sp.human else "speaker",
-                                   tools or None))
+                tools = [
+                    _symbol(
+                        t.name.value, lsp.SymbolKind.Method, rng(t.span), rng(t.name.span), "tool"
+                    )
+                    for t in sp.tools
+                ]
+                out.append(
+                    _symbol(
+                        sp.name.value,
+                        lsp.SymbolKind.Class,
+                        rng(sp.span),
+                        rng(sp.name.span),
+                        "human" if sp.human else "speaker",
+                        tools or None,
+                    )
+                )
         elif isinstance(st, n.ContextDecl):
             for entry in st.entries:
-                out.append(_symbol(entry.key.value, lsp.SymbolKind.Variable, rng(entry.span),
-                                   rng(entry.key.span), "context key"))
+                out.append(
+                    _symbol(
+                        entry.key.value,
+                        lsp.SymbolKind.Variable,
+                        rng(entry.span),
+                        rng(entry.key.span),
+                        "context key",
+                    )
+                )
         elif isinstance(st, (n.ConditionDecl, n.TargetDecl)):
             what = "condition" if isinstance(st, n.ConditionDecl) else "target"
-            out.append(_symbol(st.name.value, lsp.SymbolKind.Function, rng(st.span),
-                               rng(st.name.span), what))
+            out.append(
+                _symbol(
+                    st.name.value, lsp.SymbolKind.Function, rng(st.span), rng(st.name.span), what
+                )
+            )
         elif isinstance(st, n.Rule):
             rule_no += 1
-            text = index.source.text[st.span.start:st.span.end].split("\n", 1)[0].strip()
-            out.append(_symbol(text, lsp.SymbolKind.Event, rng(st.span), rng(st.span),
-                               f"line {st.span.line}"))
+            text = index.source.text[st.span.start : st.span.end].split("\n", 1)[0].strip()
+            out.append(
+                _symbol(
+                    text, lsp.SymbolKind.Event, rng(st.span), rng(st.span), f"line {st.span.line}"
+                )
+            )
         elif isinstance(st, n.Otherwise):
-            out.append(_symbol("otherwise", lsp.SymbolKind.Event, rng(st.span), rng(st.span),
-                               "default"))
+            out.append(
+                _symbol("otherwise", lsp.SymbolKind.Event, rng(st.span), rng(st.span), "default")
+            )
         elif isinstance(st, n.Scenario):
-            out.append(_symbol(st.title.value, lsp.SymbolKind.Namespace, rng(st.span),
-                               rng(st.title.span), "scenario"))
+            out.append(
+                _symbol(
+                    st.title.value,
+                    lsp.SymbolKind.Namespace,
+                    rng(st.span),
+                    rng(st.title.span),
+                    "scenario",
+                )
+            )
         elif isinstance(st, n.FlowDecl):
-            out.append(_symbol(st.name.value, lsp.SymbolKind.Module, rng(st.span),
-                               rng(st.name.span), "flow"))
+            out.append(
+                _symbol(
+                    st.name.value, lsp.SymbolKind.Module, rng(st.span), rng(st.name.span), "flow"
+                )
+            )
     return out
 
 
-def _occurrence(server: FlowcServer, uri: str, position: lsp.Position
-                ) -> tuple[Index, Occurrence, list[str]] | None:
+def _occurrence(
+    server: FlowcServer, uri: str, position: lsp.Position
+) -> tuple[Index, Occurrence, list[str]] | None:
     """The name under the cursor for definition and references: the document's index,
     the occurrence, and the text's lines (for ranges); None when there is none."""
     found = server.lookup(uri, position)
@@ -170,8 +217,11 @@ def make_server() -> FlowcServer:
             parts.append(name_text)
         # the findings under the cursor, as `flowc check` explains them, then what their
         # codes mean (`flowc explain`)
-        under = [d for d in ls.analyses[params.text_document.uri].diagnostics
-                 if d.span is not None and _covers(d.span, line, column)]
+        under = [
+            d
+            for d in ls.analyses[params.text_document.uri].diagnostics
+            if d.span is not None and _covers(d.span, line, column)
+        ]
         parts += [finding_markdown(d) for d in under]
         for code in dict.fromkeys(d.code.id for d in under):
             explained = page(code)
@@ -181,8 +231,10 @@ def make_server() -> FlowcServer:
             return None
         lines = index.source.text.splitlines(keepends=True)
         span = occ.span if occ is not None and name_text is not None else under[0].span
-        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(parts)),
-                         range=ls.to_range(span, lines))
+        return lsp.Hover(
+            lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(parts)),
+            range=ls.to_range(span, lines),
+        )
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: FlowcServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
@@ -190,8 +242,10 @@ def make_server() -> FlowcServer:
         if found is None:
             return None
         index, occ, lines = found
-        return [lsp.Location(params.text_document.uri, ls.to_range(d.span, lines))
-                for d in index.definitions(occ.kind, occ.name)] or None
+        return [
+            lsp.Location(params.text_document.uri, ls.to_range(d.span, lines))
+            for d in index.definitions(occ.kind, occ.name)
+        ] or None
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     def references(ls: FlowcServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
@@ -199,13 +253,13 @@ def make_server() -> FlowcServer:
         if found is None:
             return None
         index, occ, lines = found
-        uses = index.references(occ.kind, occ.name,
-                                declarations=params.context.include_declaration)
+        uses = index.references(occ.kind, occ.name, declarations=params.context.include_declaration)
         return [lsp.Location(params.text_document.uri, ls.to_range(u.span, lines)) for u in uses]
 
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
-    def prepare_rename(ls: FlowcServer, params: lsp.PrepareRenameParams
-                       ) -> lsp.PrepareRenamePlaceholder | None:
+    def prepare_rename(
+        ls: FlowcServer, params: lsp.PrepareRenameParams
+    ) -> lsp.PrepareRenamePlaceholder | None:
         found = ls.lookup(params.text_document.uri, params.position)
         if found is None:
             return None
@@ -218,7 +272,9 @@ def make_server() -> FlowcServer:
         except Refused as err:
             raise RequestFailed(str(err)) from None
         lines = index.source.text.splitlines(keepends=True)
-        return lsp.PrepareRenamePlaceholder(range=ls.to_range(occ.span, lines), placeholder=occ.name)
+        return lsp.PrepareRenamePlaceholder(
+            range=ls.to_range(occ.span, lines), placeholder=occ.name
+        )
 
     @server.feature(lsp.TEXT_DOCUMENT_RENAME)
     def rename(ls: FlowcServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
@@ -240,8 +296,13 @@ def make_server() -> FlowcServer:
             raise RequestFailed(str(err)) from None
         lines = index.source.text.splitlines(keepends=True)
         text_edits = [lsp.TextEdit(ls.to_range(span, lines), text) for span, text in edits]
-        return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
-            lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version), text_edits)])
+        return lsp.WorkspaceEdit(
+            document_changes=[
+                lsp.TextDocumentEdit(
+                    lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version), text_edits
+                )
+            ]
+        )
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def symbols(ls: FlowcServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
@@ -251,7 +312,9 @@ def make_server() -> FlowcServer:
         return document_symbols(ls, analysis.index)
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-    def formatting(ls: FlowcServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit] | None:
+    def formatting(
+        ls: FlowcServer, params: lsp.DocumentFormattingParams
+    ) -> list[lsp.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
         text = doc.source
         try:
@@ -259,8 +322,9 @@ def make_server() -> FlowcServer:
         except FlowError:
             return None  # a syntax error: the diagnostics already say where
         except FormatterBug as err:
-            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error,
-                                                         message=f"flowc: {err}"))
+            ls.window_show_message(
+                lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"flowc: {err}")
+            )
             return None
         if out == text:
             return []
@@ -285,4 +349,3 @@ def serve() -> None:
     finally:
         if held:
             collector.release(held)
-

@@ -20,12 +20,28 @@ from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL, Index
 from flowc.source import Span
 
 #: the legend: token types in the order their numbers refer to
-TOKEN_TYPES = ("keyword", "string", "number", "comment", "class", "method", "variable",
-               "function", "parameter", "type", "operator")
+TOKEN_TYPES = (
+    "keyword",
+    "string",
+    "number",
+    "comment",
+    "class",
+    "method",
+    "variable",
+    "function",
+    "parameter",
+    "type",
+    "operator",
+)
 TOKEN_MODIFIERS = ("declaration",)
 _TYPE = {name: i for i, name in enumerate(TOKEN_TYPES)}
-_KIND = {SPEAKER: "class", TOOL: "method", KEY: "variable", CONDITION: "function",
-         TARGET: "function"}
+_KIND = {
+    SPEAKER: "class",
+    TOOL: "method",
+    KEY: "variable",
+    CONDITION: "function",
+    TARGET: "function",
+}
 _LITERALS = {"TRUE", "FALSE", "NULL"}
 
 
@@ -42,6 +58,7 @@ class Piece:
 
 def _params(index: Index) -> Iterator[tuple[Span, str]]:
     """Parameter names and types of custom declarations, and argument names of calls."""
+
     def calls(node: object) -> Iterator[n.CallCond | n.CallTarget]:
         if isinstance(node, (n.CallCond, n.CallTarget)):
             yield node

@@ -69,22 +69,36 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
     findings is a bug in flowc: it is raised, never turned into a finding."""
     size = len(source.text.encode("utf-8"))
     if size > MAX_INPUT_BYTES:
-        return MigrateResult(None, (Diagnostic(
-            M001,
-            f"the input is {size:,} bytes, more than the {MAX_INPUT_BYTES:,} bytes a group-chat "
-            "configuration can plausibly need; it was not read",
-            source.name,
-            help="pass the file that builds the group chat, not a bundle or a data file",
-        ),), "unknown")
+        return MigrateResult(
+            None,
+            (
+                Diagnostic(
+                    M001,
+                    f"the input is {size:,} bytes, more than the {MAX_INPUT_BYTES:,} bytes a group-chat "
+                    "configuration can plausibly need; it was not read",
+                    source.name,
+                    help="pass the file that builds the group chat, not a bundle or a data file",
+                ),
+            ),
+            "unknown",
+        )
     try:
         if _looks_like_json(source):
             return _migrate_json(source)
         return _migrate_python(source, pick)
     except UnspellableName as err:
-        return MigrateResult(None, (Diagnostic(
-            M001, str(err), source.name,
-            help="rename it in the input (e.g. replace the backquote or line break with `_`)",
-        ),), "unknown")
+        return MigrateResult(
+            None,
+            (
+                Diagnostic(
+                    M001,
+                    str(err),
+                    source.name,
+                    help="rename it in the input (e.g. replace the backquote or line break with `_`)",
+                ),
+            ),
+            "unknown",
+        )
     # anything else raised is a bug in flowc, not a finding about the input: it reaches
     # the command line, which reports it as an internal error (exit 2)
 
@@ -95,19 +109,34 @@ def _migrate_python(source: SourceFile, pick: str | None = None) -> MigrateResul
     except SyntaxError as err:
         line = err.lineno or 1
         col = max(1, err.offset or 1)
-        start = min(source.line_starts[min(line, len(source.line_starts)) - 1] + col - 1,
-                    len(source.text))
-        return MigrateResult(None, (Diagnostic(
-            E001,
-            f"the Python file does not parse: {err.msg}",
-            source.name,
-            source.span(start, min(start + 1, len(source.text))),
-            help="migrate reads the source without running it, but it must be valid Python",
-        ),), "python")
+        start = min(
+            source.line_starts[min(line, len(source.line_starts)) - 1] + col - 1, len(source.text)
+        )
+        return MigrateResult(
+            None,
+            (
+                Diagnostic(
+                    E001,
+                    f"the Python file does not parse: {err.msg}",
+                    source.name,
+                    source.span(start, min(start + 1, len(source.text))),
+                    help="migrate reads the source without running it, but it must be valid Python",
+                ),
+            ),
+            "python",
+        )
     except (RecursionError, MemoryError, ValueError) as err:
-        return MigrateResult(None, (Diagnostic(
-            E001, f"the Python file cannot be read: {type(err).__name__}", source.name,
-        ),), "python")
+        return MigrateResult(
+            None,
+            (
+                Diagnostic(
+                    E001,
+                    f"the Python file cannot be read: {type(err).__name__}",
+                    source.name,
+                ),
+            ),
+            "python",
+        )
     except NotRecognised as err:
         return MigrateResult(None, err.findings, "python")
     text = emit(result.migration, source.name.rsplit(".", 1)[0] + ".flow")
@@ -123,19 +152,38 @@ def _migrate_json(source: SourceFile) -> MigrateResult:
         at = err.offset if err.offset is not None else 0
         span = source.span(at, min(at + 1, len(source.text)))
         where = f" (at {err.path})" if err.path else ""
-        return MigrateResult(None, (Diagnostic(
-            E001, f"invalid JSON: {err.message}{where}", source.name, span,
-            help="the file must hold one JSON object: an AgentChat component",
-        ),), "json")
+        return MigrateResult(
+            None,
+            (
+                Diagnostic(
+                    E001,
+                    f"invalid JSON: {err.message}{where}",
+                    source.name,
+                    span,
+                    help="the file must hold one JSON object: an AgentChat component",
+                ),
+            ),
+            "json",
+        )
     except json.JSONDecodeError as err:
         span = source.span(err.pos, min(err.pos + 1, len(source.text)))
-        return MigrateResult(None, (Diagnostic(
-            E001, f"invalid JSON: {err.msg}", source.name, span,
-            help="the file must hold one JSON object: an AgentChat component",
-        ),), "json")
+        return MigrateResult(
+            None,
+            (
+                Diagnostic(
+                    E001,
+                    f"invalid JSON: {err.msg}",
+                    source.name,
+                    span,
+                    help="the file must hold one JSON object: an AgentChat component",
+                ),
+            ),
+            "json",
+        )
     except RecursionError:
-        return MigrateResult(None, (Diagnostic(E001, "invalid JSON: nested too deeply", source.name),),
-                             "json")
+        return MigrateResult(
+            None, (Diagnostic(E001, "invalid JSON: nested too deeply", source.name),), "json"
+        )
     try:
         if is_studio_workflow(data):
             res = translate_studio(data, source.name)

@@ -35,10 +35,12 @@ TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow")
 #: the agent classes a team's participants are read from (in Python: constructor calls)
 AGENTS = ("AssistantAgent", "UserProxyAgent", "CodeExecutorAgent", "SocietyOfMindAgent")
 #: the descriptions AgentChat writes when the user gave none
-DEFAULT_DESCRIPTIONS = frozenset({
-    "An agent that provides assistance with ability to use tools.",
-    "A human user",
-})
+DEFAULT_DESCRIPTIONS = frozenset(
+    {
+        "An agent that provides assistance with ability to use tools.",
+        "A human user",
+    }
+)
 UNSUPPORTED_TEAMS = {
     "MagenticOneGroupChat": "a MagenticOne orchestrator (ledger and replanning)",
 }
@@ -82,15 +84,21 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
     """
     r = _JsonFindings(filename)
     if not isinstance(data, dict) or "provider" not in data:
-        raise r.fail("not an AgentChat component: the JSON object has no `provider`", "",
-                     help="export the team with `team.dump_component().model_dump_json()`")
+        raise r.fail(
+            "not an AgentChat component: the JSON object has no `provider`",
+            "",
+            help="export the team with `team.dump_component().model_dump_json()`",
+        )
     provider = data["provider"]
     kind = _short(provider)
     if kind in UNSUPPORTED_TEAMS:
         raise r.fail(f"{UNSUPPORTED_TEAMS[kind]} is not translated by this version", "provider")
     if kind not in TEAMS:
-        raise r.fail(f"unknown component provider {provider!r}: migrate translates the AgentChat teams "
-                     f"{', '.join(TEAMS)}", "provider")
+        raise r.fail(
+            f"unknown component provider {provider!r}: migrate translates the AgentChat teams "
+            f"{', '.join(TEAMS)}",
+            "provider",
+        )
     cfg = _config(data)
     raw = cfg.get("participants")
     if not isinstance(raw, list) or len(raw) < 1:
@@ -112,13 +120,21 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
         if pname in participants:
             raise r.fail(f"two participants are both named `{pname}`", f"{path}.config.name")
         if pkind in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "SocietyOfMindAgent"):
-            r.report(M001, f"`{pname}` is a nested team; it became a plain speaker", path,
-                     help="migrate the nested team as its own flow")
+            r.report(
+                M001,
+                f"`{pname}` is a nested team; it became a plain speaker",
+                path,
+                help="migrate the nested team as its own flow",
+            )
         elif pkind not in AGENTS:
             unmodelled = True
-            r.report(M002, f"`{pname}` is a `{pkind or 'component'}`, an agent class flowc does not "
-                           "model: it takes part as a plain speaker, and what it does (its replies, "
-                           "tools or browsing) runs in your agent code, not in the flow", f"{path}.provider")
+            r.report(
+                M002,
+                f"`{pname}` is a `{pkind or 'component'}`, an agent class flowc does not "
+                "model: it takes part as a plain speaker, and what it does (its replies, "
+                "tools or browsing) runs in your agent code, not in the flow",
+                f"{path}.provider",
+            )
         participants.append(pname)
         if pkind == "UserProxyAgent":
             humans.add(pname)
@@ -133,7 +149,9 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
 
     user = "user" if "user" not in participants else "task_sender"
     findings_before = len(r.findings)
-    max_turns, term_rules, witness, handoff_ends = _termination(r, cfg, participants, handoffs, kind)
+    max_turns, term_rules, witness, handoff_ends = _termination(
+        r, cfg, participants, handoffs, kind
+    )
     team_cap = cfg.get("max_turns")
 
     rules: list[mm.Rule] = list(term_rules)
@@ -150,21 +168,43 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
     elif kind == "SelectorGroupChat":
         exact = False
         selector = "selector" if "selector" not in participants else "team_selector"
-        rules.append(mm.Rule(mm.from_(user, *participants), mm.speaker_target(selector), 0,
-                             "the selector speaks after every turn"))
+        rules.append(
+            mm.Rule(
+                mm.from_(user, *participants),
+                mm.speaker_target(selector),
+                0,
+                "the selector speaks after every turn",
+            )
+        )
         for c in participants:
             rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c)))
-        rules.append(mm.Rule(mm.from_(selector), mm.terminate("no_speaker_selected"), 0,
-                             "the selector chose nobody"))
-        r.report(M002, "model-based speaker selection became the selector speaker "
-                       f"`{selector}` with one `transfer_to_<agent>` tool per participant; its turns "
-                       "count toward max_turns", "provider")
+        rules.append(
+            mm.Rule(
+                mm.from_(selector),
+                mm.terminate("no_speaker_selected"),
+                0,
+                "the selector chose nobody",
+            )
+        )
+        r.report(
+            M002,
+            "model-based speaker selection became the selector speaker "
+            f"`{selector}` with one `transfer_to_<agent>` tool per participant; its turns "
+            "count toward max_turns",
+            "provider",
+        )
         if cfg.get("allow_repeated_speaker") is False:
-            r.report(M002, "`allow_repeated_speaker: false` is advice to the selector, not a rule",
-                     "config.allow_repeated_speaker")
-        r.report(M002, "a `selector_func` or `candidate_func` is never written to component JSON: "
-                       "if the Python team had one, port it by hand as `when from X then Y` rules",
-                 "config")
+            r.report(
+                M002,
+                "`allow_repeated_speaker: false` is advice to the selector, not a rule",
+                "config.allow_repeated_speaker",
+            )
+        r.report(
+            M002,
+            "a `selector_func` or `candidate_func` is never written to component JSON: "
+            "if the Python team had one, port it by hand as `when from X then Y` rules",
+            "config",
+        )
         for key in ("max_selector_attempts", "model_client_streaming", "model_context"):
             if key in cfg:
                 r.report(M003, f"`{key}` configures the selector model; dropped", f"config.{key}")
@@ -174,15 +214,25 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
         otherwise = mm.terminate("graph_complete")
         otherwise_comment = "no node is ready: the graph is complete"
     else:  # Swarm
-        rules.append(mm.Rule(mm.from_(user), mm.speaker_target(participants[0]), 0,
-                             "the task goes to the first participant"))
+        rules.append(
+            mm.Rule(
+                mm.from_(user),
+                mm.speaker_target(participants[0]),
+                0,
+                "the task goes to the first participant",
+            )
+        )
         seen: dict[str, str] = {}
         for src in participants:
             for h in handoffs[src]:
                 if h.tool in seen:
                     if seen[h.tool] != h.target:
-                        r.report(M001, f"two handoffs are named `{h.tool}` but go to different agents; "
-                                       f"only the one to `{seen[h.tool]}` is routed", "config.participants")
+                        r.report(
+                            M001,
+                            f"two handoffs are named `{h.tool}` but go to different agents; "
+                            f"only the one to `{seen[h.tool]}` is routed",
+                            "config.participants",
+                        )
                     continue
                 seen[h.tool] = h.target
                 if h.target in handoff_ends:
@@ -192,36 +242,58 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
                 elif h.target == "user":
                     rules.append(mm.Rule(mm.tool_cond(h.tool), mm.speaker_target(user)))
                 else:
-                    r.report(M001, f"the handoff `{h.tool}` targets `{h.target}`, who is not in the "
-                                   "team; it was left out", "config.participants")
+                    r.report(
+                        M001,
+                        f"the handoff `{h.tool}` targets `{h.target}`, who is not in the "
+                        "team; it was left out",
+                        "config.participants",
+                    )
         otherwise = n.StayTarget(mm.S)
         otherwise_comment = "a Swarm speaker keeps the floor until it hands off"
     for name in participants:
         declared = {t.name for t in tools[name]}
         hs = [mm.Tool(h.tool, h.description) for h in handoffs[name] if h.tool not in declared]
-        speakers.append(mm.Speaker(name, name in humans, roles[name], tuple(tools[name]) + tuple(hs)))
+        speakers.append(
+            mm.Speaker(name, name in humans, roles[name], tuple(tools[name]) + tuple(hs))
+        )
     if selector is not None:
-        speakers.append(mm.Speaker(
-            selector, False,
-            "Chooses the next speaker (AgentChat SelectorGroupChat): calls the transfer tool of the "
-            "participant who should speak next." + (
-                f" Prompt: {cfg['selector_prompt']}" if isinstance(cfg.get("selector_prompt"), str) else ""),
-            tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in participants),
-        ))
+        speakers.append(
+            mm.Speaker(
+                selector,
+                False,
+                "Chooses the next speaker (AgentChat SelectorGroupChat): calls the transfer tool of the "
+                "participant who should speak next."
+                + (
+                    f" Prompt: {cfg['selector_prompt']}"
+                    if isinstance(cfg.get("selector_prompt"), str)
+                    else ""
+                ),
+                tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in participants),
+            )
+        )
     if selector is not None and max_turns is not None:
         max_turns = 2 * max_turns - 1
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
-    exact = exact and not any(d.code is M001 for d in r.findings[findings_before:]) and not unmodelled
+    exact = (
+        exact and not any(d.code is M001 for d in r.findings[findings_before:]) and not unmodelled
+    )
     if exact and kind == "RoundRobinGroupChat" and max_turns is not None:
         scenarios, sequences = _ring_scenarios(user, participants, max_turns, witness)
     if exact and kind == "GraphFlow":
         keywords = [k for r_ in rules for k in _keywords(r_.cond)]
         branches = [
-            (_keywords(r_.cond)[0], r_.target.speaker.value,
-             any(isinstance(c, n.NotCond) for c in r_.cond.items)) for r_ in rules
-            if isinstance(r_.cond, n.AndCond) and isinstance(r_.target, n.SpeakerTarget)
-            and chain and mm.from_(chain[-1]) in r_.cond.items and len(_keywords(r_.cond)) == 1
+            (
+                _keywords(r_.cond)[0],
+                r_.target.speaker.value,
+                any(isinstance(c, n.NotCond) for c in r_.cond.items),
+            )
+            for r_ in rules
+            if isinstance(r_.cond, n.AndCond)
+            and isinstance(r_.target, n.SpeakerTarget)
+            and chain
+            and mm.from_(chain[-1]) in r_.cond.items
+            and len(_keywords(r_.cond)) == 1
         ]
         scenarios, sequences = _chain_scenarios(user, chain, max_turns, keywords, branches)
     if exact and kind == "Swarm":
@@ -230,14 +302,21 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
     stem = filename.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     label = cfg.get("name") if cfg.get("name") not in (None, "", kind) else stem
     team_description = cfg.get("description")
-    notes = [f"{kind}" + (", speaker order read statically (the scenarios state it)" if exact else "") + "."]
+    notes = [
+        f"{kind}"
+        + (", speaker order read statically (the scenarios state it)" if exact else "")
+        + "."
+    ]
     if team_cap is not None:
-        notes.append(f"team max_turns={team_cap} counts agent turns only; the task is one more turn.")
+        notes.append(
+            f"team max_turns={team_cap} counts agent turns only; the task is one more turn."
+        )
     migration = mm.Migration(
         title=mm.identifier(str(label)),
         source_kind=f"an AgentChat component ({filename.rsplit('/', 1)[-1]})",
-        description=team_description if isinstance(team_description, str)
-        and team_description != "A team of agents." else None,
+        description=team_description
+        if isinstance(team_description, str) and team_description != "A team of agents."
+        else None,
         speakers=tuple(speakers),
         start=user,
         max_turns=max_turns,
@@ -255,7 +334,13 @@ def _tools(pc: dict[str, Any]) -> list[mm.Tool]:
     if isinstance(pc.get("tools"), list):
         found += pc["tools"]
     workbench = pc.get("workbench")
-    for wb in workbench if isinstance(workbench, list) else [workbench] if isinstance(workbench, dict) else []:
+    for wb in (
+        workbench
+        if isinstance(workbench, list)
+        else [workbench]
+        if isinstance(workbench, dict)
+        else []
+    ):
         inner = _config(wb).get("tools")
         if isinstance(inner, list):
             found += inner
@@ -274,9 +359,13 @@ def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> lis
     if not isinstance(raw, list):
         return []
     if kind != "Swarm" and raw:
-        r.report(M003, f"handoffs do not pick the next speaker in a {kind} (only a Swarm routes on "
-                       "them): they stay tools of the agent, and a HandoffTermination still ends the "
-                       "run when one is called", f"{path}.config.handoffs")
+        r.report(
+            M003,
+            f"handoffs do not pick the next speaker in a {kind} (only a Swarm routes on "
+            "them): they stay tools of the agent, and a HandoffTermination still ends the "
+            "run when one is called",
+            f"{path}.config.handoffs",
+        )
     out: list[_Handoff] = []
     for j, h in enumerate(raw):
         target: Any = None
@@ -287,10 +376,14 @@ def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> lis
         elif isinstance(h, dict):
             target, name, desc = h.get("target"), h.get("name"), h.get("description")
         if not isinstance(target, str) or not target:
-            r.report(M001, "a handoff without a `target` was left out", f"{path}.config.handoffs[{j}]")
+            r.report(
+                M001, "a handoff without a `target` was left out", f"{path}.config.handoffs[{j}]"
+            )
             continue
         tool = name if isinstance(name, str) and name else f"transfer_to_{target}".lower()
-        out.append(_Handoff(tool, target, desc if isinstance(desc, str) else f"Handoff to {target}."))
+        out.append(
+            _Handoff(tool, target, desc if isinstance(desc, str) else f"Handoff to {target}.")
+        )
     return out
 
 
@@ -321,8 +414,12 @@ def _termination(
             if isinstance(value, int) and value >= 1:
                 caps.append(value)
                 if cc.get("include_agent_event"):
-                    r.report(M002, "`include_agent_event` also counts agent events; the flow counts "
-                                   "turns only", f"{path}.config.include_agent_event")
+                    r.report(
+                        M002,
+                        "`include_agent_event` also counts agent events; the flow counts "
+                        "turns only",
+                        f"{path}.config.include_agent_event",
+                    )
             else:
                 r.report(M001, "MaxMessageTermination without a readable `max_messages`", path)
         elif ck == "TextMentionTermination":
@@ -330,56 +427,104 @@ def _termination(
             if not isinstance(text, str):
                 r.report(M001, "TextMentionTermination without a `text`", path)
                 return
-            rules.append(mm.Rule(mm.call_cond("text_contains", text=text), mm.terminate("text_mention"),
-                                 -10, "TextMentionTermination"))
+            rules.append(
+                mm.Rule(
+                    mm.call_cond("text_contains", text=text),
+                    mm.terminate("text_mention"),
+                    -10,
+                    "TextMentionTermination",
+                )
+            )
             witness.append(text)
-            r.report(M002, "TextMentionTermination's `sources` is never written to component JSON "
-                           "(autogen-agentchat 0.7.5): the flow ends on the text from any speaker", path)
+            r.report(
+                M002,
+                "TextMentionTermination's `sources` is never written to component JSON "
+                "(autogen-agentchat 0.7.5): the flow ends on the text from any speaker",
+                path,
+            )
         elif ck == "SourceMatchTermination":
             raw = cc.get("sources")
-            sources = [s for s in (raw if isinstance(raw, list) else [])
-                       if isinstance(s, str) and s in participants]
+            sources = [
+                s
+                for s in (raw if isinstance(raw, list) else [])
+                if isinstance(s, str) and s in participants
+            ]
             if sources:
-                rules.append(mm.Rule(mm.from_(*sources), mm.terminate("source_match"), -10,
-                                     "SourceMatchTermination"))
+                rules.append(
+                    mm.Rule(
+                        mm.from_(*sources),
+                        mm.terminate("source_match"),
+                        -10,
+                        "SourceMatchTermination",
+                    )
+                )
             else:
                 r.report(M001, "SourceMatchTermination names no participant", path)
         elif ck == "FunctionCallTermination":
             fn = cc.get("function_name")
             if isinstance(fn, str) and fn:
-                rules.append(mm.Rule(mm.tool_cond(fn), mm.terminate("function_call"), -10,
-                                     "FunctionCallTermination"))
+                rules.append(
+                    mm.Rule(
+                        mm.tool_cond(fn),
+                        mm.terminate("function_call"),
+                        -10,
+                        "FunctionCallTermination",
+                    )
+                )
             else:
                 r.report(M001, "FunctionCallTermination without a `function_name`", path)
         elif ck == "HandoffTermination":
             target = cc.get("target")
             names = sorted({h.tool for hs in handoffs.values() for h in hs if h.target == target})
             if not isinstance(target, str) or not names:
-                r.report(M001, f"HandoffTermination to {target!r}: no participant hands off there", path)
+                r.report(
+                    M001, f"HandoffTermination to {target!r}: no participant hands off there", path
+                )
                 return
             handoff_ends.add(target)
             for name in names:
-                rules.append(mm.Rule(mm.tool_cond(name), mm.terminate(f"handoff_to_{target}"), -10,
-                                     "HandoffTermination"))
+                rules.append(
+                    mm.Rule(
+                        mm.tool_cond(name),
+                        mm.terminate(f"handoff_to_{target}"),
+                        -10,
+                        "HandoffTermination",
+                    )
+                )
         elif ck == "TextMessageTermination":
             source = cc.get("source")
             if source is not None and source not in participants:
                 r.report(M001, f"TextMessageTermination names no participant ({source!r})", path)
                 return
             ends = [source] if isinstance(source, str) else list(participants)
-            rules.append(mm.Rule(mm.from_(*ends), mm.terminate("text_message"), -10,
-                                 "TextMessageTermination"))
-            r.report(M002, "TextMessageTermination became `when from "
-                           f"{', '.join(ends)} then terminate`: AgentChat ends only on a text "
-                           "message, the flow also after a turn that was a tool-call summary or a "
-                           "handoff", path)
+            rules.append(
+                mm.Rule(
+                    mm.from_(*ends), mm.terminate("text_message"), -10, "TextMessageTermination"
+                )
+            )
+            r.report(
+                M002,
+                "TextMessageTermination became `when from "
+                f"{', '.join(ends)} then terminate`: AgentChat ends only on a text "
+                "message, the flow also after a turn that was a tool-call summary or a "
+                "handoff",
+                path,
+            )
         elif ck == "StopMessageTermination":
-            r.report(M002, "StopMessageTermination: a StopMessage comes from agent code; give the agent "
-                           "a tool that `finishes` instead", path)
+            r.report(
+                M002,
+                "StopMessageTermination: a StopMessage comes from agent code; give the agent "
+                "a tool that `finishes` instead",
+                path,
+            )
         elif ck:
-            r.report(M001, f"the termination condition `{ck}` has no equivalent in a flow; left out",
-                     path, help="TokenUsage/Timeout/External/Functional conditions and `&` are not "
-                                "graph conditions; end the run from your application")
+            r.report(
+                M001,
+                f"the termination condition `{ck}` has no equivalent in a flow; left out",
+                path,
+                help="TokenUsage/Timeout/External/Functional conditions and `&` are not "
+                "graph conditions; end the run from your application",
+            )
         else:
             r.report(M001, "a termination condition without a `provider` was left out", path)
 
@@ -387,8 +532,12 @@ def _termination(
     if term is not None:
         visit(term, "config.termination_condition")
     if not caps and kind != "Swarm" and not rules:
-        r.report(M002, "the team has no termination condition and no max_turns: the flow has no turn "
-                       "cap either", "config")
+        r.report(
+            M002,
+            "the team has no termination condition and no max_turns: the flow has no turn "
+            "cap either",
+            "config",
+        )
     return (min(caps) if caps else None), rules, (witness[0] if witness else None), handoff_ends
 
 
@@ -405,10 +554,16 @@ def _ring_scenarios(
     scenarios = [mm.scenario("AgentChat speaking order", items)]
     sequences = [tuple(ring)]
     if witness is not None and max_turns >= 2:
-        scenarios.append(mm.scenario("the mention ends the run", [
-            mm.say(user, "the task"), mm.say(participants[0], f"All done. {witness}"),
-            mm.expect_terminate("text_mention"),
-        ]))
+        scenarios.append(
+            mm.scenario(
+                "the mention ends the run",
+                [
+                    mm.say(user, "the task"),
+                    mm.say(participants[0], f"All done. {witness}"),
+                    mm.expect_terminate("text_mention"),
+                ],
+            )
+        )
         sequences.append((user, participants[0]))
     return scenarios, sequences
 
@@ -421,8 +576,11 @@ def _swarm_scenarios(
     witness: str | None,
 ) -> tuple[list[n.Scenario], list[tuple[str, ...]]]:
     first = participants[0]
-    items: list[n.ScenarioItem] = [mm.say(user, "the task"), mm.say(first, "working on it"),
-                                   mm.expect_next(first)]
+    items: list[n.ScenarioItem] = [
+        mm.say(user, "the task"),
+        mm.say(first, "working on it"),
+        mm.expect_next(first),
+    ]
     seq = [user, first, first]
     routed = [h for h in handoffs[first] if h.target in participants or h.target in ends]
     if routed:
@@ -438,10 +596,16 @@ def _swarm_scenarios(
         seq.append(first)
     scenarios = [mm.scenario("the swarm keeps the speaker until a handoff", items)]
     if witness is not None:
-        scenarios.append(mm.scenario("the mention ends the run", [
-            mm.say(user, "the task"), mm.say(first, f"All done. {witness}"),
-            mm.expect_terminate("text_mention"),
-        ]))
+        scenarios.append(
+            mm.scenario(
+                "the mention ends the run",
+                [
+                    mm.say(user, "the task"),
+                    mm.say(first, f"All done. {witness}"),
+                    mm.expect_terminate("text_mention"),
+                ],
+            )
+        )
     return scenarios, [tuple(seq)]
 
 
@@ -471,13 +635,18 @@ def _graph(
     edges: dict[str, list[dict[str, Any]]] = {}
     for name, node in nodes.items():
         raw = node.get("edges") if isinstance(node, dict) else None
-        edges[name] = [e for e in raw if isinstance(e, dict) and isinstance(e.get("target"), str)] \
-            if isinstance(raw, list) else []
+        edges[name] = (
+            [e for e in raw if isinstance(e, dict) and isinstance(e.get("target"), str)]
+            if isinstance(raw, list)
+            else []
+        )
         for e in edges[name]:
             incoming.setdefault(e["target"], []).append(name)
     unknown = sorted(n_ for n_ in incoming if n_ not in participants)
     if unknown:
-        r.report(M001, f"graph nodes {', '.join(unknown)} are not participants; left out", "config.graph")
+        r.report(
+            M001, f"graph nodes {', '.join(unknown)} are not participants; left out", "config.graph"
+        )
         return [], False, []
     start = graph.get("default_start_node") if isinstance(graph, dict) else None
     if isinstance(start, str) and start not in nodes:
@@ -485,14 +654,23 @@ def _graph(
         return [], False, []
     starts = [start] if isinstance(start, str) else [n_ for n_ in nodes if not incoming.get(n_)]
     if not starts:
-        r.report(M001, "the graph has no start node (every node has a parent) and no "
-                       "`default_start_node`", "config.graph")
+        r.report(
+            M001,
+            "the graph has no start node (every node has a parent) and no `default_start_node`",
+            "config.graph",
+        )
         return [], False, []
     if len(starts) > 1:
-        r.report(M001, f"several start nodes ({', '.join(starts)}) run in parallel in AgentChat; only "
-                       f"`{starts[0]}` starts the flow", "config.graph")
+        r.report(
+            M001,
+            f"several start nodes ({', '.join(starts)}) run in parallel in AgentChat; only "
+            f"`{starts[0]}` starts the flow",
+            "config.graph",
+        )
         exact = False
-    rules.append(mm.Rule(mm.from_(user), mm.speaker_target(starts[0]), 0, "the task goes to the entry node"))
+    rules.append(
+        mm.Rule(mm.from_(user), mm.speaker_target(starts[0]), 0, "the task goes to the entry node")
+    )
     silent_edges = False
     for name, out in edges.items():
         path = f"config.graph.nodes.{name}.edges"
@@ -505,32 +683,59 @@ def _graph(
             # a condition a Python reader already expressed (`"kw" not in m.to_model_text()`)
             flow_cond = e.get("_flow_condition")
             if flow_cond is not None:
-                rules.append(mm.Rule(n.AndCond((mm.from_(name), flow_cond), mm.S),
-                                     mm.speaker_target(e["target"])))
+                rules.append(
+                    mm.Rule(
+                        n.AndCond((mm.from_(name), flow_cond), mm.S), mm.speaker_target(e["target"])
+                    )
+                )
                 continue
             if not isinstance(cond, str):
-                r.report(M001, f"the condition of the edge `{name}` -> `{e['target']}` is not a keyword "
-                               "test; the edge was left out", f"{path}[{out.index(e)}].condition",
-                         help=f"port it by hand: `when from {name} and <condition> then {e['target']}` "
-                              "with a custom condition")
+                r.report(
+                    M001,
+                    f"the condition of the edge `{name}` -> `{e['target']}` is not a keyword "
+                    "test; the edge was left out",
+                    f"{path}[{out.index(e)}].condition",
+                    help=f"port it by hand: `when from {name} and <condition> then {e['target']}` "
+                    "with a custom condition",
+                )
                 exact = False
                 continue
-            rules.append(mm.Rule(n.AndCond((mm.from_(name), mm.call_cond("text_contains", text=cond)), mm.S),
-                                 mm.speaker_target(e["target"])))
+            rules.append(
+                mm.Rule(
+                    n.AndCond((mm.from_(name), mm.call_cond("text_contains", text=cond)), mm.S),
+                    mm.speaker_target(e["target"]),
+                )
+            )
         negated = [_keywords(e["_flow_condition"]) for e in conditional if e.get("_flow_condition")]
-        exclusive = len(conditional) == 2 and len(negated) == 1 and negated[0] == [
-            e["condition"] for e in conditional if isinstance(e["condition"], str)]
+        exclusive = (
+            len(conditional) == 2
+            and len(negated) == 1
+            and negated[0]
+            == [e["condition"] for e in conditional if isinstance(e["condition"], str)]
+        )
         if len(conditional) > 1 and not exclusive:  # `"kw"` / `not "kw"` never both hold
-            r.report(M002, f"`{name}`'s edges test keywords: when a message holds several of them, "
-                           "AgentChat runs several nodes, the flow only the first", path)
+            r.report(
+                M002,
+                f"`{name}`'s edges test keywords: when a message holds several of them, "
+                "AgentChat runs several nodes, the flow only the first",
+                path,
+            )
         if plain and conditional:
-            r.report(M001, f"`{name}` has both conditional and unconditional edges, which run in "
-                           "parallel in AgentChat; the unconditional ones were left out", path)
+            r.report(
+                M001,
+                f"`{name}` has both conditional and unconditional edges, which run in "
+                "parallel in AgentChat; the unconditional ones were left out",
+                path,
+            )
             exact = False
             continue
         if len(plain) > 1:
-            r.report(M001, f"`{name}` fans out to {', '.join(e['target'] for e in plain)} in parallel; only "
-                           f"the edge to `{plain[0]['target']}` was kept", path)
+            r.report(
+                M001,
+                f"`{name}` fans out to {', '.join(e['target'] for e in plain)} in parallel; only "
+                f"the edge to `{plain[0]['target']}` was kept",
+                path,
+            )
             exact = False
         if plain:
             rules.append(mm.Rule(mm.from_(name), mm.speaker_target(plain[0]["target"])))
@@ -546,20 +751,30 @@ def _graph(
         if groups:
             for (group, condition), sources in sorted(groups.items()):
                 if condition == "all" and len(sources) > 1:
-                    r.report(M002, f"`{name}` waits for all of {', '.join(sorted(sources))} in AgentChat "
-                                   f"(activation group `{group}`, `all`); in the flow it speaks after "
-                                   "any of them", f"config.graph.nodes.{name}.activation")
+                    r.report(
+                        M002,
+                        f"`{name}` waits for all of {', '.join(sorted(sources))} in AgentChat "
+                        f"(activation group `{group}`, `all`); in the flow it speaks after "
+                        "any of them",
+                        f"config.graph.nodes.{name}.activation",
+                    )
             continue
         node = nodes.get(name)
         activation = node.get("activation", "all") if isinstance(node, dict) else "all"
         if len(set(parents)) > 1 and activation == "all":
-            r.report(M002, f"`{name}` waits for all of {', '.join(sorted(set(parents)))} in AgentChat "
-                           "(`activation: all`); in the flow it speaks after any of them",
-                     f"config.graph.nodes.{name}.activation")
+            r.report(
+                M002,
+                f"`{name}` waits for all of {', '.join(sorted(set(parents)))} in AgentChat "
+                "(`activation: all`); in the flow it speaks after any of them",
+                f"config.graph.nodes.{name}.activation",
+            )
     if silent_edges:
-        r.report(M002, "an edge with a Python callable condition is written to JSON without its "
-                       "condition, exactly like an unconditional edge: check the original graph",
-                 "config.graph")
+        r.report(
+            M002,
+            "an edge with a Python callable condition is written to JSON without its "
+            "condition, exactly like an unconditional edge: check the original graph",
+            "config.graph",
+        )
     chain = [starts[0]]
     while len(chain) <= len(nodes):
         out = edges.get(chain[-1], [])
@@ -599,9 +814,13 @@ def _chain_scenarios(
             text, title = texts[-1], f"`{last}` does not say {keyword}"
         else:
             text, title = f"{last}: {keyword}", f"`{last}` says {keyword}"
-            if any(k in text for k in keywords if k != keyword) or any(k not in text for k in negated):
+            if any(k in text for k in keywords if k != keyword) or any(
+                k not in text for k in negated
+            ):
                 continue
-        b_items: list[n.ScenarioItem] = [mm.say(sp, t) for sp, t in zip(seq[:-1], texts, strict=False)]
+        b_items: list[n.ScenarioItem] = [
+            mm.say(sp, t) for sp, t in zip(seq[:-1], texts, strict=False)
+        ]
         b_items += [mm.say(last, text), mm.expect_next(target)]
         scenarios.append(mm.scenario(title, b_items))
         sequences.append((*seq, target))

@@ -64,13 +64,21 @@ class GraphReader:
         return None
 
     def fail(self, message: str, node: ast.AST) -> None:
-        self.r.report(M001, message, node, help="write the graph with literal agents and names, "
-                                                  "or port it by hand as `when from X then Y` rules")
+        self.r.report(
+            M001,
+            message,
+            node,
+            help="write the graph with literal agents and names, "
+            "or port it by hand as `when from X then Y` rules",
+        )
         self.ok = False
 
     def read(self) -> None:
-        calls = [c for c in self.mod.calls() if isinstance(c.func, ast.Attribute)
-                 and c.func.attr in BUILDER_METHODS and self.owns(c)]
+        calls = [
+            c
+            for c in self.mod.calls()
+            if isinstance(c.func, ast.Attribute) and c.func.attr in BUILDER_METHODS and self.owns(c)
+        ]
         # a chain's inner calls end first: order by where each call ends
         calls.sort(key=lambda c: (c.end_lineno or c.lineno, c.end_col_offset or c.col_offset))
         for call in calls:
@@ -109,7 +117,8 @@ class GraphReader:
                     self.where[f"{path}[{index}].condition"] = condition
                     if found is not None:
                         edge["_flow_condition"] = n.NotCond(
-                            mm.call_cond("text_contains", text=found[0]), mm.S)
+                            mm.call_cond("text_contains", text=found[0]), mm.S
+                        )
             if value is not None:
                 edge["condition"] = value
         group = self.mod.const_or(kwarg(call, "activation_group", 3), None)
@@ -125,8 +134,11 @@ class GraphReader:
             self.fail("this edge's source or target cannot be read statically", call)
             return
         if source not in self.nodes or target not in self.nodes:
-            self.fail(f"the edge {source} -> {target} names a node that was not added first "
-                      "(DiGraphBuilder raises ValueError)", call)
+            self.fail(
+                f"the edge {source} -> {target} names a node that was not added first "
+                "(DiGraphBuilder raises ValueError)",
+                call,
+            )
             return
         self._edge(call, source, target, kwarg(call, "condition", 2))
 
@@ -177,19 +189,33 @@ def keyword_callable(mod: PyModule, node: ast.expr) -> tuple[str, bool] | None:
     if isinstance(node, ast.Lambda) and len(node.args.args) == 1:
         param, body = node.args.args[0].arg, node.body
     elif (fn := mod.function_of(node)) is not None:
-        stmts = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        stmts = [
+            s
+            for s in fn.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
         if len(fn.args.args) == 1 and len(stmts) == 1 and isinstance(stmts[0], ast.Return):
             param, body = fn.args.args[0].arg, stmts[0].value
     if param is None or not isinstance(body, ast.Compare) or len(body.ops) != 1:
         return None
     keyword = body.left
     text = body.comparators[0]
-    if not (isinstance(body.ops[0], ast.In | ast.NotIn) and isinstance(keyword, ast.Constant)
-            and isinstance(keyword.value, str) and keyword.value):
+    if not (
+        isinstance(body.ops[0], ast.In | ast.NotIn)
+        and isinstance(keyword, ast.Constant)
+        and isinstance(keyword.value, str)
+        and keyword.value
+    ):
         return None
-    if (isinstance(text, ast.Call) and not text.args and not text.keywords
-            and isinstance(text.func, ast.Attribute) and text.func.attr == "to_model_text"
-            and isinstance(text.func.value, ast.Name) and text.func.value.id == param):
+    if (
+        isinstance(text, ast.Call)
+        and not text.args
+        and not text.keywords
+        and isinstance(text.func, ast.Attribute)
+        and text.func.attr == "to_model_text"
+        and isinstance(text.func.value, ast.Name)
+        and text.func.value.id == param
+    ):
         return keyword.value, isinstance(body.ops[0], ast.NotIn)
     return None
 
@@ -202,15 +228,22 @@ def graph_of(reader: AgentReader, where: dict[str, ast.AST], team: ast.Call) -> 
         return None
     where["config.graph"] = node
     built = reader.mod.deref(node)
-    if isinstance(built, ast.Call) and callee(built) == "build" and isinstance(built.func, ast.Attribute):
+    if (
+        isinstance(built, ast.Call)
+        and callee(built) == "build"
+        and isinstance(built.func, ast.Attribute)
+    ):
         root = chain_root(reader.mod, built.func.value)
         if isinstance(root, ast.Call) and callee(root) == "DiGraphBuilder":
             return GraphReader(reader, where, root)
-    reader.report(M001, "the graph is not built with a `DiGraphBuilder()` of this file; it cannot be "
-                     "read statically", node,
-               help="build it with DiGraphBuilder().add_node(...).add_edge(...).build()")
+    reader.report(
+        M001,
+        "the graph is not built with a `DiGraphBuilder()` of this file; it cannot be "
+        "read statically",
+        node,
+        help="build it with DiGraphBuilder().add_node(...).add_edge(...).build()",
+    )
     return None
-
 
 
 __all__ = ["BUILDER_METHODS", "GraphReader", "chain_root", "graph_of", "keyword_callable"]

@@ -50,14 +50,24 @@ from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
 from flowc.source import SourceFile
 
 TERMINATIONS = (
-    "MaxMessageTermination", "TextMentionTermination", "SourceMatchTermination",
-    "FunctionCallTermination", "HandoffTermination", "StopMessageTermination",
-    "TokenUsageTermination", "TimeoutTermination", "ExternalTermination", "FunctionalTermination",
+    "MaxMessageTermination",
+    "TextMentionTermination",
+    "SourceMatchTermination",
+    "FunctionCallTermination",
+    "HandoffTermination",
+    "StopMessageTermination",
+    "TokenUsageTermination",
+    "TimeoutTermination",
+    "ExternalTermination",
+    "FunctionalTermination",
     "TextMessageTermination",
 )
-_PREFIX = {"team": "autogen_agentchat.teams.", "agent": "autogen_agentchat.agents.",
-           "cond": "autogen_agentchat.conditions.", "base": "autogen_agentchat.base."}
-
+_PREFIX = {
+    "team": "autogen_agentchat.teams.",
+    "agent": "autogen_agentchat.agents.",
+    "cond": "autogen_agentchat.conditions.",
+    "base": "autogen_agentchat.base.",
+}
 
 
 class _Builder:
@@ -97,8 +107,10 @@ class _Builder:
             self.where[f"{path}.config.handoffs[{j}]"] = h
             value = self.mod.deref(h)
             if isinstance(value, ast.Call) and callee(value) == "Handoff":
-                entry = {k: self.const(kwarg(value, k, i)) for i, k in
-                         enumerate(("target", "description", "name", "message"))}
+                entry = {
+                    k: self.const(kwarg(value, k, i))
+                    for i, k in enumerate(("target", "description", "name", "message"))
+                }
                 handoffs.append({k: v for k, v in entry.items() if v is not None})
             else:
                 handoffs.append(self.const(h))
@@ -113,7 +125,11 @@ class _Builder:
         self.where[path] = node
         value = self.mod.deref(node)
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr | ast.BitAnd):
-            kind = "OrTerminationCondition" if isinstance(value.op, ast.BitOr) else "AndTerminationCondition"
+            kind = (
+                "OrTerminationCondition"
+                if isinstance(value.op, ast.BitOr)
+                else "AndTerminationCondition"
+            )
             parts: list[dict[str, Any] | None] = []
             for side in (value.left, value.right):
                 sub = self.termination(side, f"{path}.config.conditions[{len(parts)}]")
@@ -127,8 +143,10 @@ class _Builder:
             for i, part in enumerate(flat):
                 if part is not None and "_node" in part:
                     self.where[f"{path}.config.conditions[{i}]"] = part["_node"]
-            return {"provider": _PREFIX["base"] + kind,
-                    "config": {"conditions": [p if p is not None else {} for p in flat]}}
+            return {
+                "provider": _PREFIX["base"] + kind,
+                "config": {"conditions": [p if p is not None else {} for p in flat]},
+            }
         if not isinstance(value, ast.Call) or callee(value) not in TERMINATIONS:
             return {"provider": "", "config": {}, "_node": node}
         kind = callee(value)
@@ -143,10 +161,17 @@ class _Builder:
         cfg = {k: self.const(kwarg(value, k, i)) for i, k in enumerate(keys)}
         sources = kwarg(value, "sources", 1) if kind == "TextMentionTermination" else None
         if sources is not None and self.mod.const_or(sources, ...) is ...:
-            self.r.report(M002, "TextMentionTermination's `sources` cannot be read statically: the "
-                                "flow ends on the text from any speaker", sources)
-        return {"provider": _PREFIX["cond"] + kind,
-                "config": {k: v for k, v in cfg.items() if v is not None}, "_node": node}
+            self.r.report(
+                M002,
+                "TextMentionTermination's `sources` cannot be read statically: the "
+                "flow ends on the text from any speaker",
+                sources,
+            )
+        return {
+            "provider": _PREFIX["cond"] + kind,
+            "config": {k: v for k, v in cfg.items() if v is not None},
+            "_node": node,
+        }
 
 
 def _strip(obj: Any) -> Any:
@@ -155,7 +180,6 @@ def _strip(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_strip(v) for v in obj]
     return obj
-
 
 
 def python_component(source: SourceFile) -> dict[str, Any]:
@@ -193,8 +217,13 @@ def _read_team(
     parts_node = kwarg(team, "participants", 0)
     elements = reader.mod.elements(parts_node)
     call = reader.mod.deref(parts_node) if parts_node is not None else None
-    if (graph is not None and isinstance(call, ast.Call) and callee(call) == "get_participants"
-            and isinstance(call.func, ast.Attribute) and graph.owns(call)):
+    if (
+        graph is not None
+        and isinstance(call, ast.Call)
+        and callee(call) == "get_participants"
+        and isinstance(call.func, ast.Attribute)
+        and graph.owns(call)
+    ):
         elements = list(graph.agents.values())
     if elements is None:
         reader.report(M001, "the team's participants cannot be read statically", team)
@@ -233,14 +262,23 @@ def translate_agentchat_python(reader: AgentReader, team: ast.Call) -> mm.Transl
         if "Python callable condition is written to JSON" in d.message and graph is not None:
             continue  # the Python source shows every condition
         at = _closest(b.where, d.json_path or "")
-        findings.append(Diagnostic(d.code, d.message, d.filename,
-                                   reader.mod.span(at) if at is not None else reader.mod.span(team),
-                                   d.notes, d.help))
+        findings.append(
+            Diagnostic(
+                d.code,
+                d.message,
+                d.filename,
+                reader.mod.span(at) if at is not None else reader.mod.span(team),
+                d.notes,
+                d.help,
+            )
+        )
     migration = result.migration
     sequences = result.sequences
     if callee(team) == "SelectorGroupChat":
         findings = [d for d in findings if JSON_ONLY_SELECTOR not in d.message]
-        migration, sequences = SelectorFunctions(reader, team, data, migration, findings).apply(sequences)
+        migration, sequences = SelectorFunctions(reader, team, data, migration, findings).apply(
+            sequences
+        )
     if term is not None and _has_sources(term):
         migration = _apply_sources(migration, term)
         sequences = sequences[: len(migration.scenarios)]
@@ -284,7 +322,6 @@ def _apply_sources(mig: mm.Migration, term: dict[str, Any]) -> mm.Migration:
         rules.append(mm.Rule(cond, r.target, r.priority, r.comment))
     scenarios = tuple(sc for sc in mig.scenarios if sc.title.value != "the mention ends the run")
     return attrs.evolve(mig, rules=tuple(rules), scenarios=scenarios)
-
 
 
 __all__ = ["TEAMS", "python_component", "translate_agentchat_python"]

@@ -49,8 +49,14 @@ class SelectorFunctions:
     exact.
     """
 
-    def __init__(self, reader: AgentReader, team: ast.Call, data: dict[str, Any], mig: mm.Migration,
-                 findings: list[Diagnostic]) -> None:
+    def __init__(
+        self,
+        reader: AgentReader,
+        team: ast.Call,
+        data: dict[str, Any],
+        mig: mm.Migration,
+        findings: list[Diagnostic],
+    ) -> None:
         self.r = reader
         self.mod = reader.mod
         self.team = team
@@ -81,7 +87,9 @@ class SelectorFunctions:
             return self.user
         return name if name in self.participants else None
 
-    def function(self, key: str) -> tuple[ast.expr, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] | None:
+    def function(
+        self, key: str
+    ) -> tuple[ast.expr, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] | None:
         node = kwarg(self.team, key)
         if node is None or self.mod.const_or(node, "?") is None:
             return None
@@ -97,20 +105,33 @@ class SelectorFunctions:
         return node, fn
 
     def report_left_out(self, key: str, at: ast.AST, why: str) -> None:
-        instead = ("the selector speaker picks every turn instead" if key == "selector_func"
-                   else "the selector chooses among all participants instead")
-        self.findings.append(Diagnostic(
-            M001, f"`{key}` could not be lowered to rules ({why}); {instead}",
-            self.mod.source.name, self.mod.span(at),
-            help="write it as an if/elif chain on `messages[-1].source` whose branches return a "
-                 "participant's name (or None), or write the `when from X then Y` rules by hand"))
+        instead = (
+            "the selector speaker picks every turn instead"
+            if key == "selector_func"
+            else "the selector chooses among all participants instead"
+        )
+        self.findings.append(
+            Diagnostic(
+                M001,
+                f"`{key}` could not be lowered to rules ({why}); {instead}",
+                self.mod.source.name,
+                self.mod.span(at),
+                help="write it as an if/elif chain on `messages[-1].source` whose branches return a "
+                "participant's name (or None), or write the `when from X then Y` rules by hand",
+            )
+        )
 
-    def lower(self, key: str, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
-              ) -> list[tuple[Outcome, tuple[str, ...] | None]] | None:
+    def lower(
+        self,
+        key: str,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    ) -> list[tuple[Outcome, tuple[str, ...] | None]] | None:
         """Outcomes with the names they return (None: the model chooses); None if unrecognised."""
         label = fn.name if not isinstance(fn, ast.Lambda) else "lambda"
         try:
-            outcomes = lower_selection(fn, self.sources, self.agent_name, dialect="agentchat", partial=True)
+            outcomes = lower_selection(
+                fn, self.sources, self.agent_name, dialect="agentchat", partial=True
+            )
         except Unsupported as err:  # not the signature AgentChat calls
             self.report_left_out(key, err.node, f"`{label}`: {err.what}")
             return None
@@ -128,22 +149,33 @@ class SelectorFunctions:
                     continue
                 except Unsupported as err:
                     node, what = err.node, err.what
-            out.append((attrs.evolve(o, returned=None, witness=None, unsupported=None, rest=()), stand_in))
+            out.append(
+                (attrs.evolve(o, returned=None, witness=None, unsupported=None, rest=()), stand_in)
+            )
             parts.setdefault(id(node), (node, what, []))[2].append(o.source)
             self.stood_in = True
         for node, what, whom in parts.values():
-            instead = ("the selector speaker picks" if key == "selector_func"
-                       else "the selector chooses among all participants")
-            self.findings.append(Diagnostic(
-                M001, f"part of `{key}` `{label}` could not be lowered to rules ({what}); it decides "
-                      f"the next speaker after {', '.join(f'`{w}`' for w in dict.fromkeys(whom))} (where "
-                      f"no branch before it applies): {instead} there instead; the other branches "
-                      "became rules",
-                self.mod.source.name, self.mod.span(node),
-                help="write that part as a test on `messages[-1].source` or on the last message's "
-                     "text, or write its `when from X then Y` rules by hand"))
+            instead = (
+                "the selector speaker picks"
+                if key == "selector_func"
+                else "the selector chooses among all participants"
+            )
+            self.findings.append(
+                Diagnostic(
+                    M001,
+                    f"part of `{key}` `{label}` could not be lowered to rules ({what}); it decides "
+                    f"the next speaker after {', '.join(f'`{w}`' for w in dict.fromkeys(whom))} (where "
+                    f"no branch before it applies): {instead} there instead; the other branches "
+                    "became rules",
+                    self.mod.source.name,
+                    self.mod.span(node),
+                    help="write that part as a test on `messages[-1].source` or on the last message's "
+                    "text, or write its `when from X then Y` rules by hand",
+                )
+            )
         self.uses_len = self.uses_len or any(
-            "turn_count_at_most" in repr(g) for o, _ in out for g in o.guards)
+            "turn_count_at_most" in repr(g) for o, _ in out for g in o.guards
+        )
         return out
 
     def returned(self, key: str, o: Outcome) -> tuple[str, ...] | None:
@@ -157,8 +189,10 @@ class SelectorFunctions:
             return (name,)
         elements = self.mod.elements(node) if node is not None else None
         if not elements:
-            raise Unsupported(node or self.team, "a path that returns no candidate list "
-                                                 "(AgentChat raises ValueError)")
+            raise Unsupported(
+                node or self.team,
+                "a path that returns no candidate list (AgentChat raises ValueError)",
+            )
         names = [self.agent_name(e) for e in elements]
         if any(x is None or x == self.user for x in names):
             raise Unsupported(node or self.team, "a candidate that is not a participant's name")
@@ -166,7 +200,9 @@ class SelectorFunctions:
 
     def not_a_name(self, node: ast.expr) -> str:
         if isinstance(self.mod.const_or(node, None), str):
-            return f"`{ast.unparse(node)}` is not a participant's name (AgentChat raises ValueError)"
+            return (
+                f"`{ast.unparse(node)}` is not a participant's name (AgentChat raises ValueError)"
+            )
         text = ast.unparse(node)
         why = f"`{text}` is computed at run time"
         if "[-2]" in text:
@@ -175,7 +211,9 @@ class SelectorFunctions:
 
     # ── writing ──
 
-    def apply(self, sequences: tuple[tuple[str, ...], ...]) -> tuple[mm.Migration, tuple[tuple[str, ...], ...]]:
+    def apply(
+        self, sequences: tuple[tuple[str, ...], ...]
+    ) -> tuple[mm.Migration, tuple[tuple[str, ...], ...]]:
         sel = self.function("selector_func")
         cand = self.function("candidate_func")
         sel_out = self.lower("selector_func", sel[1]) if sel is not None else None
@@ -193,22 +231,30 @@ class SelectorFunctions:
             for c, cnames in cand_out:
                 if c.source == o.source:
                     both = o.guards + c.guards
-                    lowered.append((o.source, both, cnames, c.witness if both == c.guards else None))
+                    lowered.append(
+                        (o.source, both, cnames, c.witness if both == c.guards else None)
+                    )
         advisory = [x for x in lowered if x[2] is None or len(x[2]) > 1]
         rules = self.rules(lowered)
         mig = self.mig
         kept: list[mm.Rule] = []
         for rule in mig.rules:
-            if (isinstance(rule.target, n.SpeakerTarget) and rule.target.speaker.value == self.selector
-                    and isinstance(rule.cond, n.FromCond)):
+            if (
+                isinstance(rule.target, n.SpeakerTarget)
+                and rule.target.speaker.value == self.selector
+                and isinstance(rule.cond, n.FromCond)
+            ):
                 kept += rules  # the selector no longer speaks after every turn
             elif not advisory and self.selector_only(rule):
                 continue
             else:
                 kept.append(rule)
         notes = list(mig.notes)
-        what = " and ".join(f"{k}={self.label(f[1])}" for k, f in (
-            ("selector_func", sel), ("candidate_func", cand)) if f is not None)
+        what = " and ".join(
+            f"{k}={self.label(f[1])}"
+            for k, f in (("selector_func", sel), ("candidate_func", cand))
+            if f is not None
+        )
         speakers = list(mig.speakers)
         max_turns = mig.max_turns
         max_comment = mig.max_turns_comment
@@ -216,12 +262,16 @@ class SelectorFunctions:
             self.rewrite_selector_finding(sel is not None, cand_out is not None)
             if max_turns is not None:
                 max_turns = (max_turns + 1) // 2
-                max_comment = ("AgentChat's cap; the selector's turns count too (it speaks only "
-                               "where the functions leave the choice to the model): raise it if "
-                               "runs end early")
+                max_comment = (
+                    "AgentChat's cap; the selector's turns count too (it speaks only "
+                    "where the functions leave the choice to the model): raise it if "
+                    "runs end early"
+                )
             speakers = self.restrict_selector(speakers, advisory, cand_out is not None)
             if cand_out is not None:
-                kept = [r for r in kept if not self.selector_only(r) or self.transfer_kept(r, speakers)]
+                kept = [
+                    r for r in kept if not self.selector_only(r) or self.transfer_kept(r, speakers)
+                ]
         else:
             speakers = [s for s in speakers if s.name != self.selector]
             if max_turns is not None:
@@ -230,9 +280,15 @@ class SelectorFunctions:
         exact = not advisory and not any(d.code is M001 for d in self.findings)
         if exact and self.uses_len and any(s.tools for s in speakers):
             exact = False
-            self.findings.append(Diagnostic(
-                M002, "`len(messages)` also counts AgentChat's tool-call events; the flow counts "
-                      "turns", self.mod.source.name, self.mod.span(self.team)))
+            self.findings.append(
+                Diagnostic(
+                    M002,
+                    "`len(messages)` also counts AgentChat's tool-call events; the flow counts "
+                    "turns",
+                    self.mod.source.name,
+                    self.mod.span(self.team),
+                )
+            )
         scenarios: list[n.Scenario] = []
         new_sequences: list[tuple[str, ...]] = []
         if exact:
@@ -240,11 +296,21 @@ class SelectorFunctions:
             exact = bool(scenarios)
         if advisory and not any(d.code is M001 for d in self.findings):
             scenarios = self.selector_scenario(lowered, kept, speakers, max_turns)
-        notes = [f"SelectorGroupChat with {what} (lowered to rules)"
-                 + (", speaker order read statically (the scenarios state it)" if exact else "") + ".", *notes[1:]]
-        mig = attrs.evolve(mig, rules=tuple(kept), speakers=tuple(speakers), max_turns=max_turns,
-                           max_turns_comment=max_comment, notes=tuple(notes),
-                           scenarios=tuple(scenarios) if exact or advisory else mig.scenarios)
+        notes = [
+            f"SelectorGroupChat with {what} (lowered to rules)"
+            + (", speaker order read statically (the scenarios state it)" if exact else "")
+            + ".",
+            *notes[1:],
+        ]
+        mig = attrs.evolve(
+            mig,
+            rules=tuple(kept),
+            speakers=tuple(speakers),
+            max_turns=max_turns,
+            max_turns_comment=max_comment,
+            notes=tuple(notes),
+            scenarios=tuple(scenarios) if exact or advisory else mig.scenarios,
+        )
         return mig, (tuple(new_sequences) if exact else sequences)
 
     def label(self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> str:
@@ -265,10 +331,18 @@ class SelectorFunctions:
             if guards:
                 rules.append(mm.Rule(n.AndCond((mm.from_(src), *guards), mm.S), target))
                 continue
-            comment = (("the model chooses (selector_func returned None, or it could not be lowered "
-                        "there: see the findings)" if self.stood_in else
-                        "the model chooses (selector_func returned None)") if names is None
-                       else "the model chooses among candidate_func's list" if len(names) > 1 else None)
+            comment = (
+                (
+                    "the model chooses (selector_func returned None, or it could not be lowered "
+                    "there: see the findings)"
+                    if self.stood_in
+                    else "the model chooses (selector_func returned None)"
+                )
+                if names is None
+                else "the model chooses among candidate_func's list"
+                if len(names) > 1
+                else None
+            )
             finals.setdefault(repr(target), (target, [], comment))[1].append(src)
         for target, members, comment in finals.values():
             rules.append(mm.Rule(mm.from_(*members), target, 0, comment))
@@ -278,7 +352,9 @@ class SelectorFunctions:
         """The JSON translation's selector rules: its transfer tools and its `from selector`."""
         if isinstance(rule.cond, n.ToolCond) and isinstance(rule.target, n.SpeakerTarget):
             return rule.cond.tool.value == f"transfer_to_{rule.target.speaker.value}"
-        return isinstance(rule.cond, n.FromCond) and [s.value for s in rule.cond.speakers] == [self.selector]
+        return isinstance(rule.cond, n.FromCond) and [s.value for s in rule.cond.speakers] == [
+            self.selector
+        ]
 
     def transfer_kept(self, rule: mm.Rule, speakers: list[mm.Speaker]) -> bool:
         if not isinstance(rule.cond, n.ToolCond):
@@ -286,25 +362,33 @@ class SelectorFunctions:
         tools = {t.name for s in speakers if s.name == self.selector for t in s.tools}
         return rule.cond.tool.value in tools
 
-    def restrict_selector(self, speakers: list[mm.Speaker],
-                          advisory: list[_Lowered],
-                          with_candidates: bool) -> list[mm.Speaker]:
+    def restrict_selector(
+        self, speakers: list[mm.Speaker], advisory: list[_Lowered], with_candidates: bool
+    ) -> list[mm.Speaker]:
         if not with_candidates:
             return speakers
         union = [p for p in self.participants if any(p in (x[2] or ()) for x in advisory)]
         per_source = "; ".join(
-            f"after {src}: {', '.join(names)}" for src, _, names, _ in advisory if names is not None)
-        self.findings.append(Diagnostic(
-            M002, "`candidate_func`'s lists became advice to the selector speaker (its role and its "
-                  f"transfer tools): {per_source}; the flow does not stop it from picking another "
-                  "of its tools", self.mod.source.name, self.mod.span(kwarg(self.team, "candidate_func")
-                                                                      or self.team)))
+            f"after {src}: {', '.join(names)}" for src, _, names, _ in advisory if names is not None
+        )
+        self.findings.append(
+            Diagnostic(
+                M002,
+                "`candidate_func`'s lists became advice to the selector speaker (its role and its "
+                f"transfer tools): {per_source}; the flow does not stop it from picking another "
+                "of its tools",
+                self.mod.source.name,
+                self.mod.span(kwarg(self.team, "candidate_func") or self.team),
+            )
+        )
         out = []
         for s in speakers:
             if s.name == self.selector:
-                s = attrs.evolve(s, role=f"Candidates (candidate_func): {per_source}. {s.role or ''}",
-                                 tools=tuple(t for t in s.tools if t.name.removeprefix("transfer_to_")
-                                             in union))
+                s = attrs.evolve(
+                    s,
+                    role=f"Candidates (candidate_func): {per_source}. {s.role or ''}",
+                    tools=tuple(t for t in s.tools if t.name.removeprefix("transfer_to_") in union),
+                )
             out.append(s)
         return out
 
@@ -312,26 +396,48 @@ class SelectorFunctions:
         for i, d in enumerate(self.findings):
             if _SELECTOR_MSG in d.message and has_selector_func:
                 at = kwarg(self.team, "selector_func")
-                self.findings[i] = attrs.evolve(d, span=self.mod.span(at or self.team), message=(
-                    f"where `selector_func` returns None the model chooses: those turns go to the "
-                    f"selector speaker `{self.selector}` with one `transfer_to_<agent>` tool per "
-                    "candidate; its turns count toward max_turns"))
+                self.findings[i] = attrs.evolve(
+                    d,
+                    span=self.mod.span(at or self.team),
+                    message=(
+                        f"where `selector_func` returns None the model chooses: those turns go to the "
+                        f"selector speaker `{self.selector}` with one `transfer_to_<agent>` tool per "
+                        "candidate; its turns count toward max_turns"
+                    ),
+                )
             elif _REPEAT_MSG in d.message:
                 at = kwarg(self.team, "allow_repeated_speaker")
-                self.findings[i] = attrs.evolve(d, span=self.mod.span(at or self.team), message=(
-                    d.message + "; AgentChat excludes the speaker the model chose last, which "
-                    "`selector_func` picks do not update"))
+                self.findings[i] = attrs.evolve(
+                    d,
+                    span=self.mod.span(at or self.team),
+                    message=(
+                        d.message + "; AgentChat excludes the speaker the model chose last, which "
+                        "`selector_func` picks do not update"
+                    ),
+                )
 
     def drop_selector_findings(self) -> None:
         repeat = next((d for d in self.findings if _REPEAT_MSG in d.message), None)
-        self.findings[:] = [d for d in self.findings
-                            if _SELECTOR_MSG not in d.message and _REPEAT_MSG not in d.message
-                            and not (d.code is M003 and "configures the selector model" in d.message)]
+        self.findings[:] = [
+            d
+            for d in self.findings
+            if _SELECTOR_MSG not in d.message
+            and _REPEAT_MSG not in d.message
+            and not (d.code is M003 and "configures the selector model" in d.message)
+        ]
         if repeat is not None:
             at = kwarg(self.team, "allow_repeated_speaker")
-            self.findings.append(attrs.evolve(repeat, code=M003, span=self.mod.span(at or self.team), message=(
-                "`allow_repeated_speaker=False` has no effect: `selector_func` picks every speaker "
-                "and AgentChat does not filter its picks; dropped")))
+            self.findings.append(
+                attrs.evolve(
+                    repeat,
+                    code=M003,
+                    span=self.mod.span(at or self.team),
+                    message=(
+                        "`allow_repeated_speaker=False` has no effect: `selector_func` picks every speaker "
+                        "and AgentChat does not filter its picks; dropped"
+                    ),
+                )
+            )
 
     def kickoff(self) -> str | None:
         for c in self.mod.calls():
@@ -341,9 +447,12 @@ class SelectorFunctions:
                     return task
         return None
 
-    def scenarios(self, lowered: list[_Lowered],
-                  rules: list[mm.Rule], max_turns: int | None,
-                  ) -> tuple[list[n.Scenario], list[tuple[str, ...]]]:
+    def scenarios(
+        self,
+        lowered: list[_Lowered],
+        rules: list[mm.Rule],
+        max_turns: int | None,
+    ) -> tuple[list[n.Scenario], list[tuple[str, ...]]]:
         term = [r for r in rules if r.priority < 0]
         avoid: list[n.Cond] = [r.cond for r in term if isinstance(r.cond, n.CallCond)]
         defaults: dict[str, Next] = {}
@@ -362,19 +471,42 @@ class SelectorFunctions:
         found = order_scenarios(self.user, defaults, cap, None, None, kickoff, avoid)
         found = [(t.replace("classic", "AgentChat"), seq, items) for t, seq, items in found]
         found += guard_scenarios(self.user, defaults, guarded, cap, avoid, kickoff)
-        mention = [r.cond for r in term if isinstance(r.cond, n.CallCond)
-                   and r.cond.name.value == "text_contains" and isinstance(r.target, n.TerminateTarget)]
+        mention = [
+            r.cond
+            for r in term
+            if isinstance(r.cond, n.CallCond)
+            and r.cond.name.value == "text_contains"
+            and isinstance(r.target, n.TerminateTarget)
+        ]
         first = defaults[self.user].agent if self.user in defaults else None
         if mention and first is not None and cap >= 2:
             text = f"All done. {mention[0].args[0].value.value}"
             if all(evaluate(g, text) is False for g in avoid if g is not mention[0]):
-                start = kickoff if kickoff and all(evaluate(c, kickoff) is False for c in avoid) else "the task"
-                found.append(("the mention ends the run", (self.user, first), [
-                    mm.say(self.user, start), mm.say(first, text), mm.expect_terminate("text_mention")]))
+                start = (
+                    kickoff
+                    if kickoff and all(evaluate(c, kickoff) is False for c in avoid)
+                    else "the task"
+                )
+                found.append(
+                    (
+                        "the mention ends the run",
+                        (self.user, first),
+                        [
+                            mm.say(self.user, start),
+                            mm.say(first, text),
+                            mm.expect_terminate("text_mention"),
+                        ],
+                    )
+                )
         return [mm.scenario(t, items) for t, _, items in found], [seq for _, seq, _ in found]
 
-    def selector_scenario(self, lowered: list[_Lowered], rules: list[mm.Rule],
-                          speakers: list[mm.Speaker], max_turns: int | None) -> list[n.Scenario]:
+    def selector_scenario(
+        self,
+        lowered: list[_Lowered],
+        rules: list[mm.Rule],
+        speakers: list[mm.Speaker],
+        max_turns: int | None,
+    ) -> list[n.Scenario]:
         """The translated behaviour where the model chooses (not a claim about AgentChat: the
         model's choice is scripted): the functions' own picks up to the first model turn,
         then the selector speaker transfers to its first candidate."""
@@ -388,19 +520,30 @@ class SelectorFunctions:
                 return []
             seq.append(names[0])
         tools = [t.name for s in speakers if s.name == self.selector for t in s.tools]
-        if seq[-1] not in finals or not tools or (max_turns is not None and max_turns < len(seq) + 2):
+        if (
+            seq[-1] not in finals
+            or not tools
+            or (max_turns is not None and max_turns < len(seq) + 2)
+        ):
             return []
         pick = tools[0].removeprefix("transfer_to_")
         try:
-            items: list[n.ScenarioItem] = [mm.say(sp, turn_text(sp, i + 1, avoid)) for i, sp in enumerate(seq)]
+            items: list[n.ScenarioItem] = [
+                mm.say(sp, turn_text(sp, i + 1, avoid)) for i, sp in enumerate(seq)
+            ]
         except NoText:
             return []
         kickoff = self.kickoff()
         if kickoff and all(evaluate(c, kickoff) is False for c in avoid):
             items[0] = mm.say(self.user, kickoff)
-        items += [mm.expect_next(self.selector), mm.calls(self.selector, tools[0]), mm.expect_next(pick)]
-        return [mm.scenario("the selector speaker picks where the functions leave the choice", items)]
-
+        items += [
+            mm.expect_next(self.selector),
+            mm.calls(self.selector, tools[0]),
+            mm.expect_next(pick),
+        ]
+        return [
+            mm.scenario("the selector speaker picks where the functions leave the choice", items)
+        ]
 
 
 __all__ = ["JSON_ONLY_SELECTOR", "SelectorFunctions"]

@@ -50,14 +50,15 @@ class Agent:
     node: ast.Call
 
 
-
 def _subclasses(tree: ast.Module, known: frozenset[str]) -> dict[str, str]:
     """``class Mine(AssistantAgent)`` (through other classes of the file) -> its known base."""
     bases: dict[str, list[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
-            bases[node.name] = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute)
-                                else "" for b in node.bases]
+            bases[node.name] = [
+                b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                for b in node.bases
+            ]
     out: dict[str, str] = {}
     for name in bases:
         seen, todo = {name}, list(bases[name])
@@ -84,7 +85,9 @@ class AgentReader:
         self.subclasses: dict[str, str] = _subclasses(mod.tree, AGENT_CLASSES)
         self._reported_classes: set[str] = set()
 
-    def report(self, code: Code, message: str, node: ast.AST | None, help: str | None = None) -> None:
+    def report(
+        self, code: Code, message: str, node: ast.AST | None, help: str | None = None
+    ) -> None:
         span = self.mod.span(node) if node is not None else None
         self.findings.append(Diagnostic(code, message, self.mod.source.name, span, help=help))
 
@@ -118,9 +121,13 @@ class AgentReader:
         self.agents[id(call)] = agent
         if cls in self.subclasses and cls not in self._reported_classes:
             self._reported_classes.add(cls)
-            self.report(M002, f"`{cls}` is a subclass of `{base}` defined in this file: what it "
-                              "overrides runs in your agent code; the flow treats its agents as "
-                              f"`{base}`s", call)
+            self.report(
+                M002,
+                f"`{cls}` is a subclass of `{base}` defined in this file: what it "
+                "overrides runs in your agent code; the flow treats its agents as "
+                f"`{base}`s",
+                call,
+            )
         return agent
 
     def adopt(self, node: ast.expr) -> Agent | None:
@@ -135,9 +142,13 @@ class AgentReader:
         agent = self._add(call, cls)
         if cls not in self._reported_classes:
             self._reported_classes.add(cls)
-            self.report(M002, f"`{cls}` is not an agent class flowc knows: `{agent.name}` takes part "
-                              "as a plain speaker, and what the class does (its replies, tools or "
-                              "browsing) runs in your agent code, not in the flow", call)
+            self.report(
+                M002,
+                f"`{cls}` is not an agent class flowc knows: `{agent.name}` takes part "
+                "as a plain speaker, and what the class does (its replies, tools or "
+                "browsing) runs in your agent code, not in the flow",
+                call,
+            )
         return agent
 
     def _var_of(self, call: ast.Call) -> str | None:
@@ -171,19 +182,26 @@ class AgentReader:
     def agent_list(self, node: ast.expr | None, what: str, at: ast.AST) -> list[Agent]:
         elements = self.mod.elements(node)
         if elements is None:
-            self.report(M001, f"`{what}` cannot be read without running the code", node or at,
-                        help="list the agents inline: agents=[a, b, c]")
+            self.report(
+                M001,
+                f"`{what}` cannot be read without running the code",
+                node or at,
+                help="list the agents inline: agents=[a, b, c]",
+            )
             return []
         out: list[Agent] = []
         for e in elements:
             agent = self.agent_of(e) or self.adopt(e)
             if agent is None:
-                self.report(M001, f"this entry of `{what}` is not an agent created in this file", e,
-                            help="create the agent in this file with ConversableAgent(name=...)")
+                self.report(
+                    M001,
+                    f"this entry of `{what}` is not an agent created in this file",
+                    e,
+                    help="create the agent in this file with ConversableAgent(name=...)",
+                )
             else:
                 out.append(agent)
         return out
-
 
 
 __all__ = ["AGENT_CLASSES", "Agent", "AgentReader"]

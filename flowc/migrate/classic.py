@@ -31,7 +31,6 @@ reproduced is ``autogen.agentchat.groupchat`` of ag2 0.9 - autogen 0.14.1
 ([], 6)
 """
 
-
 from __future__ import annotations
 
 import ast
@@ -77,13 +76,11 @@ def _call_of(mod: PyModule, node: ast.expr | None, name: str) -> ast.Call | None
     return None
 
 
-
 def _first_line(text: str) -> str:
     for line in text.strip().splitlines():
         if line.strip():
             return line.strip()
     return ""
-
 
 
 def translate_classic(source: SourceFile) -> mm.Translation:
@@ -122,12 +119,18 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         reader.report(M001, f"two agents of the group chat are both named `{dup}`", gc)
         raise mm.NotRecognised(reader.findings)
     if len(agents) < 2:
-        reader.report(M001, "the group chat needs at least two agents that can be read statically", gc)
+        reader.report(
+            M001, "the group chat needs at least two agents that can be read statically", gc
+        )
         raise mm.NotRecognised(reader.findings)
 
     # ── manager and initiator ──
-    managers = [c for c in calls if callee(c) == "GroupChatManager"
-                and _call_of(mod, kwarg(c, "groupchat", 0), "GroupChat") is gc]
+    managers = [
+        c
+        for c in calls
+        if callee(c) == "GroupChatManager"
+        and _call_of(mod, kwarg(c, "groupchat", 0), "GroupChat") is gc
+    ]
     manager = managers[0] if managers else None
     manager_name = DEFAULT_MANAGER
     if manager is not None:
@@ -136,13 +139,20 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         for key in ("max_consecutive_auto_reply", "human_input_mode"):
             node = kwarg(manager, key)
             if node is not None:
-                reader.report(M003, f"the manager's `{key}` has no effect inside a group chat "
-                                    "(classic runs `run_chat` first); dropped", node)
+                reader.report(
+                    M003,
+                    f"the manager's `{key}` has no effect inside a group chat "
+                    "(classic runs `run_chat` first); dropped",
+                    node,
+                )
     initiator: Agent | None = None
     kickoff: str | None = None
     for c in calls:
         if not isinstance(c.func, ast.Attribute) or c.func.attr not in (
-            "initiate_chat", "a_initiate_chat", "run", "a_run"
+            "initiate_chat",
+            "a_initiate_chat",
+            "run",
+            "a_run",
         ):
             continue
         recipient = kwarg(c, "recipient", 0)
@@ -153,8 +163,11 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         message = mod.const_or(kwarg(c, "message", 1), None)
         kickoff = message if isinstance(message, str) else None
         if initiator is None:
-            reader.report(M001, "the agent that starts this chat is not an agent created in this file",
-                          c.func.value)
+            reader.report(
+                M001,
+                "the agent that starts this chat is not an agent created in this file",
+                c.func.value,
+            )
         break
     if initiator is None:
         initiator = agents[0]
@@ -168,10 +181,16 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
 
     # ── GroupChat settings ──
     max_round_node = kwarg(gc, "max_round")
-    max_round = mod.const_or(max_round_node, None) if max_round_node is not None else DEFAULT_MAX_ROUND
+    max_round = (
+        mod.const_or(max_round_node, None) if max_round_node is not None else DEFAULT_MAX_ROUND
+    )
     if not isinstance(max_round, int) or isinstance(max_round, bool) or max_round < 1:
-        reader.report(M001, "`max_round` cannot be read statically; the flow has no turn cap",
-                      max_round_node or gc, help="write max_round as an integer literal")
+        reader.report(
+            M001,
+            "`max_round` cannot be read statically; the flow has no turn cap",
+            max_round_node or gc,
+            help="write max_round as an integer literal",
+        )
         max_round = None
     method_node = kwarg(gc, "speaker_selection_method")
     method: str = "auto"
@@ -212,8 +231,12 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             disallowed = graph
             graph = {a: [b for b in names if b not in disallowed.get(a, [])] for a in names}
         elif kind != "allowed":
-            reader.report(M001, "`speaker_transitions_type` must be \"allowed\" or \"disallowed\"; "
-                                "the transitions were read as allowed", transitions_node)
+            reader.report(
+                M001,
+                '`speaker_transitions_type` must be "allowed" or "disallowed"; '
+                "the transitions were read as allowed",
+                transitions_node,
+            )
     if graph is None:
         if allow_repeat is None:
             allow_repeat = True
@@ -236,8 +259,9 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     predicate: TextPredicate | None
     if term_node is None or mod.const_or(term_node, "?") is None:
         predicate = TextPredicate(DEFAULT_TERMINATION, "TERMINATE")
-        comment = ("classic GroupChatManager default: a message that is exactly "
-                   "\"TERMINATE\" ends the chat")
+        comment = (
+            'classic GroupChatManager default: a message that is exactly "TERMINATE" ends the chat'
+        )
     else:
         predicate = text_predicate(mod.deref(term_node), mod.function_of)
         comment = "the manager's is_termination_msg, checked on every message"
@@ -246,8 +270,8 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 M001,
                 "this `is_termination_msg` is not a recognised text test; it was left out",
                 term_node,
-                help="add a rule such as `when text_contains(text = \"DONE\") then terminate` "
-                     "(recognised: `in`, `==`, `endswith`, `startswith` on the content)",
+                help='add a rule such as `when text_contains(text = "DONE") then terminate` '
+                "(recognised: `in`, `==`, `endswith`, `startswith` on the content)",
             )
     if predicate is not None:
         witness = predicate.witness
@@ -258,8 +282,12 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             continue
         agent_pred = text_predicate(mod.deref(node), mod.function_of)
         if agent_pred is None:
-            reader.report(M001, f"`{agent.name}`'s `is_termination_msg` is not a recognised text test; "
-                                "it was left out", node)
+            reader.report(
+                M001,
+                f"`{agent.name}`'s `is_termination_msg` is not a recognised text test; "
+                "it was left out",
+                node,
+            )
             continue
         if predicate is not None and agent_pred.cond == predicate.cond:
             continue
@@ -269,22 +297,39 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             f"ends the chat only when `{agent.name}` is the next speaker",
             node,
         )
-        same = [i for i, r in enumerate(term_rules)
-                if r.cond == agent_pred.cond and (r.comment or "").endswith("(approximated)")]
+        same = [
+            i
+            for i, r in enumerate(term_rules)
+            if r.cond == agent_pred.cond and (r.comment or "").endswith("(approximated)")
+        ]
         if same:  # several agents with the same test: one rule
             old = term_rules[same[0]]
             owners = (old.comment or "").removesuffix("'s is_termination_msg (approximated)")
-            term_rules[same[0]] = mm.Rule(old.cond, old.target, old.priority,
-                                          f"{owners}, {agent.name}'s is_termination_msg (approximated)")
+            term_rules[same[0]] = mm.Rule(
+                old.cond,
+                old.target,
+                old.priority,
+                f"{owners}, {agent.name}'s is_termination_msg (approximated)",
+            )
             continue
-        term_rules.append(mm.Rule(agent_pred.cond, mm.terminate(TERM_REASON), -10,
-                                  f"{agent.name}'s is_termination_msg (approximated)"))
+        term_rules.append(
+            mm.Rule(
+                agent_pred.cond,
+                mm.terminate(TERM_REASON),
+                -10,
+                f"{agent.name}'s is_termination_msg (approximated)",
+            )
+        )
     for agent in agents:
         node = kwarg(agent.node, "max_consecutive_auto_reply")
         cap = mod.const_or(node, None)
         if node is not None and isinstance(cap, int) and max_round is not None and cap >= max_round:
-            reader.report(M003, f"`{agent.name}`'s `max_consecutive_auto_reply` ({cap}) cannot be "
-                                f"reached within max_round={max_round}; dropped", node)
+            reader.report(
+                M003,
+                f"`{agent.name}`'s `max_consecutive_auto_reply` ({cap}) cannot be "
+                f"reached within max_round={max_round}; dropped",
+                node,
+            )
         elif node is not None:
             reader.report(
                 M002,
@@ -294,9 +339,13 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             )
     for c in calls:
         if callee(c) in ("register_nested_chats", "initiate_chats"):
-            reader.report(M001, f"`{callee(c)}` (nested or sequential chats) has no equivalent in one "
-                                "workflow channel; it was left out", c,
-                          help="run the nested chat as its own flow, or as a tool of the agent")
+            reader.report(
+                M001,
+                f"`{callee(c)}` (nested or sequential chats) has no equivalent in one "
+                "workflow channel; it was left out",
+                c,
+                help="run the nested chat as its own flow, or as a tool of the agent",
+            )
 
     # ── routing ──
     sources = ([] if initiator.name in names else [initiator.name]) + names
@@ -327,14 +376,24 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     # source under different guards (a stand-in for a part it could not lower)
     pairs = list(nexts.items()) + [(src, nx) for src, _, nx, _ in lowered or []]
     every_next = {str(i): nx for i, (_, nx) in enumerate(pairs)}
-    selectors = selector_names(every_next, manager_name, {a.name for a in agents} | {initiator.name})
-    per_source = "" if isinstance(selectors, str) else (
-        f" (one selector per set of candidates the source allows after each speaker: "
-        f"{', '.join(f'`{s}`' for s in all_selectors(selectors))})")
+    selectors = selector_names(
+        every_next, manager_name, {a.name for a in agents} | {initiator.name}
+    )
+    per_source = (
+        ""
+        if isinstance(selectors, str)
+        else (
+            f" (one selector per set of candidates the source allows after each speaker: "
+            f"{', '.join(f'`{s}`' for s in all_selectors(selectors))})"
+        )
+    )
     if any(x.kind == "random" for x in nexts.values()):
-        reader.report(M002, "`random` speaker selection became `random_agent`: the same distribution, "
-                            "but draws come from the envelope id, not Python's `random`",
-                      method_node or gc)
+        reader.report(
+            M002,
+            "`random` speaker selection became `random_agent`: the same distribution, "
+            "but draws come from the envelope id, not Python's `random`",
+            method_node or gc,
+        )
     if uses_selector and selector_human:
         reader.report(
             M002,
@@ -362,8 +421,13 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             method_node or gc,
         )
     if lowered is not None:
-        routing = [mm.Rule(mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
-                           target_of(nx, selectors)) for src, g, nx, _ in lowered]
+        routing = [
+            mm.Rule(
+                mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
+                target_of(nx, selectors),
+            )
+            for src, g, nx, _ in lowered
+        ]
         routing += selector_rules(every_next, selectors, method == "manual")
     else:
         routing = routing_rules(sources, nexts, names, selectors, method == "manual")
@@ -374,27 +438,47 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         speakers.append(_speaker(initiator, tools))
     speakers += [_speaker(a, tools) for a in agents]
     if uses_selector:
-        role = ("A person who chooses the next speaker (classic `speaker_selection_method=\"manual\"`): "
-                "types the agent's name."
-                if selector_human else
-                "Chooses the next speaker (classic GroupChatManager, `speaker_selection_method=\"auto\"`): "
-                "reads the conversation and calls the transfer tool of the agent who should speak next.")
+        role = (
+            'A person who chooses the next speaker (classic `speaker_selection_method="manual"`): '
+            "types the agent's name."
+            if selector_human
+            else 'Chooses the next speaker (classic GroupChatManager, `speaker_selection_method="auto"`): '
+            "reads the conversation and calls the transfer tool of the agent who should speak next."
+        )
         groups: list[tuple[str, list[str], list[str]]] = []  # selector, its candidates, after whom
         if isinstance(selectors, str):
-            groups.append((selectors, list(dict.fromkeys(
-                c for _, x in pairs if x.kind == "select" for c in x.candidates)), []))
+            groups.append(
+                (
+                    selectors,
+                    list(
+                        dict.fromkeys(
+                            c for _, x in pairs if x.kind == "select" for c in x.candidates
+                        )
+                    ),
+                    [],
+                )
+            )
         else:
             for cands, sel in selectors.items():
-                whom = list(dict.fromkeys(
-                    s for s, x in pairs if x.kind == "select" and x.candidates == cands))
+                whom = list(
+                    dict.fromkeys(
+                        s for s, x in pairs if x.kind == "select" and x.candidates == cands
+                    )
+                )
                 groups.append((sel, list(cands), whom))
         for sel, candidates, whom in groups:
-            speakers.append(mm.Speaker(
-                sel, selector_human,
-                (f"After {', '.join(whom)}: " if whom else "") + role,
-                () if selector_human else
-                tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
-            ))
+            speakers.append(
+                mm.Speaker(
+                    sel,
+                    selector_human,
+                    (f"After {', '.join(whom)}: " if whom else "") + role,
+                    ()
+                    if selector_human
+                    else tuple(
+                        mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates
+                    ),
+                )
+            )
 
     max_turns = max_round
     max_comment = "classic max_round (the kickoff counts as round 1)"
@@ -402,13 +486,18 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         all_select = all(x.kind == "select" for x in nexts.values())
         if all_select:
             max_turns = 2 * max_round - 1
-            max_comment = (f"classic max_round={max_round}; doubled minus one because the selector "
-                           "speaks between every two turns")
+            max_comment = (
+                f"classic max_round={max_round}; doubled minus one because the selector "
+                "speaks between every two turns"
+            )
         else:
             max_comment += "; the selector's turns count too, raise it if runs end early"
 
-    exact = lowered is None and not uses_selector and not unsupported_callable and all(
-        x.kind in ("agent", "end") for x in nexts.values()
+    exact = (
+        lowered is None
+        and not uses_selector
+        and not unsupported_callable
+        and all(x.kind in ("agent", "end") for x in nexts.values())
     )
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
@@ -421,39 +510,58 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 defaults.setdefault(src, nx)
             else:
                 avoid += list(g)
-        if all(x.kind in ("agent", "end") for _, _, x, _ in lowered) and set(defaults) == set(sources):
+        if all(x.kind in ("agent", "end") for _, _, x, _ in lowered) and set(defaults) == set(
+            sources
+        ):
             exact, scenario_nexts = True, defaults
     if any(d.code is M001 for d in reader.findings) or any(
-            a.cls not in AGENT_CLASSES for a in [*agents, initiator]):
+        a.cls not in AGENT_CLASSES for a in [*agents, initiator]
+    ):
         # something was left out, or an agent's class is not modelled: no claim about the order
         exact = False
     if exact and max_round is not None:
-        for title, seq, items in order_scenarios(initiator.name, scenario_nexts, max_round, predicate,
-                                            witness, kickoff, avoid):
+        for title, seq, items in order_scenarios(
+            initiator.name, scenario_nexts, max_round, predicate, witness, kickoff, avoid
+        ):
             scenarios.append(mm.scenario(title, items))
             sequences.append(seq)
         if lowered is not None and scenarios:
-            for title, seq, items in guard_scenarios(initiator.name, scenario_nexts, lowered,
-                                                      max_round, avoid, kickoff):
+            for title, seq, items in guard_scenarios(
+                initiator.name, scenario_nexts, lowered, max_round, avoid, kickoff
+            ):
                 scenarios.append(mm.scenario(title, items))
                 sequences.append(seq)
     first_next = nexts.get(initiator.name)
-    if (uses_selector and lowered is None and first_next is not None and first_next.kind == "select"
-            and (max_turns is None or max_turns >= 4)):
-        pick = next((c for c in first_next.candidates if c != initiator.name), first_next.candidates[0])
+    if (
+        uses_selector
+        and lowered is None
+        and first_next is not None
+        and first_next.kind == "select"
+        and (max_turns is None or max_turns >= 4)
+    ):
+        pick = next(
+            (c for c in first_next.candidates if c != initiator.name), first_next.candidates[0]
+        )
         first_selector = selector_of(first_next, selectors)
         try:
-            texts = [turn_text(initiator.name, 1, [r.cond for r in term_rules]),
-                     turn_text(pick, 3, [r.cond for r in term_rules])]
+            texts = [
+                turn_text(initiator.name, 1, [r.cond for r in term_rules]),
+                turn_text(pick, 3, [r.cond for r in term_rules]),
+            ]
         except NoText:
             texts = []
         if texts:
             after = nexts.get(pick)
             pick_items: list[n.ScenarioItem] = [
-                mm.say(initiator.name, kickoff if kickoff and all(
-                    evaluate(r.cond, kickoff) is False for r in term_rules) else texts[0]),
+                mm.say(
+                    initiator.name,
+                    kickoff
+                    if kickoff and all(evaluate(r.cond, kickoff) is False for r in term_rules)
+                    else texts[0],
+                ),
                 mm.expect_next(first_selector),
-                mm.say(first_selector, pick) if selector_human
+                mm.say(first_selector, pick)
+                if selector_human
                 else mm.calls(first_selector, f"transfer_to_{pick}"),
                 mm.expect_next(pick),
                 mm.say(pick, texts[1]),
@@ -461,9 +569,14 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             if after is not None and after.kind == "select":
                 pick_items.append(mm.expect_next(selector_of(after, selectors)))
             # the translated behaviour (not a claim about classic: the LLM's choice is scripted)
-            scenarios.append(mm.scenario(
-                "a person picks the next agent" if selector_human
-                else "the selector speaker picks the next agent", pick_items))
+            scenarios.append(
+                mm.scenario(
+                    "a person picks the next agent"
+                    if selector_human
+                    else "the selector speaker picks the next agent",
+                    pick_items,
+                )
+            )
     exact = exact and bool(sequences)  # the label says the scenarios state the order
     title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
     migration = mm.Migration(
@@ -476,17 +589,30 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         max_turns_comment=max_comment,
         rules=tuple(rules),
         scenarios=tuple(scenarios),
-        notes=((f"speaker_selection_method={selection_fn.name} (a function, lowered to rules"
-                + ("; a selector stands in for the parts that could not be, see the findings)"
-                   if stood_in else ")")
+        notes=(
+            (
+                f"speaker_selection_method={selection_fn.name} (a function, lowered to rules"
+                + (
+                    "; a selector stands in for the parts that could not be, see the findings)"
+                    if stood_in
+                    else ")"
+                )
                 if selection_fn is not None and not unsupported_callable
-                else f"speaker_selection_method=\"{method}\"")
-               + (", transitions graph" if transitions_node else "")
-               + ((", speaker order read statically (the scenarios state it)" if not any(
-                   d.code is M002 for d in reader.findings) else
-                   ", speaker order read statically (the scenarios state it; other differences: "
-                   "see the findings)")
-                  if exact else "") + ".",),
+                else f'speaker_selection_method="{method}"'
+            )
+            + (", transitions graph" if transitions_node else "")
+            + (
+                (
+                    ", speaker order read statically (the scenarios state it)"
+                    if not any(d.code is M002 for d in reader.findings)
+                    else ", speaker order read statically (the scenarios state it; other differences: "
+                    "see the findings)"
+                )
+                if exact
+                else ""
+            )
+            + ".",
+        ),
     )
     return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
 
@@ -496,13 +622,19 @@ def _read_graph(reader: AgentReader, node: ast.expr, names: list[str]) -> dict[s
     target = mod.deref(node)
     graph: dict[str, list[str]] = {}
     if not isinstance(target, ast.Dict):
-        reader.report(M001, "the transitions dict cannot be read without running the code; "
-                            "it was left out", node, help="write the dict inline: {a: [b], b: [a]}")
+        reader.report(
+            M001,
+            "the transitions dict cannot be read without running the code; it was left out",
+            node,
+            help="write the dict inline: {a: [b], b: [a]}",
+        )
         return {a: list(names) for a in names}
     for k, v in zip(target.keys, target.values, strict=True):
         src = reader.agent_of(k) if k is not None else None
         if src is None:
-            reader.report(M001, "a key of the transitions dict is not an agent of this file", k or target)
+            reader.report(
+                M001, "a key of the transitions dict is not an agent of this file", k or target
+            )
             continue
         dests = reader.agent_list(v, f"transitions of {src.name}", v)
         graph[src.name] = [d.name for d in dests]
@@ -511,32 +643,51 @@ def _read_graph(reader: AgentReader, node: ast.expr, names: list[str]) -> dict[s
 
 def _report_settings(reader: AgentReader, gc: ast.Call, method: str) -> None:
     selector_only = (
-        "select_speaker_message_template", "select_speaker_prompt_template",
-        "select_speaker_auto_multiple_template", "select_speaker_auto_none_template",
-        "role_for_select_speaker_messages", "max_retries_for_selecting_speaker",
-        "select_speaker_auto_llm_config", "select_speaker_auto_model_client_cls",
-        "select_speaker_transform_messages", "select_speaker_auto_verbose",
+        "select_speaker_message_template",
+        "select_speaker_prompt_template",
+        "select_speaker_auto_multiple_template",
+        "select_speaker_auto_none_template",
+        "role_for_select_speaker_messages",
+        "max_retries_for_selecting_speaker",
+        "select_speaker_auto_llm_config",
+        "select_speaker_auto_model_client_cls",
+        "select_speaker_transform_messages",
+        "select_speaker_auto_verbose",
     )
     for kw in gc.keywords:
         key = kw.arg
         if key in selector_only:
             if method == "auto":
-                reader.report(M002, f"`{key}` belongs to the selector speaker's prompt and model "
-                                    "settings; carry it over by hand", kw.value)
+                reader.report(
+                    M002,
+                    f"`{key}` belongs to the selector speaker's prompt and model "
+                    "settings; carry it over by hand",
+                    kw.value,
+                )
             else:
                 reader.report(M003, f"`{key}` only matters for `auto` selection; dropped", kw.value)
         elif key == "send_introductions":
-            reader.report(M002, "`send_introductions` has no routing meaning; add the introductions "
-                                "to the agents' system messages if they matter", kw.value)
+            reader.report(
+                M002,
+                "`send_introductions` has no routing meaning; add the introductions "
+                "to the agents' system messages if they matter",
+                kw.value,
+            )
         elif key in ("admin_name", "enable_clear_history"):
-            reader.report(M003, f"`{key}` is an interactive runtime feature with no effect on "
-                                "routing; dropped", kw.value)
+            reader.report(
+                M003,
+                f"`{key}` is an interactive runtime feature with no effect on routing; dropped",
+                kw.value,
+            )
         elif key == "eligibility_policies":
-            reader.report(M001, "`eligibility_policies` run Python filters at run time; left out",
-                          kw.value)
+            reader.report(
+                M001, "`eligibility_policies` run Python filters at run time; left out", kw.value
+            )
 
 
-def _collect_tools(reader: AgentReader, calls: list[ast.Call], speakers: set[str]) -> dict[str, list[mm.Tool]]:
+def _collect_tools(
+    reader: AgentReader, calls: list[ast.Call], speakers: set[str]
+) -> dict[str, list[mm.Tool]]:
     mod = reader.mod
     out: dict[str, list[mm.Tool]] = {}
 
@@ -580,8 +731,12 @@ def _collect_tools(reader: AgentReader, calls: list[ast.Call], speakers: set[str
                     continue
                 tool = mod.const_or(kwarg(deco, "name"), None)
                 doc = mod.const_or(kwarg(deco, "description"), None)
-                add(caller.name, tool if isinstance(tool, str) else func.name,
-                    doc if isinstance(doc, str) else ast.get_docstring(func), deco)
+                add(
+                    caller.name,
+                    tool if isinstance(tool, str) else func.name,
+                    doc if isinstance(doc, str) else ast.get_docstring(func),
+                    deco,
+                )
     return out
 
 
@@ -590,7 +745,6 @@ def _speaker(agent: Agent, tools: dict[str, list[mm.Tool]]) -> mm.Speaker:
     if agent.human and not role:
         role = f"A person ({agent.cls})."
     return mm.Speaker(agent.name, agent.human, role, tuple(tools.get(agent.name, ())))
-
 
 
 __all__ = ["translate_classic", "translate_groupchat"]

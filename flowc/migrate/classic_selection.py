@@ -78,8 +78,7 @@ def selector_names(nexts: dict[str, Next], manager: str, taken: set[str]) -> Sel
     speaker the source forbids after that previous speaker (classic filters the candidates
     per last speaker: transitions graph, ``allow_repeat_speaker``): ``manager`` when every
     selection offers the same set, else ``manager``, ``manager_2``, ..."""
-    sets = list(dict.fromkeys(x.candidates for x in nexts.values()
-                              if x.kind == "select"))
+    sets = list(dict.fromkeys(x.candidates for x in nexts.values() if x.kind == "select"))
     if len(sets) <= 1:
         return manager
     out: dict[tuple[str, ...], str] = {}
@@ -106,12 +105,15 @@ def target_of(x: Next, manager: Selectors) -> n.Target:
     if x.kind == "end":
         return mm.terminate(END_REASON)
     if x.kind == "random":
-        return mm.call_target("random_agent", agent_ids=list(x.candidates),
-                              allow_repeat=x.allow_repeat)
+        return mm.call_target(
+            "random_agent", agent_ids=list(x.candidates), allow_repeat=x.allow_repeat
+        )
     return mm.speaker_target(selector_of(x, manager))
 
 
-def selector_rules(nexts: dict[str, Next], manager: Selectors, human: bool = False) -> list[mm.Rule]:
+def selector_rules(
+    nexts: dict[str, Next], manager: Selectors, human: bool = False
+) -> list[mm.Rule]:
     """The selector's choice: a transfer tool per candidate, or for a person (``manual``)
     the candidate's name typed as the whole message — plus its number when every
     selection offers the same numbered list, as classic's console prompt does."""
@@ -124,15 +126,29 @@ def selector_rules(nexts: dict[str, Next], manager: Selectors, human: bool = Fal
             comment = "the selector's choice" if i == 0 else None
             if human:
                 answer = re.escape(c) + (f"|{i + 1}" if numbered else "")
-                cond: n.Cond = n.AndCond((mm.from_(*all_selectors(manager)), mm.call_cond(
-                    "text_matches", pattern=rf"\A\s*(?:{answer})\s*\Z")), mm.S)
-                comment = "the person types the next speaker's name" + (
-                    " or number" if numbered else "") if i == 0 else None
+                cond: n.Cond = n.AndCond(
+                    (
+                        mm.from_(*all_selectors(manager)),
+                        mm.call_cond("text_matches", pattern=rf"\A\s*(?:{answer})\s*\Z"),
+                    ),
+                    mm.S,
+                )
+                comment = (
+                    "the person types the next speaker's name" + (" or number" if numbered else "")
+                    if i == 0
+                    else None
+                )
             else:
                 cond = mm.tool_cond(f"transfer_to_{c}")
             rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
-        rules.append(mm.Rule(mm.from_(*all_selectors(manager)), mm.terminate(NO_SELECTION), 0,
-                             "the selector chose nobody"))
+        rules.append(
+            mm.Rule(
+                mm.from_(*all_selectors(manager)),
+                mm.terminate(NO_SELECTION),
+                0,
+                "the selector chose nobody",
+            )
+        )
     return rules
 
 
@@ -155,6 +171,7 @@ def lower_function(
     where it stands, once (M001), and the turns that reach it go to a stand-in: the agent
     it can only return, or a selector speaker among the agents it and the statements after
     it can return; every other branch is lowered as usual."""
+
     def agent_name(e: ast.expr) -> str | None:
         agent = reader.agent_of(e)
         return agent.name if agent is not None else None
@@ -164,7 +181,12 @@ def lower_function(
         if value is None or (isinstance(value, ast.Constant) and value.value is None):
             return Next("end")
         method = reader.mod.const_or(value, None)
-        if isinstance(method, str) and method.lower() in ("auto", "manual", "random", "round_robin"):
+        if isinstance(method, str) and method.lower() in (
+            "auto",
+            "manual",
+            "random",
+            "round_robin",
+        ):
             return successor(src, names, graph, allow_repeat, method.lower())
         name = agent_name(value)
         if name is None or name not in names:
@@ -203,7 +225,7 @@ def lower_function(
             f"({err.what}); an LLM selector speaker stands in for it",
             err.node,
             help="write it as an if/elif chain on `last_speaker` whose branches return an agent, "
-                 "None or a method name, or write the `when from X then Y` rules by hand",
+            "None or a method name, or write the `when from X then Y` rules by hand",
         )
         return None
     out: Lowered = []
@@ -233,13 +255,18 @@ def lower_function(
             "a string, which Python never finds equal: read as Python runs it",
             test,
             help="compare with the agent (`last_speaker is scientist`) or its name "
-                 "(`last_speaker.name == \"Scientist\"`) if that was meant",
+            '(`last_speaker.name == "Scientist"`) if that was meant',
         )
     return out, bool(parts)
 
 
-def _report_part(reader: AgentReader, fn_name: str, node: ast.AST, what: str,
-                 turns: list[tuple[str, tuple[n.Cond, ...], Next, bool]]) -> None:
+def _report_part(
+    reader: AgentReader,
+    fn_name: str,
+    node: ast.AST,
+    what: str,
+    turns: list[tuple[str, tuple[n.Cond, ...], Next, bool]],
+) -> None:
     """One M001 for a part of a selection function that could not be lowered."""
     whom = []
     for src, guards, _, _ in turns:
@@ -250,8 +277,10 @@ def _report_part(reader: AgentReader, fn_name: str, node: ast.AST, what: str,
     instead = []
     for x, may_end in nxs:
         if x.kind == "select":
-            text = (f"a selector speaker choosing among {', '.join(f'`{c}`' for c in x.candidates)}"
-                    + (" (or nobody: the chat ends)" if may_end else ""))
+            text = (
+                f"a selector speaker choosing among {', '.join(f'`{c}`' for c in x.candidates)}"
+                + (" (or nobody: the chat ends)" if may_end else "")
+            )
         elif x.kind == "agent":
             text = f"`{x.agent}`, the only agent it can return,"
         else:
@@ -264,12 +293,16 @@ def _report_part(reader: AgentReader, fn_name: str, node: ast.AST, what: str,
         f"{' / '.join(instead)} stands in for it there; the other branches became rules",
         node,
         help="write that part as a test on `last_speaker` or on the last message's text, or write "
-             "its `when from X then Y` rules by hand",
+        "its `when from X then Y` rules by hand",
     )
 
 
 def routing_rules(
-    sources: list[str], nexts: dict[str, Next], names: list[str], manager: Selectors, human: bool = False
+    sources: list[str],
+    nexts: dict[str, Next],
+    names: list[str],
+    manager: Selectors,
+    human: bool = False,
 ) -> list[mm.Rule]:
     groups: dict[str, tuple[n.Target, list[str]]] = {}
     for src in sources:
@@ -279,13 +312,12 @@ def routing_rules(
     rules: list[mm.Rule] = []
     select = [x for x in nexts.values() if x.kind == "select"]
     if len(groups) == 1 and not select:
-        (t, _members), = groups.values()
+        ((t, _members),) = groups.values()
         rules.append(mm.Rule(n.AlwaysCond(mm.S), t, 0, "after every turn"))
     else:
         for t, members in groups.values():
             rules.append(mm.Rule(mm.from_(*members), t))
     return rules + selector_rules(nexts, manager, human)
-
 
 
 __all__ = [

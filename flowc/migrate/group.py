@@ -49,14 +49,18 @@ from flowc.regex import refusal
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
 RUNNERS = (
-    "initiate_group_chat", "run_group_chat", "a_initiate_group_chat", "a_run_group_chat",
+    "initiate_group_chat",
+    "run_group_chat",
+    "a_initiate_group_chat",
+    "a_run_group_chat",
     "run_group_chat_iter",
 )
 DEFAULT_MAX_ROUNDS = 20
 
 
-def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None = None
-                    ) -> mm.Translation:
+def translate_group(
+    reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None = None
+) -> mm.Translation:
     """Translate a pattern + ``initiate_group_chat`` (``runner``, else the file's first)."""
     mod = reader.mod
     g = HandoffReader(reader, calls)
@@ -66,19 +70,29 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
     if not isinstance(pattern, ast.Call) or callee(pattern) not in PATTERNS:
         pattern = next((c for c in calls if callee(c) in PATTERNS), None)
     if pattern is None:
-        reader.report(M001, "the group chat's pattern cannot be read statically", runner,
-                      help="build the pattern in this file: DefaultPattern(initial_agent=..., agents=[...])")
+        reader.report(
+            M001,
+            "the group chat's pattern cannot be read statically",
+            runner,
+            help="build the pattern in this file: DefaultPattern(initial_agent=..., agents=[...])",
+        )
         raise mm.NotRecognised(reader.findings)
     kind = callee(pattern)
     agents = reader.agent_list(kwarg(pattern, "agents"), "agents", pattern)
     initial = reader.agent_of(kwarg(pattern, "initial_agent"))
     if initial is None or len(agents) < 1:
-        reader.report(M001, "the pattern's `initial_agent` or `agents` cannot be read statically", pattern)
+        reader.report(
+            M001, "the pattern's `initial_agent` or `agents` cannot be read statically", pattern
+        )
         raise mm.NotRecognised(reader.findings)
     user_node = kwarg(pattern, "user_agent")
     user_agent = reader.agent_of(user_node) if user_node is not None else None
     g.names = [a.name for a in agents]
-    g.user = user_agent.name if user_agent is not None else ("user" if "user" not in g.names else "task_user")
+    g.user = (
+        user_agent.name
+        if user_agent is not None
+        else ("user" if "user" not in g.names else "task_user")
+    )
 
     # context
     ctx_node = kwarg(pattern, "context_variables")
@@ -91,8 +105,12 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
                 raise NotStatic("not a dict")
             g.context = data
         except NotStatic:
-            reader.report(M001, "the initial context variables cannot be read statically; left out",
-                          ctx_node, help="write them as ContextVariables(data={...}) with literal values")
+            reader.report(
+                M001,
+                "the initial context variables cannot be read statically; left out",
+                ctx_node,
+                help="write them as ContextVariables(data={...}) with literal values",
+            )
 
     # runner settings
     max_rounds: int | None = DEFAULT_MAX_ROUNDS
@@ -104,22 +122,41 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
             value = mod.const_or(mr, None)
             max_rounds = value if isinstance(value, int) and value >= 1 else None
             if max_rounds is None:
-                reader.report(M001, "`max_rounds` cannot be read statically; the flow has no cap", mr)
+                reader.report(
+                    M001, "`max_rounds` cannot be read statically; the flow has no cap", mr
+                )
         msg = mod.const_or(kwarg(runner, "messages", 1), None)
         kickoff = msg if isinstance(msg, str) else None
         if isinstance(msg, list) and msg and isinstance(msg[-1], dict):
             text = msg[-1].get("content")
             kickoff = text if isinstance(text, str) else None
-            sender = _named_sender(g, msg, user_agent is not None, kwarg(runner, "messages", 1) or runner)
+            sender = _named_sender(
+                g, msg, user_agent is not None, kwarg(runner, "messages", 1) or runner
+            )
         if any(kwarg(a.node, "functions") is not None for a in agents) or any(
-            callee(c) in ("add_llm_condition", "add_llm_conditions", "add_context_condition",
-                          "add_context_conditions", "add", "add_many") for c in calls
+            callee(c)
+            in (
+                "add_llm_condition",
+                "add_llm_conditions",
+                "add_context_condition",
+                "add_context_conditions",
+                "add",
+                "add_many",
+            )
+            for c in calls
         ):
-            reader.report(M002, "classic `max_rounds` also counts the hidden tool-executor turns and "
-                                "transit messages; the flow counts only speaking turns", mr or runner)
+            reader.report(
+                M002,
+                "classic `max_rounds` also counts the hidden tool-executor turns and "
+                "transit messages; the flow counts only speaking turns",
+                mr or runner,
+            )
     else:
-        reader.report(M002, "no initiate_group_chat/run_group_chat call found: max_rounds defaults to 20",
-                      pattern)
+        reader.report(
+            M002,
+            "no initiate_group_chat/run_group_chat call found: max_rounds defaults to 20",
+            pattern,
+        )
 
     guard_rules, guards_seen = _guardrails(g, calls)
     report_extras(reader, calls, runner, guards_seen)
@@ -132,17 +169,25 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
     ctx: dict[str, list[ast.expr]] = {}
     after: dict[str, list[ast.expr]] = {}
     unconditional: dict[str, ast.expr] = {}
+
     def is_handoff(c: ast.Call) -> bool:
-        return (isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Attribute)
-                and c.func.value.attr == "handoffs")
+        return (
+            isinstance(c.func, ast.Attribute)
+            and isinstance(c.func.value, ast.Attribute)
+            and c.func.value.attr == "handoffs"
+        )
 
     for c in unrolled_calls(reader, calls, is_handoff):
         func = c.func
         assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
         owner_agent = reader.agent_of(func.value.value)
         if owner_agent is None:
-            reader.report(M001, f"`{ast.unparse(func.value.value)}.handoffs.{func.attr}` is on something "
-                                "that is not an agent created in this file; left out", func.value.value)
+            reader.report(
+                M001,
+                f"`{ast.unparse(func.value.value)}.handoffs.{func.attr}` is on something "
+                "that is not an agent created in this file; left out",
+                func.value.value,
+            )
         if owner_agent is None or owner_agent.name not in by_name:
             continue
         oname = owner_agent.name
@@ -170,8 +215,12 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
                     reader.report(M001, "this handoff cannot be read statically; left out", item)
     for a in agents:
         if kwarg(a.node, "handoffs") is not None:
-            reader.report(M001, f"`{a.name}`'s `handoffs=` argument is not read by this version; "
-                                "use `agent.handoffs.add_...` calls", kwarg(a.node, "handoffs"))
+            reader.report(
+                M001,
+                f"`{a.name}`'s `handoffs=` argument is not read by this version; "
+                "use `agent.handoffs.add_...` calls",
+                kwarg(a.node, "handoffs"),
+            )
 
     # pattern-generated after works replace the agents' own unconditional ones
     generated: dict[str, n.Target] = {}
@@ -183,14 +232,21 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
             ring.append(g.user)
         for i, member in enumerate(ring):
             generated[member] = mm.speaker_target(ring[(i + 1) % len(ring)])
-        pattern_note = "RoundRobinPattern: after works form the ring initial agent, other agents, user"
+        pattern_note = (
+            "RoundRobinPattern: after works form the ring initial agent, other agents, user"
+        )
     elif kind == "RandomPattern":
         members = g.names + ([g.user] if user_agent is not None else [])
         for member in members:
             generated[member] = mm.call_target(
-                "random_agent", agent_ids=[x for x in members if x != member], allow_repeat=True)
-        reader.report(M002, "RandomPattern became `random_agent` after works: draws come from the "
-                            "envelope id, not Python's `random`", pattern)
+                "random_agent", agent_ids=[x for x in members if x != member], allow_repeat=True
+            )
+        reader.report(
+            M002,
+            "RandomPattern became `random_agent` after works: draws come from the "
+            "envelope id, not Python's `random`",
+            pattern,
+        )
     group_after: n.Target | None = None
     gaw = kwarg(pattern, "group_after_work")
     if gaw is not None:
@@ -200,8 +256,12 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         g.selector_used = True
         group_after = mm.speaker_target(MANAGER)
     elif kind == "ManualPattern":
-        reader.report(M002, "ManualPattern asks a person at the console who speaks next; the flow "
-                            "hands the turn to the user instead", pattern)
+        reader.report(
+            M002,
+            "ManualPattern asks a person at the console who speaks next; the flow "
+            "hands the turn to the user instead",
+            pattern,
+        )
         group_after = mm.speaker_target(g.user)
 
     # rules
@@ -215,11 +275,20 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
                 if isinstance(k, ast.Constant) and k.value == "is_termination_msg":
                     pred = text_predicate(mod.deref(v), mod.function_of)
                     if pred is None:
-                        reader.report(M001, "this `is_termination_msg` is not a recognised text test; "
-                                            "left out", v)
+                        reader.report(
+                            M001,
+                            "this `is_termination_msg` is not a recognised text test; left out",
+                            v,
+                        )
                     else:
-                        rules.append(mm.Rule(pred.cond, mm.terminate("is_termination_msg"), -10,
-                                             "group_manager_args is_termination_msg"))
+                        rules.append(
+                            mm.Rule(
+                                pred.cond,
+                                mm.terminate("is_termination_msg"),
+                                -10,
+                                "group_manager_args is_termination_msg",
+                            )
+                        )
     rules.extend(guard_rules)
     llm_reported = False
     for owner in [*g.names, g.user]:
@@ -233,32 +302,52 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
                 continue
             tool_name = f"transfer_to_{t.normalized}_{i}"
             if " " in t.normalized:
-                reader.report(M002, f"AG2 names this handoff function `{tool_name}` (with spaces); the "
-                                    "tool keeps that name in backquotes", obj)
+                reader.report(
+                    M002,
+                    f"AG2 names this handoff function `{tool_name}` (with spaces); the "
+                    "tool keeps that name in backquotes",
+                    obj,
+                )
             doc = g.llm_text(kwarg(obj, "condition", 1)) or f"Hand off to {t.normalized}."
             tools.setdefault(owner, []).append(mm.Tool(tool_name, doc))
             cond = gated(mm.tool_cond(tool_name), kwarg(obj, "available", 2), mod, g, reader)
             if cond is None:
                 continue
-            rules.append(mm.Rule(cond, t.target, 0,
-                                 f"{owner}: OnCondition (the model decides by calling the tool)"))
+            rules.append(
+                mm.Rule(
+                    cond,
+                    t.target,
+                    0,
+                    f"{owner}: OnCondition (the model decides by calling the tool)",
+                )
+            )
             if not llm_reported:
                 llm_reported = True
-                reader.report(M002, "LLM-judged handoffs (OnCondition) became tools named as AG2 names "
-                                    "them, routed by `when tool` rules", at)
+                reader.report(
+                    M002,
+                    "LLM-judged handoffs (OnCondition) became tools named as AG2 names "
+                    "them, routed by `when tool` rules",
+                    at,
+                )
     for owner in [*g.names, g.user]:
         for item in ctx.get(owner, []):
             rule = context_rule(g, owner, item, 10, "OnContextCondition")
             if rule is not None:
                 rules.append(rule)
-                reader.report(M002, "OnContextCondition is checked before the agent's model runs in "
-                                    "classic; the flow checks it after the agent's turn", item)
+                reader.report(
+                    M002,
+                    "OnContextCondition is checked before the agent's model runs in "
+                    "classic; the flow checks it after the agent's turn",
+                    item,
+                )
         for item in after.get(owner, []):
             rule = context_rule(g, owner, item, 20, "conditional after work")
             if rule is not None:
                 rules.append(rule)
         if owner in generated:
-            rules.append(mm.Rule(mm.from_(owner), generated[owner], 30, "after work (from the pattern)"))
+            rules.append(
+                mm.Rule(mm.from_(owner), generated[owner], 30, "after work (from the pattern)")
+            )
         elif owner in unconditional:
             t = g.target(unconditional[owner], owner)
             if t is not None:
@@ -267,16 +356,34 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
     if sender is not None and sender != g.user:
         # classic's first turn goes to the initial agent whoever sent the kickoff
         # (`group_utils.determine_next_agent`); later turns of the sender follow its handoffs
-        rules.append(mm.Rule(mm.call_cond("turn_count_at_most", turns=1), mm.speaker_target(initial.name),
-                             FIRST_TURN_PRIORITY, f"the kickoff (sent by {sender}) goes to the initial agent"))
+        rules.append(
+            mm.Rule(
+                mm.call_cond("turn_count_at_most", turns=1),
+                mm.speaker_target(initial.name),
+                FIRST_TURN_PRIORITY,
+                f"the kickoff (sent by {sender}) goes to the initial agent",
+            )
+        )
     if no_user:
         pass  # classic has no user here (no temporary `_User` when a group agent sends the kickoff)
-    elif not (user_agent is not None and (after.get(g.user) or g.user in unconditional
-                                          or g.user in generated)):
-        rules.append(mm.Rule(mm.from_(g.user), mm.speaker_target(initial.name), 40,
-                             "the user's message goes to the initial agent"))
-        reader.report(M002, "after a later user turn classic returns to the agent that spoke before "
-                            "the user; the flow sends every user turn to the initial agent", pattern)
+    elif not (
+        user_agent is not None
+        and (after.get(g.user) or g.user in unconditional or g.user in generated)
+    ):
+        rules.append(
+            mm.Rule(
+                mm.from_(g.user),
+                mm.speaker_target(initial.name),
+                40,
+                "the user's message goes to the initial agent",
+            )
+        )
+        reader.report(
+            M002,
+            "after a later user turn classic returns to the agent that spoke before "
+            "the user; the flow sends every user turn to the initial agent",
+            pattern,
+        )
 
     # tools from functions=[...]
     for a in agents:
@@ -286,9 +393,12 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
                 tools.setdefault(a.name, []).append(tool)
 
     speakers: list[mm.Speaker] = []
-    user_role = (user_agent.role if user_agent is not None and user_agent.role else
-                 "The user who sends the task (classic pattern `user_agent`; a temporary `_User` "
-                 "when there is none).")
+    user_role = (
+        user_agent.role
+        if user_agent is not None and user_agent.role
+        else "The user who sends the task (classic pattern `user_agent`; a temporary `_User` "
+        "when there is none)."
+    )
     if not no_user:
         speakers.append(mm.Speaker(g.user, True, user_role, tuple(tools.get(g.user, ()))))
     for a in agents:
@@ -306,10 +416,14 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         )
         speakers.append(selector)
         rules += selector_rules
-        reader.report(M002, "speaker selection by the group manager's LLM became the selector speaker "
-                            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
-                            "included (AG2 offers it too); its turns count toward max_turns, which "
-                            "classic's selection does not", pattern)
+        reader.report(
+            M002,
+            "speaker selection by the group manager's LLM became the selector speaker "
+            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
+            "included (AG2 offers it too); its turns count toward max_turns, which "
+            "classic's selection does not",
+            pattern,
+        )
     nested_speakers, nested_rules = g.placeholders()
     speakers += nested_speakers
     rules += nested_rules
@@ -318,18 +432,29 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         otherwise = None  # the implicit default
     if {sp.name for sp in speakers} <= mm.always_routed(rules):
         otherwise = None  # every speaker has an unconditional after work: never reached
-    exact = kind == "RoundRobinPattern" and not g.selector_used and not any(
-        d.code is M001 for d in reader.findings) and not llm and not ctx and not after
+    exact = (
+        kind == "RoundRobinPattern"
+        and not g.selector_used
+        and not any(d.code is M001 for d in reader.findings)
+        and not llm
+        and not ctx
+        and not after
+    )
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
     if exact and max_rounds is not None:
         seq = [sender or g.user, initial.name]
         while len(seq) < min(max_rounds, 24):
-            seq.append(ring[(ring.index(seq[-1]) + 1) % len(ring)] if seq[-1] in ring else initial.name)
+            seq.append(
+                ring[(ring.index(seq[-1]) + 1) % len(ring)] if seq[-1] in ring else initial.name
+            )
         items: list[n.ScenarioItem] = [mm.say(seq[0], kickoff or "the task")]
         items += [mm.say(sp, f"{sp}, turn {i + 2}") for i, sp in enumerate(seq[1:])]
-        items.append(mm.expect_terminate("max_turns") if len(seq) == max_rounds
-                     else mm.expect_next(ring[(ring.index(seq[-1]) + 1) % len(ring)]))
+        items.append(
+            mm.expect_terminate("max_turns")
+            if len(seq) == max_rounds
+            else mm.expect_next(ring[(ring.index(seq[-1]) + 1) % len(ring)])
+        )
         scenarios.append(mm.scenario("pattern speaking order", items))
         sequences.append(tuple(seq))
     exact = exact and bool(scenarios)  # the label says the scenarios state the order
@@ -341,15 +466,28 @@ def translate_group(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         speakers=tuple(speakers),
         start=sender or g.user,
         max_turns=max_rounds,
-        max_turns_comment="classic max_rounds (it also counted tool-executor turns)" + (
-            "; the selector's turns count too, raise it if runs end early" if g.selector_used else ""),
+        max_turns_comment="classic max_rounds (it also counted tool-executor turns)"
+        + (
+            "; the selector's turns count too, raise it if runs end early"
+            if g.selector_used
+            else ""
+        ),
         context=tuple(g.context.items()),
         rules=tuple(rules),
         otherwise=otherwise,
         otherwise_comment="the pattern's group after work" if otherwise is not None else None,
         scenarios=tuple(scenarios),
-        notes=tuple(x for x in (pattern_note + (", speaker order read statically (the scenarios state it)" if exact else "") + "."
-                                if pattern_note else "",) if x),
+        notes=tuple(
+            x
+            for x in (
+                pattern_note
+                + (", speaker order read statically (the scenarios state it)" if exact else "")
+                + "."
+                if pattern_note
+                else "",
+            )
+            if x
+        ),
     )
     return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
 
@@ -365,17 +503,31 @@ def _named_sender(g: HandoffReader, messages: list[Any], has_user: bool, at: ast
     first = messages[0] if isinstance(messages[0], dict) else {}
     name = first.get("name")
     if len(messages) > 1:
-        g.r.report(M002, "only the last of the initial `messages` becomes the kickoff; classic also "
-                         "puts the earlier ones in the agents' history", at)
+        g.r.report(
+            M002,
+            "only the last of the initial `messages` becomes the kickoff; classic also "
+            "puts the earlier ones in the agents' history",
+            at,
+        )
     if not isinstance(name, str):
         return None
     if name in g.names or (has_user and name == g.user):
         return name
-    g.r.report(M001, f"the first message names `{name}`, which is no agent of this group (classic "
-                     "raises ValueError); the user sends the kickoff instead", at)
+    g.r.report(
+        M001,
+        f"the first message names `{name}`, which is no agent of this group (classic "
+        "raises ValueError); the user sends the kickoff instead",
+        at,
+    )
     return None
-GUARDRAIL_REGISTRATIONS = ("register_output_guardrail", "register_output_guardrails",
-                           "register_input_guardrail", "register_input_guardrails")
+
+
+GUARDRAIL_REGISTRATIONS = (
+    "register_output_guardrail",
+    "register_output_guardrails",
+    "register_input_guardrail",
+    "register_input_guardrails",
+)
 
 
 def _guardrails(g: HandoffReader, calls: list[ast.Call]) -> tuple[list[mm.Rule], set[int]]:
@@ -403,48 +555,77 @@ def _guardrails(g: HandoffReader, calls: list[ast.Call]) -> tuple[list[mm.Rule],
             if isinstance(obj, ast.Call):
                 seen.add(id(obj))
             if owner is None or owner.name not in g.names:
-                g.r.report(M001, f"`{func.attr}` on an agent outside this group cannot be translated; "
-                                 "left out", c)
+                g.r.report(
+                    M001,
+                    f"`{func.attr}` on an agent outside this group cannot be translated; left out",
+                    c,
+                )
                 continue
             if "input" in func.attr:
-                g.r.report(M001, f"an input guardrail (`{kind or 'guardrail'}` on `{owner.name}`) acts "
-                                 "before the agent replies; a flow rule only sees a message after it is "
-                                 "sent; left out", item,
-                           help="check the incoming message in the agent itself, or guard the sender's "
-                                "output with a `when from SENDER and text_matches(...)` rule")
+                g.r.report(
+                    M001,
+                    f"an input guardrail (`{kind or 'guardrail'}` on `{owner.name}`) acts "
+                    "before the agent replies; a flow rule only sees a message after it is "
+                    "sent; left out",
+                    item,
+                    help="check the incoming message in the agent itself, or guard the sender's "
+                    "output with a `when from SENDER and text_matches(...)` rule",
+                )
                 continue
             if kind != "RegexGuardrail" or not isinstance(obj, ast.Call):
-                g.r.report(M001, f"`{kind or 'this guardrail'}` on `{owner.name}` is judged at run time "
-                                 "(by a model or by code); left out", item,
-                           help="a regex output guardrail can be written as "
-                                "`when from A and text_matches(pattern = ...) then T`")
+                g.r.report(
+                    M001,
+                    f"`{kind or 'this guardrail'}` on `{owner.name}` is judged at run time "
+                    "(by a model or by code); left out",
+                    item,
+                    help="a regex output guardrail can be written as "
+                    "`when from A and text_matches(pattern = ...) then T`",
+                )
                 continue
             pattern = g.mod.const_or(kwarg(obj, "condition", 1), None)
             target = g.target(kwarg(obj, "target", 2), owner.name)
             if not isinstance(pattern, str):
-                g.r.report(M001, "the guardrail's regular expression cannot be read statically; left out",
-                           obj)
+                g.r.report(
+                    M001,
+                    "the guardrail's regular expression cannot be read statically; left out",
+                    obj,
+                )
                 continue
             refused = refusal(pattern)
             if refused is not None:  # what E114 would refuse in the generated flow
-                g.r.report(M001, f"the guardrail's regular expression cannot become a `text_matches` "
-                                 f"rule: {refused.message}; left out", obj,
-                           help="text_matches is Python's re.search in linear time; see "
-                                "`flowc explain E114` for what a pattern may use")
+                g.r.report(
+                    M001,
+                    f"the guardrail's regular expression cannot become a `text_matches` "
+                    f"rule: {refused.message}; left out",
+                    obj,
+                    help="text_matches is Python's re.search in linear time; see "
+                    "`flowc explain E114` for what a pattern may use",
+                )
                 continue
             if target is None:
                 continue
             label = g.mod.const_or(kwarg(obj, "name", 0), None)
-            cond = n.AndCond((mm.from_(owner.name), mm.call_cond("text_matches", pattern=pattern)), S)
-            rules.append(mm.Rule(cond, target.target, GUARDRAIL_PRIORITY,
-                                 f"{owner.name}: output guardrail"
-                                 + (f" `{label}`" if isinstance(label, str) else "")))
-            g.r.report(M002, f"the regex output guardrail on `{owner.name}` became a "
-                             "`text_matches` rule: classic replaces the matching reply with the "
-                             "guardrail's activation message before anyone sees it (and checks the "
-                             "termination text on that message); the flow keeps the reply as sent", obj)
+            cond = n.AndCond(
+                (mm.from_(owner.name), mm.call_cond("text_matches", pattern=pattern)), S
+            )
+            rules.append(
+                mm.Rule(
+                    cond,
+                    target.target,
+                    GUARDRAIL_PRIORITY,
+                    f"{owner.name}: output guardrail"
+                    + (f" `{label}`" if isinstance(label, str) else ""),
+                )
+            )
+            g.r.report(
+                M002,
+                f"the regex output guardrail on `{owner.name}` became a "
+                "`text_matches` rule: classic replaces the matching reply with the "
+                "guardrail's activation message before anyone sees it (and checks the "
+                "termination text on that message); the flow keeps the reply as sent",
+                obj,
+            )
     return rules, seen
-
 
 
 __all__ = ["PATTERNS", "RUNNERS", "translate_group"]

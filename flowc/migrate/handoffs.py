@@ -66,21 +66,34 @@ class HandoffReader:
         count = sum(1 for o in self.nested.values() if o == owner) + 1
         name = f"wrapped_nested_{owner}_{count}"
         self.nested[name] = owner
-        self.r.report(M001, f"`{kind}` (a nested chat) became the placeholder speaker `{name}`, as AG2 "
-                            f"wraps it in an agent of that name; after it `{owner}` speaks again. The "
-                            "nested chat itself is not in the flow", node,
-                      help=f"implement `{name}`'s turn as the nested chat (run it as its own flow, or "
-                           "as a tool of the agent) and reply with its summary")
-        return Target(mm.speaker_target(name), n.HandoffEffect(mm.name(name), S), "nested_chat",
-                      exact=False)
+        self.r.report(
+            M001,
+            f"`{kind}` (a nested chat) became the placeholder speaker `{name}`, as AG2 "
+            f"wraps it in an agent of that name; after it `{owner}` speaks again. The "
+            "nested chat itself is not in the flow",
+            node,
+            help=f"implement `{name}`'s turn as the nested chat (run it as its own flow, or "
+            "as a tool of the agent) and reply with its summary",
+        )
+        return Target(
+            mm.speaker_target(name), n.HandoffEffect(mm.name(name), S), "nested_chat", exact=False
+        )
 
     def placeholders(self) -> tuple[list[mm.Speaker], list[mm.Rule]]:
         """The nested chats' placeholder speakers, and their after work back to the owner."""
-        speakers = [mm.Speaker(w, False, f"Placeholder for a nested chat of `{o}` (AG2 wraps it in "
-                                         "an agent): its reply is the nested chat's summary.")
-                    for w, o in self.nested.items()]
-        rules = [mm.Rule(mm.from_(w), mm.speaker_target(o), 30, "after the nested chat")
-                 for w, o in self.nested.items()]
+        speakers = [
+            mm.Speaker(
+                w,
+                False,
+                f"Placeholder for a nested chat of `{o}` (AG2 wraps it in "
+                "an agent): its reply is the nested chat's summary.",
+            )
+            for w, o in self.nested.items()
+        ]
+        rules = [
+            mm.Rule(mm.from_(w), mm.speaker_target(o), 30, "after the nested chat")
+            for w, o in self.nested.items()
+        ]
         return speakers, rules
 
     # ── targets and conditions ──
@@ -90,8 +103,9 @@ class HandoffReader:
             return None
         agent = self.r.agent_of(node)
         if agent is not None and agent.name in [*self.names, self.user]:
-            return Target(mm.speaker_target(agent.name), n.HandoffEffect(mm.name(agent.name), S),
-                           agent.name)
+            return Target(
+                mm.speaker_target(agent.name), n.HandoffEffect(mm.name(agent.name), S), agent.name
+            )
         node = self.mod.deref(node)
         if isinstance(node, ast.Call) and callee(node) in ("AfterWork", "AFTER_WORK"):
             return self.target(kwarg(node, "agent", 0), owner)
@@ -101,13 +115,19 @@ class HandoffReader:
             if node.value in AFTER_WORK_OPTIONS:
                 return self.option(node.value, owner, node)
             if node.value in [*self.names, self.user]:
-                return Target(mm.speaker_target(node.value), n.HandoffEffect(mm.name(node.value), S),
-                               node.value)
+                return Target(
+                    mm.speaker_target(node.value),
+                    n.HandoffEffect(mm.name(node.value), S),
+                    node.value,
+                )
         if isinstance(node, ast.Dict):
             return self.nested_chat(owner, node, "a nested chat config")
         if not isinstance(node, ast.Call):
-            self.r.report(M001, "this transition target cannot be read without running the code; "
-                                "left out", node)
+            self.r.report(
+                M001,
+                "this transition target cannot be read without running the code; left out",
+                node,
+            )
             return None
         kind = callee(node)
         if kind in ("AgentTarget", "AgentNameTarget"):
@@ -123,38 +143,66 @@ class HandoffReader:
                 return None
             return Target(mm.speaker_target(name), n.HandoffEffect(mm.name(name), S), name)
         if kind == "RevertToUserTarget":
-            return Target(n.InitiatorTarget(S), n.HandoffEffect(mm.name(self.user), S), "revert_to_user")
+            return Target(
+                n.InitiatorTarget(S), n.HandoffEffect(mm.name(self.user), S), "revert_to_user"
+            )
         if kind == "StayTarget":
             return Target(n.StayTarget(S), n.HandoffEffect(mm.name(owner), S), "stay")
         if kind == "TerminateTarget":
             return Target(mm.terminate(), n.FinishEffect(None, S), "terminate")
         if kind == "GroupManagerTarget":
             self.selector_used = True
-            return Target(mm.speaker_target(MANAGER), n.HandoffEffect(mm.name(MANAGER), S),
-                           "the group manager", exact=False)
+            return Target(
+                mm.speaker_target(MANAGER),
+                n.HandoffEffect(mm.name(MANAGER), S),
+                "the group manager",
+                exact=False,
+            )
         if kind == "AskUserTarget":
-            self.r.report(M002, "`AskUserTarget` became a turn of the user: classic asks at the "
-                                "console which agent speaks next", node)
-            return Target(mm.speaker_target(self.user), n.HandoffEffect(mm.name(self.user), S),
-                           "ask_user", exact=False)
+            self.r.report(
+                M002,
+                "`AskUserTarget` became a turn of the user: classic asks at the "
+                "console which agent speaks next",
+                node,
+            )
+            return Target(
+                mm.speaker_target(self.user),
+                n.HandoffEffect(mm.name(self.user), S),
+                "ask_user",
+                exact=False,
+            )
         if kind == "RandomAgentTarget":
             agents = self.r.agent_list(kwarg(node, "agents", 0), "agents", node)
             ids = [a.name for a in agents]
             if not ids:
                 return None
-            self.r.report(M002, "`RandomAgentTarget` became `random_agent`: draws come from the "
-                                "envelope id, not Python's `random`", node)
+            self.r.report(
+                M002,
+                "`RandomAgentTarget` became `random_agent`: draws come from the "
+                "envelope id, not Python's `random`",
+                node,
+            )
             # classic draws among the agents minus the current one (`RandomAgentTarget.resolve`)
-            return Target(mm.call_target("random_agent", agent_ids=ids, allow_repeat=False),
-                           n.HandoffEffect(mm.name(ids[0]), S), "random", exact=False)
+            return Target(
+                mm.call_target("random_agent", agent_ids=ids, allow_repeat=False),
+                n.HandoffEffect(mm.name(ids[0]), S),
+                "random",
+                exact=False,
+            )
         if kind == "NestedChatTarget":
             return self.nested_chat(owner, node, kind)
         if kind in ("GroupChatTarget", "FunctionTarget"):
-            what = {"GroupChatTarget": "a nested group chat",
-                    "FunctionTarget": "a Python function that picks the target"}[kind]
-            self.r.report(M001, f"`{kind}` ({what}) has no equivalent in one workflow channel; "
-                                "this transition was left out", node,
-                          help="run it as its own flow, or hand-port FunctionTarget as a custom target")
+            what = {
+                "GroupChatTarget": "a nested group chat",
+                "FunctionTarget": "a Python function that picks the target",
+            }[kind]
+            self.r.report(
+                M001,
+                f"`{kind}` ({what}) has no equivalent in one workflow channel; "
+                "this transition was left out",
+                node,
+                help="run it as its own flow, or hand-port FunctionTarget as a custom target",
+            )
             return None
         self.r.report(M001, f"unknown transition target `{kind}`; left out", node)
         return None
@@ -168,10 +216,16 @@ class HandoffReader:
         if option == "REVERT_TO_USER":
             if not self.has_user:
                 return Target(mm.terminate(), n.FinishEffect(None, S), "terminate")
-            return Target(n.InitiatorTarget(S), n.HandoffEffect(mm.name(self.user), S), "revert_to_user")
+            return Target(
+                n.InitiatorTarget(S), n.HandoffEffect(mm.name(self.user), S), "revert_to_user"
+            )
         self.selector_used = True
-        return Target(mm.speaker_target(MANAGER), n.HandoffEffect(mm.name(MANAGER), S),
-                       "swarm_manager", exact=False)
+        return Target(
+            mm.speaker_target(MANAGER),
+            n.HandoffEffect(mm.name(MANAGER), S),
+            "swarm_manager",
+            exact=False,
+        )
 
     def flag(self, key: str) -> n.Cond:
         """C11: a truthiness test on a context key."""
@@ -192,7 +246,12 @@ class HandoffReader:
         kind = tree[0]
         if kind == "var":
             return self.flag(tree[1])
-        if kind == "cmp" and tree[1] in ("==", "!=") and tree[2][0] == "var" and tree[3][0] == "lit":
+        if (
+            kind == "cmp"
+            and tree[1] in ("==", "!=")
+            and tree[2][0] == "var"
+            and tree[3][0] == "lit"
+        ):
             return n.ContextCond(mm.name(tree[2][1]), tree[1], n.Value(tree[3][1], S), S)
         if kind == "not":
             inner = self._simple(tree[1])
@@ -202,8 +261,10 @@ class HandoffReader:
             if left is None or right is None:
                 return None
             cls = n.AndCond if kind == "and" else n.OrCond
-            items = [*(left.items if isinstance(left, cls) else (left,)),
-                     *(right.items if isinstance(right, cls) else (right,))]
+            items = [
+                *(left.items if isinstance(left, cls) else (left,)),
+                *(right.items if isinstance(right, cls) else (right,)),
+            ]
             return cls(tuple(items), S)
         return None
 
@@ -223,7 +284,11 @@ class HandoffReader:
             key = self.mod.const_or(key_node, None)
             if isinstance(key, str):
                 return self.flag(key)
-        elif kind in ("ExpressionContextCondition", "ExpressionAvailableCondition", "ContextExpression"):
+        elif kind in (
+            "ExpressionContextCondition",
+            "ExpressionAvailableCondition",
+            "ContextExpression",
+        ):
             inner = kwarg(node, "expression", 0)
             if kind == "ContextExpression":
                 inner = node
@@ -233,7 +298,9 @@ class HandoffReader:
             text = self.mod.const_or(inner, None)
             if isinstance(text, str):
                 return self.expression(text, node)
-        self.r.report(M001, f"the condition `{kind or 'callable'}` cannot be translated; left out", node)
+        self.r.report(
+            M001, f"the condition `{kind or 'callable'}` cannot be translated; left out", node
+        )
         return None
 
     def llm_text(self, node: ast.expr | None) -> str | None:
@@ -252,13 +319,21 @@ class HandoffReader:
                 template = kwarg(inner, "template", 0) if isinstance(inner, ast.Call) else None
                 value = self.mod.const_or(template, None)
                 if isinstance(value, str):
-                    self.r.report(M002, "a ContextStr condition is rendered per turn in classic; the "
-                                        "tool's description keeps the template as written", node)
+                    self.r.report(
+                        M002,
+                        "a ContextStr condition is rendered per turn in classic; the "
+                        "tool's description keeps the template as written",
+                        node,
+                    )
                     return value
         if isinstance(node, ast.Lambda) or self.mod.function_of(node) is not None:
-            self.r.report(M001, "this handoff's condition text is computed by Python code at run time; "
-                                "the tool was kept with a generic description and the code left out", node,
-                          help="write the condition as a string (the tool's description)")
+            self.r.report(
+                M001,
+                "this handoff's condition text is computed by Python code at run time; "
+                "the tool was kept with a generic description and the code left out",
+                node,
+                help="write the condition as a string (the tool's description)",
+            )
             return None
         value = self.mod.const_or(node, None)
         return value if isinstance(value, str) else None
@@ -277,8 +352,12 @@ def gated(
     if gate is True:
         return cond
     assert not isinstance(gate, bool)
-    reader.report(M002, "an `available` condition became a gate on the routing rule: "
-                        "the model still sees the tool when it is not available", available)
+    reader.report(
+        M002,
+        "an `available` condition became a gate on the routing rule: "
+        "the model still sees the tool when it is not available",
+        available,
+    )
     return n.AndCond((cond, gate), S)
 
 
@@ -291,37 +370,59 @@ def items_of(mod: PyModule, call: ast.Call, single: bool) -> list[ast.expr]:
     return mod.elements(arg) or []
 
 
-
-def report_extras(reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None,
-                   handled: set[int] | None = None) -> None:
+def report_extras(
+    reader: AgentReader,
+    calls: list[ast.Call],
+    runner: ast.Call | None,
+    handled: set[int] | None = None,
+) -> None:
     """Constructs around a group chat that the flow does not carry: say so, never drop silently."""
     for c in calls:
         kind = callee(c)
         if handled is not None and id(c) in handled:
             continue
         if kind in ("register_nested_chats", "initiate_chats"):
-            reader.report(M001, f"`{kind}` (nested or sequential chats) has no equivalent in one "
-                                "workflow channel; it was left out", c,
-                          help="run the nested chat as its own flow, or as a tool of the agent")
+            reader.report(
+                M001,
+                f"`{kind}` (nested or sequential chats) has no equivalent in one "
+                "workflow channel; it was left out",
+                c,
+                help="run the nested chat as its own flow, or as a tool of the agent",
+            )
         elif kind in ("RegexGuardrail", "LLMGuardrail"):
-            reader.report(M001, f"`{kind}` checks messages at run time; it was left out", c,
-                          help="a regex output guardrail can be written as "
-                               "`when from A and text_matches(pattern = ...) then T`")
+            reader.report(
+                M001,
+                f"`{kind}` checks messages at run time; it was left out",
+                c,
+                help="a regex output guardrail can be written as "
+                "`when from A and text_matches(pattern = ...) then T`",
+            )
         elif kind in ("UpdateSystemMessage", "register_hook"):
-            reader.report(M002, f"`{kind}` changes an agent's prompt at run time; it is agent-side "
-                                "behaviour, not routing, and is not in the flow", c)
+            reader.report(
+                M002,
+                f"`{kind}` changes an agent's prompt at run time; it is agent-side "
+                "behaviour, not routing, and is not in the flow",
+                c,
+            )
     if runner is not None:
         for key in ("safeguard_policy", "safeguard_llm_config"):
             node = kwarg(runner, key)
             if node is not None:
-                reader.report(M001, f"`{key}` (run-time safeguards) has no equivalent in a flow; left out",
-                              node)
+                reader.report(
+                    M001,
+                    f"`{key}` (run-time safeguards) has no equivalent in a flow; left out",
+                    node,
+                )
         node = kwarg(runner, "exclude_transit_message")
         if node is not None:
-            reader.report(M003, "`exclude_transit_message` only changes what agents see; dropped", node)
+            reader.report(
+                M003, "`exclude_transit_message` only changes what agents see; dropped", node
+            )
 
 
-def context_rule(g: HandoffReader, owner: str, item: ast.expr, priority: int, what: str) -> mm.Rule | None:
+def context_rule(
+    g: HandoffReader, owner: str, item: ast.expr, priority: int, what: str
+) -> mm.Rule | None:
     obj = g.mod.deref(item)
     if not isinstance(obj, ast.Call) or callee(obj) != "OnContextCondition":
         g.r.report(M001, f"this {what} cannot be read statically; left out", item)
@@ -359,17 +460,23 @@ def selector_speaker(cands: list[str], role: str) -> tuple[mm.Speaker, list[mm.R
     ``transfer_to_<agent>`` tool per candidate, a rule per tool, and a close when it chose
     nobody (group manager and swarm manager alike)."""
     speaker = mm.Speaker(
-        MANAGER, False, role,
+        MANAGER,
+        False,
+        role,
         tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in cands),
     )
     rules = [mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c), 0) for c in cands]
-    rules.append(mm.Rule(mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0,
-                         "the selector chose nobody"))
+    rules.append(
+        mm.Rule(
+            mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0, "the selector chose nobody"
+        )
+    )
     return speaker, rules
 
 
-def _sibling_function(g: HandoffReader, module: str, name: str
-                      ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+def _sibling_function(
+    g: HandoffReader, module: str, name: str
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
     """``from tools import f`` where ``tools.py`` sits beside the input: its ``def f``, read
     statically (never imported), and the file's name."""
     here = Path(g.mod.source.name).parent
@@ -397,8 +504,12 @@ def _sibling_function(g: HandoffReader, module: str, name: str
 def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.Tool | None:
     mod = g.mod
     if not isinstance(fn_node, ast.Name):
-        g.r.report(M002, f"a function of `{owner}` is not a name this file defines or imports; its "
-                         "routing and context writes are unknown to the flow", fn_node)
+        g.r.report(
+            M002,
+            f"a function of `{owner}` is not a name this file defines or imports; its "
+            "routing and context writes are unknown to the flow",
+            fn_node,
+        )
         return None
     fn = mod.function_of(fn_node)
     if fn is None:
@@ -406,15 +517,23 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
         found = _sibling_function(g, *source) if source is not None else None
         if found is None:
             where = f"imported from `{source[0]}`" if source else "not defined in this file"
-            g.r.report(M002, f"tool `{fn_node.id}` of `{owner}` is {where}: what it returns (a handoff "
-                             "target, context writes) is unknown, so the flow declares it without "
-                             "effects and rules that depend on it may never fire",
-                       fn_node, help="put the module beside the input so migrate can read it, or "
-                                     "declare the tool's effects in the .flow by hand")
+            g.r.report(
+                M002,
+                f"tool `{fn_node.id}` of `{owner}` is {where}: what it returns (a handoff "
+                "target, context writes) is unknown, so the flow declares it without "
+                "effects and rules that depend on it may never fire",
+                fn_node,
+                help="put the module beside the input so migrate can read it, or "
+                "declare the tool's effects in the .flow by hand",
+            )
             return mm.Tool(fn_node.id, None)
         fn, filename = found
-        g.r.report(M002, f"tool `{fn_node.id}` of `{owner}` was read from `{filename}` beside the input "
-                         "(statically, never imported; names in it are read as this file's)", fn_node)
+        g.r.report(
+            M002,
+            f"tool `{fn_node.id}` of `{owner}` was read from `{filename}` beside the input "
+            "(statically, never imported; names in it are read as this file's)",
+            fn_node,
+        )
     alternatives: list[tuple[n.Effect, ...]] = []
     dynamic: set[str] = set()
 
@@ -446,27 +565,49 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
 
     visit(list(fn.body), {})
     for key in sorted(dynamic):
-        g.r.report(M002, f"tool `{fn.name}` sets `{key}` to a value computed at run time; the flow "
-                         "cannot declare it (the checker will not know the value)", fn)
+        g.r.report(
+            M002,
+            f"tool `{fn.name}` sets `{key}` to a value computed at run time; the flow "
+            "cannot declare it (the checker will not know the value)",
+            fn,
+        )
     doc = ast.get_docstring(fn)
     effects = tuple(a for a in alternatives if a)
     if effects and len(effects) != len(alternatives):
-        g.r.report(M002, f"tool `{fn.name}` sometimes returns without routing or context writes; the "
-                         "declaration lists only the calls that do something", fn)
+        g.r.report(
+            M002,
+            f"tool `{fn.name}` sometimes returns without routing or context writes; the "
+            "declaration lists only the calls that do something",
+            fn,
+        )
     return mm.Tool(fn.name, doc.strip().splitlines()[0] if doc else None, effects)
 
 
 #: methods that change a list or dict in place
-_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add",
-             "discard")
+_MUTATORS = (
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "update",
+    "setdefault",
+    "add",
+    "discard",
+)
 
 
 def _changed_in_place(st: ast.stmt) -> ast.expr | None:
     """What ``x op= v`` or ``x.append(v)`` (and the other in-place methods) changes."""
     if isinstance(st, ast.AugAssign):
         return st.target
-    if (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
-            and isinstance(st.value.func, ast.Attribute) and st.value.func.attr in _MUTATORS):
+    if (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and st.value.func.attr in _MUTATORS
+    ):
         return st.value.func.value
     return None
 
@@ -497,7 +638,8 @@ def _effects_of_return(
     g: HandoffReader, owner: str, value: ast.expr | None, sets: dict[str, Any]
 ) -> tuple[n.Effect, ...] | None:
     effects: list[n.Effect] = [
-        n.SetEffect(mm.name(k), n.Value(v, S), S) for k, v in sets.items()
+        n.SetEffect(mm.name(k), n.Value(v, S), S)
+        for k, v in sets.items()
         if v is None or isinstance(v, str | int | float | bool | list | dict)
     ]
     if value is None:
@@ -517,9 +659,9 @@ def _effects_of_return(
     return tuple(effects)
 
 
-
-def unrolled_calls(reader: AgentReader, calls: list[ast.Call],
-                   keep: Callable[[ast.Call], bool]) -> Iterator[ast.Call]:
+def unrolled_calls(
+    reader: AgentReader, calls: list[ast.Call], keep: Callable[[ast.Call], bool]
+) -> Iterator[ast.Call]:
     """The ``calls`` that ``keep`` selects, each ``for`` loop around one unrolled as Python
     runs it (``for agent in [a, b]: register_hand_off(agent=agent, ...)`` -> one call per
     agent); a loop that cannot be unrolled statically is reported (M001) with what it holds."""
@@ -543,8 +685,18 @@ def unrolled_calls(reader: AgentReader, calls: list[ast.Call],
 
 def _short(node: ast.AST, limit: int = 50) -> str:
     text = " ".join(ast.unparse(node).split()).replace("`", "'")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["MANAGER", "HandoffReader", "Target", "context_rule", "functions_of", "gated", "items_of",
-           "report_extras", "tool_from_function", "unrolled_calls"]
+__all__ = [
+    "MANAGER",
+    "HandoffReader",
+    "Target",
+    "context_rule",
+    "functions_of",
+    "gated",
+    "items_of",
+    "report_extras",
+    "tool_from_function",
+    "unrolled_calls",
+]

@@ -148,7 +148,9 @@ def terminate(reason: str | None = None) -> n.TerminateTarget:
 
 
 def call_target(fn: str, **args: Any) -> n.CallTarget:
-    return n.CallTarget(name(fn), tuple(n.Arg(name(k), n.Value(v, S), S) for k, v in args.items()), S)
+    return n.CallTarget(
+        name(fn), tuple(n.Arg(name(k), n.Value(v, S), S) for k, v in args.items()), S
+    )
 
 
 def scenario(title: str, items: Sequence[n.ScenarioItem]) -> n.Scenario:
@@ -160,7 +162,9 @@ def say(speaker: str, text: str) -> n.SayTurn:
 
 
 def calls(speaker: str, tool: str, text: str | None = None) -> n.CallTurn:
-    return n.CallTurn(name(speaker), name(tool), None, n.Str(text, S) if text is not None else None, S)
+    return n.CallTurn(
+        name(speaker), name(tool), None, n.Str(text, S) if text is not None else None, S
+    )
 
 
 def expect_next(speaker: str) -> n.ExpectNext:
@@ -253,8 +257,11 @@ def render(mig: Migration) -> str:
     out: list[str] = [f"# Migrated by `flowc migrate` from {mig.source_kind}."]
     for note in mig.notes:
         out += comment_lines(note)
-    out.append(format_statement_line(n.FlowDecl(
-        name(mig.title), n.Str(mig.description, S) if mig.description else None, S)))
+    out.append(
+        format_statement_line(
+            n.FlowDecl(name(mig.title), n.Str(mig.description, S) if mig.description else None, S)
+        )
+    )
     out.append("")
     for i, sp in enumerate(mig.speakers):
         if sp.role:
@@ -287,7 +294,9 @@ def render(mig: Migration) -> str:
     customs = _custom_names(mig.rules, mig.otherwise)
     if customs:
         out.append("")
-        out.append("# Custom vocabulary of `flowc migrate`, registered by flowc.runtime.vocabulary.")
+        out.append(
+            "# Custom vocabulary of `flowc migrate`, registered by flowc.runtime.vocabulary."
+        )
         for c in customs:
             decl_line = VOCABULARY[c]
             if c == "random_agent":
@@ -328,7 +337,8 @@ def _check_names(mig: Migration) -> None:
                 f"the {what} name {json.dumps(value, ensure_ascii=False)} "
                 + ("is empty" if not value else "holds a backquote or a line break")
                 + ", which no .flow name can hold (a `backquoted name` holds any other "
-                "character); nothing was written")
+                "character); nothing was written"
+            )
 
 
 def emit(mig: Migration, filename: str = "<migrated>") -> str:

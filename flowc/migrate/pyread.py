@@ -62,13 +62,19 @@ class _Scope:
     def __init__(self, node: ast.AST, parent: _Scope | None) -> None:
         self.node = node
         self.parent = parent
-        self.bindings: dict[str, list[tuple[Pos, ast.expr | ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
+        self.bindings: dict[
+            str, list[tuple[Pos, ast.expr | ast.FunctionDef | ast.AsyncFunctionDef]]
+        ] = {}
         self.mutations: dict[str, list[tuple[Pos, str, ast.expr | None, ast.expr | None]]] = {}
 
-    def bind(self, name: str, at: Pos, value: ast.expr | ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    def bind(
+        self, name: str, at: Pos, value: ast.expr | ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> None:
         self.bindings.setdefault(name, []).append((at, value))
 
-    def mutate(self, name: str, at: Pos, kind: str, key: ast.expr | None, value: ast.expr | None) -> None:
+    def mutate(
+        self, name: str, at: Pos, kind: str, key: ast.expr | None, value: ast.expr | None
+    ) -> None:
         self.mutations.setdefault(name, []).append((at, kind, key, value))
 
 
@@ -99,7 +105,9 @@ class _Binder(ast.NodeVisitor):
         self.imported: dict[str, tuple[str, str]] = {}
         self.visit(tree)
 
-    def mutate(self, name: str, at: Pos, kind: str, key: ast.expr | None, value: ast.expr | None) -> None:
+    def mutate(
+        self, name: str, at: Pos, kind: str, key: ast.expr | None, value: ast.expr | None
+    ) -> None:
         self.scope.mutate(name, at, "?" if self.unsure else kind, key, value)
 
     def _unsure(self, stmts: list[ast.stmt]) -> None:
@@ -137,11 +145,17 @@ class _Binder(ast.NodeVisitor):
             self.scope.bind(target.id, at, value if value is not None else UNKNOWN)
         elif isinstance(target, ast.Tuple | ast.List):
             values = value.elts if isinstance(value, ast.Tuple | ast.List) else None
-            same = values is not None and len(values) == len(target.elts) and not any(
-                isinstance(e, ast.Starred) for e in [*target.elts, *(values or [])])
+            same = (
+                values is not None
+                and len(values) == len(target.elts)
+                and not any(isinstance(e, ast.Starred) for e in [*target.elts, *(values or [])])
+            )
             for i, t in enumerate(target.elts):
-                self._target(t.value if isinstance(t, ast.Starred) else t,
-                             values[i] if same and values is not None else None, at)
+                self._target(
+                    t.value if isinstance(t, ast.Starred) else t,
+                    values[i] if same and values is not None else None,
+                    at,
+                )
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             key = target.slice if not isinstance(target.slice, ast.Slice) else None
             self.mutate(target.value.id, at, "setitem" if key is not None else "?", key, value)
@@ -216,16 +230,28 @@ class _Binder(ast.NodeVisitor):
 
     def visit_Expr(self, node: ast.Expr) -> None:
         call = node.value
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _MUTATORS:
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _MUTATORS
+        ):
             arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
             obj = call.func.value
             known = call.func.attr in ("append", "extend", "update") and arg is not None
             if isinstance(obj, ast.Name):  # xs.append(v)
                 self.mutate(obj.id, _end(node), call.func.attr if known else "?", None, arg)
-            elif (isinstance(obj, ast.Subscript) and isinstance(obj.value, ast.Name)
-                  and not isinstance(obj.slice, ast.Slice)):  # d[k].append(v)
-                self.mutate(obj.value.id, _end(node), "item_" + call.func.attr if known else "?",
-                            obj.slice, arg)
+            elif (
+                isinstance(obj, ast.Subscript)
+                and isinstance(obj.value, ast.Name)
+                and not isinstance(obj.slice, ast.Slice)
+            ):  # d[k].append(v)
+                self.mutate(
+                    obj.value.id,
+                    _end(node),
+                    "item_" + call.func.attr if known else "?",
+                    obj.slice,
+                    arg,
+                )
         self.generic_visit(node)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
@@ -238,9 +264,13 @@ class _Binder(ast.NodeVisitor):
         outer, unsure = self.scope, self.unsure
         self.scope, self.unsure = _Scope(node, outer), 0
         at = _start(node)
-        for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
-                  *([node.args.vararg] if node.args.vararg else []),
-                  *([node.args.kwarg] if node.args.kwarg else [])]:
+        for a in [
+            *node.args.posonlyargs,
+            *node.args.args,
+            *node.args.kwonlyargs,
+            *([node.args.vararg] if node.args.vararg else []),
+            *([node.args.kwarg] if node.args.kwarg else []),
+        ]:
             self.scope.bind(a.arg, at, UNKNOWN)
         body = [node.body] if isinstance(node, ast.Lambda) else node.body
         for st in body:
@@ -261,7 +291,9 @@ class _Binder(ast.NodeVisitor):
             self.visit(st)
         self.scope = outer
 
-    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
         outer = self.scope
         self.scope = _Scope(node, outer)
         for gen in node.generators:
@@ -341,28 +373,45 @@ class PyModule:
                 return UNKNOWN if limit == at and not isinstance(scope.node, ast.Module) else None
             pos, value = before[-1]
             if isinstance(value, ast.expr) and scope.mutations.get(node.id):
-                value = self._mutated(value, pos, [m for m in scope.mutations[node.id]
-                                                   if pos < m[0] <= limit])
+                value = self._mutated(
+                    value, pos, [m for m in scope.mutations[node.id] if pos < m[0] <= limit]
+                )
             return value
         return None
 
-    def _mutated(self, value: ast.expr, since: Pos,
-                 changes: list[tuple[Pos, str, ast.expr | None, ast.expr | None]]) -> ast.expr:
+    def _mutated(
+        self,
+        value: ast.expr,
+        since: Pos,
+        changes: list[tuple[Pos, str, ast.expr | None, ast.expr | None]],
+    ) -> ast.expr:
         """A dict or list literal with the subscript writes and appends made to it after
         ``since``; :data:`UNKNOWN` when a change cannot be followed."""
         if not changes:
             return value
         base = self.deref(value)
-        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and not base.args \
-                and not base.keywords and base.func.id in ("dict", "list"):
-            base = ast.copy_location(ast.Dict(keys=[], values=[]) if base.func.id == "dict"
-                                     else ast.List(elts=[], ctx=ast.Load()), base)
+        if (
+            isinstance(base, ast.Call)
+            and isinstance(base.func, ast.Name)
+            and not base.args
+            and not base.keywords
+            and base.func.id in ("dict", "list")
+        ):
+            base = ast.copy_location(
+                ast.Dict(keys=[], values=[])
+                if base.func.id == "dict"
+                else ast.List(elts=[], ctx=ast.Load()),
+                base,
+            )
         if isinstance(base, ast.Dict):
             keys: list[ast.expr | None] = list(base.keys)
             values = list(base.values)
             for _, kind, key, item in changes:
-                same = [i for i, k in enumerate(keys) if k is not None and key is not None
-                        and ast.dump(k) == ast.dump(key)]
+                same = [
+                    i
+                    for i, k in enumerate(keys)
+                    if k is not None and key is not None and ast.dump(k) == ast.dump(key)
+                ]
                 if kind == "setitem" and key is not None and item is not None:
                     if same:
                         values[same[-1]] = item
@@ -373,10 +422,17 @@ class PyModule:
                     old = self.deref(values[same[-1]])
                     if not isinstance(old, ast.List):
                         return UNKNOWN
-                    extra = item if kind == "item_append" else ast.copy_location(
-                        ast.Starred(value=item, ctx=ast.Load()), item)
-                    values[same[-1]] = ast.copy_location(ast.List(elts=[*old.elts, extra], ctx=ast.Load()), old)
-                elif kind == "update" and item is not None and isinstance(self.deref(item), ast.Dict):
+                    extra = (
+                        item
+                        if kind == "item_append"
+                        else ast.copy_location(ast.Starred(value=item, ctx=ast.Load()), item)
+                    )
+                    values[same[-1]] = ast.copy_location(
+                        ast.List(elts=[*old.elts, extra], ctx=ast.Load()), old
+                    )
+                elif (
+                    kind == "update" and item is not None and isinstance(self.deref(item), ast.Dict)
+                ):
                     other = self.deref(item)
                     assert isinstance(other, ast.Dict)
                     keys += other.keys
@@ -504,7 +560,11 @@ class PyModule:
             for v in node.values:
                 if isinstance(v, ast.Constant):
                     parts.append(str(v.value))
-                elif isinstance(v, ast.FormattedValue) and v.format_spec is None and v.conversion == -1:
+                elif (
+                    isinstance(v, ast.FormattedValue)
+                    and v.format_spec is None
+                    and v.conversion == -1
+                ):
                     value = self.const(v.value, depth + 1)
                     parts.append(str(value))
                 else:
@@ -566,7 +626,8 @@ class PyModule:
         out: list[ast.For | ast.AsyncFor] = []
         parent = self._parent(node)
         while parent is not None and not isinstance(
-                parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+        ):
             if isinstance(parent, ast.For | ast.AsyncFor):
                 out.append(parent)
             parent = self._parent(parent)
@@ -589,14 +650,19 @@ class PyModule:
             inner = up
         for loop in self.enclosing_loops(call):
             names = _target_names(loop.target)
-            used = {nd.id for c in copies for nd in ast.walk(c)
-                    if isinstance(nd, ast.Name) and isinstance(nd.ctx, ast.Load)}
+            used = {
+                nd.id
+                for c in copies
+                for nd in ast.walk(c)
+                if isinstance(nd, ast.Name) and isinstance(nd.ctx, ast.Load)
+            }
             if names is not None and not (set(names) & used):
                 inner = loop
                 continue
             elements = self.elements(loop.iter)
             direct = inner in loop.body and not any(
-                isinstance(nd, ast.Break | ast.Continue) for st in loop.body for nd in ast.walk(st))
+                isinstance(nd, ast.Break | ast.Continue) for st in loop.body for nd in ast.walk(st)
+            )
             if names is None or elements is None or not direct:
                 return [], loop
             rounds: list[dict[str, ast.expr]] = []
@@ -626,7 +692,9 @@ def _target_names(target: ast.expr) -> list[str] | None:
     """The names a ``for`` target binds (a name, or a flat tuple/list of names)."""
     if isinstance(target, ast.Name):
         return [target.id]
-    if isinstance(target, ast.Tuple | ast.List) and all(isinstance(e, ast.Name) for e in target.elts):
+    if isinstance(target, ast.Tuple | ast.List) and all(
+        isinstance(e, ast.Name) for e in target.elts
+    ):
         return [e.id for e in target.elts if isinstance(e, ast.Name)]
     return None
 
@@ -635,6 +703,7 @@ def _substitute(node: ast.Call, values: dict[str, ast.expr]) -> ast.Call:
     """``node`` with each read of a name in ``values`` replaced by its expression; the
     nodes on the way are shallow copies, everything else is shared (so every other name
     still resolves where it is written)."""
+
     def walk(nd: ast.AST) -> ast.AST:
         if isinstance(nd, ast.Name) and isinstance(nd.ctx, ast.Load) and nd.id in values:
             return values[nd.id]

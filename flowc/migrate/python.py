@@ -60,7 +60,9 @@ def _nested(mod: PyModule, calls: list[ast.Call]) -> set[int]:
     return out
 
 
-def _chosen(reader: AgentReader, chats: list[ast.Call], pick: str | None, what: str) -> list[ast.Call]:
+def _chosen(
+    reader: AgentReader, chats: list[ast.Call], pick: str | None, what: str
+) -> list[ast.Call]:
     """The chats to try, in order: the one ``pick`` names (a variable name or a line number),
     or all of them in the default order."""
     if pick is None:
@@ -69,10 +71,17 @@ def _chosen(reader: AgentReader, chats: list[ast.Call], pick: str | None, what: 
     matches = [c for c in chats if pick in (mod.var_of(c), str(c.lineno))]
     if len(matches) != 1:
         listed = ", ".join(_label(mod, c) for c in sorted(chats, key=lambda c: c.lineno))
-        reader.report(M001, (f"no {what} is named `{pick}`" if not matches else
-                             f"several {what}s are named `{pick}`: pick one by its line")
-                      + f"; the file has {listed}", None,
-                      help="pass --pick with a variable name or a line number from that list")
+        reader.report(
+            M001,
+            (
+                f"no {what} is named `{pick}`"
+                if not matches
+                else f"several {what}s are named `{pick}`: pick one by its line"
+            )
+            + f"; the file has {listed}",
+            None,
+            help="pass --pick with a variable name or a line number from that list",
+        )
         raise mm.NotRecognised(reader.findings)
     return matches
 
@@ -91,12 +100,17 @@ def _others(reader: AgentReader, chats: list[ast.Call], chosen: ast.Call, what: 
             f"{_label(mod, c)}, was left out",
             c,
             help=f"translate it with `flowc migrate --pick {mod.var_of(c) or c.lineno}` "
-                 f"(the {what}s: {listed})",
+            f"(the {what}s: {listed})",
         )
 
 
-def _translate(mod: PyModule, chats: list[ast.Call], pick: str | None, what: str,
-               translate: Callable[[AgentReader, ast.Call], mm.Translation]) -> mm.Translation:
+def _translate(
+    mod: PyModule,
+    chats: list[ast.Call],
+    pick: str | None,
+    what: str,
+    translate: Callable[[AgentReader, ast.Call], mm.Translation],
+) -> mm.Translation:
     """The first of ``chats`` (or the picked one) that translates; when the default one cannot
     be read (a docs page's sketch), the next one is tried."""
     first = AgentReader(mod)
@@ -127,11 +141,14 @@ def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translat
     calls = list(mod.calls())
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if groupchats:
-        return _translate(mod, groupchats, pick, "GroupChat",
-                          lambda r, gc: translate_groupchat(r, gc, calls))
+        return _translate(
+            mod, groupchats, pick, "GroupChat", lambda r, gc: translate_groupchat(r, gc, calls)
+        )
     runners = [c for c in calls if callee(c) in RUNNERS]
     if runners:
-        return _translate(mod, runners, pick, "group chat run", lambda r, c: translate_group(r, calls, c))
+        return _translate(
+            mod, runners, pick, "group chat run", lambda r, c: translate_group(r, calls, c)
+        )
     swarms = [c for c in calls if callee(c) in SWARM_RUNNERS]
     if swarms:
         return _translate(mod, swarms, pick, "swarm run", lambda r, c: translate_swarm(r, calls, c))

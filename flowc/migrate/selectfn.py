@@ -92,9 +92,13 @@ class Outcome:
 
 
 class _Lower:
-    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                 agent_name: Callable[[ast.expr], str | None], dialect: Dialect = "classic",
-                 partial: bool = False):
+    def __init__(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        agent_name: Callable[[ast.expr], str | None],
+        dialect: Dialect = "classic",
+        partial: bool = False,
+    ):
         params = [a.arg for a in fn.args.args]
         self.dialect = dialect
         self.partial = partial
@@ -124,9 +128,13 @@ class _Lower:
     def is_messages(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
             return node.id in self.messages
-        return (self.groupchat is not None and isinstance(node, ast.Attribute)
-                and node.attr == "messages" and isinstance(node.value, ast.Name)
-                and node.value.id == self.groupchat)
+        return (
+            self.groupchat is not None
+            and isinstance(node, ast.Attribute)
+            and node.attr == "messages"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self.groupchat
+        )
 
     def is_last(self, node: ast.expr) -> bool:
         """``messages[-1]`` (or a name bound to it)."""
@@ -147,7 +155,9 @@ class _Lower:
             return False
         if isinstance(node, ast.Name):
             return node.id in self.sources
-        return isinstance(node, ast.Attribute) and node.attr == "source" and self.is_last(node.value)
+        return (
+            isinstance(node, ast.Attribute) and node.attr == "source" and self.is_last(node.value)
+        )
 
     def speakers_of(self, test: ast.expr, sources: list[str]) -> list[str] | None:
         """The sources a test on ``last_speaker`` selects; None when it is not one."""
@@ -161,14 +171,17 @@ class _Lower:
             return None
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if (isinstance(right, ast.Name) and right.id == self.speaker) or (
-                self.is_source(right) and isinstance(op, ast.Eq | ast.NotEq)):
+            self.is_source(right) and isinstance(op, ast.Eq | ast.NotEq)
+        ):
             left, right = right, left
         names: list[str] | None = None
         if self.is_source(left):
             if isinstance(op, ast.Eq | ast.NotEq):
                 name = self.agent_name(right)
                 names = [name] if name is not None else None
-            elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.List | ast.Tuple | ast.Set):
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(
+                right, ast.List | ast.Tuple | ast.Set
+            ):
                 got = [self.agent_name(e) for e in right.elts]
                 names = None if any(g is None for g in got) else [g for g in got if g]
             if names is None:
@@ -177,21 +190,35 @@ class _Lower:
             if isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq):
                 name = "" if _is_str(right) else self.agent_name(right)
                 names = [name] if name is not None else None
-            elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.List | ast.Tuple | ast.Set):
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(
+                right, ast.List | ast.Tuple | ast.Set
+            ):
                 got = ["" if _is_str(e) else self.agent_name(e) for e in right.elts]
                 names = None if any(g is None for g in got) else [g for g in got if g]
-            if names is not None and (_is_str(right) or (isinstance(right, ast.List | ast.Tuple | ast.Set)
-                                      and any(_is_str(e) for e in right.elts))):
+            if names is not None and (
+                _is_str(right)
+                or (
+                    isinstance(right, ast.List | ast.Tuple | ast.Set)
+                    and any(_is_str(e) for e in right.elts)
+                )
+            ):
                 # an agent object is never equal to a string: that part of the test is false
                 self.never.append(test)
-        elif (isinstance(left, ast.Attribute) and left.attr == "name"
-              and isinstance(left.value, ast.Name) and left.value.id == self.speaker
-              and isinstance(op, ast.Eq | ast.NotEq)
-              and isinstance(right, ast.Constant) and isinstance(right.value, str)):
+        elif (
+            isinstance(left, ast.Attribute)
+            and left.attr == "name"
+            and isinstance(left.value, ast.Name)
+            and left.value.id == self.speaker
+            and isinstance(op, ast.Eq | ast.NotEq)
+            and isinstance(right, ast.Constant)
+            and isinstance(right.value, str)
+        ):
             names = [right.value]
         if names is None:
             if isinstance(left, ast.Name) and left.id == self.speaker:
-                raise Unsupported(test, "a test on the last speaker that names no agent of this file")
+                raise Unsupported(
+                    test, "a test on the last speaker that names no agent of this file"
+                )
             return None
         if isinstance(op, ast.IsNot | ast.NotEq | ast.NotIn):
             return [s for s in sources if s not in names]
@@ -202,11 +229,21 @@ class _Lower:
         one): the ``len`` call and ``k``."""
         if isinstance(node, ast.Name):
             return self.lengths.get(node.id)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
-                and len(node.args) == 1 and not node.keywords and self.is_messages(node.args[0])):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "len"
+            and len(node.args) == 1
+            and not node.keywords
+            and self.is_messages(node.args[0])
+        ):
             return node, 0
-        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub)
-                and isinstance(node.right, ast.Constant) and type(node.right.value) is int):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Add | ast.Sub)
+            and isinstance(node.right, ast.Constant)
+            and type(node.right.value) is int
+        ):
             inner = self.length_of(node.left)
             if inner is not None:
                 k = node.right.value if isinstance(node.op, ast.Add) else -node.right.value
@@ -218,25 +255,53 @@ class _Lower:
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             left, op, right = test.left, test.ops[0], test.comparators[0]
             counted = self.length_of(left)
-            if counted is not None and counted[1] and isinstance(right, ast.Constant) \
-                    and type(right.value) is int:
+            if (
+                counted is not None
+                and counted[1]
+                and isinstance(right, ast.Constant)
+                and type(right.value) is int
+            ):
                 # `len(messages) + k OP c` is `len(messages) OP c - k`
-                left, right = counted[0], ast.copy_location(ast.Constant(right.value - counted[1]), right)
+                left, right = (
+                    counted[0],
+                    ast.copy_location(ast.Constant(right.value - counted[1]), right),
+                )
             elif counted is not None:
                 left = counted[0]
-            if (isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len"
-                    and len(left.args) == 1 and self.is_messages(left.args[0])
-                    and isinstance(right, ast.Constant) and isinstance(right.value, int)):
-                limit = {ast.LtE: right.value, ast.Lt: right.value - 1,
-                         ast.Gt: right.value, ast.GtE: right.value - 1}.get(type(op))
+            if (
+                isinstance(left, ast.Call)
+                and isinstance(left.func, ast.Name)
+                and left.func.id == "len"
+                and len(left.args) == 1
+                and self.is_messages(left.args[0])
+                and isinstance(right, ast.Constant)
+                and isinstance(right.value, int)
+            ):
+                limit = {
+                    ast.LtE: right.value,
+                    ast.Lt: right.value - 1,
+                    ast.Gt: right.value,
+                    ast.GtE: right.value - 1,
+                }.get(type(op))
                 if limit is not None:
                     cond = mm.call_cond("turn_count_at_most", turns=limit)
                     return n.NotCond(cond, mm.S) if isinstance(op, ast.Gt | ast.GtE) else cond
                 if isinstance(op, ast.Eq | ast.NotEq) and right.value >= 1:
                     # the thread always holds the kickoff: `len(messages) == 1` is the first turn
                     at_most = mm.call_cond("turn_count_at_most", turns=right.value)
-                    exactly: n.Cond = at_most if right.value == 1 else n.AndCond((at_most, n.NotCond(
-                        mm.call_cond("turn_count_at_most", turns=right.value - 1), mm.S)), mm.S)
+                    exactly: n.Cond = (
+                        at_most
+                        if right.value == 1
+                        else n.AndCond(
+                            (
+                                at_most,
+                                n.NotCond(
+                                    mm.call_cond("turn_count_at_most", turns=right.value - 1), mm.S
+                                ),
+                            ),
+                            mm.S,
+                        )
+                    )
                     return n.NotCond(exactly, mm.S) if isinstance(op, ast.NotEq) else exactly
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return n.NotCond(self.guard(test.operand), mm.S)
@@ -267,18 +332,25 @@ class _Lower:
             return None
         if not rest:
             return chosen, None
-        return chosen, rest[0] if len(rest) == 1 else ast.copy_location(ast.BoolOp(ast.And(), rest), test)
+        return chosen, rest[0] if len(rest) == 1 else ast.copy_location(
+            ast.BoolOp(ast.And(), rest), test
+        )
 
     # ── statements ──
 
-    def walk(self, stmts: list[ast.stmt], sources: list[str], guards: tuple[n.Cond, ...],
-             after: tuple[ast.stmt, ...] = ()) -> list[str]:
+    def walk(
+        self,
+        stmts: list[ast.stmt],
+        sources: list[str],
+        guards: tuple[n.Cond, ...],
+        after: tuple[ast.stmt, ...] = (),
+    ) -> list[str]:
         """Record outcomes; return the sources that reach the end of ``stmts`` (``after``: the
         statements that run when ``stmts`` fall through, for partial lowering)."""
         for i, st in enumerate(stmts):
             if not sources:
                 return []
-            later = (*stmts[i + 1:], *after)
+            later = (*stmts[i + 1 :], *after)
             try:
                 sources = self.step(st, sources, guards, later)
             except Unsupported as err:
@@ -289,15 +361,24 @@ class _Lower:
                 return []
         return sources
 
-    def step(self, st: ast.stmt, sources: list[str], guards: tuple[n.Cond, ...],
-             later: tuple[ast.stmt, ...]) -> list[str]:
+    def step(
+        self,
+        st: ast.stmt,
+        sources: list[str],
+        guards: tuple[n.Cond, ...],
+        later: tuple[ast.stmt, ...],
+    ) -> list[str]:
         """One statement: record its outcomes, return the sources that go on after it
         (``later``: the statements that run after it)."""
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
             return sources  # docstring
         if isinstance(st, ast.Pass):
             return sources
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        if (
+            isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+        ):
             bound = st.targets[0].id
             if self.is_messages(st.value):
                 self.messages.add(bound)
@@ -312,8 +393,14 @@ class _Lower:
             return sources
         if isinstance(st, ast.Return) and isinstance(st.value, ast.IfExp):
             # `return X if test else Y` is `if test: return X` then `return Y`
-            branch = ast.copy_location(ast.If(st.value.test, [ast.copy_location(
-                ast.Return(st.value.body), st)], [ast.copy_location(ast.Return(st.value.orelse), st)]), st)
+            branch = ast.copy_location(
+                ast.If(
+                    st.value.test,
+                    [ast.copy_location(ast.Return(st.value.body), st)],
+                    [ast.copy_location(ast.Return(st.value.orelse), st)],
+                ),
+                st,
+            )
             return self.walk([branch], sources, guards, later)
         if isinstance(st, ast.Return):
             for s in sources:
@@ -328,7 +415,9 @@ class _Lower:
         chosen = self.speakers_of(st.test, sources)
         if chosen is not None:
             rest = [s for s in sources if s not in chosen]
-            through = self.walk(st.body, chosen, guards, later) + self.walk(st.orelse, rest, guards, later)
+            through = self.walk(st.body, chosen, guards, later) + self.walk(
+                st.orelse, rest, guards, later
+            )
             return [s for s in sources if s in through]
         parts = self.split(st.test, sources)
         if parts is not None:
@@ -378,17 +467,25 @@ class _LastMessage(ast.NodeTransformer):
         return self._msg(node) if node.id in self.lower.last else node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        if (self.lower.dialect == "agentchat" and node.attr in AGENTCHAT_TEXT
-                and self.lower.is_last(node.value)):
+        if (
+            self.lower.dialect == "agentchat"
+            and node.attr in AGENTCHAT_TEXT
+            and self.lower.is_last(node.value)
+        ):
             return self._text(node)
         self.generic_visit(node)
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         func = node.func
-        if (self.lower.dialect == "agentchat" and isinstance(func, ast.Attribute)
-                and func.attr in AGENTCHAT_TEXT_METHODS and not node.args and not node.keywords
-                and self.lower.is_last(func.value)):
+        if (
+            self.lower.dialect == "agentchat"
+            and isinstance(func, ast.Attribute)
+            and func.attr in AGENTCHAT_TEXT_METHODS
+            and not node.args
+            and not node.keywords
+            and self.lower.is_last(func.value)
+        ):
             return self._text(node)
         self.generic_visit(node)
         return node
@@ -397,7 +494,7 @@ class _LastMessage(ast.NodeTransformer):
 def _short(node: ast.AST, limit: int = 60) -> str:
     """One line of the Python text, shortened (for a finding)."""
     text = " ".join(ast.unparse(node).split()).replace("`", "'")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _copy(node: ast.expr) -> ast.expr:
@@ -471,7 +568,11 @@ def _falls_through(stmts: list[ast.stmt]) -> bool:
     for st in stmts:
         if isinstance(st, ast.Return | ast.Raise):
             return False
-        if isinstance(st, ast.If) and st.orelse and not _falls_through(st.body) \
-                and not _falls_through(st.orelse):
+        if (
+            isinstance(st, ast.If)
+            and st.orelse
+            and not _falls_through(st.body)
+            and not _falls_through(st.orelse)
+        ):
             return False
     return True

@@ -38,10 +38,14 @@ class Next:
     allow_repeat: bool = True
 
 
-
 def turn_text(speaker: str, index: int, avoid: Sequence[n.Cond]) -> str:
     """A message text that none of the ``avoid`` text conditions matches."""
-    for text in (f"{speaker}, turn {index}", f"reply {index}", f"message number {index}", f"({index})"):
+    for text in (
+        f"{speaker}, turn {index}",
+        f"reply {index}",
+        f"message number {index}",
+        f"({index})",
+    ):
         if all(evaluate(c, text) is False for c in avoid):
             return text
     raise NoText()
@@ -73,8 +77,11 @@ def guard_scenarios(
             continue
         items: list[n.ScenarioItem] = []
         for i, sp in enumerate(seq[:-1]):
-            text = kickoff if i == 0 and kickoff and all(
-                evaluate(c, kickoff) is False for c in avoid) else turn_text(sp, i + 1, avoid)
+            text = (
+                kickoff
+                if i == 0 and kickoff and all(evaluate(c, kickoff) is False for c in avoid)
+                else turn_text(sp, i + 1, avoid)
+            )
             items.append(mm.say(sp, text))
         items.append(mm.say(src, witness))
         if nx.kind == "agent" and nx.agent is not None:
@@ -145,7 +152,12 @@ def _order_scenarios_of(
         items.append(mm.expect_next(nxt.agent or ""))
     items.append(mm.expect_turns(len(seq)))
     out = [("classic speaking order", tuple(seq), items)]
-    if witness is not None and predicate is not None and max_round >= 2 and nexts[start].kind == "agent":
+    if (
+        witness is not None
+        and predicate is not None
+        and max_round >= 2
+        and nexts[start].kind == "agent"
+    ):
         second = nexts[start].agent
         assert second is not None
         if evaluate(predicate.cond, witness):
@@ -158,6 +170,12 @@ def _order_scenarios_of(
     return out
 
 
-
-__all__ = ["END_REASON", "TERM_REASON", "Next", "NoText", "guard_scenarios", "order_scenarios",
-           "turn_text"]
+__all__ = [
+    "END_REASON",
+    "TERM_REASON",
+    "Next",
+    "NoText",
+    "guard_scenarios",
+    "order_scenarios",
+    "turn_text",
+]

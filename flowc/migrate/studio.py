@@ -64,9 +64,9 @@ def _fail(filename: str, message: str, path: str) -> NotRecognised:
     return NotRecognised([Diagnostic(M001, message, filename, json_path=path)])
 
 
-def _parts(data: dict[str, Any], filename: str) -> tuple[
-    tuple[dict[str, Any], str] | None, tuple[dict[str, Any], str]
-]:
+def _parts(
+    data: dict[str, Any], filename: str
+) -> tuple[tuple[dict[str, Any], str] | None, tuple[dict[str, Any], str]]:
     """(sender, path) and (group chat agent, path)."""
     sender: tuple[dict[str, Any], str] | None = None
     receiver: tuple[dict[str, Any], str] | None = None
@@ -91,8 +91,11 @@ def _parts(data: dict[str, Any], filename: str) -> tuple[
     if receiver is None:
         raise _fail(filename, "the Studio workflow has no receiver agent", "agents")
     if receiver[0].get("type") != "groupchat":
-        raise _fail(filename, "the Studio workflow is a two-agent chat, not a group chat: there is "
-                              "nothing to route", f"{receiver[1]}.type".lstrip("."))
+        raise _fail(
+            filename,
+            "the Studio workflow is a two-agent chat, not a group chat: there is nothing to route",
+            f"{receiver[1]}.type".lstrip("."),
+        )
     return sender, receiver
 
 
@@ -127,13 +130,18 @@ def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
             if isinstance(cfg.get(key), str):
                 kw.append(f"{key}={cfg[key]!r}")
         llm = cfg.get("llm_config", False)
-        kw.append("llm_config=False" if llm is False or llm is None else f"llm_config={_literal(llm)}")
+        kw.append(
+            "llm_config=False" if llm is False or llm is None else f"llm_config={_literal(llm)}"
+        )
         mcar = cfg.get("max_consecutive_auto_reply")
         if isinstance(mcar, int) and not isinstance(mcar, bool):
             kw.append(f"max_consecutive_auto_reply={mcar}")
         term = cfg.get("is_termination_msg")
-        kw.append(f"is_termination_msg={STUDIO_TERMINATION}" if term in (None, False, "")
-                  else "is_termination_msg=UNKNOWN_TERMINATION")
+        kw.append(
+            f"is_termination_msg={STUDIO_TERMINATION}"
+            if term in (None, False, "")
+            else "is_termination_msg=UNKNOWN_TERMINATION"
+        )
         w.add(f"{var} = autogen.ConversableAgent({', '.join(kw)})", _join(path, "config"))
         return var
 
@@ -155,9 +163,12 @@ def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
         kw.append(f"allow_repeat_speaker={repeat!r}")
     w.add(f"groupchat = autogen.GroupChat({', '.join(kw)})", settings_path)
     manager_llm = gconf.get("llm_config")
-    w.add(f"manager = autogen.GroupChatManager(groupchat=groupchat, llm_config={_literal(manager_llm)})"
-          if isinstance(manager_llm, dict) else "manager = autogen.GroupChatManager(groupchat=groupchat)",
-          gpath or "type")
+    w.add(
+        f"manager = autogen.GroupChatManager(groupchat=groupchat, llm_config={_literal(manager_llm)})"
+        if isinstance(manager_llm, dict)
+        else "manager = autogen.GroupChatManager(groupchat=groupchat)",
+        gpath or "type",
+    )
     if sender_var is not None:
         w.add(f"{sender_var}.initiate_chat(manager)", sender[1] if sender else "")
     return "\n".join(w.lines) + "\n", w.paths

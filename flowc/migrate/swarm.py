@@ -33,8 +33,9 @@ SWARM_RUNNERS = ("initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a
 DEFAULT_MAX_ROUNDS = 20
 
 
-def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None = None
-                    ) -> mm.Translation:
+def translate_swarm(
+    reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None = None
+) -> mm.Translation:
     """Translate a legacy swarm: ``initiate_swarm_chat`` / ``run_swarm`` with
     ``register_hand_off`` (``ON_CONDITION`` / ``OnCondition``, ``OnContextCondition``,
     ``AFTER_WORK`` / ``AfterWork``), in both the pyautogen <= 0.8 and the
@@ -45,13 +46,19 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
     initial = reader.agent_of(kwarg(runner, "initial_agent", 0))
     agents = reader.agent_list(kwarg(runner, "agents", 2), "agents", runner)
     if initial is None or not agents:
-        reader.report(M001, "the swarm's `initial_agent` or `agents` cannot be read statically", runner)
+        reader.report(
+            M001, "the swarm's `initial_agent` or `agents` cannot be read statically", runner
+        )
         raise mm.NotRecognised(reader.findings)
     user_node = kwarg(runner, "user_agent", 3)
     user_agent = reader.agent_of(user_node) if user_node is not None else None
     g.names = [a.name for a in agents]
     g.has_user = user_agent is not None
-    g.user = user_agent.name if user_agent is not None else ("user" if "user" not in g.names else "task_user")
+    g.user = (
+        user_agent.name
+        if user_agent is not None
+        else ("user" if "user" not in g.names else "task_user")
+    )
     ctx_node = kwarg(runner, "context_variables", 5)
     if ctx_node is not None and mod.const_or(ctx_node, "?") is not None:
         target = mod.deref(ctx_node)
@@ -60,14 +67,20 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         if isinstance(data, dict) and all(isinstance(k, str) for k in data):
             g.context = data
         else:
-            reader.report(M001, "the context variables cannot be read statically; left out", ctx_node)
+            reader.report(
+                M001, "the context variables cannot be read statically; left out", ctx_node
+            )
     mr = kwarg(runner, "max_rounds", 4)
     max_rounds: int | None = DEFAULT_MAX_ROUNDS
     if mr is not None:
         value = mod.const_or(mr, None)
         max_rounds = value if isinstance(value, int) and value >= 1 else None
-    reader.report(M002, "classic `max_rounds` also counts the swarm's tool-executor turns and transit "
-                        "messages; the flow counts only speaking turns", mr or runner)
+    reader.report(
+        M002,
+        "classic `max_rounds` also counts the swarm's tool-executor turns and transit "
+        "messages; the flow counts only speaking turns",
+        mr or runner,
+    )
     msg = mod.const_or(kwarg(runner, "messages", 1), None)
     kickoff = msg if isinstance(msg, str) else None
 
@@ -80,16 +93,24 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
             owner_agent = reader.agent_of(c.func.value)
             items_node = kwarg(c, "hand_to", 0)
         else:
-            owner_node = kwarg(c, "agent", 0) if not isinstance(c.func, ast.Attribute) else c.func.value
+            owner_node = (
+                kwarg(c, "agent", 0) if not isinstance(c.func, ast.Attribute) else c.func.value
+            )
             owner_agent = reader.agent_of(owner_node)
             items_node = kwarg(c, "hand_to", 1)
             if owner_agent is None and items_node is not None:
-                reader.report(M001, "`register_hand_off` on something that is not an agent created in this "
-                                    "file; these handoffs were left out", owner_node or c)
+                reader.report(
+                    M001,
+                    "`register_hand_off` on something that is not an agent created in this "
+                    "file; these handoffs were left out",
+                    owner_node or c,
+                )
         if owner_agent is None or owner_agent.name not in [*g.names, g.user] or items_node is None:
             continue
         listed = mod.elements(items_node)
-        handoffs.setdefault(owner_agent.name, []).extend(listed if listed is not None else [items_node])
+        handoffs.setdefault(owner_agent.name, []).extend(
+            listed if listed is not None else [items_node]
+        )
 
     rules: list[mm.Rule] = []
     tools: dict[str, list[mm.Tool]] = {}
@@ -113,31 +134,53 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
                 text = mod.const_or(cond_node, None)
                 if not isinstance(text, str):
                     text = g.llm_text(cond_node)
-                tools.setdefault(owner, []).append(mm.Tool(name, text or f"Hand off to {t.normalized}."))
+                tools.setdefault(owner, []).append(
+                    mm.Tool(name, text or f"Hand off to {t.normalized}.")
+                )
                 cond = gated(mm.tool_cond(name), kwarg(obj, "available", 2), mod, g, reader)
                 if cond is None:
                     continue
-                rules.append(mm.Rule(cond, t.target, 0, f"{owner}: ON_CONDITION (the model decides)"))
+                rules.append(
+                    mm.Rule(cond, t.target, 0, f"{owner}: ON_CONDITION (the model decides)")
+                )
                 if not llm_reported:
                     llm_reported = True
-                    reader.report(M002, "LLM-judged handoffs (ON_CONDITION) became tools named as the "
-                                        "swarm names them, routed by `when tool` rules", obj)
+                    reader.report(
+                        M002,
+                        "LLM-judged handoffs (ON_CONDITION) became tools named as the "
+                        "swarm names them, routed by `when tool` rules",
+                        obj,
+                    )
             elif kind == "OnContextCondition":
                 rule = context_rule(g, owner, item, 10, "OnContextCondition")
                 if rule is not None:
                     rules.append(rule)
-                    reader.report(M002, "OnContextCondition is checked before the agent's model runs "
-                                        "in classic; the flow checks it after the agent's turn", item)
+                    reader.report(
+                        M002,
+                        "OnContextCondition is checked before the agent's model runs "
+                        "in classic; the flow checks it after the agent's turn",
+                        item,
+                    )
             elif kind in ("AfterWork", "AFTER_WORK"):
                 t = g.target(item, owner)
                 if t is not None:
                     rules.append(mm.Rule(mm.from_(owner), t.target, 30, "AFTER_WORK"))
             else:
                 reader.report(M001, "this hand-off cannot be read statically; left out", item)
-    rules.append(mm.Rule(mm.from_(g.user), mm.speaker_target(initial.name), 40,
-                         "the user's message goes to the initial agent"))
-    reader.report(M002, "after a later user turn the swarm returns to the last swarm agent; the flow "
-                        "sends every user turn to the initial agent", runner)
+    rules.append(
+        mm.Rule(
+            mm.from_(g.user),
+            mm.speaker_target(initial.name),
+            40,
+            "the user's message goes to the initial agent",
+        )
+    )
+    reader.report(
+        M002,
+        "after a later user turn the swarm returns to the last swarm agent; the flow "
+        "sends every user turn to the initial agent",
+        runner,
+    )
     aw = kwarg(runner, "after_work", 6)
     otherwise: n.Target | None = None
     if aw is not None:
@@ -150,23 +193,34 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
-    user_role = (user_agent.role if user_agent is not None and user_agent.role else
-                 "The user who sends the task (a temporary `_User` in classic when the swarm has none).")
+    user_role = (
+        user_agent.role
+        if user_agent is not None and user_agent.role
+        else "The user who sends the task (a temporary `_User` in classic when the swarm has none)."
+    )
     speakers = [mm.Speaker(g.user, True, user_role, tuple(tools.get(g.user, ())))]
-    speakers += [mm.Speaker(a.name, a.human, a.role, tuple(tools.get(a.name, ())))
-                 for a in agents if a.name != g.user]
+    speakers += [
+        mm.Speaker(a.name, a.human, a.role, tuple(tools.get(a.name, ())))
+        for a in agents
+        if a.name != g.user
+    ]
     if g.selector_used:
         # the swarm's group chat holds the user agent (or a temporary `_User`) beside the agents,
         # and its auto selection offers it too (ag2 0.9.10 `initiate_swarm_chat`)
         cands = [*g.names, *([g.user] if g.user not in g.names else [])]
         selector, selector_rules = selector_speaker(
-            cands, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER).")
+            cands, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER)."
+        )
         speakers.append(selector)
         rules += selector_rules
-        reader.report(M002, "SWARM_MANAGER selection became the selector speaker "
-                            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
-                            "included (the swarm offers it too); its turns count toward max_turns, which "
-                            "classic's selection does not", runner)
+        reader.report(
+            M002,
+            "SWARM_MANAGER selection became the selector speaker "
+            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
+            "included (the swarm offers it too); its turns count toward max_turns, which "
+            "classic's selection does not",
+            runner,
+        )
     nested_speakers, nested_rules = g.placeholders()
     speakers += nested_speakers
     rules += nested_rules
@@ -180,8 +234,12 @@ def translate_swarm(reader: AgentReader, calls: list[ast.Call], runner: ast.Call
         speakers=tuple(speakers),
         start=g.user,
         max_turns=max_rounds,
-        max_turns_comment="classic max_rounds (it also counted tool-executor turns)" + (
-            "; the selector's turns count too, raise it if runs end early" if g.selector_used else ""),
+        max_turns_comment="classic max_rounds (it also counted tool-executor turns)"
+        + (
+            "; the selector's turns count too, raise it if runs end early"
+            if g.selector_used
+            else ""
+        ),
         context=tuple(g.context.items()),
         rules=tuple(rules),
         otherwise=otherwise,

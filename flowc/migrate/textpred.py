@@ -128,13 +128,24 @@ def _view(node: ast.expr, param: str) -> _View | None:
     tail: int | None = None
     after: tuple[str, ...] = ()
     while True:
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in _TRANSFORMS and not node.args and not node.keywords):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _TRANSFORMS
+            and not node.args
+            and not node.keywords
+        ):
             ops.append(node.func.attr)
             node = node.func.value
             continue
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str"
-                and len(node.args) == 1 and not node.keywords and not _is_content(node, param)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "str"
+            and len(node.args) == 1
+            and not node.keywords
+            and not _is_content(node, param)
+        ):
             node = node.args[0]  # str() of a string
             continue
         sliced = _tail(node) if tail is None else None
@@ -154,7 +165,9 @@ def _strs(node: ast.expr) -> list[str] | None:
     if isinstance(node, ast.Tuple) and all(
         isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
     ):
-        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return [
+            e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        ]
     return None
 
 
@@ -205,7 +218,9 @@ class _Lowering:
         ok = _case_ok(view.transforms, text)
         if ok is None or not ok:
             return None
-        if text != text.strip() and any(t in ("strip", "lstrip", "rstrip") for t in view.transforms):
+        if text != text.strip() and any(
+            t in ("strip", "lstrip", "rstrip") for t in view.transforms
+        ):
             return None
         self.witnesses.append(text)
         if any(t in _CASE for t in view.transforms):
@@ -224,14 +239,21 @@ class _Lowering:
             return None
         slack = k - len(text)
         self.witnesses.append("Plan complete. " + text)
-        return call_cond("text_matches",
-                         pattern="(?s)" + _escape(text) + f".{{0,{slack}}}" + (r"\s*\Z" if before else r"\Z"))
+        return call_cond(
+            "text_matches",
+            pattern="(?s)" + _escape(text) + f".{{0,{slack}}}" + (r"\s*\Z" if before else r"\Z"),
+        )
 
     def edge(self, view: _View, values: list[str], *, start: bool, end: bool) -> _Lowered | None:
         if view.tail is not None:
             # c[-k:] == T with len(T) == k: c ends with T (case transforms after the slice only)
-            if not (end and start and len(values) == 1 and len(values[0]) == view.tail
-                    and all(t in _CASE for t in view.after)):
+            if not (
+                end
+                and start
+                and len(values) == 1
+                and len(values[0]) == view.tail
+                and all(t in _CASE for t in view.after)
+            ):
                 return None
             start = False
         patterns = [_pattern(view.transforms, v, start=start, end=end) for v in values]
@@ -277,12 +299,21 @@ class _Lowering:
             if test is None or yes is None or no is None:
                 return None
             return _or([_and([test, yes]), _and([_not(test), no])])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "bool" \
-                and len(node.args) == 1:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "bool"
+            and len(node.args) == 1
+        ):
             return self.expr(node.args[0], depth + 1)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
-                and len(node.args) == 2 and isinstance(node.args[0], ast.Name)
-                and node.args[0].id == self.param):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == self.param
+        ):
             return True  # classic always passes the message dict
         if isinstance(node, ast.Name) and node.id == self.param:
             return True  # a message dict is never empty
@@ -291,9 +322,13 @@ class _Lowering:
             return self.non_empty(view)
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             return self.compare(node.ops[0], self.name(node.left), self.name(node.comparators[0]))
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("endswith", "startswith") and len(node.args) == 1
-                and not node.keywords):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("endswith", "startswith")
+            and len(node.args) == 1
+            and not node.keywords
+        ):
             view = _view(self.name(node.func.value), self.param)
             values = _strs(self.name(node.args[0]))
             if view is None or not values or view.tail is not None:
@@ -304,8 +339,12 @@ class _Lowering:
 
     def compare(self, op: ast.cmpop, left: ast.expr, right: ast.expr) -> _Lowered | None:
         if isinstance(op, ast.In | ast.NotIn):
-            if (isinstance(left, ast.Constant) and left.value == "content" and isinstance(right, ast.Name)
-                    and right.id == self.param):
+            if (
+                isinstance(left, ast.Constant)
+                and left.value == "content"
+                and isinstance(right, ast.Name)
+                and right.id == self.param
+            ):
                 return isinstance(op, ast.In)  # classic messages always carry "content"
             needle = _strs(left)
             view = _view(right, self.param)
@@ -313,7 +352,11 @@ class _Lowering:
                 return None
             found = self.contains(view, needle[0])
             return None if found is None else (found if isinstance(op, ast.In) else _not(found))
-        if isinstance(op, ast.Is | ast.IsNot) and isinstance(right, ast.Constant) and right.value is None:
+        if (
+            isinstance(op, ast.Is | ast.IsNot)
+            and isinstance(right, ast.Constant)
+            and right.value is None
+        ):
             if _view(left, self.param) is None:
                 return None
             # a message without text (a tool call) has content None; the flow reads it as ""
@@ -334,14 +377,22 @@ class _Lowering:
 
     def find(self, left: ast.expr, right: ast.expr, op: ast.cmpop) -> _Lowered | None:
         """``c.find("T") >= 0`` (and ``!= -1``, ``> -1``; ``== -1``, ``< 0``): a containment test."""
-        if not (isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute)
-                and left.func.attr in ("find", "index") and len(left.args) == 1 and not left.keywords):
+        if not (
+            isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Attribute)
+            and left.func.attr in ("find", "index")
+            and len(left.args) == 1
+            and not left.keywords
+        ):
             return None
         number: object = None
         if isinstance(right, ast.Constant):
             number = right.value
-        elif isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub) and isinstance(
-                right.operand, ast.Constant):
+        elif (
+            isinstance(right, ast.UnaryOp)
+            and isinstance(right.op, ast.USub)
+            and isinstance(right.operand, ast.Constant)
+        ):
             number = -right.operand.value if isinstance(right.operand.value, int) else None
         present = {(ast.GtE, 0), (ast.NotEq, -1), (ast.Gt, -1)}
         absent = {(ast.Eq, -1), (ast.Lt, 0), (ast.LtE, -1)}
@@ -365,7 +416,11 @@ class _Lowering:
         for i, st in enumerate(stmts):
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
                 continue  # a docstring
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+            ):
                 self.env[st.targets[0].id] = st.value
                 continue
             if isinstance(st, ast.Return):
@@ -373,9 +428,9 @@ class _Lowering:
             if isinstance(st, ast.If):
                 saved = dict(self.env)
                 test = self.expr(st.test, depth + 1)
-                yes = self.body([*st.body, *stmts[i + 1:]], depth + 1)
+                yes = self.body([*st.body, *stmts[i + 1 :]], depth + 1)
                 self.env = dict(saved)
-                no = self.body([*st.orelse, *stmts[i + 1:]], depth + 1)
+                no = self.body([*st.orelse, *stmts[i + 1 :]], depth + 1)
                 self.env = saved
                 if test is None or yes is None or no is None:
                     return None
@@ -427,8 +482,11 @@ def _not(item: _Lowered) -> _Lowered:
 
 
 def _is_guard(cond: n.Cond) -> bool:
-    return (isinstance(cond, n.CallCond) and cond.name.value == "text_matches"
-            and cond.args[0].value.value == NON_EMPTY)
+    return (
+        isinstance(cond, n.CallCond)
+        and cond.name.value == "text_matches"
+        and cond.args[0].value.value == NON_EMPTY
+    )
 
 
 def text_expression(node: ast.expr, param: str) -> TextPredicate | None:

@@ -49,8 +49,6 @@ class HubParticipant(Protocol):
     def deliver(self, envelope: Envelope) -> None: ...
 
 
-
-
 @attrs.define(eq=False)
 class Channel:
     """A live channel: its metadata, adapter, current state and liveness bookkeeping."""
@@ -89,8 +87,7 @@ class Channel:
     reach: tuple[HubParticipant, ...] = attrs.field(default=(), repr=False)
     reach_of: int = attrs.field(default=-1, repr=False)
     #: the adapter's ``next_speaker_id(state)`` if it has one (see :meth:`expected_next`)
-    _next_id: Callable[[Any], str | None] | None = attrs.field(init=False, default=None,
-                                                               repr=False)
+    _next_id: Callable[[Any], str | None] | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self._next_id = getattr(self.adapter, "next_speaker_id", None)

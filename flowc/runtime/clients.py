@@ -100,7 +100,8 @@ class ChannelHandle:
     def transcript(self) -> list[Envelope]:
         """The channel's text and packet envelopes from the WAL."""
         return [
-            e for e in self.client.hub.read_wal(self.channel_id)
+            e
+            for e in self.client.hub.read_wal(self.channel_id)
             if e.event_type in (EV_TEXT, EV_PACKET)
         ]
 
@@ -143,8 +144,12 @@ class _Client:
     ) -> Envelope:
         data = {"text": text} if event_data is None else event_data
         return self.hub.admit_fields(
-            channel_id, self.agent_id, event_type, data,
-            None if audience is None else tuple(audience), causation_id,
+            channel_id,
+            self.agent_id,
+            event_type,
+            data,
+            None if audience is None else tuple(audience),
+            causation_id,
         )
 
     async def send(self, channel_id: str, text: str = "", **kwargs: Any) -> Envelope:
@@ -156,7 +161,8 @@ class _Client:
     ) -> Envelope:
         """Post ``ag2.context.set`` (delete runs before set)."""
         return self.send_nowait(
-            channel_id, event_type=EV_CONTEXT_SET,
+            channel_id,
+            event_type=EV_CONTEXT_SET,
             event_data={"set": dict(set or {}), "delete": list(delete)},
         )
 
@@ -174,8 +180,9 @@ class HumanClient(_Client):
 
     kind = "human"
 
-    def __init__(self, hub: ClientHub, name: str, *, agent_id: str | None = None,
-                 buffer: bool = True) -> None:
+    def __init__(
+        self, hub: ClientHub, name: str, *, agent_id: str | None = None, buffer: bool = True
+    ) -> None:
         super().__init__(hub, name, agent_id=agent_id)
         self._callbacks: list[EnvelopeCallback] = []
         self._waiters: list[tuple[Callable[[Envelope], bool] | None, asyncio.Future[Envelope]]] = []
@@ -244,15 +251,23 @@ class AgentClient(_Client):
 
     kind = "agent"
 
-    def __init__(self, hub: ClientHub, name: str, fn: AgentFn, *, agent_id: str | None = None) -> None:
+    def __init__(
+        self, hub: ClientHub, name: str, fn: AgentFn, *, agent_id: str | None = None
+    ) -> None:
         super().__init__(hub, name, agent_id=agent_id)
         self.fn = fn
 
     async def take_turn(self, ch: Channel, trigger: Envelope) -> None:
-        turn = Turn(ch.channel_id, self.agent_id, self.name, trigger, tuple(ch.recent),
-                    dict(getattr(ch.state, "context_vars", {}) or {}),
-                    tuple(ch.metadata.participant_ids),
-                    {aid: name for name, aid in self.hub.name_to_id().items()})
+        turn = Turn(
+            ch.channel_id,
+            self.agent_id,
+            self.name,
+            trigger,
+            tuple(ch.recent),
+            dict(getattr(ch.state, "context_vars", {}) or {}),
+            tuple(ch.metadata.participant_ids),
+            {aid: name for name, aid in self.hub.name_to_id().items()},
+        )
         try:
             reply = as_reply(await self.fn(turn))
         except asyncio.CancelledError:
@@ -273,8 +288,11 @@ class AgentClient(_Client):
                 return
         build = getattr(ch.adapter, "build_round_envelopes", None)
         if build is None:
-            envs = [Envelope(ch.channel_id, self.agent_id, None, EV_TEXT, {"text": reply.text})] \
-                if reply.text else []
+            envs = (
+                [Envelope(ch.channel_id, self.agent_id, None, EV_TEXT, {"text": reply.text})]
+                if reply.text
+                else []
+            )
         else:
             envs = build(ch.metadata, ch.state, self.agent_id, reply, self.hub.name_to_id())
         if warnings and envs:  # let through, with the breaches on its (last) envelope

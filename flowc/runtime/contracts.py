@@ -78,8 +78,13 @@ class Breach:
     declared_at: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"speaker": self.speaker, "tool": self.tool, "target": self.target,
-                "declared_at": self.declared_at, "message": self.message}
+        return {
+            "speaker": self.speaker,
+            "tool": self.tool,
+            "target": self.target,
+            "declared_at": self.declared_at,
+            "message": self.message,
+        }
 
 
 class ContractError(ProtocolError):
@@ -118,10 +123,17 @@ def _returned(alt: ToolEffectInfo) -> ToolEffectInfo:
     return attrs.evolve(alt, handoff=None) if alt.finish is not None else alt
 
 
-def call_breach(speaker: str, call: ToolCall, alts: tuple[ToolEffectInfo, ...] | None,
-                *, names: Mapping[str, str], routed_on: frozenset[str],
-                declared: tuple[str, ...] = (), place: str | None = None,
-                speaker_at: str | None = None) -> Breach | None:
+def call_breach(
+    speaker: str,
+    call: ToolCall,
+    alts: tuple[ToolEffectInfo, ...] | None,
+    *,
+    names: Mapping[str, str],
+    routed_on: frozenset[str],
+    declared: tuple[str, ...] = (),
+    place: str | None = None,
+    speaker_at: str | None = None,
+) -> Breach | None:
     """Why ``speaker``'s ``call`` breaks the flow's declarations, or ``None`` when it
     does not: the one check of a tool call, for scripts and agents alike.
 
@@ -143,7 +155,8 @@ def call_breach(speaker: str, call: ToolCall, alts: tuple[ToolEffectInfo, ...] |
     tool = call.name
     if alts is not None:
         if (not alts and effect == ToolEffectInfo()) or any(
-                same_effect(_returned(a), effect) for a in alts):
+            same_effect(_returned(a), effect) for a in alts
+        ):
             return None
         said = "does nothing" if effect == ToolEffectInfo() else effect.text()
         if not alts:
@@ -153,9 +166,13 @@ def call_breach(speaker: str, call: ToolCall, alts: tuple[ToolEffectInfo, ...] |
         else:
             declares = f"declares that it does one of: {' | '.join(a.text() for a in alts)}"
         where = f"{place}: " if place else ""
-        return Breach(speaker, f"`{speaker}` called `{tool}`, which {said}, but the flow "
-                               f"{declares} ({where}`{declaration_text(tool, alts)}`)",
-                      tool=tool, declared_at=place)
+        return Breach(
+            speaker,
+            f"`{speaker}` called `{tool}`, which {said}, but the flow "
+            f"{declares} ({where}`{declaration_text(tool, alts)}`)",
+            tool=tool,
+            declared_at=place,
+        )
     doing = []
     if effect != ToolEffectInfo():
         doing.append(effect.text())
@@ -165,9 +182,13 @@ def call_breach(speaker: str, call: ToolCall, alts: tuple[ToolEffectInfo, ...] |
         return None
     mine = f"it declares {', '.join(declared)}" if declared else "it declares none"
     there = f"; declare it at {speaker_at}" if speaker_at else "; declare it on the speaker"
-    return Breach(speaker, f"`{speaker}` called `{tool}`, a tool the flow does not declare for "
-                           f"it ({mine}), and {' and '.join(doing)}{there}, with what it does",
-                  tool=tool, declared_at=speaker_at)
+    return Breach(
+        speaker,
+        f"`{speaker}` called `{tool}`, a tool the flow does not declare for "
+        f"it ({mine}), and {' and '.join(doing)}{there}, with what it does",
+        tool=tool,
+        declared_at=speaker_at,
+    )
 
 
 @attrs.frozen
@@ -191,36 +212,41 @@ class Contract:
     #: ``decided_by`` (a rule's index, or ``"default"``) -> the custom target there: its
     #: name, the agent ids it may resolve to (``None``: terminate), the speakers' names
     #: as declared, and where it is declared
-    targets: dict[int | str, tuple[str, frozenset[str | None], tuple[str | None, ...],
-                                   str | None]]
+    targets: dict[int | str, tuple[str, frozenset[str | None], tuple[str | None, ...], str | None]]
     #: the speakers whose replies are checked (``None``: every agent's)
     held: frozenset[str] | None = None
 
     @classmethod
-    def of(cls, target: RunTarget, mode: str = ENFORCE,
-           held: frozenset[str] | None = None) -> Contract:
+    def of(
+        cls, target: RunTarget, mode: str = ENFORCE, held: frozenset[str] | None = None
+    ) -> Contract:
         """The contract of ``target``'s declarations, in ``mode`` (``enforce`` / ``warn``);
         ``held``: the speakers whose replies are checked (``None``: every agent's)."""
         if mode not in CONTRACT_MODES:
             raise ValueError(f"contracts: {mode!r} is not one of {', '.join(CONTRACT_MODES)}")
         graph = target.graph
-        targets: dict[int | str, tuple[str, frozenset[str | None], tuple[str | None, ...],
-                                       str | None]] = {}
+        targets: dict[
+            int | str, tuple[str, frozenset[str | None], tuple[str | None, ...], str | None]
+        ] = {}
         decls = target.custom_targets
         if decls:
             ids = target.ids
 
-            def entry(then: m.Target) -> tuple[str, frozenset[str | None],
-                                               tuple[str | None, ...], str | None] | None:
+            def entry(
+                then: m.Target,
+            ) -> tuple[str, frozenset[str | None], tuple[str | None, ...], str | None] | None:
                 if not isinstance(then, m.CustomTarget):
                     return None
                 found = decls.get(then.name)
                 if found is None:
                     return None
                 results, place = found
-                return (then.name,
-                        frozenset(None if r is None else ids.get(r, r) for r in results),
-                        results, place)
+                return (
+                    then.name,
+                    frozenset(None if r is None else ids.get(r, r) for r in results),
+                    results,
+                    place,
+                )
 
             for i, t in enumerate(graph.transitions):
                 got = entry(t.then)
@@ -229,9 +255,16 @@ class Contract:
             got = entry(graph.default_target)
             if got is not None:
                 targets[DEFAULT] = got
-        return cls(mode == ENFORCE, target.names, target.tools, tool_rule_names(graph),
-                   dict(target.tool_at), dict(target.declared_at), targets,
-                   None if held is None else frozenset(target.ids.get(h, h) for h in held))
+        return cls(
+            mode == ENFORCE,
+            target.names,
+            target.tools,
+            tool_rule_names(graph),
+            dict(target.tool_at),
+            dict(target.declared_at),
+            targets,
+            None if held is None else frozenset(target.ids.get(h, h) for h in held),
+        )
 
     def reply_breaches(self, speaker_id: str, reply: Reply) -> list[Breach]:
         """How an agent's ``reply`` breaks the declarations of its speaker's tools."""
@@ -244,16 +277,23 @@ class Contract:
         out = []
         for call in calls:
             key = (speaker, call.name)
-            breach = call_breach(speaker, call, tools.get(key), names=self.names,
-                                 routed_on=self.routed_on, declared=declared,
-                                 place=self.tool_at.get(key),
-                                 speaker_at=self.declared_at.get(speaker))
+            breach = call_breach(
+                speaker,
+                call,
+                tools.get(key),
+                names=self.names,
+                routed_on=self.routed_on,
+                declared=declared,
+                place=self.tool_at.get(key),
+                speaker_at=self.declared_at.get(speaker),
+            )
             if breach is not None:
                 out.append(breach)
         return out
 
-    def decision_breach(self, sender_id: str, decided_by: int | str | None,
-                        next_speaker: str | None) -> Breach | None:
+    def decision_breach(
+        self, sender_id: str, decided_by: int | str | None, next_speaker: str | None
+    ) -> Breach | None:
         """How a turn's routing breaks a custom target's ``-> A | B`` list: the target
         that decided (``decided_by``) chose ``next_speaker`` (``None``: it terminated),
         which its declaration does not list."""
@@ -265,16 +305,23 @@ class Contract:
         name, allowed, listed, place = entry
         if next_speaker in allowed:
             return None
-        chose = "terminate" if next_speaker is None else \
-            f"`{self.names.get(next_speaker, next_speaker)}`"
+        chose = (
+            "terminate"
+            if next_speaker is None
+            else f"`{self.names.get(next_speaker, next_speaker)}`"
+        )
         rule = "the `otherwise` target" if decided_by == DEFAULT else f"rule {int(decided_by) + 1}"
         decl = " | ".join("terminate" if r is None else format_name(r) for r in listed)
         where = f"{place}: " if place else ""
         speaker = self.names.get(sender_id, sender_id)
-        return Breach(speaker, f"after `{speaker}`'s turn, custom target `{name}` ({rule}) chose "
-                               f"{chose}, which its declaration does not list "
-                               f"({where}`target {format_name(name)}(...) -> {decl}`)",
-                      target=name, declared_at=place)
+        return Breach(
+            speaker,
+            f"after `{speaker}`'s turn, custom target `{name}` ({rule}) chose "
+            f"{chose}, which its declaration does not list "
+            f"({where}`target {format_name(name)}(...) -> {decl}`)",
+            target=name,
+            declared_at=place,
+        )
 
     # what the hub calls on each turn -----------------------------------------------
 
@@ -291,8 +338,11 @@ class Contract:
         """Hold the routing a turn's fold chose (``state``: the workflow state after it) to
         the ``-> A | B`` list of the custom target that chose it: raises
         :class:`ContractError` under ``enforce``; under ``warn``, the breach as JSON."""
-        breach = self.decision_breach(sender_id, getattr(state, "decided_by", None),
-                                      getattr(state, "expected_next_speaker", None))
+        breach = self.decision_breach(
+            sender_id,
+            getattr(state, "decided_by", None),
+            getattr(state, "expected_next_speaker", None),
+        )
         if breach is None:
             return None
         if self.enforce:

@@ -123,7 +123,9 @@ def percent(covered: int, total: int) -> float:
     return 100.0 if total == 0 else round(100.0 * covered / total, 1)
 
 
-def measure(cov: Coverable, results: Iterable[ScenarioResult], path: str = "<input>") -> FlowCoverage:
+def measure(
+    cov: Coverable, results: Iterable[ScenarioResult], path: str = "<input>"
+) -> FlowCoverage:
     """Count, for every target of ``cov``, how many of the scenario runs exercised it."""
     hits: dict[TargetKey, int] = {}
     known = {t.key for t in cov.targets}

@@ -45,7 +45,7 @@ def _tokens(expression: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            raise ExpressionError(f"unexpected text at {pos}: {text[pos:pos + 10]!r}")
+            raise ExpressionError(f"unexpected text at {pos}: {text[pos : pos + 10]!r}")
         kind = m.lastgroup
         assert kind is not None
         out.append((kind, m.group(kind)))

@@ -179,10 +179,20 @@ _new = object.__new__
 
 
 def stamped(
-    channel_id: str, sender_id: str, audience: tuple[str, ...] | None, event_type: str,
-    event_data: dict[str, Any], envelope_id: str, task_id: str | None,
-    causation_id: str | None, trace_id: str | None, priority: Priority, depth: int,
-    idempotency_key: str | None, created_at: str, ttl_seconds: int | None,
+    channel_id: str,
+    sender_id: str,
+    audience: tuple[str, ...] | None,
+    event_type: str,
+    event_data: dict[str, Any],
+    envelope_id: str,
+    task_id: str | None,
+    causation_id: str | None,
+    trace_id: str | None,
+    priority: Priority,
+    depth: int,
+    idempotency_key: str | None,
+    created_at: str,
+    ttl_seconds: int | None,
 ) -> Envelope:
     """``Envelope(...)`` with every field given, built the cheap way (the hub stamps one
     per admitted envelope): equal to, and as frozen as, the one its ``__init__`` builds.

@@ -73,8 +73,12 @@ def user_frame(err: BaseException) -> traceback.FrameSummary | None:
     standard library and installed packages; else the deepest outside flowc; else None."""
     frames = traceback.extract_tb(err.__traceback__)
     outside = [f for f in frames if not _resolved(f.filename).startswith(_FLOWC)]
-    own = [f for f in outside if not _resolved(f.filename).startswith(_library())
-           and not f.filename.startswith("<frozen ")]
+    own = [
+        f
+        for f in outside
+        if not _resolved(f.filename).startswith(_library())
+        and not f.filename.startswith("<frozen ")
+    ]
     found = own or outside
     return found[-1] if found else None
 

@@ -94,8 +94,10 @@ def _now() -> str:
     second, the microseconds for each envelope (a run stamps thousands per second)."""
     second, micro = divmod(time.time_ns() // 1000, 1_000_000)
     if second != _second[0]:
-        _second[0], _second[1] = second, datetime.fromtimestamp(second, UTC).strftime(
-            "%Y-%m-%dT%H:%M:%S")
+        _second[0], _second[1] = (
+            second,
+            datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"),
+        )
     return "%s.%06dZ" % (_second[1], micro)  # noqa: UP031 (half an f-string spec's cost)
 
 
@@ -126,8 +128,13 @@ class ReplayResult:
 class Hub:
     """An in-process hub over one WAL store. Create with :meth:`Hub.open`."""
 
-    def __init__(self, store: WalStore | None = None, *, holder: str | None = None,
-                 lease_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        store: WalStore | None = None,
+        *,
+        holder: str | None = None,
+        lease_seconds: float | None = None,
+    ) -> None:
         self.store: WalStore = store if store is not None else MemoryStore()
         self._adapters: dict[tuple[str, int], Adapter] = {}
         self._clients: dict[str, HubParticipant] = {}
@@ -162,13 +169,18 @@ class Hub:
         self.register_adapter(WorkflowAdapter())
         #: a store that folds what it is given (a ``WatchedStore``) takes the hub's fold
         #: of each envelope about to be appended instead of folding it again
-        self._offer_fold: Callable[[Envelope, Adapter, Any, AdapterResult | None], None] | None = \
+        self._offer_fold: Callable[[Envelope, Adapter, Any, AdapterResult | None], None] | None = (
             getattr(self.store, "offer_fold", None)
+        )
 
     @classmethod
     async def open(
-        cls, store: WalStore | None = None, *, adapters: Iterable[Adapter] = (),
-        holder: str | None = None, lease_seconds: float | None = None,
+        cls,
+        store: WalStore | None = None,
+        *,
+        adapters: Iterable[Adapter] = (),
+        holder: str | None = None,
+        lease_seconds: float | None = None,
     ) -> Hub:
         """A hub on ``store`` (in memory when ``None``) with the workflow adapter registered.
 
@@ -281,7 +293,9 @@ class Hub:
             version=version,
             creator_id=creator_id,
             participants=tuple(
-                Participant(p, i, self._clients[p].name, "initiator" if p == creator_id else "participant")
+                Participant(
+                    p, i, self._clients[p].name, "initiator" if p == creator_id else "participant"
+                )
                 for i, p in enumerate(order)
             ),
             knobs=dict(knobs or {}),
@@ -292,14 +306,19 @@ class Hub:
         state = adapter.initial_state(metadata)
         exps = tuple(adapter.manifest.expectations if expectations is None else expectations)
         opened = Envelope(
-            cid, creator_id, None, EV_CHANNEL_OPENED,
+            cid,
+            creator_id,
+            None,
+            EV_CHANNEL_OPENED,
             {
                 "metadata": metadata.to_dict(),
                 "expectations": [
-                    {"name": e.name, "on_violation": e.on_violation, "params": e.params} for e in exps
+                    {"name": e.name, "on_violation": e.on_violation, "params": e.params}
+                    for e in exps
                 ],
             },
-            envelope_id=self._stamp_id(), created_at=_now(),
+            envelope_id=self._stamp_id(),
+            created_at=_now(),
         )
         lease = self.store.acquire(cid, self.holder, self.lease_seconds)
         if self._offer_fold is not None:
@@ -309,8 +328,15 @@ class Hub:
         except BaseException:
             self.store.release(lease)
             raise
-        ch = Channel(metadata, adapter, state, exps, members=frozenset(order),
-                     order=metadata.participant_ids, last_id=opened.envelope_id)
+        ch = Channel(
+            metadata,
+            adapter,
+            state,
+            exps,
+            members=frozenset(order),
+            order=metadata.participant_ids,
+            last_id=opened.envelope_id,
+        )
         self._hold(ch, lease)
         self._channels[cid] = ch
         ch.turn_started = time.monotonic()
@@ -323,8 +349,13 @@ class Hub:
     def admit(self, envelope: Envelope) -> Envelope:
         """Admit one envelope synchronously; returns it stamped, or raises ``ProtocolError``."""
         return self.admit_fields(
-            envelope.channel_id, envelope.sender_id, envelope.event_type, envelope.event_data,
-            envelope.audience, envelope.causation_id, envelope,
+            envelope.channel_id,
+            envelope.sender_id,
+            envelope.event_type,
+            envelope.event_data,
+            envelope.audience,
+            envelope.causation_id,
+            envelope,
         )
 
     def admit_fields(
@@ -344,19 +375,42 @@ class Hub:
         if ch.status is not _OPEN:
             raise ProtocolError(f"channel {ch.channel_id!r} is closed ({ch.close_reason})")
         if sender_id not in ch.members:
-            raise ProtocolError(
-                f"{sender_id!r} is not a participant of channel {ch.channel_id!r}"
-            )
+            raise ProtocolError(f"{sender_id!r} is not a participant of channel {ch.channel_id!r}")
         self._counter += 1
         eid = "%s-%08x" % (self._prefix, self._counter)  # noqa: UP031 (cheaper than f"{:08x}")
         if template is None:
-            env = stamped(channel_id, sender_id, audience, event_type, event_data, eid, None,
-                          causation_id, None, "normal", 0, None, _now(), None)
+            env = stamped(
+                channel_id,
+                sender_id,
+                audience,
+                event_type,
+                event_data,
+                eid,
+                None,
+                causation_id,
+                None,
+                "normal",
+                0,
+                None,
+                _now(),
+                None,
+            )
         else:
             t = template
             env = stamped(
-                channel_id, sender_id, audience, event_type, event_data, eid, t.task_id,
-                causation_id, t.trace_id, t.priority, t.depth, t.idempotency_key, _now(),
+                channel_id,
+                sender_id,
+                audience,
+                event_type,
+                event_data,
+                eid,
+                t.task_id,
+                causation_id,
+                t.trace_id,
+                t.priority,
+                t.depth,
+                t.idempotency_key,
+                _now(),
                 t.ttl_seconds,
             )
         adapter = ch.adapter
@@ -476,7 +530,8 @@ class Hub:
             held = True
         if held:
             self._beat = asyncio.get_running_loop().call_later(
-                self.lease_seconds / 3, self._heartbeat)
+                self.lease_seconds / 3, self._heartbeat
+            )
 
     def _release(self, ch: Channel) -> None:
         lease, ch.lease = ch.lease, None
@@ -509,7 +564,7 @@ class Hub:
                         queued.deliver(item)
                 except BaseException:
                     # as if queued: the clients not reached yet get it first, next time
-                    outbox.extendleft((m, env) for m in reversed(reach[done + 1:]))
+                    outbox.extendleft((m, env) for m in reversed(reach[done + 1 :]))
                     raise
                 finally:
                     self._delivering = False
@@ -590,8 +645,11 @@ class Hub:
         except RuntimeError:
             self._awaiting.setdefault(nxt, set()).add(channel_id)
             return False
-        trigger = ch.recent[-1] if ch.recent else Envelope(
-            channel_id, nxt, None, EV_TEXT, {}, envelope_id="", created_at=_now())
+        trigger = (
+            ch.recent[-1]
+            if ch.recent
+            else Envelope(channel_id, nxt, None, EV_TEXT, {}, envelope_id="", created_at=_now())
+        )
         self._schedule(ch, trigger)
         return True
 
@@ -618,18 +676,31 @@ class Hub:
         ``flowc log`` shows it too. A run stopped by its store is only stalled: there is
         nowhere to record it."""
         ch = self.channel(channel_id)
-        if isinstance(err, WalError) or isinstance(err.__cause__, WalError) or (
-                isinstance(err, ProtocolError) and err.__cause__ is None):
+        if (
+            isinstance(err, WalError)
+            or isinstance(err.__cause__, WalError)
+            or (isinstance(err, ProtocolError) and err.__cause__ is None)
+        ):
             # the store, or flowc's own refusal (a contract, an unknown speaker): said as
             # a stall is, nothing of the team's code to record
             self.stall(channel_id, agent_id, str(err))
             return
         failure = failure_of(err)
         if ch.is_open:
-            data = {"agent_id": agent_id, "turn": getattr(ch.state, "turn_count", 0) + 1,
-                    **failure.to_json()}
-            env = Envelope(channel_id, HUB_ID, None, EV_TURN_FAILED, data,
-                           envelope_id=self._stamp_id(), created_at=_now())
+            data = {
+                "agent_id": agent_id,
+                "turn": getattr(ch.state, "turn_count", 0) + 1,
+                **failure.to_json(),
+            }
+            env = Envelope(
+                channel_id,
+                HUB_ID,
+                None,
+                EV_TURN_FAILED,
+                data,
+                envelope_id=self._stamp_id(),
+                created_at=_now(),
+            )
             try:
                 self._append(ch, env)
             except WalError as store_err:  # the run stops all the same; the error is said
@@ -649,8 +720,13 @@ class Hub:
         if snapshot and snap is not None:
             data["state"] = snap(ch.state)
         closed = Envelope(
-            ch.channel_id, HUB_ID, None, EV_CHANNEL_CLOSED, data,
-            envelope_id=self._stamp_id(), created_at=_now(),
+            ch.channel_id,
+            HUB_ID,
+            None,
+            EV_CHANNEL_CLOSED,
+            data,
+            envelope_id=self._stamp_id(),
+            created_at=_now(),
         )
         self._append(ch, closed)
         self._release(ch)
@@ -695,13 +771,20 @@ class Hub:
             ch.fired.add(i)
             who = ch.expected_next()
             info = {
-                "name": exp.name, "on_violation": exp.on_violation, "seconds": seconds,
+                "name": exp.name,
+                "on_violation": exp.on_violation,
+                "seconds": seconds,
                 "agent_id": who,
             }
             ch.violations.append(info)
             env = Envelope(
-                ch.channel_id, HUB_ID, None, EV_EXPECTATION_VIOLATED, info,
-                envelope_id=self._stamp_id(), created_at=_now(),
+                ch.channel_id,
+                HUB_ID,
+                None,
+                EV_EXPECTATION_VIOLATED,
+                info,
+                envelope_id=self._stamp_id(),
+                created_at=_now(),
             )
             try:
                 self._append(ch, env)
@@ -710,12 +793,17 @@ class Hub:
                 return
             self._deliver(ch, env)
             if exp.on_violation == "auto_close":
-                log.warning("channel %s: %s did not take its turn within %ss; closing",
-                            ch.channel_id, who, seconds)
+                log.warning(
+                    "channel %s: %s did not take its turn within %ss; closing",
+                    ch.channel_id,
+                    who,
+                    seconds,
+                )
                 self._close(ch, "turn_timeout", snapshot=True)
                 return
-            log.warning("channel %s: %s has not taken its turn within %ss",
-                        ch.channel_id, who, seconds)
+            log.warning(
+                "channel %s: %s has not taken its turn within %ss", ch.channel_id, who, seconds
+            )
         self._arm(ch)
 
     # reading and recovery -------------------------------------------------------
@@ -740,16 +828,24 @@ class Hub:
         try:
             metadata = ChannelMetadata.from_dict(data["metadata"])
             adapter = self._adapter(metadata.type, metadata.version)
-            exps = tuple(Expectation(e["name"], e["on_violation"], e.get("params", {}))
-                         for e in data.get("expectations", []))
-            ch = Channel(metadata, adapter, adapter.initial_state(metadata), exps,
-                         members=frozenset(metadata.participant_ids),
-                         order=metadata.participant_ids)
+            exps = tuple(
+                Expectation(e["name"], e["on_violation"], e.get("params", {}))
+                for e in data.get("expectations", [])
+            )
+            ch = Channel(
+                metadata,
+                adapter,
+                adapter.initial_state(metadata),
+                exps,
+                members=frozenset(metadata.participant_ids),
+                order=metadata.participant_ids,
+            )
         except ProtocolError as err:
             raise ProtocolError(f"the channel cannot be rebuilt from its WAL: {err}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ProtocolError(f"the channel's opening envelope is damaged "
-                                f"({type(err).__name__}: {err})") from None
+            raise ProtocolError(
+                f"the channel's opening envelope is damaged ({type(err).__name__}: {err})"
+            ) from None
         recorded_state = None
         reached: str | None = None
         broken: str | None = None
@@ -775,8 +871,10 @@ class Hub:
                 adapter.validate_send(metadata, env, ch.state)
             except ProtocolError as err:
                 what = f"turn {turns + 1}" if substantive else "an envelope"
-                broken = (f"{where}: {what} does not follow the one before ({err}); "
-                          "two writers may have written this run")
+                broken = (
+                    f"{where}: {what} does not follow the one before ({err}); "
+                    "two writers may have written this run"
+                )
                 break
             try:
                 ch.state = adapter.fold(env, ch.state)
@@ -798,9 +896,11 @@ class Hub:
         for i in range(1, len(links)):
             eid, follows = links[i]
             if follows is not None and follows != links[i - 1][0]:
-                return (f"envelope {i + 1} ({eid}): it was written after {follows}, not "
-                        f"after the envelope before it ({links[i - 1][0]}); two writers "
-                        "wrote this run")
+                return (
+                    f"envelope {i + 1} ({eid}): it was written after {follows}, not "
+                    f"after the envelope before it ({links[i - 1][0]}); two writers "
+                    "wrote this run"
+                )
         return None
 
     async def hydrate(
@@ -879,8 +979,9 @@ class Hub:
         replayed = snap(ch.state) if snap is not None and recorded is not None else None
         if ch.close_reason in ("turn_timeout",) or (ch.close_reason and reached is None):
             reached = ch.close_reason  # closed from outside the graph: nothing to re-derive
-        return ReplayResult(channel_id, ch.state, reached, ch.close_reason, recorded, replayed,
-                            len(envs), broken)
+        return ReplayResult(
+            channel_id, ch.state, reached, ch.close_reason, recorded, replayed, len(envs), broken
+        )
 
     def track(self, task: asyncio.Task[Any]) -> None:
         """Count ``task`` as work in flight until it ends: :meth:`idle` waits for it and

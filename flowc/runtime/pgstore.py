@@ -123,16 +123,20 @@ SELECT seq,
 FROM ins
 """
 
-_APPEND = """
+_APPEND = (
+    """
 WITH ins AS (
     INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows)
     VALUES (%(c)s, %(e)s, %(ty)s, %(env)s, %(f)s)
     RETURNING seq
-)""" + _NOTIFY
+)"""
+    + _NOTIFY
+)
 
 #: the fenced append: the lease row is locked, then the row is written only while the lease
 #: is the run's current, live one and (given ``follows``) the run's last envelope is it
-_APPEND_FENCED = """
+_APPEND_FENCED = (
+    """
 WITH held AS (
     SELECT 1 FROM flowc_lease
     WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > clock_timestamp()
@@ -145,10 +149,13 @@ WITH held AS (
           SELECT envelope_id FROM flowc_wal WHERE channel_id = %(c)s
           ORDER BY seq DESC LIMIT 1))
     RETURNING seq
-)""" + _NOTIFY
+)"""
+    + _NOTIFY
+)
 
-_LEASE_COLUMNS = ("holder, token, extract(epoch FROM expires_at)::float8, "
-                  "expires_at > clock_timestamp()")
+_LEASE_COLUMNS = (
+    "holder, token, extract(epoch FROM expires_at)::float8, expires_at > clock_timestamp()"
+)
 
 _URL = re.compile(r"^(postgres(?:ql)?://)([^@/?#]*@)?", re.IGNORECASE)
 
@@ -160,8 +167,8 @@ def redact(url: str) -> str:
         return url
     user = m.group(2) or ""
     if ":" in user:
-        user = user[:user.index(":")] + "@"
-    rest = url[m.end():]
+        user = user[: user.index(":")] + "@"
+    rest = url[m.end() :]
     base, sep, query = rest.partition("?")
     if sep:
         kept = [p for p in query.split("&") if p and not p.lower().startswith("password=")]
@@ -173,7 +180,7 @@ def _password(url: str) -> str | None:
     m = _URL.match(url)
     user = (m.group(2) or "") if m is not None else ""
     if ":" in user:
-        return user[user.index(":") + 1:-1] or None
+        return user[user.index(":") + 1 : -1] or None
     found = re.search(r"[?&]password=([^&#]*)", url, re.IGNORECASE)
     return found.group(1) or None if found else None
 
@@ -182,8 +189,10 @@ def _import_psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise WalError("a postgresql:// database needs the psycopg package: "
-                       "pip install 'psycopg[binary]' (flowc's postgres extra)") from None
+        raise WalError(
+            "a postgresql:// database needs the psycopg package: "
+            "pip install 'psycopg[binary]' (flowc's postgres extra)"
+        ) from None
     return psycopg
 
 
@@ -211,8 +220,13 @@ class PgListener:
     ``stop()``. :meth:`PgStore.notifier` makes one for the store's database.
     """
 
-    def __init__(self, url: str, channels: tuple[str, ...] = (NOTIFY_RUN, NOTIFY_FREE), *,
-                 retry_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        channels: tuple[str, ...] = (NOTIFY_RUN, NOTIFY_FREE),
+        *,
+        retry_seconds: float = 1.0,
+    ) -> None:
         self.url = url
         self.channels = channels
         self.retry_seconds = retry_seconds
@@ -221,8 +235,9 @@ class PgListener:
 
     def start(self, wake: Callable[[str | None], None]) -> None:
         self._stopping.clear()
-        self._thread = threading.Thread(target=self._listen, args=(wake,),
-                                        name="flowc-listen", daemon=True)
+        self._thread = threading.Thread(
+            target=self._listen, args=(wake,), name="flowc-listen", daemon=True
+        )
         self._thread.start()
 
     def _listen(self, wake: Callable[[str | None], None]) -> None:
@@ -239,8 +254,11 @@ class PgListener:
                     for note in conn.notifies(timeout=0.25):
                         wake(note.payload or None)
             except Exception as err:  # the connection broke: listen again
-                log.warning("%s: listening stopped (%s); listening again",
-                            redact(self.url), _first_line(err, self.url))
+                log.warning(
+                    "%s: listening stopped (%s); listening again",
+                    redact(self.url),
+                    _first_line(err, self.url),
+                )
                 self._stopping.wait(self.retry_seconds)
             finally:
                 with contextlib.suppress(Exception):
@@ -290,14 +308,20 @@ class PgStore:
     def _connect(self) -> psycopg.Connection[Any]:
         pg = self._psycopg
         try:
-            conn = pg.connect(self.url, autocommit=True, application_name="flowc",
-                              connect_timeout=self._connect_timeout)
+            conn = pg.connect(
+                self.url,
+                autocommit=True,
+                application_name="flowc",
+                connect_timeout=self._connect_timeout,
+            )
         except (pg.ProgrammingError, ValueError) as err:  # libpq's or psycopg's URL parse
-            raise WalError(f"{self.path}: not a valid database URL "
-                           f"({_first_line(err, self.url)})") from None
+            raise WalError(
+                f"{self.path}: not a valid database URL ({_first_line(err, self.url)})"
+            ) from None
         except pg.Error as err:
-            raise WalError(f"{self.path}: cannot connect to the database "
-                           f"({_first_line(err, self.url)})") from None
+            raise WalError(
+                f"{self.path}: cannot connect to the database ({_first_line(err, self.url)})"
+            ) from None
         try:
             # a process frozen inside one of its (short) transactions would keep the run's
             # lease row locked, so nobody could take the run over: the server ends such
@@ -306,20 +330,23 @@ class PgStore:
             if self.readonly:
                 conn.execute("SET default_transaction_read_only = on")
                 self._tables = conn.execute(
-                    "SELECT to_regclass('flowc_wal') IS NOT NULL").fetchone() == (True,)
+                    "SELECT to_regclass('flowc_wal') IS NOT NULL"
+                ).fetchone() == (True,)
             elif not self._tables:
                 self._make_tables(conn)
         except pg.Error as err:
             conn.close()
-            raise WalError(f"{self.path}: cannot open the run database "
-                           f"({_first_line(err, self.url)})") from None
+            raise WalError(
+                f"{self.path}: cannot open the run database ({_first_line(err, self.url)})"
+            ) from None
         self._conn = conn
         return conn  # type: ignore[no-any-return]
 
     def _make_tables(self, conn: psycopg.Connection[Any]) -> None:
         present = conn.execute(
             "SELECT to_regclass('flowc_wal') IS NOT NULL AND to_regclass('flowc_lease') "
-            "IS NOT NULL AND to_regclass('flowc_wal_closed') IS NOT NULL").fetchone()
+            "IS NOT NULL AND to_regclass('flowc_wal_closed') IS NOT NULL"
+        ).fetchone()
         if present != (True,):
             # CREATE ... IF NOT EXISTS is not safe against itself: one maker at a time
             with conn.transaction():
@@ -341,8 +368,14 @@ class PgStore:
         run = f"run {channel_id}: " if channel_id else ""
         return WalError(f"{self.path}: {run}cannot {what} ({_first_line(err, self.url)})")
 
-    def _attempt(self, op: Callable[[psycopg.Connection[Any]], _T], channel_id: str | None,
-                 what: str, *, passthrough: tuple[type[BaseException], ...] = ()) -> _T:
+    def _attempt(
+        self,
+        op: Callable[[psycopg.Connection[Any]], _T],
+        channel_id: str | None,
+        what: str,
+        *,
+        passthrough: tuple[type[BaseException], ...] = (),
+    ) -> _T:
         """``op(connection)``; when the connection was lost (the server restarted, the
         network dropped), once more on a new one. Errors named in ``passthrough`` are
         raised as they are; any other is a :class:`WalError`."""
@@ -359,8 +392,11 @@ class PgStore:
             conn = self._db()
         except WalError:  # still gone: say what failed first
             raise self._fault(lost, channel_id, what) from None
-        log.info("%s: connected again after losing the connection (%s)", self.path,
-                 _first_line(lost, self.url))
+        log.info(
+            "%s: connected again after losing the connection (%s)",
+            self.path,
+            _first_line(lost, self.url),
+        )
         self.reconnects += 1
         try:
             return op(conn)
@@ -369,10 +405,10 @@ class PgStore:
         except self._psycopg.Error as err:
             raise self._fault(err, channel_id, what) from None
 
-    def _query(self, sql: str, params: Any, channel_id: str | None,
-               what: str) -> list[tuple[Any, ...]]:
-        return self._attempt(lambda conn: conn.execute(sql, params).fetchall(),
-                             channel_id, what)
+    def _query(
+        self, sql: str, params: Any, channel_id: str | None, what: str
+    ) -> list[tuple[Any, ...]]:
+        return self._attempt(lambda conn: conn.execute(sql, params).fetchall(), channel_id, what)
 
     def notifier(self) -> PgListener:
         """What wakes a worker of this database when a run is opened or given up."""
@@ -380,14 +416,21 @@ class PgStore:
 
     # ── the WAL ─────────────────────────────────────────────────────────────────
 
-    def append(self, envelope: Envelope, lease: Lease | None = None,
-               follows: str | None = None) -> None:
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
         cid = envelope.channel_id
         if lease is not None and lease.channel_id != cid:
             raise _lost(lease, None)
         text = envelope.to_json()
-        params = {"c": cid, "e": envelope.envelope_id, "ty": envelope.event_type,
-                  "env": text, "f": follows, "t": lease.token if lease is not None else None}
+        params = {
+            "c": cid,
+            "e": envelope.envelope_id,
+            "ty": envelope.event_type,
+            "env": text,
+            "f": follows,
+            "t": lease.token if lease is not None else None,
+        }
         sql = _APPEND if lease is None else _APPEND_FENCED
         tries = 0
 
@@ -397,8 +440,9 @@ class PgStore:
             return conn.execute(sql, params).fetchone()
 
         try:
-            row = self._attempt(write, cid, "write the WAL",
-                                passthrough=(self._psycopg.errors.UniqueViolation,))
+            row = self._attempt(
+                write, cid, "write the WAL", passthrough=(self._psycopg.errors.UniqueViolation,)
+            )
         except self._psycopg.errors.UniqueViolation:
             if tries > 1 and self._written(envelope.envelope_id, cid, text):
                 return  # the first try committed; only its answer was lost
@@ -409,42 +453,68 @@ class PgStore:
             return  # as above: the first try's row is the run's last envelope now
         assert lease is not None  # an unfenced append always writes its row
         current = self._lease_row(cid)
-        if current is not None and current[0].token == lease.token and current[1] \
-                and follows is not None:
+        if (
+            current is not None
+            and current[0].token == lease.token
+            and current[1]
+            and follows is not None
+        ):
             last = self._query(
-                "SELECT envelope_id FROM flowc_wal WHERE channel_id = %s "
-                "ORDER BY seq DESC LIMIT 1", (cid,), cid, "read the WAL")
+                "SELECT envelope_id FROM flowc_wal WHERE channel_id = %s ORDER BY seq DESC LIMIT 1",
+                (cid,),
+                cid,
+                "read the WAL",
+            )
             raise LeaseError(
                 f"run {cid}: envelope {envelope.envelope_id} was written after {follows}, but "
                 f"the run's last envelope is {last[0][0] if last else 'none'}: another "
-                "writer appended to it; this write is refused", cid, current[0].holder)
+                "writer appended to it; this write is refused",
+                cid,
+                current[0].holder,
+            )
         raise _lost(lease, current[0] if current is not None else None)
 
     def _written(self, envelope_id: str, channel_id: str, text: str) -> bool:
         """Whether exactly this envelope is in the WAL already."""
-        rows = self._query("SELECT channel_id, envelope FROM flowc_wal WHERE envelope_id = %s",
-                           (envelope_id,), channel_id, "read the WAL")
+        rows = self._query(
+            "SELECT channel_id, envelope FROM flowc_wal WHERE envelope_id = %s",
+            (envelope_id,),
+            channel_id,
+            "read the WAL",
+        )
         return bool(rows) and rows[0][0] == channel_id and rows[0][1] == text
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
         if not self._tables:
             return iter(())
-        rows = self._query("SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s "
-                           "ORDER BY seq", (channel_id,), channel_id, "read the WAL")
+        rows = self._query(
+            "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s ORDER BY seq",
+            (channel_id,),
+            channel_id,
+            "read the WAL",
+        )
         return iter(decode_rows(self.path, channel_id, rows))
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
         if not self._tables:
             return []
-        rows = self._query("SELECT envelope_id, follows FROM flowc_wal WHERE channel_id = %s "
-                           "ORDER BY seq", (channel_id,), channel_id, "read the WAL")
+        rows = self._query(
+            "SELECT envelope_id, follows FROM flowc_wal WHERE channel_id = %s ORDER BY seq",
+            (channel_id,),
+            channel_id,
+            "read the WAL",
+        )
         return [(row[0], row[1]) for row in rows]
 
     def channel_ids(self) -> list[str]:
         if not self._tables:
             return []
-        rows = self._query("SELECT channel_id FROM flowc_wal GROUP BY channel_id "
-                           "ORDER BY MIN(seq)", (), None, "read the WAL")
+        rows = self._query(
+            "SELECT channel_id FROM flowc_wal GROUP BY channel_id ORDER BY MIN(seq)",
+            (),
+            None,
+            "read the WAL",
+        )
         return [row[0] for row in rows]
 
     def open_runs(self) -> list[tuple[str, Lease | None]]:
@@ -459,7 +529,10 @@ class PgStore:
             "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id "
             f"AND w.event_type = '{EV_CHANNEL_CLOSED}') "
             "ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)",
-            (), None, "read the runs' leases")
+            (),
+            None,
+            "read the runs' leases",
+        )
         out: list[tuple[str, Lease | None]] = []
         for cid, holder, token, expires, live in rows:
             lease = Lease(cid, holder, int(token), float(expires))
@@ -472,8 +545,12 @@ class PgStore:
         """The run's lease row and whether it is unexpired by the database's clock."""
         if not self._tables:
             return None
-        rows = self._query(f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s",
-                           (channel_id,), channel_id, "read its lease")
+        rows = self._query(
+            f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s",
+            (channel_id,),
+            channel_id,
+            "read its lease",
+        )
         if not rows:
             return None
         holder, token, expires, live = rows[0]
@@ -485,24 +562,29 @@ class PgStore:
                 conn.execute(
                     "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
                     "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",
-                    (channel_id,))
-                conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = %s FOR UPDATE",
-                             (channel_id,))
+                    (channel_id,),
+                )
+                conn.execute(
+                    "SELECT 1 FROM flowc_lease WHERE channel_id = %s FOR UPDATE", (channel_id,)
+                )
                 # read once the row is ours: what a locking SELECT computes, it computes
                 # before it waits for the lock
                 current_holder, _, expires, live = conn.execute(
-                    f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s",
-                    (channel_id,)).fetchone()  # type: ignore[misc]
-                if live and current_holder != holder \
-                        and holder_alive(current_holder) is not False:
-                    raise LeaseError(_held_message(channel_id, current_holder, expires),
-                                     channel_id, current_holder)
+                    f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s", (channel_id,)
+                ).fetchone()  # type: ignore[misc]
+                if live and current_holder != holder and holder_alive(current_holder) is not False:
+                    raise LeaseError(
+                        _held_message(channel_id, current_holder, expires),
+                        channel_id,
+                        current_holder,
+                    )
                 return conn.execute(  # type: ignore[return-value]
                     "UPDATE flowc_lease SET holder = %s, token = token + 1, "
                     "expires_at = clock_timestamp() + make_interval(secs => %s) "
                     "WHERE channel_id = %s "
                     "RETURNING token, extract(epoch FROM expires_at)::float8",
-                    (holder, seconds, channel_id)).fetchone()
+                    (holder, seconds, channel_id),
+                ).fetchone()
 
         token, expires = self._attempt(take, channel_id, "take its lease")
         return Lease(channel_id, holder, int(token), float(expires))
@@ -512,7 +594,10 @@ class PgStore:
             "UPDATE flowc_lease SET expires_at = clock_timestamp() + make_interval(secs => %s) "
             "WHERE channel_id = %s AND token = %s "
             "RETURNING extract(epoch FROM expires_at)::float8",
-            (seconds, lease.channel_id, lease.token), lease.channel_id, "renew its lease")
+            (seconds, lease.channel_id, lease.token),
+            lease.channel_id,
+            "renew its lease",
+        )
         if not rows:
             current = self._lease_row(lease.channel_id)
             raise _lost(lease, current[0] if current is not None else None)
@@ -524,7 +609,10 @@ class PgStore:
             "WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > '-infinity' "
             "RETURNING channel_id) "
             f"SELECT pg_notify('{NOTIFY_FREE}', channel_id) FROM gone",
-            {"c": lease.channel_id, "t": lease.token}, lease.channel_id, "release its lease")
+            {"c": lease.channel_id, "t": lease.token},
+            lease.channel_id,
+            "release its lease",
+        )
 
     def lease_of(self, channel_id: str) -> Lease | None:
         current = self._lease_row(channel_id)

@@ -70,13 +70,18 @@ def _import_error(label: str, file: Path | None, err: BaseException) -> str:
     if isinstance(err, SyntaxError) and err.filename:
         where = f"{err.filename}:{err.lineno}"
     else:
-        frames = [f for f in traceback.extract_tb(err.__traceback__)
-                  if "importlib" not in f.filename and not f.filename.endswith("plugins.py")]
+        frames = [
+            f
+            for f in traceback.extract_tb(err.__traceback__)
+            if "importlib" not in f.filename and not f.filename.endswith("plugins.py")
+        ]
         if file is not None:
             frames = [f for f in frames if Path(f.filename).resolve() == file.resolve()] or frames
         if frames:
             where = f"{frames[-1].filename}:{frames[-1].lineno}"
-    return f"{label}: cannot import it: {type(err).__name__}: {err}" + (f" ({where})" if where else "")
+    return f"{label}: cannot import it: {type(err).__name__}: {err}" + (
+        f" ({where})" if where else ""
+    )
 
 
 def _is_file_spec(spec: str) -> bool:
@@ -122,8 +127,9 @@ def _load_module(spec: str, base: Path, label: str) -> None:
         importlib.import_module(spec)
     except ModuleNotFoundError as err:
         if err.name is not None and (spec == err.name or spec.startswith(err.name + ".")):
-            raise PluginError(f"{label}: no module named {spec!r} (looked in {base} and on the "
-                              "Python path)") from None
+            raise PluginError(
+                f"{label}: no module named {spec!r} (looked in {base} and on the Python path)"
+            ) from None
         raise PluginError(_import_error(label, None, err)) from None
     except Exception as err:
         raise PluginError(_import_error(label, None, err)) from None
@@ -233,11 +239,16 @@ class ImplementationProblem:
 
 
 def _how_to_register(kind: str, name: str) -> str:
-    method = "evaluate(state, envelope) -> bool" if kind == "condition" else \
-        "resolve(state, envelope) -> TransitionDecision"
-    return (f"register a class with `name = \"{name}\"` and `{method}` "
-            f"(`@flowc.register_{kind}`), and load its module with `--plugin MODULE_OR_FILE` "
-            "or `plugins = [...]` under [tool.flowc] in pyproject.toml")
+    method = (
+        "evaluate(state, envelope) -> bool"
+        if kind == "condition"
+        else "resolve(state, envelope) -> TransitionDecision"
+    )
+    return (
+        f'register a class with `name = "{name}"` and `{method}` '
+        f"(`@flowc.register_{kind}`), and load its module with `--plugin MODULE_OR_FILE` "
+        "or `plugins = [...]` under [tool.flowc] in pyproject.toml"
+    )
 
 
 def implementation_problems(
@@ -274,13 +285,22 @@ def implementation_problems(
     out: list[ImplementationProblem] = []
     for (kind, name), at in uses.items():
         decl = decls.get((kind, name))
-        used = f" (used on line{'s' if len(at) > 1 else ''} {', '.join(map(str, at))})" if at else ""
-        line, column = (decl.span.line, decl.span.column) if decl is not None else \
-            ((at[0] if at else 1), 1)
-        out.append(ImplementationProblem(filename, line, column,
-                                         f"{kind} `{name}` has no implementation{used}",
-                                         _how_to_register(kind, name),
-                                         decl.span if decl is not None else None))
+        used = (
+            f" (used on line{'s' if len(at) > 1 else ''} {', '.join(map(str, at))})" if at else ""
+        )
+        line, column = (
+            (decl.span.line, decl.span.column) if decl is not None else ((at[0] if at else 1), 1)
+        )
+        out.append(
+            ImplementationProblem(
+                filename,
+                line,
+                column,
+                f"{kind} `{name}` has no implementation{used}",
+                _how_to_register(kind, name),
+                decl.span if decl is not None else None,
+            )
+        )
     if out:
         return tuple(out)
     for kind, call, span in _custom_calls(compiled):
@@ -294,9 +314,15 @@ def implementation_problems(
     return tuple(out)
 
 
-def _unbuildable(compiled: CompiledFlow, filename: str, kind: str,
-                 call: m.CustomCondition | m.CustomTarget, cls: Any, span: Span | None,
-                 err: Exception) -> ImplementationProblem:
+def _unbuildable(
+    compiled: CompiledFlow,
+    filename: str,
+    kind: str,
+    call: m.CustomCondition | m.CustomTarget,
+    cls: Any,
+    span: Span | None,
+    err: Exception,
+) -> ImplementationProblem:
     """The problem of a call whose registered class does not build from its arguments."""
     from flowc.dsl.formatter import format_value
     from flowc.runtime.failures import describe_exception, where_defined
@@ -306,20 +332,27 @@ def _unbuildable(compiled: CompiledFlow, filename: str, kind: str,
     defined = where_defined(cls)
     cls_text = f"`{getattr(cls, '__qualname__', cls)}`" + (f" ({defined})" if defined else "")
     if isinstance(err, TypeError | ValueError):
-        message = (f"{what}: the class registered for this {kind}, {cls_text}, does not take "
-                   f"these arguments: {type(err).__name__}: {err}")
-        help = (f"make the class's fields match `{kind} {call.name}(...)`'s parameters, or the "
-                "declaration match the class")
+        message = (
+            f"{what}: the class registered for this {kind}, {cls_text}, does not take "
+            f"these arguments: {type(err).__name__}: {err}"
+        )
+        help = (
+            f"make the class's fields match `{kind} {call.name}(...)`'s parameters, or the "
+            "declaration match the class"
+        )
     else:
-        message = (f"{what}: building the class registered for this {kind}, {cls_text}, "
-                   f"failed: {describe_exception(err)}")
+        message = (
+            f"{what}: building the class registered for this {kind}, {cls_text}, "
+            f"failed: {describe_exception(err)}"
+        )
         help = "fix the class's constructor; `--traceback` shows where it failed"
     line, column = (span.line, span.column) if span is not None else (1, 1)
     return ImplementationProblem(filename, line, column, message, help, span)
 
 
-def _custom_calls(compiled: CompiledFlow
-                  ) -> Iterator[tuple[str, m.CustomCondition | m.CustomTarget, Span | None]]:
+def _custom_calls(
+    compiled: CompiledFlow,
+) -> Iterator[tuple[str, m.CustomCondition | m.CustomTarget, Span | None]]:
     """Every use of a custom condition or target, with the span of its ``NAME(...)``."""
     flow = compiled.flow
     infos = {r.index: r for r in compiled.rules}
@@ -338,12 +371,18 @@ def _custom_calls(compiled: CompiledFlow
                 yield "condition", c, span
         if isinstance(t.then, m.CustomTarget):
             target = info.rule.target if info is not None and info.rule is not None else None
-            yield "target", t.then, target.span if isinstance(target, n.CallTarget) else \
-                (info.span if info else None)
+            yield (
+                "target",
+                t.then,
+                target.span if isinstance(target, n.CallTarget) else (info.span if info else None),
+            )
     if isinstance(compiled.graph.default_target, m.CustomTarget):
         written = next((st.target for st in flow.statements if isinstance(st, n.Otherwise)), None)
-        yield "target", compiled.graph.default_target, \
-            written.span if isinstance(written, n.CallTarget) else compiled.default_span
+        yield (
+            "target",
+            compiled.graph.default_target,
+            written.span if isinstance(written, n.CallTarget) else compiled.default_span,
+        )
 
 
 def _call_conds(cond: n.Cond) -> Iterator[n.CallCond]:
@@ -357,8 +396,10 @@ def _call_conds(cond: n.Cond) -> Iterator[n.CallCond]:
 
 
 def _within(inner: Span, outer: Span) -> bool:
-    return (outer.line, outer.column) <= (inner.line, inner.column) and \
-        (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
+    return (outer.line, outer.column) <= (inner.line, inner.column) and (
+        inner.end_line,
+        inner.end_column,
+    ) <= (outer.end_line, outer.end_column)
 
 
 def implementations_text(problems: Sequence[ImplementationProblem]) -> str:

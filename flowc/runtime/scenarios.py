@@ -79,14 +79,16 @@ def _scenario_turn(item: n.Turn, index: int) -> tuple[str, ScriptTurn]:
         if not isinstance(args, dict):
             raise ScriptError(f"{where}: `with` takes a JSON object of args")
         effects = effects_info(item.effects) if item.effects else None
-        return speaker, ScriptTurn(text, (ScriptCall(item.tool.value, dict(args), effects=effects),),
-                                   where)
+        return speaker, ScriptTurn(
+            text, (ScriptCall(item.tool.value, dict(args), effects=effects),), where
+        )
     if isinstance(item, n.SetTurn):
         sets = {a.key.value: a.value.value for a in item.assigns}
         return speaker, ScriptTurn(text, (ScriptCall(set=sets),), where)
     if isinstance(item, n.ClearTurn):
-        return speaker, ScriptTurn(text, (ScriptCall(delete=tuple(k.value for k in item.keys)),),
-                                   where)
+        return speaker, ScriptTurn(
+            text, (ScriptCall(delete=tuple(k.value for k in item.keys)),), where
+        )
     if isinstance(item, n.HandoffTurn):
         return speaker, ScriptTurn(text, (ScriptCall(handoff=item.target.value),), where)
     reason = item.reason.value if item.reason is not None else "finished"
@@ -107,9 +109,13 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
     names = target.names
     for name in target.speakers:
         hub.register_human(name, agent_id=target.ids[name], buffer=False)
-    ch = hub.open_channel(target.ids[target.creator], "workflow",
-                          [target.ids[s] for s in target.speakers], target.knobs,
-                          expectations=())
+    ch = hub.open_channel(
+        target.ids[target.creator],
+        "workflow",
+        [target.ids[s] for s in target.speakers],
+        target.knobs,
+        expectations=(),
+    )
     # a plugin's custom target is held to its declared `-> A | B` (the scenario's own
     # turns were checked against the declarations when the flow compiled)
     ch.contract = Contract.of(target, held=frozenset())
@@ -127,25 +133,31 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
 
     def result(failure: str | None) -> ScenarioResult:
         close = None if ch.is_open else ch.close_reason
-        return ScenarioResult(title, sc.span.line, failure is None, failure, turn_no,
-                              tuple(steps), close)
+        return ScenarioResult(
+            title, sc.span.line, failure is None, failure, turn_no, tuple(steps), close
+        )
 
     def fail(msg: str) -> ScenarioResult:
         return result(msg)
 
     try:
         if not sc.items:  # nothing ran, so nothing passed (`flowc check`: W214)
-            return fail(f"line {sc.span.line}: the scenario is empty: it has no turns and no "
-                        "expectations")
+            return fail(
+                f"line {sc.span.line}: the scenario is empty: it has no turns and no expectations"
+            )
         for item in _items(sc):
-            if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn
-                          | n.HandoffTurn | n.FinishTurn):
+            if isinstance(
+                item,
+                n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn,
+            ):
                 turn_no += 1
                 speaker, turn = _scenario_turn(item, turn_no)
                 where = f"turn {turn_no} (line {item.span.line})"
                 if not ch.is_open:
-                    return fail(f"{where}: expected {speaker}, but the run had already ended: "
-                                f"{format_value(ch.close_reason)}")
+                    return fail(
+                        f"{where}: expected {speaker}, but the run had already ended: "
+                        f"{format_value(ch.close_reason)}"
+                    )
                 expected = ch.expected_next()
                 if expected != target.ids.get(speaker, speaker):
                     return fail(f"{where}: expected {speaker}, {chosen()}")
@@ -154,12 +166,14 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
                 except (ScriptError, ProtocolError) as err:
                     said = str(err)  # a script error names the line itself: say it once
                     if said.startswith(f"{turn.where}: "):
-                        said = said[len(turn.where) + 2:]
+                        said = said[len(turn.where) + 2 :]
                     return fail(f"{where}: {said}")
                 if not posted:
-                    return fail(f"{where}: {speaker}'s turn says nothing and routes nothing, so "
-                                "the run stalls here (as in AG2, a silent round posts no packet; "
-                                "context writes alone do not take a turn): give the turn a text")
+                    return fail(
+                        f"{where}: {speaker}'s turn says nothing and routes nothing, so "
+                        "the run stalls here (as in AG2, a silent round posts no packet; "
+                        "context writes alone do not take a turn): give the turn a text"
+                    )
                 steps.append(_step(target, speaker, turn, ch.state.decided_by))
             elif isinstance(item, n.ExpectNext):
                 want = item.speaker.value
@@ -168,31 +182,42 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
             elif isinstance(item, n.ExpectTerminate):
                 want_reason = item.reason.value if item.reason is not None else None
                 if ch.is_open:
-                    return fail(f"line {item.span.line}: expected the run to end"
-                                f"{' with ' + format_value(want_reason) if want_reason else ''}, "
-                                f"but {chosen()}")
+                    return fail(
+                        f"line {item.span.line}: expected the run to end"
+                        f"{' with ' + format_value(want_reason) if want_reason else ''}, "
+                        f"but {chosen()}"
+                    )
                 if want_reason is not None and ch.close_reason != want_reason:
-                    return fail(f"line {item.span.line}: expected the run to end with "
-                                f"{format_value(want_reason)}, it ended with {format_value(ch.close_reason)}")
+                    return fail(
+                        f"line {item.span.line}: expected the run to end with "
+                        f"{format_value(want_reason)}, it ended with {format_value(ch.close_reason)}"
+                    )
             elif isinstance(item, n.ExpectContext):
                 key, want_value = item.key.value, item.value.value
                 have = ch.state.context_vars.get(key)
-                if have != want_value or (want_value is not None and key not in ch.state.context_vars):
+                if have != want_value or (
+                    want_value is not None and key not in ch.state.context_vars
+                ):
                     shown = format_value(have) if key in ch.state.context_vars else "unset"
-                    return fail(f"line {item.span.line}: expected context.{key} == "
-                                f"{format_value(want_value)}, it is {shown}")
+                    return fail(
+                        f"line {item.span.line}: expected context.{key} == "
+                        f"{format_value(want_value)}, it is {shown}"
+                    )
             elif isinstance(item, n.ExpectTurns):
                 have_turns = ch.state.turn_count
                 if have_turns != item.count.value:
-                    return fail(f"line {item.span.line}: expected "
-                                f"{counted(item.count.value, 'turn')}, the run has {have_turns}")
+                    return fail(
+                        f"line {item.span.line}: expected "
+                        f"{counted(item.count.value, 'turn')}, the run has {have_turns}"
+                    )
         return result(None)
     finally:
         await hub.close()
 
 
-def _step(target: RunTarget, speaker: str, turn: ScriptTurn, decided_by: int | str | None
-          ) -> ScenarioStep:
+def _step(
+    target: RunTarget, speaker: str, turn: ScriptTurn, decided_by: int | str | None
+) -> ScenarioStep:
     call = next((c for c in turn.calls if c.tool is not None), None)
     if call is None or call.tool is None:
         bare = _bare_alternative(target, speaker, turn)
@@ -201,8 +226,9 @@ def _step(target: RunTarget, speaker: str, turn: ScriptTurn, decided_by: int | s
         return ScenarioStep(speaker, None, None, decided_by)
     alts = (target.tools or {}).get((speaker, call.tool), ())
     picked = pick_alternative(alts, call, speaker, turn.where) if alts else None
-    return ScenarioStep(speaker, call.tool, alts.index(picked) if picked is not None else 0,
-                        decided_by)
+    return ScenarioStep(
+        speaker, call.tool, alts.index(picked) if picked is not None else 0, decided_by
+    )
 
 
 def _bare_alternative(target: RunTarget, speaker: str, turn: ScriptTurn) -> tuple[str, int] | None:
@@ -210,10 +236,17 @@ def _bare_alternative(target: RunTarget, speaker: str, turn: ScriptTurn) -> tupl
     "x"``, ``a sets k = 1``) takes: the one whose effect the run accepted the step as."""
     if target.tools is None or speaker in target.humans:
         return None
-    call = next((c for c in turn.calls if c.set or c.delete or c.handoff is not None
-                 or c.finish is not None), None)
+    call = next(
+        (
+            c
+            for c in turn.calls
+            if c.set or c.delete or c.handoff is not None or c.finish is not None
+        ),
+        None,
+    )
     if call is None:
         return None
     alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
-    return bare_alternative(alts, ToolEffectInfo(tuple(call.set.items()), tuple(call.delete),
-                                                 call.handoff, call.finish))
+    return bare_alternative(
+        alts, ToolEffectInfo(tuple(call.set.items()), tuple(call.delete), call.handoff, call.finish)
+    )

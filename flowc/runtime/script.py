@@ -25,7 +25,6 @@ class ScriptError(Exception):
     """A script (or scenario) the runtime refuses before the run starts."""
 
 
-
 @attrs.frozen
 class ScriptCall:
     """One tool call (or bare effect) of a scripted turn."""
@@ -112,15 +111,18 @@ def _parse_call(obj: Mapping[str, Any], where: str) -> ScriptCall:
     finish, summary = _finish(obj.get("finish"), obj.get("summary"), where)
     if handoff is not None and finish is not None:
         raise ScriptError(f"{where}: a call either hands off or finishes, not both")
-    return ScriptCall(tool, dict(args), dict(sets), tuple(delete), handoff, finish, summary,
-                      reason=reason)
+    return ScriptCall(
+        tool, dict(args), dict(sets), tuple(delete), handoff, finish, summary, reason=reason
+    )
 
 
 def _object(value: dict[str, Any], keys: tuple[str, ...], where: str) -> dict[str, str]:
     extra = set(value) - set(keys)
     if extra:
-        raise ScriptError(f"{where}: unknown key(s) {', '.join(sorted(map(str, extra)))} "
-                          f"(an object here has {' and '.join(f'`{k}`' for k in keys)})")
+        raise ScriptError(
+            f"{where}: unknown key(s) {', '.join(sorted(map(str, extra)))} "
+            f"(an object here has {' and '.join(f'`{k}`' for k in keys)})"
+        )
     for key in keys:
         if key in value and not isinstance(value[key], str):
             raise ScriptError(f"{where}.{key}: expected a string")
@@ -154,7 +156,9 @@ def _finish(value: Any, summary: Any, where: str) -> tuple[str | None, str]:
     elif value is False:
         value = None
     if value is not None and not isinstance(value, str):
-        raise ScriptError(f"{where}.finish: expected a reason (a string), true, or {{reason, summary}}")
+        raise ScriptError(
+            f"{where}.finish: expected a reason (a string), true, or {{reason, summary}}"
+        )
     return value, summary or ""
 
 
@@ -208,8 +212,10 @@ def parse_script(data: Any) -> Script:
         if not isinstance(items, list):
             raise ScriptError(f"script.{speaker}: expected a list of turns")
         turns[str(speaker)] = tuple(
-            _text_turn(item, f"script.{speaker}[{i}]") if type(item) is str
-            else _parse_turn(item, f"script.{speaker}[{i}]") for i, item in enumerate(items)
+            _text_turn(item, f"script.{speaker}[{i}]")
+            if type(item) is str
+            else _parse_turn(item, f"script.{speaker}[{i}]")
+            for i, item in enumerate(items)
         )
 
     def names(key: str) -> tuple[str, ...] | None:

@@ -40,7 +40,15 @@ from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
 from flowc.runtime.wal import Lease, MemoryStore, WalStore
 from flowc.runtime.watch import RunWatcher, WatchedStore
 
-__all__ = ["AgentFn", "AskHuman", "post_turn", "resume_script", "run_flow", "run_script", "run_script_sync"]
+__all__ = [
+    "AgentFn",
+    "AskHuman",
+    "post_turn",
+    "resume_script",
+    "run_flow",
+    "run_script",
+    "run_script_sync",
+]
 
 
 # ── running a script ──────────────────────────────────────────────────────────
@@ -89,19 +97,31 @@ async def run_script(
         raise ScriptError(f"--agents names no speaker of this flow: {', '.join(unknown)}")
     both = sorted(s for s in real if script.turns.get(s))
     if both:
-        raise ScriptError(f"{', '.join(both)}: both scripted and given as agents; "
-                          "a speaker is one or the other")
-    watched = WatchedStore(store if store is not None else MemoryStore(), watch) \
-        if watch is not None else None
+        raise ScriptError(
+            f"{', '.join(both)}: both scripted and given as agents; a speaker is one or the other"
+        )
+    watched = (
+        WatchedStore(store if store is not None else MemoryStore(), watch)
+        if watch is not None
+        else None
+    )
     hub = await Hub.open(watched if watched is not None else store)
     hub.driver = asyncio.current_task()
-    queues: dict[str, deque[ScriptTurn]] = {s: deque(script.turns.get(s, ())) for s in target.speakers}
+    queues: dict[str, deque[ScriptTurn]] = {
+        s: deque(script.turns.get(s, ())) for s in target.speakers
+    }
     ch_box: list[Channel] = []
     _attach(hub, target, real, queues, ask_human, ch_box)
     all_labels = {**target.labels(), **(labels or {})}
-    ch = hub.open_channel(target.ids[target.creator], "workflow",
-                          [target.ids[s] for s in target.speakers], target.knobs,
-                          expectations=expectations, labels=all_labels, channel_id=channel_id)
+    ch = hub.open_channel(
+        target.ids[target.creator],
+        "workflow",
+        [target.ids[s] for s in target.speakers],
+        target.knobs,
+        expectations=expectations,
+        labels=all_labels,
+        channel_id=channel_id,
+    )
     ch.contract = Contract.of(target, contracts, held=frozenset(real))
     ch_box.append(ch)
     try:
@@ -158,8 +178,9 @@ async def resume_script(
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
-    hub = await Hub.open(watched if watched is not None else store, holder=holder,
-                         lease_seconds=lease_seconds)
+    hub = await Hub.open(
+        watched if watched is not None else store, holder=holder, lease_seconds=lease_seconds
+    )
     hub.driver = asyncio.current_task()
     try:
         await hub.hydrate([channel_id], schedule=False)
@@ -178,8 +199,10 @@ async def resume_script(
         real = dict(agents or {})
         unknown = sorted(set(real) - set(target.speakers))
         if unknown:
-            raise ScriptError(f"--agents names no speaker of this run: {', '.join(unknown)} "
-                              f"(its speakers: {', '.join(target.speakers)})")
+            raise ScriptError(
+                f"--agents names no speaker of this run: {', '.join(unknown)} "
+                f"(its speakers: {', '.join(target.speakers)})"
+            )
         names = target.names
         taken: dict[str, int] = {}
         for env in hub.read_wal(channel_id):
@@ -189,11 +212,13 @@ async def resume_script(
         started = bool(taken)
         if script.kickoff is not None and taken.get(target.start):
             taken[target.start] -= 1
-        queues = {s: deque(script.turns.get(s, ())[taken.get(s, 0):]) for s in target.speakers}
+        queues = {s: deque(script.turns.get(s, ())[taken.get(s, 0) :]) for s in target.speakers}
         both = sorted(s for s in real if queues[s])
         if both:
-            raise ScriptError(f"{', '.join(both)}: both scripted and given as agents; "
-                              "a speaker is one or the other")
+            raise ScriptError(
+                f"{', '.join(both)}: both scripted and given as agents; "
+                "a speaker is one or the other"
+            )
         ch.contract = Contract.of(target, contracts, held=frozenset(real))
         ch_box = [ch]
         drivers = _attach(hub, target, real, queues, ask_human, ch_box)
@@ -220,10 +245,14 @@ async def resume_script(
         await hub.close(close_store=False)
 
 
-def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
-            queues: dict[str, deque[ScriptTurn]],
-            ask_human: AskHuman | None,
-            ch_box: list[Channel]) -> dict[str, Callable[[Envelope], None]]:
+def _attach(
+    hub: Hub,
+    target: RunTarget,
+    real: Mapping[str, AgentFn],
+    queues: dict[str, deque[ScriptTurn]],
+    ask_human: AskHuman | None,
+    ch_box: list[Channel],
+) -> dict[str, Callable[[Envelope], None]]:
     """Register every speaker: real agents, scripted humans (driven by what they see)
     and scripted agents; returns the humans' drivers by speaker name."""
 
@@ -231,6 +260,7 @@ def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
         async def take(turn: Turn) -> Reply | None:
             q = queues[name]
             return reply_for(target, name, q.popleft()) if q else None
+
         return take
 
     drivers: dict[str, Callable[[Envelope], None]] = {}
@@ -242,17 +272,22 @@ def _attach(hub: Hub, target: RunTarget, real: Mapping[str, AgentFn],
         elif name in target.humans:
             human = hub.register_human(name, agent_id=aid, buffer=False)
             drivers[name] = human.on_envelope(
-                _human_driver(hub, human, name, target, queues[name], ch_box, ask_human,
-                              relay))
+                _human_driver(hub, human, name, target, queues[name], ch_box, ask_human, relay)
+            )
         else:
             hub.register_agent(name, scripted_agent(name), agent_id=aid)
     return drivers
 
 
-async def _kickoff(hub: Hub, ch: Channel, target: RunTarget, script: Script,
-                   queues: dict[str, deque[ScriptTurn]], real: Mapping[str, AgentFn],
-                   ask_human: AskHuman | None,
-                   ) -> None:
+async def _kickoff(
+    hub: Hub,
+    ch: Channel,
+    target: RunTarget,
+    script: Script,
+    queues: dict[str, deque[ScriptTurn]],
+    real: Mapping[str, AgentFn],
+    ask_human: AskHuman | None,
+) -> None:
     """The run's first turn: the script's kickoff, the start speaker's first scripted
     turn, its agent, or the person at the terminal."""
     start_id = target.ids[target.start]
@@ -274,8 +309,9 @@ async def _kickoff(hub: Hub, ch: Channel, target: RunTarget, script: Script,
             hub.stall(ch.channel_id, start_id)
 
 
-def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptTurn,
-               *, kickoff: bool = False) -> bool:
+def post_turn(
+    hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptTurn, *, kickoff: bool = False
+) -> bool:
     """Post one scripted turn; ``False`` when it says nothing and routes nothing."""
     aid = target.ids[name]
     if not turn.calls and (kickoff or name in target.humans):
@@ -289,19 +325,22 @@ def post_turn(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptT
         reply = reply_for(target, name, turn)
         sets, deletes = merge_context_writes(reply.tool_calls)
         if sets or deletes:
-            hub.admit(Envelope(ch.channel_id, aid, None, EV_CONTEXT_SET,
-                               {"set": sets, "delete": deletes}))
+            hub.admit(
+                Envelope(ch.channel_id, aid, None, EV_CONTEXT_SET, {"set": sets, "delete": deletes})
+            )
         hub.admit(Envelope(ch.channel_id, aid, None, EV_TEXT, {"text": turn.say}))
         return True
     envs = ch.adapter.build_round_envelopes(  # type: ignore[attr-defined]
-        ch.metadata, ch.state, aid, reply_for(target, name, turn), hub.name_to_id())
+        ch.metadata, ch.state, aid, reply_for(target, name, turn), hub.name_to_id()
+    )
     for env in envs:
         hub.admit(env)
     return any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs)
 
 
-def _post_answer(hub: Hub, ch: Channel, target: RunTarget, name: str,
-                 answer: str | ScriptTurn) -> None:
+def _post_answer(
+    hub: Hub, ch: Channel, target: RunTarget, name: str, answer: str | ScriptTurn
+) -> None:
     """Post what a human answered when asked: text, or a turn with context writes (held
     to the keys the human declares, as a scripted human's turn is)."""
     if isinstance(answer, ScriptTurn):
@@ -364,10 +403,16 @@ class _Relay:
                 self.loop.call_soon(self.run, pending)
 
 
-def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
-                  queue: deque[ScriptTurn], ch_box: list[Channel],
-                  ask_human: AskHuman | None,
-                  relay: _Relay) -> Callable[[Envelope], None]:
+def _human_driver(
+    hub: Hub,
+    human: HumanClient,
+    name: str,
+    target: RunTarget,
+    queue: deque[ScriptTurn],
+    ch_box: list[Channel],
+    ask_human: AskHuman | None,
+    relay: _Relay,
+) -> Callable[[Envelope], None]:
     loop = asyncio.get_running_loop()
     aid = human.agent_id
 
@@ -387,20 +432,28 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
             except ProtocolError as err:
                 hub.fail(ch.channel_id, human.agent_id, err)
         elif ask_human is not None:
+
             async def ask() -> None:
                 try:
                     await answer(ch, ask_human)
                 except Exception as err:  # the asker's or flowc's: the run stops with it
                     hub.crash(ch.channel_id, aid, err)
+
             hub.track(loop.create_task(ask()))
         else:
             hub.stall(ch.channel_id, human.agent_id)
 
-    async def answer(ch: Channel,
-                     ask_human: Callable[[str, Turn | None], Awaitable[str | ScriptTurn | None]]
-                     ) -> None:
-        turn = Turn(ch.channel_id, human.agent_id, name, ch.recent[-1], tuple(ch.recent),
-                    dict(ch.state.context_vars))
+    async def answer(
+        ch: Channel, ask_human: Callable[[str, Turn | None], Awaitable[str | ScriptTurn | None]]
+    ) -> None:
+        turn = Turn(
+            ch.channel_id,
+            human.agent_id,
+            name,
+            ch.recent[-1],
+            tuple(ch.recent),
+            dict(ch.state.context_vars),
+        )
         reply = await ask_human(name, turn)
         if reply is None:
             hub.stall(ch.channel_id, human.agent_id)
@@ -414,18 +467,27 @@ def _human_driver(hub: Hub, human: HumanClient, name: str, target: RunTarget,
 
     def on_envelope(env: Envelope) -> None:
         # only the human the run now waits for acts (`act` checks again when it runs)
-        if (env.event_type == EV_TEXT or env.event_type == EV_PACKET) and ch_box \
-                and ch_box[0].expected_next() == aid:
+        if (
+            (env.event_type == EV_TEXT or env.event_type == EV_PACKET)
+            and ch_box
+            and ch_box[0].expected_next() == aid
+        ):
             relay.take(act)
 
     return on_envelope
 
 
-def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | None = None
-            ) -> RunResult:
+def _result(
+    hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | None = None
+) -> RunResult:
     folder: TranscriptFolder | None = watched.folder if watched is not None else None
-    if folder is not None and watched is not None and watched.failed is None \
-            and not watched.partial and folder.channel_id == ch.channel_id:
+    if (
+        folder is not None
+        and watched is not None
+        and watched.failed is None
+        and not watched.partial
+        and folder.channel_id == ch.channel_id
+    ):
         records, close, state = folder.records, folder.close, folder.state  # already folded
     else:
         records, close, state = transcript(hub.read_wal(ch.channel_id))
@@ -435,9 +497,14 @@ def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | No
         who = ch.stalled_on or ch.expected_next()
         stalled = names.get(who, who) if who else None
     return RunResult(
-        ch.channel_id, tuple(records), close,
+        ch.channel_id,
+        tuple(records),
+        close,
         dict(state.context_vars) if state is not None else {},
-        state.turn_count if state is not None else 0, stalled, ch.error, tuple(ch.violations),
+        state.turn_count if state is not None else 0,
+        stalled,
+        ch.error,
+        tuple(ch.violations),
         ch.refused if stalled is not None else (),
         ch.failure,
     )
@@ -446,7 +513,6 @@ def _result(hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | No
 def run_script_sync(target: RunTarget, script: Script, **kwargs: Any) -> RunResult:
     """:func:`run_script` in a fresh event loop."""
     return asyncio.run(run_script(target, script, **kwargs))
-
 
 
 def run_flow(

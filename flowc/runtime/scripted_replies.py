@@ -31,12 +31,20 @@ __all__ = ["check_script", "pick_alternative", "reply_for"]
 # ── turning script turns into replies ─────────────────────────────────────────
 
 
-def pick_alternative(alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speaker: str,
-                      where: str) -> ToolEffectInfo | None:
+def pick_alternative(
+    alts: tuple[ToolEffectInfo, ...], call: ScriptCall, speaker: str, where: str
+) -> ToolEffectInfo | None:
     """The declared alternative a scripted call takes (the compiler's rule, one for all)."""
     try:
-        return match_alternative(alts, call.effects, call.handoff, call.finish, speaker,
-                                 call.tool or "", (call.set, call.delete))
+        return match_alternative(
+            alts,
+            call.effects,
+            call.handoff,
+            call.finish,
+            speaker,
+            call.tool or "",
+            (call.set, call.delete),
+        )
     except AlternativeError as err:
         raise ScriptError(f"{where}: {err}") from None
 
@@ -63,29 +71,42 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
         refusal = bare_effect_refusal(speaker, alts, effect)
         if refusal is not None:
             place = target.declared_at.get(speaker)
-            raise ScriptError(f"{where}: {refusal}; "
-                              + (f"`{speaker}` is declared at {place}: give the call the "
-                                 "`tool` that does it, or declare one there" if place else
-                                 "give the call the `tool` that does it, or declare one in "
-                                 "the flow"))
+            raise ScriptError(
+                f"{where}: {refusal}; "
+                + (
+                    f"`{speaker}` is declared at {place}: give the call the "
+                    "`tool` that does it, or declare one there"
+                    if place
+                    else "give the call the `tool` that does it, or declare one in the flow"
+                )
+            )
     if handoff is not None and handoff not in target.ids:
-        raise ScriptError(f"{where}: hands off to `{handoff}`, which is not a participant "
-                          f"({', '.join(target.speakers)})")
+        raise ScriptError(
+            f"{where}: hands off to `{handoff}`, which is not a participant "
+            f"({', '.join(target.speakers)})"
+        )
     result: Handoff | Finish | None = None
     if finish is not None:
         result = Finish(summary=call.summary, reason=finish)
     elif handoff is not None:
         # the handoff's own reason, as AG2 records it: not the call's `reason` argument
         result = Handoff(target=target.ids[handoff], reason=call.reason)
-    name = call.tool or ("finish" if finish is not None else "handoff" if handoff is not None
-                         else "set_context")
+    name = call.tool or (
+        "finish" if finish is not None else "handoff" if handoff is not None else "set_context"
+    )
     out = ToolCall(name, dict(call.args), sets, tuple(deletes), result)
     if call.tool is not None and target.tools is not None:
         # the call as it will run (the declared effects and the script's own writes) is
         # held to the declaration as an agent's call is (flowc.runtime.contracts)
         key = (speaker, call.tool)
-        breach = call_breach(speaker, out, target.tools[key], names=target.names,
-                             routed_on=frozenset(), place=target.tool_at.get(key))
+        breach = call_breach(
+            speaker,
+            out,
+            target.tools[key],
+            names=target.names,
+            routed_on=frozenset(),
+            place=target.tool_at.get(key),
+        )
         if breach is not None:
             raise ScriptError(f"{where}: {breach.message}")
     return out
@@ -104,16 +125,20 @@ def check_script(target: RunTarget, script: Script) -> None:
     known = set(target.speakers)
     if target.creator not in known:
         raise ScriptError(f"creator `{target.creator}` is not a participant")
-    for who in (target.humans or ()):
+    for who in target.humans or ():
         if who not in known:
             raise ScriptError(f"humans: `{who}` is not a participant")
     if target.start not in known:
-        raise ScriptError(f"the start speaker `{target.start}` is not a participant "
-                          f"({', '.join(target.speakers)})")
+        raise ScriptError(
+            f"the start speaker `{target.start}` is not a participant "
+            f"({', '.join(target.speakers)})"
+        )
     for speaker, turns in script.turns.items():
         if speaker not in known:
-            raise ScriptError(f"script.{speaker}: `{speaker}` is not a speaker of this flow "
-                              f"({', '.join(target.speakers)})")
+            raise ScriptError(
+                f"script.{speaker}: `{speaker}` is not a speaker of this flow "
+                f"({', '.join(target.speakers)})"
+            )
         for turn in turns:
             if not turn.calls:
                 continue  # text alone: nothing to refuse (and a reply of just the text)
@@ -125,15 +150,17 @@ def check_script(target: RunTarget, script: Script) -> None:
 def check_human_turn(target: RunTarget, speaker: str, turn: ScriptTurn) -> None:
     """A human posts text and writes the context keys it declares (as on AG2's hub, where a
     human client has no model and no tools); anything else is refused at the turn's place."""
-    if any(c.tool is not None or c.handoff is not None or c.finish is not None
-           for c in turn.calls):
-        raise ScriptError(f"{turn.where}: `{speaker}` is a human; a human's turn is text "
-                          "and context writes (`set` / `delete`), not tool calls")
+    if any(c.tool is not None or c.handoff is not None or c.finish is not None for c in turn.calls):
+        raise ScriptError(
+            f"{turn.where}: `{speaker}` is a human; a human's turn is text "
+            "and context writes (`set` / `delete`), not tool calls"
+        )
     if target.human_writes is None:
         return  # a bare graph declares nothing: any key goes
     allowed = target.human_writes.get(speaker, frozenset())
     for call in turn.calls:
         for key in (*call.set, *call.delete):
             if key not in allowed:
-                raise ScriptError(f"{turn.where}: "
-                                  f"{human_write_refusal(speaker, key, sorted(allowed))}")
+                raise ScriptError(
+                    f"{turn.where}: {human_write_refusal(speaker, key, sorted(allowed))}"
+                )

@@ -33,16 +33,24 @@ __all__ = ["RunTarget"]
 # ── describing rules in the flow's terms ──────────────────────────────────────
 
 
-def _rule_texts(compiled: CompiledFlow | None, graph: m.TransitionGraph,
-                names: Mapping[str, str], source_text: str | None) -> list[str]:
+def _rule_texts(
+    compiled: CompiledFlow | None,
+    graph: m.TransitionGraph,
+    names: Mapping[str, str],
+    source_text: str | None,
+) -> list[str]:
     out: list[str] = []
     infos = {r.index: r for r in compiled.rules} if compiled is not None else {}
     for i, t in enumerate(graph.transitions):
         info = infos.get(i)
         span = info.statement.span if info is not None else None
-        if info is not None and span is not None and source_text is not None \
-                and span.end > span.start:
-            text = " ".join(source_text[span.start:span.end].split())
+        if (
+            info is not None
+            and span is not None
+            and source_text is not None
+            and span.end > span.start
+        ):
+            text = " ".join(source_text[span.start : span.end].split())
             if info.rule is None:  # implied by sequence / round_robin
                 text = f"{transition_text(t, names)}, from `{text}`"
             out.append(text)
@@ -83,8 +91,7 @@ class RunTarget:
     tool_at: dict[tuple[str, str], str] = attrs.field(factory=dict)
     #: custom target -> the speakers (``None``: terminate) its ``-> A | B`` list names,
     #: and where it is declared; only targets declared with such a list
-    custom_targets: dict[str, tuple[tuple[str | None, ...], str | None]] = \
-        attrs.field(factory=dict)
+    custom_targets: dict[str, tuple[tuple[str | None, ...], str | None]] = attrs.field(factory=dict)
 
     @property
     def names(self) -> dict[str, str]:
@@ -100,8 +107,14 @@ class RunTarget:
         return {"graph": unstructure_graph(self.graph), "context_vars": dict(self.context_vars)}
 
     @classmethod
-    def from_compiled(cls, flow: CompiledFlow, *, source_text: str | None = None,
-                      label: str = "", filename: str | None = None) -> RunTarget:
+    def from_compiled(
+        cls,
+        flow: CompiledFlow,
+        *,
+        source_text: str | None = None,
+        label: str = "",
+        filename: str | None = None,
+    ) -> RunTarget:
         """From a compiled `.flow` (``source_text`` lets transcripts quote the rules;
         ``filename``, the file it was read from, lets refusals name a declaration's place)."""
         ids = {s: flow.agent_id(s) for s in flow.speakers}
@@ -111,30 +124,61 @@ class RunTarget:
         def at(span: Span) -> str | None:
             return None if filename is None else f"{filename}:{span.line}:{span.column}"
 
-        return cls(flow.graph, dict(flow.context_vars), tuple(flow.speakers),
-                   frozenset(flow.humans), flow.initiator, ids, tools,
-                   tuple(_rule_texts(flow, flow.graph, names, source_text)), label or (flow.name or ""),
-                   _rule_lines(flow, len(flow.graph.transitions)),
-                   {h: frozenset(keys) for h, keys in flow.human_writes.items()},
-                   {} if filename is None else {
-                       d.name.value: f"{filename}:{d.name.span.line}:{d.name.span.column}"
-                       for d in flow.flow.speakers()},
-                   {} if filename is None else {
-                       (t.speaker, t.name): f"{filename}:{t.span.line}:{t.span.column}"
-                       for t in flow.tools},
-                   {c.name: (c.results, at(c.span)) for c in flow.customs
-                    if c.kind == "target" and c.results is not None})
+        return cls(
+            flow.graph,
+            dict(flow.context_vars),
+            tuple(flow.speakers),
+            frozenset(flow.humans),
+            flow.initiator,
+            ids,
+            tools,
+            tuple(_rule_texts(flow, flow.graph, names, source_text)),
+            label or (flow.name or ""),
+            _rule_lines(flow, len(flow.graph.transitions)),
+            {h: frozenset(keys) for h, keys in flow.human_writes.items()},
+            {}
+            if filename is None
+            else {
+                d.name.value: f"{filename}:{d.name.span.line}:{d.name.span.column}"
+                for d in flow.flow.speakers()
+            },
+            {}
+            if filename is None
+            else {
+                (t.speaker, t.name): f"{filename}:{t.span.line}:{t.span.column}" for t in flow.tools
+            },
+            {
+                c.name: (c.results, at(c.span))
+                for c in flow.customs
+                if c.kind == "target" and c.results is not None
+            },
+        )
 
     @classmethod
-    def from_graph(cls, graph: m.TransitionGraph, context_vars: Mapping[str, Any] | None = None,
-                   *, participants: Sequence[str] | None = None, humans: Sequence[str] = (),
-                   creator: str | None = None, label: str = "") -> RunTarget:
+    def from_graph(
+        cls,
+        graph: m.TransitionGraph,
+        context_vars: Mapping[str, Any] | None = None,
+        *,
+        participants: Sequence[str] | None = None,
+        humans: Sequence[str] = (),
+        creator: str | None = None,
+        label: str = "",
+    ) -> RunTarget:
         """From a bare graph; participants default to every agent id the graph names."""
         speakers = tuple(dict.fromkeys(participants or m.agent_ids(graph)))
         ids = {s: s for s in speakers}
-        return cls(graph, dict(context_vars or {}), speakers, frozenset(humans),
-                   creator or graph.initial_speaker, ids, None,
-                   tuple(_rule_texts(None, graph, {}, None)), label)
+        return cls(
+            graph,
+            dict(context_vars or {}),
+            speakers,
+            frozenset(humans),
+            creator or graph.initial_speaker,
+            ids,
+            None,
+            tuple(_rule_texts(None, graph, {}, None)),
+            label,
+        )
 
     def with_script_facts(self, script: Script) -> RunTarget:
         """Apply a script's ``participants`` / ``humans`` / ``creator`` / ``context_vars``."""
@@ -147,7 +191,10 @@ class RunTarget:
         if script.context_vars is not None:
             context.update(script.context_vars)
         return attrs.evolve(
-            self, speakers=speakers, ids=ids, context_vars=context,
+            self,
+            speakers=speakers,
+            ids=ids,
+            context_vars=context,
             humans=frozenset(script.humans) if script.humans is not None else self.humans,
             creator=script.creator if script.creator is not None else self.creator,
         )
@@ -156,24 +203,37 @@ class RunTarget:
         """What a run's channel records besides its graph, so that a later process can
         rebuild this target from the WAL (:meth:`from_metadata`): the flow's label, each
         rule's text, the humans and the declared tools."""
-        tools = None if self.tools is None else [
-            [speaker, tool, [_effect_json(alt) for alt in alts]]
-            for (speaker, tool), alts in self.tools.items()
-        ]
-        writes = None if self.human_writes is None else {
-            h: sorted(keys) for h, keys in self.human_writes.items()}
-        out: dict[str, Any] = {"flow": self.label, "rules": list(self.rule_texts),
-                               "rule_lines": list(self.rule_lines),
-                               "humans": sorted(self.humans), "tools": tools,
-                               "human_writes": writes}
+        tools = (
+            None
+            if self.tools is None
+            else [
+                [speaker, tool, [_effect_json(alt) for alt in alts]]
+                for (speaker, tool), alts in self.tools.items()
+            ]
+        )
+        writes = (
+            None
+            if self.human_writes is None
+            else {h: sorted(keys) for h, keys in self.human_writes.items()}
+        )
+        out: dict[str, Any] = {
+            "flow": self.label,
+            "rules": list(self.rule_texts),
+            "rule_lines": list(self.rule_lines),
+            "humans": sorted(self.humans),
+            "tools": tools,
+            "human_writes": writes,
+        }
         if self.declared_at or self.tool_at or self.custom_targets:
             # what a later process needs to hold the run to its declarations, and to say
             # where they are written (see flowc.runtime.contracts)
             out["declared"] = {
                 "speakers": dict(self.declared_at),
                 "tools": [[s, t, place] for (s, t), place in self.tool_at.items()],
-                "targets": [[name, list(results), place]
-                            for name, (results, place) in self.custom_targets.items()],
+                "targets": [
+                    [name, list(results), place]
+                    for name, (results, place) in self.custom_targets.items()
+                ],
             }
         return out
 
@@ -200,24 +260,41 @@ class RunTarget:
         writes: dict[str, frozenset[str]] | None = None
         try:
             if labels.get("tools") is not None:
-                tools = {(str(speaker), str(tool)): tuple(_effect(a) for a in alts)
-                         for speaker, tool, alts in labels["tools"]}
+                tools = {
+                    (str(speaker), str(tool)): tuple(_effect(a) for a in alts)
+                    for speaker, tool, alts in labels["tools"]
+                }
             humans = frozenset(str(h) for h in humans)
             if labels.get("human_writes") is not None:
-                writes = {str(h): frozenset(str(k) for k in keys)
-                          for h, keys in labels["human_writes"].items()}
+                writes = {
+                    str(h): frozenset(str(k) for k in keys)
+                    for h, keys in labels["human_writes"].items()
+                }
         except (TypeError, ValueError, AttributeError) as err:
             raise ValueError(f"the stored labels are not valid ({err})") from None
         creator = names.get(metadata.creator_id, metadata.creator_id)
         lines = labels.get("rule_lines")
         declared_at, tool_at, custom_targets = _declared(labels.get("declared"))
-        return cls(graph, dict(context), tuple(ids), humans, creator, ids, tools,
-                   tuple(str(r) for r in rules) if isinstance(rules, list)
-                   else tuple(_rule_texts(None, graph, {}, None)),
-                   str(labels.get("flow") or ""),
-                   tuple(x if isinstance(x, int) and not isinstance(x, bool) else None
-                         for x in lines) if isinstance(lines, list) else (), writes,
-                   declared_at, tool_at, custom_targets)
+        return cls(
+            graph,
+            dict(context),
+            tuple(ids),
+            humans,
+            creator,
+            ids,
+            tools,
+            tuple(str(r) for r in rules)
+            if isinstance(rules, list)
+            else tuple(_rule_texts(None, graph, {}, None)),
+            str(labels.get("flow") or ""),
+            tuple(x if isinstance(x, int) and not isinstance(x, bool) else None for x in lines)
+            if isinstance(lines, list)
+            else (),
+            writes,
+            declared_at,
+            tool_at,
+            custom_targets,
+        )
 
     def rule_line(self, index: int) -> int | None:
         return self.rule_lines[index] if index < len(self.rule_lines) else None
@@ -238,8 +315,11 @@ class RunTarget:
         return str(decided_by)
 
 
-def _declared(data: Any) -> tuple[dict[str, str], dict[tuple[str, str], str],
-                                   dict[str, tuple[tuple[str | None, ...], str | None]]]:
+def _declared(
+    data: Any,
+) -> tuple[
+    dict[str, str], dict[tuple[str, str], str], dict[str, tuple[tuple[str | None, ...], str | None]]
+]:
     """The ``declared`` label of a stored run (see :meth:`RunTarget.labels`); a run
     stored without it (or by an earlier version) declares no places and no targets."""
     if not isinstance(data, dict):
@@ -247,20 +327,31 @@ def _declared(data: Any) -> tuple[dict[str, str], dict[tuple[str, str], str],
     try:
         speakers = {str(k): str(v) for k, v in (data.get("speakers") or {}).items()}
         tools = {(str(s), str(t)): str(place) for s, t, place in data.get("tools") or ()}
-        targets = {str(name): (tuple(None if r is None else str(r) for r in results),
-                               None if place is None else str(place))
-                   for name, results, place in data.get("targets") or ()}
+        targets = {
+            str(name): (
+                tuple(None if r is None else str(r) for r in results),
+                None if place is None else str(place),
+            )
+            for name, results, place in data.get("targets") or ()
+        }
     except (TypeError, ValueError, AttributeError) as err:
         raise ValueError(f"the stored labels are not valid ({err})") from None
     return speakers, tools, targets
 
 
 def _effect_json(alt: ToolEffectInfo) -> dict[str, Any]:
-    return {"sets": [[k, v] for k, v in alt.sets], "clears": list(alt.clears),
-            "handoff": alt.handoff, "finish": alt.finish}
+    return {
+        "sets": [[k, v] for k, v in alt.sets],
+        "clears": list(alt.clears),
+        "handoff": alt.handoff,
+        "finish": alt.finish,
+    }
 
 
 def _effect(data: Mapping[str, Any]) -> ToolEffectInfo:
-    return ToolEffectInfo(tuple((str(k), v) for k, v in data.get("sets") or ()),
-                          tuple(str(k) for k in data.get("clears") or ()),
-                          data.get("handoff"), data.get("finish"))
+    return ToolEffectInfo(
+        tuple((str(k), v) for k, v in data.get("sets") or ()),
+        tuple(str(k) for k in data.get("clears") or ()),
+        data.get("handoff"),
+        data.get("finish"),
+    )

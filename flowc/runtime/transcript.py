@@ -100,10 +100,19 @@ _new = object.__new__
 
 
 def _record(
-    number: int, speaker: str, agent_id: str, kind: str, routing: dict[str, Any] | None,
-    text: str, context_set: dict[str, Any], context_delete: tuple[str, ...],
-    next_speaker: str | None, decided_by: int | str | None, closes: str | None,
-    tool_calls: tuple[dict[str, Any], ...], warnings: tuple[dict[str, Any], ...] = (),
+    number: int,
+    speaker: str,
+    agent_id: str,
+    kind: str,
+    routing: dict[str, Any] | None,
+    text: str,
+    context_set: dict[str, Any],
+    context_delete: tuple[str, ...],
+    next_speaker: str | None,
+    decided_by: int | str | None,
+    closes: str | None,
+    tool_calls: tuple[dict[str, Any], ...],
+    warnings: tuple[dict[str, Any], ...] = (),
 ) -> TurnRecord:
     """``TurnRecord(...)`` with every field given, built the cheap way (see
     :class:`_TurnSlots`): equal to, and as frozen as, the one its ``__init__`` builds."""
@@ -146,8 +155,9 @@ def turn_json(record: TurnRecord, describe: Describe | None = None) -> dict[str,
         "routing": record.routing,
         "context": {"set": record.context_set, "delete": list(record.context_delete)},
         "next_speaker": record.next_speaker,
-        "decided_by": describe(by) if describe is not None else (
-            None if by is None else str(by if not isinstance(by, int) else f"rule {by + 1}")),
+        "decided_by": describe(by)
+        if describe is not None
+        else (None if by is None else str(by if not isinstance(by, int) else f"rule {by + 1}")),
         "rule": by + 1 if isinstance(by, int) else None,
         "closes": record.closes,
     }
@@ -233,8 +243,12 @@ class TranscriptFolder:
     def channel_id(self) -> str | None:
         return self.metadata.channel_id if self.metadata is not None else None
 
-    def feed(self, env: Envelope, folded: WorkflowState | None = None,
-             accepted: AdapterResult | None = None) -> TurnRecord | None:
+    def feed(
+        self,
+        env: Envelope,
+        folded: WorkflowState | None = None,
+        accepted: AdapterResult | None = None,
+    ) -> TurnRecord | None:
         """The record of ``env`` if it is a turn. ``folded`` / ``accepted``: what
         folding ``env`` onto the current state and ``on_accepted`` give (for the opening
         envelope: the initial state), when the caller has them already (the hub that
@@ -243,10 +257,10 @@ class TranscriptFolder:
         if self.metadata is None or state is None:
             if env.event_type == EV_CHANNEL_OPENED:
                 self.metadata = ChannelMetadata.from_dict(env.event_data["metadata"])
-                self._names = {p.agent_id: (p.name or p.agent_id)
-                               for p in self.metadata.participants}
-                self.state = self.adapter.initial_state(self.metadata) if folded is None \
-                    else folded
+                self._names = {
+                    p.agent_id: (p.name or p.agent_id) for p in self.metadata.participants
+                }
+                self.state = self.adapter.initial_state(self.metadata) if folded is None else folded
             return None
         if self.close is not None:
             return None
@@ -270,10 +284,10 @@ class TranscriptFolder:
                     self._warnings.extend(_warnings(data))
             return None
         calls = data.get("tool_calls")
-        result = self.adapter.on_accepted(self.metadata, env, state) if accepted is None \
-            else accepted
-        closes = (result.auto_close_reason or "closed") \
-            if result.next_state is _CLOSED else None
+        result = (
+            self.adapter.on_accepted(self.metadata, env, state) if accepted is None else accepted
+        )
+        closes = (result.auto_close_reason or "closed") if result.next_state is _CLOSED else None
         nxt = state.expected_next_speaker
         names = self._names
         sender = env.sender_id
@@ -284,10 +298,17 @@ class TranscriptFolder:
             warnings = (*self._warnings, *_warnings(data))
             self._warnings = []
         record = _record(
-            len(records) + 1, names.get(sender, sender), sender, kind, routing,
+            len(records) + 1,
+            names.get(sender, sender),
+            sender,
+            kind,
+            routing,
             text if isinstance(text, str) else "",  # as envelope_text reads it
-            self._set, tuple(deleted) if deleted else (),
-            None if nxt is None else names.get(nxt, nxt), state.decided_by, closes,
+            self._set,
+            tuple(deleted) if deleted else (),
+            None if nxt is None else names.get(nxt, nxt),
+            state.decided_by,
+            closes,
             tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
             warnings,
         )
@@ -310,8 +331,9 @@ def _warnings(data: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     return tuple(w for w in found if isinstance(w, dict)) if isinstance(found, list) else ()
 
 
-def transcript(envelopes: Sequence[Envelope], adapter: WorkflowAdapter | None = None
-               ) -> tuple[list[TurnRecord], str | None, WorkflowState | None]:
+def transcript(
+    envelopes: Sequence[Envelope], adapter: WorkflowAdapter | None = None
+) -> tuple[list[TurnRecord], str | None, WorkflowState | None]:
     """Re-fold a workflow channel's WAL into turn records, its close reason and state."""
     if not envelopes or envelopes[0].event_type != EV_CHANNEL_OPENED:
         return [], None, None

@@ -57,6 +57,7 @@ def __getattr__(name: str) -> Any:
         return getattr(ctxexpr, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "VOCABULARY_CONDITIONS",
     "VOCABULARY_TARGETS",

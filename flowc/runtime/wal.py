@@ -99,7 +99,7 @@ def _process_start(pid: int) -> str:
     except OSError:
         return "0"
     # the command name (field 2) may hold spaces and parentheses: split after the last ")"
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     return fields[19].decode() if len(fields) > 19 else "0"
 
 
@@ -158,8 +158,9 @@ def _free(holder: str, expires_at: float, now: float) -> bool:
 class WalStore(Protocol):
     """Where a hub keeps its write-ahead log, per channel, in admission order."""
 
-    def append(self, envelope: Envelope, lease: Lease | None = None,
-               follows: str | None = None) -> None:
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
         """Durably record one accepted envelope; raise :class:`WalError` on a duplicate id.
 
         With a ``lease``, the append is refused (:class:`LeaseError`, nothing written)
@@ -197,11 +198,12 @@ class WalStore(Protocol):
 
 def _lost(lease: Lease, current: Lease | None) -> LeaseError:
     if current is not None and current.token != lease.token:
-        msg = (f"run {lease.channel_id} was taken over by another hub "
-               f"({describe_holder(current.holder)}): this hub's writes to it are refused")
+        msg = (
+            f"run {lease.channel_id} was taken over by another hub "
+            f"({describe_holder(current.holder)}): this hub's writes to it are refused"
+        )
     else:
-        msg = (f"run {lease.channel_id}: this hub's lease expired; its writes to the run "
-               "are refused")
+        msg = f"run {lease.channel_id}: this hub's lease expired; its writes to the run are refused"
     return LeaseError(msg, lease.channel_id, current.holder if current is not None else None)
 
 
@@ -214,13 +216,17 @@ class MemoryStore:
         self._leases: dict[str, Lease] = {}
         self._follows: dict[str, str | None] = {}
 
-    def append(self, envelope: Envelope, lease: Lease | None = None,
-               follows: str | None = None) -> None:
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
         if lease is not None:
             current = self._leases.get(lease.channel_id)
-            if (current is None or current.token != lease.token
-                    or current.expires_at <= time.time()
-                    or lease.channel_id != envelope.channel_id):
+            if (
+                current is None
+                or current.token != lease.token
+                or current.expires_at <= time.time()
+                or lease.channel_id != envelope.channel_id
+            ):
                 raise _lost(lease, current)
         if envelope.envelope_id in self._ids:
             raise WalError(f"duplicate envelope id {envelope.envelope_id!r}")
@@ -236,8 +242,10 @@ class MemoryStore:
         return iter(list(self._logs.get(channel_id, ())))
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
-        return [(e.envelope_id, self._follows.get(e.envelope_id))
-                for e in self._logs.get(channel_id, ())]
+        return [
+            (e.envelope_id, self._follows.get(e.envelope_id))
+            for e in self._logs.get(channel_id, ())
+        ]
 
     def channel_ids(self) -> list[str]:
         return list(self._logs)
@@ -245,10 +253,16 @@ class MemoryStore:
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         now = time.time()
         current = self._leases.get(channel_id)
-        if current is not None and current.holder != holder \
-                and not _free(current.holder, current.expires_at, now):
-            raise LeaseError(_held_message(channel_id, current.holder, current.expires_at),
-                             channel_id, current.holder)
+        if (
+            current is not None
+            and current.holder != holder
+            and not _free(current.holder, current.expires_at, now)
+        ):
+            raise LeaseError(
+                _held_message(channel_id, current.holder, current.expires_at),
+                channel_id,
+                current.holder,
+            )
         lease = Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
         self._leases[channel_id] = lease
         return lease
@@ -312,8 +326,9 @@ _OLD_INDEX = "CREATE INDEX IF NOT EXISTS wal_channel ON wal (channel_id, seq)"
 
 #: the lease check of a fenced append: the run's current, live lease
 _FENCE = "EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND expires_at > ?)"
-_INSERT_OLD = ("INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) "
-               "SELECT ?, ?, ?, ?, ?")
+_INSERT_OLD = (
+    "INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) SELECT ?, ?, ?, ?, ?"
+)
 _INSERT_OLD_FENCED = f"{_INSERT_OLD} WHERE {_FENCE}"
 #: the next place in the run whose range is [low, high]: one past its last row, capped at
 #: high, so a full run's append collides with its last row (a PRIMARY KEY error). A single
@@ -333,12 +348,14 @@ _INSERT_RUN = (
 #: live one, and the NOT NULL column refuses the row (an error told apart from the others)
 _INSERT_RUN_FENCED = _INSERT_RUN.format(
     channel="CASE WHEN EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? "
-            "AND expires_at > ?) THEN ? END")
+    "AND expires_at > ?) THEN ? END"
+)
 _INSERT_RUN = _INSERT_RUN.format(channel="?")
 
 
-def _run_values(low: int, channel_id: str, rest: tuple[Any, ...],
-                fence: tuple[Any, ...]) -> tuple[Any, ...]:
+def _run_values(
+    low: int, channel_id: str, rest: tuple[Any, ...], fence: tuple[Any, ...]
+) -> tuple[Any, ...]:
     """The values of :data:`_INSERT_RUN` (no ``fence``) or :data:`_INSERT_RUN_FENCED`
     (``fence`` = the lease's token and the time now), for a run whose places start at
     ``low``; ``rest`` = envelope id, event type, row, follows."""
@@ -346,6 +363,8 @@ def _run_values(low: int, channel_id: str, rest: tuple[Any, ...],
     if fence:
         return (low, high, low, high, channel_id, *fence, channel_id, *rest)
     return (low, high, low, high, channel_id, *rest)
+
+
 #: the SQLite errors of an append that :meth:`SqliteStore.append` tells apart
 _REFUSED = sqlite3.SQLITE_CONSTRAINT_NOTNULL  # the fence: the lease is not current
 _FULL = sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY  # the run's last place is taken
@@ -378,16 +397,25 @@ def encode_row(envelope: Envelope) -> str:
     # runs once per turn, and the encoder's set-up costs more than the row (a text turn's
     # data, one string, is written directly too)
     e = envelope
-    if (e.audience is None and e.causation_id is None and e.task_id is None
-            and e.trace_id is None and e.idempotency_key is None and e.ttl_seconds is None
-            and e.depth == 0 and e.priority == "normal"):
+    if (
+        e.audience is None
+        and e.causation_id is None
+        and e.task_id is None
+        and e.trace_id is None
+        and e.idempotency_key is None
+        and e.ttl_seconds is None
+        and e.depth == 0
+        and e.priority == "normal"
+    ):
         # the usual turn: one string; its run, event type and sender as quoted before
         quoted = _QUOTED
         try:
-            return (f'{{"audience": null, "channel_id": {quoted[e.channel_id]}, "created_at": '
-                    f'{_quote(e.created_at)}, "envelope_id": {_quote(e.envelope_id)}, '
-                    f'"event_data": {_data(e.event_data)}, "event_type": '
-                    f'{quoted[e.event_type]}, "sender_id": {quoted[e.sender_id]}}}')
+            return (
+                f'{{"audience": null, "channel_id": {quoted[e.channel_id]}, "created_at": '
+                f'{_quote(e.created_at)}, "envelope_id": {_quote(e.envelope_id)}, '
+                f'"event_data": {_data(e.event_data)}, "event_type": '
+                f'{quoted[e.event_type]}, "sender_id": {quoted[e.sender_id]}}}'
+            )
         except (KeyError, TypeError):  # one not quoted yet, or not a string
             _remember(e.channel_id, e.event_type, e.sender_id)
     out = ['{"audience": ', "null" if e.audience is None else _ENCODE(list(e.audience))]
@@ -396,8 +424,14 @@ def encode_row(envelope: Envelope) -> str:
     out += (', "channel_id": ', _json(e.channel_id), ', "created_at": ', _json(e.created_at))
     if e.depth != 0:
         out += (', "depth": ', _ENCODE(e.depth))
-    out += (', "envelope_id": ', _json(e.envelope_id), ', "event_data": ', _data(e.event_data),
-            ', "event_type": ', _json(e.event_type))
+    out += (
+        ', "envelope_id": ',
+        _json(e.envelope_id),
+        ', "event_data": ',
+        _data(e.event_data),
+        ', "event_type": ',
+        _json(e.event_type),
+    )
     if e.idempotency_key is not None:
         out += (', "idempotency_key": ', _json(e.idempotency_key))
     if e.priority != "normal":
@@ -458,8 +492,10 @@ def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[E
             if not isinstance(env.event_data, dict) or env.channel_id != channel_id:
                 raise ValueError("not an envelope of this run")
         except (ValueError, TypeError, AttributeError, RecursionError) as err:
-            raise WalError(f"{db}: run {channel_id}: envelope {i} (row {seq}) is "
-                           f"damaged ({type(err).__name__}: {err})") from None
+            raise WalError(
+                f"{db}: run {channel_id}: envelope {i} (row {seq}) is "
+                f"damaged ({type(err).__name__}: {err})"
+            ) from None
         out.append(env)
     return out
 
@@ -486,8 +522,9 @@ class SqliteStore:
     the database and, where there is one, the run.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL",
-                 readonly: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, *, synchronous: str = "NORMAL", readonly: bool = False
+    ) -> None:
         if synchronous not in ("OFF", "NORMAL", "FULL"):
             raise ValueError(f"synchronous must be OFF, NORMAL or FULL, got {synchronous!r}")
         self.path = str(path)
@@ -502,10 +539,14 @@ class SqliteStore:
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
-                blocker = next((p for p in Path(self.path).parents
-                                if p.exists() and not p.is_dir()), None)
-                why = f"{blocker} is a file, not a folder" if blocker is not None \
+                blocker = next(
+                    (p for p in Path(self.path).parents if p.exists() and not p.is_dir()), None
+                )
+                why = (
+                    f"{blocker} is a file, not a folder"
+                    if blocker is not None
                     else err.strerror or str(err)
+                )
                 raise WalError(f"{self.path}: cannot create its folder ({why})") from None
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -559,8 +600,12 @@ class SqliteStore:
         # writing it: nobody can create its -shm file either)
         for flags in ("mode=ro", "mode=ro&immutable=1"):
             try:
-                db = sqlite3.connect(f"file:{quote(self.path)}?{flags}", uri=True,
-                                     isolation_level=None, check_same_thread=False)
+                db = sqlite3.connect(
+                    f"file:{quote(self.path)}?{flags}",
+                    uri=True,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
             except sqlite3.Error as err:
                 last = err
                 continue
@@ -587,8 +632,9 @@ class SqliteStore:
         run = f"run {channel_id}: " if channel_id else ""
         return WalError(f"{self.path}: {run}cannot {what} ({err})")
 
-    def append(self, envelope: Envelope, lease: Lease | None = None,
-               follows: str | None = None) -> None:
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
         channel_id = envelope.channel_id
         if lease is not None and lease.channel_id != channel_id:
             raise _lost(lease, None)
@@ -601,31 +647,64 @@ class SqliteStore:
         try:
             if lease is None:
                 high = low + RUN_SPAN - 1
-                self._db.execute(_INSERT_RUN, (
-                    low, high, low, high, channel_id, envelope.envelope_id,
-                    envelope.event_type, encode_row(envelope), follows))
+                self._db.execute(
+                    _INSERT_RUN,
+                    (
+                        low,
+                        high,
+                        low,
+                        high,
+                        channel_id,
+                        envelope.envelope_id,
+                        envelope.event_type,
+                        encode_row(envelope),
+                        follows,
+                    ),
+                )
             else:
                 high = low + RUN_SPAN - 1
-                self._db.execute(_INSERT_RUN_FENCED, (
-                    low, high, low, high, channel_id, lease.token, time.time(), channel_id,
-                    envelope.envelope_id, envelope.event_type, encode_row(envelope), follows))
+                self._db.execute(
+                    _INSERT_RUN_FENCED,
+                    (
+                        low,
+                        high,
+                        low,
+                        high,
+                        channel_id,
+                        lease.token,
+                        time.time(),
+                        channel_id,
+                        envelope.envelope_id,
+                        envelope.event_type,
+                        encode_row(envelope),
+                        follows,
+                    ),
+                )
         except sqlite3.Error as err:
             raise self._append_failed(err, envelope, lease) from None
         except UnicodeEncodeError as err:
             raise self._not_utf8(err, envelope) from None
 
-    def _append_slow(self, envelope: Envelope, lease: Lease | None,
-                     follows: str | None) -> None:
+    def _append_slow(self, envelope: Envelope, lease: Lease | None, follows: str | None) -> None:
         """An append to a file made before, or the first one a store makes to a run."""
         channel_id = envelope.channel_id
-        fields = (channel_id, envelope.envelope_id, envelope.event_type, encode_row(envelope),
-                  follows)
+        fields = (
+            channel_id,
+            envelope.envelope_id,
+            envelope.event_type,
+            encode_row(envelope),
+            follows,
+        )
         fence = () if lease is None else (lease.token, time.time())
         try:
             if not self._runs:  # a file made before
-                if self._db.execute(_INSERT_OLD_FENCED if fence else _INSERT_OLD,
-                                    (*fields, channel_id, *fence) if fence else fields
-                                    ).rowcount != 1:
+                if (
+                    self._db.execute(
+                        _INSERT_OLD_FENCED if fence else _INSERT_OLD,
+                        (*fields, channel_id, *fence) if fence else fields,
+                    ).rowcount
+                    != 1
+                ):
                     raise self._refused(channel_id, lease)
                 return
             number = self._number(channel_id)
@@ -633,8 +712,10 @@ class SqliteStore:
                 self._append_first(channel_id, fields, fence)
             else:
                 low = number * RUN_SPAN
-                self._db.execute(_INSERT_RUN_FENCED if fence else _INSERT_RUN,
-                                 _run_values(low, channel_id, fields[1:], fence))
+                self._db.execute(
+                    _INSERT_RUN_FENCED if fence else _INSERT_RUN,
+                    _run_values(low, channel_id, fields[1:], fence),
+                )
         except sqlite3.Error as err:
             raise self._append_failed(err, envelope, lease) from None
         except UnicodeEncodeError as err:
@@ -644,13 +725,16 @@ class SqliteStore:
         """An envelope holding a lone surrogate (a script's ``"\\ud800"`` reads as one):
         SQLite keeps text as UTF-8, which cannot encode it, so nothing was written."""
         self._rollback()
-        char = err.object[err.start:err.end]
-        return WalError(f"{self.path}: run {envelope.channel_id}: cannot write envelope "
-                        f"{envelope.envelope_id!r} to the WAL: it holds {char!a}, a lone "
-                        f"surrogate, which is not Unicode text")
+        char = err.object[err.start : err.end]
+        return WalError(
+            f"{self.path}: run {envelope.channel_id}: cannot write envelope "
+            f"{envelope.envelope_id!r} to the WAL: it holds {char!a}, a lone "
+            f"surrogate, which is not Unicode text"
+        )
 
-    def _append_failed(self, err: sqlite3.Error, envelope: Envelope,
-                       lease: Lease | None) -> WalError:
+    def _append_failed(
+        self, err: sqlite3.Error, envelope: Envelope, lease: Lease | None
+    ) -> WalError:
         """What a failed append's SQLite error means: its lease is gone, its run is full,
         its id is taken, or a fault of the file (nothing was written)."""
         self._rollback()
@@ -660,8 +744,10 @@ class SqliteStore:
             if code == _REFUSED and lease is not None:
                 return self._refused(channel_id, lease)
             if code == _FULL and self._runs:
-                return WalError(f"{self.path}: run {channel_id}: cannot write the WAL "
-                                f"(the run holds {counted(RUN_SPAN - 1, 'envelope')}, the most a run can)")
+                return WalError(
+                    f"{self.path}: run {channel_id}: cannot write the WAL "
+                    f"(the run holds {counted(RUN_SPAN - 1, 'envelope')}, the most a run can)"
+                )
             if code == _DUPLICATE:
                 return WalError(f"duplicate envelope id {envelope.envelope_id!r}")
         return self._fault(err, channel_id, "write the WAL")
@@ -676,26 +762,31 @@ class SqliteStore:
         """The run's number (``None`` before its first envelope)."""
         number = self._numbers.get(channel_id)
         if number is None:
-            row = self._db.execute("SELECT number FROM run WHERE channel_id = ?",
-                                   (channel_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT number FROM run WHERE channel_id = ?", (channel_id,)
+            ).fetchone()
             if row is None:
                 return None
             number = self._numbers[channel_id] = int(row[0])
         return number
 
-    def _append_first(self, channel_id: str, fields: tuple[Any, ...],
-                      fence: tuple[Any, ...]) -> None:
+    def _append_first(
+        self, channel_id: str, fields: tuple[Any, ...], fence: tuple[Any, ...]
+    ) -> None:
         """The run's first envelope: number the run and write the envelope in one
         transaction (a refused envelope numbers nothing)."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         number = self._number(channel_id)  # another writer may have begun it meanwhile
         if number is None:
-            number = int(db.execute("INSERT INTO run (channel_id) VALUES (?)",
-                                    (channel_id,)).lastrowid or 0)
+            number = int(
+                db.execute("INSERT INTO run (channel_id) VALUES (?)", (channel_id,)).lastrowid or 0
+            )
         low = number * RUN_SPAN
-        db.execute(_INSERT_RUN_FENCED if fence else _INSERT_RUN,
-                   _run_values(low, channel_id, fields[1:], fence))
+        db.execute(
+            _INSERT_RUN_FENCED if fence else _INSERT_RUN,
+            _run_values(low, channel_id, fields[1:], fence),
+        )
         db.execute("COMMIT")
         self._numbers[channel_id] = number
 
@@ -703,14 +794,15 @@ class SqliteStore:
         try:
             if not self._runs:
                 return self._db.execute(
-                    f"SELECT {columns} FROM wal WHERE channel_id = ? ORDER BY seq",
-                    (channel_id,)).fetchall()
+                    f"SELECT {columns} FROM wal WHERE channel_id = ? ORDER BY seq", (channel_id,)
+                ).fetchall()
             number = self._number(channel_id)
             if number is None:
                 return []
             return self._db.execute(
                 f"SELECT {columns} FROM wal WHERE seq BETWEEN ? AND ? ORDER BY seq",
-                (number * RUN_SPAN, (number + 1) * RUN_SPAN - 1)).fetchall()
+                (number * RUN_SPAN, (number + 1) * RUN_SPAN - 1),
+            ).fetchall()
         except sqlite3.Error as err:
             raise self._fault(err, channel_id, "read the WAL") from None
 
@@ -738,7 +830,8 @@ class SqliteStore:
             try:
                 rows = self._db.execute(
                     "SELECT channel_id FROM wal INDEXED BY wal_channel "
-                    "GROUP BY channel_id ORDER BY MIN(seq)").fetchall()
+                    "GROUP BY channel_id ORDER BY MIN(seq)"
+                ).fetchall()
             except sqlite3.Error:
                 raise self._fault(err, None, "read the WAL") from None
         return [row[0] for row in rows]
@@ -765,18 +858,23 @@ class SqliteStore:
         try:
             now = time.time()
             current = self._lease_row(channel_id)
-            if current is not None and current.holder != holder \
-                    and not _free(current.holder, current.expires_at, now):
+            if (
+                current is not None
+                and current.holder != holder
+                and not _free(current.holder, current.expires_at, now)
+            ):
                 raise LeaseError(
                     _held_message(channel_id, current.holder, current.expires_at),
-                    channel_id, current.holder)
-            lease = Lease(channel_id, holder, (current.token if current else 0) + 1,
-                          now + seconds)
+                    channel_id,
+                    current.holder,
+                )
+            lease = Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
             db.execute(
                 "INSERT INTO lease (channel_id, holder, token, expires_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET holder = excluded.holder, "
                 "token = excluded.token, expires_at = excluded.expires_at",
-                (channel_id, holder, lease.token, lease.expires_at))
+                (channel_id, holder, lease.token, lease.expires_at),
+            )
             db.execute("COMMIT")
         except sqlite3.Error as err:
             self._rollback()
@@ -796,7 +894,8 @@ class SqliteStore:
         try:
             cur = self._db.execute(
                 "UPDATE lease SET expires_at = ? WHERE channel_id = ? AND token = ?",
-                (expires, lease.channel_id, lease.token))
+                (expires, lease.channel_id, lease.token),
+            )
         except sqlite3.Error as err:
             raise self._fault(err, lease.channel_id, "renew its lease") from None
         if cur.rowcount != 1:
@@ -807,7 +906,8 @@ class SqliteStore:
         try:
             self._db.execute(
                 "UPDATE lease SET expires_at = 0 WHERE channel_id = ? AND token = ?",
-                (lease.channel_id, lease.token))
+                (lease.channel_id, lease.token),
+            )
         except sqlite3.Error as err:
             raise self._fault(err, lease.channel_id, "release its lease") from None
 

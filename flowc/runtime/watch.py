@@ -82,16 +82,20 @@ class WatchedStore:
         #: the exception that made the watcher stop, if any
         self.failed: Exception | None = None
         #: the hub's fold of the envelope it is about to append (see :meth:`offer_fold`)
-        self._offered: tuple[Envelope, object, WorkflowState, AdapterResult | None] | None = \
-            None
+        self._offered: tuple[Envelope, object, WorkflowState, AdapterResult | None] | None = None
         #: the hub adapter whose folds are the transcript's own (once checked)
         self._trusted: object = None
         #: the transcript missed a turn (a watcher without ``wants_turns`` keeps it only
         #: from the hub's folds): it is not the run's, re-fold the WAL instead
         self.partial = False
 
-    def offer_fold(self, envelope: Envelope, adapter: object, state: WorkflowState,
-                   result: AdapterResult | None) -> None:
+    def offer_fold(
+        self,
+        envelope: Envelope,
+        adapter: object,
+        state: WorkflowState,
+        result: AdapterResult | None,
+    ) -> None:
         """The hub folded ``envelope`` into ``state`` (and ``on_accepted`` gave ``result``;
         for the opening envelope: the channel's initial state) and is about to append
         it: when its adapter folds as the transcript's does (a plain
@@ -121,7 +125,8 @@ class WatchedStore:
         if offered is not None:
             self._offered = None
             if offered[0] is not env or not (
-                    offered[1] is self._trusted or self._trust(offered[1])):
+                offered[1] is self._trusted or self._trust(offered[1])
+            ):
                 offered = None
         if not self.turns:
             # no turn is shown: the transcript is kept only while the hub's folds
@@ -153,8 +158,9 @@ class WatchedStore:
 
     # the WalStore interface: the real store does the work
 
-    def append(self, envelope: Envelope, lease: Lease | None = None,
-               follows: str | None = None) -> None:
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
         self.store.append(envelope, lease, follows)
         self._see(envelope)
 

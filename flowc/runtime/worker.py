@@ -105,9 +105,14 @@ def _script_doc(doc: Any) -> Any:
         raise ScriptError(f"the script cannot be stored with the run ({err})") from None
 
 
-async def submit_run(store: WalStore, target: RunTarget, script_doc: Any | None,
-                     *, labels: Mapping[str, Any] | None = None,
-                     channel_id: str | None = None) -> str:
+async def submit_run(
+    store: WalStore,
+    target: RunTarget,
+    script_doc: Any | None,
+    *,
+    labels: Mapping[str, Any] | None = None,
+    channel_id: str | None = None,
+) -> str:
     """Open a run for the workers: its opening record only (graph, labels and the
     script document), written with a lease taken and given back at once. The script is
     checked against the flow first (:class:`ScriptError`, nothing written). Returns the
@@ -121,10 +126,14 @@ async def submit_run(store: WalStore, target: RunTarget, script_doc: Any | None,
         ids = target.ids
         for name in target.speakers:
             hub.register_human(name, agent_id=ids[name])
-        ch = hub.open_channel(ids[target.creator], "workflow",
-                              [ids[s] for s in target.speakers], target.knobs,
-                              labels={**target.labels(), **(labels or {}), SCRIPT_LABEL: doc},
-                              channel_id=channel_id)
+        ch = hub.open_channel(
+            ids[target.creator],
+            "workflow",
+            [ids[s] for s in target.speakers],
+            target.knobs,
+            labels={**target.labels(), **(labels or {}), SCRIPT_LABEL: doc},
+            channel_id=channel_id,
+        )
         return ch.channel_id
     finally:
         await hub.close(close_store=False)
@@ -158,8 +167,9 @@ class PgNotifier:
         self._thread: threading.Thread | None = None
 
     def start(self, wake: Callable[[str | None], None]) -> None:
-        self._thread = threading.Thread(target=self._listen, args=(wake,),
-                                        name="flowc-listen", daemon=True)
+        self._thread = threading.Thread(
+            target=self._listen, args=(wake,), name="flowc-listen", daemon=True
+        )
         self._thread.start()
 
     def _listen(self, wake: Callable[[str | None], None]) -> None:
@@ -196,8 +206,9 @@ class _Fenced:
         self.refused: LeaseError | None = None
         self.failed: WalError | None = None
 
-    def append(self, envelope: Envelope, lease: Lease | None = None,
-               follows: str | None = None) -> None:
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
         try:
             self.store.append(envelope, lease, follows)
         except LeaseError as err:
@@ -283,12 +294,21 @@ class Worker:
     through with a warning; see :mod:`flowc.runtime.contracts`).
     """
 
-    def __init__(self, store: WalStore, *, agents: Mapping[str, AgentFn] | None = None,
-                 concurrency: int = 8, notifier: Notifier | None = None,
-                 lease_seconds: float | None = None, poll_seconds: float | None = None,
-                 spread_seconds: float = 0.002, tag: str | None = None,
-                 on_event: Event | None = None, on_error: ErrorHook | None = None,
-                 contracts: str = ENFORCE) -> None:
+    def __init__(
+        self,
+        store: WalStore,
+        *,
+        agents: Mapping[str, AgentFn] | None = None,
+        concurrency: int = 8,
+        notifier: Notifier | None = None,
+        lease_seconds: float | None = None,
+        poll_seconds: float | None = None,
+        spread_seconds: float = 0.002,
+        tag: str | None = None,
+        on_event: Event | None = None,
+        on_error: ErrorHook | None = None,
+        contracts: str = ENFORCE,
+    ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.store = store
@@ -297,8 +317,13 @@ class Worker:
         self.notifier = notifier
         self.lease_seconds = lease_seconds or _lease_seconds()
         #: how often to look for runs whose lease expired (and, with no notifier, new runs)
-        self.poll_seconds = poll_seconds if poll_seconds is not None else (
-            self.lease_seconds / 2 if notifier is not None else min(0.5, self.lease_seconds / 2))
+        self.poll_seconds = (
+            poll_seconds
+            if poll_seconds is not None
+            else (
+                self.lease_seconds / 2 if notifier is not None else min(0.5, self.lease_seconds / 2)
+            )
+        )
         self.spread_seconds = spread_seconds
         self.tag = tag or f"worker-{os.urandom(3).hex()}"
         self.holder = holder_id(self.tag)
@@ -384,8 +409,11 @@ class Worker:
                     yield cid
             return
         for cid in self.store.channel_ids():
-            if cid not in self._done and cid not in self._active \
-                    and self.store.lease_of(cid) is None:
+            if (
+                cid not in self._done
+                and cid not in self._active
+                and self.store.lease_of(cid) is None
+            ):
                 yield cid
 
     def _still_parked(self, cid: str) -> bool:
@@ -412,8 +440,7 @@ class Worker:
             if self._active and self.spread_seconds:
                 # the more runs this worker holds, the longer it lets others claim first
                 await asyncio.sleep(self.spread_seconds * len(self._active))
-                if self._stopping or cid in self._active \
-                        or self.store.lease_of(cid) is not None:
+                if self._stopping or cid in self._active or self.store.lease_of(cid) is not None:
                     continue
             self._active[cid] = asyncio.get_running_loop().create_task(self._drive(cid))
             await asyncio.sleep(0)
@@ -442,11 +469,16 @@ class Worker:
                 self._done.add(cid)
                 return
             script = run_script_of(metadata)
-            result = await resume_script(fenced, cid, script, agents=self.agents,
-                                         holder=self.holder,
-                                         lease_seconds=self.lease_seconds,
-                                         on_claim=lambda lease: self._claimed(cid, lease),
-                                         contracts=self.contracts)
+            result = await resume_script(
+                fenced,
+                cid,
+                script,
+                agents=self.agents,
+                holder=self.holder,
+                lease_seconds=self.lease_seconds,
+                on_claim=lambda lease: self._claimed(cid, lease),
+                contracts=self.contracts,
+            )
         except LeaseError:
             return  # another worker claimed it first
         except WalError as err:  # the store failed: once the lease expires, any worker
@@ -468,9 +500,11 @@ class Worker:
             self._done.add(cid)
             if claimed:  # (not a run found closed when its lease was taken)
                 self.stats.closed += 1
-                self._event("closed", cid,
-                            f"{json.dumps(result.close_reason)} after "
-                            f"{counted(result.turn_count, 'turn')}")
+                self._event(
+                    "closed",
+                    cid,
+                    f"{json.dumps(result.close_reason)} after {counted(result.turn_count, 'turn')}",
+                )
         elif fenced.failed is not None:
             self._failed(cid, fenced.failed)
         elif not self._stopping:
@@ -481,8 +515,11 @@ class Worker:
                 return
             self._parked[cid] = (length, time.monotonic() + self.poll_seconds)
             self.stats.stalled += 1
-            self._event("stalled", cid, f"on {result.stalled_on}"
-                        + (f": {result.error}" if result.error else ""))
+            self._event(
+                "stalled",
+                cid,
+                f"on {result.stalled_on}" + (f": {result.error}" if result.error else ""),
+            )
 
     def _failed(self, cid: str, err: BaseException | str) -> None:
         self.stats.failed += 1

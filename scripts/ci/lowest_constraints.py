@@ -23,8 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def releases(name: str) -> list[Version]:
     """The releases of ``name`` that pip can install for this interpreter."""
-    done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", name, "--json"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", name, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode == 0 and done.stdout.strip().startswith("{"):
         found = json.loads(done.stdout)["versions"]
     else:  # an older pip without --json: "Available versions: 1.2, 1.1"

@@ -11,8 +11,25 @@ from flowc.compiler.analysis.system import UNSET, System
 from tests.check.check_stepper import Stepper
 
 #: the codes whose findings must carry a run (the catalogue's W201–W206 and W210, and more)
-RUN_CODES = frozenset({"W201", "W202", "W203", "W204", "W205", "W206", "W210", "W212", "W213",
-                       "W215", "W217", "W218", "W219", "W220", "W221"})
+RUN_CODES = frozenset(
+    {
+        "W201",
+        "W202",
+        "W203",
+        "W204",
+        "W205",
+        "W206",
+        "W210",
+        "W212",
+        "W213",
+        "W215",
+        "W217",
+        "W218",
+        "W219",
+        "W220",
+        "W221",
+    }
+)
 
 
 def graph_of(system: System) -> m.TransitionGraph:
@@ -36,12 +53,22 @@ def stepper_for(system: System) -> Stepper:
 
 def _allowed(system: System, turn: Turn, first: bool) -> bool:
     """The turn is one the speaker may take: the kickoff is plain; tools as declared."""
-    plain = turn.tool is None and not turn.sets and not turn.clears and turn.handoff is None and turn.finish is None
+    plain = (
+        turn.tool is None
+        and not turn.sets
+        and not turn.clears
+        and turn.handoff is None
+        and turn.finish is None
+    )
     if system.compiled is not None and turn.speaker in system.compiled.humans:
         # a human posts text and writes the keys it declares (any value, or clears them)
         declared = set(system.compiled.human_writes.get(turn.speaker, ()))
-        return turn.tool is None and turn.handoff is None and turn.finish is None and \
-            {k for k, _ in turn.sets} | set(turn.clears) <= declared
+        return (
+            turn.tool is None
+            and turn.handoff is None
+            and turn.finish is None
+            and {k for k, _ in turn.sets} | set(turn.clears) <= declared
+        )
     if first or plain:
         return plain or not first
     if system.json_mode:
@@ -53,7 +80,12 @@ def _allowed(system: System, turn: Turn, first: bool) -> bool:
         if not tool.alternatives:
             return not (turn.sets or turn.clears or turn.handoff or turn.finish)
         for alt in tool.alternatives:
-            if (alt.sets, alt.clears, alt.handoff, alt.finish) == (turn.sets, turn.clears, turn.handoff, turn.finish):
+            if (alt.sets, alt.clears, alt.handoff, alt.finish) == (
+                turn.sets,
+                turn.clears,
+                turn.handoff,
+                turn.finish,
+            ):
                 return True
     return False
 
@@ -64,7 +96,9 @@ def _abstract_context(system: System, context: dict[str, Any]) -> tuple[int, ...
     )
 
 
-def replay(system: System, run: Run) -> tuple[Stepper, list[tuple[str, tuple[int, ...]]], list[int]]:
+def replay(
+    system: System, run: Run
+) -> tuple[Stepper, list[tuple[str, tuple[int, ...]]], list[int]]:
     """Step through the run; returns the stepper, the states before each turn, and what fired."""
     stepper = stepper_for(system)
     expected: str | None = system.ids[system.start]
@@ -76,7 +110,9 @@ def replay(system: System, run: Run) -> tuple[Stepper, list[tuple[str, tuple[int
         assert _allowed(system, turn, i == 0), f"turn {i + 1} is not allowed: {turn}"
         states.append((turn.speaker, _abstract_context(system, stepper.context)))
         decision = stepper.step(turn)
-        assert decision.fired == turn.fired, f"turn {i + 1}: rule {decision.fired} fired, run says {turn.fired}"
+        assert decision.fired == turn.fired, (
+            f"turn {i + 1}: rule {decision.fired} fired, run says {turn.fired}"
+        )
         fired.append(decision.fired)
         expected = decision.next
         if expected is None and run.reason is not None:
@@ -105,7 +141,9 @@ def replay_finding(system: System, finding: Finding) -> None:
         assert last is not None and finding.rule is not None
         rule = system.rules[finding.rule]
         assert fired[-1] != finding.rule
-        assert stepper.holds(rule.when, last.speaker, last.tool, dict(last.assumed)), "the dead rule does not match there"
+        assert stepper.holds(rule.when, last.speaker, last.tool, dict(last.assumed)), (
+            "the dead rule does not match there"
+        )
         if code == "W204":
             assert stepper.first_in_file_order(last) == finding.rule
     if code == "W205":
@@ -113,7 +151,9 @@ def replay_finding(system: System, finding: Finding) -> None:
     if code in ("W205", "W206", "W210"):
         assert run.loop_from is not None
     if code == "W212":
-        assert run.next is None and system.max_turns is not None and len(run.turns) > system.max_turns
+        assert (
+            run.next is None and system.max_turns is not None and len(run.turns) > system.max_turns
+        )
     if code == "W215":
         # the shortest run to it is longer than the cap allows
         cap = system.max_turns
@@ -132,7 +172,9 @@ def replay_finding(system: System, finding: Finding) -> None:
         assert last is not None and run.next == last.speaker
         assert system.max_turns is None or len(run.turns) < system.max_turns
     if code == "W218":  # the last turn calls the nested tool and routes by the rules
-        assert last is not None and last.tool is not None and last.tool in finding.diagnostic.message
+        assert (
+            last is not None and last.tool is not None and last.tool in finding.diagnostic.message
+        )
         assert fired[-1] >= -1
     if code == "W219":  # a run to the speaker's turn
         assert run.next is not None and f"`{run.next}`" in finding.diagnostic.message

@@ -43,7 +43,9 @@ class Stepper:
     context: dict[str, Any]
     custom_results: dict[str, tuple[str | None, ...] | None] = attrs.field(factory=dict)
 
-    def holds(self, cond: m.Condition, sender: str, tool: str | None, assumed: dict[str, bool]) -> bool:
+    def holds(
+        self, cond: m.Condition, sender: str, tool: str | None, assumed: dict[str, bool]
+    ) -> bool:
         if isinstance(cond, m.Always):
             return True
         if isinstance(cond, m.FromSpeaker):
@@ -92,7 +94,9 @@ class Stepper:
         if turn.handoff is not None:
             return Decision(turn.handoff, None, -2)
         assumed = dict(turn.assumed)
-        order = sorted(range(len(self.graph.transitions)), key=lambda i: self.graph.transitions[i].priority)
+        order = sorted(
+            range(len(self.graph.transitions)), key=lambda i: self.graph.transitions[i].priority
+        )
         for i in order:
             t = self.graph.transitions[i]
             if self.holds(t.when, turn.speaker, turn.tool, assumed):

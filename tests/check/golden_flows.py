@@ -75,7 +75,9 @@ def flow(seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _effect(rnd: random.Random, names: list[str], keys: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+def _effect(
+    rnd: random.Random, names: list[str], keys: tuple[tuple[str, tuple[str, ...]], ...]
+) -> str:
     key, values = rnd.choice(keys)
     kind = rnd.random()
     if kind < 0.4:

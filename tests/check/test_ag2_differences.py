@@ -39,14 +39,21 @@ def codes(text: str, options: CheckOptions = AG2) -> list[tuple[int, str]]:
 HEAD = "speaker user: human\nspeaker bot {\n  tool think\n}\nstart user\n"
 
 
-@pytest.mark.parametrize("rule", [
-    "when tool think then stay",
-    "when from bot then bot",
-    "when tool think then initiator",
-])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "when tool think then stay",
+        "when from bot then bot",
+        "when tool think then initiator",
+    ],
+)
 def test_a_turn_routed_back_to_its_speaker_is_w217(rule: str) -> None:
-    text = HEAD + "initiator bot\nmax_turns 6\nwhen from user then bot\n" + rule + \
-        '\nwhen from bot then terminate "done"\n'
+    text = (
+        HEAD
+        + "initiator bot\nmax_turns 6\nwhen from user then bot\n"
+        + rule
+        + '\nwhen from bot then terminate "done"\n'
+    )
     [d] = [d for d in found(text) if d.code.id == "W221"]
     assert d.span is not None and d.span.line == 9
     assert "gives the turn back to `bot`" in d.message
@@ -55,16 +62,20 @@ def test_a_turn_routed_back_to_its_speaker_is_w217(rule: str) -> None:
 
 
 def test_a_handoff_to_its_own_speaker_is_w217_at_the_tool() -> None:
-    text = HEAD.replace("tool think", "tool again hands off to bot") + \
-        'max_turns 6\nwhen from user then bot\nwhen from bot then terminate "done"\n'
+    text = (
+        HEAD.replace("tool think", "tool again hands off to bot")
+        + 'max_turns 6\nwhen from user then bot\nwhen from bot then terminate "done"\n'
+    )
     [d] = [d for d in found(text) if d.code.id == "W221"]
     assert d.span is not None and d.span.line == 3  # `tool again hands off to bot`
     assert "`again` hands off to `bot` itself" in d.message
 
 
 def test_a_default_and_a_custom_target_routing_back_are_w217() -> None:
-    text = ("speaker user: human\nspeaker a\nspeaker b\ntarget pick() -> a | b\nstart user\n"
-            "max_turns 6\nwhen from user then a\nwhen from a then pick()\notherwise stay\n")
+    text = (
+        "speaker user: human\nspeaker a\nspeaker b\ntarget pick() -> a | b\nstart user\n"
+        "max_turns 6\nwhen from user then a\nwhen from a then pick()\notherwise stay\n"
+    )
     got = found(text)
     lines = sorted(d.span.line for d in got if d.code.id == "W221" and d.span)
     assert lines == [8, 9]
@@ -100,7 +111,9 @@ def test_a_nested_tool_condition_is_w218_with_ag2s_routing() -> None:
     # a rule of its own makes AG2 route on the tool too
     assert "W218" not in {c for _, c in codes(NESTED + "when tool escalate then user priority 9\n")}
     # nobody calls it: nothing differs
-    assert "W218" not in {c for _, c in codes(NESTED.replace("  tool escalate\n", "  tool other\n"))}
+    assert "W218" not in {
+        c for _, c in codes(NESTED.replace("  tool escalate\n", "  tool other\n"))
+    }
 
 
 def test_a_nested_tool_in_a_json_graph_is_w218_at_its_path() -> None:
@@ -112,16 +125,23 @@ def test_a_nested_tool_in_a_json_graph_is_w218_at_its_path() -> None:
 
 
 def test_several_routing_calls_are_w219() -> None:
-    text = ('speaker user: human\nspeaker triage {\n  tool escalate hands off to security\n'
-            '  tool resolve finishes "resolved"\n}\nspeaker security\nstart user\nmax_turns 10\n'
-            'when from user then triage\nwhen from triage then user\n'
-            'when from security then terminate "secured"\n')
+    text = (
+        "speaker user: human\nspeaker triage {\n  tool escalate hands off to security\n"
+        '  tool resolve finishes "resolved"\n}\nspeaker security\nstart user\nmax_turns 10\n'
+        "when from user then triage\nwhen from triage then user\n"
+        'when from security then terminate "secured"\n'
+    )
     [d] = [d for d in found(text) if d.code.id == "W219"]
     assert d.span is not None and d.span.line == 2
-    assert "(it hands off: → security)" in d.notes[0] and '(it finishes: terminate "resolved")' in d.notes[0]
+    assert (
+        "(it hands off: → security)" in d.notes[0]
+        and '(it finishes: terminate "resolved")' in d.notes[0]
+    )
     # one tool whose alternatives route differently: two calls of it can race too
-    one = text.replace('  tool escalate hands off to security\n  tool resolve finishes "resolved"\n',
-                       '  tool route hands off to security | finishes "resolved"\n')
+    one = text.replace(
+        '  tool escalate hands off to security\n  tool resolve finishes "resolved"\n',
+        '  tool route hands off to security | finishes "resolved"\n',
+    )
     assert "W219" in {c for _, c in codes(one)}
     # one routing call, and a tool that only writes context
     single = text.replace('tool resolve finishes "resolved"', "tool resolve sets resolved = true")
@@ -146,22 +166,29 @@ def test_a_run_past_the_inbox_limit_is_w220() -> None:
     capped = LOOP.replace("start user\n", "start user\nmax_turns 5000\n")
     [d] = [d for d in found(capped) if d.code.id == "W220"]
     assert d.span is not None and d.span.line == 5  # at `max_turns`
-    for safe in (LOOP.replace("start user\n", "start user\nmax_turns 1001\n"),
-                 "speaker user: human\nspeaker bot\nstart user\nwhen from user then bot\n"
-                 "when from bot then user\n"):
+    for safe in (
+        LOOP.replace("start user\n", "start user\nmax_turns 1001\n"),
+        "speaker user: human\nspeaker bot\nstart user\nwhen from user then bot\n"
+        "when from bot then user\n",
+    ):
         assert "W220" not in {c for _, c in codes(safe)}
 
 
 def test_a_three_party_round_robin_stops_at_turn_2999() -> None:
-    [d] = [d for d in found("speakers user: human, alice, bob\nround_robin user, alice, bob\n")
-           if d.code.id == "W220"]
+    [d] = [
+        d
+        for d in found("speakers user: human, alice, bob\nround_robin user, alice, bob\n")
+        if d.code.id == "W220"
+    ]
     assert "stops at turn 2,999" in d.message
 
 
 def test_inbox_failure_counts_as_ag2_does() -> None:
     # the kickoff, then a and b in turn: the user's count grows by one a post
     assert inbox_failure(["user", "a", "b"], ["user", "a", "b"], 1, limit=1000) == (1002, "user")
-    assert inbox_failure(["user", "a", "b"], ["user", "a", "b"], 1, limit=1000, max_turns=1001) is None
+    assert (
+        inbox_failure(["user", "a", "b"], ["user", "a", "b"], 1, limit=1000, max_turns=1001) is None
+    )
     # a round robin: everyone answers one post in three
     assert inbox_failure(["u", "a", "b"], ["u", "a", "b"], 0, limit=1000) == (2999, "b")
     # two who alternate never fill up; a run that ends does not either
@@ -182,8 +209,10 @@ when from bot then terminate "done"
 
 
 def test_without_target_ag2_a_file_gets_one_i304_listing_the_places() -> None:
-    text = STAY.replace("  tool think\n", "  tool think\n  tool ask\n") + \
-        "when tool ask and from bot then user priority -1\n"
+    text = (
+        STAY.replace("  tool think\n", "  tool think\n  tool ask\n")
+        + "when tool ask and from bot then user priority -1\n"
+    )
     got = found(text, CheckOptions())
     assert [d.code.id for d in got] == ["I304"]
     note = got[0]
@@ -208,9 +237,13 @@ def test_an_ignore_comment_holds_with_and_without_the_target() -> None:
     assert codes(noted, AG2) == [(8, "W221")]
     # the note names the places left: one silenced is not listed
     two = STAY.replace("then stay", "then stay  # flowc: ignore[W221]").replace(
-        "  tool think\n", "  tool think\n  tool again hands off to bot\n")
+        "  tool think\n", "  tool think\n  tool again hands off to bot\n"
+    )
     [note] = found(two, CheckOptions())
-    assert "(2 places;" in note.message and [n[:13] for n in note.notes] == ["line 2: W219:", "line 4: W221:"]
+    assert "(2 places;" in note.message and [n[:13] for n in note.notes] == [
+        "line 2: W219:",
+        "line 4: W221:",
+    ]
 
 
 def test_check_cli_target_ag2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

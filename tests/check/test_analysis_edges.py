@@ -38,7 +38,8 @@ def test_a_speaker_after_the_implied_cap_is_reported_with_its_run() -> None:
     found = [d for d in flowc.check(SEQUENCE_THEN_D) if d.code.id == "W215"]
     assert [d.message for d in found] == [
         "speaker `d` never speaks: its first turn would be turn 4, and `max_turns 3` "
-        "(implied by `sequence`) closes every run after turn 3"]
+        "(implied by `sequence`) closes every run after turn 3"
+    ]
     assert found[0].notes == ("a shortest run to it: a → b → c → d",)
     # with room for it, nothing to say
     assert "W215" not in [c for c, _ in codes(SEQUENCE_THEN_D + "max_turns 4\n")]
@@ -95,8 +96,10 @@ def test_a_part_that_never_holds_is_named() -> None:
     when from a then terminate "done"
     """
     found = [m for c, m in codes(src) if c == "W203"]
-    assert found == ["rule 1, line 4 (`when from user and not always then b`) can never fire: "
-                     "its condition contradicts itself: `not always` never holds"]
+    assert found == [
+        "rule 1, line 4 (`when from user and not always then b`) can never fire: "
+        "its condition contradicts itself: `not always` never holds"
+    ]
 
 
 def test_a_satisfiable_condition_is_not_called_a_contradiction() -> None:
@@ -126,30 +129,46 @@ def test_round_robin_rotates_in_declaration_order_on_both_runtimes_and_check_say
     from tests.runtime.ag2_harness import run_on_ag2
 
     flow = flowc.compile_flow(ROUND_ROBIN)
-    script = parse_script({"kickoff": "go", "script": {
-        "alice": ["a"], "bob": ["b"], "carol": ["c"], "user": ["u"]}})
-    ours = [t["speaker"] for t in run_script_sync(RunTarget.from_compiled(flow), script).to_json()["turns"]]
+    script = parse_script(
+        {"kickoff": "go", "script": {"alice": ["a"], "bob": ["b"], "carol": ["c"], "user": ["u"]}}
+    )
+    ours = [
+        t["speaker"]
+        for t in run_script_sync(RunTarget.from_compiled(flow), script).to_json()["turns"]
+    ]
     theirs = [t["speaker"] for t in asyncio.run(run_on_ag2(flow, script))["turns"]]
     assert ours == theirs == ["user", "alice", "bob", "carol", "user"]
     found = [m for c, m in codes(ROUND_ROBIN) if c == "W216"]
-    assert found == ["`round_robin user, carol, bob, alice` rotates in the declaration order, "
-                     "not as written: user → alice → bob → carol → user"]
+    assert found == [
+        "`round_robin user, carol, bob, alice` rotates in the declaration order, "
+        "not as written: user → alice → bob → carol → user"
+    ]
 
 
 def test_round_robin_written_as_it_rotates_is_clean() -> None:
-    assert "W216" not in [c for c, _ in codes(ROUND_ROBIN.replace(
-        "round_robin user, carol, bob, alice", "round_robin user, alice, bob, carol"))]
+    assert "W216" not in [
+        c
+        for c, _ in codes(
+            ROUND_ROBIN.replace(
+                "round_robin user, carol, bob, alice", "round_robin user, alice, bob, carol"
+            )
+        )
+    ]
     # a subset leaves the others in the rotation: said
-    sub = [d for d in flowc.check("speakers a: human, b, c\nround_robin a, c\nmax_turns 4\n")
-           if d.code.id == "W216"]
+    sub = [
+        d
+        for d in flowc.check("speakers a: human, b, c\nround_robin a, c\nmax_turns 4\n")
+        if d.code.id == "W216"
+    ]
     assert len(sub) == 1 and "not listed but in the rotation: b" in sub[0].notes
 
 
 # ── --strict and I301 ─────────────────────────────────────────────────────────
 
 
-def test_strict_fails_when_the_analysis_stopped_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_strict_fails_when_the_analysis_stopped_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     page = (ROOT / "docs" / "checks" / "I301.md").read_text()
     body = page.split("```flow --max-states 10\n", 1)[1].split("```", 1)[0]
@@ -177,13 +196,18 @@ def test_a_loop_beside_a_sequence_runs_into_the_implied_cap() -> None:
     assert d.span is not None and (d.span.line, d.span.column) == (3, 1)  # the sequence
     assert d.message == (
         "`max_turns 3` (implied by `sequence`) ends every run at the cap: no run terminates "
-        "within 3 turns, and rule 3, line 4 (`when from b then a`) routes turn 3 on to `a`")
-    assert d.notes == ('a run the cap ends: user → a → b → a (after turn 3 the channel closes '
-                       'with "max_turns" before `a` speaks)',)
+        "within 3 turns, and rule 3, line 4 (`when from b then a`) routes turn 3 on to `a`"
+    )
+    assert d.notes == (
+        "a run the cap ends: user → a → b → a (after turn 3 the channel closes "
+        'with "max_turns" before `a` speaks)',
+    )
     # what the run really does: three turns, closed by the cap
     compiled = flowc.compile_flow(SEQUENCE_LOOP)
-    result = run_script_sync(RunTarget.from_compiled(compiled), parse_script(
-        {"kickoff": "go", "script": {"a": ["one", "two"], "b": ["three"]}}))
+    result = run_script_sync(
+        RunTarget.from_compiled(compiled),
+        parse_script({"kickoff": "go", "script": {"a": ["one", "two"], "b": ["three"]}}),
+    )
     assert (result.close_reason, len(result.turns)) == ("max_turns", 3)
 
 

@@ -37,7 +37,9 @@ def test_bottom_components_are_networkx_s(seed: int) -> None:
     graph = nx.DiGraph()
     size = rnd.randint(1, 40)
     graph.add_nodes_from(range(size))
-    graph.add_edges_from((rnd.randrange(size), rnd.randrange(size)) for _ in range(rnd.randint(0, 3 * size)))
+    graph.add_edges_from(
+        (rnd.randrange(size), rnd.randrange(size)) for _ in range(rnd.randint(0, 3 * size))
+    )
     cond = nx.condensation(graph)
     expected = {frozenset(cond.nodes[c]["members"]) for c in cond.nodes if cond.out_degree(c) == 0}
     got = _bottom_components(graph.succ, list(graph.nodes))
@@ -54,13 +56,18 @@ def test_candidates_are_every_rule_that_may_match(seed: int) -> None:
     by_index = Candidates(system.rules, len(system.speakers), lambda r: r.index)
     for sender in range(len(system.speakers)):
         for tool in (-1, *range(len(system.tool_names))):
+
             def fits(r: RuleSpec, sender: int = sender, tool: int = tool) -> bool:
-                return (r.senders is None or sender in r.senders) and (r.tools is None or tool in r.tools)
+                return (r.senders is None or sender in r.senders) and (
+                    r.tools is None or tool in r.tools
+                )
 
             ranked = tuple(r for r in system.ordered if fits(r))
             assert by_rank.of(sender, tool) == ranked
             assert by_index.of(sender, tool) == tuple(r for r in system.rules if fits(r))
-            assert by_rank.reads(sender, tool) == tuple(sorted({k for r in ranked for k in r.reads}))
+            assert by_rank.reads(sender, tool) == tuple(
+                sorted({k for r in ranked for k in r.reads})
+            )
 
 
 @pytest.mark.parametrize("seed", range(0, 100, 3))
@@ -98,7 +105,9 @@ def test_loops_are_entered_as_before(seed: int) -> None:
                     succ = next((v for v in sub.successors(entry) if space.keys[v] == nxt), None)
                     if succ is None:
                         continue
-                    back = [entry] if succ == entry else [entry, *nx.shortest_path(sub, succ, entry)]
+                    back = (
+                        [entry] if succ == entry else [entry, *nx.shortest_path(sub, succ, entry)]
+                    )
                     rank = (space.dist[entry], len(back))
                     if best is None or rank < best[0]:
                         best = (rank, back, step)
@@ -108,6 +117,10 @@ def test_loops_are_entered_as_before(seed: int) -> None:
                 continue  # no turn inside the loop goes through `via`
             _, cycle, first = best
             prefix = space.path_to(cycle[0])
-            expected = run_along(space, [*prefix, *(cycle[1:] if len(cycle) > 1 else cycle)],
-                                 loop_from=len(prefix) - 1, chosen={len(prefix) - 1: first})
+            expected = run_along(
+                space,
+                [*prefix, *(cycle[1:] if len(cycle) > 1 else cycle)],
+                loop_from=len(prefix) - 1,
+                chosen={len(prefix) - 1: first},
+            )
             assert facts.lasso(comp, via) == expected

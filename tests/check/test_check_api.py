@@ -25,8 +25,12 @@ def frm(a: str) -> m.FromSpeaker:
     return m.FromSpeaker(a)
 
 
-def graph(*transitions: m.Transition, default: m.Target | None = None, max_turns: int | None = None,
-          start: str = "user") -> m.TransitionGraph:
+def graph(
+    *transitions: m.Transition,
+    default: m.Target | None = None,
+    max_turns: int | None = None,
+    start: str = "user",
+) -> m.TransitionGraph:
     return m.TransitionGraph(start, transitions, default or m.TerminateTarget(), max_turns)
 
 
@@ -72,14 +76,19 @@ def test_json_dead_rule_and_unreachable_id() -> None:
     loaded = LoadedGraph(g, {}, False)
     found = analyze_graph(loaded, filename="g.json")
     assert [(d.code.id, d.json_path) for d in found] == [
-        ("I303", ""), ("W201", "transitions[3]"), ("W203", "transitions[2]"),
+        ("I303", ""),
+        ("W201", "transitions[3]"),
+        ("W203", "transitions[2]"),
     ]
     assert "`ghost`" in found[1].message
 
 
 def test_json_round_robin_default_is_not_w202() -> None:
-    g = graph(m.Transition(m.Always(), m.RoundRobinTarget()), default=m.TerminateTarget("round_robin_complete"),
-              max_turns=6)
+    g = graph(
+        m.Transition(m.Always(), m.RoundRobinTarget()),
+        default=m.TerminateTarget("round_robin_complete"),
+        max_turns=6,
+    )
     # (I304: with one participant `round_robin` comes back to it, where AG2 stalls)
     assert codes_of_graph(g) == ["I303", "I304"]
     g = attrs.evolve(g, max_turns=None)
@@ -175,5 +184,8 @@ def test_flowc_check_takes_a_graph_dict() -> None:
     compiled, _ = compile_source(SourceFile("t.flow", TRAP))
     assert compiled is not None
     assert [d.code.id for d in flowc.check(compiled.graph_dict)] == ["I303", "W204"]
-    assert [d.code.id for d in flowc.check(compiled.knobs, filename="knobs.json")] == ["I303", "W204"]
+    assert [d.code.id for d in flowc.check(compiled.knobs, filename="knobs.json")] == [
+        "I303",
+        "W204",
+    ]
     assert [d.json_path for d in flowc.check({"initial_speaker": 1})] == ["initial_speaker"]

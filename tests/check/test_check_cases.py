@@ -41,7 +41,9 @@ def test_case(path: Path) -> None:
     source = SourceFile(path.name, path.read_text(encoding="utf-8"))
     found = check_source(source)
     got = {(d.span.line if d.span else 0, d.code.id) for d in found}
-    assert got == expectations(source.text), "\n".join(f"{d.span}: {d.code.id} {d.message}" for d in found)
+    assert got == expectations(source.text), "\n".join(
+        f"{d.span}: {d.code.id} {d.message}" for d in found
+    )
 
 
 @pytest.mark.parametrize("path", sorted(CASES.glob("*.flow")), ids=lambda p: p.stem)

@@ -37,14 +37,26 @@ when from bot then terminate "answered"
 FEEDBACK_GRAPH = {
     "initial_speaker": "intake",
     "transitions": [
-        {"when": {"name": "context_equals", "args": {"key": "done", "value": True}},
-         "then": {"name": "terminate", "args": {"reason": "approved"}}, "priority": 0},
-        {"when": {"name": "from_speaker", "args": {"agent_id": "intake"}},
-         "then": {"name": "agent", "args": {"agent_id": "drafter"}}, "priority": 0},
-        {"when": {"name": "from_speaker", "args": {"agent_id": "drafter"}},
-         "then": {"name": "agent", "args": {"agent_id": "reviewer"}}, "priority": 0},
-        {"when": {"name": "from_speaker", "args": {"agent_id": "reviewer"}},
-         "then": {"name": "agent", "args": {"agent_id": "drafter"}}, "priority": 0},
+        {
+            "when": {"name": "context_equals", "args": {"key": "done", "value": True}},
+            "then": {"name": "terminate", "args": {"reason": "approved"}},
+            "priority": 0,
+        },
+        {
+            "when": {"name": "from_speaker", "args": {"agent_id": "intake"}},
+            "then": {"name": "agent", "args": {"agent_id": "drafter"}},
+            "priority": 0,
+        },
+        {
+            "when": {"name": "from_speaker", "args": {"agent_id": "drafter"}},
+            "then": {"name": "agent", "args": {"agent_id": "reviewer"}},
+            "priority": 0,
+        },
+        {
+            "when": {"name": "from_speaker", "args": {"agent_id": "reviewer"}},
+            "then": {"name": "agent", "args": {"agent_id": "drafter"}},
+            "priority": 0,
+        },
     ],
     "default_target": {"name": "terminate", "args": {"reason": "max_iterations"}},
     "max_turns": 10,
@@ -65,13 +77,18 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_text_output_has_excerpt_caret_notes_help(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_output_has_excerpt_caret_notes_help(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(capsys, "trap.flow")
     assert code == 0
     assert "warning[W204]" in out
     assert "8 | when context.approved == true" in out
     assert "^^^^" in out
-    assert "= note: a run that reaches such a turn: user → drafter → reviewer (approve) → drafter" in out
+    assert (
+        "= note: a run that reaches such a turn: user → drafter → reviewer (approve) → drafter"
+        in out
+    )
     assert "= help: lower numbers run first" in out
     assert "\x1b[" not in out  # not a terminal: no colour
     assert out.endswith("1 warning in 1 file\n")
@@ -102,7 +119,17 @@ def test_json_format_fields(project: Path, capsys: pytest.CaptureFixture[str]) -
     items = json.loads(out)
     assert code == 0 and len(items) == 1
     (item,) = items
-    assert set(item) == {"code", "name", "severity", "message", "filename", "location", "end_location", "notes", "fix"}
+    assert set(item) == {
+        "code",
+        "name",
+        "severity",
+        "message",
+        "filename",
+        "location",
+        "end_location",
+        "notes",
+        "fix",
+    }
     assert (item["code"], item["name"], item["severity"]) == ("W204", "priority-trap", "warning")
     assert item["location"] == {"row": 8, "column": 1}
     assert item["notes"][0].endswith("user → drafter → reviewer (approve) → drafter")
@@ -114,25 +141,34 @@ def test_sarif_and_github(project: Path, capsys: pytest.CaptureFixture[str]) -> 
     log = json.loads(out)
     assert log["version"] == "2.1.0"
     result = log["runs"][0]["results"][0]
-    assert result["ruleId"] == "W204" and result["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+    assert (
+        result["ruleId"] == "W204"
+        and result["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+    )
     code, out, _ = run(capsys, "trap.flow", "--format", "github")
     assert code == 0
     assert out.startswith("::warning file=trap.flow,line=8,col=1,")
 
 
 def test_select_and_ignore(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (project / "two.flow").write_text("speaker a\nspeaker b\nspeaker c\nstart a\nwhen from a then b\n")
+    (project / "two.flow").write_text(
+        "speaker a\nspeaker b\nspeaker c\nstart a\nwhen from a then b\n"
+    )
     _, out, _ = run(capsys, "two.flow", "--format", "concise")
     assert [line.split()[1] for line in out.splitlines()[:-1]] == ["W201", "W207"]
     _, out, _ = run(capsys, "two.flow", "--format", "concise", "--select", "W2")
     assert "W201" in out and "W207" in out
-    _, out, _ = run(capsys, "two.flow", "--format", "concise", "--select", "W20", "--ignore", "W207")
+    _, out, _ = run(
+        capsys, "two.flow", "--format", "concise", "--select", "W20", "--ignore", "W207"
+    )
     assert "W201" in out and "W207" not in out
     _, out, _ = run(capsys, "two.flow", "--format", "concise", "--ignore", "w201,W207")
     assert out == "no findings in 1 file\n"
 
 
-def test_pyproject_settings_and_cli_override(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_pyproject_settings_and_cli_override(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "pyproject.toml").write_text('[tool.flowc]\nignore = ["W204"]\nstrict = true\n')
     code, out, _ = run(capsys, "trap.flow", "--format", "concise")
     assert code == 0 and "W204" not in out
@@ -140,7 +176,9 @@ def test_pyproject_settings_and_cli_override(project: Path, capsys: pytest.Captu
     assert code == 1 and "W204" in out  # the CLI's --ignore replaces the config's; strict stays
 
 
-def test_pyproject_found_from_a_subfolder(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_pyproject_found_from_a_subfolder(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "pyproject.toml").write_text('[tool.flowc]\nselect = "W207"\n')
     (project / "flows").mkdir()
     (project / "flows" / "trap.flow").write_text(TRAP)
@@ -150,9 +188,16 @@ def test_pyproject_found_from_a_subfolder(project: Path, capsys: pytest.CaptureF
 
 @pytest.mark.parametrize(
     "config",
-    ['[tool.flowc]\nstrict = "yes"\n', '[tool.flowc]\nmax-states = 0\n', "[tool.flowc\n", '[tool.flowc]\nselect = ["Z1"]\n'],
+    [
+        '[tool.flowc]\nstrict = "yes"\n',
+        "[tool.flowc]\nmax-states = 0\n",
+        "[tool.flowc\n",
+        '[tool.flowc]\nselect = ["Z1"]\n',
+    ],
 )
-def test_bad_config_cannot_run(project: Path, capsys: pytest.CaptureFixture[str], config: str) -> None:
+def test_bad_config_cannot_run(
+    project: Path, capsys: pytest.CaptureFixture[str], config: str
+) -> None:
     (project / "pyproject.toml").write_text(config)
     code, _, err = run(capsys, "trap.flow")
     assert code == 2 and "error" in err
@@ -169,7 +214,10 @@ def test_json_graph(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "graph.json", "--format", "json")
     items = json.loads(out)
     assert code == 0
-    assert [(i["code"], i.get("json_path")) for i in items] == [("I303", ""), ("W202", "default_target")]
+    assert [(i["code"], i.get("json_path")) for i in items] == [
+        ("I303", ""),
+        ("W202", "default_target"),
+    ]
     assert "location" not in items[1]
     knobs = {"graph": FEEDBACK_GRAPH, "context_vars": {"done": False}}
     (project / "knobs.json").write_text(json.dumps(knobs))
@@ -179,15 +227,22 @@ def test_json_graph(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_inputs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "broken.json").write_text('{"initial_speaker": ')
-    (project / "shape.json").write_text('{"initial_speaker": 3, "transitions": [{"when": {"name": "from_speaker"}, '
-                                       '"then": {"name": "agent", "args": {"agent_id": "x"}}}]}')
+    (project / "shape.json").write_text(
+        '{"initial_speaker": 3, "transitions": [{"when": {"name": "from_speaker"}, '
+        '"then": {"name": "agent", "args": {"agent_id": "x"}}}]}'
+    )
     (project / "binary.flow").write_bytes(b"\x00\x01\xff\xfe")
     (project / "nul.flow").write_bytes(b"speaker a\x00\n")
-    code, out, _ = run(capsys, "broken.json", "shape.json", "binary.flow", "nul.flow", "--format", "json")
+    code, out, _ = run(
+        capsys, "broken.json", "shape.json", "binary.flow", "nul.flow", "--format", "json"
+    )
     items = json.loads(out)
     assert code == 1
     assert {(i["filename"], i["code"]) for i in items} == {
-        ("broken.json", "E001"), ("shape.json", "E108"), ("binary.flow", "E001"), ("nul.flow", "E001"),
+        ("broken.json", "E001"),
+        ("shape.json", "E108"),
+        ("binary.flow", "E001"),
+        ("nul.flow", "E001"),
     }
     paths = sorted(i["json_path"] for i in items if i["code"] == "E108")
     assert paths == ["initial_speaker", "transitions[0].when.args.agent_id"]
@@ -200,7 +255,9 @@ def test_unreadable_file_in_a_folder(project: Path, capsys: pytest.CaptureFixtur
     assert "gone.flow" in err and "W204" in out  # the other files are still checked
 
 
-def test_compile_errors_are_reported_and_stop_that_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_errors_are_reported_and_stop_that_file(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "bad.flow").write_text("speaker a\nspeaker b\nwhen from a then ghost\nstart a\n")
     code, out, _ = run(capsys, "bad.flow", "--format", "concise")
     assert code == 1
@@ -239,7 +296,9 @@ def sarif_for(tmp_path: Path, capsys: pytest.CaptureFixture[str], *files: str) -
     return log
 
 
-def test_findings_with_spans_are_valid_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_findings_with_spans_are_valid_sarif(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "trap.flow").write_text(TRAP)
     log = sarif_for(tmp_path, capsys, "trap.flow")
     jsonschema.validate(log, SARIF_SCHEMA)
@@ -248,7 +307,9 @@ def test_findings_with_spans_are_valid_sarif(tmp_path: Path, capsys: pytest.Capt
     assert results[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
 
 
-def test_json_graph_findings_with_paths_are_valid_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_graph_findings_with_paths_are_valid_sarif(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "graph.json").write_text(json.dumps(BAD_GRAPH))
     (tmp_path / "broken.flow").write_text("speaker a\nwhen from a then\n")
     log = sarif_for(tmp_path, capsys, "graph.json", "broken.flow")
@@ -267,7 +328,8 @@ def test_no_findings_is_valid_sarif(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_a_misspelt_first_keyword_gets_a_suggestion_but_no_quote(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "typo.flow"
     path.write_text("speakr user: human\nspeaker bot\nwhen from user then bot\n")
     assert main(["check", str(path)]) == 1
@@ -278,7 +340,8 @@ def test_a_misspelt_first_keyword_gets_a_suggestion_but_no_quote(
 
 
 def test_a_keyword_suggestion_only_when_the_keyword_parses_further(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # `expectt` is close to `expect`, but `expect` is no statement outside a scenario
     path = tmp_path / "call.flow"
     path.write_text("speaker user: human\nspeaker bot\nwhen from user then bot\nexpectt next bot\n")

@@ -55,8 +55,11 @@ def findings(info: str, body: str, code: str, page: str = "") -> list[str]:
         return with_plugin(body, code, page)
     if opts:
         assert opts[0] in ("--max-states", "--target"), opts
-        options = (CheckOptions(max_states=int(opts[1])) if opts[0] == "--max-states"
-                   else CheckOptions(target=opts[1]))
+        options = (
+            CheckOptions(max_states=int(opts[1]))
+            if opts[0] == "--max-states"
+            else CheckOptions(target=opts[1])
+        )
     name = f"{code}.{'json' if lang == 'json' else 'flow'}"
     return sorted({d.code.id for d in check_source(SourceFile(name, body), options)})
 
@@ -69,7 +72,7 @@ def with_plugin(body: str, code: str, page: str) -> list[str]:
     from flowc.runtime import plugins
     from flowc.runtime.transitions import default_registry
 
-    plugin = BLOCK.search(page[page.index("```python"):])
+    plugin = BLOCK.search(page[page.index("```python") :])
     assert plugin is not None
     reg = default_registry()
     saved = (dict(reg._conditions), dict(reg._targets), set(plugins._LOADED))
@@ -78,8 +81,16 @@ def with_plugin(body: str, code: str, page: str) -> list[str]:
             (Path(folder) / "routing.py").write_text(plugin.group("body") + "\n")
             (Path(folder) / f"{code}.flow").write_text(body)
             with contextlib.redirect_stdout(io.StringIO()) as out:
-                main(["check", str(Path(folder) / f"{code}.flow"), "--format", "json",
-                      "--plugin", str(Path(folder) / "routing.py")])
+                main(
+                    [
+                        "check",
+                        str(Path(folder) / f"{code}.flow"),
+                        "--format",
+                        "json",
+                        "--plugin",
+                        str(Path(folder) / "routing.py"),
+                    ]
+                )
     finally:
         reg._conditions, reg._targets = saved[0], saved[1]
         plugins._LOADED.clear()
@@ -96,7 +107,10 @@ def test_flowc_explain_prints_every_page(code: str, capsys: pytest.CaptureFixtur
     assert main(["explain", code.lower()]) == 0
     assert capsys.readouterr().out == (DOCS / f"{code}.md").read_text()
     assert main(["explain"]) == 0
-    assert any(line.startswith(f"{code}  {CODES[code].name} ") for line in capsys.readouterr().out.splitlines())
+    assert any(
+        line.startswith(f"{code}  {CODES[code].name} ")
+        for line in capsys.readouterr().out.splitlines()
+    )
 
 
 def test_shipped_pages_are_the_docs_pages(update_golden: bool) -> None:

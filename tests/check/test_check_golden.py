@@ -64,9 +64,9 @@ def write_input(name: str, folder: Path) -> str:
     """Write the input ``name`` into ``folder`` (the current directory); returns its file name."""
     stem = name.split(".")[0]
     if stem.startswith("bench"):
-        (folder / name).write_text(_bench(int(stem[len("bench"):])), encoding="utf-8")
+        (folder / name).write_text(_bench(int(stem[len("bench") :])), encoding="utf-8")
         return name
-    text = flow(int(stem[len("seed"):]))
+    text = flow(int(stem[len("seed") :]))
     if name.endswith(".flow"):
         (folder / name).write_text(text, encoding="utf-8")
         return name
@@ -79,8 +79,10 @@ def write_input(name: str, folder: Path) -> str:
 
 def outputs(name: str) -> dict[str, str]:
     """sha256 of ``flowc check --format F name`` for each format (run in the input's folder)."""
-    return {fmt: hashlib.sha256(_run(["check", "--format", fmt, name]).encode()).hexdigest()
-            for fmt in FORMATS}
+    return {
+        fmt: hashlib.sha256(_run(["check", "--format", fmt, name]).encode()).hexdigest()
+        for fmt in FORMATS
+    }
 
 
 def _recorded() -> dict[str, dict[str, str]]:
@@ -119,6 +121,22 @@ def test_the_golden_inputs_are_varied(tmp_path: Path, monkeypatch: pytest.Monkey
     for s in SEEDS:
         name = write_input(f"seed{s}.flow", tmp_path)
         codes |= {d["code"] for d in json.loads(_run(["check", "--format", "json", name]))}
-    wanted = {"W201", "W202", "W203", "W204", "W205", "W207", "W208", "W209", "W210", "W212",
-              "W206", "W213", "W215", "X001", "E101", "I302"}
+    wanted = {
+        "W201",
+        "W202",
+        "W203",
+        "W204",
+        "W205",
+        "W207",
+        "W208",
+        "W209",
+        "W210",
+        "W212",
+        "W206",
+        "W213",
+        "W215",
+        "X001",
+        "E101",
+        "I302",
+    }
     assert wanted <= codes, sorted(wanted - codes)

@@ -19,7 +19,9 @@ def test_hook_runs_flowc_check(tmp_path: Path) -> None:
     program, command = shlex.split(hook["entry"])
     assert program == "flowc"
     assert command in COMMAND_MODULES
-    assert re.search(hook["files"], "flows/review.flow") and not re.search(hook["files"], "setup.py")
+    assert re.search(hook["files"], "flows/review.flow") and not re.search(
+        hook["files"], "setup.py"
+    )
     flow = tmp_path / "ok.flow"
     flow.write_text("speaker user: human\nspeaker bot\nwhen from user then bot\n")
     # pre-commit appends the staged file names to entry + args

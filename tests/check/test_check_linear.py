@@ -43,15 +43,28 @@ def initiators(n: int) -> str:
 
 def unreachable(n: int) -> str:
     """n speakers nothing routes to (W201 each, at its declaration)."""
-    lines = ["speaker user: human", "speaker a", *(f"speaker s{i}" for i in range(n)),
-             "start user", "when from user then a", 'when from a then terminate "x"']
+    lines = [
+        "speaker user: human",
+        "speaker a",
+        *(f"speaker s{i}" for i in range(n)),
+        "start user",
+        "when from user then a",
+        'when from a then terminate "x"',
+    ]
     return "\n".join(lines) + "\n"
 
 
 def ignored(n: int) -> str:
     """n dead rules, each silenced by an ignore comment on its line, and n unused ones."""
-    lines = ["speaker user: human", "speaker a", "speaker b", "start user",
-             "when from user then a", "when from a then b", "when from b then a"]
+    lines = [
+        "speaker user: human",
+        "speaker a",
+        "speaker b",
+        "start user",
+        "when from user then a",
+        "when from a then b",
+        "when from b then a",
+    ]
     lines += ["when from a then user  # flowc: ignore[W203]" for _ in range(n)]
     lines += ["# flowc: ignore[W204]" for _ in range(n)]
     return "\n".join(lines) + "\n"
@@ -59,9 +72,15 @@ def ignored(n: int) -> str:
 
 def chain(n: int) -> str:
     """n speakers in a row: runs (and their texts) as long as the flow."""
-    lines = ["speaker user: human", *(f"speaker s{i}" for i in range(n)), "start user",
-             "when from user then s0", *(f"when from s{i} then s{i + 1}" for i in range(n - 1)),
-             f"when from s{n - 1} then user", *(f"when from s{i} then s0 priority 1" for i in range(n))]
+    lines = [
+        "speaker user: human",
+        *(f"speaker s{i}" for i in range(n)),
+        "start user",
+        "when from user then s0",
+        *(f"when from s{i} then s{i + 1}" for i in range(n - 1)),
+        f"when from s{n - 1} then user",
+        *(f"when from s{i} then s0 priority 1" for i in range(n)),
+    ]
     return "\n".join(lines) + "\n"
 
 

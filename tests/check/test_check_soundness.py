@@ -25,7 +25,9 @@ KEYS = {"k": ['"x"', '"y"', "true"], "j": ["1", "2", "[1, 2]", '{"a": 1}']}
 
 @st.composite
 def cond_text(draw: Any, speakers: list[str], depth: int = 0) -> str:
-    kinds = ["from", "tool", "ctx", "ctxne", "always", "custom"] + (["and", "not"] if depth < 2 else [])
+    kinds = ["from", "tool", "ctx", "ctxne", "always", "custom"] + (
+        ["and", "not"] if depth < 2 else []
+    )
     kind = draw(st.sampled_from(kinds))
     if kind == "from":
         return f"from {draw(st.sampled_from(speakers))}"
@@ -49,12 +51,18 @@ def flow_text(draw: Any) -> str:
     n = draw(st.integers(2, 5))
     speakers = NAMES[:n]
     human = draw(st.booleans())
-    lines = ["condition urgent(level: int = 1)", "target pick() -> " + " | ".join(speakers[1:]) + " | terminate"]
+    lines = [
+        "condition urgent(level: int = 1)",
+        "target pick() -> " + " | ".join(speakers[1:]) + " | terminate",
+    ]
     for s in speakers:
         tools = []
         # a human calls no tools (E113): it posts text
-        for t in [] if (s == "user" and human) else \
-                draw(st.lists(st.sampled_from(["t1", "t2", "t3"]), unique=True, max_size=2)):
+        for t in (
+            []
+            if (s == "user" and human)
+            else draw(st.lists(st.sampled_from(["t1", "t2", "t3"]), unique=True, max_size=2))
+        ):
             alts = []
             for _ in range(draw(st.integers(1, 2))):
                 effect = draw(st.sampled_from(["", "set", "clear", "handoff", "finish"]))
@@ -85,13 +93,17 @@ def flow_text(draw: Any) -> str:
     targets = [*speakers, "next", "stay", "initiator", 'terminate "t"', "pick()"]
     for _ in range(draw(st.integers(1, 7))):
         prio = draw(st.sampled_from(["", " priority 5", " priority -1"]))
-        lines.append(f"when {draw(cond_text(speakers))} then {draw(st.sampled_from(targets))}{prio}")
+        lines.append(
+            f"when {draw(cond_text(speakers))} then {draw(st.sampled_from(targets))}{prio}"
+        )
     if draw(st.booleans()):
         lines.append(f"otherwise {draw(st.sampled_from(targets))}")
     return "\n".join(lines) + "\n"
 
 
-def random_runs(system: System, seed: int, runs: int = 30, turns: int = 14) -> tuple[set[int], set[str], bool, bool]:
+def random_runs(
+    system: System, seed: int, runs: int = 30, turns: int = 14
+) -> tuple[set[int], set[str], bool, bool]:
     """Concrete runs with random choices: rules fired, speakers scheduled, default taken, terminated."""
     rng = random.Random(seed)
     fired: set[int] = set()
@@ -154,7 +166,9 @@ def test_findings_hold_on_generated_flows(text: str, seed: int) -> None:
     # the explored abstract system covers every concrete run
     space = explore(system, 5_000)
     assert fired <= space.fired
-    assert {system.ids.index(s) for s in scheduled} <= {space.speaker_of(v) for v in range(len(space.keys))}
+    assert {system.ids.index(s) for s in scheduled} <= {
+        space.speaker_of(v) for v in range(len(space.keys))
+    }
     assert not default or space.default_fired
     # every rule a random run fired is not reported dead
     dead = {f.rule for f in found if f.diagnostic.code.id in ("W203", "W204")}

@@ -27,9 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _flows() -> list[tuple[str, str]]:
-    found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
-             for p in sorted(ROOT.glob("**/*.flow"))
-             if ".venv" not in p.parts and "node_modules" not in p.parts]
+    found = [
+        (str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
+        for p in sorted(ROOT.glob("**/*.flow"))
+        if ".venv" not in p.parts and "node_modules" not in p.parts
+    ]
     return found + [(f"seed{s}", flow(s)) for s in range(100)]
 
 
@@ -45,14 +47,28 @@ def _transitions() -> list[tuple[m.Transition, dict[str, str]]]:
 
 
 TRICKY = [
-    m.ContextEquals("k", 1), m.ContextEquals("k", True), m.ContextEquals("k", 1.0),
-    m.ContextEquals("k", 0.0), m.ContextEquals("k", -0.0), m.ContextEquals("k", None),
-    m.ContextEquals("k", "1"), m.ContextEquals("k", [1]), m.ContextEquals("k", {"a": 1}),
-    m.Not(m.ContextEquals("k", 1)), m.Not(m.ContextEquals("k", True)),
-    m.AllOf((m.FromSpeaker("a"), m.ToolCalled("a"))), m.AnyOf((m.FromSpeaker("a"), m.ToolCalled("a"))),
-    m.AllOf((m.ToolCalled("a"), m.FromSpeaker("a"))), m.FromSpeaker("a"), m.ToolCalled("a"),
-    m.Always(), m.AllOf(()), m.AnyOf(()), m.AllOf((m.Always(),)),
-    m.CustomCondition("urgent", {"level": 1}), m.CustomCondition("urgent", {"level": True}),
+    m.ContextEquals("k", 1),
+    m.ContextEquals("k", True),
+    m.ContextEquals("k", 1.0),
+    m.ContextEquals("k", 0.0),
+    m.ContextEquals("k", -0.0),
+    m.ContextEquals("k", None),
+    m.ContextEquals("k", "1"),
+    m.ContextEquals("k", [1]),
+    m.ContextEquals("k", {"a": 1}),
+    m.Not(m.ContextEquals("k", 1)),
+    m.Not(m.ContextEquals("k", True)),
+    m.AllOf((m.FromSpeaker("a"), m.ToolCalled("a"))),
+    m.AnyOf((m.FromSpeaker("a"), m.ToolCalled("a"))),
+    m.AllOf((m.ToolCalled("a"), m.FromSpeaker("a"))),
+    m.FromSpeaker("a"),
+    m.ToolCalled("a"),
+    m.Always(),
+    m.AllOf(()),
+    m.AnyOf(()),
+    m.AllOf((m.Always(),)),
+    m.CustomCondition("urgent", {"level": 1}),
+    m.CustomCondition("urgent", {"level": True}),
 ]
 
 
@@ -94,9 +110,17 @@ def test_a_key_is_one_condition() -> None:
 
 def test_targets() -> None:
     d = Describer({"a1": "alice"})
-    targets = [m.AgentTarget("a1"), m.AgentTarget("b"), m.TerminateTarget("done"), m.TerminateTarget("1"),
-               m.RoundRobinTarget(), m.StayTarget(), m.RevertToInitiatorTarget(),
-               m.CustomTarget("pick", {"x": 1}), m.CustomTarget("pick", {"x": True})]
+    targets = [
+        m.AgentTarget("a1"),
+        m.AgentTarget("b"),
+        m.TerminateTarget("done"),
+        m.TerminateTarget("1"),
+        m.RoundRobinTarget(),
+        m.StayTarget(),
+        m.RevertToInitiatorTarget(),
+        m.CustomTarget("pick", {"x": 1}),
+        m.CustomTarget("pick", {"x": True}),
+    ]
     for t in targets * 2:
         assert d.target(t) == target_text(t, {"a1": "alice"})
 

@@ -26,8 +26,10 @@ when from bot then user
 when tool close then terminate "closed"
 """
 
-FINISHING = ('every call of `close` ends the run (`finishes "done"`) before the rules are '
-             "tried, so no rule ever sees such a turn")
+FINISHING = (
+    'every call of `close` ends the run (`finishes "done"`) before the rules are '
+    "tried, so no rule ever sees such a turn"
+)
 
 
 def w203(text: str) -> flowc.Diagnostic:
@@ -38,24 +40,34 @@ def w203(text: str) -> flowc.Diagnostic:
 def test_a_finishing_tool_is_the_explanation_and_the_help_fits() -> None:
     d = w203(CLOSE)
     assert d.explanation == FINISHING
-    assert d.message == f'rule 3, line 8 (`when tool close then terminate "closed"`) can never fire: {FINISHING}'
+    assert (
+        d.message
+        == f'rule 3, line 8 (`when tool close then terminate "closed"`) can never fire: {FINISHING}'
+    )
     # the note shows a run that calls it, and the run ends there
     assert d.notes == ('a shortest run that calls it: user → bot (close) → terminate "done"',)
     # the tool is declared: no "declare the tool" help, but what to write instead
     assert d.help is not None and "declare the tool" not in d.help
-    assert d.help == ('remove the rule: the tool\'s `finishes` effect already closes the run; to '
-                      'close it with "closed", declare `tool close finishes "closed"`')
+    assert d.help == (
+        "remove the rule: the tool's `finishes` effect already closes the run; to "
+        'close it with "closed", declare `tool close finishes "closed"`'
+    )
 
 
 def test_hand_offs_and_mixed_tools() -> None:
     handoff = CLOSE.replace('tool close finishes "done"', "tool close hands off to user")
     d = w203(handoff)
-    assert d.explanation == ("every call of `close` hands the turn off (`hands off to user`) "
-                             "before the rules are tried, so no rule ever sees such a turn")
-    assert d.help == ("remove the rule, or, if the rules should route calls of `close`, give it "
-                      "an alternative without `hands off to`")
-    both = CLOSE.replace('tool close finishes "done"',
-                         'tool close finishes "done" | hands off to user')
+    assert d.explanation == (
+        "every call of `close` hands the turn off (`hands off to user`) "
+        "before the rules are tried, so no rule ever sees such a turn"
+    )
+    assert d.help == (
+        "remove the rule, or, if the rules should route calls of `close`, give it "
+        "an alternative without `hands off to`"
+    )
+    both = CLOSE.replace(
+        'tool close finishes "done"', 'tool close finishes "done" | hands off to user'
+    )
     assert w203(both).explanation is not None
     assert "ends the run or hands the turn off" in (w203(both).explanation or "")
     # one alternative the rules route: the rule fires, no W203
@@ -68,19 +80,28 @@ def test_hand_offs_and_mixed_tools() -> None:
 
 def test_every_dead_rule_finding_carries_its_explanation() -> None:
     shadowed = w203(CLOSE.replace('tool close finishes "done"', "tool close"))
-    assert shadowed.explanation == "earlier rules (in priority order) take every turn it could match"
+    assert (
+        shadowed.explanation == "earlier rules (in priority order) take every turn it could match"
+    )
     contradiction = w203(CLOSE.replace("when tool close", "when from user and from bot"))
     assert (contradiction.explanation or "").startswith("its condition contradicts itself: ")
-    never = w203("speaker user: human\nspeaker bot\nstart user\n"
-                 "when context.k == 1 and from bot then user\nwhen from user then bot\n"
-                 "when from bot then terminate \"done\"\ncontext k = 2\n")
+    never = w203(
+        "speaker user: human\nspeaker bot\nstart user\n"
+        "when context.k == 1 and from bot then user\nwhen from user then bot\n"
+        'when from bot then terminate "done"\ncontext k = 2\n'
+    )
     assert never.explanation == "its condition holds on no turn of any run"
     for d in (shadowed, contradiction, never):
         assert d.message.endswith(f"can never fire: {d.explanation}")
-    trap = [d for d in flowc.check(
-        "speaker user: human\nspeaker bot { tool ok sets done = true }\nstart user\n"
-        'when context.done == true then terminate "ok" priority 100\n'
-        "when from user then bot\nwhen from bot then user\n") if d.code.id == "W204"]
+    trap = [
+        d
+        for d in flowc.check(
+            "speaker user: human\nspeaker bot { tool ok sets done = true }\nstart user\n"
+            'when context.done == true then terminate "ok" priority 100\n'
+            "when from user then bot\nwhen from bot then user\n"
+        )
+        if d.code.id == "W204"
+    ]
     assert trap and trap[0].message.endswith(f"can never fire: {trap[0].explanation}")
 
 
@@ -96,8 +117,9 @@ def test_render_check_draws_the_checkers_explanation() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["dot", "mermaid"])
-def test_render_check_on_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+def test_render_check_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "close.flow").write_text(CLOSE, encoding="utf-8")
     assert main(["render", "close.flow", "--check", "-f", fmt]) == 0

@@ -29,30 +29,67 @@ KNOBS: dict[str, Any] = {
         "max_turns": 5,
         "default_target": {"name": "terminate", "args": {"reason": "x"}},
         "transitions": [
-            {"when": {"name": "from_speaker", "args": {"agent_id": "a"}},
-             "then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 0},
-            {"when": {"name": "all_of", "args": {"conditions": [
-                {"name": "context_equals", "args": {"key": "k", "value": 1}},
-                {"name": "not", "args": {"condition": {"name": "tool_called",
-                                                       "args": {"tool_name": "t"}}}}]}},
-             "then": {"name": "round_robin", "args": {}}, "priority": 1},
-            {"when": {"name": "always", "args": {}},
-             "then": {"name": "terminate", "args": {"reason": "y"}}, "priority": 2},
+            {
+                "when": {"name": "from_speaker", "args": {"agent_id": "a"}},
+                "then": {"name": "agent", "args": {"agent_id": "b"}},
+                "priority": 0,
+            },
+            {
+                "when": {
+                    "name": "all_of",
+                    "args": {
+                        "conditions": [
+                            {"name": "context_equals", "args": {"key": "k", "value": 1}},
+                            {
+                                "name": "not",
+                                "args": {
+                                    "condition": {"name": "tool_called", "args": {"tool_name": "t"}}
+                                },
+                            },
+                        ]
+                    },
+                },
+                "then": {"name": "round_robin", "args": {}},
+                "priority": 1,
+            },
+            {
+                "when": {"name": "always", "args": {}},
+                "then": {"name": "terminate", "args": {"reason": "y"}},
+                "priority": 2,
+            },
         ],
     },
     "context_vars": {"k": 1},
 }
 #: one value of each JSON type (and a few shapes that look right at a glance)
-VALUES: list[Any] = [None, True, 5, 0, -1, 1.5, "s", "", [], [1], {}, {"x": 1},
-                     [{"name": "always"}], {"name": "always", "args": {}}]
+VALUES: list[Any] = [
+    None,
+    True,
+    5,
+    0,
+    -1,
+    1.5,
+    "s",
+    "",
+    [],
+    [1],
+    {},
+    {"x": 1},
+    [{"name": "always"}],
+    {"name": "always", "args": {}},
+]
 DELETE = object()
 #: Python's own words, which must never reach a user
-LEAKS = re.compile(r"invalid value|not iterable|has no attribute|NoneType|unhashable|object is not"
-                   r"|'(int|str|list|dict|float|bool)'|Traceback|positional|argument")
+LEAKS = re.compile(
+    r"invalid value|not iterable|has no attribute|NoneType|unhashable|object is not"
+    r"|'(int|str|list|dict|float|bool)'|Traceback|positional|argument"
+)
 #: what each message must say it expected (or that nothing fits there)
-SAYS_WHAT = re.compile(r"expected|required key missing|registered as|not a target"
-                       r"|no keys|is a condition|cannot be written as a .flow|no .flow spelling"
-                       r"|must be at least")
+SAYS_WHAT = re.compile(
+    r"expected|required key missing|registered as|not a target"
+    r"|no keys|is a condition|cannot be written as a .flow|no .flow spelling"
+    r"|must be at least"
+)
 STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -86,8 +123,10 @@ def mutants() -> Iterator[tuple[str, Any]]:
             for value in [*VALUES, DELETE]:
                 if value is DELETE and (not path or isinstance(path[-1], int)):
                     continue
-                yield f"{'knobs' if base is KNOBS else 'graph'}{list(path)}={value!r}", \
-                    replaced(base, path, value)
+                yield (
+                    f"{'knobs' if base is KNOBS else 'graph'}{list(path)}={value!r}",
+                    replaced(base, path, value),
+                )
 
 
 def resolves(doc: Any, json_path: str) -> bool:
@@ -98,7 +137,9 @@ def resolves(doc: Any, json_path: str) -> bool:
     cur = doc
     for n, step in enumerate(steps):
         last = n == len(steps) - 1
-        if (isinstance(step, int) and isinstance(cur, list) and step < len(cur)) or (isinstance(step, str) and isinstance(cur, dict) and step in cur):
+        if (isinstance(step, int) and isinstance(cur, list) and step < len(cur)) or (
+            isinstance(step, str) and isinstance(cur, dict) and step in cur
+        ):
             cur = cur[step]
         elif step == "args" and isinstance(cur, dict):  # absent `args` is `{}`, as in AG2
             cur = {}
@@ -107,8 +148,9 @@ def resolves(doc: Any, json_path: str) -> bool:
     return True
 
 
-def assert_in_our_words(doc: Any, where: str, path: str | None, message: str,
-                        shape: bool = True) -> None:
+def assert_in_our_words(
+    doc: Any, where: str, path: str | None, message: str, shape: bool = True
+) -> None:
     """``shape``: a value of the wrong type or shape (else a graph with no `.flow` text)."""
     assert path is not None, (where, message)
     assert resolves(doc, path), (where, path, message)
@@ -122,8 +164,10 @@ def assert_in_our_words(doc: Any, where: str, path: str | None, message: str,
 def test_the_issues_example_names_the_path_and_what_was_expected() -> None:
     (d,) = check_source(SourceFile("g.json", '{"graph": 5}'))
     assert (d.code.id, d.json_path) == ("E108", "graph")
-    assert d.message == ("graph: expected a graph object (`initial_speaker`, `transitions`, "
-                         "`default_target`, `max_turns`), got 5")
+    assert d.message == (
+        "graph: expected a graph object (`initial_speaker`, `transitions`, "
+        "`default_target`, `max_turns`), got 5"
+    )
 
 
 def test_a_wrong_type_anywhere_is_reported_at_its_path_in_our_words() -> None:
@@ -139,22 +183,29 @@ def test_a_wrong_type_anywhere_is_reported_at_its_path_in_our_words() -> None:
             except FlowError as err:
                 for d in err.diagnostics:
                     if d.json_path is not None:
-                        assert_in_our_words(doc, where, d.json_path, d.message,
-                                            shape="only one agent" not in d.message)
+                        assert_in_our_words(
+                            doc,
+                            where,
+                            d.json_path,
+                            d.message,
+                            shape="only one agent" not in d.message,
+                        )
     assert checked > 300
 
 
 def test_a_knobs_file_without_its_graph_says_the_graph_is_missing() -> None:
     diags = check_source(SourceFile("k.json", '{"context_vars": {"k": 1}}'))
     assert [(d.json_path, d.message) for d in diags] == [
-        ("graph", "graph: required key missing: expected the graph object")]
+        ("graph", "graph: required key missing: expected the graph object")
+    ]
 
 
 def test_unexpected_keys_list_the_keys_the_object_takes() -> None:
     doc = replaced(KNOBS, ("graph", "transitions", 0, "prio"), 1)
     (d,) = check_source(SourceFile("k.json", json.dumps(doc)))
-    assert d.message == ("graph.transitions[0].prio: unexpected key; expected `when`, `then` "
-                         "or `priority`")
+    assert d.message == (
+        "graph.transitions[0].prio: unexpected key; expected `when`, `then` or `priority`"
+    )
 
 
 def test_the_hub_names_paths_inside_the_graph() -> None:
@@ -169,24 +220,32 @@ def test_the_hub_names_paths_inside_the_graph() -> None:
         finally:
             await hub.close()
 
-    for path, value in [(("graph", "transitions", 1), 5), (("graph", "transitions"), {}),
-                        (("graph", "default_target", "args"), [1])]:
+    for path, value in [
+        (("graph", "transitions", 1), 5),
+        (("graph", "transitions"), {}),
+        (("graph", "default_target", "args"), [1]),
+    ]:
         doc = replaced(KNOBS, path, value)
         err = asyncio.run(open_with(doc))
         for p in err.problems:  # the hub's paths are inside `knobs["graph"]`
             assert_in_our_words(doc["graph"], str(path), p.path, f"{p.path}: {p.message}")
 
 
-@pytest.mark.parametrize("command", [["check"], ["decompile"], ["render", "-f", "dot"],
-                                     ["run", "--script", "SCRIPT"]])
+@pytest.mark.parametrize(
+    "command", [["check"], ["decompile"], ["render", "-f", "dot"], ["run", "--script", "SCRIPT"]]
+)
 def test_the_commands_print_the_path_in_our_words(tmp_path: Path, command: list[str]) -> None:
     graph = tmp_path / "g.json"
     graph.write_text('{"graph": 5}')
     script = tmp_path / "s.json"
     script.write_text('{"script": {}}')
     args = [a.replace("SCRIPT", str(script)) for a in command]
-    done = subprocess.run([sys.executable, "-m", "flowc", args[0], str(graph), *args[1:]],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "flowc", args[0], str(graph), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     said = done.stdout + done.stderr  # check reports on stdout, the others on stderr
     assert done.returncode == 1, said
     assert f"{graph}:graph" in said
@@ -197,9 +256,14 @@ def test_the_commands_print_the_path_in_our_words(tmp_path: Path, command: list[
 def test_findings_on_a_knobs_file_point_into_it() -> None:
     # was `k.json:graph.` for the whole graph and `graph.graph.transitions[1]` for a rule
     doc = copy.deepcopy(KNOBS)
-    doc["graph"]["transitions"].insert(0, {
-        "when": {"name": "from_speaker", "args": {"agent_id": "ghost"}},
-        "then": {"name": "agent", "args": {"agent_id": "a"}}, "priority": 0})
+    doc["graph"]["transitions"].insert(
+        0,
+        {
+            "when": {"name": "from_speaker", "args": {"agent_id": "ghost"}},
+            "then": {"name": "agent", "args": {"agent_id": "a"}},
+            "priority": 0,
+        },
+    )
     doc["graph"]["transitions"][3]["when"] = {"name": "from_speakr", "args": {"agent_id": "a"}}
     (unknown,) = check_source(SourceFile("k.json", json.dumps(doc)))
     assert unknown.json_path == "graph.transitions[3].when.name"
@@ -223,7 +287,12 @@ def test_a_cap_below_one_is_refused_by_check_as_by_run(tmp_path: Path) -> None:
     graph.write_text(json.dumps(doc))
     script = tmp_path / "s.json"
     script.write_text('{"script": {}}')
-    ran = subprocess.run([sys.executable, "-m", "flowc", "run", str(graph), "--script",
-                          str(script)], capture_output=True, text=True, timeout=60)
-    assert ran.returncode == 1 and "graph.max_turns: must be at least 1, got 0" in ran.stderr, \
+    ran = subprocess.run(
+        [sys.executable, "-m", "flowc", "run", str(graph), "--script", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 1 and "graph.max_turns: must be at least 1, got 0" in ran.stderr, (
         ran.stderr
+    )

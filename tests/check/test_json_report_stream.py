@@ -11,7 +11,7 @@ from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.diagnostics import Diagnostic, diagnostic_to_json, iter_json, render_json
 from flowc.source import SourceFile
 
-FLOW = "speaker a\nspeaker b\nspeaker c  # unreachable: \"quoted\" \u00e9\nstart a\n"
+FLOW = 'speaker a\nspeaker b\nspeaker c  # unreachable: "quoted" \u00e9\nstart a\n'
 
 
 def _diags() -> tuple[Diagnostic, ...]:

@@ -23,16 +23,21 @@ def big_flow(speakers: int = 200, keys: int = 10) -> str:
     lines += [f"speaker s{i} {{\n  tool w{i} sets k{i % keys} = true\n}}" for i in range(speakers)]
     lines += ["start user", "max_turns 50", "when from user then s0"]
     for i in range(speakers):
-        lines.append(f"when context.k{(i + 1) % keys} == true and from s{i} "
-                     f"then s{(i * 7 + 3) % speakers}")
+        lines.append(
+            f"when context.k{(i + 1) % keys} == true and from s{i} then s{(i * 7 + 3) % speakers}"
+        )
         lines.append(f"when from s{i} then s{(i + 1) % speakers}")
     lines.append('scenario "one" {\n  user: "hi"\n  s0: "x"\n  s1: "y"\n}')
     return "\n".join(lines) + "\n"
 
 
 #: the I301 page's example: 10 states are too few for it, 1,000 are enough
-SMALL = (ROOT / "docs" / "checks" / "I301.md").read_text().split(
-    "```flow --max-states 10\n", 1)[1].split("```", 1)[0]
+SMALL = (
+    (ROOT / "docs" / "checks" / "I301.md")
+    .read_text()
+    .split("```flow --max-states 10\n", 1)[1]
+    .split("```", 1)[0]
+)
 SMALL_SCENARIO = SMALL + 'scenario "starts" {\n  user: "hi"\n  expect next worker\n}\n'
 
 
@@ -53,13 +58,16 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_the_generated_flow_stops_at_the_default_bound_and_i301_says_where(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "big.flow").write_text(big_flow(), encoding="utf-8")
     code, out, _ = run(capsys, "check", "big.flow", "--format", "concise")
     assert code == 0
     # on the `flow big` line, as every other finding has a line and column
-    assert out.splitlines()[0].startswith("big.flow:1:1: I301 the state space is larger than the bound")
+    assert out.splitlines()[0].startswith(
+        "big.flow:1:1: I301 the state space is larger than the bound"
+    )
 
 
 def test_i301_is_placed_in_every_format(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,7 +88,9 @@ def test_i301_is_placed_in_every_format(folder: Path, capsys: pytest.CaptureFixt
     assert out.startswith("::notice file=small.flow,line=1,col=9,endLine=1,endColumn=13,title=I301")
 
 
-def test_i301_is_placed_on_the_flow_declaration(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_i301_is_placed_on_the_flow_declaration(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (folder / "named.flow").write_text("# a worker\n\nflow named\n" + SMALL, encoding="utf-8")
     _, out, _ = run(capsys, "check", "named.flow", "--max-states", "10", "--format", "concise")
     assert out.startswith("named.flow:3:1: I301 ")
@@ -90,7 +100,8 @@ def test_i301_is_placed_on_the_flow_declaration(folder: Path, capsys: pytest.Cap
 
 
 def test_scenarios_say_they_come_from_a_partial_exploration(
-        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run(capsys, "scenarios", "small.flow", "--max-states", "10")
     assert code == 0 and out.startswith("scenario ")  # what it found still passes
     assert "partial: generated from a partial exploration (I301" in err
@@ -104,11 +115,14 @@ def test_scenarios_say_they_come_from_a_partial_exploration(
 
 
 def test_coverage_of_a_partial_analysis_is_marked_and_fails_fail_under(
-        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bound = ("--max-states", "10")
     code, out, _ = run(capsys, "test", "small.flow", "--coverage", *bound)
     assert code == 0
-    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(("small", "TOTAL"))}
+    rows = {
+        line.split()[0]: line for line in out.splitlines() if line.startswith(("small", "TOTAL"))
+    }
     assert rows["small.flow"].endswith("(partial)") and rows["TOTAL"].endswith("(partial)")
     assert "Partial: the analysis of small.flow stopped at its state bound (I301)" in out
     # any bar fails on a partial file, even 0 %...
@@ -125,15 +139,17 @@ def test_coverage_of_a_partial_analysis_is_marked_and_fails_fail_under(
     data = json.loads(js.read_text())
     assert data["partial"] is True and data["files"][0]["partial"] is True
     # the whole space: nothing partial
-    code, out, _ = run(capsys, "test", "small.flow", "--coverage", "--fail-under", "0",
-                       "--coverage-json", str(js))
+    code, out, _ = run(
+        capsys, "test", "small.flow", "--coverage", "--fail-under", "0", "--coverage-json", str(js)
+    )
     assert code == 0 and "partial" not in out.lower()
     assert json.loads(js.read_text())["partial"] is False
     assert main(["test", "small.flow", "--max-states", "0"]) == 2
 
 
 def test_fail_under_fails_on_the_generated_flow(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The issue's case: a 200-speaker flow whose analysis stops at the default bound."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "big.flow").write_text(big_flow(), encoding="utf-8")
@@ -148,7 +164,8 @@ def test_fail_under_fails_on_the_generated_flow(
 
 @pytest.mark.parametrize("fmt", ["dot", "mermaid"])
 def test_render_check_notes_a_partial_analysis(
-        folder: Path, capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    folder: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
     code, out, err = run(capsys, "render", "small.flow", "--check", "--max-states", "10", "-f", fmt)
     assert code == 0
     assert "partial: the analysis stopped at its state bound (I301)" in out

@@ -48,9 +48,11 @@ scenario "ends" {
 REACHABLE = HEAD + SCENARIO
 #: a rule takes the bot's turn too: the default is never reached, no run ends
 UNREACHABLE = HEAD + "when from bot then user\n" + SCENARIO
-IMPLICIT = ('no run of the flow ends with "after_work": the implicit default (`otherwise '
-            'terminate "after_work"`, as no `otherwise` is written) is never reached: on every '
-            "turn of every run a rule matches")
+IMPLICIT = (
+    'no run of the flow ends with "after_work": the implicit default (`otherwise '
+    'terminate "after_work"`, as no `otherwise` is written) is never reached: on every '
+    "turn of every run a rule matches"
+)
 
 
 @pytest.fixture
@@ -62,7 +64,8 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_reason_only_the_default_writes_is_accepted_when_the_default_is_reachable(
-        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["compile", "reachable.flow"]) == 0
     assert main(["check", "reachable.flow", "--format", "concise"]) == 0
     assert "E111" not in capsys.readouterr().out
@@ -71,7 +74,8 @@ def test_a_reason_only_the_default_writes_is_accepted_when_the_default_is_reacha
 
 
 def test_it_is_refused_when_the_default_is_never_reached(
-        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the syntactic check alone let it through: the flow does write "after_work"
     compiled = flowc.compile_flow(UNREACHABLE)
     assert [d.message for d in scenario_ending_errors(compiled)] == [IMPLICIT]
@@ -94,11 +98,14 @@ def test_what_the_runtime_would_have_said(folder: Path) -> None:
 
     compiled = flowc.compile_flow(UNREACHABLE)
     (result,) = [run_scenario(RunTarget.from_compiled(compiled), sc) for sc in compiled.scenarios]
-    assert not result.passed and 'expected the run to end with "after_work"' in (result.failure or "")
+    assert not result.passed and 'expected the run to end with "after_work"' in (
+        result.failure or ""
+    )
 
 
 def test_a_partial_exploration_refuses_nothing_on_that_basis(
-        folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["check", "unreachable.flow", "--max-states", "2", "--format", "concise"]) == 0
     out = capsys.readouterr().out
     assert "I301" in out and "E111" not in out
@@ -126,13 +133,20 @@ scenario "s" {
 """
 
 
-@pytest.mark.parametrize(("cap", "reason", "refused"), [
-    (4, "max_turns", None),  # user, bot, user, bot: the cap closes it
-    (4, "solved", None),
-    (1, "solved", 'no run of the flow ends with "solved": the shortest run that would end with '
-                  "it takes 2 turns, and `max_turns 1` closes every run before"),
-    (1, "max_turns", None),
-])
+@pytest.mark.parametrize(
+    ("cap", "reason", "refused"),
+    [
+        (4, "max_turns", None),  # user, bot, user, bot: the cap closes it
+        (4, "solved", None),
+        (
+            1,
+            "solved",
+            'no run of the flow ends with "solved": the shortest run that would end with '
+            "it takes 2 turns, and `max_turns 1` closes every run before",
+        ),
+        (1, "max_turns", None),
+    ],
+)
 def test_the_cap_counts(cap: int, reason: str, refused: str | None) -> None:
     text = CAPPED.replace("MAX", str(cap)).replace("REASON", reason)
     got = [d.message for d in scenario_ending_errors(flowc.compile_flow(text))]
@@ -140,10 +154,15 @@ def test_the_cap_counts(cap: int, reason: str, refused: str | None) -> None:
 
 
 def test_every_run_ending_before_the_cap_refuses_max_turns() -> None:
-    text = CAPPED.replace("MAX", "5").replace("REASON", "max_turns").replace(
-        "when from bot then user", 'when from bot then terminate "answered"')
+    text = (
+        CAPPED.replace("MAX", "5")
+        .replace("REASON", "max_turns")
+        .replace("when from bot then user", 'when from bot then terminate "answered"')
+    )
     (d,) = scenario_ending_errors(flowc.compile_flow(text))
-    assert d.message == 'no run of the flow ends with "max_turns": every run ends before `max_turns 5`'
+    assert (
+        d.message == 'no run of the flow ends with "max_turns": every run ends before `max_turns 5`'
+    )
     assert d.notes == ('its runs end with "answered", "solved"',)
 
 
@@ -169,10 +188,13 @@ scenario "t" {
 }
 """
     never, scared = scenario_ending_errors(flowc.compile_flow(text))
-    assert never.message == ('no run of the flow ends with "never": rule 3, line 9 (`when from bot '
-                             'then terminate "never"`) never fires')
-    assert scared.message == ('no run of the flow ends with "scared": no run has `ghost` call `boo` '
-                              '(`finishes "scared"`)')
+    assert never.message == (
+        'no run of the flow ends with "never": rule 3, line 9 (`when from bot '
+        'then terminate "never"`) never fires'
+    )
+    assert scared.message == (
+        'no run of the flow ends with "scared": no run has `ghost` call `boo` (`finishes "scared"`)'
+    )
     assert (never.span and never.span.line, scared.span and scared.span.line) == (13, 17)
 
 
@@ -198,13 +220,18 @@ def concrete_endings(system: object, seed: int, runs: int = 40, turns: int = 12)
             action = system.actions[index][0] if i == 0 else rng.choice(system.actions[index])
             choices = system.custom_results.get("pick")
             options = list(choices) if choices is not None else [*system.speakers, None]
-            decision = stepper.step(Turn(
-                speaker=speaker, tool=action.tool, sets=action.sets, clears=action.clears,
-                handoff=system.speakers[action.handoff] if action.handoff is not None else None,
-                finish=action.finish,
-                assumed=tuple((label, rng.random() < 0.5) for label in labels),
-                custom_choice=(rng.choice(options),),
-            ))
+            decision = stepper.step(
+                Turn(
+                    speaker=speaker,
+                    tool=action.tool,
+                    sets=action.sets,
+                    clears=action.clears,
+                    handoff=system.speakers[action.handoff] if action.handoff is not None else None,
+                    finish=action.finish,
+                    assumed=tuple((label, rng.random() < 0.5) for label in labels),
+                    custom_choice=(rng.choice(options),),
+                )
+            )
             speaker = decision.next
             if speaker is None:
                 assert decision.reason is not None
@@ -233,8 +260,11 @@ def test_the_endings_are_exactly_those_of_some_run(text: str, seed: int) -> None
     for reason in reasons:
         run = cov.witness_run(("end", reason))
         replay(system, run)
-        if reason == CAP_REASON and system.max_turns is not None \
-                and ("end", CAP_REASON) not in cov.witnesses:
+        if (
+            reason == CAP_REASON
+            and system.max_turns is not None
+            and ("end", CAP_REASON) not in cov.witnesses
+        ):
             assert run.next is not None and len(run.turns) == system.max_turns, text
         else:
             assert run.next is None and run.reason == reason, text

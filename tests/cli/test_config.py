@@ -15,7 +15,8 @@ FLOW = "speaker user: human\nspeaker bot\nwhen from user then bot\n"
 
 @pytest.mark.parametrize("command", [["check"], ["compile"], ["test"], ["render", "-f", "dot"]])
 def test_an_unknown_setting_is_an_error_listing_the_settings(
-        tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.flowc]\nignroe = ["W201"]\n')
     (tmp_path / "a.flow").write_text(FLOW)
     assert main([*command, str(tmp_path / "a.flow")]) == 2
@@ -27,7 +28,8 @@ def test_an_unknown_setting_is_an_error_listing_the_settings(
 def test_known_settings_and_the_alias_are_accepted(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.flowc]\nselect = ["W"]\nignore = "W213"\nstrict = false\nmax_states = 500\n'
-        'plugins = []\n')
+        "plugins = []\n"
+    )
     (tmp_path / "a.flow").write_text(FLOW)
     assert main(["check", str(tmp_path / "a.flow")]) == 0
 
@@ -39,15 +41,17 @@ def test_the_settings_are_documented() -> None:
     assert documented == set(KEYS)
 
 
-def test_check_of_a_missing_file_prints_no_summary(tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_of_a_missing_file_prints_no_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["check", str(tmp_path / "nope.flow")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "nope.flow: no such file" in err
 
 
 def test_render_refuses_an_output_suffix_it_cannot_write(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "a.flow").write_text(FLOW)
     assert main(["render", str(tmp_path / "a.flow"), "-o", str(tmp_path / "x.jpg")]) == 2
     assert "no format writes `.jpg` files" in capsys.readouterr().err

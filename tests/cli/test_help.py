@@ -29,13 +29,16 @@ def test_every_registered_subcommand_is_in_the_table() -> None:
 @pytest.mark.parametrize("name", sorted(cli.COMMAND_MODULES))
 def test_subcommand_help_describes_the_command_and_every_option(name: str) -> None:
     parser = subparsers()[name]
-    assert parser.description and len(parser.description.split()) >= 5, f"`flowc {name} --help` has no description"
+    assert parser.description and len(parser.description.split()) >= 5, (
+        f"`flowc {name} --help` has no description"
+    )
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
         what = "/".join(action.option_strings) or action.dest
-        assert action.help and action.help.strip() and action.help is not argparse.SUPPRESS, \
+        assert action.help and action.help.strip() and action.help is not argparse.SUPPRESS, (
             f"`flowc {name}`: {what} has no help text"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(cli.COMMAND_MODULES))

@@ -29,8 +29,10 @@ HINT = " (run it again with --traceback to see where)"
 
 def line(command: str) -> str:
     """The one line an internal error of ``command`` prints (without the --traceback hint)."""
-    return (f"flowc {command}: internal error: RuntimeError: injected fault in {command}; "
-            "please report it with the command and the input")
+    return (
+        f"flowc {command}: internal error: RuntimeError: injected fault in {command}; "
+        "please report it with the command and the input"
+    )
 
 
 def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
@@ -48,7 +50,10 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "explain": (["W201"], "flowc.commands.check.page"),
         "fmt": ([FLOW, "--check"], "flowc.commands.fmt.format_source"),
         "decompile": ([str(graph)], "flowc.compiler.decompile.decompile"),
-        "render": ([FLOW, "-o", str(tmp / "out.svg")], "flowc.compiler.render.diagram.build_diagram"),
+        "render": (
+            [FLOW, "-o", str(tmp / "out.svg")],
+            "flowc.compiler.render.diagram.build_diagram",
+        ),
         "test": ([FLOW], "flowc.commands.testing.run_scenario"),
         "scenarios": ([FLOW], "flowc.compiler.analysis.generate.generate_scenarios"),
         "run": ([FLOW, "--script", SCRIPT, "--db", ":memory:"], "flowc.commands.run.run_script"),
@@ -80,16 +85,24 @@ def _break(monkeypatch: pytest.MonkeyPatch, dotted: str, command: str) -> None:
     fault = RuntimeError(f"injected fault in {command}")
     broken: Callable[..., Any]
     if inspect.iscoroutinefunction(original):
+
         async def broken(*args: Any, **kwargs: Any) -> Any:
             raise fault
     else:
+
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise fault
+
     monkeypatch.setattr(owner, parts[-1], broken)
 
 
-def _fail(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-          capsys: pytest.CaptureFixture[str], where: str) -> str:
+def _fail(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> str:
     """Run ``command`` with its fault; its stderr (the exit status is checked: 2)."""
     args, dotted = _cases(tmp_path)[command]
     _break(monkeypatch, dotted, command)
@@ -111,8 +124,11 @@ def test_every_command_has_a_fault(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", list(cli.COMMAND_MODULES))
 def test_an_internal_error_is_one_line_and_exit_2(
-        command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     err = _fail(command, tmp_path, monkeypatch, capsys, "none")
     assert err == line(command) + HINT + "\n"
 
@@ -120,8 +136,12 @@ def test_an_internal_error_is_one_line_and_exit_2(
 @pytest.mark.parametrize("where", ["before", "after", "environment"])
 @pytest.mark.parametrize("command", list(cli.COMMAND_MODULES))
 def test_the_traceback_on_request(
-        command: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    command: str,
+    where: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     err = _fail(command, tmp_path, monkeypatch, capsys, where)
     assert err.startswith("Traceback (most recent call last):\n"), err
     assert "raise fault" in err  # down to the frame that raised
@@ -131,8 +151,8 @@ def test_the_traceback_on_request(
 
 @pytest.mark.parametrize("value", ["", "0"])
 def test_flowc_traceback_empty_or_0_is_off(
-        value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     args, dotted = _cases(tmp_path)["check"]
     _break(monkeypatch, dotted, "check")
     monkeypatch.setenv("FLOWC_TRACEBACK", value)
@@ -141,7 +161,8 @@ def test_flowc_traceback_empty_or_0_is_off(
 
 
 def test_a_message_over_several_lines_is_printed_on_one(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("first\n  second")
 
@@ -150,17 +171,21 @@ def test_a_message_over_several_lines_is_printed_on_one(
     assert cli.main(["check", FLOW]) == 2
     assert capsys.readouterr().err == (
         "flowc check: internal error: KeyError: 'first\\n  second'; please report it with the "
-        "command and the input" + HINT + "\n")
+        "command and the input" + HINT + "\n"
+    )
     monkeypatch.setattr("flowc.commands.check.check_source", lambda *a, **k: 1 / 0)
     assert cli.main(["check", FLOW]) == 2
     assert capsys.readouterr().err == (
         "flowc check: internal error: ZeroDivisionError: division by zero; please report it "
-        "with the command and the input" + HINT + "\n")
+        "with the command and the input" + HINT + "\n"
+    )
 
 
 def test_an_error_before_the_command_runs(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A command module that fails to import (a broken install): exit 2, no command name."""
+
     def broken(name: str) -> Any:
         raise ImportError(f"cannot import {name}")
 
@@ -169,7 +194,8 @@ def test_an_error_before_the_command_runs(
     assert cli.main(["check", FLOW]) == 2
     assert capsys.readouterr().err == (
         "flowc: internal error: ImportError: cannot import flowc.commands.check; please report "
-        "it with the command and the input" + HINT + "\n")
+        "it with the command and the input" + HINT + "\n"
+    )
 
 
 def test_the_clean_errors_stay_as_they_were(capsys: pytest.CaptureFixture[str]) -> None:
@@ -184,8 +210,8 @@ def test_the_clean_errors_stay_as_they_were(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_traceback_after_a_double_dash_is_an_argument(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert cli.main(["check", "--", "--traceback"]) == 2
     assert capsys.readouterr().err == "flowc check: error: --traceback: no such file or folder\n"
@@ -202,8 +228,8 @@ def test_the_help_documents_the_option(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_fmt_refusing_its_own_output_is_exit_2_and_goes_on(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The formatter's output failed its own checks: that file is left as it was, the
     others are formatted, exit 2."""
     from flowc.commands import fmt
@@ -221,15 +247,18 @@ def test_fmt_refusing_its_own_output_is_exit_2_and_goes_on(
         (tmp_path / name).write_text("speakers a,b\nwhen from a then b\n")
     assert cli.main(["fmt", str(tmp_path / "bad.flow"), str(tmp_path / "good.flow")]) == 2
     err = capsys.readouterr().err
-    assert (f"flowc fmt: internal error: {tmp_path / 'bad.flow'}: formatting lost or reordered "
-            "a comment; the file was left unchanged; please report it with the command and the "
-            "input\n") in err
+    assert (
+        f"flowc fmt: internal error: {tmp_path / 'bad.flow'}: formatting lost or reordered "
+        "a comment; the file was left unchanged; please report it with the command and the "
+        "input\n"
+    ) in err
     assert (tmp_path / "bad.flow").read_text() == "speakers a,b\nwhen from a then b\n"
     assert (tmp_path / "good.flow").read_text() != "speakers a,b\nwhen from a then b\n"
 
 
 def test_scenarios_that_fail_their_own_run_are_exit_2(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A generated scenario that fails when run is a bug in flowc, not in the flow: exit 2
     (it was 1, the status of a flow with errors)."""
     import attrs
@@ -237,8 +266,13 @@ def test_scenarios_that_fail_their_own_run_are_exit_2(
     from flowc.commands import testing
 
     real = testing.run_scenario
-    monkeypatch.setattr(testing, "run_scenario", lambda target, scenario: attrs.evolve(
-        real(target, scenario), passed=False, failure="the run diverged"))
+    monkeypatch.setattr(
+        testing,
+        "run_scenario",
+        lambda target, scenario: attrs.evolve(
+            real(target, scenario), passed=False, failure="the run diverged"
+        ),
+    )
     assert cli.main(["scenarios", FLOW]) == 2
     out, err = capsys.readouterr()
     assert out == ""
@@ -246,7 +280,8 @@ def test_scenarios_that_fail_their_own_run_are_exit_2(
     assert lines and all(
         x.startswith(f"flowc scenarios: internal error: {FLOW}: generated scenario ")
         and x.endswith(" fails: the run diverged; please report it with the command and the input")
-        for x in lines), err
+        for x in lines
+    ), err
 
 
 # ── in a process of its own ──────────────────────────────────────────────────
@@ -267,13 +302,21 @@ def faulty_env(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
     env = {k: v for k, v in os.environ.items() if k != "FLOWC_TRACEBACK"}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
+        os.pathsep
+    )
     return env
 
 
 def _flowc(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flowc", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "flowc", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_a_process_exits_2_with_one_line(faulty_env: dict[str, str]) -> None:
@@ -282,9 +325,11 @@ def test_a_process_exits_2_with_one_line(faulty_env: dict[str, str]) -> None:
 
 
 def test_a_process_prints_the_traceback_on_request(faulty_env: dict[str, str]) -> None:
-    for args, env in ((["--traceback", "check", FLOW], faulty_env),
-                      (["check", FLOW, "--traceback"], faulty_env),
-                      (["check", FLOW], {**faulty_env, "FLOWC_TRACEBACK": "1"})):
+    for args, env in (
+        (["--traceback", "check", FLOW], faulty_env),
+        (["check", FLOW, "--traceback"], faulty_env),
+        (["check", FLOW], {**faulty_env, "FLOWC_TRACEBACK": "1"}),
+    ):
         done = _flowc(args, env)
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("Traceback (most recent call last):\n"), done.stderr

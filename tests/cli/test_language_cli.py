@@ -41,7 +41,9 @@ def flow_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_compile_prints_canonical_knobs(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_prints_canonical_knobs(
+    flow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(["compile", str(flow_file)], capsys)
     assert code == 0
     data = json.loads(out)
@@ -56,7 +58,9 @@ def test_compile_prints_canonical_knobs(flow_file: Path, capsys: pytest.CaptureF
     }
 
 
-def test_compile_graph_bind_and_output(flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_graph_bind_and_output(
+    flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out_path = tmp_path / "g.json"
     code, out, _ = run(
         ["compile", str(flow_file), "--graph", "--bind", "drafter=agent-7f3a", "-o", str(out_path)],
@@ -69,14 +73,18 @@ def test_compile_graph_bind_and_output(flow_file: Path, tmp_path: Path, capsys: 
     assert graph["transitions"][2]["when"]["args"]["agent_id"] == "agent-7f3a"
 
 
-def test_compile_bad_bind_is_a_usage_error(flow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_bad_bind_is_a_usage_error(
+    flow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run(["compile", str(flow_file), "--bind", "nobody=x"], capsys)
     assert code == 2 and "nobody" in err
     code, _, err = run(["compile", str(flow_file), "--bind", "justaname"], capsys)
     assert code == 2 and "NAME=ID" in err
 
 
-def test_compile_error_has_code_location_caret_and_help(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_error_has_code_location_caret_and_help(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "bad.flow"
     path.write_text("speaker a\nspeaker b\nwhen from a then reviewr\n", encoding="utf-8")
     code, out, err = run(["compile", str(path)], capsys)
@@ -127,8 +135,9 @@ def test_fmt_reads_stdin() -> None:
     assert proc.stdout == "speaker a\nspeaker b  # c\n"
 
 
-def test_fmt_keeps_a_files_windows_line_endings(tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_fmt_keeps_a_files_windows_line_endings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "crlf.flow"
     path.write_bytes(b"speaker a  # first\r\nspeaker b\r\nwhen   from a then b\r\n")
     code, _, err = run(["fmt", str(path)], capsys)
@@ -139,14 +148,19 @@ def test_fmt_keeps_a_files_windows_line_endings(tmp_path: Path,
     path.write_bytes(b"speaker a\nspeaker b\n")  # an LF file stays LF
     code, _, err = run(["fmt", "--check", str(path)], capsys)
     assert code == 0
-    proc = subprocess.run([sys.executable, "-m", "flowc", "fmt", "-"],
-                          input=b"speaker   a\r\nspeaker b # c\r\n", capture_output=True,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowc", "fmt", "-"],
+        input=b"speaker   a\r\nspeaker b # c\r\n",
+        capture_output=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"speaker a\r\nspeaker b  # c\r\n"
 
 
-def test_decompile_round_trips_through_compile(flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_decompile_round_trips_through_compile(
+    flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, knobs_text, _ = run(["compile", str(flow_file)], capsys)
     knobs_path = tmp_path / "knobs.json"
     knobs_path.write_text(knobs_text)
@@ -158,21 +172,34 @@ def test_decompile_round_trips_through_compile(flow_file: Path, tmp_path: Path, 
     assert code == 0 and again == knobs_text
 
 
-def test_decompile_reports_shape_errors_with_json_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_decompile_reports_shape_errors_with_json_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({
-        "initial_speaker": "a",
-        "transitions": [{"when": {"name": "always", "args": {}},
-                         "then": {"name": "agent", "args": {"agent_id": 5}}, "priority": 0}],
-        "default_target": {"name": "terminate", "args": {"reason": "x"}},
-        "max_turns": None,
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "initial_speaker": "a",
+                "transitions": [
+                    {
+                        "when": {"name": "always", "args": {}},
+                        "then": {"name": "agent", "args": {"agent_id": 5}},
+                        "priority": 0,
+                    }
+                ],
+                "default_target": {"name": "terminate", "args": {"reason": "x"}},
+                "max_turns": None,
+            }
+        )
+    )
     code, _, err = run(["decompile", str(path)], capsys)
     assert code == 1
     assert "transitions[0].then.args.agent_id: expected a string, got 5" in err
 
 
-def test_decompile_invalid_json_points_at_the_character(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_decompile_invalid_json_points_at_the_character(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{"initial_speaker": "a",\n  "transitions": [}\n')
     code, _, err = run(["decompile", str(path)], capsys)
@@ -189,7 +216,12 @@ def test_every_subcommand_is_mapped_to_the_module_that_registers_it() -> None:
         assert module.HANDLERS[name].__module__ == module_name, name
         assert set(cli.handlers([module])) <= set(cli.COMMAND_MODULES), module_name
         parser = cli.build_parser([module])
-        assert parser.parse_args([name, *(["x"] if name not in ("log", "explain", "lsp", "worker") else [])]).command == name
+        assert (
+            parser.parse_args(
+                [name, *(["x"] if name not in ("log", "explain", "lsp", "worker") else [])]
+            ).command
+            == name
+        )
 
 
 def test_compile_does_not_load_the_checker_or_the_runtime() -> None:
@@ -200,7 +232,12 @@ def test_compile_does_not_load_the_checker_or_the_runtime() -> None:
         "heavy = [m for m in sys.modules if m.startswith(('flowc.runtime', 'flowc.compiler.analysis', 'networkx'))]\n"
         "print(','.join(heavy))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
-                          cwd=Path(__file__).parents[2])
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""

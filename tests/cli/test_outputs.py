@@ -26,19 +26,30 @@ def _commands(tmp_path: Path, out: Path) -> dict[str, tuple[list[str], str]]:
         "migrate": (["migrate", str(PYTHON), "-o", str(out)], "-o"),
         "render": (["render", str(FLOW), "-f", "dot", "-o", str(out)], "-o"),
         "diff -o": (["diff", str(FLOW), str(FLOW), "-o", str(out)], "-o"),
-        "diff --render": (["diff", str(FLOW), str(FLOW), "--render", str(out) + ".svg"],
-                          "--render"),
+        "diff --render": (
+            ["diff", str(FLOW), str(FLOW), "--render", str(out) + ".svg"],
+            "--render",
+        ),
         "test --junit-xml": (["test", str(FLOW), "--junit-xml", str(out)], "--junit-xml"),
-        "test --coverage-json": (["test", str(FLOW), "--coverage-json", str(out)],
-                                 "--coverage-json"),
-        "test --coverage-xml": (["test", str(FLOW), "--coverage-xml", str(out)],
-                                "--coverage-xml"),
+        "test --coverage-json": (
+            ["test", str(FLOW), "--coverage-json", str(out)],
+            "--coverage-json",
+        ),
+        "test --coverage-xml": (["test", str(FLOW), "--coverage-xml", str(out)], "--coverage-xml"),
     }
 
 
 NAMES = [
-    "compile", "decompile", "migrate", "render", "diff -o", "diff --render", "test --junit-xml",
-    "test --coverage-json", "test --coverage-xml"]
+    "compile",
+    "decompile",
+    "migrate",
+    "render",
+    "diff -o",
+    "diff --render",
+    "test --junit-xml",
+    "test --coverage-json",
+    "test --coverage-xml",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -51,8 +62,9 @@ def test_a_missing_folder_is_refused_and_not_created(
     assert main(args) == 2
     out, err = capsys.readouterr()
     target = args[args.index(option) + 1]
-    assert err == (f"flowc {args[0]}: error: {option} {target}: no such folder: {missing} "
-                   "(create it first)\n")
+    assert err == (
+        f"flowc {args[0]}: error: {option} {target}: no such folder: {missing} (create it first)\n"
+    )
     assert out == ""  # refused before the command did its work (nothing ran, nothing printed)
     assert not (tmp_path / "missing").exists()
 
@@ -69,13 +81,15 @@ def test_an_existing_folder_is_written_into(
     assert target.stat().st_size > 0
 
 
-def test_a_file_in_the_way_is_not_a_folder(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_in_the_way_is_not_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "notes.txt").write_text("x")
     out = tmp_path / "notes.txt" / "k.json"
     assert main(["compile", str(FLOW), "-o", str(out)]) == 2
     assert capsys.readouterr().err == (
-        f"flowc compile: error: -o {out}: {tmp_path / 'notes.txt'} is not a folder\n")
+        f"flowc compile: error: -o {out}: {tmp_path / 'notes.txt'} is not a folder\n"
+    )
 
 
 def test_stdout_needs_no_folder(capsys: pytest.CaptureFixture[str]) -> None:

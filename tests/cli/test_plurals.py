@@ -46,8 +46,10 @@ def test_a_run_of_one_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["log", "--db", str(db), run["run_id"]]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == 'closed: "x" after 1 turn'
     assert main(["replay", "--db", str(db), run["run_id"]]) == 0
-    assert capsys.readouterr().out == (f'{run["run_id"]}: re-folded 3 envelopes: same close '
-                                       'reason "x", same state (1 turn, context {})\n')
+    assert capsys.readouterr().out == (
+        f"{run['run_id']}: re-folded 3 envelopes: same close "
+        'reason "x", same state (1 turn, context {})\n'
+    )
 
 
 def test_reports_of_one_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,7 +66,8 @@ def test_reports_of_one_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     good.write_text(ONE_TURN + 'scenario "one" {\n  user: "hi"\n  expect turns 1\n}\n')
     assert main(["test", str(good), str(flow)]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "1 scenario: 1 passed, 0 failed; 1 file did not compile")
+        "1 scenario: 1 passed, 0 failed; 1 file did not compile"
+    )
 
 
 def test_a_long_run_leaves_out_one_turn() -> None:
@@ -76,7 +79,8 @@ def test_a_long_run_leaves_out_one_turn() -> None:
 #: says "1 turns" for one; counted() says "1 turn"
 _COUNTED_NOUN = re.compile(
     r"^ (turn|run|file|finding|scenario|state|envelope|error|warning|target|loop|speaker|"
-    r"rule|worker|step)s\b(?!/)")  # (a rate, "turns/s", is no count)
+    r"rule|worker|step)s\b(?!/)"
+)  # (a rate, "turns/s", is no count)
 
 
 def test_no_count_is_glued_to_a_plural_noun() -> None:
@@ -87,8 +91,14 @@ def test_no_count_is_glued_to_a_plural_noun() -> None:
             if not isinstance(node, ast.JoinedStr):
                 continue
             for before, after in itertools.pairwise(node.values):
-                if (isinstance(before, ast.FormattedValue) and isinstance(after, ast.Constant)
-                        and isinstance(after.value, str) and _COUNTED_NOUN.match(after.value)):
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: "
-                                 f"{{{ast.unparse(before.value)}}}{after.value[:12]}")
+                if (
+                    isinstance(before, ast.FormattedValue)
+                    and isinstance(after, ast.Constant)
+                    and isinstance(after.value, str)
+                    and _COUNTED_NOUN.match(after.value)
+                ):
+                    found.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno}: "
+                        f"{{{ast.unparse(before.value)}}}{after.value[:12]}"
+                    )
     assert found == []

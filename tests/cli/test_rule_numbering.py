@@ -36,8 +36,10 @@ scenario "the reviewer approves" {
 }
 """
 
-SCRIPT = {"kickoff": "Write on HTTPS",
-          "script": {"drafter": ["Draft 1"], "reviewer": [{"tool": "approve", "say": "Approved"}]}}
+SCRIPT = {
+    "kickoff": "Write on HTTPS",
+    "script": {"drafter": ["Draft 1"], "reviewer": [{"tool": "approve", "say": "Approved"}]},
+}
 
 RULE2 = "rule 2, line 8"  # when from drafter then reviewer
 RULE4 = "rule 4, line 10"  # the priority -1 terminate: evaluated first, written fourth
@@ -56,21 +58,25 @@ def refs(text: str) -> set[str]:
 
 
 def test_run_and_log_name_rules_by_file_number_and_line(
-        flow: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flow: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = str(flow.parent / "runs.db")
     code = main(["run", str(flow), "--script", str(flow.parent / "script.json"), "--db", db])
     out = capsys.readouterr().out
     assert code == 0
     assert f"→ reviewer  ({RULE2}: when from drafter then reviewer)" in out
-    assert f'■ terminate "approved"  ({RULE4}: when context.done == true then terminate ' \
+    assert (
+        f'■ terminate "approved"  ({RULE4}: when context.done == true then terminate '
         '"approved" priority -1)' in out
+    )
     assert main(["log", "--db", db, "last"]) == 0
     logged = capsys.readouterr().out
     assert refs(logged) == refs(out) == {"rule 1, line 7", RULE2, RULE4}
 
 
 def test_test_check_render_and_coverage_use_the_same_numbers(
-        flow: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flow: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # flowc test: the divergence names the rule that chose
     assert main(["test", str(flow), "--coverage"]) == 1
     out = capsys.readouterr().out

@@ -20,16 +20,28 @@ when from bot then user
 #: name -> (file text, exit code, stderr with PATH for the script's path)
 BAD: dict[str, tuple[str | None, int, str]] = {
     "missing.json": (None, 2, "flowc {cmd}: error: PATH: no such file"),
-    "broken.json": ('{"kickoff": "hi",\n  "script": {"bot": [\n}\n', 1,
-                    "PATH:3:1: error: not valid JSON: Expecting value"),
-    "broken.yaml": ("kickoff: hi\nscript:\n  bot: [x\n", 1,
-                    "PATH:4:1: error: not valid YAML: while parsing a flow sequence, "
-                    "expected ',' or ']', but got '<stream end>'"),
-    "shape.json": ('{"kickoff": "hi", "script": {"bot": ["x", 42]}}', 1,
-                   "PATH: error: script.bot[1]: a turn is a string or an object, got int"),
-    "huge.json": ('{"kickoff": "hi",\n "context_vars": {"k": ' + "9" * 4301 + "}}", 1,
-                  "PATH:2:24: error: a number may have at most 4,300 digits (found 4,301) "
-                  "(at context_vars.k)"),
+    "broken.json": (
+        '{"kickoff": "hi",\n  "script": {"bot": [\n}\n',
+        1,
+        "PATH:3:1: error: not valid JSON: Expecting value",
+    ),
+    "broken.yaml": (
+        "kickoff: hi\nscript:\n  bot: [x\n",
+        1,
+        "PATH:4:1: error: not valid YAML: while parsing a flow sequence, "
+        "expected ',' or ']', but got '<stream end>'",
+    ),
+    "shape.json": (
+        '{"kickoff": "hi", "script": {"bot": ["x", 42]}}',
+        1,
+        "PATH: error: script.bot[1]: a turn is a string or an object, got int",
+    ),
+    "huge.json": (
+        '{"kickoff": "hi",\n "context_vars": {"k": ' + "9" * 4301 + "}}",
+        1,
+        "PATH:2:24: error: a number may have at most 4,300 digits (found 4,301) "
+        "(at context_vars.k)",
+    ),
 }
 
 
@@ -40,8 +52,10 @@ def stalled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     (root / "loop.flow").write_text(FLOW)
     (root / "ok.json").write_text('{"kickoff": "hi", "script": {"bot": ["x"]}}')
     db = root / "runs.db"
-    assert main(["run", str(root / "loop.flow"), "--script", str(root / "ok.json"),
-                 "--db", str(db)]) == 1  # stalled: user has no turn left
+    assert (
+        main(["run", str(root / "loop.flow"), "--script", str(root / "ok.json"), "--db", str(db)])
+        == 1
+    )  # stalled: user has no turn left
     from flowc.runtime.stores import open_store
 
     store = open_store(str(db))
@@ -55,14 +69,20 @@ def stalled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def _args(cmd: str, flow: Path, script: Path, db: Path, run_id: str) -> list[str]:
     if cmd == "resume":
         return ["resume", run_id, "--script", str(script), "--db", str(db)]
-    return [cmd, str(flow), "--script", str(script), "--db",
-            ":memory:" if cmd == "run" else str(db.parent / "shared.db")]
+    return [
+        cmd,
+        str(flow),
+        "--script",
+        str(script),
+        "--db",
+        ":memory:" if cmd == "run" else str(db.parent / "shared.db"),
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_every_command_reports_a_bad_script_in_the_same_words(
-        name: str, stalled: tuple[Path, str], tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    name: str, stalled: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db, run_id = stalled
     text, code, want = BAD[name]
     flow = tmp_path / "loop.flow"
@@ -79,12 +99,16 @@ def test_every_command_reports_a_bad_script_in_the_same_words(
     assert not (db.parent / "shared.db").exists()
 
 
-@pytest.mark.parametrize("flow_text, place", [
-    (FLOW, "2:9"),
-    ("# two speakers on one line\nspeakers user: human, bot\nsequence user -> bot\n", "2:23"),
-])
+@pytest.mark.parametrize(
+    "flow_text, place",
+    [
+        (FLOW, "2:9"),
+        ("# two speakers on one line\nspeakers user: human, bot\nsequence user -> bot\n", "2:23"),
+    ],
+)
 def test_a_refused_bare_step_names_where_the_speaker_is_declared(
-        flow_text: str, place: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flow_text: str, place: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A model speaker's `finish` without `tool` that none of its tools makes is refused at
     the script's turn (its JSON path) and names the speaker's declaration in the flow, the
     place to add the tool, as `flowc check` prints a place."""
@@ -97,7 +121,11 @@ def test_a_refused_bare_step_names_where_the_speaker_is_declared(
         db = ":memory:" if cmd == "run" else str(tmp_path / "shared.db")
         assert main([cmd, str(flow), "--script", str(script), "--db", db]) == 1, cmd
         err = capsys.readouterr().err
-        assert err.startswith(f"{script}: error: script.bot[1]: `bot` is a model speaker and "
-                              'none of its tools finishes "x"'), err
-        assert err.endswith(f"; `bot` is declared at {flow}:{place}: give the call the `tool` "
-                            "that does it, or declare one there\n"), err
+        assert err.startswith(
+            f"{script}: error: script.bot[1]: `bot` is a model speaker and "
+            'none of its tools finishes "x"'
+        ), err
+        assert err.endswith(
+            f"; `bot` is declared at {flow}:{place}: give the call the `tool` "
+            "that does it, or declare one there\n"
+        ), err

@@ -29,8 +29,9 @@ print(json.dumps({"code": code, "loaded": loaded}))
 
 
 def test_version_loads_no_command() -> None:
-    done = subprocess.run([sys.executable, "-c", VERSION], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", VERSION], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("flowc 0.1.0\n")
     result = json.loads(done.stdout.splitlines()[1])
@@ -46,19 +47,37 @@ print(code, "tomllib" in sys.modules, "shutil" in sys.modules)
 
 
 def test_a_run_outside_a_project_reads_no_toml_and_sizes_no_help(tmp_path: Path) -> None:
-    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
-                                        "max_turns 2\nwhen from a then b\n")
+    (tmp_path / "pair.flow").write_text(
+        "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\nwhen from a then b\n"
+    )
     (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
-    args = [sys.executable, "-c", RUN_OUTSIDE_A_PROJECT, str(tmp_path / "pair.flow"),
-            str(tmp_path / "s.json")]
-    done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    args = [
+        sys.executable,
+        "-c",
+        RUN_OUTSIDE_A_PROJECT,
+        str(tmp_path / "pair.flow"),
+        str(tmp_path / "s.json"),
+    ]
+    done = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "0 False False"
     # with a pyproject.toml beside the flow, its [tool.flowc] table is read
-    (tmp_path / "pyproject.toml").write_text('[tool.flowc]\nstrict = true\n')
-    done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    (tmp_path / "pyproject.toml").write_text("[tool.flowc]\nstrict = true\n")
+    done = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert done.stdout.splitlines()[-1] == "0 True False", done.stderr
 
 
@@ -73,14 +92,19 @@ def test_help_is_sized_as_argparse_sizes_it(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setenv("COLUMNS", columns)
         assert cli._help_width() == shutil.get_terminal_size().columns - 2
     monkeypatch.setenv("COLUMNS", "64")
-    modules = [importlib.import_module(name) for name in dict.fromkeys(
-        cli.COMMAND_MODULES[command] for command in ("run", "log", "check"))]
+    modules = [
+        importlib.import_module(name)
+        for name in dict.fromkeys(
+            cli.COMMAND_MODULES[command] for command in ("run", "log", "check")
+        )
+    ]
     ours = cli.build_parser(modules)
     monkeypatch.setattr(cli, "_Parser", argparse.ArgumentParser)
     plain = cli.build_parser(modules)
     for args in ([], ["run"], ["log"], ["check"]):
-        assert (cli._subparser(ours, args[0]) if args else ours).format_help() \
-            == (cli._subparser(plain, args[0]) if args else plain).format_help()
+        assert (cli._subparser(ours, args[0]) if args else ours).format_help() == (
+            cli._subparser(plain, args[0]) if args else plain
+        ).format_help()
 
 
 PLUGIN = """
@@ -103,17 +127,36 @@ if os.environ.get("FLOWC_TEST_THREAD"):
 
 @pytest.mark.parametrize("thread", [False, True])
 def test_the_process_ends_after_the_exit_functions_without_tearing_down(
-        tmp_path: Path, thread: bool) -> None:
-    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
-                                        "max_turns 2\nwhen from a then b\n")
+    tmp_path: Path, thread: bool
+) -> None:
+    (tmp_path / "pair.flow").write_text(
+        "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\nwhen from a then b\n"
+    )
     (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
     (tmp_path / "plugin.py").write_text(PLUGIN)
     env = dict(os.environ, PYTHONPATH=str(ROOT), FLOWC_TEST_OUT=str(tmp_path))
     if thread:
         env["FLOWC_TEST_THREAD"] = "1"
-    done = subprocess.run([sys.executable, "-m", "flowc", "run", "pair.flow", "--script",
-                           "s.json", "--db", ":memory:", "--plugin", "plugin.py"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            "pair.flow",
+            "--script",
+            "s.json",
+            "--db",
+            ":memory:",
+            "--plugin",
+            "plugin.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith('closed: "after_work" after 2 turns\n') and not done.stderr
     assert (tmp_path / "atexit").read_text() == "ran"  # the exit functions run
@@ -125,13 +168,32 @@ def test_the_process_ends_after_the_exit_functions_without_tearing_down(
 
 
 def test_a_profiled_run_still_writes_its_profile(tmp_path: Path) -> None:
-    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
-                                        "max_turns 2\nwhen from a then b\n")
+    (tmp_path / "pair.flow").write_text(
+        "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\nwhen from a then b\n"
+    )
     (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
-    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", "run.prof", "-m", "flowc",
-                           "run", "pair.flow", "--script", "s.json", "--db", ":memory:"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            "run.prof",
+            "-m",
+            "flowc",
+            "run",
+            "pair.flow",
+            "--script",
+            "s.json",
+            "--db",
+            ":memory:",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert done.returncode == 0, done.stderr
     import pstats
 
@@ -146,17 +208,33 @@ pathlib.Path(os.environ["FLOWC_TEST_OUT"]).write_text(json.dumps(
 """
 
 
-def test_the_collector_is_off_while_a_command_loads_and_on_when_it_works(
-        tmp_path: Path) -> None:
-    (tmp_path / "pair.flow").write_text("speaker a: human\nspeaker b: human\nstart a\n"
-                                        "max_turns 2\nwhen from a then b\n")
+def test_the_collector_is_off_while_a_command_loads_and_on_when_it_works(tmp_path: Path) -> None:
+    (tmp_path / "pair.flow").write_text(
+        "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\nwhen from a then b\n"
+    )
     (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
     (tmp_path / "plugin.py").write_text(COLLECTOR_PLUGIN)
     out = tmp_path / "collector.json"
-    done = subprocess.run([sys.executable, "-m", "flowc", "run", "pair.flow", "--script",
-                           "s.json", "--db", ":memory:", "--plugin", "plugin.py"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT), FLOWC_TEST_OUT=str(out)))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            "pair.flow",
+            "--script",
+            "s.json",
+            "--db",
+            ":memory:",
+            "--plugin",
+            "plugin.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), FLOWC_TEST_OUT=str(out)),
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(out.read_text())
     # on again for the run (a worker or the language server collects as usual), with
@@ -192,9 +270,24 @@ def test_a_run_imports_what_its_rules_use(tmp_path: Path) -> None:
 
     def imported(flow: str) -> list[str]:
         (tmp_path / "pair.flow").write_text(flow)
-        done = subprocess.run([sys.executable, "-c", IMPORTED, "run", "pair.flow", "--script",
-                               "s.json", "--db", ":memory:"], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                IMPORTED,
+                "run",
+                "pair.flow",
+                "--script",
+                "s.json",
+                "--db",
+                ":memory:",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
         code, loaded = json.loads(done.stdout.splitlines()[-1])
         assert code == 0, done.stdout + done.stderr
         return list(loaded)
@@ -203,9 +296,13 @@ def test_a_run_imports_what_its_rules_use(tmp_path: Path) -> None:
     # the migrate vocabulary (its dataclasses, its matcher, the context-expression parser,
     # hashlib) loads only for a rule that uses it
     assert imported(head + "when from a then b\n") == []
-    assert {"flowc.regex", "flowc.runtime.vocabulary"} <= set(imported(
-        head + "condition text_matches(pattern: string)\nwhen from a and text_matches(pattern = \"h.\") "
-        "then b\n"))
+    assert {"flowc.regex", "flowc.runtime.vocabulary"} <= set(
+        imported(
+            head
+            + 'condition text_matches(pattern: string)\nwhen from a and text_matches(pattern = "h.") '
+            "then b\n"
+        )
+    )
 
 
 DEFERRED = """
@@ -239,10 +336,14 @@ print(json.dumps({
 
 
 @pytest.mark.parametrize("when", ["plain", "before", "import"])
-def test_the_shipped_vocabulary_is_registered_when_the_registry_is_first_read(
-        when: str) -> None:
-    done = subprocess.run([sys.executable, "-c", DEFERRED, when], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+def test_the_shipped_vocabulary_is_registered_when_the_registry_is_first_read(when: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", DEFERRED, when],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     # read as if flowc.runtime had registered it when imported: in that place, replaced
@@ -250,7 +351,9 @@ def test_the_shipped_vocabulary_is_registered_when_the_registry_is_first_read(
     shipped = ["text_contains", "text_matches", "context_expression", "turn_count_at_most"]
     assert seen == {
         "loaded_before_a_read": when == "import",
-        "conditions": [*(["early"] if when == "before" else ["tool_called"]), *shipped, "late"][-6:],
+        "conditions": [*(["early"] if when == "before" else ["tool_called"]), *shipped, "late"][
+            -6:
+        ],
         "targets": ["random_agent"],
         "text_contains": "plugin",
         "text_matches": "flowc.runtime.vocabulary",

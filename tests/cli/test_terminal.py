@@ -29,9 +29,15 @@ def run_on_terminal(args: list[str], **env: str) -> str:
     """``flowc ARGS`` with stdout on a real pseudo-terminal; what it printed there."""
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-m", "flowc", *args], stdout=follower,
-                              stderr=subprocess.DEVNULL, env=_env(**env), cwd=REPO, timeout=60,
-                              check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "flowc", *args],
+            stdout=follower,
+            stderr=subprocess.DEVNULL,
+            env=_env(**env),
+            cwd=REPO,
+            timeout=60,
+            check=False,
+        )
         os.close(follower)
         chunks = []
         while True:
@@ -49,8 +55,15 @@ def run_on_terminal(args: list[str], **env: str) -> str:
 
 
 def run_piped(args: list[str], **env: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "flowc", *args], capture_output=True, text=True,
-                          env=_env(**env), cwd=REPO, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowc", *args],
+        capture_output=True,
+        text=True,
+        env=_env(**env),
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -108,7 +121,9 @@ def test_fmt_check_says_what_it_checked(tmp_path: Path, capsys: pytest.CaptureFi
     assert capsys.readouterr().err.splitlines()[-1] == "3 files already formatted"
 
 
-def test_fmt_check_counts_what_would_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fmt_check_counts_what_would_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["fmt", "--check", str(_tree(tmp_path, 1, 2))]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == "1 file would be reformatted, 2 files already formatted"
@@ -120,12 +135,15 @@ def test_fmt_says_what_it_rewrote(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["fmt", str(_tree(tmp_path, 2, 1))]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == "2 files reformatted, 1 file left unchanged, 1 file could not be formatted"
-    assert main(["fmt", "--check", str(tmp_path / "messy0.flow"), str(tmp_path / "tidy0.flow")]) == 0
+    assert (
+        main(["fmt", "--check", str(tmp_path / "messy0.flow"), str(tmp_path / "tidy0.flow")]) == 0
+    )
     assert capsys.readouterr().err.splitlines()[-1] == "2 files already formatted"
 
 
-def test_fmt_of_stdin_prints_only_the_text(monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_fmt_of_stdin_prints_only_the_text(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import io
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MESSY.encode())))

@@ -20,8 +20,9 @@ from flowc.cli import main
 from flowc.compiler.portability import COMPOSITES, bare_ag2_problems, needs_registration
 
 ROOT = Path(__file__).resolve().parents[2]
-FLOWS = sorted([*(ROOT / "tests" / "cases" / "compile").glob("*.flow"),
-                *(ROOT / "examples").glob("*.flow")])
+FLOWS = sorted(
+    [*(ROOT / "tests" / "cases" / "compile").glob("*.flow"), *(ROOT / "examples").glob("*.flow")]
+)
 
 EXTRA = {
     "and": "speakers u: human, b\nwhen from u and context.k == 1 then b\n",
@@ -32,11 +33,11 @@ EXTRA = {
     "top-level or": "speakers u: human, b\nwhen from u or context.k == 1 then b\n",
     "top-level from list": "speakers u: human, b, c\nwhen from u, b then c\n",
     "custom condition": "speakers u: human, b\ncondition urgent(level: int)\n"
-                        "when urgent(level = 2) then b\n",
+    "when urgent(level = 2) then b\n",
     "custom target": "speakers u: human, b\ntarget pick()\nwhen from u then pick()\n",
     "custom otherwise": "speakers u: human, b\ntarget pick()\nwhen from u then b\notherwise pick()\n",
     "built-ins only": "speakers u: human, b\nstart u\nmax_turns 4\ncontext k = 1\n"
-                      "when context.k == 1 and from b then terminate \"x\"\n",
+    'when context.k == 1 and from b then terminate "x"\n',
 }
 
 
@@ -73,10 +74,12 @@ def test_target_ag2_accepts_exactly_what_a_bare_registry_loads(name: str, text: 
         if set(names) & COMPOSITES:
             register_composites(registry)
         for custom in set(names) - COMPOSITES:
-            registry.register_condition(type(custom, (), {"name": custom, "evaluate": _never,
-                                                          "__init__": _any_args}))
-            registry.register_target(type(custom, (), {"name": custom, "resolve": _never,
-                                                       "__init__": _any_args}))
+            registry.register_condition(
+                type(custom, (), {"name": custom, "evaluate": _never, "__init__": _any_args})
+            )
+            registry.register_target(
+                type(custom, (), {"name": custom, "resolve": _never, "__init__": _any_args})
+            )
         assert bare_loads(compiled.graph_dict, registry)
 
 
@@ -104,8 +107,11 @@ def test_each_construct_is_refused_at_its_span() -> None:
     }
     for name, expected in spans.items():
         compiled = flowc.compile_flow(EXTRA[name])
-        got = [(d.span.line, d.span.column, d.message) for d in bare_ag2_problems(compiled)
-               if d.span is not None]
+        got = [
+            (d.span.line, d.span.column, d.message)
+            for d in bare_ag2_problems(compiled)
+            if d.span is not None
+        ]
         assert len(got) == len(expected), (name, got)
         for (line, col, message), (wl, wc, wm) in zip(got, expected, strict=True):
             assert (line, col) == (wl, wc) and message.startswith(wm), (name, got)
@@ -134,7 +140,6 @@ def test_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert f"{path.name}:2:6: E112" in capsys.readouterr().out.replace(str(tmp_path) + "/", "")
 
 
-
 def test_check_target_ag2_on_a_json_graph_names_the_paths(tmp_path: Path) -> None:
     from flowc.compiler.analysis import CheckOptions, check_source
     from flowc.source import SourceFile
@@ -143,7 +148,9 @@ def test_check_target_ag2_on_a_json_graph_names_the_paths(tmp_path: Path) -> Non
     text = json.dumps(graph)
     found = check_source(SourceFile("g.json", text), CheckOptions(target="ag2"))
     assert sorted(d.json_path or "" for d in found if d.code.id == "E112") == [
-        "transitions[0].when.args.conditions[1].name", "transitions[0].when.name"]
+        "transitions[0].when.args.conditions[1].name",
+        "transitions[0].when.name",
+    ]
     assert not [d for d in check_source(SourceFile("g.json", text)) if d.code.id == "E112"]
     knobs = json.dumps({"graph": graph, "context_vars": {}})
     found = check_source(SourceFile("k.json", knobs), CheckOptions(target="ag2"))

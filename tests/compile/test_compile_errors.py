@@ -118,14 +118,19 @@ def test_e001_a_statement_unfinished_at_the_end_of_its_line_is_reported_there() 
     assert d.help is not None and "backquotes" not in d.help and "line 4" in d.help
     cases = {
         "speakers a, b\nwhen\nspeaker c\n": ((2, 5), "expected a condition after `when`"),
-        "speakers a, b\nwhen from a and   # more\n\nwhen from b then a\n":
-            ((2, 16), "expected a condition after `and`"),
-        "speakers a, b\notherwise\nwhen from a then b\n":
-            ((2, 10), "expected a target after `otherwise`"),
-        "speakers a, b\nsequence a ->\nsequence b -> a\n":
-            ((2, 14), "expected a name after `->`"),
-        "speakers a, `b c`\nwhen from `b c`\nwhen from a then b\n":
-            ((2, 16), "expected `,`, `and`, `or` or `then` after `b c`"),
+        "speakers a, b\nwhen from a and   # more\n\nwhen from b then a\n": (
+            (2, 16),
+            "expected a condition after `and`",
+        ),
+        "speakers a, b\notherwise\nwhen from a then b\n": (
+            (2, 10),
+            "expected a target after `otherwise`",
+        ),
+        "speakers a, b\nsequence a ->\nsequence b -> a\n": ((2, 14), "expected a name after `->`"),
+        "speakers a, `b c`\nwhen from `b c`\nwhen from a then b\n": (
+            (2, 16),
+            "expected `,`, `and`, `or` or `then` after `b c`",
+        ),
         "speakers a, b\nwhen from a then b\n": None,
         # a finished statement followed by a wrong one: the error stays on the new line
         "speakers a, b\nwhen from a then b\nthen a\n": ((3, 1), "unexpected keyword `then`"),
@@ -200,9 +205,19 @@ E108_CASES: list[tuple[str, Any, list[str]]] = [
             "transitions[1].when.args.agent_id: required key missing: expected an agent id (a string)",
         ],
     ),
-    ("missing", _missing_key(), ["transitions[2].when: required key missing: expected a condition object (`name`, `args`)"]),
-    ("extra", _graph(colour="blue"), ["colour: unexpected key; expected `initial_speaker`, `transitions`, `default_target` or "
-                                      "`max_turns`"]),
+    (
+        "missing",
+        _missing_key(),
+        ["transitions[2].when: required key missing: expected a condition object (`name`, `args`)"],
+    ),
+    (
+        "extra",
+        _graph(colour="blue"),
+        [
+            "colour: unexpected key; expected `initial_speaker`, `transitions`, `default_target` or "
+            "`max_turns`"
+        ],
+    ),
     ("not_a_list", _graph(transitions={}), ["transitions: expected a list, got an object"]),
     (
         "composite",
@@ -219,7 +234,11 @@ E108_CASES: list[tuple[str, Any, list[str]]] = [
             "graph.transitions[3].then.args.agent_id: expected a string, got 5",
         ],
     ),
-    ("top_level", [1, 2], ["expected a graph object or a knobs object (`graph`, `context_vars`), got a list"]),
+    (
+        "top_level",
+        [1, 2],
+        ["expected a graph object or a knobs object (`graph`, `context_vars`), got a list"],
+    ),
 ]
 
 
@@ -382,7 +401,11 @@ def test_cli_non_utf8_file(tmp_path: Path) -> None:
     proc = _run(["compile", str(path)], tmp_path)
     assert proc.returncode == 1
     err = proc.stderr.decode()
-    assert "E001" in err and "not valid UTF-8 (byte 0xe9, in \"speaker caf\\xe9\")" in err and "1:12" in err
+    assert (
+        "E001" in err
+        and 'not valid UTF-8 (byte 0xe9, in "speaker caf\\xe9")' in err
+        and "1:12" in err
+    )
     assert "Traceback" not in err
 
 

@@ -32,7 +32,9 @@ json_values = st.recursive(
 )
 #: values a caller of the API may put in a graph: tuples, sets, subclasses, objects
 odd_values = st.recursive(
-    json_values | st.frozensets(st.integers(), max_size=2) | st.just(b"x")
+    json_values
+    | st.frozensets(st.integers(), max_size=2)
+    | st.just(b"x")
     | st.builds(lambda x: OrderedDict(x=x), st.integers()),
     lambda inner: st.tuples(inner, inner) | st.lists(inner, max_size=2),
     max_leaves=5,
@@ -40,28 +42,52 @@ odd_values = st.recursive(
 
 
 def conditions(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    leaves = (st.just(m.Always()) | st.builds(m.FromSpeaker, names)
-              | st.builds(m.ToolCalled, names) | st.builds(m.ContextEquals, names, values)
-              | st.builds(m.CustomCondition, st.sampled_from(["text_contains", "mine"]),
-                          st.dictionaries(names, values, max_size=2)))
-    return st.recursive(leaves, lambda inner: (
-        st.builds(m.AllOf, st.lists(inner, max_size=3).map(tuple))
-        | st.builds(m.AnyOf, st.lists(inner, max_size=3).map(tuple))
-        | st.builds(m.Not, inner)), max_leaves=6)
+    leaves = (
+        st.just(m.Always())
+        | st.builds(m.FromSpeaker, names)
+        | st.builds(m.ToolCalled, names)
+        | st.builds(m.ContextEquals, names, values)
+        | st.builds(
+            m.CustomCondition,
+            st.sampled_from(["text_contains", "mine"]),
+            st.dictionaries(names, values, max_size=2),
+        )
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.builds(m.AllOf, st.lists(inner, max_size=3).map(tuple))
+            | st.builds(m.AnyOf, st.lists(inner, max_size=3).map(tuple))
+            | st.builds(m.Not, inner)
+        ),
+        max_leaves=6,
+    )
 
 
-targets = (st.builds(m.AgentTarget, names) | st.just(m.RoundRobinTarget()) | st.just(m.StayTarget())
-           | st.just(m.RevertToInitiatorTarget()) | st.builds(m.TerminateTarget, names)
-           | st.just(m.TerminateTarget())
-           | st.builds(m.CustomTarget, st.sampled_from(["random_agent", "pick"]),
-                       st.dictionaries(names, json_values, max_size=2)))
+targets = (
+    st.builds(m.AgentTarget, names)
+    | st.just(m.RoundRobinTarget())
+    | st.just(m.StayTarget())
+    | st.just(m.RevertToInitiatorTarget())
+    | st.builds(m.TerminateTarget, names)
+    | st.just(m.TerminateTarget())
+    | st.builds(
+        m.CustomTarget,
+        st.sampled_from(["random_agent", "pick"]),
+        st.dictionaries(names, json_values, max_size=2),
+    )
+)
 
 
 def graphs(values: st.SearchStrategy[Any] = json_values) -> st.SearchStrategy[m.TransitionGraph]:
-    transitions = st.builds(m.Transition, conditions(values), targets,
-                            st.integers(-3, 3))
-    return st.builds(m.TransitionGraph, names, st.lists(transitions, max_size=4).map(tuple),
-                     targets, st.none() | st.integers(1, 50))
+    transitions = st.builds(m.Transition, conditions(values), targets, st.integers(-3, 3))
+    return st.builds(
+        m.TransitionGraph,
+        names,
+        st.lists(transitions, max_size=4).map(tuple),
+        targets,
+        st.none() | st.integers(1, 50),
+    )
 
 
 # ── dicts, well-formed and not ────────────────────────────────────────────────
@@ -79,8 +105,24 @@ def spoil(data: Any, draw: Any) -> Any:
         data = list(data)
         data[i] = spoil(data[i], draw)
         return data
-    how = draw(st.sampled_from(["drop", "extra", "int", "str", "null", "bool", "list",
-                                "object", "tuple", "subclass", "zero", "none_args"]))
+    how = draw(
+        st.sampled_from(
+            [
+                "drop",
+                "extra",
+                "int",
+                "str",
+                "null",
+                "bool",
+                "list",
+                "object",
+                "tuple",
+                "subclass",
+                "zero",
+                "none_args",
+            ]
+        )
+    )
     if how == "drop" and isinstance(data, dict) and data:
         data = dict(data)
         del data[draw(st.sampled_from(sorted(data)))]
@@ -93,8 +135,15 @@ def spoil(data: Any, draw: Any) -> Any:
         return OrderedDict(data)
     if how == "none_args" and isinstance(data, dict) and "args" in data:
         return {**data, "args": None}
-    return {"int": 5, "str": "5", "null": None, "bool": True, "list": [], "object": {},
-            "zero": 0}.get(how, [data])
+    return {
+        "int": 5,
+        "str": "5",
+        "null": None,
+        "bool": True,
+        "list": [],
+        "object": {},
+        "zero": 0,
+    }.get(how, [data])
 
 
 @st.composite
@@ -143,10 +192,14 @@ def test_a_graph_dict_reads_as_the_converter_reads_it(data: Any) -> None:
 
 
 @settings(max_examples=300)
-@given(graph_dicts(), st.none() | st.dictionaries(names, json_values, max_size=2)
-       | st.integers(), st.booleans())
-def test_a_knobs_dict_reads_as_the_converter_reads_it(graph: Any, context: Any,
-                                                       with_context: bool) -> None:
+@given(
+    graph_dicts(),
+    st.none() | st.dictionaries(names, json_values, max_size=2) | st.integers(),
+    st.booleans(),
+)
+def test_a_knobs_dict_reads_as_the_converter_reads_it(
+    graph: Any, context: Any, with_context: bool
+) -> None:
     data = {"graph": graph, "context_vars": context} if with_context else {"graph": graph}
     assert same(ours(data, m.Knobs), reference(data, m.Knobs))
 
@@ -179,9 +232,11 @@ def test_the_readers_tables_are_the_models_fields() -> None:
     for name, (cls, target_fields) in serde._TARGET_FIELDS.items():
         assert name == cls.NAME
         assert [(f, d) for f, d in target_fields] == [
-            (a.name, None if a.default is attrs.NOTHING else a.default) for a in attrs.fields(cls)]
-    assert {cls.NAME for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)} \
-        == set(serde._CONDITION_FIELDS)
+            (a.name, None if a.default is attrs.NOTHING else a.default) for a in attrs.fields(cls)
+        ]
+    assert {cls.NAME for cls in (*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)} == set(
+        serde._CONDITION_FIELDS
+    )
     assert {cls.NAME for cls in m.BUILTIN_TARGETS} == set(serde._TARGET_FIELDS)
 
 
@@ -196,8 +251,9 @@ def test_deep_nesting_is_left_to_the_converter() -> None:
     for _ in range(5000):
         deep = {"name": "not", "args": {"condition": deep}}
     data["transitions"][0]["when"] = deep
-    assert ours(data, m.TransitionGraph) == ["transitions[0].when: nested too deeply"] \
-        or ours(data, m.TransitionGraph) == reference(data, m.TransitionGraph)
+    assert ours(data, m.TransitionGraph) == ["transitions[0].when: nested too deeply"] or ours(
+        data, m.TransitionGraph
+    ) == reference(data, m.TransitionGraph)
 
 
 LOADED = """
@@ -209,9 +265,14 @@ print(json.dumps([code, sorted(m for m in sys.modules if m.split(".")[0] == "cat
 
 
 def run_in_process(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
-    done = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     code, loaded = json.loads(done.stdout.splitlines()[-1])
     return code, loaded, done.stdout + done.stderr
 
@@ -219,21 +280,25 @@ def run_in_process(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
 def test_a_run_of_a_flow_or_a_good_graph_imports_no_cattrs(tmp_path: Path) -> None:
     (tmp_path / "pair.flow").write_text(
         "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\n"
-        "when from a and context.k == [1, {\"x\": null}] then b\nwhen from b then a\n")
+        'when from a and context.k == [1, {"x": null}] then b\nwhen from b then a\n'
+    )
     (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["hi"], "b": ["yo"]}}))
-    code, loaded, out = run_in_process(["run", "pair.flow", "--script", "s.json",
-                                        "--db", str(tmp_path / "runs.db")], tmp_path)
+    code, loaded, out = run_in_process(
+        ["run", "pair.flow", "--script", "s.json", "--db", str(tmp_path / "runs.db")], tmp_path
+    )
     assert (code, loaded) == (0, []), out
     code, loaded, out = run_in_process(["compile", "pair.flow", "-o", "graph.json"], tmp_path)
     assert (code, loaded) == (0, []), out
-    code, loaded, out = run_in_process(["run", "graph.json", "--script", "s.json",
-                                        "--db", ":memory:"], tmp_path)
+    code, loaded, out = run_in_process(
+        ["run", "graph.json", "--script", "s.json", "--db", ":memory:"], tmp_path
+    )
     assert (code, loaded) == (0, []), out
     # a bad graph is refused with the converter's words and JSON path, as before
     graph = json.loads((tmp_path / "graph.json").read_text())
     graph["graph"]["transitions"][1]["then"]["args"]["agent_id"] = 5
     (tmp_path / "bad.json").write_text(json.dumps(graph))
-    code, loaded, out = run_in_process(["run", "bad.json", "--script", "s.json",
-                                        "--db", ":memory:"], tmp_path)
+    code, loaded, out = run_in_process(
+        ["run", "bad.json", "--script", "s.json", "--db", ":memory:"], tmp_path
+    )
     assert code == 1 and loaded == ["cattrs"]
     assert "graph.transitions[1].then.args.agent_id: expected a string, got 5" in out

@@ -27,8 +27,24 @@ from tests.compile.test_serde_reader import (
     text,
 )
 
-odd_names = st.sampled_from(["a", "", "é", "\ud800", "\U0001f600", "\x00", "not", "always",
-                             "agent", "name", "args", "a" * 300, "__class__", "0"])
+odd_names = st.sampled_from(
+    [
+        "a",
+        "",
+        "é",
+        "\ud800",
+        "\U0001f600",
+        "\x00",
+        "not",
+        "always",
+        "agent",
+        "name",
+        "args",
+        "a" * 300,
+        "__class__",
+        "0",
+    ]
+)
 big_ints = st.sampled_from([0, 1, -1, 2**31, 2**63, -(2**64), 10**40, True, False])
 odd_keys = st.sampled_from([1, 0, None, True, 1.5, ("when",), b"name", "\ud800", "when"])
 
@@ -58,14 +74,19 @@ def spoil_more(data: Any, draw: Any) -> Any:
         return draw(big_ints)
     if how == "name":
         return draw(odd_names)
-    return {"name": draw(st.sampled_from(["not", "all_of", "any_of"])),
-            "args": {"condition": data} if draw(st.booleans()) else {"conditions": [data]}}
+    return {
+        "name": draw(st.sampled_from(["not", "all_of", "any_of"])),
+        "args": {"condition": data} if draw(st.booleans()) else {"conditions": [data]},
+    }
 
 
 def chain(depth: int, leaf: Any) -> Any:
     for i in range(depth):
-        leaf = ({"name": "not", "args": {"condition": leaf}} if i % 3 else
-                {"name": "all_of" if i % 2 else "any_of", "args": {"conditions": [leaf]}})
+        leaf = (
+            {"name": "not", "args": {"condition": leaf}}
+            if i % 3
+            else {"name": "all_of" if i % 2 else "any_of", "args": {"conditions": [leaf]}}
+        )
     return leaf
 
 
@@ -73,32 +94,60 @@ def chain(depth: int, leaf: Any) -> Any:
 def hostile_graph_dicts(draw: Any) -> Any:
     data = serde.unstructure_graph(draw(graphs()))
     if draw(st.booleans()):  # a rule nested across the reader's cut-off or the limit
-        depth = draw(st.sampled_from([serde._FAST_DEPTH - 1, serde._FAST_DEPTH,
-                                      serde._FAST_DEPTH + 1, MAX_CONDITION_DEPTH - 1,
-                                      MAX_CONDITION_DEPTH]))
-        leaf = draw(st.sampled_from([{"name": "always"}, {"name": "mine", "args": {"x": [1]}},
-                                     {"name": "from_speaker", "args": {"agent_id": 5}}]))
-        data["transitions"] = [*data["transitions"],
-                               {"when": chain(depth, leaf), "then": {"name": "stay"}}]
+        depth = draw(
+            st.sampled_from(
+                [
+                    serde._FAST_DEPTH - 1,
+                    serde._FAST_DEPTH,
+                    serde._FAST_DEPTH + 1,
+                    MAX_CONDITION_DEPTH - 1,
+                    MAX_CONDITION_DEPTH,
+                ]
+            )
+        )
+        leaf = draw(
+            st.sampled_from(
+                [
+                    {"name": "always"},
+                    {"name": "mine", "args": {"x": [1]}},
+                    {"name": "from_speaker", "args": {"agent_id": 5}},
+                ]
+            )
+        )
+        data["transitions"] = [
+            *data["transitions"],
+            {"when": chain(depth, leaf), "then": {"name": "stay"}},
+        ]
     if draw(st.booleans()):
         data = spoil(data, draw)  # (it sorts keys: before any key that is not a string)
     for _ in range(draw(st.integers(0, 2))):
         data = spoil_more(data, draw)
     if draw(st.booleans()):  # an integer or string field given another scalar
-        field = draw(st.sampled_from(["max_turns", "initial_speaker", "priority", "agent_id",
-                                      "reason", "name"]))
+        field = draw(
+            st.sampled_from(
+                ["max_turns", "initial_speaker", "priority", "agent_id", "reason", "name"]
+            )
+        )
         value = draw(big_ints | odd_names | st.sampled_from([None, 1.0, [], {}]))
         if field in ("max_turns", "initial_speaker") and isinstance(data, dict):
             data = {**data, field: value}
-        elif isinstance(data, dict) and isinstance(data.get("transitions"), list) \
-                and data["transitions"] and isinstance(data["transitions"][0], dict):
+        elif (
+            isinstance(data, dict)
+            and isinstance(data.get("transitions"), list)
+            and data["transitions"]
+            and isinstance(data["transitions"][0], dict)
+        ):
             rule = dict(data["transitions"][0])
             if field == "priority":
                 rule["priority"] = value
             else:
-                rule["then"] = ({"name": "agent", "args": {"agent_id": value}} if field == "agent_id"
-                                else {"name": "terminate", "args": {"reason": value}}
-                                if field == "reason" else {"name": value})
+                rule["then"] = (
+                    {"name": "agent", "args": {"agent_id": value}}
+                    if field == "agent_id"
+                    else {"name": "terminate", "args": {"reason": value}}
+                    if field == "reason"
+                    else {"name": value}
+                )
             data = {**data, "transitions": [rule, *data["transitions"][1:]]}
     return data
 
@@ -112,30 +161,45 @@ def test_a_spoilt_graph_reads_as_the_converter_alone_reads_it(data: Any) -> None
 
 
 @settings(max_examples=60)
-@given(hostile_graph_dicts(), st.dictionaries(odd_keys, json_values, max_size=2)
-       | st.sampled_from([None, [], "x", 7, True]))
+@given(
+    hostile_graph_dicts(),
+    st.dictionaries(odd_keys, json_values, max_size=2) | st.sampled_from([None, [], "x", 7, True]),
+)
 def test_spoilt_context_vars_read_as_the_converter_reads_them(graph: Any, context: Any) -> None:
     data = {"graph": graph, "context_vars": context}
     assert same(ours(data, m.Knobs), reference(data, m.Knobs))
 
 
 def odd_graphs() -> st.SearchStrategy[m.TransitionGraph]:
-    custom_targets = st.builds(m.CustomTarget, odd_names,
-                               st.dictionaries(odd_names, odd_values, max_size=2))
-    return graphs(odd_values).flatmap(lambda g: st.builds(
-        lambda t, extra: m.TransitionGraph(g.initial_speaker, g.transitions + tuple(
-            m.Transition(m.CustomCondition("c", {"v": extra}), t) for _ in range(1)),
-            t, g.max_turns), custom_targets, odd_values))
+    custom_targets = st.builds(
+        m.CustomTarget, odd_names, st.dictionaries(odd_names, odd_values, max_size=2)
+    )
+    return graphs(odd_values).flatmap(
+        lambda g: st.builds(
+            lambda t, extra: m.TransitionGraph(
+                g.initial_speaker,
+                g.transitions
+                + tuple(m.Transition(m.CustomCondition("c", {"v": extra}), t) for _ in range(1)),
+                t,
+                g.max_turns,
+            ),
+            custom_targets,
+            odd_values,
+        )
+    )
 
 
 @settings(max_examples=100)
 @given(odd_graphs(), odd_values)
 def test_the_model_writes_the_converters_json(graph: m.TransitionGraph, context: Any) -> None:
     assert same(serde.unstructure_graph(graph), converter.unstructure(graph))
-    assert text(lambda: serde.unstructure_graph(graph)) \
-        == text(lambda: converter.unstructure(graph))
+    assert text(lambda: serde.unstructure_graph(graph)) == text(
+        lambda: converter.unstructure(graph)
+    )
     knobs = m.Knobs(graph, {"k": context})
-    assert text(lambda: serde.unstructure_knobs(knobs)) == text(lambda: converter.unstructure(knobs))
+    assert text(lambda: serde.unstructure_knobs(knobs)) == text(
+        lambda: converter.unstructure(knobs)
+    )
     assert text(lambda: serde.lazy_knobs(knobs)) == text(lambda: converter.unstructure(knobs))
 
 
@@ -144,15 +208,37 @@ def test_the_model_writes_the_converters_json(graph: m.TransitionGraph, context:
 EVERY_KIND = {
     "initial_speaker": "a",
     "transitions": [
-        {"when": {"name": "all_of", "args": {"conditions": [
-            {"name": "from_speaker", "args": {"agent_id": "a"}},
-            {"name": "not", "args": {"condition": {"name": "tool_called",
-                                                   "args": {"tool_name": "t"}}}},
-            {"name": "any_of", "args": {"conditions": [
-                {"name": "context_equals", "args": {"key": "k", "value": [1, {"x": None}]}},
-                {"name": "always", "args": {}},
-                {"name": "mine", "args": {"n": 1}}]}}]}},
-         "then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 2},
+        {
+            "when": {
+                "name": "all_of",
+                "args": {
+                    "conditions": [
+                        {"name": "from_speaker", "args": {"agent_id": "a"}},
+                        {
+                            "name": "not",
+                            "args": {
+                                "condition": {"name": "tool_called", "args": {"tool_name": "t"}}
+                            },
+                        },
+                        {
+                            "name": "any_of",
+                            "args": {
+                                "conditions": [
+                                    {
+                                        "name": "context_equals",
+                                        "args": {"key": "k", "value": [1, {"x": None}]},
+                                    },
+                                    {"name": "always", "args": {}},
+                                    {"name": "mine", "args": {"n": 1}},
+                                ]
+                            },
+                        },
+                    ]
+                },
+            },
+            "then": {"name": "agent", "args": {"agent_id": "b"}},
+            "priority": 2,
+        },
         {"when": {"name": "always"}, "then": {"name": "terminate", "args": {"reason": "r"}}},
         {"when": {"name": "always", "args": None}, "then": {"name": "pick", "args": {"k": "v"}}},
         {"when": {"name": "always"}, "then": {"name": "round_robin"}, "priority": -1},
@@ -162,8 +248,27 @@ EVERY_KIND = {
     "default_target": {"name": "terminate", "args": {}},
     "max_turns": 9,
 }
-SCALARS = [None, True, False, 0, 1, -1, 2**63, 10**40, 1.0, "", "a", "\ud800", "\U0001f600",
-           "\x00\"\\", [], {}, (), [1], {"name": "always"}]
+SCALARS = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    -1,
+    2**63,
+    10**40,
+    1.0,
+    "",
+    "a",
+    "\ud800",
+    "\U0001f600",
+    '\x00"\\',
+    [],
+    {},
+    (),
+    [1],
+    {"name": "always"},
+]
 ODD_KEYS = [1, None, True, 1.5, ("when",), "\ud800", "extra"]
 
 
@@ -192,14 +297,22 @@ def one_point_changes() -> list[Any]:
     for path in places(EVERY_KIND):
         for value in SCALARS:
             out.append(changed(EVERY_KIND, path, lambda _, v=value: v))
-        out.append(changed(EVERY_KIND, path, lambda d: (tuple(d) if isinstance(d, list)
-                                                        else dict(d) if isinstance(d, dict)
-                                                        else [d])))
+        out.append(
+            changed(
+                EVERY_KIND,
+                path,
+                lambda d: (
+                    tuple(d) if isinstance(d, list) else dict(d) if isinstance(d, dict) else [d]
+                ),
+            )
+        )
 
         def keyed(d: Any) -> Any:
-            return [{**d, k: 1} for k in ODD_KEYS] + [
-                {(k if k != key else 1): v for k, v in d.items()} for key in d] + [
-                {k: v for k, v in d.items() if k != key} for key in d]
+            return (
+                [{**d, k: 1} for k in ODD_KEYS]
+                + [{(k if k != key else 1): v for k, v in d.items()} for key in d]
+                + [{k: v for k, v in d.items() if k != key} for key in d]
+            )
 
         target: Any = EVERY_KIND
         for step in path:

@@ -30,7 +30,11 @@ scenario "approve at once" {
 # which only the default writes.
 # the scenario: user speaks (rule 2), reviewer calls approve (rule 1, "approved").
 REVIEW_HIT = {
-    "speaker:user", "speaker:reviewer", "rule:0", "rule:1", "tool:reviewer:approve:0",
+    "speaker:user",
+    "speaker:reviewer",
+    "rule:0",
+    "rule:1",
+    "tool:reviewer:approve:0",
     "end:approved",
 }
 REVIEW_MISSING = {"speaker:drafter", "rule:2", "rule:3", "end:max_turns", "tool:reviewer:reject:0"}

@@ -22,9 +22,11 @@ def project(tmp_path: Path) -> Path:
     # a reason some run ends with, but not this one ("fallback", which only the dead
     # default writes, is refused before it runs: E111)
     failing = REVIEW.replace('expect terminate "approved"', 'expect terminate "max_turns"').replace(
-        '"approve at once"', '"approve & <fail>"')
-    (tmp_path / "review.flow").write_text(REVIEW + '\nscenario "drafts first" {\n  user: "x"\n'
-                                          '  expect next reviewer\n}\n')
+        '"approve at once"', '"approve & <fail>"'
+    )
+    (tmp_path / "review.flow").write_text(
+        REVIEW + '\nscenario "drafts first" {\n  user: "x"\n  expect next reviewer\n}\n'
+    )
     (tmp_path / "failing.flow").write_text(failing)
     (tmp_path / "broken.flow").write_text(BROKEN)
     return tmp_path
@@ -53,11 +55,13 @@ def test_junit_xml_validates_and_reports_failures_and_compile_errors(
     broken = project / "broken.flow"
     assert error.get("message") == (
         f"the file does not compile: {broken}:1:1: E110 a flow needs at least two speakers; "
-        "this one declares 1 (and 1 more error)")
+        "this one declares 1 (and 1 more error)"
+    )
     assert error.text == (
         f"the file does not compile:\n{broken}:1:1: E110 a flow needs at least two speakers; "
         f"this one declares 1\n{broken}:2:11: E101 `from` names `nobody`, which is not "
-        "a declared speaker\n")
+        "a declared speaker\n"
+    )
 
 
 def test_k_selects_scenarios_and_x_stops_at_the_first_failure(
@@ -81,8 +85,20 @@ def test_coverage_table_json_cobertura_and_fail_under(
     flow = tmp_path / "review.flow"
     flow.write_text(REVIEW)
     js, xml = tmp_path / "cov.json", tmp_path / "cov.xml"
-    assert main(["test", str(flow), "--coverage", "--coverage-json", str(js),
-                 "--coverage-xml", str(xml)]) == 0
+    assert (
+        main(
+            [
+                "test",
+                str(flow),
+                "--coverage",
+                "--coverage-json",
+                str(js),
+                "--coverage-xml",
+                str(xml),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "54.5%" in out and "Missing:" in out and "W203" in out
     data = json.loads(js.read_text())
@@ -127,7 +143,9 @@ def test_scenarios_refuses_what_it_cannot_generate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     custom = tmp_path / "custom.flow"
-    custom.write_text("speaker user: human\nspeaker bot\ncondition urgent()\nwhen urgent() then bot\n")
+    custom.write_text(
+        "speaker user: human\nspeaker bot\ncondition urgent()\nwhen urgent() then bot\n"
+    )
     assert main(["scenarios", str(custom)]) == 1
     assert "`urgent` (line 4)" in capsys.readouterr().err
     graph = tmp_path / "g.json"
@@ -145,11 +163,13 @@ def test_a_bare_step_shows_its_tool_alternative_covered(
     """`bot hands off to user` is a call of `decide`'s first alternative: the table and the
     JSON report count it covered, as `bot calls decide hands off to user` would be."""
     flow = tmp_path / "bare.flow"
-    flow.write_text('speaker user: human\nspeaker bot {\n'
-                    '  tool decide hands off to user | finishes "done"\n}\n'
-                    'when from user then bot\n'
-                    'scenario "bare" {\n  user: "hi"\n  bot hands off to user: "back"\n'
-                    '  user: "bye"\n  bot finishes "done"\n}\n')
+    flow.write_text(
+        "speaker user: human\nspeaker bot {\n"
+        '  tool decide hands off to user | finishes "done"\n}\n'
+        "when from user then bot\n"
+        'scenario "bare" {\n  user: "hi"\n  bot hands off to user: "back"\n'
+        '  user: "bye"\n  bot finishes "done"\n}\n'
+    )
     js = tmp_path / "cov.json"
     assert main(["test", str(flow), "--coverage", "--coverage-json", str(js)]) == 0
     hits = {t["id"]: t["hits"] for t in json.loads(js.read_text())["files"][0]["targets"]}

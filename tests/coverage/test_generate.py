@@ -35,7 +35,7 @@ def run_generated(src: str, gen: Generation) -> None:
     before = flowc.compile_flow(src)
     flow = flowc.compile_flow(src + "\n" + gen.text())
     target = RunTarget.from_compiled(flow)
-    results = [run_scenario(target, sc) for sc in flow.scenarios[len(before.scenarios):]]
+    results = [run_scenario(target, sc) for sc in flow.scenarios[len(before.scenarios) :]]
     assert len(results) == len(gen.scenarios)
     failed = [(r.title, r.failure) for r in results if not r.passed]
     assert failed == [], gen.text()
@@ -127,7 +127,9 @@ def _compiles(flow_ast: object) -> tuple[str, CompiledFlow] | None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(flows().map(_scriptable))
-def test_generated_scenarios_of_random_flows_pass_and_cover_every_live_target(flow_ast: object) -> None:
+def test_generated_scenarios_of_random_flows_pass_and_cover_every_live_target(
+    flow_ast: object,
+) -> None:
     got = _compiles(flow_ast)
     assume(got is not None)
     assert got is not None

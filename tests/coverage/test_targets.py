@@ -86,7 +86,7 @@ def test_a_failed_scenario_still_counts_what_it_exercised() -> None:
     assert cov.covered == 6
 
 
-BARE = '''
+BARE = """
 speaker user: human
 speaker bot {
   tool decide hands off to user | finishes "done"
@@ -103,7 +103,7 @@ scenario "bare steps only" {
   bot finishes "done"
   expect terminate "done"
 }
-'''
+"""
 
 
 def test_a_bare_step_covers_the_alternative_it_takes() -> None:
@@ -116,9 +116,11 @@ def test_a_bare_step_covers_the_alternative_it_takes() -> None:
     tools = {t.name: cov.hits.get(t.key, 0) for t in cov.targets if t.kind == "tool"}
     assert tools == {"tool:bot:decide:0": 1, "tool:bot:decide:1": 1, "tool:bot:note:0": 1}
     # the same counts as the scenario written with `calls`
-    calls = BARE.replace("bot hands off to user:", "bot calls decide hands off to user:") \
-        .replace("bot sets seen = true:", "bot calls note sets seen = true:") \
+    calls = (
+        BARE.replace("bot hands off to user:", "bot calls decide hands off to user:")
+        .replace("bot sets seen = true:", "bot calls note sets seen = true:")
         .replace('bot finishes "done"', 'bot calls decide finishes "done"')
+    )
     flow2 = flowc.compile_flow(calls)
     [result2] = [run_scenario(RunTarget.from_compiled(flow2), sc) for sc in flow2.scenarios]
     assert result2.passed, result2.failure
@@ -126,7 +128,7 @@ def test_a_bare_step_covers_the_alternative_it_takes() -> None:
 
 
 def test_a_bare_step_two_tools_make_counts_the_first_declared() -> None:
-    src = '''
+    src = """
 speaker user: human
 speaker bot {
   tool back hands off to user
@@ -137,9 +139,10 @@ scenario "s" {
   user: "hi"
   bot hands off to user: "back"
 }
-'''
+"""
     flow = flowc.compile_flow(src)
     [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
     cov = measure(coverage_targets(flow), [result])
-    assert {t.name for t in cov.targets if t.kind == "tool" and cov.hits.get(t.key)} \
-        == {"tool:bot:back:0"}
+    assert {t.name for t in cov.targets if t.kind == "tool" and cov.hits.get(t.key)} == {
+        "tool:bot:back:0"
+    }

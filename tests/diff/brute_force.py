@@ -59,8 +59,12 @@ class Effect:
     @classmethod
     def of(cls, alt: Any) -> Effect:
         finish = None if alt.finish is None else (alt.finish or "finished")
-        return cls(tuple(sorted({k: _j(v) for k, v in alt.sets}.items())), tuple(sorted(set(alt.clears))),
-                   alt.handoff, finish)
+        return cls(
+            tuple(sorted({k: _j(v) for k, v in alt.sets}.items())),
+            tuple(sorted(set(alt.clears))),
+            alt.handoff,
+            finish,
+        )
 
 
 @attrs.frozen
@@ -96,13 +100,22 @@ class Version:
                 effects[Effect((), (), None, None)] = None
             tools[(t.speaker, t.name)] = tuple(effects)
             declared[(t.speaker, t.name)] = tuple(effects.values())
-        order = sorted(range(len(graph["transitions"])), key=lambda i: graph["transitions"][i]["priority"])
+        order = sorted(
+            range(len(graph["transitions"])), key=lambda i: graph["transitions"][i]["priority"]
+        )
         return cls(
-            tuple(c.speakers), frozenset(c.humans),
+            tuple(c.speakers),
+            frozenset(c.humans),
             {h: frozenset(c.human_writes.get(h, ())) for h in c.humans},
-            tools, declared, graph["initial_speaker"], c.initiator, graph["max_turns"],
+            tools,
+            declared,
+            graph["initial_speaker"],
+            c.initiator,
+            graph["max_turns"],
             dict(c.knobs["context_vars"]),
-            tuple((graph["transitions"][i]["when"], graph["transitions"][i]["then"]) for i in order),
+            tuple(
+                (graph["transitions"][i]["when"], graph["transitions"][i]["then"]) for i in order
+            ),
             graph["default_target"],
             {} if graphs else {d.name: d.results for d in c.customs if d.kind == "target"},
         )
@@ -124,7 +137,15 @@ def _conditions(cond: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _conditions(args["condition"])
 
 
-BUILT_IN_CONDITIONS = {"always", "from_speaker", "tool_called", "context_equals", "all_of", "any_of", "not"}
+BUILT_IN_CONDITIONS = {
+    "always",
+    "from_speaker",
+    "tool_called",
+    "context_equals",
+    "all_of",
+    "any_of",
+    "not",
+}
 BUILT_IN_TARGETS = {"agent", "round_robin", "stay", "revert_to_initiator", "terminate"}
 
 
@@ -193,8 +214,13 @@ def routed_tools(versions: tuple[Version, ...]) -> list[str]:
     return out
 
 
-def labels(versions: tuple[Version, Version], speaker: str, kickoff: bool,
-           values: dict[str, list[Any]], graphs: bool = False) -> list[Label]:
+def labels(
+    versions: tuple[Version, Version],
+    speaker: str,
+    kickoff: bool,
+    values: dict[str, list[Any]],
+    graphs: bool = False,
+) -> list[Label]:
     out: list[Label] = [Label("say")]
     if graphs:  # no declarations: anyone may call any tool and write any key
         if not kickoff:
@@ -247,8 +273,9 @@ def _thaw(frozen: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     return {k: json.loads(v) for k, v in frozen}
 
 
-def _holds(cond: dict[str, Any], sender: str, tool: str | None, ctx: dict[str, Any],
-           world: dict[str, Any]) -> bool:
+def _holds(
+    cond: dict[str, Any], sender: str, tool: str | None, ctx: dict[str, Any], world: dict[str, Any]
+) -> bool:
     name, args = cond["name"], cond["args"]
     if name == "always":
         return True
@@ -267,7 +294,9 @@ def _holds(cond: dict[str, Any], sender: str, tool: str | None, ctx: dict[str, A
     return bool(world[name + _j(args)])
 
 
-def _resolve(v: Version, target: dict[str, Any], sender: str, world: dict[str, Any]) -> tuple[str, str | None]:
+def _resolve(
+    v: Version, target: dict[str, Any], sender: str, world: dict[str, Any]
+) -> tuple[str, str | None]:
     name, args = target["name"], target["args"]
     if name == "agent":
         return ("speaker", args["agent_id"])
@@ -283,8 +312,16 @@ def _resolve(v: Version, target: dict[str, Any], sender: str, world: dict[str, A
     return ("end", CUSTOM_END) if chosen is None else ("speaker", chosen)
 
 
-def step(v: Version, speaker: str, kickoff: bool, label: Label, frozen: tuple[tuple[str, str], ...],
-         turn: int, world: dict[str, Any], graphs: bool = False) -> Step:
+def step(
+    v: Version,
+    speaker: str,
+    kickoff: bool,
+    label: Label,
+    frozen: tuple[tuple[str, str], ...],
+    turn: int,
+    world: dict[str, Any],
+    graphs: bool = False,
+) -> Step:
     if speaker not in v.speakers:  # pragma: no cover - the runs only reach shared speakers
         return Step(f"{speaker} is not a speaker")
     ctx = _thaw(frozen)
@@ -309,8 +346,12 @@ def step(v: Version, speaker: str, kickoff: bool, label: Label, frozen: tuple[tu
             if who != speaker:
                 continue
             for e in effects:
-                if e.handoff is None and e.finish is None and set(e.clears) == clears \
-                        and {k: json.loads(x) for k, x in e.sets} == sets:
+                if (
+                    e.handoff is None
+                    and e.finish is None
+                    and set(e.clears) == clears
+                    and {k: json.loads(x) for k, x in e.sets} == sets
+                ):
                     label = Label("tool", name, e)
                     break
             if label.kind == "tool":
@@ -371,12 +412,16 @@ def step(v: Version, speaker: str, kickoff: bool, label: Label, frozen: tuple[tu
 class Difference:
     """A run after which the versions are told apart."""
 
-    run: tuple[tuple[str, Label, tuple[tuple[str, Any], ...]], ...]  # (speaker, label, world) per turn
+    run: tuple[
+        tuple[str, Label, tuple[tuple[str, Any], ...]], ...
+    ]  # (speaker, label, world) per turn
     old: Step
     new: Step
 
 
-def first_difference(old_text: str, new_text: str, depth: int, graphs: bool = False) -> Difference | None:
+def first_difference(
+    old_text: str, new_text: str, depth: int, graphs: bool = False
+) -> Difference | None:
     """A shortest run of at most ``depth`` turns that tells the versions apart, or None.
 
     ``graphs``: read both as graphs without declarations (``flowc diff`` does so when one
@@ -386,7 +431,9 @@ def first_difference(old_text: str, new_text: str, depth: int, graphs: bool = Fa
     versions = (Version.of(old_text, graphs), Version.of(new_text, graphs))
     vo, vn = versions
     if vo.start != vn.start:
-        return Difference((), Step(None, goes=("speaker", vo.start)), Step(None, goes=("speaker", vn.start)))
+        return Difference(
+            (), Step(None, goes=("speaker", vo.start)), Step(None, goes=("speaker", vn.start))
+        )
     values = compared_values(versions)
     conds, targets = custom_calls(versions)
     worlds = [
@@ -397,8 +444,13 @@ def first_difference(old_text: str, new_text: str, depth: int, graphs: bool = Fa
     start = (vo.start, _freeze(vo.context), _freeze(vn.context))
     # a state is also its turn number: on a later turn a version may reach its cap
     seen = {(start, 1)}
-    queue: deque[tuple[tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], int, tuple[Any, ...]]] \
-        = deque([(start, 1, ())])
+    queue: deque[
+        tuple[
+            tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]],
+            int,
+            tuple[Any, ...],
+        ]
+    ] = deque([(start, 1, ())])
     label_cache: dict[tuple[str, bool], list[Label]] = {}
     while queue:
         (speaker, co, cn), turn, run = queue.popleft()

@@ -16,10 +16,22 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 
 def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60,
-                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-                               "HOME": str(repo), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.com",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.com",
+            "HOME": str(repo),
+            "PATH": "/usr/bin:/bin",
+        },
+    )
     return proc.stdout
 
 
@@ -31,12 +43,14 @@ def repo(tmp_path: Path) -> Path:
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-q", "-m", "first")
     (tmp_path / "flows" / "review.flow").write_text(
-        BASE.replace('"approved"', '"approved" priority 100'), encoding="utf-8")
+        BASE.replace('"approved"', '"approved" priority 100'), encoding="utf-8"
+    )
     return tmp_path
 
 
-def test_a_revision_against_the_working_tree(repo: Path, monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_revision_against_the_working_tree(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(repo)
     assert main(["diff", "HEAD:flows/review.flow", "flows/review.flow"]) == 1
     out = capsys.readouterr().out
@@ -51,7 +65,12 @@ def test_a_revision_against_the_working_tree(repo: Path, monkeypatch: pytest.Mon
 def test_as_git_diff_driver(repo: Path) -> None:
     (repo / ".gitattributes").write_text("*.flow diff=flowc\n", encoding="utf-8")
     root = Path(__file__).resolve().parents[2]
-    git(repo, "config", "diff.flowc.command", f"PYTHONPATH={root} {sys.executable} -m flowc diff --git")
+    git(
+        repo,
+        "config",
+        "diff.flowc.command",
+        f"PYTHONPATH={root} {sys.executable} -m flowc diff --git",
+    )
     out = git(repo, "diff", "--ext-diff", "--", "flows/review.flow")
     assert "flowc diff a/flows/review.flow → b/flows/review.flow" in out
     assert 'OLD: → terminate "approved" (rule 1, line 10)' in out
@@ -71,17 +90,28 @@ def test_the_documented_ci_step_writes_the_markdown_diff(repo: Path) -> None:
 
     text = DOC.read_text(encoding="utf-8")
     workflow = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
-    (step,) = [s for s in workflow["jobs"]["diff"]["steps"] if s.get("name", "").startswith("flowc diff")]
+    (step,) = [
+        s for s in workflow["jobs"]["diff"]["steps"] if s.get("name", "").startswith("flowc diff")
+    ]
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "flows" / "added.flow").write_text(BASE, encoding="utf-8")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "change")
     bin_dir = Path(sys.executable).parent
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, capture_output=True, text=True,
-                          timeout=120, check=False,
-                          env={"BASE": "main", "PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(repo)})
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"BASE": "main", "PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(repo)},
+    )
     assert proc.returncode == 0, proc.stderr
     report = (repo / "flow-diff.md").read_text(encoding="utf-8")
-    assert "### `flowc diff` `main:flows/review.flow` → `flows/review.flow`: **behaviour changed**" in report
+    assert (
+        "### `flowc diff` `main:flows/review.flow` → `flows/review.flow`: **behaviour changed**"
+        in report
+    )
     assert "| the shortest distinguishing run | user → drafter → reviewer (approve) |" in report
     assert "### `flows/added.flow`: a new flow" in report

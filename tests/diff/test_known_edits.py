@@ -31,7 +31,9 @@ when from reviewer then drafter
 
 
 def diff(old: str, new: str) -> FlowDiff:
-    return diff_versions(Version("old.flow", compile_flow(old)), Version("new.flow", compile_flow(new)))
+    return diff_versions(
+        Version("old.flow", compile_flow(old)), Version("new.flow", compile_flow(new))
+    )
 
 
 def kinds(changes: tuple[object, ...]) -> list[str]:
@@ -40,7 +42,9 @@ def kinds(changes: tuple[object, ...]) -> list[str]:
 
 def test_the_same_flow_has_no_change() -> None:
     d = diff(BASE, BASE)
-    assert d.structural == () and d.behavioural == () and d.first is None and not d.behaviour_changed
+    assert (
+        d.structural == () and d.behavioural == () and d.first is None and not d.behaviour_changed
+    )
 
 
 def test_a_priority_that_shadows_a_rule() -> None:
@@ -48,7 +52,8 @@ def test_a_priority_that_shadows_a_rule() -> None:
     new = BASE.replace('terminate "approved"', 'terminate "approved" priority 100')
     d = diff(BASE, new)
     assert [c.text for c in d.structural] == [
-        'rule 1, line 10: priority 0 → 100 (`when context.done == true then terminate "approved" priority 100`)']
+        'rule 1, line 10: priority 0 → 100 (`when context.done == true then terminate "approved" priority 100`)'
+    ]
     assert d.first is not None
     assert render_run(d.first.run) == "user → drafter → reviewer (approve)"
     assert (d.first.old.reason, d.first.old.fired) == ("approved", 0)
@@ -59,9 +64,13 @@ def test_a_priority_that_shadows_a_rule() -> None:
 def test_swapping_two_priorities_so_one_rule_shadows_another() -> None:
     """OLD checks the approval (priority 1) before `from reviewer` (2); NEW swaps them, so
     `from reviewer` takes the approving turn and the approval rule can never fire."""
+
     def version(approve: int, back: int) -> str:
-        return BASE.replace('terminate "approved"', f'terminate "approved" priority {approve}').replace(
-            "when from reviewer then drafter", f"when from reviewer then drafter priority {back}")
+        return BASE.replace(
+            'terminate "approved"', f'terminate "approved" priority {approve}'
+        ).replace(
+            "when from reviewer then drafter", f"when from reviewer then drafter priority {back}"
+        )
 
     d = diff(version(1, 2), version(2, 1))
     assert kinds(d.structural) == ["rule-priority", "rule-priority"]
@@ -72,21 +81,28 @@ def test_swapping_two_priorities_so_one_rule_shadows_another() -> None:
     dead = next(c for c in d.behavioural if c.kind == "rule-dead")
     assert dead.subject == "rule 1" and dead.run == d.first.run
     # the same swap where the two rules never compete changes nothing
-    calm = BASE.replace("when from user then drafter", "when from user then drafter priority 1").replace(
-        "when from drafter then reviewer", "when from drafter then reviewer priority 2")
-    swapped = BASE.replace("when from user then drafter", "when from user then drafter priority 2").replace(
-        "when from drafter then reviewer", "when from drafter then reviewer priority 1")
+    calm = BASE.replace(
+        "when from user then drafter", "when from user then drafter priority 1"
+    ).replace("when from drafter then reviewer", "when from drafter then reviewer priority 2")
+    swapped = BASE.replace(
+        "when from user then drafter", "when from user then drafter priority 2"
+    ).replace("when from drafter then reviewer", "when from drafter then reviewer priority 1")
     d = diff(calm, swapped)
     assert kinds(d.structural) == ["rule-priority", "rule-priority"] and d.first is None
 
 
 def test_a_sticky_context_rule_loops() -> None:
-    new = BASE.replace("when from user then drafter", "when context.done == false then drafter\nwhen from user then drafter")
+    new = BASE.replace(
+        "when from user then drafter",
+        "when context.done == false then drafter\nwhen from user then drafter",
+    )
     d = diff(BASE, new)
     assert kinds(d.structural) == ["rule-added"]
     assert d.first is not None
     assert render_run(d.first.run) == "user → drafter"
-    assert d.first.old.next == "reviewer" and d.first.new.next == "drafter" and d.first.new.fired == 1
+    assert (
+        d.first.old.next == "reviewer" and d.first.new.next == "drafter" and d.first.new.fired == 1
+    )
     assert "loop-added" in kinds(d.behavioural)
     assert "speaker-unreachable" in kinds(d.behavioural)
     loop = next(c for c in d.behavioural if c.kind == "loop-added")
@@ -115,7 +131,10 @@ def test_changing_a_terminate_reason() -> None:
 
 def test_moving_a_rule_without_changing_the_order() -> None:
     lines = BASE.splitlines()
-    i, j = lines.index("when from drafter then reviewer"), lines.index("when from reviewer then drafter")
+    i, j = (
+        lines.index("when from drafter then reviewer"),
+        lines.index("when from reviewer then drafter"),
+    )
     lines[i], lines[j] = lines[j], lines[i]
     d = diff(BASE, "\n".join(lines) + "\n")
     assert kinds(d.structural) == ["rule-moved", "rule-moved"]
@@ -123,8 +142,10 @@ def test_moving_a_rule_without_changing_the_order() -> None:
 
 
 def test_a_move_that_changes_the_order_is_a_change() -> None:
-    new = BASE.replace('when context.done == true then terminate "approved"\n', "") + \
-        'when context.done == true then terminate "approved"\n'
+    new = (
+        BASE.replace('when context.done == true then terminate "approved"\n', "")
+        + 'when context.done == true then terminate "approved"\n'
+    )
     d = diff(BASE, new)
     assert d.first is not None and render_run(d.first.run) == "user → drafter → reviewer (approve)"
 
@@ -153,7 +174,9 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return old, new
 
 
-def test_exit_codes(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_exit_codes(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new = files
     assert main(["diff", str(old), str(old)]) == 0
     assert "behaviour: the same" in capsys.readouterr().out
@@ -178,8 +201,18 @@ def test_json_output(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str
     assert data["behaviour_changed"] is True
     assert [t["speaker"] for t in data["first"]["run"]] == ["user", "drafter", "reviewer"]
     assert data["first"]["run"][2]["tool"] == "approve"
-    assert data["first"]["old"] == {"next": None, "reason": "approved", "rule": 1, "by": "rule 1, line 10"}
-    assert data["first"]["new"] == {"next": "drafter", "reason": None, "rule": 4, "by": "rule 4, line 13"}
+    assert data["first"]["old"] == {
+        "next": None,
+        "reason": "approved",
+        "rule": 1,
+        "by": "rule 1, line 10",
+    }
+    assert data["first"]["new"] == {
+        "next": "drafter",
+        "reason": None,
+        "rule": 4,
+        "by": "rule 4, line 13",
+    }
     assert [c["kind"] for c in data["structural"]] == ["rule-priority"]
 
 
@@ -191,8 +224,9 @@ def test_markdown_output(files: tuple[Path, Path], capsys: pytest.CaptureFixture
     assert "| the shortest distinguishing run | user → drafter → reviewer (approve) |" in out
 
 
-def test_a_json_graph_against_its_flow(files: tuple[Path, Path], tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_json_graph_against_its_flow(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, _ = files
     graph = tmp_path / "old.json"
     graph.write_text(compile_flow(BASE).to_json(), encoding="utf-8")
@@ -201,22 +235,25 @@ def test_a_json_graph_against_its_flow(files: tuple[Path, Path], tmp_path: Path,
     assert "compared as graphs" in out and "behaviour: the same" in out
 
 
-def test_the_documented_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_documented_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "diff.md").read_text(encoding="utf-8")
     block = doc.split("## What it reports", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     command, expected = block.split("\n", 1)
     assert command == "$ flowc diff review.flow review-new.flow"
     (tmp_path / "review.flow").write_text(BASE, encoding="utf-8")
-    (tmp_path / "review-new.flow").write_text(BASE.replace('"approved"', '"approved" priority 100'),
-                                              encoding="utf-8")
+    (tmp_path / "review-new.flow").write_text(
+        BASE.replace('"approved"', '"approved" priority 100'), encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
     assert main(["diff", "review.flow", "review-new.flow"]) == 1
     assert capsys.readouterr().out == expected
 
 
-def test_a_plugin_that_cannot_load_is_a_usage_error(files: tuple[Path, Path], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_plugin_that_cannot_load_is_a_usage_error(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new = files
     assert main(["diff", str(old), str(new), "--plugin", str(tmp_path / "nope.py")]) == 2
     assert "nope.py" in capsys.readouterr().err

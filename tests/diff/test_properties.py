@@ -38,16 +38,23 @@ def test_formatting_changes_no_behaviour(text: str) -> None:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=flow_text())
 # a custom target's `-> a | b` list is not in the graph: decompile cannot write it back
-@example(text="target pick() -> a | b | terminate\nspeaker user\nspeaker a\nspeaker b\n"
-              "when from user then pick()\nwhen from a then terminate \"t\"\n")
+@example(
+    text="target pick() -> a | b | terminate\nspeaker user\nspeaker a\nspeaker b\n"
+    'when from user then pick()\nwhen from a then terminate "t"\n'
+)
 def test_decompiling_the_compiled_graph_changes_no_behaviour(text: str) -> None:
     old = version("f.flow", text)
     assert old.compiled is not None
     # the graph carries neither the participants (their order is what `next` goes round)
     # nor the initiator (whom `initiator` routes back to): they are given, as a user would
-    back = decompile(old.compiled.knobs, participants=old.compiled.speakers,
-                     initiator=old.compiled.initiator)
+    back = decompile(
+        old.compiled.knobs, participants=old.compiled.speakers, initiator=old.compiled.initiator
+    )
     new = version("decompiled.flow", back)
     d = diff_versions(old, new, OPTIONS)
     assert d.first is None, (text, back, d.first)
-    assert not [c for c in d.structural if c.kind.startswith(("rule-", "default", "cap", "start", "context"))]
+    assert not [
+        c
+        for c in d.structural
+        if c.kind.startswith(("rule-", "default", "cap", "start", "context"))
+    ]

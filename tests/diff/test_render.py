@@ -25,12 +25,17 @@ def marked(old: str, new: str) -> list[tuple[str, str, str | None]]:
 
 def test_removed_and_added_edges() -> None:
     assert marked(BASE, NO_REVIEWER) == [
-        ("drafter", "[terminate \"after_work\"]", ADDED), ("drafter", "reviewer", REMOVED)]
+        ("drafter", '[terminate "after_work"]', ADDED),
+        ("drafter", "reviewer", REMOVED),
+    ]
 
 
 def test_a_moved_rule_is_no_changed_edge() -> None:
     lines = BASE.splitlines()
-    i, j = lines.index("when from drafter then reviewer"), lines.index("when from reviewer then drafter")
+    i, j = (
+        lines.index("when from drafter then reviewer"),
+        lines.index("when from reviewer then drafter"),
+    )
     lines[i], lines[j] = lines[j], lines[i]
     assert marked(BASE, "\n".join(lines) + "\n") == []
     assert marked(BASE, BASE) == []
@@ -38,13 +43,17 @@ def test_a_moved_rule_is_no_changed_edge() -> None:
 
 def test_a_removed_speaker_is_drawn_back_in() -> None:
     old = BASE.replace("speaker drafter\n", "speaker drafter\nspeaker editor\n").replace(
-        "when from reviewer then drafter", "when from reviewer then editor\nwhen from editor then drafter")
+        "when from reviewer then drafter",
+        "when from reviewer then editor\nwhen from editor then drafter",
+    )
     d = mark_changes(build_diagram(compile_flow(old)), build_diagram(compile_flow(BASE)))
     editor = [n for n in d.nodes if n.key == "editor"]
     assert len(editor) == 1 and editor[0].mark == REMOVED
 
 
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+needs_dot = pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz's dot is not installed"
+)
 
 
 @pytest.fixture
@@ -62,7 +71,9 @@ def _stroke(svg: etree._Element, edge_id: str) -> str:
 
 
 @needs_dot
-def test_render_svg(files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_svg(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new = files
     out = tmp_path / "diff.svg"
     assert main(["diff", str(old), str(new), "--render", str(out)]) == 1
@@ -82,13 +93,20 @@ def test_render_html(files: tuple[Path, Path], tmp_path: Path) -> None:
     out = tmp_path / "diff.html"
     assert main(["diff", str(old), str(new), "--render", str(out)]) == 1
     page = out.read_text(encoding="utf-8")
-    assert '<li class="added">added: drafter → terminate &quot;after_work&quot;: otherwise</li>' in page
-    assert '<li class="removed">removed: drafter → reviewer: OLD rule 3, line 12: from drafter</li>' in page
+    assert (
+        '<li class="added">added: drafter → terminate &quot;after_work&quot;: otherwise</li>'
+        in page
+    )
+    assert (
+        '<li class="removed">removed: drafter → reviewer: OLD rule 3, line 12: from drafter</li>'
+        in page
+    )
     assert "<svg" in page and 'id="L12"' in page  # NEW's source is on the page
 
 
-def test_render_refuses_other_formats(files: tuple[Path, Path], tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_refuses_other_formats(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new = files
     assert main(["diff", str(old), str(new), "--render", str(tmp_path / "x.png")]) == 2
     assert "--render writes an .svg or .html file" in capsys.readouterr().err

@@ -72,8 +72,10 @@ class Spec:
     def text(self) -> str:
         lines = []
         if self.customs:
-            lines += ["condition urgent(level: int = 1)",
-                      "target pick() -> " + " | ".join(self.picks) + " | terminate"]
+            lines += [
+                "condition urgent(level: int = 1)",
+                "target pick() -> " + " | ".join(self.picks) + " | terminate",
+            ]
         for s in self.speakers:
             role = ": human" if s == "user" and self.human else ""
             body = []
@@ -90,7 +92,9 @@ class Spec:
         if self.context:
             lines.append('context k = "x"')
         for cond, target, prio in self.rules:
-            lines.append(f"when {cond} then {target}" + (f" priority {prio}" if prio != "0" else ""))
+            lines.append(
+                f"when {cond} then {target}" + (f" priority {prio}" if prio != "0" else "")
+            )
         if self.default is not None:
             lines.append(f"otherwise {self.default}")
         return "\n".join(lines) + "\n"
@@ -156,8 +160,18 @@ def rule(draw: Any, spec: Spec) -> list[str]:
 @st.composite
 def spec(draw: Any) -> Spec:
     n = draw(st.integers(2, 4))
-    s = Spec(NAMES[:n], draw(st.booleans()), [], {}, [], None, None, None,
-             draw(st.booleans()), draw(st.integers(0, 3)) == 0)
+    s = Spec(
+        NAMES[:n],
+        draw(st.booleans()),
+        [],
+        {},
+        [],
+        None,
+        None,
+        None,
+        draw(st.booleans()),
+        draw(st.integers(0, 3)) == 0,
+    )
     s.picks = tuple(s.speakers[1:])
     if s.human:
         s.human_sets = draw(st.lists(st.sampled_from(sorted(VALUES)), unique=True, max_size=2))
@@ -176,8 +190,20 @@ def spec(draw: Any) -> Spec:
     return s
 
 
-EDITS = ["tool alternatives", "removal", "target", "close reason", "condition", "human sets", "priority",
-         "tools", "max_turns", "initiator", "speakers", "human"]
+EDITS = [
+    "tool alternatives",
+    "removal",
+    "target",
+    "close reason",
+    "condition",
+    "human sets",
+    "priority",
+    "tools",
+    "max_turns",
+    "initiator",
+    "speakers",
+    "human",
+]
 
 
 @st.composite
@@ -186,7 +212,9 @@ def edit(draw: Any, old: Spec) -> tuple[Spec, str]:
     kind = draw(st.sampled_from(EDITS))
     i = draw(st.integers(0, len(new.rules) - 1))
     if kind == "priority":
-        new.rules[i][2] = draw(st.sampled_from([p for p in ("0", "5", "-1", "100") if p != new.rules[i][2]]))
+        new.rules[i][2] = draw(
+            st.sampled_from([p for p in ("0", "5", "-1", "100") if p != new.rules[i][2]])
+        )
     elif kind == "removal":
         assume(len(new.rules) > 1)
         del new.rules[i]
@@ -194,8 +222,13 @@ def edit(draw: Any, old: Spec) -> tuple[Spec, str]:
         new.rules[i][1] = draw(target(new))
     elif kind == "close reason":
         places = [j for j, r in enumerate(new.rules) if r[1].startswith("terminate")]
-        tools = [(w, t, a) for w, ts in new.tools.items() for t, alts in ts.items()
-                 for a, x in enumerate(alts) if x.startswith("finishes")]
+        tools = [
+            (w, t, a)
+            for w, ts in new.tools.items()
+            for t, alts in ts.items()
+            for a, x in enumerate(alts)
+            if x.startswith("finishes")
+        ]
         choice = draw(st.sampled_from(["rule", "default", "tool"]))
         if choice == "rule" and places:
             j = draw(st.sampled_from(places))
@@ -206,14 +239,19 @@ def edit(draw: Any, old: Spec) -> tuple[Spec, str]:
             alts[a] = 'finishes "fin2"' if alts[a].endswith('"fin"') else 'finishes "fin"'
             assume(len(set(alts)) == len(alts))
         else:
-            new.default = 'terminate "closed"' if new.default != 'terminate "closed"' else 'terminate "t"'
+            new.default = (
+                'terminate "closed"' if new.default != 'terminate "closed"' else 'terminate "t"'
+            )
     elif kind == "condition":
         new.rules[i][0] = draw(condition(new))
     elif kind == "human sets":
         assume(new.human)
         key = draw(st.sampled_from(sorted(VALUES)))
-        new.human_sets = [k for k in new.human_sets if k != key] if key in new.human_sets \
+        new.human_sets = (
+            [k for k in new.human_sets if k != key]
+            if key in new.human_sets
             else sorted([*new.human_sets, key])
+        )
     elif kind == "tool alternatives":
         owned = [(w, t) for w, ts in new.tools.items() for t in ts]
         assume(owned)
@@ -248,10 +286,14 @@ def edit(draw: Any, old: Spec) -> tuple[Spec, str]:
     elif kind == "human":  # `user` becomes a human, or a model speaker
         new.human = not new.human
         if new.human:
-            new.human_sets = draw(st.lists(st.sampled_from(sorted(VALUES)), unique=True, max_size=2))
+            new.human_sets = draw(
+                st.lists(st.sampled_from(sorted(VALUES)), unique=True, max_size=2)
+            )
         else:
-            new.tools["user"] = {t: draw(tool_alternatives(new)) for t in
-                                 draw(st.lists(st.sampled_from(["t1", "t2"]), unique=True, max_size=2))}
+            new.tools["user"] = {
+                t: draw(tool_alternatives(new))
+                for t in draw(st.lists(st.sampled_from(["t1", "t2"]), unique=True, max_size=2))
+            }
     elif kind == "max_turns":
         new.max_turns = draw(st.sampled_from([None, 1, 2, 3, 5]))
     else:
@@ -293,7 +335,11 @@ class Pick:
     def resolve(self, state: Any, envelope: Any) -> TransitionDecision:
         options = MODE["options"]
         chosen = options[0] if MODE["pick"] == 0 else options[-1]
-        return TransitionDecision(chosen) if chosen is not None else TransitionDecision(None, "picked_end")
+        return (
+            TransitionDecision(chosen)
+            if chosen is not None
+            else TransitionDecision(None, "picked_end")
+        )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -315,17 +361,29 @@ def _call(compiled: CompiledFlow, other: CompiledFlow, turn: Turn) -> ScriptCall
     assert turn.tool is not None
     if turn.effects is None:  # (and every call of a bare graph's tools)
         return ScriptCall(tool=turn.tool)
-    declared = [a for c in (compiled, other) for t in c.tools_of(turn.speaker) if t.name == turn.tool
-                for a in t.alternatives]
+    declared = [
+        a
+        for c in (compiled, other)
+        for t in c.tools_of(turn.speaker)
+        if t.name == turn.tool
+        for a in t.alternatives
+    ]
     key = next(Effect.of(a) for a in declared if a.text() == turn.effects)
-    mine = [a for t in compiled.tools_of(turn.speaker) if t.name == turn.tool for a in t.alternatives]
-    chosen = next((a for a in mine if Effect.of(a) == key),
-                  next(a for a in declared if Effect.of(a) == key))
-    return ScriptCall(tool=turn.tool, effects=ToolEffectInfo(chosen.sets, chosen.clears, chosen.handoff,
-                                                             chosen.finish))
+    mine = [
+        a for t in compiled.tools_of(turn.speaker) if t.name == turn.tool for a in t.alternatives
+    ]
+    chosen = next(
+        (a for a in mine if Effect.of(a) == key), next(a for a in declared if Effect.of(a) == key)
+    )
+    return ScriptCall(
+        tool=turn.tool,
+        effects=ToolEffectInfo(chosen.sets, chosen.clears, chosen.handoff, chosen.finish),
+    )
 
 
-def script_of(compiled: CompiledFlow, other: CompiledFlow, run: tuple[Turn, ...], graphs: bool) -> Script:
+def script_of(
+    compiled: CompiledFlow, other: CompiledFlow, run: tuple[Turn, ...], graphs: bool
+) -> Script:
     turns: dict[str, list[ScriptTurn]] = {}
     kickoff: str | None = None
     for i, turn in enumerate(run):
@@ -333,9 +391,16 @@ def script_of(compiled: CompiledFlow, other: CompiledFlow, run: tuple[Turn, ...]
         if turn.tool is not None:
             calls = (_call(compiled, other, turn),)
         elif turn.context:
-            calls = (ScriptCall(set={k: OTHER if v == "another value" else v for k, v in turn.context
-                                     if v is not None},
-                                delete=tuple(k for k, v in turn.context if v is None)),)
+            calls = (
+                ScriptCall(
+                    set={
+                        k: OTHER if v == "another value" else v
+                        for k, v in turn.context
+                        if v is not None
+                    },
+                    delete=tuple(k for k, v in turn.context if v is None),
+                ),
+            )
         say = f"turn {i + 1}"
         if i == 0 and not calls:
             kickoff = say
@@ -343,8 +408,13 @@ def script_of(compiled: CompiledFlow, other: CompiledFlow, run: tuple[Turn, ...]
         mine = turns.setdefault(turn.speaker, [])
         mine.append(ScriptTurn(say, calls, f"script.{turn.speaker}[{len(mine)}]"))
     if graphs:  # a bare graph: the participants and the creator are the script's
-        return Script(kickoff, {s: tuple(t) for s, t in turns.items()}, tuple(compiled.speakers), (),
-                      compiled.initiator)
+        return Script(
+            kickoff,
+            {s: tuple(t) for s, t in turns.items()},
+            tuple(compiled.speakers),
+            (),
+            compiled.initiator,
+        )
     return Script(kickoff, {s: tuple(t) for s, t in turns.items()})
 
 
@@ -359,11 +429,17 @@ def replay(text: str, other_text: str, run: tuple[Turn, ...], graphs: bool) -> t
     pick = next((d.results for d in compiled.customs if d.name == "pick"), None)
     MODE["options"] = list(pick) if pick else [None]
     try:
-        result = flowc.run(compiled.knobs if graphs else compiled, script_of(compiled, other, run, graphs))
+        result = flowc.run(
+            compiled.knobs if graphs else compiled, script_of(compiled, other, run, graphs)
+        )
     except ScriptError:
         return ("refused",)
     assert result.error is None, result.error
-    assert result.turn_count == len(run), (result.turn_count, result.close_reason, result.stalled_on)
+    assert result.turn_count == len(run), (
+        result.turn_count,
+        result.close_reason,
+        result.stalled_on,
+    )
     if result.close_reason is not None:
         return ("end", result.close_reason)
     return ("speaker", result.stalled_on)
@@ -378,8 +454,11 @@ def expected(r: Routed) -> tuple[Any, ...]:
 
 
 def check(old_text: str, new_text: str) -> str:
-    d = diff_versions(Version("old.flow", compile_flow(old_text)), Version("new.flow", compile_flow(new_text)),
-                      OPTIONS)
+    d = diff_versions(
+        Version("old.flow", compile_flow(old_text)),
+        Version("new.flow", compile_flow(new_text)),
+        OPTIONS,
+    )
     if d.verdict == SAME:
         found = first_difference(old_text, new_text, DEPTH, graphs=d.as_graphs)
         assert found is None, ("diff says the same", d.as_graphs, old_text, new_text, found)
@@ -405,12 +484,20 @@ def check(old_text: str, new_text: str) -> str:
             # a run that custom conditions or targets may tell apart: the brute force,
             # which tries what they decide, tells the versions apart too
             found = first_difference(old_text, new_text, len(d.first.run), graphs=d.as_graphs)
-            assert found is not None, ("diff says a run may differ", old_text, new_text, d.first.run)
+            assert found is not None, (
+                "diff says a run may differ",
+                old_text,
+                new_text,
+                d.first.run,
+            )
     return d.verdict
 
 
-@settings(max_examples=500, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(case=flow_and_edit())
 def test_diff_verdicts_hold_on_random_edits(case: tuple[str, str, str]) -> None:
     old_text, new_text, kind = case
@@ -442,7 +529,7 @@ def test_the_brute_force_tells_a_priority_apart() -> None:
 
 
 def test_the_brute_force_sees_declarations() -> None:
-    tools = "speaker u: human\nspeaker a {\n  tool go hands off to u | finishes \"f\"\n}\nwhen from u then a\n"
+    tools = 'speaker u: human\nspeaker a {\n  tool go hands off to u | finishes "f"\n}\nwhen from u then a\n'
     reordered = tools.replace('hands off to u | finishes "f"', 'finishes "f" | hands off to u')
     assert first_difference(tools, reordered, 5) is None
     assert check(tools, reordered) == SAME

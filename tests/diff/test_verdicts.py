@@ -36,7 +36,9 @@ when from bot then user
 
 
 def diff(old: str, new: str, **kw: object) -> FlowDiff:
-    return diff_versions(Version("old.flow", compile_flow(old)), Version("new.flow", compile_flow(new)), **kw)  # type: ignore[arg-type]
+    return diff_versions(
+        Version("old.flow", compile_flow(old)), Version("new.flow", compile_flow(new)), **kw
+    )  # type: ignore[arg-type]
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -47,7 +49,9 @@ def write(tmp_path: Path, name: str, text: str) -> str:
 # ── humans' writes ────────────────────────────────────────────────────────────
 
 
-def test_a_humans_declared_writes_are_explored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_humans_declared_writes_are_explored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The issue's example: `priority 100` sorts the terminate rule after the rules that take
     the human's turns; the human's own kickoff writing `done` tells the versions apart."""
     new = HUMAN.replace('terminate "done"', 'terminate "done" priority 100')
@@ -87,7 +91,9 @@ when from billing then terminate "billed"
 
 
 def test_alternatives_are_matched_by_what_they_do() -> None:
-    reordered = TOOLS.replace('hands off to billing | finishes "done"', 'finishes "done" | hands off to billing')
+    reordered = TOOLS.replace(
+        'hands off to billing | finishes "done"', 'finishes "done" | hands off to billing'
+    )
     d = diff(TOOLS, reordered)
     assert [c.kind for c in d.structural] == ["tool-changed"] and d.verdict == SAME
 
@@ -97,7 +103,10 @@ def test_an_alternative_the_tool_no_longer_has_is_refused() -> None:
     assert d.verdict == CHANGED and d.first is not None
     assert render_run(d.first.run) == 'user → triage (decide: finishes "done")'
     assert d.first.old.reason == "done"
-    assert d.first.new.refused == '`decide` of `triage` has no alternative that does that (it does hands off to billing)'
+    assert (
+        d.first.new.refused
+        == "`decide` of `triage` has no alternative that does that (it does hands off to billing)"
+    )
     # another alternative: each one is a turn of its own
     d = diff(TOOLS, TOOLS.replace("hands off to billing", "hands off to tech"))
     assert d.verdict == CHANGED and d.first is not None
@@ -135,10 +144,16 @@ def test_the_order_next_goes_round_is_compared() -> None:
 
 
 def test_the_initiator_is_compared() -> None:
-    flow = "speakers u, a, b\nstart u\ninitiator a\nwhen from u then b\nwhen from b then initiator\n"
+    flow = (
+        "speakers u, a, b\nstart u\ninitiator a\nwhen from u then b\nwhen from b then initiator\n"
+    )
     d = diff(flow, flow.replace("initiator a\n", ""))
     assert [c.text for c in d.structural] == ["initiator: `a` → `u`"]
-    assert d.verdict == CHANGED and d.first is not None and (d.first.old.next, d.first.new.next) == ("a", "u")
+    assert (
+        d.verdict == CHANGED
+        and d.first is not None
+        and (d.first.old.next, d.first.new.next) == ("a", "u")
+    )
 
 
 # ── a flow against its JSON graph ─────────────────────────────────────────────
@@ -163,19 +178,26 @@ when from reviewer then next
 """
 
 
-def test_a_flow_against_its_own_json_has_no_phantom_change(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_flow_against_its_own_json_has_no_phantom_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     flow = write(tmp_path, "review.flow", REVIEW)
     knobs = write(tmp_path, "review.json", compile_flow(REVIEW).to_json())
     assert main(["diff", flow, knobs]) == 0
     out = capsys.readouterr().out
     assert "structural changes: none" in out and "behaviour: the same" in out
     assert "is now a model agent" not in out and "removed" not in out
-    assert "note: not compared: speaker kinds (human or model), tool declarations and humans' writes, " \
-           "which NEW (a JSON graph) does not carry" in out
+    assert (
+        "note: not compared: speaker kinds (human or model), tool declarations and humans' writes, "
+        "which NEW (a JSON graph) does not carry" in out
+    )
     assert main(["diff", flow, knobs, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["structural"] == [] and data["verdict"] == "same" and data["notes"][0].startswith("not compared")
+    assert (
+        data["structural"] == []
+        and data["verdict"] == "same"
+        and data["notes"][0].startswith("not compared")
+    )
     # a graph dict alone carries no context either: the flow's is assumed, and said so
     graph = write(tmp_path, "graph.json", compile_flow(REVIEW).to_json(graph_only=True))
     assert main(["diff", flow, graph]) == 0
@@ -184,13 +206,17 @@ def test_a_flow_against_its_own_json_has_no_phantom_change(tmp_path: Path,
     assert "NEW is a graph dict without `context_vars`: it is run with OLD's initial context" in out
 
 
-def test_a_graph_is_run_with_the_flows_participants(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_graph_is_run_with_the_flows_participants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     flow = write(tmp_path, "next.flow", NEXT)
     graph = write(tmp_path, "next.json", compile_flow(NEXT).to_json())
     assert main(["diff", flow, graph]) == 0
     out = capsys.readouterr().out
-    assert "NEW is a graph, which does not carry the channel's participants: it is run with OLD's " \
-           "(user, a, b, in that order)" in out
+    assert (
+        "NEW is a graph, which does not carry the channel's participants: it is run with OLD's "
+        "(user, a, b, in that order)" in out
+    )
     assert "behaviour: the same" in out
 
 
@@ -209,7 +235,8 @@ when from c then terminate "c"
 
 
 def test_a_custom_condition_deciding_the_only_difference_is_unknown(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     new = CUSTOM.replace("when from a and urgent() then b", "when from a and urgent() then c")
     d = diff(CUSTOM, new)
     assert d.verdict == UNKNOWN and d.behaviour_changed is None
@@ -217,8 +244,10 @@ def test_a_custom_condition_deciding_the_only_difference_is_unknown(
     old_path, new_path = write(tmp_path, "old.flow", CUSTOM), write(tmp_path, "new.flow", new)
     assert main(["diff", old_path, new_path]) == 2
     out = capsys.readouterr().out
-    assert "behaviour: unknown — OLD and NEW route a run differently only when custom conditions or " \
-           "targets decide so" in out
+    assert (
+        "behaviour: unknown — OLD and NEW route a run differently only when custom conditions or "
+        "targets decide so" in out
+    )
     assert main(["diff", old_path, new_path, "--format", "json"]) == 2
     data = json.loads(capsys.readouterr().out)
     assert data["behaviour_changed"] is None and data["verdict"] == "unknown" and data["reason"]
@@ -239,21 +268,30 @@ def test_a_change_no_custom_condition_decides_is_certain() -> None:
 
 
 def test_custom_targets_resolve_alike_for_the_same_call() -> None:
-    flow = ("target pick(level: int = 1) -> a | b\nspeaker user: human\nspeakers a, b\n"
-            "when from user then pick()\nwhen from a then terminate \"a\"\nwhen from b then terminate \"b\"\n")
-    assert diff(flow, flow.replace('then terminate "a"', 'then terminate "a" priority 1')).verdict == SAME
+    flow = (
+        "target pick(level: int = 1) -> a | b\nspeaker user: human\nspeakers a, b\n"
+        'when from user then pick()\nwhen from a then terminate "a"\nwhen from b then terminate "b"\n'
+    )
+    assert (
+        diff(flow, flow.replace('then terminate "a"', 'then terminate "a" priority 1')).verdict
+        == SAME
+    )
     d = diff(flow, flow.replace("then pick()", "then pick(level = 2)"))
     assert d.verdict == UNKNOWN and d.first is not None
     assert d.first.run is not None and d.first.run[0].chosen
 
 
-def test_the_state_bound_makes_the_verdict_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_state_bound_makes_the_verdict_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     d = diff(REVIEW, REVIEW, options=CheckOptions(max_states=3))
     assert d.verdict == UNKNOWN and "bound of 3 states" in d.reason
     path = write(tmp_path, "review.flow", REVIEW)
     assert main(["diff", path, path, "--max-states", "3"]) == 2
-    assert "behaviour: unknown — the exploration stopped at its bound of 3 states (raise --max-states)" \
+    assert (
+        "behaviour: unknown — the exploration stopped at its bound of 3 states (raise --max-states)"
         in capsys.readouterr().out
+    )
     # a difference found within the bound is one all the same
     changed = write(tmp_path, "changed.flow", REVIEW.replace('"signed"', '"signed off"'))
     assert main(["diff", path, changed, "--max-states", "3"]) == 1

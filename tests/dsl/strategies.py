@@ -82,7 +82,9 @@ def targets(speakers: list[str]) -> st.SearchStrategy[n.Target]:
 @st.composite
 def tool_decls(draw: Any, speakers: list[str]) -> n.ToolDecl:
     effect = st.one_of(
-        st.builds(lambda k, v: n.SetEffect(name(k), n.Value(v, S), S), st.sampled_from(KEYS), json_value),
+        st.builds(
+            lambda k, v: n.SetEffect(name(k), n.Value(v, S), S), st.sampled_from(KEYS), json_value
+        ),
         st.sampled_from(KEYS).map(lambda k: n.ClearEffect(name(k), S)),
         st.sampled_from(speakers).map(lambda s: n.HandoffEffect(name(s), S)),
         st.one_of(st.none(), st.text(max_size=6)).map(
@@ -102,13 +104,16 @@ def flows(draw: Any) -> n.Flow:
         if draw(st.booleans()):  # a human: no tools (E113), maybe the context keys it writes
             keys = draw(st.lists(st.sampled_from(KEYS), max_size=2, unique=True))
             writes = (n.WritesDecl(tuple(name(k) for k in keys), S),) if keys else ()
-            statements.append(n.SpeakerDecl(name(sp), True, (), S, block=bool(writes),
-                                            writes=writes))
+            statements.append(
+                n.SpeakerDecl(name(sp), True, (), S, block=bool(writes), writes=writes)
+            )
             continue
         tools = draw(st.lists(tool_decls(speakers), max_size=2, unique_by=lambda t: t.name.value))
         statements.append(n.SpeakerDecl(name(sp), False, tuple(tools), S))
     statements.append(
-        n.ConditionDecl(name("over"), (n.Param(name("limit"), n.TypeRef("int", None, S), None, S),), S)
+        n.ConditionDecl(
+            name("over"), (n.Param(name("limit"), n.TypeRef("int", None, S), None, S),), S
+        )
     )
     statements.append(
         n.TargetDecl(

@@ -25,14 +25,18 @@ from flowc.source import SourceFile
 from tests.hostile.fuzz import mutate
 
 ROOT = Path(__file__).resolve().parents[2]
-FLOWS = sorted(p for folder in ("examples", "tests", "docs", "demo") for p in (ROOT / folder).rglob("*.flow"))
+FLOWS = sorted(
+    p for folder in ("examples", "tests", "docs", "demo") for p in (ROOT / folder).rglob("*.flow")
+)
 
 
 def tree(node: Any) -> Any:
     """Everything in a parsed flow, node classes and spans included (== leaves spans out)."""
     if attrs.has(type(node)):
-        return (type(node).__name__,
-                {f.name: tree(getattr(node, f.name)) for f in attrs.fields(type(node))})
+        return (
+            type(node).__name__,
+            {f.name: tree(getattr(node, f.name)) for f in attrs.fields(type(node))},
+        )
     if isinstance(node, tuple | list):
         return (type(node).__name__, [tree(x) for x in node])
     if isinstance(node, dict):
@@ -46,7 +50,9 @@ def agree(text: str, *, may_hand_over: bool = False) -> bool:
     reference, diags = parse_lalr(SourceFile("f.flow", text))
     fast = descent.parse_valid(text)
     if diags:
-        assert fast is None, f"the fast parser accepts what LALR refuses: {diags[0].message}\n{text}"
+        assert fast is None, (
+            f"the fast parser accepts what LALR refuses: {diags[0].message}\n{text}"
+        )
         return False
     assert fast is not None or may_hand_over, f"the fast parser hands over a valid file:\n{text}"
     flow, none = parse_source(SourceFile("f.flow", text))
@@ -79,13 +85,13 @@ EDGE_CASES = [
     "flow f\n",
     'flow `a b` "desc"  # c\n',
     "speaker a: human { sets x, y }\nspeaker b { tool t sets k = 1, clears j | hands off to a | a | `b` }",
-    "speaker a { tool t finishes | finishes \"r\" }",
+    'speaker a { tool t finishes | finishes "r" }',
     "speaker a {\n}\nspeakers b: human, c, `d`",
-    "context { }\ncontext { a = 1, }\ncontext { a = [1, {\"b\": null}], c = -1.5e3 }\ncontext x = true",
-    "when not not (from a, b or tool t) and context.k != \"v\" then terminate \"r\" priority -3",
+    'context { }\ncontext { a = 1, }\ncontext { a = [1, {"b": null}], c = -1.5e3 }\ncontext x = true',
+    'when not not (from a, b or tool t) and context.k != "v" then terminate "r" priority -3',
     "when ((always)) then next\nwhen (from a) or (tool x and (not from b)) then stay\nwhen c(x = 1, y = [2]) then t(z = {})",
     "otherwise initiator\notherwise terminate\nsequence a -> b -> c\nround_robin a, b",
-    "condition c()\ncondition c(a: list[list[speaker]] = [], b: any)\ntarget t(x: speaker) -> a | terminate | terminate \"r\"",
+    'condition c()\ncondition c(a: list[list[speaker]] = [], b: any)\ntarget t(x: speaker) -> a | terminate | terminate "r"',
     'scenario "s" {\n a: "hi"\n a calls t with {"x": 1} sets k = 1, hands off to b: "t"\n a calls t finishes\n'
     ' a sets k = 1, j = "x": "t"\n a clears k, j\n a hands off to b\n a finishes "done"\n b finishes\n'
     ' expect next b\n expect terminate\n expect terminate "r"\n expect context.k == 1\n expect turns 3\n}',
@@ -104,7 +110,7 @@ EDGE_CASES = [
     "sequence a",
     "context { , }",
     "speaker a: robot",
-    "when from a then b  # unterminated \"",
+    'when from a then b  # unterminated "',
     "when from a then `b\nc`",
     'flow "x',
     "flow f\n\u00e9",
@@ -137,9 +143,11 @@ def test_mutated_examples() -> None:
 def test_valid_files_never_load_lark() -> None:
     """Nor importlib.resources (the grammar is read through the package's loader): it
     would load tempfile, shutil, random, bz2 and lzma into every command that parses."""
-    code = ("import sys; from flowc.dsl.parser import parse; parse('speaker a\\nwhen from a then a');"
-            "assert 'lark' not in sys.modules and 'importlib.resources' not in sys.modules;"
-            "parse('when'); assert False")
+    code = (
+        "import sys; from flowc.dsl.parser import parse; parse('speaker a\\nwhen from a then a');"
+        "assert 'lark' not in sys.modules and 'importlib.resources' not in sys.modules;"
+        "parse('when'); assert False"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "FlowError" in done.stderr and "AssertionError" not in done.stderr, done.stderr
 
@@ -156,8 +164,11 @@ def test_lines_scanned_a_few_at_a_time(chunk: int, monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.parametrize("blank", [" ", "\t", "\f", "\r", " \t"])
 def test_blanks_at_the_end_of_lines(blank: str) -> None:
-    for text in [f"speaker a{blank * 50}\nspeaker b{blank * 3}# c{blank * 9}\n",
-                 f"{blank * 40}\nwhen from a then b{blank * 7}\n{blank}", f"when{blank * 9}\n"]:
+    for text in [
+        f"speaker a{blank * 50}\nspeaker b{blank * 3}# c{blank * 9}\n",
+        f"{blank * 40}\nwhen from a then b{blank * 7}\n{blank}",
+        f"when{blank * 9}\n",
+    ]:
         agree(text)
 
 
@@ -166,9 +177,11 @@ def test_a_long_run_of_blanks_is_scanned_in_linear_time() -> None:
     again from each of them (a line of 40,000 took two minutes). Under a CPU limit."""
     from tests.hostile.limits import run_limited
 
-    code = ("import sys; from flowc.dsl.parser import parse; "
-            "flow = parse('speaker a' + ' ' * 2_000_000 + '\\nspeaker b' + '\\t' * 2_000_000); "
-            "print(len(flow.statements))")
+    code = (
+        "import sys; from flowc.dsl.parser import parse; "
+        "flow = parse('speaker a' + ' ' * 2_000_000 + '\\nspeaker b' + '\\t' * 2_000_000); "
+        "print(len(flow.statements))"
+    )
     result = run_limited([], python_code=code, cpu_seconds=20, wall_seconds=60)
     assert not result.timed_out and result.returncode == 0, result.stderr
     assert result.stdout.strip() == "2"
@@ -185,9 +198,9 @@ def test_a_part_of_a_file_has_the_files_spans() -> None:
             continue
         statements, comments = whole
         starts = [i for i, st in enumerate(statements) if st.span.column == 1]
-        for i in starts[len(starts) // 2:len(starts) // 2 + 1] + starts[-1:]:
+        for i in starts[len(starts) // 2 : len(starts) // 2 + 1] + starts[-1:]:
             span = statements[i].span
-            part = descent.parse_valid(text[span.start:], span.line, span.start)
+            part = descent.parse_valid(text[span.start :], span.line, span.start)
             assert part is not None, path
             assert tree(part[0]) == tree(statements[i:]), path
             assert tree(part[1]) == tree([c for c in comments if c[1].start >= span.start]), path

@@ -85,7 +85,10 @@ def test_format_keeps_windows_line_endings(path: Path) -> None:
 
 
 def test_the_first_line_ending_decides() -> None:
-    assert format_source("speaker a\r\nspeaker b\nspeaker c") == "speaker a\r\nspeaker b\r\nspeaker c\r\n"
+    assert (
+        format_source("speaker a\r\nspeaker b\nspeaker c")
+        == "speaker a\r\nspeaker b\r\nspeaker c\r\n"
+    )
     assert format_source("speaker a\nspeaker b\r\n") == "speaker a\nspeaker b\n"
     assert format_source("speaker a") == "speaker a\n"
 

@@ -33,6 +33,7 @@ def compared(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
             values = list(values)
             count += len(values)
             return fn(values, *args, **kwargs)
+
         return wrapped
 
     # the module's own names shadow the builtins for its code only

@@ -16,11 +16,13 @@ VSCODE = ROOT / "editors" / "vscode"
 BIN = VSCODE / "node_modules" / ".bin"
 
 
-def run_node_tool(args: list[str], *, cwd: Path = VSCODE, timeout: float = 300,
-                  stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_node_tool(
+    args: list[str], *, cwd: Path = VSCODE, timeout: float = 300, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run a command of the extension's npm tools (or ``node``), output captured as text."""
-    return subprocess.run(args, cwd=cwd, input=stdin, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        args, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 @pytest.fixture(scope="session")
@@ -28,8 +30,14 @@ def npm_tools() -> Path:
     """``editors/vscode/node_modules/.bin``, installed from the lock file."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("Node.js/npm are not installed (make setup installs them)")
-    proc = subprocess.run(["bash", "scripts/deps/node-editors.sh"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        ["bash", "scripts/deps/node-editors.sh"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     stamp = VSCODE / "node_modules" / ".flowc-lock.sha256"
     lock = hashlib.sha256((VSCODE / "package-lock.json").read_bytes()).hexdigest()
     installed = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else ""

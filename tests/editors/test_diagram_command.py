@@ -53,8 +53,9 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
         return None
 
     result = await lsp_client.initialize_session(
-        lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"),
-                             root_uri=root.as_uri())
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri()
+        )
     )
     lsp_client.root = root  # type: ignore[attr-defined]
     lsp_client.init_result = result  # type: ignore[attr-defined]
@@ -71,10 +72,14 @@ async def test_show_diagram_gets_the_svg_from_the_server(client: LanguageClient)
     path = root / "review.flow"
     path.write_text(FLOW, encoding="utf-8")
     uri = path.as_uri()
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=FLOW)))
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=FLOW)
+        )
+    )
     answer = await client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams(command=command, arguments=[uri]))
+        lsp.ExecuteCommandParams(command=command, arguments=[uri])
+    )
     assert isinstance(answer, dict) and isinstance(answer.get("svg"), str), answer
     svg = answer["svg"]
     assert "<svg" in svg and "</svg>" in svg
@@ -88,9 +93,13 @@ async def test_a_flow_with_errors_gets_the_reason_the_panel_shows(client: Langua
     path = root / "broken.flow"
     text = FLOW.replace("then reviewer priority 5", "then reviwer priority 5")
     path.write_text(text, encoding="utf-8")
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(uri=path.as_uri(), language_id="flow", version=1, text=text)))
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=path.as_uri(), language_id="flow", version=1, text=text)
+        )
+    )
     with pytest.raises(JsonRpcException) as failure:
         await client.workspace_execute_command_async(
-            lsp.ExecuteCommandParams(command=extension_command(), arguments=[path.as_uri()]))
+            lsp.ExecuteCommandParams(command=extension_command(), arguments=[path.as_uri()])
+        )
     assert "E101" in str(failure.value) and "reviwer" in str(failure.value)

@@ -20,12 +20,15 @@ def section(title: str) -> str:
     text = DOC.read_text(encoding="utf-8")
     start = text.index(f"## {title}")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end != -1 else None]
+    return text[start : end if end != -1 else None]
 
 
 def test_the_emacs_mode_colours_the_languages_keywords() -> None:
     (code,) = re.findall(r"```elisp\n(.*?)```", section("Emacs"), re.S)
-    lists = [set(re.findall(r'"([a-z_]+)"', body)) for body in re.findall(r"regexp-opt\s*'\(([^)]*)\)", code)]
+    lists = [
+        set(re.findall(r'"([a-z_]+)"', body))
+        for body in re.findall(r"regexp-opt\s*'\(([^)]*)\)", code)
+    ]
     keywords, constants = lists
     assert constants == {"true", "false", "null"}
     assert keywords | constants == lark_keywords()
@@ -34,9 +37,21 @@ def test_the_emacs_mode_colours_the_languages_keywords() -> None:
 def test_make_test_installs_the_editor_tools() -> None:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    plan = subprocess.run(["make", "-n", "-B", "test"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60, check=False).stdout
+    plan = subprocess.run(
+        ["make", "-n", "-B", "test"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    ).stdout
     assert "scripts/deps/node-editors.sh" in plan and "scripts/deps/neovim.sh" in plan
-    demo = subprocess.run(["make", "-n", "-B", "demo"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60, check=False).stdout
+    demo = subprocess.run(
+        ["make", "-n", "-B", "demo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    ).stdout
     assert "node-editors" not in demo and "neovim" not in demo

@@ -49,8 +49,8 @@ def nvim() -> str:
 def documented_init() -> str:
     """The first Lua block of the Neovim section of docs/editors.md."""
     doc = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
-    section = doc[doc.index("## Neovim"):]
-    section = section[:section.index("\n## ", 1)]
+    section = doc[doc.index("## Neovim") :]
+    section = section[: section.index("\n## ", 1)]
     match = re.search(r"```lua\n(.*?)```", section, re.S)
     assert match, "docs/editors.md: no Lua block in the Neovim section"
     return match.group(1)
@@ -73,11 +73,29 @@ def run_nvim(nvim: str, tmp_path: Path, flow: Path) -> dict[str, object]:
         "XDG_STATE_HOME": str(tmp_path / "state"),
     }
     proc = subprocess.run(
-        [nvim, "--headless", "-u", str(init), "-i", "NONE", "-n", "-c", f"luafile {REPORT}", str(flow)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False,
+        [
+            nvim,
+            "--headless",
+            "-u",
+            str(init),
+            "-i",
+            "NONE",
+            "-n",
+            "-c",
+            f"luafile {REPORT}",
+            str(flow),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
         stdin=subprocess.DEVNULL,
     )
-    assert out.exists(), f"nvim wrote nothing (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    assert out.exists(), (
+        f"nvim wrote nothing (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    )
     result: dict[str, object] = json.loads(out.read_text(encoding="utf-8"))
     return result
 
@@ -96,8 +114,13 @@ def test_neovim_shows_the_priority_trap(nvim: str, tmp_path: Path) -> None:
     assert trap["end_col"] == len(TRAP.splitlines()[TRAP_LINE])
     assert trap["severity"] == WARN and trap["source"] == "flowc"
     # what `flowc check` finds in the same file, no more, no less, in the same words
-    check = subprocess.run([sys.executable, "-m", "flowc", "check", "--format", "json", str(flow)],
-                           capture_output=True, text=True, timeout=120, check=False)
+    check = subprocess.run(
+        [sys.executable, "-m", "flowc", "check", "--format", "json", str(flow)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     report = json.loads(check.stdout)
     assert sorted(str(d["code"]) for d in diagnostics) == sorted(f["code"] for f in report)
     (expected,) = [f for f in report if f["code"] == "W204"]

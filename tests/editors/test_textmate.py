@@ -37,7 +37,9 @@ SNAP_FILES = sorted((CASES / "snap").glob("*.flow"))
 BROKEN = CASES / "broken.test.flow"
 
 #: scopes a keyword may get (a declaration keyword is a storage type, as in most grammars)
-KEYWORD_SCOPE = re.compile(r"^(keyword|storage\.type|storage\.modifier|constant\.language)\.[\w.-]*\.flow$")
+KEYWORD_SCOPE = re.compile(
+    r"^(keyword|storage\.type|storage\.modifier|constant\.language)\.[\w.-]*\.flow$"
+)
 #: scopes a name may get: a speaker, tool, key, parameter, custom condition or target, a type
 NAME_SCOPE = re.compile(r"^(entity\.name|variable|support\.type)\.[\w.-]*flow$")
 
@@ -45,16 +47,19 @@ NAME_SCOPE = re.compile(r"^(entity\.name|variable|support\.type)\.[\w.-]*flow$")
 @cache
 def lark_parser() -> lark.Lark:
     """The language's own grammar file, with Lark's standard lexer (not flowc's fast one)."""
-    return lark.Lark(LARK.read_text(encoding="utf-8"), parser="lalr", lexer="basic",
-                     propagate_positions=True)
+    return lark.Lark(
+        LARK.read_text(encoding="utf-8"), parser="lalr", lexer="basic", propagate_positions=True
+    )
 
 
 @cache
 def lark_keywords() -> frozenset[str]:
     """Every word-like string literal of the grammar: the reserved words."""
     return frozenset(
-        t.pattern.value for t in lark_parser().terminals
-        if isinstance(t.pattern, lark.lexer.PatternStr) and re.fullmatch(r"[a-z_]+", t.pattern.value)
+        t.pattern.value
+        for t in lark_parser().terminals
+        if isinstance(t.pattern, lark.lexer.PatternStr)
+        and re.fullmatch(r"[a-z_]+", t.pattern.value)
     )
 
 
@@ -76,7 +81,9 @@ def scope_at(tokens: list[dict[str, Any]], line: int, column: int) -> dict[str, 
 def rules_used(text: str) -> set[str]:
     """The rules in the text's parse tree and the types of its tokens."""
     tree = lark_parser().parse(text)
-    return {str(sub.data) for sub in tree.iter_subtrees()} | {tok.type for tok in lark_parser().lex(text)}
+    return {str(sub.data) for sub in tree.iter_subtrees()} | {
+        tok.type for tok in lark_parser().lex(text)
+    }
 
 
 def grammar_rules() -> set[str]:
@@ -93,8 +100,9 @@ def grammar_rules() -> set[str]:
 
 def test_the_unit_files_pass(npm_tools: Path) -> None:
     assert UNIT_FILES
-    proc = run_node_tool([str(npm_tools / "vscode-tmgrammar-test"), "--compact",
-                          *[str(p) for p in UNIT_FILES]])
+    proc = run_node_tool(
+        [str(npm_tools / "vscode-tmgrammar-test"), "--compact", *[str(p) for p in UNIT_FILES]]
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for path in UNIT_FILES:
         assert f"{path} run successfuly" in proc.stdout, proc.stdout
@@ -103,7 +111,9 @@ def test_the_unit_files_pass(npm_tools: Path) -> None:
 def test_a_wrong_assertion_fails(npm_tools: Path, tmp_path: Path) -> None:
     """The runner is not a no-op: a keyword asserted to be a speaker name fails."""
     case = tmp_path / "wrong.test.flow"
-    case.write_text('# SYNTAX TEST "source.flow" "wrong"\nspeaker a\n# <------- entity.name.type.speaker.flow\n')
+    case.write_text(
+        '# SYNTAX TEST "source.flow" "wrong"\nspeaker a\n# <------- entity.name.type.speaker.flow\n'
+    )
     proc = run_node_tool([str(npm_tools / "vscode-tmgrammar-test"), "--compact", str(case)])
     assert proc.returncode != 0 and "entity.name.type.speaker.flow" in proc.stdout, proc.stdout
 
@@ -125,12 +135,17 @@ def test_the_test_files_use_every_construct(files: list[Path]) -> None:
             used |= rules_used(path.read_text(encoding="utf-8"))
     assert len(grammar_rules()) > 60
     assert grammar_rules() - used == set()
-    token_types = {t.name for t in lark_parser().terminals if isinstance(t.pattern, lark.lexer.PatternStr)
-                   and t.pattern.value in lark_keywords()}
+    token_types = {
+        t.name
+        for t in lark_parser().terminals
+        if isinstance(t.pattern, lark.lexer.PatternStr) and t.pattern.value in lark_keywords()
+    }
     assert token_types - used == set()
 
 
-@pytest.mark.parametrize("path", [p for p in [*UNIT_FILES, *SNAP_FILES] if p != BROKEN], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in [*UNIT_FILES, *SNAP_FILES] if p != BROKEN], ids=lambda p: p.name
+)
 def test_the_test_files_are_flows_that_compile(path: Path) -> None:
     """What the grammar is tested on is the language, not something like it."""
     import flowc
@@ -157,8 +172,9 @@ def test_every_keyword_alone_is_a_keyword_and_in_backquotes_a_name(npm_tools: Pa
     words = sorted(lark_keywords())
     texts = [*words, *[f"speaker `{w}`" for w in words], *[f"speaker {w}_x" for w in words]]
     results = tokenize(texts)
-    for word, alone, quoted, longer in zip(words, results, results[len(words):],
-                                           results[2 * len(words):], strict=False):
+    for word, alone, quoted, longer in zip(
+        words, results, results[len(words) :], results[2 * len(words) :], strict=False
+    ):
         scope = alone[0]["scopes"][-1]
         assert alone[0]["text"] == word and KEYWORD_SCOPE.match(scope), (word, alone)
         name = scope_at(quoted, 0, len("speaker `"))["scopes"][-1]
@@ -173,9 +189,13 @@ def corpus() -> list[tuple[str, str]]:
     out = []
     files = [*sorted((ROOT / "examples").glob("*.flow")), *sorted((ROOT / "tests").rglob("*.flow"))]
     for path in files:
-        out.append((str(path.relative_to(ROOT)), path.read_text(encoding="utf-8", errors="replace")))
+        out.append(
+            (str(path.relative_to(ROOT)), path.read_text(encoding="utf-8", errors="replace"))
+        )
     for doc in sorted((ROOT / "docs").rglob("*.md")):
-        blocks = re.findall(r"^```flow[^\n]*\n(.*?)^```", doc.read_text(encoding="utf-8"), re.M | re.S)
+        blocks = re.findall(
+            r"^```flow[^\n]*\n(.*?)^```", doc.read_text(encoding="utf-8"), re.M | re.S
+        )
         out += [(f"{doc.relative_to(ROOT)} block {i + 1}", b) for i, b in enumerate(blocks)]
     return out
 
@@ -194,7 +214,9 @@ def test_lark_and_the_textmate_grammar_agree_on_every_flow(npm_tools: Path) -> N
     keywords = lark_keywords()
     wrong: list[str] = []
     checked = 0
-    for (label, _text, tokens), tm_tokens in zip(lexed, tokenize([t for _, t, _ in lexed]), strict=True):
+    for (label, _text, tokens), tm_tokens in zip(
+        lexed, tokenize([t for _, t, _ in lexed]), strict=True
+    ):
         for tok in tokens:
             line, column = (tok.line or 1) - 1, (tok.column or 1) - 1
             if tok.type == "NAME" or tok.type == "QUOTED_NAME":
@@ -210,11 +232,17 @@ def test_lark_and_the_textmate_grammar_agree_on_every_flow(npm_tools: Path) -> N
             tm = scope_at(tm_tokens, line, column)
             scopes = tm["scopes"]
             ok = any(want.match(s) for s in scopes)
-            if tok.type != "STRING" and tm["end"] - tm["start"] != len(tok) and tok.type != "QUOTED_NAME":
+            if (
+                tok.type != "STRING"
+                and tm["end"] - tm["start"] != len(tok)
+                and tok.type != "QUOTED_NAME"
+            ):
                 ok = False  # the TextMate token must be the whole Lark token
             checked += 1
             if not ok:
-                wrong.append(f"{label}:{line + 1}:{column + 1}: {tok.type} {str(tok)!r} is {scopes[1:]}")
+                wrong.append(
+                    f"{label}:{line + 1}:{column + 1}: {tok.type} {str(tok)!r} is {scopes[1:]}"
+                )
     assert checked > 5000
     assert wrong == []
 
@@ -225,15 +253,33 @@ KEY = "variable.other.key.flow"
 #: for each rule of the Lark grammar, the role of its `name` children in order; the last role
 #: repeats for the rest (a list of speakers, of keys)
 ROLES: dict[str, list[str]] = {
-    "speaker_decl": [SPEAKER], "speaker_item": [SPEAKER], "start_decl": [SPEAKER],
-    "initiator_decl": [SPEAKER], "from_cond": [SPEAKER], "speaker_target": [SPEAKER],
-    "sequence_decl": [SPEAKER], "round_robin_decl": [SPEAKER], "handoff_effect": [SPEAKER],
-    "bare_handoff": [SPEAKER], "result_speaker": [SPEAKER], "expect_next": [SPEAKER],
-    "say_turn": [SPEAKER], "call_turn": [SPEAKER, TOOL], "set_turn": [SPEAKER],
-    "clear_turn": [SPEAKER, KEY], "handoff_turn": [SPEAKER, SPEAKER], "finish_turn": [SPEAKER],
-    "tool_decl": [TOOL], "tool_cond": [TOOL],
-    "writes_decl": [KEY], "set_effect": [KEY], "clear_effect": [KEY], "context_entry": [KEY],
-    "context_cond": [KEY], "assign": [KEY], "expect_context": [KEY],
+    "speaker_decl": [SPEAKER],
+    "speaker_item": [SPEAKER],
+    "start_decl": [SPEAKER],
+    "initiator_decl": [SPEAKER],
+    "from_cond": [SPEAKER],
+    "speaker_target": [SPEAKER],
+    "sequence_decl": [SPEAKER],
+    "round_robin_decl": [SPEAKER],
+    "handoff_effect": [SPEAKER],
+    "bare_handoff": [SPEAKER],
+    "result_speaker": [SPEAKER],
+    "expect_next": [SPEAKER],
+    "say_turn": [SPEAKER],
+    "call_turn": [SPEAKER, TOOL],
+    "set_turn": [SPEAKER],
+    "clear_turn": [SPEAKER, KEY],
+    "handoff_turn": [SPEAKER, SPEAKER],
+    "finish_turn": [SPEAKER],
+    "tool_decl": [TOOL],
+    "tool_cond": [TOOL],
+    "writes_decl": [KEY],
+    "set_effect": [KEY],
+    "clear_effect": [KEY],
+    "context_entry": [KEY],
+    "context_cond": [KEY],
+    "assign": [KEY],
+    "expect_context": [KEY],
 }
 
 
@@ -259,11 +305,15 @@ def test_every_name_is_coloured_as_what_it_names(npm_tools: Path) -> None:
             continue
     wrong = []
     checked = 0
-    for (label, _text, roles), tm_tokens in zip(parsed, tokenize([t for _, t, _ in parsed]), strict=True):
+    for (label, _text, roles), tm_tokens in zip(
+        parsed, tokenize([t for _, t, _ in parsed]), strict=True
+    ):
         for tok, role in roles:
             tm = scope_at(tm_tokens, (tok.line or 1) - 1, (tok.column or 1) - 1)
             checked += 1
             if role not in tm["scopes"]:
-                wrong.append(f"{label}:{tok.line}:{tok.column}: {str(tok)!r} should be {role}, is {tm['scopes'][1:]}")
+                wrong.append(
+                    f"{label}:{tok.line}:{tok.column}: {str(tok)!r} should be {role}, is {tm['scopes'][1:]}"
+                )
     assert checked > 2000
     assert wrong == []

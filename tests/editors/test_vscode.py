@@ -27,8 +27,18 @@ PACKAGED = {
 @pytest.fixture(scope="module")
 def vsix(npm_tools: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("vsix") / "flowc.vsix"
-    proc = run_node_tool([str(npm_tools / "vsce"), "package", "--no-dependencies", "--skip-license",
-                          "--allow-missing-repository", "--out", str(out)], timeout=600)
+    proc = run_node_tool(
+        [
+            str(npm_tools / "vsce"),
+            "package",
+            "--no-dependencies",
+            "--skip-license",
+            "--allow-missing-repository",
+            "--out",
+            str(out),
+        ],
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -61,7 +71,10 @@ def test_the_package_holds_what_vscode_loads_and_nothing_more(vsix: Path) -> Non
     (grammar,) = contributes["grammars"]
     assert grammar["scopeName"] == "source.flow" and grammar["language"] == "flow"
     assert f"extension/{grammar['path'].removeprefix('./')}" in names
-    assert {c["command"] for c in contributes["commands"]} == {"flowc.showDiagram", "flowc.restartServer"}
+    assert {c["command"] for c in contributes["commands"]} == {
+        "flowc.showDiagram",
+        "flowc.restartServer",
+    }
     assert contributes["configuration"]["properties"]["flowc.path"]["default"] == "flowc"
     assert "onLanguage:flow" in manifest["activationEvents"]
 

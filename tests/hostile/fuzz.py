@@ -42,9 +42,42 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ALPHABET = (
     list("{}()[],:=|-><!.#`\"\\'")
     + list("abz_09")
-    + [" ", "\t", "\n", "\r", "\f", "\v", "\x00", "\x1b", "\u00e9", "\u200b", "\u2028", "\ufeff", "\U0001f600"]
-    + ["when ", " then ", " or ", " and ", "not ", "from ", "tool ", "context.", " priority ", "->",
-       "speaker ", "scenario ", "expect ", "1e400", "-0", "9" * 30, '"\\u', "`x`", "# c\n"]
+    + [
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "\f",
+        "\v",
+        "\x00",
+        "\x1b",
+        "\u00e9",
+        "\u200b",
+        "\u2028",
+        "\ufeff",
+        "\U0001f600",
+    ]
+    + [
+        "when ",
+        " then ",
+        " or ",
+        " and ",
+        "not ",
+        "from ",
+        "tool ",
+        "context.",
+        " priority ",
+        "->",
+        "speaker ",
+        "scenario ",
+        "expect ",
+        "1e400",
+        "-0",
+        "9" * 30,
+        '"\\u',
+        "`x`",
+        "# c\n",
+    ]
 )
 
 
@@ -155,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {kind}: {len(items)}")
         for name, problem in items[: args.show]:
             print(f"-- from {name}: {problem.detail}\n{problem.text!r}\n")
-    print(f"{sum(len(v) for v in by_kind.values())} problems in {args.count} mutants (seed {args.seed})")
+    print(
+        f"{sum(len(v) for v in by_kind.values())} problems in {args.count} mutants (seed {args.seed})"
+    )
     return 1 if by_kind else 0
 
 

@@ -97,10 +97,18 @@ def run_limited(
     import json
 
     env = dict(os.environ, PYTHONUTF8="1", NO_COLOR="1")
-    argv = [sys.executable, *(["-c", python_code] if python_code is not None else ["-m", "flowc"]),
-            *args]
-    conf = {"mem": memory_mib * MIB, "cpu": cpu_seconds, "fsize": output_mib * MIB,
-            "obey": obey_file_modes and os.geteuid() == 0, "argv": argv}
+    argv = [
+        sys.executable,
+        *(["-c", python_code] if python_code is not None else ["-m", "flowc"]),
+        *args,
+    ]
+    conf = {
+        "mem": memory_mib * MIB,
+        "cpu": cpu_seconds,
+        "fsize": output_mib * MIB,
+        "obey": obey_file_modes and os.geteuid() == 0,
+        "argv": argv,
+    }
     report_r, report_w = os.pipe()
     start = time.monotonic()
     proc = subprocess.Popen(

@@ -38,8 +38,16 @@ def _clean(result: Limited, *needles: str, code: int = 1) -> str:
 
 def _alias_bomb() -> str:
     """516 bytes that expand to ~115 MB: nine aliases per level, seven levels."""
-    lines = ["kickoff: hi", "script:", '  drafter: ["d"]', "  reviewer:", "    - say: x",
-             "      tool: approve", "      set:", '        a0: &a0 ["lollollollollollollollol"]']
+    lines = [
+        "kickoff: hi",
+        "script:",
+        '  drafter: ["d"]',
+        "  reviewer:",
+        "    - say: x",
+        "      tool: approve",
+        "      set:",
+        '        a0: &a0 ["lollollollollollollollol"]',
+    ]
     for i in range(1, 8):
         lines.append(f"        a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
     return "\n".join(lines) + "\n"
@@ -50,8 +58,12 @@ def test_yaml_alias_amplification_is_refused(tmp_path: Path) -> None:
     script.write_text(_alias_bomb())
     db = tmp_path / "runs.db"
     result = run_limited(["run", FLOW, "--script", str(script), "--db", str(db)], **LIMITS)
-    out = _clean(result, f"{script}:13:", "aliases expand the document past 1.0 MiB",
-                 "script.reviewer[0].set.a5")
+    out = _clean(
+        result,
+        f"{script}:13:",
+        "aliases expand the document past 1.0 MiB",
+        "script.reviewer[0].set.a5",
+    )
     assert "Task exception" not in out
     # nothing was run, so nothing was written
     assert not db.exists() or db.stat().st_size < 1024 * 1024
@@ -60,10 +72,15 @@ def test_yaml_alias_amplification_is_refused(tmp_path: Path) -> None:
 def test_yaml_alias_cycle_is_refused(tmp_path: Path) -> None:
     script = tmp_path / "cycle.yaml"
     script.write_text("kickoff: hi\ncontext_vars:\n  k: &a [*a]\n")
-    result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")],
-                         **LIMITS)
-    _clean(result, f"{script}:3:", "the alias *a refers to a value that holds it (a cycle)",
-           "context_vars.k[0]")
+    result = run_limited(
+        ["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")], **LIMITS
+    )
+    _clean(
+        result,
+        f"{script}:3:",
+        "the alias *a refers to a value that holds it (a cycle)",
+        "context_vars.k[0]",
+    )
 
 
 def test_yaml_aliases_within_the_budget_still_work(tmp_path: Path) -> None:
@@ -72,43 +89,56 @@ def test_yaml_aliases_within_the_budget_still_work(tmp_path: Path) -> None:
         "kickoff: hi\n"
         "context_vars: {when: 2024-05-01, notes: &n [1, 2], again: *n}\n"
         "script:\n"
-        "  drafter: &draft [\"a draft\"]\n"
+        '  drafter: &draft ["a draft"]\n'
         "  reviewer:\n"
         "    - tool: approve\n"
         "      say: ok\n"
     )
-    result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db"),
-                          "--json"], **LIMITS)
+    result = run_limited(
+        ["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db"), "--json"], **LIMITS
+    )
     _clean(result, code=0)
     context = json.loads(result.stdout)["context_vars"]
     # a timestamp stays the text it was: a script holds JSON data only
     assert context["when"] == "2024-05-01" and context["again"] == [1, 2]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("k: !!binary aGVsbG8=", "tag:yaml.org,2002:binary (binary data) is not JSON data"),
-    ("k: .inf", "a number must be finite (found .inf)"),
-    ("k: " + BIG, "a number may have at most 4,300 digits"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("k: !!binary aGVsbG8=", "tag:yaml.org,2002:binary (binary data) is not JSON data"),
+        ("k: .inf", "a number must be finite (found .inf)"),
+        ("k: " + BIG, "a number may have at most 4,300 digits"),
+    ],
+)
 def test_yaml_values_json_cannot_hold_are_refused(tmp_path: Path, text: str, message: str) -> None:
     script = tmp_path / "s.yaml"
     script.write_text(f"kickoff: hi\ncontext_vars:\n  {text}\n")
-    result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")],
-                         **LIMITS)
+    result = run_limited(
+        ["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")], **LIMITS
+    )
     _clean(result, f"{script}:3:", message)
 
 
-@pytest.mark.parametrize("suffix, text", [
-    (".json", '{"kickoff": "hi", "context_vars": {"k": ' + "[" * DEEP + "]" * DEEP + "}}"),
-    (".yaml", "kickoff: hi\ncontext_vars:\n  k: " + "[" * DEEP + "]" * DEEP + "\n"),
-])
+@pytest.mark.parametrize(
+    "suffix, text",
+    [
+        (".json", '{"kickoff": "hi", "context_vars": {"k": ' + "[" * DEEP + "]" * DEEP + "}}"),
+        (".yaml", "kickoff: hi\ncontext_vars:\n  k: " + "[" * DEEP + "]" * DEEP + "\n"),
+    ],
+)
 def test_deep_script_is_refused_with_its_path(tmp_path: Path, suffix: str, text: str) -> None:
     script = tmp_path / f"deep{suffix}"
     script.write_text(text)
-    result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")],
-                         **LIMITS)
-    _clean(result, f"{script}:", "nested more than 100 levels deep",
-           "(at context_vars.k[0][0][0][0][0][0]…(90 more)…[0][0])")
+    result = run_limited(
+        ["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")], **LIMITS
+    )
+    _clean(
+        result,
+        f"{script}:",
+        "nested more than 100 levels deep",
+        "(at context_vars.k[0][0][0][0][0][0]…(90 more)…[0][0])",
+    )
 
 
 DEEP_GRAPH = '{"initial_speaker": "a", "transitions": ' + "[" * DEEP + "]" * DEEP + "}"
@@ -124,8 +154,13 @@ def test_deep_json_graph_is_refused_with_its_path(tmp_path: Path, command: str) 
         script.write_text('{"kickoff": "hi"}')
         args += ["--script", str(script), "--db", str(tmp_path / "r.db")]
     result = run_limited(args, **LIMITS)
-    _clean(result, "E001", "nested more than 500 levels deep",
-           "(at transitions[0][0][0][0][0][0][0]…(490 more)…[0][0])", f"{graph}:1:")
+    _clean(
+        result,
+        "E001",
+        "nested more than 500 levels deep",
+        "(at transitions[0][0][0][0][0][0][0]…(490 more)…[0][0])",
+        f"{graph}:1:",
+    )
 
 
 def test_graph_nested_as_deep_as_a_flow_allows_still_works(tmp_path: Path) -> None:
@@ -136,8 +171,10 @@ def test_graph_nested_as_deep_as_a_flow_allows_still_works(tmp_path: Path) -> No
     for i in range(99):
         cond = f"({cond} {'and' if i % 2 else 'or'} from b)"
     value = "[" * 100 + "]" * 100
-    flow.write_text(f"flow f\nspeaker a\nspeaker b\nstart a\nmax_turns 3\ncontext k = {value}\n"
-                    f"when {cond} then b\nwhen from b then a\n")
+    flow.write_text(
+        f"flow f\nspeaker a\nspeaker b\nstart a\nmax_turns 3\ncontext k = {value}\n"
+        f"when {cond} then b\nwhen from b then a\n"
+    )
     graph = tmp_path / "deep.json"
     result = run_limited(["compile", str(flow), "-o", str(graph)], **LIMITS)
     _clean(result, code=0)
@@ -158,18 +195,26 @@ def test_huge_integer_in_a_flow_is_refused(tmp_path: Path, command: str) -> None
 @pytest.mark.parametrize("command", ["check", "decompile"])
 def test_huge_integer_in_a_json_graph_is_refused(tmp_path: Path, command: str) -> None:
     graph = tmp_path / "big.json"
-    graph.write_text('{"initial_speaker": "a", "transitions": [], "default_target": '
-                     '{"name": "terminate", "args": {"reason": "x"}}, "max_turns": ' + BIG + "}")
+    graph.write_text(
+        '{"initial_speaker": "a", "transitions": [], "default_target": '
+        '{"name": "terminate", "args": {"reason": "x"}}, "max_turns": ' + BIG + "}"
+    )
     result = run_limited([command, str(graph)], **LIMITS)
-    _clean(result, "E001", f"{graph}:1:", "a number may have at most 4,300 digits (found 5,000)",
-           "(at max_turns)")
+    _clean(
+        result,
+        "E001",
+        f"{graph}:1:",
+        "a number may have at most 4,300 digits (found 5,000)",
+        "(at max_turns)",
+    )
 
 
 def test_huge_integer_in_a_json_script_is_refused(tmp_path: Path) -> None:
     script = tmp_path / "s.json"
     script.write_text('{"kickoff": "hi", "context_vars": {"k": ' + BIG + "}}")
-    result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")],
-                         **LIMITS)
+    result = run_limited(
+        ["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")], **LIMITS
+    )
     _clean(result, f"{script}:1:", "a number may have at most 4,300 digits", "(at context_vars.k)")
 
 
@@ -187,9 +232,11 @@ def test_a_number_that_is_not_finite_is_refused(tmp_path: Path, args: list[str])
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e400"])
 def test_json_graph_numbers_must_be_finite(tmp_path: Path, token: str) -> None:
     graph = tmp_path / "g.json"
-    graph.write_text('{"graph": {"initial_speaker": "a", "transitions": [], "default_target": '
-                     '{"name": "terminate", "args": {"reason": "x"}}, "max_turns": 2}, '
-                     '"context_vars": {"k": ' + token + "}}")
+    graph.write_text(
+        '{"graph": {"initial_speaker": "a", "transitions": [], "default_target": '
+        '{"name": "terminate", "args": {"reason": "x"}}, "max_turns": 2}, '
+        '"context_vars": {"k": ' + token + "}}"
+    )
     result = run_limited(["check", str(graph)], **LIMITS)
     _clean(result, "E001", "must be finite", "(at context_vars.k)")
 
@@ -198,6 +245,10 @@ def test_json_graph_numbers_must_be_finite(tmp_path: Path, token: str) -> None:
 def test_script_that_is_not_utf8_is_refused(tmp_path: Path, suffix: str) -> None:
     script = tmp_path / f"latin1{suffix}"
     script.write_bytes('kickoff: "café"\n'.encode("latin-1"))
-    result = run_limited(["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")],
-                         **LIMITS)
-    _clean(result, f'{script}:1:14: error: the file is not valid UTF-8 (byte 0xe9, in "kickoff: \\"caf\\xe9\\"")')
+    result = run_limited(
+        ["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db")], **LIMITS
+    )
+    _clean(
+        result,
+        f'{script}:1:14: error: the file is not valid UTF-8 (byte 0xe9, in "kickoff: \\"caf\\xe9\\"")',
+    )

@@ -62,7 +62,10 @@ def test_tabs_and_carriage_returns() -> None:
 def test_render_text_output_is_bounded_per_finding() -> None:
     text = "when from a then b " * 10_000
     src = SourceFile("f.flow", text)
-    diags = [Diagnostic(W203, "dead", "f.flow", src.span(i * 19, i * 19 + 18)) for i in range(0, 10_000, 100)]
+    diags = [
+        Diagnostic(W203, "dead", "f.flow", src.span(i * 19, i * 19 + 18))
+        for i in range(0, 10_000, 100)
+    ]
     out = render_text(diags, {"f.flow": src})
     assert len(out) < 400 * len(diags)
 

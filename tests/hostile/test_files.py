@@ -42,7 +42,9 @@ def test_fmt_folder_skips_links_that_leave_it(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert victim.read_text() == UGLY  # untouched
     assert (repo / "own.flow").read_text() != UGLY
-    assert f"{repo / 'evil.flow'}: skipped: a symbolic link to a file outside {repo}" in result.stderr
+    assert (
+        f"{repo / 'evil.flow'}: skipped: a symbolic link to a file outside {repo}" in result.stderr
+    )
     assert str(repo / "sub" / "evil2.flow") in result.stderr
     assert "outdir" not in result.stderr
 
@@ -62,8 +64,9 @@ def test_check_folder_never_reads_links_that_leave_it(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "concise", "json", "sarif", "github"])
 @pytest.mark.parametrize("suffix", [".flow", ".json"])
-def test_a_report_never_quotes_a_file_that_is_not_a_flow(tmp_path: Path, fmt: str,
-                                                         suffix: str) -> None:
+def test_a_report_never_quotes_a_file_that_is_not_a_flow(
+    tmp_path: Path, fmt: str, suffix: str
+) -> None:
     """Named on the command line (say, a link in a pull request to a key on the runner):
     the report gives the place, never the text."""
     path = tmp_path / f"named{suffix}"
@@ -108,8 +111,9 @@ def test_run_script_from_a_device_is_refused(tmp_path: Path) -> None:
     flow = Path(__file__).resolve().parents[2] / "examples" / "feedback_loop.flow"
     script = tmp_path / "s.yaml"
     script.symlink_to("/dev/zero")
-    result = run_limited(["run", str(flow), "--script", str(script), "--db",
-                          str(tmp_path / "r.db")], **LIMITS)
+    result = run_limited(
+        ["run", str(flow), "--script", str(script), "--db", str(tmp_path / "r.db")], **LIMITS
+    )
     _ok(result)
     assert result.returncode == 2 and "not a regular file" in result.stderr
 
@@ -140,7 +144,9 @@ def test_pyproject_cannot_set_max_states_past_the_cap(tmp_path: Path, value: str
     result = run_limited(["check", str(flow)], **LIMITS)
     _ok(result)
     assert result.returncode == 2
-    assert "a pyproject.toml may set at most 1,000,000 (pass --max-states for more)" in result.stderr
+    assert (
+        "a pyproject.toml may set at most 1,000,000 (pass --max-states for more)" in result.stderr
+    )
 
 
 def test_pyproject_at_the_cap_and_the_command_line_past_it_still_work(tmp_path: Path) -> None:

@@ -24,7 +24,9 @@ SEED = int(os.environ.get("FLOWC_FUZZ_SEED", "11"))
 
 def test_mutants_of_the_examples() -> None:
     problems: list[tuple[str, Problem]] = list(campaign(COUNT, SEED))
-    report = "\n\n".join(f"[{p.kind}] from {name}: {p.detail}\n{p.text!r}" for name, p in problems[:5])
+    report = "\n\n".join(
+        f"[{p.kind}] from {name}: {p.detail}\n{p.text!r}" for name, p in problems[:5]
+    )
     assert not problems, f"{len(problems)} of {COUNT} mutants (seed {SEED}) went wrong:\n{report}"
 
 

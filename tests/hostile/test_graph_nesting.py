@@ -25,9 +25,12 @@ def nots(n: int) -> str:
     """A graph whose one rule is ``not`` n times over ``from a`` (n + 1 conditions)."""
     leaf = '{"name": "from_speaker", "args": {"agent_id": "a"}}'
     cond = '{"name": "not", "args": {"condition": ' * n + leaf + "}}" * n
-    return ('{"initial_speaker": "a", "transitions": [{"when": ' + cond
-            + ', "then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 0}], '
-            '"default_target": {"name": "terminate", "args": {"reason": "x"}}, "max_turns": 3}')
+    return (
+        '{"initial_speaker": "a", "transitions": [{"when": '
+        + cond
+        + ', "then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 0}], '
+        '"default_target": {"name": "terminate", "args": {"reason": "x"}}, "max_turns": 3}'
+    )
 
 
 def run(command: str, graph: Path) -> Limited:
@@ -52,15 +55,18 @@ def test_the_deepest_graph_taken_reads_in_every_command(tmp_path: Path) -> None:
         assert not result.timed_out and not result.traceback, (command, out[-2000:])
         if command == "decompile":  # read, but a flow nests conditions at most 100 deep
             assert result.returncode == 1, out[-2000:]
-            assert first_line(result) == ("error[E108]: the graph has no .flow spelling: "
-                                          "condition nested more than 100 levels deep"), out
+            assert first_line(result) == (
+                "error[E108]: the graph has no .flow spelling: "
+                "condition nested more than 100 levels deep"
+            ), out
         else:
             assert result.returncode == 0 and "nested" not in out, (command, out[-2000:])
 
 
 @pytest.mark.parametrize("depth", [MAX_CONDITION_DEPTH, 193, 10_000])
-def test_a_graph_nested_too_deep_is_refused_alike_in_every_command(tmp_path: Path,
-                                                                   depth: int) -> None:
+def test_a_graph_nested_too_deep_is_refused_alike_in_every_command(
+    tmp_path: Path, depth: int
+) -> None:
     graph = tmp_path / "deep.json"
     graph.write_text(nots(depth))
     lines = set()
@@ -74,8 +80,10 @@ def test_a_graph_nested_too_deep_is_refused_alike_in_every_command(tmp_path: Pat
     (line,) = lines
     if depth < 250:  # read by the converter, refused at its fixed depth
         path = "transitions[0].when" + ".args.condition" * MAX_CONDITION_DEPTH
-        assert line == (f"error[E108]: {path}: nested too deeply: conditions nest at most "
-                        f"{MAX_CONDITION_DEPTH} levels"), line
+        assert line == (
+            f"error[E108]: {path}: nested too deeply: conditions nest at most "
+            f"{MAX_CONDITION_DEPTH} levels"
+        ), line
     else:  # past the JSON reader's own limit
         assert line.startswith("error[E001]: nested more than 500 levels deep"), line
 

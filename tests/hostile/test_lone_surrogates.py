@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 from flowc.inputs import DataError, load_json, load_yaml
 from tests.hostile.limits import run_limited
 
-GRAPH = ('{"initial_speaker": "a", "max_turns": 3, "transitions": [{"when": {"name": '
-         '"from_agent", "args": {"agent_id": "a"}}, "then": {"name": "agent", "args": '
-         '{"agent_id": "b\\udfff"}}, "priority": 0}], "default_target": {"name": '
-         '"terminate", "args": {"reason": "done"}}}')
+GRAPH = (
+    '{"initial_speaker": "a", "max_turns": 3, "transitions": [{"when": {"name": '
+    '"from_agent", "args": {"agent_id": "a"}}, "then": {"name": "agent", "args": '
+    '{"agent_id": "b\\udfff"}}, "priority": 0}], "default_target": {"name": '
+    '"terminate", "args": {"reason": "done"}}}'
+)
 
 
 def test_every_command_refuses_a_graph_holding_a_lone_surrogate_alike(tmp_path: Path) -> None:
@@ -26,36 +28,49 @@ def test_every_command_refuses_a_graph_holding_a_lone_surrogate_alike(tmp_path: 
     script = tmp_path / "s.json"
     script.write_text('{"script": {}}')
     firsts = set()
-    for args in (["check", str(graph)], ["render", str(graph), "--format", "mermaid"],
-                 ["run", str(graph), "--script", str(script), "--db", ":memory:"],
-                 ["run", str(graph), "--script", str(script), "--db", str(tmp_path / "r.db")]):
-        result = run_limited(args, cwd=tmp_path, memory_mib=512, cpu_seconds=30,
-                             wall_seconds=60.0)
+    for args in (
+        ["check", str(graph)],
+        ["render", str(graph), "--format", "mermaid"],
+        ["run", str(graph), "--script", str(script), "--db", ":memory:"],
+        ["run", str(graph), "--script", str(script), "--db", str(tmp_path / "r.db")],
+    ):
+        result = run_limited(args, cwd=tmp_path, memory_mib=512, cpu_seconds=30, wall_seconds=60.0)
         out = result.stdout + result.stderr
         assert result.returncode == 1 and not result.traceback, (args, out[-2000:])
         firsts.add((result.stdout or result.stderr).splitlines()[0])  # check: stdout
         assert f"{graph}:1:" in out, (args, out)
-    assert firsts == {"error[E001]: a string holds a lone surrogate (\\udfff), which is not "
-                      "Unicode text (at transitions[0].then.args.agent_id)"}
+    assert firsts == {
+        "error[E001]: a string holds a lone surrogate (\\udfff), which is not "
+        "Unicode text (at transitions[0].then.args.agent_id)"
+    }
 
 
 def test_an_escaped_pair_is_one_character_and_is_run(tmp_path: Path) -> None:
     flow = tmp_path / "pair.flow"
-    flow.write_text("speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\n"
-                    "when from a then b\n")
+    flow.write_text(
+        "speaker a: human\nspeaker b: human\nstart a\nmax_turns 2\nwhen from a then b\n"
+    )
     script = tmp_path / "s.json"
     script.write_text('{"script": {"a": ["\\ud83d\\ude00 hi"], "b": ["ok"]}}')
-    result = run_limited(["run", str(flow), "--script", str(script), "--db",
-                          str(tmp_path / "r.db")], cwd=tmp_path, memory_mib=512,
-                         cpu_seconds=30, wall_seconds=60.0)
+    result = run_limited(
+        ["run", str(flow), "--script", str(script), "--db", str(tmp_path / "r.db")],
+        cwd=tmp_path,
+        memory_mib=512,
+        cpu_seconds=30,
+        wall_seconds=60.0,
+    )
     assert result.returncode == 0, result.stderr
     assert "  1  a  \U0001f600 hi" in result.stdout.splitlines()
 
 
-@given(st.text(max_size=20), st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"]),
-       st.text(max_size=20))
-def test_a_lone_surrogate_anywhere_is_refused_at_its_place(before: str, lone: str,
-                                                            after: str) -> None:
+@given(
+    st.text(max_size=20),
+    st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"]),
+    st.text(max_size=20),
+)
+def test_a_lone_surrogate_anywhere_is_refused_at_its_place(
+    before: str, lone: str, after: str
+) -> None:
     value = before + lone + after
     doc = {"k": [1, {"x": value}]}
     text = json.dumps(doc)  # ASCII: every surrogate written as an escape

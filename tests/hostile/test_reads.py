@@ -38,21 +38,25 @@ def _clean(result: Limited, code: int) -> str:
 def _hostile_bytes(tmp_path: Path) -> Path:
     """4 MB on one line, an escape sequence that clears the screen, then a bad byte."""
     path = tmp_path / "binary.flow"
-    path.write_bytes(b"speaker a\nspeaker b  # " + b"x" * 4_000_000 + b"\x1b[2J\x07\xff\xfe tail\nmore\n")
+    path.write_bytes(
+        b"speaker a\nspeaker b  # " + b"x" * 4_000_000 + b"\x1b[2J\x07\xff\xfe tail\nmore\n"
+    )
     return path
 
 
-@pytest.mark.parametrize("command", [["check"], ["compile"], ["fmt", "--check"], ["render"],
-                                     ["test"]])
-def test_not_utf8_names_the_byte_with_a_short_escaped_excerpt(tmp_path: Path,
-                                                             command: list[str]) -> None:
+@pytest.mark.parametrize(
+    "command", [["check"], ["compile"], ["fmt", "--check"], ["render"], ["test"]]
+)
+def test_not_utf8_names_the_byte_with_a_short_escaped_excerpt(
+    tmp_path: Path, command: list[str]
+) -> None:
     path = _hostile_bytes(tmp_path)
     result = run_limited([*command, str(path)], cwd=tmp_path, **LIMITS)
     out = _clean(result, 1)
     column = len("speaker b  # ") + 4_000_000 + len("\x1b[2J\x07") + 1
     assert f"binary.flow:2:{column}" in out
     assert 'the file is not valid UTF-8 (byte 0xff, in "...' in out
-    assert "xxxx\\x1b[2J\\x07\\xff\\xfe tail\")" in out
+    assert 'xxxx\\x1b[2J\\x07\\xff\\xfe tail")' in out
     assert "\x1b" not in out and "\x07" not in out  # escaped, never sent to the terminal
     assert len(out) < 2000, len(out)
 
@@ -140,11 +144,15 @@ def test_api_reads_a_good_file(tmp_path: Path) -> None:
 
 def test_migrate_json_goes_through_the_bounded_reader(tmp_path: Path) -> None:
     path = tmp_path / "team.json"
-    path.write_text('{"provider": "autogen_agentchat.teams.RoundRobinGroupChat", '
-                    '"config": {"max_turns": ' + "9" * 5000 + "}}")
+    path.write_text(
+        '{"provider": "autogen_agentchat.teams.RoundRobinGroupChat", '
+        '"config": {"max_turns": ' + "9" * 5000 + "}}"
+    )
     result = run_limited(["migrate", str(path)], cwd=tmp_path, **LIMITS)
     out = _clean(result, 2)
-    assert "team.json:1:85" in out and "at most 4,300 digits" in out and "(at config.max_turns)" in out
+    assert (
+        "team.json:1:85" in out and "at most 4,300 digits" in out and "(at config.max_turns)" in out
+    )
     assert "bug in flowc" not in out
 
 
@@ -156,7 +164,7 @@ def test_migrate_json_nested_deep_names_the_place(tmp_path: Path) -> None:
     assert "nested more than 500 levels deep (at config[0]" in out and "deep.json:1:" in out
 
 
-MIGRATE_INPUT = '''
+MIGRATE_INPUT = """
 from autogen import ConversableAgent, GroupChat, GroupChatManager
 from tools import lookup
 
@@ -165,7 +173,7 @@ bot = ConversableAgent("bot", functions=[lookup])
 chat = GroupChat(agents=[user, bot], messages=[], max_round=4)
 manager = GroupChatManager(groupchat=chat)
 user.initiate_chat(manager, message="hi")
-'''
+"""
 
 
 @pytest.mark.parametrize("kind", ["zero", "fifo"])

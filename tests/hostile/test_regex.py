@@ -24,8 +24,10 @@ _sre: Any = importlib.import_module("_sre")
 # characters where Python's rules are subtle: case pairs outside ASCII (Kelvin sign, long s,
 # final sigma, dotted/dotless i, sharp s, a titlecase digraph), non-ASCII digits, word and
 # space characters, a line break, an emoji and a lone surrogate
-TRICKY = "aAbBkKsSiI_1 \n\t-.\u212a\u017f\u03c3\u03c2\u03a3\u0130\u0131\u00df\u1e9e\u01c5\u01c6" \
-         "\u00e9\u00c9\u0663\u00a0\u2028\u3000\U0001f600\ud800"
+TRICKY = (
+    "aAbBkKsSiI_1 \n\t-.\u212a\u017f\u03c3\u03c2\u03a3\u0130\u0131\u00df\u1e9e\u01c5\u01c6"
+    "\u00e9\u00c9\u0663\u00a0\u2028\u3000\U0001f600\ud800"
+)
 TEXT = st.text(alphabet=st.sampled_from(TRICKY), max_size=12)
 
 
@@ -36,34 +38,64 @@ def _escape(ch: str) -> str:
 LITERAL = st.sampled_from(TRICKY).map(_escape)
 CLASS_ITEM = st.one_of(
     LITERAL.filter(lambda s: s not in ("\\-",)),
-    st.sampled_from([r"\d", r"\w", r"\s", r"\D", r"\W", r"\S", "a-z", "A-Z", "0-9",
-                     "\u00c0-\u024f", "\u0370-\u03ff", "\\u0100-\\U0001f600"]),
+    st.sampled_from(
+        [
+            r"\d",
+            r"\w",
+            r"\s",
+            r"\D",
+            r"\W",
+            r"\S",
+            "a-z",
+            "A-Z",
+            "0-9",
+            "\u00c0-\u024f",
+            "\u0370-\u03ff",
+            "\\u0100-\\U0001f600",
+        ]
+    ),
 )
 CHAR_CLASS = st.builds(
     lambda neg, items: "[" + ("^" if neg else "") + "".join(items) + "]",
-    st.booleans(), st.lists(CLASS_ITEM, min_size=1, max_size=4),
+    st.booleans(),
+    st.lists(CLASS_ITEM, min_size=1, max_size=4),
 )
 ATOM = st.one_of(
-    LITERAL, CHAR_CLASS,
-    st.sampled_from([".", r"\d", r"\w", r"\s", r"\D", r"\W", r"\S", r"\b", r"\B", "^", r"\A", r"\Z"]),
+    LITERAL,
+    CHAR_CLASS,
+    st.sampled_from(
+        [".", r"\d", r"\w", r"\s", r"\D", r"\W", r"\S", r"\b", r"\B", "^", r"\A", r"\Z"]
+    ),
 )
-QUANT = st.sampled_from(["", "", "", "*", "+", "?", "*?", "+?", "??", "{2}", "{1,3}", "{0,2}?", "{2,}"])
+QUANT = st.sampled_from(
+    ["", "", "", "*", "+", "?", "*?", "+?", "??", "{2}", "{1,3}", "{0,2}?", "{2,}"]
+)
 
 
 def _group(inner: str, kind: str) -> str:
-    return {"plain": f"(?:{inner})", "capture": f"({inner})", "i": f"(?i:{inner})",
-            "s": f"(?s:{inner})", "m": f"(?m:{inner})", "a": f"(?a:{inner})",
-            "-i": f"(?-i:{inner})"}[kind]
+    return {
+        "plain": f"(?:{inner})",
+        "capture": f"({inner})",
+        "i": f"(?i:{inner})",
+        "s": f"(?s:{inner})",
+        "m": f"(?m:{inner})",
+        "a": f"(?a:{inner})",
+        "-i": f"(?-i:{inner})",
+    }[kind]
 
 
 def _patterns(depth: int) -> st.SearchStrategy[str]:
-    piece = st.builds(lambda a, q: a + (q if a not in ("^", r"\A", r"\Z", r"\b", r"\B") else ""),
-                      ATOM, QUANT)
+    piece = st.builds(
+        lambda a, q: a + (q if a not in ("^", r"\A", r"\Z", r"\b", r"\B") else ""), ATOM, QUANT
+    )
     if depth > 0:
         sub = _patterns(depth - 1)
-        grouped = st.builds(lambda alts, kind, q: _group("|".join(alts), kind) + q,
-                            st.lists(sub, min_size=1, max_size=3),
-                            st.sampled_from(["plain", "capture", "i", "s", "m", "a", "-i"]), QUANT)
+        grouped = st.builds(
+            lambda alts, kind, q: _group("|".join(alts), kind) + q,
+            st.lists(sub, min_size=1, max_size=3),
+            st.sampled_from(["plain", "capture", "i", "s", "m", "a", "-i"]),
+            QUANT,
+        )
         piece = st.one_of(piece, grouped)
     return st.lists(piece, min_size=0, max_size=4).map("".join)
 
@@ -159,8 +191,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("pattern", "what", "offset", "length"), REFUSED)
-def test_refusals_name_the_construct_and_where(pattern: str, what: str, offset: int,
-                                               length: int) -> None:
+def test_refusals_name_the_construct_and_where(
+    pattern: str, what: str, offset: int, length: int
+) -> None:
     problem = refusal(pattern)
     assert problem is not None and what in problem.message, problem
     assert (problem.offset, problem.length) == (offset, length), problem.message
@@ -179,8 +212,10 @@ def test_nothing_above_u20000_changes_case() -> None:
     assert not [c for c in range(0x20000, 0x110000) if lower(c) != c or upper(c)]
 
 
-@pytest.mark.parametrize("literal", list("kKsSiI\u212a\u017f\u03c3\u03c2\u03a3\u0130\u0131"
-                                         "\u00df\u1e9e\u01c5\u00b5\u039c\u03bc"))
+@pytest.mark.parametrize(
+    "literal",
+    list("kKsSiI\u212a\u017f\u03c3\u03c2\u03a3\u0130\u0131\u00df\u1e9e\u01c5\u00b5\u039c\u03bc"),
+)
 @pytest.mark.parametrize("flags", ["i", "ai"])
 def test_case_insensitive_literal_sets_are_pythons(literal: str, flags: str) -> None:
     """Every code point Python's `(?i)X` accepts, and no other, is in flowc's set."""
@@ -188,8 +223,11 @@ def test_case_insensitive_literal_sets_are_pythons(literal: str, flags: str) -> 
 
     every = "".join(map(chr, range(0x30000)))
     python = {ord(m.group()) for m in re.finditer(f"(?{flags}:{re.escape(literal)})", every)}
-    ours = {c for lo, hi in rx._set_of(rx._const.LITERAL, ord(literal), _flags(flags))
-            for c in range(lo, hi + 1)}
+    ours = {
+        c
+        for lo, hi in rx._set_of(rx._const.LITERAL, ord(literal), _flags(flags))
+        for c in range(lo, hi + 1)
+    }
     assert ours == python
 
 

@@ -33,8 +33,13 @@ def _verdict(pattern: str) -> dict[str, Any]:
         problem = refusal(pattern)
     if problem is None:
         return {"pattern": pattern, "accepted": True}
-    return {"pattern": pattern, "accepted": False, "message": problem.message,
-            "offset": problem.offset, "length": problem.length}
+    return {
+        "pattern": pattern,
+        "accepted": False,
+        "message": problem.message,
+        "offset": problem.offset,
+        "length": problem.length,
+    }
 
 
 def test_every_version_gives_the_corpus_the_same_verdicts(update_golden: bool) -> None:
@@ -45,7 +50,9 @@ def test_every_version_gives_the_corpus_the_same_verdicts(update_golden: bool) -
     expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
     by_pattern = {e["pattern"]: e for e in expected}
     differ = [(g, by_pattern.get(g["pattern"])) for g in got if by_pattern.get(g["pattern"]) != g]
-    shown = "\n".join(f"{g['pattern'][:60]!r}:\n  now      {g}\n  expected {e}" for g, e in differ[:10])
+    shown = "\n".join(
+        f"{g['pattern'][:60]!r}:\n  now      {g}\n  expected {e}" for g, e in differ[:10]
+    )
     assert not differ, f"{len(differ)} verdicts differ on Python {sys.version.split()[0]}:\n{shown}"
     assert [e["pattern"] for e in expected] == CORPUS, "the expected file is stale: --update-golden"
 
@@ -54,13 +61,20 @@ def _deep(frames: int, call: Callable[[], Any]) -> Any:
     return call() if frames == 0 else _deep(frames - 1, call)
 
 
-@pytest.mark.parametrize("shape", [
-    ("(", "", "a", ")"), ("(?:", "a|", "b", ")*"), ("(?i:", "a|", "b", ")*"), ("(", "a|", "b", ")+?"),
-    ("(?s:", "x|", "b", ")?"),
-])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        ("(", "", "a", ")"),
+        ("(?:", "a|", "b", ")*"),
+        ("(?i:", "a|", "b", ")*"),
+        ("(", "a|", "b", ")+?"),
+        ("(?s:", "x|", "b", ")?"),
+    ],
+)
 @pytest.mark.parametrize("caller_frames", [0, 400])
-def test_groups_nested_to_the_limit_compile_from_any_caller(shape: tuple[str, str, str, str],
-                                                            caller_frames: int) -> None:
+def test_groups_nested_to_the_limit_compile_from_any_caller(
+    shape: tuple[str, str, str, str], caller_frames: int
+) -> None:
     """The deepest allowed nesting, in the shapes that take the most stack, compiles
     from a caller already 400 frames deep (Python's limit is 1000) on every version:
     the verdict does not depend on the stack."""
@@ -78,9 +92,11 @@ def test_groups_nested_to_the_limit_compile_from_any_caller(shape: tuple[str, st
 def test_deep_nesting_names_the_first_group_too_deep() -> None:
     problem = refusal("a" + "(?:" * 60 + ")" * 60)
     assert problem is not None
-    assert problem.message == (f"groups nested too deeply (at offset {1 + 3 * MAX_DEPTH}): flowc "
-                               f"allows at most {MAX_DEPTH} levels of groups within groups, on "
-                               "every Python version")
+    assert problem.message == (
+        f"groups nested too deeply (at offset {1 + 3 * MAX_DEPTH}): flowc "
+        f"allows at most {MAX_DEPTH} levels of groups within groups, on "
+        "every Python version"
+    )
     assert (problem.offset, problem.length) == (1 + 3 * MAX_DEPTH, 3)
 
 
@@ -88,21 +104,32 @@ def test_deep_nesting_names_the_first_group_too_deep() -> None:
 def test_the_template_flag_is_unknown_on_every_version(pattern: str, offset: int) -> None:
     problem = refusal(pattern)
     assert problem is not None
-    assert problem.message == f"not a valid regular expression: unknown extension ?t (at offset {offset})"
+    assert (
+        problem.message
+        == f"not a valid regular expression: unknown extension ?t (at offset {offset})"
+    )
 
 
 @pytest.mark.parametrize("name", ["+1", " 1", "1_0", "\u0661"])
 def test_a_conditional_group_name_is_checked_as_312_does(name: str) -> None:
     problem = refusal(f"(a)(?({name})b)")
     assert problem is not None
-    assert problem.message == f"not a valid regular expression: bad character in group name {name!r} (at offset 6)"
+    assert (
+        problem.message
+        == f"not a valid regular expression: bad character in group name {name!r} (at offset 6)"
+    )
 
 
-@pytest.mark.parametrize(("pattern", "what", "offset", "length"), [
-    ("(?!)", "a lookahead `(?!...)`", 0, 3), ("a(?<!)", "a lookbehind `(?<!...)`", 1, 4),
-])
+@pytest.mark.parametrize(
+    ("pattern", "what", "offset", "length"),
+    [
+        ("(?!)", "a lookahead `(?!...)`", 0, 3),
+        ("a(?<!)", "a lookbehind `(?<!...)`", 1, 4),
+    ],
+)
 def test_an_empty_negative_lookaround_is_a_lookaround_on_every_version(
-        pattern: str, what: str, offset: int, length: int) -> None:
+    pattern: str, what: str, offset: int, length: int
+) -> None:
     """3.13 parses `(?!)` as the opcode FAILURE; flowc refuses it as the lookaround it is."""
     problem = refusal(pattern)
     assert problem is not None and problem.message.startswith(f"{what} (at offset {offset})")
@@ -111,7 +138,9 @@ def test_an_empty_negative_lookaround_is_a_lookaround_on_every_version(
 
 def test_a_count_over_pythons_own_limit_is_a_count_over_1000() -> None:
     problem = refusal("a{4294967296}")
-    assert problem is not None and problem.message.startswith("a repeat count over 1000 (at offset 1)")
+    assert problem is not None and problem.message.startswith(
+        "a repeat count over 1000 (at offset 1)"
+    )
 
 
 def test_character_names_are_unicode_14s() -> None:
@@ -119,7 +148,10 @@ def test_character_names_are_unicode_14s() -> None:
     still a valid pattern everywhere."""
     problem = refusal(r"x\N{WIRELESS}")
     assert problem is not None
-    assert problem.message == "not a valid regular expression: undefined character name 'WIRELESS' (at offset 1)"
+    assert (
+        problem.message
+        == "not a valid regular expression: undefined character name 'WIRELESS' (at offset 1)"
+    )
     assert compile_pattern("\\U0001f6dc").search("\U0001f6dc")
     assert compile_pattern(r"\N{LATIN SMALL LETTER A}").search("a")
 
@@ -135,7 +167,9 @@ UNICODE_14_ASSIGNED = 284_278
 def test_the_table_of_characters_newer_than_unicode_14_fits_this_python() -> None:
     """The table flowc refuses ``\\N{...}`` names from is exactly what this Python's
     Unicode assigned after 14.0 (a Python with a newer Unicode fails here: extend the table)."""
-    assert unicodedata.unidata_version in ("14.0.0", "15.0.0", "15.1.0"), unicodedata.unidata_version
+    assert unicodedata.unidata_version in ("14.0.0", "15.0.0", "15.1.0"), (
+        unicodedata.unidata_version
+    )
     newer = {c for lo, hi in rx._NEWER_THAN_UNICODE_14 for c in range(lo, hi + 1)}
     assigned = _assigned()
     if unicodedata.unidata_version == "14.0.0":

@@ -26,9 +26,19 @@ facts_module = importlib.import_module("flowc.compiler.analysis.facts")
 def priority_traps(n: int) -> str:
     """n dead rules with a written priority (each searched for a priority trap), and n
     context rules whose condition never holds (each searched for a first match)."""
-    lines = ["speaker user: human", "speaker a", "speaker b {", "  tool go sets k = 1", "}",
-             "start user", "max_turns 9", "context k = 0", "when from user then a",
-             "when from a then b", "when from b then a"]
+    lines = [
+        "speaker user: human",
+        "speaker a",
+        "speaker b {",
+        "  tool go sets k = 1",
+        "}",
+        "start user",
+        "max_turns 9",
+        "context k = 0",
+        "when from user then a",
+        "when from a then b",
+        "when from b then a",
+    ]
     lines += [f"when from a then user priority {1 + i % 3}" for i in range(n)]
     lines += [f"when context.k == {i + 5} then b" for i in range(n)]
     return "\n".join(lines) + "\n"
@@ -36,8 +46,15 @@ def priority_traps(n: int) -> str:
 
 def same_condition(n: int) -> str:
     """n rules with one condition: tried once per turn, not n times."""
-    lines = ["speaker user: human", "speaker a", "speaker b", "start user",
-             "when from user then a", "when from a then b", "when from b then a"]
+    lines = [
+        "speaker user: human",
+        "speaker a",
+        "speaker b",
+        "start user",
+        "when from user then a",
+        "when from a then b",
+        "when from b then a",
+    ]
     lines += ["when from a then user priority 2"] * n
     return "\n".join(lines) + "\n"
 
@@ -68,7 +85,9 @@ def _work(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
 
 
 @pytest.mark.parametrize("make", [priority_traps, same_condition])
-def test_checker_work_grows_linearly(make: Callable[[int], str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_checker_work_grows_linearly(
+    make: Callable[[int], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     small = _work(make(150), monkeypatch)
     large = _work(make(300), monkeypatch)
     assert large <= 2.3 * small, (small, large)

@@ -31,13 +31,13 @@ when from c then a
 
 
 def _script(tag: str, per_speaker: int, size: int = 0) -> str:
-    return json.dumps({"script": {s: [f"{tag}-{s}{i}-" + "x" * size for i in range(per_speaker)]
-                                  for s in "abc"}})
+    return json.dumps(
+        {"script": {s: [f"{tag}-{s}{i}-" + "x" * size for i in range(per_speaker)] for s in "abc"}}
+    )
 
 
 def _flowc(*args: str, **limits: object) -> Limited:
-    result = run_limited(list(args), memory_mib=1024, cpu_seconds=60, wall_seconds=60,
-                         **limits)  # type: ignore[arg-type]
+    result = run_limited(list(args), memory_mib=1024, cpu_seconds=60, wall_seconds=60, **limits)  # type: ignore[arg-type]
     assert not result.timed_out, f"flowc {' '.join(args)} hung"
     assert not result.traceback, result.stderr
     return result
@@ -55,8 +55,10 @@ def runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list
         assert main(["run", str(flow), "--script", str(script), "--db", str(db)]) == 0
     capsys.readouterr()
     con = sqlite3.connect(db)
-    ids = [r[0] for r in con.execute(
-        "SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)")]
+    ids = [
+        r[0]
+        for r in con.execute("SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)")
+    ]
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
     return db, ids
@@ -69,10 +71,13 @@ def _listed(out: str) -> list[str]:
 def test_a_damaged_row(runs: tuple[Path, list[str]]) -> None:
     db, ids = runs
     con = sqlite3.connect(db)
-    [(seq,)] = con.execute("SELECT seq FROM wal WHERE channel_id = ? AND event_type = ? "
-                           "ORDER BY seq LIMIT 1 OFFSET 3", (ids[1], "ag2.packet"))
-    [(pos,)] = con.execute("SELECT COUNT(*) FROM wal WHERE channel_id = ? AND seq <= ?",
-                           (ids[1], seq))
+    [(seq,)] = con.execute(
+        "SELECT seq FROM wal WHERE channel_id = ? AND event_type = ? ORDER BY seq LIMIT 1 OFFSET 3",
+        (ids[1], "ag2.packet"),
+    )
+    [(pos,)] = con.execute(
+        "SELECT COUNT(*) FROM wal WHERE channel_id = ? AND seq <= ?", (ids[1], seq)
+    )
     con.execute("UPDATE wal SET envelope = '{not json' WHERE seq = ?", (seq,))
     con.commit()
     con.close()
@@ -102,15 +107,16 @@ def test_damaged_pages(runs: tuple[Path, list[str]]) -> None:
     page_size = int.from_bytes(data[16:18], "big")
     page = data.find(b"TWO-b5-") // page_size
     assert page > 1
-    data[page * page_size:(page + 1) * page_size] = os.urandom(page_size)
+    data[page * page_size : (page + 1) * page_size] = os.urandom(page_size)
     bad = db.with_name("pages.db")
     bad.write_bytes(data)
     log = _flowc("log", "--db", str(bad))
     assert log.returncode == 1
     assert _listed(log.stdout) == ids
     assert f"{ids[1]}  damaged" in log.stdout
-    assert f"{bad}: run {ids[1]}: cannot read the WAL (database disk image is malformed)" \
-        in log.stderr
+    assert (
+        f"{bad}: run {ids[1]}: cannot read the WAL (database disk image is malformed)" in log.stderr
+    )
     for args in (["log", ids[1]], ["replay", ids[1]]):
         result = _flowc(*args, "--db", str(bad))
         assert result.returncode == 1 and f"{bad}: run {ids[1]}" in result.stderr
@@ -118,13 +124,18 @@ def test_damaged_pages(runs: tuple[Path, list[str]]) -> None:
     # everything past the header is garbage: no run can be read
     data[100:] = os.urandom(len(data) - 100)
     bad.write_bytes(data)
-    for args in (["log"], ["replay", "last"], ["resume", "last"],
-                 ["run", str(db.with_name("rr.flow")), "--script",
-                  str(db.with_name("ONE.json"))]):
+    for args in (
+        ["log"],
+        ["replay", "last"],
+        ["resume", "last"],
+        ["run", str(db.with_name("rr.flow")), "--script", str(db.with_name("ONE.json"))],
+    ):
         result = _flowc(*args, "--db", str(bad))
         assert result.returncode == 2, result.stderr
-        assert f"{bad}: cannot open the run database (database disk image is malformed)" \
+        assert (
+            f"{bad}: cannot open the run database (database disk image is malformed)"
             in result.stderr
+        )
 
 
 @pytest.mark.parametrize("drive", ["script", "agents"])
@@ -186,8 +197,10 @@ def test_a_read_only_database(readonly_folder: Path) -> None:
     for args in (["run", str(flow), "--script", str(script)], ["resume", "last"]):
         result = _flowc(*args, "--db", str(db), obey_file_modes=True)
         assert result.returncode == 2
-        assert f"{db}: cannot open the run database (attempt to write a readonly database)" \
-            in result.stderr, result.stderr
+        assert (
+            f"{db}: cannot open the run database (attempt to write a readonly database)"
+            in result.stderr
+        ), result.stderr
 
 
 def test_a_db_path_under_a_regular_file(tmp_path: Path) -> None:

@@ -69,16 +69,27 @@ ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment less what points Python elsewhere (PYTHONPATH, a
     bytecode prefix, the user's site folder, flowc's own settings)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHON", "FLOWC_")) and k != "VIRTUAL_ENV"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "FLOWC_")) and k != "VIRTUAL_ENV"
+    }
     env.update(PYTHONNOUSERSITE="1", NO_COLOR="1", **extra)
     return env
 
 
 def checked(argv: list[str | Path], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                          timeout=TIMEOUT, check=False, **kwargs)
-    assert proc.returncode == 0, f"{argv}: exit {proc.returncode}\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    proc = subprocess.run(
+        [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+        **kwargs,
+    )
+    assert proc.returncode == 0, (
+        f"{argv}: exit {proc.returncode}\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    )
     return proc
 
 
@@ -86,15 +97,32 @@ def source_files() -> list[str]:
     """The checkout's files as a release would take them: git's tracked and untracked but
     not ignored ones (a folder that is no git checkout: its files less caches)."""
     if shutil.which("git") is not None:
-        proc = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
-                               "--exclude-standard"], capture_output=True, timeout=TIMEOUT, check=False)
+        proc = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
         if proc.returncode == 0:
             names = [n for n in proc.stdout.decode().split("\0") if n]
             return [n for n in names if (ROOT / n).is_file()]
     skip = {".git", ".venv", "__pycache__", "build", "dist", "node_modules", ".cache", "out"}
-    return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
-            if p.is_file() and not skip & set(p.relative_to(ROOT).parts)
-            and not any(part.endswith(".egg-info") for part in p.parts)]
+    return [
+        str(p.relative_to(ROOT))
+        for p in ROOT.rglob("*")
+        if p.is_file()
+        and not skip & set(p.relative_to(ROOT).parts)
+        and not any(part.endswith(".egg-info") for part in p.parts)
+    ]
 
 
 def build_backend_ready() -> None:
@@ -106,8 +134,10 @@ def build_backend_ready() -> None:
         except importlib.metadata.PackageNotFoundError:
             version = "none"
         if version == "none" or not req.specifier.contains(version, prereleases=True):
-            pytest.fail(f"building flowc needs {line} (pyproject.toml's [build-system]), which the "
-                        f"[dev] extra installs; this interpreter has {req.name} {version}")
+            pytest.fail(
+                f"building flowc needs {line} (pyproject.toml's [build-system]), which the "
+                f"[dev] extra installs; this interpreter has {req.name} {version}"
+            )
 
 
 def build(hook: str, source: Path, out: Path) -> Path:
@@ -180,8 +210,9 @@ def bare_venv(where: Path, deps: Path) -> Path:
     """A virtual environment without pip that also sees the modules in ``deps``; its python."""
     checked([sys.executable, "-m", "venv", "--without-pip", where], env=clean_env())
     python = where / "bin" / "python"
-    purelib = checked([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                      env=clean_env()).stdout.strip()
+    purelib = checked(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], env=clean_env()
+    ).stdout.strip()
     Path(purelib, "_flowc_test_deps.pth").write_text(f"{deps}\n", encoding="utf-8")
     return python
 
@@ -191,9 +222,20 @@ def pip(python: Path | None, *args: str | Path, env: dict[str, str] | None = Non
     this one (``--target``); no index, no dependencies."""
     into = ["--python", str(python)] if python is not None else []
     command = args[0]
-    checked([sys.executable, "-m", "pip", "--disable-pip-version-check", *into, command, "--quiet",
-             *(["--no-index", "--no-deps"] if command == "install" else []), *args[1:]],
-            env=env or clean_env())
+    checked(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--disable-pip-version-check",
+            *into,
+            command,
+            "--quiet",
+            *(["--no-index", "--no-deps"] if command == "install" else []),
+            *args[1:],
+        ],
+        env=env or clean_env(),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +248,9 @@ def deps(dists: Dists, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def backend(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The build backend, linked into a folder of its own: pip builds the sdist and the
     editable install with it (``--no-build-isolation``: no index to fetch it from)."""
-    return link_distributions(PYPROJECT["build-system"]["requires"], tmp_path_factory.mktemp("backend"))
+    return link_distributions(
+        PYPROJECT["build-system"]["requires"], tmp_path_factory.mktemp("backend")
+    )
 
 
 # ── the forms ───────────────────────────────────────────────────────────────────────
@@ -220,12 +264,23 @@ class Install:
     home: Path  # where `flowc` must be imported from
     env: dict[str, str]
 
-    def run(self, *args: str | Path, code: int = 0, work: Path,
-            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([*self.flowc, *map(str, args)], capture_output=True, text=True,
-                              timeout=TIMEOUT, check=False, cwd=work, env=self.env, input=stdin)
-        assert proc.returncode == code, (f"{self.form}: flowc {args}: exit {proc.returncode}\n"
-                                         f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    def run(
+        self, *args: str | Path, code: int = 0, work: Path, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [*self.flowc, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+            cwd=work,
+            env=self.env,
+            input=stdin,
+        )
+        assert proc.returncode == code, (
+            f"{self.form}: flowc {args}: exit {proc.returncode}\n"
+            f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+        )
         return proc
 
 
@@ -234,7 +289,10 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     out = {}
     for path in [folder, *folder.rglob("*")]:
         st = path.lstat()
-        out[str(path.relative_to(folder))] = (st.st_size if not path.is_dir() else 0, st.st_mtime_ns)
+        out[str(path.relative_to(folder))] = (
+            st.st_size if not path.is_dir() else 0,
+            st.st_mtime_ns,
+        )
     return out
 
 
@@ -242,7 +300,8 @@ def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]
     return sorted(
         [f"added {p}" for p in after.keys() - before.keys()]
         + [f"removed {p}" for p in before.keys() - after.keys()]
-        + [f"changed {p}" for p in before.keys() & after.keys() if before[p] != after[p]])
+        + [f"changed {p}" for p in before.keys() & after.keys() if before[p] != after[p]]
+    )
 
 
 @dataclass(frozen=True)
@@ -254,21 +313,40 @@ class ReadOnly:
 def make_wheel(dists: Dists, deps: Path, backend: Path, where: Path) -> Install:
     python = bare_venv(where / "venv", deps)
     pip(python, "install", dists.wheel)
-    return Install("wheel", python, [str(where / "venv" / "bin" / "flowc")], where / "venv", clean_env())
+    return Install(
+        "wheel", python, [str(where / "venv" / "bin" / "flowc")], where / "venv", clean_env()
+    )
 
 
 def make_sdist(dists: Dists, deps: Path, backend: Path, where: Path) -> Install:
     python = bare_venv(where / "venv", deps)
-    pip(python, "install", "--no-build-isolation", dists.sdist, env=clean_env(PYTHONPATH=str(backend)))
-    return Install("sdist", python, [str(where / "venv" / "bin" / "flowc")], where / "venv", clean_env())
+    pip(
+        python,
+        "install",
+        "--no-build-isolation",
+        dists.sdist,
+        env=clean_env(PYTHONPATH=str(backend)),
+    )
+    return Install(
+        "sdist", python, [str(where / "venv" / "bin" / "flowc")], where / "venv", clean_env()
+    )
 
 
 def make_editable(dists: Dists, deps: Path, backend: Path, where: Path) -> Install:
     python = bare_venv(where / "venv", deps)
     tree = where / "tree"
     shutil.copytree(dists.source, tree)
-    pip(python, "install", "--no-build-isolation", "-e", tree, env=clean_env(PYTHONPATH=str(backend)))
-    return Install("editable", python, [str(where / "venv" / "bin" / "flowc")], tree / "flowc", clean_env())
+    pip(
+        python,
+        "install",
+        "--no-build-isolation",
+        "-e",
+        tree,
+        env=clean_env(PYTHONPATH=str(backend)),
+    )
+    return Install(
+        "editable", python, [str(where / "venv" / "bin" / "flowc")], tree / "flowc", clean_env()
+    )
 
 
 def make_target(dists: Dists, deps: Path, backend: Path, where: Path) -> Install:
@@ -278,8 +356,13 @@ def make_target(dists: Dists, deps: Path, backend: Path, where: Path) -> Install
     for path in [target, *target.rglob("*")]:
         if not path.is_symlink():
             path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-    return Install("target", python, [str(python), "-m", "flowc"], target / "flowc",
-                   clean_env(PYTHONPATH=str(target)))
+    return Install(
+        "target",
+        python,
+        [str(python), "-m", "flowc"],
+        target / "flowc",
+        clean_env(PYTHONPATH=str(target)),
+    )
 
 
 def make_zip(dists: Dists, deps: Path, backend: Path, where: Path) -> Install:
@@ -289,19 +372,28 @@ def make_zip(dists: Dists, deps: Path, backend: Path, where: Path) -> Install:
         for name in wheel.namelist():
             if name.startswith("flowc/"):
                 z.writestr(name, wheel.read(name))
-    return Install("zip", python, [str(python), "-m", "flowc"], archive / "flowc",
-                   clean_env(PYTHONPATH=str(archive)))
+    return Install(
+        "zip",
+        python,
+        [str(python), "-m", "flowc"],
+        archive / "flowc",
+        clean_env(PYTHONPATH=str(archive)),
+    )
 
 
 MAKERS: dict[str, Callable[[Dists, Path, Path, Path], Install]] = {
-    "wheel": make_wheel, "sdist": make_sdist, "editable": make_editable,
-    "target": make_target, "zip": make_zip,
+    "wheel": make_wheel,
+    "sdist": make_sdist,
+    "editable": make_editable,
+    "target": make_target,
+    "zip": make_zip,
 }
 
 
 @pytest.fixture(scope="module")
-def read_only(tmp_path_factory: pytest.TempPathFactory, dists: Dists, deps: Path,
-              backend: Path) -> Iterator[tuple[Install, ReadOnly]]:
+def read_only(
+    tmp_path_factory: pytest.TempPathFactory, dists: Dists, deps: Path, backend: Path
+) -> Iterator[tuple[Install, ReadOnly]]:
     """The ``--target`` install, read-only, with its paths as they were after the install."""
     where = tmp_path_factory.mktemp("target")
     install = make_target(dists, deps, backend, where)
@@ -313,8 +405,13 @@ def read_only(tmp_path_factory: pytest.TempPathFactory, dists: Dists, deps: Path
 
 
 @pytest.fixture(scope="module", params=FORMS)
-def install(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-            dists: Dists, deps: Path, backend: Path) -> Install:
+def install(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    dists: Dists,
+    deps: Path,
+    backend: Path,
+) -> Install:
     if request.param == "target":
         installed: Install = request.getfixturevalue("read_only")[0]
         return installed
@@ -350,8 +447,14 @@ def test_the_wheel_holds_the_package_and_its_data_and_nothing_of_the_tests(dists
     assert not modules - names, sorted(modules - names)
     (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
     assert {n.split("/", 1)[0] for n in names} == {"flowc", metadata.split("/", 1)[0]}
-    strays = [n for n in names if "/tests/" in f"/{n}" or "__pycache__" in n or n.endswith(".pyc")
-              or PurePosixPath(n).name.startswith(("test_", "conftest"))]
+    strays = [
+        n
+        for n in names
+        if "/tests/" in f"/{n}"
+        or "__pycache__" in n
+        or n.endswith(".pyc")
+        or PurePosixPath(n).name.startswith(("test_", "conftest"))
+    ]
     assert not strays, strays
 
 
@@ -367,8 +470,9 @@ def test_the_sdist_holds_the_grammar_the_docs_pages_and_py_typed(dists: Dists) -
 
 
 def test_flowc_is_imported_from_the_installed_form(install: Install, work: Path) -> None:
-    proc = checked([install.python, "-c", "import flowc; print(flowc.__file__)"], cwd=work,
-                   env=install.env)
+    proc = checked(
+        [install.python, "-c", "import flowc; print(flowc.__file__)"], cwd=work, env=install.env
+    )
     imported = Path(proc.stdout.strip())
     assert imported.is_relative_to(install.home), (install.form, imported)
     assert not imported.is_relative_to(ROOT)
@@ -400,9 +504,14 @@ class LspClient:
 
     def __init__(self, install: Install, work: Path) -> None:
         self.stderr = (work / "lsp.stderr").open("w+b")
-        self.proc = subprocess.Popen([*install.flowc, "lsp"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stderr, cwd=work,
-                                     env=install.env)
+        self.proc = subprocess.Popen(
+            [*install.flowc, "lsp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            cwd=work,
+            env=install.env,
+        )
         self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -435,8 +544,12 @@ class LspClient:
             try:
                 message = self.messages.get(timeout=max(deadline - time.monotonic(), 0.01))
             except queue.Empty:
-                raise AssertionError(f"no answer from `flowc lsp`; its stderr:\n{self.errors()}") from None
-            assert message is not None, f"`flowc lsp` closed its output; its stderr:\n{self.errors()}"
+                raise AssertionError(
+                    f"no answer from `flowc lsp`; its stderr:\n{self.errors()}"
+                ) from None
+            assert message is not None, (
+                f"`flowc lsp` closed its output; its stderr:\n{self.errors()}"
+            )
             if wanted(message):
                 return message
 
@@ -458,18 +571,33 @@ def lsp_session(install: Install, work: Path) -> None:
     down and exit: the server ends with status 0."""
     client = LspClient(install, work)
     try:
-        client.send("initialize", {"processId": os.getpid(), "rootUri": work.as_uri(),
-                                   "capabilities": {}}, id=1)
+        client.send(
+            "initialize",
+            {"processId": os.getpid(), "rootUri": work.as_uri(), "capabilities": {}},
+            id=1,
+        )
         answer = client.wait(lambda m: m.get("id") == 1)
         assert answer["result"]["capabilities"]["hoverProvider"], answer
         client.send("initialized", {})
         doc = work / "review.flow"
         shutil.copy(REVIEW, doc)
-        client.send("textDocument/didOpen", {"textDocument": {
-            "uri": doc.as_uri(), "languageId": "flow", "version": 1,
-            "text": doc.read_text(encoding="utf-8")}})
-        published = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
-                                and m["params"]["uri"] == doc.as_uri())
+        client.send(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": doc.as_uri(),
+                    "languageId": "flow",
+                    "version": 1,
+                    "text": doc.read_text(encoding="utf-8"),
+                }
+            },
+        )
+        published = client.wait(
+            lambda m: (
+                m.get("method") == "textDocument/publishDiagnostics"
+                and m["params"]["uri"] == doc.as_uri()
+            )
+        )
         assert "W204" in {d.get("code") for d in published["params"]["diagnostics"]}, published
         client.send("shutdown", None, id=2)
         assert client.wait(lambda m: m.get("id") == 2)["result"] is None
@@ -487,7 +615,9 @@ def test_lsp_initializes_reports_and_exits(install: Install, work: Path) -> None
 
 
 @pytest.fixture(scope="module")
-def written(read_only: tuple[Install, ReadOnly], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def written(
+    read_only: tuple[Install, ReadOnly], tmp_path_factory: pytest.TempPathFactory
+) -> list[str]:
     """What changed in the read-only ``--target`` folder since its install, once every
     command ran from it (here, and in the tests of the ``target`` form)."""
     install, folder = read_only
@@ -505,8 +635,9 @@ def test_nothing_is_written_into_a_read_only_install(written: list[str]) -> None
 
 
 @pytest.fixture(scope="module")
-def uninstalled(tmp_path_factory: pytest.TempPathFactory, dists: Dists, deps: Path,
-                backend: Path) -> Install:
+def uninstalled(
+    tmp_path_factory: pytest.TempPathFactory, dists: Dists, deps: Path, backend: Path
+) -> Install:
     """A wheel install that ran a command (as its user would), then ``pip uninstall``."""
     where = tmp_path_factory.mktemp("uninstall")
     install = make_wheel(dists, deps, backend, where)
@@ -517,16 +648,27 @@ def uninstalled(tmp_path_factory: pytest.TempPathFactory, dists: Dists, deps: Pa
 
 def test_pip_uninstall_removes_the_files_it_installed(uninstalled: Install) -> None:
     assert not Path(uninstalled.flowc[0]).exists()
-    purelib = checked([uninstalled.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                      env=uninstalled.env).stdout.strip()
-    left = sorted(str(p.relative_to(purelib)) for p in Path(purelib).rglob("*")
-                  if p.name.startswith("flowc") or "flowc" in p.relative_to(purelib).parts[:1])
+    purelib = checked(
+        [uninstalled.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        env=uninstalled.env,
+    ).stdout.strip()
+    left = sorted(
+        str(p.relative_to(purelib))
+        for p in Path(purelib).rglob("*")
+        if p.name.startswith("flowc") or "flowc" in p.relative_to(purelib).parts[:1]
+    )
     assert not left, left
 
 
 def test_after_pip_uninstall_flowc_is_not_importable(uninstalled: Install, tmp_path: Path) -> None:
-    proc = subprocess.run([str(uninstalled.python), "-c", "import flowc; print(flowc.__path__)"],
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False, cwd=tmp_path,
-                          env=uninstalled.env)
+    proc = subprocess.run(
+        [str(uninstalled.python), "-c", "import flowc; print(flowc.__path__)"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+        cwd=tmp_path,
+        env=uninstalled.env,
+    )
     assert proc.returncode == 1, proc.stdout
     assert "ModuleNotFoundError: No module named 'flowc'" in proc.stderr

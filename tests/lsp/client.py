@@ -37,13 +37,18 @@ async def open_doc(client: LanguageClient, text: str, name: str = "") -> str:
     path = root / (name or f"doc{_opened}.flow")
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=text)))
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="flow", version=1, text=text)
+        )
+    )
     client.last_diagnostics = await wait_diagnostics(client, uri)  # type: ignore[attr-defined]
     return uri
 
 
-async def wait_diagnostics(client: LanguageClient, uri: str, timeout: float = 30) -> list[lsp.Diagnostic]:
+async def wait_diagnostics(
+    client: LanguageClient, uri: str, timeout: float = 30
+) -> list[lsp.Diagnostic]:
     """The next diagnostics published for ``uri`` (the caller pops the old ones before
     the edit), taken out so that the next wait sees only newer ones."""
     deadline = time.monotonic() + timeout
@@ -54,8 +59,9 @@ async def wait_diagnostics(client: LanguageClient, uri: str, timeout: float = 30
     raise AssertionError(f"no diagnostics for {uri}")
 
 
-async def wait_version(client: LanguageClient, uri: str, version: int,
-                       timeout: float = 30) -> list[lsp.Diagnostic]:
+async def wait_version(
+    client: LanguageClient, uri: str, version: int, timeout: float = 30
+) -> list[lsp.Diagnostic]:
     """The diagnostics published for ``version`` of ``uri`` (the server publishes each
     with the version it analysed)."""
     published: list[lsp.PublishDiagnosticsParams] = client.published  # type: ignore[attr-defined]
@@ -75,9 +81,12 @@ def versions(client: LanguageClient, uri: str) -> list[int | None]:
 
 
 def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
-    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-        lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [lsp.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
 
 
 def position_of(text: str, needle: str, nth: int = 0, offset: int = 1) -> lsp.Position:
@@ -97,7 +106,9 @@ def apply_edits(text: str, edits: Sequence[lsp.TextEdit]) -> str:
     for line in lines:
         starts.append(starts[-1] + len(line))
     out = text
-    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+    for e in sorted(
+        edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
         begin = starts[e.range.start.line] + e.range.start.character
         end = starts[min(e.range.end.line, len(lines))] + e.range.end.character
         out = out[:begin] + e.new_text + out[end:]
@@ -116,7 +127,8 @@ def apply(text: str, edit: lsp.WorkspaceEdit) -> str:
 async def hover_text(client: LanguageClient, uri: str, position: lsp.Position) -> str | None:
     """The text of the hover at ``position`` (None when there is none)."""
     hover = await client.text_document_hover_async(
-        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), position))
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), position)
+    )
     if hover is None:
         return None
     assert isinstance(hover.contents, lsp.MarkupContent)

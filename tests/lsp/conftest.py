@@ -29,8 +29,10 @@ HOLD = Path(tempfile.mkdtemp(prefix="flowc-lsp-hold-")) / "hold"
 
 
 @pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "tests.lsp.held_server"],
-                              server_env={**os.environ, "FLOWC_TEST_HOLD": str(HOLD)}),
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "tests.lsp.held_server"],
+        server_env={**os.environ, "FLOWC_TEST_HOLD": str(HOLD)},
+    ),
     scope="module",
 )
 async def held_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
@@ -63,8 +65,9 @@ async def start(lsp_client: LanguageClient, request: pytest.FixtureRequest) -> N
     features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = record
     lsp_client.published = published  # type: ignore[attr-defined]
     result = await lsp_client.initialize_session(
-        lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"),
-                             root_uri=root.as_uri())
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri()
+        )
     )
     lsp_client.root = root  # type: ignore[attr-defined]
     lsp_client.server_caps = result.capabilities  # type: ignore[attr-defined]

@@ -19,16 +19,19 @@ from tests.lsp.client import TRAP, apply, open_doc, wait_diagnostics
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-
 def codes(text: str) -> list[str]:
     return sorted(d.code.id for d in check_source(SourceFile("f.flow", text)))
 
 
 async def actions_on(client: LanguageClient, uri: str, line: int) -> dict[str, lsp.CodeAction]:
     diags = client.last_diagnostics  # type: ignore[attr-defined]
-    result = await client.text_document_code_action_async(lsp.CodeActionParams(
-        lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
-        lsp.CodeActionContext(diagnostics=[d for d in diags if d.range.start.line == line])))
+    result = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
+            lsp.CodeActionContext(diagnostics=[d for d in diags if d.range.start.line == line]),
+        )
+    )
     assert result is not None
     out = {}
     for a in result:
@@ -54,10 +57,15 @@ async def test_priority_trap_fix(client: LanguageClient) -> None:
     assert codes(fixed) == []
 
 
-async def test_priority_fix_sorts_before_the_lowest_written_priority(client: LanguageClient) -> None:
-    text = TRAP.replace("when from user     then drafter",
-                             "when from user     then drafter priority -5")
-    text = text.replace("when from reviewer then drafter", "when from reviewer then drafter priority -3")
+async def test_priority_fix_sorts_before_the_lowest_written_priority(
+    client: LanguageClient,
+) -> None:
+    text = TRAP.replace(
+        "when from user     then drafter", "when from user     then drafter priority -5"
+    )
+    text = text.replace(
+        "when from reviewer then drafter", "when from reviewer then drafter priority -3"
+    )
     assert "W204" in codes(text)
     uri = await open_doc(client, text)
     found = await actions_on(client, uri, line_of(text, "priority 100"))
@@ -73,8 +81,8 @@ async def test_dead_otherwise_and_dead_rule_are_removed(client: LanguageClient) 
         "max_turns 10\n"
         "when from user then bot\n"
         "when from bot then user\n"
-        "when from bot then terminate \"never\"  # shadowed\n"
-        "otherwise terminate \"unused\"\n"
+        'when from bot then terminate "never"  # shadowed\n'
+        'otherwise terminate "unused"\n'
     )
     assert codes(text) == ["W202", "W203"]
     uri = await open_doc(client, text)
@@ -109,7 +117,7 @@ async def test_max_turns_fix(client: LanguageClient) -> None:
     text = (
         "speaker user: human\nspeaker a\nspeaker b\nspeaker c\nstart user\nmax_turns 2\n"
         "when from user then a\nwhen from a then b\nwhen from b then c\n"
-        "when from c then terminate \"done\"\n"
+        'when from c then terminate "done"\n'
     )
     assert "W212" in codes(text)
     uri = await open_doc(client, text)
@@ -125,14 +133,18 @@ async def test_ignore_comment_insertion(client: LanguageClient) -> None:
     fix = (await actions_on(client, uri, line))["Ignore W204 on this line (# flowc: ignore[W204])"]
     assert fix.edit is not None
     ignored = apply(TRAP, fix.edit)
-    assert ignored.splitlines()[line].endswith('priority 100  # flowc: ignore[W204]')
+    assert ignored.splitlines()[line].endswith("priority 100  # flowc: ignore[W204]")
     assert codes(ignored) == []
     # a line with another comment: the ignore goes first; with an ignore comment: the code joins it
-    for before, after in ((" # why", " # flowc: ignore[W204] # why"),
-                          (" # flowc: ignore[W203]", " # flowc: ignore[W203, W204]")):
+    for before, after in (
+        (" # why", " # flowc: ignore[W204] # why"),
+        (" # flowc: ignore[W203]", " # flowc: ignore[W203, W204]"),
+    ):
         text = TRAP.replace("priority 100", "priority 100" + before)
         other = await open_doc(client, text)
-        fix = (await actions_on(client, other, line))["Ignore W204 on this line (# flowc: ignore[W204])"]
+        fix = (await actions_on(client, other, line))[
+            "Ignore W204 on this line (# flowc: ignore[W204])"
+        ]
         assert fix.edit is not None
         done = apply(text, fix.edit)
         assert done.splitlines()[line].endswith("priority 100" + after), done
@@ -140,43 +152,57 @@ async def test_ignore_comment_insertion(client: LanguageClient) -> None:
 
 
 async def test_unused_ignore_is_removed(client: LanguageClient) -> None:
-    text = TRAP.replace("when from user     then drafter",
-                             "when from user     then drafter  # flowc: ignore[W203]")
+    text = TRAP.replace(
+        "when from user     then drafter", "when from user     then drafter  # flowc: ignore[W203]"
+    )
     assert codes(text) == ["W204", "X001"]
     uri = await open_doc(client, text)
-    fix = (await actions_on(client, uri, line_of(text, "ignore[W203]")))["Remove the ignore comment"]
+    fix = (await actions_on(client, uri, line_of(text, "ignore[W203]")))[
+        "Remove the ignore comment"
+    ]
     assert fix.edit is not None
     assert apply(text, fix.edit) == TRAP
 
 
-async def test_hover_on_a_diagnostic_code_and_a_quick_fix_needs_current_text(client: LanguageClient) -> None:
+async def test_hover_on_a_diagnostic_code_and_a_quick_fix_needs_current_text(
+    client: LanguageClient,
+) -> None:
     """Hovering the squiggle of a finding shows its `flowc explain` page."""
     from flowc.commands.check import page
+
     uri = await open_doc(client, TRAP)
     line = line_of(TRAP, "priority 100")
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), lsp.Position(line, 60)))  # on `priority 100`
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(line, 60))
+    )  # on `priority 100`
     assert hover is not None
     assert page("W204") in hover.contents.value  # type: ignore[union-attr]
 
 
 async def test_diagram_command_is_render_check(client: LanguageClient, tmp_path: Path) -> None:
     uri = await open_doc(client, TRAP, "diagram.flow")
-    svg = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
-        command="flowc.diagram", arguments=[uri]))
+    svg = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="flowc.diagram", arguments=[uri])
+    )
     assert svg["findings"] == 1
     assert svg["svg"].lstrip().startswith(("<?xml", "<svg", "<!DOCTYPE"))
     assert COLORS["trap"] in svg["svg"]  # the priority trap is drawn
     path = client.root / "diagram.flow"  # type: ignore[attr-defined]
-    cli = subprocess.run([sys.executable, "-m", "flowc", "render", "--check", "-f", "svg", str(path)],
-                         capture_output=True, text=True, timeout=120, check=False)
+    cli = subprocess.run(
+        [sys.executable, "-m", "flowc", "render", "--check", "-f", "svg", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert cli.returncode == 0, cli.stderr
     assert svg["svg"] == cli.stdout
     # a flow with errors has no diagram: the request fails with the reason
     bad = await open_doc(client, "speaker a\nwhen from a then b\n")
     with pytest.raises(Exception) as refused:
-        await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
-            command="flowc.diagram", arguments=[bad]))
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(command="flowc.diagram", arguments=[bad])
+        )
     assert "E101" in str(refused.value)
 
 
@@ -187,12 +213,18 @@ async def test_a_changed_pyproject_rechecks_open_documents(client: LanguageClien
     uri = await open_doc(client, TRAP, "watched/trap.flow")
     assert [d.code for d in client.last_diagnostics] == ["W204"]  # type: ignore[attr-defined]
     # the server asked the editor to watch every pyproject.toml
-    watches = [r for r in client.registrations  # type: ignore[attr-defined]
-               if r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    watches = [
+        r
+        for r in client.registrations  # type: ignore[attr-defined]
+        if r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    ]
     assert len(watches) == 1
     assert watches[0].register_options["watchers"][0]["globPattern"] == "**/pyproject.toml"
     pyproject = project / "pyproject.toml"
     pyproject.write_text('[tool.flowc]\nignore = ["W204"]\n', encoding="utf-8")
-    client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[
-        lsp.FileEvent(uri=pyproject.as_uri(), type=lsp.FileChangeType.Created)]))
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            changes=[lsp.FileEvent(uri=pyproject.as_uri(), type=lsp.FileChangeType.Created)]
+        )
+    )
     assert await wait_diagnostics(client, uri) == []

@@ -39,14 +39,16 @@ scenario "approve" {
 """
 
 
-async def complete(client: LanguageClient, uri: str, text: str, pos: lsp.Position | None = None
-                   ) -> list[tuple[str, lsp.CompletionItemKind | None]]:
+async def complete(
+    client: LanguageClient, uri: str, text: str, pos: lsp.Position | None = None
+) -> list[tuple[str, lsp.CompletionItemKind | None]]:
     """Complete at the end of ``text`` (after it was sent as the document's new text)."""
     if pos is None:
         lines = text.split("\n")
         pos = lsp.Position(len(lines) - 1, len(lines[-1]))
-    result = await client.text_document_completion_async(lsp.CompletionParams(
-        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    result = await client.text_document_completion_async(
+        lsp.CompletionParams(text_document=lsp.TextDocumentIdentifier(uri), position=pos)
+    )
     assert isinstance(result, lsp.CompletionList)
     return [(i.label, i.kind) for i in result.items]
 
@@ -71,8 +73,8 @@ async def test_completion_of_names_by_place(client: LanguageClient) -> None:
         ("start ", [("user", Kind.Class), ("drafter", Kind.Class), ("reviewer", Kind.Class)]),
         ("when tool ", [("approve", Kind.Method), ("reject", Kind.Method)]),
         ("when context.", [("approved", Kind.Variable)]),
-        ("scenario \"s\" {\n  reviewer calls ", [("approve", Kind.Method), ("reject", Kind.Method)]),
-        ("scenario \"s\" {\n  expect next d", [("drafter", Kind.Class)]),
+        ('scenario "s" {\n  reviewer calls ', [("approve", Kind.Method), ("reject", Kind.Method)]),
+        ('scenario "s" {\n  expect next d', [("drafter", Kind.Class)]),
     ]
     for tail, expected in cases:
         text = FLOW + tail
@@ -82,10 +84,18 @@ async def test_completion_of_names_by_place(client: LanguageClient) -> None:
     text = FLOW + "when from user then "
     await typed(client, uri, text)
     got = await complete(client, uri, text)
-    assert got[:4] == [("user", Kind.Class), ("drafter", Kind.Class), ("reviewer", Kind.Class),
-                       ("pick", Kind.Function)]
+    assert got[:4] == [
+        ("user", Kind.Class),
+        ("drafter", Kind.Class),
+        ("reviewer", Kind.Class),
+        ("pick", Kind.Function),
+    ]
     assert sorted(label for label, kind in got if kind == Kind.Keyword) == [
-        "initiator", "next", "stay", "terminate"]
+        "initiator",
+        "next",
+        "stay",
+        "terminate",
+    ]
 
 
 async def test_completion_of_keywords_the_grammar_allows(client: LanguageClient) -> None:
@@ -93,15 +103,32 @@ async def test_completion_of_keywords_the_grammar_allows(client: LanguageClient)
     # at the start of a statement: the statement keywords, nothing else
     text = FLOW
     got = await complete(client, uri, text)
-    assert sorted(label for label, _ in got) == sorted([
-        "flow", "speaker", "speakers", "start", "initiator", "max_turns", "context", "when",
-        "otherwise", "sequence", "round_robin", "condition", "target", "scenario"])
+    assert sorted(label for label, _ in got) == sorted(
+        [
+            "flow",
+            "speaker",
+            "speakers",
+            "start",
+            "initiator",
+            "max_turns",
+            "context",
+            "when",
+            "otherwise",
+            "sequence",
+            "round_robin",
+            "condition",
+            "target",
+            "scenario",
+        ]
+    )
     # after `when`: what starts a condition, and the declared custom condition
     text = FLOW + "when "
     await typed(client, uri, text)
     got = await complete(client, uri, text)
-    assert got == [("urgent", Kind.Function), *[(k, Kind.Keyword) for k in
-                                                ("always", "context", "from", "not", "tool")]]
+    assert got == [
+        ("urgent", Kind.Function),
+        *[(k, Kind.Keyword) for k in ("always", "context", "from", "not", "tool")],
+    ]
     # inside a speaker's block: `tool` or `sets`; a typed prefix narrows the keywords
     text = FLOW + "speaker extra {\n  t"
     await typed(client, uri, text)
@@ -118,29 +145,40 @@ async def test_completion_of_declared_reasons(client: LanguageClient) -> None:
     await typed(client, uri, text)
     got = await complete(client, uri, text)
     # in file order: the tool's `finishes` (line 7), then the rule's `terminate`
-    assert [g for g in got if g[1] == Kind.Value] == [('"rejected"', Kind.Value),
-                                                      ('"approved"', Kind.Value)]
+    assert [g for g in got if g[1] == Kind.Value] == [
+        ('"rejected"', Kind.Value),
+        ('"approved"', Kind.Value),
+    ]
     text = FLOW + 'when from drafter then terminate "rej'
     await typed(client, uri, text)
     assert await complete(client, uri, text) == [('"rejected"', Kind.Value)]
 
 
 async def test_completion_after_expect_terminate_offers_the_reasons_a_run_records(
-        client: LanguageClient) -> None:
+    client: LanguageClient,
+) -> None:
     """After `expect terminate` only reasons a run can close with are offered: an empty
     `finishes ""` or `terminate ""` closes as "finished" / "workflow_terminated" (so `""`,
     which check refuses there with E111, is not offered), and a cap closes as "max_turns"."""
-    flow = FLOW.replace('tool reject finishes "rejected"',
-                        'tool reject finishes "rejected"\n  tool stop finishes ""')
-    flow = flow.replace("when from reviewer then drafter",
-                        'when from reviewer then drafter\nwhen from user then terminate ""')
+    flow = FLOW.replace(
+        'tool reject finishes "rejected"',
+        'tool reject finishes "rejected"\n  tool stop finishes ""',
+    )
+    flow = flow.replace(
+        "when from reviewer then drafter",
+        'when from reviewer then drafter\nwhen from user then terminate ""',
+    )
     uri = await open_doc(client, flow)
     text = flow + 'scenario "s" {\n  user: "hi"\n  expect terminate '
     await typed(client, uri, text)
     got = [g for g in await complete(client, uri, text) if g[1] == Kind.Value]
-    assert got == [('"rejected"', Kind.Value), ('"finished"', Kind.Value),
-                   ('"max_turns"', Kind.Value), ('"approved"', Kind.Value),
-                   ('"workflow_terminated"', Kind.Value)]
+    assert got == [
+        ('"rejected"', Kind.Value),
+        ('"finished"', Kind.Value),
+        ('"max_turns"', Kind.Value),
+        ('"approved"', Kind.Value),
+        ('"workflow_terminated"', Kind.Value),
+    ]
     # a rule's own `terminate` still offers what the flow writes, `""` included
     text = flow + "when from drafter then terminate "
     await typed(client, uri, text)
@@ -157,8 +195,9 @@ async def test_completion_goes_on_after_an_unfinished_statement(client: Language
 
 async def test_semantic_tokens(client: LanguageClient) -> None:
     uri = await open_doc(client, FLOW)
-    result = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(
-        lsp.TextDocumentIdentifier(uri)))
+    result = await client.text_document_semantic_tokens_full_async(
+        lsp.SemanticTokensParams(lsp.TextDocumentIdentifier(uri))
+    )
     assert result is not None
     legend = client.server_caps.semantic_tokens_provider.legend  # type: ignore[attr-defined]
     lines = FLOW.split("\n")
@@ -166,10 +205,10 @@ async def test_semantic_tokens(client: LanguageClient) -> None:
     line = col = 0
     data = result.data
     for i in range(0, len(data), 5):
-        dl, dc, length, kind, mods = data[i:i + 5]
+        dl, dc, length, kind, mods = data[i : i + 5]
         line += dl
         col = col + dc if dl == 0 else dc
-        decoded.append((line, lines[line][col:col + length], legend.token_types[kind], mods))
+        decoded.append((line, lines[line][col : col + length], legend.token_types[kind], mods))
     assert (0, "# a review loop", "comment", 0) in decoded
     assert (3, "speaker", "keyword", 0) in decoded
     assert (3, "drafter", "class", 1) in decoded  # a declaration
@@ -187,12 +226,16 @@ async def test_semantic_tokens(client: LanguageClient) -> None:
 
 async def test_folding_ranges(client: LanguageClient) -> None:
     uri = await open_doc(client, FLOW)
-    folds = await client.text_document_folding_range_async(lsp.FoldingRangeParams(
-        lsp.TextDocumentIdentifier(uri)))
+    folds = await client.text_document_folding_range_async(
+        lsp.FoldingRangeParams(lsp.TextDocumentIdentifier(uri))
+    )
     assert folds is not None
     got = sorted((f.start_line, f.end_line, f.kind) for f in folds)
-    assert got == [(0, 1, lsp.FoldingRangeKind.Comment), (4, 7, lsp.FoldingRangeKind.Region),
-                   (17, 22, lsp.FoldingRangeKind.Region)]
+    assert got == [
+        (0, 1, lsp.FoldingRangeKind.Comment),
+        (4, 7, lsp.FoldingRangeKind.Region),
+        (17, 22, lsp.FoldingRangeKind.Region),
+    ]
 
 
 MESSY = """\
@@ -204,27 +247,42 @@ otherwise   terminate
 """
 
 
-async def test_range_formatting_formats_the_statements_in_the_range_only(client: LanguageClient) -> None:
+async def test_range_formatting_formats_the_statements_in_the_range_only(
+    client: LanguageClient,
+) -> None:
     uri = await open_doc(client, MESSY)
-    edits = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
-        lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(1, 3), lsp.Position(1, 5)),
-        lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    edits = await client.text_document_range_formatting_async(
+        lsp.DocumentRangeFormattingParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Range(lsp.Position(1, 3), lsp.Position(1, 5)),
+            lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+        )
+    )
     assert edits is not None and len(edits) == 1
     # the speaker block on line 2 only, the rest left as it was
     assert edits[0].range == lsp.Range(lsp.Position(1, 0), lsp.Position(2, 0))
     after = apply_edits(MESSY, edits)
-    assert after == MESSY.replace("speaker b {tool t sets x=1}\n",
-                                  "speaker b {\n  tool t sets x = 1\n}\n")
+    assert after == MESSY.replace(
+        "speaker b {tool t sets x=1}\n", "speaker b {\n  tool t sets x = 1\n}\n"
+    )
     # the range of every line: the same text as formatting the document
-    whole = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
-        lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(5, 0)),
-        lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    whole = await client.text_document_range_formatting_async(
+        lsp.DocumentRangeFormattingParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Range(lsp.Position(0, 0), lsp.Position(5, 0)),
+            lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+        )
+    )
     assert whole is not None and apply_edits(MESSY, whole) == format_source(MESSY)
     # a range already formatted: no edit
     done = await open_doc(client, format_source(MESSY))
-    unchanged = await client.text_document_range_formatting_async(lsp.DocumentRangeFormattingParams(
-        lsp.TextDocumentIdentifier(done), lsp.Range(lsp.Position(0, 0), lsp.Position(1, 0)),
-        lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    unchanged = await client.text_document_range_formatting_async(
+        lsp.DocumentRangeFormattingParams(
+            lsp.TextDocumentIdentifier(done),
+            lsp.Range(lsp.Position(0, 0), lsp.Position(1, 0)),
+            lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+        )
+    )
     assert unchanged is not None and len(unchanged) == 0
 
 

@@ -26,8 +26,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_compile import generate  # noqa: E402
 
-PIECES = ["\n", " ", "x", "when from a then b\n", "# note\n", "priority 3", "}", "{", '"', ",",
-          "speaker q\n", "\n\n", "  # tail"]
+PIECES = [
+    "\n",
+    " ",
+    "x",
+    "when from a then b\n",
+    "# note\n",
+    "priority 3",
+    "}",
+    "{",
+    '"',
+    ",",
+    "speaker q\n",
+    "\n\n",
+    "  # tail",
+]
 
 
 def tree(node: Any) -> Any:
@@ -35,7 +48,10 @@ def tree(node: Any) -> Any:
     if isinstance(node, (tuple, list)):
         return [tree(x) for x in node]
     if attrs.has(type(node)):
-        return (type(node).__name__, {f.name: tree(getattr(node, f.name)) for f in attrs.fields(type(node))})
+        return (
+            type(node).__name__,
+            {f.name: tree(getattr(node, f.name)) for f in attrs.fields(type(node))},
+        )
     return node
 
 
@@ -47,7 +63,7 @@ def edit(rng: random.Random, text: str) -> str:
     lines = text.split("\n")
     k = rng.randrange(len(lines))
     if kind < 0.35:
-        return text[:at] + text[at + rng.randrange(0, 12):]
+        return text[:at] + text[at + rng.randrange(0, 12) :]
     if kind < 0.75:
         return text[:at] + rng.choice(PIECES) + text[at:]
     if kind < 0.85:
@@ -72,7 +88,9 @@ def test_reparsing_an_edit_gives_the_tree_of_a_full_parse() -> None:
             new = edit(rng, current)
             incremental, errors = reparser.parse(SourceFile("f.flow", new))
             full, full_errors = parse_source(SourceFile("f.flow", new))
-            assert [(d.message, d.span) for d in errors] == [(d.message, d.span) for d in full_errors]
+            assert [(d.message, d.span) for d in errors] == [
+                (d.message, d.span) for d in full_errors
+            ]
             if errors:
                 if rng.random() < 0.1:
                     current = new  # go on editing a file that does not parse
@@ -101,28 +119,51 @@ def test_an_edit_in_the_middle_of_a_large_flow_parses_one_statement() -> None:
     assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
 
 
-SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
-            "info": lsp.DiagnosticSeverity.Information}
+SEVERITY = {
+    "error": lsp.DiagnosticSeverity.Error,
+    "warning": lsp.DiagnosticSeverity.Warning,
+    "info": lsp.DiagnosticSeverity.Information,
+}
 
 
 def checked(text: str) -> list[tuple[Any, ...]]:
     """What `flowc check` reports for ``text``, field by field, in file order (an ASCII
     text: columns are characters)."""
-    return [(d.code.id, d.message + (f"\nhelp: {d.help}" if d.help else ""),
-             SEVERITY[d.severity.value], d.span.line - 1, d.span.column - 1,
-             d.span.end_line - 1, d.span.end_column - 1)
-            for d in check_source(SourceFile("f.flow", text)) if d.span is not None]
+    return [
+        (
+            d.code.id,
+            d.message + (f"\nhelp: {d.help}" if d.help else ""),
+            SEVERITY[d.severity.value],
+            d.span.line - 1,
+            d.span.column - 1,
+            d.span.end_line - 1,
+            d.span.end_column - 1,
+        )
+        for d in check_source(SourceFile("f.flow", text))
+        if d.span is not None
+    ]
 
 
 def published(diags: list[lsp.Diagnostic]) -> list[tuple[Any, ...]]:
     assert all(d.source == "flowc" for d in diags)
-    return [(d.code, d.message, d.severity, d.range.start.line, d.range.start.character,
-             d.range.end.line, d.range.end.character) for d in diags]
+    return [
+        (
+            d.code,
+            d.message,
+            d.severity,
+            d.range.start.line,
+            d.range.start.character,
+            d.range.end.line,
+            d.range.end.character,
+        )
+        for d in diags
+    ]
 
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_findings_of_a_large_flow_after_edits_are_those_of_flowc_check(
-        client: LanguageClient) -> None:
+    client: LanguageClient,
+) -> None:
     """Hundreds of findings, most of them the same from one version to the next (the
     server reuses their JSON), and each edit's are exactly `flowc check`'s, in its order."""
     text = generate(400)
@@ -137,8 +178,11 @@ async def test_findings_of_a_large_flow_after_edits_are_those_of_flowc_check(
             lines.insert(k, lines[k].replace("then", "and context.done == true then"))
         else:
             head, _, tail = lines[k].partition(" then ")
-            lines[k] = f"{head} then agent_{version}" + tail[tail.index(" "):] if " " in tail \
+            lines[k] = (
+                f"{head} then agent_{version}" + tail[tail.index(" ") :]
+                if " " in tail
                 else f"{head} then agent_{version}"
+            )
         text = "\n".join(lines)
         change(client, uri, version, text)
         assert published(await wait_version(client, uri, version)) == checked(text)
@@ -155,25 +199,29 @@ async def test_findings_after_edits_are_those_of_flowc_check(client: LanguageCli
         "start user\n"
         "max_turns 12\n"
         "when from user     then drafter\n"
-        "when context.approved == true then terminate \"approved\" priority 100\n"
+        'when context.approved == true then terminate "approved" priority 100\n'
         "when from drafter  then reviewer\n"
         "when from reviewer then drafter\n"
-        "scenario \"s\" {\n  user: \"hi\"\n  expect next drafter\n}\n"
+        'scenario "s" {\n  user: "hi"\n  expect next drafter\n}\n'
     )
     uri = await open_doc(client, text)
     edits = [
         text.replace("speaker drafter\n", "# the writer\nspeaker drafter\n\n"),  # lines shift
         text.replace("speaker drafter\n", "# the writer\nspeaker drafter\n\n").replace(
-            "priority 100", "priority 1000"),  # columns shift on one line
+            "priority 100", "priority 1000"
+        ),  # columns shift on one line
         text.replace("max_turns 12\n", "").replace("when from user ", "when from user, drafter"),
     ]
     for version, new in enumerate(edits, start=2):
         change(client, uri, version, new)
         assert published(await wait_version(client, uri, version)) == checked(new), new
     # hover answers from the new text: the reviewer's rule moved down a line
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri),
-        lsp.Position(edits[2].split("\n").index("when from reviewer then drafter"), 11)))
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Position(edits[2].split("\n").index("when from reviewer then drafter"), 11),
+        )
+    )
     assert hover is not None and "speaker `reviewer`" in hover.contents.value  # type: ignore[union-attr]
 
 
@@ -196,9 +244,15 @@ async def test_hover_answers_while_a_large_file_is_checked(held_client: Language
         while not entered.exists():  # the check of version 2 has begun, and waits
             assert time.monotonic() < deadline, "the server never checked version 2"
             await asyncio.sleep(0.01)
-        hover = await asyncio.wait_for(client.text_document_hover_async(lsp.HoverParams(
-            lsp.TextDocumentIdentifier(uri),
-            lsp.Position(new.split("\n").index("speaker agent_3 {"), 9))), timeout=10)
+        hover = await asyncio.wait_for(
+            client.text_document_hover_async(
+                lsp.HoverParams(
+                    lsp.TextDocumentIdentifier(uri),
+                    lsp.Position(new.split("\n").index("speaker agent_3 {"), 9),
+                )
+            ),
+            timeout=10,
+        )
         assert hover is not None and "speaker `agent_3`" in hover.contents.value  # type: ignore[union-attr]
         assert versions(client, uri) == [1]  # not yet
     finally:

@@ -76,8 +76,9 @@ class Stdio:
 
 
 def _shown(client: Stdio, text: str) -> dict[str, Any]:
-    return client.until(lambda m: m.get("method") == "window/showMessage"
-                        and m["params"]["message"] == text)
+    return client.until(
+        lambda m: m.get("method") == "window/showMessage" and m["params"]["message"] == text
+    )
 
 
 def test_the_server_reports_its_internal_errors_and_goes_on(tmp_path: Path) -> None:
@@ -87,53 +88,83 @@ def test_the_server_reports_its_internal_errors_and_goes_on(tmp_path: Path) -> N
     stderr = (tmp_path / "server.log").open("wb")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("FLOWC_TRACEBACK", None)
-    proc = subprocess.Popen([sys.executable, "-m", "tests.lsp.faulty_server"], cwd=ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.lsp.faulty_server"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=env,
+    )
     try:
         client = Stdio(proc)
-        client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
-                                      "capabilities": {}})
+        client.request(
+            "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}
+        )
         client.send("initialized", {})
 
         def open_doc(path: Path) -> None:
-            client.send("textDocument/didOpen", {"textDocument": {
-                "uri": path.as_uri(), "languageId": "flow", "version": 1, "text": TRAP}})
+            client.send(
+                "textDocument/didOpen",
+                {
+                    "textDocument": {
+                        "uri": path.as_uri(),
+                        "languageId": "flow",
+                        "version": 1,
+                        "text": TRAP,
+                    }
+                },
+            )
 
         open_doc(ok)
-        client.until(lambda m: m.get("method") == "textDocument/publishDiagnostics"
-                     and m["params"]["uri"] == ok.as_uri())
+        client.until(
+            lambda m: (
+                m.get("method") == "textDocument/publishDiagnostics"
+                and m["params"]["uri"] == ok.as_uri()
+            )
+        )
         # a notification: its check (at once, in the handler) fails
         open_doc(crash)
-        opened = ("flowc lsp: textDocument/didOpen: internal error: RuntimeError: injected "
-                  "fault in the check; please report it with the command and the input")
+        opened = (
+            "flowc lsp: textDocument/didOpen: internal error: RuntimeError: injected "
+            "fault in the check; please report it with the command and the input"
+        )
         _shown(client, opened)
         # an edit: its check (later, in the analysis thread) fails
-        client.send("textDocument/didChange", {
-            "textDocument": {"uri": crash.as_uri(), "version": 2},
-            "contentChanges": [{"text": TRAP + "\n"}]})
-        checked = (f"flowc lsp: checking {crash}: internal error: RuntimeError: injected fault "
-                   "in the check; please report it with the command and the input")
+        client.send(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": crash.as_uri(), "version": 2},
+                "contentChanges": [{"text": TRAP + "\n"}],
+            },
+        )
+        checked = (
+            f"flowc lsp: checking {crash}: internal error: RuntimeError: injected fault "
+            "in the check; please report it with the command and the input"
+        )
         _shown(client, checked)
         # a request: answered with the internal error
         line = next(i for i, x in enumerate(TRAP.splitlines()) if x == "speaker drafter")
-        hover = {"textDocument": {"uri": ok.as_uri()}, "position": {"line": line,
-                                                                    "character": 9}}
+        hover = {"textDocument": {"uri": ok.as_uri()}, "position": {"line": line, "character": 9}}
         answer = client.request("textDocument/hover", hover)
-        hovered = ("flowc lsp: textDocument/hover: internal error: RuntimeError: injected fault "
-                   "in hover; please report it with the command and the input")
+        hovered = (
+            "flowc lsp: textDocument/hover: internal error: RuntimeError: injected fault "
+            "in hover; please report it with the command and the input"
+        )
         assert answer["error"]["code"] == -32603 and answer["error"]["message"] == hovered
         # the same failure again: answered, logged, not shown twice
         assert client.request("textDocument/hover", hover)["error"]["message"] == hovered
         # and the server goes on
-        symbols = client.request("textDocument/documentSymbol",
-                                 {"textDocument": {"uri": ok.as_uri()}})
+        symbols = client.request(
+            "textDocument/documentSymbol", {"textDocument": {"uri": ok.as_uri()}}
+        )
         assert "drafter" in [s["name"] for s in symbols["result"]]
         client.request("shutdown", None)
         client.send("exit", None)
         assert proc.wait(timeout=WAIT) == 0
-        shown = [m["params"]["message"] for m in client.seen
-                 if m.get("method") == "window/showMessage"]
+        shown = [
+            m["params"]["message"] for m in client.seen if m.get("method") == "window/showMessage"
+        ]
         assert shown == [hovered]  # once (the other two were taken above)
     finally:
         if proc.poll() is None:

@@ -23,7 +23,12 @@ def test_other_commands_do_not_import_pygls(tmp_path: Path) -> None:
         "        assert ' lsp ' in out.getvalue(), out.getvalue()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe, str(flow)], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(flow)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

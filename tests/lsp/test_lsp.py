@@ -35,7 +35,9 @@ async def test_priority_trap_is_reported_where_the_rule_is(client: LanguageClien
     trap = [d for d in diags if d.code == "W204"]
     assert len(trap) == 1, diags
     line = TRAP.splitlines()[TRAP_LINE]
-    assert trap[0].range == lsp.Range(lsp.Position(TRAP_LINE, 0), lsp.Position(TRAP_LINE, len(line)))
+    assert trap[0].range == lsp.Range(
+        lsp.Position(TRAP_LINE, 0), lsp.Position(TRAP_LINE, len(line))
+    )
     assert trap[0].severity == lsp.DiagnosticSeverity.Warning
     assert trap[0].source == "flowc"
     assert "priority -1" in trap[0].message  # the fix travels with it
@@ -119,7 +121,8 @@ async def test_hover_on_a_speaker(client: LanguageClient) -> None:
 
 async def test_hover_on_a_tool_and_on_a_code(client: LanguageClient) -> None:
     text = TRAP.replace("context.approved == true", "tool approve").replace(
-        "# flowc: ignore[W999]", "# flowc: ignore[W204]")
+        "# flowc: ignore[W999]", "# flowc: ignore[W204]"
+    )
     uri = await open_doc(client, text)
     value = await hover_text(client, uri, position_of(text, "tool approve then", offset=6))
     assert value is not None
@@ -137,7 +140,7 @@ async def test_hover_on_a_finding_gives_the_checkers_explanation(client: Languag
 
     uri = await open_doc(client, CLOSE)
     (w203,) = [d for d in flowc.check(CLOSE) if d.code.id == "W203"]
-    text = await hover_text(client, uri, position_of(CLOSE, "terminate \"closed\""))
+    text = await hover_text(client, uri, position_of(CLOSE, 'terminate "closed"'))
     assert text is not None
     finding, explained = text.split("\n\n---\n\n")
     assert finding.startswith(f"**warning[W203]**: {w203.message}\n")
@@ -148,33 +151,47 @@ async def test_hover_on_a_finding_gives_the_checkers_explanation(client: Languag
 async def test_definition_of_speakers_and_tools(client: LanguageClient) -> None:
     text = TRAP.replace("context.approved == true", "tool approve")
     uri = await open_doc(client, text)
-    for use, decl in (("from drafter", "speaker drafter"), ("then reviewer", "speaker reviewer"),
-                      ("tool approve then", "tool approve")):
+    for use, decl in (
+        ("from drafter", "speaker drafter"),
+        ("then reviewer", "speaker reviewer"),
+        ("tool approve then", "tool approve"),
+    ):
         needle = decl.split()[1]
-        result = await client.text_document_definition_async(lsp.DefinitionParams(
-            lsp.TextDocumentIdentifier(uri), position_of(text, use, offset=use.index(needle) + 1)))
+        result = await client.text_document_definition_async(
+            lsp.DefinitionParams(
+                lsp.TextDocumentIdentifier(uri),
+                position_of(text, use, offset=use.index(needle) + 1),
+            )
+        )
         assert isinstance(result, list) and len(result) == 1, (needle, result)
         expected = position_of(text, decl, offset=len(decl) - len(needle))
         assert result[0].uri == uri
         assert result[0].range.start == expected, needle
         assert result[0].range.end == lsp.Position(expected.line, expected.character + len(needle))
-    none = await client.text_document_definition_async(lsp.DefinitionParams(
-        lsp.TextDocumentIdentifier(uri), position_of(text, "terminate", offset=2)))
+    none = await client.text_document_definition_async(
+        lsp.DefinitionParams(
+            lsp.TextDocumentIdentifier(uri), position_of(text, "terminate", offset=2)
+        )
+    )
     assert none is None
 
 
 async def test_document_symbols(client: LanguageClient) -> None:
     uri = await open_doc(client, TRAP)
-    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(
-        lsp.TextDocumentIdentifier(uri)))
+    symbols = await client.text_document_document_symbol_async(
+        lsp.DocumentSymbolParams(lsp.TextDocumentIdentifier(uri))
+    )
     assert symbols is not None
-    speakers = [s for s in symbols if isinstance(s, lsp.DocumentSymbol)
-                and s.kind == lsp.SymbolKind.Class]
+    speakers = [
+        s for s in symbols if isinstance(s, lsp.DocumentSymbol) and s.kind == lsp.SymbolKind.Class
+    ]
     assert [s.name for s in speakers] == ["user", "drafter", "reviewer"]
     reviewer = speakers[2]
     assert [c.name for c in reviewer.children or []] == ["approve"]
     assert reviewer.range.start.line == 2 and reviewer.range.end.line == 4  # the whole block
-    rules = [s for s in symbols if isinstance(s, lsp.DocumentSymbol) and s.kind == lsp.SymbolKind.Event]
+    rules = [
+        s for s in symbols if isinstance(s, lsp.DocumentSymbol) and s.kind == lsp.SymbolKind.Event
+    ]
     assert len(rules) == 4
     assert rules[0].name.startswith("when context.approved == true then terminate")
     assert rules[0].range.start.line == TRAP_LINE
@@ -183,35 +200,55 @@ async def test_document_symbols(client: LanguageClient) -> None:
 async def test_formatting_is_flowc_fmt(client: LanguageClient) -> None:
     messy = "speaker   a\nspeaker b {tool t sets x=1}\nwhen from a then b   # go"
     uri = await open_doc(client, messy)
-    edits = await client.text_document_formatting_async(lsp.DocumentFormattingParams(
-        lsp.TextDocumentIdentifier(uri), lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    edits = await client.text_document_formatting_async(
+        lsp.DocumentFormattingParams(
+            lsp.TextDocumentIdentifier(uri), lsp.FormattingOptions(tab_size=2, insert_spaces=True)
+        )
+    )
     assert edits is not None and len(edits) == 1
     assert edits[0].new_text == format_source(messy)
-    assert edits[0].range == lsp.Range(lsp.Position(0, 0), lsp.Position(2, len(messy.splitlines()[2])))
+    assert edits[0].range == lsp.Range(
+        lsp.Position(0, 0), lsp.Position(2, len(messy.splitlines()[2]))
+    )
     # already formatted: no edit; a syntax error: nothing to apply
     done = await open_doc(client, format_source(messy))
-    unchanged = await client.text_document_formatting_async(lsp.DocumentFormattingParams(
-        lsp.TextDocumentIdentifier(done), lsp.FormattingOptions(tab_size=2, insert_spaces=True)))
+    unchanged = await client.text_document_formatting_async(
+        lsp.DocumentFormattingParams(
+            lsp.TextDocumentIdentifier(done), lsp.FormattingOptions(tab_size=2, insert_spaces=True)
+        )
+    )
     assert unchanged is not None and len(unchanged) == 0
     bad = await open_doc(client, "speaker a\nwhen from\n")
-    assert await client.text_document_formatting_async(lsp.DocumentFormattingParams(
-        lsp.TextDocumentIdentifier(bad), lsp.FormattingOptions(tab_size=2, insert_spaces=True))) is None
+    assert (
+        await client.text_document_formatting_async(
+            lsp.DocumentFormattingParams(
+                lsp.TextDocumentIdentifier(bad),
+                lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+            )
+        )
+        is None
+    )
 
 
 async def test_positions_count_utf16_units(client: LanguageClient) -> None:
     """A name after a character outside the BMP: the client's columns are UTF-16 units."""
-    text = 'flow "😀 demo"\nspeaker a\nspeaker b\nwhen from a then b priority 3\nwhen from a then a\n'
+    text = (
+        'flow "😀 demo"\nspeaker a\nspeaker b\nwhen from a then b priority 3\nwhen from a then a\n'
+    )
     text = text.replace('flow "😀 demo"', 'flow demo "😀"')
     uri = await open_doc(client, text)
-    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(
-        lsp.TextDocumentIdentifier(uri)))
-    flow = next(s for s in symbols or [] if isinstance(s, lsp.DocumentSymbol)
-                and s.kind == lsp.SymbolKind.Module)
+    symbols = await client.text_document_document_symbol_async(
+        lsp.DocumentSymbolParams(lsp.TextDocumentIdentifier(uri))
+    )
+    flow = next(
+        s
+        for s in symbols or []
+        if isinstance(s, lsp.DocumentSymbol) and s.kind == lsp.SymbolKind.Module
+    )
     line = text.splitlines()[0]
     units = len(line.encode("utf-16-le")) // 2
     assert units == len(line) + 1  # the emoji takes two UTF-16 units
     assert flow.range.end == lsp.Position(0, units)
-
 
 
 async def test_a_broken_config_is_reported_and_the_defaults_apply(client: LanguageClient) -> None:
@@ -226,7 +263,9 @@ async def test_a_broken_config_is_reported_and_the_defaults_apply(client: Langua
     assert len(said) == 1 and "pyproject.toml" in said[0] and "Z9" in said[0], said
 
 
-async def test_definition_of_keys_and_custom_conditions_from_scenarios(client: LanguageClient) -> None:
+async def test_definition_of_keys_and_custom_conditions_from_scenarios(
+    client: LanguageClient,
+) -> None:
     text = (
         "speaker user: human\n"
         "speaker bot {\n"
@@ -236,23 +275,29 @@ async def test_definition_of_keys_and_custom_conditions_from_scenarios(client: L
         "condition urgent(level: int)\n"
         "start user\n"
         "when urgent(level = 2) then terminate\n"
-        "when context.finished == true then terminate \"ok\"\n"
+        'when context.finished == true then terminate "ok"\n'
         "when from user then bot\n"
         "when from bot then user\n"
-        "scenario \"done\" {\n"
-        "  user: \"hi\"\n"
+        'scenario "done" {\n'
+        '  user: "hi"\n'
         "  bot calls done\n"
         "  expect context.finished == true\n"
         "}\n"
     )
     uri = await open_doc(client, text)
-    for use, decl in (("context.finished", "context finished"), ("expect context.finished",
-                                                                  "context finished"),
-                      ("urgent(level = 2)", "condition urgent"), ("bot calls", "speaker bot"),
-                      ("calls done", "tool done")):
+    for use, decl in (
+        ("context.finished", "context finished"),
+        ("expect context.finished", "context finished"),
+        ("urgent(level = 2)", "condition urgent"),
+        ("bot calls", "speaker bot"),
+        ("calls done", "tool done"),
+    ):
         name = decl.split()[1]
-        result = await client.text_document_definition_async(lsp.DefinitionParams(
-            lsp.TextDocumentIdentifier(uri), position_of(text, use, offset=use.index(name) + 1)))
+        result = await client.text_document_definition_async(
+            lsp.DefinitionParams(
+                lsp.TextDocumentIdentifier(uri), position_of(text, use, offset=use.index(name) + 1)
+            )
+        )
         assert isinstance(result, list) and len(result) == 1, (use, result)
         assert result[0].range.start == position_of(text, decl, offset=len(decl) - len(name)), use
 
@@ -265,5 +310,7 @@ async def test_hover_on_a_context_key(client: LanguageClient) -> None:
     assert "**context key `approved`**" in value
     assert "Initial value: `false`" in value
     assert "`reviewer` via tool `approve`: sets approved = true" in value
-    rule_line = text.splitlines().index(next(x for x in text.splitlines() if "priority 100" in x)) + 1
+    rule_line = (
+        text.splitlines().index(next(x for x in text.splitlines() if "priority 100" in x)) + 1
+    )
     assert f"line {rule_line}" in value.split("Read by:")[1]

@@ -48,15 +48,20 @@ def span_texts(text: str, locations: list[lsp.Location]) -> list[tuple[int, str]
     for loc in locations:
         r = loc.range
         assert r.start.line == r.end.line
-        out.append((r.start.line, lines[r.start.line][r.start.character:r.end.character]))
+        out.append((r.start.line, lines[r.start.line][r.start.character : r.end.character]))
     return out
 
 
-async def refs(client: LanguageClient, uri: str, pos: lsp.Position,
-               declaration: bool = True) -> list[lsp.Location]:
-    result = await client.text_document_references_async(lsp.ReferenceParams(
-        context=lsp.ReferenceContext(include_declaration=declaration),
-        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+async def refs(
+    client: LanguageClient, uri: str, pos: lsp.Position, declaration: bool = True
+) -> list[lsp.Location]:
+    result = await client.text_document_references_async(
+        lsp.ReferenceParams(
+            context=lsp.ReferenceContext(include_declaration=declaration),
+            text_document=lsp.TextDocumentIdentifier(uri),
+            position=pos,
+        )
+    )
     assert result is not None
     return result
 
@@ -71,14 +76,23 @@ async def test_references_of_every_kind_include_scenarios(client: LanguageClient
     # routes, and the scenario's turns
     found = span_texts(FLOW, await refs(client, uri, position_of(FLOW, "from bot", offset=6)))
     assert found == [
-        (3, "bot"), (10, "bot"), (13, '"bot"'), (14, '"bot"'), (17, "bot"), (18, "bot"),
+        (3, "bot"),
+        (10, "bot"),
+        (13, '"bot"'),
+        (14, '"bot"'),
+        (17, "bot"),
+        (18, "bot"),
         (21, "bot"),
     ], found
-    helper = span_texts(FLOW, await refs(client, uri, position_of(FLOW, "speaker helper", offset=9)))
+    helper = span_texts(
+        FLOW, await refs(client, uri, position_of(FLOW, "speaker helper", offset=9))
+    )
     assert [line for line, _ in helper] == [5, 7, 10, 13, 18]
     # a tool, without its declaration
-    done = span_texts(FLOW, await refs(client, uri, position_of(FLOW, "tool done then", offset=6),
-                                       declaration=False))
+    done = span_texts(
+        FLOW,
+        await refs(client, uri, position_of(FLOW, "tool done then", offset=6), declaration=False),
+    )
     assert done == [(16, "done"), (21, "done")]
     # a context key: tool effect, context entry, rule, scenario expectation
     finished = await refs(client, uri, position_of(FLOW, "context.finished", offset=9))
@@ -92,15 +106,24 @@ async def test_references_of_every_kind_include_scenarios(client: LanguageClient
     pick = await refs(client, uri, position_of(FLOW, "then pick", offset=6))
     assert [line for line, _ in span_texts(FLOW, pick)] == [10, 13]
     # nothing under the cursor: no answer
-    assert await client.text_document_references_async(lsp.ReferenceParams(
-        context=lsp.ReferenceContext(include_declaration=True),
-        text_document=lsp.TextDocumentIdentifier(uri),
-        position=position_of(FLOW, "max_turns", offset=2))) is None
+    assert (
+        await client.text_document_references_async(
+            lsp.ReferenceParams(
+                context=lsp.ReferenceContext(include_declaration=True),
+                text_document=lsp.TextDocumentIdentifier(uri),
+                position=position_of(FLOW, "max_turns", offset=2),
+            )
+        )
+        is None
+    )
 
 
-async def rename(client: LanguageClient, uri: str, pos: lsp.Position, new: str) -> lsp.WorkspaceEdit:
-    edit = await client.text_document_rename_async(lsp.RenameParams(
-        text_document=lsp.TextDocumentIdentifier(uri), position=pos, new_name=new))
+async def rename(
+    client: LanguageClient, uri: str, pos: lsp.Position, new: str
+) -> lsp.WorkspaceEdit:
+    edit = await client.text_document_rename_async(
+        lsp.RenameParams(text_document=lsp.TextDocumentIdentifier(uri), position=pos, new_name=new)
+    )
     assert edit is not None
     return edit
 
@@ -109,10 +132,15 @@ def codes(text: str) -> list[str]:
     return sorted(d.code.id for d in check_source(SourceFile("f.flow", text)))
 
 
-async def test_rename_a_speaker_everywhere_and_the_flow_still_checks(client: LanguageClient) -> None:
+async def test_rename_a_speaker_everywhere_and_the_flow_still_checks(
+    client: LanguageClient,
+) -> None:
     uri = await open_doc(client, FLOW)
-    prepared = await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(
-        lsp.TextDocumentIdentifier(uri), position_of(FLOW, "bot calls", offset=1)))
+    prepared = await client.text_document_prepare_rename_async(
+        lsp.PrepareRenameParams(
+            lsp.TextDocumentIdentifier(uri), position_of(FLOW, "bot calls", offset=1)
+        )
+    )
     assert isinstance(prepared, lsp.PrepareRenamePlaceholder)
     assert prepared.placeholder == "bot"
     assert prepared.range.start == lsp.Position(line_of(FLOW, "bot calls"), 2)
@@ -128,46 +156,68 @@ async def test_rename_a_speaker_everywhere_and_the_flow_still_checks(client: Lan
 
 async def test_rename_a_tool_and_a_key(client: LanguageClient) -> None:
     uri = await open_doc(client, FLOW)
-    renamed = apply(FLOW, await rename(client, uri, position_of(FLOW, "tool done sets", offset=6),
-                                       "finish"))
+    renamed = apply(
+        FLOW, await rename(client, uri, position_of(FLOW, "tool done sets", offset=6), "finish")
+    )
     assert "tool finish sets finished = true" in renamed
     assert "when tool finish then" in renamed and "bot calls finish" in renamed
     assert codes(renamed) == codes(FLOW)
-    renamed = apply(FLOW, await rename(client, uri, position_of(FLOW, "finished = false", offset=1),
-                                       "complete"))
+    renamed = apply(
+        FLOW, await rename(client, uri, position_of(FLOW, "finished = false", offset=1), "complete")
+    )
     assert "finished" not in renamed
     assert renamed.count("complete") == 4
     assert codes(renamed) == codes(FLOW)
     # a key only a human writes (the declaration in its block and the scenario's turn)
-    renamed = apply(FLOW, await rename(client, uri, position_of(FLOW, "sets topic", offset=6),
-                                       "subject"))
+    renamed = apply(
+        FLOW, await rename(client, uri, position_of(FLOW, "sets topic", offset=6), "subject")
+    )
     assert "sets subject\n" in renamed and 'user sets subject = "x"' in renamed
 
 
-@pytest.mark.parametrize(("where", "offset", "new", "says"), [
-    ("from bot", 6, "helper", "already a speaker `helper` (line 8)"),
-    ("from bot", 6, "next", "`next` is a keyword"),
-    ("from bot", 6, "two words", "`two words` is not a name"),
-    ("tool done then", 6, "pass", "already a tool `pass`"),
-    ("context.finished", 9, "topic", "already a context key `topic`"),
-])
+@pytest.mark.parametrize(
+    ("where", "offset", "new", "says"),
+    [
+        ("from bot", 6, "helper", "already a speaker `helper` (line 8)"),
+        ("from bot", 6, "next", "`next` is a keyword"),
+        ("from bot", 6, "two words", "`two words` is not a name"),
+        ("tool done then", 6, "pass", "already a tool `pass`"),
+        ("context.finished", 9, "topic", "already a context key `topic`"),
+    ],
+)
 async def test_rename_refuses_a_clash_or_a_keyword(
-    client: LanguageClient, where: str, offset: int, new: str, says: str,
+    client: LanguageClient,
+    where: str,
+    offset: int,
+    new: str,
+    says: str,
 ) -> None:
     uri = await open_doc(client, FLOW)
     with pytest.raises(Exception) as refused:
-        await client.text_document_rename_async(lsp.RenameParams(
-            text_document=lsp.TextDocumentIdentifier(uri),
-            position=position_of(FLOW, where, offset=offset), new_name=new))
+        await client.text_document_rename_async(
+            lsp.RenameParams(
+                text_document=lsp.TextDocumentIdentifier(uri),
+                position=position_of(FLOW, where, offset=offset),
+                new_name=new,
+            )
+        )
     assert says in str(refused.value)
 
 
-async def test_custom_names_are_not_renamed_and_nothing_is_not_renamed(client: LanguageClient) -> None:
+async def test_custom_names_are_not_renamed_and_nothing_is_not_renamed(
+    client: LanguageClient,
+) -> None:
     uri = await open_doc(client, FLOW)
     with pytest.raises(Exception) as refused:
-        await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(
-            lsp.TextDocumentIdentifier(uri), position_of(FLOW, "urgent(level = 2)", offset=1)))
+        await client.text_document_prepare_rename_async(
+            lsp.PrepareRenameParams(
+                lsp.TextDocumentIdentifier(uri), position_of(FLOW, "urgent(level = 2)", offset=1)
+            )
+        )
     assert "custom condition" in str(refused.value) and "Python" in str(refused.value)
-    nothing = await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(
-        lsp.TextDocumentIdentifier(uri), position_of(FLOW, "max_turns", offset=1)))
+    nothing = await client.text_document_prepare_rename_async(
+        lsp.PrepareRenameParams(
+            lsp.TextDocumentIdentifier(uri), position_of(FLOW, "max_turns", offset=1)
+        )
+    )
     assert nothing is None

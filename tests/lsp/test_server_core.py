@@ -52,39 +52,55 @@ class Sink:
         return out
 
 
-def server_with(tmp_path: Path, text: str, encoding: lsp.PositionEncodingKind = lsp.PositionEncodingKind.Utf16
-                ) -> tuple[FlowcServer, Sink, str]:
+def server_with(
+    tmp_path: Path, text: str, encoding: lsp.PositionEncodingKind = lsp.PositionEncodingKind.Utf16
+) -> tuple[FlowcServer, Sink, str]:
     server = make_server()
     sink = Sink()
     server.protocol.set_writer(sink)
-    server.protocol._workspace = Workspace(tmp_path.as_uri(), lsp.TextDocumentSyncKind.Incremental,
-                                           [], encoding)
+    server.protocol._workspace = Workspace(
+        tmp_path.as_uri(), lsp.TextDocumentSyncKind.Incremental, [], encoding
+    )
     uri = (tmp_path / "f.flow").as_uri()
     server.workspace.put_text_document(lsp.TextDocumentItem(uri, "flow", 1, text))
     return server, sink, uri
 
 
 def edit(server: FlowcServer, uri: str, version: int, text: str) -> None:
-    server.workspace.update_text_document(lsp.VersionedTextDocumentIdentifier(version, uri),
-                                          lsp.TextDocumentContentChangeWholeDocument(text))
+    server.workspace.update_text_document(
+        lsp.VersionedTextDocumentIdentifier(version, uri),
+        lsp.TextDocumentContentChangeWholeDocument(text),
+    )
 
 
-def pygls_json(server: FlowcServer, uri: str, version: int, text: str,
-               found: tuple[Diagnostic, ...] | None = None) -> dict[str, Any]:
+def pygls_json(
+    server: FlowcServer,
+    uri: str,
+    version: int,
+    text: str,
+    found: tuple[Diagnostic, ...] | None = None,
+) -> dict[str, Any]:
     """The notification as pygls writes it (lsprotocol's objects, cattrs, json.dumps) for
     ``found``, by default ``check_source``'s findings."""
     lines = text.splitlines(keepends=True)
     if found is None:
         found = check_source(SourceFile(str(Path(uri.removeprefix("file://"))), text))
-    params = lsp.PublishDiagnosticsParams(uri, [server.lsp_diagnostic(d, lines) for d in found], version)
+    params = lsp.PublishDiagnosticsParams(
+        uri, [server.lsp_diagnostic(d, lines) for d in found], version
+    )
     message = lsp.PublishDiagnosticsNotification(params=params)
-    result: dict[str, Any] = json.loads(json.dumps(message, default=server.protocol._serialize_message))
+    result: dict[str, Any] = json.loads(
+        json.dumps(message, default=server.protocol._serialize_message)
+    )
     return result
 
 
-@pytest.mark.parametrize("encoding", [lsp.PositionEncodingKind.Utf16, lsp.PositionEncodingKind.Utf8])
-def test_diagnostics_json_is_pyglss_and_survives_edits(tmp_path: Path,
-                                                      encoding: lsp.PositionEncodingKind) -> None:
+@pytest.mark.parametrize(
+    "encoding", [lsp.PositionEncodingKind.Utf16, lsp.PositionEncodingKind.Utf8]
+)
+def test_diagnostics_json_is_pyglss_and_survives_edits(
+    tmp_path: Path, encoding: lsp.PositionEncodingKind
+) -> None:
     big = generate(300)
     texts = [
         TRAP + 'when context.approved == "ab" then ghost\n',
@@ -119,8 +135,9 @@ def test_diagnostics_json_is_pyglss_and_survives_edits(tmp_path: Path,
     assert len(sink.messages()) == len(texts)
 
 
-def test_an_edit_after_a_quiet_spell_is_analysed_at_once(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edit_after_a_quiet_spell_is_analysed_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server, _, uri = server_with(tmp_path, TRAP)
     clock = [100.0]
     monkeypatch.setattr(core, "time", SimpleNamespace(monotonic=lambda: clock[0]))

@@ -15,7 +15,9 @@ from flowc.source import SourceFile
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, list[dict[str, object]]]:
+def run(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, list[dict[str, object]]]:
     code = main(["migrate", *args, "--format", "json"])
     out, err = capsys.readouterr()
     assert "Traceback" not in err
@@ -37,13 +39,20 @@ def test_file_without_a_group_chat(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no classic group chat" in str(findings[0]["message"])
 
 
-def test_component_of_an_unknown_provider(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_component_of_an_unknown_provider(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "team.json"
-    path.write_text(json.dumps({
-        "provider": "my_company.teams.HierarchicalTeam",
-        "component_type": "team",
-        "config": {"participants": []},
-    }), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "provider": "my_company.teams.HierarchicalTeam",
+                "component_type": "team",
+                "config": {"participants": []},
+            }
+        ),
+        encoding="utf-8",
+    )
     code, out, findings = run([str(path)], capsys)
     assert code == 2 and out == ""
     assert [f["code"] for f in findings] == ["M001"]
@@ -73,8 +82,9 @@ def test_a_5_mb_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         ("nul.py", "import autogen\x00\n", "E001"),
     ],
 )
-def test_other_unreadable_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                 name: str, text: str, code_id: str | None) -> None:
+def test_other_unreadable_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, code_id: str | None
+) -> None:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     code, out, findings = run([str(path)], capsys)
@@ -111,8 +121,9 @@ def test_agentchat_python_is_recognised_but_reported(capsys: pytest.CaptureFixtu
     assert "MagenticOneGroupChat" in str(findings[0]["message"])
 
 
-def test_an_internal_error_is_no_finding(monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_internal_error_is_no_finding(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A bug in flowc is not a finding about the input: the command's internal error
     (exit 2, one line), whatever the output format, and nothing written."""
     import flowc.migrate as migrate
@@ -125,7 +136,9 @@ def test_an_internal_error_is_no_finding(monkeypatch: pytest.MonkeyPatch,
     code = main(["migrate", str(CORPUS / "round_robin_blog.py"), "--format", "json"])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
-    assert err == ("flowc migrate: internal error: KeyError: 'boom'; please report it with the "
-                   "command and the input (run it again with --traceback to see where)\n")
+    assert err == (
+        "flowc migrate: internal error: KeyError: 'boom'; please report it with the "
+        "command and the input (run it again with --traceback to see where)\n"
+    )
     with pytest.raises(KeyError):
         migrate_source(SourceFile("team.py", "x = 1\n"))

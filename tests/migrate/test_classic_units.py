@@ -10,14 +10,14 @@ from flowc.migrate import migrate_source
 from flowc.migrate.classic_selection import next_agent, successor
 from flowc.source import SourceFile
 
-HEADER = '''
+HEADER = """
 import autogen
 cfg = {"config_list": [{"model": "gpt-4o", "api_key": "sk-test"}]}
 user = autogen.UserProxyAgent("user", code_execution_config=False)
 a = autogen.AssistantAgent("a", llm_config=cfg)
 b = autogen.AssistantAgent("b", llm_config=cfg)
 c = autogen.AssistantAgent("c", llm_config=cfg)
-'''
+"""
 
 
 def migrate(body: str) -> tuple[str, list[str], list[str]]:
@@ -50,12 +50,12 @@ def test_successor_traps() -> None:
 
 
 def test_allow_repeat_speaker_list() -> None:
-    _, rules, _ = migrate('''
+    _, rules, _ = migrate("""
         gc = autogen.GroupChat(agents=[user, a, b], messages=[], max_round=5,
                                speaker_selection_method="random", allow_repeat_speaker=[a])
         m = autogen.GroupChatManager(groupchat=gc)
         user.initiate_chat(m, message="go")
-    ''')
+    """)
     joined = "\n".join(rules)
     # candidates keep the group's list order; only `a` may speak twice in a row
     assert 'from a then random_agent(agent_ids = ["user", "a", "b"], allow_repeat = true)' in joined
@@ -64,7 +64,7 @@ def test_allow_repeat_speaker_list() -> None:
 
 
 def test_selection_function_with_len_guard_and_methods() -> None:
-    _, rules, findings = migrate('''
+    _, rules, findings = migrate("""
         def pick(last_speaker, groupchat):
             if len(groupchat.messages) <= 3:
                 return "round_robin"
@@ -75,7 +75,7 @@ def test_selection_function_with_len_guard_and_methods() -> None:
                                speaker_selection_method=pick)
         m = autogen.GroupChatManager(groupchat=gc)
         user.initiate_chat(m, message="go")
-    ''')
+    """)
     assert not [f for f in findings if f.startswith("M001")]
     assert "when from user and turn_count_at_most(`turns` = 3) then a" in rules
     assert "when from a and turn_count_at_most(`turns` = 3) then b" in rules
@@ -94,23 +94,32 @@ def test_selection_function_with_len_guard_and_methods() -> None:
 )
 def test_selection_functions_that_are_not_lowered(body: str, what: str) -> None:
     text, _, findings = migrate(
-        "def pick(last_speaker, groupchat):\n" + body + '''
+        "def pick(last_speaker, groupchat):\n"
+        + body
+        + """
 gc = autogen.GroupChat(agents=[user, a, b], messages=[], max_round=9, speaker_selection_method=pick)
 m = autogen.GroupChatManager(groupchat=gc)
 user.initiate_chat(m, message="go")
-''')
+"""
+    )
     m001 = [f for f in findings if f.startswith("M001")]
     assert len(m001) == 1 and what in m001[0] and "`pick`" in m001[0]
     assert "speaker chat_manager" in text  # the LLM selector stands in
 
 
 def test_unresolvable_agent_name_is_reported_not_guessed() -> None:
-    result = migrate_source(SourceFile("t.py", HEADER + textwrap.dedent('''
+    result = migrate_source(
+        SourceFile(
+            "t.py",
+            HEADER
+            + textwrap.dedent("""
         d = autogen.AssistantAgent(name=get_name(), llm_config=cfg)
         gc = autogen.GroupChat(agents=[user, a, d], messages=[], speaker_selection_method="round_robin")
         m = autogen.GroupChatManager(groupchat=gc)
         user.initiate_chat(m, message="go")
-    ''')))
+    """),
+        )
+    )
     assert result.text is not None and result.left_out
     finding = next(d for d in result.findings if d.code.id == "M001")
     assert "cannot be read without running the code" in finding.message
@@ -118,18 +127,18 @@ def test_unresolvable_agent_name_is_reported_not_guessed() -> None:
 
 
 def test_default_max_round_and_manager_settings() -> None:
-    text, _, findings = migrate('''
+    text, _, findings = migrate("""
         gc = autogen.GroupChat(agents=[user, a], messages=[], speaker_selection_method="round_robin",
                                admin_name="Boss")
         m = autogen.GroupChatManager(groupchat=gc, max_consecutive_auto_reply=2, human_input_mode="ALWAYS")
         user.initiate_chat(m, message="go")
-    ''')
+    """)
     assert "max_turns 10" in text  # classic GroupChat.max_round defaults to 10
     assert sum(f.startswith("M003") for f in findings) == 3
 
 
 def test_group_api_extras_are_reported_not_dropped() -> None:
-    source = textwrap.dedent(r'''
+    source = textwrap.dedent(r"""
         from autogen import ConversableAgent
         from autogen.agentchat import initiate_group_chat
         from autogen.agentchat.group import AgentTarget, RegexGuardrail, UpdateSystemMessage
@@ -140,7 +149,7 @@ def test_group_api_extras_are_reported_not_dropped() -> None:
         p = DefaultPattern(initial_agent=a, agents=[a, b])
         initiate_group_chat(pattern=p, messages="hi", max_rounds=5, safeguard_policy="p.json",
                             exclude_transit_message=True)
-    ''')
+    """)
     result = migrate_source(SourceFile("g.py", source))
     assert result.text is not None and result.left_out
     got = sorted((d.code.id, d.span.line if d.span else 0) for d in result.findings)

@@ -11,7 +11,9 @@ import flowc.migrate
 
 PACKAGE = Path(flowc.migrate.__file__).parent
 MODULES = sorted(PACKAGE.glob("*.py"))
-MAX_LINES = 800
+#: 800 lines as the code was laid out before `ruff format`; the formatter spreads this
+#: package over 21% more lines (6,487 -> 7,846, the same code), so the same budget is 960
+MAX_LINES = 960
 
 
 def _name(path: Path) -> str:
@@ -22,9 +24,12 @@ def _imports(path: Path) -> list[tuple[ast.ImportFrom | ast.Import, bool]]:
     """flowc imports of a module, with whether each sits at module level."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top = {id(node) for node in tree.body}
-    return [(node, id(node) in top) for node in ast.walk(tree)
-            if isinstance(node, ast.Import | ast.ImportFrom)
-            and any(name.startswith("flowc") for name in _targets(node))]
+    return [
+        (node, id(node) in top)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(name.startswith("flowc") for name in _targets(node))
+    ]
 
 
 def _targets(node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -42,22 +47,33 @@ def test_no_import_inside_a_function() -> None:
 
 
 def test_no_private_name_crosses_a_module() -> None:
-    private = [f"{p.name}:{node.lineno} {a.name}" for p in MODULES for node, _ in _imports(p)
-               if isinstance(node, ast.ImportFrom) for a in node.names if a.name.startswith("_")]
+    private = [
+        f"{p.name}:{node.lineno} {a.name}"
+        for p in MODULES
+        for node, _ in _imports(p)
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if a.name.startswith("_")
+    ]
     assert private == []
 
 
 def test_modules_import_downward_only() -> None:
     names = {_name(p) for p in MODULES}
-    graph = {_name(p): {t for node, _ in _imports(p) for t in _targets(node) if t in names} - {_name(p)}
-             for p in MODULES}
-    assert "flowc.migrate" not in {t for deps in graph.values() for t in deps}, \
+    graph = {
+        _name(p): {t for node, _ in _imports(p) for t in _targets(node) if t in names} - {_name(p)}
+        for p in MODULES
+    }
+    assert "flowc.migrate" not in {t for deps in graph.values() for t in deps}, (
         "a reader imports the package itself (and so every other reader)"
+    )
     done: set[str] = set()
 
     def visit(module: str, stack: list[str]) -> None:
         if module in stack:
-            raise AssertionError("import cycle: " + " -> ".join([*stack[stack.index(module):], module]))
+            raise AssertionError(
+                "import cycle: " + " -> ".join([*stack[stack.index(module) :], module])
+            )
         if module in done:
             return
         for dep in sorted(graph[module]):

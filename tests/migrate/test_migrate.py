@@ -38,9 +38,7 @@ from flowc.source import SourceFile
 CORPUS = Path(__file__).resolve().parent / "corpus"
 RECORDS = (".classic.json", ".agentchat.json", ".expected.json")
 INPUTS = sorted(
-    p
-    for p in [*CORPUS.glob("*.py"), *CORPUS.glob("*.json")]
-    if not p.name.endswith(RECORDS)
+    p for p in [*CORPUS.glob("*.py"), *CORPUS.glob("*.json")] if not p.name.endswith(RECORDS)
 )
 FLOWS = sorted(CORPUS.glob("*.flow"))
 
@@ -49,8 +47,9 @@ def _ids(paths: list[Path]) -> list[str]:
     return [p.name for p in paths]
 
 
-def run_migrate(path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                *extra: str) -> tuple[int, str, str]:
+def run_migrate(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *extra: str
+) -> tuple[int, str, str]:
     monkeypatch.chdir(path.parent)
     code = main(["migrate", path.name, "--format", "json", *extra])
     out, err = capsys.readouterr()
@@ -68,8 +67,12 @@ def test_the_corpus_covers_every_input_kind() -> None:
 
 
 @pytest.mark.parametrize("path", INPUTS, ids=_ids(INPUTS))
-def test_golden(path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                update_golden: bool) -> None:
+def test_golden(
+    path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    update_golden: bool,
+) -> None:
     code, out, err = run_migrate(path, capsys, monkeypatch)
     assert "Traceback" not in err
     findings = json.loads(err) if err.strip() else []
@@ -82,7 +85,9 @@ def test_golden(path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pyt
             golden.write_text(out, encoding="utf-8")
         elif golden.exists():
             golden.unlink()
-    assert expected_path.exists(), f"no expected findings for {path.name}: run pytest --update-golden"
+    assert expected_path.exists(), (
+        f"no expected findings for {path.name}: run pytest --update-golden"
+    )
     assert got == json.loads(expected_path.read_text(encoding="utf-8"))
     if code == 2:
         assert out == "", "nothing is written when the input is not translated"
@@ -209,7 +214,8 @@ def test_output_file_and_text_format(tmp_path: Path, capsys: pytest.CaptureFixtu
     out, err = capsys.readouterr()
     assert code == 0 and out == ""
     assert out_file.read_text(encoding="utf-8") == (CORPUS / "transitions_chain.flow").read_text(
-        encoding="utf-8")
+        encoding="utf-8"
+    )
     assert "warning[M002]" in err and "transitions_chain.py:47:1" in err
 
 
@@ -232,8 +238,9 @@ def test_python_team_reads_as_its_dump(
     dump = json.loads(path.with_suffix(".dump.json").read_text(encoding="utf-8"))
     read = python_component(SourceFile(path.name, path.read_text(encoding="utf-8")))
     assert read["provider"] == dump["provider"]
-    assert ([(p["provider"], p["config"]["name"]) for p in read["config"]["participants"]]
-            == [(p["provider"], p["config"]["name"]) for p in dump["config"]["participants"]])
+    assert [(p["provider"], p["config"]["name"]) for p in read["config"]["participants"]] == [
+        (p["provider"], p["config"]["name"]) for p in dump["config"]["participants"]
+    ]
     assert read["config"].get("graph") == dump["config"].get("graph")
     assert read["config"].get("max_turns") == dump["config"].get("max_turns")
     code_py, out_py, err_py = run_migrate(path, capsys, monkeypatch)
@@ -241,7 +248,11 @@ def test_python_team_reads_as_its_dump(
     assert code_py == code_js == 0
     assert _flow_body(out_py) == _flow_body(out_js)
     py = [(f["code"], f["message"]) for f in json.loads(err_py or "[]")]
-    js = [(f["code"], f["message"]) for f in json.loads(err_js or "[]") if JSON_ONLY not in f["message"]]
+    js = [
+        (f["code"], f["message"])
+        for f in json.loads(err_js or "[]")
+        if JSON_ONLY not in f["message"]
+    ]
     assert py == js
 
 
@@ -250,11 +261,16 @@ def test_graphflow_python_sees_what_json_loses() -> None:
     text = (CORPUS / "agentchat_graph_groups.flow").read_text(encoding="utf-8")
     assert 'when from approver and text_contains(text = "redo") then drafter' in text
     assert 'when from approver and text_contains(text = "SHIP IT") then terminate' in text
-    read = python_component(SourceFile("g.py", (CORPUS / "agentchat_graph_groups.py").read_text(
-        encoding="utf-8")))
+    read = python_component(
+        SourceFile("g.py", (CORPUS / "agentchat_graph_groups.py").read_text(encoding="utf-8"))
+    )
     redo = read["config"]["graph"]["nodes"]["approver"]["edges"][0]
-    assert redo == {"target": "drafter", "condition": "redo", "activation_group": "redo",
-                    "activation_condition": "any"}
+    assert redo == {
+        "target": "drafter",
+        "condition": "redo",
+        "activation_group": "redo",
+        "activation_condition": "any",
+    }
     assert read["config"]["graph"]["default_start_node"] == "drafter"
 
 
@@ -270,16 +286,33 @@ team = GraphFlow(g.get_participants(), graph=g.build(), max_turns=6)
 """
 
 
-@pytest.mark.parametrize(("extra_a", "extra_b", "waits"), [
-    ("", "", True),  # default group `z`, condition all: z waits for a and b (AgentChat's join)
-    (', activation_condition="any"', ', activation_condition="any"', False),  # z runs after either
-    (', activation_group="late"', ', activation_group="late"', True),  # one group `late`, all: a join
-    ("", ', activation_group="loop"', False),  # two groups of one parent each: z runs after either
-])
+@pytest.mark.parametrize(
+    ("extra_a", "extra_b", "waits"),
+    [
+        ("", "", True),  # default group `z`, condition all: z waits for a and b (AgentChat's join)
+        (
+            ', activation_condition="any"',
+            ', activation_condition="any"',
+            False,
+        ),  # z runs after either
+        (
+            ', activation_group="late"',
+            ', activation_group="late"',
+            True,
+        ),  # one group `late`, all: a join
+        (
+            "",
+            ', activation_group="loop"',
+            False,
+        ),  # two groups of one parent each: z runs after either
+    ],
+)
 def test_graphflow_python_activation_groups(extra_a: str, extra_b: str, waits: bool) -> None:
     from flowc.migrate import migrate_source
 
-    result = migrate_source(SourceFile("join.py", GRAPH_TEAM.format(extra_a=extra_a, extra_b=extra_b)))
+    result = migrate_source(
+        SourceFile("join.py", GRAPH_TEAM.format(extra_a=extra_a, extra_b=extra_b))
+    )
     messages = [d.message for d in result.findings]
     assert any("several start nodes (a, b)" in m for m in messages)
     assert any("`z` waits for all of a, b" in m for m in messages) is waits
@@ -293,8 +326,10 @@ def test_graphflow_python_unreadable_graph_is_reported() -> None:
     assert result.text is None
     assert [d.code.id for d in result.findings] == ["M001"]
     assert "not built with a `DiGraphBuilder()`" in result.findings[0].message
-    edge = ("a = AssistantAgent('a')\nb = AssistantAgent('b')\ng = DiGraphBuilder()\n"
-            "g.add_node(a)\ng.add_edge(a, b)\nteam = GraphFlow([a, b], graph=g.build())\n")
+    edge = (
+        "a = AssistantAgent('a')\nb = AssistantAgent('b')\ng = DiGraphBuilder()\n"
+        "g.add_node(a)\ng.add_edge(a, b)\nteam = GraphFlow([a, b], graph=g.build())\n"
+    )
     result = migrate_source(SourceFile("g.py", edge))
     assert result.left_out
     assert any("was not added first" in d.message for d in result.findings)

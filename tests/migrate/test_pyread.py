@@ -13,8 +13,12 @@ def _value_at(src: str, marker: str) -> object:
     """The value of the name read in the statement ``probe(NAME)  # marker``."""
     mod = PyModule.parse("t.py", src)
     for node in ast.walk(mod.tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "probe"
-                and mod.source.line_text(node.lineno).rstrip().endswith(marker)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "probe"
+            and mod.source.line_text(node.lineno).rstrip().endswith(marker)
+        ):
             return mod.const(node.args[0])
     raise AssertionError(f"no probe {marker}")
 
@@ -31,9 +35,11 @@ def test_a_name_read_before_any_binding_is_not_static() -> None:
 
 
 def test_function_scopes_are_separate() -> None:
-    src = ("name = 'Admin'\n"
-           "def other():\n    name = 'proxy'\n    probe(name)  # in\n"
-           "probe(name)  # out\n")
+    src = (
+        "name = 'Admin'\n"
+        "def other():\n    name = 'proxy'\n    probe(name)  # in\n"
+        "probe(name)  # out\n"
+    )
     assert _value_at(src, "# out") == "Admin"
     assert _value_at(src, "# in") == "proxy"
 
@@ -55,22 +61,27 @@ def test_loop_and_parameter_names_are_not_followed() -> None:
 
 
 def test_dicts_and_lists_built_up_after_their_literal() -> None:
-    src = ("d = {}\nd['a'] = ['b']\nd['b'] = ['c']\nd['a'].append('c')\nd.update({'c': []})\n"
-           "probe(d)  # 1\nd['z'] = []\n"
-           "xs = []\nxs.append('p')\nxs.extend(['q', 'r'])\nprobe(xs)  # 2\n"
-           "e = dict()\ne['k'] = 1\nprobe(e)  # 3\n")
+    src = (
+        "d = {}\nd['a'] = ['b']\nd['b'] = ['c']\nd['a'].append('c')\nd.update({'c': []})\n"
+        "probe(d)  # 1\nd['z'] = []\n"
+        "xs = []\nxs.append('p')\nxs.extend(['q', 'r'])\nprobe(xs)  # 2\n"
+        "e = dict()\ne['k'] = 1\nprobe(e)  # 3\n"
+    )
     assert _value_at(src, "# 1") == {"a": ["b", "c"], "b": ["c"], "c": []}
     assert _value_at(src, "# 2") == ["p", "q", "r"]
     assert _value_at(src, "# 3") == {"k": 1}
 
 
-@pytest.mark.parametrize("change", [
-    "if flag:\n    d['b'] = 2\n",          # may or may not run
-    "for k in keys:\n    d[k] = 2\n",     # runs any number of times
-    "d['a'] += 1\n",                      # not a literal write
-    "del d['a']\n",
-    "d.pop('a')\n",
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "if flag:\n    d['b'] = 2\n",  # may or may not run
+        "for k in keys:\n    d[k] = 2\n",  # runs any number of times
+        "d['a'] += 1\n",  # not a literal write
+        "del d['a']\n",
+        "d.pop('a')\n",
+    ],
+)
 def test_changes_that_cannot_be_followed_make_the_dict_not_static(change: str) -> None:
     with pytest.raises(NotStatic):
         _value_at("d = {'a': 1}\n" + change + "probe(d)  # 1\n", "# 1")
@@ -85,10 +96,17 @@ def _unrolled(src: str) -> tuple[list[str], int | None]:
 
 def test_calls_in_for_loops_are_unrolled_as_python_runs_them() -> None:
     assert _unrolled("xs = [a, b]\nfor x in xs:\n    reg(agent=x, to=t)\n") == (
-        ["reg(agent=a, to=t)", "reg(agent=b, to=t)"], None)
-    assert _unrolled("for x, y in ((a, 1), (b, 2)):\n    reg(x, y)\n") == (["reg(a, 1)", "reg(b, 2)"], None)
+        ["reg(agent=a, to=t)", "reg(agent=b, to=t)"],
+        None,
+    )
+    assert _unrolled("for x, y in ((a, 1), (b, 2)):\n    reg(x, y)\n") == (
+        ["reg(a, 1)", "reg(b, 2)"],
+        None,
+    )
     assert _unrolled("for x in [a]:\n    for y in (b, c):\n        reg(x, y)\n") == (
-        ["reg(a, b)", "reg(a, c)"], None)
+        ["reg(a, b)", "reg(a, c)"],
+        None,
+    )
     assert _unrolled("for x in [a, b]:\n    reg(t)\n") == (["reg(t)"], None)  # not read: once
     assert _unrolled("reg(a)\n") == (["reg(a)"], None)
     # names inside the loop body still resolve where they are read
@@ -97,12 +115,15 @@ def test_calls_in_for_loops_are_unrolled_as_python_runs_them() -> None:
     assert [mod.const(c.args[1]) for c in mod.unrolled(call)[0]] == [1, 1]
 
 
-@pytest.mark.parametrize("src", [
-    "for x in make():\n    reg(x)\n",
-    "for x in [a, b]:\n    if x is a:\n        reg(x)\n",
-    "for x in [a, b]:\n    reg(x)\n    break\n",
-    "for x in [a, b]:\n    if x is a:\n        continue\n    reg(x)\n",
-    "for x, y in [a, b]:\n    reg(x)\n",
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        "for x in make():\n    reg(x)\n",
+        "for x in [a, b]:\n    if x is a:\n        reg(x)\n",
+        "for x in [a, b]:\n    reg(x)\n    break\n",
+        "for x in [a, b]:\n    if x is a:\n        continue\n    reg(x)\n",
+        "for x, y in [a, b]:\n    reg(x)\n",
+    ],
+)
 def test_loops_that_cannot_be_unrolled_name_the_loop(src: str) -> None:
     assert _unrolled(src) == ([], 1)

@@ -44,7 +44,9 @@ def test_entries_are_complete() -> None:
 
 def test_no_fetched_file_is_committed() -> None:
     assert sorted(p.name for p in (HERE / "real").iterdir() if p.name != "__pycache__") == [
-        "manifest.json", "run_real.py"]
+        "manifest.json",
+        "run_real.py",
+    ]
 
 
 def test_reductions_say_what_they_reduce() -> None:
@@ -91,9 +93,13 @@ def _runner() -> ModuleType:
     return module
 
 
-@pytest.mark.skipif(not all((MIRROR / r.replace("/", "+") / "repo").is_dir()
-                            for r in {e["repository"] for e in MANIFEST["inputs"]}),
-                    reason="the repository snapshots are not on this machine (search tool `fetch`)")
+@pytest.mark.skipif(
+    not all(
+        (MIRROR / r.replace("/", "+") / "repo").is_dir()
+        for r in {e["repository"] for e in MANIFEST["inputs"]}
+    ),
+    reason="the repository snapshots are not on this machine (search tool `fetch`)",
+)
 def test_real_inputs_exit_as_recorded() -> None:
     """Migrate every real input again: its exit code is the one recorded in its entry."""
     from flowc.migrate import migrate_source
@@ -106,7 +112,10 @@ def test_real_inputs_exit_as_recorded() -> None:
         result = migrate_source(SourceFile(name, text))
         code = 2 if result.text is None else (1 if result.left_out else 0)
         got.append({**e, "exit": code})
-    changed = [(e["repository"], e["path"], e["exit"], g["exit"])
-               for e, g in zip(MANIFEST["inputs"], got, strict=True) if e["exit"] != g["exit"]]
+    changed = [
+        (e["repository"], e["path"], e["exit"], g["exit"])
+        for e, g in zip(MANIFEST["inputs"], got, strict=True)
+        if e["exit"] != g["exit"]
+    ]
     assert changed == []
     assert _drop_zeros(_counts("exit", got)) == _drop_zeros(MANIFEST["summary"]["exits"])

@@ -36,8 +36,14 @@ def lower(code: str) -> list[tuple[str, str, str | None]]:
     node = tree.body[0]
     fn = node if isinstance(node, ast.FunctionDef) else node.value  # type: ignore[attr-defined]
     out = lower_selection(fn, ["user", "a", "b", "c"], _name, dialect="agentchat")
-    return [(o.source, " and ".join(format_condition(g) for g in o.guards),
-             ast.unparse(o.returned) if o.returned is not None else None) for o in out]
+    return [
+        (
+            o.source,
+            " and ".join(format_condition(g) for g in o.guards),
+            ast.unparse(o.returned) if o.returned is not None else None,
+        )
+        for o in out
+    ]
 
 
 def test_selectfn_doctests() -> None:
@@ -49,48 +55,68 @@ def test_if_elif_chain_on_the_source_with_names_and_agent_names() -> None:
         "def f(messages):\n"
         "    if messages[-1].source == 'user':\n        return a.name\n"
         "    elif messages[-1].source == a.name:\n        return 'b'\n"
-        "    return None\n")
+        "    return None\n"
+    )
     assert got == [("user", "", "a.name"), ("a", "", "'b'"), ("b", "", None), ("c", "", None)]
 
 
 def test_not_equal_membership_and_reversed_comparisons() -> None:
     assert lower("x = lambda m: 'a' if m[-1].source != 'a' else None") == [
-        ("user", "", "'a'"), ("b", "", "'a'"), ("c", "", "'a'"), ("a", "", None)]
+        ("user", "", "'a'"),
+        ("b", "", "'a'"),
+        ("c", "", "'a'"),
+        ("a", "", None),
+    ]
     assert lower("def f(m):\n    if m[-1].source in ('b', c.name):\n        return 'a'\n")[:2] == [
-        ("b", "", "'a'"), ("c", "", "'a'")]
-    assert lower("def f(m):\n    if b.name == m[-1].source:\n        return 'c'\n    return 'a'\n")[0] == (
-        "b", "", "'c'")
+        ("b", "", "'a'"),
+        ("c", "", "'a'"),
+    ]
+    assert lower("def f(m):\n    if b.name == m[-1].source:\n        return 'c'\n    return 'a'\n")[
+        0
+    ] == ("b", "", "'c'")
 
 
-@pytest.mark.parametrize(("text", "cond"), [
-    ("m[-1].to_model_text()", 'text_contains(text = "DONE")'),
-    ("m[-1].content", 'text_contains(text = "DONE")'),
-    ("m[-1].to_text()", 'text_contains(text = "DONE")'),
-    ("last.content", 'text_contains(text = "DONE")'),
-])
+@pytest.mark.parametrize(
+    ("text", "cond"),
+    [
+        ("m[-1].to_model_text()", 'text_contains(text = "DONE")'),
+        ("m[-1].content", 'text_contains(text = "DONE")'),
+        ("m[-1].to_text()", 'text_contains(text = "DONE")'),
+        ("last.content", 'text_contains(text = "DONE")'),
+    ],
+)
 def test_text_of_the_last_message(text: str, cond: str) -> None:
-    got = lower(f"def f(m):\n    last = m[-1]\n    if m[-1].source == 'a':\n"
-                f"        if 'DONE' in {text}:\n            return 'c'\n        return 'b'\n    return 'a'\n")
+    got = lower(
+        f"def f(m):\n    last = m[-1]\n    if m[-1].source == 'a':\n"
+        f"        if 'DONE' in {text}:\n            return 'c'\n        return 'b'\n    return 'a'\n"
+    )
     assert got[0] == ("a", cond, "'c'")
     assert got[1] == ("a", "", "'b'")
 
 
 def test_speaker_and_text_in_one_test_split() -> None:
-    got = lower("def f(m):\n    if m[-1].source == 'b' and 'REVISE' in m[-1].content:\n"
-                "        return 'a'\n    return 'c'\n")
+    got = lower(
+        "def f(m):\n    if m[-1].source == 'b' and 'REVISE' in m[-1].content:\n"
+        "        return 'a'\n    return 'c'\n"
+    )
     assert ("b", 'text_contains(text = "REVISE")', "'a'") in got
     assert ("b", "", "'c'") in got
     assert ("a", "", "'c'") in got
     assert not any(s == "a" and g for s, g, _ in got)
 
 
-@pytest.mark.parametrize(("test", "cond"), [
-    ("len(m) <= 3", "turn_count_at_most(`turns` = 3)"),
-    ("len(m) == 1", "turn_count_at_most(`turns` = 1)"),
-    ("len(m) > 4", "not turn_count_at_most(`turns` = 4)"),
-    ("len(m) == 1 or m[-1].to_text() == 'Incorrect!'",
-     'turn_count_at_most(`turns` = 1) or text_matches(pattern = "\\\\AIncorrect!\\\\Z")'),
-])
+@pytest.mark.parametrize(
+    ("test", "cond"),
+    [
+        ("len(m) <= 3", "turn_count_at_most(`turns` = 3)"),
+        ("len(m) == 1", "turn_count_at_most(`turns` = 1)"),
+        ("len(m) > 4", "not turn_count_at_most(`turns` = 4)"),
+        (
+            "len(m) == 1 or m[-1].to_text() == 'Incorrect!'",
+            'turn_count_at_most(`turns` = 1) or text_matches(pattern = "\\\\AIncorrect!\\\\Z")',
+        ),
+    ],
+)
 def test_turn_count_tests(test: str, cond: str) -> None:
     got = lower(f"def f(m):\n    if {test}:\n        return 'a'\n    return None\n")
     assert got[0] == ("user", cond, "'a'")
@@ -101,13 +127,20 @@ def test_equal_to_a_later_turn_is_exactly_that_turn() -> None:
     assert got[0][1] == "turn_count_at_most(`turns` = 3) and not turn_count_at_most(`turns` = 2)"
 
 
-@pytest.mark.parametrize(("code", "what", "line"), [
-    ("def f(m):\n    if m[-2].source == 'a':\n        return 'b'\n", "does not recognise", 2),
-    ("def f(m):\n    for x in m:\n        pass\n", "`For` statement", 2),
-    ("def f(m, extra):\n    return 'a'\n", "message thread", 1),
-    ("def f(m):\n    if m[-1].source == 'nobody':\n        return 'a'\n", "names no participant", 2),
-    ("def f(m):\n    n = m[-2]\n    return 'a'\n", "assignment", 2),
-])
+@pytest.mark.parametrize(
+    ("code", "what", "line"),
+    [
+        ("def f(m):\n    if m[-2].source == 'a':\n        return 'b'\n", "does not recognise", 2),
+        ("def f(m):\n    for x in m:\n        pass\n", "`For` statement", 2),
+        ("def f(m, extra):\n    return 'a'\n", "message thread", 1),
+        (
+            "def f(m):\n    if m[-1].source == 'nobody':\n        return 'a'\n",
+            "names no participant",
+            2,
+        ),
+        ("def f(m):\n    n = m[-2]\n    return 'a'\n", "assignment", 2),
+    ],
+)
 def test_unrecognised_shapes_point_at_the_line(code: str, what: str, line: int) -> None:
     with pytest.raises(Unsupported) as err:
         lower(code)
@@ -135,9 +168,11 @@ def rules(text: str) -> list[str]:
 
 
 def test_a_total_selector_func_drops_the_selector_and_is_exact() -> None:
-    text, findings = migrate("def pick(messages):\n    if messages[-1].source == a.name:\n"
-                             "        return b.name\n    return a.name\n",
-                             ", selector_func=pick")
+    text, findings = migrate(
+        "def pick(messages):\n    if messages[-1].source == a.name:\n"
+        "        return b.name\n    return a.name\n",
+        ", selector_func=pick",
+    )
     assert rules(text) == ["when from a          then b", "when from user, b, z then a"]
     assert "speaker selector" not in text and "max_turns 9" in text
     assert "speaker order read statically" in text and 'scenario "AgentChat speaking order"' in text
@@ -158,7 +193,9 @@ def test_a_single_candidate_skips_the_model() -> None:
     """AgentChat does not ask the model when ``candidate_func`` returns one name."""
     text, findings = migrate(
         "def cands(messages):\n    if messages[-1].source == 'user':\n        return [a.name]\n"
-        "    return [b.name, z.name]\n", ", candidate_func=cands")
+        "    return [b.name, z.name]\n",
+        ", candidate_func=cands",
+    )
     got = [r.split() for r in rules(text)]
     assert ["when", "from", "user", "then", "a"] in got
     assert ["when", "from", "a,", "b,", "z", "then", "selector"] in got
@@ -167,14 +204,17 @@ def test_a_single_candidate_skips_the_model() -> None:
 
 
 def test_unrecognised_functions_are_left_out_at_their_line() -> None:
-    text, findings = migrate("def pick(messages):\n    return messages[-2].source\n",
-                             ", selector_func=pick")
+    text, findings = migrate(
+        "def pick(messages):\n    return messages[-2].source\n", ", selector_func=pick"
+    )
     assert "messages[-2].source" in left_out(findings)
     assert "when from user, a, b, z then selector" in text
     _, findings = migrate("", ", selector_func=make_selector()")
     assert "not a `def` or a `lambda` of this file" in left_out(findings)
-    _, findings = migrate("def cands(messages):\n    if messages[-1].source == 'a':\n        return [b.name]\n",
-                          ", candidate_func=cands")
+    _, findings = migrate(
+        "def cands(messages):\n    if messages[-1].source == 'a':\n        return [b.name]\n",
+        ", candidate_func=cands",
+    )
     assert "no candidate list" in left_out(findings)
 
 
@@ -189,11 +229,17 @@ def test_returning_a_name_outside_the_team_is_left_out() -> None:
 
 
 def test_async_def_and_team_max_turns() -> None:
-    text, findings = migrate("async def pick(messages):\n    if messages[-1].source == 'a':\n"
-                             "        return 'b'\n    return 'a'\n", ", max_turns=5")
+    text, findings = migrate(
+        "async def pick(messages):\n    if messages[-1].source == 'a':\n"
+        "        return 'b'\n    return 'a'\n",
+        ", max_turns=5",
+    )
     assert "selector_func" not in text  # no selector_func given: the selector picks
-    text, findings = migrate("async def pick(messages):\n    if messages[-1].source == 'a':\n"
-                             "        return 'b'\n    return 'a'\n", ", selector_func=pick, max_turns=5")
+    text, findings = migrate(
+        "async def pick(messages):\n    if messages[-1].source == 'a':\n"
+        "        return 'b'\n    return 'a'\n",
+        ", selector_func=pick, max_turns=5",
+    )
     assert "max_turns 6" in text  # 5 agent turns + the task; no selector turns to double for
     assert "when from a          then b" in text and findings == []
 
@@ -206,11 +252,18 @@ def test_one_unlowerable_part_of_a_selector_func_leaves_only_that_part_to_the_mo
         "def pick(messages):\n"
         "    if messages[-1].source == 'user':\n        return a.name\n"
         "    if messages[-1].source == z.name:\n        return messages[-2].source\n"
-        "    return z.name\n", ", selector_func=pick")
+        "    return z.name\n",
+        ", selector_func=pick",
+    )
     assert [" ".join(r.split()) for r in rules(text)] == [
-        "when from user then a", "when from z then selector", "when from a, b then z",
-        "when tool transfer_to_a then a", "when tool transfer_to_b then b", "when tool transfer_to_z then z",
-        'when from selector then terminate "no_speaker_selected"']
+        "when from user then a",
+        "when from z then selector",
+        "when from a, b then z",
+        "when tool transfer_to_a then a",
+        "when tool transfer_to_b then b",
+        "when tool transfer_to_z then z",
+        'when from selector then terminate "no_speaker_selected"',
+    ]
     left_out = [m for code, m in findings if code == "M001"]
     assert len(left_out) == 1 and "part of `selector_func` `pick`" in left_out[0]
     assert "after `z`" in left_out[0] and "messages[-2].source" in left_out[0]

@@ -36,10 +36,18 @@ def state(**kw: Any) -> Any:
 def test_message_text_reads_packets_and_text_messages() -> None:
     assert message_text(env("a", kind="ag2.packet")) == "a"
     assert message_text(env("b", kind="ag2.msg.text")) == "b"
-    assert message_text(SimpleNamespace(event_type="ag2.context.set", event_data={"set": {}},
-                                        envelope_id="")) == ""
-    assert message_text(SimpleNamespace(event_type="ag2.packet", event_data={"body": None},
-                                        envelope_id="")) == ""
+    assert (
+        message_text(
+            SimpleNamespace(event_type="ag2.context.set", event_data={"set": {}}, envelope_id="")
+        )
+        == ""
+    )
+    assert (
+        message_text(
+            SimpleNamespace(event_type="ag2.packet", event_data={"body": None}, envelope_id="")
+        )
+        == ""
+    )
 
 
 def test_text_conditions() -> None:
@@ -108,8 +116,10 @@ def test_random_agent_is_a_pure_function_of_the_envelope_id() -> None:
 
 def test_random_agent_without_repeat_skips_the_sender() -> None:
     target = RandomAgent(["a", "b", "c"], allow_repeat=False)
-    picks = {target.resolve(state(last_speaker_id="b"), env(envelope_id=f"x{i}")).next_speaker
-             for i in range(100)}
+    picks = {
+        target.resolve(state(last_speaker_id="b"), env(envelope_id=f"x{i}")).next_speaker
+        for i in range(100)
+    }
     assert picks == {"a", "c"}
     only = RandomAgent(["a"], allow_repeat=False).resolve(state(last_speaker_id="a"), env())
     assert only.next_speaker is None and only.close_reason == "no_eligible_speaker"
@@ -128,18 +138,28 @@ def test_registered_on_the_runtime_default_registry() -> None:
 
 def test_a_compiled_graph_uses_the_vocabulary() -> None:
     registry = register_vocabulary(TransitionRegistry())
-    graph = structure_graph({
-        "initial_speaker": "a",
-        "transitions": [
-            {"when": {"name": "text_contains", "args": {"text": "STOP"}},
-             "then": {"name": "terminate", "args": {"reason": "stop"}}, "priority": -10},
-            {"when": {"name": "always", "args": {}},
-             "then": {"name": "random_agent", "args": {"agent_ids": ["a", "b"], "allow_repeat": False}},
-             "priority": 0},
-        ],
-        "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
-        "max_turns": None,
-    })
+    graph = structure_graph(
+        {
+            "initial_speaker": "a",
+            "transitions": [
+                {
+                    "when": {"name": "text_contains", "args": {"text": "STOP"}},
+                    "then": {"name": "terminate", "args": {"reason": "stop"}},
+                    "priority": -10,
+                },
+                {
+                    "when": {"name": "always", "args": {}},
+                    "then": {
+                        "name": "random_agent",
+                        "args": {"agent_ids": ["a", "b"], "allow_repeat": False},
+                    },
+                    "priority": 0,
+                },
+            ],
+            "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
+            "max_turns": None,
+        }
+    )
     table = compile_graph(graph, ("a", "b"), registry)
     rules = table.by_sender["a"]
     s = state(last_speaker_id="a", context_vars={}, turn_count=1)
@@ -179,7 +199,9 @@ def test_the_vocabulary_works_in_real_ag2() -> None:
     assert graph.to_dict() == compiled.graph_dict
 
     def envelope(text: str, sender: str = "a", envelope_id: str = "e-1") -> AG2Envelope:
-        return AG2Envelope("ch", sender, None, "ag2.msg.text", {"text": text}, envelope_id=envelope_id)
+        return AG2Envelope(
+            "ch", sender, None, "ag2.msg.text", {"text": text}, envelope_id=envelope_id
+        )
 
     done, context_rule, random_rule = graph.transitions
     st = state(context_vars={"n": 2}, turn_count=3, last_speaker_id="a")

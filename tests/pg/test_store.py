@@ -106,7 +106,8 @@ def test_a_writer_racing_a_takeover_is_refused_from_the_takeover_on(pg_dsn: str)
 
 
 def test_expiry_is_the_databases_clock_not_this_hosts(
-        pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = PgStore(pg_dsn)
     lease = store.acquire("r", A, 30)
     real = time.time
@@ -137,15 +138,16 @@ def test_a_refused_envelope_changes_nothing_and_notifies_nobody(pg_dsn: str) -> 
     with pytest.raises(WalError, match="duplicate envelope id 'e1'"):
         store.append(_env("r", "e1"), lease, "e1")
     # a stale view of the run: written after e0, but e1 is the last envelope now
-    with pytest.raises(LeaseError, match="was written after e0, but the run's last envelope "
-                                         "is e1: another writer appended"):
+    with pytest.raises(
+        LeaseError,
+        match="was written after e0, but the run's last envelope is e1: another writer appended",
+    ):
         store.append(_env("r", "e2"), lease, "e0")
     with pytest.raises(LeaseError):
         store.append(_env("r", "e3"), attrs.evolve(lease, token=lease.token + 7), "e1")
     with pytest.raises(LeaseError):  # a lease of another run
         store.append(_env("r", "e4"), store.acquire("other", A, 30), "e1")
-    assert (_ids(store, "r"), store.links("r"), store.channel_ids(),
-            store.lease_of("r")) == before
+    assert (_ids(store, "r"), store.links("r"), store.channel_ids(), store.lease_of("r")) == before
     assert _notices(watcher) == []
     watcher.close()
 
@@ -162,8 +164,7 @@ def test_notifications_of_a_new_run_an_append_and_a_release(pg_dsn: str) -> None
     got = _notices(watcher)
     assert [c for c, _ in got] == [NOTIFY_APPEND, NOTIFY_RUN, NOTIFY_APPEND, NOTIFY_FREE]
     first, second = json.loads(got[0][1]), json.loads(got[2][1])
-    assert first == {"run": "r", "seq": first["seq"], "envelope": "e0",
-                     "event": EV_CHANNEL_OPENED}
+    assert first == {"run": "r", "seq": first["seq"], "envelope": "e0", "event": EV_CHANNEL_OPENED}
     assert second["envelope"] == "e1" and second["seq"] > first["seq"]
     assert got[1][1] == got[3][1] == "r"
     assert _notices(runs_only) == [(NOTIFY_RUN, "r")]
@@ -203,8 +204,9 @@ def test_tables_are_made_once_by_many_processes_starting_together(pg_dsn: str) -
         t.join(30)
     assert errors == []
     with psycopg.connect(pg_dsn) as conn:
-        tables = conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'flowc%' "
-                              "ORDER BY 1").fetchall()
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'flowc%' ORDER BY 1"
+        ).fetchall()
     assert tables == [("flowc_lease",), ("flowc_wal",)]
 
 
@@ -241,11 +243,19 @@ def test_open_runs_lists_the_runs_a_worker_may_take(pg_dsn: str) -> None:
     done = store.acquire("done", A, 30)
     store.append(_env("done", "d0", EV_CHANNEL_OPENED, metadata={}), done)
     store.append(_env("done", "d1", "ag2.channel.closed", reason="x"), done, "d0")
-    ghost = subprocess.run([sys.executable, "-c", "from flowc.runtime.wal import holder_id;"
-                            "print(holder_id('hub-dead'))"], capture_output=True, text=True,
-                           check=True).stdout.strip()  # a process of this host, now dead
-    store.append(_env("dead", "x0", EV_CHANNEL_OPENED, metadata={}),
-                 store.acquire("dead", ghost, 30))
+    ghost = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from flowc.runtime.wal import holder_id;print(holder_id('hub-dead'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()  # a process of this host, now dead
+    store.append(
+        _env("dead", "x0", EV_CHANNEL_OPENED, metadata={}), store.acquire("dead", ghost, 30)
+    )
     store.acquire("empty", A, 30)  # taken, nothing written: no run yet
     time.sleep(0.2)
     assert store.open_runs() == [("live", live), ("free", None), ("dead", None)]
@@ -261,8 +271,11 @@ def test_a_restarted_server_fails_the_call_in_flight_and_the_next_reconnects() -
         with pytest.raises(WalError) as info:
             store.append(_env("r", "e2"), lease, "e1")
         assert str(info.value).startswith(f"{dsn}: run r: cannot write the WAL (")
-        with pytest.raises(WalError, match=r"cannot connect to the database \(connection to "
-                                           r"server at \"127\.0\.0\.1\""):
+        with pytest.raises(
+            WalError,
+            match=r"cannot connect to the database \(connection to "
+            r"server at \"127\.0\.0\.1\"",
+        ):
             store.read("r")
         cluster.start()
         store.append(_env("r", "e2"), lease, "e1")  # the lease outlived the restart
@@ -305,16 +318,17 @@ def test_an_append_whose_answer_was_lost_is_not_written_twice(pg_dsn: str) -> No
     with pytest.raises(WalError, match="duplicate envelope id 'u1'"):
         store.append(_env("u", "u1", text="something else"))
     _drop_connection(store, pg_dsn)
-    with pytest.raises(LeaseError, match="was written after e0, but the run's last envelope "
-                                         "is e1"):
+    with pytest.raises(LeaseError, match="was written after e0, but the run's last envelope is e1"):
         store.append(_env("r", "e2"), lease, "e0")
 
 
 def test_an_unreachable_server_or_bad_url_is_a_clean_error_without_the_password() -> None:
     with pytest.raises(WalError) as info:
         PgStore("postgresql://alice:hunter2@127.0.0.1:1/runs", connect_timeout=5)
-    assert str(info.value).startswith("postgresql://alice@127.0.0.1:1/runs: cannot connect "
-                                      "to the database (connection to server at")
+    assert str(info.value).startswith(
+        "postgresql://alice@127.0.0.1:1/runs: cannot connect "
+        "to the database (connection to server at"
+    )
     with pytest.raises(WalError) as info:
         PgStore("postgres://alice:hunter2@[::1/runs")
     assert str(info.value).startswith("postgres://alice@[::1/runs: not a valid database URL")
@@ -376,8 +390,7 @@ def test_a_process_frozen_inside_a_transaction_does_not_keep_the_run(pg_dsn: str
     frozen._conn.execute("BEGIN")
     frozen._conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
     took: list[object] = []
-    thread = threading.Thread(target=lambda: took.append(other.acquire("r", B, 30)),
-                              daemon=True)
+    thread = threading.Thread(target=lambda: took.append(other.acquire("r", B, 30)), daemon=True)
     start = time.monotonic()
     thread.start()
     thread.join(30)

@@ -55,7 +55,8 @@ def _texts(dsn: str) -> list[str]:
 
 
 def test_run_log_resume_replay_on_postgresql(
-        files: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    files: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     flow, short, long = (str(files / n) for n in ("review.flow", "short.json", "long.json"))
     assert main(["run", flow, "--script", short, "--db", pg_dsn]) == 1
     assert "stalled: drafter has no turn to take after 3 turns" in capsys.readouterr().out
@@ -71,8 +72,9 @@ def test_run_log_resume_replay_on_postgresql(
     assert out.rstrip().endswith('closed: "approved" after 5 turns\ncontext: {"done": true}')
     assert _texts(pg_dsn) == ["Write on HTTPS", "Draft 1", "Tighten it", "Draft 2", "Approved"]
     assert main(["replay", "last", "--db", pg_dsn]) == 0
-    assert capsys.readouterr().out.startswith(f"{run_id}: re-folded 7 envelopes: same close "
-                                              'reason "approved"')
+    assert capsys.readouterr().out.startswith(
+        f'{run_id}: re-folded 7 envelopes: same close reason "approved"'
+    )
     assert main(["log", run_id, "--db", pg_dsn]) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"run {run_id}  {flow}") and "Draft 2" in text
@@ -82,7 +84,8 @@ def test_run_log_resume_replay_on_postgresql(
 
 
 def test_log_of_an_empty_database_lists_nothing_and_creates_nothing(
-        pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["log", "--json", "--db", pg_dsn]) == 0
     assert json.loads(capsys.readouterr().out) == []
     assert main(["replay", "last", "--db", pg_dsn]) == 2
@@ -95,40 +98,65 @@ def test_log_of_an_empty_database_lists_nothing_and_creates_nothing(
 
 @pytest.mark.parametrize("command", ["run", "resume", "log", "replay"])
 def test_an_unreachable_server_is_a_clean_error_naming_the_url_without_its_password(
-        files: Path, command: str) -> None:
+    files: Path, command: str
+) -> None:
     url = "postgresql://alice:hunter2@127.0.0.1:1/runs?sslmode=disable&password=hunter2"
-    args = {"run": ["run", str(files / "review.flow"), "--script", str(files / "short.json")],
-            "resume": ["resume", "last"], "log": ["log"], "replay": ["replay", "last"]}[command]
-    done = subprocess.run([sys.executable, "-m", "flowc", *args, "--db", url],
-                          capture_output=True, text=True, timeout=60, cwd=files,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    args = {
+        "run": ["run", str(files / "review.flow"), "--script", str(files / "short.json")],
+        "resume": ["resume", "last"],
+        "log": ["log"],
+        "replay": ["replay", "last"],
+    }[command]
+    done = subprocess.run(
+        [sys.executable, "-m", "flowc", *args, "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=files,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(
         f"flowc {command}: error: postgresql://alice@127.0.0.1:1/runs?sslmode=disable: "
-        "cannot connect to the database (connection to server at \"127.0.0.1\", port 1 "
-        "failed: Connection refused)")
+        'cannot connect to the database (connection to server at "127.0.0.1", port 1 '
+        "failed: Connection refused)"
+    )
     assert "hunter2" not in done.stderr + done.stdout and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("url", ["postgresql://bob:s3cret@[::1/runs",
-                                 "postgresql://bob:s3cret@localhost/runs?no_such_option=1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://bob:s3cret@[::1/runs",
+        "postgresql://bob:s3cret@localhost/runs?no_such_option=1",
+    ],
+)
 def test_a_bad_url_is_a_clean_error(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["log", "--db", url]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"flowc log: error: {url.replace(':s3cret', '')}: not a valid "
-                          "database URL (")
+    assert err.startswith(
+        f"flowc log: error: {url.replace(':s3cret', '')}: not a valid database URL ("
+    )
     assert "s3cret" not in err
 
 
 def test_without_psycopg_a_postgresql_url_says_what_to_install(tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['psycopg'] = None\n"
-            "from flowc.cli import run; run()")
-    done = subprocess.run([sys.executable, "-c", code, "log", "--db", "postgresql:///x"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    code = "import sys; sys.modules['psycopg'] = None\nfrom flowc.cli import run; run()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "log", "--db", "postgresql:///x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
     assert done.returncode == 2
-    assert done.stderr == ("flowc log: error: a postgresql:// database needs the psycopg "
-                           "package: pip install 'psycopg[binary]' (flowc's postgres extra)\n")
+    assert done.stderr == (
+        "flowc log: error: a postgresql:// database needs the psycopg "
+        "package: pip install 'psycopg[binary]' (flowc's postgres extra)\n"
+    )
 
 
 def _turns(dsn: str) -> list[tuple[str, str]]:
@@ -137,9 +165,12 @@ def _turns(dsn: str) -> list[tuple[str, str]]:
     except Exception:  # the server is stopped
         return []
     try:
-        return [(e.sender_id, e.event_data.get("body", e.event_data.get("text", "")))
-                for cid in store.channel_ids() for e in store.read(cid)
-                if e.event_type in (EV_TEXT, EV_PACKET)]
+        return [
+            (e.sender_id, e.event_data.get("body", e.event_data.get("text", "")))
+            for cid in store.channel_ids()
+            for e in store.read(cid)
+            if e.event_type in (EV_TEXT, EV_PACKET)
+        ]
     finally:
         store.close()
 
@@ -149,15 +180,15 @@ def _count(dsn: str) -> int:
 
     with psycopg.connect(dsn) as conn:
         try:
-            row = conn.execute("SELECT count(*) FROM flowc_wal WHERE event_type IN (%s, %s)",
-                               (EV_TEXT, EV_PACKET)).fetchone()
+            row = conn.execute(
+                "SELECT count(*) FROM flowc_wal WHERE event_type IN (%s, %s)", (EV_TEXT, EV_PACKET)
+            ).fetchone()
         except psycopg.errors.UndefinedTable:  # not made yet
             return 0
     return int(row[0]) if row else 0
 
 
-def test_a_server_stopped_mid_run_is_a_clean_error_and_the_run_resumes(
-        tmp_path: Path) -> None:
+def test_a_server_stopped_mid_run_is_a_clean_error_and_the_run_resumes(tmp_path: Path) -> None:
     turns = 1500
     flow = tmp_path / "rr.flow"
     flow.write_text(RR_FLOW.format(max_turns=turns))
@@ -165,9 +196,24 @@ def test_a_server_stopped_mid_run_is_a_clean_error_and_the_run_resumes(
     with PgCluster() as cluster:
         dsn = cluster.create_database()
         first = subprocess.Popen(
-            [sys.executable, "-m", "flowc", "run", str(flow), "--agents", str(AGENTS),
-             "--jsonl", "--db", dsn], stdout=(tmp_path / "out.jsonl").open("w"),
-            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+            [
+                sys.executable,
+                "-m",
+                "flowc",
+                "run",
+                str(flow),
+                "--agents",
+                str(AGENTS),
+                "--jsonl",
+                "--db",
+                dsn,
+            ],
+            stdout=(tmp_path / "out.jsonl").open("w"),
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
         deadline = time.monotonic() + 60
         while _count(dsn) < 20:
             assert first.poll() is None, first.communicate()
@@ -185,16 +231,22 @@ def test_a_server_stopped_mid_run_is_a_clean_error_and_the_run_resumes(
         kept = _turns(dsn)
         assert 20 <= len(kept) < turns
         resumed = subprocess.run(
-            [sys.executable, "-m", "flowc", "resume", "last", "--agents", str(AGENTS),
-             "--db", dsn], capture_output=True, text=True, env=env, cwd=tmp_path,
-            timeout=300, check=False)
+            [sys.executable, "-m", "flowc", "resume", "last", "--agents", str(AGENTS), "--db", dsn],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+            check=False,
+        )
         assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
         assert _turns(dsn) == [("abc"[i % 3], f"t{i}") for i in range(turns)]
         assert main(["replay", "last", "--db", dsn]) == 0
 
 
 def test_a_run_paused_past_its_lease_is_fenced_off_by_the_database(
-        tmp_path: Path, pg_dsn: str) -> None:
+    tmp_path: Path, pg_dsn: str
+) -> None:
     """`flowc run` SIGSTOPped at any moment (PostgreSQL holds no lock for a paused
     client between statements), `flowc resume` from another process takes the run over
     after the lease expires; the first, continued, is refused (its lease's renewal, which
@@ -207,9 +259,24 @@ def test_a_run_paused_past_its_lease_is_fenced_off_by_the_database(
     flow.write_text(RR_FLOW.format(max_turns=turns))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FLOWC_LEASE_SECONDS": "1"}
     first = subprocess.Popen(
-        [sys.executable, "-m", "flowc", "run", str(flow), "--agents", str(AGENTS), "--jsonl",
-         "--db", pg_dsn], stdout=(tmp_path / "first.jsonl").open("w"),
-        stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            str(flow),
+            "--agents",
+            str(AGENTS),
+            "--jsonl",
+            "--db",
+            pg_dsn,
+        ],
+        stdout=(tmp_path / "first.jsonl").open("w"),
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     second = None
     try:
         deadline = time.monotonic() + 60
@@ -220,15 +287,36 @@ def test_a_run_paused_past_its_lease_is_fenced_off_by_the_database(
         paused_at = _count(pg_dsn)
         time.sleep(1.5)  # past its lease
         second = subprocess.Popen(
-            [sys.executable, "-m", "flowc", "resume", "last", "--agents", str(AGENTS),
-             "--jsonl", "--db", pg_dsn], stdout=(tmp_path / "second.jsonl").open("w"),
-            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+            [
+                sys.executable,
+                "-m",
+                "flowc",
+                "resume",
+                "last",
+                "--agents",
+                str(AGENTS),
+                "--jsonl",
+                "--db",
+                pg_dsn,
+            ],
+            stdout=(tmp_path / "second.jsonl").open("w"),
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
         while _count(pg_dsn) < paused_at + 50:
             assert second.poll() is None and time.monotonic() < deadline + 60
             time.sleep(0.02)
         # `flowc log` names the run's holder now
-        log = subprocess.run([sys.executable, "-m", "flowc", "log", "--json", "--db", pg_dsn],
-                             capture_output=True, text=True, env=env, timeout=60, check=True)
+        log = subprocess.run(
+            [sys.executable, "-m", "flowc", "log", "--json", "--db", pg_dsn],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=True,
+        )
         [listed] = json.loads(log.stdout)
         assert listed["status"] == "running" and f"pid {second.pid} on " in listed["holder"]
     finally:
@@ -256,9 +344,14 @@ def test_kill_and_resume_cycles_lose_and_duplicate_nothing(tmp_path: Path, pg_ds
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def flowc(*args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", "flowc", *args, "--agents", str(AGENTS),
-                                 "--db", pg_dsn], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        return subprocess.Popen(
+            [sys.executable, "-m", "flowc", *args, "--agents", str(AGENTS), "--db", pg_dsn],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
 
     rng = random.Random()
     proc = flowc("run", str(flow))

@@ -14,12 +14,12 @@ from tests import pgcluster
 from tests.pgcluster import PgCluster, PgClusterError
 
 
-def test_the_cluster_serves_a_fresh_database_per_test(pg_cluster: PgCluster,
-                                                       pg_dsn: str) -> None:
+def test_the_cluster_serves_a_fresh_database_per_test(pg_cluster: PgCluster, pg_dsn: str) -> None:
     assert pg_dsn.startswith("postgresql://") and pg_dsn != pg_cluster.dsn()
     with psycopg.connect(pg_dsn) as conn:
         tables = conn.execute(
-            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchone()
         assert tables == (0,)
         conn.execute("CREATE TABLE mine (x int)")
     # the unix socket in the cluster's own folder reaches the same server
@@ -61,8 +61,7 @@ def test_a_private_cluster_stops_restarts_and_is_deleted() -> None:
     assert not root.exists()
 
 
-def test_missing_server_programs_fail_with_how_to_install(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_server_programs_fail_with_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(glob, "glob", lambda pattern: [])
     with pytest.raises(PgClusterError, match=r"scripts/deps/postgresql\.sh"):
         pgcluster.find_server_bin()

@@ -20,15 +20,15 @@ from tests.runtime.worker_harness import (
 
 
 def test_three_workers_200_runs_one_killed_every_run_finishes_as_a_single_process_run(
-        pg_dsn: str, tmp_path: Path) -> None:
+    pg_dsn: str, tmp_path: Path
+) -> None:
     three_workers_one_killed(pg_dsn, tmp_path, runs=200)
 
 
 def test_a_paused_worker_has_its_writes_refused(pg_dsn: str, tmp_path: Path) -> None:
     # a PostgreSQL append is one statement the server finishes on its own: a client
     # paused anywhere holds no lock another worker waits for
-    paused_worker_is_fenced(pg_dsn, tmp_path,
-                            lambda proc: proc.send_signal(signal.SIGSTOP))
+    paused_worker_is_fenced(pg_dsn, tmp_path, lambda proc: proc.send_signal(signal.SIGSTOP))
 
 
 def test_a_killed_workers_runs_are_taken_over_and_counted(pg_dsn: str, tmp_path: Path) -> None:
@@ -38,8 +38,11 @@ def test_a_killed_workers_runs_are_taken_over_and_counted(pg_dsn: str, tmp_path:
 def test_sigterm_gives_the_runs_back_at_once(pg_dsn: str, tmp_path: Path) -> None:
     def lease_row(cid: str) -> tuple[str, bool]:
         with psycopg.connect(pg_dsn) as conn:
-            row = conn.execute("SELECT holder, expires_at > clock_timestamp() FROM flowc_lease "
-                               "WHERE channel_id = %s", (cid,)).fetchone()
+            row = conn.execute(
+                "SELECT holder, expires_at > clock_timestamp() FROM flowc_lease "
+                "WHERE channel_id = %s",
+                (cid,),
+            ).fetchone()
         assert row is not None
         return str(row[0]), bool(row[1])
 

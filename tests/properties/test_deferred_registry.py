@@ -39,11 +39,13 @@ def _target(name: str, ok: bool = True) -> type[Any]:
     return type(f"T_{name}", (), body)
 
 
-CONDITIONS = [_condition(n) for n in ("text_contains", "text_matches", "mine", "other",
-                                      "turn_count_at_most")] \
-    + [_condition("always"), _condition("not"), _condition("broken", ok=False), _condition("")]
-TARGETS = [_target(n) for n in ("random_agent", "pick")] \
-    + [_target("stay"), _target("broken", ok=False)]
+CONDITIONS = [
+    _condition(n) for n in ("text_contains", "text_matches", "mine", "other", "turn_count_at_most")
+] + [_condition("always"), _condition("not"), _condition("broken", ok=False), _condition("")]
+TARGETS = [_target(n) for n in ("random_agent", "pick")] + [
+    _target("stay"),
+    _target("broken", ok=False),
+]
 
 
 def _extra(registry: TransitionRegistry) -> None:
@@ -52,16 +54,23 @@ def _extra(registry: TransitionRegistry) -> None:
     registry.register_target(TARGETS[1])
 
 
-ops = st.lists(st.one_of(
-    st.tuples(st.just("condition"), st.sampled_from(range(len(CONDITIONS)))),
-    st.tuples(st.just("target"), st.sampled_from(range(len(TARGETS)))),
-    st.tuples(st.just("read"), st.sampled_from(["text_contains", "mine", "random_agent",
-                                                "pick", "always", "stay", "nope"])),
-    st.tuples(st.just("names"), st.just(0)),
-    st.tuples(st.just("copy"), st.just(0)),
-    st.tuples(st.just("defer"), st.sampled_from([0, 1])),
-    st.tuples(st.just("settle"), st.just(0)),
-), max_size=12)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("condition"), st.sampled_from(range(len(CONDITIONS)))),
+        st.tuples(st.just("target"), st.sampled_from(range(len(TARGETS)))),
+        st.tuples(
+            st.just("read"),
+            st.sampled_from(
+                ["text_contains", "mine", "random_agent", "pick", "always", "stay", "nope"]
+            ),
+        ),
+        st.tuples(st.just("names"), st.just(0)),
+        st.tuples(st.just("copy"), st.just(0)),
+        st.tuples(st.just("defer"), st.sampled_from([0, 1])),
+        st.tuples(st.just("settle"), st.just(0)),
+    ),
+    max_size=12,
+)
 
 
 def _apply(registry: TransitionRegistry, op: tuple[str, Any], lazy: bool) -> Any:
@@ -77,8 +86,11 @@ def _apply(registry: TransitionRegistry, op: tuple[str, Any], lazy: bool) -> Any
             return (registry.condition_names, registry.target_names)
         elif kind == "copy":
             other = registry.copy()
-            return (other.condition_names, other.target_names,
-                    [other.condition(n) for n in other.condition_names])
+            return (
+                other.condition_names,
+                other.target_names,
+                [other.condition(n) for n in other.condition_names],
+            )
         elif kind == "defer":
             register = register_vocabulary if arg == 0 else _extra
             if lazy:
@@ -93,15 +105,19 @@ def _apply(registry: TransitionRegistry, op: tuple[str, Any], lazy: bool) -> Any
 
 
 def _whole(registry: TransitionRegistry) -> Any:
-    return (registry.condition_names, registry.target_names,
-            [registry.condition(n) for n in registry.condition_names],
-            [registry.target(n) for n in registry.target_names])
+    return (
+        registry.condition_names,
+        registry.target_names,
+        [registry.condition(n) for n in registry.condition_names],
+        [registry.target(n) for n in registry.target_names],
+    )
 
 
 @settings(max_examples=400)
 @given(st.booleans(), ops)
-def test_a_deferred_registration_reads_as_one_made_at_once(first: bool,
-                                                           steps: list[tuple[str, Any]]) -> None:
+def test_a_deferred_registration_reads_as_one_made_at_once(
+    first: bool, steps: list[tuple[str, Any]]
+) -> None:
     lazy, eager = TransitionRegistry(), TransitionRegistry()
     if first:  # as flowc.runtime does on the default registry, before anything else
         steps = [("defer", 0), *steps]
@@ -128,8 +144,10 @@ when from b then c
 when from c then a
 """
 BAD = FLOW.replace('"(?i)^go\\\\b"', '"\\\\d+(?=px)"')
-SCRIPT = '{"kickoff": "go on", "script": {"a": ["see c", "GO", "go!", "x"], ' \
-         '"b": ["1", "2", "3"], "c": ["back", "again", "more"]}}'
+SCRIPT = (
+    '{"kickoff": "go on", "script": {"a": ["see c", "GO", "go!", "x"], '
+    '"b": ["1", "2", "3"], "c": ["back", "again", "more"]}}'
+)
 MAIN = """
 import sys
 if sys.argv[1] == "first":
@@ -140,9 +158,14 @@ sys.exit(main(sys.argv[2:]))
 
 
 def _command(tmp_path: Path, first: str, args: list[str]) -> tuple[int, str, str]:
-    done = subprocess.run([sys.executable, "-c", MAIN, first, *args], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    done = subprocess.run(
+        [sys.executable, "-c", MAIN, first, *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     runs = re.compile(r"wf-[0-9a-f]+")  # a run's random id
     return done.returncode, runs.sub("wf-?", done.stdout), runs.sub("wf-?", done.stderr)
 
@@ -151,11 +174,14 @@ def test_a_flow_using_the_vocabulary_checks_and_runs_the_same_either_way(tmp_pat
     (tmp_path / "vocab.flow").write_text(FLOW)
     (tmp_path / "bad.flow").write_text(BAD)
     (tmp_path / "s.json").write_text(SCRIPT)
-    commands = [["check", "vocab.flow"], ["check", "bad.flow"],
-                ["run", "vocab.flow", "--script", "s.json", "--db", ":memory:"],
-                ["run", "vocab.flow", "--script", "s.json", "--db", ":memory:", "--json"],
-                ["run", "bad.flow", "--script", "s.json", "--db", ":memory:"],
-                ["compile", "vocab.flow"]]
+    commands = [
+        ["check", "vocab.flow"],
+        ["check", "bad.flow"],
+        ["run", "vocab.flow", "--script", "s.json", "--db", ":memory:"],
+        ["run", "vocab.flow", "--script", "s.json", "--db", ":memory:", "--json"],
+        ["run", "bad.flow", "--script", "s.json", "--db", ":memory:"],
+        ["compile", "vocab.flow"],
+    ]
     for args in commands:
         lazily = _command(tmp_path, "lazily", args)
         assert lazily == _command(tmp_path, "first", args), args

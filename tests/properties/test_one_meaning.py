@@ -112,7 +112,7 @@ def custom_names() -> Iterator[None]:
     registry._conditions, registry._targets = saved._conditions, saved._targets
 
 
-PLUGIN = '''\
+PLUGIN = """\
 from typing import Any, ClassVar
 
 import attrs
@@ -157,7 +157,7 @@ class Pick:
         text = _text_of(envelope)
         choice = text.split("@", 1)[1].split()[0] if "@" in text else "end"
         return TransitionDecision(None, "picked") if choice == "end" else TransitionDecision(choice)
-'''
+"""
 
 
 def _customs(cond: m.Condition) -> Iterator[m.CustomCondition]:
@@ -200,21 +200,24 @@ def _text(draw: Any, compiled: CompiledFlow, speakers: list[str]) -> tuple[str, 
     words = [draw(st.sampled_from(["hi", "ok", "next please", "done?"]))]
     words += [f"!{level}" for level in draw(st.lists(st.integers(0, 9), max_size=3, unique=True))]
     results = next((c.results for c in compiled.customs if c.name == "pick"), None)
-    options = [*(speakers[1:] if results is None else [r for r in results if r is not None]),
-               "end"]
+    options = [*(speakers[1:] if results is None else [r for r in results if r is not None]), "end"]
     choice = draw(st.sampled_from(options))
     words.append(f"@{choice}")
     return " ".join(words), (None if choice == "end" else choice)
 
 
-def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, speakers: list[str]
-              ) -> tuple[str, str | dict[str, Any], Turn]:
+def _turn_for(
+    draw: Any, compiled: CompiledFlow, speaker: str, first: bool, speakers: list[str]
+) -> tuple[str, str | dict[str, Any], Turn]:
     text, choice = _text(draw, compiled, speakers)
     assumed = tuple(
-        (call_label(c.name, c.args),
-         f"!{c.args.get('level', c.args.get('limit', 1 if c.name == 'urgent' else 0))}"
-         in text.split())
-        for t in compiled.graph.transitions for c in _customs(t.when)
+        (
+            call_label(c.name, c.args),
+            f"!{c.args.get('level', c.args.get('limit', 1 if c.name == 'urgent' else 0))}"
+            in text.split(),
+        )
+        for t in compiled.graph.transitions
+        for c in _customs(t.when)
     )
     quoted = json.dumps(text)
     if speaker in compiled.humans:
@@ -222,24 +225,37 @@ def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, spea
         if keys and draw(st.booleans()):
             key = draw(st.sampled_from(keys))
             value = draw(st.sampled_from(['"x"', '"y"', "true", "1", "2"]))
-            turn = Turn(speaker=speaker, sets=((key, json.loads(value)),),
-                        assumed=assumed, custom_choice=(choice,))
-            return (f"{format_name(speaker)} sets {format_name(key)} = {value}: {quoted}",
-                    {"say": text, "set": {key: json.loads(value)}}, turn)
+            turn = Turn(
+                speaker=speaker,
+                sets=((key, json.loads(value)),),
+                assumed=assumed,
+                custom_choice=(choice,),
+            )
+            return (
+                f"{format_name(speaker)} sets {format_name(key)} = {value}: {quoted}",
+                {"say": text, "set": {key: json.loads(value)}},
+                turn,
+            )
     tools = [] if first or speaker in compiled.humans else list(compiled.tools_of(speaker))
     if tools and draw(st.integers(0, 2)) > 0:
         tool = draw(st.sampled_from(tools))
-        alt: ToolEffectInfo | None = draw(st.sampled_from(tool.alternatives)) \
-            if tool.alternatives else None
+        alt: ToolEffectInfo | None = (
+            draw(st.sampled_from(tool.alternatives)) if tool.alternatives else None
+        )
         call: dict[str, Any] = {"say": text, "tool": tool.name}
         bare = _bare_form(alt)
         if bare is not None and draw(st.booleans()):
             # the bare step (`a hands off to b`, a script's `handoff` without `tool`): a
             # model speaker's turn may do it when one alternative of its tools does just that
             line, effect = bare
-            turn = Turn(speaker=speaker, sets=alt.sets if alt else (),
-                        clears=alt.clears if alt else (), handoff=alt.handoff if alt else None,
-                        assumed=assumed, custom_choice=(choice,))
+            turn = Turn(
+                speaker=speaker,
+                sets=alt.sets if alt else (),
+                clears=alt.clears if alt else (),
+                handoff=alt.handoff if alt else None,
+                assumed=assumed,
+                custom_choice=(choice,),
+            )
             return f"{format_name(speaker)} {line}: {quoted}", {"say": text, **effect}, turn
         effects = ""
         if alt is not None:
@@ -249,14 +265,26 @@ def _turn_for(draw: Any, compiled: CompiledFlow, speaker: str, first: bool, spea
             elif alt.handoff is not None:
                 call["handoff"] = alt.handoff
             call["set"], call["delete"] = dict(alt.sets), list(alt.clears)
-        turn = Turn(speaker=speaker, tool=tool.name,
-                    sets=alt.sets if alt else (), clears=alt.clears if alt else (),
-                    handoff=alt.handoff if alt else None, finish=alt.finish if alt else None,
-                    assumed=assumed, custom_choice=(choice,))
-        return f"{format_name(speaker)} calls {format_name(tool.name)}{effects}: {quoted}", \
-            call, turn
-    return f"{format_name(speaker)}: {quoted}", text, Turn(speaker=speaker, assumed=assumed,
-                                              custom_choice=(choice,))
+        turn = Turn(
+            speaker=speaker,
+            tool=tool.name,
+            sets=alt.sets if alt else (),
+            clears=alt.clears if alt else (),
+            handoff=alt.handoff if alt else None,
+            finish=alt.finish if alt else None,
+            assumed=assumed,
+            custom_choice=(choice,),
+        )
+        return (
+            f"{format_name(speaker)} calls {format_name(tool.name)}{effects}: {quoted}",
+            call,
+            turn,
+        )
+    return (
+        f"{format_name(speaker)}: {quoted}",
+        text,
+        Turn(speaker=speaker, assumed=assumed, custom_choice=(choice,)),
+    )
 
 
 def _bare_form(alt: ToolEffectInfo | None) -> tuple[str, dict[str, Any]] | None:
@@ -270,8 +298,9 @@ def _bare_form(alt: ToolEffectInfo | None) -> tuple[str, dict[str, Any]] | None:
         assigns = ", ".join(f"{format_name(k)} = {format_value(v)}" for k, v in alt.sets)
         return f"sets {assigns}", {"set": dict(alt.sets)}
     if alt.handoff is None and alt.clears and not alt.sets:
-        return f"clears {', '.join(format_name(k) for k in alt.clears)}", \
-            {"delete": list(alt.clears)}
+        return f"clears {', '.join(format_name(k) for k in alt.clears)}", {
+            "delete": list(alt.clears)
+        }
     return None
 
 
@@ -355,9 +384,14 @@ def ast_flow_text(draw: Any) -> str:
     flow = draw(flows())
     if not any(isinstance(st_, n.Otherwise) for st_ in flow.statements) and draw(st.booleans()):
         speakers = [d.name.value for d in flow.statements if isinstance(d, n.SpeakerDecl)]
-        target: n.Target = draw(st.one_of(
-            st.just(n.NextTarget(NO_SPAN)),
-            st.sampled_from(speakers).map(lambda s: n.SpeakerTarget(n.Name(s, NO_SPAN), NO_SPAN))))
+        target: n.Target = draw(
+            st.one_of(
+                st.just(n.NextTarget(NO_SPAN)),
+                st.sampled_from(speakers).map(
+                    lambda s: n.SpeakerTarget(n.Name(s, NO_SPAN), NO_SPAN)
+                ),
+            )
+        )
         flow = attrs.evolve(flow, statements=(*flow.statements, n.Otherwise(target, NO_SPAN)))
     return format_flow(flow)
 
@@ -386,22 +420,26 @@ def flows_with_scenarios(draw: Any) -> Case:
     def next_turn(speaker: str, number: int) -> tuple[str, str | dict[str, Any], Turn]:
         return _turn_for(draw, compiled, speaker, number == 1, speakers)
 
-    walks = [_walk(next_turn, compiled, stepper_for(system_of_flow(compiled)),
-                   draw(st.integers(1, 8))) for _ in range(draw(st.integers(1, 3)))]
+    walks = [
+        _walk(next_turn, compiled, stepper_for(system_of_flow(compiled)), draw(st.integers(1, 8)))
+        for _ in range(draw(st.integers(1, 3)))
+    ]
     return _case(text, compiled, walks, spoil)
-
 
 
 # ── what must agree ────────────────────────────────────────────────────────────────────
 
 
-def _findings(diags: tuple[Diagnostic, ...], compiled: CompiledFlow
-              ) -> tuple[set[int], set[str], bool, bool]:
+def _findings(
+    diags: tuple[Diagnostic, ...], compiled: CompiledFlow
+) -> tuple[set[int], set[str], bool, bool]:
     """Rules check calls dead, speakers it calls silent, a dead default, no terminate."""
     # a finding points at the rule, or at its own branch when the rule was split (`or`,
     # `from a, b`): the branches of one rule share a line, so they are told apart by span
-    by_span = {(r.rule.span if r.rule is not None and r.span == r.rule.cond.span else r.span):
-               r.index for r in compiled.rules}
+    by_span = {
+        (r.rule.span if r.rule is not None and r.span == r.rule.cond.span else r.span): r.index
+        for r in compiled.rules
+    }
     dead: set[int] = set()
     silent: set[str] = set()
     for d in diags:
@@ -488,50 +526,76 @@ otherwise terminate ""
 """
 
 
-@example(case=case_of(
-    TWO_WRITES,
-    ('user: "hi"', "hi", Turn(speaker="user")),
-    ('a calls rate sets j = 2: "two"', {"say": "two", "tool": "rate", "set": {"j": 2}},
-     Turn(speaker="a", tool="rate", sets=(("j", 2),))),
-))
-@example(case=case_of(
-    TWO_WRITES.replace("when context.j == 2", "when from a"),
-    ('user: "hi"', "hi", Turn(speaker="user")),
-    ('a calls rate clears j: "none"', {"say": "none", "tool": "rate", "delete": ["j"]},
-     Turn(speaker="a", tool="rate", clears=("j",))),
-))
-@example(case=case_of(
-    EMPTY_REASONS,
-    ('user: "hi"', "hi", Turn(speaker="user")),
-    ('bot calls both hands off to user, finishes "": "bye"',
-     {"say": "bye", "tool": "both", "finish": "", "set": {}, "delete": []},
-     Turn(speaker="bot", tool="both", handoff="user", finish="")),
-))
-@example(case=case_of(
-    EMPTY_REASONS,
-    ('user: "hi"', "hi", Turn(speaker="user")),
-    ('bot calls both hands off to user: "back"',
-     {"say": "back", "tool": "both", "handoff": "user", "set": {}, "delete": []},
-     Turn(speaker="bot", tool="both", handoff="user")),
-    ('user: "again"', "again", Turn(speaker="user")),
-    ('bot: "done"', "done", Turn(speaker="bot")),
-))
+@example(
+    case=case_of(
+        TWO_WRITES,
+        ('user: "hi"', "hi", Turn(speaker="user")),
+        (
+            'a calls rate sets j = 2: "two"',
+            {"say": "two", "tool": "rate", "set": {"j": 2}},
+            Turn(speaker="a", tool="rate", sets=(("j", 2),)),
+        ),
+    )
+)
+@example(
+    case=case_of(
+        TWO_WRITES.replace("when context.j == 2", "when from a"),
+        ('user: "hi"', "hi", Turn(speaker="user")),
+        (
+            'a calls rate clears j: "none"',
+            {"say": "none", "tool": "rate", "delete": ["j"]},
+            Turn(speaker="a", tool="rate", clears=("j",)),
+        ),
+    )
+)
+@example(
+    case=case_of(
+        EMPTY_REASONS,
+        ('user: "hi"', "hi", Turn(speaker="user")),
+        (
+            'bot calls both hands off to user, finishes "": "bye"',
+            {"say": "bye", "tool": "both", "finish": "", "set": {}, "delete": []},
+            Turn(speaker="bot", tool="both", handoff="user", finish=""),
+        ),
+    )
+)
+@example(
+    case=case_of(
+        EMPTY_REASONS,
+        ('user: "hi"', "hi", Turn(speaker="user")),
+        (
+            'bot calls both hands off to user: "back"',
+            {"say": "back", "tool": "both", "handoff": "user", "set": {}, "delete": []},
+            Turn(speaker="bot", tool="both", handoff="user"),
+        ),
+        ('user: "again"', "again", Turn(speaker="user")),
+        ('bot: "done"', "done", Turn(speaker="bot")),
+    )
+)
 #: found by this test: a script's writes that include two alternatives' (`clears done` and
 #: `sets done = null, clears done`) were refused as not saying which; the one making the most
 #: of them is taken
-@example(case=case_of(
-    "speaker user: human\nspeaker a {\n  tool approve clears done | sets done = null, clears done\n}\n"
-    "when from user then a\nwhen from a then user\n",
-    ('user: "hi"', "hi", Turn(speaker="user")),
-    ('a calls approve clears done, sets done = null: "ok"',
-     {"say": "ok", "tool": "approve", "set": {"done": None}, "delete": ["done"]},
-     Turn(speaker="a", tool="approve", sets=(("done", None),), clears=("done",))),
-))
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@example(
+    case=case_of(
+        "speaker user: human\nspeaker a {\n  tool approve clears done | sets done = null, clears done\n}\n"
+        "when from user then a\nwhen from a then user\n",
+        ('user: "hi"', "hi", Turn(speaker="user")),
+        (
+            'a calls approve clears done, sets done = null: "ok"',
+            {"say": "ok", "tool": "approve", "set": {"done": None}, "delete": ["done"]},
+            Turn(speaker="a", tool="approve", sets=(("done", None),), clears=("done",)),
+        ),
+    )
+)
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(case=flows_with_scenarios())
-def test_check_compile_test_and_run_agree_on_generated_flows(case: tuple[str, list[Walk], str]
-                                                              ) -> None:
+def test_check_compile_test_and_run_agree_on_generated_flows(
+    case: tuple[str, list[Walk], str],
+) -> None:
     event(assert_one_meaning(*case))
 
 
@@ -539,23 +603,30 @@ def test_check_compile_test_and_run_agree_on_generated_flows(case: tuple[str, li
 
 
 def _flowc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flowc", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "flowc", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(case=flows_with_scenarios())
-def test_the_commands_agree_on_generated_flows(tmp_path: Path,
-                                               case: tuple[str, list[Walk], str]) -> None:
+def test_the_commands_agree_on_generated_flows(
+    tmp_path: Path, case: tuple[str, list[Walk], str]
+) -> None:
     text, walks, _ = case
     (tmp_path / "customs.py").write_text(PLUGIN)
     (tmp_path / "gen.flow").write_text(text)
-    checked = _flowc("check", "--plugin", "customs.py", "--format", "json", "gen.flow",
-                     cwd=tmp_path)
+    checked = _flowc(
+        "check", "--plugin", "customs.py", "--format", "json", "gen.flow", cwd=tmp_path
+    )
     in_process = check_source(SourceFile("gen.flow", text))
-    assert sorted((d["code"], d["location"]["row"], d["message"]) for d in json.loads(checked.stdout)) \
-        == sorted((d.code.id, d.span.line if d.span else None, d.message) for d in in_process)
+    assert sorted(
+        (d["code"], d["location"]["row"], d["message"]) for d in json.loads(checked.stdout)
+    ) == sorted((d.code.id, d.span.line if d.span else None, d.message) for d in in_process)
     clean = not has_errors(in_process)
     assert checked.returncode == (0 if clean else 1), checked.stderr
     compiled = _flowc("compile", "--plugin", "customs.py", "gen.flow", cwd=tmp_path)
@@ -568,8 +639,9 @@ def test_the_commands_agree_on_generated_flows(tmp_path: Path,
     assert f"{len(walks)} passed, 0 failed" in tested.stdout, tested.stdout
     script = tmp_path / "walk.json"
     script.write_text(json.dumps(_script(walks[0])))
-    ran = _flowc("run", "--plugin", "customs.py", "gen.flow", "--script", script.name, "--json",
-                 cwd=tmp_path)
+    ran = _flowc(
+        "run", "--plugin", "customs.py", "gen.flow", "--script", script.name, "--json", cwd=tmp_path
+    )
     out = json.loads(ran.stdout)
     assert [t["speaker"] for t in out["turns"]] == [s.speaker for s in walks[0].steps], ran.stderr
     assert out["close_reason"] == walks[0].closed, ran.stdout

@@ -194,12 +194,18 @@ def test_mermaid_goldens_render_with_the_real_mermaid(page: Any) -> None:
                 assert node.title in result["text"], node.title
             for edge in marked.diagram.edges:
                 assert all(line in result["text"] for line in edge.label), edge.label
-            assert '\\"really long\\"' in result["text"] and "rule 1, line 10: from user-1" in result["text"]
+            assert (
+                '\\"really long\\"' in result["text"]
+                and "rule 1, line 10: from user-1" in result["text"]
+            )
         if "directive" in name:
             # `%%{init: ...}%%` in a name or reason prints as written and configures nothing:
             # no injected CSS, no dark theme, the page's strict security level kept
-            directive = flowc.render(flowc.compile_flow(
-                (ROOT / "tests/cases/render/directive.flow").read_text(encoding="utf-8")))
+            directive = flowc.render(
+                flowc.compile_flow(
+                    (ROOT / "tests/cases/render/directive.flow").read_text(encoding="utf-8")
+                )
+            )
             for node in directive.diagram.nodes:
                 assert node.title in result["text"], node.title
             style = "".join(re.findall(r"<style[^>]*>(.*?)</style>", result["svg"], re.S))

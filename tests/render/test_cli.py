@@ -137,8 +137,9 @@ def test_check_marks_what_the_checker_finds(
 ) -> None:
     from flowc.diagnostics import W203, Diagnostic
 
-    def fake(flow: rendering.CompiledFlow, source: object, options: object = None
-             ) -> tuple[Diagnostic, ...]:
+    def fake(
+        flow: rendering.CompiledFlow, source: object, options: object = None
+    ) -> tuple[Diagnostic, ...]:
         return (Diagnostic(W203, "rule 2 is dead", str(FLOW), flow.rules[1].span),)
 
     monkeypatch.setattr(rendering, "run_checker", fake)
@@ -192,8 +193,12 @@ def _render_to_a_terminal(args: list[str]) -> tuple[int, bytes, str]:
     master, slave = os.openpty()
     with tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "flowc", "render", *args],
-                                    stdout=slave, stderr=err, stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "flowc", "render", *args],
+                stdout=slave,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+            )
             os.close(slave)
             shown = b""
             while True:  # read as it comes, so a writer is never blocked on a full terminal
@@ -216,9 +221,11 @@ def test_binary_formats_are_refused_on_a_terminal(args: list[str]) -> None:
     code, shown, err = _render_to_a_terminal([str(FLOW), *args])
     fmt = args[1]
     assert (code, shown) == (2, b"")
-    assert err == (f"flowc render: error: -f {fmt} is binary data, which a terminal cannot "
-                   f"show: give -o FILE, or redirect the output (flowc render ... -f {fmt} > "
-                   f"flow.{fmt})\n")
+    assert err == (
+        f"flowc render: error: -f {fmt} is binary data, which a terminal cannot "
+        f"show: give -o FILE, or redirect the output (flowc render ... -f {fmt} > "
+        f"flow.{fmt})\n"
+    )
 
 
 def test_text_formats_still_go_to_a_terminal() -> None:
@@ -232,6 +239,9 @@ def test_binary_formats_go_to_a_pipe() -> None:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "flowc", "render", str(FLOW), "-f", "png"],
-                          capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowc", "render", str(FLOW), "-f", "png"],
+        capture_output=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and proc.stdout.startswith(b"\x89PNG"), proc.stderr

@@ -58,7 +58,9 @@ def test_from_rule_only_from_its_speaker_always_from_everyone() -> None:
         ("c", "a", "rule 2, line 3: always"),
     }
     # priority shows where not 0
-    assert all(e.label[1] == "priority 3" for e in d.edges if e.label[:1] == ("rule 2, line 3: always",))
+    assert all(
+        e.label[1] == "priority 3" for e in d.edges if e.label[:1] == ("rule 2, line 3: always",)
+    )
     assert all(len(e.label) == 1 for e in d.edges if e.label[:1] == ("rule 1, line 2: from b",))
 
 

@@ -38,7 +38,8 @@ def test_mermaid_text_escapes_everything_mermaid_reads() -> None:
     assert mermaid_text("user-1 ok") == "user-1 ok"
     # a directive's characters never reach the text as themselves
     assert mermaid_text("%%{init: {'theme': 'dark'}}%%") == (
-        "#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;")
+        "#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;"
+    )
 
 
 def test_no_name_or_reason_can_become_a_mermaid_directive() -> None:

@@ -79,8 +79,9 @@ def _make_tool(effects: dict[int, tuple[ScriptCall, ToolCall]], names: dict[str,
         if isinstance(call.result, Finish):
             return AG2Finish(summary=said.summary, reason=call.result.reason)
         if isinstance(call.result, Handoff):
-            return AG2Handoff(target=names.get(call.result.target, call.result.target),
-                              reason=said.reason)
+            return AG2Handoff(
+                target=names.get(call.result.target, call.result.target), reason=said.reason
+            )
         return "ok"
 
     return tool
@@ -89,9 +90,12 @@ def _make_tool(effects: dict[int, tuple[ScriptCall, ToolCall]], names: dict[str,
 def parity(doc: dict[str, Any]) -> dict[str, Any]:
     """The part of a ``RunResult.to_json()`` document that the AG2 runs are compared on."""
     out = {
-        "turns": [{"speaker": t["speaker"], "kind": t["kind"], "routing": t["routing"]}
-                  for t in doc["turns"]],
-        "close_reason": doc["close_reason"], "context_vars": doc["context_vars"],
+        "turns": [
+            {"speaker": t["speaker"], "kind": t["kind"], "routing": t["routing"]}
+            for t in doc["turns"]
+        ],
+        "close_reason": doc["close_reason"],
+        "context_vars": doc["context_vars"],
         "turn_count": doc["turn_count"],
     }
     if "stalled_on" in doc:
@@ -113,12 +117,21 @@ async def _settled() -> bool:
     return True
 
 
-async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4,
-                     settle: bool = False, inbox_limit: int | None = None) -> dict[str, Any]:
+async def run_on_ag2(
+    flow: CompiledFlow,
+    script: Script,
+    *,
+    quiet: float = 0.4,
+    settle: bool = False,
+    inbox_limit: int | None = None,
+) -> dict[str, Any]:
     """The script's run on AG2's hub (see the module's docstring); ``inbox_limit`` sets
     every client's ``max_pending`` (AG2's default is 1,000)."""
-    rule = Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=inbox_limit))) \
-        if inbox_limit is not None else None
+    rule = (
+        Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=inbox_limit)))
+        if inbox_limit is not None
+        else None
+    )
     target = RunTarget.from_compiled(flow).with_script_facts(script)
     check_script(target, script)
     hub = await Hub.open(MemoryKnowledgeStore(), ttl_sweep_interval=0)
@@ -130,8 +143,9 @@ async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4,
     for speaker in target.speakers:
         hc = HubClient(link, hub=hub)
         if speaker in target.humans:
-            clients[speaker] = await hc.register_human(Passport(name=speaker, kind="human"),
-                                                       rule=rule)
+            clients[speaker] = await hc.register_human(
+                Passport(name=speaker, kind="human"), rule=rule
+            )
             humans[speaker] = list(script.turns.get(speaker, ()))
             continue
         events: list[Any] = []
@@ -153,8 +167,9 @@ async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4,
         agent = Agent(speaker, config=ScriptedConfig(*events))
         for name in sorted(tools):
             agent.tool(_make_tool(effects, names), name=name, description=f"the {name} tool")
-        clients[speaker] = await hc.register(agent, Passport(name=speaker), Resume(),
-                                             rule=rule, attach_plugin=False)
+        clients[speaker] = await hc.register(
+            agent, Passport(name=speaker), Resume(), rule=rule, attach_plugin=False
+        )
     channel = await open_workflow(flow, clients, context_vars=script.context_vars)
     cid = channel.channel_id
     ids = {s: clients[s].agent_id for s in target.speakers}
@@ -167,10 +182,15 @@ async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4,
         turn = queue.pop(0)
         reply = reply_for(target, speaker, turn)
         for call in reply.tool_calls:
-            await clients[speaker].post_envelope(AG2Envelope(
-                channel_id=cid, sender_id=ids[speaker], audience=None,
-                event_type=EV_CONTEXT_SET,
-                event_data={"set": dict(call.set), "delete": list(call.delete)}))
+            await clients[speaker].post_envelope(
+                AG2Envelope(
+                    channel_id=cid,
+                    sender_id=ids[speaker],
+                    audience=None,
+                    event_type=EV_CONTEXT_SET,
+                    event_data={"set": dict(call.set), "delete": list(call.delete)},
+                )
+            )
         await clients[speaker].send(cid, turn.say)
 
     pending: set[asyncio.Task[None]] = set()
@@ -184,6 +204,7 @@ async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4,
                 task = asyncio.ensure_future(human_turn(speaker))
                 pending.add(task)
                 task.add_done_callback(pending.discard)
+
         return on_envelope
 
     for speaker in humans:
@@ -224,10 +245,12 @@ async def run_on_ag2(flow: CompiledFlow, script: Script, *, quiet: float = 0.4,
             if "target" in routing:
                 routing["target"] = by_id.get(routing["target"], routing["target"])
             turns.append({"speaker": by_id[e.sender_id], "kind": "packet", "routing": routing})
-    close = next((e.event_data.get("reason") for e in wal if e.event_type == EV_CHANNEL_CLOSED),
-                 None)
+    close = next(
+        (e.event_data.get("reason") for e in wal if e.event_type == EV_CHANNEL_CLOSED), None
+    )
     out: dict[str, Any] = {
-        "turns": turns, "close_reason": close,
+        "turns": turns,
+        "close_reason": close,
         "context_vars": dict(state.context_vars) if state is not None else {},
         "turn_count": state.turn_count if state is not None else 0,
     }

@@ -9,9 +9,15 @@ import sys
 from flowc.runtime import EV_CONTEXT_SET, Hub, SqliteStore
 
 GRAPH = {
-    "initial_speaker": "a", "max_turns": 1_000_000,
-    "transitions": [{"when": {"name": "always", "args": {}},
-                     "then": {"name": "round_robin", "args": {}}, "priority": 0}],
+    "initial_speaker": "a",
+    "max_turns": 1_000_000,
+    "transitions": [
+        {
+            "when": {"name": "always", "args": {}},
+            "then": {"name": "round_robin", "args": {}},
+            "priority": 0,
+        }
+    ],
     "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
 }
 
@@ -23,8 +29,9 @@ async def main(db: str) -> None:
     if open_ids:
         cid = open_ids[0]
     else:
-        ch = await users["a"].open("workflow", target=["b", "c"], knobs={"graph": GRAPH},
-                                   expectations=())
+        ch = await users["a"].open(
+            "workflow", target=["b", "c"], knobs={"graph": GRAPH}, expectations=()
+        )
         cid = ch.channel_id
     out = sys.stdout
     channel = hub.channel(cid)
@@ -32,8 +39,9 @@ async def main(db: str) -> None:
         who = channel.expected_next()
         assert who is not None
         n = channel.state.turn_count
-        env = users[who].send_nowait(cid, event_type=EV_CONTEXT_SET,
-                                     event_data={"set": {"n": n, who: n}, "delete": []})
+        env = users[who].send_nowait(
+            cid, event_type=EV_CONTEXT_SET, event_data={"set": {"n": n, who: n}, "delete": []}
+        )
         out.write(env.envelope_id + "\n")
         env = users[who].send_nowait(cid, f"turn {n}")
         out.write(env.envelope_id + "\n")

@@ -38,14 +38,26 @@ def rule(when: dict[str, Any], then: dict[str, Any], priority: int = 0) -> dict[
     return {"when": when, "then": then, "priority": priority}
 
 
-def graph(start: str, *rules: dict[str, Any], default: dict[str, Any] | None = None,
-          max_turns: int | None = None) -> dict[str, Any]:
-    return {"initial_speaker": start, "transitions": list(rules),
-            "default_target": default or term(), "max_turns": max_turns}
+def graph(
+    start: str,
+    *rules: dict[str, Any],
+    default: dict[str, Any] | None = None,
+    max_turns: int | None = None,
+) -> dict[str, Any]:
+    return {
+        "initial_speaker": start,
+        "transitions": list(rules),
+        "default_target": default or term(),
+        "max_turns": max_turns,
+    }
 
 
 def chain(n: int) -> dict[str, Any]:
     """A pipeline of ``n`` speakers s0 -> s1 -> ... (a sequence graph)."""
     names = [f"s{i}" for i in range(n)]
-    return graph(names[0], *(rule(frm(a), to(b)) for a, b in itertools.pairwise(names)),
-                 default=term("sequence_complete"), max_turns=None)
+    return graph(
+        names[0],
+        *(rule(frm(a), to(b)) for a, b in itertools.pairwise(names)),
+        default=term("sequence_complete"),
+        max_turns=None,
+    )

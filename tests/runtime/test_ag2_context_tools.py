@@ -14,13 +14,26 @@ from flowc.cli import main
 AGENTS = Path(__file__).parent / "agents"
 
 
-def test_set_context_in_an_ag2_tool_routes_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_set_context_in_an_ag2_tool_routes_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     script = tmp_path / "kickoff.json"
-    script.write_text(json.dumps({"kickoff": "Write a haiku on TLS", "context_vars": {"scratch": 1}}))
-    code = main([
-        "run", str(AGENTS / "review_plain.flow"), "--agents", str(AGENTS / "ag2_context.py"),
-        "--script", str(script), "--json", "--db", ":memory:",
-    ])
+    script.write_text(
+        json.dumps({"kickoff": "Write a haiku on TLS", "context_vars": {"scratch": 1}})
+    )
+    code = main(
+        [
+            "run",
+            str(AGENTS / "review_plain.flow"),
+            "--agents",
+            str(AGENTS / "ag2_context.py"),
+            "--script",
+            str(script),
+            "--json",
+            "--db",
+            ":memory:",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert [t["speaker"] for t in out["turns"]] == ["user", "drafter", "reviewer"]

@@ -34,9 +34,14 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         speakers researcher, writer, editor
         sequence user -> researcher -> writer -> editor
         """,
-        {"kickoff": "Topic: HTTPS",
-         "script": {"researcher": ["three facts"], "writer": ["a paragraph"],
-                    "editor": ["the final text"]}},
+        {
+            "kickoff": "Topic: HTTPS",
+            "script": {
+                "researcher": ["three facts"],
+                "writer": ["a paragraph"],
+                "editor": ["the final text"],
+            },
+        },
         {"close_reason": "sequence_complete", "turn_count": 4},
     ),
     "round robin with humans": (
@@ -45,8 +50,10 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         round_robin alice, bot, carol
         max_turns 7
         """,
-        {"kickoff": "Topic?",
-         "script": {"alice": ["a2", "a3"], "bot": ["b1", "b2", "b3"], "carol": ["c1", "c2"]}},
+        {
+            "kickoff": "Topic?",
+            "script": {"alice": ["a2", "a3"], "bot": ["b1", "b2", "b3"], "carol": ["c1", "c2"]},
+        },
         {"close_reason": "max_turns", "turn_count": 7},
     ),
     "feedback loop with a context tool": (
@@ -62,10 +69,16 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from drafter then reviewer
         when from reviewer then drafter
         """,
-        {"kickoff": "Write on HTTPS",
-         "script": {"drafter": ["Draft 1", "Draft 2"],
-                    "reviewer": ["Tighten it",
-                                 {"tool": "approve", "args": {"reason": "good"}, "say": "Approved"}]}},
+        {
+            "kickoff": "Write on HTTPS",
+            "script": {
+                "drafter": ["Draft 1", "Draft 2"],
+                "reviewer": [
+                    "Tighten it",
+                    {"tool": "approve", "args": {"reason": "good"}, "say": "Approved"},
+                ],
+            },
+        },
         {"close_reason": "approved", "turn_count": 5, "context_vars": {"done": True}},
     ),
     "tool routing back to the initiator": (
@@ -84,13 +97,18 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from user then coordinator
         when from coordinator then terminate "done"
         """,
-        {"kickoff": "Compare three GPU clouds",
-         "script": {
-             "coordinator": [
-                 {"tool": "ask_research", "args": {"reason": "need prices"}, "say": "Research"},
-                 {"tool": "ask_analysis", "say": "Analyse"}, "The report"],
-             "researcher": [{"tool": "report", "args": {"reason": "found"}, "say": "Prices"}],
-             "analyst": ["Cheapest is B"]}},
+        {
+            "kickoff": "Compare three GPU clouds",
+            "script": {
+                "coordinator": [
+                    {"tool": "ask_research", "args": {"reason": "need prices"}, "say": "Research"},
+                    {"tool": "ask_analysis", "say": "Analyse"},
+                    "The report",
+                ],
+                "researcher": [{"tool": "report", "args": {"reason": "found"}, "say": "Prices"}],
+                "analyst": ["Cheapest is B"],
+            },
+        },
         {"close_reason": "done", "turn_count": 6},
     ),
     "handoff bypasses a priority -100 rule; several calls in one reply": (
@@ -110,13 +128,23 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from triage then user
         when from security then user
         """,
-        {"kickoff": "My account was hacked",
-         "script": {
-             "triage": [{"tools": [{"tool": "note"}, {"tool": "lookup", "args": {"q": "acct"}},
-                                   {"tool": "transfer", "args": {"reason": "hacked"}},
-                                   {"tool": "close"}],
-                         "say": "Transferring you."}],
-             "security": [{"tool": "lock", "say": "Locked."}]}},
+        {
+            "kickoff": "My account was hacked",
+            "script": {
+                "triage": [
+                    {
+                        "tools": [
+                            {"tool": "note"},
+                            {"tool": "lookup", "args": {"q": "acct"}},
+                            {"tool": "transfer", "args": {"reason": "hacked"}},
+                            {"tool": "close"},
+                        ],
+                        "say": "Transferring you.",
+                    }
+                ],
+                "security": [{"tool": "lock", "say": "Locked."}],
+            },
+        },
         {"close_reason": "secured", "turn_count": 3, "context_vars": {"seen": True}},
     ),
     "sticky context runs to max_turns": (
@@ -130,9 +158,14 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from user then bot
         when from bot then terminate "answered"
         """,
-        {"kickoff": "Hi",
-         "script": {"bot": [{"tool": "chat_mode", "say": "Let's chat"}, "b2"],
-                    "critic": ["c1", "c2"], "user": ["u2", "u3"]}},
+        {
+            "kickoff": "Hi",
+            "script": {
+                "bot": [{"tool": "chat_mode", "say": "Let's chat"}, "b2"],
+                "critic": ["c1", "c2"],
+                "user": ["u2", "u3"],
+            },
+        },
         {"close_reason": "max_turns", "turn_count": 7, "context_vars": {"mode": "chat"}},
     ),
     "priority ties keep list order": (
@@ -163,8 +196,11 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from security then user
         when from triage then user
         """,
-        {"kickoff": "help", "script": {"security": ["on it"], "user": ["thanks"]},
-         "context_vars": {"vip": True}},
+        {
+            "kickoff": "help",
+            "script": {"security": ["on it"], "user": ["thanks"]},
+            "context_vars": {"vip": True},
+        },
         {"close_reason": None, "turn_count": 3, "stalled_on": "security"},
     ),
     "a round that only writes context posts no packet and stalls": (
@@ -179,11 +215,20 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from customer then triage
         when from triage then customer
         """,
-        {"kickoff": "It does not work.",
-         "script": {"triage": ["What does not work?", {"tool": "route_tech"}],
-                    "customer": ["The app crashes on start."], "tech": ["Fixed."]}},
-        {"close_reason": None, "turn_count": 3, "stalled_on": "triage",
-         "context_vars": {"category": "tech"}},
+        {
+            "kickoff": "It does not work.",
+            "script": {
+                "triage": ["What does not work?", {"tool": "route_tech"}],
+                "customer": ["The app crashes on start."],
+                "tech": ["Fixed."],
+            },
+        },
+        {
+            "close_reason": None,
+            "turn_count": 3,
+            "stalled_on": "triage",
+            "context_vars": {"category": "tech"},
+        },
     ),
     "a finish on the first routing call, a handoff after it ignored": (
         """
@@ -193,8 +238,10 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         max_turns 4
         when from user then agent
         """,
-        {"kickoff": "go",
-         "script": {"agent": [{"tools": [{"tool": "stop"}, {"tool": "pass"}], "say": ""}]}},
+        {
+            "kickoff": "go",
+            "script": {"agent": [{"tools": [{"tool": "stop"}, {"tool": "pass"}], "say": ""}]},
+        },
         {"close_reason": "stopped", "turn_count": 2},
     ),
     "finish and handoff as objects; a handoff's routing reason is its own": (
@@ -211,15 +258,26 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from triage then user
         when from security then user
         """,
-        {"kickoff": "Someone logged in from abroad",
-         "script": {
-             "triage": [
-                 {"tool": "escalate", "args": {"reason": "suspicious login"},
-                  "handoff": {"target": "security", "reason": "security review"},
-                  "say": "Escalating."},
-                 {"tool": "close", "finish": {"reason": "resolved", "summary": "account locked"},
-                  "say": "Done."}],
-             "security": ["Locked."], "user": ["Thanks"]}},
+        {
+            "kickoff": "Someone logged in from abroad",
+            "script": {
+                "triage": [
+                    {
+                        "tool": "escalate",
+                        "args": {"reason": "suspicious login"},
+                        "handoff": {"target": "security", "reason": "security review"},
+                        "say": "Escalating.",
+                    },
+                    {
+                        "tool": "close",
+                        "finish": {"reason": "resolved", "summary": "account locked"},
+                        "say": "Done.",
+                    },
+                ],
+                "security": ["Locked."],
+                "user": ["Thanks"],
+            },
+        },
         {"close_reason": "resolved", "turn_count": 5},
     ),
     "a handoff without a reason records none, whatever the call's reason argument": (
@@ -232,13 +290,23 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         when from user then triage
         when from security then terminate "secured"
         """,
-        {"kickoff": "hacked",
-         "script": {"triage": [{"tool": "escalate", "args": {"reason": "hacked"},
-                                "handoff": "security", "say": "Escalating."}],
-                    "security": [{"finish": {"summary": "locked"}, "say": "Locked."}]}},
+        {
+            "kickoff": "hacked",
+            "script": {
+                "triage": [
+                    {
+                        "tool": "escalate",
+                        "args": {"reason": "hacked"},
+                        "handoff": "security",
+                        "say": "Escalating.",
+                    }
+                ],
+                "security": [{"finish": {"summary": "locked"}, "say": "Locked."}],
+            },
+        },
         {"close_reason": "finished", "turn_count": 3},
     ),
-    "an empty finish reason closes the run as \"finished\"": (
+    'an empty finish reason closes the run as "finished"': (
         """
         speaker user: human
         speaker bot { tool close finishes "" }
@@ -260,7 +328,7 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         {"kickoff": "go", "script": {"bot": [{"tool": "both", "finish": "", "say": "bye"}]}},
         {"close_reason": "finished", "turn_count": 2},
     ),
-    "an empty terminate reason closes the run as \"workflow_terminated\"": (
+    'an empty terminate reason closes the run as "workflow_terminated"': (
         """
         speaker user: human
         speaker bot
@@ -319,23 +387,30 @@ def test_same_run_on_both_runtimes(name: str) -> None:
 #: that speaker is never told it has the turn again and the channel stalls; flowc
 #: prompts it again (docs/runtime.md, "Deliberate differences from AG2")
 SELF_ROUTING: dict[str, tuple[str, dict[str, Any]]] = {
-    "stay": ("""
+    "stay": (
+        """
         speaker user: human
         speaker bot
         start user
         max_turns 4
         when from user then bot
         when from bot then stay
-        """, {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}}),
-    "agent X on X's own turn": ("""
+        """,
+        {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}},
+    ),
+    "agent X on X's own turn": (
+        """
         speaker user: human
         speaker bot
         start user
         max_turns 4
         when from user then bot
         when from bot then bot
-        """, {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}}),
-    "initiator when the initiator just spoke": ("""
+        """,
+        {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}},
+    ),
+    "initiator when the initiator just spoke": (
+        """
         speaker user: human
         speaker bot
         start user
@@ -343,15 +418,20 @@ SELF_ROUTING: dict[str, tuple[str, dict[str, Any]]] = {
         max_turns 4
         when from user then bot
         when from bot then initiator
-        """, {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}}),
-    "a handoff to oneself": ("""
+        """,
+        {"kickoff": "go", "script": {"bot": ["p1", "p2", "p3"]}},
+    ),
+    "a handoff to oneself": (
+        """
         speaker user: human
         speaker bot { tool again hands off to bot }
         start user
         max_turns 4
         when from user then bot
         when from bot then terminate "done"
-        """, {"kickoff": "go", "script": {"bot": [{"tool": "again", "say": "p1"}, "p2", "p3"]}}),
+        """,
+        {"kickoff": "go", "script": {"bot": [{"tool": "again", "say": "p1"}, "p2", "p3"]}},
+    ),
 }
 
 
@@ -374,15 +454,18 @@ def test_routing_back_to_the_speaker_is_a_deliberate_difference(name: str) -> No
     # and `check --target ag2` says so (W221), with the run and where AG2 stops
     [finding] = ag2_findings(src, "W221")
     assert finding.notes[0].startswith("a run that shows it: user → bot")
-    assert f"the run stops after turn {theirs['turn_count']}, open, waiting for `bot` " \
-           "(`stalled_on: bot`)" in finding.notes[1]
+    assert (
+        f"the run stops after turn {theirs['turn_count']}, open, waiting for `bot` "
+        "(`stalled_on: bot`)" in finding.notes[1]
+    )
 
 
 #: AG2's ``_resolve_routing`` makes a call a routing call only when a top-level
 #: ``ToolCalled`` rule names it; a `tool` condition inside `and` / `not` (flowc's
 #: composites) then never sees it. flowc counts the nested names too.
 NESTED_TOOL = {
-    "tool T and from X": ("""
+    "tool T and from X": (
+        """
         speaker user: human
         speaker bot { tool escalate }
         speaker security
@@ -392,10 +475,15 @@ NESTED_TOOL = {
         when from user then bot
         when from bot then terminate "answered"
         when from security then terminate "secured"
-        """, {"kickoff": "go", "script": {"bot": [{"tool": "escalate", "say": "Escalating"}],
-                                          "security": ["ok"]}},
-        ("secured", "answered")),
-    "from X and not tool T": ("""
+        """,
+        {
+            "kickoff": "go",
+            "script": {"bot": [{"tool": "escalate", "say": "Escalating"}], "security": ["ok"]},
+        },
+        ("secured", "answered"),
+    ),
+    "from X and not tool T": (
+        """
         speaker user: human
         speaker bot { tool chat }
         speaker security
@@ -405,9 +493,13 @@ NESTED_TOOL = {
         when from user then bot
         when from bot then terminate "chatted"
         when from security then terminate "secured"
-        """, {"kickoff": "go", "script": {"bot": [{"tool": "chat", "say": "hello"}],
-                                          "security": ["ok"]}},
-        ("chatted", "secured")),
+        """,
+        {
+            "kickoff": "go",
+            "script": {"bot": [{"tool": "chat", "say": "hello"}], "security": ["ok"]},
+        },
+        ("chatted", "secured"),
+    ),
 }
 
 
@@ -429,7 +521,8 @@ def test_a_tool_condition_inside_a_composite_routes_a_deliberate_difference(name
 def test_a_run_past_the_inbox_limit_stops_on_ag2_where_check_says() -> None:
     """W220's turn is AG2's: with every client's inbox limit at 10 (instead of 1,000), AG2
     refuses the post of the turn that :func:`inbox_failure` computes, and the run stops."""
-    for src in ("""
+    for src in (
+        """
         speaker user: human
         speakers writer, critic
         start user
@@ -437,15 +530,18 @@ def test_a_run_past_the_inbox_limit_stops_on_ag2_where_check_says() -> None:
         when from user then writer
         when from writer then critic
         when from critic then writer
-        """, """
+        """,
+        """
         speakers user: human, alice, bob
         round_robin user, alice, bob
         max_turns 40
-        """):
+        """,
+    ):
         flow = flowc.compile_flow(src)
         n = 40
-        script = parse_script({"kickoff": "go", "script": {
-            s: [f"{s}{i}" for i in range(n)] for s in flow.speakers}})
+        script = parse_script(
+            {"kickoff": "go", "script": {s: [f"{s}{i}" for i in range(n)] for s in flow.speakers}}
+        )
         ours = parity(run_script_sync(RunTarget.from_compiled(flow), script).to_json())
         theirs = asyncio.run(run_on_ag2(flow, script, settle=True, inbox_limit=10))
         assert ours["close_reason"] == "max_turns" and ours["turn_count"] == n
@@ -461,17 +557,25 @@ def test_bad_graphs_are_a_deliberate_difference() -> None:
     fails (or stalls) mid-run; flowc refuses it when the channel opens, with paths."""
     from ag2.network import TransitionGraph
 
-    bad = {"initial_speaker": "a", "max_turns": None,
-           "transitions": [{"when": {"name": "always", "args": {}},
-                            "then": {"name": "agent", "args": {"agent_id": "ghost"}},
-                            "priority": "high"}],
-           "default_target": {"name": "terminate", "args": {"reason": "x"}}}
+    bad = {
+        "initial_speaker": "a",
+        "max_turns": None,
+        "transitions": [
+            {
+                "when": {"name": "always", "args": {}},
+                "then": {"name": "agent", "args": {"agent_id": "ghost"}},
+                "priority": "high",
+            }
+        ],
+        "default_target": {"name": "terminate", "args": {"reason": "x"}},
+    }
     TransitionGraph.loads(bad)  # AG2 accepts it
     from flowc.runtime.adapters.base import ChannelMetadata, Participant
     from flowc.runtime.adapters.workflow import WorkflowAdapter
 
-    md = ChannelMetadata("c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)),
-                         {"graph": bad})
+    md = ChannelMetadata(
+        "c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)), {"graph": bad}
+    )
     with pytest.raises(GraphError) as err:
         WorkflowAdapter().validate_create(md)
     assert [p.path for p in err.value.problems] == ["transitions[0].priority"]
@@ -482,16 +586,37 @@ def test_the_routing_records_the_handoffs_reason_and_the_finishs_summary() -> No
     when it has none; the call's ``reason`` argument is only used for a tool a rule routes
     on) and a ``Finish``'s ``reason`` and ``summary``: both runtimes, same records."""
     for name, expected in (
-        ("finish and handoff as objects; a handoff's routing reason is its own",
-         [{"kind": "handoff", "tool": "escalate", "reason": "security review", "target": "security"},
-          {"kind": "finish", "tool": "close", "reason": "resolved", "summary": "account locked"}]),
-        ("a handoff without a reason records none, whatever the call's reason argument",
-         [{"kind": "handoff", "tool": "escalate", "reason": "", "target": "security"},
-          {"kind": "finish", "tool": "finish", "reason": "finished", "summary": "locked"}]),
+        (
+            "finish and handoff as objects; a handoff's routing reason is its own",
+            [
+                {
+                    "kind": "handoff",
+                    "tool": "escalate",
+                    "reason": "security review",
+                    "target": "security",
+                },
+                {
+                    "kind": "finish",
+                    "tool": "close",
+                    "reason": "resolved",
+                    "summary": "account locked",
+                },
+            ],
+        ),
+        (
+            "a handoff without a reason records none, whatever the call's reason argument",
+            [
+                {"kind": "handoff", "tool": "escalate", "reason": "", "target": "security"},
+                {"kind": "finish", "tool": "finish", "reason": "finished", "summary": "locked"},
+            ],
+        ),
     ):
         src, script, _ = CASES[name]
         ours, theirs = both(src, script)
         for run in (ours, theirs):
-            routed = [t["routing"] for t in run["turns"]
-                      if t["routing"] and t["routing"]["kind"] != "text"]
+            routed = [
+                t["routing"]
+                for t in run["turns"]
+                if t["routing"] and t["routing"]["kind"] != "text"
+            ]
             assert routed == expected, (name, run)

@@ -47,8 +47,9 @@ EXAMPLES = int(os.environ.get("FLOWC_AG2_EXAMPLES", "250"))
 
 @st.composite
 def conditions(draw: Any, speakers: list[str], depth: int = 0) -> str:
-    kinds = ["from", "from", "tool", "tool", "ctx", "ctxne", "always"] + \
-        (["and", "and", "or", "not"] if depth < 2 else [])
+    kinds = ["from", "from", "tool", "tool", "ctx", "ctxne", "always"] + (
+        ["and", "and", "or", "not"] if depth < 2 else []
+    )
     kind = draw(st.sampled_from(kinds))
     if kind == "from":
         return f"from {draw(st.sampled_from(speakers))}"
@@ -63,7 +64,9 @@ def conditions(draw: Any, speakers: list[str], depth: int = 0) -> str:
     if kind == "not":
         return f"not ({draw(conditions(speakers, depth + 1))})"
     joint = " and " if kind == "and" else " or "
-    return f"({draw(conditions(speakers, depth + 1))}){joint}({draw(conditions(speakers, depth + 1))})"
+    return (
+        f"({draw(conditions(speakers, depth + 1))}){joint}({draw(conditions(speakers, depth + 1))})"
+    )
 
 
 @st.composite
@@ -115,11 +118,16 @@ def cases(draw: Any) -> tuple[str, dict[str, Any]]:
         if s in humans:
             keys = draw(st.lists(st.sampled_from(sorted(KEYS)), unique=True, max_size=2))
             writes[s] = keys
-            lines += [f"speaker {s}: human {{", f"  sets {', '.join(keys)}", "}"] if keys \
+            lines += (
+                [f"speaker {s}: human {{", f"  sets {', '.join(keys)}", "}"]
+                if keys
                 else [f"speaker {s}: human"]
+            )
             continue
-        mine = {t: draw(alternatives(speakers))
-                for t in draw(st.lists(st.sampled_from(TOOLS), unique=True, max_size=2))}
+        mine = {
+            t: draw(alternatives(speakers))
+            for t in draw(st.lists(st.sampled_from(TOOLS), unique=True, max_size=2))
+        }
         tools[s] = mine
         if not mine:
             lines.append(f"speaker {s}")
@@ -146,7 +154,9 @@ def cases(draw: Any) -> tuple[str, dict[str, Any]]:
     rules: list[str] = []
     for sender in speakers:
         if draw(st.integers(0, 4)):
-            then = draw(st.sampled_from([t for t in speakers if t != sender] + ["next", 'terminate "t"']))
+            then = draw(
+                st.sampled_from([t for t in speakers if t != sender] + ["next", 'terminate "t"'])
+            )
             rules.append(f"when from {sender} then {then}")
     for _ in range(draw(st.integers(0, 4))):
         prio = draw(st.sampled_from(["", " priority 5", " priority -1", " priority -1"]))
@@ -164,8 +174,9 @@ def cases(draw: Any) -> tuple[str, dict[str, Any]]:
         lines.append(f"otherwise {draw(st.sampled_from(targets))}")
     text = "\n".join(lines) + "\n"
 
-    routing_names = {t for line in lines if line.startswith("when ")
-                     for t in TOOLS if f"tool {t}" in line}
+    routing_names = {
+        t for line in lines if line.startswith("when ") for t in TOOLS if f"tool {t}" in line
+    }
 
     def routes(tool: str, alt: dict[str, Any]) -> bool:
         return "handoff" in alt or "finish" in alt or tool in routing_names
@@ -216,7 +227,9 @@ def cases(draw: Any) -> tuple[str, dict[str, Any]]:
                         continue  # one routing call a reply (several: W219's case)
                     routed = True
                 calls.append(call(t, alt, len(mine[t]) > 1))
-            turns.append({"tools": calls, "say": said} if len(calls) > 1 else {**calls[0], "say": said})
+            turns.append(
+                {"tools": calls, "say": said} if len(calls) > 1 else {**calls[0], "say": said}
+            )
         if turns:
             script[s] = turns
     data: dict[str, Any] = {"kickoff": "go", "script": script}
@@ -229,7 +242,9 @@ def run_both(text: str, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     """Both runs, or None when the case is left out (a difference, a refused script)."""
     compiled, diags = compile_source(SourceFile("gen.flow", text))
     assert compiled is not None, (text, [d.message for d in diags])
-    found = {d.code.id for d in check_source(SourceFile("gen.flow", text), CheckOptions(target="ag2"))}
+    found = {
+        d.code.id for d in check_source(SourceFile("gen.flow", text), CheckOptions(target="ag2"))
+    }
     if found & AG2_CODES:
         event(f"left out: {', '.join(sorted(found & AG2_CODES))}")
         return None
@@ -243,12 +258,17 @@ def run_both(text: str, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     ours = parity(run_script_sync(target, script).to_json())
     theirs = asyncio.run(run_on_ag2(compiled, script, settle=True))
     ended = "closed" if ours["close_reason"] is not None else "stalled"
-    event(f"compared: {ended} after {'1' if ours['turn_count'] < 2 else '2-3' if ours['turn_count'] < 4 else '4+'} turns")
+    event(
+        f"compared: {ended} after {'1' if ours['turn_count'] < 2 else '2-3' if ours['turn_count'] < 4 else '4+'} turns"
+    )
     return ours, theirs
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(cases())
 def test_clean_under_target_ag2_runs_the_same_on_ag2(case: tuple[str, dict[str, Any]]) -> None:
     text, data = case

@@ -31,8 +31,11 @@ def cond(name: str, **args: Any) -> dict[str, Any]:
     return {"name": name, "args": args}
 
 
-def graph(*rules: tuple[dict[str, Any], dict[str, Any]], default: dict[str, Any] | None = None,
-          start: str = "user") -> dict[str, Any]:
+def graph(
+    *rules: tuple[dict[str, Any], dict[str, Any]],
+    default: dict[str, Any] | None = None,
+    start: str = "user",
+) -> dict[str, Any]:
     return {
         "initial_speaker": start,
         "transitions": [{"when": w, "then": t, "priority": 0} for w, t in rules],
@@ -53,7 +56,9 @@ def ag2_open(knobs: dict[str, Any]) -> BaseException | None:
         hub = await AG2Hub.open(MemoryKnowledgeStore(), ttl_sweep_interval=0)
         link = LocalLink(hub)
         user = await HubClient(link, hub=hub).register_human(Passport(name="user", kind="human"))
-        writer = await HubClient(link, hub=hub).register_human(Passport(name="writer", kind="human"))
+        writer = await HubClient(link, hub=hub).register_human(
+            Passport(name="writer", kind="human")
+        )
         ids = {"user": user.agent_id, "writer": writer.agent_id}
         bound = json.loads(json.dumps(knobs))
         text = json.dumps(bound["graph"])
@@ -91,24 +96,32 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-SCRIPT = {"kickoff": "hi", "script": {"writer": ["ok"]}, "participants": ["user", "writer"],
-          "humans": ["user"]}
+SCRIPT = {
+    "kickoff": "hi",
+    "script": {"writer": ["ok"]},
+    "participants": ["user", "writer"],
+    "humans": ["user"],
+}
 
 
 # ── a name neither built in nor loaded ──────────────────────────────────────────
 
 
 def test_a_misspelt_builtin_is_refused_by_ag2() -> None:
-    err = ag2_open({"graph": graph((cond("from_speakr", agent_id="user"), TO_WRITER)),
-                    "context_vars": {}})
+    err = ag2_open(
+        {"graph": graph((cond("from_speakr", agent_id="user"), TO_WRITER)), "context_vars": {}}
+    )
     assert err is not None and "no transition condition registered for 'from_speakr'" in str(err)
 
 
-def test_check_refuses_an_unknown_name_as_run_does(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    g = graph((cond("from_speakr", agent_id="user"), TO_WRITER),
-              (cond("all_of", conditions=[cond("tool_caled", tool_name="t")]), END),
-              default=cond("agnet", agent_id="writer"))
+def test_check_refuses_an_unknown_name_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    g = graph(
+        (cond("from_speakr", agent_id="user"), TO_WRITER),
+        (cond("all_of", conditions=[cond("tool_caled", tool_name="t")]), END),
+        default=cond("agnet", agent_id="writer"),
+    )
     path = tmp_path / "g.json"
     path.write_text(json.dumps(g))
     (tmp_path / "s.json").write_text(json.dumps(SCRIPT))
@@ -125,8 +138,9 @@ def test_check_refuses_an_unknown_name_as_run_does(tmp_path: Path,
     assert sorted(d["message"] for d in items) == sorted(expected)
     assert {d["code"] for d in items} == {"E103"}
     assert sorted(d["json_path"] for d in items) == sorted(e.split(": ")[0] for e in expected)
-    code, _, err = cli(capsys, "run", str(path), "--script", str(tmp_path / "s.json"),
-                       "--db", ":memory:")
+    code, _, err = cli(
+        capsys, "run", str(path), "--script", str(tmp_path / "s.json"), "--db", ":memory:"
+    )
     assert code == 1
     for line in expected:
         assert line in err
@@ -138,7 +152,8 @@ def test_a_target_name_used_as_a_condition_says_so() -> None:
     diags = flowc.check(graph((cond("agent", agent_id="writer"), TO_WRITER)))
     assert [d.message for d in diags] == [
         "transitions[0].when.name: no condition registered as `agent`; `agent` is a target, "
-        "not a condition"]
+        "not a condition"
+    ]
 
 
 @attrs.frozen
@@ -163,9 +178,13 @@ def test_a_loaded_name_is_checked_with_its_args() -> None:
     bad = codes(graph((cond("urgent", levle=1), TO_WRITER)))
     assert len(bad) == 1 and bad[0].startswith("transitions[0].when.args: args do not fit `urgent`")
     # in a registry without it, refused, with no guess when nothing is close
-    empty = check_source(SourceFile("g.json", json.dumps(graph((cond("urgent", level=1), TO_WRITER)))),
-                         CheckOptions(registry=TransitionRegistry()))
-    assert [d.message for d in empty] == ["transitions[0].when.name: no condition registered as `urgent`"]
+    empty = check_source(
+        SourceFile("g.json", json.dumps(graph((cond("urgent", level=1), TO_WRITER)))),
+        CheckOptions(registry=TransitionRegistry()),
+    )
+    assert [d.message for d in empty] == [
+        "transitions[0].when.name: no condition registered as `urgent`"
+    ]
 
 
 def test_flowcs_shipped_vocabulary_counts_as_loaded() -> None:
@@ -184,15 +203,18 @@ def test_context_equals_without_value_is_a_type_error_on_ag2() -> None:
 
 
 def test_context_equals_without_value_is_refused_by_every_command(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "g.json"
     path.write_text(json.dumps(NO_VALUE))
     (tmp_path / "s.json").write_text(json.dumps(SCRIPT))
     where = "transitions[0].when.args.value"
-    for argv in (["check", str(path)],
-                 ["run", str(path), "--script", str(tmp_path / "s.json"), "--db", ":memory:"],
-                 ["render", str(path), "-f", "dot"],
-                 ["decompile", str(path)]):
+    for argv in (
+        ["check", str(path)],
+        ["run", str(path), "--script", str(tmp_path / "s.json"), "--db", ":memory:"],
+        ["render", str(path), "-f", "dot"],
+        ["decompile", str(path)],
+    ):
         code, out, err = cli(capsys, *argv)
         assert code == 1, (argv, out, err)
         assert where in out + err, (argv, out, err)
@@ -242,15 +264,19 @@ def variants() -> list[tuple[str, str, str, dict[str, Any]]]:
         for missing in args:
             if (name, missing) == ("terminate", "reason"):
                 continue  # AG2's TerminateTarget defaults it to "after_work", as flowc does
-            out.append((kind, name, f"without {missing}", {k: v for k, v in args.items() if k != missing}))
+            out.append(
+                (kind, name, f"without {missing}", {k: v for k, v in args.items() if k != missing})
+            )
         out.append((kind, name, "with an extra arg", {**args, "extra": 1}))
     return out
 
 
-@pytest.mark.parametrize(("kind", "name", "label", "args"), variants(),
-                         ids=[f"{v[1]} {v[2]}" for v in variants()])
-def test_a_builtin_with_wrong_args_is_refused_by_both(kind: str, name: str, label: str,
-                                                      args: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("kind", "name", "label", "args"), variants(), ids=[f"{v[1]} {v[2]}" for v in variants()]
+)
+def test_a_builtin_with_wrong_args_is_refused_by_both(
+    kind: str, name: str, label: str, args: dict[str, Any]
+) -> None:
     if kind == "condition":
         g = graph((cond(name, **args), TO_WRITER), (FROM_USER, TO_WRITER))
         where = "transitions[0].when.args"
@@ -260,5 +286,7 @@ def test_a_builtin_with_wrong_args_is_refused_by_both(kind: str, name: str, labe
     err = ag2_open({"graph": g, "context_vars": {}})
     assert isinstance(err, TypeError), (label, err)  # AG2: cls(**args) when the channel opens
     found = [d for d in flowc.check(g) if d.is_error]
-    assert found and all(d.code.id == "E108" and (d.json_path or "").startswith(where) for d in found)
+    assert found and all(
+        d.code.id == "E108" and (d.json_path or "").startswith(where) for d in found
+    )
     assert isinstance(flowc_open({"graph": g}), GraphError)

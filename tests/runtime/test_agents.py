@@ -28,7 +28,7 @@ when from drafter then reviewer
 when from reviewer then user
 """
 
-AGENTS = '''
+AGENTS = """
 from flowc.runtime import Reply, ToolCall
 
 async def drafter(turn):
@@ -40,7 +40,7 @@ async def reviewer(turn):
     return "Needs work"
 
 AGENTS = {"drafter": drafter, "reviewer": reviewer}
-'''
+"""
 
 
 @pytest.fixture
@@ -59,26 +59,56 @@ class TerminalInput(io.StringIO):
 
 
 def test_agents_module_with_a_human_at_the_terminal(
-        files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("sys.stdin", TerminalInput("Try again\n"))
-    code = main(["run", str(files / "f.flow"), "--agents", str(files / "agents.py"),
-                 "--script", str(files / "kick.json"), "--json", "--db", ":memory:"])
+    code = main(
+        [
+            "run",
+            str(files / "f.flow"),
+            "--agents",
+            str(files / "agents.py"),
+            "--script",
+            str(files / "kick.json"),
+            "--json",
+            "--db",
+            ":memory:",
+        ]
+    )
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 0, captured.err
-    assert [t["speaker"] for t in out["turns"]] == ["user", "drafter", "reviewer", "user",
-                                                    "drafter", "reviewer"]
+    assert [t["speaker"] for t in out["turns"]] == [
+        "user",
+        "drafter",
+        "reviewer",
+        "user",
+        "drafter",
+        "reviewer",
+    ]
     assert out["close_reason"] == "approved" and out["context_vars"] == {"done": True}
     assert "user> " in captured.err and "Needs work" in captured.err
 
 
 def test_with_a_script_an_unscripted_human_stalls_the_run_when_stdin_is_no_terminal(
-        files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # piped input is not a person: with --script, a human with no scripted turn left is
     # asked only at a terminal; otherwise the run stops on them (stalled_on)
     monkeypatch.setattr("sys.stdin", io.StringIO("Try again\n"))
-    code = main(["run", str(files / "f.flow"), "--agents", str(files / "agents.py"),
-                 "--script", str(files / "kick.json"), "--json", "--db", ":memory:"])
+    code = main(
+        [
+            "run",
+            str(files / "f.flow"),
+            "--agents",
+            str(files / "agents.py"),
+            "--script",
+            str(files / "kick.json"),
+            "--json",
+            "--db",
+            ":memory:",
+        ]
+    )
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 1
@@ -87,30 +117,66 @@ def test_with_a_script_an_unscripted_human_stalls_the_run_when_stdin_is_no_termi
     assert "user> " not in captured.err
 
 
-def test_scripted_and_real_speakers_combine(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (files / "s.json").write_text(json.dumps({
-        "kickoff": "Write on TLS", "script": {"user": ["again please"]}}))
-    code = main(["run", str(files / "f.flow"), "--agents", str(files / "agents.py"),
-                 "--script", str(files / "s.json"), "--json", "--db", ":memory:"])
+def test_scripted_and_real_speakers_combine(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (files / "s.json").write_text(
+        json.dumps({"kickoff": "Write on TLS", "script": {"user": ["again please"]}})
+    )
+    code = main(
+        [
+            "run",
+            str(files / "f.flow"),
+            "--agents",
+            str(files / "agents.py"),
+            "--script",
+            str(files / "s.json"),
+            "--json",
+            "--db",
+            ":memory:",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert [t["speaker"] for t in out["turns"]] == ["user", "drafter", "reviewer", "user",
-                                                    "drafter", "reviewer"]
+    assert [t["speaker"] for t in out["turns"]] == [
+        "user",
+        "drafter",
+        "reviewer",
+        "user",
+        "drafter",
+        "reviewer",
+    ]
     assert out["close_reason"] == "approved"
 
 
-def test_a_speaker_is_scripted_or_real_not_both(files: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_speaker_is_scripted_or_real_not_both(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (files / "s.json").write_text(json.dumps({"kickoff": "x", "script": {"drafter": ["d"]}}))
-    assert main(["run", str(files / "f.flow"), "--agents", str(files / "agents.py"),
-                 "--script", str(files / "s.json"), "--db", ":memory:"]) == 1
+    assert (
+        main(
+            [
+                "run",
+                str(files / "f.flow"),
+                "--agents",
+                str(files / "agents.py"),
+                "--script",
+                str(files / "s.json"),
+                "--db",
+                ":memory:",
+            ]
+        )
+        == 1
+    )
     assert "drafter: both scripted and given as agents" in capsys.readouterr().err
 
 
 def test_agents_module_must_define_agents(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (files / "none.py").write_text("X = 1\n")
-    assert main(["run", str(files / "f.flow"), "--agents", str(files / "none.py"),
-                 "--db", ":memory:"]) == 2
+    assert (
+        main(["run", str(files / "f.flow"), "--agents", str(files / "none.py"), "--db", ":memory:"])
+        == 2
+    )
     assert "define AGENTS" in capsys.readouterr().err
 
 
@@ -131,8 +197,12 @@ def test_the_ag2_bridge_drives_an_ag2_agent_on_flowcs_hub() -> None:
     when from user then triage
     when from security then terminate "secured"
     """
-    triage = Agent("triage", config=ScriptedConfig(
-        [ToolCallEvent(name="escalate", arguments='{"reason": "hacked"}')], "Escalating."))
+    triage = Agent(
+        "triage",
+        config=ScriptedConfig(
+            [ToolCallEvent(name="escalate", arguments='{"reason": "hacked"}')], "Escalating."
+        ),
+    )
 
     @triage.tool
     async def escalate(reason: str = "") -> AG2Handoff:
@@ -140,11 +210,19 @@ def test_the_ag2_bridge_drives_an_ag2_agent_on_flowcs_hub() -> None:
 
     security = Agent("security", config=ScriptedConfig("Locked."))
     flow = flowc.compile_flow(src)
-    result = asyncio.run(run_script(
-        RunTarget.from_compiled(flow), parse_script({"kickoff": "My account"}),
-        agents={"triage": agent_callable(triage), "security": agent_callable(security)}))
+    result = asyncio.run(
+        run_script(
+            RunTarget.from_compiled(flow),
+            parse_script({"kickoff": "My account"}),
+            agents={"triage": agent_callable(triage), "security": agent_callable(security)},
+        )
+    )
     out = result.to_json()
     assert [t["speaker"] for t in out["turns"]] == ["user", "triage", "security"]
-    assert out["turns"][1]["routing"] == {"kind": "handoff", "tool": "escalate",
-                                          "reason": "hacked", "target": "security"}
+    assert out["turns"][1]["routing"] == {
+        "kind": "handoff",
+        "tool": "escalate",
+        "reason": "hacked",
+        "target": "security",
+    }
     assert out["close_reason"] == "secured"

@@ -37,7 +37,11 @@ def flowc(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     """``flowc run ...`` in a fresh interpreter, from a neutral working directory."""
     return subprocess.run(
         [sys.executable, "-m", "flowc", "run", *args],
-        input=stdin, capture_output=True, text=True, timeout=120, cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
 
 
@@ -49,8 +53,15 @@ def speakers(out: dict[str, Any]) -> list[str]:
 
 
 def test_ag2_agents_replying_text_with_a_human_on_stdin() -> None:
-    proc = flowc(FLOW, "--agents", module("ag2_text"), "--json", "--db", ":memory:",
-                 stdin="I cannot log in\nStill locked out\nThanks\n")
+    proc = flowc(
+        FLOW,
+        "--agents",
+        module("ag2_text"),
+        "--json",
+        "--db",
+        ":memory:",
+        stdin="I cannot log in\nStill locked out\nThanks\n",
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert speakers(out) == ["user", "triage"] * 3
@@ -63,8 +74,14 @@ def test_ag2_agents_replying_text_with_a_human_on_stdin() -> None:
 
 
 def test_ag2_agents_readable_transcript() -> None:
-    proc = flowc(FLOW, "--agents", module("ag2_text"), "--db", ":memory:",
-                 stdin="I cannot log in\nStill locked out\nThanks\n")
+    proc = flowc(
+        FLOW,
+        "--agents",
+        module("ag2_text"),
+        "--db",
+        ":memory:",
+        stdin="I cannot log in\nStill locked out\nThanks\n",
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["1", "user", "I", "cannot", "log", "in"]
@@ -74,50 +91,80 @@ def test_ag2_agents_readable_transcript() -> None:
 
 
 def test_ag2_agent_tool_returning_handoff_routes_to_its_target() -> None:
-    proc = flowc(FLOW, "--agents", module("ag2_handoff"), "--json", "--db", ":memory:",
-                 stdin="Someone logged in from abroad\n")
+    proc = flowc(
+        FLOW,
+        "--agents",
+        module("ag2_handoff"),
+        "--json",
+        "--db",
+        ":memory:",
+        stdin="Someone logged in from abroad\n",
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert speakers(out) == ["user", "triage", "security"]
     # AG2's routing: the Handoff's target and reason (not the call's argument)
     assert out["turns"][1]["routing"] == {
-        "kind": "handoff", "tool": "escalate", "target": "security",
-        "reason": "security review (suspicious login)"}
+        "kind": "handoff",
+        "tool": "escalate",
+        "target": "security",
+        "reason": "security review (suspicious login)",
+    }
     assert out["turns"][2]["routing"] == {"kind": "text"}
     assert out["close_reason"] == "secured" and out["turn_count"] == 3
 
 
 def test_handoff_transcript_names_the_tool_and_the_handoff() -> None:
-    proc = flowc(FLOW, "--agents", module("ag2_handoff"), "--db", ":memory:",
-                 stdin="Someone logged in from abroad\n")
+    proc = flowc(
+        FLOW,
+        "--agents",
+        module("ag2_handoff"),
+        "--db",
+        ":memory:",
+        stdin="Someone logged in from abroad\n",
+    )
     assert proc.returncode == 0, proc.stderr
-    assert ("2  triage    [escalate: security review (suspicious login)] "
-            "Escalating to security.") in proc.stdout
+    assert (
+        "2  triage    [escalate: security review (suspicious login)] Escalating to security."
+    ) in proc.stdout
     assert "→ security  (handoff)" in proc.stdout
     assert "3  security  Account locked; reset link sent." in proc.stdout
-    assert '■ terminate "secured"  (rule 3, line 14: when from security then terminate "secured")' \
+    assert (
+        '■ terminate "secured"  (rule 3, line 14: when from security then terminate "secured")'
         in proc.stdout
+    )
     assert proc.stdout.splitlines()[-1] == 'closed: "secured" after 3 turns'
 
 
 def test_ag2_agent_tool_returning_finish_closes_the_run() -> None:
-    proc = flowc(FLOW, "--agents", module("ag2_finish"), "--json", "--db", ":memory:",
-                 stdin="It works now\n")
+    proc = flowc(
+        FLOW, "--agents", module("ag2_finish"), "--json", "--db", ":memory:", stdin="It works now\n"
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert speakers(out) == ["user", "triage"]
     assert out["turns"][1]["routing"] == {
-        "kind": "finish", "tool": "resolve", "reason": "resolved",
-        "summary": "password reset by the user"}
+        "kind": "finish",
+        "tool": "resolve",
+        "reason": "resolved",
+        "summary": "password reset by the user",
+    }
     assert out["close_reason"] == "resolved" and out["turn_count"] == 2
 
 
 def test_agents_combine_with_a_script(tmp_path: Path) -> None:
     script = tmp_path / "s.json"
-    script.write_text(json.dumps({"kickoff": "My account was hacked",
-                                  "script": {"security": ["Locked; reset link sent."]}}))
-    proc = flowc(FLOW, "--agents", module("ag2_text"), "--script", str(script),
-                 "--json", "--db", ":memory:")
+    script.write_text(
+        json.dumps(
+            {
+                "kickoff": "My account was hacked",
+                "script": {"security": ["Locked; reset link sent."]},
+            }
+        )
+    )
+    proc = flowc(
+        FLOW, "--agents", module("ag2_text"), "--script", str(script), "--json", "--db", ":memory:"
+    )
     # ag2_text also maps security: a speaker is scripted or real, not both
     assert proc.returncode == 1
     assert "security: both scripted and given as agents" in proc.stderr
@@ -125,10 +172,12 @@ def test_agents_combine_with_a_script(tmp_path: Path) -> None:
     only_triage = tmp_path / "triage_only.py"
     only_triage.write_text(
         "from ag2_handoff import triage\n"  # the module's folder is importable
-        "AGENTS = {'triage': triage}\n")
+        "AGENTS = {'triage': triage}\n"
+    )
     (tmp_path / "ag2_handoff.py").write_text((AGENTS / "ag2_handoff.py").read_text())
-    proc = flowc(FLOW, "--agents", str(only_triage), "--script", str(script),
-                 "--json", "--db", ":memory:")
+    proc = flowc(
+        FLOW, "--agents", str(only_triage), "--script", str(script), "--json", "--db", ":memory:"
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert speakers(out) == ["user", "triage", "security"]
@@ -141,8 +190,7 @@ def test_agents_combine_with_a_script(tmp_path: Path) -> None:
 def test_ag2_agent_next_to_an_async_callable_and_a_scripted_human(tmp_path: Path) -> None:
     script = tmp_path / "s.yaml"
     script.write_text("kickoff: My account was hacked\n")
-    proc = flowc(FLOW, "--agents", module("mixed"), "--script", str(script),
-                 "--db", ":memory:")
+    proc = flowc(FLOW, "--agents", module("mixed"), "--script", str(script), "--db", ":memory:")
     assert proc.returncode == 0, proc.stderr
     assert "[escalate: hacked] Escalating." in proc.stdout
     assert "3  security  Locked after: Escalating." in proc.stdout
@@ -153,20 +201,37 @@ def test_the_run_is_in_the_wal_and_replays(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.db")
     proc = flowc(FLOW, "--agents", module("ag2_handoff"), "--db", db, stdin="help\n")
     assert proc.returncode == 0, proc.stderr
-    log = subprocess.run([sys.executable, "-m", "flowc", "log", "--db", db, "last"],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    log = subprocess.run(
+        [sys.executable, "-m", "flowc", "log", "--db", db, "last"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert log.returncode == 0, log.stderr
     assert "[escalate: security review (suspicious login)] Escalating to security." in log.stdout
     assert 'closed: "secured" after 3 turns' in log.stdout
-    replay = subprocess.run([sys.executable, "-m", "flowc", "replay", "--db", db, "last"],
-                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    replay = subprocess.run(
+        [sys.executable, "-m", "flowc", "replay", "--db", db, "last"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert 'same close reason "secured"' in replay.stdout
 
 
 def test_the_human_closing_stdin_stalls_the_run() -> None:
-    proc = flowc(FLOW, "--agents", module("ag2_text"), "--json", "--db", ":memory:",
-                 stdin="I cannot log in\n")
+    proc = flowc(
+        FLOW,
+        "--agents",
+        module("ag2_text"),
+        "--json",
+        "--db",
+        ":memory:",
+        stdin="I cannot log in\n",
+    )
     assert proc.returncode == 1
     out = json.loads(proc.stdout)
     assert speakers(out) == ["user", "triage"]
@@ -176,14 +241,23 @@ def test_the_human_closing_stdin_stalls_the_run() -> None:
 # ── error cases: a clean message, exit 2, never a traceback ───────────────────
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    ("broken_import", "broken_import.py:3: cannot import it: ModuleNotFoundError: "
-                      "No module named 'flowc_no_such_module_anywhere'"),
-    ("undeclared", "undeclared.py: AGENTS names no speaker of "),
-    ("not_an_agent", "not_an_agent.py: AGENTS['triage'] is a str: give an async callable "
-                     "taking a Turn, or an AG2 Agent"),
-    ("no_such_module", "no_such_module.py: no such file"),
-])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "broken_import",
+            "broken_import.py:3: cannot import it: ModuleNotFoundError: "
+            "No module named 'flowc_no_such_module_anywhere'",
+        ),
+        ("undeclared", "undeclared.py: AGENTS names no speaker of "),
+        (
+            "not_an_agent",
+            "not_an_agent.py: AGENTS['triage'] is a str: give an async callable "
+            "taking a Turn, or an AG2 Agent",
+        ),
+        ("no_such_module", "no_such_module.py: no such file"),
+    ],
+)
 def test_bad_agents_modules_exit_2_with_a_message(name: str, message: str) -> None:
     proc = flowc(FLOW, "--agents", module(name), "--db", ":memory:", stdin="hi\n")
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -197,24 +271,31 @@ def test_bad_agents_modules_exit_2_with_a_message(name: str, message: str) -> No
 # ── in-process, through flowc.cli.main ────────────────────────────────────────
 
 
-def run_main(args: list[str], capsys: pytest.CaptureFixture[str],
-             monkeypatch: pytest.MonkeyPatch, stdin: str = "") -> tuple[int, str, str]:
+def run_main(
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stdin: str = "",
+) -> tuple[int, str, str]:
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     code = main(["run", FLOW, *args, "--db", ":memory:"])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
-def test_in_process_handoff_and_finish(capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    code, out, err = run_main(["--agents", module("ag2_handoff"), "--json"], capsys,
-                              monkeypatch, "hacked\n")
+def test_in_process_handoff_and_finish(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run_main(
+        ["--agents", module("ag2_handoff"), "--json"], capsys, monkeypatch, "hacked\n"
+    )
     assert code == 0, err
     result = json.loads(out)
     assert speakers(result) == ["user", "triage", "security"]
     assert result["turns"][1]["routing"]["target"] == "security"
-    code, out, err = run_main(["--agents", module("ag2_finish"), "--json"], capsys,
-                              monkeypatch, "fine now\n")
+    code, out, err = run_main(
+        ["--agents", module("ag2_finish"), "--json"], capsys, monkeypatch, "fine now\n"
+    )
     assert code == 0, err
     result = json.loads(out)
     assert result["turns"][1]["routing"]["kind"] == "finish"
@@ -222,12 +303,13 @@ def test_in_process_handoff_and_finish(capsys: pytest.CaptureFixture[str],
 
 
 def test_in_process_text_agent_and_scripted_human(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"kickoff": "hi", "script": {"user": ["more", "bye"]}}))
-    code, out, err = run_main(["--agents", module("ag2_text"), "--script", str(script),
-                               "--json"], capsys, monkeypatch)
+    code, out, err = run_main(
+        ["--agents", module("ag2_text"), "--script", str(script), "--json"], capsys, monkeypatch
+    )
     assert code == 0, err
     result = json.loads(out)
     assert speakers(result) == ["user", "triage"] * 3
@@ -236,8 +318,9 @@ def test_in_process_text_agent_and_scripted_human(
 
 
 @pytest.mark.parametrize("name", ["broken_import", "undeclared", "not_an_agent"])
-def test_in_process_errors_exit_2(name: str, capsys: pytest.CaptureFixture[str],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_process_errors_exit_2(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path_before = list(sys.path)
     code, out, err = run_main(["--agents", module(name)], capsys, monkeypatch, "hi\n")
     assert code == 2 and out == ""
@@ -245,8 +328,9 @@ def test_in_process_errors_exit_2(name: str, capsys: pytest.CaptureFixture[str],
     assert sys.path == path_before  # the module's folder was only on sys.path while importing
 
 
-def test_syntax_error_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_syntax_error_names_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("AGENTS = {\n  'triage': lambda turn: 'hi'\n  'x': 1}\n")
     code, _, err = run_main(["--agents", str(bad)], capsys, monkeypatch)
@@ -255,17 +339,28 @@ def test_syntax_error_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "cannot import it: SyntaxError" in err
 
 
-@pytest.mark.parametrize(("source", "message"), [
-    ("from ag2 import Agent\nAGENTS = {'triage': Agent('triage')}\n",
-     "AGENTS['triage']: AG2 Agent 'triage' has no model config"),
-    ("async def f(turn, extra):\n    return 'x'\nAGENTS = {'triage': f}\n",
-     "AGENTS['triage']: f must take one argument, the Turn"),
-    ("AGENTS = {1: print}\n", "AGENTS keys are speaker names, got 1"),
-    ("AGENTS = [1]\n", "define AGENTS = {speaker name: async callable or AG2 Agent}"),
-])
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "from ag2 import Agent\nAGENTS = {'triage': Agent('triage')}\n",
+            "AGENTS['triage']: AG2 Agent 'triage' has no model config",
+        ),
+        (
+            "async def f(turn, extra):\n    return 'x'\nAGENTS = {'triage': f}\n",
+            "AGENTS['triage']: f must take one argument, the Turn",
+        ),
+        ("AGENTS = {1: print}\n", "AGENTS keys are speaker names, got 1"),
+        ("AGENTS = [1]\n", "define AGENTS = {speaker name: async callable or AG2 Agent}"),
+    ],
+)
 def test_unusable_values_are_refused_before_the_run(
-        source: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    source: str,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text(source)
     code, out, err = run_main(["--agents", str(bad)], capsys, monkeypatch, "hi\n")
@@ -273,20 +368,23 @@ def test_unusable_values_are_refused_before_the_run(
     assert message in err and "user> " not in err
 
 
-def test_a_plain_function_is_a_callable_agent(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plain_function_is_a_callable_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     mod = tmp_path / "sync.py"
-    mod.write_text("def triage(turn):\n    return 'echo: ' + turn.text\n"
-                   "AGENTS = {'triage': triage}\n")
+    mod.write_text(
+        "def triage(turn):\n    return 'echo: ' + turn.text\nAGENTS = {'triage': triage}\n"
+    )
     code, out, err = run_main(["--agents", str(mod)], capsys, monkeypatch, "a\nb\nc\n")
     assert code == 0, err
     assert "2  triage    echo: a" in out and "6  triage    echo: c" in out
 
     # an object with an async __call__ is an async callable too
-    mod.write_text("class Triage:\n    async def __call__(self, turn):\n"
-                   "        return 'heard ' + turn.text\n"
-                   "AGENTS = {'triage': Triage()}\n")
+    mod.write_text(
+        "class Triage:\n    async def __call__(self, turn):\n"
+        "        return 'heard ' + turn.text\n"
+        "AGENTS = {'triage': Triage()}\n"
+    )
     code, out, err = run_main(["--agents", str(mod)], capsys, monkeypatch, "a\nb\nc\n")
     assert code == 0, err
     assert "2  triage    heard a" in out and "6  triage    heard c" in out
@@ -296,26 +394,34 @@ def test_a_plain_function_is_a_callable_agent(tmp_path: Path,
 
 
 def test_an_ag2_agent_sees_the_conversation_as_on_ag2(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     lines = ["hi", "again", "bye"]
-    code, out, err = run_main(["--agents", module("ag2_history")], capsys, monkeypatch,
-                              "".join(f"{x}\n" for x in lines))
+    code, out, err = run_main(
+        ["--agents", module("ag2_history")], capsys, monkeypatch, "".join(f"{x}\n" for x in lines)
+    )
     assert code == 0, err
     assert out.splitlines()[-1] == 'closed: "max_turns" after 6 turns'
     ours = re.findall(r"^\s*\d+  triage +(.*)$", out, re.MULTILINE)
-    assert ours == ["saw: [user]: hi",
-                    "saw: [user]: hi, <mine>, [user]: again",
-                    "saw: [user]: hi, <mine>, [user]: again, <mine>, [user]: bye"]
+    assert ours == [
+        "saw: [user]: hi",
+        "saw: [user]: hi, <mine>, [user]: again",
+        "saw: [user]: hi, <mine>, [user]: again, <mine>, [user]: bye",
+    ]
     assert asyncio.run(_bodies_on_ag2(lines)) == ours
 
 
 def test_the_handed_off_agent_sees_the_handoff_line(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    code, out, err = run_main(["--agents", module("ag2_history_handoff")], capsys, monkeypatch,
-                              "hi\n")
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run_main(
+        ["--agents", module("ag2_history_handoff")], capsys, monkeypatch, "hi\n"
+    )
     assert code == 0, err
-    assert ("3  security  saw: [user]: hi, [triage]: [Handed off via escalate] security review "
-            "(suspicious login) / Escalating to security.") in out
+    assert (
+        "3  security  saw: [user]: hi, [triage]: [Handed off via escalate] security review "
+        "(suspicious login) / Escalating to security."
+    ) in out
 
 
 async def _bodies_on_ag2(lines: list[str]) -> list[str]:
@@ -336,15 +442,19 @@ async def _bodies_on_ag2(lines: list[str]) -> list[str]:
     clients: dict[str, Any] = {"user": user}
     for name in ("triage", "security"):
         clients[name] = await HubClient(link, hub=hub).register(
-            Agent(name, config=EchoHistoryConfig()), Passport(name=name), Resume(),
-            attach_plugin=False)
+            Agent(name, config=EchoHistoryConfig()),
+            Passport(name=name),
+            Resume(),
+            attach_plugin=False,
+        )
     channel = await open_workflow(flow, clients)
     bodies: list[str] = []
     for line in lines:
         await user.send(channel.channel_id, line)
         for _ in range(500):
-            packets = [e for e in await hub.read_wal(channel.channel_id)
-                       if e.event_type == EV_PACKET]
+            packets = [
+                e for e in await hub.read_wal(channel.channel_id) if e.event_type == EV_PACKET
+            ]
             if len(packets) > len(bodies):
                 bodies.append(packets[-1].event_data["body"])
                 break
@@ -368,7 +478,6 @@ def test_the_docs_ag2_example_is_the_tested_one() -> None:
     assert agents_src in _blocks("python")
     shown = next(b for b in _blocks("console") if "--agents ag2_handoff.py" in b)
     said = shown.splitlines()[1].removeprefix("user> ")
-    proc = flowc(FLOW, "--agents", module("ag2_handoff"), "--db", ":memory:",
-                 stdin=said + "\n")
+    proc = flowc(FLOW, "--agents", module("ag2_handoff"), "--db", ":memory:", stdin=said + "\n")
     assert proc.returncode == 0, proc.stderr
     assert shown.splitlines()[2:] == proc.stdout.splitlines()

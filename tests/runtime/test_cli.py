@@ -42,28 +42,51 @@ def files(tmp_path: Path) -> Path:
 
 def test_run_prints_a_readable_transcript(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = files / "runs.db"
-    code = main(["run", str(files / "review.flow"), "--script", str(files / "script.yaml"),
-                 "--db", str(db)])
+    code = main(
+        ["run", str(files / "review.flow"), "--script", str(files / "script.yaml"), "--db", str(db)]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "  1  user      Write a paragraph on HTTPS" in out
     assert "→ reviewer  (rule 3, line 10: when from drafter then reviewer)" in out
     assert "context: done = true" in out
-    assert '■ terminate "approved"  (rule 1, line 8: when context.done == true then terminate "approved")' \
+    assert (
+        '■ terminate "approved"  (rule 1, line 8: when context.done == true then terminate "approved")'
         in out
+    )
     assert out.rstrip().endswith('closed: "approved" after 5 turns\ncontext: {"done": true}')
     assert db.exists()
 
 
 def test_run_json_and_the_log(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(files / "runs.db")
-    assert main(["run", str(files / "review.flow"), "--script", str(files / "script.yaml"),
-                 "--json", "--db", db]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(files / "review.flow"),
+                "--script",
+                str(files / "script.yaml"),
+                "--json",
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert [t["speaker"] for t in out["turns"]] == ["user", "drafter", "reviewer", "drafter",
-                                                    "reviewer"]
-    assert (out["close_reason"], out["context_vars"], out["turn_count"]) == \
-        ("approved", {"done": True}, 5)
+    assert [t["speaker"] for t in out["turns"]] == [
+        "user",
+        "drafter",
+        "reviewer",
+        "drafter",
+        "reviewer",
+    ]
+    assert (out["close_reason"], out["context_vars"], out["turn_count"]) == (
+        "approved",
+        {"done": True},
+        5,
+    )
     assert main(["log", "--db", db]) == 0
     listing = capsys.readouterr().out.splitlines()
     assert len(listing) == 1 and listing[0].endswith('5 turns  "approved"')
@@ -82,8 +105,9 @@ def test_replay_detects_a_tampered_wal(files: Path, capsys: pytest.CaptureFixtur
     main(["run", str(files / "review.flow"), "--script", str(files / "script.yaml"), "--db", db])
     capsys.readouterr()
     con = sqlite3.connect(db)
-    row = con.execute("SELECT seq, envelope FROM wal WHERE event_type = 'ag2.packet' "
-                      "ORDER BY seq DESC LIMIT 1").fetchone()
+    row = con.execute(
+        "SELECT seq, envelope FROM wal WHERE event_type = 'ag2.packet' ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     env = json.loads(row[1])
     env["event_data"]["context_updates"]["set"] = {}
     con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), row[0]))
@@ -93,44 +117,83 @@ def test_replay_detects_a_tampered_wal(files: Path, capsys: pytest.CaptureFixtur
     assert "diverges" in capsys.readouterr().out
 
 
-def test_run_stalls_when_the_script_runs_out(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_stalls_when_the_script_runs_out(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (files / "short.json").write_text(json.dumps({"kickoff": "x", "script": {"drafter": ["d"]}}))
-    code = main(["run", str(files / "review.flow"), "--script", str(files / "short.json"),
-                 "--json", "--db", ":memory:"])
+    code = main(
+        [
+            "run",
+            str(files / "review.flow"),
+            "--script",
+            str(files / "short.json"),
+            "--json",
+            "--db",
+            ":memory:",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["stalled_on"] == "reviewer" and out["close_reason"] is None
 
 
-def test_run_refuses_a_bad_script_before_running(files: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_refuses_a_bad_script_before_running(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (files / "bad.json").write_text(json.dumps({"script": {"reviewer": [{"tool": "reject"}]}}))
     db = files / "none.db"
-    assert main(["run", str(files / "review.flow"), "--script", str(files / "bad.json"),
-                 "--db", str(db)]) == 1
+    assert (
+        main(
+            [
+                "run",
+                str(files / "review.flow"),
+                "--script",
+                str(files / "bad.json"),
+                "--db",
+                str(db),
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "reviewer has no tool `reject` (declared: approve)" in err
-    assert not db.exists() or (main(["log", "--db", str(db)]) == 0 and \
-        capsys.readouterr().out == "")
+    assert not db.exists() or (
+        main(["log", "--db", str(db)]) == 0 and capsys.readouterr().out == ""
+    )
 
 
-def test_run_refuses_a_bare_graph_with_a_non_participant(files: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    graph = {"initial_speaker": "a", "max_turns": None,
-             "transitions": [{"when": {"name": "always", "args": {}},
-                              "then": {"name": "agent", "args": {"agent_id": "ghost"}},
-                              "priority": 0}],
-             "default_target": {"name": "terminate", "args": {"reason": "x"}}}
+def test_run_refuses_a_bare_graph_with_a_non_participant(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = {
+        "initial_speaker": "a",
+        "max_turns": None,
+        "transitions": [
+            {
+                "when": {"name": "always", "args": {}},
+                "then": {"name": "agent", "args": {"agent_id": "ghost"}},
+                "priority": 0,
+            }
+        ],
+        "default_target": {"name": "terminate", "args": {"reason": "x"}},
+    }
     (files / "g.json").write_text(json.dumps(graph))
     (files / "s.json").write_text(json.dumps({"kickoff": "hi", "participants": ["a", "b"]}))
-    assert main(["run", str(files / "g.json"), "--script", str(files / "s.json"),
-                 "--db", ":memory:"]) == 1
-    assert 'transitions[0].then.args.agent_id: "ghost" is not a participant (a, b)' in \
-        capsys.readouterr().err
+    assert (
+        main(["run", str(files / "g.json"), "--script", str(files / "s.json"), "--db", ":memory:"])
+        == 1
+    )
+    assert (
+        'transitions[0].then.args.agent_id: "ghost" is not a participant (a, b)'
+        in capsys.readouterr().err
+    )
 
 
 def test_flowc_test_reports_pass_and_the_first_divergence(
-        files: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (files / "review.flow").write_text(FLOW + """
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (files / "review.flow").write_text(
+        FLOW
+        + """
 scenario "approval" {
   user: "brief"
   drafter: "d1"
@@ -142,13 +205,16 @@ scenario "wrong order" {
   drafter: "d1"
   drafter: "d2"
 }
-""")
+"""
+    )
     assert main(["test", str(files)]) == 1
     out = capsys.readouterr().out
     assert "  ok    approval" in out
     assert "  FAIL  wrong order" in out
-    assert "turn 3 (line 22): expected drafter, the graph chose reviewer " \
-           "(rule 3, line 10: when from drafter then reviewer)" in out
+    assert (
+        "turn 3 (line 22): expected drafter, the graph chose reviewer "
+        "(rule 3, line 10: when from drafter then reviewer)" in out
+    )
     assert out.rstrip().endswith("2 scenarios: 1 passed, 1 failed")
 
 
@@ -161,14 +227,17 @@ def test_every_example_scenario_passes(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0, out
 
 
-def test_a_script_without_a_kickoff_says_so(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_script_without_a_kickoff_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     flow = tmp_path / "f.flow"
-    flow.write_text('speaker customer: human\nspeaker bot\nwhen from customer then bot\n')
+    flow.write_text("speaker customer: human\nspeaker bot\nwhen from customer then bot\n")
     script = tmp_path / "s.json"
     script.write_text('{"script": {"bot": ["hello"]}}')
     assert main(["run", str(flow), "--script", str(script)]) == 1
     out = capsys.readouterr().out
     assert "after 0 turns" not in out
-    assert ("stalled before the first turn: nothing gave customer, the start speaker, a first "
-            "turn (the script has no `kickoff` and no turn under `script.customer`)") in out
+    assert (
+        "stalled before the first turn: nothing gave customer, the start speaker, a first "
+        "turn (the script has no `kickoff` and no turn under `script.customer`)"
+    ) in out

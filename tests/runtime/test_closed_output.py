@@ -55,8 +55,13 @@ def into_closed_pipe(args: list[str], cwd: Path) -> subprocess.CompletedProcess[
 
 
 def stored_runs(db: Path, cwd: Path) -> list[dict[str, object]]:
-    done = subprocess.run(flowc("log", "--db", str(db), "--json"), capture_output=True, cwd=cwd,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        flowc("log", "--db", str(db), "--json"),
+        capture_output=True,
+        cwd=cwd,
+        timeout=120,
+        check=True,
+    )
     runs: list[dict[str, object]] = json.loads(done.stdout)
     return runs
 
@@ -68,22 +73,30 @@ def clean(stderr: bytes) -> str:
 
 
 def test_a_run_stops_when_its_output_is_closed_and_stays_resumable(
-        flow: tuple[Path, Path], tmp_path: Path) -> None:
+    flow: tuple[Path, Path], tmp_path: Path
+) -> None:
     path, script = flow
     db = tmp_path / "runs.db"
-    done = into_closed_pipe(flowc("run", str(path), "--script", str(script), "--db", str(db)),
-                            tmp_path)
+    done = into_closed_pipe(
+        flowc("run", str(path), "--script", str(script), "--db", str(db)), tmp_path
+    )
     assert done.returncode == 141
     err = clean(done.stderr)
     [run] = stored_runs(db, tmp_path)
     # stopped a few turns after the first it could not print, not after all 6,000
     assert run["status"] == "open"
     assert isinstance(run["turns"], int) and 1 <= run["turns"] < 100, run
-    assert f"run {run['run_id']} stopped: its output was closed; continue it with " \
-           f"`flowc resume {run['run_id']} --db {db} --script {script}`" in err
+    assert (
+        f"run {run['run_id']} stopped: its output was closed; continue it with "
+        f"`flowc resume {run['run_id']} --db {db} --script {script}`" in err
+    )
     # resumable: the same command continues it to the end
-    resumed = subprocess.run(flowc("resume", str(run["run_id"]), "--db", str(db), "--script",
-                                   str(script)), capture_output=True, cwd=tmp_path, timeout=300)
+    resumed = subprocess.run(
+        flowc("resume", str(run["run_id"]), "--db", str(db), "--script", str(script)),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert f'closed: "max_turns" after {MAX_TURNS} turns' in resumed.stdout.decode()
     [run] = stored_runs(db, tmp_path)
@@ -91,23 +104,31 @@ def test_a_run_stops_when_its_output_is_closed_and_stays_resumable(
 
 
 @pytest.mark.parametrize("mode", [[], ["--jsonl"]])
-def test_head_1_ends_a_run_in_memory_quietly(flow: tuple[Path, Path], tmp_path: Path,
-                                             mode: list[str]) -> None:
+def test_head_1_ends_a_run_in_memory_quietly(
+    flow: tuple[Path, Path], tmp_path: Path, mode: list[str]
+) -> None:
     path, script = flow
-    command = " ".join([*flowc("run", str(path), "--script", str(script), "--db", ":memory:"),
-                        *mode])
-    done = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -1"],
-                          capture_output=True, cwd=tmp_path, timeout=120)
+    command = " ".join(
+        [*flowc("run", str(path), "--script", str(script), "--db", ":memory:"), *mode]
+    )
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command} | head -1"],
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 141
     assert clean(done.stderr) == ""
     assert len(done.stdout.decode().splitlines()) == 1
 
 
-def test_a_finished_run_whose_json_cannot_be_written(flow: tuple[Path, Path],
-                                                      tmp_path: Path) -> None:
+def test_a_finished_run_whose_json_cannot_be_written(
+    flow: tuple[Path, Path], tmp_path: Path
+) -> None:
     path, script = flow
-    done = into_closed_pipe(flowc("run", str(path), "--script", str(script), "--db", ":memory:",
-                                  "--json"), tmp_path)
+    done = into_closed_pipe(
+        flowc("run", str(path), "--script", str(script), "--db", ":memory:", "--json"), tmp_path
+    )
     assert done.returncode == 141
     assert clean(done.stderr) == ""
 
@@ -117,8 +138,9 @@ def test_resume_stops_too(flow: tuple[Path, Path], tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     into_closed_pipe(flowc("run", str(path), "--script", str(script), "--db", str(db)), tmp_path)
     [run] = stored_runs(db, tmp_path)
-    done = into_closed_pipe(flowc("resume", str(run["run_id"]), "--db", str(db), "--script",
-                                  str(script)), tmp_path)
+    done = into_closed_pipe(
+        flowc("resume", str(run["run_id"]), "--db", str(db), "--script", str(script)), tmp_path
+    )
     assert done.returncode == 141
     assert "stopped: its output was closed" in clean(done.stderr)
     [after] = stored_runs(db, tmp_path)
@@ -130,8 +152,9 @@ def test_other_commands_end_the_same_way(flow: tuple[Path, Path], tmp_path: Path
     path, script = flow
     db = tmp_path / "runs.db"
     for _ in range(3):
-        into_closed_pipe(flowc("run", str(path), "--script", str(script), "--db", str(db)),
-                         tmp_path)
+        into_closed_pipe(
+            flowc("run", str(path), "--script", str(script), "--db", str(db)), tmp_path
+        )
     done = into_closed_pipe(flowc("log", "--db", str(db)), tmp_path)
     assert done.returncode == 141
     assert clean(done.stderr) == ""

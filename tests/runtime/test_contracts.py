@@ -38,9 +38,11 @@ APPROVE = str(AGENTS / "approve.flow")
 KICKOFF = {"kickoff": "Review my draft", "script": {"user": ["Again"]}}
 
 #: what the run says about the plain and the AG2 reviewer alike
-BREACH = ('`reviewer` called `approve`, which sets approved = "yes", sets secret = 1, but the '
-          f'flow declares that it sets approved = true ({APPROVE}:5:3: '
-          '`tool approve sets approved = true`)')
+BREACH = (
+    '`reviewer` called `approve`, which sets approved = "yes", sets secret = 1, but the '
+    f"flow declares that it sets approved = true ({APPROVE}:5:3: "
+    "`tool approve sets approved = true`)"
+)
 
 
 @pytest.fixture
@@ -61,20 +63,26 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 @pytest.mark.parametrize("agents", ["approve_breach", "ag2_approve_breach"])
 def test_a_breaking_turn_is_refused_by_default_and_the_run_stays_open(
-        agents: str, kickoff: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agents: str, kickoff: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     if agents.startswith("ag2"):
         pytest.importorskip("ag2.network")
     db = str(tmp_path / "runs.db")
-    code, out, err = run(["run", APPROVE, "--script", kickoff, "--agents",
-                          str(AGENTS / f"{agents}.py"), "--db", db], capsys)
+    code, out, err = run(
+        ["run", APPROVE, "--script", kickoff, "--agents", str(AGENTS / f"{agents}.py"), "--db", db],
+        capsys,
+    )
     assert code == 1, out + err
     assert "Traceback" not in err
-    assert out.splitlines()[-1] == ("stalled: reviewer's turn was refused after 1 turn: it "
-                                    "breaks the flow's declarations")
+    assert out.splitlines()[-1] == (
+        "stalled: reviewer's turn was refused after 1 turn: it breaks the flow's declarations"
+    )
     assert f"error: refused: {BREACH}\n" in err
     run_id = err.split("run ", 1)[1].split(" is open", 1)[0]
-    assert (f"continue it with `flowc resume {run_id} --db {db} --script {kickoff} --agents "
-            f"{AGENTS / agents}.py --contracts warn`") in err
+    assert (
+        f"continue it with `flowc resume {run_id} --db {db} --script {kickoff} --agents "
+        f"{AGENTS / agents}.py --contracts warn`"
+    ) in err
     # nothing of the refused turn was written: the run waits for the reviewer
     code, out, _ = run(["log", run_id, "--db", db, "--json"], capsys)
     stored = json.loads(out)
@@ -82,40 +90,91 @@ def test_a_breaking_turn_is_refused_by_default_and_the_run_stays_open(
     assert [t["speaker"] for t in stored["turns"]] == ["user"]
     assert stored["context_vars"] == {}
     # --json says why, with the breach whole
-    code, out, _ = run(["resume", run_id, "--db", db, "--script", kickoff, "--agents",
-                        str(AGENTS / f"{agents}.py"), "--json"], capsys)
+    code, out, _ = run(
+        [
+            "resume",
+            run_id,
+            "--db",
+            db,
+            "--script",
+            kickoff,
+            "--agents",
+            str(AGENTS / f"{agents}.py"),
+            "--json",
+        ],
+        capsys,
+    )
     doc = json.loads(out)
     assert code == 1 and doc["stalled_on"] == "reviewer" and doc["error"] == f"refused: {BREACH}"
-    assert doc["refused"] == [{"speaker": "reviewer", "tool": "approve", "target": None,
-                               "declared_at": f"{APPROVE}:5:3", "message": BREACH}]
+    assert doc["refused"] == [
+        {
+            "speaker": "reviewer",
+            "tool": "approve",
+            "target": None,
+            "declared_at": f"{APPROVE}:5:3",
+            "message": BREACH,
+        }
+    ]
     # and `--contracts warn` continues it from there
-    code, out, err = run(["resume", run_id, "--db", db, "--script", kickoff, "--agents",
-                          str(AGENTS / f"{agents}.py"), "--contracts", "warn"], capsys)
+    code, out, err = run(
+        [
+            "resume",
+            run_id,
+            "--db",
+            db,
+            "--script",
+            kickoff,
+            "--agents",
+            str(AGENTS / f"{agents}.py"),
+            "--contracts",
+            "warn",
+        ],
+        capsys,
+    )
     assert code == 0, out + err
     assert out.count(f"warning: {BREACH}") == 2
-    assert out.splitlines()[-2:] == ['closed: "max_turns" after 4 turns',
-                                     'context: {"approved": "yes", "secret": 1}']
+    assert out.splitlines()[-2:] == [
+        'closed: "max_turns" after 4 turns',
+        'context: {"approved": "yes", "secret": 1}',
+    ]
 
 
 @pytest.mark.parametrize("agents", ["approve_breach", "ag2_approve_breach"])
 def test_warn_lets_the_turn_through_and_records_it_everywhere(
-        agents: str, kickoff: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agents: str, kickoff: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     if agents.startswith("ag2"):
         pytest.importorskip("ag2.network")
     db = str(tmp_path / "runs.db")
-    args = ["run", APPROVE, "--script", kickoff, "--agents", str(AGENTS / f"{agents}.py"),
-            "--contracts", "warn", "--db", db]
+    args = [
+        "run",
+        APPROVE,
+        "--script",
+        kickoff,
+        "--agents",
+        str(AGENTS / f"{agents}.py"),
+        "--contracts",
+        "warn",
+        "--db",
+        db,
+    ]
     code, out, err = run(args, capsys)
     assert code == 0, out + err
     lines = out.splitlines()
     at = lines.index("  2  reviewer  Approved.")
-    assert lines[at + 1:at + 5] == [
+    assert lines[at + 1 : at + 5] == [
         '              calls: approve(note="ok")',
         '              context: approved = "yes", secret = 1',
         f"              warning: {BREACH}",
-        "              → user  (rule 3, line 11: when from reviewer then user)"]
-    warning = {"speaker": "reviewer", "tool": "approve", "target": None,
-               "declared_at": f"{APPROVE}:5:3", "message": BREACH}
+        "              → user  (rule 3, line 11: when from reviewer then user)",
+    ]
+    warning = {
+        "speaker": "reviewer",
+        "tool": "approve",
+        "target": None,
+        "declared_at": f"{APPROVE}:5:3",
+        "message": BREACH,
+    }
     code, out, err = run([*args[:-2], "--db", ":memory:", "--json"], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["close_reason"] == "max_turns"
@@ -137,31 +196,91 @@ def test_the_refusal_as_a_user_sees_it(kickoff: str) -> None:
     """In a process of its own, with the real AG2 Agent: exit 1, one error line."""
     pytest.importorskip("ag2.network")
     proc = subprocess.run(
-        [sys.executable, "-m", "flowc", "run", APPROVE, "--script", kickoff, "--agents",
-         str(AGENTS / "ag2_approve_breach.py"), "--db", ":memory:"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            APPROVE,
+            "--script",
+            kickoff,
+            "--agents",
+            str(AGENTS / "ag2_approve_breach.py"),
+            "--db",
+            ":memory:",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 1
     assert proc.stderr == f"error: refused: {BREACH}\n"  # in memory: nothing to resume
     proc = subprocess.run(
-        [sys.executable, "-m", "flowc", "run", APPROVE, "--script", kickoff, "--agents",
-         str(AGENTS / "ag2_approve_breach.py"), "--db", ":memory:", "--contracts", "warn",
-         "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            APPROVE,
+            "--script",
+            kickoff,
+            "--agents",
+            str(AGENTS / "ag2_approve_breach.py"),
+            "--db",
+            ":memory:",
+            "--contracts",
+            "warn",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["turns"][1]["warnings"][0]["message"] == BREACH
 
 
 def test_a_script_doing_the_same_is_refused_before_the_run(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The script's call as it would run (the declared effect plus the script's own
     writes) goes through the same check."""
     script = tmp_path / "s.json"
-    script.write_text(json.dumps({**KICKOFF, "script": {"user": ["Again"], "reviewer": [
-        {"tool": "approve", "set": {"approved": "yes", "secret": 1}, "say": "Approved."}]}}))
+    script.write_text(
+        json.dumps(
+            {
+                **KICKOFF,
+                "script": {
+                    "user": ["Again"],
+                    "reviewer": [
+                        {
+                            "tool": "approve",
+                            "set": {"approved": "yes", "secret": 1},
+                            "say": "Approved.",
+                        }
+                    ],
+                },
+            }
+        )
+    )
     code, out, err = run(["run", APPROVE, "--script", str(script), "--db", ":memory:"], capsys)
     assert code == 1 and out == ""
     assert err == f"{script}: error: script.reviewer[0]: {BREACH}\n"
-    script.write_text(json.dumps({**KICKOFF, "script": {"user": ["Again"], "reviewer": [
-        {"tool": "approve", "set": {"approved": True}, "say": "Approved."}]}}))
+    script.write_text(
+        json.dumps(
+            {
+                **KICKOFF,
+                "script": {
+                    "user": ["Again"],
+                    "reviewer": [
+                        {"tool": "approve", "set": {"approved": True}, "say": "Approved."}
+                    ],
+                },
+            }
+        )
+    )
     assert main(["run", APPROVE, "--script", str(script), "--db", ":memory:"]) == 0
 
 
@@ -196,37 +315,57 @@ def _run(reply: Reply | str, mode: str = "enforce") -> Any:
         return reply
 
     script = parse_script({"kickoff": "hi", "script": {"user": ["more"]}})
-    return asyncio.run(run_script(_target(), script, store=MemoryStore(),
-                                  agents={"triage": triage}, contracts=mode))
+    return asyncio.run(
+        run_script(
+            _target(), script, store=MemoryStore(), agents={"triage": triage}, contracts=mode
+        )
+    )
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (ToolCall("escalate", result=Handoff("user")),
-     "`triage` called `escalate`, which hands off to user, but the flow declares that it "
-     "hands off to security (t.flow:3:3: `tool escalate hands off to security`)"),
-    (ToolCall("resolve", result=Finish(reason="fixed")),
-     '`triage` called `resolve`, which finishes "fixed", but the flow declares that it '
-     'finishes "resolved" (t.flow:4:3: `tool resolve finishes "resolved"`)'),
-    (ToolCall("rate", set={"mood": "meh"}),
-     '`triage` called `rate`, which sets mood = "meh", but the flow declares that it does one '
-     'of: sets mood = "good" | sets mood = "bad" (t.flow:5:3: `tool rate sets mood = "good" | '
-     'sets mood = "bad"`)'),
-    (ToolCall("rate"),
-     "`triage` called `rate`, which does nothing, but the flow declares that it does one of: "
-     'sets mood = "good" | sets mood = "bad" (t.flow:5:3: `tool rate sets mood = "good" | '
-     'sets mood = "bad"`)'),
-    (ToolCall("lookup", delete=("mood",)),
-     "`triage` called `lookup`, which clears mood, but the flow declares it with no effects "
-     "(t.flow:6:3: `tool lookup`)"),
-    (ToolCall("search", set={"found": True}),
-     "`triage` called `search`, a tool the flow does not declare for it (it declares "
-     "escalate, resolve, rate, lookup), and sets found = true; declare it at t.flow:2:9, "
-     "with what it does"),
-    (ToolCall("lock"),
-     "`triage` called `lock`, a tool the flow does not declare for it (it declares "
-     "escalate, resolve, rate, lookup), and a `tool lock` rule routes on it; declare it at "
-     "t.flow:2:9, with what it does"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            ToolCall("escalate", result=Handoff("user")),
+            "`triage` called `escalate`, which hands off to user, but the flow declares that it "
+            "hands off to security (t.flow:3:3: `tool escalate hands off to security`)",
+        ),
+        (
+            ToolCall("resolve", result=Finish(reason="fixed")),
+            '`triage` called `resolve`, which finishes "fixed", but the flow declares that it '
+            'finishes "resolved" (t.flow:4:3: `tool resolve finishes "resolved"`)',
+        ),
+        (
+            ToolCall("rate", set={"mood": "meh"}),
+            '`triage` called `rate`, which sets mood = "meh", but the flow declares that it does one '
+            'of: sets mood = "good" | sets mood = "bad" (t.flow:5:3: `tool rate sets mood = "good" | '
+            'sets mood = "bad"`)',
+        ),
+        (
+            ToolCall("rate"),
+            "`triage` called `rate`, which does nothing, but the flow declares that it does one of: "
+            'sets mood = "good" | sets mood = "bad" (t.flow:5:3: `tool rate sets mood = "good" | '
+            'sets mood = "bad"`)',
+        ),
+        (
+            ToolCall("lookup", delete=("mood",)),
+            "`triage` called `lookup`, which clears mood, but the flow declares it with no effects "
+            "(t.flow:6:3: `tool lookup`)",
+        ),
+        (
+            ToolCall("search", set={"found": True}),
+            "`triage` called `search`, a tool the flow does not declare for it (it declares "
+            "escalate, resolve, rate, lookup), and sets found = true; declare it at t.flow:2:9, "
+            "with what it does",
+        ),
+        (
+            ToolCall("lock"),
+            "`triage` called `lock`, a tool the flow does not declare for it (it declares "
+            "escalate, resolve, rate, lookup), and a `tool lock` rule routes on it; declare it at "
+            "t.flow:2:9, with what it does",
+        ),
+    ],
+)
 def test_each_kind_of_breach_is_refused_and_named(call: ToolCall, message: str) -> None:
     result = _run(Reply("On it.", (call,)))
     assert result.close_reason is None and result.stalled_on == "triage"
@@ -238,13 +377,16 @@ def test_each_kind_of_breach_is_refused_and_named(call: ToolCall, message: str) 
     assert warned.error is None
 
 
-@pytest.mark.parametrize("call", [
-    ToolCall("escalate", {"reason": "x"}, result=Handoff("security", "login")),
-    ToolCall("resolve", result=Finish("done", "resolved")),
-    ToolCall("rate", set={"mood": "bad"}),
-    ToolCall("lookup", {"q": "account"}),
-    ToolCall("search", {"q": "docs"}),  # a helper tool no rule sees: nothing to hold
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        ToolCall("escalate", {"reason": "x"}, result=Handoff("security", "login")),
+        ToolCall("resolve", result=Finish("done", "resolved")),
+        ToolCall("rate", set={"mood": "bad"}),
+        ToolCall("lookup", {"q": "account"}),
+        ToolCall("search", {"q": "docs"}),  # a helper tool no rule sees: nothing to hold
+    ],
+)
 def test_turns_that_keep_the_declarations_run(call: ToolCall) -> None:
     result = _run(Reply("On it.", (call,)))
     assert result.error is None and not result.refused
@@ -254,13 +396,22 @@ def test_turns_that_keep_the_declarations_run(call: ToolCall) -> None:
 
 def test_a_bound_speakers_agent_id_is_the_speaker_it_names() -> None:
     """With ``--bind``, a handoff names the agent id; the declaration names the speaker."""
-    target = RunTarget.from_compiled(flowc.compile_flow(
-        FLOW, bindings={"security": "agent-7", "triage": "agent-3"}))
+    target = RunTarget.from_compiled(
+        flowc.compile_flow(FLOW, bindings={"security": "agent-7", "triage": "agent-3"})
+    )
     contract = Contract.of(target)
-    assert contract.reply_breaches("agent-3", Reply("", (
-        ToolCall("escalate", result=Handoff("agent-7")),))) == []
-    assert [b.speaker for b in contract.reply_breaches("agent-3", Reply("", (
-        ToolCall("escalate", result=Handoff("user")),)))] == ["triage"]
+    assert (
+        contract.reply_breaches(
+            "agent-3", Reply("", (ToolCall("escalate", result=Handoff("agent-7")),))
+        )
+        == []
+    )
+    assert [
+        b.speaker
+        for b in contract.reply_breaches(
+            "agent-3", Reply("", (ToolCall("escalate", result=Handoff("user")),))
+        )
+    ] == ["triage"]
 
 
 def test_the_modes_of_the_option_are_the_runtimes() -> None:
@@ -270,17 +421,34 @@ def test_the_modes_of_the_option_are_the_runtimes() -> None:
 
 
 def test_an_ag2_agent_calling_two_declared_tools_in_one_turn_is_not_refused(
-        tmp_path: Path, kickoff: str, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, kickoff: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Each AG2 tool's `set_context` writes are its own call's, so each is held to its
     own declaration (folded onto the first call, `note` would write `approved` too)."""
     pytest.importorskip("ag2.network")
     flow = tmp_path / "two.flow"
-    flow.write_text(Path(APPROVE).read_text().replace(
-        "  tool approve sets approved = true\n",
-        "  tool note sets noted = true\n  tool approve sets approved = true\n"))
-    code, out, err = run(["run", str(flow), "--script", kickoff, "--agents",
-                          str(AGENTS / "ag2_two_tools.py"), "--db", ":memory:", "--json"],
-                         capsys)
+    flow.write_text(
+        Path(APPROVE)
+        .read_text()
+        .replace(
+            "  tool approve sets approved = true\n",
+            "  tool note sets noted = true\n  tool approve sets approved = true\n",
+        )
+    )
+    code, out, err = run(
+        [
+            "run",
+            str(flow),
+            "--script",
+            kickoff,
+            "--agents",
+            str(AGENTS / "ag2_two_tools.py"),
+            "--db",
+            ":memory:",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0, out + err
     doc = json.loads(out)
     assert doc["close_reason"] == "approved"
@@ -297,16 +465,21 @@ def test_a_workers_agents_are_held_too(mode: str, event: str) -> None:
     async def reviewer(turn: Any) -> Reply:
         return Reply("Approved.", (ToolCall("approve", set={"approved": "yes", "secret": 1}),))
 
-    target = RunTarget.from_compiled(flowc.compile_flow(Path(APPROVE).read_text()),
-                                     filename=APPROVE)
+    target = RunTarget.from_compiled(
+        flowc.compile_flow(Path(APPROVE).read_text()), filename=APPROVE
+    )
     store = MemoryStore()
     events: list[tuple[str, str]] = []
 
     async def serve() -> None:
         await submit_run(store, target, KICKOFF)
-        worker = Worker(store, agents={"reviewer": reviewer}, poll_seconds=0.01,
-                        contracts=mode, on_event=lambda what, _, detail: events.append(
-                            (what, detail)))
+        worker = Worker(
+            store,
+            agents={"reviewer": reviewer},
+            poll_seconds=0.01,
+            contracts=mode,
+            on_event=lambda what, _, detail: events.append((what, detail)),
+        )
         task = asyncio.ensure_future(worker.serve())
         while not any(what in ("stalled", "closed") for what, _ in events):
             await asyncio.sleep(0.01)
@@ -338,8 +511,11 @@ def test_flowc_worker_takes_the_option(tmp_path: Path, kickoff: str) -> None:
         finally:
             stop_worker(proc)
         line = next(x for x in log.read_text().splitlines() if x.startswith(want))
-        assert line == (f"stalled {run_id} on reviewer: refused: {BREACH}" if mode == "enforce"
-                        else f'closed {run_id} "max_turns" after 4 turns')
+        assert line == (
+            f"stalled {run_id} on reviewer: refused: {BREACH}"
+            if mode == "enforce"
+            else f'closed {run_id} "max_turns" after 4 turns'
+        )
 
 
 # ── custom targets ────────────────────────────────────────────────────────────────
@@ -378,9 +554,11 @@ class Pick:
         return TransitionDecision({choice!r})
 """
 
-TARGET_BREACH = ("after `user`'s turn, custom target `pick` (rule 1) chose `user`, which its "
-                 "declaration does not list (flows.flow:4:1: `target pick(...) -> writer | "
-                 "reviewer`)")
+TARGET_BREACH = (
+    "after `user`'s turn, custom target `pick` (rule 1) chose `user`, which its "
+    "declaration does not list (flows.flow:4:1: `target pick(...) -> writer | "
+    "reviewer`)"
+)
 
 
 @pytest.fixture
@@ -392,8 +570,9 @@ def target_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     (tmp_path / "flows.flow").write_text(TARGET_FLOW)
     (tmp_path / "to_user.py").write_text(TARGET_PLUGIN.format(choice="user"))
     (tmp_path / "to_reviewer.py").write_text(TARGET_PLUGIN.format(choice="reviewer"))
-    (tmp_path / "s.json").write_text(json.dumps(
-        {"kickoff": "hi", "script": {"user": ["again"], "reviewer": ["ok"]}}))
+    (tmp_path / "s.json").write_text(
+        json.dumps({"kickoff": "hi", "script": {"user": ["again"], "reviewer": ["ok"]}})
+    )
     monkeypatch.chdir(tmp_path)
     yield tmp_path
     reg._conditions, reg._targets = saved
@@ -405,27 +584,47 @@ def target_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 def test_a_custom_target_outside_its_declaration_is_refused(
-        target_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     args = ["run", "flows.flow", "--script", "s.json", "--plugin", "to_user.py"]
     code, out, err = run([*args, "--db", "runs.db"], capsys)
     assert code == 1, out + err
-    assert out.splitlines()[-1] == ("stalled: user's turn was refused after 0 turns: it "
-                                    "breaks the flow's declarations")
+    assert out.splitlines()[-1] == (
+        "stalled: user's turn was refused after 0 turns: it breaks the flow's declarations"
+    )
     assert f"error: refused: {TARGET_BREACH}\n" in err
     code, out, err = run([*args, "--db", ":memory:", "--contracts", "warn", "--json"], capsys)
     doc = json.loads(out)
-    assert doc["turns"][0]["warnings"] == [{
-        "speaker": "user", "tool": None, "target": "pick", "declared_at": "flows.flow:4:1",
-        "message": TARGET_BREACH}]
+    assert doc["turns"][0]["warnings"] == [
+        {
+            "speaker": "user",
+            "tool": None,
+            "target": "pick",
+            "declared_at": "flows.flow:4:1",
+            "message": TARGET_BREACH,
+        }
+    ]
     assert doc["turns"][0]["next_speaker"] == "user"
     # a target that keeps its declaration runs as before
-    code, out, err = run(["run", "flows.flow", "--script", "s.json", "--plugin",
-                          "to_reviewer.py", "--db", ":memory:"], capsys)
+    code, out, err = run(
+        [
+            "run",
+            "flows.flow",
+            "--script",
+            "s.json",
+            "--plugin",
+            "to_reviewer.py",
+            "--db",
+            ":memory:",
+        ],
+        capsys,
+    )
     assert code == 0 and 'closed: "reviewed" after 2 turns' in out
 
 
 def test_a_scenario_fails_where_a_custom_target_breaks_its_declaration(
-        target_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(["test", "flows.flow", "--plugin", "to_user.py"], capsys)
     assert code == 1
     assert f"turn 1 (line 11): refused: {TARGET_BREACH}" in out
@@ -451,9 +650,21 @@ def test_a_resumed_run_keeps_the_declarations_places(target_project: Path) -> No
     assert Contract.of(again).targets == Contract.of(target).targets
 
 
-def test_stdin_is_not_read_for_a_refused_turn(kickoff: str, capsys: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stdin_is_not_read_for_a_refused_turn(
+    kickoff: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    code, _, err = run(["run", APPROVE, "--script", kickoff, "--agents",
-                        str(AGENTS / "approve_breach.py"), "--db", ":memory:"], capsys)
+    code, _, err = run(
+        [
+            "run",
+            APPROVE,
+            "--script",
+            kickoff,
+            "--agents",
+            str(AGENTS / "approve_breach.py"),
+            "--db",
+            ":memory:",
+        ],
+        capsys,
+    )
     assert code == 1 and "refused" in err

@@ -70,18 +70,30 @@ targets = st.one_of(
 rules = st.builds(rule, conditions, targets, st.integers(-2, 2))
 graphs = st.lists(rules, max_size=12).map(lambda rs: graph("a", *rs, default=term("dflt")))
 
-context_writes = st.fixed_dictionaries({
-    "set": st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=2),
-    "delete": st.lists(st.sampled_from(KEYS), max_size=2),
-})
+context_writes = st.fixed_dictionaries(
+    {
+        "set": st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=2),
+        "delete": st.lists(st.sampled_from(KEYS), max_size=2),
+    }
+)
 turns = st.one_of(
-    st.tuples(st.just("context"), st.sampled_from(SPEAKERS), context_writes,
-              st.none(), st.just("")),
-    st.tuples(st.just("text"), st.sampled_from([*SPEAKERS, "z"]), st.none(), st.none(),
-              st.sampled_from(["hello", "xyz"])),
-    st.tuples(st.just("packet"), st.sampled_from([*SPEAKERS, "z"]), context_writes,
-              st.one_of(st.none(), st.sampled_from([*TOOLS, "other"])),
-              st.sampled_from(["hello", "xyz"])),
+    st.tuples(
+        st.just("context"), st.sampled_from(SPEAKERS), context_writes, st.none(), st.just("")
+    ),
+    st.tuples(
+        st.just("text"),
+        st.sampled_from([*SPEAKERS, "z"]),
+        st.none(),
+        st.none(),
+        st.sampled_from(["hello", "xyz"]),
+    ),
+    st.tuples(
+        st.just("packet"),
+        st.sampled_from([*SPEAKERS, "z"]),
+        context_writes,
+        st.one_of(st.none(), st.sampled_from([*TOOLS, "other"])),
+        st.sampled_from(["hello", "xyz"]),
+    ),
 )
 
 
@@ -115,29 +127,46 @@ def linear_choice(g: m.TransitionGraph, state: WorkflowState, env: Envelope) -> 
     return DEFAULT
 
 
-def envelope(kind: str, sender: str, writes: Any, tool_name: str | None, body: str,
-             n: int) -> Envelope:
+def envelope(
+    kind: str, sender: str, writes: Any, tool_name: str | None, body: str, n: int
+) -> Envelope:
     if kind == "context":
         return Envelope("c", sender, None, EV_CONTEXT_SET, writes, envelope_id=f"e{n}")
     if kind == "text":
         return Envelope("c", sender, None, EV_TEXT, {"text": body}, envelope_id=f"e{n}")
-    routing = {"kind": "text"} if tool_name is None else \
-        {"kind": "handoff", "tool": tool_name, "reason": ""}
-    return Envelope("c", sender, None, EV_PACKET,
-                    {"routing": routing, "context_updates": writes, "body": body},
-                    envelope_id=f"e{n}")
+    routing = (
+        {"kind": "text"}
+        if tool_name is None
+        else {"kind": "handoff", "tool": tool_name, "reason": ""}
+    )
+    return Envelope(
+        "c",
+        sender,
+        None,
+        EV_PACKET,
+        {"routing": routing, "context_updates": writes, "body": body},
+        envelope_id=f"e{n}",
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(graphs, st.lists(turns, max_size=25),
-       st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3))
+@given(
+    graphs,
+    st.lists(turns, max_size=25),
+    st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3),
+)
 def test_indexed_dispatch_equals_a_linear_scan(
     g: dict[str, Any], steps: list[Any], context: dict[str, Any]
 ) -> None:
     model = structure_graph(g)
-    md = ChannelMetadata("c", "workflow", 1, "a",
-                         tuple(Participant(p, i) for i, p in enumerate(SPEAKERS)),
-                         {"graph": g, "context_vars": context})
+    md = ChannelMetadata(
+        "c",
+        "workflow",
+        1,
+        "a",
+        tuple(Participant(p, i) for i, p in enumerate(SPEAKERS)),
+        {"graph": g, "context_vars": context},
+    )
     adapter = WorkflowAdapter(REGISTRY)
     state = adapter.initial_state(md)
     for n, step in enumerate(steps):
@@ -155,12 +184,19 @@ def test_the_context_rules_that_hold_are_kept_exactly(
 ) -> None:
     table = compile_graph(structure_graph(g), tuple(SPEAKERS), REGISTRY)
     adapter = WorkflowAdapter(REGISTRY)
-    md = ChannelMetadata("c", "workflow", 1, "a",
-                         tuple(Participant(p, i) for i, p in enumerate(SPEAKERS)),
-                         {"graph": g, "context_vars": {}})
+    md = ChannelMetadata(
+        "c",
+        "workflow",
+        1,
+        "a",
+        tuple(Participant(p, i) for i, p in enumerate(SPEAKERS)),
+        {"graph": g, "context_vars": {}},
+    )
     state = adapter.initial_state(md)
-    state = adapter.fold(Envelope("c", "a", None, EV_CONTEXT_SET,
-                                  {"set": context, "delete": []}, envelope_id="e"), state)
+    state = adapter.fold(
+        Envelope("c", "a", None, EV_CONTEXT_SET, {"set": context, "delete": []}, envelope_id="e"),
+        state,
+    )
     expected = {pos for pos, fn in table.ctx_fns.items() if fn(context)}
     assert state.ctx_true == expected
     assert state.ctx_first == min(expected, default=NO_RULE)
@@ -180,46 +216,66 @@ def test_a_turn_without_a_tool_call_looks_at_no_tool_rule() -> None:
 
     registry = TransitionRegistry()
     registry.register_condition(Counted)
-    many = [rule(cond("all_of", conditions=[tool(f"t{i}"), frm("a")]), to("b"))
-            for i in range(500)]
-    g = graph("a", *many, rule(cond("counted"), to("b")), rule(frm("a"), to("b")),
-              default=term())
+    many = [rule(cond("all_of", conditions=[tool(f"t{i}"), frm("a")]), to("b")) for i in range(500)]
+    g = graph("a", *many, rule(cond("counted"), to("b")), rule(frm("a"), to("b")), default=term())
     table = compile_graph(structure_graph(g), ("a", "b"), registry)
     assert len(table.by_tool) == 500 and len(table.by_sender["a"]) == 2
-    md = ChannelMetadata("c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)),
-                         {"graph": g})
+    md = ChannelMetadata(
+        "c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)), {"graph": g}
+    )
     adapter = WorkflowAdapter(registry)
-    state = adapter.fold(Envelope("c", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e1"),
-                         adapter.initial_state(md))
+    state = adapter.fold(
+        Envelope("c", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e1"),
+        adapter.initial_state(md),
+    )
     assert state.decided_by == 501 and calls == 1
 
 
 def test_context_rules_are_filed_by_key_and_only_rechecked_when_it_changes() -> None:
-    g = graph("a", *(rule(ctx(f"k{i}", i), to("b")) for i in range(300)),
-              rule(always(), to("a")), default=term())
+    g = graph(
+        "a",
+        *(rule(ctx(f"k{i}", i), to("b")) for i in range(300)),
+        rule(always(), to("a")),
+        default=term(),
+    )
     table = compile_graph(structure_graph(g), ("a", "b"))
     assert len(table.ctx_rules) == 300 and table.by_sender["a"][0][0] == 300
     assert table.ctx_eq["k7"] == {7: (7,)} and not table.ctx_by_key  # equality: by value
-    md = ChannelMetadata("c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)),
-                         {"graph": g})
+    md = ChannelMetadata(
+        "c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)), {"graph": g}
+    )
     adapter = WorkflowAdapter()
     state = adapter.initial_state(md)
     assert state.ctx_first == NO_RULE
-    state = adapter.fold(Envelope("c", "a", None, EV_PACKET, {
-        "routing": {"kind": "text"}, "context_updates": {"set": {"k7": 7}, "delete": []},
-        "body": "x"}, envelope_id="e1"), state)
+    state = adapter.fold(
+        Envelope(
+            "c",
+            "a",
+            None,
+            EV_PACKET,
+            {
+                "routing": {"kind": "text"},
+                "context_updates": {"set": {"k7": 7}, "delete": []},
+                "body": "x",
+            },
+            envelope_id="e1",
+        ),
+        state,
+    )
     assert state.decided_by == 7 and state.ctx_true == {7}
-    state = adapter.fold(Envelope("c", "b", None, EV_CONTEXT_SET,
-                                  {"set": {}, "delete": ["k7"]}, envelope_id="e2"), state)
-    state = adapter.fold(Envelope("c", "b", None, EV_TEXT, {"text": "x"}, envelope_id="e3"),
-                         state)
+    state = adapter.fold(
+        Envelope("c", "b", None, EV_CONTEXT_SET, {"set": {}, "delete": ["k7"]}, envelope_id="e2"),
+        state,
+    )
+    state = adapter.fold(Envelope("c", "b", None, EV_TEXT, {"text": "x"}, envelope_id="e3"), state)
     assert state.decided_by == 300 and state.ctx_true == frozenset()
 
 
 def test_from_composites_are_filed_under_their_senders() -> None:
     """`from X and C` and `from X or from Y` are looked at only for X (and Y)."""
-    many = [rule(cond("all_of", conditions=[frm(f"x{i}"), ctx("k", i)]), to("b"))
-            for i in range(400)]
+    many = [
+        rule(cond("all_of", conditions=[frm(f"x{i}"), ctx("k", i)]), to("b")) for i in range(400)
+    ]
     either = rule(cond("any_of", conditions=[frm("a"), frm("x1")]), to("b"))
     g = graph("a", *many, either, rule(frm("b"), to("a")), default=term())
     parts = ("a", "b", *(f"x{i}" for i in range(400)))
@@ -233,10 +289,20 @@ def test_from_composites_are_filed_under_their_senders() -> None:
 def test_context_equality_rules_are_filed_by_value() -> None:
     """300 rules on one key: a write re-tests the rules of the old and the new value
     only, and a write that does not change the value tests none."""
-    g = graph("a", *(rule(ctx("stage", f"s{i}"), to("b")) for i in range(300)),
-              rule(always(), to("a")), default=term())
-    md = ChannelMetadata("c", "workflow", 1, "a", (Participant("a", 0), Participant("b", 1)),
-                         {"graph": g, "context_vars": {"stage": "s0"}})
+    g = graph(
+        "a",
+        *(rule(ctx("stage", f"s{i}"), to("b")) for i in range(300)),
+        rule(always(), to("a")),
+        default=term(),
+    )
+    md = ChannelMetadata(
+        "c",
+        "workflow",
+        1,
+        "a",
+        (Participant("a", 0), Participant("b", 1)),
+        {"graph": g, "context_vars": {"stage": "s0"}},
+    )
     adapter = WorkflowAdapter()
     state = adapter.initial_state(md)
     table = state.table
@@ -250,6 +316,7 @@ def test_context_equality_rules_are_filed_by_value() -> None:
             nonlocal calls
             calls += 1
             return bool(fns[pos](context))
+
         return fn
 
     for pos in fns:
@@ -257,9 +324,17 @@ def test_context_equality_rules_are_filed_by_value() -> None:
 
     def write(value: str, n: int) -> None:
         nonlocal state
-        state = adapter.fold(Envelope("c", "a", None, EV_CONTEXT_SET,
-                                      {"set": {"stage": value}, "delete": []},
-                                      envelope_id=f"e{n}"), state)
+        state = adapter.fold(
+            Envelope(
+                "c",
+                "a",
+                None,
+                EV_CONTEXT_SET,
+                {"set": {"stage": value}, "delete": []},
+                envelope_id=f"e{n}",
+            ),
+            state,
+        )
 
     write("s7", 1)
     assert state.ctx_true == {7} and state.ctx_first == 7 and calls == 1

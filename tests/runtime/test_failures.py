@@ -30,7 +30,7 @@ when from writer then user
 when from editor then terminate "edited"
 """
 
-PLUGIN = '''\
+PLUGIN = """\
 from typing import Any, ClassVar
 
 import attrs
@@ -46,9 +46,9 @@ class LongReply:
 
     def evaluate(self, state: Any, envelope: Any) -> bool:
         return len(envelope.event_data["text"]) >= self.min_chars
-'''
+"""
 
-AGENTS = '''\
+AGENTS = """\
 def lookup(table):
     return table["missing"]
 
@@ -57,7 +57,7 @@ async def writer(turn):
     return lookup({})
 
 AGENTS = {"writer": writer}
-'''
+"""
 
 FIXED = 'AGENTS = {"writer": lambda turn: "a draft", "editor": lambda turn: "edited"}\n'
 
@@ -87,13 +87,16 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 # ── check: a class that does not fit is a finding ───────────────────────────
 
-MISMATCH = ("`long_reply(chars = 5)`: the class registered for this condition, `LongReply` "
-            "(routing.py:8), does not take these arguments: TypeError: LongReply.__init__() got "
-            "an unexpected keyword argument 'chars'")
+MISMATCH = (
+    "`long_reply(chars = 5)`: the class registered for this condition, `LongReply` "
+    "(routing.py:8), does not take these arguments: TypeError: LongReply.__init__() got "
+    "an unexpected keyword argument 'chars'"
+)
 
 
 def test_a_class_that_does_not_fit_is_e115_at_the_call_in_every_format(
-        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     check = ["check", "f.flow", "--plugin", "routing.py"]
     assert main([*check, "--format", "concise"]) == 1
     out, err = capsys.readouterr()
@@ -101,8 +104,10 @@ def test_a_class_that_does_not_fit_is_e115_at_the_call_in_every_format(
     assert main([*check, "--format", "text"]) == 1
     out = capsys.readouterr().out
     assert f"error[E115]: {MISMATCH}\n --> f.flow:7:22\n" in out
-    assert "7 | when from writer and long_reply(chars = 5) then editor\n" \
-           "  |                      ^^^^^^^^^^^^^^^^^^^^^\n" in out
+    assert (
+        "7 | when from writer and long_reply(chars = 5) then editor\n"
+        "  |                      ^^^^^^^^^^^^^^^^^^^^^\n" in out
+    )
     assert "1 error" in out
     assert main([*check, "--format", "json"]) == 1
     [found] = [d for d in json.loads(capsys.readouterr().out) if d["code"] == "E115"]
@@ -111,7 +116,10 @@ def test_a_class_that_does_not_fit_is_e115_at_the_call_in_every_format(
     assert found["end_location"] == {"row": 7, "column": 43}
     assert main([*check, "--format", "github"]) == 1
     out = capsys.readouterr().out
-    assert "::error file=f.flow,line=7,col=22,endLine=7,endColumn=43,title=E115 plugin-mismatch::" in out
+    assert (
+        "::error file=f.flow,line=7,col=22,endLine=7,endColumn=43,title=E115 plugin-mismatch::"
+        in out
+    )
     assert main([*check, "--format", "sarif"]) == 1
     sarif = json.loads(capsys.readouterr().out)
     [result] = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "E115"]
@@ -124,21 +132,28 @@ def test_a_class_that_does_not_fit_is_e115_at_the_call_in_every_format(
 
 
 def test_a_class_whose_constructor_fails_is_e115_naming_where(
-        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "f.flow").write_text(FLOW.replace("chars", "min_chars"))
-    (project / "routing.py").write_text(PLUGIN + '''
+    (project / "routing.py").write_text(
+        PLUGIN
+        + """
     def __attrs_post_init__(self) -> None:
         raise RuntimeError("no model configured")
-''')
+"""
+    )
     assert main(["check", "f.flow", "--plugin", "routing.py", "--format", "concise"]) == 1
     out = capsys.readouterr().out
-    assert ("f.flow:7:22: E115 `long_reply(min_chars = 5)`: building the class registered for "
-            "this condition, `LongReply` (routing.py:8), failed: RuntimeError: no model "
-            "configured (routing.py:18, in __attrs_post_init__)") in out
+    assert (
+        "f.flow:7:22: E115 `long_reply(min_chars = 5)`: building the class registered for "
+        "this condition, `LongReply` (routing.py:8), failed: RuntimeError: no model "
+        "configured (routing.py:18, in __attrs_post_init__)"
+    ) in out
 
 
 def test_a_name_no_plugin_implements_is_e115_at_its_declaration(
-        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "other.py").write_text("X = 1\n")
     assert main(["check", "f.flow", "--plugin", "other.py", "--format", "json"]) == 1
     [found] = [d for d in json.loads(capsys.readouterr().out) if d["code"] == "E115"]
@@ -152,9 +167,13 @@ AGENT_ERROR = "KeyError: 'missing' (agents.py:2, in lookup)"
 
 
 def test_an_agents_exception_names_its_file_and_line_in_the_transcript_and_the_log(
-        project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    (project / "f.flow").write_text(FLOW.replace("condition long_reply(chars: int = 200)\n", "")
-                                    .replace(" and long_reply(chars = 5)", ""))
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "f.flow").write_text(
+        FLOW.replace("condition long_reply(chars: int = 200)\n", "").replace(
+            " and long_reply(chars = 5)", ""
+        )
+    )
     run = ["run", "f.flow", "--script", "kick.json", "--agents", "agents.py", "--db", "runs.db"]
     assert main(run) == 1
     out, err = capsys.readouterr()
@@ -162,25 +181,30 @@ def test_an_agents_exception_names_its_file_and_line_in_the_transcript_and_the_l
     assert "Traceback" not in out + err
     assert main(["log", "last", "--db", "runs.db"]) == 0
     out = capsys.readouterr().out
-    assert f"  turn 2 failed (writer): {AGENT_ERROR}\nopen: 1 turn so far, writer to speak next" in out
+    assert (
+        f"  turn 2 failed (writer): {AGENT_ERROR}\nopen: 1 turn so far, writer to speak next" in out
+    )
     assert main(["log", "last", "--db", "runs.db", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["failures"] == [{"turn": 2, "speaker": "writer", "error": AGENT_ERROR,
-                                "where": "agents.py:2"}]
+    assert doc["failures"] == [
+        {"turn": 2, "speaker": "writer", "error": AGENT_ERROR, "where": "agents.py:2"}
+    ]
     assert main([*run[:-2], "--db", ":memory:", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["error"] == AGENT_ERROR
     # the whole traceback when asked for
     monkeypatch.setenv("FLOWC_TRACEBACK", "1")
     assert main([*run[:-2], "--db", ":memory:"]) == 1
     out, err = capsys.readouterr()
-    assert "Traceback (most recent call last)" in err and 'line 6, in writer' in err
+    assert "Traceback (most recent call last)" in err and "line 6, in writer" in err
     assert main(["log", "last", "--db", "runs.db", "--json"]) == 0
-    assert "return table[\"missing\"]" in json.loads(capsys.readouterr().out)["failures"][0]["traceback"]
+    assert (
+        'return table["missing"]' in json.loads(capsys.readouterr().out)["failures"][0]["traceback"]
+    )
     monkeypatch.delenv("FLOWC_TRACEBACK")
     # --traceback says the same (and leaves the environment as it was)
     assert main([*run[:-2], "--db", ":memory:", "--traceback"]) == 1
     out, err = capsys.readouterr()
-    assert "Traceback (most recent call last)" in err and 'line 6, in writer' in err
+    assert "Traceback (most recent call last)" in err and "line 6, in writer" in err
     assert "FLOWC_TRACEBACK" not in os.environ
     # the run stays open: fixed agents continue it, and the WAL re-folds
     (project / "agents.py").write_text(FIXED)
@@ -193,15 +217,28 @@ def test_an_agents_exception_names_its_file_and_line_in_the_transcript_and_the_l
 
 
 def test_a_plugins_exception_while_routing_names_its_file_and_line(
-        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "f.flow").write_text(FLOW.replace("chars", "min_chars"))
     (project / "agents.py").write_text(FIXED)
-    run = ["run", "f.flow", "--script", "kick.json", "--agents", "agents.py", "--db", "runs.db",
-           "--plugin", "routing.py"]
+    run = [
+        "run",
+        "f.flow",
+        "--script",
+        "kick.json",
+        "--agents",
+        "agents.py",
+        "--db",
+        "runs.db",
+        "--plugin",
+        "routing.py",
+    ]
     assert main(run) == 1
     out = capsys.readouterr().out
-    said = ("refused: routing the turn failed in a plugin's code: KeyError: 'text' "
-            "(routing.py:15, in evaluate)")
+    said = (
+        "refused: routing the turn failed in a plugin's code: KeyError: 'text' "
+        "(routing.py:15, in evaluate)"
+    )
     assert f"  turn 2 failed (writer): {said}\n" in out
     assert main(["log", "last", "--db", "runs.db", "--plugin", "routing.py"]) == 0
     assert f"  turn 2 failed (writer): {said}\n" in capsys.readouterr().out

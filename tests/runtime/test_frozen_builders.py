@@ -27,35 +27,59 @@ from tests.compile.test_serde_reader import graphs
 
 texts = st.text(max_size=8) | st.sampled_from(["", "\x00", "\ud800", "\U0001f600", "é" * 50])
 json_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | texts
-json_values = st.recursive(json_leaves, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(texts, inner, max_size=3), max_leaves=6)
+json_values = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
 #: hashable values (a field of a hashable record), for the hash to be compared as a number
-hashables = st.recursive(json_leaves, lambda inner: st.tuples(inner, inner)
-                         | st.frozensets(st.integers(), max_size=2), max_leaves=4)
+hashables = st.recursive(
+    json_leaves,
+    lambda inner: st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=2),
+    max_leaves=4,
+)
 opt_text = st.none() | texts
 opt_int = st.none() | st.integers() | st.just(2**80)
 
-envelope_fields = st.fixed_dictionaries({
-    "channel_id": texts, "sender_id": texts,
-    "audience": st.none() | st.lists(texts, max_size=3).map(tuple),
-    "event_type": texts,
-    "event_data": st.dictionaries(texts, json_values, max_size=3) | hashables,
-    "envelope_id": texts, "task_id": opt_text, "causation_id": opt_text, "trace_id": opt_text,
-    "priority": st.sampled_from(["normal", "urgent", "low", ""]), "depth": st.integers(),
-    "idempotency_key": opt_text, "created_at": texts, "ttl_seconds": opt_int,
-})
-record_fields = st.fixed_dictionaries({
-    "number": st.integers(), "speaker": texts, "agent_id": texts, "kind": texts,
-    "routing": st.none() | st.dictionaries(texts, json_values, max_size=2) | hashables,
-    "text": texts, "context_set": st.dictionaries(texts, json_values, max_size=2) | hashables,
-    "context_delete": st.lists(texts, max_size=2).map(tuple),
-    "next_speaker": opt_text, "decided_by": st.none() | st.integers() | texts,
-    "closes": opt_text,
-    "tool_calls": st.lists(st.dictionaries(texts, json_values, max_size=2) | hashables,
-                           max_size=2).map(tuple),
-    "warnings": st.lists(st.dictionaries(texts, json_values, max_size=2) | hashables,
-                         max_size=2).map(tuple),
-})
+envelope_fields = st.fixed_dictionaries(
+    {
+        "channel_id": texts,
+        "sender_id": texts,
+        "audience": st.none() | st.lists(texts, max_size=3).map(tuple),
+        "event_type": texts,
+        "event_data": st.dictionaries(texts, json_values, max_size=3) | hashables,
+        "envelope_id": texts,
+        "task_id": opt_text,
+        "causation_id": opt_text,
+        "trace_id": opt_text,
+        "priority": st.sampled_from(["normal", "urgent", "low", ""]),
+        "depth": st.integers(),
+        "idempotency_key": opt_text,
+        "created_at": texts,
+        "ttl_seconds": opt_int,
+    }
+)
+record_fields = st.fixed_dictionaries(
+    {
+        "number": st.integers(),
+        "speaker": texts,
+        "agent_id": texts,
+        "kind": texts,
+        "routing": st.none() | st.dictionaries(texts, json_values, max_size=2) | hashables,
+        "text": texts,
+        "context_set": st.dictionaries(texts, json_values, max_size=2) | hashables,
+        "context_delete": st.lists(texts, max_size=2).map(tuple),
+        "next_speaker": opt_text,
+        "decided_by": st.none() | st.integers() | texts,
+        "closes": opt_text,
+        "tool_calls": st.lists(
+            st.dictionaries(texts, json_values, max_size=2) | hashables, max_size=2
+        ).map(tuple),
+        "warnings": st.lists(
+            st.dictionaries(texts, json_values, max_size=2) | hashables, max_size=2
+        ).map(tuple),
+    }
+)
 
 
 def outcome(make: Callable[[], Any]) -> Any:
@@ -88,8 +112,10 @@ def behave_alike(cheap: Any, plain: Any) -> None:
     # (a copy is compared with the same copy of ``plain``: a deep copy, as unpickling,
     # rebuilds a frozenset field, whose repr may list colliding items in another order,
     # e.g. {-76, -52})
-    for other, same in ((copy.copy(cheap), copy.copy(plain)),
-                        (copy.deepcopy(cheap), copy.deepcopy(plain))):
+    for other, same in (
+        (copy.copy(cheap), copy.copy(plain)),
+        (copy.deepcopy(cheap), copy.deepcopy(plain)),
+    ):
         assert type(other) is cls and repr(other) == repr(same)
         assert outcome(lambda o=other: hash(o)) == outcome(lambda: hash(plain))
     for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
@@ -98,17 +124,21 @@ def behave_alike(cheap: Any, plain: Any) -> None:
         assert back[0] == want[0] and repr(back[1:]) == repr(want[1:])
         if back[0] == "ok":
             assert type(back[1]) is cls and repr(back[1]) == repr(want[1])
-        assert outcome(lambda p=protocol: pickle.dumps(cheap, p)) \
-            == outcome(lambda p=protocol: pickle.dumps(plain, p))
+        assert outcome(lambda p=protocol: pickle.dumps(cheap, p)) == outcome(
+            lambda p=protocol: pickle.dumps(plain, p)
+        )
     assert weakref.ref(cheap)() is cheap
     for field in attrs.fields(cls):
         assert getattr(cheap, field.name) is getattr(plain, field.name)
         set_cheap = outcome(lambda f=field.name: setattr(cheap, f, 1))
         assert set_cheap == outcome(lambda f=field.name: setattr(plain, f, 1))
         assert set_cheap[0] == "raised" and set_cheap[1] is attrs.exceptions.FrozenInstanceError
-        assert outcome(lambda f=field.name: delattr(cheap, f)) \
-            == outcome(lambda f=field.name: delattr(plain, f))
-    assert outcome(lambda: setattr(cheap, "other", 1)) == outcome(lambda: setattr(plain, "other", 1))
+        assert outcome(lambda f=field.name: delattr(cheap, f)) == outcome(
+            lambda f=field.name: delattr(plain, f)
+        )
+    assert outcome(lambda: setattr(cheap, "other", 1)) == outcome(
+        lambda: setattr(plain, "other", 1)
+    )
     assert repr(cheap) == repr(plain)  # nothing above changed it
 
 
@@ -126,8 +156,7 @@ def test_a_stamped_envelope_is_an_envelope(fields: dict[str, Any]) -> None:
 @given(record_fields)
 def test_a_built_turn_record_is_a_turn_record(fields: dict[str, Any]) -> None:
     assert {f.name for f in attrs.fields(TurnRecord)} == set(fields)
-    behave_alike(_record(*[fields[f.name] for f in attrs.fields(TurnRecord)]),
-                 TurnRecord(**fields))
+    behave_alike(_record(*[fields[f.name] for f in attrs.fields(TurnRecord)]), TurnRecord(**fields))
 
 
 @settings(max_examples=100)
@@ -139,12 +168,16 @@ def test_a_text_turn_is_a_script_turn(say: str, where: str) -> None:
     assert _text_turn(say, where) != ScriptTurn(say, (ScriptCall("t"),), where)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: stamped("c", "a", None, "text", {}, "e", None, None, None, "normal", 0, None, "t",
-                    None),
-    lambda: _record(1, "a", "a", "text", None, "t", {}, (), None, None, None, ()),
-    lambda: _text_turn("hi", "w"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: stamped(
+            "c", "a", None, "text", {}, "e", None, None, None, "normal", 0, None, "t", None
+        ),
+        lambda: _record(1, "a", "a", "text", None, "t", {}, (), None, None, None, ()),
+        lambda: _text_turn("hi", "w"),
+    ],
+)
 def test_the_frozen_classes_add_no_slot_of_their_own(make: Callable[[], Any]) -> None:
     """The class swap needs the same layout: a slot (or a cached hash) added to the frozen
     class would be left unset by the cheap builder."""
@@ -156,10 +189,15 @@ def test_the_frozen_classes_add_no_slot_of_their_own(make: Callable[[], Any]) ->
 
 
 @settings(max_examples=100)
-@given(texts, texts, st.sampled_from(["ag2.msg.packet", "ag2.context.set"]) | texts,
-       st.dictionaries(texts, json_values, max_size=3))
-def test_an_agent_rounds_template_is_the_plain_envelope(cid: str, sender: str, kind: str,
-                                                        data: dict[str, Any]) -> None:
+@given(
+    texts,
+    texts,
+    st.sampled_from(["ag2.msg.packet", "ag2.context.set"]) | texts,
+    st.dictionaries(texts, json_values, max_size=3),
+)
+def test_an_agent_rounds_template_is_the_plain_envelope(
+    cid: str, sender: str, kind: str, data: dict[str, Any]
+) -> None:
     """The workflow adapter's packet and context envelopes, before the hub stamps them."""
     from flowc.runtime.adapters.workflow import _template
 

@@ -36,8 +36,9 @@ from flowc.runtime.wal import WalError
 from tests.pgcluster import DURABLE, STORES, StoreMaker
 from tests.runtime.graphs import always, cond, ctx, frm, graph, rule, term, to, tool
 
-RR3 = graph("a", rule(always(), cond("round_robin")), default=term("round_robin_complete"),
-            max_turns=6)
+RR3 = graph(
+    "a", rule(always(), cond("round_robin")), default=term("round_robin_complete"), max_turns=6
+)
 
 
 def run(coro: Any) -> Any:
@@ -61,8 +62,9 @@ def test_store_keeps_order_and_refuses_duplicates(kind: str, make_store: StoreMa
 
 
 @pytest.mark.parametrize("kind", DURABLE)
-def test_a_durable_store_survives_reopening(kind: str, make_store: StoreMaker,
-                                            tmp_path: Path) -> None:
+def test_a_durable_store_survives_reopening(
+    kind: str, make_store: StoreMaker, tmp_path: Path
+) -> None:
     store = make_store(kind)
     store.append(Envelope("c", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e"))
     store.close()
@@ -84,8 +86,7 @@ def test_envelope_is_in_the_wal_before_it_is_delivered() -> None:
 
         @b.on_envelope
         def check(env: Envelope) -> None:
-            seen.append(any(e.envelope_id == env.envelope_id
-                            for e in hub.read_wal(env.channel_id)))
+            seen.append(any(e.envelope_id == env.envelope_id for e in hub.read_wal(env.channel_id)))
 
         ch = await a.open("workflow", target=["b"], knobs={"graph": RR3})
         await ch.send("hello")
@@ -121,8 +122,14 @@ def test_refusals_change_nothing() -> None:
         with pytest.raises(ProtocolError, match="routing"):  # the fold fails
             await a.send(cid, event_type=EV_PACKET, event_data={"routing": "nope", "body": "x"})
         with pytest.raises(ProtocolError, match="handoff to 'ghost'"):
-            await a.send(cid, event_type=EV_PACKET, event_data={
-                "routing": {"kind": "handoff", "tool": "t", "target": "ghost"}, "body": "x"})
+            await a.send(
+                cid,
+                event_type=EV_PACKET,
+                event_data={
+                    "routing": {"kind": "handoff", "tool": "t", "target": "ghost"},
+                    "body": "x",
+                },
+            )
         assert hub.channel(cid).state is before_state
         assert hub.read_wal(cid) == before_wal
 
@@ -152,8 +159,9 @@ def test_a_bad_graph_is_refused_at_open_and_nothing_is_written() -> None:
         a = hub.register_human("a")
         hub.register_human("b")
         with pytest.raises(ProtocolError, match=r"transitions\[0\].then.args.agent_id"):
-            await a.open("workflow", target=["b"],
-                         knobs={"graph": graph("a", rule(always(), to("ghost")))})
+            await a.open(
+                "workflow", target=["b"], knobs={"graph": graph("a", rule(always(), to("ghost")))}
+            )
         assert store.channel_ids() == []
 
     run(main())
@@ -170,12 +178,15 @@ def test_agent_client_replies_with_tool_calls_and_effects() -> None:
 
         async def triage(turn: Turn) -> Reply:
             seen.append(turn)
-            return Reply("Escalating.", (
-                ToolCall("note", set={"tier": 2}),
-                ToolCall("lookup", {"q": "x"}),  # routes nothing
-                ToolCall("escalate", {"reason": "login"}, result=Handoff("security", "login")),
-                ToolCall("resolve", result=Finish(reason="resolved")),  # too late: first wins
-            ))
+            return Reply(
+                "Escalating.",
+                (
+                    ToolCall("note", set={"tier": 2}),
+                    ToolCall("lookup", {"q": "x"}),  # routes nothing
+                    ToolCall("escalate", {"reason": "login"}, result=Handoff("security", "login")),
+                    ToolCall("resolve", result=Finish(reason="resolved")),  # too late: first wins
+                ),
+            )
 
         async def security(turn: Turn) -> Reply:
             return Reply("Locked.", (ToolCall("close", result=Finish("all good", "resolved")),))
@@ -187,13 +198,21 @@ def test_agent_client_replies_with_tool_calls_and_effects() -> None:
         await ch.send("My account was hacked")
         await ch.wait(timeout=5)
         packets = [e for e in ch.transcript() if e.event_type == EV_PACKET]
-        return (seen[0].text, packets[0].event_data, hub.channel(ch.channel_id).close_reason,
-                hub.channel(ch.channel_id).state.context_vars)
+        return (
+            seen[0].text,
+            packets[0].event_data,
+            hub.channel(ch.channel_id).close_reason,
+            hub.channel(ch.channel_id).state.context_vars,
+        )
 
     text, data, reason, context = run(main())
     assert text == "My account was hacked"
-    assert data["routing"] == {"kind": "handoff", "tool": "escalate", "reason": "login",
-                               "target": "sec-7f3a"}
+    assert data["routing"] == {
+        "kind": "handoff",
+        "tool": "escalate",
+        "reason": "login",
+        "target": "sec-7f3a",
+    }
     assert data["context_updates"] == {"set": {"tier": 2}, "delete": []}
     assert (reason, context) == ("resolved", {"tier": 2})
 
@@ -207,8 +226,9 @@ def test_an_agent_that_says_nothing_stalls_the_run() -> None:
             return None
 
         hub.register_agent("bot", silent)
-        ch = await user.open("workflow", target=["bot"],
-                             knobs={"graph": graph("user", rule(frm("user"), to("bot")))})
+        ch = await user.open(
+            "workflow", target=["bot"], knobs={"graph": graph("user", rule(frm("user"), to("bot")))}
+        )
         await ch.send("hi")
         await ch.wait(timeout=5)
         c = hub.channel(ch.channel_id)
@@ -231,8 +251,7 @@ def test_stay_prompts_the_same_agent_again() -> None:
             return f"part {len(calls)}"
 
         hub.register_agent("bot", bot)
-        g = graph("user", rule(frm("user"), to("bot")), rule(frm("bot"), cond("stay")),
-                  max_turns=4)
+        g = graph("user", rule(frm("user"), to("bot")), rule(frm("bot"), cond("stay")), max_turns=4)
         ch = await user.open("workflow", target=["bot"], knobs={"graph": g})
         await ch.send("go")
         await ch.wait(timeout=5)
@@ -310,9 +329,15 @@ def test_hydrate_refolds_the_wal_and_the_run_continues(kind: str, make_store: St
         a, b = hub.register_human("a"), hub.register_human("b")
         ch = await a.open("workflow", target=["b"], knobs={"graph": g, "context_vars": {"n": 0}})
         await ch.send("one")
-        await b.send(ch.channel_id, event_type=EV_PACKET, event_data={
-            "routing": {"kind": "handoff", "tool": "save", "reason": ""},
-            "context_updates": {"set": {"n": 1}, "delete": []}, "body": "two"})
+        await b.send(
+            ch.channel_id,
+            event_type=EV_PACKET,
+            event_data={
+                "routing": {"kind": "handoff", "tool": "save", "reason": ""},
+                "context_updates": {"set": {"n": 1}, "delete": []},
+                "body": "two",
+            },
+        )
         await hub.close()  # releases its lease: the run is free to continue
         return ch.channel_id
 
@@ -322,8 +347,11 @@ def test_hydrate_refolds_the_wal_and_the_run_continues(kind: str, make_store: St
         hub = await Hub.open(make_store(kind))
         assert await hub.hydrate() == [cid]
         c = hub.channel(cid)
-        assert (c.state.turn_count, c.state.expected_next_speaker, c.state.context_vars) == \
-            (2, "a", {"n": 1})
+        assert (c.state.turn_count, c.state.expected_next_speaker, c.state.context_vars) == (
+            2,
+            "a",
+            {"n": 1},
+        )
         a, _ = hub.register_human("a"), hub.register_human("b")
         with pytest.raises(ProtocolError):
             await hub.client("b").send(cid, "out of turn")  # type: ignore[union-attr]
@@ -359,16 +387,23 @@ def test_turn_within_warns_then_auto_closes_with_turn_timeout() -> None:
         hub = await Hub.open()
         a = hub.register_human("a")
         hub.register_human("b")
-        exps = [Expectation("turn_within", "warn", {"seconds": 0.05}),
-                Expectation("turn_within", "auto_close", {"seconds": 0.15})]
+        exps = [
+            Expectation("turn_within", "warn", {"seconds": 0.05}),
+            Expectation("turn_within", "auto_close", {"seconds": 0.15}),
+        ]
         ch = await a.open("workflow", target=["b"], knobs={"graph": RR3}, expectations=exps)
         await ch.send("your turn, b")  # b never answers
         await ch.wait(timeout=2)
         c = hub.channel(ch.channel_id)
         assert c.close_reason == "turn_timeout"
-        kinds = [(e.event_type, e.event_data.get("on_violation")) for e in hub.read_wal(c.channel_id)]
-        assert kinds[-3:] == [(EV_EXPECTATION_VIOLATED, "warn"),
-                              (EV_EXPECTATION_VIOLATED, "auto_close"), (EV_CHANNEL_CLOSED, None)]
+        kinds = [
+            (e.event_type, e.event_data.get("on_violation")) for e in hub.read_wal(c.channel_id)
+        ]
+        assert kinds[-3:] == [
+            (EV_EXPECTATION_VIOLATED, "warn"),
+            (EV_EXPECTATION_VIOLATED, "auto_close"),
+            (EV_CHANNEL_CLOSED, None),
+        ]
         assert c.violations[0]["agent_id"] == "b"
 
     run(main())
@@ -400,9 +435,11 @@ class PollState:
 
 
 class PollAdapter:
-    manifest = ChannelManifest(type="poll", version=1,
-                               expectations=(Expectation("reply_within", "auto_close",
-                                                         {"seconds": 600}),))
+    manifest = ChannelManifest(
+        type="poll",
+        version=1,
+        expectations=(Expectation("reply_within", "auto_close", {"seconds": 600}),),
+    )
 
     def initial_state(self, metadata: ChannelMetadata) -> PollState:
         return PollState()
@@ -411,7 +448,9 @@ class PollAdapter:
         if len(metadata.participants) < 2:
             raise ProtocolError("poll requires >= 2 participants")
 
-    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: PollState) -> None:
+    def validate_send(
+        self, metadata: ChannelMetadata, envelope: Envelope, state: PollState
+    ) -> None:
         if envelope.event_type != EV_TEXT:
             return
         if not state.question_sent:
@@ -429,8 +468,9 @@ class PollAdapter:
             return PollState(True, state.replied)
         return PollState(True, state.replied | {envelope.sender_id})
 
-    def on_accepted(self, metadata: ChannelMetadata, envelope: Envelope,
-                    state: PollState) -> AdapterResult:
+    def on_accepted(
+        self, metadata: ChannelMetadata, envelope: Envelope, state: PollState
+    ) -> AdapterResult:
         respondents = set(metadata.participant_ids) - {metadata.creator_id}
         if state.question_sent and state.replied >= respondents:
             return AdapterResult(ChannelState.CLOSED, "poll_complete")
@@ -491,8 +531,22 @@ def test_a_scripted_run_ends_on_every_python(db: str, tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     where = ":memory:" if db == ":memory:" else str(tmp_path / "runs.db")
     done = subprocess.run(
-        [sys.executable, "-m", "flowc", "run", "examples/feedback_loop.flow",
-         "--script", "examples/scripts/feedback_loop.yaml", "--db", where],
-        cwd=root, capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            "examples/feedback_loop.flow",
+            "--script",
+            "examples/scripts/feedback_loop.yaml",
+            "--db",
+            where,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert 'terminate "approved"' in done.stdout

@@ -49,24 +49,42 @@ def files(tmp_path: Path) -> Path:
 
 
 def flowc(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flowc", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "flowc", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def run_signoff(files: Path, stdin: str, *more: str) -> subprocess.CompletedProcess[str]:
-    return flowc("run", str(files / "signoff.flow"), "--agents", str(files / "agents.py"),
-                 "--db", ":memory:", *more, stdin=stdin)
+    return flowc(
+        "run",
+        str(files / "signoff.flow"),
+        "--agents",
+        str(files / "agents.py"),
+        "--db",
+        ":memory:",
+        *more,
+        stdin=stdin,
+    )
 
 
 def test_the_human_writes_a_declared_key_with_the_turn(files: Path) -> None:
-    proc = run_signoff(files, 'Write it\n/set notes = "shorter"\nShorter\n/set signed_off\n'
-                              "Looks good\n", "--json")
+    proc = run_signoff(
+        files, 'Write it\n/set notes = "shorter"\nShorter\n/set signed_off\nLooks good\n', "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [(t["speaker"], t["text"], t["context"]["set"]) for t in doc["turns"]] == [
-        ("client", "Write it", {}), ("bot", "Draft: Write it", {}),
-        ("client", "Shorter", {"notes": "shorter"}), ("bot", "Draft: Shorter", {}),
-        ("client", "Looks good", {"signed_off": True})]
+        ("client", "Write it", {}),
+        ("bot", "Draft: Write it", {}),
+        ("client", "Shorter", {"notes": "shorter"}),
+        ("bot", "Draft: Shorter", {}),
+        ("client", "Looks good", {"signed_off": True}),
+    ]
     assert doc["close_reason"] == "signed off"
     assert doc["context_vars"] == {"notes": "shorter", "signed_off": True}
     # the prompt shows the writes waiting for the turn's text
@@ -74,8 +92,11 @@ def test_the_human_writes_a_declared_key_with_the_turn(files: Path) -> None:
 
 
 def test_clear_and_a_value_of_any_json(files: Path) -> None:
-    proc = run_signoff(files, '/set notes = {"tone": ["dry", 2]}\nFirst\n/clear notes\n'
-                              "/set signed_off = true\nDone\n", "--json")
+    proc = run_signoff(
+        files,
+        '/set notes = {"tone": ["dry", 2]}\nFirst\n/clear notes\n/set signed_off = true\nDone\n',
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     turns = json.loads(proc.stdout)["turns"]
     assert turns[0]["context"] == {"set": {"notes": {"tone": ["dry", 2]}}, "delete": []}
@@ -84,8 +105,12 @@ def test_clear_and_a_value_of_any_json(files: Path) -> None:
 
 
 def test_undeclared_keys_and_bad_lines_are_refused_and_asked_again(files: Path) -> None:
-    proc = run_signoff(files, "/set secret = 1\n/set signed_off = yes\n/sett x\n/clear\n"
-                              "//set is a word\n/set signed_off\nok\n", "--json")
+    proc = run_signoff(
+        files,
+        "/set secret = 1\n/set signed_off = yes\n/sett x\n/clear\n"
+        "//set is a word\n/set signed_off\nok\n",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     # nothing refused reached the run: the first turn is the escaped text, alone
@@ -93,10 +118,14 @@ def test_undeclared_keys_and_bad_lines_are_refused_and_asked_again(files: Path) 
     assert doc["turns"][0]["context"]["set"] == {}
     assert doc["turns"][2]["context"]["set"] == {"signed_off": True}
     err = proc.stderr
-    assert ("  `client` is a human that may write only context.notes, context.signed_off, not "
-            "context.secret (/help lists them)\n") in err
-    assert ('  /set signed_off = yes: the value is JSON (Expecting value): write text in double '
-            'quotes ("yes"), or true, false, null, a number, [...] or {...}\n') in err
+    assert (
+        "  `client` is a human that may write only context.notes, context.signed_off, not "
+        "context.secret (/help lists them)\n"
+    ) in err
+    assert (
+        "  /set signed_off = yes: the value is JSON (Expecting value): write text in double "
+        'quotes ("yes"), or true, false, null, a number, [...] or {...}\n'
+    ) in err
     assert "  /sett: no such command" in err
     assert "  /clear: name the context key (/help lists them)" in err
     # asked again after each refusal: 5 prompts for the first turn, 1 for the second
@@ -117,31 +146,64 @@ def test_help_lists_the_commands_and_the_keys_with_their_values(files: Path) -> 
 def test_a_human_that_declares_no_keys_may_write_none(tmp_path: Path) -> None:
     (tmp_path / "f.flow").write_text(FLOW.replace("  sets signed_off, notes\n", ""))
     (tmp_path / "agents.py").write_text(AGENTS)
-    proc = flowc("run", str(tmp_path / "f.flow"), "--agents", str(tmp_path / "agents.py"),
-                 "--db", ":memory:", "--json", stdin="/set signed_off\n/help\n")
-    assert ("`client` is a human that declares no context keys it may write, so not "
-            "context.signed_off") in proc.stderr
+    proc = flowc(
+        "run",
+        str(tmp_path / "f.flow"),
+        "--agents",
+        str(tmp_path / "agents.py"),
+        "--db",
+        ":memory:",
+        "--json",
+        stdin="/set signed_off\n/help\n",
+    )
+    assert (
+        "`client` is a human that declares no context keys it may write, so not context.signed_off"
+    ) in proc.stderr
     assert "client may write: no context keys (the flow declares none for it)" in proc.stderr
 
 
-def test_a_bare_graph_human_may_write_any_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    graph = {"initial_speaker": "client", "max_turns": 4, "transitions": [
-        {"when": {"name": "context_equals", "args": {"key": "ok", "value": True}},
-         "then": {"name": "terminate", "args": {"reason": "ok"}}, "priority": 0},
-        {"when": {"name": "always", "args": {}}, "then": {"name": "round_robin", "args": {}},
-         "priority": 0}],
-        "default_target": {"name": "terminate", "args": {"reason": "after_work"}}}
+def test_a_bare_graph_human_may_write_any_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = {
+        "initial_speaker": "client",
+        "max_turns": 4,
+        "transitions": [
+            {
+                "when": {"name": "context_equals", "args": {"key": "ok", "value": True}},
+                "then": {"name": "terminate", "args": {"reason": "ok"}},
+                "priority": 0,
+            },
+            {
+                "when": {"name": "always", "args": {}},
+                "then": {"name": "round_robin", "args": {}},
+                "priority": 0,
+            },
+        ],
+        "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
+    }
     (tmp_path / "g.json").write_text(json.dumps(graph))
-    (tmp_path / "s.json").write_text(json.dumps({"participants": ["client", "bot"],
-                                                 "humans": ["client"]}))
+    (tmp_path / "s.json").write_text(
+        json.dumps({"participants": ["client", "bot"], "humans": ["client"]})
+    )
     (tmp_path / "agents.py").write_text(AGENTS)
     # the script names the humans; a human with no scripted turn is asked when stdin is
     # a terminal (here: as if it were one)
     monkeypatch.setattr("flowc.commands.run.isatty", lambda stream: True)
     monkeypatch.setattr("sys.stdin", io.StringIO("/set anything = 1\nhi\n/set ok\nbye\n"))
-    code = main(["run", str(tmp_path / "g.json"), "--script", str(tmp_path / "s.json"),
-                 "--agents", str(tmp_path / "agents.py"), "--db", ":memory:", "--json"])
+    code = main(
+        [
+            "run",
+            str(tmp_path / "g.json"),
+            "--script",
+            str(tmp_path / "s.json"),
+            "--agents",
+            str(tmp_path / "agents.py"),
+            "--db",
+            ":memory:",
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out)["context_vars"] == {"anything": 1, "ok": True}
@@ -149,11 +211,26 @@ def test_a_bare_graph_human_may_write_any_key(tmp_path: Path, monkeypatch: pytes
 
 def test_a_resumed_run_prompts_with_the_stored_declarations(files: Path) -> None:
     db = str(files / "runs.db")
-    proc = flowc("run", str(files / "signoff.flow"), "--agents", str(files / "agents.py"),
-                 "--db", db, stdin="Write it\n")
+    proc = flowc(
+        "run",
+        str(files / "signoff.flow"),
+        "--agents",
+        str(files / "agents.py"),
+        "--db",
+        db,
+        stdin="Write it\n",
+    )
     assert proc.returncode == 1  # stdin ended at the client's second turn
-    proc = flowc("resume", "last", "--agents", str(files / "agents.py"), "--db", db, "--json",
-                 stdin="/set secret\n/set signed_off\nDone\n")
+    proc = flowc(
+        "resume",
+        "last",
+        "--agents",
+        str(files / "agents.py"),
+        "--db",
+        db,
+        "--json",
+        stdin="/set secret\n/set signed_off\nDone\n",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "may write only context.notes, context.signed_off, not context.secret" in proc.stderr
     assert json.loads(proc.stdout)["close_reason"] == "signed off"
@@ -170,7 +247,10 @@ def test_the_prompt_as_a_script_turn() -> None:
     turn = p.feed("text")
     assert not isinstance(turn, str)
     assert (turn.say, turn.calls[0].set, turn.calls[0].delete) == (
-        "text", {"signed_off": False}, ("notes",))
+        "text",
+        {"signed_off": False},
+        ("notes",),
+    )
     assert p.prompt() == "client> "  # the writes went with that turn
     plain = p.feed("again")
     assert not isinstance(plain, str) and plain.calls == ()
@@ -220,8 +300,16 @@ def test_the_readline_completer(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tab_completes_on_a_terminal(files: Path) -> None:
     from tests.runtime.test_live_runs import Terminal
 
-    term = Terminal(["run", str(files / "signoff.flow"), "--agents", str(files / "agents.py"),
-                     "--db", ":memory:"])
+    term = Terminal(
+        [
+            "run",
+            str(files / "signoff.flow"),
+            "--agents",
+            str(files / "agents.py"),
+            "--db",
+            ":memory:",
+        ]
+    )
     try:
         term.read_until("client> ")
         term.type(b"Write it\n")

@@ -32,29 +32,48 @@ def test_a_key_only_a_human_sets_is_not_w209_and_its_rule_is_live() -> None:
 
 
 def test_test_and_run_accept_declared_writes_and_refuse_others(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "f.flow"
-    path.write_text(FLOW + 'scenario "ok" {\n  user: "brief"\n  drafter: "d"\n'
-                    '  user sets approved = true: "good"\n  expect terminate "approved"\n}\n')
+    path.write_text(
+        FLOW + 'scenario "ok" {\n  user: "brief"\n  drafter: "d"\n'
+        '  user sets approved = true: "good"\n  expect terminate "approved"\n}\n'
+    )
     assert main(["test", str(path)]) == 0
     capsys.readouterr()
     script = tmp_path / "s.json"
-    script.write_text(json.dumps({"kickoff": "brief", "script": {
-        "drafter": ["d"], "user": [{"set": {"approved": True}, "say": "good"}]}}))
+    script.write_text(
+        json.dumps(
+            {
+                "kickoff": "brief",
+                "script": {"drafter": ["d"], "user": [{"set": {"approved": True}, "say": "good"}]},
+            }
+        )
+    )
     assert main(["run", str(path), "--script", str(script), "--db", ":memory:"]) == 0
     assert 'closed: "approved"' in capsys.readouterr().out
-    script.write_text(json.dumps({"kickoff": "brief", "script": {
-        "drafter": ["d"], "user": [{"set": {"rating": 5}, "say": "good"}]}}))
+    script.write_text(
+        json.dumps(
+            {
+                "kickoff": "brief",
+                "script": {"drafter": ["d"], "user": [{"set": {"rating": 5}, "say": "good"}]},
+            }
+        )
+    )
     assert main(["run", str(path), "--script", str(script), "--db", ":memory:"]) == 1
-    assert (f"{script}: error: script.user[0]: `user` is a human that may write only "
-            "context.approved, not context.rating") in capsys.readouterr().err
+    assert (
+        f"{script}: error: script.user[0]: `user` is a human that may write only "
+        "context.approved, not context.rating"
+    ) in capsys.readouterr().err
 
 
 def test_a_human_with_a_tool_is_refused_by_every_command(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "f.flow"
-    path.write_text(FLOW.replace("sets approved", "tool approve") +
-                    'scenario "s" {\n  user calls approve\n}\n')
+    path.write_text(
+        FLOW.replace("sets approved", "tool approve") + 'scenario "s" {\n  user calls approve\n}\n'
+    )
     for command in (["compile"], ["check"], ["test"], ["render", "-f", "dot"]):
         assert main([*command, str(path)]) == 1, command
         out, err = capsys.readouterr()

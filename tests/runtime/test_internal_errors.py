@@ -72,8 +72,8 @@ def inputs(tmp_path: Path) -> tuple[str, str]:
 
 
 def test_a_fault_in_an_agents_turn_is_exit_2_not_a_stalled_run(
-        inputs: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    inputs: tuple[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The turn task failed after the agent answered (building its round): before, the
     run was reported as stalled (exit 1)."""
     _fail_on_call(monkeypatch, WorkflowAdapter, "build_round_envelopes", 2)
@@ -82,14 +82,15 @@ def test_a_fault_in_an_agents_turn_is_exit_2_not_a_stalled_run(
     assert main(["run", flow, "--script", script, "--db", ":memory:"]) == 2
     out, err = capsys.readouterr()
     assert "stalled" not in out
-    assert err == ("flowc run: internal error: RuntimeError: injected fault in "
-                   "build_round_envelopes; please report it with the command and the input"
-                   + HINT)
+    assert err == (
+        "flowc run: internal error: RuntimeError: injected fault in "
+        "build_round_envelopes; please report it with the command and the input" + HINT
+    )
 
 
 def test_a_fault_in_a_scripted_humans_turn_stops_the_run(
-        inputs: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    inputs: tuple[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A turn the script driver posts for a human: before, the error went to the event
     loop's log and the run waited for ever."""
     import flowc.runtime.script_run as script_run
@@ -103,19 +104,24 @@ def test_a_fault_in_a_scripted_humans_turn_stops_the_run(
     done: list[int] = []
 
     async def in_a_thread() -> None:  # a hang fails the test instead of blocking it
-        done.append(await asyncio.wait_for(asyncio.to_thread(
-            main, ["run", flow, "--script", script, "--db", ":memory:"]), 60))
+        done.append(
+            await asyncio.wait_for(
+                asyncio.to_thread(main, ["run", flow, "--script", script, "--db", ":memory:"]), 60
+            )
+        )
 
     asyncio.run(in_a_thread())
     assert done == [2]
     assert capsys.readouterr().err == (
         "flowc run: internal error: RuntimeError: injected fault in post_turn; please "
-        "report it with the command and the input" + HINT)
+        "report it with the command and the input" + HINT
+    )
 
 
 def test_an_asker_that_fails_stops_the_run() -> None:
     """A human with no scripted turn left is asked; the asker raising stops the run
     (before: the run waited for ever) and run_script raises its exception."""
+
     async def asker(name: str, turn: Any) -> str | None:
         raise OSError("the terminal went away")
 
@@ -128,8 +134,11 @@ def test_an_asker_that_fails_stops_the_run() -> None:
 
 
 def test_a_fault_in_the_printer_is_exit_2_not_a_run_printed_in_part(
-        tmp_path: Path, inputs: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    inputs: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """`flowc run`'s printer (a watcher) failing is dropped so the run goes on, and was
     lost: the output stopped mid-run and the exit status was the run's (0 here)."""
     from flowc.commands.run_output import RunPrinter
@@ -142,14 +151,16 @@ def test_a_fault_in_the_printer_is_exit_2_not_a_run_printed_in_part(
     assert main(["run", flow, "--script", script, "--db", db]) == 2
     assert capsys.readouterr().err == (
         "flowc run: internal error: RuntimeError: injected fault in turn; please report it "
-        "with the command and the input" + HINT)
+        "with the command and the input" + HINT
+    )
     monkeypatch.undo()
     assert main(["log", "last", "--db", db]) == 0  # the run itself went on and closed
     assert '"approved"' in capsys.readouterr().out
 
 
-def test_the_run_stays_open_for_resume(tmp_path: Path, inputs: tuple[str, str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_run_stays_open_for_resume(
+    tmp_path: Path, inputs: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the run wrote before the fault is kept; `flowc resume` continues it."""
     _fail_on_call(monkeypatch, WorkflowAdapter, "build_round_envelopes", 2)
     flow, script = inputs
@@ -174,8 +185,12 @@ def test_a_worker_fails_the_run_and_serves_on(monkeypatch: pytest.MonkeyPatch) -
 
     async def serve() -> tuple[list[str], Worker]:
         ids = [await submit_run(store, _target(), SCRIPT) for _ in range(2)]
-        worker = Worker(store, poll_seconds=0.01, on_event=lambda *e: seen.append(e),
-                        on_error=lambda cid, err: errors.append((cid, err)))
+        worker = Worker(
+            store,
+            poll_seconds=0.01,
+            on_event=lambda *e: seen.append(e),
+            on_error=lambda cid, err: errors.append((cid, err)),
+        )
         task = asyncio.ensure_future(worker.serve())
         while worker.stats.failed + worker.stats.stalled + worker.stats.closed < 2:
             await asyncio.sleep(0.01)
@@ -186,17 +201,19 @@ def test_a_worker_fails_the_run_and_serves_on(monkeypatch: pytest.MonkeyPatch) -
 
     ids, worker = asyncio.run(asyncio.wait_for(serve(), 60))
     [(failed, detail)] = [(cid, d) for what, cid, d in seen if what == "failed"]
-    assert detail == ("internal error: RuntimeError: injected fault in resume_script; please "
-                      "report it with the command and the input")
-    assert [(cid, str(err)) for cid, err in errors] == [
-        (failed, "injected fault in resume_script")]
+    assert detail == (
+        "internal error: RuntimeError: injected fault in resume_script; please "
+        "report it with the command and the input"
+    )
+    assert [(cid, str(err)) for cid, err in errors] == [(failed, "injected fault in resume_script")]
     assert (worker.stats.failed, worker.stats.internal) == (1, 1)
     assert [cid for what, cid, _ in seen if what == "stalled"] == [c for c in ids if c != failed]
     assert store.lease_of(failed) is None
 
 
 def test_a_worker_tells_a_bug_during_the_run_from_a_damaged_run(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A KeyError (or TypeError, ValueError) that a bug in flowc raises while the run
     goes on (the hub crashes, resume_script raises it) is an internal error, not a run
     the worker takes for damaged (which it fails quietly, with exit 0)."""
@@ -217,8 +234,9 @@ def test_a_worker_tells_a_bug_during_the_run_from_a_damaged_run(
 
     async def serve() -> Worker:
         await submit_run(store, _target(), SCRIPT)
-        worker = Worker(store, poll_seconds=0.01,
-                        on_error=lambda cid, err: errors.append((cid, err)))
+        worker = Worker(
+            store, poll_seconds=0.01, on_error=lambda cid, err: errors.append((cid, err))
+        )
         task = asyncio.ensure_future(worker.serve())
         while worker.stats.failed + worker.stats.stalled + worker.stats.closed < 1:
             await asyncio.sleep(0.01)
@@ -250,7 +268,8 @@ flowc.runtime.worker.resume_script = resume_script
 
 @pytest.mark.parametrize("traceback", [False, True])
 def test_a_worker_process_exits_2_after_an_internal_error(
-        tmp_path: Path, inputs: tuple[str, str], traceback: bool) -> None:
+    tmp_path: Path, inputs: tuple[str, str], traceback: bool
+) -> None:
     flow, script = inputs
     db = str(tmp_path / "shared.db")
     assert main(["submit", flow, "--script", script, "--db", db, "--count", "2"]) == 0
@@ -260,11 +279,20 @@ def test_a_worker_process_exits_2_after_an_internal_error(
     if traceback:
         env["FLOWC_TRACEBACK"] = "1"
     log = tmp_path / "worker.log"
-    proc = subprocess.Popen([sys.executable, "-m", "flowc", "worker", "--db", db],
-                            stdout=log.open("wb"), stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowc", "worker", "--db", db],
+        stdout=log.open("wb"),
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
     try:
-        wait_until(lambda: events(log, "failed") and events(log, "stalled"), 60,
-                   "a failed run and a stalled one", [proc])
+        wait_until(
+            lambda: events(log, "failed") and events(log, "stalled"),
+            60,
+            "a failed run and a stalled one",
+            [proc],
+        )
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -274,13 +302,16 @@ def test_a_worker_process_exits_2_after_an_internal_error(
     assert proc.returncode == 2
     [failed] = events(log, "failed")
     text = log.read_text()
-    assert (f"failed {failed} internal error: RuntimeError: injected fault in resume_script; "
-            "please report it with the command and the input\n") in text
+    assert (
+        f"failed {failed} internal error: RuntimeError: injected fault in resume_script; "
+        "please report it with the command and the input\n"
+    ) in text
     assert "1 failed (1 by an internal error)\n" in text
     if traceback:
         assert err.decode().startswith("Traceback (most recent call last):\n")
         assert err.decode().endswith(
             f"flowc worker: run {failed}: internal error: RuntimeError: injected fault in "
-            "resume_script; please report it with the command and the input\n")
+            "resume_script; please report it with the command and the input\n"
+        )
     else:
         assert err.decode() == ""

@@ -30,23 +30,34 @@ def test_the_runtime_imports_downward_only_and_never_ag2(path: Path) -> None:
         top = name.split(".")
         assert top[0] != "ag2", f"{path.name} imports {name}"
         if top[0] == "flowc" and len(top) > 1:
-            assert top[1] in ("runtime", "compiler", "dsl", "source", "diagnostics", "regex"), \
+            assert top[1] in ("runtime", "compiler", "dsl", "source", "diagnostics", "regex"), (
                 f"{path.name} imports {name}, which is above the runtime"
+            )
 
 
 def test_only_the_bridge_imports_ag2() -> None:
     offenders = [
-        str(p.relative_to(ROOT)) for p in (ROOT / "flowc").rglob("*.py")
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "flowc").rglob("*.py")
         if p.name != "ag2.py" and any(n.split(".")[0] == "ag2" for n in imports(p))
     ]
     assert offenders == []
 
 
 MODULES = [
-    "flowc.runtime", "flowc.runtime.envelope", "flowc.runtime.wal", "flowc.runtime.hub",
-    "flowc.runtime.clients", "flowc.runtime.replies", "flowc.runtime.transitions",
-    "flowc.runtime.scenarios", "flowc.runtime.adapters.workflow", "flowc.runtime.script",
-    "flowc.runtime.target", "flowc.runtime.scripted_replies", "flowc.runtime.transcript",
+    "flowc.runtime",
+    "flowc.runtime.envelope",
+    "flowc.runtime.wal",
+    "flowc.runtime.hub",
+    "flowc.runtime.clients",
+    "flowc.runtime.replies",
+    "flowc.runtime.transitions",
+    "flowc.runtime.scenarios",
+    "flowc.runtime.adapters.workflow",
+    "flowc.runtime.script",
+    "flowc.runtime.target",
+    "flowc.runtime.scripted_replies",
+    "flowc.runtime.transcript",
     "flowc.runtime.script_run",
 ]
 

@@ -38,8 +38,13 @@ def _flowc(*args: str, lease_seconds: float | None = None) -> subprocess.Popen[b
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if lease_seconds is not None:
         env["FLOWC_LEASE_SECONDS"] = str(lease_seconds)
-    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowc", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def _wait_turns(db: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
@@ -91,7 +96,8 @@ def flow(tmp_path: Path) -> Path:
 
 
 def test_a_second_writer_is_refused_naming_the_run_and_the_holder(
-        tmp_path: Path, flow: Path) -> None:
+    tmp_path: Path, flow: Path
+) -> None:
     db = tmp_path / "runs.db"
     first = _flowc("run", str(flow), "--agents", str(AGENTS), "--db", str(db))
     _wait_turns(db, 5, first)
@@ -120,8 +126,7 @@ def test_a_writer_paused_past_its_lease_is_fenced_off(tmp_path: Path, flow: Path
     _stop_between_transactions(first, db)
     try:
         time.sleep(1.5)  # past its lease: the run is free to take over
-        second = _flowc("resume", "last", "--agents", str(AGENTS), "--db", str(db),
-                        lease_seconds=1)
+        second = _flowc("resume", "last", "--agents", str(AGENTS), "--db", str(db), lease_seconds=1)
         _wait_turns(db, 60, second)
     finally:
         first.send_signal(signal.SIGCONT)
@@ -167,9 +172,17 @@ def test_lease_rules(kind: str, make_store: StoreMaker) -> None:
     again = store.acquire("r", me, 30)
     assert again.token == taken.token + 1  # tokens only grow
     # a lease held by a dead process on this host is free at once
-    dead = subprocess.run([sys.executable, "-c", "from flowc.runtime.wal import holder_id;"
-                           "print(holder_id('hub-dead'))"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    dead = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from flowc.runtime.wal import holder_id;print(holder_id('hub-dead'))",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
     ghost = dead.stdout.strip()
     assert holder_alive(ghost) is False and holder_alive(me) is True
     assert holder_alive("elsewhere:1:2:hub-x") is None
@@ -180,12 +193,19 @@ def test_lease_rules(kind: str, make_store: StoreMaker) -> None:
 
 
 @pytest.mark.parametrize("kind", DURABLE)
-def test_two_hubs_of_one_process_cannot_both_write_a_run(kind: str,
-                                                          make_store: StoreMaker) -> None:
-    graph = {"initial_speaker": "a", "max_turns": 100,
-             "transitions": [{"when": {"name": "always", "args": {}},
-                              "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-             "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+def test_two_hubs_of_one_process_cannot_both_write_a_run(kind: str, make_store: StoreMaker) -> None:
+    graph = {
+        "initial_speaker": "a",
+        "max_turns": 100,
+        "transitions": [
+            {
+                "when": {"name": "always", "args": {}},
+                "then": {"name": "round_robin", "args": {}},
+                "priority": 0,
+            }
+        ],
+        "default_target": {"name": "terminate", "args": {"reason": "done"}},
+    }
 
     async def main_() -> None:
         one = await Hub.open(make_store(kind))
@@ -209,19 +229,28 @@ def test_two_hubs_of_one_process_cannot_both_write_a_run(kind: str,
 @pytest.mark.parametrize("kind", DURABLE)
 @pytest.mark.parametrize("second_writer", ["stale", "unlinked"])
 def test_replay_finds_turns_that_do_not_follow_one_another(
-        make_store: StoreMaker, capsys: pytest.CaptureFixture[str], second_writer: str,
-        kind: str) -> None:
+    make_store: StoreMaker, capsys: pytest.CaptureFixture[str], second_writer: str, kind: str
+) -> None:
     db = make_store.db(kind)
-    graph = {"initial_speaker": "a", "max_turns": 100,
-             "transitions": [{"when": {"name": "always", "args": {}},
-                              "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-             "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+    graph = {
+        "initial_speaker": "a",
+        "max_turns": 100,
+        "transitions": [
+            {
+                "when": {"name": "always", "args": {}},
+                "then": {"name": "round_robin", "args": {}},
+                "priority": 0,
+            }
+        ],
+        "default_target": {"name": "terminate", "args": {"reason": "done"}},
+    }
 
     async def write() -> str:
         hub = await Hub.open(make_store(kind))
         users = [hub.register_human(n) for n in "abc"]
-        ch = await users[0].open("workflow", target=["b", "c"], knobs={"graph": graph},
-                                 expectations=())
+        ch = await users[0].open(
+            "workflow", target=["b", "c"], knobs={"graph": graph}, expectations=()
+        )
         for i in range(6):
             await users[i % 3].send(ch.channel_id, f"t{i}")
         wal = hub.read_wal(ch.channel_id)
@@ -230,8 +259,9 @@ def test_replay_finds_turns_that_do_not_follow_one_another(
         if second_writer == "stale":
             # a writer whose view of the run ended at t2 writes t3 again (by the
             # speaker the run now waits for: only the link tells it apart)
-            store.append(attrs.evolve(wal[4], envelope_id="second-writer"),
-                         follows=wal[3].envelope_id)
+            store.append(
+                attrs.evolve(wal[4], envelope_id="second-writer"), follows=wal[3].envelope_id
+            )
         else:
             # a writer that records no link (as flowc did before) writes b's turn again
             store.append(attrs.evolve(wal[5], envelope_id="second-writer"))
@@ -257,8 +287,12 @@ def test_hub_stops_a_run_it_lost() -> None:
         store = MemoryStore()
         hub = await Hub.open(store)
         a, b = hub.register_human("a"), hub.register_human("b")
-        graph = {"initial_speaker": "a", "max_turns": 10, "transitions": [],
-                 "default_target": {"name": "round_robin", "args": {}}}
+        graph = {
+            "initial_speaker": "a",
+            "max_turns": 10,
+            "transitions": [],
+            "default_target": {"name": "round_robin", "args": {}},
+        }
         ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
         await ch.send("one")
         lease = hub.channel(ch.channel_id).lease

@@ -68,8 +68,9 @@ KICKOFF = {"kickoff": "Write on HTTPS"}
 class Terminal:
     """A child process on a pty; ``read_until`` collects what the person would see."""
 
-    def __init__(self, args: list[str], *, env: dict[str, str] | None = None,
-                 cwd: Path = ROOT) -> None:
+    def __init__(
+        self, args: list[str], *, env: dict[str, str] | None = None, cwd: Path = ROOT
+    ) -> None:
         master, slave = os.openpty()
         attrs = termios.tcgetattr(slave)
         attrs[1] &= ~termios.ONLCR  # keep "\n" as written (no "\r\n" translation)
@@ -80,8 +81,14 @@ class Terminal:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flowc", *args], stdin=slave, stdout=slave, stderr=slave,
-            preexec_fn=own_terminal, cwd=cwd, env={**os.environ, **(env or {})})
+            [sys.executable, "-m", "flowc", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            preexec_fn=own_terminal,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+        )
         os.close(slave)
         self.master = master
         self.seen = ""
@@ -99,8 +106,9 @@ class Terminal:
                 except OSError:  # the child closed the terminal
                     chunk = b""
                 if not chunk:
-                    raise AssertionError(f"{text!r} never appeared; the terminal shows:\n"
-                                         f"{self.seen}")
+                    raise AssertionError(
+                        f"{text!r} never appeared; the terminal shows:\n{self.seen}"
+                    )
                 self.seen += chunk.decode("utf-8", errors="replace")
         return self.seen
 
@@ -145,9 +153,17 @@ def files(tmp_path: Path) -> Path:
 def review(files: Path, *more: str, script: str = "kick.json", db: str = "runs.db") -> list[str]:
     """``flowc run`` of the review flow with the agents above; ``db`` is a file in
     ``files`` (or ``:memory:``); ``more``: output options."""
-    return ["run", str(files / "review.flow"), "--agents", str(files / "agents.py"),
-            "--script", str(files / script), "--db",
-            db if db == ":memory:" else str(files / db), *more]
+    return [
+        "run",
+        str(files / "review.flow"),
+        "--agents",
+        str(files / "agents.py"),
+        "--script",
+        str(files / script),
+        "--db",
+        db if db == ":memory:" else str(files / db),
+        *more,
+    ]
 
 
 def released_by(release: Path, **more: Path) -> dict[str, str]:
@@ -158,9 +174,15 @@ def released_by(release: Path, **more: Path) -> dict[str, str]:
 
 def piped(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     """``python -m flowc ARGS`` away from a terminal: stdout and stderr are pipes."""
-    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                            cwd=ROOT, env={**os.environ, **env})
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowc", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
 
 
 def interrupt(proc: subprocess.Popen[str], when: Callable[[], None]) -> tuple[str, str]:
@@ -195,8 +217,15 @@ def test_turns_appear_on_the_terminal_as_they_are_accepted(files: Path) -> None:
         term.close()
     out = term.seen
     # the rest arrived after, in order, with the tool call of the last turn
-    order = ["  2  drafter", "  3  reviewer  Needs work", "user> ", "  4  user      Shorter",
-             "  6  reviewer  Approved", 'calls: approve(note="ok")', "closed:"]
+    order = [
+        "  2  drafter",
+        "  3  reviewer  Needs work",
+        "user> ",
+        "  4  user      Shorter",
+        "  6  reviewer  Approved",
+        'calls: approve(note="ok")',
+        "closed:",
+    ]
     places = [out.index(x) for x in order]
     assert places == sorted(places), out
     assert 'closed: "approved" after 6 turns' in out
@@ -228,24 +257,55 @@ def test_ctrl_c_at_a_human_prompt_stops_at_once_and_the_run_can_be_resumed(files
     assert run_id.startswith("wf-")
     assert f"continue it with `flowc resume {run_id} --db {db}" in out
     # nothing half-typed reached the WAL, and the run is open, not closed
-    log = subprocess.run([sys.executable, "-m", "flowc", "log", run_id, "--db", str(db), "--json"],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    log = subprocess.run(
+        [sys.executable, "-m", "flowc", "log", run_id, "--db", str(db), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     stored = json.loads(log.stdout)
     assert stored["close_reason"] is None and stored["next_speaker"] == "user"
     assert [t["text"] for t in stored["turns"]] == [
-        "Write on HTTPS", "Draft: Write on HTTPS", "Needs work"]
+        "Write on HTTPS",
+        "Draft: Write on HTTPS",
+        "Needs work",
+    ]
     # `flowc resume` continues it: the user's answer from a script, then the run goes on
-    (files / "more.json").write_text(json.dumps(
-        {"kickoff": "Write on HTTPS", "script": {"user": ["Shorter, please"]}}))
+    (files / "more.json").write_text(
+        json.dumps({"kickoff": "Write on HTTPS", "script": {"user": ["Shorter, please"]}})
+    )
     resumed = subprocess.run(
-        [sys.executable, "-m", "flowc", "resume", run_id, "--db", str(db), "--agents",
-         str(files / "agents.py"), "--script", str(files / "more.json"), "--json"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-        env={**os.environ, **released_by(files / "release")})
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "resume",
+            run_id,
+            "--db",
+            str(db),
+            "--agents",
+            str(files / "agents.py"),
+            "--script",
+            str(files / "more.json"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, **released_by(files / "release")},
+    )
     assert resumed.returncode == 0, resumed.stderr
     doc = json.loads(resumed.stdout)
-    assert [t["speaker"] for t in doc["turns"]] == ["user", "drafter", "reviewer", "user",
-                                                    "drafter", "reviewer"]
+    assert [t["speaker"] for t in doc["turns"]] == [
+        "user",
+        "drafter",
+        "reviewer",
+        "user",
+        "drafter",
+        "reviewer",
+    ]
     assert doc["turns"][3]["text"] == "Shorter, please"
     assert doc["close_reason"] == "approved"
 
@@ -260,12 +320,15 @@ def test_ctrl_c_with_json_prints_the_turns_so_far_as_one_document(files: Path) -
     finally:
         term.close()
     assert code == 130
-    body = term.seen[term.seen.index("{"): term.seen.rindex("}") + 1]
+    body = term.seen[term.seen.index("{") : term.seen.rindex("}") + 1]
     doc = json.loads(body)
     assert doc["interrupted"] is True and doc["close_reason"] is None
     assert doc["run_id"].startswith("wf-") and doc["next_speaker"] == "user"
-    assert [t["text"] for t in doc["turns"]] == ["Write on HTTPS", "Draft: Write on HTTPS",
-                                                 "Needs work"]
+    assert [t["text"] for t in doc["turns"]] == [
+        "Write on HTTPS",
+        "Draft: Write on HTTPS",
+        "Needs work",
+    ]
     assert doc["turns"][2]["rule"] == 4 and doc["turns"][2]["tool_calls"] == []
 
 
@@ -290,16 +353,26 @@ AGENTS = {"b": b}
 @pytest.fixture
 def slow_run(tmp_path: Path) -> list[str]:
     (tmp_path / "rr.flow").write_text(
-        "speaker a: human\nspeaker b\nspeaker c\nround_robin a, b, c\nmax_turns 60\n")
+        "speaker a: human\nspeaker b\nspeaker c\nround_robin a, b, c\nmax_turns 60\n"
+    )
     (tmp_path / "slow.py").write_text(SLOW)
-    (tmp_path / "s.json").write_text(json.dumps(
-        {"kickoff": "go", "script": {"a": ["x"] * 20, "c": ["z"] * 20}}))
-    return ["run", str(tmp_path / "rr.flow"), "--script", str(tmp_path / "s.json"),
-            "--agents", str(tmp_path / "slow.py"), "--db", ":memory:", "--json"]
+    (tmp_path / "s.json").write_text(
+        json.dumps({"kickoff": "go", "script": {"a": ["x"] * 20, "c": ["z"] * 20}})
+    )
+    return [
+        "run",
+        str(tmp_path / "rr.flow"),
+        "--script",
+        str(tmp_path / "s.json"),
+        "--agents",
+        str(tmp_path / "slow.py"),
+        "--db",
+        ":memory:",
+        "--json",
+    ]
 
 
-def test_a_long_run_shows_its_progress_on_a_terminal(slow_run: list[str],
-                                                    tmp_path: Path) -> None:
+def test_a_long_run_shows_its_progress_on_a_terminal(slow_run: list[str], tmp_path: Path) -> None:
     release = tmp_path / "release"
     term = Terminal(slow_run, env=released_by(release))
     try:
@@ -313,15 +386,21 @@ def test_a_long_run_shows_its_progress_on_a_terminal(slow_run: list[str],
         term.close()
     # then a closing line on stderr; the JSON document is intact
     assert "60 turns in " in term.seen
-    doc = json.loads(term.seen[term.seen.index("{"): term.seen.rindex("}") + 1])
+    doc = json.loads(term.seen[term.seen.index("{") : term.seen.rindex("}") + 1])
     assert doc["turn_count"] == 60
 
 
 def test_no_progress_and_no_prompt_when_piped(slow_run: list[str], tmp_path: Path) -> None:
     (tmp_path / "release").touch()
-    proc = subprocess.run([sys.executable, "-m", "flowc", *slow_run], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL,
-                          env={**os.environ, **released_by(tmp_path / "release")})
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowc", *slow_run],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **released_by(tmp_path / "release")},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert json.loads(proc.stdout)["turn_count"] == 60
@@ -329,8 +408,9 @@ def test_no_progress_and_no_prompt_when_piped(slow_run: list[str], tmp_path: Pat
 
 def test_jsonl_writes_each_turn_as_it_happens(files: Path) -> None:
     release = files / "release"
-    (files / "s.json").write_text(json.dumps({"kickoff": "Write on HTTPS",
-                                              "script": {"user": ["Shorter, please"]}}))
+    (files / "s.json").write_text(
+        json.dumps({"kickoff": "Write on HTTPS", "script": {"user": ["Shorter, please"]}})
+    )
     proc = piped(review(files, "--jsonl", script="s.json", db=":memory:"), released_by(release))
     try:
         assert proc.stdout is not None
@@ -347,8 +427,12 @@ def test_jsonl_writes_each_turn_as_it_happens(files: Path) -> None:
             proc.kill()
             proc.wait()
     assert start["event"] == "start" and start["run_id"].startswith("wf-")
-    assert (first["event"], first["number"], first["speaker"], first["text"]) == \
-        ("turn", 1, "user", "Write on HTTPS")
+    assert (first["event"], first["number"], first["speaker"], first["text"]) == (
+        "turn",
+        1,
+        "user",
+        "Write on HTTPS",
+    )
     assert second["decided_by"] == "rule 3, line 9: when from drafter then reviewer"
     assert second["rule"] == 3 and second["next_speaker"] == "reviewer"
     *turns, end = rest
@@ -356,18 +440,44 @@ def test_jsonl_writes_each_turn_as_it_happens(files: Path) -> None:
     assert turns[-1]["tool_calls"] == [{"name": "approve", "args": {"note": "ok"}}]
     assert turns[-1]["context"] == {"set": {"done": True}, "delete": []}
     assert turns[-1]["closes"] == "approved" and turns[-1]["next_speaker"] is None
-    assert end == {"event": "end", "run_id": start["run_id"], "close_reason": "approved",
-                   "context_vars": {"done": True}, "turn_count": 6}
+    assert end == {
+        "event": "end",
+        "run_id": start["run_id"],
+        "close_reason": "approved",
+        "context_vars": {"done": True},
+        "turn_count": 6,
+    }
 
 
-def test_run_json_log_json_and_log_jsonl_agree(files: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-    (files / "s.json").write_text(json.dumps({"kickoff": "Write on HTTPS", "script": {
-        "drafter": ["Draft 1"],
-        "reviewer": [{"tool": "approve", "args": {"note": "ok"}, "say": "Approved"}]}}))
+def test_run_json_log_json_and_log_jsonl_agree(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (files / "s.json").write_text(
+        json.dumps(
+            {
+                "kickoff": "Write on HTTPS",
+                "script": {
+                    "drafter": ["Draft 1"],
+                    "reviewer": [{"tool": "approve", "args": {"note": "ok"}, "say": "Approved"}],
+                },
+            }
+        )
+    )
     db = str(files / "runs.db")
-    assert main(["run", str(files / "review.flow"), "--script", str(files / "s.json"),
-                 "--db", db, "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(files / "review.flow"),
+                "--script",
+                str(files / "s.json"),
+                "--db",
+                db,
+                "--json",
+            ]
+        )
+        == 0
+    )
     ran = json.loads(capsys.readouterr().out)
     assert [t["text"] for t in ran["turns"]] == ["Write on HTTPS", "Draft 1", "Approved"]
     assert ran["turns"][2]["tool_calls"] == [{"name": "approve", "args": {"note": "ok"}}]
@@ -381,17 +491,25 @@ def test_run_json_log_json_and_log_jsonl_agree(files: Path,
     assert [{k: v for k, v in x.items() if k != "event"} for x in lines[1:4]] == ran["turns"]
     assert main(["log", "--db", db, "--json"]) == 0
     [listed] = json.loads(capsys.readouterr().out)
-    assert (listed["run_id"], listed["turns"], listed["status"], listed["close_reason"]) == \
-        (ran["run_id"], 3, "closed", "approved")
+    assert (listed["run_id"], listed["turns"], listed["status"], listed["close_reason"]) == (
+        ran["run_id"],
+        3,
+        "closed",
+        "approved",
+    )
     assert main(["log", "--db", db, "--jsonl"]) == 0
     assert json.loads(capsys.readouterr().out) == listed
 
 
 def test_a_mistake_in_log_options_prints_logs_own_usage(files: Path) -> None:
     for bad in (["--json", "--jsonl"], ["--json", "--bogus"]):
-        proc = subprocess.run([sys.executable, "-m", "flowc", "log", *bad, "--db",
-                               str(files / "runs.db")], capture_output=True, text=True,
-                              timeout=60, cwd=ROOT)
+        proc = subprocess.run(
+            [sys.executable, "-m", "flowc", "log", *bad, "--db", str(files / "runs.db")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
         assert proc.returncode == 2
         assert proc.stderr.startswith("usage: flowc log "), proc.stderr
         assert "flowc log: error:" in proc.stderr
@@ -424,19 +542,25 @@ def test_an_interrupted_jsonl_run_ends_with_an_interrupted_end_line(files: Path)
     assert proc.returncode == 130, err
     [end] = [json.loads(x) for x in out.splitlines()]
     assert [x["event"] for x in lines] == ["start", "turn", "turn"]
-    assert end == {"event": "end", "run_id": lines[0]["run_id"], "interrupted": True,
-                   "close_reason": None, "context_vars": {"done": False}, "turn_count": 2,
-                   "next_speaker": "reviewer"}
+    assert end == {
+        "event": "end",
+        "run_id": lines[0]["run_id"],
+        "interrupted": True,
+        "close_reason": None,
+        "context_vars": {"done": False},
+        "turn_count": 2,
+        "next_speaker": "reviewer",
+    }
     assert f"run {lines[0]['run_id']} is open" in err
 
 
 @pytest.mark.parametrize("db", ["runs.db", ":memory:"])
-def test_an_interrupted_json_run_away_from_a_terminal_prints_its_turns(files: Path,
-                                                                       db: str) -> None:
+def test_an_interrupted_json_run_away_from_a_terminal_prints_its_turns(
+    files: Path, db: str
+) -> None:
     # `--json` with no terminal folds nothing while the run goes: the turns come from the WAL
     waiting = files / "waiting"
-    proc = piped(review(files, "--json", db=db),
-                 released_by(files / "never", WAITING_FILE=waiting))
+    proc = piped(review(files, "--json", db=db), released_by(files / "never", WAITING_FILE=waiting))
 
     def reviewer_waits() -> None:
         deadline = time.monotonic() + 60

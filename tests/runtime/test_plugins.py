@@ -38,7 +38,7 @@ scenario "a long draft goes to the reviewer" {
 }
 """
 
-PLUGIN = '''\
+PLUGIN = """\
 from typing import Any, ClassVar
 
 import attrs
@@ -64,7 +64,7 @@ class Pick:
 
     def resolve(self, state: Any, envelope: Any) -> TransitionDecision:
         return TransitionDecision("reviewer")
-'''
+"""
 
 CLEAN = """\
 speaker user: human
@@ -77,8 +77,10 @@ scenario "hello" {
 }
 """
 
-SCRIPT = {"kickoff": "hi", "script": {"writer": ["a draft that is long enough"],
-                                        "reviewer": ["ok"]}}
+SCRIPT = {
+    "kickoff": "hi",
+    "script": {"writer": ["a draft that is long enough"], "reviewer": ["ok"]},
+}
 
 
 @pytest.fixture(autouse=True)
@@ -115,19 +117,27 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_test_without_plugin_names_each_missing_name(project: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_test_without_plugin_names_each_missing_name(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["test", "review.flow"]) == 1
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
-    assert "review.flow:4:1: error: condition `draft_is_long` has no implementation (used on line 7)" in err
-    assert "review.flow:5:1: error: target `pick_reviewer` has no implementation (used on line 9)" in err
+    assert (
+        "review.flow:4:1: error: condition `draft_is_long` has no implementation (used on line 7)"
+        in err
+    )
+    assert (
+        "review.flow:5:1: error: target `pick_reviewer` has no implementation (used on line 9)"
+        in err
+    )
     assert "`@flowc.register_condition`" in err and "--plugin MODULE_OR_FILE" in err
     assert "ERROR" in out and "1 file lacked custom implementations" in out
 
 
 def test_test_dir_goes_on_after_a_file_without_implementations(
-        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     flows = project / "flows"
     flows.mkdir()
     (flows / "a_custom.flow").write_text(FLOW)
@@ -135,17 +145,22 @@ def test_test_dir_goes_on_after_a_file_without_implementations(
     assert main(["test", "flows"]) == 1
     out = capsys.readouterr().out
     assert "ok    hello" in out  # the file after the broken one ran
-    assert out.strip().endswith("1 scenario: 1 passed, 0 failed; 1 file lacked custom implementations")
+    assert out.strip().endswith(
+        "1 scenario: 1 passed, 0 failed; 1 file lacked custom implementations"
+    )
 
 
 @pytest.mark.parametrize("spec", ["routing.py", "routing", "{root}/routing.py"])
-def test_plugin_file_or_module(project: Path, spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plugin_file_or_module(
+    project: Path, spec: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["test", "review.flow", "--plugin", spec.format(root=project)]) == 0
     assert "1 scenario: 1 passed" in capsys.readouterr().out
 
 
-def test_plugins_in_pyproject_are_relative_to_it(project: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_plugins_in_pyproject_are_relative_to_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "pyproject.toml").write_text('[tool.flowc]\nplugins = ["routing.py"]\n')
     sub = project / "elsewhere"
     sub.mkdir()
@@ -165,8 +180,9 @@ def test_run_needs_and_uses_the_plugin(project: Path, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.parametrize("command", [["compile"], ["check"], ["render", "-f", "dot"]])
-def test_every_command_takes_plugins(project: Path, command: list[str],
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_command_takes_plugins(
+    project: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "half.py").write_text(PLUGIN.split("@flowc.register_target")[0])
     assert main([*command, "review.flow", "--plugin", "half.py"]) == 1
     out, err = capsys.readouterr()
@@ -181,15 +197,18 @@ def test_static_commands_need_no_plugin(project: Path) -> None:
         assert main([*command, "review.flow"]) == 0
 
 
-def test_arguments_that_do_not_fit_the_class(project: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_arguments_that_do_not_fit_the_class(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "strict.py").write_text(PLUGIN.replace("    min: int = 10\n", ""))
     assert main(["test", "review.flow", "--plugin", "strict.py"]) == 1
     err = capsys.readouterr().err
     # at the call (`when draft_is_long() then reviewer`), naming the class and its file
-    assert "review.flow:7:6: error: `draft_is_long(min = 10)`: the class registered for " \
-           "this condition, `LongText` (strict.py:9), does not take these arguments: " \
-           "TypeError: LongText.__init__() got an unexpected keyword argument 'min'" in err
+    assert (
+        "review.flow:7:6: error: `draft_is_long(min = 10)`: the class registered for "
+        "this condition, `LongText` (strict.py:9), does not take these arguments: "
+        "TypeError: LongText.__init__() got an unexpected keyword argument 'min'" in err
+    )
 
 
 def test_a_plugin_that_fails_to_import(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -208,10 +227,12 @@ def test_a_plugin_that_fails_to_import(project: Path, capsys: pytest.CaptureFixt
 def test_a_plugin_written_for_ag2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Classes registered into AG2's own registry work unchanged."""
     pytest.importorskip("ag2")
-    ag2_plugin = (PLUGIN.replace("import flowc\n", "from ag2.network import transitions as t\n")
-                  .replace("@flowc.register_condition\n", "")
-                  .replace("@flowc.register_target\n", "")
-                  + "\nt.register_condition(LongText)\nt.register_target(Pick)\n")
+    ag2_plugin = (
+        PLUGIN.replace("import flowc\n", "from ag2.network import transitions as t\n")
+        .replace("@flowc.register_condition\n", "")
+        .replace("@flowc.register_target\n", "")
+        + "\nt.register_condition(LongText)\nt.register_target(Pick)\n"
+    )
     (project / "ag2_routing.py").write_text(ag2_plugin)
     assert main(["test", "review.flow", "--plugin", "ag2_routing.py"]) == 0
     assert "1 passed" in capsys.readouterr().out
@@ -241,7 +262,8 @@ def test_the_documented_plugin_works(project: Path, capsys: pytest.CaptureFixtur
     page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     code = page.split("```python\n", 1)[1].split("```", 1)[0]
     (project / "conditions.py").write_text(code)
-    (project / "doc.flow").write_text(FLOW.replace("draft_is_long", "long_text")
-                                      .replace("pick_reviewer", "pick"))
+    (project / "doc.flow").write_text(
+        FLOW.replace("draft_is_long", "long_text").replace("pick_reviewer", "pick")
+    )
     assert main(["test", "doc.flow", "--plugin", "conditions.py"]) == 0
     assert "1 passed" in capsys.readouterr().out

@@ -75,8 +75,13 @@ def _target(turns: int) -> RunTarget:
     return RunTarget.from_compiled(flowc.compile_flow(FLOW.format(turns=turns)))
 
 
-def _run(turns: int, script: dict[str, Any], plan: list[tuple[int, str]], per_callback: int,
-         cancel_at: int | None = None) -> tuple[list[tuple[Any, ...]], Any]:
+def _run(
+    turns: int,
+    script: dict[str, Any],
+    plan: list[tuple[int, str]],
+    per_callback: int,
+    cancel_at: int | None = None,
+) -> tuple[list[tuple[Any, ...]], Any]:
     target = _target(turns)
     store = MemoryStore()
 
@@ -91,8 +96,14 @@ def _run(turns: int, script: dict[str, Any], plan: list[tuple[int, str]], per_ca
                 self.task.cancel()
 
     async def go() -> Any:
-        return await run_script(target, parse_script(script), store=store,
-                                agents={"r": _real(plan)}, watch=Watch(), channel_id="wf-x")
+        return await run_script(
+            target,
+            parse_script(script),
+            store=store,
+            agents={"r": _real(plan)},
+            watch=Watch(),
+            channel_id="wf-x",
+        )
 
     saved = _Relay.TURNS
     _Relay.TURNS = per_callback
@@ -107,31 +118,63 @@ def _run(turns: int, script: dict[str, Any], plan: list[tuple[int, str]], per_ca
     def same_id(eid: str | None) -> str | None:  # ids are random: compare their places
         return None if eid is None else ids.setdefault(eid, f"#{len(ids)}")
 
-    wal = [(e.event_type, e.sender_id, e.audience, _timeless(e.event_data), same_id(e.envelope_id),
-            same_id(e.causation_id), e.depth, e.priority) for e in store.read("wf-x")]
+    wal = [
+        (
+            e.event_type,
+            e.sender_id,
+            e.audience,
+            _timeless(e.event_data),
+            same_id(e.envelope_id),
+            same_id(e.causation_id),
+            e.depth,
+            e.priority,
+        )
+        for e in store.read("wf-x")
+    ]
     if result != "cancelled":
-        result = (result.close_reason, result.turn_count, result.stalled_on, result.error,
-                  result.context_vars, [(t.number, t.speaker, t.kind, t.text, t.next_speaker,
-                                         t.decided_by, t.closes, t.routing)
-                                        for t in result.turns])
+        result = (
+            result.close_reason,
+            result.turn_count,
+            result.stalled_on,
+            result.error,
+            result.context_vars,
+            [
+                (
+                    t.number,
+                    t.speaker,
+                    t.kind,
+                    t.text,
+                    t.next_speaker,
+                    t.decided_by,
+                    t.closes,
+                    t.routing,
+                )
+                for t in result.turns
+            ],
+        )
     return wal, result
 
 
-scripts = st.fixed_dictionaries({
-    "kickoff": says,
-    "script": st.fixed_dictionaries({
-        "h1": st.lists(says, min_size=30, max_size=90),
-        "h2": st.lists(says, min_size=30, max_size=90),
-        "m": st.lists(says, min_size=10, max_size=20),
-    }),
-})
+scripts = st.fixed_dictionaries(
+    {
+        "kickoff": says,
+        "script": st.fixed_dictionaries(
+            {
+                "h1": st.lists(says, min_size=30, max_size=90),
+                "h2": st.lists(says, min_size=30, max_size=90),
+                "m": st.lists(says, min_size=10, max_size=20),
+            }
+        ),
+    }
+)
 plans = st.lists(st.tuples(st.integers(0, 4), says), max_size=8)
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 150), scripts, plans)
-def test_the_relay_writes_what_one_turn_per_round_writes(turns: int, script: dict[str, Any],
-                                                        plan: list[tuple[int, str]]) -> None:
+def test_the_relay_writes_what_one_turn_per_round_writes(
+    turns: int, script: dict[str, Any], plan: list[tuple[int, str]]
+) -> None:
     plain = _run(turns, script, plan, per_callback=1)
     assert _run(turns, script, plan, per_callback=_Relay.TURNS) == plain
     assert _run(turns, script, plan, per_callback=3) == plain
@@ -139,23 +182,24 @@ def test_the_relay_writes_what_one_turn_per_round_writes(turns: int, script: dic
 
 def _humans_then(n: int) -> dict[str, Any]:
     """A script whose humans hand each other more turns in a row than the relay takes."""
-    return {"kickoff": "h", "script": {"h1": ["h"] * n, "h2": ["h"] * (n - 1) + ["r"],
-                                       "m": ["h"] * 4}}
+    return {
+        "kickoff": "h",
+        "script": {"h1": ["h"] * n, "h2": ["h"] * (n - 1) + ["r"], "m": ["h"] * 4},
+    }
 
 
 def test_a_stretch_longer_than_the_relay_reads_the_same() -> None:
     n = 2 * _Relay.TURNS + 3
     plain = _run(5 * n, _humans_then(n), [(1, "m"), (3, "h")], per_callback=1)
     assert plain[1][1] > 2 * _Relay.TURNS  # the stretch did run past the relay's limit
-    assert _run(5 * n, _humans_then(n), [(1, "m"), (3, "h")],
-                per_callback=_Relay.TURNS) == plain
+    assert _run(5 * n, _humans_then(n), [(1, "m"), (3, "h")], per_callback=_Relay.TURNS) == plain
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 40), scripts, plans)
-def test_a_cancelled_mixed_run_stops_after_the_turn_in_hand(cancel_at: int,
-                                                           script: dict[str, Any],
-                                                           plan: list[tuple[int, str]]) -> None:
+def test_a_cancelled_mixed_run_stops_after_the_turn_in_hand(
+    cancel_at: int, script: dict[str, Any], plan: list[tuple[int, str]]
+) -> None:
     plain = _run(200, script, plan, per_callback=1, cancel_at=cancel_at)
     relayed = _run(200, script, plan, per_callback=_Relay.TURNS, cancel_at=cancel_at)
     assert relayed == plain

@@ -19,8 +19,13 @@ CHILD = Path(__file__).with_name("crash_child.py")
 
 def _kill_after(db: Path, delay: float) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(db)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
     deadline = time.monotonic() + 20
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
@@ -126,8 +131,13 @@ def _turns(db: Path) -> list[tuple[str, str]]:
 
 def _flowc(*args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowc", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def _kill_once_past(proc: subprocess.Popen[bytes], db: Path, at_least: int) -> None:
@@ -140,8 +150,9 @@ def _kill_once_past(proc: subprocess.Popen[bytes], db: Path, at_least: int) -> N
         if time.monotonic() > deadline:
             proc.kill()
             proc.wait()
-            raise AssertionError(f"no progress: the WAL stayed at {len(_turns(db))} turns, "
-                                 f"expected {at_least}")
+            raise AssertionError(
+                f"no progress: the WAL stayed at {len(_turns(db))} turns, expected {at_least}"
+            )
         time.sleep(0.002)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -201,13 +212,20 @@ def test_kill_and_resume_scripted_speakers_skip_what_they_said(tmp_path: Path) -
 def test_hydrate_gives_the_pending_turn_to_an_agent(tmp_path: Path) -> None:
     """A run whose next speaker is an agent continues once hydrated, whether the agent
     is registered before or after ``hydrate``, after a clean close of the first hub."""
-    def rule(frm: str, to: str) -> dict[str, object]:
-        return {"when": {"name": "from_speaker", "args": {"agent_id": frm}},
-                "then": {"name": "agent", "args": {"agent_id": to}}, "priority": 0}
 
-    graph = {"initial_speaker": "a", "max_turns": 12,
-             "transitions": [rule("a", "b"), rule("b", "c"), rule("c", "b")],
-             "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+    def rule(frm: str, to: str) -> dict[str, object]:
+        return {
+            "when": {"name": "from_speaker", "args": {"agent_id": frm}},
+            "then": {"name": "agent", "args": {"agent_id": to}},
+            "priority": 0,
+        }
+
+    graph = {
+        "initial_speaker": "a",
+        "max_turns": 12,
+        "transitions": [rule("a", "b"), rule("b", "c"), rule("c", "b")],
+        "default_target": {"name": "terminate", "args": {"reason": "done"}},
+    }
     db = tmp_path / "h.db"
     stop_after = 4
 
@@ -223,8 +241,7 @@ def test_hydrate_gives_the_pending_turn_to_an_agent(tmp_path: Path) -> None:
         user = hub.register_human("a")
         hub.register_agent("b", bot)
         hub.register_agent("c", bot)
-        ch = await user.open("workflow", target=["b", "c"], knobs={"graph": graph},
-                             expectations=())
+        ch = await user.open("workflow", target=["b", "c"], knobs={"graph": graph}, expectations=())
         await ch.send("go")
         await ch.wait(timeout=10)
         await hub.idle()

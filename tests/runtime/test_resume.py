@@ -23,11 +23,17 @@ when from drafter then reviewer
 when from reviewer then drafter
 """
 
-SHORT = {"kickoff": "Write on HTTPS", "script": {"drafter": ["Draft 1"],
-                                                 "reviewer": ["Tighten it"]}}
-LONG = {"kickoff": "Write on HTTPS",
-        "script": {"drafter": ["Draft 1", "Draft 2"],
-                   "reviewer": ["Tighten it", {"tool": "approve", "say": "Approved"}]}}
+SHORT = {
+    "kickoff": "Write on HTTPS",
+    "script": {"drafter": ["Draft 1"], "reviewer": ["Tighten it"]},
+}
+LONG = {
+    "kickoff": "Write on HTTPS",
+    "script": {
+        "drafter": ["Draft 1", "Draft 2"],
+        "reviewer": ["Tighten it", {"tool": "approve", "say": "Approved"}],
+    },
+}
 
 
 @pytest.fixture
@@ -51,10 +57,22 @@ def _texts(db: Path) -> list[str]:
 
 
 def test_a_stalled_run_resumes_with_a_longer_script(
-        files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = files / "runs.db"
-    assert main(["run", str(files / "review.flow"), "--script", str(files / "short.json"),
-                 "--db", str(db)]) == 1
+    assert (
+        main(
+            [
+                "run",
+                str(files / "review.flow"),
+                "--script",
+                str(files / "short.json"),
+                "--db",
+                str(db),
+            ]
+        )
+        == 1
+    )
     assert "stalled: drafter has no turn to take after 3 turns" in capsys.readouterr().out
     code = main(["resume", "last", "--script", str(files / "long.json"), "--db", str(db)])
     out = capsys.readouterr().out
@@ -70,10 +88,12 @@ def test_a_stalled_run_resumes_with_a_longer_script(
 
 
 def test_resume_without_anything_to_say_stalls_again(
-        files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = files / "runs.db"
-    main(["run", str(files / "review.flow"), "--script", str(files / "short.json"),
-          "--db", str(db)])
+    main(
+        ["run", str(files / "review.flow"), "--script", str(files / "short.json"), "--db", str(db)]
+    )
     capsys.readouterr()
     assert main(["resume", "last", "--json", "--db", str(db)]) == 1
     result = json.loads(capsys.readouterr().out)
@@ -84,8 +104,9 @@ def test_resume_errors(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = files / "runs.db"
     assert main(["resume", "nope", "--db", str(db)]) == 2
     assert "no run database" in capsys.readouterr().err
-    main(["run", str(files / "review.flow"), "--script", str(files / "short.json"),
-          "--db", str(db)])
+    main(
+        ["run", str(files / "review.flow"), "--script", str(files / "short.json"), "--db", str(db)]
+    )
     capsys.readouterr()
     assert main(["resume", "nope", "--db", str(db)]) == 2
     assert "no run 'nope'" in capsys.readouterr().err

@@ -29,25 +29,51 @@ when from reviewer then user
 """
 
 
-@pytest.mark.parametrize(("line", "code", "where", "text"), [
-    ('reviewer calls aprove', "E111", "4:18", "reviewer has no tool `aprove`"),
-    ('reviewer calls decide', "E111", "4:3", "reviewer's tool `decide` does one of several things"),
-    ('reviewer calls decide finishes "accepted"', "E111", "4:3", "reviewer's tool `decide` is "
-     'declared to do hands off to user | finishes "rejected", not finishes "accepted"'),
-    ('expect terminate "aproved"', "E111", "4:20", 'the flow never ends with "aproved"'),
-    ('reviewer finishes "accepted"', "E111", "4:3", "`reviewer` is a model speaker and none "
-     'of its tools finishes "accepted" (declared: approve: sets done = true; decide: hands off '
-     'to user | finishes "rejected")'),
-    ("reviewer sets done = false", "E111", "4:3",
-     "`reviewer` is a model speaker and none of its tools sets done = false"),
-    ("reviewer clears done", "E111", "4:3",
-     "`reviewer` is a model speaker and none of its tools clears done"),
-    ('ghost: "boo"', "E101", "4:3", "the scenario names `ghost`"),
-    ('expect next ghost', "E101", "4:15", "the scenario names `ghost`"),
-])
+@pytest.mark.parametrize(
+    ("line", "code", "where", "text"),
+    [
+        ("reviewer calls aprove", "E111", "4:18", "reviewer has no tool `aprove`"),
+        (
+            "reviewer calls decide",
+            "E111",
+            "4:3",
+            "reviewer's tool `decide` does one of several things",
+        ),
+        (
+            'reviewer calls decide finishes "accepted"',
+            "E111",
+            "4:3",
+            "reviewer's tool `decide` is "
+            'declared to do hands off to user | finishes "rejected", not finishes "accepted"',
+        ),
+        ('expect terminate "aproved"', "E111", "4:20", 'the flow never ends with "aproved"'),
+        (
+            'reviewer finishes "accepted"',
+            "E111",
+            "4:3",
+            "`reviewer` is a model speaker and none "
+            'of its tools finishes "accepted" (declared: approve: sets done = true; decide: hands off '
+            'to user | finishes "rejected")',
+        ),
+        (
+            "reviewer sets done = false",
+            "E111",
+            "4:3",
+            "`reviewer` is a model speaker and none of its tools sets done = false",
+        ),
+        (
+            "reviewer clears done",
+            "E111",
+            "4:3",
+            "`reviewer` is a model speaker and none of its tools clears done",
+        ),
+        ('ghost: "boo"', "E101", "4:3", "the scenario names `ghost`"),
+        ("expect next ghost", "E101", "4:15", "the scenario names `ghost`"),
+    ],
+)
 def test_compile_check_and_test_refuse_the_same_line(
-        tmp_path: Path, line: str, code: str, where: str, text: str,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, line: str, code: str, where: str, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "f.flow"
     path.write_text(FLOW + 'scenario "s" {\n  user: "hi"\n  ' + line + "\n}\n")
     lineno, col = where.split(":")
@@ -72,12 +98,13 @@ def test_the_runtime_says_the_same_as_the_compiler() -> None:
     assert str(refused.value) == f"script.reviewer[0]: {diag.message}"
 
 
-def test_an_empty_scenario_is_reported_not_passed(tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_empty_scenario_is_reported_not_passed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "f.flow"
     path.write_text(FLOW + 'scenario "placeholder" {\n}\n')
     assert main(["check", str(path), "--format", "concise"]) == 0
-    assert f"{path}:11:10: W214 scenario \"placeholder\" is empty" in capsys.readouterr().out
+    assert f'{path}:11:10: W214 scenario "placeholder" is empty' in capsys.readouterr().out
     assert main(["test", str(path)]) == 1
     out = capsys.readouterr().out
     assert "FAIL  placeholder" in out and "the scenario is empty" in out
@@ -90,7 +117,9 @@ def test_an_empty_scenario_is_reported_not_passed(tmp_path: Path,
 def test_reasons_a_scenario_may_expect(tmp_path: Path) -> None:
     """Every reason some part of the flow writes is allowed (a model speaker's bare
     `finishes` is one of its tools' reasons); a custom target that may end the run allows any."""
-    ok = FLOW + """scenario "ends" {
+    ok = (
+        FLOW
+        + """scenario "ends" {
   user: "hi"
   reviewer finishes "rejected"
   expect terminate "rejected"
@@ -100,10 +129,13 @@ scenario "cap" {
   expect terminate "max_turns"
 }
 """
+    )
     assert flowc.compile_flow(ok).scenarios
-    custom = ("speaker user: human\nspeaker bot\ntarget pick() -> bot | terminate\n"
-              "when from user then pick()\n"
-              'scenario "s" {\n  user: "hi"\n  expect terminate "anything"\n}\n')
+    custom = (
+        "speaker user: human\nspeaker bot\ntarget pick() -> bot | terminate\n"
+        "when from user then pick()\n"
+        'scenario "s" {\n  user: "hi"\n  expect terminate "anything"\n}\n'
+    )
     assert flowc.compile_flow(custom).scenarios
 
 
@@ -112,7 +144,8 @@ def test_a_turn_the_runtime_refuses_names_its_line_once() -> None:
     # the script error comes from the runtime (it said "turn 2 (line 9): line 9: ...")
     with_tool = flowc.compile_flow(
         "speaker user: human\nspeaker bot { tool t }\nwhen from user then bot\n"
-        'scenario "s" {\n  user: "hi"\n  bot calls t: "x"\n}\n')
+        'scenario "s" {\n  user: "hi"\n  bot calls t: "x"\n}\n'
+    )
     without = flowc.compile_flow("speaker user: human\nspeaker bot\nwhen from user then bot\n")
     result = run_scenario(RunTarget.from_compiled(without), with_tool.scenarios[0])
     assert not result.passed
@@ -137,14 +170,18 @@ when context.k == 1 then terminate ""
 """
 
 
-@pytest.mark.parametrize(("turn", "reason"), [
-    ('bot calls close: "bye"', "finished"),
-    ('bot finishes ""', "finished"),
-    ('bot calls both hands off to user, finishes "": "bye"', "finished"),
-    ('bot sets k = 1: "set"', "workflow_terminated"),
-])
+@pytest.mark.parametrize(
+    ("turn", "reason"),
+    [
+        ('bot calls close: "bye"', "finished"),
+        ('bot finishes ""', "finished"),
+        ('bot calls both hands off to user, finishes "": "bye"', "finished"),
+        ('bot sets k = 1: "set"', "workflow_terminated"),
+    ],
+)
 def test_an_empty_reason_closes_as_ag2_closes_it(
-        tmp_path: Path, turn: str, reason: str, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, turn: str, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`expect terminate ""` is refused where it is written, with the reason the run will
     have; that reason is accepted by compile and check and passes in `flowc test`."""
     path = tmp_path / "f.flow"
@@ -155,8 +192,10 @@ def test_an_empty_reason_closes_as_ag2_closes_it(
     assert f'{at}: E111 the flow never ends with "": its runs close with ' in out
     assert main(["check", str(path)]) == 1
     help_line = next(x for x in capsys.readouterr().out.splitlines() if "help:" in x)
-    assert 'a tool\'s `finishes ""` closes the run as "finished", `terminate ""` as ' \
+    assert (
+        'a tool\'s `finishes ""` closes the run as "finished", `terminate ""` as '
         '"workflow_terminated"' in help_line
+    )
     assert help_line.endswith('did you mean "finished" or "workflow_terminated"?')
     assert main(["compile", str(path)]) == 1
     assert "error[E111]" in capsys.readouterr().err
@@ -170,9 +209,11 @@ def test_an_empty_reason_closes_as_ag2_closes_it(
 def test_an_empty_reason_is_refused_even_where_a_custom_target_may_end_the_run() -> None:
     """A custom target may close a run with any reason, but an empty one is recorded as
     "workflow_terminated": `expect terminate ""` can never hold."""
-    custom = ("speaker user: human\nspeaker bot\ntarget pick() -> bot | terminate\n"
-              "when from user then pick()\n"
-              'scenario "s" {\n  user: "hi"\n  expect terminate ""\n}\n')
+    custom = (
+        "speaker user: human\nspeaker bot\ntarget pick() -> bot | terminate\n"
+        "when from user then pick()\n"
+        'scenario "s" {\n  user: "hi"\n  expect terminate ""\n}\n'
+    )
     with pytest.raises(flowc.FlowError) as refused:
         flowc.compile_flow(custom)
     [diag] = refused.value.diagnostics
@@ -185,14 +226,25 @@ def test_a_script_handoff_takes_the_alternative_that_only_hands_off() -> None:
     """`both` hands off to user and finishes "" (the finish wins, as in AG2), or only hands
     off: a script's `handoff: user` is the second, its `finish: ""` the first — whichever
     order they are declared in."""
-    for text in (EMPTY, EMPTY.replace('hands off to user, finishes "" | hands off to user',
-                                      'hands off to user | hands off to user, finishes ""')):
+    for text in (
+        EMPTY,
+        EMPTY.replace(
+            'hands off to user, finishes "" | hands off to user',
+            'hands off to user | hands off to user, finishes ""',
+        ),
+    ):
         target = RunTarget.from_compiled(flowc.compile_flow(text))
-        handoff = run_script_sync(target, parse_script(
-            {"kickoff": "hi", "script": {"bot": [{"tool": "both", "handoff": "user"}]}}))
+        handoff = run_script_sync(
+            target,
+            parse_script(
+                {"kickoff": "hi", "script": {"bot": [{"tool": "both", "handoff": "user"}]}}
+            ),
+        )
         assert (handoff.close_reason, handoff.stalled_on) == (None, "user")
-        finish = run_script_sync(target, parse_script(
-            {"kickoff": "hi", "script": {"bot": [{"tool": "both", "finish": ""}]}}))
+        finish = run_script_sync(
+            target,
+            parse_script({"kickoff": "hi", "script": {"bot": [{"tool": "both", "finish": ""}]}}),
+        )
         assert finish.close_reason == "finished"
 
 
@@ -203,27 +255,38 @@ def test_a_script_handoff_with_writes_takes_the_alternative_that_makes_them() ->
     flow = flowc.compile_flow(
         "speaker user: human\nspeaker bot { tool pass sets k = 1, hands off to user | "
         "hands off to user }\nmax_turns 6\nwhen context.k == 1 then terminate "
-        '"k"\nwhen from user then bot\n')
+        '"k"\nwhen from user then bot\n'
+    )
     target = RunTarget.from_compiled(flow)
     call = {"tool": "pass", "handoff": "user", "set": {"k": 1}}
-    run = run_script_sync(target, parse_script(
-        {"kickoff": "hi", "script": {"bot": [call], "user": ["back"]}}))
+    run = run_script_sync(
+        target, parse_script({"kickoff": "hi", "script": {"bot": [call], "user": ["back"]}})
+    )
     assert (run.close_reason, len(run.turns)) == ("k", 3)
-    run = run_script_sync(target, parse_script(
-        {"kickoff": "hi", "script": {"bot": [{"tool": "pass", "handoff": "user"}],
-                                     "user": ["back"]}}))
+    run = run_script_sync(
+        target,
+        parse_script(
+            {
+                "kickoff": "hi",
+                "script": {"bot": [{"tool": "pass", "handoff": "user"}], "user": ["back"]},
+            }
+        ),
+    )
     assert (run.close_reason, run.stalled_on) == (None, "bot")
 
 
 def test_a_script_s_writes_take_the_alternative_that_makes_most_of_them() -> None:
     """`clears done` and `sets done = null, clears done`: a script that sets and deletes
     `done` takes the second (it was refused as not saying which)."""
-    flow = flowc.compile_flow("speaker user: human\nspeaker a {\n  tool approve clears done"
-                              " | sets done = null, clears done\n}\nwhen from user then a\n"
-                              'when from a then terminate "ok"\n')
+    flow = flowc.compile_flow(
+        "speaker user: human\nspeaker a {\n  tool approve clears done"
+        " | sets done = null, clears done\n}\nwhen from user then a\n"
+        'when from a then terminate "ok"\n'
+    )
     call = {"tool": "approve", "set": {"done": None}, "delete": ["done"], "say": "ok"}
-    run = run_script_sync(RunTarget.from_compiled(flow), parse_script(
-        {"kickoff": "hi", "script": {"a": [call]}}))
+    run = run_script_sync(
+        RunTarget.from_compiled(flow), parse_script({"kickoff": "hi", "script": {"a": [call]}})
+    )
     assert run.error is None and run.close_reason == "ok"
     assert run.context_vars == {"done": None}
 
@@ -237,12 +300,15 @@ when from user then a
 when from a then user
 when from b then terminate "b spoke"
 """
-BARE_SCENARIO = 'scenario "bare hand-off" { user: "hi"   a hands off to b: "go"   b: "here"   ' \
+BARE_SCENARIO = (
+    'scenario "bare hand-off" { user: "hi"   a hands off to b: "go"   b: "here"   '
     'expect terminate "b spoke" }\n'
+)
 
 
 def test_a_model_speakers_bare_hand_off_is_refused_everywhere(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """check's analysis reads a model speaker as acting only through its declared tools (as
     AG2 does: a hand-off is a tool's return), so `b` can never speak; a scenario or a run
     script where `a` hands off with no tool would contradict it, and is refused instead."""
@@ -261,13 +327,16 @@ def test_a_model_speakers_bare_hand_off_is_refused_everywhere(
     assert main(["check", str(path), "--format", "concise"]) == 0
     assert "W201" in capsys.readouterr().out
     script = tmp_path / "s.json"
-    script.write_text('{"kickoff": "hi", "script": {"a": [{"say": "go", "handoff": "b"}], '
-                      '"b": ["here"]}}')
+    script.write_text(
+        '{"kickoff": "hi", "script": {"a": [{"say": "go", "handoff": "b"}], "b": ["here"]}}'
+    )
     assert main(["run", "--script", str(script), str(path)]) == 1
     assert f"script.a[0]: {text}" in capsys.readouterr().err
     with pytest.raises(ScriptError, match=r"script\.a\[0\]: `a` is a model speaker"):
-        run_script_sync(RunTarget.from_compiled(flowc.compile_flow(BARE)),
-                        parse_script(json.loads(script.read_text())))
+        run_script_sync(
+            RunTarget.from_compiled(flowc.compile_flow(BARE)),
+            parse_script(json.loads(script.read_text())),
+        )
 
 
 def test_a_bare_turn_a_declared_tool_makes_still_runs(tmp_path: Path) -> None:
@@ -278,7 +347,8 @@ def test_a_bare_turn_a_declared_tool_makes_still_runs(tmp_path: Path) -> None:
     compiled = flowc.compile_flow(path.read_text())
     [result] = [run_scenario(RunTarget.from_compiled(compiled), sc) for sc in compiled.scenarios]
     assert result.passed, result
-    script = parse_script({"kickoff": "hi", "script": {"a": [{"say": "go", "handoff": "b"}],
-                                                        "b": ["here"]}})
+    script = parse_script(
+        {"kickoff": "hi", "script": {"a": [{"say": "go", "handoff": "b"}], "b": ["here"]}}
+    )
     run = run_script_sync(RunTarget.from_compiled(flowc.compile_flow(flow)), script)
     assert run.close_reason == "b spoke"

@@ -59,12 +59,24 @@ def run(src: str, script: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_design_brief_example_runs() -> None:
-    out = run(TRIAGE, {
-        "kickoff": "Someone logged into my account from abroad.",
-        "script": {"triage": [{"tool": "escalate", "args": {"reason": "suspicious login"},
-                               "say": "Escalating."}, {"tool": "resolve", "say": "Sorted."}],
-                   "security": ["Account locked; reset link sent."],
-                   "user": ["Thanks, reset done."]}})
+    out = run(
+        TRIAGE,
+        {
+            "kickoff": "Someone logged into my account from abroad.",
+            "script": {
+                "triage": [
+                    {
+                        "tool": "escalate",
+                        "args": {"reason": "suspicious login"},
+                        "say": "Escalating.",
+                    },
+                    {"tool": "resolve", "say": "Sorted."},
+                ],
+                "security": ["Account locked; reset link sent."],
+                "user": ["Thanks, reset done."],
+            },
+        },
+    )
     run_id = out.pop("run_id")
     assert run_id.startswith("wf-")
     # every turn is whole: its text and tool calls too (issue 10.2)
@@ -75,32 +87,69 @@ def test_the_design_brief_example_runs() -> None:
         (4, "Thanks, reset done.", []),
         (5, "Sorted.", [{"name": "resolve", "args": {}}]),
     ]
-    assert [t["next_speaker"] for t in out["turns"]] == ["triage", "security", "user", "triage",
-                                                        None]
+    assert [t["next_speaker"] for t in out["turns"]] == [
+        "triage",
+        "security",
+        "user",
+        "triage",
+        None,
+    ]
     out["turns"] = [{k: t[k] for k in ("speaker", "kind", "routing")} for t in out["turns"]]
     assert out == {
         "turns": [
             {"speaker": "user", "kind": "text", "routing": None},
-            {"speaker": "triage", "kind": "packet",
-             "routing": {"kind": "handoff", "tool": "escalate", "reason": "suspicious login"}},
+            {
+                "speaker": "triage",
+                "kind": "packet",
+                "routing": {"kind": "handoff", "tool": "escalate", "reason": "suspicious login"},
+            },
             {"speaker": "security", "kind": "packet", "routing": {"kind": "text"}},
             {"speaker": "user", "kind": "text", "routing": None},
-            {"speaker": "triage", "kind": "packet",
-             "routing": {"kind": "finish", "tool": "resolve", "reason": "resolved", "summary": ""}},
+            {
+                "speaker": "triage",
+                "kind": "packet",
+                "routing": {
+                    "kind": "finish",
+                    "tool": "resolve",
+                    "reason": "resolved",
+                    "summary": "",
+                },
+            },
         ],
-        "close_reason": "resolved", "context_vars": {}, "turn_count": 5}
+        "close_reason": "resolved",
+        "context_vars": {},
+        "turn_count": 5,
+    }
 
 
 def test_declared_effects_apply_and_handoff_tools_carry_their_target() -> None:
-    out = run(TRIAGE, {"kickoff": "hi", "script": {
-        "triage": [{"tools": [{"tool": "lookup"}, {"tool": "transfer", "args": {"reason": "r"}}],
-                    "say": "Passing on."},
-                   {"tool": "tag", "say": "tagged"}],
-        "security": ["s"],
-        "user": [{"say": "ok", "set": {"draft": 1}}]}})
+    out = run(
+        TRIAGE,
+        {
+            "kickoff": "hi",
+            "script": {
+                "triage": [
+                    {
+                        "tools": [
+                            {"tool": "lookup"},
+                            {"tool": "transfer", "args": {"reason": "r"}},
+                        ],
+                        "say": "Passing on.",
+                    },
+                    {"tool": "tag", "say": "tagged"},
+                ],
+                "security": ["s"],
+                "user": [{"say": "ok", "set": {"draft": 1}}],
+            },
+        },
+    )
     # the handoff's own reason (none here), not the call's `reason` argument, as AG2
-    assert out["turns"][1]["routing"] == {"kind": "handoff", "tool": "transfer", "reason": "",
-                                          "target": "security"}
+    assert out["turns"][1]["routing"] == {
+        "kind": "handoff",
+        "tool": "transfer",
+        "reason": "",
+        "target": "security",
+    }
     assert [t["speaker"] for t in out["turns"]] == ["user", "triage", "security", "user", "triage"]
     # `tag` sets category (the context rule then picks security) and clears draft
     assert out["context_vars"] == {"category": "login"}
@@ -110,7 +159,9 @@ def test_declared_effects_apply_and_handoff_tools_carry_their_target() -> None:
 def test_several_alternatives_need_a_choice() -> None:
     with pytest.raises(ScriptError, match="does one of several things"):
         run(TRIAGE, {"kickoff": "hi", "script": {"triage": [{"tool": "decide"}]}})
-    out = run(TRIAGE, {"kickoff": "hi", "script": {"triage": [{"tool": "decide", "finish": "done"}]}})
+    out = run(
+        TRIAGE, {"kickoff": "hi", "script": {"triage": [{"tool": "decide", "finish": "done"}]}}
+    )
     assert out["close_reason"] == "done"
 
 
@@ -139,19 +190,41 @@ def test_bad_script_shapes() -> None:
 
 
 def test_a_bare_graph_takes_any_tool_and_the_script_says_what_it_does() -> None:
-    g = structure_graph(graph("u", rule(frm("u"), to("a")), rule(tool("anything"), to("b")),
-                              rule(frm("b"), to("a")), default=term("end"), max_turns=8))
+    g = structure_graph(
+        graph(
+            "u",
+            rule(frm("u"), to("a")),
+            rule(tool("anything"), to("b")),
+            rule(frm("b"), to("a")),
+            default=term("end"),
+            max_turns=8,
+        )
+    )
     t = RunTarget.from_graph(g)
-    script = parse_script({
-        "kickoff": "go", "humans": ["u"], "participants": ["u", "a", "b"],
-        "context_vars": {"k": 0},
-        "script": {"a": [{"tool": "anything", "set": {"k": 1}, "say": "1"},
-                         {"tools": [{"tool": "x", "delete": "k"}, {"handoff": "u"}]}],
-                   "b": ["2"], "u": [{"say": "bye", "set": {"k": 9}}]}})
+    script = parse_script(
+        {
+            "kickoff": "go",
+            "humans": ["u"],
+            "participants": ["u", "a", "b"],
+            "context_vars": {"k": 0},
+            "script": {
+                "a": [
+                    {"tool": "anything", "set": {"k": 1}, "say": "1"},
+                    {"tools": [{"tool": "x", "delete": "k"}, {"handoff": "u"}]},
+                ],
+                "b": ["2"],
+                "u": [{"say": "bye", "set": {"k": 9}}],
+            },
+        }
+    )
     out = run_script_sync(t, script).to_json()
     assert [x["speaker"] for x in out["turns"]] == ["u", "a", "b", "a", "u"]
-    assert out["turns"][3]["routing"] == {"kind": "handoff", "tool": "handoff", "reason": "",
-                                          "target": "u"}
+    assert out["turns"][3]["routing"] == {
+        "kind": "handoff",
+        "tool": "handoff",
+        "reason": "",
+        "target": "u",
+    }
     assert out["context_vars"] == {"k": 9} and out["stalled_on"] == "a"
 
 
@@ -176,7 +249,9 @@ def scenarios(src: str) -> list[tuple[bool, str | None]]:
 
 
 def test_a_passing_scenario() -> None:
-    src = FEEDBACK + """
+    src = (
+        FEEDBACK
+        + """
 scenario "approve" {
   user: "brief"
   expect next drafter
@@ -189,26 +264,43 @@ scenario "approve" {
   expect turns 5
 }
 """
+    )
     assert scenarios(src) == [(True, None)]
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ('user: "b"\n drafter: "d"\n drafter: "again"',
-     "turn 3 (line {l}): expected drafter, the graph chose reviewer "
-     "(rule 3, line 10: when from drafter then reviewer)"),
-    ('user: "b"\n expect next reviewer',
-     "line {l}: expected reviewer next, the graph chose drafter "
-     "(rule 2, line 9: when from user then drafter)"),
-    ('user: "b"\n expect terminate "approved"',
-     'line {l}: expected the run to end with "approved", but the graph chose drafter '
-     "(rule 2, line 9: when from user then drafter)"),
-    ('user: "b"\n drafter: "d"\n reviewer sets done = true: \"ok\"\n expect terminate "max_turns"',
-     'line {l}: expected the run to end with "max_turns", it ended with "approved"'),
-    ('user: "b"\n expect context.done == true', "line {l}: expected context.done == true, it is false"),
-    ('user: "b"\n expect turns 2', "line {l}: expected 2 turns, the run has 1"),
-    ('user: "b"\n drafter: "d"\n reviewer sets done = true: \"ok\"\n drafter: "more"',
-     'turn 4 (line {l}): expected drafter, but the run had already ended: "approved"'),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'user: "b"\n drafter: "d"\n drafter: "again"',
+            "turn 3 (line {l}): expected drafter, the graph chose reviewer "
+            "(rule 3, line 10: when from drafter then reviewer)",
+        ),
+        (
+            'user: "b"\n expect next reviewer',
+            "line {l}: expected reviewer next, the graph chose drafter "
+            "(rule 2, line 9: when from user then drafter)",
+        ),
+        (
+            'user: "b"\n expect terminate "approved"',
+            'line {l}: expected the run to end with "approved", but the graph chose drafter '
+            "(rule 2, line 9: when from user then drafter)",
+        ),
+        (
+            'user: "b"\n drafter: "d"\n reviewer sets done = true: "ok"\n expect terminate "max_turns"',
+            'line {l}: expected the run to end with "max_turns", it ended with "approved"',
+        ),
+        (
+            'user: "b"\n expect context.done == true',
+            "line {l}: expected context.done == true, it is false",
+        ),
+        ('user: "b"\n expect turns 2', "line {l}: expected 2 turns, the run has 1"),
+        (
+            'user: "b"\n drafter: "d"\n reviewer sets done = true: "ok"\n drafter: "more"',
+            'turn 4 (line {l}): expected drafter, but the run had already ended: "approved"',
+        ),
+    ],
+)
 def test_first_divergence_in_the_flows_terms(body: str, message: str) -> None:
     src = FEEDBACK + 'scenario "s" {\n ' + body + "\n}\n"
     last_line = src.count("\n") - 1
@@ -220,7 +312,9 @@ def test_first_divergence_in_the_flows_terms(body: str, message: str) -> None:
 def test_scenario_turn_forms_map_to_script_turns() -> None:
     # a model speaker's bare step is a call of the tool whose alternative does just that
     tools = '  tool close finishes "closed"\n  tool wipe clears draft\n}\nspeaker security\n'
-    src = TRIAGE.replace("}\nspeaker security\n", tools, 1) + """
+    src = (
+        TRIAGE.replace("}\nspeaker security\n", tools, 1)
+        + """
 scenario "forms" {
   user: "hi"
   triage hands off to security: "over"
@@ -240,6 +334,7 @@ scenario "clears" {
   expect next user
 }
 """
+    )
     assert scenarios(src) == [(True, None)] * 3
 
 

@@ -37,44 +37,79 @@ def result(turn: Any) -> Any:
     return reply_for(TARGET, "triage", script.turns["triage"][0]).tool_calls[0].result
 
 
-@pytest.mark.parametrize(("turn", "expected"), [
-    ({"tool": "escalate", "handoff": {"target": "security", "reason": "review"}},
-     Handoff("security", "review")),
-    ({"tool": "escalate", "handoff": {"target": "security"}}, Handoff("security", "")),
-    # the call's `reason` argument is not the handoff's reason
-    ({"tool": "escalate", "args": {"reason": "hacked"}}, Handoff("security", "")),
-    ({"tool": "escalate", "args": {"reason": "hacked"}, "handoff": "security"},
-     Handoff("security", "")),
-    ({"handoff": {"target": "security", "reason": "why"}}, Handoff("security", "why")),
-    ({"tool": "close", "finish": {"reason": "resolved", "summary": "locked"}},
-     Finish("locked", "resolved")),
-    ({"tool": "close", "finish": "resolved", "summary": "locked"}, Finish("locked", "resolved")),
-    ({"tool": "close"}, Finish("", "resolved")),
-    ({"finish": {}}, Finish("", "finished")),
-    ({"finish": {"summary": "bye"}}, Finish("bye", "finished")),
-    ({"finish": True}, Finish("", "finished")),
-    ({"tool": "route", "handoff": {"target": "security", "reason": "r"}}, Handoff("security", "r")),
-    ({"tool": "route", "finish": {"reason": "routed", "summary": "s"}}, Finish("s", "routed")),
-])
+@pytest.mark.parametrize(
+    ("turn", "expected"),
+    [
+        (
+            {"tool": "escalate", "handoff": {"target": "security", "reason": "review"}},
+            Handoff("security", "review"),
+        ),
+        ({"tool": "escalate", "handoff": {"target": "security"}}, Handoff("security", "")),
+        # the call's `reason` argument is not the handoff's reason
+        ({"tool": "escalate", "args": {"reason": "hacked"}}, Handoff("security", "")),
+        (
+            {"tool": "escalate", "args": {"reason": "hacked"}, "handoff": "security"},
+            Handoff("security", ""),
+        ),
+        ({"handoff": {"target": "security", "reason": "why"}}, Handoff("security", "why")),
+        (
+            {"tool": "close", "finish": {"reason": "resolved", "summary": "locked"}},
+            Finish("locked", "resolved"),
+        ),
+        (
+            {"tool": "close", "finish": "resolved", "summary": "locked"},
+            Finish("locked", "resolved"),
+        ),
+        ({"tool": "close"}, Finish("", "resolved")),
+        ({"finish": {}}, Finish("", "finished")),
+        ({"finish": {"summary": "bye"}}, Finish("bye", "finished")),
+        ({"finish": True}, Finish("", "finished")),
+        (
+            {"tool": "route", "handoff": {"target": "security", "reason": "r"}},
+            Handoff("security", "r"),
+        ),
+        ({"tool": "route", "finish": {"reason": "routed", "summary": "s"}}, Finish("s", "routed")),
+    ],
+)
 def test_object_and_short_forms(turn: dict[str, Any], expected: Any) -> None:
     assert result(turn) == expected
 
 
-@pytest.mark.parametrize(("turn", "message"), [
-    ({"handoff": {"reason": "x"}}, "script.triage[0].handoff: a handoff object needs `target` (a speaker name)"),
-    ({"handoff": {"target": "security", "why": "x"}},
-     "script.triage[0].handoff: unknown key(s) why (an object here has `target` and `reason`)"),
-    ({"handoff": {"target": "security", "reason": 3}}, "script.triage[0].handoff.reason: expected a string"),
-    ({"handoff": 5}, "script.triage[0].handoff: expected a speaker name or {target, reason}"),
-    ({"finish": {"reason": "r", "summary": "s"}, "summary": "t"},
-     "script.triage[0]: give the summary once, inside `finish` or beside it"),
-    ({"finish": {"reasons": "r"}},
-     "script.triage[0].finish: unknown key(s) reasons (an object here has `reason` and `summary`)"),
-    ({"finish": {"summary": ["x"]}}, "script.triage[0].finish.summary: expected a string"),
-    ({"finish": 3}, "script.triage[0].finish: expected a reason (a string), true, or {reason, summary}"),
-    ({"finish": {"reason": "r"}, "handoff": {"target": "security"}},
-     "script.triage[0]: a call either hands off or finishes, not both"),
-])
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        (
+            {"handoff": {"reason": "x"}},
+            "script.triage[0].handoff: a handoff object needs `target` (a speaker name)",
+        ),
+        (
+            {"handoff": {"target": "security", "why": "x"}},
+            "script.triage[0].handoff: unknown key(s) why (an object here has `target` and `reason`)",
+        ),
+        (
+            {"handoff": {"target": "security", "reason": 3}},
+            "script.triage[0].handoff.reason: expected a string",
+        ),
+        ({"handoff": 5}, "script.triage[0].handoff: expected a speaker name or {target, reason}"),
+        (
+            {"finish": {"reason": "r", "summary": "s"}, "summary": "t"},
+            "script.triage[0]: give the summary once, inside `finish` or beside it",
+        ),
+        (
+            {"finish": {"reasons": "r"}},
+            "script.triage[0].finish: unknown key(s) reasons (an object here has `reason` and `summary`)",
+        ),
+        ({"finish": {"summary": ["x"]}}, "script.triage[0].finish.summary: expected a string"),
+        (
+            {"finish": 3},
+            "script.triage[0].finish: expected a reason (a string), true, or {reason, summary}",
+        ),
+        (
+            {"finish": {"reason": "r"}, "handoff": {"target": "security"}},
+            "script.triage[0]: a call either hands off or finishes, not both",
+        ),
+    ],
+)
 def test_malformed_object_forms_name_the_place(turn: dict[str, Any], message: str) -> None:
     with pytest.raises(ScriptError) as err:
         parse_script({"script": {"triage": [turn]}})
@@ -82,11 +117,24 @@ def test_malformed_object_forms_name_the_place(turn: dict[str, Any], message: st
 
 
 def test_a_run_records_the_handoffs_reason_and_the_finishs_summary() -> None:
-    script = parse_script({"kickoff": "help", "script": {
-        "triage": [{"tool": "escalate", "args": {"reason": "hacked"},
-                    "handoff": {"target": "security", "reason": "review"}, "say": "On it."},
-                   {"tool": "close", "finish": {"reason": "resolved", "summary": "locked"}}],
-        "security": ["Locked."], "user": ["Thanks"]}})
+    script = parse_script(
+        {
+            "kickoff": "help",
+            "script": {
+                "triage": [
+                    {
+                        "tool": "escalate",
+                        "args": {"reason": "hacked"},
+                        "handoff": {"target": "security", "reason": "review"},
+                        "say": "On it.",
+                    },
+                    {"tool": "close", "finish": {"reason": "resolved", "summary": "locked"}},
+                ],
+                "security": ["Locked."],
+                "user": ["Thanks"],
+            },
+        }
+    )
     out = run_script_sync(TARGET, script).to_json()
     routed = [t["routing"] for t in out["turns"] if t["routing"] and t["routing"]["kind"] != "text"]
     assert routed == [
@@ -97,7 +145,8 @@ def test_a_run_records_the_handoffs_reason_and_the_finishs_summary() -> None:
 
 
 def test_plain_text_turns_are_built_without_the_frozen_init(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import pickle
     import weakref
 
@@ -108,8 +157,9 @@ def test_plain_text_turns_are_built_without_the_frozen_init(
     built = ScriptTurn("hi", (), "script.a[1]")  # by its __init__
     inits: list[object] = []
     real_init = ScriptTurn.__init__
-    monkeypatch.setattr(ScriptTurn, "__init__",
-                        lambda self, *a, **k: (inits.append(a), real_init(self, *a, **k))[1])
+    monkeypatch.setattr(
+        ScriptTurn, "__init__", lambda self, *a, **k: (inits.append(a), real_init(self, *a, **k))[1]
+    )
     script = parse_script({"script": {"a": ["yo", "hi", {"say": "ok"}]}})
     assert len(inits) == 1  # only the object turn went through ScriptTurn.__init__
     turn = script.turns["a"][1]

@@ -42,8 +42,15 @@ when from b then c
 when from c then a
 """
 FULL = {"script": {s: [f"{s}{i}" for i in range(3)] for s in "abc"}}
-OPTIONAL = ("task_id", "causation_id", "trace_id", "priority", "depth", "idempotency_key",
-            "ttl_seconds")
+OPTIONAL = (
+    "task_id",
+    "causation_id",
+    "trace_id",
+    "priority",
+    "depth",
+    "idempotency_key",
+    "ttl_seconds",
+)
 
 
 def _rows(db: Path) -> list[tuple[str, str]]:
@@ -66,12 +73,31 @@ def test_a_new_file_has_small_pages_and_rows_without_defaults(tmp_path: Path) ->
     db = tmp_path / "wal.db"
     store = SqliteStore(db)
     lease = store.acquire("c1", holder_id("hub-t"))
-    plain = Envelope("c1", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e1",
-                     created_at="2026-01-01T00:00:00Z")
-    every = Envelope("c1", "b", ("a",), EV_TEXT, {"text": "x"}, envelope_id="e2",
-                     task_id="t", causation_id="e1", trace_id="tr", priority="urgent",
-                     depth=2, idempotency_key="k", created_at="2026-01-01T00:00:01Z",
-                     ttl_seconds=5)
+    plain = Envelope(
+        "c1",
+        "a",
+        None,
+        EV_TEXT,
+        {"text": "hi"},
+        envelope_id="e1",
+        created_at="2026-01-01T00:00:00Z",
+    )
+    every = Envelope(
+        "c1",
+        "b",
+        ("a",),
+        EV_TEXT,
+        {"text": "x"},
+        envelope_id="e2",
+        task_id="t",
+        causation_id="e1",
+        trace_id="tr",
+        priority="urgent",
+        depth=2,
+        idempotency_key="k",
+        created_at="2026-01-01T00:00:01Z",
+        ttl_seconds=5,
+    )
     store.append(plain, lease)
     store.append(every, lease, "e1")
     assert list(store.read("c1")) == [plain, every]
@@ -90,14 +116,22 @@ def test_a_new_file_has_small_pages_and_rows_without_defaults(tmp_path: Path) ->
 def test_ag2_reads_a_row_without_its_defaults() -> None:
     from ag2.network import Envelope as Ag2Envelope
 
-    env = Envelope("c1", "a", ("b",), EV_TEXT, {"text": "hi"}, envelope_id="e1",
-                   created_at="2026-01-01T00:00:00Z")
+    env = Envelope(
+        "c1",
+        "a",
+        ("b",),
+        EV_TEXT,
+        {"text": "hi"},
+        envelope_id="e1",
+        created_at="2026-01-01T00:00:00Z",
+    )
     theirs = Ag2Envelope.from_json(encode_row(env))
     assert theirs.to_dict() == env.to_dict()
 
 
 def test_a_file_written_before_reads_and_continues(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "runs.db"
     shutil.copy(DATA / "runs-d32a676.db", db)
     (tmp_path / "rr.flow").write_text(FLOW)
@@ -112,14 +146,16 @@ def test_a_file_written_before_reads_and_continues(
     assert main(["replay", closed, "--db", str(db)]) == 0
     capsys.readouterr()
     # the open run continues in the old file: its page size stays, the new rows are short
-    assert main(["resume", stalled, "--script", str(tmp_path / "full.json"),
-                 "--db", str(db)]) == 0
+    assert main(["resume", stalled, "--script", str(tmp_path / "full.json"), "--db", str(db)]) == 0
     assert 'closed: "max_turns" after 9 turns' in capsys.readouterr().out
     after = _rows(db)
-    assert after[:len(before)] == before and _page_size(db) == 4096
-    added = [json.loads(row) for cid, row in after[len(before):]]
-    assert [r["event_data"].get("text") for r in added if r["event_type"] == EV_TEXT] \
-        == ["a2", "b2", "c2"]
+    assert after[: len(before)] == before and _page_size(db) == 4096
+    added = [json.loads(row) for cid, row in after[len(before) :]]
+    assert [r["event_data"].get("text") for r in added if r["event_type"] == EV_TEXT] == [
+        "a2",
+        "b2",
+        "c2",
+    ]
     assert all(not set(OPTIONAL) & set(r) for r in added)
     assert main(["replay", stalled, "--db", str(db)]) == 0
     capsys.readouterr()
@@ -135,8 +171,15 @@ def _frames(db: Path) -> int:
 
 
 def _env(cid: str, eid: str, text: str = "turn") -> Envelope:
-    return Envelope(cid, "a", None, EV_TEXT, {"text": text}, envelope_id=eid,
-                    created_at="2026-01-01T00:00:00.000000Z")
+    return Envelope(
+        cid,
+        "a",
+        None,
+        EV_TEXT,
+        {"text": text},
+        envelope_id=eid,
+        created_at="2026-01-01T00:00:00.000000Z",
+    )
 
 
 def test_a_new_file_keeps_each_run_under_its_own_range(tmp_path: Path) -> None:
@@ -156,7 +199,8 @@ def test_a_new_file_keeps_each_run_under_its_own_range(tmp_path: Path) -> None:
     con = sqlite3.connect(db)
     seqs = dict(con.execute("SELECT envelope_id, seq FROM wal").fetchall())
     indexes = con.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'wal'").fetchall()
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'wal'"
+    ).fetchall()
     con.close()
     assert [seqs[e] - RUN_SPAN for e in ("a1", "a2", "a3")] == [1, 2, 3]
     assert [seqs[e] - 2 * RUN_SPAN for e in ("b1", "b2")] == [1, 2]
@@ -170,7 +214,6 @@ def test_a_new_file_keeps_each_run_under_its_own_range(tmp_path: Path) -> None:
     with pytest.raises(LeaseError):
         one.append(_env("c4", "d1"), gone)
     assert one.channel_ids() == ["c1", "c2"]
-
 
 
 def test_two_writers_taking_turns_on_one_run_append_in_order(tmp_path: Path) -> None:
@@ -193,6 +236,7 @@ def test_two_writers_taking_turns_on_one_run_append_in_order(tmp_path: Path) -> 
         one.append(_env("c1", "e4"))
     two.append(_env("c1", "e12"))
     assert [e.envelope_id for e in one.read("c1")] == [*order, "e12"]
+
 
 def test_an_append_writes_the_row_and_one_index_entry(tmp_path: Path) -> None:
     db = tmp_path / "wal.db"
@@ -217,53 +261,95 @@ def test_a_run_that_is_full_is_refused_cleanly(tmp_path: Path) -> None:
     con.execute("UPDATE wal SET seq = ? WHERE envelope_id = 'e1'", (2 * RUN_SPAN - 1,))
     con.commit()
     con.close()
-    with pytest.raises(WalError, match=r"run c1: cannot write the WAL \(the run holds "
-                                       r"4294967295 envelopes, the most a run can\)"):
+    with pytest.raises(
+        WalError,
+        match=r"run c1: cannot write the WAL \(the run holds "
+        r"4294967295 envelopes, the most a run can\)",
+    ):
         store.append(_env("c1", "e2"))
     assert [e.envelope_id for e in store.read("c1")] == ["e1"]
 
 
 _TEXT = st.text(max_size=12)
-_JSONS = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-                      | _TEXT, lambda inner: st.lists(inner, max_size=3)
-                      | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=8)
+_JSONS = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(channel=_TEXT, sender=_TEXT, audience=st.none() | st.lists(_TEXT, max_size=3),
-       kind=_TEXT, data=st.dictionaries(_TEXT, _JSONS, max_size=3) | st.builds(
-           lambda k, v: {k: v}, _TEXT, _TEXT),
-       optional=st.fixed_dictionaries({}, optional={
-           "task_id": _TEXT, "causation_id": _TEXT, "trace_id": _TEXT,
-           "priority": st.sampled_from(["background", "normal", "urgent"]),
-           "depth": st.integers(0, 5), "idempotency_key": _TEXT,
-           "ttl_seconds": st.integers(0, 10**6)}),
-       envelope_id=_TEXT, created_at=_TEXT)
+@given(
+    channel=_TEXT,
+    sender=_TEXT,
+    audience=st.none() | st.lists(_TEXT, max_size=3),
+    kind=_TEXT,
+    data=st.dictionaries(_TEXT, _JSONS, max_size=3) | st.builds(lambda k, v: {k: v}, _TEXT, _TEXT),
+    optional=st.fixed_dictionaries(
+        {},
+        optional={
+            "task_id": _TEXT,
+            "causation_id": _TEXT,
+            "trace_id": _TEXT,
+            "priority": st.sampled_from(["background", "normal", "urgent"]),
+            "depth": st.integers(0, 5),
+            "idempotency_key": _TEXT,
+            "ttl_seconds": st.integers(0, 10**6),
+        },
+    ),
+    envelope_id=_TEXT,
+    created_at=_TEXT,
+)
 def test_a_row_is_the_sorted_json_of_the_fields_not_at_their_default(
-        channel: str, sender: str, audience: list[str] | None, kind: str,
-        data: dict[str, object], optional: dict[str, object], envelope_id: str,
-        created_at: str) -> None:
-    env = Envelope(channel, sender, None if audience is None else tuple(audience), kind, data,
-                   envelope_id=envelope_id, created_at=created_at,
-                   **optional)  # type: ignore[arg-type]
+    channel: str,
+    sender: str,
+    audience: list[str] | None,
+    kind: str,
+    data: dict[str, object],
+    optional: dict[str, object],
+    envelope_id: str,
+    created_at: str,
+) -> None:
+    env = Envelope(
+        channel,
+        sender,
+        None if audience is None else tuple(audience),
+        kind,
+        data,
+        envelope_id=envelope_id,
+        created_at=created_at,
+        **optional,
+    )  # type: ignore[arg-type]
     full = json.loads(env.to_json())
-    kept = {k: v for k, v in full.items()
-            if k not in OPTIONAL or v != {"priority": "normal", "depth": 0}.get(k)}
+    kept = {
+        k: v
+        for k, v in full.items()
+        if k not in OPTIONAL or v != {"priority": "normal", "depth": 0}.get(k)
+    }
     assert encode_row(env) == json.dumps(kept, sort_keys=True, ensure_ascii=False)
     assert Envelope.from_json(encode_row(env)) == env
 
 
-
 @settings(max_examples=200, deadline=None)
-@given(runs=st.lists(_TEXT | st.text(min_size=101, max_size=120), min_size=1, max_size=3),
-       senders=st.lists(_TEXT, min_size=1, max_size=3), texts=st.lists(_TEXT, min_size=1,
-                                                                       max_size=6))
+@given(
+    runs=st.lists(_TEXT | st.text(min_size=101, max_size=120), min_size=1, max_size=3),
+    senders=st.lists(_TEXT, min_size=1, max_size=3),
+    texts=st.lists(_TEXT, min_size=1, max_size=6),
+)
 def test_a_row_is_the_same_text_when_its_run_and_sender_repeat(
-        runs: list[str], senders: list[str], texts: list[str]) -> None:
+    runs: list[str], senders: list[str], texts: list[str]
+) -> None:
     # a run's id, its senders and event types are quoted once and kept (short ones only)
     for i, text in enumerate(texts * 2):
-        env = Envelope(runs[i % len(runs)], senders[i % len(senders)], None, EV_TEXT,
-                       {"text": text}, envelope_id=f"e{i}", created_at=text)
+        env = Envelope(
+            runs[i % len(runs)],
+            senders[i % len(senders)],
+            None,
+            EV_TEXT,
+            {"text": text},
+            envelope_id=f"e{i}",
+            created_at=text,
+        )
         kept = {k: v for k, v in json.loads(env.to_json()).items() if k not in OPTIONAL}
         assert encode_row(env) == json.dumps(kept, sort_keys=True, ensure_ascii=False)
 
@@ -278,6 +364,7 @@ def test_the_quoted_strings_kept_for_rows_are_bounded() -> None:
     long = Envelope("r" * 101, "a", None, EV_TEXT, {"text": "x"}, envelope_id="e")
     assert json.loads(encode_row(long))["channel_id"] == "r" * 101
     assert "r" * 101 not in wal._QUOTED
+
 
 def _explained(db: Path, statements: list[str]) -> list[list[str]]:
     """The VDBE operations of each of ``statements`` (SQL with its values in place)."""
@@ -344,7 +431,8 @@ def test_an_append_refused_on_a_full_run_says_why_in_the_order_it_did(tmp_path: 
 
 
 def test_a_file_written_before_refuses_a_duplicate_and_a_lost_lease_as_before(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "runs.db"
     shutil.copy(DATA / "runs-d32a676.db", db)
     store = SqliteStore(db)

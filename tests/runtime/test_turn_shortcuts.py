@@ -51,10 +51,16 @@ when from reviewer then user
 SCRIPT = {
     "kickoff": "brief",
     "script": {
-        "drafter": ["draft 1", {"tool": "pass_on", "say": "yours"},
-                    {"tool": "note", "say": "noted"}],
-        "reviewer": ["again", "more", {"tool": "approve", "say": "fine",
-                                        "args": {"why": "x" * 80}}],
+        "drafter": [
+            "draft 1",
+            {"tool": "pass_on", "say": "yours"},
+            {"tool": "note", "say": "noted"},
+        ],
+        "reviewer": [
+            "again",
+            "more",
+            {"tool": "approve", "say": "fine", "args": {"why": "x" * 80}},
+        ],
         "user": ["go on", "and\nagain"],
     },
 }
@@ -90,13 +96,23 @@ def test_the_streamed_transcript_is_the_refold_of_the_wal() -> None:
     the stored WAL from the start gives (records, close, final state)."""
     store = MemoryStore()
     watch = _Keep()
-    result = run_script_sync(_target(), parse_script(SCRIPT), store=store, watch=watch,
-                             channel_id="wf-shortcuts")
+    result = run_script_sync(
+        _target(), parse_script(SCRIPT), store=store, watch=watch, channel_id="wf-shortcuts"
+    )
     records, close, state = transcript(list(store.read("wf-shortcuts")))
     assert result.close_reason == close == "approved"
     assert list(result.turns) == records and len(records) == 9
     assert [(r.routing or {}).get("kind") for r in records] == [
-        None, "text", "text", None, "handoff", "text", None, "handoff", "text"]
+        None,
+        "text",
+        "text",
+        None,
+        "handoff",
+        "text",
+        None,
+        "handoff",
+        "text",
+    ]
     assert records[-1].context_set == {"done": True} and records[-1].closes == "approved"
     assert state is not None and result.context_vars == state.context_vars
     assert result.turn_count == state.turn_count
@@ -122,10 +138,18 @@ def test_a_hub_adapter_other_than_the_plain_one_is_not_taken_for_the_transcript(
         watched = WatchedStore(MemoryStore(), _Keep())
         hub = await Hub.open(watched, adapters=[Marking()])
         a, _ = hub.register_human("a"), hub.register_human("b")
-        graph = {"initial_speaker": "a", "max_turns": 3, "transitions": [
-            {"when": {"name": "always", "args": {}},
-             "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-            "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        graph = {
+            "initial_speaker": "a",
+            "max_turns": 3,
+            "transitions": [
+                {
+                    "when": {"name": "always", "args": {}},
+                    "then": {"name": "round_robin", "args": {}},
+                    "priority": 0,
+                }
+            ],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}},
+        }
         ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
         await a.send(ch.channel_id, "hi")
         assert hub.channel(ch.channel_id).state.decided_by == "marked"
@@ -173,10 +197,21 @@ def test_stamped_envelopes_and_records_are_the_frozen_classes() -> None:
     """The hub's and the transcript's cheap builders give objects equal to, as frozen
     as and of the very class of what ``__init__`` builds, with every field set."""
     values: dict[str, Any] = {
-        "channel_id": "c", "sender_id": "a", "audience": ("b",), "event_type": EV_TEXT,
-        "event_data": {"text": "hi"}, "envelope_id": "e1", "task_id": "t",
-        "causation_id": "e0", "trace_id": "tr", "priority": "urgent", "depth": 2,
-        "idempotency_key": "k", "created_at": "now", "ttl_seconds": 5}
+        "channel_id": "c",
+        "sender_id": "a",
+        "audience": ("b",),
+        "event_type": EV_TEXT,
+        "event_data": {"text": "hi"},
+        "envelope_id": "e1",
+        "task_id": "t",
+        "causation_id": "e0",
+        "trace_id": "tr",
+        "priority": "urgent",
+        "depth": 2,
+        "idempotency_key": "k",
+        "created_at": "now",
+        "ttl_seconds": 5,
+    }
     assert [f.name for f in attrs.fields(Envelope)] == list(values)
     env = stamped(*values.values())
     assert type(env) is Envelope and env == Envelope(**values)
@@ -184,10 +219,20 @@ def test_stamped_envelopes_and_records_are_the_frozen_classes() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         env.sender_id = "x"  # type: ignore[misc]
     fields: dict[str, Any] = {
-        "number": 3, "speaker": "b", "agent_id": "b-id", "kind": "packet",
-        "routing": {"kind": "text"}, "text": "t", "context_set": {"k": 1},
-        "context_delete": ("d",), "next_speaker": "a", "decided_by": 2, "closes": None,
-        "tool_calls": ({"name": "n", "args": {}},), "warnings": ({"message": "m"},)}
+        "number": 3,
+        "speaker": "b",
+        "agent_id": "b-id",
+        "kind": "packet",
+        "routing": {"kind": "text"},
+        "text": "t",
+        "context_set": {"k": 1},
+        "context_delete": ("d",),
+        "next_speaker": "a",
+        "decided_by": 2,
+        "closes": None,
+        "tool_calls": ({"name": "n", "args": {}},),
+        "warnings": ({"message": "m"},),
+    }
     assert [f.name for f in attrs.fields(TurnRecord)] == list(fields)
     record = _record(*fields.values())
     assert type(record) is TurnRecord and record == TurnRecord(**fields)
@@ -205,13 +250,13 @@ def test_printed_turns_are_the_plain_formatting_of_the_wal(script: dict[str, Any
     out = io.StringIO()
     printer = RunPrinter(target, "text", out=out, err=io.StringIO(), progress=False)
     store = MemoryStore()
-    result = run_script_sync(target, parse_script(script), store=store, watch=printer,
-                             channel_id="wf-print")
+    result = run_script_sync(
+        target, parse_script(script), store=store, watch=printer, channel_id="wf-print"
+    )
     printer.finish(result)
     records, _, _ = transcript(list(store.read("wf-print")))
     width = max(len(s) for s in target.speakers)
-    plain = "".join(line + "\n" for line in
-                    format_turns(records, target.describe_decision, width))
+    plain = "".join(line + "\n" for line in format_turns(records, target.describe_decision, width))
     plain += "".join(line + "\n" for line, to_err in trailer(result) if not to_err)
     assert out.getvalue() == plain
     if script is SCRIPT:
@@ -232,10 +277,18 @@ def test_a_client_attached_after_the_channel_opened_gets_its_broadcasts() -> Non
         first = await Hub.open(store)
         a = first.register_human("a")
         first.register_human("b")
-        graph = {"initial_speaker": "a", "max_turns": None, "transitions": [
-            {"when": {"name": "always", "args": {}},
-             "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-            "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        graph = {
+            "initial_speaker": "a",
+            "max_turns": None,
+            "transitions": [
+                {
+                    "when": {"name": "always", "args": {}},
+                    "then": {"name": "round_robin", "args": {}},
+                    "priority": 0,
+                }
+            ],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}},
+        }
         ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
         await a.send(ch.channel_id, "one")
         await first.close(close_store=False)
@@ -336,10 +389,18 @@ def test_a_cancelled_run_stops_between_two_turns_at_once() -> None:
 def _broadcast_hub() -> tuple[Hub, list[Any], str]:
     hub = Hub(MemoryStore())
     humans = [hub.register_human(n, buffer=False) for n in "abc"]
-    graph = {"initial_speaker": "a", "max_turns": None, "transitions": [
-        {"when": {"name": "always", "args": {}},
-         "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-        "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+    graph = {
+        "initial_speaker": "a",
+        "max_turns": None,
+        "transitions": [
+            {
+                "when": {"name": "always", "args": {}},
+                "then": {"name": "round_robin", "args": {}},
+                "priority": 0,
+            }
+        ],
+        "default_target": {"name": "terminate", "args": {"reason": "done"}},
+    }
     ch = hub.open_channel("a", "workflow", ["a", "b", "c"], {"graph": graph})
     return hub, humans, ch.channel_id
 
@@ -350,16 +411,24 @@ def test_a_delivery_that_admits_another_envelope_keeps_the_queue_order() -> None
     hub, humans, cid = _broadcast_hub()
     seen: list[tuple[str, str]] = []
     for h in humans:
+
         def record(env: Envelope, name: str = h.name) -> None:
             text = env.event_data.get("text")
             if text is not None:
                 seen.append((name, text))
             if name == "a" and text == "one":  # b answers at once, inside the delivery
                 hub.admit(Envelope(cid, "b", None, EV_TEXT, {"text": "two"}))
+
         h.on_envelope(record)
     hub.admit(Envelope(cid, "a", None, EV_TEXT, {"text": "one"}))
-    assert seen == [("a", "one"), ("b", "one"), ("c", "one"),
-                    ("a", "two"), ("b", "two"), ("c", "two")]
+    assert seen == [
+        ("a", "one"),
+        ("b", "one"),
+        ("c", "one"),
+        ("a", "two"),
+        ("b", "two"),
+        ("c", "two"),
+    ]
 
 
 def test_a_client_that_fails_on_a_broadcast_leaves_the_others_theirs_for_later() -> None:
@@ -370,6 +439,7 @@ def test_a_client_that_fails_on_a_broadcast_leaves_the_others_theirs_for_later()
     seen: list[tuple[str, str]] = []
     failing = [True]
     for h in humans:
+
         def record(env: Envelope, name: str = h.name) -> None:
             text = env.event_data.get("text")
             if name == "b" and text == "one" and failing[0]:
@@ -377,6 +447,7 @@ def test_a_client_that_fails_on_a_broadcast_leaves_the_others_theirs_for_later()
                 raise RuntimeError("b's callback failed")
             if text is not None:
                 seen.append((name, text))
+
         h.on_envelope(record)
     with pytest.raises(RuntimeError):
         hub.admit(Envelope(cid, "a", None, EV_TEXT, {"text": "one"}))
@@ -402,8 +473,9 @@ def test_a_run_watched_for_its_id_only_keeps_the_transcript_from_the_hubs_folds(
     folds (nothing folded twice, no re-fold of the WAL at the end) and is the WAL's."""
     store = MemoryStore()
     watch = _IdOnly()
-    result = run_script_sync(_target(), parse_script(SCRIPT), store=store, watch=watch,
-                             channel_id="wf-id-only")
+    result = run_script_sync(
+        _target(), parse_script(SCRIPT), store=store, watch=watch, channel_id="wf-id-only"
+    )
     assert watch.run_id == "wf-id-only"
     records, close, state = transcript(list(store.read("wf-id-only")))
     assert list(result.turns) == records and result.close_reason == close == "approved"
@@ -418,8 +490,12 @@ def test_the_transcript_starts_from_the_hubs_initial_state() -> None:
         watched = WatchedStore(MemoryStore(), _IdOnly())
         hub = await Hub.open(watched)
         a, _ = hub.register_human("a"), hub.register_human("b")
-        graph = {"initial_speaker": "a", "max_turns": None, "transitions": [],
-                 "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        graph = {
+            "initial_speaker": "a",
+            "max_turns": None,
+            "transitions": [],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}},
+        }
         ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
         await hub.close()
         return watched.folder.state, hub.channel(ch.channel_id).state
@@ -440,10 +516,18 @@ def test_without_the_hubs_folds_a_run_watched_for_its_id_only_is_re_folded() -> 
         watched = WatchedStore(MemoryStore(), _IdOnly())
         hub = await Hub.open(watched, adapters=[Other()])
         a, _ = hub.register_human("a"), hub.register_human("b")
-        graph = {"initial_speaker": "a", "max_turns": 2, "transitions": [
-            {"when": {"name": "always", "args": {}},
-             "then": {"name": "round_robin", "args": {}}, "priority": 0}],
-            "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+        graph = {
+            "initial_speaker": "a",
+            "max_turns": 2,
+            "transitions": [
+                {
+                    "when": {"name": "always", "args": {}},
+                    "then": {"name": "round_robin", "args": {}},
+                    "priority": 0,
+                }
+            ],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}},
+        }
         ch = await a.open("workflow", target=["b"], knobs={"graph": graph})
         await a.send(ch.channel_id, "hi")
         await hub.close()
@@ -462,8 +546,7 @@ def test_envelope_ids_and_stamps_keep_their_shape() -> None:
     envs = hub.read_wal(cid)
     prefix = envs[0].envelope_id.split("-")[0]
     assert [e.envelope_id for e in envs] == [f"{prefix}-{i:08x}" for i in (1, 2)]
-    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e.created_at)
-               for e in envs)
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e.created_at) for e in envs)
 
 
 def test_the_routing_tools_are_found_once_per_graph() -> None:
@@ -475,20 +558,40 @@ def test_the_routing_tools_are_found_once_per_graph() -> None:
     def tool(name: str) -> dict[str, Any]:
         return {"name": "tool_called", "args": {"tool_name": name}}
 
-    when = [tool("a"), {"name": "all_of", "args": {"conditions": [tool("b"), {
-        "name": "not", "args": {"condition": tool("c")}}]}},
-        {"name": "from_speaker", "args": {"agent_id": "x"}}]
-    graph = structure_graph({
-        "initial_speaker": "x", "max_turns": None, "default_target": {
-            "name": "terminate", "args": {"reason": "done"}},
-        "transitions": [{"when": w, "then": {"name": "agent", "args": {"agent_id": "y"}},
-                         "priority": 0} for w in when]})
+    when = [
+        tool("a"),
+        {
+            "name": "all_of",
+            "args": {"conditions": [tool("b"), {"name": "not", "args": {"condition": tool("c")}}]},
+        },
+        {"name": "from_speaker", "args": {"agent_id": "x"}},
+    ]
+    graph = structure_graph(
+        {
+            "initial_speaker": "x",
+            "max_turns": None,
+            "default_target": {"name": "terminate", "args": {"reason": "done"}},
+            "transitions": [
+                {"when": w, "then": {"name": "agent", "args": {"agent_id": "y"}}, "priority": 0}
+                for w in when
+            ],
+        }
+    )
     table = compile_graph(graph, ("x", "y"))
     assert table.routing_tools == tool_rule_names(graph) == {"a", "b", "c"}
-    assert compile_graph(structure_graph({**{"initial_speaker": "x", "max_turns": None},
-                                          "default_target": {"name": "terminate", "args": {
-                                              "reason": "done"}},
-                                          "transitions": []}), ("x",)).routing_tools == set()
+    assert (
+        compile_graph(
+            structure_graph(
+                {
+                    **{"initial_speaker": "x", "max_turns": None},
+                    "default_target": {"name": "terminate", "args": {"reason": "done"}},
+                    "transitions": [],
+                }
+            ),
+            ("x",),
+        ).routing_tools
+        == set()
+    )
 
 
 def test_name_to_id_follows_the_clients_and_is_the_callers_own() -> None:

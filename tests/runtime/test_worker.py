@@ -27,14 +27,14 @@ from tests.runtime.worker_harness import (
 
 
 def test_three_workers_one_killed_every_run_finishes_as_a_single_process_run(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     three_workers_one_killed(str(tmp_path / "runs.db"), tmp_path, runs=200)
 
 
 def test_a_paused_worker_has_its_writes_refused(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    paused_worker_is_fenced(str(db), tmp_path,
-                            lambda proc: _stop_between_transactions(proc, db))
+    paused_worker_is_fenced(str(db), tmp_path, lambda proc: _stop_between_transactions(proc, db))
 
 
 def test_a_killed_workers_runs_are_taken_over_and_counted(tmp_path: Path) -> None:
@@ -47,8 +47,9 @@ def test_sigterm_gives_the_runs_back_at_once(tmp_path: Path) -> None:
     def lease_row(cid: str) -> tuple[str, bool]:
         con = sqlite3.connect(db)
         try:
-            row = con.execute("SELECT holder, expires_at FROM lease WHERE channel_id = ?",
-                              (cid,)).fetchone()
+            row = con.execute(
+                "SELECT holder, expires_at FROM lease WHERE channel_id = ?", (cid,)
+            ).fetchone()
         finally:
             con.close()
         assert row is not None
@@ -105,8 +106,7 @@ def test_worker_usage_errors(tmp_path: Path) -> None:
     for args, message in [
         (["--db", ":memory:"], "keeps the runs in this process"),
         (["--db", str(tmp_path / "r.db"), "--concurrency", "0"], "at least 1"),
-        (["--db", str(tmp_path / "r.db"), "--agents", str(tmp_path / "none.py")],
-         "no such file"),
+        (["--db", str(tmp_path / "r.db"), "--agents", str(tmp_path / "none.py")], "no such file"),
     ]:
         proc = flowc("worker", *args)
         _, err = proc.communicate(timeout=60)

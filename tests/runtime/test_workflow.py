@@ -14,10 +14,17 @@ from flowc.runtime.transitions import TransitionDecision, TransitionRegistry
 from tests.runtime.graphs import always, chain, cond, ctx, frm, graph, rule, term, to, tool
 
 
-def meta(g: dict[str, Any], order: list[str], creator: str | None = None,
-         context: dict[str, Any] | None = None) -> ChannelMetadata:
+def meta(
+    g: dict[str, Any],
+    order: list[str],
+    creator: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> ChannelMetadata:
     return ChannelMetadata(
-        "ch", "workflow", 1, creator or order[0],
+        "ch",
+        "workflow",
+        1,
+        creator or order[0],
         tuple(Participant(p, i, p) for i, p in enumerate(order)),
         {"graph": g, "context_vars": context or {}},
     )
@@ -27,18 +34,32 @@ def text(sender: str, body: str = "x") -> Envelope:
     return Envelope("ch", sender, None, EV_TEXT, {"text": body})
 
 
-def packet(sender: str, body: str = "x", routing: dict[str, Any] | None = None,
-           sets: dict[str, Any] | None = None, delete: list[str] | None = None) -> Envelope:
-    return Envelope("ch", sender, None, EV_PACKET, {
-        "routing": routing or {"kind": "text"},
-        "context_updates": {"set": sets or {}, "delete": delete or []}, "body": body})
+def packet(
+    sender: str,
+    body: str = "x",
+    routing: dict[str, Any] | None = None,
+    sets: dict[str, Any] | None = None,
+    delete: list[str] | None = None,
+) -> Envelope:
+    return Envelope(
+        "ch",
+        sender,
+        None,
+        EV_PACKET,
+        {
+            "routing": routing or {"kind": "text"},
+            "context_updates": {"set": sets or {}, "delete": delete or []},
+            "body": body,
+        },
+    )
 
 
 class Run:
     """Folds envelopes through validate_send -> fold -> on_accepted, as the hub does."""
 
-    def __init__(self, g: dict[str, Any], order: list[str], adapter: WorkflowAdapter | None = None,
-                 **kw: Any) -> None:
+    def __init__(
+        self, g: dict[str, Any], order: list[str], adapter: WorkflowAdapter | None = None, **kw: Any
+    ) -> None:
         self.adapter = adapter or WorkflowAdapter()
         self.meta = meta(g, order, **kw)
         self.adapter.validate_create(self.meta)
@@ -62,7 +83,8 @@ FEEDBACK = graph(
     rule(frm("user"), to("drafter")),
     rule(frm("drafter"), to("reviewer")),
     rule(frm("reviewer"), to("drafter")),
-    default=term("max_revisions"), max_turns=12,
+    default=term("max_revisions"),
+    max_turns=12,
 )
 
 
@@ -77,8 +99,9 @@ def test_context_on_the_packet_is_seen_by_the_same_fold() -> None:
 
 def test_context_set_envelope_applies_delete_then_set_and_does_not_count_as_a_turn() -> None:
     run = Run(FEEDBACK, ["user", "drafter", "reviewer"], context={"a": 1, "b": 2})
-    st = run.send(Envelope("ch", "drafter", None, EV_CONTEXT_SET,
-                           {"set": {"a": 5}, "delete": ["a", "b"]}))
+    st = run.send(
+        Envelope("ch", "drafter", None, EV_CONTEXT_SET, {"set": {"a": 5}, "delete": ["a", "b"]})
+    )
     assert st.context_vars == {"a": 5} and st.turn_count == 0
     assert st.expected_next_speaker == "user"
 
@@ -122,10 +145,12 @@ def test_terminate_on_the_last_allowed_turn_keeps_its_own_reason() -> None:
 
 
 def test_priorities_ascending_and_ties_in_list_order() -> None:
-    g = graph("a",
-              rule(frm("a"), to("c"), priority=5),
-              rule(frm("a"), to("b"), priority=1),
-              rule(always(), to("c"), priority=1))
+    g = graph(
+        "a",
+        rule(frm("a"), to("c"), priority=5),
+        rule(frm("a"), to("b"), priority=1),
+        rule(always(), to("c"), priority=1),
+    )
     run = Run(g, ["a", "b", "c"])
     run.send(text("a"))
     assert (run.state.expected_next_speaker, run.state.decided_by) == ("b", 1)
@@ -167,10 +192,9 @@ def test_out_of_turn_send_is_refused() -> None:
 def test_composites_all_of_any_of_not() -> None:
     both = cond("all_of", conditions=[frm("a"), ctx("x", 1)])
     either = cond("any_of", conditions=[ctx("y", 1), ctx("z", 1)])
-    g = graph("a",
-              rule(both, to("b")),
-              rule(cond("not", condition=either), to("c")),
-              default=to("a"))
+    g = graph(
+        "a", rule(both, to("b")), rule(cond("not", condition=either), to("c")), default=to("a")
+    )
     run = Run(g, ["a", "b", "c"], context={"x": 1})
     assert run.send(text("a")).expected_next_speaker == "b"
     assert run.send(packet("b", sets={"x": 2})).expected_next_speaker == "c"
@@ -219,7 +243,8 @@ def test_wrong_typed_priority_and_max_turns_are_refused() -> None:
 
 def test_initial_speaker_must_be_a_participant() -> None:
     assert problems(graph("zed"), ["a", "b"]) == [
-        'initial_speaker: "zed" is not a participant (a, b)']
+        'initial_speaker: "zed" is not a participant (a, b)'
+    ]
 
 
 def test_args_that_do_not_fit_are_refused() -> None:
@@ -272,8 +297,9 @@ def test_registered_custom_condition_and_target() -> None:
     reg = TransitionRegistry()
     reg.register_condition(LongBody)
     reg.register_target(Pick)
-    g = graph("a", rule(cond("long_body", min_chars=5), cond("pick", choice="c")),
-              rule(always(), to("b")))
+    g = graph(
+        "a", rule(cond("long_body", min_chars=5), cond("pick", choice="c")), rule(always(), to("b"))
+    )
     run = Run(g, ["a", "b", "c"], adapter=WorkflowAdapter(reg))
     assert run.send(packet("a", body="hello world")).expected_next_speaker == "c"
     assert run.send(packet("c", body="hi")).expected_next_speaker == "b"
@@ -291,8 +317,11 @@ def test_custom_args_that_do_not_fit_are_refused_at_open() -> None:
 def test_a_custom_target_choosing_a_non_participant_fails_the_fold() -> None:
     reg = TransitionRegistry()
     reg.register_target(Pick)
-    run = Run(graph("a", rule(always(), cond("pick", choice="ghost"))), ["a", "b"],
-              adapter=WorkflowAdapter(reg))
+    run = Run(
+        graph("a", rule(always(), cond("pick", choice="ghost"))),
+        ["a", "b"],
+        adapter=WorkflowAdapter(reg),
+    )
     before = run.state
     with pytest.raises(ProtocolError, match="not a participant"):
         run.send(text("a"))

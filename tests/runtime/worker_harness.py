@@ -55,22 +55,35 @@ def write_inputs(folder: Path, max_turns: int = 30) -> list[tuple[Path, Path]]:
     rr.write_text(RR_FLOW.format(max_turns=max_turns))
     rr_json = folder / "rr.json"
     rr_json.write_text(json.dumps(rr_script(max_turns)))
-    return [(ROOT / "examples" / "feedback_loop.flow",
-             ROOT / "examples" / "scripts" / "feedback_loop.yaml"), (rr, rr_json)]
+    return [
+        (
+            ROOT / "examples" / "feedback_loop.flow",
+            ROOT / "examples" / "scripts" / "feedback_loop.yaml",
+        ),
+        (rr, rr_json),
+    ]
 
 
-def flowc(*args: str, lease_seconds: float | None = None, stdout: Any = subprocess.PIPE,
-          env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def flowc(
+    *args: str,
+    lease_seconds: float | None = None,
+    stdout: Any = subprocess.PIPE,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
     full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     if lease_seconds is not None:
         full["FLOWC_LEASE_SECONDS"] = str(lease_seconds)
-    return subprocess.Popen([sys.executable, "-m", "flowc", *args], stdout=stdout,
-                            stderr=subprocess.PIPE, env=full, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowc", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=full,
+        cwd=ROOT,
+    )
 
 
 def submit(db: str, flow: Path, script: Path, count: int) -> list[str]:
-    proc = flowc("submit", str(flow), "--script", str(script), "--db", db,
-                 "--count", str(count))
+    proc = flowc("submit", str(flow), "--script", str(script), "--db", db, "--count", str(count))
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
     ids = out.decode().split()
@@ -78,10 +91,12 @@ def submit(db: str, flow: Path, script: Path, count: int) -> list[str]:
     return ids
 
 
-def start_worker(db: str, log: Path, *extra: str, lease_seconds: float = 2.0,
-                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return flowc("worker", "--db", db, *extra, lease_seconds=lease_seconds,
-                 stdout=log.open("wb"), env=env)
+def start_worker(
+    db: str, log: Path, *extra: str, lease_seconds: float = 2.0, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    return flowc(
+        "worker", "--db", db, *extra, lease_seconds=lease_seconds, stdout=log.open("wb"), env=env
+    )
 
 
 def holding_at(turn: int, gate: Path | None = None) -> dict[str, str]:
@@ -133,14 +148,17 @@ def closed_count(store: WalStore, ids: Sequence[str]) -> int:
     return done
 
 
-def wait_until(predicate: Any, timeout: float, what: str,
-               procs: Sequence[subprocess.Popen[bytes]] = ()) -> None:
+def wait_until(
+    predicate: Any, timeout: float, what: str, procs: Sequence[subprocess.Popen[bytes]] = ()
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         for p in procs:
             if p.poll() is not None:
-                raise AssertionError(f"a worker exited ({p.returncode}) while waiting for "
-                                     f"{what}: {p.stderr.read().decode() if p.stderr else ''}")
+                raise AssertionError(
+                    f"a worker exited ({p.returncode}) while waiting for "
+                    f"{what}: {p.stderr.read().decode() if p.stderr else ''}"
+                )
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
@@ -168,12 +186,10 @@ def events(log: Path, what: str) -> list[str]:
     """The run ids of a worker's ``what`` lines (claimed, closed, lost, stalled, failed)."""
     if not log.exists():
         return []
-    return [line.split()[1] for line in log.read_text().splitlines()
-            if line.startswith(what + " ")]
+    return [line.split()[1] for line in log.read_text().splitlines() if line.startswith(what + " ")]
 
 
-def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore
-                      ) -> set[str]:
+def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore) -> set[str]:
     """SIGKILL ``proc`` at a moment it holds an open run it has written turns to (it is
     stopped first, so what it holds can be read; then killed wherever it stopped).
     Returns those runs."""
@@ -183,8 +199,12 @@ def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore
         for cid in set(events(log, "claimed")) - set(events(log, "closed")):
             lease = store.lease_of(cid)
             envs = list(store.read(cid))
-            if lease is not None and f":{proc.pid}:" in lease.holder and len(writers(envs)) > 1 \
-                    and envs[-1].event_type != EV_CHANNEL_CLOSED:
+            if (
+                lease is not None
+                and f":{proc.pid}:" in lease.holder
+                and len(writers(envs)) > 1
+                and envs[-1].event_type != EV_CHANNEL_CLOSED
+            ):
                 held.add(cid)
         if held:
             proc.send_signal(signal.SIGKILL)
@@ -195,8 +215,9 @@ def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore
     raise AssertionError("the worker never held a run it had written to")
 
 
-def three_workers_one_killed(db: str, folder: Path, runs: int = 200,
-                             lease_seconds: float = 2.0) -> None:
+def three_workers_one_killed(
+    db: str, folder: Path, runs: int = 200, lease_seconds: float = 2.0
+) -> None:
     """Three workers serve ``runs`` submitted runs; one is SIGKILLed mid-way, holding
     runs. Every run must close, each WAL equal to the single-process run of its script,
     nothing lost, repeated or written by two hubs at once."""
@@ -209,10 +230,12 @@ def three_workers_one_killed(db: str, folder: Path, runs: int = 200,
         for cid in submit(db, flow, script, runs // len(pairs)):
             kinds[cid] = k
     logs = [folder / f"worker{i}.log" for i in range(3)]
-    procs = [start_worker(db, log, "--concurrency", "4", lease_seconds=lease_seconds)
-             for log in logs]
+    procs = [
+        start_worker(db, log, "--concurrency", "4", lease_seconds=lease_seconds) for log in logs
+    ]
     store = open_db(db)
     try:
+
         def mid_way() -> bool:
             closed = sum(len(events(log, "closed")) for log in logs)
             held = set(events(logs[0], "claimed")) - set(events(logs[0], "closed"))
@@ -220,8 +243,12 @@ def three_workers_one_killed(db: str, folder: Path, runs: int = 200,
 
         wait_until(mid_way, 60, "a third of the runs to close", procs)
         held = kill_inside_a_run(procs[0], logs[0], store)
-        wait_until(lambda: closed_count(store, list(kinds)) == len(kinds), 120,
-                   "every run to close", procs[1:])
+        wait_until(
+            lambda: closed_count(store, list(kinds)) == len(kinds),
+            120,
+            "every run to close",
+            procs[1:],
+        )
         for proc in procs[1:]:
             stop_worker(proc)
             assert proc.returncode == 0
@@ -280,8 +307,7 @@ def assert_counted(store: WalStore, cid: str, count: int) -> None:
     assert replay.broken is None and replay.matches, replay.broken
 
 
-def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
-                            lease_seconds: float = 1.0) -> None:
+def paused_worker_is_fenced(db: str, folder: Path, pause: Any, lease_seconds: float = 1.0) -> None:
     """Worker A runs a long run and is paused (``pause(proc)``: SIGSTOP) past its lease;
     worker B takes the run over and finishes it; A, continued, has its writes refused,
     drops the run and serves on. The WAL is one writer's at a time throughout.
@@ -293,8 +319,9 @@ def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
     cid = agent_run(db, folder, turns_total)
     log_a, log_b = folder / "a.log", folder / "b.log"
     gate = folder / "gate"
-    a = start_worker(db, log_a, "--agents", str(AGENTS), lease_seconds=lease_seconds,
-                     env=holding_at(hold, gate))
+    a = start_worker(
+        db, log_a, "--agents", str(AGENTS), lease_seconds=lease_seconds, env=holding_at(hold, gate)
+    )
     store = open_db(db)
     b = None
     try:
@@ -304,14 +331,14 @@ def paused_worker_is_fenced(db: str, folder: Path, pause: Any,
         assert paused_at <= hold
         gate.touch()
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=lease_seconds)
-        wait_until(lambda: cid in events(log_b, "closed"), 60, "worker B to finish the run",
-                   [b])
+        wait_until(lambda: cid in events(log_b, "closed"), 60, "worker B to finish the run", [b])
         assert closed_count(store, [cid]) == 1
         assert len(counted_turns(store, cid)) == turns_total > paused_at
         a.send_signal(signal.SIGCONT)
         wait_until(lambda: cid in events(log_a, "lost"), 30, "worker A to drop the run", [a])
-        lost = next(line for line in log_a.read_text().splitlines()
-                    if line.startswith(f"lost {cid}"))
+        lost = next(
+            line for line in log_a.read_text().splitlines() if line.startswith(f"lost {cid}")
+        )
         assert "refused" in lost, lost
         assert_counted(store, cid, turns_total)  # nothing A wrote after its pause
         # A serves on: a new run is run by one of the two
@@ -345,13 +372,25 @@ def killed_workers_runs_are_taken_over(db: str, folder: Path, runs: int = 4) -> 
     turns_total, hold = 40, 10
     ids = agent_runs(db, folder, turns_total, runs)
     log_a, log_b = folder / "a.log", folder / "b.log"
-    a = start_worker(db, log_a, "--agents", str(AGENTS), "--concurrency", str(runs),
-                     lease_seconds=30, env=holding_at(hold))
+    a = start_worker(
+        db,
+        log_a,
+        "--agents",
+        str(AGENTS),
+        "--concurrency",
+        str(runs),
+        lease_seconds=30,
+        env=holding_at(hold),
+    )
     store = open_db(db)
     b = None
     try:
-        wait_until(lambda: all(len(counted_turns(store, cid)) >= hold for cid in ids), 60,
-                   "worker A to hold every run", [a])
+        wait_until(
+            lambda: all(len(counted_turns(store, cid)) >= hold for cid in ids),
+            60,
+            "worker A to hold every run",
+            [a],
+        )
         a.kill()
         a.wait(timeout=10)
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=30)
@@ -361,10 +400,14 @@ def killed_workers_runs_are_taken_over(db: str, folder: Path, runs: int = 4) -> 
         for cid in ids:
             assert_counted(store, cid, turns_total)
         lines = log_b.read_text().splitlines()
-        assert sorted(line.split()[1] for line in lines
-                      if line.startswith("claimed ") and line.endswith(" taken over")) == sorted(ids)
+        assert sorted(
+            line.split()[1]
+            for line in lines
+            if line.startswith("claimed ") and line.endswith(" taken over")
+        ) == sorted(ids)
         assert stopped_line(log_b).endswith(
-            f"stopped: {runs} runs closed, 0 stalled, {runs} taken over, 0 lost, 0 failed")
+            f"stopped: {runs} runs closed, 0 stalled, {runs} taken over, 0 lost, 0 failed"
+        )
         # A's own claims were first claims
         assert all(not line.endswith("taken over") for line in log_a.read_text().splitlines())
     finally:
@@ -384,19 +427,27 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, lease_row: Any) -> 
     turns_total, hold = 400, 10
     cid = agent_run(db, folder, turns_total)
     log_a, log_b = folder / "a.log", folder / "b.log"
-    a = start_worker(db, log_a, "--agents", str(AGENTS), "--concurrency", "1",
-                     lease_seconds=30, env=holding_at(hold))
+    a = start_worker(
+        db,
+        log_a,
+        "--agents",
+        str(AGENTS),
+        "--concurrency",
+        "1",
+        lease_seconds=30,
+        env=holding_at(hold),
+    )
     store = open_db(db)
     b = None
     try:
-        wait_until(lambda: len(counted_turns(store, cid)) >= hold, 60,
-                   "worker A to hold the run", [a])
+        wait_until(
+            lambda: len(counted_turns(store, cid)) >= hold, 60, "worker A to hold the run", [a]
+        )
         newer = agent_run(db, folder, 12)
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=30)
         # B looks at the runs oldest first: by the time it claims the newer run it has
         # passed A's over
-        wait_until(lambda: newer in events(log_b, "closed"), 60, "worker B's first run",
-                   [a, b])
+        wait_until(lambda: newer in events(log_b, "closed"), 60, "worker B's first run", [a, b])
         assert cid not in events(log_b, "claimed")  # A's live lease is respected
         assert newer not in events(log_a, "claimed")
         assert len(counted_turns(store, cid)) == hold  # A holds it, mid-turn
@@ -413,42 +464,51 @@ def stopped_worker_gives_its_run_back(db: str, folder: Path, lease_row: Any) -> 
         holder, unexpired = lease_row(cid)
         assert not unexpired or f":{a.pid}:" not in holder, "A did not release its lease"
         # a 30 s lease, yet B goes on at once: A released it
-        wait_until(lambda: cid in events(log_b, "claimed"), 20, "worker B to take the run",
-                   [b])
+        wait_until(lambda: cid in events(log_b, "claimed"), 20, "worker B to take the run", [b])
         assert time.monotonic() - stopped < 20
         wait_until(lambda: closed_count(store, [cid]) == 1, 60, "worker B to finish", [b])
         assert_counted(store, cid, turns_total)
         stop_worker(b)
         # the run B took over from A is counted so (the newer one was B's from the start)
         assert stopped_line(log_b).endswith(
-            "stopped: 2 runs closed, 0 stalled, 1 taken over, 0 lost, 0 failed")
+            "stopped: 2 runs closed, 0 stalled, 1 taken over, 0 lost, 0 failed"
+        )
     finally:
         kill_left([a, b])
         store.close()
 
 
-def database_restarts(db: str, folder: Path, restart: Any, runs: int = 12,
-                      turns_each: int = 90) -> None:
+def database_restarts(
+    db: str, folder: Path, restart: Any, runs: int = 12, turns_each: int = 90
+) -> None:
     """Two workers run ``runs`` runs of the counting agents; the database is stopped and
     started again mid-way (``restart()``). The workers live through it, and every run
     ends with its turns consecutive and the WAL one writer's at a time."""
     ids = agent_runs(db, folder, turns_each, runs)
     logs = [folder / f"w{i}.log" for i in range(2)]
-    procs = [start_worker(db, log, "--agents", str(AGENTS), lease_seconds=2.0)
-             for log in logs]
+    procs = [start_worker(db, log, "--agents", str(AGENTS), lease_seconds=2.0) for log in logs]
     store = open_db(db)
     try:
-        wait_until(lambda: sum(len(counted_turns(store, cid)) for cid in ids)
-                   >= runs * turns_each // 4, 60, "a quarter of the turns", procs)
+        wait_until(
+            lambda: sum(len(counted_turns(store, cid)) for cid in ids) >= runs * turns_each // 4,
+            60,
+            "a quarter of the turns",
+            procs,
+        )
         store.close()
         restart()
         store = open_db(db)  # the test's own connection went with the old server
-        wait_until(lambda: closed_count(store, ids) == len(ids), 120,
-                   "every run to close after the restart", procs)
+        wait_until(
+            lambda: closed_count(store, ids) == len(ids),
+            120,
+            "every run to close after the restart",
+            procs,
+        )
         for cid in ids:
             assert_counted(store, cid, turns_each)
-        assert any(events(log, "failed") for log in logs), \
+        assert any(events(log, "failed") for log in logs), (
             "no worker saw the database go away: the restart missed the runs"
+        )
         for proc in procs:
             stop_worker(proc)
             assert proc.returncode == 0

@@ -89,7 +89,9 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def findings_of(system: System, options: CheckOptions, filename: str = "<input>") -> tuple[Finding, ...]:
+def findings_of(
+    system: System, options: CheckOptions, filename: str = "<input>"
+) -> tuple[Finding, ...]:
     """Explore ``system`` and run every check; findings carry their counterexample runs."""
     return facts_of(system, options, filename)[1]
 
@@ -142,7 +144,9 @@ def analyze_graph(
 
 
 def unloadable_names(
-    graph: m.TransitionGraph, filename: str, registry: TransitionRegistry | None = None,
+    graph: m.TransitionGraph,
+    filename: str,
+    registry: TransitionRegistry | None = None,
     prefix: str = "",
 ) -> tuple[Diagnostic, ...]:
     """E103 for every custom name of a JSON graph that neither is built in nor loads
@@ -159,9 +163,12 @@ def unloadable_names(
     )
     return patterns + tuple(
         Diagnostic(
-            E103, f"{prefix}{p.path}: {p.message}", filename, json_path=prefix + p.path,
+            E103,
+            f"{prefix}{p.path}: {p.message}",
+            filename,
+            json_path=prefix + p.path,
             help="fix the name, or load the module that registers the class (`--plugin "
-                 "MODULE_OR_FILE`, or `plugins` in [tool.flowc]; from Python, flowc.load_plugins)",
+            "MODULE_OR_FILE`, or `plugins` in [tool.flowc]; from Python, flowc.load_plugins)",
         )
         for p in custom_problems(graph, registry)
     )
@@ -224,16 +231,18 @@ def check_compiled(
     # every finding first, so that an ignore comment for a deselected code is not "unused";
     # the AG2 differences (W218-W221) in both forms, so that an ignore comment naming a
     # warning, or the I304 that lists them, is used with or without `--target ag2`
-    found = analyze(compiled, attrs.evolve(options, select=(), ignore=(), target="ag2"),
-                    filename=filename)
+    found = analyze(
+        compiled, attrs.evolve(options, select=(), ignore=(), target="ag2"), filename=filename
+    )
     comments = compiled.flow.comments
     differences = [d for d in found if d.code.id in AG2_CODES]
     # a difference that an ignore comment on its line names is not in the I304
     listed = [d for d in apply_ignores(differences, comments, filename) if d.code.id in AG2_CODES]
     note = summary(listed)
     if options.target == "ag2":
-        kept = apply_ignores((*diags, *found), comments, filename,
-                             hidden=[note] if note is not None else [])
+        kept = apply_ignores(
+            (*diags, *found), comments, filename, hidden=[note] if note is not None else []
+        )
     else:
         shown = [d for d in found if d.code.id not in AG2_CODES]
         if note is not None:
@@ -295,8 +304,11 @@ def read_input(
     from flowc.diagnostics import decode_source
     from flowc.inputs import read_bytes
 
-    looks_like_path = isinstance(source, str) and "\n" not in source and (
-        os.path.isfile(source) or source.strip().endswith((".flow", ".json")))
+    looks_like_path = (
+        isinstance(source, str)
+        and "\n" not in source
+        and (os.path.isfile(source) or source.strip().endswith((".flow", ".json")))
+    )
     if isinstance(source, os.PathLike) or looks_like_path:
         path = os.fspath(source)
         name = filename or path
@@ -306,5 +318,7 @@ def read_input(
     else:
         read, diags = SourceFile(filename or "<input>", str(source)), ()
     name, text = read.name, read.text
-    as_json = name.endswith(".json") or (not name.endswith(".flow") and text.lstrip().startswith("{"))
+    as_json = name.endswith(".json") or (
+        not name.endswith(".flow") and text.lstrip().startswith("{")
+    )
     return read, diags, as_json

@@ -93,13 +93,22 @@ def summary(diags: Sequence[Diagnostic]) -> Diagnostic | None:
         I304,
         f"a run of this flow goes differently on AG2 1.2.1 ({places}; `flowc check --target ag2` "
         "reports each with a run that shows it)",
-        first.filename, first.span,
-        tuple(listing_of(found, lambda d: f"{where(d)}: {d.code.id}: "
-                         f"{d.code.summary.removeprefix('with `--target ag2`: ')}",
-                         more="more places")),
+        first.filename,
+        first.span,
+        tuple(
+            listing_of(
+                found,
+                lambda d: (
+                    f"{where(d)}: {d.code.id}: "
+                    f"{d.code.summary.removeprefix('with `--target ag2`: ')}"
+                ),
+                more="more places",
+            )
+        ),
         "if the flow is to run on AG2 too, check it with `--target ag2`; if not, "
         "`# flowc: ignore[I304]` on this line silences this note",
-        first.json_path, first.quote_source,
+        first.json_path,
+        first.quote_source,
     )
 
 
@@ -140,8 +149,9 @@ def _self_routing(facts: Facts) -> Iterator[Finding]:
         yield _self_routing_finding(facts, node, step, cause)
 
 
-def _self_routing_finding(facts: Facts, node: int, step: Step,
-                          cause: tuple[int, str | None]) -> Finding:
+def _self_routing_finding(
+    facts: Facts, node: int, step: Step, cause: tuple[int, str | None]
+) -> Finding:
     system, space = facts.system, facts.space
     who = system.name(space.speaker_of(node))
     run = run_to(space, node, step)
@@ -153,8 +163,14 @@ def _self_routing_finding(facts: Facts, node: int, step: Step,
         what = f"`{who}`'s tool `{format_name(tool or '')}` hands off to `{who}` itself"
         compiled = system.compiled
         if compiled is not None:
-            span = next((t.span for t in compiled.tools_of(system.speakers[space.speaker_of(node)])
-                         if t.name == tool), None)
+            span = next(
+                (
+                    t.span
+                    for t in compiled.tools_of(system.speakers[space.speaker_of(node)])
+                    if t.name == tool
+                ),
+                None,
+            )
     elif fired == DEFAULT:
         what = f"the default `otherwise {system.describe_target(system.default)}` gives the turn back to `{who}`"
         span, path = facts.default_location()
@@ -179,7 +195,7 @@ def _self_routing_finding(facts: Facts, node: int, step: Step,
                 "participant but its sender",
             ),
             help=f"on AG2, give the turn to another speaker (e.g. one that hands it back to `{who}`), "
-                 f"or let `{who}` do its work in one turn",
+            f"or let `{who}` do its work in one turn",
         ),
         run,
         rule,
@@ -197,7 +213,9 @@ def top_level_tools(graph: m.TransitionGraph) -> frozenset[str]:
     >>> sorted(top_level_tools(g))
     ['x']
     """
-    return frozenset(t.when.tool_name for t in graph.transitions if isinstance(t.when, m.ToolCalled))
+    return frozenset(
+        t.when.tool_name for t in graph.transitions if isinstance(t.when, m.ToolCalled)
+    )
 
 
 def _nested_tool_places(facts: Facts) -> Iterator[tuple[str, str, Span | None, str | None]]:
@@ -205,7 +223,10 @@ def _nested_tool_places(facts: Facts) -> Iterator[tuple[str, str, Span | None, s
     not a rule's whole condition."""
     system = facts.system
     if system.compiled is not None:
-        def walk(cond: n.Cond, inside: str | None) -> Iterator[tuple[str, str, Span | None, str | None]]:
+
+        def walk(
+            cond: n.Cond, inside: str | None
+        ) -> Iterator[tuple[str, str, Span | None, str | None]]:
             if isinstance(cond, n.ToolCond):
                 if inside is not None:
                     yield cond.tool.value, inside, cond.span, None
@@ -223,8 +244,9 @@ def _nested_tool_places(facts: Facts) -> Iterator[tuple[str, str, Span | None, s
                 yield from walk(st.cond, None)
         return
 
-    def walk_json(c: m.Condition, path: str, inside: str | None
-                  ) -> Iterator[tuple[str, str, Span | None, str | None]]:
+    def walk_json(
+        c: m.Condition, path: str, inside: str | None
+    ) -> Iterator[tuple[str, str, Span | None, str | None]]:
         if isinstance(c, m.ToolCalled):
             if inside is not None:
                 yield c.tool_name, inside, None, path
@@ -265,7 +287,7 @@ def _nested_tools(facts: Facts) -> Iterator[Finding]:
                     f"that calls `{shown}` with no text posts nothing there (the run stalls)",
                 ),
                 help=f"give `{shown}` a rule of its own (`when tool {shown} then ...`, ordered by "
-                     "priority): then AG2 routes on its calls too",
+                "priority): then AG2 routes on its calls too",
             ),
             run,
         )
@@ -275,9 +297,12 @@ def _graph_of(facts: Facts) -> m.TransitionGraph:
     system = facts.system
     if system.compiled is not None:
         return system.compiled.graph
-    return m.TransitionGraph(system.ids[system.start],
-                             tuple(m.Transition(r.when, r.then, r.priority) for r in system.rules),
-                             system.default, system.max_turns)
+    return m.TransitionGraph(
+        system.ids[system.start],
+        tuple(m.Transition(r.when, r.then, r.priority) for r in system.rules),
+        system.default,
+        system.max_turns,
+    )
 
 
 def _nested_witness(facts: Facts, tool: str) -> tuple[Run, str] | None:
@@ -306,7 +331,9 @@ def _nested_witness(facts: Facts, tool: str) -> tuple[Run, str] | None:
 def _describe_outcome(facts: Facts, out: Outcome) -> str:
     system = facts.system
     if out.speaker < 0:
-        where = f"terminate {format_value(out.reason)}" if out.reason is not None else "the run ends"
+        where = (
+            f"terminate {format_value(out.reason)}" if out.reason is not None else "the run ends"
+        )
     else:
         where = system.name(out.speaker)
     return f"→ {where} ({facts.describe_fired(out.fired)})"
@@ -386,9 +413,9 @@ def _routing_calls(facts: Facts) -> Iterator[Finding]:
                     f"route on the second {_call_outcome(facts, node, b)}",
                 ),
                 help=f"have `{who}`'s model make one routing call per reply (turn off parallel "
-                     "tool calls in its model config), or route its other outcomes through "
-                     "context (`tool resolve sets resolved = true`, `when context.resolved == "
-                     "true then terminate \"resolved\"`)",
+                "tool calls in its model config), or route its other outcomes through "
+                "context (`tool resolve sets resolved = true`, `when context.resolved == "
+                'true then terminate "resolved"`)',
             ),
             run,
         )
@@ -421,9 +448,13 @@ def _call_outcome(facts: Facts, node: int, call: Action) -> str:
 # ── W220: AG2's inbox limit ─────────────────────────────────────────────────
 
 
-def inbox_failure(speakers: Sequence[str], participants: Sequence[str],
-                  loop_from: int | None, limit: int = INBOX_LIMIT,
-                  max_turns: int | None = None) -> tuple[int, str] | None:
+def inbox_failure(
+    speakers: Sequence[str],
+    participants: Sequence[str],
+    loop_from: int | None,
+    limit: int = INBOX_LIMIT,
+    max_turns: int | None = None,
+) -> tuple[int, str] | None:
     """The first post AG2 1.2.1 refuses on a run, and the participant whose inbox is full.
 
     ``speakers`` are the run's turns (who posts each); with ``loop_from`` the turns from
@@ -501,8 +532,11 @@ def _inbox_limit(facts: Facts) -> Iterator[Finding]:
         span = next((st.span for st in flow.statements if isinstance(st, n.MaxTurnsDecl)), None)
         if span is None:  # at the rule that routes the loop's first turn
             fired = run.turns[run.loop_from or 0].fired
-            span, path = (facts.rule_span(system.rules[fired]), None) if fired >= 0 \
+            span, path = (
+                (facts.rule_span(system.rules[fired]), None)
+                if fired >= 0
                 else facts.default_location()
+            )
     bound = f"`max_turns {cap}`" if cap is not None else "no `max_turns`"
     yield Finding(
         facts.diag(
@@ -520,7 +554,7 @@ def _inbox_limit(facts: Facts) -> Iterator[Finding]:
                 "`set_context` is a post too, so it comes sooner there)",
             ),
             help=f"cap the run (`max_turns {INBOX_LIMIT}`), or raise the limit of each AG2 client "
-                 "(`Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=...)))`)",
+            "(`Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=...)))`)",
         ),
         run,
     )
@@ -532,7 +566,10 @@ def _loops(facts: Facts) -> Iterator[frozenset[int]]:
     space = facts.space
     live = [v for v in range(len(space.keys)) if space.keys[v][0] != "end"]
     sub = space.graph.subgraph(live)
-    comps = [frozenset(c) for c in nx.strongly_connected_components(sub)
-             if len(c) > 1 or any(sub.has_edge(v, v) for v in c)]
+    comps = [
+        frozenset(c)
+        for c in nx.strongly_connected_components(sub)
+        if len(c) > 1 or any(sub.has_edge(v, v) for v in c)
+    ]
     comps.sort(key=lambda c: min(space.dist[v] for v in c))
     yield from comps[:3]

@@ -68,13 +68,18 @@ def check_implied_cap(facts: Facts) -> Iterator[Finding]:
     run = run_along(space, walk)
     last = run.turns[-1]
     label, _ = cap_label(facts)
-    routed = (f"{system.label(system.rules[last.fired])} routes turn {cap} on to `{run.next}`"
-              if last.fired >= 0 else f"turn {cap} is routed on to `{run.next}`")
+    routed = (
+        f"{system.label(system.rules[last.fired])} routes turn {cap} on to `{run.next}`"
+        if last.fired >= 0
+        else f"turn {cap} is routed on to `{run.next}`"
+    )
     every = not any(space.dist[v] <= cap for v in space.ends)
     if every:
-        message = (f"{label} ends every run at the cap: no run terminates within "
-                   f"{counted(cap, 'turn')}, "
-                   f"and {routed}")
+        message = (
+            f"{label} ends every run at the cap: no run terminates within "
+            f"{counted(cap, 'turn')}, "
+            f"and {routed}"
+        )
     else:
         message = f"{label} ends some runs at the cap: {routed}, and the cap closes the run"
     yield Finding(
@@ -83,10 +88,12 @@ def check_implied_cap(facts: Facts) -> Iterator[Finding]:
             message,
             span=span,
             json_path="max_turns",
-            notes=(f"a run the cap ends: {run.render()} (after turn {cap} the channel closes "
-                   f'with "max_turns" before `{run.next}` speaks)',),
+            notes=(
+                f"a run the cap ends: {run.render()} (after turn {cap} the channel closes "
+                f'with "max_turns" before `{run.next}` speaks)',
+            ),
             help=f"write the cap these runs need (`max_turns N` replaces the implied "
-                 f"`max_turns {cap}`), or remove what routes on past the sequence's last step",
+            f"`max_turns {cap}`), or remove what routes on past the sequence's last step",
         ),
         run,
         last.fired if last.fired >= 0 else None,

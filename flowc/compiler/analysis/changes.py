@@ -148,8 +148,13 @@ class _Assumed:
 
 
 class _Side:
-    def __init__(self, version: Version, as_graph: bool, options: CheckOptions,
-                 assumed: _Assumed | None = None):
+    def __init__(
+        self,
+        version: Version,
+        as_graph: bool,
+        options: CheckOptions,
+        assumed: _Assumed | None = None,
+    ):
         from flowc.compiler.analysis import facts_of
 
         self.version = version
@@ -160,7 +165,9 @@ class _Side:
             # a .flow as a graph: still its own participants, initiator and context
             self.system = system_of_graph(
                 LoadedGraph(compiled.graph, dict(compiled.context_vars), True),
-                tuple(compiled.agent_id(s) for s in compiled.speakers), compiled.agent_id(compiled.initiator))
+                tuple(compiled.agent_id(s) for s in compiled.speakers),
+                compiled.agent_id(compiled.initiator),
+            )
         else:
             assert version.loaded is not None
             loaded = version.loaded
@@ -171,7 +178,8 @@ class _Side:
         self.facts, self.findings = facts_of(self.system, options, version.label)
         self.names: dict[str, str] = (
             {compiled.agent_id(s): s for s in compiled.speakers}
-            if compiled is not None and not as_graph else {}
+            if compiled is not None and not as_graph
+            else {}
         )
         graph = version.graph
         order = sorted(range(len(graph.transitions)), key=lambda i: graph.transitions[i].priority)
@@ -199,8 +207,11 @@ class _Side:
     def ends(self) -> set[str]:
         space = self.facts.space
         cap = self.system.max_turns
-        return {str(space.keys[v][1]) for v in space.ends
-                if space.keys[v][1] is not None and (cap is None or space.dist[v] <= cap)}
+        return {
+            str(space.keys[v][1])
+            for v in space.ends
+            if space.keys[v][1] is not None and (cap is None or space.dist[v] <= cap)
+        }
 
     def shortest_end(self) -> int | None:
         space = self.facts.space
@@ -244,8 +255,12 @@ def _human_writes(side: _Side) -> dict[str, tuple[str, ...]]:
     compiled = side.version.compiled
     if compiled is None:
         return {}
-    return {compiled.agent_id(h) if not side.names else h: tuple(sorted(compiled.human_writes.get(h, ())))
-            for h in compiled.humans}
+    return {
+        compiled.agent_id(h) if not side.names else h: tuple(
+            sorted(compiled.human_writes.get(h, ()))
+        )
+        for h in compiled.humans
+    }
 
 
 def _tools(version: Version) -> dict[tuple[str, str], str]:
@@ -263,8 +278,9 @@ def _show(value: Any) -> str:
     return format_value(value)
 
 
-def structural_changes(old: _Side, new: _Side, declarations: bool = True,
-                       context: bool = True) -> Iterator[Change]:
+def structural_changes(
+    old: _Side, new: _Side, declarations: bool = True, context: bool = True
+) -> Iterator[Change]:
     """The changes matched by meaning; ``declarations``: compare speaker kinds and tools
     (both sides carry them), ``context``: compare the initial context (both carry one)."""
     so, sn = old.system, new.system
@@ -278,69 +294,103 @@ def structural_changes(old: _Side, new: _Side, declarations: bool = True,
             yield Change("speaker-removed", f"speaker `{format_name(s)}` removed", s)
     common_o, common_n = [s for s in o_sp if s in n_sp], [s for s in n_sp if s in o_sp]
     if common_o != common_n:
-        yield Change("speakers-reordered", "speaker order (the order `next` goes round): "
-                     f"{', '.join(map(format_name, o_sp))} → {', '.join(map(format_name, n_sp))}")
+        yield Change(
+            "speakers-reordered",
+            "speaker order (the order `next` goes round): "
+            f"{', '.join(map(format_name, o_sp))} → {', '.join(map(format_name, n_sp))}",
+        )
     oh, nh = _humans(old), _humans(new)
     for s in o_sp if declarations else ():
         if s in n_sp:
             was, now = s in oh, s in nh
             if was != now:
-                yield Change("speaker-changed", f"speaker `{format_name(s)}` is now "
-                             f"{'a human' if now else 'a model agent'}", s)
+                yield Change(
+                    "speaker-changed",
+                    f"speaker `{format_name(s)}` is now {'a human' if now else 'a model agent'}",
+                    s,
+                )
     o_w, n_w = (_human_writes(old), _human_writes(new)) if declarations else ({}, {})
     for s in o_sp:
         if s in n_sp and s in oh and s in nh and o_w.get(s, ()) != n_w.get(s, ()):
             before = ", ".join(format_name(k) for k in o_w.get(s, ())) or "nothing"
             after = ", ".join(format_name(k) for k in n_w.get(s, ())) or "nothing"
-            yield Change("speaker-writes", f"human `{format_name(s)}` writes: {before} → {after}", s)
+            yield Change(
+                "speaker-writes", f"human `{format_name(s)}` writes: {before} → {after}", s
+            )
     # tools
     o_t, n_t = (_tools(old.version), _tools(new.version)) if declarations else ({}, {})
     for key, effects in n_t.items():
         who, tool = key
         if key not in o_t:
-            yield Change("tool-added", f"tool `{format_name(tool)}` of `{format_name(who)}` added ({effects})",
-                         f"{who}.{tool}")
+            yield Change(
+                "tool-added",
+                f"tool `{format_name(tool)}` of `{format_name(who)}` added ({effects})",
+                f"{who}.{tool}",
+            )
         elif o_t[key] != effects:
-            yield Change("tool-changed", f"tool `{format_name(tool)}` of `{format_name(who)}`: "
-                         f"{o_t[key]} → {effects}", f"{who}.{tool}")
+            yield Change(
+                "tool-changed",
+                f"tool `{format_name(tool)}` of `{format_name(who)}`: {o_t[key]} → {effects}",
+                f"{who}.{tool}",
+            )
     for key in o_t:
         if key not in n_t:
             who, tool = key
-            yield Change("tool-removed", f"tool `{format_name(tool)}` of `{format_name(who)}` removed",
-                         f"{who}.{tool}")
+            yield Change(
+                "tool-removed",
+                f"tool `{format_name(tool)}` of `{format_name(who)}` removed",
+                f"{who}.{tool}",
+            )
     # context defaults
     oc, nc = (old.version.context, new.version.context) if context else ({}, {})
     for k, v in nc.items():
         if k not in oc:
             yield Change("context-added", f"context `{format_name(k)}` = {_show(v)} added", k)
         elif oc[k] != v or type(oc[k]) is not type(v):
-            yield Change("context-changed", f"context `{format_name(k)}`: {_show(oc[k])} → {_show(v)}", k)
+            yield Change(
+                "context-changed", f"context `{format_name(k)}`: {_show(oc[k])} → {_show(v)}", k
+            )
     for k in oc:
         if k not in nc:
-            yield Change("context-removed", f"context `{format_name(k)}` = {_show(oc[k])} removed", k)
+            yield Change(
+                "context-removed", f"context `{format_name(k)}` = {_show(oc[k])} removed", k
+            )
     yield from rule_changes(old.rules, new.rules)
     # default, cap, start
     od, nd = target_text(so.default, old.names), target_text(sn.default, new.names)
     if od != nd:
         yield Change("default-changed", f"default: `otherwise {od}` → `otherwise {nd}`")
     if so.max_turns != sn.max_turns:
-        yield Change("cap-changed", f"max_turns: {so.max_turns or 'none'} → {sn.max_turns or 'none'}")
+        yield Change(
+            "cap-changed", f"max_turns: {so.max_turns or 'none'} → {sn.max_turns or 'none'}"
+        )
     if so.speakers[so.initiator] != sn.speakers[sn.initiator]:
-        yield Change("initiator-changed", f"initiator: `{format_name(so.speakers[so.initiator])}` → "
-                     f"`{format_name(sn.speakers[sn.initiator])}`")
+        yield Change(
+            "initiator-changed",
+            f"initiator: `{format_name(so.speakers[so.initiator])}` → "
+            f"`{format_name(sn.speakers[sn.initiator])}`",
+        )
     if so.speakers[so.start] != sn.speakers[sn.start]:
-        yield Change("start-changed", f"start: `{format_name(so.speakers[so.start])}` → "
-                     f"`{format_name(sn.speakers[sn.start])}`")
+        yield Change(
+            "start-changed",
+            f"start: `{format_name(so.speakers[so.start])}` → "
+            f"`{format_name(sn.speakers[sn.start])}`",
+        )
 
 
-def match_rules(old: list[_RuleView], new: list[_RuleView]) -> tuple[
-        list[tuple[_RuleView, _RuleView]], list[_RuleView], list[_RuleView]]:
+def match_rules(
+    old: list[_RuleView], new: list[_RuleView]
+) -> tuple[list[tuple[_RuleView, _RuleView]], list[_RuleView], list[_RuleView]]:
     """Pairs of the same rule (same condition and target, then the same condition, then the
     same target in turn), and the rules only OLD or only NEW has."""
     pairs: list[tuple[_RuleView, _RuleView]] = []
     left, right = list(old), list(new)
-    for key in (lambda r: (r.when, r.then, r.priority), lambda r: (r.when, r.then),
-                lambda r: (r.when,), lambda r: (r.then,)):
+    for key in (
+        lambda r: (r.when, r.then, r.priority),
+        lambda r: (r.when, r.then),
+        lambda r: (r.when,),
+        lambda r: (r.then,),
+    ):
         pool: dict[Any, list[_RuleView]] = {}
         for r in right:
             pool.setdefault(key(r), []).append(r)
@@ -363,27 +413,51 @@ def rule_changes(old: list[_RuleView], new: list[_RuleView]) -> Iterator[Change]
     for o, n in pairs:
         subject = f"rule {n.index + 1}"
         if o.when != n.when:
-            yield Change("rule-condition", f"{n.number}: condition `{elide(o.when)}` → `{elide(n.when)}`"
-                         f" (`then {elide(n.then)}`)", subject)
+            yield Change(
+                "rule-condition",
+                f"{n.number}: condition `{elide(o.when)}` → `{elide(n.when)}`"
+                f" (`then {elide(n.then)}`)",
+                subject,
+            )
         if o.then != n.then:
-            yield Change("rule-target", f"{n.number}: `when {elide(n.when)}` now goes to "
-                         f"`{elide(n.then)}` (was `{elide(o.then)}`)", subject)
+            yield Change(
+                "rule-target",
+                f"{n.number}: `when {elide(n.when)}` now goes to "
+                f"`{elide(n.then)}` (was `{elide(o.then)}`)",
+                subject,
+            )
         if o.priority != n.priority:
-            yield Change("rule-priority", f"{n.number}: priority {o.priority} → {n.priority} "
-                         f"(`{n.text()}`)", subject)
+            yield Change(
+                "rule-priority",
+                f"{n.number}: priority {o.priority} → {n.priority} (`{n.text()}`)",
+                subject,
+            )
     order_old = [o.index for o, _ in sorted(pairs, key=lambda p: p[0].rank)]
     order_new = [o.index for o, _ in sorted(pairs, key=lambda p: p[1].rank)]
     moved_in_eval = order_old != order_new
     for o, n in pairs:
-        if o.index != n.index and o.when == n.when and o.then == n.then and o.priority == n.priority:
-            shifted = sum(1 for r in removed if r.index < o.index) - sum(1 for r in added if r.index < n.index)
+        if (
+            o.index != n.index
+            and o.when == n.when
+            and o.then == n.then
+            and o.priority == n.priority
+        ):
+            shifted = sum(1 for r in removed if r.index < o.index) - sum(
+                1 for r in added if r.index < n.index
+            )
             if o.index - shifted != n.index:
-                yield Change("rule-moved", f"{n.number}: `{n.text()}` moved from {o.where}"
-                             + ("" if moved_in_eval else " (evaluation order kept)"), f"rule {n.index + 1}")
+                yield Change(
+                    "rule-moved",
+                    f"{n.number}: `{n.text()}` moved from {o.where}"
+                    + ("" if moved_in_eval else " (evaluation order kept)"),
+                    f"rule {n.index + 1}",
+                )
     for r in added:
         yield Change("rule-added", f"{r.number}: `{r.text()}` added", f"rule {r.index + 1}")
     for r in removed:
-        yield Change("rule-removed", f"`{r.text()}` ({r.where} of OLD) removed", f"old rule {r.index + 1}")
+        yield Change(
+            "rule-removed", f"`{r.text()}` ({r.where} of OLD) removed", f"old rule {r.index + 1}"
+        )
 
 
 # ── behaviour ─────────────────────────────────────────────────────────────────
@@ -414,8 +488,9 @@ class _Witness:
         self.sides = {"old": old, "new": new}
         self.divergences = divergences
 
-    def find(self, side: str, targets: set[int], fired: int | None = None,
-             reason: str | None = None) -> tuple[Divergence, tuple[str, ...]] | None:
+    def find(
+        self, side: str, targets: set[int], fired: int | None = None, reason: str | None = None
+    ) -> tuple[Divergence, tuple[str, ...]] | None:
         me = self.sides[side]
         if not targets and fired is None and reason is None:
             return None
@@ -435,7 +510,9 @@ class _Witness:
             routed = d.old if side == "old" else d.new
             after = d.old_after if side == "old" else d.new_after
             node: int | None = None
-            if (fired is not None and routed.fired == fired) or (reason is not None and routed.reason == reason):
+            if (fired is not None and routed.fired == fired) or (
+                reason is not None and routed.reason == reason
+            ):
                 cost = len(d.turns)
             else:
                 node = me.node_of(after)
@@ -479,29 +556,41 @@ class _Witness:
             who = format_name(side.system.speakers[space.speaker_of(u)])
             out.append(f"{who} ({format_name(step.action.tool)})" if step.action.tool else who)
         key = space.keys[path[-1]]
-        out.append(f"terminate {format_value(key[1])}" if key[0] == "end"
-                   else format_name(side.system.speakers[space.speaker_of(path[-1])]))
+        out.append(
+            f"terminate {format_value(key[1])}"
+            if key[0] == "end"
+            else format_name(side.system.speakers[space.speaker_of(path[-1])])
+        )
         return tuple(out)
 
 
-def _with_run(change: Change, found: tuple[Divergence, tuple[str, ...]] | None, side: str) -> Change:
+def _with_run(
+    change: Change, found: tuple[Divergence, tuple[str, ...]] | None, side: str
+) -> Change:
     if found is None:
         return change
     d, rest = found
     return attrs.evolve(change, run=d.turns, old=d.old, new=d.new, then=rest, then_side=side)
 
 
-def behavioural_changes(old: _Side, new: _Side, product: Product,
-                        divergences: list[Divergence]) -> Iterator[Change]:
+def behavioural_changes(
+    old: _Side, new: _Side, product: Product, divergences: list[Divergence]
+) -> Iterator[Change]:
     w = _Witness(old, new, divergences)
     # speakers
     ro, rn = old.reachable, new.reachable
     for s in sorted(rn - ro, key=new.system.speakers.index):
-        yield _with_run(Change("speaker-reachable", f"`{format_name(s)}` now speaks in some runs", s),
-                        w.find("new", _speaker_nodes(new, s)), "new")
+        yield _with_run(
+            Change("speaker-reachable", f"`{format_name(s)}` now speaks in some runs", s),
+            w.find("new", _speaker_nodes(new, s)),
+            "new",
+        )
     for s in sorted(ro - rn, key=old.system.speakers.index):
-        yield _with_run(Change("speaker-unreachable", f"`{format_name(s)}` no longer speaks in any run", s),
-                        w.find("old", _speaker_nodes(old, s)), "old")
+        yield _with_run(
+            Change("speaker-unreachable", f"`{format_name(s)}` no longer speaks in any run", s),
+            w.find("old", _speaker_nodes(old, s)),
+            "old",
+        )
     # rules
     pairs, _, added = match_rules(old.rules, new.rules)
     live_o = old.facts.space.fired if not old.facts.space.truncated else None
@@ -509,56 +598,101 @@ def behavioural_changes(old: _Side, new: _Side, product: Product,
     if live_o is not None and live_n is not None:
         for o, n in pairs:
             if o.index in live_o and n.index not in live_n:
-                yield _with_run(Change("rule-dead", f"{n.number}: `{n.text()}` can no longer fire",
-                                       f"rule {n.index + 1}"),
-                                w.find("old", _events(old, o.index), fired=o.index), "old")
+                yield _with_run(
+                    Change(
+                        "rule-dead",
+                        f"{n.number}: `{n.text()}` can no longer fire",
+                        f"rule {n.index + 1}",
+                    ),
+                    w.find("old", _events(old, o.index), fired=o.index),
+                    "old",
+                )
             elif o.index not in live_o and n.index in live_n:
-                yield _with_run(Change("rule-live", f"{n.number}: `{n.text()}` now fires in some runs",
-                                       f"rule {n.index + 1}"),
-                                w.find("new", _events(new, n.index), fired=n.index), "new")
+                yield _with_run(
+                    Change(
+                        "rule-live",
+                        f"{n.number}: `{n.text()}` now fires in some runs",
+                        f"rule {n.index + 1}",
+                    ),
+                    w.find("new", _events(new, n.index), fired=n.index),
+                    "new",
+                )
         for n in added:
             if n.index not in live_n:
-                yield Change("rule-dead", f"{n.number}: the added rule `{n.text()}` can never fire",
-                             f"rule {n.index + 1}")
+                yield Change(
+                    "rule-dead",
+                    f"{n.number}: the added rule `{n.text()}` can never fire",
+                    f"rule {n.index + 1}",
+                )
     # endings
     eo, en = old.ends, new.ends
     declared_new = _declared_reasons(new)
     for reason in sorted(en - eo):
-        yield _with_run(Change("ending-added", f"runs can now end with {_reason(reason)}", reason),
-                        w.find("new", _end_nodes(new, reason), reason=reason), "new")
+        yield _with_run(
+            Change("ending-added", f"runs can now end with {_reason(reason)}", reason),
+            w.find("new", _end_nodes(new, reason), reason=reason),
+            "new",
+        )
     for reason in sorted(eo - en):
         gone = "is no longer reachable" if reason in declared_new else "is gone"
-        yield _with_run(Change("ending-removed", f"ending {_reason(reason)} {gone}", reason),
-                        w.find("old", _end_nodes(old, reason), reason=reason), "old")
+        yield _with_run(
+            Change("ending-removed", f"ending {_reason(reason)} {gone}", reason),
+            w.find("old", _end_nodes(old, reason), reason=reason),
+            "old",
+        )
     # loops and the cap, as the checker reports them
-    for code, what in (("W205", "a sticky context loop"), ("W206", "a loop with no exit and no max_turns"),
-                       ("W212", "the shortest ending is beyond max_turns")):
+    for code, what in (
+        ("W205", "a sticky context loop"),
+        ("W206", "a loop with no exit and no max_turns"),
+        ("W212", "the shortest ending is beyond max_turns"),
+    ):
         was = _finding(old, code)
         now = _finding(new, code)
         if now is not None and was is None:
             text = f"{what} appears ({code}): {now}"
             if code == "W212":
-                text = f"the shortest run to an ending ({_turns(new.shortest_end())}) is now longer than " \
-                       f"max_turns {new.system.max_turns} ({code})"
-            yield _with_run(Change("loop-added" if code != "W212" else "cap-too-small", text, code),
-                            w.find("new", set(new.facts.traps[0]) if new.facts.traps else set()), "new")
+                text = (
+                    f"the shortest run to an ending ({_turns(new.shortest_end())}) is now longer than "
+                    f"max_turns {new.system.max_turns} ({code})"
+                )
+            yield _with_run(
+                Change("loop-added" if code != "W212" else "cap-too-small", text, code),
+                w.find("new", set(new.facts.traps[0]) if new.facts.traps else set()),
+                "new",
+            )
         elif was is not None and now is None:
-            text = f"{what} is gone ({code})" if code != "W212" else \
-                f"the shortest run to an ending ({_turns(new.shortest_end())}) now fits in max_turns ({code})"
-            yield _with_run(Change("loop-removed" if code != "W212" else "cap-fits", text, code),
-                            w.find("old", set(old.facts.traps[0]) if old.facts.traps else set()), "old")
+            text = (
+                f"{what} is gone ({code})"
+                if code != "W212"
+                else f"the shortest run to an ending ({_turns(new.shortest_end())}) now fits in max_turns ({code})"
+            )
+            yield _with_run(
+                Change("loop-removed" if code != "W212" else "cap-fits", text, code),
+                w.find("old", set(old.facts.traps[0]) if old.facts.traps else set()),
+                "old",
+            )
     if product.old.max_turns != product.new.max_turns:
         cap = next((d for d in divergences if MAX_TURNS in (d.old.reason, d.new.reason)), None)
         if cap is not None:
             side = "old" if cap.old.reason == MAX_TURNS else "new"
-            yield Change("cap-reached", f"with max_turns {product.old.max_turns or 'none'} → "
-                         f"{product.new.max_turns or 'none'}, {side.upper()} stops runs that the other "
-                         "goes on with", "max_turns", cap.turns, cap.old, cap.new)
+            yield Change(
+                "cap-reached",
+                f"with max_turns {product.old.max_turns or 'none'} → "
+                f"{product.new.max_turns or 'none'}, {side.upper()} stops runs that the other "
+                "goes on with",
+                "max_turns",
+                cap.turns,
+                cap.old,
+                cap.new,
+            )
 
 
 def _declared_reasons(side: _Side) -> set[str]:
     out = set()
-    for t in (*side.version.graph.transitions, m.Transition(m.Always(), side.version.graph.default_target)):
+    for t in (
+        *side.version.graph.transitions,
+        m.Transition(m.Always(), side.version.graph.default_target),
+    ):
         if isinstance(t.then, m.TerminateTarget):
             out.add(t.then.reason or "workflow_terminated")
     return out
@@ -584,12 +718,14 @@ def _bare(version: Version) -> bool:
     """A `.flow` that declares nothing beyond its graph (no tool, no human, no custom
     target's list of results), as ``flowc decompile`` writes one."""
     c = version.compiled
-    return (c is not None and not c.tools and not c.humans
-            and all(d.results is None for d in c.customs))
+    return (
+        c is not None and not c.tools and not c.humans and all(d.results is None for d in c.customs)
+    )
 
 
-def diff_versions(old: Version, new: Version, options: CheckOptions | None = None, *,
-                  as_graphs: bool = False) -> FlowDiff:
+def diff_versions(
+    old: Version, new: Version, options: CheckOptions | None = None, *, as_graphs: bool = False
+) -> FlowDiff:
     """Compare two versions of a flow.
 
     Both are compared as graphs (under the checker's assumptions for graphs without
@@ -609,18 +745,30 @@ def diff_versions(old: Version, new: Version, options: CheckOptions | None = Non
     implicit = old.compiled is None or new.compiled is None or _bare(old) != _bare(new)
     as_graphs = as_graphs or implicit
     notes: list[str] = []
-    assumed = {"old": _assumed_for(old, new, "NEW", notes), "new": _assumed_for(new, old, "OLD", notes)}
-    so, sn = _Side(old, as_graphs, options, assumed["old"]), _Side(new, as_graphs, options, assumed["new"])
+    assumed = {
+        "old": _assumed_for(old, new, "NEW", notes),
+        "new": _assumed_for(new, old, "OLD", notes),
+    }
+    so, sn = (
+        _Side(old, as_graphs, options, assumed["old"]),
+        _Side(new, as_graphs, options, assumed["new"]),
+    )
     declarations = not implicit
     if implicit:
         lacking = [v for v in (old, new) if v.compiled is None or _bare(v)]
         what = " and ".join(
             f"{_side_name(v, old)} ({'a JSON graph' if v.compiled is None else 'a .flow that declares none'})"
-            for v in lacking)
-        notes.insert(0, "not compared: speaker kinds (human or model), tool declarations and humans' "
-                        f"writes, which {what} does not carry; both are compared as graphs (any "
-                        "participant may call any tool and write any context)")
-    context = all(v.compiled is not None or (v.loaded is not None and v.loaded.is_knobs) for v in (old, new))
+            for v in lacking
+        )
+        notes.insert(
+            0,
+            "not compared: speaker kinds (human or model), tool declarations and humans' "
+            f"writes, which {what} does not carry; both are compared as graphs (any "
+            "participant may call any tool and write any context)",
+        )
+    context = all(
+        v.compiled is not None or (v.loaded is not None and v.loaded.is_knobs) for v in (old, new)
+    )
     product = explore_pair(so.system, sn.system, options.max_states)
     divergences = list(product.divergences)
     if not any(MAX_TURNS in (d.old.reason, d.new.reason) for d in divergences if d.certain):
@@ -634,24 +782,38 @@ def diff_versions(old: Version, new: Version, options: CheckOptions | None = Non
     if certain:
         verdict = CHANGED
         d = certain[0]
-        first = Change("routing", "OLD and NEW route this run differently", "", d.turns, d.old, d.new)
+        first = Change(
+            "routing", "OLD and NEW route this run differently", "", d.turns, d.old, d.new
+        )
     elif divergences or product.truncated or product.partial:
         verdict = UNKNOWN
         reasons = []
         if divergences:
             d = divergences[0]
-            first = Change("routing-possible", "OLD and NEW route this run differently if custom conditions "
-                           "or targets decide as assumed", "", d.turns, d.old, d.new)
-            reasons.append("OLD and NEW route a run differently only when custom conditions or targets "
-                           "decide so, and flowc cannot tell whether they ever do")
+            first = Change(
+                "routing-possible",
+                "OLD and NEW route this run differently if custom conditions "
+                "or targets decide as assumed",
+                "",
+                d.turns,
+                d.old,
+                d.new,
+            )
+            reasons.append(
+                "OLD and NEW route a run differently only when custom conditions or targets "
+                "decide so, and flowc cannot tell whether they ever do"
+            )
         if product.truncated:
-            reasons.append(f"the exploration stopped at its bound of "
-                           f"{counted(options.max_states, 'state', grouped=True)} (raise --max-states)")
+            reasons.append(
+                f"the exploration stopped at its bound of "
+                f"{counted(options.max_states, 'state', grouped=True)} (raise --max-states)"
+            )
         if product.partial:
             reasons.append(f"the exploration is partial: {product.partial}")
         reason = "; ".join(reasons)
     return FlowDiff(
-        old, new,
+        old,
+        new,
         tuple(structural_changes(so, sn, declarations, context)),
         tuple(behavioural_changes(so, sn, product, certain if certain else divergences)),
         first,
@@ -667,7 +829,9 @@ def _side_name(version: Version, old: Version) -> str:
     return "OLD" if version is old else "NEW"
 
 
-def _assumed_for(version: Version, other: Version, other_name: str, notes: list[str]) -> _Assumed | None:
+def _assumed_for(
+    version: Version, other: Version, other_name: str, notes: list[str]
+) -> _Assumed | None:
     """For a JSON graph: what it does not carry, taken from the other side when that is a
     `.flow` (or a knobs dict, for the context), with a note saying so."""
     loaded = version.loaded
@@ -683,29 +847,40 @@ def _assumed_for(version: Version, other: Version, other_name: str, notes: list[
         initiator = compiled.agent_id(compiled.initiator)
         full = tuple(dict.fromkeys([*participants, *ids]))
         if full != ids:
-            notes.append(f"{me} is a graph, which does not carry the channel's participants: it is run "
-                         f"with {other_name}'s ({', '.join(map(format_name, participants))}, in that order); "
-                         "a run of it needs them as its script's `participants`")
+            notes.append(
+                f"{me} is a graph, which does not carry the channel's participants: it is run "
+                f"with {other_name}'s ({', '.join(map(format_name, participants))}, in that order); "
+                "a run of it needs them as its script's `participants`"
+            )
         if initiator != loaded.graph.initial_speaker and _routes_to_initiator(loaded.graph):
-            notes.append(f"{me} is a graph, which does not carry the initiator: it is run with "
-                         f"{other_name}'s, `{format_name(initiator)}` (a run of it needs it as its "
-                         "script's `creator`)")
+            notes.append(
+                f"{me} is a graph, which does not carry the initiator: it is run with "
+                f"{other_name}'s, `{format_name(initiator)}` (a run of it needs it as its "
+                "script's `creator`)"
+            )
     context = None
     if not loaded.is_knobs:
-        other_context = other.context if (other.compiled is not None or
-                                          (other.loaded is not None and other.loaded.is_knobs)) else {}
+        other_context = (
+            other.context
+            if (other.compiled is not None or (other.loaded is not None and other.loaded.is_knobs))
+            else {}
+        )
         if other_context:
             context = other_context
-            notes.append(f"{me} is a graph dict without `context_vars`: it is run with {other_name}'s "
-                         "initial context, and the initial context is not compared")
+            notes.append(
+                f"{me} is a graph dict without `context_vars`: it is run with {other_name}'s "
+                "initial context, and the initial context is not compared"
+            )
     if not participants and initiator is None and context is None:
         return None
     return _Assumed(participants, initiator, context)
 
 
 def _routes_to_initiator(graph: m.TransitionGraph) -> bool:
-    return any(isinstance(t, m.RevertToInitiatorTarget)
-               for t in (*(tr.then for tr in graph.transitions), graph.default_target))
+    return any(
+        isinstance(t, m.RevertToInitiatorTarget)
+        for t in (*(tr.then for tr in graph.transitions), graph.default_target)
+    )
 
 
 # ── output ────────────────────────────────────────────────────────────────────
@@ -715,8 +890,10 @@ def turn_label(turn: Turn) -> str:
     parts = []
     if turn.tool is not None:
         parts.append(format_name(turn.tool) + (f": {turn.effects}" if turn.effects else ""))
-    parts += [f"{format_name(k)} = {'unset' if v is None else (v if v == 'another value' else format_value(v))}"
-              for k, v in turn.context]
+    parts += [
+        f"{format_name(k)} = {'unset' if v is None else (v if v == 'another value' else format_value(v))}"
+        for k, v in turn.context
+    ]
     parts += [f"{c} is {'true' if v else 'false'}" for c, v in turn.assumed]
     parts += list(turn.chosen)
     name = format_name(turn.speaker)
@@ -733,11 +910,21 @@ def routed_text(r: Routed, rules: Mapping[int, str]) -> str:
     if r.refused is not None:
         return f"refuses the turn: {r.refused}"
     where = (
-        "the default" if r.fired == DEFAULT else "a handoff" if r.fired == HANDOFF
-        else "a finish" if r.fired == FINISH else rules.get(r.fired, f"rule {r.fired + 1}")
+        "the default"
+        if r.fired == DEFAULT
+        else "a handoff"
+        if r.fired == HANDOFF
+        else "a finish"
+        if r.fired == FINISH
+        else rules.get(r.fired, f"rule {r.fired + 1}")
     )
-    goes = f"terminate {format_value(r.reason)}" if r.next is None and r.reason != MAX_TURNS \
-        else "stops at max_turns" if r.next is None else format_name(r.next)
+    goes = (
+        f"terminate {format_value(r.reason)}"
+        if r.next is None and r.reason != MAX_TURNS
+        else "stops at max_turns"
+        if r.next is None
+        else format_name(r.next)
+    )
     return f"{goes} ({where})" if r.reason != MAX_TURNS else goes
 
 

@@ -50,7 +50,9 @@ def check_model_start_speaker(facts: Facts) -> Iterator[Finding]:
             f"the start speaker `{shown}` is a model agent: its first turn is the kickoff message, "
             "so its model never runs for that turn",
             span=span,
-            notes=(f"the kickoff text is `{shown}`'s turn 1; the next speaker gets that text as if `{shown}` had written it",),
+            notes=(
+                f"the kickoff text is `{shown}`'s turn 1; the next speaker gets that text as if `{shown}` had written it",
+            ),
             help=f"seed the flow with a human: `speaker user: human`, `start user`, `when from user then {shown}`"
             f" (or mark `{shown}` as `: human` if a person speaks for it)",
         )
@@ -181,7 +183,9 @@ def check_round_robin_order(facts: Facts) -> Iterator[Finding]:
             "the list only names who starts",
         ]
         if extra:
-            notes.append(f"not listed but in the rotation: {', '.join(format_name(s) for s in extra)}")
+            notes.append(
+                f"not listed but in the rotation: {', '.join(format_name(s) for s in extra)}"
+            )
         yield Finding(
             facts.diag(
                 W216,
@@ -190,7 +194,7 @@ def check_round_robin_order(facts: Facts) -> Iterator[Finding]:
                 span=st.span,
                 notes=tuple(notes),
                 help=f"declare the speakers in the order they should take turns "
-                     f"({', '.join(format_name(s) for s in written)}), or list them as they "
-                     f"rotate (`round_robin {', '.join(format_name(s) for s in rotation)}`)",
+                f"({', '.join(format_name(s) for s in written)}), or list them as they "
+                f"rotate (`round_robin {', '.join(format_name(s) for s in rotation)}`)",
             )
         )

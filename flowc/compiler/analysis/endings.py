@@ -46,9 +46,14 @@ CAP_REASON = "max_turns"
 def expected_reasons(compiled: CompiledFlow) -> list[n.ExpectTerminate]:
     """Every ``expect terminate "REASON"`` of the flow's scenarios that names a reason
     (an empty one is refused when the flow is compiled)."""
-    return [item for sc in compiled.scenarios for item in sc.items
-            if isinstance(item, n.ExpectTerminate) and item.reason is not None
-            and item.reason.value != ""]
+    return [
+        item
+        for sc in compiled.scenarios
+        for item in sc.items
+        if isinstance(item, n.ExpectTerminate)
+        and item.reason is not None
+        and item.reason.value != ""
+    ]
 
 
 def ending_reasons(facts: Facts) -> frozenset[str] | None:
@@ -88,14 +93,16 @@ def check_scenario_endings(facts: Facts) -> Iterator[Finding]:
         want = item.reason.value
         if want in reasons:
             continue
-        yield Finding(facts.diag(
-            E111,
-            f"no run of the flow ends with {format_value(want)}: {_why_not(facts, want)}",
-            span=item.reason.span,
-            notes=(f"its runs end with {listed}" if listed else "no run of the flow ends",),
-            help="expect a reason a run ends with, or `expect terminate` with no reason "
-                 "(`flowc check` shows what keeps the others from firing)",
-        ))
+        yield Finding(
+            facts.diag(
+                E111,
+                f"no run of the flow ends with {format_value(want)}: {_why_not(facts, want)}",
+                span=item.reason.span,
+                notes=(f"its runs end with {listed}" if listed else "no run of the flow ends",),
+                help="expect a reason a run ends with, or `expect terminate` with no reason "
+                "(`flowc check` shows what keeps the others from firing)",
+            )
+        )
 
 
 def _why_not(facts: Facts, reason: str) -> str:
@@ -107,28 +114,39 @@ def _why_not(facts: Facts, reason: str) -> str:
         parts.append(f"every run ends before `max_turns {cap}`")
     longer = [space.dist[v] for v in space.ends if space.keys[v][1] == reason]
     if longer:  # some run would end with it, after the cap
-        parts.append(f"the shortest run that would end with it takes {counted(min(longer), 'turn')}, and "
-                     f"`max_turns {cap}` closes every run before")
+        parts.append(
+            f"the shortest run that would end with it takes {counted(min(longer), 'turn')}, and "
+            f"`max_turns {cap}` closes every run before"
+        )
         return "; ".join(parts)
     compiled = system.compiled
     assert compiled is not None
     for rule in system.rules:
-        if isinstance(rule.then, m.TerminateTarget) and terminate_reason(rule.then.reason) == reason:
+        if (
+            isinstance(rule.then, m.TerminateTarget)
+            and terminate_reason(rule.then.reason) == reason
+        ):
             parts.append(f"{system.label(rule)} never fires")
     default = system.default
     if isinstance(default, m.TerminateTarget) and terminate_reason(default.reason) == reason:
         written = f"`otherwise {system.describe_target(default)}`"
         if compiled.default_span is None:
-            parts.append(f"the implicit default ({written}, as no `otherwise` is written) is never "
-                         "reached: on every turn of every run a rule matches")
+            parts.append(
+                f"the implicit default ({written}, as no `otherwise` is written) is never "
+                "reached: on every turn of every run a rule matches"
+            )
         else:
-            parts.append(f"{written} (line {compiled.default_span.line}) is never reached: on "
-                         "every turn of every run a rule matches")
+            parts.append(
+                f"{written} (line {compiled.default_span.line}) is never reached: on "
+                "every turn of every run a rule matches"
+            )
     for tool in compiled.tools:
         for alt in tool.alternatives:
             if alt.finish is not None and finish_reason(alt.finish) == reason:
-                parts.append(f"no run has `{format_name(tool.speaker)}` call `{format_name(tool.name)}` "
-                             f"(`finishes {format_value(alt.finish)}`)")
+                parts.append(
+                    f"no run has `{format_name(tool.speaker)}` call `{format_name(tool.name)}` "
+                    f"(`finishes {format_value(alt.finish)}`)"
+                )
     return "; ".join(dict.fromkeys(parts)) or "nothing closes a run with it"
 
 

@@ -66,7 +66,9 @@ class Step:
     outcome: Outcome
 
 
-def evaluate(code: CondCode, sender: int, tool: int, val: Valuation, assumed: dict[int, bool]) -> bool | Atom:
+def evaluate(
+    code: CondCode, sender: int, tool: int, val: Valuation, assumed: dict[int, bool]
+) -> bool | Atom:
     """Three-valued evaluation: True, False, or the custom atom that decides it."""
     kind = code[0]
     if kind == "from":
@@ -96,7 +98,11 @@ def evaluate(code: CondCode, sender: int, tool: int, val: Valuation, assumed: di
 
 
 def satisfiable(
-    wanted: list[tuple[CondCode, bool]], sender: int, tool: int, val: Valuation, assumed: dict[int, bool]
+    wanted: list[tuple[CondCode, bool]],
+    sender: int,
+    tool: int,
+    val: Valuation,
+    assumed: dict[int, bool],
 ) -> dict[int, bool] | None:
     """Assumptions under which every condition has its wanted value, or None."""
     for code, want in wanted:
@@ -150,7 +156,11 @@ class Candidates:
         if base is None:
             mine = self._by_sender[sender] if 0 <= sender < len(self._by_sender) else []
             # two sorted runs: the sort merges them in one pass
-            base = tuple(sorted(self._general + mine, key=self._order)) if mine else tuple(self._general)
+            base = (
+                tuple(sorted(self._general + mine, key=self._order))
+                if mine
+                else tuple(self._general)
+            )
             self._base[sender] = base
         return base
 
@@ -176,7 +186,9 @@ class Candidates:
                 # the rules share their read sets: each distinct one is joined once
                 distinct = set(map(_READS, self._base_of(sender)))
                 base = self._base_reads[sender] = frozenset().union(*distinct)
-            found = self._reads[key] = tuple(sorted(base.union(*map(_READS, self._extra(sender, tool)))))
+            found = self._reads[key] = tuple(
+                sorted(base.union(*map(_READS, self._extra(sender, tool))))
+            )
         return found
 
 
@@ -197,7 +209,9 @@ class Explorer:
         """The rules that may match a turn of ``sender`` calling ``tool``, in evaluation order."""
         return self._candidates.of(sender, tool)
 
-    def route(self, sender: int, tool: int, val: Valuation, assumed: Assumed = ()) -> tuple[Outcome, ...]:
+    def route(
+        self, sender: int, tool: int, val: Valuation, assumed: Assumed = ()
+    ) -> tuple[Outcome, ...]:
         """The rules' decision for a turn (no handoff or finish): every possible outcome."""
         cands = self._candidates.of(sender, tool)
         reads = self._candidates.reads(sender, tool)
@@ -240,7 +254,9 @@ class Explorer:
             i += 1
         self._resolve(self.system.default, DEFAULT, sender, tuple(sorted(given.items())), out)
 
-    def _resolve(self, target: m.Target, fired: int, sender: int, assumed: Assumed, out: list[Outcome]) -> None:
+    def _resolve(
+        self, target: m.Target, fired: int, sender: int, assumed: Assumed, out: list[Outcome]
+    ) -> None:
         sys = self.system
         if isinstance(target, m.AgentTarget):
             out.append(Outcome(assumed, fired, sys.index_of(target.agent_id)))
@@ -260,10 +276,14 @@ class Explorer:
             call = sys.call_text(target)
             for res in options:
                 if res is None:
-                    out.append(Outcome(assumed, fired, -1, None, f"{target.name} → terminate", call))
+                    out.append(
+                        Outcome(assumed, fired, -1, None, f"{target.name} → terminate", call)
+                    )
                 else:
                     who = sys.speaker_index(res)
-                    out.append(Outcome(assumed, fired, who, None, f"{target.name} → {sys.name(who)}", call))
+                    out.append(
+                        Outcome(assumed, fired, who, None, f"{target.name} → {sys.name(who)}", call)
+                    )
 
     def steps(self, key: NodeKey) -> Iterator[Step]:
         """Every turn the node's speaker may take, with every outcome."""
@@ -292,8 +312,10 @@ class Explorer:
             yield from self.system.all_valuations()
             return
         if action.any_writes:  # a human: each key it writes may take any value, or be unset
-            domains = [(UNSET, OTHER, *range(2, 2 + len(self.system.literals[k])))
-                       for k in action.any_writes]
+            domains = [
+                (UNSET, OTHER, *range(2, 2 + len(self.system.literals[k])))
+                for k in action.any_writes
+            ]
             for values in itertools.product(*domains):
                 new = list(val)
                 for k, v in zip(action.any_writes, values, strict=True):
@@ -344,7 +366,8 @@ class StateSpace:
     #: node -> the turns of the breadth-first path to it and the valuation after them, for
     #: the nodes findings end at (see :func:`flowc.compiler.analysis.runs.run_to`)
     tree_runs: dict[int, tuple[tuple[Any, ...], Valuation | None]] = attrs.field(
-        factory=dict, eq=False, repr=False)
+        factory=dict, eq=False, repr=False
+    )
     #: node key -> node
     ids: dict[NodeKey, int] = attrs.field(factory=dict, eq=False, repr=False)
 

@@ -98,6 +98,7 @@ class DeadRule:
     trap_taken_by: int | None = None
     cause: str | None = None  # a finding it follows from: "W201", "W208", "W209"
 
+
 #: default targets AG2's factories and its implicit default write
 _IMPLIED_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_complete"})
 
@@ -129,8 +130,9 @@ class Facts:
     ) -> Diagnostic:
         if self.system.json_mode and json_path is not None:
             json_path = self.system.json_path(json_path)
-        return Diagnostic(code, message, self.filename, span, notes, help, json_path,
-                          explanation=explanation)
+        return Diagnostic(
+            code, message, self.filename, span, notes, help, json_path, explanation=explanation
+        )
 
     def rule_span(self, rule: RuleSpec) -> Span | None:
         info = rule.info
@@ -340,8 +342,13 @@ class Facts:
                     if res is False:
                         continue
                     if rule.index in pending:
-                        found = satisfiable([(rule.code, True), *((c, False) for c in undecided)],
-                                            speaker, tool, after, {})
+                        found = satisfiable(
+                            [(rule.code, True), *((c, False) for c in undecided)],
+                            speaker,
+                            tool,
+                            after,
+                            {},
+                        )
                         if found is not None:
                             assumed = tuple(sorted(found.items()))
                             outcome = space.explorer.route(speaker, tool, after, assumed)[0]
@@ -361,8 +368,12 @@ class Facts:
         """Every rule that never fires, classified; empty when exploration was cut short."""
         if self.space.truncated:
             return ()
-        causes = {r.index: self._cause(r) for r in self.system.rules if r.index not in self.space.fired}
-        hits = self._first_matches([r for r in self.system.rules if r.index in causes and causes[r.index] is None])
+        causes = {
+            r.index: self._cause(r) for r in self.system.rules if r.index not in self.space.fired
+        }
+        hits = self._first_matches(
+            [r for r in self.system.rules if r.index in causes and causes[r.index] is None]
+        )
         traps = self._traps(
             [self.system.rules[i] for i in hits if self._written_priority(self.system.rules[i])]
         )
@@ -443,11 +454,13 @@ class Facts:
             if not self._satisfiable_anywhere([code]):
                 return f"`{self.system.describe_cond(cond)}` never holds"
         for i, (a, code_a) in enumerate(parts):
-            for b, code_b in parts[i + 1:]:
+            for b, code_b in parts[i + 1 :]:
                 if not self._satisfiable_anywhere([code_a, code_b]):
                     why = _why_exclusive(a, b)
-                    return (f"`{self.system.describe_cond(a)}` and `{self.system.describe_cond(b)}` "
-                            f"cannot both hold{why}")
+                    return (
+                        f"`{self.system.describe_cond(a)}` and `{self.system.describe_cond(b)}` "
+                        f"cannot both hold{why}"
+                    )
         return "no sender, tool call and context make it hold"
 
     #: the most abstract valuations tried for one rule (beyond that, no verdict)
@@ -579,7 +592,11 @@ class Facts:
                         if res is False:
                             continue
                         # (satisfiable only when a custom condition decides it)
-                        found = {} if res is True else satisfiable([(rule.code, True)], speaker, tool, after, {})
+                        found = (
+                            {}
+                            if res is True
+                            else satisfiable([(rule.code, True)], speaker, tool, after, {})
+                        )
                         if found is None:
                             continue
                         assumed = tuple(sorted(found.items()))
@@ -857,6 +874,7 @@ def _bottom_components(succ: Any, nodes: list[int]) -> list[frozenset[int]]:
                         break
                 comps.append(members)
     return [
-        frozenset(members) for c, members in enumerate(comps)
+        frozenset(members)
+        for c, members in enumerate(comps)
         if all(comp_of[w] == c for v in members for w in succ[v])
     ]

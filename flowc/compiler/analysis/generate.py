@@ -138,8 +138,11 @@ def generate_scenarios(compiled: CompiledFlow, options: CheckOptions | None = No
         hits = frozenset(cov.hits(run))
         assert target.key in hits, f"the witness of {target.name} does not exercise it"
         covered |= hits
-        out.append(GeneratedScenario(TITLE_PREFIX + target.label, target, run,
-                                     tuple(_lines(cov, run)), hits))
+        out.append(
+            GeneratedScenario(
+                TITLE_PREFIX + target.label, target, run, tuple(_lines(cov, run)), hits
+            )
+        )
     missed = tuple(t for t in cov.live if t.key not in covered)
     return Generation(cov, tuple(out), missed, lower_bound(cov))
 
@@ -148,7 +151,12 @@ def lower_bound(cov: Coverable) -> int:
     """No fewer scenarios can exercise every live target: each run ends at most once."""
     endings = 0
     for t in cov.live:
-        if (t.kind == "rule" and isinstance(cov.system.rules[t.key[1]].then, m.TerminateTarget)) or (t.kind == "default" and isinstance(cov.system.default, m.TerminateTarget)) or t.key == ("end", CAP_REASON) or (t.kind == "tool" and _finishes(cov, t)):
+        if (
+            (t.kind == "rule" and isinstance(cov.system.rules[t.key[1]].then, m.TerminateTarget))
+            or (t.kind == "default" and isinstance(cov.system.default, m.TerminateTarget))
+            or t.key == ("end", CAP_REASON)
+            or (t.kind == "tool" and _finishes(cov, t))
+        ):
             endings += 1
     return max(endings, 1 if cov.live else 0)
 
@@ -194,7 +202,9 @@ def _lines(cov: Coverable, run: Run) -> list[str]:
             lines.append(f"expect next {format_name(run.turns[i + 1].speaker)}")
         elif run.next is None:
             reason = run.reason
-            lines.append("expect terminate" + (f" {format_value(reason)}" if reason is not None else ""))
+            lines.append(
+                "expect terminate" + (f" {format_value(reason)}" if reason is not None else "")
+            )
         elif cap is not None and len(run.turns) >= cap:
             lines.append(f"expect terminate {format_value(CAP_REASON)}")
         else:

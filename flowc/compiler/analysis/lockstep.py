@@ -192,7 +192,9 @@ class _Value:
     def of(cls, value: Any) -> Any:
         if isinstance(value, _Token):
             return value
-        return cls(f"{type(value).__name__}:{json.dumps(value, sort_keys=True, default=str)}", value)
+        return cls(
+            f"{type(value).__name__}:{json.dumps(value, sort_keys=True, default=str)}", value
+        )
 
 
 def _plain(value: Any) -> Any:
@@ -208,8 +210,9 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def _effect_key(sets: Sequence[tuple[str, Any]], clears: Sequence[str], handoff: str | None,
-                finish: str | None) -> tuple[Any, ...]:
+def _effect_key(
+    sets: Sequence[tuple[str, Any]], clears: Sequence[str], handoff: str | None, finish: str | None
+) -> tuple[Any, ...]:
     """What an alternative does, whatever the order it is written in."""
     return (
         tuple(sorted({k: json.dumps(v, sort_keys=True, default=str) for k, v in sets}.items())),
@@ -262,8 +265,11 @@ class _Side:
                     unique: dict[tuple[Any, ...], Action] = {}
                     for a in actions:
                         unique.setdefault(self.effect_key(a), a)
-                    tools[tool] = _Tool(tuple(unique.values()), tuple(unique),
-                                        tuple(self.effect_text(a) for a in unique.values()))
+                    tools[tool] = _Tool(
+                        tuple(unique.values()),
+                        tuple(unique),
+                        tuple(self.effect_text(a) for a in unique.values()),
+                    )
                 self.tools[i] = tools
 
     @property
@@ -277,7 +283,9 @@ class _Side:
         return _effect_key(action.sets, action.clears, self.handoff_name(action), action.finish)
 
     def effect_text(self, action: Action) -> str:
-        return ToolEffectInfo(action.sets, action.clears, self.handoff_name(action), action.finish).text()
+        return ToolEffectInfo(
+            action.sets, action.clears, self.handoff_name(action), action.finish
+        ).text()
 
     def speaker_of(self, key: NodeKey) -> int:
         return self.system.start if key == KICKOFF else int(key[0])
@@ -289,8 +297,10 @@ class _Side:
         if self.json_mode:
             if kickoff:
                 return [(("say",), 0, None)]
-            return [(("say",) if a.tool is None else ("tool", a.tool, None), 0, None)
-                    for a in self.system.actions[speaker]]
+            return [
+                (("say",) if a.tool is None else ("tool", a.tool, None), 0, None)
+                for a in self.system.actions[speaker]
+            ]
         out: list[tuple[Label, int, str | None]] = [(("say",), 0, None)]
         if kickoff:
             return out  # a model speaker's kickoff is a plain message
@@ -321,8 +331,11 @@ class _Side:
             for key, value in label[1]:
                 if key not in allowed:
                     declared = ", ".join(format_name(k) for k in sorted(allowed))
-                    return (f"`{who}` may not write `{format_name(key)}` "
-                            + (f"(it declares `sets {declared}`)" if declared else "(it declares no `sets`)"))
+                    return f"`{who}` may not write `{format_name(key)}` " + (
+                        f"(it declares `sets {declared}`)"
+                        if declared
+                        else "(it declares no `sets`)"
+                    )
                 k = self.key_index.get(key)
                 if k is not None:
                     writes.append((k, self.abstract(key, _plain(value))))
@@ -339,15 +352,21 @@ class _Side:
         if key is None:
             if not tool.several:
                 return tool.actions[0]
-            return (f"`{format_name(tool_name)}` of `{who}` does one of several things here "
-                    f"({' | '.join(tool.texts)}): a call must say which")
+            return (
+                f"`{format_name(tool_name)}` of `{who}` does one of several things here "
+                f"({' | '.join(tool.texts)}): a call must say which"
+            )
         for effect, action in zip(tool.keys, tool.actions, strict=True):
             if effect == key:
                 return action
-        return (f"`{format_name(tool_name)}` of `{who}` has no alternative that does that "
-                f"(it does {' | '.join(tool.texts)})")
+        return (
+            f"`{format_name(tool_name)}` of `{who}` has no alternative that does that "
+            f"(it does {' | '.join(tool.texts)})"
+        )
 
-    def bare_writes(self, speaker: int, written: tuple[tuple[str, Any], ...], kickoff: bool) -> Action | str:
+    def bare_writes(
+        self, speaker: int, written: tuple[tuple[str, Any], ...], kickoff: bool
+    ) -> Action | str:
         """A model speaker's context writes: as in a script, a call of the first tool
         alternative (in declaration order) that makes exactly these writes and nothing else."""
         who = format_name(self.system.speakers[speaker])
@@ -358,8 +377,12 @@ class _Side:
         if not any(v is _OTHER_VALUE for v in sets.values()):
             for tool in self.tools.get(speaker, {}).values():
                 for action in tool.actions:
-                    if action.handoff is None and action.finish is None and set(action.clears) == clears \
-                            and _same_sets(dict(action.sets), sets):
+                    if (
+                        action.handoff is None
+                        and action.finish is None
+                        and set(action.clears) == clears
+                        and _same_sets(dict(action.sets), sets)
+                    ):
                         return action
         return f"`{who}` is a model speaker, and none of its tools makes just these writes"
 
@@ -437,8 +460,9 @@ def _write_labels(old: _Side, new: _Side, io: int, in_: int) -> tuple[list[Label
     reads (or that only one side lets it write), each kept, cleared, set to a literal of
     either side or to another value. The flag: there were more than :data:`MAX_WRITES`."""
     ko, kn = old.writer_keys(io), new.writer_keys(in_)
-    keys = sorted(k for k in ko | kn
-                  if k in old.key_index or k in new.key_index or (k in ko) != (k in kn))
+    keys = sorted(
+        k for k in ko | kn if k in old.key_index or k in new.key_index or (k in ko) != (k in kn)
+    )
     if not keys:
         return [], False
     domains: list[list[Any]] = []
@@ -452,7 +476,9 @@ def _write_labels(old: _Side, new: _Side, io: int, in_: int) -> tuple[list[Label
         total *= len(d)
     out: list[Label] = []
     for values in itertools.product(*domains):
-        written = tuple((k, _Value.of(v)) for k, v in zip(keys, values, strict=True) if v is not None)
+        written = tuple(
+            (k, _Value.of(v)) for k, v in zip(keys, values, strict=True) if v is not None
+        )
         if written:
             out.append(("write", written))
             if len(out) >= MAX_WRITES:
@@ -460,7 +486,9 @@ def _write_labels(old: _Side, new: _Side, io: int, in_: int) -> tuple[list[Label
     return out, False
 
 
-def _json_contexts(old: _Side, new: _Side) -> list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]]:
+def _json_contexts(
+    old: _Side, new: _Side
+) -> list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]]:
     """JSON graphs: every context the participants may write, as both sides abstract it."""
     keys: dict[str, list[Any]] = {}
     for side in (old, new):
@@ -511,11 +539,14 @@ class _World:
 
 
 def _who(outcome: Outcome, side: _Side) -> str:
-    return "terminate" if outcome.speaker < 0 else format_name(side.system.speakers[outcome.speaker])
+    return (
+        "terminate" if outcome.speaker < 0 else format_name(side.system.speakers[outcome.speaker])
+    )
 
 
-def _pairs(so: _Side, sn: _Side, o_here: list[Outcome], n_here: list[Outcome]
-           ) -> list[tuple[Outcome, Outcome, tuple[str, ...]]]:
+def _pairs(
+    so: _Side, sn: _Side, o_here: list[Outcome], n_here: list[Outcome]
+) -> list[tuple[Outcome, Outcome, tuple[str, ...]]]:
     """OLD's and NEW's outcomes that may happen together, and the custom targets' choices
     that make them: the same call resolves alike on both sides."""
     if len(o_here) == 1 and len(n_here) == 1 and o_here[0].call != n_here[0].call:
@@ -527,13 +558,19 @@ def _pairs(so: _Side, sn: _Side, o_here: list[Outcome], n_here: list[Outcome]
         for i, o in enumerate(o_here):
             same = [j for j, n in enumerate(n_here) if _who(n, sn) == _who(o, so)]
             if same:
-                out[(i, same[0])] = (o, n_here[same[0]], (f"{call_o} → {_who(o, so)}",) if several else ())
+                out[(i, same[0])] = (
+                    o,
+                    n_here[same[0]],
+                    (f"{call_o} → {_who(o, so)}",) if several else (),
+                )
         # a result only one side's declaration lists: what the other does then is not known
         done_o, done_n = {i for i, _ in out}, {j for _, j in out}
         for i, o in enumerate(o_here):
             for j, n in enumerate(n_here):
                 if i not in done_o or j not in done_n:
-                    out.setdefault((i, j), (o, n, (f"{call_o} → {_who(o, so)} on OLD, {_who(n, sn)} on NEW",)))
+                    out.setdefault(
+                        (i, j), (o, n, (f"{call_o} → {_who(o, so)} on OLD, {_who(n, sn)} on NEW",))
+                    )
         return list(out.values())
     for i, o in enumerate(o_here):
         for j, n in enumerate(n_here):
@@ -546,45 +583,88 @@ def _pairs(so: _Side, sn: _Side, o_here: list[Outcome], n_here: list[Outcome]
     return list(out.values())
 
 
-def _worlds(so: _Side, sn: _Side, outs_o: tuple[Outcome, ...] | str, outs_n: tuple[Outcome, ...] | str,
-            turn_number: int) -> tuple[list[_World], bool]:
+def _worlds(
+    so: _Side,
+    sn: _Side,
+    outs_o: tuple[Outcome, ...] | str,
+    outs_n: tuple[Outcome, ...] | str,
+    turn_number: int,
+) -> tuple[list[_World], bool]:
     """Every way the turn may go on both sides; the flag: more custom conditions than
     :data:`MAX_ATOMS` (only the first are enumerated)."""
-    atoms = list(dict.fromkeys(
-        [so.atom_label[i] for o in (outs_o if not isinstance(outs_o, str) else ()) for i, _ in o.assumed]
-        + [sn.atom_label[i] for o in (outs_n if not isinstance(outs_n, str) else ()) for i, _ in o.assumed]))
+    atoms = list(
+        dict.fromkeys(
+            [
+                so.atom_label[i]
+                for o in (outs_o if not isinstance(outs_o, str) else ())
+                for i, _ in o.assumed
+            ]
+            + [
+                sn.atom_label[i]
+                for o in (outs_n if not isinstance(outs_n, str) else ())
+                for i, _ in o.assumed
+            ]
+        )
+    )
     partial = len(atoms) > MAX_ATOMS
     # the ones past the limit are left open: a world then depends on them (never certain)
-    open_atoms = (f"{len(atoms) - MAX_ATOMS} more custom conditions, as they may be",) if partial else ()
+    open_atoms = (
+        (f"{len(atoms) - MAX_ATOMS} more custom conditions, as they may be",) if partial else ()
+    )
     atoms = atoms[:MAX_ATOMS]
     worlds: list[_World] = []
     for given in _assignments(atoms):
-        o_here: list[Outcome] | None = None if isinstance(outs_o, str) else \
-            [o for o in outs_o if _compatible(o, so.atom_label, given)]
-        n_here: list[Outcome] | None = None if isinstance(outs_n, str) else \
-            [o for o in outs_n if _compatible(o, sn.atom_label, given)]
+        o_here: list[Outcome] | None = (
+            None
+            if isinstance(outs_o, str)
+            else [o for o in outs_o if _compatible(o, so.atom_label, given)]
+        )
+        n_here: list[Outcome] | None = (
+            None
+            if isinstance(outs_n, str)
+            else [o for o in outs_n if _compatible(o, sn.atom_label, given)]
+        )
         pairs: list[tuple[Outcome | None, Outcome | None, tuple[str, ...]]]
         if o_here is not None and n_here is not None:
             pairs = list(_pairs(so, sn, o_here, n_here))
         elif o_here is not None:
-            pairs = [(o, None, (f"{o.call} → {_who(o, so)}",) if len(o_here) > 1 else ()) for o in o_here]
+            pairs = [
+                (o, None, (f"{o.call} → {_who(o, so)}",) if len(o_here) > 1 else ()) for o in o_here
+            ]
         elif n_here is not None:
-            pairs = [(None, n, (f"{n.call} → {_who(n, sn)}",) if len(n_here) > 1 else ()) for n in n_here]
+            pairs = [
+                (None, n, (f"{n.call} → {_who(n, sn)}",) if len(n_here) > 1 else ()) for n in n_here
+            ]
         else:  # pragma: no cover - a turn both sides refuse is not taken
             pairs = []
         for o, n, chosen in pairs:
             used = {so.atom_label[i] for i, _ in (o.assumed if o is not None else ())} | {
-                sn.atom_label[i] for i, _ in (n.assumed if n is not None else ())}
-            r_old = so.routed(o, turn_number) if o is not None else \
-                Routed(REFUSED, None, refused=outs_o if isinstance(outs_o, str) else "")
-            r_new = sn.routed(n, turn_number) if n is not None else \
-                Routed(REFUSED, None, refused=outs_n if isinstance(outs_n, str) else "")
-            worlds.append(_World(tuple((k, v) for k, v in given.items() if k in used), chosen + open_atoms,
-                                 (o, r_old), (n, r_new)))
+                sn.atom_label[i] for i, _ in (n.assumed if n is not None else ())
+            }
+            r_old = (
+                so.routed(o, turn_number)
+                if o is not None
+                else Routed(REFUSED, None, refused=outs_o if isinstance(outs_o, str) else "")
+            )
+            r_new = (
+                sn.routed(n, turn_number)
+                if n is not None
+                else Routed(REFUSED, None, refused=outs_n if isinstance(outs_n, str) else "")
+            )
+            worlds.append(
+                _World(
+                    tuple((k, v) for k, v in given.items() if k in used),
+                    chosen + open_atoms,
+                    (o, r_old),
+                    (n, r_new),
+                )
+            )
     return worlds, partial
 
 
-def explore_pair(old: System, new: System, max_states: int, max_divergences: int = 1_000) -> Product:
+def explore_pair(
+    old: System, new: System, max_states: int, max_divergences: int = 1_000
+) -> Product:
     """Explore OLD and NEW in lock step, breadth-first, bounded by ``max_states`` product states.
 
     >>> from flowc import compile_flow
@@ -614,9 +694,16 @@ def explore_pair(old: System, new: System, max_states: int, max_divergences: int
     labels_of: dict[tuple[int, int, bool], list[tuple[Label, int, str | None]]] = {}
     if old.speakers[old.start] != new.speakers[new.start]:
         # the kickoff itself differs: no turn is shared
-        divergences.append(Divergence(
-            (), Routed(DEFAULT, old.speakers[old.start]), Routed(DEFAULT, new.speakers[new.start]), 0,
-            KICKOFF, KICKOFF))
+        divergences.append(
+            Divergence(
+                (),
+                Routed(DEFAULT, old.speakers[old.start]),
+                Routed(DEFAULT, new.speakers[new.start]),
+                0,
+                KICKOFF,
+                KICKOFF,
+            )
+        )
         queue.clear()
     while queue and not truncated:
         u = queue.popleft()
@@ -650,10 +737,18 @@ def explore_pair(old: System, new: System, max_states: int, max_divergences: int
             if json_mode:
                 afters = [(ctx, vo, vn) for ctx, vo, vn in contexts]
             else:
-                written = tuple((k, _shown(_plain(v))) for k, v in label[1]) if label[0] == "write" else ()
-                afters = [(written,
-                           so.applied(ko, ao) if isinstance(ao, Action) else so.before(ko),
-                           sn.applied(kn, an) if isinstance(an, Action) else sn.before(kn))]
+                written = (
+                    tuple((k, _shown(_plain(v))) for k, v in label[1])
+                    if label[0] == "write"
+                    else ()
+                )
+                afters = [
+                    (
+                        written,
+                        so.applied(ko, ao) if isinstance(ao, Action) else so.before(ko),
+                        sn.applied(kn, an) if isinstance(an, Action) else sn.before(kn),
+                    )
+                ]
             tool = label[1] if label[0] == "tool" else None
             for ctx, vo, vn in afters:
                 assert vo is not None and vn is not None
@@ -663,9 +758,12 @@ def explore_pair(old: System, new: System, max_states: int, max_divergences: int
                 if too_many:
                     partial.add("atoms")
                 signatures = {
-                    (w.old[1].observed, w.new[1].observed,
-                     None if w.old[0] is None else so.next_key(w.old[0], vo),
-                     None if w.new[0] is None else sn.next_key(w.new[0], vn))
+                    (
+                        w.old[1].observed,
+                        w.new[1].observed,
+                        None if w.old[0] is None else so.next_key(w.old[0], vo),
+                        None if w.new[0] is None else sn.next_key(w.new[0], vn),
+                    )
                     for w in worlds
                 }
                 if len(signatures) == 1 and len(worlds) > 1 and not too_many:
@@ -678,10 +776,16 @@ def explore_pair(old: System, new: System, max_states: int, max_divergences: int
                     if r1.observed != r2.observed:
                         if counts[sure] < max_divergences:
                             counts[sure] += 1
-                            divergences.append(Divergence(
-                                (*_turns(parent, via, u), turn), r1, r2, u,
-                                so.next_key(o1, vo) if o1 is not None else REFUSED_KEY,
-                                sn.next_key(o2, vn) if o2 is not None else REFUSED_KEY))
+                            divergences.append(
+                                Divergence(
+                                    (*_turns(parent, via, u), turn),
+                                    r1,
+                                    r2,
+                                    u,
+                                    so.next_key(o1, vo) if o1 is not None else REFUSED_KEY,
+                                    sn.next_key(o2, vn) if o2 is not None else REFUSED_KEY,
+                                )
+                            )
                         continue
                     if r1.next is None or o1 is None or o2 is None:
                         continue
@@ -698,13 +802,27 @@ def explore_pair(old: System, new: System, max_states: int, max_divergences: int
                         dist.append(dist[u] + 1)
                         queue.append(v)
                     edges.setdefault(u, []).append((v, turn, r1, r2))
-    reasons = {"atoms": f"a turn depends on more than {MAX_ATOMS} custom conditions",
-               "writes": f"a human may write more than {MAX_WRITES} combinations of keys on a turn"}
-    return Product(old, new, keys, parent, via, dist, edges, divergences, truncated,
-                   "; ".join(reasons[p] for p in sorted(partial)))
+    reasons = {
+        "atoms": f"a turn depends on more than {MAX_ATOMS} custom conditions",
+        "writes": f"a human may write more than {MAX_WRITES} combinations of keys on a turn",
+    }
+    return Product(
+        old,
+        new,
+        keys,
+        parent,
+        via,
+        dist,
+        edges,
+        divergences,
+        truncated,
+        "; ".join(reasons[p] for p in sorted(partial)),
+    )
 
 
-def _turns(parent: list[int], via: list[tuple[Turn, Routed, Routed] | None], node: int) -> list[Turn]:
+def _turns(
+    parent: list[int], via: list[tuple[Turn, Routed, Routed] | None], node: int
+) -> list[Turn]:
     out: list[Turn] = []
     while node != 0:
         step = via[node]
@@ -759,8 +877,20 @@ def _cap_walk(product: Product, certain: bool) -> Divergence | None:
             turns.reverse()
             ko, kn, _ = product.keys[v]
             if caps[0] == limit:
-                return Divergence((*turns, turn), Routed(r_old.fired, None, MAX_TURNS), r_new, u,
-                                  ("end", MAX_TURNS), kn)
-            return Divergence((*turns, turn), r_old, Routed(r_new.fired, None, MAX_TURNS), u,
-                              ko, ("end", MAX_TURNS))
+                return Divergence(
+                    (*turns, turn),
+                    Routed(r_old.fired, None, MAX_TURNS),
+                    r_new,
+                    u,
+                    ("end", MAX_TURNS),
+                    kn,
+                )
+            return Divergence(
+                (*turns, turn),
+                r_old,
+                Routed(r_new.fired, None, MAX_TURNS),
+                u,
+                ko,
+                ("end", MAX_TURNS),
+            )
     return None

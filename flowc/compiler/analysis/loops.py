@@ -31,7 +31,11 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
         members = sorted({format_name(system.speakers[facts.space.speaker_of(v)]) for v in comp})
         name = format_name(system.keys[key])
         value = system.show_value(key, facts.space.keys[min(comp)][1][key])
-        ends = f"only at `max_turns {system.max_turns}`" if system.max_turns else "never (there is no `max_turns`)"
+        ends = (
+            f"only at `max_turns {system.max_turns}`"
+            if system.max_turns
+            else "never (there is no `max_turns`)"
+        )
         yield Finding(
             facts.diag(
                 W205,
@@ -40,8 +44,11 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
                 span=facts.rule_span(rule),
                 notes=(
                     f"a run that enters the loop: {run.render()}",
-                    *listing_of(taken.get(rule.index, []), lambda r: f"so {system.label(r)} never fires",
-                                more="more rules never fire for the same reason"),
+                    *listing_of(
+                        taken.get(rule.index, []),
+                        lambda r: f"so {system.label(r)} never fires",
+                        more="more rules never fire for the same reason",
+                    ),
                 ),
                 help=f"put a `from` rule for the loop's speaker before this rule, or declare a tool that"
                 f" clears it (`tool done clears {name}`) on {members[0]}",
@@ -63,7 +70,9 @@ def check_non_termination(facts: Facts) -> Iterator[Finding]:
     run = facts.lasso(comp)
     fired = facts.loop_rules(comp)
     rules = [system.rules[f] for f in fired if f >= 0]
-    span, path = (facts.rule_span(rules[0]), rules[0].json_path) if rules else facts.default_location()
+    span, path = (
+        (facts.rule_span(rules[0]), rules[0].json_path) if rules else facts.default_location()
+    )
     if DEFAULT in fired and not rules:
         span, path = facts.default_location()
     notes = [f"a run that never ends: {run.render()}"]

@@ -24,8 +24,11 @@ def reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
             continue
         if dead.shadowed and dead.taken_by in sticky:
             continue  # follows from the sticky loop (W205) of the rule that takes its turns
-        if not dead.shadowed and folded_into_w210(facts, dead) \
-                and facts.contradiction(dead.rule) is None:
+        if (
+            not dead.shadowed
+            and folded_into_w210(facts, dead)
+            and facts.contradiction(dead.rule) is None
+        ):
             continue  # W210 lists it; a self-contradiction gets its own W203 with the reason
         out.append(dead)
     return tuple(out)
@@ -51,8 +54,10 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
         span = facts.rule_span(rule)
         if dead.trap is not None:
             prio = rule.priority
-            why = (f"`priority {prio}` sorts it after the rules that take its turns"
-                   " (priority sorts ascending: lower numbers run first)")
+            why = (
+                f"`priority {prio}` sorts it after the rules that take its turns"
+                " (priority sorts ascending: lower numbers run first)"
+            )
             yield Finding(
                 facts.diag(
                     W204,
@@ -98,10 +103,12 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     span=span,
                     explanation=why,
                     json_path=rule.json_path,
-                    notes=("no sender, tool call or context value makes the whole condition true",
-                           f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}"),
+                    notes=(
+                        "no sender, tool call or context value makes the whole condition true",
+                        f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}",
+                    ),
                     help="remove the rule, or join the parts with `or` (or as separate rules) "
-                         "if either should route",
+                    "if either should route",
                 ),
                 sample,
                 rule.index,
@@ -110,8 +117,11 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             why, help = _unrouted(facts, rule, calls)
             call = _first_call(facts, rule)
             sample = call or facts.sample_run
-            note = (f"a shortest run that calls it: {sample.render()}" if call is not None
-                    else f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}")
+            note = (
+                f"a shortest run that calls it: {sample.render()}"
+                if call is not None
+                else f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}"
+            )
             yield Finding(
                 facts.diag(
                     W203,
@@ -181,20 +191,36 @@ def _unrouted(
                 handoffs = True
                 effects[f"`hands off to {system.name(action.handoff)}`"] = None
     names = " or ".join(f"`{format_name(tool)}`" for tool, _ in calls)
-    does = ("ends the run or hands the turn off" if finishes and handoffs
-            else "ends the run" if finishes else "hands the turn off")
-    why = (f"every call of {names} {does} ({', '.join(effects)}) before the rules are tried, "
-           "so no rule ever sees such a turn")
+    does = (
+        "ends the run or hands the turn off"
+        if finishes and handoffs
+        else "ends the run"
+        if finishes
+        else "hands the turn off"
+    )
+    why = (
+        f"every call of {names} {does} ({', '.join(effects)}) before the rules are tried, "
+        "so no rule ever sees such a turn"
+    )
     first = format_name(calls[0][0])
     if finishes and len(calls) == 1 and isinstance(rule.then, m.TerminateTarget) and not handoffs:
         reason = format_value(rule.then.reason)
-        help = (f"remove the rule: the tool's `finishes` effect already closes the run; to close it "
-                f"with {reason}, declare `tool {first} finishes {reason}`")
+        help = (
+            f"remove the rule: the tool's `finishes` effect already closes the run; to close it "
+            f"with {reason}, declare `tool {first} finishes {reason}`"
+        )
     else:
-        effect = "`finishes`" if finishes and not handoffs else \
-            "`hands off to`" if not finishes else "`finishes` / `hands off to`"
-        help = (f"remove the rule, or, if the rules should route calls of `{first}`, give it an "
-                f"alternative without {effect}")
+        effect = (
+            "`finishes`"
+            if finishes and not handoffs
+            else "`hands off to`"
+            if not finishes
+            else "`finishes` / `hands off to`"
+        )
+        help = (
+            f"remove the rule, or, if the rules should route calls of `{first}`, give it an "
+            f"alternative without {effect}"
+        )
     return why, help
 
 
@@ -207,7 +233,10 @@ def check_dead_default(facts: Facts) -> Iterator[Finding]:
     if compiled is not None:
         if compiled.default_span is None:
             return
-    elif isinstance(system.default, m.TerminateTarget) and system.default.reason in IMPLIED_DEFAULT_REASONS:
+    elif (
+        isinstance(system.default, m.TerminateTarget)
+        and system.default.reason in IMPLIED_DEFAULT_REASONS
+    ):
         return
     span, path = facts.default_location()
     sample = facts.sample_run

@@ -186,13 +186,18 @@ def run_to(space: StateSpace, node: int, final: Step | None = None) -> Run:
     return _ending(space, found[0], found[1], node, final, None)
 
 
-def _tree_turn(space: StateSpace, u: int, v: int, val: Valuation | None) -> tuple[Turn, Valuation | None]:
+def _tree_turn(
+    space: StateSpace, u: int, v: int, val: Valuation | None
+) -> tuple[Turn, Valuation | None]:
     """The turn from ``u`` to its child ``v`` on the breadth-first tree (``val``: the
     valuation at ``u`` on the tree path), made once per node."""
     hit = space.tree_turns.get(v)
     if hit is None:
         step = space.step_between(u, v)
-        hit = space.tree_turns[v] = (_turn(space.system, space.speaker_of(u), val, step), step.after)
+        hit = space.tree_turns[v] = (
+            _turn(space.system, space.speaker_of(u), val, step),
+            step.after,
+        )
     return hit[0], hit[1]
 
 

@@ -12,7 +12,9 @@ _IGNORE = re.compile(r"^\s*flowc\s*:\s*ignore\b(?:\s*\[(?P<codes>[^\]]*)\])?")
 
 
 def apply_ignores(
-    diagnostics: Sequence[Diagnostic], comments: Sequence[n.Comment], filename: str,
+    diagnostics: Sequence[Diagnostic],
+    comments: Sequence[n.Comment],
+    filename: str,
     hidden: Sequence[Diagnostic] = (),
 ) -> tuple[Diagnostic, ...]:
     """Drop the findings an ignore comment on their line names, and add X001 for bad ignores.
@@ -51,8 +53,13 @@ def apply_ignores(
         unknown = [x for x in codes if x not in CODES]
         for x in unknown:
             out_extra.append(
-                Diagnostic(X001, f"`{x}` is not a flowc code", filename, c.span,
-                           help="use a code from `flowc explain`, e.g. `W205`")
+                Diagnostic(
+                    X001,
+                    f"`{x}` is not a flowc code",
+                    filename,
+                    c.span,
+                    help="use a code from `flowc explain`, e.g. `W205`",
+                )
             )
         ignores.append((c, [x for x in codes if x in CODES]))
     used: set[tuple[int, str]] = set()

@@ -111,21 +111,33 @@ class System:
     json_prefix: str = ""
     # lookups built once (a list's .index() per call made large flows quadratic)
     id_names: dict[str, str] = attrs.field(
-        init=False, eq=False, repr=False,
-        default=attrs.Factory(lambda self: dict(zip(self.ids, self.speakers, strict=True)), takes_self=True),
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda self: dict(zip(self.ids, self.speakers, strict=True)), takes_self=True
+        ),
     )
     _id_index: dict[str, int] = attrs.field(
-        init=False, eq=False, repr=False,
+        init=False,
+        eq=False,
+        repr=False,
         default=attrs.Factory(lambda self: {a: i for i, a in enumerate(self.ids)}, takes_self=True),
     )
     _speaker_index: dict[str, int] = attrs.field(
-        init=False, eq=False, repr=False,
-        default=attrs.Factory(lambda self: {a: i for i, a in enumerate(self.speakers)}, takes_self=True),
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda self: {a: i for i, a in enumerate(self.speakers)}, takes_self=True
+        ),
     )
     _rule_texts: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
     _labels: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
     _describer: Describer = attrs.field(
-        init=False, eq=False, repr=False,
+        init=False,
+        eq=False,
+        repr=False,
         default=attrs.Factory(lambda self: Describer(self.id_names), takes_self=True),
     )
 
@@ -150,9 +162,7 @@ class System:
 
     def all_valuations(self) -> Iterator[Valuation]:
         """Every valuation over unset and the literals (JSON graphs' writes)."""
-        domains = [
-            (UNSET, *range(2, 2 + len(lits))) for lits in self.literals
-        ]
+        domains = [(UNSET, *range(2, 2 + len(lits))) for lits in self.literals]
         yield from itertools.product(*domains)
 
     # a finding quotes rules, conditions and targets: each is cut to a bounded length so
@@ -173,7 +183,8 @@ class System:
         text = texts.get(rule.index)
         if text is None:
             text = texts[rule.index] = elide(
-                self._describer.rule(rule.when, rule.then, rule.priority, rule.when_key))
+                self._describer.rule(rule.when, rule.then, rule.priority, rule.when_key)
+            )
         return text
 
     def line_of(self, rule: RuleSpec) -> int | None:
@@ -186,7 +197,8 @@ class System:
         text = self._labels.get(rule.index)
         if text is None:
             text = self._labels[rule.index] = rule_label(
-                rule.index, self.line_of(rule), self.describe_rule(rule), code=True)
+                rule.index, self.line_of(rule), self.describe_rule(rule), code=True
+            )
         return text
 
     def where(self, rule: RuleSpec) -> str:
@@ -305,7 +317,9 @@ class _Builder:
         return self.interned.setdefault(value, value)  # type: ignore[no-any-return]
 
     def rules(self, infos: Sequence[RuleInfo] | None) -> tuple[RuleSpec, ...]:
-        order = sorted(range(len(self.graph.transitions)), key=lambda i: self.graph.transitions[i].priority)
+        order = sorted(
+            range(len(self.graph.transitions)), key=lambda i: self.graph.transitions[i].priority
+        )
         rank = {i: r for r, i in enumerate(order)}
         out = []
         # a large flow repeats a few conditions: each is compiled once
@@ -315,8 +329,12 @@ class _Builder:
             found = compiled.get(key) if key is not None else None
             if found is None:
                 code = self.compile_cond(t.when)
-                found = (code, self.shared(_senders(code)), self.shared(_tools(code)),
-                         self.shared(frozenset(_reads(code))))
+                found = (
+                    code,
+                    self.shared(_senders(code)),
+                    self.shared(_tools(code)),
+                    self.shared(frozenset(_reads(code))),
+                )
                 if key is not None:
                     compiled[key] = found
             code, senders, tools, reads = found
@@ -394,7 +412,9 @@ def system_of_flow(compiled: CompiledFlow) -> System:
     speaker_index = {s: i for i, s in enumerate(compiled.speakers)}
     actions: list[tuple[Action, ...]] = []
     for s in compiled.speakers:
-        written = tuple(b.key_index[k] for k in compiled.human_writes.get(s, ()) if k in b.key_index)
+        written = tuple(
+            b.key_index[k] for k in compiled.human_writes.get(s, ()) if k in b.key_index
+        )
         acts: list[Action] = [Action(any_writes=written) if written else PLAIN]
         for tool in compiled.tools_of(s):
             t_index = b.add_tool(tool.name)
@@ -423,7 +443,9 @@ def system_of_flow(compiled: CompiledFlow) -> System:
         unique: dict[str, Action] = {}
         for act in acts:  # values may be lists or objects: dedupe on their JSON
             key = json.dumps(
-                [act.tool, act.sets, act.clears, act.handoff, act.finish], sort_keys=True, default=str
+                [act.tool, act.sets, act.clears, act.handoff, act.finish],
+                sort_keys=True,
+                default=str,
             )
             unique.setdefault(key, act)
         actions.append(tuple(unique.values()))
@@ -454,8 +476,9 @@ def system_of_flow(compiled: CompiledFlow) -> System:
     )
 
 
-def system_of_graph(loaded: LoadedGraph, participants: Sequence[str] = (),
-                    initiator: str | None = None) -> System:
+def system_of_graph(
+    loaded: LoadedGraph, participants: Sequence[str] = (), initiator: str | None = None
+) -> System:
     """The abstract system of a JSON graph, under the no-declarations assumptions.
 
     The participants are ``participants`` (in their order, as `next` rotates over them)
@@ -474,9 +497,7 @@ def system_of_graph(loaded: LoadedGraph, participants: Sequence[str] = (),
     b = _Builder(graph, ids, json_mode=True)
     rules = b.rules(None)
     prefix = "graph." if loaded.is_knobs else ""
-    actions = tuple(
-        (PLAIN, *(Action(t, i) for i, t in enumerate(b.tools))) for _ in ids
-    )
+    actions = tuple((PLAIN, *(Action(t, i) for i, t in enumerate(b.tools))) for _ in ids)
     initial = tuple(
         b.abstract(i, loaded.context_vars[k]) if k in loaded.context_vars else UNSET
         for i, k in enumerate(b.keys)

@@ -54,7 +54,6 @@ TargetKey: TypeAlias = tuple[Any, ...]
 CAP_REASON = "max_turns"
 
 
-
 @attrs.frozen
 class Target:
     """One thing a scenario can exercise."""
@@ -193,7 +192,10 @@ def effect_of(alt: ToolEffectInfo | None, turn: Turn) -> bool:
     if alt is None:
         return not (turn.sets or turn.clears or turn.handoff or turn.finish)
     return (alt.sets, alt.clears, alt.handoff, alt.finish) == (
-        turn.sets, turn.clears, turn.handoff, turn.finish
+        turn.sets,
+        turn.clears,
+        turn.handoff,
+        turn.finish,
     )
 
 
@@ -226,7 +228,10 @@ def _action_alternative(system: System, speaker: int, action: Action) -> int | N
         handoff = system.speakers[action.handoff] if action.handoff is not None else None
         for i, alt in enumerate(tool.alternatives):
             if (alt.sets, alt.clears, alt.handoff, alt.finish) == (
-                action.sets, action.clears, handoff, action.finish
+                action.sets,
+                action.clears,
+                handoff,
+                action.finish,
             ):
                 return i
     return None
@@ -330,7 +335,9 @@ class _Classifier:
         if key in self.witnesses or (key == ("end", CAP_REASON) and self.cap_walk is not None):
             return None
         if self.truncated:
-            return f"not reached in the {counted(len(self.facts.space.keys), 'state')} explored (I301)"
+            return (
+                f"not reached in the {counted(len(self.facts.space.keys), 'state')} explored (I301)"
+            )
         cap = self.system.max_turns
         if cap is not None:
             return f"no run within `max_turns {cap}` exercises it"
@@ -351,10 +358,18 @@ class _Classifier:
             line = self.system.line_of(rule)
             code = self.rule_codes.get(rule.index)
             if code in ("W215", "W212") and rule.index in self.facts.after_cap_rules:
-                yield Target(key, "rule", label, line,
-                             f"{code}: no run within `max_turns {self.system.max_turns}` fires it", code)
+                yield Target(
+                    key,
+                    "rule",
+                    label,
+                    line,
+                    f"{code}: no run within `max_turns {self.system.max_turns}` fires it",
+                    code,
+                )
             elif code is not None:
-                yield Target(key, "rule", label, line, f"{code}: `flowc check` proves it never fires", code)
+                yield Target(
+                    key, "rule", label, line, f"{code}: `flowc check` proves it never fires", code
+                )
             else:
                 yield Target(key, "rule", label, line, self._unreached(key))
 
@@ -365,18 +380,36 @@ class _Classifier:
         line = compiled.default_span.line if compiled.default_span is not None else None
         if line is None and compiled.default_implied:
             line = next(
-                (st.span.line for st in compiled.flow.statements
-                 if isinstance(st, n.SequenceDecl | n.RoundRobinDecl)),
+                (
+                    st.span.line
+                    for st in compiled.flow.statements
+                    if isinstance(st, n.SequenceDecl | n.RoundRobinDecl)
+                ),
                 None,
             )
         if DEFAULT in self.facts.after_cap_rules:
             code = "W212" if self.facts.folded_into_w212(DEFAULT) else "W215"
-            return Target(key, "default", label, line,
-                          f"{code}: no run within `max_turns {self.system.max_turns}` reaches it", code)
+            return Target(
+                key,
+                "default",
+                label,
+                line,
+                f"{code}: no run within `max_turns {self.system.max_turns}` reaches it",
+                code,
+            )
         if not self.truncated and not self.facts.space.default_fired:
             if "W202" in self.codes and compiled.default_span is not None:
-                return Target(key, "default", label, line, "W202: `flowc check` proves it is never reached", "W202")
-            return Target(key, "default", label, line, "on every turn of every run some rule matches")
+                return Target(
+                    key,
+                    "default",
+                    label,
+                    line,
+                    "W202: `flowc check` proves it is never reached",
+                    "W202",
+                )
+            return Target(
+                key, "default", label, line, "on every turn of every run some rule matches"
+            )
         return Target(key, "default", label, line, self._unreached(key))
 
     def _reasons(self, sources: dict[TargetKey, Target]) -> dict[str, list[Target]]:
@@ -385,7 +418,8 @@ class _Classifier:
         for rule in self.system.rules:
             if isinstance(rule.then, m.TerminateTarget):
                 out.setdefault(terminate_reason(rule.then.reason), []).append(
-                    sources[("rule", rule.index)])
+                    sources[("rule", rule.index)]
+                )
         default = sources[("default",)]
         if isinstance(self.system.default, m.TerminateTarget) and (
             default.live or default.line is not None
@@ -395,7 +429,8 @@ class _Classifier:
             for i, alt in enumerate(tool.alternatives):
                 if alt.finish is not None:
                     out.setdefault(finish_reason(alt.finish), []).append(
-                        sources[("tool", tool.speaker, tool.name, i)])
+                        sources[("tool", tool.speaker, tool.name, i)]
+                    )
         return out
 
     def ends(self, sources: dict[TargetKey, Target]) -> Iterator[Target]:
@@ -408,14 +443,21 @@ class _Classifier:
             elif "W210" in self.codes:
                 yield Target(key, "end", label, line, "W210: no run reaches a `terminate`", "W210")
             elif "W212" in self.codes:
-                yield Target(key, "end", label, line, "W212: every run ends at the cap first", "W212")
+                yield Target(
+                    key, "end", label, line, "W212: every run ends at the cap first", "W212"
+                )
             elif all(not s.live for s in written_by) and not self.truncated:
                 first = written_by[0]
-                yield Target(key, "end", label, line,
-                             f"only {', '.join(s.label for s in written_by)} "
-                             f"{'writes' if len(written_by) == 1 else 'write'} it, and "
-                             f"{'it is' if len(written_by) == 1 else 'they are'} not coverable",
-                             first.code)
+                yield Target(
+                    key,
+                    "end",
+                    label,
+                    line,
+                    f"only {', '.join(s.label for s in written_by)} "
+                    f"{'writes' if len(written_by) == 1 else 'write'} it, and "
+                    f"{'it is' if len(written_by) == 1 else 'they are'} not coverable",
+                    first.code,
+                )
             else:
                 yield Target(key, "end", label, line, self._unreached(key) or "no run reaches it")
         cap = self.system.max_turns
@@ -426,11 +468,18 @@ class _Classifier:
             if self.cap_walk is not None:
                 yield Target(key, "end", label, line)
             elif cap > MAX_CAP_RUN:
-                yield Target(key, "end", label, line, f"a run to the cap takes {counted(cap, 'turn')} "
-                             f"(scenarios reach caps up to {MAX_CAP_RUN})")
+                yield Target(
+                    key,
+                    "end",
+                    label,
+                    line,
+                    f"a run to the cap takes {counted(cap, 'turn')} "
+                    f"(scenarios reach caps up to {MAX_CAP_RUN})",
+                )
             else:  # (a partial exploration says only what it did not reach)
-                yield Target(key, "end", label, line,
-                             self._unreached(key) or "every run ends before the cap")
+                yield Target(
+                    key, "end", label, line, self._unreached(key) or "every run ends before the cap"
+                )
 
     def _cap_line(self) -> int | None:
         for st in self.compiled.flow.statements:
@@ -452,8 +501,14 @@ class _Classifier:
                 code = self._speaker_code(i)
                 yield Target(key, "speaker", label, line, f"{code}: no run routes to it", code)
             elif i in facts.after_cap_speakers:
-                yield Target(key, "speaker", label, line,
-                             f"W215: no run within `max_turns {self.system.max_turns}` reaches it", "W215")
+                yield Target(
+                    key,
+                    "speaker",
+                    label,
+                    line,
+                    f"W215: no run within `max_turns {self.system.max_turns}` reaches it",
+                    "W215",
+                )
             else:
                 yield Target(key, "speaker", label, line, self._unreached(key))
 
@@ -482,20 +537,35 @@ class _Classifier:
                 line = tool.span.line
                 if not self.truncated and speaker not in self.facts.scheduled:
                     code = self._speaker_code(speaker)
-                    yield Target(key, "tool", label, line,
-                                 f"{code}: {format_name(tool.speaker)} never speaks", code)
+                    yield Target(
+                        key,
+                        "tool",
+                        label,
+                        line,
+                        f"{code}: {format_name(tool.speaker)} never speaks",
+                        code,
+                    )
                 elif speaker in self.facts.after_cap_speakers:
-                    yield Target(key, "tool", label, line,
-                                 f"W215: {format_name(tool.speaker)} never speaks within "
-                                 f"`max_turns {self.system.max_turns}`", "W215")
+                    yield Target(
+                        key,
+                        "tool",
+                        label,
+                        line,
+                        f"W215: {format_name(tool.speaker)} never speaks within "
+                        f"`max_turns {self.system.max_turns}`",
+                        "W215",
+                    )
                 elif not self.truncated and not self._speaks_after_kickoff(speaker):
-                    yield Target(key, "tool", label, line,
-                                 f"{format_name(tool.speaker)} speaks only the kickoff, a plain message")
+                    yield Target(
+                        key,
+                        "tool",
+                        label,
+                        line,
+                        f"{format_name(tool.speaker)} speaks only the kickoff, a plain message",
+                    )
                 else:
                     yield Target(key, "tool", label, line, self._unreached(key))
 
     def _speaks_after_kickoff(self, speaker: int) -> bool:
         space = self.facts.space
-        return any(
-            k != KICKOFF and k[0] != "end" and k[0] == speaker for k in space.keys
-        )
+        return any(k != KICKOFF and k[0] != "end" and k[0] == speaker for k in space.keys)

@@ -23,7 +23,9 @@ def _label(edge: Edge) -> tuple[str, ...]:
     return tuple(_RULE_PREFIX.sub("", line) for line in edge.label)
 
 
-def _key(diagram: Diagram, edge: Edge, keys: dict[str, str]) -> tuple[str, str, str, tuple[str, ...]]:
+def _key(
+    diagram: Diagram, edge: Edge, keys: dict[str, str]
+) -> tuple[str, str, str, tuple[str, ...]]:
     return (keys[edge.source], keys[edge.target], edge.kind, _label(edge))
 
 
@@ -45,11 +47,12 @@ def mark_changes(old: Diagram, new: Diagram) -> Diagram:
         old_edges.setdefault(_key(old, e, old_keys), e)
     new_seen = {_key(new, e, new_keys) for e in new.edges}
     edges = [
-        e if _key(new, e, new_keys) in old_edges else attrs.evolve(e, mark=ADDED)
-        for e in new.edges
+        e if _key(new, e, new_keys) in old_edges else attrs.evolve(e, mark=ADDED) for e in new.edges
     ]
-    nodes = [n if n.key in set(old_keys.values()) else attrs.evolve(n, mark=n.mark or ADDED)
-             for n in new.nodes]
+    nodes = [
+        n if n.key in set(old_keys.values()) else attrs.evolve(n, mark=n.mark or ADDED)
+        for n in new.nodes
+    ]
     by_key = {n.key: n.id for n in nodes}
     old_by_id = {n.id: n for n in old.nodes}
     for key, e in old_edges.items():
@@ -63,9 +66,17 @@ def mark_changes(old: Diagram, new: Diagram) -> Diagram:
                 nodes.append(added)
                 by_key[node.key] = added.id
             ends.append(by_key[node.key])
-        edges.append(attrs.evolve(e, id=f"old-{e.id}", source=ends[0], target=ends[1], mark=REMOVED,
-                                  spans=(), label=tuple(f"OLD {x}" if x.startswith("rule ") else x
-                                                        for x in e.label)))
+        edges.append(
+            attrs.evolve(
+                e,
+                id=f"old-{e.id}",
+                source=ends[0],
+                target=ends[1],
+                mark=REMOVED,
+                spans=(),
+                label=tuple(f"OLD {x}" if x.startswith("rule ") else x for x in e.label),
+            )
+        )
     return attrs.evolve(new, nodes=tuple(nodes), edges=tuple(edges), checked=False, findings=())
 
 
@@ -73,6 +84,10 @@ def changed_edges(diagram: Diagram) -> list[tuple[str, str]]:
     """``(mark, "source → target: label")`` for every added or removed edge, in drawing order."""
     keys = {n.id: n.title for n in diagram.nodes}
     return [
-        (e.mark, f"{keys[e.source]} → {keys[e.target]}" + (f": {' '.join(e.label)}" if e.label else ""))
-        for e in diagram.edges if e.mark in (ADDED, REMOVED)
+        (
+            e.mark,
+            f"{keys[e.source]} → {keys[e.target]}" + (f": {' '.join(e.label)}" if e.label else ""),
+        )
+        for e in diagram.edges
+        if e.mark in (ADDED, REMOVED)
     ]

@@ -484,6 +484,7 @@ class _Builder:
 
         def ref(index: int) -> str:
             return rule_ref(index, inp.rule_lines.get(index))
+
         # A rule never fires for a sender if a rule tried before it always fires for
         # that sender: no edge is drawn from there.
         covered: dict[str, int] = {}  # sender -> the first rule (by rank) that always fires for it
@@ -510,14 +511,23 @@ class _Builder:
                     self.special_key(f"[shadowed {index}]"),
                     SHADOWED,
                     f"{ref(index)} never fires",
-                    ("tried earlier, these take every turn it matches:",
-                     *listing([ref(j) for j in earlier])),
+                    (
+                        "tried earlier, these take every turn it matches:",
+                        *listing([ref(j) for j in earlier]),
+                    ),
                     rule_spans,
                 )
                 for target, via in self.resolve(tr.then, None):
                     label = (head, " · ".join([*extra, f"via {via}"] if via else extra))
-                    self.edge(src, target, RULE, label if label[1] else (head,), index, rule_spans,
-                              f"transitions[{index}]")
+                    self.edge(
+                        src,
+                        target,
+                        RULE,
+                        label if label[1] else (head,),
+                        index,
+                        rule_spans,
+                        f"transitions[{index}]",
+                    )
             for sender in live:
                 for target, via in self.resolve(tr.then, sender):
                     parts = [*extra, f"via {via}"] if via else extra
@@ -662,8 +672,14 @@ def explanation_lines(d: Diagnostic) -> tuple[str, ...]:
     >>> explanation_lines(Diagnostic(W203, "m", explanation="earlier rules take every turn it could match"))
     ('W203: earlier rules take every turn it could', 'match')
     """
-    return tuple(textwrap.wrap(f"{d.code.id}: {d.explanation}", EXPLANATION_WIDTH,
-                               break_long_words=False, break_on_hyphens=False))
+    return tuple(
+        textwrap.wrap(
+            f"{d.code.id}: {d.explanation}",
+            EXPLANATION_WIDTH,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
 
 
 def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagram:
@@ -749,8 +765,10 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
                     marks[edge_id] = f.mark
     return attrs.evolve(
         diagram,
-        nodes=tuple(attrs.evolve(x, mark=marks.get(x.id), details=explained.get(x.id, x.details))
-                    for x in diagram.nodes),
+        nodes=tuple(
+            attrs.evolve(x, mark=marks.get(x.id), details=explained.get(x.id, x.details))
+            for x in diagram.nodes
+        ),
         edges=tuple(attrs.evolve(x, mark=marks.get(x.id)) for x in diagram.edges),
         checked=True,
         findings=tuple(findings),

@@ -140,8 +140,11 @@ def _node_attrs(node: Node) -> list[tuple[str, str]]:
             ("fillcolor", _q(COLORS["warning_fill"])),
         ]
     elif node.mark in (ADDED, REMOVED):
-        items += [("color", _q(COLORS[node.mark])), ("fontcolor", _q(COLORS[node.mark])),
-                  ("penwidth", "2")]
+        items += [
+            ("color", _q(COLORS[node.mark])),
+            ("fontcolor", _q(COLORS[node.mark])),
+            ("penwidth", "2"),
+        ]
         if node.mark == REMOVED:
             items.append(("style", '"dashed"'))
     # a later key wins in Graphviz, but keep each key once for readability
@@ -208,7 +211,9 @@ def _legend(partial: bool = False) -> list[str]:
         f'<TD ALIGN="LEFT">{html_escape(MARK_LEGEND[LOOP])}</TD></TR>',
     ]
     if partial:
-        rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><I>{html_escape(PARTIAL_LEGEND)}</I></TD></TR>')
+        rows.append(
+            f'<TR><TD COLSPAN="2" ALIGN="LEFT"><I>{html_escape(PARTIAL_LEGEND)}</I></TD></TR>'
+        )
     table = (
         '<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="4">'
         '<TR><TD COLSPAN="2"><B>flowc check</B></TD></TR>' + "".join(rows) + "</TABLE>>"
@@ -315,7 +320,8 @@ def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
     if diagram.checked:
         lines += _legend(diagram.partial)
     if any(x.mark in (ADDED, REMOVED) for x in diagram.nodes) or any(
-            x.mark in (ADDED, REMOVED) for x in diagram.edges):
+        x.mark in (ADDED, REMOVED) for x in diagram.edges
+    ):
         lines += _change_legend()
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -138,7 +138,9 @@ def render_html(diagram: Diagram, svg: str, source: SourceFile | None = None) ->
         out.append(f"<h2>Changed edges ({len(changes)})</h2>")
         out.append("<ul>")
         for mark, text in changes:
-            out.append(f'<li class="{mark}">{"added" if mark == ADDED else "removed"}: {escape(text)}</li>')
+            out.append(
+                f'<li class="{mark}">{"added" if mark == ADDED else "removed"}: {escape(text)}</li>'
+            )
         out.append("</ul>")
         out.append("</section>")
     out.append('<section id="findings">')

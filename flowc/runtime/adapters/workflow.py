@@ -134,8 +134,11 @@ _NEVER: Any = object()
 
 
 def _cond(
-    cond: m.Condition, sender: str | None, registry: TransitionRegistry,
-    path: str, problems: list[ShapeProblem],
+    cond: m.Condition,
+    sender: str | None,
+    registry: TransitionRegistry,
+    path: str,
+    problems: list[ShapeProblem],
 ) -> Any:
     """A condition specialised for ``sender``: ``_ALWAYS``, ``_NEVER`` or a function."""
     if isinstance(cond, m.Always):
@@ -201,15 +204,21 @@ def _static(nxt: str | None, reason: str) -> TargetFn:
 
 
 def _target(
-    target: m.Target, order: tuple[str, ...], members: frozenset[str],
-    registry: TransitionRegistry, path: str, problems: list[ShapeProblem],
+    target: m.Target,
+    order: tuple[str, ...],
+    members: frozenset[str],
+    registry: TransitionRegistry,
+    path: str,
+    problems: list[ShapeProblem],
 ) -> TargetFn:
     if isinstance(target, m.AgentTarget):
         agent = target.agent_id
         if agent not in members:
             problems.append(
-                ShapeProblem(f"{path}.args.agent_id",
-                             f"{describe(agent)} is not a participant ({', '.join(order)})")
+                ShapeProblem(
+                    f"{path}.args.agent_id",
+                    f"{describe(agent)} is not a participant ({', '.join(order)})",
+                )
             )
         return _static(agent, "")
     if isinstance(target, m.TerminateTarget):
@@ -255,9 +264,11 @@ def compile_graph(
     members = frozenset(participant_order)
     if graph.initial_speaker not in members:
         problems.append(
-            ShapeProblem("initial_speaker",
-                         f"{describe(graph.initial_speaker)} is not a participant "
-                         f"({', '.join(participant_order)})")
+            ShapeProblem(
+                "initial_speaker",
+                f"{describe(graph.initial_speaker)} is not a participant "
+                f"({', '.join(participant_order)})",
+            )
         )
     if graph.max_turns is not None and graph.max_turns < 1:
         problems.append(ShapeProblem("max_turns", f"must be at least 1, got {graph.max_turns}"))
@@ -266,8 +277,9 @@ def compile_graph(
         i: _target(t.then, participant_order, members, reg, f"transitions[{i}].then", problems)
         for i, t in ordered
     }
-    default = _target(graph.default_target, participant_order, members, reg, "default_target",
-                      problems)
+    default = _target(
+        graph.default_target, participant_order, members, reg, "default_target", problems
+    )
 
     # Rules are filed by what they can fire on, so a fold only looks at rules that
     # can match its envelope (AG2's order is kept by comparing sorted positions):
@@ -303,7 +315,8 @@ def compile_graph(
         tool = _required_tool(when)
         if tool is not None:
             by_tool.setdefault(tool, []).append(
-                (i, None if isinstance(when, m.ToolCalled) else entry[1], targets[i], static, pos))
+                (i, None if isinstance(when, m.ToolCalled) else entry[1], targets[i], static, pos)
+            )
             continue
         keys = _context_keys(when) if cond is not _ALWAYS else None
         if keys:
@@ -323,7 +336,8 @@ def compile_graph(
                 mine = _cond(when, p, reg, f"transitions[{i}].when", [])
                 if mine is not _NEVER:
                     by_from.setdefault(p, []).append(
-                        (i, None if mine is _ALWAYS else mine, targets[i], static, pos))
+                        (i, None if mine is _ALWAYS else mine, targets[i], static, pos)
+                    )
             any_sender.append(entry)
             continue
         shared.append(entry)
@@ -349,8 +363,15 @@ def compile_graph(
     if problems:
         raise GraphError(problems)
     return CompiledGraph(
-        graph, by_sender, generic, default, graph.max_turns, members,
-        {k: tuple(v) for k, v in by_tool.items()}, ctx_rules, ctx_fns,
+        graph,
+        by_sender,
+        generic,
+        default,
+        graph.max_turns,
+        members,
+        {k: tuple(v) for k, v in by_tool.items()},
+        ctx_rules,
+        ctx_fns,
         {k: tuple(v) for k, v in ctx_by_key.items()},
         {k: {v: tuple(ps) for v, ps in vs.items()} for k, vs in ctx_eq.items()},
         tool_rule_names(graph),
@@ -448,8 +469,11 @@ NO_RULE = sys.maxsize
 
 
 def context_rules_after(
-    table: CompiledGraph, holding: frozenset[int], context: dict[str, Any],
-    keys: Iterable[str] | None, before: dict[str, Any] | None = None,
+    table: CompiledGraph,
+    holding: frozenset[int],
+    context: dict[str, Any],
+    keys: Iterable[str] | None,
+    before: dict[str, Any] | None = None,
 ) -> tuple[frozenset[int], int]:
     """The context rules that hold after ``keys`` changed (all rules when ``None``), and
     the first of them in priority order (``NO_RULE`` when none holds). ``before`` is
@@ -487,7 +511,7 @@ def context_rules_after(
     if not affected and not gone and not came:
         return holding, min(holding, default=NO_RULE)
     now = {pos for pos in affected if fns[pos](context)}
-    out = ((holding - affected - gone) | now | came)
+    out = (holding - affected - gone) | now | came
     return frozenset(out), min(out, default=NO_RULE)
 
 
@@ -550,12 +574,16 @@ class WorkflowAdapter:
         graph_data = knobs.get("graph")
         problems: list[ShapeProblem] = []
         if not isinstance(graph_data, dict):
-            raise GraphError([ShapeProblem("graph", "the workflow needs knobs['graph'] as an object")])
+            raise GraphError(
+                [ShapeProblem("graph", "the workflow needs knobs['graph'] as an object")]
+            )
         # as AG2: an absent `context_vars` is `{}`, but a present one must be an object
         # (AG2 refuses `None` when the channel opens)
         context = knobs.get("context_vars", {})
         if not isinstance(context, dict):
-            problems.append(ShapeProblem("context_vars", f"expected an object, got {describe(context)}"))
+            problems.append(
+                ShapeProblem("context_vars", f"expected an object, got {describe(context)}")
+            )
         try:
             graph = structure_graph(graph_data)
         except ShapeError as err:
@@ -606,13 +634,23 @@ class WorkflowAdapter:
             holding, first = state.ctx_true, state.ctx_first
             table = state.table
             if context is not state.context_vars and table is not None and table.ctx_rules:
-                holding, first = context_rules_after(table, holding, context, _changed_keys(data),
-                                                     state.context_vars)
+                holding, first = context_rules_after(
+                    table, holding, context, _changed_keys(data), state.context_vars
+                )
             return WorkflowState(
-                state.participant_order, state.expected_next_speaker, state.last_speaker_id,
-                state.last_envelope_id, state.turn_count, state.pending_close_reason,
-                state.creator_id, state.graph_data, context, state.decided_by, state.table,
-                holding, first,
+                state.participant_order,
+                state.expected_next_speaker,
+                state.last_speaker_id,
+                state.last_envelope_id,
+                state.turn_count,
+                state.pending_close_reason,
+                state.creator_id,
+                state.graph_data,
+                context,
+                state.decided_by,
+                state.table,
+                holding,
+                first,
             )
         if et != EV_TEXT and et != EV_PACKET:
             return state
@@ -628,9 +666,9 @@ class WorkflowAdapter:
             if updates:
                 context = _context_update(context, updates, "context_updates")
                 if context is not state.context_vars and table.ctx_rules:
-                    holding, first = context_rules_after(table, holding, context,
-                                                         _changed_keys(updates),
-                                                         state.context_vars)
+                    holding, first = context_rules_after(
+                        table, holding, context, _changed_keys(updates), state.context_vars
+                    )
             routing = data.get("routing")
             if routing:
                 if not isinstance(routing, dict):
@@ -647,9 +685,19 @@ class WorkflowAdapter:
                             "of this channel"
                         )
         new = WorkflowState(
-            state.participant_order, state.expected_next_speaker, envelope.sender_id,
-            envelope.envelope_id, state.turn_count + 1, "", state.creator_id,
-            state.graph_data, context, None, table, holding, first,
+            state.participant_order,
+            state.expected_next_speaker,
+            envelope.sender_id,
+            envelope.envelope_id,
+            state.turn_count + 1,
+            "",
+            state.creator_id,
+            state.graph_data,
+            context,
+            None,
+            table,
+            holding,
+            first,
         )
         if finish_reason is not None:
             new.expected_next_speaker = None
@@ -699,7 +747,9 @@ class WorkflowAdapter:
         if envelope.event_type != EV_TEXT and envelope.event_type != EV_PACKET:
             return _NOTHING
         if state.expected_next_speaker is None:
-            return AdapterResult(ChannelState.CLOSED, state.pending_close_reason or "workflow_terminated")
+            return AdapterResult(
+                ChannelState.CLOSED, state.pending_close_reason or "workflow_terminated"
+            )
         table = state.table
         max_turns = table.max_turns if table is not None else None
         if max_turns is not None and state.turn_count >= max_turns:
@@ -721,7 +771,11 @@ class WorkflowAdapter:
         return snapshot(state)
 
     def build_round_envelopes(
-        self, metadata: ChannelMetadata, state: WorkflowState, sender_id: str, reply: Any,
+        self,
+        metadata: ChannelMetadata,
+        state: WorkflowState,
+        sender_id: str,
+        reply: Any,
         name_to_id: dict[str, str],
     ) -> list[Envelope]:
         """An agent's reply as the envelopes AG2 would post for that round."""
@@ -794,17 +848,26 @@ def resolve_routing(
     for call in reply.tool_calls:
         result = call.result
         if isinstance(result, Finish):
-            return {"kind": "finish", "tool": call.name, "reason": result.reason,
-                    "summary": result.summary}
+            return {
+                "kind": "finish",
+                "tool": call.name,
+                "reason": result.reason,
+                "summary": result.summary,
+            }
         if isinstance(result, Handoff):
-            target = result.target if result.target in known_ids else name_to_id.get(
-                result.target, result.target)
-            return {"kind": "handoff", "tool": call.name, "reason": result.reason,
-                    "target": target}
+            target = (
+                result.target
+                if result.target in known_ids
+                else name_to_id.get(result.target, result.target)
+            )
+            return {"kind": "handoff", "tool": call.name, "reason": result.reason, "target": target}
         if call.name in routing_tools:
             reason = call.args.get("reason", "") if isinstance(call.args, dict) else ""
-            return {"kind": "handoff", "tool": call.name,
-                    "reason": reason if isinstance(reason, str) else ""}
+            return {
+                "kind": "handoff",
+                "tool": call.name,
+                "reason": reason if isinstance(reason, str) else "",
+            }
     return {"kind": "text"}
 
 
@@ -819,8 +882,11 @@ def snapshot(state: WorkflowState) -> dict[str, Any]:
 
 
 def build_round_envelopes(
-    metadata: ChannelMetadata, state: WorkflowState,
-    sender_id: str, reply: Any, name_to_id: dict[str, str],
+    metadata: ChannelMetadata,
+    state: WorkflowState,
+    sender_id: str,
+    reply: Any,
+    name_to_id: dict[str, str],
 ) -> list[Envelope]:
     """One agent round as envelopes: normally one ``ag2.packet``.
 
@@ -836,22 +902,26 @@ def build_round_envelopes(
         if sets or deletes:
             return [_template(cid, sender_id, EV_CONTEXT_SET, {"set": sets, "delete": deletes})]
         return []
-    data: dict[str, Any] = {"routing": routing,
-                            "context_updates": {"set": sets, "delete": deletes},
-                            "body": reply.text}
+    data: dict[str, Any] = {
+        "routing": routing,
+        "context_updates": {"set": sets, "delete": deletes},
+        "body": reply.text,
+    }
     if reply.tool_calls:
         # flowc's addition to AG2's packet (AG2's fold ignores the key): what the agent
         # called, so transcripts, `--json` and `flowc log` can show it
-        data["tool_calls"] = [{"name": str(c.name), "args": _json_safe(dict(c.args or {}))}
-                              for c in reply.tool_calls]
+        data["tool_calls"] = [
+            {"name": str(c.name), "args": _json_safe(dict(c.args or {}))} for c in reply.tool_calls
+        ]
     return [_template(cid, sender_id, EV_PACKET, data)]
 
 
 def _template(cid: str, sender_id: str, event_type: str, data: dict[str, Any]) -> Envelope:
     """``Envelope(cid, sender_id, None, event_type, data)``, built the cheap way (see
     :func:`~flowc.runtime.envelope.stamped`): the hub stamps it when it is admitted."""
-    return stamped(cid, sender_id, None, event_type, data, "", None, None, None, "normal", 0,
-                   None, "", None)
+    return stamped(
+        cid, sender_id, None, event_type, data, "", None, None, None, "normal", 0, None, "", None
+    )
 
 
 def _json_safe(value: Any) -> Any:
@@ -862,4 +932,3 @@ def _json_safe(value: Any) -> Any:
         return json.loads(json.dumps(value, default=repr))
     except (TypeError, ValueError):  # keys JSON cannot hold, a cycle
         return repr(value)
-

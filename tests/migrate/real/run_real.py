@@ -58,8 +58,12 @@ def extract(path: str, raw: str) -> tuple[str, str]:
 
 def read(mirror: Path, entry: dict[str, Any]) -> str:
     repo = mirror / entry["repository"].replace("/", "+") / "repo"
-    out = subprocess.run(["git", "-C", str(repo), "show", f"{entry['commit']}:{entry['path']}"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["git", "-C", str(repo), "show", f"{entry['commit']}:{entry['path']}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout
 
 
@@ -74,8 +78,11 @@ def termination_idioms(name: str, text: str) -> list[tuple[str, bool]]:
         if isinstance(node, ast.Call):
             values += [kw.value for kw in node.keywords if kw.arg == "is_termination_msg"]
         elif isinstance(node, ast.Dict):
-            values += [v for k, v in zip(node.keys, node.values, strict=True)
-                       if isinstance(k, ast.Constant) and k.value == "is_termination_msg"]
+            values += [
+                v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "is_termination_msg"
+            ]
     out = []
     for v in values:
         if isinstance(v, ast.Constant) and v.value is None:
@@ -84,8 +91,13 @@ def termination_idioms(name: str, text: str) -> list[tuple[str, bool]]:
         fn = mod.function_of(v) if isinstance(v, ast.Name) else None
         shown = ast.unparse(fn) if fn is not None else ast.unparse(target)
         # one idiom per text, whatever the parameter is called
-        param = (fn.args.args[0].arg if fn is not None and fn.args.args else
-                 target.args.args[0].arg if isinstance(target, ast.Lambda) and target.args.args else None)
+        param = (
+            fn.args.args[0].arg
+            if fn is not None and fn.args.args
+            else target.args.args[0].arg
+            if isinstance(target, ast.Lambda) and target.args.args
+            else None
+        )
         if param:
             shown = re.sub(rf"\b{re.escape(param)}\b", "msg", shown)
         if fn is not None:
@@ -107,7 +119,9 @@ def measure_termination(mirror: Path, entries: list[dict[str, Any]]) -> None:
     lowered = sum(1 for _, ok in uses if ok)
     total = sum(uses.values())
     covered = sum(c for (_, ok), c in uses.items() if ok)
-    print(f"\nis_termination_msg idioms lowered: {lowered}/{distinct} distinct, {covered}/{total} uses")
+    print(
+        f"\nis_termination_msg idioms lowered: {lowered}/{distinct} distinct, {covered}/{total} uses"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,8 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dump", type=Path, help="write each extracted input and its .flow here")
     ap.add_argument("--only", help="only inputs whose path contains this text")
     ap.add_argument("--manifest", type=Path, default=HERE / "manifest.json")
-    ap.add_argument("--termination", action="store_true",
-                    help="measure the share of is_termination_msg idioms lowered")
+    ap.add_argument(
+        "--termination",
+        action="store_true",
+        help="measure the share of is_termination_msg idioms lowered",
+    )
     args = ap.parse_args(argv)
     entries = json.loads(args.manifest.read_text(encoding="utf-8"))["inputs"]
     if args.termination:
@@ -142,16 +159,23 @@ def main(argv: list[str] | None = None) -> int:
         flag = "" if e.get("exit") in (None, code) else f"  (manifest says exit {e['exit']})"
         mismatched += bool(flag)
         codes = collections.Counter(d.code.id for d in result.findings)
-        print(f"{code}  {e['family']:<10} {e['repository']}:{e['path']}  "
-              f"{dict(sorted(codes.items()))}{flag}")
+        print(
+            f"{code}  {e['family']:<10} {e['repository']}:{e['path']}  "
+            f"{dict(sorted(codes.items()))}{flag}"
+        )
         if args.dump:
             args.dump.mkdir(parents=True, exist_ok=True)
-            base = args.dump / (e["repository"].replace("/", "+") + "+" + e["path"].replace("/", "+"))
+            base = args.dump / (
+                e["repository"].replace("/", "+") + "+" + e["path"].replace("/", "+")
+            )
             base.with_suffix(Path(name).suffix).write_text(text, encoding="utf-8")
-            findings = "\n".join(f"# {d.code.id} {d.span.line if d.span else ''} {d.message}"
-                                 for d in result.findings)
-            base.with_suffix(".flow").write_text((result.text or "") + "\n" + findings + "\n",
-                                                  encoding="utf-8")
+            findings = "\n".join(
+                f"# {d.code.id} {d.span.line if d.span else ''} {d.message}"
+                for d in result.findings
+            )
+            base.with_suffix(".flow").write_text(
+                (result.text or "") + "\n" + findings + "\n", encoding="utf-8"
+            )
     print()
     print(f"{'family':<10} {'exit 0':>6} {'exit 1':>6} {'exit 2':>6}   verdicts")
     for fam in sorted(exits):

@@ -32,7 +32,9 @@ def completion(turn: dict[str, Any]) -> Any:
     }
 
 
-async def run_one(component: dict[str, Any], turns: list[dict[str, Any]], ends: bool) -> dict[str, Any]:
+async def run_one(
+    component: dict[str, Any], turns: list[dict[str, Any]], ends: bool
+) -> dict[str, Any]:
     data = copy.deepcopy(component)
     per_agent: dict[str, list[Any]] = collections.defaultdict(list)
     for t in turns[1:]:
@@ -74,9 +76,16 @@ def replay_clients(component: dict[str, Any]) -> None:
             p["config"]["model_client"] = {
                 "provider": "autogen_ext.models.replay.ReplayChatCompletionClient",
                 "component_type": "replay_chat_completion_client",
-                "config": {"chat_completions": [], "model_info": {
-                    "vision": False, "function_calling": True, "json_output": False,
-                    "family": "unknown", "structured_output": False}},
+                "config": {
+                    "chat_completions": [],
+                    "model_info": {
+                        "vision": False,
+                        "function_calling": True,
+                        "json_output": False,
+                        "family": "unknown",
+                        "structured_output": False,
+                    },
+                },
             }
 
 
@@ -84,7 +93,10 @@ def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     component = load(plan["file"])
     replay_clients(component)
-    out = {sc["title"]: asyncio.run(run_one(component, sc["turns"], sc["ends"])) for sc in plan["scenarios"]}
+    out = {
+        sc["title"]: asyncio.run(run_one(component, sc["turns"], sc["ends"]))
+        for sc in plan["scenarios"]
+    }
     print(json.dumps(out))
 
 

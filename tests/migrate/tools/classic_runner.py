@@ -39,7 +39,9 @@ def run_one(path: str, turns: list[list[str]]) -> dict[str, Any]:
     def fake_reply(self: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
         return True, next_text(self)
 
-    async def a_fake_reply(self: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
+    async def a_fake_reply(
+        self: Any, messages: Any = None, sender: Any = None, config: Any = None
+    ) -> Any:
         return True, next_text(self)
 
     ConversableAgent.generate_oai_reply = fake_reply  # type: ignore[method-assign]

@@ -36,8 +36,13 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 def client() -> ReplayChatCompletionClient:
     return ReplayChatCompletionClient(
         ["ok"],
-        model_info={"vision": False, "function_calling": True, "json_output": False,
-                    "family": "unknown", "structured_output": False},
+        model_info={
+            "vision": False,
+            "function_calling": True,
+            "json_output": False,
+            "family": "unknown",
+            "structured_output": False,
+        },
     )
 
 
@@ -52,23 +57,39 @@ def refund(booking: str) -> str:
 
 
 def teams() -> dict[str, object]:
-    primary = AssistantAgent("primary", model_client=client(),
-                             system_message="You are a helpful writer.", description="Writes drafts.")
-    critic = AssistantAgent("critic", model_client=client(),
-                            system_message="Review drafts. Respond with 'APPROVE' when ready.",
-                            description="Reviews drafts.")
+    primary = AssistantAgent(
+        "primary",
+        model_client=client(),
+        system_message="You are a helpful writer.",
+        description="Writes drafts.",
+    )
+    critic = AssistantAgent(
+        "critic",
+        model_client=client(),
+        system_message="Review drafts. Respond with 'APPROVE' when ready.",
+        description="Reviews drafts.",
+    )
     round_robin = RoundRobinGroupChat(
         [primary, critic],
         termination_condition=TextMentionTermination("APPROVE") | MaxMessageTermination(10),
         max_turns=12,
     )
 
-    planner = AssistantAgent("PlanningAgent", model_client=client(),
-                             description="Plans the work and delegates tasks.",
-                             system_message="You plan. End with TERMINATE when done.")
-    searcher = AssistantAgent("WebSearchAgent", model_client=client(),
-                              description="Searches the web.", tools=[lookup_flight])
-    analyst = AssistantAgent("DataAnalystAgent", model_client=client(), description="Computes numbers.")
+    planner = AssistantAgent(
+        "PlanningAgent",
+        model_client=client(),
+        description="Plans the work and delegates tasks.",
+        system_message="You plan. End with TERMINATE when done.",
+    )
+    searcher = AssistantAgent(
+        "WebSearchAgent",
+        model_client=client(),
+        description="Searches the web.",
+        tools=[lookup_flight],
+    )
+    analyst = AssistantAgent(
+        "DataAnalystAgent", model_client=client(), description="Computes numbers."
+    )
     selector = SelectorGroupChat(
         [planner, searcher, analyst],
         model_client=client(),
@@ -76,18 +97,32 @@ def teams() -> dict[str, object]:
         allow_repeated_speaker=False,
     )
 
-    travel = AssistantAgent("travel_agent", model_client=client(), handoffs=["flights_refunder", "user"],
-                            system_message="You are a travel agent.", tools=[lookup_flight])
-    refunder = AssistantAgent("flights_refunder", model_client=client(), handoffs=["travel_agent", "user"],
-                              system_message="You refund flights.", tools=[refund])
-    swarm = Swarm([travel, refunder],
-                  termination_condition=HandoffTermination(target="user") | TextMentionTermination("TERMINATE"))
+    travel = AssistantAgent(
+        "travel_agent",
+        model_client=client(),
+        handoffs=["flights_refunder", "user"],
+        system_message="You are a travel agent.",
+        tools=[lookup_flight],
+    )
+    refunder = AssistantAgent(
+        "flights_refunder",
+        model_client=client(),
+        handoffs=["travel_agent", "user"],
+        system_message="You refund flights.",
+        tools=[refund],
+    )
+    swarm = Swarm(
+        [travel, refunder],
+        termination_condition=HandoffTermination(target="user")
+        | TextMentionTermination("TERMINATE"),
+    )
 
     user = UserProxyAgent("approver", description="A person who approves the plan.")
     writer = AssistantAgent("writer", model_client=client(), description="Writes the plan.")
     with_human = RoundRobinGroupChat(
         [writer, user],
-        termination_condition=SourceMatchTermination(["approver"]) | FunctionCallTermination("publish")
+        termination_condition=SourceMatchTermination(["approver"])
+        | FunctionCallTermination("publish")
         | ExternalTermination(),
     )
 
@@ -97,8 +132,9 @@ def teams() -> dict[str, object]:
     builder.add_node(a).add_node(b).add_edge(a, b)
     graph = GraphFlow([a, b], graph=builder.build())
     drafter = AssistantAgent("drafter", model_client=client(), description="Drafts the answer.")
-    checker = AssistantAgent("checker", model_client=client(),
-                             system_message="Reply APPROVE or REVISE with reasons.")
+    checker = AssistantAgent(
+        "checker", model_client=client(), system_message="Reply APPROVE or REVISE with reasons."
+    )
     publisher = AssistantAgent("publisher", model_client=client(), description="Publishes it.")
     review = DiGraphBuilder()
     review.add_node(drafter).add_node(checker).add_node(publisher)
@@ -106,8 +142,11 @@ def teams() -> dict[str, object]:
     review.add_edge(checker, drafter, condition="REVISE")
     review.add_edge(checker, publisher, condition="APPROVE")
     review.set_entry_point(drafter)
-    review_flow = GraphFlow([drafter, checker, publisher], graph=review.build(),
-                            termination_condition=MaxMessageTermination(12))
+    review_flow = GraphFlow(
+        [drafter, checker, publisher],
+        graph=review.build(),
+        termination_condition=MaxMessageTermination(12),
+    )
     return {
         "agentchat_graph_review": review_flow,
         "agentchat_round_robin": round_robin,

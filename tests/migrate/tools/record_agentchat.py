@@ -35,8 +35,13 @@ def scenario_turns(flow_path: Path) -> list[dict[str, object]]:
             if isinstance(t, n.SayTurn):
                 turns.append({"speaker": t.speaker.value, "text": t.text.value})
             elif isinstance(t, n.CallTurn):
-                turns.append({"speaker": t.speaker.value, "tool": t.tool.value,
-                              "text": t.text.value if t.text else ""})
+                turns.append(
+                    {
+                        "speaker": t.speaker.value,
+                        "tool": t.tool.value,
+                        "text": t.text.value if t.text else "",
+                    }
+                )
         ends = any(isinstance(t, n.ExpectTerminate) for t in sc.items)
         out.append({"title": sc.title.value, "turns": turns, "ends": ends})
     return out
@@ -58,11 +63,16 @@ def main() -> None:
             continue
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump({"file": str(js), "scenarios": scenarios}, f)
-        done = subprocess.run([python, str(HERE / "agentchat_runner.py"), f.name],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [python, str(HERE / "agentchat_runner.py"), f.name],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         result = json.loads(done.stdout.strip().splitlines()[-1])
         js.with_suffix(".agentchat.json").write_text(
-            json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         print(f"recorded {js.name}: {len(result)} scenario(s)")
 
 

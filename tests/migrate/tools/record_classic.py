@@ -45,8 +45,11 @@ def scenario_turns(flow_path: Path) -> list[dict[str, object]]:
 def main() -> None:
     python = sys.argv[1] if len(sys.argv) > 1 else "/tmp/classic/bin/python"
     only = set(sys.argv[2:])
-    inputs = [p for p in [*CORPUS.glob("*.py"), *CORPUS.glob("studio_*.json")]
-              if not only or p.name in only]
+    inputs = [
+        p
+        for p in [*CORPUS.glob("*.py"), *CORPUS.glob("studio_*.json")]
+        if not only or p.name in only
+    ]
     for py in sorted(p for p in inputs if not p.name.endswith(RECORDS)):
         if py.name.startswith("agentchat_"):
             continue  # Microsoft AgentChat: record_agentchat.py
@@ -64,12 +67,18 @@ def main() -> None:
             script.write_text(text, encoding="utf-8")
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump({"file": str(script), "scenarios": scenarios}, f)
-        done = subprocess.run([python, str(HERE / "classic_runner.py"), f.name],
-                              capture_output=True, text=True, check=True, cwd=str(CORPUS))
+        done = subprocess.run(
+            [python, str(HERE / "classic_runner.py"), f.name],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=str(CORPUS),
+        )
         line = next(x for x in done.stdout.splitlines() if x.startswith("@@RESULT@@"))
-        result = json.loads(line[len("@@RESULT@@"):])
+        result = json.loads(line[len("@@RESULT@@") :])
         py.with_suffix(".classic.json").write_text(
-            json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         print(f"recorded {py.name}: {len(result)} scenario(s)")
 
 
