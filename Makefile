@@ -60,7 +60,8 @@ demo: $(STAMP) demo-deps
 	@bash scripts/demo.sh $(DEMO)
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check flowc tests benchmarks
+	$(BIN)/ruff check flowc tests benchmarks scripts
+	$(BIN)/ruff format --check flowc tests benchmarks scripts
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy --strict flowc
