@@ -26,6 +26,7 @@ from flowc.compiler.analysis.explore import (
     satisfiable,
 )
 from flowc.compiler.analysis.runs import Run, run_along, run_to
+from flowc.compiler.analysis.symbolic import SymbolicFacts, explore_symbolic
 from flowc.compiler.analysis.system import (
     OTHER,
     PLAIN,
@@ -110,6 +111,15 @@ class Facts:
         self.system = system
         self.space = space
         self.filename = filename
+
+    @cached_property
+    def symbolic(self) -> SymbolicFacts | None:
+        """When the exploration stopped at its bound: what the symbolic explorer found
+        about every state (None: the exploration was complete, the input is a JSON graph,
+        or the symbolic one gave up too)."""
+        if not self.space.truncated or self.system.json_mode:
+            return None
+        return explore_symbolic(self.system)
 
     # locations -------------------------------------------------------------
 

@@ -1,0 +1,194 @@
+"""How the analysis scales with the size of a flow's state space: a family of generated
+flows, from parameters.
+
+Run: ``.venv/bin/python benchmarks/bench_analysis.py`` (``--quick`` for the small ones,
+``--instance S,K,V,R,T,C`` for one). Each instance is a user and ``S - 1`` workers; worker
+``i`` has a tool writing key ``k{i % K}`` to one of ``V`` values, ``R`` context rules
+(``when context.kX == v and from wI then wJ``; a share ``C`` of them read a custom
+condition instead) and a ``from`` rule to the next worker, under ``max_turns T``. About
+one context rule in fifty terminates the run. The rules' keys, values and targets are
+drawn from a fixed seed, so an instance is the same flow on every run.
+
+Its *concrete* state count is the speakers times every valuation of the keys (each key
+unset or one of its ``V`` values): ``S * (V + 1) ** K``, the size of the space a
+complete analysis must account for (how many of those states runs reach is the
+explorers' count).
+
+Per instance it prints the time and peak memory of the analysis as ``flowc check``
+runs it (``check`` with the default options, after compiling; peak memory of a
+child process, ``ru_maxrss``), whether it was complete or partial (I301), a digest of
+its findings (code and line of each, hashed), and then the symbolic exploration
+alone (:mod:`flowc.compiler.analysis.symbolic`): its time, the states it counted and
+the breadth-first layers. Each measurement runs in a fresh child process, so memory
+figures are the instance's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import resource
+import subprocess
+import sys
+import time
+
+import attrs
+
+#: the family: (speakers, keys, values per key, context rules per worker, max_turns, custom share)
+FAMILY: tuple[tuple[int, int, int, int, int, float], ...] = (
+    (10, 3, 2, 1, 20, 0.0),
+    (20, 4, 2, 1, 30, 0.0),
+    (50, 5, 2, 1, 40, 0.0),
+    (50, 6, 2, 2, 40, 0.1),
+    (100, 8, 1, 1, 50, 0.0),
+    (100, 8, 2, 1, 50, 0.0),
+    (200, 10, 1, 1, 50, 0.0),
+    (200, 10, 1, 2, 50, 0.2),
+    (200, 10, 2, 1, 50, 0.0),
+)
+QUICK = FAMILY[:5]
+
+
+@attrs.frozen
+class Shape:
+    """The parameters of one generated flow."""
+
+    speakers: int
+    keys: int
+    values: int = 1
+    rules: int = 1
+    max_turns: int = 50
+    custom: float = 0.0
+    seed: int = 0
+
+    @property
+    def concrete_states(self) -> int:
+        """Speakers times every valuation (each key unset or one of its values)."""
+        return self.speakers * (self.values + 1) ** self.keys
+
+    def label(self) -> str:
+        return (
+            f"S={self.speakers} K={self.keys} V={self.values} R={self.rules}"
+            f" T={self.max_turns} C={self.custom:g}"
+        )
+
+
+def generate(shape: Shape) -> str:
+    """The flow of one instance (a `.flow` text).
+
+    >>> text = generate(Shape(speakers=3, keys=2, values=2))
+    >>> print(text, end="")
+    flow generated
+    speaker user: human
+    speaker w0 { tool write0 sets k0 = 1 }
+    speaker w1 { tool write1 sets k1 = 1 }
+    start user
+    max_turns 50
+    when from user then w0
+    when context.k1 == 1 and from w0 then w1
+    when from w0 then w1
+    when context.k1 == 2 and from w1 then w0
+    when from w1 then w0
+    """
+    rnd = random.Random(shape.seed)
+    workers = [f"w{i}" for i in range(shape.speakers - 1)]
+    lines = ["flow generated", "speaker user: human"]
+    for i, w in enumerate(workers):
+        value = 1 + (i // shape.keys) % shape.values
+        lines.append(f"speaker {w} {{ tool write{i} sets k{i % shape.keys} = {value} }}")
+    if shape.custom:
+        lines.append("condition lucky(n: int)")
+    lines += ["start user", f"max_turns {shape.max_turns}", "when from user then w0"]
+    for i, w in enumerate(workers):
+        for _ in range(shape.rules):
+            if rnd.random() < shape.custom:
+                cond = f"lucky(n = {rnd.randrange(3)})"
+            else:
+                cond = f"context.k{rnd.randrange(shape.keys)} == {1 + rnd.randrange(shape.values)}"
+            target = 'terminate "done"' if rnd.random() < 0.02 else rnd.choice(workers)
+            lines.append(f"when {cond} and from {w} then {target}")
+        lines.append(f"when from {w} then {workers[(i + 1) % len(workers)]}")
+    return "\n".join(lines) + "\n"
+
+
+def _child(kind: str, shape: Shape) -> dict[str, object]:
+    """One measurement, in this (fresh) process."""
+    from flowc.collector import paused
+    from flowc.compiler.analysis import CheckOptions, findings_of
+    from flowc.compiler.analysis.symbolic import explore_symbolic
+    from flowc.compiler.analysis.system import system_of_flow
+    from flowc.compiler.pipeline import compile_source
+    from flowc.source import SourceFile
+
+    compiled, _ = compile_source(SourceFile("generated.flow", generate(shape)))
+    assert compiled is not None
+    system = system_of_flow(compiled)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with paused():
+        start = time.process_time()
+        if kind == "check":
+            found = findings_of(system, CheckOptions(), "generated.flow")
+            codes = [
+                (f.diagnostic.code.id, f.diagnostic.span.line if f.diagnostic.span else 0)
+                for f in found
+            ]
+            out: dict[str, object] = {
+                "complete": not any(c == "I301" for c, _ in codes),
+                "findings": len(codes),
+                "digest": hashlib.sha256(json.dumps(sorted(codes)).encode()).hexdigest()[:10],
+            }
+        else:
+            facts = explore_symbolic(system)
+            out = {"states": facts.states if facts else -1, "layers": facts.layers if facts else -1}
+        out["seconds"] = time.process_time() - start
+    out["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["base_mib"] = base / 1024
+    return out
+
+
+def measure(kind: str, shape: Shape) -> dict[str, object]:
+    """One measurement in a fresh child process."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", kind, json.dumps(attrs.asdict(shape))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="only the small instances")
+    parser.add_argument("--instance", help="one instance: S,K,V,R,T,C")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(_child(args.child[0], Shape(**json.loads(args.child[1])))))
+        return
+    if args.instance:
+        s, k, v, r, t, c = args.instance.split(",")
+        family = [(int(s), int(k), int(v), int(r), int(t), float(c))]
+    else:
+        family = list(QUICK if args.quick else FAMILY)
+    print(
+        f"{'instance':34} {'concrete':>12}  {'check':>8} {'peak':>8} {'result':8} {'digest':10}"
+        f"  {'symbolic':>8} {'peak':>8} {'states':>10} {'layers':>6}"
+    )
+    for params in family:
+        shape = Shape(*params)
+        chk = measure("check", shape)
+        sym = measure("symbolic", shape)
+        print(
+            f"{shape.label():34} {shape.concrete_states:12,}  {chk['seconds']:7.2f}s"
+            f" {chk['peak_mib']:6.0f}MB {'complete' if chk['complete'] else 'partial':8}"
+            f" {chk['digest']:10}  {sym['seconds']:7.2f}s {sym['peak_mib']:6.0f}MB"
+            f" {sym['states']:10,} {sym['layers']:6}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""The symbolic explorer: the same abstract system as :mod:`explore`, with the valuations
+of each speaker held as one set (a binary decision diagram) instead of one node each.
+
+Why this representation: a flow's conditions compare context keys with finitely many
+literals, its tools write constants, and a turn's routing depends on the speaker, the
+tool and the keys its rules read. The valuations a speaker can be reached with are
+then few *shapes* (every key free but one, say) even when they are millions of points:
+a 200-speaker flow with ten three-valued keys has 11.8 million abstract states, but
+each speaker's set is a diagram of a few dozen nodes. Speakers stay explicit (a flow's
+rules are indexed by sender), only valuations are symbolic.
+
+The exploration is breadth-first by layers (the layer of a state is its distance from
+the kickoff, as in :func:`explore.explore`): layer ``d + 1`` is what the turns from
+layer ``d`` reach that no earlier layer did. What it records is what the explicit
+explorer records about the whole space: the states (their number), which speakers are
+scheduled and from which layer, which rules and the default fire and from which
+layer, which endings are reached and at which distance. A differential test holds the
+two explorers to the same answers on every flow the explicit one completes
+(``tests/check/test_symbolic.py``).
+
+Custom conditions are variables of the diagram, free on every turn and quantified away
+once the turn is routed, so each may be true or false on each turn, and the same call is
+the same value within one turn (as the explicit explorer's assumptions).
+
+The diagrams come from ``dd`` (CUDD through its compiled module where the wheel has
+one, else its pure-Python one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from operator import attrgetter
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, Candidates
+from flowc.compiler.analysis.system import PLAIN, UNSET, Action, CondCode, System
+from flowc.compiler.lower import finish_reason, terminate_reason
+
+#: CUDD's memory ceiling (bytes): the diagrams of the largest flows measured use a few MiB
+_CUDD_MEMORY = 256 * 2**20
+
+
+def _manager() -> Any:
+    """A new diagram manager: CUDD's where ``dd`` was built with it (its wheels are), else
+    ``dd``'s own. Imported here, not with the module: loading CUDD takes about 0.1 s,
+    which only a flow too large to explore one state at a time should pay."""
+    try:  # pragma: no cover - which one depends on how dd was installed
+        from dd.cudd import BDD
+    except ImportError:  # pragma: no cover
+        from dd.autoref import BDD
+
+        return BDD()
+    bdd = BDD(memory_estimate=_CUDD_MEMORY)
+    bdd.configure(reordering=True)
+    return bdd
+
+
+@attrs.frozen
+class SymbolicFacts:
+    """What a complete symbolic exploration found (distances in turns from the kickoff)."""
+
+    #: abstract states, counted as the explicit explorer counts its nodes: the kickoff,
+    #: every (speaker, valuation) and every ending (one per terminate reason)
+    states: int
+    #: speaker index -> the layer of its first state (the start speaker: its kickoff, 0)
+    scheduled: dict[int, int]
+    #: rule file index, DEFAULT, HANDOFF or FINISH -> the layer of the first turn it decides
+    fired: dict[int, int]
+    #: terminate reason (None: chosen by a custom target) -> the distance of that ending
+    ends: dict[str | None, int]
+    #: speaker -> the layer of the first turn where its plain message fell to the default
+    plain_default: dict[int, int]
+    #: the number of layers (the greatest distance of a state, plus one)
+    layers: int
+
+
+class Symbolic:
+    """Explores a :class:`System` of a `.flow` symbolically; see :func:`explore_symbolic`."""
+
+    def __init__(self, system: System):
+        if system.json_mode:
+            raise ValueError("a JSON graph's writes are not declared: explore it explicitly")
+        self.system = system
+        self.bdd = bdd = _manager()
+        #: per key: its bit variables (least significant first) and its domain size
+        self.bits: list[tuple[str, ...]] = []
+        self.sizes: list[int] = []
+        for k, lits in enumerate(system.literals):
+            size = 2 + len(lits)
+            width = max(1, (size - 1).bit_length())
+            names = tuple(f"k{k}_{b}" for b in range(width))
+            bdd.declare(*names)
+            self.bits.append(names)
+            self.sizes.append(size)
+        self.key_vars = [v for names in self.bits for v in names]
+        self.atom_vars = [f"a{atom.id}" for atom in system.atoms]
+        if self.atom_vars:
+            bdd.declare(*self.atom_vars)
+        self._values: dict[tuple[int, int], Any] = {}
+        self._domains: dict[int, Any] = {}
+        self._conds: dict[tuple[int, int, int], Any] = {}
+        self._candidates = Candidates(system.ordered, len(system.speakers), attrgetter("rank"))
+
+    # sets of valuations -------------------------------------------------------
+
+    def value(self, key: int, value: int) -> Any:
+        """The valuations where ``key`` has the abstract ``value``."""
+        found = self._values.get((key, value))
+        if found is None:
+            bdd = self.bdd
+            found = bdd.true
+            for b, name in enumerate(self.bits[key]):
+                var = bdd.var(name)
+                found &= var if value >> b & 1 else ~var
+            self._values[(key, value)] = found
+        return found
+
+    def domain(self, key: int) -> Any:
+        """The valuations where ``key`` has one of its abstract values (unset, another
+        value, or a literal the flow compares it with): what a human may write."""
+        found = self._domains.get(key)
+        if found is None:
+            found = self.bdd.false
+            for v in range(self.sizes[key]):
+                found |= self.value(key, v)
+            self._domains[key] = found
+        return found
+
+    def point(self, val: tuple[int, ...]) -> Any:
+        """One valuation."""
+        out = self.bdd.true
+        for k, v in enumerate(val):
+            out &= self.value(k, v)
+        return out
+
+    def count(self, u: Any) -> int:
+        """The number of valuations in ``u``."""
+        if u == self.bdd.false:
+            return 0
+        return int(self.bdd.count(u, nvars=len(self.key_vars)))
+
+    def after(self, u: Any, action: Action) -> Any:
+        """The valuations after ``action``'s writes, from those in ``u``."""
+        bdd = self.bdd
+        if action.any_writes:
+            for k in action.any_writes:
+                u = bdd.exist(self.bits[k], u) & self.domain(k)
+            return u
+        for k, v in action.writes:
+            u = bdd.exist(self.bits[k], u) & self.value(k, v)
+        return u
+
+    # conditions -----------------------------------------------------------------
+
+    def cond(self, code: CondCode, sender: int, tool: int) -> Any:
+        """Where a compiled condition holds on a turn of ``sender`` calling ``tool``."""
+        key = (id(code), sender, tool)
+        found = self._conds.get(key)
+        if found is None:
+            found = self._conds[key] = self._cond(code, sender, tool)
+        return found
+
+    def _cond(self, code: CondCode, sender: int, tool: int) -> Any:
+        bdd = self.bdd
+        kind = code[0]
+        if kind == "T":
+            return bdd.true
+        if kind == "from":
+            return bdd.true if code[1] == sender else bdd.false
+        if kind == "tool":
+            return bdd.true if code[1] == tool else bdd.false
+        if kind == "ctx":
+            out = bdd.false
+            for v in sorted(code[2]):
+                if v < self.sizes[code[1]]:
+                    out |= self.value(code[1], v)
+            return out
+        if kind == "custom":
+            return bdd.var(f"a{code[1].id}")
+        if kind == "not":
+            return ~self.cond(code[1], sender, tool)
+        parts = [self.cond(c, sender, tool) for c in code[1]]
+        if kind == "all":
+            out = bdd.true
+            for p in parts:
+                out &= p
+            return out
+        out = bdd.false
+        for p in parts:
+            out |= p
+        return out
+
+    # turns -----------------------------------------------------------------------
+
+    def outcomes(self, speaker: int, action: Action, u: Any) -> Iterator[tuple[int, int, Any, Any]]:
+        """The turns of ``speaker`` taking ``action`` from the valuations ``u``:
+        (what decided, next speaker or -1, terminate reason, the valuations after)."""
+        after = self.after(u, action)
+        if after == self.bdd.false:
+            return
+        if action.finish is not None:
+            yield FINISH, -1, finish_reason(action.finish), after
+            return
+        if action.handoff is not None:
+            yield HANDOFF, action.handoff, None, after
+            return
+        bdd = self.bdd
+        tool = action.tool_index
+        remaining = after
+        for rule in self._candidates.of(speaker, tool):
+            c = self.cond(rule.code, speaker, tool)
+            hit = remaining & c
+            if hit != bdd.false:
+                if self.atom_vars:
+                    hit = bdd.exist(self.atom_vars, hit)
+                yield from self._resolve(rule.then, rule.index, speaker, hit)
+                remaining &= ~c
+                if remaining == bdd.false:
+                    return
+        if self.atom_vars:
+            remaining = bdd.exist(self.atom_vars, remaining)
+        yield from self._resolve(self.system.default, DEFAULT, speaker, remaining)
+
+    def _resolve(
+        self, target: m.Target, fired: int, sender: int, u: Any
+    ) -> Iterator[tuple[int, int, Any, Any]]:
+        sys = self.system
+        if isinstance(target, m.AgentTarget):
+            yield fired, sys.index_of(target.agent_id), None, u
+        elif isinstance(target, m.RoundRobinTarget):
+            yield fired, (sender + 1) % len(sys.speakers), None, u
+        elif isinstance(target, m.StayTarget):
+            yield fired, sender, None, u
+        elif isinstance(target, m.RevertToInitiatorTarget):
+            yield fired, sys.initiator, None, u
+        elif isinstance(target, m.TerminateTarget):
+            yield fired, -1, terminate_reason(target.reason), u
+        else:
+            results = sys.custom_results.get(target.name)
+            options = results if results is not None else (*sys.speakers, None)
+            for res in options:
+                if res is None:
+                    yield fired, -1, None, u
+                else:
+                    yield fired, sys.speaker_index(res), None, u
+
+
+#: the most speaker-layers (one speaker's new states on one layer, whose turns are worked
+#: out together) an exploration steps through before it gives up: the 200-speaker,
+#: 3.8-million-state instance of ``benchmarks/bench_analysis.py`` takes 22,400
+WORK_BUDGET = 100_000
+
+#: the most decision-diagram nodes alive before it gives up (about 40 bytes each in CUDD)
+NODE_BUDGET = 4_000_000
+
+
+def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts | None:
+    """Explore every state of a `.flow`'s system, breadth-first by layers; None when the
+    work took more than ``budget`` speaker-layers or :data:`NODE_BUDGET` nodes.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.analysis.system import system_of_flow
+    >>> flow = compile_flow('''speaker u: human
+    ... speaker b { tool go sets k = 1 }
+    ... start u
+    ... when context.k == 1 then terminate "done"
+    ... when from u then b
+    ... when from b then u''')
+    >>> facts = explore_symbolic(system_of_flow(flow))
+    >>> facts.states, sorted(facts.scheduled.items()), facts.ends
+    (4, [(0, 0), (1, 1)], {'done': 2})
+    """
+    sym = Symbolic(system)
+    bdd = sym.bdd
+    n = len(system.speakers)
+    reached = [bdd.false] * n
+    scheduled: dict[int, int] = {system.start: 0}
+    fired: dict[int, int] = {}
+    ends: dict[str | None, int] = {}
+    plain_default: dict[int, int] = {}
+    kickoff_actions: tuple[Action, ...] = (PLAIN,)
+    if system.start in system.humans:  # a human's kickoff may write its keys too
+        kickoff_actions = system.actions[system.start]
+    # layer 0 is the kickoff alone; its turns are the start speaker's, from the initial values
+    work: list[tuple[int, tuple[Action, ...], Any]] = [
+        (system.start, kickoff_actions, sym.point(system.initial))
+    ]
+    layer = 0
+    states = 1
+    spent = 0
+    while work:
+        spent += len(work)
+        if spent > budget or len(bdd) > NODE_BUDGET:
+            return None
+        found = [bdd.false] * n
+        for speaker, actions, u in work:
+            for action in actions:
+                for decided, nxt, reason, v in sym.outcomes(speaker, action, u):
+                    fired.setdefault(decided, layer)
+                    if decided == DEFAULT and layer and action.is_plain:
+                        plain_default.setdefault(speaker, layer)
+                    if nxt < 0:
+                        if reason not in ends:
+                            ends[reason] = layer + 1
+                            states += 1
+                    else:
+                        found[nxt] |= v
+        layer += 1
+        work = []
+        for s in range(n):
+            before = reached[s]
+            new = found[s] & ~before
+            if new != bdd.false:
+                reached[s] = before | new
+                scheduled.setdefault(s, layer)
+                states += sym.count(new)
+                work.append((s, system.actions[s], new))
+    return SymbolicFacts(
+        states=states,
+        scheduled=scheduled,
+        fired=fired,
+        ends=ends,
+        plain_default=plain_default,
+        layers=max([layer, *(d + 1 for d in ends.values())]),
+    )
+
+
+__all__ = ["UNSET", "Symbolic", "SymbolicFacts", "explore_symbolic"]

@@ -1,0 +1,181 @@
+"""The symbolic explorer against the explicit one: on every flow the explicit explorer
+completes, both must find the same states (their number), the same scheduled speakers,
+rules, defaults and endings, each first at the same distance.
+
+The explicit explorer (``explore.py``) steps through one valuation at a time; the
+symbolic one (``symbolic.py``) holds each speaker's valuations as a decision diagram
+and shares only the system they both read (``system.py``) and the rule index. The
+flows: the soundness test's generator (every condition form, custom conditions and
+targets, humans' writes, hand-offs and finishes), the benchmark family's generator at
+small sizes, and every `.flow` in the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowc.cli import main
+from flowc.compiler.analysis.explore import DEFAULT, KICKOFF, explore
+from flowc.compiler.analysis.symbolic import SymbolicFacts, explore_symbolic
+from flowc.compiler.analysis.system import System, system_of_flow
+from flowc.compiler.pipeline import compile_source
+from flowc.source import SourceFile
+from tests.check.test_check_soundness import flow_text
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_analysis import Shape, generate  # noqa: E402
+
+#: the explicit bound for the comparison: every flow below completes well under it
+BOUND = 200_000
+
+
+def explicit_facts(system: System) -> SymbolicFacts | None:
+    """What the explicit explorer found, in the symbolic explorer's terms (None: partial)."""
+    space = explore(system, BOUND)
+    if space.truncated:
+        return None
+    scheduled = {system.start: 0}
+    for node, key in enumerate(space.keys):
+        if key != KICKOFF and key[0] != "end":
+            scheduled.setdefault(key[0], space.dist[node])
+    return SymbolicFacts(
+        states=len(space.keys),
+        scheduled=scheduled,
+        fired={f: space.dist[u] for f, u in space.first_fired.items()},
+        ends={space.keys[v][1]: space.dist[v] for v in space.ends},
+        plain_default={s: space.dist[u] for s, u in space.plain_default.items()},
+        layers=max(space.dist) + 1,
+    )
+
+
+def compare(text: str) -> None:
+    compiled, _ = compile_source(SourceFile("gen.flow", text))
+    if compiled is None:
+        return
+    system = system_of_flow(compiled)
+    want = explicit_facts(system)
+    if want is None:
+        return
+    got = explore_symbolic(system)
+    assert got is not None, text
+    # the explicit explorer records first firings of rules and the default only
+    got = SymbolicFacts(
+        states=got.states,
+        scheduled=got.scheduled,
+        fired={f: d for f, d in got.fired.items() if f >= 0 or f == DEFAULT},
+        ends=got.ends,
+        plain_default=got.plain_default,
+        layers=got.layers,
+    )
+    assert got == want, text
+
+
+@settings(max_examples=400)
+@given(flow_text())
+def test_symbolic_agrees_on_generated_flows(text: str) -> None:
+    compare(text)
+
+
+@settings(max_examples=60)
+@given(
+    st.builds(
+        Shape,
+        speakers=st.integers(2, 12),
+        keys=st.integers(1, 4),
+        values=st.integers(1, 3),
+        rules=st.integers(0, 3),
+        max_turns=st.integers(1, 30),
+        custom=st.sampled_from([0.0, 0.3]),
+        seed=st.integers(0, 10_000),
+    )
+)
+def test_symbolic_agrees_on_the_benchmark_family(shape: Shape) -> None:
+    compare(generate(shape))
+
+
+def test_the_family_instances_the_explicit_explorer_completes() -> None:
+    """Fixed instances up to 70,624 states (the 200-speaker one with one value per key)."""
+    for shape in (
+        Shape(50, 5, 2),
+        Shape(100, 8, 1),
+        Shape(200, 10, 1),
+        Shape(30, 4, 3, 2, 20, 0.2),
+    ):
+        compare(generate(shape))
+
+
+FLOWS = sorted(
+    p
+    for p in ROOT.rglob("*.flow")
+    if not any(part.startswith(".") or part in ("node_modules",) for part in p.parts)
+)
+
+
+@pytest.mark.parametrize("path", FLOWS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_symbolic_agrees_on_every_flow_in_the_repository(path: Path) -> None:
+    compare(path.read_text(encoding="utf-8"))
+
+
+def test_a_json_graph_is_refused() -> None:
+    from flowc.compiler import model as m
+    from flowc.compiler.analysis.symbolic import Symbolic
+    from flowc.compiler.analysis.system import system_of_graph
+    from flowc.compiler.pipeline import LoadedGraph
+
+    g = m.TransitionGraph("a", (m.Transition(m.FromSpeaker("a"), m.AgentTarget("b")),))
+    with pytest.raises(ValueError, match="JSON graph"):
+        Symbolic(system_of_graph(LoadedGraph(g, {}, False)))
+
+
+# ── I301: what the symbolic count establishes when the bound cut the exploration short ──
+
+PARTIAL_FLOW = """\
+flow partial
+speaker user: human { sets a, b, c }
+speaker bot { tool done finishes "finished" }
+speaker lost
+condition lucky()
+start user
+when context.a == 1 and from bot then bot priority 1
+when context.a == 1 and from bot then lost priority 2
+when context.b == 1 and context.c == 1 then terminate "both"
+when lucky() then bot
+otherwise bot
+"""
+
+
+def test_i301_says_what_the_symbolic_count_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "partial.flow"
+    path.write_text(PARTIAL_FLOW, encoding="utf-8")
+    assert main(["check", str(path), "--max-states", "10", "--format", "json"]) == 0
+    (i301,) = [d for d in json.loads(capsys.readouterr().out) if d["code"] == "I301"]
+    notes = i301["notes"]
+    system = system_of_flow(compile_source(SourceFile("p.flow", PARTIAL_FLOW))[0])  # type: ignore[arg-type]
+    complete = explicit_facts(system)
+    assert complete is not None
+    assert notes[0].startswith(
+        f"every state was counted symbolically: {complete.states} abstract states"
+    )
+    assert notes[1] == "these speakers can never be scheduled to speak: `lost`"
+    assert (
+        notes[2]
+        == "these rules can never fire: rule 2, line 8 (`when context.a == 1 and from bot then lost priority 2`)"
+    )
+    assert (
+        notes[3] == 'runs can end: "both" after at least 1 turn, "finished" after at least 2 turns'
+    )
+    assert notes[4] == "loops and turn limits are not reported"
+    # the same verdicts as a complete explicit exploration's
+    assert main(["check", str(path), "--format", "json"]) == 0
+    codes = {(d["code"], d["location"]["row"]) for d in json.loads(capsys.readouterr().out)}
+    # (`lost` gets no W201 of its own there: the dead rule that routes to it says it)
+    assert ("W203", 8) in codes and not any(c in ("I301", "W201") for c, _ in codes)
