@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flowc.compiler.analysis.explore import DEFAULT, TURNS_PER_STATE
+from flowc.compiler.analysis.explore import TURNS_PER_STATE
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.diagnostics import I301, counted, listing_of
 from flowc.dsl import nodes as n
@@ -30,54 +30,56 @@ def check_state_bound(facts: Facts) -> Iterator[Finding]:
 
 
 def _notes(facts: Facts) -> tuple[str, ...]:
-    """What is and is not known: with a complete symbolic count, who speaks, which rules
-    fire and how runs end, for every state; the rest was not reported."""
+    """What is and is not known. With the symbolic count: who can speak, which rules and
+    defaults can fire and (when no state is caught in a loop) that no loop traps a run
+    are reported for every state; a verdict whose run is longer than the explored turns
+    is named here instead; turn limits are not reported."""
     found = facts.symbolic
-    partial = (
-        "unreachable speakers, dead rules and defaults, loops and turn limits are not reported"
-    )
     if found is None:
-        return (partial,)
-    system = facts.system
+        return (
+            "unreachable speakers, dead rules and defaults, loops and turn limits are not reported",
+        )
+    system, space = facts.system, facts.space
+    dead = facts.dead_rules  # (fills facts.unknown_rules)
+    horizon = space.horizon if space.horizon is not None else 0
     notes = [
-        f"every state was counted symbolically: {counted(found.states, 'abstract state', grouped=True)}"
-        f" (the bound explored {counted(len(facts.space.keys), 'state', grouped=True)} one by one,"
-        " which the findings, runs and coverage are built from)"
+        f"every state was counted symbolically ({counted(found.states, 'abstract state', grouped=True)});"
+        f" the runs that findings show come from the {counted(facts.explored, 'state', grouped=True)}"
+        f" explored one by one (every state within {counted(horizon, 'turn')} of the start)",
     ]
-    silent = [s for s in range(len(system.speakers)) if s not in found.scheduled]
-    if silent:
-        notes.append(
-            "these speakers can never be scheduled to speak: "
-            + ", ".join(listing_of(silent, lambda s: f"`{system.name(s)}`"))
-        )
-    else:
-        notes.append(f"every speaker can be scheduled ({len(system.speakers)})")
-    dead = [r for r in system.rules if r.index not in found.fired]
-    if dead:
-        notes.append("these rules can never fire: " + ", ".join(listing_of(dead, system.label)))
-    else:
-        notes.append(f"every rule can fire ({counted(len(system.rules), 'rule')})")
-    if facts.default_written and DEFAULT not in found.fired:
-        notes.append(
-            f"the default `otherwise {system.describe_target(system.default)}` is never taken"
-        )
-    if found.ends:
-        ends = sorted(found.ends.items(), key=lambda e: (e[1], str(e[0])))
-        notes.append(
-            "runs can end: "
-            + ", ".join(
-                listing_of(
-                    ends,
-                    lambda e: (
-                        (f'"{e[0]}"' if e[0] is not None else "by a custom target")
-                        + f" after at least {counted(e[1], 'turn')}"
-                    ),
-                )
+    reported = ["who can speak (W201)", "which rules and defaults can fire (W202-W204)"]
+    if facts.loops_known:
+        reported.append("loops no run leaves (W205, W206: there are none)")
+    notes.append("reported for every state: " + ", ".join(reported))
+    if not facts.sample_known:
+        silent = [s for s in range(len(system.speakers)) if s not in found.scheduled]
+        if silent:
+            notes.append(
+                "these speakers can never be scheduled to speak, but a run to show it is longer"
+                f" than {counted(horizon, 'turn')}: "
+                + ", ".join(listing_of(silent, lambda s: f"`{system.name(s)}`"))
             )
+        if facts.default_written and not facts.default_fired:
+            notes.append(
+                f"the default `otherwise {system.describe_target(system.default)}` is never"
+                f" taken, but a run to show it is longer than {counted(horizon, 'turn')}"
+            )
+    unknown = [r for r in system.rules if r.index in facts.unknown_rules]
+    if unknown:
+        notes.append(
+            "these rules can never fire, but why (and the run that shows it) needs more than the"
+            " states explored one by one: " + ", ".join(listing_of(unknown, system.label))
         )
-    else:
-        notes.append("no run ends before `max_turns`" if system.max_turns else "no run ends")
-    notes.append("loops and turn limits are not reported")
+    del dead
+    missing = [
+        "turn limits (W212, W215, W217)",
+        "endings no run reaches (E111)",
+        "what goes differently on AG2 and plain replies that end the run (W213, W218-W221)"
+        " beyond the explored states",
+    ]
+    if not facts.loops_known:
+        missing.insert(0, "loops (W205, W206, W210)")
+    notes.append("not reported: " + ", ".join(missing))
     return tuple(notes)
 
 

@@ -370,6 +370,10 @@ class StateSpace:
     )
     #: node key -> node
     ids: dict[NodeKey, int] = attrs.field(factory=dict, eq=False, repr=False)
+    #: when ``truncated``: every node at this distance or less was found (they are the
+    #: nodes a complete exploration finds first, with the same numbers and parents), and
+    #: every node nearer than it was expanded; None when complete
+    horizon: int | None = None
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -430,6 +434,7 @@ def explore(system: System, max_states: int) -> StateSpace:
     truncated = False
     budget = TURNS_PER_STATE * max_states
     turns = 0
+    horizon: int | None = None
     while queue and not truncated:
         u = queue.popleft()
         key = keys[u]
@@ -438,7 +443,7 @@ def explore(system: System, max_states: int) -> StateSpace:
         for step in explorer.steps(key):
             turns += 1
             if turns > budget:
-                truncated = True
+                truncated, horizon = True, dist[u]
                 break
             outcome = step.outcome
             if outcome.fired >= 0 or outcome.fired == DEFAULT:
@@ -453,7 +458,7 @@ def explore(system: System, max_states: int) -> StateSpace:
             v = ids.get(nxt)
             if v is None:
                 if len(keys) >= max_states:
-                    truncated = True
+                    truncated, horizon = True, dist[u]
                     break
                 v = len(keys)
                 ids[nxt] = v
@@ -485,4 +490,5 @@ def explore(system: System, max_states: int) -> StateSpace:
         first_fired=first_fired,
         parent_step=parent_step,
         ids=ids,
+        horizon=horizon,
     )

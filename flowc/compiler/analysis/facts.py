@@ -6,6 +6,7 @@ reports (a finding that follows from another one is not repeated).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterator
 from functools import cached_property
@@ -112,6 +113,79 @@ class Facts:
         self.space = space
         self.filename = filename
 
+    # completeness ----------------------------------------------------------------
+    #
+    # When the explicit exploration stops at its bound, the symbolic explorer still
+    # accounts for every state: who can speak, which rules and the default can fire,
+    # which endings are reached and whether some state can never reach one (a loop).
+    # Each finding then needs its run: the explored nodes up to ``space.horizon`` turns
+    # are exactly those a complete exploration finds first (same numbers, same
+    # parents), so a run found among them is the one a complete analysis prints. A
+    # verdict whose run lies further is not reported, and I301 names it.
+
+    @cached_property
+    def complete(self) -> bool:
+        """Whether who speaks, which rules and defaults fire and how runs end are known
+        for every state (explored one by one, or counted symbolically)."""
+        return not self.space.truncated or self.symbolic is not None
+
+    @cached_property
+    def explored(self) -> int:
+        """How many nodes, in breadth-first order, are those a complete exploration finds
+        first: all of them when complete, else those within ``space.horizon`` turns."""
+        space = self.space
+        if not space.truncated:
+            return len(space.keys)
+        horizon = space.horizon if space.horizon is not None else -1
+        return bisect.bisect_right(space.dist, horizon)
+
+    @property
+    def states(self) -> int:
+        """The abstract states of the flow (all of them when :attr:`complete`)."""
+        if self.space.truncated and self.symbolic is not None:
+            return self.symbolic.states
+        return len(self.space.keys)
+
+    @cached_property
+    def fired(self) -> frozenset[int]:
+        """The rules (file indices) that fire on some turn of some run."""
+        if self.space.truncated and self.symbolic is not None:
+            return frozenset(f for f in self.symbolic.fired if f >= 0)
+        return frozenset(self.space.fired)
+
+    @cached_property
+    def default_fired(self) -> bool:
+        """Whether the default decides some turn of some run."""
+        if self.space.truncated and self.symbolic is not None:
+            return DEFAULT in self.symbolic.fired
+        return self.space.default_fired
+
+    @cached_property
+    def loops_known(self) -> bool:
+        """Whether the closed loops (``traps``) are all known: explored completely, or
+        no state can fail to reach an end (then there are none)."""
+        if not self.space.truncated:
+            return True
+        found = self.symbolic
+        return found is not None and found.reach is not None and not found.reach.trapped()
+
+    @cached_property
+    def sample_known(self) -> bool:
+        """Whether :attr:`sample_run` is the run a complete analysis shows."""
+        if not self.space.truncated:
+            return True
+        found = self.symbolic
+        if found is None or not found.ends:
+            return False  # without an end, the sample is a loop: not known here
+        horizon = self.space.horizon if self.space.horizon is not None else -1
+        return min(found.ends.values()) <= horizon
+
+    #: verdicts that hold for every state but whose run lies beyond the explored nodes
+    #: (filled by :attr:`dead_rules`): rule file indices
+    @cached_property
+    def unknown_rules(self) -> set[int]:
+        return set()
+
     @cached_property
     def symbolic(self) -> SymbolicFacts | None:
         """When the exploration stopped at its bound: what the symbolic explorer found
@@ -163,6 +237,8 @@ class Facts:
     @cached_property
     def scheduled(self) -> frozenset[int]:
         space = self.space
+        if space.truncated and self.symbolic is not None:
+            return frozenset(self.symbolic.scheduled)
         out = {self.system.start}
         for key in space.keys:
             if key != KICKOFF and key[0] != "end":
@@ -336,7 +412,7 @@ class Facts:
         out: dict[int, tuple[int, Step]] = {}
         tried: set[tuple[int, int | None, Valuation]] = set()
         last = max(pending, default=-1)  # no rule after the last pending one matters
-        for node in range(len(space.keys)):
+        for node in range(self.explored):
             if not pending:
                 break
             for speaker, action, after in self.turns_of(node):
@@ -375,18 +451,20 @@ class Facts:
 
     @cached_property
     def dead_rules(self) -> tuple[DeadRule, ...]:
-        """Every rule that never fires, classified; empty when exploration was cut short."""
-        if self.space.truncated:
+        """Every rule that never fires, classified; empty when it is not known (the
+        exploration was cut short and the symbolic one gave up too). A rule whose
+        classification needs a run beyond the explored nodes goes to :attr:`unknown_rules`."""
+        if not self.complete:
             return ()
-        causes = {
-            r.index: self._cause(r) for r in self.system.rules if r.index not in self.space.fired
-        }
+        causes = {r.index: self._cause(r) for r in self.system.rules if r.index not in self.fired}
         hits = self._first_matches(
             [r for r in self.system.rules if r.index in causes and causes[r.index] is None]
         )
         traps = self._traps(
             [self.system.rules[i] for i in hits if self._written_priority(self.system.rules[i])]
         )
+        if self.space.truncated:
+            causes = self._known_dead(causes, hits, traps)
         out: list[DeadRule] = []
         # rules first matched on the same turn share one witness run
         # (keyed by the step object: a step's values may be JSON lists, which do not hash)
@@ -413,6 +491,53 @@ class Facts:
                 )
             out.append(dead)
         return tuple(out)
+
+    def _known_dead(
+        self,
+        causes: dict[int, str | None],
+        hits: dict[int, tuple[int, Step]],
+        traps: dict[int, tuple[int, Step]],
+    ) -> dict[int, str | None]:
+        """Of the dead rules, those whose classification and run the explored nodes hold
+        (the others go to :attr:`unknown_rules`)."""
+        assert self.symbolic is not None and self.symbolic.reach is not None
+        reach = self.symbolic.reach
+        unknown = self.unknown_rules
+        for index, cause in causes.items():
+            if cause is not None:
+                continue
+            rule = self.system.rules[index]
+            if index not in hits:
+                # its condition holds on no explored turn: on none at all, or further on
+                if reach.matchable(rule) or not self.sample_known:
+                    unknown.add(index)
+                elif self.unrouted_calls(rule) is not None and self.first_call(rule) is None:
+                    unknown.add(index)  # the run that calls its tool may lie further on
+            elif not self.loops_known:
+                unknown.add(index)  # W205 may take it over: not known without the loops
+            elif (
+                self._written_priority(rule)
+                and index not in traps
+                and reach.fires_in_file_order(rule, self._file_cands)
+            ):
+                unknown.add(index)  # a priority trap (W204) further on
+        return {i: c for i, c in causes.items() if i not in unknown}
+
+    def first_call(self, rule: RuleSpec) -> Run | None:
+        """A shortest run whose last turn calls one of the tools ``rule`` waits for, by a
+        speaker it admits (None when no explored run does)."""
+        space = self.space
+        tools = rule.tools or frozenset()
+        for node in range(1, self.explored):  # breadth-first; the kickoff calls no tool
+            if space.is_end(node):
+                continue
+            speaker = space.speaker_of(node)
+            if rule.senders is not None and speaker not in rule.senders:
+                continue
+            for step in space.explorer.steps(space.keys[node]):
+                if step.action.tool is not None and step.action.tool_index in tools:
+                    return run_to(space, node, step)
+        return None
 
     def unrouted_calls(self, rule: RuleSpec) -> tuple[tuple[str, tuple[Action, ...]], ...] | None:
         """When ``rule`` can match only a turn that calls a tool (``when tool close``, ``when
@@ -580,7 +705,7 @@ class Facts:
         # whether a condition holds depends on the turn's speaker, tool and valuation only:
         # a turn like one already tried cannot match a rule that one did not
         tried: set[tuple[int, int | None, Valuation]] = set()
-        for node in range(len(space.keys)):
+        for node in range(self.explored):
             if not left:
                 break
             for speaker, action, after in self.turns_of(node):
@@ -756,7 +881,8 @@ class Facts:
 
     @cached_property
     def sample_run(self) -> Run:
-        """A shortest run to an end, or into a loop when no run ends."""
+        """A shortest run to an end, or into a loop when no run ends (see
+        :attr:`sample_known` when the exploration was cut short)."""
         if self.space.ends:
             end = min(self.space.ends, key=lambda v: (self.space.dist[v], v))
             return run_to(self.space, end)

@@ -16,8 +16,8 @@ from flowc.dsl.formatter import format_name
 
 def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
     """W201: a declared speaker can never be scheduled to speak."""
-    system, space = facts.system, facts.space
-    if space.truncated:
+    system = facts.system
+    if not facts.complete or not facts.sample_known:
         return
     reported_targets = {
         system.index_of(d.rule.then.agent_id)
@@ -36,7 +36,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
                 span=facts.speaker_span(speaker),
                 json_path=facts.mention(speaker),
                 notes=(
-                    f"explored {counted(len(space.keys), 'state')}; a shortest run: {sample.render()}",
+                    f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}",
                 ),
                 help=f"route to it (`when ... then {who}`), or remove the declaration",
             ),

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
-from flowc.compiler.analysis.runs import Run, run_to
 from flowc.compiler.analysis.system import Action, RuleSpec
 from flowc.diagnostics import W202, W203, W204, counted
 from flowc.dsl.formatter import format_name, format_value
@@ -105,7 +104,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     json_path=rule.json_path,
                     notes=(
                         "no sender, tool call or context value makes the whole condition true",
-                        f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}",
+                        f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}",
                     ),
                     help="remove the rule, or join the parts with `or` (or as separate rules) "
                     "if either should route",
@@ -115,12 +114,12 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             )
         elif (calls := facts.unrouted_calls(rule)) is not None:
             why, help = _unrouted(facts, rule, calls)
-            call = _first_call(facts, rule)
+            call = facts.first_call(rule)
             sample = call or facts.sample_run
             note = (
                 f"a shortest run that calls it: {sample.render()}"
                 if call is not None
-                else f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}"
+                else f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}"
             )
             yield Finding(
                 facts.diag(
@@ -145,7 +144,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     span=span,
                     json_path=rule.json_path,
                     notes=(
-                        f"explored {counted(len(facts.space.keys), 'state')}; a shortest run: {sample.render()}",
+                        f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}",
                     ),
                     help="remove the rule, or declare the tool or context write its condition waits for",
                     explanation=why,
@@ -153,23 +152,6 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 sample,
                 rule.index,
             )
-
-
-def _first_call(facts: Facts, rule: RuleSpec) -> Run | None:
-    """A shortest run whose last turn calls one of the tools ``rule`` waits for, by a
-    speaker it admits (None when no run does)."""
-    space = facts.space
-    tools = rule.tools or frozenset()
-    for node in range(1, len(space.keys)):  # breadth-first; the kickoff calls no tool
-        if space.is_end(node):
-            continue
-        speaker = space.speaker_of(node)
-        if rule.senders is not None and speaker not in rule.senders:
-            continue
-        for step in space.explorer.steps(space.keys[node]):
-            if step.action.tool is not None and step.action.tool_index in tools:
-                return run_to(space, node, step)
-    return None
 
 
 def _unrouted(
@@ -226,8 +208,8 @@ def _unrouted(
 
 def check_dead_default(facts: Facts) -> Iterator[Finding]:
     """W202: a written ``otherwise`` can never be reached."""
-    system, space = facts.system, facts.space
-    if space.truncated or space.default_fired:
+    system = facts.system
+    if not facts.complete or facts.default_fired or not facts.sample_known:
         return
     compiled = system.compiled
     if compiled is not None:

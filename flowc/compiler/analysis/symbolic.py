@@ -36,7 +36,7 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, Candidates
-from flowc.compiler.analysis.system import PLAIN, UNSET, Action, CondCode, System
+from flowc.compiler.analysis.system import PLAIN, UNSET, Action, CondCode, RuleSpec, System
 from flowc.compiler.lower import finish_reason, terminate_reason
 
 #: CUDD's memory ceiling (bytes): the diagrams of the largest flows measured use a few MiB
@@ -75,6 +75,98 @@ class SymbolicFacts:
     plain_default: dict[int, int]
     #: the number of layers (the greatest distance of a state, plus one)
     layers: int
+    #: the states themselves, for questions about all of them (None in a comparison)
+    reach: Reach | None = attrs.field(default=None, eq=False, repr=False)
+
+
+class Reach:
+    """Every reachable state, as each speaker's set of valuations: questions about all
+    of them (``Facts`` asks these when the explicit exploration stopped at its bound)."""
+
+    def __init__(self, sym: Symbolic, kickoff: tuple[Action, ...], reached: list[Any]):
+        self.sym = sym
+        self.kickoff = kickoff
+        self.reached = reached
+        self._turns: list[tuple[int, Action, Any]] | None = None
+
+    def turns(self) -> list[tuple[int, Action, Any]]:
+        """Every routed turn: (speaker, action, the valuations after its writes), the
+        kickoff's first; a finish or a hand-off is decided without the rules."""
+        if self._turns is None:
+            sym, system = self.sym, self.sym.system
+            out: list[tuple[int, Action, Any]] = []
+            sources = [(system.start, self.kickoff, sym.point(system.initial))]
+            sources += [
+                (s, system.actions[s], u) for s, u in enumerate(self.reached) if u != sym.bdd.false
+            ]
+            for speaker, actions, u in sources:
+                for action in actions:
+                    if action.finish is None and action.handoff is None:
+                        after = sym.after(u, action)
+                        if after != sym.bdd.false:
+                            out.append((speaker, action, after))
+            self._turns = out
+        return self._turns
+
+    def matchable(self, rule: RuleSpec) -> bool:
+        """Whether the rule's condition holds on some turn of some run (whatever fires)."""
+        sym = self.sym
+        for speaker, action, after in self.turns():
+            if rule.senders is not None and speaker not in rule.senders:
+                continue
+            if after & sym.cond(rule.code, speaker, action.tool_index) != sym.bdd.false:
+                return True
+        return False
+
+    def fires_in_file_order(self, rule: RuleSpec, order: Candidates) -> bool:
+        """Whether, on some turn of some run, the rule's condition holds and that of no
+        rule before it in ``order`` (the file order) does."""
+        sym = self.sym
+        false = sym.bdd.false
+        for speaker, action, after in self.turns():
+            if rule.senders is not None and speaker not in rule.senders:
+                continue
+            tool = action.tool_index
+            remaining = after
+            for other in order.of(speaker, tool):
+                c = sym.cond(other.code, speaker, tool)
+                if other.index == rule.index:
+                    if remaining & c != false:
+                        return True
+                    break
+                remaining &= ~c
+                if remaining == false:
+                    break
+        return False
+
+    def trapped(self) -> bool:
+        """Whether some reachable state cannot reach an end (a loop no run leaves): the
+        states that can are found backwards from the turns that end a run."""
+        sym, system = self.sym, self.sym.system
+        bdd = sym.bdd
+        n = len(system.speakers)
+        # per speaker and action: (valuations before, next speaker, valuations after)
+        edges: list[tuple[int, Action, int, Any]] = []
+        can = [bdd.false] * n
+        for s, u in enumerate(self.reached):
+            if u == bdd.false:
+                continue
+            for action in system.actions[s]:
+                for _, nxt, _, v in sym.outcomes(s, action, u):
+                    if nxt < 0:
+                        can[s] |= u & sym.before(v, action)
+                    else:
+                        edges.append((s, action, nxt, v))
+        changed = True
+        while changed:
+            changed = False
+            for s, action, nxt, v in edges:
+                back = self.reached[s] & sym.before(v & can[nxt], action)
+                grown = can[s] | back
+                if grown != can[s]:
+                    can[s] = grown
+                    changed = True
+        return any(u & ~c != bdd.false for u, c in zip(self.reached, can, strict=True))
 
 
 class Symbolic:
@@ -141,6 +233,22 @@ class Symbolic:
         if u == self.bdd.false:
             return 0
         return int(self.bdd.count(u, nvars=len(self.key_vars)))
+
+    def before(self, v: Any, action: Action) -> Any:
+        """The valuations from which ``action``'s writes lead into ``v``."""
+        bdd = self.bdd
+        keys = action.any_writes or tuple(k for k, _ in action.writes)
+        if action.any_writes:
+            for k in keys:
+                v = bdd.exist(self.bits[k], v & self.domain(k)) & self.domain(k)
+            return v
+        # the last write of a key is what stays; the value before it is free
+        final: dict[int, int] = {}
+        for k, value in action.writes:
+            final[k] = value
+        for k, value in final.items():
+            v = bdd.exist(self.bits[k], v & self.value(k, value)) & self.domain(k)
+        return v
 
     def after(self, u: Any, action: Action) -> Any:
         """The valuations after ``action``'s writes, from those in ``u``."""
@@ -319,6 +427,7 @@ def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts
                 states += sym.count(new)
                 work.append((s, system.actions[s], new))
     return SymbolicFacts(
+        reach=Reach(sym, kickoff_actions, reached),
         states=states,
         scheduled=scheduled,
         fired=fired,
