@@ -9,6 +9,8 @@ it is a global exit, checked with shortest paths.
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
@@ -374,6 +376,11 @@ class StateSpace:
     #: nodes a complete exploration finds first, with the same numbers and parents), and
     #: every node nearer than it was expanded; None when complete
     horizon: int | None = None
+    #: when ``truncated``: what stopped it, ``"states"`` (the bound), ``"turns"`` (the
+    #: turns allowed per state of the bound) or ``"memory"`` (:data:`MEMORY_BUDGET`)
+    stopped_by: str = ""
+    #: the memory the exploration was allowed (bytes; see :class:`MemoryGuard`)
+    memory_budget: int = 0
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -407,6 +414,59 @@ class StateSpace:
 #: states with very many turns each cannot hang the checker either)
 TURNS_PER_STATE = 20
 
+#: the most memory the explicit exploration may add to the process (its states, turns and
+#: the lookups built on them roughly double it by the end of a check, so that a check
+#: stays under 1 GiB): measured on the 10-key flows of ``benchmarks/bench_analysis.py``,
+#: about 800 bytes a state, so a bound past ~350,000 states stops here first
+MEMORY_BUDGET = 200 * 2**20
+
+#: how often (in new states) the exploration looks at its memory
+_MEMORY_EVERY = 4096
+
+
+class MemoryGuard:
+    """Whether the process has grown by more than a budget since it was made: resident
+    memory on Linux (``/proc/self/statm``), else the peak (``ru_maxrss``). Under an
+    address-space limit (``RLIMIT_AS``) the budget is at most a fifth of what is left
+    (what a check builds on the explored states takes about three times as much again)."""
+
+    def __init__(self, budget: int = MEMORY_BUDGET):
+        self.start = _resident()
+        limit = _address_space_left()
+        self.budget = budget if limit is None else min(budget, limit // 5)
+
+    def exceeded(self) -> bool:
+        return _resident() - self.start > self.budget
+
+
+def _resident() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _address_space_left() -> int | None:
+    """Bytes of address space left under ``RLIMIT_AS`` (None: no limit, or not known)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm", "rb") as f:
+            size = int(f.read().split()[0]) * _PAGE
+    except (ImportError, OSError, ValueError, IndexError):  # pragma: no cover
+        return None
+    return max(0, soft - size)
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
 
 def explore(system: System, max_states: int) -> StateSpace:
     """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes
@@ -435,6 +495,8 @@ def explore(system: System, max_states: int) -> StateSpace:
     budget = TURNS_PER_STATE * max_states
     turns = 0
     horizon: int | None = None
+    memory = MemoryGuard()
+    stopped_by = ""
     while queue and not truncated:
         u = queue.popleft()
         key = keys[u]
@@ -443,7 +505,7 @@ def explore(system: System, max_states: int) -> StateSpace:
         for step in explorer.steps(key):
             turns += 1
             if turns > budget:
-                truncated, horizon = True, dist[u]
+                truncated, horizon, stopped_by = True, dist[u], "turns"
                 break
             outcome = step.outcome
             if outcome.fired >= 0 or outcome.fired == DEFAULT:
@@ -458,9 +520,12 @@ def explore(system: System, max_states: int) -> StateSpace:
             v = ids.get(nxt)
             if v is None:
                 if len(keys) >= max_states:
-                    truncated, horizon = True, dist[u]
+                    truncated, horizon, stopped_by = True, dist[u], "states"
                     break
                 v = len(keys)
+                if not v % _MEMORY_EVERY and memory.exceeded():
+                    truncated, horizon, stopped_by = True, dist[u], "memory"
+                    break
                 ids[nxt] = v
                 keys.append(nxt)
                 parent.append(u)
@@ -491,4 +556,6 @@ def explore(system: System, max_states: int) -> StateSpace:
         parent_step=parent_step,
         ids=ids,
         horizon=horizon,
+        stopped_by=stopped_by,
+        memory_budget=memory.budget,
     )
