@@ -26,7 +26,7 @@ from flowc.compiler.analysis.explore import (
     evaluate,
     satisfiable,
 )
-from flowc.compiler.analysis.runs import Run, run_along, run_to
+from flowc.compiler.analysis.runs import Run, run_along, run_beyond, run_to
 from flowc.compiler.analysis.symbolic import SymbolicFacts, explore_symbolic
 from flowc.compiler.analysis.system import (
     OTHER,
@@ -171,14 +171,13 @@ class Facts:
 
     @cached_property
     def sample_known(self) -> bool:
-        """Whether :attr:`sample_run` is the run a complete analysis shows."""
+        """Whether :attr:`sample_run` is known: a shortest run to an end (from the explored
+        nodes, or read from the symbolic layers), or, when no run ends, a loop (known only
+        when explored completely)."""
         if not self.space.truncated:
             return True
         found = self.symbolic
-        if found is None or not found.ends:
-            return False  # without an end, the sample is a loop: not known here
-        horizon = self.space.horizon if self.space.horizon is not None else -1
-        return min(found.ends.values()) <= horizon
+        return found is not None and bool(found.ends)
 
     #: verdicts that hold for every state but whose run lies beyond the explored nodes
     #: (filled by :attr:`dead_rules`): rule file indices
@@ -383,7 +382,10 @@ class Facts:
         if key[0] == "end":
             return
         speaker = space.speaker_of(node)
-        actions = (PLAIN,) if key == KICKOFF else self.system.actions[speaker]
+        # the kickoff is a plain message, or a human's (which may write its keys): as
+        # :meth:`Explorer.steps` takes it
+        kickoff = speaker not in self.system.humans
+        actions = (PLAIN,) if key == KICKOFF and kickoff else self.system.actions[speaker]
         before = self.system.initial if key == KICKOFF else key[1]
         for action in actions:
             if action.finish is not None or action.handoff is not None:
@@ -463,8 +465,11 @@ class Facts:
         traps = self._traps(
             [self.system.rules[i] for i in hits if self._written_priority(self.system.rules[i])]
         )
+        # (rule -> its witness run and what fires there, found beyond the explored nodes)
+        far: dict[int, tuple[Run, int]] = {}
+        far_traps: dict[int, tuple[Run, int]] = {}
         if self.space.truncated:
-            causes = self._known_dead(causes, hits, traps)
+            causes = self._known_dead(causes, hits, traps, far, far_traps)
         out: list[DeadRule] = []
         # rules first matched on the same turn share one witness run
         # (keyed by the step object: a step's values may be JSON lists, which do not hash)
@@ -472,6 +477,14 @@ class Facts:
         for index, cause in causes.items():
             rule = self.system.rules[index]
             hit = hits.get(index)
+            if index in far:
+                run, taken_by = far[index]
+                dead = DeadRule(rule, True, run, taken_by)
+                if index in far_traps:
+                    run, taken_by = far_traps[index]
+                    dead = attrs.evolve(dead, trap=run, trap_taken_by=taken_by)
+                out.append(dead)
+                continue
             if hit is None:
                 out.append(DeadRule(rule, False, cause=cause))
                 continue
@@ -482,7 +495,10 @@ class Facts:
             witness = shared[1]
             dead = DeadRule(rule, True, witness, step.outcome.fired)
             trap = traps.get(index)
-            if trap is not None:
+            if index in far_traps:
+                run, taken_by = far_traps[index]
+                dead = attrs.evolve(dead, trap=run, trap_taken_by=taken_by)
+            elif trap is not None:
                 node, step = trap
                 dead = attrs.evolve(
                     dead,
@@ -497,9 +513,13 @@ class Facts:
         causes: dict[int, str | None],
         hits: dict[int, tuple[int, Step]],
         traps: dict[int, tuple[int, Step]],
+        far: dict[int, tuple[Run, int]],
+        far_traps: dict[int, tuple[Run, int]],
     ) -> dict[int, str | None]:
-        """Of the dead rules, those whose classification and run the explored nodes hold
-        (the others go to :attr:`unknown_rules`)."""
+        """Of the dead rules, those whose classification and run are known: from the
+        explored nodes, else read from the symbolic layers (into ``far`` and ``far_traps``:
+        the run to the first turn where its condition holds, or where it would fire in
+        file order). The others go to :attr:`unknown_rules`."""
         assert self.symbolic is not None and self.symbolic.reach is not None
         reach = self.symbolic.reach
         unknown = self.unknown_rules
@@ -509,19 +529,37 @@ class Facts:
             rule = self.system.rules[index]
             if index not in hits:
                 # its condition holds on no explored turn: on none at all, or further on
-                if reach.matchable(rule) or not self.sample_known:
-                    unknown.add(index)
-                elif self.unrouted_calls(rule) is not None and self.first_call(rule) is None:
-                    unknown.add(index)  # the run that calls its tool may lie further on
+                if reach.matchable(rule):
+                    if not self.loops_known:
+                        unknown.add(index)  # W205 may take it over: not known without the loops
+                        continue
+                    found = reach.first_match(rule)
+                    assert found is not None
+                    far[index] = self._far_run(*found)
+                else:  # it holds on no turn at all: its run is the sample (or a call)
+                    if not self.sample_known:
+                        unknown.add(index)
+                    elif self.unrouted_calls(rule) is not None and self.first_call(rule) is None:
+                        unknown.add(index)  # the run that calls its tool may lie further on
+                    continue
             elif not self.loops_known:
                 unknown.add(index)  # W205 may take it over: not known without the loops
-            elif (
+                continue
+            if (
                 self._written_priority(rule)
                 and index not in traps
                 and reach.fires_in_file_order(rule, self._file_cands)
             ):
-                unknown.add(index)  # a priority trap (W204) further on
+                found = reach.first_match(rule, self._file_cands)
+                assert found is not None
+                far_traps[index] = self._far_run(*found)
         return {i: c for i, c in causes.items() if i not in unknown}
+
+    def _far_run(self, layer: int, speaker: int, before: Valuation, step: Step) -> tuple[Run, int]:
+        """The run to a turn read from the symbolic layers, and what fires on it."""
+        assert self.symbolic is not None and self.symbolic.reach is not None
+        node, steps = self.symbolic.reach.path_to(layer, speaker, before, self.space.ids.get)
+        return run_beyond(self.space, node, [*steps, (speaker, step)]), step.outcome.fired
 
     def first_call(self, rule: RuleSpec) -> Run | None:
         """A shortest run whose last turn calls one of the tools ``rule`` waits for, by a
@@ -883,6 +921,13 @@ class Facts:
     def sample_run(self) -> Run:
         """A shortest run to an end, or into a loop when no run ends (see
         :attr:`sample_known` when the exploration was cut short)."""
+        found = self.symbolic if self.space.truncated else None
+        if found is not None and found.ends and found.reach is not None:
+            reason, distance = min(found.ends.items(), key=lambda e: e[1])
+            horizon = self.space.horizon if self.space.horizon is not None else -1
+            if distance > horizon:  # (nearer, the explored nodes hold the run)
+                layer, speaker, before, step = found.reach.first_end(reason, distance)
+                return self._far_run(layer, speaker, before, step)[0]
         if self.space.ends:
             end = min(self.space.ends, key=lambda v: (self.space.dist[v], v))
             return run_to(self.space, end)

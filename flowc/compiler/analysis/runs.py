@@ -244,3 +244,21 @@ def _ending(
         return Run(turns, None, key[1], loop_from)
     who = system.start if key == KICKOFF else int(key[0])
     return Run(turns, system.speakers[who], None, loop_from)
+
+
+def run_beyond(space: StateSpace, node: int, steps: list[tuple[int, Step]]) -> Run:
+    """The breadth-first run to ``node``, then the turns ``steps`` ((speaker, step) each,
+    the first from ``node``'s state): a run to a state the exploration did not reach,
+    read from the symbolic explorer's layers (:meth:`symbolic.Reach.path_to`)."""
+    if not steps:
+        return run_to(space, node)
+    run_to(space, node)
+    turns, val = space.tree_runs[node]
+    system = space.system
+    more = list(turns)
+    for speaker, step in steps:
+        more.append(_turn(system, speaker, val, step))
+        val = step.after
+    out = steps[-1][1].outcome
+    nxt = system.speakers[out.speaker] if out.speaker >= 0 else None
+    return Run(tuple(more), nxt, out.reason if out.speaker < 0 else None)

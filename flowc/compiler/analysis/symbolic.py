@@ -28,15 +28,33 @@ one, else its pure-Python one).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import Any
 
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, Candidates
-from flowc.compiler.analysis.system import PLAIN, UNSET, Action, CondCode, RuleSpec, System
+from flowc.compiler.analysis.explore import (
+    DEFAULT,
+    FINISH,
+    HANDOFF,
+    KICKOFF,
+    Candidates,
+    Explorer,
+    NodeKey,
+    Step,
+    satisfiable,
+)
+from flowc.compiler.analysis.system import (
+    PLAIN,
+    UNSET,
+    Action,
+    CondCode,
+    RuleSpec,
+    System,
+    Valuation,
+)
 from flowc.compiler.lower import finish_reason, terminate_reason
 
 #: CUDD's memory ceiling (bytes): the diagrams of the largest flows measured use a few MiB
@@ -83,11 +101,140 @@ class Reach:
     """Every reachable state, as each speaker's set of valuations: questions about all
     of them (``Facts`` asks these when the explicit exploration stopped at its bound)."""
 
-    def __init__(self, sym: Symbolic, kickoff: tuple[Action, ...], reached: list[Any]):
+    def __init__(
+        self,
+        sym: Symbolic,
+        kickoff: tuple[Action, ...],
+        reached: list[Any],
+        layers: list[list[tuple[int, Any]]],
+    ):
         self.sym = sym
         self.kickoff = kickoff
         self.reached = reached
+        #: per layer: (speaker, the valuations first reached there); layer 0 is the kickoff
+        self.layers = layers
         self._turns: list[tuple[int, Action, Any]] | None = None
+        self._explorer: Explorer | None = None
+
+    # concrete runs ------------------------------------------------------------------
+    #
+    # A run to a state the explicit exploration did not reach is read backwards through
+    # the layers: a state of layer d has a turn from some state of layer d - 1. Of those,
+    # the first speaker (in declaration order), its first action and one valuation (the
+    # diagram's first, CUDD's ``pick``) is taken: a shortest run, though not necessarily
+    # the one a complete breadth-first exploration would have found first.
+
+    @property
+    def explorer(self) -> Explorer:
+        if self._explorer is None:
+            self._explorer = Explorer(self.sym.system)
+        return self._explorer
+
+    def pick(self, u: Any) -> Valuation:
+        """One valuation of the set ``u`` (not empty)."""
+        sym = self.sym
+        found = sym.bdd.pick(u, care_vars=set(sym.key_vars))
+        assert found is not None
+        return tuple(
+            sum(1 << b for b, name in enumerate(names) if found[name]) for names in sym.bits
+        )
+
+    def actions_on(self, layer: int, speaker: int) -> tuple[Action, ...]:
+        return self.kickoff if layer == 0 else self.sym.system.actions[speaker]
+
+    def key_of(self, layer: int, speaker: int, val: Valuation) -> NodeKey:
+        return KICKOFF if layer == 0 else (speaker, val)
+
+    def step_to(self, layer: int, speaker: int, val: Valuation) -> tuple[int, Valuation, Step]:
+        """A turn from a state of ``layer - 1`` to ``(speaker, val)``: that state's speaker
+        and valuation, and the turn."""
+        sym, explorer = self.sym, self.explorer
+        y = sym.point(val)
+        for s, u in self.layers[layer - 1]:
+            for action in self.actions_on(layer - 1, s):
+                pre = u & sym.before(y, action)
+                if pre == sym.bdd.false:
+                    continue
+                before = self.pick(pre)
+                key = self.key_of(layer - 1, s, before)
+                for step in explorer.steps(key):
+                    if (
+                        step.action == action
+                        and step.after == val
+                        and step.outcome.speaker == speaker
+                    ):
+                        return s, before, step
+        raise LookupError("no turn into a state of its layer")  # pragma: no cover
+
+    def path_to(
+        self, layer: int, speaker: int, val: Valuation, known: Callable[[NodeKey], int | None]
+    ) -> tuple[int, list[tuple[int, Step]]]:
+        """A shortest run to the state ``(speaker, val)`` of ``layer``: the first state on
+        it (going backwards) that ``known`` numbers, and the turns (speaker, step) from
+        there. ``known`` numbers at least the kickoff (0)."""
+        steps: list[tuple[int, Step]] = []
+        while True:
+            node = known(self.key_of(layer, speaker, val))
+            if node is not None:
+                return node, steps[::-1]
+            speaker, val, step = self.step_to(layer, speaker, val)
+            layer -= 1
+            steps.append((speaker, step))
+
+    def first_end(self, reason: str | None, distance: int) -> tuple[int, int, Valuation, Step]:
+        """A turn that ends a run with ``reason`` from a state of layer ``distance - 1``:
+        (layer, speaker, valuation, the turn)."""
+        sym = self.sym
+        layer = distance - 1
+        for s, u in self.layers[layer]:
+            for action in self.actions_on(layer, s):
+                for _, nxt, why, v in sym.outcomes(s, action, u):
+                    if nxt >= 0 or why != reason:
+                        continue
+                    y = self.pick(v)
+                    before = self.pick(u & sym.before(sym.point(y), action))
+                    for step in self.explorer.steps(self.key_of(layer, s, before)):
+                        out = step.outcome
+                        if step.action == action and out.speaker < 0 and out.reason == reason:
+                            return layer, s, before, step
+        raise LookupError("no turn ends there")  # pragma: no cover
+
+    def first_match(
+        self, rule: RuleSpec, order: Candidates | None = None
+    ) -> tuple[int, int, Valuation, Step] | None:
+        """The first layer with a turn where the rule's condition holds (and, with
+        ``order``, no rule before it in that order does): (layer, speaker, valuation before
+        the turn, the turn as the rules route it under assumptions that make it hold)."""
+        sym = self.sym
+        bdd = sym.bdd
+        for layer, states in enumerate(self.layers):
+            for s, u in states:
+                if rule.senders is not None and s not in rule.senders:
+                    continue
+                for action in self.actions_on(layer, s):
+                    if action.finish is not None or action.handoff is not None:
+                        continue
+                    tool = action.tool_index
+                    after = sym.after(u, action)
+                    hit = after & sym.cond(rule.code, s, tool)
+                    wanted: list[tuple[CondCode, bool]] = [(rule.code, True)]
+                    if order is not None and hit != bdd.false:
+                        for other in order.of(s, tool):
+                            if other.index == rule.index:
+                                break
+                            hit &= ~sym.cond(other.code, s, tool)
+                            wanted.append((other.code, False))
+                    if hit == bdd.false:
+                        continue
+                    if sym.atom_vars:
+                        hit = bdd.exist(sym.atom_vars, hit)
+                    y = self.pick(hit)
+                    before = self.pick(u & sym.before(sym.point(y), action))
+                    assumed = satisfiable(wanted, s, tool, y, {})
+                    assert assumed is not None
+                    outcome = self.explorer.route(s, tool, y, tuple(sorted(assumed.items())))[0]
+                    return layer, s, before, Step(action, y, outcome)
+        return None
 
     def turns(self) -> list[tuple[int, Action, Any]]:
         """Every routed turn: (speaker, action, the valuations after its writes), the
@@ -399,6 +546,7 @@ def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts
     layer = 0
     states = 1
     spent = 0
+    layers: list[list[tuple[int, Any]]] = [[(system.start, work[0][2])]]
     while work:
         spent += len(work)
         if spent > budget or len(bdd) > NODE_BUDGET:
@@ -426,8 +574,10 @@ def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts
                 scheduled.setdefault(s, layer)
                 states += sym.count(new)
                 work.append((s, system.actions[s], new))
+        if work:
+            layers.append([(s, u) for s, _, u in work])
     return SymbolicFacts(
-        reach=Reach(sym, kickoff_actions, reached),
+        reach=Reach(sym, kickoff_actions, reached, layers),
         states=states,
         scheduled=scheduled,
         fired=fired,
