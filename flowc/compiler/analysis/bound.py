@@ -52,7 +52,11 @@ def _notes(facts: Facts) -> tuple[str, ...]:
         f" the runs that findings show come from the {counted(facts.explored, 'state', grouped=True)}"
         f" explored one by one (every state within {counted(horizon, 'turn')} of the start)",
     ]
-    reported = ["who can speak (W201)", "which rules and defaults can fire (W202-W204)"]
+    reported = [
+        "who can speak (W201)",
+        "which rules and defaults can fire (W202-W204)",
+        "a `max_turns` shorter than every run that terminates (W212)",
+    ]
     if facts.loops_known:
         reported.append("loops no run leaves (W205, W206: there are none)")
     notes.append("reported for every state: " + ", ".join(reported))
@@ -69,6 +73,12 @@ def _notes(facts: Facts) -> tuple[str, ...]:
                 f"the default `otherwise {system.describe_target(system.default)}` is never"
                 f" taken, but a run to show it is longer than {counted(horizon, 'turn')}"
             )
+    if facts.unknown_speakers:
+        notes.append(
+            "these speakers can never be scheduled to speak, but whether a rule's finding"
+            " says so instead is not known: "
+            + ", ".join(listing_of(sorted(facts.unknown_speakers), lambda s: f"`{system.name(s)}`"))
+        )
     unknown = [r for r in system.rules if r.index in facts.unknown_rules]
     if unknown:
         notes.append(
@@ -77,7 +87,7 @@ def _notes(facts: Facts) -> tuple[str, ...]:
         )
     del dead
     missing = [
-        "turn limits (W212, W215, W217)",
+        "the other turn limits (W215, W217)",
         "endings no run reaches (E111)",
         "what goes differently on AG2 and plain replies that end the run (W213, W218-W221)"
         " beyond the explored states",

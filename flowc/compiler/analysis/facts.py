@@ -161,6 +161,13 @@ class Facts:
         return self.space.default_fired
 
     @cached_property
+    def has_ends(self) -> bool:
+        """Whether some run ends (terminates, finishes or is closed by a custom target)."""
+        if self.space.truncated and self.symbolic is not None:
+            return bool(self.symbolic.ends)
+        return bool(self.space.ends)
+
+    @cached_property
     def loops_known(self) -> bool:
         """Whether the closed loops (``traps``) are all known: explored completely, or
         no state can fail to reach an end (then there are none)."""
@@ -184,6 +191,20 @@ class Facts:
     @cached_property
     def unknown_rules(self) -> set[int]:
         return set()
+
+    @cached_property
+    def unknown_speakers(self) -> frozenset[int]:
+        """Speakers that never speak and that a dead rule of :attr:`unknown_rules` routes
+        to: a complete analysis may say it in that rule's finding instead of W201."""
+        out = set()
+        _ = self.dead_rules  # (fills unknown_rules)
+        for index in self.unknown_rules:
+            then = self.system.rules[index].then
+            if isinstance(then, m.AgentTarget):
+                speaker = self.system.index_of(then.agent_id)
+                if speaker not in self.scheduled:
+                    out.add(speaker)
+        return frozenset(out)
 
     @cached_property
     def symbolic(self) -> SymbolicFacts | None:

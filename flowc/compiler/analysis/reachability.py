@@ -27,6 +27,8 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
     for speaker in range(len(system.speakers)):
         if speaker in facts.scheduled or speaker in reported_targets:
             continue
+        if speaker in facts.unknown_speakers:
+            continue  # I301 names it
         who = system.name(speaker)
         sample = facts.sample_run
         yield Finding(
@@ -76,13 +78,24 @@ def check_max_turns(facts: Facts) -> Iterator[Finding]:
     """W212: a terminate is reachable, but only after more turns than ``max_turns`` allows."""
     system, space = facts.system, facts.space
     cap = system.max_turns
-    if space.truncated or not space.ends or cap is None:
+    if cap is None:
         return
-    end = min(space.ends, key=lambda v: (space.dist[v], v))
-    shortest = space.dist[end]
-    if shortest <= cap:
-        return
-    run = run_to(space, end)
+    if space.truncated:  # the shortest end from the symbolic count, its run as the sample's
+        found = facts.symbolic
+        if found is None or not found.ends:
+            return
+        shortest = min(found.ends.values())
+        if shortest <= cap:
+            return
+        run = facts.sample_run
+    else:
+        if not space.ends:
+            return
+        end = min(space.ends, key=lambda v: (space.dist[v], v))
+        shortest = space.dist[end]
+        if shortest <= cap:
+            return
+        run = run_to(space, end)
     span = None
     implied = ""
     flow = facts.flow

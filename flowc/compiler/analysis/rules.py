@@ -39,7 +39,7 @@ def folded_into_w210(facts: Facts, dead: DeadRule) -> bool:
         not dead.shadowed
         and dead.cause is None
         and isinstance(dead.rule.then, m.TerminateTarget)
-        and not facts.space.ends
+        and not facts.has_ends
         and facts.system.max_turns is not None
     )
 
