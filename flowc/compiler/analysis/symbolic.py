@@ -106,13 +106,13 @@ class Reach:
         sym: Symbolic,
         kickoff: tuple[Action, ...],
         reached: list[Any],
-        layers: list[list[tuple[int, Any]]],
     ):
         self.sym = sym
         self.kickoff = kickoff
         self.reached = reached
-        #: per layer: (speaker, the valuations first reached there); layer 0 is the kickoff
-        self.layers = layers
+        self._layers: list[list[tuple[int, Any]]] | None = None
+        self._again: Symbolic | None = None
+        self._more: Iterator[list[tuple[int, Any]]] | None = None
         self._turns: list[tuple[int, Action, Any]] | None = None
         self._explorer: Explorer | None = None
 
@@ -124,15 +124,49 @@ class Reach:
     # diagram's first, CUDD's ``pick``) is taken: a shortest run, though not necessarily
     # the one a complete breadth-first exploration would have found first.
 
+    def layer(self, d: int) -> list[tuple[int, Any]]:
+        """Layer ``d``: (speaker, the valuations first reached there); layer 0 is the
+        kickoff. The layers are explored again (in a manager of their own, in the
+        variable order the first exploration found), only as far as asked."""
+        if self._layers is None:
+            order = dict(self.sym.bdd.var_levels) if hasattr(self.sym.bdd, "reorder") else None
+            self._again = Symbolic(self.sym.system, order)
+            self._layers = []
+            self._more = _layers(self._again, self.kickoff)
+        assert self._more is not None
+        while len(self._layers) <= d:
+            nxt = next(self._more, None)
+            if nxt is None:
+                raise IndexError(d)  # pragma: no cover - asked only for layers that exist
+            self._layers.append(nxt)
+        return self._layers[d]
+
+    def layers(self) -> Iterator[tuple[int, list[tuple[int, Any]]]]:
+        """Every layer, in order, explored again as far as the caller reads."""
+        d = 0
+        while True:
+            try:
+                yield d, self.layer(d)
+            except IndexError:
+                return
+            d += 1
+
     @property
     def explorer(self) -> Explorer:
         if self._explorer is None:
             self._explorer = Explorer(self.sym.system)
         return self._explorer
 
+    @property
+    def again(self) -> Symbolic:
+        """The manager the layers live in (made by the first :meth:`layer`)."""
+        self.layer(0)
+        assert self._again is not None
+        return self._again
+
     def pick(self, u: Any) -> Valuation:
-        """One valuation of the set ``u`` (not empty)."""
-        sym = self.sym
+        """One valuation of the set ``u`` (not empty; a set of the layers' manager)."""
+        sym = self.again
         found = sym.bdd.pick(u, care_vars=set(sym.key_vars))
         assert found is not None
         return tuple(
@@ -148,9 +182,9 @@ class Reach:
     def step_to(self, layer: int, speaker: int, val: Valuation) -> tuple[int, Valuation, Step]:
         """A turn from a state of ``layer - 1`` to ``(speaker, val)``: that state's speaker
         and valuation, and the turn."""
-        sym, explorer = self.sym, self.explorer
+        sym, explorer = self.again, self.explorer
         y = sym.point(val)
-        for s, u in self.layers[layer - 1]:
+        for s, u in self.layer(layer - 1):
             for action in self.actions_on(layer - 1, s):
                 pre = u & sym.before(y, action)
                 if pre == sym.bdd.false:
@@ -184,9 +218,9 @@ class Reach:
     def first_end(self, reason: str | None, distance: int) -> tuple[int, int, Valuation, Step]:
         """A turn that ends a run with ``reason`` from a state of layer ``distance - 1``:
         (layer, speaker, valuation, the turn)."""
-        sym = self.sym
+        sym = self.again
         layer = distance - 1
-        for s, u in self.layers[layer]:
+        for s, u in self.layer(layer):
             for action in self.actions_on(layer, s):
                 for _, nxt, why, v in sym.outcomes(s, action, u):
                     if nxt >= 0 or why != reason:
@@ -205,9 +239,9 @@ class Reach:
         """The first layer with a turn where the rule's condition holds (and, with
         ``order``, no rule before it in that order does): (layer, speaker, valuation before
         the turn, the turn as the rules route it under assumptions that make it hold)."""
-        sym = self.sym
+        sym = self.again
         bdd = sym.bdd
-        for layer, states in enumerate(self.layers):
+        for layer, states in self.layers():
             for s, u in states:
                 if rule.senders is not None and s not in rule.senders:
                     continue
@@ -319,7 +353,7 @@ class Reach:
 class Symbolic:
     """Explores a :class:`System` of a `.flow` symbolically; see :func:`explore_symbolic`."""
 
-    def __init__(self, system: System):
+    def __init__(self, system: System, order: dict[str, int] | None = None):
         if system.json_mode:
             raise ValueError("a JSON graph's writes are not declared: explore it explicitly")
         self.system = system
@@ -338,6 +372,9 @@ class Symbolic:
         self.atom_vars = [f"a{atom.id}" for atom in system.atoms]
         if self.atom_vars:
             bdd.declare(*self.atom_vars)
+        if order is not None and hasattr(bdd, "reorder"):  # an order found before: kept
+            bdd.reorder(order)
+            bdd.configure(reordering=False)
         self._values: dict[tuple[int, int], Any] = {}
         self._domains: dict[int, Any] = {}
         self._conds: dict[tuple[int, int, int], Any] = {}
@@ -512,9 +549,16 @@ WORK_BUDGET = 100_000
 NODE_BUDGET = 4_000_000
 
 
-def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts | None:
+def explore_symbolic(
+    system: System,
+    budget: int = WORK_BUDGET,
+    *,
+    order: dict[str, int] | None = None,
+) -> SymbolicFacts | None:
     """Explore every state of a `.flow`'s system, breadth-first by layers; None when the
     work took more than ``budget`` speaker-layers or :data:`NODE_BUDGET` nodes.
+
+    ``order`` is a variable order to keep instead of reordering dynamically.
 
     >>> from flowc import compile_flow
     >>> from flowc.compiler.analysis.system import system_of_flow
@@ -528,7 +572,7 @@ def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts
     >>> facts.states, sorted(facts.scheduled.items()), facts.ends
     (4, [(0, 0), (1, 1)], {'done': 2})
     """
-    sym = Symbolic(system)
+    sym = Symbolic(system, order)
     bdd = sym.bdd
     n = len(system.speakers)
     reached = [bdd.false] * n
@@ -546,7 +590,6 @@ def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts
     layer = 0
     states = 1
     spent = 0
-    layers: list[list[tuple[int, Any]]] = [[(system.start, work[0][2])]]
     while work:
         spent += len(work)
         if spent > budget or len(bdd) > NODE_BUDGET:
@@ -574,10 +617,8 @@ def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts
                 scheduled.setdefault(s, layer)
                 states += sym.count(new)
                 work.append((s, system.actions[s], new))
-        if work:
-            layers.append([(s, u) for s, _, u in work])
     return SymbolicFacts(
-        reach=Reach(sym, kickoff_actions, reached, layers),
+        reach=Reach(sym, kickoff_actions, reached),
         states=states,
         scheduled=scheduled,
         fired=fired,
@@ -588,3 +629,30 @@ def explore_symbolic(system: System, budget: int = WORK_BUDGET) -> SymbolicFacts
 
 
 __all__ = ["UNSET", "Symbolic", "SymbolicFacts", "explore_symbolic"]
+
+
+def _layers(sym: Symbolic, kickoff: tuple[Action, ...]) -> Iterator[list[tuple[int, Any]]]:
+    """The layers of the breadth-first exploration again (as :func:`explore_symbolic`
+    steps through them), each kept by :meth:`Reach.layer` for the runs read back
+    through it."""
+    system, bdd = sym.system, sym.bdd
+    n = len(system.speakers)
+    reached = [bdd.false] * n
+    first = [(system.start, sym.point(system.initial))]
+    yield first
+    work: list[tuple[int, tuple[Action, ...], Any]] = [(system.start, kickoff, first[0][1])]
+    while work:
+        found = [bdd.false] * n
+        for speaker, actions, u in work:
+            for action in actions:
+                for _, nxt, _, v in sym.outcomes(speaker, action, u):
+                    if nxt >= 0:
+                        found[nxt] |= v
+        work = []
+        for s in range(n):
+            new = found[s] & ~reached[s]
+            if new != bdd.false:
+                reached[s] |= new
+                work.append((s, system.actions[s], new))
+        if work:
+            yield [(s, u) for s, _, u in work]
