@@ -40,7 +40,9 @@ import time
 import attrs
 
 #: the family: (speakers, keys, values per key, context rules per worker, max_turns, custom share)
-FAMILY: tuple[tuple[int, int, int, int, int, float], ...] = (
+FAMILY: tuple[
+    tuple[int, int, int, int, int, float] | tuple[int, int, int, int, int, float, int, bool], ...
+] = (
     (10, 3, 2, 1, 20, 0.0),
     (20, 4, 2, 1, 30, 0.0),
     (50, 5, 2, 1, 40, 0.0),
@@ -50,6 +52,10 @@ FAMILY: tuple[tuple[int, int, int, int, int, float], ...] = (
     (200, 10, 1, 1, 50, 0.0),
     (200, 10, 1, 2, 50, 0.2),
     (200, 10, 2, 1, 50, 0.0),
+    # the same with a tool that finishes the run on every worker (no loop traps a run)
+    (100, 8, 2, 1, 50, 0.0, 0, True),
+    (200, 10, 1, 2, 50, 0.2, 0, True),
+    (200, 10, 2, 1, 50, 0.0, 0, True),
 )
 QUICK = FAMILY[:5]
 
@@ -65,6 +71,9 @@ class Shape:
     max_turns: int = 50
     custom: float = 0.0
     seed: int = 0
+    #: every worker may also finish the run (``tool done finishes "resolved"``): every
+    #: state can reach an end, so no loop traps a run
+    finish: bool = False
 
     @property
     def concrete_states(self) -> int:
@@ -74,7 +83,7 @@ class Shape:
     def label(self) -> str:
         return (
             f"S={self.speakers} K={self.keys} V={self.values} R={self.rules}"
-            f" T={self.max_turns} C={self.custom:g}"
+            f" T={self.max_turns} C={self.custom:g}" + (" F" if self.finish else "")
         )
 
 
@@ -100,7 +109,8 @@ def generate(shape: Shape) -> str:
     lines = ["flow generated", "speaker user: human"]
     for i, w in enumerate(workers):
         value = 1 + (i // shape.keys) % shape.values
-        lines.append(f"speaker {w} {{ tool write{i} sets k{i % shape.keys} = {value} }}")
+        done = ' tool done finishes "resolved"' if shape.finish else ""
+        lines.append(f"speaker {w} {{ tool write{i} sets k{i % shape.keys} = {value}{done} }}")
     if shape.custom:
         lines.append("condition lucky(n: int)")
     lines += ["start user", f"max_turns {shape.max_turns}", "when from user then w0"]
@@ -183,15 +193,15 @@ def _result(chk: dict[str, object]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="only the small instances")
-    parser.add_argument("--instance", help="one instance: S,K,V,R,T,C")
+    parser.add_argument("--instance", help="one instance: S,K,V,R,T,C[,F] (F: 1 to finish)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(_child(args.child[0], Shape(**json.loads(args.child[1])))))
         return
     if args.instance:
-        s, k, v, r, t, c = args.instance.split(",")
-        family = [(int(s), int(k), int(v), int(r), int(t), float(c))]
+        s, k, v, r, t, c, *f = args.instance.split(",")
+        family = [(int(s), int(k), int(v), int(r), int(t), float(c), 0, bool(f and int(f[0])))]
     else:
         family = list(QUICK if args.quick else FAMILY)
     print(
