@@ -179,8 +179,8 @@ def measure(kind: str, shape: Shape) -> dict[str, object]:
 
 
 def _result(chk: dict[str, object]) -> str:
-    """complete; every state (the bound cut the exploration short, the symbolic count
-    decided all of W201-W206 and W212); symbolic-N (N verdicts still not known: unknown
+    """complete; symbolic (the bound cut the exploration short, the symbolic count
+    decided all of W201-W206 and W212); sym-N (N verdicts still not known: unknown
     rules, and the loops); partial (the symbolic count gave up too)."""
     if chk["complete"]:
         return "complete"

@@ -34,6 +34,7 @@ __all__ = [
     "LalrTables",
     "PyglsRawJson",
     "argparse_subparser",
+    "dd_out_of_memory",
     "lark_lalr_tables",
     "lark_token_factory",
     "pygls_send",
@@ -49,6 +50,7 @@ CHECKED_AGAINST = {
     "CPython": ("3.11.7", "3.12.1", "3.13.0"),
     "lark": ("1.3.1",),
     "pygls": ("2.1.1",),
+    "dd": ("0.6.0",),
 }
 
 #: every private name flowc reaches; only this module may name them (modules, then
@@ -292,3 +294,24 @@ def argparse_subparser(
             found = action.choices.get(command)
             return found if isinstance(found, argparse.ArgumentParser) else None
     return None
+
+
+# ── dd: how CUDD says an operation failed (flowc.compiler.analysis.symbolic) ──────────
+
+
+def dd_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is how ``dd.cudd`` reports an operation CUDD could not finish:
+    CUDD returns NULL when the manager's memory ceiling (``max_memory``) is reached, and
+    dd then raises ``ValueError("`DdNode *node` is `NULL` pointer.")`` when it wraps the
+    result (some operations raise a ``RuntimeError`` of their own, "... failed"); and a
+    ``MemoryError`` from Python itself. This is not documented by dd.
+
+    Why: the symbolic explorer gives up on a flow whose diagrams outgrow their memory
+    (as it does past its other budgets) instead of failing. Checked against dd 0.6.0.
+
+    >>> dd_out_of_memory(ValueError("`DdNode *node` is `NULL` pointer.")), dd_out_of_memory(ValueError("x"))
+    (True, False)
+    """
+    if isinstance(error, (MemoryError, RuntimeError)):
+        return True
+    return isinstance(error, ValueError) and "NULL" in str(error)

@@ -308,3 +308,21 @@ def test_cpython_3_11_to_3_13_argparse_subparsers_actions() -> None:
     assert _compat.argparse_subparser(parser, "nope") is None
     assert _compat.argparse_subparser(parser, None) is None
     assert _compat.argparse_subparser(argparse.ArgumentParser(), "run") is None
+
+
+def test_dd_0_6_0_null_node_is_value_error() -> None:
+    """A CUDD operation past the manager's ``max_memory`` returns NULL, and ``dd.cudd``
+    raises the ValueError :func:`flowc._compat.dd_out_of_memory` recognises. Checked
+    against dd 0.6.0."""
+    cudd = pytest.importorskip("dd.cudd")
+    bdd = cudd.BDD(memory_estimate=2**20)
+    bdd.configure(reordering=False, max_memory=2**20)
+    # x_i == y_i for every i, with every x before every y: exponential in n
+    n = 24
+    bdd.declare(*(f"x{i}" for i in range(n)), *(f"y{i}" for i in range(n)))
+    with pytest.raises((ValueError, RuntimeError)) as failed:
+        u = bdd.true
+        for i in range(n):
+            u &= bdd.apply("<=>", bdd.var(f"x{i}"), bdd.var(f"y{i}"))
+    assert _compat.dd_out_of_memory(failed.value)
+    assert not _compat.dd_out_of_memory(ValueError("another problem"))

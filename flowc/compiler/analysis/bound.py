@@ -29,7 +29,12 @@ def check_state_bound(facts: Facts) -> Iterator[Finding]:
             span=flow_span(facts.flow),
             json_path="" if facts.system.json_mode else None,
             notes=_notes(facts),
-            help="raise the bound with `--max-states N` (or `max-states` in `[tool.flowc]`)",
+            help=(
+                "a larger `--max-states` stops at the same memory budget: fewer context keys,"
+                " or fewer values per key, make the flow smaller to explore"
+                if space.stopped_by == "memory"
+                else "raise the bound with `--max-states N` (or `max-states` in `[tool.flowc]`)"
+            ),
         )
     )
 
@@ -37,63 +42,76 @@ def check_state_bound(facts: Facts) -> Iterator[Finding]:
 def _notes(facts: Facts) -> tuple[str, ...]:
     """What is and is not known. With the symbolic count: who can speak, which rules and
     defaults can fire and (when no state is caught in a loop) that no loop traps a run
-    are reported for every state; a verdict whose run is longer than the explored turns
-    is named here instead; turn limits are not reported."""
+    are reported for every state; a verdict whose finding is not known is named here
+    instead; the other turn limits are not reported."""
     found = facts.symbolic
     if found is None:
         return (
             "unreachable speakers, dead rules and defaults, loops and turn limits are not reported",
         )
     system, space = facts.system, facts.space
-    dead = facts.dead_rules  # (fills facts.unknown_rules)
     horizon = space.horizon if space.horizon is not None else 0
     notes = [
         f"every state was counted symbolically ({counted(found.states, 'abstract state', grouped=True)});"
-        f" the runs that findings show come from the {counted(facts.explored, 'state', grouped=True)}"
-        f" explored one by one (every state within {counted(horizon, 'turn')} of the start)",
+        f" explored one by one: {counted(facts.explored, 'state', grouped=True)} (every state"
+        f" within {counted(horizon, 'turn')} of the start); a finding's run among them is the one"
+        " a complete analysis shows, a longer one is read back from the count (as short, see"
+        " `flowc explain I301`)",
     ]
-    reported = [
-        "who can speak (W201)",
-        "which rules and defaults can fire (W202-W204)",
-        "a `max_turns` shorter than every run that terminates (W212)",
-    ]
-    if facts.loops_known:
-        reported.append("loops no run leaves (W205, W206: there are none)")
-    notes.append("reported for every state: " + ", ".join(reported))
-    if not facts.sample_known:
+    missing = []
+    if not facts.loops_known:
+        missing.append("loops (W205, W206, W210)")
+    if facts.sample_known:
+        reported = [
+            "who can speak (W201)",
+            "which rules and defaults can fire (W202-W204)",
+            "a `max_turns` shorter than every run that terminates (W212)",
+        ]
+        if facts.loops_known:
+            reported.append("loops no run leaves (W205, W206: there are none)")
+        notes.append("reported for every state: " + ", ".join(reported))
+        silent = sorted(facts.unknown_speakers)
+        if silent:
+            notes.append(
+                "these speakers can never be scheduled to speak, but whether a rule's finding"
+                " says so instead is not known: "
+                + ", ".join(listing_of(silent, lambda s: f"`{system.name(s)}`"))
+            )
+        unknown_why = "but which finding says so (and its run) is not known"
+    else:
+        ends = (
+            f"every run ends at `max_turns {system.max_turns}`"
+            if system.max_turns is not None
+            else "no run ends (there is no `max_turns`)"
+        )
+        notes.append(
+            f"no run terminates, finishes or is closed by a custom target: {ends}; the run"
+            " that would show each finding below is such a loop, which is not known"
+        )
+        missing.append("unreachable speakers, dead rules and defaults as findings (W201-W204)")
         silent = [s for s in range(len(system.speakers)) if s not in found.scheduled]
         if silent:
             notes.append(
-                "these speakers can never be scheduled to speak, but a run to show it is longer"
-                f" than {counted(horizon, 'turn')}: "
+                "these speakers can never be scheduled to speak: "
                 + ", ".join(listing_of(silent, lambda s: f"`{system.name(s)}`"))
             )
         if facts.default_written and not facts.default_fired:
             notes.append(
-                f"the default `otherwise {system.describe_target(system.default)}` is never"
-                f" taken, but a run to show it is longer than {counted(horizon, 'turn')}"
+                f"the default `otherwise {system.describe_target(system.default)}` is never taken"
             )
-    if facts.unknown_speakers:
-        notes.append(
-            "these speakers can never be scheduled to speak, but whether a rule's finding"
-            " says so instead is not known: "
-            + ", ".join(listing_of(sorted(facts.unknown_speakers), lambda s: f"`{system.name(s)}`"))
-        )
+        unknown_why = "but which finding says so is not known"
     unknown = [r for r in system.rules if r.index in facts.unknown_rules]
     if unknown:
         notes.append(
-            "these rules can never fire, but why (and the run that shows it) needs more than the"
-            " states explored one by one: " + ", ".join(listing_of(unknown, system.label))
+            f"these rules can never fire, {unknown_why}: "
+            + ", ".join(listing_of(unknown, system.label))
         )
-    del dead
-    missing = [
+    missing += [
         "the other turn limits (W215, W217)",
         "endings no run reaches (E111)",
         "what goes differently on AG2 and plain replies that end the run (W213, W218-W221)"
         " beyond the explored states",
     ]
-    if not facts.loops_known:
-        missing.insert(0, "loops (W205, W206, W210)")
     notes.append("not reported: " + ", ".join(missing))
     return tuple(notes)
 

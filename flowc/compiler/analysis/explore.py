@@ -432,7 +432,7 @@ class MemoryGuard:
 
     def __init__(self, budget: int = MEMORY_BUDGET):
         self.start = _resident()
-        limit = _address_space_left()
+        limit = address_space_left()
         self.budget = budget if limit is None else min(budget, limit // 5)
 
     def exceeded(self) -> bool:
@@ -450,7 +450,7 @@ def _resident() -> int:
         return peak if sys.platform == "darwin" else peak * 1024
 
 
-def _address_space_left() -> int | None:
+def address_space_left() -> int | None:
     """Bytes of address space left under ``RLIMIT_AS`` (None: no limit, or not known)."""
     try:
         import resource

@@ -38,7 +38,7 @@ from flowc.compiler.analysis.system import (
     Valuation,
     walk_condition,
 )
-from flowc.diagnostics import Code, Diagnostic
+from flowc.diagnostics import Code, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
 
@@ -186,18 +186,30 @@ class Facts:
         found = self.symbolic
         return found is not None and bool(found.ends)
 
-    #: verdicts that hold for every state but whose run lies beyond the explored nodes
-    #: (filled by :attr:`dead_rules`): rule file indices
+    @property
+    def unknown_rules(self) -> frozenset[int]:
+        """Dead rules (file indices) whose finding is not known: its run lies beyond the
+        explored nodes and a loop might explain it instead (see :attr:`dead_rules`)."""
+        _ = self.dead_rules
+        return frozenset(self._unknown_rules)
+
+    #: (filled by :attr:`dead_rules`)
     @cached_property
-    def unknown_rules(self) -> set[int]:
+    def _unknown_rules(self) -> set[int]:
         return set()
+
+    @property
+    def states_seen(self) -> str:
+        """How the findings' notes say how many states the verdict covers."""
+        if self.space.truncated and self.symbolic is not None:
+            return f"counted {counted(self.states, 'state')} symbolically"
+        return f"explored {counted(self.states, 'state')}"
 
     @cached_property
     def unknown_speakers(self) -> frozenset[int]:
         """Speakers that never speak and that a dead rule of :attr:`unknown_rules` routes
         to: a complete analysis may say it in that rule's finding instead of W201."""
         out = set()
-        _ = self.dead_rules  # (fills unknown_rules)
         for index in self.unknown_rules:
             then = self.system.rules[index].then
             if isinstance(then, m.AgentTarget):
@@ -543,7 +555,7 @@ class Facts:
         file order). The others go to :attr:`unknown_rules`."""
         assert self.symbolic is not None and self.symbolic.reach is not None
         reach = self.symbolic.reach
-        unknown = self.unknown_rules
+        unknown = self._unknown_rules
         for index, cause in causes.items():
             if cause is not None:
                 continue
@@ -942,6 +954,7 @@ class Facts:
     def sample_run(self) -> Run:
         """A shortest run to an end, or into a loop when no run ends (see
         :attr:`sample_known` when the exploration was cut short)."""
+        assert self.sample_known, "no run is known to end, and the loops are not known"
         found = self.symbolic if self.space.truncated else None
         if found is not None and found.ends and found.reach is not None:
             reason, distance = min(found.ends.items(), key=lambda e: e[1])

@@ -37,9 +37,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
                 f"speaker `{who}` can never be scheduled to speak: no run routes to it",
                 span=facts.speaker_span(speaker),
                 json_path=facts.mention(speaker),
-                notes=(
-                    f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}",
-                ),
+                notes=(f"{facts.states_seen}; a shortest run: {sample.render()}",),
                 help=f"route to it (`when ... then {who}`), or remove the declaration",
             ),
             sample,

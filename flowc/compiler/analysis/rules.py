@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
 from flowc.compiler.analysis.system import Action, RuleSpec
-from flowc.diagnostics import W202, W203, W204, counted
+from flowc.diagnostics import W202, W203, W204
 from flowc.dsl.formatter import format_name, format_value
 
 #: default targets AG2's factories and its implicit default write; not reported by W202 in a JSON graph
@@ -104,7 +104,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     json_path=rule.json_path,
                     notes=(
                         "no sender, tool call or context value makes the whole condition true",
-                        f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}",
+                        f"{facts.states_seen}; a shortest run: {sample.render()}",
                     ),
                     help="remove the rule, or join the parts with `or` (or as separate rules) "
                     "if either should route",
@@ -119,7 +119,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             note = (
                 f"a shortest run that calls it: {sample.render()}"
                 if call is not None
-                else f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}"
+                else f"{facts.states_seen}; a shortest run: {sample.render()}"
             )
             yield Finding(
                 facts.diag(
@@ -143,9 +143,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     f"{desc} can never fire: {why}",
                     span=span,
                     json_path=rule.json_path,
-                    notes=(
-                        f"explored {counted(facts.states, 'state')}; a shortest run: {sample.render()}",
-                    ),
+                    notes=(f"{facts.states_seen}; a shortest run: {sample.render()}",),
                     help="remove the rule, or declare the tool or context write its condition waits for",
                     explanation=why,
                 ),

@@ -28,12 +28,14 @@ one, else its pure-Python one).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import Any
 
 import attrs
 
+from flowc._compat import dd_out_of_memory
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import (
     DEFAULT,
@@ -44,6 +46,7 @@ from flowc.compiler.analysis.explore import (
     Explorer,
     NodeKey,
     Step,
+    address_space_left,
     satisfiable,
 )
 from flowc.compiler.analysis.system import (
@@ -57,23 +60,48 @@ from flowc.compiler.analysis.system import (
 )
 from flowc.compiler.lower import finish_reason, terminate_reason
 
-#: CUDD's memory ceiling (bytes): the diagrams of the largest flows measured use a few MiB
+__all__ = ["UNSET", "Symbolic", "SymbolicFacts", "explore_symbolic"]
+
+#: CUDD's memory: its tables are sized for this much (the diagrams of the largest flows
+#: measured use a few MiB), and an operation that would take more than
+#: :data:`_CUDD_MAX_MEMORY` fails (the exploration then gives up, see
+#: :func:`explore_symbolic`) instead of the process growing past its bound
 _CUDD_MEMORY = 256 * 2**20
+_CUDD_MAX_MEMORY = 512 * 2**20
 
 
 def _manager() -> Any:
     """A new diagram manager: CUDD's where ``dd`` was built with it (its wheels are), else
     ``dd``'s own. Imported here, not with the module: loading CUDD takes about 0.1 s,
-    which only a flow too large to explore one state at a time should pay."""
+    which only a flow too large to explore one state at a time should pay.
+
+    Its memory is at most :data:`_CUDD_MAX_MEMORY`, a quarter of the machine's, and a
+    third of what an address-space limit (``RLIMIT_AS``) leaves."""
     try:  # pragma: no cover - which one depends on how dd was installed
         from dd.cudd import BDD
     except ImportError:  # pragma: no cover
         from dd.autoref import BDD
 
         return BDD()
-    bdd = BDD(memory_estimate=_CUDD_MEMORY)
-    bdd.configure(reordering=True)
+    ceiling = _CUDD_MAX_MEMORY
+    physical = _physical_memory()
+    if physical is not None:
+        ceiling = min(ceiling, physical // 4)
+    left = address_space_left()
+    if left is not None:
+        ceiling = min(ceiling, left // 3)
+    # (dd refuses, and prints, an estimate above the physical memory: stay under it)
+    bdd = BDD(memory_estimate=max(2**20, min(_CUDD_MEMORY, ceiling)))
+    bdd.configure(reordering=True, max_memory=max(2**20, ceiling))
     return bdd
+
+
+def _physical_memory() -> int | None:
+    """Bytes of physical memory (None: not known)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return None
 
 
 @attrs.frozen
@@ -556,7 +584,8 @@ def explore_symbolic(
     order: dict[str, int] | None = None,
 ) -> SymbolicFacts | None:
     """Explore every state of a `.flow`'s system, breadth-first by layers; None when the
-    work took more than ``budget`` speaker-layers or :data:`NODE_BUDGET` nodes.
+    work took more than ``budget`` speaker-layers or :data:`NODE_BUDGET` nodes, or the
+    diagrams more memory than CUDD was given (see :func:`_manager`).
 
     ``order`` is a variable order to keep instead of reordering dynamically.
 
@@ -572,6 +601,15 @@ def explore_symbolic(
     >>> facts.states, sorted(facts.scheduled.items()), facts.ends
     (4, [(0, 0), (1, 1)], {'done': 2})
     """
+    try:
+        return _explore(system, budget, order)
+    except (MemoryError, RuntimeError, ValueError) as error:
+        if dd_out_of_memory(error):  # CUDD's memory ceiling: an operation failed
+            return None
+        raise
+
+
+def _explore(system: System, budget: int, order: dict[str, int] | None) -> SymbolicFacts | None:
     sym = Symbolic(system, order)
     bdd = sym.bdd
     n = len(system.speakers)
@@ -596,6 +634,8 @@ def explore_symbolic(
             return None
         found = [bdd.false] * n
         for speaker, actions, u in work:
+            if len(bdd) > NODE_BUDGET:
+                return None
             for action in actions:
                 for decided, nxt, reason, v in sym.outcomes(speaker, action, u):
                     fired.setdefault(decided, layer)
@@ -628,9 +668,6 @@ def explore_symbolic(
     )
 
 
-__all__ = ["UNSET", "Symbolic", "SymbolicFacts", "explore_symbolic"]
-
-
 def _layers(sym: Symbolic, kickoff: tuple[Action, ...]) -> Iterator[list[tuple[int, Any]]]:
     """The layers of the breadth-first exploration again (as :func:`explore_symbolic`
     steps through them), each kept by :meth:`Reach.layer` for the runs read back
@@ -644,6 +681,8 @@ def _layers(sym: Symbolic, kickoff: tuple[Action, ...]) -> Iterator[list[tuple[i
     while work:
         found = [bdd.false] * n
         for speaker, actions, u in work:
+            if len(bdd) > NODE_BUDGET:
+                return None
             for action in actions:
                 for _, nxt, _, v in sym.outcomes(speaker, action, u):
                     if nxt >= 0:
