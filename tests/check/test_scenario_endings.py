@@ -2,7 +2,8 @@
 flow writes but no run reaches (the implicit `otherwise` never taken, a dead rule, a
 finishing tool never called, runs longer than `max_turns`) is refused by `check` (and
 the editor), `test` and `scenarios`, from the state-space exploration; a reachable one is
-accepted; a partial exploration refuses nothing on that basis. A property test holds the
+accepted (when the exploration is cut short, from the symbolic count of every state); a
+partial exploration (the symbolic count gave up too) refuses nothing on that basis. A property test holds the
 exploration's endings to concrete runs of the reference stepper, both ways."""
 
 from __future__ import annotations
@@ -103,9 +104,26 @@ def test_what_the_runtime_would_have_said(folder: Path) -> None:
     )
 
 
-def test_a_partial_exploration_refuses_nothing_on_that_basis(
+def test_a_cut_short_exploration_decides_from_the_symbolic_count(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Cut short at its bound, the exploration's endings come from the symbolic count of
+    every state: the same E111 as a complete check."""
+    assert main(["check", "unreachable.flow", "--format", "concise"]) == 1
+    whole = capsys.readouterr().out
+    assert main(["check", "unreachable.flow", "--max-states", "2", "--format", "concise"]) == 1
+    out = capsys.readouterr().out
+    assert "I301" in out
+    (e111,) = [line for line in whole.splitlines() if " E111 " in line]
+    assert e111 in out.splitlines()
+
+
+def test_a_partial_exploration_refuses_nothing_on_that_basis(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the symbolic count gives up too (past its own budgets), which endings are
+    reached is not known: nothing is refused on that basis."""
+    monkeypatch.setattr("flowc.compiler.analysis.facts.explore_symbolic", lambda system: None)
     assert main(["check", "unreachable.flow", "--max-states", "2", "--format", "concise"]) == 0
     out = capsys.readouterr().out
     assert "I301" in out and "E111" not in out

@@ -18,12 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowc.cli import main
-from flowc.compiler.analysis import CheckOptions, facts_of, findings_of
+from flowc.compiler.analysis import CheckOptions, facts_of
+from flowc.compiler.analysis.endings import ending_reasons
 from flowc.compiler.analysis.explore import DEFAULT, KICKOFF, explore
 from flowc.compiler.analysis.symbolic import SymbolicFacts, explore_symbolic
 from flowc.compiler.analysis.system import System, system_of_flow
@@ -57,6 +59,7 @@ def explicit_facts(system: System) -> SymbolicFacts | None:
         ends={space.keys[v][1]: space.dist[v] for v in space.ends},
         plain_default={s: space.dist[u] for s, u in space.plain_default.items()},
         layers=max(space.dist) + 1,
+        deepest=max(d for v, d in enumerate(space.dist) if not space.is_end(v)),
     )
 
 
@@ -79,6 +82,7 @@ def compare(text: str) -> None:
         ends=got.ends,
         plain_default=got.plain_default,
         layers=got.layers,
+        deepest=got.deepest,
     )
     assert got == want, text
     # a state no end can be reached from exists exactly when the explicit analysis has a
@@ -87,6 +91,12 @@ def compare(text: str) -> None:
 
     facts = Facts(system, explore(system, BOUND), "gen.flow")
     assert got_reach.trapped() == bool(facts.traps), text
+    # some run can go on for ever exactly when the turns between states that are not
+    # endings have a cycle
+    turns = facts.space.graph.subgraph(
+        v for v in range(len(facts.space.keys)) if not facts.space.is_end(v)
+    )
+    assert got_reach.cyclic() == (not nx.is_directed_acyclic_graph(turns)), text
 
 
 @settings(max_examples=400)
@@ -182,11 +192,12 @@ def test_i301_says_what_the_symbolic_count_found(
         " is the one a complete analysis shows, a longer one is read back from the count (as"
         " short, see `flowc explain I301`)",
         "reported for every state: who can speak (W201), which rules and defaults can fire"
-        " (W202-W204), a `max_turns` shorter than every run that terminates (W212), loops no"
-        " run leaves (W205, W206: there are none)",
-        "not reported: the other turn limits (W215, W217), endings no run reaches (E111), what goes"
-        " differently on AG2 and plain replies that end the run (W213, W218-W221) beyond the"
-        " explored states",
+        " (W202-W204), a `max_turns` shorter than every run that terminates (W212), speakers"
+        " and rules only a run past the cap reaches (W215), endings a scenario expects that no"
+        " run reaches (E111), loops no run leaves (W205, W206: there are none)",
+        "not reported: a `max_turns` implied by a `sequence` that cuts runs short (W217), what"
+        " goes differently on AG2 and plain replies that end the run (W213, W218-W221) beyond"
+        " the explored states",
     ]
     (cut,) = [d for d in found if d["code"] == "W203"]
     # the same finding as a complete exploration's, its run read from the symbolic layers
@@ -224,9 +235,7 @@ NOT_REPORTED = {
     "W205",
     "W206",
     "W210",
-    "W215",
     "W217",
-    "E111",
     "W213",
     "W218",
     "W219",
@@ -249,13 +258,19 @@ def cut_short_agrees(text: str, bound: int) -> bool:
     if compiled is None:
         return False
     system = system_of_flow(compiled)
-    complete = findings_of(system, CheckOptions(max_states=BOUND), "gen.flow")
+    whole, complete = facts_of(system, CheckOptions(max_states=BOUND), "gen.flow")
     if any(f.diagnostic.code.id == "I301" for f in complete):
         return False
     facts, partial = facts_of(system, CheckOptions(max_states=bound), "gen.flow")
     if not facts.space.truncated:
         return False
     assert facts.complete, text
+    # what E111 and the cap's findings read: the endings, how soon, and whether the cap is met
+    assert facts.end_distances == whole.end_distances, text
+    assert facts.cap_reached == whole.cap_reached, text
+    assert ending_reasons(facts) == ending_reasons(whole), text
+    assert facts.after_cap_speakers == whole.after_cap_speakers, text
+    assert facts.after_cap_rules == whole.after_cap_rules, text
     want = {shown(f.diagnostic)[:3]: f for f in complete}
     got: set[tuple[Any, ...]] = set()
     for f in partial:
@@ -309,6 +324,8 @@ def cut_short_agrees(text: str, bound: int) -> bool:
             continue
         if code in ("W203", "W204") and f.rule in facts.unknown_rules:
             continue
+        if code == "W215" and (DEFAULT if f.rule is None else f.rule) in facts.unknown_late:
+            continue
         raise AssertionError((text, key, facts.unknown_rules))
     return True
 
@@ -330,6 +347,23 @@ def test_cut_short_family_instances() -> None:
         for bound in (100, 1_000, 5_000):
             cut += cut_short_agrees(generate(shape), bound)
     assert cut >= 10
+
+
+def test_cut_short_speakers_and_rules_past_the_cap() -> None:
+    """W215 from the symbolic count: the same speakers and rules, each with as short a run
+    (these instances have 3 to 17 of them, most beyond the explored turns)."""
+    late = 0
+    for shape in (
+        Shape(20, 5, 1, 1, 10, 0.0, 0),
+        Shape(30, 3, 1, 1, 10, 0.0, 1),
+        Shape(20, 4, 1, 1, 15, 0.0, 1),
+    ):
+        text = generate(shape)
+        assert cut_short_agrees(text, 50)
+        system = system_of_flow(compile_source(SourceFile("g.flow", text))[0])  # type: ignore[arg-type]
+        _, found = facts_of(system, CheckOptions(max_states=50), "g.flow")
+        late += sum(f.diagnostic.code.id == "W215" for f in found)
+    assert late >= 20
 
 
 NO_END_FLOW = """\
@@ -355,12 +389,16 @@ def test_i301_when_no_run_ends_names_what_it_knows_without_claiming_findings() -
     assert facts.space.truncated and not facts.sample_known
     assert [f.diagnostic.code.id for f in found] == ["I301"]
     notes = found[0].diagnostic.notes
-    assert not any(note.startswith("reported for every state") for note in notes)
+    reported = [note for note in notes if note.startswith("reported for every state")]
+    assert reported == [
+        "reported for every state: speakers and rules only a run past the cap reaches (W215),"
+        " endings a scenario expects that no run reaches (E111)"
+    ]
     assert notes[1].startswith(
         "no run terminates, finishes or is closed by a custom target: every run ends at"
         " `max_turns 10`"
     )
-    assert notes[2:5] == (
+    assert notes[3:6] == (
         "these speakers can never be scheduled to speak: `lost`",
         'the default `otherwise terminate "never"` is never taken',
         "these rules can never fire, but which finding says so is not known: rule 3, line 9"
@@ -393,3 +431,42 @@ def test_the_symbolic_count_gives_up_when_its_diagrams_outgrow_their_memory(
         "unreachable speakers, dead rules and defaults, loops and turn limits are not reported",
     )
     assert [f.diagnostic.code.id for f in found] == ["I301"]
+
+
+LATE_FLOW = """\
+flow late
+speaker user: human { sets a, b, c }
+speaker bot { tool t sets x = 1 }
+speaker closer
+speaker checker
+start user
+max_turns 3
+when from user then bot
+when context.x == 1 and from bot then closer
+when from bot then user
+when from closer then checker
+when from checker then terminate "done"
+
+scenario "done" {
+  user: "hi"
+  expect terminate "done"
+}
+"""
+
+
+def test_a_cut_short_check_still_refuses_an_ending_past_the_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E111 and W215 from the symbolic count: the same errors as a complete check, in
+    `check` and in `test` (which explores the flow only for the expected endings)."""
+    path = tmp_path / "late.flow"
+    path.write_text(LATE_FLOW, encoding="utf-8")
+    assert main(["check", str(path), "--format", "json"]) == 1
+    full = json.loads(capsys.readouterr().out)
+    assert main(["check", str(path), "--format", "json", "--max-states", "3"]) == 1
+    cut = json.loads(capsys.readouterr().out)
+    assert [d["code"] for d in cut] == ["I301", "W215", "W212", "E111"]
+    assert cut[1:] == full
+    assert main(["test", str(path), "--max-states", "3"]) == 1
+    said = capsys.readouterr()
+    assert 'no run of the flow ends with "done"' in said.out + said.err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flowc.compiler.analysis.explore import TURNS_PER_STATE
+from flowc.compiler.analysis.explore import DEFAULT, TURNS_PER_STATE
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.diagnostics import I301, counted, listing_of
 from flowc.dsl import nodes as n
@@ -66,6 +66,8 @@ def _notes(facts: Facts) -> tuple[str, ...]:
             "who can speak (W201)",
             "which rules and defaults can fire (W202-W204)",
             "a `max_turns` shorter than every run that terminates (W212)",
+            "speakers and rules only a run past the cap reaches (W215)",
+            "endings a scenario expects that no run reaches (E111)",
         ]
         if facts.loops_known:
             reported.append("loops no run leaves (W205, W206: there are none)")
@@ -89,6 +91,10 @@ def _notes(facts: Facts) -> tuple[str, ...]:
             " that would show each finding below is such a loop, which is not known"
         )
         missing.append("unreachable speakers, dead rules and defaults as findings (W201-W204)")
+        notes.append(
+            "reported for every state: speakers and rules only a run past the cap reaches"
+            " (W215), endings a scenario expects that no run reaches (E111)"
+        )
         silent = [s for s in range(len(system.speakers)) if s not in found.scheduled]
         if silent:
             notes.append(
@@ -106,9 +112,24 @@ def _notes(facts: Facts) -> tuple[str, ...]:
             f"these rules can never fire, {unknown_why}: "
             + ", ".join(listing_of(unknown, system.label))
         )
+    late = sorted(facts.unknown_late)
+    if late:
+        notes.append(
+            "these first fire only after the cap, but whether W215 says so of them or only"
+            " of the speaker who would speak then is not known: "
+            + ", ".join(
+                listing_of(
+                    late,
+                    lambda f: (
+                        f"`otherwise {system.describe_target(system.default)}`"
+                        if f == DEFAULT
+                        else system.label(system.rules[f])
+                    ),
+                )
+            )
+        )
     missing += [
-        "the other turn limits (W215, W217)",
-        "endings no run reaches (E111)",
+        "a `max_turns` implied by a `sequence` that cuts runs short (W217)",
         "what goes differently on AG2 and plain replies that end the run (W213, W218-W221)"
         " beyond the explored states",
     ]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.compiler.analysis.runs import run_along, run_to
+from flowc.compiler.analysis.runs import run_along
 from flowc.diagnostics import W215, W217, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
@@ -102,16 +102,16 @@ def check_implied_cap(facts: Facts) -> Iterator[Finding]:
 
 def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
     """W215: a speaker whose first turn, or a rule whose first firing, comes after the cap."""
-    system, space = facts.system, facts.space
+    system = facts.system
     cap = system.max_turns
-    if cap is None or space.truncated:
+    if cap is None:
         return
     label, _ = cap_label(facts)
     late_speakers = facts.after_cap_speakers
-    for speaker, node in sorted(late_speakers.items()):
+    for speaker, distance in sorted(late_speakers.items()):
         who = system.name(speaker)
-        turn = space.dist[node] + 1
-        run = run_to(space, node)
+        turn = distance + 1
+        run = facts.late_speaker_run(speaker)
         yield Finding(
             facts.diag(
                 W215,
@@ -124,14 +124,16 @@ def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
             ),
             run,
         )
-    for fired, node in sorted(facts.after_cap_rules.items()):
-        if space.speaker_of(node) in late_speakers:
+    for fired, distance in sorted(facts.after_cap_rules.items()):
+        found = facts.late_rule_turn(fired)
+        if found is None:
+            continue  # I301 names it
+        speaker, run = found
+        if speaker in late_speakers:
             continue  # its speaker never speaks: that finding says it
         if facts.folded_into_w212(fired):
             continue  # W212: `max_turns` is smaller than the shortest run that terminates
-        step = next(s for s in space.explorer.steps(space.keys[node]) if s.outcome.fired == fired)
-        run = run_to(space, node, step)
-        turn = space.dist[node] + 1
+        turn = distance + 1
         if fired == DEFAULT:
             span, path = facts.default_location()
             what = f"`otherwise {system.describe_target(system.default)}` is never reached"

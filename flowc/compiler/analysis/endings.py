@@ -4,9 +4,10 @@ Compiling a flow (``flowc.compiler.lower``) refuses ``expect terminate "REASON"`
 the flow writes REASON nowhere. A reason the flow does write may still end no run: the
 rule that writes it never fires, the (implicit) ``otherwise`` is never reached, the tool
 that finishes with it is never called, or every such run is longer than ``max_turns``. Such a scenario could only fail when it
-runs, so the reasons some explored run really ends with are checked too. When the
-exploration stopped at its bound (I301), or a custom target may close a run with a
-reason of its own choosing, nothing is refused on that basis.
+runs, so the reasons some run really ends with are checked too (for every state: when
+the exploration stopped at its bound, I301, the symbolic count says which endings are
+reached and after how many turns). When that count gave up too, or a custom target may
+close a run with a reason of its own choosing, nothing is refused on that basis.
 
 >>> from flowc import compile_flow
 >>> flow = compile_flow('''
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import explore
-from flowc.compiler.analysis.facts import MAX_CAP_RUN, CheckOptions, Facts, Finding
+from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.system import system_of_flow
 from flowc.compiler.lower import CompiledFlow, finish_reason, terminate_reason
 from flowc.diagnostics import E111, Diagnostic, counted
@@ -59,19 +60,18 @@ def expected_reasons(compiled: CompiledFlow) -> list[n.ExpectTerminate]:
 def ending_reasons(facts: Facts) -> frozenset[str] | None:
     """Every reason some run of the flow ends with (within ``max_turns``, which is
     ``"max_turns"`` when a run reaches the cap); None when that is not known: the
-    exploration stopped at its bound, or a custom target chooses a reason itself."""
-    space = facts.space
-    if space.truncated:
+    exploration stopped at its bound and the symbolic count gave up too, or a custom
+    target chooses a reason itself."""
+    if not facts.complete:
         return None
     cap = facts.system.max_turns
     out: set[str] = set()
-    for v in space.ends:
-        reason = space.keys[v][1]
+    for reason, distance in facts.end_distances.items():
         if reason is None:
             return None  # a custom target's terminate: any reason
-        if cap is None or space.dist[v] <= cap:
+        if cap is None or distance <= cap:
             out.add(reason)
-    if cap is not None and (cap > MAX_CAP_RUN or facts.cap_walk is not None):
+    if facts.cap_reached:
         out.add(CAP_REASON)
     return frozenset(out)
 
@@ -107,15 +107,15 @@ def check_scenario_endings(facts: Facts) -> Iterator[Finding]:
 
 def _why_not(facts: Facts, reason: str) -> str:
     """Why no run ends with ``reason``, which the flow writes."""
-    system, space = facts.system, facts.space
+    system = facts.system
     cap = system.max_turns
     parts: list[str] = []
     if reason == CAP_REASON and cap is not None:
         parts.append(f"every run ends before `max_turns {cap}`")
-    longer = [space.dist[v] for v in space.ends if space.keys[v][1] == reason]
-    if longer:  # some run would end with it, after the cap
+    longer = facts.end_distances.get(reason)
+    if longer is not None:  # some run would end with it, after the cap
         parts.append(
-            f"the shortest run that would end with it takes {counted(min(longer), 'turn')}, and "
+            f"the shortest run that would end with it takes {counted(longer, 'turn')}, and "
             f"`max_turns {cap}` closes every run before"
         )
         return "; ".join(parts)

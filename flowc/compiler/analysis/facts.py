@@ -277,30 +277,150 @@ class Facts:
                 out.add(int(key[0]))
         return frozenset(out)
 
+    # the turn cap ------------------------------------------------------------
+    #
+    # Distances are first-reach distances (turns from the kickoff), known for every state
+    # explicitly or from the symbolic count. A verdict's run comes from the explored
+    # nodes when its turn lies among them (the one a complete analysis shows), else it
+    # is read back from the symbolic layers (as short).
+
     @cached_property
     def after_cap_speakers(self) -> dict[int, int]:
         """Speakers that are scheduled only after ``max_turns`` closed every run (W215):
-        speaker -> the first node (fewest turns) where it would speak."""
-        space, cap = self.space, self.system.max_turns
-        if cap is None or space.truncated:
+        speaker -> the distance of the first state where it would speak."""
+        cap = self.system.max_turns
+        if cap is None or not self.complete:
             return {}
+        return {
+            s: d for s, d in self._first_scheduled.items() if d >= cap and s != self.system.start
+        }
+
+    @cached_property
+    def _first_scheduled(self) -> dict[int, int]:
+        space = self.space
+        if space.truncated:
+            assert self.symbolic is not None
+            return dict(self.symbolic.scheduled)
         first: dict[int, int] = {}
         for node, key in enumerate(space.keys):  # breadth-first: by distance
             if key != KICKOFF and key[0] != "end":
-                first.setdefault(int(key[0]), node)
-        return {s: v for s, v in first.items() if space.dist[v] >= cap and s != self.system.start}
+                first.setdefault(int(key[0]), space.dist[node])
+        return first
 
     @cached_property
     def after_cap_rules(self) -> dict[int, int]:
         """Rules (file index, or ``DEFAULT`` for a written default) that fire only on a turn
-        after ``max_turns`` (W215): -> the node of the first turn they would route."""
+        after ``max_turns`` (W215): -> the distance of the state the first such turn is
+        taken from."""
         space, cap = self.space, self.system.max_turns
-        if cap is None or space.truncated:
+        if cap is None or not self.complete:
             return {}
-        out = {f: v for f, v in space.first_fired.items() if space.dist[v] >= cap}
+        if space.truncated:
+            assert self.symbolic is not None
+            first = {f: d for f, d in self.symbolic.fired.items() if f >= 0 or f == DEFAULT}
+        else:
+            first = {f: space.dist[v] for f, v in space.first_fired.items()}
+        out = {f: d for f, d in first.items() if d >= cap}
         if DEFAULT in out and not self.default_written:
             del out[DEFAULT]
         return out
+
+    def late_speaker_run(self, speaker: int) -> Run:
+        """A shortest run to the first state where a speaker of :attr:`after_cap_speakers`
+        would speak."""
+        space, d = self.space, self.after_cap_speakers[speaker]
+        lo = bisect.bisect_left(space.dist, d, hi=self.explored)
+        for node in range(lo, self.explored):
+            if space.dist[node] != d:
+                break
+            key = space.keys[node]
+            if key != KICKOFF and key[0] != "end" and int(key[0]) == speaker:
+                return run_to(space, node)
+        assert self.symbolic is not None and self.symbolic.reach is not None
+        reach = self.symbolic.reach
+        (u,) = [u for s, u in reach.layer(d) if s == speaker]
+        node, steps = reach.path_to(d, speaker, reach.pick(u), space.ids.get)
+        return run_beyond(space, node, steps)
+
+    def late_rule_turn(self, fired: int) -> tuple[int, Run] | None:
+        """The first turn a rule (or the default) of :attr:`after_cap_rules` decides: its
+        speaker and a shortest run through it. None when that turn lies beyond the
+        explored nodes and, there, speakers of :attr:`after_cap_speakers` and others both
+        take one first (which one a complete analysis shows, and so whether W215 says it
+        of the rule or only of the speaker, is not known)."""
+        if fired not in self._late_turns:
+            self._late_turns[fired] = self._late_rule_turn(fired)
+        return self._late_turns[fired]
+
+    @cached_property
+    def _late_turns(self) -> dict[int, tuple[int, Run] | None]:
+        return {}
+
+    def _late_rule_turn(self, fired: int) -> tuple[int, Run] | None:
+        space, d = self.space, self.after_cap_rules[fired]
+        if not space.truncated:
+            node = space.first_fired[fired]
+            step = next(
+                s for s in space.explorer.steps(space.keys[node]) if s.outcome.fired == fired
+            )
+            return space.speaker_of(node), run_to(space, node, step)
+        lo = bisect.bisect_left(space.dist, d, hi=self.explored)
+        for node in range(lo, self.explored):
+            if space.dist[node] != d:
+                break
+            if space.is_end(node):
+                continue
+            for step in space.explorer.steps(space.keys[node]):
+                if step.outcome.fired == fired:
+                    return space.speaker_of(node), run_to(space, node, step)
+        assert self.symbolic is not None and self.symbolic.reach is not None
+        reach = self.symbolic.reach
+        deciders = reach.deciders(fired, d)
+        late = {s in self.after_cap_speakers for s, _, _ in deciders}
+        if len(late) > 1:
+            self._unknown_late.add(fired)
+            return None
+        speaker, before, step = deciders[0]
+        node, steps = reach.path_to(d, speaker, before, space.ids.get)
+        return speaker, run_beyond(space, node, [*steps, (speaker, step)])
+
+    #: (filled by :meth:`late_rule_turn`) rules, or DEFAULT, whose W215 is not known
+    @cached_property
+    def _unknown_late(self) -> set[int]:
+        return set()
+
+    @property
+    def unknown_late(self) -> frozenset[int]:
+        """Rules (or DEFAULT) that first fire after the cap, where whether W215 says so of
+        the rule or only of its speaker is not known (see :meth:`late_rule_turn`)."""
+        for fired in self.after_cap_rules:
+            self.late_rule_turn(fired)
+        return frozenset(self._unknown_late)
+
+    @cached_property
+    def end_distances(self) -> dict[str | None, int]:
+        """Every reason a run can end with (None: chosen by a custom target) -> the fewest
+        turns to such an ending."""
+        space = self.space
+        if space.truncated:
+            assert self.symbolic is not None
+            return dict(self.symbolic.ends)
+        out: dict[str | None, int] = {}
+        for v in space.ends:
+            out.setdefault(space.keys[v][1], space.dist[v])
+        return out
+
+    @cached_property
+    def cap_reached(self) -> bool:
+        """Whether some run takes ``max_turns`` turns without ending (the cap closes it)."""
+        cap = self.system.max_turns
+        if cap is None:
+            return False
+        if not self.space.truncated:
+            return cap > MAX_CAP_RUN or self.cap_walk is not None
+        found = self.symbolic
+        assert found is not None and found.reach is not None
+        return cap > MAX_CAP_RUN or found.deepest >= cap or found.reach.lasts(cap)
 
     @cached_property
     def cap_walk(self) -> list[int] | None:
@@ -332,10 +452,10 @@ class Facts:
     @cached_property
     def cap_before_every_end(self) -> bool:
         """W212's case: ``max_turns`` is smaller than the shortest run that terminates."""
-        space, cap = self.space, self.system.max_turns
-        if cap is None or space.truncated or not space.ends:
+        cap = self.system.max_turns
+        if cap is None or not self.complete or not self.end_distances:
             return False
-        return min(space.dist[v] for v in space.ends) > cap
+        return min(self.end_distances.values()) > cap
 
     def folded_into_w212(self, fired: int) -> bool:
         """A terminate that fires only after the cap, when W212 says every run ends there."""

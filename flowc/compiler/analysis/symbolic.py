@@ -121,6 +121,8 @@ class SymbolicFacts:
     plain_default: dict[int, int]
     #: the number of layers (the greatest distance of a state, plus one)
     layers: int
+    #: the greatest distance of a state that is not an ending
+    deepest: int
     #: the states themselves, for questions about all of them (None in a comparison)
     reach: Reach | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -143,6 +145,7 @@ class Reach:
         self._more: Iterator[list[tuple[int, Any]]] | None = None
         self._turns: list[tuple[int, Action, Any]] | None = None
         self._explorer: Explorer | None = None
+        self._edge_cache: tuple[list[tuple[int, Action, int, Any]], list[Any]] | None = None
 
     # concrete runs ------------------------------------------------------------------
     #
@@ -261,6 +264,49 @@ class Reach:
                             return layer, s, before, step
         raise LookupError("no turn ends there")  # pragma: no cover
 
+    def deciders(self, fired: int, layer: int) -> list[tuple[int, Valuation, Step]]:
+        """Each speaker (in declaration order) with a turn from a state of ``layer`` that
+        ``fired`` (a rule's file index, or DEFAULT) decides: the speaker, the valuation
+        before the turn and the turn."""
+        out: list[tuple[int, Valuation, Step]] = []
+        for s, u in self.layer(layer):
+            found = self._decided(s, u, layer, fired)
+            if found is not None:
+                out.append((s, *found))
+        return out
+
+    def _decided(self, s: int, u: Any, layer: int, fired: int) -> tuple[Valuation, Step] | None:
+        sym = self.again
+        for action in self.actions_on(layer, s):
+            for decided, _, _, v in sym.outcomes(s, action, u):
+                if decided != fired:
+                    continue
+                before = self.pick(u & sym.before(sym.point(self.pick(v)), action))
+                for step in self.explorer.steps(self.key_of(layer, s, before)):
+                    if step.action == action and step.outcome.fired == fired:
+                        return before, step
+        return None
+
+    def lasts(self, turns: int) -> bool:
+        """Whether some run takes ``turns`` turns without ending: the states ``k`` turns
+        from the kickoff (by any run, not only the shortest) are followed up to ``turns``."""
+        if self.cyclic():
+            return True
+        sym, system = self.sym, self.sym.system
+        false = sym.bdd.false
+        work = [(system.start, self.kickoff, sym.point(system.initial))]
+        for _ in range(turns):
+            found = [false] * len(system.speakers)
+            for s, actions, u in work:
+                for action in actions:
+                    for _, nxt, _, v in sym.outcomes(s, action, u):
+                        if nxt >= 0:
+                            found[nxt] |= v
+            work = [(s, system.actions[s], u) for s, u in enumerate(found) if u != false]
+            if not work:
+                return False
+        return True
+
     def first_match(
         self, rule: RuleSpec, order: Candidates | None = None
     ) -> tuple[int, int, Valuation, Step] | None:
@@ -348,24 +394,50 @@ class Reach:
                     break
         return False
 
+    def _edges(self) -> tuple[list[tuple[int, Action, int, Any]], list[Any]]:
+        """Every turn between reachable states: (speaker, action, next speaker, the
+        valuations after), and per speaker the valuations from which a turn ends the run."""
+        if self._edge_cache is None:
+            sym, system = self.sym, self.sym.system
+            edges: list[tuple[int, Action, int, Any]] = []
+            ending = [sym.bdd.false] * len(system.speakers)
+            for s, u in enumerate(self.reached):
+                if u == sym.bdd.false:
+                    continue
+                for action in system.actions[s]:
+                    for _, nxt, _, v in sym.outcomes(s, action, u):
+                        if nxt < 0:
+                            ending[s] |= u & sym.before(v, action)
+                        else:
+                            edges.append((s, action, nxt, v))
+            self._edge_cache = (edges, ending)
+        return self._edge_cache
+
+    def cyclic(self) -> bool:
+        """Whether some run can go on for ever (were there no ``max_turns``): some
+        reachable state lies on a loop of turns, or leads to one. The states with a turn to
+        such a state are found by shrinking the reachable ones to a fixpoint."""
+        sym = self.sym
+        edges, _ = self._edges()
+        on = list(self.reached)
+        changed = True
+        while changed:
+            changed = False
+            keep = [sym.bdd.false] * len(on)
+            for s, action, nxt, v in edges:
+                keep[s] |= on[s] & sym.before(v & on[nxt], action)
+            for s, u in enumerate(keep):
+                if u != on[s]:
+                    on[s] = u
+                    changed = True
+        return any(u != sym.bdd.false for u in on)
+
     def trapped(self) -> bool:
         """Whether some reachable state cannot reach an end (a loop no run leaves): the
         states that can are found backwards from the turns that end a run."""
-        sym, system = self.sym, self.sym.system
-        bdd = sym.bdd
-        n = len(system.speakers)
-        # per speaker and action: (valuations before, next speaker, valuations after)
-        edges: list[tuple[int, Action, int, Any]] = []
-        can = [bdd.false] * n
-        for s, u in enumerate(self.reached):
-            if u == bdd.false:
-                continue
-            for action in system.actions[s]:
-                for _, nxt, _, v in sym.outcomes(s, action, u):
-                    if nxt < 0:
-                        can[s] |= u & sym.before(v, action)
-                    else:
-                        edges.append((s, action, nxt, v))
+        edges, ending = self._edges()
+        can = list(ending)
+        sym = self.sym
         changed = True
         while changed:
             changed = False
@@ -375,7 +447,7 @@ class Reach:
                 if grown != can[s]:
                     can[s] = grown
                     changed = True
-        return any(u & ~c != bdd.false for u, c in zip(self.reached, can, strict=True))
+        return any(u & ~c != sym.bdd.false for u, c in zip(self.reached, can, strict=True))
 
 
 class Symbolic:
@@ -634,8 +706,6 @@ def _explore(system: System, budget: int, order: dict[str, int] | None) -> Symbo
             return None
         found = [bdd.false] * n
         for speaker, actions, u in work:
-            if len(bdd) > NODE_BUDGET:
-                return None
             for action in actions:
                 for decided, nxt, reason, v in sym.outcomes(speaker, action, u):
                     fired.setdefault(decided, layer)
@@ -665,6 +735,7 @@ def _explore(system: System, budget: int, order: dict[str, int] | None) -> Symbo
         ends=ends,
         plain_default=plain_default,
         layers=max([layer, *(d + 1 for d in ends.values())]),
+        deepest=layer - 1,
     )
 
 
@@ -681,8 +752,6 @@ def _layers(sym: Symbolic, kickoff: tuple[Action, ...]) -> Iterator[list[tuple[i
     while work:
         found = [bdd.false] * n
         for speaker, actions, u in work:
-            if len(bdd) > NODE_BUDGET:
-                return None
             for action in actions:
                 for _, nxt, _, v in sym.outcomes(speaker, action, u):
                     if nxt >= 0:
