@@ -121,15 +121,12 @@ def collect(paths: Sequence[str]) -> Inputs:
     out = Inputs()
     for path in paths:
         if path != "-" and os.path.isdir(path):
-            from flowc.inputs import walk_files
 
             def onerror(err: OSError) -> None:
                 out.problems.append(f"{err.filename}: cannot read ({err.strerror})")
 
             # a link leading out of the folder is never read (its text could end in a report)
-            found, outside = walk_files(path, (".flow", ".json"), onerror)
-            for link in outside:
-                print(f"{link}: skipped: a symbolic link to a file outside {path}", file=sys.stderr)
+            found = console.folder_files(path, (".flow", ".json"), onerror)
             out.files.extend((f, True) for f in found)
         elif path != "-" and not os.path.exists(path):
             out.problems.append(f"{path}: no such file or folder")

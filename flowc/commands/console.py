@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -100,6 +100,33 @@ def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
 
 
 __all__ = ["decode_source"]  # re-exported: the commands decode through this module
+
+
+def folder_files(
+    folder: str, suffixes: tuple[str, ...], onerror: Callable[[OSError], None] | None = None
+) -> list[str]:
+    """The files a command reads in ``folder``, the one way every command walks a folder
+    (``check DIR``, ``fmt DIR``, ``test DIR``): :func:`flowc.inputs.walk_files` (those
+    ending in ``suffixes``, sorted; hidden folders and folder links not entered), each
+    symbolic link that leads out of the folder skipped with a note on stderr, never read.
+    """
+    from flowc.inputs import walk_files
+
+    found, outside = walk_files(folder, suffixes, onerror)
+    for link in outside:
+        print(f"{link}: skipped: a symbolic link to a file outside {folder}", file=sys.stderr)
+    return found
+
+
+def expand_paths(paths: Sequence[str], suffixes: tuple[str, ...] = (".flow",)) -> list[str]:
+    """Files as given; folders as their files (:func:`folder_files`)."""
+    out: list[str] = []
+    for p in paths:
+        if p != "-" and os.path.isdir(p):
+            out.extend(folder_files(p, suffixes))
+        else:
+            out.append(p)
+    return out
 
 
 def no_inputs(paths: Sequence[str], kinds: str, purpose: str) -> UsageError:

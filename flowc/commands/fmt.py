@@ -14,25 +14,6 @@ from flowc.diagnostics import FlowError, counted
 from flowc.dsl.formatter import FormatterBug, format_source
 
 
-def expand_paths(paths: list[str], suffixes: tuple[str, ...] = (".flow",)) -> list[str]:
-    """Files as given; folders expanded recursively to their matching files, sorted.
-
-    A link in a folder that leads out of it is skipped, with a note on stderr (as black).
-    """
-    from flowc.inputs import walk_files
-
-    out: list[str] = []
-    for p in paths:
-        if p != "-" and Path(p).is_dir():
-            found, outside = walk_files(p, suffixes)
-            out.extend(found)
-            for link in outside:
-                print(f"{link}: skipped: a symbolic link to a file outside {p}", file=sys.stderr)
-        else:
-            out.append(p)
-    return out
-
-
 def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
     """What ``fmt`` did, as ruff and black say it.
 
@@ -72,7 +53,7 @@ def _write_stdout(text: str) -> None:
 def cmd_fmt(args: argparse.Namespace) -> int:
     status = console.EXIT_OK
     changed_files = unchanged_files = failed_files = 0
-    paths = expand_paths(args.files)
+    paths = console.expand_paths(args.files)
     if not paths:
         raise console.no_inputs(args.files, ".flow files", "nothing to format")
     for path in paths:

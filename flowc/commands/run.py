@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import inspect
 import json
+import os
 import shlex
 import sys
 import traceback
@@ -430,7 +431,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _open_db(path: str, *, readonly: bool = False) -> WalStore:
-    if not is_url(path) and not Path(path).exists():
+    if not is_url(path) and not os.path.lexists(path):  # a link is the store's to refuse
         raise UsageError(f"{path}: no run database (flowc run writes one)")
     try:
         return open_store(path, readonly=readonly)

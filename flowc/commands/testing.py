@@ -23,6 +23,7 @@ from flowc.commands.console import (
     EXIT_USAGE,
     UsageError,
     check_output,
+    expand_paths,
     is_json_input,
     no_inputs,
     print_diagnostics,
@@ -51,18 +52,6 @@ from flowc.runtime.scenarios import ScenarioResult, run_scenario
 from flowc.runtime.target import RunTarget
 
 # ── loading ───────────────────────────────────────────────────────────────────
-
-
-def flow_files(paths: list[str]) -> list[str]:
-    """FILE arguments: files as given, directories as their `.flow` files, sorted."""
-    out: list[str] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            out += sorted(str(f) for f in path.rglob("*.flow"))
-        else:
-            out.append(p)
-    return out
 
 
 def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow | None:
@@ -144,7 +133,7 @@ _OUTPUTS = (
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    files = flow_files(args.files)
+    files = expand_paths(args.files)  # a folder as check and fmt walk it
     if not files:
         raise no_inputs(args.files, ".flow files", "no scenarios to run")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:

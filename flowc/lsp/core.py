@@ -204,6 +204,12 @@ class FlowcServer(LanguageServer):
 
         return decorator
 
+    def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        """Answer request ``msg_id`` (None: a message whose id is unknown) with a JSON-RPC
+        error: pygls' error messages leave out an id of None, which JSON-RPC requires."""
+        body = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        pygls_send(self.protocol, _Serialised(json.dumps(body)))
+
     def internal_error(self, what: str, err: BaseException) -> str:
         """A bug in flowc met in ``what`` (a request, a notification, a document's
         check): logged (the server's log is the editor's: the line, then the

@@ -14,7 +14,9 @@ symbols answer from that version.
 from __future__ import annotations
 
 import logging
+import sys
 
+from cattrs.errors import BaseValidationError
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
@@ -26,6 +28,7 @@ from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
 from flowc.lsp.core import FlowcServer, InternalError, RequestFailed
 from flowc.lsp.index import Index, Occurrence, Refused
+from flowc.lsp.stdio import serve_stdio
 from flowc.source import Span
 
 
@@ -33,10 +36,16 @@ class _QuietRefusals(logging.Filter):
     """pygls logs every request that ends in an error with its traceback; a refused
     rename (or a diagram of a flow with errors) is an answer, not a failure, so it stays
     out of the editor's server log, and an internal error is logged once, by the server
-    (:meth:`~flowc.lsp.core.FlowcServer.internal_error`), with its own words."""
+    (:meth:`~flowc.lsp.core.FlowcServer.internal_error`), with its own words.
+
+    So is the traceback pygls logs for a message whose parameters do not fit its method
+    (it logs it while it handles cattrs' validation error): the server answers it
+    ``-32602`` and logs one line saying where and why (:mod:`flowc.lsp.stdio`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(sys.exc_info()[1], BaseValidationError):
+            return False
         return not isinstance(exc, (RequestFailed, InternalError))
 
 
@@ -336,7 +345,8 @@ def make_server() -> FlowcServer:
 
 
 def serve() -> None:
-    """Run the server on stdin/stdout until the client says exit.
+    """Run the server on stdin/stdout until the client says exit (or closes stdin), through
+    flowc's own reader of the client's bytes (:func:`~flowc.lsp.stdio.serve_stdio`).
 
     The server owns its process's cycle collector (:mod:`flowc.collector`): it runs
     without automatic passes, which would walk every open document's tree while one
@@ -345,7 +355,7 @@ def serve() -> None:
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietRefusals())
     held = collector.hold()
     try:
-        make_server().start_io()
+        serve_stdio(make_server())
     finally:
         if held:
             collector.release(held)

@@ -500,6 +500,29 @@ def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[E
     return out
 
 
+#: the files SQLite keeps beside a database ``PATH``: ``PATH-wal``, ``PATH-shm`` and, while
+#: it is made, ``PATH-journal``
+_BESIDE = ("", "-wal", "-shm", "-journal")
+
+
+def _refuse_links(path: str) -> None:
+    """Refuse a run database that is a symbolic link, or one of the files SQLite keeps
+    beside it: SQLite would follow it and make, write or grow whatever it points to into
+    a database (a folder of a repository can hold such a link: ``.flowc/runs.db`` to a
+    file of the user's elsewhere). The folders on the way may be links (``/tmp`` is one
+    on macOS): only the files themselves are checked. The store makes no links itself.
+
+    >>> _refuse_links("no/such/runs.db")
+    """
+    for name in (path + suffix for suffix in _BESIDE):
+        if os.path.islink(name):
+            raise WalError(
+                f"{name}: is a symbolic link (to {os.readlink(name)}); a run database is "
+                "opened only as a file of its own, never through a link (SQLite would write "
+                "to the file it points to): give the database's own path"
+            )
+
+
 class SqliteStore:
     """A WAL in one SQLite file; each append is its own committed transaction.
 
@@ -519,7 +542,8 @@ class SqliteStore:
     ``readonly=True`` opens an existing file for reading only (``flowc log``,
     ``flowc replay``): it works on a read-only file or folder. Every fault of the file
     (full disk, damaged pages or rows, no permission) is a :class:`WalError` naming
-    the database and, where there is one, the run.
+    the database and, where there is one, the run; so is a path that is a symbolic link,
+    or whose ``-wal``, ``-shm`` or ``-journal`` file is one, which is never opened.
     """
 
     def __init__(
@@ -532,6 +556,8 @@ class SqliteStore:
         self._runs = True
         #: run -> its number, in a file that numbers its runs (a number never changes)
         self._numbers: dict[str, int] = {}
+        if self.path != ":memory:":
+            _refuse_links(self.path)
         if readonly:
             self._db = self._open_readonly()
             return

@@ -62,6 +62,38 @@ def test_check_folder_never_reads_links_that_leave_it(tmp_path: Path) -> None:
     assert "skipped: a symbolic link to a file outside" in result.stderr
 
 
+def test_every_folder_walk_skips_links_that_leave_it(tmp_path: Path) -> None:
+    """`check DIR`, `fmt DIR` and `test DIR` walk a folder the same way: a link in it to
+    `/dev/zero` or to a flow elsewhere is skipped with the same note, never read, and a
+    hidden folder is not entered (`test DIR` read all three: the device refused with exit
+    2, the flow elsewhere tested). Under a wall-clock limit: a command that read the
+    device would hang or run out of memory."""
+    flow = (Path(__file__).resolve().parents[2] / "examples" / "feedback_loop.flow").read_text()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "theirs.flow").write_text(flow)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "own.flow").write_text(flow)
+    (repo / "zero.flow").symlink_to("/dev/zero")
+    (repo / "theirs.flow").symlink_to(outside / "theirs.flow")
+    (repo / ".venv").mkdir()  # a hidden folder is not entered either
+    (repo / ".venv" / "vendored.flow").write_text("this is no flow")
+    notes = [
+        f"{repo / link}: skipped: a symbolic link to a file outside {repo}"
+        for link in ("theirs.flow", "zero.flow")
+    ]
+    for command in (["check"], ["fmt", "--check"], ["test"]):
+        result = run_limited([*command, str(repo)], **LIMITS)
+        _ok(result)
+        assert result.returncode == 0, (command, result.stderr)
+        assert [line for line in result.stderr.splitlines() if "skipped" in line] == notes
+        others = [line for line in result.stderr.splitlines() if line not in notes]
+        for name in ("theirs.flow", "zero.flow", "vendored.flow"):  # never read or named
+            assert name not in result.stdout and not [x for x in others if name in x]
+        assert result.peak_mib < 200
+
+
 @pytest.mark.parametrize("fmt", ["text", "concise", "json", "sarif", "github"])
 @pytest.mark.parametrize("suffix", [".flow", ".json"])
 def test_a_report_never_quotes_a_file_that_is_not_a_flow(

@@ -217,3 +217,54 @@ def test_a_db_path_under_a_regular_file(tmp_path: Path) -> None:
     for args in (["log"], ["replay", "last"], ["resume", "last"]):
         result = _flowc(*args, "--db", str(db))
         assert result.returncode == 2 and f"{db}: no run database" in result.stderr
+
+
+def test_a_run_database_through_a_symbolic_link(tmp_path: Path) -> None:
+    """A link where the run database goes (a repository's `.flowc/runs.db`, or one of the
+    files SQLite keeps beside it) is refused by every command, naming it: SQLite made the
+    file it points to into a database (an empty one), added flowc's tables to another
+    program's database, or created a file where a dangling link pointed."""
+    flow = tmp_path / "rr.flow"
+    flow.write_text(FLOW.format(max_turns=6))
+    script = tmp_path / "s.json"
+    script.write_text(_script("L", 2))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    empty = elsewhere / "notes.txt"
+    empty.touch()
+    other = elsewhere / "places.sqlite"  # another program's database
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE places (url TEXT)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    missing = elsewhere / "missing.db"
+    repo = tmp_path / "repo" / ".flowc"
+    repo.mkdir(parents=True)
+    commands = [
+        ["run", str(flow), "--script", str(script)],
+        ["resume", "last"],
+        ["log"],
+        ["replay", "last"],
+        ["submit", str(flow), "--script", str(script)],
+    ]
+    for name, target in (("empty.db", empty), ("other.db", other), ("dangling.db", missing)):
+        db = repo / name
+        db.symlink_to(target)
+        for args in commands:
+            result = _flowc(*args, "--db", str(db))
+            assert result.returncode == 2, (args, result.stderr)
+            assert f"error: {db}: is a symbolic link (to {target})" in result.stderr, result.stderr
+    assert empty.read_bytes() == b""
+    assert other.read_bytes() == before
+    assert not missing.exists()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["notes.txt", "places.sqlite"]
+    # a file SQLite keeps beside the database: its write-ahead log
+    db = repo / "runs.db"
+    assert main(["run", str(flow), "--script", str(script), "--db", str(db)]) == 0
+    db.with_name("runs.db-wal").unlink(missing_ok=True)
+    db.with_name("runs.db-wal").symlink_to(empty)
+    result = _flowc("run", str(flow), "--script", str(script), "--db", str(db))
+    assert result.returncode == 2
+    assert f"error: {db}-wal: is a symbolic link (to {empty})" in result.stderr
+    assert empty.read_bytes() == b""
