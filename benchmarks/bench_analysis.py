@@ -126,7 +126,7 @@ def generate(shape: Shape) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _child(kind: str, shape: Shape) -> dict[str, object]:
+def _child(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, object]:
     """One measurement, in this (fresh) process."""
     from flowc.collector import paused
     from flowc.compiler.analysis import CheckOptions, facts_of
@@ -142,7 +142,8 @@ def _child(kind: str, shape: Shape) -> dict[str, object]:
     with paused():
         start = time.process_time()
         if kind == "check":
-            facts, found = facts_of(system, CheckOptions(), "generated.flow")
+            options = CheckOptions() if max_states is None else CheckOptions(max_states=max_states)
+            facts, found = facts_of(system, options, "generated.flow")
             codes = [
                 (f.diagnostic.code.id, f.diagnostic.span.line if f.diagnostic.span else 0)
                 for f in found
@@ -167,10 +168,11 @@ def _child(kind: str, shape: Shape) -> dict[str, object]:
     return out
 
 
-def measure(kind: str, shape: Shape) -> dict[str, object]:
+def measure(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, object]:
     """One measurement in a fresh child process."""
+    more = [] if max_states is None else ["--max-states", str(max_states)]
     proc = subprocess.run(
-        [sys.executable, __file__, "--child", kind, json.dumps(attrs.asdict(shape))],
+        [sys.executable, __file__, "--child", kind, json.dumps(attrs.asdict(shape)), *more],
         capture_output=True,
         text=True,
         check=True,
@@ -195,9 +197,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="only the small instances")
     parser.add_argument("--instance", help="one instance: S,K,V,R,T,C[,F] (F: 1 to finish)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--max-states", type=int, help="check's bound (default: check's default), to choose one"
+    )
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child[0], Shape(**json.loads(args.child[1])))))
+        print(
+            json.dumps(_child(args.child[0], Shape(**json.loads(args.child[1])), args.max_states))
+        )
         return
     if args.instance:
         s, k, v, r, t, c, *f = args.instance.split(",")
@@ -210,7 +217,7 @@ def main() -> None:
     )
     for params in family:
         shape = Shape(*params)
-        chk = measure("check", shape)
+        chk = measure("check", shape, args.max_states)
         sym = measure("symbolic", shape)
         print(
             f"{shape.label():34} {shape.concrete_states:12,}  {chk['seconds']:7.2f}s"

@@ -60,6 +60,18 @@ def edited(text: str, i: int) -> str:
     return "\n".join(lines)
 
 
+def edited_shape(text: str, i: int) -> str:
+    """``text`` (a flow of ``bench_analysis``) with the target of one of its ``when from wA
+    then wB`` rules changed to another worker."""
+    lines = text.split("\n")
+    rules = [k for k, line in enumerate(lines) if line.startswith("when from w")]
+    workers = sum(line.startswith("speaker w") for line in lines)
+    k = rules[(i * 7919) % len(rules)]
+    head, _, target = lines[k].partition(" then w")
+    lines[k] = f"{head} then w{(int(target) + 1 + i) % workers}"
+    return "\n".join(lines)
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of the process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -75,7 +87,9 @@ def memory_mib(pid: int) -> tuple[float, float]:
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
-async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
+async def measure(
+    rules: int, edits: int, folder: Path, shape: str | None = None
+) -> dict[str, float]:
     client = LanguageClient("bench-lsp", "1")
     published: dict[int, float] = {}
     counts: dict[int, int] = {}
@@ -108,6 +122,14 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
     client.initialized(lsp.InitializedParams())
     path = folder / f"bench_{rules}.flow"
     text = generate(rules)
+    edit = edited
+    if shape is not None:  # a flow of the analysis benchmark's family
+        from bench_analysis import Shape
+        from bench_analysis import generate as generate_shape
+
+        text = generate_shape(Shape(*(float(x) if "." in x else int(x) for x in shape.split(","))))  # type: ignore[arg-type]
+        rules = sum(line.startswith("when ") for line in text.splitlines())
+        edit = edited_shape
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
 
@@ -133,7 +155,7 @@ async def measure(rules: int, edits: int, folder: Path) -> dict[str, float]:
     latencies, cpu = [], []
     for i in range(edits):
         version = i + 2
-        text = edited(text, i)
+        text = edit(text, i)
         used = cpu_seconds(pid)
         sent = time.perf_counter()
         client.text_document_did_change(
@@ -185,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--edits", type=int, default=30)
+    parser.add_argument(
+        "--shape",
+        help="instead of --sizes: one flow of benchmarks/bench_analysis.py, S,K,V,R,T,C"
+        " (the 200-speaker flow: 200,10,1,2,50,0.2); no target",
+    )
     args = parser.parse_args(argv)
     import tempfile
 
@@ -195,10 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{'cpu ms':>7} {'decode':>7} {'target':>7} {'RSS MiB':>8} {'peak MiB':>8}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        for size in (int(s) for s in args.sizes.split(",")):
+        sizes = [0] if args.shape else [int(s) for s in args.sizes.split(",")]
+        for size in sizes:
             edits = args.edits if size <= 1000 else max(10, args.edits // 3)
-            row = asyncio.run(measure(size, edits, Path(tmp)))
-            target = TARGETS.get(size)
+            row = asyncio.run(measure(size, edits, Path(tmp), args.shape))
+            size = int(row["rules"])
+            target = None if args.shape else TARGETS.get(size)
             met = target is None or row["p95"] <= target
             ok = ok and met
             print(

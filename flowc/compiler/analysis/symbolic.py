@@ -416,38 +416,52 @@ class Reach:
     def cyclic(self) -> bool:
         """Whether some run can go on for ever (were there no ``max_turns``): some
         reachable state lies on a loop of turns, or leads to one. The states with a turn to
-        such a state are found by shrinking the reachable ones to a fixpoint."""
+        such a state are found by shrinking the reachable ones to a fixpoint (a speaker's
+        set is computed again only when a set its turns lead to shrank)."""
         sym = self.sym
+        false = sym.bdd.false
         edges, _ = self._edges()
+        out: list[list[tuple[Action, int, Any]]] = [[] for _ in self.reached]
+        into: list[set[int]] = [set() for _ in self.reached]
+        for s, action, nxt, v in edges:
+            out[s].append((action, nxt, v))
+            into[nxt].add(s)
         on = list(self.reached)
-        changed = True
-        while changed:
-            changed = False
-            keep = [sym.bdd.false] * len(on)
-            for s, action, nxt, v in edges:
-                keep[s] |= on[s] & sym.before(v & on[nxt], action)
-            for s, u in enumerate(keep):
-                if u != on[s]:
-                    on[s] = u
-                    changed = True
-        return any(u != sym.bdd.false for u in on)
+        dirty = {s for s, u in enumerate(on) if u != false}
+        while dirty:
+            s = dirty.pop()
+            keep = false
+            for action, nxt, v in out[s]:
+                keep |= sym.before(v & on[nxt], action)
+            keep &= on[s]
+            if keep != on[s]:
+                on[s] = keep
+                dirty |= into[s]
+        return any(u != false for u in on)
 
     def trapped(self) -> bool:
         """Whether some reachable state cannot reach an end (a loop no run leaves): the
-        states that can are found backwards from the turns that end a run."""
-        edges, ending = self._edges()
-        can = list(ending)
+        states that can are found backwards from the turns that end a run, each step from
+        only what the last one added."""
         sym = self.sym
-        changed = True
-        while changed:
-            changed = False
-            for s, action, nxt, v in edges:
-                back = self.reached[s] & sym.before(v & can[nxt], action)
-                grown = can[s] | back
-                if grown != can[s]:
-                    can[s] = grown
-                    changed = True
-        return any(u & ~c != sym.bdd.false for u, c in zip(self.reached, can, strict=True))
+        false = sym.bdd.false
+        edges, ending = self._edges()
+        into: list[list[tuple[int, Action, Any]]] = [[] for _ in self.reached]
+        for s, action, nxt, v in edges:
+            into[nxt].append((s, action, v))
+        can = list(ending)
+        new = {s: u for s, u in enumerate(can) if u != false}
+        while new:  # one step back from all that the last step added, per speaker together
+            found: dict[int, Any] = {}
+            for t, added in new.items():
+                for s, action, v in into[t]:
+                    back = sym.before(v & added, action) & self.reached[s] & ~can[s]
+                    if back != false:
+                        found[s] = found.get(s, false) | back
+            for s, u in found.items():
+                can[s] |= u
+            new = found
+        return any(u & ~c != false for u, c in zip(self.reached, can, strict=True))
 
 
 class Symbolic:
@@ -645,9 +659,6 @@ class Symbolic:
 #: 3.8-million-state instance of ``benchmarks/bench_analysis.py`` takes 22,400
 WORK_BUDGET = 100_000
 
-#: the most decision-diagram nodes alive before it gives up (about 40 bytes each in CUDD)
-NODE_BUDGET = 4_000_000
-
 
 def explore_symbolic(
     system: System,
@@ -656,8 +667,9 @@ def explore_symbolic(
     order: dict[str, int] | None = None,
 ) -> SymbolicFacts | None:
     """Explore every state of a `.flow`'s system, breadth-first by layers; None when the
-    work took more than ``budget`` speaker-layers or :data:`NODE_BUDGET` nodes, or the
-    diagrams more memory than CUDD was given (see :func:`_manager`).
+    work took more than ``budget`` speaker-layers, or the diagrams more memory than CUDD
+    was given (see :func:`_manager`: an operation then fails). CUDD's own node count is
+    not read: it walks every node (10 ms a call on the largest flows measured).
 
     ``order`` is a variable order to keep instead of reordering dynamically.
 
@@ -702,7 +714,7 @@ def _explore(system: System, budget: int, order: dict[str, int] | None) -> Symbo
     spent = 0
     while work:
         spent += len(work)
-        if spent > budget or len(bdd) > NODE_BUDGET:
+        if spent > budget:
             return None
         found = [bdd.false] * n
         for speaker, actions, u in work:
@@ -727,6 +739,9 @@ def _explore(system: System, budget: int, order: dict[str, int] | None) -> Symbo
                 scheduled.setdefault(s, layer)
                 states += sym.count(new)
                 work.append((s, system.actions[s], new))
+    # the variable order is found: the questions asked of these sets later (loops, runs
+    # that last) are 4-7 times slower while CUDD keeps reordering
+    bdd.configure(reordering=False)
     return SymbolicFacts(
         reach=Reach(sym, kickoff_actions, reached),
         states=states,
