@@ -3,7 +3,8 @@
 Node ids are ``n0``, ``n1``, ... (so no name can clash with Mermaid's keywords such as
 ``end``); every label is a quoted string whose special characters are Mermaid entity
 codes (``#quot;``, ``#35;``, ``#96;``, ``#37;``, ``#123;``, ...), so quotes, backquoted
-names, ``#`` and ``%%{init: ...}%%`` print as written and never become a Mermaid directive.
+names, ``#``, ``</style>`` and ``%%{init: ...}%%`` print as written and never become a
+Mermaid directive or HTML.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ _ENTITIES = {
 }
 
 
+#: Before it parses a diagram, Mermaid cuts the last ``;`` off every line in which
+#: ``style`` or ``classDef`` is followed by ``:`` and then by ``#...;`` (it takes the line
+#: for a style statement), so the entity that ``;`` ended shows as written (``#gt``,
+#: ``#96``): a label never holds either word as itself, one letter of it is an entity
+_STYLE_WORDS = (("style", "st#121;le"), ("classDef", "cl#97;ssDef"))
+
+
 def mermaid_text(text: str) -> str:
     """Text for inside a quoted Mermaid label.
 
@@ -54,8 +62,13 @@ def mermaid_text(text: str) -> str:
     'terminate #quot;done#quot; #35;1 #96;next#96;'
     >>> mermaid_text("%%{init: {'theme': 'dark'}}%%")
     '#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;'
+    >>> mermaid_text("</style> a: b")
+    '#lt;/st#121;le#gt; a: b'
     """
-    return "".join(_ENTITIES.get(ch, ch) if ch >= " " else f"#{ord(ch)};" for ch in text)
+    out = "".join(_ENTITIES.get(ch, ch) if ch >= " " else f"#{ord(ch)};" for ch in text)
+    for word, written in _STYLE_WORDS:
+        out = out.replace(word, written)
+    return out
 
 
 def _label(lines: list[str]) -> str:
