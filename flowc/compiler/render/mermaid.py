@@ -30,45 +30,9 @@ from flowc.compiler.render.diagram import (
     Node,
 )
 from flowc.compiler.render.options import COLORS, RenderOptions
+from flowc.escaping import mermaid_text
 
-_ENTITIES = {
-    "#": "#35;",
-    '"': "#quot;",
-    "&": "#amp;",
-    "<": "#lt;",
-    ">": "#gt;",
-    "`": "#96;",
-    "|": "#124;",
-    # `%%{init: ...}%%` anywhere in the text is a Mermaid directive (theme, CSS, fetches):
-    # none of its characters may reach the text as themselves
-    "%": "#37;",
-    "{": "#123;",
-    "}": "#125;",
-    "'": "#39;",
-}
-
-
-#: Before it parses a diagram, Mermaid cuts the last ``;`` off every line in which
-#: ``style`` or ``classDef`` is followed by ``:`` and then by ``#...;`` (it takes the line
-#: for a style statement), so the entity that ``;`` ended shows as written (``#gt``,
-#: ``#96``): a label never holds either word as itself, one letter of it is an entity
-_STYLE_WORDS = (("style", "st#121;le"), ("classDef", "cl#97;ssDef"))
-
-
-def mermaid_text(text: str) -> str:
-    """Text for inside a quoted Mermaid label.
-
-    >>> mermaid_text('terminate "done" #1 `next`')
-    'terminate #quot;done#quot; #35;1 #96;next#96;'
-    >>> mermaid_text("%%{init: {'theme': 'dark'}}%%")
-    '#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;'
-    >>> mermaid_text("</style> a: b")
-    '#lt;/st#121;le#gt; a: b'
-    """
-    out = "".join(_ENTITIES.get(ch, ch) if ch >= " " else f"#{ord(ch)};" for ch in text)
-    for word, written in _STYLE_WORDS:
-        out = out.replace(word, written)
-    return out
+__all__ = ["mermaid_text", "render_mermaid"]
 
 
 def _label(lines: list[str]) -> str:
