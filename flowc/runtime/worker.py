@@ -58,7 +58,6 @@ import contextlib
 import json
 import logging
 import os
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol
@@ -71,6 +70,7 @@ from flowc.runtime.clients import Turn
 from flowc.runtime.contracts import ENFORCE
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
 from flowc.runtime.hub import Hub, _lease_seconds
+from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, PgListener
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
@@ -156,41 +156,14 @@ class Notifier(Protocol):
     def stop(self) -> None: ...
 
 
-class PgNotifier:
+class PgNotifier(PgListener):
     """PostgreSQL's notifications of new runs and released leases (``LISTEN`` on a
     connection of its own, in a thread): each calls ``wake(run id)``. A lost connection
-    is opened again (meanwhile the worker's poll finds the runs)."""
+    is opened again (meanwhile the worker's poll finds the runs), and said in one line
+    naming the database without its password: the store's :class:`PgListener`."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, wake: Callable[[str | None], None]) -> None:
-        self._thread = threading.Thread(
-            target=self._listen, args=(wake,), name="flowc-listen", daemon=True
-        )
-        self._thread.start()
-
-    def _listen(self, wake: Callable[[str | None], None]) -> None:
-        from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, listen
-
-        while not self._stopping.is_set():
-            try:
-                with listen(self.url, NOTIFY_RUN, NOTIFY_FREE) as conn:
-                    wake(None)  # what was sent while nobody listened
-                    while not self._stopping.is_set():
-                        for note in conn.notifies(timeout=0.5):
-                            wake(note.payload or None)
-            except Exception as err:  # the database went away: poll until it is back
-                log.warning("cannot listen for new runs (%s); polling meanwhile", err)
-                self._stopping.wait(1.0)
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        super().__init__(url, (NOTIFY_RUN, NOTIFY_FREE))
 
 
 # ── the worker ────────────────────────────────────────────────────────────────
