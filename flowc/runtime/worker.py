@@ -28,8 +28,10 @@ Workers run the runs submitted for them only: a run ``flowc run`` started and le
 open is its own process's (``flowc resume`` continues it).
 
 A run that stops without closing (its script ran out, an agent failed) is *parked*:
-left open, lease released, and not tried again by this worker until its WAL grows
-(someone answered it with ``flowc resume``).
+left open, lease released, and not tried again until its WAL grows (someone answered it
+with ``flowc resume``). Its hub writes the stall in the WAL before it gives the lease
+back (``flowc.run.stalled``), so that every worker, one started later too, leaves a run
+whose last record is its stall.
 
 >>> import asyncio, flowc
 >>> from flowc.runtime.script import parse_script
@@ -68,7 +70,7 @@ from flowc.diagnostics import counted, internal_error_text
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.contracts import ENFORCE
-from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
 from flowc.runtime.hub import Hub, _lease_seconds
 from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, PgListener
 from flowc.runtime.script import Script, ScriptError, parse_script
@@ -372,8 +374,10 @@ class Worker:
 
     def _candidates(self) -> Iterator[str]:
         """Open runs nobody holds, oldest first, that this worker does not drive or know
-        closed. A store that lists its open runs with their leases in one query
-        (PostgreSQL's ``open_runs``) answers at once; otherwise every run is looked at."""
+        closed, and that did not stall (a stalled run's last record says so, whichever
+        worker stalled it). A store that lists its open runs with their leases in one
+        query (PostgreSQL's ``open_runs``, which leaves stalled runs out) answers at once;
+        otherwise every run is looked at, and a stalled one found so is parked here."""
         open_runs = getattr(self.store, "open_runs", None)
         if open_runs is not None:
             listed: list[tuple[str, Lease | None]] = open_runs()
@@ -387,7 +391,16 @@ class Worker:
                 and cid not in self._active
                 and self.store.lease_of(cid) is None
             ):
+                if cid not in self._parked:
+                    self._park_if_stalled(cid)
                 yield cid
+
+    def _park_if_stalled(self, cid: str) -> None:
+        """Park the run here when its last record is its stall (another worker stalled
+        it, or this one before it restarted): it is not claimed until its WAL grows."""
+        envelopes = list(self.store.read(cid))
+        if envelopes and envelopes[-1].event_type == EV_RUN_STALLED:
+            self._parked[cid] = (len(envelopes), time.monotonic() + self.poll_seconds)
 
     def _still_parked(self, cid: str) -> bool:
         """A parked run is looked at again once per poll, and taken when its WAL grew."""
@@ -451,6 +464,7 @@ class Worker:
                 lease_seconds=self.lease_seconds,
                 on_claim=lambda lease: self._claimed(cid, lease),
                 contracts=self.contracts,
+                record_stall=True,
             )
         except LeaseError:
             return  # another worker claimed it first

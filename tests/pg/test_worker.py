@@ -15,6 +15,7 @@ from tests.runtime.worker_harness import (
     database_restarts,
     killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
+    stalled_run_is_left_to_later_workers,
     stopped_worker_gives_its_run_back,
     three_workers_one_killed,
 )
@@ -34,6 +35,12 @@ def test_a_paused_worker_has_its_writes_refused(pg_dsn: str, tmp_path: Path) -> 
 
 def test_a_killed_workers_runs_are_taken_over_and_counted(pg_dsn: str, tmp_path: Path) -> None:
     killed_workers_runs_are_taken_over(pg_dsn, tmp_path)
+
+
+def test_a_stalled_run_is_left_to_later_workers_until_its_log_grows(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    stalled_run_is_left_to_later_workers(pg_dsn, tmp_path)
 
 
 def test_sigterm_gives_the_runs_back_at_once(pg_dsn: str, tmp_path: Path) -> None:

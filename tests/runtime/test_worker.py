@@ -19,6 +19,7 @@ from tests.runtime.worker_harness import (
     killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
     rr_script,
+    stalled_run_is_left_to_later_workers,
     start_worker,
     stop_worker,
     stopped_worker_gives_its_run_back,
@@ -87,6 +88,10 @@ def test_a_run_that_stalls_is_parked_not_retried(tmp_path: Path) -> None:
         store.close()
     finally:
         stop_worker(worker)
+
+
+def test_a_stalled_run_is_left_to_later_workers_until_its_log_grows(tmp_path: Path) -> None:
+    stalled_run_is_left_to_later_workers(str(tmp_path / "runs.db"), tmp_path)
 
 
 def test_submit_checks_the_script_and_writes_nothing_when_it_is_wrong(tmp_path: Path) -> None:
