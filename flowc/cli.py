@@ -173,7 +173,12 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
         if given:
             os.environ["FLOWC_TRACEBACK"] = "1"
         try:
-            return handlers(modules)[args.command](args)
+            code = handlers(modules)[args.command](args)
+            # what the command wrote may still be in stdout's buffer: a reader that went
+            # away is found here, where it takes the one path below, not at exit (where
+            # Python reports an ignored BrokenPipeError and ends with status 120)
+            _flush_stdout()
+            return code
         except UsageError as err:
             print(f"flowc {args.command}: error: {err}", file=sys.stderr)
             return EXIT_USAGE
@@ -222,6 +227,15 @@ def internal_error_line(err: BaseException, command: str | None) -> str:
     from flowc.diagnostics import internal_error_text
 
     return f"flowc{' ' + command if command else ''}: {internal_error_text(err)}"
+
+
+def _flush_stdout() -> None:
+    """Flush stdout, so that a broken pipe raises :class:`BrokenPipeError` while the
+    command's result is still being handed back; not when there is none (a process
+    started with it closed) or the command closed it (``flowc lsp``'s server does)."""
+    stream = sys.stdout
+    if stream is not None and not getattr(stream, "closed", False):
+        stream.flush()
 
 
 def _stdout_closed() -> int:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from flowc.escaping import sarif_text, workflow_data, workflow_property
 from flowc.source import SourceFile, Span
 
 T = TypeVar("T")
@@ -525,19 +526,13 @@ def render_json(diagnostics: Iterable[Diagnostic]) -> str:
     return "".join(iter_json(diagnostics))
 
 
-def _github_escape(text: str, *, prop: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if prop:
-        text = text.replace(":", "%3A").replace(",", "%2C")
-    return text
-
-
 def render_github(diagnostics: Iterable[Diagnostic]) -> str:
-    """GitHub Actions workflow annotations."""
+    """GitHub Actions workflow annotations: one workflow command a finding, its message and
+    properties escaped as workflow commands need (:mod:`flowc.escaping`)."""
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
     lines = []
     for d in diagnostics:
-        props = [f"file={_github_escape(d.filename, prop=True)}"]
+        props = [f"file={workflow_property(d.filename)}"]
         if d.span is not None:
             props += [
                 f"line={d.span.line}",
@@ -545,11 +540,11 @@ def render_github(diagnostics: Iterable[Diagnostic]) -> str:
                 f"endLine={d.span.end_line}",
                 f"endColumn={d.span.end_column}",
             ]
-        props.append(f"title={_github_escape(f'{d.code.id} {d.code.name}', prop=True)}")
+        props.append(f"title={workflow_property(f'{d.code.id} {d.code.name}')}")
         message = d.message
         if d.help:
             message += f"\nhelp: {d.help}"
-        lines.append(f"::{level[d.severity]} {','.join(props)}::{_github_escape(message)}\n")
+        lines.append(f"::{level[d.severity]} {','.join(props)}::{workflow_data(message)}\n")
     return "".join(lines)
 
 
@@ -557,7 +552,9 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str = "0.1.0") -> str:
-    """A SARIF 2.1.0 log with one run; rules are the codes that occur."""
+    """A SARIF 2.1.0 log with one run; rules are the codes that occur. Each message is a
+    plain-text message whose ``[`` and ``]`` are escaped: a ``[x](https://...)`` in a
+    name is no embedded link (:func:`flowc.escaping.sarif_text`)."""
     diags = sorted(diagnostics, key=Diagnostic.sort_key)
     used = sorted({d.code.id for d in diags})
     rule_index = {code: i for i, code in enumerate(used)}
@@ -566,7 +563,7 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str = "0.1.
         {
             "id": code,
             "name": CODES[code].name,
-            "shortDescription": {"text": CODES[code].summary},
+            "shortDescription": {"text": sarif_text(CODES[code].summary)},
             "helpUri": f"https://flowc.dev/checks/{code}",
             "defaultConfiguration": {"level": level[CODES[code].severity]},
         }
@@ -593,7 +590,7 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str = "0.1.
             "ruleId": d.code.id,
             "ruleIndex": rule_index[d.code.id],
             "level": level[d.severity],
-            "message": {"text": text},
+            "message": {"text": sarif_text(text)},
             "locations": [{"physicalLocation": location}],
         }
         if d.json_path is not None:

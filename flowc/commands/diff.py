@@ -29,6 +29,7 @@ from flowc.commands.console import (
     use_color,
     write_output,
 )
+from flowc.escaping import Code, Phrase, md_code, md_text, phrase
 from flowc.source import SourceFile
 
 FORMATS = ("text", "markdown", "json")
@@ -104,21 +105,37 @@ class _Failed(Exception):
 # ── output ───────────────────────────────────────────────────────────────────
 
 
-def _routing_lines(change: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -> list[str]:
-    from flowc.compiler.analysis.changes import render_run, routed_text
+def _routing_phrases(
+    change: Any, old_rules: dict[int, str], new_rules: dict[int, str]
+) -> list[Phrase]:
+    """A behavioural change's distinguishing run and where OLD and NEW go after it, one
+    line a phrase (the first starts ``run:``, the next ``OLD:`` and ``NEW:``)."""
+    from flowc.compiler.analysis.changes import routed_phrase, run_phrase
 
     if change.run is None or change.old is None or change.new is None:
         return []
     if not change.run:
-        return [f"OLD starts with `{change.old.next}`, NEW with `{change.new.next}`"]
+        return [
+            phrase("OLD starts with ", Code(change.old.next), ", NEW with ", Code(change.new.next))
+        ]
     lines = [
-        f"run: {render_run(change.run)}",
-        f"OLD: → {routed_text(change.old, old_rules)}",
-        f"NEW: → {routed_text(change.new, new_rules)}",
+        phrase("run: ", run_phrase(change.run)),
+        phrase("OLD: → ", routed_phrase(change.old, old_rules)),
+        phrase("NEW: → ", routed_phrase(change.new, new_rules)),
     ]
     if change.then:
-        lines.append(f"then {change.then_side.upper()} goes on: {' → '.join(change.then)}")
+        lines.append(
+            phrase(f"then {change.then_side.upper()} goes on: ", phrase(" → ").join(change.then))
+        )
     return lines
+
+
+def _routing_lines(change: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -> list[str]:
+    return [str(p) for p in _routing_phrases(change, old_rules, new_rules)]
+
+
+def _then_text(change: Any) -> str:
+    return " → ".join(map(str, change.then))
 
 
 def render_text(diff: Any, color: bool = False) -> str:
@@ -174,7 +191,7 @@ def render_text(diff: Any, color: bool = False) -> str:
         ):
             out.append(
                 "      run: the shortest distinguishing run above"
-                + (f"; then {c.then_side.upper()} goes on: {' → '.join(c.then)}" if c.then else "")
+                + (f"; then {c.then_side.upper()} goes on: {_then_text(c)}" if c.then else "")
             )
             continue
         out += [f"      {line}" for line in _routing_lines(c, old_rules, new_rules)]
@@ -184,6 +201,9 @@ def render_text(diff: Any, color: bool = False) -> str:
 
 
 def render_markdown(diff: Any) -> str:
+    """The report as GitHub Flavored Markdown, for a pull-request comment. flowc's words
+    are escaped text; every name, value, rule and file name the flows bring is a code
+    span (:mod:`flowc.escaping`), so none becomes HTML, a link, an autolink or a mention."""
     from flowc.compiler.analysis.changes import rule_labels
 
     old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
@@ -192,27 +212,30 @@ def render_markdown(diff: Any) -> str:
         "same": "behaviour unchanged",
         "unknown": "**behaviour unknown**",
     }[diff.verdict]
-    out = [f"### `flowc diff` {_md(diff.old.label)} → {_md(diff.new.label)}: {verdict}", ""]
+    out = [
+        f"### `flowc diff` {md_code(diff.old.label)} → {md_code(diff.new.label)}: {verdict}",
+        "",
+    ]
     if diff.as_graphs and not diff.notes:
         out += [
             "_Compared as graphs: any participant may call any tool and write any context._",
             "",
         ]
     if diff.notes:
-        out += [f"_Note: {_cell(n)}_" for n in diff.notes]
+        out += [f"_Note: {n.markdown()}_" for n in diff.notes]
         out.append("")
     if diff.structural:
         out += [f"**Structural changes** ({len(diff.structural)})", ""]
-        out += [f"- {c.text}" for c in diff.structural]
+        out += [f"- {c.phrase.markdown()}" for c in diff.structural]
         out.append("")
     else:
         out += ["No structural change.", ""]
     if diff.verdict == "same":
         out.append("No run routes differently.")
-        out += [f"- note: {c.text}" for c in diff.behavioural]
+        out += [f"- note: {c.phrase.markdown()}" for c in diff.behavioural]
         return "\n".join(out) + "\n"
     if diff.verdict == "unknown":
-        out += [f"flowc could not decide: {_cell(diff.reason)}.", ""]
+        out += [f"flowc could not decide: {md_text(diff.reason)}.", ""]
         if diff.first is None:
             return "\n".join(out) + "\n"
     title = (
@@ -222,23 +245,24 @@ def render_markdown(diff: Any) -> str:
     )
     out += [title, "", "| change | distinguishing run | OLD | NEW |", "|---|---|---|---|"]
     for c in (diff.first, *diff.behavioural):
-        lines = _routing_lines(c, old_rules, new_rules)
-        run = lines[0].removeprefix("run: ") if lines else ""
+        lines = _routing_phrases(c, old_rules, new_rules)
+        run = _after(lines[0], "run: ") if lines else phrase()
         if c.then:
-            run += f" … then {c.then_side.upper()}: {' → '.join(c.then)}"
-        old = lines[1].removeprefix("OLD: ") if len(lines) > 1 else ""
-        new = lines[2].removeprefix("NEW: ") if len(lines) > 2 else ""
-        text = "the shortest distinguishing run" if c is diff.first else c.text
-        out.append(f"| {_cell(text)} | {_cell(run)} | {_cell(old)} | {_cell(new)} |")
+            run = phrase(run, f" … then {c.then_side.upper()}: ", phrase(" → ").join(c.then))
+        old = _after(lines[1], "OLD: ") if len(lines) > 1 else phrase()
+        new = _after(lines[2], "NEW: ") if len(lines) > 2 else phrase()
+        text = phrase("the shortest distinguishing run") if c is diff.first else c.phrase
+        cells = (p.markdown(in_table=True) for p in (text, run, old, new))
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
-def _md(text: str) -> str:
-    return f"`{text}`"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _after(line: Phrase, head: str) -> Phrase:
+    """``line`` without the words ``head`` when it starts with them."""
+    first, *rest = line.pieces or ("",)
+    if not isinstance(first, str):
+        return line
+    return phrase(first.removeprefix(head), *rest)
 
 
 def _turn_json(turn: Any) -> dict[str, Any]:
@@ -278,7 +302,7 @@ def _change_json(c: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -
         out["old"] = _routed_json(c.old, old_rules)
         out["new"] = _routed_json(c.new, new_rules)
         if c.then:
-            out["then"] = {"side": c.then_side, "speakers": list(c.then)}
+            out["then"] = {"side": c.then_side, "speakers": [str(p) for p in c.then]}
     return out
 
 
@@ -294,7 +318,7 @@ def render_json(diff: Any) -> str:
         "reason": diff.reason or None,
         "truncated": diff.truncated,
         "as_graphs": diff.as_graphs,
-        "notes": list(diff.notes),
+        "notes": [str(n) for n in diff.notes],
         "structural": [_change_json(c, old_rules, new_rules) for c in diff.structural],
         "first": _change_json(diff.first, old_rules, new_rules) if diff.first is not None else None,
         "behavioural": [_change_json(c, old_rules, new_rules) for c in diff.behavioural],

@@ -2,7 +2,9 @@
 Cobertura XML mapped onto `.flow` lines, and JUnit XML.
 
 Every writer is a pure function of its input, so the same run gives the same bytes
-(Cobertura's timestamp comes from ``SOURCE_DATE_EPOCH`` when set, otherwise 0).
+(Cobertura's timestamp comes from ``SOURCE_DATE_EPOCH`` when set, otherwise 0). The XML
+writers put every text from the flows (paths, scenario titles, failures, errors) through
+:func:`flowc.escaping.xml_chars`: a title's control character is no XML character.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import attrs
 
 from flowc.compiler.analysis.targets import Target
 from flowc.diagnostics import Diagnostic, counted, render_concise
+from flowc.escaping import xml_chars
 from flowc.runtime.coverage import FlowCoverage, percent
 
 __all__ = [
@@ -167,7 +170,7 @@ def coverage_cobertura(files: Sequence[FlowCoverage], version: str = "0.1.0") ->
     for f in files:
         by_dir.setdefault(str(Path(f.path).parent).replace(os.sep, "/"), []).append(f)
     for directory, group in sorted(by_dir.items()):
-        pkg = ET.SubElement(packages, "package", name=directory)
+        pkg = ET.SubElement(packages, "package", name=xml_chars(directory))
         classes = ET.SubElement(pkg, "classes")
         p_lines = p_covered = 0
         for f in group:
@@ -182,8 +185,8 @@ def coverage_cobertura(files: Sequence[FlowCoverage], version: str = "0.1.0") ->
                 classes,
                 "class",
                 {
-                    "name": Path(f.path).stem,
-                    "filename": f.path.replace(os.sep, "/"),
+                    "name": xml_chars(Path(f.path).stem),
+                    "filename": xml_chars(f.path.replace(os.sep, "/")),
                     "line-rate": _rate(covered_lines, len(per_line)),
                     "branch-rate": _rate(f.covered, f.total),
                     "complexity": "0",
@@ -281,26 +284,32 @@ def junit_xml(suites: Sequence[SuiteResult]) -> str:
     n_tests = n_fail = n_err = 0
     seconds = 0.0
     for s in suites:
-        suite = ET.SubElement(root, "testsuite", name=s.path, file=s.path)
-        classname = s.path.replace(os.sep, "/").removesuffix(".flow").replace("/", ".")
+        path = xml_chars(s.path)
+        suite = ET.SubElement(root, "testsuite", name=path, file=path)
+        classname = path.replace(os.sep, "/").removesuffix(".flow").replace("/", ".")
         fails = sum(1 for c in s.cases if c.failure is not None)
         errors = 1 if s.error is not None else 0
         time = sum(c.seconds for c in s.cases)
         for c in s.cases:
             case = ET.SubElement(
-                suite, "testcase", name=c.name, classname=classname, time=f"{c.seconds:.3f}"
+                suite,
+                "testcase",
+                name=xml_chars(c.name),
+                classname=classname,
+                time=f"{c.seconds:.3f}",
             )
             if c.failure is not None:
+                failure = xml_chars(c.failure)
                 ET.SubElement(
-                    case, "failure", message=c.failure, type="ScenarioFailure"
-                ).text = c.failure
+                    case, "failure", message=failure, type="ScenarioFailure"
+                ).text = failure
         if s.error is not None:
             case = ET.SubElement(
                 suite, "testcase", name="(compile)", classname=classname, time="0.000"
             )
-            ET.SubElement(case, "error", message=s.error, type="CompileError").text = (
-                s.error_text or s.error
-            )
+            ET.SubElement(
+                case, "error", message=xml_chars(s.error), type="CompileError"
+            ).text = xml_chars(s.error_text or s.error)
         tests = len(s.cases) + errors
         suite.set("tests", str(tests))
         suite.set("failures", str(fails))

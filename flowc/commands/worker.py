@@ -4,6 +4,9 @@
 with it) and prints its id; ``flowc worker --db URL`` claims open runs and drives them
 until it is stopped (SIGTERM or Ctrl-C: the runs in flight are given back at once).
 
+Each line a worker prints is one event, whatever the event's message holds
+(:func:`event_line`); its warnings on stderr are one line each too.
+
 Exit codes: 0 ok, 1 input errors, 2 could not run (or, for a worker, a run it drove
 was stopped by a bug in flowc: an internal error).
 """
@@ -12,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
 import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowc.commands.config import add_plugin_option, setup_plugins
@@ -29,6 +34,7 @@ from flowc.commands.run_options import (
     store_options,
 )
 from flowc.diagnostics import counted, internal_error_text
+from flowc.escaping import one_line
 from flowc.runtime.script import ScriptError
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.wal import WalError, WalStore
@@ -100,6 +106,40 @@ def cmd_submit(args: argparse.Namespace) -> int:
 # ── flowc worker ──────────────────────────────────────────────────────────────
 
 
+def event_line(what: str, run_id: str, detail: str = "") -> str:
+    r"""One line of the worker's log: the event, the run and what it says, on one line
+    whatever the detail holds (a database's error runs over several lines, a speaker's
+    name may hold a control character): :func:`flowc.escaping.one_line`.
+
+    >>> print(event_line("failed", "wf-1", "cannot write\nDETAIL:  the server restarted"))
+    failed wf-1 cannot write\nDETAIL:  the server restarted
+    """
+    return one_line(f"{what} {run_id}" + (f" {detail}" if detail else ""))
+
+
+class OneLineFormatter(logging.Formatter):
+    """The worker's warnings on stderr (a lost notification connection, a lease that could
+    not be renewed), one line each: :func:`flowc.escaping.one_line`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return one_line(super().format(record))
+
+
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """While the worker serves: flowc's warnings on stderr through
+    :class:`OneLineFormatter`, instead of Python's last-resort handler."""
+    logger = logging.getLogger("flowc")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(OneLineFormatter("%(message)s"))
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from flowc.commands.run import load_agents
     from flowc.runtime.worker import Worker
@@ -114,7 +154,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     def event(what: str, run_id: str, detail: str) -> None:
         if quiet and what in ("claimed", "closed"):
             return
-        print(f"{what} {run_id}" + (f" {detail}" if detail else ""), flush=True)
+        print(event_line(what, run_id, detail), flush=True)
 
     def internal_error(run_id: str, err: BaseException) -> None:
         """A bug in flowc stopped a run (its ``failed`` line says so): its traceback
@@ -151,7 +191,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         await worker.serve()
 
     try:
-        asyncio.run(serve())
+        with _one_line_warnings():
+            asyncio.run(serve())
     except WalError as err:
         raise UsageError(str(err)) from None
     finally:

@@ -25,6 +25,7 @@ __all__ = [
     "EV_CONTEXT_SET",
     "EV_EXPECTATION_VIOLATED",
     "EV_PACKET",
+    "EV_RUN_STALLED",
     "EV_TASK_CANCELLED",
     "EV_TASK_CANCEL_REQUEST",
     "EV_TEXT",
@@ -51,6 +52,10 @@ EV_CONTEXT_SET = "ag2.context.set"
 #: flowc's own record (from the hub) of a turn that failed: ``{"agent_id", "turn",
 #: "error", "where", "traceback"}`` (an agent or a plugin raised; the run stopped there)
 EV_TURN_FAILED = "flowc.turn.failed"
+#: flowc's own record (from a worker's hub) of a run that stalled: ``{"agent_id",
+#: "error"}`` (the speaker it waits for; why, or null). While it is a run's last record,
+#: no worker claims the run (see :mod:`flowc.runtime.worker`)
+EV_RUN_STALLED = "flowc.run.stalled"
 EV_TASK_CANCEL_REQUEST = "ag2.task.cancel_request"
 EV_TASK_CANCELLED = "ag2.task.cancelled"
 

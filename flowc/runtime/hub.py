@@ -49,6 +49,7 @@ from flowc.runtime.envelope import (
     EV_CHANNEL_OPENED,
     EV_EXPECTATION_VIOLATED,
     EV_PACKET,
+    EV_RUN_STALLED,
     EV_TEXT,
     EV_TURN_FAILED,
     Envelope,
@@ -707,6 +708,27 @@ class Hub:
                 log.warning("run %s: cannot record the failed turn (%s)", channel_id, store_err)
         ch.failure = failure
         self.stall(channel_id, agent_id, failure.error)
+
+    def record_stall(self, channel_id: str) -> bool:
+        """Write in the WAL that the open run ``channel_id`` stalled (``flowc.run.stalled``:
+        the speaker it waits for and why), with the run's lease, before it is given back:
+        workers leave a run whose last record this is (:mod:`flowc.runtime.worker`).
+        ``False`` when the run did not stall (it closed, or is still running). Raises
+        :class:`WalError` when the store refuses it (a lost lease, a failed store)."""
+        ch = self.channel(channel_id)
+        if not ch.is_open or ch.stalled_on is None:
+            return False
+        env = Envelope(
+            channel_id,
+            HUB_ID,
+            None,
+            EV_RUN_STALLED,
+            {"agent_id": ch.stalled_on, "error": ch.error},
+            envelope_id=self._stamp_id(),
+            created_at=_now(),
+        )
+        self._append(ch, env)
+        return True
 
     def close_channel(self, channel_id: str, reason: str) -> None:
         """Close an open channel by hand (writes ``EV_CHANNEL_CLOSED``)."""

@@ -51,7 +51,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from flowc.runtime.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.envelope import (
+    EV_CHANNEL_CLOSED,
+    EV_CHANNEL_OPENED,
+    EV_RUN_STALLED,
+    Envelope,
+)
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     Lease,
@@ -518,9 +523,10 @@ class PgStore:
         return [row[0] for row in rows]
 
     def open_runs(self) -> list[tuple[str, Lease | None]]:
-        """Every run a hub opened that has no close yet, oldest first, with its live lease
-        (``None`` when the run is free to take: never leased, released, expired, or held
-        by a dead process on this host). What a worker looks for."""
+        """Every run a hub opened that has no close yet and did not stall (its last
+        record is not ``flowc.run.stalled``), oldest first, with its live lease (``None``
+        when the run is free to take: never leased, released, expired, or held by a dead
+        process on this host). What a worker looks for."""
         if not self._tables:
             return []
         rows = self._query(
@@ -528,6 +534,9 @@ class PgStore:
             "WHERE EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id) "
             "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id "
             f"AND w.event_type = '{EV_CHANNEL_CLOSED}') "
+            "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id "
+            f"AND w.event_type = '{EV_RUN_STALLED}' AND w.seq = (SELECT MAX(seq) "
+            "FROM flowc_wal m WHERE m.channel_id = l.channel_id)) "
             "ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)",
             (),
             None,

@@ -37,7 +37,7 @@ from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
 from flowc.runtime.scripted_replies import check_human_turn, check_script, reply_for
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
-from flowc.runtime.wal import Lease, MemoryStore, WalStore
+from flowc.runtime.wal import Lease, MemoryStore, WalError, WalStore
 from flowc.runtime.watch import RunWatcher, WatchedStore
 
 __all__ = [
@@ -162,6 +162,7 @@ async def resume_script(
     lease_seconds: float | None = None,
     on_claim: Callable[[Lease], None] | None = None,
     contracts: str = ENFORCE,
+    record_stall: bool = False,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
 
@@ -174,7 +175,9 @@ async def resume_script(
     ``lease_seconds`` are the hub's (see :meth:`Hub.open`); ``on_claim`` is given the
     run's lease once it is taken, when the run is still open (workers count their runs,
     and the runs they take over, so).
-    ``contracts`` as for :func:`run_script`.
+    ``contracts`` as for :func:`run_script`. ``record_stall``: a run that stalls gets
+    its stall written in the WAL before its lease is given back (:meth:`Hub.record_stall`;
+    a worker's runs, which no worker then claims until the WAL grows).
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
@@ -239,6 +242,9 @@ async def resume_script(
                 hub.fail(ch.channel_id, failed, err)
             else:
                 ch.error = str(err)
+        if record_stall and hub.failure is None:
+            with contextlib.suppress(WalError):  # a lost lease or a failed store says so
+                hub.record_stall(channel_id)
         _raise_failure(hub, watched)
         return _result(hub, ch, target, watched)
     finally:

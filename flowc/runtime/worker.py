@@ -28,8 +28,10 @@ Workers run the runs submitted for them only: a run ``flowc run`` started and le
 open is its own process's (``flowc resume`` continues it).
 
 A run that stops without closing (its script ran out, an agent failed) is *parked*:
-left open, lease released, and not tried again by this worker until its WAL grows
-(someone answered it with ``flowc resume``).
+left open, lease released, and not tried again until its WAL grows (someone answered it
+with ``flowc resume``). Its hub writes the stall in the WAL before it gives the lease
+back (``flowc.run.stalled``), so that every worker, one started later too, leaves a run
+whose last record is its stall.
 
 >>> import asyncio, flowc
 >>> from flowc.runtime.script import parse_script
@@ -58,7 +60,6 @@ import contextlib
 import json
 import logging
 import os
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol
@@ -69,8 +70,9 @@ from flowc.diagnostics import counted, internal_error_text
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.contracts import ENFORCE
-from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
 from flowc.runtime.hub import Hub, _lease_seconds
+from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, PgListener
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
@@ -156,41 +158,14 @@ class Notifier(Protocol):
     def stop(self) -> None: ...
 
 
-class PgNotifier:
+class PgNotifier(PgListener):
     """PostgreSQL's notifications of new runs and released leases (``LISTEN`` on a
     connection of its own, in a thread): each calls ``wake(run id)``. A lost connection
-    is opened again (meanwhile the worker's poll finds the runs)."""
+    is opened again (meanwhile the worker's poll finds the runs), and said in one line
+    naming the database without its password: the store's :class:`PgListener`."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, wake: Callable[[str | None], None]) -> None:
-        self._thread = threading.Thread(
-            target=self._listen, args=(wake,), name="flowc-listen", daemon=True
-        )
-        self._thread.start()
-
-    def _listen(self, wake: Callable[[str | None], None]) -> None:
-        from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, listen
-
-        while not self._stopping.is_set():
-            try:
-                with listen(self.url, NOTIFY_RUN, NOTIFY_FREE) as conn:
-                    wake(None)  # what was sent while nobody listened
-                    while not self._stopping.is_set():
-                        for note in conn.notifies(timeout=0.5):
-                            wake(note.payload or None)
-            except Exception as err:  # the database went away: poll until it is back
-                log.warning("cannot listen for new runs (%s); polling meanwhile", err)
-                self._stopping.wait(1.0)
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        super().__init__(url, (NOTIFY_RUN, NOTIFY_FREE))
 
 
 # ── the worker ────────────────────────────────────────────────────────────────
@@ -399,8 +374,10 @@ class Worker:
 
     def _candidates(self) -> Iterator[str]:
         """Open runs nobody holds, oldest first, that this worker does not drive or know
-        closed. A store that lists its open runs with their leases in one query
-        (PostgreSQL's ``open_runs``) answers at once; otherwise every run is looked at."""
+        closed, and that did not stall (a stalled run's last record says so, whichever
+        worker stalled it). A store that lists its open runs with their leases in one
+        query (PostgreSQL's ``open_runs``, which leaves stalled runs out) answers at once;
+        otherwise every run is looked at, and a stalled one found so is parked here."""
         open_runs = getattr(self.store, "open_runs", None)
         if open_runs is not None:
             listed: list[tuple[str, Lease | None]] = open_runs()
@@ -414,7 +391,16 @@ class Worker:
                 and cid not in self._active
                 and self.store.lease_of(cid) is None
             ):
+                if cid not in self._parked:
+                    self._park_if_stalled(cid)
                 yield cid
+
+    def _park_if_stalled(self, cid: str) -> None:
+        """Park the run here when its last record is its stall (another worker stalled
+        it, or this one before it restarted): it is not claimed until its WAL grows."""
+        envelopes = list(self.store.read(cid))
+        if envelopes and envelopes[-1].event_type == EV_RUN_STALLED:
+            self._parked[cid] = (len(envelopes), time.monotonic() + self.poll_seconds)
 
     def _still_parked(self, cid: str) -> bool:
         """A parked run is looked at again once per poll, and taken when its WAL grew."""
@@ -478,6 +464,7 @@ class Worker:
                 lease_seconds=self.lease_seconds,
                 on_claim=lambda lease: self._claimed(cid, lease),
                 contracts=self.contracts,
+                record_stall=True,
             )
         except LeaseError:
             return  # another worker claimed it first

@@ -8,12 +8,14 @@ import signal
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tests.runtime.worker_harness import (
     ROOT,
     database_restarts,
     killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
+    stalled_run_is_left_to_later_workers,
     stopped_worker_gives_its_run_back,
     three_workers_one_killed,
 )
@@ -33,6 +35,12 @@ def test_a_paused_worker_has_its_writes_refused(pg_dsn: str, tmp_path: Path) -> 
 
 def test_a_killed_workers_runs_are_taken_over_and_counted(pg_dsn: str, tmp_path: Path) -> None:
     killed_workers_runs_are_taken_over(pg_dsn, tmp_path)
+
+
+def test_a_stalled_run_is_left_to_later_workers_until_its_log_grows(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    stalled_run_is_left_to_later_workers(pg_dsn, tmp_path)
 
 
 def test_sigterm_gives_the_runs_back_at_once(pg_dsn: str, tmp_path: Path) -> None:
@@ -170,3 +178,42 @@ def test_the_workers_live_through_a_database_restart(tmp_path: Path) -> None:
             cluster.start()
 
         database_restarts(db, tmp_path, restart)
+
+
+def test_the_workers_listener_reports_a_lost_connection_in_one_line(
+    pg_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server ends the worker's listening connection: psycopg's message runs over
+    several lines (and may hold the URL); the warning is one line, naming the database as
+    every message does (no password), and the listener listens again."""
+    import logging
+    import time
+
+    from flowc.runtime.worker import PgNotifier
+
+    wakes: list[str | None] = []
+    notifier = PgNotifier(pg_dsn)
+    caplog.set_level(logging.WARNING, logger="flowc")
+    notifier.start(wakes.append)
+    try:
+        deadline = time.monotonic() + 10
+        while wakes != [None]:
+            assert time.monotonic() < deadline, "the listener never listened"
+            time.sleep(0.02)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            ended = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE query LIKE 'LISTEN%%' AND pid <> pg_backend_pid()"
+            ).fetchall()
+        assert ended == [(True,)]
+        while wakes != [None, None]:  # listening again: look at the store
+            assert time.monotonic() < deadline + 10, "the listener did not listen again"
+            time.sleep(0.02)
+    finally:
+        notifier.stop()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings, "the lost connection was not said"
+    from flowc.runtime.pgstore import redact
+
+    for message in warnings:
+        assert "\n" not in message and message.startswith(redact(pg_dsn)), message

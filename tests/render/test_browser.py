@@ -160,6 +160,10 @@ def test_mermaid_goldens_render_with_the_real_mermaid(page: Any) -> None:
         ],
     )
     texts["marked quoting (legend)"] = marked.mermaid
+    styled = flowc.render(
+        flowc.compile_flow((ROOT / "tests/cases/render/style.flow").read_text(encoding="utf-8"))
+    )
+    texts["style (as rendered now)"] = styled.mermaid
     page.set_content('<!DOCTYPE html><html><body><div id="out"></div></body></html>')
     page.add_script_tag(path=str(MERMAID_JS))
     page.evaluate("mermaid.initialize({startOnLoad: false, securityLevel: 'strict'})")
@@ -198,6 +202,16 @@ def test_mermaid_goldens_render_with_the_real_mermaid(page: Any) -> None:
                 '\\"really long\\"' in result["text"]
                 and "rule 1, line 10: from user-1" in result["text"]
             )
+        if "style" in name:
+            # `</style>`, `style: #1;` and `classDef` in names and values print as written:
+            # Mermaid cut the last `;` off such a line, showing `#gt`, `#96` or `#quot`
+            for node in styled.diagram.nodes:
+                assert node.title in result["text"], node.title
+            for edge in styled.diagram.edges:
+                assert all(line in result["text"] for line in edge.label), edge.label
+            assert not re.search(r"#(gt|lt|quot|96|35)\b", result["text"]), result["text"]
+            # no `</style>` of theirs ends Mermaid's style sheet or opens an element
+            assert result["svg"].count("</style>") == result["svg"].count("<style")
         if "directive" in name:
             # `%%{init: ...}%%` in a name or reason prints as written and configures nothing:
             # no injected CSS, no dark theme, the page's strict security level kept

@@ -5,6 +5,7 @@ renders the same text with the real Mermaid library)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -48,6 +49,32 @@ def test_no_name_or_reason_can_become_a_mermaid_directive() -> None:
     body = text.split("---\n")[-1]
     assert "%%" not in text and "{init" not in body and "'" not in body
     assert text.startswith('---\ntitle: "\\u0025\\u0025{init: ')  # YAML reads it back as `%%{init`
+
+
+#: what Mermaid (11.x, ``encodeEntities``) takes for a style statement before it parses a
+#: diagram, and cuts the last ``;`` of: the entity that ``;`` ended then shows as written
+MERMAID_STYLE_LINE = (re.compile(r"style.*:\S*#.*;"), re.compile(r"classDef.*:\S*#.*;"))
+MERMAID_ENTITY = re.compile(r"#(\w+);")
+
+
+def _entities_decoded(label: str) -> str:
+    named = {"quot": '"', "amp": "&", "lt": "<", "gt": ">"}
+    return MERMAID_ENTITY.sub(lambda m: chr(int(m[1])) if m[1].isdigit() else named[m[1]], label)
+
+
+def test_a_label_holding_style_keeps_its_entities() -> None:
+    """`</style>` (or `style ...: #...;`, `classDef`) in a name or value: no label line is
+    one Mermaid cuts a `;` off, and each label reads back as written."""
+    _, d = diagram_of((CASE.parent / "style.flow").read_text(encoding="utf-8"))
+    text = render_mermaid(d)
+    labels = [line for line in text.splitlines() if line.startswith("  n")]
+    assert any("</style>" in n.title for n in d.nodes)
+    for line in labels:
+        assert not any(p.search(line) for p in MERMAID_STYLE_LINE), line
+    for node in d.nodes:
+        assert _entities_decoded(mermaid_text(node.title)) == node.title
+    for edge in d.edges:
+        assert all(_entities_decoded(mermaid_text(x)) == x for x in edge.label)
 
 
 def test_mermaid_ids_are_generated_so_keywords_cannot_clash() -> None:

@@ -158,3 +158,52 @@ def test_other_commands_end_the_same_way(flow: tuple[Path, Path], tmp_path: Path
     done = into_closed_pipe(flowc("log", "--db", str(db)), tmp_path)
     assert done.returncode == 141
     assert clean(done.stderr) == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compile", "FLOW"],
+        ["render", "-f", "dot", "FLOW"],
+        ["render", "-f", "mermaid", "FLOW"],
+        ["fmt", "-"],
+        ["decompile", "GRAPH"],
+        ["scenarios", "FLOW"],
+        ["diff", "FLOW", "OTHER"],
+        ["check", "FLOW"],
+    ],
+    ids=lambda args: " ".join(args[:3]),
+)
+def test_every_command_ends_with_141_when_its_output_is_closed(
+    args: list[str], tmp_path: Path
+) -> None:
+    """A command whose whole output fits in stdout's buffer meets the broken pipe only
+    when the buffer is flushed: that ends it with 141 too, quietly (it used to end at
+    exit with Python's "Exception ignored" and status 120). The environment leaves stdout
+    buffered, as it is in a shell (without PYTHONUNBUFFERED, which writes at once)."""
+    flow = ROOT / "examples" / "feedback_loop.flow"
+    graph = tmp_path / "graph.json"
+    compiled = subprocess.run(
+        flowc("compile", str(flow)), capture_output=True, cwd=tmp_path, timeout=120, check=True
+    )
+    graph.write_bytes(compiled.stdout)
+    names = {"FLOW": str(flow), "GRAPH": str(graph), "OTHER": str(ROOT / "examples" / "star.flow")}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = str(ROOT)  # this checkout's flowc, wherever the process starts
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        with flow.open("rb") as stdin:
+            done = subprocess.run(
+                flowc(*(names.get(a, a) for a in args)),
+                stdin=stdin,
+                stdout=write,
+                stderr=subprocess.PIPE,
+                cwd=tmp_path,
+                env=env,
+                timeout=120,
+            )
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr.decode()
+    clean(done.stderr)

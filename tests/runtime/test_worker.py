@@ -19,6 +19,7 @@ from tests.runtime.worker_harness import (
     killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
     rr_script,
+    stalled_run_is_left_to_later_workers,
     start_worker,
     stop_worker,
     stopped_worker_gives_its_run_back,
@@ -87,6 +88,10 @@ def test_a_run_that_stalls_is_parked_not_retried(tmp_path: Path) -> None:
         store.close()
     finally:
         stop_worker(worker)
+
+
+def test_a_stalled_run_is_left_to_later_workers_until_its_log_grows(tmp_path: Path) -> None:
+    stalled_run_is_left_to_later_workers(str(tmp_path / "runs.db"), tmp_path)
 
 
 def test_submit_checks_the_script_and_writes_nothing_when_it_is_wrong(tmp_path: Path) -> None:
@@ -174,3 +179,40 @@ def test_a_run_started_by_flowc_run_is_left_to_its_owner(tmp_path: Path) -> None
     store = SqliteStore(db)
     assert sum(1 for e in store.read(cid) if e.event_type in ("ag2.msg.text", "ag2.packet")) == 4
     store.close()
+
+
+def test_every_event_is_one_line_whatever_its_message_holds(tmp_path: Path) -> None:
+    """An agent's error over several lines (as a database's often is), and a speaker whose
+    name holds a control character: each event is still one line of the worker's log,
+    its line breaks written as ``\\n`` (a tab stays a tab)."""
+    import json
+
+    db = tmp_path / "runs.db"
+    flow = tmp_path / "two.flow"
+    flow.write_text("speaker a: human\nspeaker `b \x1b[2J`\nwhen from a then `b \x1b[2J`\n")
+    agents = tmp_path / "agents.py"
+    agents.write_text(
+        "async def fail(turn):\n"
+        "    raise RuntimeError('cannot answer\\nDETAIL:  the model went away\\n\\tHINT: later')\n"
+        "AGENTS = {'b \\x1b[2J': fail}\n"
+    )
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"kickoff": "hi", "script": {}}))
+    proc = flowc("submit", str(flow), "--script", str(script), "--db", str(db))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    cid = out.decode().strip()
+    log = tmp_path / "w.log"
+    worker = start_worker(str(db), log, "--agents", str(agents))
+    try:
+        deadline = time.monotonic() + 30
+        while not events(log, "stalled"):
+            assert time.monotonic() < deadline and worker.poll() is None, log.read_text()
+            time.sleep(0.05)
+    finally:
+        stop_worker(worker)
+    lines = log.read_text().splitlines()
+    assert all(line.split(" ", 1)[0] in ("worker", "claimed", "stalled") for line in lines), lines
+    [stalled] = [line for line in lines if line.startswith("stalled ")]
+    assert stalled.startswith(f"stalled {cid} on b \\x1b[2J: RuntimeError: cannot answer\\n")
+    assert "DETAIL:  the model went away\\n\tHINT: later" in stalled

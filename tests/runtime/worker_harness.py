@@ -515,3 +515,57 @@ def database_restarts(
     finally:
         kill_left(procs)
         store.close()
+
+
+def stalled_run_is_left_to_later_workers(db: str, folder: Path) -> None:
+    """A run that stalls is claimed once: the worker that stalled it leaves it, and so do
+    workers started later, until its log grows (`flowc resume`); then it is claimed
+    again. A later worker is known to have looked at the stalled run once it has closed
+    a run submitted after it (workers look at the open runs oldest first)."""
+    flow = folder / "rr.flow"
+    flow.write_text(RR_FLOW.format(max_turns=30))
+    short, full = folder / "short.json", folder / "full.json"
+    short.write_text(json.dumps(rr_script(10)))  # 10 of the 30 turns
+    full.write_text(json.dumps(rr_script(30)))
+    [stalled] = submit(db, flow, short, 1)
+    first = folder / "first.log"
+    worker = start_worker(db, first)
+    try:
+        wait_until(lambda: stalled in events(first, "stalled"), 30, "the run to stall", [worker])
+    finally:
+        stop_worker(worker)
+    for i in range(2):  # workers started after it: none takes it
+        log = folder / f"later{i}.log"
+        worker = start_worker(db, log)
+        try:
+            [fresh] = submit(db, flow, full, 1)
+            wait_until(
+                lambda run=fresh, log=log: run in events(log, "closed"),
+                30,
+                "a new run to close",
+                [worker],
+            )
+        finally:
+            stop_worker(worker)
+        assert events(log, "claimed") == [fresh], log.read_text()
+    assert events(first, "claimed") == events(first, "stalled") == [stalled]
+    # its log grows (a person answers the next turn): workers take it again
+    (folder / "eleven.json").write_text(json.dumps(rr_script(11)))
+    resumed = flowc("resume", stalled, "--db", db, "--script", str(folder / "eleven.json"))
+    _, err = resumed.communicate(timeout=60)
+    assert resumed.returncode == 1, err.decode()  # one turn more, and stalled again
+    log = folder / "after.log"
+    worker = start_worker(db, log)
+    try:
+        wait_until(
+            lambda: stalled in events(log, "stalled"), 30, "the run to stall again", [worker]
+        )
+    finally:
+        stop_worker(worker)
+    assert events(log, "claimed") == [stalled]
+    store = open_db(db)
+    try:
+        packets = [e for e in store.read(stalled) if e.event_type in ("ag2.msg.text", "ag2.packet")]
+        assert len(packets) == 11  # the kickoff, 9 turns the first worker ran, 1 by hand
+    finally:
+        store.close()

@@ -43,8 +43,9 @@ from flowc.compiler.analysis.system import System, system_of_flow, system_of_gra
 from flowc.compiler.describe import condition_text, rule_ref, target_text
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
-from flowc.diagnostics import counted, elide
+from flowc.diagnostics import MAX_QUOTED, counted, elide
 from flowc.dsl.formatter import format_name, format_value
+from flowc.escaping import Code, Phrase, Quoted, as_phrase, phrase
 from flowc.source import SourceFile
 
 
@@ -74,16 +75,23 @@ class Version:
 
 @attrs.frozen
 class Change:
-    """One change; ``kind`` is a stable identifier (JSON), ``text`` the sentence shown."""
+    """One change; ``kind`` is a stable identifier (JSON), ``phrase`` the sentence shown:
+    flowc's words and the pieces of the flows it quotes, as :attr:`text` or as Markdown."""
 
     kind: str
-    text: str
+    phrase: Phrase = attrs.field(converter=as_phrase)
     subject: str = ""  # what it is about (a speaker, a rule, a key, ...)
     run: tuple[Turn, ...] | None = None  # the distinguishing run (behavioural changes)
     old: Routed | None = None  # how each side routes after the run's last turn
     new: Routed | None = None
-    then: tuple[str, ...] = ()  # after the divergence: how the changed side goes on to the event
+    #: after the divergence: how the changed side goes on to the event, one step a phrase
+    then: tuple[Phrase, ...] = ()
     then_side: str = ""  # "old" or "new"
+
+    @property
+    def text(self) -> str:
+        """The sentence as text (the names and rules it quotes in backquotes)."""
+        return str(self.phrase)
 
 
 SAME, CHANGED, UNKNOWN = "same", "changed", "unknown"
@@ -108,7 +116,7 @@ class FlowDiff:
     #: why the verdict is UNKNOWN
     reason: str = ""
     #: what could not be compared, and what was assumed for what a side does not carry
-    notes: tuple[str, ...] = ()
+    notes: tuple[Phrase, ...] = ()
 
     @property
     def behaviour_changed(self) -> bool | None:
@@ -274,8 +282,15 @@ def _tools(version: Version) -> dict[tuple[str, str], str]:
     }
 
 
-def _show(value: Any) -> str:
-    return format_value(value)
+def _show(value: Any) -> Quoted:
+    return Quoted(format_value(value))
+
+
+def _names(names: list[str] | tuple[str, ...], empty: str = "") -> Phrase:
+    """Names as a `.flow` writes them, joined by commas (``empty`` for none)."""
+    if not names:
+        return phrase(empty)
+    return phrase(", ").join(phrase(Quoted(format_name(n))) for n in names)
 
 
 def structural_changes(
@@ -288,16 +303,22 @@ def structural_changes(
     o_sp, n_sp = old.speaker_names(), new.speaker_names()
     for s in n_sp:
         if s not in o_sp:
-            yield Change("speaker-added", f"speaker `{format_name(s)}` added", s)
+            yield Change("speaker-added", phrase("speaker ", Code(format_name(s)), " added"), s)
     for s in o_sp:
         if s not in n_sp:
-            yield Change("speaker-removed", f"speaker `{format_name(s)}` removed", s)
+            yield Change("speaker-removed", phrase("speaker ", Code(format_name(s)), " removed"), s)
     common_o, common_n = [s for s in o_sp if s in n_sp], [s for s in n_sp if s in o_sp]
     if common_o != common_n:
         yield Change(
             "speakers-reordered",
-            "speaker order (the order `next` goes round): "
-            f"{', '.join(map(format_name, o_sp))} → {', '.join(map(format_name, n_sp))}",
+            phrase(
+                "speaker order (the order ",
+                Code("next"),
+                " goes round): ",
+                _names(o_sp),
+                " → ",
+                _names(n_sp),
+            ),
         )
     oh, nh = _humans(old), _humans(new)
     for s in o_sp if declarations else ():
@@ -306,16 +327,22 @@ def structural_changes(
             if was != now:
                 yield Change(
                     "speaker-changed",
-                    f"speaker `{format_name(s)}` is now {'a human' if now else 'a model agent'}",
+                    phrase(
+                        "speaker ",
+                        Code(format_name(s)),
+                        f" is now {'a human' if now else 'a model agent'}",
+                    ),
                     s,
                 )
     o_w, n_w = (_human_writes(old), _human_writes(new)) if declarations else ({}, {})
     for s in o_sp:
         if s in n_sp and s in oh and s in nh and o_w.get(s, ()) != n_w.get(s, ()):
-            before = ", ".join(format_name(k) for k in o_w.get(s, ())) or "nothing"
-            after = ", ".join(format_name(k) for k in n_w.get(s, ())) or "nothing"
+            before = _names(o_w.get(s, ()), "nothing")
+            after = _names(n_w.get(s, ()), "nothing")
             yield Change(
-                "speaker-writes", f"human `{format_name(s)}` writes: {before} → {after}", s
+                "speaker-writes",
+                phrase("human ", Code(format_name(s)), " writes: ", before, " → ", after),
+                s,
             )
     # tools
     o_t, n_t = (_tools(old.version), _tools(new.version)) if declarations else ({}, {})
@@ -324,13 +351,30 @@ def structural_changes(
         if key not in o_t:
             yield Change(
                 "tool-added",
-                f"tool `{format_name(tool)}` of `{format_name(who)}` added ({effects})",
+                phrase(
+                    "tool ",
+                    Code(format_name(tool)),
+                    " of ",
+                    Code(format_name(who)),
+                    " added (",
+                    Quoted(effects),
+                    ")",
+                ),
                 f"{who}.{tool}",
             )
         elif o_t[key] != effects:
             yield Change(
                 "tool-changed",
-                f"tool `{format_name(tool)}` of `{format_name(who)}`: {o_t[key]} → {effects}",
+                phrase(
+                    "tool ",
+                    Code(format_name(tool)),
+                    " of ",
+                    Code(format_name(who)),
+                    ": ",
+                    Quoted(o_t[key]),
+                    " → ",
+                    Quoted(effects),
+                ),
                 f"{who}.{tool}",
             )
     for key in o_t:
@@ -338,28 +382,41 @@ def structural_changes(
             who, tool = key
             yield Change(
                 "tool-removed",
-                f"tool `{format_name(tool)}` of `{format_name(who)}` removed",
+                phrase(
+                    "tool ", Code(format_name(tool)), " of ", Code(format_name(who)), " removed"
+                ),
                 f"{who}.{tool}",
             )
     # context defaults
     oc, nc = (old.version.context, new.version.context) if context else ({}, {})
     for k, v in nc.items():
         if k not in oc:
-            yield Change("context-added", f"context `{format_name(k)}` = {_show(v)} added", k)
+            yield Change(
+                "context-added",
+                phrase("context ", Code(format_name(k)), " = ", _show(v), " added"),
+                k,
+            )
         elif oc[k] != v or type(oc[k]) is not type(v):
             yield Change(
-                "context-changed", f"context `{format_name(k)}`: {_show(oc[k])} → {_show(v)}", k
+                "context-changed",
+                phrase("context ", Code(format_name(k)), ": ", _show(oc[k]), " → ", _show(v)),
+                k,
             )
     for k in oc:
         if k not in nc:
             yield Change(
-                "context-removed", f"context `{format_name(k)}` = {_show(oc[k])} removed", k
+                "context-removed",
+                phrase("context ", Code(format_name(k)), " = ", _show(oc[k]), " removed"),
+                k,
             )
     yield from rule_changes(old.rules, new.rules)
     # default, cap, start
     od, nd = target_text(so.default, old.names), target_text(sn.default, new.names)
     if od != nd:
-        yield Change("default-changed", f"default: `otherwise {od}` → `otherwise {nd}`")
+        yield Change(
+            "default-changed",
+            phrase("default: ", Code(f"otherwise {od}"), " → ", Code(f"otherwise {nd}")),
+        )
     if so.max_turns != sn.max_turns:
         yield Change(
             "cap-changed", f"max_turns: {so.max_turns or 'none'} → {sn.max_turns or 'none'}"
@@ -367,14 +424,22 @@ def structural_changes(
     if so.speakers[so.initiator] != sn.speakers[sn.initiator]:
         yield Change(
             "initiator-changed",
-            f"initiator: `{format_name(so.speakers[so.initiator])}` → "
-            f"`{format_name(sn.speakers[sn.initiator])}`",
+            phrase(
+                "initiator: ",
+                Code(format_name(so.speakers[so.initiator])),
+                " → ",
+                Code(format_name(sn.speakers[sn.initiator])),
+            ),
         )
     if so.speakers[so.start] != sn.speakers[sn.start]:
         yield Change(
             "start-changed",
-            f"start: `{format_name(so.speakers[so.start])}` → "
-            f"`{format_name(sn.speakers[sn.start])}`",
+            phrase(
+                "start: ",
+                Code(format_name(so.speakers[so.start])),
+                " → ",
+                Code(format_name(sn.speakers[sn.start])),
+            ),
         )
 
 
@@ -415,21 +480,35 @@ def rule_changes(old: list[_RuleView], new: list[_RuleView]) -> Iterator[Change]
         if o.when != n.when:
             yield Change(
                 "rule-condition",
-                f"{n.number}: condition `{elide(o.when)}` → `{elide(n.when)}`"
-                f" (`then {elide(n.then)}`)",
+                phrase(
+                    f"{n.number}: condition ",
+                    Code(elide(o.when)),
+                    " → ",
+                    Code(elide(n.when)),
+                    " (",
+                    Code(f"then {elide(n.then)}"),
+                    ")",
+                ),
                 subject,
             )
         if o.then != n.then:
             yield Change(
                 "rule-target",
-                f"{n.number}: `when {elide(n.when)}` now goes to "
-                f"`{elide(n.then)}` (was `{elide(o.then)}`)",
+                phrase(
+                    f"{n.number}: ",
+                    Code(f"when {elide(n.when)}"),
+                    " now goes to ",
+                    Code(elide(n.then)),
+                    " (was ",
+                    Code(elide(o.then)),
+                    ")",
+                ),
                 subject,
             )
         if o.priority != n.priority:
             yield Change(
                 "rule-priority",
-                f"{n.number}: priority {o.priority} → {n.priority} (`{n.text()}`)",
+                phrase(f"{n.number}: priority {o.priority} → {n.priority} (", Code(n.text()), ")"),
                 subject,
             )
     order_old = [o.index for o, _ in sorted(pairs, key=lambda p: p[0].rank)]
@@ -448,15 +527,23 @@ def rule_changes(old: list[_RuleView], new: list[_RuleView]) -> Iterator[Change]
             if o.index - shifted != n.index:
                 yield Change(
                     "rule-moved",
-                    f"{n.number}: `{n.text()}` moved from {o.where}"
-                    + ("" if moved_in_eval else " (evaluation order kept)"),
+                    phrase(
+                        f"{n.number}: ",
+                        Code(n.text()),
+                        f" moved from {o.where}",
+                        "" if moved_in_eval else " (evaluation order kept)",
+                    ),
                     f"rule {n.index + 1}",
                 )
     for r in added:
-        yield Change("rule-added", f"{r.number}: `{r.text()}` added", f"rule {r.index + 1}")
+        yield Change(
+            "rule-added", phrase(f"{r.number}: ", Code(r.text()), " added"), f"rule {r.index + 1}"
+        )
     for r in removed:
         yield Change(
-            "rule-removed", f"`{r.text()}` ({r.where} of OLD) removed", f"old rule {r.index + 1}"
+            "rule-removed",
+            phrase(Code(r.text()), f" ({r.where} of OLD) removed"),
+            f"old rule {r.index + 1}",
         )
 
 
@@ -490,7 +577,7 @@ class _Witness:
 
     def find(
         self, side: str, targets: set[int], fired: int | None = None, reason: str | None = None
-    ) -> tuple[Divergence, tuple[str, ...]] | None:
+    ) -> tuple[Divergence, tuple[Phrase, ...]] | None:
         me = self.sides[side]
         if not targets and fired is None and reason is None:
             return None
@@ -526,7 +613,7 @@ class _Witness:
         _, d, node = best
         return d, (self._continuation(me, node, targets) if node is not None else ())
 
-    def _continuation(self, side: _Side, node: int, targets: set[int]) -> tuple[str, ...]:
+    def _continuation(self, side: _Side, node: int, targets: set[int]) -> tuple[Phrase, ...]:
         space = side.facts.space
         # breadth-first from the node to the nearest target
         parent: dict[int, int] = {node: node}
@@ -553,19 +640,23 @@ class _Witness:
         out = []
         for u, v in itertools.pairwise(path):
             step = space.step_between(u, v)
-            who = format_name(side.system.speakers[space.speaker_of(u)])
-            out.append(f"{who} ({format_name(step.action.tool)})" if step.action.tool else who)
+            who = Quoted(format_name(side.system.speakers[space.speaker_of(u)]))
+            out.append(
+                phrase(who, " (", Quoted(format_name(step.action.tool)), ")")
+                if step.action.tool
+                else phrase(who)
+            )
         key = space.keys[path[-1]]
         out.append(
-            f"terminate {format_value(key[1])}"
+            phrase("terminate ", Quoted(format_value(key[1])))
             if key[0] == "end"
-            else format_name(side.system.speakers[space.speaker_of(path[-1])])
+            else phrase(Quoted(format_name(side.system.speakers[space.speaker_of(path[-1])])))
         )
         return tuple(out)
 
 
 def _with_run(
-    change: Change, found: tuple[Divergence, tuple[str, ...]] | None, side: str
+    change: Change, found: tuple[Divergence, tuple[Phrase, ...]] | None, side: str
 ) -> Change:
     if found is None:
         return change
@@ -581,13 +672,19 @@ def behavioural_changes(
     ro, rn = old.reachable, new.reachable
     for s in sorted(rn - ro, key=new.system.speakers.index):
         yield _with_run(
-            Change("speaker-reachable", f"`{format_name(s)}` now speaks in some runs", s),
+            Change(
+                "speaker-reachable", phrase(Code(format_name(s)), " now speaks in some runs"), s
+            ),
             w.find("new", _speaker_nodes(new, s)),
             "new",
         )
     for s in sorted(ro - rn, key=old.system.speakers.index):
         yield _with_run(
-            Change("speaker-unreachable", f"`{format_name(s)}` no longer speaks in any run", s),
+            Change(
+                "speaker-unreachable",
+                phrase(Code(format_name(s)), " no longer speaks in any run"),
+                s,
+            ),
             w.find("old", _speaker_nodes(old, s)),
             "old",
         )
@@ -601,7 +698,7 @@ def behavioural_changes(
                 yield _with_run(
                     Change(
                         "rule-dead",
-                        f"{n.number}: `{n.text()}` can no longer fire",
+                        phrase(f"{n.number}: ", Code(n.text()), " can no longer fire"),
                         f"rule {n.index + 1}",
                     ),
                     w.find("old", _events(old, o.index), fired=o.index),
@@ -611,7 +708,7 @@ def behavioural_changes(
                 yield _with_run(
                     Change(
                         "rule-live",
-                        f"{n.number}: `{n.text()}` now fires in some runs",
+                        phrase(f"{n.number}: ", Code(n.text()), " now fires in some runs"),
                         f"rule {n.index + 1}",
                     ),
                     w.find("new", _events(new, n.index), fired=n.index),
@@ -621,7 +718,7 @@ def behavioural_changes(
             if n.index not in live_n:
                 yield Change(
                     "rule-dead",
-                    f"{n.number}: the added rule `{n.text()}` can never fire",
+                    phrase(f"{n.number}: the added rule ", Code(n.text()), " can never fire"),
                     f"rule {n.index + 1}",
                 )
     # endings
@@ -629,14 +726,14 @@ def behavioural_changes(
     declared_new = _declared_reasons(new)
     for reason in sorted(en - eo):
         yield _with_run(
-            Change("ending-added", f"runs can now end with {_reason(reason)}", reason),
+            Change("ending-added", phrase("runs can now end with ", _reason(reason)), reason),
             w.find("new", _end_nodes(new, reason), reason=reason),
             "new",
         )
     for reason in sorted(eo - en):
         gone = "is no longer reachable" if reason in declared_new else "is gone"
         yield _with_run(
-            Change("ending-removed", f"ending {_reason(reason)} {gone}", reason),
+            Change("ending-removed", phrase("ending ", _reason(reason), f" {gone}"), reason),
             w.find("old", _end_nodes(old, reason), reason=reason),
             "old",
         )
@@ -649,9 +746,10 @@ def behavioural_changes(
         was = _finding(old, code)
         now = _finding(new, code)
         if now is not None and was is None:
-            text = f"{what} appears ({code}): {now}"
+            # the checker's message quotes names of the flow: a piece of it, as a whole
+            text = phrase(f"{what} appears ({code}): ", Quoted(now))
             if code == "W212":
-                text = (
+                text = phrase(
                     f"the shortest run to an ending ({_turns(new.shortest_end())}) is now longer than "
                     f"max_turns {new.system.max_turns} ({code})"
                 )
@@ -661,7 +759,7 @@ def behavioural_changes(
                 "new",
             )
         elif was is not None and now is None:
-            text = (
+            text = phrase(
                 f"{what} is gone ({code})"
                 if code != "W212"
                 else f"the shortest run to an ending ({_turns(new.shortest_end())}) now fits in max_turns ({code})"
@@ -703,8 +801,8 @@ def _turns(n: int | None) -> str:
     return "none" if n is None else counted(n, "turn")
 
 
-def _reason(reason: str) -> str:
-    return "`max_turns`" if reason == MAX_TURNS else f"`terminate {format_value(reason)}`"
+def _reason(reason: str) -> Code:
+    return Code("max_turns" if reason == MAX_TURNS else f"terminate {format_value(reason)}")
 
 
 def _finding(side: _Side, code: str) -> str | None:
@@ -744,7 +842,7 @@ def diff_versions(
     options = options or CheckOptions()
     implicit = old.compiled is None or new.compiled is None or _bare(old) != _bare(new)
     as_graphs = as_graphs or implicit
-    notes: list[str] = []
+    notes: list[Phrase] = []
     assumed = {
         "old": _assumed_for(old, new, "NEW", notes),
         "new": _assumed_for(new, old, "OLD", notes),
@@ -762,9 +860,11 @@ def diff_versions(
         )
         notes.insert(
             0,
-            "not compared: speaker kinds (human or model), tool declarations and humans' "
-            f"writes, which {what} does not carry; both are compared as graphs (any "
-            "participant may call any tool and write any context)",
+            phrase(
+                "not compared: speaker kinds (human or model), tool declarations and humans' "
+                f"writes, which {what} does not carry; both are compared as graphs (any "
+                "participant may call any tool and write any context)"
+            ),
         )
     context = all(
         v.compiled is not None or (v.loaded is not None and v.loaded.is_knobs) for v in (old, new)
@@ -830,7 +930,7 @@ def _side_name(version: Version, old: Version) -> str:
 
 
 def _assumed_for(
-    version: Version, other: Version, other_name: str, notes: list[str]
+    version: Version, other: Version, other_name: str, notes: list[Phrase]
 ) -> _Assumed | None:
     """For a JSON graph: what it does not carry, taken from the other side when that is a
     `.flow` (or a knobs dict, for the context), with a note saying so."""
@@ -848,15 +948,24 @@ def _assumed_for(
         full = tuple(dict.fromkeys([*participants, *ids]))
         if full != ids:
             notes.append(
-                f"{me} is a graph, which does not carry the channel's participants: it is run "
-                f"with {other_name}'s ({', '.join(map(format_name, participants))}, in that order); "
-                "a run of it needs them as its script's `participants`"
+                phrase(
+                    f"{me} is a graph, which does not carry the channel's participants: it is "
+                    f"run with {other_name}'s (",
+                    _names(participants),
+                    ", in that order); a run of it needs them as its script's ",
+                    Code("participants"),
+                )
             )
         if initiator != loaded.graph.initial_speaker and _routes_to_initiator(loaded.graph):
             notes.append(
-                f"{me} is a graph, which does not carry the initiator: it is run with "
-                f"{other_name}'s, `{format_name(initiator)}` (a run of it needs it as its "
-                "script's `creator`)"
+                phrase(
+                    f"{me} is a graph, which does not carry the initiator: it is run with "
+                    f"{other_name}'s, ",
+                    Code(format_name(initiator)),
+                    " (a run of it needs it as its script's ",
+                    Code("creator"),
+                    ")",
+                )
             )
     context = None
     if not loaded.is_knobs:
@@ -868,8 +977,12 @@ def _assumed_for(
         if other_context:
             context = other_context
             notes.append(
-                f"{me} is a graph dict without `context_vars`: it is run with {other_name}'s "
-                "initial context, and the initial context is not compared"
+                phrase(
+                    f"{me} is a graph dict without ",
+                    Code("context_vars"),
+                    f": it is run with {other_name}'s initial context, and the initial "
+                    "context is not compared",
+                )
             )
     if not participants and initiator is None and context is None:
         return None
@@ -886,29 +999,57 @@ def _routes_to_initiator(graph: m.TransitionGraph) -> bool:
 # ── output ────────────────────────────────────────────────────────────────────
 
 
-def turn_label(turn: Turn) -> str:
-    parts = []
+def turn_phrase(turn: Turn) -> Phrase:
+    """A turn of a run: its speaker, and in parentheses its tool call (and effects), the
+    context values and the custom conditions and targets it assumes."""
+    parts: list[Phrase] = []
     if turn.tool is not None:
-        parts.append(format_name(turn.tool) + (f": {turn.effects}" if turn.effects else ""))
-    parts += [
-        f"{format_name(k)} = {'unset' if v is None else (v if v == 'another value' else format_value(v))}"
-        for k, v in turn.context
-    ]
-    parts += [f"{c} is {'true' if v else 'false'}" for c, v in turn.assumed]
-    parts += list(turn.chosen)
-    name = format_name(turn.speaker)
-    return f"{name} ({'; '.join(parts)})" if parts else name
+        parts.append(
+            phrase(
+                Quoted(format_name(turn.tool)),
+                *((": ", Quoted(turn.effects)) if turn.effects else ()),
+            )
+        )
+    for k, v in turn.context:
+        value: str | Quoted = (
+            "unset" if v is None else v if v == "another value" else Quoted(format_value(v))
+        )
+        parts.append(phrase(Quoted(format_name(k)), " = ", value))
+    parts += [phrase(Quoted(c), f" is {'true' if v else 'false'}") for c, v in turn.assumed]
+    parts += [phrase(Quoted(c)) for c in turn.chosen]
+    name = Quoted(format_name(turn.speaker))
+    return phrase(name, " (", phrase("; ").join(parts), ")") if parts else phrase(name)
+
+
+def turn_label(turn: Turn) -> str:
+    return str(turn_phrase(turn))
+
+
+def _elided(p: Phrase) -> Phrase:
+    """``p``, or its text cut short around a ``...`` (:func:`elide`), then quoted whole."""
+    text = str(p)
+    return p if len(text) <= MAX_QUOTED else phrase(Quoted(elide(text)))
+
+
+def run_phrase(turns: tuple[Turn, ...]) -> Phrase:
+    """A run, its turns joined by arrows, each cut short when it is long."""
+    if not turns:
+        return phrase("(the kickoff)")
+    return phrase(" → ").join(_elided(turn_phrase(t)) for t in turns)
 
 
 def render_run(turns: tuple[Turn, ...]) -> str:
-    if not turns:
-        return "(the kickoff)"
-    return " → ".join(elide(turn_label(t)) for t in turns)
+    return str(run_phrase(turns))
 
 
 def routed_text(r: Routed, rules: Mapping[int, str]) -> str:
+    return str(routed_phrase(r, rules))
+
+
+def routed_phrase(r: Routed, rules: Mapping[int, str]) -> Phrase:
+    """Where a side routes after a run: the next speaker or the ending, and by what."""
     if r.refused is not None:
-        return f"refuses the turn: {r.refused}"
+        return phrase("refuses the turn: ", Quoted(r.refused))
     where = (
         "the default"
         if r.fired == DEFAULT
@@ -919,13 +1060,13 @@ def routed_text(r: Routed, rules: Mapping[int, str]) -> str:
         else rules.get(r.fired, f"rule {r.fired + 1}")
     )
     goes = (
-        f"terminate {format_value(r.reason)}"
+        phrase("terminate ", Quoted(format_value(r.reason)))
         if r.next is None and r.reason != MAX_TURNS
-        else "stops at max_turns"
+        else phrase("stops at max_turns")
         if r.next is None
-        else format_name(r.next)
+        else phrase(Quoted(format_name(r.next)))
     )
-    return f"{goes} ({where})" if r.reason != MAX_TURNS else goes
+    return phrase(goes, f" ({where})") if r.reason != MAX_TURNS else goes
 
 
 def rule_labels(version: Version) -> dict[int, str]:

@@ -29,31 +29,12 @@ from flowc.compiler.render.diagram import (
     Node,
 )
 from flowc.compiler.render.options import COLORS, RenderOptions
+from flowc.escaping import dot_html as html_escape
+from flowc.escaping import dot_id
+
+__all__ = ["dot_id", "html_escape", "layout_cost", "render_dot"]
 
 FONT = "Helvetica"
-
-
-def dot_id(text: str) -> str:
-    """A quoted DOT id. Graphviz reads ``\\"`` as ``"`` and keeps ``\\\\`` as two
-    characters, so this is one-to-one: distinct names stay distinct ids.
-
-    >>> print(dot_id('say "hi"'))
-    "say \\"hi\\""
-    """
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def html_escape(text: str) -> str:
-    """Text for an HTML-like label.
-
-    >>> html_escape('a < "b" & c')
-    'a &lt; &quot;b&quot; &amp; c'
-    """
-    out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    # Graphviz collapses a doubled backslash to one even in HTML-like labels: double them
-    out = out.replace('"', "&quot;").replace("\\", "\\\\")
-    # control characters cannot appear in labels; show them as code points
-    return "".join(ch if ch >= " " else f"&#{ord(ch)};" for ch in out)
 
 
 def _attrs(items: list[tuple[str, str]]) -> str:

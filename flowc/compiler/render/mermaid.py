@@ -3,7 +3,8 @@
 Node ids are ``n0``, ``n1``, ... (so no name can clash with Mermaid's keywords such as
 ``end``); every label is a quoted string whose special characters are Mermaid entity
 codes (``#quot;``, ``#35;``, ``#96;``, ``#37;``, ``#123;``, ...), so quotes, backquoted
-names, ``#`` and ``%%{init: ...}%%`` print as written and never become a Mermaid directive.
+names, ``#``, ``</style>`` and ``%%{init: ...}%%`` print as written and never become a
+Mermaid directive or HTML.
 """
 
 from __future__ import annotations
@@ -29,33 +30,9 @@ from flowc.compiler.render.diagram import (
     Node,
 )
 from flowc.compiler.render.options import COLORS, RenderOptions
+from flowc.escaping import mermaid_text
 
-_ENTITIES = {
-    "#": "#35;",
-    '"': "#quot;",
-    "&": "#amp;",
-    "<": "#lt;",
-    ">": "#gt;",
-    "`": "#96;",
-    "|": "#124;",
-    # `%%{init: ...}%%` anywhere in the text is a Mermaid directive (theme, CSS, fetches):
-    # none of its characters may reach the text as themselves
-    "%": "#37;",
-    "{": "#123;",
-    "}": "#125;",
-    "'": "#39;",
-}
-
-
-def mermaid_text(text: str) -> str:
-    """Text for inside a quoted Mermaid label.
-
-    >>> mermaid_text('terminate "done" #1 `next`')
-    'terminate #quot;done#quot; #35;1 #96;next#96;'
-    >>> mermaid_text("%%{init: {'theme': 'dark'}}%%")
-    '#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;'
-    """
-    return "".join(_ENTITIES.get(ch, ch) if ch >= " " else f"#{ord(ch)};" for ch in text)
+__all__ = ["mermaid_text", "render_mermaid"]
 
 
 def _label(lines: list[str]) -> str:

@@ -1,0 +1,349 @@
+r"""How every output quotes what it takes from a flow: names, values, reasons, titles,
+messages that hold them, and file paths.
+
+A flow's text is anybody's: a pull request's, a JSON graph's (whose names may hold any
+character), a generated file's. Each output is read by something that acts on markup, so
+each quotes that text for its reader, in one of these ways:
+
+- **Markdown** (``flowc diff --format markdown``, a pull-request comment rendered as
+  GitHub Flavored Markdown): flowc's own words are plain text, with the characters
+  Markdown acts on backslash-escaped (:func:`md_text`); what comes from a flow is a code
+  span whose backquote fence is longer than any run of backquotes in it, padded with a
+  space where CommonMark strips one (:func:`md_code`). A :class:`Phrase` holds a sentence
+  as those pieces, so one sentence is written as text (backquotes around code) and as
+  Markdown alike. Nothing a name holds becomes an element, a link, an autolink or a
+  ``@mention``: those are never recognised inside a code span.
+- **XML** (JUnit, Cobertura, the SVG): the serialiser escapes ``<``, ``&`` and quotes;
+  characters XML 1.0 cannot hold at all (control characters) are written as visible
+  escapes (:func:`xml_chars`, :func:`visible`).
+- **Graphviz** labels are HTML-like labels (:func:`dot_html`), node names quoted DOT
+  ids (:func:`dot_id`); **Mermaid** labels use its entity codes (:func:`mermaid_text`).
+- **GitHub Actions workflow commands** (``::error file=...::message``): ``%``, ``\r`` and
+  ``\n`` are percent-encoded in the message, ``:`` and ``,`` too in a property
+  (:func:`workflow_data`, :func:`workflow_property`).
+- **SARIF** plain-text messages: ``[text](target)`` is an embedded link there, so ``[``,
+  ``]`` and the backslash are backslash-escaped (:func:`sarif_text`).
+- **Lines of a log** (``flowc worker``): one event, one line (:func:`one_line`).
+
+The HTML page quotes with :func:`html.escape`; JSON outputs need nothing beyond
+:func:`json.dumps`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import attrs
+
+__all__ = [
+    "Code",
+    "Phrase",
+    "Quoted",
+    "as_phrase",
+    "dot_html",
+    "dot_id",
+    "md_code",
+    "md_text",
+    "mermaid_text",
+    "one_line",
+    "phrase",
+    "sarif_text",
+    "visible",
+    "workflow_data",
+    "workflow_property",
+    "xml_chars",
+]
+
+
+# ── characters ────────────────────────────────────────────────────────────────
+
+
+def _escape_of(ch: str) -> str:
+    code = ord(ch)
+    short = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch)
+    if short is not None:
+        return short
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+#: what :func:`visible` writes as an escape: C0 controls but the tab, DEL, C1 controls
+#: (NEL among them), the line and paragraph separators, lone surrogates, U+FFFE, U+FFFF
+_INVISIBLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def visible(text: str) -> str:
+    r"""``text`` on one line, with every character that a terminal, a line reader or an
+    XML parser would act on (or refuse) written as an escape: ``\n``, ``\r``, ``\x1b``,
+    ``\u2028``. The tab and every printable character stay as they are.
+
+    >>> visible("a\nb\x1b[2J\u2028c\td")
+    'a\\nb\\x1b[2J\\u2028c\td'
+    """
+    return _INVISIBLE.sub(lambda m: _escape_of(m[0]), text)
+
+
+def one_line(text: str) -> str:
+    r"""``text`` as one line of a log: :func:`visible` (a database's error message often
+    runs over several lines).
+
+    >>> one_line('cannot connect\nDETAIL:  server closed the connection')
+    'cannot connect\\nDETAIL:  server closed the connection'
+    """
+    return visible(text)
+
+
+#: the characters XML 1.0 cannot hold, not even as a character reference
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_chars(text: str) -> str:
+    r"""``text`` with the characters XML 1.0 cannot hold (control characters but the tab
+    and line ends; lone surrogates; U+FFFE, U+FFFF) written as visible escapes: an XML
+    serialiser escapes ``<``, ``&`` and quotes, but writes these as they are, and the
+    document is then not XML.
+
+    >>> xml_chars("t\x01 <x>\n")
+    't\\x01 <x>\n'
+    """
+    return _NOT_XML.sub(lambda m: _escape_of(m[0]), text)
+
+
+# ── Markdown ──────────────────────────────────────────────────────────────────
+
+#: what CommonMark or GitHub act on in text: backslash escapes, code spans, emphasis,
+#: strikethrough, links and images, raw HTML and autolinks, entities, table cells,
+#: headings, math
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>&|~#$])")
+#: a name or a number, which Markdown shows as it is (no link, mention or markup can form)
+_PLAIN = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+def md_text(text: str) -> str:
+    r"""``text`` as Markdown that shows it as written: on one line (:func:`visible`), each
+    character Markdown acts on backslash-escaped (CommonMark lets any ASCII punctuation be
+    escaped). For flowc's own words: a name from a flow goes in :func:`md_code`.
+
+    >>> print(md_text("rule 1, transitions[0]: max_turns | <b>"))
+    rule 1, transitions\[0\]: max\_turns \| \<b\>
+    """
+    return _MD_SPECIAL.sub(r"\\\1", visible(text))
+
+
+def md_code(text: str, *, in_table: bool = False) -> str:
+    r"""``text`` as a Markdown code span that shows it as written, whatever it holds: on
+    one line (:func:`visible`: a line break would end the paragraph, and a line could
+    start a block of HTML), fenced by one backquote more than the longest run of
+    backquotes in it, padded with a space when it starts or ends with a backquote (or
+    with a space at both ends, which CommonMark strips one of).
+
+    ``in_table``: in a GFM table cell, where ``|`` ends the cell even inside a code span,
+    each ``|`` is an escaped ``\|`` between code spans.
+
+    >>> print(md_code("support desk"), md_code("a`b"), md_code("`x`"), md_code("a|b", in_table=True))
+    `support desk` ``a`b`` `` `x` `` `a`\|`b`
+    """
+    text = visible(text)
+    if in_table and "|" in text:
+        return "\\|".join(md_code(part) if part else "" for part in text.split("|"))
+    if not text:
+        return "` `"
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = (
+        " "
+        if text[0] == "`" or text[-1] == "`" or (text[0] == text[-1] == " " and text.strip(" "))
+        else ""
+    )
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+@attrs.frozen
+class Code:
+    """A piece of a flow that flowc's words quote as code: a rule, a condition, a name:
+    in backquotes as text, a code span in Markdown."""
+
+    text: str
+
+
+@attrs.frozen
+class Quoted:
+    """A name or value as a `.flow` writes it (a name backquoted when it is not an
+    identifier, a value as JSON), where flowc's words give it no backquotes of their own:
+    as it is in text; in Markdown as it is when it is a plain name or number, else a
+    code span."""
+
+    text: str
+
+
+Piece = str | Code | Quoted
+
+
+@attrs.frozen
+class Phrase:
+    """A sentence of flowc's words (``str`` pieces) and pieces of a flow (:class:`Code`,
+    :class:`Quoted`), written as text by ``str()`` and as Markdown by :meth:`markdown`.
+
+    >>> p = phrase("rule 2: ", Code("when from `a b` then c"), " moved; ", Quoted("next_one"))
+    >>> print(p)
+    rule 2: `when from `a b` then c` moved; next_one
+    >>> print(p.markdown())
+    rule 2: ``when from `a b` then c`` moved; next\\_one
+    """
+
+    pieces: tuple[Piece, ...] = ()
+
+    def __str__(self) -> str:
+        return "".join(
+            p if isinstance(p, str) else f"`{p.text}`" if isinstance(p, Code) else p.text
+            for p in self.pieces
+        )
+
+    def markdown(self, *, in_table: bool = False) -> str:
+        """The sentence as Markdown (``in_table``: for a GFM table cell, see
+        :func:`md_code`)."""
+        out = []
+        for p in self.pieces:
+            if isinstance(p, str):
+                out.append(md_text(p))
+            elif isinstance(p, Quoted) and _PLAIN.fullmatch(p.text):
+                out.append(md_text(p.text))
+            else:
+                out.append(md_code(p.text, in_table=in_table))
+        return "".join(out)
+
+    def __add__(self, other: Phrase | Piece) -> Phrase:
+        return phrase(self, other)
+
+    def __radd__(self, other: Piece) -> Phrase:
+        return phrase(other, self)
+
+    def join(self, phrases: Iterable[Phrase]) -> Phrase:
+        """The phrases with this one between each two (as :meth:`str.join`)."""
+        out: list[Phrase | Piece] = []
+        for i, p in enumerate(phrases):
+            if i:
+                out.append(self)
+            out.append(p)
+        return phrase(*out)
+
+
+def phrase(*parts: Phrase | Piece) -> Phrase:
+    """One :class:`Phrase` of pieces and phrases, in order (empty words left out)."""
+    pieces: list[Piece] = []
+    for part in parts:
+        if isinstance(part, Phrase):
+            pieces += part.pieces
+        elif part != "":
+            pieces.append(part)
+    return Phrase(tuple(pieces))
+
+
+def as_phrase(value: str | Phrase) -> Phrase:
+    """``value`` as a :class:`Phrase` (a ``str`` is flowc's words)."""
+    return value if isinstance(value, Phrase) else phrase(value)
+
+
+# ── Graphviz and Mermaid labels ───────────────────────────────────────────────
+
+
+def dot_id(text: str) -> str:
+    """A quoted DOT id. Graphviz reads ``\\"`` as ``"`` and keeps ``\\\\`` as two
+    characters, so this is one-to-one: distinct names stay distinct ids. A character XML
+    cannot hold (Graphviz writes the id into the SVG) is written as an escape with one
+    backslash, which no doubled backslash can be taken for.
+
+    >>> print(dot_id('say "hi"'))
+    "say \\"hi\\""
+    """
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + _NOT_XML.sub(lambda m: _escape_of(m[0]), text) + '"'
+
+
+def dot_html(text: str) -> str:
+    """Text for a Graphviz HTML-like label.
+
+    >>> dot_html('a < "b" & c')
+    'a &lt; &quot;b&quot; &amp; c'
+    """
+    # characters XML cannot hold (Graphviz refuses even their references): as escapes
+    out = _NOT_XML.sub(lambda m: _escape_of(m[0]), text)
+    out = out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # Graphviz collapses a doubled backslash to one even in HTML-like labels: double them
+    out = out.replace('"', "&quot;").replace("\\", "\\\\")
+    # the line ends and the tab, which XML holds, as character references
+    return "".join(ch if ch >= " " else f"&#{ord(ch)};" for ch in out)
+
+
+_MERMAID_ENTITIES = {
+    "#": "#35;",
+    '"': "#quot;",
+    "&": "#amp;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "`": "#96;",
+    "|": "#124;",
+    # `%%{init: ...}%%` anywhere in the text is a Mermaid directive (theme, CSS, fetches):
+    # none of its characters may reach the text as themselves
+    "%": "#37;",
+    "{": "#123;",
+    "}": "#125;",
+    "'": "#39;",
+}
+
+#: Before it parses a diagram, Mermaid cuts the last ``;`` off every line in which
+#: ``style`` or ``classDef`` is followed by ``:`` and then by ``#...;`` (it takes the line
+#: for a style statement), so the entity that ``;`` ended shows as written (``#gt``,
+#: ``#96``): a label never holds either word as itself, one letter of it is an entity
+_MERMAID_STYLE_WORDS = (("style", "st#121;le"), ("classDef", "cl#97;ssDef"))
+
+
+def mermaid_text(text: str) -> str:
+    """Text for inside a quoted Mermaid label.
+
+    >>> mermaid_text('terminate "done" #1 `next`')
+    'terminate #quot;done#quot; #35;1 #96;next#96;'
+    >>> mermaid_text("%%{init: {'theme': 'dark'}}%%")
+    '#37;#37;#123;init: #123;#39;theme#39;: #39;dark#39;#125;#125;#37;#37;'
+    >>> mermaid_text("</style> a: b")
+    '#lt;/st#121;le#gt; a: b'
+    """
+    out = "".join(_MERMAID_ENTITIES.get(ch, ch) if ch >= " " else f"#{ord(ch)};" for ch in text)
+    for word, written in _MERMAID_STYLE_WORDS:
+        out = out.replace(word, written)
+    return out
+
+
+# ── GitHub workflow commands and SARIF ────────────────────────────────────────
+
+
+def workflow_data(text: str) -> str:
+    r"""The message of a GitHub Actions workflow command (``::error ...::MESSAGE``): ``%``,
+    ``\r`` and ``\n`` percent-encoded, so that the command stays one line.
+
+    >>> workflow_data("100% sure\nnext line")
+    '100%25 sure%0Anext line'
+    """
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def workflow_property(text: str) -> str:
+    """A property value of a workflow command (``file=...,title=...``): as
+    :func:`workflow_data`, and ``:`` and ``,``, which end a property, percent-encoded.
+
+    >>> workflow_property("a:b,c.flow")
+    'a%3Ab%2Cc.flow'
+    """
+    return workflow_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def sarif_text(text: str) -> str:
+    r"""A SARIF plain-text message: ``[text](target)`` is an embedded link there, which
+    viewers (GitHub code scanning among them) draw as a link, so a literal ``[`` or ``]``
+    and the backslash are backslash-escaped.
+
+    >>> print(sarif_text("speaker `[x](https://e.com)` at transitions[0] \\ done"))
+    speaker `\[x\](https://e.com)` at transitions\[0\] \\ done
+    """
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
