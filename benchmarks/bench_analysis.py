@@ -17,9 +17,9 @@ explorers' count).
 Per instance it prints the time and peak memory of the analysis as ``flowc check``
 runs it (``check`` with the default options, after compiling; peak memory of a
 child process, ``ru_maxrss``), whether it was complete (``complete``: explored one
-state at a time; ``symbolic``: cut short at the bound, but W201-W206 and W212 decided
-for every state by the symbolic count; ``sym-N``: N of those verdicts still unknown,
-the loops counting one; ``partial``: the symbolic count gave up too), a digest of
+state at a time; ``symbolic``: cut short at the bound, but W201-W206, W212, W215 and
+E111 decided for every state by the symbolic count; ``sym-N``: N of those verdicts still
+unknown, the loops counting one; ``partial``: the symbolic count gave up too), a digest of
 its findings (code and line of each, hashed), and then the symbolic exploration
 alone (:mod:`flowc.compiler.analysis.symbolic`): its time, the states it counted and
 the breadth-first layers. Each measurement runs in a fresh child process, so memory
@@ -154,7 +154,10 @@ def _child(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, 
                 "unknown": (
                     None
                     if not facts.space.truncated or facts.symbolic is None
-                    else len(facts.unknown_rules) + (0 if facts.loops_known else 1)
+                    else len(facts.unknown_rules)
+                    + len(facts.unknown_late)
+                    + (0 if facts.loops_known else 1)
+                    + (0 if facts.sample_known else 1)
                 ),
                 "findings": len(codes),
                 "digest": hashlib.sha256(json.dumps(sorted(codes)).encode()).hexdigest()[:10],
@@ -182,8 +185,9 @@ def measure(kind: str, shape: Shape, max_states: int | None = None) -> dict[str,
 
 def _result(chk: dict[str, object]) -> str:
     """complete; symbolic (the bound cut the exploration short, the symbolic count
-    decided all of W201-W206 and W212); sym-N (N verdicts still not known: unknown
-    rules, and the loops); partial (the symbolic count gave up too)."""
+    decided every verdict I301 lists: W201-W206, W212, W215, E111); sym-N (N verdicts
+    still not known: each rule I301 names, the loops, and W201-W204 as findings when no
+    run ends); partial (the symbolic count gave up too)."""
     if chk["complete"]:
         return "complete"
     unknown = chk["unknown"]

@@ -309,9 +309,20 @@ def dd_out_of_memory(error: BaseException) -> bool:
     Why: the symbolic explorer gives up on a flow whose diagrams outgrow their memory
     (as it does past its other budgets) instead of failing. Checked against dd 0.6.0.
 
+    Only dd's own words count: a ``RuntimeError`` that says an operation failed, a NULL
+    result or that CUDD ran out of memory (not a subclass such as ``RecursionError``, nor
+    Python's "generator raised StopIteration", which are bugs).
+
     >>> dd_out_of_memory(ValueError("`DdNode *node` is `NULL` pointer.")), dd_out_of_memory(ValueError("x"))
     (True, False)
+    >>> dd_out_of_memory(RuntimeError("compose failed")), dd_out_of_memory(RecursionError("failed"))
+    (True, False)
+    >>> dd_out_of_memory(RuntimeError("generator raised StopIteration"))
+    False
     """
-    if isinstance(error, (MemoryError, RuntimeError)):
+    if isinstance(error, MemoryError):
         return True
-    return isinstance(error, ValueError) and "NULL" in str(error)
+    said = str(error).lower()
+    if type(error) is RuntimeError:
+        return any(word in said for word in ("failed", "null", "out of memory"))
+    return type(error) is ValueError and "null" in said

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from flowc._compat import dd_out_of_memory
 from flowc.compiler import model as m
 from flowc.compiler.analysis.ag2diff import AG2_CODES, check_ag2_differences, summary
 from flowc.compiler.analysis.bound import check_state_bound
@@ -99,8 +100,24 @@ def findings_of(
 def facts_of(
     system: System, options: CheckOptions, filename: str = "<input>"
 ) -> tuple[Facts, tuple[Finding, ...]]:
-    """The explored facts of ``system`` and every finding the checks make of them."""
-    facts = Facts(system, explore(system, options.max_states), filename)
+    """The explored facts of ``system`` and every finding the checks make of them.
+
+    When the exploration was cut short, the checks ask the symbolic count further
+    questions (loops, runs beyond the explored states); if its diagrams run out of the
+    memory CUDD was given there, the flow is checked again from the explored states alone
+    (I301 then says what is not reported), rather than failing."""
+    space = explore(system, options.max_states)
+    facts = Facts(system, space, filename)
+    try:
+        return facts, _findings(facts, options)
+    except (MemoryError, RuntimeError, ValueError) as error:
+        if not space.truncated or not dd_out_of_memory(error):
+            raise
+    facts = Facts(system, space, filename, symbolic=False)
+    return facts, _findings(facts, options)
+
+
+def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
     out: list[Finding] = []
     differences: list[Diagnostic] = []  # W218-W221, one I304 without `--target ag2`
     for check in CHECKS:
@@ -112,7 +129,7 @@ def facts_of(
     note = summary(differences)
     if note is not None and options.wants(note.code.id):
         out.append(Finding(note))
-    return facts, tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
+    return tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
 
 
 def analyze(

@@ -125,14 +125,14 @@ def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
             run,
         )
     for fired, distance in sorted(facts.after_cap_rules.items()):
+        if facts.folded_into_w212(fired):
+            continue  # W212: `max_turns` is smaller than the shortest run that terminates
         found = facts.late_rule_turn(fired)
         if found is None:
             continue  # I301 names it
         speaker, run = found
         if speaker in late_speakers:
             continue  # its speaker never speaks: that finding says it
-        if facts.folded_into_w212(fired):
-            continue  # W212: `max_turns` is smaller than the shortest run that terminates
         turn = distance + 1
         if fired == DEFAULT:
             span, path = facts.default_location()

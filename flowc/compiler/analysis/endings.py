@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from flowc._compat import dd_out_of_memory
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
@@ -159,5 +160,11 @@ def scenario_ending_errors(
     if not expected_reasons(compiled):
         return ()
     system = system_of_flow(compiled)
-    facts = Facts(system, explore(system, (options or CheckOptions()).max_states), filename)
+    space = explore(system, (options or CheckOptions()).max_states)
+    try:
+        return tuple(f.diagnostic for f in check_scenario_endings(Facts(system, space, filename)))
+    except (MemoryError, RuntimeError, ValueError) as error:
+        if not space.truncated or not dd_out_of_memory(error):
+            raise  # (the symbolic count ran out of memory: decided from the explored states)
+    facts = Facts(system, space, filename, symbolic=False)
     return tuple(f.diagnostic for f in check_scenario_endings(facts))

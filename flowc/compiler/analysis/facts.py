@@ -108,10 +108,13 @@ _IMPLIED_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_co
 class Facts:
     """The analysis of one flow; checks read it."""
 
-    def __init__(self, system: System, space: StateSpace, filename: str):
+    def __init__(self, system: System, space: StateSpace, filename: str, *, symbolic: bool = True):
         self.system = system
         self.space = space
         self.filename = filename
+        #: whether a cut-short exploration is counted symbolically too (see
+        #: :func:`flowc.compiler.analysis.facts_of`: not again once CUDD ran out of memory)
+        self.counts = symbolic
 
     # completeness ----------------------------------------------------------------
     #
@@ -202,7 +205,7 @@ class Facts:
     def states_seen(self) -> str:
         """How the findings' notes say how many states the verdict covers."""
         if self.space.truncated and self.symbolic is not None:
-            return f"counted {counted(self.states, 'state')} symbolically"
+            return f"counted {counted(self.states, 'state', grouped=True)} symbolically"
         return f"explored {counted(self.states, 'state')}"
 
     @cached_property
@@ -223,7 +226,7 @@ class Facts:
         """When the exploration stopped at its bound: what the symbolic explorer found
         about every state (None: the exploration was complete, the input is a JSON graph,
         or the symbolic one gave up too)."""
-        if not self.space.truncated or self.system.json_mode:
+        if not self.space.truncated or self.system.json_mode or not self.counts:
             return None
         return explore_symbolic(self.system)
 
@@ -348,54 +351,60 @@ class Facts:
         explored nodes and, there, speakers of :attr:`after_cap_speakers` and others both
         take one first (which one a complete analysis shows, and so whether W215 says it
         of the rule or only of the speaker, is not known)."""
-        if fired not in self._late_turns:
-            self._late_turns[fired] = self._late_rule_turn(fired)
         return self._late_turns[fired]
 
     @cached_property
     def _late_turns(self) -> dict[int, tuple[int, Run] | None]:
-        return {}
-
-    def _late_rule_turn(self, fired: int) -> tuple[int, Run] | None:
-        space, d = self.space, self.after_cap_rules[fired]
+        """:meth:`late_rule_turn` of every rule of :attr:`after_cap_rules` that W212 does
+        not already say (:meth:`folded_into_w212`): one pass over the explored nodes from
+        the first such distance, then each layer beyond them asked once."""
+        space = self.space
+        late = {f: d for f, d in self.after_cap_rules.items() if not self.folded_into_w212(f)}
+        out: dict[int, tuple[int, Run] | None] = {}
         if not space.truncated:
-            node = space.first_fired[fired]
-            step = next(
-                s for s in space.explorer.steps(space.keys[node]) if s.outcome.fired == fired
-            )
-            return space.speaker_of(node), run_to(space, node, step)
-        lo = bisect.bisect_left(space.dist, d, hi=self.explored)
-        for node in range(lo, self.explored):
-            if space.dist[node] != d:
-                break
-            if space.is_end(node):
-                continue
-            for step in space.explorer.steps(space.keys[node]):
-                if step.outcome.fired == fired:
-                    return space.speaker_of(node), run_to(space, node, step)
+            for f in late:
+                node = space.first_fired[f]
+                steps = space.explorer.steps(space.keys[node])
+                step = next(s for s in steps if s.outcome.fired == f)
+                out[f] = space.speaker_of(node), run_to(space, node, step)
+            return out
+        horizon = space.horizon if space.horizon is not None else -1
+        near = {f for f, d in late.items() if d <= horizon}
+        if near:
+            lo = bisect.bisect_left(space.dist, min(late[f] for f in near), hi=self.explored)
+            for node in range(lo, self.explored):
+                if not near:
+                    break
+                if space.is_end(node):
+                    continue
+                for step in space.explorer.steps(space.keys[node]):
+                    f = step.outcome.fired
+                    if f in near:  # (no explored turn before decides it: this is its first)
+                        out[f] = space.speaker_of(node), run_to(space, node, step)
+                        near.discard(f)
+        far: dict[int, set[int]] = {}
+        for f, d in late.items():
+            if f not in out:
+                far.setdefault(d, set()).add(f)
+        if not far:
+            return out
         assert self.symbolic is not None and self.symbolic.reach is not None
         reach = self.symbolic.reach
-        deciders = reach.deciders(fired, d)
-        late = {s in self.after_cap_speakers for s, _, _ in deciders}
-        if len(late) > 1:
-            self._unknown_late.add(fired)
-            return None
-        speaker, before, step = deciders[0]
-        node, steps = reach.path_to(d, speaker, before, space.ids.get)
-        return speaker, run_beyond(space, node, [*steps, (speaker, step)])
-
-    #: (filled by :meth:`late_rule_turn`) rules, or DEFAULT, whose W215 is not known
-    @cached_property
-    def _unknown_late(self) -> set[int]:
-        return set()
+        for d, fired in sorted(far.items()):
+            for f, deciders in reach.deciders(fired, d).items():
+                if len({s in self.after_cap_speakers for s, _, _ in deciders}) > 1:
+                    out[f] = None
+                    continue
+                speaker, before, turn = deciders[0]
+                node, path = reach.path_to(d, speaker, before, space.ids.get)
+                out[f] = speaker, run_beyond(space, node, [*path, (speaker, turn)])
+        return out
 
     @property
     def unknown_late(self) -> frozenset[int]:
         """Rules (or DEFAULT) that first fire after the cap, where whether W215 says so of
         the rule or only of its speaker is not known (see :meth:`late_rule_turn`)."""
-        for fired in self.after_cap_rules:
-            self.late_rule_turn(fired)
-        return frozenset(self._unknown_late)
+        return frozenset(f for f, found in self._late_turns.items() if found is None)
 
     @cached_property
     def end_distances(self) -> dict[str | None, int]:

@@ -75,8 +75,10 @@ def _manager() -> Any:
     ``dd``'s own. Imported here, not with the module: loading CUDD takes about 0.1 s,
     which only a flow too large to explore one state at a time should pay.
 
-    Its memory is at most :data:`_CUDD_MAX_MEMORY`, a quarter of the machine's, and a
-    third of what an address-space limit (``RLIMIT_AS``) leaves."""
+    All of CUDD's memory is at most :data:`_CUDD_MAX_MEMORY`, a quarter of the machine's,
+    and a third of what an address-space limit (``RLIMIT_AS``) leaves; a check makes two
+    managers at most (the exploration's, and one that explores the layers again for
+    runs), each given half."""
     try:  # pragma: no cover - which one depends on how dd was installed
         from dd.cudd import BDD
     except ImportError:  # pragma: no cover
@@ -90,6 +92,7 @@ def _manager() -> Any:
     left = address_space_left()
     if left is not None:
         ceiling = min(ceiling, left // 3)
+    ceiling //= 2
     # (dd refuses, and prints, an estimate above the physical memory: stay under it)
     bdd = BDD(memory_estimate=max(2**20, min(_CUDD_MEMORY, ceiling)))
     bdd.configure(reordering=True, max_memory=max(2**20, ceiling))
@@ -264,28 +267,25 @@ class Reach:
                             return layer, s, before, step
         raise LookupError("no turn ends there")  # pragma: no cover
 
-    def deciders(self, fired: int, layer: int) -> list[tuple[int, Valuation, Step]]:
-        """Each speaker (in declaration order) with a turn from a state of ``layer`` that
-        ``fired`` (a rule's file index, or DEFAULT) decides: the speaker, the valuation
-        before the turn and the turn."""
-        out: list[tuple[int, Valuation, Step]] = []
-        for s, u in self.layer(layer):
-            found = self._decided(s, u, layer, fired)
-            if found is not None:
-                out.append((s, *found))
-        return out
-
-    def _decided(self, s: int, u: Any, layer: int, fired: int) -> tuple[Valuation, Step] | None:
+    def deciders(self, fired: set[int], layer: int) -> dict[int, list[tuple[int, Valuation, Step]]]:
+        """For each of ``fired`` (rule file indices, or DEFAULT): each speaker (in
+        declaration order) with a turn from a state of ``layer`` that it decides, with the
+        valuation before the turn and the turn."""
         sym = self.again
-        for action in self.actions_on(layer, s):
-            for decided, _, _, v in sym.outcomes(s, action, u):
-                if decided != fired:
-                    continue
-                before = self.pick(u & sym.before(sym.point(self.pick(v)), action))
-                for step in self.explorer.steps(self.key_of(layer, s, before)):
-                    if step.action == action and step.outcome.fired == fired:
-                        return before, step
-        return None
+        out: dict[int, list[tuple[int, Valuation, Step]]] = {f: [] for f in fired}
+        for s, u in self.layer(layer):
+            done: set[int] = set()
+            for action in self.actions_on(layer, s):
+                for decided, _, _, v in sym.outcomes(s, action, u):
+                    if decided not in out or decided in done:
+                        continue
+                    before = self.pick(u & sym.before(sym.point(self.pick(v)), action))
+                    for step in self.explorer.steps(self.key_of(layer, s, before)):
+                        if step.action == action and step.outcome.fired == decided:
+                            out[decided].append((s, before, step))
+                            done.add(decided)
+                            break
+        return out
 
     def lasts(self, turns: int) -> bool:
         """Whether some run takes ``turns`` turns without ending: the states ``k`` turns
