@@ -28,6 +28,7 @@ from flowc.commands.console import (
     read_source,
 )
 from flowc.compiler.analysis import CheckOptions, check_source
+from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES
 from flowc.diagnostics import CODES, Diagnostic, Severity, counted
 from flowc.source import SourceFile
 
@@ -65,7 +66,7 @@ def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     strict = False
-    max_states = 100_000
+    max_states = DEFAULT_MAX_STATES
     if "select" in config:
         select = _codes(config["select"], f"{where}: select")
     if "ignore" in config:
@@ -295,7 +296,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--ignore", metavar="CODES", help="do not report these codes or prefixes")
     p.add_argument(
-        "--max-states", type=int, metavar="N", help="bound on abstract states (default 100000)"
+        "--max-states",
+        type=int,
+        metavar="N",
+        help=f"bound on abstract states (default {DEFAULT_MAX_STATES})",
     )
     p.add_argument(
         "--target",

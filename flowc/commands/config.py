@@ -29,7 +29,7 @@ KEYS = {
     "select": 'codes or prefixes to report (`flowc check`), e.g. ["W2", "I301"]',
     "ignore": "codes or prefixes not to report (`flowc check`)",
     "strict": "true: warnings fail `flowc check`",
-    "max-states": "the bound on abstract states (`flowc check`, default 100000)",
+    "max-states": "the bound on abstract states (`flowc check`, default 300000)",
     "plugins": "modules or .py files that implement custom conditions and targets (every command)",
 }
 ALIASES = {"max_states": "max-states"}

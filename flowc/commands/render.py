@@ -125,7 +125,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         metavar="N",
         help="with --check: the bound on abstract states, as in flowc check "
-        "(default 100000); an analysis stopped at it is marked partial (I301)",
+        "(default 300000); an analysis stopped at it is marked partial (I301)",
     )
     p.add_argument(
         "--direction",

@@ -16,9 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def big_flow(speakers: int = 200, keys: int = 10) -> str:
-    """A flow whose state space is larger than the default bound: a human starts it,
-    and each of ``speakers`` model speakers has a tool writing one of ``keys`` keys, a
-    `context ... and from` rule (taken when the next key is set) and a `from` rule."""
+    """The issue's 200-speaker flow: a human starts it, and each of ``speakers`` model
+    speakers has a tool writing one of ``keys`` keys, a `context ... and from` rule
+    (taken when the next key is set) and a `from` rule. With 10 keys it has 163,841
+    abstract states, within the default bound; with 12, more than the default bound."""
     lines = ["flow big", "speaker user: human"]
     lines += [f"speaker s{i} {{\n  tool w{i} sets k{i % keys} = true\n}}" for i in range(speakers)]
     lines += ["start user", "max_turns 50", "when from user then s0"]
@@ -61,7 +62,7 @@ def test_the_generated_flow_stops_at_the_default_bound_and_i301_says_where(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "big.flow").write_text(big_flow(), encoding="utf-8")
+    (tmp_path / "big.flow").write_text(big_flow(keys=12), encoding="utf-8")
     code, out, _ = run(capsys, "check", "big.flow", "--format", "concise")
     assert code == 0
     # on the `flow big` line, as every other finding has a line and column
@@ -150,13 +151,28 @@ def test_coverage_of_a_partial_analysis_is_marked_and_fails_fail_under(
 def test_fail_under_fails_on_the_generated_flow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The issue's case: a 200-speaker flow whose analysis stops at the default bound."""
+    """A 200-speaker flow whose analysis stops at the default bound."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "big.flow").write_text(big_flow(), encoding="utf-8")
+    (tmp_path / "big.flow").write_text(big_flow(keys=12), encoding="utf-8")
     code, out, _ = run(capsys, "test", "big.flow", "--coverage", "--fail-under", "0")
     assert code == 1
     total = next(line for line in out.splitlines() if line.startswith("TOTAL"))
     assert total.endswith("(partial)")
+
+
+def test_the_issues_200_speaker_flow_is_complete_at_the_default_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26's flow (1,000 lines, 200 speakers, 10 keys): explored one state at a time
+    within the default bound, so check reports its loops and coverage is not partial."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "big.flow").write_text(big_flow(), encoding="utf-8")
+    code, out, _ = run(capsys, "check", "big.flow", "--format", "concise")
+    assert code == 0 and " I301 " not in out and " W205 " in out
+    code, out, _ = run(capsys, "test", "big.flow", "--coverage", "--fail-under", "0")
+    assert code == 0
+    total = next(line for line in out.splitlines() if line.startswith("TOTAL"))
+    assert not total.endswith("(partial)")
 
 
 # ── render --check ───────────────────────────────────────────────────────────
