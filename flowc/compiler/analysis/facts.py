@@ -42,7 +42,6 @@ from flowc.diagnostics import Code, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
 
-#: the bound on abstract states an analysis explores when none is given (``--max-states``)
 #: the default bound on the states explored one by one (``--max-states``), set by measurement
 #: (``benchmarks/bench_analysis.py --max-states N``): at 300,000 the family's 200-speaker
 #: flows (103,142 states) and its 656,100-state instance (239,921 reached) are explored

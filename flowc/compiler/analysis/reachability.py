@@ -74,26 +74,12 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
 
 def check_max_turns(facts: Facts) -> Iterator[Finding]:
     """W212: a terminate is reachable, but only after more turns than ``max_turns`` allows."""
-    system, space = facts.system, facts.space
+    system = facts.system
     cap = system.max_turns
-    if cap is None:
+    if cap is None or not facts.cap_before_every_end:
         return
-    if space.truncated:  # the shortest end from the symbolic count, its run as the sample's
-        found = facts.symbolic
-        if found is None or not found.ends:
-            return
-        shortest = min(found.ends.values())
-        if shortest <= cap:
-            return
-        run = facts.sample_run
-    else:
-        if not space.ends:
-            return
-        end = min(space.ends, key=lambda v: (space.dist[v], v))
-        shortest = space.dist[end]
-        if shortest <= cap:
-            return
-        run = run_to(space, end)
+    shortest = min(facts.end_distances.values())
+    run = facts.sample_run  # a shortest run to an end: one that terminates
     span = None
     implied = ""
     flow = facts.flow

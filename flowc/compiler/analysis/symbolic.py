@@ -249,42 +249,52 @@ class Reach:
             layer -= 1
             steps.append((speaker, step))
 
+    def concrete(
+        self, layer: int, s: int, u: Any, action: Action, v: Any, wanted: Callable[[Step], bool]
+    ) -> tuple[Valuation, Step] | None:
+        """One turn of speaker ``s`` taking ``action`` from a valuation of ``u`` (a set of
+        ``layer``) into ``v`` (what :meth:`Symbolic.outcomes` gave for that action), as the
+        explicit explorer takes it: the valuation before it and the first of its steps
+        that ``wanted`` accepts (its routing, under the custom outcomes that make it so)."""
+        sym = self.again
+        before = self.pick(u & sym.before(sym.point(self.pick(v)), action))
+        for step in self.explorer.steps(self.key_of(layer, s, before)):
+            if step.action == action and wanted(step):
+                return before, step
+        return None
+
     def first_end(self, reason: str | None, distance: int) -> tuple[int, int, Valuation, Step]:
         """A turn that ends a run with ``reason`` from a state of layer ``distance - 1``:
         (layer, speaker, valuation, the turn)."""
-        sym = self.again
         layer = distance - 1
+
+        def ends(step: Step) -> bool:
+            return step.outcome.speaker < 0 and step.outcome.reason == reason
+
         for s, u in self.layer(layer):
             for action in self.actions_on(layer, s):
-                for _, nxt, why, v in sym.outcomes(s, action, u):
-                    if nxt >= 0 or why != reason:
-                        continue
-                    y = self.pick(v)
-                    before = self.pick(u & sym.before(sym.point(y), action))
-                    for step in self.explorer.steps(self.key_of(layer, s, before)):
-                        out = step.outcome
-                        if step.action == action and out.speaker < 0 and out.reason == reason:
-                            return layer, s, before, step
+                for _, nxt, why, v in self.again.outcomes(s, action, u):
+                    if nxt < 0 and why == reason:
+                        found = self.concrete(layer, s, u, action, v, ends)
+                        if found is not None:
+                            return layer, s, *found
         raise LookupError("no turn ends there")  # pragma: no cover
 
     def deciders(self, fired: set[int], layer: int) -> dict[int, list[tuple[int, Valuation, Step]]]:
         """For each of ``fired`` (rule file indices, or DEFAULT): each speaker (in
         declaration order) with a turn from a state of ``layer`` that it decides, with the
         valuation before the turn and the turn."""
-        sym = self.again
         out: dict[int, list[tuple[int, Valuation, Step]]] = {f: [] for f in fired}
         for s, u in self.layer(layer):
             done: set[int] = set()
             for action in self.actions_on(layer, s):
-                for decided, _, _, v in sym.outcomes(s, action, u):
+                for decided, _, _, v in self.again.outcomes(s, action, u):
                     if decided not in out or decided in done:
                         continue
-                    before = self.pick(u & sym.before(sym.point(self.pick(v)), action))
-                    for step in self.explorer.steps(self.key_of(layer, s, before)):
-                        if step.action == action and step.outcome.fired == decided:
-                            out[decided].append((s, before, step))
-                            done.add(decided)
-                            break
+                    found = self.concrete(layer, s, u, action, v, _decides(decided))
+                    if found is not None:
+                        out[decided].append((s, *found))
+                        done.add(decided)
         return out
 
     def lasts(self, turns: int) -> bool:
@@ -462,6 +472,11 @@ class Reach:
                 can[s] |= u
             new = found
         return any(u & ~c != false for u, c in zip(self.reached, can, strict=True))
+
+
+def _decides(fired: int) -> Callable[[Step], bool]:
+    """Whether a step's routing is decided by ``fired`` (a rule's file index, or DEFAULT)."""
+    return lambda step: step.outcome.fired == fired
 
 
 class Symbolic:
