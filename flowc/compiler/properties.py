@@ -1,0 +1,213 @@
+"""Properties: what a user says must hold on every run of a flow (``property`` in `.flow`).
+
+This module is the model only: the lowered form of a ``property`` statement, shared by
+the parser's lowering (:mod:`flowc.compiler.lower`), the checker that decides a property
+over every run, and the runtime that watches one run. Its meaning is fixed here, and
+``docs/properties.md`` says it in the user's words.
+
+A run is a sequence of turns 1..n (turn 1 is the kickoff, the start speaker's first
+message; ``max_turns`` counts it). After turn *t* the run either goes on or ends with a
+reason (a ``terminate``, a tool's ``finish``, ``"after_work"``, or ``"max_turns"`` when
+turn *t* is the cap and nothing else ended the run).
+
+**Expressions** hold or not at a turn *t*, read after that turn, exactly as a rule's
+condition reads the run after a turn:
+
+- ``from a, b`` (:class:`~flowc.compiler.model.FromSpeaker`, or ``AnyOf`` of them):
+  turn *t* was spoken by ``a`` or ``b``;
+- ``tool T`` (:class:`~flowc.compiler.model.ToolCalled`): turn *t* called tool ``T``;
+- ``context.k == v`` / ``!=`` (:class:`~flowc.compiler.model.ContextEquals`, under
+  ``Not`` for ``!=``): the context after turn *t*'s writes, compared as a rule compares
+  it;
+- ``ends`` / ``ends "r"`` (:class:`Ends`): the run ends after turn *t* (with reason r);
+- ``turn < 5`` and the other comparisons (:class:`TurnIs`): the number *t*;
+- ``previous E`` (:class:`Previous`): *t* > 1 and E held at turn *t* - 1;
+- ``not``, ``and``, ``or`` (:class:`~flowc.compiler.model.Not`, ``AllOf``, ``AnyOf``).
+
+No custom condition appears in a property (its outcome is not known from the run).
+
+**Scopes** cut a run into intervals of turns [a, b] (a > b is an empty interval):
+
+- :class:`Globally`: [1, n];
+- :class:`Before` R: [1, r - 1] for the first turn r where R holds; no interval when R
+  never holds;
+- :class:`After` Q: [q, n] for the first turn q where Q holds; none when Q never holds;
+- :class:`Between` Q and R (written ``after Q before R``): for every turn q where Q holds
+  and R does not, [q, r - 1] for the first turn r > q where R holds; no interval from a q
+  that no R follows;
+- :class:`AfterUntil` Q, R (``after Q until R``): as ``Between``, but a q that no R
+  follows opens [q, n].
+
+**Patterns** judge one interval [a, b]; a property holds on a run when its pattern holds
+on every interval its scope cuts, and holds on the flow when it holds on every run:
+
+- :class:`Never` P: no turn of the interval has P;
+- :class:`Always` P: every turn of the interval has P;
+- :class:`Eventually` P: some turn of the interval has P; with ``within`` N, some turn
+  among its first N (a run cut by ``max_turns`` has ended: "eventually" is not
+  satisfied by a turn the run never has);
+- :class:`AtMost` P, N: at most N turns of the interval have P;
+- :class:`OnlyAfter` P, S (``P only after S``): every turn i of the interval with P has
+  a turn j, a <= j <= i, with S (the same turn counts);
+- :class:`Responds` P, S (``after P, S``; ``within N turns``): every turn i of the
+  interval with P has a later turn j, i < j <= b, with S (and j <= i + N).
+
+These are the specification patterns of Dwyer, Avrunin and Corbett (absence,
+universality, existence, bounded existence, precedence, response) under their five
+scopes, read on finite runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.source import Span
+
+# ── expressions ───────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class Ends:
+    """``ends`` (any reason) or ``ends "r"``: the run ends after this turn."""
+
+    reason: str | None = None
+
+
+TurnOp: TypeAlias = Literal["==", "!=", "<", "<=", ">", ">="]
+
+
+@attrs.frozen
+class TurnIs:
+    """``turn OP N``: the number of this turn (the kickoff is turn 1)."""
+
+    op: TurnOp
+    number: int
+
+
+@attrs.frozen
+class Previous:
+    """``previous E``: E held on the turn before this one (never on turn 1)."""
+
+    expr: Expr
+
+
+#: a property expression: the rule conditions' built-in atoms and composites (never a
+#: custom condition, never ``always``), and the atoms above
+Expr: TypeAlias = (
+    m.FromSpeaker
+    | m.ToolCalled
+    | m.ContextEquals
+    | m.AllOf
+    | m.AnyOf
+    | m.Not
+    | Ends
+    | TurnIs
+    | Previous
+)
+
+# ── patterns ──────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class Never:
+    p: Expr
+
+
+@attrs.frozen
+class Always:
+    p: Expr
+
+
+@attrs.frozen
+class Eventually:
+    p: Expr
+    within: int | None = None  # N >= 1: among the interval's first N turns
+
+
+@attrs.frozen
+class AtMost:
+    p: Expr
+    times: int  # N >= 0
+
+
+@attrs.frozen
+class OnlyAfter:
+    p: Expr
+    s: Expr
+
+
+@attrs.frozen
+class Responds:
+    p: Expr
+    s: Expr
+    within: int | None = None  # N >= 1: S within N turns after P
+
+
+Pattern: TypeAlias = Never | Always | Eventually | AtMost | OnlyAfter | Responds
+
+# ── scopes ────────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class Globally:
+    pass
+
+
+@attrs.frozen
+class Before:
+    r: Expr
+
+
+@attrs.frozen
+class After:
+    q: Expr
+
+
+@attrs.frozen
+class Between:
+    q: Expr
+    r: Expr
+
+
+@attrs.frozen
+class AfterUntil:
+    q: Expr
+    r: Expr
+
+
+Scope: TypeAlias = Globally | Before | After | Between | AfterUntil
+
+
+@attrs.frozen
+class Property:
+    """One ``property NAME: PATTERN [SCOPE]`` statement, lowered."""
+
+    name: str
+    pattern: Pattern
+    scope: Scope = attrs.field(factory=Globally)
+    #: the statement's span (None for a property built in code)
+    span: Span | None = attrs.field(default=None, eq=False, repr=False)
+    #: the statement as written, formatted (for messages)
+    text: str = attrs.field(default="", eq=False)
+
+
+Verdict: TypeAlias = Literal["holds", "violated", "unknown"]
+
+
+def expressions(prop: Property) -> tuple[Any, ...]:
+    """The top-level expressions a property reads (pattern's, then scope's)."""
+    pat = prop.pattern
+    exprs: list[Any] = [pat.p]
+    if isinstance(pat, OnlyAfter | Responds):
+        exprs.append(pat.s)
+    scope = prop.scope
+    if isinstance(scope, Before):
+        exprs.append(scope.r)
+    elif isinstance(scope, After):
+        exprs.append(scope.q)
+    elif isinstance(scope, Between | AfterUntil):
+        exprs += [scope.q, scope.r]
+    return tuple(exprs)
