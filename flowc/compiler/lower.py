@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.properties import Property
 from flowc.compiler.serde import (
     canonical_json,
     describe,
@@ -373,6 +374,8 @@ class CompiledFlow:
     flow: n.Flow
     #: human speaker -> the context keys it may write (``speaker user: human { sets k }``)
     human_writes: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: the ``property`` statements, lowered (:mod:`flowc.compiler.properties`)
+    properties: tuple[Property, ...] = ()
 
     @property
     def graph_dict(self) -> dict[str, Any]:
