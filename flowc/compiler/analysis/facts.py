@@ -1185,10 +1185,11 @@ def _bottom_components(succ: Any, nodes: list[int], size: int) -> list[frozenset
     """
     index = [-1] * size
     low = [0] * size
-    comp_of = [-1] * size
     on_stack = bytearray(size)
+    #: an edge leaves the node's component (to one already complete): it is not bottom
+    escapes = bytearray(size)
     stack: list[int] = []
-    comps: list[list[int]] = []
+    bottoms: list[frozenset[int]] = []
     counter = 0
     for root in nodes:
         if index[root] >= 0:
@@ -1210,28 +1211,31 @@ def _bottom_components(succ: Any, nodes: list[int], size: int) -> list[frozenset
                     work.append((w, iter(succ[w])))
                     pushed = True
                     break
-                if on_stack[w] and index[w] < low[v]:
-                    low[v] = index[w]
+                if on_stack[w]:  # w reaches v and v reaches w: one component
+                    if index[w] < low[v]:
+                        low[v] = index[w]
+                else:  # w's component is complete, and it is not v's
+                    escapes[v] = 1
             if pushed:
                 continue
             work.pop()
-            if work:
-                parent = work[-1][0]
-                if low[v] < low[parent]:
-                    low[parent] = low[v]
             if low[v] == index[v]:
                 members: list[int] = []
-                c = len(comps)
+                leaves = False
                 while True:
                     w = stack.pop()
                     on_stack[w] = 0
-                    comp_of[w] = c
+                    leaves = leaves or bool(escapes[w])
                     members.append(w)
                     if w == v:
                         break
-                comps.append(members)
-    return [
-        frozenset(members)
-        for c, members in enumerate(comps)
-        if all(comp_of[w] == c for v in members for w in succ[v])
-    ]
+                if not leaves:
+                    bottoms.append(frozenset(members))
+            if work:
+                parent = work[-1][0]
+                if on_stack[v]:
+                    if low[v] < low[parent]:
+                        low[parent] = low[v]
+                else:  # v's component is complete: the edge parent -> v leaves parent's
+                    escapes[parent] = 1
+    return bottoms
