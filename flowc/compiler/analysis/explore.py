@@ -398,6 +398,14 @@ class StateSpace:
     #: of them unless ``truncated``)
     self_routes_upto: int = 0
 
+    def rebound(self, system: System) -> StateSpace:
+        """This space as explored for ``system``, a system of the same shape
+        (:meth:`System.shape`): the states, turns and graph are shared, and what names
+        the source (rule spans, the compiled flow) is ``system``'s."""
+        explorer = Explorer(system)
+        explorer._outcomes = self.explorer._outcomes  # routing outcomes: by shape alone
+        return attrs.evolve(self, system=system, explorer=explorer)
+
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
         if key == KICKOFF:
