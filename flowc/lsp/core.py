@@ -31,7 +31,7 @@ from flowc._compat import PyglsRawJson, pygls_send
 from flowc.commands.check import options_from
 from flowc.commands.config import Config, find_pyproject, load_config, load_plugins_for
 from flowc.commands.console import UsageError
-from flowc.compiler.analysis import CheckOptions, check_compiled, check_source
+from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, check_source
 from flowc.compiler.lower import lower
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import E001, Diagnostic, Severity, has_errors, internal_error_text
@@ -122,6 +122,9 @@ class FlowcServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("flowc", "0.1.0", protocol_cls=_Protocol)
         self.analyses: dict[str, Analysis] = {}
+        #: per document, its last state space: explored again only when an edit changes
+        #: the flow's shape (the analyses' thread alone uses them)
+        self.spaces: dict[str, SpaceCache] = {}
         self._pending: dict[str, asyncio.Task[None]] = {}
         #: per document, the last tree that parsed: an edit parses only what it touched
         self.reparsers: dict[str, Reparser] = {}
@@ -311,7 +314,10 @@ class FlowcServer(LanguageServer):
                 compiled, compile_diags = lower(flow, source.name)
                 if self._stale(job):
                     return None
-                diags = check_compiled(compiled, compile_diags, job.options, filename=source.name)
+                spaces = self.spaces.setdefault(job.uri, SpaceCache())
+                diags = check_compiled(
+                    compiled, compile_diags, job.options, filename=source.name, spaces=spaces
+                )
                 analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
             if self._stale(job):
                 return None
@@ -510,6 +516,7 @@ class FlowcServer(LanguageServer):
         self._last_change.pop(uri, None)
         self.analyses.pop(uri, None)
         self.reparsers.pop(uri, None)
+        self.spaces.pop(uri, None)
         self._converted.pop(uri, None)
 
     def config_changed(self) -> None:

@@ -17,8 +17,8 @@ from operator import attrgetter
 from typing import Any, TypeAlias
 
 import attrs
-import networkx as nx
 
+from flowc._compat import networkx_digraph
 from flowc.compiler import model as m
 from flowc.compiler.analysis.system import (
     OTHER,
@@ -204,6 +204,8 @@ class Explorer:
         self.system = system
         self._candidates = Candidates(system.ordered, len(system.speakers), attrgetter("rank"))
         self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]] = {}
+        #: (sender, tool) -> (the candidate rules, the keys they read): one lookup a turn
+        self._routing: dict[tuple[int, int], tuple[tuple[RuleSpec, ...], tuple[int, ...]]] = {}
 
     # one turn ----------------------------------------------------------------
 
@@ -215,8 +217,13 @@ class Explorer:
         self, sender: int, tool: int, val: Valuation, assumed: Assumed = ()
     ) -> tuple[Outcome, ...]:
         """The rules' decision for a turn (no handoff or finish): every possible outcome."""
-        cands = self._candidates.of(sender, tool)
-        reads = self._candidates.reads(sender, tool)
+        routing = self._routing.get((sender, tool))
+        if routing is None:
+            routing = self._routing[(sender, tool)] = (
+                self._candidates.of(sender, tool),
+                self._candidates.reads(sender, tool),
+            )
+        cands, reads = routing
         # the decision depends only on the keys the candidate rules read
         key = (sender, tool, tuple([val[k] for k in reads]))
         if not assumed:
@@ -387,6 +394,23 @@ class StateSpace:
     recorded: list[list[tuple[int, str | None, Valuation]]] | None = attrs.field(
         default=None, eq=False, repr=False
     )
+    #: the turns that give the turn back to who just spoke, before ``max_turns`` closes
+    #: the run (AG2 stalls there: W221), the first of each cause in exploration order:
+    #: (rule file index or DEFAULT / HANDOFF, the tool of a handoff) -> (node, turn)
+    self_routes: dict[tuple[int, str | None], tuple[int, Step]] = attrs.field(
+        factory=dict, eq=False, repr=False
+    )
+    #: the nodes before this one had every turn looked at for :attr:`self_routes` (all
+    #: of them unless ``truncated``)
+    self_routes_upto: int = 0
+
+    def rebound(self, system: System) -> StateSpace:
+        """This space as explored for ``system``, a system of the same shape
+        (:meth:`System.shape`): the states, turns and graph are shared, and what names
+        the source (rule spans, the compiled flow) is ``system``'s."""
+        explorer = Explorer(system)
+        explorer._outcomes = self.explorer._outcomes  # routing outcomes: by shape alone
+        return attrs.evolve(self, system=system, explorer=explorer)
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -505,18 +529,31 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
     memory = MemoryGuard()
     stopped_by = ""
     recorded: list[list[tuple[int, str | None, Valuation]]] | None = [[]] if record else None
+    # W221's turns are noted here, on the one pass over every turn (see self_routes)
+    cap = system.max_turns
+    json_mode = system.json_mode
+    self_routes: dict[tuple[int, str | None], tuple[int, Step]] = {}
+    u = 0
     while queue and not truncated:
         u = queue.popleft()
         key = keys[u]
         if key[0] == "end":
             continue
         mine = recorded[u] if recorded is not None else None
+        mover = system.start if u == 0 else key[0]
+        late = cap is not None and dist[u] + 1 >= cap  # the run closes on this turn
         for step in explorer.steps(key):
             turns += 1
             if turns > budget:
                 truncated, horizon, stopped_by = True, dist[u], "turns"
                 break
             outcome = step.outcome
+            if outcome.speaker == mover and not late:
+                tool = step.action.tool
+                if not (json_mode and tool is not None):  # a JSON graph's tools are assumed
+                    cause = (outcome.fired, tool if outcome.fired == HANDOFF else None)
+                    if cause not in self_routes:
+                        self_routes[cause] = (u, step)
             if outcome.fired >= 0 or outcome.fired == DEFAULT:
                 first_fired.setdefault(outcome.fired, u)
             if outcome.fired >= 0:
@@ -525,7 +562,12 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
                 default_fired = True
                 if u != 0 and step.action.is_plain:
                     plain_default.setdefault(key[0], u)
-            nxt = explorer.next_key(step)
+            # explorer.next_key(step), inlined: this runs on every turn
+            nxt = (
+                ("end", outcome.reason)
+                if outcome.speaker < 0
+                else (outcome.speaker, None if json_mode else step.after)
+            )
             v = ids.get(nxt)
             if v is None:
                 if len(keys) >= max_states:
@@ -548,9 +590,7 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
             edges.add((u, v))
             if mine is not None:
                 mine.append((v, step.action.tool, step.after))
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(keys)))
-    graph.add_edges_from(edges)
+    graph = networkx_digraph(len(keys), edges)
     return StateSpace(
         system=system,
         explorer=explorer,
@@ -571,5 +611,7 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
         horizon=horizon,
         stopped_by=stopped_by,
         memory_budget=memory.budget,
+        self_routes=self_routes,
+        self_routes_upto=u if truncated else len(keys),
         recorded=recorded,
     )
