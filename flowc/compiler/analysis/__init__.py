@@ -46,7 +46,7 @@ from flowc.compiler.lower import PATTERN_HELP, CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
-from flowc.diagnostics import E103, E114, Diagnostic, has_errors
+from flowc.diagnostics import E103, E114, E116, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
@@ -327,7 +327,11 @@ def check_compiled(
         if note is not None:
             shown.append(note)
         kept = apply_ignores((*diags, *shown), comments, filename, hidden=differences)
-    return tuple(d for d in kept if d.is_error or options.wants(d.code.id))
+    # errors are always reported, but for a property the flow breaks (E116): the user chose
+    # to check it, and `--select` / `--ignore` choose it as any other code
+    return tuple(
+        d for d in kept if (d.is_error and d.code.id != E116.id) or options.wants(d.code.id)
+    )
 
 
 def check(

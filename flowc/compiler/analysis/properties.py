@@ -67,6 +67,8 @@ __all__ = [
 #: the pairs (node, monitor state) one property's search may visit, per state of the
 #: bound (``--max-states``): past it the property is "unknown" (unless broken sooner)
 PRODUCT_FACTOR = 4
+#: ... and at least this many, whatever the bound
+MIN_PRODUCT = 100_000
 
 
 @attrs.frozen
@@ -716,7 +718,7 @@ def decide_on(
     table = AtomTable()
     monitors = [Monitor(p, table) for p in props]
     graph = _Graph(space, table)
-    limit = PRODUCT_FACTOR * max(max_states, len(space.keys))
+    limit = PRODUCT_FACTOR * max(max_states, len(space.keys), MIN_PRODUCT)
     return tuple(_decide_one(graph, mon, limit) for mon in monitors)
 
 
@@ -740,6 +742,15 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             broken_at=broken_at,
             why=explain(prop, broken, system.id_names),
         )
+    if space.truncated:
+        return PropertyResult(
+            prop,
+            "unknown",
+            None,
+            note=f"the exploration stopped at its bound ({counted(len(space.keys), 'state', grouped=True)},"
+            " I301): no run among the states explored breaks it, but the others were not"
+            " seen (raise `--max-states`)",
+        )
     if search.overflow:
         return PropertyResult(
             prop,
@@ -749,15 +760,6 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             f" {counted(search.limit, 'state', grouped=True)} (the bound times"
             f" {PRODUCT_FACTOR}): no run seen breaks it, but not every run was seen"
             " (raise `--max-states`)",
-        )
-    if space.truncated:
-        return PropertyResult(
-            prop,
-            "unknown",
-            None,
-            note=f"the exploration stopped at its bound ({counted(len(space.keys), 'state', grouped=True)},"
-            " I301): no run among the states explored breaks it, but the others were not"
-            " seen (raise `--max-states`)",
         )
     return PropertyResult(prop, "holds", None, assumed=_assumptions(system, mon))
 
