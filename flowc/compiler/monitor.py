@@ -62,6 +62,10 @@ __all__ = [
     "PropertyError",
     "RunWatch",
     "StepResult",
+    "claim_text",
+    "explain",
+    "expr_key",
+    "expr_text",
     "walk",
 ]
 
@@ -91,17 +95,28 @@ def walk(expr: Any) -> Iterable[Any]:
         yield from walk(expr.expr)
 
 
+def expr_key(expr: Any) -> Any:
+    """A key for an expression in a dict or a set: the expression itself, or, when it holds
+    a value that does not hash (``context.k == [1, 2]``), its ``repr``."""
+    try:
+        hash(expr)
+    except TypeError:
+        return ("unhashable", repr(expr))
+    return expr
+
+
 class AtomTable:
     """The basic atoms of some properties, one bit each (shared by their monitors)."""
 
     def __init__(self) -> None:
         self.atoms: list[BasicAtom] = []
-        self.index: dict[BasicAtom, int] = {}
+        self.index: dict[Any, int] = {}
 
     def bit(self, atom: BasicAtom) -> int:
-        found = self.index.get(atom)
+        key = expr_key(atom)
+        found = self.index.get(key)
         if found is None:
-            found = self.index[atom] = len(self.atoms)
+            found = self.index[key] = len(self.atoms)
             self.atoms.append(atom)
         return 1 << found
 
@@ -168,12 +183,12 @@ class Monitor:
         self.prop = prop
         self.table = table
         self._prev: list[Previous] = []
-        self._prev_index: dict[Previous, int] = {}
+        self._prev_index: dict[Any, int] = {}
         self.turn_cap = 0  # the turn from which every `turn OP N` is constant (0: none)
         for expr in expressions(prop):
             for e in walk(expr):
-                if isinstance(e, Previous) and e not in self._prev_index:
-                    self._prev_index[e] = len(self._prev)
+                if isinstance(e, Previous) and expr_key(e) not in self._prev_index:
+                    self._prev_index[expr_key(e)] = len(self._prev)
                     self._prev.append(e)
                 elif isinstance(e, TurnIs):
                     self.turn_cap = max(self.turn_cap, e.number + 1)
@@ -221,7 +236,7 @@ class Monitor:
             cmp = _TURN_OPS[op]
             return lambda mask, prev, turn: cmp(turn, n)
         if isinstance(expr, Previous):
-            k = self._prev_index[expr]
+            k = self._prev_index[expr_key(expr)]
             return lambda mask, prev, turn: prev[k]
         if isinstance(expr, m.Not):
             inner = self._compile(expr.condition)  # type: ignore[arg-type]
@@ -479,6 +494,19 @@ def _text(expr: Any, names: Mapping[str, str], outer: int) -> str:
             if isinstance(c, m.FromSpeaker)
         )
     return condition_text(expr, names)
+
+
+def claim_text(prop: Property) -> str:
+    """What a property claims, as written: its statement without ``property NAME:``
+    ("" for a property built in code without its text).
+
+    >>> claim_text(Property("p", Never(Ends()), text="property p: never ends"))
+    'never ends'
+    """
+    text = prop.text
+    if text.startswith("property ") and ":" in text:
+        return text.split(":", 1)[1].strip()
+    return text
 
 
 def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = None) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 import attrs
 
 from flowc.compiler.lower import ToolEffectInfo, bare_alternative, effects_info
-from flowc.compiler.monitor import Broken, Observation, RunWatch, explain
+from flowc.compiler.monitor import Broken, Observation, RunWatch, claim_text, explain
 from flowc.compiler.properties import Property
 from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
@@ -249,7 +249,8 @@ def _broken_text(target: RunTarget, broken: Broken, steps: Sequence[ScenarioStep
         format_name(s.speaker) + (f" ({format_name(s.tool)})" if s.tool is not None else "")
         for s in steps
     )
-    text = f" (`{broken.prop.text}`)" if broken.prop.text else ""
+    claim = claim_text(broken.prop)
+    text = f" (`{claim}`)" if claim else ""
     return (
         f"property {format_name(broken.prop.name)}{text} is violated: "
         f"{explain(broken.prop, broken, names)}; the run: {run}"

@@ -557,3 +557,27 @@ def test_decide_agrees_with_the_reference(seed: int) -> None:
             want = reference(space, p, _reasons(props))
             got = None if res.verdict == "holds" else len(res.run.turns) if res.run else -1
             assert got == want, (p, res.run and res.run.render())
+
+
+def test_a_value_that_does_not_hash_is_compared_as_a_rule_compares_it() -> None:
+    """`context.k == [1, 2]` (a list, an object): told apart, kept as an atom, read by
+    `previous` (a generated property once made the checker fail on it)."""
+    flow = compile_flow(
+        """\
+speaker user: human
+speaker bot { tool t sets k = [1, 2] }
+max_turns 4
+when from user then bot
+when from bot then user
+"""
+    )
+    listed = m.ContextEquals("k", [1, 2])
+    results = decide(
+        flow,
+        [
+            Property("p", Never(listed)),
+            Property("q", Never(m.AllOf((m.ContextEquals("k", {"a": 1}), Previous(listed))))),
+        ],
+    )
+    assert [r.verdict for r in results] == ["violated", "holds"]
+    assert results[0].run is not None and results[0].run.render() == "user → bot (t) → user"

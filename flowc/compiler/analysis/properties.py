@@ -48,7 +48,9 @@ from flowc.compiler.monitor import (
     Monitor,
     PropertyError,
     StepResult,
+    claim_text,
     explain,
+    expr_key,
     walk,
 )
 from flowc.compiler.properties import Ends, Property, Verdict, expressions
@@ -322,7 +324,7 @@ class _Search:
         self.mon = mon
         self.limit = limit
         mine = _atoms_of(mon.prop)
-        self.pmask = _bits(graph.table.atoms, lambda a: a in mine)
+        self.pmask = _bits(graph.table.atoms, lambda a: expr_key(a) in mine)
         self.cap = graph.system.max_turns
         self.turn_cap = mon.turn_cap
         # monitor states (with the turn, capped, when the property reads it) as numbers
@@ -619,7 +621,7 @@ class _Search:
 
 def _atoms_of(prop: Property) -> set[Any]:
     return {
-        e
+        expr_key(e)
         for expr in expressions(prop)
         for e in walk(expr)
         if isinstance(e, m.FromSpeaker | m.ToolCalled | m.ContextEquals | Ends)
@@ -845,7 +847,8 @@ def check_properties(facts: Facts) -> Iterator[Finding]:
 def _finding(facts: Facts, res: PropertyResult) -> Finding:
     prop = res.prop
     name = format_name(prop.name)
-    text = f" (`{prop.text}`)" if prop.text else ""
+    claim = claim_text(prop)
+    text = f" (`{claim}`)" if claim else ""
     span = prop.span
     if res.verdict == "violated":
         run = res.run
