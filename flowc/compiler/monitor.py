@@ -9,9 +9,11 @@ whether the run ends after it.
 
 A monitor's state (:data:`MState`) is finite: the previous turn's values of the
 ``previous`` subexpressions, the scope's phase, and the open intervals' pattern states,
-as a frozen set (intervals in the same pattern state behave alike from then on, and the
-same ``R`` closes them all), with every counter capped (``within N`` counts at most N
-turns, ``at most N times`` at most N + 1). The turn number is not in it: a caller that
+as a frozen set, with every counter capped (``within N`` counts at most N turns, ``at
+most N times`` at most N + 1). Intervals open at once (``after Q before R``, ``after Q
+until R``) are closed by the same ``R`` and see the same turns, and each pattern's states
+are ordered so that those turns keep the order and a higher state breaks no later: the
+set keeps only its highest state, which decides for all of them. The turn number is not in it: a caller that
 needs it (``turn OP N``) passes it, and the checker keeps it (capped) beside the state.
 
 >>> from flowc.compiler import model as m
@@ -355,7 +357,11 @@ class Monitor:
                 return StepResult("done")  # the one interval can no longer be violated
             if self.bad_is_final and BAD in fed:
                 return StepResult("violated", why="bad", judged=BAD)
-            opened = frozenset(fed)
+            # of intervals open together (one R closes them all), the most advanced one
+            # decides: each pattern's states are ordered (a count, an age; BAD on top), the
+            # same turns move them alike and keep that order, and an interval breaks no
+            # sooner than one above it; so only the top one is kept
+            opened = frozenset({max(fed, key=_rank)}) if len(fed) > 1 else frozenset(fed)
         if ended:
             if self.end_judges:
                 for ps in sorted(opened):
@@ -378,6 +384,11 @@ class Monitor:
             if self._is_pending(ps):
                 return ps
         return None
+
+
+def _rank(ps: int) -> float:
+    """The order of an interval's pattern states: how near it is to being broken."""
+    return float("inf") if ps == BAD else ps
 
 
 def _false(mask: int, prev: tuple[bool, ...], turn: int) -> bool:

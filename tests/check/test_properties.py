@@ -167,9 +167,8 @@ def test_each_pattern_under_each_scope(
     (result,) = decide(support, [Property("p", pattern, scope)])
     if turns is None:
         assert result.verdict == "holds", (why, result.run and result.run.render())
-        assert (
-            result.run is None and "`max_turns 6` ends every run that goes on" in result.assumed[0]
-        )
+        assert result.run is None
+        assert result.assumed == ("max_turns 6", "tools do what they declare")
     else:
         assert result.verdict == "violated", why
         assert result.run is not None
@@ -369,9 +368,9 @@ when from bot, human_agent then user
     assert results[2].verdict == "violated" and results[2].broken_at == 4
     flow_free = compile_flow(SUPPORT.replace("max_turns 6", "max_turns 6\ncondition lucky()"))
     (held,) = decide(flow_free, [Property("p", OnlyAfter(ANS, U))])
-    assert "custom conditions either way on every turn" not in held.assumed  # none is used
+    assert "custom conditions either way" not in held.assumed  # none is used
     (held,) = decide(flow, [Property("p", OnlyAfter(m.FromSpeaker("bot"), U))])
-    assert held.verdict == "holds" and "custom conditions either way on every turn" in held.assumed
+    assert held.verdict == "holds" and "custom conditions either way" in held.assumed
 
 
 def test_a_custom_target_may_end_the_run_with_any_reason() -> None:
@@ -468,7 +467,7 @@ def test_without_max_turns_a_run_may_never_end() -> None:
     assert answered.run.loop_from is not None
     # every user turn is followed by the bot's, on every run, also those that never end
     assert bot_back.verdict == "holds"
-    assert "runs that never end included (there is no `max_turns`)" in bot_back.assumed
+    assert "no max_turns (runs that never end included)" in bot_back.assumed
     assert never_twice.verdict == "holds"
 
 
@@ -500,7 +499,7 @@ def test_check_reports_each_property(support: CompiledFlow) -> None:
     assert e116.help is not None
     i306 = by_code["I306"]
     assert i306.message == "property user_first holds (`tool answer only after from user`)"
-    assert i306.notes[0].startswith("it holds on every run, assuming: `max_turns 6`")
+    assert i306.notes == ("it holds on every run; assumed: max_turns 6, tools do what they declare",)
     # unknown past the bound, and `--select` / `--ignore` as for every code
     partial = check_compiled(flow, (), CheckOptions(max_states=2), filename="support.flow")
     assert {d.code.id for d in partial} >= {"I301", "I305"}
