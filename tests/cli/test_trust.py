@@ -266,3 +266,18 @@ def test_the_list_is_only_created_by_flowc_trust(
     monkeypatch.chdir(project)
     assert main(["check", "flows"]) == 0  # (p.py does not exist: it was not looked for)
     assert not config_home.exists()
+
+
+def test_the_notice_docs_trust_md_shows(
+    config_home: Path,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "trust.md").read_text()
+    (shown,) = [line for line in page.splitlines() if "note: its plugins were not imported" in line]
+    (project / "flows" / "a.flow").write_text("speaker a: human\nspeaker b\nwhen from a then b\n")
+    monkeypatch.chdir(project)
+    assert main(["check", "flows"]) == 0
+    (said,) = [x for x in capsys.readouterr().err.splitlines() if "note:" in x]
+    assert said.replace(str(project), "/home/me/src/support") == shown
