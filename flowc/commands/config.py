@@ -3,7 +3,8 @@
 The nearest ``pyproject.toml`` at or above the input (the current folder for
 stdin) is read. Its ``[tool.flowc]`` table may hold only the keys of :data:`KEYS`;
 any other key is an error that lists them (a typo such as ``ignroe`` must not be
-silently ignored).
+silently ignored). The ``plugins`` it lists are imported only when its folder is trusted
+(:mod:`flowc.commands.trust`).
 
 >>> check_keys({"ignroe": ["W201"]}, "pyproject.toml")
 Traceback (most recent call last):

@@ -62,8 +62,10 @@ __all__ = [
     "TrustList",
     "add_trust_option",
     "decide",
+    "environment_setting",
     "read_trust_list",
     "trust_file",
+    "trust_list_stamp",
 ]
 
 #: the environment variable that trusts every folder (``1``) or none (``0``)
@@ -269,7 +271,10 @@ def add_trust_option(parser: argparse.ArgumentParser, what: str | None = None) -
 
 def _write(path: Path, lines: Sequence[str]) -> None:
     """Replace the list at ``path`` with ``lines`` (its folder made, mode 0700, when
-    missing); the file is replaced whole, so a reader never sees half of it."""
+    missing); the file is replaced whole, so a reader never sees half of it. A list that
+    is a symbolic link (kept with the user's other settings elsewhere) is written where it
+    points, and stays a link."""
+    path = _real(path)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -281,3 +281,16 @@ def test_the_notice_docs_trust_md_shows(
     assert main(["check", "flows"]) == 0
     (said,) = [x for x in capsys.readouterr().err.splitlines() if "note:" in x]
     assert said.replace(str(project), "/home/me/src/support") == shown
+
+
+def test_a_list_kept_elsewhere_through_a_link_stays_a_link(
+    config_home: Path, project: Path, tmp_path: Path
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "trusted").write_text("# mine\n")
+    (config_home / "flowc").mkdir(parents=True)
+    (config_home / "flowc" / "trusted").symlink_to(dotfiles / "trusted")
+    assert main(["trust", str(project)]) == 0
+    assert (config_home / "flowc" / "trusted").is_symlink()
+    assert (dotfiles / "trusted").read_text() == f"# mine\n{project}\n"
