@@ -667,18 +667,19 @@ class _Build(metaclass=_BuildMeta):
             raise _BadToken(
                 refused.span,
                 "`always` is not a condition in a property: it holds on every turn, so it "
-                "says nothing about a run (`always P` is the pattern: P holds on every turn)",
-                "found `always` where the property needs a condition",
-                help="to name every turn, write `turn >= 1`",
+                "says nothing about a run",
+                "",
+                help="`always P` is the pattern (P holds on every turn); to name every "
+                "turn, write `turn >= 1`",
             )
         if isinstance(refused, n.CallCond):
             name = refused.name.value
             raise _BadToken(
                 refused.name.span,
                 f"a property cannot use the custom condition `{name}`: its outcome is "
-                "computed by code while a run goes on and is no part of the run, so no "
-                "check can decide the property",
-                f"found a call of `{name}`",
+                "computed by code as a run goes on and is no part of the run, so no check "
+                "can decide the property",
+                "",
                 help="write the property with what a run shows: `from`, `tool`, "
                 "`context.KEY == VALUE`, `ends`, `turn`, `previous`",
             )
@@ -1097,7 +1098,13 @@ def parse_lalr(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
         return empty, (_unquoted_if_not_flow(source, _syntax_error(source, err)),)
     except _BadToken as err:
         return empty, (
-            Diagnostic(E001, f"{err.message}; {err.found}", source.name, err.span, help=err.help),
+            Diagnostic(
+                E001,
+                f"{err.message}; {err.found}" if err.found else err.message,
+                source.name,
+                err.span,
+                help=err.help,
+            ),
         )
     except _TooDeep as err:
         return empty, (
