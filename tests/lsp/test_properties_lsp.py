@@ -92,7 +92,7 @@ async def test_rename_reaches_into_properties(client: LanguageClient) -> None:
     renamed = apply(FLOW, edit)
     assert "never from assistant and previous from assistant" in renamed
     compiled = compile_flow(renamed)
-    assert [p.text for p in compiled.properties][0] == (
+    assert compiled.properties[0].text == (
         "property no_double_bot: never from assistant and previous from assistant"
     )
 
