@@ -829,7 +829,12 @@ class _Parser:
             speakers = [self.name()]
             tokens = self.tokens
             # a comma goes on with the list when a name follows (`after from a, b, S`)
-            while tokens[self.i][0] == "," and tokens[self.i + 1][0] in (NAME, QUOTED):
+            while tokens[self.i][0] == ",":
+                after = tokens[self.i + 1]
+                if after is _MORE:
+                    raise _GiveUp  # the next lines say: parsed again with them
+                if after[0] != NAME and after[0] != QUOTED:
+                    break
                 self.i += 1
                 speakers.append(self.name())
             return n.FromCond(tuple(speakers), _span(t, speakers[-1])), 0
