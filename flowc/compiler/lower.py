@@ -1,4 +1,4 @@
-"""AST -> model: the compiler proper, with the name and shape checks (E101-E110).
+"""AST -> model: the compiler proper, with the name and shape checks (E101-E117).
 
 ``lower`` never raises on user input; it returns the compiled flow (``None`` when an
 error stopped it) and the diagnostics.

@@ -156,7 +156,12 @@ def prop_exprs(
 
 @st.composite
 def property_decls(
-    draw: Any, title: str, speakers: list[str], tools: list[str], keys: list[str], reasons: list[str]
+    draw: Any,
+    title: str,
+    speakers: list[str],
+    tools: list[str],
+    keys: list[str],
+    reasons: list[str],
 ) -> n.PropertyDecl:
     """``property TITLE: PATTERN [SCOPE]``, every pattern and scope."""
     e = prop_exprs(speakers, tools, keys, reasons)
@@ -279,7 +284,5 @@ def flows(draw: Any) -> n.Flow:
         keys, reasons = _keys_set(statements), _reasons_written(statements)
         for title in titles:  # anywhere in the file: a property changes no other statement
             at = draw(st.integers(1, len(statements)))
-            statements.insert(
-                at, draw(property_decls(title, speakers, tools, keys, reasons))
-            )
+            statements.insert(at, draw(property_decls(title, speakers, tools, keys, reasons)))
     return n.Flow(tuple(statements), (), S)

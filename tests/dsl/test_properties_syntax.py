@@ -44,9 +44,23 @@ from tests.dsl.test_descent import agree
 from tests.hostile.fuzz import mutate
 
 ROOT = Path(__file__).resolve().parents[2]
-NEW_KEYWORDS = (
-    "property never eventually within turn time times at most only after before until ends previous"
-).split()
+NEW_KEYWORDS = [
+    "property",
+    "never",
+    "eventually",
+    "within",
+    "turn",
+    "time",
+    "times",
+    "at",
+    "most",
+    "only",
+    "after",
+    "before",
+    "until",
+    "ends",
+    "previous",
+]
 
 BASE = """\
 speaker user: human {
@@ -474,7 +488,7 @@ def test_syntax_errors_at_their_place(
 
 
 def codes_at(text: str) -> list[tuple[str, int, int, str, str | None]]:
-    compiled, diags = compile_source(SourceFile("f.flow", text))
+    _, diags = compile_source(SourceFile("f.flow", text))
     return [(d.code.id, d.span.line, d.span.column, d.message, d.help) for d in diags if d.span]
 
 
@@ -706,3 +720,26 @@ def test_an_example_with_properties_appended_compiles_the_same() -> None:
         extra = "\nproperty added_p1: eventually ends\nproperty added_p2: never turn > 100000\n"
         if re.search(r"(?m)^property ", text) is None:
             assert compile_flow(text + extra).to_json() == compiled.to_json(), path
+
+
+@pytest.mark.parametrize("agent", ["after", "turn", "previous"])
+def test_migrate_writes_a_new_keyword_in_backquotes(agent: str) -> None:
+    """`flowc migrate` prints names as the formatter does: an agent named as one of the
+    property keywords comes out backquoted, and the flow compiles."""
+    from flowc.migrate import migrate_source
+
+    code = (
+        "from autogen import ConversableAgent, GroupChat, GroupChatManager\n"
+        f"a = ConversableAgent({agent!r}, llm_config=False)\n"
+        "b = ConversableAgent('plain', llm_config=False)\n"
+        "gc = GroupChat(agents=[a, b], messages=[], max_round=5,\n"
+        "               speaker_selection_method='round_robin')\n"
+        "m = GroupChatManager(groupchat=gc, llm_config=False)\n"
+        "a.initiate_chat(m, message='hi')\n"
+    )
+    result = migrate_source(SourceFile("chat.py", code))
+    assert result.text is not None
+    assert f"speaker `{agent}`" in result.text or f"speakers `{agent}`" in result.text
+    compiled = compile_flow(result.text)
+    assert agent in compiled.speakers
+    assert format_source(result.text) == result.text

@@ -192,3 +192,47 @@ async def test_completion_in_a_property(client: LanguageClient) -> None:
     assert got == ['"max_turns"', '"refunded"']
     assert await complete(FLOW + "property p: tool refund at most 2 ") == ["time", "times"]
     assert await complete(FLOW + "property p: never tool ") == ["refund"]
+
+
+async def test_reparsing_edits_of_properties_gives_the_tree_of_a_full_parse() -> None:
+    """The server parses again only the statements an edit touches: on a flow full of
+    properties (statements over several lines among them), each edit gives the tree of a
+    full parse, spans included."""
+    import random
+    from pathlib import Path
+
+    from flowc.dsl.parser import parse_source
+    from flowc.lsp.incremental import Reparser
+    from flowc.source import SourceFile
+    from tests.lsp import test_incremental as inc
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "tests" / "editors" / "textmate" / "snap" / "support_desk.flow").read_text()
+    pieces = [
+        "property z: never from triage\n",
+        "property y: after tool escalate,\n  from security within 2 turns\n",
+        " before ends",
+        "(",
+        ")",
+        ", ",
+        " and previous from tech",
+    ]
+    rng = random.Random(27)
+    reparser = Reparser()
+    reparser.parse(SourceFile("f.flow", text))
+    current, compared = text, 0
+    for _ in range(300):
+        if rng.random() < 0.6:
+            new = inc.edit(rng, current)
+        else:
+            at = rng.randrange(len(current) + 1)
+            new = current[:at] + rng.choice(pieces) + current[at:]
+        incremental, errors = reparser.parse(SourceFile("f.flow", new))
+        full, full_errors = parse_source(SourceFile("f.flow", new))
+        assert [(d.message, d.span) for d in errors] == [(d.message, d.span) for d in full_errors]
+        if errors:
+            continue
+        assert inc.tree(incremental) == inc.tree(full), new
+        compared += 1
+        current = new
+    assert compared > 60, compared
