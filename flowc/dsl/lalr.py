@@ -950,13 +950,20 @@ def _keyword_typo(source: SourceFile, offset: int) -> str | None:
     return None
 
 
-#: what a set of expected tokens is, in one word, when it is all a target or a condition
-#: may start with
+_PROPERTY_EXPRESSION = frozenset(
+    {"ALWAYS", "CONTEXT", "ENDS", "FROM", "LPAR", "NAME", "NOT", "PREVIOUS", "QUOTED_NAME"}
+    | {"TOOL", "TURN"}
+)
+#: what a set of expected tokens is, in one word, when it is all a target, a condition, a
+#: property's pattern or expression may start with
 _EXPECTED_NOUNS = {
     frozenset({"INITIATOR", "NAME", "NEXT", "QUOTED_NAME", "STAY", "TERMINATE"}): "a target",
     frozenset(
         {"ALWAYS", "CONTEXT", "FROM", "LPAR", "NAME", "NOT", "QUOTED_NAME", "TOOL"}
     ): "a condition",
+    # in a property (`always` and a name parse there, to be refused with the reason)
+    _PROPERTY_EXPRESSION: "an expression",
+    _PROPERTY_EXPRESSION | {"AFTER", "EVENTUALLY", "NEVER"}: "a pattern",
 }
 #: tokens that a finished statement (or block item) may be followed by: when the parser
 #: would take one of them, what came before the line break was complete
