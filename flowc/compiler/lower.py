@@ -921,10 +921,10 @@ class _Lowering:
         """The ``property`` statements, in file order, lowered: E101 for a speaker, E102
         for a name used twice, E117 for a tool, context key or end reason the flow does
         not have. A property changes nothing in the graph."""
-        decls: list[n.PropertyDecl] = self.flow.of_type(n.PropertyDecl)  # type: ignore[assignment]
+        decls = [st for st in self.flow.statements if isinstance(st, n.PropertyDecl)]
         if not decls:
             return ()
-        tools = sorted({t.name.value for sp in self.speakers.values() for t in sp.tools})
+        tools = {t.name.value for sp in self.speakers.values() for t in sp.tools}
         keys = set(context)
         for sp in self.speakers.values():
             keys.update(sp.written_keys)
@@ -932,7 +932,9 @@ class _Lowering:
                 for alt in tool.alternatives:
                     keys.update(k for k, _ in effects_info(alt).sets)
         names = _PropertyNames(
-            frozenset(tools), frozenset(keys), self.end_reasons(transitions, default, max_turns)
+            tuple(sorted(tools)),
+            tuple(sorted(keys)),
+            self.end_reasons(transitions, default, max_turns),
         )
         seen: dict[str, n.PropertyDecl] = {}
         out: list[Property] = []
@@ -1256,8 +1258,8 @@ class _PropertyNames:
     """What a property may name: the declared tools, the context keys something sets
     (or that have an initial value), the reasons a run may end with (``None``: any)."""
 
-    tools: frozenset[str]
-    keys: frozenset[str]
+    tools: tuple[str, ...]
+    keys: tuple[str, ...]
     reasons: frozenset[str] | None
 
 
