@@ -462,7 +462,13 @@ SYNTAX_ERRORS = [
         "unexpected end of file; expected an expression after `never`",
         None,
     ),
-    ("property p:\nspeaker c", 1, 12, "expected a pattern after `:`", "starts another with `speaker`"),
+    (
+        "property p:\nspeaker c",
+        1,
+        12,
+        "expected a pattern after `:`",
+        "starts another with `speaker`",
+    ),
     (
         "property p: never from bot after\nspeaker c",
         1,
