@@ -98,6 +98,12 @@ E115 = _code(
     E,
     "with plugins: a custom condition or target has no class, or its class cannot be built from a call's arguments",
 )
+E117 = _code(
+    "E117",
+    "property-mismatch",
+    E,
+    "a property names a tool, context key or end reason the flow does not have",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code(

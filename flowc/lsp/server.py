@@ -95,7 +95,7 @@ def _symbol(
 
 def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymbol]:
     """The outline: speakers with their tools, context keys, custom conditions and
-    targets, rules and scenarios, in file order."""
+    targets, rules, scenarios and properties, in file order."""
     lines = index.source.text.splitlines(keepends=True)
 
     def rng(span: Span) -> lsp.Range:
@@ -160,6 +160,16 @@ def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymb
                     rng(st.span),
                     rng(st.title.span),
                     "scenario",
+                )
+            )
+        elif isinstance(st, n.PropertyDecl):
+            out.append(
+                _symbol(
+                    st.name.value,
+                    lsp.SymbolKind.Property,
+                    rng(st.span),
+                    rng(st.name.span),
+                    "property",
                 )
             )
         elif isinstance(st, n.FlowDecl):
