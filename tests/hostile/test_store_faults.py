@@ -322,8 +322,16 @@ def test_a_run_database_deleted_or_replaced_during_the_run(tmp_path: Path, how: 
         "from flowc.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     result = run_limited(
-        ["run", str(flow), "--agents", str(tmp_path / "agents.py"), "--script", str(script)]
-        + ["--db", str(db)],
+        [
+            "run",
+            str(flow),
+            "--agents",
+            str(tmp_path / "agents.py"),
+            "--script",
+            str(script),
+            "--db",
+            str(db),
+        ],
         python_code=env_code,
         cwd=tmp_path,
     )
