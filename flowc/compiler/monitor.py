@@ -466,45 +466,17 @@ class RunWatch:
 
 
 def expr_text(expr: Any, names: Mapping[str, str] | None = None) -> str:
-    """A property expression in `.flow` syntax (``names``: agent id -> speaker).
+    """A property expression in `.flow` syntax (``names``: agent id -> speaker), as
+    :func:`flowc.compiler.describe.expression_text` writes it.
 
     >>> expr_text(m.AllOf((m.FromSpeaker("bot"), Previous(m.FromSpeaker("bot")))))
     'from bot and previous from bot'
     >>> expr_text(m.AnyOf((Ends("approved"), m.Not(TurnIs("<", 3)))))
     'ends "approved" or not turn < 3'
     """
-    return _text(expr, names or {}, 0)
+    from flowc.compiler.describe import expression_text
 
-
-def _text(expr: Any, names: Mapping[str, str], outer: int) -> str:
-    """``outer``: the binding of the context (0 top, 1 inside ``or``, 2 inside ``and``,
-    3 under ``not`` / ``previous``)."""
-    from flowc.compiler.describe import condition_text
-    from flowc.dsl.formatter import format_value
-
-    if isinstance(expr, m.AnyOf) and not all(isinstance(c, m.FromSpeaker) for c in expr.conditions):
-        text = " or ".join(_text(c, names, 1) for c in expr.conditions)
-        return f"({text})" if outer > 1 else text
-    if isinstance(expr, m.AllOf):
-        text = " and ".join(_text(c, names, 2) for c in expr.conditions)
-        return f"({text})" if outer > 2 else text
-    if isinstance(expr, m.Not) and not isinstance(expr.condition, m.ContextEquals):
-        return f"not {_text(expr.condition, names, 3)}"
-    if isinstance(expr, Previous):
-        return f"previous {_text(expr.expr, names, 3)}"
-    if isinstance(expr, Ends):
-        return "ends" if expr.reason is None else f"ends {format_value(expr.reason)}"
-    if isinstance(expr, TurnIs):
-        return f"turn {expr.op} {expr.number}"
-    if isinstance(expr, m.AnyOf):  # `from a, b`
-        from flowc.dsl.formatter import format_name
-
-        return "from " + ", ".join(
-            format_name(names.get(c.agent_id, c.agent_id))
-            for c in expr.conditions
-            if isinstance(c, m.FromSpeaker)
-        )
-    return condition_text(expr, names)
+    return expression_text(expr, names)
 
 
 def claim_text(prop: Property) -> str:

@@ -499,7 +499,9 @@ def test_check_reports_each_property(support: CompiledFlow) -> None:
     assert e116.help is not None
     i306 = by_code["I306"]
     assert i306.message == "property user_first holds (`tool answer only after from user`)"
-    assert i306.notes == ("it holds on every run; assumed: max_turns 6, tools do what they declare",)
+    assert i306.notes == (
+        "it holds on every run; assumed: max_turns 6, tools do what they declare",
+    )
     # unknown past the bound, and `--select` / `--ignore` as for every code
     partial = check_compiled(flow, (), CheckOptions(max_states=2), filename="support.flow")
     assert {d.code.id for d in partial} >= {"I301", "I305"}
