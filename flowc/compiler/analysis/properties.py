@@ -58,10 +58,12 @@ from flowc.diagnostics import E116, I305, I306, counted
 from flowc.dsl.formatter import format_name
 
 __all__ = [
+    "MIN_PRODUCT",
     "PRODUCT_FACTOR",
     "PropertyResult",
     "check_properties",
     "decide",
+    "decide_on",
     "property_literals",
     "system_for",
 ]
