@@ -16,6 +16,7 @@ import pytest
 from flowc import compile_flow
 from flowc.compiler import model as m
 from flowc.compiler.analysis import CheckOptions, check_compiled
+from flowc.compiler.analysis import properties as decider
 from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.properties import decide, decide_on, system_for
 from flowc.compiler.analysis.system import system_of_flow
@@ -36,6 +37,7 @@ from flowc.compiler.properties import (
     Previous,
     Property,
     Responds,
+    TurnIs,
     expressions,
 )
 from flowc.diagnostics import render_json, render_sarif
@@ -543,11 +545,18 @@ def _reasons(props: list[Property]) -> list[str]:
     )
 
 
+@pytest.mark.parametrize("safety", [False, True], ids=["plain", "safe-states"])
 @pytest.mark.parametrize("seed", range(4))
-def test_decide_agrees_with_the_reference(seed: int) -> None:
+def test_decide_agrees_with_the_reference(
+    seed: int, safety: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On generated flows (with `max_turns`: every run is finite) and properties, the
     verdict and the length of the shortest violating run are those of a reference that
-    enumerates every run and judges each by the docstring's definitions."""
+    enumerates every run and judges each by the docstring's definitions; with the search
+    cut at the monitor states no run can break the property from (done on flows of 2,000
+    states or more, forced here) too."""
+    if safety:
+        monkeypatch.setattr(decider, "_SAFETY_FROM", 0)
     rnd = random.Random(seed)
     for _ in range(25):
         flow = compile_flow(flow_text(rnd))
@@ -622,3 +631,30 @@ when from agent then customer
 """
     )
     assert [r.verdict for r in decide(direct, [answered, until])] == ["holds", "holds"]
+
+
+def test_a_property_no_run_can_break_is_proved_without_the_flow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ends at most 2 times`: a run ends once; `never ends before turn > 1 ...` cannot
+    open an interval after turn 1. Proved from the property's own automaton, with the
+    same verdict as the search over the flow."""
+    monkeypatch.setattr(decider, "_SAFETY_FROM", 0)
+    flow = compile_flow(SUPPORT)
+    props = [
+        Property("once", AtMost(Ends(), 2)),
+        Property("early", Never(Ends("answered")), AfterUntil(m.Not(ESC), TurnIs(">", 1))),
+    ]
+    table = decider.AtomTable()
+    once, early = (decider.Monitor(p, table) for p in props)
+    assert decider._Safety(once, table).safe(once.initial, 0)
+    # `early` can break on turn 1 (a kickoff that ends the run), but after it, never
+    assert not decider._Safety(early, table).safe(early.initial, 0)
+    after_one = early.step(early.initial, 0, 1, False).state
+    assert decider._Safety(early, table).safe(after_one, 1)
+    assert [r.verdict for r in decide(flow, props)] == ["holds", "holds"]
+    monkeypatch.setattr(decider, "_SAFETY_FROM", 10**9)
+    assert [r.verdict for r in decide(flow, props)] == ["holds", "holds"]
+    # not so when a run can break it
+    never_answered = decider.Monitor(Property("n", Never(Ends("answered"))), table)
+    assert not decider._Safety(never_answered, table).safe(never_answered.initial, 0)

@@ -374,6 +374,9 @@ class _Search:
         self.succ: dict[int, list[int]] = {}
         self.kept: dict[int, list[int]] = {}
         self.overflow = False
+        #: (on a small flow the search is quicker than asking which states are safe;
+        #: the runs found and the verdicts are the same either way)
+        self.safety = _Safety(mon, graph.table) if graph.n >= _SAFETY_FROM else None
 
     def mid(self, state: Any, tc: int) -> int:
         key = (state, tc)
@@ -401,8 +404,11 @@ class _Search:
             res = self.mon.step(state, mask, self.turn_of(tc), False)
             if res.kind == "next":
                 assert res.state is not None
-                nxt = self.mid(res.state, min(tc + 1, self.turn_cap) if self.turn_cap else 0)
-                found = 2 * nxt + (1 if res.kept else 0)
+                tc = min(tc + 1, self.turn_cap) if self.turn_cap else 0
+                if self.safety is not None and self.safety.safe(res.state, tc):
+                    found = _DONE  # nothing that comes after can break it
+                else:
+                    found = 2 * self.mid(res.state, tc) + (1 if res.kept else 0)
             else:
                 found = _VIOLATED if res.kind == "violated" else _DONE
             row[mask] = found
@@ -763,10 +769,116 @@ def decide_on(
     return tuple(_decide_one(graph, mon, limit) for mon in monitors)
 
 
+#: the most turns a property's own automaton is tried on (:class:`_Safety`): the letters
+#: (which of its atoms hold together) and the states it reaches
+_LETTERS, _OWN_STATES = 512, 4096
+#: the explored states from which safe monitor states are looked for (:class:`_Safety`)
+_SAFETY_FROM = 2000
+
+
+def _letters(mon: Monitor, table: AtomTable) -> tuple[list[int], list[int]] | None:
+    """Every turn a property can tell apart, as a mask over ``table``: one speaker (or
+    none of those it names), one tool (or none), one value per context key (or another),
+    and, for a turn that ends the run, one reason (each it names, or another). Returns
+    (turns that go on, turns that end the run); None when there are too many."""
+    mine = _atoms_of(mon.prop)
+    atoms = [(i, a) for i, a in enumerate(table.atoms) if expr_key(a) in mine]
+    speakers: dict[str, int] = {}
+    tools: dict[str, int] = {}
+    keys: dict[str, list[tuple[Any, int]]] = {}
+    reasons: dict[str | None, int] = {}
+    for i, a in atoms:
+        bit = 1 << i
+        if isinstance(a, m.FromSpeaker):
+            speakers[a.agent_id] = speakers.get(a.agent_id, 0) | bit
+        elif isinstance(a, m.ToolCalled):
+            tools[a.tool_name] = tools.get(a.tool_name, 0) | bit
+        elif isinstance(a, m.ContextEquals):
+            keys.setdefault(a.key, []).append((a.value, bit))
+        else:
+            reasons[a.reason] = reasons.get(a.reason, 0) | bit
+    choices: list[list[int]] = [[0, *speakers.values()], [0, *tools.values()]]
+    for values in keys.values():
+        # the atoms a value makes true: those that compare with an equal value
+        # (and another value, or none: no atom)
+        made = {sum(bit for w, bit in values if _equal(v, w)) for v, _ in values}
+        choices.append([0, *made])
+    go = [0]
+    for options in choices:
+        go = [a | b for a in go for b in options]
+        if len(go) > _LETTERS:
+            return None
+    anyway = reasons.get(None, 0)
+    ends = [anyway | bits for r, bits in reasons.items() if r is not None] + [anyway]
+    stop = [g | e for g in go for e in ends]
+    if len(stop) > 4 * _LETTERS:
+        return None
+    return go, stop
+
+
+class _Safety:
+    """Which monitor states no run of any flow can lead to a violation from: stepped on
+    every turn the property can tell apart (:func:`_letters`), the automaton never
+    breaks and never keeps an obligation (which a run that goes on for ever could leave
+    pending). From such a state the search need not go on: `ends at most 2 times` is
+    proved without the flow's states, and `never ... until turn > 1` stops after turn 1.
+    """
+
+    def __init__(self, mon: Monitor, table: AtomTable):
+        self.mon = mon
+        self.letters = _letters(mon, table)
+        self.known: dict[tuple[Any, int], bool] = {}
+
+    def safe(self, state: Any, tc: int) -> bool:
+        start = (state, tc)
+        found = self.known.get(start)
+        if found is not None:
+            return found
+        if self.letters is None:
+            self.known[start] = False
+            return False
+        go, stop = self.letters
+        mon, cap = self.mon, self.mon.turn_cap
+        seen = {start}
+        todo = [start]
+        safe = True
+        while todo and safe:
+            state, tc = todo.pop()
+            if self.known.get((state, tc)) is False or mon.closed_open(state) is not None:
+                safe = False
+                break
+            turn = min(tc + 1, cap) if cap else 1
+            if any(mon.step(state, mask, turn, True).kind == "violated" for mask in stop):
+                safe = False
+                break
+            for mask in go:
+                res = mon.step(state, mask, turn, False)
+                if res.kind == "violated":
+                    safe = False
+                    break
+                if res.kind == "next":
+                    assert res.state is not None
+                    nxt = (res.state, min(tc + 1, cap) if cap else 0)
+                    if nxt not in seen and self.known.get(nxt) is not True:
+                        if len(seen) >= _OWN_STATES:
+                            safe = False
+                            break
+                        seen.add(nxt)
+                        todo.append(nxt)
+        if safe:  # every state it reached is safe too
+            self.known.update(dict.fromkeys(seen, True))
+        else:
+            self.known[start] = False
+        return safe
+
+
 def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
     prop = mon.prop
     space, system = graph.space, graph.system
     search = _Search(graph, mon, limit)
+    if search.safety is not None and not space.truncated and search.safety.safe(mon.initial, 0):
+        # no run of any flow breaks it
+        return PropertyResult(prop, "holds", None, assumed=_assumptions(system, mon))
     try:
         found = search.run()
         if found is None and not search.overflow:
