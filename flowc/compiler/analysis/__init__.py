@@ -32,6 +32,7 @@ from flowc.compiler.analysis.endings import check_scenario_endings
 from flowc.compiler.analysis.explore import StateSpace, explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
+from flowc.compiler.analysis.properties import check_properties
 from flowc.compiler.analysis.reachability import (
     check_max_turns,
     check_silent_after_work,
@@ -45,7 +46,7 @@ from flowc.compiler.lower import PATTERN_HELP, CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
-from flowc.diagnostics import E103, E114, Diagnostic, has_errors
+from flowc.diagnostics import E103, E114, E116, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
@@ -88,6 +89,7 @@ CHECKS: tuple[Check, ...] = (
     check_round_robin_order,
     check_scenario_endings,
     check_ag2_differences,
+    check_properties,
 )
 
 
@@ -122,9 +124,15 @@ class SpaceCache:
             self.reused += 1
             space = last[2].rebound(system)
         else:
-            space = explore(system, max_states)
+            space = explore(system, max_states, record=_keeps_turns(system))
         self._last = (shape, max_states, space)
         return space
+
+
+def _keeps_turns(system: System) -> bool:
+    """Whether the exploration keeps each node's turns: for a flow with properties,
+    which deciding them reads (:mod:`flowc.compiler.analysis.properties`)."""
+    return system.compiled is not None and bool(system.compiled.properties)
 
 
 def findings_of(
@@ -151,7 +159,7 @@ def facts_of(
     if spaces is not None:
         space = spaces.space(system, options.max_states)
     else:
-        space = explore(system, options.max_states)
+        space = explore(system, options.max_states, record=_keeps_turns(system))
     facts = Facts(system, space, filename)
     try:
         return facts, _findings(facts, options)
@@ -319,7 +327,11 @@ def check_compiled(
         if note is not None:
             shown.append(note)
         kept = apply_ignores((*diags, *shown), comments, filename, hidden=differences)
-    return tuple(d for d in kept if d.is_error or options.wants(d.code.id))
+    # errors are always reported, but for a property the flow breaks (E116): the user chose
+    # to check it, and `--select` / `--ignore` choose it as any other code
+    return tuple(
+        d for d in kept if (d.is_error and d.code.id != E116.id) or options.wants(d.code.id)
+    )
 
 
 def check(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
@@ -388,6 +389,10 @@ class StateSpace:
     stopped_by: str = ""
     #: the memory the exploration was allowed (bytes; see :class:`MemoryGuard`)
     memory_budget: int = 0
+    #: with ``explore(..., record=True)``: per node, its turns as (successor, tool,
+    #: valuation after the turn's writes), in the order they were explored (what the
+    #: properties read of each turn, :mod:`flowc.compiler.analysis.properties`)
+    recorded: Recorded | None = attrs.field(default=None, eq=False, repr=False)
     #: the turns that give the turn back to who just spoke, before ``max_turns`` closes
     #: the run (AG2 stalls there: W221), the first of each cause in exploration order:
     #: (rule file index or DEFAULT / HANDOFF, the tool of a handoff) -> (node, turn)
@@ -459,8 +464,65 @@ class MemoryGuard:
         limit = address_space_left()
         self.budget = budget if limit is None else min(budget, limit // 5)
 
-    def exceeded(self) -> bool:
-        return _resident() - self.start > self.budget
+    def exceeded(self, allowance: int = 0) -> bool:
+        """Whether the process grew past the budget (``allowance``: bytes that do not
+        count, kept on purpose beside the states)."""
+        return _resident() - self.start - allowance > self.budget
+
+
+class Recorded:
+    """Each explored node's turns, as :func:`explore` met them with ``record=True``: the
+    successor, the tool called (or None) and the valuation after the turn's writes, kept
+    as three arrays of numbers (a few bytes a turn: a large flow has a million turns).
+    Nodes are expanded in the order of their numbers, so a node's turns are one run of
+    the arrays."""
+
+    def __init__(self, system: System) -> None:
+        self.succ = array("q")
+        self.tool = array("i")
+        self.val = array("i")
+        self.start = array("q")  # node -> where its turns begin (one more at the end)
+        #: tool number -> the tool (0: no tool)
+        self.tools: list[str | None] = [None, *system.tool_names]
+        self._tool_ids: dict[str | None, int] = {t: i for i, t in enumerate(self.tools)}
+        self.vals: list[Valuation] = []
+        self._val_ids: dict[Valuation, int] = {}
+
+    def begin(self, node: int) -> None:
+        """The turns of ``node`` come next (and every node before it is done)."""
+        start, at = self.start, len(self.succ)
+        while len(start) <= node:
+            start.append(at)
+
+    def add(self, v: int, tool: str | None, after: Valuation) -> None:
+        t = self._tool_ids.get(tool)
+        if t is None:
+            t = self._tool_ids[tool] = len(self.tools)
+            self.tools.append(tool)
+        a = self._val_ids.get(after)
+        if a is None:
+            a = self._val_ids[after] = len(self.vals)
+            self.vals.append(after)
+        self.succ.append(v)
+        self.tool.append(t)
+        self.val.append(a)
+
+    def close(self, nodes: int) -> None:
+        self.begin(nodes)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the arrays."""
+        return sum(a.itemsize * len(a) for a in (self.succ, self.tool, self.val, self.start))
+
+    def turns(self, node: int) -> Iterator[tuple[int, str | None, Valuation]]:
+        """The node's turns: (successor, tool or None, valuation after)."""
+        if node + 1 >= len(self.start):
+            return
+        tools, vals = self.tools, self.vals
+        succ, tool, val = self.succ, self.tool, self.val
+        for i in range(self.start[node], self.start[node + 1]):
+            yield succ[i], tools[tool[i]], vals[val[i]]
 
 
 def _resident() -> int:
@@ -492,9 +554,10 @@ def address_space_left() -> int | None:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def explore(system: System, max_states: int) -> StateSpace:
+def explore(system: System, max_states: int, *, record: bool = False) -> StateSpace:
     """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes
-    (and ``TURNS_PER_STATE * max_states`` explored turns).
+    (and ``TURNS_PER_STATE * max_states`` explored turns); ``record``: keep each node's
+    turns (:attr:`StateSpace.recorded`).
 
     >>> from flowc import compile_flow
     >>> from flowc.compiler.analysis.system import system_of_flow
@@ -521,6 +584,7 @@ def explore(system: System, max_states: int) -> StateSpace:
     horizon: int | None = None
     memory = MemoryGuard()
     stopped_by = ""
+    recorded = Recorded(system) if record else None
     # W221's turns are noted here, on the one pass over every turn (see self_routes)
     cap = system.max_turns
     json_mode = system.json_mode
@@ -531,6 +595,8 @@ def explore(system: System, max_states: int) -> StateSpace:
         key = keys[u]
         if key[0] == "end":
             continue
+        if recorded is not None:
+            recorded.begin(u)
         mover = system.start if u == 0 else key[0]
         late = cap is not None and dist[u] + 1 >= cap  # the run closes on this turn
         for step in explorer.steps(key):
@@ -565,7 +631,9 @@ def explore(system: System, max_states: int) -> StateSpace:
                     truncated, horizon, stopped_by = True, dist[u], "states"
                     break
                 v = len(keys)
-                if not v % _MEMORY_EVERY and memory.exceeded():
+                if not v % _MEMORY_EVERY and memory.exceeded(
+                    recorded.size if recorded is not None else 0
+                ):
                     truncated, horizon, stopped_by = True, dist[u], "memory"
                     break
                 ids[nxt] = v
@@ -577,6 +645,10 @@ def explore(system: System, max_states: int) -> StateSpace:
                     ends.append(v)
                 queue.append(v)
             edges.add((u, v))
+            if recorded is not None:
+                recorded.add(v, step.action.tool, step.after)
+    if recorded is not None:
+        recorded.close(len(keys))
     graph = networkx_digraph(len(keys), edges)
     return StateSpace(
         system=system,
@@ -600,4 +672,5 @@ def explore(system: System, max_states: int) -> StateSpace:
         memory_budget=memory.budget,
         self_routes=self_routes,
         self_routes_upto=u if truncated else len(keys),
+        recorded=recorded,
     )
