@@ -39,8 +39,8 @@ KEYS: dict[str, list[tuple[str, Any]]] = {
 UNSEEN: dict[str, list[Any]] = {"k": ["z", 1, 0], "j": [3, True, 1.0, "1"]}
 REASONS = ["t", "u"]
 FINISHES = ["fin", "fin2"]
-#: the reasons a run may end with whatever the flow says
-BUILT_IN_REASONS = ["max_turns", "after_work", "workflow_terminated", "finished"]
+#: reasons to try where a custom target may end a run (then any reason may be written)
+ANY_REASONS = ["after_work", "workflow_terminated", "finished", "elsewhere"]
 #: a flow with more runs than this has its max_turns lowered
 MAX_RUNS = 300
 
@@ -53,8 +53,11 @@ class Flow:
     max_turns: int
     speakers: list[str]
     tools: list[str]  # tools some speaker declares
-    keys: list[str]  # keys the flow mentions
-    reasons: list[str]  # reasons the flow writes
+    #: keys the flow sets (an initial value, a tool's or a human's write): those a property
+    #: may read (E117)
+    keys: list[str]
+    #: the reasons a run may close with (those ``ends "r"`` may name, E117)
+    reasons: list[str]
 
     @property
     def text(self) -> str:
@@ -101,7 +104,7 @@ def random_flow(rng: random.Random) -> Flow:
     keys = sorted(rng.sample(sorted(KEYS), rng.choice([0, 1, 1, 2, 2])))
     customs = rng.random() < 0.3
     flow = Flow([], rng.randint(2, 7), speakers, [], keys, [])
-    mentioned: set[str] = set()
+    settable: set[str] = set()
     tools: set[str] = set()
     reasons: set[str] = set()
     lines = flow.lines
@@ -119,7 +122,7 @@ def random_flow(rng: random.Random) -> Flow:
             writes = sorted(rng.sample(keys, rng.randint(0, len(keys))))
             if writes:
                 body.append(f"  sets {', '.join(writes)}")
-                mentioned.update(writes)
+                settable.update(writes)
         else:
             for tool in rng.sample(TOOLS, rng.choice([0, 1, 1, 2, 2])):
                 alts: list[str] = []
@@ -132,11 +135,10 @@ def random_flow(rng: random.Random) -> Flow:
                     if effect == "set":
                         key = rng.choice(keys)
                         alts.append(f"sets {key} = {_literal(rng, key)}")
-                        mentioned.add(key)
+                        settable.add(key)
                     elif effect == "clear":
                         key = rng.choice(keys)
                         alts.append(f"clears {key}")
-                        mentioned.add(key)
                     elif effect == "handoff":
                         alts.append(f"hands off to {rng.choice(speakers)}")
                     else:
@@ -153,12 +155,11 @@ def random_flow(rng: random.Random) -> Flow:
     for key in keys:
         if rng.random() < 0.5:
             lines.append(f"context {key} = {_literal(rng, key)}")
-            mentioned.add(key)
+            settable.add(key)
     targets = [*speakers, *speakers, "next", "next", "stay", "initiator"]
     targets += [f'terminate "{r}"' for r in REASONS] + (["pick()", "pick()"] if customs else [])
     for _ in range(rng.randint(1, 5)):
         cond = _condition(rng, flow, customs)
-        mentioned.update(k for k in keys if f"context.{k} " in cond)
         target = rng.choice(targets)
         prio = rng.choice(["", "", "", " priority 5", " priority -1"])
         lines.append(f"when {cond} then {target}{prio}")
@@ -167,7 +168,12 @@ def random_flow(rng: random.Random) -> Flow:
         target = rng.choice([*speakers, "next", "stay", "initiator", *targets])
         lines.append(f"otherwise {target}")
         reasons.update(r for r in REASONS if f'"{r}"' in target)
-    flow.tools, flow.keys, flow.reasons = sorted(tools), sorted(mentioned), sorted(reasons)
+    else:
+        reasons.add("after_work")
+    reasons.add("max_turns")
+    if customs:  # `pick()` may terminate with no reason: any reason may be named
+        reasons.update(ANY_REASONS)
+    flow.tools, flow.keys, flow.reasons = sorted(tools), sorted(settable), sorted(reasons)
     return flow
 
 
@@ -195,7 +201,7 @@ def expression(rng: random.Random, flow: Flow, depth: int = 1) -> Any:
         atom = m.ContextEquals(key, rng.choice([v for _, v in KEYS[key]] + [None] + UNSEEN[key]))
         return atom if kind == "ctx" else m.Not(atom)
     if kind == "ends":
-        return p.Ends(rng.choice([None, None, *flow.reasons, *BUILT_IN_REASONS]))
+        return p.Ends(rng.choice([None, None, *flow.reasons]))
     if kind == "turn":
         return p.TurnIs(rng.choice(["==", "!=", "<", "<=", ">", ">="]), rng.randint(0, 8))
     if kind == "not":
