@@ -14,6 +14,11 @@ unset or one of its ``V`` values): ``S * (V + 1) ** K``, the size of the space a
 complete analysis must account for (how many of those states runs reach is the
 explorers' count).
 
+``--properties K`` adds K generated properties to each instance (a mix of the six
+patterns under the five scopes, over its speakers, tools, keys and endings, from a fixed
+seed: :func:`properties`) and measures the check twice, without them and with them
+(``check+P``: the time, and the ratio to the check without).
+
 Per instance it prints the time and peak memory of the analysis as ``flowc check``
 runs it (``check`` with the default options, after compiling; peak memory of a
 child process, ``ru_maxrss``), whether it was complete (``complete``: explored one
@@ -36,6 +41,7 @@ import resource
 import subprocess
 import sys
 import time
+from typing import Any
 
 import attrs
 
@@ -126,7 +132,132 @@ def generate(shape: Shape) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _child(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, object]:
+def properties(shape: Shape, count: int, seed: int = 0) -> tuple[Any, ...]:
+    """``count`` properties of an instance: each of the six patterns under each of the five
+    scopes in turn, over atoms drawn from a fixed seed (a worker speaks, calls its tool,
+    a key has a value, the run ends, the turn number, a previous turn).
+
+    >>> [p.text for p in properties(Shape(speakers=3, keys=2), 3)]  # doctest: +NORMALIZE_WHITESPACE
+    ['never turn <= 1 or tool write1',
+     'always not (from w1 and previous from w1) before from w0',
+     'eventually turn > 5 within 3 turns after from w0 and previous from w0']
+    """
+    from flowc.compiler import model as m
+    from flowc.compiler.monitor import expr_text
+    from flowc.compiler.properties import (
+        After,
+        AfterUntil,
+        Always,
+        AtMost,
+        Before,
+        Between,
+        Ends,
+        Eventually,
+        Globally,
+        Never,
+        OnlyAfter,
+        Previous,
+        Property,
+        Responds,
+        TurnIs,
+    )
+
+    rnd = random.Random(seed)
+    workers = [f"w{i}" for i in range(shape.speakers - 1)]
+
+    def atom() -> Any:
+        kind = rnd.choice(["from", "from", "tool", "ctx", "ctx", "ends", "turn"])
+        if kind == "from":
+            return m.FromSpeaker(rnd.choice(workers))
+        if kind == "tool":
+            return m.ToolCalled(f"write{rnd.randrange(len(workers))}")
+        if kind == "ctx":
+            return m.ContextEquals(f"k{rnd.randrange(shape.keys)}", 1 + rnd.randrange(shape.values))
+        if kind == "ends":
+            return Ends(rnd.choice([None, "done"]))
+        return TurnIs(rnd.choice([">", "<="]), rnd.randrange(1, 6))
+
+    def expr() -> Any:
+        kind = rnd.random()
+        if kind < 0.6:
+            return atom()
+        if kind < 0.75:
+            return m.Not(m.AllOf((atom(), atom())))
+        if kind < 0.9:
+            return m.AnyOf((atom(), atom()))
+        a = m.FromSpeaker(rnd.choice(workers))  # a worker speaks twice in a row
+        return m.AllOf((a, Previous(a)))
+
+    out = []
+    for i in range(count):
+        p = expr()
+        within = rnd.choice([None, 3, 10])
+        kind = i % 6
+        pattern: Any
+        if kind == 0:
+            pattern = Never(p)
+        elif kind == 1:
+            pattern = Always(m.Not(p))
+        elif kind == 2:
+            pattern = Eventually(p, within)
+        elif kind == 3:
+            pattern = AtMost(p, rnd.randrange(1, 4))
+        elif kind == 4:
+            pattern = OnlyAfter(p, expr())
+        else:
+            pattern = Responds(p, expr(), within)
+        scope = [
+            Globally,
+            lambda: Before(expr()),
+            lambda: After(expr()),
+            lambda: Between(expr(), expr()),
+            lambda: AfterUntil(expr(), expr()),
+        ][(i // 6 + i) % 5]()
+        prop = Property(f"p{i}", pattern, scope)
+        out.append(attrs.evolve(prop, text=_prop_text(prop, expr_text)))
+    return tuple(out)
+
+
+def _prop_text(prop: Any, text: Any) -> str:
+    """A property as written (for the benchmark's listing)."""
+    from flowc.compiler.properties import (
+        After,
+        AfterUntil,
+        AtMost,
+        Before,
+        Between,
+        Eventually,
+        OnlyAfter,
+        Responds,
+    )
+
+    pat, scope = prop.pattern, prop.scope
+    name = type(pat).__name__.lower()
+    within = f" within {pat.within} turns" if getattr(pat, "within", None) else ""
+    if isinstance(pat, Eventually):
+        words = f"eventually {text(pat.p)}{within}"
+    elif isinstance(pat, AtMost):
+        words = f"{text(pat.p)} at most {pat.times} times"
+    elif isinstance(pat, OnlyAfter):
+        words = f"{text(pat.p)} only after {text(pat.s)}"
+    elif isinstance(pat, Responds):
+        words = f"after {text(pat.p)}, {text(pat.s)}{within}"
+    else:
+        words = f"{name} {text(pat.p)}"
+    if isinstance(scope, Before):
+        words += f" before {text(scope.r)}"
+    elif isinstance(scope, After):
+        words += f" after {text(scope.q)}"
+    elif isinstance(scope, Between):
+        words += f" after {text(scope.q)} before {text(scope.r)}"
+    elif isinstance(scope, AfterUntil):
+        words += f" after {text(scope.q)} until {text(scope.r)}"
+    return words
+
+
+def _child(
+    kind: str, shape: Shape, max_states: int | None = None, props: int = 0
+) -> dict[str, object]:
     """One measurement, in this (fresh) process."""
     from flowc.collector import paused
     from flowc.compiler.analysis import CheckOptions, facts_of
@@ -137,6 +268,8 @@ def _child(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, 
 
     compiled, _ = compile_source(SourceFile("generated.flow", generate(shape)))
     assert compiled is not None
+    if props:
+        compiled = attrs.evolve(compiled, properties=properties(shape, props))
     system = system_of_flow(compiled)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with paused():
@@ -161,6 +294,8 @@ def _child(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, 
                 ),
                 "findings": len(codes),
                 "digest": hashlib.sha256(json.dumps(sorted(codes)).encode()).hexdigest()[:10],
+                # the properties' verdicts: violated, holds, unknown
+                "verdicts": [sum(1 for c, _ in codes if c == x) for x in ("E116", "I306", "I305")],
             }
         else:
             facts = explore_symbolic(system)
@@ -171,9 +306,13 @@ def _child(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, 
     return out
 
 
-def measure(kind: str, shape: Shape, max_states: int | None = None) -> dict[str, object]:
+def measure(
+    kind: str, shape: Shape, max_states: int | None = None, props: int = 0
+) -> dict[str, object]:
     """One measurement in a fresh child process."""
     more = [] if max_states is None else ["--max-states", str(max_states)]
+    if props:
+        more += ["--properties", str(props)]
     proc = subprocess.run(
         [sys.executable, __file__, "--child", kind, json.dumps(attrs.asdict(shape)), *more],
         capture_output=True,
@@ -204,17 +343,26 @@ def main() -> None:
     parser.add_argument(
         "--max-states", type=int, help="check's bound (default: check's default), to choose one"
     )
+    parser.add_argument(
+        "--properties",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also check each instance with K generated properties, and compare the times",
+    )
     args = parser.parse_args()
     if args.child:
-        print(
-            json.dumps(_child(args.child[0], Shape(**json.loads(args.child[1])), args.max_states))
-        )
+        shape = Shape(**json.loads(args.child[1]))
+        print(json.dumps(_child(args.child[0], shape, args.max_states, args.properties)))
         return
     if args.instance:
         s, k, v, r, t, c, *f = args.instance.split(",")
         family = [(int(s), int(k), int(v), int(r), int(t), float(c), 0, bool(f and int(f[0])))]
     else:
         family = list(QUICK if args.quick else FAMILY)
+    if args.properties:
+        _compare(family, args.max_states, args.properties)
+        return
     print(
         f"{'instance':34} {'concrete':>12}  {'check':>8} {'peak':>8} {'result':8} {'digest':10}"
         f"  {'symbolic':>8} {'peak':>8} {'states':>10} {'layers':>6}"
@@ -228,6 +376,26 @@ def main() -> None:
             f" {chk['peak_mib']:6.0f}MB {_result(chk):8}"
             f" {chk['digest']:10}  {sym['seconds']:7.2f}s {sym['peak_mib']:6.0f}MB"
             f" {sym['states']:10,} {sym['layers']:6}",
+            flush=True,
+        )
+
+
+def _compare(family: list[Any], max_states: int | None, props: int) -> None:
+    """``--properties K``: each instance checked without and with K properties."""
+    print(
+        f"{'instance':34} {'check':>8} {'peak':>7} {'result':8}  {'check+P':>8} {'peak':>7}"
+        f" {'ratio':>6}  verdicts (violated/holds/unknown)"
+    )
+    for params in family:
+        shape = Shape(*params)
+        alone = measure("check", shape, max_states)
+        both = measure("check", shape, max_states, props)
+        violated, holds, unknown = both["verdicts"]  # type: ignore[misc]
+        ratio = float(both["seconds"]) / max(float(alone["seconds"]), 1e-9)  # type: ignore[arg-type]
+        print(
+            f"{shape.label():34} {alone['seconds']:7.2f}s {alone['peak_mib']:5.0f}MB"
+            f" {_result(alone):8}  {both['seconds']:7.2f}s {both['peak_mib']:5.0f}MB"
+            f" {ratio:5.2f}x  {violated}/{holds}/{unknown}",
             flush=True,
         )
 

@@ -98,6 +98,12 @@ E115 = _code(
     E,
     "with plugins: a custom condition or target has no class, or its class cannot be built from a call's arguments",
 )
+E116 = _code(
+    "E116",
+    "property-violated",
+    E,
+    "a `property` of the flow is broken by some run (shown, shortest)",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code(
@@ -204,6 +210,18 @@ I304 = _code(
     "ag2-difference",
     INFO,
     "a run of this flow goes differently on AG2 1.2.1 (W218-W221 under `--target ag2`)",
+)
+I305 = _code(
+    "I305",
+    "property-unknown",
+    INFO,
+    "a `property` could not be decided: the analysis did not see every run",
+)
+I306 = _code(
+    "I306",
+    "property-holds",
+    INFO,
+    "a `property` holds on every run of the flow (with what that rests on)",
 )
 M001 = _code("M001", "migrate-unsupported", E, "a construct has no equivalent and was left out")
 M002 = _code("M002", "migrate-lossy", W, "a construct was translated with a difference at run time")

@@ -32,6 +32,7 @@ from flowc.compiler.analysis.endings import check_scenario_endings
 from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
+from flowc.compiler.analysis.properties import check_properties
 from flowc.compiler.analysis.reachability import (
     check_max_turns,
     check_silent_after_work,
@@ -87,6 +88,7 @@ CHECKS: tuple[Check, ...] = (
     check_round_robin_order,
     check_scenario_endings,
     check_ag2_differences,
+    check_properties,
 )
 
 
@@ -106,7 +108,10 @@ def facts_of(
     questions (loops, runs beyond the explored states); if its diagrams run out of the
     memory CUDD was given there, the flow is checked again from the explored states alone
     (I301 then says what is not reported), rather than failing."""
-    space = explore(system, options.max_states)
+    # a flow with properties keeps each node's turns, which deciding them reads
+    # (:mod:`flowc.compiler.analysis.properties`)
+    record = system.compiled is not None and bool(system.compiled.properties)
+    space = explore(system, options.max_states, record=record)
     facts = Facts(system, space, filename)
     try:
         return facts, _findings(facts, options)

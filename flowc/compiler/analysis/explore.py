@@ -381,6 +381,12 @@ class StateSpace:
     stopped_by: str = ""
     #: the memory the exploration was allowed (bytes; see :class:`MemoryGuard`)
     memory_budget: int = 0
+    #: with ``explore(..., record=True)``: per node, its turns as (successor, tool,
+    #: valuation after the turn's writes), in the order they were explored (what the
+    #: properties read of each turn, :mod:`flowc.compiler.analysis.properties`)
+    recorded: list[list[tuple[int, str | None, Valuation]]] | None = attrs.field(
+        default=None, eq=False, repr=False
+    )
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -468,9 +474,10 @@ def address_space_left() -> int | None:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def explore(system: System, max_states: int) -> StateSpace:
+def explore(system: System, max_states: int, *, record: bool = False) -> StateSpace:
     """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes
-    (and ``TURNS_PER_STATE * max_states`` explored turns).
+    (and ``TURNS_PER_STATE * max_states`` explored turns); ``record``: keep each node's
+    turns (:attr:`StateSpace.recorded`).
 
     >>> from flowc import compile_flow
     >>> from flowc.compiler.analysis.system import system_of_flow
@@ -497,11 +504,13 @@ def explore(system: System, max_states: int) -> StateSpace:
     horizon: int | None = None
     memory = MemoryGuard()
     stopped_by = ""
+    recorded: list[list[tuple[int, str | None, Valuation]]] | None = [[]] if record else None
     while queue and not truncated:
         u = queue.popleft()
         key = keys[u]
         if key[0] == "end":
             continue
+        mine = recorded[u] if recorded is not None else None
         for step in explorer.steps(key):
             turns += 1
             if turns > budget:
@@ -534,7 +543,11 @@ def explore(system: System, max_states: int) -> StateSpace:
                 if nxt[0] == "end":
                     ends.append(v)
                 queue.append(v)
+                if recorded is not None:
+                    recorded.append([])
             edges.add((u, v))
+            if mine is not None:
+                mine.append((v, step.action.tool, step.after))
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(keys)))
     graph.add_edges_from(edges)
@@ -558,4 +571,5 @@ def explore(system: System, max_states: int) -> StateSpace:
         horizon=horizon,
         stopped_by=stopped_by,
         memory_budget=memory.budget,
+        recorded=recorded,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 import attrs
@@ -243,7 +243,13 @@ def walk_condition(cond: m.Condition) -> Iterator[m.Condition]:
 
 
 class _Builder:
-    def __init__(self, graph: m.TransitionGraph, ids: Sequence[str], json_mode: bool):
+    def __init__(
+        self,
+        graph: m.TransitionGraph,
+        ids: Sequence[str],
+        json_mode: bool,
+        extra: Mapping[str, Sequence[Any]] | None = None,
+    ):
         self.graph = graph
         self.ids = tuple(ids)
         self.index = {a: i for i, a in enumerate(self.ids)}
@@ -266,6 +272,11 @@ class _Builder:
                         lits.append(c.value)
                 elif isinstance(c, m.ToolCalled):
                     tools.setdefault(c.tool_name, None)
+        for key, values in (extra or {}).items():  # after the rules' own: their indices stay
+            lits = keys.setdefault(key, [])
+            for value in values:
+                if not any(_equal(x, value) for x in lits):
+                    lits.append(value)
         self.keys = tuple(keys)
         self.key_index = {k: i for i, k in enumerate(self.keys)}
         self.literals = tuple(tuple(v) for v in keys.values())
@@ -398,8 +409,14 @@ def _reads(code: CondCode) -> Iterator[int]:
         yield from _reads(code[1])
 
 
-def system_of_flow(compiled: CompiledFlow) -> System:
+def system_of_flow(
+    compiled: CompiledFlow, extra: Mapping[str, Sequence[Any]] | None = None
+) -> System:
     """The abstract system of a compiled `.flow`: tools as declared.
+
+    ``extra`` adds context keys and values to tell apart beside those the rules compare
+    (the values properties compare: :mod:`flowc.compiler.analysis.properties`); they
+    come after the rules' own, whose abstract values stay the same.
 
     >>> from flowc import compile_flow
     >>> s = system_of_flow(compile_flow("speakers u: human, b\\nwhen context.k == 1 then b"))
@@ -407,7 +424,7 @@ def system_of_flow(compiled: CompiledFlow) -> System:
     (('u', 'b'), ('k',), '1')
     """
     ids = tuple(compiled.agent_id(s) for s in compiled.speakers)
-    b = _Builder(compiled.graph, ids, json_mode=False)
+    b = _Builder(compiled.graph, ids, json_mode=False, extra=extra)
     rules = b.rules(compiled.rules)
     speaker_index = {s: i for i, s in enumerate(compiled.speakers)}
     actions: list[tuple[Action, ...]] = []

@@ -1,0 +1,901 @@
+"""Deciding properties over every run of a flow (issue 27): E116, I305, I306.
+
+A property (:mod:`flowc.compiler.properties`) is decided on the explored state graph
+(:mod:`explore`): a node is a speaker about to speak and an abstract valuation, an edge
+a turn. The property's automaton (:class:`flowc.compiler.monitor.Monitor`) runs beside
+it: a breadth-first search over (node, monitor state) pairs, layer by layer (a layer is
+a turn number), each pair once. The first layer where the monitor breaks gives a
+shortest run that breaks the property. Two kinds of violation need more than that:
+
+- a run cut by ``max_turns``: on the cap's turn ``ends`` holds (with ``"max_turns"``),
+  and the end of the run judges what is still pending (``eventually``, ``after P, S``).
+  Reaching a pair sooner dominates reaching it later for every other violation (the
+  same turns follow, all before the cap), but not for this one: whether a walk of
+  exactly ``max_turns - 1`` turns reaches a pair from which the cap's turn breaks the
+  property is asked separately (:meth:`_Search.cap_run`);
+- a run that never ends (no ``max_turns``): an obligation left pending for ever breaks
+  ``eventually`` and ``after P, S`` (without ``within``): a loop of the product along
+  which it stays pending (:meth:`_Search.loop_run`).
+
+The valuation abstraction tells apart only the values rules compare; a flow whose
+properties compare others is explored again with those values told apart too
+(:func:`system_for`), so that ``context.k == "x"`` is decided exactly. A property is
+"holds" only when every run was seen: past the state bound (I301) a violation found
+among the explored states is still a real run, but otherwise the verdict is
+"unknown". Custom conditions are taken either way and custom targets resolve to each
+result they declare, as everywhere in the analysis; a custom target that ends the run
+may close it with any reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.analysis.explore import StateSpace, Step, explore
+from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, Facts, Finding
+from flowc.compiler.analysis.runs import Run, run_along
+from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation, system_of_flow
+from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.monitor import (
+    AtomTable,
+    Broken,
+    Monitor,
+    PropertyError,
+    StepResult,
+    explain,
+    walk,
+)
+from flowc.compiler.properties import Ends, Property, Verdict, expressions
+from flowc.diagnostics import E116, I305, I306, counted
+from flowc.dsl.formatter import format_name
+
+__all__ = [
+    "PRODUCT_FACTOR",
+    "PropertyResult",
+    "check_properties",
+    "decide",
+    "property_literals",
+    "system_for",
+]
+
+#: the pairs (node, monitor state) one property's search may visit, per state of the
+#: bound (``--max-states``): past it the property is "unknown" (unless broken sooner)
+PRODUCT_FACTOR = 4
+
+
+@attrs.frozen
+class PropertyResult:
+    """The verdict on one property over every run of a flow."""
+
+    prop: Property
+    verdict: Verdict  # "holds" | "violated" | "unknown"
+    #: for "violated": a shortest run that breaks it (fewest turns), ending on the turn
+    #: that breaks it (``next``: who would speak then) or with the run's end
+    run: Run | None
+    #: for "holds": what the proof rests on
+    assumed: tuple[str, ...] = ()
+    #: for "unknown": what was not covered and why
+    note: str | None = None
+    #: for "violated": on which turn, and why, in words
+    broken_at: int | None = None
+    why: str | None = None
+
+
+# ── the abstraction ──────────────────────────────────────────────────────────
+
+
+def property_literals(props: Sequence[Property]) -> dict[str, list[Any]]:
+    """The context keys and values the properties compare (``context.k == v``).
+
+    >>> from flowc.compiler.properties import Never
+    >>> property_literals([Property("p", Never(m.ContextEquals("stage", "draft")))])
+    {'stage': ['draft']}
+    """
+    out: dict[str, list[Any]] = {}
+    for prop in props:
+        for expr in expressions(prop):
+            for e in walk(expr):
+                if isinstance(e, m.ContextEquals):
+                    values = out.setdefault(e.key, [])
+                    if not any(_equal(v, e.value) for v in values):
+                        values.append(e.value)
+    return out
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - JSON values compare without raising
+        return False
+
+
+def _told_apart(system: System, literals: dict[str, list[Any]]) -> bool:
+    """Whether ``system`` already tells apart every value the properties compare."""
+    for key, values in literals.items():
+        if key not in system.keys:
+            return False
+        k = system.keys.index(key)
+        if any(system.abstract(k, v) == OTHER for v in values):
+            return False
+    return True
+
+
+def system_for(
+    compiled: CompiledFlow, props: Sequence[Property], base: System | None = None
+) -> System:
+    """The abstract system that decides ``props``: ``base`` (the flow's own, as
+    ``check`` explores it) when it already tells apart every value they compare, else
+    the flow's with those values added (rules read the same abstract values as before).
+    """
+    base = base if base is not None else system_of_flow(compiled)
+    literals = property_literals(props)
+    if _told_apart(base, literals):
+        return base
+    return system_of_flow(compiled, literals)
+
+
+# ── the graph as the properties read it ──────────────────────────────────────
+
+
+class _Graph:
+    """The explored graph with each turn read as the properties' atoms (a bit mask over
+    ``table``): per node, its turns as distinct (successor, mask) pairs."""
+
+    def __init__(self, space: StateSpace, table: AtomTable):
+        self.space = space
+        self.system = system = space.system
+        self.table = table
+        self.n = len(space.keys)
+        self.is_end = [key[0] == "end" for key in space.keys]
+        atoms = list(table.atoms)
+        speaks: dict[str, int] = {}
+        for i, a in enumerate(atoms):
+            if isinstance(a, m.FromSpeaker):
+                speaks[a.agent_id] = speaks.get(a.agent_id, 0) | 1 << i
+        self._spk = [speaks.get(agent, 0) for agent in system.ids]
+        self._tools: dict[str | None, int] = {}
+        self._ctx: list[tuple[int, int, frozenset[int]]] = []  # (bit, key, abstract hits)
+        for i, a in enumerate(atoms):
+            if isinstance(a, m.ContextEquals):
+                if a.key in system.keys:
+                    k = system.keys.index(a.key)
+                    hits = {system.abstract(k, a.value)} - {OTHER}
+                    if a.value is None:
+                        hits.add(UNSET)
+                    self._ctx.append((1 << i, k, frozenset(hits)))
+                elif a.value is None:  # a key nothing tracks is never set
+                    self._ctx.append((1 << i, -1, frozenset()))
+        self._ctx_cache: dict[Valuation, int] = {}
+        self._ends: dict[str, int] = {}
+        #: the reasons an ``ends "r"`` names: a custom target's end may close with any
+        self.reasons = [a.reason for a in atoms if isinstance(a, Ends) and a.reason is not None]
+        self.cap_bits = self.end_bits("max_turns")
+        #: every mask of a turn the run goes on from (of the nodes built so far)
+        self.go_masks: set[int] = set()
+        self._edges: list[
+            tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
+        ] = [None] * self.n
+
+    def tool_bits(self, tool: str | None) -> int:
+        found = self._tools.get(tool)
+        if found is None:
+            found = self._tools[tool] = _bits(
+                self.table.atoms, lambda a: isinstance(a, m.ToolCalled) and a.tool_name == tool
+            )
+        return found
+
+    def ctx_bits(self, val: Valuation) -> int:
+        found = self._ctx_cache.get(val)
+        if found is None:
+            found = 0
+            for bit, k, hits in self._ctx:
+                if (val[k] if k >= 0 else UNSET) in hits:
+                    found |= bit
+            self._ctx_cache[val] = found
+        return found
+
+    def end_bits(self, reason: str | None) -> int:
+        """The ``ends`` atoms that hold on a turn that ends the run with ``reason`` (None:
+        with a reason none of the properties names)."""
+        key = reason if reason is not None else "\0"
+        found = self._ends.get(key)
+        if found is None:
+            found = self._ends[key] = _bits(
+                self.table.atoms,
+                lambda a: isinstance(a, Ends) and (a.reason is None or a.reason == reason),
+            )
+        return found
+
+    def masks(self, u: int, step: Step) -> Iterator[tuple[int, int]]:
+        """The (successor, mask) of one turn from ``u``; see :meth:`turn_masks`."""
+        v = self.space.ids.get(self.space.explorer.next_key(step))
+        if v is not None:
+            yield from self.turn_masks(u, v, step.action.tool, step.after)
+
+    def turn_masks(
+        self, u: int, v: int, tool: str | None, after: Valuation
+    ) -> Iterator[tuple[int, int]]:
+        """The (successor, mask) of one turn from ``u`` to ``v``; several when a custom
+        target ends the run (with each reason a property names, or another)."""
+        key = self.space.keys[v]
+        base = self._spk[self.space.speaker_of(u)] | self.tool_bits(tool) | self.ctx_bits(after)
+        if key[0] != "end":
+            yield v, base
+        elif key[1] is not None:
+            yield v, base | self.end_bits(key[1])
+        else:
+            for reason in self.reasons:
+                yield v, base | self.end_bits(reason)
+            yield v, base | self.end_bits(None)
+
+    def edges(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+        """The distinct (successor, mask) turns from ``u``: those the run goes on from,
+        and those that end it."""
+        found = self._edges[u]
+        if found is None:
+            found = self._edges[u] = self._build(u)
+        return found
+
+    def _build(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+        go: dict[tuple[int, int], None] = {}
+        stop: dict[tuple[int, int], None] = {}
+        if self.is_end[u]:
+            return (), ()
+        recorded = self.space.recorded
+        turns: Iterator[tuple[int, str | None, Valuation]] = (
+            iter(recorded[u]) if recorded is not None else self._turns(u)
+        )
+        spk = self._spk[self.space.speaker_of(u)]
+        is_end = self.is_end
+        tools, ctx = self._tools, self._ctx_cache
+        for v, tool, after in turns:
+            if is_end[v]:
+                for edge in self.turn_masks(u, v, tool, after):
+                    stop.setdefault(edge, None)
+                continue
+            tb = tools.get(tool)
+            if tb is None:
+                tb = self.tool_bits(tool)
+            cb = ctx.get(after)
+            if cb is None:
+                cb = self.ctx_bits(after)
+            go.setdefault((v, spk | tb | cb), None)
+        self.go_masks.update(mask for _, mask in go)
+        return tuple(go), tuple(stop)
+
+    def _turns(self, u: int) -> Iterator[tuple[int, str | None, Valuation]]:
+        space = self.space
+        for step in space.explorer.steps(space.keys[u]):
+            v = space.ids.get(space.explorer.next_key(step))
+            if v is not None:
+                yield v, step.action.tool, step.after
+
+    def step_for(self, u: int, v: int, fits: Any) -> tuple[Step, int]:
+        """The first turn from ``u`` to ``v`` whose mask ``fits``, and that mask."""
+        for step in self.space.explorer.steps(self.space.keys[u]):
+            for w, mask in self.masks(u, step):
+                if w == v and fits(mask):
+                    return step, mask
+        raise LookupError(f"no turn from {u} to {v}")  # pragma: no cover - edges come from steps
+
+
+def _bits(atoms: Sequence[Any], test: Any) -> int:
+    out = 0
+    for i, a in enumerate(atoms):
+        if test(a):
+            out |= 1 << i
+    return out
+
+
+# ── one property ─────────────────────────────────────────────────────────────
+
+_VIOLATED, _DONE = -1, -2
+
+
+@attrs.frozen
+class _Found:
+    """A violation: the pairs from the start (``path``), the last turn (from the last
+    pair's node to ``v`` with ``mask``), how it ends, and the monitor's verdict."""
+
+    path: tuple[int, ...]
+    v: int
+    mask: int
+    kind: str  # "turn" (broken on a turn the run goes on from), "end", "cap"
+    result: StepResult
+    turn: int
+    loop_from: int | None = None
+
+
+class _Search:
+    """The product of the explored graph and one property's monitor."""
+
+    def __init__(self, graph: _Graph, mon: Monitor, limit: int):
+        self.g = graph
+        self.mon = mon
+        self.limit = limit
+        mine = _atoms_of(mon.prop)
+        self.pmask = _bits(graph.table.atoms, lambda a: a in mine)
+        self.cap = graph.system.max_turns
+        self.turn_cap = mon.turn_cap
+        # monitor states (with the turn, capped, when the property reads it) as numbers
+        self.mstates: list[tuple[Any, int]] = []
+        self.mids: dict[tuple[Any, int], int] = {}
+        #: per monitor state: mask -> :meth:`trans`
+        self.rows: list[dict[int, int]] = []
+        self._ending: dict[tuple[int, int, bool], StepResult] = {}
+        self.parent: dict[int, int] = {}
+        self.layers: list[list[int]] = []
+        #: product edges (for the cap's and the loops' questions): pair -> successors
+        self.succ: dict[int, list[int]] = {}
+        self.kept: dict[int, list[int]] = {}
+        self.overflow = False
+
+    def mid(self, state: Any, tc: int) -> int:
+        key = (state, tc)
+        found = self.mids.get(key)
+        if found is None:
+            found = self.mids[key] = len(self.mstates)
+            self.mstates.append(key)
+            self.rows.append({})
+        return found
+
+    def turn_of(self, tc: int) -> int:
+        """The number passed to the monitor for the turn after ``tc`` turns (capped)."""
+        return min(tc + 1, self.turn_cap) if self.turn_cap else tc + 1
+
+    def trans(self, mid: int, mask: int) -> int:
+        """After a turn that does not end the run: the next monitor state's number
+        times two, plus one when an obligation stays pending through the turn
+        (:attr:`StepResult.kept`); or :data:`_VIOLATED` / :data:`_DONE`."""
+        row = self.rows[mid]
+        found = row.get(mask)
+        if found is None:
+            state, tc = self.mstates[mid]
+            res = self.mon.step(state, mask, self.turn_of(tc), False)
+            if res.kind == "next":
+                assert res.state is not None
+                nxt = self.mid(res.state, min(tc + 1, self.turn_cap) if self.turn_cap else 0)
+                found = 2 * nxt + (1 if res.kept else 0)
+            else:
+                found = _VIOLATED if res.kind == "violated" else _DONE
+            row[mask] = found
+        return found
+
+    def ending(self, mid: int, mask: int) -> StepResult:
+        """The monitor's verdict on a turn that ends the run."""
+        key = (mid, mask, True)
+        found = self._ending.get(key)
+        if found is None:
+            state, tc = self.mstates[mid]
+            found = self._ending[key] = self.mon.step(state, mask, self.turn_of(tc), True)
+        return found
+
+    def violation_at(self, x: int, v: int, mask: int, kind: str, turn: int) -> _Found:
+        state, tc = self.mstates[x // self.g.n]
+        res = self.mon.step(state, mask & self.pmask, self.turn_of(tc), kind != "turn")
+        return _Found(self.path_to(x), v, mask, kind, res, turn)
+
+    def path_to(self, x: int) -> tuple[int, ...]:
+        out = [x]
+        while out[-1] in self.parent and self.parent[out[-1]] >= 0:
+            out.append(self.parent[out[-1]])
+        return tuple(out[::-1])
+
+    # the breadth-first search -----------------------------------------------------
+
+    def run(self) -> _Found | None:
+        g, n, pmask, cap = self.g, self.g.n, self.pmask, self.cap
+        record = self.mon.end_sensitive and cap is not None
+        record_kept = cap is None and self.mon.can_pend
+        start = self.mid(self.mon.initial, 0) * n
+        parent = self.parent
+        parent[start] = -1
+        frontier = [start]
+        built = g._edges
+        build = g.edges
+        rows = self.rows
+        trans = self.trans
+        ending = self.ending
+        cap_bits = g.cap_bits & pmask
+        recording = record or record_kept
+        t = 0
+        while frontier:
+            self.layers.append(frontier)
+            turn = t + 1
+            cap_turn = cap is not None and turn >= cap
+            nxt: list[int] = []
+            push = nxt.append
+            for x in frontier:
+                u = x % n
+                mid = x // n
+                both = built[u] or build(u)
+                for v, mask in both[1]:
+                    if ending(mid, mask & pmask).kind == "violated":
+                        return self.violation_at(x, v, mask, "end", turn)
+                if cap_turn:
+                    for v, mask in both[0]:
+                        if ending(mid, (mask & pmask) | cap_bits).kind == "violated":
+                            return self.violation_at(x, v, mask | g.cap_bits, "cap", turn)
+                    continue
+                row = rows[mid]
+                if not recording:  # (the common case, without the lists below)
+                    for v, mask in both[0]:
+                        mm = mask & pmask
+                        r = row.get(mm)
+                        if r is None:
+                            r = trans(mid, mm)
+                        if r >= 0:
+                            y = (r >> 1) * n + v
+                            if y not in parent:
+                                parent[y] = x
+                                push(y)
+                        elif r == _VIOLATED:
+                            return self.violation_at(x, v, mask, "turn", turn)
+                    continue
+                succ: list[int] = []
+                kept: list[int] = []
+                for v, mask in both[0]:
+                    mm = mask & pmask
+                    r = row.get(mm)
+                    if r is None:
+                        r = trans(mid, mm)
+                    if r >= 0:
+                        y = (r >> 1) * n + v
+                        if y not in parent:
+                            parent[y] = x
+                            push(y)
+                        succ.append(y)
+                        if r & 1:
+                            kept.append(y)
+                    elif r == _VIOLATED:
+                        return self.violation_at(x, v, mask, "turn", turn)
+                if record and succ:
+                    self.succ[x] = succ
+                if record_kept and kept:
+                    self.kept[x] = kept
+            if len(parent) > self.limit:
+                self.overflow = True
+                return None
+            if cap_turn:
+                break
+            frontier = nxt
+            t += 1
+        return None
+
+    # runs cut by the cap ---------------------------------------------------------
+
+    def cap_run(self) -> _Found | None:
+        """A walk of exactly ``max_turns - 1`` turns to a pair from which the cap's turn
+        breaks the property (pairs reached sooner than that are not in the last layer of
+        :meth:`run`, which already tried the cap from the pairs first reached there)."""
+        cap, g, n, pmask = self.cap, self.g, self.g.n, self.pmask
+        assert cap is not None
+        want = cap - 1
+        cap_bits = g.cap_bits & pmask
+        # the monitor states from which some turn, the cap's, breaks the property
+        classes = {mask & pmask for mask in g.go_masks}
+        breaking: dict[int, set[int]] = {}
+        for mid in range(len(self.mstates)):
+            found = {mm for mm in classes if self.ending(mid, mm | cap_bits).kind == "violated"}
+            if found:
+                breaking[mid] = found
+        if not breaking:
+            return None
+        bad: dict[int, tuple[int, int]] = {}  # pair -> the cap's turn (v, mask) from it
+        for layer in self.layers[:want]:
+            for x in layer:
+                wrong = breaking.get(x // n)
+                if wrong is None:
+                    continue
+                for v, mask in g.edges(x % n)[0]:
+                    if mask & pmask in wrong:
+                        bad[x] = (v, mask | g.cap_bits)
+                        break
+        if not bad:
+            return None
+        start = self.layers[0][0]
+        # depth first, for a walk of exactly ``want`` turns: a quick try first (the turns
+        # that break at the cap are often many), then guided by how few turns lead from
+        # each pair to one of ``bad`` (backwards over the pairs)
+        path = self._walk(start, want, bad, None, budget=64 * cap)
+        if path is None:
+            pred: dict[int, list[int]] = {}
+            for x, ys in self.succ.items():
+                for y in ys:
+                    pred.setdefault(y, []).append(x)
+            near = dict.fromkeys(bad, 0)
+            todo = deque(bad)
+            while todo:
+                y = todo.popleft()
+                d = near[y] + 1
+                for x in pred.get(y, ()):
+                    if x not in near:
+                        near[x] = d
+                        todo.append(x)
+            path = self._walk(start, want, bad, near, budget=None)
+        if path is None:
+            return None
+        x = path[-1]
+        v, mask = bad[x]
+        state, tc = self.mstates[x // n]
+        res = self.mon.step(state, mask & pmask, self.turn_of(tc), True)
+        return _Found(tuple(path), v, mask, "cap", res, cap)
+
+    def _walk(
+        self,
+        start: int,
+        want: int,
+        bad: dict[int, tuple[int, int]],
+        near: dict[int, int] | None,
+        budget: int | None,
+    ) -> list[int] | None:
+        """Depth first from ``start``: a walk of exactly ``want`` turns over the recorded
+        pairs to one of ``bad`` (a failed (pair, turns) is not tried again); ``near``
+        prunes the pairs too far from ``bad``; past ``budget`` steps, None."""
+        succ = self.succ
+        failed: set[tuple[int, int]] = set()
+        far = want + 1
+        path = [start]
+        stack: list[Iterator[int]] = [iter(succ.get(start, ()))]
+        steps = 0
+        while stack:
+            t = len(path) - 1
+            if t == want:
+                if path[-1] in bad:
+                    return path
+                failed.add((path[-1], t))
+                path.pop()
+                stack.pop()
+                continue
+            steps += 1
+            if budget is not None and steps > budget:
+                return None
+            for y in stack[-1]:
+                if (y, t + 1) in failed:
+                    continue
+                if near is not None and t + 1 + near.get(y, far) > want:
+                    continue
+                path.append(y)
+                stack.append(iter(succ.get(y, ())))
+                break
+            else:
+                failed.add((path[-1], t))
+                path.pop()
+                stack.pop()
+        return None
+
+    # runs that never end ---------------------------------------------------------
+
+    def loop_run(self) -> _Found | None:
+        """A run that goes round a loop for ever with an obligation pending all along:
+        a cycle of the pairs joined by turns that keep it pending, reached soonest."""
+        kept = self.kept
+        if not kept:
+            return None
+        comps = _cycles(kept)
+        if not comps:
+            return None
+        depth: dict[int, int] = {}
+        for t, layer in enumerate(self.layers):
+            for x in layer:
+                depth[x] = t
+        best = min((x for comp in comps for x in comp), key=lambda x: (depth[x], x))
+        comp = next(c for c in comps if best in c)
+        # the shortest way round from ``best`` back to it, inside its component
+        back: dict[int, int] = {}
+        todo = deque([best])
+        found = None
+        while todo and found is None:
+            y = todo.popleft()
+            for z in kept.get(y, ()):
+                if z not in comp:
+                    continue
+                if z == best:
+                    found = y
+                    break
+                if z not in back:
+                    back[z] = y
+                    todo.append(z)
+        assert found is not None
+        cycle = [found]
+        while cycle[-1] != best:
+            cycle.append(back[cycle[-1]])
+        cycle.reverse()  # best ... found
+        prefix = self.path_to(best)
+        path = (*prefix, *cycle[1:], best)
+        state, _tc = self.mstates[best // self.g.n]
+        judged = self.mon.closed_open(state) or 0
+        res = StepResult("violated", why="loop", judged=judged)
+        return _Found(path[:-1], best % self.g.n, -1, "loop", res, len(path) - 1, len(prefix) - 1)
+
+
+def _atoms_of(prop: Property) -> set[Any]:
+    return {
+        e
+        for expr in expressions(prop)
+        for e in walk(expr)
+        if isinstance(e, m.FromSpeaker | m.ToolCalled | m.ContextEquals | Ends)
+    }
+
+
+def _cycles(succ: dict[int, list[int]]) -> list[set[int]]:
+    """The strongly connected components of a graph that hold a cycle (Tarjan, without
+    recursion)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on: set[int] = set()
+    out: list[set[int]] = []
+    for root in list(succ):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        work: list[tuple[int, Iterator[int]]] = [(root, iter(succ.get(root, ())))]
+        while work:
+            v, it = work[-1]
+            pushed = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(succ.get(w, ()))))
+                    pushed = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if pushed:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp: set[int] = set()
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in succ.get(v, ()):
+                    out.append(comp)
+    return out
+
+
+# ── deciding ─────────────────────────────────────────────────────────────────
+
+
+def decide(
+    compiled: CompiledFlow,
+    props: Sequence[Property] | None = None,
+    *,
+    max_states: int = DEFAULT_MAX_STATES,
+) -> tuple[PropertyResult, ...]:
+    """Decide each property (``compiled.properties`` when ``props`` is None) over every
+    run of the flow, in the given order.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.properties import Never, OnlyAfter
+    >>> flow = compile_flow('''
+    ... speaker user: human
+    ... speaker bot { tool publish }
+    ... max_turns 4
+    ... when from user then bot
+    ... when from bot then user
+    ... ''')
+    >>> published = m.ToolCalled("publish")
+    >>> [r.verdict for r in decide(flow, [
+    ...     Property("never", Never(published)),
+    ...     Property("asked", OnlyAfter(published, m.FromSpeaker("user"))),
+    ... ])]
+    ['violated', 'holds']
+    >>> decide(flow, [Property("never", Never(published))])[0].run.render()
+    'user → bot (publish) → user'
+    """
+    props = tuple(compiled.properties if props is None else props)
+    if not props:
+        return ()
+    system = system_for(compiled, props)
+    space = explore(system, max_states, record=True)
+    return decide_on(space, props, max_states)
+
+
+def decide_on(
+    space: StateSpace, props: Sequence[Property], max_states: int
+) -> tuple[PropertyResult, ...]:
+    """:func:`decide` on a state space already explored (its system must tell apart the
+    values the properties compare: :func:`system_for`)."""
+    table = AtomTable()
+    monitors = [Monitor(p, table) for p in props]
+    graph = _Graph(space, table)
+    limit = PRODUCT_FACTOR * max(max_states, len(space.keys))
+    return tuple(_decide_one(graph, mon, limit) for mon in monitors)
+
+
+def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
+    prop = mon.prop
+    space, system = graph.space, graph.system
+    search = _Search(graph, mon, limit)
+    found = search.run()
+    if found is None and not search.overflow:
+        if system.max_turns is not None and mon.end_sensitive:
+            found = search.cap_run()
+        elif system.max_turns is None and mon.can_pend:
+            found = search.loop_run()
+    if found is not None:
+        run, broken_at = _run_of(graph, search, found)
+        broken = Broken(prop, broken_at, found.result.why, found.result.judged)
+        return PropertyResult(
+            prop,
+            "violated",
+            run,
+            broken_at=broken_at,
+            why=explain(prop, broken, system.id_names),
+        )
+    if search.overflow:
+        return PropertyResult(
+            prop,
+            "unknown",
+            None,
+            note=f"the runs of the flow, watched for this property, take more than"
+            f" {counted(search.limit, 'state', grouped=True)} (the bound times"
+            f" {PRODUCT_FACTOR}): no run seen breaks it, but not every run was seen"
+            " (raise `--max-states`)",
+        )
+    if space.truncated:
+        return PropertyResult(
+            prop,
+            "unknown",
+            None,
+            note=f"the exploration stopped at its bound ({counted(len(space.keys), 'state', grouped=True)},"
+            " I301): no run among the states explored breaks it, but the others were not"
+            " seen (raise `--max-states`)",
+        )
+    return PropertyResult(prop, "holds", None, assumed=_assumptions(system, mon))
+
+
+def _assumptions(system: System, mon: Monitor) -> tuple[str, ...]:
+    out: list[str] = []
+    if system.max_turns is not None:
+        out.append(f"`max_turns {system.max_turns}` ends every run that goes on")
+    else:
+        out.append("runs that never end included (there is no `max_turns`)")
+    if system.atoms:
+        out.append("custom conditions either way on every turn")
+    customs = [r for r in system.rules if isinstance(r.then, m.CustomTarget)]
+    if customs or isinstance(system.default, m.CustomTarget):
+        out.append("custom targets resolve to each result they declare")
+    if any(a.tool is not None for acts in system.actions for a in acts):
+        out.append("tools do what they declare")
+    if any(a.any_writes for acts in system.actions for a in acts):
+        out.append("humans write any value to the keys they declare")
+    return tuple(out)
+
+
+def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
+    """The run of a violation, and the turn it breaks on."""
+    n = graph.n
+    path = found.path
+    nodes = [x % n for x in path]
+    on_loop = found.loop_from if found.kind == "loop" else None
+
+    def turn_between(i: int, x: int, y: int) -> Step:
+        """A turn from pair ``x`` to pair ``y`` (keeping the obligation pending on the loop)."""
+        mid_x, mid_y = x // n, y // n
+        keep = on_loop is not None and i >= on_loop
+
+        def fits(mask: int) -> bool:
+            r = search.trans(mid_x, mask & search.pmask)
+            return r >= 0 and r >> 1 == mid_y and (not keep or bool(r & 1))
+
+        return graph.step_for(x % n, y % n, fits)[0]
+
+    chosen = {i: turn_between(i, x, y) for i, (x, y) in enumerate(itertools.pairwise(path))}
+    if found.kind == "loop":
+        assert on_loop is not None
+        chosen[len(path) - 1] = turn_between(len(path) - 1, path[-1], path[on_loop])
+        nodes.append(found.v)
+        return run_along(graph.space, nodes, None, on_loop, chosen), found.turn
+    last = path[-1] % n
+    wanted = found.mask & ~graph.cap_bits if found.kind == "cap" else found.mask
+    final, _ = graph.step_for(last, found.v, lambda mask: mask == wanted)
+    run = run_along(graph.space, nodes, final, None, chosen)
+    if found.kind == "cap":
+        run = attrs.evolve(run, next=None, reason="max_turns")
+    return run, found.turn
+
+
+# ── findings ─────────────────────────────────────────────────────────────────
+
+
+def check_properties(facts: Facts) -> Iterator[Finding]:
+    """E116 (a property some run breaks), I305 (not decided: the analysis is partial),
+    I306 (a property that holds on every run)."""
+    compiled = facts.system.compiled
+    if compiled is None or not compiled.properties or facts.system.json_mode:
+        return
+    props = compiled.properties
+    bound = facts.space.bound
+    try:
+        system = system_for(compiled, props, facts.system)
+        space = facts.space if system is facts.system else explore(system, bound, record=True)
+        results = decide_on(space, props, bound)
+    except PropertyError as err:  # pragma: no cover - the parser refuses such properties
+        for prop in props:
+            yield Finding(
+                facts.diag(
+                    I305, f"property {prop.name} could not be decided: {err}", span=prop.span
+                )
+            )
+        return
+    for res in results:
+        yield _finding(facts, res)
+
+
+def _finding(facts: Facts, res: PropertyResult) -> Finding:
+    prop = res.prop
+    name = format_name(prop.name)
+    text = f" (`{prop.text}`)" if prop.text else ""
+    span = prop.span
+    if res.verdict == "violated":
+        run = res.run
+        assert run is not None
+        notes = (
+            [f"broken for ever: {res.why}", f"a run that breaks it: {run.render()}"]
+            if run.loop_from is not None
+            else [
+                f"broken on turn {res.broken_at}: {res.why}",
+                f"a shortest run that breaks it: {run.render()}",
+            ]
+        )
+        if run.reason is None and run.next is None and run.loop_from is None:
+            notes.append("(the run is ended by a custom target, with any reason it chooses)")
+        return Finding(
+            facts.diag(
+                E116,
+                f"property {name} is violated{text}",
+                span=span,
+                notes=tuple(notes),
+                help=_fix_hint(res, facts.system),
+            ),
+            run,
+        )
+    if res.verdict == "unknown":
+        return Finding(
+            facts.diag(
+                I305,
+                f"property {name} could not be decided{text}",
+                span=span,
+                notes=(res.note or "",),
+                help="raise the bound with `--max-states N` (or `max-states` in `[tool.flowc]`)",
+            )
+        )
+    held = ("it holds on every run, assuming: " + "; ".join(res.assumed),)
+    return Finding(facts.diag(I306, f"property {name} holds{text}", span=span, notes=held))
+
+
+def _fix_hint(res: PropertyResult, system: System) -> str:
+    run = res.run
+    if run is not None and run.reason == "max_turns":
+        return (
+            f"the run is cut by `max_turns {system.max_turns}` before the property is met:"
+            " make such runs end sooner, raise `max_turns`, or say in the property what"
+            " may stay open at the cap (`within N turns`, a scope)"
+        )
+    if run is not None and run.loop_from is not None:
+        return (
+            "the run goes round the loop for ever: add `max_turns N`, or a rule that leaves"
+            " the loop once the property is met"
+        )
+    return (
+        "change the rules so that no run goes this way (the run shows where), or, if the"
+        " run is one the flow should allow, say less in the property (a scope, `within N turns`)"
+    )

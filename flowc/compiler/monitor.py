@@ -1,0 +1,569 @@
+"""Watching runs for properties: a property's pattern under its scope as a small
+deterministic automaton over a run's turns (the meaning of :mod:`flowc.compiler.properties`).
+
+The same automaton serves the checker, which steps it over abstract turns of every run
+(:mod:`flowc.compiler.analysis.properties`), and whatever watches one concrete run
+(``flowc test``'s scenarios, the runtime): a turn is given as the set of the property's
+basic atoms that hold on it (a bit mask over an :class:`AtomTable`), its number, and
+whether the run ends after it.
+
+A monitor's state (:data:`MState`) is finite: the previous turn's values of the
+``previous`` subexpressions, the scope's phase, and the open intervals' pattern states,
+as a frozen set (intervals in the same pattern state behave alike from then on, and the
+same ``R`` closes them all), with every counter capped (``within N`` counts at most N
+turns, ``at most N times`` at most N + 1). The turn number is not in it: a caller that
+needs it (``turn OP N``) passes it, and the checker keeps it (capped) beside the state.
+
+>>> from flowc.compiler import model as m
+>>> from flowc.compiler.properties import Never, Property
+>>> watch = RunWatch([Property("no_publish", Never(m.ToolCalled("publish")))])
+>>> watch.turn(Observation("user", None, {}, 1))
+()
+>>> [b.prop.name for b in watch.turn(Observation("bot", "publish", {}, 2))]
+['no_publish']
+>>> watch.turn(Observation("bot", "publish", {}, 3))  # reported once
+()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.properties import (
+    After,
+    AfterUntil,
+    Always,
+    AtMost,
+    Before,
+    Between,
+    Ends,
+    Eventually,
+    Expr,
+    Globally,
+    Never,
+    OnlyAfter,
+    Previous,
+    Property,
+    Responds,
+    TurnIs,
+    expressions,
+)
+
+__all__ = [
+    "AtomTable",
+    "Broken",
+    "MState",
+    "Monitor",
+    "Observation",
+    "PropertyError",
+    "RunWatch",
+    "StepResult",
+    "walk",
+]
+
+#: a basic atom: what one bit of a turn's mask says
+BasicAtom: TypeAlias = m.FromSpeaker | m.ToolCalled | m.ContextEquals | Ends
+
+#: a monitor's state: (previous values, scope phase, open intervals' pattern states)
+MState: TypeAlias = tuple[tuple[bool, ...], int, frozenset[int]]
+
+#: a pattern state that is broken for good (the interval is violated when it is judged)
+BAD = -1
+
+
+class PropertyError(ValueError):
+    """A property the checker cannot read (built in code with a custom condition, say)."""
+
+
+def walk(expr: Any) -> Iterable[Any]:
+    """An expression and every expression inside it."""
+    yield expr
+    if isinstance(expr, m.AllOf | m.AnyOf):
+        for c in expr.conditions:
+            yield from walk(c)
+    elif isinstance(expr, m.Not):
+        yield from walk(expr.condition)
+    elif isinstance(expr, Previous):
+        yield from walk(expr.expr)
+
+
+class AtomTable:
+    """The basic atoms of some properties, one bit each (shared by their monitors)."""
+
+    def __init__(self) -> None:
+        self.atoms: list[BasicAtom] = []
+        self.index: dict[BasicAtom, int] = {}
+
+    def bit(self, atom: BasicAtom) -> int:
+        found = self.index.get(atom)
+        if found is None:
+            found = self.index[atom] = len(self.atoms)
+            self.atoms.append(atom)
+        return 1 << found
+
+    def mask_of(self, turn: Observation) -> int:
+        """The atoms that hold on a concrete turn (as a rule's condition reads it: a key
+        that is not set compares equal to ``null`` only)."""
+        mask = 0
+        context = turn.context
+        for i, atom in enumerate(self.atoms):
+            if isinstance(atom, m.FromSpeaker):
+                hit = atom.agent_id == turn.speaker
+            elif isinstance(atom, m.ToolCalled):
+                hit = atom.tool_name == turn.tool
+            elif isinstance(atom, m.ContextEquals):
+                hit = _equal(context.get(atom.key), atom.value)
+            else:
+                hit = turn.ended and (atom.reason is None or atom.reason == turn.reason)
+            if hit:
+                mask |= 1 << i
+        return mask
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - context values are JSON values
+        return False
+
+
+Fn: TypeAlias = Callable[[int, tuple[bool, ...], int], bool]
+
+
+@attrs.frozen
+class StepResult:
+    """What one turn does to a monitor: ``"next"`` (go on in ``state``), ``"done"`` (the
+    property can no longer be violated on this run) or ``"violated"`` (``why``: ``"bad"``
+    broken on this turn, ``"close"`` an ``R`` closed a broken interval, ``"end"`` the run
+    ended with an interval broken or still waiting)."""
+
+    kind: Literal["next", "done", "violated"]
+    state: MState | None = None
+    why: str = ""
+    #: the pattern state that was judged (for the explanation)
+    judged: int = 0
+    #: for a run that never ends: an obligation pending before this turn is still
+    #: unanswered after it (a ``eventually`` / ``after P, S`` without ``within``)
+    kept: bool = False
+
+
+class Monitor:
+    """The automaton of one property; see the module docstring.
+
+    >>> from flowc.compiler.properties import Eventually, Property
+    >>> table = AtomTable()
+    >>> mon = Monitor(Property("ends_ok", Eventually(Ends("ok"))), table)
+    >>> r = mon.step(mon.initial, 0, 1, False)
+    >>> r.kind, mon.step(r.state, 0, 2, True).kind
+    ('next', 'violated')
+    >>> mon.step(r.state, table.bit(Ends("ok")) | table.bit(Ends()), 2, True).kind
+    'done'
+    """
+
+    def __init__(self, prop: Property, table: AtomTable):
+        self.prop = prop
+        self.table = table
+        self._prev: list[Previous] = []
+        self._prev_index: dict[Previous, int] = {}
+        self.turn_cap = 0  # the turn from which every `turn OP N` is constant (0: none)
+        for expr in expressions(prop):
+            for e in walk(expr):
+                if isinstance(e, Previous) and e not in self._prev_index:
+                    self._prev_index[e] = len(self._prev)
+                    self._prev.append(e)
+                elif isinstance(e, TurnIs):
+                    self.turn_cap = max(self.turn_cap, e.number + 1)
+        pat, scope = prop.pattern, prop.scope
+        self.pattern = pat
+        self.scope = scope
+        self._p = self._compile(pat.p)
+        self._s = self._compile(pat.s) if isinstance(pat, OnlyAfter | Responds) else _false
+        self._q = (
+            self._compile(scope.q) if isinstance(scope, After | Between | AfterUntil) else _false
+        )
+        self._r = (
+            self._compile(scope.r) if isinstance(scope, Before | Between | AfterUntil) else _false
+        )
+        self._prev_fns = tuple(self._compile(p.expr) for p in self._prev)
+        self.within: int | None = getattr(pat, "within", None)
+        self.times: int = pat.times if isinstance(pat, AtMost) else 0
+        self.intervals_many = isinstance(scope, Between | AfterUntil)
+        #: whether the run's end judges the open intervals (Globally, After, AfterUntil)
+        self.end_judges = isinstance(scope, Globally | After | AfterUntil)
+        #: whether a broken interval is a violation at once (it will be judged whatever comes)
+        self.bad_is_final = self.end_judges
+        #: whether a run that never ends can break it (an obligation left pending for ever)
+        self.can_pend = self.end_judges and (
+            isinstance(pat, Eventually | Responds) and self.within is None
+        )
+        #: whether a run cut by ``max_turns`` can break it differently than its prefix:
+        #: the run's end judges a pending obligation, or ``ends`` is read
+        self.reads_ends = any(isinstance(e, Ends) for expr in expressions(prop) for e in walk(expr))
+        self.end_sensitive = self.reads_ends or (
+            self.end_judges and isinstance(pat, Eventually | Responds)
+        )
+        phase = 0 if isinstance(scope, After) else 1
+        opened = frozenset() if isinstance(scope, After | Between | AfterUntil) else frozenset({0})
+        self.initial: MState = ((False,) * len(self._prev), phase, opened)
+
+    # expressions ---------------------------------------------------------------
+
+    def _compile(self, expr: Expr) -> Fn:
+        if isinstance(expr, m.FromSpeaker | m.ToolCalled | m.ContextEquals | Ends):
+            bit = self.table.bit(expr)
+            return lambda mask, prev, turn: bool(mask & bit)
+        if isinstance(expr, TurnIs):
+            op, n = expr.op, expr.number
+            cmp = _TURN_OPS[op]
+            return lambda mask, prev, turn: cmp(turn, n)
+        if isinstance(expr, Previous):
+            k = self._prev_index[expr]
+            return lambda mask, prev, turn: prev[k]
+        if isinstance(expr, m.Not):
+            inner = self._compile(expr.condition)  # type: ignore[arg-type]
+            return lambda mask, prev, turn: not inner(mask, prev, turn)
+        if isinstance(expr, m.AllOf):
+            parts = tuple(self._compile(c) for c in expr.conditions)  # type: ignore[arg-type]
+            return lambda mask, prev, turn: all(f(mask, prev, turn) for f in parts)
+        if isinstance(expr, m.AnyOf):
+            parts = tuple(self._compile(c) for c in expr.conditions)  # type: ignore[arg-type]
+            return lambda mask, prev, turn: any(f(mask, prev, turn) for f in parts)
+        if isinstance(expr, m.Always):
+            return lambda mask, prev, turn: True
+        what = "a custom condition" if isinstance(expr, m.CustomCondition) else repr(expr)
+        raise PropertyError(
+            f"property {self.prop.name} reads {what}, which no run shows (a property reads"
+            " speakers, tools, context, the end of the run and the turn number)"
+        )
+
+    # patterns ------------------------------------------------------------------
+
+    def _feed(self, ps: int, p: bool, s: bool) -> int | None:
+        """One turn of an interval: the new pattern state, None when it can no longer
+        be violated (dropped), :data:`BAD` when it is broken for good."""
+        if ps == BAD:
+            return BAD
+        pat = self.pattern
+        if isinstance(pat, Never):
+            return BAD if p else ps
+        if isinstance(pat, Always):
+            return ps if p else BAD
+        if isinstance(pat, Eventually):  # ps: the turns seen without P
+            if p:
+                return None
+            if self.within is None:
+                return 0
+            return BAD if ps + 1 >= self.within else ps + 1
+        if isinstance(pat, AtMost):  # ps: the turns with P
+            if not p:
+                return ps
+            return BAD if ps + 1 > self.times else ps + 1
+        if isinstance(pat, OnlyAfter):
+            if s:
+                return None
+            return BAD if p else 0
+        # Responds: 0 nothing pending; k > 0 the oldest unanswered P is k - 1 turns old
+        if ps > 0:
+            if s:
+                ps = 0
+            elif self.within is None:
+                ps = 1
+            else:
+                ps += 1
+                if ps - 1 >= self.within:
+                    return BAD
+        if p and ps == 0:
+            ps = 1
+        return ps
+
+    def _broken_at_close(self, ps: int) -> bool:
+        """Whether an interval in pattern state ``ps`` is violated when it ends."""
+        if ps == BAD:
+            return True
+        return isinstance(self.pattern, Eventually) or (
+            isinstance(self.pattern, Responds) and ps > 0
+        )
+
+    def _pending_kept(self, ps: int, p: bool, s: bool) -> bool:
+        """Whether an obligation pending in ``ps`` stays unanswered through this turn."""
+        if isinstance(self.pattern, Eventually):
+            return not p
+        return ps > 0 and not s
+
+    # one turn --------------------------------------------------------------------
+
+    def step(self, state: MState, mask: int, turn: int, ended: bool) -> StepResult:
+        """The monitor after turn ``turn``, whose atoms are ``mask``; ``ended``: the run
+        ends after it."""
+        prev, phase, opened = state
+        p = self._p(mask, prev, turn)
+        s = self._s(mask, prev, turn)
+        new_prev = tuple(f(mask, prev, turn) for f in self._prev_fns)
+        scope = self.scope
+        kept = False
+        if isinstance(scope, Before | Between | AfterUntil) and self._r(mask, prev, turn):
+            for ps in sorted(opened):
+                if self._broken_at_close(ps):
+                    return StepResult("violated", why="close", judged=ps)
+            if isinstance(scope, Before):
+                return StepResult("done")
+            opened = frozenset()
+        else:
+            fresh = False  # the interval opens on this turn: nothing was pending before it
+            if isinstance(scope, After) and phase == 0:
+                if not self._q(mask, prev, turn):
+                    return (
+                        StepResult("done") if ended else StepResult("next", (new_prev, 0, opened))
+                    )
+                phase, opened, fresh = 1, frozenset({0}), True
+            fed: set[int] = set()
+            for ps in opened:
+                if (
+                    self.can_pend
+                    and not fresh
+                    and self._is_pending(ps)
+                    and self._pending_kept(ps, p, s)
+                ):
+                    kept = True
+                nxt = self._feed(ps, p, s)
+                if nxt is not None:
+                    fed.add(nxt)
+            if isinstance(scope, Between | AfterUntil) and self._q(mask, prev, turn):
+                nxt = self._feed(0, p, s)
+                if nxt is not None:
+                    fed.add(nxt)
+            if not self.intervals_many and not fed:
+                return StepResult("done")  # the one interval can no longer be violated
+            if self.bad_is_final and BAD in fed:
+                return StepResult("violated", why="bad", judged=BAD)
+            opened = frozenset(fed)
+        if ended:
+            if self.end_judges:
+                for ps in sorted(opened):
+                    if self._broken_at_close(ps):
+                        return StepResult("violated", why="end", judged=ps)
+            return StepResult("done")
+        return StepResult("next", (new_prev, phase, opened), kept=kept)
+
+    def _is_pending(self, ps: int) -> bool:
+        if ps == BAD:
+            return False
+        return isinstance(self.pattern, Eventually) or ps > 0
+
+    def closed_open(self, state: MState) -> int | None:
+        """For a run that goes on for ever: a pattern state left pending in ``state``
+        (an interval the end of the run would judge violated), or None."""
+        if not self.can_pend:
+            return None
+        for ps in sorted(state[2]):
+            if self._is_pending(ps):
+                return ps
+        return None
+
+
+def _false(mask: int, prev: tuple[bool, ...], turn: int) -> bool:
+    return False
+
+
+_TURN_OPS: dict[str, Callable[[int, int], bool]] = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+# ── one concrete run ──────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class Observation:
+    """One turn of a concrete run, as a property reads it: who spoke (an agent id), the
+    tool it called, the context after the turn's writes, the turn's number (the kickoff
+    is 1), whether the run ends after it and with which reason."""
+
+    speaker: str
+    tool: str | None
+    context: Mapping[str, Any]
+    number: int
+    ended: bool = False
+    reason: str | None = None
+
+
+@attrs.frozen
+class Broken:
+    """A property a run broke: on turn ``turn``; ``why`` as :class:`StepResult` says."""
+
+    prop: Property
+    turn: int
+    why: str
+    judged: int = 0
+
+
+class RunWatch:
+    """Steps the monitors of some properties over one concrete run, turn by turn.
+
+    :meth:`turn` returns the properties the run broke on that turn: for good (a
+    ``never`` / ``always`` / ``only after`` / ``at most`` / ``within`` broken, or an
+    ``R`` closing a broken interval), or, when the turn ends the run, what the end
+    judges (an ``eventually`` never met, an ``after P, S`` left waiting). A run that
+    stops without ending (a scenario that is over) leaves its pending obligations
+    undecided: they are no violation. Each property is reported once.
+    """
+
+    def __init__(self, props: Sequence[Property]):
+        self.table = AtomTable()
+        self.monitors = [Monitor(p, self.table) for p in props]
+        self.states: list[MState | None] = [mon.initial for mon in self.monitors]
+
+    def turn(self, turn: Observation) -> tuple[Broken, ...]:
+        mask = self.table.mask_of(turn)
+        out: list[Broken] = []
+        for i, mon in enumerate(self.monitors):
+            state = self.states[i]
+            if state is None:
+                continue
+            res = mon.step(state, mask, turn.number, turn.ended)
+            self.states[i] = res.state
+            if res.kind == "violated":
+                out.append(Broken(mon.prop, turn.number, res.why, res.judged))
+        return tuple(out)
+
+
+# ── words ─────────────────────────────────────────────────────────────────────
+
+
+def expr_text(expr: Any, names: Mapping[str, str] | None = None) -> str:
+    """A property expression in `.flow` syntax (``names``: agent id -> speaker).
+
+    >>> expr_text(m.AllOf((m.FromSpeaker("bot"), Previous(m.FromSpeaker("bot")))))
+    'from bot and previous from bot'
+    >>> expr_text(m.AnyOf((Ends("approved"), m.Not(TurnIs("<", 3)))))
+    'ends "approved" or not turn < 3'
+    """
+    return _text(expr, names or {}, 0)
+
+
+def _text(expr: Any, names: Mapping[str, str], outer: int) -> str:
+    """``outer``: the binding of the context (0 top, 1 inside ``or``, 2 inside ``and``,
+    3 under ``not`` / ``previous``)."""
+    from flowc.compiler.describe import condition_text
+    from flowc.dsl.formatter import format_value
+
+    if isinstance(expr, m.AnyOf) and not all(isinstance(c, m.FromSpeaker) for c in expr.conditions):
+        text = " or ".join(_text(c, names, 1) for c in expr.conditions)
+        return f"({text})" if outer > 1 else text
+    if isinstance(expr, m.AllOf):
+        text = " and ".join(_text(c, names, 2) for c in expr.conditions)
+        return f"({text})" if outer > 2 else text
+    if isinstance(expr, m.Not) and not isinstance(expr.condition, m.ContextEquals):
+        return f"not {_text(expr.condition, names, 3)}"
+    if isinstance(expr, Previous):
+        return f"previous {_text(expr.expr, names, 3)}"
+    if isinstance(expr, Ends):
+        return "ends" if expr.reason is None else f"ends {format_value(expr.reason)}"
+    if isinstance(expr, TurnIs):
+        return f"turn {expr.op} {expr.number}"
+    if isinstance(expr, m.AnyOf):  # `from a, b`
+        from flowc.dsl.formatter import format_name
+
+        return "from " + ", ".join(
+            format_name(names.get(c.agent_id, c.agent_id))
+            for c in expr.conditions
+            if isinstance(c, m.FromSpeaker)
+        )
+    return condition_text(expr, names)
+
+
+def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = None) -> str:
+    """Why a run broke a property on turn ``broken.turn``, in words.
+
+    >>> p = Property("first", OnlyAfter(m.ToolCalled("publish"), m.FromSpeaker("customer")))
+    >>> explain(p, Broken(p, 3, "bad", BAD))
+    'turn 3 has `tool publish`, and no turn up to it has `from customer`'
+    """
+    names = names or {}
+    pat, scope, t = prop.pattern, prop.scope, broken.turn
+
+    def q(e: Any) -> str:
+        return f"`{expr_text(e, names)}`"
+
+    p = q(pat.p)
+    s = q(pat.s) if isinstance(pat, OnlyAfter | Responds) else ""
+    n = getattr(pat, "within", None)
+    where = _scope_words(scope, q)
+    if broken.why == "bad":
+        if isinstance(pat, Never):
+            return f"turn {t} has {p}{where}"
+        if isinstance(pat, Always):
+            return f"turn {t} does not have {p}{where}"
+        if isinstance(pat, Eventually):
+            return f"none of the {n} turns up to turn {t}{where} has {p}"
+        if isinstance(pat, AtMost):
+            return f"turn {t} is the {_nth(pat.times + 1)} turn with {p}{where}"
+        if isinstance(pat, OnlyAfter):
+            return f"turn {t} has {p}, and no turn up to it{where} has {s}"
+        return f"turn {t - (n or 0)} has {p}, and none of the {n} turns after it{where} has {s}"
+    if broken.why == "close":
+        assert isinstance(scope, Before | Between | AfterUntil)
+        closes = f"turn {t} has {q(scope.r)}, which ends an interval in which "
+        if isinstance(pat, Never):
+            return closes + f"a turn has {p}"
+        if isinstance(pat, Always):
+            return closes + f"a turn does not have {p}"
+        if isinstance(pat, Eventually):
+            return closes + (
+                f"no turn has {p}"
+                if n is None or broken.judged != BAD
+                else f"none of the first {n} turns has {p}"
+            )
+        if isinstance(pat, AtMost):
+            return closes + f"more than {_times(pat.times)} have {p}"
+        if isinstance(pat, OnlyAfter):
+            return closes + f"a turn has {p} before any turn has {s}"
+        return closes + f"a turn with {p} is not followed{_within(n)} by a turn with {s}"
+    ends = f"the run ends after turn {t}" if broken.why == "end" else "the run never ends"
+    if isinstance(pat, Eventually):
+        return f"{ends}, and no turn{where} has {p}" + (
+            f" (within {_turns(n)})" if n is not None else ""
+        )
+    if isinstance(pat, Responds):
+        return f"{ends} while a turn with {p}{where} still waits for a turn with {s}" + (
+            f" (within {_turns(n)})" if n is not None else ""
+        )
+    return f"{ends}, with the property broken{where}"  # pragma: no cover - bad comes first
+
+
+def _scope_words(scope: Any, q: Callable[[Any], str]) -> str:
+    if isinstance(scope, Before):
+        return f" (before {q(scope.r)})"
+    if isinstance(scope, After):
+        return f" (after {q(scope.q)})"
+    if isinstance(scope, Between):
+        return f" (after {q(scope.q)} before {q(scope.r)})"
+    if isinstance(scope, AfterUntil):
+        return f" (after {q(scope.q)} until {q(scope.r)})"
+    return ""
+
+
+def _nth(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def _times(k: int) -> str:
+    return "once" if k == 1 else f"{k} times"
+
+
+def _turns(k: int | None) -> str:
+    return "1 turn" if k == 1 else f"{k} turns"
+
+
+def _within(k: int | None) -> str:
+    return "" if k is None else f" within {_turns(k)}"
