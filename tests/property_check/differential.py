@@ -37,8 +37,7 @@ from flowc.compiler import model as m
 from flowc.compiler import properties as p
 from tests.diff import brute_force as bf
 from tests.property_check.meaning import violation_turn
-from tests.property_check.runs import CUSTOM_END_REASON, Record, ReplayError, Runs
-from tests.property_check.strategies import compared_values
+from tests.property_check.runs import Record, ReplayError, Run, Runs, subexpressions
 
 
 @attrs.frozen
@@ -114,35 +113,40 @@ def disagreements(
             out.append(Disagreement(prop, "violated without a run"))
             continue
         try:
-            prefix = runs.replay(res.run.turns, res.run.next, res.run.reason)
+            prefixes = runs.replay(res.run.turns, res.run.next, res.run.reason)
         except ReplayError as e:
             out.append(
                 Disagreement(prop, f"the run {_show_checker_run(res.run)} is not the flow's: {e}")
             )
             continue
         shortest = next(run for t, run in bad if t == least)
-        for run in runs.completions(prefix):
-            t = violation_turn(prop, run)
-            if t is None or t > len(prefix):
-                out.append(
-                    Disagreement(
-                        prop,
-                        f"the run {_show(prefix)} does not show the violation: it goes on as "
-                        f"{_show(run)}, which "
-                        + ("satisfies it" if t is None else f"violates it from turn {t} only"),
-                    )
+        # the run shows the violation: every run that begins with it (with one of the
+        # reasons a custom target may end it with) breaks the property by its last turn
+        length = len(prefixes[0])
+        unshown = [_unshown(runs, prop, prefix) for prefix in prefixes]
+        if all(u is not None for u in unshown):
+            out.append(Disagreement(prop, f"the run {_show(prefixes[0])} {unshown[0]}"))
+        elif length != least:
+            out.append(
+                Disagreement(
+                    prop,
+                    f"the run has {length} turns ({_show(prefixes[0])}), the shortest that "
+                    f"shows the violation {least}: {_show(shortest[:least])}",
                 )
-                break
-        else:
-            if len(prefix) != least:
-                out.append(
-                    Disagreement(
-                        prop,
-                        f"the run has {len(prefix)} turns ({_show(prefix)}), the shortest that "
-                        f"shows the violation {least}: {_show(shortest[:least])}",
-                    )
-                )
+            )
     return out
+
+
+def _unshown(runs: Runs, prop: p.Property, prefix: Run) -> str | None:
+    """None when every complete run that begins with ``prefix`` violates ``prop``
+    definitely by its last turn, else how one does not."""
+    for run in runs.completions(prefix):
+        t = violation_turn(prop, run)
+        if t is None or t > len(prefix):
+            return f"does not show the violation: it goes on as {_show(run)}, which " + (
+                "satisfies it" if t is None else f"violates it from turn {t} only"
+            )
+    return None
 
 
 # ── a checker made of the brute force (to test the comparison itself) ─────────
@@ -214,7 +218,7 @@ def turns_of(runs: Runs, records: Sequence[Record]) -> BruteRun:
         out.append(turn)
         state = runs.after(succ) or state
     last = records[-1]
-    reason = None if last.ended == CUSTOM_END_REASON and out[-1].custom_choice else last.ended
+    reason = None if out[-1].custom_choice == (None,) else last.ended
     return BruteRun(tuple(out), last.next, reason)
 
 
@@ -281,6 +285,24 @@ def _smaller_props(prop: p.Property) -> list[p.Property]:
     return out
 
 
+def _names_ok(runs: Runs, prop: p.Property) -> bool:
+    """The property names only speakers and tools the flow declares, and keys it sets
+    (E101, E117)."""
+    v = runs.version
+    keys = set(v.context) | {k for ks in v.writes.values() for k in ks}
+    keys |= {k for effects in v.tools.values() for e in effects for k, _ in e.sets}
+    tools = {tool for _, tool in v.tools}
+    for top in p.expressions(prop):
+        for e in subexpressions(top):
+            if isinstance(e, m.FromSpeaker) and e.agent_id not in v.speakers:
+                return False
+            if isinstance(e, m.ToolCalled) and e.tool_name not in tools:
+                return False
+            if isinstance(e, m.ContextEquals) and e.key not in keys:
+                return False
+    return True
+
+
 def minimize(
     text: str, prop: p.Property, decide: Callable[[str, Sequence[p.Property]], Sequence[Any]]
 ) -> tuple[str, p.Property, Disagreement]:
@@ -291,8 +313,10 @@ def minimize(
 
     def disagreement(text: str, prop: p.Property) -> Disagreement | None:
         try:
-            runs = Runs(text, compared_values([prop]))
+            runs = Runs(text, [prop])
         except (FlowError, ValueError):
+            return None
+        if not _names_ok(runs, prop):  # a property the flow's text could not hold
             return None
         try:
             found = disagreements(runs, [prop], decide(text, [prop]))

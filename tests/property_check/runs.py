@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler import properties as p
 from flowc.compiler.describe import condition_text
 from tests.diff import brute_force as bf
 
-#: the reason a run ends with when a custom target resolves to terminate (docs/language.md)
+#: the reason a run ends with when a custom target terminates it without one
+#: (docs/language.md)
 CUSTOM_END_REASON = "workflow_terminated"
+#: a reason no property names
+ANOTHER_REASON = "§another reason§"
 
 Frozen = tuple[tuple[str, str], ...]  # a context: (key, JSON of the value), sorted
 State = tuple[str, Frozen, int]  # who speaks, the context before the turn, the turn number
@@ -77,25 +81,58 @@ class ReplayError(AssertionError):
     """A run the flow does not have."""
 
 
-def _merge(values: dict[str, list[Any]], more: Mapping[str, Sequence[Any]]) -> None:
-    for key, vals in more.items():
-        seen = values.setdefault(key, [])
-        for v in vals:
-            if v is not None and not any(bf._j(x) == bf._j(v) for x in seen):
-                seen.append(v)
+def subexpressions(e: Any) -> Iterator[Any]:
+    yield e
+    if isinstance(e, m.Not):
+        yield from subexpressions(e.condition)
+    elif isinstance(e, m.AllOf | m.AnyOf):
+        for c in e.conditions:
+            yield from subexpressions(c)
+    elif isinstance(e, p.Previous):
+        yield from subexpressions(e.expr)
+
+
+def read_by(props: Sequence[p.Property]) -> tuple[dict[str, list[Any]], list[str]]:
+    """What the properties read of a run beyond the speakers and tools: key -> the
+    values they compare it with, and the close reasons ``ends "r"`` names."""
+    values: dict[str, list[Any]] = {}
+    reasons: list[str] = []
+    for prop in props:
+        for top in p.expressions(prop):
+            for e in subexpressions(top):
+                if isinstance(e, m.ContextEquals):
+                    seen = values.setdefault(e.key, [])
+                    if not any(bf._j(x) == bf._j(e.value) for x in seen):
+                        seen.append(e.value)
+                elif isinstance(e, p.Ends) and e.reason is not None and e.reason not in reasons:
+                    reasons.append(e.reason)
+    return values, reasons
 
 
 class Runs:
-    """The runs of the flow ``text``. ``extra_values``: key -> values the properties
-    compare it with (a human may write those too, though no rule reads them)."""
+    """The runs of the flow ``text``, as the properties ``props`` read them: a human may
+    write the values they compare a key with (though no rule reads them), and a custom
+    target that ends the run closes it with each reason they name, or another."""
 
-    def __init__(self, text: str, extra_values: Mapping[str, Sequence[Any]] | None = None):
+    def __init__(self, text: str, props: Sequence[p.Property] = ()):
         v = bf.Version.of(text)
         if v.max_turns is None:
             raise ValueError("the enumerator needs max_turns")
         self.version = v
         self.values = bf.compared_values((v,))
-        _merge(self.values, extra_values or {})
+        compared, named = read_by(props)
+        for key, vals in compared.items():
+            seen = self.values.setdefault(key, [])
+            seen += [
+                x for x in vals if x is not None and not any(bf._j(y) == bf._j(x) for y in seen)
+            ]
+        # a custom target's terminate may give any reason (a plugin's resolve returns
+        # one; none is "workflow_terminated"): each one named, and one named by none
+        self.custom_reasons = [*named]
+        for r in (CUSTOM_END_REASON, ANOTHER_REASON):
+            if r not in self.custom_reasons:
+                self.custom_reasons.append(r)
+                break
         conds, targets = bf.custom_calls((v,))
         self.worlds = [
             tuple(zip(conds, bools, strict=True)) + tuple(zip(targets, picks, strict=True))
@@ -138,21 +175,25 @@ class Runs:
                 tool = label.tool if label.kind == "tool" else None
                 if label.kind == "write" and speaker not in self.version.humans:
                     raise AssertionError("a model speaker's bare write is not enumerated")
-                key = (tool, s.context, s.goes)
-                if key not in by_key:
-                    ended = None
-                    if s.goes[0] == "end":
-                        ended = s.goes[1] if s.goes[1] != bf.CUSTOM_END else CUSTOM_END_REASON
-                    rec = Record(
-                        turn,
-                        speaker,
-                        tool,
-                        s.context,
-                        ended,
-                        s.goes[1] if s.goes[0] == "speaker" else None,
-                    )
-                    by_key[key] = (rec, s.goes, [])
-                by_key[key][2].append((label, world))
+                if s.goes == ("end", bf.CUSTOM_END):
+                    endings: list[str | None] = list(self.custom_reasons)
+                elif s.goes[0] == "end":
+                    endings = [s.goes[1]]
+                else:
+                    endings = [None]
+                for ended in endings:
+                    key = (tool, s.context, s.goes, ended)
+                    if key not in by_key:
+                        rec = Record(
+                            turn,
+                            speaker,
+                            tool,
+                            s.context,
+                            ended,
+                            s.goes[1] if ended is None else None,
+                        )
+                        by_key[key] = (rec, s.goes, [])
+                    by_key[key][2].append((label, world))
         found = tuple(Successor(rec, goes, tuple(ch)) for rec, goes, ch in by_key.values())
         self._successors[state] = found
         return found
@@ -234,26 +275,34 @@ class Runs:
                 return False
         return True
 
-    def replay(self, turns: Sequence[Any], nxt: str | None, reason: str | None) -> Run:
+    def _goes(self, succ: Successor, after: str | None, reason: str | None, last: bool) -> bool:
+        """The turn ``succ`` goes where the checker's run does: to ``after``, or (on its
+        last turn, ``after`` None) to the end with ``reason``."""
+        if after is not None:
+            return succ.record.next == after
+        if not last:  # pragma: no cover - a turn before the last goes to the next one
+            return False
+        if reason is None:  # the checker's word for a custom target's terminate
+            return succ.goes == ("end", bf.CUSTOM_END)
+        # (a custom target may end it with a reason no property names)
+        return succ.record.ended == reason or (
+            succ.goes == ("end", bf.CUSTOM_END)
+            and reason not in self.custom_reasons
+            and succ.record.ended == self.custom_reasons[-1]
+        )
+
+    def replay(self, turns: Sequence[Any], nxt: str | None, reason: str | None) -> list[Run]:
         """The records of the checker's run (its :class:`Turn` s, then who speaks next or
         the close reason), turn by turn from the kickoff; :class:`ReplayError` when the
-        flow has no such run."""
+        flow has no such run. Several when its last turn ends the run by a custom target
+        (the checker's reason None: "with any reason it chooses"), one per reason."""
         if not turns:
             raise ReplayError("a run has its kickoff")
         state: State = self.initial
         out: list[Record] = []
         for i, turn in enumerate(turns):
-            # where the run goes after this turn, as brute_force says it
-            if i + 1 < len(turns):
-                goes: set[tuple[str, str | None]] = {("speaker", turns[i + 1].speaker)}
-            elif nxt is not None:
-                goes = {("speaker", nxt)}
-            elif reason is None:  # the checker's word for a custom target's terminate
-                goes = {("end", bf.CUSTOM_END)}
-            elif reason == CUSTOM_END_REASON:  # the runtime's
-                goes = {("end", bf.CUSTOM_END), ("end", reason)}
-            else:
-                goes = {("end", reason)}
+            last = i + 1 == len(turns)
+            after = turns[i + 1].speaker if not last else nxt
             speaker, ctx, number = state
             if turn.speaker != speaker:
                 raise ReplayError(f"turn {number}: {turn.speaker} speaks, the flow has {speaker}")
@@ -261,7 +310,7 @@ class Runs:
             fitting = [
                 succ
                 for succ in self.successors(state)
-                if succ.goes in goes
+                if self._goes(succ, after, reason, last)
                 and any(
                     self._matches(turn, label, before, succ.record.values)
                     and self._world_fits(turn, world)
@@ -279,16 +328,16 @@ class Runs:
                     )
                 ]
             if not fitting:
-                raise ReplayError(f"turn {number}: no choice of {speaker} makes {turn} then {goes}")
-            succ = fitting[0]
+                where = f"then {turns[i + 1].speaker}" if not last else f"then {nxt or reason}"
+                raise ReplayError(f"turn {number}: no choice of {speaker} makes {turn} {where}")
+            if last:
+                return [(*out, succ.record) for succ in fitting]
+            succ = fitting[0]  # (the others are alike to every rule and property)
             out.append(succ.record)
             nxt_state = self.after(succ)
-            if nxt_state is None:
-                if i + 1 < len(turns):  # pragma: no cover - goes says where the run goes
-                    raise ReplayError(f"the run ends after turn {number}")
-                break
+            assert nxt_state is not None
             state = nxt_state
-        return tuple(out)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def completions(self, prefix: Run) -> Iterator[Run]:
         """Every complete run that begins with ``prefix`` (a replayed run)."""

@@ -15,7 +15,6 @@ from flowc.compiler import model as m
 from flowc.compiler import properties as p
 from tests.property_check.differential import least_violation
 from tests.property_check.runs import Runs
-from tests.property_check.strategies import compared_values
 
 F = m.FromSpeaker
 
@@ -25,7 +24,7 @@ def prop(pattern: Any, scope: Any = None) -> p.Property:
 
 
 def runs_of(text: str, props: list[p.Property]) -> Runs:
-    return Runs(text, compared_values(props))
+    return Runs(text, props)
 
 
 def shown(runs: Runs) -> set[str]:
@@ -250,9 +249,14 @@ max_turns 3
 """
 
 PICK_CASES = [
-    # a | pick ends it (as "workflow_terminated"); a b | "end"
-    (prop(p.Eventually(p.Ends("workflow_terminated"))), 2),
+    # a | pick ends it, with any reason (a plugin's target gives it; none is
+    # "workflow_terminated"); a b | "end"
     (prop(p.Never(p.Ends("workflow_terminated"))), 1),
+    (prop(p.Eventually(p.Ends("workflow_terminated"))), 1),  # a | "§another reason§"
+    (prop(p.Eventually(m.AnyOf((p.Ends("workflow_terminated"), p.Ends("end"))))), 1),
+    (prop(p.Never(p.Ends("max_turns"))), 1),  # even the cap's reason, on turn 1
+    (prop(p.Eventually(p.Ends())), None),
+    (prop(p.Never(m.AllOf((F("b"), p.Ends("workflow_terminated"))))), None),
     (prop(p.Eventually(F("b"))), 1),
     (prop(p.Always(p.TurnIs("<", 3))), None),
 ]
@@ -260,6 +264,14 @@ PICK_CASES = [
 
 def test_the_pick_runs() -> None:
     assert shown(runs_of(PICK, [])) == {"a | workflow_terminated", "a b | end"}
+    # the reasons a property names, and one it does not
+    named = [prop(p.Eventually(m.AnyOf((p.Ends("workflow_terminated"), p.Ends("x")))))]
+    assert shown(runs_of(PICK, named)) == {
+        "a | workflow_terminated",
+        "a | x",
+        "a | §another reason§",
+        "a b | end",
+    }
 
 
 @pytest.mark.parametrize(("the_prop", "expected"), PICK_CASES)
