@@ -138,12 +138,12 @@ def properties(shape: Shape, count: int, seed: int = 0) -> tuple[Any, ...]:
     a key has a value, the run ends, the turn number, a previous turn).
 
     >>> [p.text for p in properties(Shape(speakers=3, keys=2), 3)]  # doctest: +NORMALIZE_WHITESPACE
-    ['never turn <= 1 or tool write1',
-     'always not (from w1 and previous from w1) before from w0',
-     'eventually turn > 5 within 3 turns after from w0 and previous from w0']
+    ['property p0: never turn <= 1 or tool write1',
+     'property p1: always not (from w1 and previous from w1) before from w0',
+     'property p2: eventually turn > 5 within 3 turns after from w0 and previous from w0']
     """
     from flowc.compiler import model as m
-    from flowc.compiler.monitor import expr_text
+    from flowc.compiler.describe import property_text
     from flowc.compiler.properties import (
         After,
         AfterUntil,
@@ -214,45 +214,8 @@ def properties(shape: Shape, count: int, seed: int = 0) -> tuple[Any, ...]:
             lambda: AfterUntil(expr(), expr()),
         ][(i // 6 + i) % 5]()
         prop = Property(f"p{i}", pattern, scope)
-        out.append(attrs.evolve(prop, text=_prop_text(prop, expr_text)))
+        out.append(attrs.evolve(prop, text=property_text(prop)))
     return tuple(out)
-
-
-def _prop_text(prop: Any, text: Any) -> str:
-    """A property as written (for the benchmark's listing)."""
-    from flowc.compiler.properties import (
-        After,
-        AfterUntil,
-        AtMost,
-        Before,
-        Between,
-        Eventually,
-        OnlyAfter,
-        Responds,
-    )
-
-    pat, scope = prop.pattern, prop.scope
-    name = type(pat).__name__.lower()
-    within = f" within {pat.within} turns" if getattr(pat, "within", None) else ""
-    if isinstance(pat, Eventually):
-        words = f"eventually {text(pat.p)}{within}"
-    elif isinstance(pat, AtMost):
-        words = f"{text(pat.p)} at most {pat.times} times"
-    elif isinstance(pat, OnlyAfter):
-        words = f"{text(pat.p)} only after {text(pat.s)}"
-    elif isinstance(pat, Responds):
-        words = f"after {text(pat.p)}, {text(pat.s)}{within}"
-    else:
-        words = f"{name} {text(pat.p)}"
-    if isinstance(scope, Before):
-        words += f" before {text(scope.r)}"
-    elif isinstance(scope, After):
-        words += f" after {text(scope.q)}"
-    elif isinstance(scope, Between):
-        words += f" after {text(scope.q)} before {text(scope.r)}"
-    elif isinstance(scope, AfterUntil):
-        words += f" after {text(scope.q)} until {text(scope.r)}"
-    return words
 
 
 def _child(

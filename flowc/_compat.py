@@ -19,7 +19,7 @@ to a command that uses neither.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ __all__ = [
     "dd_out_of_memory",
     "lark_lalr_tables",
     "lark_token_factory",
+    "networkx_digraph",
+    "networkx_successors",
     "pygls_send",
     "re_extra_cases",
     "re_parse",
@@ -51,6 +53,7 @@ CHECKED_AGAINST = {
     "lark": ("1.3.1",),
     "pygls": ("2.1.1",),
     "dd": ("0.6.0",),
+    "networkx": ("3.2.1", "3.6.1"),
 }
 
 #: every private name flowc reaches; only this module may name them (modules, then
@@ -70,6 +73,9 @@ PRIVATE_NAMES = frozenset(
         "_include_headers",
         "_run_exitfuncs",
         "_actions",
+        "_succ",
+        "_pred",
+        "_node",
     }
 )
 
@@ -326,3 +332,44 @@ def dd_out_of_memory(error: BaseException) -> bool:
     if type(error) is RuntimeError:
         return any(word in said for word in ("failed", "null", "out of memory"))
     return type(error) is ValueError and "null" in said
+
+
+# ── networkx: a graph's adjacency without a view per lookup (flowc.compiler.analysis) ──
+
+
+def networkx_successors(graph: Any) -> Any:
+    """A ``networkx.DiGraph``'s successors as the dict of dicts it keeps them in (node ->
+    successor -> edge data): ``graph._succ``. Read it, never change it.
+
+    Why: ``graph.succ[v]`` makes a view object on every lookup, a third of the time of a
+    search over a 160,000-state space (the loops' search, :mod:`flowc.compiler.analysis.facts`);
+    the dict iterates the same successors in the same order. Checked against networkx
+    3.2.1 and 3.6.1.
+    """
+    return graph._succ
+
+
+def networkx_digraph(size: int, edges: Iterable[tuple[int, int]]) -> Any:
+    """The ``networkx.DiGraph`` over the nodes ``0 .. size - 1`` with ``edges`` (no edge
+    data), as ``add_nodes_from`` and ``add_edges_from`` make it, the same successors and
+    predecessors in the same order, filled straight into its ``_node``, ``_succ`` and
+    ``_pred`` dicts.
+
+    Why: ``add_edges_from`` checks each edge's shape and merges its data, about 2 us an
+    edge; the explorer's 270,000 edges on a 160,000-state space take half as long this
+    way. Checked against networkx 3.2.1 and 3.6.1.
+    """
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    nodes, succ, pred = graph._node, graph._succ, graph._pred
+    for v in range(size):
+        nodes[v] = {}
+        succ[v] = {}
+        pred[v] = {}
+    for u, v in edges:
+        if v not in succ[u]:
+            data: dict[str, Any] = {}
+            succ[u][v] = data
+            pred[v][u] = data
+    return graph

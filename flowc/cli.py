@@ -46,6 +46,7 @@ COMMAND_MODULES = {
     "migrate": "flowc.commands.migrate",
     "diff": "flowc.commands.diff",
     "lsp": "flowc.commands.lsp",
+    "trust": "flowc.commands.trust_list",
 }
 
 

@@ -104,6 +104,12 @@ E116 = _code(
     E,
     "a `property` of the flow is broken by some run (shown, shortest)",
 )
+E117 = _code(
+    "E117",
+    "property-mismatch",
+    E,
+    "a property names a tool, context key or end reason the flow does not have",
+)
 W201 = _code("W201", "unreachable-speaker", W, "a declared speaker can never be scheduled to speak")
 W202 = _code("W202", "dead-default", W, "a written `otherwise` can never be reached")
 W203 = _code(

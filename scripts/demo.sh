@@ -29,7 +29,13 @@ else
   echo "Graphviz's dot is missing, so the diagram was written as Mermaid: $OUT/$(basename "$FLOW" .flow).mmd"
 fi
 
-echo; echo "== 3. run it on the hub runtime with a scripted reviewer, durable in SQLite"
+echo; echo "== 3. properties: say what must hold on every run; check proves it or shows the shortest run that breaks it"
+# examples/approval.flow has one property that holds and one that a run breaks, on purpose:
+# check exits with 1 there (E116), which the demo expects
+step $FLOWC check examples/approval.flow
+step $FLOWC test examples/approval.flow || status=1
+
+echo; echo "== 4. run it on the hub runtime with a scripted reviewer, durable in SQLite"
 step $FLOWC run "$FLOW" --script examples/scripts/feedback_loop.yaml --db "$OUT/runs.sqlite" || status=1
 step $FLOWC log --db "$OUT/runs.sqlite" || status=1
 exit $status

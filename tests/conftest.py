@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -19,6 +22,13 @@ _NOT_TIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("deterministic", derandomize=True, **_NOT_TIMED)
 settings.register_profile("explore", derandomize=False, **_NOT_TIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+# Whether a folder's configured plugins load depends on FLOWC_TRUST and on the user's list
+# of trusted folders (`flowc trust`, in $XDG_CONFIG_HOME): every test, and every flowc it
+# starts, sees neither, whatever the machine that runs the suite has set or trusted
+os.environ.pop("FLOWC_TRUST", None)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="flowc-tests-config-")
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

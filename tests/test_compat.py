@@ -326,3 +326,47 @@ def test_dd_0_6_0_null_node_is_value_error() -> None:
             u &= bdd.apply("<=>", bdd.var(f"x{i}"), bdd.var(f"y{i}"))
     assert _compat.dd_out_of_memory(failed.value)
     assert not _compat.dd_out_of_memory(ValueError("another problem"))
+
+
+def test_networkx_3_2_to_3_6_digraph_succ() -> None:
+    """``DiGraph._succ`` (:func:`flowc._compat.networkx_successors`): the successors of each
+    node as a dict, in the order ``graph.succ`` gives them. Checked against networkx 3.2.1
+    and 3.6.1."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(4))
+    graph.add_edges_from([(0, 2), (0, 1), (2, 3), (3, 0)])
+    succ = _compat.networkx_successors(graph)
+    assert type(succ) is dict and all(type(succ[v]) is dict for v in graph)
+    assert {v: list(succ[v]) for v in graph} == {v: list(graph.succ[v]) for v in graph}
+    assert list(succ[0]) == [2, 1]
+
+
+def test_networkx_3_2_to_3_6_digraph_private_dicts() -> None:
+    """``DiGraph._node``, ``_succ`` and ``_pred`` filled directly
+    (:func:`flowc._compat.networkx_digraph`) make the graph ``add_nodes_from`` and
+    ``add_edges_from`` make: the same nodes, successors and predecessors in the same
+    order, and every networkx function the analysis uses works on it. Checked against
+    networkx 3.2.1 and 3.6.1."""
+    import random
+
+    import networkx as nx
+
+    rnd = random.Random(7)
+    edges = [(rnd.randrange(30), rnd.randrange(30)) for _ in range(90)]
+    edges += edges[:5]  # an edge given twice is one edge
+    expected = nx.DiGraph()
+    expected.add_nodes_from(range(30))
+    expected.add_edges_from(edges)
+    got = _compat.networkx_digraph(30, edges)
+    assert list(got.nodes) == list(expected.nodes)
+    assert [list(got.succ[v]) for v in got] == [list(expected.succ[v]) for v in expected]
+    assert [list(got.pred[v]) for v in got] == [list(expected.pred[v]) for v in expected]
+    assert got.number_of_edges() == expected.number_of_edges()
+    assert nx.utils.graphs_equal(got, expected)
+    sccs = sorted(map(sorted, nx.strongly_connected_components(got)))
+    assert sccs == sorted(map(sorted, nx.strongly_connected_components(expected)))
+    assert nx.shortest_path_length(got, 0) == nx.shortest_path_length(expected, 0)
+    assert list(got.reverse(copy=False).succ[3]) == list(expected.reverse(copy=False).succ[3])
+    assert set(got.subgraph(range(10)).edges) == set(expected.subgraph(range(10)).edges)

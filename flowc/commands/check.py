@@ -232,9 +232,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"flowc check: error: {problem}", file=sys.stderr)
     if inputs.problems:
         return EXIT_USAGE
-    # under --strict a partial analysis (I301: exploration stopped at the bound) fails too
+    # under --strict a partial analysis fails too: the exploration stopped at the bound
+    # (I301), a property could not be decided (I305)
     failing = any(
-        d.is_error or (options.strict and (d.severity is Severity.WARNING or d.code.id == "I301"))
+        d.is_error
+        or (options.strict and (d.severity is Severity.WARNING or d.code.id in ("I301", "I305")))
         for d in diags
     )
     return EXIT_ERRORS if failing else EXIT_OK
@@ -289,7 +291,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--strict",
         action="store_true",
         default=False,
-        help="warnings, and an analysis cut short at the state bound (I301), fail the check (exit 1)",
+        help="warnings, an analysis cut short at the state bound (I301) and a property it"
+        " could not decide (I305) fail the check (exit 1)",
     )
     p.add_argument(
         "--select", metavar="CODES", help="report only these codes or prefixes, e.g. W2,I301"

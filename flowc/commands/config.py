@@ -3,7 +3,8 @@
 The nearest ``pyproject.toml`` at or above the input (the current folder for
 stdin) is read. Its ``[tool.flowc]`` table may hold only the keys of :data:`KEYS`;
 any other key is an error that lists them (a typo such as ``ignroe`` must not be
-silently ignored).
+silently ignored). The ``plugins`` it lists are imported only when its folder is trusted
+(:mod:`flowc.commands.trust`).
 
 >>> check_keys({"ignroe": ["W201"]}, "pyproject.toml")
 Traceback (most recent call last):
@@ -14,15 +15,27 @@ flowc.commands.config.ConfigError: pyproject.toml: [tool.flowc] has no setting `
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from flowc.commands.console import UsageError
 
-__all__ = ["KEYS", "Config", "ConfigError", "check_keys", "find_pyproject", "load_config"]
+if TYPE_CHECKING:
+    from flowc.commands.trust import Decision
+
+__all__ = [
+    "KEYS",
+    "Config",
+    "ConfigError",
+    "check_keys",
+    "config_trusted",
+    "find_pyproject",
+    "load_config",
+]
 
 #: every setting of ``[tool.flowc]`` and what it holds (``max_states`` is also accepted)
 KEYS = {
@@ -30,7 +43,8 @@ KEYS = {
     "ignore": "codes or prefixes not to report (`flowc check`)",
     "strict": "true: warnings fail `flowc check`",
     "max-states": "the bound on abstract states (`flowc check`, default 300000)",
-    "plugins": "modules or .py files that implement custom conditions and targets (every command)",
+    "plugins": "modules or .py files that implement custom conditions and targets (every "
+    "command that reads a flow; imported only from a trusted folder, `flowc trust`)",
 }
 ALIASES = {"max_states": "max-states"}
 
@@ -121,10 +135,13 @@ class Config:
         return tuple(value)
 
 
-def load_plugins_for(cli_specs: Sequence[str] | None, config: Config) -> bool:
-    """Load the plugins of ``[tool.flowc]`` (relative to its file) and then ``--plugin``'s
-    (relative to the current folder). Returns whether any plugin was given."""
-    configured = config.plugins
+def load_plugins_for(
+    cli_specs: Sequence[str] | None, config: Config, *, trusted: bool = True
+) -> bool:
+    """Load the plugins of ``[tool.flowc]`` (relative to its file), when its folder is
+    ``trusted`` (:mod:`flowc.commands.trust`), and then ``--plugin``'s (relative to the
+    current folder). Returns whether any plugin was loaded."""
+    configured = config.plugins if trusted else ()
     if not configured and not cli_specs:
         return False  # `flowc compile` without plugins loads no runtime
     from flowc.runtime.plugins import PluginError, load_plugins
@@ -140,17 +157,39 @@ def load_plugins_for(cli_specs: Sequence[str] | None, config: Config) -> bool:
 
 
 def add_plugin_option(parser: argparse.ArgumentParser) -> None:
-    """``--plugin MODULE_OR_FILE`` (repeatable), on every command that reads a flow."""
+    """``--plugin MODULE_OR_FILE`` (repeatable) and ``--trust``, on every command that
+    reads a flow and may import plugins."""
     parser.add_argument(
         "--plugin",
         action="append",
         metavar="MODULE_OR_FILE",
         help="import Python that registers custom conditions and targets: a module name or a "
-        ".py file (repeatable; also `plugins` in [tool.flowc])",
+        ".py file (repeatable; also `plugins` in [tool.flowc], imported only from a trusted "
+        "folder)",
     )
+    from flowc.commands.trust import add_trust_option
+
+    add_trust_option(parser)
+
+
+def config_trusted(config: Config, option: bool) -> Decision | None:
+    """Whether the plugins ``config`` lists may be imported: the trust rule's decision
+    for its folder (:mod:`flowc.commands.trust`; ``option``: ``--trust`` was given), or
+    None when it lists none. Raises :class:`~flowc.commands.trust.TrustError`."""
+    if not config.plugins or config.path is None:
+        return None
+    from flowc.commands.trust import decide
+
+    return decide(config.path.parent, option=option)
 
 
 def setup_plugins(args: argparse.Namespace, paths: Sequence[str]) -> bool:
-    """Load the plugins of ``[tool.flowc]`` (the configuration of ``paths[0]``) and of
-    ``--plugin``; whether any was given. A plugin that cannot load is a usage error."""
-    return load_plugins_for(getattr(args, "plugin", None), Config.for_inputs(paths))
+    """Load the plugins of ``[tool.flowc]`` (the configuration of ``paths[0]``; only from
+    a trusted folder, else a one-line notice on stderr) and of ``--plugin``; whether any
+    was loaded. A plugin that cannot load is a usage error."""
+    config = Config.for_inputs(paths)
+    decision = config_trusted(config, bool(getattr(args, "trust", False)))
+    if decision is not None and not decision.trusted and config.path is not None:
+        print(decision.notice(config.path), file=sys.stderr)
+    trusted = decision is None or decision.trusted
+    return load_plugins_for(getattr(args, "plugin", None), config, trusted=trusted)

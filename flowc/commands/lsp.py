@@ -15,7 +15,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     """Serve the Language Server Protocol on stdin/stdout until the editor closes it."""
     from flowc.lsp.server import serve
 
-    serve()
+    serve(trust=args.trust)
     return EXIT_OK
 
 
@@ -28,13 +28,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "reports what `flowc check` reports (with the [tool.flowc] settings of the "
         "nearest pyproject.toml) as you type, and answers hover, go to definition, "
         "references, rename, completion, quick fixes, document symbols, semantic "
-        "tokens, folding, formatting (as `flowc fmt`) and a diagram command. See "
-        "docs/editors.md.",
+        "tokens, folding, formatting (as `flowc fmt`) and a diagram command. The "
+        "plugins [tool.flowc] lists are imported only from trusted folders (`flowc "
+        "trust`). See docs/editors.md.",
     )
     p.add_argument(
         "--stdio",
         action="store_true",
         help="accepted for editors that pass it; stdin/stdout is the only transport",
+    )
+    from flowc.commands.trust import add_trust_option
+
+    add_trust_option(
+        p,
+        "import the plugins that [tool.flowc] lists in every folder the server opens, "
+        "trusted or not (docs/trust.md): an editor passes it only where its user's own "
+        "settings ask for it, never a workspace's",
     )
 
 

@@ -48,10 +48,11 @@ from flowc.commands.run_output import (
 )
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import Diagnostic, counted, has_errors
+from flowc.dsl.formatter import format_name
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
-from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_TURN_FAILED
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, EV_TURN_FAILED
 from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
@@ -476,8 +477,19 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
     records, close, _ = transcript(envs)
     lease = None if close is not None else store.lease_of(cid)
-    status = "closed" if close is not None else "running" if lease is not None else "open"
-    return {
+    # a worker that gives a stalled run back records why (flowc.run.stalled): the run
+    # is open, but nobody will take it up until someone resumes it
+    stall = envs[-1].event_data if envs[-1].event_type == EV_RUN_STALLED else None
+    status = (
+        "closed"
+        if close is not None
+        else "running"
+        if lease is not None
+        else "stalled"
+        if stall is not None
+        else "open"
+    )
+    summary = {
         "run_id": cid,
         "created_at": md.created_at,
         "flow": md.labels.get("flow") or md.type,
@@ -486,6 +498,9 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
         "close_reason": close,
         "holder": describe_holder(lease.holder) if lease is not None else None,
     }
+    if status == "stalled" and stall is not None:
+        summary["stalled_on"] = stall.get("agent_id")
+    return summary
 
 
 def _summary_line(r: dict[str, Any]) -> str:
@@ -494,6 +509,8 @@ def _summary_line(r: dict[str, Any]) -> str:
         if r["status"] == "closed"
         else f"running ({r['holder']})"
         if r["status"] == "running"
+        else f"stalled (waits for {format_name(str(r['stalled_on']))})"
+        if r["status"] == "stalled"
         else "open"
     )
     return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  {status}"

@@ -44,6 +44,7 @@ from flowc.commands.reports import (
 )
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
 from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.properties import Property
 from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl import nodes as n
 from flowc.runtime.adapters.base import ProtocolError
@@ -115,10 +116,12 @@ def selector(patterns: list[str] | None) -> Callable[[str, str], bool]:
 # ── flowc test ────────────────────────────────────────────────────────────────
 
 
-def _run(target: RunTarget, sc: n.Scenario) -> tuple[ScenarioResult, float]:
+def _run(
+    target: RunTarget, sc: n.Scenario, properties: tuple[Property, ...] = ()
+) -> tuple[ScenarioResult, float]:
     start = time.perf_counter()
     try:
-        result = run_scenario(target, sc)
+        result = run_scenario(target, sc, properties)
     except ProtocolError as err:  # the graph cannot open a channel (an unregistered custom)
         result = ScenarioResult(sc.title.value, sc.span.line, False, str(err), 0)
     return result, time.perf_counter() - start
@@ -184,7 +187,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         results: list[ScenarioResult] = []
         cases: list[CaseResult] = []
         for sc in chosen:
-            res, seconds = _run(target, sc)
+            res, seconds = _run(target, sc, compiled.properties)
             results.append(res)
             cases.append(CaseResult(res.title, res.line, seconds, res.failure))
             if res.passed:

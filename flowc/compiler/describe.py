@@ -21,8 +21,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowc.compiler import model as m
+from flowc.compiler import properties as pr
 from flowc.dsl import nodes as n
-from flowc.dsl.formatter import format_condition, format_statement_line, format_target
+from flowc.dsl.formatter import (
+    format_condition,
+    format_property,
+    format_statement_line,
+    format_target,
+)
 from flowc.source import NO_SPAN
 
 S = NO_SPAN
@@ -123,6 +129,75 @@ class ModelToAst:
         return n.Rule(
             self.cond(t.when, f"{path}.when"), self.target(t.then, f"{path}.then"), priority, S
         )
+
+    # properties -----------------------------------------------------------
+
+    def expression(self, e: Any) -> n.Cond:
+        """A property's expression (:mod:`flowc.compiler.properties`): the conditions'
+        atoms and composites, and ``ends``, ``turn`` and ``previous``."""
+        if isinstance(e, pr.Ends):
+            return n.EndsCond(None if e.reason is None else n.Str(e.reason, S), S)
+        if isinstance(e, pr.TurnIs):
+            return n.TurnCond(e.op, e.number, S)
+        if isinstance(e, pr.Previous):
+            return n.PreviousCond(self.expression(e.expr), S)
+        if isinstance(e, m.Not) and not isinstance(e.condition, m.ContextEquals):
+            return n.NotCond(self.expression(e.condition), S)
+        if isinstance(e, m.AllOf | m.AnyOf) and len(e.conditions) > 1:
+            if isinstance(e, m.AnyOf) and all(isinstance(x, m.FromSpeaker) for x in e.conditions):
+                return self.cond(e)  # `from a, b`
+            items = tuple(self.expression(x) for x in e.conditions)
+            return n.AndCond(items, S) if isinstance(e, m.AllOf) else n.OrCond(items, S)
+        return self.cond(e)
+
+    def property(self, prop: pr.Property) -> n.PropertyDecl:
+        x = self.expression
+        pat = prop.pattern
+        within = getattr(pat, "within", None)
+        w = n.Within(within, S) if within is not None else None
+        pattern: n.Pattern
+        if isinstance(pat, pr.Never):
+            pattern = n.NeverPattern(x(pat.p), S)
+        elif isinstance(pat, pr.Always):
+            pattern = n.AlwaysPattern(x(pat.p), S)
+        elif isinstance(pat, pr.Eventually):
+            pattern = n.EventuallyPattern(x(pat.p), w, S)
+        elif isinstance(pat, pr.AtMost):
+            pattern = n.AtMostPattern(x(pat.p), pat.times, S)
+        elif isinstance(pat, pr.OnlyAfter):
+            pattern = n.OnlyAfterPattern(x(pat.p), x(pat.s), S)
+        else:
+            pattern = n.RespondsPattern(x(pat.p), x(pat.s), w, S)
+        sc = prop.scope
+        scope: n.Scope | None = None
+        if isinstance(sc, pr.Before):
+            scope = n.BeforeScope(x(sc.r), S)
+        elif isinstance(sc, pr.After):
+            scope = n.AfterScope(x(sc.q), S)
+        elif isinstance(sc, pr.Between):
+            scope = n.BetweenScope(x(sc.q), x(sc.r), S)
+        elif isinstance(sc, pr.AfterUntil):
+            scope = n.AfterUntilScope(x(sc.q), x(sc.r), S)
+        return n.PropertyDecl(self.name(prop.name), pattern, scope, S)
+
+
+def expression_text(expr: pr.Expr, names: Mapping[str, str] | None = None) -> str:
+    """A property's expression in `.flow` syntax; ``names`` maps agent ids to speakers.
+
+    >>> expression_text(m.AllOf((m.FromSpeaker("bot"), pr.Previous(m.FromSpeaker("bot")))))
+    'from bot and previous from bot'
+    """
+    return format_condition(ModelToAst(names).expression(expr))
+
+
+def property_text(prop: pr.Property, names: Mapping[str, str] | None = None) -> str:
+    """A property (built in code, or lowered) as a ``property`` statement.
+
+    >>> property_text(pr.Property("quick", pr.Eventually(pr.Ends("done"), 1),
+    ...                           pr.After(m.ToolCalled("escalate"))))
+    'property quick: eventually ends "done" within 1 turn after tool escalate'
+    """
+    return format_property(ModelToAst(names).property(prop))
 
 
 def condition_text(cond: m.Condition, names: Mapping[str, str] | None = None) -> str:

@@ -1,4 +1,4 @@
-"""AST -> model: the compiler proper, with the name and shape checks (E101-E110).
+"""AST -> model: the compiler proper, with the name and shape checks (E101-E117).
 
 ``lower`` never raises on user input; it returns the compiled flow (``None`` when an
 error stopped it) and the diagnostics.
@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler import properties as pr
 from flowc.compiler.properties import Property
 from flowc.compiler.serde import (
     canonical_json,
@@ -34,13 +35,14 @@ from flowc.diagnostics import (
     E111,
     E113,
     E114,
+    E117,
     W214,
     Code,
     Diagnostic,
     has_errors,
 )
 from flowc.dsl import nodes as n
-from flowc.dsl.formatter import format_name, format_value
+from flowc.dsl.formatter import format_name, format_property, format_value
 from flowc.source import Span
 
 #: names AG2's registry (and flowc's composites) already own
@@ -834,6 +836,7 @@ class _Lowering:
         reasons = self.close_reasons(transitions, default, max_turns)
         for sc in flow.of_type(n.Scenario):
             self.check_scenario(sc, reasons)
+        properties = self.properties(transitions, default, max_turns, context)
 
         if has_errors(self.diags) or default is None:
             return None
@@ -869,6 +872,7 @@ class _Lowering:
             scenarios=flow.of_type(n.Scenario),
             flow=flow,
             human_writes={s: d.written_keys for s, d in self.speakers.items() if d.human},
+            properties=properties,
         )
 
     def check_named(self, name: n.Name, what: str) -> None:
@@ -904,6 +908,186 @@ class _Lowering:
         if max_turns is not None:
             out.add("max_turns")
         return out
+
+    # properties -----------------------------------------------------------
+
+    def properties(
+        self,
+        transitions: list[m.Transition],
+        default: m.Target | None,
+        max_turns: int | None,
+        context: Mapping[str, Any],
+    ) -> tuple[Property, ...]:
+        """The ``property`` statements, in file order, lowered: E101 for a speaker, E102
+        for a name used twice, E117 for a tool, context key or end reason the flow does
+        not have. A property changes nothing in the graph."""
+        decls = [st for st in self.flow.statements if isinstance(st, n.PropertyDecl)]
+        if not decls:
+            return ()
+        tools = {t.name.value for sp in self.speakers.values() for t in sp.tools}
+        keys = set(context)
+        for sp in self.speakers.values():
+            keys.update(sp.written_keys)
+            for tool in sp.tools:
+                for alt in tool.alternatives:
+                    keys.update(k for k, _ in effects_info(alt).sets)
+        names = _PropertyNames(
+            tuple(sorted(tools)),
+            tuple(sorted(keys)),
+            self.end_reasons(transitions, default, max_turns),
+        )
+        seen: dict[str, n.PropertyDecl] = {}
+        out: list[Property] = []
+        for decl in decls:
+            name = decl.name.value
+            if name in seen:
+                self.error(
+                    E102,
+                    f"property `{name}` is declared twice (first at line {seen[name].span.line})",
+                    decl.name.span,
+                    help="give each property a name of its own",
+                )
+            else:
+                seen[name] = decl
+            pattern = self.pattern(decl.pattern, names)
+            scope = self.scope(decl.scope, names)
+            out.append(Property(name, pattern, scope, decl.span, format_property(decl)))
+        return tuple(out)
+
+    def end_reasons(
+        self, transitions: list[m.Transition], default: m.Target | None, max_turns: int | None
+    ) -> frozenset[str] | None:
+        """Every reason a run of the flow may close with (``ends "r"`` of a property);
+        ``None`` when a custom target may end a run with a reason chosen as it runs (one
+        with no ``->`` list, or with a bare ``terminate`` in it)."""
+        out: set[str] = set()
+        declared = {st.name.value: st for st in self.flow.of_type(n.TargetDecl)}
+        for target in (*(t.then for t in transitions), default):
+            if isinstance(target, m.TerminateTarget):
+                out.add(terminate_reason(target.reason))
+            elif isinstance(target, m.CustomTarget):
+                decl = declared.get(target.name)
+                if decl is None or decl.results is None:
+                    return None
+                for result in decl.results:
+                    if isinstance(result, n.ResultTerminate):
+                        if result.reason is None:
+                            return None
+                        out.add(terminate_reason(result.reason.value))
+        for sp in self.speakers.values():
+            for tool in sp.tools:
+                for alt in tool.alternatives:
+                    finish = effects_info(alt).finish
+                    if finish is not None:
+                        out.add(finish_reason(finish))
+        if max_turns is not None:
+            out.add("max_turns")
+        return frozenset(out)
+
+    def pattern(self, pat: n.Pattern, names: _PropertyNames) -> pr.Pattern:
+        p = self.prop_expr(pat.p, names)
+        if isinstance(pat, n.NeverPattern):
+            return pr.Never(p)
+        if isinstance(pat, n.AlwaysPattern):
+            return pr.Always(p)
+        if isinstance(pat, n.EventuallyPattern):
+            return pr.Eventually(p, pat.within.turns if pat.within is not None else None)
+        if isinstance(pat, n.AtMostPattern):
+            return pr.AtMost(p, pat.times)
+        s = self.prop_expr(pat.s, names)
+        if isinstance(pat, n.OnlyAfterPattern):
+            return pr.OnlyAfter(p, s)
+        return pr.Responds(p, s, pat.within.turns if pat.within is not None else None)
+
+    def scope(self, scope: n.Scope | None, names: _PropertyNames) -> pr.Scope:
+        if scope is None:
+            return pr.Globally()
+        if isinstance(scope, n.BeforeScope):
+            return pr.Before(self.prop_expr(scope.r, names))
+        q = self.prop_expr(scope.q, names)
+        if isinstance(scope, n.AfterScope):
+            return pr.After(q)
+        r = self.prop_expr(scope.r, names)
+        return pr.Between(q, r) if isinstance(scope, n.BetweenScope) else pr.AfterUntil(q, r)
+
+    def prop_expr(self, e: n.Cond, names: _PropertyNames) -> pr.Expr:
+        """A property expression, lowered as a rule's condition is (``from a, b`` is
+        ``any_of`` of ``from_speaker``, ``!=`` is ``not`` of ``context_equals``)."""
+        if isinstance(e, n.FromCond):
+            froms: list[m.FromSpeaker] = []
+            for sp in e.speakers:
+                self.need_speaker(sp, "`from` names")
+                froms.append(m.FromSpeaker(self.bind(sp.value)))
+            return froms[0] if len(froms) == 1 else m.AnyOf(tuple(froms))
+        if isinstance(e, n.ToolCond):
+            tool = e.tool.value
+            if tool not in names.tools:
+                close = _close_match(tool, names.tools)
+                self.error(
+                    E117,
+                    f"the property names tool `{tool}`, which no speaker declares",
+                    e.tool.span,
+                    help=f"did you mean `{close}`?"
+                    if close
+                    else "declare it on the speaker that calls it: "
+                    f"`speaker NAME {{ tool {_show_name(tool)} }}`",
+                )
+            return m.ToolCalled(tool)
+        if isinstance(e, n.ContextCond):
+            key = e.key.value
+            if key not in names.keys:
+                close = _close_match(key, names.keys)
+                self.error(
+                    E117,
+                    f"the property reads `context.{_show_name(key)}`, which nothing sets: it "
+                    "has no initial value, and no tool or human writes it",
+                    e.key.span,
+                    help=f"did you mean `{_show_name(close)}`?"
+                    if close
+                    else f"give it an initial value (`context {_show_name(key)} = ...`), or "
+                    "declare the tool or human that writes it",
+                )
+            eq = m.ContextEquals(key, e.value.value)
+            return eq if e.op == "==" else m.Not(eq)
+        # the model's composites hold a property's own atoms too (flowc.compiler.properties)
+        if isinstance(e, n.AndCond | n.OrCond):
+            items: Any = tuple(self.prop_expr(i, names) for i in e.items)
+            return m.AllOf(items) if isinstance(e, n.AndCond) else m.AnyOf(items)
+        if isinstance(e, n.NotCond):
+            inner: Any = self.prop_expr(e.item, names)
+            return m.Not(inner)
+        if isinstance(e, n.PreviousCond):
+            return pr.Previous(self.prop_expr(e.item, names))
+        if isinstance(e, n.EndsCond):
+            if e.reason is not None:
+                self.check_end_reason(e.reason, names.reasons)
+            return pr.Ends(e.reason.value if e.reason is not None else None)
+        if isinstance(e, n.TurnCond):
+            return pr.TurnIs(e.op, e.number)  # type: ignore[arg-type]
+        # the parsers refuse them in a property (an AST built by hand may hold them)
+        raise TypeError(f"not a property expression: {type(e).__name__}")
+
+    def check_end_reason(self, reason: n.Str, reasons: frozenset[str] | None) -> None:
+        """E117 for ``ends "r"`` when no run of the flow closes with r."""
+        want = reason.value
+        if want != "" and (reasons is None or want in reasons):
+            return
+        closes = reasons or frozenset()
+        listed = ", ".join(format_value(r) for r in sorted(closes))
+        if want == "":
+            message = 'no run ends with "": a run never closes with an empty reason'
+            help_text = _empty_reason_help(set(closes))
+        else:
+            message = f"no run of the flow ends with {format_value(want)}: " + (
+                f"its runs close with {listed}" if listed else "it writes no close reason"
+            )
+            close = _close_match(want, closes)
+            help_text = (
+                f"did you mean {format_value(close)}?"
+                if close
+                else "name a reason the flow ends with, or write `ends` for any reason"
+            )
+        self.error(E117, message, reason.span, help=help_text)
 
     def check_scenario(self, sc: n.Scenario, reasons: set[str] | None) -> None:
         """What ``flowc test`` would refuse on any run: undeclared speakers and tools, a
@@ -1067,6 +1251,16 @@ class _Lowering:
                 else f"write the alternative the call takes: `{speaker} calls {tool} "
                 f"{alts[0].text()}`",
             )
+
+
+@attrs.frozen
+class _PropertyNames:
+    """What a property may name: the declared tools, the context keys something sets
+    (or that have an initial value), the reasons a run may end with (``None``: any)."""
+
+    tools: tuple[str, ...]
+    keys: tuple[str, ...]
+    reasons: frozenset[str] | None
 
 
 #: the help of every E114

@@ -9,9 +9,11 @@ whether the run ends after it.
 
 A monitor's state (:data:`MState`) is finite: the previous turn's values of the
 ``previous`` subexpressions, the scope's phase, and the open intervals' pattern states,
-as a frozen set (intervals in the same pattern state behave alike from then on, and the
-same ``R`` closes them all), with every counter capped (``within N`` counts at most N
-turns, ``at most N times`` at most N + 1). The turn number is not in it: a caller that
+as a frozen set, with every counter capped (``within N`` counts at most N turns, ``at
+most N times`` at most N + 1). Intervals open at once (``after Q before R``, ``after Q
+until R``) are closed by the same ``R`` and see the same turns, and each pattern's states
+are ordered so that those turns keep the order and a higher state breaks no later: the
+set keeps only its highest state, which decides for all of them. The turn number is not in it: a caller that
 needs it (``turn OP N``) passes it, and the checker keeps it (capped) beside the state.
 
 >>> from flowc.compiler import model as m
@@ -62,6 +64,10 @@ __all__ = [
     "PropertyError",
     "RunWatch",
     "StepResult",
+    "claim_text",
+    "explain",
+    "expr_key",
+    "expr_text",
     "walk",
 ]
 
@@ -91,17 +97,28 @@ def walk(expr: Any) -> Iterable[Any]:
         yield from walk(expr.expr)
 
 
+def expr_key(expr: Any) -> Any:
+    """A key for an expression in a dict or a set: the expression itself, or, when it holds
+    a value that does not hash (``context.k == [1, 2]``), its ``repr``."""
+    try:
+        hash(expr)
+    except TypeError:
+        return ("unhashable", repr(expr))
+    return expr
+
+
 class AtomTable:
     """The basic atoms of some properties, one bit each (shared by their monitors)."""
 
     def __init__(self) -> None:
         self.atoms: list[BasicAtom] = []
-        self.index: dict[BasicAtom, int] = {}
+        self.index: dict[Any, int] = {}
 
     def bit(self, atom: BasicAtom) -> int:
-        found = self.index.get(atom)
+        key = expr_key(atom)
+        found = self.index.get(key)
         if found is None:
-            found = self.index[atom] = len(self.atoms)
+            found = self.index[key] = len(self.atoms)
             self.atoms.append(atom)
         return 1 << found
 
@@ -168,12 +185,12 @@ class Monitor:
         self.prop = prop
         self.table = table
         self._prev: list[Previous] = []
-        self._prev_index: dict[Previous, int] = {}
+        self._prev_index: dict[Any, int] = {}
         self.turn_cap = 0  # the turn from which every `turn OP N` is constant (0: none)
         for expr in expressions(prop):
             for e in walk(expr):
-                if isinstance(e, Previous) and e not in self._prev_index:
-                    self._prev_index[e] = len(self._prev)
+                if isinstance(e, Previous) and expr_key(e) not in self._prev_index:
+                    self._prev_index[expr_key(e)] = len(self._prev)
                     self._prev.append(e)
                 elif isinstance(e, TurnIs):
                     self.turn_cap = max(self.turn_cap, e.number + 1)
@@ -221,7 +238,7 @@ class Monitor:
             cmp = _TURN_OPS[op]
             return lambda mask, prev, turn: cmp(turn, n)
         if isinstance(expr, Previous):
-            k = self._prev_index[expr]
+            k = self._prev_index[expr_key(expr)]
             return lambda mask, prev, turn: prev[k]
         if isinstance(expr, m.Not):
             inner = self._compile(expr.condition)  # type: ignore[arg-type]
@@ -340,7 +357,11 @@ class Monitor:
                 return StepResult("done")  # the one interval can no longer be violated
             if self.bad_is_final and BAD in fed:
                 return StepResult("violated", why="bad", judged=BAD)
-            opened = frozenset(fed)
+            # of intervals open together (one R closes them all), the most advanced one
+            # decides: each pattern's states are ordered (a count, an age; BAD on top), the
+            # same turns move them alike and keep that order, and an interval breaks no
+            # sooner than one above it; so only the top one is kept
+            opened = frozenset({max(fed, key=_rank)}) if len(fed) > 1 else frozenset(fed)
         if ended:
             if self.end_judges:
                 for ps in sorted(opened):
@@ -363,6 +384,11 @@ class Monitor:
             if self._is_pending(ps):
                 return ps
         return None
+
+
+def _rank(ps: int) -> float:
+    """The order of an interval's pattern states: how near it is to being broken."""
+    return float("inf") if ps == BAD else ps
 
 
 def _false(mask: int, prev: tuple[bool, ...], turn: int) -> bool:
@@ -440,45 +466,30 @@ class RunWatch:
 
 
 def expr_text(expr: Any, names: Mapping[str, str] | None = None) -> str:
-    """A property expression in `.flow` syntax (``names``: agent id -> speaker).
+    """A property expression in `.flow` syntax (``names``: agent id -> speaker), as
+    :func:`flowc.compiler.describe.expression_text` writes it.
 
     >>> expr_text(m.AllOf((m.FromSpeaker("bot"), Previous(m.FromSpeaker("bot")))))
     'from bot and previous from bot'
     >>> expr_text(m.AnyOf((Ends("approved"), m.Not(TurnIs("<", 3)))))
     'ends "approved" or not turn < 3'
     """
-    return _text(expr, names or {}, 0)
+    from flowc.compiler.describe import expression_text
+
+    return expression_text(expr, names)
 
 
-def _text(expr: Any, names: Mapping[str, str], outer: int) -> str:
-    """``outer``: the binding of the context (0 top, 1 inside ``or``, 2 inside ``and``,
-    3 under ``not`` / ``previous``)."""
-    from flowc.compiler.describe import condition_text
-    from flowc.dsl.formatter import format_value
+def claim_text(prop: Property) -> str:
+    """What a property claims, as written: its statement without ``property NAME:``
+    ("" for a property built in code without its text).
 
-    if isinstance(expr, m.AnyOf) and not all(isinstance(c, m.FromSpeaker) for c in expr.conditions):
-        text = " or ".join(_text(c, names, 1) for c in expr.conditions)
-        return f"({text})" if outer > 1 else text
-    if isinstance(expr, m.AllOf):
-        text = " and ".join(_text(c, names, 2) for c in expr.conditions)
-        return f"({text})" if outer > 2 else text
-    if isinstance(expr, m.Not) and not isinstance(expr.condition, m.ContextEquals):
-        return f"not {_text(expr.condition, names, 3)}"
-    if isinstance(expr, Previous):
-        return f"previous {_text(expr.expr, names, 3)}"
-    if isinstance(expr, Ends):
-        return "ends" if expr.reason is None else f"ends {format_value(expr.reason)}"
-    if isinstance(expr, TurnIs):
-        return f"turn {expr.op} {expr.number}"
-    if isinstance(expr, m.AnyOf):  # `from a, b`
-        from flowc.dsl.formatter import format_name
-
-        return "from " + ", ".join(
-            format_name(names.get(c.agent_id, c.agent_id))
-            for c in expr.conditions
-            if isinstance(c, m.FromSpeaker)
-        )
-    return condition_text(expr, names)
+    >>> claim_text(Property("p", Never(Ends()), text="property p: never ends"))
+    'never ends'
+    """
+    text = prop.text
+    if text.startswith("property ") and ":" in text:
+        return text.split(":", 1)[1].strip()
+    return text
 
 
 def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = None) -> str:

@@ -24,6 +24,8 @@ import pkgutil
 import re
 from typing import Any
 
+import attrs
+
 from flowc.dsl import nodes as n
 from flowc.dsl.keywords import MAX_NESTING
 from flowc.inputs import MAX_INT_DIGITS
@@ -691,6 +693,185 @@ class _Parser:
                     break
         return tuple(args), self.take(")"), deepest
 
+    # ── properties ──
+
+    def property_decl(self) -> n.PropertyDecl:
+        first = self.take("property")
+        name = self.name()
+        self.take(":")
+        pattern = self.prop_pattern()
+        scope = self.prop_scope()
+        decl = n.PropertyDecl(name, pattern, scope, _span(first, scope or pattern))
+        if n.refused_in_property(decl) is not None:
+            raise _GiveUp  # `always`, a custom condition: the LALR parser says why
+        return decl
+
+    def prop_pattern(self) -> n.Pattern:
+        t = self.tokens[self.i]
+        kind = t[0]
+        if kind in ("never", "always", "eventually", "after"):
+            self.i += 1
+            p = self.prop()
+            if kind == "never":
+                return n.NeverPattern(p, _span(t, p))
+            if kind == "always":
+                return n.AlwaysPattern(p, _span(t, p))
+            if kind == "eventually":
+                within = self.within()
+                return n.EventuallyPattern(p, within, _span(t, within or p))
+            self.take(",")
+            s = self.prop()
+            within = self.within()
+            return n.RespondsPattern(p, s, within, _span(t, within or s))
+        p = self.prop()
+        if self.accept("at"):
+            self.take("most")
+            times = self.count(0)
+            last = self.tokens[self.i]
+            if last[0] != "times" and last[0] != "time":
+                raise _GiveUp
+            self.i += 1
+            return n.AtMostPattern(p, times, _span(p, last))
+        self.take("only")
+        self.take("after")
+        s = self.prop()
+        return n.OnlyAfterPattern(p, s, _span(p, s))
+
+    def count(self, least: int) -> int:
+        """A whole number >= ``least`` (the LALR parser words anything else)."""
+        value = self.number().value
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise _GiveUp
+        return value
+
+    def within(self) -> n.Within | None:
+        t = self.accept("within")
+        if t is None:
+            return None
+        turns = self.count(1)
+        unit = self.tokens[self.i]
+        if unit[0] != "turns" and (unit[0] != "turn" or turns != 1):
+            raise _GiveUp
+        self.i += 1
+        return n.Within(turns, _span(t, unit))
+
+    def prop_scope(self) -> n.Scope | None:
+        t = self.tokens[self.i]
+        if t[0] == "before":
+            self.i += 1
+            r = self.prop()
+            return n.BeforeScope(r, _span(t, r))
+        if t[0] != "after":
+            return None
+        self.i += 1
+        q = self.prop()
+        if self.accept("before"):
+            r = self.prop()
+            return n.BetweenScope(q, r, _span(t, r))
+        if self.accept("until"):
+            r = self.prop()
+            return n.AfterUntilScope(q, r, _span(t, r))
+        return n.AfterScope(q, _span(t, q))
+
+    # property expressions: or < and < not, previous < atom; the nesting as the LALR
+    # parser counts it (parentheses that only group do not count)
+
+    def prop(self) -> n.Cond:
+        return self._prop()[0]
+
+    def _prop(self) -> tuple[n.Cond, int]:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _GiveUp
+        first, deepest = self._prop_and()
+        if self.tokens[self.i][0] != "or":
+            self.depth -= 1
+            return first, deepest
+        items = [first]
+        while self.accept("or"):
+            item, depth = self._prop_and()
+            items.append(item)
+            deepest = max(deepest, depth)
+        self.depth -= 1
+        return n.OrCond(tuple(items), _span(first, items[-1])), _deeper(deepest)
+
+    def _prop_and(self) -> tuple[n.Cond, int]:
+        first, deepest = self._prop_not()
+        if self.tokens[self.i][0] != "and":
+            return first, deepest
+        items = [first]
+        while self.accept("and"):
+            item, depth = self._prop_not()
+            items.append(item)
+            deepest = max(deepest, depth)
+        return n.AndCond(tuple(items), _span(first, items[-1])), _deeper(deepest)
+
+    def _prop_not(self) -> tuple[n.Cond, int]:
+        t = self.tokens[self.i]
+        kind = t[0]
+        if kind != "not" and kind != "previous":
+            return self._prop_atom()
+        self.i += 1
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _GiveUp
+        item, depth = self._prop_not()
+        self.depth -= 1
+        span = _span(t, item)
+        node = n.NotCond(item, span) if kind == "not" else n.PreviousCond(item, span)
+        return node, _deeper(depth)
+
+    def _prop_atom(self) -> tuple[n.Cond, int]:
+        t = self.tokens[self.i]
+        kind = t[0]
+        if kind == "from":
+            self.i += 1
+            speakers = [self.name()]
+            tokens = self.tokens
+            # a comma goes on with the list when a name follows (`after from a, b, S`)
+            while tokens[self.i][0] == ",":
+                after = tokens[self.i + 1]
+                if after is _MORE:
+                    raise _GiveUp  # the next lines say: parsed again with them
+                if after[0] != NAME and after[0] != QUOTED:
+                    break
+                self.i += 1
+                speakers.append(self.name())
+            return n.FromCond(tuple(speakers), _span(t, speakers[-1])), 0
+        if kind == "tool":
+            self.i += 1
+            tool = self.name()
+            return n.ToolCond(tool, _span(t, tool)), 0
+        if kind == "context":
+            self.i += 1
+            self.take(".")
+            key = self.name()
+            op = self.tokens[self.i][0]
+            if op != "==" and op != "!=":
+                raise _GiveUp
+            self.i += 1
+            value, depth = self._value(0)
+            return n.ContextCond(key, op, value, _span(t, value)), depth
+        if kind == "ends":
+            self.i += 1
+            reason = self.opt_string()
+            return n.EndsCond(reason, _span(t, reason or t)), 0
+        if kind == "turn":
+            self.i += 1
+            op = self.tokens[self.i][0]
+            if op not in _TURN_OPS:
+                raise _GiveUp
+            self.i += 1
+            number = self.count(0)
+            return n.TurnCond(op, number, _span(t, self.tokens[self.i - 1])), 0
+        if kind == "(":
+            self.i += 1
+            node, depth = self._prop()
+            last = self.take(")")
+            # in a property, a node's span covers the parentheses around it
+            return attrs.evolve(node, span=_span(t, last)), depth
+        raise _GiveUp  # `always` and custom conditions among them: refused in a property
+
     # ── targets ──
 
     def target(self) -> n.Target:
@@ -817,7 +998,18 @@ _STATEMENTS: dict[str, Any] = {
     "condition": _Parser.condition_decl,
     "target": _Parser.target_decl,
     "scenario": _Parser.scenario,
+    "property": _Parser.property_decl,
 }
+
+_TURN_OPS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+
+
+def _deeper(deepest: int) -> int:
+    """The nesting of a node over children nested ``deepest``; past the limit, the LALR
+    parser reports it."""
+    if deepest + 1 > MAX_NESTING:
+        raise _GiveUp
+    return deepest + 1
 
 
 def _decode(token: str) -> str:

@@ -60,7 +60,7 @@ def _str(s: n.Str) -> str:
 
 # ── expressions ──────────────────────────────────────────────────────────────
 
-_PREC = {n.OrCond: 1, n.AndCond: 2, n.NotCond: 3}
+_PREC = {n.OrCond: 1, n.AndCond: 2, n.NotCond: 3, n.PreviousCond: 3}
 
 
 def format_condition(cond: n.Cond, parent: int = 0) -> str:
@@ -70,10 +70,12 @@ def format_condition(cond: n.Cond, parent: int = 0) -> str:
         text = " or ".join(format_condition(c, 1) for c in cond.items)
     elif isinstance(cond, n.AndCond):
         text = " and ".join(format_condition(c, 2) for c in cond.items)
-    elif isinstance(cond, n.NotCond):
+    elif isinstance(cond, n.NotCond | n.PreviousCond):
         # `not` binds its operand tighter than and/or (a nested not needs no parens either);
-        # the operand is formatted once, so `not not ... x` stays linear in its depth
-        text = "not " + format_condition(cond.item, 2)
+        # the operand is formatted once, so `not not ... x` stays linear in its depth.
+        # `previous` (in a property) binds as `not` does
+        word = "not " if isinstance(cond, n.NotCond) else "previous "
+        text = word + format_condition(cond.item, 2)
     elif isinstance(cond, n.AlwaysCond):
         text = "always"
     elif isinstance(cond, n.FromCond):
@@ -82,6 +84,10 @@ def format_condition(cond: n.Cond, parent: int = 0) -> str:
         text = "tool " + _name(cond.tool)
     elif isinstance(cond, n.ContextCond):
         text = f"context.{_name(cond.key)} {cond.op} {format_value(cond.value.value)}"
+    elif isinstance(cond, n.EndsCond):
+        text = "ends" + (f" {_str(cond.reason)}" if cond.reason is not None else "")
+    elif isinstance(cond, n.TurnCond):
+        text = f"turn {cond.op} {cond.number}"
     else:
         text = _call(cond.name, cond.args)
     # same-operator nesting keeps its parentheses so the tree round-trips exactly
@@ -177,6 +183,48 @@ def format_item(item: n.ScenarioItem) -> str:
     return f"expect turns {format_value(item.count.value)}"
 
 
+def _within(within: n.Within | None) -> str:
+    if within is None:
+        return ""
+    return f" within {within.turns} turn" + ("" if within.turns == 1 else "s")
+
+
+def format_pattern(pattern: n.Pattern) -> str:
+    """A property's pattern: ``never P``, ``P at most 2 times``, ``after P, S within 3 turns``."""
+    if isinstance(pattern, n.NeverPattern):
+        return "never " + format_condition(pattern.p)
+    if isinstance(pattern, n.AlwaysPattern):
+        return "always " + format_condition(pattern.p)
+    if isinstance(pattern, n.EventuallyPattern):
+        return "eventually " + format_condition(pattern.p) + _within(pattern.within)
+    if isinstance(pattern, n.AtMostPattern):
+        unit = "time" if pattern.times == 1 else "times"
+        return f"{format_condition(pattern.p)} at most {pattern.times} {unit}"
+    if isinstance(pattern, n.OnlyAfterPattern):
+        return f"{format_condition(pattern.p)} only after {format_condition(pattern.s)}"
+    # `after P, S`: S starts with a keyword or `(`, so a `from a, b` list in P ends at
+    # the comma
+    return f"after {format_condition(pattern.p)}, {format_condition(pattern.s)}" + _within(
+        pattern.within
+    )
+
+
+def format_scope(scope: n.Scope) -> str:
+    """A property's scope: ``before R``, ``after Q``, ``after Q before R``, ``after Q until R``."""
+    if isinstance(scope, n.BeforeScope):
+        return "before " + format_condition(scope.r)
+    if isinstance(scope, n.AfterScope):
+        return "after " + format_condition(scope.q)
+    word = "before" if isinstance(scope, n.BetweenScope) else "until"
+    return f"after {format_condition(scope.q)} {word} {format_condition(scope.r)}"
+
+
+def format_property(st: n.PropertyDecl) -> str:
+    """``property NAME: PATTERN [SCOPE]`` on one line."""
+    text = f"property {_name(st.name)}: {format_pattern(st.pattern)}"
+    return text + (f" {format_scope(st.scope)}" if st.scope is not None else "")
+
+
 def format_statement_line(st: n.Statement) -> str:
     """A statement that prints on one line (everything but blocks)."""
     if isinstance(st, n.FlowDecl):
@@ -217,6 +265,8 @@ def format_statement_line(st: n.Statement) -> str:
                     results.append("terminate" + (f" {_str(r.reason)}" if r.reason else ""))
             text += " -> " + " | ".join(results)
         return text
+    if isinstance(st, n.PropertyDecl):
+        return format_property(st)
     raise TypeError(f"not a one-line statement: {type(st).__name__}")  # pragma: no cover
 
 

@@ -47,5 +47,21 @@ KEYWORDS = frozenset(
         "true",
         "false",
         "null",
+        # properties (`property NAME: PATTERN [SCOPE]`)
+        "property",
+        "never",
+        "eventually",
+        "within",
+        "turn",
+        "time",
+        "times",
+        "at",
+        "most",
+        "only",
+        "after",
+        "before",
+        "until",
+        "ends",
+        "previous",
     ]
 )

@@ -212,20 +212,28 @@ def tokens(text: str, *, comments: bool = False) -> Iterator[Token]:
 
 
 class _TooDeep(Exception):
-    def __init__(self, span: Span):
-        self.span = span
+    def __init__(self, span: Span, what: str = "condition"):
+        self.span, self.what = span, what
 
 
 #: terminals whose text matters; keyword and punctuation tokens are dropped
 _VALUE_TOKENS = frozenset({"NAME", "QUOTED_NAME", "STRING", "NUMBER"})
 #: rules whose callbacks want every token (their keyword is their value)
-_RAW_RULES = frozenset({"cmp", "type_name"})
+_RAW_RULES = frozenset({"cmp", "type_name", "turn_cmp", "within"})
 
 
 @attrs.frozen
 class _Flag:
     """A keyword-only piece (``: human``) that still has a place."""
 
+    span: Span
+
+
+@attrs.define
+class _Names:
+    """``from a, b`` of a property, while its list is read (``from`` included in the span)."""
+
+    names: list[n.Name]
     span: Span
 
 
@@ -651,6 +659,145 @@ class _Build(metaclass=_BuildMeta):
     def atom(self, meta: Any, ch: list[n.Cond]) -> n.Cond:
         return ch[0]  # `( cond )`: the parentheses only group
 
+    # properties
+    def property_decl(self, meta: Any, ch: list[Any]) -> n.PropertyDecl:
+        decl = n.PropertyDecl(ch[0], ch[1], ch[2], self._span(meta))
+        refused = n.refused_in_property(decl)
+        if isinstance(refused, n.AlwaysCond):
+            raise _BadToken(
+                refused.span,
+                "`always` is not a condition in a property: it holds on every turn, so it "
+                "says nothing about a run",
+                "",
+                help="`always P` is the pattern (P holds on every turn); to name every "
+                "turn, write `turn >= 1`",
+            )
+        if isinstance(refused, n.CallCond):
+            name = refused.name.value
+            raise _BadToken(
+                refused.name.span,
+                f"a property cannot use the custom condition `{name}`: its outcome is "
+                "computed by code as a run goes on and is no part of the run, so no check "
+                "can decide the property",
+                "",
+                help="write the property with what a run shows: `from`, `tool`, "
+                "`context.KEY == VALUE`, `ends`, `turn`, `previous`",
+            )
+        return decl
+
+    def never_pattern(self, meta: Any, ch: list[n.Cond]) -> n.NeverPattern:
+        return n.NeverPattern(ch[0], self._span(meta))
+
+    def always_pattern(self, meta: Any, ch: list[n.Cond]) -> n.AlwaysPattern:
+        return n.AlwaysPattern(ch[0], self._span(meta))
+
+    def eventually_pattern(self, meta: Any, ch: list[Any]) -> n.EventuallyPattern:
+        return n.EventuallyPattern(ch[0], ch[1], self._span(meta))
+
+    def at_most_pattern(self, meta: Any, ch: list[Any]) -> n.AtMostPattern:
+        times = _count(ch[1], 0, "`at most` takes a whole number of times, 0 or more")
+        return n.AtMostPattern(ch[0], times, self._span(meta))
+
+    def only_after_pattern(self, meta: Any, ch: list[n.Cond]) -> n.OnlyAfterPattern:
+        return n.OnlyAfterPattern(ch[0], ch[1], self._span(meta))
+
+    def responds_pattern(self, meta: Any, ch: list[Any]) -> n.RespondsPattern:
+        return n.RespondsPattern(ch[0], ch[1], ch[2], self._span(meta))
+
+    def within(self, meta: Any, ch: list[Any]) -> n.Within:
+        turns = _count(ch[1], 1, "`within` takes a whole number of turns, 1 or more")
+        unit = ch[2]
+        if str(unit) == "turn" and turns != 1:
+            raise _BadToken(
+                self._tok(unit), f"`within {turns} turn`: the singular is for 1", "write `turns`"
+            )
+        return n.Within(turns, self._span(meta))
+
+    def before_scope(self, meta: Any, ch: list[n.Cond]) -> n.BeforeScope:
+        return n.BeforeScope(ch[0], self._span(meta))
+
+    def after_scope(self, meta: Any, ch: list[n.Cond]) -> n.AfterScope:
+        return n.AfterScope(ch[0], self._span(meta))
+
+    def between_scope(self, meta: Any, ch: list[n.Cond]) -> n.BetweenScope:
+        return n.BetweenScope(ch[0], ch[1], self._span(meta))
+
+    def after_until_scope(self, meta: Any, ch: list[n.Cond]) -> n.AfterUntilScope:
+        return n.AfterUntilScope(ch[0], ch[1], self._span(meta))
+
+    def _prop_nested(self, node: Any, *items: Any) -> Any:
+        depth = 1 + max((_depth(i) for i in items), default=0)
+        if depth > MAX_NESTING:
+            raise _TooDeep(node.span, "property expression")
+        _DEPTH[id(node)] = depth
+        return node
+
+    def or_prefix(self, meta: Any, ch: list[Any]) -> list[n.Cond]:
+        # `a or` then `b or` ...: one list, grown in place (a long chain stays linear)
+        if len(ch) == 1:
+            return [ch[0]]
+        ch[0].append(ch[1])
+        return ch[0]  # type: ignore[no-any-return]
+
+    and_prefix = or_prefix
+
+    def prop_or_list(self, meta: Any, ch: list[Any]) -> n.OrCond:
+        items = (*ch[0], ch[1])
+        return self._prop_nested(n.OrCond(items, self._span(meta)), *items)  # type: ignore[no-any-return]
+
+    prop_or_list_comma = prop_or_list
+
+    def prop_and_list(self, meta: Any, ch: list[Any]) -> n.AndCond:
+        items = (*ch[0], ch[1])
+        return self._prop_nested(n.AndCond(items, self._span(meta)), *items)  # type: ignore[no-any-return]
+
+    prop_and_list_comma = prop_and_list
+
+    def prop_not_op(self, meta: Any, ch: list[n.Cond]) -> n.NotCond:
+        return self._prop_nested(n.NotCond(ch[0], self._span(meta)), ch[0])  # type: ignore[no-any-return]
+
+    prop_not_op_comma = prop_not_op
+
+    def prop_previous(self, meta: Any, ch: list[n.Cond]) -> n.PreviousCond:
+        return self._prop_nested(n.PreviousCond(ch[0], self._span(meta)), ch[0])  # type: ignore[no-any-return]
+
+    prop_previous_comma = prop_previous
+
+    def from_names(self, meta: Any, ch: list[Any]) -> _Names:
+        if len(ch) == 1:
+            return _Names([ch[0]], self._span(meta))
+        names: _Names = ch[0]
+        names.names.append(ch[1])
+        names.span = self._span(meta)
+        return names
+
+    def prop_from(self, meta: Any, ch: list[_Names]) -> n.FromCond:
+        return n.FromCond(tuple(ch[0].names), ch[0].span)
+
+    prop_from_comma = prop_from  # (its span leaves the comma out)
+
+    def prop_other_comma(self, meta: Any, ch: list[n.Cond]) -> n.Cond:
+        return ch[0]
+
+    def prop_other(self, meta: Any, ch: list[n.Cond]) -> n.Cond:
+        # `( E )`: in a property, E's span covers its parentheses (nodes.PropertyDecl)
+        inner = ch[0]
+        node = attrs.evolve(inner, span=self._span(meta))
+        depth = _DEPTH.pop(id(inner), None)
+        if depth is not None:
+            _DEPTH[id(node)] = depth
+        return node
+
+    def ends_cond(self, meta: Any, ch: list[Any]) -> n.EndsCond:
+        return n.EndsCond(self._str(ch[0]), self._span(meta))
+
+    def turn_cmp(self, meta: Any, ch: list[Token]) -> str:
+        return str(ch[0])
+
+    def turn_cond(self, meta: Any, ch: list[Any]) -> n.TurnCond:
+        number = _count(ch[1], 0, "`turn` is compared with a whole number, 0 or more")
+        return n.TurnCond(ch[0], number, self._span(meta))
+
     def start(self, meta: Any, ch: list[n.Statement]) -> list[n.Statement]:
         return list(ch)
 
@@ -663,8 +810,17 @@ def _depth(node: Any) -> int:
 
 
 class _BadToken(Exception):
-    def __init__(self, span: Span, message: str, found: str):
-        self.span, self.message, self.found = span, message, found
+    def __init__(self, span: Span, message: str, found: str, help: str | None = None):
+        self.span, self.message, self.found, self.help = span, message, found, help
+
+
+def _count(value: n.Value, least: int, words: str) -> int:
+    """A property's count (``turn < N``, ``within N turns``, ``at most N times``): a whole
+    number, at least ``least``; otherwise an error at the number."""
+    v = value.value
+    if isinstance(v, int) and not isinstance(v, bool) and v >= least:
+        return v
+    raise _BadToken(value.span, words, f"found `{json.dumps(v)}`")
 
 
 # ── error messages in words ──────────────────────────────────────────────────
@@ -794,13 +950,20 @@ def _keyword_typo(source: SourceFile, offset: int) -> str | None:
     return None
 
 
-#: what a set of expected tokens is, in one word, when it is all a target or a condition
-#: may start with
+_PROPERTY_EXPRESSION = frozenset(
+    {"ALWAYS", "CONTEXT", "ENDS", "FROM", "LPAR", "NAME", "NOT", "PREVIOUS", "QUOTED_NAME"}
+    | {"TOOL", "TURN"}
+)
+#: what a set of expected tokens is, in one word, when it is all a target, a condition, a
+#: property's pattern or expression may start with
 _EXPECTED_NOUNS = {
     frozenset({"INITIATOR", "NAME", "NEXT", "QUOTED_NAME", "STAY", "TERMINATE"}): "a target",
     frozenset(
         {"ALWAYS", "CONTEXT", "FROM", "LPAR", "NAME", "NOT", "QUOTED_NAME", "TOOL"}
     ): "a condition",
+    # in a property (`always` and a name parse there, to be refused with the reason)
+    _PROPERTY_EXPRESSION: "an expression",
+    _PROPERTY_EXPRESSION | {"AFTER", "EVENTUALLY", "NEVER"}: "a pattern",
 }
 #: tokens that a finished statement (or block item) may be followed by: when the parser
 #: would take one of them, what came before the line break was complete
@@ -941,15 +1104,25 @@ def parse_lalr(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     except UnexpectedInput as err:
         return empty, (_unquoted_if_not_flow(source, _syntax_error(source, err)),)
     except _BadToken as err:
-        return empty, (Diagnostic(E001, f"{err.message}; {err.found}", source.name, err.span),)
+        return empty, (
+            Diagnostic(
+                E001,
+                f"{err.message}; {err.found}" if err.found else err.message,
+                source.name,
+                err.span,
+                help=err.help,
+            ),
+        )
     except _TooDeep as err:
         return empty, (
             Diagnostic(
                 E001,
-                f"condition nested more than {MAX_NESTING} levels deep",
+                f"{err.what} nested more than {MAX_NESTING} levels deep",
                 source.name,
                 err.span,
-                help="split the condition into several rules or custom conditions",
+                help="split the condition into several rules or custom conditions"
+                if err.what == "condition"
+                else "split the property into several properties",
             ),
         )
     finally:

@@ -115,8 +115,46 @@ class NotCond:
     span: Span = attrs.field(eq=False, repr=False)
 
 
+@attrs.frozen
+class EndsCond:
+    """``ends`` or ``ends "reason"``: a property's atom, the run ends after the turn."""
+
+    reason: Str | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class TurnCond:
+    """``turn OP N``: a property's atom, the turn's number (``op`` one of ``==``, ``!=``,
+    ``<``, ``<=``, ``>``, ``>=``; ``number`` a whole number >= 0)."""
+
+    op: str
+    number: int
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class PreviousCond:
+    """``previous E``: a property's expression, E held on the turn before."""
+
+    item: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+#: a condition; ``EndsCond``, ``TurnCond`` and ``PreviousCond`` only in a property, where
+#: ``AlwaysCond`` and ``CallCond`` never are (the parser refuses them there)
 Cond: TypeAlias = (
-    AlwaysCond | FromCond | ToolCond | ContextCond | CallCond | AndCond | OrCond | NotCond
+    AlwaysCond
+    | FromCond
+    | ToolCond
+    | ContextCond
+    | CallCond
+    | AndCond
+    | OrCond
+    | NotCond
+    | EndsCond
+    | TurnCond
+    | PreviousCond
 )
 
 # ── targets ───────────────────────────────────────────────────────────────────
@@ -500,6 +538,164 @@ class Scenario:
     span: Span = attrs.field(eq=False, repr=False)
 
 
+# ── properties ────────────────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class Within:
+    """``within N turns`` (``within 1 turn``): N >= 1."""
+
+    turns: int
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class NeverPattern:
+    """``never P``."""
+
+    p: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class AlwaysPattern:
+    """``always P``."""
+
+    p: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class EventuallyPattern:
+    """``eventually P [within N turns]``."""
+
+    p: Cond
+    within: Within | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class AtMostPattern:
+    """``P at most N times`` (``at most 1 time``): N >= 0."""
+
+    p: Cond
+    times: int
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class OnlyAfterPattern:
+    """``P only after S``."""
+
+    p: Cond
+    s: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class RespondsPattern:
+    """``after P, S [within N turns]``."""
+
+    p: Cond
+    s: Cond
+    within: Within | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Pattern: TypeAlias = (
+    NeverPattern
+    | AlwaysPattern
+    | EventuallyPattern
+    | AtMostPattern
+    | OnlyAfterPattern
+    | RespondsPattern
+)
+
+
+@attrs.frozen
+class BeforeScope:
+    """``before R``."""
+
+    r: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class AfterScope:
+    """``after Q``."""
+
+    q: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class BetweenScope:
+    """``after Q before R``."""
+
+    q: Cond
+    r: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class AfterUntilScope:
+    """``after Q until R``."""
+
+    q: Cond
+    r: Cond
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+Scope: TypeAlias = BeforeScope | AfterScope | BetweenScope | AfterUntilScope
+
+
+@attrs.frozen
+class PropertyDecl:
+    """``property NAME: PATTERN [SCOPE]`` (no scope: the whole run).
+
+    In a property, a node's span covers the parentheses written around it (a rule's
+    condition leaves grouping parentheses out), so that every span of the statement,
+    its own included, reaches its last character.
+    """
+
+    name: Name
+    pattern: Pattern
+    scope: Scope | None
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+def property_expressions(decl: PropertyDecl) -> tuple[Cond, ...]:
+    """The top-level expressions of a property: its pattern's, then its scope's."""
+    pat = decl.pattern
+    out: list[Cond] = [pat.p]
+    if isinstance(pat, OnlyAfterPattern | RespondsPattern):
+        out.append(pat.s)
+    scope = decl.scope
+    if isinstance(scope, BeforeScope):
+        out.append(scope.r)
+    elif isinstance(scope, AfterScope):
+        out.append(scope.q)
+    elif isinstance(scope, BetweenScope | AfterUntilScope):
+        out += [scope.q, scope.r]
+    return tuple(out)
+
+
+def refused_in_property(decl: PropertyDecl) -> AlwaysCond | CallCond | None:
+    """The first ``always`` or custom condition call in a property, in the order written
+    (both parse there, and both parsers refuse them, each with its reason)."""
+    found: list[AlwaysCond | CallCond] = []
+    stack: list[Cond] = list(reversed(property_expressions(decl)))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, AlwaysCond | CallCond):
+            found.append(node)
+        elif isinstance(node, AndCond | OrCond):
+            stack.extend(reversed(node.items))
+        elif isinstance(node, NotCond | PreviousCond):
+            stack.append(node.item)
+    return min(found, key=lambda c: c.span.start) if found else None
+
+
 Statement: TypeAlias = (
     FlowDecl
     | SpeakerDecl
@@ -515,6 +711,7 @@ Statement: TypeAlias = (
     | ConditionDecl
     | TargetDecl
     | Scenario
+    | PropertyDecl
 )
 
 

@@ -45,6 +45,7 @@ _STATEMENT_STARTS = frozenset(
         "CONDITION",
         "TARGET",
         "SCENARIO",
+        "PROPERTY",
     }
 )
 _OPEN = {"LBRACE": "RBRACE", "LPAR": "RPAR", "LSQB": "RSQB"}
@@ -177,7 +178,9 @@ def _name_kinds(before: Sequence[Token]) -> tuple[str, ...]:
     if prev == "SETS":
         # `sets KEY = ...` in a tool or a scenario turn, `sets KEY` in a human's block
         return (KEY,)
-    if prev in ("WHEN", "AND", "OR", "NOT") or (
+    if _in_property(before):
+        pass  # a property names no custom condition (the parser refuses them there)
+    elif prev in ("WHEN", "AND", "OR", "NOT") or (
         prev == "LPAR"
         and len(before) > 1
         and before[-2].type in ("WHEN", "AND", "OR", "NOT", "LPAR")
@@ -199,6 +202,11 @@ def _name_kinds(before: Sequence[Token]) -> tuple[str, ...]:
     ):
         return (SPEAKER,)  # a scenario turn starts with who speaks
     return ()
+
+
+def _in_property(before: Sequence[Token]) -> bool:
+    """Whether the statement being written (its tokens so far) is a ``property``."""
+    return bool(before) and before[0].type == "PROPERTY"
 
 
 def _reasons(flow: n.Flow, closing: bool = False) -> list[str]:
@@ -284,9 +292,14 @@ def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidat
         return [], offset
     out: list[Candidate] = []
     reason_here = (
-        "STRING" in accepted and bool(before) and before[-1].type in ("TERMINATE", "FINISHES")
+        "STRING" in accepted
+        and bool(before)
+        and before[-1].type in ("TERMINATE", "FINISHES", "ENDS")
     )
-    closing = reason_here and len(before) > 1 and str(before[-2]) == "expect"
+    # after `expect terminate` and a property's `ends`: the reasons a run closes with
+    closing = reason_here and (
+        before[-1].type == "ENDS" or (len(before) > 1 and str(before[-2]) == "expect")
+    )
     if typed.startswith('"'):
         if reason_here:
             out = [
@@ -302,9 +315,11 @@ def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidat
     if "NAME" in accepted and index is not None:
         for kind in _name_kinds(before):
             out += [Candidate(format_name(name), kind) for name in _declared(index, kind)]
+    # in a property, `always` is the pattern (right after the colon), never a condition
+    no_always = _in_property(before) and before[-1].type != "COLON"
     for terminal in sorted(accepted):
         word = _keyword_of(terminal)
-        if word is not None:
+        if word is not None and not (no_always and word == "always"):
             out.append(Candidate(word, KEYWORD))
     if typed:
         out = [c for c in out if c.label.startswith(typed)]

@@ -29,9 +29,16 @@ from pygls.uris import to_fs_path
 from flowc import collector
 from flowc._compat import PyglsRawJson, pygls_send
 from flowc.commands.check import options_from
-from flowc.commands.config import Config, find_pyproject, load_config, load_plugins_for
+from flowc.commands.config import (
+    Config,
+    config_trusted,
+    find_pyproject,
+    load_config,
+    load_plugins_for,
+)
 from flowc.commands.console import UsageError
-from flowc.compiler.analysis import CheckOptions, check_compiled, check_source
+from flowc.commands.trust import TrustError, trust_list_stamp
+from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, check_source
 from flowc.compiler.lower import lower
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import E001, Diagnostic, Severity, has_errors, internal_error_text
@@ -105,9 +112,12 @@ class _Protocol(PyglsRawJson, LanguageServerProtocol):
 @attrs.define
 class _Config:
     path: Path | None
-    stamp: tuple[int, int]
+    #: the pyproject.toml's modification time and size, and the trust list's (None: none)
+    stamp: tuple[int, int, tuple[int, int] | None]
     options: CheckOptions
     problem: str | None
+    #: why the plugins it lists were not imported (its folder is not trusted), or None
+    untrusted: str | None = None
 
 
 def _no_cli_options() -> argparse.Namespace:
@@ -119,9 +129,14 @@ def _no_cli_options() -> argparse.Namespace:
 class FlowcServer(LanguageServer):
     """The language server and the state it keeps per document."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, trust: bool = False) -> None:
         super().__init__("flowc", "0.1.0", protocol_cls=_Protocol)
+        #: ``flowc lsp --trust``: every folder's configured plugins are imported
+        self.trust = trust
         self.analyses: dict[str, Analysis] = {}
+        #: per document, its last state space: explored again only when an edit changes
+        #: the flow's shape (the analyses' thread alone uses them)
+        self.spaces: dict[str, SpaceCache] = {}
         self._pending: dict[str, asyncio.Task[None]] = {}
         #: per document, the last tree that parsed: an edit parses only what it touched
         self.reparsers: dict[str, Reparser] = {}
@@ -227,38 +242,60 @@ class FlowcServer(LanguageServer):
 
     def options_for(self, path: str) -> CheckOptions:
         """The check options of ``[tool.flowc]`` in the pyproject.toml nearest ``path``;
-        re-read whenever that file's modification time changes. A broken table is
-        reported once (a message) and the defaults are used."""
+        re-read whenever that file's modification time changes, or the list of trusted
+        folders does. A broken table is reported once (a message) and the defaults are
+        used. The plugins it lists are imported only when its folder is trusted
+        (:mod:`flowc.commands.trust`); when it is not, an information message says so,
+        once, and how to trust it."""
         folder = Path(path).parent if path else Path.cwd()
         pyproject = find_pyproject(folder if folder.is_dir() else Path.cwd())
         if pyproject is None:
             return CheckOptions()
         try:
             stat = pyproject.stat()
-            mtime = (stat.st_mtime_ns, stat.st_size)
         except OSError:
             return CheckOptions()
+        stamp = (stat.st_mtime_ns, stat.st_size, trust_list_stamp())
         cached = self._configs.get(pyproject)
-        if cached is None or cached.stamp != mtime:
-            try:
-                table = load_config(pyproject)
-                options = options_from(_no_cli_options(), table, str(pyproject))
-                # the plugins it names, as `flowc check` loads them (Python imports a module
-                # once: an edited plugin takes effect when the server restarts)
-                load_plugins_for(None, Config(pyproject, table))
-                cached = _Config(pyproject, mtime, options, None)
-            except UsageError as err:
-                cached = _Config(pyproject, mtime, CheckOptions(), str(err))
+        if cached is None or cached.stamp != stamp:
+            cached = self._read_config(pyproject, stamp)
             self._configs[pyproject] = cached
-        if cached.problem and cached.problem not in self._reported:
-            self._reported.add(cached.problem)
-            self.window_show_message(
-                lsp.ShowMessageParams(
-                    type=lsp.MessageType.Error,
-                    message=f"flowc: {cached.problem}; checking with the default settings",
-                )
-            )
+        for problem, kind, message in (
+            (
+                cached.problem,
+                lsp.MessageType.Error,
+                f"flowc: {cached.problem}; checking with the default settings",
+            ),
+            (cached.untrusted, lsp.MessageType.Info, f"flowc: {cached.untrusted}"),
+        ):
+            if problem and problem not in self._reported:
+                self._reported.add(problem)
+                self.window_show_message(lsp.ShowMessageParams(type=kind, message=message))
         return cached.options
+
+    def _read_config(
+        self, pyproject: Path, stamp: tuple[int, int, tuple[int, int] | None]
+    ) -> _Config:
+        """Read ``pyproject``'s table, and import the plugins it lists if its folder is
+        trusted (Python imports a module once: an edited plugin takes effect when the
+        server restarts)."""
+        try:
+            table = load_config(pyproject)
+            options = options_from(_no_cli_options(), table, str(pyproject))
+            config = Config(pyproject, table)
+            untrusted: str | None = None
+            try:
+                decision = config_trusted(config, self.trust)
+            except TrustError as err:  # FLOWC_TRUST or the list is unusable: nothing trusted
+                untrusted = f"{pyproject}: its plugins were not imported: {err}"
+            else:
+                if decision is not None and not decision.trusted:
+                    untrusted = decision.notice(pyproject, server=True)
+            trusted = untrusted is None
+            load_plugins_for(None, config, trusted=trusted)
+            return _Config(pyproject, stamp, options, None, untrusted)
+        except UsageError as err:
+            return _Config(pyproject, stamp, CheckOptions(), str(err))
 
     # ── analysis ─────────────────────────────────────────────────────────────
 
@@ -311,7 +348,10 @@ class FlowcServer(LanguageServer):
                 compiled, compile_diags = lower(flow, source.name)
                 if self._stale(job):
                     return None
-                diags = check_compiled(compiled, compile_diags, job.options, filename=source.name)
+                spaces = self.spaces.setdefault(job.uri, SpaceCache())
+                diags = check_compiled(
+                    compiled, compile_diags, job.options, filename=source.name, spaces=spaces
+                )
                 analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
             if self._stale(job):
                 return None
@@ -510,6 +550,7 @@ class FlowcServer(LanguageServer):
         self._last_change.pop(uri, None)
         self.analyses.pop(uri, None)
         self.reparsers.pop(uri, None)
+        self.spaces.pop(uri, None)
         self._converted.pop(uri, None)
 
     def config_changed(self) -> None:

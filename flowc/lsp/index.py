@@ -27,6 +27,7 @@ from flowc.source import SourceFile, Span
 
 #: what a name written in a flow refers to
 SPEAKER, TOOL, KEY, CONDITION, TARGET = "speaker", "tool", "context key", "condition", "target"
+PROPERTY = "property"
 
 _CODE = re.compile(r"\b[EWIMX]\d{3}\b")
 _PLAIN_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_]|-(?!>))*\Z")
@@ -118,8 +119,12 @@ def _names(node: Any, ctx: _Walk) -> Iterator[Occurrence]:
     elif isinstance(node, (n.AndCond, n.OrCond)):
         for part in node.items:
             yield from _names(part, ctx)
-    elif isinstance(node, n.NotCond):
+    elif isinstance(node, (n.NotCond, n.PreviousCond)):
         yield from _names(node.item, ctx)
+    elif isinstance(node, n.PropertyDecl):
+        yield Occurrence(PROPERTY, node.name.value, node.name.span, True)
+        for expr in n.property_expressions(node):
+            yield from _names(expr, ctx)
     elif isinstance(node, (n.SequenceDecl, n.RoundRobinDecl)):
         for step in node.steps if isinstance(node, n.SequenceDecl) else node.speakers:
             yield Occurrence(SPEAKER, step.value, step.span)
@@ -326,7 +331,29 @@ class Index:
             return self._hover_tool(occ.name)
         if occ.kind == KEY:
             return self._hover_key(occ.name)
+        if occ.kind == PROPERTY:
+            return self._hover_property(occ.name)
         return None
+
+    def _hover_property(self, name: str) -> str | None:
+        c = self.compiled
+        assert c is not None
+        found = [p for p in c.properties if p.name == name]
+        if not found:
+            return None
+        prop = found[0]
+        return "\n".join(
+            [
+                f"**property `{name}`**",
+                "",
+                "```flow",
+                prop.text,
+                "```",
+                "",
+                "Must hold on every run: `flowc check` decides it, and runs are watched "
+                "for it (docs/language.md, Properties).",
+            ]
+        )
 
     def _hover_speaker(self, name: str) -> str | None:
         c = self.compiled

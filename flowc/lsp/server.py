@@ -95,7 +95,7 @@ def _symbol(
 
 def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymbol]:
     """The outline: speakers with their tools, context keys, custom conditions and
-    targets, rules and scenarios, in file order."""
+    targets, rules, scenarios and properties, in file order."""
     lines = index.source.text.splitlines(keepends=True)
 
     def rng(span: Span) -> lsp.Range:
@@ -162,6 +162,16 @@ def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymb
                     "scenario",
                 )
             )
+        elif isinstance(st, n.PropertyDecl):
+            out.append(
+                _symbol(
+                    st.name.value,
+                    lsp.SymbolKind.Property,
+                    rng(st.span),
+                    rng(st.name.span),
+                    "property",
+                )
+            )
         elif isinstance(st, n.FlowDecl):
             out.append(
                 _symbol(
@@ -186,8 +196,10 @@ def _occurrence(
     return index, occ, index.source.text.splitlines(keepends=True)
 
 
-def make_server() -> FlowcServer:
-    server = FlowcServer()
+def make_server(*, trust: bool = False) -> FlowcServer:
+    """The server and its handlers; ``trust``: ``flowc lsp --trust`` (the plugins of
+    every folder's configuration are imported, see :mod:`flowc.commands.trust`)."""
+    server = FlowcServer(trust=trust)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlowcServer, params: lsp.DidOpenTextDocumentParams) -> None:
@@ -344,8 +356,8 @@ def make_server() -> FlowcServer:
     return server
 
 
-def serve() -> None:
-    """Run the server on stdin/stdout until the client says exit (or closes stdin), through
+def serve(*, trust: bool = False) -> None:
+    """Run the server (``trust``: see :func:`make_server`) on stdin/stdout until the client says exit (or closes stdin), through
     flowc's own reader of the client's bytes (:func:`~flowc.lsp.stdio.serve_stdio`).
 
     The server owns its process's cycle collector (:mod:`flowc.collector`): it runs
@@ -355,7 +367,7 @@ def serve() -> None:
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietRefusals())
     held = collector.hold()
     try:
-        serve_stdio(make_server())
+        serve_stdio(make_server(trust=trust))
     finally:
         if held:
             collector.release(held)

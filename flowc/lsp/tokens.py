@@ -16,7 +16,7 @@ import attrs
 
 from flowc.dsl import nodes as n
 from flowc.dsl.parser import KEYWORDS, tokens
-from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL, Index
+from flowc.lsp.index import CONDITION, KEY, PROPERTY, SPEAKER, TARGET, TOOL, Index
 from flowc.source import Span
 
 #: the legend: token types in the order their numbers refer to
@@ -32,6 +32,7 @@ TOKEN_TYPES = (
     "parameter",
     "type",
     "operator",
+    "property",
 )
 TOKEN_MODIFIERS = ("declaration",)
 _TYPE = {name: i for i, name in enumerate(TOKEN_TYPES)}
@@ -41,8 +42,10 @@ _KIND = {
     KEY: "variable",
     CONDITION: "function",
     TARGET: "function",
+    PROPERTY: "property",
 }
 _LITERALS = {"TRUE", "FALSE", "NULL"}
+_OPERATORS = frozenset({"==", "!=", "->", "|", "<", "<=", ">", ">="})
 
 
 @attrs.frozen
@@ -109,7 +112,7 @@ def semantic_pieces(text: str, index: Index | None) -> list[Piece]:
                 kind, declaration = found
         elif value in KEYWORDS:
             kind = names.get(start, ("keyword", False))[0]  # `speaker` as a parameter type
-        elif value in ("==", "!=", "->", "|"):
+        elif value in _OPERATORS:
             kind = "operator"
         if tok.type in _LITERALS:
             kind = "keyword"

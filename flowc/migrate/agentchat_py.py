@@ -141,14 +141,14 @@ class _Builder:
                 else:
                     flat.append(p)
             for i, part in enumerate(flat):
-                if part is not None and "_node" in part:
-                    self.where[f"{path}.config.conditions[{i}]"] = part["_node"]
+                if part is not None and "_ast_at" in part:
+                    self.where[f"{path}.config.conditions[{i}]"] = part["_ast_at"]
             return {
                 "provider": _PREFIX["base"] + kind,
                 "config": {"conditions": [p if p is not None else {} for p in flat]},
             }
         if not isinstance(value, ast.Call) or callee(value) not in TERMINATIONS:
-            return {"provider": "", "config": {}, "_node": node}
+            return {"provider": "", "config": {}, "_ast_at": node}
         kind = callee(value)
         keys = {
             "MaxMessageTermination": ("max_messages",),
@@ -170,13 +170,13 @@ class _Builder:
         return {
             "provider": _PREFIX["cond"] + kind,
             "config": {k: v for k, v in cfg.items() if v is not None},
-            "_node": node,
+            "_ast_at": node,
         }
 
 
 def _strip(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k != "_node"}
+        return {k: _strip(v) for k, v in obj.items() if k != "_ast_at"}
     if isinstance(obj, list):
         return [_strip(v) for v in obj]
     return obj

@@ -22,11 +22,13 @@ True
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import attrs
 
 from flowc.compiler.lower import ToolEffectInfo, bare_alternative, effects_info
+from flowc.compiler.monitor import Broken, Observation, RunWatch, claim_text, explain
+from flowc.compiler.properties import Property
 from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value
@@ -99,12 +101,21 @@ def _items(sc: n.Scenario) -> Iterator[n.ScenarioItem]:
     yield from sc.items
 
 
-def run_scenario(target: RunTarget, scenario: n.Scenario) -> ScenarioResult:
-    """Run one ``scenario`` block line by line; stop at the first divergence."""
-    return asyncio.run(_run_scenario(target, scenario))
+def run_scenario(
+    target: RunTarget, scenario: n.Scenario, properties: Sequence[Property] = ()
+) -> ScenarioResult:
+    """Run one ``scenario`` block line by line; stop at the first divergence.
+
+    ``properties`` are watched on the run: a turn that breaks one for good (or ends the
+    run with one broken) fails the scenario there, naming the property, the turn and the
+    run. What a scenario leaves pending when it stops before the run ends (an
+    ``eventually`` not met yet) is not a failure: the run could still meet it."""
+    return asyncio.run(_run_scenario(target, scenario, properties))
 
 
-async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
+async def _run_scenario(
+    target: RunTarget, sc: n.Scenario, properties: Sequence[Property] = ()
+) -> ScenarioResult:
     hub = await Hub.open()
     names = target.names
     for name in target.speakers:
@@ -130,6 +141,7 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
         return f"the graph chose {names.get(nxt or '', nxt)} ({target.describe_decision(st.decided_by)})"
 
     steps: list[ScenarioStep] = []
+    watch = RunWatch(properties) if properties else None
 
     def result(failure: str | None) -> ScenarioResult:
         close = None if ch.is_open else ch.close_reason
@@ -175,6 +187,19 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
                         "context writes alone do not take a turn): give the turn a text"
                     )
                 steps.append(_step(target, speaker, turn, ch.state.decided_by))
+                if watch is not None:
+                    broken = watch.turn(
+                        Observation(
+                            target.ids.get(speaker, speaker),
+                            steps[-1].tool,
+                            dict(ch.state.context_vars),
+                            turn_no,
+                            not ch.is_open,
+                            None if ch.is_open else ch.close_reason,
+                        )
+                    )
+                    if broken:
+                        return fail(f"{where}: {_broken_text(target, broken[0], steps)}")
             elif isinstance(item, n.ExpectNext):
                 want = item.speaker.value
                 if not ch.is_open or ch.expected_next() != target.ids.get(want, want):
@@ -213,6 +238,23 @@ async def _run_scenario(target: RunTarget, sc: n.Scenario) -> ScenarioResult:
         return result(None)
     finally:
         await hub.close()
+
+
+def _broken_text(target: RunTarget, broken: Broken, steps: Sequence[ScenarioStep]) -> str:
+    """``property NAME is violated: why; the run: a → b (tool)``."""
+    from flowc.dsl.formatter import format_name
+
+    names = target.names
+    run = " → ".join(
+        format_name(s.speaker) + (f" ({format_name(s.tool)})" if s.tool is not None else "")
+        for s in steps
+    )
+    claim = claim_text(broken.prop)
+    text = f" (`{claim}`)" if claim else ""
+    return (
+        f"property {format_name(broken.prop.name)}{text} is violated: "
+        f"{explain(broken.prop, broken, names)}; the run: {run}"
+    )
 
 
 def _step(

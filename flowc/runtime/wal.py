@@ -505,6 +505,15 @@ def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[E
 _BESIDE = ("", "-wal", "-shm", "-journal")
 
 
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file a path names (device, inode), or None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _refuse_links(path: str) -> None:
     """Refuse a run database that is a symbolic link, or one of the files SQLite keeps
     beside it: SQLite would follow it and make, write or grow whatever it points to into
@@ -593,6 +602,9 @@ class SqliteStore:
             self._rollback()
             self._db.close()
             raise WalError(f"{self.path}: cannot open the run database ({err})") from None
+        #: the file this store writes (device, inode), or None in memory: each commit
+        #: checks that the path still names it (:meth:`_still_there`)
+        self._identity = None if self.path == ":memory:" else _identity(self.path)
 
     def _prepare(self) -> bool:
         """Make the tables of a new file, or bring a file made before up to date (leases,
@@ -667,6 +679,7 @@ class SqliteStore:
         number = self._numbers.get(channel_id)  # known once the run has begun (new layout)
         if number is None:
             self._append_slow(envelope, lease, follows)
+            self._still_there(channel_id)
             return
         # a begun run: one statement, its values in one tuple (this runs on every turn)
         low = number * RUN_SPAN
@@ -710,6 +723,28 @@ class SqliteStore:
             raise self._append_failed(err, envelope, lease) from None
         except UnicodeEncodeError as err:
             raise self._not_utf8(err, envelope) from None
+        self._still_there(channel_id)
+
+    def _still_there(self, channel_id: str | None) -> None:
+        """After a commit: the path still names the file this store wrote it to.
+
+        SQLite keeps writing a deleted file (the open handle keeps it) and never looks
+        at its path again, so a run database deleted or replaced during a run would
+        take every later turn into a file nobody can read, and the run would end as if
+        all was well. A stat per commit (about 2 us against the commit's 20-100 us)
+        finds it on the first turn that is not where the run's readers look.
+        """
+        if self._identity is None:
+            return
+        now = _identity(self.path)
+        if now == self._identity:
+            return
+        run = f"run {channel_id}: " if channel_id else ""
+        what = "was deleted" if now is None else "was replaced by another file"
+        raise WalError(
+            f"{self.path}: {run}the run database {what} during the run: the turn just "
+            "written is not in the file at that path, so the run stops here"
+        )
 
     def _append_slow(self, envelope: Envelope, lease: Lease | None, follows: str | None) -> None:
         """An append to a file made before, or the first one a store makes to a run."""

@@ -31,7 +31,7 @@ def _facts(seed: int) -> Facts | None:
     return Facts(system, explore(system, CheckOptions().max_states), "f.flow")
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(200))
 def test_bottom_components_are_networkx_s(seed: int) -> None:
     rnd = random.Random(seed)
     graph = nx.DiGraph()
@@ -42,7 +42,7 @@ def test_bottom_components_are_networkx_s(seed: int) -> None:
     )
     cond = nx.condensation(graph)
     expected = {frozenset(cond.nodes[c]["members"]) for c in cond.nodes if cond.out_degree(c) == 0}
-    got = _bottom_components(graph.succ, list(graph.nodes))
+    got = _bottom_components(graph.succ, list(graph.nodes), size)
     assert len(got) == len(expected) and set(got) == expected
 
 

@@ -65,6 +65,7 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "migrate": ([str(team)], "flowc.migrate._migrate_python"),
         "diff": ([FLOW, FLOW], "flowc.compiler.analysis.changes.diff_versions"),
         "lsp": ([], "flowc.lsp.server.make_server"),
+        "trust": (["--list"], "flowc.commands.trust_list.read_trust_list"),
     }
 
 

@@ -81,8 +81,11 @@ def test_error_case(path: Path) -> None:
 def test_every_compiler_code_has_a_case() -> None:
     covered = {c for p in FLOWS for c, *_ in expectations(p.read_text(encoding="utf-8"))}
     # E108 is JSON's; E112 only comes with `--target ag2` (tests/compile/test_bare_ag2.py);
-    # E115 only with a plugin loaded (tests/runtime/test_plugins.py)
-    compiler_codes = {c for c in CODES if c.startswith("E") and c not in ("E108", "E112", "E115")}
+    # E115 only with a plugin loaded (tests/runtime/test_plugins.py); E116 is `flowc check`'s
+    # verdict on a property, not the compiler's (tests/check/test_properties.py)
+    compiler_codes = {
+        c for c in CODES if c.startswith("E") and c not in ("E108", "E112", "E115", "E116")
+    }
     assert compiler_codes <= covered, compiler_codes - covered
 
 
@@ -359,6 +362,81 @@ def test_deep_json_values_are_a_clean_e001() -> None:
 def test_unclosed_parentheses_deep() -> None:
     (code,) = _codes("speakers a, b\nwhen " + "(" * 5000 + "from a then b\n")
     assert code == "E001"
+
+
+# ── properties nest as conditions do ─────────────────────────────────────────
+
+PROPERTY_FLOW = "speakers a, b\nwhen from a then b\nproperty p: never "
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "previous " * MAX_NESTING + "from a",
+        "not previous " * (MAX_NESTING // 2) + "from a",
+        "(from a and " * MAX_NESTING + "from b" + ")" * MAX_NESTING,
+        "previous (" + "(from a or " * (MAX_NESTING - 1) + "ends" + ")" * MAX_NESTING,
+        "previous " * (MAX_NESTING // 2)
+        + "context.k == "
+        + "[" * (MAX_NESTING // 2)
+        + "]" * (MAX_NESTING // 2),
+    ],
+    ids=["previous", "not+previous", "and", "or", "previous+value"],
+)
+def test_deepest_accepted_property_compiles_and_one_more_is_e001(expr: str) -> None:
+    text = PROPERTY_FLOW.replace("when", "context k = 0\nwhen") + expr + "\n"
+    compiled, diags = compile_source(SourceFile("h.flow", text))
+    assert diags == () and compiled is not None and len(compiled.properties) == 1
+    _, diags = compile_source(
+        SourceFile("h.flow", text.replace("never ", "never previous (", 1)[:-1] + ")\n")
+    )
+    (d,) = diags
+    assert d.code.id == "E001" and "nested more than 100 levels deep" in d.message
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("previous " * 100_000 + "from a", "property expression nested more than 100 levels deep"),
+        ("not " * 100_000 + "from a", "property expression nested more than 100 levels deep"),
+        ("(" * 100_000 + "from a", "unexpected end of file"),
+        ("(from a and " * 20_000 + "from a", "unexpected end of file"),
+        ("context.k == " + "[" * 100_000 + "]" * 100_000, "JSON value nested more than 100 levels"),
+    ],
+    ids=["previous", "not", "open-parentheses", "open-and", "value"],
+)
+def test_100k_deep_property_is_a_clean_e001(expr: str, message: str) -> None:
+    """Hostile nesting in a property: one E001, never a RecursionError."""
+    compiled, diags = compile_source(SourceFile("h.flow", PROPERTY_FLOW + expr + "\n"))
+    (d,) = diags
+    assert compiled is None and d.code.id == "E001" and message in d.message, d.message
+
+
+def test_100k_grouping_parentheses_in_a_property_compile() -> None:
+    """Parentheses that only group do not nest: 100,000 of them are one `from a`."""
+    text = PROPERTY_FLOW + "(" * 100_000 + "from a" + ")" * 100_000 + "\n"
+    compiled, diags = compile_source(SourceFile("h.flow", text))
+    assert diags == () and compiled is not None
+    (prop,) = compiled.properties
+    assert prop.text == "property p: never from a"
+    assert prop.span is not None and prop.span.end == len(text) - 1  # the last `)` included
+
+
+def test_cli_100k_deep_property_under_limits(tmp_path: Path) -> None:
+    from tests.hostile.limits import run_limited
+
+    path = tmp_path / "deep.flow"
+    path.write_text(PROPERTY_FLOW + "previous " * 100_000 + "from a\n")
+    for command in ("check", "fmt", "compile"):
+        result = run_limited(
+            [command, str(path)], memory_mib=768, cpu_seconds=60, wall_seconds=120.0
+        )
+        assert not result.timed_out and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert result.returncode == 1, (command, result.stderr[-2000:])
+        assert "E001" in result.stdout + result.stderr
+        assert "property expression nested more than 100 levels deep" in (
+            result.stdout + result.stderr
+        )
 
 
 def _ten_mb_flow() -> str:

@@ -188,5 +188,18 @@ def test_every_statement_and_form_is_documented() -> None:
         "list[",
         "--bind",
         "--graph",
+        "property ",
+        "never ",
+        "always ",
+        "eventually ",
+        " within ",
+        " at most ",
+        " only after ",
+        "after ",
+        " before ",
+        " until ",
+        "previous ",
+        "ends ",
+        "turn >=",
     ):
         assert form in flows or form in text, form

@@ -258,6 +258,7 @@ ROLES: dict[str, list[str]] = {
     "start_decl": [SPEAKER],
     "initiator_decl": [SPEAKER],
     "from_cond": [SPEAKER],
+    "from_names": [SPEAKER],
     "speaker_target": [SPEAKER],
     "sequence_decl": [SPEAKER],
     "round_robin_decl": [SPEAKER],

@@ -154,3 +154,115 @@ console.log(JSON.stringify({
     assert conf["comments"] == {"lineComment": "#"}
     assert sorted(map(tuple, conf["brackets"])) == [("(", ")"), ("[", "]"), ("{", "}")]
     assert {p["open"] for p in conf["autoClosingPairs"]} == {"{", "[", "(", '"', "`"}
+
+
+def test_untrusted_workspaces_are_declared(vsix: Path) -> None:
+    """The extension supports untrusted workspaces in a limited way, says how, and every
+    setting that chooses what program runs is one VS Code takes from the user's settings
+    only there (``restrictedConfigurations``)."""
+    with zipfile.ZipFile(vsix) as z:
+        manifest = json.loads(z.read("extension/package.json"))
+    untrusted = manifest["capabilities"]["untrustedWorkspaces"]
+    assert untrusted["supported"] == "limited"
+    assert "flowc.path" in untrusted["description"] and "flowc trust" in untrusted["description"]
+    settings = manifest["contributes"]["configuration"]["properties"]
+    programs = {name for name in settings if name.endswith(("path", "args", "command", "env"))}
+    assert programs == {"flowc.path"}
+    assert set(untrusted["restrictedConfigurations"]) == programs
+
+
+#: activates the bundled extension against a stand-in of VS Code's API (every name
+#: @types/vscode exports; the workspace's trust and the `flowc.path` setting as the test
+#: gives them) and records what the language client spawns and what it warns about
+ACTIVATE = r"""
+const fs = require("fs");
+const Module = require("module");
+const [bundle, types, given] = process.argv.slice(1);
+const { trusted, user, workspace } = JSON.parse(given);
+const standIn = () => new Proxy(function () {}, {
+  get: (target, key) => (key === "prototype" ? {} : key === "then" ? undefined : standIn()),
+  construct: () => standIn(),
+  apply: () => standIn(),
+});
+const spawned = [];
+const warnings = [];
+const inspected = { defaultValue: "flowc", globalValue: user ?? undefined,
+                    workspaceValue: workspace ?? undefined };
+// what a VS Code that did not restrict flowc.path would answer: the workspace's value first
+const effective = inspected.workspaceValue ?? inspected.globalValue ?? inspected.defaultValue;
+const workspaceApi = new Proxy({}, { get: (_, k) => {
+  if (k === "isTrusted") return trusted;
+  if (k === "workspaceFolders") return [{ uri: { fsPath: "/w" } }];
+  if (k === "getConfiguration") return () => ({
+    get: (name) => (name === "path" ? effective : undefined),
+    inspect: (name) => (name === "path" ? inspected : undefined),
+  });
+  return standIn();
+}});
+const windowApi = new Proxy({}, { get: (_, k) => {
+  if (k === "showWarningMessage") return (m) => { warnings.push(m); return Promise.resolve(); };
+  return standIn();
+}});
+const vscode = {};
+const api = fs.readFileSync(types, "utf8");
+for (const m of api.matchAll(/^\s*export (?:class|namespace|enum|const|function) (\w+)/gm)) {
+  const name = m[1];
+  const value = name === "workspace" ? workspaceApi : name === "window" ? windowApi
+    : name === "version" ? "1.82.0" : standIn();
+  Object.defineProperty(vscode, name, { enumerable: true, configurable: true, value });
+}
+const childProcess = require("child_process");
+const fake = { ...childProcess, spawn: (command, args, options) => {
+  spawned.push({ command, args, cwd: options && options.cwd });
+  throw new Error("no server in this test");
+} };
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  if (request === "vscode") return vscode;
+  if (request === "child_process" || request === "node:child_process") return fake;
+  return load.call(this, request, ...rest);
+};
+const done = () => { console.log(JSON.stringify({ spawned, warnings })); process.exit(0); };
+require(bundle).activate({ subscriptions: [] }).then(done, done);
+setTimeout(done, 20000);
+"""
+
+
+@pytest.mark.parametrize(
+    ("trusted", "user", "workspace", "command", "warned"),
+    [
+        # a workspace's flowc.path never runs in an untrusted workspace ...
+        (False, None, "evil/flowc", "flowc", False),
+        (False, None, "/tmp/evil", "flowc", False),
+        (False, "/opt/flowc/bin/flowc", "evil/flowc", "/opt/flowc/bin/flowc", False),
+        # ... nor a relative path of the user's, which would be the workspace's program
+        (False, ".venv/bin/flowc", None, "flowc", True),
+        # trusted, the workspace's setting applies, a relative path from its folder
+        (True, None, "evil/flowc", "/w/evil/flowc", False),
+        (True, ".venv/bin/flowc", None, "/w/.venv/bin/flowc", False),
+    ],
+)
+def test_the_server_the_extension_starts(
+    vsix: Path,
+    tmp_path: Path,
+    trusted: bool,
+    user: str | None,
+    workspace: str | None,
+    command: str,
+    warned: bool,
+) -> None:
+    """What the activated extension spawns: never with ``--trust``; in an untrusted
+    workspace only a program the user's own settings name (or ``flowc``), even from a VS
+    Code that would hand the extension the workspace's value."""
+    with zipfile.ZipFile(vsix) as z:
+        bundle = tmp_path / "extension.js"
+        bundle.write_bytes(z.read("extension/dist/extension.js"))
+    types = VSCODE / "node_modules" / "@types" / "vscode" / "index.d.ts"
+    given = json.dumps({"trusted": trusted, "user": user, "workspace": workspace})
+    out = node_json(ACTIVATE, str(bundle), str(types), given)
+    assert out["spawned"] == [{"command": command, "args": ["lsp"], "cwd": "/w"}]
+    if warned:
+        (warning,) = out["warnings"]
+        assert f"flowc.path ({user}) is a path in the workspace, which is not trusted" in warning
+    else:
+        assert out["warnings"] == []

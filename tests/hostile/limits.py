@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -81,10 +81,12 @@ def run_limited(
     output_mib: int = 64,
     obey_file_modes: bool = False,
     python_code: str | None = None,
+    env: Mapping[str, str | None] | None = None,
 ) -> Limited:
     """Run ``python -m flowc ARGS`` under limits and report what it did.
 
     With ``python_code``, run ``python -c PYTHON_CODE ARGS`` instead (the Python API).
+    ``env`` changes the child's environment: a name set to a value, or to None to unset it.
 
     ``memory_mib`` caps the address space (a Python process needs ~60 MiB of it to
     start), ``output_mib`` caps any file it writes and what we keep of its stdout.
@@ -96,7 +98,12 @@ def run_limited(
 
     import json
 
-    env = dict(os.environ, PYTHONUTF8="1", NO_COLOR="1")
+    environ = dict(os.environ, PYTHONUTF8="1", NO_COLOR="1")
+    for name, value in (env or {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
     argv = [
         sys.executable,
         *(["-c", python_code] if python_code is not None else ["-m", "flowc"]),
@@ -119,7 +126,7 @@ def run_limited(
         stderr=subprocess.PIPE,
         pass_fds=(report_w,),
         start_new_session=True,
-        env=env,
+        env=environ,
     )
     os.close(report_w)
     keep = output_mib * MIB

@@ -268,3 +268,101 @@ def test_a_run_database_through_a_symbolic_link(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert f"error: {db}-wal: is a symbolic link (to {empty})" in result.stderr
     assert empty.read_bytes() == b""
+
+
+VANISHING_FLOW = """flow ask "a client and a bot"
+speaker client: human
+speaker bot
+start client
+max_turns 12
+when from client then bot
+when from bot then client
+"""
+
+# the bot's second call takes the run database away (deletes it, or moves another
+# database over its path) before the turn it answers is written
+VANISHING_AGENTS = """import os
+import sqlite3
+calls = []
+async def bot(turn):
+    calls.append(1)
+    if len(calls) == 2:
+        db = os.environ["FLOWC_TEST_DB"]
+        if os.environ["FLOWC_TEST_HOW"] == "delete":
+            os.remove(db)
+        else:
+            os.replace(db + ".other", db)
+    return "reply"
+AGENTS = {"bot": bot}
+"""
+
+
+@pytest.mark.parametrize("how", ["delete", "replace"])
+def test_a_run_database_deleted_or_replaced_during_the_run(tmp_path: Path, how: str) -> None:
+    """The writer compares the file it writes with the one its path names after every
+    commit: a run whose database is deleted or replaced stops with an error naming the
+    database and the run, and never reports success for turns that are not in the file
+    at its path (SQLite alone keeps writing the deleted file, or the replaced one's
+    inode, and the run used to close with exit 0)."""
+    flow = tmp_path / "ask.flow"
+    flow.write_text(VANISHING_FLOW)
+    (tmp_path / "agents.py").write_text(VANISHING_AGENTS)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"script": {"client": ["one", "two", "three", "four"]}}))
+    db = tmp_path / "runs.db"
+    other = tmp_path / "runs.db.other"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE notes (text TEXT)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    env_code = (
+        f"import os, sys; os.environ['FLOWC_TEST_DB'] = {str(db)!r}; "
+        f"os.environ['FLOWC_TEST_HOW'] = {how!r}; "
+        "from flowc.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    result = run_limited(
+        [
+            "run",
+            str(flow),
+            "--agents",
+            str(tmp_path / "agents.py"),
+            "--script",
+            str(script),
+            "--db",
+            str(db),
+        ],
+        python_code=env_code,
+        cwd=tmp_path,
+    )
+    assert not result.timed_out and not result.traceback, result.stderr
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    what = "was deleted" if how == "delete" else "was replaced by another file"
+    assert f"error: {db}: run wf-" in result.stderr, result.stderr
+    assert f"the run database {what} during the run" in result.stderr, result.stderr
+    assert "stalled" in result.stdout and "closed" not in result.stdout, result.stdout
+    if how == "replace":  # the file now at the path was not written
+        assert db.read_bytes() == before
+    else:
+        assert not db.exists()
+
+
+def test_the_store_notices_its_file_gone(tmp_path: Path) -> None:
+    """The same at the store's level: the append after the file is gone raises."""
+    from flowc.runtime.envelope import Envelope
+    from flowc.runtime.wal import SqliteStore, WalError
+
+    db = tmp_path / "w.db"
+    store = SqliteStore(db)
+    try:
+
+        def env(i: int) -> Envelope:
+            return Envelope("run-1", "a", None, "text", {"text": str(i)}, envelope_id=f"e{i}")
+
+        store.append(env(1))
+        store.append(env(2))
+        db.unlink()
+        with pytest.raises(WalError, match="run run-1: the run database was deleted"):
+            store.append(env(3))
+    finally:
+        store.close()

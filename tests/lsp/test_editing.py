@@ -119,6 +119,7 @@ async def test_completion_of_keywords_the_grammar_allows(client: LanguageClient)
             "condition",
             "target",
             "scenario",
+            "property",
         ]
     )
     # after `when`: what starts a condition, and the declared custom condition

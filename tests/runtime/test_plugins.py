@@ -5,6 +5,7 @@ custom names nobody implements gets a clean error naming each, never a traceback
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,7 +166,7 @@ def test_plugins_in_pyproject_are_relative_to_it(
     sub = project / "elsewhere"
     sub.mkdir()
     monkeypatch.chdir(sub)
-    assert main(["test", str(project / "review.flow")]) == 0
+    assert main(["test", str(project / "review.flow"), "--trust"]) == 0
     assert "1 passed" in capsys.readouterr().out
 
 
@@ -220,7 +221,7 @@ def test_a_plugin_that_fails_to_import(project: Path, capsys: pytest.CaptureFixt
     assert main(["check", "review.flow", "--plugin", "no_such_module_xyz"]) == 2
     assert "no module named 'no_such_module_xyz'" in capsys.readouterr().err
     (project / "pyproject.toml").write_text('[tool.flowc]\nplugins = "missing.py"\n')
-    assert main(["compile", "review.flow"]) == 2
+    assert main(["compile", "review.flow", "--trust"]) == 2
     assert "plugins: missing.py: no such file" in capsys.readouterr().err
 
 
@@ -267,3 +268,133 @@ def test_the_documented_plugin_works(project: Path, capsys: pytest.CaptureFixtur
     )
     assert main(["test", "doc.flow", "--plugin", "conditions.py"]) == 0
     assert "1 passed" in capsys.readouterr().out
+
+
+# ── trust: the plugins a pyproject.toml lists load only from a trusted folder ─────────
+
+NOTICE = "its plugins were not imported"
+
+
+@pytest.fixture
+def configured(
+    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The project with `plugins = ["routing.py"]`, and a user with no trusted folder."""
+    (project / "pyproject.toml").write_text('[tool.flowc]\nplugins = ["routing.py"]\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.delenv("FLOWC_TRUST", raising=False)
+    return project
+
+
+def _imported() -> bool:
+    return default_registry().condition("draft_is_long") is not None
+
+
+def test_an_untrusted_folder_s_plugins_are_not_imported(
+    configured: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """check, compile and render take the custom names as declared but not implemented;
+    test says which have no implementation. Each says once why (one line on stderr)."""
+    for command in (["compile"], ["check"], ["render", "-f", "dot"]):
+        assert main([*command, "review.flow"]) == 0, command
+        err = capsys.readouterr().err
+        assert err.count(NOTICE) == 1, err
+        (line,) = [x for x in err.splitlines() if NOTICE in x]
+        assert line == (
+            f"{configured / 'pyproject.toml'}: note: its plugins were not imported: "
+            f"{configured} is not a trusted folder, so custom conditions and targets have no "
+            f"implementation; run `flowc trust {configured}`, or give --trust once "
+            "(docs/trust.md)"
+        )
+    assert not _imported()
+    assert main(["test", "review.flow"]) == 1
+    err = capsys.readouterr().err
+    assert err.index(NOTICE) < err.index("condition `draft_is_long` has no implementation")
+    assert not _imported() and "Traceback" not in err
+
+
+def test_the_notice_comes_once_a_command(
+    configured: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flows = configured / "flows"
+    flows.mkdir()
+    for name in ("a.flow", "b.flow", "c.flow"):
+        (flows / name).write_text(FLOW)
+    assert main(["check", "flows"]) == 0
+    assert capsys.readouterr().err.count(NOTICE) == 1
+    assert main(["test", "flows"]) == 1
+    assert capsys.readouterr().err.count(NOTICE) == 1
+
+
+def test_no_notice_without_plugins_in_the_configuration(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "pyproject.toml").write_text('[tool.flowc]\nignore = ["I304"]\n')
+    assert main(["check", "review.flow"]) == 0
+    assert main(["test", "review.flow", "--plugin", "routing.py"]) == 0
+    assert NOTICE not in capsys.readouterr().err
+
+
+def test_plugins_on_the_command_line_load_in_an_untrusted_folder(
+    configured: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (configured / "pyproject.toml").write_text('[tool.flowc]\nplugins = ["half.py"]\n')
+    (configured / "half.py").write_text("raise RuntimeError('the configured one ran')\n")
+    assert main(["test", "review.flow", "--plugin", "routing.py"]) == 0
+    out, err = capsys.readouterr()
+    assert "1 passed" in out and NOTICE in err and "the configured one ran" not in err
+
+
+@pytest.mark.parametrize("route", ["--trust", "FLOWC_TRUST", "flowc trust", "a parent listed"])
+def test_each_way_to_trust_a_folder(
+    configured: Path,
+    route: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    extra: list[str] = []
+    if route == "--trust":
+        extra = ["--trust"]
+    elif route == "FLOWC_TRUST":
+        monkeypatch.setenv("FLOWC_TRUST", "1")
+    elif route == "flowc trust":
+        inner = configured / "flows"
+        inner.mkdir()
+        monkeypatch.chdir(inner)  # `flowc trust` there trusts the nearest pyproject's folder
+        assert main(["trust"]) == 0
+        monkeypatch.chdir(configured)
+    else:
+        listed = Path(os.environ["XDG_CONFIG_HOME"]) / "flowc" / "trusted"
+        listed.parent.mkdir()
+        listed.write_text(f"# mine\n\n{configured.parent}\n")
+    capsys.readouterr()
+    assert main(["test", "review.flow", *extra]) == 0
+    out, err = capsys.readouterr()
+    assert "1 passed" in out and NOTICE not in err
+    assert _imported()
+
+
+def test_flowc_trust_0_trusts_no_folder_but_trust_does(
+    configured: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["trust", str(configured)]) == 0
+    monkeypatch.setenv("FLOWC_TRUST", "0")
+    assert main(["test", "review.flow"]) == 1
+    err = capsys.readouterr().err
+    assert "its plugins were not imported: FLOWC_TRUST=0 trusts no folder" in err
+    assert "give --trust, or unset FLOWC_TRUST" in err
+    assert main(["test", "review.flow", "--trust"]) == 0
+
+
+def test_a_flowc_trust_that_means_nothing_is_an_error(
+    configured: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FLOWC_TRUST", "maybe")
+    assert main(["check", "review.flow"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "flowc check: error: FLOWC_TRUST='maybe': give 1 to trust every folder, 0 to trust "
+        "none, or leave it unset for the list of trusted folders (`flowc trust --list`) to "
+        "decide\n"
+    )
+    assert not _imported()

@@ -86,6 +86,16 @@ def test_a_run_that_stalls_is_parked_not_retried(tmp_path: Path) -> None:
         assert store.lease_of(cid) is None  # left for `flowc resume` (or a human)
         assert sum(1 for e in store.read(cid) if e.event_type == "ag2.packet") == 9
         store.close()
+        # `flowc log` says so: stalled, waiting for b (not merely "open")
+        listed = flowc("log", "--db", str(db))
+        out, err = listed.communicate(timeout=60)
+        assert listed.returncode == 0, err.decode()
+        [line] = [x for x in out.decode().splitlines() if x.startswith(cid)]
+        assert line.endswith("stalled (waits for b)"), line
+        listed = flowc("log", "--db", str(db), "--json")
+        out, err = listed.communicate(timeout=60)
+        [run] = [r for r in json.loads(out) if r["run_id"] == cid]
+        assert (run["status"], run["stalled_on"]) == ("stalled", "b"), run
     finally:
         stop_worker(worker)
 

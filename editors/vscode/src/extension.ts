@@ -18,18 +18,70 @@ const previews = new Map<string, vscode.WebviewPanel>();
  * workspace folder. */
 export function serverProgram(setting: string | undefined, folder: string | undefined): string {
   const value = (setting ?? "").trim() || "flowc";
-  const hasSeparator = value.includes("/") || value.includes("\\");
-  if (hasSeparator && !path.isAbsolute(value) && folder !== undefined) {
+  if (isRelativePath(value) && folder !== undefined) {
     return path.join(folder, value);
   }
   return value;
 }
 
-function newClient(): LanguageClient {
-  const setting = vscode.workspace.getConfiguration("flowc").get<string>("path");
+/** A path with a folder in it that is not absolute (`.venv/bin/flowc`), not a bare name. */
+function isRelativePath(value: string): boolean {
+  return (value.includes("/") || value.includes("\\")) && !path.isAbsolute(value);
+}
+
+/** What `flowc.path` holds as far as an untrusted workspace may have it: the user's own
+ * value or the default, never a workspace's or a workspace folder's (VS Code gives the
+ * same through `restrictedConfigurations` in package.json; asked here again, so that no
+ * version of VS Code lets a repository choose the program the extension runs). */
+export function userSetting(
+  inspected: { defaultValue?: string; globalValue?: string } | undefined,
+): string | undefined {
+  return inspected?.globalValue ?? inspected?.defaultValue;
+}
+
+export interface ServerCommand {
+  command: string;
+  args: string[];
+  /** why the command is not the one the setting names (an untrusted workspace) */
+  note?: string;
+}
+
+/** The language server's command line. In an untrusted workspace a relative `flowc.path`
+ * would run a program of the workspace: `flowc` from `PATH` runs instead, with a note.
+ * The arguments are `lsp` alone: the extension never passes `--trust`, so the server
+ * imports a workspace's plugins only from a folder its user trusted (`flowc trust`). */
+export function serverCommand(
+  setting: string | undefined,
+  folder: string | undefined,
+  trusted: boolean,
+): ServerCommand {
+  const value = (setting ?? "").trim() || "flowc";
+  if (!trusted && isRelativePath(value)) {
+    return {
+      command: "flowc",
+      args: ["lsp"],
+      note:
+        `flowc.path (${value}) is a path in the workspace, which is not trusted: the ` +
+        "language server is `flowc` from PATH until you trust the workspace.",
+    };
+  }
+  return { command: serverProgram(value, folder), args: ["lsp"] };
+}
+
+function newClient(): { client: LanguageClient; command: string } {
+  const trusted = vscode.workspace.isTrusted;
+  const config = vscode.workspace.getConfiguration("flowc");
+  const setting = trusted ? config.get<string>("path") : userSetting(config.inspect<string>("path"));
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const command = serverProgram(setting, folder);
-  const serverOptions: ServerOptions = { command, args: ["lsp"], options: { cwd: folder } };
+  const server = serverCommand(setting, folder, trusted);
+  if (server.note !== undefined) {
+    void vscode.window.showWarningMessage(server.note);
+  }
+  const serverOptions: ServerOptions = {
+    command: server.command,
+    args: server.args,
+    options: { cwd: folder },
+  };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
       { scheme: "file", language: "flow" },
@@ -37,17 +89,20 @@ function newClient(): LanguageClient {
     ],
     outputChannelName: "Flow (flowc)",
   };
-  return new LanguageClient("flowc", "Flow (flowc)", serverOptions, clientOptions);
+  return {
+    client: new LanguageClient("flowc", "Flow (flowc)", serverOptions, clientOptions),
+    command: server.command,
+  };
 }
 
 async function startClient(): Promise<void> {
-  client = newClient();
+  const made = newClient();
+  client = made.client;
   try {
     await client.start();
   } catch (err) {
-    const program = vscode.workspace.getConfiguration("flowc").get<string>("path") ?? "flowc";
     void vscode.window.showErrorMessage(
-      `Could not start the flowc language server (\`${program} lsp\`): ${message(err)}. ` +
+      `Could not start the flowc language server (\`${made.command} lsp\`): ${message(err)}. ` +
         "Install flowc (pip install flowc) or set flowc.path to the flowc program.",
     );
   }
@@ -144,6 +199,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void restartClient();
       }
     }),
+    // once the workspace is trusted, its own flowc.path applies
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void restartClient()),
     // An open preview follows its document: redrawn on save, and shortly after an edit.
     vscode.workspace.onDidSaveTextDocument((doc) => {
       const panel = previews.get(doc.uri.toString());

@@ -29,7 +29,7 @@ from flowc.compiler.analysis.declarations import (
     check_unset_context_keys,
 )
 from flowc.compiler.analysis.endings import check_scenario_endings
-from flowc.compiler.analysis.explore import explore
+from flowc.compiler.analysis.explore import StateSpace, explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
 from flowc.compiler.analysis.properties import check_properties
@@ -46,7 +46,7 @@ from flowc.compiler.lower import PATTERN_HELP, CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
-from flowc.diagnostics import E103, E114, Diagnostic, has_errors
+from flowc.diagnostics import E103, E114, E116, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "CheckOptions",
     "Facts",
     "Finding",
+    "SpaceCache",
     "analyze",
     "analyze_graph",
     "apply_ignores",
@@ -92,6 +93,48 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
+class SpaceCache:
+    """The last state space explored for one document, kept for its next version.
+
+    An edit that leaves the flow's shape as it was (:meth:`System.shape`: a comment, a
+    scenario, blank lines, the order of declarations that do not route) leaves its
+    state space as it was too, so the language server explores it once, not on every
+    keystroke; the checks still run on the new version, with its spans.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.analysis.system import system_of_flow
+    >>> cache = SpaceCache()
+    >>> one = cache.space(system_of_flow(compile_flow("speaker a\\nspeaker b\\nwhen from a then b")), 100)
+    >>> two = cache.space(system_of_flow(compile_flow("# a comment\\nspeaker a\\nspeaker b\\nwhen from a then b")), 100)
+    >>> (two.graph is one.graph, cache.reused)
+    (True, 1)
+    """
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[Any, ...], int, StateSpace] | None = None
+        #: how many explorations it saved (for tests and benchmarks)
+        self.reused = 0
+
+    def space(self, system: System, max_states: int) -> StateSpace:
+        """The state space of ``system`` under the bound: the last one, rebound to
+        ``system``, when its shape and the bound are the same; else explored anew."""
+        shape = system.shape()
+        last = self._last
+        if last is not None and last[1] == max_states and last[0] == shape:
+            self.reused += 1
+            space = last[2].rebound(system)
+        else:
+            space = explore(system, max_states, record=_keeps_turns(system))
+        self._last = (shape, max_states, space)
+        return space
+
+
+def _keeps_turns(system: System) -> bool:
+    """Whether the exploration keeps each node's turns: for a flow with properties,
+    which deciding them reads (:mod:`flowc.compiler.analysis.properties`)."""
+    return system.compiled is not None and bool(system.compiled.properties)
+
+
 def findings_of(
     system: System, options: CheckOptions, filename: str = "<input>"
 ) -> tuple[Finding, ...]:
@@ -100,18 +143,23 @@ def findings_of(
 
 
 def facts_of(
-    system: System, options: CheckOptions, filename: str = "<input>"
+    system: System,
+    options: CheckOptions,
+    filename: str = "<input>",
+    spaces: SpaceCache | None = None,
 ) -> tuple[Facts, tuple[Finding, ...]]:
-    """The explored facts of ``system`` and every finding the checks make of them.
+    """The explored facts of ``system`` and every finding the checks make of them
+    (with ``spaces``, the state space explored for an earlier version of the same
+    shape is used again).
 
     When the exploration was cut short, the checks ask the symbolic count further
     questions (loops, runs beyond the explored states); if its diagrams run out of the
     memory CUDD was given there, the flow is checked again from the explored states alone
     (I301 then says what is not reported), rather than failing."""
-    # a flow with properties keeps each node's turns, which deciding them reads
-    # (:mod:`flowc.compiler.analysis.properties`)
-    record = system.compiled is not None and bool(system.compiled.properties)
-    space = explore(system, options.max_states, record=record)
+    if spaces is not None:
+        space = spaces.space(system, options.max_states)
+    else:
+        space = explore(system, options.max_states, record=_keeps_turns(system))
     facts = Facts(system, space, filename)
     try:
         return facts, _findings(facts, options)
@@ -138,7 +186,11 @@ def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
 
 
 def analyze(
-    compiled: CompiledFlow, options: CheckOptions | None = None, *, filename: str = "<input>"
+    compiled: CompiledFlow,
+    options: CheckOptions | None = None,
+    *,
+    filename: str = "<input>",
+    spaces: SpaceCache | None = None,
 ) -> tuple[Diagnostic, ...]:
     """The findings of a compiled `.flow`, sorted by position (ignore comments not applied).
 
@@ -147,7 +199,7 @@ def analyze(
     >>> [d.code.id for d in analyze(flow)]
     ['W207']
     """
-    found = findings_of(system_of_flow(compiled), options or CheckOptions(), filename)
+    found = facts_of(system_of_flow(compiled), options or CheckOptions(), filename, spaces)[1]
     return tuple(f.diagnostic for f in found)
 
 
@@ -235,10 +287,12 @@ def check_compiled(
     options: CheckOptions | None = None,
     *,
     filename: str = "<input>",
+    spaces: SpaceCache | None = None,
 ) -> tuple[Diagnostic, ...]:
     """What :func:`check_source` reports for a `.flow` file already compiled
     (``compile_source``'s result): for a caller that keeps the compiled flow too, such
-    as the language server, so that the file is parsed and lowered once.
+    as the language server, so that the file is parsed and lowered once (and, with
+    ``spaces``, explored once for as long as its shape stays the same).
 
     >>> from flowc.compiler.pipeline import compile_source
     >>> src = SourceFile("f.flow", "speaker a\\nspeaker b\\nstart a\\n")
@@ -254,7 +308,10 @@ def check_compiled(
     # the AG2 differences (W218-W221) in both forms, so that an ignore comment naming a
     # warning, or the I304 that lists them, is used with or without `--target ag2`
     found = analyze(
-        compiled, attrs.evolve(options, select=(), ignore=(), target="ag2"), filename=filename
+        compiled,
+        attrs.evolve(options, select=(), ignore=(), target="ag2"),
+        filename=filename,
+        spaces=spaces,
     )
     comments = compiled.flow.comments
     differences = [d for d in found if d.code.id in AG2_CODES]
@@ -270,7 +327,11 @@ def check_compiled(
         if note is not None:
             shown.append(note)
         kept = apply_ignores((*diags, *shown), comments, filename, hidden=differences)
-    return tuple(d for d in kept if d.is_error or options.wants(d.code.id))
+    # errors are always reported, but for a property the flow breaks (E116): the user chose
+    # to check it, and `--select` / `--ignore` choose it as any other code
+    return tuple(
+        d for d in kept if (d.is_error and d.code.id != E116.id) or options.wants(d.code.id)
+    )
 
 
 def check(

@@ -126,9 +126,12 @@ def check_ag2_differences(facts: Facts) -> Iterator[Finding]:
 def _self_routing(facts: Facts) -> Iterator[Finding]:
     system, space = facts.system, facts.space
     cap = system.max_turns
-    found: dict[tuple[int, str | None], tuple[int, Step]] = {}  # cause -> (node, step)
-    order: list[tuple[int, str | None]] = []
-    for node, key in enumerate(space.keys):
+    # cause -> (node, step): the explorer noted them on the nodes it expanded; a cut-short
+    # exploration's other nodes (found, not expanded) are looked at here
+    found: dict[tuple[int, str | None], tuple[int, Step]] = dict(space.self_routes)
+    order: list[tuple[int, str | None]] = list(found)
+    for node in range(space.self_routes_upto, len(space.keys)):
+        key = space.keys[node]
         if key[0] == "end":
             continue
         if cap is not None and space.dist[node] + 1 >= cap:

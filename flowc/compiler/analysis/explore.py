@@ -11,14 +11,15 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
 from typing import Any, TypeAlias
 
 import attrs
-import networkx as nx
 
+from flowc._compat import networkx_digraph
 from flowc.compiler import model as m
 from flowc.compiler.analysis.system import (
     OTHER,
@@ -204,6 +205,8 @@ class Explorer:
         self.system = system
         self._candidates = Candidates(system.ordered, len(system.speakers), attrgetter("rank"))
         self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]] = {}
+        #: (sender, tool) -> (the candidate rules, the keys they read): one lookup a turn
+        self._routing: dict[tuple[int, int], tuple[tuple[RuleSpec, ...], tuple[int, ...]]] = {}
 
     # one turn ----------------------------------------------------------------
 
@@ -215,8 +218,13 @@ class Explorer:
         self, sender: int, tool: int, val: Valuation, assumed: Assumed = ()
     ) -> tuple[Outcome, ...]:
         """The rules' decision for a turn (no handoff or finish): every possible outcome."""
-        cands = self._candidates.of(sender, tool)
-        reads = self._candidates.reads(sender, tool)
+        routing = self._routing.get((sender, tool))
+        if routing is None:
+            routing = self._routing[(sender, tool)] = (
+                self._candidates.of(sender, tool),
+                self._candidates.reads(sender, tool),
+            )
+        cands, reads = routing
         # the decision depends only on the keys the candidate rules read
         key = (sender, tool, tuple([val[k] for k in reads]))
         if not assumed:
@@ -384,9 +392,24 @@ class StateSpace:
     #: with ``explore(..., record=True)``: per node, its turns as (successor, tool,
     #: valuation after the turn's writes), in the order they were explored (what the
     #: properties read of each turn, :mod:`flowc.compiler.analysis.properties`)
-    recorded: list[list[tuple[int, str | None, Valuation]]] | None = attrs.field(
-        default=None, eq=False, repr=False
+    recorded: Recorded | None = attrs.field(default=None, eq=False, repr=False)
+    #: the turns that give the turn back to who just spoke, before ``max_turns`` closes
+    #: the run (AG2 stalls there: W221), the first of each cause in exploration order:
+    #: (rule file index or DEFAULT / HANDOFF, the tool of a handoff) -> (node, turn)
+    self_routes: dict[tuple[int, str | None], tuple[int, Step]] = attrs.field(
+        factory=dict, eq=False, repr=False
     )
+    #: the nodes before this one had every turn looked at for :attr:`self_routes` (all
+    #: of them unless ``truncated``)
+    self_routes_upto: int = 0
+
+    def rebound(self, system: System) -> StateSpace:
+        """This space as explored for ``system``, a system of the same shape
+        (:meth:`System.shape`): the states, turns and graph are shared, and what names
+        the source (rule spans, the compiled flow) is ``system``'s."""
+        explorer = Explorer(system)
+        explorer._outcomes = self.explorer._outcomes  # routing outcomes: by shape alone
+        return attrs.evolve(self, system=system, explorer=explorer)
 
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
@@ -441,8 +464,65 @@ class MemoryGuard:
         limit = address_space_left()
         self.budget = budget if limit is None else min(budget, limit // 5)
 
-    def exceeded(self) -> bool:
-        return _resident() - self.start > self.budget
+    def exceeded(self, allowance: int = 0) -> bool:
+        """Whether the process grew past the budget (``allowance``: bytes that do not
+        count, kept on purpose beside the states)."""
+        return _resident() - self.start - allowance > self.budget
+
+
+class Recorded:
+    """Each explored node's turns, as :func:`explore` met them with ``record=True``: the
+    successor, the tool called (or None) and the valuation after the turn's writes, kept
+    as three arrays of numbers (a few bytes a turn: a large flow has a million turns).
+    Nodes are expanded in the order of their numbers, so a node's turns are one run of
+    the arrays."""
+
+    def __init__(self, system: System) -> None:
+        self.succ = array("q")
+        self.tool = array("i")
+        self.val = array("i")
+        self.start = array("q")  # node -> where its turns begin (one more at the end)
+        #: tool number -> the tool (0: no tool)
+        self.tools: list[str | None] = [None, *system.tool_names]
+        self._tool_ids: dict[str | None, int] = {t: i for i, t in enumerate(self.tools)}
+        self.vals: list[Valuation] = []
+        self._val_ids: dict[Valuation, int] = {}
+
+    def begin(self, node: int) -> None:
+        """The turns of ``node`` come next (and every node before it is done)."""
+        start, at = self.start, len(self.succ)
+        while len(start) <= node:
+            start.append(at)
+
+    def add(self, v: int, tool: str | None, after: Valuation) -> None:
+        t = self._tool_ids.get(tool)
+        if t is None:
+            t = self._tool_ids[tool] = len(self.tools)
+            self.tools.append(tool)
+        a = self._val_ids.get(after)
+        if a is None:
+            a = self._val_ids[after] = len(self.vals)
+            self.vals.append(after)
+        self.succ.append(v)
+        self.tool.append(t)
+        self.val.append(a)
+
+    def close(self, nodes: int) -> None:
+        self.begin(nodes)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the arrays."""
+        return sum(a.itemsize * len(a) for a in (self.succ, self.tool, self.val, self.start))
+
+    def turns(self, node: int) -> Iterator[tuple[int, str | None, Valuation]]:
+        """The node's turns: (successor, tool or None, valuation after)."""
+        if node + 1 >= len(self.start):
+            return
+        tools, vals = self.tools, self.vals
+        succ, tool, val = self.succ, self.tool, self.val
+        for i in range(self.start[node], self.start[node + 1]):
+            yield succ[i], tools[tool[i]], vals[val[i]]
 
 
 def _resident() -> int:
@@ -504,19 +584,33 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
     horizon: int | None = None
     memory = MemoryGuard()
     stopped_by = ""
-    recorded: list[list[tuple[int, str | None, Valuation]]] | None = [[]] if record else None
+    recorded = Recorded(system) if record else None
+    # W221's turns are noted here, on the one pass over every turn (see self_routes)
+    cap = system.max_turns
+    json_mode = system.json_mode
+    self_routes: dict[tuple[int, str | None], tuple[int, Step]] = {}
+    u = 0
     while queue and not truncated:
         u = queue.popleft()
         key = keys[u]
         if key[0] == "end":
             continue
-        mine = recorded[u] if recorded is not None else None
+        if recorded is not None:
+            recorded.begin(u)
+        mover = system.start if u == 0 else key[0]
+        late = cap is not None and dist[u] + 1 >= cap  # the run closes on this turn
         for step in explorer.steps(key):
             turns += 1
             if turns > budget:
                 truncated, horizon, stopped_by = True, dist[u], "turns"
                 break
             outcome = step.outcome
+            if outcome.speaker == mover and not late:
+                tool = step.action.tool
+                if not (json_mode and tool is not None):  # a JSON graph's tools are assumed
+                    cause = (outcome.fired, tool if outcome.fired == HANDOFF else None)
+                    if cause not in self_routes:
+                        self_routes[cause] = (u, step)
             if outcome.fired >= 0 or outcome.fired == DEFAULT:
                 first_fired.setdefault(outcome.fired, u)
             if outcome.fired >= 0:
@@ -525,14 +619,21 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
                 default_fired = True
                 if u != 0 and step.action.is_plain:
                     plain_default.setdefault(key[0], u)
-            nxt = explorer.next_key(step)
+            # explorer.next_key(step), inlined: this runs on every turn
+            nxt = (
+                ("end", outcome.reason)
+                if outcome.speaker < 0
+                else (outcome.speaker, None if json_mode else step.after)
+            )
             v = ids.get(nxt)
             if v is None:
                 if len(keys) >= max_states:
                     truncated, horizon, stopped_by = True, dist[u], "states"
                     break
                 v = len(keys)
-                if not v % _MEMORY_EVERY and memory.exceeded():
+                if not v % _MEMORY_EVERY and memory.exceeded(
+                    recorded.size if recorded is not None else 0
+                ):
                     truncated, horizon, stopped_by = True, dist[u], "memory"
                     break
                 ids[nxt] = v
@@ -543,14 +644,12 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
                 if nxt[0] == "end":
                     ends.append(v)
                 queue.append(v)
-                if recorded is not None:
-                    recorded.append([])
             edges.add((u, v))
-            if mine is not None:
-                mine.append((v, step.action.tool, step.after))
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(keys)))
-    graph.add_edges_from(edges)
+            if recorded is not None:
+                recorded.add(v, step.action.tool, step.after)
+    if recorded is not None:
+        recorded.close(len(keys))
+    graph = networkx_digraph(len(keys), edges)
     return StateSpace(
         system=system,
         explorer=explorer,
@@ -571,5 +670,7 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
         horizon=horizon,
         stopped_by=stopped_by,
         memory_budget=memory.budget,
+        self_routes=self_routes,
+        self_routes_upto=u if truncated else len(keys),
         recorded=recorded,
     )

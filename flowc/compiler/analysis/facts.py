@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import networkx as nx
 
+from flowc._compat import networkx_successors
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import (
     DEFAULT,
@@ -985,7 +986,9 @@ class Facts:
         trapped = [v for v in range(len(self.space.keys)) if v not in self.can_end]
         if not trapped:
             return ()
-        bottoms = _bottom_components(self.space.graph.succ, trapped)
+        bottoms = _bottom_components(
+            networkx_successors(self.space.graph), trapped, len(self.space.keys)
+        )
         dist = self.space.dist
         return tuple(sorted(bottoms, key=lambda comp: min((dist[v], v) for v in comp)))
 
@@ -1172,56 +1175,67 @@ def _distances_to(graph: Any, target: int, within: frozenset[int]) -> dict[int, 
     return out
 
 
-def _bottom_components(succ: Any, nodes: list[int]) -> list[frozenset[int]]:
+def _bottom_components(succ: Any, nodes: list[int], size: int) -> list[frozenset[int]]:
     """The strongly connected components of ``nodes`` that no edge leaves (``nodes`` is
     closed under ``succ``: what cannot reach an end leads only to what cannot either).
+    ``succ[v]`` iterates ``v``'s successors; nodes are the ints ``0 .. size - 1``.
 
-    Tarjan's algorithm, without recursion (a loop may be thousands of nodes long).
+    Tarjan's algorithm, without recursion (a loop may be thousands of nodes long), on
+    lists indexed by node rather than dicts (a trapped space may have 160,000 nodes).
     """
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    comp_of: dict[int, int] = {}
+    index = [-1] * size
+    low = [0] * size
+    on_stack = bytearray(size)
+    #: an edge leaves the node's component (to one already complete): it is not bottom
+    escapes = bytearray(size)
     stack: list[int] = []
-    on_stack: set[int] = set()
-    comps: list[list[int]] = []
+    bottoms: list[frozenset[int]] = []
+    counter = 0
     for root in nodes:
-        if root in index:
+        if index[root] >= 0:
             continue
         work: list[tuple[int, Iterator[int]]] = [(root, iter(succ[root]))]
-        index[root] = low[root] = len(index)
+        index[root] = low[root] = counter
+        counter += 1
         stack.append(root)
-        on_stack.add(root)
+        on_stack[root] = 1
         while work:
             v, children = work[-1]
             pushed = False
             for w in children:
-                if w not in index:
-                    index[w] = low[w] = len(index)
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
                     stack.append(w)
-                    on_stack.add(w)
+                    on_stack[w] = 1
                     work.append((w, iter(succ[w])))
                     pushed = True
                     break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
+                if on_stack[w]:  # w reaches v and v reaches w: one component
+                    if index[w] < low[v]:
+                        low[v] = index[w]
+                else:  # w's component is complete, and it is not v's
+                    escapes[v] = 1
             if pushed:
                 continue
             work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
             if low[v] == index[v]:
                 members: list[int] = []
+                leaves = False
                 while True:
                     w = stack.pop()
-                    on_stack.discard(w)
-                    comp_of[w] = len(comps)
+                    on_stack[w] = 0
+                    leaves = leaves or bool(escapes[w])
                     members.append(w)
                     if w == v:
                         break
-                comps.append(members)
-    return [
-        frozenset(members)
-        for c, members in enumerate(comps)
-        if all(comp_of[w] == c for v in members for w in succ[v])
-    ]
+                if not leaves:
+                    bottoms.append(frozenset(members))
+            if work:
+                parent = work[-1][0]
+                if on_stack[v]:
+                    if low[v] < low[parent]:
+                        low[parent] = low[v]
+                else:  # v's component is complete: the edge parent -> v leaves parent's
+                    escapes[parent] = 1
+    return bottoms

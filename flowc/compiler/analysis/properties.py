@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.analysis.explore import StateSpace, Step, explore
+from flowc.compiler.analysis.explore import Recorded, StateSpace, Step, explore
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_along
 from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation, system_of_flow
@@ -48,7 +48,9 @@ from flowc.compiler.monitor import (
     Monitor,
     PropertyError,
     StepResult,
+    claim_text,
     explain,
+    expr_key,
     walk,
 )
 from flowc.compiler.properties import Ends, Property, Verdict, expressions
@@ -56,10 +58,12 @@ from flowc.diagnostics import E116, I305, I306, counted
 from flowc.dsl.formatter import format_name
 
 __all__ = [
+    "MIN_PRODUCT",
     "PRODUCT_FACTOR",
     "PropertyResult",
     "check_properties",
     "decide",
+    "decide_on",
     "property_literals",
     "system_for",
 ]
@@ -67,6 +71,8 @@ __all__ = [
 #: the pairs (node, monitor state) one property's search may visit, per state of the
 #: bound (``--max-states``): past it the property is "unknown" (unless broken sooner)
 PRODUCT_FACTOR = 4
+#: ... and at least this many, whatever the bound
+MIN_PRODUCT = 100_000
 
 
 @attrs.frozen
@@ -176,6 +182,10 @@ class _Graph:
         #: the reasons an ``ends "r"`` names: a custom target's end may close with any
         self.reasons = [a.reason for a in atoms if isinstance(a, Ends) and a.reason is not None]
         self.cap_bits = self.end_bits("max_turns")
+        #: the bits of each tool and valuation the exploration kept, by number
+        #: (:class:`flowc.compiler.analysis.explore.Recorded`)
+        self._rec_tools: list[int] = []
+        self._rec_vals: list[int] = []
         #: every mask of a turn the run goes on from (of the nodes built so far)
         self.go_masks: set[int] = set()
         self._edges: list[
@@ -243,31 +253,49 @@ class _Graph:
         return found
 
     def _build(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-        go: dict[tuple[int, int], None] = {}
-        stop: dict[tuple[int, int], None] = {}
         if self.is_end[u]:
             return (), ()
         recorded = self.space.recorded
-        turns: Iterator[tuple[int, str | None, Valuation]] = (
-            iter(recorded[u]) if recorded is not None else self._turns(u)
-        )
+        if recorded is not None:
+            return self._build_recorded(u, recorded)
+        go: dict[tuple[int, int], None] = {}
+        stop: dict[tuple[int, int], None] = {}
         spk = self._spk[self.space.speaker_of(u)]
-        is_end = self.is_end
-        tools, ctx = self._tools, self._ctx_cache
-        for v, tool, after in turns:
-            if is_end[v]:
+        for v, tool, after in self._turns(u):
+            if self.is_end[v]:
                 for edge in self.turn_masks(u, v, tool, after):
                     stop.setdefault(edge, None)
-                continue
-            tb = tools.get(tool)
-            if tb is None:
-                tb = self.tool_bits(tool)
-            cb = ctx.get(after)
-            if cb is None:
-                cb = self.ctx_bits(after)
-            go.setdefault((v, spk | tb | cb), None)
+            else:
+                go.setdefault((v, spk | self.tool_bits(tool) | self.ctx_bits(after)), None)
         self.go_masks.update(mask for _, mask in go)
         return tuple(go), tuple(stop)
+
+    def _build_recorded(
+        self, u: int, rec: Recorded
+    ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+        """:meth:`_build` from the turns the exploration kept (the common case: one pass
+        over three arrays, the bits of each tool and valuation looked up by number)."""
+        tool_bits, val_bits = self._rec_tools, self._rec_vals
+        if len(tool_bits) < len(rec.tools):
+            tool_bits += [self.tool_bits(t) for t in rec.tools[len(tool_bits) :]]
+        if len(val_bits) < len(rec.vals):
+            val_bits += [self.ctx_bits(v) for v in rec.vals[len(val_bits) :]]
+        spk = self._spk[self.space.speaker_of(u)]
+        is_end = self.is_end
+        succ, tool, val = rec.succ, rec.tool, rec.val
+        go: dict[tuple[int, int], None] = {}
+        stop: dict[tuple[int, int], None] | None = None
+        for i in range(rec.start[u], rec.start[u + 1]):
+            v = succ[i]
+            if is_end[v]:
+                if stop is None:
+                    stop = {}
+                for edge in self.turn_masks(u, v, rec.tools[tool[i]], rec.vals[val[i]]):
+                    stop[edge] = None
+                continue
+            go[v, spk | tool_bits[tool[i]] | val_bits[val[i]]] = None
+        self.go_masks.update(mask for _, mask in go)
+        return tuple(go), tuple(stop) if stop else ()
 
     def _turns(self, u: int) -> Iterator[tuple[int, str | None, Valuation]]:
         space = self.space
@@ -320,7 +348,7 @@ class _Search:
         self.mon = mon
         self.limit = limit
         mine = _atoms_of(mon.prop)
-        self.pmask = _bits(graph.table.atoms, lambda a: a in mine)
+        self.pmask = _bits(graph.table.atoms, lambda a: expr_key(a) in mine)
         self.cap = graph.system.max_turns
         self.turn_cap = mon.turn_cap
         # monitor states (with the turn, capped, when the property reads it) as numbers
@@ -617,7 +645,7 @@ class _Search:
 
 def _atoms_of(prop: Property) -> set[Any]:
     return {
-        e
+        expr_key(e)
         for expr in expressions(prop)
         for e in walk(expr)
         if isinstance(e, m.FromSpeaker | m.ToolCalled | m.ContextEquals | Ends)
@@ -716,7 +744,7 @@ def decide_on(
     table = AtomTable()
     monitors = [Monitor(p, table) for p in props]
     graph = _Graph(space, table)
-    limit = PRODUCT_FACTOR * max(max_states, len(space.keys))
+    limit = PRODUCT_FACTOR * max(max_states, len(space.keys), MIN_PRODUCT)
     return tuple(_decide_one(graph, mon, limit) for mon in monitors)
 
 
@@ -740,6 +768,15 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             broken_at=broken_at,
             why=explain(prop, broken, system.id_names),
         )
+    if space.truncated:
+        return PropertyResult(
+            prop,
+            "unknown",
+            None,
+            note=f"the exploration stopped at its bound ({counted(len(space.keys), 'state', grouped=True)},"
+            " I301): no run among the states explored breaks it, but the others were not"
+            " seen (raise `--max-states`)",
+        )
     if search.overflow:
         return PropertyResult(
             prop,
@@ -750,29 +787,21 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             f" {PRODUCT_FACTOR}): no run seen breaks it, but not every run was seen"
             " (raise `--max-states`)",
         )
-    if space.truncated:
-        return PropertyResult(
-            prop,
-            "unknown",
-            None,
-            note=f"the exploration stopped at its bound ({counted(len(space.keys), 'state', grouped=True)},"
-            " I301): no run among the states explored breaks it, but the others were not"
-            " seen (raise `--max-states`)",
-        )
     return PropertyResult(prop, "holds", None, assumed=_assumptions(system, mon))
 
 
 def _assumptions(system: System, mon: Monitor) -> tuple[str, ...]:
+    """What a proof rests on: the cap, and what the flow declares but does not decide."""
     out: list[str] = []
     if system.max_turns is not None:
-        out.append(f"`max_turns {system.max_turns}` ends every run that goes on")
+        out.append(f"max_turns {system.max_turns}")
     else:
-        out.append("runs that never end included (there is no `max_turns`)")
+        out.append("no max_turns (runs that never end included)")
     if system.atoms:
-        out.append("custom conditions either way on every turn")
+        out.append("custom conditions either way")
     customs = [r for r in system.rules if isinstance(r.then, m.CustomTarget)]
     if customs or isinstance(system.default, m.CustomTarget):
-        out.append("custom targets resolve to each result they declare")
+        out.append("custom targets resolve to their declared results")
     if any(a.tool is not None for acts in system.actions for a in acts):
         out.append("tools do what they declare")
     if any(a.any_writes for acts in system.actions for a in acts):
@@ -843,7 +872,8 @@ def check_properties(facts: Facts) -> Iterator[Finding]:
 def _finding(facts: Facts, res: PropertyResult) -> Finding:
     prop = res.prop
     name = format_name(prop.name)
-    text = f" (`{prop.text}`)" if prop.text else ""
+    claim = claim_text(prop)
+    text = f" (`{claim}`)" if claim else ""
     span = prop.span
     if res.verdict == "violated":
         run = res.run
@@ -878,7 +908,7 @@ def _finding(facts: Facts, res: PropertyResult) -> Finding:
                 help="raise the bound with `--max-states N` (or `max-states` in `[tool.flowc]`)",
             )
         )
-    held = ("it holds on every run, assuming: " + "; ".join(res.assumed),)
+    held = ("it holds on every run; assumed: " + ", ".join(res.assumed),)
     return Finding(facts.diag(I306, f"property {name} holds{text}", span=span, notes=held))
 
 

@@ -141,6 +141,36 @@ class System:
         default=attrs.Factory(lambda self: Describer(self.id_names), takes_self=True),
     )
 
+    def shape(self) -> tuple[Any, ...]:
+        """Everything the explorer reads of this system, and nothing of where it was
+        written (spans, JSON paths, the source): two systems of one shape have the same
+        state space, node for node, so a space explored for one serves the other
+        (:class:`flowc.compiler.analysis.SpaceCache`; an edit to a comment, a scenario
+        or the layout of a file keeps the shape)."""
+        return (
+            self.speakers,
+            self.ids,
+            self.humans,
+            self.start,
+            self.initiator,
+            self.keys,
+            self.literals,
+            self.initial,
+            tuple(sorted(self.initial_context.items(), key=lambda kv: kv[0])),
+            self.tool_names,
+            tuple(
+                (r.index, r.rank, r.when, r.then, r.priority, r.code, r.senders, r.tools, r.reads)
+                for r in self.rules
+            ),
+            tuple(r.index for r in self.ordered),
+            self.default,
+            self.max_turns,
+            self.actions,
+            self.atoms,
+            tuple(sorted(self.custom_results.items(), key=lambda kv: kv[0])),
+            self.json_mode,
+        )
+
     # display -------------------------------------------------------------
 
     def name(self, speaker: int) -> str:

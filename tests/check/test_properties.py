@@ -1,0 +1,584 @@
+"""Deciding properties (issue 27): each pattern under each scope on a small flow with a known
+answer, the shortest run, partial analyses, custom conditions, the abstraction, runs that
+never end, the findings, and a differential test against a reference evaluator written
+from the meaning in ``flowc/compiler/properties.py`` (``tests/check/property_reference.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import attrs
+import pytest
+
+from flowc import compile_flow
+from flowc.compiler import model as m
+from flowc.compiler.analysis import CheckOptions, check_compiled
+from flowc.compiler.analysis.explore import explore
+from flowc.compiler.analysis.properties import decide, decide_on, system_for
+from flowc.compiler.analysis.system import system_of_flow
+from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.monitor import walk
+from flowc.compiler.properties import (
+    After,
+    AfterUntil,
+    Always,
+    AtMost,
+    Before,
+    Between,
+    Ends,
+    Eventually,
+    Globally,
+    Never,
+    OnlyAfter,
+    Previous,
+    Property,
+    Responds,
+    expressions,
+)
+from flowc.diagnostics import render_json, render_sarif
+from tests.check.check_replay import replay
+from tests.check.property_gen import flow_text, prop
+from tests.check.property_reference import reference
+
+# The flow of the table below. Its runs: the user opens (turn 1), the bot answers (the
+# run ends "answered"), escalates to the agent, or replies plainly to the user; the agent
+# and the user always hand back (agent -> user -> bot). `max_turns 6` cuts the others:
+#   U B(answer)                          ends "answered" after turn 2
+#   U B U B(answer), U B A U B(answer)   ends after turns 4 and 5
+#   U B U B U B, U B A U B A, ...        cut at turn 6 ("max_turns")
+SUPPORT = """\
+speaker user: human
+speaker bot { tool escalate tool answer }
+speaker agent
+max_turns 6
+when from user then bot
+when tool escalate then agent
+when tool answer then terminate "answered"
+when from bot then user
+when from agent then user
+"""
+
+U, B, A = m.FromSpeaker("user"), m.FromSpeaker("bot"), m.FromSpeaker("agent")
+ESC, ANS = m.ToolCalled("escalate"), m.ToolCalled("answer")
+HOLDS = None
+
+#: (pattern, scope, fewest turns of a run that breaks it or HOLDS, why)
+TABLE: list[tuple[Any, Any, int | None, str]] = [
+    # ── globally ──
+    (Never(ESC), Globally(), 2, "the bot escalates on its first turn"),
+    (Always(m.Not(ANS)), Globally(), 2, "the bot answers on its first turn"),
+    (Eventually(Ends("answered")), Globally(), 6, "a run that never answers is cut at 6"),
+    (AtMost(A, 1), Globally(), 6, "U B(esc) A U B(esc) A: the agent twice, on turn 6"),
+    (OnlyAfter(ANS, U), Globally(), HOLDS, "turn 1 is always the user's"),
+    (
+        Responds(ESC, A, within=1),
+        Globally(),
+        6,
+        "the agent follows an escalation, unless it is on turn 6, the last",
+    ),
+    # ── before R (R: the first escalation) ──
+    (Never(ANS), Before(ESC), HOLDS, "an answer ends the run: no escalation follows it"),
+    (Always(m.Not(A)), Before(ESC), HOLDS, "only an escalation brings the agent"),
+    (
+        Eventually(ANS),
+        Before(ESC),
+        2,
+        "U B(esc): the interval [1, 1] has no answer; broken when R comes, on turn 2",
+    ),
+    (
+        AtMost(B, 1),
+        Before(ESC),
+        6,
+        "U B U B U B(esc): the bot on turns 2 and 4 before the escalation on turn 6",
+    ),
+    (OnlyAfter(ANS, A), Before(ESC), HOLDS, "no answer is ever followed by an escalation"),
+    (
+        Responds(B, U, within=1),
+        Before(ESC),
+        HOLDS,
+        "before the first escalation every bot turn is plain, and the user follows it",
+    ),
+    # ── after Q (Q: the first escalation) ──
+    (Never(U), After(ESC), 4, "U B(esc) A U: the user on turn 4"),
+    (Never(B), After(ESC), 2, "the interval starts on the escalation: the bot's own turn"),
+    (Always(m.Not(ANS)), After(ESC), 5, "U B(esc) A U B(answer)"),
+    (Eventually(A), After(ESC), 6, "an escalation on turn 6 has no turn after it"),
+    (AtMost(A, 1), After(ESC), 6, "U B(esc) A U B(esc) A"),
+    (OnlyAfter(ANS, A), After(ESC), HOLDS, "the agent speaks right after the escalation"),
+    (
+        Responds(A, ANS),
+        After(ESC),
+        6,
+        "after the agent no answer comes before the cap (every run through it to 6)",
+    ),
+    # ── after Q before R (Q: an escalation, R: an answer) ──
+    (Never(U), Between(ESC, ANS), 5, "U B(esc) A U B(answer): the user on turn 4, R on 5"),
+    (Always(m.Not(Ends())), Between(ESC, ANS), HOLDS, "the run goes on until R"),
+    (Eventually(A), Between(ESC, ANS), HOLDS, "the agent speaks right after the escalation"),
+    (
+        AtMost(B, 1),
+        Between(ESC, ANS),
+        HOLDS,
+        "a second bot turn before the answer needs 7 turns: past max_turns 6",
+    ),
+    (OnlyAfter(U, A), Between(ESC, ANS), HOLDS, "agent, then user, after an escalation"),
+    (Responds(ESC, A, within=1), Between(ESC, ANS), HOLDS, "the agent before any answer"),
+    # ── after Q until R (Q: an escalation, R: an answer) ──
+    (Never(U), AfterUntil(ESC, ANS), 4, "U B(esc) A U: broken at once, R or not"),
+    (Always(B), AfterUntil(ESC, ANS), 3, "U B(esc) A"),
+    (
+        Eventually(ANS),
+        AfterUntil(ESC, ANS),
+        5,
+        "the answer is R itself, never inside: U B(esc) A U B(answer) closes it on 5",
+    ),
+    (AtMost(A, 1), AfterUntil(ESC, ANS), 6, "U B(esc) A U B(esc) A"),
+    (
+        OnlyAfter(ESC, A),
+        AfterUntil(ESC, ANS),
+        2,
+        "the interval opens on the escalation itself, with no agent before it",
+    ),
+    (
+        Responds(ESC, U, within=2),
+        AfterUntil(ESC, ANS),
+        6,
+        "an escalation on turn 5 or 6 has no user turn after it before the cap",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def support() -> CompiledFlow:
+    return compile_flow(SUPPORT)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "scope", "turns", "why"),
+    TABLE,
+    ids=[f"{type(p).__name__}-{type(s).__name__}-{i}" for i, (p, s, _, _) in enumerate(TABLE)],
+)
+def test_each_pattern_under_each_scope(
+    support: CompiledFlow, pattern: Any, scope: Any, turns: int | None, why: str
+) -> None:
+    (result,) = decide(support, [Property("p", pattern, scope)])
+    if turns is None:
+        assert result.verdict == "holds", (why, result.run and result.run.render())
+        assert result.run is None
+        assert result.assumed == ("max_turns 6", "tools do what they declare")
+    else:
+        assert result.verdict == "violated", why
+        assert result.run is not None
+        assert len(result.run.turns) == turns == result.broken_at, (why, result.run.render())
+
+
+def test_every_cell_of_the_table_is_there() -> None:
+    cells = {(type(p).__name__, type(s).__name__) for p, s, _, _ in TABLE}
+    assert len(cells) == 6 * 5
+    assert len(TABLE) == 31
+
+
+def test_the_runs_replay_and_end_where_they_break(support: CompiledFlow) -> None:
+    """A violation's run is a real run (it replays on the reference stepper): it stops on
+    the turn that breaks the property (who speaks next shown), or ends as the run does."""
+    system = system_of_flow(support)
+    (never,) = decide(support, [Property("p", Never(ESC))])
+    assert never.run is not None
+    assert never.run.render() == "user → bot (escalate) → agent"
+    replay(system, never.run)
+    (cut,) = decide(support, [Property("p", Eventually(Ends("answered")))])
+    assert cut.run is not None and cut.run.next is None and cut.run.reason == "max_turns"
+    assert cut.run.render() == ('user → bot → user → bot → user → bot → terminate "max_turns"')
+    replay(system, attrs.evolve(cut.run, next="user", reason=None))  # the cap cuts it there
+    assert cut.why is not None and cut.why.startswith("the run ends after turn 6")
+
+
+# ── the shortest run ─────────────────────────────────────────────────────────
+
+
+def test_the_run_shown_is_a_shortest_one() -> None:
+    """`publish` can be called on turn 2 by a path that skips the review, or on turn 8 after
+    a long loop: the run shown has the fewest turns, and ends on the turn that breaks it."""
+    flow = compile_flow(
+        """\
+speaker user: human
+speaker writer { tool publish tool draft }
+speaker reviewer { tool approve sets approved = true }
+max_turns 10
+when tool publish then terminate "published"
+when tool draft then reviewer
+when from user then writer
+when from reviewer then writer
+when from writer then user
+"""
+    )
+    approved = m.ContextEquals("approved", True)
+    (first,) = decide(flow, [Property("first", OnlyAfter(m.ToolCalled("publish"), approved))])
+    assert first.verdict == "violated" and first.run is not None
+    assert first.run.render() == 'user → writer (publish) → terminate "published"'
+    # with publishing before a review made impossible, the shortest violation is longer
+    reviewed = compile_flow(
+        """\
+speaker user: human
+speaker writer { tool publish tool draft }
+speaker reviewer { tool approve sets approved = true tool reject sets approved = false }
+max_turns 10
+context approved = false
+when tool publish and context.approved == false then reviewer
+when tool publish then terminate "published"
+when tool draft then reviewer
+when from user then writer
+when from reviewer then writer
+when from writer then user
+"""
+    )
+    # a run must call publish first (turn 2, refused: to the reviewer), then publish again
+    # (turn 4) while approved is still false: no, that is refused too; the first publish
+    # that goes through is after an approval. A publish with `approved == false` still
+    # breaks the property: turn 2
+    (again,) = decide(reviewed, [Property("first", OnlyAfter(m.ToolCalled("publish"), approved))])
+    assert again.run is not None and len(again.run.turns) == 2
+    # "never twice in a row": the writer speaks twice in a row only through a stay-like
+    # path; here it never does
+    (double,) = decide(
+        reviewed,
+        [
+            Property(
+                "double",
+                Never(m.AllOf((m.FromSpeaker("writer"), Previous(m.FromSpeaker("writer"))))),
+            )
+        ],
+    )
+    assert double.verdict == "holds"
+
+
+def test_a_shortest_violation_through_a_loop_is_found_at_its_length() -> None:
+    """`ticket` reaches 3 only after three rounds of the loop (turns 2, 4, 6): the first
+    run with `context.count == 3` has 6 turns, and no shorter one exists."""
+    flow = compile_flow(
+        """\
+speaker user: human
+speaker bot { tool one sets count = 1 tool two sets count = 2 tool three sets count = 3 }
+max_turns 12
+context count = 0
+when from bot and context.count == 0 then user
+when from bot and context.count == 1 then user
+when from bot and context.count == 2 then user
+when from user then bot
+"""
+    )
+    (res,) = decide(flow, [Property("p", Never(m.ContextEquals("count", 3)))])
+    assert res.run is not None and len(res.run.turns) == 2  # the bot may call `three` at once
+    (res,) = decide(
+        flow,
+        [
+            Property(
+                "p",
+                Never(
+                    m.AllOf(
+                        (
+                            m.ContextEquals("count", 3),
+                            Previous(Previous(m.ContextEquals("count", 2))),
+                        )
+                    )
+                ),
+            )
+        ],
+    )
+    # count 2 on some turn t-2 and 3 on t: bot(two) on 2, user 3, bot(three) on 4
+    assert res.run is not None and len(res.run.turns) == 4
+    assert res.run.render().startswith("user → bot (two) → user → bot (three)")
+
+
+# ── partial analyses ─────────────────────────────────────────────────────────
+
+WIDE = """\
+speaker user: human
+speaker worker {
+  tool a sets x = 1 | sets x = 2 | sets x = 3
+  tool b sets y = 1 | sets y = 2 | sets y = 3
+  tool ship
+}
+start user
+max_turns 30
+when context.x == 3 and context.y == 3 then terminate "done"
+when from user then worker
+when from worker then user
+"""
+
+
+def test_a_partial_exploration_gives_unknown_never_holds() -> None:
+    flow = compile_flow(WIDE)
+    never_done = Property("p", Never(Ends("done")))
+    (full,) = decide(flow, [never_done])
+    assert full.verdict == "violated" and full.run is not None
+    assert len(full.run.turns) == 4  # x = 3 on turn 2, y = 3 on turn 4 (it ends the run)
+    (part,) = decide(flow, [never_done], max_states=10)
+    assert part.verdict == "unknown" and part.run is None
+    assert part.note is not None and "I301" in part.note
+    # a property that holds is unknown too, past the bound
+    holds = Property("q", Never(m.AllOf((m.FromSpeaker("user"), m.ToolCalled("ship")))))
+    assert [r.verdict for r in decide(flow, [holds])] == ["holds"]
+    assert [r.verdict for r in decide(flow, [holds], max_states=10)] == ["unknown"]
+
+
+def test_a_violation_among_the_explored_states_is_reported_when_partial() -> None:
+    flow = compile_flow(WIDE)
+    (res,) = decide(flow, [Property("p", Never(m.ToolCalled("ship")))], max_states=10)
+    assert res.verdict == "violated" and res.run is not None
+    assert res.run.render() == "user → worker (ship) → user"
+
+
+# ── custom conditions and targets ────────────────────────────────────────────
+
+
+def test_a_custom_condition_is_taken_either_way() -> None:
+    flow = compile_flow(
+        """\
+condition urgent()
+speaker user: human
+speaker bot
+speaker human_agent
+max_turns 4
+when from user and urgent() then human_agent
+when from user then bot
+when from bot, human_agent then user
+"""
+    )
+    results = decide(
+        flow,
+        [
+            # urgent() true on turn 1 routes to the agent: some run has it
+            Property("no_agent", Never(m.FromSpeaker("human_agent"))),
+            # and false routes to the bot: "always the agent" breaks on turn 2
+            Property("agent_only", Always(m.Not(m.FromSpeaker("bot")))),
+            # either way the user speaks every other turn
+            Property("user_back", Responds(m.FromSpeaker("bot"), m.FromSpeaker("user"), 1)),
+        ],
+    )
+    assert [r.verdict for r in results[:2]] == ["violated", "violated"]
+    assert results[0].run is not None
+    assert results[0].run.render() == "user (urgent() is true) → human_agent → user"
+    assert results[1].run is not None
+    assert results[1].run.render() == "user (urgent() is false) → bot → user"
+    # the bot on turn 4, the cap's turn, has no turn after it: broken at the end
+    assert results[2].verdict == "violated" and results[2].broken_at == 4
+    flow_free = compile_flow(SUPPORT.replace("max_turns 6", "max_turns 6\ncondition lucky()"))
+    (held,) = decide(flow_free, [Property("p", OnlyAfter(ANS, U))])
+    assert "custom conditions either way" not in held.assumed  # none is used
+    (held,) = decide(flow, [Property("p", OnlyAfter(m.FromSpeaker("bot"), U))])
+    assert held.verdict == "holds" and "custom conditions either way" in held.assumed
+
+
+def test_a_custom_target_may_end_the_run_with_any_reason() -> None:
+    flow = compile_flow(
+        """\
+target decide() -> bot | terminate
+speaker user: human
+speaker bot
+max_turns 4
+when from user then decide()
+when from bot then user
+"""
+    )
+    results = decide(
+        flow,
+        [
+            Property("approved", Eventually(m.AnyOf((Ends("approved"), Ends("max_turns"))))),
+            Property("never_rejected", Never(Ends("rejected"))),
+        ],
+    )
+    # the target may close the run with a reason of its own on turn 1: any of them
+    assert [r.verdict for r in results] == ["violated", "violated"]
+    assert all(r.run is not None and len(r.run.turns) == 1 for r in results)
+
+
+# ── the abstraction ──────────────────────────────────────────────────────────
+
+STAGES = """\
+speaker user: human
+speaker writer { tool finish_it sets stage = "final" tool begin sets stage = "draft" }
+max_turns 6
+when context.stage == "draft" then user
+when from user then writer
+when from writer then user
+"""
+
+
+def test_a_value_no_rule_compares_is_told_apart() -> None:
+    """The rules compare `stage` with "draft" only, so the flow's own abstraction lumps
+    "final" with every other value; a property that compares "final" gets a state space
+    that tells it apart."""
+    flow = compile_flow(STAGES)
+    final = Property("no_final", Never(m.ContextEquals("stage", "final")))
+    (res,) = decide(flow, [final])
+    assert res.verdict == "violated" and res.run is not None
+    assert res.run.render() == "user → writer (finish_it) → user"
+    # on the flow's own abstraction the value is not there to see: it would "hold"
+    own = explore(system_of_flow(flow), 1000, record=True)
+    assert [r.verdict for r in decide_on(own, [final], 1000)] == ["holds"]
+    # the extended system keeps the rules' values where they were
+    extended = system_for(flow, [final])
+    assert extended.literals == (("draft", "final"),)
+    assert system_for(flow, [Property("d", Never(m.ContextEquals("stage", "draft")))]) == (
+        system_of_flow(flow)
+    )
+
+
+def test_flows_without_properties_are_explored_as_before() -> None:
+    flow = compile_flow(STAGES)
+    assert system_of_flow(flow) == system_of_flow(flow, {})
+    assert explore(system_of_flow(flow), 1000).recorded is None
+
+
+# ── runs that never end ──────────────────────────────────────────────────────
+
+LOOP = """\
+speaker user: human
+speaker bot { tool done }
+when tool done then terminate "done"
+when from user then bot
+when from bot then user
+"""
+
+
+def test_without_max_turns_a_run_may_never_end() -> None:
+    flow = compile_flow(LOOP)
+    results = decide(
+        flow,
+        [
+            Property("ends", Eventually(Ends())),
+            Property("answered", Responds(m.FromSpeaker("user"), m.ToolCalled("done"))),
+            Property("bot_back", Responds(m.FromSpeaker("user"), m.FromSpeaker("bot"))),
+            Property("never_twice", Never(m.AllOf((U, Previous(U))))),
+        ],
+    )
+    ends, answered, bot_back, never_twice = results
+    # a run that goes round user -> bot for ever never ends
+    assert ends.verdict == "violated" and ends.run is not None
+    assert ends.run.loop_from is not None and ends.run.render().endswith("…")
+    assert ends.why is not None and ends.why.startswith("the run never ends")
+    # ... and answers nobody with `done`; but its finite runs end with `done` after the
+    # bot's turn, which answers every user turn before it
+    assert answered.verdict == "violated" and answered.run is not None
+    assert answered.run.loop_from is not None
+    # every user turn is followed by the bot's, on every run, also those that never end
+    assert bot_back.verdict == "holds"
+    assert "no max_turns (runs that never end included)" in bot_back.assumed
+    assert never_twice.verdict == "holds"
+
+
+# ── findings ─────────────────────────────────────────────────────────────────
+
+
+def with_properties(text: str, *props: Property) -> CompiledFlow:
+    return attrs.evolve(compile_flow(text), properties=props)
+
+
+def test_check_reports_each_property(support: CompiledFlow) -> None:
+    flow = attrs.evolve(
+        support,
+        properties=(
+            Property("no_escalation", Never(ESC), text="never tool escalate"),
+            Property("user_first", OnlyAfter(ANS, U), text="tool answer only after from user"),
+        ),
+    )
+    found = check_compiled(flow, (), filename="support.flow")
+    # (and I304: the bot can route a reply two ways, which AG2 may take differently)
+    by_code = {d.code.id: d for d in found if d.code.id != "I304"}
+    assert set(by_code) == {"E116", "I306"}
+    e116 = by_code["E116"]
+    assert e116.message == "property no_escalation is violated (`never tool escalate`)"
+    assert e116.notes == (
+        "broken on turn 2: turn 2 has `tool escalate`",
+        "a shortest run that breaks it: user → bot (escalate) → agent",
+    )
+    assert e116.help is not None
+    i306 = by_code["I306"]
+    assert i306.message == "property user_first holds (`tool answer only after from user`)"
+    assert i306.notes == (
+        "it holds on every run; assumed: max_turns 6, tools do what they declare",
+    )
+    # unknown past the bound, and `--select` / `--ignore` as for every code
+    partial = check_compiled(flow, (), CheckOptions(max_states=2), filename="support.flow")
+    assert {d.code.id for d in partial} >= {"I301", "I305"}
+    assert [d.code.id for d in check_compiled(flow, (), CheckOptions(select=("I306",)))] == ["I306"]
+    assert "E116" not in {
+        d.code.id for d in check_compiled(flow, (), CheckOptions(ignore=("E116",)))
+    }
+
+
+def test_findings_in_json_and_sarif(support: CompiledFlow) -> None:
+    flow = attrs.evolve(support, properties=(Property("no_escalation", Never(ESC)),))
+    found = check_compiled(flow, (), CheckOptions(select=("E116",)), filename="support.flow")
+    (item,) = json.loads(render_json(found))
+    assert item["code"] == "E116" and item["severity"] == "error"
+    assert "a shortest run that breaks it: user → bot (escalate) → agent" in item["notes"]
+    sarif = json.loads(render_sarif(found))
+    (result,) = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "E116" and result["level"] == "error"
+    assert "user → bot (escalate) → agent" in result["message"]["text"]
+    assert sarif["runs"][0]["tool"]["driver"]["rules"][0]["name"] == "property-violated"
+
+
+def test_flows_without_properties_get_no_property_finding(support: CompiledFlow) -> None:
+    assert not {"E116", "I305", "I306"} & {d.code.id for d in check_compiled(support, ())}
+
+
+# ── the reference ────────────────────────────────────────────────────────────
+
+
+def _reasons(props: list[Property]) -> list[str]:
+    return sorted(
+        {
+            e.reason
+            for p in props
+            for x in expressions(p)
+            for e in walk(x)
+            if isinstance(e, Ends) and e.reason is not None
+        }
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_decide_agrees_with_the_reference(seed: int) -> None:
+    """On generated flows (with `max_turns`: every run is finite) and properties, the
+    verdict and the length of the shortest violating run are those of a reference that
+    enumerates every run and judges each by the docstring's definitions."""
+    rnd = random.Random(seed)
+    for _ in range(25):
+        flow = compile_flow(flow_text(rnd))
+        props = [prop(rnd, list(flow.speakers), f"p{j}") for j in range(3)]
+        results = decide(flow, props)
+        space = explore(system_for(flow, props), 100_000)
+        for p, res in zip(props, results, strict=True):
+            want = reference(space, p, _reasons(props))
+            got = None if res.verdict == "holds" else len(res.run.turns) if res.run else -1
+            assert got == want, (p, res.run and res.run.render())
+
+
+def test_a_value_that_does_not_hash_is_compared_as_a_rule_compares_it() -> None:
+    """`context.k == [1, 2]` (a list, an object): told apart, kept as an atom, read by
+    `previous` (a generated property once made the checker fail on it)."""
+    flow = compile_flow(
+        """\
+speaker user: human
+speaker bot { tool t sets k = [1, 2] }
+max_turns 4
+when from user then bot
+when from bot then user
+"""
+    )
+    listed = m.ContextEquals("k", [1, 2])
+    results = decide(
+        flow,
+        [
+            Property("p", Never(listed)),
+            Property("q", Never(m.AllOf((m.ContextEquals("k", {"a": 1}), Previous(listed))))),
+        ],
+    )
+    assert [r.verdict for r in results] == ["violated", "holds"]
+    assert results[0].run is not None and results[0].run.render() == "user → bot (t) → user"

@@ -1,0 +1,124 @@
+"""Properties written in `.flow` text, through the command line: ``flowc check`` (the
+formats, ``--strict``, ``--select`` / ``--ignore``, ignore comments) and ``flowc test``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+from flowc.compiler.analysis import properties as decider
+
+FLOW = """\
+speaker user: human
+speaker bot {
+  tool publish
+}
+speaker reviewer {
+  tool approve sets approved = true
+}
+start user
+max_turns 6
+when tool publish then terminate "published"
+when from user then bot
+when from bot then reviewer
+when from reviewer then bot
+
+property approved_first: tool publish only after context.approved == true
+property user_first: tool publish only after from user
+"""
+
+SCENARIO = """
+scenario "publishes at once" {
+  user: "hi"
+  bot calls publish: "done"
+  expect terminate "published"
+}
+"""
+
+
+def check(path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["check", str(path), *args])
+    return code, capsys.readouterr().out
+
+
+def test_check_reports_and_fails_on_a_violated_property(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "review.flow"
+    path.write_text(FLOW)
+    code, out = check(path, capsys=capsys)
+    assert code == 1
+    assert "error[E116]: property approved_first is violated" in out
+    assert "--> " in out and "review.flow:15:1" in out
+    assert 'a shortest run that breaks it: user → bot (publish) → terminate "published"' in out
+    assert "info[I306]: property user_first holds" in out
+    code, out = check(path, "--format", "json", capsys=capsys)
+    items = {item["code"]: item for item in json.loads(out)}
+    assert items["E116"]["location"] == {"row": 15, "column": 1}
+    assert items["I306"]["severity"] == "info"
+    code, out = check(path, "--format", "sarif", capsys=capsys)
+    results = json.loads(out)["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"E116", "I306"}
+    code, out = check(path, "--format", "github", capsys=capsys)
+    assert "::error file=" in out and "E116 property-violated" in out
+
+
+def test_select_ignore_and_comments_choose_e116(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "review.flow"
+    path.write_text(FLOW)
+    assert check(path, "--ignore", "E116", capsys=capsys)[0] == 0
+    code, out = check(path, "--select", "E116", capsys=capsys)
+    assert code == 1 and "I306" not in out
+    path.write_text(
+        FLOW.replace(
+            "context.approved == true\n", "context.approved == true  # flowc: ignore[E116]\n"
+        )
+    )
+    code, out = check(path, capsys=capsys)
+    assert code == 0 and "E116" not in out and "X001" not in out
+
+
+def test_strict_fails_on_a_property_it_could_not_decide(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A property that keeps count of 100 turns, on a flow of three states: the runs
+    watched for it take more than four times the bound of 5 (the exploration itself is
+    complete: no I301), so it is I305, which --strict fails on."""
+    monkeypatch.setattr(decider, "MIN_PRODUCT", 0)
+    path = tmp_path / "loop.flow"
+    path.write_text(
+        "speaker user: human\nspeaker bot\nmax_turns 200\n"
+        "when from user then bot\nwhen from bot then user\n"
+        "property late: never from bot and turn == 101\n"
+    )
+    code, out = check(path, "--max-states", "5", capsys=capsys)
+    assert code == 0 and "info[I305]: property late could not be decided" in out
+    assert "I301" not in out
+    code, out = check(path, "--max-states", "5", "--strict", capsys=capsys)
+    assert code == 1
+    monkeypatch.undo()
+    code, out = check(path, "--max-states", "5", "--strict", capsys=capsys)
+    assert code == 0 and "info[I306]: property late holds" in out  # bot speaks on even turns
+
+
+def test_flowc_test_fails_a_scenario_that_breaks_a_property(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "review.flow"
+    path.write_text(FLOW + SCENARIO)
+    assert main(["test", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  publishes at once" in out
+    assert (
+        "turn 2 (line 20): property approved_first (`tool publish only after"
+        " context.approved == true`) is violated: turn 2 has `tool publish`, and no turn up"
+        " to it has `context.approved == true`; the run: user → bot (publish)"
+    ) in out
+    # the same scenario, without the property, passes
+    path.write_text(FLOW.replace("property approved_first", "# property approved_first") + SCENARIO)
+    assert main(["test", str(path)]) == 0
