@@ -174,7 +174,11 @@ def random_flow(rng: random.Random) -> Flow:
     else:
         reasons.add("after_work")
     reasons.add("max_turns")
-    if customs:  # `pick()` may terminate with no reason: any reason may be named
+    if any(
+        line.endswith(("then pick()", "otherwise pick()")) or " then pick() " in line
+        for line in lines
+    ):
+        # `pick()` may terminate with a reason its code chooses: any may be named
         reasons.update(ANY_REASONS)
     flow.tools, flow.keys, flow.reasons = sorted(tools), sorted(settable), sorted(reasons)
     return flow
