@@ -54,6 +54,7 @@ from flowc.compiler.properties import (
     TurnIs,
     expressions,
 )
+from flowc.diagnostics import counted
 
 __all__ = [
     "AtomTable",
@@ -515,12 +516,17 @@ def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = No
         if isinstance(pat, Always):
             return f"turn {t} does not have {p}{where}"
         if isinstance(pat, Eventually):
-            return f"none of the {n} turns up to turn {t}{where} has {p}"
+            return (
+                f"no turn among the first {counted(n or 0, 'turn')}{where}, up to turn {t}, has {p}"
+            )
         if isinstance(pat, AtMost):
             return f"turn {t} is the {_nth(pat.times + 1)} turn with {p}{where}"
         if isinstance(pat, OnlyAfter):
             return f"turn {t} has {p}, and no turn up to it{where} has {s}"
-        return f"turn {t - (n or 0)} has {p}, and none of the {n} turns after it{where} has {s}"
+        return (
+            f"turn {t - (n or 0)} has {p}, and no turn within {counted(n or 0, 'turn')}"
+            f" after it{where} has {s}"
+        )
     if broken.why == "close":
         assert isinstance(scope, Before | Between | AfterUntil)
         closes = f"turn {t} has {q(scope.r)}, which ends an interval in which "
@@ -532,7 +538,7 @@ def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = No
             return closes + (
                 f"no turn has {p}"
                 if n is None or broken.judged != BAD
-                else f"none of the first {n} turns has {p}"
+                else f"no turn among the first {counted(n, 'turn')} has {p}"
             )
         if isinstance(pat, AtMost):
             return closes + f"more than {_times(pat.times)} have {p}"
@@ -573,7 +579,7 @@ def _times(k: int) -> str:
 
 
 def _turns(k: int | None) -> str:
-    return "1 turn" if k == 1 else f"{k} turns"
+    return counted(k or 0, "turn")
 
 
 def _within(k: int | None) -> str:

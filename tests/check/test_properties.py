@@ -582,3 +582,43 @@ when from bot then user
     )
     assert [r.verdict for r in results] == ["violated", "holds"]
     assert results[0].run is not None and results[0].run.render() == "user → bot (t) → user"
+
+
+def test_a_run_that_loops_for_ever_with_an_obligation_pending() -> None:
+    """Without `max_turns`: after an escalation the bot may keep talking to the customer
+    for ever, never bringing the agent (a loop keeps the obligation pending); with the
+    escalation sent straight to the agent, the loops that remain never hold one."""
+    looping = compile_flow(
+        """\
+speaker customer: human
+speaker bot { tool escalate sets escalated = true }
+speaker agent: human
+when from customer and context.escalated == true then bot
+when tool escalate then customer
+when from customer then bot
+when from bot then customer
+when from agent then customer
+"""
+    )
+    answered = Property("answered", Responds(m.ToolCalled("escalate"), m.FromSpeaker("agent")))
+    # (no run ends: an interval from an escalation stays open for ever)
+    until = Property(
+        "until", Eventually(m.FromSpeaker("agent")), AfterUntil(m.ToolCalled("escalate"), Ends())
+    )
+    res, res_until = decide(looping, [answered, until])
+    assert res.verdict == "violated" and res.run is not None and res.run.loop_from is not None
+    assert res.run.render().startswith("customer → bot (escalate) → customer")
+    assert res_until.verdict == "violated" and res_until.run is not None
+    assert res_until.run.loop_from is not None
+    direct = compile_flow(
+        """\
+speaker customer: human
+speaker bot { tool escalate }
+speaker agent: human
+when tool escalate then agent
+when from customer then bot
+when from bot then customer
+when from agent then customer
+"""
+    )
+    assert [r.verdict for r in decide(direct, [answered, until])] == ["holds", "holds"]

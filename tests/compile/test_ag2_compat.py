@@ -294,6 +294,19 @@ AG2_BUILT: dict[str, Callable[[], TransitionGraph]] = {
         ],
         max_turns=30,
     ),
+    "examples/approval": lambda: G(
+        "employee",
+        [
+            T(F("finance"), TerminateTarget("paid")),
+            T(Ce("decision", "approve"), A("finance")),
+            T(Ce("decision", "reject"), TerminateTarget("rejected")),
+            T(Tc("submit"), A("manager")),
+            T(F("employee"), A("assistant")),
+            T(F("assistant"), A("employee")),
+            T(F("manager"), A("assistant")),
+        ],
+        max_turns=10,
+    ),
     "examples/context_routing": lambda: G(
         "customer",
         [

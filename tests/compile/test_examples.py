@@ -1,8 +1,10 @@
-"""The shipped examples: the eight cookbook patterns of AG2's workflow page.
+"""The shipped examples: the eight cookbook patterns of AG2's workflow page, and
+``approval.flow``, which shows properties (one holds, one a run breaks: its E116 is
+meant, ``tests/check/test_check_examples.py``).
 
 Their scenarios are replayed on AG2's own adapter in ``test_ag2_compat.py``; here:
-the set is complete, each file says what it is for, seeds with a human, and passes
-``flowc check`` without a warning.
+the set is complete, each file says what it is for, seeds with a human, and the
+patterns pass ``flowc check`` without a warning.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ PATTERNS = (
     "context_routing",
     "triage_with_tasks",
 )
+#: the examples beyond the cookbook: properties
+MORE = ("approval",)
 
 
 def compiled(name: str) -> CompiledFlow:
@@ -38,10 +42,10 @@ def compiled(name: str) -> CompiledFlow:
 
 
 def test_the_eight_patterns_and_nothing_else() -> None:
-    assert sorted(p.stem for p in EXAMPLES.glob("*.flow")) == sorted(PATTERNS)
+    assert sorted(p.stem for p in EXAMPLES.glob("*.flow")) == sorted(PATTERNS + MORE)
 
 
-@pytest.mark.parametrize("name", PATTERNS)
+@pytest.mark.parametrize("name", PATTERNS + MORE)
 def test_example_shape(name: str) -> None:
     text = (EXAMPLES / f"{name}.flow").read_text(encoding="utf-8")
     assert text.startswith("# "), "each example starts with a comment saying what it is for"

@@ -245,8 +245,9 @@ class _Graph:
             yield v, base | self.end_bits(None)
 
     def edges(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-        """The distinct (successor, mask) turns from ``u``: those the run goes on from,
-        and those that end it."""
+        """The distinct (successor, mask) turns from ``u``: those the run goes on from
+        (the successor shifted left by :data:`_SHIFT` bits, ready to be a pair), and
+        those that end it."""
         found = self._edges[u]
         if found is None:
             found = self._edges[u] = self._build(u)
@@ -266,7 +267,8 @@ class _Graph:
                 for edge in self.turn_masks(u, v, tool, after):
                     stop.setdefault(edge, None)
             else:
-                go.setdefault((v, spk | self.tool_bits(tool) | self.ctx_bits(after)), None)
+                mask = spk | self.tool_bits(tool) | self.ctx_bits(after)
+                go.setdefault((v << _SHIFT, mask), None)
         self.go_masks.update(mask for _, mask in go)
         return tuple(go), tuple(stop)
 
@@ -293,7 +295,7 @@ class _Graph:
                 for edge in self.turn_masks(u, v, rec.tools[tool[i]], rec.vals[val[i]]):
                     stop[edge] = None
                 continue
-            go[v, spk | tool_bits[tool[i]] | val_bits[val[i]]] = None
+            go[v << _SHIFT, spk | tool_bits[tool[i]] | val_bits[val[i]]] = None
         self.go_masks.update(mask for _, mask in go)
         return tuple(go), tuple(stop) if stop else ()
 
@@ -324,6 +326,15 @@ def _bits(atoms: Sequence[Any], test: Any) -> int:
 # ── one property ─────────────────────────────────────────────────────────────
 
 _VIOLATED, _DONE = -1, -2
+
+#: a pair (node, monitor state) is one number: the node shifted left by _SHIFT bits, or
+#: the monitor state's number (at most _MIDS of them: past that, the property is unknown)
+_SHIFT = 20
+_MIDS = (1 << _SHIFT) - 1
+
+
+class _Overflow(Exception):
+    """More monitor states than a pair's number holds (:data:`_MIDS`)."""
 
 
 @attrs.frozen
@@ -368,6 +379,8 @@ class _Search:
         key = (state, tc)
         found = self.mids.get(key)
         if found is None:
+            if len(self.mstates) >= _MIDS:
+                raise _Overflow
             found = self.mids[key] = len(self.mstates)
             self.mstates.append(key)
             self.rows.append({})
@@ -405,7 +418,7 @@ class _Search:
         return found
 
     def violation_at(self, x: int, v: int, mask: int, kind: str, turn: int) -> _Found:
-        state, tc = self.mstates[x // self.g.n]
+        state, tc = self.mstates[x & _MIDS]
         res = self.mon.step(state, mask & self.pmask, self.turn_of(tc), kind != "turn")
         return _Found(self.path_to(x), v, mask, kind, res, turn)
 
@@ -418,10 +431,10 @@ class _Search:
     # the breadth-first search -----------------------------------------------------
 
     def run(self) -> _Found | None:
-        g, n, pmask, cap = self.g, self.g.n, self.pmask, self.cap
+        g, pmask, cap = self.g, self.pmask, self.cap
         record = self.mon.end_sensitive and cap is not None
         record_kept = cap is None and self.mon.can_pend
-        start = self.mid(self.mon.initial, 0) * n
+        start = self.mid(self.mon.initial, 0)  # node 0, the kickoff
         parent = self.parent
         parent[start] = -1
         frontier = [start]
@@ -440,41 +453,43 @@ class _Search:
             nxt: list[int] = []
             push = nxt.append
             for x in frontier:
-                u = x % n
-                mid = x // n
+                u = x >> _SHIFT
+                mid = x & _MIDS
                 both = built[u] or build(u)
                 for v, mask in both[1]:
                     if ending(mid, mask & pmask).kind == "violated":
                         return self.violation_at(x, v, mask, "end", turn)
                 if cap_turn:
-                    for v, mask in both[0]:
+                    for vs, mask in both[0]:
                         if ending(mid, (mask & pmask) | cap_bits).kind == "violated":
-                            return self.violation_at(x, v, mask | g.cap_bits, "cap", turn)
+                            return self.violation_at(
+                                x, vs >> _SHIFT, mask | g.cap_bits, "cap", turn
+                            )
                     continue
                 row = rows[mid]
                 if not recording:  # (the common case, without the lists below)
-                    for v, mask in both[0]:
+                    for vs, mask in both[0]:
                         mm = mask & pmask
                         r = row.get(mm)
                         if r is None:
                             r = trans(mid, mm)
                         if r >= 0:
-                            y = (r >> 1) * n + v
+                            y = vs | r >> 1
                             if y not in parent:
                                 parent[y] = x
                                 push(y)
                         elif r == _VIOLATED:
-                            return self.violation_at(x, v, mask, "turn", turn)
+                            return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
                     continue
                 succ: list[int] = []
                 kept: list[int] = []
-                for v, mask in both[0]:
+                for vs, mask in both[0]:
                     mm = mask & pmask
                     r = row.get(mm)
                     if r is None:
                         r = trans(mid, mm)
                     if r >= 0:
-                        y = (r >> 1) * n + v
+                        y = vs | r >> 1
                         if y not in parent:
                             parent[y] = x
                             push(y)
@@ -482,7 +497,7 @@ class _Search:
                         if r & 1:
                             kept.append(y)
                     elif r == _VIOLATED:
-                        return self.violation_at(x, v, mask, "turn", turn)
+                        return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
                 if record and succ:
                     self.succ[x] = succ
                 if record_kept and kept:
@@ -502,7 +517,7 @@ class _Search:
         """A walk of exactly ``max_turns - 1`` turns to a pair from which the cap's turn
         breaks the property (pairs reached sooner than that are not in the last layer of
         :meth:`run`, which already tried the cap from the pairs first reached there)."""
-        cap, g, n, pmask = self.cap, self.g, self.g.n, self.pmask
+        cap, g, pmask = self.cap, self.g, self.pmask
         assert cap is not None
         want = cap - 1
         cap_bits = g.cap_bits & pmask
@@ -518,12 +533,12 @@ class _Search:
         bad: dict[int, tuple[int, int]] = {}  # pair -> the cap's turn (v, mask) from it
         for layer in self.layers[:want]:
             for x in layer:
-                wrong = breaking.get(x // n)
+                wrong = breaking.get(x & _MIDS)
                 if wrong is None:
                     continue
-                for v, mask in g.edges(x % n)[0]:
+                for vs, mask in g.edges(x >> _SHIFT)[0]:
                     if mask & pmask in wrong:
-                        bad[x] = (v, mask | g.cap_bits)
+                        bad[x] = (vs >> _SHIFT, mask | g.cap_bits)
                         break
         if not bad:
             return None
@@ -551,7 +566,7 @@ class _Search:
             return None
         x = path[-1]
         v, mask = bad[x]
-        state, tc = self.mstates[x // n]
+        state, tc = self.mstates[x & _MIDS]
         res = self.mon.step(state, mask & pmask, self.turn_of(tc), True)
         return _Found(tuple(path), v, mask, "cap", res, cap)
 
@@ -637,10 +652,10 @@ class _Search:
         cycle.reverse()  # best ... found
         prefix = self.path_to(best)
         path = (*prefix, *cycle[1:], best)
-        state, _tc = self.mstates[best // self.g.n]
+        state, _tc = self.mstates[best & _MIDS]
         judged = self.mon.closed_open(state) or 0
         res = StepResult("violated", why="loop", judged=judged)
-        return _Found(path[:-1], best % self.g.n, -1, "loop", res, len(path) - 1, len(prefix) - 1)
+        return _Found(path[:-1], best >> _SHIFT, -1, "loop", res, len(path) - 1, len(prefix) - 1)
 
 
 def _atoms_of(prop: Property) -> set[Any]:
@@ -752,12 +767,15 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
     prop = mon.prop
     space, system = graph.space, graph.system
     search = _Search(graph, mon, limit)
-    found = search.run()
-    if found is None and not search.overflow:
-        if system.max_turns is not None and mon.end_sensitive:
-            found = search.cap_run()
-        elif system.max_turns is None and mon.can_pend:
-            found = search.loop_run()
+    try:
+        found = search.run()
+        if found is None and not search.overflow:
+            if system.max_turns is not None and mon.end_sensitive:
+                found = search.cap_run()
+            elif system.max_turns is None and mon.can_pend:
+                found = search.loop_run()
+    except _Overflow:
+        found, search.overflow = None, True
     if found is not None:
         run, broken_at = _run_of(graph, search, found)
         broken = Broken(prop, broken_at, found.result.why, found.result.judged)
@@ -811,21 +829,20 @@ def _assumptions(system: System, mon: Monitor) -> tuple[str, ...]:
 
 def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
     """The run of a violation, and the turn it breaks on."""
-    n = graph.n
     path = found.path
-    nodes = [x % n for x in path]
+    nodes = [x >> _SHIFT for x in path]
     on_loop = found.loop_from if found.kind == "loop" else None
 
     def turn_between(i: int, x: int, y: int) -> Step:
         """A turn from pair ``x`` to pair ``y`` (keeping the obligation pending on the loop)."""
-        mid_x, mid_y = x // n, y // n
+        mid_x, mid_y = x & _MIDS, y & _MIDS
         keep = on_loop is not None and i >= on_loop
 
         def fits(mask: int) -> bool:
             r = search.trans(mid_x, mask & search.pmask)
             return r >= 0 and r >> 1 == mid_y and (not keep or bool(r & 1))
 
-        return graph.step_for(x % n, y % n, fits)[0]
+        return graph.step_for(x >> _SHIFT, y >> _SHIFT, fits)[0]
 
     chosen = {i: turn_between(i, x, y) for i, (x, y) in enumerate(itertools.pairwise(path))}
     if found.kind == "loop":
@@ -833,7 +850,7 @@ def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
         chosen[len(path) - 1] = turn_between(len(path) - 1, path[-1], path[on_loop])
         nodes.append(found.v)
         return run_along(graph.space, nodes, None, on_loop, chosen), found.turn
-    last = path[-1] % n
+    last = path[-1] >> _SHIFT
     wanted = found.mask & ~graph.cap_bits if found.kind == "cap" else found.mask
     final, _ = graph.step_for(last, found.v, lambda mask: mask == wanted)
     run = run_along(graph.space, nodes, final, None, chosen)
