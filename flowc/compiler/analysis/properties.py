@@ -186,8 +186,6 @@ class _Graph:
         #: (:class:`flowc.compiler.analysis.explore.Recorded`)
         self._rec_tools: list[int] = []
         self._rec_vals: list[int] = []
-        #: every mask of a turn the run goes on from (of the nodes built so far)
-        self.go_masks: set[int] = set()
         self._edges: list[
             tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
         ] = [None] * self.n
@@ -244,6 +242,10 @@ class _Graph:
                 yield v, base | self.end_bits(reason)
             yield v, base | self.end_bits(None)
 
+    def go_masks(self) -> set[int]:
+        """Every mask of a turn the run goes on from, of the nodes built so far."""
+        return {mask for built in self._edges if built for _, mask in built[0]}
+
     def edges(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         """The distinct (successor, mask) turns from ``u``: those the run goes on from
         (the successor shifted left by :data:`_SHIFT` bits, ready to be a pair), and
@@ -269,7 +271,6 @@ class _Graph:
             else:
                 mask = spk | self.tool_bits(tool) | self.ctx_bits(after)
                 go.setdefault((v << _SHIFT, mask), None)
-        self.go_masks.update(mask for _, mask in go)
         return tuple(go), tuple(stop)
 
     def _build_recorded(
@@ -278,11 +279,10 @@ class _Graph:
         """:meth:`_build` from the turns the exploration kept (the common case: one pass
         over three arrays, the bits of each tool and valuation looked up by number)."""
         tool_bits, val_bits = self._rec_tools, self._rec_vals
-        if len(tool_bits) < len(rec.tools):
+        if len(tool_bits) < len(rec.tools) or len(val_bits) < len(rec.vals):
             tool_bits += [self.tool_bits(t) for t in rec.tools[len(tool_bits) :]]
-        if len(val_bits) < len(rec.vals):
             val_bits += [self.ctx_bits(v) for v in rec.vals[len(val_bits) :]]
-        spk = self._spk[self.space.speaker_of(u)]
+        spk = self._spk[self.system.start if u == 0 else self.space.keys[u][0]]
         is_end = self.is_end
         succ, tool, val = rec.succ, rec.tool, rec.val
         go: dict[tuple[int, int], None] = {}
@@ -296,7 +296,6 @@ class _Graph:
                     stop[edge] = None
                 continue
             go[v << _SHIFT, spk | tool_bits[tool[i]] | val_bits[val[i]]] = None
-        self.go_masks.update(mask for _, mask in go)
         return tuple(go), tuple(stop) if stop else ()
 
     def _turns(self, u: int) -> Iterator[tuple[int, str | None, Valuation]]:
@@ -528,7 +527,7 @@ class _Search:
         want = cap - 1
         cap_bits = g.cap_bits & pmask
         # the monitor states from which some turn, the cap's, breaks the property
-        classes = {mask & pmask for mask in g.go_masks}
+        classes = {mask & pmask for mask in g.go_masks()}
         breaking: dict[int, set[int]] = {}
         for mid in range(len(self.mstates)):
             found = {mm for mm in classes if self.ending(mid, mm | cap_bits).kind == "violated"}
