@@ -43,6 +43,7 @@ __all__ = [
     "as_phrase",
     "dot_html",
     "dot_id",
+    "dot_tooltip",
     "md_code",
     "md_text",
     "mermaid_text",
@@ -274,6 +275,35 @@ def dot_html(text: str) -> str:
     out = out.replace('"', "&quot;").replace("\\", "\\\\")
     # the line ends and the tab, which XML holds, as character references
     return "".join(ch if ch >= " " else f"&#{ord(ch)};" for ch in out)
+
+
+#: the characters of one quoted string of a tooltip: at most 9 bytes each in DOT (an escape
+#: such as ``\ud800``, its backslash written four times), so each string stays well under
+#: the 16 KiB Graphviz reads in one string
+_TOOLTIP_CHUNK = 1500
+
+
+def dot_tooltip(text: str) -> str:
+    r"""A Graphviz tooltip that shows ``text`` as it is, of any length.
+
+    Graphviz reads a tooltip's backslashes twice (``\N`` is the node's name, ``\n`` a
+    line break) and decodes its entities, so each backslash is written four times and each
+    ``&`` as ``&amp;``; a character XML cannot hold is written as an escape, as in
+    :func:`xml_chars`. The value is quoted strings that Graphviz joins (``"..." + "..."``),
+    each short enough for it.
+
+    >>> print(dot_tooltip('a\\N "b" &amp;'))
+    "a\\\\N \"b\" &amp;amp;"
+    >>> dot_tooltip("x" * 1501).count('" + "')
+    1
+    """
+    pieces = [text[i : i + _TOOLTIP_CHUNK] for i in range(0, len(text), _TOOLTIP_CHUNK)] or [""]
+    return " + ".join(
+        '"'
+        + xml_chars(piece).replace("\\", "\\" * 4).replace("&", "&amp;").replace('"', '\\"')
+        + '"'
+        for piece in pieces
+    )
 
 
 _MERMAID_ENTITIES = {

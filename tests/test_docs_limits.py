@@ -13,7 +13,7 @@ from flowc import inputs, regex
 from flowc.commands import check as check_command
 from flowc.compiler import shapes
 from flowc.compiler.analysis import facts, lockstep, runs, symbolic
-from flowc.compiler.render import dot
+from flowc.compiler.render import dot, image
 from flowc.diagnostics import EXCERPT_WIDTH, MAX_LISTED, MAX_QUOTED
 from flowc.dsl import keywords, lalr
 from flowc.lsp import stdio
@@ -70,6 +70,11 @@ QUOTED = {
     "runs": f"a counterexample run longer than {runs.MAX_SHOWN_TURNS} turns",
     "traceback": f"is at most {failures.MAX_TRACEBACK:,} characters",
     "sfdp": f"above a layout cost of {dot.MAX_DOT_COST:,}",
+    "layout time": f"runs for at most {image.LAYOUT_TIMEOUT:g} seconds (`--layout-timeout",
+    "layout size": f"a diagram of more than {image.MAX_LAYOUT_SIZE:,} nodes and edges is "
+    "refused before it starts (`--max-layout-size N`)",
+    "labels": f"a name, reason or line is cut to {dot.MAX_LABEL_TEXT:,} characters, and a "
+    f"label to {dot.MAX_LABEL_BYTES:,} bytes of text",
     "message": f"A message is at most {size(stdio.MAX_MESSAGE_BYTES)} (room for a document "
     f"of {size(inputs.MAX_INPUT_BYTES)} in JSON), a header at most "
     f"{size(stdio.MAX_HEADER_BYTES)}",

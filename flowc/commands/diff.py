@@ -326,21 +326,33 @@ def render_json(diff: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def write_rendering(old: Any, new: Any, out: str) -> None:
-    """NEW drawn with the edges it adds green and the ones it removes red, as SVG or the HTML page."""
+def write_rendering(
+    old: Any, new: Any, out: str, args: argparse.Namespace, new_spec: str = ""
+) -> None:
+    """NEW (read from ``new_spec``) drawn with the edges it adds green and the ones it
+    removes red, as SVG or the HTML page, within the layout's budget (``args``:
+    ``--layout-timeout`` and ``--max-layout-size``)."""
+    from flowc.commands.render import layout_failure, text_fallback
     from flowc.compiler.render.compare import mark_changes
     from flowc.compiler.render.diagram import build_diagram
-    from flowc.compiler.render.image import DotNotFoundError
+    from flowc.compiler.render.image import DotNotFoundError, LayoutError
+    from flowc.compiler.render.options import RenderOptions
     from flowc.compiler.render.rendering import Rendering
 
     def diagram(version: Any) -> Any:
         return build_diagram(version.compiled if version.compiled is not None else version.loaded)
 
-    rendering = Rendering(mark_changes(diagram(old), diagram(new)), source=new.source)
+    options = RenderOptions(
+        layout_timeout=args.layout_timeout, max_layout_size=args.max_layout_size
+    )
+    rendering = Rendering(mark_changes(diagram(old), diagram(new)), options, source=new.source)
     try:
         rendering.save(out, "html" if Path(out).suffix.lower() in (".html", ".htm") else "svg")
     except DotNotFoundError as err:
         raise UsageError(f"--render needs Graphviz: {err}") from None
+    except LayoutError as err:
+        local = new_spec if Path(new_spec).is_file() else ""  # not REV:path nor stdin
+        raise UsageError(f"--render: {layout_failure(err, text_fallback(local))}") from None
     except OSError as err:
         raise UsageError(f"{out}: cannot write ({err.strerror})") from None
 
@@ -368,6 +380,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.max_states < 1:
         raise UsageError("--max-states must be >= 1")
     from flowc.commands.config import setup_plugins
+    from flowc.commands.render import check_layout_options
+
+    check_layout_options(args)
 
     # custom conditions and targets registered by plugins (as for check and render); the
     # configuration is the first local side's
@@ -395,7 +410,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     if args.render:
-        write_rendering(old, new, args.render)
+        write_rendering(old, new, args.render, args, specs[1])
     if args.git:
         return EXIT_OK
     return {SAME: EXIT_OK, CHANGED: EXIT_CHANGED}.get(diff.verdict, EXIT_UNKNOWN)
@@ -449,7 +464,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "any context (automatic when a side is JSON or declares no tools and no humans)",
     )
     from flowc.commands.config import add_plugin_option
+    from flowc.commands.render import add_layout_options
 
+    add_layout_options(p, "--render")
     add_plugin_option(p)
     p.add_argument(
         "--git",

@@ -13,9 +13,13 @@ from flowc.commands.console import EXIT_OK
 
 def cmd_lsp(args: argparse.Namespace) -> int:
     """Serve the Language Server Protocol on stdin/stdout until the editor closes it."""
+    from flowc.commands.render import check_layout_options
+    from flowc.compiler.render.options import RenderOptions
     from flowc.lsp.server import serve
 
-    serve(trust=args.trust)
+    check_layout_options(args)
+    layout = RenderOptions(layout_timeout=args.layout_timeout, max_layout_size=args.max_layout_size)
+    serve(trust=args.trust, layout=layout)
     return EXIT_OK
 
 
@@ -37,7 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="accepted for editors that pass it; stdin/stdout is the only transport",
     )
+    from flowc.commands.render import add_layout_options
     from flowc.commands.trust import add_trust_option
+
+    add_layout_options(p, "diagram command's")
 
     add_trust_option(
         p,

@@ -1,19 +1,81 @@
 """``flowc render FILE [-f svg|png|pdf|dot|mermaid|html] [-o OUT] [--check] [--direction LR|TB]``.
 
 Exit 0: drawn; 1: the input has errors; 2: could not run (no such file, Graphviz's
-``dot`` missing for svg/png/pdf/html, the checker unavailable for ``--check``, PNG or PDF
+``dot`` missing for svg/png/pdf/html, or past its budget, ``--layout-timeout`` and
+``--max-layout-size``, or failing; the checker unavailable for ``--check``, PNG or PDF
 bytes bound for a terminal: they go to ``-o FILE``, a pipe or a redirected file).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flowc.commands import config, console
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from flowc.compiler.render.image import LayoutError
+
+
+def layout_failure(err: LayoutError, fallback: str, options: str = "") -> str:
+    """What a command says when Graphviz did not draw: ``err``, how to raise the budget it
+    ran past (``options`` is how the flags are given: ``flowc lsp `` for the server) and
+    ``fallback``, the text formats that need no layout."""
+    from flowc.compiler.render.image import LayoutTimeout, LayoutTooLarge
+
+    text = str(err)
+    if isinstance(err, LayoutTimeout):
+        text += f": give it more time with {options}--layout-timeout SECONDS"
+    elif isinstance(err, LayoutTooLarge):
+        text += (
+            f": raise the bound with {options}--max-layout-size N (its layout may then take "
+            f"minutes: {options}--layout-timeout SECONDS)"
+        )
+    return f"{text}; {fallback}"
+
+
+def text_fallback(file: str) -> str:
+    """The commands that write ``file``'s graph without Graphviz."""
+    spelled = shlex.quote(file) if file else "FILE"
+    return (
+        f"`flowc render {spelled} -f dot` (or `-f mermaid`) writes the graph as text, "
+        "which needs no layout"
+    )
+
+
+def check_layout_options(args: argparse.Namespace) -> None:
+    """``--layout-timeout`` and ``--max-layout-size`` make sense (else exit 2)."""
+    if not 0 < args.layout_timeout < float("inf"):
+        raise UsageError("--layout-timeout must be a positive number of seconds")
+    if args.max_layout_size < 1:
+        raise UsageError("--max-layout-size must be >= 1")
+
+
+def add_layout_options(p: argparse.ArgumentParser, what: str = "SVG, PNG, PDF and HTML") -> None:
+    """``--layout-timeout SECONDS`` and ``--max-layout-size N``: Graphviz's budget."""
+    from flowc.compiler.render.image import LAYOUT_TIMEOUT, MAX_LAYOUT_SIZE
+
+    p.add_argument(
+        "--layout-timeout",
+        type=float,
+        default=LAYOUT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"the time Graphviz's dot is given to lay out the {what} drawings "
+        f"(default {LAYOUT_TIMEOUT:g}); past it dot is stopped and the command says so",
+    )
+    p.add_argument(
+        "--max-layout-size",
+        type=int,
+        default=MAX_LAYOUT_SIZE,
+        metavar="N",
+        help=f"the nodes and edges Graphviz's dot is given to lay out (default "
+        f"{MAX_LAYOUT_SIZE}); a larger diagram is refused before dot starts",
+    )
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -21,7 +83,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from flowc.compiler.lower import CompiledFlow
     from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
     from flowc.compiler.render.diagram import build_diagram, mark_findings
-    from flowc.compiler.render.image import DotNotFoundError
+    from flowc.compiler.render.image import IMAGE_FORMATS, DotNotFoundError, LayoutError
     from flowc.compiler.render.options import BINARY_FORMATS, RenderOptions
     from flowc.compiler.render.rendering import (
         SUFFIX_FORMATS,
@@ -47,6 +109,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             f"-f {fmt} is binary data, which a terminal cannot show: give -o FILE, "
             f"or redirect the output (flowc render ... -f {fmt} > flow.{fmt})"
         )
+    check_layout_options(args)
     plugins = config.setup_plugins(args, [args.file])
     source, diags = console.read_source(args.file)
     if source is None:
@@ -69,6 +132,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     diagram = build_diagram(loaded)
     if args.max_states is not None and args.max_states < 1:
         raise UsageError("--max-states must be >= 1")
+    drawing = RenderOptions(
+        direction=args.direction,
+        layout_timeout=args.layout_timeout,
+        max_layout_size=args.max_layout_size,
+    )
+    if fmt in (*IMAGE_FORMATS, "html"):
+        try:  # a diagram past the size budget is refused at once, before the checker's work
+            Rendering(diagram, drawing).check_layout_size()
+        except LayoutError as err:
+            raise UsageError(f"-f {fmt}: {layout_failure(err, text_fallback(args.file))}") from None
     if args.check:
         from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
 
@@ -80,11 +153,13 @@ def cmd_render(args: argparse.Namespace) -> int:
         diagram = mark_findings(diagram, findings)
         if findings:
             sys.stderr.write(render_concise(findings))
-    rendering = Rendering(diagram, RenderOptions(direction=args.direction), source)
+    rendering = Rendering(diagram, drawing, source)
     try:
         data = rendering.to_bytes(fmt)
     except DotNotFoundError as err:
         raise UsageError(f"-f {fmt} needs Graphviz: {err}") from None
+    except LayoutError as err:
+        raise UsageError(f"-f {fmt}: {layout_failure(err, text_fallback(args.file))}") from None
     if to_stdout:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -133,6 +208,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="LR",
         help="layout direction: LR (left to right, default) or TB (top to bottom)",
     )
+    add_layout_options(p)
     config.add_plugin_option(p)
 
 

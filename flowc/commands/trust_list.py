@@ -70,6 +70,14 @@ def _folder_argument(given: str | None) -> Path:
 
 def _trust(args: argparse.Namespace, path: Path) -> int:
     folder = _folder_argument(args.folder)
+    if any(c in str(folder) for c in "\n\r"):
+        # the list holds a folder a line: such a name would be read back as other folders
+        # (a checkout's folder `a<newline>/tmp` would trust /tmp)
+        raise UsageError(
+            f"{str(folder)!r}: a folder whose path holds a line break cannot be trusted "
+            "(the trust list holds one folder a line); rename it, or give --trust to the "
+            "commands run there"
+        )
     listed = read_trust_list(path)
     covering = listed.covering(folder)
     if covering is not None:

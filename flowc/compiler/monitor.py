@@ -3,7 +3,7 @@ deterministic automaton over a run's turns (the meaning of :mod:`flowc.compiler.
 
 The same automaton serves the checker, which steps it over abstract turns of every run
 (:mod:`flowc.compiler.analysis.properties`), and whatever watches one concrete run
-(``flowc test``'s scenarios, the runtime): a turn is given as the set of the property's
+(``flowc test``'s scenarios; the runtime, later): a turn is given as the set of the property's
 basic atoms that hold on it (a bit mask over an :class:`AtomTable`), its number, and
 whether the run ends after it.
 
@@ -54,7 +54,7 @@ from flowc.compiler.properties import (
     TurnIs,
     expressions,
 )
-from flowc.diagnostics import counted
+from flowc.diagnostics import counted, elide
 
 __all__ = [
     "AtomTable",
@@ -489,8 +489,8 @@ def claim_text(prop: Property) -> str:
     """
     text = prop.text
     if text.startswith("property ") and ":" in text:
-        return text.split(":", 1)[1].strip()
-    return text
+        text = text.split(":", 1)[1].strip()
+    return elide(text)  # cut as a quoted rule is: its place shows the whole statement
 
 
 def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = None) -> str:
@@ -503,8 +503,8 @@ def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = No
     names = names or {}
     pat, scope, t = prop.pattern, prop.scope, broken.turn
 
-    def q(e: Any) -> str:
-        return f"`{expr_text(e, names)}`"
+    def q(e: Any) -> str:  # cut as a quoted rule is (a property may be very long)
+        return f"`{elide(expr_text(e, names))}`"
 
     p = q(pat.p)
     s = q(pat.s) if isinstance(pat, OnlyAfter | Responds) else ""

@@ -41,6 +41,7 @@ from flowc.commands.trust import TrustError, trust_list_stamp
 from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, check_source
 from flowc.compiler.lower import lower
 from flowc.compiler.pipeline import compile_source
+from flowc.compiler.render.options import RenderOptions
 from flowc.diagnostics import E001, Diagnostic, Severity, has_errors, internal_error_text
 from flowc.lsp.incremental import Reparser
 from flowc.lsp.index import Index
@@ -51,6 +52,8 @@ from flowc.source import SourceFile, Span
 DEBOUNCE_SECONDS = 0.05
 #: how long the server waits, idle, before it collects cyclic garbage
 IDLE_COLLECT_SECONDS = 2.0
+#: how long a shutdown waits for the diagrams being drawn before it stops their layouts
+SHUTDOWN_GRACE_SECONDS = 2.0
 
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
@@ -129,10 +132,12 @@ def _no_cli_options() -> argparse.Namespace:
 class FlowcServer(LanguageServer):
     """The language server and the state it keeps per document."""
 
-    def __init__(self, *, trust: bool = False) -> None:
+    def __init__(self, *, trust: bool = False, layout: RenderOptions | None = None) -> None:
         super().__init__("flowc", "0.1.0", protocol_cls=_Protocol)
         #: ``flowc lsp --trust``: every folder's configured plugins are imported
         self.trust = trust
+        #: the diagrams' layout budget (``flowc lsp --layout-timeout``, ``--max-layout-size``)
+        self.layout = layout or RenderOptions()
         self.analyses: dict[str, Analysis] = {}
         #: per document, its last state space: explored again only when an edit changes
         #: the flow's shape (the analyses' thread alone uses them)
@@ -151,6 +156,13 @@ class FlowcServer(LanguageServer):
         #: requests and reads edits while a large file is checked
         self._analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowc-check")
         self._running = threading.Lock()
+        #: diagrams are drawn in a thread of their own too, one at a time (Graphviz may
+        #: take its whole budget): neither requests nor checks wait for them
+        self._drawer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowc-diagram")
+        #: the diagrams asked for and not yet answered, and the event that stops their
+        #: layouts (the server is shutting down: see :meth:`finish_diagrams`)
+        self._drawing: set[asyncio.Future[dict[str, Any]]] = set()
+        self._closing = threading.Event()
         self._collecting: asyncio.TimerHandle | None = None
         self._configs: dict[Path, _Config] = {}
         self._reported: set[str] = set()
@@ -561,18 +573,62 @@ class FlowcServer(LanguageServer):
         for uri in list(self.analyses):
             self.schedule(uri, 0)
 
-    def diagram(self, uri: str) -> dict[str, Any]:
+    async def diagram(self, uri: str) -> dict[str, Any]:
         """The flow drawn as ``flowc render --check`` draws it: SVG, with the findings
-        the editor shows marked on it."""
-        from flowc.compiler.render.diagram import build_diagram, mark_findings
-        from flowc.compiler.render.image import DotNotFoundError
-        from flowc.compiler.render.options import RenderOptions
-        from flowc.compiler.render.rendering import Rendering
-
+        the editor shows marked on it. Drawn in a thread of its own, within the layout's
+        budget (:attr:`layout`): the server answers other requests meanwhile, and a
+        diagram that cannot be drawn is a :class:`RequestFailed` that says why."""
         if uri not in self._open:
             raise RequestFailed(f"{uri} is not open")
         doc = self.workspace.get_text_document(uri)
         source = SourceFile(to_fs_path(uri) or uri, doc.source)
+        options = self.options_for(source.name)  # here: it may show a message
+        drawing = asyncio.get_running_loop().run_in_executor(
+            self._drawer, self._draw, source, options
+        )
+        self._drawing.add(drawing)
+        try:
+            return await drawing
+        finally:
+            self._drawing.discard(drawing)
+
+    @property
+    def drawing(self) -> bool:
+        """Whether a diagram asked for is not answered yet."""
+        return bool(self._drawing)
+
+    async def finish_diagrams(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
+        """Before a shutdown or an exit (or when the input ends): let the diagrams being
+        drawn finish for ``grace`` seconds, then stop their layouts (they are answered with
+        an error), so that every request is answered first. (pygls cancels the requests
+        still running at a shutdown, and fails on an ``executeCommand``'s: the reader of
+        the input holds the shutdown back until they are done, :mod:`flowc.lsp.stdio`.)"""
+        if self._drawing:
+            _, late = await asyncio.wait(set(self._drawing), timeout=grace)
+            if late:
+                self._closing.set()
+                await asyncio.wait(late)
+        await asyncio.sleep(0)  # their answers go out first
+
+    def shutdown(self) -> None:
+        """Stop any layout still running (the editor said exit without a shutdown), then
+        pygls' own shutdown."""
+        self._closing.set()
+        self._drawer.shutdown(wait=False, cancel_futures=True)
+        super().shutdown()  # type: ignore[no-untyped-call]
+
+    def _draw(self, source: SourceFile, options: CheckOptions) -> dict[str, Any]:
+        """:meth:`diagram`'s work, in the drawing thread."""
+        from flowc.commands.render import layout_failure, text_fallback
+        from flowc.compiler.render.diagram import build_diagram, mark_findings
+        from flowc.compiler.render.image import (
+            DotNotFoundError,
+            LayoutError,
+            LayoutStopped,
+            render_image,
+        )
+        from flowc.compiler.render.rendering import Rendering
+
         compiled, diags = compile_source(source)
         if compiled is None or has_errors(diags):
             errors = "; ".join(
@@ -581,13 +637,23 @@ class FlowcServer(LanguageServer):
                 if d.is_error
             )
             raise RequestFailed(f"the flow has errors, so it cannot be drawn: {errors}")
-        findings = check_source(source, self.options_for(source.name), as_json=False)
-        diagram = mark_findings(build_diagram(compiled), findings)
+        rendering = Rendering(build_diagram(compiled), self.layout, source)
         try:
-            svg = Rendering(diagram, RenderOptions(), source).svg()
+            rendering.check_layout_size()  # before the check: refused at once
+            findings = check_source(source, options, as_json=False)
+            rendering = attrs.evolve(rendering, diagram=mark_findings(rendering.diagram, findings))
+            timeout = self.layout.layout_timeout
+            svg = render_image(rendering.dot, "svg", timeout=timeout, stop=self._closing)
         except DotNotFoundError as err:
             raise RequestFailed(f"drawing needs Graphviz: {err}") from None
-        return {"svg": svg, "findings": len(findings)}
+        except LayoutStopped:
+            raise RequestFailed("the diagram was not drawn: the server is shutting down") from None
+        except LayoutError as err:
+            fallback = text_fallback(source.name)
+            raise RequestFailed(
+                f"the diagram was not drawn: {layout_failure(err, fallback, 'flowc lsp ')}"
+            ) from None
+        return {"svg": svg.decode("utf-8"), "findings": len(findings)}
 
     def document_end(self, lines: Sequence[str]) -> lsp.Position:
         """The position after the last character of a document's ``lines``."""

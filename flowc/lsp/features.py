@@ -211,12 +211,13 @@ def register(server: FlowcServer) -> None:
         return out
 
     @server.command(DIAGRAM_COMMAND)
-    def diagram(ls: LanguageServer, *args: Any) -> dict[str, Any]:
-        """``flowc.diagram(uri)``: the flow drawn as ``flowc render --check`` draws it.
+    async def diagram(ls: LanguageServer, *args: Any) -> dict[str, Any]:
+        """``flowc.diagram(uri)``: the flow drawn as ``flowc render --check`` draws it,
+        off the thread that answers requests.
         (pygls reads this handler's annotations at run time, hence no FlowcServer here.)"""
         if not args or not isinstance(args[0], str):
             raise RequestFailed("flowc.diagram takes the document's URI")
-        return cast(FlowcServer, ls).diagram(args[0])
+        return await cast(FlowcServer, ls).diagram(args[0])
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: FlowcServer, params: lsp.DidChangeWatchedFilesParams) -> None:

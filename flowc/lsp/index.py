@@ -350,8 +350,8 @@ class Index:
                 prop.text,
                 "```",
                 "",
-                "Must hold on every run: `flowc check` decides it, and runs are watched "
-                "for it (docs/language.md, Properties).",
+                "Must hold on every run: `flowc check` decides it, and `flowc test` holds "
+                "each scenario's run to it (docs/properties.md).",
             ]
         )
 

@@ -22,6 +22,7 @@ from pygls.uris import to_fs_path
 
 from flowc import collector
 from flowc.commands.check import page
+from flowc.compiler.render.options import RenderOptions
 from flowc.diagnostics import Diagnostic, FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
@@ -196,10 +197,11 @@ def _occurrence(
     return index, occ, index.source.text.splitlines(keepends=True)
 
 
-def make_server(*, trust: bool = False) -> FlowcServer:
+def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> FlowcServer:
     """The server and its handlers; ``trust``: ``flowc lsp --trust`` (the plugins of
-    every folder's configuration are imported, see :mod:`flowc.commands.trust`)."""
-    server = FlowcServer(trust=trust)
+    every folder's configuration are imported, see :mod:`flowc.commands.trust`);
+    ``layout``: the diagram's budget (``--layout-timeout``, ``--max-layout-size``)."""
+    server = FlowcServer(trust=trust, layout=layout)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlowcServer, params: lsp.DidOpenTextDocumentParams) -> None:
@@ -356,8 +358,9 @@ def make_server(*, trust: bool = False) -> FlowcServer:
     return server
 
 
-def serve(*, trust: bool = False) -> None:
-    """Run the server (``trust``: see :func:`make_server`) on stdin/stdout until the client says exit (or closes stdin), through
+def serve(*, trust: bool = False, layout: RenderOptions | None = None) -> None:
+    """Run the server (``trust``, ``layout``: see :func:`make_server`) on stdin/stdout
+    until the client says exit (or closes stdin), through
     flowc's own reader of the client's bytes (:func:`~flowc.lsp.stdio.serve_stdio`).
 
     The server owns its process's cycle collector (:mod:`flowc.collector`): it runs
@@ -367,7 +370,7 @@ def serve(*, trust: bool = False) -> None:
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietRefusals())
     held = collector.hold()
     try:
-        serve_stdio(make_server(trust=trust))
+        serve_stdio(make_server(trust=trust, layout=layout))
     finally:
         if held:
             collector.release(held)

@@ -25,7 +25,9 @@ not fit its method without an answer. Here:
 
 Each of these is one line on stderr, the editor's log of the server; none stops it. The
 input ending (the editor closed it) ends the server; ending inside a message says so in
-one line.
+one line. A diagram being drawn (in a thread of its own) is answered before a shutdown,
+an exit or the end of the input is handed on: after a grace, its layout is stopped and it
+is answered with an error.
 
 >>> frames = Frames()
 >>> frames.feed(b'Content-Length: 2\\r\\n\\r\\n{}Content-Length: x\\r\\n\\r\\n{}Content-Le')
@@ -298,7 +300,7 @@ def serve_stdio(
     except (KeyboardInterrupt, SystemExit):
         pass  # the exit notification (pygls raises SystemExit for it)
     finally:
-        server.shutdown()  # type: ignore[no-untyped-call]
+        server.shutdown()
 
 
 def _read(stdin: BinaryIO, missing: int) -> bytes:
@@ -328,15 +330,32 @@ async def _serve(server: FlowcServer, stdin: BinaryIO) -> None:
                 cut = frames.end()
                 if cut is not None:
                     log.warning("flowc lsp: %s", cut)
+                await server.finish_diagrams()
                 return
             for item in frames.feed(data):
                 if isinstance(item, Skipped):
                     reason = f"{item.reason}: skipped to the next Content-Length header"
                     _refuse(server, None, -32700, reason)
                 else:
+                    if _ends_session(item):
+                        # the diagrams being drawn are answered before the shutdown is
+                        # (a diagram asked for in the same read starts its work first)
+                        await asyncio.sleep(0)
+                        await server.finish_diagrams()
                     dispatch(server, item)
     finally:
         reader.shutdown(wait=False)
+
+
+def _ends_session(body: bytes) -> bool:
+    """Whether a message is the shutdown request or the exit notification."""
+    if b"shutdown" not in body and b"exit" not in body:
+        return False
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("method") in ("shutdown", "exit")
 
 
 def dispatch(server: FlowcServer, body: bytes) -> None:

@@ -740,7 +740,7 @@ class SqliteStore:
         if now == self._identity:
             return
         run = f"run {channel_id}: " if channel_id else ""
-        what = "was deleted" if now is None else "was replaced by another file"
+        what = "was deleted or moved away" if now is None else "was replaced by another file"
         raise WalError(
             f"{self.path}: {run}the run database {what} during the run: the turn just "
             "written is not in the file at that path, so the run stops here"

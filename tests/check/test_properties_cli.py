@@ -122,3 +122,26 @@ def test_flowc_test_fails_a_scenario_that_breaks_a_property(
     # the same scenario, without the property, passes
     path.write_text(FLOW.replace("property approved_first", "# property approved_first") + SCENARIO)
     assert main(["test", str(path)]) == 0
+
+
+def test_a_long_property_is_cut_where_it_is_quoted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A property of 3,000 terms is quoted in the headline and the notes cut as a rule
+    is (at most MAX_QUOTED characters a quote), not written out on every line."""
+    from flowc.diagnostics import MAX_QUOTED
+
+    terms = " or ".join(f"context.k == {i}" for i in range(3000))
+    path = tmp_path / "long.flow"
+    path.write_text(
+        "speaker user: human\nspeaker bot {\n  tool refund sets k = 1\n}\nstart user\n"
+        f"max_turns 4\nwhen from user then bot\nwhen from bot then user\nproperty p: never {terms}\n"
+    )
+    code, out = check(path, "--format", "json", capsys=capsys)
+    assert code == 1
+    [finding] = json.loads(out)
+    assert finding["code"] == "E116"
+    for text in (finding["message"], *finding["notes"]):
+        for quoted in text.split("`")[1::2]:
+            assert len(quoted) <= MAX_QUOTED, quoted
+    assert len(finding["message"]) < 2 * MAX_QUOTED

@@ -117,3 +117,21 @@ def test_the_cache_past_the_bound() -> None:
     _check(text, spaces, options)
     _check(text, spaces, attrs.evolve(options, max_states=3_000))
     assert spaces.reused == 0
+
+
+def test_a_property_added_gets_a_space_that_keeps_its_turns() -> None:
+    """The checker of properties reads each node's turns, which only an exploration for a
+    flow with properties keeps: adding a property (the same shape otherwise) explores
+    again, and removing it keeps the space."""
+    from flowc.compiler.analysis.system import system_of_flow
+
+    text = "speaker user: human\nspeaker bot\nstart user\nmax_turns 4\nwhen from user then bot\n"
+    spaces = SpaceCache()
+    plain = spaces.space(system_of_flow(compile_source(SourceFile("f.flow", text))[0]), 100)
+    assert plain.recorded is None
+    with_property = text + "property p: never from bot and previous from bot\n"
+    compiled = compile_source(SourceFile("f.flow", with_property))[0]
+    watched = spaces.space(system_of_flow(compiled), 100)
+    assert watched.recorded is not None and spaces.reused == 0
+    again = spaces.space(system_of_flow(compile_source(SourceFile("f.flow", text))[0]), 100)
+    assert again.graph is watched.graph and spaces.reused == 1

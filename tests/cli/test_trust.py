@@ -197,6 +197,27 @@ def test_flowc_trust_refuses_what_it_cannot_trust(
     assert not (config_home / "flowc" / "trusted").exists()
 
 
+def test_a_folder_with_a_line_break_in_its_path_is_not_trusted(
+    config_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """A checkout's folder named `a<newline>` holding `tmp/pyproject.toml` would be written
+    as two lines of the list, the second trusting /tmp: it is refused, the list untouched."""
+    for brk in ("\n", "\r"):
+        tricky = tmp_path / f"a{brk}" / "tmp"
+        tricky.mkdir(parents=True)
+        (tricky / "pyproject.toml").write_text('[tool.flowc]\nplugins = ["p.py"]\n')
+        monkeypatch.chdir(tricky)
+        assert main(["trust"]) == 2
+        assert "holds a line break cannot be trusted" in capsys.readouterr().err
+        assert main(["trust", str(tricky)]) == 2
+        capsys.readouterr()
+    assert not (config_home / "flowc" / "trusted").exists()
+    assert not decide(Path("/tmp")).trusted
+
+
 def test_flowc_trust_does_not_rewrite_a_list_it_cannot_read(
     config_home: Path, project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -21,6 +21,10 @@ order), the first that holds decides, else the default; a tool's finish ends the
 and a hand-off goes to its speaker past the rules; ``max_turns`` counts the kickoff as
 turn 1, and a turn that does not end the run on the cap closes it with ``"max_turns"``.
 
+``labels``, ``step``, ``compared_values`` and ``custom_calls`` work on one version as
+well (a tuple of one): :mod:`tests.property_check.runs` enumerates the runs of one flow
+with them.
+
 ``graphs`` reads both versions without their declarations, as ``flowc diff`` compares a
 `.flow` with a graph. After each turn both versions either go to the same speaker (the run goes on), or they
 are told apart: a different speaker, a different ending, or one refuses the turn.
@@ -215,7 +219,7 @@ def routed_tools(versions: tuple[Version, ...]) -> list[str]:
 
 
 def labels(
-    versions: tuple[Version, Version],
+    versions: tuple[Version, ...],
     speaker: str,
     kickoff: bool,
     values: dict[str, list[Any]],

@@ -337,7 +337,7 @@ def test_a_run_database_deleted_or_replaced_during_the_run(tmp_path: Path, how: 
     )
     assert not result.timed_out and not result.traceback, result.stderr
     assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
-    what = "was deleted" if how == "delete" else "was replaced by another file"
+    what = "was deleted or moved away" if how == "delete" else "was replaced by another file"
     assert f"error: {db}: run wf-" in result.stderr, result.stderr
     assert f"the run database {what} during the run" in result.stderr, result.stderr
     assert "stalled" in result.stdout and "closed" not in result.stdout, result.stdout

@@ -120,11 +120,18 @@ class SpaceCache:
         ``system``, when its shape and the bound are the same; else explored anew."""
         shape = system.shape()
         last = self._last
-        if last is not None and last[1] == max_states and last[0] == shape:
+        record = _keeps_turns(system)
+        if (
+            last is not None
+            and last[1] == max_states
+            and last[0] == shape
+            # a flow that gained properties wants each node's turns kept
+            and (last[2].recorded is not None or not record)
+        ):
             self.reused += 1
             space = last[2].rebound(system)
         else:
-            space = explore(system, max_states, record=_keeps_turns(system))
+            space = explore(system, max_states, record=record)
         self._last = (shape, max_states, space)
         return space
 

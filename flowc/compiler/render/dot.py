@@ -4,6 +4,15 @@ Every label is an HTML-like label, so names and reasons with quotes, backslashes
 angle brackets need only XML escaping; node names are quoted DOT ids. Each node and
 edge carries an ``id`` (``n3``, ``e7``) that survives into the SVG, which the HTML page
 uses to highlight findings.
+
+Graphviz refuses a quoted string or a label longer than 16 KiB (``dot`` fails on the whole
+file), so the text is kept within it: a name, reason or line longer than
+:data:`MAX_LABEL_TEXT` characters is cut in its label (``...`` marks what is left out),
+a label holds :data:`MAX_LABEL_BYTES` of DOT text at most (the lines past it are counted,
+not shown), and such an element carries its full text as its tooltip
+(:func:`~flowc.escaping.dot_tooltip`: DOT strings joined with ``+``, each short enough). A node named by a longer name is
+named in the DOT text by its start and end (and its ``id``), so that edges do not repeat the
+name in full.
 """
 
 from __future__ import annotations
@@ -29,8 +38,9 @@ from flowc.compiler.render.diagram import (
     Node,
 )
 from flowc.compiler.render.options import COLORS, RenderOptions
+from flowc.diagnostics import elide
 from flowc.escaping import dot_html as html_escape
-from flowc.escaping import dot_id
+from flowc.escaping import dot_id, dot_tooltip
 
 __all__ = ["dot_id", "html_escape", "layout_cost", "render_dot"]
 
@@ -45,23 +55,60 @@ def _q(value: str) -> str:
     return dot_id(value)
 
 
-def _node_label(node: Node) -> str:
-    title = html_escape(node.title)
+#: a name, reason or line longer than this many characters is cut in a label
+MAX_LABEL_TEXT = 1000
+#: a label's DOT text holds at most this many bytes of text (Graphviz refuses 16 KiB);
+#: the lines past it are counted in a last line, and shown in the tooltip
+MAX_LABEL_BYTES = 12_000
+#: what a label line's markup may add to its text (``<FONT ...><I>...</I></FONT><BR/>``)
+_LINE_MARKUP = 64
+
+
+def fit_label(texts: tuple[str, ...] | list[str]) -> tuple[list[str], bool]:
+    """The lines of a label within Graphviz's limits, and whether any was shortened: each
+    line cut to :data:`MAX_LABEL_TEXT` characters, and the lines that fit in
+    :data:`MAX_LABEL_BYTES` of DOT text, then one that counts the others.
+
+    >>> fit_label(["a", "b"])
+    (['a', 'b'], False)
+    >>> shown, cut = fit_label(["x" * 5000] * 20)
+    >>> cut, len(shown[0]), shown[-1]
+    (True, 1000, '... and 9 more lines (see the tooltip)')
+    """
+    shown: list[str] = []
+    used = 0
+    cut = False
+    for i, text in enumerate(texts):
+        line = elide(text, MAX_LABEL_TEXT)
+        size = len(html_escape(line).encode("utf-8")) + _LINE_MARKUP
+        if shown and used + size > MAX_LABEL_BYTES:
+            shown.append(f"... and {len(texts) - i} more lines (see the tooltip)")
+            return shown, True
+        shown.append(line)
+        used += size
+        cut = cut or line != text
+    return shown, cut
+
+
+def _node_label(node: Node) -> tuple[str, bool]:
+    """The node's label, and whether it was shortened (see :func:`fit_label`)."""
+    if node.kind == START:
+        return '""', False
+    texts, cut = fit_label([node.title, *node.details])
+    title = html_escape(texts[0])
     if node.kind in (HUMAN, "speaker"):
         title = f"<B>{title}</B>"
     if node.mark == DEAD:
         title = f"<S>{title}</S>"
     lines = [title]
-    for detail in node.details:
+    for detail in texts[1:]:
         text = html_escape(detail)
         lines.append(
             f'<FONT POINT-SIZE="9"><I>{text}</I></FONT>'
             if detail in ("human", "initiator")
             else f'<FONT POINT-SIZE="9">{text}</FONT>'
         )
-    if node.kind == START:
-        return '""'
-    return "<" + "<BR/>".join(lines) + ">"
+    return "<" + "<BR/>".join(lines) + ">", cut
 
 
 def _node_attrs(node: Node) -> list[tuple[str, str]]:
@@ -132,17 +179,22 @@ def _node_attrs(node: Node) -> list[tuple[str, str]]:
     merged: dict[str, str] = {}
     for k, v in items:
         merged[k] = v
-    merged["label"] = _node_label(node)
+    merged["label"], cut = _node_label(node)
+    if cut:
+        merged["tooltip"] = dot_tooltip("\n".join([node.title, *node.details]))
     return list(merged.items())
 
 
 def _edge_attrs(edge: Edge) -> list[tuple[str, str]]:
     items: list[tuple[str, str]] = [("id", _q(edge.id))]
     if edge.label:
-        lines = [html_escape(x) for x in edge.label]
+        texts, cut = fit_label(edge.label)
+        lines = [html_escape(x) for x in texts]
         if edge.mark in (DEAD, TRAP):
             lines = [f"<S>{x}</S>" for x in lines]
         items.append(("label", "<" + "<BR/>".join(lines) + ">"))
+        if cut:
+            items.append(("tooltip", dot_tooltip("\n".join(edge.label))))
     if edge.kind == DEFAULT:
         items.append(("style", "dashed"))
     elif edge.kind == TOOL:
@@ -261,6 +313,23 @@ def layout_cost(diagram: Diagram) -> int:
     ) + len(diagram.nodes)
 
 
+def _dot_names(diagram: Diagram) -> dict[str, str]:
+    """Node id -> the node's name in the DOT text, quoted: its key, or for a key longer
+    than :data:`MAX_LABEL_TEXT` its start and end and its id (then primes until no other
+    key is the same), so that each edge names it in a bounded number of characters."""
+    used = {node.key for node in diagram.nodes}
+    out: dict[str, str] = {}
+    for node in diagram.nodes:
+        key = node.key
+        if len(key) > MAX_LABEL_TEXT:
+            key = f"{elide(key, MAX_LABEL_TEXT)} [{node.id}]"
+            while key in used:
+                key += "'"
+            used.add(key)
+        out[node.id] = dot_id(key)
+    return out
+
+
 def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
     """The diagram as DOT text, ending with a newline.
 
@@ -273,7 +342,7 @@ def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
     True
     """
     options = options or RenderOptions()
-    lines = [f"digraph {dot_id(diagram.title or 'flow')} {{"]
+    lines = [f"digraph {dot_id(elide(diagram.title or 'flow', MAX_LABEL_TEXT))} {{"]
     graph_attrs: list[tuple[str, str]] = [
         ("rankdir", options.direction),
         ("fontname", _q(FONT)),
@@ -281,23 +350,24 @@ def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
         ("ranksep", "0.5"),
     ]
     if diagram.title:
-        head = f"<B>{html_escape(diagram.title)}</B>"
-        if diagram.description:
-            head += f'<BR/><FONT POINT-SIZE="10">{html_escape(diagram.description)}</FONT>'
+        full = [diagram.title, *([diagram.description] if diagram.description else [])]
+        texts, cut = fit_label(full)
+        head = f"<B>{html_escape(texts[0])}</B>"
+        if len(texts) > 1:
+            head += f'<BR/><FONT POINT-SIZE="10">{html_escape(texts[1])}</FONT>'
         graph_attrs += [("label", f"<{head}>"), ("labelloc", "t")]
+        if cut:
+            graph_attrs.append(("tooltip", dot_tooltip("\n".join(full))))
     if layout_cost(diagram) > MAX_DOT_COST:
         graph_attrs += [("layout", "sfdp"), ("overlap", "prism"), ("splines", "false")]
     lines.append(f"  graph {_attrs(graph_attrs)};")
     lines.append(f"  node [fontname={_q(FONT)}, fontsize=11];")
     lines.append(f"  edge [fontname={_q(FONT)}, fontsize=9];")
-    keys = {node.id: node.key for node in diagram.nodes}
+    keys = _dot_names(diagram)
     for node in diagram.nodes:
-        lines.append(f"  {dot_id(node.key)} {_attrs(_node_attrs(node))};")
+        lines.append(f"  {keys[node.id]} {_attrs(_node_attrs(node))};")
     for edge in diagram.edges:
-        lines.append(
-            f"  {dot_id(keys[edge.source])} -> {dot_id(keys[edge.target])} "
-            f"{_attrs(_edge_attrs(edge))};"
-        )
+        lines.append(f"  {keys[edge.source]} -> {keys[edge.target]} {_attrs(_edge_attrs(edge))};")
     if diagram.checked:
         lines += _legend(diagram.partial)
     if any(x.mark in (ADDED, REMOVED) for x in diagram.nodes) or any(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
+
+from flowc.compiler.render.image import LAYOUT_TIMEOUT, MAX_LAYOUT_SIZE
 
 DIRECTIONS = ("LR", "TB")
 FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
@@ -16,15 +20,24 @@ def _check_direction(_: object, __: attrs.Attribute[str], value: str) -> None:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {value!r}")
 
 
+def _check_positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class RenderOptions:
-    """How to draw: ``direction`` is ``"LR"`` (left to right) or ``"TB"`` (top to bottom).
+    """How to draw: ``direction`` is ``"LR"`` (left to right) or ``"TB"`` (top to bottom);
+    Graphviz's budget for the images: ``layout_timeout`` seconds of ``dot``, and at most
+    ``max_layout_size`` nodes and edges (see :mod:`~flowc.compiler.render.image`).
 
     >>> RenderOptions(direction="TB").direction
     'TB'
     """
 
     direction: str = attrs.field(default="LR", validator=_check_direction)
+    layout_timeout: float = attrs.field(default=LAYOUT_TIMEOUT, validator=_check_positive)
+    max_layout_size: int = attrs.field(default=MAX_LAYOUT_SIZE, validator=_check_positive)
 
 
 # colours of the marks (also used by the legend and the HTML page)

@@ -17,7 +17,14 @@ from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.render.diagram import Diagram, build_diagram, mark_findings
 from flowc.compiler.render.dot import render_dot
-from flowc.compiler.render.image import DotNotFoundError, render_image, render_svg
+from flowc.compiler.render.image import (
+    LAYOUT_TIMEOUT,
+    MAX_LAYOUT_SIZE,
+    DotNotFoundError,
+    LayoutError,
+    LayoutTooLarge,
+    render_image,
+)
 from flowc.compiler.render.mermaid import render_mermaid
 from flowc.compiler.render.options import FORMATS, RenderOptions
 from flowc.compiler.render.page import render_html
@@ -76,7 +83,9 @@ def run_checker(
 @attrs.frozen
 class Rendering:
     """A drawn flow. ``dot`` and ``mermaid`` are text; ``svg()``, ``image()`` and
-    ``html()`` need Graphviz's ``dot`` (else :class:`DotNotFoundError`).
+    ``html()`` need Graphviz's ``dot`` (else :class:`DotNotFoundError`), within the
+    options' budget (else :class:`~flowc.compiler.render.image.LayoutError`: a diagram
+    past ``max_layout_size`` is refused before ``dot`` starts).
 
     Displays inline in Jupyter (``_repr_svg_`` / ``_repr_mimebundle_``).
     """
@@ -97,12 +106,24 @@ class Rendering:
     def findings(self) -> tuple[Diagnostic, ...]:
         return tuple(f.diagnostic for f in self.diagram.findings)
 
+    @property
+    def layout_size(self) -> int:
+        """What the layout's size budget counts: the diagram's nodes and edges."""
+        return len(self.diagram.nodes) + len(self.diagram.edges)
+
+    def check_layout_size(self) -> None:
+        """Raise :class:`~flowc.compiler.render.image.LayoutTooLarge` when the diagram is
+        past the options' ``max_layout_size`` (what ``svg()`` and ``image()`` do first)."""
+        if self.layout_size > self.options.max_layout_size:
+            raise LayoutTooLarge(self.layout_size, self.options.max_layout_size)
+
     def svg(self) -> str:
-        return render_svg(self.dot)
+        return self.image("svg").decode("utf-8")
 
     def image(self, fmt: str) -> bytes:
         """``svg``, ``png`` or ``pdf`` bytes."""
-        return render_image(self.dot, fmt)
+        self.check_layout_size()
+        return render_image(self.dot, fmt, timeout=self.options.layout_timeout)
 
     def html(self) -> str:
         return render_html(self.diagram, self.svg(), self.source)
@@ -131,7 +152,7 @@ class Rendering:
     def _repr_svg_(self) -> str | None:
         try:
             return self.svg()
-        except DotNotFoundError:
+        except (DotNotFoundError, LayoutError):  # the Markdown's Mermaid is drawn instead
             return None
 
     def _repr_mimebundle_(
@@ -207,13 +228,16 @@ def render(
     direction: str = "LR",
     filename: str = "<input>",
     bindings: Mapping[str, str] | None = None,
+    layout_timeout: float = LAYOUT_TIMEOUT,
+    max_layout_size: int = MAX_LAYOUT_SIZE,
 ) -> Rendering:
     """Draw a flow: ``.flow`` text, a path (``.flow`` or ``.json``), a compiled flow,
     a graph dict / knobs dict or a :class:`~flowc.compiler.model.TransitionGraph`.
 
     ``check=True`` runs the checker and marks its findings; ``findings`` marks the
     diagnostics given instead. Raises :class:`~flowc.diagnostics.FlowError` when the
-    flow has errors.
+    flow has errors. ``layout_timeout`` (seconds) and ``max_layout_size`` (nodes and
+    edges) are Graphviz's budget for the SVG, PNG, PDF and HTML drawings.
 
     >>> r = render("speaker user: human\\nspeaker bot\\nwhen from user then bot")
     >>> print(r.mermaid.splitlines()[4])
@@ -224,4 +248,7 @@ def render(
     if check or findings is not None:
         diags = tuple(findings) if findings is not None else run_checker(loaded, source)
         diagram = mark_findings(diagram, diags)
-    return Rendering(diagram, RenderOptions(direction=direction), source)
+    options = RenderOptions(
+        direction=direction, layout_timeout=layout_timeout, max_layout_size=max_layout_size
+    )
+    return Rendering(diagram, options, source)
