@@ -912,9 +912,9 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             "unknown",
             None,
             note=f"the runs of the flow, watched for this property, take more than"
-            f" {counted(search.limit, 'state', grouped=True)} (the bound times"
-            f" {PRODUCT_FACTOR}): no run seen breaks it, but not every run was seen"
-            " (raise `--max-states`)",
+            f" {counted(search.limit, 'state', grouped=True)} ({PRODUCT_FACTOR} times the"
+            f" bound, and at least {PRODUCT_FACTOR * MIN_PRODUCT:,}): no run seen breaks it,"
+            " but not every run was seen (raise `--max-states`)",
         )
     return PropertyResult(prop, "holds", None, assumed=_assumptions(system, mon))
 
