@@ -59,3 +59,53 @@ def test_a_file_of_comment_lines_with_a_syntax_error_is_reported(tmp_path: Path)
     assert r.returncode == 1
     assert "error[E001]: unexpected end of file" in r.stdout + r.stderr
     assert r.peak_mib < MEMORY_MIB
+
+
+# ── many context keys ──────────────────────────────────────────────────────────
+
+#: flows of 30-50 KB with many context keys (benchmarks/bench_analysis.py's family: S
+#: speakers, K keys of V values, R context rules a worker): the checker's state bound is
+#: reached or nearly, and diff explores two of them and their product
+MANY_KEYS = [(30, 16, 1, 30), (20, 20, 2, 40)]
+
+
+def many_keys(folder: Path, shape: tuple[int, int, int, int]) -> dict[str, Path]:
+    """The flow, a NEW version with one rule's target changed, and the flow with a
+    scenario (for `test --coverage`)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from bench_analysis import Shape, generate
+
+    speakers, keys, values, rules = shape
+    text = generate(Shape(speakers=speakers, keys=keys, values=values, rules=rules))
+    changed = text.replace("when from w3 then w4\n", "when from w3 then w1\n")
+    assert changed != text
+    scenario = 'scenario "one" {\n  user: "hi"\n  expect next w0\n}\n'
+    out = {"flow": text, "new": changed, "scenario": text + scenario}
+    paths = {}
+    for name, body in out.items():
+        paths[name] = folder / f"{name}.flow"
+        paths[name].write_text(body, encoding="utf-8")
+    return paths
+
+
+@pytest.mark.parametrize("shape", MANY_KEYS, ids=lambda s: "S{}-K{}-V{}-R{}".format(*s))
+def test_every_command_fits_in_a_gigabyte_on_many_keys(
+    shape: tuple[int, int, int, int], tmp_path: Path
+) -> None:
+    paths = many_keys(tmp_path, shape)
+    commands = {
+        "check": (["check", str(paths["flow"])], {0, 1}),
+        "fmt": (["fmt", "--check", str(paths["flow"])], {0, 1}),
+        "diff": (["diff", str(paths["flow"]), str(paths["new"])], {1, 2}),
+        "scenarios": (["scenarios", str(paths["flow"])], {0}),
+        "coverage": (["test", "--coverage", str(paths["scenario"])], {0}),
+    }
+    for name, (args, codes) in commands.items():
+        r = run_limited(args, memory_mib=1024, cpu_seconds=180, wall_seconds=240)
+        said = f"{name}: exit {r.returncode}, {r.peak_mib:.0f} MiB\n{r.stderr[-2000:]}"
+        assert not r.timed_out and not r.traceback, said
+        assert "MemoryError" not in r.stderr and "internal error" not in r.stderr, said
+        assert r.returncode in codes, said
+        assert r.peak_mib < 1024, said
