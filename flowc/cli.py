@@ -187,6 +187,9 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
             return 130
         except BrokenPipeError:
             return _stdout_closed()
+        except MemoryError:
+            print(f"flowc {args.command}: error: {out_of_memory()}", file=sys.stderr)
+            return EXIT_USAGE
         finally:
             if given:
                 if saved is None:
@@ -197,6 +200,25 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
         raise
     except BaseException as err:  # the one place that reports flowc's own bugs
         return internal_error(err, command, show_traceback)
+
+
+def out_of_memory() -> str:
+    """What a command says when the memory it may use ran out (a ``MemoryError``: under an
+    address-space limit, an allocation refused): one line, not a traceback. flowc's own
+    bounds (docs/trust.md) keep its work within a gigabyte; past them, this."""
+    limit = ""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            limit = f" (an address-space limit of {soft // 2**20:,} MiB)"
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        pass
+    return (
+        f"out of memory: the input needs more memory than this process may use{limit}; "
+        "run it with more memory, or report the input (docs/trust.md lists flowc's bounds)"
+    )
 
 
 def internal_error(err: BaseException, command: str | None, show_traceback: bool) -> int:

@@ -10,8 +10,8 @@ is wrong and where, with Lark's list of what it expected. A test compares the tw
 parsers' trees, spans included, on every flow of the test suite and on mutated ones.
 
 >>> statements, comments = parse_valid('speaker a  # hi\\nwhen from a then a')
->>> [type(s).__name__ for s in statements], [c[0] for c in comments]
-(['SpeakerDecl', 'Rule'], [' hi'])
+>>> [type(s).__name__ for s in statements], list(comments)
+(['SpeakerDecl', 'Rule'], [11])
 >>> parse_valid('when from a then') is None
 True
 """
@@ -22,6 +22,7 @@ import json
 import math
 import pkgutil
 import re
+from array import array
 from typing import Any
 
 import attrs
@@ -29,7 +30,7 @@ import attrs
 from flowc.dsl import nodes as n
 from flowc.dsl.keywords import MAX_NESTING
 from flowc.inputs import MAX_INT_DIGITS
-from flowc.source import Span
+from flowc.source import Span, offsets
 
 __all__ = ["parse_valid"]
 
@@ -97,36 +98,47 @@ _KINDS = {_QUOTED: QUOTED, _STRING: STRING, _NUMBER: NUMBER}
 
 class _Lexer:
     """Tokens a chunk of lines at a time, so a large file never holds all its tokens
-    (a statement is parsed from tokens, then only its tree is kept)."""
+    (a statement is parsed from tokens, then only its tree is kept), nor all its lines;
+    a comment is kept as the offset of its ``#`` (:class:`~flowc.dsl.comments.Comments`)."""
 
     def __init__(self, text: str, line: int = 1, offset: int = 0) -> None:
         self.text = text
-        self.lines = text.split("\n")
-        self.next_line = 0  # index of the next line to scan
+        self.pos = 0  # where the next line to scan starts in ``text``
+        self.done = False
         self.offset = offset  # where it starts in the file
-        #: the file's line number of ``text``'s first line, less one
-        self.first_line = line - 1
-        self.comments: list[tuple[str, Span]] = []
-
-    @property
-    def done(self) -> bool:
-        return self.next_line >= len(self.lines)
+        #: the file's line number of the last line scanned (of ``text``'s first, less one)
+        self.line = line - 1
+        self.comments = offsets(offset + len(text))
 
     def more(self, tokens: list[_Token], count: int) -> None:
         """Append the tokens of the next ``count`` lines (the end token after the last)."""
         add = tokens.append
-        comments = self.comments
+        comment = self.comments.append
         keywords = _KEYWORDS
         kinds = _KINDS
         finditer = _SCANNER.finditer
+        text = self.text
+        find = text.find
         line_start = self.offset
-        first = self.first_line
-        line = self.next_line
-        lines = self.lines
-        stop = min(len(lines), line + count)
+        pos = self.pos
+        line = self.line
+        stop = line + count
+        line_text = ""
         while line < stop:
-            line_text = lines[line]
+            end = find("\n", pos)
+            last = end < 0
+            line_text = text[pos:] if last else text[pos:end]
             line += 1
+            code = line_text.lstrip(" \t\r\f")
+            if not code or code[0] == "#":  # blank, or a comment alone (a file of them)
+                if code:
+                    comment(line_start + len(line_text) - len(code))
+                line_start += len(line_text) + 1
+                if last:
+                    self.done = True
+                    break
+                pos = end + 1
+                continue
             # blanks at the end of a line are left out before scanning (a comment gets
             # them back): the scanner skips blanks before a token, and where none follows,
             # it would try again from each blank (quadratic in a long run of them)
@@ -140,32 +152,27 @@ class _Lexer:
                             value if value in keywords else NAME,
                             value,
                             line_start + column - 1,
-                            first + line,
+                            line,
                             column,
                         )
                     )
                 elif group == _PUNCT:
-                    add((value, value, line_start + column - 1, first + line, column))
+                    add((value, value, line_start + column - 1, line, column))
                 elif group == _COMMENT:
-                    value = line_text[column - 1 :]  # to the end of the line, blanks too
-                    pos = line_start + column - 1
-                    at = first + line
-                    comments.append(
-                        (
-                            value[1:],
-                            Span(at, column, at, column + len(value), pos, pos + len(value)),
-                        )
-                    )
+                    comment(line_start + column - 1)  # it runs to the end of the line
                 elif group == _BAD:
                     raise _GiveUp
                 else:
-                    add((kinds[group], value, line_start + column - 1, first + line, column))
+                    add((kinds[group], value, line_start + column - 1, line, column))
             line_start += len(line_text) + 1
-        self.next_line, self.offset = line, line_start
+            if last:
+                self.done = True
+                break
+            pos = end + 1
+        self.pos, self.offset, self.line = pos, line_start, line
         if self.done:
             # where Lark's end token is: after the last character, on the last line
-            last = lines[-1]
-            add((END, "", line_start - 1, first + len(lines), len(last) + 1))
+            add((END, "", line_start - 1, line, len(line_text) + 1))
         else:
             add(_MORE)
 
@@ -197,9 +204,10 @@ def _span(first: Any, last: Any) -> Span:
 
 def parse_valid(
     text: str, line: int = 1, offset: int = 0
-) -> tuple[list[n.Statement], list[tuple[str, Span]]] | None:
-    """``text``'s statements and comments (text without ``#``, span), or ``None`` when
-    the file is not a clean parse (the LALR parser then reports why).
+) -> tuple[list[n.Statement], array[int]] | None:
+    """``text``'s statements and comments (the offsets of their ``#``, as
+    :class:`~flowc.dsl.comments.Comments` keeps them), or ``None`` when the file is not a
+    clean parse (the LALR parser then reports why).
 
     ``text`` may be a part of a file that starts at the beginning of its line ``line``
     (1-based), ``offset`` characters into it: the spans are then the file's.

@@ -14,15 +14,18 @@ when from a then b  # go
 
 from __future__ import annotations
 
+import bisect
+import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
+from flowc.dsl.comments import Comments
 from flowc.dsl.parser import KEYWORDS, parse_source
 from flowc.source import SourceFile, Span
 
@@ -273,29 +276,71 @@ def format_statement_line(st: n.Statement) -> str:
 # ── layout with comments ─────────────────────────────────────────────────────
 
 
+class _Index:
+    """The comments the printer places, in file order, read by position: a parser's
+    :class:`~flowc.dsl.comments.Comments` without building a node each (a file may hold
+    millions of them), any other sequence of comments sorted by where they start."""
+
+    def __init__(self, comments: Sequence[n.Comment]) -> None:
+        self.comments: Comments | list[n.Comment]
+        if isinstance(comments, Comments):
+            self.comments = comments
+            self.starts: Sequence[int] = comments.starts
+        else:
+            self.comments = sorted(comments, key=lambda c: c.span.start)
+            self.starts = [c.span.start for c in self.comments]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def start(self, i: int) -> int:
+        return self.starts[i]
+
+    def line(self, i: int) -> int:
+        c = self.comments
+        return c.line(i) if isinstance(c, Comments) else c[i].span.line
+
+    def text(self, i: int) -> str:
+        """Comment ``i`` as the formatter writes it."""
+        c = self.comments
+        return "#" + (c.text(i) if isinstance(c, Comments) else c[i].text).rstrip()
+
+    def before(self, first: int, offset: int) -> int:
+        """The first comment from ``first`` on that starts at ``offset`` or after."""
+        return bisect.bisect_left(self.starts, offset, lo=first)
+
+
+@attrs.frozen
+class _Run:
+    """Comments ``first`` to ``stop - 1`` on lines of their own, kept as positions and
+    written out when the layout is (a file of comments is not a list of lines):
+    ``inside``, the span of the one-line item they are moved above; ``after``, the line
+    before them (for the blank line kept between)."""
+
+    pad: str
+    first: int
+    stop: int
+    inside: Span | None
+    after: int | None
+
+
 class _Printer:
     def __init__(self, comments: Sequence[n.Comment]):
-        self.comments = sorted(comments, key=lambda c: c.span.start)
+        self.comments = _Index(comments)
         self.next = 0
-        self.lines: list[_Line | None] = []  # None is a blank line
+        self.lines: list[_Line | _Run | None] = []  # None is a blank line
         self.prev_line: int | None = None
 
-    def _comment_text(self, c: n.Comment) -> str:
-        return "#" + c.text.rstrip()
-
-    def _pending_before(self, offset: int) -> list[n.Comment]:
-        out = []
-        while self.next < len(self.comments) and self.comments[self.next].span.start < offset:
-            out.append(self.comments[self.next])
-            self.next += 1
-        return out
+    def _pending_before(self, offset: int) -> tuple[int, int]:
+        first = self.next
+        self.next = self.comments.before(first, offset)
+        return first, self.next
 
     def _trailing(self, line: int) -> str | None:
         """The comment that sits at the end of source ``line``, if the next one does."""
-        if self.next < len(self.comments) and self.comments[self.next].span.line == line:
-            c = self.comments[self.next]
+        if self.next < len(self.comments) and self.comments.line(self.next) == line:
             self.next += 1
-            return self._comment_text(c)
+            return self.comments.text(self.next - 1)
         return None
 
     def _gap(self, line: int) -> None:
@@ -303,17 +348,52 @@ class _Printer:
         if self.prev_line is not None and line - self.prev_line > 1:
             self.lines.append(None)
 
-    def _comments(
-        self, comments: Sequence[n.Comment], pad: str, inside: Span | None = None
-    ) -> None:
+    def _comments(self, pending: tuple[int, int], pad: str, inside: Span | None = None) -> None:
         """Comments on their own lines; those ``inside`` a one-line item move above it."""
-        for c in comments:
-            line = c.span.line
-            if inside is not None and c.span.start > inside.start:
-                line = inside.line
-            self._gap(line)
-            self.lines.append(_Line(pad, self._comment_text(c), None, None))
-            self.prev_line = line
+        first, stop = pending
+        if first == stop:
+            return
+        self.lines.append(_Run(pad, first, stop, inside, self.prev_line))
+        last = self.comments.line(stop - 1)
+        if inside is not None and self.comments.start(stop - 1) > inside.start:
+            last = inside.line
+        self.prev_line = last
+
+    def expand(self, run: _Run) -> Iterator[str | None]:
+        """A run's lines: each comment's text (its pad left out), None for a blank line."""
+        inside = run.inside
+        moved_after = inside.start if inside is not None else -1
+        moved_to = inside.line if inside is not None else 0
+        prev = run.after
+        c = self.comments.comments
+        if not isinstance(c, Comments):
+            for i in range(run.first, run.stop):
+                line = c[i].span.line
+                if moved_after >= 0 and c[i].span.start > moved_after:
+                    line = moved_to
+                if prev is not None and line - prev > 1:
+                    yield None
+                yield "#" + c[i].text.rstrip()
+                prev = line
+            return
+        # a file may hold millions of comments: its text and line index read here
+        text = c.source.text
+        find = text.find
+        size = len(text)
+        line_starts = c.source.line_starts
+        lines = len(line_starts)
+        starts = c.starts
+        line = c.line(run.first)
+        for i in range(run.first, run.stop):
+            start = starts[i]
+            while line < lines and line_starts[line] <= start:
+                line += 1
+            at = moved_to if 0 <= moved_after < start else line
+            if prev is not None and at - prev > 1:
+                yield None
+            end = find("\n", start)
+            yield text[start : size if end < 0 else end].rstrip()  # from its `#`
+            prev = at
 
     def block(self, items: Sequence[Any], depth: int, end: int) -> None:
         """Print ``items`` (statements or block entries) then comments up to ``end``."""
@@ -354,8 +434,8 @@ class _Printer:
         trailing = None
         if (
             self.next < len(self.comments)
-            and self.comments[self.next].span.line == span.line
-            and self.comments[self.next].span.start < first_child
+            and self.comments.line(self.next) == span.line
+            and self.comments.start(self.next) < first_child
         ):
             trailing = self._trailing(span.line)
         self.lines.append(_Line(pad, header, trailing, None))
@@ -378,61 +458,111 @@ class _Line:
 MAX_ALIGN_GAP = 24
 
 
-def _runs(lines: Sequence[_Line | None], member: Any) -> list[list[int]]:
-    """Maximal runs of consecutive line indexes for which ``member`` holds."""
-    runs: list[list[int]] = []
-    current: list[int] = []
+def _then_columns(lines: Sequence[_Line | _Run | None]) -> dict[int, str]:
+    """The code of the rules whose `then` is aligned with their neighbours' (by their
+    place in ``lines``): a run of consecutive rules at one indent, when their `then`s
+    are at most :data:`MAX_ALIGN_GAP` apart. A comment on a line of its own or a blank
+    line ends a run."""
+    codes: dict[int, str] = {}
+    run: list[int] = []
+
+    def close() -> None:
+        if len(run) > 1:
+            splits = {i: lines[i].then_at or 0 for i in run}  # type: ignore[union-attr]
+            widths = list(splits.values())
+            if max(widths) - min(widths) <= MAX_ALIGN_GAP:
+                column = max(widths)
+                for i, at in splits.items():
+                    code = lines[i].code  # type: ignore[union-attr]
+                    codes[i] = code[:at] + " " * (column - at) + code[at:]
+        run.clear()
+
     for i, line in enumerate(lines):
-        if line is not None and member(line):
-            if current and lines[current[-1]] is not None and current[-1] == i - 1:
-                prev = lines[current[-1]]
-                assert prev is not None
-                if prev.pad == line.pad:
-                    current.append(i)
-                    continue
-            if current:
-                runs.append(current)
-            current = [i]
+        if isinstance(line, _Line) and line.then_at is not None:
+            if run and lines[run[-1]].pad != line.pad:  # type: ignore[union-attr]
+                close()
+            if run and run[-1] != i - 1:
+                close()
+            run.append(i)
         else:
-            if current:
-                runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
-    return runs
+            close()
+    close()
+    return codes
 
 
-def _layout(lines: Sequence[_Line | None]) -> list[str]:
-    """Align `then` across consecutive rules and `#` across consecutive trailing comments."""
-    present = {i: line for i, line in enumerate(lines) if line is not None}
-    codes = {i: line.code for i, line in present.items()}
-    for run in _runs(lines, lambda ln: ln.then_at is not None):
-        splits = {i: present[i].then_at or 0 for i in run}
-        widths = list(splits.values())
-        if len(run) < 2 or max(widths) - min(widths) > MAX_ALIGN_GAP:
-            continue
-        column = max(widths)
-        for i, at in splits.items():
-            codes[i] = codes[i][:at] + " " * (column - at) + codes[i][at:]
+def _layout(printer: _Printer) -> str:
+    """The printer's lines as text: `then` aligned across consecutive rules and `#`
+    across consecutive trailing comments (lines of code or comments at one indent, no
+    blank line and no line ending in `{` between)."""
+    lines = printer.lines
+    codes = _then_columns(lines)
+
+    def code_of(i: int, line: _Line) -> str:
+        return codes.get(i, line.code)
+
+    # runs of member lines: a comment's column is the widest code of its run's commented
+    # lines (once per run: a run of k comments is linear in k)
     comment_column: dict[int, int] = {}
-    for run in _runs(lines, lambda ln: ln.code != ln.comment and not ln.code.endswith("{")):
-        commented = [i for i in run if present[i].comment is not None]
-        widths = [len(codes[i]) for i in commented]
+    commented: list[int] = []
+    run_pad: str | None = None  # the indent of the run's last line; None: no run open
+
+    def close() -> None:
+        nonlocal run_pad
+        widths = [len(code_of(i, lines[i])) for i in commented]  # type: ignore[arg-type]
         if len(commented) > 1 and max(widths) - min(widths) <= MAX_ALIGN_GAP:
-            column = max(widths)  # once per run: a run of k comments is linear in k
+            column = max(widths)
             for i in commented:
                 comment_column[i] = column
-    out: list[str] = []
-    for i in range(len(lines)):
-        line = present.get(i)
+        commented.clear()
+        run_pad = None
+
+    def member(pad: str) -> None:
+        nonlocal run_pad
+        if run_pad is not None and run_pad != pad:
+            close()
+        run_pad = pad
+
+    for i, line in enumerate(lines):
         if line is None:
-            out.append("")
-        elif line.comment is None:
-            out.append(line.pad + codes[i])
+            close()
+        elif isinstance(line, _Run):
+            for text in printer.expand(line):
+                if text is None or text.endswith("{"):
+                    close()
+                else:
+                    member(line.pad)
+        elif line.code.endswith("{"):
+            close()
         else:
-            width = comment_column.get(i, len(codes[i]))
-            out.append(line.pad + codes[i].ljust(width) + "  " + line.comment)
-    return out
+            member(line.pad)
+            if line.comment is not None:
+                commented.append(i)
+    close()
+
+    out = io.StringIO()
+    write = out.write
+    started = False
+
+    def emit(text: str) -> None:
+        nonlocal started
+        if started:
+            write("\n")
+        started = True
+        write(text)
+
+    for i, line in enumerate(lines):
+        if line is None:
+            emit("")
+        elif isinstance(line, _Run):
+            for text in printer.expand(line):
+                emit("" if text is None else line.pad + text)
+        elif line.comment is None:
+            emit(line.pad + code_of(i, line))
+        else:
+            code = code_of(i, line)
+            width = comment_column.get(i, len(code))
+            emit(line.pad + code.ljust(width) + "  " + line.comment)
+    return out.getvalue()
 
 
 def _is_block(item: Any) -> bool:
@@ -459,7 +589,7 @@ def format_flow(flow: n.Flow) -> str:
     """Print a parsed flow in the canonical layout, comments included."""
     printer = _Printer(flow.comments)
     printer.block(flow.statements, 0, flow.span.end + 1)
-    text = "\n".join(_layout(printer.lines))
+    text = _layout(printer)
     return text + "\n" if text else ""
 
 
@@ -503,8 +633,16 @@ def format_source(text: str, filename: str = "<input>", *, verify: bool = True) 
         again, diags2 = parse_source(SourceFile(filename, out))
         if diags2 or again != flow:
             raise FormatterBug(f"{filename}: formatting changed the meaning of the file")
-        if [c.text.rstrip() for c in again.comments] != [c.text.rstrip() for c in flow.comments]:
+        if not _same_comments(again.comments, flow.comments):
             raise FormatterBug(f"{filename}: formatting lost or reordered a comment")
         if format_flow(again).replace("\n", newline) != out:
             raise FormatterBug(f"{filename}: formatting is not stable on its own output")
     return out
+
+
+def _same_comments(first: Sequence[n.Comment], second: Sequence[n.Comment]) -> bool:
+    """Whether two files hold the same comments, in order (blanks at their ends aside),
+    read one at a time."""
+    return len(first) == len(second) and all(
+        a.text.rstrip() == b.text.rstrip() for a, b in zip(first, second, strict=True)
+    )

@@ -30,9 +30,10 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from flowc._compat import lark_lalr_tables, lark_token_factory
 from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
+from flowc.dsl.comments import Comments
 from flowc.dsl.keywords import KEYWORDS, MAX_NESTING
 from flowc.inputs import MAX_INT_DIGITS
-from flowc.source import SourceFile, Span
+from flowc.source import SourceFile, Span, offsets
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -86,16 +87,21 @@ class _FlowLexer(lark.lexer.Lexer):
                 pos = stop
                 continue
             column = pos - line_start + 1
+            if kind == "COMMENT":
+                bucket = _COMMENTS.get()
+                if type(bucket) is _Starts:  # a parse keeps only where it starts
+                    bucket.starts.append(pos)
+                elif self.callback is not None:
+                    tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)
+                    self.callback(tok)
+                pos = stop
+                continue
             if kind == "NAME":
                 kind = literals.get(value, "NAME")
             elif kind == "PUNCT":
                 kind = literals[value]
             tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)
             pos = stop
-            if kind == "COMMENT":
-                if self.callback is not None:
-                    self.callback(tok)
-                continue
             yield tok
 
 
@@ -1076,7 +1082,18 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     return Diagnostic(E001, message, source.name, span, help=help_text)
 
 
-_COMMENTS: ContextVar[list[Token] | None] = ContextVar("flowc_comments", default=None)
+_COMMENTS: ContextVar[list[Token] | _Starts | None] = ContextVar("flowc_comments", default=None)
+
+
+class _Starts:
+    """Where a parse keeps its comments: the offsets of their ``#`` (a Token each would
+    be some 300 bytes, :class:`~flowc.dsl.comments.Comments`)."""
+
+    def __init__(self, size: int) -> None:
+        self.starts = offsets(size)
+
+    def append(self, tok: Token) -> None:
+        self.starts.append(tok.start_pos or 0)
 
 
 def _collect_comment(tok: Token) -> Token:
@@ -1094,11 +1111,12 @@ def parse_lalr(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     """
     text = source.text
     empty = n.Flow((), (), source.span(0, len(text)))
-    bucket: list[Token] = []
+    bucket = _Starts(len(text))
     token = _COMMENTS.set(bucket)
     try:
         parsed = _parse_fast(text)
         if parsed is None:  # a syntax error: Lark's own parse says where and what
+            bucket.starts = offsets(len(text))  # it reads the comments again
             parsed = _parser().parse(text)
         statements: list[n.Statement] = parsed
     except UnexpectedInput as err:
@@ -1128,7 +1146,5 @@ def parse_lalr(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     finally:
         _COMMENTS.reset(token)
         _DEPTH.clear()
-    comments = tuple(
-        n.Comment(str(t)[1:], source.span(t.start_pos or 0, t.end_pos or 0)) for t in bucket
-    )
+    comments = Comments(source, bucket.starts)
     return n.Flow(tuple(statements), comments, source.span(0, len(text))), ()

@@ -5,6 +5,7 @@ Class names are the CamelCase of the grammar rule that builds them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import attrs
@@ -717,10 +718,11 @@ Statement: TypeAlias = (
 
 @attrs.frozen
 class Flow:
-    """A parsed file: its statements in order, and its comments."""
+    """A parsed file: its statements in order, and its comments (in order: as a parser
+    keeps them, :class:`~flowc.dsl.comments.Comments`)."""
 
     statements: tuple[Statement, ...]
-    comments: tuple[Comment, ...] = attrs.field(eq=False)
+    comments: Sequence[Comment] = attrs.field(eq=False)
     span: Span = attrs.field(eq=False, repr=False)
 
     def speakers(self) -> tuple[SpeakerDecl, ...]:

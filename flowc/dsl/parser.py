@@ -33,6 +33,7 @@ def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     Never raises on user input: a syntax error is an E001 diagnostic and the
     returned flow is then empty.
     """
+    from flowc.dsl.comments import Comments
     from flowc.dsl.descent import parse_valid
 
     text = source.text
@@ -42,11 +43,7 @@ def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
 
         return parse_lalr(source)
     statements, comments = parsed
-    return n.Flow(
-        tuple(statements),
-        tuple(n.Comment(text, span) for text, span in comments),
-        source.span(0, len(text)),
-    ), ()
+    return n.Flow(tuple(statements), Comments(source, comments), source.span(0, len(text))), ()
 
 
 def parse(text: str, filename: str = "<input>") -> n.Flow:

@@ -16,6 +16,7 @@ exactly those of a full parse.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,9 +24,37 @@ import attrs
 
 from flowc.diagnostics import Diagnostic
 from flowc.dsl import nodes as n
+from flowc.dsl.comments import Comments
 from flowc.dsl.descent import parse_valid
 from flowc.dsl.parser import parse_source
-from flowc.source import SourceFile, Span
+from flowc.source import SourceFile, Span, offsets
+
+
+def _merged_comments(
+    old: Sequence[n.Comment],
+    begin: int,
+    middle: Sequence[int],
+    cut: int,
+    delta: int,
+    source: SourceFile,
+) -> Comments:
+    """The edited file's comments, as offsets: the old ones that end before ``begin``, the
+    ones parsed again (``middle``), and the old ones from ``cut`` on, moved by ``delta``."""
+    if isinstance(old, Comments):
+        starts = old.starts
+        head = bisect.bisect_left(starts, begin)
+        while head and old.end(head - 1) > begin:
+            head -= 1
+        before: Sequence[int] = starts[:head]
+        after: Sequence[int] = starts[bisect.bisect_left(starts, cut) :]
+    else:
+        before = [c.span.start for c in old if c.span.end <= begin]
+        after = [c.span.start for c in old if c.span.start >= cut]
+    out = offsets(len(source.text))
+    out.extend(before)
+    out.extend(middle)
+    out.extend(start + delta for start in after)
+    return Comments(source, out)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -171,26 +200,7 @@ class Reparser:
         tail = statements[after:]
         if line_delta or delta:
             _shift(tail, line_delta, delta)
-        comments = [c for c in old.comments if c.span.end <= begin]
-        comments += (n.Comment(text, span) for text, span in middle_comments)
-        for c in old.comments:
-            if c.span.start >= cut:
-                s = c.span
-                comments.append(
-                    n.Comment(
-                        c.text,
-                        Span(
-                            s.line + line_delta,
-                            s.column,
-                            s.end_line + line_delta,
-                            s.end_column,
-                            s.start + delta,
-                            s.end + delta,
-                        ),
-                    )
-                )
+        comments = _merged_comments(old.comments, begin, middle_comments, cut, delta, source)
         self.reused = keep + len(tail)
-        flow = n.Flow(
-            (*statements[:keep], *middle, *tail), tuple(comments), source.span(0, len(new_text))
-        )
+        flow = n.Flow((*statements[:keep], *middle, *tail), comments, source.span(0, len(new_text)))
         return flow, ()

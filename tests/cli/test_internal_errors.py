@@ -336,3 +336,23 @@ def test_a_process_prints_the_traceback_on_request(faulty_env: dict[str, str]) -
         assert done.stderr.startswith("Traceback (most recent call last):\n"), done.stderr
         assert 'raise RuntimeError("injected fault in check")' in done.stderr
         assert done.stderr.endswith("\n" + line("check") + "\n")
+
+
+def test_memory_running_out_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Past flowc's bounds, an allocation refused under an address-space limit: one line
+    that says so, not a MemoryError's traceback nor an internal error (a real one, under
+    a limit: tests/hostile/test_memory_shapes.py)."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr("flowc.commands.check.check_source", broken)
+    assert cli.main(["check", FLOW]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "flowc check: error: out of memory: the input needs more memory than this process may use"
+    )
+    assert err.endswith("or report the input (docs/trust.md lists flowc's bounds)\n")
+    assert err.count("\n") == 1 and "Traceback" not in err

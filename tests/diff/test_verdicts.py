@@ -297,6 +297,40 @@ def test_the_state_bound_makes_the_verdict_unknown(
     assert main(["diff", path, changed, "--max-states", "3"]) == 1
 
 
+class _Spent:
+    """A memory budget already spent (the product of two many-key flows grows by about a
+    kilobyte a state: tests/hostile/test_memory_shapes.py runs one under a limit)."""
+
+    budget = 7 * 2**20
+
+    def exceeded(self) -> bool:
+        return True
+
+
+def test_the_memory_budget_makes_the_verdict_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flowc.compiler.analysis import lockstep
+
+    monkeypatch.setattr(lockstep, "MemoryGuard", _Spent)
+    monkeypatch.setattr(lockstep, "MEMORY_EVERY", 2)  # looked at every second new state
+    d = diff(REVIEW, REVIEW)
+    assert d.verdict == UNKNOWN and d.truncated
+    assert d.reason == (
+        "the exploration stopped at 2 states, at its memory budget (7 MiB; a larger "
+        "--max-states stops there too: fewer context keys, or fewer values per key, make "
+        "the pair smaller)"
+    )
+    path = write(tmp_path, "review.flow", REVIEW)
+    assert main(["diff", path, path]) == 2
+    assert "behaviour: unknown — the exploration stopped at 2 states, at its memory" in (
+        capsys.readouterr().out
+    )
+    # a difference found before the budget is one all the same
+    changed = write(tmp_path, "changed.flow", REVIEW.replace('"signed"', '"signed off"'))
+    assert main(["diff", path, changed]) == 1
+
+
 def test_the_help_gives_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["diff", "--help"])

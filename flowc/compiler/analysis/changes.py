@@ -903,7 +903,14 @@ def diff_versions(
                 "OLD and NEW route a run differently only when custom conditions or targets "
                 "decide so, and flowc cannot tell whether they ever do"
             )
-        if product.truncated:
+        if product.truncated and product.stopped_by == "memory":
+            reasons.append(
+                f"the exploration stopped at "
+                f"{counted(len(product.keys), 'state', grouped=True)}, at its memory budget "
+                f"({-(-product.memory_budget // 2**20)} MiB; a larger --max-states stops there "
+                "too: fewer context keys, or fewer values per key, make the pair smaller)"
+            )
+        elif product.truncated:
             reasons.append(
                 f"the exploration stopped at its bound of "
                 f"{counted(options.max_states, 'state', grouped=True)} (raise --max-states)"

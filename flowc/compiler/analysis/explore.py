@@ -450,7 +450,7 @@ TURNS_PER_STATE = 20
 MEMORY_BUDGET = 200 * 2**20
 
 #: how often (in new states) the exploration looks at its memory
-_MEMORY_EVERY = 4096
+MEMORY_EVERY = 4096
 
 
 class MemoryGuard:
@@ -631,7 +631,7 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
                     truncated, horizon, stopped_by = True, dist[u], "states"
                     break
                 v = len(keys)
-                if not v % _MEMORY_EVERY and memory.exceeded(
+                if not v % MEMORY_EVERY and memory.exceeded(
                     recorded.size if recorded is not None else 0
                 ):
                     truncated, horizon, stopped_by = True, dist[u], "memory"

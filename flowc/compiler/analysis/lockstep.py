@@ -45,7 +45,9 @@ from flowc.compiler.analysis.explore import (
     FINISH,
     HANDOFF,
     KICKOFF,
+    MEMORY_EVERY,
     Explorer,
+    MemoryGuard,
     NodeKey,
     Outcome,
     finish_reason,
@@ -148,6 +150,11 @@ class Product:
     truncated: bool
     #: why the exploration is partial besides the state bound ("" when it is not)
     partial: str = ""
+    #: when ``truncated``: ``"states"`` (the bound) or ``"memory"`` (its memory budget,
+    #: :class:`~flowc.compiler.analysis.explore.MemoryGuard`)
+    stopped_by: str = ""
+    #: the memory the exploration was allowed (bytes)
+    memory_budget: int = 0
 
     def turns_to(self, node: int) -> list[Turn]:
         out: list[Turn] = []
@@ -663,9 +670,15 @@ def _worlds(
 
 
 def explore_pair(
-    old: System, new: System, max_states: int, max_divergences: int = 1_000
+    old: System,
+    new: System,
+    max_states: int,
+    max_divergences: int = 1_000,
+    memory: MemoryGuard | None = None,
 ) -> Product:
-    """Explore OLD and NEW in lock step, breadth-first, bounded by ``max_states`` product states.
+    """Explore OLD and NEW in lock step, breadth-first, bounded by ``max_states`` product states
+    and by ``memory`` (a :class:`~flowc.compiler.analysis.explore.MemoryGuard` from now on,
+    by default): past either the product is ``truncated``, and ``stopped_by`` says which.
 
     >>> from flowc import compile_flow
     >>> from flowc.compiler.analysis.system import system_of_flow
@@ -687,6 +700,10 @@ def explore_pair(
     divergences: list[Divergence] = []
     counts = {True: 0, False: 0}  # certain and uncertain divergences kept
     truncated = False
+    stopped_by = ""
+    # the product holds every agreeing turn: as the checker's exploration, it stops at a
+    # memory budget as well as at the state bound (a pair of many-key flows reached 2 GB)
+    memory = memory or MemoryGuard()
     partial: set[str] = set()
     caps = [c for c in (old.max_turns, new.max_turns) if c is not None]
     cap = min(caps) if caps else None
@@ -793,7 +810,10 @@ def explore_pair(
                     v = ids.get(nxt)
                     if v is None:
                         if len(keys) >= max_states:
-                            truncated = True
+                            truncated, stopped_by = True, "states"
+                            break
+                        if not len(keys) % MEMORY_EVERY and memory.exceeded():
+                            truncated, stopped_by = True, "memory"
                             break
                         v = ids[nxt] = len(keys)
                         keys.append(nxt)
@@ -817,6 +837,8 @@ def explore_pair(
         divergences,
         truncated,
         "; ".join(reasons[p] for p in sorted(partial)),
+        stopped_by,
+        memory.budget,
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from flowc.diagnostics import CODES, X001, Diagnostic
 from flowc.dsl import nodes as n
+from flowc.dsl.comments import comments_containing
 
 _IGNORE = re.compile(r"^\s*flowc\s*:\s*ignore\b(?:\s*\[(?P<codes>[^\]]*)\])?")
 
@@ -33,7 +34,9 @@ def apply_ignores(
     kept: list[Diagnostic] = []
     ignores: list[tuple[n.Comment, list[str]]] = []
     out_extra: list[Diagnostic] = []
-    for c in comments:
+    # only a comment that says `flowc` can be one: found in the file's text, not by
+    # reading each of (maybe) millions of comments
+    for c in comments_containing(comments, "flowc"):
         match = _IGNORE.match(c.text)
         if match is None:
             continue
