@@ -346,7 +346,9 @@ def _condition_why(
             because = f"the turn called {format_name(str(routed))}"
         elif calls:
             listed = ", ".join(format_name(c) for c in calls)
-            because = f"the turn called {listed}, none of which routes"
+            because = f"the turn called {listed}, " + (
+                "which does not route" if len(calls) == 1 else "none of which routes"
+            )
         else:
             because = "the turn called no tool"
         return ConditionWhy(text, holds, because, {"tool": routed, "tool_calls": calls})
