@@ -331,3 +331,27 @@ def test_a_turn_no_scenario_line_can_write_is_refused(tmp_path: Path) -> None:
     assert scenario_upto(envs, 1).count("expect") == 2
     with pytest.raises(ForkError, match=r"turn 2 \(drafter\) called 2 tools \(search, transfer\)"):
         scenario_upto(envs, 2)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _doc_example(command: str) -> str:
+    """The output docs/runtime.md shows under ``$ COMMAND``."""
+    text = (ROOT / "docs" / "runtime.md").read_text()
+    start = text.index(f"$ {command}\n") + len(command) + 3
+    return text[start : text.index("```", start)]
+
+
+def test_the_docs_show_what_the_commands_print(
+    stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The examples of docs/runtime.md are this file's run, printed as it is."""
+    _, db = stored
+    for argv in (
+        ["last", "--why", "5"],
+        ["last", "--scenario-upto", "3", "--name", "searched, then sent back"],
+    ):
+        code, out, _ = _log(capsys, *argv, "--db", str(db))
+        shown = " ".join(f'"{a}"' if " " in a else a for a in argv)
+        assert code == 0 and out == _doc_example(f"flowc log {shown}")
