@@ -355,3 +355,65 @@ def test_the_docs_show_what_the_commands_print(
         code, out, _ = _log(capsys, *argv, "--db", str(db))
         shown = " ".join(f'"{a}"' if " " in a else a for a in argv)
         assert code == 0 and out == _doc_example(f"flowc log {shown}")
+
+
+def _stored_run(tmp_path: Path, script: dict[str, Any]) -> list[Any]:
+    target = RunTarget.from_compiled(flowc.compile_flow(FLOW), source_text=FLOW)
+    store = SqliteStore(str(tmp_path / "runs.db"))
+    try:
+        result = asyncio.run(run_script(target, parse_script(script), store=store))
+        return list(store.read(result.channel_id))
+    finally:
+        store.close()
+
+
+def test_a_finish_and_the_turn_cap_are_explained(tmp_path: Path) -> None:
+    envs = _stored_run(
+        tmp_path,
+        {
+            "kickoff": "go",
+            "script": {
+                "drafter": [{"tool": "transfer", "say": "t"}],
+                "reviewer": [{"tool": "close", "say": "bye"}],
+            },
+        },
+    )
+    why = explain_turn(envs, 3)
+    assert (why.kind, why.closes, why.close_kind, why.next_speaker) == (
+        "finish",
+        "closed",
+        "finish",
+        None,
+    )
+    assert why.routing is not None and why.routing["tool"] == "close"
+    lines = why.text().splitlines()
+    assert lines[:4] == [
+        'turn 3: reviewer ■ ended the run: "closed", by finish',
+        '  the turn\'s tool close finished the run ("closed"): a finish bypasses every rule',
+        "  without it, this rule would have fired:",
+        "    rule 5, line 18: when from reviewer then user",
+    ]
+    (tmp_path / "cap").mkdir()
+    capped = _stored_run(
+        tmp_path / "cap",
+        {
+            "kickoff": "go",
+            "script": {
+                "drafter": ["d1", "d2", "d3"],
+                "reviewer": ["r1", "r2", "r3"],
+                "user": ["u2", "u3"],
+            },
+        },
+    )
+    why = explain_turn(capped, 9)
+    assert (why.kind, why.closes, why.close_kind, why.next_speaker) == (
+        "rule",
+        "max_turns",
+        "max_turns",
+        "user",
+    )
+    assert why.fired is not None and why.fired.rule == 5
+    assert why.text().splitlines()[-1] == (
+        '  the run then reached max_turns 9 (turn 9) and closed: "max_turns"'
+    )
+    assert explain_turn(capped, 8).close_kind is None
