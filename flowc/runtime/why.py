@@ -79,6 +79,13 @@ __all__ = [
 #: the ``schema`` of :meth:`TurnWhy.to_json` (a new one if a field changes meaning)
 SCHEMA = "flowc.why/1"
 
+#: the most characters of a nested part's text, or of a value, shown in a sentence
+SHOWN = 60
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+
 
 class WhyError(ValueError):
     """The run cannot be explained (not a workflow run, or damaged)."""
@@ -102,9 +109,12 @@ class ConditionWhy:
 
     ``holds`` is ``None`` when it was not evaluated (an earlier part of its ``and`` /
     ``or`` decided); ``because`` says what it read, in words, and ``reads`` the same
-    values as data (``{"key", "value", "is_set"}`` for a context test, ``{"speaker"}``
-    for ``from``, ``{"tool", "tool_calls"}`` for ``tool``; empty for a composite or a
-    custom condition).
+    as data (``{"key", "is_set"}`` for a context test, whose value is in
+    :attr:`TurnWhy.context`; ``{"speaker"}`` for ``from``; ``{"tool"}`` for ``tool``,
+    the tool the turn routed with; empty for a composite or a custom condition). The
+    text of a composite part is cut at :data:`SHOWN` characters (the rule gives it
+    whole), as a value in ``because`` is: the output stays proportional to the flow
+    and the run however deeply conditions nest and however large values are.
     """
 
     text: str
@@ -210,6 +220,11 @@ class TurnWhy:
     max_turns: int | None
     turn_count: int
     agrees: bool
+    #: the context keys the evaluated conditions read that were set after the turn,
+    #: with their values (each once, however many conditions read it)
+    context: dict[str, Any] = attrs.field(factory=dict)
+    #: the names of the tools the turn called, in order
+    tool_calls: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The ``--why`` ``--json`` document (``schema``: :data:`SCHEMA`)."""
@@ -231,6 +246,8 @@ class TurnWhy:
             "max_turns": self.max_turns,
             "turn_count": self.turn_count,
             "agrees": self.agrees,
+            "context": dict(self.context),
+            "tool_calls": list(self.tool_calls),
         }
 
     def text(self) -> str:
@@ -311,9 +328,14 @@ def _condition_why(
     env: Envelope,
     record: TurnRecord,
     names: dict[str, str],
+    read: dict[str, Any],
+    top: bool = True,
 ) -> ConditionWhy:
+    """``trace`` in words; the context keys it read (set ones) go into ``read``."""
     cond = trace.condition
     text = condition_text(cond, names)
+    if not top and isinstance(cond, m.AllOf | m.AnyOf | m.Not):
+        text = _short(text)
     holds = trace.holds
     if holds is None:
         return ConditionWhy(text, None)
@@ -324,12 +346,14 @@ def _condition_why(
         key = cond.key
         is_set = key in state.context_vars
         value = state.context_vars.get(key)
-        shown = format_value(value) if is_set else "unset"
+        shown = _short(format_value(value)) if is_set else "unset"
+        if is_set:
+            read[key] = value
         return ConditionWhy(
             text,
             holds,
-            f"`{key}` was {shown} after the turn",
-            {"key": key, "value": value, "is_set": is_set},
+            f"`{_short(key)}` was {shown} after the turn",
+            {"key": key, "is_set": is_set},
         )
     if isinstance(cond, m.FromSpeaker) or (
         isinstance(cond, m.AnyOf)
@@ -343,21 +367,25 @@ def _condition_why(
         routed = routing_tool(env) if env.event_type == EV_PACKET else None
         calls = _tool_names(record)
         if holds or routed is not None:
-            because = f"the turn called {format_name(str(routed))}"
+            because = f"the turn called {_short(format_name(str(routed)))}"
         elif calls:
-            listed = ", ".join(format_name(c) for c in calls)
+            listed = ", ".join(_short(format_name(c)) for c in calls[:3])
+            if len(calls) > 3:
+                listed += f" and {len(calls) - 3} more"
             because = f"the turn called {listed}, " + (
                 "which does not route" if len(calls) == 1 else "none of which routes"
             )
         else:
             because = "the turn called no tool"
-        return ConditionWhy(text, holds, because, {"tool": routed, "tool_calls": calls})
+        return ConditionWhy(text, holds, because, {"tool": routed})
     if isinstance(cond, m.Always):
         return ConditionWhy(text, holds, "it always holds")
     if isinstance(cond, m.AllOf | m.AnyOf | m.Not):
-        parts = tuple(_condition_why(p, state, env, record, names) for p in trace.parts)
+        parts = tuple(
+            _condition_why(p, state, env, record, names, read, False) for p in trace.parts
+        )
         if isinstance(cond, m.Not):
-            because = f"`{parts[0].text}` {'held' if parts[0].holds else 'was false'}"
+            because = "its part held" if parts[0].holds else "its part was false"
         elif isinstance(cond, m.AllOf):
             because = "every part held" if holds else "a part was false"
         else:
@@ -411,6 +439,7 @@ def explain_turn(
     table = after.table
     state = rule_state(before, after)
     reg = folder.adapter.registry
+    read: dict[str, Any] = {}
 
     def rule_why(index: int, t: m.Transition, trace: ConditionTrace) -> RuleWhy:
         return RuleWhy(
@@ -419,7 +448,7 @@ def explain_turn(
             target.describe_rule(index),
             target.rule_texts[index] if index < len(target.rule_texts) else "",
             bool(trace.holds),
-            _condition_why(trace, state, env, record, names),
+            _condition_why(trace, state, env, record, names, read),
         )
 
     checked: list[RuleWhy] = []
@@ -479,4 +508,6 @@ def explain_turn(
         table.max_turns,
         after.turn_count,
         agrees,
+        dict(sorted(read.items())),
+        tuple(_tool_names(record)),
     )

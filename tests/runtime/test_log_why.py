@@ -417,3 +417,57 @@ def test_a_finish_and_the_turn_cap_are_explained(tmp_path: Path) -> None:
         '  the run then reached max_turns 9 (turn 9) and closed: "max_turns"'
     )
     assert explain_turn(capped, 8).close_kind is None
+
+
+def test_the_output_stays_proportional_to_the_flow_and_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two hundred rules reading one large value, and a condition nested fifty deep:
+    the value is shown cut in each sentence and once whole in the JSON, a nested part's
+    text is cut, so neither output is a product of the flow's size and the run's."""
+    big = "v" * 100_000
+    deep: dict[str, Any] = {"name": "context_equals", "args": {"key": "k", "value": "no"}}
+    for _ in range(50):
+        deep = {"name": "not", "args": {"condition": {"name": "not", "args": {"condition": deep}}}}
+    rules = [
+        {
+            "when": {"name": "context_equals", "args": {"key": "k", "value": f"x{i}"}},
+            "then": {"name": "agent", "args": {"agent_id": "b"}},
+            "priority": 0,
+        }
+        for i in range(200)
+    ]
+    rules.append(
+        {"when": deep, "then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 0}
+    )
+    rules.append(
+        {
+            "when": {"name": "from_speaker", "args": {"agent_id": "a"}},
+            "then": {"name": "agent", "args": {"agent_id": "b"}},
+            "priority": 0,
+        }
+    )
+    knobs = {
+        "graph": {
+            "initial_speaker": "a",
+            "transitions": rules,
+            "max_turns": None,
+            "default_target": {"name": "terminate", "args": {"reason": "done"}},
+        },
+        "context_vars": {"k": big},
+    }
+    graph_file = tmp_path / "graph.json"
+    graph_file.write_text(json.dumps(knobs))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"kickoff": "hi", "script": {"b": ["ok"]}}))
+    db = str(tmp_path / "runs.db")
+    assert main(["run", str(graph_file), "--script", str(script), "--db", db]) == 0
+    capsys.readouterr()
+    size = len(json.dumps(knobs))
+    code, text, _ = _log(capsys, "last", "--why", "1", "--db", db)
+    assert code == 0 and "rule 202" in text and len(text) < size
+    assert '`k` was "' + "v" * 58 + "… after the turn" in text
+    code, out, _ = _log(capsys, "last", "--why", "1", "--json", "--db", db)
+    doc = json.loads(out)
+    assert doc["context"] == {"k": big} and len(doc["checked"]) == 201
+    assert len(json.dumps(doc, ensure_ascii=False)) < 2 * size  # (the indents aside)

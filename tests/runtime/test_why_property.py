@@ -299,6 +299,9 @@ def check_turn(
         )
     for i in skipped:
         assert not holds(model.transitions[i].when, t)
+    # the values read are the context this test kept
+    for key, value in why.context.items():
+        assert key in t.context and t.context[key] == value
     # what the default would have done
     nxt, reason = resolve(model.default_target, t)
     assert (why.default.next_speaker, why.default.close_reason) == (nxt, reason)
