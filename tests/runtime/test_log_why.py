@@ -254,7 +254,7 @@ def _replays(flow: Path, records: list[Any]) -> int:
 
 # ── the fork on random runs ───────────────────────────────────────────────────
 
-_texts = st.sampled_from(["ok", "x y", 'say "hi"', ""])
+_texts = st.sampled_from(["ok", "x y", 'say "hi"', "line\nbreak \\ \t ✓ \u2028", ""])
 USER = st.one_of(
     _texts.filter(bool),
     st.builds(
