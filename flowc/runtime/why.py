@@ -201,7 +201,9 @@ class TurnWhy:
     finish: the rule that would have fired without it, or ``None``). Rules that name
     other speakers only (``from X``, ``from X and ...``) cannot fire on this speaker's
     turn: ``other_speakers`` lists their numbers. ``agrees`` is whether this
-    evaluation reaches the decision the WAL's fold recorded (it always should).
+    evaluation reaches the decision the transcript shows (the WAL re-folded, as
+    ``flowc log`` does); only a custom condition that reads something else (the clock,
+    how often it was asked) can make it false.
     """
 
     run_id: str
@@ -309,8 +311,8 @@ class TurnWhy:
             )
         if not self.agrees:
             out.append(
-                "  note: evaluating the rules again does not reach the decision the run "
-                "recorded (a custom condition that reads more than the turn and the context?)"
+                "  note: evaluating the rules again does not reach the decision the transcript "
+                "shows (a custom condition that reads more than the turn and the context?)"
             )
         return "\n".join(out)
 

@@ -319,3 +319,53 @@ def _every_kind_met() -> Any:
     if COUNTS.get("turns", 0) > 100:  # the property test ran (not a single test picked)
         for kind in ("rule", "default", "handoff", "finish"):
             assert COUNTS.get(kind, 0) > 0, COUNTS
+
+
+def test_a_condition_that_changes_its_mind_is_said_not_to_agree(tmp_path: Path) -> None:
+    """A custom condition that reads something besides the turn (here: how often it was
+    asked; true every other time) can answer otherwise each time the turn is folded:
+    the transcript's re-fold says the default decided, the explanation finds the rule
+    true, and says that they do not agree."""
+    asked = itertools.count()
+
+    @attrs.frozen
+    class EveryOtherTime:
+        name: ClassVar[str] = "every_other_time"
+
+        def evaluate(self, state: Any, envelope: Envelope) -> bool:
+            return next(asked) % 2 == 0
+
+    registry = TransitionRegistry()
+    registry.register_condition(EveryOtherTime)
+    g = graph("a", rule(cond("every_other_time"), to("b")), default=term("dflt"))
+    db = tmp_path / "runs.db"
+
+    async def go() -> str:
+        hub = await Hub.open(SqliteStore(str(db)))
+        hub.register_adapter(WorkflowAdapter(registry))
+        for s in ("a", "b"):
+            hub.register_human(s, agent_id=s, buffer=False)
+        ch = hub.open_channel("a", "workflow", ["a", "b"], {"graph": g}, expectations=())
+        hub.admit(Envelope(ch.channel_id, "a", None, EV_TEXT, {"text": "hi"}))
+        assert ch.state.decided_by == 0  # the live run: the rule (call 0)
+        await hub.close()
+        return ch.channel_id
+
+    import asyncio
+
+    cid = asyncio.run(go())
+    store = SqliteStore(str(db), readonly=True)
+    try:
+        why = explain_turn(store.read(cid), 1, registry)  # re-fold: call 1, trace: call 2
+    finally:
+        store.close()
+    assert (why.kind, why.closes, why.agrees) == ("default", "dflt", False)
+    assert why.fired is not None and why.fired.rule == 1
+    assert why.fired.condition.because == "the custom condition `every_other_time` returned true"
+    assert (
+        why.text()
+        .splitlines()[-1]
+        .startswith(
+            "  note: evaluating the rules again does not reach the decision the transcript shows"
+        )
+    )
