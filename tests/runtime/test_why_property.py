@@ -179,19 +179,19 @@ COUNTS: dict[str, int] = {}
 _files = itertools.count()
 
 
-def drive(db: Path, g: dict[str, Any], steps: list[Any]) -> tuple[str, list[tuple[Seen, str]]]:
+def drive(db: Path, g: dict[str, Any], steps: list[Any]) -> tuple[str, list[Any]]:
     """Run ``steps`` (each taken by the speaker the run waits for) on a hub writing to
     ``db``; returns the run id and, per turn, what this test knows of it and its kind."""
     import asyncio
 
-    async def go() -> tuple[str, list[tuple[Seen, str]]]:
+    async def go() -> tuple[str, list[Any]]:
         hub = await Hub.open(SqliteStore(str(db)))
         hub.register_adapter(WorkflowAdapter(REGISTRY))
         for s in SPEAKERS:
             hub.register_human(s, agent_id=s, buffer=False)
         ch = hub.open_channel("a", "workflow", SPEAKERS, {"graph": g}, expectations=())
         context: dict[str, Any] = {}
-        seen: list[tuple[Seen, str]] = []
+        seen: list[Any] = []
         for pre, (kind, *rest) in steps:
             if not ch.is_open:
                 break
@@ -224,7 +224,8 @@ def drive(db: Path, g: dict[str, Any], steps: list[Any]) -> tuple[str, list[tupl
                 env = Envelope(ch.channel_id, who, None, EV_PACKET, data)
                 context = apply(context, w)
             hub.admit(env)
-            seen.append((Seen(dict(context), who, tool_name, body), kind))
+            # the decision the live run made, as its hub's fold made it
+            seen.append((Seen(dict(context), who, tool_name, body), kind, ch.state.decided_by))
         cid = ch.channel_id
         await hub.close()
         return cid, seen
@@ -249,7 +250,8 @@ def test_why_agrees_with_an_independent_evaluator(
     try:
         records, _, _ = transcript(list(store.read(cid)), WorkflowAdapter(REGISTRY))
         assert len(records) == len(seen)
-        for n, (record, (t, kind)) in enumerate(zip(records, seen, strict=True), start=1):
+        for n, (record, (t, kind, live)) in enumerate(zip(records, seen, strict=True), start=1):
+            assert record.decided_by == live  # the transcript's re-fold, the live run
             why = explain_turn(store.read(cid), n, REGISTRY)
             check_turn(model, order, why, record.decided_by, record.closes, t, kind)
             json.dumps(why.to_json())
