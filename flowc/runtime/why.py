@@ -294,7 +294,7 @@ class TurnWhy:
             out.append(f"  {what}:")
             for rule in self.checked:
                 out += rule.lines("    ")
-        elif self.kind == DEFAULT:
+        elif self.kind == DEFAULT and self.fired is None:
             out.append("  no rule can fire on this speaker's turn")
         if self.other_speakers:
             nums = ", ".join(str(n) for n in self.other_speakers)

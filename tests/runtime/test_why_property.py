@@ -364,10 +364,10 @@ def test_a_condition_that_changes_its_mind_is_said_not_to_agree(tmp_path: Path) 
     assert (why.kind, why.closes, why.agrees) == ("default", "dflt", False)
     assert why.fired is not None and why.fired.rule == 1
     assert why.fired.condition.because == "the custom condition `every_other_time` returned true"
-    assert (
-        why.text()
-        .splitlines()[-1]
-        .startswith(
-            "  note: evaluating the rules again does not reach the decision the transcript shows"
-        )
-    )
+    lines = why.text().splitlines()
+    assert lines[1:3] == [
+        "  rule 1: when every_other_time() then b",
+        "    `every_other_time()` held: the custom condition `every_other_time` returned true",
+    ]
+    note = "  note: evaluating the rules again does not reach the decision the transcript shows"
+    assert lines[-1].startswith(note)
