@@ -471,3 +471,48 @@ def test_the_output_stays_proportional_to_the_flow_and_the_run(
     doc = json.loads(out)
     assert doc["context"] == {"k": big} and len(doc["checked"]) == 201
     assert len(json.dumps(doc, ensure_ascii=False)) < 2 * size  # (the indents aside)
+
+
+HOSTILE = """speaker `when`: human { sets `then`, `my key` }
+speaker `next bot` { tool `do it` sets `then` = 1 | hands off to `when` }
+when context.`then` == 1 then terminate "one"
+when from `when` then `next bot`
+otherwise `when`
+"""
+
+
+def test_names_that_need_quoting_are_quoted_in_the_why_and_the_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Keywords and spaces as speaker, tool and key names: the scenario written with them
+    passes `flowc test`."""
+    flow, script, db = tmp_path / "h.flow", tmp_path / "s.json", str(tmp_path / "r.db")
+    flow.write_text(HOSTILE)
+    script.write_text(
+        json.dumps(
+            {
+                "kickoff": "go",
+                "script": {
+                    "when": [{"say": "k", "set": {"my key": "v"}}],
+                    "next bot": [
+                        {"tool": "do it", "handoff": "when", "say": "h"},
+                        {"tool": "do it", "set": {"then": 1}, "say": "s"},
+                    ],
+                },
+            }
+        )
+    )
+    assert main(["run", str(flow), "--script", str(script), "--db", db]) == 0
+    capsys.readouterr()
+    code, out, _ = _log(capsys, "last", "--why", "2", "--db", db)
+    assert code == 0 and out.splitlines()[:2] == [
+        "turn 2: `next bot` → `when`, by handoff",
+        "  the turn's tool `do it` handed off to `when`: a hand-off bypasses every rule",
+    ]
+    code, block, _ = _log(capsys, "last", "--scenario-upto", "4", "--db", db)
+    assert code == 0
+    assert '  `next bot` calls `do it` hands off to `when`: "h"\n' in block
+    assert '  `when` sets `my key` = "v": "k"\n' in block
+    flow.write_text(HOSTILE + "\n" + block)
+    assert main(["test", str(flow)]) == 0
+    assert "1 scenario: 1 passed, 0 failed" in capsys.readouterr().out
