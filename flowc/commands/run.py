@@ -524,6 +524,7 @@ def _damaged(db: str, cid: str, err: BaseException) -> str:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    _log_options(args)
     setup_plugins(args, [args.db])
     store = _open_db(args.db, readonly=True)
     try:
@@ -533,6 +534,68 @@ def cmd_log(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     finally:
         store.close()
+
+
+def _turn_number(option: str, value: str | None) -> int | None:
+    """``--why N`` / ``--scenario-upto N``: a turn number from 1 (``UsageError`` if not)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise UsageError(f"{option} takes a turn number (1 or more), not {value!r}")
+    return int(text)
+
+
+def _log_options(args: argparse.Namespace) -> None:
+    """Check ``--why`` / ``--scenario-upto`` / ``--name`` together, before the store opens;
+    the turn numbers are put back as ints."""
+    args.why = _turn_number("--why", args.why)
+    args.scenario_upto = _turn_number("--scenario-upto", args.scenario_upto)
+    if args.name is not None and args.scenario_upto is None:
+        raise UsageError("--name titles the scenario of --scenario-upto N: give both")
+    for option, value in (("--why", args.why), ("--scenario-upto", args.scenario_upto)):
+        if value is not None and args.run is None:
+            raise UsageError(f"{option} N explains one run: give its id (or `last`)")
+    if args.scenario_upto is not None and (args.json or args.jsonl):
+        raise UsageError("--scenario-upto prints a scenario block, as text: drop --json/--jsonl")
+
+
+def _no_turn(cid: str, err: Any) -> str:
+    """``run ID has 7 turns: no turn 9`` (a ``TurnOutOfRange``)."""
+    return f"run {cid} has {counted(err.turns, 'turn')}: no turn {err.turn}"
+
+
+def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
+    """``flowc log RUN --why N``: why turn N went where it went."""
+    from flowc.runtime.why import TurnOutOfRange, explain_turn
+
+    try:
+        why = explain_turn(store.read(cid), n)
+    except TurnOutOfRange as err:
+        raise UsageError(_no_turn(cid, err)) from None
+    if mode == "json":
+        sys.stdout.write(canonical_json(why.to_json()))
+    elif mode == "jsonl":
+        print(_j(why.to_json()))
+    else:
+        print(why.text())
+    return EXIT_OK
+
+
+def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
+    """``flowc log RUN --scenario-upto N [--name NAME]``: the scenario of turns 1 to N."""
+    from flowc.runtime.fork import ForkError, scenario_upto
+    from flowc.runtime.why import TurnOutOfRange
+
+    try:
+        text = scenario_upto(store.read(cid), n, name)
+    except TurnOutOfRange as err:
+        raise UsageError(_no_turn(cid, err)) from None
+    except ForkError as err:
+        print(f"flowc log: error: run {cid}: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    sys.stdout.write(text)
+    return EXIT_OK
 
 
 def _log(args: argparse.Namespace, store: WalStore) -> int:
@@ -559,6 +622,10 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         return EXIT_ERRORS if damaged else EXIT_OK
     cid = _find_run(store, args.run)
     try:
+        if args.why is not None:
+            return _log_why(store, cid, args.why, mode)
+        if args.scenario_upto is not None:
+            return _log_scenario(store, cid, args.scenario_upto, args.name)
         return _log_run(store, cid, mode)
     except _DAMAGED as err:
         print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
@@ -806,20 +873,42 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "log",
         help="list past runs, or print one run's transcript",
         description="List the runs stored in the write-ahead log (newest last), or print one "
-        "run's transcript: who spoke, which rule routed each turn, how it closed.",
+        "run's transcript: who spoke, which rule routed each turn, how it closed. With "
+        "--why N, say why turn N went where it went; with --scenario-upto N, write the "
+        "scenario block that replays the run's first N turns.",
     )
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--why",
+        metavar="N",
+        help="why turn N went where it went: the rule that fired, each higher-priority "
+        "rule of the speaker that did not and which part of its condition was false "
+        "with the values it read, what the default would have done, or the hand-off, "
+        "finish or max_turns that decided instead",
+    )
+    what.add_argument(
+        "--scenario-upto",
+        metavar="N",
+        help="print the `scenario` block that replays turns 1 to N of the run (each "
+        "followed by an `expect` line for where it went), to paste into the flow "
+        "for `flowc test`",
+    )
+    p.add_argument(
+        "--name",
+        help="the title of the --scenario-upto block (default: `run RUN up to turn N`)",
+    )
     how = p.add_mutually_exclusive_group()
     how.add_argument(
         "--json",
         action="store_true",
-        help="one JSON document: the runs, or the run with every turn whole",
+        help="one JSON document: the runs, the run with every turn whole, or the --why explanation",
     )
     how.add_argument(
         "--jsonl",
         action="store_true",
         help="one JSON object per line: per run, or the run's start, each turn "
-        "and its end (as `flowc run --jsonl`)",
+        "and its end (as `flowc run --jsonl`), or the --why explanation on one line",
     )
     store_options(p, f"the WAL to read: {STORES}")
 
