@@ -26,6 +26,7 @@ from flowc.compiler.render.diagram import (
     TERMINAL,
     TOOL,
     Diagram,
+    Edge,
     build_stored_diagram,
 )
 from flowc.diagnostics import counted
@@ -84,12 +85,18 @@ def opening(store: WalStore, channel_id: str) -> ChannelMetadata | None:
 @attrs.frozen
 class RunView:
     """What the page needs once per run: its target (names, rules) and its diagram, with
-    the speakers' and endings' node ids."""
+    the speakers' and endings' node ids and the edges by decision, looked up once."""
 
     run_id: str
     metadata: ChannelMetadata
     target: RunTarget
     diagram: Diagram
+    #: speaker name -> its node id
+    speakers: dict[str, str] = attrs.field(factory=dict)
+    #: close reason -> the node a run closed for it ends on (``None``: chosen at run time)
+    endings: dict[str | None, str] = attrs.field(factory=dict)
+    #: (kind, rule index or tool label, source node id) -> the edges drawn for it
+    edges: dict[tuple[str, object, str], tuple[Edge, ...]] = attrs.field(factory=dict)
 
     @classmethod
     def load(cls, store: WalStore, run_id: str) -> RunView | None:
@@ -107,35 +114,44 @@ class RunView:
             humans=target.humans,
             tools=target.tools,
         )
-        return cls(run_id, metadata, target, diagram)
+        by_key = {n.key: n.id for n in diagram.nodes if n.kind in (SPEAKER, HUMAN)}
+        speakers = {name: by_key[agent] for name, agent in target.ids.items() if agent in by_key}
+        endings: dict[str | None, str] = {}
+        for node in diagram.nodes:
+            if node.kind == CAP:
+                endings.setdefault("max_turns", node.id)
+            elif node.kind == TERMINAL:
+                reason = None if node.title == "terminate" else _reason(node.title)
+                endings.setdefault(reason, node.id)
+        edges: dict[tuple[str, object, str], list[Edge]] = {}
+        for edge in diagram.edges:
+            what: object = edge.rule if edge.kind == RULE else edge.label[0] if edge.label else None
+            edges.setdefault((edge.kind, what, edge.source), []).append(edge)
+            if diagram.node(edge.source).kind not in (SPEAKER, HUMAN):  # a note's edges
+                edges.setdefault((edge.kind, what, ""), []).append(edge)
+        return cls(
+            run_id,
+            metadata,
+            target,
+            diagram,
+            speakers,
+            endings,
+            {k: tuple(v) for k, v in edges.items()},
+        )
 
     @property
     def flow(self) -> str:
         return str(self.metadata.labels.get("flow") or self.metadata.type)
 
     def speaker_node(self, name: str | None) -> str | None:
-        """The node id of speaker ``name`` (by name, through its agent id)."""
-        if name is None:
-            return None
-        agent = self.target.ids.get(name, name)
-        for node in self.diagram.nodes:
-            if node.kind in (SPEAKER, HUMAN) and node.key == agent:
-                return node.id
-        return None
+        """The node id of speaker ``name``."""
+        return None if name is None else self.speakers.get(name)
 
     def ending_node(self, reason: str | None) -> str | None:
         """The node a run closed for ``reason`` ends on: ``max_turns``' cap, the terminal
         of that reason, else the terminal whose reason is chosen at run time."""
-        fallback = None
-        for node in self.diagram.nodes:
-            if reason == "max_turns" and node.kind == CAP:
-                return node.id
-            if node.kind == TERMINAL:
-                if node.title == f"terminate {_json(reason)}":
-                    return node.id
-                if node.title == "terminate":
-                    fallback = node.id
-        return fallback
+        found = self.endings.get(reason)
+        return found if found is not None else self.endings.get(None)
 
     def start_node(self) -> str | None:
         return next((n.id for n in self.diagram.nodes if n.kind == START), None)
@@ -146,34 +162,38 @@ class RunView:
         to that speaker (or to the ending, when the turn closed the run); ``None`` when no
         edge draws it (a tool the flow does not declare, the turn cap)."""
         by = record.decided_by
-        edges = self.diagram.edges
+        source = self.speaker_node(record.speaker) or ""
+        keys: list[tuple[str, object]]
         if isinstance(by, int):
-            candidates = [e for e in edges if e.kind == RULE and e.rule == by]
+            keys = [(RULE, by)]
         elif by == "default":
-            candidates = [e for e in edges if e.kind == DEFAULT]
+            keys = [(DEFAULT, "otherwise")]
         elif by in ("handoff", "finish"):
-            called = {f"tool {format_name(str(c.get('name')))}" for c in record.tool_calls}
-            candidates = [e for e in edges if e.kind == TOOL and e.label and e.label[0] in called]
+            keys = [(TOOL, f"tool {format_name(str(c.get('name')))}") for c in record.tool_calls]
         else:
             return None
-        source = self.speaker_node(record.speaker)
+        mine: list[Edge] = []
+        for kind, what in keys:
+            mine += self.edges.get((kind, what, source)) or self.edges.get((kind, what, "")) or ()
         if record.next_speaker is not None:
             target = self.speaker_node(record.next_speaker)
         else:
             target = self.ending_node(record.closes)
-        mine = [e for e in candidates if e.source == source] or [
-            e for e in candidates if self.diagram.node(e.source).kind not in (SPEAKER, HUMAN)
-        ]
         exact = [e for e in mine if e.target == target]
         if exact:
             return exact[0].id
         return mine[0].id if len(mine) == 1 else None
 
 
-def _json(value: Any) -> str:
+def _reason(title: str) -> str | None:
+    """The reason of a terminal node titled ``terminate "REASON"``."""
     import json
 
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    try:
+        reason = json.loads(title[len("terminate ") :])
+    except ValueError:
+        return None
+    return reason if isinstance(reason, str) else None
 
 
 class TurnFeed:

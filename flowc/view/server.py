@@ -30,6 +30,7 @@ import html
 import json
 import re
 import secrets
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -191,16 +192,20 @@ class _Runs:
         self.settings = settings
         self.views: OrderedDict[str, RunView] = OrderedDict()
         self.svgs: OrderedDict[str, str] = OrderedDict()
+        # the requests' threads share the caches
+        self.lock = threading.Lock()
 
     def _keep(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > CACHED_RUNS:
-            cache.popitem(last=False)
+        with self.lock:
+            cache[key] = value
+            cache.move_to_end(key)
+            while len(cache) > CACHED_RUNS:
+                cache.popitem(last=False)
 
     def view(self, run_id: str) -> RunView:
         """The run's view; a 404 for a run the database does not have."""
-        found = self.views.get(run_id)
+        with self.lock:
+            found = self.views.get(run_id)
         if found is not None:
             return found
         store = self.settings.open()
@@ -216,7 +221,8 @@ class _Runs:
         return view
 
     def svg(self, run_id: str) -> str:
-        found = self.svgs.get(run_id)
+        with self.lock:
+            found = self.svgs.get(run_id)
         if found is not None:
             return found
         from flowc.compiler.render.rendering import Rendering

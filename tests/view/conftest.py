@@ -165,3 +165,81 @@ def wait_for(predicate: Any, timeout: float = 20.0, what: str = "the condition")
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+#: a flow whose two agents take turns until the cap; each turn waits for the test
+LIVE_FLOW = """speaker user: human
+speaker writer
+speaker critic
+start user
+max_turns 9
+when from user then writer
+when from writer then critic
+when from critic then writer
+"""
+LIVE_TURNS = 9
+
+#: each agent's turn k (1, 2, ... over both agents) waits for the file go-k
+LIVE_AGENTS = """
+import asyncio, os
+from pathlib import Path
+
+GATE = Path(os.environ["GATE_DIR"])
+taken = 0
+
+async def _wait():
+    global taken
+    taken += 1
+    while not (GATE / f"go-{taken}").exists():
+        await asyncio.sleep(0.02)
+    return taken
+
+async def writer(turn):
+    k = await _wait()
+    return f"draft {k}"
+
+async def critic(turn):
+    k = await _wait()
+    return f"critique {k}"
+
+AGENTS = {"writer": writer, "critic": critic}
+"""
+
+
+def start_live_run(workdir: Path, db: Path | str) -> tuple[Path | str, subprocess.Popen[str], Path]:
+    """A `flowc run` of :data:`LIVE_FLOW` in a subprocess writing ``db``; each agent turn k
+    waits for the file ``gate/go-k``. Returns once the kickoff is in the store."""
+    gate = workdir / "gate"
+    gate.mkdir()
+    (workdir / "live.flow").write_text(LIVE_FLOW, encoding="utf-8")
+    (workdir / "agents.py").write_text(LIVE_AGENTS, encoding="utf-8")
+    (workdir / "live.yaml").write_text('kickoff: "write a poem"\n', encoding="utf-8")
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flowc",
+            "run",
+            "live.flow",
+            "--script",
+            "live.yaml",
+            "--agents",
+            "agents.py",
+            "--db",
+            str(db),
+        ],
+        cwd=workdir,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GATE_DIR": str(gate)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # the run's first turn (the kickoff) is committed before any agent waits
+    wait_for(
+        lambda: (
+            flowc("log", "--json", "--db", str(db), cwd=workdir).stdout.strip() not in ("", "[]")
+        ),
+        what="the run to begin",
+    )
+    return db, run, gate

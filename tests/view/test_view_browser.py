@@ -7,9 +7,6 @@ written). Screenshots go to tests/artifacts/view/."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +14,13 @@ import pytest
 
 from tests.view.conftest import (
     ARTIFACTS,
+    LIVE_TURNS,
     ROOT,
     ViewServer,
     flowc,
     free_port,
     needs_browser,
+    start_live_run,
     wait_for,
 )
 
@@ -39,44 +38,6 @@ script:
       say: "Refunded."
   customer:
     - "Yes, please."
-"""
-
-#: a flow whose two agents take turns until the cap; each turn waits for the test
-LIVE_FLOW = """speaker user: human
-speaker writer
-speaker critic
-start user
-max_turns 9
-when from user then writer
-when from writer then critic
-when from critic then writer
-"""
-LIVE_TURNS = 9
-
-#: each agent's turn k (1, 2, ... over both agents) waits for the file go-k
-LIVE_AGENTS = """
-import asyncio, os
-from pathlib import Path
-
-GATE = Path(os.environ["GATE_DIR"])
-taken = 0
-
-async def _wait():
-    global taken
-    taken += 1
-    while not (GATE / f"go-{taken}").exists():
-        await asyncio.sleep(0.02)
-    return taken
-
-async def writer(turn):
-    k = await _wait()
-    return f"draft {k}"
-
-async def critic(turn):
-    k = await _wait()
-    return f"critique {k}"
-
-AGENTS = {"writer": writer, "critic": critic}
 """
 
 HOSTILE_FLOW = """speaker `<img src=x onerror=window.__pwned=1>`: human
@@ -239,46 +200,6 @@ def test_a_finished_run_shows_its_transcript_diagram_and_timeline(workdir: Path,
         server.stop()
 
 
-def _start_live_run(workdir: Path) -> tuple[Path, subprocess.Popen[str], Path]:
-    db = workdir / "runs.db"
-    gate = workdir / "gate"
-    gate.mkdir()
-    (workdir / "live.flow").write_text(LIVE_FLOW, encoding="utf-8")
-    (workdir / "agents.py").write_text(LIVE_AGENTS, encoding="utf-8")
-    (workdir / "live.yaml").write_text('kickoff: "write a poem"\n', encoding="utf-8")
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "flowc",
-            "run",
-            "live.flow",
-            "--script",
-            "live.yaml",
-            "--agents",
-            "agents.py",
-            "--db",
-            str(db),
-        ],
-        cwd=workdir,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "GATE_DIR": str(gate)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    # the run's first turn (the kickoff) is committed before any agent waits
-    wait_for(
-        lambda: (
-            db.exists()
-            and flowc("log", "--json", "--db", str(db), cwd=workdir).stdout.strip()
-            not in ("", "[]")
-        ),
-        what="the run to begin",
-    )
-    return db, run, gate
-
-
 def _shown_numbers(page: Any) -> list[int]:
     return list(
         page.evaluate(
@@ -288,7 +209,7 @@ def _shown_numbers(page: Any) -> list[int]:
 
 
 def test_a_live_run_streams_its_turns_as_they_are_committed(workdir: Path, page: Any) -> None:
-    db, run, gate = _start_live_run(workdir)
+    db, run, gate = start_live_run(workdir, workdir / "runs.db")
     run_id = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)[0]["run_id"]
     server = ViewServer(db, run_id, cwd=workdir)
     try:
@@ -320,7 +241,7 @@ def test_a_live_run_streams_its_turns_as_they_are_committed(workdir: Path, page:
 def test_a_server_restarted_mid_run_leaves_no_gap_and_no_duplicate(
     workdir: Path, page: Any
 ) -> None:
-    db, run, gate = _start_live_run(workdir)
+    db, run, gate = start_live_run(workdir, workdir / "runs.db")
     run_id = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)[0]["run_id"]
     port, token = free_port(), "restart-token-0123456789abcdef"
     # the page counts every turn event it receives, duplicates included
