@@ -287,11 +287,14 @@ def make_app(settings: ViewSettings) -> ASGIApp:
     async def api_run(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         view = await run_in_threadpool(runs.view, run_id)
-        found = await run_in_threadpool(lambda: run_summary_of(settings, run_id))
         feed = TurnFeed(view)
+        # the status comes with the stream, once it has read the run: a long run's page
+        # does not wait for a second reading of it
         return JSONResponse(
             {
-                **(found or {}),
+                "run_id": run_id,
+                "flow": view.flow,
+                "created_at": view.metadata.created_at,
                 "speakers": [
                     {"name": name, "node": view.speaker_node(name)} for name in view.target.speakers
                 ],
@@ -342,14 +345,6 @@ def make_app(settings: ViewSettings) -> ASGIApp:
     return Guard(app, settings.token)
 
 
-def run_summary_of(settings: ViewSettings, run_id: str) -> dict[str, Any] | None:
-    store = settings.open()
-    try:
-        return run_summary(store, run_id)
-    finally:
-        store.close()
-
-
 async def _stream(settings: ViewSettings, view: RunView, after: int) -> AsyncIterator[str]:
     """The run's turns after turn ``after`` as server-sent events, then each new turn as
     the store commits it, read a page at a time (nothing is kept but the fold's state);
@@ -365,6 +360,7 @@ async def _stream(settings: ViewSettings, view: RunView, after: int) -> AsyncIte
         quiet = time.monotonic()
         while True:
             before = feed.after
+            chunk = []
             for event in await run_in_threadpool(feed.poll, store):
                 if event["n"] <= after:
                     continue
@@ -372,7 +368,9 @@ async def _stream(settings: ViewSettings, view: RunView, after: int) -> AsyncIte
                     # the page may have missed the turn that last changed the context
                     event["context"] = dict(feed.folder.state.context_vars)  # type: ignore[union-attr]
                 sent_context = True
-                yield _sse(event, "turn", event["n"])
+                chunk.append(_sse(event, "turn", event["n"]))
+            if chunk:  # one write for the page of turns read (a long run's backlog)
+                yield "".join(chunk)
                 quiet = time.monotonic()
             if feed.after != before:
                 continue  # more may be waiting: read on before sleeping

@@ -133,23 +133,24 @@
     line(li, 'rule', turn.decided_by + ' → ' + next);
     return li;
   }
-  function flush() {
+  function flush(backlog) {
     var batch = pending;
     pending = [];
-    if (!batch.length) { return; }
-    var list = el('transcript');
-    var frag = document.createDocumentFragment();
-    batch.forEach(function (turn) { frag.appendChild(entry(turn)); });
-    list.appendChild(frag);
-    el('turn-slider').max = String(turns.length);
-    text(el('turn-total'), turns.length);
-    if (follow) { select(turns.length, true); }
+    if (batch.length) {
+      var frag = document.createDocumentFragment();
+      batch.forEach(function (turn) { frag.appendChild(entry(turn)); });
+      el('transcript').appendChild(frag);
+      el('turn-slider').max = String(turns.length);
+      text(el('turn-total'), turns.length);
+    }
+    // a backlog's batch only adds its entries: the newest turn is selected once it is in
+    if (follow && !backlog && selected !== turns.length) { select(turns.length, true); }
   }
   var scheduled = false;
   function schedule() {
     if (scheduled) { return; }
     scheduled = true;
-    requestAnimationFrame(function () { scheduled = false; flush(); });
+    requestAnimationFrame(function () { scheduled = false; flush(false); });
   }
 
   // ── the selected turn ────────────────────────────────────────────────────
@@ -218,6 +219,9 @@
     turns.push(turn);
     contexts[turn.n] = turn.context !== undefined ? turn.context : contexts[turn.n - 1];
     pending.push(turn);
+    // drawn once per frame; a long run's backlog, whose events come faster than frames,
+    // is drawn every 500 turns as it arrives
+    if (pending.length >= 500) { flush(true); }
     schedule();
   }
   function connect() {
@@ -255,7 +259,6 @@
     text(el('run-flow'), meta.flow);
     text(el('run-id'), runId);
     document.title = 'flowc view: ' + runId;
-    status(meta);
     showTurn(0);
     loadDiagram();
     connect();
