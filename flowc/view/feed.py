@@ -320,13 +320,19 @@ def status_of(store: WalStore, run_id: str, closed: str | None) -> tuple[str, st
     return STALLED, None
 
 
-def run_summary(store: WalStore, run_id: str) -> dict[str, Any] | None:
+def run_summary(
+    store: WalStore, run_id: str, feed: TurnFeed | None = None
+) -> dict[str, Any] | None:
     """One run as the runs list shows it (``None`` for a channel that is no run): read
-    through a feed, so a long run is never held whole."""
-    view = RunView.load(store, run_id)
-    if view is None:
-        return None
-    feed = TurnFeed(view)
+    through a feed, so a long run is never held whole. Given the ``feed`` that read the
+    run before (its :attr:`TurnFeed.view` is the run's), only what was committed since is
+    read."""
+    if feed is None:
+        view = RunView.load(store, run_id)
+        if view is None:
+            return None
+        feed = TurnFeed(view)
+    view = feed.view
     feed.drain(store)
     status, holder = status_of(store, run_id, feed.closed)
     return {

@@ -262,20 +262,33 @@ def make_app(settings: ViewSettings) -> ASGIApp:
         await run_in_threadpool(runs.view, run_id)
         return static_page("run.html")
 
+    # each run's feed, kept from one listing to the next: a listing reads only the rows
+    # committed since the last one (a feed holds the fold's state, not the turns)
+    listed: dict[str, TurnFeed] = {}
+    listing = threading.Lock()
+
     def list_runs() -> list[dict[str, Any]]:
-        store = settings.open()
-        try:
-            out = []
-            for run_id in store.channel_ids():
-                try:
-                    found = run_summary(store, run_id)
-                except (WalError, ValueError, KeyError, TypeError, AttributeError) as err:
-                    found = {"run_id": run_id, "status": "damaged", "error": str(err)}
-                if found is not None:
-                    out.append(found)
-            return out
-        finally:
-            store.close()
+        with listing:
+            store = settings.open()
+            try:
+                out = []
+                for run_id in store.channel_ids():
+                    try:
+                        feed = listed.get(run_id)
+                        if feed is None:
+                            view = RunView.load(store, run_id)
+                            if view is None:
+                                continue
+                            feed = listed[run_id] = TurnFeed(view)
+                        found = run_summary(store, run_id, feed)
+                    except (WalError, ValueError, KeyError, TypeError, AttributeError) as err:
+                        listed.pop(run_id, None)
+                        found = {"run_id": run_id, "status": "damaged", "error": str(err)}
+                    if found is not None:
+                        out.append(found)
+                return out
+            finally:
+                store.close()
 
     async def api_runs(request: Request) -> Response:
         try:

@@ -221,3 +221,45 @@ def test_without_the_extra_the_command_says_how_to_install_it(
         "flowc view: error: flowc view needs Starlette and uvicorn: pip install "
         "'flowc[view]' (or pip install starlette uvicorn)\n"
     )
+
+
+def test_a_run_waiting_for_a_human_is_listed_as_stalled(tmp_path: Path) -> None:
+    # the script has no answer for the customer's second turn: the run stops open on them
+    (tmp_path / "s.yaml").write_text(SCRIPT.replace('  customer:\n    - "Yes, please."\n', ""))
+    db = tmp_path / "runs.db"
+    flow = str(ROOT / "examples" / "context_routing.flow")
+    assert flowc("run", flow, "--script", "s.yaml", "--db", str(db), cwd=tmp_path).returncode == 1
+    log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
+    assert log["close_reason"] is None
+    client = TestClient(make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8125")  # type: ignore[arg-type]
+    (listed,) = client.get(f"/api/runs?token={TOKEN}").json()
+    assert listed["status"] == "stalled" and listed["holder"] is None
+    assert listed["stalled_on"] == log["next_speaker"] == "customer"
+    assert listed["turns"] == len(log["turns"]) and listed["close_reason"] is None
+
+
+def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path: Path) -> None:
+    from tests.view.conftest import LIVE_TURNS, start_live_run
+
+    db, run, gate = start_live_run(tmp_path, tmp_path / "runs.db")
+    try:
+        client = TestClient(
+            make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8126"
+        )  # type: ignore[arg-type]
+        (first,) = client.get(f"/api/runs?token={TOKEN}").json()
+        assert (first["status"], first["turns"]) == ("live", 1)
+        assert "pid" in first["holder"]
+        for k in range(1, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+        assert run.wait(timeout=60) == 0
+        (then,) = client.get("/api/runs").json()
+        log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
+        assert (then["status"], then["turns"], then["close_reason"]) == (
+            "finished",
+            len(log["turns"]),
+            log["close_reason"],
+        )
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
