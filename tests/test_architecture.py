@@ -32,11 +32,8 @@ LAYERS = [
     ("flowc.migrate", 4),  # a frontend from Python/JSON: emits .flow, checks it with the compiler
     ("flowc.ag2", 5),
     ("flowc.commands", 6),
-    ("flowc.lsp", 6),
-    (
-        "flowc.view",
-        6,
-    ),  # `flowc view`'s web server: reads run databases as `flowc log` does  # `flowc lsp`'s server: reads flows as `flowc check` does (commands.check)
+    ("flowc.lsp", 6),  # `flowc lsp`'s server: reads flows as `flowc check` does (commands.check)
+    ("flowc.view", 6),  # `flowc view`'s web server: reads run databases as `flowc log` does
     ("flowc.cli", 7),  # loads the command modules; they never import it back
     ("flowc.__main__", 8),
     ("flowc", 8),  # the package itself: the public API on top of everything
