@@ -55,6 +55,17 @@ on every interval its scope cuts, and holds on the flow when it holds on every r
 These are the specification patterns of Dwyer, Avrunin and Corbett (absence,
 universality, existence, bounded existence, precedence, response) under their five
 scopes, read on finite runs.
+
+**Runs without a last turn.** A flow without ``max_turns`` may have runs that go round a
+loop for ever: turns 1, 2, ... with no n. On such a run nothing ends (``ends`` never
+holds), an ``After`` or ``AfterUntil`` interval that no R closes is [q, ∞), and a
+``Before`` or ``Between`` interval that no R closes is still no interval. The patterns
+read the same on an infinite interval, with one difference: there is no end to judge
+what is pending, so ``Eventually`` P (without ``within``) is violated when no turn of
+the interval ever has P, and ``Responds`` P, S (without ``within``) when some P is never
+followed by S; the other patterns are violated, if at all, on a turn, as on a finite
+run. A run that merely stops (a scenario that is over, a run that stalls or is
+interrupted) is neither: it has not ended, and what it leaves pending is not judged.
 """
 
 from __future__ import annotations
