@@ -15,12 +15,18 @@ under ``--on-violation warn``; then, for each property:
   :func:`tests.property_check.meaning.violation_turn` of the brute force's run: the
   meaning read off the docstring of :mod:`flowc.compiler.properties` with no automaton.
 
+The same runs are also cut in two at a random turn: the first part runs until it stalls
+(its script stops there), then ``resume`` runs the rest from the WAL, its monitors
+rebuilt from the stored turns; the two parts together report what the whole run does.
+
 A few runs go through the real command line (``flowc run --json`` and ``flowc log``).
+``FLOWC_LIVE_FLOWS=N`` draws N flows instead of :data:`FLOWS`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -29,7 +35,7 @@ from flowc import compile_flow
 from flowc.cli import main
 from flowc.compiler.describe import property_text
 from flowc.runtime.script import parse_script
-from flowc.runtime.script_run import run_script_sync
+from flowc.runtime.script_run import resume_script, run_script_sync
 from flowc.runtime.stores import open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import transcript
@@ -39,7 +45,7 @@ from tests.property_check.runs import Record, Runs
 from tests.property_check.strategies import case_of_seed
 
 #: flows drawn, random runs per flow, properties per flow
-FLOWS, RUNS, PROPERTIES = 60, 4, 8
+FLOWS, RUNS, PROPERTIES = int(os.environ.get("FLOWC_LIVE_FLOWS", "60")), 4, 8
 #: the runs that go through `flowc run` itself
 CLI_RUNS = 6
 
@@ -170,3 +176,51 @@ def test_the_command_line_reports_what_the_brute_force_says(tmp_path: Path, caps
         if done == CLI_RUNS:
             break
     assert done == CLI_RUNS
+
+
+def _cut(doc: dict[str, Any], records: tuple[Record, ...], k: int) -> dict[str, Any]:
+    """The script of the run's first ``k`` turns (the run stalls on turn k + 1)."""
+    counts: dict[str, int] = {}
+    for r in records[:k]:
+        counts[r.speaker] = counts.get(r.speaker, 0) + 1
+    return {"script": {s: turns[: counts.get(s, 0)] for s, turns in doc["script"].items()}}
+
+
+def test_a_resumed_run_reports_what_the_brute_force_says_of_the_whole_run(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    rng = random.Random(2707)
+    compared = spanning = 0
+    for i, (text, case) in enumerate(_cases()):
+        target = RunTarget.from_compiled(compile_flow(text))
+        for j in range(RUNS):
+            records, doc = random_run(case.runs, rng)
+            if len(records) < 2:
+                continue
+            k = rng.randrange(1, len(records))
+            db = str(tmp_path / f"cut-{i}-{j}.db")
+            store = open_store(db)
+            try:
+                first = run_script_sync(target, parse_script(_cut(doc, records, k)), store=store)
+                assert first.close_reason is None and first.turn_count == k, (text, doc, k)
+            finally:
+                store.close()
+            store = open_store(db)  # another process's view: the WAL alone
+            try:
+                whole = asyncio.run(resume_script(store, first.channel_id, parse_script(doc)))
+            finally:
+                store.close()
+            where = f"{text}\nscript {json.dumps(doc)}\ncut after turn {k}"
+            assert [t.speaker for t in whole.turns] == [r.speaker for r in records], where
+            assert whole.close_reason == records[-1].ended, where
+            reported = [(v["property"], v["turn"]) for v in whole.property_violations]
+            assert len({name for name, _ in reported}) == len(reported), where  # once each
+            for prop in case.props:
+                expected = violation_turn(prop, records)
+                assert dict(reported).get(prop.name) == expected, (where, prop)
+                compared += 1
+                spanning += expected is not None and expected > k
+    print(f"\n{compared} (resumed run, property) verdicts agree, {spanning} broken after the cut")
+    assert compared > 1000 and spanning > 100

@@ -247,3 +247,25 @@ def test_a_worker_watches_the_submitted_run(files: Path) -> None:
     finally:
         store.close()
     assert envs[-1].event_data["reason"] == "property_violated:approved_in_time"
+
+
+def test_damaged_stored_properties_are_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    db = _stalled_run(files, capsys)
+    con = sqlite3.connect(db)
+    seq, raw = con.execute(
+        "SELECT seq, envelope FROM wal WHERE event_type = 'ag2.channel.opened'"
+    ).fetchone()
+    env = json.loads(raw)
+    env["event_data"]["metadata"]["labels"]["properties"][1]["pattern"]["kind"] = "sometimes"
+    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), seq))
+    con.commit()
+    con.close()
+    code = main(["resume", "last", "--script", str(files / "long.json"), "--db", db])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    (line,) = err.splitlines()
+    assert "the stored properties are not valid (not a property (KeyError: 'sometimes'))" in line
