@@ -117,7 +117,7 @@ class PropertyGuard:
         """The properties the turn ``env`` breaks (``state``: the run after it; ``ended``
         / ``reason``: whether it ends the run, and how). The monitors move on; until
         :meth:`undo`, which puts them back (the turn could not be written)."""
-        self._saved = list(self.watch.states)
+        self._saved = self.watch.states  # (a turn replaces the list, never changes it)
         seen = Observation(
             env.sender_id, turn_tool(env), state.context_vars, state.turn_count, ended, reason
         )
