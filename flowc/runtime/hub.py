@@ -475,9 +475,8 @@ class Hub:
             except WalError as err:  # the turn is in; the close is written on resume
                 ch.error = str(err)
                 ch.done.set()
-        elif (
-            broken and guard is not None and guard.stop
-        ):  # --on-violation stop: the run ends after this turn
+        elif broken and guard is not None and guard.stop:
+            # --on-violation stop: the run ends after this turn
             try:
                 self._close(ch, stop_reason(broken[0]["property"]), snapshot=True)
             except WalError as err:
