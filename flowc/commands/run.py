@@ -515,6 +515,9 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     }
     if status == "stalled" and stall is not None:
         summary["stalled_on"] = stall.get("agent_id")
+    broken = [v.get("property") for r in records for v in r.violated]
+    if broken:  # the properties the run broke, by name (`flowc log RUN` says how)
+        summary[PROPERTY_KEY] = broken
     return summary
 
 
@@ -528,7 +531,12 @@ def _summary_line(r: dict[str, Any]) -> str:
         if r["status"] == "stalled"
         else "open"
     )
-    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  {status}"
+    broken = r.get(PROPERTY_KEY)
+    violated = f"  violated: {', '.join(map(str, broken))}" if broken else ""
+    return (
+        f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  "
+        f"{status}{violated}"
+    )
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:

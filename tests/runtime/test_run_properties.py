@@ -150,7 +150,12 @@ def test_stop_closes_the_run_naming_the_property_in_the_wal(
     records, close, _ = transcript(envs)
     assert close == "property_violated:approved_in_time" and len(records) == 4
     assert main(["log", "--db", db]) == 0
-    assert '4 turns  "property_violated:approved_in_time"' in capsys.readouterr().out
+    assert (
+        '4 turns  "property_violated:approved_in_time"  violated: approved_in_time, one_draft\n'
+    ) in capsys.readouterr().out
+    assert main(["log", "--db", db, "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["property_violations"] == ["approved_in_time", "one_draft"]
     assert main(["replay", "last", "--db", db]) == 0
     capsys.readouterr()
     # closed for good: resuming it changes nothing, and still says what it broke
