@@ -3,7 +3,8 @@ deterministic automaton over a run's turns (the meaning of :mod:`flowc.compiler.
 
 The same automaton serves the checker, which steps it over abstract turns of every run
 (:mod:`flowc.compiler.analysis.properties`), and whatever watches one concrete run
-(``flowc test``'s scenarios; the runtime, later): a turn is given as the set of the property's
+(``flowc test``'s scenarios; ``flowc run``, ``resume`` and the workers, through
+:mod:`flowc.runtime.guard`): a turn is given as the set of the property's
 basic atoms that hold on it (a bit mask over an :class:`AtomTable`), its number, and
 whether the run ends after it.
 

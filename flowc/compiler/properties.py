@@ -2,7 +2,8 @@
 
 This module is the model only: the lowered form of a ``property`` statement, shared by
 the parser's lowering (:mod:`flowc.compiler.lower`), the checker that decides a property
-over every run, and what watches one run (a scenario's, in ``flowc test``). Its meaning is fixed here, and
+over every run, and what watches one run (a scenario's in ``flowc test``, a live run's in
+``flowc run``, ``resume`` and the workers). Its meaning is fixed here, and
 ``docs/properties.md`` says it in the user's words.
 
 A run is a sequence of turns 1..n (turn 1 is the kickoff, the start speaker's first
