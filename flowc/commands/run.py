@@ -2,7 +2,8 @@
 is in :mod:`flowc.commands.testing`).
 
 Exit codes: 0 ok (the run closed / every scenario passed / the replay matches),
-1 input errors or a failed scenario / stalled run / diverging replay, 2 could not run.
+1 input errors or a failed scenario / stalled run / diverging replay, 2 could not run,
+3 the run (``run`` / ``resume``) broke one of the flow's properties.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from flowc.commands.run_options import (
     agents_option,
     contracts_option,
     flow_argument,
+    on_violation_option,
     script_option,
     store_options,
 )
@@ -59,11 +61,23 @@ from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, transcript, turn_json
+from flowc.runtime.transcript import PROPERTY_KEY, RunResult, transcript, turn_json
 from flowc.runtime.wal import WalError, WalStore, describe_holder
 
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
 EXIT_INTERRUPTED = 130
+#: the exit status of a run that broke one of its flow's properties (stopped for it
+#: under ``--on-violation stop``, or let go on under ``warn``), whether it closed or not
+EXIT_VIOLATED = 3
+
+
+def run_status(result: RunResult) -> int:
+    """A run's exit status: :data:`EXIT_VIOLATED` when it broke a property (what the
+    user asked to be told comes first), else 0 when it closed and 1 when it stalled."""
+    if result.property_violations:
+        return EXIT_VIOLATED
+    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+
 
 # ── loading ───────────────────────────────────────────────────────────────────
 
@@ -389,6 +403,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 labels={"script": args.script or ""},
                 watch=printer,
                 contracts=args.contracts,
+                on_violation=args.on_violation,
             )
         )
     except KeyboardInterrupt:
@@ -425,7 +440,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _refused_hint(printer, args, result)
     if printer.broken:
         raise BrokenPipeError  # the run ended, but its output could not all be written
-    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+    return run_status(result)
 
 
 # ── flowc log / replay ────────────────────────────────────────────────────────
@@ -500,6 +515,9 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     }
     if status == "stalled" and stall is not None:
         summary["stalled_on"] = stall.get("agent_id")
+    broken = [v.get("property") for r in records for v in r.violated]
+    if broken:  # the properties the run broke, by name (`flowc log RUN` says how)
+        summary[PROPERTY_KEY] = broken
     return summary
 
 
@@ -513,7 +531,12 @@ def _summary_line(r: dict[str, Any]) -> str:
         if r["status"] == "stalled"
         else "open"
     )
-    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  {status}"
+    broken = r.get(PROPERTY_KEY)
+    violated = f"  violated: {', '.join(map(str, broken))}" if broken else ""
+    return (
+        f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  "
+        f"{status}{violated}"
+    )
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
@@ -693,6 +716,9 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     }
     if failures:
         end["failures"] = failures
+    broken = [v for r in records for v in r.violated]
+    if broken:
+        end[PROPERTY_KEY] = broken
     if mode == "json":
         sys.stdout.write(
             canonical_json({**end, "turns": [turn_json(r, describe) for r in records]})
@@ -794,6 +820,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                     ask_human=_asker(args, printer),
                     watch=printer,
                     contracts=args.contracts,
+                    on_violation=args.on_violation,
                 )
             )
         except KeyboardInterrupt:
@@ -817,7 +844,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     _refused_hint(printer, args, result)
     if printer.broken:
         raise BrokenPipeError
-    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+    return run_status(result)
 
 
 # ── registration ──────────────────────────────────────────────────────────────
@@ -831,7 +858,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(who says what, which tools are called), from real agents, or both; every "
         "turn is written to a write-ahead log (a SQLite file, or a PostgreSQL "
         "database). Exit 0 when the run closes, 1 when it stalls or the input "
-        "has errors.",
+        "has errors, 3 when a turn breaks one of the flow's properties.",
     )
     flow_argument(p)
     script_option(
@@ -842,6 +869,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     agents_option(p, "without --script, humans answer on stdin")
     contracts_option(p)
+    on_violation_option(p)
     _output_options(p)
     store_options(
         p,
@@ -856,7 +884,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "already in the WAL stay, and the speaker the run waits for takes "
         "the next turn. Give the script the run started with (each speaker's "
         "turns already taken are skipped), and/or agents for its speakers. "
-        "Exit 0 when the run closes, 1 when it stalls again.",
+        "Exit 0 when the run closes, 1 when it stalls again, 3 when it broke one of "
+        "the flow's properties.",
     )
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
     script_option(
@@ -866,6 +895,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     agents_option(p)
     contracts_option(p)
+    on_violation_option(p)
     _output_options(p)
     store_options(p, f"the WAL holding the run: {STORES}")
 

@@ -56,6 +56,8 @@ from flowc.runtime.envelope import (
     stamped,
 )
 from flowc.runtime.failures import describe_exception, failure_of, user_frame
+from flowc.runtime.guard import stop_reason
+from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     LeaseError,
@@ -441,11 +443,23 @@ class Hub:
                 raise
             if warning is not None:
                 env = attrs.evolve(env, event_data=contract.annotate(env.event_data, [warning]))
+        guard = ch.guard
+        broken: list[dict[str, Any]] = []
+        if guard is not None and event_type in (EV_TEXT, EV_PACKET):
+            # the flow's properties, read on the turn before it is written: what it
+            # breaks goes into its envelope (flowc.runtime.guard)
+            ends = result.next_state is _CLOSED
+            reason = (result.auto_close_reason or "closed") if ends else None
+            broken = guard.observe(env, new_state, ends, reason)
+            if broken:
+                env = attrs.evolve(env, event_data={**env.event_data, PROPERTY_KEY: broken})
         if self._offer_fold is not None:
             self._offer_fold(env, adapter, new_state, result)
         try:
             self._append(ch, env)
         except WalError as err:
+            if guard is not None:
+                guard.undo(broken)
             raise ProtocolError(str(err)) from err
         ch.state = new_state
         substantive = env.event_type == EV_TEXT or env.event_type == EV_PACKET
@@ -459,6 +473,13 @@ class Hub:
             try:
                 self._close(ch, result.auto_close_reason or "closed", snapshot=True)
             except WalError as err:  # the turn is in; the close is written on resume
+                ch.error = str(err)
+                ch.done.set()
+        elif broken and guard is not None and guard.stop:
+            # --on-violation stop: the run ends after this turn
+            try:
+                self._close(ch, stop_reason(broken[0]["property"]), snapshot=True)
+            except WalError as err:
                 ch.error = str(err)
                 ch.done.set()
         elif substantive and self._takers:

@@ -267,6 +267,9 @@ class Worker:
     ``contracts``: what happens to an agent's turn that breaks the flow's declarations
     (``"enforce"``: refused, the run is parked open on that speaker; ``"warn"``: let
     through with a warning; see :mod:`flowc.runtime.contracts`).
+    ``on_violation``: what a turn that breaks one of the flow's properties does
+    (``"warn"``: marked on the turn; ``"stop"``: the run is also closed; see
+    :mod:`flowc.runtime.guard`); a run that broke one is also ``violated``.
     """
 
     def __init__(
@@ -283,6 +286,7 @@ class Worker:
         on_event: Event | None = None,
         on_error: ErrorHook | None = None,
         contracts: str = ENFORCE,
+        on_violation: str = "warn",
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -305,6 +309,7 @@ class Worker:
         self.on_event = on_event
         self.on_error = on_error
         self.contracts = contracts
+        self.on_violation = on_violation
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
         self._done: set[str] = set()
@@ -465,6 +470,7 @@ class Worker:
                 on_claim=lambda lease: self._claimed(cid, lease),
                 contracts=self.contracts,
                 record_stall=True,
+                on_violation=self.on_violation,
             )
         except LeaseError:
             return  # another worker claimed it first
@@ -480,6 +486,13 @@ class Worker:
         finally:
             claimed = cid in self._claimed_runs
             self._claimed_runs.discard(cid)
+        if fenced.refused is None and result.property_violations:
+            broken = result.property_violations
+            self._event(
+                "violated",
+                cid,
+                "; ".join(f"property {v['property']} on turn {v['turn']}" for v in broken),
+            )
         if fenced.refused is not None:  # taken over: whatever the WAL holds is not ours
             self.stats.lost += 1
             self._event("lost", cid, str(fenced.refused))
