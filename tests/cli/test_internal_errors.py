@@ -66,6 +66,7 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "diff": ([FLOW, FLOW], "flowc.compiler.analysis.changes.diff_versions"),
         "lsp": ([], "flowc.lsp.server.make_server"),
         "trust": (["--list"], "flowc.commands.trust_list.read_trust_list"),
+        "view": (["--db", str(db), "--no-open"], "flowc.commands.view._check_db"),
     }
 
 
