@@ -39,7 +39,7 @@ from flowc.compiler.analysis.system import (
     Valuation,
     walk_condition,
 )
-from flowc.diagnostics import Code, Diagnostic, counted
+from flowc.diagnostics import OPT_IN, Code, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
 
@@ -74,12 +74,30 @@ class CheckOptions:
     #: ``"ag2"``: also refuse what a bare AG2 1.2.1 cannot load (E112), as
     #: ``flowc compile --target ag2`` does
     target: str = attrs.field(default="flowc", kw_only=True)
+    #: codes of :data:`flowc.diagnostics.OPT_IN` to report although ``select`` does not
+    #: name them (a caller that reports every code, then filters by ``select`` itself)
+    also: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
     def wants(self, code: str) -> bool:
-        """Whether ``code`` is reported under ``select`` / ``ignore``."""
-        if self.select and not any(code.startswith(p) for p in self.select):
+        """Whether ``code`` is reported under ``select`` / ``ignore``. A code of
+        :data:`flowc.diagnostics.OPT_IN` only when ``select`` (or ``also``) names it in
+        full: no prefix, and no empty selection, stands for it.
+
+        >>> CheckOptions().wants("I307"), CheckOptions(select=("I",)).wants("I307")
+        (False, False)
+        >>> CheckOptions(select=("W", "I307")).wants("I307")
+        True
+        """
+        if code in OPT_IN and code not in self.select and code not in self.also:
+            return False
+        if code not in self.also and self.select and not any(map(code.startswith, self.select)):
             return False
         return not any(code.startswith(p) for p in self.ignore)
+
+    @property
+    def opted_in(self) -> tuple[str, ...]:
+        """The codes of :data:`flowc.diagnostics.OPT_IN` this selection asks for."""
+        return tuple(c for c in OPT_IN if c in self.select or c in self.also)
 
 
 @attrs.frozen
