@@ -460,24 +460,43 @@ class Facts:
         than :data:`MAX_CAP_RUN`). Coverage's ``max_turns`` target and W217 show it.
 
         The nodes a run can be at after k turns (layer k) are computed for k up to the
-        cap, and the walk is read backwards from the last layer.
+        cap, and the walk is read backwards from the last layer. Each layer follows from
+        the one before alone, so once a layer comes again the layers repeat: layer k is
+        then found by its place in the repetition, not computed (a loop of a few states
+        under a cap of hundreds of turns costs a few layers, not hundreds).
         """
         space, cap = self.space, self.system.max_turns
         if cap is None or cap > MAX_CAP_RUN or space.truncated:
             return None
-        graph = space.graph
+        succ = networkx_successors(space.graph)
+        pred = space.graph.pred
+        ends = bytearray(len(space.keys))
+        for v in space.ends:
+            ends[v] = 1
         layers: list[frozenset[int]] = [frozenset({0})]
-        for _ in range(cap):
-            nxt = frozenset(
-                v for u in layers[-1] for v in graph.successors(u) if not space.is_end(v)
-            )
+        seen: dict[frozenset[int], int] = {layers[0]: 0}
+        first = None  # where the repetition starts
+        while len(layers) <= cap:
+            nxt = frozenset(v for u in layers[-1] for v in succ[u] if not ends[v])
             if not nxt:
                 return None
+            first = seen.get(nxt)
+            if first is not None:
+                break
+            seen[nxt] = len(layers)
             layers.append(nxt)
-        walk = [min(layers[cap])]
+        period = len(layers) - first if first is not None else 0
+
+        def layer(k: int) -> frozenset[int]:
+            if k < len(layers):
+                return layers[k]
+            assert first is not None
+            return layers[first + (k - first) % period]
+
+        walk = [min(layer(cap))]
         for k in range(cap - 1, -1, -1):
-            here = walk[-1]
-            walk.append(min(u for u in layers[k] if graph.has_edge(u, here)))
+            here, at = walk[-1], layer(k)
+            walk.append(min(u for u in pred[here] if u in at))
         return walk[::-1]
 
     @cached_property
