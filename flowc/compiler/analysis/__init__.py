@@ -258,7 +258,9 @@ def unloadable_names(
             filename,
             json_path=prefix + p.path,
             help="fix the name, or load the module that registers the class (`--plugin "
-            "MODULE_OR_FILE`, or `plugins` in [tool.flowc]; from Python, flowc.load_plugins)",
+            "MODULE_OR_FILE`, or `plugins` in [tool.flowc], imported only from a folder you "
+            "trust: `flowc trust FOLDER`, or `--trust` for one command; from Python, "
+            "flowc.load_plugins)",
         )
         for p in custom_problems(graph, registry)
     )
