@@ -1,7 +1,8 @@
 """How `flowc scenarios` and `flowc test --coverage` scale: a 200-speaker, 1,000-rule flow
 and the examples.
 
-Run: ``.venv/bin/python benchmarks/bench_scenarios.py``. For each flow it reports the
+Run: ``.venv/bin/python benchmarks/bench_scenarios.py``. For each flow (the 200-speaker
+one, a flow with 16 context keys, the examples) it reports the
 time to generate the scenarios (exploration, targets, shortest runs), their count
 against the live targets and the lower bound, and the time to run them and measure
 coverage on the hub (which must reach 100%).
@@ -62,8 +63,19 @@ def bench(label: str, text: str) -> None:
     )
 
 
+def many_keys(keys: int = 16) -> str:
+    """The 40 KB flow of ``benchmarks/bench_analysis.py``'s family with 16 context keys of
+    one value each (30 speakers, 30 context rules a worker): `flowc scenarios` on it
+    generates about 120 scenarios, each of which it runs to check it (issue 32: the graph
+    was read and compiled once a scenario, 80 s of the command's time)."""
+    from bench_analysis import Shape, generate
+
+    return generate(Shape(speakers=30, keys=keys, values=1, rules=30))
+
+
 def main() -> None:
     bench("200 speakers, 1,000 rules", big())
+    bench("30 speakers, 16 keys", many_keys())
     for path in sorted((ROOT / "examples").glob("*.flow")):
         bench(path.name, path.read_text(encoding="utf-8"))
 

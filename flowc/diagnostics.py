@@ -229,6 +229,16 @@ I306 = _code(
     INFO,
     "a `property` holds on every run of the flow (with what that rests on)",
 )
+I307 = _code(
+    "I307",
+    "worst-case-turns",
+    INFO,
+    "the most turns a run takes before it ends, or a run only `max_turns` ends (when selected)",
+)
+#: codes reported only when asked for by their full code (``--select I307``, ``select`` in
+#: ``[tool.flowc]``): a statement about every flow, not a problem in one, which would
+#: otherwise be printed on every clean check
+OPT_IN = frozenset({I307.id})
 M001 = _code("M001", "migrate-unsupported", E, "a construct has no equivalent and was left out")
 M002 = _code("M002", "migrate-lossy", W, "a construct was translated with a difference at run time")
 M003 = _code("M003", "migrate-no-effect", INFO, "a setting that has no effect was dropped")

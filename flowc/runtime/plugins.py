@@ -248,7 +248,8 @@ def _how_to_register(kind: str, name: str) -> str:
     return (
         f'register a class with `name = "{name}"` and `{method}` '
         f"(`@flowc.register_{kind}`), and load its module with `--plugin MODULE_OR_FILE` "
-        "or `plugins = [...]` under [tool.flowc] in pyproject.toml"
+        "or `plugins = [...]` under [tool.flowc] in pyproject.toml (imported only from a "
+        "folder you trust: `flowc trust FOLDER`, or `--trust` for one command)"
     )
 
 
@@ -268,7 +269,7 @@ def implementation_problems(
     ...                           "when odd() then b")
     >>> print(implementation_problems(flow, "f.flow")[0].text(), end="")
     f.flow:3:1: error: condition `odd` has no implementation (used on line 4)
-      = help: register a class with `name = "odd"` and `evaluate(state, envelope) -> bool` (`@flowc.register_condition`), and load its module with `--plugin MODULE_OR_FILE` or `plugins = [...]` under [tool.flowc] in pyproject.toml
+      = help: register a class with `name = "odd"` and `evaluate(state, envelope) -> bool` (`@flowc.register_condition`), and load its module with `--plugin MODULE_OR_FILE` or `plugins = [...]` under [tool.flowc] in pyproject.toml (imported only from a folder you trust: `flowc trust FOLDER`, or `--trust` for one command)
     """
     reg = registry if registry is not None else default_registry()
     decls = {(c.kind, c.name): c for c in compiled.customs}

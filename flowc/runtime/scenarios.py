@@ -116,7 +116,9 @@ def run_scenario(
 async def _run_scenario(
     target: RunTarget, sc: n.Scenario, properties: Sequence[Property] = ()
 ) -> ScenarioResult:
-    hub = await Hub.open()
+    # every scenario of the target opens its channel on the same knobs, through the same
+    # adapter: the graph is read and compiled once for all of them, not once a scenario
+    hub = await Hub.open(adapters=[target.shared_adapter()])
     names = target.names
     for name in target.speakers:
         hub.register_human(name, agent_id=target.ids[name], buffer=False)
@@ -124,7 +126,7 @@ async def _run_scenario(
         target.ids[target.creator],
         "workflow",
         [target.ids[s] for s in target.speakers],
-        target.knobs,
+        target.shared_knobs(),
         expectations=(),
     )
     # a plugin's custom target is held to its declared `-> A | B` (the scenario's own

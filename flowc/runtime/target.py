@@ -24,7 +24,7 @@ from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
 from flowc.compiler.properties import Property, property_json, property_of_json
 from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
 from flowc.runtime.adapters.base import ChannelMetadata
-from flowc.runtime.adapters.workflow import DEFAULT
+from flowc.runtime.adapters.workflow import DEFAULT, WorkflowAdapter
 from flowc.runtime.script import Script
 from flowc.source import Span
 
@@ -96,6 +96,9 @@ class RunTarget:
     #: the flow's ``property`` statements, watched on every run of it
     #: (:mod:`flowc.runtime.guard`)
     properties: tuple[Property, ...] = ()
+    #: what the runs of this target share (:meth:`shared_knobs`, :meth:`shared_adapter`),
+    #: made on the first run
+    _shared: dict[str, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     @property
     def names(self) -> dict[str, str]:
@@ -109,6 +112,23 @@ class RunTarget:
     @property
     def knobs(self) -> dict[str, Any]:
         return {"graph": unstructure_graph(self.graph), "context_vars": dict(self.context_vars)}
+
+    def shared_knobs(self) -> dict[str, Any]:
+        """:attr:`knobs`, made once and the same object on every call: for runs that
+        only read it (each scenario of ``flowc test`` and ``flowc scenarios`` opens a
+        channel with it, and :meth:`shared_adapter` compiles its graph once)."""
+        found = self._shared.get("knobs")
+        if found is None:
+            found = self._shared["knobs"] = self.knobs
+        return found
+
+    def shared_adapter(self) -> WorkflowAdapter:
+        """One workflow adapter for every run of this target: opened on
+        :meth:`shared_knobs`, it reads and compiles the graph once, not once a run."""
+        found = self._shared.get("adapter")
+        if found is None:
+            found = self._shared["adapter"] = WorkflowAdapter()
+        return found
 
     @classmethod
     def from_compiled(

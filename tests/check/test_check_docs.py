@@ -55,12 +55,13 @@ def findings(info: str, body: str, code: str, page: str = "") -> list[str]:
     if opts and opts[0] == "--plugin":
         return with_plugin(body, code, page)
     if opts:
-        assert opts[0] in ("--max-states", "--target"), opts
-        options = (
-            CheckOptions(max_states=int(opts[1]))
-            if opts[0] == "--max-states"
-            else CheckOptions(target=opts[1])
-        )
+        assert opts[0] in ("--max-states", "--target", "--select"), opts
+        if opts[0] == "--max-states":
+            options = CheckOptions(max_states=int(opts[1]))
+        elif opts[0] == "--select":  # a code reported only when selected (I307)
+            options = CheckOptions(select=tuple(opts[1].split(",")))
+        else:
+            options = CheckOptions(target=opts[1])
     name = f"{code}.{'json' if lang == 'json' else 'flow'}"
     return sorted({d.code.id for d in check_source(SourceFile(name, body), options)})
 

@@ -398,3 +398,21 @@ def test_a_flowc_trust_that_means_nothing_is_an_error(
         "decide\n"
     )
     assert not _imported()
+
+
+def test_the_help_for_a_missing_implementation_names_flowc_trust() -> None:
+    """E103 (a JSON graph's custom name that does not load) and E115 (a `.flow`'s custom
+    name nobody implements) say how plugins from a folder not yet trusted get loaded."""
+    from flowc.compiler import model as m
+    from flowc.compiler.analysis import unloadable_names
+    from flowc.runtime.plugins import implementation_problems
+
+    graph = m.TransitionGraph(
+        "a", (m.Transition(m.CustomCondition("odd", {}), m.TerminateTarget()),)
+    )
+    (e103,) = unloadable_names(graph, "g.json", default_registry())
+    flow = flowc.compile_flow("speakers a, b\ncondition odd()\nwhen odd() then b\n")
+    (e115,) = [p.diagnostic() for p in implementation_problems(flow, "f.flow")]
+    for found in (e103, e115):
+        assert found.help is not None and "`flowc trust FOLDER`" in found.help, found.help
+        assert "`--trust`" in found.help

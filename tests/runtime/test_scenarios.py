@@ -341,3 +341,68 @@ scenario "clears" {
 def test_scenario_items_are_the_dsl_nodes() -> None:
     flow = flowc.compile_flow(FEEDBACK + 'scenario "s" { user: "x" expect turns 1 }')
     assert isinstance(flow.scenarios[0].items[0], n.SayTurn)
+
+
+def test_the_scenarios_of_one_target_read_and_compile_its_graph_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32: each scenario opens a channel of its own, and its graph was read from
+    the knobs and compiled for every one of them (80 s for `flowc scenarios` on a 50 KB
+    flow). The runs of one target share its knobs and its adapter: once for all. A flow
+    with a custom name gets its class built anew for every run (an instance may keep
+    state), so its graph is compiled again, but read once."""
+    from flowc.runtime.adapters import workflow
+
+    calls = {"read": 0, "compiled": 0}
+    real_read, real_compile = workflow.structure_graph, workflow.compile_graph
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        calls["read"] += 1
+        return real_read(*args, **kwargs)
+
+    def compile_graph(*args: Any, **kwargs: Any) -> Any:
+        calls["compiled"] += 1
+        return real_compile(*args, **kwargs)
+
+    monkeypatch.setattr(workflow, "structure_graph", read)
+    monkeypatch.setattr(workflow, "compile_graph", compile_graph)
+    scenarios = "".join(
+        f'scenario "s{i}" {{\n  user: "hi"\n  drafter: "draft"\n  expect next reviewer\n}}\n'
+        for i in range(5)
+    )
+    flow = flowc.compile_flow(FEEDBACK + scenarios)
+    shared = target(FEEDBACK + scenarios)
+    assert all(run_scenario(shared, sc).passed for sc in flow.scenarios)
+    assert calls == {"read": 1, "compiled": 1}
+    # a new target is another graph object: read and compiled again
+    assert run_scenario(target(FEEDBACK + scenarios), flow.scenarios[0]).passed
+    assert calls == {"read": 2, "compiled": 2}
+
+    custom = FEEDBACK.replace(
+        "when from user then drafter",
+        "condition urgent()\nwhen urgent() then drafter\nwhen from user then drafter",
+    )
+    from flowc.compiler.registry import default_registry
+
+    class Urgent:
+        name = "urgent"
+        built = 0
+
+        def __init__(self) -> None:
+            Urgent.built += 1
+
+        def evaluate(self, state: Any, envelope: Any) -> bool:
+            return False
+
+    reg = default_registry()
+    saved = dict(reg._conditions)
+    try:
+        reg.register_condition(Urgent)
+        flow = flowc.compile_flow(custom + scenarios)
+        shared = target(custom + scenarios)
+        calls.update(read=0, compiled=0)
+        assert all(run_scenario(shared, sc).passed for sc in flow.scenarios)
+    finally:
+        reg._conditions = saved
+    assert calls == {"read": 1, "compiled": len(flow.scenarios)}
+    assert Urgent.built == len(flow.scenarios)

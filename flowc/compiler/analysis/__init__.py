@@ -42,11 +42,12 @@ from flowc.compiler.analysis.reachability import (
 from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
 from flowc.compiler.analysis.suppress import apply_ignores
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.analysis.worst import check_worst_case
 from flowc.compiler.lower import PATTERN_HELP, CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
-from flowc.diagnostics import E103, E114, E116, Diagnostic, has_errors
+from flowc.diagnostics import E103, E114, E116, I307, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
@@ -90,7 +91,12 @@ CHECKS: tuple[Check, ...] = (
     check_scenario_endings,
     check_ag2_differences,
     check_properties,
+    check_worst_case,
 )
+
+#: checks whose findings are all of one code of :data:`flowc.diagnostics.OPT_IN`: run only
+#: when that code is asked for (the work is not done for a finding nobody sees)
+OPT_IN_CHECKS: dict[Check, str] = {check_worst_case: I307.id}
 
 
 class SpaceCache:
@@ -181,6 +187,9 @@ def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
     out: list[Finding] = []
     differences: list[Diagnostic] = []  # W218-W221, one I304 without `--target ag2`
     for check in CHECKS:
+        code = OPT_IN_CHECKS.get(check)
+        if code is not None and not options.wants(code):
+            continue
         for f in check(facts):
             if options.target != "ag2" and f.diagnostic.code.id in AG2_CODES:
                 differences.append(f.diagnostic)
@@ -249,7 +258,9 @@ def unloadable_names(
             filename,
             json_path=prefix + p.path,
             help="fix the name, or load the module that registers the class (`--plugin "
-            "MODULE_OR_FILE`, or `plugins` in [tool.flowc]; from Python, flowc.load_plugins)",
+            "MODULE_OR_FILE`, or `plugins` in [tool.flowc], imported only from a folder you "
+            "trust: `flowc trust FOLDER`, or `--trust` for one command; from Python, "
+            "flowc.load_plugins)",
         )
         for p in custom_problems(graph, registry)
     )
@@ -316,7 +327,7 @@ def check_compiled(
     # warning, or the I304 that lists them, is used with or without `--target ag2`
     found = analyze(
         compiled,
-        attrs.evolve(options, select=(), ignore=(), target="ag2"),
+        attrs.evolve(options, select=(), ignore=(), target="ag2", also=options.opted_in),
         filename=filename,
         spaces=spaces,
     )

@@ -39,7 +39,7 @@ from flowc.compiler.analysis.system import (
     Valuation,
     walk_condition,
 )
-from flowc.diagnostics import Code, Diagnostic, counted
+from flowc.diagnostics import OPT_IN, Code, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
 
@@ -74,12 +74,30 @@ class CheckOptions:
     #: ``"ag2"``: also refuse what a bare AG2 1.2.1 cannot load (E112), as
     #: ``flowc compile --target ag2`` does
     target: str = attrs.field(default="flowc", kw_only=True)
+    #: codes of :data:`flowc.diagnostics.OPT_IN` to report although ``select`` does not
+    #: name them (a caller that reports every code, then filters by ``select`` itself)
+    also: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
     def wants(self, code: str) -> bool:
-        """Whether ``code`` is reported under ``select`` / ``ignore``."""
-        if self.select and not any(code.startswith(p) for p in self.select):
+        """Whether ``code`` is reported under ``select`` / ``ignore``. A code of
+        :data:`flowc.diagnostics.OPT_IN` only when ``select`` (or ``also``) names it in
+        full: no prefix, and no empty selection, stands for it.
+
+        >>> CheckOptions().wants("I307"), CheckOptions(select=("I",)).wants("I307")
+        (False, False)
+        >>> CheckOptions(select=("W", "I307")).wants("I307")
+        True
+        """
+        if code in OPT_IN and code not in self.select and code not in self.also:
+            return False
+        if code not in self.also and self.select and not any(map(code.startswith, self.select)):
             return False
         return not any(code.startswith(p) for p in self.ignore)
+
+    @property
+    def opted_in(self) -> tuple[str, ...]:
+        """The codes of :data:`flowc.diagnostics.OPT_IN` this selection asks for."""
+        return tuple(c for c in OPT_IN if c in self.select or c in self.also)
 
 
 @attrs.frozen
@@ -442,24 +460,43 @@ class Facts:
         than :data:`MAX_CAP_RUN`). Coverage's ``max_turns`` target and W217 show it.
 
         The nodes a run can be at after k turns (layer k) are computed for k up to the
-        cap, and the walk is read backwards from the last layer.
+        cap, and the walk is read backwards from the last layer. Each layer follows from
+        the one before alone, so once a layer comes again the layers repeat: layer k is
+        then found by its place in the repetition, not computed (a loop of a few states
+        under a cap of hundreds of turns costs a few layers, not hundreds).
         """
         space, cap = self.space, self.system.max_turns
         if cap is None or cap > MAX_CAP_RUN or space.truncated:
             return None
-        graph = space.graph
+        succ = networkx_successors(space.graph)
+        pred = space.graph.pred
+        ends = bytearray(len(space.keys))
+        for v in space.ends:
+            ends[v] = 1
         layers: list[frozenset[int]] = [frozenset({0})]
-        for _ in range(cap):
-            nxt = frozenset(
-                v for u in layers[-1] for v in graph.successors(u) if not space.is_end(v)
-            )
+        seen: dict[frozenset[int], int] = {layers[0]: 0}
+        first = None  # where the repetition starts
+        while len(layers) <= cap:
+            nxt = frozenset(v for u in layers[-1] for v in succ[u] if not ends[v])
             if not nxt:
                 return None
+            first = seen.get(nxt)
+            if first is not None:
+                break
+            seen[nxt] = len(layers)
             layers.append(nxt)
-        walk = [min(layers[cap])]
+        period = len(layers) - first if first is not None else 0
+
+        def layer(k: int) -> frozenset[int]:
+            if k < len(layers):
+                return layers[k]
+            assert first is not None
+            return layers[first + (k - first) % period]
+
+        walk = [min(layer(cap))]
         for k in range(cap - 1, -1, -1):
-            here = walk[-1]
-            walk.append(min(u for u in layers[k] if graph.has_edge(u, here)))
+            here, at = walk[-1], layer(k)
+            walk.append(min(u for u in pred[here] if u in at))
         return walk[::-1]
 
     @cached_property

@@ -648,6 +648,26 @@ def _context_update(current: dict[str, Any], data: Any, what: str) -> dict[str, 
     return out
 
 
+#: the graphs a :class:`WorkflowAdapter` keeps for the channels it opens next
+_KEPT_GRAPHS = 8
+
+
+def _has_customs(graph: m.TransitionGraph) -> bool:
+    """Whether a condition (at any depth) or a target of ``graph`` is a custom one."""
+
+    def custom(c: m.Condition) -> bool:
+        if isinstance(c, m.AllOf | m.AnyOf):
+            return any(custom(x) for x in c.conditions)
+        if isinstance(c, m.Not):
+            return custom(c.condition)
+        return isinstance(c, m.CustomCondition)
+
+    targets = [t.then for t in graph.transitions] + [graph.default_target]
+    return any(custom(t.when) for t in graph.transitions) or any(
+        isinstance(t, m.CustomTarget) for t in targets
+    )
+
+
 class WorkflowAdapter:
     """Orchestrated multi-party channel. Knobs: ``{"graph": ..., "context_vars": ...}``."""
 
@@ -665,6 +685,16 @@ class WorkflowAdapter:
     def __init__(self, registry: TransitionRegistry | None = None) -> None:
         self.registry = registry
         self._last: tuple[ChannelMetadata, CompiledGraph, dict[str, Any]] | None = None
+        #: the graphs read (and, with no custom condition or target, compiled) for earlier
+        #: channels, by the knobs' graph object and the participant order: a caller that
+        #: opens many channels on one graph object (``flowc test``, ``flowc scenarios``:
+        #: one channel per scenario, on one adapter) has it read and compiled once. The
+        #: graph object is kept, so its id is not reused while it is here; a custom name's
+        #: class is built anew for every channel (its instance may keep state).
+        self._graphs: dict[
+            tuple[int, tuple[str, ...]],
+            tuple[dict[str, Any], m.TransitionGraph, CompiledGraph | None],
+        ] = {}
 
     def _compile(self, metadata: ChannelMetadata) -> tuple[CompiledGraph, dict[str, Any]]:
         # validate_create and initial_state get the same metadata object when a
@@ -691,14 +721,25 @@ class WorkflowAdapter:
             problems.append(
                 ShapeProblem("context_vars", f"expected an object, got {describe(context)}")
             )
+        order = metadata.participant_ids
+        key = (id(graph_data), order)
+        hit = self._graphs.get(key)
+        if hit is not None and hit[0] is graph_data and not problems:
+            _, graph, table = hit
+            if table is None:
+                table = compile_graph(graph, order, self.registry)
+            return table, dict(context)
         try:
             graph = structure_graph(graph_data)
         except ShapeError as err:
             raise GraphError(problems + list(err.problems)) from None
         if problems:
             raise GraphError(problems)
-        order = metadata.participant_ids
-        return compile_graph(graph, order, self.registry), dict(context)
+        table = compile_graph(graph, order, self.registry)
+        if len(self._graphs) >= _KEPT_GRAPHS:
+            self._graphs.clear()
+        self._graphs[key] = (graph_data, graph, None if _has_customs(graph) else table)
+        return table, dict(context)
 
     def validate_create(self, metadata: ChannelMetadata) -> None:
         if len(metadata.participants) < 2:
