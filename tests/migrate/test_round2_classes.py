@@ -1,0 +1,102 @@
+"""Failure classes of issue 29 (round 2 of the side-by-side reading): each with a minimal
+input written for the suite, the translation or the finding that names what was lost."""
+
+from __future__ import annotations
+
+from flowc.compiler.pipeline import compile_source
+from flowc.diagnostics import has_errors
+from flowc.migrate import migrate_source
+from flowc.source import SourceFile
+
+
+def _migrate(src: str, name: str = "chat.py") -> tuple[str, list[tuple[str, str]]]:
+    result = migrate_source(SourceFile(name, src))
+    assert result.text is not None
+    assert not has_errors(compile_source(SourceFile("out.flow", result.text))[1])
+    return result.text, [(d.code.id, d.message) for d in result.findings]
+
+
+def _rules(text: str) -> list[str]:
+    return [" ".join(line.split()) for line in text.splitlines() if line.startswith("when ")]
+
+
+# ── class 6: an agent's own is_termination_msg ────────────────────────────────────────
+
+_OWN_TEST = """\
+import autogen
+cfg = {"config_list": [{"model": "m", "api_key": "k"}]}
+user = autogen.UserProxyAgent("user", code_execution_config=False, human_input_mode="NEVER")
+writer = autogen.AssistantAgent("writer", llm_config=cfg)
+critic = autogen.AssistantAgent("critic", llm_config=cfg, is_termination_msg=TEST)
+gc = autogen.GroupChat(agents=[user, writer, critic], messages=[], max_round=7,
+                       speaker_selection_method="METHOD")
+manager = autogen.GroupChatManager(groupchat=gc, llm_config=cfg)
+user.initiate_chat(manager, message="Draft a slogan.")
+"""
+
+
+def _own(test: str, method: str = "round_robin") -> str:
+    return _OWN_TEST.replace("TEST", test).replace("METHOD", method)
+
+
+def test_own_termination_test_guards_only_the_turn_into_that_agent() -> None:
+    """ag2 0.9.10: run_chat selects the next speaker, whose generate_reply runs
+    check_termination_and_human_reply on the last message (the one just sent); a None
+    reply ends the chat, and max_round is checked before the selection."""
+    text, findings = _migrate(_own('lambda m: "APPROVED" in m["content"]'))
+    assert _rules(text)[1:] == [
+        "when from user then writer",
+        'when from writer and text_contains(text = "APPROVED") and turn_count_at_most(`turns` = 6)'
+        ' then terminate "is_termination_msg"',
+        "when from writer then critic",
+        "when from critic then user",
+    ]
+    assert findings == []
+
+
+def test_own_termination_that_always_holds_does_not_end_the_flow_at_the_kickoff() -> None:
+    text, _ = _migrate(_own("lambda x: True"))
+    ends = [r for r in _rules(text) if r.endswith('then terminate "is_termination_msg"')]
+    # only when the critic is next (after the writer), never on the kickoff
+    assert ends == [
+        'when from writer and turn_count_at_most(`turns` = 6) then terminate "is_termination_msg"'
+    ]
+
+
+def test_own_termination_of_an_always_human_agent_is_left_out_with_a_finding() -> None:
+    src = _own("None").replace(
+        'human_input_mode="NEVER")',
+        'is_termination_msg=lambda m: "BYE" in m["content"])',
+    )
+    text, findings = _migrate(src)
+    assert "BYE" not in text
+    assert findings == [
+        (
+            "M001",
+            "`user`'s own `is_termination_msg` was left out: with "
+            '`human_input_mode="ALWAYS"` classic asks the person at every turn of `user` and '
+            "applies this test only when they enter nothing, which no rule of the flow can see",
+        )
+    ]
+
+
+def test_own_termination_of_a_terminate_mode_agent_says_a_person_is_asked() -> None:
+    src = _own('lambda m: "APPROVED" in m["content"]').replace(
+        'critic = autogen.AssistantAgent("critic"', 'critic = autogen.ConversableAgent("critic"'
+    )
+    text, findings = _migrate(src)
+    assert 'when from writer and text_contains(text = "APPROVED")' in "\n".join(_rules(text))
+    assert [c for c, m in findings if "`critic`'s own" in m] == ["M002"]
+    assert any(
+        '`human_input_mode="TERMINATE"` classic then asks a person' in m for _, m in findings
+    )
+
+
+def test_own_termination_under_model_selection_is_approximated_and_says_how() -> None:
+    text, findings = _migrate(_own('lambda m: "APPROVED" in m["content"]', "auto"))
+    assert (
+        'when text_contains(text = "APPROVED") then terminate "is_termination_msg" priority -10'
+        in _rules(text)
+    )
+    (msg,) = [m for c, m in findings if "`critic`'s own" in m]
+    assert "the flow also ends where another agent would have been chosen" in msg
