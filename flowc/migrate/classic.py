@@ -50,6 +50,7 @@ from flowc.migrate.classic_selection import (
     successor,
     target_of,
 )
+from flowc.migrate.classic_tools import collect_tools, finishing_tools
 from flowc.migrate.pyread import PyModule, callee, kwarg
 from flowc.migrate.speaking_order import (
     TERM_REASON,
@@ -256,7 +257,8 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     _report_settings(reader, gc, method)
 
     # ── tools ──
-    tools = _collect_tools(reader, calls, {a.name for a in agents} | {initiator.name})
+    tool_fns: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    tools = collect_tools(reader, calls, {a.name for a in agents} | {initiator.name}, tool_fns)
 
     # ── termination ──
     term_rules: list[mm.Rule] = []
@@ -282,6 +284,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     if predicate is not None:
         witness = predicate.witness
         term_rules.append(mm.Rule(predicate.cond, mm.terminate(TERM_REASON), -10, comment))
+    finishing_tools(reader, tools, tool_fns, predicate)
     own_tests: list[tuple[Agent, TextPredicate, ast.expr, object]] = []
     for agent in agents:
         node = kwarg(agent.node, "is_termination_msg")
@@ -762,61 +765,6 @@ def _report_settings(reader: AgentReader, gc: ast.Call, method: str) -> None:
             reader.report(
                 M001, "`eligibility_policies` run Python filters at run time; left out", kw.value
             )
-
-
-def _collect_tools(
-    reader: AgentReader, calls: list[ast.Call], speakers: set[str]
-) -> dict[str, list[mm.Tool]]:
-    mod = reader.mod
-    out: dict[str, list[mm.Tool]] = {}
-
-    def add(agent_name: str, tool: str, doc: str | None, at: ast.AST) -> None:
-        if agent_name not in speakers:
-            return
-        if any(t.name == tool for t in out.get(agent_name, [])):
-            return
-        out.setdefault(agent_name, []).append(mm.Tool(tool, doc))
-        reader.report(
-            M002,
-            f"tool `{tool}` runs inside `{agent_name}`'s turn: the separate executor turn of "
-            "classic (`func_call_filter`) disappears, so turn counts differ",
-            at,
-        )
-
-    for c in calls:
-        name = callee(c)
-        if name == "register_function":
-            fn = kwarg(c, "f", 0)
-            caller = reader.agent_of(kwarg(c, "caller"))
-            if caller is None or fn is None:
-                continue
-            tool = mod.const_or(kwarg(c, "name"), None)
-            fn_name = fn.id if isinstance(fn, ast.Name) else None
-            tool = tool if isinstance(tool, str) else fn_name
-            if tool is None:
-                continue
-            doc = mod.const_or(kwarg(c, "description"), None)
-            doc = doc if isinstance(doc, str) else mod.docstring(fn)
-            add(caller.name, tool, doc, c)
-    for func in mod.functions.values():
-        for deco in func.decorator_list:
-            if (
-                isinstance(deco, ast.Call)
-                and isinstance(deco.func, ast.Attribute)
-                and deco.func.attr == "register_for_llm"
-            ):
-                caller = reader.agent_of(deco.func.value)
-                if caller is None:
-                    continue
-                tool = mod.const_or(kwarg(deco, "name"), None)
-                doc = mod.const_or(kwarg(deco, "description"), None)
-                add(
-                    caller.name,
-                    tool if isinstance(tool, str) else func.name,
-                    doc if isinstance(doc, str) else ast.get_docstring(func),
-                    deco,
-                )
-    return out
 
 
 def _speaker(agent: Agent, tools: dict[str, list[mm.Tool]]) -> mm.Speaker:

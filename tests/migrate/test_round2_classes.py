@@ -100,3 +100,50 @@ def test_own_termination_under_model_selection_is_approximated_and_says_how() ->
     )
     (msg,) = [m for c, m in findings if "`critic`'s own" in m]
     assert "the flow also ends where another agent would have been chosen" in msg
+
+
+# ── class 5: a tool whose returned text is the termination message ───────────────────
+
+_TOOL_TEXT = """\
+import autogen
+cfg = {"config_list": [{"model": "m", "api_key": "k"}]}
+user = autogen.UserProxyAgent("user", code_execution_config=False, human_input_mode="NEVER")
+clerk = autogen.AssistantAgent("clerk", llm_config=cfg)
+
+
+def close_ticket(ticket: str) -> str:
+    \"\"\"Closes a ticket.\"\"\"
+BODY
+
+
+autogen.register_function(close_ticket, caller=clerk, executor=user, description="Close it.")
+gc = autogen.GroupChat(agents=[user, clerk], messages=[], max_round=8,
+                       speaker_selection_method="round_robin")
+manager = autogen.GroupChatManager(groupchat=gc, llm_config=cfg)
+user.initiate_chat(manager, message="Close ticket 7.")
+"""
+
+
+def test_a_tool_returning_the_termination_text_finishes() -> None:
+    """ag2 0.9.10: the executor's reply carries the returned string as its content
+    (generate_tool_calls_reply) and run_chat tests it with the manager's is_termination_msg."""
+    text, findings = _migrate(_TOOL_TEXT.replace("BODY", '    return "TERMINATE"'))
+    assert 'tool close_ticket finishes "is_termination_msg"' in text
+    assert [c for c, _ in findings] == ["M002"]  # the executor turn, as before
+
+
+def test_a_tool_returning_the_termination_text_only_sometimes_says_so() -> None:
+    body = '    if ticket == "7":\n        return "TERMINATE"\n    return "not found"'
+    text, findings = _migrate(_TOOL_TEXT.replace("BODY", body))
+    assert 'tool close_ticket finishes "is_termination_msg"' in text
+    assert (
+        "M002",
+        "tool `close_ticket` returns the termination text at line 10, which ends the chat in "
+        "classic (the manager tests the executor's message), and other texts elsewhere; the "
+        'flow declares it `finishes "is_termination_msg"` and lists only the calls that finish',
+    ) in findings
+
+
+def test_a_tool_returning_other_text_does_not_finish() -> None:
+    text, _ = _migrate(_TOOL_TEXT.replace("BODY", '    return "closed; TERMINATE later"'))
+    assert "tool close_ticket\n" in text and "finishes" not in text
