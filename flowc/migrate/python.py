@@ -18,8 +18,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+import attrs
+
 import flowc.migrate.model as mm
-from flowc.diagnostics import M001
+from flowc.diagnostics import M001, M002, Diagnostic
 from flowc.migrate.agentchat_py import TEAMS, translate_agentchat_python
 from flowc.migrate.agents import AgentReader
 from flowc.migrate.classic import translate_groupchat
@@ -121,12 +123,35 @@ def _translate(
         reader.collect_agents()
         mod.horizon = _after(chat)
         _others(reader, chats, chat, what)
+        mod.undecided = {}
         try:
-            return translate(reader, chat)
+            result = translate(reader, chat)
         except mm.NotRecognised as err:
             failed = failed or err
+            continue
+        return attrs.evolve(result, findings=(*result.findings, *_undecided(reader)))
     assert failed is not None
     raise failed
+
+
+def _undecided(reader: AgentReader) -> list[Diagnostic]:
+    """The names the translation read whose value an ``if`` with an unknown test decides
+    (bound in both branches, or before it and in one): each is an M002 at the test."""
+    mod = reader.mod
+    start = len(reader.findings)
+    for name, (branch, pos) in sorted(mod.undecided.items(), key=lambda x: x[1][1]):
+        in_body = branch.body[0].lineno <= pos[0] <= (branch.body[-1].end_lineno or pos[0])
+        test = " ".join(ast.unparse(branch.test).split()).replace("`", "'")
+        reader.report(
+            M002,
+            f"`{name}` depends on this `if`, whose test `{test}` is not known statically: "
+            f"the translation used its value from line {pos[0]}, which holds only when the "
+            f"test is {'true' if in_body else 'false'}",
+            branch.test,
+            help="set the test to a constant in the file (`USE_API = True`), or migrate "
+            "each variant from a file that builds only it",
+        )
+    return reader.findings[start:]
 
 
 def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translation:

@@ -147,3 +147,89 @@ def test_a_tool_returning_the_termination_text_only_sometimes_says_so() -> None:
 def test_a_tool_returning_other_text_does_not_finish() -> None:
     text, _ = _migrate(_TOOL_TEXT.replace("BODY", '    return "closed; TERMINATE later"'))
     assert "tool close_ticket\n" in text and "finishes" not in text
+
+
+# ── class 4: a name bound in both branches of an `if` ─────────────────────────────────
+
+_BRANCHES = """\
+import os
+import autogen
+cfg = {"config_list": [{"model": "m", "api_key": "k"}]}
+USE_API = TEST
+user = autogen.UserProxyAgent("user", code_execution_config=False, human_input_mode="NEVER")
+api = autogen.AssistantAgent("api_caller", llm_config=cfg)
+local = autogen.AssistantAgent("local_worker", llm_config=cfg)
+if USE_API:
+    agents = [user, api]
+else:
+    agents = [user, local]
+gc = autogen.GroupChat(agents=agents, messages=[], max_round=4,
+                       speaker_selection_method="round_robin")
+manager = autogen.GroupChatManager(groupchat=gc, llm_config=cfg)
+user.initiate_chat(manager, message="Fetch the rates.")
+"""
+
+
+def test_a_constant_if_test_takes_the_branch_python_runs() -> None:
+    text, findings = _migrate(_BRANCHES.replace("TEST", "True"))
+    assert "speaker api_caller" in text and "local_worker" not in text
+    assert findings == []
+    text, _ = _migrate(_BRANCHES.replace("TEST", "False"))
+    assert "speaker local_worker" in text and "api_caller" not in text
+    text, _ = _migrate(
+        _BRANCHES.replace("TEST", '"api"').replace("if USE_API:", 'if USE_API != "api":')
+    )
+    assert "speaker local_worker" in text and "api_caller" not in text
+
+
+def test_an_unknown_if_test_is_reported_at_the_test() -> None:
+    result = migrate_source(
+        SourceFile("chat.py", _BRANCHES.replace("TEST", 'os.getenv("USE_API") == "1"'))
+    )
+    (finding,) = [d for d in result.findings if d.code.id == "M002"]
+    assert finding.message == (
+        "`agents` depends on this `if`, whose test `USE_API` is not known statically: the "
+        "translation used its value from line 11, which holds only when the test is false"
+    )
+    assert finding.span is not None and (finding.span.line, finding.span.column) == (8, 4)
+
+
+_HANDOFF_VAR = """\
+from autogen import ConversableAgent, LLMConfig
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, TerminateTarget
+from autogen.agentchat.group.patterns import DefaultPattern
+
+llm_config = LLMConfig(api_type="openai", model="m", api_key="k")
+TIER = TIER_VALUE
+with llm_config:
+    triage = ConversableAgent(name="triage", system_message="Sorts requests.")
+    premium = ConversableAgent(name="premium", system_message="Premium desk.")
+    standard = ConversableAgent(name="standard", system_message="Standard desk.")
+if TIER == "premium":
+    after = AgentTarget(premium)
+elif TIER == "standard":
+    after = AgentTarget(standard)
+else:
+    after = TerminateTarget()
+triage.handoffs.set_after_work(after)
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, premium, standard])
+initiate_group_chat(pattern=pattern, messages="Help me.", max_rounds=6)
+"""
+
+
+def test_a_handoff_target_chosen_by_a_constant_if_is_the_one_python_runs() -> None:
+    text, findings = _migrate(_HANDOFF_VAR.replace("TIER_VALUE", '"standard"'))
+    assert "when from triage then standard priority 30" in _rules(text)
+    assert not any("depends on this `if`" in m for _, m in findings)
+
+
+def test_a_handoff_target_chosen_by_an_unknown_if_is_reported() -> None:
+    text, findings = _migrate(_HANDOFF_VAR.replace("TIER_VALUE", "input()"))
+    assert "when from triage then terminate priority 30" in _rules(text)  # the value used
+    assert (
+        "M002",
+        "`after` depends on this `if`, whose test `TIER == 'standard'` is not known "
+        "statically: the translation used its value from line 17, which holds only when the "
+        "test is false",
+    ) in findings
