@@ -254,7 +254,8 @@ def _read_team(
 def translate_agentchat_python(reader: AgentReader, team: ast.Call) -> mm.Translation:
     """Translate one AgentChat team constructor call of a Python file."""
     data, b, graph, term = _read_team(reader, team)
-    result = translate_component(data, reader.mod.source.name)
+    per_speaker = kwarg(team, "selector_func") is None and kwarg(team, "candidate_func") is None
+    result = translate_component(data, reader.mod.source.name, per_speaker)
     findings = list(reader.findings)
     for d in result.findings:
         if "`sources` is never written" in d.message:

@@ -233,3 +233,93 @@ def test_a_handoff_target_chosen_by_an_unknown_if_is_reported() -> None:
         "statically: the translation used its value from line 17, which holds only when the "
         "test is false",
     ) in findings
+
+
+# ── class 1: AgentChat SelectorGroupChat leaves the previous speaker out ──────────────
+
+_SELECTOR = """\
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.conditions import MaxMessageTermination
+from autogen_agentchat.teams import SelectorGroupChat
+from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+client = OpenAIChatCompletionClient(model="gpt-4o-mini", api_key="k")
+planner = AssistantAgent("planner", model_client=client, description="Plans.")
+coder = AssistantAgent("coder", model_client=client, description="Codes.")
+tester = AssistantAgent("tester", model_client=client, description="Tests.")
+team = SelectorGroupChat([AGENTS], model_client=client,
+                         termination_condition=MaxMessageTermination(5)EXTRA)
+"""
+
+
+def _selector(agents: str = "planner, coder, tester", extra: str = "") -> str:
+    return _SELECTOR.replace("AGENTS", agents).replace("EXTRA", extra)
+
+
+def test_selector_leaves_the_previous_speaker_out_by_default() -> None:
+    """autogen-agentchat 0.7.5, SelectorGroupChatManager.select_speaker: without
+    allow_repeated_speaker (default False) the candidates are the participants minus the
+    previous speaker (none after the task)."""
+    text, findings = _migrate(_selector(), "team.py")
+    assert _rules(text) == [
+        "when from user then selector",
+        "when from planner then selector_after_planner",
+        "when from coder then selector_after_coder",
+        "when from tester then selector_after_tester",
+        "when tool transfer_to_planner then planner",
+        "when tool transfer_to_coder then coder",
+        "when tool transfer_to_tester then tester",
+        "when from selector, selector_after_planner, selector_after_coder, selector_after_tester"
+        ' then terminate "no_speaker_selected"',
+    ]
+    after_coder = text.split("speaker selector_after_coder {")[1].split("}")[0]
+    assert "transfer_to_planner" in after_coder and "transfer_to_tester" in after_coder
+    assert "transfer_to_coder" not in after_coder
+    assert "max_turns 9" in text  # 4 agent turns, each after a selector turn, and the task
+    assert not any("advice" in m for _, m in findings)
+
+
+def test_selector_with_two_participants_alternates_without_the_model() -> None:
+    """A single candidate is chosen without the model (select_speaker)."""
+    text, _ = _migrate(_selector("planner, coder"), "team.py")
+    assert _rules(text)[:3] == [
+        "when from user then selector",
+        "when from planner then coder",
+        "when from coder then planner",
+    ]
+    assert "max_turns 6" in text  # the task, one selector turn, 4 agent turns
+
+
+def test_selector_allowing_repeats_keeps_one_selector() -> None:
+    text, findings = _migrate(_selector(extra=", allow_repeated_speaker=True"), "team.py")
+    assert "when from user, planner, coder, tester then selector" in _rules(text)
+    assert "selector_after" not in text
+    assert not any("allow_repeated_speaker" in m for _, m in findings)
+
+
+def test_selector_func_with_model_turns_reports_the_exclusion_it_cannot_follow() -> None:
+    text, findings = _migrate(
+        _selector(extra=", selector_func=lambda m: 'coder' if m[-1].source == 'planner' else None"),
+        "team.py",
+    )
+    assert "selector_after" not in text
+    (msg,) = [m for c, m in findings if c == "M002" and "allow_repeated_speaker" in m]
+    assert "AgentChat removes the speaker the model chose last from the candidates" in msg
+    assert "advice" not in msg
+
+
+def test_candidate_func_reports_the_model_pick_it_cannot_refuse() -> None:
+    """0.7.5: with candidate_func the candidates are its list (allow_repeated_speaker does
+    not filter them), but _select_speaker still asks again on a pick of the previous one."""
+    src = _selector(extra=", candidate_func=cands").replace(
+        "team = ",
+        'def cands(messages):\n    if messages[-1].source == "user":\n        return ["planner"]\n'
+        '    return ["coder", "tester"]\n\n\nteam = ',
+    )
+    _, findings = _migrate(src, "team.py")
+    (msg,) = [m for c, m in findings if c == "M002" and "allow_repeated_speaker" in m]
+    assert msg.endswith(
+        "AgentChat takes the candidates from `candidate_func`, but still asks the model again "
+        "when it names the previous speaker; the selector speaker may pick that speaker among "
+        "its transfer tools"
+    )
