@@ -106,6 +106,37 @@ def _others(reader: AgentReader, chats: list[ast.Call], chosen: ast.Call, what: 
         )
 
 
+#: the calls that run a chat: ``team.run(...)`` / ``run_stream``, ``x.initiate_chat(manager)``
+_RUN_CALLS = ("run", "run_stream", "a_run", "initiate_chat", "a_initiate_chat")
+
+
+def _runs(mod: PyModule, calls: list[ast.Call], chat: ast.Call) -> bool:
+    """Whether the file runs ``chat``: a team's own ``run`` / ``run_stream``, or an
+    ``initiate_chat`` / ``run`` sent to a ``GroupChatManager`` built on the ``GroupChat``."""
+    for c in calls:
+        if callee(c) not in _RUN_CALLS or not isinstance(c.func, ast.Attribute):
+            continue
+        targets = [c.func.value, *[x for x in [kwarg(c, "recipient", 0)] if x is not None]]
+        for t in targets:
+            target = mod.deref(t)
+            if target is chat:
+                return True
+            if (
+                isinstance(target, ast.Call)
+                and callee(target) == "GroupChatManager"
+                and mod.deref(kwarg(target, "groupchat", 0) or target) is chat
+            ):
+                return True
+    return False
+
+
+def _run_first(mod: PyModule, calls: list[ast.Call], chats: list[ast.Call]) -> list[ast.Call]:
+    """The chats the file runs come first (in their default order): a chat built but never
+    run is a sketch, or one whose run was commented out."""
+    run = [c for c in chats if _runs(mod, calls, c)]
+    return run + [c for c in chats if c not in run]
+
+
 def _translate(
     mod: PyModule,
     chats: list[ast.Call],
@@ -157,7 +188,8 @@ def _undecided(reader: AgentReader) -> list[Diagnostic]:
 def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translation:
     """Translate the group chat a Python file builds (``pick``: which one, by variable name or
     line, when it builds several; by default the first ``GroupChat``, group chat or swarm that
-    can be read, or the last AgentChat team, as notebooks refine a team cell by cell).
+    can be read, or the last AgentChat team, as notebooks refine a team cell by cell; a chat
+    the file runs comes before one it only builds).
 
     Raises ``SyntaxError`` for a file that does not parse and :class:`~.model.NotRecognised`
     when it holds nothing this version translates.
@@ -167,7 +199,11 @@ def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translat
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if groupchats:
         return _translate(
-            mod, groupchats, pick, "GroupChat", lambda r, gc: translate_groupchat(r, gc, calls)
+            mod,
+            _run_first(mod, calls, groupchats),
+            pick,
+            "GroupChat",
+            lambda r, gc: translate_groupchat(r, gc, calls),
         )
     runners = [c for c in calls if callee(c) in RUNNERS]
     if runners:
@@ -180,7 +216,9 @@ def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translat
     nested = _nested(mod, calls)
     teams = [c for c in calls if callee(c) in TEAMS and id(c) not in nested]
     if teams:
-        return _translate(mod, teams[::-1], pick, "team", translate_agentchat_python)
+        return _translate(
+            mod, _run_first(mod, calls, teams[::-1]), pick, "team", translate_agentchat_python
+        )
     reader = AgentReader(mod)
     found = [c for c in calls if callee(c) in NOT_TRANSLATED]
     if found:

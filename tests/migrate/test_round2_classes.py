@@ -323,3 +323,56 @@ def test_candidate_func_reports_the_model_pick_it_cannot_refuse() -> None:
         "when it names the previous speaker; the selector speaker may pick that speaker among "
         "its transfer tools"
     )
+
+
+# ── class 8: the default chat is the one the file runs ────────────────────────────────
+
+_TWO_TEAMS = """\
+import asyncio
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.conditions import MaxMessageTermination
+from autogen_agentchat.teams import RoundRobinGroupChat, SelectorGroupChat
+from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+client = OpenAIChatCompletionClient(model="gpt-4o-mini", api_key="k")
+poet = AssistantAgent("poet", model_client=client)
+critic = AssistantAgent("critic", model_client=client)
+ring = RoundRobinGroupChat([poet, critic], termination_condition=MaxMessageTermination(4))
+asyncio.run(ring.run(task="A poem."))
+
+# an illustration of a selector team; not run:
+picker = SelectorGroupChat([poet, critic], model_client=client,
+                           termination_condition=MaxMessageTermination(4))
+# asyncio.run(picker.run_stream(task="A poem."))
+"""
+
+
+def test_the_default_team_is_the_one_the_file_runs() -> None:
+    text, findings = _migrate(_TWO_TEAMS, "teams.py")
+    assert "RoundRobinGroupChat" in text and "selector" not in text
+    assert (
+        "M001",
+        "this file builds 2 teams; `ring` (line 10) was translated and this one, "
+        "`picker` (line 14), was left out",
+    ) in findings
+
+
+_TWO_CHATS = """\
+import autogen
+cfg = {"config_list": [{"model": "m", "api_key": "k"}]}
+user = autogen.UserProxyAgent("user", code_execution_config=False, human_input_mode="NEVER")
+a = autogen.AssistantAgent("drafter", llm_config=cfg)
+b = autogen.AssistantAgent("editor", llm_config=cfg)
+sketch = autogen.GroupChat(agents=[user, a], messages=[], max_round=3,
+                           speaker_selection_method="round_robin")
+real = autogen.GroupChat(agents=[user, a, b], messages=[], max_round=5,
+                         speaker_selection_method="round_robin")
+manager = autogen.GroupChatManager(groupchat=real, llm_config=cfg)
+user.initiate_chat(manager, message="Draft it.")
+"""
+
+
+def test_the_default_group_chat_is_the_one_initiate_chat_runs() -> None:
+    text, findings = _migrate(_TWO_CHATS, "chats.py")
+    assert "speaker editor" in text and "max_turns 5" in text
+    assert any("`sketch` (line 6), was left out" in m for _, m in findings)
