@@ -95,11 +95,10 @@ class _Builder:
             value = self.const(kwarg(call, key))
             if isinstance(value, str):
                 cfg[key] = value
-        tools = []
-        for t in self.mod.elements(kwarg(call, "tools")) or []:
-            if isinstance(t, ast.Name) and self.mod.function_of(t) is not None:
-                doc = self.mod.docstring(t)
-                tools.append({"config": {"name": t.id, "description": doc or ""}})
+        tools = self.tools(call, kwarg(call, "tools"), "tools")
+        workbench = kwarg(call, "workbench")
+        if workbench is not None:
+            tools += self.workbench(call, workbench)
         if tools:
             cfg["tools"] = tools
         handoffs: list[Any] = []
@@ -118,6 +117,79 @@ class _Builder:
             cfg["handoffs"] = handoffs
         prefix = _PREFIX["team"] if kind in TEAMS else _PREFIX["agent"] if kind in AGENTS else ""
         return {"provider": prefix + kind, "config": cfg}
+
+    def tools(self, owner: ast.Call, node: ast.expr | None, what: str) -> list[dict[str, Any]]:
+        """An agent's ``tools=[...]`` (or a workbench's): functions of the file, and
+        ``FunctionTool(func, description, name=)`` objects (autogen-core 0.7.5: the name
+        defaults to the function's); anything else is reported, never dropped silently."""
+        if node is None:
+            return []
+        agent = self.const(kwarg(owner, "name", 0))
+        listed = self.mod.elements(node)
+        if listed is None:
+            self.r.report(
+                M001,
+                f"`{agent}`'s `{what}` cannot be read statically; its tools were left out",
+                node,
+                help="list the tools inline: tools=[f, FunctionTool(g, description=...)]",
+            )
+            return []
+        out: list[dict[str, Any]] = []
+        for t in listed:
+            value = self.mod.deref(t)
+            if isinstance(t, ast.Name) and self.mod.function_of(t) is not None:
+                doc = self.mod.docstring(t)
+                out.append({"config": {"name": t.id, "description": doc or ""}})
+            elif isinstance(value, ast.Call) and callee(value) == "FunctionTool":
+                func = kwarg(value, "func", 0)
+                name = self.const(kwarg(value, "name", 2))
+                if not isinstance(name, str):
+                    name = func.id if isinstance(func, ast.Name) else None
+                desc = self.const(kwarg(value, "description", 1))
+                if name is None:
+                    self.r.report(
+                        M001,
+                        f"this `FunctionTool` of `{agent}` has no name that can be read "
+                        "statically; it was left out",
+                        t,
+                    )
+                    continue
+                out.append(
+                    {"config": {"name": name, "description": desc if isinstance(desc, str) else ""}}
+                )
+            else:
+                self.r.report(
+                    M001,
+                    f"this tool of `{agent}` ({_short_expr(t)}) is not a function or a "
+                    "`FunctionTool` of this file: its name and what it does are unknown, and "
+                    "it was left out",
+                    t,
+                    help="declare it by hand in the .flow: `tool NAME` on the speaker",
+                )
+        return out
+
+    def workbench(self, owner: ast.Call, node: ast.expr) -> list[dict[str, Any]]:
+        """``workbench=``: a ``StaticWorkbench(tools=[...])`` holds tools written in the file;
+        any other workbench (``McpWorkbench``, ...) lists its tools when the agent runs."""
+        out: list[dict[str, Any]] = []
+        listed = self.mod.elements(node)
+        for wb in listed if listed is not None else [node]:
+            value = self.mod.deref(wb)
+            if isinstance(value, ast.Call) and callee(value) in (
+                "StaticWorkbench",
+                "StaticStreamWorkbench",
+            ):
+                out += self.tools(owner, kwarg(value, "tools", 0), "workbench tools")
+                continue
+            agent = self.const(kwarg(owner, "name", 0))
+            self.r.report(
+                M001,
+                f"`{agent}`'s workbench ({_short_expr(wb)}) lists its tools when the agent runs: "
+                "the flow declares none of them, so rules and checks know nothing of what they do",
+                wb,
+                help="declare the workbench's tools by hand in the .flow: `tool NAME` on the speaker",
+            )
+        return out
 
     def termination(self, node: ast.expr | None, path: str) -> dict[str, Any] | None:
         if node is None:
@@ -286,6 +358,11 @@ def translate_agentchat_python(reader: AgentReader, team: ast.Call) -> mm.Transl
     stem = reader.mod.source.name.rsplit("/", 1)[-1]
     migration = attrs.evolve(migration, source_kind=f"an AgentChat team in Python ({stem})")
     return mm.Translation(migration, tuple(findings), sequences)
+
+
+def _short_expr(node: ast.AST, limit: int = 40) -> str:
+    text = " ".join(ast.unparse(node).split()).replace("`", "'")
+    return "`" + (text if len(text) <= limit else text[: limit - 3] + "...") + "`"
 
 
 def _closest(where: dict[str, ast.AST], path: str) -> ast.AST | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 import flowc.migrate.model as mm
-from flowc.diagnostics import M002
+from flowc.diagnostics import M001, M002
 from flowc.dsl import nodes as n
 from flowc.migrate.agents import AgentReader
 from flowc.migrate.pyread import callee, kwarg
@@ -25,7 +25,9 @@ def collect_tools(
     fns: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef],
 ) -> dict[str, list[mm.Tool]]:
     """The tools each agent proposes (``register_function(f, caller=A, ...)``,
-    ``@A.register_for_llm(...)``); ``fns`` gets the ``def`` of each one the file writes."""
+    ``@A.register_for_llm(...)``, ``A.register_for_llm(...)(f)``, ``tool.register_tool(A)`` /
+    ``tool.register_for_llm(A)`` for ``tool = Tool(func_or_tool=f, ...)``); ``fns`` gets the
+    ``def`` of each one the file writes."""
     mod = reader.mod
     out: dict[str, list[mm.Tool]] = {}
 
@@ -65,6 +67,55 @@ def collect_tools(
             doc = mod.const_or(kwarg(c, "description"), None)
             doc = doc if isinstance(doc, str) else mod.docstring(fn)
             add(caller.name, tool, doc, c, mod.function_of(fn))
+    for c in calls:
+        inner = c.func
+        if (  # agent.register_for_llm(...)(f)
+            isinstance(inner, ast.Call)
+            and callee(inner) == "register_for_llm"
+            and isinstance(inner.func, ast.Attribute)
+            and (caller := reader.agent_of(inner.func.value)) is not None
+            and c.args
+            and isinstance(c.args[0], ast.Name)
+        ):
+            tool = mod.const_or(kwarg(inner, "name"), None)
+            doc = mod.const_or(kwarg(inner, "description"), None)
+            add(
+                caller.name,
+                tool if isinstance(tool, str) else c.args[0].id,
+                doc if isinstance(doc, str) else mod.docstring(c.args[0]),
+                c,
+                mod.function_of(c.args[0]),
+            )
+        elif (  # tool.register_tool(agent) / tool.register_for_llm(agent) (ag2 Tool objects)
+            callee(c) in ("register_tool", "register_for_llm")
+            and isinstance(c.func, ast.Attribute)
+            and (caller := reader.agent_of(kwarg(c, "agent", 0))) is not None
+            and caller.name in speakers
+        ):
+            obj = mod.deref(c.func.value)
+            fn = kwarg(obj, "func_or_tool") if isinstance(obj, ast.Call) else None
+            if not (isinstance(obj, ast.Call) and callee(obj) == "Tool" and fn is not None):
+                reader.report(
+                    M001,
+                    f"`{ast.unparse(c.func.value)}` is registered as a tool of `{caller.name}`, "
+                    "but it is not a `Tool(...)` of a function of this file: its name and what "
+                    "it does are unknown, and it was left out",
+                    c,
+                    help="declare it by hand in the .flow: `tool NAME` on the speaker",
+                )
+                continue
+            tool = mod.const_or(kwarg(obj, "name"), None)
+            doc = mod.const_or(kwarg(obj, "description"), None)
+            fn_name = fn.id if isinstance(fn, ast.Name) else None
+            tool = tool if isinstance(tool, str) else fn_name
+            if tool is not None:
+                add(
+                    caller.name,
+                    tool,
+                    doc if isinstance(doc, str) else mod.docstring(fn),
+                    c,
+                    mod.function_of(fn),
+                )
     for func in mod.functions.values():
         for deco in func.decorator_list:
             if (

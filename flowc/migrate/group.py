@@ -38,6 +38,7 @@ from flowc.migrate.handoffs import (
     functions_of,
     gated,
     items_of,
+    registered_tools,
     report_extras,
     selector_speaker,
     tool_from_function,
@@ -391,6 +392,9 @@ def translate_group(
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
+    for owner, tool in registered_tools(g, [a.name for a in agents]):
+        if all(t.name != tool.name for t in tools.get(owner, [])):
+            tools.setdefault(owner, []).append(tool)
 
     speakers: list[mm.Speaker] = []
     user_role = (

@@ -501,8 +501,98 @@ def _sibling_function(
     return None
 
 
-def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.Tool | None:
+def registered_tools(g: HandoffReader, names: list[str]) -> list[tuple[str, mm.Tool]]:
+    """Tools added to an agent's ``tools`` outside ``functions=`` (ag2 0.9.10: each of these
+    appends to ``ConversableAgent._tools``, which the group's tool executor runs):
+    ``@agent.register_for_llm(...)`` on a ``def``, ``agent.register_for_llm(...)(f)``, and
+    ``tool.register_tool(agent)`` / ``tool.register_for_llm(agent)`` for a ``Tool(...)``
+    object. A tool object of another class is reported (its name is not known)."""
     mod = g.mod
+    out: list[tuple[str, mm.Tool]] = []
+
+    def add(owner: str, fn: ast.expr | None, fn_def: Any, name: Any, desc: Any) -> None:
+        tool = tool_from_function(g, owner, fn, fn_def) if fn is not None or fn_def else None
+        if tool is None:
+            return
+        if isinstance(name, str) and name:
+            tool = attrs.evolve(tool, name=name)
+        if isinstance(desc, str) and desc:
+            tool = attrs.evolve(tool, doc=desc.strip().splitlines()[0])
+        out.append((owner, tool))
+
+    def owner_of(node: ast.expr | None) -> str | None:
+        agent = g.r.agent_of(node)
+        return agent.name if agent is not None and agent.name in names else None
+
+    for fn in mod.functions.values():
+        for deco in fn.decorator_list:
+            if (
+                isinstance(deco, ast.Call)
+                and isinstance(deco.func, ast.Attribute)
+                and deco.func.attr == "register_for_llm"
+                and (owner := owner_of(deco.func.value)) is not None
+            ):
+                add(
+                    owner,
+                    None,
+                    fn,
+                    mod.const_or(kwarg(deco, "name"), None),
+                    mod.const_or(kwarg(deco, "description"), None),
+                )
+    for c in g.calls:
+        inner = c.func
+        if (  # agent.register_for_llm(...)(f)
+            isinstance(inner, ast.Call)
+            and callee(inner) == "register_for_llm"
+            and isinstance(inner.func, ast.Attribute)
+            and (owner := owner_of(inner.func.value)) is not None
+            and c.args
+        ):
+            add(
+                owner,
+                c.args[0],
+                None,
+                mod.const_or(kwarg(inner, "name"), None),
+                mod.const_or(kwarg(inner, "description"), None),
+            )
+            continue
+        if (
+            callee(c) not in ("register_tool", "register_for_llm")
+            or not isinstance(c.func, ast.Attribute)
+            or (owner := owner_of(kwarg(c, "agent", 0))) is None
+        ):
+            continue
+        obj = mod.deref(c.func.value)
+        if isinstance(obj, ast.Call) and callee(obj) == "Tool":
+            add(
+                owner,
+                kwarg(obj, "func_or_tool"),  # keyword-only, as name and description
+                None,
+                mod.const_or(kwarg(obj, "name"), None),
+                mod.const_or(kwarg(obj, "description"), None),
+            )
+            continue
+        g.r.report(
+            M001,
+            f"`{_short(c.func.value)}` is registered as a tool of `{owner}`, but it is not a "
+            "`Tool(...)` of a function of this file: its name and what it does are unknown, and "
+            "it was left out",
+            c,
+            help="declare it by hand in the .flow: `tool NAME` on the speaker",
+        )
+    return out
+
+
+def tool_from_function(
+    g: HandoffReader,
+    owner: str,
+    fn_node: ast.expr | None,
+    fn_def: ast.FunctionDef | ast.AsyncFunctionDef | None = None,
+) -> mm.Tool | None:
+    mod = g.mod
+    if fn_def is not None:
+        return _tool_of_def(g, owner, fn_def)
+    assert fn_node is not None
     if not isinstance(fn_node, ast.Name):
         g.r.report(
             M002,
@@ -534,6 +624,13 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
             "(statically, never imported; names in it are read as this file's)",
             fn_node,
         )
+    return _tool_of_def(g, owner, fn)
+
+
+def _tool_of_def(
+    g: HandoffReader, owner: str, fn: ast.FunctionDef | ast.AsyncFunctionDef
+) -> mm.Tool:
+    mod = g.mod
     alternatives: list[tuple[n.Effect, ...]] = []
     dynamic: set[str] = set()
 
@@ -696,6 +793,7 @@ __all__ = [
     "functions_of",
     "gated",
     "items_of",
+    "registered_tools",
     "report_extras",
     "tool_from_function",
     "unrolled_calls",

@@ -22,6 +22,7 @@ from flowc.migrate.handoffs import (
     context_rule,
     functions_of,
     gated,
+    registered_tools,
     report_extras,
     selector_speaker,
     tool_from_function,
@@ -193,6 +194,9 @@ def translate_swarm(
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
+    for owner, tool in registered_tools(g, [a.name for a in agents]):
+        if all(t.name != tool.name for t in tools.get(owner, [])):
+            tools.setdefault(owner, []).append(tool)
     user_role = (
         user_agent.role
         if user_agent is not None and user_agent.role

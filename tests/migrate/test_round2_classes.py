@@ -376,3 +376,105 @@ def test_the_default_group_chat_is_the_one_initiate_chat_runs() -> None:
     text, findings = _migrate(_TWO_CHATS, "chats.py")
     assert "speaker editor" in text and "max_turns 5" in text
     assert any("`sketch` (line 6), was left out" in m for _, m in findings)
+
+
+# ── class 3: tool registrations outside functions= / tools= ───────────────────────────
+
+_GROUP_TOOLS = """\
+from autogen import ConversableAgent, LLMConfig
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, ContextVariables, ReplyResult
+from autogen.agentchat.group.patterns import DefaultPattern
+from autogen.tools import Tool
+
+llm_config = LLMConfig(api_type="openai", model="m", api_key="k")
+with llm_config:
+    desk = ConversableAgent(name="desk", system_message="Takes orders.")
+    kitchen = ConversableAgent(name="kitchen", system_message="Cooks.")
+
+
+@desk.register_for_llm(description="Send the order to the kitchen.")
+def send_order(dish: str, context_variables: ContextVariables) -> ReplyResult:
+    context_variables["ordered"] = True
+    return ReplyResult(message="sent", target=AgentTarget(kitchen), context_variables=context_variables)
+
+
+def ring_bell() -> str:
+    return "ding"
+
+
+Tool(name="bell", description="Ring the bell.", func_or_tool=ring_bell).register_tool(kitchen)
+SearchTool().register_for_llm(kitchen)
+pattern = DefaultPattern(initial_agent=desk, agents=[desk, kitchen],
+                         context_variables=ContextVariables(data={"ordered": False}))
+initiate_group_chat(pattern=pattern, messages="Soup, please.", max_rounds=8)
+"""
+
+
+def test_group_api_tools_registered_on_agents_are_declared() -> None:
+    """ag2 0.9.10: register_for_llm appends to ConversableAgent._tools (Tool.register_tool
+    calls it too), and the group's tool executor runs every agent's tools
+    (group_utils: `for tool in agent.tools`)."""
+    text, findings = _migrate(_GROUP_TOOLS, "group.py")
+    assert "tool send_order sets ordered = true, hands off to kitchen" in text
+    assert "tool bell" in text
+    assert (
+        "M001",
+        "`SearchTool()` is registered as a tool of `kitchen`, but it is not a `Tool(...)` of a "
+        "function of this file: its name and what it does are unknown, and it was left out",
+    ) in findings
+
+
+_AC_TOOLS = """\
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.conditions import MaxMessageTermination
+from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_core.tools import FunctionTool, StaticWorkbench
+from autogen_ext.models.openai import OpenAIChatCompletionClient
+from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams
+
+client = OpenAIChatCompletionClient(model="gpt-4o-mini", api_key="k")
+
+
+def lookup(city: str) -> str:
+    \"\"\"Looks up a city.\"\"\"
+    return city
+
+
+def convert(amount: float) -> float:
+    return amount
+
+
+finder = AssistantAgent("finder", model_client=client,
+                        tools=[FunctionTool(lookup, description="Find a city.", name="find_city")])
+banker = AssistantAgent("banker", model_client=client,
+                        workbench=StaticWorkbench([FunctionTool(convert, description="Convert.")]))
+web = AssistantAgent("web", model_client=client,
+                     workbench=McpWorkbench(server_params=StdioServerParams(command="srv")))
+team = RoundRobinGroupChat([finder, banker, web], termination_condition=MaxMessageTermination(4))
+"""
+
+
+def test_agentchat_function_tools_and_workbenches_are_declared_or_reported() -> None:
+    """autogen-core 0.7.5: FunctionTool(func, description, name=None) is named after the
+    function unless `name` is given; AssistantAgent lists a workbench's tools when it runs."""
+    text, findings = _migrate(_AC_TOOLS, "team.py")
+    assert "tool find_city" in text and "tool convert" in text
+    (msg,) = [m for c, m in findings if c == "M001"]
+    assert msg.startswith(
+        "`web`'s workbench (`McpWorkbench(server_params=StdioServe...`) lists its tools "
+        "when the agent runs"
+    )
+
+
+def test_classic_tool_objects_registered_on_an_agent_are_declared() -> None:
+    src = _TOOL_TEXT.replace("BODY", '    return "closed"').replace(
+        "autogen.register_function(close_ticket, caller=clerk, executor=user, "
+        'description="Close it.")',
+        "from autogen.tools import Tool\n"
+        'Tool(name="close", description="Close it.", func_or_tool=close_ticket)'
+        ".register_tool(clerk)",
+    )
+    text, findings = _migrate(src)
+    assert "tool close\n" in text
+    assert [c for c, _ in findings] == ["M002"]
