@@ -634,33 +634,81 @@ def _tool_of_def(
     alternatives: list[tuple[n.Effect, ...]] = []
     dynamic: set[str] = set()
 
-    def visit(stmts: list[ast.stmt], sets: dict[str, Any]) -> None:
-        local = dict(sets)
+    State = dict[str, Any]
+    calling: list[ast.AST] = [fn]
+
+    def unique(states: list[State]) -> list[State]:
+        out: list[State] = []
+        for st in states:
+            if st not in out:
+                out.append(st)
+        return out[:_MAX_PATHS]
+
+    def returned(value: ast.expr | None, states: list[State]) -> None:
+        helper = _helper_call(mod, value, calling)
+        if helper is not None:
+            # `return helper(...)`: what the helper of this file returns, and the context
+            # writes it makes on the way, are the tool's
+            calling.append(helper)
+            ends = visit(list(helper.body), states)
+            calling.pop()
+            returned(None, ends)  # falling off the helper's end returns None
+            return
+        for local in states:
+            alt = _effects_of_return(g, owner, value, local)
+            if alt is not None and alt not in alternatives:
+                alternatives.append(alt)
+
+    def visit(stmts: list[ast.stmt], states: list[State]) -> list[State]:
+        """The context written on each path through ``stmts``; returns the states of the
+        paths that reach their end (a write under an `if` that does not return holds on
+        one path after it, not on the other)."""
+        states = [dict(s) for s in states]
         for st in stmts:
+            if not states:
+                break
             if isinstance(st, ast.Return):
-                alt = _effects_of_return(g, owner, st.value, local)
-                if alt is not None and alt not in alternatives:
-                    alternatives.append(alt)
-            elif isinstance(st, ast.Assign) and len(st.targets) == 1:
+                returned(st.value, states)
+                return []
+            if isinstance(st, ast.Raise):
+                return []
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
                 key = _context_key(st.targets[0])
                 if key is not None:
                     try:
-                        local[key] = mod.const(st.value)
+                        value = mod.const(st.value)
                     except NotStatic:
-                        local.pop(key, None)
                         dynamic.add(key)
+                        for local in states:
+                            local.pop(key, None)
+                    else:
+                        for local in states:
+                            local[key] = value
             elif (changed := _changed_in_place(st)) is not None:
                 # `context_variables["k"] -= 1`, `context_variables["k"].append(x)`: a write whose
                 # value depends on the run
                 key = _context_key(changed)
                 if key is not None:
-                    local.pop(key, None)
                     dynamic.add(key)
-            elif isinstance(st, ast.If | ast.For | ast.While | ast.With | ast.Try):
-                for body in _bodies(st):
-                    visit(body, local)
+                    for local in states:
+                        local.pop(key, None)
+            elif isinstance(st, ast.If):
+                states = unique(visit(st.body, states) + visit(st.orelse, states))
+            elif isinstance(st, ast.For | ast.While):
+                # the body runs zero or more times (once is enough for constant writes)
+                states = unique(states + visit(st.body, states))
+                states = visit(st.orelse, states)
+            elif isinstance(st, ast.With):
+                states = visit(st.body, states)
+            elif isinstance(st, ast.Try):
+                done = visit(st.body, states)
+                caught = [x for h in st.handlers for x in visit(h.body, unique(states + done))]
+                states = visit(st.finalbody, unique(visit(st.orelse, done) + caught))
+        return states
 
-    visit(list(fn.body), {})
+    ends = visit(list(fn.body), [{}])
+    if ends:
+        returned(None, ends)  # falling off the end: None, with the writes made on the way
     for key in sorted(dynamic):
         g.r.report(
             M002,
@@ -678,6 +726,27 @@ def _tool_of_def(
             fn,
         )
     return mm.Tool(fn.name, doc.strip().splitlines()[0] if doc else None, effects)
+
+
+#: at most this many distinct context states are followed through one tool
+_MAX_PATHS = 64
+
+
+def _helper_call(
+    mod: PyModule, value: ast.expr | None, calling: list[ast.AST]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """``return helper(...)`` (or ``await helper(...)``) for a ``def`` of this file that is
+    not already being followed (no recursion)."""
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+        return None
+    if callee(value) in ("ReplyResult", "SwarmResult") or callee(value).endswith("Target"):
+        return None
+    helper = mod.function_of(value.func)
+    if helper is None or helper in calling or len(calling) > 8:
+        return None
+    return helper
 
 
 #: methods that change a list or dict in place
@@ -707,16 +776,6 @@ def _changed_in_place(st: ast.stmt) -> ast.expr | None:
     ):
         return st.value.func.value
     return None
-
-
-def _bodies(st: ast.stmt) -> list[list[ast.stmt]]:
-    if isinstance(st, ast.If | ast.For | ast.While):
-        return [st.body, st.orelse]
-    if isinstance(st, ast.With):
-        return [st.body]
-    if isinstance(st, ast.Try):
-        return [st.body, *[h.body for h in st.handlers], st.orelse, st.finalbody]
-    return []
 
 
 def _context_key(node: ast.expr) -> str | None:

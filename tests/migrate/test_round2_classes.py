@@ -478,3 +478,59 @@ def test_classic_tool_objects_registered_on_an_agent_are_declared() -> None:
     text, findings = _migrate(src)
     assert "tool close\n" in text
     assert [c for c, _ in findings] == ["M002"]
+
+
+# ── class 2: tool effects the reader missed ───────────────────────────────────────────
+
+_TOOL_EFFECTS = """\
+from autogen import ConversableAgent, LLMConfig
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, ContextVariables, ReplyResult
+from autogen.agentchat.group.patterns import DefaultPattern
+
+llm_config = LLMConfig(api_type="openai", model="m", api_key="k")
+
+
+def to_kitchen(context_variables: ContextVariables) -> ReplyResult:
+    return ReplyResult(message="to the kitchen", target=AgentTarget(kitchen),
+                       context_variables=context_variables)
+
+
+def take_order(dish: str, context_variables: ContextVariables) -> ReplyResult:
+    \"\"\"Takes an order.\"\"\"
+BODY
+
+
+with llm_config:
+    desk = ConversableAgent(name="desk", system_message="Takes orders.", functions=[take_order])
+    kitchen = ConversableAgent(name="kitchen", system_message="Cooks.")
+pattern = DefaultPattern(initial_agent=desk, agents=[desk, kitchen],
+                         context_variables=ContextVariables(data={"paid": False}))
+initiate_group_chat(pattern=pattern, messages="Soup.", max_rounds=8)
+"""
+
+
+def _effects(body: str) -> str:
+    text, _ = _migrate(_TOOL_EFFECTS.replace("BODY", body), "group.py")
+    (line,) = [x.strip() for x in text.splitlines() if x.strip().startswith("tool take_order")]
+    return line
+
+
+def test_a_context_write_under_an_if_that_does_not_return_is_declared() -> None:
+    """In ag2 0.9.10 the tool's context_variables is the group's own object (injected with
+    Depends(on(...)) by GroupToolExecutor): a write holds whether or not the tool returns
+    right after it."""
+    body = (
+        '    if dish == "soup":\n'
+        '        context_variables["paid"] = True\n'
+        '    return ReplyResult(message="ok", target=AgentTarget(kitchen),\n'
+        "                       context_variables=context_variables)"
+    )
+    assert _effects(body) == (
+        "tool take_order sets paid = true, hands off to kitchen | hands off to kitchen"
+    )
+
+
+def test_a_tool_returning_a_helper_of_the_file_has_the_helpers_effects() -> None:
+    body = '    context_variables["paid"] = True\n    return to_kitchen(context_variables)'
+    assert _effects(body) == "tool take_order sets paid = true, hands off to kitchen"
