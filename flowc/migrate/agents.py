@@ -84,6 +84,9 @@ class AgentReader:
         #: agent classes defined in the file -> the known class they derive from
         self.subclasses: dict[str, str] = _subclasses(mod.tree, AGENT_CLASSES)
         self._reported_classes: set[str] = set()
+        #: findings about agents whose name could not be read, with the name they got: only
+        #: those that take part in the translated chat are kept (:meth:`keep_unnamed`)
+        self.unnamed: list[tuple[Diagnostic, str]] = []
 
     def report(
         self, code: Code, message: str, node: ast.AST | None, help: str | None = None
@@ -115,6 +118,7 @@ class AgentReader:
                 name_node or call,
                 help="write the agent's name as a string literal, or rename the speaker in the .flow",
             )
+            self.unnamed.append((self.findings[-1], fallback))
             agent_name = fallback
         base = self.subclasses.get(cls, cls)
         agent = Agent(var, agent_name, cls, self._is_human(call, base), self._role(call), call)
@@ -129,6 +133,11 @@ class AgentReader:
                 call,
             )
         return agent
+
+    def dropped_unnamed(self, speakers: set[str]) -> set[int]:
+        """The findings "migrated as `x`" about agents that are not speakers of the
+        translated flow (another chat of the file): they name nothing in the output."""
+        return {id(d) for d, name in self.unnamed if name not in speakers}
 
     def adopt(self, node: ast.expr) -> Agent | None:
         """An object constructed in this file from a class flowc does not know, passed where an

@@ -342,13 +342,33 @@ class HandoffReader:
 def gated(
     cond: n.Cond, available: ast.expr | None, mod: PyModule, g: HandoffReader, reader: AgentReader
 ) -> n.Cond | None:
-    """An ``OnCondition``'s routing condition with its ``available`` gate, if any;
-    None when the gate cannot be translated (it was reported)."""
+    """An ``OnCondition``'s routing condition with its ``available`` gate, if any. A gate
+    that cannot be translated (a callable) is left out and reported; the rule stays, as
+    the handoff it routes exists in the source whenever the gate lets it through."""
     if available is None or mod.const_or(available, "?") is None:
         return cond
+    start = len(reader.findings)
     gate = g.context_condition(available)
     if gate is None:
-        return None
+        del reader.findings[start:]
+        node = mod.deref(available)
+        what = (
+            f"`{callee(node)}`"
+            if isinstance(node, ast.Call) and callee(node)
+            else "a function"
+            if isinstance(node, ast.Lambda | ast.Name)
+            else "an expression"
+        )
+        reader.report(
+            M001,
+            f"this `available` gate ({what}) cannot be translated and was left out: the "
+            "routing rule is kept without it, so in the flow the handoff is available on "
+            "every turn",
+            available,
+            help="write the gate as a context condition (`StringAvailableCondition`, "
+            "`ExpressionAvailableCondition`), or add it to the rule in the .flow by hand",
+        )
+        return cond
     if gate is True:
         return cond
     assert not isinstance(gate, bool)

@@ -160,7 +160,9 @@ def _translate(
         except mm.NotRecognised as err:
             failed = failed or err
             continue
-        return attrs.evolve(result, findings=(*result.findings, *_undecided(reader)))
+        drop = reader.dropped_unnamed({s.name for s in result.migration.speakers})
+        findings = tuple(d for d in result.findings if id(d) not in drop)
+        return attrs.evolve(result, findings=(*findings, *_undecided(reader)))
     assert failed is not None
     raise failed
 

@@ -534,3 +534,61 @@ def test_a_context_write_under_an_if_that_does_not_return_is_declared() -> None:
 def test_a_tool_returning_a_helper_of_the_file_has_the_helpers_effects() -> None:
     body = '    context_variables["paid"] = True\n    return to_kitchen(context_variables)'
     assert _effects(body) == "tool take_order sets paid = true, hands off to kitchen"
+
+
+# ── class 7: findings that point at the wrong thing ───────────────────────────────────
+
+
+def test_an_unnamed_agent_of_another_chat_is_not_said_to_be_migrated() -> None:
+    src = _TWO_CHATS.replace(
+        "sketch = autogen.GroupChat(agents=[user, a]",
+        "helper = autogen.AssistantAgent(make_name(), llm_config=cfg)\n"
+        "sketch = autogen.GroupChat(agents=[user, helper]",
+    )
+    text, findings = _migrate(src, "chats.py")
+    assert "agent_" not in text and "helper" not in text.replace("`helper`", "")
+    assert not any("migrated as" in m for _, m in findings)
+    # the same agent in the translated chat keeps its finding
+    text, findings = _migrate(src.replace("agents=[user, a, b]", "agents=[user, a, b, helper]"))
+    assert "speaker helper" in text
+    assert any(m.endswith("it was migrated as `helper`") for _, m in findings)
+
+
+_NESTED_GATE = """\
+from autogen import ConversableAgent, LLMConfig
+from autogen.agentchat.contrib.swarm_agent import ON_CONDITION, initiate_swarm_chat
+
+llm_config = LLMConfig(api_type="openai", model="m", api_key="k")
+with llm_config:
+    lead = ConversableAgent(name="lead", system_message="Leads.")
+    writer = ConversableAgent(name="writer", system_message="Writes.")
+
+
+def has_sources(agent, messages):
+    return True
+
+
+lead.register_hand_off([
+    ON_CONDITION(writer, "Ready to write.", available=has_sources),
+    ON_CONDITION({"chat_queue": []}, "Dig deeper.", available=has_sources),
+])
+initiate_swarm_chat(initial_agent=lead, agents=[lead, writer], messages="Go.", max_rounds=6)
+"""
+
+
+def test_a_handoff_with_an_untranslatable_gate_keeps_its_rule() -> None:
+    """ag2 0.9.10: `available` only hides the handoff from the model on turns where it is
+    false; the handoff and its target remain (the nested chat's placeholder stays reachable)."""
+    text, findings = _migrate(_NESTED_GATE, "swarm.py")
+    rules = _rules(text)
+    assert "when tool transfer_lead_to_writer then writer" in rules
+    assert any(r.endswith("then wrapped_nested_lead_1") for r in rules)
+    gate = [m for c, m in findings if c == "M001" and "`available` gate" in m]
+    assert (
+        gate
+        == [
+            "this `available` gate (a function) cannot be translated and was left out: the "
+            "routing rule is kept without it, so in the flow the handoff is available on every turn"
+        ]
+        * 2
+    )
