@@ -134,6 +134,50 @@ class AgentReader:
             )
         return agent
 
+    def report_hooks(self, calls: list[ast.Call]) -> None:
+        """Agent-side code that changes what an agent replies, never routing: each is an
+        M002, as the flow does not carry it (ag2 0.9.10: ``register_reply`` puts a reply
+        function before the agent's own, which may answer for it or end the chat with a
+        None reply; ``update_agent_state_before_reply`` / ``UpdateSystemMessage`` and
+        ``register_hook`` change its prompt or messages before each reply)."""
+        for c in calls:
+            kind = callee(c)
+            if kind in ("UpdateSystemMessage", "UPDATE_SYSTEM_MESSAGE", "register_hook"):
+                self.report(
+                    M002,
+                    f"`{kind}` changes an agent's prompt at run time; it is agent-side "
+                    "behaviour, not routing, and is not in the flow",
+                    c,
+                )
+            elif kind in ("register_reply", "a_register_reply"):
+                owner = self.agent_of(c.func.value) if isinstance(c.func, ast.Attribute) else None
+                who = f"`{owner.name}`" if owner is not None else "the agent"
+                self.report(
+                    M002,
+                    f"`{kind}` adds a reply function that runs before {who}'s own reply: what "
+                    "it answers, and a chat it ends by returning no reply, are your agent code, "
+                    "not in the flow",
+                    c,
+                )
+            elif id(c) in self.agents and (hooks := kwarg(c, "update_agent_state_before_reply")):
+                listed = self.mod.elements(hooks)
+                plain = [
+                    e
+                    for e in (listed if listed is not None else [hooks])
+                    if not (
+                        isinstance(d := self.mod.deref(e), ast.Call)
+                        and callee(d) in ("UpdateSystemMessage", "UPDATE_SYSTEM_MESSAGE")
+                    )
+                ]
+                if plain:
+                    self.report(
+                        M002,
+                        f"`update_agent_state_before_reply` runs code before each reply of "
+                        f"`{self.agents[id(c)].name}` (it may change its prompt or messages); it "
+                        "is agent-side behaviour, not routing, and is not in the flow",
+                        hooks,
+                    )
+
     def dropped_unnamed(self, speakers: set[str]) -> set[int]:
         """The findings "migrated as `x`" about agents that are not speakers of the
         translated flow (another chat of the file): they name nothing in the output."""

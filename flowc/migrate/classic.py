@@ -345,6 +345,8 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 help="run the nested chat as its own flow, or as a tool of the agent",
             )
 
+    reader.report_hooks(calls)
+
     # ── routing ──
     sources = ([] if initiator.name in names else [initiator.name]) + names
     nexts = {s: successor(s, names, graph, allow_repeat, method) for s in sources}

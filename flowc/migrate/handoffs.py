@@ -417,13 +417,7 @@ def report_extras(
                 help="a regex output guardrail can be written as "
                 "`when from A and text_matches(pattern = ...) then T`",
             )
-        elif kind in ("UpdateSystemMessage", "register_hook"):
-            reader.report(
-                M002,
-                f"`{kind}` changes an agent's prompt at run time; it is agent-side "
-                "behaviour, not routing, and is not in the flow",
-                c,
-            )
+    reader.report_hooks([c for c in calls if handled is None or id(c) not in handled])
     if runner is not None:
         for key in ("safeguard_policy", "safeguard_llm_config"):
             node = kwarg(runner, key)

@@ -659,6 +659,10 @@ class PyModule:
             value = self.const(node.operand, depth + 1)
             if isinstance(value, int | float):
                 return -value
+        member = self._enum_member(node)
+        if member is not None:
+            name, value = member
+            return name if node.attr == "name" else self.const(value, depth + 1)  # type: ignore[attr-defined]
         if isinstance(node, ast.Call) and callee(node) == "dedent" and node.args:
             import textwrap
 
@@ -666,6 +670,39 @@ class PyModule:
             if isinstance(value, str):
                 return textwrap.dedent(value)
         raise NotStatic(type(node).__name__)
+
+    def _enum_member(self, node: ast.expr) -> tuple[str, ast.expr] | None:
+        """``Stage.DRAFTING.value`` / ``.name`` for ``class Stage(Enum)`` (or ``str, Enum``,
+        ``StrEnum``, ``IntEnum``) written at the top of this file and never rebound: the
+        member's name and the expression assigned to it in the class body."""
+        if not (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("value", "name")
+            and isinstance(node.value, ast.Attribute)
+            and isinstance(node.value.value, ast.Name)
+        ):
+            return None
+        cls_name, member = node.value.value.id, node.value.attr
+        classes = [
+            st for st in self.tree.body if isinstance(st, ast.ClassDef) and st.name == cls_name
+        ]
+        if len(classes) != 1 or len(self._binder.module.bindings.get(cls_name, [])) != 1:
+            return None
+        bases = {
+            b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+            for b in classes[0].bases
+        }
+        if not bases & {"Enum", "StrEnum", "IntEnum"}:
+            return None
+        for st in classes[0].body:
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id == member
+            ):
+                return member, st.value
+        return None
 
     def const_or(self, node: ast.expr | None, default: Any) -> Any:
         try:

@@ -592,3 +592,56 @@ def test_a_handoff_with_an_untranslatable_gate_keeps_its_rule() -> None:
         ]
         * 2
     )
+
+
+# ── also: same-file enum constants, reply hooks ───────────────────────────────────────
+
+
+def test_a_same_file_enum_value_is_a_constant() -> None:
+    src = _TOOL_EFFECTS.replace(
+        "llm_config = LLMConfig(",
+        "from enum import Enum\n\n\nclass Stage(str, Enum):\n"
+        '    DRAFTING = "drafting"\n    DONE = "done"\n\n\nllm_config = LLMConfig(',
+    ).replace(
+        "BODY",
+        '    context_variables["stage"] = Stage.DRAFTING.value\n'
+        '    context_variables["step"] = Stage.DONE.name\n'
+        "    return to_kitchen(context_variables)",
+    )
+    text, findings = _migrate(src, "group.py")
+    assert (
+        'tool take_order sets stage = "drafting", sets step = "DONE", hands off to kitchen' in text
+    )
+    assert not any("computed at run time" in m for _, m in findings)
+
+
+def test_reply_hooks_are_reported() -> None:
+    """ag2 0.9.10: register_reply puts a reply function before the agent's own (a None
+    reply ends the group chat); update_agent_state_before_reply runs before each reply."""
+    src = (
+        _OWN_TEST.replace("TEST", "None")
+        .replace("METHOD", "round_robin")
+        .replace(
+            "gc = autogen.GroupChat(",
+            "def polite(recipient, messages, sender, config):\n    return True, 'Thanks.'\n\n\n"
+            "writer.register_reply([autogen.Agent, None], polite)\n"
+            "gc = autogen.GroupChat(",
+        )
+    )
+    _, findings = _migrate(src)
+    assert (
+        "M002",
+        "`register_reply` adds a reply function that runs before `writer`'s own reply: what it "
+        "answers, and a chat it ends by returning no reply, are your agent code, not in the flow",
+    ) in findings
+    src = _TOOL_EFFECTS.replace("BODY", "    return to_kitchen(context_variables)").replace(
+        'ConversableAgent(name="kitchen", system_message="Cooks.")',
+        'ConversableAgent(name="kitchen", system_message="Cooks.",\n'
+        "                               update_agent_state_before_reply=[to_kitchen])",
+    )
+    _, findings = _migrate(src, "group.py")
+    assert any(
+        m.startswith("`update_agent_state_before_reply` runs code before each reply of `kitchen`")
+        for c, m in findings
+        if c == "M002"
+    )
