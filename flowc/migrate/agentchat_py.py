@@ -75,6 +75,8 @@ class _Builder:
         self.r = reader
         self.mod: PyModule = reader.mod
         self.where: dict[str, ast.AST] = {}
+        #: participants that are not agents of this file, taking part under their variable
+        self.adopted: set[str] = set()
 
     def const(self, node: ast.expr | None, default: Any = None) -> Any:
         return self.mod.const_or(node, default)
@@ -302,6 +304,19 @@ def _read_team(
         raise mm.NotRecognised(reader.findings)
     for i, e in enumerate(elements):
         p = b.participant(e, f"config.participants[{i}]")
+        if p is None and isinstance(e, ast.Name) and graph is None:
+            # an agent imported or built by a function: it takes its place in the team
+            # under its variable's name, as an agent whose class is not known
+            reader.report(
+                M002,
+                f"`{e.id}` is not an agent created in this file (imported, or returned by a "
+                f"function): it takes part as a plain speaker named `{e.id}`; its real name, "
+                "class and behaviour are not read, and no speaking order is claimed",
+                e,
+                help="create the agent in this file, or rename the speaker in the .flow",
+            )
+            p = {"provider": "", "config": {"name": e.id}}
+            b.adopted.add(e.id)
         if p is None:
             reader.report(M001, "this participant is not an agent created in this file", e)
             raise mm.NotRecognised(reader.findings)
@@ -334,6 +349,8 @@ def translate_agentchat_python(reader: AgentReader, team: ast.Call) -> mm.Transl
             continue  # Python shows `sources` (or its absence): _apply_sources keeps it
         if "Python callable condition is written to JSON" in d.message and graph is not None:
             continue  # the Python source shows every condition
+        if any(d.message.startswith(f"`{a}` is a `component`") for a in b.adopted):
+            continue  # said at the participant, with what is not known about it
         at = _closest(b.where, d.json_path or "")
         findings.append(
             Diagnostic(

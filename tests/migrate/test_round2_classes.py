@@ -645,3 +645,30 @@ def test_reply_hooks_are_reported() -> None:
         for c, m in findings
         if c == "M002"
     )
+
+
+def test_an_imported_participant_keeps_its_place_instead_of_refusing_the_team() -> None:
+    src = (
+        "from autogen_agentchat.agents import AssistantAgent\n"
+        "from autogen_agentchat.conditions import MaxMessageTermination\n"
+        "from autogen_agentchat.teams import RoundRobinGroupChat\n"
+        "from my_agents import reviewer\n"
+        'writer = AssistantAgent("writer", model_client=None)\n'
+        "team = RoundRobinGroupChat([writer, reviewer], "
+        "termination_condition=MaxMessageTermination(5))\n"
+    )
+    text, findings = _migrate(src, "team.py")
+    assert _rules(text) == [
+        "when from user then writer",
+        "when from writer then reviewer",
+        "when from reviewer then writer",
+    ]
+    assert "scenario" not in text  # no claim about an agent that is not read
+    assert findings == [
+        (
+            "M002",
+            "`reviewer` is not an agent created in this file (imported, or returned by a "
+            "function): it takes part as a plain speaker named `reviewer`; its real name, "
+            "class and behaviour are not read, and no speaking order is claimed",
+        )
+    ]
