@@ -392,7 +392,7 @@ def translate_group(
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
-    for owner, tool in registered_tools(g, [a.name for a in agents]):
+    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
         if all(t.name != tool.name for t in tools.get(owner, [])):
             tools.setdefault(owner, []).append(tool)
 

@@ -515,7 +515,9 @@ def _sibling_function(
     return None
 
 
-def registered_tools(g: HandoffReader, names: list[str]) -> list[tuple[str, mm.Tool]]:
+def registered_tools(
+    g: HandoffReader, names: list[str], have: dict[str, list[mm.Tool]]
+) -> list[tuple[str, mm.Tool]]:
     """Tools added to an agent's ``tools`` outside ``functions=`` (ag2 0.9.10: each of these
     appends to ``ConversableAgent._tools``, which the group's tool executor runs):
     ``@agent.register_for_llm(...)`` on a ``def``, ``agent.register_for_llm(...)(f)``, and
@@ -525,6 +527,18 @@ def registered_tools(g: HandoffReader, names: list[str]) -> list[tuple[str, mm.T
     out: list[tuple[str, mm.Tool]] = []
 
     def add(owner: str, fn: ast.expr | None, fn_def: Any, name: Any, desc: Any) -> None:
+        final = (
+            name
+            if isinstance(name, str) and name
+            else fn_def.name
+            if fn_def is not None
+            else fn.id
+            if isinstance(fn, ast.Name)
+            else None
+        )
+        declared = [t.name for t in have.get(owner, [])] + [t.name for o, t in out if o == owner]
+        if final is not None and final in declared:
+            return  # registered twice (functions= and a decorator, say): read once
         tool = tool_from_function(g, owner, fn, fn_def) if fn is not None or fn_def else None
         if tool is None:
             return

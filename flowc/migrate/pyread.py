@@ -133,7 +133,8 @@ class _Binder(ast.NodeVisitor):
 
     def _known(self, test: ast.expr) -> bool | None:
         """The truth of an ``if`` test that is known in the file: a literal, a name of this
-        scope bound once to a literal outside any branch or loop (``USE_API = True``), and
+        scope bound once to a literal outside any branch or loop (``USE_API = True``),
+        ``__name__`` at module level (``"__main__"``: the file is run as a script), and
         ``not`` / ``and`` / ``or`` / ``==`` / ``!=`` / ``is`` / ``is not`` of those."""
         value = self._literal(test)
         return bool(value) if value is not _NOT_KNOWN else None
@@ -143,6 +144,8 @@ class _Binder(ast.NodeVisitor):
             return node.value
         if isinstance(node, ast.Name):
             found = self.scope.bindings.get(node.id)
+            if node.id == "__name__" and not found and self.scope is self.module:
+                return "__main__"  # the file is run as a script (it runs its chat)
             if not found or node.id in self.scope.shaky or node.id in self.scope.mutations:
                 return _NOT_KNOWN
             value = found[-1][1]

@@ -150,11 +150,11 @@ def _translate(
     first.collect_agents()
     failed: mm.NotRecognised | None = None
     for chat in _chosen(first, chats, pick, what):
+        mod.undecided = {}  # the names this translation reads, its agents' names included
         reader = AgentReader(mod)
         reader.collect_agents()
         mod.horizon = _after(chat)
         _others(reader, chats, chat, what)
-        mod.undecided = {}
         try:
             result = translate(reader, chat)
         except mm.NotRecognised as err:

@@ -194,7 +194,7 @@ def translate_swarm(
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
-    for owner, tool in registered_tools(g, [a.name for a in agents]):
+    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
         if all(t.name != tool.name for t in tools.get(owner, [])):
             tools.setdefault(owner, []).append(tool)
     user_role = (

@@ -672,3 +672,23 @@ def test_an_imported_participant_keeps_its_place_instead_of_refusing_the_team() 
             "class and behaviour are not read, and no speaking order is claimed",
         )
     ]
+
+
+def test_an_agent_name_bound_in_both_branches_is_reported_and_main_is_known() -> None:
+    src = (
+        _BRANCHES.replace("TEST", "input()")
+        .replace(
+            'api = autogen.AssistantAgent("api_caller"', "api = autogen.AssistantAgent(api_name"
+        )
+        .replace(
+            "user = autogen.UserProxyAgent(",
+            'if USE_API:\n    api_name = "remote"\nelse:\n    api_name = "stub"\n'
+            "user = autogen.UserProxyAgent(",
+        )
+    )
+    _, findings = _migrate(src)
+    assert any(m.startswith("`api_name` depends on this `if`") for _, m in findings)
+    # `if __name__ == "__main__":` runs when the file is run as a script
+    src = _BRANCHES.replace("TEST", "True").replace("if USE_API:", 'if __name__ != "__main__":')
+    text, findings = _migrate(src)
+    assert "speaker local_worker" in text and findings == []
