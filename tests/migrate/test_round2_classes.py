@@ -692,3 +692,26 @@ def test_an_agent_name_bound_in_both_branches_is_reported_and_main_is_known() ->
     src = _BRANCHES.replace("TEST", "True").replace("if USE_API:", 'if __name__ != "__main__":')
     text, findings = _migrate(src)
     assert "speaker local_worker" in text and findings == []
+
+
+def test_a_tool_registered_twice_on_one_agent_is_read_once() -> None:
+    src = (
+        _TOOL_EFFECTS.replace(
+            "BODY", '    context_variables["paid"] = dish\n    return to_kitchen(context_variables)'
+        )
+        .replace(
+            "from autogen.agentchat.group import",
+            "from autogen.tools import Tool\nfrom autogen.agentchat.group import",
+        )
+        .replace(
+            "pattern = ",
+            "desk.register_for_llm()(take_order)\n"
+            "Tool(name='take_order', func_or_tool=take_order).register_tool(desk)\npattern = ",
+        )
+    )
+    text, findings = _migrate(src, "group.py")
+    assert text.count("tool take_order") == 1
+    assert [m for _, m in findings].count(
+        "tool `take_order` sets `paid` to a value computed at run time; the flow cannot declare "
+        "it (the checker will not know the value)"
+    ) == 1
