@@ -178,6 +178,24 @@ class AgentReader:
                         hooks,
                     )
 
+    def report_own_termination(self, agents: list[Agent]) -> None:
+        """The group API and the swarm: an agent's own ``is_termination_msg`` is not
+        translated there (classic's GroupChat lowers it to guarded rules); say so."""
+        for agent in agents:
+            node = kwarg(agent.node, "is_termination_msg")
+            if node is None or self.mod.const_or(node, "?") is None:
+                continue
+            self.report(
+                M001,
+                f"`{agent.name}`'s own `is_termination_msg` was left out: AG2 applies it to "
+                f"the last message when `{agent.name}` is chosen to speak (after its "
+                "`OnContextCondition`s, which hand off first), and ends the chat when it holds; "
+                "the flow has no rule for it",
+                node,
+                help=f'add a rule such as `when from X and text_contains(text = "...") then '
+                f"terminate` for each speaker X after which `{agent.name}` speaks",
+            )
+
     def dropped_unnamed(self, speakers: set[str]) -> set[int]:
         """The findings "migrated as `x`" about agents that are not speakers of the
         translated flow (another chat of the file): they name nothing in the output."""

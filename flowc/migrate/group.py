@@ -161,6 +161,7 @@ def translate_group(
 
     guard_rules, guards_seen = _guardrails(g, calls)
     report_extras(reader, calls, runner, guards_seen)
+    reader.report_own_termination(agents)
 
     # handoffs per agent, in the order the file adds them
     by_name = {a.name: a for a in agents}

@@ -86,6 +86,7 @@ def translate_swarm(
     kickoff = msg if isinstance(msg, str) else None
 
     report_extras(reader, calls, runner)
+    reader.report_own_termination(agents)
 
     # register_hand_off(agent, [...]) and agent.register_hand_off([...])
     handoffs: dict[str, list[ast.expr]] = {}

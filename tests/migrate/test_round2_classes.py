@@ -715,3 +715,20 @@ def test_a_tool_registered_twice_on_one_agent_is_read_once() -> None:
         "tool `take_order` sets `paid` to a value computed at run time; the flow cannot declare "
         "it (the checker will not know the value)"
     ) == 1
+
+
+def test_an_agents_own_termination_test_in_the_group_api_is_reported() -> None:
+    """ag2 0.9.10: group agents keep check_termination_and_human_reply; the group only puts
+    _run_oncontextconditions before it (group_utils, position=0). It was dropped silently."""
+    src = _HANDOFF_VAR.replace("TIER_VALUE", '"premium"').replace(
+        'system_message="Premium desk.")',
+        'system_message="Premium desk.",\n'
+        '                               is_termination_msg=lambda m: "BYE" in m["content"])',
+    )
+    _, findings = _migrate(src)
+    assert (
+        "M001",
+        "`premium`'s own `is_termination_msg` was left out: AG2 applies it to the last message "
+        "when `premium` is chosen to speak (after its `OnContextCondition`s, which hand off "
+        "first), and ends the chat when it holds; the flow has no rule for it",
+    ) in findings
