@@ -77,8 +77,12 @@ def _config(obj: Any) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
-def translate_component(data: Any, filename: str) -> mm.Translation:
+def translate_component(data: Any, filename: str, per_speaker: bool = True) -> mm.Translation:
     """Translate an AgentChat team component (a dict from JSON).
+
+    ``per_speaker``: a ``SelectorGroupChat`` without ``allow_repeated_speaker`` gets one
+    selector speaker per previous speaker (False when a ``selector_func`` or
+    ``candidate_func`` of the Python team decides which speaker the model chose last).
 
     Raises :class:`NotRecognised` when ``data`` is not a team this translator handles.
     """
@@ -168,36 +172,37 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
     elif kind == "SelectorGroupChat":
         exact = False
         selector = "selector" if "selector" not in participants else "team_selector"
-        rules.append(
-            mm.Rule(
-                mm.from_(user, *participants),
-                mm.speaker_target(selector),
-                0,
-                "the selector speaks after every turn",
-            )
-        )
-        for c in participants:
-            rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c)))
-        rules.append(
-            mm.Rule(
-                mm.from_(selector),
-                mm.terminate("no_speaker_selected"),
-                0,
-                "the selector chose nobody",
-            )
-        )
-        r.report(
-            M002,
-            "model-based speaker selection became the selector speaker "
-            f"`{selector}` with one `transfer_to_<agent>` tool per participant; its turns "
-            "count toward max_turns",
-            "provider",
-        )
-        if cfg.get("allow_repeated_speaker") is False:
+        # AgentChat 0.7.x's default: the previous speaker leaves the candidates
+        no_repeat = cfg.get("allow_repeated_speaker", False) is False
+        selectors = _selectors(selector, participants, no_repeat and per_speaker)
+        rules += selector_routing(user, selector, participants, selectors)
+        if len(selectors) == 1:
             r.report(
                 M002,
-                "`allow_repeated_speaker: false` is advice to the selector, not a rule",
-                "config.allow_repeated_speaker",
+                "model-based speaker selection became the selector speaker "
+                f"`{selector}` with one `transfer_to_<agent>` tool per participant; its turns "
+                "count toward max_turns",
+                "provider",
+            )
+        else:
+            r.report(
+                M002,
+                "model-based speaker selection became the selector speaker "
+                f"`{selector}` after the task and `{selector}_after_<agent>` after each "
+                "agent, whose candidates leave that agent out (`allow_repeated_speaker` "
+                "false, AgentChat's default; a single candidate speaks without the model), "
+                "each with one `transfer_to_<agent>` tool per candidate: their turns count "
+                "toward max_turns, and when the model names no candidate the run ends "
+                "(AgentChat asks again, then keeps the previous speaker)",
+                "provider",
+            )
+        if no_repeat and not per_speaker:
+            r.report(
+                M002,
+                f"{REPEAT_MSG}: AgentChat removes the speaker the model chose last from the "
+                "candidates and asks the model again when it names that speaker; here the "
+                f"selector speaker `{selector}` keeps every participant a candidate",
+                "config.allow_repeated_speaker" if "allow_repeated_speaker" in cfg else "config",
             )
         r.report(
             M002,
@@ -257,22 +262,26 @@ def translate_component(data: Any, filename: str) -> mm.Translation:
             mm.Speaker(name, name in humans, roles[name], tuple(tools[name]) + tuple(hs))
         )
     if selector is not None:
-        speakers.append(
-            mm.Speaker(
-                selector,
-                False,
-                "Chooses the next speaker (AgentChat SelectorGroupChat): calls the transfer tool of the "
-                "participant who should speak next."
-                + (
-                    f" Prompt: {cfg['selector_prompt']}"
-                    if isinstance(cfg.get("selector_prompt"), str)
-                    else ""
-                ),
-                tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in participants),
+        prompt = cfg.get("selector_prompt")
+        for name, after, candidates in selectors:
+            if len(candidates) < 2:
+                continue  # one candidate: AgentChat picks it without the model
+            speakers.append(
+                mm.Speaker(
+                    name,
+                    False,
+                    (f"After {after}: " if after else "")
+                    + "Chooses the next speaker (AgentChat SelectorGroupChat): calls the transfer "
+                    "tool of the participant who should speak next."
+                    + (f" Prompt: {prompt}" if isinstance(prompt, str) else ""),
+                    tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
+                )
             )
-        )
     if selector is not None and max_turns is not None:
-        max_turns = 2 * max_turns - 1
+        # the selector speaks before every agent turn, but when a single candidate is left
+        # (two participants, no repeats) only before the first one
+        single = any(len(c) == 1 for _, _, c in selectors)
+        max_turns = max_turns + 1 if single else 2 * max_turns - 1
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
     exact = (
@@ -539,6 +548,71 @@ def _termination(
             "config",
         )
     return (min(caps) if caps else None), rules, (witness[0] if witness else None), handoff_ends
+
+
+#: the finding's opening words when the previous speaker's exclusion is not translated
+REPEAT_MSG = "`allow_repeated_speaker` is false (AgentChat's default) and not translated"
+
+
+def _selectors(
+    selector: str, participants: list[str], no_repeat: bool
+) -> list[tuple[str, str | None, list[str]]]:
+    """The selector speakers of a SelectorGroupChat: (name, after whom, candidates).
+
+    autogen-agentchat 0.7.5 (``SelectorGroupChatManager.select_speaker``): the candidates
+    are all participants, minus the previous speaker when ``allow_repeated_speaker`` is
+    false (there is none after the task); a single candidate is chosen without the model.
+    """
+    if not no_repeat or len(participants) < 2:
+        return [(selector, None, list(participants))]
+    out: list[tuple[str, str | None, list[str]]] = [(selector, None, list(participants))]
+    for p in participants:
+        out.append((f"{selector}_after_{p}", p, [c for c in participants if c != p]))
+    return out
+
+
+def selector_routing(
+    user: str,
+    selector: str,
+    participants: list[str],
+    selectors: list[tuple[str, str | None, list[str]]],
+) -> list[mm.Rule]:
+    """The rules of a SelectorGroupChat: the turn after the task (and after every turn when
+    repeats are allowed) goes to ``selector``; with repeats excluded, the turn after a
+    participant goes to the selector that leaves it out, or straight to the only other one."""
+    rules: list[mm.Rule] = []
+    if len(selectors) == 1:
+        rules.append(
+            mm.Rule(
+                mm.from_(user, *participants),
+                mm.speaker_target(selector),
+                0,
+                "the selector speaks after every turn",
+            )
+        )
+    else:
+        rules.append(mm.Rule(mm.from_(user), mm.speaker_target(selector), 0, "after the task"))
+        for name, after, candidates in selectors[1:]:
+            assert after is not None
+            target = candidates[0] if len(candidates) == 1 else name
+            comment = (
+                "the previous speaker is not a candidate (allow_repeated_speaker=False)"
+                if after == participants[0]
+                else None
+            )
+            rules.append(mm.Rule(mm.from_(after), mm.speaker_target(target), 0, comment))
+    for c in participants:
+        rules.append(mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c)))
+    named = [name for name, _, candidates in selectors if len(candidates) > 1]
+    rules.append(
+        mm.Rule(
+            mm.from_(*named),
+            mm.terminate("no_speaker_selected"),
+            0,
+            "the selector chose nobody",
+        )
+    )
+    return rules
 
 
 def _ring_scenarios(

@@ -75,6 +75,8 @@ class _Builder:
         self.r = reader
         self.mod: PyModule = reader.mod
         self.where: dict[str, ast.AST] = {}
+        #: participants that are not agents of this file, taking part under their variable
+        self.adopted: set[str] = set()
 
     def const(self, node: ast.expr | None, default: Any = None) -> Any:
         return self.mod.const_or(node, default)
@@ -95,11 +97,10 @@ class _Builder:
             value = self.const(kwarg(call, key))
             if isinstance(value, str):
                 cfg[key] = value
-        tools = []
-        for t in self.mod.elements(kwarg(call, "tools")) or []:
-            if isinstance(t, ast.Name) and self.mod.function_of(t) is not None:
-                doc = self.mod.docstring(t)
-                tools.append({"config": {"name": t.id, "description": doc or ""}})
+        tools = self.tools(call, kwarg(call, "tools"), "tools")
+        workbench = kwarg(call, "workbench")
+        if workbench is not None:
+            tools += self.workbench(call, workbench)
         if tools:
             cfg["tools"] = tools
         handoffs: list[Any] = []
@@ -118,6 +119,79 @@ class _Builder:
             cfg["handoffs"] = handoffs
         prefix = _PREFIX["team"] if kind in TEAMS else _PREFIX["agent"] if kind in AGENTS else ""
         return {"provider": prefix + kind, "config": cfg}
+
+    def tools(self, owner: ast.Call, node: ast.expr | None, what: str) -> list[dict[str, Any]]:
+        """An agent's ``tools=[...]`` (or a workbench's): functions of the file, and
+        ``FunctionTool(func, description, name=)`` objects (autogen-core 0.7.5: the name
+        defaults to the function's); anything else is reported, never dropped silently."""
+        if node is None:
+            return []
+        agent = self.const(kwarg(owner, "name", 0))
+        listed = self.mod.elements(node)
+        if listed is None:
+            self.r.report(
+                M001,
+                f"`{agent}`'s `{what}` cannot be read statically; its tools were left out",
+                node,
+                help="list the tools inline: tools=[f, FunctionTool(g, description=...)]",
+            )
+            return []
+        out: list[dict[str, Any]] = []
+        for t in listed:
+            value = self.mod.deref(t)
+            if isinstance(t, ast.Name) and self.mod.function_of(t) is not None:
+                doc = self.mod.docstring(t)
+                out.append({"config": {"name": t.id, "description": doc or ""}})
+            elif isinstance(value, ast.Call) and callee(value) == "FunctionTool":
+                func = kwarg(value, "func", 0)
+                name = self.const(kwarg(value, "name", 2))
+                if not isinstance(name, str):
+                    name = func.id if isinstance(func, ast.Name) else None
+                desc = self.const(kwarg(value, "description", 1))
+                if name is None:
+                    self.r.report(
+                        M001,
+                        f"this `FunctionTool` of `{agent}` has no name that can be read "
+                        "statically; it was left out",
+                        t,
+                    )
+                    continue
+                out.append(
+                    {"config": {"name": name, "description": desc if isinstance(desc, str) else ""}}
+                )
+            else:
+                self.r.report(
+                    M001,
+                    f"this tool of `{agent}` ({_short_expr(t)}) is not a function or a "
+                    "`FunctionTool` of this file: its name and what it does are unknown, and "
+                    "it was left out",
+                    t,
+                    help="declare it by hand in the .flow: `tool NAME` on the speaker",
+                )
+        return out
+
+    def workbench(self, owner: ast.Call, node: ast.expr) -> list[dict[str, Any]]:
+        """``workbench=``: a ``StaticWorkbench(tools=[...])`` holds tools written in the file;
+        any other workbench (``McpWorkbench``, ...) lists its tools when the agent runs."""
+        out: list[dict[str, Any]] = []
+        listed = self.mod.elements(node)
+        for wb in listed if listed is not None else [node]:
+            value = self.mod.deref(wb)
+            if isinstance(value, ast.Call) and callee(value) in (
+                "StaticWorkbench",
+                "StaticStreamWorkbench",
+            ):
+                out += self.tools(owner, kwarg(value, "tools", 0), "workbench tools")
+                continue
+            agent = self.const(kwarg(owner, "name", 0))
+            self.r.report(
+                M001,
+                f"`{agent}`'s workbench ({_short_expr(wb)}) lists its tools when the agent runs: "
+                "the flow declares none of them, so rules and checks know nothing of what they do",
+                wb,
+                help="declare the workbench's tools by hand in the .flow: `tool NAME` on the speaker",
+            )
+        return out
 
     def termination(self, node: ast.expr | None, path: str) -> dict[str, Any] | None:
         if node is None:
@@ -230,6 +304,19 @@ def _read_team(
         raise mm.NotRecognised(reader.findings)
     for i, e in enumerate(elements):
         p = b.participant(e, f"config.participants[{i}]")
+        if p is None and isinstance(e, ast.Name) and graph is None:
+            # an agent imported or built by a function: it takes its place in the team
+            # under its variable's name, as an agent whose class is not known
+            reader.report(
+                M002,
+                f"`{e.id}` is not an agent created in this file (imported, or returned by a "
+                f"function): it takes part as a plain speaker named `{e.id}`; its real name, "
+                "class and behaviour are not read, and no speaking order is claimed",
+                e,
+                help="create the agent in this file, or rename the speaker in the .flow",
+            )
+            p = {"provider": "", "config": {"name": e.id}}
+            b.adopted.add(e.id)
         if p is None:
             reader.report(M001, "this participant is not an agent created in this file", e)
             raise mm.NotRecognised(reader.findings)
@@ -254,13 +341,16 @@ def _read_team(
 def translate_agentchat_python(reader: AgentReader, team: ast.Call) -> mm.Translation:
     """Translate one AgentChat team constructor call of a Python file."""
     data, b, graph, term = _read_team(reader, team)
-    result = translate_component(data, reader.mod.source.name)
+    per_speaker = kwarg(team, "selector_func") is None and kwarg(team, "candidate_func") is None
+    result = translate_component(data, reader.mod.source.name, per_speaker)
     findings = list(reader.findings)
     for d in result.findings:
         if "`sources` is never written" in d.message:
             continue  # Python shows `sources` (or its absence): _apply_sources keeps it
         if "Python callable condition is written to JSON" in d.message and graph is not None:
             continue  # the Python source shows every condition
+        if any(d.message.startswith(f"`{a}` is a `component`") for a in b.adopted):
+            continue  # said at the participant, with what is not known about it
         at = _closest(b.where, d.json_path or "")
         findings.append(
             Diagnostic(
@@ -285,6 +375,11 @@ def translate_agentchat_python(reader: AgentReader, team: ast.Call) -> mm.Transl
     stem = reader.mod.source.name.rsplit("/", 1)[-1]
     migration = attrs.evolve(migration, source_kind=f"an AgentChat team in Python ({stem})")
     return mm.Translation(migration, tuple(findings), sequences)
+
+
+def _short_expr(node: ast.AST, limit: int = 40) -> str:
+    text = " ".join(ast.unparse(node).split()).replace("`", "'")
+    return "`" + (text if len(text) <= limit else text[: limit - 3] + "...") + "`"
 
 
 def _closest(where: dict[str, ast.AST], path: str) -> ast.AST | None:

@@ -16,7 +16,7 @@ import attrs
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003, Diagnostic
 from flowc.dsl import nodes as n
-from flowc.migrate.agentchat import AGENTS
+from flowc.migrate.agentchat import AGENTS, REPEAT_MSG
 from flowc.migrate.agents import AgentReader
 from flowc.migrate.pyread import callee, kwarg
 from flowc.migrate.selectfn import Outcome, Unsupported, lower_selection
@@ -28,7 +28,7 @@ from flowc.migrate.textpred import evaluate
 _Lowered = tuple[str, tuple[n.Cond, ...], tuple[str, ...] | None, str | None]
 JSON_ONLY_SELECTOR = "is never written to component JSON: if the Python team had one"
 _SELECTOR_MSG = "model-based speaker selection became the selector speaker"
-_REPEAT_MSG = "`allow_repeated_speaker: false` is advice to the selector"
+_REPEAT_MSG = REPEAT_MSG
 
 
 class SelectorFunctions:
@@ -411,8 +411,14 @@ class SelectorFunctions:
                     d,
                     span=self.mod.span(at or self.team),
                     message=(
-                        d.message + "; AgentChat excludes the speaker the model chose last, which "
-                        "`selector_func` picks do not update"
+                        d.message + " (with `selector_func` that is the speaker the model chose "
+                        "last, not the last one who spoke: its own picks do not count, which the "
+                        "flow's rules cannot follow)"
+                        if has_selector_func
+                        else f"{_REPEAT_MSG}: AgentChat takes the candidates from "
+                        "`candidate_func`, but still asks the model again when it names the "
+                        "previous speaker; the selector speaker may pick that speaker among "
+                        "its transfer tools"
                     ),
                 )
 
@@ -425,8 +431,8 @@ class SelectorFunctions:
             and _REPEAT_MSG not in d.message
             and not (d.code is M003 and "configures the selector model" in d.message)
         ]
-        if repeat is not None:
-            at = kwarg(self.team, "allow_repeated_speaker")
+        at = kwarg(self.team, "allow_repeated_speaker")
+        if repeat is not None and at is not None:  # the default is not worth a word
             self.findings.append(
                 attrs.evolve(
                     repeat,

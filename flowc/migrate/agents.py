@@ -84,6 +84,9 @@ class AgentReader:
         #: agent classes defined in the file -> the known class they derive from
         self.subclasses: dict[str, str] = _subclasses(mod.tree, AGENT_CLASSES)
         self._reported_classes: set[str] = set()
+        #: findings about agents whose name could not be read, with the name they got: only
+        #: those that take part in the translated chat are kept (:meth:`keep_unnamed`)
+        self.unnamed: list[tuple[Diagnostic, str]] = []
 
     def report(
         self, code: Code, message: str, node: ast.AST | None, help: str | None = None
@@ -115,6 +118,7 @@ class AgentReader:
                 name_node or call,
                 help="write the agent's name as a string literal, or rename the speaker in the .flow",
             )
+            self.unnamed.append((self.findings[-1], fallback))
             agent_name = fallback
         base = self.subclasses.get(cls, cls)
         agent = Agent(var, agent_name, cls, self._is_human(call, base), self._role(call), call)
@@ -129,6 +133,73 @@ class AgentReader:
                 call,
             )
         return agent
+
+    def report_hooks(self, calls: list[ast.Call]) -> None:
+        """Agent-side code that changes what an agent replies, never routing: each is an
+        M002, as the flow does not carry it (ag2 0.9.10: ``register_reply`` puts a reply
+        function before the agent's own, which may answer for it or end the chat with a
+        None reply; ``update_agent_state_before_reply`` / ``UpdateSystemMessage`` and
+        ``register_hook`` change its prompt or messages before each reply)."""
+        for c in calls:
+            kind = callee(c)
+            if kind in ("UpdateSystemMessage", "UPDATE_SYSTEM_MESSAGE", "register_hook"):
+                self.report(
+                    M002,
+                    f"`{kind}` changes an agent's prompt at run time; it is agent-side "
+                    "behaviour, not routing, and is not in the flow",
+                    c,
+                )
+            elif kind in ("register_reply", "a_register_reply"):
+                owner = self.agent_of(c.func.value) if isinstance(c.func, ast.Attribute) else None
+                who = f"`{owner.name}`" if owner is not None else "the agent"
+                self.report(
+                    M002,
+                    f"`{kind}` adds a reply function that runs before {who}'s own reply: what "
+                    "it answers, and a chat it ends by returning no reply, are your agent code, "
+                    "not in the flow",
+                    c,
+                )
+            elif id(c) in self.agents and (hooks := kwarg(c, "update_agent_state_before_reply")):
+                listed = self.mod.elements(hooks)
+                plain = [
+                    e
+                    for e in (listed if listed is not None else [hooks])
+                    if not (
+                        isinstance(d := self.mod.deref(e), ast.Call)
+                        and callee(d) in ("UpdateSystemMessage", "UPDATE_SYSTEM_MESSAGE")
+                    )
+                ]
+                if plain:
+                    self.report(
+                        M002,
+                        f"`update_agent_state_before_reply` runs code before each reply of "
+                        f"`{self.agents[id(c)].name}` (it may change its prompt or messages); it "
+                        "is agent-side behaviour, not routing, and is not in the flow",
+                        hooks,
+                    )
+
+    def report_own_termination(self, agents: list[Agent]) -> None:
+        """The group API and the swarm: an agent's own ``is_termination_msg`` is not
+        translated there (classic's GroupChat lowers it to guarded rules); say so."""
+        for agent in agents:
+            node = kwarg(agent.node, "is_termination_msg")
+            if node is None or self.mod.const_or(node, "?") is None:
+                continue
+            self.report(
+                M001,
+                f"`{agent.name}`'s own `is_termination_msg` was left out: AG2 applies it to "
+                f"the last message when `{agent.name}` is chosen to speak (after its "
+                "`OnContextCondition`s, which hand off first), and ends the chat when it holds; "
+                "the flow has no rule for it",
+                node,
+                help=f'add a rule such as `when from X and text_contains(text = "...") then '
+                f"terminate` for each speaker X after which `{agent.name}` speaks",
+            )
+
+    def dropped_unnamed(self, speakers: set[str]) -> set[int]:
+        """The findings "migrated as `x`" about agents that are not speakers of the
+        translated flow (another chat of the file): they name nothing in the output."""
+        return {id(d) for d, name in self.unnamed if name not in speakers}
 
     def adopt(self, node: ast.expr) -> Agent | None:
         """An object constructed in this file from a class flowc does not know, passed where an

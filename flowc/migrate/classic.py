@@ -50,6 +50,7 @@ from flowc.migrate.classic_selection import (
     successor,
     target_of,
 )
+from flowc.migrate.classic_tools import collect_tools, finishing_tools
 from flowc.migrate.pyread import PyModule, callee, kwarg
 from flowc.migrate.speaking_order import (
     TERM_REASON,
@@ -65,6 +66,12 @@ from flowc.source import SourceFile
 DEFAULT_MAX_ROUND = 10
 DEFAULT_MANAGER = "chat_manager"
 DEFAULT_TERMINATION = mm.call_cond("text_matches", pattern=r"\ATERMINATE\Z")
+#: ``human_input_mode`` when the constructor does not set it (ag2 0.9.10's classes)
+DEFAULT_INPUT_MODE = {
+    "ConversableAgent": "TERMINATE",
+    "AssistantAgent": "NEVER",
+    "UserProxyAgent": "ALWAYS",
+}
 
 
 def _call_of(mod: PyModule, node: ast.expr | None, name: str) -> ast.Call | None:
@@ -250,7 +257,8 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     _report_settings(reader, gc, method)
 
     # ── tools ──
-    tools = _collect_tools(reader, calls, {a.name for a in agents} | {initiator.name})
+    tool_fns: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    tools = collect_tools(reader, calls, {a.name for a in agents} | {initiator.name}, tool_fns)
 
     # ── termination ──
     term_rules: list[mm.Rule] = []
@@ -276,6 +284,8 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     if predicate is not None:
         witness = predicate.witness
         term_rules.append(mm.Rule(predicate.cond, mm.terminate(TERM_REASON), -10, comment))
+    finishing_tools(reader, tools, tool_fns, predicate)
+    own_tests: list[tuple[Agent, TextPredicate, ast.expr, object]] = []
     for agent in agents:
         node = kwarg(agent.node, "is_termination_msg")
         if node is None or mod.const_or(node, "?") is None:
@@ -290,36 +300,24 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             )
             continue
         if predicate is not None and agent_pred.cond == predicate.cond:
-            continue
-        reader.report(
-            M002,
-            f"`{agent.name}`'s own `is_termination_msg` became a rule for every message: classic "
-            f"ends the chat only when `{agent.name}` is the next speaker",
-            node,
+            continue  # the manager's own test ends the chat first on the same messages
+        mode_node = kwarg(agent.node, "human_input_mode")
+        mode = (
+            mod.const_or(mode_node, "?")
+            if mode_node is not None
+            else DEFAULT_INPUT_MODE.get(agent.cls, "?")
         )
-        same = [
-            i
-            for i, r in enumerate(term_rules)
-            if r.cond == agent_pred.cond and (r.comment or "").endswith("(approximated)")
-        ]
-        if same:  # several agents with the same test: one rule
-            old = term_rules[same[0]]
-            owners = (old.comment or "").removesuffix("'s is_termination_msg (approximated)")
-            term_rules[same[0]] = mm.Rule(
-                old.cond,
-                old.target,
-                old.priority,
-                f"{owners}, {agent.name}'s is_termination_msg (approximated)",
+        if mode == "ALWAYS":
+            reader.report(
+                M001,
+                f"`{agent.name}`'s own `is_termination_msg` was left out: with "
+                '`human_input_mode="ALWAYS"` classic asks the person at every turn of '
+                f"`{agent.name}` and applies this test only when they enter nothing, which "
+                "no rule of the flow can see",
+                node,
             )
             continue
-        term_rules.append(
-            mm.Rule(
-                agent_pred.cond,
-                mm.terminate(TERM_REASON),
-                -10,
-                f"{agent.name}'s is_termination_msg (approximated)",
-            )
-        )
+        own_tests.append((agent, agent_pred, node, mode))
     for agent in agents:
         node = kwarg(agent.node, "max_consecutive_auto_reply")
         cap = mod.const_or(node, None)
@@ -346,6 +344,8 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 c,
                 help="run the nested chat as its own flow, or as a tool of the agent",
             )
+
+    reader.report_hooks(calls)
 
     # ── routing ──
     sources = ([] if initiator.name in names else [initiator.name]) + names
@@ -431,6 +431,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
         routing += selector_rules(every_next, selectors, method == "manual")
     else:
         routing = routing_rules(sources, nexts, names, selectors, method == "manual")
+    routing = _own_termination(reader, own_tests, routing, pairs, term_rules, max_round)
     rules = term_rules + routing
 
     speakers: list[mm.Speaker] = []
@@ -501,7 +502,7 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     )
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
-    avoid = [r.cond for r in term_rules]
+    avoid = [r.cond for r in term_rules] + [p.cond for _, p, _, _ in own_tests]
     scenario_nexts = nexts
     if lowered is not None and not uses_selector:
         defaults: dict[str, Next] = {}
@@ -617,6 +618,89 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
     return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
 
 
+def _own_termination(
+    reader: AgentReader,
+    own_tests: list[tuple[Agent, TextPredicate, ast.expr, object]],
+    routing: list[mm.Rule],
+    pairs: list[tuple[str, Next]],
+    term_rules: list[mm.Rule],
+    max_round: int | None,
+) -> list[mm.Rule]:
+    """An agent's own ``is_termination_msg``: classic tests it when that agent has been
+    chosen to speak, on the last message of the chat (the one just sent, whoever sent it,
+    the kickoff included), and a None reply ends ``run_chat``
+    (``ConversableAgent.check_termination_and_human_reply``). Where the rules pick the
+    agent directly, the test guards each of those rules; where a selector or a draw picks
+    it, the choice is not known when the message arrives, and the test is approximated by
+    a rule on every message (reported). Classic ends on ``max_round`` before it chooses,
+    so the guard holds only before the last round."""
+    indirect = {c for _, x in pairs if x.kind in ("select", "random") for c in x.candidates}
+    out = list(routing)
+    for agent, pred, node, mode in own_tests:
+        if agent.name in indirect:
+            reader.report(
+                M002,
+                f"`{agent.name}`'s own `is_termination_msg` became a rule for every message: "
+                f"classic tests it only on the message after which `{agent.name}` is chosen to "
+                "speak, and here that choice is made after the message, so the flow also ends "
+                "where another agent would have been chosen (the kickoff included)",
+                node,
+            )
+            comment = f"{agent.name}'s is_termination_msg (approximated)"
+            same = [
+                i
+                for i, r in enumerate(term_rules)
+                if r.cond == pred.cond and (r.comment or "").endswith("(approximated)")
+            ]
+            if same:  # several agents with the same test: one rule
+                old = term_rules[same[0]]
+                owners = (old.comment or "").removesuffix("'s is_termination_msg (approximated)")
+                comment = f"{owners}, {comment}"
+                term_rules[same[0]] = mm.Rule(old.cond, old.target, old.priority, comment)
+            else:
+                term_rules.append(mm.Rule(pred.cond, mm.terminate(TERM_REASON), -10, comment))
+            continue
+        test: tuple[n.Cond, ...] = (pred.cond,)
+        if max_round is not None:
+            test = (*test, mm.call_cond("turn_count_at_most", turns=max_round - 1))
+        guarded: list[mm.Rule] = []
+        for r in out:
+            t = r.target
+            if isinstance(t, n.SpeakerTarget) and t.speaker.value == agent.name:
+                if isinstance(r.cond, n.AlwaysCond):
+                    items: tuple[n.Cond, ...] = test
+                elif isinstance(r.cond, n.AndCond):
+                    items = (*r.cond.items, *test)
+                else:
+                    items = (r.cond, *test)
+                items = tuple(c for c in items if not isinstance(c, n.AlwaysCond)) or test
+                cond: n.Cond = items[0] if len(items) == 1 else n.AndCond(items, mm.S)
+                guarded.append(
+                    mm.Rule(
+                        cond,
+                        mm.terminate(TERM_REASON),
+                        r.priority,
+                        f"{agent.name}'s is_termination_msg, on the message before its turn",
+                    )
+                )
+            guarded.append(r)
+        out = guarded
+        if mode != "NEVER":
+            how = (
+                f'with `human_input_mode="{mode}"`'
+                if isinstance(mode, str) and mode != "?"
+                else 'when its `human_input_mode` is not `"NEVER"` (not read statically here)'
+            )
+            reader.report(
+                M002,
+                f"`{agent.name}`'s own `is_termination_msg` ends the flow before its turn; "
+                f"{how} classic then asks a person, and ends the chat only when they enter "
+                f"nothing or `exit` (any other text becomes `{agent.name}`'s reply)",
+                node,
+            )
+    return out
+
+
 def _read_graph(reader: AgentReader, node: ast.expr, names: list[str]) -> dict[str, list[str]]:
     mod = reader.mod
     target = mod.deref(node)
@@ -683,61 +767,6 @@ def _report_settings(reader: AgentReader, gc: ast.Call, method: str) -> None:
             reader.report(
                 M001, "`eligibility_policies` run Python filters at run time; left out", kw.value
             )
-
-
-def _collect_tools(
-    reader: AgentReader, calls: list[ast.Call], speakers: set[str]
-) -> dict[str, list[mm.Tool]]:
-    mod = reader.mod
-    out: dict[str, list[mm.Tool]] = {}
-
-    def add(agent_name: str, tool: str, doc: str | None, at: ast.AST) -> None:
-        if agent_name not in speakers:
-            return
-        if any(t.name == tool for t in out.get(agent_name, [])):
-            return
-        out.setdefault(agent_name, []).append(mm.Tool(tool, doc))
-        reader.report(
-            M002,
-            f"tool `{tool}` runs inside `{agent_name}`'s turn: the separate executor turn of "
-            "classic (`func_call_filter`) disappears, so turn counts differ",
-            at,
-        )
-
-    for c in calls:
-        name = callee(c)
-        if name == "register_function":
-            fn = kwarg(c, "f", 0)
-            caller = reader.agent_of(kwarg(c, "caller"))
-            if caller is None or fn is None:
-                continue
-            tool = mod.const_or(kwarg(c, "name"), None)
-            fn_name = fn.id if isinstance(fn, ast.Name) else None
-            tool = tool if isinstance(tool, str) else fn_name
-            if tool is None:
-                continue
-            doc = mod.const_or(kwarg(c, "description"), None)
-            doc = doc if isinstance(doc, str) else mod.docstring(fn)
-            add(caller.name, tool, doc, c)
-    for func in mod.functions.values():
-        for deco in func.decorator_list:
-            if (
-                isinstance(deco, ast.Call)
-                and isinstance(deco.func, ast.Attribute)
-                and deco.func.attr == "register_for_llm"
-            ):
-                caller = reader.agent_of(deco.func.value)
-                if caller is None:
-                    continue
-                tool = mod.const_or(kwarg(deco, "name"), None)
-                doc = mod.const_or(kwarg(deco, "description"), None)
-                add(
-                    caller.name,
-                    tool if isinstance(tool, str) else func.name,
-                    doc if isinstance(doc, str) else ast.get_docstring(func),
-                    deco,
-                )
-    return out
 
 
 def _speaker(agent: Agent, tools: dict[str, list[mm.Tool]]) -> mm.Speaker:

@@ -38,6 +38,7 @@ from flowc.migrate.handoffs import (
     functions_of,
     gated,
     items_of,
+    registered_tools,
     report_extras,
     selector_speaker,
     tool_from_function,
@@ -160,6 +161,7 @@ def translate_group(
 
     guard_rules, guards_seen = _guardrails(g, calls)
     report_extras(reader, calls, runner, guards_seen)
+    reader.report_own_termination(agents)
 
     # handoffs per agent, in the order the file adds them
     by_name = {a.name: a for a in agents}
@@ -391,6 +393,9 @@ def translate_group(
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
+    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
+        if all(t.name != tool.name for t in tools.get(owner, [])):
+            tools.setdefault(owner, []).append(tool)
 
     speakers: list[mm.Speaker] = []
     user_role = (

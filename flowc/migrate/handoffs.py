@@ -342,13 +342,33 @@ class HandoffReader:
 def gated(
     cond: n.Cond, available: ast.expr | None, mod: PyModule, g: HandoffReader, reader: AgentReader
 ) -> n.Cond | None:
-    """An ``OnCondition``'s routing condition with its ``available`` gate, if any;
-    None when the gate cannot be translated (it was reported)."""
+    """An ``OnCondition``'s routing condition with its ``available`` gate, if any. A gate
+    that cannot be translated (a callable) is left out and reported; the rule stays, as
+    the handoff it routes exists in the source whenever the gate lets it through."""
     if available is None or mod.const_or(available, "?") is None:
         return cond
+    start = len(reader.findings)
     gate = g.context_condition(available)
     if gate is None:
-        return None
+        del reader.findings[start:]
+        node = mod.deref(available)
+        what = (
+            f"`{callee(node)}`"
+            if isinstance(node, ast.Call) and callee(node)
+            else "a function"
+            if isinstance(node, ast.Lambda | ast.Name)
+            else "an expression"
+        )
+        reader.report(
+            M001,
+            f"this `available` gate ({what}) cannot be translated and was left out: the "
+            "routing rule is kept without it, so in the flow the handoff is available on "
+            "every turn",
+            available,
+            help="write the gate as a context condition (`StringAvailableCondition`, "
+            "`ExpressionAvailableCondition`), or add it to the rule in the .flow by hand",
+        )
+        return cond
     if gate is True:
         return cond
     assert not isinstance(gate, bool)
@@ -397,13 +417,7 @@ def report_extras(
                 help="a regex output guardrail can be written as "
                 "`when from A and text_matches(pattern = ...) then T`",
             )
-        elif kind in ("UpdateSystemMessage", "register_hook"):
-            reader.report(
-                M002,
-                f"`{kind}` changes an agent's prompt at run time; it is agent-side "
-                "behaviour, not routing, and is not in the flow",
-                c,
-            )
+    reader.report_hooks([c for c in calls if handled is None or id(c) not in handled])
     if runner is not None:
         for key in ("safeguard_policy", "safeguard_llm_config"):
             node = kwarg(runner, key)
@@ -501,8 +515,112 @@ def _sibling_function(
     return None
 
 
-def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.Tool | None:
+def registered_tools(
+    g: HandoffReader, names: list[str], have: dict[str, list[mm.Tool]]
+) -> list[tuple[str, mm.Tool]]:
+    """Tools added to an agent's ``tools`` outside ``functions=`` (ag2 0.9.10: each of these
+    appends to ``ConversableAgent._tools``, which the group's tool executor runs):
+    ``@agent.register_for_llm(...)`` on a ``def``, ``agent.register_for_llm(...)(f)``, and
+    ``tool.register_tool(agent)`` / ``tool.register_for_llm(agent)`` for a ``Tool(...)``
+    object. A tool object of another class is reported (its name is not known)."""
     mod = g.mod
+    out: list[tuple[str, mm.Tool]] = []
+
+    def add(owner: str, fn: ast.expr | None, fn_def: Any, name: Any, desc: Any) -> None:
+        final = (
+            name
+            if isinstance(name, str) and name
+            else fn_def.name
+            if fn_def is not None
+            else fn.id
+            if isinstance(fn, ast.Name)
+            else None
+        )
+        declared = [t.name for t in have.get(owner, [])] + [t.name for o, t in out if o == owner]
+        if final is not None and final in declared:
+            return  # registered twice (functions= and a decorator, say): read once
+        tool = tool_from_function(g, owner, fn, fn_def) if fn is not None or fn_def else None
+        if tool is None:
+            return
+        if isinstance(name, str) and name:
+            tool = attrs.evolve(tool, name=name)
+        if isinstance(desc, str) and desc:
+            tool = attrs.evolve(tool, doc=desc.strip().splitlines()[0])
+        out.append((owner, tool))
+
+    def owner_of(node: ast.expr | None) -> str | None:
+        agent = g.r.agent_of(node)
+        return agent.name if agent is not None and agent.name in names else None
+
+    for fn in mod.functions.values():
+        for deco in fn.decorator_list:
+            if (
+                isinstance(deco, ast.Call)
+                and isinstance(deco.func, ast.Attribute)
+                and deco.func.attr == "register_for_llm"
+                and (owner := owner_of(deco.func.value)) is not None
+            ):
+                add(
+                    owner,
+                    None,
+                    fn,
+                    mod.const_or(kwarg(deco, "name"), None),
+                    mod.const_or(kwarg(deco, "description"), None),
+                )
+    for c in g.calls:
+        inner = c.func
+        if (  # agent.register_for_llm(...)(f)
+            isinstance(inner, ast.Call)
+            and callee(inner) == "register_for_llm"
+            and isinstance(inner.func, ast.Attribute)
+            and (owner := owner_of(inner.func.value)) is not None
+            and c.args
+        ):
+            add(
+                owner,
+                c.args[0],
+                None,
+                mod.const_or(kwarg(inner, "name"), None),
+                mod.const_or(kwarg(inner, "description"), None),
+            )
+            continue
+        if (
+            callee(c) not in ("register_tool", "register_for_llm")
+            or not isinstance(c.func, ast.Attribute)
+            or (owner := owner_of(kwarg(c, "agent", 0))) is None
+        ):
+            continue
+        obj = mod.deref(c.func.value)
+        if isinstance(obj, ast.Call) and callee(obj) == "Tool":
+            add(
+                owner,
+                kwarg(obj, "func_or_tool"),  # keyword-only, as name and description
+                None,
+                mod.const_or(kwarg(obj, "name"), None),
+                mod.const_or(kwarg(obj, "description"), None),
+            )
+            continue
+        g.r.report(
+            M001,
+            f"`{_short(c.func.value)}` is registered as a tool of `{owner}`, but it is not a "
+            "`Tool(...)` of a function of this file: its name and what it does are unknown, and "
+            "it was left out",
+            c,
+            help="declare it by hand in the .flow: `tool NAME` on the speaker",
+        )
+    return out
+
+
+def tool_from_function(
+    g: HandoffReader,
+    owner: str,
+    fn_node: ast.expr | None,
+    fn_def: ast.FunctionDef | ast.AsyncFunctionDef | None = None,
+) -> mm.Tool | None:
+    mod = g.mod
+    if fn_def is not None:
+        return _tool_of_def(g, owner, fn_def)
+    assert fn_node is not None
     if not isinstance(fn_node, ast.Name):
         g.r.report(
             M002,
@@ -534,36 +652,91 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
             "(statically, never imported; names in it are read as this file's)",
             fn_node,
         )
+    return _tool_of_def(g, owner, fn)
+
+
+def _tool_of_def(
+    g: HandoffReader, owner: str, fn: ast.FunctionDef | ast.AsyncFunctionDef
+) -> mm.Tool:
+    mod = g.mod
     alternatives: list[tuple[n.Effect, ...]] = []
     dynamic: set[str] = set()
 
-    def visit(stmts: list[ast.stmt], sets: dict[str, Any]) -> None:
-        local = dict(sets)
+    State = dict[str, Any]
+    calling: list[ast.AST] = [fn]
+
+    def unique(states: list[State]) -> list[State]:
+        out: list[State] = []
+        for st in states:
+            if st not in out:
+                out.append(st)
+        return out[:_MAX_PATHS]
+
+    def returned(value: ast.expr | None, states: list[State]) -> None:
+        helper = _helper_call(mod, value, calling)
+        if helper is not None:
+            # `return helper(...)`: what the helper of this file returns, and the context
+            # writes it makes on the way, are the tool's
+            calling.append(helper)
+            ends = visit(list(helper.body), states)
+            calling.pop()
+            returned(None, ends)  # falling off the helper's end returns None
+            return
+        for local in states:
+            alt = _effects_of_return(g, owner, value, local)
+            if alt is not None and alt not in alternatives:
+                alternatives.append(alt)
+
+    def visit(stmts: list[ast.stmt], states: list[State]) -> list[State]:
+        """The context written on each path through ``stmts``; returns the states of the
+        paths that reach their end (a write under an `if` that does not return holds on
+        one path after it, not on the other)."""
+        states = [dict(s) for s in states]
         for st in stmts:
+            if not states:
+                break
             if isinstance(st, ast.Return):
-                alt = _effects_of_return(g, owner, st.value, local)
-                if alt is not None and alt not in alternatives:
-                    alternatives.append(alt)
-            elif isinstance(st, ast.Assign) and len(st.targets) == 1:
+                returned(st.value, states)
+                return []
+            if isinstance(st, ast.Raise):
+                return []
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
                 key = _context_key(st.targets[0])
                 if key is not None:
                     try:
-                        local[key] = mod.const(st.value)
+                        value = mod.const(st.value)
                     except NotStatic:
-                        local.pop(key, None)
                         dynamic.add(key)
+                        for local in states:
+                            local.pop(key, None)
+                    else:
+                        for local in states:
+                            local[key] = value
             elif (changed := _changed_in_place(st)) is not None:
                 # `context_variables["k"] -= 1`, `context_variables["k"].append(x)`: a write whose
                 # value depends on the run
                 key = _context_key(changed)
                 if key is not None:
-                    local.pop(key, None)
                     dynamic.add(key)
-            elif isinstance(st, ast.If | ast.For | ast.While | ast.With | ast.Try):
-                for body in _bodies(st):
-                    visit(body, local)
+                    for local in states:
+                        local.pop(key, None)
+            elif isinstance(st, ast.If):
+                states = unique(visit(st.body, states) + visit(st.orelse, states))
+            elif isinstance(st, ast.For | ast.While):
+                # the body runs zero or more times (once is enough for constant writes)
+                states = unique(states + visit(st.body, states))
+                states = visit(st.orelse, states)
+            elif isinstance(st, ast.With):
+                states = visit(st.body, states)
+            elif isinstance(st, ast.Try):
+                done = visit(st.body, states)
+                caught = [x for h in st.handlers for x in visit(h.body, unique(states + done))]
+                states = visit(st.finalbody, unique(visit(st.orelse, done) + caught))
+        return states
 
-    visit(list(fn.body), {})
+    ends = visit(list(fn.body), [{}])
+    if ends:
+        returned(None, ends)  # falling off the end: None, with the writes made on the way
     for key in sorted(dynamic):
         g.r.report(
             M002,
@@ -581,6 +754,27 @@ def tool_from_function(g: HandoffReader, owner: str, fn_node: ast.expr) -> mm.To
             fn,
         )
     return mm.Tool(fn.name, doc.strip().splitlines()[0] if doc else None, effects)
+
+
+#: at most this many distinct context states are followed through one tool
+_MAX_PATHS = 64
+
+
+def _helper_call(
+    mod: PyModule, value: ast.expr | None, calling: list[ast.AST]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """``return helper(...)`` (or ``await helper(...)``) for a ``def`` of this file that is
+    not already being followed (no recursion)."""
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+        return None
+    if callee(value) in ("ReplyResult", "SwarmResult") or callee(value).endswith("Target"):
+        return None
+    helper = mod.function_of(value.func)
+    if helper is None or helper in calling or len(calling) > 8:
+        return None
+    return helper
 
 
 #: methods that change a list or dict in place
@@ -610,16 +804,6 @@ def _changed_in_place(st: ast.stmt) -> ast.expr | None:
     ):
         return st.value.func.value
     return None
-
-
-def _bodies(st: ast.stmt) -> list[list[ast.stmt]]:
-    if isinstance(st, ast.If | ast.For | ast.While):
-        return [st.body, st.orelse]
-    if isinstance(st, ast.With):
-        return [st.body]
-    if isinstance(st, ast.Try):
-        return [st.body, *[h.body for h in st.handlers], st.orelse, st.finalbody]
-    return []
 
 
 def _context_key(node: ast.expr) -> str | None:
@@ -696,6 +880,7 @@ __all__ = [
     "functions_of",
     "gated",
     "items_of",
+    "registered_tools",
     "report_extras",
     "tool_from_function",
     "unrolled_calls",

@@ -53,6 +53,7 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 #: a binding whose value is not an expression migrate can follow (a loop variable, an import,
 #: a parameter, ``x += 1``, a subscript-built dict mutated in a way not read)
 UNKNOWN: ast.expr = ast.Constant(value=Ellipsis)
+_NOT_KNOWN = object()
 
 
 class _Scope:
@@ -66,6 +67,11 @@ class _Scope:
             str, list[tuple[Pos, ast.expr | ast.FunctionDef | ast.AsyncFunctionDef]]
         ] = {}
         self.mutations: dict[str, list[tuple[Pos, str, ast.expr | None, ast.expr | None]]] = {}
+        #: names bound inside a branch or a loop of this scope (their value depends on the run)
+        self.shaky: set[str] = set()
+        #: (name, position of a binding) -> the `if` whose unknown test decides whether that
+        #: binding or another one of the name holds
+        self.undecided: dict[tuple[str, Pos], ast.If] = {}
 
     def bind(
         self, name: str, at: Pos, value: ast.expr | ast.FunctionDef | ast.AsyncFunctionDef
@@ -110,15 +116,91 @@ class _Binder(ast.NodeVisitor):
     ) -> None:
         self.scope.mutate(name, at, "?" if self.unsure else kind, key, value)
 
-    def _unsure(self, stmts: list[ast.stmt]) -> None:
+    def _unsure(self, stmts: list[ast.stmt]) -> dict[str, list[Pos]]:
+        """Visit ``stmts`` as code that may not run; the names they bind, with where."""
+        before = {k: len(v) for k, v in self.scope.bindings.items()}
         self.unsure += 1
         for st in stmts:
             self.visit(st)
         self.unsure -= 1
+        new = {
+            k: [pos for pos, _ in v[before.get(k, 0) :]]
+            for k, v in self.scope.bindings.items()
+            if len(v) > before.get(k, 0)
+        }
+        self.scope.shaky |= set(new)
+        return new
+
+    def _known(self, test: ast.expr) -> bool | None:
+        """The truth of an ``if`` test that is known in the file: a literal, a name of this
+        scope bound once to a literal outside any branch or loop (``USE_API = True``),
+        ``__name__`` at module level (``"__main__"``: the file is run as a script), and
+        ``not`` / ``and`` / ``or`` / ``==`` / ``!=`` / ``is`` / ``is not`` of those."""
+        value = self._literal(test)
+        return bool(value) if value is not _NOT_KNOWN else None
+
+    def _literal(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            found = self.scope.bindings.get(node.id)
+            if node.id == "__name__" and not found and self.scope is self.module:
+                return "__main__"  # the file is run as a script (it runs its chat)
+            if not found or node.id in self.scope.shaky or node.id in self.scope.mutations:
+                return _NOT_KNOWN
+            value = found[-1][1]
+            return (
+                value.value
+                if isinstance(value, ast.Constant) and value is not UNKNOWN
+                else _NOT_KNOWN
+            )
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self._literal(node.operand)
+            return _NOT_KNOWN if inner is _NOT_KNOWN else not inner
+        if isinstance(node, ast.BoolOp):
+            values = [self._literal(v) for v in node.values]
+            if any(v is _NOT_KNOWN for v in values):
+                return _NOT_KNOWN
+            if isinstance(node.op, ast.And):
+                return next((v for v in values if not v), values[-1])
+            return next((v for v in values if v), values[-1])
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = self._literal(node.left), self._literal(node.comparators[0])
+            if left is _NOT_KNOWN or right is _NOT_KNOWN:
+                return _NOT_KNOWN
+            op = node.ops[0]
+            if isinstance(op, ast.Eq):
+                return left == right
+            if isinstance(op, ast.NotEq):
+                return left != right
+            if isinstance(op, ast.Is):
+                return left is right
+            if isinstance(op, ast.IsNot):
+                return left is not right
+        return _NOT_KNOWN
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
-        self._unsure([*node.body, *node.orelse])
+        known = self._known(node.test)
+        if known is not None:
+            # Python runs one branch: only its bindings hold; the other is read in a scope
+            # of its own so that its names stay readable but bind nothing here
+            runs, dead = (node.body, node.orelse) if known else (node.orelse, node.body)
+            for st in runs:
+                self.visit(st)
+            if dead:
+                outer = self.scope
+                self.scope = _Scope(node, outer)
+                self._unsure(dead)
+                self.scope = outer
+            return
+        before = set(self.scope.bindings)
+        body = self._unsure(node.body)
+        orelse = self._unsure(node.orelse)
+        for name in set(body) | set(orelse):
+            if (name in body and name in orelse) or name in before:
+                for pos in [*body.get(name, []), *orelse.get(name, [])]:
+                    self.scope.undecided.setdefault((name, pos), node)
 
     def visit_While(self, node: ast.While) -> None:
         self.visit(node.test)
@@ -334,6 +416,9 @@ class PyModule:
         self._binder = _Binder(tree)
         #: where the module's names are read from inside a function body (when it is called)
         self.horizon: Pos | None = None
+        #: names read (by a reader, through :meth:`binding`) whose value an ``if`` with an
+        #: unknown test decides: name -> (that ``if``, the binding used); a reader reports them
+        self.undecided: dict[str, tuple[ast.If, Pos]] = {}
         self._parents: dict[int, ast.AST] | None = None
         #: every function definition, by name (the first of a name)
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -372,6 +457,9 @@ class PyModule:
             if not before:
                 return UNKNOWN if limit == at and not isinstance(scope.node, ast.Module) else None
             pos, value = before[-1]
+            branch = scope.undecided.get((node.id, pos))
+            if branch is not None:
+                self.undecided.setdefault(node.id, (branch, pos))
             if isinstance(value, ast.expr) and scope.mutations.get(node.id):
                 value = self._mutated(
                     value, pos, [m for m in scope.mutations[node.id] if pos < m[0] <= limit]
@@ -574,6 +662,10 @@ class PyModule:
             value = self.const(node.operand, depth + 1)
             if isinstance(value, int | float):
                 return -value
+        member = self._enum_member(node)
+        if member is not None:
+            name, value = member
+            return name if node.attr == "name" else self.const(value, depth + 1)  # type: ignore[attr-defined]
         if isinstance(node, ast.Call) and callee(node) == "dedent" and node.args:
             import textwrap
 
@@ -581,6 +673,39 @@ class PyModule:
             if isinstance(value, str):
                 return textwrap.dedent(value)
         raise NotStatic(type(node).__name__)
+
+    def _enum_member(self, node: ast.expr) -> tuple[str, ast.expr] | None:
+        """``Stage.DRAFTING.value`` / ``.name`` for ``class Stage(Enum)`` (or ``str, Enum``,
+        ``StrEnum``, ``IntEnum``) written at the top of this file and never rebound: the
+        member's name and the expression assigned to it in the class body."""
+        if not (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("value", "name")
+            and isinstance(node.value, ast.Attribute)
+            and isinstance(node.value.value, ast.Name)
+        ):
+            return None
+        cls_name, member = node.value.value.id, node.value.attr
+        classes = [
+            st for st in self.tree.body if isinstance(st, ast.ClassDef) and st.name == cls_name
+        ]
+        if len(classes) != 1 or len(self._binder.module.bindings.get(cls_name, [])) != 1:
+            return None
+        bases = {
+            b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+            for b in classes[0].bases
+        }
+        if not bases & {"Enum", "StrEnum", "IntEnum"}:
+            return None
+        for st in classes[0].body:
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id == member
+            ):
+                return member, st.value
+        return None
 
     def const_or(self, node: ast.expr | None, default: Any) -> Any:
         try:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+import attrs
+
 import flowc.migrate.model as mm
-from flowc.diagnostics import M001
+from flowc.diagnostics import M001, M002, Diagnostic
 from flowc.migrate.agentchat_py import TEAMS, translate_agentchat_python
 from flowc.migrate.agents import AgentReader
 from flowc.migrate.classic import translate_groupchat
@@ -104,6 +106,37 @@ def _others(reader: AgentReader, chats: list[ast.Call], chosen: ast.Call, what: 
         )
 
 
+#: the calls that run a chat: ``team.run(...)`` / ``run_stream``, ``x.initiate_chat(manager)``
+_RUN_CALLS = ("run", "run_stream", "a_run", "initiate_chat", "a_initiate_chat")
+
+
+def _runs(mod: PyModule, calls: list[ast.Call], chat: ast.Call) -> bool:
+    """Whether the file runs ``chat``: a team's own ``run`` / ``run_stream``, or an
+    ``initiate_chat`` / ``run`` sent to a ``GroupChatManager`` built on the ``GroupChat``."""
+    for c in calls:
+        if callee(c) not in _RUN_CALLS or not isinstance(c.func, ast.Attribute):
+            continue
+        targets = [c.func.value, *[x for x in [kwarg(c, "recipient", 0)] if x is not None]]
+        for t in targets:
+            target = mod.deref(t)
+            if target is chat:
+                return True
+            if (
+                isinstance(target, ast.Call)
+                and callee(target) == "GroupChatManager"
+                and mod.deref(kwarg(target, "groupchat", 0) or target) is chat
+            ):
+                return True
+    return False
+
+
+def _run_first(mod: PyModule, calls: list[ast.Call], chats: list[ast.Call]) -> list[ast.Call]:
+    """The chats the file runs come first (in their default order): a chat built but never
+    run is a sketch, or one whose run was commented out."""
+    run = [c for c in chats if _runs(mod, calls, c)]
+    return run + [c for c in chats if c not in run]
+
+
 def _translate(
     mod: PyModule,
     chats: list[ast.Call],
@@ -117,22 +150,48 @@ def _translate(
     first.collect_agents()
     failed: mm.NotRecognised | None = None
     for chat in _chosen(first, chats, pick, what):
+        mod.undecided = {}  # the names this translation reads, its agents' names included
         reader = AgentReader(mod)
         reader.collect_agents()
         mod.horizon = _after(chat)
         _others(reader, chats, chat, what)
         try:
-            return translate(reader, chat)
+            result = translate(reader, chat)
         except mm.NotRecognised as err:
             failed = failed or err
+            continue
+        drop = reader.dropped_unnamed({s.name for s in result.migration.speakers})
+        findings = tuple(d for d in result.findings if id(d) not in drop)
+        return attrs.evolve(result, findings=(*findings, *_undecided(reader)))
     assert failed is not None
     raise failed
+
+
+def _undecided(reader: AgentReader) -> list[Diagnostic]:
+    """The names the translation read whose value an ``if`` with an unknown test decides
+    (bound in both branches, or before it and in one): each is an M002 at the test."""
+    mod = reader.mod
+    start = len(reader.findings)
+    for name, (branch, pos) in sorted(mod.undecided.items(), key=lambda x: x[1][1]):
+        in_body = branch.body[0].lineno <= pos[0] <= (branch.body[-1].end_lineno or pos[0])
+        test = " ".join(ast.unparse(branch.test).split()).replace("`", "'")
+        reader.report(
+            M002,
+            f"`{name}` depends on this `if`, whose test `{test}` is not known statically: "
+            f"the translation used its value from line {pos[0]}, which holds only when the "
+            f"test is {'true' if in_body else 'false'}",
+            branch.test,
+            help="set the test to a constant in the file (`USE_API = True`), or migrate "
+            "each variant from a file that builds only it",
+        )
+    return reader.findings[start:]
 
 
 def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translation:
     """Translate the group chat a Python file builds (``pick``: which one, by variable name or
     line, when it builds several; by default the first ``GroupChat``, group chat or swarm that
-    can be read, or the last AgentChat team, as notebooks refine a team cell by cell).
+    can be read, or the last AgentChat team, as notebooks refine a team cell by cell; a chat
+    the file runs comes before one it only builds).
 
     Raises ``SyntaxError`` for a file that does not parse and :class:`~.model.NotRecognised`
     when it holds nothing this version translates.
@@ -142,7 +201,11 @@ def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translat
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if groupchats:
         return _translate(
-            mod, groupchats, pick, "GroupChat", lambda r, gc: translate_groupchat(r, gc, calls)
+            mod,
+            _run_first(mod, calls, groupchats),
+            pick,
+            "GroupChat",
+            lambda r, gc: translate_groupchat(r, gc, calls),
         )
     runners = [c for c in calls if callee(c) in RUNNERS]
     if runners:
@@ -155,7 +218,9 @@ def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translat
     nested = _nested(mod, calls)
     teams = [c for c in calls if callee(c) in TEAMS and id(c) not in nested]
     if teams:
-        return _translate(mod, teams[::-1], pick, "team", translate_agentchat_python)
+        return _translate(
+            mod, _run_first(mod, calls, teams[::-1]), pick, "team", translate_agentchat_python
+        )
     reader = AgentReader(mod)
     found = [c for c in calls if callee(c) in NOT_TRANSLATED]
     if found:

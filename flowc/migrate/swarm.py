@@ -22,6 +22,7 @@ from flowc.migrate.handoffs import (
     context_rule,
     functions_of,
     gated,
+    registered_tools,
     report_extras,
     selector_speaker,
     tool_from_function,
@@ -85,6 +86,7 @@ def translate_swarm(
     kickoff = msg if isinstance(msg, str) else None
 
     report_extras(reader, calls, runner)
+    reader.report_own_termination(agents)
 
     # register_hand_off(agent, [...]) and agent.register_hand_off([...])
     handoffs: dict[str, list[ast.expr]] = {}
@@ -193,6 +195,9 @@ def translate_swarm(
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
+    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
+        if all(t.name != tool.name for t in tools.get(owner, [])):
+            tools.setdefault(owner, []).append(tool)
     user_role = (
         user_agent.role
         if user_agent is not None and user_agent.role
