@@ -352,9 +352,13 @@ def _output_closed(printer: RunPrinter, args: argparse.Namespace) -> int:
 
 
 def _watch_stopped(command: str, stop: WatchStopped, args: argparse.Namespace) -> int:
-    """The transcript failed mid-run (a turn it could not print): the run went on to its
-    end in the database, but the output is missing turns. Say so, why, and how the run
-    ended, on stderr, and exit 2 (the command could not do what it was asked)."""
+    """The transcript failed mid-run: the run went on to its end in the database, but the
+    output is missing turns. A turn the output cannot take (a character the terminal's
+    encoding lacks, a write that failed): say so, why, and how the run ended, on stderr,
+    and exit 2 (the command could not do what it was asked). Anything else is a bug in
+    the printer: raised, an internal error (exit 2 too)."""
+    if not isinstance(stop.error, (OSError, UnicodeError)):
+        raise stop.error
     result = stop.result
     if result.close_reason is not None:
         ended = f"closed {json.dumps(result.close_reason)}"

@@ -67,6 +67,8 @@ def _notifier(db: str) -> Any:
 def _group_commit(store: WalStore, args: argparse.Namespace) -> Any:
     """The worker's group commit (a store that appends batches: PostgreSQL), on a
     connection of its own; ``None`` with ``--commit-batch 1`` or SQLite."""
+    if hasattr(store, "notify_appends"):
+        store.notify_appends = args.notify_appends
     writer = getattr(store, "writer", None)
     if writer is None or args.commit_batch == 1:
         return None
@@ -289,6 +291,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="MS",
         help="PostgreSQL: how long the first turn of a batch waits for others when no "
         "commit is under way, in milliseconds (default 0)",
+    )
+    p.add_argument(
+        "--notify-appends",
+        action="store_true",
+        help="PostgreSQL: send a `flowc_wal` notification for every turn written (for "
+        "tools that follow the runs live with LISTEN; no worker needs them)",
     )
     p.add_argument(
         "--quiet", action="store_true", help="print only stalled, taken-over and failed runs"

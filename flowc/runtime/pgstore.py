@@ -342,9 +342,6 @@ class PgStore:
     ) -> None:
         self._psycopg = _import_psycopg()
         self.url = url
-        #: whether each append sends ``flowc_wal`` (new runs and released leases always
-        #: notify: workers wake on them)
-        self.notify_appends = notify_appends
         self._sql = _APPEND_SQL[notify_appends]
         #: the URL as messages show it (no password)
         self.path = redact(url)
@@ -355,6 +352,16 @@ class PgStore:
         #: how many times a lost connection was made again
         self.reconnects = 0
         self._connect()
+
+    @property
+    def notify_appends(self) -> bool:
+        """Whether each append sends ``flowc_wal`` (new runs and released leases always
+        notify: workers wake on them). Settable."""
+        return self._sql is _APPEND_SQL[True]
+
+    @notify_appends.setter
+    def notify_appends(self, value: bool) -> None:
+        self._sql = _APPEND_SQL[bool(value)]
 
     # ── the connection ──────────────────────────────────────────────────────────
 

@@ -302,3 +302,24 @@ def test_a_worker_drops_the_run_taken_from_it_and_its_neighbour_closes(
 def test_the_group_commit_refuses_a_batch_size_below_one(bad: int) -> None:
     with pytest.raises(ValueError, match="max_batch"):
         GroupCommit(None, max_batch=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--commit-batch", "0"], "--commit-batch must be at least 1"),
+        (["--commit-wait", "-1"], "--commit-wait must be between 0 and 1000"),
+    ],
+)
+def test_the_workers_commit_options_are_checked(option: list[str], said: str) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "flowc", "worker", "--db", "postgresql://nowhere/x", *option],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 2 and said in done.stderr, done
