@@ -167,11 +167,18 @@ def test_a_workers_turns_are_committed_before_they_are_delivered(pg_dsn: str) ->
     seen: list[tuple[str, bool]] = []
     reader = psycopg.connect(pg_dsn, autocommit=True)
 
+    both = asyncio.Event()  # b's first turns wait for each other: they share a commit
+    arrived: set[str] = set()
+
     async def agent_b(turn: Turn) -> str:
         row = reader.execute(
             "SELECT 1 FROM flowc_wal WHERE envelope_id = %s", (turn.envelope.envelope_id,)
         ).fetchone()
         seen.append((turn.envelope.envelope_id, row is not None))
+        arrived.add(turn.channel_id)
+        if len(arrived) == 2:
+            both.set()
+        await asyncio.wait_for(both.wait(), 60)
         return f"b after {turn.text}"
 
     store = PgStore(pg_dsn)
@@ -202,7 +209,7 @@ def test_a_workers_turns_are_committed_before_they_are_delivered(pg_dsn: str) ->
     expected = _outcome(list(single.read(result.channel_id)))
     group = asyncio.run(scenario())
     assert len(seen) == 6 and all(committed for _, committed in seen), seen
-    assert group.commits < group.envelopes  # the two runs' turns shared commits
+    assert group.commits < group.envelopes  # the two runs' turns shared a commit
 
 
 def _outcome(envelopes: list[Envelope]) -> list[tuple[str, Any]]:
