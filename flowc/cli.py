@@ -47,6 +47,7 @@ COMMAND_MODULES = {
     "diff": "flowc.commands.diff",
     "lsp": "flowc.commands.lsp",
     "trust": "flowc.commands.trust_list",
+    "view": "flowc.commands.view",
 }
 
 

@@ -33,6 +33,7 @@ LAYERS = [
     ("flowc.ag2", 5),
     ("flowc.commands", 6),
     ("flowc.lsp", 6),  # `flowc lsp`'s server: reads flows as `flowc check` does (commands.check)
+    ("flowc.view", 6),  # `flowc view`'s web server: reads run databases as `flowc log` does
     ("flowc.cli", 7),  # loads the command modules; they never import it back
     ("flowc.__main__", 8),
     ("flowc", 8),  # the package itself: the public API on top of everything

@@ -2,7 +2,8 @@
 is in :mod:`flowc.commands.testing`).
 
 Exit codes: 0 ok (the run closed / every scenario passed / the replay matches),
-1 input errors or a failed scenario / stalled run / diverging replay, 2 could not run.
+1 input errors or a failed scenario / stalled run / diverging replay, 2 could not run,
+3 the run (``run`` / ``resume``) broke one of the flow's properties.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from flowc.commands.run_options import (
     agents_option,
     contracts_option,
     flow_argument,
+    on_violation_option,
     script_option,
     store_options,
 )
@@ -61,11 +63,23 @@ from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, transcript, turn_json
+from flowc.runtime.transcript import PROPERTY_KEY, RunResult, transcript, turn_json
 from flowc.runtime.wal import WalError, WalStore, describe_holder
 
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
 EXIT_INTERRUPTED = 130
+#: the exit status of a run that broke one of its flow's properties (stopped for it
+#: under ``--on-violation stop``, or let go on under ``warn``), whether it closed or not
+EXIT_VIOLATED = 3
+
+
+def run_status(result: RunResult) -> int:
+    """A run's exit status: :data:`EXIT_VIOLATED` when it broke a property (what the
+    user asked to be told comes first), else 0 when it closed and 1 when it stalled."""
+    if result.property_violations:
+        return EXIT_VIOLATED
+    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+
 
 # ── loading ───────────────────────────────────────────────────────────────────
 
@@ -420,6 +434,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 labels={"script": args.script or ""},
                 watch=printer,
                 contracts=args.contracts,
+                on_violation=args.on_violation,
             )
         )
     except KeyboardInterrupt:
@@ -459,7 +474,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _refused_hint(printer, args, result)
     if printer.broken:
         raise BrokenPipeError  # the run ended, but its output could not all be written
-    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+    return run_status(result)
 
 
 # ── flowc log / replay ────────────────────────────────────────────────────────
@@ -534,6 +549,9 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     }
     if status == "stalled" and stall is not None:
         summary["stalled_on"] = stall.get("agent_id")
+    broken = [v.get("property") for r in records for v in r.violated]
+    if broken:  # the properties the run broke, by name (`flowc log RUN` says how)
+        summary[PROPERTY_KEY] = broken
     return summary
 
 
@@ -547,7 +565,12 @@ def _summary_line(r: dict[str, Any]) -> str:
         if r["status"] == "stalled"
         else "open"
     )
-    return f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  {status}"
+    broken = r.get(PROPERTY_KEY)
+    violated = f"  violated: {', '.join(map(str, broken))}" if broken else ""
+    return (
+        f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  "
+        f"{status}{violated}"
+    )
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
@@ -558,6 +581,7 @@ def _damaged(db: str, cid: str, err: BaseException) -> str:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    _log_options(args)
     setup_plugins(args, [args.db])
     store = _open_db(args.db, readonly=True)
     try:
@@ -567,6 +591,68 @@ def cmd_log(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     finally:
         store.close()
+
+
+def _turn_number(option: str, value: str | None) -> int | None:
+    """``--why N`` / ``--scenario-upto N``: a turn number from 1 (``UsageError`` if not)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise UsageError(f"{option} takes a turn number (1 or more), not {value!r}")
+    return int(text)
+
+
+def _log_options(args: argparse.Namespace) -> None:
+    """Check ``--why`` / ``--scenario-upto`` / ``--name`` together, before the store opens;
+    the turn numbers are put back as ints."""
+    args.why = _turn_number("--why", args.why)
+    args.scenario_upto = _turn_number("--scenario-upto", args.scenario_upto)
+    if args.name is not None and args.scenario_upto is None:
+        raise UsageError("--name titles the scenario of --scenario-upto N: give both")
+    for option, value in (("--why", args.why), ("--scenario-upto", args.scenario_upto)):
+        if value is not None and args.run is None:
+            raise UsageError(f"{option} N explains one run: give its id (or `last`)")
+    if args.scenario_upto is not None and (args.json or args.jsonl):
+        raise UsageError("--scenario-upto prints a scenario block, as text: drop --json/--jsonl")
+
+
+def _no_turn(cid: str, err: Any) -> str:
+    """``run ID has 7 turns: no turn 9`` (a ``TurnOutOfRange``)."""
+    return f"run {cid} has {counted(err.turns, 'turn')}: no turn {err.turn}"
+
+
+def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
+    """``flowc log RUN --why N``: why turn N went where it went."""
+    from flowc.runtime.why import TurnOutOfRange, explain_turn
+
+    try:
+        why = explain_turn(store.read(cid), n)
+    except TurnOutOfRange as err:
+        raise UsageError(_no_turn(cid, err)) from None
+    if mode == "json":
+        sys.stdout.write(canonical_json(why.to_json()))
+    elif mode == "jsonl":
+        print(_j(why.to_json()))
+    else:
+        print(why.text())
+    return EXIT_OK
+
+
+def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
+    """``flowc log RUN --scenario-upto N [--name NAME]``: the scenario of turns 1 to N."""
+    from flowc.runtime.fork import ForkError, scenario_upto
+    from flowc.runtime.why import TurnOutOfRange
+
+    try:
+        text = scenario_upto(store.read(cid), n, name)
+    except TurnOutOfRange as err:
+        raise UsageError(_no_turn(cid, err)) from None
+    except ForkError as err:
+        print(f"flowc log: error: run {cid}: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    sys.stdout.write(text)
+    return EXIT_OK
 
 
 def _log(args: argparse.Namespace, store: WalStore) -> int:
@@ -593,6 +679,10 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         return EXIT_ERRORS if damaged else EXIT_OK
     cid = _find_run(store, args.run)
     try:
+        if args.why is not None:
+            return _log_why(store, cid, args.why, mode)
+        if args.scenario_upto is not None:
+            return _log_scenario(store, cid, args.scenario_upto, args.name)
         return _log_run(store, cid, mode)
     except _DAMAGED as err:
         print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
@@ -660,6 +750,9 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     }
     if failures:
         end["failures"] = failures
+    broken = [v for r in records for v in r.violated]
+    if broken:
+        end[PROPERTY_KEY] = broken
     if mode == "json":
         sys.stdout.write(
             canonical_json({**end, "turns": [turn_json(r, describe) for r in records]})
@@ -761,6 +854,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                     ask_human=_asker(args, printer),
                     watch=printer,
                     contracts=args.contracts,
+                    on_violation=args.on_violation,
                 )
             )
         except KeyboardInterrupt:
@@ -786,7 +880,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     _refused_hint(printer, args, result)
     if printer.broken:
         raise BrokenPipeError
-    return EXIT_OK if result.close_reason is not None else EXIT_ERRORS
+    return run_status(result)
 
 
 # ── registration ──────────────────────────────────────────────────────────────
@@ -800,7 +894,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(who says what, which tools are called), from real agents, or both; every "
         "turn is written to a write-ahead log (a SQLite file, or a PostgreSQL "
         "database). Exit 0 when the run closes, 1 when it stalls or the input "
-        "has errors.",
+        "has errors, 3 when a turn breaks one of the flow's properties.",
     )
     flow_argument(p)
     script_option(
@@ -811,6 +905,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     agents_option(p, "without --script, humans answer on stdin")
     contracts_option(p)
+    on_violation_option(p)
     _output_options(p)
     store_options(
         p,
@@ -825,7 +920,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "already in the WAL stay, and the speaker the run waits for takes "
         "the next turn. Give the script the run started with (each speaker's "
         "turns already taken are skipped), and/or agents for its speakers. "
-        "Exit 0 when the run closes, 1 when it stalls again.",
+        "Exit 0 when the run closes, 1 when it stalls again, 3 when it broke one of "
+        "the flow's properties.",
     )
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
     script_option(
@@ -835,6 +931,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     agents_option(p)
     contracts_option(p)
+    on_violation_option(p)
     _output_options(p)
     store_options(p, f"the WAL holding the run: {STORES}")
 
@@ -842,20 +939,42 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "log",
         help="list past runs, or print one run's transcript",
         description="List the runs stored in the write-ahead log (newest last), or print one "
-        "run's transcript: who spoke, which rule routed each turn, how it closed.",
+        "run's transcript: who spoke, which rule routed each turn, how it closed. With "
+        "--why N, say why turn N went where it went; with --scenario-upto N, write the "
+        "scenario block that replays the run's first N turns.",
     )
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--why",
+        metavar="N",
+        help="why turn N went where it went: the rule that fired, each higher-priority "
+        "rule of the speaker that did not and which part of its condition was false "
+        "with the values it read, what the default would have done, or the hand-off, "
+        "finish or max_turns that decided instead",
+    )
+    what.add_argument(
+        "--scenario-upto",
+        metavar="N",
+        help="print the `scenario` block that replays turns 1 to N of the run (each "
+        "followed by an `expect` line for where it went), to paste into the flow "
+        "for `flowc test`",
+    )
+    p.add_argument(
+        "--name",
+        help="the title of the --scenario-upto block (default: `run RUN up to turn N`)",
+    )
     how = p.add_mutually_exclusive_group()
     how.add_argument(
         "--json",
         action="store_true",
-        help="one JSON document: the runs, or the run with every turn whole",
+        help="one JSON document: the runs, the run with every turn whole, or the --why explanation",
     )
     how.add_argument(
         "--jsonl",
         action="store_true",
         help="one JSON object per line: per run, or the run's start, each turn "
-        "and its end (as `flowc run --jsonl`)",
+        "and its end (as `flowc run --jsonl`), or the --why explanation on one line",
     )
     store_options(p, f"the WAL to read: {STORES}")
 

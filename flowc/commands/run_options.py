@@ -63,3 +63,21 @@ def contracts_option(parser: argparse.ArgumentParser) -> None:
         "(the default), `warn` lets it through with a warning in the transcript, "
         "--json and `flowc log`",
     )
+
+
+#: ``--on-violation``'s choices, the default first (flowc.runtime.guard.ON_VIOLATION)
+ON_VIOLATION = ("warn", "stop")
+
+
+def on_violation_option(parser: argparse.ArgumentParser) -> None:
+    """``--on-violation warn|stop``: what a turn that breaks one of the flow's
+    properties does to the run."""
+    parser.add_argument(
+        "--on-violation",
+        choices=ON_VIOLATION,
+        default=ON_VIOLATION[0],
+        help="a turn that breaks one of the flow's `property` statements: `warn` marks "
+        "the turn in the transcript, --json and `flowc log` and lets the run go on (the "
+        "default), `stop` also closes the run with the reason "
+        "`property_violated:NAME`; either way the command exits 3",
+    )

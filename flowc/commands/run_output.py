@@ -43,6 +43,7 @@ __all__ = [
     "remembered",
     "terminal_asker",
     "turn_lines",
+    "violation_text",
 ]
 
 
@@ -95,6 +96,8 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
             lines.append(f"{pad}context: {', '.join(changes)}")
     for warning in r.warnings:  # let through under --contracts warn
         lines.append(f"{pad}warning: {warning.get('message')}")
+    for broken in r.violated:  # one of the flow's properties (flowc.runtime.guard)
+        lines.append(f"{pad}{violation_text(broken)}")
     if r.next_speaker is not None:
         lines.append(f"{pad}→ {r.next_speaker}  ({describe(r.decided_by)})")
     else:
@@ -134,6 +137,18 @@ def format_turns(
         yield from format_turn(r, describe, width)
 
 
+def violation_text(broken: dict[str, Any]) -> str:
+    """How a transcript shows a property a turn broke (as the WAL stores it).
+
+    >>> violation_text({"property": "quiet", "claim": "never from bot",
+    ...                 "why": "turn 2 has `from bot`"})
+    'violated: property quiet (`never from bot`): turn 2 has `from bot`'
+    """
+    claim = broken.get("claim")
+    shown = f" (`{claim}`)" if claim else ""
+    return f"violated: property {broken.get('property')}{shown}: {broken.get('why')}"
+
+
 def failure_line(turn: int | None, speaker: str | None, error: str | None) -> str:
     """How a transcript (``flowc run``'s, ``flowc log``'s) shows a turn that failed."""
     return f"  turn {turn} failed ({speaker}): {error}"
@@ -146,6 +161,17 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
             (
                 f"warning: {v.get('agent_id')} did not take its turn within {v.get('seconds')}s "
                 f"({v.get('on_violation')})"
+            ),
+            False,
+        )
+    broken = result.property_violations
+    if broken:  # each is on the turn that broke it; the trailer names them all once
+        names = ", ".join(f"{v.get('property')} (turn {v.get('turn')})" for v in broken)
+        yield (
+            (
+                f"property violated: {names}"
+                if len(broken) == 1
+                else f"{counted(len(broken), 'property', 'properties')} violated: {names}"
             ),
             False,
         )

@@ -269,6 +269,8 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     compiled = compile_file(path, options)
     if compiled is None:
         return EXIT_ERRORS
+    if args.property is not None:
+        return _property_scenario(args, compiled, options)
     try:
         gen = generate_scenarios(compiled, options)
     except GenerationError as err:
@@ -318,6 +320,62 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
             new_text = source.text.rstrip("\n") + "\n\n" + text
             Path(path).write_text(format_source(new_text, path), encoding="utf-8")
         print(f"{path}: added {counted(len(scenarios), 'scenario')}; {note}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        print(f"{path}: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _property_scenario(
+    args: argparse.Namespace, compiled: CompiledFlow, options: CheckOptions
+) -> int:
+    """``flowc scenarios FILE --property NAME``: the scenario of the property's violation
+    (the checker's shortest run that breaks it), checked to fail `flowc test` on it."""
+    from flowc.compiler.analysis.generate import GenerationError, violation_scenario
+    from flowc.compiler.pipeline import compile_source
+    from flowc.dsl.formatter import format_name
+    from flowc.source import SourceFile
+
+    path, name = args.file, args.property
+    try:
+        sc = violation_scenario(compiled, name, options)
+    except GenerationError as err:
+        print(f"{path}: error: --property {name}: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    source, _ = read_source(path)
+    assert source is not None
+    target = RunTarget.from_compiled(
+        compiled, source_text=source.text, label=path, filename=source.name
+    )
+    text = sc.text()
+    with_new, _ = compile_source(SourceFile("<generated>", source.text + "\n" + text))
+    result = (
+        run_scenario(target, with_new.scenarios[-1], with_new.properties)
+        if with_new is not None
+        else None
+    )
+    mine = f"property {format_name(name)} "
+    if result is None or result.passed or result.failure is None:
+        # a bug in flowc, not in the flow: never hand out a scenario that shows nothing
+        print(
+            f"flowc scenarios: internal error: {path}: the scenario of property {name!r} "
+            f"{'does not compile' if result is None else 'passes'}; please report it with "
+            "the command and the input",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    note = f"the scenario breaks property {name} on turn {sc.broken_at}: {sc.why}"
+    if mine not in result.failure:  # another property breaks on an earlier turn of it
+        note += f"; `flowc test` stops at another one first: {result.failure}"
+    if args.write:
+        if sc.title in {s.title.value for s in compiled.scenarios}:
+            print(f"{path}: has the scenario {sc.title!r} already; {note}", file=sys.stderr)
+            return EXIT_OK
+        from flowc.dsl.formatter import format_source
+
+        new_text = source.text.rstrip("\n") + "\n\n" + text
+        Path(path).write_text(format_source(new_text, path), encoding="utf-8")
+        print(f"{path}: added 1 scenario; {note}", file=sys.stderr)
     else:
         sys.stdout.write(text)
         print(f"{path}: {note}", file=sys.stderr)
@@ -423,6 +481,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=DEFAULT_MAX_STATES,
         metavar="N",
         help=f"the exploration bound, as in flowc check (default {DEFAULT_MAX_STATES})",
+    )
+    p.add_argument(
+        "--property",
+        metavar="NAME",
+        help="instead, write the scenario of the property's violation (the shortest run "
+        "that breaks it, as flowc check finds it), which `flowc test` then fails on; "
+        "refused (exit 1) when the property holds or is not decided",
     )
 
 

@@ -37,6 +37,8 @@ targets are declared but not implemented, which ``check``, ``compile``, ``render
 'FLOWC_TRUST=1 trusts every folder'
 >>> decide(Path("/src/app"), environ={"FLOWC_TRUST": "0"}).trusted
 False
+>>> decide(Path("/src/app"), environ={"FLOWC_TRUST": "off"}).why
+'FLOWC_TRUST=off trusts no folder'
 >>> decide(Path("/src/app"), option=True, environ={"FLOWC_TRUST": "0"}).why
 '--trust'
 """
@@ -188,7 +190,7 @@ class Decision:
         ``server``)."""
         folder = shlex.quote(str(self.folder))
         if self.refused:
-            reason = f"{ENVIRONMENT}=0 trusts no folder"
+            reason = self.why  # FLOWC_TRUST as the user wrote it (`=0`, `=off`, ...)
             how = (
                 f"unset {ENVIRONMENT} and run `flowc trust {folder}`"
                 if server
@@ -228,6 +230,17 @@ def environment_setting(environ: Mapping[str, str] | None = None) -> bool | None
     )
 
 
+def environment_written(environ: Mapping[str, str] | None = None) -> str:
+    """``FLOWC_TRUST``'s value as the user wrote it (quoted for a shell when it needs
+    to be), for the messages that name it: ``FLOWC_TRUST=off``, never a ``=0`` of ours.
+
+    >>> environment_written({"FLOWC_TRUST": "off"}), environment_written({"FLOWC_TRUST": "Yes "})
+    ('off', 'Yes')
+    """
+    env = os.environ if environ is None else environ
+    return shlex.quote(env.get(ENVIRONMENT, "").strip())
+
+
 def decide(
     folder: Path,
     *,
@@ -242,10 +255,11 @@ def decide(
     if option:
         return Decision(folder, True, OPTION)
     setting = environment_setting(environ)
-    if setting is True:
-        return Decision(folder, True, f"{ENVIRONMENT}=1 trusts every folder")
-    if setting is False:
-        return Decision(folder, False, f"{ENVIRONMENT}=0 trusts no folder", refused=True)
+    if setting is not None:
+        said = f"{ENVIRONMENT}={environment_written(environ)}"
+        if setting:
+            return Decision(folder, True, f"{said} trusts every folder")
+        return Decision(folder, False, f"{said} trusts no folder", refused=True)
     listed = trusted if trusted is not None else read_trust_list(trust_file(environ))
     covering = listed.covering(folder)
     if covering is not None:

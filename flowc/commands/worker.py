@@ -30,6 +30,7 @@ from flowc.commands.run_options import (
     agents_option,
     contracts_option,
     flow_argument,
+    on_violation_option,
     script_option,
     store_options,
 )
@@ -198,6 +199,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         on_error=internal_error,
         contracts=args.contracts,
         group_commit=_group_commit(store, args),
+        on_violation=args.on_violation,
     )
 
     async def serve() -> None:
@@ -268,6 +270,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     store_options(p, SHARED_DB, metavar="URL", plugin=False)
     agents_option(p, "other speakers follow each run's script")
     contracts_option(p)
+    on_violation_option(p)
     p.add_argument(
         "--concurrency",
         type=int,

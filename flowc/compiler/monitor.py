@@ -3,7 +3,8 @@ deterministic automaton over a run's turns (the meaning of :mod:`flowc.compiler.
 
 The same automaton serves the checker, which steps it over abstract turns of every run
 (:mod:`flowc.compiler.analysis.properties`), and whatever watches one concrete run
-(``flowc test``'s scenarios; the runtime, later): a turn is given as the set of the property's
+(``flowc test``'s scenarios; ``flowc run``, ``resume`` and the workers, through
+:mod:`flowc.runtime.guard`): a turn is given as the set of the property's
 basic atoms that hold on it (a bit mask over an :class:`AtomTable`), its number, and
 whether the run ends after it.
 
@@ -444,23 +445,57 @@ class RunWatch:
     undecided: they are no violation. Each property is reported once.
     """
 
+    #: the turns remembered (a long run repeats a few of them: the same states, atoms
+    #: and end), past which each one is stepped again
+    MEMO = 4096
+
     def __init__(self, props: Sequence[Property]):
         self.table = AtomTable()
         self.monitors = [Monitor(p, self.table) for p in props]
+        #: the monitors' states (None: reported, or no longer breakable); a turn replaces
+        #: the list, never changes it in place
         self.states: list[MState | None] = [mon.initial for mon in self.monitors]
+        #: the ``turn OP N`` the properties read: a step depends on the turn's number
+        #: only through which of them hold
+        found: dict[Any, tuple[Callable[[int, int], bool], int]] = {}
+        for prop in props:
+            for top in expressions(prop):
+                for e in walk(top):
+                    if isinstance(e, TurnIs):
+                        found.setdefault(e, (_TURN_OPS[e.op], e.number))
+        self._turn_tests = tuple(found.values())
+        #: (states, mask, which `turn OP N` hold, ended) -> (new states, (monitor, why,
+        #: judged) of each one broken)
+        self._memo: dict[Any, tuple[tuple[MState | None, ...], tuple[Any, ...]]] = {}
 
     def turn(self, turn: Observation) -> tuple[Broken, ...]:
         mask = self.table.mask_of(turn)
-        out: list[Broken] = []
-        for i, mon in enumerate(self.monitors):
-            state = self.states[i]
-            if state is None:
-                continue
-            res = mon.step(state, mask, turn.number, turn.ended)
-            self.states[i] = res.state
-            if res.kind == "violated":
-                out.append(Broken(mon.prop, turn.number, res.why, res.judged))
-        return tuple(out)
+        number, ended = turn.number, turn.ended
+        turn_bits = 0
+        for bit, (test, n) in enumerate(self._turn_tests):
+            if test(number, n):
+                turn_bits |= 1 << bit
+        key = (tuple(self.states), mask, turn_bits, ended)
+        memo = self._memo
+        hit = memo.get(key)
+        if hit is None:
+            states: list[MState | None] = []
+            broken: list[tuple[int, str, int]] = []
+            for i, mon in enumerate(self.monitors):
+                state = self.states[i]
+                if state is None:
+                    states.append(None)
+                    continue
+                res = mon.step(state, mask, number, ended)
+                states.append(res.state)
+                if res.kind == "violated":
+                    broken.append((i, res.why, res.judged))
+            hit = (tuple(states), tuple(broken))
+            if len(memo) < self.MEMO:
+                memo[key] = hit
+        self.states = list(hit[0])
+        monitors = self.monitors
+        return tuple(Broken(monitors[i].prop, number, why, judged) for i, why, judged in hit[1])
 
 
 # ── words ─────────────────────────────────────────────────────────────────────

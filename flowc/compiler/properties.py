@@ -2,7 +2,8 @@
 
 This module is the model only: the lowered form of a ``property`` statement, shared by
 the parser's lowering (:mod:`flowc.compiler.lower`), the checker that decides a property
-over every run, and what watches one run (a scenario's, in ``flowc test``). Its meaning is fixed here, and
+over every run, and what watches one run (a scenario's in ``flowc test``, a live run's in
+``flowc run``, ``resume`` and the workers). Its meaning is fixed here, and
 ``docs/properties.md`` says it in the user's words.
 
 A run is a sequence of turns 1..n (turn 1 is the kickoff, the start speaker's first
@@ -55,6 +56,17 @@ on every interval its scope cuts, and holds on the flow when it holds on every r
 These are the specification patterns of Dwyer, Avrunin and Corbett (absence,
 universality, existence, bounded existence, precedence, response) under their five
 scopes, read on finite runs.
+
+**Runs without a last turn.** A flow without ``max_turns`` may have runs that go round a
+loop for ever: turns 1, 2, ... with no n. On such a run nothing ends (``ends`` never
+holds), an ``After`` or ``AfterUntil`` interval that no R closes is [q, ∞), and a
+``Before`` or ``Between`` interval that no R closes is still no interval. The patterns
+read the same on an infinite interval, with one difference: there is no end to judge
+what is pending, so ``Eventually`` P (without ``within``) is violated when no turn of
+the interval ever has P, and ``Responds`` P, S (without ``within``) when some P is never
+followed by S; the other patterns are violated, if at all, on a turn, as on a finite
+run. A run that merely stops (a scenario that is over, a run that stalls or is
+interrupted) is neither: it has not ended, and what it leaves pending is not judged.
 """
 
 from __future__ import annotations
@@ -211,3 +223,122 @@ def expressions(prop: Property) -> tuple[Any, ...]:
     elif isinstance(scope, Between | AfterUntil):
         exprs += [scope.q, scope.r]
     return tuple(exprs)
+
+
+# ── as JSON (what a run's WAL records of its flow's properties) ──────────────────
+
+_PATTERNS: dict[str, type[Any]] = {
+    "never": Never,
+    "always": Always,
+    "eventually": Eventually,
+    "at_most": AtMost,
+    "only_after": OnlyAfter,
+    "responds": Responds,
+}
+_SCOPES: dict[str, type[Any]] = {
+    "globally": Globally,
+    "before": Before,
+    "after": After,
+    "between": Between,
+    "after_until": AfterUntil,
+}
+
+
+def _expr_json(e: Any) -> Any:
+    if isinstance(e, m.FromSpeaker):
+        return {"from": e.agent_id}
+    if isinstance(e, m.ToolCalled):
+        return {"tool": e.tool_name}
+    if isinstance(e, m.ContextEquals):
+        return {"context": e.key, "equals": e.value}
+    if isinstance(e, m.AllOf):
+        return {"all": [_expr_json(c) for c in e.conditions]}
+    if isinstance(e, m.AnyOf):
+        return {"any": [_expr_json(c) for c in e.conditions]}
+    if isinstance(e, m.Not):
+        return {"not": _expr_json(e.condition)}
+    if isinstance(e, Ends):
+        return {"ends": e.reason}
+    if isinstance(e, TurnIs):
+        return {"turn": e.op, "number": e.number}
+    if isinstance(e, Previous):
+        return {"previous": _expr_json(e.expr)}
+    raise ValueError(f"a property cannot hold {type(e).__name__}")
+
+
+def _expr(data: Any, depth: int = 0) -> Any:
+    if depth > 200 or not isinstance(data, dict):
+        raise ValueError(f"not a property expression: {data!r:.60}")
+    if "from" in data:
+        return m.FromSpeaker(str(data["from"]))
+    if "tool" in data:
+        return m.ToolCalled(str(data["tool"]))
+    if "context" in data:
+        return m.ContextEquals(str(data["context"]), data.get("equals"))
+    if "all" in data:
+        return m.AllOf(tuple(_expr(c, depth + 1) for c in data["all"]))
+    if "any" in data:
+        return m.AnyOf(tuple(_expr(c, depth + 1) for c in data["any"]))
+    if "not" in data:
+        return m.Not(_expr(data["not"], depth + 1))
+    if "ends" in data:
+        reason = data["ends"]
+        return Ends(None if reason is None else str(reason))
+    if "turn" in data:
+        op, number = data["turn"], data.get("number")
+        if op not in ("==", "!=", "<", "<=", ">", ">=") or type(number) is not int:
+            raise ValueError(f"not a turn comparison: {data!r:.60}")
+        return TurnIs(op, number)
+    if "previous" in data:
+        return Previous(_expr(data["previous"], depth + 1))
+    raise ValueError(f"not a property expression: {data!r:.60}")
+
+
+def property_json(prop: Property) -> dict[str, Any]:
+    """A property as plain JSON (what a run records, so that ``flowc resume`` and the
+    workers watch the same properties); :func:`property_of_json` reads it back.
+
+    >>> p = Property("p", Responds(m.ToolCalled("t"), Ends("ok"), 2), Before(TurnIs(">", 9)))
+    >>> property_of_json(property_json(p)) == p
+    True
+    """
+    pat, scope = prop.pattern, prop.scope
+    kind = next(k for k, c in _PATTERNS.items() if isinstance(pat, c))
+    pattern: dict[str, Any] = {"kind": kind, "p": _expr_json(pat.p)}
+    if isinstance(pat, OnlyAfter | Responds):
+        pattern["s"] = _expr_json(pat.s)
+    if isinstance(pat, Eventually | Responds) and pat.within is not None:
+        pattern["within"] = pat.within
+    if isinstance(pat, AtMost):
+        pattern["times"] = pat.times
+    where: dict[str, Any] = {"kind": next(k for k, c in _SCOPES.items() if isinstance(scope, c))}
+    if isinstance(scope, After | Between | AfterUntil):
+        where["q"] = _expr_json(scope.q)
+    if isinstance(scope, Before | Between | AfterUntil):
+        where["r"] = _expr_json(scope.r)
+    return {"name": prop.name, "text": prop.text, "pattern": pattern, "scope": where}
+
+
+def property_of_json(data: Any) -> Property:
+    """The property :func:`property_json` wrote; :class:`ValueError` for anything else."""
+    try:
+        pat, scope = data["pattern"], data["scope"]
+        cls = _PATTERNS[pat["kind"]]
+        args: list[Any] = [_expr(pat["p"])]
+        if cls in (OnlyAfter, Responds):
+            args.append(_expr(pat["s"]))
+        if cls is AtMost:
+            args.append(int(pat["times"]))
+        if cls in (Eventually, Responds) and pat.get("within") is not None:
+            args.append(int(pat["within"]))
+        where = _SCOPES[scope["kind"]]
+        sargs = []
+        if where in (After, Between, AfterUntil):
+            sargs.append(_expr(scope["q"]))
+        if where in (Before, Between, AfterUntil):
+            sargs.append(_expr(scope["r"]))
+        return Property(
+            str(data["name"]), cls(*args), where(*sargs), text=str(data.get("text", ""))
+        )
+    except (KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"not a property ({type(err).__name__}: {err})") from None

@@ -736,7 +736,7 @@ class _Parser:
             self.take("most")
             times = self.count(0)
             last = self.tokens[self.i]
-            if last[0] != "times" and last[0] != "time":
+            if last[0] != "times" and (last[0] != "time" or times != 1):
                 raise _GiveUp
             self.i += 1
             return n.AtMostPattern(p, times, _span(p, last))

@@ -225,7 +225,7 @@ class _TooDeep(Exception):
 #: terminals whose text matters; keyword and punctuation tokens are dropped
 _VALUE_TOKENS = frozenset({"NAME", "QUOTED_NAME", "STRING", "NUMBER"})
 #: rules whose callbacks want every token (their keyword is their value)
-_RAW_RULES = frozenset({"cmp", "type_name", "turn_cmp", "within"})
+_RAW_RULES = frozenset({"at_most_pattern", "cmp", "type_name", "turn_cmp", "within"})
 
 
 @attrs.frozen
@@ -389,7 +389,10 @@ class _Build(metaclass=_BuildMeta):
                 "a number must be finite (at most about 1.8e308)",
                 f"found {shown}",
             )
-        return n.Value(value, self._tok(ch[0]))
+        node = n.Value(value, self._tok(ch[0]))
+        if isinstance(value, float):  # a count refused later quotes it as written
+            _WRITTEN[id(node)] = (node, text)
+        return node
 
     def true(self, meta: Any, ch: list[Any]) -> n.Value:
         return n.Value(True, self._span(meta))
@@ -701,7 +704,13 @@ class _Build(metaclass=_BuildMeta):
         return n.EventuallyPattern(ch[0], ch[1], self._span(meta))
 
     def at_most_pattern(self, meta: Any, ch: list[Any]) -> n.AtMostPattern:
-        times = _count(ch[1], 0, "`at most` takes a whole number of times, 0 or more")
+        # (raw: P, `at`, `most`, N, the unit)
+        times = _count(ch[-2], 0, "`at most` takes a whole number of times, 0 or more")
+        unit = ch[-1]
+        if str(unit) == "time" and times != 1:  # as `within N turns`: the singular is for 1
+            raise _BadToken(
+                self._tok(unit), f"`at most {times} time`: the singular is for 1", "write `times`"
+            )
         return n.AtMostPattern(ch[0], times, self._span(meta))
 
     def only_after_pattern(self, meta: Any, ch: list[n.Cond]) -> n.OnlyAfterPattern:
@@ -809,6 +818,9 @@ class _Build(metaclass=_BuildMeta):
 
 
 _DEPTH: dict[int, int] = {}
+#: a number written with a fraction or an exponent (``1e3``), as written: a count that
+#: refuses it quotes it so, not as the float it reads as (``1000.0``); cleared per parse
+_WRITTEN: dict[int, tuple[n.Value, str]] = {}
 
 
 def _depth(node: Any) -> int:
@@ -826,7 +838,9 @@ def _count(value: n.Value, least: int, words: str) -> int:
     v = value.value
     if isinstance(v, int) and not isinstance(v, bool) and v >= least:
         return v
-    raise _BadToken(value.span, words, f"found `{json.dumps(v)}`")
+    written = _WRITTEN.get(id(value))
+    shown = written[1] if written is not None and written[0] is value else json.dumps(v)
+    raise _BadToken(value.span, words, f"found `{shown}`")
 
 
 # ── error messages in words ──────────────────────────────────────────────────
@@ -1146,5 +1160,6 @@ def parse_lalr(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     finally:
         _COMMENTS.reset(token)
         _DEPTH.clear()
+        _WRITTEN.clear()
     comments = Comments(source, bucket.starts)
     return n.Flow(tuple(statements), comments, source.span(0, len(text))), ()

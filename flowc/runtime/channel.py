@@ -80,6 +80,9 @@ class Channel:
     #: what each turn is held to (a :class:`flowc.runtime.contracts.Contract`), or
     #: ``None``: nothing is checked
     contract: Any = None
+    #: the run's properties watched on each turn (a
+    #: :class:`flowc.runtime.guard.PropertyGuard`), or ``None``
+    guard: Any = None
     #: the breaches that refused the turn the channel stopped on (their ``to_json``)
     refused: tuple[dict[str, Any], ...] = ()
     #: the clients a broadcast reaches, in order, as of the hub's ``reach_of``-th

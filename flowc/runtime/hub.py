@@ -56,6 +56,8 @@ from flowc.runtime.envelope import (
     stamped,
 )
 from flowc.runtime.failures import describe_exception, failure_of, user_frame
+from flowc.runtime.guard import stop_reason
+from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     LeaseError,
@@ -465,15 +467,36 @@ class Hub:
                 raise
             if warning is not None:
                 env = attrs.evolve(env, event_data=contract.annotate(env.event_data, [warning]))
+        guard = ch.guard
+        broken: list[dict[str, Any]] = []
+        if guard is not None and event_type in (EV_TEXT, EV_PACKET):
+            # the flow's properties, read on the turn before it is written: what it
+            # breaks goes into its envelope (flowc.runtime.guard)
+            ends = result.next_state is _CLOSED
+            reason = (result.auto_close_reason or "closed") if ends else None
+            broken = guard.observe(env, new_state, ends, reason)
+            if broken:
+                env = attrs.evolve(env, event_data={**env.event_data, PROPERTY_KEY: broken})
         if self._offer_fold is not None:
             self._offer_fold(env, adapter, new_state, result)
         grouped = self._later is not None and ch.lease is not None
         if grouped:
-            self._append_later(ch, env, lambda: self._accepted(ch, env, result))
+
+            def refused(err: WalError, sender: str = env.sender_id) -> None:
+                # as a refused append: the properties read nothing of this turn
+                if guard is not None:
+                    guard.undo(broken)
+                self.stall(ch.channel_id, sender, str(err))
+
+            self._append_later(
+                ch, env, lambda: self._accepted(ch, env, result, broken), failed=refused
+            )
         else:
             try:
                 self._append(ch, env)
             except WalError as err:
+                if guard is not None:
+                    guard.undo(broken)
                 raise ProtocolError(str(err)) from err
         ch.state = new_state
         substantive = env.event_type == EV_TEXT or env.event_type == EV_PACKET
@@ -483,16 +506,29 @@ class Hub:
             if ch.fired:
                 ch.fired.clear()
         if not grouped:
-            self._accepted(ch, env, result)
+            self._accepted(ch, env, result, broken)
         return env
 
-    def _accepted(self, ch: Channel, env: Envelope, result: AdapterResult) -> None:
+    def _accepted(
+        self,
+        ch: Channel,
+        env: Envelope,
+        result: AdapterResult,
+        broken: list[dict[str, Any]] | None = None,
+    ) -> None:
         """``env`` is in the WAL: deliver it, then close the run or schedule its next turn."""
         self._deliver(ch, env)
         if result.next_state is _CLOSED:
             try:
                 self._close(ch, result.auto_close_reason or "closed", snapshot=True, later=True)
             except WalError as err:  # the turn is in; the close is written on resume
+                ch.error = str(err)
+                ch.done.set()
+        elif broken and ch.guard is not None and ch.guard.stop:
+            # --on-violation stop: the run ends after this turn
+            try:
+                self._close(ch, stop_reason(broken[0]["property"]), snapshot=True, later=True)
+            except WalError as err:
                 ch.error = str(err)
                 ch.done.set()
         elif (env.event_type == EV_TEXT or env.event_type == EV_PACKET) and self._takers:

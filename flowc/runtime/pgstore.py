@@ -635,6 +635,22 @@ class PgStore:
         )
         return iter(decode_rows(self.path, channel_id, rows))
 
+    def read_page(self, channel_id: str, after: int, limit: int) -> list[tuple[int, Envelope]]:
+        """At most ``limit`` of the run's envelopes whose ``seq`` is past ``after`` (0: from
+        the first), in order, each with its ``seq`` (as :meth:`SqliteStore.read_page
+        <flowc.runtime.wal.SqliteStore.read_page>`)."""
+        if not self._tables:
+            return []
+        rows = self._query(
+            "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s AND seq > %s "
+            "ORDER BY seq LIMIT %s",
+            (channel_id, after, limit),
+            channel_id,
+            "read the WAL",
+        )
+        envelopes = decode_rows(self.path, channel_id, rows)
+        return [(int(row[0]), env) for row, env in zip(rows, envelopes, strict=True)]
+
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
         if not self._tables:
             return []

@@ -199,7 +199,7 @@ async def _run_scenario(
                         )
                     )
                     if broken:
-                        return fail(f"{where}: {_broken_text(target, broken[0], steps)}")
+                        return fail(f"{where}: {_broken_text(target, broken, steps)}")
             elif isinstance(item, n.ExpectNext):
                 want = item.speaker.value
                 if not ch.is_open or ch.expected_next() != target.ids.get(want, want):
@@ -240,8 +240,9 @@ async def _run_scenario(
         await hub.close()
 
 
-def _broken_text(target: RunTarget, broken: Broken, steps: Sequence[ScenarioStep]) -> str:
-    """``property NAME is violated: why; the run: a → b (tool)``."""
+def _broken_text(target: RunTarget, broken: Sequence[Broken], steps: Sequence[ScenarioStep]) -> str:
+    """``property NAME is violated: why; the run: a → b (tool)``, each property the turn
+    broke in the file's order."""
     from flowc.dsl.formatter import format_name
 
     names = target.names
@@ -249,12 +250,14 @@ def _broken_text(target: RunTarget, broken: Broken, steps: Sequence[ScenarioStep
         format_name(s.speaker) + (f" ({format_name(s.tool)})" if s.tool is not None else "")
         for s in steps
     )
-    claim = claim_text(broken.prop)
-    text = f" (`{claim}`)" if claim else ""
-    return (
-        f"property {format_name(broken.prop.name)}{text} is violated: "
-        f"{explain(broken.prop, broken, names)}; the run: {run}"
-    )
+    said = []
+    for b in broken:
+        claim = claim_text(b.prop)
+        text = f" (`{claim}`)" if claim else ""
+        said.append(
+            f"property {format_name(b.prop.name)}{text} is violated: {explain(b.prop, b, names)}"
+        )
+    return f"{'; '.join(said)}; the run: {run}"
 
 
 def _step(

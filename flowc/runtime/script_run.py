@@ -31,6 +31,7 @@ from flowc.runtime.adapters.workflow import merge_context_writes
 from flowc.runtime.clients import AgentClient, HumanClient, Turn
 from flowc.runtime.contracts import ENFORCE, Contract
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
+from flowc.runtime.guard import WARN, PropertyGuard
 from flowc.runtime.hub import Channel, Hub
 from flowc.runtime.replies import Reply
 from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
@@ -74,6 +75,7 @@ async def run_script(
     watch: RunWatcher | None = None,
     channel_id: str | None = None,
     contracts: str = ENFORCE,
+    on_violation: str = WARN,
 ) -> RunResult:
     """Run ``target`` with scripted speakers (and real ``agents``) on a fresh hub.
 
@@ -84,7 +86,9 @@ async def run_script(
     agent (or a custom target's choice) that breaks the flow's declarations:
     ``"enforce"`` refuses it (the run stops open on that speaker, ``error`` and
     ``refused`` say why), ``"warn"`` lets it through with the breaches on the turn
-    (:mod:`flowc.runtime.contracts`).
+    (:mod:`flowc.runtime.contracts`). The flow's properties are watched on every turn;
+    ``on_violation`` says what a violation does: ``"warn"`` records it on the turn and
+    goes on, ``"stop"`` also closes the run (:mod:`flowc.runtime.guard`).
 
     Cancelling the run (Ctrl-C under ``asyncio.run``) stops it between two turns:
     nothing half-done is written, the channel stays open and ``flowc resume``
@@ -124,6 +128,7 @@ async def run_script(
         channel_id=channel_id,
     )
     ch.contract = Contract.of(target, contracts, held=frozenset(real))
+    ch.guard = PropertyGuard.of(target, on_violation)
     ch_box.append(ch)
     try:
         await _kickoff(hub, ch, target, script, queues, real, ask_human)
@@ -183,6 +188,7 @@ async def resume_script(
     on_claim: Callable[[Lease], None] | None = None,
     contracts: str = ENFORCE,
     record_stall: bool = False,
+    on_violation: str = WARN,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
 
@@ -198,6 +204,8 @@ async def resume_script(
     ``contracts`` as for :func:`run_script`. ``record_stall``: a run that stalls gets
     its stall written in the WAL before its lease is given back (:meth:`Hub.record_stall`;
     a worker's runs, which no worker then claims until the WAL grows).
+    ``on_violation`` as for :func:`run_script`: the properties' monitors are rebuilt from
+    the turns in the WAL first, so a violation spanning the resume is caught.
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
@@ -243,6 +251,10 @@ async def resume_script(
                 "a speaker is one or the other"
             )
         ch.contract = Contract.of(target, contracts, held=frozenset(real))
+        guard = PropertyGuard.of(target, on_violation)
+        if guard is not None:
+            guard.follow(hub.read_wal(channel_id))
+        ch.guard = guard
         ch_box = [ch]
         drivers = _attach(hub, target, real, queues, ask_human, ch_box)
         try:

@@ -21,6 +21,7 @@ import attrs
 from flowc.compiler import model as m
 from flowc.compiler.describe import rule_label, target_text, transition_text
 from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
+from flowc.compiler.properties import Property, property_json, property_of_json
 from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
 from flowc.runtime.adapters.base import ChannelMetadata
 from flowc.runtime.adapters.workflow import DEFAULT
@@ -92,6 +93,9 @@ class RunTarget:
     #: custom target -> the speakers (``None``: terminate) its ``-> A | B`` list names,
     #: and where it is declared; only targets declared with such a list
     custom_targets: dict[str, tuple[tuple[str | None, ...], str | None]] = attrs.field(factory=dict)
+    #: the flow's ``property`` statements, watched on every run of it
+    #: (:mod:`flowc.runtime.guard`)
+    properties: tuple[Property, ...] = ()
 
     @property
     def names(self) -> dict[str, str]:
@@ -152,6 +156,7 @@ class RunTarget:
                 for c in flow.customs
                 if c.kind == "target" and c.results is not None
             },
+            tuple(flow.properties),
         )
 
     @classmethod
@@ -235,6 +240,8 @@ class RunTarget:
                     for name, (results, place) in self.custom_targets.items()
                 ],
             }
+        if self.properties:
+            out["properties"] = [property_json(p) for p in self.properties]
         return out
 
     @classmethod
@@ -275,6 +282,13 @@ class RunTarget:
         creator = names.get(metadata.creator_id, metadata.creator_id)
         lines = labels.get("rule_lines")
         declared_at, tool_at, custom_targets = _declared(labels.get("declared"))
+        stored = labels.get("properties") or []
+        if not isinstance(stored, list):
+            raise ValueError("the stored properties are not a list")
+        try:
+            properties = tuple(property_of_json(p) for p in stored)
+        except ValueError as err:
+            raise ValueError(f"the stored properties are not valid ({err})") from None
         return cls(
             graph,
             dict(context),
@@ -294,6 +308,7 @@ class RunTarget:
             declared_at,
             tool_at,
             custom_targets,
+            properties,
         )
 
     def rule_line(self, index: int) -> int | None:

@@ -28,6 +28,10 @@ from flowc.runtime.failures import Failure, tracebacks_wanted
 
 __all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
 
+#: where a turn's envelope records the properties it broke (:mod:`flowc.runtime.guard`),
+#: and the name of that list in ``--json`` / ``--jsonl`` / ``log --json``
+PROPERTY_KEY = "property_violations"
+
 #: the states as plain constants: reading a member off the enum class
 #: (``ChannelState.OPEN``) goes through ``EnumType.__getattr__`` on Python 3.11, about
 #: 1.4 k instructions each, and the hot paths read them every turn
@@ -56,6 +60,7 @@ class _TurnSlots:
         "speaker",
         "text",
         "tool_calls",
+        "violated",
         "warnings",
     )
 
@@ -72,6 +77,7 @@ class _TurnSlots:
     closes: str | None
     tool_calls: tuple[dict[str, Any], ...]
     warnings: tuple[dict[str, Any], ...]
+    violated: tuple[dict[str, Any], ...]
 
 
 @attrs.frozen
@@ -94,6 +100,10 @@ class TurnRecord(_TurnSlots):
     #: how the turn broke the flow's declarations, let through under ``--contracts
     #: warn`` (each a :class:`~flowc.runtime.contracts.Breach` as JSON)
     warnings: tuple[dict[str, Any], ...] = ()
+    #: the flow's properties this turn broke (each as :data:`PROPERTY_KEY` stores it:
+    #: ``{"property", "claim", "turn", "why", "on_violation"}``, see
+    #: :mod:`flowc.runtime.guard`)
+    violated: tuple[dict[str, Any], ...] = ()
 
 
 _new = object.__new__
@@ -113,6 +123,7 @@ def _record(
     closes: str | None,
     tool_calls: tuple[dict[str, Any], ...],
     warnings: tuple[dict[str, Any], ...] = (),
+    violated: tuple[dict[str, Any], ...] = (),
 ) -> TurnRecord:
     """``TurnRecord(...)`` with every field given, built the cheap way (see
     :class:`_TurnSlots`): equal to, and as frozen as, the one its ``__init__`` builds."""
@@ -130,6 +141,7 @@ def _record(
     record.closes = closes
     record.tool_calls = tool_calls
     record.warnings = warnings
+    record.violated = violated
     record.__class__ = TurnRecord  # same layout: TurnRecord adds no slot to _TurnSlots
     return record  # type: ignore[return-value]
 
@@ -143,7 +155,8 @@ def turn_json(record: TurnRecord, describe: Describe | None = None) -> dict[str,
     ``decided_by`` is what chose the next speaker in the words of the text transcript
     (``rule 3, line 14: when from drafter then reviewer``, ``otherwise ...``,
     ``handoff``, ``finish``) and ``rule`` the rule's number, or ``null``. A turn let
-    through under ``--contracts warn`` has ``warnings`` besides.
+    through under ``--contracts warn`` has ``warnings`` besides, a turn that broke one of
+    the flow's properties ``property_violations`` (:mod:`flowc.runtime.guard`).
     """
     by = record.decided_by
     out: dict[str, Any] = {
@@ -163,6 +176,8 @@ def turn_json(record: TurnRecord, describe: Describe | None = None) -> dict[str,
     }
     if record.warnings:
         out["warnings"] = [dict(w) for w in record.warnings]
+    if record.violated:
+        out[PROPERTY_KEY] = [dict(v) for v in record.violated]
     return out
 
 
@@ -213,7 +228,15 @@ class RunResult:
                 out["traceback"] = self.failure.traceback
         if self.refused:
             out["refused"] = [dict(b) for b in self.refused]
+        broken = self.property_violations
+        if broken:
+            out[PROPERTY_KEY] = [dict(v) for v in broken]
         return out
+
+    @property
+    def property_violations(self) -> tuple[dict[str, Any], ...]:
+        """The flow's properties the run broke, in the order of its turns."""
+        return tuple(v for t in self.turns for v in t.violated)
 
 
 # ── folding ───────────────────────────────────────────────────────────────────
@@ -311,6 +334,7 @@ class TranscriptFolder:
             closes,
             tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
             warnings,
+            _violated(data) if PROPERTY_KEY in data else (),
         )
         records.append(record)
         self._set = {}
@@ -329,6 +353,12 @@ def _warnings(data: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     """The breaches a turn's envelope carries (:data:`CONTRACT_KEY`), as the WAL has them."""
     found = data.get(CONTRACT_KEY)
     return tuple(w for w in found if isinstance(w, dict)) if isinstance(found, list) else ()
+
+
+def _violated(data: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The properties a turn's envelope says it broke (:data:`PROPERTY_KEY`)."""
+    found = data.get(PROPERTY_KEY)
+    return tuple(v for v in found if isinstance(v, dict)) if isinstance(found, list) else ()
 
 
 def transcript(

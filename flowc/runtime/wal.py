@@ -870,6 +870,31 @@ class SqliteStore:
     def read(self, channel_id: str) -> Iterator[Envelope]:
         return iter(decode_rows(self.path, channel_id, self._rows(channel_id, "seq, envelope")))
 
+    def read_page(self, channel_id: str, after: int, limit: int) -> list[tuple[int, Envelope]]:
+        """At most ``limit`` of the run's envelopes whose row key is past ``after`` (0: from
+        the first), in order, each with its row key: what a reader that follows a run
+        while another process writes it asks for, one page at a time (``flowc view``)."""
+        try:
+            if not self._runs:
+                rows = self._db.execute(
+                    "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq > ? "
+                    "ORDER BY seq LIMIT ?",
+                    (channel_id, after, limit),
+                ).fetchall()
+            else:
+                number = self._number(channel_id)
+                if number is None:
+                    return []
+                low = number * RUN_SPAN
+                rows = self._db.execute(
+                    "SELECT seq, envelope FROM wal WHERE seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
+                    (max(low, after + 1), low + RUN_SPAN - 1, limit),
+                ).fetchall()
+        except sqlite3.Error as err:
+            raise self._fault(err, channel_id, "read the WAL") from None
+        envelopes = decode_rows(self.path, channel_id, rows)
+        return [(int(row[0]), env) for row, env in zip(rows, envelopes, strict=True)]
+
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
         column = "follows" if self._follows else "NULL"
         rows = self._rows(channel_id, f"envelope_id, {column}")

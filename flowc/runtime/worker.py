@@ -300,6 +300,9 @@ class Worker:
     ``group_commit``: the runs' turns are committed together, many runs' in one
     transaction, each still before it is delivered (:mod:`flowc.runtime.groupcommit`);
     closed when :meth:`serve` returns. Without it each turn is its own commit.
+    ``on_violation``: what a turn that breaks one of the flow's properties does
+    (``"warn"``: marked on the turn; ``"stop"``: the run is also closed; see
+    :mod:`flowc.runtime.guard`); a run that broke one is also ``violated``.
     """
 
     def __init__(
@@ -317,6 +320,7 @@ class Worker:
         on_error: ErrorHook | None = None,
         contracts: str = ENFORCE,
         group_commit: GroupCommit | None = None,
+        on_violation: str = "warn",
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -340,6 +344,7 @@ class Worker:
         self.on_error = on_error
         self.contracts = contracts
         self.group_commit = group_commit
+        self.on_violation = on_violation
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
         self._done: set[str] = set()
@@ -504,6 +509,7 @@ class Worker:
                 on_claim=lambda lease: self._claimed(cid, lease),
                 contracts=self.contracts,
                 record_stall=True,
+                on_violation=self.on_violation,
             )
         except LeaseError:
             return  # another worker claimed it first
@@ -519,6 +525,13 @@ class Worker:
         finally:
             claimed = cid in self._claimed_runs
             self._claimed_runs.discard(cid)
+        if fenced.refused is None and result.property_violations:
+            broken = result.property_violations
+            self._event(
+                "violated",
+                cid,
+                "; ".join(f"property {v['property']} on turn {v['turn']}" for v in broken),
+            )
         if fenced.refused is not None:  # taken over: whatever the WAL holds is not ours
             self.stats.lost += 1
             self._event("lost", cid, str(fenced.refused))

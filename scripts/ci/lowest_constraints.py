@@ -1,5 +1,5 @@
 """Print pip constraints that pin every runtime dependency of flowc (and the `postgres`
-extra) to the lowest release its declared bounds allow that this interpreter can
+and `view` extras) to the lowest release its declared bounds allow that this interpreter can
 install: what the lowest-dependencies test job installs (scripts/ci/matrix.sh, run by `make test`).
 
 Run with the interpreter of the environment to fill (it asks pip which releases exist
@@ -47,7 +47,8 @@ def releases(name: str) -> list[Version]:
 
 def main() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = [*project["dependencies"], *project["optional-dependencies"]["postgres"]]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *extras["postgres"], *extras["view"]]
     for line in wanted:
         req = Requirement(line)
         allowed = [v for v in releases(req.name) if req.specifier.contains(v)]

@@ -139,6 +139,25 @@ def test_the_order_of_the_rule(tmp_path: Path) -> None:
     assert decide(folder, option=True, environ={"FLOWC_TRUST": "maybe"}).why == "--trust"
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("off", "FLOWC_TRUST=off trusts no folder"),
+        ("No", "FLOWC_TRUST=No trusts no folder"),
+        ("0", "FLOWC_TRUST=0 trusts no folder"),
+        (" yes ", "FLOWC_TRUST=yes trusts every folder"),
+        ("true", "FLOWC_TRUST=true trusts every folder"),
+    ],
+)
+def test_flowc_trust_is_echoed_as_written(tmp_path: Path, value: str, why: str) -> None:
+    """The reason names FLOWC_TRUST as the user set it, never a `=0` or `=1` of flowc's."""
+    decision = decide(tmp_path, trusted=TrustList(tmp_path / "t"), environ={"FLOWC_TRUST": value})
+    assert decision.why == why
+    if not decision.trusted:
+        notice = decision.notice(tmp_path / "pyproject.toml")
+        assert f"its plugins were not imported: {why}, so" in notice
+
+
 # ── flowc trust ───────────────────────────────────────────────────────────────
 
 

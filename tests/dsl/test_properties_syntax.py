@@ -95,7 +95,7 @@ LOWERED = [
     ("eventually from agent within 1 turns", Eventually(AGENT, 1), Globally()),
     ("tool refund at most 1 time", AtMost(REFUND, 1), Globally()),
     ("tool refund at most 0 times", AtMost(REFUND, 0), Globally()),
-    ("tool refund at most 3 time", AtMost(REFUND, 3), Globally()),
+    ("tool refund at most 3 times", AtMost(REFUND, 3), Globally()),
     ("tool refund only after context.approved == true", OnlyAfter(REFUND, APPROVED), Globally()),
     ("after tool escalate, from agent", Responds(ESCALATE, AGENT), Globally()),
     ("after tool escalate, from agent within 2 turns", Responds(ESCALATE, AGENT, 2), Globally()),
@@ -366,7 +366,7 @@ SYNTAX_ERRORS = [
         "property p: never turn == 1e3",
         1,
         27,
-        "`turn` is compared with a whole number, 0 or more; found `1000.0`",
+        "`turn` is compared with a whole number, 0 or more; found `1e3`",  # as written
         None,
     ),
     (
@@ -395,6 +395,27 @@ SYNTAX_ERRORS = [
         1,
         38,
         "`within 2 turn`: the singular is for 1; write `turns`",
+        None,
+    ),
+    (
+        "property p: tool refund at most 2 time",
+        1,
+        35,
+        "`at most 2 time`: the singular is for 1; write `times`",
+        None,
+    ),
+    (
+        "property p: tool refund at most 0 time",
+        1,
+        35,
+        "`at most 0 time`: the singular is for 1; write `times`",
+        None,
+    ),
+    (
+        "property p: tool refund at most 2.0e0 times",
+        1,
+        33,
+        "`at most` takes a whole number of times, 0 or more; found `2.0e0`",
         None,
     ),
     (
@@ -616,7 +637,7 @@ def test_every_error_of_a_property_is_reported() -> None:
             "property p: eventually ends within 2 turns",
         ),
         ("property p: tool t at most 1 times", "property p: tool t at most 1 time"),
-        ("property p: tool t at most 0 time", "property p: tool t at most 0 times"),
+        ("property p: tool t at most 0  times", "property p: tool t at most 0 times"),
         ("property p: (from a) only after (tool x)", "property p: from a only after tool x"),
         ("property p: never not (from a or from b)", "property p: never not (from a or from b)"),
         (

@@ -78,6 +78,9 @@ record_fields = st.fixed_dictionaries(
         "warnings": st.lists(
             st.dictionaries(texts, json_values, max_size=2) | hashables, max_size=2
         ).map(tuple),
+        "violated": st.lists(
+            st.dictionaries(texts, json_values, max_size=2) | hashables, max_size=2
+        ).map(tuple),
     }
 )
 

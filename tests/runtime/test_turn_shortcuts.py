@@ -232,6 +232,7 @@ def test_stamped_envelopes_and_records_are_the_frozen_classes() -> None:
         "closes": None,
         "tool_calls": ({"name": "n", "args": {}},),
         "warnings": ({"message": "m"},),
+        "violated": ({"property": "p", "turn": 3},),
     }
     assert [f.name for f in attrs.fields(TurnRecord)] == list(fields)
     record = _record(*fields.values())

@@ -29,7 +29,7 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, NodeKey
-from flowc.compiler.analysis.facts import CheckOptions
+from flowc.compiler.analysis.facts import CheckOptions, Finding
 from flowc.compiler.analysis.lockstep import (
     MAX_TURNS,
     Divergence,
@@ -40,9 +40,11 @@ from flowc.compiler.analysis.lockstep import (
     explore_pair,
 )
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
-from flowc.compiler.describe import condition_text, rule_ref, target_text
+from flowc.compiler.describe import condition_text, property_text, rule_ref, target_text
 from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.monitor import claim_text
 from flowc.compiler.pipeline import LoadedGraph
+from flowc.compiler.properties import Property
 from flowc.diagnostics import MAX_QUOTED, counted, elide
 from flowc.dsl.formatter import format_name, format_value
 from flowc.escaping import Code, Phrase, Quoted, as_phrase, phrase
@@ -441,6 +443,103 @@ def structural_changes(
                 Code(format_name(sn.speakers[sn.start])),
             ),
         )
+    yield from property_changes(old.version, new.version)
+
+
+def property_changes(old: Version, new: Version) -> Iterator[Change]:
+    """The ``property`` statements added, removed or changed (by name; a property is
+    changed when what it claims is, not merely how it is written). A JSON graph has
+    none to compare."""
+    if old.compiled is None or new.compiled is None:
+        return
+    o_p = {p.name: p for p in old.compiled.properties}
+    n_p = {p.name: p for p in new.compiled.properties}
+    for name, prop in n_p.items():
+        was = o_p.get(name)
+        if was is None:
+            yield Change(
+                "property-added",
+                phrase("property ", Code(format_name(name)), " added (", _claim(prop), ")"),
+                name,
+            )
+        elif (was.pattern, was.scope) != (prop.pattern, prop.scope):
+            yield Change(
+                "property-changed",
+                phrase(
+                    "property ", Code(format_name(name)), ": ", _claim(was), " → ", _claim(prop)
+                ),
+                name,
+            )
+    for name, prop in o_p.items():
+        if name not in n_p:
+            yield Change(
+                "property-removed",
+                phrase("property ", Code(format_name(name)), " removed (", _claim(prop), ")"),
+                name,
+            )
+
+
+def _claim(prop: Property) -> Code:
+    return Code(claim_text(prop) or property_text(prop).split(":", 1)[1].strip())
+
+
+#: the checker's finding on a property, and the verdict it gives
+_VERDICTS = {"E116": "violated", "I305": "unknown", "I306": "holds"}
+
+
+def _property_verdicts(side: _Side) -> dict[str, tuple[str, Finding]]:
+    """The checker's verdict on each of a side's properties, from the findings its
+    exploration already made (nothing is explored again); none for a side compared as
+    a graph."""
+    compiled = side.version.compiled
+    if compiled is None or not compiled.properties:
+        return {}
+    by_span = {f.diagnostic.span: f for f in side.findings if f.diagnostic.code.id in _VERDICTS}
+    out = {}
+    for prop in compiled.properties:
+        found = by_span.get(prop.span) if prop.span is not None else None
+        if found is not None:
+            out[prop.name] = (_VERDICTS[found.diagnostic.code.id], found)
+    return out
+
+
+def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
+    """A property of both versions that held in OLD and is violated in NEW (with NEW's
+    shortest run that breaks it), or the other way round."""
+    vo, vn = _property_verdicts(old), _property_verdicts(new)
+    for name, (now, found) in vn.items():
+        was = vo.get(name)
+        if was is None:
+            continue
+        if was[0] == "holds" and now == "violated":
+            why = found.diagnostic.notes[0] if found.diagnostic.notes else ""
+            run = found.run
+            shown = "" if run is None else run.render()
+            which = (
+                "a run that breaks it for ever"
+                if run is not None and run.loop_from is not None
+                else "a shortest run that breaks it"
+            )
+            yield Change(
+                "property-violated",
+                phrase(
+                    "property ",
+                    Code(format_name(name)),
+                    " held in OLD and is violated in NEW: ",
+                    Quoted(why),
+                    f"; {which}: ",
+                    Quoted(shown),
+                ),
+                name,
+            )
+        elif was[0] == "violated" and now == "holds":
+            yield Change(
+                "property-holds",
+                phrase(
+                    "property ", Code(format_name(name)), " was violated in OLD and holds in NEW"
+                ),
+                name,
+            )
 
 
 def match_rules(
@@ -769,6 +868,7 @@ def behavioural_changes(
                 w.find("old", set(old.facts.traps[0]) if old.facts.traps else set()),
                 "old",
             )
+    yield from property_verdict_changes(old, new)
     if product.old.max_turns != product.new.max_turns:
         cap = next((d for d in divergences if MAX_TURNS in (d.old.reason, d.new.reason)), None)
         if cap is not None:

@@ -49,7 +49,7 @@ import attrs
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.runs import Run, Turn
-from flowc.compiler.analysis.system import walk_condition
+from flowc.compiler.analysis.system import System, system_of_flow, walk_condition
 from flowc.compiler.analysis.targets import (
     CAP_REASON,
     Coverable,
@@ -59,9 +59,16 @@ from flowc.compiler.analysis.targets import (
     coverage_targets,
 )
 from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.properties import Property
 from flowc.dsl.formatter import format_name, format_value
 
-__all__ = ["GeneratedScenario", "Generation", "GenerationError", "generate_scenarios"]
+__all__ = [
+    "GeneratedScenario",
+    "Generation",
+    "GenerationError",
+    "generate_scenarios",
+    "violation_scenario",
+]
 
 TITLE_PREFIX = "generated: "
 
@@ -140,7 +147,7 @@ def generate_scenarios(compiled: CompiledFlow, options: CheckOptions | None = No
         covered |= hits
         out.append(
             GeneratedScenario(
-                TITLE_PREFIX + target.label, target, run, tuple(_lines(cov, run)), hits
+                TITLE_PREFIX + target.label, target, run, tuple(_lines(cov.system, run)), hits
             )
         )
     missed = tuple(t for t in cov.live if t.key not in covered)
@@ -171,7 +178,7 @@ def _finishes(cov: Coverable, target: Target) -> bool:
     return False
 
 
-def _turn_line(cov: Coverable, turn: Turn, number: int) -> str:
+def _turn_line(system: System, turn: Turn, number: int) -> str:
     who = format_name(turn.speaker)
     text = format_value(f"turn {number}")
     if turn.tool is None:
@@ -183,20 +190,20 @@ def _turn_line(cov: Coverable, turn: Turn, number: int) -> str:
             return f"{who} clears {', '.join(format_name(k) for k in turn.clears)}: {text}"
         return f"{who}: {text}"
     line = f"{who} calls {format_name(turn.tool)}"
-    compiled = cov.system.compiled
+    compiled = system.compiled
     assert compiled is not None
-    alt = alternative_of(cov.system, turn)
+    alt = alternative_of(system, turn)
     for info in compiled.tools_of(turn.speaker):
         if info.name == turn.tool and len(info.alternatives) > 1 and alt is not None:
             line += " " + info.alternatives[alt].text()
     return f"{line}: {text}"
 
 
-def _lines(cov: Coverable, run: Run) -> list[str]:
+def _lines(system: System, run: Run) -> list[str]:
     lines: list[str] = []
-    cap = cov.system.max_turns
+    cap = system.max_turns
     for i, turn in enumerate(run.turns):
-        lines.append(_turn_line(cov, turn, i + 1))
+        lines.append(_turn_line(system, turn, i + 1))
         last = i == len(run.turns) - 1
         if not last:
             lines.append(f"expect next {format_name(run.turns[i + 1].speaker)}")
@@ -210,3 +217,97 @@ def _lines(cov: Coverable, run: Run) -> list[str]:
         else:
             lines.append(f"expect next {format_name(run.next)}")
     return lines
+
+
+@attrs.frozen
+class ViolationScenario:
+    """The scenario of a property's violation: the checker's shortest run that breaks
+    it, turn by turn with its routing, up to the turn that breaks it."""
+
+    title: str
+    prop: Property
+    run: Run
+    lines: tuple[str, ...]
+    broken_at: int | None
+    why: str | None
+
+    def text(self) -> str:
+        body = "".join(f"  {line}\n" for line in self.lines)
+        return f"scenario {format_value(self.title)} {{\n{body}}}\n"
+
+
+def violation_scenario(
+    compiled: CompiledFlow, name: str, options: CheckOptions | None = None
+) -> ViolationScenario:
+    """A scenario that shows how the property ``name`` is violated: the shortest run the
+    checker (:func:`flowc.compiler.analysis.properties.decide`) found, which ``flowc
+    test`` then fails on. :class:`GenerationError` when there is no such property, when
+    it holds or is not decided, when only a run that never ends breaks it, or when the
+    flow routes on custom conditions or targets (a scenario cannot choose their outcome).
+
+    >>> from flowc import compile_flow
+    >>> print(violation_scenario(compile_flow('''
+    ... speaker user: human
+    ... speaker bot { tool publish }
+    ... when from user then bot
+    ... when from bot then user
+    ... max_turns 4
+    ... property reviewed: tool publish only after turn > 2
+    ... '''), "reviewed").text(), end="")
+    scenario "generated: property reviewed is violated" {
+      user: "turn 1"
+      expect next bot
+      bot calls publish: "turn 2"
+      expect next user
+    }
+    """
+    from flowc.compiler.analysis.properties import decide
+    from flowc.compiler.monitor import claim_text
+    from flowc.compiler.registry import did_you_mean
+
+    options = options or CheckOptions()
+    found = [p for p in compiled.properties if p.name == name]
+    if not found:
+        names = [p.name for p in compiled.properties]
+        if not names:
+            raise GenerationError(f"the flow declares no property (there is no {name!r})")
+        hint = did_you_mean(name, names)
+        raise GenerationError(
+            f"the flow declares no property {name!r}"
+            + (f"; did you mean {hint!r}?" if hint else f" (its properties: {', '.join(names)})")
+        )
+    prop = found[0]
+    shown = f"property {format_name(name)} (`{claim_text(prop)}`)"
+    (res,) = decide(compiled, [prop], max_states=options.max_states)
+    if res.verdict == "holds":
+        raise GenerationError(
+            f"{shown} holds on every run: no run violates it, so there is no scenario to write"
+        )
+    if res.verdict == "unknown":
+        raise GenerationError(
+            f"{shown} could not be decided ({res.note}): no violating run is known; "
+            "raise --max-states"
+        )
+    run = res.run
+    assert run is not None
+    if run.loop_from is not None:
+        raise GenerationError(
+            f"{shown} is broken only by runs that never end ({res.why}); a scenario is a "
+            "finite run, and what a run that stops leaves pending is no violation"
+        )
+    customs = _customs(compiled)
+    if customs:
+        raise GenerationError(
+            "the flow routes on custom conditions or targets ("
+            + ", ".join(customs)
+            + "), whose outcome a scenario cannot choose"
+        )
+    system = system_of_flow(compiled)
+    return ViolationScenario(
+        f"{TITLE_PREFIX}property {name} is violated",
+        prop,
+        run,
+        tuple(_lines(system, run)),
+        res.broken_at,
+        res.why,
+    )

@@ -606,6 +606,53 @@ def build_diagram(flow: CompiledFlow | LoadedGraph) -> Diagram:
     return _Builder(inp).build()
 
 
+def build_stored_diagram(
+    loaded: LoadedGraph,
+    *,
+    names: dict[str, str] | None = None,
+    humans: Iterable[str] = (),
+    tools: dict[tuple[str, str], tuple[Any, ...]] | None = None,
+) -> Diagram:
+    """The diagram of a run's stored graph (what ``flowc render`` draws of that graph as
+    JSON), with what the run recorded besides it: ``names`` (agent id -> speaker name),
+    the ``humans`` (by name, drawn as humans) and the declared ``tools`` ((speaker, tool)
+    -> effects, each with ``handoff`` and ``finish``), whose hand-offs and finishes are
+    drawn as tool edges.
+
+    >>> from flowc import compile_flow
+    >>> c = compile_flow("speaker a\\nspeaker b { tool done finishes \\"ok\\" }\\nsequence a -> b")
+    >>> tools = {(t.speaker, t.name): t.alternatives for t in c.tools}
+    >>> d = build_stored_diagram(LoadedGraph(c.graph, {}, True), tools=tools)
+    >>> [(d.node(e.source).title, d.node(e.target).title) for e in d.edges if e.kind == TOOL]
+    [('b', 'terminate "ok"')]
+    """
+    inp = _from_loaded(loaded)
+    ids = {name: agent for agent, name in (names or {}).items()}
+    human = frozenset(ids.get(h, h) for h in humans)
+    speakers = tuple(
+        attrs.evolve(s, human=True, details=("human",)) if s.name in human else s
+        for s in inp.speakers
+    )
+    routes: list[_ToolRoute] = []
+    owners: dict[str, list[str]] | None = None
+    if tools is not None:
+        owners = {}
+        for (speaker, tool), alternatives in tools.items():
+            agent = ids.get(speaker, speaker)
+            owners.setdefault(tool, []).append(agent)
+            for alt in alternatives:
+                handoff = None if alt.handoff is None else ids.get(alt.handoff, alt.handoff)
+                if (handoff is not None or alt.finish is not None) and agent in inp.name_of:
+                    routes.append(_ToolRoute(agent, tool, handoff, alt.finish, None))
+    inp = attrs.evolve(
+        inp,
+        speakers=speakers,
+        tool_routes=tuple(routes),
+        tool_owners=None if owners is None else {k: tuple(v) for k, v in owners.items()},
+    )
+    return _Builder(inp).build()
+
+
 # ── findings on the diagram ──────────────────────────────────────────────────
 
 

@@ -49,10 +49,17 @@ from flowc.runtime.transitions import TransitionDecision, TransitionRegistry, de
 __all__ = [
     "WORKFLOW_TYPE",
     "CompiledGraph",
+    "ConditionTrace",
     "GraphError",
     "WorkflowAdapter",
     "WorkflowState",
     "compile_graph",
+    "context_holds",
+    "priority_order",
+    "routing_tool",
+    "rule_state",
+    "senders_of",
+    "trace_condition",
 ]
 
 WORKFLOW_TYPE = "workflow"
@@ -152,15 +159,12 @@ def _cond(
         tool = cond.tool_name
 
         def tool_called(s: WorkflowState, e: Envelope) -> bool:
-            if e.event_type != EV_PACKET:
-                return False
-            routing = e.event_data.get("routing") or {}
-            return isinstance(routing, dict) and routing.get("tool") == tool
+            return e.event_type == EV_PACKET and routing_tool(e) == tool
 
         return tool_called
     if isinstance(cond, m.ContextEquals):
         key, value = cond.key, cond.value
-        return lambda s, e: bool(s.context_vars.get(key) == value)
+        return lambda s, e: context_holds(s.context_vars, key, value)
     if isinstance(cond, m.AllOf | m.AnyOf):
         parts = [
             _cond(c, sender, registry, f"{path}.args.conditions[{i}]", problems)
@@ -187,6 +191,19 @@ def _cond(
         problems.extend(found)
         return _NEVER
     return lambda s, e: bool(inst.evaluate(s, e))
+
+
+def routing_tool(e: Envelope) -> Any:
+    """The tool a packet's routing names (what ``tool T`` tests), or ``None``."""
+    if e.event_type != EV_PACKET:
+        return None
+    routing = e.event_data.get("routing") or {}
+    return routing.get("tool") if isinstance(routing, dict) else None
+
+
+def context_holds(context: dict[str, Any], key: str, value: Any) -> bool:
+    """``context.KEY == VALUE`` (AG2's ``ContextEquals``: an unset key reads as ``None``)."""
+    return bool(context.get(key) == value)
 
 
 def _from_fn(agent: str) -> CondFn:
@@ -272,7 +289,7 @@ def compile_graph(
         )
     if graph.max_turns is not None and graph.max_turns < 1:
         problems.append(ShapeProblem("max_turns", f"must be at least 1, got {graph.max_turns}"))
-    ordered = sorted(enumerate(graph.transitions), key=lambda it: it[1].priority)
+    ordered = priority_order(graph)
     targets = {
         i: _target(t.then, participant_order, members, reg, f"transitions[{i}].then", problems)
         for i, t in ordered
@@ -378,6 +395,96 @@ def compile_graph(
     )
 
 
+def priority_order(graph: m.TransitionGraph) -> list[tuple[int, m.Transition]]:
+    """The rules as AG2 checks them: ascending priority, ties in list order."""
+    return sorted(enumerate(graph.transitions), key=lambda it: it[1].priority)
+
+
+# ── explaining a decision ──────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class ConditionTrace:
+    """One condition evaluated on a turn, with each part it evaluated.
+
+    ``holds`` is ``None`` for a part that was not evaluated: an ``and`` stops at its
+    first false part and an ``or`` at its first true one, as the dispatch does.
+    ``parts`` are the parts of a composite (``and``, ``or``, ``not``), in order.
+    """
+
+    condition: m.Condition
+    holds: bool | None
+    parts: tuple[ConditionTrace, ...] = ()
+
+
+def trace_condition(
+    cond: m.Condition,
+    state: WorkflowState,
+    envelope: Envelope,
+    registry: TransitionRegistry | None = None,
+) -> ConditionTrace:
+    """``cond`` evaluated on ``state`` (:func:`rule_state`) and the turn's envelope by
+    the same tests the compiled dispatch runs (:func:`routing_tool`,
+    :func:`context_holds`, a custom condition's ``evaluate``), part by part.
+
+    >>> from flowc.runtime.envelope import EV_TEXT
+    >>> st = WorkflowState(("a", "b"), "b", context_vars={"ok": False})
+    >>> env = Envelope("c", "a", None, EV_TEXT, {"text": "hi"})
+    >>> t = trace_condition(m.AllOf((m.FromSpeaker("a"), m.ContextEquals("ok", True),
+    ...                              m.ToolCalled("t"))), st, env)
+    >>> t.holds, [p.holds for p in t.parts]
+    (False, [True, False, None])
+    """
+    if isinstance(cond, m.Always):
+        return ConditionTrace(cond, True)
+    if isinstance(cond, m.FromSpeaker):
+        return ConditionTrace(cond, envelope.sender_id == cond.agent_id)
+    if isinstance(cond, m.ToolCalled):
+        called = envelope.event_type == EV_PACKET and routing_tool(envelope) == cond.tool_name
+        return ConditionTrace(cond, called)
+    if isinstance(cond, m.ContextEquals):
+        return ConditionTrace(cond, context_holds(state.context_vars, cond.key, cond.value))
+    if isinstance(cond, m.Not):
+        inner = trace_condition(cond.condition, state, envelope, registry)
+        return ConditionTrace(cond, not inner.holds, (inner,))
+    if isinstance(cond, m.AllOf | m.AnyOf):
+        stop = not isinstance(cond, m.AllOf)  # the value that decides: false for `and`
+        parts: list[ConditionTrace] = []
+        decided = False
+        for c in cond.conditions:
+            if decided:
+                parts.append(ConditionTrace(c, None))
+                continue
+            part = trace_condition(c, state, envelope, registry)
+            parts.append(part)
+            decided = part.holds is stop
+        return ConditionTrace(cond, stop if decided else not stop, tuple(parts))
+    inst, found = build_custom(
+        "condition", cond.name, dict(cond.args), registry or default_registry(), "when"
+    )
+    if found:  # the channel could not have opened with it: it never holds
+        return ConditionTrace(cond, False)
+    return ConditionTrace(cond, bool(inst.evaluate(state, envelope)))
+
+
+def rule_state(before: WorkflowState, after: WorkflowState) -> WorkflowState:
+    """The state a turn's rules were evaluated on, from the states before and after
+    its :meth:`WorkflowAdapter.fold`: the turn counted and its context writes applied,
+    the decision not made yet (as ``fold`` builds it before it decides)."""
+    return attrs.evolve(
+        after,
+        expected_next_speaker=before.expected_next_speaker,
+        pending_close_reason="",
+        decided_by=None,
+    )
+
+
+def senders_of(cond: m.Condition) -> frozenset[str] | None:
+    """The senders a rule's condition can hold for when it says (``from X``, ``from X
+    and ...``, ``from X or from Y``), else ``None`` (see :func:`compile_graph`)."""
+    return _senders(cond)
+
+
 def _required_tool(cond: m.Condition) -> str | None:
     """The tool a condition needs called (``tool T``, or an ``and`` holding it whose
     other parts are built-in, so they can be evaluated in any order), else ``None``."""
@@ -451,7 +558,7 @@ def _context_fn(cond: m.Condition) -> Callable[[dict[str, Any]], bool]:
     """A condition that reads only the context, as a function of the context."""
     if isinstance(cond, m.ContextEquals):
         key, value = cond.key, cond.value
-        return lambda ctx: bool(ctx.get(key) == value)
+        return lambda ctx: context_holds(ctx, key, value)
     if isinstance(cond, m.Always):
         return lambda ctx: True
     if isinstance(cond, m.Not):

@@ -1,0 +1,167 @@
+"""``flowc view [--db DB] [RUN] [--port P] [--no-open]``: a local web page showing the runs
+of a run database, and each run on its diagram with its transcript streaming live.
+
+The server (:mod:`flowc.view.server`) binds 127.0.0.1 only, asks for a random token on
+every request and opens the database read-only. It needs the ``view`` extra
+(Starlette and uvicorn); without it the command says how to install it (exit 2).
+
+Exit codes: 0 the server was stopped (Ctrl-C); 2 it could not start (no such database or
+run, the port is taken, the extra is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from collections.abc import Callable
+from urllib.parse import quote
+
+from flowc.commands.console import EXIT_OK, UsageError
+from flowc.commands.run_options import STORES, store_options
+
+#: the environment variable that gives the token instead of a random one, so that a
+#: server started again (same ``--port``) keeps the pages already open working
+TOKEN_ENV = "FLOWC_VIEW_TOKEN"
+
+INSTALL_HINT = (
+    "flowc view needs Starlette and uvicorn: pip install 'flowc[view]' "
+    "(or pip install starlette uvicorn)"
+)
+
+
+def _desktop() -> bool:
+    """Whether a browser can be opened here: macOS or Windows, or a Linux/BSD session
+    with a display, and not a session over SSH."""
+    if os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"):
+        return False
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _token() -> str:
+    from flowc.view.server import new_token
+
+    given = os.environ.get(TOKEN_ENV)
+    if given is None:
+        return new_token()
+    if len(given) < 16 or not all(c.isalnum() or c in "-_" for c in given):
+        raise UsageError(
+            f"{TOKEN_ENV} must be at least 16 letters, digits, '-' or '_' (or unset, "
+            "for a random token)"
+        )
+    return given
+
+
+def _check_db(db: str, run: str | None) -> str | None:
+    """The database can be read (and has ``run``, whose full id is returned)."""
+    from flowc.runtime.stores import is_url, open_store
+    from flowc.runtime.wal import WalError
+
+    if not is_url(db) and not os.path.lexists(db):
+        raise UsageError(f"{db}: no run database (flowc run writes one)")
+    try:
+        store = open_store(db, readonly=True)
+    except WalError as err:
+        raise UsageError(str(err)) from None
+    try:
+        if run is None:
+            return None
+        ids = store.channel_ids()
+        if run in ids:
+            return run
+        if run == "last" and ids:
+            return ids[-1]
+        matches = [c for c in ids if c.startswith(run)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise UsageError(f"no run {run!r} in {db} (flowc log lists them)")
+        raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
+    except WalError as err:
+        raise UsageError(str(err)) from None
+    finally:
+        store.close()
+
+
+def _bind(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as err:
+        sock.close()
+        raise UsageError(f"--port {port}: cannot listen on it ({err.strerror})") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from flowc.view.server import ViewSettings, make_app
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    if not 0 <= args.port <= 65535:
+        raise UsageError("--port must be between 0 (any free port) and 65535")
+    token = _token()
+    run = _check_db(args.db, args.run)
+    sock = _bind(args.port)
+    port = sock.getsockname()[1]
+    path = "/" if run is None else "/run/" + quote(run, safe="")
+    url = f"http://127.0.0.1:{port}{path}?token={token}"
+    print(f"flowc view: serving {args.db} at {url}", flush=True)
+    print("(Ctrl-C stops the server)", flush=True)
+    if not args.no_open and _desktop():
+        import webbrowser
+
+        webbrowser.open(url)
+    config = uvicorn.Config(
+        make_app(ViewSettings(args.db, token)),
+        log_level="warning",
+        lifespan="off",
+        # open streams are cut after a second: a stopped server does not wait for pages
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "view",
+        help="watch runs in a local web page: the diagram, the transcript live, a timeline",
+        description="Start a local web server (127.0.0.1 only, a random token in its URL) "
+        "that shows the runs of a run database: each run on its flow's diagram, with the "
+        "transcript streaming as turns are committed and a timeline to go back to any turn. "
+        "The database is opened read-only. Needs the `view` extra "
+        "(pip install 'flowc[view]').",
+    )
+    p.add_argument(
+        "run", nargs="?", help="open this run's page (a run id, a unique prefix, or `last`)"
+    )
+    store_options(p, f"the WAL to show: {STORES}", plugin=False)
+    p.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        metavar="P",
+        help="the port to listen on (default 0: any free port); give one, with "
+        f"{TOKEN_ENV} set, to restart the server under the same URL",
+    )
+    p.add_argument(
+        "--no-open", action="store_true", help="print the URL only, never open a browser"
+    )
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"view": cmd_view}

@@ -1,0 +1,418 @@
+"""The server of ``flowc view``: a Starlette application (served by uvicorn) that shows one
+run database, read-only.
+
+Every request goes through :class:`Guard` first:
+
+- the ``Host`` header must name this server on the loopback interface (``127.0.0.1``,
+  ``localhost`` or ``[::1]`` with its port), which a page of another site cannot make a
+  browser send to us by renaming a domain to 127.0.0.1 (DNS rebinding);
+- a request another site's page makes is refused: an ``Origin`` other than ours, or a
+  ``Sec-Fetch-Site`` other than ``same-origin`` or ``none`` (typed in the address bar);
+- the token must come with it, as ``?token=...`` (the URL the command prints) or as the
+  cookie the first visit with the token sets (``HttpOnly``, ``SameSite=Strict``);
+- only ``GET`` and ``HEAD``: nothing is ever written.
+
+Refusals are ``403``. Every answer forbids inline scripts (a Content-Security-Policy of
+``script-src 'self'``), framing and sniffing, and is not cached.
+
+Routes: ``/`` (the runs list), ``/run/ID`` (a run's page; 404 for an unknown run),
+``/api/runs``, ``/api/run/ID`` (the run's summary and starting state),
+``/api/run/ID/diagram.svg`` and ``/api/run/ID/events`` (the turns, as server-sent events
+whose id is the turn's number: a reconnecting page sends ``Last-Event-ID`` and gets the
+turns after it), ``/static/...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import json
+import re
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from flowc.runtime.stores import open_store
+from flowc.runtime.wal import WalError, WalStore
+from flowc.view.feed import RunView, TurnFeed, run_summary, status_of
+
+__all__ = ["POLL_SECONDS", "Guard", "ViewSettings", "make_app", "new_token"]
+
+STATIC = Path(__file__).parent / "static"
+
+#: how often a stream looks for new turns in the store (SQLite has no notifications):
+#: a committed turn reaches an open page within this, plus the page's own drawing
+POLL_SECONDS = 0.1
+#: how often a stream looks whether the run's writer is still there (its lease)
+STATUS_SECONDS = 1.0
+#: a comment sent on an idle stream this often, so proxies keep it open
+KEEPALIVE_SECONDS = 15.0
+#: the runs whose view (target and diagram) and SVG the server keeps
+CACHED_RUNS = 16
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: the answers' headers: no inline script, no framing, no sniffing, no caching
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def new_token() -> str:
+    """A random token: 32 bytes from the OS's generator, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+class ViewSettings:
+    """What the application serves: the database (a SQLite path or PostgreSQL URL) and
+    the token; ``poll`` is :data:`POLL_SECONDS` unless a test asks otherwise."""
+
+    def __init__(self, db: str, token: str, *, poll: float = POLL_SECONDS) -> None:
+        self.db = db
+        self.token = token
+        self.poll = poll
+
+    def open(self) -> WalStore:
+        return open_store(self.db, readonly=True)
+
+
+def _page(status: int, title: str, message: str) -> HTMLResponse:
+    """A small page of its own (no script) for a refusal or an unknown run."""
+    body = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>"
+        f"{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>"
+        f"<p>{html.escape(message)}</p></body></html>"
+    )
+    return HTMLResponse(body, status_code=status)
+
+
+class Guard:
+    """The ASGI middleware that refuses any request without the token, from another
+    site, to another host name, or that would change something (see the module's
+    docstring); it adds :data:`SECURITY_HEADERS` to every answer."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    def cookie_name(self, scope: Scope) -> str:
+        # cookies are shared by every port of a host: one name per port
+        server = scope.get("server") or ("", 0)
+        return f"flowc_view_{server[1]}"
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        request = Request(scope)
+        headers = request.headers
+        host = headers.get("host", "")
+        server = scope.get("server") or ("", 0)
+        name, _, port = host.rpartition(":")
+        if name not in _LOOPBACK or port != str(server[1]):
+            return 403, f"this server answers to 127.0.0.1:{server[1]} only"
+        origin = headers.get("origin")
+        if origin is not None and origin != f"http://{host}":
+            return 403, "a request from another site is refused"
+        site = headers.get("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            return 403, "a request from another site is refused"
+        if request.method not in ("GET", "HEAD"):
+            return 405, "this server only reads"
+        if not self._token_ok(request.query_params.get("token")) and not self._token_ok(
+            request.cookies.get(self.cookie_name(scope))
+        ):
+            return 403, "the token is missing or wrong: open the URL flowc view printed"
+        return None
+
+    def _token_ok(self, given: str | None) -> bool:
+        return given is not None and secrets.compare_digest(
+            given.encode("utf-8", "replace"), self.token.encode("utf-8")
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refused = self.refusal(scope)
+        if refused is not None:
+            status, why = refused
+            response = _page(status, "Refused", why)
+            response.headers.update(SECURITY_HEADERS)
+            await response(scope, receive, send)
+            return
+        request = Request(scope)
+        set_cookie = self._token_ok(request.query_params.get("token")) and not self._token_ok(
+            request.cookies.get(self.cookie_name(scope))
+        )
+        cookie = f"{self.cookie_name(scope)}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+
+        async def guarded_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                for key, value in SECURITY_HEADERS.items():
+                    headers.append((key.encode(), value.encode()))
+                if set_cookie:
+                    headers.append((b"set-cookie", cookie.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, guarded_send)
+
+
+class _Runs:
+    """The views (target, diagram) and drawings of the runs last asked for, at most
+    :data:`CACHED_RUNS`: a run's stored graph never changes."""
+
+    def __init__(self, settings: ViewSettings) -> None:
+        self.settings = settings
+        self.views: OrderedDict[str, RunView] = OrderedDict()
+        self.svgs: OrderedDict[str, str] = OrderedDict()
+        # the requests' threads share the caches
+        self.lock = threading.Lock()
+
+    def _keep(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+        with self.lock:
+            cache[key] = value
+            cache.move_to_end(key)
+            while len(cache) > CACHED_RUNS:
+                cache.popitem(last=False)
+
+    def view(self, run_id: str) -> RunView:
+        """The run's view; a 404 for a run the database does not have."""
+        with self.lock:
+            found = self.views.get(run_id)
+        if found is not None:
+            return found
+        store = self.settings.open()
+        try:
+            view = RunView.load(store, run_id) if run_id in store.channel_ids() else None
+        except (WalError, ValueError, KeyError, TypeError) as err:
+            raise HTTPException(500, f"run {run_id}: {err}") from None
+        finally:
+            store.close()
+        if view is None:
+            raise HTTPException(404, f"no run {run_id!r} in this database")
+        self._keep(self.views, run_id, view)
+        return view
+
+    def svg(self, run_id: str) -> str:
+        with self.lock:
+            found = self.svgs.get(run_id)
+        if found is not None:
+            return found
+        from flowc.compiler.render.rendering import Rendering
+
+        svg = Rendering(self.view(run_id).diagram).svg()
+        self._keep(self.svgs, run_id, svg)
+        return svg
+
+
+def _sse(data: Any, event: str, event_id: int | None = None) -> str:
+    """One server-sent event: its type, its id when it has one, its data as one line of
+    JSON (a text's newlines are escaped in JSON, so they cannot end the event)."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _after(request: Request) -> int:
+    """The last turn the page has: ``Last-Event-ID`` (a reconnection), else ``?after=``."""
+    for given in (request.headers.get("last-event-id"), request.query_params.get("after")):
+        if given is not None and re.fullmatch(r"[0-9]{1,12}", given.strip()):
+            return int(given)
+    return 0
+
+
+def make_app(settings: ViewSettings) -> ASGIApp:
+    """The application, guarded (:class:`Guard`)."""
+    runs = _Runs(settings)
+
+    def static_page(name: str) -> Response:
+        return HTMLResponse((STATIC / name).read_text(encoding="utf-8"))
+
+    async def index(request: Request) -> Response:
+        return static_page("runs.html")
+
+    async def run_page(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        await run_in_threadpool(runs.view, run_id)
+        return static_page("run.html")
+
+    # each run's feed, kept from one listing to the next: a listing reads only the rows
+    # committed since the last one (a feed holds the fold's state, not the turns)
+    listed: dict[str, TurnFeed] = {}
+    listing = threading.Lock()
+
+    def list_runs() -> list[dict[str, Any]]:
+        with listing:
+            store = settings.open()
+            try:
+                out = []
+                for run_id in store.channel_ids():
+                    try:
+                        feed = listed.get(run_id)
+                        if feed is None:
+                            view = RunView.load(store, run_id)
+                            if view is None:
+                                continue
+                            feed = listed[run_id] = TurnFeed(view)
+                        found = run_summary(store, run_id, feed)
+                    except (WalError, ValueError, KeyError, TypeError, AttributeError) as err:
+                        listed.pop(run_id, None)
+                        found = {"run_id": run_id, "status": "damaged", "error": str(err)}
+                    if found is not None:
+                        out.append(found)
+                return out
+            finally:
+                store.close()
+
+    async def api_runs(request: Request) -> Response:
+        try:
+            found = await run_in_threadpool(list_runs)
+        except WalError as err:
+            return JSONResponse({"error": str(err)}, status_code=500)
+        return JSONResponse(found)
+
+    async def api_run(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        view = await run_in_threadpool(runs.view, run_id)
+        feed = TurnFeed(view)
+        # the status comes with the stream, once it has read the run: a long run's page
+        # does not wait for a second reading of it
+        return JSONResponse(
+            {
+                "run_id": run_id,
+                "flow": view.flow,
+                "created_at": view.metadata.created_at,
+                "speakers": [
+                    {"name": name, "node": view.speaker_node(name)} for name in view.target.speakers
+                ],
+                "initial": feed.initial(),
+            }
+        )
+
+    async def diagram(request: Request) -> Response:
+        from flowc.compiler.render.image import DotNotFoundError, LayoutError
+
+        run_id = request.path_params["run_id"]
+        await run_in_threadpool(runs.view, run_id)
+        try:
+            svg = await run_in_threadpool(runs.svg, run_id)
+        except (DotNotFoundError, LayoutError) as err:
+            return Response(str(err), status_code=503, media_type="text/plain")
+        return Response(svg, media_type="image/svg+xml")
+
+    async def events(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        view = await run_in_threadpool(runs.view, run_id)
+        after = _after(request)
+        return StreamingResponse(
+            _stream(settings, view, after),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+        title = "Not found" if exc.status_code == 404 else "Error"
+        return _page(exc.status_code, title, str(exc.detail))
+
+    app = Starlette(
+        routes=[
+            Route("/", index),
+            Route("/run/{run_id:path}", run_page),
+            Route("/api/runs", api_runs),
+            Route("/api/run/{run_id:path}/diagram.svg", diagram),
+            Route("/api/run/{run_id:path}/events", events),
+            Route("/api/run/{run_id:path}", api_run),
+            Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
+        ],
+        exception_handlers={HTTPException: not_found},
+    )
+    return Guard(app, settings.token)
+
+
+async def _stream(settings: ViewSettings, view: RunView, after: int) -> AsyncIterator[str]:
+    """The run's turns after turn ``after`` as server-sent events, then each new turn as
+    the store commits it, read a page at a time (nothing is kept but the fold's state);
+    a ``status`` event when the run's status changes, and ``end`` once it closed."""
+    store = await run_in_threadpool(settings.open)
+    feed = TurnFeed(view)
+    sent_context = False
+    try:
+        # a page that loses the connection tries again after a second
+        yield "retry: 1000\n\n"
+        status: tuple[Any, ...] | None = None
+        checked = 0.0
+        quiet = time.monotonic()
+        while True:
+            before = feed.after
+            chunk = []
+            for event in await run_in_threadpool(feed.poll, store):
+                if event["n"] <= after:
+                    continue
+                if not sent_context and "context" not in event:
+                    # the page may have missed the turn that last changed the context
+                    event["context"] = dict(feed.folder.state.context_vars)  # type: ignore[union-attr]
+                sent_context = True
+                chunk.append(_sse(event, "turn", event["n"]))
+            if chunk:  # one write for the page of turns read (a long run's backlog)
+                yield "".join(chunk)
+                quiet = time.monotonic()
+            if feed.after != before:
+                continue  # more may be waiting: read on before sleeping
+            now = time.monotonic()
+            if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
+                checked = now
+                state, holder = await run_in_threadpool(status_of, store, view.run_id, feed.closed)
+                current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
+                if current != status:
+                    status = current
+                    yield _sse(
+                        {
+                            "status": state,
+                            "holder": holder,
+                            "turns": feed.turns,
+                            "close_reason": feed.closed,
+                            "next_speaker": feed.next_speaker,
+                            "stalled_on": feed.stalled_on,
+                        },
+                        "status",
+                    )
+                    quiet = now
+            if feed.closed is not None:
+                yield _sse({"turns": feed.turns, "close_reason": feed.closed}, "end")
+                return
+            if now - quiet >= KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                quiet = now
+            await asyncio.sleep(settings.poll)
+    finally:
+        with contextlib.suppress(Exception):
+            store.close()

@@ -1,0 +1,266 @@
+// A run's page of `flowc view`: the diagram (the SVG `flowc render` draws of the run's
+// stored graph), the transcript streaming over server-sent events, and a timeline.
+// Everything a run holds (names, texts, tool arguments, context values) is put on the
+// page with textContent: never parsed as markup.
+(function () {
+  'use strict';
+  var runId = decodeURIComponent(location.pathname.slice('/run/'.length));
+  var api = '/api/run/' + encodeURIComponent(runId);
+  var turns = [];          // the turns received, turns[n - 1] is turn n
+  var contexts = [];       // contexts[n]: the context after turn n (0: the initial one)
+  var initial = null;      // the state before the first turn
+  var selected = 0;        // the turn shown (0: before the first)
+  var follow = true;       // show each new turn as it comes
+  var source = null;       // the EventSource
+  var ended = false;
+  var pending = [];        // turns received, not yet drawn (drawn once per frame)
+  var diagramReady = false;
+  var countLabels = {};    // edge id -> its <text> of counts
+  var el = function (id) { return document.getElementById(id); };
+
+  function text(node, value) { node.textContent = value === null || value === undefined ? '' : String(value); }
+  function json(value) { return JSON.stringify(value, null, 2); }
+
+  // ── the diagram ──────────────────────────────────────────────────────────
+  var SVG_ELEMENTS = {svg: 1, g: 1, title: 1, path: 1, polygon: 1, polyline: 1, ellipse: 1,
+    circle: 1, text: 1, a: 1, tspan: 1, defs: 1, line: 1, rect: 1};
+  function clean(node) {
+    // only drawing elements and attributes: no script, no handler, no link
+    Array.prototype.slice.call(node.children).forEach(function (child) {
+      if (!SVG_ELEMENTS[child.localName]) { child.remove(); return; }
+      Array.prototype.slice.call(child.attributes).forEach(function (attr) {
+        var name = attr.name.toLowerCase();
+        if (name.indexOf('on') === 0 || name === 'href' || name === 'xlink:href' || name === 'style') {
+          child.removeAttribute(attr.name);
+        }
+      });
+      clean(child);
+    });
+  }
+  function loadDiagram() {
+    fetch(api + '/diagram.svg', {credentials: 'same-origin'}).then(function (r) {
+      return r.text().then(function (body) { return {ok: r.ok, body: body}; });
+    }).then(function (answer) {
+      var box = el('diagram');
+      if (!answer.ok) { text(el('diagram-note'), 'No diagram: ' + answer.body); return; }
+      var doc = new DOMParser().parseFromString(answer.body, 'image/svg+xml');
+      var svg = doc.documentElement;
+      if (svg.localName !== 'svg') { text(el('diagram-note'), 'No diagram: the drawing is not SVG'); return; }
+      clean(svg);
+      box.textContent = '';
+      box.appendChild(document.importNode(svg, true));
+      diagramReady = true;
+      showTurn(selected);
+    }).catch(function (err) { text(el('diagram-note'), 'No diagram: ' + err.message); });
+  }
+  function countLabel(edgeId) {
+    if (countLabels[edgeId]) { return countLabels[edgeId]; }
+    var g = document.getElementById(edgeId);
+    var path = g && g.querySelector('path');
+    if (!path) { return null; }
+    var p = path.getPointAtLength(path.getTotalLength() / 2);
+    var label = document.createElementNS('http://www.w3.org/2000/svg', 'text');
+    label.setAttribute('class', 'count');
+    label.setAttribute('x', String(p.x + 4));
+    label.setAttribute('y', String(p.y - 4));
+    g.appendChild(label);
+    countLabels[edgeId] = label;
+    return label;
+  }
+  function drawDiagram(n) {
+    if (!diagramReady) { return; }
+    var counts = {};
+    for (var i = 0; i < n; i++) {
+      var edge = turns[i].edge;
+      if (edge) { counts[edge] = (counts[edge] || 0) + 1; }
+    }
+    document.querySelectorAll('#diagram g.edge').forEach(function (g) {
+      var count = counts[g.id] || 0;
+      g.classList.toggle('taken', count > 0);
+      g.classList.remove('selected');
+      if (count > 0 || countLabels[g.id]) {
+        var label = countLabel(g.id);
+        if (label) { label.textContent = count > 0 ? '×' + count : ''; }
+      }
+      g.dataset.count = String(count);
+    });
+    document.querySelectorAll('#diagram g.node.current').forEach(function (g) { g.classList.remove('current'); });
+    var turn = n > 0 ? turns[n - 1] : null;
+    var node = turn ? turn.node : initial && initial.node;
+    if (node) {
+      var g = document.getElementById(node);
+      if (g) { g.classList.add('current'); }
+    }
+    if (turn && turn.edge) {
+      var chosen = document.getElementById(turn.edge);
+      if (chosen) { chosen.classList.add('selected'); }
+    }
+  }
+
+  // ── the transcript ───────────────────────────────────────────────────────
+  function line(parent, cls, value) {
+    var div = document.createElement('div');
+    div.className = cls;
+    text(div, value);
+    parent.appendChild(div);
+    return div;
+  }
+  function entry(turn) {
+    var li = document.createElement('li');
+    li.id = 'turn-' + turn.n;
+    li.dataset.n = String(turn.n);
+    var head = document.createElement('div');
+    var num = document.createElement('span');
+    num.className = 'num';
+    text(num, turn.n);
+    var who = document.createElement('span');
+    who.className = 'who';
+    text(who, turn.speaker);
+    head.appendChild(num);
+    head.appendChild(who);
+    li.appendChild(head);
+    line(li, 'text', turn.text);
+    turn.tool_calls.forEach(function (call) {
+      line(li, 'tools', 'calls ' + call.name + ' ' + JSON.stringify(call.args || {}));
+    });
+    var changes = [];
+    Object.keys(turn.context_set).forEach(function (key) {
+      changes.push(key + ' = ' + JSON.stringify(turn.context_set[key]));
+    });
+    turn.context_delete.forEach(function (key) { changes.push(key + ' cleared'); });
+    if (changes.length) { line(li, 'ctx', 'context: ' + changes.join(', ')); }
+    var next = turn.closes !== null ? 'closes: ' + turn.closes : 'next: ' + turn.next_speaker;
+    line(li, 'rule', turn.decided_by + ' → ' + next);
+    return li;
+  }
+  function flush(backlog) {
+    var batch = pending;
+    pending = [];
+    if (batch.length) {
+      var frag = document.createDocumentFragment();
+      batch.forEach(function (turn) { frag.appendChild(entry(turn)); });
+      el('transcript').appendChild(frag);
+      el('turn-slider').max = String(turns.length);
+      text(el('turn-total'), turns.length);
+    }
+    // a backlog's batch only adds its entries: the newest turn is selected once it is in
+    if (follow && !backlog && selected !== turns.length) { select(turns.length, true); }
+  }
+  var scheduled = false;
+  function schedule() {
+    if (scheduled) { return; }
+    scheduled = true;
+    requestAnimationFrame(function () { scheduled = false; flush(false); });
+  }
+
+  // ── the selected turn ────────────────────────────────────────────────────
+  function showTurn(n) {
+    var turn = n > 0 ? turns[n - 1] : null;
+    text(el('turn-shown'), n);
+    text(el('state-turn'), n);
+    text(el('state-speaker'), turn ? turn.speaker : '');
+    text(el('state-next'), turn ? (turn.closes !== null ? '(closed: ' + turn.closes + ')' : turn.next_speaker)
+      : initial ? initial.next_speaker : '');
+    text(el('state-count'), turn ? turn.turn_count : 0);
+    text(el('state-decided'), turn ? turn.decided_by : 'start');
+    var why = '';
+    if (turn) {
+      why = (turn.rule !== null ? 'fired: ' : 'decided by: ') + turn.decided_by;
+    }
+    text(el('why-recorded'), why);
+    text(el('state-context'), json(contexts[n] || {}));
+    drawDiagram(n);
+  }
+  function select(n, fromLive) {
+    selected = n;
+    el('turn-slider').value = String(n);
+    var before = document.querySelector('#transcript li.selected');
+    if (before) { before.classList.remove('selected'); }
+    var li = document.getElementById('turn-' + n);
+    if (li) {
+      li.classList.add('selected');
+      if (!fromLive || follow) { li.scrollIntoView({block: 'nearest'}); }
+    }
+    showTurn(n);
+  }
+  el('turn-slider').addEventListener('input', function () {
+    follow = Number(this.value) === turns.length;
+    el('follow').checked = follow;
+    select(Number(this.value), false);
+  });
+  el('follow').addEventListener('change', function () {
+    follow = this.checked;
+    if (follow) { select(turns.length, true); }
+  });
+  el('transcript').addEventListener('click', function (ev) {
+    var li = ev.target.closest('li');
+    if (!li) { return; }
+    follow = false;
+    el('follow').checked = false;
+    select(Number(li.dataset.n), false);
+  });
+
+  // ── the stream ───────────────────────────────────────────────────────────
+  function status(s) {
+    var node = el('run-status');
+    text(node, s.status + (s.status === 'stalled' && s.stalled_on ? ' (waits for ' + s.stalled_on + ')' : ''));
+    node.className = 'status ' + s.status;
+    text(el('run-holder'), s.holder ? 'written by ' + s.holder : '');
+    if (s.close_reason !== null && s.close_reason !== undefined) {
+      text(el('run-end'), 'closed: ' + s.close_reason + ' after ' + s.turns + ' turns');
+    }
+  }
+  function receive(turn) {
+    if (turn.n <= turns.length) { return; }  // had it already (never shown twice)
+    if (turn.n !== turns.length + 1) {       // a gap: ask again from the last turn had
+      reconnect();
+      return;
+    }
+    turns.push(turn);
+    contexts[turn.n] = turn.context !== undefined ? turn.context : contexts[turn.n - 1];
+    pending.push(turn);
+    // drawn once per frame; a long run's backlog, whose events come faster than frames,
+    // is drawn every 500 turns as it arrives
+    if (pending.length >= 500) { flush(true); }
+    schedule();
+  }
+  function connect() {
+    // a first connection asks from the last turn the page has (0, or after a refusal)
+    source = new EventSource(api + '/events?after=' + turns.length);
+    source.addEventListener('open', function () { text(el('run-connection'), ''); });
+    source.addEventListener('turn', function (ev) { receive(JSON.parse(ev.data)); });
+    source.addEventListener('status', function (ev) { status(JSON.parse(ev.data)); });
+    source.addEventListener('end', function (ev) {
+      var end = JSON.parse(ev.data);
+      ended = true;
+      source.close();
+      document.body.dataset.ended = 'true';
+      status({status: 'finished', turns: end.turns, close_reason: end.close_reason});
+    });
+    source.addEventListener('error', function () {
+      if (ended) { return; }
+      text(el('run-connection'), '(reconnecting…)');
+      // the browser tries again by itself (with Last-Event-ID) unless the server
+      // refused the stream; then this page asks again, from its last turn
+      if (source.readyState === EventSource.CLOSED) { setTimeout(reconnect, 1000); }
+    });
+  }
+  function reconnect() {
+    if (source) { source.close(); }
+    if (!ended) { connect(); }
+  }
+
+  fetch(api, {credentials: 'same-origin'}).then(function (r) {
+    if (!r.ok) { throw new Error('the server answered ' + r.status); }
+    return r.json();
+  }).then(function (meta) {
+    initial = meta.initial;
+    contexts[0] = initial.context;
+    text(el('run-flow'), meta.flow);
+    text(el('run-id'), runId);
+    document.title = 'flowc view: ' + runId;
+    showTurn(0);
+    loadDiagram();
+    connect();
+  }).catch(function (err) { text(el('run-connection'), 'Cannot load the run: ' + err.message); });
+})();

@@ -1,0 +1,355 @@
+"""`flowc view` in a real headless Chromium against run databases written by the real
+`flowc run`: the runs list, a finished run (transcript, diagram, timeline), a run driven
+live by another process, a server killed and started again mid-run (every turn exactly
+once), and a run whose names and texts are markup (no script runs, the text shows as
+written). Screenshots go to tests/artifacts/view/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.view.conftest import (
+    ARTIFACTS,
+    LIVE_TURNS,
+    ROOT,
+    ViewServer,
+    flowc,
+    free_port,
+    needs_browser,
+    start_live_run,
+    wait_for,
+)
+
+pytestmark = needs_browser
+
+ROUTING = ROOT / "examples" / "context_routing.flow"
+ROUTING_SCRIPT = """kickoff: "I was charged twice this month."
+script:
+  triage:
+    - tool: route_billing
+      say: "Passing you to billing."
+  billing:
+    - "I see two charges. Refund one?"
+    - tool: close_ticket
+      say: "Refunded."
+  customer:
+    - "Yes, please."
+"""
+
+HOSTILE_FLOW = """speaker `<img src=x onerror=window.__pwned=1>`: human
+speaker `</script><script>window.__pwned=2</script>` { tool `<b>t</b>` sets `<i>k</i>` = "<svg onload=window.__pwned=3>" }
+start `<img src=x onerror=window.__pwned=1>`
+when from `<img src=x onerror=window.__pwned=1>` then `</script><script>window.__pwned=2</script>`
+when from `</script><script>window.__pwned=2</script>` then terminate "<img src=y onerror=window.__pwned=4>"
+"""
+HOSTILE_KICKOFF = "<img src=z onerror=window.__pwned=5><script>window.__pwned=6</script>"
+HOSTILE_SAY = '<svg><script>window.__pwned=8</script></svg>\n\n"}]} data: evil\nid: 99'
+HOSTILE_SCRIPT = {
+    "kickoff": HOSTILE_KICKOFF,
+    "script": {
+        "</script><script>window.__pwned=2</script>": [
+            {
+                "tool": "<b>t</b>",
+                "args": {
+                    "<a href=javascript:alert(1)>": "<iframe srcdoc='<script>parent.__pwned=7</script>'>"
+                },
+                "say": HOSTILE_SAY,
+            }
+        ]
+    },
+}
+
+
+def finished_run(
+    workdir: Path, flow: Path, script: str, name: str = "s.yaml"
+) -> tuple[Path, dict[str, Any]]:
+    """A run written by `flowc run`, and `flowc log --json` of it."""
+    db = workdir / "runs.db"
+    (workdir / name).write_text(script, encoding="utf-8")
+    done = flowc("run", str(flow), "--script", name, "--db", str(db), cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    log = flowc("log", "last", "--json", "--db", str(db), cwd=workdir)
+    assert log.returncode == 0, log.stderr
+    return db, json.loads(log.stdout)
+
+
+def transcript(page: Any) -> list[dict[str, Any]]:
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('#transcript li')).map(li => ({
+            n: Number(li.dataset.n),
+            speaker: li.querySelector('.who').textContent,
+            text: li.querySelector('.text').textContent,
+            rule: li.querySelector('.rule').textContent,
+        }))"""
+    )
+
+
+def title_of(page: Any, element_id: str) -> str:
+    return str(
+        page.evaluate(
+            "id => document.getElementById(id).querySelector('title').textContent", element_id
+        )
+    )
+
+
+def test_runs_list_links_each_run_with_its_status(workdir: Path, page: Any) -> None:
+    db, log = finished_run(workdir, ROUTING, ROUTING_SCRIPT)
+    (workdir / "h.flow").write_text(HOSTILE_FLOW, encoding="utf-8")
+    (workdir / "h.json").write_text(json.dumps(HOSTILE_SCRIPT), encoding="utf-8")
+    assert (
+        flowc("run", "h.flow", "--script", "h.json", "--db", str(db), cwd=workdir).returncode == 0
+    )
+    listed = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)
+    server = ViewServer(db, cwd=workdir)
+    try:
+        page.goto(server.url)
+        page.wait_for_selector("#runs tbody tr")
+        rows = page.evaluate(
+            """() => Array.from(document.querySelectorAll('#runs tbody tr')).map(tr =>
+                Array.from(tr.children).map(td => td.textContent))"""
+        )
+        assert [r[0] for r in rows] == [r["run_id"] for r in listed]
+        for row, run in zip(rows, listed, strict=True):
+            assert row[3] == "finished" and row[5] == str(run["turns"])
+            assert row[6] == run["close_reason"]
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "runs_list.png"), full_page=True)
+        page.click(f"#runs a >> text={log['run_id']}")
+        page.wait_for_selector("#transcript li")
+        assert page.evaluate("location.pathname") == f"/run/{log['run_id']}"
+        assert page.errors == []
+    finally:
+        server.stop()
+
+
+def test_a_finished_run_shows_its_transcript_diagram_and_timeline(workdir: Path, page: Any) -> None:
+    db, log = finished_run(workdir, ROUTING, ROUTING_SCRIPT)
+    turns = log["turns"]
+    server = ViewServer(db, log["run_id"], cwd=workdir)
+    try:
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ended=true]")
+        page.wait_for_selector("#diagram svg g.edge")
+        shown = transcript(page)
+        assert [t["n"] for t in shown] == [t["number"] for t in turns]
+        assert [t["speaker"] for t in shown] == [t["speaker"] for t in turns]
+        assert [t["text"] for t in shown] == [t["text"] for t in turns]
+        for row, turn in zip(shown, turns, strict=True):
+            assert row["rule"].startswith(turn["decided_by"])
+        # the last turn is selected: the run's ending is the current node
+        assert page.input_value("#turn-slider") == str(len(turns))
+        current = page.evaluate(
+            "Array.from(document.querySelectorAll('#diagram g.node.current')).map(g => g.id)"
+        )
+        assert len(current) == 1
+        assert title_of(page, current[0]) == f"[terminate {json.dumps(log['close_reason'])}]"
+        assert title_of(page, "n1") == "customer"  # the humans are drawn as humans
+        # the counts: each turn of this run went along an edge (a rule's, or the tool's
+        # that finished it), and each edge shows how often it was taken
+        counts = page.evaluate(
+            "Object.fromEntries(Array.from(document.querySelectorAll('#diagram g.edge.taken'))"
+            ".map(g => [g.id, Number(g.dataset.count)]))"
+        )
+        assert sum(counts.values()) == len(turns)
+        for edge_id, count in counts.items():
+            label = page.evaluate(
+                "id => document.querySelector('#' + id + ' text.count').textContent", edge_id
+            )
+            assert label == f"×{count}"
+        ending = f"[terminate {json.dumps(log['close_reason'])}]"
+        # select each turn: the state after it, the diagram as it was
+        for turn in turns:
+            page.click(f"#turn-{turn['number']}")
+            assert page.inner_text("#state-turn") == str(turn["number"])
+            assert page.inner_text("#state-speaker") == turn["speaker"]
+            assert page.inner_text("#state-decided") == turn["decided_by"]
+            target = turn["next_speaker"] or ending
+            node = page.evaluate("document.querySelector('#diagram g.node.current').id")
+            assert title_of(page, node) == target
+            if turn["next_speaker"] is not None:
+                assert page.inner_text("#state-next") == turn["next_speaker"]
+            selected = page.evaluate(
+                "Array.from(document.querySelectorAll('#diagram g.edge.selected')).map(g => g.id)"
+            )
+            assert len(selected) == 1
+            assert title_of(page, selected[0]) == f"{turn['speaker']}->{target}"
+            total = page.evaluate(
+                "Array.from(document.querySelectorAll('#diagram g.edge'))"
+                ".reduce((s, g) => s + Number(g.dataset.count), 0)"
+            )
+            assert total == turn["number"]
+            # the why panel's place shows the recorded decision for now
+            if turn["rule"] is not None:
+                assert f"rule {turn['rule']}" in page.inner_text("#why-recorded")
+            else:
+                assert turn["decided_by"] in page.inner_text("#why-recorded")
+        # the context after turn 2 (the tool set it), from `flowc log` (the final one)
+        page.fill("#turn-slider", "1")
+        assert json.loads(page.inner_text("#state-context")) == {}
+        page.fill("#turn-slider", str(len(turns)))
+        assert json.loads(page.inner_text("#state-context")) == log["context_vars"]
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.click("#turn-2")
+        page.screenshot(path=str(ARTIFACTS / "run_page.png"), full_page=True)
+        assert page.errors == []
+    finally:
+        server.stop()
+
+
+def _shown_numbers(page: Any) -> list[int]:
+    return list(
+        page.evaluate(
+            "Array.from(document.querySelectorAll('#transcript li')).map(li => Number(li.dataset.n))"
+        )
+    )
+
+
+def test_a_live_run_streams_its_turns_as_they_are_committed(workdir: Path, page: Any) -> None:
+    db, run, gate = start_live_run(workdir, workdir / "runs.db")
+    run_id = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)[0]["run_id"]
+    server = ViewServer(db, run_id, cwd=workdir)
+    try:
+        page.goto(server.url)
+        wait_for(lambda: _shown_numbers(page) == [1], what="the kickoff on the page")
+        assert page.inner_text("#run-status") == "live"
+        assert "pid" in page.inner_text("#run-holder")
+        for k in range(1, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+            wait_for(
+                lambda k=k: _shown_numbers(page) == list(range(1, k + 2)), what=f"turn {k + 1}"
+            )
+            # following the run: the newest turn is selected, its next speaker current
+            assert page.inner_text("#state-turn") == str(k + 1)
+        run.wait(timeout=30)
+        page.wait_for_selector("body[data-ended=true]")
+        assert page.inner_text("#run-status") == "finished"
+        assert "max_turns" in page.inner_text("#run-end")
+        log = json.loads(flowc("log", run_id, "--json", "--db", str(db), cwd=workdir).stdout)
+        assert [t["text"] for t in transcript(page)] == [t["text"] for t in log["turns"]]
+        assert page.errors == []
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
+        server.stop()
+
+
+def test_a_server_restarted_mid_run_leaves_no_gap_and_no_duplicate(
+    workdir: Path, page: Any
+) -> None:
+    db, run, gate = start_live_run(workdir, workdir / "runs.db")
+    run_id = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)[0]["run_id"]
+    port, token = free_port(), "restart-token-0123456789abcdef"
+    # the page counts every turn event it receives, duplicates included
+    page.add_init_script(
+        """(() => {
+            const Real = window.EventSource;
+            window.__turnEvents = [];
+            window.EventSource = function (url) {
+                const source = new Real(url);
+                source.addEventListener('turn', ev => window.__turnEvents.push(Number(ev.lastEventId)));
+                return source;
+            };
+            window.EventSource.prototype = Real.prototype;
+            Object.assign(window.EventSource, {CONNECTING: 0, OPEN: 1, CLOSED: 2});
+        })()"""
+    )
+    server = ViewServer(db, run_id, port=port, token=token, cwd=workdir)
+    try:
+        page.goto(server.url)
+        for k in (1, 2, 3):
+            (gate / f"go-{k}").touch()
+        wait_for(lambda: _shown_numbers(page) == [1, 2, 3, 4], what="the first four turns")
+        server.stop()
+        # turns committed while no server runs
+        for k in (4, 5):
+            (gate / f"go-{k}").touch()
+        wait_for(
+            lambda: (
+                len(
+                    json.loads(flowc("log", run_id, "--json", "--db", str(db), cwd=workdir).stdout)[
+                        "turns"
+                    ]
+                )
+                == 6
+            ),
+            what="turns 5 and 6 in the store",
+        )
+        server = ViewServer(db, run_id, port=port, token=token, cwd=workdir)
+        for k in range(6, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+        run.wait(timeout=30)
+        page.wait_for_selector("body[data-ended=true]", timeout=20000)
+        assert _shown_numbers(page) == list(range(1, LIVE_TURNS + 1))
+        assert page.evaluate("window.__turnEvents") == list(range(1, LIVE_TURNS + 1))
+        assert page.errors == []
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
+        server.stop()
+
+
+def test_hostile_names_and_texts_run_no_script_and_show_as_written(
+    workdir: Path, page: Any
+) -> None:
+    (workdir / "h.flow").write_text(HOSTILE_FLOW, encoding="utf-8")
+    db, log = finished_run(workdir, workdir / "h.flow", json.dumps(HOSTILE_SCRIPT), "h.json")
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    server = ViewServer(db, cwd=workdir)
+    try:
+        page.goto(server.url)
+        page.wait_for_selector("#runs tbody tr")
+        assert page.inner_text("#runs tbody td:nth-child(7)") == log["close_reason"]
+        page.click("#runs a")
+        page.wait_for_selector("body[data-ended=true]")
+        page.wait_for_selector("#diagram svg g.edge")
+        shown = transcript(page)
+        assert [t["speaker"] for t in shown] == [t["speaker"] for t in log["turns"]]
+        assert [t["text"] for t in shown] == [HOSTILE_KICKOFF, HOSTILE_SAY]
+        for n in (1, 2):
+            page.click(f"#turn-{n}")
+            page.wait_for_timeout(50)
+        assert json.loads(page.inner_text("#state-context")) == log["context_vars"]
+        calls = page.inner_text("#transcript .tools")
+        assert "<iframe srcdoc='<script>parent.__pwned=7</script>'>" in calls
+        # the diagram's labels are text, not elements
+        names = page.evaluate(
+            "Array.from(document.querySelectorAll('#diagram g.node title')).map(t => t.textContent)"
+        )
+        assert "<img src=x onerror=window.__pwned=1>" in names
+        # nothing of the run became an element, and no script ran
+        assert (
+            page.evaluate(
+                "document.querySelectorAll('#transcript img, #transcript script, #transcript svg, "
+                "#transcript iframe, #transcript a, #diagram img, #diagram script, #diagram iframe, "
+                "#state-context *, #runs img').length"
+            )
+            == 0
+        )
+        page.wait_for_timeout(300)  # an image's error handler would have run by now
+        assert page.evaluate("window.__pwned") is None
+        assert dialogs == [] and page.errors == []
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "hostile_run.png"), full_page=True)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("wrong", ["", "?token=wrong"])
+def test_the_page_without_the_token_is_refused_in_the_browser(
+    workdir: Path, page: Any, wrong: str
+) -> None:
+    db, _ = finished_run(workdir, ROUTING, ROUTING_SCRIPT)
+    server = ViewServer(db, cwd=workdir)
+    try:
+        answer = page.goto(server.base + "/" + wrong)
+        assert answer.status == 403
+        assert "token" in page.inner_text("body")
+    finally:
+        server.stop()

@@ -1,0 +1,265 @@
+"""`flowc view`'s server at the HTTP level (Starlette's TestClient, and the real command):
+the token, cross-site and wrong-host refusals, read-only methods, unknown runs, the
+event stream resuming after the last turn a page has, and the command's one-line
+errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient
+
+from flowc.view.server import ViewSettings, make_app
+from tests.view.conftest import ROOT, flowc
+
+TOKEN = "test-token-0123456789abcdef"
+SCRIPT = """kickoff: "I was charged twice this month."
+script:
+  triage:
+    - tool: route_billing
+      say: "Passing you to billing."
+  billing:
+    - "I see two charges. Refund one?"
+    - tool: close_ticket
+      say: "Refunded."
+  customer:
+    - "Yes, please."
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("view-http")
+    (folder / "s.yaml").write_text(SCRIPT, encoding="utf-8")
+    db = folder / "runs.db"
+    done = flowc(
+        "run",
+        str(ROOT / "examples" / "context_routing.flow"),
+        "--script",
+        "s.yaml",
+        "--db",
+        str(db),
+        cwd=folder,
+    )
+    assert done.returncode == 0, done.stderr
+    log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=folder).stdout)
+    return db, log
+
+
+@pytest.fixture
+def client(run: tuple[Path, dict[str, Any]]) -> TestClient:
+    app = make_app(ViewSettings(str(run[0]), TOKEN, poll=0.01))
+    return TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
+
+
+def events(body: str) -> list[tuple[str | None, str, Any]]:
+    """``(id, event, data)`` of each event of a stream."""
+    out = []
+    for block in body.split("\n\n"):
+        fields = dict(
+            line.split(": ", 1)
+            for line in block.splitlines()
+            if ": " in line and not line.startswith(":")
+        )
+        if "event" in fields:
+            out.append((fields.get("id"), fields["event"], json.loads(fields["data"])))
+    return out
+
+
+def test_every_request_needs_the_token(
+    client: TestClient, run: tuple[Path, dict[str, Any]]
+) -> None:
+    run_id = run[1]["run_id"]
+    for path in ("/", "/api/runs", f"/run/{run_id}", f"/api/run/{run_id}", "/static/run.js"):
+        refused = client.get(path)
+        assert refused.status_code == 403, path
+        assert client.get(path + "?token=wrong" + TOKEN).status_code == 403
+        assert "token" in refused.text
+    ok = client.get(f"/api/runs?token={TOKEN}")
+    assert ok.status_code == 200
+    assert [r["run_id"] for r in ok.json()] == [run_id]
+    # the first visit with the token sets a cookie the next requests go with
+    cookie = ok.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert client.get("/api/runs").status_code == 200
+    client.cookies.clear()
+    assert client.get("/api/runs").status_code == 403
+
+
+def test_cross_site_and_wrong_host_requests_are_refused(client: TestClient) -> None:
+    url = f"/api/runs?token={TOKEN}"
+    assert client.get(url, headers={"Origin": "http://127.0.0.1:8123"}).status_code == 200
+    assert client.get(url, headers={"Sec-Fetch-Site": "same-origin"}).status_code == 200
+    assert client.get(url, headers={"Sec-Fetch-Site": "none"}).status_code == 200
+    for headers in (
+        {"Origin": "http://evil.example"},
+        {"Origin": "http://127.0.0.1:9999"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},
+        {"Host": "evil.example:8123"},
+        {"Host": "127.0.0.1:9999"},
+    ):
+        assert client.get(url, headers=headers).status_code == 403, headers
+    assert client.post(url).status_code == 405
+    assert client.delete(url).status_code == 405
+
+
+def test_answers_forbid_inline_scripts_and_framing(client: TestClient) -> None:
+    answer = client.get(f"/?token={TOKEN}")
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    assert answer.headers["x-frame-options"] == "DENY"
+    assert answer.headers["cache-control"] == "no-store"
+    assert client.get("/?token=wrong").headers["x-frame-options"] == "DENY"
+
+
+def test_an_unknown_run_is_a_404(client: TestClient) -> None:
+    page = client.get(f"/run/wf-nope<b>?token={TOKEN}")
+    assert page.status_code == 404
+    assert "<b>" not in page.text and "&lt;b&gt;" in page.text
+    assert client.get(f"/api/run/wf-nope?token={TOKEN}").status_code == 404
+    assert client.get(f"/api/run/wf-nope/events?token={TOKEN}").status_code == 404
+
+
+def test_the_stream_sends_every_turn_then_the_end(
+    client: TestClient, run: tuple[Path, dict[str, Any]]
+) -> None:
+    run_id, turns = run[1]["run_id"], run[1]["turns"]
+    body = client.get(f"/api/run/{run_id}/events?token={TOKEN}").text
+    got = events(body)
+    sent = [(i, data) for i, kind, data in got if kind == "turn"]
+    assert [i for i, _ in sent] == [str(t["number"]) for t in turns]
+    assert [d["text"] for _, d in sent] == [t["text"] for t in turns]
+    assert [d["decided_by"] for _, d in sent] == [t["decided_by"] for t in turns]
+    assert [d["next_speaker"] for _, d in sent] == [t["next_speaker"] for t in turns]
+    assert got[-1][1] == "end" and got[-1][2]["close_reason"] == run[1]["close_reason"]
+    # the whole context comes with the turns that changed it
+    last_context = [d["context"] for _, d in sent if "context" in d][-1]
+    assert last_context == run[1]["context_vars"]
+
+
+@pytest.mark.parametrize("how", ["header", "query"])
+def test_a_reconnection_gets_the_turns_after_its_last_one(
+    client: TestClient, run: tuple[Path, dict[str, Any]], how: str
+) -> None:
+    run_id, turns = run[1]["run_id"], run[1]["turns"]
+    url = f"/api/run/{run_id}/events?token={TOKEN}"
+    if how == "header":
+        body = client.get(url, headers={"Last-Event-ID": "3"}).text
+    else:
+        body = client.get(url + "&after=3").text
+    sent = [(i, d) for i, kind, d in events(body) if kind == "turn"]
+    assert [i for i, _ in sent] == [str(t["number"]) for t in turns[3:]]
+    # the first turn sent carries the whole context (the page may have missed a change)
+    assert sent[0][1]["context"] == run[1]["context_vars"]
+
+
+def test_the_diagram_is_the_stored_graphs_svg_with_stable_ids(
+    client: TestClient, run: tuple[Path, dict[str, Any]]
+) -> None:
+    run_id = run[1]["run_id"]
+    answer = client.get(f"/api/run/{run_id}/diagram.svg?token={TOKEN}")
+    if answer.status_code == 503:
+        pytest.skip(answer.text)
+    assert answer.headers["content-type"].startswith("image/svg+xml")
+    ids = set(re.findall(r'<g id="([ne]\d+)" class="(?:node|edge)"', answer.text))
+    meta = client.get(f"/api/run/{run_id}?token={TOKEN}").json()
+    assert {s["node"] for s in meta["speakers"]} <= ids
+    assert meta["initial"]["node"] in ids
+
+
+def test_the_command_s_errors_are_one_line(
+    tmp_path: Path, run: tuple[Path, dict[str, Any]]
+) -> None:
+    missing = flowc("view", "--db", str(tmp_path / "none.db"), "--no-open", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.count("\n") == 1 and "no run database" in missing.stderr
+    unknown = flowc("view", "wf-nope", "--db", str(run[0]), "--no-open", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert unknown.stderr.count("\n") == 1 and "no run 'wf-nope'" in unknown.stderr
+    bad_token = flowc(
+        "view", "--db", str(run[0]), "--no-open", cwd=tmp_path, env={"FLOWC_VIEW_TOKEN": "short"}
+    )
+    assert bad_token.returncode == 2 and bad_token.stderr.count("\n") == 1
+    assert "Traceback" not in missing.stderr + unknown.stderr + bad_token.stderr
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path, run: tuple[Path, dict[str, Any]]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = flowc("view", "--db", str(run[0]), "--no-open", "--port", str(port), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and f"--port {port}: cannot listen" in done.stderr
+
+
+def test_without_the_extra_the_command_says_how_to_install_it(
+    tmp_path: Path, run: tuple[Path, dict[str, Any]]
+) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
+        "from flowc.cli import main\n"
+        f"sys.exit(main(['view', '--db', {str(run[0])!r}, '--no-open']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "flowc view: error: flowc view needs Starlette and uvicorn: pip install "
+        "'flowc[view]' (or pip install starlette uvicorn)\n"
+    )
+
+
+def test_a_run_waiting_for_a_human_is_listed_as_stalled(tmp_path: Path) -> None:
+    # the script has no answer for the customer's second turn: the run stops open on them
+    (tmp_path / "s.yaml").write_text(SCRIPT.replace('  customer:\n    - "Yes, please."\n', ""))
+    db = tmp_path / "runs.db"
+    flow = str(ROOT / "examples" / "context_routing.flow")
+    assert flowc("run", flow, "--script", "s.yaml", "--db", str(db), cwd=tmp_path).returncode == 1
+    log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
+    assert log["close_reason"] is None
+    client = TestClient(make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8125")  # type: ignore[arg-type]
+    (listed,) = client.get(f"/api/runs?token={TOKEN}").json()
+    assert listed["status"] == "stalled" and listed["holder"] is None
+    assert listed["stalled_on"] == log["next_speaker"] == "customer"
+    assert listed["turns"] == len(log["turns"]) and listed["close_reason"] is None
+
+
+def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path: Path) -> None:
+    from tests.view.conftest import LIVE_TURNS, start_live_run
+
+    db, run, gate = start_live_run(tmp_path, tmp_path / "runs.db")
+    try:
+        client = TestClient(
+            make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8126"
+        )  # type: ignore[arg-type]
+        (first,) = client.get(f"/api/runs?token={TOKEN}").json()
+        assert (first["status"], first["turns"]) == ("live", 1)
+        assert "pid" in first["holder"]
+        for k in range(1, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+        assert run.wait(timeout=60) == 0
+        (then,) = client.get("/api/runs").json()
+        log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
+        assert (then["status"], then["turns"], then["close_reason"]) == (
+            "finished",
+            len(log["turns"]),
+            log["close_reason"],
+        )
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
