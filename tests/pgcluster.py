@@ -136,9 +136,11 @@ def _test_user() -> pwd.struct_passwd:
 class PgCluster:
     """One throw-away cluster; a context manager (``start()`` on enter, ``destroy()`` on exit)."""
 
-    def __init__(self, *, fsync: bool = False) -> None:
+    def __init__(self, *, fsync: bool = False, settings: dict[str, str] | None = None) -> None:
         self.bin = find_server_bin()
         self.fsync = fsync
+        #: more server settings (``-c NAME=VALUE``), e.g. for a benchmark's statistics
+        self.settings = dict(settings or {})
         self.user: pwd.struct_passwd | None = _test_user() if os.geteuid() == 0 else None
         # as root the folder must be reachable by the server's user: under /tmp (sticky,
         # world-searchable), not under a 0700 folder of root's
@@ -224,6 +226,7 @@ class PgCluster:
             f"-c listen_addresses=127.0.0.1 -k {self.socket_dir}",
             f"-c fsync={'on' if self.fsync else 'off'}",
             "-c max_connections=200 -c shared_buffers=32MB",
+            *(f"-c {name}={value}" for name, value in self.settings.items()),
         ]
         for attempt in range(5):
             if self.port == 0 or attempt:

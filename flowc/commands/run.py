@@ -25,6 +25,7 @@ from flowc.commands.config import setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
+    EXIT_USAGE,
     UsageError,
     is_json_input,
     print_diagnostics,
@@ -51,6 +52,7 @@ from flowc.commands.run_output import (
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl.formatter import format_name
+from flowc.escaping import one_line
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
@@ -58,7 +60,7 @@ from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, EV_TURN_FA
 from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
-from flowc.runtime.script_run import AskHuman, resume_script, run_script
+from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import PROPERTY_KEY, RunResult, transcript, turn_json
@@ -363,6 +365,35 @@ def _output_closed(printer: RunPrinter, args: argparse.Namespace) -> int:
     raise BrokenPipeError
 
 
+def _watch_stopped(command: str, stop: WatchStopped, args: argparse.Namespace) -> int:
+    """The transcript failed mid-run: the run went on to its end in the database, but the
+    output is missing turns. A turn the output cannot take (a character the terminal's
+    encoding lacks, a write that failed): say so, why, and how the run ended, on stderr,
+    and exit 2 (the command could not do what it was asked). Anything else is a bug in
+    the printer: raised, an internal error (exit 2 too)."""
+    if not isinstance(stop.error, (OSError, UnicodeError)):
+        raise stop.error
+    result = stop.result
+    if result.close_reason is not None:
+        ended = f"closed {json.dumps(result.close_reason)}"
+    elif result.stalled_on is not None:
+        ended = f"stalled on {result.stalled_on}"
+    else:
+        ended = "stopped open"
+    shown = f"`flowc log {result.channel_id} --db {db_name(args.db)}` shows it"
+    if args.db == ":memory:":
+        shown = "it was kept in memory only"
+    print(
+        one_line(
+            f"flowc {command}: the transcript stopped after {counted(stop.shown, 'turn')}: "
+            f"{type(stop.error).__name__}: {stop.error}; the run itself is unaffected: run "
+            f"{result.channel_id} {ended} after {counted(result.turn_count, 'turn')} ({shown})"
+        ),
+        file=sys.stderr,
+    )
+    return EXIT_USAGE
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.script is None and args.agents is None:
         raise UsageError("give --script SCRIPT, --agents MODULE.py, or both")
@@ -416,6 +447,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not printer.broken:
             raise
         return _output_closed(printer, args)
+    except WatchStopped as stop:
+        store.close()
+        return _watch_stopped("run", stop, args)
     except ScriptError as err:
         store.close()
         print(f"{args.script or args.agents}: error: {err}", file=sys.stderr)
@@ -830,6 +864,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
             if not printer.broken:
                 raise
             return _output_closed(printer, args)
+        except WatchStopped as stop:
+            return _watch_stopped("resume", stop, args)
         except ScriptError as err:
             print(f"{script_path or args.agents or cid}: error: {err}", file=sys.stderr)
             return EXIT_ERRORS

@@ -65,6 +65,23 @@ def _notifier(db: str) -> Any:
     return None
 
 
+def _group_commit(store: WalStore, args: argparse.Namespace) -> Any:
+    """The worker's group commit (a store that appends batches: PostgreSQL), on a
+    connection of its own; ``None`` with ``--commit-batch 1`` or SQLite."""
+    if hasattr(store, "notify_appends"):
+        store.notify_appends = args.notify_appends
+    writer = getattr(store, "writer", None)
+    if writer is None or args.commit_batch == 1:
+        return None
+    from flowc.runtime.groupcommit import GroupCommit
+
+    try:
+        return GroupCommit(writer(), max_batch=args.commit_batch, max_wait=args.commit_wait / 1000)
+    except WalError as err:
+        store.close()
+        raise UsageError(str(err)) from None
+
+
 # ── flowc submit ──────────────────────────────────────────────────────────────
 
 
@@ -147,6 +164,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
+    if args.commit_batch < 1:
+        raise UsageError("--commit-batch must be at least 1")
+    if not 0 <= args.commit_wait <= 1000:
+        raise UsageError("--commit-wait must be between 0 and 1000 (milliseconds)")
     setup_plugins(args, [args.db])
     agents = load_agents(args.agents) if args.agents else None
     store = _open(args.db)
@@ -177,6 +198,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         on_event=event,
         on_error=internal_error,
         contracts=args.contracts,
+        group_commit=_group_commit(store, args),
         on_violation=args.on_violation,
     )
 
@@ -255,6 +277,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=8,
         metavar="N",
         help="hold at most N runs at once (default 8)",
+    )
+    p.add_argument(
+        "--commit-batch",
+        type=int,
+        default=64,
+        metavar="N",
+        help="PostgreSQL: commit the turns of the runs held together, at most N per "
+        "transaction, each still before it is delivered (default 64; 1: every turn "
+        "its own commit)",
+    )
+    p.add_argument(
+        "--commit-wait",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="PostgreSQL: how long the first turn of a batch waits for others when no "
+        "commit is under way, in milliseconds (default 0)",
+    )
+    p.add_argument(
+        "--notify-appends",
+        action="store_true",
+        help="PostgreSQL: send a `flowc_wal` notification for every turn written (for "
+        "tools that follow the runs live with LISTEN; no worker needs them)",
     )
     p.add_argument(
         "--quiet", action="store_true", help="print only stalled, taken-over and failed runs"

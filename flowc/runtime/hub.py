@@ -128,6 +128,20 @@ class ReplayResult:
         )
 
 
+def _broken_in(links: list[tuple[str, str | None]]) -> str | None:
+    """Where an envelope of ``links`` (a WAL's ``(envelope id, follows)``) was written
+    after another envelope than the one before it (two writers), or ``None``."""
+    for i in range(1, len(links)):
+        eid, follows = links[i]
+        if follows is not None and follows != links[i - 1][0]:
+            return (
+                f"envelope {i + 1} ({eid}): it was written after {follows}, not "
+                f"after the envelope before it ({links[i - 1][0]}); two writers "
+                "wrote this run"
+            )
+    return None
+
+
 class Hub:
     """An in-process hub over one WAL store. Create with :meth:`Hub.open`."""
 
@@ -175,6 +189,16 @@ class Hub:
         self._offer_fold: Callable[[Envelope, Adapter, Any, AdapterResult | None], None] | None = (
             getattr(self.store, "offer_fold", None)
         )
+        #: a store that commits appends in groups (a worker's: :mod:`flowc.runtime.groupcommit`)
+        #: takes each admitted envelope with ``append_later``; the envelope is delivered
+        #: once that commit is done
+        self._later: Callable[..., asyncio.Future[None]] | None = getattr(
+            self.store, "append_later", None
+        )
+        #: under group commit: each channel's last envelope known to be in the WAL, and
+        #: how many of its envelopes wait for their commit
+        self._committed: dict[str, str | None] = {}
+        self._pending: dict[str, int] = {}
 
     @classmethod
     async def open(
@@ -455,12 +479,25 @@ class Hub:
                 env = attrs.evolve(env, event_data={**env.event_data, PROPERTY_KEY: broken})
         if self._offer_fold is not None:
             self._offer_fold(env, adapter, new_state, result)
-        try:
-            self._append(ch, env)
-        except WalError as err:
-            if guard is not None:
-                guard.undo(broken)
-            raise ProtocolError(str(err)) from err
+        grouped = self._later is not None and ch.lease is not None
+        if grouped:
+
+            def refused(err: WalError, sender: str = env.sender_id) -> None:
+                # as a refused append: the properties read nothing of this turn
+                if guard is not None:
+                    guard.undo(broken)
+                self.stall(ch.channel_id, sender, str(err))
+
+            self._append_later(
+                ch, env, lambda: self._accepted(ch, env, result, broken), failed=refused
+            )
+        else:
+            try:
+                self._append(ch, env)
+            except WalError as err:
+                if guard is not None:
+                    guard.undo(broken)
+                raise ProtocolError(str(err)) from err
         ch.state = new_state
         substantive = env.event_type == EV_TEXT or env.event_type == EV_PACKET
         if substantive:
@@ -468,23 +505,80 @@ class Hub:
             ch.turn_started = time.monotonic()
             if ch.fired:
                 ch.fired.clear()
+        if not grouped:
+            self._accepted(ch, env, result, broken)
+        return env
+
+    def _accepted(
+        self,
+        ch: Channel,
+        env: Envelope,
+        result: AdapterResult,
+        broken: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """``env`` is in the WAL: deliver it, then close the run or schedule its next turn."""
         self._deliver(ch, env)
         if result.next_state is _CLOSED:
             try:
-                self._close(ch, result.auto_close_reason or "closed", snapshot=True)
+                self._close(ch, result.auto_close_reason or "closed", snapshot=True, later=True)
             except WalError as err:  # the turn is in; the close is written on resume
                 ch.error = str(err)
                 ch.done.set()
-        elif broken and guard is not None and guard.stop:
+        elif broken and ch.guard is not None and ch.guard.stop:
             # --on-violation stop: the run ends after this turn
             try:
-                self._close(ch, stop_reason(broken[0]["property"]), snapshot=True)
+                self._close(ch, stop_reason(broken[0]["property"]), snapshot=True, later=True)
             except WalError as err:
                 ch.error = str(err)
                 ch.done.set()
-        elif substantive and self._takers:
+        elif (env.event_type == EV_TEXT or env.event_type == EV_PACKET) and self._takers:
             self._schedule(ch, env)
-        return env
+
+    def _append_later(
+        self,
+        ch: Channel,
+        env: Envelope,
+        then: Callable[[], None],
+        *,
+        release: bool = False,
+        failed: Callable[[WalError], None] | None = None,
+    ) -> None:
+        """Group commit (a store with ``append_later``): queue ``env`` for the store's next
+        commit and run ``then`` (delivery, what follows) once it is committed, in order
+        with the channel's other envelopes. The channel's state moves on at once, so the
+        rest of the same turn is admitted after it; nothing is delivered before the
+        commit. A refused or failed commit stops the run as a refused append does (a
+        lost lease: :meth:`_lost`; then ``failed(error)``, by default the speaker's turn
+        stalls with the error), and the run's later queued envelopes are refused with it
+        (each follows the one before). ``release``: the lease is given back in the same
+        commit (the run's close)."""
+        assert self._later is not None
+        self._renew_if_due(ch)
+        cid = ch.channel_id
+        self._committed.setdefault(cid, ch.last_id)
+        fut = self._later(env, ch.lease, ch.last_id, release=release)
+        ch.last_id = env.envelope_id
+        self._pending[cid] = self._pending.get(cid, 0) + 1
+        sender = env.sender_id
+
+        async def wait() -> None:
+            try:
+                await fut
+            except WalError as err:
+                ch.last_id = self._committed.get(cid, ch.last_id)
+                if isinstance(err, LeaseError):
+                    self._lost(ch, err)
+                if failed is not None:
+                    failed(err)
+                else:
+                    self.stall(cid, sender, str(err))
+                return
+            finally:
+                self._pending[cid] -= 1
+            self._committed[cid] = env.envelope_id
+            then()
+
+        self.track(asyncio.get_running_loop().create_task(wait()))
 
     async def post(self, envelope: Envelope) -> Envelope:
         """Admit ``envelope`` (see :meth:`admit`); the awaitable form of the API."""
@@ -502,24 +596,30 @@ class Hub:
                 return  # no loop: appends renew the lease themselves
             self._beat = loop.call_later(self.lease_seconds / 3, self._heartbeat)
 
-    def _append(self, ch: Channel, env: Envelope) -> None:
-        """Append with the channel's lease, renewing it first when a third of it is spent."""
+    def _renew_if_due(self, ch: Channel) -> None:
+        """Renew the channel's lease when a third of it is spent."""
         lease = ch.lease
         if lease is not None:
             now = time.time()
             if now >= ch.renew_at:
                 try:
-                    lease = ch.lease = self.store.renew(lease, self.lease_seconds)
+                    ch.lease = self.store.renew(lease, self.lease_seconds)
                 except LeaseError as err:
                     self._lost(ch, err)
                     raise
                 ch.renew_at = now + self.lease_seconds / 3
+
+    def _append(self, ch: Channel, env: Envelope) -> None:
+        """Append with the channel's lease, renewing it first when a third of it is spent."""
+        self._renew_if_due(ch)
         try:
-            self.store.append(env, lease, ch.last_id)
+            self.store.append(env, ch.lease, ch.last_id)
         except LeaseError as err:
             self._lost(ch, err)
             raise
         ch.last_id = env.envelope_id
+        if self._committed:
+            self._committed[ch.channel_id] = env.envelope_id
 
     def _lost(self, ch: Channel, err: LeaseError) -> None:
         """Another hub has the channel now: this hub stops running it (the channel
@@ -757,7 +857,10 @@ class Hub:
         if ch.is_open:
             self._close(ch, reason, snapshot=True)
 
-    def _close(self, ch: Channel, reason: str, *, snapshot: bool) -> None:
+    def _close(self, ch: Channel, reason: str, *, snapshot: bool, later: bool = False) -> None:
+        """Write the close and end the run; ``later`` (after a turn, under group commit):
+        the close and the lease's release are one commit, and the run ends once it is
+        done."""
         data: dict[str, Any] = {"reason": reason}
         snap = getattr(ch.adapter, "snapshot", None)
         if snapshot and snap is not None:
@@ -771,8 +874,26 @@ class Hub:
             envelope_id=self._stamp_id(),
             created_at=_now(),
         )
+        if later and self._later is not None and ch.lease is not None:
+            if ch.timer is not None:  # nothing is due from a speaker any more
+                ch.timer.cancel()
+                ch.timer = None
+
+            def closed_in(err: WalError) -> None:  # the turn is in; the close on resume
+                ch.error = str(err)
+                ch.done.set()
+
+            def done() -> None:
+                ch.lease = None  # given back by the same commit
+                self._closed(ch, reason, closed)
+
+            self._append_later(ch, closed, done, release=True, failed=closed_in)
+            return
         self._append(ch, closed)
         self._release(ch)
+        self._closed(ch, reason, closed)
+
+    def _closed(self, ch: Channel, reason: str, closed: Envelope) -> None:
         ch.status = ChannelState.CLOSED
         ch.close_reason = reason
         if ch.timer is not None:
@@ -806,6 +927,9 @@ class Hub:
     def _check_expectations(self, ch: Channel) -> None:
         ch.timer = None
         if not ch.is_open:
+            return
+        if self._pending.get(ch.channel_id):  # a turn is being committed: it comes first
+            ch.timer = asyncio.get_running_loop().call_later(0.01, self._check_expectations, ch)
             return
         waited = time.monotonic() - ch.turn_started
         for i, seconds, exp in self._turn_limits(ch):
@@ -935,16 +1059,7 @@ class Hub:
     def _broken_link(self, channel_id: str) -> str | None:
         """Where an envelope of the WAL was written after another envelope than the one
         before it (two writers), or ``None``."""
-        links = self.store.links(channel_id)
-        for i in range(1, len(links)):
-            eid, follows = links[i]
-            if follows is not None and follows != links[i - 1][0]:
-                return (
-                    f"envelope {i + 1} ({eid}): it was written after {follows}, not "
-                    f"after the envelope before it ({links[i - 1][0]}); two writers "
-                    "wrote this run"
-                )
-        return None
+        return _broken_in(self.store.links(channel_id))
 
     async def hydrate(
         self, channel_ids: Iterable[str] | None = None, *, schedule: bool = True
@@ -967,7 +1082,8 @@ class Hub:
             if not envs:
                 raise ProtocolError(f"no channel {cid!r} in the WAL")
             ch, reached, _, broken = self._refold(envs)
-            broken = self._broken_link(cid) or broken
+            if not ch.is_open or broken is not None:
+                broken = self._broken_link(cid) or broken
             if broken is not None:
                 if explicit:
                     raise ProtocolError(f"run {cid}: the WAL is broken at {broken}")
@@ -981,16 +1097,20 @@ class Hub:
                         raise
                     log.info("%s: left to it", err)
                     continue
-                # what the WAL holds now: another writer may have appended before we
-                # took the lease
-                tail = list(self.store.read(cid))
-                if len(tail) != len(envs):
-                    envs = tail
-                    ch, reached, _, broken = self._refold(tail)
-                    broken = self._broken_link(cid) or broken
-                    if broken is not None:
-                        self.store.release(lease)
+                # what the WAL holds now (another writer may have appended before we
+                # took the lease), and whether each envelope follows the one before
+                links = self.store.links(cid)
+                if len(links) != len(envs):
+                    envs = list(self.store.read(cid))
+                    ch, reached, _, broken = self._refold(envs)
+                    links = self.store.links(cid)
+                broken = _broken_in(links) or broken
+                if broken is not None:
+                    self.store.release(lease)
+                    if explicit:
                         raise ProtocolError(f"run {cid}: the WAL is broken at {broken}")
+                    log.warning("run %s: the WAL is broken at %s; left as it is", cid, broken)
+                    continue
                 self._hold(ch, lease)
             ch.last_id = envs[-1].envelope_id
             ch.turn_started = time.monotonic()

@@ -46,7 +46,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -119,29 +119,30 @@ CREATE TABLE IF NOT EXISTS flowc_lease (
 );
 """
 
-#: after the INSERT: the notifications, sent only if a row was written
-_NOTIFY = f"""
-SELECT seq,
-       pg_notify('{NOTIFY_APPEND}', json_build_object(
-           'run', %(c)s::text, 'seq', seq, 'envelope', %(e)s::text, 'event', %(ty)s::text)::text),
+
+#: after the INSERT: the notifications, sent only if a row was written (``flowc_wal`` only
+#: when the store notifies appends: see :class:`PgStore`)
+def _returning(notify_appends: bool) -> str:
+    append = (
+        f"""pg_notify('{NOTIFY_APPEND}', json_build_object(
+           'run', %(c)s::text, 'seq', seq, 'envelope', %(e)s::text, 'event', %(ty)s::text)::text),"""
+        if notify_appends
+        else ""
+    )
+    return f"""
+SELECT seq, {append}
        CASE WHEN %(ty)s = '{EV_CHANNEL_OPENED}' THEN pg_notify('{NOTIFY_RUN}', %(c)s) END
 FROM ins
 """
 
-_APPEND = (
-    """
-WITH ins AS (
-    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows)
-    VALUES (%(c)s, %(e)s, %(ty)s, %(env)s, %(f)s)
-    RETURNING seq
-)"""
-    + _NOTIFY
-)
 
-#: the fenced append: the lease row is locked, then the row is written only while the lease
+_INSERT = """
+    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows)
+    VALUES (%(c)s, %(e)s, %(ty)s, %(env)s, %(f)s)"""
+
+#: the fenced insert: the lease row is locked, then the row is written only while the lease
 #: is the run's current, live one and (given ``follows``) the run's last envelope is it
-_APPEND_FENCED = (
-    """
+_INSERT_FENCED = """
 WITH held AS (
     SELECT 1 FROM flowc_lease
     WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > clock_timestamp()
@@ -152,10 +153,33 @@ WITH held AS (
     WHERE EXISTS (SELECT 1 FROM held)
       AND (%(f)s::text IS NULL OR %(f)s::text IS NOT DISTINCT FROM (
           SELECT envelope_id FROM flowc_wal WHERE channel_id = %(c)s
-          ORDER BY seq DESC LIMIT 1))
-    RETURNING seq
-)"""
-    + _NOTIFY
+          ORDER BY seq DESC LIMIT 1))"""
+
+#: in a batch, a row already there (a retry whose first try committed) is not an error
+#: that would undo the batch: it is left out, and told apart after the commit
+_SKIP_DUPLICATE = "\n    ON CONFLICT (envelope_id) DO NOTHING"
+
+
+def _statements(notify_appends: bool) -> dict[tuple[bool, bool], str]:
+    """The append's one statement, by (fenced, in a batch)."""
+    tail = "\n    RETURNING seq\n)" + _returning(notify_appends)
+    out = {}
+    for fenced in (False, True):
+        for batch in (False, True):
+            insert = _INSERT_FENCED if fenced else _INSERT
+            head = insert if fenced else "\nWITH ins AS (" + insert
+            out[(fenced, batch)] = head + (_SKIP_DUPLICATE if batch else "") + tail
+    return out
+
+
+_APPEND_SQL = {True: _statements(True), False: _statements(False)}
+
+#: a lease given back (only while it is the run's current one), and the workers told
+_RELEASE = (
+    "WITH gone AS (UPDATE flowc_lease SET expires_at = '-infinity' "
+    "WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > '-infinity' "
+    "RETURNING channel_id) "
+    f"SELECT pg_notify('{NOTIFY_FREE}', channel_id) FROM gone"
 )
 
 _LEASE_COLUMNS = (
@@ -284,6 +308,19 @@ def _first_line(err: BaseException, url: str) -> str:
     return text.replace(secret, "***") if secret else text
 
 
+def _params(
+    envelope: Envelope, text: str, lease: Lease | None, follows: str | None
+) -> dict[str, Any]:
+    return {
+        "c": envelope.channel_id,
+        "e": envelope.envelope_id,
+        "ty": envelope.event_type,
+        "env": text,
+        "f": follows,
+        "t": lease.token if lease is not None else None,
+    }
+
+
 class PgStore:
     """A WAL in a PostgreSQL database (see the module's description).
 
@@ -295,9 +332,17 @@ class PgStore:
     :class:`WalError` naming the URL without its password and, where there is one, the run.
     """
 
-    def __init__(self, url: str, *, readonly: bool = False, connect_timeout: int = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        readonly: bool = False,
+        connect_timeout: int = 10,
+        notify_appends: bool = True,
+    ) -> None:
         self._psycopg = _import_psycopg()
         self.url = url
+        self._sql = _APPEND_SQL[notify_appends]
         #: the URL as messages show it (no password)
         self.path = redact(url)
         self.readonly = readonly
@@ -307,6 +352,16 @@ class PgStore:
         #: how many times a lost connection was made again
         self.reconnects = 0
         self._connect()
+
+    @property
+    def notify_appends(self) -> bool:
+        """Whether each append sends ``flowc_wal`` (new runs and released leases always
+        notify: workers wake on them). Settable."""
+        return self._sql is _APPEND_SQL[True]
+
+    @notify_appends.setter
+    def notify_appends(self, value: bool) -> None:
+        self._sql = _APPEND_SQL[bool(value)]
 
     # ── the connection ──────────────────────────────────────────────────────────
 
@@ -428,15 +483,8 @@ class PgStore:
         if lease is not None and lease.channel_id != cid:
             raise _lost(lease, None)
         text = envelope.to_json()
-        params = {
-            "c": cid,
-            "e": envelope.envelope_id,
-            "ty": envelope.event_type,
-            "env": text,
-            "f": follows,
-            "t": lease.token if lease is not None else None,
-        }
-        sql = _APPEND if lease is None else _APPEND_FENCED
+        params = _params(envelope, text, lease, follows)
+        sql = self._sql[(lease is not None, False)]
         tries = 0
 
         def write(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
@@ -457,6 +505,12 @@ class PgStore:
         if tries > 1 and self._written(envelope.envelope_id, cid, text):
             return  # as above: the first try's row is the run's last envelope now
         assert lease is not None  # an unfenced append always writes its row
+        raise self._refusal(envelope, lease, follows)
+
+    def _refusal(self, envelope: Envelope, lease: Lease, follows: str | None) -> LeaseError:
+        """Why a fenced append wrote nothing: the lease was lost, or (still holding it)
+        another writer appended after ``follows``."""
+        cid = envelope.channel_id
         current = self._lease_row(cid)
         if (
             current is not None
@@ -470,14 +524,95 @@ class PgStore:
                 cid,
                 "read the WAL",
             )
-            raise LeaseError(
+            return LeaseError(
                 f"run {cid}: envelope {envelope.envelope_id} was written after {follows}, but "
                 f"the run's last envelope is {last[0][0] if last else 'none'}: another "
                 "writer appended to it; this write is refused",
                 cid,
                 current[0].holder,
             )
-        raise _lost(lease, current[0] if current is not None else None)
+        return _lost(lease, current[0] if current is not None else None)
+
+    def append_batch(
+        self,
+        entries: Sequence[tuple[Envelope, Lease | None, str | None]],
+        releases: Sequence[Lease] = (),
+    ) -> list[WalError | None]:
+        """Append the envelopes of several runs in ONE committed transaction (group
+        commit: one durable commit for all of them); for each entry ``(envelope, lease,
+        follows)``, ``None`` when it is written or the :class:`WalError` that refused it.
+
+        Each entry is checked as :meth:`append` checks it, run by run: a run whose lease
+        was lost (or whose ``follows`` is stale) is refused, and so are the run's later
+        entries in the batch (they follow the refused one), while the other runs' entries
+        are written. The entries of one run keep their order; the runs are written in the
+        order of their ids, so two batches lock lease rows in one order. A fault of the
+        whole transaction (the connection lost twice, a server error) is every entry's
+        error: nothing of the batch is then written, or (the commit's answer lost) what
+        was written is recognised, entry by entry, when the batch is tried again.
+        ``releases``: leases given back in the same transaction, after the appends (a
+        run's close and the end of its lease in one commit)."""
+        order = sorted(range(len(entries)), key=lambda i: entries[i][0].channel_id)
+        texts = [entry[0].to_json() for entry in entries]
+        results: list[WalError | None] = [None] * len(entries)
+        todo: list[int] = []
+        for i in order:
+            envelope, lease, _ = entries[i]
+            if lease is not None and lease.channel_id != envelope.channel_id:
+                results[i] = _lost(lease, None)
+            else:
+                todo.append(i)
+        if not todo and not releases:
+            return results
+        sql = self._sql
+
+        def write(conn: psycopg.Connection[Any]) -> list[bool]:
+            with conn.transaction(), conn.pipeline():
+                cursors = [
+                    conn.execute(
+                        sql[(entries[i][1] is not None, True)],
+                        _params(entries[i][0], texts[i], entries[i][1], entries[i][2]),
+                    )
+                    for i in todo
+                ]
+                for lease in releases:
+                    conn.execute(_RELEASE, {"c": lease.channel_id, "t": lease.token})
+            return [cur.fetchone() is not None for cur in cursors]
+
+        runs = sorted({entries[i][0].channel_id for i in todo})
+        try:
+            written = self._attempt(write, runs[0] if len(runs) == 1 else None, "write the WAL")
+        except WalError as err:
+            for i in todo:
+                results[i] = err
+            return results
+        for i, ok in zip(todo, written, strict=True):
+            if ok:
+                continue
+            envelope, lease, follows = entries[i]
+            cid = envelope.channel_id
+            try:
+                if self._written(envelope.envelope_id, cid, texts[i]):
+                    continue  # an earlier try committed it (its answer was lost)
+                if lease is None or self._query(
+                    "SELECT 1 FROM flowc_wal WHERE envelope_id = %s",
+                    (envelope.envelope_id,),
+                    cid,
+                    "read the WAL",
+                ):
+                    results[i] = WalError(f"duplicate envelope id {envelope.envelope_id!r}")
+                else:
+                    results[i] = self._refusal(envelope, lease, follows)
+            except WalError as err:
+                results[i] = err
+        return results
+
+    def writer(self) -> PgStore:
+        """A store of the same database on a connection of its own (what a worker's group
+        commit writes through, in a thread of its own)."""
+        return PgStore(
+            self.url, connect_timeout=self._connect_timeout, notify_appends=self.notify_appends
+        )
 
     def _written(self, envelope_id: str, channel_id: str, text: str) -> bool:
         """Whether exactly this envelope is in the WAL already."""
@@ -584,6 +719,11 @@ class PgStore:
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         def take(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
             with conn.transaction():
+                # no wait for the disk: a lease taken is checked by every append, and an
+                # append's durable commit makes the commits before it durable too; a
+                # lease lost with a crash of the server was never written with, and its
+                # holder's next append is refused
+                conn.execute("SET LOCAL synchronous_commit = off")
                 conn.execute(
                     "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
                     "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",
@@ -630,10 +770,7 @@ class PgStore:
 
     def release(self, lease: Lease) -> None:
         self._query(
-            "WITH gone AS (UPDATE flowc_lease SET expires_at = '-infinity' "
-            "WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > '-infinity' "
-            "RETURNING channel_id) "
-            f"SELECT pg_notify('{NOTIFY_FREE}', channel_id) FROM gone",
+            _RELEASE,
             {"c": lease.channel_id, "t": lease.token},
             lease.channel_id,
             "release its lease",

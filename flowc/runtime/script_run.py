@@ -44,6 +44,7 @@ from flowc.runtime.watch import RunWatcher, WatchedStore
 __all__ = [
     "AgentFn",
     "AskHuman",
+    "WatchStopped",
     "post_turn",
     "resume_script",
     "run_flow",
@@ -138,20 +139,39 @@ async def run_script(
     finally:
         await hub.close(close_store=False)
     _raise_failure(hub, watched)
-    return _result(hub, ch, target, watched)
+    return _finished(_result(hub, ch, target, watched), watched)
+
+
+class WatchStopped(Exception):
+    """The run's watcher failed (``flowc run``'s transcript could not print a turn, say):
+    it was dropped and the run went on to its end. ``result`` is the run's result,
+    ``shown`` how many turns the watcher had taken, ``__cause__`` the watcher's
+    exception."""
+
+    def __init__(self, result: RunResult, shown: int, error: BaseException) -> None:
+        what = f"{type(error).__name__}: {error}"
+        super().__init__(f"the transcript stopped after {shown} turn(s): {what}")
+        self.result = result
+        self.shown = shown
+        self.error = error
 
 
 def _raise_failure(hub: Hub, watched: WatchedStore | None) -> None:
     """A bug in flowc stopped the run (:meth:`Hub.fail`): raise it, never pass it off as
-    a run that stalled (the run stays open, as a stalled one does). A watcher that
-    failed was dropped while the run went on: its exception is raised now, never lost
-    (``flowc run``'s printer is flowc's: its turns would be missing from the output)."""
+    a run that stalled (the run stays open, as a stalled one does)."""
     if hub.failure is not None:
         with contextlib.suppress(AttributeError):  # told apart from a damaged run's error
             hub.failure.flowc_internal = True  # type: ignore[attr-defined]
         raise hub.failure
+
+
+def _finished(result: RunResult, watched: WatchedStore | None) -> RunResult:
+    """``result``, or, when the watcher failed and was dropped while the run went on,
+    :class:`WatchStopped` with it: never lost (``flowc run``'s transcript would be
+    missing turns)."""
     if watched is not None and watched.failed is not None:
-        raise watched.failed
+        raise WatchStopped(result, watched.shown, watched.failed) from watched.failed
+    return result
 
 
 async def resume_script(
@@ -205,7 +225,7 @@ async def resume_script(
         except ValueError as err:
             raise ScriptError(f"run {channel_id}: {err}") from None
         if not ch.is_open:
-            return _result(hub, ch, target, watched)
+            return _finished(_result(hub, ch, target, watched), watched)
         check_script(target, script)
         real = dict(agents or {})
         unknown = sorted(set(real) - set(target.speakers))
@@ -258,7 +278,7 @@ async def resume_script(
             with contextlib.suppress(WalError):  # a lost lease or a failed store says so
                 hub.record_stall(channel_id)
         _raise_failure(hub, watched)
-        return _result(hub, ch, target, watched)
+        return _finished(_result(hub, ch, target, watched), watched)
     finally:
         await hub.close(close_store=False)
 

@@ -5,8 +5,9 @@ first written by the real store, then folded by a
 :class:`~flowc.runtime.transcript.TranscriptFolder`; a finished turn goes to the
 :class:`RunWatcher` at once (``flowc run`` prints it, ``--jsonl`` writes a line). A
 watcher that raises is dropped: it can never refuse or undo an admission, and the run
-goes on; once it is over, :func:`~flowc.runtime.script_run.run_script` raises the
-watcher's exception (:attr:`WatchedStore.failed`).
+goes on; once it is over, :func:`~flowc.runtime.script_run.run_script` raises
+:class:`~flowc.runtime.script_run.WatchStopped` with the run's result and the watcher's
+exception (:attr:`WatchedStore.failed`).
 
 >>> from flowc.runtime.wal import MemoryStore
 >>> class Show:
@@ -81,6 +82,8 @@ class WatchedStore:
         self.turns = bool(getattr(watcher, "wants_turns", True))
         #: the exception that made the watcher stop, if any
         self.failed: Exception | None = None
+        #: how many turns the watcher took (before it failed, if it did)
+        self.shown = 0
         #: the hub's fold of the envelope it is about to append (see :meth:`offer_fold`)
         self._offered: tuple[Envelope, object, WorkflowState, AdapterResult | None] | None = None
         #: the hub adapter whose folds are the transcript's own (once checked)
@@ -153,6 +156,7 @@ class WatchedStore:
                 self.watcher.opened(env.channel_id)
             elif record is not None:
                 self.watcher.turn(record, folder.state)
+                self.shown += 1
         except Exception as err:  # never let a watcher refuse an admitted envelope
             self.failed = err
 

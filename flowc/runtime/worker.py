@@ -71,6 +71,7 @@ from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
 from flowc.runtime.contracts import ENFORCE
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
+from flowc.runtime.groupcommit import GroupCommit
 from flowc.runtime.hub import Hub, _lease_seconds
 from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, PgListener
 from flowc.runtime.script import Script, ScriptError, parse_script
@@ -225,6 +226,35 @@ class _Fenced:
         pass  # the worker's store outlives its runs
 
 
+class _FencedGroup(_Fenced):
+    """:class:`_Fenced` under group commit: the hub's turns go to the worker's
+    :class:`~flowc.runtime.groupcommit.GroupCommit` (``append_later``), and a refused or
+    failed commit is remembered as a refused or failed append is."""
+
+    def __init__(self, store: WalStore, group: GroupCommit) -> None:
+        super().__init__(store)
+        self.group = group
+
+    def append_later(
+        self,
+        envelope: Envelope,
+        lease: Lease | None = None,
+        follows: str | None = None,
+        *,
+        release: bool = False,
+    ) -> asyncio.Future[None]:
+        fut = self.group.append_later(envelope, lease, follows, release=release)
+        fut.add_done_callback(self._heard)
+        return fut
+
+    def _heard(self, fut: asyncio.Future[None]) -> None:
+        err = None if fut.cancelled() else fut.exception()
+        if isinstance(err, LeaseError):
+            self.refused = err
+        elif isinstance(err, WalError):
+            self.failed = err
+
+
 #: the fencing token of a run's first claim: :func:`submit_run`'s hub held token 1 (it
 #: took the lease and gave it back at once); a claim with a higher token continues a run
 #: that some other hub (a worker that died, stalled, stopped or parked it, a `flowc
@@ -267,6 +297,9 @@ class Worker:
     ``contracts``: what happens to an agent's turn that breaks the flow's declarations
     (``"enforce"``: refused, the run is parked open on that speaker; ``"warn"``: let
     through with a warning; see :mod:`flowc.runtime.contracts`).
+    ``group_commit``: the runs' turns are committed together, many runs' in one
+    transaction, each still before it is delivered (:mod:`flowc.runtime.groupcommit`);
+    closed when :meth:`serve` returns. Without it each turn is its own commit.
     ``on_violation``: what a turn that breaks one of the flow's properties does
     (``"warn"``: marked on the turn; ``"stop"``: the run is also closed; see
     :mod:`flowc.runtime.guard`); a run that broke one is also ``violated``.
@@ -286,6 +319,7 @@ class Worker:
         on_event: Event | None = None,
         on_error: ErrorHook | None = None,
         contracts: str = ENFORCE,
+        group_commit: GroupCommit | None = None,
         on_violation: str = "warn",
     ) -> None:
         if concurrency < 1:
@@ -309,6 +343,7 @@ class Worker:
         self.on_event = on_event
         self.on_error = on_error
         self.contracts = contracts
+        self.group_commit = group_commit
         self.on_violation = on_violation
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
@@ -376,6 +411,8 @@ class Worker:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if self.group_commit is not None:
+                await self.group_commit.close()
 
     def _candidates(self) -> Iterator[str]:
         """Open runs nobody holds, oldest first, that this worker does not drive or know
@@ -448,7 +485,9 @@ class Worker:
 
     async def _drive_run(self, cid: str) -> None:
         store = self.store
-        fenced = _Fenced(store)
+        fenced = (
+            _Fenced(store) if self.group_commit is None else _FencedGroup(store, self.group_commit)
+        )
         try:
             opened = next(iter(store.read(cid)), None)
             if opened is None or opened.event_type != EV_CHANNEL_OPENED:

@@ -222,11 +222,22 @@ def test_a_bad_on_violation_is_one_line(files: Path, capsys: pytest.CaptureFixtu
 def test_a_worker_watches_the_submitted_run(files: Path) -> None:
     """`flowc submit` stores the properties with the run; `flowc worker --on-violation
     stop` closes it on the violation and says which property, on which turn."""
+    _worker_stops_on_violation(files, str(files / "runs.db"))
+
+
+def test_a_postgresql_worker_stops_on_a_violation_in_the_turns_commit(
+    files: Path, pg_dsn: str
+) -> None:
+    """The same on PostgreSQL, where the worker commits its runs' turns in groups: the
+    close that ``--on-violation stop`` writes joins the breaking turn's commit."""
+    _worker_stops_on_violation(files, pg_dsn)
+
+
+def _worker_stops_on_violation(files: Path, db: str) -> None:
     import time
 
     from tests.runtime.worker_harness import events, flowc, start_worker, stop_worker
 
-    db = str(files / "runs.db")
     proc = flowc("submit", str(files / "review.flow"), "--script", str(files / "long.json"),
                  "--db", db)  # fmt: skip
     out, err = proc.communicate(timeout=60)

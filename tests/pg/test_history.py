@@ -1,0 +1,119 @@
+"""The independent history checker (tests/pg/history.py) on runs that three workers
+drove, one of them killed mid-way; and on damaged copies of such a history, which it
+must reject, one damage at a time."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tests.pg.history import Expected, check_history
+from tests.runtime.worker_harness import (
+    closed_count,
+    kill_inside_a_run,
+    kill_left,
+    open_db,
+    start_worker,
+    stop_worker,
+    submit,
+    wait_until,
+    write_inputs,
+)
+
+TURNS = 12
+
+
+def _expected(run_id: str) -> Expected:
+    """The 3-speaker loop's script, from the script alone: t0 ... t11, closed by its
+    ``max_turns``."""
+    return [f"t{i}" for i in range(TURNS)], "max_turns"
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory, pg_cluster: object) -> str:
+    """A database where three workers ran 24 runs, one worker killed inside a run."""
+    folder = tmp_path_factory.mktemp("history")
+    db = pg_cluster.create_database()  # type: ignore[attr-defined]
+    (_, _), (flow, script) = write_inputs(folder, TURNS)
+    ids = submit(db, flow, script, 24)
+    logs = [folder / f"worker{i}.log" for i in range(3)]
+    procs = [start_worker(db, log, "--concurrency", "4", lease_seconds=2.0) for log in logs]
+    store = open_db(db)
+    try:
+        held = kill_inside_a_run(procs[0], logs[0], store)
+        assert held
+        wait_until(lambda: closed_count(store, ids) == len(ids), 120, "every run", procs[1:])
+        for proc in procs[1:]:
+            stop_worker(proc)
+    finally:
+        kill_left(procs)
+        store.close()
+    return db
+
+
+def test_the_workers_history_has_no_anomaly(history: str) -> None:
+    assert check_history(history, _expected) == []
+
+
+def _damaged(history: str, pg_cluster: object, damage: str) -> str:
+    """A copy of ``history`` with ``damage`` (SQL) done to it."""
+    copy = pg_cluster.create_database()  # type: ignore[attr-defined]
+    with psycopg.connect(history) as src, psycopg.connect(copy) as dst:
+        dst.execute(
+            "CREATE TABLE flowc_wal (seq BIGINT PRIMARY KEY, channel_id TEXT, "
+            "envelope_id TEXT, event_type TEXT, envelope TEXT, follows TEXT)"
+        )
+        dst.execute("CREATE TABLE flowc_lease (channel_id TEXT PRIMARY KEY)")
+        with dst.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO flowc_wal VALUES (%s, %s, %s, %s, %s, %s)",
+                src.execute(
+                    "SELECT seq, channel_id, envelope_id, event_type, envelope, follows "
+                    "FROM flowc_wal"
+                ).fetchall(),
+            )
+            cur.executemany(
+                "INSERT INTO flowc_lease VALUES (%s)",
+                src.execute("SELECT channel_id FROM flowc_lease").fetchall(),
+            )
+        dst.execute(damage)
+    return copy
+
+
+#: one run's 5th row, and its last
+_FIFTH = "(SELECT seq FROM flowc_wal WHERE channel_id = (SELECT min(channel_id) FROM flowc_wal) ORDER BY seq OFFSET 4 LIMIT 1)"
+_LAST = (
+    "(SELECT max(seq) FROM flowc_wal WHERE channel_id = (SELECT min(channel_id) FROM flowc_wal))"
+)
+
+
+@pytest.mark.parametrize(
+    ("damage", "found"),
+    [
+        (f"DELETE FROM flowc_wal WHERE seq = {_FIFTH}", "follows"),  # a turn lost
+        (  # a turn written twice (a retry not recognised)
+            f"INSERT INTO flowc_wal SELECT seq + 100000, channel_id, envelope_id || 'x', "
+            f"event_type, envelope, envelope_id FROM flowc_wal WHERE seq = {_FIFTH}",
+            "its turns are",
+        ),
+        (  # a turn after the close (a writer that lost the run)
+            f"INSERT INTO flowc_wal SELECT seq + 100000, channel_id, 'late', "
+            f"'ag2.msg.text', envelope, envelope_id FROM flowc_wal WHERE seq = {_LAST}",
+            "after the close",
+        ),
+        (  # two writers: a row that follows another than the one before it
+            f"UPDATE flowc_wal SET follows = 'elsewhere' WHERE seq = {_FIFTH}",
+            "follows elsewhere",
+        ),
+        (  # the close lost: the run is left open with nobody's lease row
+            f"DELETE FROM flowc_lease WHERE channel_id = (SELECT min(channel_id) FROM "
+            f"flowc_wal); DELETE FROM flowc_wal WHERE seq = {_LAST}",
+            "has no lease row",
+        ),
+    ],
+)
+def test_the_checker_finds_each_damage(
+    history: str, pg_cluster: object, damage: str, found: str
+) -> None:
+    problems = check_history(_damaged(history, pg_cluster, damage), _expected)
+    assert any(found in p for p in problems), problems
