@@ -263,3 +263,88 @@ def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path:
         if run.poll() is None:
             run.kill()
         run.communicate()
+
+
+def test_why_and_scenario_answer_what_flowc_log_prints(
+    client: TestClient, run: tuple[Path, dict[str, Any]]
+) -> None:
+    db, log = run
+    run_id = log["run_id"]
+    for what in ("why", "scenario"):
+        refused = client.get(f"/api/run/{run_id}/{what}/1")
+        assert refused.status_code == 403 and "token" in refused.text
+    for turn in log["turns"]:
+        n = turn["number"]
+        why = client.get(f"/api/run/{run_id}/why/{n}?token={TOKEN}")
+        assert why.status_code == 200
+        cli = flowc("log", run_id, "--why", str(n), "--json", "--db", str(db), cwd=db.parent)
+        assert why.json() == json.loads(cli.stdout)
+        block = client.get(f"/api/run/{run_id}/scenario/{n}")
+        assert block.headers["content-type"].startswith("text/plain")
+        cli = flowc("log", run_id, "--scenario-upto", str(n), "--db", str(db), cwd=db.parent)
+        assert cli.returncode == 0 and block.text == cli.stdout
+    turns = len(log["turns"])
+    for n in (0, turns + 1):
+        for what in ("why", "scenario"):
+            missing = client.get(f"/api/run/{run_id}/{what}/{n}?token={TOKEN}")
+            assert missing.status_code == 404
+            assert missing.json()["error"].endswith(f"no turn {n} (its turns are 1 to {turns})")
+    assert client.get(f"/api/run/wf-nope/why/1?token={TOKEN}").status_code == 404
+    assert client.get(f"/api/run/{run_id}/why/x?token={TOKEN}").status_code == 404
+
+
+def test_the_envelopes_kept_for_why_are_bounded(tmp_path: Path) -> None:
+    from flowc.runtime.stores import open_store
+    from flowc.view.server import _Envelopes
+
+    flow = str(ROOT / "examples" / "context_routing.flow")
+    (tmp_path / "s.yaml").write_text(SCRIPT)
+    db = tmp_path / "runs.db"
+    for _ in range(2):
+        assert (
+            flowc("run", flow, "--script", "s.yaml", "--db", str(db), cwd=tmp_path).returncode == 0
+        )
+    store = open_store(str(db), readonly=True)
+    try:
+        first, second = store.channel_ids()
+        whole = [e.to_dict() for e in store.read(first)]
+        size = len(whole)
+        assert len(list(store.read(second))) == size
+    finally:
+        store.close()
+    settings = ViewSettings(str(db), TOKEN)
+    # room for one run: the one asked for last is kept
+    kept = _Envelopes(settings, limit=size)
+    assert [e.to_dict() for e in kept.read(first)] == whole
+    assert list(kept.runs) == [first]
+    assert [e.to_dict() for e in kept.read(first)] == whole  # read again: the same
+    kept.read(second)
+    assert list(kept.runs) == [second]
+    # a run longer than the limit is read each time, never kept
+    small = _Envelopes(settings, limit=size - 1)
+    assert [e.to_dict() for e in small.read(first)] == whole
+    assert not small.runs
+
+
+def test_why_follows_a_live_run_past_the_envelopes_it_kept(tmp_path: Path) -> None:
+    from tests.view.conftest import LIVE_TURNS, start_live_run
+
+    db, run, gate = start_live_run(tmp_path, tmp_path / "runs.db")
+    try:
+        client = TestClient(
+            make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8127"
+        )  # type: ignore[arg-type]
+        (listed,) = client.get(f"/api/runs?token={TOKEN}").json()
+        run_id = listed["run_id"]
+        assert client.get(f"/api/run/{run_id}/why/1").json()["next_speaker"] == "writer"
+        assert client.get(f"/api/run/{run_id}/why/2").status_code == 404
+        for k in range(1, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+        assert run.wait(timeout=60) == 0
+        for n in (2, LIVE_TURNS):
+            cli = flowc("log", run_id, "--why", str(n), "--json", "--db", str(db), cwd=tmp_path)
+            assert client.get(f"/api/run/{run_id}/why/{n}").json() == json.loads(cli.stdout)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
