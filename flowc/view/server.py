@@ -49,6 +49,7 @@ from starlette.staticfiles import StaticFiles
 
 from flowc.runtime.envelope import Envelope
 from flowc.runtime.stores import open_store
+from flowc.runtime.transcript import TranscriptFolder
 from flowc.runtime.wal import WalError, WalStore
 from flowc.view.feed import PAGE_ROWS, RunView, TurnFeed, read_page, run_summary, status_of
 
@@ -69,6 +70,9 @@ CACHED_RUNS = 16
 #: the run from its start, and reading (decoding) its rows again is most of that cost. A
 #: run with more envelopes than this is read again on each ask (the memory stays bounded)
 CACHED_ENVELOPES = 40_000
+#: the turns between two folders kept of a run explained: explaining turn N folds at most
+#: this many turns, whatever N
+MARK_TURNS = 250
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -239,6 +243,40 @@ class _Runs:
         return svg
 
 
+class _Kept:
+    """A run's envelopes read so far (up to row key ``after``) and, for explaining its
+    turns, a folder that folded the first ``folded`` of them, with a copy of it every
+    :data:`MARK_TURNS` turns: ``marks`` of ``(envelopes folded, folder)``."""
+
+    def __init__(self) -> None:
+        self.after = 0
+        self.envelopes: list[Envelope] = []
+        self.folded = 0
+        self.folder: TranscriptFolder | None = None
+        self.marks: list[tuple[int, TranscriptFolder]] = []
+
+    def start_for(self, n: int) -> tuple[int, TranscriptFolder | None]:
+        """Where explaining turn ``n`` can begin: the index of the next envelope and the
+        folder of the last mark before turn ``n`` (``(0, None)``: the start)."""
+        from flowc.runtime.adapters.workflow import WorkflowAdapter
+
+        folder = self.folder
+        if folder is None:
+            folder = self.folder = TranscriptFolder(WorkflowAdapter(None))
+        envelopes = self.envelopes
+        while self.folded < len(envelopes) and len(folder.records) < n and folder.close is None:
+            record = folder.feed(envelopes[self.folded])
+            self.folded += 1
+            if record is not None and record.number % MARK_TURNS == 0:
+                self.marks.append((self.folded, folder.copy()))
+        best: tuple[int, TranscriptFolder | None] = (0, None)
+        for index, mark in self.marks:
+            if len(mark.records) >= n:
+                break
+            best = (index, mark)
+        return best
+
+
 class _Envelopes:
     """The envelopes of the runs last explained (``/why/N``, ``/scenario/N``), at most
     :data:`CACHED_ENVELOPES` over all of them, the least recently asked for dropped first.
@@ -247,31 +285,48 @@ class _Envelopes:
     def __init__(self, settings: ViewSettings, limit: int = CACHED_ENVELOPES) -> None:
         self.settings = settings
         self.limit = limit
-        self.runs: OrderedDict[str, tuple[int, list[Envelope]]] = OrderedDict()
+        self.runs: OrderedDict[str, _Kept] = OrderedDict()
         # one reader at a time: two asks for one run read its new rows once
         self.lock = threading.Lock()
 
+    def _read(self, run_id: str) -> _Kept:
+        """The run's envelopes, read on from where they were kept; kept again (with its
+        marks) when they fit."""
+        kept = self.runs.pop(run_id, None) or _Kept()
+        store = self.settings.open()
+        try:
+            while True:
+                page = read_page(store, run_id, kept.after, PAGE_ROWS * 10)
+                if not page:
+                    break
+                kept.after = page[-1][0]
+                kept.envelopes.extend(env for _, env in page)
+        finally:
+            store.close()
+        if len(kept.envelopes) <= self.limit:
+            self.runs[run_id] = kept
+            total = sum(len(k.envelopes) for k in self.runs.values())
+            while total > self.limit:
+                _, dropped = self.runs.popitem(last=False)
+                total -= len(dropped.envelopes)
+        return kept
+
     def read(self, run_id: str) -> list[Envelope]:
         with self.lock:
-            after, envelopes = self.runs.pop(run_id, (0, []))
-            store = self.settings.open()
-            try:
-                while True:
-                    page = read_page(store, run_id, after, PAGE_ROWS * 10)
-                    if not page:
-                        break
-                    after = page[-1][0]
-                    envelopes.extend(env for _, env in page)
-            finally:
-                store.close()
-            if len(envelopes) <= self.limit:
-                self.runs[run_id] = (after, envelopes)
-                total = sum(len(e) for _, e in self.runs.values())
-                while total > self.limit:
-                    _, (_, dropped) = self.runs.popitem(last=False)
-                    total -= len(dropped)
-            # the answer reads a copy: the kept list grows as the run does
-            return list(envelopes)
+            # a copy: the kept list grows as the run does
+            return list(self._read(run_id).envelopes)
+
+    def explain(self, run_id: str, n: int) -> dict[str, Any]:
+        """``flowc log RUN --why N --json``'s document, folded from the last mark before
+        turn ``n`` of a run kept (from the run's start otherwise)."""
+        from flowc.runtime.why import explain_turn
+
+        with self.lock:
+            kept = self._read(run_id)
+            if run_id not in self.runs:  # too long to keep: no marks either
+                return explain_turn(kept.envelopes, n).to_json()
+            index, start = kept.start_for(n)
+            return explain_turn(kept.envelopes[index:], n, start=start).to_json()
 
 
 def _sse(data: Any, event: str, event_id: int | None = None) -> str:
@@ -371,9 +426,7 @@ def make_app(settings: ViewSettings) -> ASGIApp:
     kept = _Envelopes(settings)
 
     def explain(run_id: str, n: int) -> dict[str, Any]:
-        from flowc.runtime.why import explain_turn
-
-        return explain_turn(kept.read(run_id), n).to_json()
+        return kept.explain(run_id, n)
 
     def scenario(run_id: str, n: int) -> str:
         from flowc.runtime.fork import scenario_upto

@@ -348,3 +348,40 @@ def test_why_follows_a_live_run_past_the_envelopes_it_kept(tmp_path: Path) -> No
         if run.poll() is None:
             run.kill()
         run.communicate()
+
+
+def test_why_from_the_kept_marks_equals_why_from_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Explaining a turn from the last folder kept before it (every MARK_TURNS turns)
+    gives what folding the run from its start gives, in whatever order turns are asked."""
+    import flowc.view.server as server
+    from flowc.runtime.stores import open_store
+    from flowc.runtime.why import explain_turn
+
+    turns = 40
+    flow = f'speaker a: human {{ sets n }}\nspeaker b\nstart a\nmax_turns {turns}\nwhen context.n == 3 then terminate "x"\nwhen from a then b\nwhen from b then a\n'
+    (tmp_path / "long.flow").write_text(flow)
+    script = {
+        "kickoff": "go",
+        "script": {
+            "a": [{"say": f"a {i}", "set": {"n": i % 3}} for i in range(turns)],
+            "b": [f"b {i}" for i in range(turns)],
+        },
+    }
+    (tmp_path / "long.json").write_text(json.dumps(script))
+    db = tmp_path / "runs.db"
+    done = flowc("run", "long.flow", "--script", "long.json", "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    store = open_store(str(db), readonly=True)
+    try:
+        (run_id,) = store.channel_ids()
+        envelopes = list(store.read(run_id))
+    finally:
+        store.close()
+    monkeypatch.setattr(server, "MARK_TURNS", 7)
+    kept = server._Envelopes(ViewSettings(str(db), TOKEN))
+    asked = [turns, 1, 7, 8, 14, 15, 6, 21, 39, 2, 28, 29, 13]
+    for n in asked:
+        assert kept.explain(run_id, n) == explain_turn(envelopes, n).to_json(), n
+    assert [len(m.records) for _, m in kept.runs[run_id].marks] == [7, 14, 21, 28, 35]
