@@ -385,3 +385,39 @@ def test_why_from_the_kept_marks_equals_why_from_the_start(
     for n in asked:
         assert kept.explain(run_id, n) == explain_turn(envelopes, n).to_json(), n
     assert [len(m.records) for _, m in kept.runs[run_id].marks] == [7, 14, 21, 28, 35]
+
+
+def test_the_command_s_socket_is_tcp_by_name() -> None:
+    """asyncio turns Nagle's algorithm off only on connections of a socket whose protocol
+    is IPPROTO_TCP; with it on, each small answer waited ~40 ms for the browser's ACK."""
+    import asyncio
+    import socket
+
+    from flowc.commands.view import _bind
+
+    sock = _bind(0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+
+        async def accepted_nodelay() -> int:
+            found: list[int] = []
+
+            def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                found.append(
+                    writer.get_extra_info("socket").getsockopt(
+                        socket.IPPROTO_TCP, socket.TCP_NODELAY
+                    )
+                )
+                writer.close()
+
+            server = await asyncio.start_server(on_connect, sock=sock)
+            _, writer = await asyncio.open_connection(*sock.getsockname())
+            while not found:
+                await asyncio.sleep(0.01)
+            writer.close()
+            server.close()
+            return found[0]
+
+        assert asyncio.run(accepted_nodelay()) != 0
+    finally:
+        sock.close()
