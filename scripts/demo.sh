@@ -38,4 +38,11 @@ step $FLOWC test examples/approval.flow || status=1
 echo; echo "== 4. run it on the hub runtime with a scripted reviewer, durable in SQLite"
 step $FLOWC run "$FLOW" --script examples/scripts/feedback_loop.yaml --db "$OUT/runs.sqlite" || status=1
 step $FLOWC log --db "$OUT/runs.sqlite" || status=1
+
+echo; echo "== 5. watch it in the browser: its diagram, transcript, timeline, and why each turn went where it went"
+# the newest run of the database is the one step 4 wrote (`flowc log` lists them oldest first)
+run=$($FLOWC log --db "$OUT/runs.sqlite" | tail -n 1 | cut -d ' ' -f 1)
+echo "flowc view needs the view extra: .venv/bin/pip install -e '.[view]' (Starlette and uvicorn)"
+echo "then this serves the run's page on 127.0.0.1 (Ctrl-C stops it):"
+echo "  $FLOWC view $run --db $OUT/runs.sqlite"
 exit $status

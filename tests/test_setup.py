@@ -5,7 +5,9 @@ and the package metadata is what pip and setuptools expect (SPDX licence, the ``
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -134,4 +136,16 @@ def test_the_demo_runs_and_writes_no_escape_codes_into_a_pipe() -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "$ .venv/bin/flowc check" in proc.stdout
     assert 'closed: "approved"' in proc.stdout
+    # it ends with the `flowc view` command of the run it wrote
+    last = proc.stdout.rstrip().splitlines()[-1]
+    found = re.fullmatch(r"  \.venv/bin/flowc view (wf-[0-9a-f]+) --db out/runs\.sqlite", last)
+    assert found is not None, last
+    log = subprocess.run(
+        [str(flowc), "log", "last", "--json", "--db", "out/runs.sqlite"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(log.stdout)["run_id"] == found.group(1)
     assert "\x1b" not in proc.stdout + proc.stderr

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import copy as _copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -265,6 +266,16 @@ class TranscriptFolder:
     @property
     def channel_id(self) -> str | None:
         return self.metadata.channel_id if self.metadata is not None else None
+
+    def copy(self) -> TranscriptFolder:
+        """A folder that goes on from where this one is, leaving this one as it is (a
+        state is never changed once folded: only the lists being filled are copied)."""
+        other = _copy.copy(self)
+        other.records = list(self.records)
+        other._set = dict(self._set)
+        other._delete = list(self._delete)
+        other._warnings = list(self._warnings)
+        return other
 
     def feed(
         self,

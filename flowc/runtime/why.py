@@ -401,13 +401,28 @@ def _condition_why(
 
 
 def fold_to_turn(
-    envelopes: Iterable[Envelope], n: int, registry: TransitionRegistry | None = None
+    envelopes: Iterable[Envelope],
+    n: int,
+    registry: TransitionRegistry | None = None,
+    *,
+    start: TranscriptFolder | None = None,
 ) -> tuple[TranscriptFolder, WorkflowState, Envelope, TurnRecord]:
     """Re-fold a run's envelopes (``store.read(run_id)``) up to turn ``n`` (from 1):
     the folder after it, the state before it, its envelope and its record. Reads no
-    further than turn ``n``. Raises :class:`TurnOutOfRange` or :class:`WhyError`."""
-    folder = TranscriptFolder(WorkflowAdapter(registry))
-    first = True
+    further than turn ``n``. Raises :class:`TurnOutOfRange` or :class:`WhyError`.
+
+    ``start``: a folder that folded the run's first envelopes (its opening among them,
+    fewer than ``n`` turns), which ``envelopes`` continue; a copy of it goes on, so a
+    reader that asks about many turns of a long run need not fold it from the start each
+    time (``flowc view`` keeps such folders)."""
+    if start is None:
+        folder = TranscriptFolder(WorkflowAdapter(registry))
+        first = True
+    else:
+        if start.metadata is None or len(start.records) >= n:
+            raise WhyError(f"the folder to start from is not before turn {n}")
+        folder = start.copy()
+        first = False
     for env in envelopes:
         if first and env.event_type != EV_CHANNEL_OPENED:
             raise WhyError("the WAL of this run does not start with its opening")
@@ -425,14 +440,19 @@ def fold_to_turn(
 
 
 def explain_turn(
-    envelopes: Iterable[Envelope], n: int, registry: TransitionRegistry | None = None
+    envelopes: Iterable[Envelope],
+    n: int,
+    registry: TransitionRegistry | None = None,
+    *,
+    start: TranscriptFolder | None = None,
 ) -> TurnWhy:
     """Why turn ``n`` (from 1) of a stored run went where it went; ``envelopes`` is the
-    run as its store returns it (``store.read(run_id)``). ``registry`` holds the custom
-    conditions and targets of the run's flow (default: those registered globally, as
-    by ``--plugin``). Raises :class:`TurnOutOfRange` for a turn the run does not have,
-    :class:`WhyError` for a WAL that is no workflow run."""
-    folder, before, env, record = fold_to_turn(envelopes, n, registry)
+    run as its store returns it (``store.read(run_id)``), or what follows ``start``
+    (see :func:`fold_to_turn`). ``registry`` holds the custom conditions and targets of
+    the run's flow (default: those registered globally, as by ``--plugin``). Raises
+    :class:`TurnOutOfRange` for a turn the run does not have, :class:`WhyError` for a
+    WAL that is no workflow run."""
+    folder, before, env, record = fold_to_turn(envelopes, n, registry, start=start)
     metadata = folder.metadata
     after = folder.state
     assert metadata is not None and after is not None and after.table is not None

@@ -17,9 +17,11 @@ Refusals are ``403``. Every answer forbids inline scripts (a Content-Security-Po
 
 Routes: ``/`` (the runs list), ``/run/ID`` (a run's page; 404 for an unknown run),
 ``/api/runs``, ``/api/run/ID`` (the run's summary and starting state),
-``/api/run/ID/diagram.svg`` and ``/api/run/ID/events`` (the turns, as server-sent events
+``/api/run/ID/diagram.svg``, ``/api/run/ID/events`` (the turns, as server-sent events
 whose id is the turn's number: a reconnecting page sends ``Last-Event-ID`` and gets the
-turns after it), ``/static/...``.
+turns after it), ``/api/run/ID/why/N`` (why turn N went where it went: the
+``flowc log RUN --why N --json`` document), ``/api/run/ID/scenario/N`` (the scenario block
+of turns 1 to N: ``flowc log RUN --scenario-upto N``, as text), ``/static/...``.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from flowc.runtime.envelope import Envelope
 from flowc.runtime.stores import open_store
+from flowc.runtime.transcript import TranscriptFolder
 from flowc.runtime.wal import WalError, WalStore
-from flowc.view.feed import RunView, TurnFeed, run_summary, status_of
+from flowc.view.feed import PAGE_ROWS, RunView, TurnFeed, read_page, run_summary, status_of
 
 __all__ = ["POLL_SECONDS", "Guard", "ViewSettings", "make_app", "new_token"]
 
@@ -62,6 +66,13 @@ STATUS_SECONDS = 1.0
 KEEPALIVE_SECONDS = 15.0
 #: the runs whose view (target and diagram) and SVG the server keeps
 CACHED_RUNS = 16
+#: the envelopes the why and scenario answers keep, over all runs: explaining turn N folds
+#: the run from its start, and reading (decoding) its rows again is most of that cost. A
+#: run with more envelopes than this is read again on each ask (the memory stays bounded)
+CACHED_ENVELOPES = 40_000
+#: the turns between two folders kept of a run explained: explaining turn N folds at most
+#: this many turns, whatever N
+MARK_TURNS = 250
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -232,6 +243,92 @@ class _Runs:
         return svg
 
 
+class _Kept:
+    """A run's envelopes read so far (up to row key ``after``) and, for explaining its
+    turns, a folder that folded the first ``folded`` of them, with a copy of it every
+    :data:`MARK_TURNS` turns: ``marks`` of ``(envelopes folded, folder)``."""
+
+    def __init__(self) -> None:
+        self.after = 0
+        self.envelopes: list[Envelope] = []
+        self.folded = 0
+        self.folder: TranscriptFolder | None = None
+        self.marks: list[tuple[int, TranscriptFolder]] = []
+
+    def start_for(self, n: int) -> tuple[int, TranscriptFolder | None]:
+        """Where explaining turn ``n`` can begin: the index of the next envelope and the
+        folder of the last mark before turn ``n`` (``(0, None)``: the start)."""
+        from flowc.runtime.adapters.workflow import WorkflowAdapter
+
+        folder = self.folder
+        if folder is None:
+            folder = self.folder = TranscriptFolder(WorkflowAdapter(None))
+        envelopes = self.envelopes
+        while self.folded < len(envelopes) and len(folder.records) < n and folder.close is None:
+            record = folder.feed(envelopes[self.folded])
+            self.folded += 1
+            if record is not None and record.number % MARK_TURNS == 0:
+                self.marks.append((self.folded, folder.copy()))
+        best: tuple[int, TranscriptFolder | None] = (0, None)
+        for index, mark in self.marks:
+            if len(mark.records) >= n:
+                break
+            best = (index, mark)
+        return best
+
+
+class _Envelopes:
+    """The envelopes of the runs last explained (``/why/N``, ``/scenario/N``), at most
+    :data:`CACHED_ENVELOPES` over all of them, the least recently asked for dropped first.
+    A run kept is read on from the last row it had: a live run's new turns are added."""
+
+    def __init__(self, settings: ViewSettings, limit: int = CACHED_ENVELOPES) -> None:
+        self.settings = settings
+        self.limit = limit
+        self.runs: OrderedDict[str, _Kept] = OrderedDict()
+        # one reader at a time: two asks for one run read its new rows once
+        self.lock = threading.Lock()
+
+    def _read(self, run_id: str) -> _Kept:
+        """The run's envelopes, read on from where they were kept; kept again (with its
+        marks) when they fit."""
+        kept = self.runs.pop(run_id, None) or _Kept()
+        store = self.settings.open()
+        try:
+            while True:
+                page = read_page(store, run_id, kept.after, PAGE_ROWS * 10)
+                if not page:
+                    break
+                kept.after = page[-1][0]
+                kept.envelopes.extend(env for _, env in page)
+        finally:
+            store.close()
+        if len(kept.envelopes) <= self.limit:
+            self.runs[run_id] = kept
+            total = sum(len(k.envelopes) for k in self.runs.values())
+            while total > self.limit:
+                _, dropped = self.runs.popitem(last=False)
+                total -= len(dropped.envelopes)
+        return kept
+
+    def read(self, run_id: str) -> list[Envelope]:
+        with self.lock:
+            # a copy: the kept list grows as the run does
+            return list(self._read(run_id).envelopes)
+
+    def explain(self, run_id: str, n: int) -> dict[str, Any]:
+        """``flowc log RUN --why N --json``'s document, folded from the last mark before
+        turn ``n`` of a run kept (from the run's start otherwise)."""
+        from flowc.runtime.why import explain_turn
+
+        with self.lock:
+            kept = self._read(run_id)
+            if run_id not in self.runs:  # too long to keep: no marks either
+                return explain_turn(kept.envelopes, n).to_json()
+            index, start = kept.start_for(n)
+            return explain_turn(kept.envelopes[index:], n, start=start).to_json()
+
+
 def _sse(data: Any, event: str, event_id: int | None = None) -> str:
     """One server-sent event: its type, its id when it has one, its data as one line of
     JSON (a text's newlines are escaped in JSON, so they cannot end the event)."""
@@ -326,6 +423,41 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             return Response(str(err), status_code=503, media_type="text/plain")
         return Response(svg, media_type="image/svg+xml")
 
+    kept = _Envelopes(settings)
+
+    def explain(run_id: str, n: int) -> dict[str, Any]:
+        return kept.explain(run_id, n)
+
+    def scenario(run_id: str, n: int) -> str:
+        from flowc.runtime.fork import scenario_upto
+
+        return scenario_upto(kept.read(run_id), n)
+
+    async def turn_answer(request: Request, make: Callable[[str, int], Any]) -> Any:
+        """``make(run_id, n)`` for the run and turn of the path; an answer with the error
+        for a turn the run does not have (404) or cannot be explained or written (422)."""
+        from flowc.runtime.why import TurnOutOfRange, WhyError
+
+        run_id = request.path_params["run_id"]
+        await run_in_threadpool(runs.view, run_id)
+        n = request.path_params["n"]
+        try:
+            return await run_in_threadpool(make, run_id, n)
+        except TurnOutOfRange as err:
+            return JSONResponse({"error": str(err)}, status_code=404)
+        except (WhyError, WalError, ValueError, KeyError, TypeError) as err:
+            return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=422)
+
+    async def why(request: Request) -> Response:
+        found = await turn_answer(request, explain)
+        return found if isinstance(found, Response) else JSONResponse(found)
+
+    async def scenario_block(request: Request) -> Response:
+        found = await turn_answer(request, scenario)
+        if isinstance(found, Response):
+            return found
+        return Response(found, media_type="text/plain; charset=utf-8")
+
     async def events(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         view = await run_in_threadpool(runs.view, run_id)
@@ -350,6 +482,8 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             Route("/api/runs", api_runs),
             Route("/api/run/{run_id:path}/diagram.svg", diagram),
             Route("/api/run/{run_id:path}/events", events),
+            Route("/api/run/{run_id:path}/why/{n:int}", why),
+            Route("/api/run/{run_id:path}/scenario/{n:int}", scenario_block),
             Route("/api/run/{run_id:path}", api_run),
             Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
         ],

@@ -1,8 +1,10 @@
 """`flowc view` in a real headless Chromium against run databases written by the real
 `flowc run`: the runs list, a finished run (transcript, diagram, timeline), a run driven
 live by another process, a server killed and started again mid-run (every turn exactly
-once), and a run whose names and texts are markup (no script runs, the text shows as
-written). Screenshots go to tests/artifacts/view/."""
+once), the why panel and the scenario block of each turn (equal to `flowc log --why N
+--json` and `flowc log --scenario-upto N`), and a run whose names, texts, rules and
+values are markup (no script runs, the text shows as written). Screenshots go to
+tests/artifacts/view/."""
 
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ script:
 HOSTILE_FLOW = """speaker `<img src=x onerror=window.__pwned=1>`: human
 speaker `</script><script>window.__pwned=2</script>` { tool `<b>t</b>` sets `<i>k</i>` = "<svg onload=window.__pwned=3>" }
 start `<img src=x onerror=window.__pwned=1>`
+when context.`<i>k</i>` == "<script>window.__pwned=9</script>" then terminate "<b>never</b>"
 when from `<img src=x onerror=window.__pwned=1>` then `</script><script>window.__pwned=2</script>`
 when from `</script><script>window.__pwned=2</script>` then terminate "<img src=y onerror=window.__pwned=4>"
 """
@@ -86,6 +89,84 @@ def transcript(page: Any) -> list[dict[str, Any]]:
             rule: li.querySelector('.rule').textContent,
         }))"""
     )
+
+
+#: the why panel as the page shows it: each rule's label and condition lines, the values
+#: read, the default's sentence, the rules for other speakers
+WHY_SHOWN = """() => {
+    const rules = sel => Array.from(document.querySelectorAll(sel + ' .why-rule')).map(d => ({
+        rule: Number(d.dataset.rule),
+        label: d.querySelector('.why-label').textContent,
+        lines: Array.from(d.querySelectorAll('.why-cond')).map(s => s.textContent),
+    }));
+    const dts = Array.from(document.querySelectorAll('#why-values dt'));
+    return {
+        fired: rules('#why-fired'),
+        checked: rules('#why-checked'),
+        values: Object.fromEntries(dts.map(dt => [dt.textContent, dt.nextElementSibling.textContent])),
+        default: document.getElementById('why-default').textContent,
+        others: document.getElementById('why-others').textContent,
+        routing: document.getElementById('why-routing').textContent,
+        error: document.getElementById('why-disagrees').textContent,
+    };
+}"""
+
+
+def condition_lines(cond: dict[str, Any]) -> list[str]:
+    """A condition of `--why --json` and its parts, one line each, as `--why` words them."""
+    if cond["holds"] is None:
+        line = f"`{cond['text']}` was not evaluated (an earlier part decided)"
+    else:
+        verdict = "held" if cond["holds"] else "was false"
+        line = f"`{cond['text']}` {verdict}" + (f": {cond['because']}" if cond["because"] else "")
+    return [line] + [x for part in cond["parts"] for x in condition_lines(part)]
+
+
+def why_of(page: Any, n: int) -> dict[str, Any]:
+    """Select turn ``n`` and read its why panel once it shows turn ``n``."""
+    page.click(f"#turn-{n}")
+    page.wait_for_selector(f"#why[data-turn='{n}']")
+    return dict(page.evaluate(WHY_SHOWN))
+
+
+def assert_why_equals_the_cli(
+    shown: dict[str, Any], db: Path, run_id: str, n: int, workdir: Path
+) -> dict[str, Any]:
+    """The panel says what `flowc log RUN --why N --json` says (and its lines are lines of
+    `flowc log RUN --why N`); returns the JSON document."""
+    done = flowc("log", run_id, "--why", str(n), "--json", "--db", str(db), cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    why = json.loads(done.stdout)
+    text = flowc("log", run_id, "--why", str(n), "--db", str(db), cwd=workdir).stdout
+    text_lines = {line.strip() for line in text.splitlines()}
+    assert shown["error"] == ""
+    for key in ("fired", "checked"):
+        rules = why[key] if key == "checked" else [why[key]] if why[key] else []
+        assert shown[key] == [
+            {"rule": r["rule"], "label": r["label"], "lines": condition_lines(r["condition"])}
+            for r in rules
+        ], (n, key)
+        for rule in shown[key]:
+            assert {rule["label"], *rule["lines"]} <= text_lines, (n, rule)
+    assert shown["values"] == {k: json.dumps(v) for k, v in why["context"].items()}
+    default = why["default"]
+    if shown["default"]:
+        assert shown["default"].startswith(f"the default ({default['target']}) ")
+        if default["next_speaker"] is not None:
+            assert shown["default"].endswith(f"would have chosen {default['next_speaker']}")
+        else:
+            assert shown["default"].endswith(json.dumps(default["close_reason"]))
+    else:  # the text leaves it out only for a hand-off or finish without a rule
+        assert why["kind"] in ("handoff", "finish") and why["fired"] is None
+    nums = why["other_speakers"]
+    assert (shown["others"] != "") == bool(nums)
+    for num in nums:
+        assert str(num) in shown["others"]
+    if why["kind"] in ("handoff", "finish"):
+        assert str(why["routing"]["tool"]) in shown["routing"]
+    else:
+        assert shown["routing"] == ""
+    return dict(why)
 
 
 def title_of(page: Any, element_id: str) -> str:
@@ -195,6 +276,52 @@ def test_a_finished_run_shows_its_transcript_diagram_and_timeline(workdir: Path,
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.click("#turn-2")
         page.screenshot(path=str(ARTIFACTS / "run_page.png"), full_page=True)
+        assert page.errors == []
+    finally:
+        server.stop()
+
+
+def test_the_why_panel_and_the_scenario_block_equal_flowc_log(workdir: Path, page: Any) -> None:
+    db, log = finished_run(workdir, ROUTING, ROUTING_SCRIPT)
+    run_id = log["run_id"]
+    server = ViewServer(db, run_id, cwd=workdir)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    try:
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ended=true]")
+        kinds = set()
+        for turn in log["turns"]:
+            n = turn["number"]
+            why = assert_why_equals_the_cli(why_of(page, n), db, run_id, n, workdir)
+            kinds.add(why["kind"])
+            assert why["decided_by"] == turn["decided_by"]
+            # the scenario block of turns 1 to N, as `flowc log --scenario-upto N` writes it
+            assert page.is_hidden("#scenario")
+            page.click("#scenario-show")
+            page.wait_for_selector(f"#scenario[data-turn='{n}']")
+            expected = flowc("log", run_id, "--scenario-upto", str(n), "--db", str(db), cwd=workdir)
+            assert expected.returncode == 0, expected.stderr
+            assert page.text_content("#scenario") == expected.stdout
+            assert page.is_visible("#scenario-copy")
+        # this run has turns decided by rules and by a tool that finished it
+        assert {"rule", "finish"} <= kinds, kinds
+        # a rule that did not fire shows the part of its condition that was false
+        assert any(
+            "was false" in line
+            for n in range(1, len(log["turns"]) + 1)
+            for rule in why_of(page, n)["checked"]
+            for line in rule["lines"]
+        )
+        # the copy button puts the block on the clipboard
+        page.click("#turn-3")
+        page.click("#scenario-show")
+        page.wait_for_selector("#scenario[data-turn='3']")
+        page.click("#scenario-copy")
+        wait_for(lambda: page.inner_text("#scenario-note") != "", what="the copy")
+        assert page.evaluate("navigator.clipboard.readText()") == page.text_content("#scenario")
+        # another turn hides the block of the one before
+        page.click("#turn-1")
+        assert page.is_hidden("#scenario")
         assert page.errors == []
     finally:
         server.stop()
@@ -312,9 +439,20 @@ def test_hostile_names_and_texts_run_no_script_and_show_as_written(
         shown = transcript(page)
         assert [t["speaker"] for t in shown] == [t["speaker"] for t in log["turns"]]
         assert [t["text"] for t in shown] == [HOSTILE_KICKOFF, HOSTILE_SAY]
+        # the why panel shows the rules' texts and the values they read as written
         for n in (1, 2):
-            page.click(f"#turn-{n}")
-            page.wait_for_timeout(50)
+            why = assert_why_equals_the_cli(why_of(page, n), db, log["run_id"], n, workdir)
+            page.click("#scenario-show")
+            page.wait_for_selector(f"#scenario[data-turn='{n}']")
+            expected = flowc(
+                "log", log["run_id"], "--scenario-upto", str(n), "--db", str(db), cwd=workdir
+            )
+            assert page.text_content("#scenario") == expected.stdout
+        assert why["checked"][0]["text"].startswith("when context.`<i>k</i>` == ")
+        shown = page.evaluate(WHY_SHOWN)
+        assert shown["values"] == {"<i>k</i>": json.dumps("<svg onload=window.__pwned=3>")}
+        assert "<script>window.__pwned=9</script>" in shown["checked"][0]["label"]
+        assert "<img src=y onerror=window.__pwned=4>" in page.text_content("#scenario")
         assert json.loads(page.inner_text("#state-context")) == log["context_vars"]
         calls = page.inner_text("#transcript .tools")
         assert "<iframe srcdoc='<script>parent.__pwned=7</script>'>" in calls
@@ -328,7 +466,8 @@ def test_hostile_names_and_texts_run_no_script_and_show_as_written(
             page.evaluate(
                 "document.querySelectorAll('#transcript img, #transcript script, #transcript svg, "
                 "#transcript iframe, #transcript a, #diagram img, #diagram script, #diagram iframe, "
-                "#state-context *, #runs img').length"
+                "#state-context *, #runs img, #why img, #why script, #why svg, #why iframe, "
+                "#why a, #why b, #why i, #scenario *').length"
             )
             == 0
         )

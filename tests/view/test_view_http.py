@@ -263,3 +263,161 @@ def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path:
         if run.poll() is None:
             run.kill()
         run.communicate()
+
+
+def test_why_and_scenario_answer_what_flowc_log_prints(
+    client: TestClient, run: tuple[Path, dict[str, Any]]
+) -> None:
+    db, log = run
+    run_id = log["run_id"]
+    for what in ("why", "scenario"):
+        refused = client.get(f"/api/run/{run_id}/{what}/1")
+        assert refused.status_code == 403 and "token" in refused.text
+    for turn in log["turns"]:
+        n = turn["number"]
+        why = client.get(f"/api/run/{run_id}/why/{n}?token={TOKEN}")
+        assert why.status_code == 200
+        cli = flowc("log", run_id, "--why", str(n), "--json", "--db", str(db), cwd=db.parent)
+        assert why.json() == json.loads(cli.stdout)
+        block = client.get(f"/api/run/{run_id}/scenario/{n}")
+        assert block.headers["content-type"].startswith("text/plain")
+        cli = flowc("log", run_id, "--scenario-upto", str(n), "--db", str(db), cwd=db.parent)
+        assert cli.returncode == 0 and block.text == cli.stdout
+    turns = len(log["turns"])
+    for n in (0, turns + 1):
+        for what in ("why", "scenario"):
+            missing = client.get(f"/api/run/{run_id}/{what}/{n}?token={TOKEN}")
+            assert missing.status_code == 404
+            assert missing.json()["error"].endswith(f"no turn {n} (its turns are 1 to {turns})")
+    assert client.get(f"/api/run/wf-nope/why/1?token={TOKEN}").status_code == 404
+    assert client.get(f"/api/run/{run_id}/why/x?token={TOKEN}").status_code == 404
+
+
+def test_the_envelopes_kept_for_why_are_bounded(tmp_path: Path) -> None:
+    from flowc.runtime.stores import open_store
+    from flowc.view.server import _Envelopes
+
+    flow = str(ROOT / "examples" / "context_routing.flow")
+    (tmp_path / "s.yaml").write_text(SCRIPT)
+    db = tmp_path / "runs.db"
+    for _ in range(2):
+        assert (
+            flowc("run", flow, "--script", "s.yaml", "--db", str(db), cwd=tmp_path).returncode == 0
+        )
+    store = open_store(str(db), readonly=True)
+    try:
+        first, second = store.channel_ids()
+        whole = [e.to_dict() for e in store.read(first)]
+        size = len(whole)
+        assert len(list(store.read(second))) == size
+    finally:
+        store.close()
+    settings = ViewSettings(str(db), TOKEN)
+    # room for one run: the one asked for last is kept
+    kept = _Envelopes(settings, limit=size)
+    assert [e.to_dict() for e in kept.read(first)] == whole
+    assert list(kept.runs) == [first]
+    assert [e.to_dict() for e in kept.read(first)] == whole  # read again: the same
+    kept.read(second)
+    assert list(kept.runs) == [second]
+    # a run longer than the limit is read each time, never kept
+    small = _Envelopes(settings, limit=size - 1)
+    assert [e.to_dict() for e in small.read(first)] == whole
+    assert not small.runs
+
+
+def test_why_follows_a_live_run_past_the_envelopes_it_kept(tmp_path: Path) -> None:
+    from tests.view.conftest import LIVE_TURNS, start_live_run
+
+    db, run, gate = start_live_run(tmp_path, tmp_path / "runs.db")
+    try:
+        client = TestClient(
+            make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8127"
+        )  # type: ignore[arg-type]
+        (listed,) = client.get(f"/api/runs?token={TOKEN}").json()
+        run_id = listed["run_id"]
+        assert client.get(f"/api/run/{run_id}/why/1").json()["next_speaker"] == "writer"
+        assert client.get(f"/api/run/{run_id}/why/2").status_code == 404
+        for k in range(1, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+        assert run.wait(timeout=60) == 0
+        for n in (2, LIVE_TURNS):
+            cli = flowc("log", run_id, "--why", str(n), "--json", "--db", str(db), cwd=tmp_path)
+            assert client.get(f"/api/run/{run_id}/why/{n}").json() == json.loads(cli.stdout)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
+
+
+def test_why_from_the_kept_marks_equals_why_from_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Explaining a turn from the last folder kept before it (every MARK_TURNS turns)
+    gives what folding the run from its start gives, in whatever order turns are asked."""
+    import flowc.view.server as server
+    from flowc.runtime.stores import open_store
+    from flowc.runtime.why import explain_turn
+
+    turns = 40
+    flow = f'speaker a: human {{ sets n }}\nspeaker b\nstart a\nmax_turns {turns}\nwhen context.n == 3 then terminate "x"\nwhen from a then b\nwhen from b then a\n'
+    (tmp_path / "long.flow").write_text(flow)
+    script = {
+        "kickoff": "go",
+        "script": {
+            "a": [{"say": f"a {i}", "set": {"n": i % 3}} for i in range(turns)],
+            "b": [f"b {i}" for i in range(turns)],
+        },
+    }
+    (tmp_path / "long.json").write_text(json.dumps(script))
+    db = tmp_path / "runs.db"
+    done = flowc("run", "long.flow", "--script", "long.json", "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    store = open_store(str(db), readonly=True)
+    try:
+        (run_id,) = store.channel_ids()
+        envelopes = list(store.read(run_id))
+    finally:
+        store.close()
+    monkeypatch.setattr(server, "MARK_TURNS", 7)
+    kept = server._Envelopes(ViewSettings(str(db), TOKEN))
+    asked = [turns, 1, 7, 8, 14, 15, 6, 21, 39, 2, 28, 29, 13]
+    for n in asked:
+        assert kept.explain(run_id, n) == explain_turn(envelopes, n).to_json(), n
+    assert [len(m.records) for _, m in kept.runs[run_id].marks] == [7, 14, 21, 28, 35]
+
+
+def test_the_command_s_socket_is_tcp_by_name() -> None:
+    """asyncio turns Nagle's algorithm off only on connections of a socket whose protocol
+    is IPPROTO_TCP; with it on, each small answer waited ~40 ms for the browser's ACK."""
+    import asyncio
+    import socket
+
+    from flowc.commands.view import _bind
+
+    sock = _bind(0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+
+        async def accepted_nodelay() -> int:
+            found: list[int] = []
+
+            def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                found.append(
+                    writer.get_extra_info("socket").getsockopt(
+                        socket.IPPROTO_TCP, socket.TCP_NODELAY
+                    )
+                )
+                writer.close()
+
+            server = await asyncio.start_server(on_connect, sock=sock)
+            _, writer = await asyncio.open_connection(*sock.getsockname())
+            while not found:
+                await asyncio.sleep(0.01)
+            writer.close()
+            server.close()
+            return found[0]
+
+        assert asyncio.run(accepted_nodelay()) != 0
+    finally:
+        sock.close()

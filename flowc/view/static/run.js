@@ -170,7 +170,168 @@
     text(el('why-recorded'), why);
     text(el('state-context'), json(contexts[n] || {}));
     drawDiagram(n);
+    loadWhy(n);
+    hideScenario();
   }
+
+  // ── why and why not (`flowc log RUN --why N`) ───────────────────────────
+  var WHY_PARTS = ['why-note', 'why-routing', 'why-fired', 'why-checked-head', 'why-checked',
+    'why-others', 'why-default', 'why-cap', 'why-values', 'why-disagrees'];
+  var whyBusy = false;     // an answer is awaited
+  var whyWanted = 0;       // the turn whose why the page wants next
+  function conditionLine(c) {
+    if (c.holds === null) { return '`' + c.text + '` was not evaluated (an earlier part decided)'; }
+    return '`' + c.text + '` ' + (c.holds ? 'held' : 'was false') + (c.because ? ': ' + c.because : '');
+  }
+  function conditionList(c) {
+    var ul = document.createElement('ul');
+    var li = document.createElement('li');
+    var span = document.createElement('span');
+    span.className = 'why-cond';
+    text(span, conditionLine(c));
+    li.appendChild(span);
+    c.parts.forEach(function (part) { li.appendChild(conditionList(part)); });
+    ul.appendChild(li);
+    return ul;
+  }
+  function ruleBlock(rule, cls) {
+    var div = document.createElement('div');
+    div.className = 'why-rule ' + cls;
+    div.dataset.rule = String(rule.rule);
+    var label = document.createElement('div');
+    label.className = 'why-label';
+    text(label, rule.label);
+    div.appendChild(label);
+    div.appendChild(conditionList(rule.condition));
+    return div;
+  }
+  function defaultPhrase(d) {
+    return d.next_speaker === null ? 'would have ended the run: ' + JSON.stringify(d.close_reason || '')
+      : 'would have chosen ' + d.next_speaker;
+  }
+  function showWhy(n, w) {
+    WHY_PARTS.forEach(function (id) { el(id).textContent = ''; });
+    var routed = w.kind === 'handoff' || w.kind === 'finish';
+    if (routed) {
+      var r = w.routing || {};
+      var tool = String(r.tool || w.kind);
+      text(el('why-routing'), w.kind === 'handoff'
+        ? "the turn's tool " + tool + ' handed off to ' + w.next_speaker + ': a hand-off bypasses every rule'
+        : "the turn's tool " + tool + ' finished the run (' + JSON.stringify(w.closes || '') +
+          '): a finish bypasses every rule');
+      text(el('why-note'), w.fired ? 'without it, this rule would have fired:'
+        : 'without it, no rule would have fired: the default ' + defaultPhrase(w['default']));
+    }
+    if (w.fired) { el('why-fired').appendChild(ruleBlock(w.fired, 'fired')); }
+    if (w.checked.length) {
+      text(el('why-checked-head'), w.kind === 'default' ? 'no rule of this speaker fired:'
+        : w.kind === 'rule' ? 'higher-priority rules that did not fire:'
+        : w.fired ? 'the rules checked before it, none of which would have fired:'
+        : "the speaker's rules, none of which would have fired:");
+      w.checked.forEach(function (rule) { el('why-checked').appendChild(ruleBlock(rule, 'false')); });
+    } else if (w.kind === 'default' && !w.fired) {
+      text(el('why-checked-head'), "no rule can fire on this speaker's turn");
+    }
+    if (w.other_speakers.length) {
+      text(el('why-others'), 'not checked: ' + (w.other_speakers.length === 1 ? 'rule ' : 'rules ') +
+        w.other_speakers.join(', ') + ' (for other speakers only)');
+    }
+    if (w.kind !== 'default' && !(routed && !w.fired)) {
+      text(el('why-default'), 'the default (' + w['default'].target + ') ' + defaultPhrase(w['default']));
+    }
+    if (w.close_kind === 'max_turns') {
+      text(el('why-cap'), 'the run then reached max_turns ' + w.max_turns + ' (turn ' + w.turn_count +
+        ') and closed: "max_turns"');
+    }
+    var values = el('why-values');
+    Object.keys(w.context).forEach(function (key) {
+      var dt = document.createElement('dt');
+      var dd = document.createElement('dd');
+      text(dt, key);
+      text(dd, JSON.stringify(w.context[key]));
+      values.appendChild(dt);
+      values.appendChild(dd);
+    });
+    if (!w.agrees) {
+      text(el('why-disagrees'), 'evaluating the rules again does not reach the decision the transcript ' +
+        'shows (a custom condition that reads more than the turn and the context?)');
+    }
+    el('why').dataset.turn = String(n);
+  }
+  function loadWhy(n) {
+    whyWanted = n;
+    if (n === 0) {
+      WHY_PARTS.forEach(function (id) { el(id).textContent = ''; });
+      el('why').dataset.turn = '0';
+      return;
+    }
+    if (whyBusy) { return; }  // asked for once the answer awaited is in
+    whyBusy = true;
+    el('why').dataset.turn = '';
+    fetch(api + '/why/' + n, {credentials: 'same-origin'}).then(function (r) {
+      return r.json().then(function (body) { return {ok: r.ok, body: body}; });
+    }).then(function (answer) {
+      if (whyWanted !== n) { return; }
+      if (!answer.ok) {
+        WHY_PARTS.forEach(function (id) { el(id).textContent = ''; });
+        text(el('why-disagrees'), 'No explanation: ' + answer.body.error);
+        el('why').dataset.turn = String(n);
+        return;
+      }
+      showWhy(n, answer.body);
+    }).catch(function (err) {
+      if (whyWanted === n) { text(el('why-disagrees'), 'No explanation: ' + err.message); }
+    }).then(function () {
+      whyBusy = false;
+      if (whyWanted !== n) { loadWhy(whyWanted); }
+    });
+  }
+
+  // ── the scenario block of turns 1 to N (`flowc log RUN --scenario-upto N`) ──
+  function hideScenario() {
+    el('scenario').hidden = true;
+    el('scenario').textContent = '';
+    el('scenario').dataset.turn = '';
+    el('scenario-copy').hidden = true;
+    text(el('scenario-note'), '');
+    el('scenario-show').disabled = selected === 0;
+  }
+  el('scenario-show').addEventListener('click', function () {
+    var n = selected;
+    if (n === 0) { return; }
+    text(el('scenario-note'), 'writing…');
+    fetch(api + '/scenario/' + n, {credentials: 'same-origin'}).then(function (r) {
+      return r.text().then(function (body) { return {ok: r.ok, body: body}; });
+    }).then(function (answer) {
+      if (selected !== n) { return; }
+      if (!answer.ok) {
+        var error = answer.body;
+        try { error = JSON.parse(answer.body).error; } catch (e) { /* the body as it is */ }
+        text(el('scenario-note'), 'No scenario: ' + error);
+        return;
+      }
+      text(el('scenario-note'), '');
+      var pre = el('scenario');
+      pre.textContent = answer.body;
+      pre.dataset.turn = String(n);
+      pre.hidden = false;
+      el('scenario-copy').hidden = false;
+    }).catch(function (err) { text(el('scenario-note'), 'No scenario: ' + err.message); });
+  });
+  el('scenario-copy').addEventListener('click', function () {
+    var block = el('scenario').textContent;
+    navigator.clipboard.writeText(block).then(function () {
+      text(el('scenario-note'), 'copied');
+    }, function () {
+      // no clipboard (not allowed here): select the block, for Ctrl-C
+      var range = document.createRange();
+      range.selectNodeContents(el('scenario'));
+      var chosen = window.getSelection();
+      chosen.removeAllRanges();
+      chosen.addRange(range);
+      text(el('scenario-note'), 'selected: copy it with Ctrl-C');
+    });
+  });
   function select(n, fromLive) {
     selected = n;
     el('turn-slider').value = String(n);
