@@ -1,7 +1,8 @@
 """Differential check of classic AG2 GroupChat translations: run both sides, compare.
 
 For every classic GroupChat input of the corpus with a translation (``corpus/NAME.py``
-and its golden ``NAME.flow``), each script derived from the case is run twice:
+and its golden ``NAME.flow``), and every AG2 group API pattern (ag2 runs those on a classic
+GroupChat too), each script derived from the case is run twice:
 
 - the original file under the real ``ag2==0.9.10`` (a throw-away venv, see conftest.py),
   by ``classic_driver.py``, with every agent's model reply and human answer taken from
@@ -46,8 +47,11 @@ def _classic_cases() -> list[Path]:
     out = []
     for py in sorted(CORPUS.glob("*.py")):
         text = py.read_text(encoding="utf-8")
-        if "autogen_agentchat" in text or not re.search(r"(?<![A-Za-z_])GroupChat\(", text):
-            continue  # AgentChat, the group API and swarm are other families
+        if "autogen_agentchat" in text:
+            continue  # AgentChat: another family
+        # classic GroupChat, and the AG2 group API's patterns (run on a classic GroupChat)
+        if not re.search(r"(?<![A-Za-z_])GroupChat\(|Pattern\(", text):
+            continue
         if py.with_suffix(".flow").exists():
             out.append(py)
     return out
