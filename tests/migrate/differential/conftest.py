@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 CLASSIC_PIN = "ag2[openai]==0.9.10"
+AGENTCHAT_PIN = "autogen-agentchat==0.7.5 autogen-ext[openai]==0.7.5"
 
 # what the harness measured, shown in the terminal summary
 TIMINGS: dict[str, float] = {}
@@ -42,7 +43,15 @@ def old_framework_python(pin: str) -> Path:
     made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
     if made.returncode == 0:
         made = subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                *pin.split(),
+            ],
             capture_output=True,
             text=True,
         )
@@ -61,6 +70,11 @@ def old_framework_python(pin: str) -> Path:
 @pytest.fixture(scope="session")
 def classic_python() -> Path:
     return old_framework_python(CLASSIC_PIN)
+
+
+@pytest.fixture(scope="session")
+def agentchat_python() -> Path:
+    return old_framework_python(AGENTCHAT_PIN)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
