@@ -36,6 +36,7 @@ _ENDS = [
     (re.compile(r"^Text '.*' mentioned"), "text_mention"),
     (re.compile(r"^Handoff to (\w+)"), "handoff_to_{0}"),
     (re.compile(r"^Digraph execution is complete"), "graph_complete"),
+    (re.compile(r"^Text message received from"), "text_message"),  # TextMessageTermination
 ]
 
 
