@@ -8,6 +8,7 @@ tests fail under ``CI=true`` and are skipped elsewhere, with pip's last words.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -31,8 +32,19 @@ def _cache_root() -> Path:
 
 
 def old_framework_python(pin: str) -> Path:
-    """The python of a venv holding exactly ``pin``; created on first use."""
+    """The python of a venv holding exactly ``pin``; created on first use (under a file
+    lock: two test runs on one machine never build, or remove, the same venv at once)."""
     venv = _cache_root() / re.sub(r"[^A-Za-z0-9.=_-]+", "_", pin)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / (venv.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _made(pin, venv)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _made(pin: str, venv: Path) -> Path:
     python = venv / "bin" / "python"
     ok = venv / ".ok"
     if ok.exists() and python.exists():
