@@ -244,6 +244,16 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 "the transitions were read as allowed",
                 transitions_node,
             )
+    if graph is not None and repeat_node is not None and allow_repeat is not None:
+        # GroupChat.__post_init__: the two are exclusive (ag2 0.9.10, autogen 0.2)
+        reader.report(
+            M002,
+            "classic raises ValueError when both `allowed_or_disallowed_speaker_transitions` "
+            "and `allow_repeat_speaker` are given, so this GroupChat never runs; the flow "
+            "follows the transitions and reads `allow_repeat_speaker` as given",
+            repeat_node,
+            help="pass `allow_repeat_speaker=None` (or leave it out) beside the transitions",
+        )
     if graph is None:
         if allow_repeat is None:
             allow_repeat = True

@@ -157,3 +157,27 @@ def test_group_api_extras_are_reported_not_dropped() -> None:
     assert ("M001", 8) in got  # RegexGuardrail
     assert ("M001", 10) in got  # safeguard_policy
     assert ("M003", 11) in got  # exclude_transit_message
+
+
+@pytest.mark.parametrize("repeat", ["False", "True", "[a]"])
+def test_transitions_with_allow_repeat_speaker_is_reported(repeat: str) -> None:
+    """ag2 0.9.10 raises ValueError when both are given (found by the differential harness)."""
+    _, _, findings = migrate(f"""
+        gc = autogen.GroupChat(agents=[user, a, b], messages=[], max_round=5,
+                               allowed_or_disallowed_speaker_transitions={{user: [a], a: [b], b: [user]}},
+                               speaker_transitions_type="allowed", allow_repeat_speaker={repeat})
+        m = autogen.GroupChatManager(groupchat=gc)
+        user.initiate_chat(m, message="go")
+    """)
+    assert [f for f in findings if f.startswith("M002") and "ValueError" in f], findings
+
+
+def test_transitions_with_allow_repeat_speaker_none_is_not_reported() -> None:
+    _, _, findings = migrate("""
+        gc = autogen.GroupChat(agents=[user, a, b], messages=[], max_round=5,
+                               allowed_or_disallowed_speaker_transitions={user: [a], a: [b], b: [user]},
+                               speaker_transitions_type="allowed", allow_repeat_speaker=None)
+        m = autogen.GroupChatManager(groupchat=gc)
+        user.initiate_chat(m, message="go")
+    """)
+    assert not [f for f in findings if "ValueError" in f], findings

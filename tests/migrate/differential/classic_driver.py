@@ -1,0 +1,77 @@
+"""Run one classic AG2 GroupChat file under the real ag2 0.9.10, with scripted replies.
+
+Executed by the throw-away venv's python (never imported by the test suite):
+``python classic_driver.py PLAN.json`` where the plan is ``{"file": PATH, "replies":
+{AGENT: [TEXT, ...]}}``. Every agent's model reply (``generate_oai_reply``) and every
+human answer (``get_human_input``) is the next text of that agent's list, so ag2's own
+GroupChat code picks the speakers and decides when the chat ends. Prints
+``{"speakers": [...], "end": REASON}`` on a line starting with ``@@RESULT@@``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def main() -> None:
+    plan = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    os.environ.setdefault("OPENAI_API_KEY", "sk-test")  # configs without a key still build
+    import autogen
+    from autogen import ConversableAgent, GroupChat
+
+    queues: dict[str, collections.deque[str]] = collections.defaultdict(collections.deque)
+    for name, texts in plan["replies"].items():
+        queues[name].extend(texts)
+
+    def next_text(agent: Any) -> str:
+        q = queues[agent.name]
+        return q.popleft() if q else f"(unscripted reply of {agent.name})"
+
+    def fake_reply(self: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
+        return True, next_text(self)
+
+    async def a_fake_reply(
+        self: Any, messages: Any = None, sender: Any = None, config: Any = None
+    ) -> Any:
+        return True, next_text(self)
+
+    ConversableAgent.generate_oai_reply = fake_reply  # type: ignore[method-assign]
+    ConversableAgent.a_generate_oai_reply = a_fake_reply  # type: ignore[method-assign]
+    ConversableAgent.get_human_input = lambda self, prompt, **kw: next_text(self)  # type: ignore[method-assign]
+    seen: list[Any] = []
+    original_append = GroupChat.append
+
+    def append(self: Any, message: Any, speaker: Any) -> None:
+        if not seen or seen[-1] is not self:
+            seen.append(self)
+        original_append(self, message, speaker)
+
+    GroupChat.append = append  # type: ignore[method-assign]
+    ns = runpy.run_path(plan["file"], run_name="__main__")
+    gc = seen[-1]
+    speakers = [m.get("name") for m in gc.messages]
+    managers = [v for v in ns.values() if isinstance(v, autogen.GroupChatManager)]
+    # (the manager may run a copy of the GroupChat it was given: prefer its own when found)
+    managers = [m for m in managers if m.groupchat is gc] or managers
+    last = gc.messages[-1] if gc.messages else {}
+    if managers and managers[0]._is_termination_msg(last):
+        end = "is_termination_msg"
+    elif len(gc.messages) >= gc.max_round:
+        end = "max_turns"
+    elif any(
+        a.name != last.get("name") and a._is_termination_msg(last) for a in gc.agents
+    ):  # an agent's own is_termination_msg refused to answer the last message
+        end = "is_termination_msg"
+    else:
+        end = "no_next_speaker"
+    print("@@RESULT@@" + json.dumps({"speakers": speakers, "end": end}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

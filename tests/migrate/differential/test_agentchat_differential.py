@@ -1,0 +1,144 @@
+"""Differential check of AgentChat Python teams: run both sides, compare.
+
+For every AgentChat Python team of the corpus with a translation (``corpus/agentchat_*.py``
+and its golden ``.flow``), each script derived from the case (as for classic, see
+``test_classic_differential.py``) is run under the real ``autogen-agentchat==0.7.5`` (its
+agents' model clients replaced by ``ReplayChatCompletionClient``s saying the script's texts,
+``agentchat_driver.py``) and under ``flowc run --script --json``; both get the same task.
+Who speaks and how the run ends must be the same for a translation whose findings report
+nothing lost or different (no M001 / M002).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowc.cli import main
+
+from .conftest import TIMINGS
+from .test_classic_differential import CORPUS, INEXACT, _findings, scripts
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "agentchat_driver.py"
+TASK = "the task"
+CASES = sorted(p for p in CORPUS.glob("agentchat_*.py") if p.with_suffix(".flow").exists())
+
+# AgentChat's stop_reason, in the flow's words (as tests/migrate/test_migrate.py reads them)
+_ENDS = [
+    (re.compile(r"^Maximum number of (messages|turns)"), "max_turns"),
+    (re.compile(r"^Text '.*' mentioned"), "text_mention"),
+    (re.compile(r"^Handoff to (\w+)"), "handoff_to_{0}"),
+    (re.compile(r"^Digraph execution is complete"), "graph_complete"),
+    (re.compile(r"^Text message received from"), "text_message"),  # TextMessageTermination
+]
+
+
+def _end(stop_reason: str | None) -> str | None:
+    for pattern, reason in _ENDS:
+        m = pattern.match(stop_reason or "")
+        if m:
+            return reason.format(*m.groups()[-1:]) if "{0}" in reason else reason
+    return stop_reason
+
+
+def run_agentchat(python: Path, py: Path, replies: dict[str, list[str]], tmp: Path) -> Any:
+    plan = tmp / "plan.json"
+    plan.write_text(
+        json.dumps({"file": str(py), "task": TASK, "replies": replies}), encoding="utf-8"
+    )
+    done = subprocess.run(
+        [str(python), str(DRIVER), str(plan)],
+        capture_output=True,
+        text=True,
+        cwd=str(CORPUS),
+        timeout=300,
+    )
+    lines = [x for x in done.stdout.splitlines() if x.startswith("@@RESULT@@")]
+    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
+    got = json.loads(lines[-1][len("@@RESULT@@") :])
+    return {"speakers": got["speakers"], "end": _end(got["stop_reason"])}
+
+
+def run_flow(
+    flow: Path, replies: dict[str, list[str]], tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> Any:
+    script = tmp / "script.json"
+    script.write_text(json.dumps({"kickoff": TASK, "script": replies}), encoding="utf-8")
+    capsys.readouterr()
+    code = main(["run", str(flow), "--script", str(script), "--json", "--db", ":memory:"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out + err
+    run = json.loads(out)
+    return {
+        "speakers": [t["speaker"] for t in run["turns"]],
+        # a scheduled speaker with no scripted turn left: the replay client's end too
+        "end": run.get("close_reason") or "script ran out",
+    }
+
+
+def compare(
+    python: Path, py: Path, flow: Path, tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> list[str]:
+    mismatches = []
+    for title, replies in scripts(py):
+        real = run_agentchat(python, py, replies, tmp)
+        translated = run_flow(flow, replies, tmp, capsys)
+        if real != translated:
+            mismatches.append(
+                f"{title}:\n  agentchat 0.7.5: {real}\n  flowc run:       {translated}"
+            )
+    return mismatches
+
+
+@pytest.mark.parametrize("py", CASES, ids=[p.stem for p in CASES])
+def test_agentchat_and_translation_agree(
+    py: Path,
+    agentchat_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    inexact = _findings(py) & INEXACT
+    if inexact:
+        pytest.skip(f"the findings say the translation is not exact ({', '.join(sorted(inexact))})")
+    started = time.monotonic()
+    mismatches = compare(agentchat_python, py, py.with_suffix(".flow"), tmp_path, capsys)
+    TIMINGS[f"agentchat {py.stem}"] = time.monotonic() - started
+    assert not mismatches, f"{py.name}: the translation does not run as the original\n" + "\n".join(
+        mismatches
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('text_contains(text = "loop") then coder', 'text_contains(text = "loop") then reporter'),
+        ('otherwise terminate "graph_complete"', 'otherwise terminate "done"'),
+    ],
+)
+def test_the_harness_reports_a_perturbed_translation(
+    old: str,
+    new: str,
+    agentchat_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One rule of a translation that matches, changed: the harness must see it."""
+    py = CORPUS / "agentchat_graph_loop.py"
+    text = py.with_suffix(".flow").read_text(encoding="utf-8")
+    assert old in text
+    flow = tmp_path / "perturbed.flow"
+    flow.write_text(text.replace(old, new), encoding="utf-8")
+    mismatches = compare(agentchat_python, py, flow, tmp_path, capsys)
+    assert mismatches, f"changing {old!r} to {new!r} went unnoticed"
+
+
+def test_the_harness_covers_the_exact_agentchat_cases() -> None:
+    exact = [p for p in CASES if not _findings(p) & INEXACT]
+    assert len(exact) >= 4, [p.name for p in exact]
