@@ -31,6 +31,7 @@ LAYERS = [
     ("flowc.runtime", 4),
     ("flowc.migrate", 4),  # a frontend from Python/JSON: emits .flow, checks it with the compiler
     ("flowc.ag2", 5),
+    ("flowc.project", 5),  # a project's settings, trust and explain pages: commands' and lsp's
     ("flowc.commands", 6),
     ("flowc.lsp", 6),  # `flowc lsp`'s server: reads flows as `flowc check` does (commands.check)
     ("flowc.view", 6),  # `flowc view`'s web server: reads run databases as `flowc log` does
@@ -126,6 +127,34 @@ def test_layers_import_downward_only(path: Path) -> None:
         assert layer_of(imported) <= mine, (
             f"{me} (layer {mine}) imports {imported} (layer {layer_of(imported)})"
         )
+
+
+#: packages of one layer that never import each other, whatever the layers allow: the
+#: command line starts the language server and the web view (commands -> lsp, view), but
+#: they read configuration, trust and explain pages from the library below (flowc.project),
+#: never back through the command line
+APART = [
+    ("flowc.lsp", "flowc.commands"),
+    ("flowc.view", "flowc.commands"),
+    ("flowc.lsp", "flowc.view"),
+    ("flowc.view", "flowc.lsp"),
+]
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_siblings_do_not_import_each_other(path: Path) -> None:
+    me = module_name(path)
+    for imported in sorted(flowc_imports(path)):
+        imported = owning_module(imported)
+        for importer, forbidden in APART:
+            assert not (_within(me, importer) and _within(imported, forbidden)), (
+                f"{me} imports {imported}: {importer} never imports {forbidden} (share a "
+                "module below both instead, as flowc.project is)"
+            )
 
 
 def import_graph() -> nx.DiGraph:
