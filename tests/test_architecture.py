@@ -1,5 +1,6 @@
-"""Project-wide habits: layers import downward only, no import cycles between modules,
-and every docstring example runs."""
+"""Project-wide habits: layers import downward only, siblings never import each other, no
+import cycles between modules, private APIs only through flowc/_compat.py, and every
+docstring example runs. docs/internals.md ("Layers") explains each rule."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import doctest
 import importlib
 import itertools
 import pkgutil
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -17,7 +19,7 @@ import flowc
 
 ROOT = Path(flowc.__file__).parent
 
-#: lower layers never import higher ones (architecture.md)
+#: lower layers never import higher ones (docs/internals.md, "Layers", has this table)
 LAYERS = [
     ("flowc._compat", 0),  # the one way to CPython's and dependencies' private APIs
     ("flowc.source", 0),
@@ -39,6 +41,17 @@ LAYERS = [
     ("flowc.__main__", 8),
     ("flowc", 8),  # the package itself: the public API on top of everything
 ]
+
+
+def test_internals_doc_lists_the_layers() -> None:
+    """docs/internals.md's table of layers is :data:`LAYERS`, module for module."""
+    text = (ROOT.parent / "docs" / "internals.md").read_text(encoding="utf-8")
+    documented = {
+        (module, int(row.group(1)))
+        for row in re.finditer(r"^\| (\d+) \| ([^|]+) \|", text, re.M)
+        for module in re.findall(r"`([\w.]+)`", row.group(2))
+    }
+    assert documented == set(LAYERS)
 
 
 def layer_of(module: str) -> int:
