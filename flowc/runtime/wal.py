@@ -43,7 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from flowc.diagnostics import counted
-from flowc.runtime.envelope import Envelope
+from flowc.runtime.envelope import STAMPED, Envelope
 
 __all__ = [
     "LEASE_SECONDS",
@@ -376,14 +376,38 @@ _ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 _quote: Callable[[str], str] = json.encoder.encode_basestring
 
 
-def encode_row(envelope: Envelope) -> str:
-    """The JSON a SQLite row keeps for ``envelope``: :meth:`Envelope.to_json` without the
-    optional fields that hold their default (``null``, priority ``normal``, depth ``0``).
+def _json(value: Any) -> str:
+    """``value`` as :data:`_ENCODE` writes it, strings and ``None`` without the encoder's
+    set-up (which costs more than a short row)."""
+    if value.__class__ is str:
+        return _quote(value)
+    return "null" if value is None else _ENCODE(value)
+
+
+def _data(data: Any) -> str:
+    """:func:`_json` of an envelope's data; a one-string dict (a text turn's) directly."""
+    if data.__class__ is dict and len(data) == 1:
+        for key, value in data.items():
+            if key.__class__ is str and value.__class__ is str:
+                return "{" + _quote(key) + ": " + _quote(value) + "}"
+    return _ENCODE(data)
+
+
+def _row_writer(cls: type[Envelope] = Envelope) -> Callable[[Envelope], str]:
+    """:func:`encode_row`, written from the fields of :class:`Envelope` (``cls``): the JSON a SQLite row
+    keeps for an envelope is :meth:`Envelope.to_json` without the optional fields that
+    hold their default (``null``, priority ``normal``, depth ``0``); the fields without a
+    default and those the hub stamps (:data:`~flowc.runtime.envelope.STAMPED`) are always
+    written.
 
     A row is written before each delivery, so its size is paid on every turn: a plain
     text turn is ~40 % shorter this way. :meth:`Envelope.from_json` (ours and AG2's) gives
     the omitted fields their defaults, so the row reads back as the same envelope, and rows
-    written in full by earlier versions read as before.
+    written in full read as before. The function is generated (as attrs writes
+    ``__init__``): the usual turn, every optional field at its default, is one f-string in
+    sorted-key order, the same text as ``_ENCODE`` of the fields without the encoder's
+    set-up, which costs more than the row; a field added to :class:`Envelope` is written
+    with no edit here.
 
     >>> from flowc.runtime.envelope import EV_TEXT
     >>> env = Envelope("c1", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e1")
@@ -393,83 +417,51 @@ def encode_row(envelope: Envelope) -> str:
     >>> Envelope.from_json(encode_row(env)) == env
     True
     """
-    # written by hand in sorted-key order, the same text as ``_ENCODE`` of the fields: this
-    # runs once per turn, and the encoder's set-up costs more than the row (a text turn's
-    # data, one string, is written directly too)
-    e = envelope
-    if (
-        e.audience is None
-        and e.causation_id is None
-        and e.task_id is None
-        and e.trace_id is None
-        and e.idempotency_key is None
-        and e.ttl_seconds is None
-        and e.depth == 0
-        and e.priority == "normal"
-    ):
-        # the usual turn: one string; its run, event type and sender as quoted before
-        quoted = _QUOTED
-        try:
-            return (
-                f'{{"audience": null, "channel_id": {quoted[e.channel_id]}, "created_at": '
-                f'{_quote(e.created_at)}, "envelope_id": {_quote(e.envelope_id)}, '
-                f'"event_data": {_data(e.event_data)}, "event_type": '
-                f'{quoted[e.event_type]}, "sender_id": {quoted[e.sender_id]}}}'
-            )
-        except (KeyError, TypeError):  # one not quoted yet, or not a string
-            _remember(e.channel_id, e.event_type, e.sender_id)
-    out = ['{"audience": ', "null" if e.audience is None else _ENCODE(list(e.audience))]
-    if e.causation_id is not None:
-        out += (', "causation_id": ', _json(e.causation_id))
-    out += (', "channel_id": ', _json(e.channel_id), ', "created_at": ', _json(e.created_at))
-    if e.depth != 0:
-        out += (', "depth": ', _ENCODE(e.depth))
-    out += (
-        ', "envelope_id": ',
-        _json(e.envelope_id),
-        ', "event_data": ',
-        _data(e.event_data),
-        ', "event_type": ',
-        _json(e.event_type),
-    )
-    if e.idempotency_key is not None:
-        out += (', "idempotency_key": ', _json(e.idempotency_key))
-    if e.priority != "normal":
-        out += (', "priority": ', _json(e.priority))
-    out += (', "sender_id": ', _json(e.sender_id))
-    if e.task_id is not None:
-        out += (', "task_id": ', _json(e.task_id))
-    if e.trace_id is not None:
-        out += (', "trace_id": ', _json(e.trace_id))
-    if e.ttl_seconds is not None:
-        out += (', "ttl_seconds": ', _ENCODE(e.ttl_seconds))
-    out.append("}")
-    return "".join(out)
+    namespace: dict[str, Any] = {"_quote": _quote, "_json": _json, "_data": _data}
+    fields: list[attrs.Attribute[Any]] = sorted(
+        attrs.fields(cls), key=lambda f: str(f.name)
+    )  # sorted keys, as to_json
+
+    def value(f: attrs.Attribute[Any], usual: bool) -> str:
+        kind = str(f.type)  # the annotation as written ("str", "dict[str, Any]")
+        if kind.startswith("dict["):
+            return f"_data(e.{f.name})"
+        if not usual:
+            return f"_json(e.{f.name})"
+        # the usual turn's strings: _quote, which refuses anything else (TypeError)
+        if kind == "str":
+            return f"_quote(e.{f.name})"
+        return f'"null" if e.{f.name} is None else _json(e.{f.name})'
+
+    def at_default(f: attrs.Attribute[Any]) -> str:
+        if f.default is None:
+            return f"e.{f.name} is None"
+        namespace[f"_default_{f.name}"] = f.default
+        return f"e.{f.name} == _default_{f.name}"
+
+    always = [f for f in fields if f.default is attrs.NOTHING or f.name in STAMPED]
+    optional = [f for f in fields if f not in always]
+    usual = ", ".join(f'"{f.name}": {{{value(f, True)}}}' for f in always)
+    lines = [
+        "def encode_row(e):",
+        f"    if {' and '.join(at_default(f) for f in optional)}:",
+        "        try:",
+        f"            return f'{{{{{usual}}}}}'",
+        "        except TypeError:  # not a string where one is declared: written below",
+        "            pass",
+        "    parts = []",
+    ]
+    for f in fields:
+        add = f"parts.append('\"{f.name}\": ' + {value(f, False)})"
+        lines.append(f"    {add}" if f in always else f"    if not ({at_default(f)}): {add}")
+    lines.append("    return '{' + ', '.join(parts) + '}'")
+    exec(compile("\n".join(lines), "<encode_row>", "exec"), namespace)
+    write: Callable[[Envelope], str] = namespace["encode_row"]
+    write.__doc__ = "The JSON a SQLite row keeps for an envelope (see :func:`_row_writer`)."
+    return write
 
 
-#: strings that rows repeat (a run's id, event types, senders), as :data:`_quote` writes them
-_QUOTED: dict[str, str] = {}
-
-
-def _remember(*values: Any) -> None:
-    """Keep the quoted form of each short string of ``values`` (at most 1,000 of them)."""
-    for value in values:
-        if value.__class__ is str and len(value) <= 100:
-            if len(_QUOTED) >= 1000:
-                _QUOTED.clear()
-            _QUOTED[value] = _quote(value)
-
-
-def _json(value: Any) -> str:
-    return _quote(value) if value.__class__ is str else _ENCODE(value)
-
-
-def _data(data: Any) -> str:
-    if data.__class__ is dict and len(data) == 1:
-        for key, value in data.items():
-            if key.__class__ is str and value.__class__ is str:
-                return "{" + _quote(key) + ": " + _quote(value) + "}"
-    return _ENCODE(data)
+encode_row = _row_writer()
 
 
 def _names(db: sqlite3.Connection) -> set[str]:

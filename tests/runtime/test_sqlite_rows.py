@@ -354,18 +354,6 @@ def test_a_row_is_the_same_text_when_its_run_and_sender_repeat(
         assert encode_row(env) == json.dumps(kept, sort_keys=True, ensure_ascii=False)
 
 
-def test_the_quoted_strings_kept_for_rows_are_bounded() -> None:
-    from flowc.runtime import wal
-
-    for i in range(2500):
-        env = Envelope(f"run-{i}", "a", None, EV_TEXT, {"text": "x"}, envelope_id=f"e{i}")
-        assert json.loads(encode_row(env))["channel_id"] == f"run-{i}"
-        assert len(wal._QUOTED) <= 1000
-    long = Envelope("r" * 101, "a", None, EV_TEXT, {"text": "x"}, envelope_id="e")
-    assert json.loads(encode_row(long))["channel_id"] == "r" * 101
-    assert "r" * 101 not in wal._QUOTED
-
-
 def _explained(db: Path, statements: list[str]) -> list[list[str]]:
     """The VDBE operations of each of ``statements`` (SQL with its values in place)."""
     con = sqlite3.connect(db)
