@@ -15,9 +15,7 @@ routing and the append), :func:`turn_latencies`.
 ``--whole-run`` measures only the SQLite store's share of a whole ``flowc run`` of 2,400 turns
 (no PostgreSQL needed): a child process opens a new file, takes the lease, makes the 2,402
 fenced appends of such a run and closes the file (its checkpoint included), in CPU seconds,
-best of ``--rounds``; for a new file and for a file in the layout of earlier versions (4 KiB
-pages, one ``seq`` for the file and an index on run and ``seq``), side by side, with the
-``-wal`` frames (pages) an append writes: the count that the kernel's share (two writes a frame,
+best of ``--rounds``, with the ``-wal`` frames (pages) an append writes: the count that the kernel's share (two writes a frame,
 six lock calls a commit) and the close's checkpoint follow.
 
 Run: ``.venv/bin/python benchmarks/bench_store.py [--appends N] [--whole-run [--rounds N]]``.
@@ -125,23 +123,12 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-#: the store's share of a 2,400-turn run, in a child process (argv: file, layout, appends)
+#: the store's share of a 2,400-turn run, in a child process (argv: file, appends)
 WHOLE_RUN = """
-import json, os, sqlite3, sys, time
+import json, os, sys, time
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_TEXT, Envelope
 from flowc.runtime.wal import SqliteStore, holder_id
-path, layout, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-if layout == "before":  # the layout flowc wrote up to d32a676
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA page_size=4096")
-    con.execute("PRAGMA journal_mode=WAL")
-    con.executescript(
-        "CREATE TABLE wal (seq INTEGER PRIMARY KEY, channel_id TEXT NOT NULL, "
-        "envelope_id TEXT NOT NULL UNIQUE, event_type TEXT NOT NULL, envelope TEXT NOT NULL, "
-        "follows TEXT); CREATE INDEX wal_channel ON wal (channel_id, seq); "
-        "CREATE TABLE lease (channel_id TEXT PRIMARY KEY, holder TEXT NOT NULL, "
-        "token INTEGER NOT NULL, expires_at REAL NOT NULL);")
-    con.close()
+path, n = sys.argv[1], int(sys.argv[2])
 run = "wf-0123456789ab"
 envelopes = [Envelope(run, "a", None, EV_CHANNEL_OPENED, {"metadata": {"participants": "abc"}},
                       envelope_id="0c4697fe-00000000", created_at="2026-01-01T00:00:00.000000Z")]
@@ -167,37 +154,35 @@ def whole_run(rounds: int, appends: int = 2402) -> None:
     """Print the SQLite store's share of a whole run (see the module's text)."""
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root))
-    best: dict[str, tuple[float, int]] = {}
+    best: tuple[float, int] | None = None
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
-            for layout in ("new", "before"):
-                path = Path(tmp) / f"{layout}.db"
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
-                done = subprocess.run(
-                    [sys.executable, "-c", WHOLE_RUN, str(path), layout, str(appends)],
-                    capture_output=True,
-                    text=True,
-                    env=env,
-                    check=True,
-                )
-                got = json.loads(done.stdout)
-                old = best.get(layout, (got["cpu"], got["wal"]))
-                best[layout] = (min(old[0], got["cpu"]), got["wal"])
+            path = Path(tmp) / "runs.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            done = subprocess.run(
+                [sys.executable, "-c", WHOLE_RUN, str(path), str(appends)],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
+            got = json.loads(done.stdout)
+            if best is None or got["cpu"] < best[0]:
+                best = (got["cpu"], got["wal"])
+    assert best is not None
     print(
         f"SQLite store's share of a {appends - 2:,}-turn run: open, {appends} fenced appends, "
         f"close (CPU ms, best of {rounds}; load {os.getloadavg()[0]:.1f})"
     )
-    labels = {"new": "a new file", "before": "the layout before (4 KiB pages, run index)"}
-    pages = {"new": PAGE_SIZE, "before": 4096}
-    for layout, (cpu, wal) in best.items():
-        # each commit writes the pages it changed as frames (24-byte header + page) after
-        # the -wal file's 32-byte header: two writes and a checksum each
-        frames = (wal - 32) // (24 + pages[layout])
-        print(
-            f"  {labels[layout]:<44} {cpu * 1000:6.1f} ms   -wal {wal / 1e6:5.1f} MB "
-            f"({cpu / appends * 1e6:4.1f} µs, {frames / appends:.2f} frames an append)"
-        )
+    cpu, wal = best
+    # each commit writes the pages it changed as frames (24-byte header + page) after the
+    # -wal file's 32-byte header: two writes and a checksum each
+    frames = (wal - 32) // (24 + PAGE_SIZE)
+    print(
+        f"  {'a new file':<44} {cpu * 1000:6.1f} ms   -wal {wal / 1e6:5.1f} MB "
+        f"({cpu / appends * 1e6:4.1f} µs, {frames / appends:.2f} frames an append)"
+    )
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
-"""Project-wide habits: layers import downward only, no import cycles between modules,
-and every docstring example runs."""
+"""Project-wide habits: layers import downward only, siblings never import each other, no
+import cycles between modules, private APIs only through flowc/_compat.py, and every
+docstring example runs. docs/internals.md ("Layers") explains each rule."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import doctest
 import importlib
 import itertools
 import pkgutil
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -17,7 +19,7 @@ import flowc
 
 ROOT = Path(flowc.__file__).parent
 
-#: lower layers never import higher ones (architecture.md)
+#: lower layers never import higher ones (docs/internals.md, "Layers", has this table)
 LAYERS = [
     ("flowc._compat", 0),  # the one way to CPython's and dependencies' private APIs
     ("flowc.source", 0),
@@ -31,6 +33,7 @@ LAYERS = [
     ("flowc.runtime", 4),
     ("flowc.migrate", 4),  # a frontend from Python/JSON: emits .flow, checks it with the compiler
     ("flowc.ag2", 5),
+    ("flowc.project", 5),  # a project's settings, trust and explain pages: commands' and lsp's
     ("flowc.commands", 6),
     ("flowc.lsp", 6),  # `flowc lsp`'s server: reads flows as `flowc check` does (commands.check)
     ("flowc.view", 6),  # `flowc view`'s web server: reads run databases as `flowc log` does
@@ -38,6 +41,17 @@ LAYERS = [
     ("flowc.__main__", 8),
     ("flowc", 8),  # the package itself: the public API on top of everything
 ]
+
+
+def test_internals_doc_lists_the_layers() -> None:
+    """docs/internals.md's table of layers is :data:`LAYERS`, module for module."""
+    text = (ROOT.parent / "docs" / "internals.md").read_text(encoding="utf-8")
+    documented = {
+        (module, int(row.group(1)))
+        for row in re.finditer(r"^\| (\d+) \| ([^|]+) \|", text, re.M)
+        for module in re.findall(r"`([\w.]+)`", row.group(2))
+    }
+    assert documented == set(LAYERS)
 
 
 def layer_of(module: str) -> int:
@@ -126,6 +140,34 @@ def test_layers_import_downward_only(path: Path) -> None:
         assert layer_of(imported) <= mine, (
             f"{me} (layer {mine}) imports {imported} (layer {layer_of(imported)})"
         )
+
+
+#: packages of one layer that never import each other, whatever the layers allow: the
+#: command line starts the language server and the web view (commands -> lsp, view), but
+#: they read configuration, trust and explain pages from the library below (flowc.project),
+#: never back through the command line
+APART = [
+    ("flowc.lsp", "flowc.commands"),
+    ("flowc.view", "flowc.commands"),
+    ("flowc.lsp", "flowc.view"),
+    ("flowc.view", "flowc.lsp"),
+]
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_siblings_do_not_import_each_other(path: Path) -> None:
+    me = module_name(path)
+    for imported in sorted(flowc_imports(path)):
+        imported = owning_module(imported)
+        for importer, forbidden in APART:
+            assert not (_within(me, importer) and _within(imported, forbidden)), (
+                f"{me} imports {imported}: {importer} never imports {forbidden} (share a "
+                "module below both instead, as flowc.project is)"
+            )
 
 
 def import_graph() -> nx.DiGraph:

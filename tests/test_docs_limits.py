@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from flowc import inputs, regex
-from flowc.commands import check as check_command
 from flowc.compiler import shapes
 from flowc.compiler.analysis import facts, lockstep, runs, symbolic
 from flowc.compiler.render import dot, image
@@ -18,6 +17,7 @@ from flowc.diagnostics import EXCERPT_WIDTH, MAX_LISTED, MAX_QUOTED
 from flowc.dsl import keywords, lalr
 from flowc.lsp import stdio
 from flowc.migrate import MAX_INPUT_BYTES as MIGRATE_MAX_BYTES
+from flowc.project import config
 from flowc.runtime import failures, wal
 
 #: (flowc.compiler.analysis's `explore` is also a function it exports)
@@ -56,7 +56,7 @@ QUOTED = {
     "repeats": f"repeat counts up to {regex.MAX_REPEAT}",
     "groups": f"groups nested at most {regex.MAX_DEPTH} deep, {size(regex._MAX_MEM)} of the engine",
     "states": f"at most {facts.DEFAULT_MAX_STATES:,} abstract states one by one by default",
-    "config states": f"`max-states` up to {check_command.MAX_STATES_CONFIG:,} only",
+    "config states": f"`max-states` up to {config.MAX_STATES_CONFIG:,} only",
     "diff states": f"`flowc diff` explores at most {diff_default_max_states():,} states",
     "turns": f"at most {explore.TURNS_PER_STATE} turns per state of the bound",
     "memory": f"and {size(explore.MEMORY_BUDGET)} of memory",

@@ -10,15 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from importlib import resources
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import attrs
 
 from flowc.commands import console
 from flowc.commands.batch import collector_paused
-from flowc.commands.config import Config, add_plugin_option, setup_plugins
+from flowc.commands.config import add_plugin_option, setup_plugins
 from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -30,80 +28,11 @@ from flowc.commands.console import (
 from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES
 from flowc.diagnostics import CODES, Diagnostic, Severity, counted
+from flowc.project.config import Config, options_from
+from flowc.project.explain import documented_codes, page
 from flowc.source import SourceFile
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
-
-
-# ── configuration ────────────────────────────────────────────────────────────
-
-
-def _codes(value: Any, where: str) -> tuple[str, ...]:
-    """Codes or prefixes from a comma-separated string or a list; unknown ones are an error."""
-    items: list[str] = []
-    if isinstance(value, str):
-        items = [x.strip() for x in value.split(",")]
-    elif isinstance(value, list) and all(isinstance(x, str) for x in value):
-        items = [x.strip() for x in value]
-    else:
-        raise UsageError(f'{where} takes codes or prefixes, e.g. "W2,I301"')
-    out = tuple(x.upper() for x in items if x)
-    for code in out:
-        if not any(known.startswith(code) for known in CODES):
-            raise UsageError(
-                f"{where}: `{code}` is not a code or a prefix of one (see `flowc explain`)"
-            )
-    return out
-
-
-#: the largest `max-states` a pyproject.toml may set (10x the default); --max-states,
-#: given by whoever runs flowc, is not capped
-MAX_STATES_CONFIG = 1_000_000
-
-
-def options_from(args: argparse.Namespace, config: dict[str, Any], where: str) -> CheckOptions:
-    """CLI options over ``[tool.flowc]`` settings over the defaults."""
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    strict = False
-    max_states = DEFAULT_MAX_STATES
-    if "select" in config:
-        select = _codes(config["select"], f"{where}: select")
-    if "ignore" in config:
-        ignore = _codes(config["ignore"], f"{where}: ignore")
-    if "strict" in config:
-        if not isinstance(config["strict"], bool):
-            raise UsageError(f"{where}: strict must be true or false")
-        strict = config["strict"]
-    for key in ("max-states", "max_states"):
-        if key in config:
-            value = config[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{where}: {key} must be an integer >= 1")
-            if value > MAX_STATES_CONFIG:
-                # a repository's own file must not make CI explore without end
-                raise UsageError(
-                    f"{where}: {key} is {value:,}; a pyproject.toml may set at "
-                    f"most {MAX_STATES_CONFIG:,} (pass --max-states for more)"
-                )
-            max_states = value
-    if args.select is not None:
-        select = _codes(args.select, "--select")
-    if args.ignore is not None:
-        ignore = _codes(args.ignore, "--ignore")
-    if args.strict:
-        strict = True
-    if args.max_states is not None:
-        if args.max_states < 1:
-            raise UsageError("--max-states must be >= 1")
-        max_states = args.max_states
-    return CheckOptions(
-        max_states=max_states,
-        select=select,
-        ignore=ignore,
-        strict=strict,
-        target=getattr(args, "target", "flowc") or "flowc",
-    )
 
 
 # ── inputs ───────────────────────────────────────────────────────────────────
@@ -240,20 +169,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         for d in diags
     )
     return EXIT_ERRORS if failing else EXIT_OK
-
-
-def page(code: str) -> str | None:
-    """The docs page of a code (``flowc/docs/CODE.md``), or None."""
-    try:
-        return (resources.files("flowc") / "docs" / f"{code}.md").read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError):
-        return None
-
-
-def documented_codes() -> Iterator[str]:
-    for code in sorted(CODES):
-        if page(code) is not None:
-            yield code
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

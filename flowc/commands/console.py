@@ -22,6 +22,7 @@ from flowc.diagnostics import (
     render_github,
     render_sarif,
 )
+from flowc.project.errors import UsageError as UsageError  # the commands raise it too
 from flowc.source import SourceFile
 
 if TYPE_CHECKING:
@@ -31,10 +32,6 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 #: stdout was closed before the command was done (``flowc log | head -1``): the status a
 #: shell reports for a program ended by SIGPIPE (128 + 13), as ``cat`` or ``git`` end
 EXIT_PIPE = 141
-
-
-class UsageError(Exception):
-    """The command could not run (exit 2)."""
 
 
 # ── terminal ─────────────────────────────────────────────────────────────────

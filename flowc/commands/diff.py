@@ -332,12 +332,12 @@ def write_rendering(
     """NEW (read from ``new_spec``) drawn with the edges it adds green and the ones it
     removes red, as SVG or the HTML page, within the layout's budget (``args``:
     ``--layout-timeout`` and ``--max-layout-size``)."""
-    from flowc.commands.render import layout_failure, text_fallback
     from flowc.compiler.render.compare import mark_changes
     from flowc.compiler.render.diagram import build_diagram
     from flowc.compiler.render.image import DotNotFoundError, LayoutError
     from flowc.compiler.render.options import RenderOptions
     from flowc.compiler.render.rendering import Rendering
+    from flowc.project.layout import layout_failure, text_fallback
 
     def diagram(version: Any) -> Any:
         return build_diagram(version.compiled if version.compiled is not None else version.loaded)

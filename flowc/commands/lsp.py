@@ -41,8 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="accepted for editors that pass it; stdin/stdout is the only transport",
     )
+    from flowc.commands.config import add_trust_option
     from flowc.commands.render import add_layout_options
-    from flowc.commands.trust import add_trust_option
 
     add_layout_options(p, "diagram command's")
 

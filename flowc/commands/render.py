@@ -9,43 +9,13 @@ bytes bound for a terminal: they go to ``-o FILE``, a pipe or a redirected file)
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from flowc.commands import config, console
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
-
-if TYPE_CHECKING:
-    from flowc.compiler.render.image import LayoutError
-
-
-def layout_failure(err: LayoutError, fallback: str, options: str = "") -> str:
-    """What a command says when Graphviz did not draw: ``err``, how to raise the budget it
-    ran past (``options`` is how the flags are given: ``flowc lsp `` for the server) and
-    ``fallback``, the text formats that need no layout."""
-    from flowc.compiler.render.image import LayoutTimeout, LayoutTooLarge
-
-    text = str(err)
-    if isinstance(err, LayoutTimeout):
-        text += f": give it more time with {options}--layout-timeout SECONDS"
-    elif isinstance(err, LayoutTooLarge):
-        text += (
-            f": raise the bound with {options}--max-layout-size N (its layout may then take "
-            f"minutes: {options}--layout-timeout SECONDS)"
-        )
-    return f"{text}; {fallback}"
-
-
-def text_fallback(file: str) -> str:
-    """The commands that write ``file``'s graph without Graphviz."""
-    spelled = shlex.quote(file) if file else "FILE"
-    return (
-        f"`flowc render {spelled} -f dot` (or `-f mermaid`) writes the graph as text, "
-        "which needs no layout"
-    )
+from flowc.project.layout import layout_failure, text_fallback
 
 
 def check_layout_options(args: argparse.Namespace) -> None:

@@ -257,7 +257,7 @@ def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
     >>> load_agents("no/such/agents.py")
     Traceback (most recent call last):
     ...
-    flowc.commands.console.UsageError: no/such/agents.py: no such file
+    flowc.project.errors.UsageError: no/such/agents.py: no such file
     """
     file = Path(path)
     if not file.is_file():

@@ -1,6 +1,6 @@
 """`flowc trust [FOLDER]`, `--list`, `--remove FOLDER`: the user's list of trusted folders.
 
-The rule it serves, and why, is :mod:`flowc.commands.trust`'s: the plugins a
+The rule it serves, and why, is :mod:`flowc.project.trust`'s: the plugins a
 ``pyproject.toml`` lists are imported only when its folder is in this list (or inside a
 folder that is), or the command was given ``--trust``, or ``FLOWC_TRUST=1``. This command
 is the only one that writes the list; every other command reads it.
@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from flowc.commands.config import find_pyproject
 from flowc.commands.console import EXIT_OK, UsageError
-from flowc.commands.trust import (
+from flowc.project.config import find_pyproject
+from flowc.project.trust import (
     ENVIRONMENT,
     OPTION,
     TRUST_LIST_HEADER,

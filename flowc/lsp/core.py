@@ -28,16 +28,6 @@ from pygls.uris import to_fs_path
 
 from flowc import collector
 from flowc._compat import PyglsRawJson, pygls_send
-from flowc.commands.check import options_from
-from flowc.commands.config import (
-    Config,
-    config_trusted,
-    find_pyproject,
-    load_config,
-    load_plugins_for,
-)
-from flowc.commands.console import UsageError
-from flowc.commands.trust import TrustError, trust_list_stamp
 from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, check_source
 from flowc.compiler.lower import lower
 from flowc.compiler.pipeline import compile_source
@@ -45,6 +35,10 @@ from flowc.compiler.render.options import RenderOptions
 from flowc.diagnostics import E001, Diagnostic, Severity, has_errors, internal_error_text
 from flowc.lsp.incremental import Reparser
 from flowc.lsp.index import Index
+from flowc.project.config import Config, find_pyproject, load_config, options_from
+from flowc.project.errors import UsageError
+from flowc.project.plugins import config_trusted, load_plugins_for
+from flowc.project.trust import TrustError, trust_list_stamp
 from flowc.source import SourceFile, Span
 
 #: how long after the last keystroke a changed document is analysed again (when the
@@ -257,7 +251,7 @@ class FlowcServer(LanguageServer):
         re-read whenever that file's modification time changes, or the list of trusted
         folders does. A broken table is reported once (a message) and the defaults are
         used. The plugins it lists are imported only when its folder is trusted
-        (:mod:`flowc.commands.trust`); when it is not, an information message says so,
+        (:mod:`flowc.project.trust`); when it is not, an information message says so,
         once, and how to trust it."""
         folder = Path(path).parent if path else Path.cwd()
         pyproject = find_pyproject(folder if folder.is_dir() else Path.cwd())
@@ -619,7 +613,6 @@ class FlowcServer(LanguageServer):
 
     def _draw(self, source: SourceFile, options: CheckOptions) -> dict[str, Any]:
         """:meth:`diagram`'s work, in the drawing thread."""
-        from flowc.commands.render import layout_failure, text_fallback
         from flowc.compiler.render.diagram import build_diagram, mark_findings
         from flowc.compiler.render.image import (
             DotNotFoundError,
@@ -628,6 +621,7 @@ class FlowcServer(LanguageServer):
             render_image,
         )
         from flowc.compiler.render.rendering import Rendering
+        from flowc.project.layout import layout_failure, text_fallback
 
         compiled, diags = compile_source(source)
         if compiled is None or has_errors(diags):

@@ -21,7 +21,6 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from flowc import collector
-from flowc.commands.check import page
 from flowc.compiler.render.options import RenderOptions
 from flowc.diagnostics import Diagnostic, FlowError
 from flowc.dsl import nodes as n
@@ -30,6 +29,7 @@ from flowc.lsp import features
 from flowc.lsp.core import FlowcServer, InternalError, RequestFailed
 from flowc.lsp.index import Index, Occurrence, Refused
 from flowc.lsp.stdio import serve_stdio
+from flowc.project.explain import page
 from flowc.source import Span
 
 
@@ -199,7 +199,7 @@ def _occurrence(
 
 def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> FlowcServer:
     """The server and its handlers; ``trust``: ``flowc lsp --trust`` (the plugins of
-    every folder's configuration are imported, see :mod:`flowc.commands.trust`);
+    every folder's configuration are imported, see :mod:`flowc.project.trust`);
     ``layout``: the diagram's budget (``--layout-timeout``, ``--max-layout-size``)."""
     server = FlowcServer(trust=trust, layout=layout)
 

@@ -6,6 +6,8 @@ like AG2's and a flow developed here behaves the same on AG2.
 >>> env = Envelope("ch-1", "user", None, EV_TEXT, {"text": "hi"})
 >>> Envelope.from_json(env.to_json()) == env
 True
+>>> stamped("ch-1", "user", None, EV_TEXT, {"text": "hi"}) == env
+True
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import json
 from typing import Any, Literal
 
 import attrs
+
+from flowc.runtime.frozen import builder, writable_base
 
 __all__ = [
     "EV_CHANNEL_CLOSED",
@@ -59,6 +63,9 @@ EV_RUN_STALLED = "flowc.run.stalled"
 EV_TASK_CANCEL_REQUEST = "ag2.task.cancel_request"
 EV_TASK_CANCELLED = "ag2.task.cancelled"
 
+#: the fields the hub sets on admission (:mod:`flowc.runtime.hub`): every stored envelope has them
+STAMPED = ("envelope_id", "created_at")
+
 CHANNEL_PROTOCOL_EVENTS = frozenset(
     {
         EV_CHANNEL_INVITE,
@@ -76,48 +83,9 @@ CHANNEL_PROTOCOL_EVENTS = frozenset(
 _ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
 
-class _EnvelopeSlots:
-    """The storage of :class:`Envelope` (its subclass, which adds no slot of its own):
-    writable, so that :func:`stamped` can fill an envelope without the frozen class's
-    per-field ``object.__setattr__`` call (about 0.8 k instructions each, 14 fields,
-    once per admitted envelope), then make it an :class:`Envelope`."""
-
-    __slots__ = (
-        "__weakref__",
-        "audience",
-        "causation_id",
-        "channel_id",
-        "created_at",
-        "depth",
-        "envelope_id",
-        "event_data",
-        "event_type",
-        "idempotency_key",
-        "priority",
-        "sender_id",
-        "task_id",
-        "trace_id",
-        "ttl_seconds",
-    )
-
-    channel_id: str
-    sender_id: str
-    audience: tuple[str, ...] | None
-    event_type: str
-    event_data: dict[str, Any]
-    envelope_id: str
-    task_id: str | None
-    causation_id: str | None
-    trace_id: str | None
-    priority: Priority
-    depth: int
-    idempotency_key: str | None
-    created_at: str
-    ttl_seconds: int | None
-
-
 @attrs.frozen(slots=True)
-class Envelope(_EnvelopeSlots):
+@writable_base  # so that `stamped` builds one the cheap way (flowc.runtime.frozen)
+class Envelope:
     """One message. ``envelope_id`` and ``created_at`` are stamped by the hub on admission.
 
     ``audience`` ``None`` broadcasts within the channel; a tuple targets a subset.
@@ -142,22 +110,10 @@ class Envelope(_EnvelopeSlots):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict with AG2's keys (``audience`` as a list)."""
-        return {
-            "channel_id": self.channel_id,
-            "sender_id": self.sender_id,
-            "audience": None if self.audience is None else list(self.audience),
-            "event_type": self.event_type,
-            "event_data": self.event_data,
-            "envelope_id": self.envelope_id,
-            "task_id": self.task_id,
-            "causation_id": self.causation_id,
-            "trace_id": self.trace_id,
-            "priority": self.priority,
-            "depth": self.depth,
-            "idempotency_key": self.idempotency_key,
-            "created_at": self.created_at,
-            "ttl_seconds": self.ttl_seconds,
-        }
+        out = {a.name: getattr(self, a.name) for a in self.__attrs_attrs__}
+        if self.audience is not None:
+            out["audience"] = list(self.audience)
+        return out
 
     def to_json(self) -> str:
         """Sorted-key JSON, byte-stable across processes."""
@@ -180,49 +136,9 @@ class Envelope(_EnvelopeSlots):
         return self.event_type == EV_TEXT or self.event_type == EV_PACKET
 
 
-_new = object.__new__
-
-
-def stamped(
-    channel_id: str,
-    sender_id: str,
-    audience: tuple[str, ...] | None,
-    event_type: str,
-    event_data: dict[str, Any],
-    envelope_id: str,
-    task_id: str | None,
-    causation_id: str | None,
-    trace_id: str | None,
-    priority: Priority,
-    depth: int,
-    idempotency_key: str | None,
-    created_at: str,
-    ttl_seconds: int | None,
-) -> Envelope:
-    """``Envelope(...)`` with every field given, built the cheap way (the hub stamps one
-    per admitted envelope): equal to, and as frozen as, the one its ``__init__`` builds.
-
-    >>> stamped("c", "a", None, EV_TEXT, {}, "e1", None, None, None, "normal", 0, None,
-    ...         "t", None) == Envelope("c", "a", None, EV_TEXT, {}, "e1", created_at="t")
-    True
-    """
-    env = _new(_EnvelopeSlots)
-    env.channel_id = channel_id
-    env.sender_id = sender_id
-    env.audience = audience
-    env.event_type = event_type
-    env.event_data = event_data
-    env.envelope_id = envelope_id
-    env.task_id = task_id
-    env.causation_id = causation_id
-    env.trace_id = trace_id
-    env.priority = priority
-    env.depth = depth
-    env.idempotency_key = idempotency_key
-    env.created_at = created_at
-    env.ttl_seconds = ttl_seconds
-    env.__class__ = Envelope  # same layout: Envelope adds no slot to _EnvelopeSlots
-    return env  # type: ignore[return-value]
+#: ``Envelope(...)`` built the cheap way (the hub stamps one per admitted envelope): equal
+#: to, and as frozen as, the one its ``__init__`` builds (:func:`flowc.runtime.frozen.builder`)
+stamped = builder(Envelope)
 
 
 def visible_to(envelope: Envelope, participant_id: str) -> bool:

@@ -10,7 +10,7 @@ default registry are picked up too, so a module written for AG2 works unchanged)
 
 Every command that reads a flow takes ``--plugin MODULE_OR_FILE`` (repeatable), and
 ``plugins = [...]`` in ``[tool.flowc]``, imported only from a trusted folder (the rule is
-:mod:`flowc.commands.trust`'s); the Python API takes ``plugins=[...]``.
+:mod:`flowc.project.trust`'s); the Python API takes ``plugins=[...]``.
 The commands that run a flow (``test``, ``run``, ``scenarios``, ``replay``) need an
 implementation for every custom name the graph uses, and say which are missing
 (:func:`implementation_problems`); the others check the same when plugins are given.

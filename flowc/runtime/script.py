@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler.lower import ToolEffectInfo
+from flowc.runtime.frozen import builder, writable_base
 
 __all__ = ["Script", "ScriptCall", "ScriptError", "ScriptTurn", "parse_script"]
 
@@ -43,37 +44,21 @@ class ScriptCall:
     effects: ToolEffectInfo | None = None
 
 
-class _TurnSlots:
-    """The storage of :class:`ScriptTurn` (which adds no slot of its own), writable, so
-    that :func:`parse_script` makes a plain-text turn without the frozen class's
-    per-field ``object.__setattr__`` calls (a long script has thousands)."""
-
-    __slots__ = ("__weakref__", "calls", "say", "where")
-
-    say: str
-    calls: tuple[ScriptCall, ...]
-    where: str
-
-
 @attrs.frozen
-class ScriptTurn(_TurnSlots):
+@writable_base  # so that `_text_turn` builds one the cheap way (flowc.runtime.frozen)
+class ScriptTurn:
     say: str = ""
     calls: tuple[ScriptCall, ...] = ()
     where: str = ""  # for messages: "script.triage[0]" or "line 12"
 
 
-_new = object.__new__
+#: ``ScriptTurn(...)`` built the cheap way (a long script has thousands of turns)
+_build_turn = builder(ScriptTurn)
 
 
 def _text_turn(say: str, where: str) -> ScriptTurn:
-    """``ScriptTurn(say, (), where)``, built the cheap way (see :class:`_TurnSlots`):
-    equal to, and as frozen as, the one its ``__init__`` builds."""
-    turn = _new(_TurnSlots)
-    turn.say = say
-    turn.calls = ()
-    turn.where = where
-    turn.__class__ = ScriptTurn  # same layout: ScriptTurn adds no slot to _TurnSlots
-    return turn  # type: ignore[return-value]
+    """``ScriptTurn(say, (), where)``, built the cheap way (:func:`_build_turn`)."""
+    return _build_turn(say, (), where)
 
 
 @attrs.frozen

@@ -26,6 +26,7 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 from flowc.runtime.failures import Failure, tracebacks_wanted
+from flowc.runtime.frozen import builder, writable_base
 
 __all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
 
@@ -42,47 +43,9 @@ _CLOSED = ChannelState.CLOSED
 # ── results ───────────────────────────────────────────────────────────────────
 
 
-class _TurnSlots:
-    """The storage of :class:`TurnRecord` (which adds no slot of its own), writable, so
-    that :func:`_record` fills a record without the frozen class's per-field
-    ``object.__setattr__`` call (a run makes one record per turn)."""
-
-    __slots__ = (
-        "__weakref__",
-        "agent_id",
-        "closes",
-        "context_delete",
-        "context_set",
-        "decided_by",
-        "kind",
-        "next_speaker",
-        "number",
-        "routing",
-        "speaker",
-        "text",
-        "tool_calls",
-        "violated",
-        "warnings",
-    )
-
-    number: int
-    speaker: str
-    agent_id: str
-    kind: str
-    routing: dict[str, Any] | None
-    text: str
-    context_set: dict[str, Any]
-    context_delete: tuple[str, ...]
-    next_speaker: str | None
-    decided_by: int | str | None
-    closes: str | None
-    tool_calls: tuple[dict[str, Any], ...]
-    warnings: tuple[dict[str, Any], ...]
-    violated: tuple[dict[str, Any], ...]
-
-
 @attrs.frozen
-class TurnRecord(_TurnSlots):
+@writable_base  # so that `_record` builds one the cheap way (flowc.runtime.frozen)
+class TurnRecord:
     """One turn of a run, with the routing decision its fold made."""
 
     number: int
@@ -107,44 +70,9 @@ class TurnRecord(_TurnSlots):
     violated: tuple[dict[str, Any], ...] = ()
 
 
-_new = object.__new__
-
-
-def _record(
-    number: int,
-    speaker: str,
-    agent_id: str,
-    kind: str,
-    routing: dict[str, Any] | None,
-    text: str,
-    context_set: dict[str, Any],
-    context_delete: tuple[str, ...],
-    next_speaker: str | None,
-    decided_by: int | str | None,
-    closes: str | None,
-    tool_calls: tuple[dict[str, Any], ...],
-    warnings: tuple[dict[str, Any], ...] = (),
-    violated: tuple[dict[str, Any], ...] = (),
-) -> TurnRecord:
-    """``TurnRecord(...)`` with every field given, built the cheap way (see
-    :class:`_TurnSlots`): equal to, and as frozen as, the one its ``__init__`` builds."""
-    record = _new(_TurnSlots)
-    record.number = number
-    record.speaker = speaker
-    record.agent_id = agent_id
-    record.kind = kind
-    record.routing = routing
-    record.text = text
-    record.context_set = context_set
-    record.context_delete = context_delete
-    record.next_speaker = next_speaker
-    record.decided_by = decided_by
-    record.closes = closes
-    record.tool_calls = tool_calls
-    record.warnings = warnings
-    record.violated = violated
-    record.__class__ = TurnRecord  # same layout: TurnRecord adds no slot to _TurnSlots
-    return record  # type: ignore[return-value]
+#: ``TurnRecord(...)`` built the cheap way (a run makes one record per turn): equal to,
+#: and as frozen as, the one its ``__init__`` builds (:func:`flowc.runtime.frozen.builder`)
+_record = builder(TurnRecord)
 
 
 Describe = Callable[[int | str | None], str]

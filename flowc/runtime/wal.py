@@ -43,7 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from flowc.diagnostics import counted
-from flowc.runtime.envelope import Envelope
+from flowc.runtime.envelope import STAMPED, Envelope
 
 __all__ = [
     "LEASE_SECONDS",
@@ -300,8 +300,8 @@ RUN_SPAN = 1 << 32
 # A file made by this version keeps each run's envelopes under its own range of ``seq``
 # (a ``run`` table numbers the runs in the order they began), so reading a run needs no
 # index of its own: an append writes the row and one index entry, its id's, which keeps
-# ids unique across the file. Files made before keep one ``seq`` for the whole file and
-# an index on (run, seq): they are read and written as they are.
+# ids unique across the file. The layout may change until flowc 1.0: a file made by an
+# earlier development version is refused (:data:`_EARLIER`), never converted.
 _TABLES = (
     """CREATE TABLE wal (
     seq         INTEGER PRIMARY KEY,
@@ -322,14 +322,13 @@ _LEASE_TABLE = """CREATE TABLE IF NOT EXISTS lease (
     token       INTEGER NOT NULL,
     expires_at  REAL NOT NULL
 )"""
-_OLD_INDEX = "CREATE INDEX IF NOT EXISTS wal_channel ON wal (channel_id, seq)"
-
-#: the lease check of a fenced append: the run's current, live lease
-_FENCE = "EXISTS (SELECT 1 FROM lease WHERE channel_id = ? AND token = ? AND expires_at > ?)"
-_INSERT_OLD = (
-    "INSERT INTO wal (channel_id, envelope_id, event_type, envelope, follows) SELECT ?, ?, ?, ?, ?"
+#: what opening a file of an earlier, unreleased layout says
+_EARLIER = (
+    "{path}: this run database was made by an earlier development version of flowc, "
+    "whose layout this one does not read (the layout is not stable before flowc 1.0): "
+    "finish its runs with the version that made it, or move it away to start a new one"
 )
-_INSERT_OLD_FENCED = f"{_INSERT_OLD} WHERE {_FENCE}"
+
 #: the next place in the run whose range is [low, high]: one past its last row, capped at
 #: high, so a full run's append collides with its last row (a PRIMARY KEY error). A single
 #: row of VALUES, not ``INSERT ... SELECT``: an INSERT whose SELECT reads the table it
@@ -376,14 +375,38 @@ _ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 _quote: Callable[[str], str] = json.encoder.encode_basestring
 
 
-def encode_row(envelope: Envelope) -> str:
-    """The JSON a SQLite row keeps for ``envelope``: :meth:`Envelope.to_json` without the
-    optional fields that hold their default (``null``, priority ``normal``, depth ``0``).
+def _json(value: Any) -> str:
+    """``value`` as :data:`_ENCODE` writes it, strings and ``None`` without the encoder's
+    set-up (which costs more than a short row)."""
+    if value.__class__ is str:
+        return _quote(value)
+    return "null" if value is None else _ENCODE(value)
+
+
+def _data(data: Any) -> str:
+    """:func:`_json` of an envelope's data; a one-string dict (a text turn's) directly."""
+    if data.__class__ is dict and len(data) == 1:
+        for key, value in data.items():
+            if key.__class__ is str and value.__class__ is str:
+                return "{" + _quote(key) + ": " + _quote(value) + "}"
+    return _ENCODE(data)
+
+
+def _row_writer(cls: type[Envelope] = Envelope) -> Callable[[Envelope], str]:
+    """:func:`encode_row`, written from the fields of :class:`Envelope` (``cls``): the JSON a SQLite row
+    keeps for an envelope is :meth:`Envelope.to_json` without the optional fields that
+    hold their default (``null``, priority ``normal``, depth ``0``); the fields without a
+    default and those the hub stamps (:data:`~flowc.runtime.envelope.STAMPED`) are always
+    written.
 
     A row is written before each delivery, so its size is paid on every turn: a plain
     text turn is ~40 % shorter this way. :meth:`Envelope.from_json` (ours and AG2's) gives
     the omitted fields their defaults, so the row reads back as the same envelope, and rows
-    written in full by earlier versions read as before.
+    written in full read as before. The function is generated (as attrs writes
+    ``__init__``): the usual turn, every optional field at its default, is one f-string in
+    sorted-key order, the same text as ``_ENCODE`` of the fields without the encoder's
+    set-up, which costs more than the row; a field added to :class:`Envelope` is written
+    with no edit here.
 
     >>> from flowc.runtime.envelope import EV_TEXT
     >>> env = Envelope("c1", "a", None, EV_TEXT, {"text": "hi"}, envelope_id="e1")
@@ -393,92 +416,56 @@ def encode_row(envelope: Envelope) -> str:
     >>> Envelope.from_json(encode_row(env)) == env
     True
     """
-    # written by hand in sorted-key order, the same text as ``_ENCODE`` of the fields: this
-    # runs once per turn, and the encoder's set-up costs more than the row (a text turn's
-    # data, one string, is written directly too)
-    e = envelope
-    if (
-        e.audience is None
-        and e.causation_id is None
-        and e.task_id is None
-        and e.trace_id is None
-        and e.idempotency_key is None
-        and e.ttl_seconds is None
-        and e.depth == 0
-        and e.priority == "normal"
-    ):
-        # the usual turn: one string; its run, event type and sender as quoted before
-        quoted = _QUOTED
-        try:
-            return (
-                f'{{"audience": null, "channel_id": {quoted[e.channel_id]}, "created_at": '
-                f'{_quote(e.created_at)}, "envelope_id": {_quote(e.envelope_id)}, '
-                f'"event_data": {_data(e.event_data)}, "event_type": '
-                f'{quoted[e.event_type]}, "sender_id": {quoted[e.sender_id]}}}'
-            )
-        except (KeyError, TypeError):  # one not quoted yet, or not a string
-            _remember(e.channel_id, e.event_type, e.sender_id)
-    out = ['{"audience": ', "null" if e.audience is None else _ENCODE(list(e.audience))]
-    if e.causation_id is not None:
-        out += (', "causation_id": ', _json(e.causation_id))
-    out += (', "channel_id": ', _json(e.channel_id), ', "created_at": ', _json(e.created_at))
-    if e.depth != 0:
-        out += (', "depth": ', _ENCODE(e.depth))
-    out += (
-        ', "envelope_id": ',
-        _json(e.envelope_id),
-        ', "event_data": ',
-        _data(e.event_data),
-        ', "event_type": ',
-        _json(e.event_type),
-    )
-    if e.idempotency_key is not None:
-        out += (', "idempotency_key": ', _json(e.idempotency_key))
-    if e.priority != "normal":
-        out += (', "priority": ', _json(e.priority))
-    out += (', "sender_id": ', _json(e.sender_id))
-    if e.task_id is not None:
-        out += (', "task_id": ', _json(e.task_id))
-    if e.trace_id is not None:
-        out += (', "trace_id": ', _json(e.trace_id))
-    if e.ttl_seconds is not None:
-        out += (', "ttl_seconds": ', _ENCODE(e.ttl_seconds))
-    out.append("}")
-    return "".join(out)
+    namespace: dict[str, Any] = {"_quote": _quote, "_json": _json, "_data": _data}
+    fields: list[attrs.Attribute[Any]] = sorted(
+        attrs.fields(cls), key=lambda f: str(f.name)
+    )  # sorted keys, as to_json
+
+    def value(f: attrs.Attribute[Any], usual: bool) -> str:
+        kind = str(f.type)  # the annotation as written ("str", "dict[str, Any]")
+        if kind.startswith("dict["):
+            return f"_data(e.{f.name})"
+        if not usual:
+            return f"_json(e.{f.name})"
+        # the usual turn's strings: _quote, which refuses anything else (TypeError)
+        if kind == "str":
+            return f"_quote(e.{f.name})"
+        return f'"null" if e.{f.name} is None else _json(e.{f.name})'
+
+    def at_default(f: attrs.Attribute[Any]) -> str:
+        if f.default is None:
+            return f"e.{f.name} is None"
+        namespace[f"_default_{f.name}"] = f.default
+        return f"e.{f.name} == _default_{f.name}"
+
+    always = [f for f in fields if f.default is attrs.NOTHING or f.name in STAMPED]
+    optional = [f for f in fields if f not in always]
+    usual = ", ".join(f'"{f.name}": {{{value(f, True)}}}' for f in always)
+    lines = [
+        "def encode_row(e):",
+        f"    if {' and '.join(at_default(f) for f in optional)}:",
+        "        try:",
+        f"            return f'{{{{{usual}}}}}'",
+        "        except TypeError:  # not a string where one is declared: written below",
+        "            pass",
+        "    parts = []",
+    ]
+    for f in fields:
+        add = f"parts.append('\"{f.name}\": ' + {value(f, False)})"
+        lines.append(f"    {add}" if f in always else f"    if not ({at_default(f)}): {add}")
+    lines.append("    return '{' + ', '.join(parts) + '}'")
+    exec(compile("\n".join(lines), "<encode_row>", "exec"), namespace)
+    write: Callable[[Envelope], str] = namespace["encode_row"]
+    write.__doc__ = "The JSON a SQLite row keeps for an envelope (see :func:`_row_writer`)."
+    return write
 
 
-#: strings that rows repeat (a run's id, event types, senders), as :data:`_quote` writes them
-_QUOTED: dict[str, str] = {}
-
-
-def _remember(*values: Any) -> None:
-    """Keep the quoted form of each short string of ``values`` (at most 1,000 of them)."""
-    for value in values:
-        if value.__class__ is str and len(value) <= 100:
-            if len(_QUOTED) >= 1000:
-                _QUOTED.clear()
-            _QUOTED[value] = _quote(value)
-
-
-def _json(value: Any) -> str:
-    return _quote(value) if value.__class__ is str else _ENCODE(value)
-
-
-def _data(data: Any) -> str:
-    if data.__class__ is dict and len(data) == 1:
-        for key, value in data.items():
-            if key.__class__ is str and value.__class__ is str:
-                return "{" + _quote(key) + ": " + _quote(value) + "}"
-    return _ENCODE(data)
+encode_row = _row_writer()
 
 
 def _names(db: sqlite3.Connection) -> set[str]:
     """The tables and indexes of a database."""
     return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
-
-
-def _columns(db: sqlite3.Connection) -> set[str]:
-    return {row[1] for row in db.execute("PRAGMA table_info(wal)")}
 
 
 def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[Envelope]:
@@ -544,9 +531,9 @@ class SqliteStore:
     in full before it returns. So a new file has small pages (:data:`PAGE_SIZE`), rows
     without the fields at their default (:func:`encode_row`) and a single index, the
     envelope ids': a run's envelopes are numbered within a range of ``seq`` of their
-    own (:data:`RUN_SPAN`), which is what reading a run looks up. A file made by an
-    earlier version (4 KiB pages, one ``seq`` for the whole file, an index on run and
-    ``seq``) is read and written in its own layout.
+    own (:data:`RUN_SPAN`), which is what reading a run looks up. The layout is not
+    stable before flowc 1.0: a file made by an earlier development version (one ``seq``
+    for the whole file, no ``run`` table) is refused with a :class:`WalError`.
 
     ``readonly=True`` opens an existing file for reading only (``flowc log``,
     ``flowc replay``): it works on a read-only file or folder. Every fault of the file
@@ -561,8 +548,6 @@ class SqliteStore:
         if synchronous not in ("OFF", "NORMAL", "FULL"):
             raise ValueError(f"synchronous must be OFF, NORMAL or FULL, got {synchronous!r}")
         self.path = str(path)
-        self._follows = True
-        self._runs = True
         #: run -> its number, in a file that numbers its runs (a number never changes)
         self._numbers: dict[str, int] = {}
         if self.path != ":memory:":
@@ -597,7 +582,7 @@ class SqliteStore:
             # checkpoint the -wal file every 10,000 pages (10 MiB at 1 KiB) instead of
             # every 1,000: fewer stalls on a long run, still bounded
             self._db.execute("PRAGMA wal_autocheckpoint=10000")
-            self._runs = self._prepare()
+            self._prepare()
         except sqlite3.Error as err:
             self._rollback()
             self._db.close()
@@ -606,27 +591,21 @@ class SqliteStore:
         #: checks that the path still names it (:meth:`_still_there`)
         self._identity = None if self.path == ":memory:" else _identity(self.path)
 
-    def _prepare(self) -> bool:
-        """Make the tables of a new file, or bring a file made before up to date (leases,
-        ``follows``); whether the file numbers its runs (see :data:`RUN_SPAN`)."""
+    def _prepare(self) -> None:
+        """Make the tables of a new file; refuse a file an earlier version made."""
         db = self._db
-        names = _names(db)
-        if {"wal", "run", "lease"} <= names:
-            return True  # made by this version: nothing to write
-        if {"wal", "wal_channel", "lease"} <= names and "follows" in _columns(db):
-            return False  # made before, and up to date
+        if {"wal", "run", "lease"} <= _names(db):
+            return  # made by this version: nothing to write
         db.execute("BEGIN IMMEDIATE")  # one maker at a time: all tables or none
         names = _names(db)
+        if "wal" in names and "run" not in names:
+            db.execute("ROLLBACK")
+            raise WalError(_EARLIER.format(path=self.path))
         if "wal" not in names:
             for statement in _TABLES:
                 db.execute(statement)
-        elif "run" not in names:  # made by an earlier version
-            db.execute(_OLD_INDEX)
-            if "follows" not in _columns(db):  # written before writers recorded it
-                db.execute("ALTER TABLE wal ADD COLUMN follows TEXT")
         db.execute(_LEASE_TABLE)
         db.execute("COMMIT")
-        return "run" in _names(db)
 
     def _open_readonly(self) -> sqlite3.Connection:
         if not Path(self.path).is_file():
@@ -656,13 +635,15 @@ class SqliteStore:
             if not columns:
                 db.close()
                 raise WalError(f"{self.path}: not a run database (it has no WAL table)")
-            self._follows = "follows" in columns
             try:
-                self._runs = "run" in _names(db)
+                earlier = "run" not in _names(db)
             except sqlite3.Error as err:
                 db.close()
                 last = err
                 continue
+            if earlier:
+                db.close()
+                raise WalError(_EARLIER.format(path=self.path))
             return db
         raise WalError(f"{self.path}: cannot open the run database ({last})")
 
@@ -676,7 +657,7 @@ class SqliteStore:
         channel_id = envelope.channel_id
         if lease is not None and lease.channel_id != channel_id:
             raise _lost(lease, None)
-        number = self._numbers.get(channel_id)  # known once the run has begun (new layout)
+        number = self._numbers.get(channel_id)  # known once the run has begun
         if number is None:
             self._append_slow(envelope, lease, follows)
             self._still_there(channel_id)
@@ -747,7 +728,7 @@ class SqliteStore:
         )
 
     def _append_slow(self, envelope: Envelope, lease: Lease | None, follows: str | None) -> None:
-        """An append to a file made before, or the first one a store makes to a run."""
+        """The first append a store makes to a run."""
         channel_id = envelope.channel_id
         fields = (
             channel_id,
@@ -758,16 +739,6 @@ class SqliteStore:
         )
         fence = () if lease is None else (lease.token, time.time())
         try:
-            if not self._runs:  # a file made before
-                if (
-                    self._db.execute(
-                        _INSERT_OLD_FENCED if fence else _INSERT_OLD,
-                        (*fields, channel_id, *fence) if fence else fields,
-                    ).rowcount
-                    != 1
-                ):
-                    raise self._refused(channel_id, lease)
-                return
             number = self._number(channel_id)
             if number is None:
                 self._append_first(channel_id, fields, fence)
@@ -803,8 +774,8 @@ class SqliteStore:
         if isinstance(err, sqlite3.IntegrityError):
             code = err.sqlite_errorcode
             if code == _REFUSED and lease is not None:
-                return self._refused(channel_id, lease)
-            if code == _FULL and self._runs:
+                return _lost(lease, self._lease_row(channel_id))
+            if code == _FULL:
                 return WalError(
                     f"{self.path}: run {channel_id}: cannot write the WAL "
                     f"(the run holds {counted(RUN_SPAN - 1, 'envelope')}, the most a run can)"
@@ -812,12 +783,6 @@ class SqliteStore:
             if code == _DUPLICATE:
                 return WalError(f"duplicate envelope id {envelope.envelope_id!r}")
         return self._fault(err, channel_id, "write the WAL")
-
-    def _refused(self, channel_id: str, lease: Lease | None) -> WalError:
-        """Why the fence refused an append: the lease the run has now."""
-        if lease is None:  # only a fenced append can be refused without an error
-            return WalError(f"{self.path}: run {channel_id}: cannot write the WAL")
-        return _lost(lease, self._lease_row(channel_id))
 
     def _number(self, channel_id: str) -> int | None:
         """The run's number (``None`` before its first envelope)."""
@@ -853,10 +818,6 @@ class SqliteStore:
 
     def _rows(self, channel_id: str, columns: str) -> list[Any]:
         try:
-            if not self._runs:
-                return self._db.execute(
-                    f"SELECT {columns} FROM wal WHERE channel_id = ? ORDER BY seq", (channel_id,)
-                ).fetchall()
             number = self._number(channel_id)
             if number is None:
                 return []
@@ -875,51 +836,28 @@ class SqliteStore:
         the first), in order, each with its row key: what a reader that follows a run
         while another process writes it asks for, one page at a time (``flowc view``)."""
         try:
-            if not self._runs:
-                rows = self._db.execute(
-                    "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq > ? "
-                    "ORDER BY seq LIMIT ?",
-                    (channel_id, after, limit),
-                ).fetchall()
-            else:
-                number = self._number(channel_id)
-                if number is None:
-                    return []
-                low = number * RUN_SPAN
-                rows = self._db.execute(
-                    "SELECT seq, envelope FROM wal WHERE seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
-                    (max(low, after + 1), low + RUN_SPAN - 1, limit),
-                ).fetchall()
+            number = self._number(channel_id)
+            if number is None:
+                return []
+            low = number * RUN_SPAN
+            rows = self._db.execute(
+                "SELECT seq, envelope FROM wal WHERE seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
+                (max(low, after + 1), low + RUN_SPAN - 1, limit),
+            ).fetchall()
         except sqlite3.Error as err:
             raise self._fault(err, channel_id, "read the WAL") from None
         envelopes = decode_rows(self.path, channel_id, rows)
         return [(int(row[0]), env) for row, env in zip(rows, envelopes, strict=True)]
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
-        column = "follows" if self._follows else "NULL"
-        rows = self._rows(channel_id, f"envelope_id, {column}")
+        rows = self._rows(channel_id, "envelope_id, follows")
         return [(row[0], row[1]) for row in rows]
 
     def channel_ids(self) -> list[str]:
-        if self._runs:
-            try:
-                rows = self._db.execute("SELECT channel_id FROM run ORDER BY number").fetchall()
-            except sqlite3.Error as err:
-                raise self._fault(err, None, "read the WAL") from None
-            return [row[0] for row in rows]
         try:
-            rows = self._db.execute(
-                "SELECT channel_id FROM wal GROUP BY channel_id ORDER BY MIN(seq)"
-            ).fetchall()
-        except sqlite3.DatabaseError as err:
-            # damaged table pages: the index alone still lists the runs
-            try:
-                rows = self._db.execute(
-                    "SELECT channel_id FROM wal INDEXED BY wal_channel "
-                    "GROUP BY channel_id ORDER BY MIN(seq)"
-                ).fetchall()
-            except sqlite3.Error:
-                raise self._fault(err, None, "read the WAL") from None
+            rows = self._db.execute("SELECT channel_id FROM run ORDER BY number").fetchall()
+        except sqlite3.Error as err:
+            raise self._fault(err, None, "read the WAL") from None
         return [row[0] for row in rows]
 
     def _lease_row(self, channel_id: str) -> Lease | None:
@@ -927,10 +865,6 @@ class SqliteStore:
             row = self._db.execute(
                 "SELECT holder, token, expires_at FROM lease WHERE channel_id = ?", (channel_id,)
             ).fetchone()
-        except sqlite3.OperationalError as err:
-            if "no such table" in str(err):  # read-only, written before leases
-                return None
-            raise self._fault(err, channel_id, "read its lease") from None
         except sqlite3.Error as err:
             raise self._fault(err, channel_id, "read its lease") from None
         return None if row is None else Lease(channel_id, row[0], int(row[1]), float(row[2]))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flowc.cli import main
-from flowc.commands.config import KEYS
+from flowc.project.config import KEYS
 
 FLOW = "speaker user: human\nspeaker bot\nwhen from user then bot\n"
 

@@ -1,4 +1,4 @@
-"""The trust rule (`flowc.commands.trust`, docs/trust.md) and `flowc trust`: which folders'
+"""The trust rule (`flowc.project.trust`, docs/trust.md) and `flowc trust`: which folders'
 configured plugins may be imported, how `FLOWC_TRUST` and the user's list decide it, and
 the command that keeps the list."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flowc.cli import main
-from flowc.commands.trust import (
+from flowc.project.trust import (
     TrustError,
     TrustList,
     decide,

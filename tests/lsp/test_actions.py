@@ -168,7 +168,7 @@ async def test_hover_on_a_diagnostic_code_and_a_quick_fix_needs_current_text(
     client: LanguageClient,
 ) -> None:
     """Hovering the squiggle of a finding shows its `flowc explain` page."""
-    from flowc.commands.check import page
+    from flowc.project.explain import page
 
     uri = await open_doc(client, TRAP)
     line = line_of(TRAP, "priority 100")

@@ -9,8 +9,8 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from flowc.commands.check import page
 from flowc.dsl.formatter import format_source
+from flowc.project.explain import page
 from tests.lsp.client import (
     TRAP,
     change,

@@ -45,7 +45,6 @@ False
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 from collections.abc import Mapping
@@ -53,7 +52,7 @@ from pathlib import Path
 
 import attrs
 
-from flowc.commands.console import UsageError
+from flowc.project.errors import UsageError
 
 __all__ = [
     "ENVIRONMENT",
@@ -61,7 +60,6 @@ __all__ = [
     "Decision",
     "TrustError",
     "TrustList",
-    "add_trust_option",
     "decide",
     "environment_setting",
     "read_trust_list",
@@ -265,16 +263,3 @@ def decide(
     if covering is not None:
         return Decision(folder, True, f"{covering} is in {listed.path}")
     return Decision(folder, False, f"{folder} is not in {listed.path}")
-
-
-def add_trust_option(parser: argparse.ArgumentParser, what: str | None = None) -> None:
-    """``--trust``: import the plugins the configuration lists even if its folder is not
-    on the user's list (``what`` overrides the help)."""
-    parser.add_argument(
-        OPTION,
-        action="store_true",
-        default=False,
-        help=what
-        or "import the plugins that [tool.flowc] in pyproject.toml lists even though its "
-        "folder is not trusted (`flowc trust`; docs/trust.md); --plugin's load either way",
-    )
