@@ -627,16 +627,24 @@ class PgStore:
         sql = self._sql
 
         def write(conn: psycopg.Connection[Any]) -> list[bool]:
-            with conn.transaction(), conn.pipeline():
-                cursors = [
-                    conn.execute(
-                        sql[(entries[i][1] is not None, True)],
-                        _params(entries[i][0], texts[i], entries[i][1], entries[i][2]),
+            # a Sync after each statement: the server counts a session idle in its
+            # transaction (and ends it after ``_IDLE_MS``) only between synced
+            # statements; without them, a writer cut off in the middle of the batch
+            # would keep its runs' lease rows locked, and nobody could take them over,
+            # for as long as the connection seems alive (tests/pg/test_faults.py)
+            with conn.transaction(), conn.pipeline() as pipe:
+                cursors = []
+                for i in todo:
+                    cursors.append(
+                        conn.execute(
+                            sql[(entries[i][1] is not None, True)],
+                            _params(entries[i][0], texts[i], entries[i][1], entries[i][2]),
+                        )
                     )
-                    for i in todo
-                ]
+                    pipe.sync()
                 for lease in releases:
                     conn.execute(_RELEASE, {"c": lease.channel_id, "t": lease.token})
+                    pipe.sync()
             return [cur.fetchone() is not None for cur in cursors]
 
         runs = sorted({entries[i][0].channel_id for i in todo})
