@@ -18,10 +18,16 @@ guarantees as :class:`~flowc.runtime.wal.SqliteStore`, for hubs on one host or m
 Tables (unqualified names: put them in a schema of your own with
 ``?options=-csearch_path%3Dmyschema`` in the URL):
 
-- ``flowc_wal(seq, channel_id, envelope_id UNIQUE, event_type, envelope TEXT, follows)``: the
-  envelope as the exact JSON text the SQLite store keeps;
+- ``flowc_wal(seq, channel_id, envelope_id UNIQUE, event_type, envelope TEXT, follows,
+  token)``: the envelope as the exact JSON text the SQLite store keeps, and the fencing
+  token it was written under (``NULL``: an unfenced append, such as a run's submission);
 - ``flowc_lease(channel_id PRIMARY KEY, holder, token, expires_at timestamptz)``: one row per
   run a hub ever opened or took (a released lease has ``expires_at = -infinity``).
+- ``flowc_lease_log(channel_id, token, holder, after_seq, previous, previous_state)``: every
+  lease taken, with the ``seq`` of the run's last envelope then (0: none), the holder it
+  was taken from and whether that lease was ``live``, ``expired`` or ``free`` (released or
+  never held), so a reader can tell, from the rows alone, that no append was accepted
+  under a token after a newer one was taken, and why each lease changed hands.
 
 Notifications (``LISTEN`` on a connection of your own; :func:`listen` makes one), sent when
 the writing transaction commits:
@@ -44,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -106,8 +113,10 @@ CREATE TABLE IF NOT EXISTS flowc_wal (
     envelope_id TEXT NOT NULL UNIQUE,
     event_type  TEXT NOT NULL,
     envelope    TEXT NOT NULL,
-    follows     TEXT
+    follows     TEXT,
+    token       BIGINT
 );
+ALTER TABLE flowc_wal ADD COLUMN IF NOT EXISTS token BIGINT;
 CREATE INDEX IF NOT EXISTS flowc_wal_channel ON flowc_wal (channel_id, seq);
 CREATE INDEX IF NOT EXISTS flowc_wal_closed ON flowc_wal (channel_id)
     WHERE event_type = '{EV_CHANNEL_CLOSED}';
@@ -116,6 +125,15 @@ CREATE TABLE IF NOT EXISTS flowc_lease (
     holder      TEXT NOT NULL,
     token       BIGINT NOT NULL,
     expires_at  TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE IF NOT EXISTS flowc_lease_log (
+    channel_id  TEXT NOT NULL,
+    token       BIGINT NOT NULL,
+    holder      TEXT NOT NULL,
+    after_seq   BIGINT NOT NULL,
+    previous    TEXT NOT NULL,
+    previous_state TEXT NOT NULL,
+    PRIMARY KEY (channel_id, token)
 );
 """
 
@@ -137,37 +155,70 @@ FROM ins
 
 
 _INSERT = """
-    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows)
-    VALUES (%(c)s, %(e)s, %(ty)s, %(env)s, %(f)s)"""
+    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows, token)
+    VALUES (%(c)s, %(e)s, %(ty)s, %(env)s, %(f)s, %(t)s)"""
 
 #: the fenced insert: the lease row is locked, then the row is written only while the lease
-#: is the run's current, live one and (given ``follows``) the run's last envelope is it
+#: is the run's current, live one (``{fence}``) and (given ``follows``) the run's last
+#: envelope is it (``{follows}``); the row records the writer's fencing token
 _INSERT_FENCED = """
 WITH held AS (
     SELECT 1 FROM flowc_lease
-    WHERE channel_id = %(c)s AND token = %(t)s AND expires_at > clock_timestamp()
+    WHERE channel_id = %(c)s AND {fence}
     FOR UPDATE
 ), ins AS (
-    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows)
-    SELECT %(c)s, %(e)s, %(ty)s, %(env)s, %(f)s
+    INSERT INTO flowc_wal (channel_id, envelope_id, event_type, envelope, follows, token)
+    SELECT %(c)s, %(e)s, %(ty)s, %(env)s, %(f)s, %(t)s
     WHERE EXISTS (SELECT 1 FROM held)
-      AND (%(f)s::text IS NULL OR %(f)s::text IS NOT DISTINCT FROM (
+      AND {follows}"""
+
+_FENCE = "token = %(t)s AND expires_at > clock_timestamp()"
+_FOLLOWS = """(%(f)s::text IS NULL OR %(f)s::text IS NOT DISTINCT FROM (
           SELECT envelope_id FROM flowc_wal WHERE channel_id = %(c)s
           ORDER BY seq DESC LIMIT 1))"""
+
+#: the store's guards a test may switch off, one at a time (see :func:`_disabled_guard`)
+GUARDS = ("fence", "follows", "expiry", "heartbeat")
+
+
+def _disabled_guard() -> str | None:
+    """The guard switched off in this process, if any: a TEST HOOK, honoured only when
+    ``FLOWC_TEST_HOOKS=1`` is set too, read once when a :class:`PgStore` is made.
+    tests/pg/test_seeded_bugs.py uses it to show that the independent history checker
+    finds what each guard prevents. ``FLOWC_TEST_DISABLE_GUARD=``
+
+    - ``fence``: a fenced append, and a renewal, go through whatever the lease's token and
+      expiry (a renewal refused would stop the holder before its append is tried);
+    - ``follows``: a fenced append goes through whatever the run's last envelope;
+    - ``expiry``: every lease counts as expired (an open run is listed as free to take,
+      and a lease another live process holds is taken);
+    - ``heartbeat``: a renewal renews nothing (a lease lasts its first length only).
+    """
+    name = os.environ.get("FLOWC_TEST_DISABLE_GUARD")
+    if not name or os.environ.get("FLOWC_TEST_HOOKS") != "1":
+        return None
+    if name not in GUARDS:
+        raise WalError(f"FLOWC_TEST_DISABLE_GUARD={name}: not one of {', '.join(GUARDS)}")
+    return name
+
 
 #: in a batch, a row already there (a retry whose first try committed) is not an error
 #: that would undo the batch: it is left out, and told apart after the commit
 _SKIP_DUPLICATE = "\n    ON CONFLICT (envelope_id) DO NOTHING"
 
 
-def _statements(notify_appends: bool) -> dict[tuple[bool, bool], str]:
-    """The append's one statement, by (fenced, in a batch)."""
+def _statements(notify_appends: bool, off: str | None = None) -> dict[tuple[bool, bool], str]:
+    """The append's one statement, by (fenced, in a batch); ``off``: a guard left out
+    (the test hook, see :func:`_disabled_guard`)."""
     tail = "\n    RETURNING seq\n)" + _returning(notify_appends)
+    fenced_insert = _INSERT_FENCED.format(
+        fence="TRUE" if off == "fence" else _FENCE,
+        follows="TRUE" if off == "follows" else _FOLLOWS,
+    )
     out = {}
     for fenced in (False, True):
         for batch in (False, True):
-            insert = _INSERT_FENCED if fenced else _INSERT
-            head = insert if fenced else "\nWITH ins AS (" + insert
+            head = fenced_insert if fenced else "\nWITH ins AS (" + _INSERT
             out[(fenced, batch)] = head + (_SKIP_DUPLICATE if batch else "") + tail
     return out
 
@@ -342,7 +393,15 @@ class PgStore:
     ) -> None:
         self._psycopg = _import_psycopg()
         self.url = url
-        self._sql = _APPEND_SQL[notify_appends]
+        self._off = _disabled_guard()
+        self._appends = (
+            _APPEND_SQL
+            if self._off is None
+            else {n: _statements(n, self._off) for n in (True, False)}
+        )
+        if self._off is not None:
+            log.warning("TEST HOOK: the store's %s guard is switched off", self._off)
+        self._sql = self._appends[notify_appends]
         #: the URL as messages show it (no password)
         self.path = redact(url)
         self.readonly = readonly
@@ -357,11 +416,11 @@ class PgStore:
     def notify_appends(self) -> bool:
         """Whether each append sends ``flowc_wal`` (new runs and released leases always
         notify: workers wake on them). Settable."""
-        return self._sql is _APPEND_SQL[True]
+        return self._sql is self._appends[True]
 
     @notify_appends.setter
     def notify_appends(self, value: bool) -> None:
-        self._sql = _APPEND_SQL[bool(value)]
+        self._sql = self._appends[bool(value)]
 
     # ── the connection ──────────────────────────────────────────────────────────
 
@@ -405,7 +464,8 @@ class PgStore:
     def _make_tables(self, conn: psycopg.Connection[Any]) -> None:
         present = conn.execute(
             "SELECT to_regclass('flowc_wal') IS NOT NULL AND to_regclass('flowc_lease') "
-            "IS NOT NULL AND to_regclass('flowc_wal_closed') IS NOT NULL"
+            "IS NOT NULL AND to_regclass('flowc_wal_closed') IS NOT NULL "
+            "AND to_regclass('flowc_lease_log') IS NOT NULL"
         ).fetchone()
         if present != (True,):
             # CREATE ... IF NOT EXISTS is not safe against itself: one maker at a time
@@ -567,16 +627,24 @@ class PgStore:
         sql = self._sql
 
         def write(conn: psycopg.Connection[Any]) -> list[bool]:
-            with conn.transaction(), conn.pipeline():
-                cursors = [
-                    conn.execute(
-                        sql[(entries[i][1] is not None, True)],
-                        _params(entries[i][0], texts[i], entries[i][1], entries[i][2]),
+            # a Sync after each statement: the server counts a session idle in its
+            # transaction (and ends it after ``_IDLE_MS``) only between synced
+            # statements; without them, a writer cut off in the middle of the batch
+            # would keep its runs' lease rows locked, and nobody could take them over,
+            # for as long as the connection seems alive (tests/pg/test_faults.py)
+            with conn.transaction(), conn.pipeline() as pipe:
+                cursors = []
+                for i in todo:
+                    cursors.append(
+                        conn.execute(
+                            sql[(entries[i][1] is not None, True)],
+                            _params(entries[i][0], texts[i], entries[i][1], entries[i][2]),
+                        )
                     )
-                    for i in todo
-                ]
+                    pipe.sync()
                 for lease in releases:
                     conn.execute(_RELEASE, {"c": lease.channel_id, "t": lease.token})
+                    pipe.sync()
             return [cur.fetchone() is not None for cur in cursors]
 
         runs = sorted({entries[i][0].channel_id for i in todo})
@@ -696,6 +764,7 @@ class PgStore:
         out: list[tuple[str, Lease | None]] = []
         for cid, holder, token, expires, live in rows:
             lease = Lease(cid, holder, int(token), float(expires))
+            live = live and self._off != "expiry"  # the test hook: every lease expired
             out.append((cid, lease if live and holder_alive(holder) is not False else None))
         return out
 
@@ -737,29 +806,48 @@ class PgStore:
                 current_holder, _, expires, live = conn.execute(
                     f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s", (channel_id,)
                 ).fetchone()  # type: ignore[misc]
-                if live and current_holder != holder and holder_alive(current_holder) is not False:
+                if (
+                    live
+                    and current_holder != holder
+                    and holder_alive(current_holder) is not False
+                    and self._off != "expiry"
+                ):
                     raise LeaseError(
                         _held_message(channel_id, current_holder, expires),
                         channel_id,
                         current_holder,
                     )
-                return conn.execute(  # type: ignore[return-value]
+                taken = conn.execute(
                     "UPDATE flowc_lease SET holder = %s, token = token + 1, "
                     "expires_at = clock_timestamp() + make_interval(secs => %s) "
                     "WHERE channel_id = %s "
                     "RETURNING token, extract(epoch FROM expires_at)::float8",
                     (holder, seconds, channel_id),
                 ).fetchone()
+                # the lease's history (what a checker of the runs' histories reads): who
+                # took which token when the run's log ended where (the row lock orders
+                # this after every append of the tokens before)
+                state = "live" if live else "free" if expires == float("-inf") else "expired"
+                conn.execute(
+                    "INSERT INTO flowc_lease_log (channel_id, token, holder, after_seq, "
+                    "previous, previous_state) "
+                    "SELECT %s, %s, %s, COALESCE(MAX(seq), 0), %s, %s FROM flowc_wal "
+                    "WHERE channel_id = %s",
+                    (channel_id, taken[0], holder, current_holder, state, channel_id),  # type: ignore[index]
+                )
+                return taken  # type: ignore[return-value]
 
         token, expires = self._attempt(take, channel_id, "take its lease")
         return Lease(channel_id, holder, int(token), float(expires))
 
     def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        if self._off == "heartbeat":
+            return lease  # the test hook: nothing renewed
         rows = self._query(
             "UPDATE flowc_lease SET expires_at = clock_timestamp() + make_interval(secs => %s) "
-            "WHERE channel_id = %s AND token = %s "
+            "WHERE channel_id = %s AND (token = %s OR %s) "
             "RETURNING extract(epoch FROM expires_at)::float8",
-            (seconds, lease.channel_id, lease.token),
+            (seconds, lease.channel_id, lease.token, self._off == "fence"),
             lease.channel_id,
             "renew its lease",
         )

@@ -9,17 +9,22 @@ the hub and the folds are what it judges), and says for every run what breaks:
 - its turns (text and packet envelopes) are, in order, the turns it was expected to
   take (each scripted turn exactly once), and it ends as expected (closed with a
   reason, or visibly open);
-- a run that is open has a lease row (someone may take it).
-
-What it does not check yet: the fencing tokens of the writers (the log's rows do not
-record them).
+- a run that is open has a lease row (someone may take it);
+- fencing: each row names the token it was written under (``flowc_wal.token``) and
+  ``flowc_lease_log`` every lease taken with the run's last ``seq`` then; a row's token
+  was taken, tokens only grow along the run's log, and no row was written under a token
+  after a newer one was taken (a holder whose lease was taken over writes nothing more);
+- given the fault schedule (``faulted``: the process ids the test killed, paused or cut
+  off, ``killed``: those of them it killed), each lease changed hands for a reason: a
+  live lease was taken only from a killed process (a dead holder on the same host), an
+  expired one only from a faulted process (a live worker renews its leases).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import psycopg
@@ -39,16 +44,45 @@ def _text(doc: dict[str, Any]) -> str:
     return text if isinstance(text, str) else ""
 
 
-def check_history(dsn: str, expected: Callable[[str], Expected]) -> list[str]:
+def check_history(
+    dsn: str,
+    expected: Callable[[str], Expected],
+    *,
+    faulted: Collection[int] | None = None,
+    killed: Collection[int] = (),
+) -> list[str]:
     """Every anomaly found in the database at ``dsn`` (empty: none); ``expected(run_id)``
-    says what each run should be."""
+    says what each run should be; ``faulted`` and ``killed`` (process ids), the fault
+    schedule the takeovers are judged by (``None``: takeovers not judged)."""
     problems: list[str] = []
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
-            "SELECT seq, channel_id, envelope_id, event_type, envelope, follows "
+            "SELECT seq, channel_id, envelope_id, event_type, envelope, follows, token "
             "FROM flowc_wal ORDER BY seq"
         ).fetchall()
         leased = {r[0] for r in conn.execute("SELECT channel_id FROM flowc_lease").fetchall()}
+        grants: dict[str, dict[int, int]] = {}
+        takeovers = conn.execute(
+            "SELECT channel_id, token, after_seq, holder, previous, previous_state "
+            "FROM flowc_lease_log ORDER BY channel_id, token"
+        ).fetchall()
+        for cid, token, after, *_ in takeovers:
+            grants.setdefault(cid, {})[int(token)] = int(after)
+    if faulted is not None:
+        for cid, token, _, holder, previous, state in takeovers:
+            if previous == holder or state == "free":
+                continue
+            pid = _pid(previous)
+            if state == "live" and pid not in killed:
+                problems.append(
+                    f"run {cid}: token {token} was taken from {previous} while its lease was "
+                    "live, and that process was not killed"
+                )
+            if state == "expired" and pid not in faulted:
+                problems.append(
+                    f"run {cid}: token {token} was taken from {previous} whose lease expired, "
+                    "and no fault touched that process"
+                )
     runs: dict[str, list[tuple[Any, ...]]] = {}
     seen: set[str] = set()
     for row in rows:
@@ -58,7 +92,37 @@ def check_history(dsn: str, expected: Callable[[str], Expected]) -> list[str]:
         runs.setdefault(row[1], []).append(row)
     for run, rs in runs.items():
         problems += [f"run {run}: {p}" for p in _check_run(rs, expected(run), run in leased)]
+        problems += [f"run {run}: {p}" for p in _check_fencing(rs, grants.get(run, {}))]
     return problems
+
+
+def _pid(holder: str) -> int | None:
+    """The process id in a holder's name (``host:pid:...``)."""
+    parts = holder.split(":")
+    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else None
+
+
+def _check_fencing(rows: list[tuple[Any, ...]], grants: dict[int, int]) -> list[str]:
+    """What the writers' tokens break: ``grants`` maps each token taken on the run to the
+    ``seq`` of the run's last row when it was taken."""
+    out: list[str] = []
+    last = 0
+    for row in rows:
+        seq, token = row[0], row[6]
+        if token is None:
+            continue  # an unfenced append (the run's submission)
+        if token not in grants:
+            out.append(f"row {seq} is written under token {token}, which nobody took")
+        if token < last:
+            out.append(f"row {seq} is written under token {token} after token {last}")
+        last = max(last, token)
+        newer = [t for t, after in grants.items() if t > token and after < seq]
+        if newer:
+            out.append(
+                f"row {seq} is written under token {token} after token {min(newer)} was "
+                "taken: a holder that lost its lease wrote on"
+            )
+    return out
 
 
 def _check_run(rows: list[tuple[Any, ...]], expected: Expected, leased: bool) -> list[str]:

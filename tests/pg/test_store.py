@@ -207,7 +207,7 @@ def test_tables_are_made_once_by_many_processes_starting_together(pg_dsn: str) -
         tables = conn.execute(
             "SELECT tablename FROM pg_tables WHERE tablename LIKE 'flowc%' ORDER BY 1"
         ).fetchall()
-    assert tables == [("flowc_lease",), ("flowc_wal",)]
+    assert tables == [("flowc_lease",), ("flowc_lease_log",), ("flowc_wal",)]
 
 
 def test_readonly_makes_nothing_and_writes_nothing(pg_dsn: str) -> None:

@@ -1,0 +1,141 @@
+"""A TCP proxy on loopback between a worker and the PostgreSQL server, that can cut,
+delay and black-hole what passes through it (the network faults of tests/pg/test_faults.py).
+
+``FaultProxy(target_port)`` listens on ``127.0.0.1`` (a free port, :attr:`port`) and
+relays every connection to ``127.0.0.1:target_port``, one thread per direction. Modes,
+switched at any time:
+
+- :meth:`blackhole`: nothing more is relayed in either direction, and new connections
+  wait too; the sockets stay open (a partition: the worker's call hangs, the server
+  sees an idle client). :meth:`heal` relays again: what was sent meanwhile arrives late,
+  as TCP delivers it once a partition heals;
+- :meth:`cut`: every open connection is closed at once (both ends see it drop);
+- :meth:`cut_commits`: the next ``n`` transactions' ``COMMIT`` reach the server, and the
+  connection is then closed before the server's answer is relayed (a commit in flight:
+  done on the server, its answer lost);
+- ``delay``: seconds each chunk waits before it is relayed.
+
+It counts what it did (:attr:`cuts`, :attr:`commits_cut`), so a test can tell a fault
+happened."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+
+class _Pair:
+    def __init__(self, client: socket.socket, server: socket.socket) -> None:
+        self.client = client
+        self.server = server
+        self.cut_on_answer = False
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        for s in (self.client, self.server):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+class FaultProxy:
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.delay = 0.0
+        self.cuts = 0
+        self.commits_cut = 0
+        self._to_cut = 0
+        self._open = threading.Event()
+        self._open.set()
+        self._lock = threading.Lock()
+        self._pairs: list[_Pair] = []
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port: int = self._listener.getsockname()[1]
+        self._stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, dsn: str) -> str:
+        """``dsn`` (a URL of the proxied server on 127.0.0.1) through this proxy."""
+        return dsn.replace(f"127.0.0.1:{self.target_port}/", f"127.0.0.1:{self.port}/")
+
+    # ── the faults ──────────────────────────────────────────────────────────────
+
+    def blackhole(self) -> None:
+        self._open.clear()
+
+    def heal(self) -> None:
+        self._open.set()
+
+    def cut(self) -> None:
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for pair in pairs:
+            pair.close()
+        self.cuts += 1
+
+    def cut_commits(self, n: int) -> None:
+        with self._lock:
+            self._to_cut += n
+
+    def close(self) -> None:
+        self._stopping = True
+        self._open.set()
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        self.cut()
+
+    # ── the relay ───────────────────────────────────────────────────────────────
+
+    def _accept(self) -> None:
+        while not self._stopping:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            self._open.wait()
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            pair = _Pair(client, server)
+            with self._lock:
+                self._pairs.append(pair)
+            threading.Thread(target=self._relay, args=(pair, True), daemon=True).start()
+            threading.Thread(target=self._relay, args=(pair, False), daemon=True).start()
+
+    def _relay(self, pair: _Pair, upstream: bool) -> None:
+        src, dst = (pair.client, pair.server) if upstream else (pair.server, pair.client)
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                self._open.wait()
+                if self.delay:
+                    time.sleep(self.delay)
+                if pair.closed:
+                    break
+                if upstream and b"COMMIT" in data:
+                    with self._lock:
+                        if self._to_cut > 0:
+                            self._to_cut -= 1
+                            pair.cut_on_answer = True
+                elif not upstream and pair.cut_on_answer and b"COMMIT\x00" in data:
+                    # the server says the COMMIT is done: lose that answer
+                    self.commits_cut += 1
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        pair.close()
+        with self._lock:
+            if pair in self._pairs:
+                self._pairs.remove(pair)
