@@ -69,7 +69,7 @@ def contracts_option(parser: argparse.ArgumentParser) -> None:
 ON_VIOLATION = ("warn", "stop")
 
 
-def on_violation_option(parser: argparse.ArgumentParser) -> None:
+def on_violation_option(parser: argparse.ArgumentParser, *, worker: bool = False) -> None:
     """``--on-violation warn|stop``: what a turn that breaks one of the flow's
     properties does to the run."""
     parser.add_argument(
@@ -79,5 +79,11 @@ def on_violation_option(parser: argparse.ArgumentParser) -> None:
         help="a turn that breaks one of the flow's `property` statements: `warn` marks "
         "the turn in the transcript, --json and `flowc log` and lets the run go on (the "
         "default), `stop` also closes the run with the reason "
-        "`property_violated:NAME`; either way the command exits 3",
+        "`property_violated:NAME`; "
+        + (
+            "either way a `violated RUN ...` line is printed (also under --quiet); the "
+            "worker's exit status does not change"
+            if worker
+            else "either way the command exits 3"
+        ),
     )

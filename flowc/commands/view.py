@@ -26,7 +26,7 @@ from flowc.commands.run_options import STORES, store_options
 TOKEN_ENV = "FLOWC_VIEW_TOKEN"
 
 INSTALL_HINT = (
-    "flowc view needs Starlette and uvicorn: pip install 'flowc[view]' "
+    "flowc view needs Starlette and uvicorn: pip install '.[view]' in flowc's checkout "
     "(or pip install starlette uvicorn)"
 )
 
@@ -148,7 +148,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "that shows the runs of a run database: each run on its flow's diagram, with the "
         "transcript streaming as turns are committed and a timeline to go back to any turn. "
         "The database is opened read-only. Needs the `view` extra "
-        "(pip install 'flowc[view]').",
+        "(pip install '.[view]' in flowc's checkout).",
     )
     p.add_argument(
         "run", nargs="?", help="open this run's page (a run id, a unique prefix, or `last`)"

@@ -270,7 +270,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     store_options(p, SHARED_DB, metavar="URL", plugin=False)
     agents_option(p, "other speakers follow each run's script")
     contracts_option(p)
-    on_violation_option(p)
+    on_violation_option(p, worker=True)
     p.add_argument(
         "--concurrency",
         type=int,
@@ -302,7 +302,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "tools that follow the runs live with LISTEN; no worker needs them)",
     )
     p.add_argument(
-        "--quiet", action="store_true", help="print only stalled, taken-over and failed runs"
+        "--quiet",
+        action="store_true",
+        help="print only stalled, lost (taken over), failed and violated runs",
     )
     add_plugin_option(p)
 

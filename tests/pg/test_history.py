@@ -20,7 +20,7 @@ from tests.runtime.worker_harness import (
     write_inputs,
 )
 
-TURNS = 12
+TURNS = 60  # long enough that the worker is caught holding a run under load (12 raced to the end)
 
 
 def _expected(run_id: str) -> Expected:

@@ -92,6 +92,19 @@ def test_every_request_needs_the_token(
     assert client.get("/api/runs").status_code == 403
 
 
+def test_websockets_are_refused_even_with_the_token(client: TestClient) -> None:
+    """No route takes a WebSocket, and one is refused before the token, Host or Origin
+    checks could be skipped for it."""
+    from starlette.websockets import WebSocketDisconnect
+
+    with (
+        pytest.raises(WebSocketDisconnect) as refused,
+        client.websocket_connect(f"/api/runs?token={TOKEN}"),
+    ):
+        pass
+    assert refused.value.code == 1008
+
+
 def test_cross_site_and_wrong_host_requests_are_refused(client: TestClient) -> None:
     url = f"/api/runs?token={TOKEN}"
     assert client.get(url, headers={"Origin": "http://127.0.0.1:8123"}).status_code == 200
@@ -219,7 +232,7 @@ def test_without_the_extra_the_command_says_how_to_install_it(
     assert done.returncode == 2
     assert done.stderr == (
         "flowc view: error: flowc view needs Starlette and uvicorn: pip install "
-        "'flowc[view]' (or pip install starlette uvicorn)\n"
+        "'.[view]' in flowc's checkout (or pip install starlette uvicorn)\n"
     )
 
 
