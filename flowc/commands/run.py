@@ -493,7 +493,9 @@ def _open_db(path: str, *, readonly: bool = False) -> WalStore:
 _DAMAGED = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
 
 
-def _find_run(store: WalStore, run: str) -> str:
+def find_run(store: WalStore, run: str, db: str | None = None) -> str:
+    """The full id of the stored run ``run`` names: an id, a unique prefix of one, or
+    ``last`` (the newest); a usage error otherwise (naming ``db`` when given)."""
     try:
         ids = store.channel_ids()
     except WalError as err:
@@ -506,7 +508,8 @@ def _find_run(store: WalStore, run: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UsageError(f"no run {run!r} (flowc log lists them)")
+        where = f" in {db}" if db is not None else ""
+        raise UsageError(f"no run {run!r}{where} (flowc log lists them)")
     raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
 
 
@@ -677,7 +680,7 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         if mode == "json":
             sys.stdout.write(canonical_json(runs))
         return EXIT_ERRORS if damaged else EXIT_OK
-    cid = _find_run(store, args.run)
+    cid = find_run(store, args.run)
     try:
         if args.why is not None:
             return _log_why(store, cid, args.why, mode)
@@ -776,7 +779,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     store = _open_db(args.db, readonly=True)
     cid = args.run
     try:
-        cid = _find_run(store, args.run)
+        cid = find_run(store, args.run)
         hub = Hub(store)
         result = hub.replay(cid)
     except _DAMAGED as err:
@@ -824,7 +827,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     setup_plugins(args, [args.db])
     store = _open_db(args.db)
     try:
-        cid = _find_run(store, args.run)
+        cid = find_run(store, args.run)
         try:
             opened = next(iter(store.read(cid)))
             if opened.event_type != EV_CHANNEL_OPENED:
