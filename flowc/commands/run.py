@@ -63,7 +63,13 @@ from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import PROPERTY_KEY, RunResult, transcript, turn_json
+from flowc.runtime.transcript import (
+    PROPERTY_KEY,
+    RunResult,
+    stored_run_status,
+    transcript,
+    turn_json,
+)
 from flowc.runtime.wal import WalError, WalStore, describe_holder
 
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
@@ -528,19 +534,10 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
         return None
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
     records, close, _ = transcript(envs)
-    lease = None if close is not None else store.lease_of(cid)
     # a worker that gives a stalled run back records why (flowc.run.stalled): the run
     # is open, but nobody will take it up until someone resumes it
     stall = envs[-1].event_data if envs[-1].event_type == EV_RUN_STALLED else None
-    status = (
-        "closed"
-        if close is not None
-        else "running"
-        if lease is not None
-        else "stalled"
-        if stall is not None
-        else "open"
-    )
+    status, lease = stored_run_status(store, cid, close, stall is not None)
     summary = {
         "run_id": cid,
         "created_at": md.created_at,

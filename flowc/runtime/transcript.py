@@ -27,8 +27,16 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import Failure, tracebacks_wanted
 from flowc.runtime.frozen import builder, writable_base
+from flowc.runtime.wal import Lease, WalStore
 
-__all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
+__all__ = [
+    "RunResult",
+    "TranscriptFolder",
+    "TurnRecord",
+    "stored_run_status",
+    "transcript",
+    "turn_json",
+]
 
 #: where a turn's envelope records the properties it broke (:mod:`flowc.runtime.guard`),
 #: and the name of that list in ``--json`` / ``--jsonl`` / ``log --json``
@@ -38,6 +46,28 @@ PROPERTY_KEY = "property_violations"
 #: (``ChannelState.OPEN``) goes through ``EnumType.__getattr__`` on Python 3.11, about
 #: 1.4 k instructions each, and the hot paths read them every turn
 _CLOSED = ChannelState.CLOSED
+
+
+# ── a run's status ────────────────────────────────────────────────────────────
+
+#: the statuses of a stored run, as ``flowc log`` and ``flowc view`` list them
+CLOSED, RUNNING, STALLED, OPEN = "closed", "running", "stalled", "open"
+
+
+def stored_run_status(
+    store: WalStore, run_id: str, close: str | None, stalled: bool
+) -> tuple[str, Lease | None]:
+    """``(status, lease)`` of a stored run: ``closed`` once it closed; ``running`` while a
+    holder has its lease (the lease given); ``stalled`` when its last envelope is a
+    ``flowc.run.stalled`` record (``stalled``: a worker gave it back, and nobody takes it
+    up until someone resumes it); else ``open`` (submitted and waiting for a worker, or
+    left open by the process that ran it)."""
+    if close is not None:
+        return CLOSED, None
+    lease = store.lease_of(run_id)
+    if lease is not None:
+        return RUNNING, lease
+    return (STALLED if stalled else OPEN), None
 
 
 # ── results ───────────────────────────────────────────────────────────────────

@@ -527,7 +527,7 @@ async def _stream(settings: ViewSettings, view: RunView, after: int) -> AsyncIte
             now = time.monotonic()
             if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
                 checked = now
-                state, holder = await run_in_threadpool(status_of, store, view.run_id, feed.closed)
+                state, holder = await run_in_threadpool(status_of, store, feed)
                 current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
                 if current != status:
                     status = current
