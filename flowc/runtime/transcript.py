@@ -214,7 +214,10 @@ class TranscriptFolder:
         self.adapter = adapter or WorkflowAdapter()
         self.metadata: ChannelMetadata | None = None
         self.state: WorkflowState | None = None
+        #: the turn records folded since the last :meth:`forget` (all of them, without it)
         self.records: list[TurnRecord] = []
+        #: the turns folded before ``records[0]`` (let go by :meth:`forget`)
+        self.forgotten = 0
         self.close: str | None = None
         self._names: dict[str, str] = {}
         self._set: dict[str, Any] = {}
@@ -225,11 +228,28 @@ class TranscriptFolder:
     def channel_id(self) -> str | None:
         return self.metadata.channel_id if self.metadata is not None else None
 
-    def copy(self) -> TranscriptFolder:
+    @property
+    def turns(self) -> int:
+        """The turns folded so far (those forgotten among them)."""
+        return self.forgotten + len(self.records)
+
+    def forget(self) -> None:
+        """Let go of the turn records held: the folder goes on as before (it numbers the
+        next turn after the ones forgotten), but keeps only the records folded from now
+        on, so a reader that does not need the earlier turns does not hold them."""
+        self.forgotten += len(self.records)
+        self.records = []
+
+    def copy(self, *, records: bool = True) -> TranscriptFolder:
         """A folder that goes on from where this one is, leaving this one as it is (a
-        state is never changed once folded: only the lists being filled are copied)."""
+        state is never changed once folded: only the lists being filled are copied).
+        ``records=False``: the copy holds none of the turn records (as after
+        :meth:`forget`), so its size does not grow with the turns folded before it."""
         other = _copy.copy(self)
-        other.records = list(self.records)
+        if records:
+            other.records = list(self.records)
+        else:
+            other.records, other.forgotten = [], self.turns
         other._set = dict(self._set)
         other._delete = list(self._delete)
         other._warnings = list(self._warnings)
@@ -290,7 +310,7 @@ class TranscriptFolder:
             warnings = (*self._warnings, *_warnings(data))
             self._warnings = []
         record = _record(
-            len(records) + 1,
+            self.forgotten + len(records) + 1,
             names.get(sender, sender),
             sender,
             kind,

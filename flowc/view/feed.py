@@ -246,7 +246,7 @@ class TurnFeed:
             self.stalled, self.stalled_on = False, None
             record = folder.feed(env)
             # the feed keeps no turn: each is handed out, then dropped
-            folder.records.clear()
+            folder.forget()
             if record is not None:
                 self.turns += 1
                 self.violated += [str(v.get("property")) for v in record.violated]

@@ -267,14 +267,18 @@ class _Kept:
         if folder is None:
             folder = self.folder = TranscriptFolder(WorkflowAdapter(None))
         envelopes = self.envelopes
-        while self.folded < len(envelopes) and len(folder.records) < n and folder.close is None:
+        while self.folded < len(envelopes) and folder.turns < n and folder.close is None:
             record = folder.feed(envelopes[self.folded])
             self.folded += 1
+            # no turn record is kept: explaining a turn needs the folder's state and how
+            # many turns it folded, not the turns before (a mark holding them all made
+            # the marks' memory grow with the square of the run's length)
+            folder.forget()
             if record is not None and record.number % MARK_TURNS == 0:
-                self.marks.append((self.folded, folder.copy()))
+                self.marks.append((self.folded, folder.copy(records=False)))
         best: tuple[int, TranscriptFolder | None] = (0, None)
         for index, mark in self.marks:
-            if len(mark.records) >= n:
+            if mark.turns >= n:
                 break
             best = (index, mark)
         return best

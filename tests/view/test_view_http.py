@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
+from flowc.runtime.transcript import TurnRecord
 from flowc.view.server import ViewSettings, make_app
 from tests.view.conftest import ROOT, flowc
 
@@ -447,7 +448,33 @@ def test_why_from_the_kept_marks_equals_why_from_the_start(
     asked = [turns, 1, 7, 8, 14, 15, 6, 21, 39, 2, 28, 29, 13]
     for n in asked:
         assert kept.explain(run_id, n) == explain_turn(envelopes, n).to_json(), n
-    assert [len(m.records) for _, m in kept.runs[run_id].marks] == [7, 14, 21, 28, 35]
+    marks = [m for _, m in kept.runs[run_id].marks]
+    assert [m.turns for m in marks] == [7, 14, 21, 28, 35]
+    # a mark holds no turn record: its size does not grow with the turns before it (each
+    # mark held every earlier record before, so the marks grew with the run's square)
+    assert [len(m.records) for m in marks] == [0, 0, 0, 0, 0]
+    held = [_reachable(m) for m in marks]
+    assert [sum(isinstance(o, TurnRecord) for o in h) for h in held] == [0, 0, 0, 0, 0]
+    assert max(map(len, held)) - min(map(len, held)) < 50, [len(h) for h in held]
+
+
+def _reachable(root: object) -> list[object]:
+    """The objects ``root`` holds, directly or not (not through a module, a class or a
+    function, which every folder shares)."""
+    import gc
+    import types
+
+    seen: dict[int, object] = {}
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(
+            obj, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+        ):
+            continue
+        seen[id(obj)] = obj
+        todo.extend(gc.get_referents(obj))
+    return list(seen.values())
 
 
 def test_the_command_s_socket_is_tcp_by_name() -> None:
