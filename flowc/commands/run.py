@@ -63,7 +63,13 @@ from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import PROPERTY_KEY, RunResult, transcript, turn_json
+from flowc.runtime.transcript import (
+    PROPERTY_KEY,
+    RunResult,
+    stored_run_status,
+    transcript,
+    turn_json,
+)
 from flowc.runtime.wal import WalError, WalStore, describe_holder
 
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
@@ -493,7 +499,9 @@ def _open_db(path: str, *, readonly: bool = False) -> WalStore:
 _DAMAGED = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
 
 
-def _find_run(store: WalStore, run: str) -> str:
+def find_run(store: WalStore, run: str, db: str | None = None) -> str:
+    """The full id of the stored run ``run`` names: an id, a unique prefix of one, or
+    ``last`` (the newest); a usage error otherwise (naming ``db`` when given)."""
     try:
         ids = store.channel_ids()
     except WalError as err:
@@ -506,7 +514,8 @@ def _find_run(store: WalStore, run: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UsageError(f"no run {run!r} (flowc log lists them)")
+        where = f" in {db}" if db is not None else ""
+        raise UsageError(f"no run {run!r}{where} (flowc log lists them)")
     raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
 
 
@@ -525,19 +534,10 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
         return None
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
     records, close, _ = transcript(envs)
-    lease = None if close is not None else store.lease_of(cid)
     # a worker that gives a stalled run back records why (flowc.run.stalled): the run
     # is open, but nobody will take it up until someone resumes it
     stall = envs[-1].event_data if envs[-1].event_type == EV_RUN_STALLED else None
-    status = (
-        "closed"
-        if close is not None
-        else "running"
-        if lease is not None
-        else "stalled"
-        if stall is not None
-        else "open"
-    )
+    status, lease = stored_run_status(store, cid, close, stall is not None)
     summary = {
         "run_id": cid,
         "created_at": md.created_at,
@@ -677,7 +677,7 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         if mode == "json":
             sys.stdout.write(canonical_json(runs))
         return EXIT_ERRORS if damaged else EXIT_OK
-    cid = _find_run(store, args.run)
+    cid = find_run(store, args.run)
     try:
         if args.why is not None:
             return _log_why(store, cid, args.why, mode)
@@ -776,7 +776,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     store = _open_db(args.db, readonly=True)
     cid = args.run
     try:
-        cid = _find_run(store, args.run)
+        cid = find_run(store, args.run)
         hub = Hub(store)
         result = hub.replay(cid)
     except _DAMAGED as err:
@@ -824,7 +824,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     setup_plugins(args, [args.db])
     store = _open_db(args.db)
     try:
-        cid = _find_run(store, args.run)
+        cid = find_run(store, args.run)
         try:
             opened = next(iter(store.read(cid)))
             if opened.event_type != EV_CHANNEL_OPENED:

@@ -57,6 +57,7 @@ def _token() -> str:
 
 def _check_db(db: str, run: str | None) -> str | None:
     """The database can be read (and has ``run``, whose full id is returned)."""
+    from flowc.commands.run import find_run
     from flowc.runtime.stores import is_url, open_store
     from flowc.runtime.wal import WalError
 
@@ -67,21 +68,7 @@ def _check_db(db: str, run: str | None) -> str | None:
     except WalError as err:
         raise UsageError(str(err)) from None
     try:
-        if run is None:
-            return None
-        ids = store.channel_ids()
-        if run in ids:
-            return run
-        if run == "last" and ids:
-            return ids[-1]
-        matches = [c for c in ids if c.startswith(run)]
-        if len(matches) == 1:
-            return matches[0]
-        if not matches:
-            raise UsageError(f"no run {run!r} in {db} (flowc log lists them)")
-        raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
-    except WalError as err:
-        raise UsageError(str(err)) from None
+        return None if run is None else find_run(store, run, db)
     finally:
         store.close()
 

@@ -31,6 +31,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import sys
 from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
@@ -38,7 +39,7 @@ from typing import Protocol
 from flowc.runtime.envelope import Envelope
 from flowc.runtime.wal import Lease, WalError
 
-__all__ = ["BatchStore", "GroupCommit"]
+__all__ = ["BatchStore", "GroupCommit", "store_error"]
 
 log = logging.getLogger("flowc.worker")
 
@@ -53,6 +54,15 @@ class BatchStore(Protocol):
     ) -> list[WalError | None]: ...
 
     def close(self) -> None: ...
+
+
+def store_error(err: BaseException) -> bool:
+    """``err`` is the database's failing (a :class:`WalError`, an ``OSError``, a
+    ``psycopg.Error``), not a bug in flowc."""
+    if isinstance(err, (WalError, OSError)):
+        return True
+    psycopg = sys.modules.get("psycopg")  # loaded when a PostgreSQL store is in use
+    return psycopg is not None and isinstance(err, psycopg.Error)
 
 
 _Entry = tuple[Envelope, Lease | None, str | None, bool, "asyncio.Future[None]"]
@@ -106,7 +116,9 @@ class GroupCommit:
     ) -> asyncio.Future[None]:
         """Queue ``envelope`` for the next commit; the future is done once it is committed
         (its result ``None``) or refused (its exception: a :class:`WalError`, a
-        :class:`~flowc.runtime.wal.LeaseError` when the run's lease was lost).
+        :class:`~flowc.runtime.wal.LeaseError` when the run's lease was lost); when
+        writing the batch raised anything else than the database's errors
+        (:func:`store_error`), a bug in flowc, its exception is that exception, as it is.
         ``release``: ``lease`` is given back in the same commit, after the envelope (a
         run's close)."""
         loop = asyncio.get_running_loop()
@@ -137,16 +149,25 @@ class GroupCommit:
                 ]
                 entries = [(env, lease, follows) for env, lease, follows, _, _ in batch]
                 releases = [lease for _, lease, _, release, _ in batch if release and lease]
+                results: list[BaseException | None]
                 try:
-                    results: list[WalError | None] = await asyncio.shield(
+                    written: list[WalError | None] = await asyncio.shield(
                         loop.run_in_executor(
                             self._thread, self.writer.append_batch, entries, releases
                         )
                     )
+                    results = list(written)
                 except asyncio.CancelledError:
                     raise
-                except Exception as err:  # the writer broke: every entry says so
-                    failed = err if isinstance(err, WalError) else WalError(str(err))
+                except Exception as err:
+                    # the database failed: every entry is refused with a WalError (its run
+                    # stalls); anything else is a bug in flowc, which every entry's hub
+                    # gets as it is (the run ends as an internal error, not as a stall)
+                    failed: BaseException = (
+                        (err if isinstance(err, WalError) else WalError(str(err)))
+                        if store_error(err)
+                        else err
+                    )
                     results = [failed] * len(batch)
                 self.commits += 1
                 self.envelopes += len(batch)

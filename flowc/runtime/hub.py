@@ -573,6 +573,10 @@ class Hub:
                 else:
                     self.stall(cid, sender, str(err))
                 return
+            except Exception as err:  # a bug in flowc (the writer's): the run's driver raises it
+                ch.last_id = self._committed.get(cid, ch.last_id)
+                self.crash(cid, sender, err)
+                return
             finally:
                 self._pending[cid] -= 1
             self._committed[cid] = env.envelope_id

@@ -27,8 +27,16 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import Failure, tracebacks_wanted
 from flowc.runtime.frozen import builder, writable_base
+from flowc.runtime.wal import Lease, WalStore
 
-__all__ = ["RunResult", "TranscriptFolder", "TurnRecord", "transcript", "turn_json"]
+__all__ = [
+    "RunResult",
+    "TranscriptFolder",
+    "TurnRecord",
+    "stored_run_status",
+    "transcript",
+    "turn_json",
+]
 
 #: where a turn's envelope records the properties it broke (:mod:`flowc.runtime.guard`),
 #: and the name of that list in ``--json`` / ``--jsonl`` / ``log --json``
@@ -38,6 +46,28 @@ PROPERTY_KEY = "property_violations"
 #: (``ChannelState.OPEN``) goes through ``EnumType.__getattr__`` on Python 3.11, about
 #: 1.4 k instructions each, and the hot paths read them every turn
 _CLOSED = ChannelState.CLOSED
+
+
+# ── a run's status ────────────────────────────────────────────────────────────
+
+#: the statuses of a stored run, as ``flowc log`` and ``flowc view`` list them
+CLOSED, RUNNING, STALLED, OPEN = "closed", "running", "stalled", "open"
+
+
+def stored_run_status(
+    store: WalStore, run_id: str, close: str | None, stalled: bool
+) -> tuple[str, Lease | None]:
+    """``(status, lease)`` of a stored run: ``closed`` once it closed; ``running`` while a
+    holder has its lease (the lease given); ``stalled`` when its last envelope is a
+    ``flowc.run.stalled`` record (``stalled``: a worker gave it back, and nobody takes it
+    up until someone resumes it); else ``open`` (submitted and waiting for a worker, or
+    left open by the process that ran it)."""
+    if close is not None:
+        return CLOSED, None
+    lease = store.lease_of(run_id)
+    if lease is not None:
+        return RUNNING, lease
+    return (STALLED if stalled else OPEN), None
 
 
 # ── results ───────────────────────────────────────────────────────────────────
@@ -184,7 +214,10 @@ class TranscriptFolder:
         self.adapter = adapter or WorkflowAdapter()
         self.metadata: ChannelMetadata | None = None
         self.state: WorkflowState | None = None
+        #: the turn records folded since the last :meth:`forget` (all of them, without it)
         self.records: list[TurnRecord] = []
+        #: the turns folded before ``records[0]`` (let go by :meth:`forget`)
+        self.forgotten = 0
         self.close: str | None = None
         self._names: dict[str, str] = {}
         self._set: dict[str, Any] = {}
@@ -195,11 +228,28 @@ class TranscriptFolder:
     def channel_id(self) -> str | None:
         return self.metadata.channel_id if self.metadata is not None else None
 
-    def copy(self) -> TranscriptFolder:
+    @property
+    def turns(self) -> int:
+        """The turns folded so far (those forgotten among them)."""
+        return self.forgotten + len(self.records)
+
+    def forget(self) -> None:
+        """Let go of the turn records held: the folder goes on as before (it numbers the
+        next turn after the ones forgotten), but keeps only the records folded from now
+        on, so a reader that does not need the earlier turns does not hold them."""
+        self.forgotten += len(self.records)
+        self.records = []
+
+    def copy(self, *, records: bool = True) -> TranscriptFolder:
         """A folder that goes on from where this one is, leaving this one as it is (a
-        state is never changed once folded: only the lists being filled are copied)."""
+        state is never changed once folded: only the lists being filled are copied).
+        ``records=False``: the copy holds none of the turn records (as after
+        :meth:`forget`), so its size does not grow with the turns folded before it."""
         other = _copy.copy(self)
-        other.records = list(self.records)
+        if records:
+            other.records = list(self.records)
+        else:
+            other.records, other.forgotten = [], self.turns
         other._set = dict(self._set)
         other._delete = list(self._delete)
         other._warnings = list(self._warnings)
@@ -260,7 +310,7 @@ class TranscriptFolder:
             warnings = (*self._warnings, *_warnings(data))
             self._warnings = []
         record = _record(
-            len(records) + 1,
+            self.forgotten + len(records) + 1,
             names.get(sender, sender),
             sender,
             kind,

@@ -419,7 +419,7 @@ def fold_to_turn(
         folder = TranscriptFolder(WorkflowAdapter(registry))
         first = True
     else:
-        if start.metadata is None or len(start.records) >= n:
+        if start.metadata is None or start.turns >= n:
             raise WhyError(f"the folder to start from is not before turn {n}")
         folder = start.copy()
         first = False
@@ -436,7 +436,7 @@ def fold_to_turn(
             break
     if first:
         raise WhyError("the run has no envelopes")
-    raise TurnOutOfRange(n, len(folder.records))
+    raise TurnOutOfRange(n, folder.turns)
 
 
 def explain_turn(

@@ -35,7 +35,16 @@ from flowc.runtime.adapters.base import ChannelMetadata
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import TranscriptFolder, TurnRecord
+from flowc.runtime.transcript import (
+    CLOSED,
+    OPEN,
+    PROPERTY_KEY,
+    RUNNING,
+    STALLED,
+    TranscriptFolder,
+    TurnRecord,
+    stored_run_status,
+)
 from flowc.runtime.wal import WalStore, describe_holder
 
 __all__ = [
@@ -50,8 +59,9 @@ __all__ = [
 #: the envelopes one poll of a feed reads at most
 PAGE_ROWS = 500
 
-#: the statuses of a run, as the runs list shows them
-LIVE, FINISHED, STALLED = "live", "finished", "stalled"
+#: the statuses of a run, as the runs list shows them, are ``flowc log``'s
+#: (:func:`flowc.runtime.transcript.stored_run_status`)
+STATUSES = (CLOSED, RUNNING, STALLED, OPEN)
 
 
 def read_page(
@@ -213,8 +223,12 @@ class TurnFeed:
         self.turns = 0
         #: the close reason, once the run closed
         self.closed: str | None = None
+        #: the last envelope read is a stall record (``flowc.run.stalled``)
+        self.stalled = False
         #: the speaker a stall was recorded on (the last envelope read, when it is one)
         self.stalled_on: str | None = None
+        #: the names of the properties the run broke so far, in the order it broke them
+        self.violated: list[str] = []
         self._context: dict[str, Any] | None = None
 
     def poll(self, store: WalStore, limit: int = PAGE_ROWS) -> list[dict[str, Any]]:
@@ -227,13 +241,15 @@ class TurnFeed:
             if env.event_type == EV_RUN_STALLED:
                 who = env.event_data.get("agent_id")
                 self.stalled_on = self.view.target.names.get(who, who) if who else None
+                self.stalled = True
                 continue
-            self.stalled_on = None
+            self.stalled, self.stalled_on = False, None
             record = folder.feed(env)
             # the feed keeps no turn: each is handed out, then dropped
-            folder.records.clear()
+            folder.forget()
             if record is not None:
                 self.turns += 1
+                self.violated += [str(v.get("property")) for v in record.violated]
                 out.append(self.event(record, folder.state))
             if folder.close is not None and self.closed is None:
                 self.closed = folder.close
@@ -296,6 +312,8 @@ class TurnFeed:
             event["context"] = context
         if record.warnings:
             event["warnings"] = [dict(w) for w in record.warnings]
+        if record.violated:  # the properties the turn broke, each with its claim and why
+            event[PROPERTY_KEY] = [dict(v) for v in record.violated]
         return event
 
     def initial(self) -> dict[str, Any]:
@@ -309,15 +327,12 @@ class TurnFeed:
         }
 
 
-def status_of(store: WalStore, run_id: str, closed: str | None) -> tuple[str, str | None]:
-    """``(status, holder)``: ``finished`` once closed; ``live`` while a hub holds the run's
-    lease (its holder described); else ``stalled``: open, and nobody writes it."""
-    if closed is not None:
-        return FINISHED, None
-    lease = store.lease_of(run_id)
-    if lease is not None:
-        return LIVE, describe_holder(lease.holder)
-    return STALLED, None
+def status_of(store: WalStore, feed: TurnFeed) -> tuple[str, str | None]:
+    """``(status, holder)`` of the run ``feed`` has read, as ``flowc log`` says it
+    (:func:`~flowc.runtime.transcript.stored_run_status`): ``closed``, ``running`` (its holder
+    described), ``stalled`` (the last envelope is a stall record) or ``open``."""
+    status, lease = stored_run_status(store, feed.view.run_id, feed.closed, feed.stalled)
+    return status, describe_holder(lease.holder) if lease is not None else None
 
 
 def run_summary(
@@ -334,8 +349,8 @@ def run_summary(
         feed = TurnFeed(view)
     view = feed.view
     feed.drain(store)
-    status, holder = status_of(store, run_id, feed.closed)
-    return {
+    status, holder = status_of(store, feed)
+    summary: dict[str, Any] = {
         "run_id": run_id,
         "flow": view.flow,
         "created_at": view.metadata.created_at,
@@ -344,5 +359,9 @@ def run_summary(
         "status": status,
         "holder": holder,
         "close_reason": feed.closed,
-        "stalled_on": feed.stalled_on or (feed.next_speaker if status == STALLED else None),
+        "stalled_on": feed.stalled_on if status == STALLED else None,
+        "next_speaker": feed.next_speaker,
     }
+    if feed.violated:  # the properties the run broke, by name (as `flowc log` lists them)
+        summary[PROPERTY_KEY] = list(feed.violated)
+    return summary

@@ -267,14 +267,18 @@ class _Kept:
         if folder is None:
             folder = self.folder = TranscriptFolder(WorkflowAdapter(None))
         envelopes = self.envelopes
-        while self.folded < len(envelopes) and len(folder.records) < n and folder.close is None:
+        while self.folded < len(envelopes) and folder.turns < n and folder.close is None:
             record = folder.feed(envelopes[self.folded])
             self.folded += 1
+            # no turn record is kept: explaining a turn needs the folder's state and how
+            # many turns it folded, not the turns before (a mark holding them all made
+            # the marks' memory grow with the square of the run's length)
+            folder.forget()
             if record is not None and record.number % MARK_TURNS == 0:
-                self.marks.append((self.folded, folder.copy()))
+                self.marks.append((self.folded, folder.copy(records=False)))
         best: tuple[int, TranscriptFolder | None] = (0, None)
         for index, mark in self.marks:
-            if len(mark.records) >= n:
+            if mark.turns >= n:
                 break
             best = (index, mark)
         return best
@@ -527,7 +531,7 @@ async def _stream(settings: ViewSettings, view: RunView, after: int) -> AsyncIte
             now = time.monotonic()
             if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
                 checked = now
-                state, holder = await run_in_threadpool(status_of, store, view.run_id, feed.closed)
+                state, holder = await run_in_threadpool(status_of, store, feed)
                 current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
                 if current != status:
                     status = current

@@ -305,6 +305,75 @@ def test_a_worker_drops_the_run_taken_from_it_and_its_neighbour_closes(
     assert any({(keep, "b", True), (lose, "b", False)} <= batch for batch in batches), batches
 
 
+def test_a_bug_in_the_group_commit_is_an_internal_error_not_a_stall(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TypeError out of ``append_batch`` is a bug in flowc, not the database failing: the
+    worker's runs end as internal errors (the exception reaches ``on_error``), they are
+    not parked as stalled, and no exception is left unretrieved in the event loop."""
+    import gc
+
+    import flowc
+    from flowc.runtime.envelope import EV_RUN_STALLED
+    from flowc.runtime.target import RunTarget
+    from flowc.runtime.worker import Worker, submit_run
+
+    flow = flowc.compile_flow(
+        "speaker a: human\nspeaker b\nstart a\nmax_turns 4\nwhen from a then b\n"
+        "when from b then a\n"
+    )
+    script = {"kickoff": "hi", "script": {"a": ["a1"]}}
+    store = PgStore(pg_dsn)
+    errors: list[tuple[str, BaseException]] = []
+    loose: list[dict[str, Any]] = []
+
+    def bug(entries: Any, releases: Any = ()) -> Any:
+        raise TypeError("a bug in the writer")
+
+    async def scenario() -> tuple[list[str], Worker]:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: loose.append(ctx))
+        target = RunTarget.from_compiled(flow)
+        ids = [await submit_run(store, target, script) for _ in range(2)]
+        writer = store.writer()
+        monkeypatch.setattr(writer, "append_batch", bug)
+        worker = Worker(
+            store,
+            agents={"b": lambda turn: "b"},
+            group_commit=GroupCommit(writer),
+            poll_seconds=0.05,
+            on_error=lambda cid, err: errors.append((cid, err)),
+        )
+        task = asyncio.ensure_future(worker.serve())
+        deadline = time.monotonic() + 60
+        while len(errors) < 2:
+            assert not task.done() and time.monotonic() < deadline, worker.stats
+            await asyncio.sleep(0.01)
+        worker.stop()
+        await task
+        gc.collect()  # an exception nobody retrieved is reported as its holder goes
+        await asyncio.sleep(0)
+        return ids, worker
+
+    ids, worker = asyncio.run(scenario())
+    assert sorted(cid for cid, _ in errors) == sorted(ids)
+    assert all(type(err) is TypeError and str(err) == "a bug in the writer" for _, err in errors)
+    assert (worker.stats.internal, worker.stats.stalled, worker.stats.closed) == (2, 0, 0)
+    for cid in ids:  # open, with no stall recorded: `flowc log` does not call them stalled
+        assert [e.event_type for e in store.read(cid)][-1] != EV_RUN_STALLED
+        assert store.lease_of(cid) is None
+    assert loose == []
+
+
+def test_only_the_databases_errors_are_store_errors() -> None:
+    from flowc.runtime.groupcommit import store_error
+
+    lost = LeaseError("x", "r1", B)
+    for err in (WalError("x"), lost, OSError("x"), psycopg.OperationalError("x")):
+        assert store_error(err), err
+    for bug in (TypeError("x"), KeyError("x"), AttributeError("x"), AssertionError("x")):
+        assert not store_error(bug), bug
+
+
 @pytest.mark.parametrize("bad", [0, -1])
 def test_the_group_commit_refuses_a_batch_size_below_one(bad: int) -> None:
     with pytest.raises(ValueError, match="max_batch"):

@@ -516,3 +516,36 @@ def test_names_that_need_quoting_are_quoted_in_the_why_and_the_scenario(
     flow.write_text(HOSTILE + "\n" + block)
     assert main(["test", str(flow)]) == 0
     assert "1 scenario: 1 passed, 0 failed" in capsys.readouterr().out
+
+
+def test_a_folder_that_forgets_its_records_numbers_and_explains_as_one_that_keeps_them(
+    stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flowc.runtime.transcript import TranscriptFolder
+
+    _, db = stored
+    capsys.readouterr()
+    store = SqliteStore(db)
+    try:
+        (cid,) = store.channel_ids()
+        envs = list(store.read(cid))
+    finally:
+        store.close()
+    records, close, _ = transcript(envs)
+    forgetful = TranscriptFolder()
+    fed = []
+    for i, env in enumerate(envs):
+        record = forgetful.feed(env)
+        if record is not None:
+            fed.append(record)
+        forgetful.forget()
+        # a checkpoint taken here holds no record, and explaining any later turn from it
+        # gives what explaining that turn from the run's start gives
+        mark = forgetful.copy(records=False)
+        assert mark.records == [] and mark.turns == forgetful.turns
+        if mark.metadata is not None and mark.close is None:
+            for n in range(mark.turns + 1, len(records) + 1):
+                from_mark = explain_turn(envs[i + 1 :], n, start=mark).to_json()
+                assert from_mark == explain_turn(envs, n).to_json(), (i, n)
+    assert fed == records and forgetful.records == [] and forgetful.close == close
+    assert forgetful.turns == len(records) == 8

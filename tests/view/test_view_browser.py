@@ -195,7 +195,7 @@ def test_runs_list_links_each_run_with_its_status(workdir: Path, page: Any) -> N
         )
         assert [r[0] for r in rows] == [r["run_id"] for r in listed]
         for row, run in zip(rows, listed, strict=True):
-            assert row[3] == "finished" and row[5] == str(run["turns"])
+            assert row[3] == "closed" and row[5] == str(run["turns"])
             assert row[6] == run["close_reason"]
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "runs_list.png"), full_page=True)
@@ -342,7 +342,7 @@ def test_a_live_run_streams_its_turns_as_they_are_committed(workdir: Path, page:
     try:
         page.goto(server.url)
         wait_for(lambda: _shown_numbers(page) == [1], what="the kickoff on the page")
-        assert page.inner_text("#run-status") == "live"
+        assert page.inner_text("#run-status") == "running"
         assert "pid" in page.inner_text("#run-holder")
         for k in range(1, LIVE_TURNS):
             (gate / f"go-{k}").touch()
@@ -353,7 +353,7 @@ def test_a_live_run_streams_its_turns_as_they_are_committed(workdir: Path, page:
             assert page.inner_text("#state-turn") == str(k + 1)
         run.wait(timeout=30)
         page.wait_for_selector("body[data-ended=true]")
-        assert page.inner_text("#run-status") == "finished"
+        assert page.inner_text("#run-status") == "closed"
         assert "max_turns" in page.inner_text("#run-end")
         log = json.loads(flowc("log", run_id, "--json", "--db", str(db), cwd=workdir).stdout)
         assert [t["text"] for t in transcript(page)] == [t["text"] for t in log["turns"]]
@@ -490,5 +490,42 @@ def test_the_page_without_the_token_is_refused_in_the_browser(
         answer = page.goto(server.base + "/" + wrong)
         assert answer.status == 403
         assert "token" in page.inner_text("body")
+    finally:
+        server.stop()
+
+
+def test_a_broken_property_is_listed_and_marked_on_its_turn(workdir: Path, page: Any) -> None:
+    from tests.view.test_view_http import BROKEN_FLOW
+
+    (workdir / "p.flow").write_text(BROKEN_FLOW, encoding="utf-8")
+    script = {"kickoff": "hi", "script": {"a": ["x"], "b": ["p", "q"]}}
+    (workdir / "p.json").write_text(json.dumps(script), encoding="utf-8")
+    db = workdir / "runs.db"
+    done = flowc("run", "p.flow", "--script", "p.json", "--db", str(db), cwd=workdir)
+    assert done.returncode == 3, done.stderr
+    (run,) = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)
+    server = ViewServer(db, cwd=workdir)
+    try:
+        page.goto(server.url)
+        page.wait_for_selector("#runs tbody tr")
+        row = page.evaluate(
+            "() => Array.from(document.querySelector('#runs tbody tr').children)"
+            ".map(td => td.textContent)"
+        )
+        assert row[7] == "violated: quiet_b"
+        page.click(f"#runs a >> text={run['run_id']}")
+        wait_for(lambda: len(transcript(page)) == 4, what="the run's four turns")
+        marked = page.evaluate(
+            """() => Array.from(document.querySelectorAll('#transcript li')).map(li =>
+                [Number(li.dataset.n), li.dataset.violated || '',
+                 Array.from(li.querySelectorAll('.violated')).map(d => d.textContent)])"""
+        )
+        assert marked == [
+            [1, "", []],
+            [2, "true", ["violated: property quiet_b (`never from b`): turn 2 has `from b`"]],
+            [3, "", []],
+            [4, "", []],
+        ]
+        assert page.errors == []
     finally:
         server.stop()

@@ -30,7 +30,7 @@ def test_a_run_is_followed_live_in_postgresql(tmp_path: Path, pg_dsn: str) -> No
             got: list[dict[str, Any]] = feed.poll(store)
             assert [e["n"] for e in got] == [1]
             summary = run_summary(store, run_id)
-            assert summary is not None and summary["status"] == "live" and summary["holder"]
+            assert summary is not None and summary["status"] == "running" and summary["holder"]
             for k in range(1, LIVE_TURNS):
                 (gate / f"go-{k}").touch()
 
@@ -48,7 +48,7 @@ def test_a_run_is_followed_live_in_postgresql(tmp_path: Path, pg_dsn: str) -> No
             assert feed.closed == log["close_reason"] == "max_turns"
             assert got[-1]["node"] is not None  # the turn cap's node
             summary = run_summary(store, run_id)
-            assert summary is not None and summary["status"] == "finished"
+            assert summary is not None and summary["status"] == "closed"
         finally:
             store.close()
     finally:
@@ -74,7 +74,7 @@ def test_the_server_streams_a_postgresql_run(tmp_path: Path, pg_dsn: str) -> Non
     )  # type: ignore[arg-type]
     runs = client.get(f"/api/runs?token={token}").json()
     assert [(r["run_id"], r["status"], r["turns"]) for r in runs] == [
-        (log["run_id"], "finished", len(log["turns"]))
+        (log["run_id"], "closed", len(log["turns"]))
     ]
     body = client.get(
         f"/api/run/{log['run_id']}/events?token={token}", headers={"Last-Event-ID": "2"}

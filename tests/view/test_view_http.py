@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
+from flowc.runtime.transcript import TurnRecord
 from flowc.view.server import ViewSettings, make_app
 from tests.view.conftest import ROOT, flowc
 
@@ -236,19 +238,68 @@ def test_without_the_extra_the_command_says_how_to_install_it(
     )
 
 
-def test_a_run_waiting_for_a_human_is_listed_as_stalled(tmp_path: Path) -> None:
-    # the script has no answer for the customer's second turn: the run stops open on them
+def test_a_run_left_waiting_for_a_human_is_listed_as_open_as_flowc_log_lists_it(
+    tmp_path: Path,
+) -> None:
+    # the script has no answer for the customer's second turn: `flowc run` stops with the
+    # run open on them. It records no stall (only a worker that gives a run back does),
+    # so `flowc log` calls it open, and so does the view (it said "stalled" before)
     (tmp_path / "s.yaml").write_text(SCRIPT.replace('  customer:\n    - "Yes, please."\n', ""))
     db = tmp_path / "runs.db"
     flow = str(ROOT / "examples" / "context_routing.flow")
     assert flowc("run", flow, "--script", "s.yaml", "--db", str(db), cwd=tmp_path).returncode == 1
     log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
     assert log["close_reason"] is None
+    (logged,) = json.loads(flowc("log", "--json", "--db", str(db), cwd=tmp_path).stdout)
     client = TestClient(make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8125")  # type: ignore[arg-type]
     (listed,) = client.get(f"/api/runs?token={TOKEN}").json()
-    assert listed["status"] == "stalled" and listed["holder"] is None
-    assert listed["stalled_on"] == log["next_speaker"] == "customer"
+    assert listed["status"] == logged["status"] == "open" and listed["holder"] is None
+    assert listed["stalled_on"] is None
+    assert listed["next_speaker"] == log["next_speaker"] == "customer"
     assert listed["turns"] == len(log["turns"]) and listed["close_reason"] is None
+
+
+def test_the_view_lists_each_run_with_the_status_flowc_log_gives_it(tmp_path: Path) -> None:
+    from tests.runtime.worker_harness import RR_FLOW, events, rr_script, start_worker, stop_worker
+    from tests.runtime.worker_harness import flowc as spawn
+
+    db = str(tmp_path / "runs.db")
+    flow = tmp_path / "rr.flow"
+    flow.write_text(RR_FLOW.format(max_turns=12))
+    (tmp_path / "full.json").write_text(json.dumps(rr_script(12)))
+    (tmp_path / "short.json").write_text(json.dumps(rr_script(5)))  # turn 6, c's, is missing
+
+    def submit(script: str) -> str:
+        proc = spawn("submit", str(flow), "--script", str(tmp_path / script), "--db", db)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+        return out.decode().strip()
+
+    closed, stalled = submit("full.json"), submit("short.json")
+    log = tmp_path / "w.log"
+    worker = start_worker(db, log, lease_seconds=1.0)
+    try:
+        deadline = time.monotonic() + 60
+        while not (events(log, "closed") and events(log, "stalled")):
+            assert time.monotonic() < deadline and worker.poll() is None, log.read_text()
+            time.sleep(0.05)
+    finally:
+        stop_worker(worker)
+    waiting = submit("full.json")  # no worker is left to take it: open, no stall record
+    logged = {
+        r["run_id"]: r for r in json.loads(flowc("log", "--json", "--db", db, cwd=tmp_path).stdout)
+    }
+    client = TestClient(make_app(ViewSettings(db, TOKEN)), base_url="http://127.0.0.1:8125")  # type: ignore[arg-type]
+    listed = {r["run_id"]: r for r in client.get(f"/api/runs?token={TOKEN}").json()}
+    want = {closed: "closed", stalled: "stalled", waiting: "open"}
+    assert {cid: r["status"] for cid, r in logged.items()} == want
+    assert {cid: r["status"] for cid, r in listed.items()} == want
+    for cid in want:
+        assert listed[cid]["turns"] == logged[cid]["turns"]
+        assert listed[cid]["close_reason"] == logged[cid]["close_reason"]
+        assert listed[cid]["holder"] is None
+    assert listed[stalled]["stalled_on"] == logged[stalled]["stalled_on"] == "c"
+    assert listed[waiting]["stalled_on"] is None and listed[closed]["stalled_on"] is None
 
 
 def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path: Path) -> None:
@@ -260,7 +311,7 @@ def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path:
             make_app(ViewSettings(str(db), TOKEN)), base_url="http://127.0.0.1:8126"
         )  # type: ignore[arg-type]
         (first,) = client.get(f"/api/runs?token={TOKEN}").json()
-        assert (first["status"], first["turns"]) == ("live", 1)
+        assert (first["status"], first["turns"]) == ("running", 1)
         assert "pid" in first["holder"]
         for k in range(1, LIVE_TURNS):
             (gate / f"go-{k}").touch()
@@ -268,7 +319,7 @@ def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path:
         (then,) = client.get("/api/runs").json()
         log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
         assert (then["status"], then["turns"], then["close_reason"]) == (
-            "finished",
+            "closed",
             len(log["turns"]),
             log["close_reason"],
         )
@@ -397,7 +448,33 @@ def test_why_from_the_kept_marks_equals_why_from_the_start(
     asked = [turns, 1, 7, 8, 14, 15, 6, 21, 39, 2, 28, 29, 13]
     for n in asked:
         assert kept.explain(run_id, n) == explain_turn(envelopes, n).to_json(), n
-    assert [len(m.records) for _, m in kept.runs[run_id].marks] == [7, 14, 21, 28, 35]
+    marks = [m for _, m in kept.runs[run_id].marks]
+    assert [m.turns for m in marks] == [7, 14, 21, 28, 35]
+    # a mark holds no turn record: its size does not grow with the turns before it (each
+    # mark held every earlier record before, so the marks grew with the run's square)
+    assert [len(m.records) for m in marks] == [0, 0, 0, 0, 0]
+    held = [_reachable(m) for m in marks]
+    assert [sum(isinstance(o, TurnRecord) for o in h) for h in held] == [0, 0, 0, 0, 0]
+    assert max(map(len, held)) - min(map(len, held)) < 50, [len(h) for h in held]
+
+
+def _reachable(root: object) -> list[object]:
+    """The objects ``root`` holds, directly or not (not through a module, a class or a
+    function, which every folder shares)."""
+    import gc
+    import types
+
+    seen: dict[int, object] = {}
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(
+            obj, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+        ):
+            continue
+        seen[id(obj)] = obj
+        todo.extend(gc.get_referents(obj))
+    return list(seen.values())
 
 
 def test_the_command_s_socket_is_tcp_by_name() -> None:
@@ -434,3 +511,45 @@ def test_the_command_s_socket_is_tcp_by_name() -> None:
         assert asyncio.run(accepted_nodelay()) != 0
     finally:
         sock.close()
+
+
+BROKEN_FLOW = """flow pingpong "two agents in turn"
+speaker a
+speaker b
+start a
+max_turns 4
+when from a then b
+when from b then a
+property quiet_b: never from b
+"""
+
+
+def test_the_properties_a_run_broke_are_listed_and_marked_on_their_turn(tmp_path: Path) -> None:
+    (tmp_path / "p.flow").write_text(BROKEN_FLOW)
+    (tmp_path / "s.json").write_text(
+        json.dumps({"kickoff": "hi", "script": {"a": ["x"], "b": ["p", "q"]}})
+    )
+    db = str(tmp_path / "runs.db")
+    done = flowc("run", "p.flow", "--script", "s.json", "--db", db, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr  # a property was violated
+    (logged,) = json.loads(flowc("log", "--json", "--db", db, cwd=tmp_path).stdout)
+    assert logged["property_violations"] == ["quiet_b"]
+    client = TestClient(make_app(ViewSettings(db, TOKEN)), base_url="http://127.0.0.1:8125")  # type: ignore[arg-type]
+    (listed,) = client.get(f"/api/runs?token={TOKEN}").json()
+    assert listed["property_violations"] == logged["property_violations"]
+    body = client.get(f"/api/run/{listed['run_id']}/events?token={TOKEN}").text
+    sent = {int(i): d for i, kind, d in events(body) if kind == "turn"}
+    assert sorted(sent) == [1, 2, 3, 4]
+    # turn 2 is the one that broke it, with the claim and why `flowc log RUN` shows
+    (broken,) = sent[2]["property_violations"]
+    assert (broken["property"], broken["claim"], broken["turn"]) == ("quiet_b", "never from b", 2)
+    assert broken["why"] == "turn 2 has `from b`"
+    assert all("property_violations" not in sent[n] for n in (1, 3, 4))
+
+
+def test_a_run_that_broke_no_property_lists_none(run: tuple[Path, dict[str, Any]]) -> None:
+    client = TestClient(
+        make_app(ViewSettings(str(run[0]), TOKEN)), base_url="http://127.0.0.1:8125"
+    )  # type: ignore[arg-type]
+    listed = client.get(f"/api/runs?token={TOKEN}").json()
+    assert listed and all("property_violations" not in r for r in listed)

@@ -131,6 +131,12 @@
     if (changes.length) { line(li, 'ctx', 'context: ' + changes.join(', ')); }
     var next = turn.closes !== null ? 'closes: ' + turn.closes : 'next: ' + turn.next_speaker;
     line(li, 'rule', turn.decided_by + ' → ' + next);
+    // the properties the turn broke, as `flowc log` shows them
+    (turn.property_violations || []).forEach(function (v) {
+      var claim = v.claim ? ' (`' + v.claim + '`)' : '';
+      line(li, 'violated', 'violated: property ' + v.property + claim + ': ' + v.why);
+    });
+    if (turn.property_violations) { li.dataset.violated = 'true'; }
     return li;
   }
   function flush(backlog) {
@@ -396,7 +402,7 @@
       ended = true;
       source.close();
       document.body.dataset.ended = 'true';
-      status({status: 'finished', turns: end.turns, close_reason: end.close_reason});
+      status({status: 'closed', turns: end.turns, close_reason: end.close_reason});
     });
     source.addEventListener('error', function () {
       if (ended) { return; }

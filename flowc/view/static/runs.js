@@ -29,6 +29,8 @@
       cell(row, run.holder);
       cell(row, run.turns);
       cell(row, run.close_reason);
+      var broken = run.property_violations || [];
+      cell(row, broken.length ? 'violated: ' + broken.join(', ') : '', broken.length ? 'violated' : '');
       body.appendChild(row);
     });
   }
