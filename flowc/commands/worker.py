@@ -20,7 +20,7 @@ import logging
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from flowc.commands.config import add_plugin_option, setup_plugins
@@ -63,6 +63,63 @@ def _notifier(db: str) -> Any:
 
         return PgNotifier(db)
     return None
+
+
+#: The options that only a PostgreSQL run database acts on, by their ``args`` name: the
+#: option and what a SQLite database does instead (:func:`postgres_only_warning`).
+POSTGRES_ONLY: dict[str, tuple[str, str]] = {
+    "commit_batch": ("--commit-batch", "commits each turn on its own"),
+    "commit_wait": ("--commit-wait", "commits each turn on its own"),
+    "notify_appends": ("--notify-appends", "sends no notifications"),
+}
+
+#: Their effective defaults: argparse's are ``None``, so that an option given on the
+#: command line can be told from one left out (:func:`_resolve_defaults`).
+POSTGRES_DEFAULTS: dict[str, Any] = {
+    "commit_batch": 64,
+    "commit_wait": 0.0,
+    "notify_appends": False,
+}
+
+
+def postgres_only_warning(db: str, given: Collection[str]) -> str | None:
+    """The warning for PostgreSQL-only options (``given``: their ``args`` names) given to a
+    worker on a SQLite database, or ``None`` (a PostgreSQL URL, or none given). A warning,
+    not an error: the same command line may serve both kinds of database, and on SQLite
+    the worker works as it would without them; but a user who asked for a batch size or
+    notifications is told they do nothing here rather than left to wonder.
+
+    >>> print(postgres_only_warning("runs.db", ["commit_batch", "notify_appends"]))
+    flowc worker: warning: --commit-batch and --notify-appends apply to a PostgreSQL run \
+database only: SQLite commits each turn on its own and sends no notifications
+    >>> postgres_only_warning("postgresql://db.example/runs", ["commit_batch"]) is None
+    True
+    """
+    named = [name for name in POSTGRES_ONLY if name in given]
+    if is_url(db) or not named:
+        return None
+    options = [POSTGRES_ONLY[name][0] for name in named]
+    instead = list(dict.fromkeys(POSTGRES_ONLY[name][1] for name in named))
+    verb = "applies" if len(options) == 1 else "apply"
+    return (
+        f"flowc worker: warning: {_joined(options)} {verb} to a PostgreSQL run database "
+        f"only: SQLite {_joined(instead)}"
+    )
+
+
+def _joined(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _resolve_defaults(args: argparse.Namespace) -> list[str]:
+    """Give the PostgreSQL-only options left out their defaults; the ones given (their
+    ``args`` names), for :func:`postgres_only_warning`."""
+    given = [name for name in POSTGRES_DEFAULTS if getattr(args, name, None) is not None]
+    for name, default in POSTGRES_DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, default)
+    return given
 
 
 def _group_commit(store: WalStore, args: argparse.Namespace) -> Any:
@@ -162,6 +219,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from flowc.commands.run import load_agents
     from flowc.runtime.worker import Worker
 
+    given = _resolve_defaults(args)
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     if args.commit_batch < 1:
@@ -171,6 +229,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     setup_plugins(args, [args.db])
     agents = load_agents(args.agents) if args.agents else None
     store = _open(args.db)
+    warning = postgres_only_warning(args.db, given)
+    if warning is not None:  # once, before the `serving` line
+        print(warning, file=sys.stderr, flush=True)
     quiet = args.quiet
 
     def event(what: str, run_id: str, detail: str) -> None:
@@ -281,7 +342,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--commit-batch",
         type=int,
-        default=64,
+        default=None,  # given or not (postgres_only_warning); the default: POSTGRES_DEFAULTS
         metavar="N",
         help="PostgreSQL: commit the turns of the runs held together, at most N per "
         "transaction, each still before it is delivered (default 64; 1: every turn "
@@ -290,7 +351,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--commit-wait",
         type=float,
-        default=0.0,
+        default=None,
         metavar="MS",
         help="PostgreSQL: how long the first turn of a batch waits for others when no "
         "commit is under way, in milliseconds (default 0)",
@@ -298,6 +359,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--notify-appends",
         action="store_true",
+        default=None,
         help="PostgreSQL: send a `flowc_wal` notification for every turn written (for "
         "tools that follow the runs live with LISTEN; no worker needs them)",
     )

@@ -49,6 +49,7 @@ from flowc.runtime.wal import WalStore, describe_holder
 
 __all__ = [
     "PAGE_ROWS",
+    "ListedRun",
     "RunView",
     "TurnFeed",
     "read_page",
@@ -335,6 +336,65 @@ def status_of(store: WalStore, feed: TurnFeed) -> tuple[str, str | None]:
     return status, describe_holder(lease.holder) if lease is not None else None
 
 
+@attrs.frozen
+class ListedRun:
+    """What the runs list shows of a run, as its feed had read it up to row key
+    ``after``, without the feed (the run's view and the fold's state): the runs list
+    keeps one for every run and lets most feeds go. Until the run commits a row past
+    ``after`` it is all the list needs: only the status (a holder's lease comes and
+    goes without a row) is looked up again (:meth:`summary`)."""
+
+    run_id: str
+    after: int
+    flow: str
+    created_at: str
+    turns: int
+    closed: str | None
+    stalled: bool
+    stalled_on: str | None
+    next_speaker: str | None
+    violated: tuple[str, ...]
+
+    @classmethod
+    def of(cls, feed: TurnFeed) -> ListedRun:
+        view = feed.view
+        return cls(
+            view.run_id,
+            feed.after,
+            view.flow,
+            view.metadata.created_at,
+            feed.turns,
+            feed.closed,
+            feed.stalled,
+            feed.stalled_on,
+            feed.next_speaker,
+            tuple(feed.violated),
+        )
+
+    def changed(self, store: WalStore) -> bool:
+        """Whether the run committed a row past :attr:`after` (one row read, at most)."""
+        return bool(read_page(store, self.run_id, self.after, 1))
+
+    def summary(self, store: WalStore) -> dict[str, Any]:
+        """The run's line of the runs list, its status looked up now."""
+        status, lease = stored_run_status(store, self.run_id, self.closed, self.stalled)
+        summary: dict[str, Any] = {
+            "run_id": self.run_id,
+            "flow": self.flow,
+            "created_at": self.created_at,
+            "turns": self.turns,
+            "turns_text": counted(self.turns, "turn"),
+            "status": status,
+            "holder": describe_holder(lease.holder) if lease is not None else None,
+            "close_reason": self.closed,
+            "stalled_on": self.stalled_on if status == STALLED else None,
+            "next_speaker": self.next_speaker,
+        }
+        if self.violated:  # the properties the run broke, by name (as `flowc log` lists them)
+            summary[PROPERTY_KEY] = list(self.violated)
+        return summary
+
+
 def run_summary(
     store: WalStore, run_id: str, feed: TurnFeed | None = None
 ) -> dict[str, Any] | None:
@@ -347,21 +407,5 @@ def run_summary(
         if view is None:
             return None
         feed = TurnFeed(view)
-    view = feed.view
     feed.drain(store)
-    status, holder = status_of(store, feed)
-    summary: dict[str, Any] = {
-        "run_id": run_id,
-        "flow": view.flow,
-        "created_at": view.metadata.created_at,
-        "turns": feed.turns,
-        "turns_text": counted(feed.turns, "turn"),
-        "status": status,
-        "holder": holder,
-        "close_reason": feed.closed,
-        "stalled_on": feed.stalled_on if status == STALLED else None,
-        "next_speaker": feed.next_speaker,
-    }
-    if feed.violated:  # the properties the run broke, by name (as `flowc log` lists them)
-        summary[PROPERTY_KEY] = list(feed.violated)
-    return summary
+    return ListedRun.of(feed).summary(store)

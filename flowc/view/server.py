@@ -34,8 +34,8 @@ import re
 import secrets
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections import Counter, OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from flowc.runtime.envelope import Envelope
 from flowc.runtime.stores import open_store
 from flowc.runtime.transcript import TranscriptFolder
 from flowc.runtime.wal import WalError, WalStore
-from flowc.view.feed import PAGE_ROWS, RunView, TurnFeed, read_page, run_summary, status_of
+from flowc.view.feed import PAGE_ROWS, ListedRun, RunView, TurnFeed, read_page, status_of
 
 __all__ = ["POLL_SECONDS", "Guard", "ViewSettings", "make_app", "new_token"]
 
@@ -66,6 +66,10 @@ STATUS_SECONDS = 1.0
 KEEPALIVE_SECONDS = 15.0
 #: the runs whose view (target and diagram) and SVG the server keeps
 CACHED_RUNS = 16
+#: the runs list's feeds kept besides those of the runs a page follows (an open event
+#: stream): the runs that least recently committed more lose theirs first, and are read
+#: again from the start if they commit more (:class:`_Listing`)
+LISTED_FEEDS = 32
 #: the envelopes the why and scenario answers keep, over all runs: explaining turn N folds
 #: the run from its start, and reading (decoding) its rows again is most of that cost. A
 #: run with more envelopes than this is read again on each ask (the memory stays bounded)
@@ -246,6 +250,107 @@ class _Runs:
         return svg
 
 
+class _Listing:
+    """The runs list, read on from one listing to the next: each run's
+    :class:`~flowc.view.feed.ListedRun` (its line of the list and the row it was read up
+    to) and, for a run that commits more, the feed that reads on from that row (the
+    run's view and the fold's state, far more than its line).
+
+    The feeds kept are those of the runs a page follows (:meth:`follow`, an open event
+    stream: a run watched is one whose line changes from one listing to the next) and
+    at most ``limit`` others, those whose run last committed more kept longest (a run
+    that closed long ago needs its feed no more); so a server over thousands of runs
+    does not keep a feed, a view and a diagram for each. A run whose feed was let go is
+    listed from its line while it commits nothing (its status looked up again); once it
+    commits more, a feed is made again and reads it from its start, which folds it to
+    the same state as the feed that read it on page by page."""
+
+    def __init__(self, settings: ViewSettings, limit: int = LISTED_FEEDS) -> None:
+        self.settings = settings
+        self.limit = limit
+        self.feeds: OrderedDict[str, TurnFeed] = OrderedDict()
+        self.lines: dict[str, ListedRun] = {}
+        #: the runs a page follows, with how many streams follow each
+        self.followed: Counter[str] = Counter()
+        # one listing at a time; the feeds and lines are the listing's
+        self.lock = threading.Lock()
+        # the streams (the event loop's thread) never wait for a listing
+        self._follow_lock = threading.Lock()
+
+    def follow(self, run_id: str) -> None:
+        """A stream of the run opened: its feed, if one is kept, is kept while it is open."""
+        with self._follow_lock:
+            self.followed[run_id] += 1
+
+    def unfollow(self, run_id: str) -> None:
+        """A stream of the run closed: its feed may be let go again (now, unless a listing
+        is under way, which lets it go when it ends)."""
+        with self._follow_lock:
+            self.followed[run_id] -= 1
+            if self.followed[run_id] <= 0:
+                del self.followed[run_id]
+        if self.lock.acquire(blocking=False):
+            try:
+                self._let_go()
+            finally:
+                self.lock.release()
+
+    def _let_go(self) -> None:
+        """Let go the feeds past ``limit`` of the runs not followed, of the runs that least
+        recently committed more first."""
+        with self._follow_lock:
+            followed = set(self.followed)
+        others = [run_id for run_id in self.feeds if run_id not in followed]
+        for run_id in others[: max(0, len(others) - self.limit)]:
+            del self.feeds[run_id]
+
+    def _line(self, store: WalStore, run_id: str) -> ListedRun | None:
+        """The run read on to its last committed row (``None``: the channel is no run)."""
+        line = self.lines.get(run_id)
+        feed = self.feeds.get(run_id)
+        if feed is not None:
+            before = feed.after
+            feed.drain(store)
+            if feed.after != before:  # it read on: the run last to change is kept longest
+                self.feeds.move_to_end(run_id)
+            return ListedRun.of(feed)
+        if line is not None and not line.changed(store):
+            return line
+        view = RunView.load(store, run_id)
+        if view is None:
+            return None
+        feed = self.feeds[run_id] = TurnFeed(view)
+        feed.drain(store)
+        self._let_go()
+        return ListedRun.of(feed)
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every run's line, in the store's order; a run that cannot be read is listed
+        ``damaged`` with the error (and read from its start at the next listing)."""
+        with self.lock:
+            store = self.settings.open()
+            try:
+                out = []
+                lines: dict[str, ListedRun] = {}
+                for run_id in store.channel_ids():
+                    try:
+                        line = self._line(store, run_id)
+                        found = line.summary(store) if line is not None else None
+                    except (WalError, ValueError, KeyError, TypeError, AttributeError) as err:
+                        self.feeds.pop(run_id, None)
+                        found = {"run_id": run_id, "status": "damaged", "error": str(err)}
+                    else:
+                        if line is not None:
+                            lines[run_id] = line
+                    if found is not None:
+                        out.append(found)
+                self.lines = lines  # a run no longer in the store is forgotten
+                self._let_go()
+                return out
+            finally:
+                store.close()
+
+
 class _Kept:
     """A run's envelopes read so far (up to row key ``after``) and, for explaining its
     turns, a folder that folded the first ``folded`` of them, with a copy of it every
@@ -366,33 +471,12 @@ def make_app(settings: ViewSettings) -> ASGIApp:
         await run_in_threadpool(runs.view, run_id)
         return static_page("run.html")
 
-    # each run's feed, kept from one listing to the next: a listing reads only the rows
-    # committed since the last one (a feed holds the fold's state, not the turns)
-    listed: dict[str, TurnFeed] = {}
-    listing = threading.Lock()
+    # the runs list's state, kept from one listing to the next: a listing reads only the
+    # rows committed since the last one
+    listing = _Listing(settings)
 
     def list_runs() -> list[dict[str, Any]]:
-        with listing:
-            store = settings.open()
-            try:
-                out = []
-                for run_id in store.channel_ids():
-                    try:
-                        feed = listed.get(run_id)
-                        if feed is None:
-                            view = RunView.load(store, run_id)
-                            if view is None:
-                                continue
-                            feed = listed[run_id] = TurnFeed(view)
-                        found = run_summary(store, run_id, feed)
-                    except (WalError, ValueError, KeyError, TypeError, AttributeError) as err:
-                        listed.pop(run_id, None)
-                        found = {"run_id": run_id, "status": "damaged", "error": str(err)}
-                    if found is not None:
-                        out.append(found)
-                return out
-            finally:
-                store.close()
+        return listing.list()
 
     async def api_runs(request: Request) -> Response:
         try:
@@ -470,7 +554,7 @@ def make_app(settings: ViewSettings) -> ASGIApp:
         view = await run_in_threadpool(runs.view, run_id)
         after = _after(request)
         return StreamingResponse(
-            _stream(settings, view, after),
+            _stream(settings, view, after, listing),
             media_type="text/event-stream",
             headers={"x-accel-buffering": "no"},
         )
@@ -499,10 +583,27 @@ def make_app(settings: ViewSettings) -> ASGIApp:
     return Guard(app, settings.token)
 
 
-async def _stream(settings: ViewSettings, view: RunView, after: int) -> AsyncIterator[str]:
+async def _stream(
+    settings: ViewSettings, view: RunView, after: int, listing: _Listing | None = None
+) -> AsyncIterator[str]:
     """The run's turns after turn ``after`` as server-sent events, then each new turn as
     the store commits it, read a page at a time (nothing is kept but the fold's state);
-    a ``status`` event when the run's status changes, and ``end`` once it closed."""
+    a ``status`` event when the run's status changes, and ``end`` once it closed. While
+    it is open, the run is followed in ``listing`` (its feed there is kept)."""
+    if listing is not None:
+        listing.follow(view.run_id)
+    try:
+        # closed with the stream (its store with it), not whenever it is collected
+        async with contextlib.aclosing(_events(settings, view, after)) as events:
+            async for chunk in events:
+                yield chunk
+    finally:
+        if listing is not None:
+            listing.unfollow(view.run_id)
+
+
+async def _events(settings: ViewSettings, view: RunView, after: int) -> AsyncGenerator[str, None]:
+    """:func:`_stream`'s events."""
     store = await run_in_threadpool(settings.open)
     feed = TurnFeed(view)
     sent_context = False

@@ -15,6 +15,7 @@ from tests.runtime.worker_harness import (
     database_restarts,
     killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
+    serve_and_stop,
     stalled_run_is_left_to_later_workers,
     stopped_worker_gives_its_run_back,
     three_workers_one_killed,
@@ -41,6 +42,13 @@ def test_a_stalled_run_is_left_to_later_workers_until_its_log_grows(
     pg_dsn: str, tmp_path: Path
 ) -> None:
     stalled_run_is_left_to_later_workers(pg_dsn, tmp_path)
+
+
+def test_the_postgresql_only_options_bring_no_warning_on_postgresql(pg_dsn: str) -> None:
+    """--commit-batch, --commit-wait and --notify-appends act on PostgreSQL: given there,
+    nothing is said of them (on SQLite the worker warns: tests/runtime/test_worker.py)."""
+    extra = ("--commit-batch", "8", "--commit-wait", "1", "--notify-appends")
+    assert serve_and_stop(pg_dsn, *extra) == ""
 
 
 def test_sigterm_gives_the_runs_back_at_once(pg_dsn: str, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from tests.runtime.worker_harness import (
     killed_workers_runs_are_taken_over,
     paused_worker_is_fenced,
     rr_script,
+    serve_and_stop,
     stalled_run_is_left_to_later_workers,
     start_worker,
     stop_worker,
@@ -226,3 +227,56 @@ def test_every_event_is_one_line_whatever_its_message_holds(tmp_path: Path) -> N
     [stalled] = [line for line in lines if line.startswith("stalled ")]
     assert stalled.startswith(f"stalled {cid} on b \\x1b[2J: RuntimeError: cannot answer\\n")
     assert "DETAIL:  the model went away\\n\tHINT: later" in stalled
+
+
+def test_postgresql_only_options_given_on_sqlite_are_warned_about_once(tmp_path: Path) -> None:
+    """Group commit and per-turn notifications are PostgreSQL's: a worker on a SQLite file
+    given --commit-batch or --notify-appends says once, on stderr, that they do nothing
+    here, naming the options given (and only those), and serves as it would without them.
+    Left to their defaults, nothing is said."""
+    db = tmp_path / "runs.db"
+    err = serve_and_stop(str(db), "--commit-batch", "8", "--notify-appends")
+    assert err.splitlines() == [
+        "flowc worker: warning: --commit-batch and --notify-appends apply to a PostgreSQL "
+        "run database only: SQLite commits each turn on its own and sends no notifications"
+    ]
+    assert serve_and_stop(str(db), "--concurrency", "2") == ""
+
+
+def test_which_worker_options_are_warned_about() -> None:
+    """The decision, on the parsed command line: given (even at its default value) on
+    SQLite, warned; left out, or given on PostgreSQL, not; the options left out get their
+    defaults either way."""
+    from flowc import cli
+    from flowc.commands import worker
+    from flowc.commands.worker import _resolve_defaults, postgres_only_warning
+
+    parser = cli.build_parser([worker])
+    pg = "postgresql://flowc@db.example/runs"
+
+    def decide(*argv: str) -> tuple[str | None, tuple[int, float, bool]]:
+        args = parser.parse_args(["worker", *argv])
+        warning = postgres_only_warning(args.db, _resolve_defaults(args))
+        return warning, (args.commit_batch, args.commit_wait, args.notify_appends)
+
+    assert decide("--db", "runs.db") == (None, (64, 0.0, False))
+    assert decide("--db", pg, "--commit-batch", "8", "--commit-wait", "2", "--notify-appends") == (
+        None,
+        (8, 2.0, True),
+    )
+    assert decide("--db", pg.replace("postgresql", "postgres")) == (None, (64, 0.0, False))
+    assert decide("--db", "runs.db", "--commit-batch", "64") == (
+        "flowc worker: warning: --commit-batch applies to a PostgreSQL run database only: "
+        "SQLite commits each turn on its own",
+        (64, 0.0, False),
+    )
+    assert decide("--db", "runs.db", "--commit-wait", "0", "--commit-batch", "1")[0] == (
+        "flowc worker: warning: --commit-batch and --commit-wait apply to a PostgreSQL run "
+        "database only: SQLite commits each turn on its own"
+    )
+    every = decide(
+        "--db", "runs.db", "--commit-wait", "1", "--commit-batch", "1", "--notify-appends"
+    )
+    assert every[0] is not None
+    assert "--commit-batch, --commit-wait and --notify-appends apply" in every[0]
+    assert every[1] == (1, 1.0, True)

@@ -99,6 +99,19 @@ def start_worker(
     )
 
 
+def serve_and_stop(db: str, *extra: str) -> str:
+    """A worker on ``db`` with ``extra`` options, stopped once it serves: its stderr."""
+    worker = flowc("worker", "--db", db, *extra)
+    assert worker.stdout is not None
+    while b"serving" not in (said := worker.stdout.readline()):
+        assert said, "the worker ended without serving"
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err.decode()  # a warning, not an error
+    assert b"stopped: 0 runs closed" in out
+    return err.decode()
+
+
 def holding_at(turn: int, gate: Path | None = None) -> dict[str, str]:
     """The environment of a worker whose counting agents hold their run at ``turn`` (see
     worker_agents.py) until ``gate`` exists (for ever without one)."""

@@ -329,6 +329,112 @@ def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path:
         run.communicate()
 
 
+def test_the_runs_list_keeps_a_bounded_number_of_feeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs list keeps the feeds of at most ``limit`` runs besides those a page follows,
+    the runs that least recently committed more losing theirs first. A run whose feed was
+    let go is listed from its line while it commits nothing (not read again), and read
+    from its start once it commits more: every listing is the one a list keeping every
+    feed gives."""
+    from flowc.view import server
+    from tests.view.conftest import LIVE_TURNS, start_live_run
+
+    db, live, gate = start_live_run(tmp_path, tmp_path / "runs.db")  # the first run
+    try:
+        flow = str(ROOT / "examples" / "context_routing.flow")
+        (tmp_path / "s.yaml").write_text(SCRIPT)
+        for _ in range(3):
+            done = flowc("run", flow, "--script", "s.yaml", "--db", str(db), cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+        settings = ViewSettings(str(db), TOKEN)
+
+        def every_feed_kept() -> list[dict[str, Any]]:
+            return server._Listing(settings, limit=1_000).list()
+
+        loaded: list[str] = []
+        load = server.RunView.load
+
+        def counted_load(store: Any, run_id: str) -> Any:
+            loaded.append(run_id)
+            return load(store, run_id)
+
+        monkeypatch.setattr(server.RunView, "load", counted_load)
+        listing = server._Listing(settings, limit=2)
+        first = listing.list()
+        ids = [r["run_id"] for r in first]
+        assert first[0]["status"] == "running"
+        assert first == every_feed_kept()
+        assert list(listing.feeds) == ids[2:]  # the live run's and the second's let go
+        assert sorted(listing.lines) == sorted(ids)
+        loaded.clear()
+        assert listing.list() == first  # nothing committed: no run read again
+        assert loaded == [] and list(listing.feeds) == ids[2:]
+
+        # the live run commits the rest of its turns: read again, from its start; the third
+        # run's feed (its run committed nothing since) stays only because a page follows it
+        listing.follow(ids[2])
+        for k in range(1, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+        assert live.wait(timeout=60) == 0
+        then = listing.list()
+        assert loaded == [ids[0]]
+        assert then == every_feed_kept()
+        log = json.loads(flowc("log", ids[0], "--json", "--db", str(db), cwd=tmp_path).stdout)
+        assert (then[0]["status"], then[0]["turns"], then[0]["close_reason"]) == (
+            "closed",
+            len(log["turns"]),
+            log["close_reason"],
+        )
+        assert then[1:] == first[1:]
+        assert list(listing.feeds) == [ids[2], ids[3], ids[0]]
+        listing.unfollow(ids[2])  # its page closed: let go at once
+        assert list(listing.feeds) == [ids[3], ids[0]] and not listing.followed
+        assert listing.list() == then
+        page = " ".join((ROOT / "docs" / "view.md").read_text().split())
+        assert f"of at most {server.LISTED_FEEDS} others" in page
+    finally:
+        if live.poll() is None:
+            live.kill()
+        live.communicate()
+
+
+def test_a_run_is_followed_in_the_runs_list_while_its_stream_is_open(
+    run: tuple[Path, dict[str, Any]],
+) -> None:
+    """The event stream of a run marks it followed in the runs list from its first event
+    until it is closed (a page that went away), so its feed there is not let go."""
+    import asyncio
+
+    from flowc.runtime.stores import open_store
+    from flowc.view import server
+
+    db, log = run
+    settings = ViewSettings(str(db), TOKEN)
+    store = open_store(str(db), readonly=True)
+    try:
+        view = server.RunView.load(store, log["run_id"])
+    finally:
+        store.close()
+    assert view is not None
+    listing = server._Listing(settings, limit=0)
+
+    async def scenario() -> list[str]:
+        stream = server._stream(settings, view, 0, listing)
+        said = [await stream.__anext__()]
+        assert dict(listing.followed) == {log["run_id"]: 1}
+        listing.list()  # no feed kept but the followed run's
+        assert list(listing.feeds) == [log["run_id"]]
+        said.append(await stream.__anext__())
+        await stream.aclose()
+        return said
+
+    said = asyncio.run(scenario())
+    assert said[0].startswith("retry:") and "event: turn" in said[1]
+    assert not listing.followed and not listing.feeds
+    assert listing.list()[0]["turns"] == len(log["turns"])
+
+
 def test_why_and_scenario_answer_what_flowc_log_prints(
     client: TestClient, run: tuple[Path, dict[str, Any]]
 ) -> None:
