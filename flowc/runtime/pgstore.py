@@ -103,6 +103,18 @@ _T = TypeVar("_T")
 #: (our transactions are a few statements long: only a frozen process waits that long)
 _IDLE_MS = 5000
 
+
+def _lock_wait_ms(lease_seconds: float) -> int:
+    """How long taking a lease waits for its row: a tenth of the lease asked for (the
+    heartbeat renews at a third, so a wait this long leaves the holder's other leases
+    time to be renewed), at most a second, at least 10 ms.
+
+    >>> _lock_wait_ms(2.0), _lock_wait_ms(30), _lock_wait_ms(0.01)
+    (200, 1000, 10)
+    """
+    return max(10, min(1000, int(lease_seconds * 100)))
+
+
 #: the advisory lock key under which the tables are made (``flowc`` in ASCII)
 _SCHEMA_LOCK = 0x666C6F7763
 
@@ -787,12 +799,31 @@ class PgStore:
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         def take(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
+            try:
+                return take_locked(conn)
+            except self._psycopg.errors.LockNotAvailable:
+                # another session is inside its own take of this run (or is frozen
+                # there, cut off from us, until the server ends it): it is theirs to
+                # have or to lose, and this process must not wait for it
+                raise LeaseError(
+                    f"run {channel_id} is being taken by another process right now",
+                    channel_id,
+                    None,
+                ) from None
+
+        def take_locked(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
             with conn.transaction():
                 # no wait for the disk: a lease taken is checked by every append, and an
                 # append's durable commit makes the commits before it durable too; a
                 # lease lost with a crash of the server was never written with, and its
                 # holder's next append is refused
                 conn.execute("SET LOCAL synchronous_commit = off")
+                # no long wait for the run's lease row either: a session that locked it
+                # and was then cut off keeps it locked until the server ends that session
+                # (``idle_in_transaction_session_timeout``, longer than a short lease),
+                # and a worker waiting for it here would stop its own event loop, miss
+                # the heartbeats of every run it holds, and lose them all
+                conn.execute(f"SET LOCAL lock_timeout = '{_lock_wait_ms(seconds)}ms'")
                 conn.execute(
                     "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
                     "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",
