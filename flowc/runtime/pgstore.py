@@ -797,7 +797,30 @@ class PgStore:
         holder, token, expires, live = rows[0]
         return Lease(channel_id, holder, int(token), float(expires)), bool(live)
 
+    def _refuse_if_held(self, channel_id: str, current: Lease, live: bool, holder: str) -> None:
+        """A :class:`LeaseError` when another live process holds the run's live lease."""
+        if (
+            live
+            and current.holder != holder
+            and holder_alive(current.holder) is not False
+            and self._off != "expiry"
+        ):
+            raise LeaseError(
+                _held_message(channel_id, current.holder, current.expires_at),
+                channel_id,
+                current.holder,
+            )
+
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        # a lease another process holds is refused on a plain read, before anything is
+        # locked: a process that locked a live lease's row and then was cut off (between
+        # the statements of its take) would hold up its holder's renewals until the
+        # server ended its session, and the holder would lose the run, and every other
+        # run its stalled heartbeat did not renew in time
+        seen = self._lease_row(channel_id)
+        if seen is not None:
+            self._refuse_if_held(channel_id, *seen, holder)
+
         def take(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
             try:
                 return take_locked(conn)
@@ -837,17 +860,9 @@ class PgStore:
                 current_holder, _, expires, live = conn.execute(
                     f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s", (channel_id,)
                 ).fetchone()  # type: ignore[misc]
-                if (
-                    live
-                    and current_holder != holder
-                    and holder_alive(current_holder) is not False
-                    and self._off != "expiry"
-                ):
-                    raise LeaseError(
-                        _held_message(channel_id, current_holder, expires),
-                        channel_id,
-                        current_holder,
-                    )
+                self._refuse_if_held(
+                    channel_id, Lease(channel_id, current_holder, 0, float(expires)), live, holder
+                )
                 taken = conn.execute(
                     "UPDATE flowc_lease SET holder = %s, token = token + 1, "
                     "expires_at = clock_timestamp() + make_interval(secs => %s) "

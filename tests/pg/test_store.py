@@ -104,6 +104,22 @@ def test_taking_a_lease_does_not_wait_for_a_session_cut_off_inside_its_own_take(
     assert taken.token == lease.token + 1
 
 
+def test_a_live_lease_is_refused_without_locking_its_row(pg_dsn: str) -> None:
+    """A take of a run another process holds is refused on a plain read, before anything
+    is locked: the refusal names the holder even while another session has the row
+    locked (a lock the refused process never waits for, and never takes, so it cannot
+    hold up the holder's renewals if it is cut off mid-take)."""
+    holder, taker = PgStore(pg_dsn), PgStore(pg_dsn)
+    lease = holder.acquire("r", A, 30)
+    with psycopg.connect(pg_dsn, autocommit=True) as locker:
+        locker.execute("BEGIN")
+        locker.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+        with pytest.raises(LeaseError, match=r"being written by another hub \(hub-a"):
+            taker.acquire("r", B, 30)
+        locker.execute("ROLLBACK")
+    assert taker.lease_of("r") == lease
+
+
 def test_a_writer_racing_a_takeover_is_refused_from_the_takeover_on(pg_dsn: str) -> None:
     """A holder appends as fast as it can while another takes the run over as soon as the
     lease expires: every envelope of the first comes before the taker's first one."""
@@ -427,6 +443,7 @@ def test_a_process_frozen_inside_a_transaction_does_not_keep_the_run(pg_dsn: str
     assert frozen._conn is not None
     frozen._conn.execute("BEGIN")
     frozen._conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+    time.sleep(0.2)  # the frozen holder's lease expired: free to take, but locked
     with pytest.raises(LeaseError, match="is being taken by another process right now"):
         other.acquire("r", B, 30)
     took: list[object] = []
