@@ -103,6 +103,18 @@ _T = TypeVar("_T")
 #: (our transactions are a few statements long: only a frozen process waits that long)
 _IDLE_MS = 5000
 
+
+def _lock_wait_ms(lease_seconds: float) -> int:
+    """How long taking a lease waits for its row: a tenth of the lease asked for (the
+    heartbeat renews at a third, so a wait this long leaves the holder's other leases
+    time to be renewed), at most a second, at least 10 ms.
+
+    >>> _lock_wait_ms(2.0), _lock_wait_ms(30), _lock_wait_ms(0.01)
+    (200, 1000, 10)
+    """
+    return max(10, min(1000, int(lease_seconds * 100)))
+
+
 #: the advisory lock key under which the tables are made (``flowc`` in ASCII)
 _SCHEMA_LOCK = 0x666C6F7763
 
@@ -785,14 +797,56 @@ class PgStore:
         holder, token, expires, live = rows[0]
         return Lease(channel_id, holder, int(token), float(expires)), bool(live)
 
+    def _refuse_if_held(self, channel_id: str, current: Lease, live: bool, holder: str) -> None:
+        """A :class:`LeaseError` when another live process holds the run's live lease."""
+        if (
+            live
+            and current.holder != holder
+            and holder_alive(current.holder) is not False
+            and self._off != "expiry"
+        ):
+            raise LeaseError(
+                _held_message(channel_id, current.holder, current.expires_at),
+                channel_id,
+                current.holder,
+            )
+
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        # a lease another process holds is refused on a plain read, before anything is
+        # locked: a process that locked a live lease's row and then was cut off (between
+        # the statements of its take) would hold up its holder's renewals until the
+        # server ended its session, and the holder would lose the run, and every other
+        # run its stalled heartbeat did not renew in time
+        seen = self._lease_row(channel_id)
+        if seen is not None:
+            self._refuse_if_held(channel_id, *seen, holder)
+
         def take(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
+            try:
+                return take_locked(conn)
+            except self._psycopg.errors.LockNotAvailable:
+                # another session is inside its own take of this run (or is frozen
+                # there, cut off from us, until the server ends it): it is theirs to
+                # have or to lose, and this process must not wait for it
+                raise LeaseError(
+                    f"run {channel_id} is being taken by another process right now",
+                    channel_id,
+                    None,
+                ) from None
+
+        def take_locked(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
             with conn.transaction():
                 # no wait for the disk: a lease taken is checked by every append, and an
                 # append's durable commit makes the commits before it durable too; a
                 # lease lost with a crash of the server was never written with, and its
                 # holder's next append is refused
                 conn.execute("SET LOCAL synchronous_commit = off")
+                # no long wait for the run's lease row either: a session that locked it
+                # and was then cut off keeps it locked until the server ends that session
+                # (``idle_in_transaction_session_timeout``, longer than a short lease),
+                # and a worker waiting for it here would stop its own event loop, miss
+                # the heartbeats of every run it holds, and lose them all
+                conn.execute(f"SET LOCAL lock_timeout = '{_lock_wait_ms(seconds)}ms'")
                 conn.execute(
                     "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
                     "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",
@@ -806,17 +860,9 @@ class PgStore:
                 current_holder, _, expires, live = conn.execute(
                     f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s", (channel_id,)
                 ).fetchone()  # type: ignore[misc]
-                if (
-                    live
-                    and current_holder != holder
-                    and holder_alive(current_holder) is not False
-                    and self._off != "expiry"
-                ):
-                    raise LeaseError(
-                        _held_message(channel_id, current_holder, expires),
-                        channel_id,
-                        current_holder,
-                    )
+                self._refuse_if_held(
+                    channel_id, Lease(channel_id, current_holder, 0, float(expires)), live, holder
+                )
                 taken = conn.execute(
                     "UPDATE flowc_lease SET holder = %s, token = token + 1, "
                     "expires_at = clock_timestamp() + make_interval(secs => %s) "

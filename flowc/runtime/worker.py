@@ -350,6 +350,9 @@ class Worker:
         self._done: set[str] = set()
         #: runs that stopped without closing: (WAL length then, when to look again)
         self._parked: dict[str, tuple[int, float]] = {}
+        #: runs whose take was refused while another process was in the middle of taking
+        #: it: not tried again before then (monotonic time), so the worker does not spin
+        self._busy: dict[str, float] = {}
         #: runs this worker found open and holds the lease of (not those found closed)
         self._claimed_runs: set[str] = set()
         #: every run this worker ever claimed (one it claims again is not taken over)
@@ -459,11 +462,23 @@ class Worker:
         del self._parked[cid]
         return False
 
+    def _still_busy(self, cid: str) -> bool:
+        """A run another process is taking right now is left alone for a third of a lease
+        (that process gets it, or the server ends its session) and looked at again on a
+        later pass."""
+        until = self._busy.get(cid)
+        if until is None:
+            return False
+        if time.monotonic() < until:
+            return True
+        del self._busy[cid]
+        return False
+
     async def _claim_pass(self) -> None:
         for cid in self._candidates():
             if self._stopping or len(self._active) >= self.concurrency:
                 return
-            if cid in self._active or self._still_parked(cid):
+            if cid in self._active or self._still_parked(cid) or self._still_busy(cid):
                 continue
             if self._active and self.spread_seconds:
                 # the more runs this worker holds, the longer it lets others claim first
@@ -511,7 +526,9 @@ class Worker:
                 record_stall=True,
                 on_violation=self.on_violation,
             )
-        except LeaseError:
+        except LeaseError as err:
+            if err.holder is None:  # another process is taking it right now
+                self._busy[cid] = time.monotonic() + self.lease_seconds / 3
             return  # another worker claimed it first
         except WalError as err:  # the store failed: once the lease expires, any worker
             self._failed(cid, err)  # (this one too) tries the run again

@@ -67,6 +67,59 @@ def test_an_expired_lease_cannot_append_and_a_taken_one_neither(pg_dsn: str) -> 
     assert one.lease_of("r") == taken
 
 
+def test_taking_a_lease_does_not_wait_for_a_session_cut_off_inside_its_own_take(
+    pg_dsn: str,
+) -> None:
+    """A session that locked a run's lease row and then went silent (a worker cut off in
+    the middle of its take, or of a batch) keeps the row locked until the server ends it.
+    Another process taking that run is refused at once instead of waiting: a worker
+    waiting there would stop its event loop and lose every lease it holds."""
+    one, two = PgStore(pg_dsn), PgStore(pg_dsn)
+    lease = one.acquire("r", A, 0.05)
+    one.append(_env("r", "e1"), lease)
+    time.sleep(0.1)  # expired: free to take
+    with psycopg.connect(pg_dsn, autocommit=True) as frozen:
+        frozen.execute("BEGIN")
+        frozen.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+        outcome: list[BaseException | object] = []
+
+        def take() -> None:
+            try:
+                outcome.append(two.acquire("r", B, 2.0))
+            except BaseException as err:  # reported below
+                outcome.append(err)
+
+        taker = threading.Thread(target=take, daemon=True)
+        taker.start()
+        taker.join(30)  # generous: without the lock timeout it waits as long as `frozen`
+        assert not taker.is_alive(), "taking the lease waited for the frozen session"
+        frozen.execute("ROLLBACK")
+    (err,) = outcome
+    assert isinstance(err, LeaseError), err
+    assert str(err) == "run r is being taken by another process right now"
+    assert err.holder is None
+    # nothing changed, and once the session is gone the run is taken as usual
+    assert one.lease_of("r") is None
+    taken = two.acquire("r", B, 30)
+    assert taken.token == lease.token + 1
+
+
+def test_a_live_lease_is_refused_without_locking_its_row(pg_dsn: str) -> None:
+    """A take of a run another process holds is refused on a plain read, before anything
+    is locked: the refusal names the holder even while another session has the row
+    locked (a lock the refused process never waits for, and never takes, so it cannot
+    hold up the holder's renewals if it is cut off mid-take)."""
+    holder, taker = PgStore(pg_dsn), PgStore(pg_dsn)
+    lease = holder.acquire("r", A, 30)
+    with psycopg.connect(pg_dsn, autocommit=True) as locker:
+        locker.execute("BEGIN")
+        locker.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+        with pytest.raises(LeaseError, match=r"being written by another hub \(hub-a"):
+            taker.acquire("r", B, 30)
+        locker.execute("ROLLBACK")
+    assert taker.lease_of("r") == lease
+
+
 def test_a_writer_racing_a_takeover_is_refused_from_the_takeover_on(pg_dsn: str) -> None:
     """A holder appends as fast as it can while another takes the run over as soon as the
     lease expires: every envelope of the first comes before the taker's first one."""
@@ -383,19 +436,24 @@ def test_the_notifier_listens_again_after_the_server_restarts() -> None:
 
 def test_a_process_frozen_inside_a_transaction_does_not_keep_the_run(pg_dsn: str) -> None:
     """A holder stopped between the statements of its lease's transaction (as SIGSTOP
-    could): the server ends its session, so another holder can take the expired run."""
+    could): another holder's take is refused at once while the row is locked (it does not
+    wait), and the server ends the frozen session, so the expired run is then taken."""
     frozen, other = PgStore(pg_dsn), PgStore(pg_dsn)
     frozen.acquire("r", A, 0.1)
     assert frozen._conn is not None
     frozen._conn.execute("BEGIN")
     frozen._conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+    time.sleep(0.2)  # the frozen holder's lease expired: free to take, but locked
+    with pytest.raises(LeaseError, match="is being taken by another process right now"):
+        other.acquire("r", B, 30)
     took: list[object] = []
-    thread = threading.Thread(target=lambda: took.append(other.acquire("r", B, 30)), daemon=True)
-    start = time.monotonic()
-    thread.start()
-    thread.join(30)
-    assert not thread.is_alive(), "the frozen session kept the lease row locked"
-    assert took and time.monotonic() - start < 15
+    deadline = time.monotonic() + 30  # the server ends the session after _IDLE_MS (5 s)
+    while not took and time.monotonic() < deadline:
+        try:
+            took.append(other.acquire("r", B, 30))
+        except LeaseError:
+            time.sleep(0.2)
+    assert took, "the frozen session kept the lease row locked"
     assert other.lease_of("r") == took[0]
 
 

@@ -172,6 +172,80 @@ def test_notifications_wake_an_idle_worker_new_runs_and_released_leases(pg_dsn: 
     asyncio.run(scenario())
 
 
+def test_a_run_another_process_is_taking_is_left_alone_for_a_while(pg_dsn: str) -> None:
+    """A run whose lease row another session has locked (a process cut off in the middle
+    of taking it) is refused at once; the worker does not try it again on the pass its
+    refusal wakes (it would spin, waiting for the lock each time), only once a third of
+    its lease has passed, and then takes it. The test waits for events (a take, a look
+    at the store, the run closed), never asserts on a duration."""
+    import asyncio
+    from collections.abc import Callable
+    from typing import Any
+
+    from flowc.commands.run import load_script, load_target
+    from flowc.runtime.pgstore import PgStore
+    from flowc.runtime.wal import Lease
+    from flowc.runtime.worker import Worker, submit_run
+
+    target, _ = load_target((ROOT / "examples" / "feedback_loop.flow").as_posix())
+    assert target is not None
+    doc = load_script((ROOT / "examples" / "scripts" / "feedback_loop.yaml").as_posix())
+    takes, looks, closed = [0], [0], []
+
+    class CountingStore(PgStore):
+        def open_runs(self) -> list[tuple[str, Lease | None]]:
+            looks[0] += 1
+            return super().open_runs()
+
+        def acquire(self, channel_id: str, holder: str, seconds: float = 30) -> Lease:
+            takes[0] += 1
+            return super().acquire(channel_id, holder, seconds)
+
+    async def until(cond: Callable[[], bool], what: str) -> None:
+        for _ in range(1000):
+            if cond():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"not within 10 s: {what}")
+
+    async def scenario() -> None:
+        store, other = CountingStore(pg_dsn), PgStore(pg_dsn)
+        frozen = psycopg.connect(pg_dsn, autocommit=True)
+        try:
+            cid = await submit_run(other, target, doc)
+            frozen.execute("BEGIN")
+            frozen.execute("SELECT 1 FROM flowc_lease WHERE channel_id = %s FOR UPDATE", (cid,))
+            worker = Worker(
+                store,
+                poll_seconds=1000,
+                lease_seconds=3,
+                on_event=lambda what, run_id, _: (
+                    closed.append(run_id) if what == "closed" else None
+                ),
+            )
+            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
+            try:
+                await until(lambda: takes[0] == 1 and not worker.active, "the take refused")
+                seen = looks[0]
+                await until(lambda: looks[0] > seen, "the pass the refusal wakes")
+                await until(lambda: not worker.active, "that pass done")
+                assert takes[0] == 1, "the run was tried again at once"
+                frozen.execute("ROLLBACK")
+                await asyncio.sleep(1.0)  # the third of the lease the run is left alone
+                worker.wake(cid)
+                await until(lambda: closed == [cid], "the run taken and finished")
+                assert takes[0] == 2
+            finally:
+                worker.stop()
+                await task
+        finally:
+            frozen.close()
+            store.close()
+            other.close()
+
+    asyncio.run(scenario())
+
+
 def test_the_workers_live_through_a_database_restart(tmp_path: Path) -> None:
     import time
 
