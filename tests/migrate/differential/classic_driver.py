@@ -12,49 +12,24 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import runpy
 import sys
 from pathlib import Path
-from typing import Any
+
+# the recorder's runner (tests/migrate/tools/classic_runner.py) sets classic up and runs
+# the file: it imports nothing but the standard library and ag2, both in this venv
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+from classic_runner import run_scripted  # type: ignore[import-not-found]
 
 
 def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    os.environ.setdefault("OPENAI_API_KEY", "sk-test")  # configs without a key still build
-    import autogen
-    from autogen import ConversableAgent, GroupChat
-
     queues: dict[str, collections.deque[str]] = collections.defaultdict(collections.deque)
     for name, texts in plan["replies"].items():
         queues[name].extend(texts)
+    gc, ns = run_scripted(plan["file"], queues)
+    import autogen  # (after run_scripted: its key set first)
 
-    def next_text(agent: Any) -> str:
-        q = queues[agent.name]
-        return q.popleft() if q else f"(unscripted reply of {agent.name})"
-
-    def fake_reply(self: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
-        return True, next_text(self)
-
-    async def a_fake_reply(
-        self: Any, messages: Any = None, sender: Any = None, config: Any = None
-    ) -> Any:
-        return True, next_text(self)
-
-    ConversableAgent.generate_oai_reply = fake_reply  # type: ignore[method-assign]
-    ConversableAgent.a_generate_oai_reply = a_fake_reply  # type: ignore[method-assign]
-    ConversableAgent.get_human_input = lambda self, prompt, **kw: next_text(self)  # type: ignore[method-assign]
-    seen: list[Any] = []
-    original_append = GroupChat.append
-
-    def append(self: Any, message: Any, speaker: Any) -> None:
-        if not seen or seen[-1] is not self:
-            seen.append(self)
-        original_append(self, message, speaker)
-
-    GroupChat.append = append  # type: ignore[method-assign]
-    ns = runpy.run_path(plan["file"], run_name="__main__")
-    gc = seen[-1]
     speakers = [m.get("name") for m in gc.messages]
     managers = [v for v in ns.values() if isinstance(v, autogen.GroupChatManager)]
     # (the manager may run a copy of the GroupChat it was given: prefer its own when found)

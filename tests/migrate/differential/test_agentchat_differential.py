@@ -11,21 +11,15 @@ nothing lost or different (no M001 / M002).
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flowc.cli import main
+from .harness import CORPUS, HERE, INEXACT, assert_agree, findings, run_driver, run_flow
+from .harness import compare as compare_sides
 
-from .conftest import TIMINGS
-from .test_classic_differential import CORPUS, INEXACT, _findings, scripts
-
-HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "agentchat_driver.py"
 TASK = "the task"
 CASES = sorted(p for p in CORPUS.glob("agentchat_*.py") if p.with_suffix(".flow").exists())
@@ -49,33 +43,14 @@ def _end(stop_reason: str | None) -> str | None:
 
 
 def run_agentchat(python: Path, py: Path, replies: dict[str, list[str]], tmp: Path) -> Any:
-    plan = tmp / "plan.json"
-    plan.write_text(
-        json.dumps({"file": str(py), "task": TASK, "replies": replies}), encoding="utf-8"
-    )
-    done = subprocess.run(
-        [str(python), str(DRIVER), str(plan)],
-        capture_output=True,
-        text=True,
-        cwd=str(CORPUS),
-        timeout=300,
-    )
-    lines = [x for x in done.stdout.splitlines() if x.startswith("@@RESULT@@")]
-    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
-    got = json.loads(lines[-1][len("@@RESULT@@") :])
+    got = run_driver(python, DRIVER, {"file": str(py), "task": TASK, "replies": replies}, tmp)
     return {"speakers": got["speakers"], "end": _end(got["stop_reason"])}
 
 
-def run_flow(
+def run_translation(
     flow: Path, replies: dict[str, list[str]], tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> Any:
-    script = tmp / "script.json"
-    script.write_text(json.dumps({"kickoff": TASK, "script": replies}), encoding="utf-8")
-    capsys.readouterr()
-    code = main(["run", str(flow), "--script", str(script), "--json", "--db", ":memory:"])
-    out, err = capsys.readouterr()
-    assert code in (0, 1), out + err
-    run = json.loads(out)
+    run = run_flow(flow, {"kickoff": TASK, "script": replies}, tmp, capsys)
     return {
         "speakers": [t["speaker"] for t in run["turns"]],
         # a scheduled speaker with no scripted turn left: the replay client's end too
@@ -86,15 +61,13 @@ def run_flow(
 def compare(
     python: Path, py: Path, flow: Path, tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> list[str]:
-    mismatches = []
-    for title, replies in scripts(py):
-        real = run_agentchat(python, py, replies, tmp)
-        translated = run_flow(flow, replies, tmp, capsys)
-        if real != translated:
-            mismatches.append(
-                f"{title}:\n  agentchat 0.7.5: {real}\n  flowc run:       {translated}"
-            )
-    return mismatches
+    """Every script of ``py`` run under autogen-agentchat and under ``flow``: the runs
+    that differ."""
+    return compare_sides(
+        py,
+        ("agentchat 0.7.5", lambda replies: run_agentchat(python, py, replies, tmp)),
+        lambda replies: run_translation(flow, replies, tmp, capsys),
+    )
 
 
 @pytest.mark.parametrize("py", CASES, ids=[p.stem for p in CASES])
@@ -104,14 +77,10 @@ def test_agentchat_and_translation_agree(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    inexact = _findings(py) & INEXACT
-    if inexact:
-        pytest.skip(f"the findings say the translation is not exact ({', '.join(sorted(inexact))})")
-    started = time.monotonic()
-    mismatches = compare(agentchat_python, py, py.with_suffix(".flow"), tmp_path, capsys)
-    TIMINGS[f"agentchat {py.stem}"] = time.monotonic() - started
-    assert not mismatches, f"{py.name}: the translation does not run as the original\n" + "\n".join(
-        mismatches
+    assert_agree(
+        "agentchat",
+        py,
+        lambda: compare(agentchat_python, py, py.with_suffix(".flow"), tmp_path, capsys),
     )
 
 
@@ -140,5 +109,5 @@ def test_the_harness_reports_a_perturbed_translation(
 
 
 def test_the_harness_covers_the_exact_agentchat_cases() -> None:
-    exact = [p for p in CASES if not _findings(p) & INEXACT]
+    exact = [p for p in CASES if not findings(p) & INEXACT]
     assert len(exact) >= 4, [p.name for p in exact]

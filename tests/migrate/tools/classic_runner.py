@@ -1,8 +1,9 @@
 """Run a classic corpus file under the REAL classic package, offline, with scripted replies.
 
 Not part of the test suite (it needs `ag2==0.9.*` in a throw-away venv); run through
-``record_classic.py``. Usage: ``CLASSIC_PYTHON classic_runner.py PLAN.json`` where the plan is
-``{"file": ..., "scenarios": [{"title": ..., "turns": [[speaker, text], ...]}]}``; prints
+``record_classic.py`` (the differential test's ``classic_driver.py`` runs its scripts
+through :func:`run_scripted` too). Usage: ``CLASSIC_PYTHON classic_runner.py PLAN.json``
+where the plan is ``{"file": ..., "scenarios": [{"title": ..., "turns": [[speaker, text], ...]}]}``; prints
 ``{title: {"speakers": [...], "end": reason}}`` as JSON on a line that starts with
 ``@@RESULT@@``.
 
@@ -21,16 +22,18 @@ from pathlib import Path
 from typing import Any
 
 
-def run_one(path: str, turns: list[list[str]]) -> dict[str, Any]:
+def run_scripted(path: str, queues: dict[str, collections.deque[str]]) -> tuple[Any, Any]:
+    """Run the file at ``path`` as ``__main__``, every agent's LLM reply and human input
+    being the next text of its queue in ``queues`` (``(unscripted reply of NAME)`` once
+    it is empty): the GroupChat that ran last and the file's namespace.
+
+    The differential test's driver (``tests/migrate/differential/classic_driver.py``)
+    runs its scripts through this too, so both see classic's runs set up alike.
+    """
     import os
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-test")  # configs without a key still build
-    import autogen
     from autogen import ConversableAgent, GroupChat
-
-    queues: dict[str, collections.deque[str]] = collections.defaultdict(collections.deque)
-    for speaker, text in turns[1:]:  # turn 1 is the script's own kickoff
-        queues[speaker].append(text)
 
     def next_text(agent: Any) -> str:
         q = queues[agent.name]
@@ -58,7 +61,16 @@ def run_one(path: str, turns: list[list[str]]) -> dict[str, Any]:
     GroupChat.append = append  # type: ignore[method-assign]
     ns = runpy.run_path(path, run_name="__main__")
     # (`run_group_chat` runs in a thread: corpus scripts call `response.process()` to wait)
-    gc = seen[-1]
+    return seen[-1], ns
+
+
+def run_one(path: str, turns: list[list[str]]) -> dict[str, Any]:
+    queues: dict[str, collections.deque[str]] = collections.defaultdict(collections.deque)
+    for speaker, text in turns[1:]:  # turn 1 is the script's own kickoff
+        queues[speaker].append(text)
+    gc, ns = run_scripted(path, queues)
+    import autogen  # (after run_scripted: its key set first)
+
     speakers = [m.get("name") for m in gc.messages]
     managers = [v for v in ns.values() if isinstance(v, autogen.GroupChatManager)]
     last = gc.messages[-1] if gc.messages else {}

@@ -1,0 +1,139 @@
+"""What the two differential tests share: the corpus and its scripts, running an old
+framework's driver and ``flowc run --script --json`` on one script, and the comparison
+of the two over every script of a case.
+
+Each test says only what differs between the families: how its driver is asked (the plan)
+and how each side's end is put in the flow's words.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowc.cli import main
+from flowc.dsl import nodes as n
+from flowc.dsl.parser import parse_source
+from flowc.source import SourceFile
+
+from .conftest import TIMINGS
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE.parent / "corpus"
+INEXACT = {"M001", "M002"}
+
+#: one script (replies per speaker) run on one side: who spoke and how the run ended
+Side = Callable[[dict[str, list[str]]], Any]
+
+
+def findings(py: Path) -> set[str]:
+    data = json.loads(py.with_suffix(".expected.json").read_text(encoding="utf-8"))
+    return {f["code"] for f in data["findings"]}
+
+
+def _flow(py: Path) -> n.Flow:
+    path = py.with_suffix(".flow")
+    flow, diags = parse_source(SourceFile(str(path), path.read_text(encoding="utf-8")))
+    assert not diags, diags
+    return flow
+
+
+def _speakers(flow: n.Flow) -> list[str]:
+    names = [s.name.value for s in flow.of_type(n.SpeakerDecl)]
+    for group in flow.of_type(n.SpeakersDecl):
+        names.extend(s.name.value for s in group.speakers)
+    return list(dict.fromkeys(names))
+
+
+def _max_turns(flow: n.Flow) -> int:
+    for item in flow.of_type(n.MaxTurnsDecl):
+        return int(item.value.value)
+    return 20
+
+
+def scripts(py: Path) -> list[tuple[str, dict[str, list[str]]]]:
+    """(title, replies per speaker) for every script of the case; the kickoff is the file's."""
+    flow = _flow(py)
+    names = _speakers(flow)
+    length = _max_turns(flow) + 2
+    out: list[tuple[str, dict[str, list[str]]]] = []
+    generic = {name: [] for name in names}
+    out.append(("turn K of NAME", generic))
+    for sc in flow.of_type(n.Scenario):
+        replies: dict[str, list[str]] = {name: [] for name in names}
+        turns = [t for t in sc.items if isinstance(t, n.SayTurn)]
+        for turn in turns[1:]:  # the first is the kickoff, which the file itself sends
+            replies.setdefault(turn.speaker.value, []).append(turn.text.value)
+        out.append((f"scenario {sc.title.value}", replies))
+    for _, replies in out:
+        for name, texts in replies.items():
+            texts.extend(f"turn {k} of {name}" for k in range(len(texts) + 1, length + 1))
+    return out
+
+
+def run_driver(python: Path, driver: Path, plan: dict[str, Any], tmp: Path) -> Any:
+    """What ``driver`` printed on its ``@@RESULT@@`` line, run by the old framework's
+    ``python`` on ``plan`` (from the corpus folder, as the files expect)."""
+    path = tmp / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    done = subprocess.run(
+        [str(python), str(driver), str(path)],
+        capture_output=True,
+        text=True,
+        cwd=str(CORPUS),
+        timeout=300,
+    )
+    lines = [x for x in done.stdout.splitlines() if x.startswith("@@RESULT@@")]
+    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
+    return json.loads(lines[-1][len("@@RESULT@@") :])
+
+
+def run_flow(
+    flow: Path, script: dict[str, Any], tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> Any:
+    """The run of ``flowc run FLOW --script --json`` on ``script`` (the file's contents),
+    as the JSON it prints."""
+    path = tmp / "script.json"
+    path.write_text(json.dumps(script), encoding="utf-8")
+    capsys.readouterr()
+    code = main(["run", str(flow), "--script", str(path), "--json", "--db", ":memory:"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out + err
+    return json.loads(out)
+
+
+def compare(py: Path, original: tuple[str, Side], translated: Side) -> list[str]:
+    """Every script of ``py`` run on both sides (``original`` named by its label, e.g.
+    ``ag2 0.9.10``): the runs that differ, each told with both sides' runs."""
+    label, run_original = original
+    width = max(len(label), len("flowc run")) + 1
+    mismatches = []
+    for title, replies in scripts(py):
+        real = run_original(replies)
+        got = translated(replies)
+        if real != got:
+            mismatches.append(
+                f"{title}:\n  {(label + ':').ljust(width)} {real}"
+                f"\n  {'flowc run:'.ljust(width)} {got}"
+            )
+    return mismatches
+
+
+def assert_agree(family: str, py: Path, mismatches: Callable[[], list[str]]) -> None:
+    """The test of one case: skipped when its findings say the translation is not exact,
+    else every script must run the same on both sides (``mismatches`` compares them)."""
+    inexact = findings(py) & INEXACT
+    if inexact:
+        pytest.skip(f"the findings say the translation is not exact ({', '.join(sorted(inexact))})")
+    started = time.monotonic()
+    found = mismatches()
+    TIMINGS[f"{family} {py.stem}"] = time.monotonic() - started
+    assert not found, f"{py.name}: the translation does not run as the original\n" + "\n".join(
+        found
+    )
