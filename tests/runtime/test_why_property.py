@@ -2,7 +2,10 @@
 random runs stored in a real SQLite WAL, the rule the explanation says fired is the
 recorded ``decided_by``, every rule it says did not fire (or could not, being another
 speaker's) is false under this file's evaluator, every part of a condition it reports
-has the value this evaluator gives it, and the default's choice is the default target's.
+has the value this evaluator gives it, the parts it says were not evaluated are exactly
+those after the part that decided an ``and`` / ``or``, and the default's choice is the
+default target's. ``trace_condition`` itself (which evaluates a condition with the
+dispatch's own compiled short-circuit) is compared whole with this file's trace.
 
 The evaluator here reads the model and a context this test keeps itself (from the
 writes it posted): it shares no code with the runtime's dispatch.
@@ -22,7 +25,12 @@ from hypothesis import strategies as st
 
 from flowc.compiler import model as m
 from flowc.compiler.serde import structure_graph
-from flowc.runtime.adapters.workflow import WorkflowAdapter
+from flowc.runtime.adapters.workflow import (
+    ConditionTrace,
+    WorkflowAdapter,
+    WorkflowState,
+    trace_condition,
+)
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.hub import Hub
 from flowc.runtime.transcript import transcript
@@ -133,8 +141,39 @@ def holds(c: m.Condition, t: Seen) -> bool:
         return any(holds(x, t) for x in c.conditions)
     if isinstance(c, m.Not):
         return not holds(c.condition, t)
-    assert isinstance(c, m.CustomCondition) and c.name == "body_has_x"
-    return "x" in t.body
+    assert isinstance(c, m.CustomCondition) and c.name in ("body_has_x", "unregistered")
+    # a condition the registry does not know never holds (its channel cannot open)
+    return c.name == "body_has_x" and "x" in t.body
+
+
+#: a part not evaluated: (condition, ``None``, no parts)
+Traced = tuple[m.Condition, bool | None, tuple[Any, ...]]
+
+
+def trace(c: m.Condition, t: Seen) -> Traced:
+    """``c`` and each of its parts, as (condition, holds, parts): an ``and`` evaluates
+    its parts up to the first false one, an ``or`` up to the first true one; those
+    after it are not evaluated (``None``)."""
+    if isinstance(c, m.Not):
+        inner = trace(c.condition, t)
+        return (c, not inner[1], (inner,))
+    if not isinstance(c, m.AllOf | m.AnyOf):
+        return (c, holds(c, t), ())
+    deciding = isinstance(c, m.AnyOf)  # the part value that decides: true for `or`
+    parts: list[Traced] = []
+    decided = False
+    for x in c.conditions:
+        if decided:
+            parts.append((x, None, ()))
+            continue
+        part = trace(x, t)
+        parts.append(part)
+        decided = part[1] is deciding
+    return (c, deciding if decided else not deciding, tuple(parts))
+
+
+def plain(t: ConditionTrace) -> Traced:
+    return (t.condition, t.holds, tuple(plain(p) for p in t.parts))
 
 
 def resolve(target: m.Target, t: Seen) -> tuple[str | None, str | None]:
@@ -158,19 +197,56 @@ def apply(context: dict[str, Any], w: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def check_parts(c: m.Condition, why: ConditionWhy, t: Seen) -> int:
-    """Every part the explanation evaluated has this evaluator's value; the count."""
-    if why.holds is None:
+    """The explanation's value of ``c`` and of each part it evaluated is this
+    evaluator's, and the parts it did not evaluate are those :func:`trace` does not;
+    the count of values checked."""
+    return check_traced(trace(c, t), why)
+
+
+def check_traced(want: Traced, why: ConditionWhy) -> int:
+    c, value, parts = want
+    assert why.holds == value, (c, why)
+    if value is None:
+        assert not why.parts, (c, why)
         return 0
-    assert why.holds == holds(c, t), (c, why)
     checked = 1
-    if why.parts:
-        children = (
-            [c.condition] if isinstance(c, m.Not) else list(c.conditions)  # type: ignore[union-attr]
-        )
-        assert len(children) == len(why.parts)
-        for child, part in zip(children, why.parts, strict=True):
-            checked += check_parts(child, part, t)
+    # `context.k != v` and `from X or from Y` are explained as one test, without parts
+    one_test = (isinstance(c, m.Not) and isinstance(c.condition, m.ContextEquals)) or (
+        isinstance(c, m.AnyOf)
+        and len(c.conditions) > 0
+        and all(isinstance(x, m.FromSpeaker) for x in c.conditions)
+    )
+    if one_test:
+        assert not why.parts, (c, why)
+        return checked
+    assert len(why.parts) == len(parts), (c, why)
+    for part, part_why in zip(parts, why.parts, strict=True):
+        checked += check_traced(part, part_why)
     return checked
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(conditions, st.just(cond("unregistered")), st.just(cond("all_of", conditions=[]))),
+    st.builds(
+        Seen,
+        st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3),
+        st.sampled_from(SPEAKERS),
+        st.one_of(st.none(), st.sampled_from([*TOOLS, "other"])),
+        st.sampled_from(["hello", "xyz"]),
+    ),
+)
+def test_trace_condition_is_the_independent_trace(c: dict[str, Any], t: Seen) -> None:
+    """``trace_condition`` whole (values, parts, parts not evaluated) is :func:`trace`,
+    for every kind of part, an empty ``and`` and a condition the registry lacks."""
+    model = structure_graph(graph("a", rule(c, to("b")))).transitions[0].when
+    if t.tool is None:
+        env = Envelope("c", t.sender, None, EV_TEXT, {"text": t.body})
+    else:
+        routing = {"kind": "handoff", "tool": t.tool, "reason": ""}
+        env = Envelope("c", t.sender, None, EV_PACKET, {"routing": routing, "body": t.body})
+    state = WorkflowState(tuple(SPEAKERS), None, context_vars=dict(t.context))
+    assert plain(trace_condition(model, state, env, REGISTRY)) == trace(model, t)
 
 
 # ── driving runs ─────────────────────────────────────────────────────────────

@@ -146,8 +146,74 @@ def _cond(
     registry: TransitionRegistry,
     path: str,
     problems: list[ShapeProblem],
+    seen: dict[str, ConditionTrace] | None = None,
 ) -> Any:
-    """A condition specialised for ``sender``: ``_ALWAYS``, ``_NEVER`` or a function."""
+    """A condition specialised for ``sender``: ``_ALWAYS``, ``_NEVER`` or a function.
+
+    With ``seen`` (:func:`trace_condition`) it is a function, nothing is folded, and
+    each part's function, when the evaluation reaches it, files its
+    :class:`ConditionTrace` in ``seen`` under its path. The trace is then what the
+    dispatch's own ``and``/``or``/``not`` evaluated, not a second reading of them.
+    """
+    parts = _parts(cond, path)
+    fn = _compile_cond(cond, parts, sender, registry, path, problems, seen)
+    return fn if seen is None else _traced(cond, parts, fn, path, seen)
+
+
+def _parts(cond: m.Condition, path: str) -> list[tuple[m.Condition, str]]:
+    """The parts of a composite (``and``, ``or``, ``not``) with their JSON paths, in
+    order; none for a leaf."""
+    if isinstance(cond, m.AllOf | m.AnyOf):
+        return [(c, f"{path}.args.conditions[{i}]") for i, c in enumerate(cond.conditions)]
+    if isinstance(cond, m.Not):
+        return [(cond.condition, f"{path}.args.condition")]
+    return []
+
+
+def _traced(
+    cond: m.Condition,
+    parts: list[tuple[m.Condition, str]],
+    fn: Any,
+    path: str,
+    seen: dict[str, ConditionTrace],
+) -> CondFn:
+    """``fn`` (``cond`` compiled, or a constant) filing its trace in ``seen``.
+
+    A part the evaluation did not reach filed nothing: it is reported not evaluated.
+    Each composite takes its parts' traces out of ``seen``, so after an evaluation
+    ``seen`` holds only the outermost one.
+    """
+    if fn is _ALWAYS or fn is _NEVER:
+        value = fn is _ALWAYS
+
+        def constant(s: WorkflowState, e: Envelope) -> bool:
+            return value
+
+        fn = constant
+
+    def traced(s: WorkflowState, e: Envelope) -> bool:
+        holds = bool(fn(s, e))
+        seen[path] = ConditionTrace(
+            cond,
+            holds,
+            tuple(seen.pop(p) if p in seen else ConditionTrace(c, None) for c, p in parts),
+        )
+        return holds
+
+    return traced
+
+
+def _compile_cond(
+    cond: m.Condition,
+    parts: list[tuple[m.Condition, str]],
+    sender: str | None,
+    registry: TransitionRegistry,
+    path: str,
+    problems: list[ShapeProblem],
+    seen: dict[str, ConditionTrace] | None,
+) -> Any:
+    """:func:`_cond` without its tracing; ``parts`` are :func:`_parts` of ``cond``,
+    compiled by ``_cond``."""
     if isinstance(cond, m.Always):
         return _ALWAYS
     if isinstance(cond, m.FromSpeaker):
@@ -166,21 +232,20 @@ def _cond(
         key, value = cond.key, cond.value
         return lambda s, e: context_holds(s.context_vars, key, value)
     if isinstance(cond, m.AllOf | m.AnyOf):
-        parts = [
-            _cond(c, sender, registry, f"{path}.args.conditions[{i}]", problems)
-            for i, c in enumerate(cond.conditions)
-        ]
+        compiled = [_cond(c, sender, registry, p, problems, seen) for c, p in parts]
+        # traced parts are never constants: nothing folds, a trace keeps every part
         absorbing, neutral = (_NEVER, _ALWAYS) if isinstance(cond, m.AllOf) else (_ALWAYS, _NEVER)
-        if any(p is absorbing for p in parts):
+        if any(p is absorbing for p in compiled):
             return absorbing
-        fns = tuple(p for p in parts if p is not neutral)
+        fns = tuple(p for p in compiled if p is not neutral)
         if not fns:
             return neutral
         if isinstance(cond, m.AllOf):
             return lambda s, e: all(f(s, e) for f in fns)
         return lambda s, e: any(f(s, e) for f in fns)
     if isinstance(cond, m.Not):
-        inner = _cond(cond.condition, sender, registry, f"{path}.args.condition", problems)
+        ((part, part_path),) = parts
+        inner = _cond(part, sender, registry, part_path, problems, seen)
         if inner is _ALWAYS:
             return _NEVER
         if inner is _NEVER:
@@ -423,9 +488,11 @@ def trace_condition(
     envelope: Envelope,
     registry: TransitionRegistry | None = None,
 ) -> ConditionTrace:
-    """``cond`` evaluated on ``state`` (:func:`rule_state`) and the turn's envelope by
-    the same tests the compiled dispatch runs (:func:`routing_tool`,
-    :func:`context_holds`, a custom condition's ``evaluate``), part by part.
+    """``cond`` evaluated on ``state`` (:func:`rule_state`) and the turn's envelope,
+    part by part, by the dispatch's own compiled condition (:func:`_cond`, not
+    specialised for a sender, with its tracing on): the same tests and the same
+    short-circuit, so a part after the one that decided is not evaluated. A custom
+    condition the registry cannot build never holds (its channel could not open).
 
     >>> from flowc.runtime.envelope import EV_TEXT
     >>> st = WorkflowState(("a", "b"), "b", context_vars={"ok": False})
@@ -435,36 +502,9 @@ def trace_condition(
     >>> t.holds, [p.holds for p in t.parts]
     (False, [True, False, None])
     """
-    if isinstance(cond, m.Always):
-        return ConditionTrace(cond, True)
-    if isinstance(cond, m.FromSpeaker):
-        return ConditionTrace(cond, envelope.sender_id == cond.agent_id)
-    if isinstance(cond, m.ToolCalled):
-        called = envelope.event_type == EV_PACKET and routing_tool(envelope) == cond.tool_name
-        return ConditionTrace(cond, called)
-    if isinstance(cond, m.ContextEquals):
-        return ConditionTrace(cond, context_holds(state.context_vars, cond.key, cond.value))
-    if isinstance(cond, m.Not):
-        inner = trace_condition(cond.condition, state, envelope, registry)
-        return ConditionTrace(cond, not inner.holds, (inner,))
-    if isinstance(cond, m.AllOf | m.AnyOf):
-        stop = not isinstance(cond, m.AllOf)  # the value that decides: false for `and`
-        parts: list[ConditionTrace] = []
-        decided = False
-        for c in cond.conditions:
-            if decided:
-                parts.append(ConditionTrace(c, None))
-                continue
-            part = trace_condition(c, state, envelope, registry)
-            parts.append(part)
-            decided = part.holds is stop
-        return ConditionTrace(cond, stop if decided else not stop, tuple(parts))
-    inst, found = build_custom(
-        "condition", cond.name, dict(cond.args), registry or default_registry(), "when"
-    )
-    if found:  # the channel could not have opened with it: it never holds
-        return ConditionTrace(cond, False)
-    return ConditionTrace(cond, bool(inst.evaluate(state, envelope)))
+    seen: dict[str, ConditionTrace] = {}
+    _cond(cond, None, registry or default_registry(), "when", [], seen)(state, envelope)
+    return seen.pop("when")
 
 
 def rule_state(before: WorkflowState, after: WorkflowState) -> WorkflowState:
