@@ -135,3 +135,35 @@ def test_a_property_added_gets_a_space_that_keeps_its_turns() -> None:
     assert watched.recorded is not None and spaces.reused == 0
     again = spaces.space(system_of_flow(compile_source(SourceFile("f.flow", text))[0]), 100)
     assert again.graph is watched.graph and spaces.reused == 1
+
+
+def test_what_the_checks_work_out_from_the_space_comes_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The checks' work on the state space alone (the first turn each dead rule could
+    match, the loops, who is scheduled when) is kept with the space: a version of the
+    same shape does not work it out again, and a changed shape does."""
+    from flowc.compiler.analysis.facts import Facts
+
+    calls: list[str] = []
+    for name in ("_first_matches_now", "_traps_of_space", "_can_end_now"):
+        original = getattr(Facts, name)
+
+        def counted(self: Facts, *args: object, _f: object = original, _n: str = name) -> object:
+            calls.append(_n)
+            return _f(self, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(Facts, name, counted)
+    text = (
+        "speaker a\nspeaker b\nspeaker c\nstart a\nmax_turns 6\n"
+        "when from a then b\nwhen from a then c\nwhen from b then a\n"
+    )
+    spaces, options = SpaceCache(), CheckOptions()
+    first = _check(text, spaces, options)
+    worked = sorted(calls)
+    assert "_first_matches_now" in worked  # the second `from a` rule never fires
+    calls.clear()
+    assert _check("# why b\n" + text, spaces, options) != first  # the spans moved
+    assert calls == [] and spaces.reused == 1
+    _check(text.replace("then c", "then terminate"), spaces, options)
+    assert sorted(calls) == worked

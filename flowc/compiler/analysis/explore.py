@@ -380,6 +380,11 @@ class StateSpace:
     )
     #: node key -> node
     ids: dict[NodeKey, int] = attrs.field(factory=dict, eq=False, repr=False)
+    #: what the checks work out from this space and the routing of the rules alone (what
+    #: :meth:`System.shape` holds), by what was asked: shared with the spaces
+    #: :meth:`rebound` makes, so an edit that keeps the shape does not work it out again
+    #: (see :meth:`flowc.compiler.analysis.facts.Facts.shared`)
+    memo: dict[Any, Any] = attrs.field(factory=dict, eq=False, repr=False)
     #: when ``truncated``: every node at this distance or less was found (they are the
     #: nodes a complete exploration finds first, with the same numbers and parents), and
     #: every node nearer than it was expanded; None when complete

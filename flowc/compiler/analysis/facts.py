@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import networkx as nx
@@ -51,6 +51,8 @@ DEFAULT_MAX_STATES = 300_000
 
 #: the longest run to the cap that is worked out (a run that reaches `max_turns N` has N turns)
 MAX_CAP_RUN = 1000
+
+_R = TypeVar("_R")
 
 
 @attrs.frozen
@@ -296,11 +298,15 @@ class Facts:
         space = self.space
         if space.truncated and self.symbolic is not None:
             return frozenset(self.symbolic.scheduled)
-        out = {self.system.start}
-        for key in space.keys:
-            if key != KICKOFF and key[0] != "end":
-                out.add(int(key[0]))
-        return frozenset(out)
+
+        def scheduled() -> frozenset[int]:
+            out = {self.system.start}
+            for key in space.keys:
+                if key != KICKOFF and key[0] != "end":
+                    out.add(int(key[0]))
+            return frozenset(out)
+
+        return self.shared(("scheduled",), scheduled)
 
     # the turn cap ------------------------------------------------------------
     #
@@ -326,11 +332,15 @@ class Facts:
         if space.truncated:
             assert self.symbolic is not None
             return dict(self.symbolic.scheduled)
-        first: dict[int, int] = {}
-        for node, key in enumerate(space.keys):  # breadth-first: by distance
-            if key != KICKOFF and key[0] != "end":
-                first.setdefault(int(key[0]), space.dist[node])
-        return first
+
+        def first_scheduled() -> dict[int, int]:
+            first: dict[int, int] = {}
+            for node, key in enumerate(space.keys):  # breadth-first: by distance
+                if key != KICKOFF and key[0] != "end":
+                    first.setdefault(int(key[0]), space.dist[node])
+            return first
+
+        return dict(self.shared(("first scheduled",), first_scheduled))
 
     @cached_property
     def after_cap_rules(self) -> dict[int, int]:
@@ -605,6 +615,13 @@ class Facts:
         return Candidates(self.system.rules, len(self.system.speakers), attrgetter("index"))
 
     def _traps(self, subjects: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
+        """For each rule, the first explored turn (breadth-first) where it would fire in
+        file order (:meth:`_traps_now`), worked out once per shape (:meth:`shared`)."""
+        return self.shared(
+            ("traps", tuple(r.index for r in subjects)), lambda: self._traps_now(subjects)
+        )
+
+    def _traps_now(self, subjects: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
         """For each rule, the first explored turn (breadth-first) where it would fire in
         file order: its condition holds and that of every rule before it in the file does not.
 
@@ -922,8 +939,27 @@ class Facts:
     def _mention_cache(self) -> dict[int, tuple[frozenset[int], frozenset[int]]]:
         return {}
 
+    def shared(self, key: tuple[Any, ...], work: Callable[[], _R]) -> _R:
+        """``work()``, kept with the state space under ``key``: for what depends on the
+        space and on what the rules route by alone (their indices, conditions, senders,
+        tools: :meth:`System.shape`), never on where they were written. The language
+        server's :class:`~flowc.compiler.analysis.SpaceCache` hands the space of the last
+        version to a new version of the same shape (a comment written, lines moved), and
+        these results come with it; ``key`` names the question and every argument."""
+        memo = self.space.memo
+        if key in memo:
+            return memo[key]  # type: ignore[no-any-return]
+        found = memo[key] = work()
+        return found
+
     def _first_matches(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
         """For each rule, the first explored turn (breadth-first) where its condition holds."""
+        return self.shared(
+            ("first matches", tuple(r.index for r in rules)),
+            lambda: self._first_matches_now(rules),
+        )
+
+    def _first_matches_now(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
         space = self.space
         # rules with the same condition (and the same senders and tools) match first on
         # the same turn: each such group is tried once per turn
@@ -1004,6 +1040,9 @@ class Facts:
     @cached_property
     def can_end(self) -> frozenset[int]:
         """The nodes from which some run ends (one search back from every end at once)."""
+        return self.shared(("can end",), self._can_end_now)
+
+    def _can_end_now(self) -> frozenset[int]:
         pred = self.space.graph.pred
         out: set[int] = set(self.space.ends)
         todo = list(out)
@@ -1018,6 +1057,9 @@ class Facts:
     @cached_property
     def traps(self) -> tuple[frozenset[int], ...]:
         """The closed loops no run can leave (bottom components that cannot reach an end)."""
+        return self.shared(("loops",), self._traps_of_space)
+
+    def _traps_of_space(self) -> tuple[frozenset[int], ...]:
         if self.space.truncated:
             return ()
         trapped = [v for v in range(len(self.space.keys)) if v not in self.can_end]
