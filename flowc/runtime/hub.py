@@ -165,6 +165,9 @@ class Hub:
         self.holder = holder or holder_id(f"hub-{self._prefix}")
         self.lease_seconds = lease_seconds or _lease_seconds()
         self._beat: asyncio.TimerHandle | None = None
+        #: when the next beat is due (the event loop's clock): a beat that runs much later
+        #: than this was held up, and says so
+        self._beat_due: float | None = None
         self._counter = 0
         self._outbox: deque[tuple[HubParticipant, Envelope]] = deque()
         self._delivering = False
@@ -598,7 +601,8 @@ class Hub:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 return  # no loop: appends renew the lease themselves
-            self._beat = loop.call_later(self.lease_seconds / 3, self._heartbeat)
+            self._beat_due = loop.time() + self.lease_seconds / 3
+            self._beat = loop.call_at(self._beat_due, self._heartbeat)
 
     def _renew_if_due(self, ch: Channel) -> None:
         """Renew the channel's lease when a third of it is spent."""
@@ -636,14 +640,29 @@ class Hub:
         ch.done.set()
 
     def _heartbeat(self) -> None:
-        """Renew the leases of the open channels (every third of a lease)."""
+        """Renew the leases of the open channels: a beat every third of a lease renews
+        each lease not renewed in the last sixth (an append renews a lease a third old
+        on its own), so no lease goes more than half its length without a renewal,
+        and a process stalled for less than half a lease keeps its runs. (Renewing only
+        the leases a third old left a lease an append had just renewed to the beat after
+        next: two thirds, and a stall of a third lost it.) A beat that runs late by more
+        than a sixth of a lease says so: the process was stalled (a blocked event loop,
+        starved of CPU) and its leases came that much nearer to their end."""
         self._beat = None
         held = False
         now = time.time()
+        loop = asyncio.get_running_loop()
+        sixth = self.lease_seconds / 6
+        if self._beat_due is not None and loop.time() - self._beat_due > sixth:
+            log.warning(
+                "the lease heartbeat ran %.2f s late (this process was stalled; leases last %g s)",
+                loop.time() - self._beat_due,
+                self.lease_seconds,
+            )
         for ch in self._channels.values():
             if ch.lease is None or not ch.is_open or ch.renew_at == float("inf"):
                 continue
-            if now >= ch.renew_at:
+            if now >= ch.renew_at - sixth:
                 try:
                     ch.lease = self.store.renew(ch.lease, self.lease_seconds)
                     ch.renew_at = now + self.lease_seconds / 3
@@ -655,9 +674,10 @@ class Hub:
                     log.warning("run %s: cannot renew its lease (%s)", ch.channel_id, err)
             held = True
         if held:
-            self._beat = asyncio.get_running_loop().call_later(
-                self.lease_seconds / 3, self._heartbeat
-            )
+            self._beat_due = loop.time() + self.lease_seconds / 3
+            self._beat = loop.call_at(self._beat_due, self._heartbeat)
+        else:
+            self._beat_due = None
 
     def _release(self, ch: Channel) -> None:
         lease, ch.lease = ch.lease, None

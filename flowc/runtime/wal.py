@@ -61,7 +61,7 @@ __all__ = [
     "holder_id",
 ]
 
-#: how long a lease lasts unless renewed (a hub renews it every third of that)
+#: how long a lease lasts unless renewed (a hub renews it at least every half of that)
 LEASE_SECONDS = 30.0
 
 

@@ -15,8 +15,8 @@ of :class:`Worker` processes, on one host or several, serve the same store:
   there skipped, the pending turn given to its speaker. So taking a run over from a
   dead worker is the same step as starting it, and the run's WAL ends as a
   single-process run of the same script would.
-- **heartbeat**: the hub renews each lease every third of its length
-  (``$FLOWC_LEASE_SECONDS``, 30 s by default).
+- **heartbeat**: the hub renews each lease on a beat every third of its length
+  (``$FLOWC_LEASE_SECONDS``, 30 s by default), never more than half of it apart.
 - **takeover**: every half lease the worker looks for open runs whose lease expired
   (or whose holder is a dead process on this host) and claims them.
 - **fencing**: a worker paused past its lease finds its next append (or renewal)

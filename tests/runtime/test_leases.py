@@ -306,3 +306,59 @@ def test_hub_stops_a_run_it_lost() -> None:
         await hub.close()
 
     asyncio.run(main_())
+
+
+def test_a_beat_renews_every_lease_older_than_a_sixth_and_says_when_it_ran_late(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No lease goes more than half its length without a renewal: a beat renews each
+    lease not renewed in the last sixth of a lease, so one an append renewed just after
+    the last beat is renewed at this one, not the next (which left a stall of a third of
+    a lease enough to lose it); one renewed in the last sixth is left. A beat that runs
+    more than a sixth of a lease late logs it. The beats are called directly, on a real
+    SQLite file, with the times set as a beat finds them."""
+
+    async def main_() -> None:
+        store = SqliteStore(tmp_path / "runs.db")
+        hub = await Hub.open(store, lease_seconds=60)
+        a, _ = hub.register_human("a"), hub.register_human("b")
+        graph = {
+            "initial_speaker": "a",
+            "max_turns": 10,
+            "transitions": [],
+            "default_target": {"name": "round_robin", "args": {}},
+        }
+        ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
+        channel = hub.channel(ch.channel_id)
+
+        def renewed_ago(seconds: float) -> None:
+            """Make the lease as it is ``seconds`` after its last renewal."""
+            assert channel.lease is not None
+            channel.lease = store.renew(channel.lease, 60 - seconds)
+            channel.renew_at = time.time() + 20 - seconds
+
+        def expiry() -> float:
+            lease = store.lease_of(ch.channel_id)
+            assert lease is not None
+            return lease.expires_at
+
+        # renewed (by an append) a quarter of a lease ago: more than a sixth, less than
+        # the third at which an append renews on its own
+        renewed_ago(15)
+        before = expiry()
+        hub._heartbeat()
+        assert expiry() > before + 10, "a lease renewed a quarter of a lease ago was left"
+        # renewed a twelfth of a lease ago: left for the next beat
+        renewed_ago(5)
+        before = expiry()
+        hub._heartbeat()
+        assert expiry() == before
+        assert "late" not in caplog.text
+        # a beat that runs 15 s after it was due (a sixth of this lease is 10 s)
+        hub._beat_due = asyncio.get_running_loop().time() - 15
+        with caplog.at_level("WARNING", logger="flowc.runtime.hub"):
+            hub._heartbeat()
+        assert "the lease heartbeat ran 15" in caplog.text and "s late" in caplog.text
+        await hub.close()
+
+    asyncio.run(main_())
