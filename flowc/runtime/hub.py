@@ -653,10 +653,11 @@ class Hub:
         now = time.time()
         loop = asyncio.get_running_loop()
         sixth = self.lease_seconds / 6
-        if self._beat_due is not None and loop.time() - self._beat_due > sixth:
+        late = loop.time() - self._beat_due if self._beat_due is not None else 0.0
+        if late > sixth:
             log.warning(
                 "the lease heartbeat ran %.2f s late (this process was stalled; leases last %g s)",
-                loop.time() - self._beat_due,
+                late,
                 self.lease_seconds,
             )
         for ch in self._channels.values():
@@ -1204,6 +1205,7 @@ class Hub:
         if self._beat is not None:
             self._beat.cancel()
             self._beat = None
+            self._beat_due = None
         for ch in self._channels.values():
             if ch.timer is not None:
                 ch.timer.cancel()

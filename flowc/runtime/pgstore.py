@@ -9,7 +9,10 @@ guarantees as :class:`~flowc.runtime.wal.SqliteStore`, for hubs on one host or m
   expiry). A fenced append is ONE statement that locks that row (``SELECT ... FOR UPDATE``),
   checks the token and the expiry and inserts only if both hold: a writer whose lease
   expired or was taken over is refused, never merged. Expiry uses the database's clock
-  (``clock_timestamp()``), not the clock of each host;
+  (``clock_timestamp()``), not the clock of each host. Taking a lease reads the row first
+  and refuses a lease another live process holds without locking anything, then locks
+  the row waiting a few milliseconds at most: a session cut off while it held the row
+  keeps it locked until the server ends it, and nobody may wait for that;
 - turns follow one another: a fenced append that names the envelope it follows
   (``follows``) is refused unless that is the run's last envelope, in the same statement;
 - the tables are made on first use, under an advisory lock (several processes may start
@@ -67,6 +70,7 @@ from flowc.runtime.envelope import (
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     Lease,
+    LeaseBusy,
     LeaseError,
     WalError,
     _held_message,
@@ -105,14 +109,16 @@ _IDLE_MS = 5000
 
 
 def _lock_wait_ms(lease_seconds: float) -> int:
-    """How long taking a lease waits for its row: a tenth of the lease asked for (the
-    heartbeat renews at a third, so a wait this long leaves the holder's other leases
-    time to be renewed), at most a second, at least 10 ms.
+    """How long taking a lease waits for its row: a tenth of the lease asked for, at most
+    50 ms, at least 5 ms. A lease another process holds live is refused before the row is
+    locked, so a wait here is for a take under way (done in milliseconds) or for a session
+    cut off while it held the row; a claim pass may meet several of those, and their waits
+    add up on the worker's event loop, well inside the half lease its heartbeat leaves.
 
-    >>> _lock_wait_ms(2.0), _lock_wait_ms(30), _lock_wait_ms(0.01)
-    (200, 1000, 10)
+    >>> _lock_wait_ms(2.0), _lock_wait_ms(0.2), _lock_wait_ms(0.01)
+    (50, 20, 5)
     """
-    return max(10, min(1000, int(lease_seconds * 100)))
+    return max(5, min(50, int(lease_seconds * 100)))
 
 
 #: the advisory lock key under which the tables are made (``flowc`` in ASCII)
@@ -828,7 +834,7 @@ class PgStore:
                 # another session is inside its own take of this run (or is frozen
                 # there, cut off from us, until the server ends it): it is theirs to
                 # have or to lose, and this process must not wait for it
-                raise LeaseError(
+                raise LeaseBusy(
                     f"run {channel_id} is being taken by another process right now",
                     channel_id,
                     None,

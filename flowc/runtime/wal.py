@@ -49,6 +49,7 @@ __all__ = [
     "LEASE_SECONDS",
     "PAGE_SIZE",
     "Lease",
+    "LeaseBusy",
     "LeaseError",
     "MemoryStore",
     "SqliteStore",
@@ -76,6 +77,11 @@ class LeaseError(WalError):
         super().__init__(message)
         self.channel_id = channel_id
         self.holder = holder
+
+
+class LeaseBusy(LeaseError):
+    """Another process is in the middle of taking the run (it holds the lease row locked):
+    the run is theirs to have or to lose, and is worth looking at again only later."""
 
 
 @attrs.frozen

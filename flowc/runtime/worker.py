@@ -78,7 +78,15 @@ from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
 from flowc.runtime.target import RunTarget
-from flowc.runtime.wal import LEASE_SECONDS, Lease, LeaseError, WalError, WalStore, holder_id
+from flowc.runtime.wal import (
+    LEASE_SECONDS,
+    Lease,
+    LeaseBusy,
+    LeaseError,
+    WalError,
+    WalStore,
+    holder_id,
+)
 
 __all__ = [
     "SCRIPT_LABEL",
@@ -526,9 +534,10 @@ class Worker:
                 record_stall=True,
                 on_violation=self.on_violation,
             )
-        except LeaseError as err:
-            if err.holder is None:  # another process is taking it right now
-                self._busy[cid] = time.monotonic() + self.lease_seconds / 3
+        except LeaseBusy:  # another process is taking it right now
+            self._busy[cid] = time.monotonic() + self.lease_seconds / 3
+            return
+        except LeaseError:
             return  # another worker claimed it first
         except WalError as err:  # the store failed: once the lease expires, any worker
             self._failed(cid, err)  # (this one too) tries the run again

@@ -270,6 +270,8 @@ class _Listing:
         self.limit = limit
         self.feeds: OrderedDict[str, TurnFeed] = OrderedDict()
         self.lines: dict[str, ListedRun] = {}
+        #: the runs that committed more since the listing before (read on in this one)
+        self.moved: set[str] = set()
         #: the runs a page follows, with how many streams follow each
         self.followed: Counter[str] = Counter()
         # one listing at a time; the feeds and lines are the listing's
@@ -296,11 +298,21 @@ class _Listing:
                 self.lock.release()
 
     def _let_go(self) -> None:
-        """Let go the feeds past ``limit`` of the runs not followed, of the runs that least
-        recently committed more first."""
+        """Let go the feeds of closed runs (their line is all the list needs: a closed run
+        commits nothing more) and, past ``limit``, those of the runs that least recently
+        committed more; never a followed run's, nor that of a run that committed since the
+        last listing (so a listing reads only new rows however many runs are live, and
+        what is kept is bounded by the live runs plus ``limit``)."""
         with self._follow_lock:
             followed = set(self.followed)
-        others = [run_id for run_id in self.feeds if run_id not in followed]
+        others = []
+        for run_id, feed in list(self.feeds.items()):
+            if run_id in followed:
+                continue
+            if feed.closed is not None:
+                del self.feeds[run_id]
+            elif run_id not in self.moved:
+                others.append(run_id)
         for run_id in others[: max(0, len(others) - self.limit)]:
             del self.feeds[run_id]
 
@@ -313,6 +325,7 @@ class _Listing:
             feed.drain(store)
             if feed.after != before:  # it read on: the run last to change is kept longest
                 self.feeds.move_to_end(run_id)
+                self.moved.add(run_id)
             return ListedRun.of(feed)
         if line is not None and not line.changed(store):
             return line
@@ -321,6 +334,7 @@ class _Listing:
             return None
         feed = self.feeds[run_id] = TurnFeed(view)
         feed.drain(store)
+        self.moved.add(run_id)
         self._let_go()
         return ListedRun.of(feed)
 
@@ -328,6 +342,7 @@ class _Listing:
         """Every run's line, in the store's order; a run that cannot be read is listed
         ``damaged`` with the error (and read from its start at the next listing)."""
         with self.lock:
+            self.moved = set()
             store = self.settings.open()
             try:
                 out = []

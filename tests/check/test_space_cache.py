@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -141,29 +142,42 @@ def test_what_the_checks_work_out_from_the_space_comes_with_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The checks' work on the state space alone (the first turn each dead rule could
-    match, the loops, who is scheduled when) is kept with the space: a version of the
-    same shape does not work it out again, and a changed shape does."""
+    match and where it would fire in file order, the loops, the states that can end, who
+    is scheduled and when, each speaker's first turn) is kept with the space: a version
+    of the same shape works none of it out again, and a changed shape all of it."""
     from flowc.compiler.analysis.facts import Facts
 
-    calls: list[str] = []
-    for name in ("_first_matches_now", "_traps_of_space", "_can_end_now"):
-        original = getattr(Facts, name)
+    worked: list[str] = []
+    shared = Facts.shared
 
-        def counted(self: Facts, *args: object, _f: object = original, _n: str = name) -> object:
-            calls.append(_n)
-            return _f(self, *args)  # type: ignore[operator]
+    def counted(self: Facts, key: tuple[object, ...], work: Any) -> Any:
+        def counting() -> Any:
+            worked.append(str(key[0]))
+            return work()
 
-        monkeypatch.setattr(Facts, name, counted)
+        return shared(self, key, counting)
+
+    monkeypatch.setattr(Facts, "shared", counted)
     text = (
         "speaker a\nspeaker b\nspeaker c\nstart a\nmax_turns 6\n"
-        "when from a then b\nwhen from a then c\nwhen from b then a\n"
+        "when from a then b\nwhen from a then c priority 5\nwhen from b then a\n"
     )
     spaces, options = SpaceCache(), CheckOptions()
     first = _check(text, spaces, options)
-    worked = sorted(calls)
-    assert "_first_matches_now" in worked  # the second `from a` rule never fires
-    calls.clear()
+    every = sorted(set(worked))
+    assert every == sorted(
+        [
+            "can end",
+            "first matches",
+            "first scheduled",
+            "first turn by speaker",
+            "loops",
+            "scheduled",
+            "traps",
+        ]
+    )
+    worked.clear()
     assert _check("# why b\n" + text, spaces, options) != first  # the spans moved
-    assert calls == [] and spaces.reused == 1
-    _check(text.replace("then c", "then terminate"), spaces, options)
-    assert sorted(calls) == worked
+    assert worked == [] and spaces.reused == 1
+    _check(text.replace("then c priority 5", "then terminate priority 5"), spaces, options)
+    assert sorted(set(worked)) == every

@@ -27,7 +27,7 @@ from flowc.runtime.pgstore import (
     PgStore,
     listen,
 )
-from flowc.runtime.wal import LeaseError, WalError
+from flowc.runtime.wal import LeaseBusy, LeaseError, WalError
 from tests.pgcluster import PgCluster
 
 A = "host-a.example:101:5:hub-a"  # holders on other hosts: only expiry frees their leases
@@ -95,7 +95,7 @@ def test_taking_a_lease_does_not_wait_for_a_session_cut_off_inside_its_own_take(
         assert not taker.is_alive(), "taking the lease waited for the frozen session"
         frozen.execute("ROLLBACK")
     (err,) = outcome
-    assert isinstance(err, LeaseError), err
+    assert isinstance(err, LeaseBusy), err
     assert str(err) == "run r is being taken by another process right now"
     assert err.holder is None
     # nothing changed, and once the session is gone the run is taken as usual

@@ -332,9 +332,10 @@ def test_the_runs_list_follows_a_live_run_from_one_listing_to_the_next(tmp_path:
 def test_the_runs_list_keeps_a_bounded_number_of_feeds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The runs list keeps the feeds of at most ``limit`` runs besides those a page follows,
-    the runs that least recently committed more losing theirs first. A run whose feed was
-    let go is listed from its line while it commits nothing (not read again), and read
+    """The runs list keeps the feeds of at most ``limit`` runs besides those a page follows
+    and those that committed since the last listing, the runs that least recently
+    committed more losing theirs first; a closed run keeps only its line. A run whose feed
+    was let go is listed from its line while it commits nothing (not read again), and read
     from its start once it commits more: every listing is the one a list keeping every
     feed gives."""
     from flowc.view import server
@@ -360,20 +361,24 @@ def test_the_runs_list_keeps_a_bounded_number_of_feeds(
             return load(store, run_id)
 
         monkeypatch.setattr(server.RunView, "load", counted_load)
-        listing = server._Listing(settings, limit=2)
+        listing = server._Listing(settings, limit=0)
         first = listing.list()
         ids = [r["run_id"] for r in first]
         assert first[0]["status"] == "running"
         assert first == every_feed_kept()
-        assert list(listing.feeds) == ids[2:]  # the live run's and the second's let go
+        # the closed runs keep only their lines; the live one was read in this listing,
+        # so its feed stays past the limit (a listing never reads a live run anew)
+        assert list(listing.feeds) == ids[:1]
         assert sorted(listing.lines) == sorted(ids)
+        # a page follows the live run: its feed stays though the run is idle
+        listing.follow(ids[0])
         loaded.clear()
         assert listing.list() == first  # nothing committed: no run read again
-        assert loaded == [] and list(listing.feeds) == ids[2:]
-
-        # the live run commits the rest of its turns: read again, from its start; the third
-        # run's feed (its run committed nothing since) stays only because a page follows it
-        listing.follow(ids[2])
+        assert loaded == [] and list(listing.feeds) == ids[:1]
+        listing.unfollow(ids[0])  # its page closed: idle and past the limit, let go at once
+        assert list(listing.feeds) == [] and not listing.followed
+        # the live run commits the rest of its turns: read again, from its start, and the
+        # line it gets is the one a listing that kept every feed gives, and flowc log's
         for k in range(1, LIVE_TURNS):
             (gate / f"go-{k}").touch()
         assert live.wait(timeout=60) == 0
@@ -387,10 +392,9 @@ def test_the_runs_list_keeps_a_bounded_number_of_feeds(
             log["close_reason"],
         )
         assert then[1:] == first[1:]
-        assert list(listing.feeds) == [ids[2], ids[3], ids[0]]
-        listing.unfollow(ids[2])  # its page closed: let go at once
-        assert list(listing.feeds) == [ids[3], ids[0]] and not listing.followed
-        assert listing.list() == then
+        assert list(listing.feeds) == []  # closed now: its line is all the list needs
+        loaded.clear()
+        assert listing.list() == then and loaded == []
         page = " ".join((ROOT / "docs" / "view.md").read_text().split())
         assert f"of at most {server.LISTED_FEEDS} others" in page
     finally:

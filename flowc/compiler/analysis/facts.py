@@ -945,7 +945,8 @@ class Facts:
         tools: :meth:`System.shape`), never on where they were written. The language
         server's :class:`~flowc.compiler.analysis.SpaceCache` hands the space of the last
         version to a new version of the same shape (a comment written, lines moved), and
-        these results come with it; ``key`` names the question and every argument."""
+        these results come with it; ``key`` names the question and every argument. A
+        result is shared by every version of the shape: callers must not change it."""
         memo = self.space.memo
         if key in memo:
             return memo[key]  # type: ignore[no-any-return]
@@ -960,6 +961,7 @@ class Facts:
         )
 
     def _first_matches_now(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
+        """:meth:`_first_matches`, worked out (one walk over the explored turns)."""
         space = self.space
         # rules with the same condition (and the same senders and tools) match first on
         # the same turn: each such group is tried once per turn
@@ -1057,9 +1059,9 @@ class Facts:
     @cached_property
     def traps(self) -> tuple[frozenset[int], ...]:
         """The closed loops no run can leave (bottom components that cannot reach an end)."""
-        return self.shared(("loops",), self._traps_of_space)
+        return self.shared(("loops",), self._loops_now)
 
-    def _traps_of_space(self) -> tuple[frozenset[int], ...]:
+    def _loops_now(self) -> tuple[frozenset[int], ...]:
         if self.space.truncated:
             return ()
         trapped = [v for v in range(len(self.space.keys)) if v not in self.can_end]
