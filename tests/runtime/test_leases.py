@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -282,18 +283,25 @@ def test_replay_finds_turns_that_do_not_follow_one_another(
     assert "the WAL is broken at envelope 8" in capsys.readouterr().err
 
 
+async def _two_humans_in_turn(hub: Hub) -> tuple[Any, Any]:
+    """A run of humans ``a`` and ``b`` taking turns (10 at most), opened by ``a``: its
+    channel (as ``a`` holds it) and ``b``."""
+    a, b = hub.register_human("a"), hub.register_human("b")
+    graph = {
+        "initial_speaker": "a",
+        "max_turns": 10,
+        "transitions": [],
+        "default_target": {"name": "round_robin", "args": {}},
+    }
+    ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
+    return ch, b
+
+
 def test_hub_stops_a_run_it_lost() -> None:
     async def main_() -> None:
         store = MemoryStore()
         hub = await Hub.open(store)
-        a, b = hub.register_human("a"), hub.register_human("b")
-        graph = {
-            "initial_speaker": "a",
-            "max_turns": 10,
-            "transitions": [],
-            "default_target": {"name": "round_robin", "args": {}},
-        }
-        ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
+        ch, b = await _two_humans_in_turn(hub)
         await ch.send("one")
         lease = hub.channel(ch.channel_id).lease
         assert lease is not None
@@ -321,14 +329,7 @@ def test_a_beat_renews_every_lease_older_than_a_sixth_and_says_when_it_ran_late(
     async def main_() -> None:
         store = SqliteStore(tmp_path / "runs.db")
         hub = await Hub.open(store, lease_seconds=60)
-        a, _ = hub.register_human("a"), hub.register_human("b")
-        graph = {
-            "initial_speaker": "a",
-            "max_turns": 10,
-            "transitions": [],
-            "default_target": {"name": "round_robin", "args": {}},
-        }
-        ch = await a.open("workflow", target=["b"], knobs={"graph": graph}, expectations=())
+        ch, _ = await _two_humans_in_turn(hub)
         channel = hub.channel(ch.channel_id)
 
         def renewed_ago(seconds: float) -> None:
