@@ -61,6 +61,10 @@ class Channel:
     close_reason: str | None = None
     stalled_on: str | None = None
     error: str | None = None
+    #: the store failed while the run went on (not a lost lease, not the run's own
+    #: stall): the run stopped, but what it waits for is the store, so no stall is
+    #: recorded for it (``Hub.record_stall``) and any worker takes it again
+    store_failed: bool = False
     #: the exception that stopped the run, when a turn failed (``Hub.fail``)
     failure: Failure | None = None
     recent: deque[Envelope] = attrs.field(factory=lambda: deque(maxlen=HISTORY_WINDOW))

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from flowc.runtime.envelope import Envelope
-from flowc.runtime.wal import Lease, WalError
+from flowc.runtime.wal import Lease, StoreUnavailable, WalError
 
 __all__ = ["BatchStore", "GroupCommit", "store_error"]
 
@@ -63,6 +63,17 @@ def store_error(err: BaseException) -> bool:
         return True
     psycopg = sys.modules.get("psycopg")  # loaded when a PostgreSQL store is in use
     return psycopg is not None and isinstance(err, psycopg.Error)
+
+
+def _as_wal_error(err: BaseException) -> WalError:
+    """A database's error (not already a :class:`WalError`) as one: an ``OSError`` or a
+    psycopg ``OperationalError`` (the connection, the server's state) is
+    :class:`StoreUnavailable`, which trying again later may mend."""
+    psycopg = sys.modules.get("psycopg")
+    transient = isinstance(err, OSError) or (
+        psycopg is not None and isinstance(err, psycopg.OperationalError)
+    )
+    return (StoreUnavailable if transient else WalError)(str(err))
 
 
 _Entry = tuple[Envelope, Lease | None, str | None, bool, "asyncio.Future[None]"]
@@ -164,7 +175,7 @@ class GroupCommit:
                     # stalls); anything else is a bug in flowc, which every entry's hub
                     # gets as it is (the run ends as an internal error, not as a stall)
                     failed: BaseException = (
-                        (err if isinstance(err, WalError) else WalError(str(err)))
+                        (err if isinstance(err, WalError) else _as_wal_error(err))
                         if store_error(err)
                         else err
                     )

@@ -62,6 +62,7 @@ from flowc.runtime.wal import (
     LEASE_SECONDS,
     LeaseError,
     MemoryStore,
+    StoreUnavailable,
     WalError,
     WalStore,
     holder_id,
@@ -489,7 +490,7 @@ class Hub:
                 # as a refused append: the properties read nothing of this turn
                 if guard is not None:
                     guard.undo(broken)
-                self.stall(ch.channel_id, sender, str(err))
+                self._stopped_by_store(ch, sender, err)
 
             self._append_later(
                 ch, env, lambda: self._accepted(ch, env, result, broken), failed=refused
@@ -574,7 +575,7 @@ class Hub:
                 if failed is not None:
                     failed(err)
                 else:
-                    self.stall(cid, sender, str(err))
+                    self._stopped_by_store(ch, sender, err)
                 return
             except Exception as err:  # a bug in flowc (the writer's): the run's driver raises it
                 ch.last_id = self._committed.get(cid, ch.last_id)
@@ -807,6 +808,19 @@ class Hub:
         ch.error = error
         ch.done.set()
 
+    def _stopped_by_store(self, ch: Channel, agent_id: str, err: WalError) -> None:
+        """The store refused or failed ``agent_id``'s turn: the run stops as a stall does.
+        When the store was unavailable (:class:`StoreUnavailable`: the database went
+        away, restarted, was busy) or the lease is lost, the run did not stall: nothing of
+        it waits for anyone but the store, so no stall is recorded for it
+        (:meth:`record_stall`), and once its lease is given back or expires any worker
+        takes it again. (A database that restarted mid-turn used to leave its runs
+        recorded as stalled for good, when it was back by the time the stall was
+        written.) A refusal trying again would meet again (a value the database
+        refuses) is a stall, recorded, so that workers do not run the turn for ever."""
+        ch.store_failed = isinstance(err, (StoreUnavailable, LeaseError))
+        self.stall(ch.channel_id, agent_id, str(err))
+
     def crash(self, channel_id: str, agent_id: str, err: BaseException) -> None:
         """An unexpected exception (a bug in flowc, not in the agent's own call) stopped
         ``agent_id``'s turn: the run stops as a stall does, instead of waiting for ever,
@@ -823,13 +837,14 @@ class Hub:
         ``flowc log`` shows it too. A run stopped by its store is only stalled: there is
         nowhere to record it."""
         ch = self.channel(channel_id)
-        if (
-            isinstance(err, WalError)
-            or isinstance(err.__cause__, WalError)
-            or (isinstance(err, ProtocolError) and err.__cause__ is None)
-        ):
-            # the store, or flowc's own refusal (a contract, an unknown speaker): said as
-            # a stall is, nothing of the team's code to record
+        store_err = err if isinstance(err, WalError) else err.__cause__
+        if isinstance(store_err, WalError):
+            # the store: nothing of the team's code to record, and no stall of the run
+            self._stopped_by_store(ch, agent_id, store_err)
+            return
+        if isinstance(err, ProtocolError) and err.__cause__ is None:
+            # flowc's own refusal (a contract, an unknown speaker): said as a stall is,
+            # nothing of the team's code to record
             self.stall(channel_id, agent_id, str(err))
             return
         failure = failure_of(err)
@@ -859,10 +874,11 @@ class Hub:
         """Write in the WAL that the open run ``channel_id`` stalled (``flowc.run.stalled``:
         the speaker it waits for and why), with the run's lease, before it is given back:
         workers leave a run whose last record this is (:mod:`flowc.runtime.worker`).
-        ``False`` when the run did not stall (it closed, or is still running). Raises
-        :class:`WalError` when the store refuses it (a lost lease, a failed store)."""
+        ``False`` when the run did not stall (it closed, is still running, or the store
+        stopped it: :meth:`_stopped_by_store`). Raises :class:`WalError` when the store
+        refuses it (a lost lease, a failed store)."""
         ch = self.channel(channel_id)
-        if not ch.is_open or ch.stalled_on is None:
+        if not ch.is_open or ch.stalled_on is None or ch.store_failed:
             return False
         env = Envelope(
             channel_id,

@@ -72,6 +72,7 @@ from flowc.runtime.wal import (
     Lease,
     LeaseBusy,
     LeaseError,
+    StoreUnavailable,
     WalError,
     _held_message,
     _lost,
@@ -456,7 +457,7 @@ class PgStore:
                 f"{self.path}: not a valid database URL ({_first_line(err, self.url)})"
             ) from None
         except pg.Error as err:
-            raise WalError(
+            raise StoreUnavailable(
                 f"{self.path}: cannot connect to the database ({_first_line(err, self.url)})"
             ) from None
         try:
@@ -473,7 +474,8 @@ class PgStore:
                 self._make_tables(conn)
         except pg.Error as err:
             conn.close()
-            raise WalError(
+            kind = StoreUnavailable if isinstance(err, pg.OperationalError) else WalError
+            raise kind(
                 f"{self.path}: cannot open the run database ({_first_line(err, self.url)})"
             ) from None
         self._conn = conn
@@ -503,8 +505,17 @@ class PgStore:
         return conn
 
     def _fault(self, err: BaseException, channel_id: str | None, what: str) -> WalError:
+        """The error to raise for ``err``: :class:`StoreUnavailable` when the connection
+        was lost or cannot be made (or the server is shutting down, starting up, out of
+        resources: psycopg's ``OperationalError``), which trying again later may mend;
+        otherwise a :class:`WalError` (what was asked was refused)."""
         run = f"run {channel_id}: " if channel_id else ""
-        return WalError(f"{self.path}: {run}cannot {what} ({_first_line(err, self.url)})")
+        kind = (
+            StoreUnavailable
+            if isinstance(err, (self._psycopg.OperationalError, StoreUnavailable))
+            else WalError
+        )
+        return kind(f"{self.path}: {run}cannot {what} ({_first_line(err, self.url)})")
 
     def _attempt(
         self,
@@ -528,8 +539,8 @@ class PgStore:
             lost = err
         try:
             conn = self._db()
-        except WalError:  # still gone: say what failed first
-            raise self._fault(lost, channel_id, what) from None
+        except WalError:  # still gone: say what failed first (the store is unavailable)
+            raise StoreUnavailable(str(self._fault(lost, channel_id, what))) from None
         log.info(
             "%s: connected again after losing the connection (%s)",
             self.path,

@@ -53,6 +53,7 @@ __all__ = [
     "LeaseError",
     "MemoryStore",
     "SqliteStore",
+    "StoreUnavailable",
     "WalError",
     "WalStore",
     "decode_rows",
@@ -68,6 +69,14 @@ LEASE_SECONDS = 30.0
 
 class WalError(Exception):
     """The store refused an append (e.g. a duplicate envelope id) or cannot be opened."""
+
+
+class StoreUnavailable(WalError):
+    """The store could not do it now, and trying again later may: the connection to the
+    database was lost or cannot be made (the server restarted, the network failed), or
+    the database was busy or failed to read or write its files. A run this stops is not
+    a run that stalled (:meth:`flowc.runtime.hub.Hub.record_stall`): any worker takes it
+    again once its lease is given back or expires."""
 
 
 class LeaseError(WalError):
@@ -655,7 +664,10 @@ class SqliteStore:
 
     def _fault(self, err: sqlite3.Error, channel_id: str | None, what: str) -> WalError:
         run = f"run {channel_id}: " if channel_id else ""
-        return WalError(f"{self.path}: {run}cannot {what} ({err})")
+        # an OperationalError is the database's state (busy, locked, its files unreadable
+        # or full), not what was asked of it (a constraint, a bad value)
+        kind = StoreUnavailable if isinstance(err, sqlite3.OperationalError) else WalError
+        return kind(f"{self.path}: {run}cannot {what} ({err})")
 
     def append(
         self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None

@@ -399,3 +399,36 @@ def test_the_workers_commit_options_are_checked(option: list[str], said: str) ->
         timeout=60,
     )
     assert done.returncode == 2 and said in done.stderr, done
+
+
+def test_a_batch_the_database_failed_is_tried_again_not_recorded_stalled(pg_dsn: str) -> None:
+    """A group commit the database failed (it restarted) stops the hubs of the runs in
+    the batch; they give the runs back, unrecorded as stalled, and the worker takes them
+    again and closes them. Before, each run's stall was written as soon as the database
+    was back, and no worker took the run again: the restart test of a CI run timed out
+    waiting for it to close."""
+    from flowc.runtime.wal import StoreUnavailable
+    from tests.runtime.worker_harness import a_failed_write
+
+    store = PgStore(pg_dsn)
+    writer = store.writer()
+    batches: list[list[str]] = []
+    real = writer.append_batch
+
+    def fail_once(_: PgStore) -> None:
+        def append_batch(entries: Any, releases: Any = ()) -> Any:
+            if not batches and any(env.event_type in (EV_TEXT, EV_PACKET) for env, *_ in entries):
+                batches.append([env.channel_id for env, *_ in entries])
+                raise StoreUnavailable("the database went away")
+            return real(entries, releases)
+
+        writer.append_batch = append_batch  # type: ignore[method-assign]
+
+    try:
+        ids, worker, seen = a_failed_write(store, fail_once, GroupCommit(writer))
+    finally:
+        store.close()
+    [batch] = batches
+    assert set(batch) <= set(ids) and worker.stats.failed == len(batch)
+    assert all(("failed", cid) in seen for cid in batch)
+    assert (worker.stats.closed, worker.stats.stalled) == (2, 0)

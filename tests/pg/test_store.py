@@ -27,7 +27,7 @@ from flowc.runtime.pgstore import (
     PgStore,
     listen,
 )
-from flowc.runtime.wal import LeaseBusy, LeaseError, WalError
+from flowc.runtime.wal import LeaseBusy, LeaseError, StoreUnavailable, WalError
 from tests.pgcluster import PgCluster
 
 A = "host-a.example:101:5:hub-a"  # holders on other hosts: only expiry frees their leases
@@ -321,7 +321,7 @@ def test_a_restarted_server_fails_the_call_in_flight_and_the_next_reconnects() -
         lease = store.acquire("r", A, 60)
         store.append(_env("r", "e1"), lease)
         cluster.stop()
-        with pytest.raises(WalError) as info:
+        with pytest.raises(StoreUnavailable) as info:  # a WalError worth trying again
             store.append(_env("r", "e2"), lease, "e1")
         assert str(info.value).startswith(f"{dsn}: run r: cannot write the WAL (")
         with pytest.raises(
@@ -368,8 +368,9 @@ def test_an_append_whose_answer_was_lost_is_not_written_twice(pg_dsn: str) -> No
     assert _ids(store, "u") == ["u1"]
     # but another envelope under a taken id is a duplicate, lost connection or not
     _drop_connection(store, pg_dsn)
-    with pytest.raises(WalError, match="duplicate envelope id 'u1'"):
+    with pytest.raises(WalError, match="duplicate envelope id 'u1'") as refused:
         store.append(_env("u", "u1", text="something else"))
+    assert not isinstance(refused.value, StoreUnavailable)  # refused again if tried again
     _drop_connection(store, pg_dsn)
     with pytest.raises(LeaseError, match="was written after e0, but the run's last envelope is e1"):
         store.append(_env("r", "e2"), lease, "e0")

@@ -8,12 +8,16 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from flowc.runtime.wal import SqliteStore
 from tests.runtime.test_leases import _stop_between_transactions
 from tests.runtime.worker_harness import (
     AGENTS,
     RR_FLOW,
+    a_failed_write,
     events,
     flowc,
     killed_workers_runs_are_taken_over,
@@ -280,3 +284,43 @@ def test_which_worker_options_are_warned_about() -> None:
     assert every[0] is not None
     assert "--commit-batch, --commit-wait and --notify-appends apply" in every[0]
     assert every[1] == (1, 1.0, True)
+
+
+@pytest.mark.parametrize("transient", [True, False], ids=["unavailable", "refused"])
+def test_a_write_the_store_could_not_make_is_tried_again_not_recorded_stalled(
+    tmp_path: Path, transient: bool
+) -> None:
+    """A write that fails because the store is unavailable (the database went away)
+    stops the run's hub, which gives the run back: the run is not recorded as stalled
+    (workers would leave it for good), so the worker takes it again and it closes.
+    Before, the stall was written as soon as the store worked again, and the run stayed
+    open for ever (a CI run of the database-restart test timed out so). A write the
+    store refuses (as it would again) is a stall, recorded: the run is left, not run
+    again and again."""
+    from flowc.runtime.envelope import EV_PACKET, EV_RUN_STALLED, EV_TEXT
+    from flowc.runtime.wal import StoreUnavailable, WalError
+
+    failed: list[str] = []
+
+    def fail_once(store: SqliteStore) -> None:
+        real = store.append
+
+        def append(envelope: Any, lease: Any = None, follows: Any = None) -> None:
+            if not failed and envelope.event_type in (EV_TEXT, EV_PACKET):
+                failed.append(envelope.channel_id)
+                raise (StoreUnavailable if transient else WalError)("the write failed")
+            real(envelope, lease, follows)
+
+        store.append = append  # type: ignore[method-assign]
+
+    store = SqliteStore(str(tmp_path / "runs.db"))
+    try:
+        ids, worker, seen = a_failed_write(store, fail_once, transient=transient)
+        [cid] = failed
+        assert cid in ids and ("failed", cid) in seen and worker.stats.failed == 1
+        assert seen.count(("claimed", cid)) == (2 if transient else 1)
+        assert (worker.stats.closed, worker.stats.stalled) == ((2, 0) if transient else (1, 0))
+        last = [e.event_type for e in store.read(cid)][-1]
+        assert (last == EV_RUN_STALLED) is not transient
+    finally:
+        store.close()

@@ -4,6 +4,7 @@ the same script."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -161,9 +162,33 @@ def closed_count(store: WalStore, ids: Sequence[str]) -> int:
     return done
 
 
+def open_runs_and_logs(store: WalStore, ids: Sequence[str], logs: Sequence[Path]) -> str:
+    """What a timed-out wait for runs to close can say: each open run's last record and
+    lease, and the tail of each worker's log."""
+    lines = []
+    for cid in ids:
+        envs = list(store.read(cid))
+        if envs and envs[-1].event_type == EV_CHANNEL_CLOSED:
+            continue
+        last = envs[-1].event_type if envs else "nothing"
+        lines.append(
+            f"open: {cid}, {len(envs)} records, the last {last}, lease {store.lease_of(cid)}"
+        )
+    for log in logs:
+        tail = log.read_text().splitlines()[-15:] if log.exists() else []
+        lines.append(f"{log.name}:\n  " + "\n  ".join(tail))
+    return "\n".join(lines)
+
+
 def wait_until(
-    predicate: Any, timeout: float, what: str, procs: Sequence[subprocess.Popen[bytes]] = ()
+    predicate: Any,
+    timeout: float,
+    what: str,
+    procs: Sequence[subprocess.Popen[bytes]] = (),
+    explain: Any = None,
 ) -> None:
+    """Wait for ``predicate()``; on a timeout, fail with ``explain()`` (what the test can
+    say about the state it found) when given."""
     deadline = time.monotonic() + timeout
     while not predicate():
         for p in procs:
@@ -173,7 +198,8 @@ def wait_until(
                     f"{what}: {p.stderr.read().decode() if p.stderr else ''}"
                 )
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            said = f"\n{explain()}" if explain is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{said}")
         time.sleep(0.05)
 
 
@@ -516,6 +542,7 @@ def database_restarts(
             120,
             "every run to close after the restart",
             procs,
+            explain=lambda: open_runs_and_logs(store, ids, logs),
         )
         for cid in ids:
             assert_counted(store, cid, turns_each)
@@ -582,3 +609,60 @@ def stalled_run_is_left_to_later_workers(db: str, folder: Path) -> None:
         assert len(packets) == 11  # the kickoff, 9 turns the first worker ran, 1 by hand
     finally:
         store.close()
+
+
+def a_failed_write(
+    store: WalStore, fail_once: Any, group_commit: Any = None, *, transient: bool = True
+) -> tuple[list[str], Any, list[tuple[str, str]]]:
+    """Two runs of two counting agents in an in-process worker; ``fail_once(store)``
+    (called once the runs are submitted) makes one write of the store fail, then the
+    store works again. ``transient``: the failure is the store being unavailable (as a
+    database that restarts is): no run is recorded stalled, the failed one is given back
+    and the worker takes it again, so both close with their turns consecutive. Else a
+    refusal (trying again would meet it again): the failed run is recorded stalled and
+    left, the other closes. Returns the runs, the worker and its events."""
+    import flowc
+    from flowc.runtime.envelope import EV_RUN_STALLED
+    from flowc.runtime.target import RunTarget
+    from flowc.runtime.worker import Worker, submit_run
+    from tests.runtime.worker_agents import count
+
+    flow = flowc.compile_flow(
+        "speaker a\nspeaker b\nstart a\nmax_turns 8\nwhen from a then b\nwhen from b then a\n"
+    )
+    seen: list[tuple[str, str]] = []
+
+    def stalled(ids: list[str]) -> list[str]:
+        return [cid for cid in ids if list(store.read(cid))[-1].event_type == EV_RUN_STALLED]
+
+    async def scenario() -> tuple[list[str], Worker]:
+        target = RunTarget.from_compiled(flow)
+        ids = [await submit_run(store, target, {}) for _ in range(2)]
+        fail_once(store)
+        worker = Worker(
+            store,
+            agents={"a": count, "b": count},
+            group_commit=group_commit,
+            poll_seconds=0.05,
+            lease_seconds=1.0,
+            on_event=lambda what, cid, _: seen.append((what, cid)),
+        )
+        task = asyncio.ensure_future(worker.serve())
+        deadline = time.monotonic() + 60
+        # every run closed (or recorded stalled), and the worker done with it (it counts
+        # a close as its run's task ends, which can be after the close is in the store)
+        while closed_count(store, ids) + len(stalled(ids)) < len(ids) or worker.active:
+            assert not transient or not stalled(ids), f"recorded stalled; events: {seen}"
+            assert not task.done() and time.monotonic() < deadline, (worker.stats, seen)
+            await asyncio.sleep(0.02)
+        if not transient:  # a stalled run is left: not claimed again once its lease is out
+            await asyncio.sleep(2 * worker.lease_seconds)
+        worker.stop()
+        await task
+        return ids, worker
+
+    ids, worker = asyncio.run(scenario())
+    for cid in ids:
+        if cid not in stalled(ids):
+            assert counted_turns(store, cid) == [("ab"[i % 2], f"t{i}") for i in range(8)]
+    return ids, worker, seen
