@@ -837,8 +837,18 @@ class PgStore:
         seen = self._lease_row(channel_id)
         if seen is not None:
             self._refuse_if_held(channel_id, *seen, holder)
+        tries = 0
 
         def take(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
+            nonlocal tries
+            tries += 1
+            if tries > 1:
+                # tried again on a new connection: the first try may have committed and
+                # its answer been lost with the connection; the lease it took is ours,
+                # and taking it again would log a second take (and a token more)
+                token, expires = mine(conn)
+                if token is not None:
+                    return token, expires
             try:
                 return take_locked(conn)
             except self._psycopg.errors.LockNotAvailable:
@@ -850,6 +860,17 @@ class PgStore:
                     channel_id,
                     None,
                 ) from None
+
+        def mine(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
+            """The token and expiry of the run's live lease when this holder took it since
+            the read above (a token past the one read then), else ``(None, None)``."""
+            row = conn.execute(
+                f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s", (channel_id,)
+            ).fetchone()
+            before = seen[0].token if seen is not None else 0
+            if row is not None and row[0] == holder and row[3] and int(row[1]) > before:
+                return row[1], row[2]
+            return None, None
 
         def take_locked(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
             with conn.transaction():

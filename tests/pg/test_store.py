@@ -376,6 +376,44 @@ def test_an_append_whose_answer_was_lost_is_not_written_twice(pg_dsn: str) -> No
         store.append(_env("r", "e2"), lease, "e0")
 
 
+def test_a_take_whose_commit_answer_is_lost_is_recognised_when_tried_again(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The take committed, then the connection broke before its answer came: the store
+    connects again and tries once more, and finds the lease already its own. Before, it
+    took the run a second time from itself (a second take in the lease's history, a token
+    more)."""
+    store = PgStore(pg_dsn)
+    store.append(_env("t", "t0"))  # a run, with its lease row
+    real = PgStore._attempt
+    lost = [False]
+
+    def attempt(self: PgStore, op: Any, channel_id: Any, what: str, **kw: Any) -> Any:
+        if what != "take its lease" or lost[0]:
+            return real(self, op, channel_id, what, **kw)
+
+        def committed_then_cut(conn: Any) -> Any:
+            out = op(conn)
+            if not lost[0]:
+                lost[0] = True
+                conn.close()  # the answer is lost with the connection
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+            return out
+
+        return real(self, committed_then_cut, channel_id, what, **kw)
+
+    monkeypatch.setattr(PgStore, "_attempt", attempt)
+    lease = store.acquire("t", A, 30)
+    assert lost[0] and store.reconnects == 1
+    with psycopg.connect(pg_dsn) as conn:
+        takes = conn.execute(
+            "SELECT token, holder FROM flowc_lease_log WHERE channel_id = 't' ORDER BY token"
+        ).fetchall()
+    assert takes == [(lease.token, A)]
+    store.append(_env("t", "t1"), lease, "t0")  # the lease it was given is the live one
+    assert _ids(store, "t") == ["t0", "t1"]
+
+
 def test_an_unreachable_server_or_bad_url_is_a_clean_error_without_the_password() -> None:
     with pytest.raises(WalError) as info:
         PgStore("postgresql://alice:hunter2@127.0.0.1:1/runs", connect_timeout=5)
