@@ -160,6 +160,53 @@ def test_dot_past_its_time_is_killed_and_waited_for(
     assert not alive(int(pid_file.read_text()))  # killed, and reaped (no zombie)
 
 
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is no zombie (an orphan killed here
+    waits as one for the container's first process, which may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal")
+def test_a_flowc_killed_outright_leaves_no_dot_running(tmp_path: Path) -> None:
+    """A flowc killed with SIGKILL (the out-of-memory killer, a CI timeout) cannot stop its
+    `dot`: the kernel does (before, a `dot` in a long layout ran on to its end)."""
+    import signal
+    import subprocess
+
+    pid_file = tmp_path / "pid"
+    fake_dot(
+        tmp_path / "bin", f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)"
+    )
+    flow = tmp_path / "a.flow"
+    flow.write_text("speaker a\nspeaker b\nwhen from a then b\n", encoding="utf-8")
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    command = [sys.executable, "-m", "flowc", "render", str(flow), "-o", str(tmp_path / "a.svg")]
+    flowc = subprocess.Popen([*command, "--layout-timeout", "300"], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert flowc.poll() is None and time.monotonic() < deadline, "dot never started"
+            time.sleep(0.05)
+        dot = int(pid_file.read_text())
+        assert running(dot)
+        flowc.send_signal(signal.SIGKILL)
+        flowc.wait()
+        deadline = time.monotonic() + 10
+        while running(dot):
+            assert time.monotonic() < deadline, "dot runs on after its flowc was killed"
+            time.sleep(0.05)
+    finally:
+        if flowc.poll() is None:
+            flowc.kill()
+            flowc.wait()
+        if pid_file.exists() and pid_file.read_text() and running(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

@@ -12,10 +12,17 @@ layout: they are the fallback each error names.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import os
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from flowc.escaping import one_line
 
@@ -100,6 +107,45 @@ def _complaint(stderr: bytes) -> str:
     return "it said nothing"
 
 
+#: ``prctl``'s option that names the signal a process gets when its parent dies (Linux)
+_PR_SET_PDEATHSIG = 1
+_SIGKILL = int(signal.SIGKILL)
+
+
+@functools.cache
+def _prctl() -> Any:
+    """The C library's ``prctl`` (Linux), made ready to call once; ``None`` elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+def _die_with(prctl: Any, parent: int) -> None:
+    """Run in ``dot``'s process before its program starts: the kernel is to kill it when
+    its parent (this process) dies. A flowc killed outright (SIGKILL, the out-of-memory
+    killer) cannot kill its ``dot`` itself, and a layout past its budget could run on for
+    a long time. The check of the parent afterwards closes the window in which the
+    parent died before the request. Between fork and exec the child runs no more than
+    this: one call into the C library and one system call."""
+    prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _dies_with_us() -> Callable[[], None] | None:
+    """What ``dot`` runs before its program starts so that it dies with this process
+    (:func:`_die_with`); ``None`` where that cannot be asked for (not Linux): there, a
+    ``dot`` whose flowc was killed outright runs on to its end."""
+    prctl = _prctl()
+    return None if prctl is None else functools.partial(_die_with, prctl, os.getpid())
+
+
 def render_image(
     dot_text: str,
     fmt: str,
@@ -130,6 +176,7 @@ def render_image(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            preexec_fn=_dies_with_us(),
         )
     except FileNotFoundError:
         raise DotNotFoundError() from None
