@@ -602,8 +602,12 @@ class Hub:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 return  # no loop: appends renew the lease themselves
-            self._beat_due = loop.time() + self.lease_seconds / 3
-            self._beat = loop.call_at(self._beat_due, self._heartbeat)
+            self._schedule_beat(loop)
+
+    def _schedule_beat(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The next heartbeat, a third of a lease from now."""
+        self._beat_due = loop.time() + self.lease_seconds / 3
+        self._beat = loop.call_at(self._beat_due, self._heartbeat)
 
     def _renew_if_due(self, ch: Channel) -> None:
         """Renew the channel's lease when a third of it is spent."""
@@ -676,8 +680,7 @@ class Hub:
                     log.warning("run %s: cannot renew its lease (%s)", ch.channel_id, err)
             held = True
         if held:
-            self._beat_due = loop.time() + self.lease_seconds / 3
-            self._beat = loop.call_at(self._beat_due, self._heartbeat)
+            self._schedule_beat(loop)
         else:
             self._beat_due = None
 

@@ -332,7 +332,16 @@ def status_of(store: WalStore, feed: TurnFeed) -> tuple[str, str | None]:
     """``(status, holder)`` of the run ``feed`` has read, as ``flowc log`` says it
     (:func:`~flowc.runtime.transcript.stored_run_status`): ``closed``, ``running`` (its holder
     described), ``stalled`` (the last envelope is a stall record) or ``open``."""
-    status, lease = stored_run_status(store, feed.view.run_id, feed.closed, feed.stalled)
+    return _status(store, feed.view.run_id, feed.closed, feed.stalled)
+
+
+def _status(
+    store: WalStore, run_id: str, closed: str | None, stalled: bool
+) -> tuple[str, str | None]:
+    """``(status, holder)`` of a run whose close reason and stall are known (a feed's
+    or a :class:`ListedRun`'s): the lease, which comes and goes without a row, looked
+    up now."""
+    status, lease = stored_run_status(store, run_id, closed, stalled)
     return status, describe_holder(lease.holder) if lease is not None else None
 
 
@@ -377,7 +386,7 @@ class ListedRun:
 
     def summary(self, store: WalStore) -> dict[str, Any]:
         """The run's line of the runs list, its status looked up now."""
-        status, lease = stored_run_status(store, self.run_id, self.closed, self.stalled)
+        status, holder = _status(store, self.run_id, self.closed, self.stalled)
         summary: dict[str, Any] = {
             "run_id": self.run_id,
             "flow": self.flow,
@@ -385,7 +394,7 @@ class ListedRun:
             "turns": self.turns,
             "turns_text": counted(self.turns, "turn"),
             "status": status,
-            "holder": describe_holder(lease.holder) if lease is not None else None,
+            "holder": holder,
             "close_reason": self.closed,
             "stalled_on": self.stalled_on if status == STALLED else None,
             "next_speaker": self.next_speaker,
