@@ -169,10 +169,8 @@ def test_what_the_checks_work_out_from_the_space_comes_with_it(
         [
             "can end",
             "first matches",
-            "first scheduled",
-            "first turn by speaker",
+            "first node by speaker",
             "loops",
-            "scheduled",
             "traps",
         ]
     )

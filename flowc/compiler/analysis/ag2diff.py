@@ -383,18 +383,12 @@ def _routing_calls(facts: Facts) -> Iterator[Finding]:
         return  # a JSON graph does not say which participant has which tools
     cap = system.max_turns
 
-    def first_nodes() -> dict[int, int]:
-        """Each speaker's first turn before the cap (a node), breadth-first."""
-        first_node: dict[int, int] = {}
-        for node, key in enumerate(space.keys):  # breadth-first: the fewest turns first
-            if key == KICKOFF or key[0] == "end":
-                continue
-            if cap is not None and space.dist[node] + 1 > cap:
-                break
-            first_node.setdefault(space.speaker_of(node), node)
-        return first_node
-
-    first_node = facts.shared(("first turn by speaker", cap), first_nodes)
+    # each speaker's first turn before the cap (a node), breadth-first
+    first_node = {
+        s: node
+        for s, node in facts.first_nodes.items()
+        if cap is None or space.dist[node] + 1 <= cap
+    }
     named = _named_tools(facts)
     for speaker in sorted(first_node):
         if speaker in system.humans:

@@ -294,19 +294,27 @@ class Facts:
     # speakers ----------------------------------------------------------------
 
     @cached_property
-    def scheduled(self) -> frozenset[int]:
+    def first_nodes(self) -> dict[int, int]:
+        """Each speaker scheduled in the explored space -> the first node (breadth-first:
+        the fewest turns from the kickoff) where it speaks; one walk, kept with the space
+        (:meth:`shared`), that what speaks where first is read from (W215's speakers,
+        W219's runs, the speakers ever scheduled)."""
         space = self.space
-        if space.truncated and self.symbolic is not None:
-            return frozenset(self.symbolic.scheduled)
 
-        def scheduled() -> frozenset[int]:
-            out = {self.system.start}
-            for key in space.keys:
+        def first_nodes() -> dict[int, int]:
+            first: dict[int, int] = {}
+            for node, key in enumerate(space.keys):  # breadth-first: by distance
                 if key != KICKOFF and key[0] != "end":
-                    out.add(int(key[0]))
-            return frozenset(out)
+                    first.setdefault(int(key[0]), node)
+            return first
 
-        return self.shared(("scheduled",), scheduled)
+        return self.shared(("first node by speaker",), first_nodes)
+
+    @cached_property
+    def scheduled(self) -> frozenset[int]:
+        if self.space.truncated and self.symbolic is not None:
+            return frozenset(self.symbolic.scheduled)
+        return frozenset({self.system.start, *self.first_nodes})
 
     # the turn cap ------------------------------------------------------------
     #
@@ -332,15 +340,7 @@ class Facts:
         if space.truncated:
             assert self.symbolic is not None
             return dict(self.symbolic.scheduled)
-
-        def first_scheduled() -> dict[int, int]:
-            first: dict[int, int] = {}
-            for node, key in enumerate(space.keys):  # breadth-first: by distance
-                if key != KICKOFF and key[0] != "end":
-                    first.setdefault(int(key[0]), space.dist[node])
-            return first
-
-        return dict(self.shared(("first scheduled",), first_scheduled))
+        return {s: space.dist[node] for s, node in self.first_nodes.items()}
 
     @cached_property
     def after_cap_rules(self) -> dict[int, int]:
