@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from flowc.runtime.envelope import Envelope
-from flowc.runtime.wal import Lease, StoreUnavailable, WalError
+from flowc.runtime.wal import Lease, StoreUnavailable, WalError, unavailable
 
 __all__ = ["BatchStore", "GroupCommit", "store_error"]
 
@@ -66,14 +66,10 @@ def store_error(err: BaseException) -> bool:
 
 
 def _as_wal_error(err: BaseException) -> WalError:
-    """A database's error (not already a :class:`WalError`) as one: an ``OSError`` or a
-    psycopg ``OperationalError`` (the connection, the server's state) is
-    :class:`StoreUnavailable`, which trying again later may mend."""
-    psycopg = sys.modules.get("psycopg")
-    transient = isinstance(err, OSError) or (
-        psycopg is not None and isinstance(err, psycopg.OperationalError)
-    )
-    return (StoreUnavailable if transient else WalError)(str(err))
+    """A database's error (not already a :class:`WalError`) as one:
+    :class:`StoreUnavailable` when it says the database is unavailable for now
+    (:func:`~flowc.runtime.wal.unavailable`), which trying again later may mend."""
+    return (StoreUnavailable if unavailable(err) else WalError)(str(err))
 
 
 _Entry = tuple[Envelope, Lease | None, str | None, bool, "asyncio.Future[None]"]

@@ -78,6 +78,7 @@ from flowc.runtime.wal import (
     _lost,
     decode_rows,
     holder_alive,
+    unavailable,
 )
 
 if TYPE_CHECKING:
@@ -474,7 +475,7 @@ class PgStore:
                 self._make_tables(conn)
         except pg.Error as err:
             conn.close()
-            kind = StoreUnavailable if isinstance(err, pg.OperationalError) else WalError
+            kind = StoreUnavailable if unavailable(err) else WalError
             raise kind(
                 f"{self.path}: cannot open the run database ({_first_line(err, self.url)})"
             ) from None
@@ -510,11 +511,7 @@ class PgStore:
         resources: psycopg's ``OperationalError``), which trying again later may mend;
         otherwise a :class:`WalError` (what was asked was refused)."""
         run = f"run {channel_id}: " if channel_id else ""
-        kind = (
-            StoreUnavailable
-            if isinstance(err, (self._psycopg.OperationalError, StoreUnavailable))
-            else WalError
-        )
+        kind = StoreUnavailable if unavailable(err) else WalError
         return kind(f"{self.path}: {run}cannot {what} ({_first_line(err, self.url)})")
 
     def _attempt(

@@ -35,6 +35,7 @@ import json
 import os
 import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -61,6 +62,7 @@ __all__ = [
     "encode_row",
     "holder_alive",
     "holder_id",
+    "unavailable",
 ]
 
 #: how long a lease lasts unless renewed (a hub renews it at least every half of that)
@@ -77,6 +79,52 @@ class StoreUnavailable(WalError):
     the database was busy or failed to read or write its files. A run this stops is not
     a run that stalled (:meth:`flowc.runtime.hub.Hub.record_stall`): any worker takes it
     again once its lease is given back or expires."""
+
+
+#: SQLite's result codes that say the database's state, which may mend (busy, locked,
+#: out of memory, its files unreadable, unwritable or full, a lock protocol race), not
+#: what was asked of it (a missing table, a constraint, a bad value: the same again)
+_SQLITE_UNAVAILABLE = frozenset(
+    getattr(sqlite3, name)
+    for name in (
+        "SQLITE_BUSY",
+        "SQLITE_LOCKED",
+        "SQLITE_NOMEM",
+        "SQLITE_IOERR",
+        "SQLITE_FULL",
+        "SQLITE_CANTOPEN",
+        "SQLITE_PROTOCOL",
+    )
+)
+
+
+#: PostgreSQL's SQLSTATE classes that say the server's state, not the statement: 08
+#: (connection), 40 (a transaction rolled back: serialisation, deadlock), 53 (insufficient
+#: resources), 57 (operator intervention: shutting down, starting up), 58 (system error:
+#: I/O). Not 54 (a program limit: too big, the same again)
+_PG_UNAVAILABLE = frozenset({"08", "40", "53", "57", "58"})
+
+
+def unavailable(err: BaseException) -> bool:
+    """Whether ``err`` (raised by a store or its database driver) says the database is
+    unavailable for now, which trying again later may mend (:class:`StoreUnavailable`):
+    an operating-system error; SQLite's busy, locked, out of memory, I/O, full, cannot
+    open (its primary result code); psycopg's connection errors (an ``OperationalError``
+    the client raised itself, with no SQLSTATE) and the SQLSTATE classes above. Not what
+    the database refuses in what was asked (a missing table, a constraint, a bad value,
+    a limit), which it would refuse again."""
+    if isinstance(err, (StoreUnavailable, OSError)):
+        return True
+    if isinstance(err, sqlite3.Error):
+        code = getattr(err, "sqlite_errorcode", None)
+        return code is not None and code & 0xFF in _SQLITE_UNAVAILABLE
+    psycopg = sys.modules.get("psycopg")  # loaded when a PostgreSQL store is in use
+    if psycopg is None or not isinstance(err, psycopg.Error):
+        return False
+    sqlstate = getattr(err, "sqlstate", None)
+    if sqlstate is None:
+        return isinstance(err, psycopg.OperationalError)
+    return str(sqlstate)[:2] in _PG_UNAVAILABLE
 
 
 class LeaseError(WalError):
@@ -664,9 +712,7 @@ class SqliteStore:
 
     def _fault(self, err: sqlite3.Error, channel_id: str | None, what: str) -> WalError:
         run = f"run {channel_id}: " if channel_id else ""
-        # an OperationalError is the database's state (busy, locked, its files unreadable
-        # or full), not what was asked of it (a constraint, a bad value)
-        kind = StoreUnavailable if isinstance(err, sqlite3.OperationalError) else WalError
+        kind = StoreUnavailable if unavailable(err) else WalError
         return kind(f"{self.path}: {run}cannot {what} ({err})")
 
     def append(

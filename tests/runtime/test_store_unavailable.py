@@ -1,0 +1,64 @@
+"""Which of a store's errors say the database is unavailable for now (a run stopped by
+one is given back to be tried again) and which say it refused what was asked (a run
+stopped by one stalls, recorded, so that no worker runs the same turn over and over):
+``flowc.runtime.wal.unavailable``, on errors the real SQLite and psycopg raise."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from flowc.runtime.wal import StoreUnavailable, WalError, unavailable
+
+
+def _raised(db: Path, *statements: str, timeout: float = 0.0) -> sqlite3.Error:
+    conn = sqlite3.connect(db, timeout=timeout, isolation_level=None)
+    try:
+        for sql in statements:
+            conn.execute(sql)
+    except sqlite3.Error as err:
+        return err
+    finally:
+        conn.close()
+    raise AssertionError("nothing was raised")
+
+
+def test_sqlite_busy_is_unavailable_a_missing_table_or_a_constraint_is_not(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+    holder.execute("INSERT INTO t VALUES (1)")
+    holder.execute("BEGIN EXCLUSIVE")  # another process writing: the database is busy
+    busy = _raised(db, "INSERT INTO t VALUES (2)")
+    holder.execute("COMMIT")
+    holder.close()
+    assert "locked" in str(busy) and unavailable(busy)
+    missing = _raised(db, "SELECT * FROM nowhere")
+    assert isinstance(missing, sqlite3.OperationalError) and not unavailable(missing)
+    duplicate = _raised(db, "INSERT INTO t VALUES (1)")
+    assert not unavailable(duplicate)
+
+
+@pytest.mark.parametrize(
+    ("err", "expected"),
+    [
+        (psycopg.OperationalError("server closed the connection unexpectedly"), True),
+        (psycopg.errors.AdminShutdown("terminating connection"), True),  # 57P01
+        (psycopg.errors.CannotConnectNow("the database system is starting up"), True),
+        (psycopg.errors.DeadlockDetected("deadlock detected"), True),  # 40P01
+        (psycopg.errors.TooManyConnections("too many clients"), True),  # 53300
+        (psycopg.errors.ProgramLimitExceeded("index row size exceeds"), False),  # 54000
+        (psycopg.errors.UniqueViolation("duplicate key"), False),
+        (psycopg.errors.UndefinedTable("relation does not exist"), False),
+        (OSError("broken pipe"), True),
+        (StoreUnavailable("the database went away"), True),
+        (WalError("duplicate envelope id"), False),
+        (ValueError("a bug"), False),
+    ],
+    ids=lambda x: type(x).__name__ if isinstance(x, BaseException) else str(x),
+)
+def test_which_errors_say_the_database_is_unavailable(err: BaseException, expected: bool) -> None:
+    assert unavailable(err) is expected
