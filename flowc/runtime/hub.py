@@ -492,9 +492,14 @@ class Hub:
                     guard.undo(broken)
                 self._stopped_by_store(ch, sender, err)
 
-            self._append_later(
-                ch, env, lambda: self._accepted(ch, env, result, broken), failed=refused
-            )
+            try:
+                self._append_later(
+                    ch, env, lambda: self._accepted(ch, env, result, broken), failed=refused
+                )
+            except WalError as err:  # the lease's renewal before it (nothing queued)
+                if guard is not None:
+                    guard.undo(broken)
+                raise ProtocolError(str(err)) from err
         else:
             try:
                 self._append(ch, env)

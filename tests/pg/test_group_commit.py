@@ -432,3 +432,47 @@ def test_a_batch_the_database_failed_is_tried_again_not_recorded_stalled(pg_dsn:
     assert set(batch) <= set(ids) and worker.stats.failed == len(batch)
     assert all(("failed", cid) in seen for cid in batch)
     assert (worker.stats.closed, worker.stats.stalled) == (2, 0)
+
+
+def test_a_renewal_the_database_failed_before_a_turn_is_tried_again(pg_dsn: str) -> None:
+    """Under group commit a turn's append first renews the run's lease when a third of it
+    is spent; when that renewal fails because the database is unavailable, the run is
+    given back and taken again, as when the commit fails, not recorded stalled. Before,
+    the error left the agent's turn as it was, and the run's driver stalled the run
+    plainly (Hub._schedule), so its stall was written once the database was back."""
+    from flowc.runtime.hub import Hub
+    from flowc.runtime.wal import StoreUnavailable
+    from tests.runtime.worker_harness import a_failed_write
+
+    store = PgStore(pg_dsn)
+    writer = store.writer()
+    turns: list[str] = []
+    failed: list[str] = []
+    real_later = Hub._append_later
+    real_renew = store.renew
+
+    def fail_once(_: PgStore) -> None:
+        def append_later(self: Hub, ch: Any, env: Any, then: Any, **kw: Any) -> None:
+            if env.event_type in (EV_TEXT, EV_PACKET):
+                turns.append(env.channel_id)
+            if not failed and len(turns) == 4:  # a scheduled turn, past the kickoff's
+                failed.append(ch.channel_id)
+                ch.renew_at = 0.0  # the renewal is due
+
+                def renew(lease: Any, seconds: Any = 30) -> Any:
+                    store.renew = real_renew  # type: ignore[method-assign]
+                    raise StoreUnavailable("the database went away")
+
+                store.renew = renew  # type: ignore[method-assign]
+            real_later(self, ch, env, then, **kw)
+
+        Hub._append_later = append_later  # type: ignore[method-assign]
+
+    try:
+        _, worker, seen = a_failed_write(store, fail_once, GroupCommit(writer))
+    finally:
+        Hub._append_later = real_later  # type: ignore[method-assign]
+        store.close()
+    [cid] = failed
+    assert ("failed", cid) in seen and worker.stats.failed == 1
+    assert (worker.stats.closed, worker.stats.stalled) == (2, 0)
