@@ -207,10 +207,11 @@ async def resume_script(
     a worker's runs, which no worker then claims until the WAL grows).
     ``on_violation`` as for :func:`run_script`: the properties' monitors are rebuilt from
     the turns in the WAL first, so a violation spanning the resume is caught.
-    ``turns=False``: the result leaves out the run's turns, and its close reason, context
-    and turn count are the hub's own fold of the run, instead of a fold of the whole WAL
-    read back once the run ends (a worker, which reports only those, and would otherwise
-    read and fold every run it drives a second time).
+    ``turns=False``: for a flow without properties, the result leaves out the run's
+    turns, and its close reason, context and turn count are the hub's own fold of the
+    run, instead of a fold of the whole WAL read back once the run ends (a worker, which
+    reports only those, and would otherwise read and fold every run it drives a second
+    time); a run with properties keeps its turns, which hold its property violations.
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
@@ -219,7 +220,8 @@ async def resume_script(
     )
     hub.driver = asyncio.current_task()
     try:
-        await hub.hydrate([channel_id], schedule=False)
+        read: dict[str, list[Envelope]] = {}
+        await hub.hydrate([channel_id], schedule=False, read=read)
         ch = hub.channel(channel_id)
         if on_claim is not None and ch.is_open and ch.lease is not None:
             on_claim(ch.lease)
@@ -240,8 +242,11 @@ async def resume_script(
                 f"(its speakers: {', '.join(target.speakers)})"
             )
         names = target.names
+        # the WAL as the hub rebuilt the run from it: the run is open and its lease ours,
+        # so nobody else appended to it since (and nothing was appended here yet)
+        stored = read[channel_id]
         taken: dict[str, int] = {}
-        for env in hub.read_wal(channel_id):
+        for env in stored:
             if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
                 who = names.get(env.sender_id, env.sender_id)
                 taken[who] = taken.get(who, 0) + 1
@@ -258,7 +263,7 @@ async def resume_script(
         ch.contract = Contract.of(target, contracts, held=frozenset(real))
         guard = PropertyGuard.of(target, on_violation)
         if guard is not None:
-            guard.follow(hub.read_wal(channel_id))
+            guard.follow(stored)
         ch.guard = guard
         ch_box = [ch]
         drivers = _attach(hub, target, real, queues, ask_human, ch_box)
@@ -530,9 +535,10 @@ def _result(
 ) -> RunResult:
     folder: TranscriptFolder | None = watched.folder if watched is not None else None
     records: list[TurnRecord]
-    if not turns:
+    if not turns and not target.properties:
         # what the hub folded as it admitted the run's envelopes (or re-folded from the
-        # WAL when it took the run): no turn records, and nothing read again
+        # WAL when it took the run): no turn records, and nothing read again (a run
+        # with properties has its violations in its turns' records: those are read)
         records, close, state = [], ch.close_reason, ch.state
     elif (
         folder is not None

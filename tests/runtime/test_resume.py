@@ -120,7 +120,7 @@ def test_resume_errors(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_resume_without_turns_reports_what_the_wal_says(files: Path) -> None:
     """``resume_script(..., turns=False)`` (what a worker asks for) leaves the turns out,
-    and does not read the run back once it ends, but its close reason, context, turn count
+    and reads the run's WAL once (when it takes the run), but its close reason, context, turn count
     and stalled speaker are those of the whole WAL's fold, for a run it drives to its
     close, for one found closed, and for one that stalls."""
     import asyncio
@@ -145,10 +145,19 @@ def test_resume_without_turns_reports_what_the_wal_says(files: Path) -> None:
         store = MemoryStore()
         first = run_script_sync(target, parse_script(SHORT), store=store)
         assert first.close_reason is None
+        reads: list[str] = []
+        read = store.read
+
+        def counted(channel_id: str, read: Any = read, reads: list[str] = reads) -> Any:
+            reads.append(channel_id)
+            return read(channel_id)
+
+        store.read = counted  # type: ignore[method-assign]
         lean = asyncio.run(
             resume_script(store, first.channel_id, parse_script(script), turns=False)
         )
         assert lean.turns == ()
+        assert reads == [first.channel_id]  # the WAL read once, when the run is taken
         whole = asyncio.run(resume_script(store, first.channel_id, parse_script(script)))
         assert summary(lean) == summary(whole)
         if script is LONG:
