@@ -1111,7 +1111,11 @@ class Hub:
         return _broken_in(self.store.links(channel_id))
 
     async def hydrate(
-        self, channel_ids: Iterable[str] | None = None, *, schedule: bool = True
+        self,
+        channel_ids: Iterable[str] | None = None,
+        *,
+        schedule: bool = True,
+        read: dict[str, list[Envelope]] | None = None,
     ) -> list[str]:
         """Rebuild channels from the store by re-folding their WAL; returns the open ones.
 
@@ -1120,6 +1124,9 @@ class Hub:
         once if its speaker's client is registered, else as soon as it is. Clients are
         process objects: register them again (same agent ids) to continue a run.
         With ``schedule=False`` nothing is scheduled: the caller drives the run.
+        ``read``: given, it gets the envelopes each channel was rebuilt from (for an open
+        channel, the whole WAL once its lease was taken), by channel id, so that a
+        caller that goes through them again need not read them again.
         """
         reopened: list[str] = []
         explicit = channel_ids is not None
@@ -1164,6 +1171,8 @@ class Hub:
             ch.last_id = envs[-1].envelope_id
             ch.turn_started = time.monotonic()
             self._channels[cid] = ch
+            if read is not None:
+                read[cid] = envs
             if ch.is_open and reached is not None:
                 # the graph ended the run but its close was not written (the process
                 # died, or the store failed, in between): write it now

@@ -875,13 +875,17 @@ class PgStore:
                 # append's durable commit makes the commits before it durable too; a
                 # lease lost with a crash of the server was never written with, and its
                 # holder's next append is refused
-                conn.execute("SET LOCAL synchronous_commit = off")
                 # no long wait for the run's lease row either: a session that locked it
                 # and was then cut off keeps it locked until the server ends that session
                 # (``idle_in_transaction_session_timeout``, longer than a short lease),
                 # and a worker waiting for it here would stop its own event loop, miss
                 # the heartbeats of every run it holds, and lose them all
-                conn.execute(f"SET LOCAL lock_timeout = '{_lock_wait_ms(seconds)}ms'")
+                # (both as SET LOCAL, in one statement: one round trip fewer per take)
+                conn.execute(
+                    "SELECT set_config('synchronous_commit', 'off', true), "
+                    "set_config('lock_timeout', %s, true)",
+                    (f"{_lock_wait_ms(seconds)}ms",),
+                )
                 conn.execute(
                     "INSERT INTO flowc_lease (channel_id, holder, token, expires_at) "
                     "VALUES (%s, '', 0, '-infinity') ON CONFLICT (channel_id) DO NOTHING",

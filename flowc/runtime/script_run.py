@@ -37,7 +37,7 @@ from flowc.runtime.replies import Reply
 from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
 from flowc.runtime.scripted_replies import check_human_turn, check_script, reply_for
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, TranscriptFolder, transcript
+from flowc.runtime.transcript import RunResult, TranscriptFolder, TurnRecord, transcript
 from flowc.runtime.wal import Lease, MemoryStore, WalError, WalStore
 from flowc.runtime.watch import RunWatcher, WatchedStore
 
@@ -189,6 +189,7 @@ async def resume_script(
     contracts: str = ENFORCE,
     record_stall: bool = False,
     on_violation: str = WARN,
+    turns: bool = True,
 ) -> RunResult:
     """Continue the stored run ``channel_id`` from its WAL (``flowc resume``).
 
@@ -206,6 +207,11 @@ async def resume_script(
     a worker's runs, which no worker then claims until the WAL grows).
     ``on_violation`` as for :func:`run_script`: the properties' monitors are rebuilt from
     the turns in the WAL first, so a violation spanning the resume is caught.
+    ``turns=False``: for a flow without properties, the result leaves out the run's
+    turns, and its close reason, context and turn count are the hub's own fold of the
+    run, instead of a fold of the whole WAL read back once the run ends (a worker, which
+    reports only those, and would otherwise read and fold every run it drives a second
+    time); a run with properties keeps its turns, which hold its property violations.
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
@@ -214,7 +220,8 @@ async def resume_script(
     )
     hub.driver = asyncio.current_task()
     try:
-        await hub.hydrate([channel_id], schedule=False)
+        read: dict[str, list[Envelope]] = {}
+        await hub.hydrate([channel_id], schedule=False, read=read)
         ch = hub.channel(channel_id)
         if on_claim is not None and ch.is_open and ch.lease is not None:
             on_claim(ch.lease)
@@ -225,7 +232,7 @@ async def resume_script(
         except ValueError as err:
             raise ScriptError(f"run {channel_id}: {err}") from None
         if not ch.is_open:
-            return _finished(_result(hub, ch, target, watched), watched)
+            return _finished(_result(hub, ch, target, watched, turns=turns), watched)
         check_script(target, script)
         real = dict(agents or {})
         unknown = sorted(set(real) - set(target.speakers))
@@ -235,8 +242,11 @@ async def resume_script(
                 f"(its speakers: {', '.join(target.speakers)})"
             )
         names = target.names
+        # the WAL as the hub rebuilt the run from it: the run is open and its lease ours,
+        # so nobody else appended to it since (and nothing was appended here yet)
+        stored = read[channel_id]
         taken: dict[str, int] = {}
-        for env in hub.read_wal(channel_id):
+        for env in stored:
             if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
                 who = names.get(env.sender_id, env.sender_id)
                 taken[who] = taken.get(who, 0) + 1
@@ -253,7 +263,7 @@ async def resume_script(
         ch.contract = Contract.of(target, contracts, held=frozenset(real))
         guard = PropertyGuard.of(target, on_violation)
         if guard is not None:
-            guard.follow(hub.read_wal(channel_id))
+            guard.follow(stored)
         ch.guard = guard
         ch_box = [ch]
         drivers = _attach(hub, target, real, queues, ask_human, ch_box)
@@ -278,7 +288,7 @@ async def resume_script(
             with contextlib.suppress(WalError):  # a lost lease or a failed store says so
                 hub.record_stall(channel_id)
         _raise_failure(hub, watched)
-        return _finished(_result(hub, ch, target, watched), watched)
+        return _finished(_result(hub, ch, target, watched, turns=turns), watched)
     finally:
         await hub.close(close_store=False)
 
@@ -516,10 +526,21 @@ def _human_driver(
 
 
 def _result(
-    hub: Hub, ch: Channel, target: RunTarget, watched: WatchedStore | None = None
+    hub: Hub,
+    ch: Channel,
+    target: RunTarget,
+    watched: WatchedStore | None = None,
+    *,
+    turns: bool = True,
 ) -> RunResult:
     folder: TranscriptFolder | None = watched.folder if watched is not None else None
-    if (
+    records: list[TurnRecord]
+    if not turns and not target.properties:
+        # what the hub folded as it admitted the run's envelopes (or re-folded from the
+        # WAL when it took the run): no turn records, and nothing read again (a run
+        # with properties has its violations in its turns' records: those are read)
+        records, close, state = [], ch.close_reason, ch.state
+    elif (
         folder is not None
         and watched is not None
         and watched.failed is None

@@ -533,6 +533,7 @@ class Worker:
                 contracts=self.contracts,
                 record_stall=True,
                 on_violation=self.on_violation,
+                turns=False,  # what the worker reports needs no re-read of the run
             )
         except LeaseBusy:  # another process is taking it right now
             self._busy[cid] = time.monotonic() + self.lease_seconds / 3

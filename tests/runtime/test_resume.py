@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,53 @@ def test_resume_errors(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["resume", "last", "--script", str(bad), "--db", str(db)]) == 1
     assert "`nobody` is not a speaker" in capsys.readouterr().err
     assert len(_texts(db)) == 3
+
+
+def test_resume_without_turns_reports_what_the_wal_says(files: Path) -> None:
+    """``resume_script(..., turns=False)`` (what a worker asks for) leaves the turns out,
+    and reads the run's WAL once (when it takes the run), but its close reason, context, turn count
+    and stalled speaker are those of the whole WAL's fold, for a run it drives to its
+    close, for one found closed, and for one that stalls."""
+    import asyncio
+
+    from flowc import compile_flow
+    from flowc.runtime.script import parse_script
+    from flowc.runtime.script_run import resume_script, run_script_sync
+    from flowc.runtime.target import RunTarget
+    from flowc.runtime.wal import MemoryStore
+
+    def summary(result: Any) -> tuple[Any, ...]:
+        return (
+            result.close_reason,
+            result.context_vars,
+            result.turn_count,
+            result.stalled_on,
+            result.error,
+        )
+
+    target = RunTarget.from_compiled(compile_flow(FLOW))
+    for script in (LONG, SHORT):
+        store = MemoryStore()
+        first = run_script_sync(target, parse_script(SHORT), store=store)
+        assert first.close_reason is None
+        reads: list[str] = []
+        read = store.read
+
+        def counted(channel_id: str, read: Any = read, reads: list[str] = reads) -> Any:
+            reads.append(channel_id)
+            return read(channel_id)
+
+        store.read = counted  # type: ignore[method-assign]
+        lean = asyncio.run(
+            resume_script(store, first.channel_id, parse_script(script), turns=False)
+        )
+        assert lean.turns == ()
+        assert reads == [first.channel_id]  # the WAL read once, when the run is taken
+        whole = asyncio.run(resume_script(store, first.channel_id, parse_script(script)))
+        assert summary(lean) == summary(whole)
+        if script is LONG:
+            assert lean.close_reason == "approved"
+            found = asyncio.run(
+                resume_script(store, first.channel_id, parse_script(script), turns=False)
+            )
+            assert summary(found) == summary(whole)
