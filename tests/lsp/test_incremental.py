@@ -17,6 +17,7 @@ from pytest_lsp import LanguageClient
 
 from flowc.compiler.analysis import check_source
 from flowc.dsl.parser import parse_source
+from flowc.lsp import incremental
 from flowc.lsp.incremental import Reparser
 from flowc.source import SourceFile
 from tests.lsp.client import change, open_doc, versions, wait_version
@@ -116,6 +117,30 @@ def test_an_edit_in_the_middle_of_a_large_flow_parses_one_statement() -> None:
     assert not errors
     statements = len(flow.statements)
     assert reparser.reused >= statements - 3
+    assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
+
+
+def test_an_edit_that_changes_the_length_moves_every_later_span(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The statements after an edit that adds characters keep their trees, every span
+    moved, whatever classes the walk has met before: JSON values (lists, objects,
+    numbers, null) and every kind of statement after the edit, walked with no class
+    known yet."""
+    text = (
+        "speaker a\nspeaker b: human\n"
+        'context {\n  items = [1, {"k": [null, 2.5]}],\n  meta = {"a": "b"},\n  done = false,\n}\n'
+        "when from a then b\n"
+        'when context.items == [1, {"k": [null, 2.5]}] and not tool t then terminate "x"\n'
+        "when from b or tool t then stay priority 2\n"
+        "otherwise a\n"
+    )
+    new = text.replace("when from a then b", "when from a then b  # moved")
+    monkeypatch.setattr(incremental, "_FIELDS", {})
+    reparser = Reparser()
+    reparser.parse(SourceFile("f.flow", text))
+    flow, errors = reparser.parse(SourceFile("f.flow", new))
+    assert not errors and reparser.reused >= 3
     assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
 
 

@@ -186,6 +186,7 @@ def facts_of(
 def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
     out: list[Finding] = []
     differences: list[Diagnostic] = []  # W218-W221, one I304 without `--target ag2`
+    wants = _wanted(options)
     for check in CHECKS:
         code = OPT_IN_CHECKS.get(check)
         if code is not None and not options.wants(code):
@@ -193,7 +194,7 @@ def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
         for f in check(facts):
             if options.target != "ag2" and f.diagnostic.code.id in AG2_CODES:
                 differences.append(f.diagnostic)
-            elif options.wants(f.diagnostic.code.id):
+            elif wants(f.diagnostic.code.id):
                 out.append(f)
     note = summary(differences)
     if note is not None and options.wants(note.code.id):
@@ -347,9 +348,22 @@ def check_compiled(
         kept = apply_ignores((*diags, *shown), comments, filename, hidden=differences)
     # errors are always reported, but for a property the flow breaks (E116): the user chose
     # to check it, and `--select` / `--ignore` choose it as any other code
-    return tuple(
-        d for d in kept if (d.is_error and d.code.id != E116.id) or options.wants(d.code.id)
-    )
+    wants = _wanted(options)
+    return tuple(d for d in kept if (d.is_error and d.code.id != E116.id) or wants(d.code.id))
+
+
+def _wanted(options: CheckOptions) -> Callable[[str], bool]:
+    """``options.wants``, worked out once per code: a large file has thousands of
+    findings of a few codes."""
+    known: dict[str, bool] = {}
+
+    def wants(code: str) -> bool:
+        found = known.get(code)
+        if found is None:
+            found = known[code] = options.wants(code)
+        return found
+
+    return wants
 
 
 def check(

@@ -939,6 +939,19 @@ class Facts:
     def _mention_cache(self) -> dict[int, tuple[frozenset[int], frozenset[int]]]:
         return {}
 
+    def once(self, key: str, work: Callable[[], _R]) -> _R:
+        """``work()``, kept with these facts under ``key``: for what two checks ask
+        about this version (unlike :meth:`shared`, never handed to another version)."""
+        memo = self._once
+        if key in memo:
+            return memo[key]  # type: ignore[no-any-return]
+        found = memo[key] = work()
+        return found
+
+    @cached_property
+    def _once(self) -> dict[str, Any]:
+        return {}
+
     def shared(self, key: tuple[Any, ...], work: Callable[[], _R]) -> _R:
         """``work()``, kept with the state space under ``key``: for what depends on the
         space and on what the rules route by alone (their indices, conditions, senders,

@@ -15,7 +15,12 @@ IMPLIED_DEFAULT_REASONS = frozenset({"after_work", "sequence_complete", "round_r
 
 
 def reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
-    """The dead rules that get their own W203/W204 (not those that follow from another finding)."""
+    """The dead rules that get their own W203/W204 (not those that follow from another
+    finding); worked out once per check run (W201 asks too)."""
+    return facts.once("reported dead rules", lambda: _reported_dead_rules(facts))
+
+
+def _reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
     out = []
     sticky = facts.sticky_rules
     for dead in facts.dead_rules:
