@@ -273,7 +273,7 @@ class AgentClient(_Client):
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            self.hub.fail(ch.channel_id, self.agent_id, err)
+            self.hub.fail(ch.channel_id, self.agent_id, err, by_agent=True)
             return
         if not ch.is_open or self.hub.stopping():
             return

@@ -770,7 +770,7 @@ class Hub:
             if isinstance(err, WalError):
                 # a turn that failed outside the agent's own call (the store): the run
                 # stops with the error instead of waiting for ever
-                self.stall(cid, nxt, str(err))
+                self._stopped_by_store(self.channel(cid), nxt, err)
             elif isinstance(err, ProtocolError):  # refused, or a plugin raised as it routed
                 self.fail(cid, nxt, err)
             elif err is not None:  # anything else there is a bug in flowc
@@ -822,9 +822,7 @@ class Hub:
         away, restarted, was busy) or the lease is lost, the run did not stall: nothing of
         it waits for anyone but the store, so no stall is recorded for it
         (:meth:`record_stall`), and once its lease is given back or expires any worker
-        takes it again. (A database that restarted mid-turn used to leave its runs
-        recorded as stalled for good, when it was back by the time the stall was
-        written.) A refusal trying again would meet again (a value the database
+        takes it again. A refusal trying again would meet again (a value the database
         refuses) is a stall, recorded, so that workers do not run the turn for ever."""
         ch.store_failed = isinstance(err, (StoreUnavailable, LeaseError))
         self.stall(ch.channel_id, agent_id, str(err))
@@ -837,24 +835,29 @@ class Hub:
             self.failure = err
         self.stall(channel_id, agent_id, f"{type(err).__name__}: {err}")
 
-    def fail(self, channel_id: str, agent_id: str, err: BaseException) -> None:
+    def fail(
+        self, channel_id: str, agent_id: str, err: BaseException, *, by_agent: bool = False
+    ) -> None:
         """``agent_id``'s turn failed with ``err`` (its agent raised, or a plugin's code did
         while the turn was routed): the run stops without closing, as a stall, with the
         error and the team's file and line (:mod:`flowc.runtime.failures`), and the failure
         is recorded in the WAL (``flowc.turn.failed``, with the traceback), so that
-        ``flowc log`` shows it too. A run stopped by its store is only stalled: there is
-        nowhere to record it."""
+        ``flowc log`` shows it too. A turn this hub's store failed or refused is no failure
+        of the team's code: :meth:`_stopped_by_store`. ``by_agent``: ``err`` came out of
+        the agent's own call, whatever it is (an agent's own database error is its
+        failure, not this hub's store's)."""
         ch = self.channel(channel_id)
-        store_err = err if isinstance(err, WalError) else err.__cause__
-        if isinstance(store_err, WalError):
-            # the store: nothing of the team's code to record, and no stall of the run
-            self._stopped_by_store(ch, agent_id, store_err)
-            return
-        if isinstance(err, ProtocolError) and err.__cause__ is None:
-            # flowc's own refusal (a contract, an unknown speaker): said as a stall is,
-            # nothing of the team's code to record
-            self.stall(channel_id, agent_id, str(err))
-            return
+        if not by_agent:
+            store_err = err if isinstance(err, WalError) else err.__cause__
+            if isinstance(store_err, WalError):
+                # the store: nothing of the team's code to record
+                self._stopped_by_store(ch, agent_id, store_err)
+                return
+            if isinstance(err, ProtocolError) and err.__cause__ is None:
+                # flowc's own refusal (a contract, an unknown speaker): said as a stall
+                # is, nothing of the team's code to record
+                self.stall(channel_id, agent_id, str(err))
+                return
         failure = failure_of(err)
         if ch.is_open:
             data = {

@@ -536,8 +536,9 @@ class PgStore:
             lost = err
         try:
             conn = self._db()
-        except WalError:  # still gone: say what failed first (the store is unavailable)
-            raise StoreUnavailable(str(self._fault(lost, channel_id, what))) from None
+        except WalError as refused:  # still gone: say what failed first
+            kind = StoreUnavailable if isinstance(refused, StoreUnavailable) else WalError
+            raise kind(str(self._fault(lost, channel_id, what))) from None
         log.info(
             "%s: connected again after losing the connection (%s)",
             self.path,
@@ -859,15 +860,18 @@ class PgStore:
                 ) from None
 
         def mine(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
-            """The token and expiry of the run's live lease when this holder took it since
-            the read above (a token past the one read then), else ``(None, None)``."""
-            row = conn.execute(
-                f"SELECT {_LEASE_COLUMNS} FROM flowc_lease WHERE channel_id = %s", (channel_id,)
-            ).fetchone()
+            """When this holder took the run's live lease since the read above (a token
+            past the one read then): its token and expiry, the lease renewed in the same
+            statement (the reconnection may have used much of it); else ``(None, None)``."""
             before = seen[0].token if seen is not None else 0
-            if row is not None and row[0] == holder and row[3] and int(row[1]) > before:
-                return row[1], row[2]
-            return None, None
+            row = conn.execute(
+                "UPDATE flowc_lease SET expires_at = clock_timestamp() + make_interval(secs => %s) "
+                "WHERE channel_id = %s AND holder = %s AND token > %s "
+                "AND expires_at > clock_timestamp() "
+                "RETURNING token, extract(epoch FROM expires_at)::float8",
+                (seconds, channel_id, holder, before),
+            ).fetchone()
+            return (row[0], row[1]) if row is not None else (None, None)
 
         def take_locked(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
             with conn.transaction():

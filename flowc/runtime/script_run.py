@@ -244,7 +244,9 @@ async def resume_script(
         names = target.names
         # the WAL as the hub rebuilt the run from it: the run is open and its lease ours,
         # so nobody else appended to it since (and nothing was appended here yet)
-        stored = read[channel_id]
+        stored = read.get(channel_id)
+        if stored is None:  # (the hub had the run already: nothing was rebuilt here)
+            stored = list(hub.read_wal(channel_id))
         taken: dict[str, int] = {}
         for env in stored:
             if env.event_type == EV_TEXT or env.event_type == EV_PACKET:

@@ -98,11 +98,15 @@ _SQLITE_UNAVAILABLE = frozenset(
 )
 
 
-#: PostgreSQL's SQLSTATE classes that say the server's state, not the statement: 08
-#: (connection), 40 (a transaction rolled back: serialisation, deadlock), 53 (insufficient
-#: resources), 57 (operator intervention: shutting down, starting up), 58 (system error:
-#: I/O). Not 54 (a program limit: too big, the same again)
-_PG_UNAVAILABLE = frozenset({"08", "40", "53", "57", "58"})
+#: PostgreSQL's SQLSTATEs that say the server's state, not the statement, by class (two
+#: characters) or in full: 08 (connection), 40 (a transaction rolled back: serialisation,
+#: deadlock), 53100/53200/53300 (disk full, out of memory, too many connections),
+#: 57P01-57P03 (the server shutting down or starting up), 58 (system error: I/O). Not 54
+#: (a program limit: too big, the same again), nor 53400 (a configuration limit), nor
+#: 57014 (a statement cancelled: its timeout would cancel it again)
+_PG_UNAVAILABLE = frozenset(
+    {"08", "40", "58", "53100", "53200", "53300", "57P01", "57P02", "57P03"}
+)
 
 
 def unavailable(err: BaseException) -> bool:
@@ -124,7 +128,7 @@ def unavailable(err: BaseException) -> bool:
     sqlstate = getattr(err, "sqlstate", None)
     if sqlstate is None:
         return isinstance(err, psycopg.OperationalError)
-    return str(sqlstate)[:2] in _PG_UNAVAILABLE
+    return str(sqlstate)[:2] in _PG_UNAVAILABLE or str(sqlstate) in _PG_UNAVAILABLE
 
 
 class LeaseError(WalError):

@@ -361,6 +361,9 @@ class Worker:
         #: runs whose take was refused while another process was in the middle of taking
         #: it: not tried again before then (monotonic time), so the worker does not spin
         self._busy: dict[str, float] = {}
+        #: runs the store failed (unavailable), by how many times in a row: each is left
+        #: alone a while before it is tried again, twice as long after each failure
+        self._store_failures: dict[str, int] = {}
         #: runs this worker found open and holds the lease of (not those found closed)
         self._claimed_runs: set[str] = set()
         #: every run this worker ever claimed (one it claims again is not taken over)
@@ -473,7 +476,7 @@ class Worker:
     def _still_busy(self, cid: str) -> bool:
         """A run another process is taking right now is left alone for a third of a lease
         (that process gets it, or the server ends its session) and looked at again on a
-        later pass."""
+        later pass; so is a run the store just failed (:meth:`_back_off`)."""
         until = self._busy.get(cid)
         if until is None:
             return False
@@ -542,6 +545,7 @@ class Worker:
             return  # another worker claimed it first
         except WalError as err:  # the store failed: once the lease expires, any worker
             self._failed(cid, err)  # (this one too) tries the run again
+            self._back_off(cid)
             return
         except (ProtocolError, ScriptError, KeyError, TypeError, ValueError) as err:
             if getattr(err, "flowc_internal", False):
@@ -564,6 +568,7 @@ class Worker:
             self._event("lost", cid, str(fenced.refused))
         elif result.close_reason is not None:
             self._done.add(cid)
+            self._store_failures.pop(cid, None)
             if claimed:  # (not a run found closed when its lease was taken)
                 self.stats.closed += 1
                 self._event(
@@ -573,6 +578,7 @@ class Worker:
                 )
         elif fenced.failed is not None:
             self._failed(cid, fenced.failed)
+            self._back_off(cid)
         elif not self._stopping:
             try:
                 length = len(store.links(cid))
@@ -586,6 +592,19 @@ class Worker:
                 cid,
                 f"on {result.stalled_on}" + (f": {result.error}" if result.error else ""),
             )
+
+    #: the longest a run the store failed is left alone, in leases
+    BACK_OFF_LEASES = 4
+
+    def _back_off(self, cid: str) -> None:
+        """The store failed run ``cid`` (it was given back, or its lease will expire):
+        this worker leaves it alone a third of a lease, twice as long after each failure
+        in a row, at most :attr:`BACK_OFF_LEASES` leases, so that a store failing for a
+        while is not asked again and again, nor the run's agent called again for the
+        same turn, each time. Other workers may take it meanwhile."""
+        n = self._store_failures[cid] = self._store_failures.get(cid, 0) + 1
+        wait = min(self.lease_seconds / 3 * 2 ** (n - 1), self.BACK_OFF_LEASES * self.lease_seconds)
+        self._busy[cid] = time.monotonic() + wait
 
     def _failed(self, cid: str, err: BaseException | str) -> None:
         self.stats.failed += 1

@@ -15,7 +15,7 @@ import pytest
 from flowc.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.groupcommit import GroupCommit
 from flowc.runtime.pgstore import NOTIFY_APPEND, PgStore, listen, parse_payload
-from flowc.runtime.wal import Lease, LeaseError, WalError
+from flowc.runtime.wal import Lease, LeaseError, StoreUnavailable, WalError
 
 A = "host-a.example:101:5:hub-a"  # holders on other hosts: only expiry frees their leases
 B = "host-b.example:202:7:hub-b"
@@ -407,7 +407,6 @@ def test_a_batch_the_database_failed_is_tried_again_not_recorded_stalled(pg_dsn:
     again and closes them. Before, each run's stall was written as soon as the database
     was back, and no worker took the run again: the restart test of a CI run timed out
     waiting for it to close."""
-    from flowc.runtime.wal import StoreUnavailable
     from tests.runtime.worker_harness import a_failed_write
 
     store = PgStore(pg_dsn)
@@ -419,7 +418,9 @@ def test_a_batch_the_database_failed_is_tried_again_not_recorded_stalled(pg_dsn:
         def append_batch(entries: Any, releases: Any = ()) -> Any:
             if not batches and any(env.event_type in (EV_TEXT, EV_PACKET) for env, *_ in entries):
                 batches.append([env.channel_id for env, *_ in entries])
-                raise StoreUnavailable("the database went away")
+                # the driver's own error, as the database's going away raises it: the
+                # group commit tells it for what it is (StoreUnavailable)
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
             return real(entries, releases)
 
         writer.append_batch = append_batch  # type: ignore[method-assign]
@@ -441,7 +442,6 @@ def test_a_renewal_the_database_failed_before_a_turn_is_tried_again(pg_dsn: str)
     the error left the agent's turn as it was, and the run's driver stalled the run
     plainly (Hub._schedule), so its stall was written once the database was back."""
     from flowc.runtime.hub import Hub
-    from flowc.runtime.wal import StoreUnavailable
     from tests.runtime.worker_harness import a_failed_write
 
     store = PgStore(pg_dsn)

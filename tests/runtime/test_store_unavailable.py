@@ -51,6 +51,9 @@ def test_sqlite_busy_is_unavailable_a_missing_table_or_a_constraint_is_not(tmp_p
         (psycopg.errors.DeadlockDetected("deadlock detected"), True),  # 40P01
         (psycopg.errors.TooManyConnections("too many clients"), True),  # 53300
         (psycopg.errors.ProgramLimitExceeded("index row size exceeds"), False),  # 54000
+        (psycopg.errors.ConfigurationLimitExceeded("too many"), False),  # 53400
+        (psycopg.errors.QueryCanceled("canceling statement due to statement timeout"), False),
+        (psycopg.errors.DatabaseDropped("the database was dropped"), False),  # 57P04
         (psycopg.errors.UniqueViolation("duplicate key"), False),
         (psycopg.errors.UndefinedTable("relation does not exist"), False),
         (OSError("broken pipe"), True),

@@ -324,3 +324,57 @@ def test_a_write_the_store_could_not_make_is_tried_again_not_recorded_stalled(
         assert (last == EV_RUN_STALLED) is not transient
     finally:
         store.close()
+
+
+def test_an_agents_own_store_error_is_its_failure_recorded_not_a_store_stop(
+    tmp_path: Path,
+) -> None:
+    """An agent whose own code raises a store error (it uses a database of its own, which
+    is busy) failed its turn: the failure is recorded (`flowc log` shows it) and the run
+    stalls, recorded, as for any exception of an agent; it is not taken for the worker's
+    store being unavailable, which would give the run back to be run again and again."""
+    import asyncio
+
+    import flowc
+    from flowc.runtime.envelope import EV_RUN_STALLED, EV_TURN_FAILED
+    from flowc.runtime.target import RunTarget
+    from flowc.runtime.wal import StoreUnavailable
+    from flowc.runtime.worker import Worker, submit_run
+    from tests.runtime.worker_agents import count
+
+    async def busy(turn: Any) -> str:
+        raise StoreUnavailable("the agent's own database is locked")
+
+    flow = flowc.compile_flow(
+        "speaker a\nspeaker b\nstart a\nmax_turns 8\nwhen from a then b\nwhen from b then a\n"
+    )
+    store = SqliteStore(str(tmp_path / "runs.db"))
+    seen: list[tuple[str, str]] = []
+
+    async def scenario() -> tuple[str, Worker]:
+        cid = await submit_run(store, RunTarget.from_compiled(flow), {})
+        worker = Worker(
+            store,
+            agents={"a": count, "b": busy},
+            poll_seconds=0.05,
+            lease_seconds=4.0,
+            on_event=lambda what, run, _: seen.append((what, run)),
+        )
+        task = asyncio.ensure_future(worker.serve())
+        deadline = time.monotonic() + 60
+        while ("stalled", cid) not in seen or worker.active:
+            assert not task.done() and time.monotonic() < deadline, seen
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)  # ten polls: the run is not claimed again
+        worker.stop()
+        await task
+        return cid, worker
+
+    try:
+        cid, worker = asyncio.run(scenario())
+        kinds = [e.event_type for e in store.read(cid)]
+        assert EV_TURN_FAILED in kinds and kinds[-1] == EV_RUN_STALLED
+        assert seen == [("claimed", cid), ("stalled", cid)]
+        assert (worker.stats.failed, worker.stats.stalled) == (0, 1)
+    finally:
+        store.close()

@@ -631,6 +631,7 @@ def a_failed_write(
         "speaker a\nspeaker b\nstart a\nmax_turns 8\nwhen from a then b\nwhen from b then a\n"
     )
     seen: list[tuple[str, str]] = []
+    when: list[tuple[float, str, str]] = []  # (monotonic time, event, run)
 
     def stalled(ids: list[str]) -> list[str]:
         return [cid for cid in ids if list(store.read(cid))[-1].event_type == EV_RUN_STALLED]
@@ -644,8 +645,13 @@ def a_failed_write(
             agents={"a": count, "b": count},
             group_commit=group_commit,
             poll_seconds=0.05,
-            lease_seconds=1.0,
-            on_event=lambda what, cid, _: seen.append((what, cid)),
+            # long enough that a slow event loop on a busy machine loses no lease (SQLite
+            # refuses a write under an expired lease): only the failure made here counts
+            lease_seconds=4.0,
+            on_event=lambda what, cid, _: (
+                seen.append((what, cid)),
+                when.append((time.monotonic(), what, cid)),
+            ),
         )
         task = asyncio.ensure_future(worker.serve())
         deadline = time.monotonic() + 60
@@ -655,8 +661,8 @@ def a_failed_write(
             assert not transient or not stalled(ids), f"recorded stalled; events: {seen}"
             assert not task.done() and time.monotonic() < deadline, (worker.stats, seen)
             await asyncio.sleep(0.02)
-        if not transient:  # a stalled run is left: not claimed again once its lease is out
-            await asyncio.sleep(2 * worker.lease_seconds)
+        if not transient:  # a stalled run is left (its lease was given back as it stalled)
+            await asyncio.sleep(20 * worker.poll_seconds)
         worker.stop()
         await task
         return ids, worker
@@ -665,4 +671,10 @@ def a_failed_write(
     for cid in ids:
         if cid not in stalled(ids):
             assert counted_turns(store, cid) == [("ab"[i % 2], f"t{i}") for i in range(8)]
+    # a run the store failed is left alone a while (a third of a lease) before this
+    # worker takes it again: a store failing for a while is not asked again at once
+    for t, what, cid in when:
+        if what == "failed":
+            again = [u for u, w, c in when if c == cid and w == "claimed" and u > t]
+            assert not again or again[0] - t >= worker.lease_seconds / 3, (when, t)
     return ids, worker, seen

@@ -132,7 +132,10 @@ def _die_with(prctl: Any, parent: int) -> None:
     killer) cannot kill its ``dot`` itself, and a layout past its budget could run on for
     a long time. The check of the parent afterwards closes the window in which the
     parent died before the request. Between fork and exec the child runs no more than
-    this: one call into the C library and one system call."""
+    this: one call into the C library and one system call. The kernel sends the signal
+    when the *thread* that started ``dot`` ends, not only the process: that thread
+    waits for ``dot`` (:func:`render_image` returns only once it is reaped), so it never
+    ends first."""
     prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
