@@ -506,10 +506,10 @@ class PgStore:
         return conn
 
     def _fault(self, err: BaseException, channel_id: str | None, what: str) -> WalError:
-        """The error to raise for ``err``: :class:`StoreUnavailable` when the connection
-        was lost or cannot be made (or the server is shutting down, starting up, out of
-        resources: psycopg's ``OperationalError``), which trying again later may mend;
-        otherwise a :class:`WalError` (what was asked was refused)."""
+        """The error to raise for ``err``: :class:`StoreUnavailable` when it says the
+        database is unavailable for now (:func:`~flowc.runtime.wal.unavailable`: the
+        connection lost, the server shutting down or starting up, ...), which trying
+        again later may mend; otherwise a :class:`WalError` (what was asked was refused)."""
         run = f"run {channel_id}: " if channel_id else ""
         kind = StoreUnavailable if unavailable(err) else WalError
         return kind(f"{self.path}: {run}cannot {what} ({_first_line(err, self.url)})")

@@ -358,8 +358,9 @@ class Worker:
         self._done: set[str] = set()
         #: runs that stopped without closing: (WAL length then, when to look again)
         self._parked: dict[str, tuple[int, float]] = {}
-        #: runs whose take was refused while another process was in the middle of taking
-        #: it: not tried again before then (monotonic time), so the worker does not spin
+        #: runs not tried again before then (monotonic time): their take was refused
+        #: while another process was in the middle of taking them (so the worker does
+        #: not spin), or the store just failed them (:meth:`_back_off`)
         self._busy: dict[str, float] = {}
         #: runs the store failed (unavailable), by how many times in a row: each is left
         #: alone a while before it is tried again, twice as long after each failure
