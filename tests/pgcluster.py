@@ -34,6 +34,7 @@ need not survive a power cut; benchmarks that compare durable commits turn it on
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import itertools
 import os
@@ -102,7 +103,22 @@ def _free_port() -> int:
 
 
 def _test_user() -> pwd.struct_passwd:
-    """The unprivileged user (made when missing: we are root here)."""
+    """The unprivileged user (made when missing: we are root here). Made under a file lock:
+    two test jobs side by side may both find it missing, and ``useradd`` refuses to run while
+    another holds ``/etc/passwd``."""
+    try:
+        return pwd.getpwnam(TEST_USER)
+    except KeyError:
+        pass
+    with open(Path(tempfile.gettempdir()) / f"{TEST_USER}-useradd.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _make_test_user()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _make_test_user() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(TEST_USER)
     except KeyError:

@@ -117,13 +117,18 @@ def test_the_readme_says_how_to_put_flowc_on_the_path() -> None:
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in readme and ". .venv/bin/activate" in readme
 
 
-def test_the_demo_runs_and_writes_no_escape_codes_into_a_pipe() -> None:
+def test_the_demo_runs_and_writes_no_escape_codes_into_a_pipe(tmp_path: Path) -> None:
     """The README's first command (`make demo` runs scripts/demo.sh) works end to end, and its
-    output, read through a pipe as a CI log would, holds no terminal escape codes."""
+    output, read through a pipe as a CI log would, holds no terminal escape codes. It writes
+    into a folder of its own (``OUT``; ``make demo`` writes into ``out/``): another test job
+    may be running the demo beside it, and the last run of a shared database would be that
+    job's."""
     flowc = ROOT / ".venv" / "bin" / "flowc"
     if not flowc.exists():
         pytest.skip("the demo runs the flowc of .venv (made by `make setup`)")
+    out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    env["OUT"] = str(out)
     proc = subprocess.run(
         ["bash", str(ROOT / "scripts" / "demo.sh")],
         cwd=ROOT,
@@ -138,10 +143,11 @@ def test_the_demo_runs_and_writes_no_escape_codes_into_a_pipe() -> None:
     assert 'closed: "approved"' in proc.stdout
     # it ends with the `flowc view` command of the run it wrote
     last = proc.stdout.rstrip().splitlines()[-1]
-    found = re.fullmatch(r"  \.venv/bin/flowc view (wf-[0-9a-f]+) --db out/runs\.sqlite", last)
+    db = f"{out}/runs.sqlite"
+    found = re.fullmatch(r"  \.venv/bin/flowc view (wf-[0-9a-f]+) --db " + re.escape(db), last)
     assert found is not None, last
     log = subprocess.run(
-        [str(flowc), "log", "last", "--json", "--db", "out/runs.sqlite"],
+        [str(flowc), "log", "last", "--json", "--db", db],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -13,8 +13,9 @@
 #
 # Usage: scripts/ci/matrix.sh [PYTHON]   with PYTHONS="3.11 3.12 3.13" and
 # DEPS_JOBS="newest lowest" in the environment (the Makefile's defaults); each interpreter
-# is found, or installed, by scripts/deps/python.sh. Runs every job, prints a table of
-# their times, and exits 1 if any failed.
+# is found, or installed, by scripts/deps/python.sh. Makes every job's environment, runs
+# the jobs AT_ONCE at a time (default: one per CPU), prints a table of their times, and
+# exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
 PYTHON="${1:-python3}"
@@ -73,27 +74,77 @@ prepare() {
   echo "$venv"
 }
 
+# run job $1 in environment $2, writing its output to $3 and its summary line to $3.sum
+run_job() {
+  local job="$1" venv="$2" log="$3" made="$4" status="passed" begun
+  {
+    echo "-- $job: the demo ($venv/bin/flowc)"
+    FLOWC="$venv/bin/flowc" OUT="$(mktemp -d)" bash scripts/demo.sh >/dev/null 2>&1 \
+      || { status="FAILED (demo)"; FLOWC="$venv/bin/flowc" OUT="$(mktemp -d)" bash scripts/demo.sh 2>&1 | tail -20; }
+    echo "-- $job: pytest ($("$venv/bin/python" -c 'import platform; print(platform.python_version())'))"
+    begun=$SECONDS
+    "$venv/bin/python" -m pytest -p no:cacheprovider || status="FAILED"
+    echo "$job: $status; set-up ${made} s, pytest $((SECONDS - begun)) s" > "$log.sum"
+  } > "$log" 2>&1
+  [ "$status" = "passed" ]
+}
+
+# Every environment is made first, one at a time (installers of interpreters and pip
+# caches are not made to run side by side); then the jobs run, AT_ONCE of them side by
+# side (default: the number of CPUs, at most the number of jobs). Each job's output goes
+# to its own log, printed whole when the job ends, so the logs never interleave.
 failed=0
 summary=()
+ready=()
+venvs=()
 for job in "${jobs[@]}"; do
-  echo "== $job"
+  echo "== $job: environment"
   start=$SECONDS
   if ! venv="$(prepare "$job")" || [ -z "$venv" ]; then
     summary+=("$job: could not be set up")
     failed=1
     continue
   fi
-  made=$((SECONDS - start))
-  status="passed"
-  echo "-- $job: the demo ($venv/bin/flowc)"
-  FLOWC="$venv/bin/flowc" OUT="$(mktemp -d)" bash scripts/demo.sh >/dev/null 2>&1 \
-    || { status="FAILED (demo)"; failed=1; FLOWC="$venv/bin/flowc" OUT="$(mktemp -d)" bash scripts/demo.sh 2>&1 | tail -20; }
-  echo "-- $job: pytest ($($venv/bin/python -c 'import platform; print(platform.python_version())'))"
-  begun=$SECONDS
-  "$venv/bin/python" -m pytest -p no:cacheprovider || { status="FAILED"; failed=1; }
-  summary+=("$job: $status; set-up ${made} s, pytest $((SECONDS - begun)) s")
+  ready+=("$job")
+  venvs+=("$venv:$((SECONDS - start))")
 done
+
+AT_ONCE="${AT_ONCE:-$(nproc 2>/dev/null || echo 1)}"
+[ "$AT_ONCE" -ge 1 ] 2>/dev/null || AT_ONCE=1
+logs="$(mktemp -d)"
+declare -A pids=()
+show() {  # print the log of the job that ran as pid $1
+  local job="${pids[$1]}"
+  echo "== $job (ended at $((SECONDS - began)) s)"
+  cat "$logs/$job.log"
+  unset "pids[$1]"
+}
+began=$SECONDS
+for i in "${!ready[@]}"; do
+  job="${ready[$i]}"; venv="${venvs[$i]%:*}"; made="${venvs[$i]##*:}"
+  while [ "${#pids[@]}" -ge "$AT_ONCE" ]; do
+    wait -n -p done_pid "${!pids[@]}" || true
+    show "$done_pid"
+  done
+  echo "== $job: started with $venv (${#pids[@]} other jobs running)"
+  run_job "$job" "$venv" "$logs/$job.log" "$made" &
+  pids[$!]="$job"
+done
+while [ "${#pids[@]}" -gt 0 ]; do
+  wait -n -p done_pid "${!pids[@]}" || true
+  show "$done_pid"
+done
+for job in "${ready[@]}"; do
+  if [ -f "$logs/$job.log.sum" ]; then
+    line="$(cat "$logs/$job.log.sum")"
+  else
+    line="$job: FAILED (ended before its summary)"
+  fi
+  summary+=("$line")
+  case "$line" in *": passed;"*) ;; *) failed=1 ;; esac
+done
+rm -rf "$logs"
 echo
-echo "== test jobs"
+echo "== test jobs ($((SECONDS - began)) s, $AT_ONCE at once)"
 printf '%s\n' "${summary[@]}"
 exit $failed

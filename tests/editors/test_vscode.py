@@ -6,6 +6,7 @@ comments as a ``.flow`` file needs."""
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,13 @@ PACKAGED = {
 
 @pytest.fixture(scope="module")
 def vsix(npm_tools: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("vsix") / "flowc.vsix"
+    """The extension packaged from a copy of its folder: packaging builds ``dist/`` in the
+    folder it runs in, and another test job may be packaging the checkout's at the same time."""
+    folder = tmp_path_factory.mktemp("vsix")
+    source = folder / "vscode"
+    shutil.copytree(VSCODE, source, ignore=shutil.ignore_patterns("node_modules", "dist"))
+    (source / "node_modules").symlink_to(VSCODE / "node_modules", target_is_directory=True)
+    out = folder / "flowc.vsix"
     proc = run_node_tool(
         [
             str(npm_tools / "vsce"),
@@ -37,6 +44,7 @@ def vsix(npm_tools: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--out",
             str(out),
         ],
+        cwd=source,
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
