@@ -8,7 +8,7 @@ taken from a worker the schedule cut off.
 
 Profiles: the fast one (CI) runs each scenario once with seed 0 and 24 runs. Outside
 CI, ``FLOWC_FAULT_SEEDS=0-19 FLOWC_FAULT_RUNS=60`` explores seeds 0 to 19 with 60 runs
-each (``/work/main/.venv/bin/python -m pytest tests/pg/test_faults.py``)."""
+each (``.venv/bin/python -m pytest tests/pg/test_faults.py``)."""
 
 from __future__ import annotations
 

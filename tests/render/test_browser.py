@@ -74,7 +74,7 @@ def page() -> Iterator[Any]:
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
-def test_html_page_click_a_finding_highlights_its_edges_and_rule(page: Any) -> None:
+def test_html_page_click_a_finding_highlights_its_edges_and_rule(page: Any, tmp_path: Path) -> None:
     path = ROOT / "tests" / "cases" / "render" / "targets.flow"
     compiled = flowc.compile_flow(path.read_text(), filename=path.name)
     dead_rule = compiled.rules[2]  # when from coder then stay priority 5
@@ -84,9 +84,12 @@ def test_html_page_click_a_finding_highlights_its_edges_and_rule(page: Any) -> N
         Diagnostic(W205, "loop", path.name, compiled.rules[0].span),
     ]
     rendering = flowc.render(path, findings=findings)
+    # the page the browser loads is this test's own (another test job may be writing the
+    # artifacts folder's copy); the copy stays for a person to open
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    html_path = ARTIFACTS / "targets.html"
+    html_path = tmp_path / "targets.html"
     html_path.write_text(rendering.html(), encoding="utf-8")
+    (ARTIFACTS / "targets.html").write_text(rendering.html(), encoding="utf-8")
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.goto(html_path.as_uri())
