@@ -35,18 +35,23 @@ from __future__ import annotations
 
 import ast
 
+import attrs
+
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
 from flowc.migrate.agents import AGENT_CLASSES, Agent, AgentReader
 from flowc.migrate.classic_selection import (
     Lowered,
+    Selectors,
     all_selectors,
     lower_function,
     routing_rules,
     selector_names,
     selector_of,
     selector_rules,
+    selector_speakers,
+    speaker_graph,
     successor,
     target_of,
 )
@@ -117,8 +122,132 @@ def translate_groupchat(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]
     return _translate(reader, gc, calls)
 
 
+@attrs.frozen
+class _Chat:
+    """What the ``GroupChat`` call, its manager and the call that starts it say: read once,
+    then passed to the steps that build the rules, speakers, turn cap and scenarios."""
+
+    gc: ast.Call
+    agents: list[Agent]
+    names: list[str]
+    manager: ast.Call | None
+    manager_name: str
+    initiator: Agent
+    kickoff: str | None
+    max_round: int | None
+    method: str
+    method_node: ast.expr | None
+    #: a ``def`` passed as ``speaker_selection_method``
+    selection_fn: ast.FunctionDef | None
+    #: a ``speaker_selection_method`` that is neither a known name nor a ``def`` of the file
+    unreadable_method: bool
+    transitions_node: ast.expr | None
+    allow_repeat: bool | list[str] | None
+    graph: dict[str, list[str]]
+
+
+@attrs.frozen
+class _Route:
+    """Who speaks after whom (``nexts``, or the ``lowered`` rules of a selection function),
+    and the selector speakers that stand in for a choice the rules cannot make."""
+
+    sources: list[str]
+    nexts: dict[str, Next]
+    lowered: Lowered | None
+    #: a selector stands in for parts of the selection function that could not be lowered
+    stood_in: bool
+    #: the selection method could not be read or lowered (no claim about the order)
+    unsupported_callable: bool
+    uses_selector: bool
+    #: every (previous speaker, next) pair, those of the lowered rules included
+    pairs: list[tuple[str, Next]]
+    every_next: dict[str, Next]
+    selectors: Selectors
+
+
 def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.Translation:
+    """Read the group chat, then build its rules, speakers, turn cap and scenarios; the
+    steps run in this order because the findings are reported in the order they find them."""
+    chat = _read_chat(reader, gc, calls)
+    agents, initiator = chat.agents, chat.initiator
+    tool_fns: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    tools = collect_tools(reader, calls, {a.name for a in agents} | {initiator.name}, tool_fns)
+    predicate, term_rules = _manager_termination(reader, chat.manager)
+    finishing_tools(reader, tools, tool_fns, predicate)
+    own_tests = _own_tests(reader, agents, predicate)
+    _report_left_out(reader, agents, calls, chat.max_round)
+    reader.report_hooks(calls)
+
+    route = _route(reader, chat)
+    _report_selection(reader, chat, route)
+    routing = _routing(chat, route)
+    routing = _own_termination(reader, own_tests, routing, route.pairs, term_rules, chat.max_round)
+    rules = term_rules + routing
+    speakers: list[mm.Speaker] = []
+    if initiator.name not in chat.names:
+        speakers.append(_speaker(initiator, tools))
+    speakers += [_speaker(a, tools) for a in agents]
+    if route.uses_selector:
+        speakers += selector_speakers(route.selectors, route.pairs, chat.method == "manual")
+    max_turns, max_comment = _max_turns(chat.max_round, route)
+
+    exact, scenarios, sequences = _order_scenarios(
+        reader, chat, route, term_rules, own_tests, predicate
+    )
+    pick = _pick_scenario(chat, route, term_rules, max_turns)
+    if pick is not None:
+        scenarios.append(pick)
+    exact = exact and bool(sequences)  # the label says the scenarios state the order
     mod = reader.mod
+    title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    migration = mm.Migration(
+        title=title,
+        source_kind=f"classic AG2 GroupChat ({mod.source.name.rsplit('/', 1)[-1]})",
+        description=_first_line(chat.kickoff) if chat.kickoff else None,
+        speakers=tuple(speakers),
+        start=initiator.name,
+        max_turns=max_turns,
+        max_turns_comment=max_comment,
+        rules=tuple(rules),
+        scenarios=tuple(scenarios),
+        notes=(_note(reader, chat, route, exact),),
+    )
+    return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
+
+
+def _read_chat(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> _Chat:
+    """Read everything the group chat's settings say, reporting what cannot be read or
+    carried over, in the order classic's constructor arguments are listed here."""
+    agents = _chat_agents(reader, gc)
+    names = [a.name for a in agents]
+    manager, manager_name = _manager(reader, gc, calls)
+    initiator, kickoff = _initiator(reader, gc, calls, manager, agents)
+    max_round = _max_round(reader, gc)
+    method, method_node, selection_fn, unreadable = _selection_method(reader, gc)
+    transitions_node, allow_repeat, graph = speaker_graph(reader, gc, names)
+    _report_settings(reader, gc, method)
+    return _Chat(
+        gc=gc,
+        agents=agents,
+        names=names,
+        manager=manager,
+        manager_name=manager_name,
+        initiator=initiator,
+        kickoff=kickoff,
+        max_round=max_round,
+        method=method,
+        method_node=method_node,
+        selection_fn=selection_fn,
+        unreadable_method=unreadable,
+        transitions_node=transitions_node,
+        allow_repeat=allow_repeat,
+        graph=graph,
+    )
+
+
+def _chat_agents(reader: AgentReader, gc: ast.Call) -> list[Agent]:
+    """The ``agents`` of the group chat; two with one name, or fewer than two that can be
+    read, leave nothing to translate (``NotRecognised``)."""
     agents = reader.agent_list(kwarg(gc, "agents", 0), "agents", gc)
     names = [a.name for a in agents]
     if len(set(names)) != len(names):
@@ -130,8 +259,16 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             M001, "the group chat needs at least two agents that can be read statically", gc
         )
         raise mm.NotRecognised(reader.findings)
+    return agents
 
-    # ── manager and initiator ──
+
+def _manager(
+    reader: AgentReader, gc: ast.Call, calls: list[ast.Call]
+) -> tuple[ast.Call | None, str]:
+    """The ``GroupChatManager`` built on this group chat (None when there is none) and its
+    name, which the selector speaker takes; its reply settings are reported as dropped
+    because classic's manager only runs the chat."""
+    mod = reader.mod
     managers = [
         c
         for c in calls
@@ -152,6 +289,19 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                     "(classic runs `run_chat` first); dropped",
                     node,
                 )
+    return manager, manager_name
+
+
+def _initiator(
+    reader: AgentReader,
+    gc: ast.Call,
+    calls: list[ast.Call],
+    manager: ast.Call | None,
+    agents: list[Agent],
+) -> tuple[Agent, str | None]:
+    """The agent that sends the kickoff (``X.initiate_chat(manager, message=...)``) and the
+    kickoff's text when it is a literal; without such a call the first agent is assumed."""
+    mod = reader.mod
     initiator: Agent | None = None
     kickoff: str | None = None
     for c in calls:
@@ -185,8 +335,13 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             manager or gc,
             help="edit `start` in the .flow if another agent starts the chat",
         )
+    return initiator, kickoff
 
-    # ── GroupChat settings ──
+
+def _max_round(reader: AgentReader, gc: ast.Call) -> int | None:
+    """``max_round`` (classic's default when absent); None, reported, when it cannot be
+    read as a positive integer: the flow then has no turn cap."""
+    mod = reader.mod
     max_round_node = kwarg(gc, "max_round")
     max_round = (
         mod.const_or(max_round_node, None) if max_round_node is not None else DEFAULT_MAX_ROUND
@@ -198,7 +353,17 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             max_round_node or gc,
             help="write max_round as an integer literal",
         )
-        max_round = None
+        return None
+    return max_round
+
+
+def _selection_method(
+    reader: AgentReader, gc: ast.Call
+) -> tuple[str, ast.expr | None, ast.FunctionDef | None, bool]:
+    """``speaker_selection_method``: the method's name (``auto`` by default), its node, the
+    ``def`` it names when it is a function of this file, and whether it is a callable that
+    cannot be read (reported; an LLM selector stands in for it)."""
+    mod = reader.mod
     method_node = kwarg(gc, "speaker_selection_method")
     method: str = "auto"
     unsupported_callable = False
@@ -220,59 +385,17 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                     method_node,
                     help="write it as a `def` in this file, or as `when from X then Y` rules",
                 )
-    repeat_node = kwarg(gc, "allow_repeat_speaker")
-    allow_repeat: bool | list[str] | None = None
-    if repeat_node is not None:
-        value = mod.const_or(repeat_node, "?")
-        if value is None or isinstance(value, bool):
-            allow_repeat = value
-        else:
-            listed = reader.agent_list(repeat_node, "allow_repeat_speaker", gc)
-            allow_repeat = [a.name for a in listed]
-    transitions_node = kwarg(gc, "allowed_or_disallowed_speaker_transitions")
-    graph: dict[str, list[str]] | None = None
-    if transitions_node is not None and mod.const_or(transitions_node, "?") is not None:
-        graph = _read_graph(reader, transitions_node, names)
-        kind = mod.const_or(kwarg(gc, "speaker_transitions_type"), None)
-        if kind == "disallowed":
-            disallowed = graph
-            graph = {a: [b for b in names if b not in disallowed.get(a, [])] for a in names}
-        elif kind != "allowed":
-            reader.report(
-                M001,
-                '`speaker_transitions_type` must be "allowed" or "disallowed"; '
-                "the transitions were read as allowed",
-                transitions_node,
-            )
-    if graph is not None and repeat_node is not None and allow_repeat is not None:
-        # GroupChat.__post_init__: the two are exclusive (ag2 0.9.10, autogen 0.2)
-        reader.report(
-            M002,
-            "classic raises ValueError when both `allowed_or_disallowed_speaker_transitions` "
-            "and `allow_repeat_speaker` are given, so this GroupChat never runs; the flow "
-            "follows the transitions and reads `allow_repeat_speaker` as given",
-            repeat_node,
-            help="pass `allow_repeat_speaker=None` (or leave it out) beside the transitions",
-        )
-    if graph is None:
-        if allow_repeat is None:
-            allow_repeat = True
-        graph = {a: [b for b in names if b != a] for a in names}
-        if allow_repeat is True:
-            for a in names:
-                graph[a].append(a)
-        elif isinstance(allow_repeat, list):
-            for a in allow_repeat:
-                graph[a].append(a)
-    _report_settings(reader, gc, method)
+    return method, method_node, selection_fn, unsupported_callable
 
-    # ── tools ──
-    tool_fns: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
-    tools = collect_tools(reader, calls, {a.name for a in agents} | {initiator.name}, tool_fns)
 
-    # ── termination ──
+def _manager_termination(
+    reader: AgentReader, manager: ast.Call | None
+) -> tuple[TextPredicate | None, list[mm.Rule]]:
+    """The manager's ``is_termination_msg`` (classic's default: exactly "TERMINATE"), checked
+    on every message: its text test (None when it is not one, reported) and the rule that
+    ends the flow on it. The list is extended later by the agents' approximated tests."""
+    mod = reader.mod
     term_rules: list[mm.Rule] = []
-    witness: str | None = None
     term_node = kwarg(manager, "is_termination_msg") if manager is not None else None
     predicate: TextPredicate | None
     if term_node is None or mod.const_or(term_node, "?") is None:
@@ -292,9 +415,18 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 "(recognised: `in`, `==`, `endswith`, `startswith` on the content)",
             )
     if predicate is not None:
-        witness = predicate.witness
         term_rules.append(mm.Rule(predicate.cond, mm.terminate(TERM_REASON), -10, comment))
-    finishing_tools(reader, tools, tool_fns, predicate)
+    return predicate, term_rules
+
+
+def _own_tests(
+    reader: AgentReader, agents: list[Agent], predicate: TextPredicate | None
+) -> list[tuple[Agent, TextPredicate, ast.expr, object]]:
+    """The agents' own ``is_termination_msg`` text tests that can matter (with the node and
+    the agent's ``human_input_mode``), for :func:`_own_termination`; a test the manager's
+    already covers is skipped, one that cannot be read or that a person answers is reported
+    and left out."""
+    mod = reader.mod
     own_tests: list[tuple[Agent, TextPredicate, ast.expr, object]] = []
     for agent in agents:
         node = kwarg(agent.node, "is_termination_msg")
@@ -328,6 +460,15 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             )
             continue
         own_tests.append((agent, agent_pred, node, mode))
+    return own_tests
+
+
+def _report_left_out(
+    reader: AgentReader, agents: list[Agent], calls: list[ast.Call], max_round: int | None
+) -> None:
+    """Report what the flow does not translate: the agents' ``max_consecutive_auto_reply``
+    (dropped when ``max_round`` comes first) and nested or sequential chats."""
+    mod = reader.mod
     for agent in agents:
         node = kwarg(agent.node, "max_consecutive_auto_reply")
         cap = mod.const_or(node, None)
@@ -355,15 +496,21 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
                 help="run the nested chat as its own flow, or as a tool of the agent",
             )
 
-    reader.report_hooks(calls)
 
-    # ── routing ──
+def _route(reader: AgentReader, chat: _Chat) -> _Route:
+    """Who speaks after each source (the initiator first when it is not in the group):
+    classic's ``next_agent`` rules for the method, or the selection function lowered to
+    guarded rules, and the selector speakers that the remaining choices need."""
+    names, initiator = chat.names, chat.initiator
     sources = ([] if initiator.name in names else [initiator.name]) + names
-    nexts = {s: successor(s, names, graph, allow_repeat, method) for s in sources}
+    nexts = {s: successor(s, names, chat.graph, chat.allow_repeat, chat.method) for s in sources}
     lowered: Lowered | None = None
     stood_in = False
-    if selection_fn is not None:
-        got = lower_function(reader, selection_fn, sources, names, graph, allow_repeat)
+    unsupported_callable = chat.unreadable_method
+    if chat.selection_fn is not None:
+        got = lower_function(
+            reader, chat.selection_fn, sources, names, chat.graph, chat.allow_repeat
+        )
         lowered, stood_in = got if got is not None else (None, False)
         if lowered is None:
             unsupported_callable = True
@@ -377,18 +524,35 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             for src, _, nx, _ in lowered:  # a selector anywhere must be declared
                 if nx.kind == "select":
                     nexts[src] = nx
-    if method == "random" and transitions_node is None and allow_repeat is False:
+    if chat.method == "random" and chat.transitions_node is None and chat.allow_repeat is False:
         # everyone but the last speaker, for every source: one `random_agent` rule
         nexts = {s: Next("random", candidates=tuple(names), allow_repeat=False) for s in sources}
-    selector_human = method == "manual"
     uses_selector = any(x.kind == "select" for x in nexts.values())
     # every (previous speaker, next) pair: a lowered function may select differently for one
     # source under different guards (a stand-in for a part it could not lower)
     pairs = list(nexts.items()) + [(src, nx) for src, _, nx, _ in lowered or []]
     every_next = {str(i): nx for i, (_, nx) in enumerate(pairs)}
     selectors = selector_names(
-        every_next, manager_name, {a.name for a in agents} | {initiator.name}
+        every_next, chat.manager_name, {a.name for a in chat.agents} | {initiator.name}
     )
+    return _Route(
+        sources=sources,
+        nexts=nexts,
+        lowered=lowered,
+        stood_in=stood_in,
+        unsupported_callable=unsupported_callable,
+        uses_selector=uses_selector,
+        pairs=pairs,
+        every_next=every_next,
+        selectors=selectors,
+    )
+
+
+def _report_selection(reader: AgentReader, chat: _Chat, route: _Route) -> None:
+    """Report how the speaker selection differs from classic's: ``random`` draws, and the
+    selector speaker (a person for ``manual``, an LLM for ``auto`` or for the parts of a
+    selection function that could not be lowered)."""
+    selectors, manager_name = route.selectors, chat.manager_name
     per_source = (
         ""
         if isinstance(selectors, str)
@@ -397,104 +561,66 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             f"{', '.join(f'`{s}`' for s in all_selectors(selectors))})"
         )
     )
-    if any(x.kind == "random" for x in nexts.values()):
+    at = chat.method_node or chat.gc
+    if any(x.kind == "random" for x in route.nexts.values()):
         reader.report(
             M002,
             "`random` speaker selection became `random_agent`: the same distribution, "
             "but draws come from the envelope id, not Python's `random`",
-            method_node or gc,
+            at,
         )
-    if uses_selector and selector_human:
+    if route.uses_selector and chat.method == "manual":
         reader.report(
             M002,
             f"manual speaker selection became turns of the person `{manager_name}`{per_source}, who "
             "types the next speaker's name (classic prompts at the console): these turns count toward "
             "max_turns, and any other answer ends the run (classic falls back to the next agent)",
-            method_node or gc,
+            at,
         )
-    elif uses_selector and stood_in:
-        assert selection_fn is not None
+    elif route.uses_selector and route.stood_in:
+        assert chat.selection_fn is not None
         reader.report(
             M002,
-            f"the selector speaker `{manager_name}`{per_source} chooses where `{selection_fn.name}` "
+            f"the selector speaker `{manager_name}`{per_source} chooses where `{chat.selection_fn.name}` "
             "leaves the choice to an LLM or could not be lowered, with one `transfer_to_<agent>` "
             "tool per candidate: its turns count toward max_turns, and when it picks nobody the run "
             "ends (classic falls back to the next agent in order)",
-            method_node or gc,
+            at,
         )
-    elif uses_selector:
+    elif route.uses_selector:
         reader.report(
             M002,
             f"speaker selection by an LLM (`auto`) became the selector speaker `{manager_name}`"
             f"{per_source} with one `transfer_to_<agent>` tool per candidate: its turns count toward max_turns, and "
             "when it picks nobody the run ends (classic falls back to the next agent in order)",
-            method_node or gc,
+            at,
         )
-    if lowered is not None:
+
+
+def _routing(chat: _Chat, route: _Route) -> list[mm.Rule]:
+    """The routing rules (before the agents' own termination tests are added): the
+    lowered function's guarded rules and the selectors' choices, or one rule per source."""
+    manual = chat.method == "manual"
+    if route.lowered is not None:
         routing = [
             mm.Rule(
                 mm.from_(src) if not g else n.AndCond((mm.from_(src), *g), mm.S),
-                target_of(nx, selectors),
+                target_of(nx, route.selectors),
             )
-            for src, g, nx, _ in lowered
+            for src, g, nx, _ in route.lowered
         ]
-        routing += selector_rules(every_next, selectors, method == "manual")
-    else:
-        routing = routing_rules(sources, nexts, names, selectors, method == "manual")
-    routing = _own_termination(reader, own_tests, routing, pairs, term_rules, max_round)
-    rules = term_rules + routing
+        routing += selector_rules(route.every_next, route.selectors, manual)
+        return routing
+    return routing_rules(route.sources, route.nexts, chat.names, route.selectors, manual)
 
-    speakers: list[mm.Speaker] = []
-    if initiator.name not in names:
-        speakers.append(_speaker(initiator, tools))
-    speakers += [_speaker(a, tools) for a in agents]
-    if uses_selector:
-        role = (
-            'A person who chooses the next speaker (classic `speaker_selection_method="manual"`): '
-            "types the agent's name."
-            if selector_human
-            else 'Chooses the next speaker (classic GroupChatManager, `speaker_selection_method="auto"`): '
-            "reads the conversation and calls the transfer tool of the agent who should speak next."
-        )
-        groups: list[tuple[str, list[str], list[str]]] = []  # selector, its candidates, after whom
-        if isinstance(selectors, str):
-            groups.append(
-                (
-                    selectors,
-                    list(
-                        dict.fromkeys(
-                            c for _, x in pairs if x.kind == "select" for c in x.candidates
-                        )
-                    ),
-                    [],
-                )
-            )
-        else:
-            for cands, sel in selectors.items():
-                whom = list(
-                    dict.fromkeys(
-                        s for s, x in pairs if x.kind == "select" and x.candidates == cands
-                    )
-                )
-                groups.append((sel, list(cands), whom))
-        for sel, candidates, whom in groups:
-            speakers.append(
-                mm.Speaker(
-                    sel,
-                    selector_human,
-                    (f"After {', '.join(whom)}: " if whom else "") + role,
-                    ()
-                    if selector_human
-                    else tuple(
-                        mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates
-                    ),
-                )
-            )
 
+def _max_turns(max_round: int | None, route: _Route) -> tuple[int | None, str]:
+    """The flow's ``max_turns`` and its comment: classic's ``max_round``, doubled minus one
+    when a selector speaks between every two turns (its turns count in the flow)."""
     max_turns = max_round
     max_comment = "classic max_round (the kickoff counts as round 1)"
-    if max_round is not None and uses_selector:
-        all_select = all(x.kind == "select" for x in nexts.values())
+    if max_round is not None and route.uses_selector:
+        all_select = all(x.kind == "select" for x in route.nexts.values())
         if all_select:
             max_turns = 2 * max_round - 1
             max_comment = (
@@ -503,18 +629,32 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             )
         else:
             max_comment += "; the selector's turns count too, raise it if runs end early"
+    return max_turns, max_comment
 
+
+def _order_scenarios(
+    reader: AgentReader,
+    chat: _Chat,
+    route: _Route,
+    term_rules: list[mm.Rule],
+    own_tests: list[tuple[Agent, TextPredicate, ast.expr, object]],
+    predicate: TextPredicate | None,
+) -> tuple[bool, list[n.Scenario], list[tuple[str, ...]]]:
+    """Whether the speaking order is known exactly (no selector, nothing left out, every
+    class modelled), and if so the scenarios that state it with the order each encodes;
+    the texts avoid every termination test and guard that would change the order."""
+    lowered, nexts = route.lowered, route.nexts
     exact = (
         lowered is None
-        and not uses_selector
-        and not unsupported_callable
+        and not route.uses_selector
+        and not route.unsupported_callable
         and all(x.kind in ("agent", "end") for x in nexts.values())
     )
     scenarios: list[n.Scenario] = []
     sequences: list[tuple[str, ...]] = []
     avoid = [r.cond for r in term_rules] + [p.cond for _, p, _, _ in own_tests]
     scenario_nexts = nexts
-    if lowered is not None and not uses_selector:
+    if lowered is not None and not route.uses_selector:
         defaults: dict[str, Next] = {}
         for src, g, nx, _ in lowered:
             if not g:
@@ -522,110 +662,113 @@ def _translate(reader: AgentReader, gc: ast.Call, calls: list[ast.Call]) -> mm.T
             else:
                 avoid += list(g)
         if all(x.kind in ("agent", "end") for _, _, x, _ in lowered) and set(defaults) == set(
-            sources
+            route.sources
         ):
             exact, scenario_nexts = True, defaults
     if any(d.code is M001 for d in reader.findings) or any(
-        a.cls not in AGENT_CLASSES for a in [*agents, initiator]
+        a.cls not in AGENT_CLASSES for a in [*chat.agents, chat.initiator]
     ):
         # something was left out, or an agent's class is not modelled: no claim about the order
         exact = False
+    start, max_round, kickoff = chat.initiator.name, chat.max_round, chat.kickoff
     if exact and max_round is not None:
+        witness = predicate.witness if predicate is not None else None
         for title, seq, items in order_scenarios(
-            initiator.name, scenario_nexts, max_round, predicate, witness, kickoff, avoid
+            start, scenario_nexts, max_round, predicate, witness, kickoff, avoid
         ):
             scenarios.append(mm.scenario(title, items))
             sequences.append(seq)
         if lowered is not None and scenarios:
             for title, seq, items in guard_scenarios(
-                initiator.name, scenario_nexts, lowered, max_round, avoid, kickoff
+                start, scenario_nexts, lowered, max_round, avoid, kickoff
             ):
                 scenarios.append(mm.scenario(title, items))
                 sequences.append(seq)
+    return exact, scenarios, sequences
+
+
+def _pick_scenario(
+    chat: _Chat, route: _Route, term_rules: list[mm.Rule], max_turns: int | None
+) -> n.Scenario | None:
+    """When a selector chooses after the kickoff, a scenario of the translated behaviour
+    (not a claim about classic: the LLM's or person's choice is scripted): the selector
+    picks an agent, who then speaks. None when there is no room or no usable text."""
+    initiator, nexts, selectors = chat.initiator, route.nexts, route.selectors
+    selector_human = chat.method == "manual"
     first_next = nexts.get(initiator.name)
-    if (
-        uses_selector
-        and lowered is None
+    if not (
+        route.uses_selector
+        and route.lowered is None
         and first_next is not None
         and first_next.kind == "select"
         and (max_turns is None or max_turns >= 4)
     ):
-        pick = next(
-            (c for c in first_next.candidates if c != initiator.name), first_next.candidates[0]
-        )
-        first_selector = selector_of(first_next, selectors)
-        try:
-            texts = [
-                turn_text(initiator.name, 1, [r.cond for r in term_rules]),
-                turn_text(pick, 3, [r.cond for r in term_rules]),
-            ]
-        except NoText:
-            texts = []
-        if texts:
-            after = nexts.get(pick)
-            pick_items: list[n.ScenarioItem] = [
-                mm.say(
-                    initiator.name,
-                    kickoff
-                    if kickoff and all(evaluate(r.cond, kickoff) is False for r in term_rules)
-                    else texts[0],
-                ),
-                mm.expect_next(first_selector),
-                mm.say(first_selector, pick)
-                if selector_human
-                else mm.calls(first_selector, f"transfer_to_{pick}"),
-                mm.expect_next(pick),
-                mm.say(pick, texts[1]),
-            ]
-            if after is not None and after.kind == "select":
-                pick_items.append(mm.expect_next(selector_of(after, selectors)))
-            # the translated behaviour (not a claim about classic: the LLM's choice is scripted)
-            scenarios.append(
-                mm.scenario(
-                    "a person picks the next agent"
-                    if selector_human
-                    else "the selector speaker picks the next agent",
-                    pick_items,
-                )
-            )
-    exact = exact and bool(sequences)  # the label says the scenarios state the order
-    title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
-    migration = mm.Migration(
-        title=title,
-        source_kind=f"classic AG2 GroupChat ({mod.source.name.rsplit('/', 1)[-1]})",
-        description=_first_line(kickoff) if kickoff else None,
-        speakers=tuple(speakers),
-        start=initiator.name,
-        max_turns=max_turns,
-        max_turns_comment=max_comment,
-        rules=tuple(rules),
-        scenarios=tuple(scenarios),
-        notes=(
-            (
-                f"speaker_selection_method={selection_fn.name} (a function, lowered to rules"
-                + (
-                    "; a selector stands in for the parts that could not be, see the findings)"
-                    if stood_in
-                    else ")"
-                )
-                if selection_fn is not None and not unsupported_callable
-                else f'speaker_selection_method="{method}"'
-            )
-            + (", transitions graph" if transitions_node else "")
-            + (
-                (
-                    ", speaker order read statically (the scenarios state it)"
-                    if not any(d.code is M002 for d in reader.findings)
-                    else ", speaker order read statically (the scenarios state it; other differences: "
-                    "see the findings)"
-                )
-                if exact
-                else ""
-            )
-            + ".",
+        return None
+    pick = next((c for c in first_next.candidates if c != initiator.name), first_next.candidates[0])
+    first_selector = selector_of(first_next, selectors)
+    try:
+        texts = [
+            turn_text(initiator.name, 1, [r.cond for r in term_rules]),
+            turn_text(pick, 3, [r.cond for r in term_rules]),
+        ]
+    except NoText:
+        texts = []
+    if not texts:
+        return None
+    kickoff = chat.kickoff
+    after = nexts.get(pick)
+    pick_items: list[n.ScenarioItem] = [
+        mm.say(
+            initiator.name,
+            kickoff
+            if kickoff and all(evaluate(r.cond, kickoff) is False for r in term_rules)
+            else texts[0],
         ),
+        mm.expect_next(first_selector),
+        mm.say(first_selector, pick)
+        if selector_human
+        else mm.calls(first_selector, f"transfer_to_{pick}"),
+        mm.expect_next(pick),
+        mm.say(pick, texts[1]),
+    ]
+    if after is not None and after.kind == "select":
+        pick_items.append(mm.expect_next(selector_of(after, selectors)))
+    return mm.scenario(
+        "a person picks the next agent"
+        if selector_human
+        else "the selector speaker picks the next agent",
+        pick_items,
     )
-    return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
+
+
+def _note(reader: AgentReader, chat: _Chat, route: _Route, exact: bool) -> str:
+    """The migration's note: how the speaker selection was read, whether a transitions
+    graph was, and whether the scenarios state the speaking order."""
+    selection_fn = chat.selection_fn
+    return (
+        (
+            f"speaker_selection_method={selection_fn.name} (a function, lowered to rules"
+            + (
+                "; a selector stands in for the parts that could not be, see the findings)"
+                if route.stood_in
+                else ")"
+            )
+            if selection_fn is not None and not route.unsupported_callable
+            else f'speaker_selection_method="{chat.method}"'
+        )
+        + (", transitions graph" if chat.transitions_node else "")
+        + (
+            (
+                ", speaker order read statically (the scenarios state it)"
+                if not any(d.code is M002 for d in reader.findings)
+                else ", speaker order read statically (the scenarios state it; other differences: "
+                "see the findings)"
+            )
+            if exact
+            else ""
+        )
+        + "."
+    )
 
 
 def _own_termination(
@@ -711,31 +854,9 @@ def _own_termination(
     return out
 
 
-def _read_graph(reader: AgentReader, node: ast.expr, names: list[str]) -> dict[str, list[str]]:
-    mod = reader.mod
-    target = mod.deref(node)
-    graph: dict[str, list[str]] = {}
-    if not isinstance(target, ast.Dict):
-        reader.report(
-            M001,
-            "the transitions dict cannot be read without running the code; it was left out",
-            node,
-            help="write the dict inline: {a: [b], b: [a]}",
-        )
-        return {a: list(names) for a in names}
-    for k, v in zip(target.keys, target.values, strict=True):
-        src = reader.agent_of(k) if k is not None else None
-        if src is None:
-            reader.report(
-                M001, "a key of the transitions dict is not an agent of this file", k or target
-            )
-            continue
-        dests = reader.agent_list(v, f"transitions of {src.name}", v)
-        graph[src.name] = [d.name for d in dests]
-    return graph
-
-
 def _report_settings(reader: AgentReader, gc: ast.Call, method: str) -> None:
+    """Report the ``GroupChat`` arguments that do not change the routing: the selector's
+    prompt and model settings (to carry over by hand under ``auto``), interactive features."""
     selector_only = (
         "select_speaker_message_template",
         "select_speaker_prompt_template",

@@ -17,10 +17,11 @@ import ast
 import re
 
 import flowc.migrate.model as mm
-from flowc.diagnostics import M001, M003
+from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_condition
 from flowc.migrate.agents import AgentReader
+from flowc.migrate.pyread import kwarg
 from flowc.migrate.selectfn import Unsupported, lower_selection, returns_in
 from flowc.migrate.speaking_order import END_REASON, Next
 
@@ -320,6 +321,129 @@ def routing_rules(
     return rules + selector_rules(nexts, manager, human)
 
 
+def speaker_graph(
+    reader: AgentReader, gc: ast.Call, names: list[str]
+) -> tuple[ast.expr | None, bool | list[str] | None, dict[str, list[str]]]:
+    """The transitions node, ``allow_repeat_speaker`` as given, and the graph of who may
+    speak after whom: the (dis)allowed transitions dict when there is one, else every
+    agent after every other, and after itself as ``allow_repeat_speaker`` allows."""
+    mod = reader.mod
+    repeat_node = kwarg(gc, "allow_repeat_speaker")
+    allow_repeat: bool | list[str] | None = None
+    if repeat_node is not None:
+        value = mod.const_or(repeat_node, "?")
+        if value is None or isinstance(value, bool):
+            allow_repeat = value
+        else:
+            listed = reader.agent_list(repeat_node, "allow_repeat_speaker", gc)
+            allow_repeat = [a.name for a in listed]
+    transitions_node = kwarg(gc, "allowed_or_disallowed_speaker_transitions")
+    graph: dict[str, list[str]] | None = None
+    if transitions_node is not None and mod.const_or(transitions_node, "?") is not None:
+        graph = _read_graph(reader, transitions_node, names)
+        kind = mod.const_or(kwarg(gc, "speaker_transitions_type"), None)
+        if kind == "disallowed":
+            disallowed = graph
+            graph = {a: [b for b in names if b not in disallowed.get(a, [])] for a in names}
+        elif kind != "allowed":
+            reader.report(
+                M001,
+                '`speaker_transitions_type` must be "allowed" or "disallowed"; '
+                "the transitions were read as allowed",
+                transitions_node,
+            )
+    if graph is not None and repeat_node is not None and allow_repeat is not None:
+        # GroupChat.__post_init__: the two are exclusive (ag2 0.9.10, autogen 0.2)
+        reader.report(
+            M002,
+            "classic raises ValueError when both `allowed_or_disallowed_speaker_transitions` "
+            "and `allow_repeat_speaker` are given, so this GroupChat never runs; the flow "
+            "follows the transitions and reads `allow_repeat_speaker` as given",
+            repeat_node,
+            help="pass `allow_repeat_speaker=None` (or leave it out) beside the transitions",
+        )
+    if graph is None:
+        if allow_repeat is None:
+            allow_repeat = True
+        graph = {a: [b for b in names if b != a] for a in names}
+        if allow_repeat is True:
+            for a in names:
+                graph[a].append(a)
+        elif isinstance(allow_repeat, list):
+            for a in allow_repeat:
+                graph[a].append(a)
+    return transitions_node, allow_repeat, graph
+
+
+def _read_graph(reader: AgentReader, node: ast.expr, names: list[str]) -> dict[str, list[str]]:
+    """The transitions dict as agent name -> the names it lists; a dict that is not written
+    inline is reported and read as "anyone after anyone"."""
+    mod = reader.mod
+    target = mod.deref(node)
+    graph: dict[str, list[str]] = {}
+    if not isinstance(target, ast.Dict):
+        reader.report(
+            M001,
+            "the transitions dict cannot be read without running the code; it was left out",
+            node,
+            help="write the dict inline: {a: [b], b: [a]}",
+        )
+        return {a: list(names) for a in names}
+    for k, v in zip(target.keys, target.values, strict=True):
+        src = reader.agent_of(k) if k is not None else None
+        if src is None:
+            reader.report(
+                M001, "a key of the transitions dict is not an agent of this file", k or target
+            )
+            continue
+        dests = reader.agent_list(v, f"transitions of {src.name}", v)
+        graph[src.name] = [d.name for d in dests]
+    return graph
+
+
+def selector_speakers(
+    selectors: Selectors, pairs: list[tuple[str, Next]], human: bool
+) -> list[mm.Speaker]:
+    """One selector speaker per set of candidates (a person for ``manual``, else with a
+    ``transfer_to_<agent>`` tool per candidate); when there are several, each one's role
+    says after whom it chooses."""
+    role = (
+        'A person who chooses the next speaker (classic `speaker_selection_method="manual"`): '
+        "types the agent's name."
+        if human
+        else 'Chooses the next speaker (classic GroupChatManager, `speaker_selection_method="auto"`): '
+        "reads the conversation and calls the transfer tool of the agent who should speak next."
+    )
+    groups: list[tuple[str, list[str], list[str]]] = []  # selector, its candidates, after whom
+    if isinstance(selectors, str):
+        groups.append(
+            (
+                selectors,
+                list(
+                    dict.fromkeys(c for _, x in pairs if x.kind == "select" for c in x.candidates)
+                ),
+                [],
+            )
+        )
+    else:
+        for cands, sel in selectors.items():
+            whom = list(
+                dict.fromkeys(s for s, x in pairs if x.kind == "select" and x.candidates == cands)
+            )
+            groups.append((sel, list(cands), whom))
+    return [
+        mm.Speaker(
+            sel,
+            human,
+            (f"After {', '.join(whom)}: " if whom else "") + role,
+            ()
+            if human
+            else tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
+        )
+        for sel, candidates, whom in groups
+    ]
+
+
 __all__ = [
     "NO_SELECTION",
     "Lowered",
@@ -331,6 +455,8 @@ __all__ = [
     "selector_names",
     "selector_of",
     "selector_rules",
+    "selector_speakers",
+    "speaker_graph",
     "successor",
     "target_of",
 ]

@@ -26,10 +26,12 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import attrs
+
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002
 from flowc.dsl import nodes as n
-from flowc.migrate.agents import AgentReader
+from flowc.migrate.agents import Agent, AgentReader
 from flowc.migrate.handoffs import (
     MANAGER,
     HandoffReader,
@@ -59,12 +61,135 @@ RUNNERS = (
 DEFAULT_MAX_ROUNDS = 20
 
 
+@attrs.frozen
+class _Pattern:
+    """What the pattern and the call that runs it say: read once, then passed to the steps
+    that build the rules, speakers and scenarios."""
+
+    runner: ast.Call | None
+    pattern: ast.Call
+    kind: str
+    agents: list[Agent]
+    initial: Agent
+    user_agent: Agent | None
+    max_rounds: int | None
+    kickoff: str | None
+    #: a group agent named by the first message sends the kickoff
+    sender: str | None
+
+
+@attrs.frozen
+class _Handoffs:
+    """The agents' ``handoffs.add_...`` items by owner, in the order the file adds them."""
+
+    llm: dict[str, list[tuple[ast.expr, ast.Call]]]
+    ctx: dict[str, list[ast.expr]]
+    after: dict[str, list[ast.expr]]
+    unconditional: dict[str, ast.expr]
+
+
+@attrs.frozen
+class _PatternAfterWorks:
+    """The after works the pattern generates (they replace the agents' own unconditional
+    ones), the round-robin ring, the note it gives, and the group after work."""
+
+    generated: dict[str, n.Target]
+    ring: list[str]
+    note: str
+    group_after: n.Target | None
+
+
 def translate_group(
     reader: AgentReader, calls: list[ast.Call], runner: ast.Call | None = None
 ) -> mm.Translation:
     """Translate a pattern + ``initiate_group_chat`` (``runner``, else the file's first)."""
     mod = reader.mod
     g = HandoffReader(reader, calls)
+    p = _read_pattern(reader, g, calls, runner)
+    guard_rules, guards_seen = _guardrails(g, calls)
+    report_extras(reader, calls, p.runner, guards_seen)
+    reader.report_own_termination(p.agents)
+    h = _read_handoffs(reader, calls, p)
+    aw = _pattern_after_works(reader, g, p)
+
+    tools: dict[str, list[mm.Tool]] = {}
+    rules = _manager_termination(reader, p.pattern)
+    rules.extend(guard_rules)
+    rules += _llm_rules(g, h, tools)
+    rules += _handoff_rules(g, h, aw)
+    no_user = p.sender is not None and p.sender != g.user and p.user_agent is None
+    rules += _user_rules(reader, g, p, h, aw, no_user)
+    _function_tools(g, p.agents, tools)
+    speakers = _speakers(g, p, tools, no_user)
+    if g.selector_used:
+        selector, selector_rules = _selector(reader, g, p, no_user)
+        speakers.append(selector)
+        rules += selector_rules
+    nested_speakers, nested_rules = g.placeholders()
+    speakers += nested_speakers
+    rules += nested_rules
+    otherwise = aw.group_after
+    if isinstance(otherwise, n.TerminateTarget) and otherwise.reason is None:
+        otherwise = None  # the implicit default
+    if {sp.name for sp in speakers} <= mm.always_routed(rules):
+        otherwise = None  # every speaker has an unconditional after work: never reached
+    exact = (
+        p.kind == "RoundRobinPattern"
+        and not g.selector_used
+        and not any(d.code is M001 for d in reader.findings)
+        and not h.llm
+        and not h.ctx
+        and not h.after
+    )
+    scenarios: list[n.Scenario] = []
+    sequences: list[tuple[str, ...]] = []
+    if exact and p.max_rounds is not None:
+        scenario, seq = _order_scenario(g, p, aw.ring, p.max_rounds)
+        scenarios.append(scenario)
+        sequences.append(seq)
+    exact = exact and bool(scenarios)  # the label says the scenarios state the order
+    kickoff = p.kickoff
+    title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    migration = mm.Migration(
+        title=title,
+        source_kind=f"the AG2 group API, {p.kind} ({mod.source.name.rsplit('/', 1)[-1]})",
+        description=kickoff.strip().splitlines()[0] if kickoff and kickoff.strip() else None,
+        speakers=tuple(speakers),
+        start=p.sender or g.user,
+        max_turns=p.max_rounds,
+        max_turns_comment="classic max_rounds (it also counted tool-executor turns)"
+        + (
+            "; the selector's turns count too, raise it if runs end early"
+            if g.selector_used
+            else ""
+        ),
+        context=tuple(g.context.items()),
+        rules=tuple(rules),
+        otherwise=otherwise,
+        otherwise_comment="the pattern's group after work" if otherwise is not None else None,
+        scenarios=tuple(scenarios),
+        notes=tuple(
+            x
+            for x in (
+                aw.note
+                + (", speaker order read statically (the scenarios state it)" if exact else "")
+                + "."
+                if aw.note
+                else "",
+            )
+            if x
+        ),
+    )
+    return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
+
+
+def _read_pattern(
+    reader: AgentReader, g: HandoffReader, calls: list[ast.Call], runner: ast.Call | None
+) -> _Pattern:
+    """Find the runner and its pattern, read the pattern's agents, user and context into
+    ``g``, and the runner's settings; a pattern whose agents cannot be read leaves nothing
+    to translate (``NotRecognised``)."""
+    mod = reader.mod
     runner = runner or next((c for c in calls if callee(c) in RUNNERS), None)
     pattern_node = kwarg(runner, "pattern", 0) if runner is not None else None
     pattern = mod.deref(pattern_node) if pattern_node is not None else None
@@ -78,7 +203,6 @@ def translate_group(
             help="build the pattern in this file: DefaultPattern(initial_agent=..., agents=[...])",
         )
         raise mm.NotRecognised(reader.findings)
-    kind = callee(pattern)
     agents = reader.agent_list(kwarg(pattern, "agents"), "agents", pattern)
     initial = reader.agent_of(kwarg(pattern, "initial_agent"))
     if initial is None or len(agents) < 1:
@@ -94,92 +218,120 @@ def translate_group(
         if user_agent is not None
         else ("user" if "user" not in g.names else "task_user")
     )
+    _read_context(g, pattern)
+    max_rounds, kickoff, sender = _runner_settings(g, calls, runner, pattern, agents, user_agent)
+    return _Pattern(
+        runner=runner,
+        pattern=pattern,
+        kind=callee(pattern),
+        agents=agents,
+        initial=initial,
+        user_agent=user_agent,
+        max_rounds=max_rounds,
+        kickoff=kickoff,
+        sender=sender,
+    )
 
-    # context
+
+def _read_context(g: HandoffReader, pattern: ast.Call) -> None:
+    """The pattern's ``context_variables`` -> ``g.context`` when they are a literal dict
+    (``ContextVariables(data={...})``), else reported and left out."""
+    mod = g.mod
     ctx_node = kwarg(pattern, "context_variables")
-    if ctx_node is not None:
-        target = mod.deref(ctx_node)
-        data_node = kwarg(target, "data", 0) if isinstance(target, ast.Call) else target
-        try:
-            data = mod.const(data_node)
-            if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
-                raise NotStatic("not a dict")
-            g.context = data
-        except NotStatic:
-            reader.report(
-                M001,
-                "the initial context variables cannot be read statically; left out",
-                ctx_node,
-                help="write them as ContextVariables(data={...}) with literal values",
-            )
+    if ctx_node is None:
+        return
+    target = mod.deref(ctx_node)
+    data_node = kwarg(target, "data", 0) if isinstance(target, ast.Call) else target
+    try:
+        data = mod.const(data_node)
+        if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+            raise NotStatic("not a dict")
+        g.context = data
+    except NotStatic:
+        g.r.report(
+            M001,
+            "the initial context variables cannot be read statically; left out",
+            ctx_node,
+            help="write them as ContextVariables(data={...}) with literal values",
+        )
 
-    # runner settings
+
+def _runner_settings(
+    g: HandoffReader,
+    calls: list[ast.Call],
+    runner: ast.Call | None,
+    pattern: ast.Call,
+    agents: list[Agent],
+    user_agent: Agent | None,
+) -> tuple[int | None, str | None, str | None]:
+    """The runner's ``max_rounds`` (classic's default when absent), the kickoff text (the
+    last of ``messages``) and the group agent that sends it when the first message names
+    one; reports how classic counts rounds differently when tools or handoffs add turns."""
+    mod, reader = g.mod, g.r
     max_rounds: int | None = DEFAULT_MAX_ROUNDS
     kickoff: str | None = None
-    sender: str | None = None  # a group agent named by the first message sends the kickoff
-    if runner is not None:
-        mr = kwarg(runner, "max_rounds", 2)
-        if mr is not None:
-            value = mod.const_or(mr, None)
-            max_rounds = value if isinstance(value, int) and value >= 1 else None
-            if max_rounds is None:
-                reader.report(
-                    M001, "`max_rounds` cannot be read statically; the flow has no cap", mr
-                )
-        msg = mod.const_or(kwarg(runner, "messages", 1), None)
-        kickoff = msg if isinstance(msg, str) else None
-        if isinstance(msg, list) and msg and isinstance(msg[-1], dict):
-            text = msg[-1].get("content")
-            kickoff = text if isinstance(text, str) else None
-            sender = _named_sender(
-                g, msg, user_agent is not None, kwarg(runner, "messages", 1) or runner
-            )
-        if any(kwarg(a.node, "functions") is not None for a in agents) or any(
-            callee(c)
-            in (
-                "add_llm_condition",
-                "add_llm_conditions",
-                "add_context_condition",
-                "add_context_conditions",
-                "add",
-                "add_many",
-            )
-            for c in calls
-        ):
-            reader.report(
-                M002,
-                "classic `max_rounds` also counts the hidden tool-executor turns and "
-                "transit messages; the flow counts only speaking turns",
-                mr or runner,
-            )
-    else:
+    sender: str | None = None
+    if runner is None:
         reader.report(
             M002,
             "no initiate_group_chat/run_group_chat call found: max_rounds defaults to 20",
             pattern,
         )
-
-    guard_rules, guards_seen = _guardrails(g, calls)
-    report_extras(reader, calls, runner, guards_seen)
-    reader.report_own_termination(agents)
-
-    # handoffs per agent, in the order the file adds them
-    by_name = {a.name: a for a in agents}
-    if user_agent is not None:
-        by_name[user_agent.name] = user_agent
-    llm: dict[str, list[tuple[ast.expr, ast.Call]]] = {}
-    ctx: dict[str, list[ast.expr]] = {}
-    after: dict[str, list[ast.expr]] = {}
-    unconditional: dict[str, ast.expr] = {}
-
-    def is_handoff(c: ast.Call) -> bool:
-        return (
-            isinstance(c.func, ast.Attribute)
-            and isinstance(c.func.value, ast.Attribute)
-            and c.func.value.attr == "handoffs"
+        return max_rounds, kickoff, sender
+    mr = kwarg(runner, "max_rounds", 2)
+    if mr is not None:
+        value = mod.const_or(mr, None)
+        max_rounds = value if isinstance(value, int) and value >= 1 else None
+        if max_rounds is None:
+            reader.report(M001, "`max_rounds` cannot be read statically; the flow has no cap", mr)
+    msg = mod.const_or(kwarg(runner, "messages", 1), None)
+    kickoff = msg if isinstance(msg, str) else None
+    if isinstance(msg, list) and msg and isinstance(msg[-1], dict):
+        text = msg[-1].get("content")
+        kickoff = text if isinstance(text, str) else None
+        sender = _named_sender(
+            g, msg, user_agent is not None, kwarg(runner, "messages", 1) or runner
         )
+    if any(kwarg(a.node, "functions") is not None for a in agents) or any(
+        callee(c)
+        in (
+            "add_llm_condition",
+            "add_llm_conditions",
+            "add_context_condition",
+            "add_context_conditions",
+            "add",
+            "add_many",
+        )
+        for c in calls
+    ):
+        reader.report(
+            M002,
+            "classic `max_rounds` also counts the hidden tool-executor turns and "
+            "transit messages; the flow counts only speaking turns",
+            mr or runner,
+        )
+    return max_rounds, kickoff, sender
 
-    for c in unrolled_calls(reader, calls, is_handoff):
+
+def _is_handoff(c: ast.Call) -> bool:
+    """``X.handoffs.method(...)``."""
+    return (
+        isinstance(c.func, ast.Attribute)
+        and isinstance(c.func.value, ast.Attribute)
+        and c.func.value.attr == "handoffs"
+    )
+
+
+def _read_handoffs(reader: AgentReader, calls: list[ast.Call], p: _Pattern) -> _Handoffs:
+    """The group agents' (and the user agent's) ``handoffs.add_...`` / ``set_after_work``
+    items by kind, in the order the file adds them; handoffs on something that is not an
+    agent, items that cannot be read and ``handoffs=`` arguments are reported."""
+    mod = reader.mod
+    by_name = {a.name: a for a in p.agents}
+    if p.user_agent is not None:
+        by_name[p.user_agent.name] = p.user_agent
+    h = _Handoffs({}, {}, {}, {})
+    for c in unrolled_calls(reader, calls, _is_handoff):
         func = c.func
         assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
         owner_agent = reader.agent_of(func.value.value)
@@ -196,26 +348,26 @@ def translate_group(
         method = func.attr
         if method in ("add_llm_condition", "add_llm_conditions"):
             for item in items_of(mod, c, method == "add_llm_condition"):
-                llm.setdefault(oname, []).append((item, c))
+                h.llm.setdefault(oname, []).append((item, c))
         elif method in ("add_context_condition", "add_context_conditions"):
-            ctx.setdefault(oname, []).extend(items_of(mod, c, method == "add_context_condition"))
+            h.ctx.setdefault(oname, []).extend(items_of(mod, c, method == "add_context_condition"))
         elif method in ("add_after_work", "add_after_works"):
-            after.setdefault(oname, []).extend(items_of(mod, c, method == "add_after_work"))
+            h.after.setdefault(oname, []).extend(items_of(mod, c, method == "add_after_work"))
         elif method == "set_after_work":
             tnode = kwarg(c, "target", 0)
             if tnode is not None:
-                unconditional[oname] = tnode
+                h.unconditional[oname] = tnode
         elif method in ("add", "add_many"):
             for item in items_of(mod, c, method == "add"):
                 obj = mod.deref(item)
                 kind_of = callee(obj) if isinstance(obj, ast.Call) else ""
                 if kind_of == "OnCondition":
-                    llm.setdefault(oname, []).append((item, c))
+                    h.llm.setdefault(oname, []).append((item, c))
                 elif kind_of == "OnContextCondition":
-                    ctx.setdefault(oname, []).append(item)
+                    h.ctx.setdefault(oname, []).append(item)
                 else:
                     reader.report(M001, "this handoff cannot be read statically; left out", item)
-    for a in agents:
+    for a in p.agents:
         if kwarg(a.node, "handoffs") is not None:
             reader.report(
                 M001,
@@ -223,22 +375,28 @@ def translate_group(
                 "use `agent.handoffs.add_...` calls",
                 kwarg(a.node, "handoffs"),
             )
+    return h
 
-    # pattern-generated after works replace the agents' own unconditional ones
+
+def _pattern_after_works(reader: AgentReader, g: HandoffReader, p: _Pattern) -> _PatternAfterWorks:
+    """The after works the pattern generates (a ring for ``RoundRobinPattern``,
+    ``random_agent`` draws for ``RandomPattern``) and its group after work (given, the
+    group manager for ``AutoPattern``, the user for ``ManualPattern``)."""
+    pattern, initial = p.pattern, p.initial
     generated: dict[str, n.Target] = {}
     pattern_note = ""
     ring: list[str] = []
-    if kind == "RoundRobinPattern":
+    if p.kind == "RoundRobinPattern":
         ring = [initial.name] + [m for m in g.names if m != initial.name and m != g.user]
-        if user_agent is not None:
+        if p.user_agent is not None:
             ring.append(g.user)
         for i, member in enumerate(ring):
             generated[member] = mm.speaker_target(ring[(i + 1) % len(ring)])
         pattern_note = (
             "RoundRobinPattern: after works form the ring initial agent, other agents, user"
         )
-    elif kind == "RandomPattern":
-        members = g.names + ([g.user] if user_agent is not None else [])
+    elif p.kind == "RandomPattern":
+        members = g.names + ([g.user] if p.user_agent is not None else [])
         for member in members:
             generated[member] = mm.call_target(
                 "random_agent", agent_ids=[x for x in members if x != member], allow_repeat=True
@@ -254,10 +412,10 @@ def translate_group(
     if gaw is not None:
         t = g.target(gaw, initial.name)
         group_after = t.target if t is not None else None
-    elif kind == "AutoPattern":
+    elif p.kind == "AutoPattern":
         g.selector_used = True
         group_after = mm.speaker_target(MANAGER)
-    elif kind == "ManualPattern":
+    elif p.kind == "ManualPattern":
         reader.report(
             M002,
             "ManualPattern asks a person at the console who speaks next; the flow "
@@ -265,36 +423,49 @@ def translate_group(
             pattern,
         )
         group_after = mm.speaker_target(g.user)
+    return _PatternAfterWorks(generated, ring, pattern_note, group_after)
 
-    # rules
+
+def _manager_termination(reader: AgentReader, pattern: ast.Call) -> list[mm.Rule]:
+    """``group_manager_args={"is_termination_msg": ...}``: a rule that ends the flow on
+    that text test (reported and left out when it is not one)."""
+    mod = reader.mod
     rules: list[mm.Rule] = []
-    tools: dict[str, list[mm.Tool]] = {}
     manager_args = kwarg(pattern, "group_manager_args")
-    if manager_args is not None:
-        margs = mod.deref(manager_args)
-        if isinstance(margs, ast.Dict):
-            for k, v in zip(margs.keys, margs.values, strict=True):
-                if isinstance(k, ast.Constant) and k.value == "is_termination_msg":
-                    pred = text_predicate(mod.deref(v), mod.function_of)
-                    if pred is None:
-                        reader.report(
-                            M001,
-                            "this `is_termination_msg` is not a recognised text test; left out",
-                            v,
-                        )
-                    else:
-                        rules.append(
-                            mm.Rule(
-                                pred.cond,
-                                mm.terminate("is_termination_msg"),
-                                -10,
-                                "group_manager_args is_termination_msg",
-                            )
-                        )
-    rules.extend(guard_rules)
+    if manager_args is None:
+        return rules
+    margs = mod.deref(manager_args)
+    if not isinstance(margs, ast.Dict):
+        return rules
+    for k, v in zip(margs.keys, margs.values, strict=True):
+        if isinstance(k, ast.Constant) and k.value == "is_termination_msg":
+            pred = text_predicate(mod.deref(v), mod.function_of)
+            if pred is None:
+                reader.report(
+                    M001,
+                    "this `is_termination_msg` is not a recognised text test; left out",
+                    v,
+                )
+            else:
+                rules.append(
+                    mm.Rule(
+                        pred.cond,
+                        mm.terminate("is_termination_msg"),
+                        -10,
+                        "group_manager_args is_termination_msg",
+                    )
+                )
+    return rules
+
+
+def _llm_rules(g: HandoffReader, h: _Handoffs, tools: dict[str, list[mm.Tool]]) -> list[mm.Rule]:
+    """``OnCondition`` handoffs: a ``transfer_to_<target>_<n>`` tool (added to ``tools``,
+    named as AG2 names it) and a ``when tool`` rule each, gated by its availability."""
+    mod, reader = g.mod, g.r
+    rules: list[mm.Rule] = []
     llm_reported = False
     for owner in [*g.names, g.user]:
-        for i, (item, at) in enumerate(llm.get(owner, []), start=1):
+        for i, (item, at) in enumerate(h.llm.get(owner, []), start=1):
             obj = mod.deref(item)
             if not isinstance(obj, ast.Call) or callee(obj) != "OnCondition":
                 reader.report(M001, "this OnCondition cannot be read statically; left out", item)
@@ -331,8 +502,17 @@ def translate_group(
                     "them, routed by `when tool` rules",
                     at,
                 )
+    return rules
+
+
+def _handoff_rules(g: HandoffReader, h: _Handoffs, aw: _PatternAfterWorks) -> list[mm.Rule]:
+    """Per owner: the ``OnContextCondition`` rules (priority 10), the conditional after
+    works (20), then the unconditional after work (30), the pattern's replacing the
+    agent's own."""
+    reader = g.r
+    rules: list[mm.Rule] = []
     for owner in [*g.names, g.user]:
-        for item in ctx.get(owner, []):
+        for item in h.ctx.get(owner, []):
             rule = context_rule(g, owner, item, 10, "OnContextCondition")
             if rule is not None:
                 rules.append(rule)
@@ -342,26 +522,41 @@ def translate_group(
                     "classic; the flow checks it after the agent's turn",
                     item,
                 )
-        for item in after.get(owner, []):
+        for item in h.after.get(owner, []):
             rule = context_rule(g, owner, item, 20, "conditional after work")
             if rule is not None:
                 rules.append(rule)
-        if owner in generated:
+        if owner in aw.generated:
             rules.append(
-                mm.Rule(mm.from_(owner), generated[owner], 30, "after work (from the pattern)")
+                mm.Rule(mm.from_(owner), aw.generated[owner], 30, "after work (from the pattern)")
             )
-        elif owner in unconditional:
-            t = g.target(unconditional[owner], owner)
+        elif owner in h.unconditional:
+            t = g.target(h.unconditional[owner], owner)
             if t is not None:
                 rules.append(mm.Rule(mm.from_(owner), t.target, 30, "after work"))
-    no_user = sender is not None and sender != g.user and user_agent is None
+    return rules
+
+
+def _user_rules(
+    reader: AgentReader,
+    g: HandoffReader,
+    p: _Pattern,
+    h: _Handoffs,
+    aw: _PatternAfterWorks,
+    no_user: bool,
+) -> list[mm.Rule]:
+    """Where the kickoff and the user's turns go: a kickoff sent by a group agent goes to
+    the initial agent first; a user turn goes to the initial agent unless the user agent
+    has its own after work (reported: classic returns to the agent before the user)."""
+    rules: list[mm.Rule] = []
+    sender = p.sender
     if sender is not None and sender != g.user:
         # classic's first turn goes to the initial agent whoever sent the kickoff
         # (`group_utils.determine_next_agent`); later turns of the sender follow its handoffs
         rules.append(
             mm.Rule(
                 mm.call_cond("turn_count_at_most", turns=1),
-                mm.speaker_target(initial.name),
+                mm.speaker_target(p.initial.name),
                 FIRST_TURN_PRIORITY,
                 f"the kickoff (sent by {sender}) goes to the initial agent",
             )
@@ -369,13 +564,13 @@ def translate_group(
     if no_user:
         pass  # classic has no user here (no temporary `_User` when a group agent sends the kickoff)
     elif not (
-        user_agent is not None
-        and (after.get(g.user) or g.user in unconditional or g.user in generated)
+        p.user_agent is not None
+        and (h.after.get(g.user) or g.user in h.unconditional or g.user in aw.generated)
     ):
         rules.append(
             mm.Rule(
                 mm.from_(g.user),
-                mm.speaker_target(initial.name),
+                mm.speaker_target(p.initial.name),
                 40,
                 "the user's message goes to the initial agent",
             )
@@ -384,12 +579,16 @@ def translate_group(
             M002,
             "after a later user turn classic returns to the agent that spoke before "
             "the user; the flow sends every user turn to the initial agent",
-            pattern,
+            p.pattern,
         )
+    return rules
 
-    # tools from functions=[...]
+
+def _function_tools(g: HandoffReader, agents: list[Agent], tools: dict[str, list[mm.Tool]]) -> None:
+    """Add to ``tools`` the agents' ``functions=[...]`` and their registered functions, each
+    name once per agent (a handoff tool of the same name comes first)."""
     for a in agents:
-        for fn in functions_of(mod, a.node):
+        for fn in functions_of(g.mod, a.node):
             tool = tool_from_function(g, a.name, fn)
             if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
                 tools.setdefault(a.name, []).append(tool)
@@ -397,6 +596,13 @@ def translate_group(
         if all(t.name != tool.name for t in tools.get(owner, [])):
             tools.setdefault(owner, []).append(tool)
 
+
+def _speakers(
+    g: HandoffReader, p: _Pattern, tools: dict[str, list[mm.Tool]], no_user: bool
+) -> list[mm.Speaker]:
+    """The user (a person; absent when a group agent sends the kickoff and there is no user
+    agent), then the pattern's agents with their tools."""
+    user_agent = p.user_agent
     speakers: list[mm.Speaker] = []
     user_role = (
         user_agent.role
@@ -406,95 +612,54 @@ def translate_group(
     )
     if not no_user:
         speakers.append(mm.Speaker(g.user, True, user_role, tuple(tools.get(g.user, ()))))
-    for a in agents:
+    for a in p.agents:
         if a.name == g.user:
             continue
         speakers.append(mm.Speaker(a.name, a.human, a.role, tuple(tools.get(a.name, ()))))
-    if g.selector_used:
-        # AG2's group chat holds the user agent (or a temporary `_User`) beside the pattern's
-        # agents, and its auto selection offers every one of them (ag2 0.9.10, checked)
-        cands = [*g.names, *([g.user] if not no_user and g.user not in g.names else [])]
-        selector, selector_rules = selector_speaker(
-            cands,
-            "Chooses the next speaker (classic group manager, GroupManagerTarget / AutoPattern): calls "
-            "the transfer tool of the agent who should speak next.",
-        )
-        speakers.append(selector)
-        rules += selector_rules
-        reader.report(
-            M002,
-            "speaker selection by the group manager's LLM became the selector speaker "
-            f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
-            "included (AG2 offers it too); its turns count toward max_turns, which "
-            "classic's selection does not",
-            pattern,
-        )
-    nested_speakers, nested_rules = g.placeholders()
-    speakers += nested_speakers
-    rules += nested_rules
-    otherwise = group_after
-    if isinstance(otherwise, n.TerminateTarget) and otherwise.reason is None:
-        otherwise = None  # the implicit default
-    if {sp.name for sp in speakers} <= mm.always_routed(rules):
-        otherwise = None  # every speaker has an unconditional after work: never reached
-    exact = (
-        kind == "RoundRobinPattern"
-        and not g.selector_used
-        and not any(d.code is M001 for d in reader.findings)
-        and not llm
-        and not ctx
-        and not after
+    return speakers
+
+
+def _selector(
+    reader: AgentReader, g: HandoffReader, p: _Pattern, no_user: bool
+) -> tuple[mm.Speaker, list[mm.Rule]]:
+    """The group manager's LLM selection (``GroupManagerTarget`` / ``AutoPattern``) as a
+    selector speaker and its rules, with a transfer tool per agent, the user included."""
+    # AG2's group chat holds the user agent (or a temporary `_User`) beside the pattern's
+    # agents, and its auto selection offers every one of them (ag2 0.9.10, checked)
+    cands = [*g.names, *([g.user] if not no_user and g.user not in g.names else [])]
+    selector, selector_rules = selector_speaker(
+        cands,
+        "Chooses the next speaker (classic group manager, GroupManagerTarget / AutoPattern): calls "
+        "the transfer tool of the agent who should speak next.",
     )
-    scenarios: list[n.Scenario] = []
-    sequences: list[tuple[str, ...]] = []
-    if exact and max_rounds is not None:
-        seq = [sender or g.user, initial.name]
-        while len(seq) < min(max_rounds, 24):
-            seq.append(
-                ring[(ring.index(seq[-1]) + 1) % len(ring)] if seq[-1] in ring else initial.name
-            )
-        items: list[n.ScenarioItem] = [mm.say(seq[0], kickoff or "the task")]
-        items += [mm.say(sp, f"{sp}, turn {i + 2}") for i, sp in enumerate(seq[1:])]
-        items.append(
-            mm.expect_terminate("max_turns")
-            if len(seq) == max_rounds
-            else mm.expect_next(ring[(ring.index(seq[-1]) + 1) % len(ring)])
-        )
-        scenarios.append(mm.scenario("pattern speaking order", items))
-        sequences.append(tuple(seq))
-    exact = exact and bool(scenarios)  # the label says the scenarios state the order
-    title = mm.identifier(mod.source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0])
-    migration = mm.Migration(
-        title=title,
-        source_kind=f"the AG2 group API, {kind} ({mod.source.name.rsplit('/', 1)[-1]})",
-        description=kickoff.strip().splitlines()[0] if kickoff and kickoff.strip() else None,
-        speakers=tuple(speakers),
-        start=sender or g.user,
-        max_turns=max_rounds,
-        max_turns_comment="classic max_rounds (it also counted tool-executor turns)"
-        + (
-            "; the selector's turns count too, raise it if runs end early"
-            if g.selector_used
-            else ""
-        ),
-        context=tuple(g.context.items()),
-        rules=tuple(rules),
-        otherwise=otherwise,
-        otherwise_comment="the pattern's group after work" if otherwise is not None else None,
-        scenarios=tuple(scenarios),
-        notes=tuple(
-            x
-            for x in (
-                pattern_note
-                + (", speaker order read statically (the scenarios state it)" if exact else "")
-                + "."
-                if pattern_note
-                else "",
-            )
-            if x
-        ),
+    reader.report(
+        M002,
+        "speaker selection by the group manager's LLM became the selector speaker "
+        f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
+        "included (AG2 offers it too); its turns count toward max_turns, which "
+        "classic's selection does not",
+        p.pattern,
     )
-    return mm.Translation(migration, tuple(reader.findings), tuple(sequences))
+    return selector, selector_rules
+
+
+def _order_scenario(
+    g: HandoffReader, p: _Pattern, ring: list[str], max_rounds: int
+) -> tuple[n.Scenario, tuple[str, ...]]:
+    """The speaking order of a round-robin pattern as a scenario (at most 24 turns) and the
+    order it encodes: the kickoff's sender, the initial agent, then around the ring."""
+    initial = p.initial
+    seq = [p.sender or g.user, initial.name]
+    while len(seq) < min(max_rounds, 24):
+        seq.append(ring[(ring.index(seq[-1]) + 1) % len(ring)] if seq[-1] in ring else initial.name)
+    items: list[n.ScenarioItem] = [mm.say(seq[0], p.kickoff or "the task")]
+    items += [mm.say(sp, f"{sp}, turn {i + 2}") for i, sp in enumerate(seq[1:])]
+    items.append(
+        mm.expect_terminate("max_turns")
+        if len(seq) == max_rounds
+        else mm.expect_next(ring[(ring.index(seq[-1]) + 1) % len(ring)])
+    )
+    return mm.scenario("pattern speaking order", items), tuple(seq)
 
 
 GUARDRAIL_PRIORITY = -5
