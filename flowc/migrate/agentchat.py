@@ -22,6 +22,7 @@ sent by a synthesized human ``user``. Termination conditions: ``MaxMessageTermin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -29,6 +30,7 @@ import attrs
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
 from flowc.dsl import nodes as n
+from flowc.migrate.agentchat_graph import graph_rules, graph_scenarios
 from flowc.migrate.model import NotRecognised
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow")
@@ -77,6 +79,36 @@ def _config(obj: Any) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
+@attrs.define
+class _Participants:
+    """What the team's ``participants`` say about each agent, in their order."""
+
+    names: list[str] = attrs.Factory(list)
+    #: a participant whose class flowc does not model: no claim about the order
+    unmodelled: bool = False
+    roles: dict[str, str | None] = attrs.Factory(dict)
+    humans: set[str] = attrs.Factory(set)
+    tools: dict[str, list[mm.Tool]] = attrs.Factory(dict)
+    handoffs: dict[str, list[_Handoff]] = attrs.Factory(dict)
+
+
+@attrs.define
+class _Routing:
+    """The rules a team kind adds after the termination rules, and what the later steps
+    (speakers, scenarios) need to know about them."""
+
+    rules: list[mm.Rule] = attrs.Factory(list)
+    #: the rules state AgentChat's speaker order (scenarios may claim it)
+    exact: bool = True
+    #: GraphFlow: the unconditional chain from the entry node
+    chain: list[str] = attrs.Factory(list)
+    otherwise: n.Target | None = None
+    otherwise_comment: str | None = None
+    #: SelectorGroupChat: the selector's name and its speakers (name, after whom, candidates)
+    selector: str | None = None
+    selectors: list[tuple[str, str | None, list[str]]] = attrs.Factory(list)
+
+
 def translate_component(data: Any, filename: str, per_speaker: bool = True) -> mm.Translation:
     """Translate an AgentChat team component (a dict from JSON).
 
@@ -87,6 +119,64 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
     Raises :class:`NotRecognised` when ``data`` is not a team this translator handles.
     """
     r = _JsonFindings(filename)
+    kind, cfg, raw = _team(r, data)
+    team = _participants(r, raw, kind)
+    participants = team.names
+    user = "user" if "user" not in participants else "task_sender"
+    findings_before = len(r.findings)
+    max_turns, term_rules, witness, handoff_ends = _termination(
+        r, cfg, participants, team.handoffs, kind
+    )
+    if kind == "RoundRobinGroupChat":
+        routing = _Routing(_ring_rules(user, participants))
+    elif kind == "SelectorGroupChat":
+        routing = _selector_team(r, cfg, user, participants, per_speaker)
+    elif kind == "GraphFlow":
+        routing = _graph_team(r, cfg, participants, user)
+    else:  # Swarm
+        routing = _Routing(
+            _swarm_rules(r, user, participants, team.handoffs, handoff_ends),
+            otherwise=n.StayTarget(mm.S),
+            otherwise_comment="a Swarm speaker keeps the floor until it hands off",
+        )
+    rules = [*term_rules, *routing.rules]
+    speakers = _speakers(user, team, routing, cfg)
+    if routing.selector is not None and max_turns is not None:
+        # the selector speaks before every agent turn, but when a single candidate is left
+        # (two participants, no repeats) only before the first one
+        single = any(len(c) == 1 for _, _, c in routing.selectors)
+        max_turns = max_turns + 1 if single else 2 * max_turns - 1
+    exact = (
+        routing.exact
+        and not any(d.code is M001 for d in r.findings[findings_before:])
+        and not team.unmodelled
+    )
+    scenarios, sequences = (
+        _scenarios(kind, user, team, rules, routing.chain, max_turns, witness, handoff_ends)
+        if exact
+        else ([], [])
+    )
+    exact = exact and bool(scenarios)  # the label says the scenarios state the order
+    migration = mm.Migration(
+        title=mm.identifier(_label(cfg, kind, filename)),
+        source_kind=f"an AgentChat component ({filename.rsplit('/', 1)[-1]})",
+        description=_description(cfg),
+        speakers=tuple(speakers),
+        start=user,
+        max_turns=max_turns,
+        rules=tuple(rules),
+        otherwise=routing.otherwise,
+        otherwise_comment=routing.otherwise_comment,
+        scenarios=tuple(scenarios),
+        notes=tuple(_notes(kind, exact, cfg.get("max_turns"))),
+    )
+    return mm.Translation(migration, tuple(r.findings), tuple(sequences))
+
+
+def _team(r: _JsonFindings, data: Any) -> tuple[str, dict[str, Any], list[Any]]:
+    """Check that ``data`` is a team this translator handles; its kind (the provider's
+    class name), config and raw participants list. Raises :class:`NotRecognised` (with
+    the reason as an M001 finding) otherwise, so that the caller can try another reader."""
     if not isinstance(data, dict) or "provider" not in data:
         raise r.fail(
             "not an AgentChat component: the JSON object has no `provider`",
@@ -107,13 +197,15 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
     raw = cfg.get("participants")
     if not isinstance(raw, list) or len(raw) < 1:
         raise r.fail("the team has no `participants` list", "config.participants")
+    return kind, cfg, raw
 
-    participants: list[str] = []
-    unmodelled = False  # a participant whose class flowc does not model: no claim about the order
-    roles: dict[str, str | None] = {}
-    humans: set[str] = set()
-    tools: dict[str, list[mm.Tool]] = {}
-    handoffs: dict[str, list[_Handoff]] = {}
+
+def _participants(r: _JsonFindings, raw: list[Any], kind: str) -> _Participants:
+    """Read each participant's name, class, role, tools and handoffs, reporting nested
+    teams and agent classes flowc does not model (they still take part as plain speakers).
+    Raises :class:`NotRecognised` on a nameless or duplicate participant: without unique
+    names no rule can point at it."""
+    team = _Participants()
     for i, p in enumerate(raw):
         path = f"config.participants[{i}]"
         pc = _config(p)
@@ -121,7 +213,7 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
         pkind = _short(p.get("provider") if isinstance(p, dict) else None)
         if not isinstance(pname, str) or not pname:
             raise r.fail("a participant has no `config.name`", path)
-        if pname in participants:
+        if pname in team.names:
             raise r.fail(f"two participants are both named `{pname}`", f"{path}.config.name")
         if pkind in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "SocietyOfMindAgent"):
             r.report(
@@ -131,7 +223,7 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
                 help="migrate the nested team as its own flow",
             )
         elif pkind not in AGENTS:
-            unmodelled = True
+            team.unmodelled = True
             r.report(
                 M002,
                 f"`{pname}` is a `{pkind or 'component'}`, an agent class flowc does not "
@@ -139,131 +231,163 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
                 "tools or browsing) runs in your agent code, not in the flow",
                 f"{path}.provider",
             )
-        participants.append(pname)
+        team.names.append(pname)
         if pkind == "UserProxyAgent":
-            humans.add(pname)
+            team.humans.add(pname)
         role = pc.get("description")
         if not isinstance(role, str) or role in DEFAULT_DESCRIPTIONS:
             role = pc.get("system_message")
         if pkind == "UserProxyAgent" and not role:
             role = "A person (UserProxyAgent)."
-        roles[pname] = role if isinstance(role, str) else None
-        tools[pname] = _tools(pc)
-        handoffs[pname] = _handoffs(r, pc, path, kind)
+        team.roles[pname] = role if isinstance(role, str) else None
+        team.tools[pname] = _tools(pc)
+        team.handoffs[pname] = _handoffs(r, pc, path, kind)
+    return team
 
-    user = "user" if "user" not in participants else "task_sender"
-    findings_before = len(r.findings)
-    max_turns, term_rules, witness, handoff_ends = _termination(
-        r, cfg, participants, handoffs, kind
+
+def _ring_rules(user: str, participants: list[str]) -> list[mm.Rule]:
+    """RoundRobinGroupChat: an explicit ring from the task sender through every
+    participant and back to the first."""
+    ring = [user, *participants]
+    return [
+        mm.Rule(mm.from_(a), mm.speaker_target(b))
+        for a, b in zip(ring, [*participants, participants[0]], strict=True)
+    ]
+
+
+def _selector_team(
+    r: _JsonFindings, cfg: dict[str, Any], user: str, participants: list[str], per_speaker: bool
+) -> _Routing:
+    """SelectorGroupChat: the selector speakers and their routing, with the findings on
+    what model-based selection becomes and which selector settings are dropped. Never
+    exact: the model picks the order."""
+    selector = "selector" if "selector" not in participants else "team_selector"
+    # AgentChat 0.7.x's default: the previous speaker leaves the candidates
+    no_repeat = cfg.get("allow_repeated_speaker", False) is False
+    selectors = _selectors(selector, participants, no_repeat and per_speaker)
+    routing = _Routing(
+        selector_routing(user, selector, participants, selectors),
+        exact=False,
+        selector=selector,
+        selectors=selectors,
     )
-    team_cap = cfg.get("max_turns")
-
-    rules: list[mm.Rule] = list(term_rules)
-    speakers = [mm.Speaker(user, True, "Sends the task (AgentChat `team.run(task=...)`).")]
-    otherwise: n.Target | None = None
-    otherwise_comment: str | None = None
-    selector = None
-    exact = True
-    chain: list[str] = []
-    if kind == "RoundRobinGroupChat":
-        ring = [user, *participants]
-        for a, b in zip(ring, [*participants, participants[0]], strict=True):
-            rules.append(mm.Rule(mm.from_(a), mm.speaker_target(b)))
-    elif kind == "SelectorGroupChat":
-        exact = False
-        selector = "selector" if "selector" not in participants else "team_selector"
-        # AgentChat 0.7.x's default: the previous speaker leaves the candidates
-        no_repeat = cfg.get("allow_repeated_speaker", False) is False
-        selectors = _selectors(selector, participants, no_repeat and per_speaker)
-        rules += selector_routing(user, selector, participants, selectors)
-        if len(selectors) == 1:
-            r.report(
-                M002,
-                "model-based speaker selection became the selector speaker "
-                f"`{selector}` with one `transfer_to_<agent>` tool per participant; its turns "
-                "count toward max_turns",
-                "provider",
-            )
-        else:
-            r.report(
-                M002,
-                "model-based speaker selection became the selector speaker "
-                f"`{selector}` after the task and `{selector}_after_<agent>` after each "
-                "agent, whose candidates leave that agent out (`allow_repeated_speaker` "
-                "false, AgentChat's default; a single candidate speaks without the model), "
-                "each with one `transfer_to_<agent>` tool per candidate: their turns count "
-                "toward max_turns, and when the model names no candidate the run ends "
-                "(AgentChat asks again, then keeps the previous speaker)",
-                "provider",
-            )
-        if no_repeat and not per_speaker:
-            r.report(
-                M002,
-                f"{REPEAT_MSG}: AgentChat removes the speaker the model chose last from the "
-                "candidates and asks the model again when it names that speaker; here the "
-                f"selector speaker `{selector}` keeps every participant a candidate",
-                "config.allow_repeated_speaker" if "allow_repeated_speaker" in cfg else "config",
-            )
+    if len(selectors) == 1:
         r.report(
             M002,
-            "a `selector_func` or `candidate_func` is never written to component JSON: "
-            "if the Python team had one, port it by hand as `when from X then Y` rules",
-            "config",
+            "model-based speaker selection became the selector speaker "
+            f"`{selector}` with one `transfer_to_<agent>` tool per participant; its turns "
+            "count toward max_turns",
+            "provider",
         )
-        for key in ("max_selector_attempts", "model_client_streaming", "model_context"):
-            if key in cfg:
-                r.report(M003, f"`{key}` configures the selector model; dropped", f"config.{key}")
-    elif kind == "GraphFlow":
-        graph_rules, exact, chain = _graph(r, cfg, participants, user)
-        rules += graph_rules
-        otherwise = mm.terminate("graph_complete")
-        otherwise_comment = "no node is ready: the graph is complete"
-    else:  # Swarm
-        rules.append(
-            mm.Rule(
-                mm.from_(user),
-                mm.speaker_target(participants[0]),
-                0,
-                "the task goes to the first participant",
-            )
+    else:
+        r.report(
+            M002,
+            "model-based speaker selection became the selector speaker "
+            f"`{selector}` after the task and `{selector}_after_<agent>` after each "
+            "agent, whose candidates leave that agent out (`allow_repeated_speaker` "
+            "false, AgentChat's default; a single candidate speaks without the model), "
+            "each with one `transfer_to_<agent>` tool per candidate: their turns count "
+            "toward max_turns, and when the model names no candidate the run ends "
+            "(AgentChat asks again, then keeps the previous speaker)",
+            "provider",
         )
-        seen: dict[str, str] = {}
-        for src in participants:
-            for h in handoffs[src]:
-                if h.tool in seen:
-                    if seen[h.tool] != h.target:
-                        r.report(
-                            M001,
-                            f"two handoffs are named `{h.tool}` but go to different agents; "
-                            f"only the one to `{seen[h.tool]}` is routed",
-                            "config.participants",
-                        )
-                    continue
-                seen[h.tool] = h.target
-                if h.target in handoff_ends:
-                    continue  # HandoffTermination: the -10 rule ends the run
-                if h.target in participants:
-                    rules.append(mm.Rule(mm.tool_cond(h.tool), mm.speaker_target(h.target)))
-                elif h.target == "user":
-                    rules.append(mm.Rule(mm.tool_cond(h.tool), mm.speaker_target(user)))
-                else:
+    if no_repeat and not per_speaker:
+        r.report(
+            M002,
+            f"{REPEAT_MSG}: AgentChat removes the speaker the model chose last from the "
+            "candidates and asks the model again when it names that speaker; here the "
+            f"selector speaker `{selector}` keeps every participant a candidate",
+            "config.allow_repeated_speaker" if "allow_repeated_speaker" in cfg else "config",
+        )
+    r.report(
+        M002,
+        "a `selector_func` or `candidate_func` is never written to component JSON: "
+        "if the Python team had one, port it by hand as `when from X then Y` rules",
+        "config",
+    )
+    for key in ("max_selector_attempts", "model_client_streaming", "model_context"):
+        if key in cfg:
+            r.report(M003, f"`{key}` configures the selector model; dropped", f"config.{key}")
+    return routing
+
+
+def _graph_team(
+    r: _JsonFindings, cfg: dict[str, Any], participants: list[str], user: str
+) -> _Routing:
+    """GraphFlow: the graph's edges as rules (see :func:`graph_rules`); when no node is
+    ready the graph is complete and the run ends."""
+    rules, exact, chain = graph_rules(r, cfg, participants, user)
+    return _Routing(
+        rules,
+        exact,
+        chain,
+        mm.terminate("graph_complete"),
+        "no node is ready: the graph is complete",
+    )
+
+
+def _swarm_rules(
+    r: _JsonFindings,
+    user: str,
+    participants: list[str],
+    handoffs: dict[str, list[_Handoff]],
+    handoff_ends: set[str],
+) -> list[mm.Rule]:
+    """Swarm: the task goes to the first participant, and each handoff tool routes to
+    its target (a HandoffTermination target is left to the termination rule). A tool name
+    used for two targets, or a target outside the team, is reported and left out."""
+    rules = [
+        mm.Rule(
+            mm.from_(user),
+            mm.speaker_target(participants[0]),
+            0,
+            "the task goes to the first participant",
+        )
+    ]
+    seen: dict[str, str] = {}
+    for src in participants:
+        for h in handoffs[src]:
+            if h.tool in seen:
+                if seen[h.tool] != h.target:
                     r.report(
                         M001,
-                        f"the handoff `{h.tool}` targets `{h.target}`, who is not in the "
-                        "team; it was left out",
+                        f"two handoffs are named `{h.tool}` but go to different agents; "
+                        f"only the one to `{seen[h.tool]}` is routed",
                         "config.participants",
                     )
-        otherwise = n.StayTarget(mm.S)
-        otherwise_comment = "a Swarm speaker keeps the floor until it hands off"
-    for name in participants:
-        declared = {t.name for t in tools[name]}
-        hs = [mm.Tool(h.tool, h.description) for h in handoffs[name] if h.tool not in declared]
-        speakers.append(
-            mm.Speaker(name, name in humans, roles[name], tuple(tools[name]) + tuple(hs))
-        )
-    if selector is not None:
+                continue
+            seen[h.tool] = h.target
+            if h.target in handoff_ends:
+                continue  # HandoffTermination: the -10 rule ends the run
+            if h.target in participants:
+                rules.append(mm.Rule(mm.tool_cond(h.tool), mm.speaker_target(h.target)))
+            elif h.target == "user":
+                rules.append(mm.Rule(mm.tool_cond(h.tool), mm.speaker_target(user)))
+            else:
+                r.report(
+                    M001,
+                    f"the handoff `{h.tool}` targets `{h.target}`, who is not in the "
+                    "team; it was left out",
+                    "config.participants",
+                )
+    return rules
+
+
+def _speakers(
+    user: str, team: _Participants, routing: _Routing, cfg: dict[str, Any]
+) -> list[mm.Speaker]:
+    """The task sender, every participant (its tools plus its handoff tools) and, in a
+    SelectorGroupChat, each selector speaker that has more than one candidate (with a
+    single candidate AgentChat picks it without the model)."""
+    speakers = [mm.Speaker(user, True, "Sends the task (AgentChat `team.run(task=...)`).")]
+    for name in team.names:
+        tools = team.tools[name]
+        declared = {t.name for t in tools}
+        hs = [mm.Tool(h.tool, h.description) for h in team.handoffs[name] if h.tool not in declared]
+        speakers.append(mm.Speaker(name, name in team.humans, team.roles[name], (*tools, *hs)))
+    if routing.selector is not None:
         prompt = cfg.get("selector_prompt")
-        for name, after, candidates in selectors:
+        for name, after, candidates in routing.selectors:
             if len(candidates) < 2:
                 continue  # one candidate: AgentChat picks it without the model
             speakers.append(
@@ -277,40 +401,49 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
                     tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
                 )
             )
-    if selector is not None and max_turns is not None:
-        # the selector speaks before every agent turn, but when a single candidate is left
-        # (two participants, no repeats) only before the first one
-        single = any(len(c) == 1 for _, _, c in selectors)
-        max_turns = max_turns + 1 if single else 2 * max_turns - 1
-    scenarios: list[n.Scenario] = []
-    sequences: list[tuple[str, ...]] = []
-    exact = (
-        exact and not any(d.code is M001 for d in r.findings[findings_before:]) and not unmodelled
-    )
-    if exact and kind == "RoundRobinGroupChat" and max_turns is not None:
-        scenarios, sequences = _ring_scenarios(user, participants, max_turns, witness)
-    if exact and kind == "GraphFlow":
-        keywords = [k for r_ in rules for k in _keywords(r_.cond)]
-        branches = [
-            (
-                _keywords(r_.cond)[0],
-                r_.target.speaker.value,
-                any(isinstance(c, n.NotCond) for c in r_.cond.items),
-            )
-            for r_ in rules
-            if isinstance(r_.cond, n.AndCond)
-            and isinstance(r_.target, n.SpeakerTarget)
-            and chain
-            and mm.from_(chain[-1]) in r_.cond.items
-            and len(_keywords(r_.cond)) == 1
-        ]
-        scenarios, sequences = _chain_scenarios(user, chain, max_turns, keywords, branches)
-    if exact and kind == "Swarm":
-        scenarios, sequences = _swarm_scenarios(user, participants, handoffs, handoff_ends, witness)
-    exact = exact and bool(scenarios)  # the label says the scenarios state the order
+    return speakers
+
+
+def _scenarios(
+    kind: str,
+    user: str,
+    team: _Participants,
+    rules: list[mm.Rule],
+    chain: list[str],
+    max_turns: int | None,
+    witness: str | None,
+    handoff_ends: set[str],
+) -> tuple[list[n.Scenario], list[tuple[str, ...]]]:
+    """The scenarios (and the speaker order each encodes) of a team whose rules state
+    AgentChat's order exactly; none for a kind whose order cannot be stated."""
+    participants = team.names
+    if kind == "RoundRobinGroupChat" and max_turns is not None:
+        return _ring_scenarios(user, participants, max_turns, witness)
+    if kind == "GraphFlow":
+        return graph_scenarios(user, chain, rules, max_turns)
+    if kind == "Swarm":
+        return _swarm_scenarios(user, participants, team.handoffs, handoff_ends, witness)
+    return [], []
+
+
+def _label(cfg: dict[str, Any], kind: str, filename: str) -> str:
+    """The flow's title: the team's own name, or the file's stem when the team has none
+    (or only its class name)."""
     stem = filename.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    label = cfg.get("name") if cfg.get("name") not in (None, "", kind) else stem
+    return str(cfg.get("name") if cfg.get("name") not in (None, "", kind) else stem)
+
+
+def _description(cfg: dict[str, Any]) -> str | None:
+    """The team's description, unless it is AgentChat's default one."""
     team_description = cfg.get("description")
+    if isinstance(team_description, str) and team_description != "A team of agents.":
+        return team_description
+    return None
+
+
+def _notes(kind: str, exact: bool, team_cap: Any) -> list[str]:
+    """The notes at the head of the flow: the team kind (and whether the scenarios state
+    its order), and how the team's ``max_turns`` was counted."""
     notes = [
         f"{kind}"
         + (", speaker order read statically (the scenarios state it)" if exact else "")
@@ -320,22 +453,7 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
         notes.append(
             f"team max_turns={team_cap} counts agent turns only; the task is one more turn."
         )
-    migration = mm.Migration(
-        title=mm.identifier(str(label)),
-        source_kind=f"an AgentChat component ({filename.rsplit('/', 1)[-1]})",
-        description=team_description
-        if isinstance(team_description, str) and team_description != "A team of agents."
-        else None,
-        speakers=tuple(speakers),
-        start=user,
-        max_turns=max_turns,
-        rules=tuple(rules),
-        otherwise=otherwise,
-        otherwise_comment=otherwise_comment,
-        scenarios=tuple(scenarios),
-        notes=tuple(notes),
-    )
-    return mm.Translation(migration, tuple(r.findings), tuple(sequences))
+    return notes
 
 
 def _tools(pc: dict[str, Any]) -> list[mm.Tool]:
@@ -403,131 +521,64 @@ def _termination(
     handoffs: dict[str, list[_Handoff]],
     kind: str,
 ) -> tuple[int | None, list[mm.Rule], str | None, set[str]]:
-    caps: list[int] = []
-    rules: list[mm.Rule] = []
-    witness: list[str] = []
-    handoff_ends: set[str] = set()
+    """The team's termination: the turn cap (the smallest of team ``max_turns`` + 1 and
+    every MaxMessageTermination), the -10 rules that end the run, the first mentioned
+    text (a scenario's witness) and the HandoffTermination targets."""
+    ends = _Ends(r, participants, handoffs)
     team_cap = cfg.get("max_turns")
     if isinstance(team_cap, int) and not isinstance(team_cap, bool) and team_cap >= 1:
-        caps.append(team_cap + 1)
+        ends.caps.append(team_cap + 1)
+    term = cfg.get("termination_condition")
+    if term is not None:
+        ends.visit(term, "config.termination_condition")
+    if not ends.caps and kind != "Swarm" and not ends.rules:
+        r.report(
+            M002,
+            "the team has no termination condition and no max_turns: the flow has no turn "
+            "cap either",
+            "config",
+        )
+    return (
+        (min(ends.caps) if ends.caps else None),
+        ends.rules,
+        (ends.witness[0] if ends.witness else None),
+        ends.handoff_ends,
+    )
 
-    def visit(cond: Any, path: str) -> None:
+
+@attrs.define
+class _Ends:
+    """Reads a termination condition tree into turn caps and -10 rules, one method per
+    condition class (an ``OrTerminationCondition`` visits its members in order, so the
+    findings and rules keep the JSON's order)."""
+
+    r: _JsonFindings
+    participants: list[str]
+    handoffs: dict[str, list[_Handoff]]
+    caps: list[int] = attrs.Factory(list)
+    rules: list[mm.Rule] = attrs.Factory(list)
+    witness: list[str] = attrs.Factory(list)
+    handoff_ends: set[str] = attrs.Factory(set)
+
+    def visit(self, cond: Any, path: str) -> None:
+        """Translate one condition at JSON ``path``; what has no flow equivalent is reported."""
         ck = _short(cond.get("provider")) if isinstance(cond, dict) else ""
         cc = _config(cond)
         if ck == "OrTerminationCondition":
             subs = cc.get("conditions")
             for i, sub in enumerate(subs if isinstance(subs, list) else []):
-                visit(sub, f"{path}.config.conditions[{i}]")
-        elif ck == "MaxMessageTermination":
-            value = cc.get("max_messages")
-            if isinstance(value, int) and value >= 1:
-                caps.append(value)
-                if cc.get("include_agent_event"):
-                    r.report(
-                        M002,
-                        "`include_agent_event` also counts agent events; the flow counts "
-                        "turns only",
-                        f"{path}.config.include_agent_event",
-                    )
-            else:
-                r.report(M001, "MaxMessageTermination without a readable `max_messages`", path)
-        elif ck == "TextMentionTermination":
-            text = cc.get("text")
-            if not isinstance(text, str):
-                r.report(M001, "TextMentionTermination without a `text`", path)
-                return
-            rules.append(
-                mm.Rule(
-                    mm.call_cond("text_contains", text=text),
-                    mm.terminate("text_mention"),
-                    -10,
-                    "TextMentionTermination",
-                )
-            )
-            witness.append(text)
-            r.report(
-                M002,
-                "TextMentionTermination's `sources` is never written to component JSON "
-                "(autogen-agentchat 0.7.5): the flow ends on the text from any speaker",
-                path,
-            )
-        elif ck == "SourceMatchTermination":
-            raw = cc.get("sources")
-            sources = [
-                s
-                for s in (raw if isinstance(raw, list) else [])
-                if isinstance(s, str) and s in participants
-            ]
-            if sources:
-                rules.append(
-                    mm.Rule(
-                        mm.from_(*sources),
-                        mm.terminate("source_match"),
-                        -10,
-                        "SourceMatchTermination",
-                    )
-                )
-            else:
-                r.report(M001, "SourceMatchTermination names no participant", path)
-        elif ck == "FunctionCallTermination":
-            fn = cc.get("function_name")
-            if isinstance(fn, str) and fn:
-                rules.append(
-                    mm.Rule(
-                        mm.tool_cond(fn),
-                        mm.terminate("function_call"),
-                        -10,
-                        "FunctionCallTermination",
-                    )
-                )
-            else:
-                r.report(M001, "FunctionCallTermination without a `function_name`", path)
-        elif ck == "HandoffTermination":
-            target = cc.get("target")
-            names = sorted({h.tool for hs in handoffs.values() for h in hs if h.target == target})
-            if not isinstance(target, str) or not names:
-                r.report(
-                    M001, f"HandoffTermination to {target!r}: no participant hands off there", path
-                )
-                return
-            handoff_ends.add(target)
-            for name in names:
-                rules.append(
-                    mm.Rule(
-                        mm.tool_cond(name),
-                        mm.terminate(f"handoff_to_{target}"),
-                        -10,
-                        "HandoffTermination",
-                    )
-                )
-        elif ck == "TextMessageTermination":
-            source = cc.get("source")
-            if source is not None and source not in participants:
-                r.report(M001, f"TextMessageTermination names no participant ({source!r})", path)
-                return
-            ends = [source] if isinstance(source, str) else list(participants)
-            rules.append(
-                mm.Rule(
-                    mm.from_(*ends), mm.terminate("text_message"), -10, "TextMessageTermination"
-                )
-            )
-            r.report(
-                M002,
-                "TextMessageTermination became `when from "
-                f"{', '.join(ends)} then terminate`: AgentChat ends only on a text "
-                "message, the flow also after a turn that was a tool-call summary or a "
-                "handoff",
-                path,
-            )
+                self.visit(sub, f"{path}.config.conditions[{i}]")
+        elif ck in _END_READERS:
+            _END_READERS[ck](self, cc, path)
         elif ck == "StopMessageTermination":
-            r.report(
+            self.r.report(
                 M002,
                 "StopMessageTermination: a StopMessage comes from agent code; give the agent "
                 "a tool that `finishes` instead",
                 path,
             )
         elif ck:
-            r.report(
+            self.r.report(
                 M001,
                 f"the termination condition `{ck}` has no equivalent in a flow; left out",
                 path,
@@ -535,19 +586,131 @@ def _termination(
                 "graph conditions; end the run from your application",
             )
         else:
-            r.report(M001, "a termination condition without a `provider` was left out", path)
+            self.r.report(M001, "a termination condition without a `provider` was left out", path)
 
-    term = cfg.get("termination_condition")
-    if term is not None:
-        visit(term, "config.termination_condition")
-    if not caps and kind != "Swarm" and not rules:
-        r.report(
-            M002,
-            "the team has no termination condition and no max_turns: the flow has no turn "
-            "cap either",
-            "config",
+    def max_message(self, cc: dict[str, Any], path: str) -> None:
+        """MaxMessageTermination: a turn cap (agent events are not turns)."""
+        value = cc.get("max_messages")
+        if isinstance(value, int) and value >= 1:
+            self.caps.append(value)
+            if cc.get("include_agent_event"):
+                self.r.report(
+                    M002,
+                    "`include_agent_event` also counts agent events; the flow counts turns only",
+                    f"{path}.config.include_agent_event",
+                )
+        else:
+            self.r.report(M001, "MaxMessageTermination without a readable `max_messages`", path)
+
+    def text_mention(self, cc: dict[str, Any], path: str) -> None:
+        """TextMentionTermination: a `text_contains` rule from any speaker (its ``sources``
+        never reach the JSON); the text is the witness a scenario says."""
+        text = cc.get("text")
+        if not isinstance(text, str):
+            self.r.report(M001, "TextMentionTermination without a `text`", path)
+            return
+        self.rules.append(
+            mm.Rule(
+                mm.call_cond("text_contains", text=text),
+                mm.terminate("text_mention"),
+                -10,
+                "TextMentionTermination",
+            )
         )
-    return (min(caps) if caps else None), rules, (witness[0] if witness else None), handoff_ends
+        self.witness.append(text)
+        self.r.report(
+            M002,
+            "TextMentionTermination's `sources` is never written to component JSON "
+            "(autogen-agentchat 0.7.5): the flow ends on the text from any speaker",
+            path,
+        )
+
+    def source_match(self, cc: dict[str, Any], path: str) -> None:
+        """SourceMatchTermination: the run ends after a turn of the named participants."""
+        raw = cc.get("sources")
+        sources = [
+            s
+            for s in (raw if isinstance(raw, list) else [])
+            if isinstance(s, str) and s in self.participants
+        ]
+        if sources:
+            self.rules.append(
+                mm.Rule(
+                    mm.from_(*sources),
+                    mm.terminate("source_match"),
+                    -10,
+                    "SourceMatchTermination",
+                )
+            )
+        else:
+            self.r.report(M001, "SourceMatchTermination names no participant", path)
+
+    def function_call(self, cc: dict[str, Any], path: str) -> None:
+        """FunctionCallTermination: the run ends when the named tool is called."""
+        fn = cc.get("function_name")
+        if isinstance(fn, str) and fn:
+            self.rules.append(
+                mm.Rule(
+                    mm.tool_cond(fn),
+                    mm.terminate("function_call"),
+                    -10,
+                    "FunctionCallTermination",
+                )
+            )
+        else:
+            self.r.report(M001, "FunctionCallTermination without a `function_name`", path)
+
+    def handoff(self, cc: dict[str, Any], path: str) -> None:
+        """HandoffTermination: every handoff tool to the target ends the run (the Swarm
+        routing leaves those tools to these rules)."""
+        target = cc.get("target")
+        names = sorted({h.tool for hs in self.handoffs.values() for h in hs if h.target == target})
+        if not isinstance(target, str) or not names:
+            self.r.report(
+                M001, f"HandoffTermination to {target!r}: no participant hands off there", path
+            )
+            return
+        self.handoff_ends.add(target)
+        for name in names:
+            self.rules.append(
+                mm.Rule(
+                    mm.tool_cond(name),
+                    mm.terminate(f"handoff_to_{target}"),
+                    -10,
+                    "HandoffTermination",
+                )
+            )
+
+    def text_message(self, cc: dict[str, Any], path: str) -> None:
+        """TextMessageTermination: lossy, every turn of the source (or of anyone) ends the
+        run, where AgentChat ends only on a text message."""
+        source = cc.get("source")
+        if source is not None and source not in self.participants:
+            self.r.report(M001, f"TextMessageTermination names no participant ({source!r})", path)
+            return
+        ends = [source] if isinstance(source, str) else list(self.participants)
+        self.rules.append(
+            mm.Rule(mm.from_(*ends), mm.terminate("text_message"), -10, "TextMessageTermination")
+        )
+        self.r.report(
+            M002,
+            "TextMessageTermination became `when from "
+            f"{', '.join(ends)} then terminate`: AgentChat ends only on a text "
+            "message, the flow also after a turn that was a tool-call summary or a "
+            "handoff",
+            path,
+        )
+
+
+#: the termination conditions that become caps or rules, by class name
+_END_READERS: dict[str, Callable[[_Ends, dict[str, Any], str], None]] = {
+    "MaxMessageTermination": _Ends.max_message,
+    "TextMentionTermination": _Ends.text_mention,
+    "SourceMatchTermination": _Ends.source_match,
+    "FunctionCallTermination": _Ends.function_call,
+    "HandoffTermination": _Ends.handoff,
+    "TextMessageTermination": _Ends.text_message,
+}
 
 
 #: the finding's opening words when the previous speaker's exclusion is not translated
@@ -681,221 +844,3 @@ def _swarm_scenarios(
             )
         )
     return scenarios, [tuple(seq)]
-
-
-def _keywords(cond: n.Cond) -> list[str]:
-    if isinstance(cond, n.CallCond) and cond.name.value == "text_contains":
-        return [str(cond.args[0].value.value)]
-    if isinstance(cond, n.AndCond | n.OrCond):
-        return [k for c in cond.items for k in _keywords(c)]
-    if isinstance(cond, n.NotCond):
-        return _keywords(cond.item)
-    return []
-
-
-def _graph(
-    r: _JsonFindings, cfg: dict[str, Any], participants: list[str], user: str
-) -> tuple[list[mm.Rule], bool, list[str]]:
-    """GraphFlow edges -> rules. Returns the rules, whether they are exact, and the
-    unconditional chain from the entry node (for scenarios)."""
-    graph = cfg.get("graph")
-    nodes = graph.get("nodes") if isinstance(graph, dict) else None
-    if not isinstance(nodes, dict) or not nodes:
-        r.report(M001, "the GraphFlow has no `graph.nodes`", "config.graph")
-        return [], False, []
-    exact = True
-    rules: list[mm.Rule] = []
-    incoming: dict[str, list[str]] = {name: [] for name in nodes}
-    edges: dict[str, list[dict[str, Any]]] = {}
-    for name, node in nodes.items():
-        raw = node.get("edges") if isinstance(node, dict) else None
-        edges[name] = (
-            [e for e in raw if isinstance(e, dict) and isinstance(e.get("target"), str)]
-            if isinstance(raw, list)
-            else []
-        )
-        for e in edges[name]:
-            incoming.setdefault(e["target"], []).append(name)
-    unknown = sorted(n_ for n_ in incoming if n_ not in participants)
-    if unknown:
-        r.report(
-            M001, f"graph nodes {', '.join(unknown)} are not participants; left out", "config.graph"
-        )
-        return [], False, []
-    start = graph.get("default_start_node") if isinstance(graph, dict) else None
-    if isinstance(start, str) and start not in nodes:
-        r.report(M001, f"`default_start_node` {start!r} is not a node of the graph", "config.graph")
-        return [], False, []
-    starts = [start] if isinstance(start, str) else [n_ for n_ in nodes if not incoming.get(n_)]
-    if not starts:
-        r.report(
-            M001,
-            "the graph has no start node (every node has a parent) and no `default_start_node`",
-            "config.graph",
-        )
-        return [], False, []
-    if len(starts) > 1:
-        r.report(
-            M001,
-            f"several start nodes ({', '.join(starts)}) run in parallel in AgentChat; only "
-            f"`{starts[0]}` starts the flow",
-            "config.graph",
-        )
-        exact = False
-    rules.append(
-        mm.Rule(mm.from_(user), mm.speaker_target(starts[0]), 0, "the task goes to the entry node")
-    )
-    silent_edges = False
-    for name, out in edges.items():
-        path = f"config.graph.nodes.{name}.edges"
-        plain = [e for e in out if not e.get("condition")]
-        conditional = [e for e in out if e.get("condition")]
-        if plain:
-            silent_edges = True
-        for e in conditional:
-            cond = e["condition"]
-            # a condition a Python reader already expressed (`"kw" not in m.to_model_text()`)
-            flow_cond = e.get("_flow_condition")
-            if flow_cond is not None:
-                rules.append(
-                    mm.Rule(
-                        n.AndCond((mm.from_(name), flow_cond), mm.S), mm.speaker_target(e["target"])
-                    )
-                )
-                continue
-            if not isinstance(cond, str):
-                r.report(
-                    M001,
-                    f"the condition of the edge `{name}` -> `{e['target']}` is not a keyword "
-                    "test; the edge was left out",
-                    f"{path}[{out.index(e)}].condition",
-                    help=f"port it by hand: `when from {name} and <condition> then {e['target']}` "
-                    "with a custom condition",
-                )
-                exact = False
-                continue
-            rules.append(
-                mm.Rule(
-                    n.AndCond((mm.from_(name), mm.call_cond("text_contains", text=cond)), mm.S),
-                    mm.speaker_target(e["target"]),
-                )
-            )
-        negated = [_keywords(e["_flow_condition"]) for e in conditional if e.get("_flow_condition")]
-        exclusive = (
-            len(conditional) == 2
-            and len(negated) == 1
-            and negated[0]
-            == [e["condition"] for e in conditional if isinstance(e["condition"], str)]
-        )
-        if len(conditional) > 1 and not exclusive:  # `"kw"` / `not "kw"` never both hold
-            r.report(
-                M002,
-                f"`{name}`'s edges test keywords: when a message holds several of them, "
-                "AgentChat runs several nodes, the flow only the first",
-                path,
-            )
-        if plain and conditional:
-            r.report(
-                M001,
-                f"`{name}` has both conditional and unconditional edges, which run in "
-                "parallel in AgentChat; the unconditional ones were left out",
-                path,
-            )
-            exact = False
-            continue
-        if len(plain) > 1:
-            r.report(
-                M001,
-                f"`{name}` fans out to {', '.join(e['target'] for e in plain)} in parallel; only "
-                f"the edge to `{plain[0]['target']}` was kept",
-                path,
-            )
-            exact = False
-        if plain:
-            rules.append(mm.Rule(mm.from_(name), mm.speaker_target(plain[0]["target"])))
-    for name, parents in incoming.items():
-        # autogen-agentchat >= 0.6 activates a node per edge `activation_group` (default: the
-        # target) with that group's `activation_condition`; older JSON has the node's `activation`
-        groups: dict[tuple[str, Any], set[str]] = {}
-        for src, out in edges.items():
-            for e in out:
-                if e["target"] == name and isinstance(e.get("activation_group"), str):
-                    key = (e["activation_group"], e.get("activation_condition", "all"))
-                    groups.setdefault(key, set()).add(src)
-        if groups:
-            for (group, condition), sources in sorted(groups.items()):
-                if condition == "all" and len(sources) > 1:
-                    r.report(
-                        M002,
-                        f"`{name}` waits for all of {', '.join(sorted(sources))} in AgentChat "
-                        f"(activation group `{group}`, `all`); in the flow it speaks after "
-                        "any of them",
-                        f"config.graph.nodes.{name}.activation",
-                    )
-            continue
-        node = nodes.get(name)
-        activation = node.get("activation", "all") if isinstance(node, dict) else "all"
-        if len(set(parents)) > 1 and activation == "all":
-            r.report(
-                M002,
-                f"`{name}` waits for all of {', '.join(sorted(set(parents)))} in AgentChat "
-                "(`activation: all`); in the flow it speaks after any of them",
-                f"config.graph.nodes.{name}.activation",
-            )
-    if silent_edges:
-        r.report(
-            M002,
-            "an edge with a Python callable condition is written to JSON without its "
-            "condition, exactly like an unconditional edge: check the original graph",
-            "config.graph",
-        )
-    chain = [starts[0]]
-    while len(chain) <= len(nodes):
-        out = edges.get(chain[-1], [])
-        if len(out) != 1 or out[0].get("condition"):
-            break
-        chain.append(out[0]["target"])
-    return rules, exact, chain
-
-
-def _chain_scenarios(
-    user: str,
-    chain: list[str],
-    max_turns: int | None,
-    keywords: list[str],
-    branches: list[tuple[str, str, bool]],
-) -> tuple[list[n.Scenario], list[tuple[str, ...]]]:
-    """The graph's unconditional path from the entry node to where no node is ready."""
-    seq = [user, *chain]
-    if len(set(chain)) != len(chain) or (max_turns is not None and len(seq) >= max_turns):
-        return [], []  # a cycle, or the cap comes first: the path does not complete by itself
-    texts = [f"{sp}, turn {i + 1}" for i, sp in enumerate(seq)]
-    if any(k in t for k in keywords for t in texts):
-        return [], []
-    last = chain[-1]
-    negated = [k for k, _, neg in branches if neg]
-    scenarios: list[n.Scenario] = []
-    sequences: list[tuple[str, ...]] = []
-    if not negated:  # an edge `"kw" not in ...` fires on the path's keyword-free text
-        items: list[n.ScenarioItem] = [mm.say(sp, t) for sp, t in zip(seq, texts, strict=True)]
-        items.append(mm.expect_terminate("graph_complete"))
-        scenarios.append(mm.scenario("the graph's path", items))
-        sequences.append(tuple(seq))
-    for keyword, target, neg in branches:
-        if neg:
-            if len(negated) != 1:
-                continue  # every negated edge would fire on a keyword-free text
-            text, title = texts[-1], f"`{last}` does not say {keyword}"
-        else:
-            text, title = f"{last}: {keyword}", f"`{last}` says {keyword}"
-            if any(k in text for k in keywords if k != keyword) or any(
-                k not in text for k in negated
-            ):
-                continue
-        b_items: list[n.ScenarioItem] = [
-            mm.say(sp, t) for sp, t in zip(seq[:-1], texts, strict=False)
-        ]
-        b_items += [mm.say(last, text), mm.expect_next(target)]
-        scenarios.append(mm.scenario(title, b_items))
-        sequences.append((*seq, target))
-    return scenarios, sequences
