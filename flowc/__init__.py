@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flowc.compiler.analysis import CheckOptions
+    from flowc.compiler.compiled import CompiledFlow
     from flowc.compiler.decompile import decompile
-    from flowc.compiler.lower import CompiledFlow
     from flowc.compiler.render.rendering import render
     from flowc.diagnostics import Diagnostic, FlowError
     from flowc.dsl.formatter import format_source
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: (`flowc --version` none of it, `flowc run` no formatter, decompiler or checker)
 _LAZY = {
     "decompile": ("flowc.compiler.decompile", "decompile"),
-    "CompiledFlow": ("flowc.compiler.lower", "CompiledFlow"),
+    "CompiledFlow": ("flowc.compiler.compiled", "CompiledFlow"),
     "Diagnostic": ("flowc.diagnostics", "Diagnostic"),
     "FlowError": ("flowc.diagnostics", "FlowError"),
     "format_source": ("flowc.dsl.formatter", "format_source"),

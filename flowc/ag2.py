@@ -28,7 +28,7 @@ import attrs
 from ag2.network import TransitionRegistry as AG2Registry
 from ag2.network.envelope import Envelope as AG2Envelope
 
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.runtime.clients import Turn
 from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 

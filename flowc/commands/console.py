@@ -26,7 +26,7 @@ from flowc.project.errors import UsageError as UsageError  # the commands raise 
 from flowc.source import SourceFile
 
 if TYPE_CHECKING:
-    from flowc.compiler.lower import CompiledFlow
+    from flowc.compiler.compiled import CompiledFlow
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 #: stdout was closed before the command was done (``flowc log | head -1``): the status a

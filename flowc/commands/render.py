@@ -50,7 +50,7 @@ def add_layout_options(p: argparse.ArgumentParser, what: str = "SVG, PNG, PDF an
 
 def cmd_render(args: argparse.Namespace) -> int:
     """Draw a flow or a compiled graph."""
-    from flowc.compiler.lower import CompiledFlow
+    from flowc.compiler.compiled import CompiledFlow
     from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
     from flowc.compiler.render.diagram import build_diagram, mark_findings
     from flowc.compiler.render.image import IMAGE_FORMATS, DotNotFoundError, LayoutError

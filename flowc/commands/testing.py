@@ -43,7 +43,7 @@ from flowc.commands.reports import (
     total,
 )
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
 from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl import nodes as n

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowc.compiler import model as m
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import DecompileError, ModelToAst
-from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import compile_source
 from flowc.compiler.serde import (
     ShapeError,

@@ -1,27 +1,28 @@
 """AST -> model: the compiler proper, with the name and shape checks (E101-E117).
 
 ``lower`` never raises on user input; it returns the compiled flow (``None`` when an
-error stopped it) and the diagnostics.
+error stopped it) and the diagnostics. What it produces is
+:class:`~flowc.compiler.compiled.CompiledFlow`; the tools' effects are read by
+:mod:`flowc.compiler.tool_effects`, the scenarios checked by
+:mod:`flowc.compiler.scenario_checks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import cached_property
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler import properties as pr
+from flowc.compiler.compiled import CompiledFlow as CompiledFlow  # re-exported
+from flowc.compiler.compiled import CustomDecl, ParamInfo, RuleInfo, ToolInfo
 from flowc.compiler.properties import Property
-from flowc.compiler.serde import (
-    canonical_json,
-    describe,
-    lazy_knobs,
-    unstructure_graph,
-    unstructure_knobs,
-)
+from flowc.compiler.scenario_checks import ScenarioChecks, close_match, empty_reason_help
+from flowc.compiler.serde import describe
+from flowc.compiler.tool_effects import ToolEffectInfo as ToolEffectInfo  # re-exported
+from flowc.compiler.tool_effects import effects_info, finish_reason, terminate_reason
 from flowc.diagnostics import (
     E101,
     E102,
@@ -32,11 +33,9 @@ from flowc.diagnostics import (
     E107,
     E109,
     E110,
-    E111,
     E113,
     E114,
     E117,
-    W214,
     Code,
     Diagnostic,
     has_errors,
@@ -52,367 +51,6 @@ RESERVED_CONDITIONS = frozenset(
 RESERVED_TARGETS = frozenset(cls.NAME for cls in m.BUILTIN_TARGETS)
 
 PARAM_TYPES = ("string", "int", "float", "number", "bool", "list", "object", "any", "speaker")
-
-
-# ── what compilation produces ────────────────────────────────────────────────
-
-
-@attrs.frozen
-class ToolEffectInfo:
-    """One alternative of a declared tool: what one call does."""
-
-    sets: tuple[tuple[str, Any], ...] = ()
-    clears: tuple[str, ...] = ()
-    handoff: str | None = None
-    finish: str | None = None  # the reason, when the tool finishes the run
-
-    def text(self) -> str:
-        """The alternative as a declaration writes it: ``clears j, sets k = 1, hands off to b``.
-
-        >>> ToolEffectInfo((("k", 1),), ("j",), "b").text()
-        'clears j, sets k = 1, hands off to b'
-        """
-        parts = [f"clears {format_name(k)}" for k in self.clears]
-        parts += [f"sets {format_name(k)} = {format_value(v)}" for k, v in self.sets]
-        if self.handoff is not None:
-            parts.append(f"hands off to {format_name(self.handoff)}")
-        if self.finish is not None:
-            parts.append(f"finishes {format_value(self.finish)}")
-        return ", ".join(parts) or "nothing"
-
-
-class AlternativeError(ValueError):
-    """A scripted tool call that matches none of the tool's declared alternatives."""
-
-
-def match_alternative(
-    alts: tuple[ToolEffectInfo, ...],
-    effects: ToolEffectInfo | None,
-    handoff: str | None,
-    finish: str | None,
-    speaker: str,
-    tool: str,
-    writes: tuple[Mapping[str, Any], Sequence[str]] | None = None,
-) -> ToolEffectInfo | None:
-    """The declared alternative a scripted call of ``tool`` takes (``None`` for a tool
-    declared without effects). ``effects`` is what a scenario writes after the tool
-    (``calls decide hands off to billing``); ``handoff`` / ``finish`` what a script says.
-    Raises :class:`AlternativeError` with the reason, in the words ``flowc test`` uses.
-
-    >>> alts = (ToolEffectInfo(handoff="b"), ToolEffectInfo(finish="done"))
-    >>> match_alternative(alts, None, "b", None, "a", "decide").handoff
-    'b'
-    >>> match_alternative(alts, None, None, None, "a", "decide")
-    Traceback (most recent call last):
-    ...
-    flowc.compiler.lower.AlternativeError: a's tool `decide` does one of several things (hands off to b | finishes "done"); say which with `handoff` or `finish`, or the writes (`set` / `delete`) of one that only writes context (in a scenario: `a calls decide hands off to b`)
-
-    ``writes`` is a script call's ``(set, delete)``: alternatives that only write context
-    are told apart by them (the one alternative whose writes the call includes).
-
-    A script's ``handoff`` takes the alternative that only hands off, not one that also
-    finishes (a finish wins over the handoff beside it, so that one ends the run):
-
-    >>> both = (ToolEffectInfo(handoff="b", finish=""), ToolEffectInfo(handoff="b"))
-    >>> match_alternative(both, None, "b", None, "a", "decide").finish is None
-    True
-    >>> match_alternative(both, None, None, "", "a", "decide").finish
-    ''
-
-    and, among those, the one with the most of the script's writes:
-
-    >>> hand = (ToolEffectInfo(handoff="b"), ToolEffectInfo((("k", 1),), handoff="b"))
-    >>> match_alternative(hand, None, "b", None, "a", "pass", ({"k": 1}, [])).sets
-    (('k', 1),)
-    >>> match_alternative(hand, None, "b", None, "a", "pass", ({}, [])).sets
-    ()
-
-    >>> rate = (ToolEffectInfo((("k", 1),)), ToolEffectInfo((("k", 2),)))
-    >>> match_alternative(rate, None, None, None, "a", "rate", ({"k": 2}, [])).sets
-    (('k', 2),)
-    """
-    if not alts:
-        if effects is not None and effects != ToolEffectInfo():
-            raise AlternativeError(
-                f"{speaker}'s tool `{tool}` is declared with no effects, not {effects.text()}"
-            )
-        return None
-    if effects is not None:
-        for alt in alts:
-            if alt == effects:
-                return alt
-        options = " | ".join(a.text() for a in alts)
-        raise AlternativeError(
-            f"{speaker}'s tool `{tool}` is declared to do {options}, not {effects.text()}"
-        )
-    if len(alts) == 1 and handoff is None and finish is None:
-        return alts[0]
-    if handoff is None and finish is None and writes is not None:
-        best = _most_writes([a for a in alts if a.handoff is None and a.finish is None], writes)
-        if best and all(a == best[0] for a in best):  # one, or equal ones
-            return best[0]
-    if handoff is not None or finish is not None:
-        fitting = [
-            a
-            for a in alts
-            if (handoff is None or a.handoff == handoff) and (finish is None or a.finish == finish)
-        ]
-        # the alternative that does just what the script says wins over one that also
-        # finishes (or also hands off) beside it, then the one with most of its writes
-        pool = [a for a in fitting if a.handoff == handoff and a.finish == finish] or fitting
-        if writes is not None and len(pool) > 1:
-            pool = _most_writes(pool, writes) or pool
-        if pool:
-            return pool[0]
-    options = " | ".join(
-        f"hands off to {a.handoff}"
-        if a.handoff is not None
-        else f"finishes {format_value(a.finish)}"
-        if a.finish is not None
-        else a.text()
-        for a in alts
-    )
-    if handoff is None and finish is None:
-        raise AlternativeError(
-            f"{speaker}'s tool `{tool}` does one of several things "
-            f"({options}); say which with `handoff` or `finish`, or the "
-            "writes (`set` / `delete`) of one that only writes context "
-            f"(in a scenario: `{speaker} calls {tool} {alts[0].text()}`)"
-        )
-    raise AlternativeError(
-        f"{speaker}'s tool `{tool}` is declared to do {options}, not what the script says"
-    )
-
-
-def bare_alternative(
-    alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
-) -> tuple[str, int] | None:
-    """The declared alternative a model speaker's bare turn takes: ``(tool, index)`` of
-    the first alternative, in declaration order, that does exactly ``effect`` (the same
-    writes, hand-off and finish); ``None`` when none does (then the turn is refused, see
-    :func:`bare_effect_refusal`). Coverage counts the turn as this alternative.
-
-    >>> alts = {"go": (ToolEffectInfo(finish="done"), ToolEffectInfo(handoff="b")),
-    ...         "pass": (ToolEffectInfo(handoff="b"),)}
-    >>> bare_alternative(alts, ToolEffectInfo(handoff="b"))
-    ('go', 1)
-    >>> bare_alternative(alts, ToolEffectInfo(finish="")) is None
-    True
-    """
-    for tool, tool_alts in alts.items():
-        for i, alt in enumerate(tool_alts):
-            if same_effect(alt, effect):
-                return tool, i
-    return None
-
-
-def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
-    """Whether ``effect`` (what a call did) is exactly the declared ``alt``: the same
-    writes (in any order), the same hand-off, and a finish with the same close reason (an
-    empty reason closes as ``"finished"``, as AG2 closes it).
-
-    >>> same_effect(ToolEffectInfo((("k", 1),), finish=""), ToolEffectInfo((("k", 1),),
-    ...                                                           finish="finished"))
-    True
-    >>> same_effect(ToolEffectInfo((("k", True),)), ToolEffectInfo((("k", "yes"),)))
-    False
-    """
-    return (
-        dict(alt.sets) == dict(effect.sets)
-        and set(alt.clears) == set(effect.clears)
-        and alt.handoff == effect.handoff
-        and (alt.finish is None) == (effect.finish is None)
-        and finish_reason(alt.finish or "") == finish_reason(effect.finish or "")
-    )
-
-
-def bare_effect_refusal(
-    speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
-) -> str | None:
-    """Why a model speaker's bare turn (``a hands off to b``, a script's ``handoff``
-    without ``tool``) cannot run: as in AG2, where a hand-off, a finish and a context write
-    come from a tool's return, a model speaker's turn does only what one alternative of
-    one of its declared ``alts`` (tool name -> alternatives) does. ``None`` when one does.
-
-    >>> go = {"go": (ToolEffectInfo(handoff="b"),)}
-    >>> bare_effect_refusal("a", go, ToolEffectInfo(handoff="b")) is None
-    True
-    >>> print(bare_effect_refusal("a", go, ToolEffectInfo(finish="x")))
-    `a` is a model speaker and none of its tools finishes "x" (declared: go: hands off to b); a model speaker hands off, finishes and writes context only through its declared tools
-    """
-    if bare_alternative(alts, effect) is not None:
-        return None
-    declared = "; ".join(
-        f"{name}: " + " | ".join(a.text() for a in tool_alts) if tool_alts else name
-        for name, tool_alts in sorted(alts.items())
-    )
-    return (
-        f"`{speaker}` is a model speaker and none of its tools {effect.text()}"
-        + (f" (declared: {declared})" if declared else " (it declares none)")
-        + "; a model speaker hands off, finishes and writes context only through its "
-        "declared tools"
-    )
-
-
-def _most_writes(
-    alts: Sequence[ToolEffectInfo], writes: tuple[Mapping[str, Any], Sequence[str]]
-) -> list[ToolEffectInfo]:
-    """The alternatives that make the most of a script call's writes ``(set, delete)`` and
-    none it does not make (the call's writes land anyway, so any of them writes the same).
-
-    >>> alts = (ToolEffectInfo(clears=("k",)), ToolEffectInfo((("k", None),), ("k",)))
-    >>> _most_writes(alts, ({"k": None}, ["k"])) == [alts[1]]
-    True
-    """
-    sets, deletes = writes
-    within = [
-        a
-        for a in alts
-        if all(k in sets and sets[k] == v for k, v in a.sets)
-        and all(k in deletes for k in a.clears)
-    ]
-    most = max((len(a.sets) + len(a.clears) for a in within), default=0)
-    return [a for a in within if len(a.sets) + len(a.clears) == most]
-
-
-def human_write_refusal(who: str, key: str, allowed: Sequence[str]) -> str:
-    """Why a human may not write ``key`` (the words compile, check, test and run share).
-
-    >>> human_write_refusal("user", "done", ["rating"])
-    '`user` is a human that may write only context.rating, not context.done'
-    """
-    may = ", ".join(f"context.{format_name(k)}" for k in allowed)
-    return (
-        f"`{who}` is a human that may write only {may}, not context.{format_name(key)}"
-        if allowed
-        else f"`{who}` is a human that declares no context keys it may write, so not "
-        f"context.{format_name(key)}"
-    )
-
-
-def terminate_reason(reason: str) -> str:
-    """The close reason of a ``terminate``: AG2 closes an empty one as ``workflow_terminated``."""
-    return reason or "workflow_terminated"
-
-
-def finish_reason(reason: str) -> str:
-    """The close reason of a tool's ``Finish``: AG2 closes an empty one as ``finished``."""
-    return reason or "finished"
-
-
-@attrs.frozen
-class ToolInfo:
-    """A tool declared on a speaker; ``alternatives`` empty for a plain tool."""
-
-    speaker: str
-    name: str
-    alternatives: tuple[ToolEffectInfo, ...]
-    span: Span
-
-
-@attrs.frozen
-class ParamInfo:
-    name: str
-    type: str
-    default: Any
-    has_default: bool
-
-
-@attrs.frozen
-class CustomDecl:
-    """A declared custom condition or target."""
-
-    kind: str  # "condition" or "target"
-    name: str
-    params: tuple[ParamInfo, ...]
-    #: for targets: the speakers (and ``None`` for terminate) it may resolve to;
-    #: ``None`` when the declaration has no ``->`` list (anything goes)
-    results: tuple[str | None, ...] | None
-    span: Span
-
-
-@attrs.frozen
-class RuleInfo:
-    """Where compiled transition ``index`` came from."""
-
-    index: int
-    rule: n.Rule | None  # None for rules implied by sequence / round_robin
-    statement: n.Statement
-    span: Span
-
-    @property
-    def line(self) -> int:
-        """The line a reader finds it on: the rule's `when` line, or the line of its own
-        branch when the rule was split (`or`, `from a, b`, a sequence step)."""
-        if self.rule is not None and (
-            self.span is self.rule.cond.span or self.span == self.rule.cond.span
-        ):
-            return self.rule.span.line
-        return self.span.line
-
-
-@attrs.frozen
-class CompiledFlow:
-    """A compiled flow: the graph, the knobs and everything the tools need.
-
-    ``graph_dict`` / ``knobs`` are exactly what AG2 loads.
-    """
-
-    name: str | None
-    description: str | None
-    graph: m.TransitionGraph
-    context_vars: dict[str, Any]
-    speakers: tuple[str, ...]
-    humans: frozenset[str]
-    start: str
-    initiator: str
-    tools: tuple[ToolInfo, ...]
-    customs: tuple[CustomDecl, ...]
-    rules: tuple[RuleInfo, ...]
-    default_span: Span | None  # the written `otherwise`, if any
-    default_implied: bool  # the default comes from sequence / round_robin
-    bindings: Mapping[str, str]
-    scenarios: tuple[n.Scenario, ...]
-    flow: n.Flow
-    #: human speaker -> the context keys it may write (``speaker user: human { sets k }``)
-    human_writes: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
-    #: the ``property`` statements, lowered (:mod:`flowc.compiler.properties`)
-    properties: tuple[Property, ...] = ()
-
-    @property
-    def graph_dict(self) -> dict[str, Any]:
-        return unstructure_graph(self.graph)
-
-    @property
-    def knobs(self) -> dict[str, Any]:
-        return unstructure_knobs(m.Knobs(self.graph, dict(self.context_vars)))
-
-    @property
-    def tool_names(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(t.name for t in self.tools))
-
-    @property
-    def custom_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.customs)
-
-    def tools_of(self, speaker: str) -> tuple[ToolInfo, ...]:
-        return self._tools_by_speaker.get(speaker, ())
-
-    @cached_property
-    def _tools_by_speaker(self) -> dict[str, tuple[ToolInfo, ...]]:
-        # (a filter over every tool for each speaker was quadratic in a flow of many speakers)
-        out: dict[str, list[ToolInfo]] = {}
-        for t in self.tools:
-            out.setdefault(t.speaker, []).append(t)
-        return {s: tuple(ts) for s, ts in out.items()}
-
-    def agent_id(self, speaker: str) -> str:
-        return self.bindings.get(speaker, speaker)
-
-    def to_json(self, *, graph_only: bool = False) -> str:
-        # the same text as canonical_json(self.graph_dict / self.knobs), but each
-        # transition's dict is made as it is written
-        return canonical_json(lazy_knobs(m.Knobs(self.graph, dict(self.context_vars)), graph_only))
 
 
 # ── the pass ──────────────────────────────────────────────────────────────────
@@ -733,9 +371,37 @@ class _Lowering:
     # the whole flow -------------------------------------------------------
 
     def run(self) -> CompiledFlow | None:
+        """The pass, in the order its diagnostics come: declarations, speakers, rules,
+        start / initiator / max_turns / otherwise, then scenarios and properties."""
         self.collect()
         flow = self.flow
         speakers = list(self.speakers)
+        self.check_speaker_count(speakers)
+        self.check_tool_handoffs()
+        rules = self.rules()
+        start, initiator = self.start_and_initiator(rules.start, speakers)
+        max_turns = self.max_turns(rules.max_turns)
+        otherwise: n.Otherwise | None = _first(flow, n.Otherwise)
+        default: m.Target | None = rules.default or m.TerminateTarget()
+        if otherwise is not None:
+            default = self.target(otherwise.target)
+        context = self.context()
+
+        reasons = self.close_reasons(rules.transitions, default, max_turns)
+        checks = ScenarioChecks(self.filename, self.speakers, self.diags, self.need_speaker)
+        for sc in flow.of_type(n.Scenario):
+            checks.check_scenario(sc, reasons)
+        properties = self.properties(rules.transitions, default, max_turns, context)
+
+        if has_errors(self.diags) or default is None:
+            return None
+        return self.compiled(
+            rules, start, initiator, default, max_turns, otherwise, context, properties
+        )
+
+    def check_speaker_count(self, speakers: list[str]) -> None:
+        """E110 for a flow of fewer than two speakers."""
+        flow = self.flow
         if len(speakers) < 2:
             where = flow.speakers()[0].span if flow.speakers() else flow.span
             if not flow.statements:
@@ -746,6 +412,9 @@ class _Lowering:
                 where,
                 help="a workflow channel has two or more participants: declare them with `speaker NAME`",
             )
+
+    def check_tool_handoffs(self) -> None:
+        """E107 for a tool that hands off to a speaker the flow does not declare."""
         for tool in (t for sp in self.speakers.values() for t in sp.tools):
             for alt in tool.alternatives:
                 for eff in alt:
@@ -758,12 +427,15 @@ class _Lowering:
                             or f"declare `speaker {_show_name(eff.target.value)}`",
                         )
 
+    def rules(self) -> _Rules:
+        """The transitions of the rules, sequences and round robins, in file order, and
+        what the first sequence or round robin implies (start, default, max_turns)."""
         transitions: list[m.Transition] = []
         infos: list[RuleInfo] = []
         implied_start: str | None = None
         implied_default: m.Target | None = None
         implied_max: int | None = None
-        for st in flow.statements:
+        for st in self.flow.statements:
             if isinstance(st, n.Rule):
                 target = self.target(st.target)
                 priority = st.priority.value if st.priority else 0
@@ -794,22 +466,31 @@ class _Lowering:
                 if implied_start is None:
                     implied_start = st.speakers[0].value
                     implied_default = m.TerminateTarget("round_robin_complete")
+        return _Rules(transitions, infos, implied_start, implied_default, implied_max)
 
+    def start_and_initiator(self, implied: str | None, speakers: list[str]) -> tuple[str, str]:
+        """The speaker that starts a run and the initiator (E105 for an undeclared one):
+        written, else implied by a sequence or round robin, else the first speaker."""
+        flow = self.flow
         start_decl = _first(flow, n.StartDecl)
         if start_decl is not None:
             self.check_named(start_decl.speaker, "start")
             start = start_decl.speaker.value
         else:
-            start = implied_start or (speakers[0] if speakers else "")
+            start = implied or (speakers[0] if speakers else "")
         initiator_decl = _first(flow, n.InitiatorDecl)
         if initiator_decl is not None:
             self.check_named(initiator_decl.speaker, "initiator")
             initiator = initiator_decl.speaker.value
         else:
             initiator = start
+        return start, initiator
 
-        max_decl = _first(flow, n.MaxTurnsDecl)
-        max_turns = implied_max
+    def max_turns(self, implied: int | None) -> int | None:
+        """The written ``max_turns`` (E106 when it is not a whole number >= 1), else the
+        one a sequence implies."""
+        max_decl = _first(self.flow, n.MaxTurnsDecl)
+        max_turns = implied
         if max_decl is not None:
             value = max_decl.value.value
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -821,26 +502,31 @@ class _Lowering:
                 )
             else:
                 max_turns = value
+        return max_turns
 
-        otherwise = _first(flow, n.Otherwise)
-        default: m.Target | None = implied_default or m.TerminateTarget()
-        if otherwise is not None:
-            default = self.target(otherwise.target)
-
+    def context(self) -> dict[str, Any]:
+        """The context variables' initial values (a later entry of a key wins)."""
         context: dict[str, Any] = {}
-        for st in flow.statements:
+        for st in self.flow.statements:
             if isinstance(st, n.ContextDecl):
                 for entry in st.entries:
                     context[entry.key.value] = entry.value.value
+        return context
 
-        reasons = self.close_reasons(transitions, default, max_turns)
-        for sc in flow.of_type(n.Scenario):
-            self.check_scenario(sc, reasons)
-        properties = self.properties(transitions, default, max_turns, context)
-
-        if has_errors(self.diags) or default is None:
-            return None
-        graph = m.TransitionGraph(self.bind(start), tuple(transitions), default, max_turns)
+    def compiled(
+        self,
+        rules: _Rules,
+        start: str,
+        initiator: str,
+        default: m.Target,
+        max_turns: int | None,
+        otherwise: n.Otherwise | None,
+        context: dict[str, Any],
+        properties: tuple[Property, ...],
+    ) -> CompiledFlow:
+        """The compiled flow of a pass that found no error."""
+        flow = self.flow
+        graph = m.TransitionGraph(self.bind(start), tuple(rules.transitions), default, max_turns)
         flow_decl = _first(flow, n.FlowDecl)
         tools = tuple(
             ToolInfo(
@@ -859,15 +545,15 @@ class _Lowering:
             else None,
             graph=graph,
             context_vars=context,
-            speakers=tuple(speakers),
+            speakers=tuple(self.speakers),
             humans=frozenset(s for s, d in self.speakers.items() if d.human),
             start=start,
             initiator=initiator,
             tools=tools,
             customs=tuple(self.customs.values()),
-            rules=tuple(infos),
+            rules=tuple(rules.infos),
             default_span=otherwise.span if otherwise else None,
-            default_implied=otherwise is None and implied_default is not None,
+            default_implied=otherwise is None and rules.default is not None,
             bindings=dict(self.bindings),
             scenarios=flow.of_type(n.Scenario),
             flow=flow,
@@ -1022,7 +708,7 @@ class _Lowering:
         if isinstance(e, n.ToolCond):
             tool = e.tool.value
             if tool not in names.tools:
-                close = _close_match(tool, names.tools)
+                close = close_match(tool, names.tools)
                 self.error(
                     E117,
                     f"the property names tool `{tool}`, which no speaker declares",
@@ -1036,7 +722,7 @@ class _Lowering:
         if isinstance(e, n.ContextCond):
             key = e.key.value
             if key not in names.keys:
-                close = _close_match(key, names.keys)
+                close = close_match(key, names.keys)
                 self.error(
                     E117,
                     f"the property reads `context.{_show_name(key)}`, which nothing sets: it "
@@ -1076,12 +762,12 @@ class _Lowering:
         listed = ", ".join(format_value(r) for r in sorted(closes))
         if want == "":
             message = 'no run ends with "": a run never closes with an empty reason'
-            help_text = _empty_reason_help(set(closes))
+            help_text = empty_reason_help(set(closes))
         else:
             message = f"no run of the flow ends with {format_value(want)}: " + (
                 f"its runs close with {listed}" if listed else "it writes no close reason"
             )
-            close = _close_match(want, closes)
+            close = close_match(want, closes)
             help_text = (
                 f"did you mean {format_value(close)}?"
                 if close
@@ -1089,168 +775,17 @@ class _Lowering:
             )
         self.error(E117, message, reason.span, help=help_text)
 
-    def check_scenario(self, sc: n.Scenario, reasons: set[str] | None) -> None:
-        """What ``flowc test`` would refuse on any run: undeclared speakers and tools, a
-        tool effect the tool does not have, a close reason the flow never writes."""
-        if not sc.items:
-            self.diags.append(
-                Diagnostic(
-                    W214,
-                    f"scenario {format_value(sc.title.value)} is empty: it has no turns "
-                    "and no expectations, so it tests nothing",
-                    self.filename,
-                    sc.title.span,
-                    help="write the run it stands for, one turn a line, with `expect` lines",
-                )
-            )
-            return
-        finishes = {
-            finish_reason(item.reason.value if item.reason is not None else "")
-            for item in sc.items
-            if isinstance(item, n.FinishTurn)
-        }
-        for item in sc.items:
-            names: list[n.Name] = []
-            if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.FinishTurn):
-                names.append(item.speaker)
-            elif isinstance(item, n.HandoffTurn):
-                names += [item.speaker, item.target]
-            elif isinstance(item, n.ExpectNext):
-                names.append(item.speaker)
-            known = all([self.need_speaker(name, "the scenario names") for name in names])
-            human = (
-                known
-                and bool(names)
-                and self.speakers[names[0].value].human
-                and not isinstance(item, n.ExpectNext)
-            )
-            if human and isinstance(item, n.CallTurn | n.HandoffTurn | n.FinishTurn):
-                who = names[0].value
-                self.error(
-                    E111,
-                    f"`{who}` is a human; a human's turn is text and context "
-                    "writes (`sets` / `clears`), not tool calls",
-                    item.span,
-                    help="give the call to a model speaker's turn",
-                )
-            elif human and isinstance(item, n.SetTurn | n.ClearTurn):
-                self.check_human_writes(item)
-            elif known and isinstance(item, n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn):
-                self.check_bare_turn(item)
-            elif isinstance(item, n.CallTurn) and known:
-                self.check_call(item)
-            elif (
-                isinstance(item, n.ExpectTerminate)
-                and item.reason is not None
-                and (reasons is not None or item.reason.value == "")
-            ):
-                # (an empty reason is never recorded, whatever a custom target returns)
-                want = item.reason.value
-                closes = (reasons or set()) | finishes
-                if want not in closes:
-                    close = _close_match(want, closes)
-                    listed = ", ".join(format_value(r) for r in sorted(closes))
-                    self.error(
-                        E111,
-                        f"the flow never ends with {format_value(want)}: "
-                        + (
-                            "a run never closes with an empty reason"
-                            if reasons is None
-                            else f"its runs close with {listed}"
-                            if listed
-                            else "it writes no close reason"
-                        ),
-                        item.reason.span,
-                        help=_empty_reason_help(closes)
-                        if want == ""
-                        else f"did you mean {format_value(close)}?"
-                        if close
-                        else "expect one of the reasons the flow writes, or `expect terminate` "
-                        "with no reason",
-                    )
-            elif isinstance(item, n.ExpectTurns):
-                count = item.count.value
-                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                    self.error(
-                        E111,
-                        f"`expect turns` takes a whole number >= 0, got {describe(count)}",
-                        item.count.span,
-                    )
 
-    def check_human_writes(self, item: n.SetTurn | n.ClearTurn) -> None:
-        who = item.speaker.value
-        allowed = self.speakers[who].written_keys
-        keys = [a.key for a in item.assigns] if isinstance(item, n.SetTurn) else list(item.keys)
-        for key in keys:
-            if key.value not in allowed:
-                self.error(
-                    E111,
-                    human_write_refusal(who, key.value, allowed),
-                    key.span,
-                    help=f"declare it: `speaker {_show_name(who)}: human {{ sets "
-                    f"{_show_name(key.value)} }}`",
-                )
+@attrs.frozen
+class _Rules:
+    """The transitions the rules, sequences and round robins make, where each came from,
+    and what the first sequence or round robin implies (``None``: nothing)."""
 
-    def check_bare_turn(self, item: n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn) -> None:
-        """A model speaker's bare hand-off, finish or write is one a declared tool makes."""
-        who = item.speaker.value
-        if isinstance(item, n.SetTurn):
-            effect = ToolEffectInfo(tuple((a.key.value, a.value.value) for a in item.assigns))
-        elif isinstance(item, n.ClearTurn):
-            effect = ToolEffectInfo(clears=tuple(k.value for k in item.keys))
-        elif isinstance(item, n.HandoffTurn):
-            effect = ToolEffectInfo(handoff=item.target.value)
-        else:
-            effect = ToolEffectInfo(
-                finish=item.reason.value if item.reason is not None else "finished"
-            )
-        tools = {
-            t.name.value: tuple(effects_info(alt) for alt in t.alternatives)
-            for t in self.speakers[who].tools
-        }
-        refusal = bare_effect_refusal(who, tools, effect)
-        if refusal is not None:
-            self.error(
-                E111,
-                refusal,
-                item.span,
-                help=f"declare it: `speaker {_show_name(who)} {{ tool "
-                f"{'go' if effect.handoff else 'act'} {effect.text()} }}`, "
-                f"or write the step as `{who} calls TOOL`",
-            )
-
-    def check_call(self, item: n.CallTurn) -> None:
-        speaker, tool = item.speaker.value, item.tool.value
-        decls = {t.name.value: t for t in self.speakers[speaker].tools}
-        decl = decls.get(tool)
-        if decl is None:
-            declared = sorted(decls)
-            hint = f" (declared: {', '.join(declared)})" if declared else " (it declares none)"
-            close = _close_match(tool, declared)
-            self.error(
-                E111,
-                f"{speaker} has no tool `{tool}`{hint}",
-                item.tool.span,
-                help=f"did you mean `{close}`?"
-                if close
-                else f"declare it in `speaker {_show_name(speaker)} {{ tool {tool} }}`",
-            )
-            return
-        alts = tuple(effects_info(alt) for alt in decl.alternatives)
-        effects = effects_info(item.effects) if item.effects else None
-        try:
-            match_alternative(alts, effects, None, None, speaker, tool)
-        except AlternativeError as err:
-            message = str(err)
-            self.error(
-                E111,
-                message,
-                item.span,
-                help=None
-                if not alts or "in a scenario:" in message
-                else f"write the alternative the call takes: `{speaker} calls {tool} "
-                f"{alts[0].text()}`",
-            )
+    transitions: list[m.Transition]
+    infos: list[RuleInfo]
+    start: str | None
+    default: m.Target | None
+    max_turns: int | None
 
 
 @attrs.frozen
@@ -1293,48 +828,6 @@ def pattern_span(span: Span, pattern: str, offset: int, length: int) -> Span:
         span.start + start,
         span.start + end,
     )
-
-
-def _empty_reason_help(known: set[str]) -> str:
-    """The help for ``expect terminate ""``: what an empty reason closes a run with.
-
-    >>> print(_empty_reason_help({"finished", "max_turns"}))
-    an empty reason is never recorded: a tool's `finishes ""` closes the run as "finished", \
-`terminate ""` as "workflow_terminated" (as AG2 does); did you mean "finished"?
-    """
-    meant = [r for r in ("finished", "workflow_terminated") if r in known]
-    said = (
-        'an empty reason is never recorded: a tool\'s `finishes ""` closes the run as '
-        '"finished", `terminate ""` as "workflow_terminated" (as AG2 does)'
-    )
-    return said + (
-        "; did you mean " + " or ".join(format_value(r) for r in meant) + "?" if meant else ""
-    )
-
-
-def _close_match(word: str, options: Iterable[str]) -> str | None:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def effects_info(alt: tuple[n.Effect, ...]) -> ToolEffectInfo:
-    """What a written effect list (``sets k = 1, hands off to b``) does."""
-    sets: list[tuple[str, Any]] = []
-    clears: list[str] = []
-    handoff: str | None = None
-    finish: str | None = None
-    for eff in alt:
-        if isinstance(eff, n.SetEffect):
-            sets.append((eff.key.value, eff.value.value))
-        elif isinstance(eff, n.ClearEffect):
-            clears.append(eff.key.value)
-        elif isinstance(eff, n.HandoffEffect):
-            handoff = eff.target.value
-        else:
-            finish = eff.reason.value if eff.reason else "finished"
-    return ToolEffectInfo(tuple(sets), tuple(clears), handoff, finish)
 
 
 def _first(flow: n.Flow, cls: type[Any]) -> Any:

@@ -12,7 +12,8 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.lower import CompiledFlow, lower
+from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.lower import lower
 from flowc.compiler.serde import ShapeError, is_knobs_dict, structure_graph, structure_knobs
 from flowc.diagnostics import E001, E108, Diagnostic
 from flowc.dsl.parser import parse_source

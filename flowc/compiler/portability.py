@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flowc.compiler import model as m
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.diagnostics import E112, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.source import Span

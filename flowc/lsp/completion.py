@@ -20,7 +20,7 @@ from lark import Token
 from lark.exceptions import UnexpectedInput
 from lark.lexer import PatternStr
 
-from flowc.compiler.lower import finish_reason, terminate_reason
+from flowc.compiler.tool_effects import finish_reason, terminate_reason
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 from flowc.dsl.parser import _parser, tokens

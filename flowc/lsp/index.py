@@ -18,8 +18,8 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import rule_label, transition_text
-from flowc.compiler.lower import CompiledFlow
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 from flowc.dsl.parser import KEYWORDS, tokens

@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.lower import ToolEffectInfo, same_effect
+from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.formatter import format_name
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.adapters.workflow import DEFAULT, tool_rule_names

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from flowc.compiler.lower import ToolEffectInfo, same_effect
+from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.formatter import format_name, format_value
 from flowc.runtime.envelope import Envelope
 from flowc.runtime.target import RunTarget

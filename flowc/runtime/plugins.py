@@ -36,7 +36,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.diagnostics import E115, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.runtime.transitions import (

@@ -26,9 +26,9 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
-from flowc.compiler.lower import ToolEffectInfo, bare_alternative, effects_info
 from flowc.compiler.monitor import Broken, Observation, RunWatch, claim_text, explain
 from flowc.compiler.properties import Property
+from flowc.compiler.tool_effects import ToolEffectInfo, bare_alternative, effects_info
 from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value

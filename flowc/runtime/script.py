@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from flowc.compiler.lower import ToolEffectInfo
+from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.runtime.frozen import builder, writable_base
 
 __all__ = ["Script", "ScriptCall", "ScriptError", "ScriptTurn", "parse_script"]

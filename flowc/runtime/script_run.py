@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.runtime.adapters.base import ChannelState, Expectation, ProtocolError
 from flowc.runtime.adapters.workflow import merge_context_writes
 from flowc.runtime.clients import AgentClient, HumanClient, Turn

@@ -13,7 +13,7 @@ flowc.runtime.script.ScriptError: script.b[0]: b has no tool `t` (it declares no
 
 from __future__ import annotations
 
-from flowc.compiler.lower import (
+from flowc.compiler.tool_effects import (
     AlternativeError,
     ToolEffectInfo,
     bare_effect_refusal,

@@ -19,10 +19,11 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import rule_label, target_text, transition_text
-from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
 from flowc.compiler.properties import Property, property_json, property_of_json
 from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
+from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.runtime.adapters.base import ChannelMetadata
 from flowc.runtime.adapters.workflow import DEFAULT, WorkflowAdapter
 from flowc.runtime.script import Script

@@ -43,7 +43,8 @@ from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
 from flowc.compiler.analysis.suppress import apply_ignores
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
 from flowc.compiler.analysis.worst import check_worst_case
-from flowc.compiler.lower import PATTERN_HELP, CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.lower import PATTERN_HELP
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems

@@ -40,8 +40,8 @@ from flowc.compiler.analysis.lockstep import (
     explore_pair,
 )
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import condition_text, property_text, rule_ref, target_text
-from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.monitor import claim_text
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.compiler.properties import Property

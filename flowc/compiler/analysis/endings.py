@@ -1,7 +1,7 @@
 """E111 from the exploration: a scenario that expects a close reason no run ends with.
 
-Compiling a flow (``flowc.compiler.lower``) refuses ``expect terminate "REASON"`` when
-the flow writes REASON nowhere. A reason the flow does write may still end no run: the
+Compiling a flow (``flowc.compiler.scenario_checks``) refuses ``expect terminate
+"REASON"`` when the flow writes REASON nowhere. A reason the flow does write may still end no run: the
 rule that writes it never fires, the (implicit) ``otherwise`` is never reached, the tool
 that finishes with it is never called, or every such run is longer than ``max_turns``. Such a scenario could only fail when it
 runs, so the reasons some run really ends with are checked too (for every state: when
@@ -34,7 +34,8 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.system import system_of_flow
-from flowc.compiler.lower import CompiledFlow, finish_reason, terminate_reason
+from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.tool_effects import finish_reason, terminate_reason
 from flowc.diagnostics import E111, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value

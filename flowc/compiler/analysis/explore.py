@@ -32,8 +32,8 @@ from flowc.compiler.analysis.system import (
     System,
     Valuation,
 )
-from flowc.compiler.lower import finish_reason as finish_reason  # re-exported
-from flowc.compiler.lower import terminate_reason as terminate_reason  # re-exported
+from flowc.compiler.tool_effects import finish_reason as finish_reason  # re-exported
+from flowc.compiler.tool_effects import terminate_reason as terminate_reason  # re-exported
 
 DEFAULT, HANDOFF, FINISH = -1, -2, -3
 

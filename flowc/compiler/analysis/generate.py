@@ -58,7 +58,7 @@ from flowc.compiler.analysis.targets import (
     alternative_of,
     coverage_targets,
 )
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
 from flowc.dsl.formatter import format_name, format_value
 

@@ -53,7 +53,7 @@ from flowc.compiler.analysis.explore import (
     finish_reason,
 )
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation, _equal
-from flowc.compiler.lower import ToolEffectInfo
+from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.dsl.formatter import format_name
 
 #: the close reason when a run reaches ``max_turns``

@@ -41,7 +41,7 @@ from flowc.compiler.analysis.explore import Recorded, StateSpace, Step, explore
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_along
 from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation, system_of_flow
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.monitor import (
     AtomTable,
     Broken,

@@ -58,7 +58,7 @@ from flowc.compiler.analysis.system import (
     System,
     Valuation,
 )
-from flowc.compiler.lower import finish_reason, terminate_reason
+from flowc.compiler.tool_effects import finish_reason, terminate_reason
 
 __all__ = ["UNSET", "Symbolic", "SymbolicFacts", "explore_symbolic"]
 

@@ -16,8 +16,8 @@ from typing import Any, TypeAlias, TypeVar
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.compiled import CompiledFlow, RuleInfo
 from flowc.compiler.describe import Describer, condition_key, condition_text, rule_label
-from flowc.compiler.lower import CompiledFlow, RuleInfo
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.diagnostics import elide
 from flowc.dsl.formatter import format_name, format_value

@@ -40,7 +40,8 @@ from flowc.compiler.analysis.facts import MAX_CAP_RUN, CheckOptions, Facts, Find
 from flowc.compiler.analysis.rules import folded_into_w210
 from flowc.compiler.analysis.runs import Run, Turn, run_along
 from flowc.compiler.analysis.system import Action, System, system_of_flow
-from flowc.compiler.lower import CompiledFlow, ToolEffectInfo, finish_reason, terminate_reason
+from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.tool_effects import ToolEffectInfo, finish_reason, terminate_reason
 from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value

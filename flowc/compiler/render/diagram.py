@@ -2,7 +2,7 @@
 
 Both renderers (:mod:`~flowc.compiler.render.dot`, :mod:`~flowc.compiler.render.mermaid`)
 and the HTML page draw the same :class:`Diagram`, built by :func:`build_diagram` from a
-:class:`~flowc.compiler.lower.CompiledFlow` or a JSON
+:class:`~flowc.compiler.compiled.CompiledFlow` or a JSON
 :class:`~flowc.compiler.pipeline.LoadedGraph`, and optionally marked with the checker's
 findings by :func:`mark_findings`.
 
@@ -32,8 +32,8 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import condition_text, rule_ref, target_text
-from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.diagnostics import Diagnostic, elide, listing
 from flowc.dsl import nodes as n

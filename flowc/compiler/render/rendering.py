@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.lower import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.render.diagram import Diagram, build_diagram, mark_findings
 from flowc.compiler.render.dot import render_dot

@@ -1,0 +1,139 @@
+"""What compilation produces: :class:`CompiledFlow`, the graph and knobs AG2 loads with
+everything the tools need (declared tools, custom conditions and targets, where each
+transition came from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+import attrs
+
+from flowc.compiler import model as m
+from flowc.compiler.properties import Property
+from flowc.compiler.serde import (
+    canonical_json,
+    lazy_knobs,
+    unstructure_graph,
+    unstructure_knobs,
+)
+from flowc.compiler.tool_effects import ToolEffectInfo
+from flowc.dsl import nodes as n
+from flowc.source import Span
+
+
+@attrs.frozen
+class ToolInfo:
+    """A tool declared on a speaker; ``alternatives`` empty for a plain tool."""
+
+    speaker: str
+    name: str
+    alternatives: tuple[ToolEffectInfo, ...]
+    span: Span
+
+
+@attrs.frozen
+class ParamInfo:
+    name: str
+    type: str
+    default: Any
+    has_default: bool
+
+
+@attrs.frozen
+class CustomDecl:
+    """A declared custom condition or target."""
+
+    kind: str  # "condition" or "target"
+    name: str
+    params: tuple[ParamInfo, ...]
+    #: for targets: the speakers (and ``None`` for terminate) it may resolve to;
+    #: ``None`` when the declaration has no ``->`` list (anything goes)
+    results: tuple[str | None, ...] | None
+    span: Span
+
+
+@attrs.frozen
+class RuleInfo:
+    """Where compiled transition ``index`` came from."""
+
+    index: int
+    rule: n.Rule | None  # None for rules implied by sequence / round_robin
+    statement: n.Statement
+    span: Span
+
+    @property
+    def line(self) -> int:
+        """The line a reader finds it on: the rule's `when` line, or the line of its own
+        branch when the rule was split (`or`, `from a, b`, a sequence step)."""
+        if self.rule is not None and (
+            self.span is self.rule.cond.span or self.span == self.rule.cond.span
+        ):
+            return self.rule.span.line
+        return self.span.line
+
+
+@attrs.frozen
+class CompiledFlow:
+    """A compiled flow: the graph, the knobs and everything the tools need.
+
+    ``graph_dict`` / ``knobs`` are exactly what AG2 loads.
+    """
+
+    name: str | None
+    description: str | None
+    graph: m.TransitionGraph
+    context_vars: dict[str, Any]
+    speakers: tuple[str, ...]
+    humans: frozenset[str]
+    start: str
+    initiator: str
+    tools: tuple[ToolInfo, ...]
+    customs: tuple[CustomDecl, ...]
+    rules: tuple[RuleInfo, ...]
+    default_span: Span | None  # the written `otherwise`, if any
+    default_implied: bool  # the default comes from sequence / round_robin
+    bindings: Mapping[str, str]
+    scenarios: tuple[n.Scenario, ...]
+    flow: n.Flow
+    #: human speaker -> the context keys it may write (``speaker user: human { sets k }``)
+    human_writes: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: the ``property`` statements, lowered (:mod:`flowc.compiler.properties`)
+    properties: tuple[Property, ...] = ()
+
+    @property
+    def graph_dict(self) -> dict[str, Any]:
+        return unstructure_graph(self.graph)
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        return unstructure_knobs(m.Knobs(self.graph, dict(self.context_vars)))
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t.name for t in self.tools))
+
+    @property
+    def custom_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.customs)
+
+    def tools_of(self, speaker: str) -> tuple[ToolInfo, ...]:
+        return self._tools_by_speaker.get(speaker, ())
+
+    @cached_property
+    def _tools_by_speaker(self) -> dict[str, tuple[ToolInfo, ...]]:
+        # (a filter over every tool for each speaker was quadratic in a flow of many speakers)
+        out: dict[str, list[ToolInfo]] = {}
+        for t in self.tools:
+            out.setdefault(t.speaker, []).append(t)
+        return {s: tuple(ts) for s, ts in out.items()}
+
+    def agent_id(self, speaker: str) -> str:
+        return self.bindings.get(speaker, speaker)
+
+    def to_json(self, *, graph_only: bool = False) -> str:
+        # the same text as canonical_json(self.graph_dict / self.knobs), but each
+        # transition's dict is made as it is written
+        return canonical_json(lazy_knobs(m.Knobs(self.graph, dict(self.context_vars)), graph_only))

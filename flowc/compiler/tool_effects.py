@@ -1,0 +1,277 @@
+"""What a declared tool's call does (its alternatives), and which one a call takes.
+
+A tool declared as ``tool decide hands off to b | finishes "done"`` has alternatives; a
+scripted call, a scenario's ``calls`` and a model speaker's bare turn each take one of
+them. Compile, check, test and run share these rules (and their words).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from flowc.dsl import nodes as n
+from flowc.dsl.formatter import format_name, format_value
+
+
+@attrs.frozen
+class ToolEffectInfo:
+    """One alternative of a declared tool: what one call does."""
+
+    sets: tuple[tuple[str, Any], ...] = ()
+    clears: tuple[str, ...] = ()
+    handoff: str | None = None
+    finish: str | None = None  # the reason, when the tool finishes the run
+
+    def text(self) -> str:
+        """The alternative as a declaration writes it: ``clears j, sets k = 1, hands off to b``.
+
+        >>> ToolEffectInfo((("k", 1),), ("j",), "b").text()
+        'clears j, sets k = 1, hands off to b'
+        """
+        parts = [f"clears {format_name(k)}" for k in self.clears]
+        parts += [f"sets {format_name(k)} = {format_value(v)}" for k, v in self.sets]
+        if self.handoff is not None:
+            parts.append(f"hands off to {format_name(self.handoff)}")
+        if self.finish is not None:
+            parts.append(f"finishes {format_value(self.finish)}")
+        return ", ".join(parts) or "nothing"
+
+
+class AlternativeError(ValueError):
+    """A scripted tool call that matches none of the tool's declared alternatives."""
+
+
+def match_alternative(
+    alts: tuple[ToolEffectInfo, ...],
+    effects: ToolEffectInfo | None,
+    handoff: str | None,
+    finish: str | None,
+    speaker: str,
+    tool: str,
+    writes: tuple[Mapping[str, Any], Sequence[str]] | None = None,
+) -> ToolEffectInfo | None:
+    """The declared alternative a scripted call of ``tool`` takes (``None`` for a tool
+    declared without effects). ``effects`` is what a scenario writes after the tool
+    (``calls decide hands off to billing``); ``handoff`` / ``finish`` what a script says.
+    Raises :class:`AlternativeError` with the reason, in the words ``flowc test`` uses.
+
+    >>> alts = (ToolEffectInfo(handoff="b"), ToolEffectInfo(finish="done"))
+    >>> match_alternative(alts, None, "b", None, "a", "decide").handoff
+    'b'
+    >>> match_alternative(alts, None, None, None, "a", "decide")
+    Traceback (most recent call last):
+    ...
+    flowc.compiler.tool_effects.AlternativeError: a's tool `decide` does one of several things (hands off to b | finishes "done"); say which with `handoff` or `finish`, or the writes (`set` / `delete`) of one that only writes context (in a scenario: `a calls decide hands off to b`)
+
+    ``writes`` is a script call's ``(set, delete)``: alternatives that only write context
+    are told apart by them (the one alternative whose writes the call includes).
+
+    A script's ``handoff`` takes the alternative that only hands off, not one that also
+    finishes (a finish wins over the handoff beside it, so that one ends the run):
+
+    >>> both = (ToolEffectInfo(handoff="b", finish=""), ToolEffectInfo(handoff="b"))
+    >>> match_alternative(both, None, "b", None, "a", "decide").finish is None
+    True
+    >>> match_alternative(both, None, None, "", "a", "decide").finish
+    ''
+
+    and, among those, the one with the most of the script's writes:
+
+    >>> hand = (ToolEffectInfo(handoff="b"), ToolEffectInfo((("k", 1),), handoff="b"))
+    >>> match_alternative(hand, None, "b", None, "a", "pass", ({"k": 1}, [])).sets
+    (('k', 1),)
+    >>> match_alternative(hand, None, "b", None, "a", "pass", ({}, [])).sets
+    ()
+
+    >>> rate = (ToolEffectInfo((("k", 1),)), ToolEffectInfo((("k", 2),)))
+    >>> match_alternative(rate, None, None, None, "a", "rate", ({"k": 2}, [])).sets
+    (('k', 2),)
+    """
+    if not alts:
+        if effects is not None and effects != ToolEffectInfo():
+            raise AlternativeError(
+                f"{speaker}'s tool `{tool}` is declared with no effects, not {effects.text()}"
+            )
+        return None
+    if effects is not None:
+        for alt in alts:
+            if alt == effects:
+                return alt
+        options = " | ".join(a.text() for a in alts)
+        raise AlternativeError(
+            f"{speaker}'s tool `{tool}` is declared to do {options}, not {effects.text()}"
+        )
+    if len(alts) == 1 and handoff is None and finish is None:
+        return alts[0]
+    if handoff is None and finish is None and writes is not None:
+        best = _most_writes([a for a in alts if a.handoff is None and a.finish is None], writes)
+        if best and all(a == best[0] for a in best):  # one, or equal ones
+            return best[0]
+    if handoff is not None or finish is not None:
+        fitting = [
+            a
+            for a in alts
+            if (handoff is None or a.handoff == handoff) and (finish is None or a.finish == finish)
+        ]
+        # the alternative that does just what the script says wins over one that also
+        # finishes (or also hands off) beside it, then the one with most of its writes
+        pool = [a for a in fitting if a.handoff == handoff and a.finish == finish] or fitting
+        if writes is not None and len(pool) > 1:
+            pool = _most_writes(pool, writes) or pool
+        if pool:
+            return pool[0]
+    options = " | ".join(
+        f"hands off to {a.handoff}"
+        if a.handoff is not None
+        else f"finishes {format_value(a.finish)}"
+        if a.finish is not None
+        else a.text()
+        for a in alts
+    )
+    if handoff is None and finish is None:
+        raise AlternativeError(
+            f"{speaker}'s tool `{tool}` does one of several things "
+            f"({options}); say which with `handoff` or `finish`, or the "
+            "writes (`set` / `delete`) of one that only writes context "
+            f"(in a scenario: `{speaker} calls {tool} {alts[0].text()}`)"
+        )
+    raise AlternativeError(
+        f"{speaker}'s tool `{tool}` is declared to do {options}, not what the script says"
+    )
+
+
+def bare_alternative(
+    alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
+) -> tuple[str, int] | None:
+    """The declared alternative a model speaker's bare turn takes: ``(tool, index)`` of
+    the first alternative, in declaration order, that does exactly ``effect`` (the same
+    writes, hand-off and finish); ``None`` when none does (then the turn is refused, see
+    :func:`bare_effect_refusal`). Coverage counts the turn as this alternative.
+
+    >>> alts = {"go": (ToolEffectInfo(finish="done"), ToolEffectInfo(handoff="b")),
+    ...         "pass": (ToolEffectInfo(handoff="b"),)}
+    >>> bare_alternative(alts, ToolEffectInfo(handoff="b"))
+    ('go', 1)
+    >>> bare_alternative(alts, ToolEffectInfo(finish="")) is None
+    True
+    """
+    for tool, tool_alts in alts.items():
+        for i, alt in enumerate(tool_alts):
+            if same_effect(alt, effect):
+                return tool, i
+    return None
+
+
+def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
+    """Whether ``effect`` (what a call did) is exactly the declared ``alt``: the same
+    writes (in any order), the same hand-off, and a finish with the same close reason (an
+    empty reason closes as ``"finished"``, as AG2 closes it).
+
+    >>> same_effect(ToolEffectInfo((("k", 1),), finish=""), ToolEffectInfo((("k", 1),),
+    ...                                                           finish="finished"))
+    True
+    >>> same_effect(ToolEffectInfo((("k", True),)), ToolEffectInfo((("k", "yes"),)))
+    False
+    """
+    return (
+        dict(alt.sets) == dict(effect.sets)
+        and set(alt.clears) == set(effect.clears)
+        and alt.handoff == effect.handoff
+        and (alt.finish is None) == (effect.finish is None)
+        and finish_reason(alt.finish or "") == finish_reason(effect.finish or "")
+    )
+
+
+def bare_effect_refusal(
+    speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
+) -> str | None:
+    """Why a model speaker's bare turn (``a hands off to b``, a script's ``handoff``
+    without ``tool``) cannot run: as in AG2, where a hand-off, a finish and a context write
+    come from a tool's return, a model speaker's turn does only what one alternative of
+    one of its declared ``alts`` (tool name -> alternatives) does. ``None`` when one does.
+
+    >>> go = {"go": (ToolEffectInfo(handoff="b"),)}
+    >>> bare_effect_refusal("a", go, ToolEffectInfo(handoff="b")) is None
+    True
+    >>> print(bare_effect_refusal("a", go, ToolEffectInfo(finish="x")))
+    `a` is a model speaker and none of its tools finishes "x" (declared: go: hands off to b); a model speaker hands off, finishes and writes context only through its declared tools
+    """
+    if bare_alternative(alts, effect) is not None:
+        return None
+    declared = "; ".join(
+        f"{name}: " + " | ".join(a.text() for a in tool_alts) if tool_alts else name
+        for name, tool_alts in sorted(alts.items())
+    )
+    return (
+        f"`{speaker}` is a model speaker and none of its tools {effect.text()}"
+        + (f" (declared: {declared})" if declared else " (it declares none)")
+        + "; a model speaker hands off, finishes and writes context only through its "
+        "declared tools"
+    )
+
+
+def _most_writes(
+    alts: Sequence[ToolEffectInfo], writes: tuple[Mapping[str, Any], Sequence[str]]
+) -> list[ToolEffectInfo]:
+    """The alternatives that make the most of a script call's writes ``(set, delete)`` and
+    none it does not make (the call's writes land anyway, so any of them writes the same).
+
+    >>> alts = (ToolEffectInfo(clears=("k",)), ToolEffectInfo((("k", None),), ("k",)))
+    >>> _most_writes(alts, ({"k": None}, ["k"])) == [alts[1]]
+    True
+    """
+    sets, deletes = writes
+    within = [
+        a
+        for a in alts
+        if all(k in sets and sets[k] == v for k, v in a.sets)
+        and all(k in deletes for k in a.clears)
+    ]
+    most = max((len(a.sets) + len(a.clears) for a in within), default=0)
+    return [a for a in within if len(a.sets) + len(a.clears) == most]
+
+
+def human_write_refusal(who: str, key: str, allowed: Sequence[str]) -> str:
+    """Why a human may not write ``key`` (the words compile, check, test and run share).
+
+    >>> human_write_refusal("user", "done", ["rating"])
+    '`user` is a human that may write only context.rating, not context.done'
+    """
+    may = ", ".join(f"context.{format_name(k)}" for k in allowed)
+    return (
+        f"`{who}` is a human that may write only {may}, not context.{format_name(key)}"
+        if allowed
+        else f"`{who}` is a human that declares no context keys it may write, so not "
+        f"context.{format_name(key)}"
+    )
+
+
+def terminate_reason(reason: str) -> str:
+    """The close reason of a ``terminate``: AG2 closes an empty one as ``workflow_terminated``."""
+    return reason or "workflow_terminated"
+
+
+def finish_reason(reason: str) -> str:
+    """The close reason of a tool's ``Finish``: AG2 closes an empty one as ``finished``."""
+    return reason or "finished"
+
+
+def effects_info(alt: tuple[n.Effect, ...]) -> ToolEffectInfo:
+    """What a written effect list (``sets k = 1, hands off to b``) does."""
+    sets: list[tuple[str, Any]] = []
+    clears: list[str] = []
+    handoff: str | None = None
+    finish: str | None = None
+    for eff in alt:
+        if isinstance(eff, n.SetEffect):
+            sets.append((eff.key.value, eff.value.value))
+        elif isinstance(eff, n.ClearEffect):
+            clears.append(eff.key.value)
+        elif isinstance(eff, n.HandoffEffect):
+            handoff = eff.target.value
+        else:
+            finish = eff.reason.value if eff.reason else "finished"
+    return ToolEffectInfo(tuple(sets), tuple(clears), handoff, finish)
