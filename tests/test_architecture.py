@@ -346,3 +346,104 @@ def test_the_private_api_check_sees_imports_attributes_and_strings() -> None:
         }
     )
     assert private_names_used(body, watched) == watched - {"_include_headers"}
+
+
+# ── size: rooms a person can hold in their head ──────────────────────────────────────
+
+#: no function (method, nested function) of flowc/ is longer than this, in lines as
+#: formatted, docstring included
+MAX_FUNCTION_LINES = 120
+#: no module of flowc/ is longer than this (flowc/migrate keeps 960: its own layout test)
+MAX_MODULE_LINES = 1200
+#: what is over a budget today, at its size today: these may shrink, never grow, and
+#: leave this table once they are within the budget (a ratchet; docs/internals.md)
+FUNCTIONS_OVER_BUDGET = {
+    "compiler/analysis/changes.py:structural_changes": 149,
+    "compiler/analysis/lockstep.py:explore_pair": 171,
+    "compiler/render/diagram.py:_Builder.build": 128,
+    "lsp/features.py:register": 163,
+    "lsp/server.py:make_server": 159,
+    "runtime/adapters/workflow.py:compile_graph": 126,
+    "runtime/hub.py:Hub.admit_fields": 128,
+    "runtime/scenarios.py:_run_scenario": 127,
+    "view/server.py:make_app": 125,
+}
+MODULES_OVER_BUDGET = {
+    "compiler/analysis/facts.py": 1335,
+    "runtime/hub.py": 1251,
+}
+
+
+def function_lengths(text: str) -> dict[str, int]:
+    """Each function's qualified name (``Class.method``, ``outer.inner``) and its length in
+    lines, from its ``def`` (decorators left out) to its last line.
+
+    >>> function_lengths("class A:\\n    def f(self):\\n        def g():\\n            pass\\n")
+    {'A.f': 3, 'A.f.g': 2}
+    """
+    out: dict[str, int] = {}
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    assert child.end_lineno is not None
+                    out[name] = child.end_lineno - child.lineno + 1
+                walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(ast.parse(text), "")
+    return out
+
+
+def _sizes() -> tuple[dict[str, int], dict[str, int]]:
+    functions: dict[str, int] = {}
+    modules: dict[str, int] = {}
+    for path in SOURCES:
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(ROOT).as_posix()
+        modules[rel] = len(text.splitlines())
+        for name, length in function_lengths(text).items():
+            functions[f"{rel}:{name}"] = length
+    return functions, modules
+
+
+@pytest.mark.parametrize(
+    ("sizes", "budget", "over"),
+    [
+        (0, MAX_FUNCTION_LINES, FUNCTIONS_OVER_BUDGET),
+        (1, MAX_MODULE_LINES, MODULES_OVER_BUDGET),
+    ],
+    ids=["functions", "modules"],
+)
+def test_nothing_grows_past_its_size_budget(sizes: int, budget: int, over: dict[str, int]) -> None:
+    measured = _sizes()[sizes]
+    grown = [
+        f"{name}: {length} lines (budget {over.get(name, budget)})"
+        for name, length in sorted(measured.items())
+        if length > over.get(name, budget)
+    ]
+    assert not grown, "split these into named steps:\n" + "\n".join(grown)
+    stale = [
+        f"{name}: {measured.get(name, 0)} lines now"
+        for name in sorted(over)
+        if measured.get(name, 0) <= budget or measured[name] < over[name]
+    ]
+    assert not stale, "lower or remove these entries of the over-budget table:\n" + "\n".join(stale)
+
+
+def test_function_lengths_count_methods_nested_functions_and_their_docstrings() -> None:
+    text = (
+        "@decorator\n"
+        "def f():\n"
+        '    """Doc."""\n'
+        "    def g():\n"
+        "        return 1\n"
+        "    return g\n"
+        "class A:\n"
+        "    async def h(self):\n"
+        "        pass\n"
+    )
+    assert function_lengths(text) == {"f": 5, "f.g": 2, "A.h": 2}
