@@ -18,6 +18,10 @@
 # exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
+if [ "${BASH_VERSINFO[0]}" -lt 5 ] || { [ "${BASH_VERSINFO[0]}" -eq 5 ] && [ "${BASH_VERSINFO[1]}" -lt 1 ]; }; then
+  echo "scripts/ci/matrix.sh needs bash 5.1 or later (it has $BASH_VERSION)" >&2
+  exit 2
+fi
 PYTHON="${1:-python3}"
 PYTHONS="${PYTHONS:-3.11 3.12 3.13}"
 DEPS_JOBS="${DEPS_JOBS-newest lowest}"
@@ -92,7 +96,8 @@ run_job() {
 # Every environment is made first, one at a time (installers of interpreters and pip
 # caches are not made to run side by side); then the jobs run, AT_ONCE of them side by
 # side (default: the number of CPUs, at most the number of jobs). Each job's output goes
-# to its own log, printed whole when the job ends, so the logs never interleave.
+# to its own log, printed whole when the job ends, so the logs never interleave; on INT or
+# TERM (Ctrl-C, a CI time-out) the end of each running job's log is printed.
 failed=0
 summary=()
 ready=()
@@ -111,29 +116,61 @@ done
 
 AT_ONCE="${AT_ONCE:-$(nproc 2>/dev/null || echo 1)}"
 [ "$AT_ONCE" -ge 1 ] 2>/dev/null || AT_ONCE=1
+[ "$AT_ONCE" -le "${#ready[@]}" ] || AT_ONCE="${#ready[@]}"
+[ "$AT_ONCE" -ge 1 ] || AT_ONCE=1
 logs="$(mktemp -d)"
 declare -A pids=()
 show() {  # print the log of the job that ran as pid $1
-  local job="${pids[$1]}"
-  echo "== $job (ended at $((SECONDS - began)) s)"
+  local job="${pids[$1]}" result="FAILED (no summary)"
+  [ -f "$logs/$job.log.sum" ] && result="$(cut -d';' -f1 "$logs/$job.log.sum")"
+  echo "== $job ended at $((SECONDS - began)) s: ${result#"$job: "}"
   cat "$logs/$job.log"
   unset "pids[$1]"
 }
+reap() {  # wait until a running job ends, and print its log
+  local done_pid="" pid
+  wait -n -p done_pid "${!pids[@]}" || true
+  if [ -n "$done_pid" ] && [ -n "${pids[$done_pid]:-}" ]; then
+    show "$done_pid"
+    return
+  fi
+  # wait did not say which job ended: show every job that is no longer running
+  for pid in "${!pids[@]}"; do
+    kill -0 "$pid" 2>/dev/null || show "$pid"
+  done
+  sleep 1
+}
+kill_tree() {  # TERM process $1 and everything it started
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill -TERM "$1" 2>/dev/null || true
+}
+stopped() {  # INT or TERM (Ctrl-C, a CI time-out): what each running job had printed
+  trap - INT TERM
+  local pid
+  for pid in "${!pids[@]}"; do
+    kill_tree "$pid"
+    echo "== ${pids[$pid]}: stopped at $((SECONDS - began)) s; the end of its output:"
+    tail -n 60 "$logs/${pids[$pid]}.log"
+  done
+  rm -rf "$logs"
+  exit 130
+}
+trap stopped INT TERM
 began=$SECONDS
 for i in "${!ready[@]}"; do
   job="${ready[$i]}"; venv="${venvs[$i]%:*}"; made="${venvs[$i]##*:}"
   while [ "${#pids[@]}" -ge "$AT_ONCE" ]; do
-    wait -n -p done_pid "${!pids[@]}" || true
-    show "$done_pid"
+    reap
   done
   echo "== $job: started with $venv (${#pids[@]} other jobs running)"
   run_job "$job" "$venv" "$logs/$job.log" "$made" &
   pids[$!]="$job"
 done
 while [ "${#pids[@]}" -gt 0 ]; do
-  wait -n -p done_pid "${!pids[@]}" || true
-  show "$done_pid"
+  reap
 done
+trap - INT TERM
 for job in "${ready[@]}"; do
   if [ -f "$logs/$job.log.sum" ]; then
     line="$(cat "$logs/$job.log.sum")"

@@ -234,7 +234,8 @@ def test_a_script_without_a_kickoff_says_so(
     flow.write_text("speaker customer: human\nspeaker bot\nwhen from customer then bot\n")
     script = tmp_path / "s.json"
     script.write_text('{"script": {"bot": ["hello"]}}')
-    assert main(["run", str(flow), "--script", str(script)]) == 1
+    db = tmp_path / "runs.db"  # not the default .flowc/runs.db of the working folder
+    assert main(["run", str(flow), "--script", str(script), "--db", str(db)]) == 1
     out = capsys.readouterr().out
     assert "after 0 turns" not in out
     assert (
