@@ -342,8 +342,10 @@ def test_a_live_run_streams_its_turns_as_they_are_committed(workdir: Path, page:
     try:
         page.goto(server.url)
         wait_for(lambda: _shown_numbers(page) == [1], what="the kickoff on the page")
-        assert page.inner_text("#run-status") == "running"
-        assert "pid" in page.inner_text("#run-holder")
+        # the status and holder come with the feed's status message, which may follow the
+        # kickoff's: wait for them as for the turns
+        wait_for(lambda: page.inner_text("#run-status") == "running", what="the status running")
+        wait_for(lambda: "pid" in page.inner_text("#run-holder"), what="the holder's pid")
         for k in range(1, LIVE_TURNS):
             (gate / f"go-{k}").touch()
             wait_for(
