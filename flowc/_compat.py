@@ -7,8 +7,8 @@ after that version, so an upgrade that changes one fails one named test.
 ``tests/test_architecture.py`` checks that no other module of flowc names any of
 :data:`PRIVATE_NAMES`.
 
-It imports no flowc module and, at import, only what ``re`` has already loaded: Lark and
-pygls are imported by the functions that use them, so loading this module costs nothing
+It imports no flowc module and, at import, only what ``re`` has already loaded: pygls
+and dd are imported by the functions that use them, so loading this module costs nothing
 to a command that uses neither.
 
 >>> items, flags = re_parse("(?i)a|b")
@@ -19,8 +19,8 @@ to a command that uses neither.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
@@ -31,12 +31,9 @@ __all__ = [
     "PRIVATE_NAMES",
     "RE_CONSTANTS",
     "RE_TYPE_FLAGS",
-    "LalrTables",
     "PyglsRawJson",
     "argparse_subparser",
     "dd_out_of_memory",
-    "lark_lalr_tables",
-    "lark_token_factory",
     "networkx_digraph",
     "networkx_successors",
     "pygls_send",
@@ -50,7 +47,6 @@ __all__ = [
 #: the versions each wrapped use was checked against (the smoke tests name them)
 CHECKED_AGAINST = {
     "CPython": ("3.11.7", "3.12.1", "3.13.0"),
-    "lark": ("1.3.1",),
     "pygls": ("2.1.1",),
     "dd": ("0.6.0",),
     "networkx": ("3.2.1", "3.6.1"),
@@ -65,10 +61,6 @@ PRIVATE_NAMES = frozenset(
         "re._casefix",
         "_sre",
         "_EXTRA_CASES",
-        "_future_new",
-        "parse_table",
-        "lalr_analysis",
-        "lalr_parser",
         "_send_data",
         "_include_headers",
         "_run_exitfuncs",
@@ -138,68 +130,6 @@ def unicode_iscased(code: int) -> bool:
     """``_sre.unicode_iscased``: whether Python's engine treats ``code`` as having case
     under ``(?i)``. Checked against CPython 3.11.7, 3.12.1 and 3.13.0."""
     return bool(_sre.unicode_iscased(code))
-
-
-# ── Lark: the LALR driver of flowc.dsl.lalr ─────────────────────────────────────────
-
-
-def lark_token_factory() -> Callable[..., Any]:
-    """``lark.Token._future_new``: builds a ``Token(type, value, start_pos, line, column,
-    end_line, end_column, end_pos)`` without the shim of ``Token.__new__`` that checks
-    for the keyword arguments Lark deprecated.
-
-    Why: flowc's own lexer makes every token of a file; the shim costs a call and a
-    keyword check per token. Checked against lark 1.3.1.
-    """
-    from lark import Token
-
-    return Token._future_new
-
-
-class LalrTables(NamedTuple):
-    """What :func:`lark_lalr_tables` reads out of a Lark LALR parser."""
-
-    #: state -> terminal name -> (action, argument): the argument of :attr:`shift` is
-    #: the next state, of the reduce action a grammar rule (see :meth:`reduction`)
-    states: dict[Any, dict[str, tuple[Any, Any]]]
-    #: the state the parse starts in and the one it accepts in
-    start: Any
-    end: Any
-    #: grammar rule -> the callback Lark calls with its children
-    callbacks: dict[Any, Any]
-    #: the lexer configuration Lark gives a custom lexer (``terminals``, ``callbacks``)
-    lexer_conf: Any
-    #: the shift action (``lark.parsers.lalr_analysis.Shift``)
-    shift: Any
-
-    def reduction(self, rule: Any) -> tuple[int, str, Any]:
-        """A reduce action's rule as (how many values it pops, the rule's name, its
-        callback)."""
-        return len(rule.expansion), str(rule.origin.name), self.callbacks[rule]
-
-
-def lark_lalr_tables(parser: Any, start: str = "start") -> LalrTables:
-    """The LALR table of a ``Lark(..., parser="lalr")``: ``parser.parser.parser.parser``
-    (a ``lark.parsers.lalr_parser._Parser``) and its ``parse_table`` (``states``,
-    ``start_states``, ``end_states``), its rule ``callbacks``, the frontend's
-    ``lexer_conf`` and the ``Shift`` action of ``lark.parsers.lalr_analysis``.
-
-    Why: :func:`flowc.dsl.lalr._parse_fast` runs Lark's LALR loop over this table in one
-    function (Lark's own loop is a third of a parse). Checked against lark 1.3.1.
-    """
-    from lark.parsers.lalr_analysis import Shift
-
-    frontend = parser.parser  # lark.parser_frontends.ParsingFrontend
-    inner = frontend.parser.parser  # lark.parsers.lalr_parser._Parser
-    table = inner.parse_table
-    return LalrTables(
-        table.states,
-        table.start_states[start],
-        table.end_states[start],
-        inner.callbacks,
-        frontend.lexer_conf,
-        Shift,
-    )
 
 
 # ── pygls: messages the language server has already written as JSON (flowc.lsp) ──────

@@ -182,50 +182,6 @@ def test_cpython_3_11_to_3_13_sre_unicode_case() -> None:
     assert _compat.unicode_iscased(ord("A")) and not _compat.unicode_iscased(ord("1"))
 
 
-def test_lark_1_3_1_token_future_new() -> None:
-    """``lark.Token._future_new(type, value, start_pos, line, column, end_line,
-    end_column, end_pos)``. Checked against lark 1.3.1."""
-    from lark import Token
-
-    tok = Token._future_new("NAME", "abc", 4, 2, 3, 2, 6, 7)  # type: ignore[no-untyped-call]
-    assert isinstance(tok, Token) and tok == "abc"
-    assert (
-        tok.type,
-        tok.start_pos,
-        tok.line,
-        tok.column,
-        tok.end_line,
-        tok.end_column,
-        tok.end_pos,
-    ) == ("NAME", 4, 2, 3, 2, 6, 7)
-    assert _compat.lark_token_factory() == Token._future_new
-
-
-def test_lark_1_3_1_lalr_parse_table() -> None:
-    """``Lark(...).parser.parser.parser`` (``lalr_parser._Parser``): its ``parse_table``
-    (``states``, ``start_states``, ``end_states``), ``callbacks`` and the ``Shift`` action,
-    and the frontend's ``lexer_conf``. Checked against lark 1.3.1."""
-    from lark import Lark
-    from lark.parsers.lalr_analysis import Shift
-
-    parser = Lark('start: "a" NAME\nNAME: /[a-z]+/\n%ignore " "', parser="lalr")
-    inner = parser.parser.parser.parser
-    table = inner.parse_table
-    tables = _compat.lark_lalr_tables(parser)
-    assert tables.states is table.states and tables.shift is Shift
-    assert tables.start == table.start_states["start"] and tables.end == table.end_states["start"]
-    assert {t.name for t in tables.lexer_conf.terminals} >= {"NAME", "A"}
-    # drive the table by hand over "a x": shift A, shift NAME, reduce start
-    state = tables.start
-    for terminal in ("A", "NAME"):
-        action, state = tables.states[state][terminal]
-        assert action is Shift
-    action, rule = tables.states[state]["$END"]
-    assert action is not Shift
-    size, name, callback = tables.reduction(rule)
-    assert (size, name) == (2, "start") and callback is inner.callbacks[rule]
-
-
 class _Writer:
     def __init__(self) -> None:
         self.out = io.BytesIO()

@@ -23,6 +23,7 @@ import math
 import pkgutil
 import re
 from array import array
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -32,7 +33,7 @@ from flowc.dsl.keywords import MAX_NESTING
 from flowc.inputs import MAX_INT_DIGITS
 from flowc.source import Span, offsets
 
-__all__ = ["parse_valid"]
+__all__ = ["parse_valid", "scan"]
 
 #: recursion this parser allows itself before it hands the file to the LALR parser
 #: (which needs no recursion: parentheses that only group may nest without limit)
@@ -175,6 +176,46 @@ class _Lexer:
             add((END, "", line_start - 1, line, len(line_text) + 1))
         else:
             add(_MORE)
+
+
+def scan(text: str, *, comments: bool = False) -> Iterator[_Token]:
+    """Every token of ``text`` as (kind, text, offset, line, column), blanks left out,
+    comments (kind ``COMMENT``, to the end of their line) only when asked for, up to the
+    first character no token starts with. A keyword's or punctuation's kind is its own
+    text; the others' are ``NAME``, ``QUOTED_NAME``, ``STRING`` and ``NUMBER``. For tools
+    that read a flow token by token (:func:`flowc.dsl.parser.tokens`), so that they see
+    the tokens the parser sees.
+
+    >>> [t[:2] for t in scan('when from a # hi\\n then "b" ?', comments=True)]
+    [('when', 'when'), ('from', 'from'), ('NAME', 'a'), ('COMMENT', '# hi'), ('then', 'then'), ('STRING', '"b"')]
+    """
+    keywords = _KEYWORDS
+    finditer = _SCANNER.finditer
+    pos, line = 0, 0
+    while True:
+        end = text.find("\n", pos)
+        line_text = text[pos:] if end < 0 else text[pos:end]
+        line += 1
+        for m in finditer(line_text.rstrip(" \t\r\f")):  # as :meth:`_Lexer.more` does
+            group: int = m.lastindex  # type: ignore[assignment]  # one group matches
+            value = m.group(group)
+            column = m.end() - len(value) + 1
+            if group == _BAD:
+                return
+            if group == _COMMENT:
+                if comments:  # with the blanks after it, which the scan left out
+                    yield ("COMMENT", line_text[column - 1 :], pos + column - 1, line, column)
+                continue
+            if group == _NAME:
+                kind = value if value in keywords else NAME
+            elif group == _PUNCT:
+                kind = value
+            else:
+                kind = _KINDS[group]
+            yield (kind, value, pos + column - 1, line, column)
+        if end < 0:
+            return
+        pos = end + 1
 
 
 #: the end of the tokens scanned so far (never matches: the parser asks for more)

@@ -1,6 +1,7 @@
-"""Text -> AST with Lark's LALR parser: the reference parser, and the one that reports
-syntax errors. The only module that imports Lark or catches its exceptions (it reaches
-Lark's private token constructor and parse table through :mod:`flowc._compat`).
+"""Text -> AST with Lark's LALR parser and lexer: the reference parser, and the one that
+reports syntax errors. The parser's one module that imports Lark or catches its
+exceptions (the language server's completion drives Lark's interactive parser too), and it
+uses Lark's public interface only.
 
 :func:`flowc.dsl.parser.parse_source` parses a file with the faster hand-written
 parser of :mod:`flowc.dsl.descent` first; only a file that does not parse cleanly
@@ -27,82 +28,15 @@ import lark
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from flowc._compat import lark_lalr_tables, lark_token_factory
 from flowc.diagnostics import E001, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.dsl.comments import Comments
+from flowc.dsl.descent import scan
 from flowc.dsl.keywords import KEYWORDS, MAX_NESTING
 from flowc.inputs import MAX_INT_DIGITS
 from flowc.source import SourceFile, Span, offsets
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class _FlowLexer(lark.lexer.Lexer):
-    """A one-regex lexer for Lark: the grammar's terminals, keywords by table lookup.
-
-    Lark's basic lexer tries each token twice (once for the keyword check); this one
-    scans once, and tracks lines only inside whitespace, the one token that can hold a
-    newline.
-    """
-
-    def __init__(self, lexer_conf: Any) -> None:
-        by_name = {t.name: t for t in lexer_conf.terminals}
-        self.literals: dict[str, str] = {}
-        for term in lexer_conf.terminals:
-            if isinstance(term.pattern, lark.lexer.PatternStr):
-                self.literals[term.pattern.value] = term.name
-        punct = sorted(
-            (v for v in self.literals if not v[0].isalpha() and v[0] != "_"), key=len, reverse=True
-        )
-        parts = [
-            r"(?P<WS>[ \t\r\n\f]+)",
-            r"(?P<COMMENT>#[^\n]*)",
-            f"(?P<NAME>{by_name['NAME'].pattern.value})",
-            f"(?P<QUOTED_NAME>{by_name['QUOTED_NAME'].pattern.value})",
-            f"(?P<STRING>{by_name['STRING'].pattern.value})",
-            f"(?P<NUMBER>{by_name['NUMBER'].pattern.value})",
-            "(?P<PUNCT>" + "|".join(re.escape(p) for p in punct) + ")",
-        ]
-        self.scanner = re.compile("|".join(parts))
-        self.callback = lexer_conf.callbacks.get("COMMENT")
-
-    def lex(self, text: str) -> Iterator[Token]:  # type: ignore[override]
-        new_token = lark_token_factory()  # Token() without its deprecation shim
-        match = self.scanner.match
-        literals = self.literals
-        pos, line, line_start, end = 0, 1, 0, len(text)
-        while pos < end:
-            m = match(text, pos)
-            if m is None:
-                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1)  # type: ignore[no-untyped-call]
-            kind = m.lastgroup
-            value = m.group()
-            stop = m.end()
-            if kind == "WS":
-                newlines = value.count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = pos + value.rindex("\n") + 1
-                pos = stop
-                continue
-            column = pos - line_start + 1
-            if kind == "COMMENT":
-                bucket = _COMMENTS.get()
-                if type(bucket) is _Starts:  # a parse keeps only where it starts
-                    bucket.starts.append(pos)
-                elif self.callback is not None:
-                    tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)
-                    self.callback(tok)
-                pos = stop
-                continue
-            if kind == "NAME":
-                kind = literals.get(value, "NAME")
-            elif kind == "PUNCT":
-                kind = literals[value]
-            tok = new_token(kind, value, pos, line, column, line, column + len(value), stop)
-            pos = stop
-            yield tok
 
 
 @cache
@@ -111,7 +45,7 @@ def _parser() -> Lark:
     return Lark(
         grammar,
         parser="lalr",
-        lexer=_FlowLexer,
+        lexer="basic",
         keep_all_tokens=True,
         maybe_placeholders=True,
         lexer_callbacks={"COMMENT": _collect_comment},
@@ -120,101 +54,25 @@ def _parser() -> Lark:
     )
 
 
-#: a reduction: (how many values it pops, the rule's name, its callback)
-_Reduce = tuple[int, str, Any]
-
-
 @cache
-def _driver() -> tuple[dict[Any, dict[str, tuple[bool, Any]]], Any, Any, _FlowLexer]:
-    """Lark's LALR table for :func:`_parse_fast`: per state and terminal, a shift's next
-    state or a reduction with its callback looked up once (a grammar rule hashes in
-    Python, once per reduction when used as a key)."""
-    tables = lark_lalr_tables(_parser())
-    reductions: dict[int, _Reduce] = {}
-    states: dict[Any, dict[str, tuple[bool, Any]]] = {}
-    shift_action = tables.shift
-    for state, row in tables.states.items():
-        out: dict[str, tuple[bool, Any]] = {}
-        for terminal, (action, arg) in row.items():
-            if action is shift_action:
-                out[terminal] = (True, arg)
-            else:
-                red = reductions.get(id(arg))
-                if red is None:
-                    red = reductions[id(arg)] = tables.reduction(arg)
-                out[terminal] = (False, red)
-        states[state] = out
-    return states, tables.start, tables.end, _FlowLexer(tables.lexer_conf)
-
-
-def _parse_fast(text: str) -> Any:
-    """Lark's LALR loop, run in one function over our lexer's tokens.
-
-    Lark's own loop makes a method call and several attribute lookups per token, about
-    a third of the parse; this one gives the same callbacks the same values. On any
-    syntax error it returns ``None``: the caller then parses again with Lark itself,
-    for Lark's error (with the tokens it would have accepted).
-    """
-    states, start, end, lexer = _driver()
-    state_stack: list[Any] = [start]
-    value_stack: list[Any] = []
-    state = start
-
-    def reduce(rule: tuple[int, str, Any]) -> Any:
-        """Apply one reduction: pop the rule's children, push its value and the state
-        the goto table gives; return that state."""
-        size, origin, callback = rule
-        if size:
-            children = value_stack[-size:]
-            del state_stack[-size:]
-            del value_stack[-size:]
-        else:
-            children = []
-        value_stack.append(callback(children))
-        goto = states[state_stack[-1]][origin][1]
-        state_stack.append(goto)
-        return goto
-
-    try:
-        for token in lexer.lex(text):
-            ttype = token.type
-            while True:
-                shift, arg = states[state][ttype]
-                if shift:
-                    state_stack.append(arg)
-                    state = arg
-                    value_stack.append(token)
-                    break
-                state = reduce(arg)
-        while True:
-            shift, arg = states[state]["$END"]
-            if shift:  # pragma: no cover - the end token is never shifted
-                return None
-            state = reduce(arg)
-            if state == end:
-                return value_stack[-1]
-    except (KeyError, UnexpectedInput):
-        return None
+def _terminal_names() -> dict[str, str]:
+    """Lark's name of each keyword's and punctuation's terminal (``WHEN``, ``LBRACE``),
+    by its text."""
+    return {str(t.pattern.value): t.name for t in _parser().terminals if t.pattern.type == "str"}
 
 
 def tokens(text: str, *, comments: bool = False) -> Iterator[Token]:
-    """The tokens of ``text`` as the LALR parser sees them, comments only when asked
-    for, up to the first character no token starts with (:func:`flowc.dsl.parser.tokens`)."""
-    lexer = _driver()[3]
-    bucket: list[Token] = []
-    reset = _COMMENTS.set(bucket) if comments else None
-    try:
-        for tok in lexer.lex(text):
-            if bucket:
-                yield from bucket
-                bucket.clear()
-            yield tok
-    except UnexpectedCharacters:
-        pass
-    finally:
-        if reset is not None:
-            _COMMENTS.reset(reset)
-    yield from bucket
+    """The tokens of ``text`` as Lark's tokens of the grammar's terminals, comments only
+    when asked for, up to the first character no token starts with
+    (:func:`flowc.dsl.parser.tokens`). They are scanned by the fast parser's scanner
+    (:func:`flowc.dsl.descent.scan`, twice as fast as Lark's lexer, which a language
+    server runs on every edit); a test compares them with Lark's lexer's."""
+    names = _terminal_names()
+    for kind, value, start, line, column in scan(text, comments=comments):
+        end_column = column + len(value)
+        yield Token(
+            names.get(kind, kind), value, start, line, column, line, end_column, start + len(value)
+        )
 
 
 class _TooDeep(Exception):
@@ -1096,7 +954,7 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     return Diagnostic(E001, message, source.name, span, help=help_text)
 
 
-_COMMENTS: ContextVar[list[Token] | _Starts | None] = ContextVar("flowc_comments", default=None)
+_COMMENTS: ContextVar[_Starts | None] = ContextVar("flowc_comments", default=None)
 
 
 class _Starts:
@@ -1128,11 +986,8 @@ def parse_lalr(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
     bucket = _Starts(len(text))
     token = _COMMENTS.set(bucket)
     try:
-        parsed = _parse_fast(text)
-        if parsed is None:  # a syntax error: Lark's own parse says where and what
-            bucket.starts = offsets(len(text))  # it reads the comments again
-            parsed = _parser().parse(text)
-        statements: list[n.Statement] = parsed
+        # the transformer (_Build) makes the start rule a list of statements
+        statements: list[n.Statement] = _parser().parse(text)  # type: ignore[assignment]
     except UnexpectedInput as err:
         return empty, (_unquoted_if_not_flow(source, _syntax_error(source, err)),)
     except _BadToken as err:

@@ -24,7 +24,7 @@ from flowc.dsl import nodes as n
 from flowc.dsl.keywords import KEYWORDS, MAX_NESTING
 from flowc.source import SourceFile
 
-__all__ = ["KEYWORDS", "MAX_NESTING", "parse", "parse_source", "tokens"]
+__all__ = ["KEYWORDS", "MAX_NESTING", "parse", "parse_source", "scan", "tokens"]
 
 
 def parse_source(source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
@@ -65,8 +65,9 @@ def parse(text: str, filename: str = "<input>") -> n.Flow:
 def tokens(text: str, *, comments: bool = False) -> Iterator[Any]:
     """The tokens of ``text`` as the parser sees them (keywords typed by their own
     terminal, blanks left out, comments only when asked for), up to the first character
-    no token starts with. For tools that read a flow token by token: the language
-    server's highlighting and completion. (Lark's tokens: this loads Lark.)
+    no token starts with, as Lark's tokens, which Lark's interactive parser takes: for the
+    language server's completion. (This loads Lark; :func:`scan` gives the same tokens as
+    tuples without it.)
 
     >>> [(t.type, str(t)) for t in tokens('when from a then "b" # c')]
     [('WHEN', 'when'), ('FROM', 'from'), ('NAME', 'a'), ('THEN', 'then'), ('STRING', '"b"')]
@@ -76,6 +77,20 @@ def tokens(text: str, *, comments: bool = False) -> Iterator[Any]:
     from flowc.dsl.lalr import tokens as lalr_tokens
 
     return lalr_tokens(text, comments=comments)
+
+
+def scan(text: str, *, comments: bool = False) -> Iterator[tuple[str, str, int, int, int]]:
+    """The tokens :func:`tokens` gives, as (kind, text, offset, line, column) tuples
+    without loading Lark: a keyword's or punctuation's kind is its own text (``when``,
+    ``{``), the others' ``NAME``, ``QUOTED_NAME``, ``STRING``, ``NUMBER`` and ``COMMENT``.
+    For the language server's highlighting, which reads every token after each edit.
+
+    >>> [(kind, line, column) for kind, _, _, line, column in scan('when\\n  a')]
+    [('when', 1, 1), ('NAME', 2, 3)]
+    """
+    from flowc.dsl.descent import scan as scan_tokens
+
+    return scan_tokens(text, comments=comments)
 
 
 def _parser() -> Any:

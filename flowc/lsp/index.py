@@ -22,7 +22,7 @@ from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import rule_label, transition_text
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
-from flowc.dsl.parser import KEYWORDS, tokens
+from flowc.dsl.parser import KEYWORDS, scan
 from flowc.source import SourceFile, Span
 
 #: what a name written in a flow refers to
@@ -161,18 +161,20 @@ def _speaker_values(value: n.Value, type_name: str | None, text: str) -> Iterato
         # the array's items keep no spans of their own: read its text again, token by token
         start_line, start_col, offset = value.span.line, value.span.column, value.span.start
         # the array may span lines; the lexer counts from (1, 1) of the slice it gets
-        for tok in tokens(text[value.span.start : value.span.end]):
-            if tok.type != "STRING":
+        for kind, tok, tok_start, tok_line, tok_column in scan(
+            text[value.span.start : value.span.end]
+        ):
+            if kind != "STRING":
                 continue
-            named = json.loads(str(tok))
-            line = start_line + (tok.line or 1) - 1
-            column = (start_col if tok.line == 1 else 1) + (tok.column or 1) - 1
-            end_column = column + len(str(tok))
-            begin = offset + (tok.start_pos or 0)
+            named = json.loads(tok)
+            line = start_line + tok_line - 1
+            column = (start_col if tok_line == 1 else 1) + tok_column - 1
+            end_column = column + len(tok)
+            begin = offset + tok_start
             yield Occurrence(
                 SPEAKER,
                 named,
-                Span(line, column, line, end_column, begin, begin + len(str(tok))),
+                Span(line, column, line, end_column, begin, begin + len(tok)),
                 literal=True,
             )
 

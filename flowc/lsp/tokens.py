@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import attrs
 
 from flowc.dsl import nodes as n
-from flowc.dsl.parser import KEYWORDS, tokens
+from flowc.dsl.parser import KEYWORDS, scan
 from flowc.lsp.index import CONDITION, KEY, PROPERTY, SPEAKER, TARGET, TOOL, Index
 from flowc.source import Span
 
@@ -44,7 +44,7 @@ _KIND = {
     TARGET: "function",
     PROPERTY: "property",
 }
-_LITERALS = {"TRUE", "FALSE", "NULL"}
+_LITERALS = {"true", "false", "null"}
 _OPERATORS = frozenset({"==", "!=", "->", "|", "<", "<=", ">", ">="})
 
 
@@ -94,19 +94,17 @@ def semantic_pieces(text: str, index: Index | None) -> list[Piece]:
         for span, what in _params(index):
             names.setdefault(span.start, (what, False))
     out: list[Piece] = []
-    for tok in tokens(text, comments=True):
-        value = str(tok)
-        start = tok.start_pos or 0
-        line, column = tok.line or 1, (tok.column or 1) - 1
+    for tok_kind, value, start, line, column in scan(text, comments=True):
+        column -= 1
         kind: str | None = None
         declaration = False
-        if tok.type == "COMMENT":
+        if tok_kind == "COMMENT":
             kind = "comment"
-        elif tok.type == "STRING":
+        elif tok_kind == "STRING":
             kind = names.get(start, ("string", False))[0]  # a speaker passed as a string
-        elif tok.type == "NUMBER":
+        elif tok_kind == "NUMBER":
             kind = "number"
-        elif tok.type in ("NAME", "QUOTED_NAME"):
+        elif tok_kind in ("NAME", "QUOTED_NAME"):
             found = names.get(start)
             if found is not None:
                 kind, declaration = found
@@ -114,7 +112,7 @@ def semantic_pieces(text: str, index: Index | None) -> list[Piece]:
             kind = names.get(start, ("keyword", False))[0]  # `speaker` as a parameter type
         elif value in _OPERATORS:
             kind = "operator"
-        if tok.type in _LITERALS:
+        if tok_kind in _LITERALS:
             kind = "keyword"
         if kind is not None:
             out.append(Piece(line, column, len(value), kind, declaration))

@@ -3,8 +3,10 @@
 The fast parser must build the very tree the LALR parser builds, spans, quoting and
 comments included, on every file the LALR parser accepts, and must never accept a file
 the LALR parser refuses (it hands those over, so that Lark words the error). Checked on
-every flow of the repository, on generated ones, and on seeded character-level
-mutations of the examples (most of which do not parse).
+every flow of the repository, on files derived from the grammar's own rules and on those
+with a token dropped, doubled, replaced or moved (``grammar_gen``), on generated large
+flows, and on seeded character-level mutations of the examples (most of which do not
+parse). The tokens the language server reads (its scanner's) are Lark's lexer's too.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from typing import Any
 
 import attrs
 import pytest
+from lark.exceptions import UnexpectedCharacters
 
 from flowc.dsl import descent
 from flowc.dsl.lalr import _parser, parse_lalr
-from flowc.dsl.parser import KEYWORDS, MAX_NESTING, parse_source
+from flowc.dsl.parser import KEYWORDS, MAX_NESTING, parse_source, scan, tokens
 from flowc.source import SourceFile
+from tests.dsl import grammar_gen
 from tests.hostile.fuzz import mutate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,6 +142,71 @@ def test_mutated_examples() -> None:
             text = mutate(text, rng)
         parsed += agree(text)
     assert parsed > 50  # both kinds were tried
+
+
+def test_files_derived_from_the_grammar() -> None:
+    """Random derivations of every statement rule of ``flow.lark`` (each of its
+    expansions used at least once), and the same with one token dropped, doubled,
+    replaced or moved: both parsers agree on each."""
+    rng = random.Random(20261204)
+    used: set[Any] = set()
+    wanted = {(name, e) for name, e in grammar_gen.expansions() if "start" not in name}
+    tried = valid = 0
+    while tried < 1000 or (wanted - used and tried < 5000):  # until every one was used
+        valid += agree(grammar_gen.generate(rng, used))
+        tried += 1
+    never = wanted - used
+    assert not never, f"the generator never derived: {sorted(map(str, never))}"
+    near = sum(agree(grammar_gen.near(rng)) for _ in range(1000))
+    # both kinds were tried: most derivations parse (the builder refuses some numbers
+    # and counts), most near-valid files do not
+    assert valid > 0.6 * tried and 0 < near < 400, (valid, tried, near)
+
+
+def position(tok: Any) -> tuple[Any, ...]:
+    """A token's type, text and every position Lark gives it."""
+    return tuple(
+        getattr(tok, a)
+        for a in (
+            "type",
+            "value",
+            "start_pos",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "end_pos",
+        )
+    )
+
+
+def lark_lexed(text: str, comments: bool) -> list[tuple[Any, ...]]:
+    """Lark's own lexer's tokens of ``text`` (the grammar's), up to the first character it
+    cannot read."""
+    out = []
+    try:
+        for tok in _parser().lex(text, dont_ignore=True):
+            if tok.type == "WS" or (tok.type == "COMMENT" and not comments):
+                continue
+            out.append(position(tok))
+    except UnexpectedCharacters:
+        pass
+    return out
+
+
+def test_the_scanners_tokens_are_lark_lexers() -> None:
+    """:func:`tokens` (for completion) and :func:`scan` (for highlighting) come from the
+    fast parser's scanner; Lark's lexer reads the same tokens, positions included, on
+    every flow of the repository, the edge cases and mutated examples."""
+    rng = random.Random(20261205)
+    sources = [p.read_text(encoding="utf-8") for p in FLOWS]
+    texts = [*sources, *EDGE_CASES, "a \v b", "a\n\u2028b", "x # c \t\r\nwhen"]
+    texts += [mutate(rng.choice(sources), rng) for _ in range(300)]
+    for text in texts:
+        for comments in (False, True):
+            mine = [position(t) for t in tokens(text, comments=comments)]
+            assert mine == lark_lexed(text, comments), text
+            assert [s[1:] for s in scan(text, comments=comments)] == [m[1:5] for m in mine]
 
 
 def test_valid_files_never_load_lark() -> None:
