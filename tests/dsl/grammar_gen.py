@@ -26,8 +26,14 @@ SAMPLES = {
     "NAME": ["a", "b", "writer", "x_1", "go-on", "_k", "whenever"],
     "QUOTED_NAME": ["`a b`", "`when`", "`x-y`"],
     "STRING": ['"r"', '""', '"a\\nb"', '"\\u00e9"', '"speaker"'],
-    "NUMBER": ["0", "3", "1.5", "-2", "1e3", "2.0", "9" * 30, "1e400"],
+    # mostly 1 (`at most 1 time`, `within 1 turn` want it) and small counts
+    "NUMBER": ["1", "1", "1", "1", "2", "3", "0", "1.5", "-2", "1e3", "9" * 30, "1e400"],
 }
+#: expansions the grammar has only so that the builder can refuse them with a reason
+#: (``always`` and a custom condition inside a property): never in a valid file
+NEVER_VALID = frozenset({("prop_other", "always_cond"), ("prop_other", "call_cond")})
+#: a value is an object half the time (a scripted call's `with` takes only an object)
+OBJECT_SHARE = 0.5
 #: blanks and comments put between tokens
 GAPS = [" ", " ", " ", "\n", "\n  ", "\t", " # note\n", "\r\n"]
 
@@ -65,16 +71,24 @@ def _heights() -> dict[str, int]:
 
 
 def tokens(
-    rng: random.Random, symbol: str = "statement", depth: int = 12, used: set[Any] | None = None
+    rng: random.Random,
+    symbol: str = "statement",
+    depth: int = 12,
+    used: set[Any] | None = None,
+    refused: bool = True,
 ) -> list[str]:
     """The texts of the tokens of one random derivation of ``symbol`` (each expansion
-    it chose added to ``used``)."""
+    it chose added to ``used``; those of :data:`NEVER_VALID` only if ``refused``)."""
     rules, literals = _grammar()
     heights = _heights()
     out: list[str] = []
 
     def expand(name: str, budget: int) -> None:
         choices = rules[name]
+        if not refused:
+            choices = [e for e in choices if not never_valid(name, e)]
+        if name == "value" and budget > 0 and rng.random() < OBJECT_SHARE:
+            choices = [e for e in choices if e[0].name == "object"]
         if budget <= 0:  # only the shortest ways out from here on
             least = min(_height(e, heights) for e in choices)
             choices = [e for e in choices if _height(e, heights) == least]
@@ -91,6 +105,11 @@ def tokens(
     return out
 
 
+def never_valid(name: str, expansion: tuple[Any, ...]) -> bool:
+    """Whether the expansion is one of :data:`NEVER_VALID`."""
+    return len(expansion) == 1 and (name, expansion[0].name) in NEVER_VALID
+
+
 def _height(expansion: tuple[Any, ...], heights: dict[str, int]) -> int:
     return max((0 if s.is_term else heights[s.name] for s in expansion), default=0)
 
@@ -105,10 +124,14 @@ def expansions() -> set[Any]:
     return {(name, e) for name, es in _grammar()[0].items() for e in es}
 
 
-def generate(rng: random.Random, used: set[Any] | None = None) -> str:
-    """A random valid file of a few statements (valid as far as the grammar goes: the
-    builder may still refuse a number or a count)."""
-    return join(rng, [t for _ in range(rng.randint(1, 4)) for t in tokens(rng, used=used)])
+def generate(rng: random.Random, used: set[Any] | None = None, refused: bool = False) -> str:
+    """A random file of a few statements, valid as far as the grammar goes (the builder
+    may still refuse a number or a count; and what :data:`NEVER_VALID` names if
+    ``refused``)."""
+    statements = rng.randint(1, 4)
+    return join(
+        rng, [t for _ in range(statements) for t in tokens(rng, used=used, refused=refused)]
+    )
 
 
 def near(rng: random.Random) -> str:
