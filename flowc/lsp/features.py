@@ -85,7 +85,17 @@ def range_format_edits(
 
 
 def register(server: FlowcServer) -> None:
-    """Add the handlers of this module to ``server``."""
+    """Add the handlers of this module to ``server``, a group at a time (in the order
+    the server has always registered them)."""
+    _register_reading_aids(server)
+    _register_fixes(server)
+    _register_diagram(server)
+    _register_configuration_watch(server)
+
+
+def _register_reading_aids(server: FlowcServer) -> None:
+    """What helps read and type a flow: completion (after a ``.`` or on demand), semantic
+    tokens (the colours) and folding ranges, each from the document's last analysis."""
 
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["."]))
     def completion(ls: FlowcServer, params: lsp.CompletionParams) -> lsp.CompletionList:
@@ -147,6 +157,12 @@ def register(server: FlowcServer) -> None:
             )
             for f in tk.folds(analysis.index)
         ]
+
+
+def _register_fixes(server: FlowcServer) -> None:
+    """What changes the text: the quick fixes of the findings under the cursor (on the
+    text they were computed on only) and the formatting of a range (``flowc fmt`` of the
+    whole statements it touches)."""
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
@@ -210,6 +226,10 @@ def register(server: FlowcServer) -> None:
             out.append(lsp.TextEdit(lsp.Range(start, stop), new))
         return out
 
+
+def _register_diagram(server: FlowcServer) -> None:
+    """The :data:`DIAGRAM_COMMAND` command: the flow drawn for a preview pane."""
+
     @server.command(DIAGRAM_COMMAND)
     async def diagram(ls: LanguageServer, *args: Any) -> dict[str, Any]:
         """``flowc.diagram(uri)``: the flow drawn as ``flowc render --check`` draws it,
@@ -218,6 +238,12 @@ def register(server: FlowcServer) -> None:
         if not args or not isinstance(args[0], str):
             raise RequestFailed("flowc.diagram takes the document's URI")
         return await cast(FlowcServer, ls).diagram(args[0])
+
+
+def _register_configuration_watch(server: FlowcServer) -> None:
+    """The watch of ``pyproject.toml``: once initialised, the server asks a client that
+    can register watchers dynamically to report the file's changes, and reads the
+    configuration again when one comes."""
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: FlowcServer, params: lsp.DidChangeWatchedFilesParams) -> None:

@@ -203,6 +203,21 @@ def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> 
     ``layout``: the diagram's budget (``--layout-timeout``, ``--max-layout-size``)."""
     server = FlowcServer(trust=trust, layout=layout)
 
+    _register_document_sync(server)
+    _register_hover(server)
+    _register_navigation(server)
+    _register_rename(server)
+    _register_outline(server)
+    _register_formatting(server)
+    features.register(server)
+    return server
+
+
+def _register_document_sync(server: FlowcServer) -> None:
+    """The documents' lifecycle: a document is analysed when it opens, again (debounced)
+    when it changes and at once when it is saved; its findings are cleared when it
+    closes."""
+
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlowcServer, params: lsp.DidOpenTextDocumentParams) -> None:
         # the first analysis, at once and before the next message: an editor asks for the
@@ -222,6 +237,12 @@ def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> 
         uri = params.text_document.uri
         ls.closed(uri)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def _register_hover(server: FlowcServer) -> None:
+    """The hover: what the name under the cursor is, the findings under it as
+    ``flowc check`` explains them, then what their codes mean (``flowc explain``); on a
+    code written in a comment (``# flowc: ignore[W204]``), that code's page."""
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: FlowcServer, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -259,6 +280,11 @@ def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> 
             range=ls.to_range(span, lines),
         )
 
+
+def _register_navigation(server: FlowcServer) -> None:
+    """Go to definition and find references of the name under the cursor (a speaker, a
+    tool, a context key...), in the document's last analysis."""
+
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: FlowcServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
         found = _occurrence(ls, params.text_document.uri, params.position)
@@ -278,6 +304,11 @@ def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> 
         index, occ, lines = found
         uses = index.references(occ.kind, occ.name, declarations=params.context.include_declaration)
         return [lsp.Location(params.text_document.uri, ls.to_range(u.span, lines)) for u in uses]
+
+
+def _register_rename(server: FlowcServer) -> None:
+    """Rename: where a rename may start (and why not, as the request's error), then the
+    edits, computed on the text the editor has now."""
 
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
     def prepare_rename(
@@ -327,12 +358,22 @@ def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> 
             ]
         )
 
+
+def _register_outline(server: FlowcServer) -> None:
+    """The outline (document symbols, :func:`document_symbols`) of the last version that
+    parsed."""
+
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def symbols(ls: FlowcServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
         analysis = ls.analyses.get(params.text_document.uri)
         if analysis is None or analysis.index is None:
             return []
         return document_symbols(ls, analysis.index)
+
+
+def _register_formatting(server: FlowcServer) -> None:
+    """Formatting the whole document with ``flowc fmt`` (nothing on a syntax error: the
+    diagnostics already say where)."""
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(
@@ -353,9 +394,6 @@ def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> 
             return []
         whole = lsp.Range(lsp.Position(0, 0), ls.document_end(doc.lines))
         return [lsp.TextEdit(range=whole, new_text=out)]
-
-    features.register(server)
-    return server
 
 
 def serve(*, trust: bool = False, layout: RenderOptions | None = None) -> None:

@@ -39,6 +39,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import Any
 
+import attrs
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -471,24 +472,90 @@ def _after(request: Request) -> int:
     return 0
 
 
-def make_app(settings: ViewSettings) -> ASGIApp:
-    """The application, guarded (:class:`Guard`)."""
-    runs = _Runs(settings)
+#: a route's handler
+Endpoint = Callable[[Request], Awaitable[Response]]
 
-    def static_page(name: str) -> Response:
-        return HTMLResponse((STATIC / name).read_text(encoding="utf-8"))
+
+def make_app(settings: ViewSettings) -> ASGIApp:
+    """The application, guarded (:class:`Guard`). The routes are tried in this order: a
+    run's answers (``/api/run/ID/...``) before ``/api/run/ID``, which would take them
+    (a run's id may hold a ``/``)."""
+    runs = _Runs(settings)
+    # the runs list's state, kept from one listing to the next: a listing reads only the
+    # rows committed since the last one
+    listing = _Listing(settings)
+    pages = _pages(runs)
+    api = _run_api(settings, runs, listing)
+    turns = _turn_api(settings, runs)
+    app = Starlette(
+        routes=[
+            Route("/", pages.index),
+            Route("/run/{run_id:path}", pages.run_page),
+            Route("/api/runs", api.runs),
+            Route("/api/run/{run_id:path}/diagram.svg", api.diagram),
+            Route("/api/run/{run_id:path}/events", api.events),
+            Route("/api/run/{run_id:path}/why/{n:int}", turns.why),
+            Route("/api/run/{run_id:path}/scenario/{n:int}", turns.scenario),
+            Route("/api/run/{run_id:path}", api.run),
+            Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
+        ],
+        exception_handlers={HTTPException: _not_found},
+    )
+    return Guard(app, settings.token)
+
+
+def _static_page(name: str) -> Response:
+    return HTMLResponse((STATIC / name).read_text(encoding="utf-8"))
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    """An unknown run or a run that cannot be read: JSON under ``/api/``, a page elsewhere."""
+    assert isinstance(exc, HTTPException)
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+    title = "Not found" if exc.status_code == 404 else "Error"
+    return _page(exc.status_code, title, str(exc.detail))
+
+
+@attrs.frozen
+class _Pages:
+    """The handlers of the two pages (:func:`_pages`)."""
+
+    index: Endpoint
+    run_page: Endpoint
+
+
+def _pages(runs: _Runs) -> _Pages:
+    """The pages, static files whose script reads the API: the runs list, and a run's
+    page (a 404 for a run the database does not have)."""
 
     async def index(request: Request) -> Response:
-        return static_page("runs.html")
+        return _static_page("runs.html")
 
     async def run_page(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         await run_in_threadpool(runs.view, run_id)
-        return static_page("run.html")
+        return _static_page("run.html")
 
-    # the runs list's state, kept from one listing to the next: a listing reads only the
-    # rows committed since the last one
-    listing = _Listing(settings)
+    return _Pages(index, run_page)
+
+
+@attrs.frozen
+class _RunApi:
+    """The handlers of the runs list and of a run's summary, diagram and turns
+    (:func:`_run_api`)."""
+
+    runs: Endpoint
+    run: Endpoint
+    diagram: Endpoint
+    events: Endpoint
+
+
+def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
+    """The API the pages read: the runs list (read on from ``listing``), a run's summary
+    and starting state, its diagram (SVG; a 503 without Graphviz or past the layout's
+    budget) and its turns as server-sent events (the run followed in ``listing`` while
+    the stream is open)."""
 
     def list_runs() -> list[dict[str, Any]]:
         return listing.list()
@@ -529,6 +596,31 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             return Response(str(err), status_code=503, media_type="text/plain")
         return Response(svg, media_type="image/svg+xml")
 
+    async def events(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        view = await run_in_threadpool(runs.view, run_id)
+        after = _after(request)
+        return StreamingResponse(
+            _stream(settings, view, after, listing),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    return _RunApi(api_runs, api_run, diagram, events)
+
+
+@attrs.frozen
+class _TurnApi:
+    """The handlers of a turn's explanation and scenario block (:func:`_turn_api`)."""
+
+    why: Endpoint
+    scenario: Endpoint
+
+
+def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
+    """The answers about turn N of a run, from its envelopes (kept, :class:`_Envelopes`):
+    why it went where it went (``flowc log RUN --why N --json``) and the scenario block
+    of turns 1 to N (``flowc log RUN --scenario-upto N``, as text)."""
     kept = _Envelopes(settings)
 
     def explain(run_id: str, n: int) -> dict[str, Any]:
@@ -564,38 +656,7 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             return found
         return Response(found, media_type="text/plain; charset=utf-8")
 
-    async def events(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        view = await run_in_threadpool(runs.view, run_id)
-        after = _after(request)
-        return StreamingResponse(
-            _stream(settings, view, after, listing),
-            media_type="text/event-stream",
-            headers={"x-accel-buffering": "no"},
-        )
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
-        title = "Not found" if exc.status_code == 404 else "Error"
-        return _page(exc.status_code, title, str(exc.detail))
-
-    app = Starlette(
-        routes=[
-            Route("/", index),
-            Route("/run/{run_id:path}", run_page),
-            Route("/api/runs", api_runs),
-            Route("/api/run/{run_id:path}/diagram.svg", diagram),
-            Route("/api/run/{run_id:path}/events", events),
-            Route("/api/run/{run_id:path}/why/{n:int}", why),
-            Route("/api/run/{run_id:path}/scenario/{n:int}", scenario_block),
-            Route("/api/run/{run_id:path}", api_run),
-            Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
-        ],
-        exception_handlers={HTTPException: not_found},
-    )
-    return Guard(app, settings.token)
+    return _TurnApi(why, scenario_block)
 
 
 async def _stream(
