@@ -157,12 +157,7 @@ def translate_group(
         speakers=tuple(speakers),
         start=p.sender or g.user,
         max_turns=p.max_rounds,
-        max_turns_comment="classic max_rounds (it also counted tool-executor turns)"
-        + (
-            "; the selector's turns count too, raise it if runs end early"
-            if g.selector_used
-            else ""
-        ),
+        max_turns_comment=mm.max_rounds_comment(g.selector_used),
         context=tuple(g.context.items()),
         rules=tuple(rules),
         otherwise=otherwise,

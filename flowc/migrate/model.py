@@ -179,6 +179,19 @@ def expect_turns(count: int) -> n.ExpectTurns:
     return n.ExpectTurns(n.Value(count, S), S)
 
 
+def max_rounds_comment(selector_used: bool) -> str:
+    """The comment above ``max_turns`` for the ``max_rounds`` of a group or a swarm (both
+    readers write it): the classic count also took the tool executor's turns, and a
+    selector speaker's turns count in the flow too.
+
+    >>> max_rounds_comment(False)
+    'classic max_rounds (it also counted tool-executor turns)'
+    """
+    return "classic max_rounds (it also counted tool-executor turns)" + (
+        "; the selector's turns count too, raise it if runs end early" if selector_used else ""
+    )
+
+
 def always_routed(rules: Iterable[Rule]) -> set[str]:
     """Speakers that a bare ``when from X`` rule always routes (``otherwise`` never sees them)."""
     out: set[str] = set()

@@ -34,6 +34,7 @@ from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.adapters.workflow import WorkflowState
+from flowc.runtime.channel import Channel
 from flowc.runtime.contracts import Contract
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import ScriptCall, ScriptError, ScriptTurn
@@ -116,47 +117,13 @@ def run_scenario(
 async def _run_scenario(
     target: RunTarget, sc: n.Scenario, properties: Sequence[Property] = ()
 ) -> ScenarioResult:
-    # every scenario of the target opens its channel on the same knobs, through the same
-    # adapter: the graph is read and compiled once for all of them, not once a scenario
-    hub = await Hub.open(adapters=[target.shared_adapter()])
-    names = target.names
-    for name in target.speakers:
-        hub.register_human(name, agent_id=target.ids[name], buffer=False)
-    ch = hub.open_channel(
-        target.ids[target.creator],
-        "workflow",
-        [target.ids[s] for s in target.speakers],
-        target.shared_knobs(),
-        expectations=(),
-    )
-    # a plugin's custom target is held to its declared `-> A | B` (the scenario's own
-    # turns were checked against the declarations when the flow compiled)
-    ch.contract = Contract.of(target, held=frozenset())
-    title = sc.title.value
-    turn_no = 0
-
-    def chosen() -> str:
-        st: WorkflowState = ch.state
-        if not ch.is_open:
-            return f"the run had already ended: {format_value(ch.close_reason)}"
-        nxt = st.expected_next_speaker
-        return f"the graph chose {names.get(nxt or '', nxt)} ({target.describe_decision(st.decided_by)})"
-
-    steps: list[ScenarioStep] = []
-    watch = RunWatch(properties) if properties else None
-
-    def result(failure: str | None) -> ScenarioResult:
-        close = None if ch.is_open else ch.close_reason
-        return ScenarioResult(
-            title, sc.span.line, failure is None, failure, turn_no, tuple(steps), close
-        )
-
-    def fail(msg: str) -> ScenarioResult:
-        return result(msg)
-
+    """Open the scenario's run, then play each turn and check each ``expect`` line in
+    order (:class:`_ScenarioRun`); the first failure ends the scenario. The hub is closed
+    however it ends."""
+    run = await _ScenarioRun.open(target, sc, properties)
     try:
         if not sc.items:  # nothing ran, so nothing passed (`flowc check`: W214)
-            return fail(
+            return run.result(
                 f"line {sc.span.line}: the scenario is empty: it has no turns and no expectations"
             )
         for item in _items(sc):
@@ -164,82 +131,161 @@ async def _run_scenario(
                 item,
                 n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn,
             ):
-                turn_no += 1
-                speaker, turn = _scenario_turn(item, turn_no)
-                where = f"turn {turn_no} (line {item.span.line})"
-                if not ch.is_open:
-                    return fail(
-                        f"{where}: expected {speaker}, but the run had already ended: "
-                        f"{format_value(ch.close_reason)}"
-                    )
-                expected = ch.expected_next()
-                if expected != target.ids.get(speaker, speaker):
-                    return fail(f"{where}: expected {speaker}, {chosen()}")
-                try:
-                    posted = post_turn(hub, ch, target, speaker, turn, kickoff=turn_no == 1)
-                except (ScriptError, ProtocolError) as err:
-                    said = str(err)  # a script error names the line itself: say it once
-                    if said.startswith(f"{turn.where}: "):
-                        said = said[len(turn.where) + 2 :]
-                    return fail(f"{where}: {said}")
-                if not posted:
-                    return fail(
-                        f"{where}: {speaker}'s turn says nothing and routes nothing, so "
-                        "the run stalls here (as in AG2, a silent round posts no packet; "
-                        "context writes alone do not take a turn): give the turn a text"
-                    )
-                steps.append(_step(target, speaker, turn, ch.state.decided_by))
-                if watch is not None:
-                    broken = watch.turn(
-                        Observation(
-                            target.ids.get(speaker, speaker),
-                            steps[-1].tool,
-                            dict(ch.state.context_vars),
-                            turn_no,
-                            not ch.is_open,
-                            None if ch.is_open else ch.close_reason,
-                        )
-                    )
-                    if broken:
-                        return fail(f"{where}: {_broken_text(target, broken, steps)}")
-            elif isinstance(item, n.ExpectNext):
-                want = item.speaker.value
-                if not ch.is_open or ch.expected_next() != target.ids.get(want, want):
-                    return fail(f"line {item.span.line}: expected {want} next, {chosen()}")
-            elif isinstance(item, n.ExpectTerminate):
-                want_reason = item.reason.value if item.reason is not None else None
-                if ch.is_open:
-                    return fail(
-                        f"line {item.span.line}: expected the run to end"
-                        f"{' with ' + format_value(want_reason) if want_reason else ''}, "
-                        f"but {chosen()}"
-                    )
-                if want_reason is not None and ch.close_reason != want_reason:
-                    return fail(
-                        f"line {item.span.line}: expected the run to end with "
-                        f"{format_value(want_reason)}, it ended with {format_value(ch.close_reason)}"
-                    )
-            elif isinstance(item, n.ExpectContext):
-                key, want_value = item.key.value, item.value.value
-                have = ch.state.context_vars.get(key)
-                if have != want_value or (
-                    want_value is not None and key not in ch.state.context_vars
-                ):
-                    shown = format_value(have) if key in ch.state.context_vars else "unset"
-                    return fail(
-                        f"line {item.span.line}: expected context.{key} == "
-                        f"{format_value(want_value)}, it is {shown}"
-                    )
-            elif isinstance(item, n.ExpectTurns):
-                have_turns = ch.state.turn_count
-                if have_turns != item.count.value:
-                    return fail(
-                        f"line {item.span.line}: expected "
-                        f"{counted(item.count.value, 'turn')}, the run has {have_turns}"
-                    )
-        return result(None)
+                failure = run.play(item)
+            else:
+                failure = run.check(item)
+            if failure is not None:
+                return run.result(failure)
+        return run.result(None)
     finally:
-        await hub.close()
+        await run.hub.close()
+
+
+@attrs.define
+class _ScenarioRun:
+    """One scenario's run as it goes: its hub and channel, the turns taken so far and the
+    properties watched. :meth:`play` and :meth:`check` take one line each and return why
+    the scenario fails there, or ``None``."""
+
+    target: RunTarget
+    sc: n.Scenario
+    hub: Hub
+    ch: Channel
+    watch: RunWatch | None
+    steps: list[ScenarioStep] = attrs.Factory(list)
+    turn_no: int = 0
+
+    @classmethod
+    async def open(
+        cls, target: RunTarget, sc: n.Scenario, properties: Sequence[Property]
+    ) -> _ScenarioRun:
+        """A hub with every speaker a human driven by the scenario, and the flow's channel."""
+        # every scenario of the target opens its channel on the same knobs, through the
+        # same adapter: the graph is read and compiled once for all of them, not once a
+        # scenario
+        hub = await Hub.open(adapters=[target.shared_adapter()])
+        for name in target.speakers:
+            hub.register_human(name, agent_id=target.ids[name], buffer=False)
+        ch = hub.open_channel(
+            target.ids[target.creator],
+            "workflow",
+            [target.ids[s] for s in target.speakers],
+            target.shared_knobs(),
+            expectations=(),
+        )
+        # a plugin's custom target is held to its declared `-> A | B` (the scenario's own
+        # turns were checked against the declarations when the flow compiled)
+        ch.contract = Contract.of(target, held=frozenset())
+        return cls(target, sc, hub, ch, RunWatch(properties) if properties else None)
+
+    def chosen(self) -> str:
+        """What the graph chose for the next turn (or that the run has ended), for a
+        failure to show."""
+        ch = self.ch
+        st: WorkflowState = ch.state
+        if not ch.is_open:
+            return f"the run had already ended: {format_value(ch.close_reason)}"
+        nxt = st.expected_next_speaker
+        names = self.target.names
+        return f"the graph chose {names.get(nxt or '', nxt)} ({self.target.describe_decision(st.decided_by)})"
+
+    def result(self, failure: str | None) -> ScenarioResult:
+        """The scenario's result now: passed when there is no ``failure``."""
+        ch = self.ch
+        close = None if ch.is_open else ch.close_reason
+        return ScenarioResult(
+            self.sc.title.value,
+            self.sc.span.line,
+            failure is None,
+            failure,
+            self.turn_no,
+            tuple(self.steps),
+            close,
+        )
+
+    def play(self, item: n.Turn) -> str | None:
+        """Post one turn, when its speaker is the one the graph chose, and watch the
+        properties on it."""
+        target, ch = self.target, self.ch
+        self.turn_no += 1
+        turn_no = self.turn_no
+        speaker, turn = _scenario_turn(item, turn_no)
+        where = f"turn {turn_no} (line {item.span.line})"
+        if not ch.is_open:
+            return (
+                f"{where}: expected {speaker}, but the run had already ended: "
+                f"{format_value(ch.close_reason)}"
+            )
+        expected = ch.expected_next()
+        if expected != target.ids.get(speaker, speaker):
+            return f"{where}: expected {speaker}, {self.chosen()}"
+        try:
+            posted = post_turn(self.hub, ch, target, speaker, turn, kickoff=turn_no == 1)
+        except (ScriptError, ProtocolError) as err:
+            said = str(err)  # a script error names the line itself: say it once
+            if said.startswith(f"{turn.where}: "):
+                said = said[len(turn.where) + 2 :]
+            return f"{where}: {said}"
+        if not posted:
+            return (
+                f"{where}: {speaker}'s turn says nothing and routes nothing, so "
+                "the run stalls here (as in AG2, a silent round posts no packet; "
+                "context writes alone do not take a turn): give the turn a text"
+            )
+        steps = self.steps
+        steps.append(_step(target, speaker, turn, ch.state.decided_by))
+        if self.watch is not None:
+            broken = self.watch.turn(
+                Observation(
+                    target.ids.get(speaker, speaker),
+                    steps[-1].tool,
+                    dict(ch.state.context_vars),
+                    turn_no,
+                    not ch.is_open,
+                    None if ch.is_open else ch.close_reason,
+                )
+            )
+            if broken:
+                return f"{where}: {_broken_text(target, broken, steps)}"
+        return None
+
+    def check(self, item: n.Expectation) -> str | None:
+        """Check one ``expect`` line against the run as it is now."""
+        ch = self.ch
+        if isinstance(item, n.ExpectNext):
+            want = item.speaker.value
+            if not ch.is_open or ch.expected_next() != self.target.ids.get(want, want):
+                return f"line {item.span.line}: expected {want} next, {self.chosen()}"
+        elif isinstance(item, n.ExpectTerminate):
+            want_reason = item.reason.value if item.reason is not None else None
+            if ch.is_open:
+                return (
+                    f"line {item.span.line}: expected the run to end"
+                    f"{' with ' + format_value(want_reason) if want_reason else ''}, "
+                    f"but {self.chosen()}"
+                )
+            if want_reason is not None and ch.close_reason != want_reason:
+                return (
+                    f"line {item.span.line}: expected the run to end with "
+                    f"{format_value(want_reason)}, it ended with {format_value(ch.close_reason)}"
+                )
+        elif isinstance(item, n.ExpectContext):
+            key, want_value = item.key.value, item.value.value
+            have = ch.state.context_vars.get(key)
+            if have != want_value or (want_value is not None and key not in ch.state.context_vars):
+                shown = format_value(have) if key in ch.state.context_vars else "unset"
+                return (
+                    f"line {item.span.line}: expected context.{key} == "
+                    f"{format_value(want_value)}, it is {shown}"
+                )
+        elif isinstance(item, n.ExpectTurns):
+            have_turns = ch.state.turn_count
+            if have_turns != item.count.value:
+                return (
+                    f"line {item.span.line}: expected "
+                    f"{counted(item.count.value, 'turn')}, the run has {have_turns}"
+                )
+        return None
 
 
 def _broken_text(target: RunTarget, broken: Sequence[Broken], steps: Sequence[ScenarioStep]) -> str:

@@ -299,9 +299,21 @@ def structural_changes(
     old: _Side, new: _Side, declarations: bool = True, context: bool = True
 ) -> Iterator[Change]:
     """The changes matched by meaning; ``declarations``: compare speaker kinds and tools
-    (both sides carry them), ``context``: compare the initial context (both carry one)."""
-    so, sn = old.system, new.system
-    # speakers
+    (both sides carry them), ``context``: compare the initial context (both carry one).
+
+    Each kind of change is one step below, run in the order the changes are shown."""
+    yield from _speaker_changes(old, new, declarations)
+    yield from _tool_changes(old, new, declarations)
+    yield from _context_changes(old, new, context)
+    yield from rule_changes(old.rules, new.rules)
+    yield from _setting_changes(old, new)
+    yield from property_changes(old.version, new.version)
+
+
+def _speaker_changes(old: _Side, new: _Side, declarations: bool) -> Iterator[Change]:
+    """Speakers added, removed or reordered, and (with ``declarations``, which only
+    both sides of two `.flow` files carry) those that became a human or a model agent
+    and the keys a human writes."""
     o_sp, n_sp = old.speaker_names(), new.speaker_names()
     for s in n_sp:
         if s not in o_sp:
@@ -346,50 +358,30 @@ def structural_changes(
                 phrase("human ", Code(format_name(s)), " writes: ", before, " → ", after),
                 s,
             )
-    # tools
+
+
+def _tool_changes(old: _Side, new: _Side, declarations: bool) -> Iterator[Change]:
+    """Tools added, removed or with other effects, by speaker and tool name; only with
+    ``declarations`` (a JSON graph carries no tools)."""
     o_t, n_t = (_tools(old.version), _tools(new.version)) if declarations else ({}, {})
-    for key, effects in n_t.items():
+    for key in [*n_t, *(key for key in o_t if key not in n_t)]:
         who, tool = key
+        name = phrase("tool ", Code(format_name(tool)), " of ", Code(format_name(who)))
         if key not in o_t:
             yield Change(
-                "tool-added",
-                phrase(
-                    "tool ",
-                    Code(format_name(tool)),
-                    " of ",
-                    Code(format_name(who)),
-                    " added (",
-                    Quoted(effects),
-                    ")",
-                ),
-                f"{who}.{tool}",
+                "tool-added", phrase(name, " added (", Quoted(n_t[key]), ")"), f"{who}.{tool}"
             )
-        elif o_t[key] != effects:
-            yield Change(
-                "tool-changed",
-                phrase(
-                    "tool ",
-                    Code(format_name(tool)),
-                    " of ",
-                    Code(format_name(who)),
-                    ": ",
-                    Quoted(o_t[key]),
-                    " → ",
-                    Quoted(effects),
-                ),
-                f"{who}.{tool}",
-            )
-    for key in o_t:
-        if key not in n_t:
-            who, tool = key
-            yield Change(
-                "tool-removed",
-                phrase(
-                    "tool ", Code(format_name(tool)), " of ", Code(format_name(who)), " removed"
-                ),
-                f"{who}.{tool}",
-            )
-    # context defaults
+        elif key not in n_t:
+            yield Change("tool-removed", phrase(name, " removed"), f"{who}.{tool}")
+        elif o_t[key] != n_t[key]:
+            change = phrase(name, ": ", Quoted(o_t[key]), " → ", Quoted(n_t[key]))
+            yield Change("tool-changed", change, f"{who}.{tool}")
+
+
+def _context_changes(old: _Side, new: _Side, context: bool) -> Iterator[Change]:
+    """Initial context keys added, removed or with another default; only with
+    ``context``. A default of another type is changed even when equal (``1`` and
+    ``True``, ``1`` and ``1.0``)."""
     oc, nc = (old.version.context, new.version.context) if context else ({}, {})
     for k, v in nc.items():
         if k not in oc:
@@ -411,8 +403,12 @@ def structural_changes(
                 phrase("context ", Code(format_name(k)), " = ", _show(oc[k]), " removed"),
                 k,
             )
-    yield from rule_changes(old.rules, new.rules)
-    # default, cap, start
+
+
+def _setting_changes(old: _Side, new: _Side) -> Iterator[Change]:
+    """The flow-wide settings: the default target, the cap (``max_turns``), the
+    initiator and the start speaker."""
+    so, sn = old.system, new.system
     od, nd = target_text(so.default, old.names), target_text(sn.default, new.names)
     if od != nd:
         yield Change(
@@ -423,27 +419,14 @@ def structural_changes(
         yield Change(
             "cap-changed", f"max_turns: {so.max_turns or 'none'} → {sn.max_turns or 'none'}"
         )
-    if so.speakers[so.initiator] != sn.speakers[sn.initiator]:
-        yield Change(
-            "initiator-changed",
-            phrase(
-                "initiator: ",
-                Code(format_name(so.speakers[so.initiator])),
-                " → ",
-                Code(format_name(sn.speakers[sn.initiator])),
-            ),
-        )
-    if so.speakers[so.start] != sn.speakers[sn.start]:
-        yield Change(
-            "start-changed",
-            phrase(
-                "start: ",
-                Code(format_name(so.speakers[so.start])),
-                " → ",
-                Code(format_name(sn.speakers[sn.start])),
-            ),
-        )
-    yield from property_changes(old.version, new.version)
+    for what, o_i, n_i in (
+        ("initiator", so.initiator, sn.initiator),
+        ("start", so.start, sn.start),
+    ):
+        was, now = so.speakers[o_i], sn.speakers[n_i]
+        if was != now:
+            change = phrase(f"{what}: ", Code(format_name(was)), " → ", Code(format_name(now)))
+            yield Change(f"{what}-changed", change)
 
 
 def property_changes(old: Version, new: Version) -> Iterator[Change]:

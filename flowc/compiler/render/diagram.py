@@ -352,6 +352,17 @@ def _senders(
 # ── building ─────────────────────────────────────────────────────────────────
 
 
+@attrs.frozen
+class _Ranking:
+    """The order a diagram's rules are tried in and whom each can fire for, computed
+    once and read by every rule's edges."""
+
+    ranked: list[int]  # rule file indices, in the order they are tried
+    position: dict[int, int]  # rule file index -> its place in that order, from 1
+    senders: dict[int, tuple[frozenset[str], frozenset[str]]]  # -> (possible, certain)
+    covered: dict[str, int]  # sender -> the place of the first rule that always fires for it
+
+
 class _Builder:
     def __init__(self, inp: _Input):
         self.inp = inp
@@ -451,8 +462,22 @@ class _Builder:
         return tuple(out)
 
     def build(self) -> Diagram:
+        """The diagram, drawn step by step in the order its nodes and edges are numbered:
+        the start and the speakers, the tools' routes, the rules (by file number), the
+        default, the cap."""
+        self._add_speakers()
+        self._add_tool_routes()
+        ranking = self._rank_rules()
+        for index, tr in enumerate(self.inp.graph.transitions):
+            self._add_rule(index, tr, ranking)
+        self._add_default(ranking.covered)
+        self._add_cap()
         inp = self.inp
-        graph = inp.graph
+        return Diagram(inp.title, inp.description, tuple(self.nodes), tuple(self.edges))
+
+    def _add_speakers(self) -> None:
+        """The start marker, one node per speaker, and the edge to the start speaker."""
+        inp = self.inp
         start = self.add_node(self.special_key("[start]"), START, "start")
         for sp in inp.speakers:
             self.speaker_ids[sp.name] = self.add_node(
@@ -464,9 +489,11 @@ class _Builder:
             )
         if inp.start in self.speaker_ids:
             self.edge(start, self.speaker_ids[inp.start], START_EDGE)
-        everyone = frozenset(self.order)
 
-        for route in inp.tool_routes:
+    def _add_tool_routes(self) -> None:
+        """An edge from a tool's speaker to the speaker it hands off to and to the end
+        it finishes with."""
+        for route in self.inp.tool_routes:
             src = self.speaker_ids[route.speaker]
             label: tuple[str, ...] = (f"tool {format_name(route.tool)}",)
             spans = (route.span,) if route.span else ()
@@ -475,74 +502,87 @@ class _Builder:
             if route.finish is not None:
                 self.edge(src, self.terminal(route.finish), TOOL, label, spans=spans)
 
-        # rules are tried by ascending priority, then in file order (AG2's stable sort);
-        # they are named by their file number (`rule 3, line 14`), as in every output
+    def _ref(self, index: int) -> str:
+        """How outputs name rule ``index``: by its file number (``rule 3, line 14``)."""
+        return rule_ref(index, self.inp.rule_lines.get(index))
+
+    def _rank_rules(self) -> _Ranking:
+        """The order the rules are tried in, each rule's senders, and the senders an
+        earlier rule always takes. Rules are tried by ascending priority, then in file
+        order (AG2's stable sort)."""
+        graph = self.inp.graph
         ranked = sorted(
             range(len(graph.transitions)), key=lambda i: (graph.transitions[i].priority, i)
         )
         position = {index: pos + 1 for pos, index in enumerate(ranked)}
-
-        def ref(index: int) -> str:
-            return rule_ref(index, inp.rule_lines.get(index))
-
+        everyone = frozenset(self.order)
+        senders = {i: _senders(t.when, everyone, self.inp) for i, t in enumerate(graph.transitions)}
         # A rule never fires for a sender if a rule tried before it always fires for
         # that sender: no edge is drawn from there.
-        covered: dict[str, int] = {}  # sender -> the first rule (by rank) that always fires for it
-        senders = {i: _senders(t.when, everyone, inp) for i, t in enumerate(graph.transitions)}
+        covered: dict[str, int] = {}
         for index in ranked:
             for s in senders[index][1]:
                 covered.setdefault(s, position[index])
-        for index, tr in enumerate(graph.transitions):
-            possible = senders[index][0]
-            # an edge per sender repeats the label: a huge condition is cut short
-            head = f"{ref(index)}: {elide(condition_text(tr.when, inp.name_of))}"
-            extra: list[str] = []
-            if tr.priority:
-                extra.append(f"priority {tr.priority}")
-            rank = position[index]
-            live = [s for s in self.order if s in possible and covered.get(s, rank) >= rank]
-            rule_spans: tuple[Span, ...] = inp.rule_spans.get(index, ())
-            if possible and not live:
-                # every sender is taken by earlier rules: draw the rule from a note so
-                # it stays visible (and `--check` can mark it); the note names the rules
-                # that take its senders' turns, the first few of them
-                earlier = sorted({ranked[covered[s] - 1] for s in possible})
-                src = self.add_node(
-                    self.special_key(f"[shadowed {index}]"),
-                    SHADOWED,
-                    f"{ref(index)} never fires",
-                    (
-                        "tried earlier, these take every turn it matches:",
-                        *listing([ref(j) for j in earlier]),
-                    ),
-                    rule_spans,
-                )
-                for target, via in self.resolve(tr.then, None):
-                    label = (head, " · ".join([*extra, f"via {via}"] if via else extra))
-                    self.edge(
-                        src,
-                        target,
-                        RULE,
-                        label if label[1] else (head,),
-                        index,
-                        rule_spans,
-                        f"transitions[{index}]",
-                    )
-            for sender in live:
-                for target, via in self.resolve(tr.then, sender):
-                    parts = [*extra, f"via {via}"] if via else extra
-                    label = (head, " · ".join(parts)) if parts else (head,)
-                    self.edge(
-                        self.speaker_ids[sender],
-                        target,
-                        RULE,
-                        label,
-                        index,
-                        rule_spans,
-                        f"transitions[{index}]",
-                    )
+        return _Ranking(ranked, position, senders, covered)
 
-        default = graph.default_target
+    def _add_rule(self, index: int, tr: m.Transition, ranking: _Ranking) -> None:
+        """The edges of rule ``index``: from each sender it can fire for, or from a
+        'never fires' note when earlier rules take all of them."""
+        inp = self.inp
+        possible = ranking.senders[index][0]
+        # an edge per sender repeats the label: a huge condition is cut short
+        head = f"{self._ref(index)}: {elide(condition_text(tr.when, inp.name_of))}"
+        extra: list[str] = []
+        if tr.priority:
+            extra.append(f"priority {tr.priority}")
+        rank = ranking.position[index]
+        covered = ranking.covered
+        live = [s for s in self.order if s in possible and covered.get(s, rank) >= rank]
+        rule_spans: tuple[Span, ...] = inp.rule_spans.get(index, ())
+        if possible and not live:
+            # every sender is taken by earlier rules: draw the rule from a note so
+            # it stays visible (and `--check` can mark it); the note names the rules
+            # that take its senders' turns, the first few of them
+            earlier = sorted({ranking.ranked[covered[s] - 1] for s in possible})
+            src = self.add_node(
+                self.special_key(f"[shadowed {index}]"),
+                SHADOWED,
+                f"{self._ref(index)} never fires",
+                (
+                    "tried earlier, these take every turn it matches:",
+                    *listing([self._ref(j) for j in earlier]),
+                ),
+                rule_spans,
+            )
+            for target, via in self.resolve(tr.then, None):
+                label = (head, " · ".join([*extra, f"via {via}"] if via else extra))
+                self.edge(
+                    src,
+                    target,
+                    RULE,
+                    label if label[1] else (head,),
+                    index,
+                    rule_spans,
+                    f"transitions[{index}]",
+                )
+        for sender in live:
+            for target, via in self.resolve(tr.then, sender):
+                parts = [*extra, f"via {via}"] if via else extra
+                self.edge(
+                    self.speaker_ids[sender],
+                    target,
+                    RULE,
+                    (head, " · ".join(parts)) if parts else (head,),
+                    index,
+                    rule_spans,
+                    f"transitions[{index}]",
+                )
+
+    def _add_default(self, covered: dict[str, int]) -> None:
+        """The default's edges from each speaker no rule always takes; when it is
+        written but none falls through, an 'otherwise' note says so instead of hiding it."""
+        inp = self.inp
+        default = inp.graph.default_target
         via_default = _via_text(default)
         spans = (inp.default_span,) if inp.default_span else ()
         fallers = [s for s in self.order if s not in covered]
@@ -558,7 +598,6 @@ class _Builder:
                     json_path="default_target",
                 )
         if not fallers and inp.default_written:
-            # written but no speaker can fall through to it: say so instead of hiding it
             targets = self.resolve(default, None)
             details = ["no speaker falls through: each has a rule that always fires"]
             if not targets and via_default:
@@ -570,14 +609,16 @@ class _Builder:
                 label = _default_label(via)
                 self.edge(src, target, DEFAULT, label, spans=spans, json_path="default_target")
 
-        if graph.max_turns is not None:
+    def _add_cap(self) -> None:
+        """A ``max_turns`` node when the flow has a cap."""
+        max_turns = self.inp.graph.max_turns
+        if max_turns is not None:
             self.add_node(
                 self.special_key("[max_turns]"),
                 CAP,
-                f"max_turns {graph.max_turns}",
+                f"max_turns {max_turns}",
                 ("ends any run at the cap",),
             )
-        return Diagram(inp.title, inp.description, tuple(self.nodes), tuple(self.edges))
 
 
 def _default_label(via: str | None) -> tuple[str, ...]:

@@ -339,11 +339,53 @@ def compile_graph(
 ) -> CompiledGraph:
     """Validate ``graph`` against the participants and build its dispatch table.
 
-    Raises :class:`GraphError` listing every problem with its JSON path.
+    Raises :class:`GraphError` listing every problem with its JSON path (in the order of
+    the steps: the first speaker and the cap, the targets, the default, the conditions).
     """
     reg = registry or default_registry()
-    problems: list[ShapeProblem] = []
     members = frozenset(participant_order)
+    problems = _header_problems(graph, participant_order, members)
+    ordered = priority_order(graph)
+    targets = {
+        i: _target(t.then, participant_order, members, reg, f"transitions[{i}].then", problems)
+        for i, t in ordered
+    }
+    default = _target(
+        graph.default_target, participant_order, members, reg, "default_target", problems
+    )
+    filed = _file_rules(ordered, targets, members, reg, problems)
+    # Each sender's list is the merge of its `from` rules and the shared ones in
+    # priority order, cut after the first rule that always matches.
+    shared_only = _cut(filed.shared)
+    by_sender = {
+        p: _cut(heapq.merge(filed.shared, filed.by_from[p], key=_by_pos))
+        if p in filed.by_from
+        else shared_only
+        for p in participant_order
+    }
+    if problems:
+        raise GraphError(problems)
+    return CompiledGraph(
+        graph,
+        by_sender,
+        _cut(filed.any_sender),
+        default,
+        graph.max_turns,
+        members,
+        {k: tuple(v) for k, v in filed.by_tool.items()},
+        filed.ctx_rules,
+        filed.ctx_fns,
+        {k: tuple(v) for k, v in filed.ctx_by_key.items()},
+        {k: {v: tuple(ps) for v, ps in vs.items()} for k, vs in filed.ctx_eq.items()},
+        tool_rule_names(graph),
+    )
+
+
+def _header_problems(
+    graph: m.TransitionGraph, participant_order: tuple[str, ...], members: frozenset[str]
+) -> list[ShapeProblem]:
+    """The problems of the graph's first speaker (not a participant) and its cap (below 1)."""
+    problems: list[ShapeProblem] = []
     if graph.initial_speaker not in members:
         problems.append(
             ShapeProblem(
@@ -354,41 +396,57 @@ def compile_graph(
         )
     if graph.max_turns is not None and graph.max_turns < 1:
         problems.append(ShapeProblem("max_turns", f"must be at least 1, got {graph.max_turns}"))
-    ordered = priority_order(graph)
-    targets = {
-        i: _target(t.then, participant_order, members, reg, f"transitions[{i}].then", problems)
-        for i, t in ordered
-    }
-    default = _target(
-        graph.default_target, participant_order, members, reg, "default_target", problems
-    )
+    return problems
 
-    # Rules are filed by what they can fire on, so a fold only looks at rules that
-    # can match its envelope (AG2's order is kept by comparing sorted positions):
-    # - a plain `from X` rule under sender X;
-    # - a rule that needs tool T (`tool T`, or `and` of it with built-in parts)
-    #   under T: a turn without a tool call skips them all;
-    # - a rule that reads only the context (`context`, composites of it) under the
-    #   keys it reads: it is re-evaluated when one of those keys changes and the
-    #   state carries the set of those rules that hold;
-    # - everything else (custom conditions, mixed composites) is shared by every
-    #   sender and scanned in order, up to the best indexed candidate.
-    # Each sender's list is the merge of its `from` rules and the shared ones in
-    # priority order, cut after the first rule that always matches.
-    shared: list[CompiledRule] = []
-    by_from: dict[str, list[CompiledRule]] = {}
-    any_sender: list[CompiledRule] = []
-    by_tool: dict[str, list[CompiledRule]] = {}
-    ctx_rules: dict[int, CompiledRule] = {}
-    ctx_fns: dict[int, Callable[[dict[str, Any]], bool]] = {}
-    ctx_by_key: dict[str, list[int]] = {}
-    ctx_eq: dict[str, dict[Any, list[int]]] = {}
+
+@attrs.define
+class _Filed:
+    """The rules of a graph filed by what they can fire on (:func:`_file_rules`), each
+    list in priority order; :func:`compile_graph` builds its dispatch table from them."""
+
+    #: rules every sender scans (custom conditions, mixed composites)
+    shared: list[CompiledRule] = attrs.Factory(list)
+    #: sender -> its `from X` rules (and composites filed per sender)
+    by_from: dict[str, list[CompiledRule]] = attrs.Factory(dict)
+    #: every rule but the tool and context ones (a `from X` rule testing its sender): the
+    #: list for a sender that is not a participant
+    any_sender: list[CompiledRule] = attrs.Factory(list)
+    #: the others as in :class:`CompiledGraph`, in lists
+    by_tool: dict[str, list[CompiledRule]] = attrs.Factory(dict)
+    ctx_rules: dict[int, CompiledRule] = attrs.Factory(dict)
+    ctx_fns: dict[int, Callable[[dict[str, Any]], bool]] = attrs.Factory(dict)
+    ctx_by_key: dict[str, list[int]] = attrs.Factory(dict)
+    ctx_eq: dict[str, dict[Any, list[int]]] = attrs.Factory(dict)
+
+
+def _file_rules(
+    ordered: list[tuple[int, m.Transition]],
+    targets: dict[int, TargetFn],
+    members: frozenset[str],
+    reg: TransitionRegistry,
+    problems: list[ShapeProblem],
+) -> _Filed:
+    """File each rule (in priority order) by what it can fire on, compiling its condition.
+
+    Rules are filed so that a fold only looks at rules that can match its envelope
+    (AG2's order is kept by comparing sorted positions):
+
+    - a plain `from X` rule under sender X;
+    - a rule that needs tool T (`tool T`, or `and` of it with built-in parts)
+      under T: a turn without a tool call skips them all;
+    - a rule that reads only the context (`context`, composites of it) under the
+      keys it reads: it is re-evaluated when one of those keys changes and the
+      state carries the set of those rules that hold;
+    - everything else (custom conditions, mixed composites) is shared by every
+      sender and scanned in order, up to the best indexed candidate.
+    """
+    filed = _Filed()
     for pos, (i, t) in enumerate(ordered):
         static = getattr(targets[i], "decision", None)
         when = t.when
         if isinstance(when, m.FromSpeaker):
-            by_from.setdefault(when.agent_id, []).append((i, None, targets[i], static, pos))
-            any_sender.append((i, _from_fn(when.agent_id), targets[i], static, pos))
+            filed.by_from.setdefault(when.agent_id, []).append((i, None, targets[i], static, pos))
+            filed.any_sender.append((i, _from_fn(when.agent_id), targets[i], static, pos))
             continue
         cond = _cond(when, None, reg, f"transitions[{i}].when", problems)
         if cond is _NEVER:
@@ -396,19 +454,19 @@ def compile_graph(
         entry: CompiledRule = (i, None if cond is _ALWAYS else cond, targets[i], static, pos)
         tool = _required_tool(when)
         if tool is not None:
-            by_tool.setdefault(tool, []).append(
+            filed.by_tool.setdefault(tool, []).append(
                 (i, None if isinstance(when, m.ToolCalled) else entry[1], targets[i], static, pos)
             )
             continue
         keys = _context_keys(when) if cond is not _ALWAYS else None
         if keys:
-            ctx_rules[pos] = entry
-            ctx_fns[pos] = _context_fn(when)
+            filed.ctx_rules[pos] = entry
+            filed.ctx_fns[pos] = _context_fn(when)
             if isinstance(when, m.ContextEquals) and _hashable(when.value):
-                ctx_eq.setdefault(when.key, {}).setdefault(when.value, []).append(pos)
+                filed.ctx_eq.setdefault(when.key, {}).setdefault(when.value, []).append(pos)
                 continue
             for key in sorted(keys):
-                ctx_by_key.setdefault(key, []).append(pos)
+                filed.ctx_by_key.setdefault(key, []).append(pos)
             continue
         senders = _senders(when)
         if senders is not None:  # `from X and ...`, `from X or from Y`: filed per sender
@@ -417,47 +475,29 @@ def compile_graph(
                     continue
                 mine = _cond(when, p, reg, f"transitions[{i}].when", [])
                 if mine is not _NEVER:
-                    by_from.setdefault(p, []).append(
+                    filed.by_from.setdefault(p, []).append(
                         (i, None if mine is _ALWAYS else mine, targets[i], static, pos)
                     )
-            any_sender.append(entry)
+            filed.any_sender.append(entry)
             continue
-        shared.append(entry)
-        any_sender.append(entry)
+        filed.shared.append(entry)
+        filed.any_sender.append(entry)
+    return filed
 
-    def cut(entries: Any) -> tuple[CompiledRule, ...]:
-        out: list[CompiledRule] = []
-        for entry in entries:
-            out.append(entry)
-            if entry[1] is None:
-                break  # nothing after a rule that always matches can fire
-        return tuple(out)
 
-    def by_pos(rule: CompiledRule) -> int:
-        return rule[4]
+def _cut(entries: Iterable[CompiledRule]) -> tuple[CompiledRule, ...]:
+    """``entries`` up to the first rule that always matches: nothing after it can fire."""
+    out: list[CompiledRule] = []
+    for entry in entries:
+        out.append(entry)
+        if entry[1] is None:
+            break
+    return tuple(out)
 
-    generic = cut(any_sender)
-    shared_only = cut(shared)
-    by_sender = {
-        p: cut(heapq.merge(shared, by_from[p], key=by_pos)) if p in by_from else shared_only
-        for p in participant_order
-    }
-    if problems:
-        raise GraphError(problems)
-    return CompiledGraph(
-        graph,
-        by_sender,
-        generic,
-        default,
-        graph.max_turns,
-        members,
-        {k: tuple(v) for k, v in by_tool.items()},
-        ctx_rules,
-        ctx_fns,
-        {k: tuple(v) for k, v in ctx_by_key.items()},
-        {k: {v: tuple(ps) for v, ps in vs.items()} for k, vs in ctx_eq.items()},
-        tool_rule_names(graph),
-    )
+
+def _by_pos(rule: CompiledRule) -> int:
+    """A compiled rule's position in priority order (to merge lists that keep it)."""
+    return rule[4]
 
 
 def priority_order(graph: m.TransitionGraph) -> list[tuple[int, m.Transition]]:
