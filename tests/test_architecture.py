@@ -357,10 +357,7 @@ MAX_FUNCTION_LINES = 120
 MAX_MODULE_LINES = 1200
 #: what is over a budget today, at its size today: these may shrink, never grow, and
 #: leave this table once they are within the budget (a ratchet; docs/internals.md)
-FUNCTIONS_OVER_BUDGET = {
-    "compiler/analysis/lockstep.py:explore_pair": 171,
-    "runtime/hub.py:Hub.admit_fields": 128,
-}
+FUNCTIONS_OVER_BUDGET: dict[str, int] = {}  # none today
 MODULES_OVER_BUDGET = {
     "compiler/analysis/facts.py": 1335,
     "runtime/hub.py": 1251,

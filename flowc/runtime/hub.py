@@ -143,6 +143,19 @@ def _broken_in(links: list[tuple[str, str | None]]) -> str | None:
     return None
 
 
+def _adapter_failure(ch: Channel, err: Exception) -> ProtocolError:
+    """Admission's refusal of a turn whose routing raised ``err`` (no ``ProtocolError``): a
+    bug in a plugin's custom condition or target, or else in the channel's adapter."""
+    if user_frame(err) is not None:
+        return ProtocolError(
+            f"refused: routing the turn failed in a plugin's code: {describe_exception(err)}"
+        )
+    return ProtocolError(
+        f"refused: the {ch.metadata.type} adapter failed on this envelope "
+        f"({type(err).__name__}: {err})"
+    )
+
+
 class Hub:
     """An in-process hub over one WAL store. Create with :meth:`Hub.open`."""
 
@@ -453,14 +466,7 @@ class Hub:
         except ProtocolError:
             raise
         except Exception as err:  # a bug in a custom condition/target: refuse, change nothing
-            if user_frame(err) is not None:
-                raise ProtocolError(
-                    f"refused: routing the turn failed in a plugin's code: {describe_exception(err)}"
-                ) from err
-            raise ProtocolError(
-                f"refused: the {ch.metadata.type} adapter failed on this envelope "
-                f"({type(err).__name__}: {err})"
-            ) from err
+            raise _adapter_failure(ch, err) from err
         contract = ch.contract
         if contract is not None and contract.targets and event_type in (EV_TEXT, EV_PACKET):
             # a custom target's choice, held to its declared `-> A | B`
@@ -484,32 +490,26 @@ class Hub:
         if self._offer_fold is not None:
             self._offer_fold(env, adapter, new_state, result)
         grouped = self._later is not None and ch.lease is not None
-        if grouped:
+        try:
+            if grouped:
 
-            def refused(err: WalError, sender: str = env.sender_id) -> None:
-                # as a refused append: the properties read nothing of this turn
-                if guard is not None:
-                    guard.undo(broken)
-                self._stopped_by_store(ch, sender, err)
+                def refused(err: WalError, sender: str = env.sender_id) -> None:
+                    # as a refused append: the properties read nothing of this turn
+                    if guard is not None:
+                        guard.undo(broken)
+                    self._stopped_by_store(ch, sender, err)
 
-            try:
                 self._append_later(
                     ch, env, lambda: self._accepted(ch, env, result, broken), failed=refused
                 )
-            except WalError as err:  # the lease's renewal before it (nothing queued)
-                if guard is not None:
-                    guard.undo(broken)
-                raise ProtocolError(str(err)) from err
-        else:
-            try:
+            else:
                 self._append(ch, env)
-            except WalError as err:
-                if guard is not None:
-                    guard.undo(broken)
-                raise ProtocolError(str(err)) from err
+        except WalError as err:  # refused, or the renewal before a grouped one (nothing queued)
+            if guard is not None:
+                guard.undo(broken)
+            raise ProtocolError(str(err)) from err
         ch.state = new_state
-        substantive = env.event_type == EV_TEXT or env.event_type == EV_PACKET
-        if substantive:
+        if env.event_type == EV_TEXT or env.event_type == EV_PACKET:  # a substantive turn
             ch.recent.append(env)
             ch.turn_started = time.monotonic()
             if ch.fired:

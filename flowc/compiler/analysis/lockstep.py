@@ -669,6 +669,132 @@ def _worlds(
     return worlds, partial
 
 
+def _kickoff_divergence(old: System, new: System) -> Divergence | None:
+    """When OLD and NEW open with different speakers, the kickoff itself differs (no turn is
+    shared): that divergence, else None."""
+    if old.speakers[old.start] == new.speakers[new.start]:
+        return None
+    return Divergence(
+        (),
+        Routed(DEFAULT, old.speakers[old.start]),
+        Routed(DEFAULT, new.speakers[new.start]),
+        0,
+        KICKOFF,
+        KICKOFF,
+    )
+
+
+@attrs.define
+class _Growing:
+    """The product as the breadth-first search grows it: what :class:`Product` keeps of its
+    nodes and edges. Node 0 is the kickoff, reached by a certain run."""
+
+    keys: list[tuple[NodeKey, NodeKey, bool]] = attrs.Factory(lambda: [(KICKOFF, KICKOFF, True)])
+    ids: dict[tuple[NodeKey, NodeKey, bool], int] = attrs.Factory(
+        lambda: {(KICKOFF, KICKOFF, True): 0}
+    )
+    parent: list[int] = attrs.Factory(lambda: [0])
+    via: list[tuple[Turn, Routed, Routed] | None] = attrs.Factory(lambda: [None])
+    dist: list[int] = attrs.Factory(lambda: [0])
+    edges: dict[int, list[tuple[int, Turn, Routed, Routed]]] = attrs.Factory(dict)
+
+    def add(
+        self, key: tuple[NodeKey, NodeKey, bool], u: int, step: tuple[Turn, Routed, Routed]
+    ) -> int:
+        """A new node ``key``, first reached from node ``u`` by ``step``: its index."""
+        v = self.ids[key] = len(self.keys)
+        self.keys.append(key)
+        self.parent.append(u)
+        self.via.append(step)
+        self.dist.append(self.dist[u] + 1)
+        return v
+
+
+def _turn_labels(
+    so: _Side, sn: _Side, io: int, in_: int, kickoff: bool, json_mode: bool, partial: set[str]
+) -> list[tuple[Label, int, str | None]]:
+    """Every turn either side allows OLD's speaker ``io`` and NEW's ``in_``, once each, as
+    (label, alternative, effects shown) (OLD's first). For a `.flow`, a human's writes
+    too; more combinations of them than :data:`MAX_WRITES` adds ``"writes"`` to ``partial``."""
+    merged: dict[Label, tuple[int, str | None]] = {}
+    for side, i in ((so, io), (sn, in_)):
+        for label, alt, shown in side.labels(i, kickoff):
+            merged.setdefault(label, (alt, shown))
+    if not json_mode:
+        writes, more = _write_labels(so, sn, io, in_)
+        if more:
+            partial.add("writes")
+        for label in writes:
+            merged.setdefault(label, (0, None))
+    return [(k, a, t) for k, (a, t) in merged.items()]
+
+
+#: a turn's context as it shows it, and each side's valuation once the participants' part
+#: of the turn is done (before routing)
+_After: TypeAlias = tuple[tuple[tuple[str, Any], ...], Valuation | None, Valuation | None]
+
+
+def _flow_after(
+    so: _Side, sn: _Side, ko: NodeKey, kn: NodeKey, label: Label, ao: Action | str, an: Action | str
+) -> list[_After]:
+    """A `.flow`'s turn ``label`` from OLD's ``ko`` and NEW's ``kn``: what it writes, as the
+    turn shows it (a human's writes), and each side's valuation after its action's writes
+    (unchanged on a side that refuses the turn)."""
+    written = tuple((k, _shown(_plain(v))) for k, v in label[1]) if label[0] == "write" else ()
+    return [
+        (
+            written,
+            so.applied(ko, ao) if isinstance(ao, Action) else so.before(ko),
+            sn.applied(kn, an) if isinstance(an, Action) else sn.before(kn),
+        )
+    ]
+
+
+def _one_if_alike(
+    so: _Side, sn: _Side, worlds: list[_World], vo: Valuation, vn: Valuation
+) -> list[_World]:
+    """``worlds`` (several) as one world that assumes nothing when what the custom conditions
+    and targets decide changes nothing on this turn: every world is routed and goes on
+    alike on both sides. Else ``worlds`` as they are."""
+    signatures = {
+        (
+            w.old[1].observed,
+            w.new[1].observed,
+            None if w.old[0] is None else so.next_key(w.old[0], vo),
+            None if w.new[0] is None else sn.next_key(w.new[0], vn),
+        )
+        for w in worlds
+    }
+    if len(signatures) == 1:
+        return [attrs.evolve(worlds[0], assumed=(), chosen=())]
+    return worlds
+
+
+def _divergence(
+    so: _Side, sn: _Side, g: _Growing, u: int, turn: Turn, w: _World, vo: Valuation, vn: Valuation
+) -> Divergence:
+    """The run to node ``u`` and then ``turn``, which the sides route differently (world
+    ``w``; ``vo``, ``vn``: their valuations after the participants' part of the turn)."""
+    (o1, r1), (o2, r2) = w.old, w.new
+    return Divergence(
+        (*_turns(g.parent, g.via, u), turn),
+        r1,
+        r2,
+        u,
+        so.next_key(o1, vo) if o1 is not None else REFUSED_KEY,
+        sn.next_key(o2, vn) if o2 is not None else REFUSED_KEY,
+    )
+
+
+def _partial_reason(partial: set[str]) -> str:
+    """Why an exploration is partial besides its bounds, from what it ran past ("" if nothing)."""
+    reasons = {
+        "atoms": f"a turn depends on more than {MAX_ATOMS} custom conditions",
+        "writes": f"a human may write more than {MAX_WRITES} combinations of keys on a turn",
+    }
+    return "; ".join(reasons[p] for p in sorted(partial))
+
+
 def explore_pair(
     old: System,
     new: System,
@@ -691,12 +817,8 @@ def explore_pair(
     so, sn = _Side(old), _Side(new)
     json_mode = old.json_mode or new.json_mode
     contexts = _json_contexts(so, sn) if json_mode else []
-    keys: list[tuple[NodeKey, NodeKey, bool]] = [(KICKOFF, KICKOFF, True)]
-    ids = {keys[0]: 0}
-    parent = [0]
-    via: list[tuple[Turn, Routed, Routed] | None] = [None]
-    dist = [0]
-    edges: dict[int, list[tuple[int, Turn, Routed, Routed]]] = {}
+    g = _Growing()
+    keys, ids, dist, edges = g.keys, g.ids, g.dist, g.edges
     divergences: list[Divergence] = []
     counts = {True: 0, False: 0}  # certain and uncertain divergences kept
     truncated = False
@@ -709,18 +831,9 @@ def explore_pair(
     cap = min(caps) if caps else None
     queue: deque[int] = deque([0])
     labels_of: dict[tuple[int, int, bool], list[tuple[Label, int, str | None]]] = {}
-    if old.speakers[old.start] != new.speakers[new.start]:
-        # the kickoff itself differs: no turn is shared
-        divergences.append(
-            Divergence(
-                (),
-                Routed(DEFAULT, old.speakers[old.start]),
-                Routed(DEFAULT, new.speakers[new.start]),
-                0,
-                KICKOFF,
-                KICKOFF,
-            )
-        )
+    at_kickoff = _kickoff_divergence(old, new)
+    if at_kickoff is not None:
+        divergences.append(at_kickoff)
         queue.clear()
     while queue and not truncated:
         u = queue.popleft()
@@ -735,37 +848,15 @@ def explore_pair(
         speaker = old.speakers[io]
         found = labels_of.get((io, in_, kickoff))
         if found is None:
-            merged: dict[Label, tuple[int, str | None]] = {}
-            for side, i in ((so, io), (sn, in_)):
-                for label, alt, shown in side.labels(i, kickoff):
-                    merged.setdefault(label, (alt, shown))
-            if not json_mode:
-                writes, more = _write_labels(so, sn, io, in_)
-                if more:
-                    partial.add("writes")
-                for label in writes:
-                    merged.setdefault(label, (0, None))
-            found = labels_of[(io, in_, kickoff)] = [(k, a, t) for k, (a, t) in merged.items()]
+            found = _turn_labels(so, sn, io, in_, kickoff, json_mode, partial)
+            labels_of[(io, in_, kickoff)] = found
         for label, alt_index, shown in found:
             ao, an = so.resolve(io, label, kickoff), sn.resolve(in_, label, kickoff)
             if isinstance(ao, str) and isinstance(an, str):
                 continue  # neither side can take this turn
-            afters: list[tuple[tuple[tuple[str, Any], ...], Valuation | None, Valuation | None]]
-            if json_mode:
-                afters = [(ctx, vo, vn) for ctx, vo, vn in contexts]
-            else:
-                written = (
-                    tuple((k, _shown(_plain(v))) for k, v in label[1])
-                    if label[0] == "write"
-                    else ()
-                )
-                afters = [
-                    (
-                        written,
-                        so.applied(ko, ao) if isinstance(ao, Action) else so.before(ko),
-                        sn.applied(kn, an) if isinstance(an, Action) else sn.before(kn),
-                    )
-                ]
+            afters: Sequence[_After] = (
+                contexts if json_mode else _flow_after(so, sn, ko, kn, label, ao, an)
+            )
             tool = label[1] if label[0] == "tool" else None
             for ctx, vo, vn in afters:
                 assert vo is not None and vn is not None
@@ -774,18 +865,8 @@ def explore_pair(
                 worlds, too_many = _worlds(so, sn, outs_o, outs_n, turn_number)
                 if too_many:
                     partial.add("atoms")
-                signatures = {
-                    (
-                        w.old[1].observed,
-                        w.new[1].observed,
-                        None if w.old[0] is None else so.next_key(w.old[0], vo),
-                        None if w.new[0] is None else sn.next_key(w.new[0], vn),
-                    )
-                    for w in worlds
-                }
-                if len(signatures) == 1 and len(worlds) > 1 and not too_many:
-                    # what the custom conditions and targets decide changes nothing here
-                    worlds = [attrs.evolve(worlds[0], assumed=(), chosen=())]
+                elif len(worlds) > 1:
+                    worlds = _one_if_alike(so, sn, worlds, vo, vn)
                 for w in worlds:
                     (o1, r1), (o2, r2) = w.old, w.new
                     turn = Turn(speaker, tool, alt_index, ctx, w.assumed, shown, w.chosen)
@@ -793,16 +874,7 @@ def explore_pair(
                     if r1.observed != r2.observed:
                         if counts[sure] < max_divergences:
                             counts[sure] += 1
-                            divergences.append(
-                                Divergence(
-                                    (*_turns(parent, via, u), turn),
-                                    r1,
-                                    r2,
-                                    u,
-                                    so.next_key(o1, vo) if o1 is not None else REFUSED_KEY,
-                                    sn.next_key(o2, vn) if o2 is not None else REFUSED_KEY,
-                                )
-                            )
+                            divergences.append(_divergence(so, sn, g, u, turn, w, vo, vn))
                         continue
                     if r1.next is None or o1 is None or o2 is None:
                         continue
@@ -815,28 +887,20 @@ def explore_pair(
                         if not len(keys) % MEMORY_EVERY and memory.exceeded():
                             truncated, stopped_by = True, "memory"
                             break
-                        v = ids[nxt] = len(keys)
-                        keys.append(nxt)
-                        parent.append(u)
-                        via.append((turn, r1, r2))
-                        dist.append(dist[u] + 1)
+                        v = g.add(nxt, u, (turn, r1, r2))
                         queue.append(v)
                     edges.setdefault(u, []).append((v, turn, r1, r2))
-    reasons = {
-        "atoms": f"a turn depends on more than {MAX_ATOMS} custom conditions",
-        "writes": f"a human may write more than {MAX_WRITES} combinations of keys on a turn",
-    }
     return Product(
         old,
         new,
         keys,
-        parent,
-        via,
+        g.parent,
+        g.via,
         dist,
         edges,
         divergences,
         truncated,
-        "; ".join(reasons[p] for p in sorted(partial)),
+        _partial_reason(partial),
         stopped_by,
         memory.budget,
     )
