@@ -71,10 +71,30 @@ _STR, _ANY, _COND, _CONDS = "str", "any", "cond", "conds"
 _KINDS = {"str": _STR, "Any": _ANY, "Condition": _COND, "tuple[Condition, ...]": _CONDS}
 
 
+#: the same, once the annotations are resolved to types (cattrs resolves them, in place,
+#: when it first structures a class: serde may be imported after that)
+_RESOLVED_KINDS: tuple[tuple[Any, str], ...] = (
+    (str, _STR),
+    (Any, _ANY),
+    (m.Condition, _COND),
+    (tuple[m.Condition, ...], _CONDS),
+)
+
+
+def _kind(annotation: Any) -> str:
+    if isinstance(annotation, str):
+        return _KINDS[annotation]
+    for resolved, kind in _RESOLVED_KINDS:
+        if annotation == resolved:
+            return kind
+    raise KeyError(annotation)
+
+
 def _fields_of(cls: type[Any]) -> tuple[tuple[str, str], ...]:
-    """``(field, kind)`` of a model class, in its constructor's order (a field of a type
-    not in :data:`_KINDS` fails here, at import, rather than be read wrongly)."""
-    return tuple((f.name, _KINDS[str(f.type)]) for f in attrs.fields(cls))
+    """``(field, kind)`` of a model class, in its constructor's order, whether its
+    annotations are still text or already resolved (a field of a type not in
+    :data:`_KINDS` fails here, at import, rather than be read wrongly)."""
+    return tuple((f.name, _kind(f.type)) for f in attrs.fields(cls))
 
 
 #: by NAME, from the model: its class and fields

@@ -240,6 +240,23 @@ def test_the_readers_tables_are_the_models_fields() -> None:
     assert {cls.NAME for cls in m.BUILTIN_TARGETS} == set(serde._TARGET_FIELDS)
 
 
+def test_the_reader_loads_after_cattrs_resolved_the_models_annotations() -> None:
+    """cattrs resolves a class's annotations to types, in place, when it first structures
+    it; the reader's tables, derived from the same fields, must load either way (it
+    failed with ``KeyError: "<class 'str'>"`` when ``flowc.compiler.shapes`` came first)."""
+    code = (
+        "import attrs, sys\n"
+        "from flowc.compiler import model as m, shapes\n"
+        "assert 'flowc.compiler.serde' not in sys.modules\n"
+        "assert all(not isinstance(f.type, str) for f in attrs.fields(m.ContextEquals))\n"
+        "from flowc.compiler import serde\n"
+        "print(sorted(serde._CONDITION_FIELDS) == sorted(c.NAME for c in "
+        "(*m.BUILTIN_CONDITIONS, *m.COMPOSITE_CONDITIONS)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+
+
 def test_deep_nesting_is_left_to_the_converter() -> None:
     cond: Any = {"name": "always", "args": {}}
     for _ in range(serde._FAST_DEPTH + 5):
