@@ -62,6 +62,8 @@ QUOTED = {
     "memory": f"and {size(explore.MEMORY_BUDGET)} of memory",
     "symbolic": f"at most {symbolic.WORK_BUDGET:,} speaker-layers of work and "
     f"{size(symbolic._CUDD_MAX_MEMORY)} of decision diagrams",
+    "sifting": f"moves at most {symbolic._SIFT_MAX_VARS} variables by at most "
+    f"{symbolic._SIFT_MAX_SWAPS} swaps",
     "atoms": f"at most {lockstep.MAX_ATOMS} custom conditions on a turn and "
     f"{lockstep.MAX_WRITES:,} combinations",
     "excerpt": f"a window of {EXCERPT_WIDTH} characters around the finding",

@@ -62,12 +62,21 @@ from flowc.compiler.tool_effects import finish_reason, terminate_reason
 
 __all__ = ["UNSET", "Symbolic", "SymbolicFacts", "explore_symbolic"]
 
-#: CUDD's memory: its tables are sized for this much (the diagrams of the largest flows
-#: measured use a few MiB), and an operation that would take more than
-#: :data:`_CUDD_MAX_MEMORY` fails (the exploration then gives up, see
-#: :func:`explore_symbolic`) instead of the process growing past its bound
+#: CUDD's memory: its tables are sized for this much, and an operation that would take
+#: more than :data:`_CUDD_MAX_MEMORY` fails (the exploration then gives up, see
+#: :func:`explore_symbolic`) instead of the process growing past its bound. The diagrams
+#: of the largest flows measured use a few MiB (``benchmarks/bench_analysis.py``: the
+#: 200-speaker, 3.8-million-state instance fits in 32 MiB); diagrams that outgrow this
+#: are those of a flow whose state space has no small description, where the count would
+#: run for minutes (a 40-speaker flow of 30 two-valued keys and 30 context rules a
+#: speaker: 19 s to give up with this ceiling, unbounded with 512 MiB)
 _CUDD_MEMORY = 256 * 2**20
-_CUDD_MAX_MEMORY = 512 * 2**20
+_CUDD_MAX_MEMORY = 64 * 2**20
+#: each reordering of the variables (CUDD's group sifting, started when the diagrams
+#: have doubled) moves at most this many variables, by at most this many swaps in all:
+#: one reordering on such a flow otherwise ran past 50 s inside a single operation
+_SIFT_MAX_VARS = 20
+_SIFT_MAX_SWAPS = 500
 
 
 def _manager() -> Any:
@@ -95,7 +104,12 @@ def _manager() -> Any:
     ceiling //= 2
     # (dd refuses, and prints, an estimate above the physical memory: stay under it)
     bdd = BDD(memory_estimate=max(2**20, min(_CUDD_MEMORY, ceiling)))
-    bdd.configure(reordering=True, max_memory=max(2**20, ceiling))
+    bdd.configure(
+        reordering=True,
+        max_memory=max(2**20, ceiling),
+        max_vars=_SIFT_MAX_VARS,
+        max_swaps=_SIFT_MAX_SWAPS,
+    )
     return bdd
 
 
