@@ -193,20 +193,11 @@ def load_plugins(
 # ── what a graph needs ────────────────────────────────────────────────────────
 
 
-def _conditions(cond: m.Condition) -> Iterator[m.Condition]:
-    yield cond
-    if isinstance(cond, m.AllOf | m.AnyOf):
-        for c in cond.conditions:
-            yield from _conditions(c)
-    elif isinstance(cond, m.Not):
-        yield from _conditions(cond.condition)
-
-
 def used_customs(graph: m.TransitionGraph) -> Iterator[tuple[str, str, int | None]]:
     """``(kind, name, transition index)`` of every custom condition and target the graph
     uses, in file order; the index is ``None`` for the default target."""
     for i, t in enumerate(graph.transitions):
-        for c in _conditions(t.when):
+        for c in m.walk_condition(t.when):
             if isinstance(c, m.CustomCondition):
                 yield "condition", c.name, i
         if isinstance(t.then, m.CustomTarget):
@@ -364,7 +355,7 @@ def _custom_calls(
         if info is not None and info.rule is not None:
             source = [c for c in _call_conds(info.rule.cond) if _within(c.span, info.span)]
         seen: dict[str, int] = {}
-        for c in _conditions(t.when):
+        for c in m.walk_condition(t.when):
             if isinstance(c, m.CustomCondition):
                 k = seen.get(c.name, 0)
                 seen[c.name] = k + 1

@@ -262,16 +262,6 @@ def _equal(a: Any, b: Any) -> bool:
 # ── building ──────────────────────────────────────────────────────────────────
 
 
-def walk_condition(cond: m.Condition) -> Iterator[m.Condition]:
-    """A condition and every condition inside it."""
-    yield cond
-    if isinstance(cond, m.AllOf | m.AnyOf):
-        for c in cond.conditions:
-            yield from walk_condition(c)
-    elif isinstance(cond, m.Not):
-        yield from walk_condition(cond.condition)
-
-
 class _Builder:
     def __init__(
         self,
@@ -295,7 +285,7 @@ class _Builder:
                 if key in seen:
                     continue  # the same condition again names nothing new
                 seen.add(key)
-            for c in walk_condition(t.when):
+            for c in m.walk_condition(t.when):
                 if isinstance(c, m.ContextEquals):
                     lits = keys.setdefault(c.key, [])
                     if not any(_equal(x, c.value) for x in lits):
