@@ -6,19 +6,11 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.compiler.compiled import walk_cond
 from flowc.diagnostics import I302, I303, W207, W208, W209, W216
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 from flowc.source import Span
-
-
-def _conds(cond: n.Cond) -> Iterator[n.Cond]:
-    yield cond
-    if isinstance(cond, n.AndCond | n.OrCond):
-        for item in cond.items:
-            yield from _conds(item)
-    elif isinstance(cond, n.NotCond):
-        yield from _conds(cond.item)
 
 
 def _rules(flow: n.Flow) -> Iterator[n.Rule]:
@@ -68,7 +60,7 @@ def check_undeclared_tools(facts: Facts) -> Iterator[Finding]:
     if not unknown:
         return
     for rule in _rules(flow):
-        for c in _conds(rule.cond):
+        for c in walk_cond(rule.cond):
             if isinstance(c, n.ToolCond) and c.tool.value in unknown:
                 shown = format_name(c.tool.value)
                 yield Finding(
@@ -92,7 +84,7 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
         return
     seen: set[str] = set()
     for rule in _rules(flow):
-        for c in _conds(rule.cond):
+        for c in walk_cond(rule.cond):
             if isinstance(c, n.ContextCond) and c.key.value in unset and c.key.value not in seen:
                 seen.add(c.key.value)
                 key = format_name(c.key.value)
