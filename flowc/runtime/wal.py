@@ -218,6 +218,25 @@ def _free(holder: str, expires_at: float, now: float) -> bool:
     return expires_at <= now or holder_alive(holder) is False
 
 
+def _next_lease(
+    channel_id: str, holder: str, current: Lease | None, now: float, seconds: float
+) -> Lease:
+    """The lease ``holder`` takes on ``channel_id`` at ``now`` for ``seconds``, after
+    ``current`` (``None`` when the run never had one): its token one higher. A
+    :class:`LeaseError` when another holder's lease is not free (:func:`_free`)."""
+    if (
+        current is not None
+        and current.holder != holder
+        and not _free(current.holder, current.expires_at, now)
+    ):
+        raise LeaseError(
+            _held_message(channel_id, current.holder, current.expires_at),
+            channel_id,
+            current.holder,
+        )
+    return Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
+
+
 # ── the interface ────────────────────────────────────────────────────────────
 
 
@@ -319,18 +338,7 @@ class MemoryStore:
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         now = time.time()
-        current = self._leases.get(channel_id)
-        if (
-            current is not None
-            and current.holder != holder
-            and not _free(current.holder, current.expires_at, now)
-        ):
-            raise LeaseError(
-                _held_message(channel_id, current.holder, current.expires_at),
-                channel_id,
-                current.holder,
-            )
-        lease = Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
+        lease = _next_lease(channel_id, holder, self._leases.get(channel_id), now, seconds)
         self._leases[channel_id] = lease
         return lease
 
@@ -945,18 +953,7 @@ class SqliteStore:
             raise self._fault(err, channel_id, "take its lease") from None
         try:
             now = time.time()
-            current = self._lease_row(channel_id)
-            if (
-                current is not None
-                and current.holder != holder
-                and not _free(current.holder, current.expires_at, now)
-            ):
-                raise LeaseError(
-                    _held_message(channel_id, current.holder, current.expires_at),
-                    channel_id,
-                    current.holder,
-                )
-            lease = Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
+            lease = _next_lease(channel_id, holder, self._lease_row(channel_id), now, seconds)
             db.execute(
                 "INSERT INTO lease (channel_id, holder, token, expires_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET holder = excluded.holder, "
