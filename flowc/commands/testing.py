@@ -315,10 +315,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         )
     if args.write:
         if scenarios:
-            from flowc.dsl.formatter import format_source
-
-            new_text = source.text.rstrip("\n") + "\n\n" + text
-            Path(path).write_text(format_source(new_text, path), encoding="utf-8")
+            _append_scenarios(path, source.text, text)
         print(f"{path}: added {counted(len(scenarios), 'scenario')}; {note}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -371,15 +368,21 @@ def _property_scenario(
         if sc.title in {s.title.value for s in compiled.scenarios}:
             print(f"{path}: has the scenario {sc.title!r} already; {note}", file=sys.stderr)
             return EXIT_OK
-        from flowc.dsl.formatter import format_source
-
-        new_text = source.text.rstrip("\n") + "\n\n" + text
-        Path(path).write_text(format_source(new_text, path), encoding="utf-8")
+        _append_scenarios(path, source.text, text)
         print(f"{path}: added 1 scenario; {note}", file=sys.stderr)
     else:
         sys.stdout.write(text)
         print(f"{path}: {note}", file=sys.stderr)
     return EXIT_OK
+
+
+def _append_scenarios(path: str, source_text: str, text: str) -> None:
+    """Write ``text`` (generated scenarios) after the flow's own text at ``path``, a
+    blank line between, and format the whole file as `flowc fmt` does."""
+    from flowc.dsl.formatter import format_source
+
+    new_text = source_text.rstrip("\n") + "\n\n" + text
+    Path(path).write_text(format_source(new_text, path), encoding="utf-8")
 
 
 def _verify(
