@@ -53,6 +53,7 @@ __all__ = [
     "LeaseBusy",
     "LeaseError",
     "MemoryStore",
+    "PassThroughStore",
     "SqliteStore",
     "StoreUnavailable",
     "WalError",
@@ -280,6 +281,43 @@ class WalStore(Protocol):
 
     def close(self) -> None:
         """Release the store's resources."""
+
+
+class PassThroughStore:
+    """A :class:`WalStore` that hands every call to ``store``, the real one: the base of
+    a wrapper that watches some calls (it overrides those) and passes the rest on."""
+
+    def __init__(self, store: WalStore) -> None:
+        self.store = store
+
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
+        self.store.append(envelope, lease, follows)
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        return self.store.read(channel_id)
+
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        return self.store.links(channel_id)
+
+    def channel_ids(self) -> list[str]:
+        return self.store.channel_ids()
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        return self.store.acquire(channel_id, holder, seconds)
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        return self.store.renew(lease, seconds)
+
+    def release(self, lease: Lease) -> None:
+        self.store.release(lease)
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        return self.store.lease_of(channel_id)
+
+    def close(self) -> None:
+        self.store.close()
 
 
 def _lost(lease: Lease, current: Lease | None) -> LeaseError:
