@@ -163,6 +163,15 @@ class Knobs:
     context_vars: dict[str, Any] = attrs.field(factory=dict)
 
 
+def values_equal(a: Any, b: Any) -> bool:
+    """Python equality, as AG2's ``ContextEquals`` compares a context value with its
+    literal; a comparison that raises is not equal."""
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - JSON values compare without raising
+        return False
+
+
 def walk_condition(cond: Condition) -> Iterator[Condition]:
     """A condition and every condition inside it, outermost first (the order they are
     written in)."""

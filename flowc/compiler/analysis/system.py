@@ -186,7 +186,7 @@ class System:
     def abstract(self, key: int, value: Any) -> int:
         """The abstract value of a concrete one."""
         for j, lit in enumerate(self.literals[key]):
-            if _equal(lit, value):
+            if m.values_equal(lit, value):
                 return 2 + j
         return OTHER
 
@@ -251,12 +251,8 @@ class System:
         return self._speaker_index[name]
 
 
-def _equal(a: Any, b: Any) -> bool:
-    """Python equality, as AG2's ``ContextEquals`` compares."""
-    try:
-        return bool(a == b)
-    except Exception:  # pragma: no cover - JSON values compare without raising
-        return False
+#: the name analysis/lockstep.py imports it by
+_equal = m.values_equal
 
 
 # ── building ──────────────────────────────────────────────────────────────────
@@ -288,14 +284,14 @@ class _Builder:
             for c in m.walk_condition(t.when):
                 if isinstance(c, m.ContextEquals):
                     lits = keys.setdefault(c.key, [])
-                    if not any(_equal(x, c.value) for x in lits):
+                    if not any(m.values_equal(x, c.value) for x in lits):
                         lits.append(c.value)
                 elif isinstance(c, m.ToolCalled):
                     tools.setdefault(c.tool_name, None)
         for key, values in (extra or {}).items():  # after the rules' own: their indices stay
             lits = keys.setdefault(key, [])
             for value in values:
-                if not any(_equal(x, value) for x in lits):
+                if not any(m.values_equal(x, value) for x in lits):
                     lits.append(value)
         self.keys = tuple(keys)
         self.key_index = {k: i for i, k in enumerate(self.keys)}
@@ -308,7 +304,7 @@ class _Builder:
 
     def abstract(self, key: int, value: Any) -> int:
         for j, lit in enumerate(self.literals[key]):
-            if _equal(lit, value):
+            if m.values_equal(lit, value):
                 return 2 + j
         return OTHER
 
