@@ -196,22 +196,24 @@ class _Fenced(PassThroughStore):
     ) -> None:
         try:
             self.store.append(envelope, lease, follows)
-        except LeaseError as err:
-            self.refused = err
-            raise
         except WalError as err:
-            self.failed = err
+            self._remember(err)
             raise
 
     def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
         try:
             return self.store.renew(lease, seconds)
-        except LeaseError as err:
-            self.refused = err
-            raise
         except WalError as err:
-            self.failed = err
+            self._remember(err)
             raise
+
+    def _remember(self, err: BaseException | None) -> None:
+        """Keep what the store said: a refused lease (:class:`LeaseError`, the run was
+        taken over) in ``refused``, any other :class:`WalError` in ``failed``."""
+        if isinstance(err, LeaseError):
+            self.refused = err
+        elif isinstance(err, WalError):
+            self.failed = err
 
     def close(self) -> None:
         pass  # the worker's store outlives its runs
@@ -239,11 +241,7 @@ class _FencedGroup(_Fenced):
         return fut
 
     def _heard(self, fut: asyncio.Future[None]) -> None:
-        err = None if fut.cancelled() else fut.exception()
-        if isinstance(err, LeaseError):
-            self.refused = err
-        elif isinstance(err, WalError):
-            self.failed = err
+        self._remember(None if fut.cancelled() else fut.exception())
 
 
 #: the fencing token of a run's first claim: :func:`submit_run`'s hub held token 1 (it
