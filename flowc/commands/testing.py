@@ -51,6 +51,7 @@ from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.coverage import FlowCoverage, coverage_targets, measure
 from flowc.runtime.scenarios import ScenarioResult, run_scenario
 from flowc.runtime.target import RunTarget
+from flowc.source import SourceFile
 
 # ── loading ───────────────────────────────────────────────────────────────────
 
@@ -276,11 +277,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     except GenerationError as err:
         print(f"{path}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
-    source, _ = read_source(path)
-    assert source is not None
-    target = RunTarget.from_compiled(
-        compiled, source_text=source.text, label=path, filename=source.name
-    )
+    source, target = _source_and_target(path, compiled)
     scenarios = list(gen.scenarios)
     if args.write:
         have = {sc.title.value for sc in compiled.scenarios}
@@ -315,10 +312,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         )
     if args.write:
         if scenarios:
-            from flowc.dsl.formatter import format_source
-
-            new_text = source.text.rstrip("\n") + "\n\n" + text
-            Path(path).write_text(format_source(new_text, path), encoding="utf-8")
+            _append_scenarios(path, source.text, text)
         print(f"{path}: added {counted(len(scenarios), 'scenario')}; {note}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -334,7 +328,6 @@ def _property_scenario(
     from flowc.compiler.analysis.generate import GenerationError, violation_scenario
     from flowc.compiler.pipeline import compile_source
     from flowc.dsl.formatter import format_name
-    from flowc.source import SourceFile
 
     path, name = args.file, args.property
     try:
@@ -342,11 +335,7 @@ def _property_scenario(
     except GenerationError as err:
         print(f"{path}: error: --property {name}: {err}", file=sys.stderr)
         return EXIT_ERRORS
-    source, _ = read_source(path)
-    assert source is not None
-    target = RunTarget.from_compiled(
-        compiled, source_text=source.text, label=path, filename=source.name
-    )
+    source, target = _source_and_target(path, compiled)
     text = sc.text()
     with_new, _ = compile_source(SourceFile("<generated>", source.text + "\n" + text))
     result = (
@@ -371,10 +360,7 @@ def _property_scenario(
         if sc.title in {s.title.value for s in compiled.scenarios}:
             print(f"{path}: has the scenario {sc.title!r} already; {note}", file=sys.stderr)
             return EXIT_OK
-        from flowc.dsl.formatter import format_source
-
-        new_text = source.text.rstrip("\n") + "\n\n" + text
-        Path(path).write_text(format_source(new_text, path), encoding="utf-8")
+        _append_scenarios(path, source.text, text)
         print(f"{path}: added 1 scenario; {note}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -382,12 +368,31 @@ def _property_scenario(
     return EXIT_OK
 
 
+def _source_and_target(path: str, compiled: CompiledFlow) -> tuple[SourceFile, RunTarget]:
+    """The flow file at ``path``, which ``compiled`` was compiled from, and the run
+    target that plays scenarios on ``compiled``."""
+    source, _ = read_source(path)
+    assert source is not None
+    target = RunTarget.from_compiled(
+        compiled, source_text=source.text, label=path, filename=source.name
+    )
+    return source, target
+
+
+def _append_scenarios(path: str, source_text: str, text: str) -> None:
+    """Write ``text`` (generated scenarios) after the flow's own text at ``path``, a
+    blank line between, and format the whole file as `flowc fmt` does."""
+    from flowc.dsl.formatter import format_source
+
+    new_text = source_text.rstrip("\n") + "\n\n" + text
+    Path(path).write_text(format_source(new_text, path), encoding="utf-8")
+
+
 def _verify(
     compiled: CompiledFlow, source_text: str, text: str, target: RunTarget
 ) -> list[tuple[str, str | None]]:
     """Run the generated scenarios; the ones that fail, with their first divergence."""
     from flowc.compiler.pipeline import compile_source
-    from flowc.source import SourceFile
 
     if not text:
         return []

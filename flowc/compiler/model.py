@@ -6,6 +6,7 @@ AG2 1.2.1's ``TransitionGraph.to_dict()`` writes it (see :mod:`flowc.compiler.se
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
@@ -160,6 +161,26 @@ class Knobs:
 
     graph: TransitionGraph
     context_vars: dict[str, Any] = attrs.field(factory=dict)
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Python equality, as AG2's ``ContextEquals`` compares a context value with its
+    literal; a comparison that raises is not equal."""
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - JSON values compare without raising
+        return False
+
+
+def walk_condition(cond: Condition) -> Iterator[Condition]:
+    """A condition and every condition inside it, outermost first (the order they are
+    written in)."""
+    yield cond
+    if isinstance(cond, AllOf | AnyOf):
+        for c in cond.conditions:
+            yield from walk_condition(c)
+    elif isinstance(cond, Not):
+        yield from walk_condition(cond.condition)
 
 
 def condition_name(cond: Condition) -> str:

@@ -135,19 +135,12 @@ class AtomTable:
             elif isinstance(atom, m.ToolCalled):
                 hit = atom.tool_name == turn.tool
             elif isinstance(atom, m.ContextEquals):
-                hit = _equal(context.get(atom.key), atom.value)
+                hit = m.values_equal(context.get(atom.key), atom.value)
             else:
                 hit = turn.ended and (atom.reason is None or atom.reason == turn.reason)
             if hit:
                 mask |= 1 << i
         return mask
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # pragma: no cover - context values are JSON values
-        return False
 
 
 Fn: TypeAlias = Callable[[int, tuple[bool, ...], int], bool]

@@ -95,6 +95,17 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def report_no_groupchat(reader: AgentReader) -> None:
+    """M001 for a file with no ``GroupChat(...)`` call: nothing here is a classic group
+    chat (the caller raises :class:`NotRecognised` with the reader's findings)."""
+    reader.report(
+        M001,
+        "no classic group chat found: the file has no `GroupChat(...)` call",
+        None,
+        help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
+    )
+
+
 def translate_classic(source: SourceFile) -> mm.Translation:
     """Translate the first ``GroupChat`` of a classic Python file.
 
@@ -107,12 +118,7 @@ def translate_classic(source: SourceFile) -> mm.Translation:
     calls = list(mod.calls())
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if not groupchats:
-        reader.report(
-            M001,
-            "no classic group chat found: the file has no `GroupChat(...)` call",
-            None,
-            help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
-        )
+        report_no_groupchat(reader)
         raise mm.NotRecognised(reader.findings)
     return translate_groupchat(reader, groupchats[0], calls)
 

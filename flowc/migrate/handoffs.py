@@ -151,13 +151,7 @@ class HandoffReader:
         if kind == "TerminateTarget":
             return Target(mm.terminate(), n.FinishEffect(None, S), "terminate")
         if kind == "GroupManagerTarget":
-            self.selector_used = True
-            return Target(
-                mm.speaker_target(MANAGER),
-                n.HandoffEffect(mm.name(MANAGER), S),
-                "the group manager",
-                exact=False,
-            )
+            return self.to_manager("the group manager")
         if kind == "AskUserTarget":
             self.r.report(
                 M002,
@@ -219,12 +213,14 @@ class HandoffReader:
             return Target(
                 n.InitiatorTarget(S), n.HandoffEffect(mm.name(self.user), S), "revert_to_user"
             )
+        return self.to_manager("swarm_manager")
+
+    def to_manager(self, label: str) -> Target:
+        """The group manager speaks next and picks who follows; marks ``selector_used``,
+        so the translation declares the manager and its selection rules."""
         self.selector_used = True
         return Target(
-            mm.speaker_target(MANAGER),
-            n.HandoffEffect(mm.name(MANAGER), S),
-            "swarm_manager",
-            exact=False,
+            mm.speaker_target(MANAGER), n.HandoffEffect(mm.name(MANAGER), S), label, exact=False
         )
 
     def flag(self, key: str) -> n.Cond:

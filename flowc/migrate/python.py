@@ -24,7 +24,7 @@ import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, Diagnostic
 from flowc.migrate.agentchat_py import TEAMS, translate_agentchat_python
 from flowc.migrate.agents import AgentReader
-from flowc.migrate.classic import translate_groupchat
+from flowc.migrate.classic import report_no_groupchat, translate_groupchat
 from flowc.migrate.group import RUNNERS, translate_group
 from flowc.migrate.pyread import PyModule, callee, kwarg
 from flowc.migrate.swarm import SWARM_RUNNERS, translate_swarm
@@ -231,12 +231,7 @@ def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translat
             help="see docs/migrate.md for the inputs translated today; port this chat by hand",
         )
     else:
-        reader.report(
-            M001,
-            "no classic group chat found: the file has no `GroupChat(...)` call",
-            None,
-            help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
-        )
+        report_no_groupchat(reader)
     raise mm.NotRecognised(reader.findings)
 
 

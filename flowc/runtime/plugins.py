@@ -36,7 +36,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.compiled import CompiledFlow, walk_cond
 from flowc.diagnostics import E115, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.runtime.transitions import (
@@ -193,20 +193,11 @@ def load_plugins(
 # ── what a graph needs ────────────────────────────────────────────────────────
 
 
-def _conditions(cond: m.Condition) -> Iterator[m.Condition]:
-    yield cond
-    if isinstance(cond, m.AllOf | m.AnyOf):
-        for c in cond.conditions:
-            yield from _conditions(c)
-    elif isinstance(cond, m.Not):
-        yield from _conditions(cond.condition)
-
-
 def used_customs(graph: m.TransitionGraph) -> Iterator[tuple[str, str, int | None]]:
     """``(kind, name, transition index)`` of every custom condition and target the graph
     uses, in file order; the index is ``None`` for the default target."""
     for i, t in enumerate(graph.transitions):
-        for c in _conditions(t.when):
+        for c in m.walk_condition(t.when):
             if isinstance(c, m.CustomCondition):
                 yield "condition", c.name, i
         if isinstance(t.then, m.CustomTarget):
@@ -362,9 +353,13 @@ def _custom_calls(
         info = infos.get(i)
         source: list[n.CallCond] = []
         if info is not None and info.rule is not None:
-            source = [c for c in _call_conds(info.rule.cond) if _within(c.span, info.span)]
+            source = [
+                c
+                for c in walk_cond(info.rule.cond)
+                if isinstance(c, n.CallCond) and _within(c.span, info.span)
+            ]
         seen: dict[str, int] = {}
-        for c in _conditions(t.when):
+        for c in m.walk_condition(t.when):
             if isinstance(c, m.CustomCondition):
                 k = seen.get(c.name, 0)
                 seen[c.name] = k + 1
@@ -385,16 +380,6 @@ def _custom_calls(
             compiled.graph.default_target,
             written.span if isinstance(written, n.CallTarget) else compiled.default_span,
         )
-
-
-def _call_conds(cond: n.Cond) -> Iterator[n.CallCond]:
-    if isinstance(cond, n.CallCond):
-        yield cond
-    elif isinstance(cond, n.AndCond | n.OrCond):
-        for item in cond.items:
-            yield from _call_conds(item)
-    elif isinstance(cond, n.NotCond):
-        yield from _call_conds(cond.item)
 
 
 def _within(inner: Span, outer: Span) -> bool:

@@ -53,6 +53,7 @@ __all__ = [
     "LeaseBusy",
     "LeaseError",
     "MemoryStore",
+    "PassThroughStore",
     "SqliteStore",
     "StoreUnavailable",
     "WalError",
@@ -218,6 +219,25 @@ def _free(holder: str, expires_at: float, now: float) -> bool:
     return expires_at <= now or holder_alive(holder) is False
 
 
+def _next_lease(
+    channel_id: str, holder: str, current: Lease | None, now: float, seconds: float
+) -> Lease:
+    """The lease ``holder`` takes on ``channel_id`` at ``now`` for ``seconds``, after
+    ``current`` (``None`` when the run never had one): its token one higher. A
+    :class:`LeaseError` when another holder's lease is not free (:func:`_free`)."""
+    if (
+        current is not None
+        and current.holder != holder
+        and not _free(current.holder, current.expires_at, now)
+    ):
+        raise LeaseError(
+            _held_message(channel_id, current.holder, current.expires_at),
+            channel_id,
+            current.holder,
+        )
+    return Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
+
+
 # ── the interface ────────────────────────────────────────────────────────────
 
 
@@ -261,6 +281,43 @@ class WalStore(Protocol):
 
     def close(self) -> None:
         """Release the store's resources."""
+
+
+class PassThroughStore:
+    """A :class:`WalStore` that hands every call to ``store``, the real one: the base of
+    a wrapper that watches some calls (it overrides those) and passes the rest on."""
+
+    def __init__(self, store: WalStore) -> None:
+        self.store = store
+
+    def append(
+        self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
+    ) -> None:
+        self.store.append(envelope, lease, follows)
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        return self.store.read(channel_id)
+
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        return self.store.links(channel_id)
+
+    def channel_ids(self) -> list[str]:
+        return self.store.channel_ids()
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        return self.store.acquire(channel_id, holder, seconds)
+
+    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
+        return self.store.renew(lease, seconds)
+
+    def release(self, lease: Lease) -> None:
+        self.store.release(lease)
+
+    def lease_of(self, channel_id: str) -> Lease | None:
+        return self.store.lease_of(channel_id)
+
+    def close(self) -> None:
+        self.store.close()
 
 
 def _lost(lease: Lease, current: Lease | None) -> LeaseError:
@@ -319,18 +376,7 @@ class MemoryStore:
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         now = time.time()
-        current = self._leases.get(channel_id)
-        if (
-            current is not None
-            and current.holder != holder
-            and not _free(current.holder, current.expires_at, now)
-        ):
-            raise LeaseError(
-                _held_message(channel_id, current.holder, current.expires_at),
-                channel_id,
-                current.holder,
-            )
-        lease = Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
+        lease = _next_lease(channel_id, holder, self._leases.get(channel_id), now, seconds)
         self._leases[channel_id] = lease
         return lease
 
@@ -945,18 +991,7 @@ class SqliteStore:
             raise self._fault(err, channel_id, "take its lease") from None
         try:
             now = time.time()
-            current = self._lease_row(channel_id)
-            if (
-                current is not None
-                and current.holder != holder
-                and not _free(current.holder, current.expires_at, now)
-            ):
-                raise LeaseError(
-                    _held_message(channel_id, current.holder, current.expires_at),
-                    channel_id,
-                    current.holder,
-                )
-            lease = Lease(channel_id, holder, (current.token if current else 0) + 1, now + seconds)
+            lease = _next_lease(channel_id, holder, self._lease_row(channel_id), now, seconds)
             db.execute(
                 "INSERT INTO lease (channel_id, holder, token, expires_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET holder = excluded.holder, "

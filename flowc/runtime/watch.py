@@ -29,7 +29,7 @@ opened wf-demo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from flowc.runtime.adapters.base import AdapterResult
@@ -42,7 +42,7 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 from flowc.runtime.transcript import TranscriptFolder, TurnRecord
-from flowc.runtime.wal import LEASE_SECONDS, Lease, WalStore
+from flowc.runtime.wal import Lease, PassThroughStore, WalStore
 
 __all__ = ["RunWatcher", "WatchedStore"]
 
@@ -72,11 +72,11 @@ def _call(fn: Callable[[str], None], arg: str) -> Exception | None:
     return None
 
 
-class WatchedStore:
+class WatchedStore(PassThroughStore):
     """A :class:`~flowc.runtime.wal.WalStore` that shows one run's turns to a watcher."""
 
     def __init__(self, store: WalStore, watcher: RunWatcher) -> None:
-        self.store = store
+        super().__init__(store)
         self.watcher = watcher
         self.folder = TranscriptFolder()
         self.turns = bool(getattr(watcher, "wants_turns", True))
@@ -160,34 +160,11 @@ class WatchedStore:
         except Exception as err:  # never let a watcher refuse an admitted envelope
             self.failed = err
 
-    # the WalStore interface: the real store does the work
+    # the WalStore interface: the real store does the work (PassThroughStore), and the
+    # watcher sees what was appended
 
     def append(
         self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
     ) -> None:
         self.store.append(envelope, lease, follows)
         self._see(envelope)
-
-    def read(self, channel_id: str) -> Iterator[Envelope]:
-        return self.store.read(channel_id)
-
-    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
-        return self.store.links(channel_id)
-
-    def channel_ids(self) -> list[str]:
-        return self.store.channel_ids()
-
-    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
-        return self.store.acquire(channel_id, holder, seconds)
-
-    def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
-        return self.store.renew(lease, seconds)
-
-    def release(self, lease: Lease) -> None:
-        self.store.release(lease)
-
-    def lease_of(self, channel_id: str) -> Lease | None:
-        return self.store.lease_of(channel_id)
-
-    def close(self) -> None:
-        self.store.close()

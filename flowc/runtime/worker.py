@@ -83,6 +83,7 @@ from flowc.runtime.wal import (
     Lease,
     LeaseBusy,
     LeaseError,
+    PassThroughStore,
     WalError,
     WalStore,
     holder_id,
@@ -180,13 +181,13 @@ class PgNotifier(PgListener):
 # ── the worker ────────────────────────────────────────────────────────────────
 
 
-class _Fenced:
+class _Fenced(PassThroughStore):
     """The worker's store as one run's hub sees it: remembers whether the store refused
     this hub's lease (the run was taken over) or failed (e.g. the database restarted);
     everything else passed through."""
 
     def __init__(self, store: WalStore) -> None:
-        self.store = store
+        super().__init__(store)
         self.refused: LeaseError | None = None
         self.failed: WalError | None = None
 
@@ -195,40 +196,24 @@ class _Fenced:
     ) -> None:
         try:
             self.store.append(envelope, lease, follows)
-        except LeaseError as err:
-            self.refused = err
-            raise
         except WalError as err:
-            self.failed = err
+            self._remember(err)
             raise
 
     def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
         try:
             return self.store.renew(lease, seconds)
-        except LeaseError as err:
-            self.refused = err
-            raise
         except WalError as err:
-            self.failed = err
+            self._remember(err)
             raise
 
-    def read(self, channel_id: str) -> Iterator[Envelope]:
-        return self.store.read(channel_id)
-
-    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
-        return self.store.links(channel_id)
-
-    def channel_ids(self) -> list[str]:
-        return self.store.channel_ids()
-
-    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
-        return self.store.acquire(channel_id, holder, seconds)
-
-    def release(self, lease: Lease) -> None:
-        self.store.release(lease)
-
-    def lease_of(self, channel_id: str) -> Lease | None:
-        return self.store.lease_of(channel_id)
+    def _remember(self, err: BaseException | None) -> None:
+        """Keep what the store said: a refused lease (:class:`LeaseError`, the run was
+        taken over) in ``refused``, any other :class:`WalError` in ``failed``."""
+        if isinstance(err, LeaseError):
+            self.refused = err
+        elif isinstance(err, WalError):
+            self.failed = err
 
     def close(self) -> None:
         pass  # the worker's store outlives its runs
@@ -256,11 +241,7 @@ class _FencedGroup(_Fenced):
         return fut
 
     def _heard(self, fut: asyncio.Future[None]) -> None:
-        err = None if fut.cancelled() else fut.exception()
-        if isinstance(err, LeaseError):
-            self.refused = err
-        elif isinstance(err, WalError):
-            self.failed = err
+        self._remember(None if fut.cancelled() else fut.exception())
 
 
 #: the fencing token of a run's first claim: :func:`submit_run`'s hub held token 1 (it

@@ -6,25 +6,19 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.compiler.compiled import walk_cond
 from flowc.diagnostics import I302, I303, W207, W208, W209, W216
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 from flowc.source import Span
 
 
-def _conds(cond: n.Cond) -> Iterator[n.Cond]:
-    yield cond
-    if isinstance(cond, n.AndCond | n.OrCond):
-        for item in cond.items:
-            yield from _conds(item)
-    elif isinstance(cond, n.NotCond):
-        yield from _conds(cond.item)
-
-
-def _rules(flow: n.Flow) -> Iterator[n.Rule]:
+def _written_conds(flow: n.Flow) -> Iterator[n.Cond]:
+    """Every condition of every rule of ``flow`` as written, and those inside them, in
+    file order."""
     for st in flow.statements:
         if isinstance(st, n.Rule):
-            yield st
+            yield from walk_cond(st.cond)
 
 
 def check_model_start_speaker(facts: Facts) -> Iterator[Finding]:
@@ -67,19 +61,18 @@ def check_undeclared_tools(facts: Facts) -> Iterator[Finding]:
     unknown = facts.unknown_tools
     if not unknown:
         return
-    for rule in _rules(flow):
-        for c in _conds(rule.cond):
-            if isinstance(c, n.ToolCond) and c.tool.value in unknown:
-                shown = format_name(c.tool.value)
-                yield Finding(
-                    facts.diag(
-                        W208,
-                        f"`when tool {shown}` routes on a tool that no speaker declares, so it never fires",
-                        span=c.span,
-                        notes=("a speaker with no declared tools can call no routing tool",),
-                        help=f"declare it on the speaker that calls it: `speaker NAME {{ tool {shown} }}`",
-                    )
+    for c in _written_conds(flow):
+        if isinstance(c, n.ToolCond) and c.tool.value in unknown:
+            shown = format_name(c.tool.value)
+            yield Finding(
+                facts.diag(
+                    W208,
+                    f"`when tool {shown}` routes on a tool that no speaker declares, so it never fires",
+                    span=c.span,
+                    notes=("a speaker with no declared tools can call no routing tool",),
+                    help=f"declare it on the speaker that calls it: `speaker NAME {{ tool {shown} }}`",
                 )
+            )
 
 
 def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
@@ -91,22 +84,21 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
     if not unset:
         return
     seen: set[str] = set()
-    for rule in _rules(flow):
-        for c in _conds(rule.cond):
-            if isinstance(c, n.ContextCond) and c.key.value in unset and c.key.value not in seen:
-                seen.add(c.key.value)
-                key = format_name(c.key.value)
-                yield Finding(
-                    facts.diag(
-                        W209,
-                        f"`context.{key}` is read here but nothing sets it: no initial value, no tool writes it",
-                        span=c.span,
-                        notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
-                        help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {format_value(c.value.value)}`,"
-                        f" or the human that writes it (`speaker NAME: human {{ sets {key} }}`),"
-                        f" or give it an initial value: `context {key} = ...`",
-                    )
+    for c in _written_conds(flow):
+        if isinstance(c, n.ContextCond) and c.key.value in unset and c.key.value not in seen:
+            seen.add(c.key.value)
+            key = format_name(c.key.value)
+            yield Finding(
+                facts.diag(
+                    W209,
+                    f"`context.{key}` is read here but nothing sets it: no initial value, no tool writes it",
+                    span=c.span,
+                    notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
+                    help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {format_value(c.value.value)}`,"
+                    f" or the human that writes it (`speaker NAME: human {{ sets {key} }}`),"
+                    f" or give it an initial value: `context {key} = ...`",
                 )
+            )
 
 
 def check_human_initiator(facts: Facts) -> Iterator[Finding]:

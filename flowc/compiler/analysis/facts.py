@@ -37,8 +37,8 @@ from flowc.compiler.analysis.system import (
     RuleSpec,
     System,
     Valuation,
-    walk_condition,
 )
+from flowc.compiler.model import walk_condition
 from flowc.diagnostics import OPT_IN, Code, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span

@@ -49,7 +49,7 @@ import attrs
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.runs import Run, Turn
-from flowc.compiler.analysis.system import System, system_of_flow, walk_condition
+from flowc.compiler.analysis.system import System, system_of_flow
 from flowc.compiler.analysis.targets import (
     CAP_REASON,
     Coverable,
@@ -112,7 +112,7 @@ def _customs(compiled: CompiledFlow) -> list[str]:
     infos = {r.index: r for r in compiled.rules}
     for i, t in enumerate(compiled.graph.transitions):
         line = infos[i].span.line if i in infos else None
-        names = [c.name for c in walk_condition(t.when) if isinstance(c, m.CustomCondition)]
+        names = [c.name for c in m.walk_condition(t.when) if isinstance(c, m.CustomCondition)]
         if isinstance(t.then, m.CustomTarget):
             names.append(t.then.name)
         out += [f"`{name}` (line {line})" for name in names]

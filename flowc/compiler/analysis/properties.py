@@ -109,16 +109,9 @@ def property_literals(props: Sequence[Property]) -> dict[str, list[Any]]:
             for e in walk(expr):
                 if isinstance(e, m.ContextEquals):
                     values = out.setdefault(e.key, [])
-                    if not any(_equal(v, e.value) for v in values):
+                    if not any(m.values_equal(v, e.value) for v in values):
                         values.append(e.value)
     return out
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # pragma: no cover - JSON values compare without raising
-        return False
 
 
 def _told_apart(system: System, literals: dict[str, list[Any]]) -> bool:
@@ -800,7 +793,7 @@ def _letters(mon: Monitor, table: AtomTable) -> tuple[list[int], list[int]] | No
     for values in keys.values():
         # the atoms a value makes true: those that compare with an equal value
         # (and another value, or none: no atom)
-        made = {sum(bit for w, bit in values if _equal(v, w)) for v, _ in values}
+        made = {sum(bit for w, bit in values if m.values_equal(v, w)) for v, _ in values}
         choices.append([0, *made])
     go = [0]
     for options in choices:

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
+from flowc.compiler.analysis.runs import Run
 from flowc.compiler.analysis.system import Action, RuleSpec
-from flowc.diagnostics import W202, W203, W204
+from flowc.diagnostics import W202, W203, W204, Code
 from flowc.dsl.formatter import format_name, format_value
 
 #: default targets AG2's factories and its implicit default write; not reported by W202 in a JSON graph
@@ -51,71 +52,54 @@ def folded_into_w210(facts: Facts, dead: DeadRule) -> bool:
 
 def check_dead_rules(facts: Facts) -> Iterator[Finding]:
     """W203 / W204: a rule can never fire."""
-    system = facts.system
     for dead in reported_dead_rules(facts):
         rule = dead.rule
-        desc = system.label(rule)
-        span = facts.rule_span(rule)
         if dead.trap is not None:
             prio = rule.priority
             why = (
                 f"`priority {prio}` sorts it after the rules that take its turns"
                 " (priority sorts ascending: lower numbers run first)"
             )
-            yield Finding(
-                facts.diag(
-                    W204,
-                    f"{desc} can never fire: {why}",
-                    span=span,
-                    explanation=why,
-                    json_path=rule.json_path,
-                    notes=(
-                        f"a run that reaches such a turn: {dead.trap.render()}",
-                        f"there {facts.describe_fired(dead.trap_taken_by)} fires first; in file order this rule would fire",
-                    ),
-                    help="lower numbers run first: give this rule `priority -1`, or drop the priority and move it up",
-                ),
+            yield _never_fires(
+                facts,
+                rule,
+                W204,
+                why,
                 dead.trap,
-                rule.index,
+                (
+                    f"a run that reaches such a turn: {dead.trap.render()}",
+                    f"there {facts.describe_fired(dead.trap_taken_by)} fires first; in file order this rule would fire",
+                ),
+                "lower numbers run first: give this rule `priority -1`, or drop the priority and move it up",
             )
         elif dead.shadowed:
             assert dead.witness is not None
-            why = "earlier rules (in priority order) take every turn it could match"
-            yield Finding(
-                facts.diag(
-                    W203,
-                    f"{desc} can never fire: {why}",
-                    span=span,
-                    explanation=why,
-                    json_path=rule.json_path,
-                    notes=(
-                        f"a run that reaches such a turn: {dead.witness.render()}",
-                        f"there {facts.describe_fired(dead.taken_by)} fires first",
-                    ),
-                    help="remove the rule, or narrow the earlier rule that takes its turns",
-                ),
+            yield _never_fires(
+                facts,
+                rule,
+                W203,
+                "earlier rules (in priority order) take every turn it could match",
                 dead.witness,
-                rule.index,
+                (
+                    f"a run that reaches such a turn: {dead.witness.render()}",
+                    f"there {facts.describe_fired(dead.taken_by)} fires first",
+                ),
+                "remove the rule, or narrow the earlier rule that takes its turns",
             )
         elif (parts := facts.contradiction(rule)) is not None:
             sample = facts.sample_run
-            why = f"its condition contradicts itself: {parts}"
-            yield Finding(
-                facts.diag(
-                    W203,
-                    f"{desc} can never fire: {why}",
-                    span=span,
-                    explanation=why,
-                    json_path=rule.json_path,
-                    notes=(
-                        "no sender, tool call or context value makes the whole condition true",
-                        f"{facts.states_seen}; a shortest run: {sample.render()}",
-                    ),
-                    help="remove the rule, or join the parts with `or` (or as separate rules) "
-                    "if either should route",
-                ),
+            yield _never_fires(
+                facts,
+                rule,
+                W203,
+                f"its condition contradicts itself: {parts}",
                 sample,
-                rule.index,
+                (
+                    "no sender, tool call or context value makes the whole condition true",
+                    f"{facts.states_seen}; a shortest run: {sample.render()}",
+                ),
+                "remove the rule, or join the parts with `or` (or as separate rules) "
+                "if either should route",
             )
         elif (calls := facts.unrouted_calls(rule)) is not None:
             why, help = _unrouted(facts, rule, calls)
@@ -126,35 +110,44 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 if call is not None
                 else f"{facts.states_seen}; a shortest run: {sample.render()}"
             )
-            yield Finding(
-                facts.diag(
-                    W203,
-                    f"{desc} can never fire: {why}",
-                    span=span,
-                    json_path=rule.json_path,
-                    notes=(note,),
-                    help=help,
-                    explanation=why,
-                ),
-                sample,
-                rule.index,
-            )
+            yield _never_fires(facts, rule, W203, why, sample, (note,), help)
         else:
             sample = facts.sample_run
-            why = "its condition holds on no turn of any run"
-            yield Finding(
-                facts.diag(
-                    W203,
-                    f"{desc} can never fire: {why}",
-                    span=span,
-                    json_path=rule.json_path,
-                    notes=(f"{facts.states_seen}; a shortest run: {sample.render()}",),
-                    help="remove the rule, or declare the tool or context write its condition waits for",
-                    explanation=why,
-                ),
+            yield _never_fires(
+                facts,
+                rule,
+                W203,
+                "its condition holds on no turn of any run",
                 sample,
-                rule.index,
+                (f"{facts.states_seen}; a shortest run: {sample.render()}",),
+                "remove the rule, or declare the tool or context write its condition waits for",
             )
+
+
+def _never_fires(
+    facts: Facts,
+    rule: RuleSpec,
+    code: Code,
+    why: str,
+    run: Run,
+    notes: tuple[str, ...],
+    help: str,
+) -> Finding:
+    """W203 or W204 on ``rule``: "RULE can never fire: WHY", with the run that shows it
+    (``notes`` say what happens on it) and what to do about it (``help``)."""
+    return Finding(
+        facts.diag(
+            code,
+            f"{facts.system.label(rule)} can never fire: {why}",
+            span=facts.rule_span(rule),
+            json_path=rule.json_path,
+            notes=notes,
+            help=help,
+            explanation=why,
+        ),
+        run,
+        rule.index,
+    )
 
 
 def _unrouted(

@@ -186,7 +186,7 @@ class System:
     def abstract(self, key: int, value: Any) -> int:
         """The abstract value of a concrete one."""
         for j, lit in enumerate(self.literals[key]):
-            if _equal(lit, value):
+            if m.values_equal(lit, value):
                 return 2 + j
         return OTHER
 
@@ -251,25 +251,11 @@ class System:
         return self._speaker_index[name]
 
 
-def _equal(a: Any, b: Any) -> bool:
-    """Python equality, as AG2's ``ContextEquals`` compares."""
-    try:
-        return bool(a == b)
-    except Exception:  # pragma: no cover - JSON values compare without raising
-        return False
+#: the name analysis/lockstep.py imports it by
+_equal = m.values_equal
 
 
 # ── building ──────────────────────────────────────────────────────────────────
-
-
-def walk_condition(cond: m.Condition) -> Iterator[m.Condition]:
-    """A condition and every condition inside it."""
-    yield cond
-    if isinstance(cond, m.AllOf | m.AnyOf):
-        for c in cond.conditions:
-            yield from walk_condition(c)
-    elif isinstance(cond, m.Not):
-        yield from walk_condition(cond.condition)
 
 
 class _Builder:
@@ -295,17 +281,17 @@ class _Builder:
                 if key in seen:
                     continue  # the same condition again names nothing new
                 seen.add(key)
-            for c in walk_condition(t.when):
+            for c in m.walk_condition(t.when):
                 if isinstance(c, m.ContextEquals):
                     lits = keys.setdefault(c.key, [])
-                    if not any(_equal(x, c.value) for x in lits):
+                    if not any(m.values_equal(x, c.value) for x in lits):
                         lits.append(c.value)
                 elif isinstance(c, m.ToolCalled):
                     tools.setdefault(c.tool_name, None)
         for key, values in (extra or {}).items():  # after the rules' own: their indices stay
             lits = keys.setdefault(key, [])
             for value in values:
-                if not any(_equal(x, value) for x in lits):
+                if not any(m.values_equal(x, value) for x in lits):
                     lits.append(value)
         self.keys = tuple(keys)
         self.key_index = {k: i for i, k in enumerate(self.keys)}
@@ -318,7 +304,7 @@ class _Builder:
 
     def abstract(self, key: int, value: Any) -> int:
         for j, lit in enumerate(self.literals[key]):
-            if _equal(lit, value):
+            if m.values_equal(lit, value):
                 return 2 + j
         return OTHER
 
