@@ -52,7 +52,8 @@ from flowc.compiler.analysis.explore import (
     Outcome,
     finish_reason,
 )
-from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation, _equal
+from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation
+from flowc.compiler.model import values_equal
 from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.dsl.formatter import format_name
 
@@ -457,7 +458,7 @@ def _literals(sides: Sequence[_Side], key: str) -> list[Any]:
         if k is None:
             continue
         for lit in side.system.literals[k]:
-            if not any(_equal(lit, x) and type(lit) is type(x) for x in seen):
+            if not any(values_equal(lit, x) and type(lit) is type(x) for x in seen):
                 seen.append(lit)
     return seen
 
@@ -502,7 +503,7 @@ def _json_contexts(
         for k, lits in zip(side.system.keys, side.system.literals, strict=True):
             seen = keys.setdefault(k, [])
             for lit in lits:
-                if not any(_equal(lit, x) for x in seen):
+                if not any(values_equal(lit, x) for x in seen):
                     seen.append(lit)
     names = list(keys)
     domains = [[_UNSET_VALUE, *keys[k], _OTHER_VALUE] for k in names]

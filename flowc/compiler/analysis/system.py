@@ -251,10 +251,6 @@ class System:
         return self._speaker_index[name]
 
 
-#: the name analysis/lockstep.py imports it by
-_equal = m.values_equal
-
-
 # ── building ──────────────────────────────────────────────────────────────────
 
 
