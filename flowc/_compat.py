@@ -7,9 +7,9 @@ after that version, so an upgrade that changes one fails one named test.
 ``tests/test_architecture.py`` checks that no other module of flowc names any of
 :data:`PRIVATE_NAMES`.
 
-It imports no flowc module and, at import, only what ``re`` has already loaded: pygls
-and dd are imported by the functions that use them, so loading this module costs nothing
-to a command that uses neither.
+It imports no flowc module and, at import, only what ``re`` has already loaded: the
+dependencies are imported by the functions that use them, so loading this module costs
+nothing to a command that uses none of them.
 
 >>> items, flags = re_parse("(?i)a|b")
 >>> [str(op) for op, _ in items], bool(flags & RE_CONSTANTS.SRE_FLAG_IGNORECASE)

@@ -89,3 +89,19 @@ QUOTED = {
 def test_the_page_quotes_the_limit_the_code_keeps(name: str) -> None:
     text = re.sub(r"\s+", " ", PAGE.read_text(encoding="utf-8"))
     assert QUOTED[name] in text, f"docs/trust.md does not say: {QUOTED[name]}"
+
+
+#: other pages that quote a limit: the page, and what it must say
+ELSEWHERE = {
+    "checks/I301.md": [
+        f"{symbolic.WORK_BUDGET:,} speaker-layers of work, or "
+        f"{size(symbolic._CUDD_MAX_MEMORY)} of diagrams",
+    ],
+}
+
+
+@pytest.mark.parametrize("page", list(ELSEWHERE))
+def test_other_pages_quote_the_limits_the_code_keeps(page: str) -> None:
+    text = re.sub(r"\s+", " ", (PAGE.parent / page).read_text(encoding="utf-8"))
+    for quoted in ELSEWHERE[page]:
+        assert quoted in text, f"docs/{page} does not say: {quoted}"

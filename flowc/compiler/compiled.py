@@ -5,7 +5,7 @@ transition came from).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
@@ -53,17 +53,6 @@ class CustomDecl:
     #: ``None`` when the declaration has no ``->`` list (anything goes)
     results: tuple[str | None, ...] | None
     span: Span
-
-
-def walk_cond(cond: n.Cond) -> Iterator[n.Cond]:
-    """A condition as written in a `.flow` and every condition inside it, outermost
-    first (the order they are written in)."""
-    yield cond
-    if isinstance(cond, n.AndCond | n.OrCond):
-        for item in cond.items:
-            yield from walk_cond(item)
-    elif isinstance(cond, n.NotCond):
-        yield from walk_cond(cond.item)
 
 
 @attrs.frozen

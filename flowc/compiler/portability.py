@@ -48,19 +48,11 @@ def needs_registration(compiled: CompiledFlow) -> tuple[str, ...]:
     (flowc's composites and the declared customs), sorted."""
     names: set[str] = set()
 
-    def cond(c: m.Condition) -> None:
-        name = m.condition_name(c)
-        if name not in AG2_CONDITIONS:
-            names.add(name)
-        if isinstance(c, m.AllOf | m.AnyOf):
-            for item in c.conditions:
-                cond(item)
-        elif isinstance(c, m.Not):
-            cond(c.condition)
-
     graph = compiled.graph
     for t in graph.transitions:
-        cond(t.when)
+        for c in m.walk_condition(t.when):
+            if m.condition_name(c) not in AG2_CONDITIONS:
+                names.add(m.condition_name(c))
         if m.target_name(t.then) not in AG2_TARGETS:
             names.add(m.target_name(t.then))
     if m.target_name(graph.default_target) not in AG2_TARGETS:

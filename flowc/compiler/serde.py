@@ -92,8 +92,9 @@ def _kind(annotation: Any) -> str:
 
 def _fields_of(cls: type[Any]) -> tuple[tuple[str, str], ...]:
     """``(field, kind)`` of a model class, in its constructor's order, whether its
-    annotations are still text or already resolved (a field of a type not in
-    :data:`_KINDS` fails here, at import, rather than be read wrongly)."""
+    annotations are still text or already resolved (a field of a type in neither
+    :data:`_KINDS` nor :data:`_RESOLVED_KINDS` fails here, at import, rather than be read
+    wrongly)."""
     return tuple((f.name, _kind(f.type)) for f in attrs.fields(cls))
 
 

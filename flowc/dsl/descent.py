@@ -1,7 +1,7 @@
 """The fast path of the parser: a hand-written recursive-descent parser for valid files.
 
 It accepts exactly the language of ``flowc/grammar/flow.lark`` and builds the same AST,
-spans included, as the LALR parser of :mod:`flowc.dsl.lalr` does, in about a third of
+spans included, as the LALR parser of :mod:`flowc.dsl.lalr` does, in about a quarter of
 the time, and without importing Lark at all (which is most of a small command's
 start-up). It only ever answers for a file that parses cleanly: on anything else (a
 syntax error, a number or string it would refuse, nesting past the limit) it gives up

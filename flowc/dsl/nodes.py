@@ -5,7 +5,7 @@ Class names are the CamelCase of the grammar rule that builds them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeAlias
 
 import attrs
@@ -663,6 +663,18 @@ class PropertyDecl:
     pattern: Pattern
     scope: Scope | None
     span: Span = attrs.field(eq=False, repr=False)
+
+
+def walk_written_cond(cond: Cond) -> Iterator[Cond]:
+    """A condition as written in a `.flow` and every condition inside it, outermost
+    first (the order they are written in). (:func:`flowc.compiler.model.walk_condition`
+    walks a compiled condition.)"""
+    yield cond
+    if isinstance(cond, AndCond | OrCond):
+        for item in cond.items:
+            yield from walk_written_cond(item)
+    elif isinstance(cond, NotCond):
+        yield from walk_written_cond(cond.item)
 
 
 def property_expressions(decl: PropertyDecl) -> tuple[Cond, ...]:

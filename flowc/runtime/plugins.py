@@ -36,7 +36,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.compiled import CompiledFlow, walk_cond
+from flowc.compiler.compiled import CompiledFlow
 from flowc.diagnostics import E115, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.runtime.transitions import (
@@ -355,7 +355,7 @@ def _custom_calls(
         if info is not None and info.rule is not None:
             source = [
                 c
-                for c in walk_cond(info.rule.cond)
+                for c in n.walk_written_cond(info.rule.cond)
                 if isinstance(c, n.CallCond) and _within(c.span, info.span)
             ]
         seen: dict[str, int] = {}

@@ -1,5 +1,5 @@
-"""Flows generated from the grammar itself (``flowc/grammar/flow.lark``): random
-derivations of its start rule, and the same token strings with one token dropped, doubled,
+"""Flows generated from the grammar itself (``flowc/grammar/flow.lark``): statements
+derived at random from its ``statement`` rule, and the same token strings with one token dropped, doubled,
 replaced or moved (near-valid files, most of which do not parse).
 
 The generator reads the rules from Lark's parser of the grammar, so a rule added to the
@@ -75,7 +75,7 @@ def tokens(
     symbol: str = "statement",
     depth: int = 12,
     used: set[Any] | None = None,
-    refused: bool = True,
+    refused: bool = False,
 ) -> list[str]:
     """The texts of the tokens of one random derivation of ``symbol`` (each expansion
     it chose added to ``used``; those of :data:`NEVER_VALID` only if ``refused``)."""
@@ -136,7 +136,7 @@ def generate(rng: random.Random, used: set[Any] | None = None, refused: bool = F
 
 def near(rng: random.Random) -> str:
     """A generated file with one token dropped, doubled, replaced by another or moved."""
-    toks = [t for _ in range(rng.randint(1, 3)) for t in tokens(rng)]
+    toks = [t for _ in range(rng.randint(1, 3)) for t in tokens(rng, refused=True)]
     if not toks:
         return join(rng, [rng.choice(list(_grammar()[1].values()))])
     i = rng.randrange(len(toks))

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.compiler.compiled import walk_cond
 from flowc.diagnostics import I302, I303, W207, W208, W209, W216
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
@@ -18,7 +17,7 @@ def _written_conds(flow: n.Flow) -> Iterator[n.Cond]:
     file order."""
     for st in flow.statements:
         if isinstance(st, n.Rule):
-            yield from walk_cond(st.cond)
+            yield from n.walk_written_cond(st.cond)
 
 
 def check_model_start_speaker(facts: Facts) -> Iterator[Finding]:

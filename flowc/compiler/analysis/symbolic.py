@@ -62,15 +62,15 @@ from flowc.compiler.tool_effects import finish_reason, terminate_reason
 
 __all__ = ["UNSET", "Symbolic", "SymbolicFacts", "explore_symbolic"]
 
-#: CUDD's memory: its tables are sized for this much, and an operation that would take
-#: more than :data:`_CUDD_MAX_MEMORY` fails (the exploration then gives up, see
-#: :func:`explore_symbolic`) instead of the process growing past its bound. The diagrams
-#: of the largest flows measured use a few MiB (``benchmarks/bench_analysis.py``: the
-#: 200-speaker, 3.8-million-state instance fits in 32 MiB); diagrams that outgrow this
-#: are those of a flow whose state space has no small description, where the count would
-#: run for minutes (a 40-speaker flow of 30 two-valued keys and 30 context rules a
-#: speaker: 19 s to give up with this ceiling, unbounded with 512 MiB)
-_CUDD_MEMORY = 256 * 2**20
+#: CUDD's memory, for the two managers a check may make (each gets half, its tables sized
+#: for that half): an operation that would take more fails (the exploration then gives
+#: up, see :func:`explore_symbolic`) instead of the process growing past its bound. The
+#: diagrams of the largest flows measured use a few MiB (``benchmarks/bench_analysis.py``:
+#: the 200-speaker, 3.8-million-state instance fits in 32 MiB); diagrams that outgrow it
+#: belong to a flow whose sets have no small description, where the count would run for
+#: minutes (60 speakers and 40 two-valued keys, 4 context rules a speaker, the shape of
+#: ``tests/hostile/test_memory_shapes.py``: `flowc check` gives up in 17 s of CPU with
+#: this ceiling; with 512 MiB it was still counting after 120 s)
 _CUDD_MAX_MEMORY = 64 * 2**20
 #: each reordering of the variables (CUDD's group sifting, started when the diagrams
 #: have doubled) moves at most this many variables, by at most this many swaps in all:
@@ -102,8 +102,8 @@ def _manager() -> Any:
     if left is not None:
         ceiling = min(ceiling, left // 3)
     ceiling //= 2
-    # (dd refuses, and prints, an estimate above the physical memory: stay under it)
-    bdd = BDD(memory_estimate=max(2**20, min(_CUDD_MEMORY, ceiling)))
+    # (dd refuses, and prints, an estimate above the physical memory: the ceiling is under it)
+    bdd = BDD(memory_estimate=max(2**20, ceiling))
     bdd.configure(
         reordering=True,
         max_memory=max(2**20, ceiling),

@@ -735,17 +735,12 @@ _KEPT_GRAPHS = 8
 def _has_customs(graph: m.TransitionGraph) -> bool:
     """Whether a condition (at any depth) or a target of ``graph`` is a custom one."""
 
-    def custom(c: m.Condition) -> bool:
-        if isinstance(c, m.AllOf | m.AnyOf):
-            return any(custom(x) for x in c.conditions)
-        if isinstance(c, m.Not):
-            return custom(c.condition)
-        return isinstance(c, m.CustomCondition)
-
     targets = [t.then for t in graph.transitions] + [graph.default_target]
-    return any(custom(t.when) for t in graph.transitions) or any(
-        isinstance(t, m.CustomTarget) for t in targets
-    )
+    return any(
+        isinstance(c, m.CustomCondition)
+        for t in graph.transitions
+        for c in m.walk_condition(t.when)
+    ) or any(isinstance(t, m.CustomTarget) for t in targets)
 
 
 class WorkflowAdapter:
