@@ -21,6 +21,7 @@ is handed to the converter, so the dicts are exactly the converter's.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring as _encode_str
@@ -71,31 +72,22 @@ _STR, _ANY, _COND, _CONDS = "str", "any", "cond", "conds"
 _KINDS = {"str": _STR, "Any": _ANY, "Condition": _COND, "tuple[Condition, ...]": _CONDS}
 
 
-#: the same, once the annotations are resolved to types (cattrs resolves them, in place,
-#: when it first structures a class: serde may be imported after that)
-_RESOLVED_KINDS: tuple[tuple[Any, str], ...] = (
-    (str, _STR),
-    (Any, _ANY),
-    (m.Condition, _COND),
-    (tuple[m.Condition, ...], _CONDS),
-)
-
-
-def _kind(annotation: Any) -> str:
-    if isinstance(annotation, str):
-        return _KINDS[annotation]
-    for resolved, kind in _RESOLVED_KINDS:
-        if annotation == resolved:
-            return kind
-    raise KeyError(annotation)
+def _declared(cls: type[Any], name: str) -> str:
+    """A field's annotation as its class declares it (text: the model's modules postpone
+    their annotations). Not the attrs field's ``type``: cattrs resolves that to the type
+    itself, in place, when it first structures the class, and serde may be imported
+    after that."""
+    for klass in cls.__mro__:
+        declared = inspect.get_annotations(klass)  # its own: the fields it declares
+        if name in declared:
+            return str(declared[name])
+    raise KeyError(f"{cls.__name__}.{name}")
 
 
 def _fields_of(cls: type[Any]) -> tuple[tuple[str, str], ...]:
-    """``(field, kind)`` of a model class, in its constructor's order, whether its
-    annotations are still text or already resolved (a field of a type in neither
-    :data:`_KINDS` nor :data:`_RESOLVED_KINDS` fails here, at import, rather than be read
-    wrongly)."""
-    return tuple((f.name, _kind(f.type)) for f in attrs.fields(cls))
+    """``(field, kind)`` of a model class, in its constructor's order (a field of a type
+    not in :data:`_KINDS` fails here, at import, rather than be read wrongly)."""
+    return tuple((f.name, _KINDS[_declared(cls, f.name)]) for f in attrs.fields(cls))
 
 
 #: by NAME, from the model: its class and fields
