@@ -826,6 +826,48 @@ class PgStore:
                 current.holder,
             )
 
+    def _end_stalled_locker(self, conn: psycopg.Connection[Any], channel_id: str) -> bool:
+        """End the database session that keeps the row of the run's EXPIRED lease locked
+        while it waits for its client since before the lease ran out; whether one was
+        ended.
+
+        Such a session belongs to a holder cut off in the middle of a transaction: the
+        server received a statement (a fenced append that locked the row) but not the
+        message that ends it (the Sync of the extended protocol), so it counts the
+        session as running a statement (``active``, waiting to read from the client), not
+        as idle in its transaction, and ``idle_in_transaction_session_timeout`` never
+        ends it; nor does anything else while the connection seems alive (a proxy, a
+        pooler or a NAT keeps it so). Nobody could take the run over. Ending the session
+        rolls its transaction back: the holder's write was checked under a lease that
+        has since expired, and its retry is refused by the new lease's token.
+
+        Only such a session is ended: the lease expired (by the database's clock), the
+        session is the one whose transaction locked the row (the row's ``xmax``), and it
+        has been waiting for its client (or idle in its transaction) since before the
+        expiry; a take or an append under way is never in that state that long. Without
+        the right to end it (another database role's session), nothing is done."""
+        try:
+            rows = conn.execute(
+                "SELECT pg_terminate_backend(a.pid, 200) FROM flowc_lease l "
+                "JOIN pg_stat_activity a ON a.backend_xid = l.xmax "
+                "WHERE l.channel_id = %s AND l.expires_at < clock_timestamp() "
+                "AND a.pid <> pg_backend_pid() AND a.state_change < l.expires_at "
+                "AND (a.state = 'idle in transaction' "
+                "OR (a.state = 'active' AND a.wait_event = 'ClientRead'))",
+                (channel_id,),
+            ).fetchall()
+        except self._psycopg.errors.InsufficientPrivilege:
+            return False
+        ended = any(row[0] for row in rows)
+        if ended:
+            log.warning(
+                "%s: run %s: ended the database session that kept its expired lease "
+                "locked while waiting for its cut-off client",
+                self.path,
+                channel_id,
+            )
+        return ended
+
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         # a lease another process holds is refused on a plain read, before anything is
         # locked: a process that locked a live lease's row and then was cut off (between
@@ -850,6 +892,9 @@ class PgStore:
             try:
                 return take_locked(conn)
             except self._psycopg.errors.LockNotAvailable:
+                if self._end_stalled_locker(conn, channel_id):
+                    with contextlib.suppress(self._psycopg.errors.LockNotAvailable):
+                        return take_locked(conn)
                 # another session is inside its own take of this run (or is frozen
                 # there, cut off from us, until the server ends it): it is theirs to
                 # have or to lose, and this process must not wait for it

@@ -13,6 +13,10 @@ switched at any time:
 - :meth:`cut_commits`: the next ``n`` transactions' ``COMMIT`` reach the server, and the
   connection is then closed before the server's answer is relayed (a commit in flight:
   done on the server, its answer lost);
+- :meth:`stall_at_sync`: on the next connection that sends a ``Sync`` message (what ends
+  a statement, or a pipeline's batch, in PostgreSQL's extended protocol), everything
+  before it is relayed and nothing from it on, while the connection stays open (a
+  partition in the middle of a statement: the server ran it and waits for the rest);
 - ``delay``: seconds each chunk waits before it is relayed.
 
 It counts what it did (:attr:`cuts`, :attr:`commits_cut`), so a test can tell a fault
@@ -32,6 +36,10 @@ class _Pair:
         self.server = server
         self.cut_on_answer = False
         self.closed = False
+        self.stalled = False
+        #: bytes of a message begun in an earlier chunk (the framing of the client's
+        #: messages, followed only while a stall is armed)
+        self.inside = 0
 
     def close(self) -> None:
         self.closed = True
@@ -48,7 +56,9 @@ class FaultProxy:
         self.delay = 0.0
         self.cuts = 0
         self.commits_cut = 0
+        self.syncs_stalled = 0
         self._to_cut = 0
+        self._stall_sync = False
         self._open = threading.Event()
         self._open.set()
         self._lock = threading.Lock()
@@ -83,6 +93,12 @@ class FaultProxy:
     def cut_commits(self, n: int) -> None:
         with self._lock:
             self._to_cut += n
+
+    def stall_at_sync(self) -> None:
+        """Arm the stall: call it while the connection to stall is idle (between
+        statements), so that its next chunk starts at a message's first byte."""
+        with self._lock:
+            self._stall_sync = True
 
     def close(self) -> None:
         self._stopping = True
@@ -123,6 +139,10 @@ class FaultProxy:
                     time.sleep(self.delay)
                 if pair.closed:
                     break
+                if pair.stalled:
+                    continue  # the rest of a stalled connection's stream is held
+                if upstream and self._stall_sync:
+                    data = self._up_to_sync(pair, data)
                 if upstream and b"COMMIT" in data:
                     with self._lock:
                         if self._to_cut > 0:
@@ -139,3 +159,22 @@ class FaultProxy:
         with self._lock:
             if pair in self._pairs:
                 self._pairs.remove(pair)
+
+    def _up_to_sync(self, pair: _Pair, data: bytes) -> bytes:
+        """What of ``data`` to relay while a stall is armed: all of it, or what comes
+        before its first ``Sync`` (type ``S``, length 4), stalling ``pair`` from there."""
+        i = pair.inside
+        while i < len(data):
+            if data[i : i + 5] == b"S\x00\x00\x00\x04":
+                with self._lock:
+                    if not self._stall_sync:
+                        break
+                    self._stall_sync = False
+                    self.syncs_stalled += 1
+                pair.stalled = True
+                return data[:i]
+            if i + 5 > len(data):
+                break  # a header split between chunks: no stall in this connection
+            i += 1 + int.from_bytes(data[i + 1 : i + 5], "big")
+        pair.inside = max(0, i - len(data))
+        return data

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -199,3 +201,73 @@ def test_commits_whose_answer_is_lost(pg_cluster: object, tmp_path: Path, seed: 
         assert sum(p.commits_cut for p in proxies) > 0
         cut = {procs[i].pid for i, p in enumerate(proxies) if p.commits_cut}
     assert check_history(db, _expected, faulted=cut) == []
+
+
+def _session_states(db: str) -> list[tuple[str, str | None]]:
+    import psycopg
+
+    with psycopg.connect(db) as conn:
+        return conn.execute(  # type: ignore[return-value]
+            "SELECT state, wait_event FROM pg_stat_activity WHERE application_name = 'flowc' "
+            "AND backend_xid IS NOT NULL"
+        ).fetchall()
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["append", "group-commit"])
+def test_a_holder_cut_off_between_a_statement_and_its_sync(pg_cluster: object, batch: bool) -> None:
+    """The server received a holder's fenced append (which locked the run's lease row)
+    but not the Sync that ends it, and the connection stays open: the server counts the
+    session as running a statement, not idle in its transaction, so no server timeout
+    ends it. Once the lease expires, another process's take ends that session (rolling
+    the cut-off append back) and takes the run; the cut-off holder's retry is refused."""
+    from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_TEXT, Envelope
+    from flowc.runtime.pgstore import PgStore
+    from flowc.runtime.wal import LeaseError
+
+    def env(eid: str, event: str = EV_TEXT) -> Envelope:
+        data = {"metadata": {}} if event == EV_CHANNEL_OPENED else {"text": eid}
+        return Envelope("r", "a", None, event, data, envelope_id=eid)
+
+    db = pg_cluster.create_database()  # type: ignore[attr-defined]
+    proxy = FaultProxy(int(db.split("127.0.0.1:")[1].split("/")[0]))
+    cut_off, other = PgStore(proxy.url(db)), PgStore(db)
+    a, b = "host-a.example:101:5:hub-a", "host-b.example:202:7:hub-b"
+    try:
+        lease = cut_off.acquire("r", a, 1.5)
+        cut_off.append(env("e0", EV_CHANNEL_OPENED), lease)
+        proxy.stall_at_sync()
+        outcome: list[BaseException | object] = []
+
+        def write() -> None:
+            try:
+                if batch:
+                    outcome.extend(cut_off.append_batch([(env("e1"), lease, "e0")]))
+                else:
+                    outcome.append(cut_off.append(env("e1"), lease, "e0"))
+            except BaseException as err:  # reported below
+                outcome.append(err)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        deadline = time.monotonic() + 10
+        while ("active", "ClientRead") not in _session_states(db):
+            assert time.monotonic() < deadline, _session_states(db)
+            time.sleep(0.02)
+        assert proxy.syncs_stalled == 1
+        with pytest.raises(LeaseError, match="being written by another hub"):
+            other.acquire("r", b, 30)  # live: refused on a plain read, nothing ended
+        time.sleep(max(0.0, lease.expires_at - time.time()) + 0.3)
+        taken = other.acquire("r", b, 30)
+        assert taken.token == lease.token + 1
+        writer.join(30)
+        assert not writer.is_alive()
+        (result,) = outcome
+        assert isinstance(result, LeaseError), result
+        # refused as expired or as taken over, by when the retry ran against the take
+        assert re.search(r"lease expired|taken over by another hub \(hub-b", str(result))
+        other.append(env("e2"), taken, "e0")
+        assert [e.envelope_id for e in other.read("r")] == ["e0", "e2"]
+    finally:
+        cut_off.close()
+        other.close()
+        proxy.close()

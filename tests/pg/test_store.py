@@ -474,15 +474,17 @@ def test_the_notifier_listens_again_after_the_server_restarts() -> None:
 
 
 def test_a_process_frozen_inside_a_transaction_does_not_keep_the_run(pg_dsn: str) -> None:
-    """A holder stopped between the statements of its lease's transaction (as SIGSTOP
-    could): another holder's take is refused at once while the row is locked (it does not
-    wait), and the server ends the frozen session, so the expired run is then taken."""
+    """A process stopped between the statements of a transaction that locked the run's
+    lease row after the lease expired (a take under way, as SIGSTOP could freeze it):
+    another holder's take is refused at once while the row is locked (it neither waits
+    nor ends a session that may be a live take), and the server ends the frozen session
+    after ``_IDLE_MS``, so the run is then taken."""
     frozen, other = PgStore(pg_dsn), PgStore(pg_dsn)
     frozen.acquire("r", A, 0.1)
+    time.sleep(0.2)  # the frozen holder's lease expired: free to take
     assert frozen._conn is not None
     frozen._conn.execute("BEGIN")
     frozen._conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
-    time.sleep(0.2)  # the frozen holder's lease expired: free to take, but locked
     with pytest.raises(LeaseError, match="is being taken by another process right now"):
         other.acquire("r", B, 30)
     took: list[object] = []
@@ -494,6 +496,25 @@ def test_a_process_frozen_inside_a_transaction_does_not_keep_the_run(pg_dsn: str
             time.sleep(0.2)
     assert took, "the frozen session kept the lease row locked"
     assert other.lease_of("r") == took[0]
+
+
+def test_a_holder_frozen_inside_its_transaction_since_before_its_lease_expired(
+    pg_dsn: str,
+) -> None:
+    """A holder stopped inside a transaction that locked its run's lease row while the
+    lease was live, and still stopped when the lease expires: the next take ends its
+    session at once (the transaction is rolled back) rather than waiting for the
+    server's idle timeout, and takes the run."""
+    frozen, other = PgStore(pg_dsn), PgStore(pg_dsn)
+    lease = frozen.acquire("r", A, 1.0)
+    assert frozen._conn is not None
+    frozen._conn.execute("BEGIN")
+    frozen._conn.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r' FOR UPDATE")
+    time.sleep(max(0.0, lease.expires_at - time.time()) + 0.2)
+    taken = other.acquire("r", B, 30)
+    assert taken.token == lease.token + 1
+    with pytest.raises(psycopg.OperationalError):
+        frozen._conn.execute("SELECT 1")  # its session was ended
 
 
 def test_the_tables_can_live_in_a_schema_of_their_own(pg_dsn: str) -> None:
