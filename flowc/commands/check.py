@@ -25,6 +25,7 @@ from flowc.commands.console import (
     print_diagnostics,
     read_source,
 )
+from flowc.commands.texts import add_command
 from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES
 from flowc.diagnostics import CODES, Diagnostic, Severity, counted
@@ -187,15 +188,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "check",
-        help="find what AG2 silently accepts: dead rules, loops, unreachable speakers",
-        description="Static analysis of .flow files, folders and JSON graphs: explores every run "
-        "and reports dead rules, loops, unreachable speakers and endings, each with a "
-        "code (`flowc explain CODE`), a shortest run that shows it and a fix. Settings "
-        "also come from [tool.flowc] in pyproject.toml. Exit 1 on an error (or a "
-        "warning under --strict).",
-    )
+    p = add_command(sub, "check")
     p.add_argument(
         "paths", nargs="*", metavar="PATH", help=".flow files, JSON graphs, folders (default: .)"
     )
@@ -227,12 +220,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "as `flowc compile --target ag2` refuses it",
     )
     add_plugin_option(p)
-    e = sub.add_parser(
-        "explain",
-        help="print the page of a diagnostic code",
-        description="Print the page of a diagnostic code (what it reports, why it matters, an "
-        "example and what to write instead); without a code, list every code.",
-    )
+    e = add_command(sub, "explain")
     e.add_argument("code", nargs="?", metavar="CODE", help="e.g. W204; without it, list the codes")
 
 

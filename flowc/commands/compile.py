@@ -19,6 +19,7 @@ from flowc.commands.console import (
     report_unimplemented,
     write_output,
 )
+from flowc.commands.texts import add_command
 from flowc.diagnostics import has_errors
 
 
@@ -64,12 +65,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "compile",
-        help="compile a .flow file to AG2's TransitionGraph JSON",
-        description="Compile a .flow file to the knobs dict AG2's workflow channel loads "
-        "(or, with --graph, the TransitionGraph dict alone), as canonical JSON.",
-    )
+    p = add_command(sub, "compile")
     p.add_argument("file", help="the .flow file (- for stdin)")
     p.add_argument("--graph", action="store_true", help="print the graph dict alone, not the knobs")
     p.add_argument(

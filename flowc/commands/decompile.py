@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 
 from flowc.commands import console
+from flowc.commands.texts import add_command
 from flowc.diagnostics import E001, Diagnostic, FlowError
 
 
@@ -61,12 +62,7 @@ def cmd_decompile(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "decompile",
-        help="turn a TransitionGraph dict (or knobs) into a .flow",
-        description="Turn a TransitionGraph dict or knobs dict (as AG2's to_dict() or "
-        "`flowc compile` writes it) back into a formatted .flow file.",
-    )
+    p = add_command(sub, "decompile")
     p.add_argument("file", metavar="GRAPH.json", help="a graph dict or knobs dict (- for stdin)")
     p.add_argument(
         "--participants",

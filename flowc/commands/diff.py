@@ -29,6 +29,7 @@ from flowc.commands.console import (
     use_color,
     write_output,
 )
+from flowc.commands.texts import add_command
 from flowc.escaping import Code, Phrase, md_code, md_text, phrase
 from flowc.source import SourceFile
 
@@ -417,18 +418,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "diff",
-        help="what a change to a flow changes in its runs (structure and behaviour)",
-        description="Compare two versions of a flow: structural changes matched by meaning "
-        "(speakers, tools, context, rules, default, cap, start) and behavioural "
-        "changes found by exploring both, each with a shortest run after which "
-        "OLD and NEW route differently. Either side may be a .flow file, a JSON "
-        "graph, - (stdin) or a git revision REV:path. Exit status: 0 the behaviour "
-        "is the same, 1 it changed, 2 flowc could not decide (the state bound was "
-        "reached, or only custom conditions or targets could make the versions "
-        "differ) or could not run (an input is missing or has errors).",
-    )
+    p = add_command(sub, "diff")
     p.add_argument(
         "versions",
         nargs="+",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from flowc.commands import console
 from flowc.commands.batch import collector_paused
+from flowc.commands.texts import add_command
 from flowc.diagnostics import FlowError, counted
 from flowc.dsl.formatter import FormatterBug, format_source
 
@@ -116,13 +117,7 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "fmt",
-        help="rewrite .flow files in the canonical layout",
-        description="Rewrite .flow files in the one canonical layout, keeping every comment; "
-        "with --check or --diff write nothing and exit 1 if a file would change. Ends with a "
-        'summary on stderr ("1 file would be reformatted, 2 files already formatted").',
-    )
+    p = add_command(sub, "fmt")
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or folders (- for stdin)")
     p.add_argument(
         "--check", action="store_true", help="exit 1 if a file would change; write nothing"

@@ -9,6 +9,7 @@ import argparse
 from collections.abc import Callable
 
 from flowc.commands.console import EXIT_OK
+from flowc.commands.texts import add_command
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:
@@ -24,18 +25,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "lsp",
-        help="language server for editors (stdio): diagnostics, hover, navigation, rename, "
-        "completion, quick fixes, format",
-        description="Run the .flow language server on stdin/stdout, for an editor to start. It "
-        "reports what `flowc check` reports (with the [tool.flowc] settings of the "
-        "nearest pyproject.toml) as you type, and answers hover, go to definition, "
-        "references, rename, completion, quick fixes, document symbols, semantic "
-        "tokens, folding, formatting (as `flowc fmt`) and a diagram command. The "
-        "plugins [tool.flowc] lists are imported only from trusted folders (`flowc "
-        "trust`). See docs/editors.md.",
-    )
+    p = add_command(sub, "lsp")
     p.add_argument(
         "--stdio",
         action="store_true",

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable
 
 from flowc.commands import console
+from flowc.commands.texts import add_command
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -35,14 +36,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "migrate",
-        help="translate a classic AG2/AutoGen group chat (Python or AgentChat JSON) into .flow",
-        description="Translate a classic AG2/AutoGen group chat, swarm, group-API pattern or "
-        "AgentChat team (Python, read without running it, or component JSON) into a "
-        ".flow. Findings M001 (left out), M002 (lossy), M003 (dropped) go to stderr. "
-        "Exit 0 translated, 1 something was left out, 2 not a recognised input.",
-    )
+    p = add_command(sub, "migrate")
     p.add_argument(
         "input", help="a classic Python file or an AgentChat component JSON (- for stdin)"
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from flowc.commands import config, console
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
+from flowc.commands.texts import add_command
 from flowc.project.layout import layout_failure, text_fallback
 
 
@@ -146,13 +147,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from flowc.compiler.render.options import DIRECTIONS, FORMATS
 
-    p = sub.add_parser(
-        "render",
-        help="draw a flow (or a compiled graph) as a diagram",
-        description="Draw a flow or a compiled graph: speakers, rules as labelled edges, endings. "
-        "SVG, PNG, PDF and the HTML page need Graphviz; dot and Mermaid text do not. "
-        "With --check the checker's findings are marked on the drawing.",
-    )
+    p = add_command(sub, "render")
     p.add_argument("file", help="a .flow file or a JSON graph / knobs dict (- for stdin)")
     p.add_argument(
         "-f",

@@ -49,6 +49,7 @@ from flowc.commands.run_output import (
     isatty,
     terminal_asker,
 )
+from flowc.commands.texts import add_command
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl.formatter import format_name
@@ -887,15 +888,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run a flow on the hub runtime with scripted or real agents",
-        description="Run a flow on flowc's hub runtime: the speakers' turns come from a script "
-        "(who says what, which tools are called), from real agents, or both; every "
-        "turn is written to a write-ahead log (a SQLite file, or a PostgreSQL "
-        "database). Exit 0 when the run closes, 1 when it stalls or the input "
-        "has errors, 3 when a turn breaks one of the flow's properties.",
-    )
+    p = add_command(sub, "run")
     flow_argument(p)
     script_option(
         p,
@@ -913,16 +906,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(postgresql://...), or :memory: for none",
     )
 
-    p = sub.add_parser(
-        "resume",
-        help="continue a stalled or interrupted run from its WAL",
-        description="Continue a stalled or interrupted run from its WAL: the turns "
-        "already in the WAL stay, and the speaker the run waits for takes "
-        "the next turn. Give the script the run started with (each speaker's "
-        "turns already taken are skipped), and/or agents for its speakers. "
-        "Exit 0 when the run closes, 1 when it stalls again, 3 when it broke one of "
-        "the flow's properties.",
-    )
+    p = add_command(sub, "resume")
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
     script_option(
         p,
@@ -935,14 +919,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _output_options(p)
     store_options(p, f"the WAL holding the run: {STORES}")
 
-    p = sub.add_parser(
-        "log",
-        help="list past runs, or print one run's transcript",
-        description="List the runs stored in the write-ahead log (newest last), or print one "
-        "run's transcript: who spoke, which rule routed each turn, how it closed. With "
-        "--why N, say why turn N went where it went; with --scenario-upto N, write the "
-        "scenario block that replays the run's first N turns.",
-    )
+    p = add_command(sub, "log")
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
     what = p.add_mutually_exclusive_group()
     what.add_argument(
@@ -978,13 +955,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     store_options(p, f"the WAL to read: {STORES}")
 
-    p = sub.add_parser(
-        "replay",
-        help="re-fold a stored run and check it reaches the same state",
-        description="Re-fold a stored run's turns through its stored graph and check that the "
-        "routing, the close reason and the final state match what was recorded. "
-        "Exit 0 when they match, 1 when they diverge (the first difference is shown).",
-    )
+    p = add_command(sub, "replay")
     p.add_argument("run", help="a run id (or a unique prefix, or `last`)")
     store_options(p, f"the WAL to read: {STORES}")
 

@@ -42,6 +42,7 @@ from flowc.commands.reports import (
     partial_files,
     total,
 )
+from flowc.commands.texts import add_command
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
@@ -411,14 +412,7 @@ def _verify(
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "test",
-        help="run the scenario blocks of .flow files",
-        description="Run the `scenario` blocks of .flow files on the hub runtime, no model "
-        "needed: each scenario's turns are played and its `expect` lines checked. "
-        "Exit 0 when every selected scenario passes (and coverage reaches "
-        "--fail-under), 1 otherwise.",
-    )
+    p = add_command(sub, "test")
     p.add_argument("files", nargs="+", metavar="FILE", help=".flow files or directories")
     p.add_argument(
         "-k",
@@ -462,18 +456,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_plugin_option(p)
 
-    p = sub.add_parser(
-        "scenarios",
-        help="generate scenarios that reach every live rule, ending and tool effect",
-        description="Generate shortest scenarios that together reach every live "
-        "rule, ending and tool effect of a flow (found by exploring its "
-        "state space), check that they pass, and print them (or append "
-        "them with --write). Exit 0 when they were generated, also from "
-        "an exploration stopped at its bound (I301), which the note on "
-        "stderr then calls partial; 1 when the flow does not compile or "
-        "its scenarios cannot be generated; 2 when the command could not "
-        "run.",
-    )
+    p = add_command(sub, "scenarios")
     p.add_argument("file", metavar="FILE", help="the .flow file")
     p.add_argument(
         "--write",

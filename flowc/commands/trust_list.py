@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from flowc.commands.console import EXIT_OK, UsageError
+from flowc.commands.texts import add_command
 from flowc.project.config import find_pyproject
 from flowc.project.trust import (
     ENVIRONMENT,
@@ -161,9 +162,9 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "trust",
-        help="trust a folder: the plugins its pyproject.toml lists may be imported",
         description="Add a folder to your list of trusted folders "
         f"({trust_file()}): flowc imports the plugins that [tool.flowc] in a "
         "pyproject.toml lists only when the file is in a trusted folder or below one, "

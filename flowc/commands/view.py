@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from flowc.commands.console import EXIT_OK, UsageError
 from flowc.commands.run_options import STORES, store_options
+from flowc.commands.texts import add_command
 
 #: the environment variable that gives the token instead of a random one, so that a
 #: server started again (same ``--port``) keeps the pages already open working
@@ -128,15 +129,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "view",
-        help="watch runs in a local web page: the diagram, the transcript live, a timeline",
-        description="Start a local web server (127.0.0.1 only, a random token in its URL) "
-        "that shows the runs of a run database: each run on its flow's diagram, with the "
-        "transcript streaming as turns are committed and a timeline to go back to any turn. "
-        "The database is opened read-only. Needs the `view` extra "
-        "(pip install '.[view]' in flowc's checkout).",
-    )
+    p = add_command(sub, "view")
     p.add_argument(
         "run", nargs="?", help="open this run's page (a run id, a unique prefix, or `last`)"
     )

@@ -34,6 +34,7 @@ from flowc.commands.run_options import (
     script_option,
     store_options,
 )
+from flowc.commands.texts import add_command
 from flowc.diagnostics import counted, internal_error_text
 from flowc.escaping import one_line
 from flowc.runtime.script import ScriptError
@@ -296,14 +297,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "submit",
-        help="open a run for `flowc worker` processes to run",
-        description="Open a run of FLOW in a shared run database and print its id: the "
-        "run's opening and its script are written, and a `flowc worker` serving "
-        "the database claims the run and runs it. The script is checked against "
-        "the flow first (exit 1, nothing written).",
-    )
+    p = add_command(sub, "submit")
     flow_argument(p)
     script_option(
         p,
@@ -319,15 +313,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     store_options(p, SHARED_DB, metavar="URL")
 
-    p = sub.add_parser(
-        "worker",
-        help="run the open runs of a shared run database, with other workers",
-        description="Claim the open runs of a run database and run them, sharing the "
-        "database with other `flowc worker` processes on this host or others: "
-        "each run is held by one worker at a time (a lease, renewed while it "
-        "runs); a run whose worker died is taken over from its write-ahead log. "
-        "Stops on SIGTERM or Ctrl-C, giving its runs back.",
-    )
+    p = add_command(sub, "worker")
     store_options(p, SHARED_DB, metavar="URL", plugin=False)
     agents_option(p, "other speakers follow each run's script")
     contracts_option(p)
