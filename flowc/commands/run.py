@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import inspect
 import json
 import os
@@ -270,21 +269,14 @@ def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
     if not file.is_file():
         raise UsageError(f"{path}: no such file")
     module_name = "flowc_agents_" + "".join(c if c.isalnum() else "_" for c in file.stem)
-    spec = importlib.util.spec_from_file_location(module_name, file)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"{path}: cannot load as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclasses and pydantic look their module up
-    folder = str(file.resolve().parent)
-    sys.path.insert(0, folder)
+    from flowc.runtime.plugins import NotAModule, import_file
+
     try:
-        spec.loader.exec_module(module)
+        module = import_file(file, module_name)
+    except NotAModule:
+        raise UsageError(f"{path}: cannot load as a Python module") from None
     except Exception as err:
-        sys.modules.pop(module_name, None)
         raise UsageError(_import_error(path, err)) from None
-    finally:
-        if folder in sys.path:
-            sys.path.remove(folder)
     mapping = getattr(module, "AGENTS", None)
     if mapping is None:
         mapping = getattr(module, "agents", None)

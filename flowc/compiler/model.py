@@ -6,7 +6,8 @@ AG2 1.2.1's ``TransitionGraph.to_dict()`` writes it (see :mod:`flowc.compiler.se
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
@@ -170,6 +171,18 @@ def values_equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # pragma: no cover - JSON values compare without raising
         return False
+
+
+#: the comparison operators of the language (a property's turn atom, a context
+#: expression), by how they are written
+COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 def walk_condition(cond: Condition) -> Iterator[Condition]:

@@ -390,14 +390,7 @@ def _false(mask: int, prev: tuple[bool, ...], turn: int) -> bool:
     return False
 
 
-_TURN_OPS: dict[str, Callable[[int, int], bool]] = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
+_TURN_OPS = m.COMPARISONS
 
 
 # ── one concrete run ──────────────────────────────────────────────────────────

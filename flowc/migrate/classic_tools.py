@@ -116,25 +116,19 @@ def collect_tools(
                     c,
                     mod.function_of(fn),
                 )
-    for func in mod.functions.values():
-        for deco in func.decorator_list:
-            if (
-                isinstance(deco, ast.Call)
-                and isinstance(deco.func, ast.Attribute)
-                and deco.func.attr == "register_for_llm"
-            ):
-                caller = reader.agent_of(deco.func.value)
-                if caller is None:
-                    continue
-                tool = mod.const_or(kwarg(deco, "name"), None)
-                doc = mod.const_or(kwarg(deco, "description"), None)
-                add(
-                    caller.name,
-                    tool if isinstance(tool, str) else func.name,
-                    doc if isinstance(doc, str) else ast.get_docstring(func),
-                    deco,
-                    func,
-                )
+    for func, deco, obj in mod.decorated("register_for_llm"):
+        caller = reader.agent_of(obj)
+        if caller is None:
+            continue
+        tool = mod.const_or(kwarg(deco, "name"), None)
+        doc = mod.const_or(kwarg(deco, "description"), None)
+        add(
+            caller.name,
+            tool if isinstance(tool, str) else func.name,
+            doc if isinstance(doc, str) else ast.get_docstring(func),
+            deco,
+            func,
+        )
     return out
 
 

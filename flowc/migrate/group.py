@@ -36,14 +36,12 @@ from flowc.migrate.handoffs import (
     MANAGER,
     HandoffReader,
     S,
+    add_function_tools,
     context_rule,
-    functions_of,
     gated,
     items_of,
-    registered_tools,
     report_extras,
     selector_speaker,
-    tool_from_function,
     unrolled_calls,
 )
 from flowc.migrate.pyread import NotStatic, callee, kwarg
@@ -119,7 +117,7 @@ def translate_group(
     rules += _handoff_rules(g, h, aw)
     no_user = p.sender is not None and p.sender != g.user and p.user_agent is None
     rules += _user_rules(reader, g, p, h, aw, no_user)
-    _function_tools(g, p.agents, tools)
+    add_function_tools(g, p.agents, tools)
     speakers = _speakers(g, p, tools, no_user)
     if g.selector_used:
         selector, selector_rules = _selector(reader, g, p, no_user)
@@ -577,19 +575,6 @@ def _user_rules(
             p.pattern,
         )
     return rules
-
-
-def _function_tools(g: HandoffReader, agents: list[Agent], tools: dict[str, list[mm.Tool]]) -> None:
-    """Add to ``tools`` the agents' ``functions=[...]`` and their registered functions, each
-    name once per agent (a handoff tool of the same name comes first)."""
-    for a in agents:
-        for fn in functions_of(g.mod, a.node):
-            tool = tool_from_function(g, a.name, fn)
-            if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
-                tools.setdefault(a.name, []).append(tool)
-    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
-        if all(t.name != tool.name for t in tools.get(owner, [])):
-            tools.setdefault(owner, []).append(tool)
 
 
 def _speakers(

@@ -23,7 +23,7 @@ import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003
 from flowc.dsl import nodes as n
 from flowc.inputs import DataError, read_text
-from flowc.migrate.agents import AgentReader
+from flowc.migrate.agents import Agent, AgentReader
 from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
 from flowc.runtime.ctxexpr import ExpressionError, Node, parse_context_expression
 
@@ -548,21 +548,15 @@ def registered_tools(
         agent = g.r.agent_of(node)
         return agent.name if agent is not None and agent.name in names else None
 
-    for fn in mod.functions.values():
-        for deco in fn.decorator_list:
-            if (
-                isinstance(deco, ast.Call)
-                and isinstance(deco.func, ast.Attribute)
-                and deco.func.attr == "register_for_llm"
-                and (owner := owner_of(deco.func.value)) is not None
-            ):
-                add(
-                    owner,
-                    None,
-                    fn,
-                    mod.const_or(kwarg(deco, "name"), None),
-                    mod.const_or(kwarg(deco, "description"), None),
-                )
+    for fn, deco, obj in mod.decorated("register_for_llm"):
+        if (owner := owner_of(obj)) is not None:
+            add(
+                owner,
+                None,
+                fn,
+                mod.const_or(kwarg(deco, "name"), None),
+                mod.const_or(kwarg(deco, "description"), None),
+            )
     for c in g.calls:
         inner = c.func
         if (  # agent.register_for_llm(...)(f)
@@ -872,6 +866,7 @@ __all__ = [
     "MANAGER",
     "HandoffReader",
     "Target",
+    "add_function_tools",
     "context_rule",
     "functions_of",
     "gated",
@@ -881,3 +876,18 @@ __all__ = [
     "tool_from_function",
     "unrolled_calls",
 ]
+
+
+def add_function_tools(
+    g: HandoffReader, agents: list[Agent], tools: dict[str, list[mm.Tool]]
+) -> None:
+    """Add to ``tools`` the agents' ``functions=[...]`` and their registered functions, each
+    name once per agent (a handoff tool of the same name comes first)."""
+    for a in agents:
+        for fn in functions_of(g.mod, a.node):
+            tool = tool_from_function(g, a.name, fn)
+            if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
+                tools.setdefault(a.name, []).append(tool)
+    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
+        if all(t.name != tool.name for t in tools.get(owner, [])):
+            tools.setdefault(owner, []).append(tool)

@@ -546,6 +546,21 @@ class PyModule:
             return self._binder.imported.get(node.id)
         return None
 
+    def decorated(
+        self, method: str
+    ) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Call, ast.expr]]:
+        """Each function of the module decorated with a call of ``OBJECT.method(...)``:
+        the function, the decorator's call and ``OBJECT`` (e.g. ``@agent.register_for_llm(
+        description=...)``)."""
+        for fn in self.functions.values():
+            for deco in fn.decorator_list:
+                if (
+                    isinstance(deco, ast.Call)
+                    and isinstance(deco.func, ast.Attribute)
+                    and deco.func.attr == method
+                ):
+                    yield fn, deco, deco.func.value
+
     def function_of(self, node: ast.expr | None) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The ``def`` a name refers to where it is read (through variables), if any."""
         for _ in range(20):

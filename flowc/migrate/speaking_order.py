@@ -114,60 +114,48 @@ def order_scenarios(
     if any(evaluate(c, "") is None for c in avoid):
         return []
     try:
-        return _order_scenarios_of(start, nexts, max_round, predicate, witness, kickoff, avoid)
+        seq = [start]
+        ended = False
+        limit = min(max_round, 24)
+        while len(seq) < limit:
+            nxt = nexts[seq[-1]]
+            if nxt.kind == "end":
+                ended = True
+                break
+            assert nxt.agent is not None
+            seq.append(nxt.agent)
+        first = kickoff if kickoff and all(evaluate(c, kickoff) is False for c in avoid) else None
+        items: list[n.ScenarioItem] = []
+        for i, sp in enumerate(seq):
+            text = first if i == 0 and first is not None else turn_text(sp, i + 1, avoid)
+            items.append(mm.say(sp, text))
+        if ended:
+            items.append(mm.expect_terminate(END_REASON))
+        elif len(seq) == max_round:
+            items.append(mm.expect_terminate("max_turns"))
+        else:
+            nxt = nexts[seq[-1]]
+            items.append(mm.expect_next(nxt.agent or ""))
+        items.append(mm.expect_turns(len(seq)))
+        out = [("classic speaking order", tuple(seq), items)]
+        if (
+            witness is not None
+            and predicate is not None
+            and max_round >= 2
+            and nexts[start].kind == "agent"
+        ):
+            second = nexts[start].agent
+            assert second is not None
+            if evaluate(predicate.cond, witness):
+                t_items: list[n.ScenarioItem] = [
+                    mm.say(start, first if first is not None else turn_text(start, 1, avoid)),
+                    mm.say(second, witness),
+                    mm.expect_terminate(TERM_REASON),
+                ]
+                out.append(("the termination message ends the chat", (start, second), t_items))
+        return out
     except NoText:
         return []
-
-
-def _order_scenarios_of(
-    start: str,
-    nexts: dict[str, Next],
-    max_round: int,
-    predicate: TextPredicate | None,
-    witness: str | None,
-    kickoff: str | None,
-    avoid: Sequence[n.Cond],
-) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
-    seq = [start]
-    ended = False
-    limit = min(max_round, 24)
-    while len(seq) < limit:
-        nxt = nexts[seq[-1]]
-        if nxt.kind == "end":
-            ended = True
-            break
-        assert nxt.agent is not None
-        seq.append(nxt.agent)
-    first = kickoff if kickoff and all(evaluate(c, kickoff) is False for c in avoid) else None
-    items: list[n.ScenarioItem] = []
-    for i, sp in enumerate(seq):
-        text = first if i == 0 and first is not None else turn_text(sp, i + 1, avoid)
-        items.append(mm.say(sp, text))
-    if ended:
-        items.append(mm.expect_terminate(END_REASON))
-    elif len(seq) == max_round:
-        items.append(mm.expect_terminate("max_turns"))
-    else:
-        nxt = nexts[seq[-1]]
-        items.append(mm.expect_next(nxt.agent or ""))
-    items.append(mm.expect_turns(len(seq)))
-    out = [("classic speaking order", tuple(seq), items)]
-    if (
-        witness is not None
-        and predicate is not None
-        and max_round >= 2
-        and nexts[start].kind == "agent"
-    ):
-        second = nexts[start].agent
-        assert second is not None
-        if evaluate(predicate.cond, witness):
-            t_items: list[n.ScenarioItem] = [
-                mm.say(start, first if first is not None else turn_text(start, 1, avoid)),
-                mm.say(second, witness),
-                mm.expect_terminate(TERM_REASON),
-            ]
-            out.append(("the termination message ends the chat", (start, second), t_items))
-    return out
 
 
 __all__ = [

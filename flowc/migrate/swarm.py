@@ -19,13 +19,11 @@ from flowc.migrate.agents import Agent, AgentReader
 from flowc.migrate.handoffs import (
     MANAGER,
     HandoffReader,
+    add_function_tools,
     context_rule,
-    functions_of,
     gated,
-    registered_tools,
     report_extras,
     selector_speaker,
-    tool_from_function,
     unrolled_calls,
 )
 from flowc.migrate.pyread import callee, kwarg
@@ -69,7 +67,7 @@ def translate_swarm(
         runner,
     )
     otherwise = _after_work(g, runner, initial.name)
-    _add_function_tools(g, agents, tools)
+    add_function_tools(g, agents, tools)
     speakers = _swarm_speakers(g, agents, user_agent, tools)
     if g.selector_used:
         selector, selector_rules = _swarm_manager(reader, g, runner)
@@ -282,21 +280,6 @@ def _after_work(g: HandoffReader, runner: ast.Call, initial: str) -> n.Target | 
         if isinstance(otherwise, n.TerminateTarget) and otherwise.reason is None:
             otherwise = None
     return otherwise
-
-
-def _add_function_tools(
-    g: HandoffReader, agents: list[Agent], tools: dict[str, list[mm.Tool]]
-) -> None:
-    """Add to ``tools`` each agent's ``functions=`` and registered tools that it does not
-    already have under that name."""
-    for a in agents:
-        for fn in functions_of(g.mod, a.node):
-            tool = tool_from_function(g, a.name, fn)
-            if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
-                tools.setdefault(a.name, []).append(tool)
-    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
-        if all(t.name != tool.name for t in tools.get(owner, [])):
-            tools.setdefault(owner, []).append(tool)
 
 
 def _swarm_speakers(

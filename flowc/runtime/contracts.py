@@ -72,19 +72,14 @@ class Breach:
     flow's file is known)."""
 
     speaker: str
-    message: str
     tool: str | None = None
     target: str | None = None
     declared_at: str | None = None
+    message: str = attrs.field(kw_only=True)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "speaker": self.speaker,
-            "tool": self.tool,
-            "target": self.target,
-            "declared_at": self.declared_at,
-            "message": self.message,
-        }
+        """The fields, in their order (the message last)."""
+        return attrs.asdict(self)
 
 
 class ContractError(ProtocolError):
@@ -168,7 +163,7 @@ def call_breach(
         where = f"{place}: " if place else ""
         return Breach(
             speaker,
-            f"`{speaker}` called `{tool}`, which {said}, but the flow "
+            message=f"`{speaker}` called `{tool}`, which {said}, but the flow "
             f"{declares} ({where}`{declaration_text(tool, alts)}`)",
             tool=tool,
             declared_at=place,
@@ -184,7 +179,7 @@ def call_breach(
     there = f"; declare it at {speaker_at}" if speaker_at else "; declare it on the speaker"
     return Breach(
         speaker,
-        f"`{speaker}` called `{tool}`, a tool the flow does not declare for "
+        message=f"`{speaker}` called `{tool}`, a tool the flow does not declare for "
         f"it ({mine}), and {' and '.join(doing)}{there}, with what it does",
         tool=tool,
         declared_at=speaker_at,
@@ -316,7 +311,7 @@ class Contract:
         speaker = self.names.get(sender_id, sender_id)
         return Breach(
             speaker,
-            f"after `{speaker}`'s turn, custom target `{name}` ({rule}) chose "
+            message=f"after `{speaker}`'s turn, custom target `{name}` ({rule}) chose "
             f"{chose}, which its declaration does not list "
             f"({where}`target {format_name(name)}(...) -> {decl}`)",
             target=name,

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from flowc.compiler.model import COMPARISONS
+
 __all__ = ["ExpressionError", "Node", "evaluate_expression", "parse_context_expression"]
 
 
@@ -140,14 +142,7 @@ def parse_context_expression(expression: str) -> Node:
     return _Parser(_tokens(expression)).parse()
 
 
-_COMPARE = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
+_COMPARE = COMPARISONS
 
 
 def _eval(node: Node, context: dict[str, Any]) -> Any:

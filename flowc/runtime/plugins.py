@@ -31,6 +31,7 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -99,22 +100,40 @@ def _load_file(spec: str, file: Path, label: str) -> None:
 
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     name = "flowc_plugin_" + re.sub(r"\W", "_", file.stem) + "_" + digest
-    module_spec = importlib.util.spec_from_file_location(name, file)
-    if module_spec is None or module_spec.loader is None:
-        raise PluginError(f"{label}: cannot load it as a Python module")
-    module = importlib.util.module_from_spec(module_spec)
+    try:
+        import_file(file, name)
+    except NotAModule:
+        raise PluginError(f"{label}: cannot load it as a Python module") from None
+    except Exception as err:
+        raise PluginError(_import_error(label, file, err)) from None
+    _LOADED.add(key)
+
+
+class NotAModule(Exception):
+    """:func:`import_file`'s file cannot be loaded as a Python module."""
+
+
+def import_file(file: Path, name: str) -> ModuleType:
+    """Import the Python file ``file`` as the module ``name``, its folder on ``sys.path``
+    while it runs (as ``python FILE``: its siblings import). :class:`NotAModule` when it
+    cannot be loaded as a module; what its code raises is raised as it is (and the
+    module is then not left in ``sys.modules``)."""
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise NotAModule(str(file))
+    module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pydantic look their module up
     folder = str(file.resolve().parent)
-    sys.path.insert(0, folder)  # as `python FILE`: its siblings import
+    sys.path.insert(0, folder)
     try:
-        module_spec.loader.exec_module(module)
-    except Exception as err:
+        spec.loader.exec_module(module)
+    except BaseException:
         sys.modules.pop(name, None)
-        raise PluginError(_import_error(label, file, err)) from None
+        raise
     finally:
         if folder in sys.path:
             sys.path.remove(folder)
-    _LOADED.add(key)
+    return module
 
 
 def _load_module(spec: str, base: Path, label: str) -> None:

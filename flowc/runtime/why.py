@@ -156,14 +156,7 @@ class RuleWhy:
     condition: ConditionWhy
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "line": self.line,
-            "label": self.label,
-            "text": self.text,
-            "holds": self.holds,
-            "condition": self.condition.to_json(),
-        }
+        return {**attrs.asdict(self, recurse=False), "condition": self.condition.to_json()}
 
     def lines(self, indent: str) -> list[str]:
         return [f"{indent}{self.label}", *self.condition.lines(indent + "  ")]

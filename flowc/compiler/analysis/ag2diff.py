@@ -361,20 +361,12 @@ def _routing_calls_of(facts: Facts, speaker: int, named: set[str]) -> list[Actio
 
 
 def _named_tools(facts: Facts) -> set[str]:
-    names: set[str] = set()
-
-    def walk(c: m.Condition) -> None:
-        if isinstance(c, m.ToolCalled):
-            names.add(c.tool_name)
-        elif isinstance(c, m.AllOf | m.AnyOf):
-            for item in c.conditions:
-                walk(item)
-        elif isinstance(c, m.Not):
-            walk(c.condition)
-
-    for rule in facts.system.rules:
-        walk(rule.when)
-    return names
+    return {
+        c.tool_name
+        for rule in facts.system.rules
+        for c in m.walk_condition(rule.when)
+        if isinstance(c, m.ToolCalled)
+    }
 
 
 def _routing_calls(facts: Facts) -> Iterator[Finding]:

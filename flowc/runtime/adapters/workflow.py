@@ -1001,8 +1001,33 @@ class WorkflowAdapter:
         reply: Any,
         name_to_id: dict[str, str],
     ) -> list[Envelope]:
-        """An agent's reply as the envelopes AG2 would post for that round."""
-        return build_round_envelopes(metadata, state, sender_id, reply, name_to_id)
+        """One agent round as envelopes: normally one ``ag2.packet``.
+
+        A round that says nothing and routes nothing makes no packet (as AG2); its
+        context writes, if any, still land as one ``ag2.context.set``.
+        """
+        table = state.table
+        tools = table.routing_tools if table is not None else frozenset()
+        routing = resolve_routing(reply, tools, name_to_id)
+        sets, deletes = merge_context_writes(reply.tool_calls)
+        cid = metadata.channel_id
+        if routing["kind"] == "text" and not reply.text:
+            if sets or deletes:
+                return [_template(cid, sender_id, EV_CONTEXT_SET, {"set": sets, "delete": deletes})]
+            return []
+        data: dict[str, Any] = {
+            "routing": routing,
+            "context_updates": {"set": sets, "delete": deletes},
+            "body": reply.text,
+        }
+        if reply.tool_calls:
+            # flowc's addition to AG2's packet (AG2's fold ignores the key): what the agent
+            # called, so transcripts, `--json` and `flowc log` can show it
+            data["tool_calls"] = [
+                {"name": str(c.name), "args": _json_safe(dict(c.args or {}))}
+                for c in reply.tool_calls
+            ]
+        return [_template(cid, sender_id, EV_PACKET, data)]
 
 
 _NOTHING = AdapterResult()
@@ -1019,20 +1044,12 @@ def tool_rule_names(graph: m.TransitionGraph) -> frozenset[str]:
     AG2 only looks at top-level ``ToolCalled`` rules; flowc's composites (``and``,
     ``not``) may nest one, so the runtime looks inside them too.
     """
-    names: set[str] = set()
-
-    def walk(c: m.Condition) -> None:
-        if isinstance(c, m.ToolCalled):
-            names.add(c.tool_name)
-        elif isinstance(c, m.AllOf | m.AnyOf):
-            for item in c.conditions:
-                walk(item)
-        elif isinstance(c, m.Not):
-            walk(c.condition)
-
-    for t in graph.transitions:
-        walk(t.when)
-    return frozenset(names)
+    return frozenset(
+        c.tool_name
+        for t in graph.transitions
+        for c in m.walk_condition(t.when)
+        if isinstance(c, m.ToolCalled)
+    )
 
 
 def merge_context_writes(calls: Any) -> tuple[dict[str, Any], list[str]]:
@@ -1102,41 +1119,6 @@ def snapshot(state: WorkflowState) -> dict[str, Any]:
         "pending_close_reason": state.pending_close_reason,
         "context_vars": state.context_vars,
     }
-
-
-def build_round_envelopes(
-    metadata: ChannelMetadata,
-    state: WorkflowState,
-    sender_id: str,
-    reply: Any,
-    name_to_id: dict[str, str],
-) -> list[Envelope]:
-    """One agent round as envelopes: normally one ``ag2.packet``.
-
-    A round that says nothing and routes nothing makes no packet (as AG2); its
-    context writes, if any, still land as one ``ag2.context.set``.
-    """
-    table = state.table
-    tools = table.routing_tools if table is not None else frozenset()
-    routing = resolve_routing(reply, tools, name_to_id)
-    sets, deletes = merge_context_writes(reply.tool_calls)
-    cid = metadata.channel_id
-    if routing["kind"] == "text" and not reply.text:
-        if sets or deletes:
-            return [_template(cid, sender_id, EV_CONTEXT_SET, {"set": sets, "delete": deletes})]
-        return []
-    data: dict[str, Any] = {
-        "routing": routing,
-        "context_updates": {"set": sets, "delete": deletes},
-        "body": reply.text,
-    }
-    if reply.tool_calls:
-        # flowc's addition to AG2's packet (AG2's fold ignores the key): what the agent
-        # called, so transcripts, `--json` and `flowc log` can show it
-        data["tool_calls"] = [
-            {"name": str(c.name), "args": _json_safe(dict(c.args or {}))} for c in reply.tool_calls
-        ]
-    return [_template(cid, sender_id, EV_PACKET, data)]
 
 
 def _template(cid: str, sender_id: str, event_type: str, data: dict[str, Any]) -> Envelope:
