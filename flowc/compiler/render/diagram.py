@@ -837,17 +837,19 @@ def run_elements(diagram: Diagram, run: RunPath) -> tuple[str, ...]:
     first = ids.get(steps[0][0])
     out.update((e.id, None) for e in diagram.edges if e.kind == START_EDGE and e.target == first)
     cap = run.next is None and run.reason == "max_turns"
+    leaving: dict[str, list[Edge]] = {}  # a long run on a large diagram: each edge read once
+    for e in diagram.edges:
+        leaving.setdefault(e.source, []).append(e)
     for i, (speaker, fired, tool) in enumerate(steps):
         nxt = steps[i + 1][0] if i + 1 < len(steps) else run.next
-        source = ids.get(speaker)
+        out_of = leaving.get(ids.get(speaker, ""), [])
         if fired >= 0:
-            kinds = [e for e in diagram.edges if e.kind == RULE and e.rule == fired]
+            taken = [e for e in out_of if e.kind == RULE and e.rule == fired]
         elif fired == -1:
-            kinds = [e for e in diagram.edges if e.kind == DEFAULT]
+            taken = [e for e in out_of if e.kind == DEFAULT]
         else:
             label = f"tool {format_name(tool or '')}"
-            kinds = [e for e in diagram.edges if e.kind == TOOL and e.label[:1] == (label,)]
-        taken = [e for e in kinds if e.source == source]
+            taken = [e for e in out_of if e.kind == TOOL and e.label[:1] == (label,)]
         if nxt is not None:
             went = [e for e in taken if e.target == ids.get(nxt)]
         else:
