@@ -248,6 +248,27 @@ X001 = _code(
 
 
 @attrs.frozen
+class RunPath:
+    """A run the analysis found as the evidence of a finding, in plain values, for a
+    diagram to draw (``flowc render --check`` marks the edges an E116's run takes).
+
+    ``steps`` are the turns from the kickoff: ``(speaker, fired, tool)``, where ``fired``
+    is what routed the turn: a rule's file index, ``-1`` the default, ``-2`` a tool's
+    hand-off, ``-3`` a tool's finish. After the last turn, ``next`` speaks (a run that
+    goes on, or the lasso's way back when ``loop_from`` is set), or the run ends with
+    ``reason`` (``max_turns``: the cap ended it; ``None`` with no ``next``: a custom
+    target ended it with a reason of its own)."""
+
+    #: what the run is the evidence of: the property it breaks
+    subject: str
+    steps: tuple[tuple[str, int, str | None], ...]
+    next: str | None
+    reason: str | None
+    #: a lasso: ``steps[loop_from:]`` repeat for ever
+    loop_from: int | None = None
+
+
+@attrs.frozen
 class Diagnostic:
     """One finding: a code, where, what, and how to fix it."""
 
@@ -265,6 +286,10 @@ class Diagnostic:
     #: fires); the message ends with it, and the diagram (``render --check``) and the
     #: editor's hover show this same text
     explanation: str | None = None
+    #: the run the finding is about, as data (E116: the run that breaks the property, also
+    #: in its notes as text); left out of equality and of every report, which print the
+    #: notes: outputs stay the same with or without it
+    run: RunPath | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def severity(self) -> Severity:

@@ -1009,16 +1009,15 @@ def _finding(facts: Facts, res: PropertyResult) -> Finding:
         )
         if run.reason is None and run.next is None and run.loop_from is None:
             notes.append("(the run is ended by a custom target, with any reason it chooses)")
-        return Finding(
-            facts.diag(
-                E116,
-                f"property {name} is violated{text}",
-                span=span,
-                notes=tuple(notes),
-                help=_fix_hint(res, facts.system),
-            ),
-            run,
+        diag = facts.diag(
+            E116,
+            f"property {name} is violated{text}",
+            span=span,
+            notes=tuple(notes),
+            help=_fix_hint(res, facts.system),
         )
+        # the run as data too, for `flowc render --check` to draw (the notes stay its text)
+        return Finding(attrs.evolve(diag, run=run.path(prop.name)), run)
     if res.verdict == "unknown":
         return Finding(
             facts.diag(

@@ -15,7 +15,7 @@ import attrs
 
 from flowc.compiler.analysis.explore import KICKOFF, StateSpace, Step
 from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation
-from flowc.diagnostics import counted, elide
+from flowc.diagnostics import RunPath, counted, elide
 from flowc.dsl.formatter import format_name, format_value
 
 
@@ -68,6 +68,20 @@ class Run:
     reason: str | None = None  # the close reason when it ended
     #: a lasso: turns[loop_from:] repeat forever
     loop_from: int | None = None
+
+    def path(self, subject: str) -> RunPath:
+        """The run as plain values, for a diagram to draw (see :class:`RunPath`).
+
+        >>> Run((Turn("a", fired=0), Turn("b", "t", fired=-3)), None, "done").path("p").steps
+        (('a', 0, None), ('b', -3, 't'))
+        """
+        return RunPath(
+            subject,
+            tuple((t.speaker, t.fired, t.tool) for t in self.turns),
+            self.next,
+            self.reason,
+            self.loop_from,
+        )
 
     def render(self) -> str:
         """The run as ``a → b (tool) → c``; a long run keeps its start and its end.

@@ -35,7 +35,7 @@ from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import condition_text, rule_ref, target_text
 from flowc.compiler.pipeline import LoadedGraph
-from flowc.diagnostics import Diagnostic, elide, listing
+from flowc.diagnostics import Diagnostic, RunPath, elide, listing
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 from flowc.source import Span
@@ -53,15 +53,29 @@ SPEAKER, HUMAN, START, TERMINAL, CAP, UNKNOWN, OTHERWISE, SHADOWED = (
 )
 # Edge kinds
 START_EDGE, RULE, DEFAULT, TOOL = "start", "rule", "default", "tool"
-# Marks, strongest first
-DEAD, TRAP, LOOP = "dead", "trap", "loop"
-MARK_ORDER = (DEAD, TRAP, LOOP)
+# Marks, strongest first. A violating run's edges (VIOLATION) come last: a run that a
+# property's check found takes only live edges (never a dead or trapped rule, never an
+# unreachable speaker), so of the others only a loop's mark can fall on the same edge, and
+# it wins there, since it says something of every run through the edge, where the
+# violation shows one run; the E116 finding still lists every edge of its run (the HTML
+# page highlights them all).
+DEAD, TRAP, LOOP, VIOLATION = "dead", "trap", "loop", "violation"
+MARK_ORDER = (DEAD, TRAP, LOOP, VIOLATION)
 MARK_LEGEND = {
     DEAD: "unreachable speaker / dead rule (W201, W202, W203)",
     TRAP: "priority trap: dead because of its priority (W204)",
     LOOP: "sticky context loop / may never terminate (W205, W206)",
+    VIOLATION: "the run that breaks a property (E116)",
 }
-_CODE_MARKS = {"W201": DEAD, "W202": DEAD, "W203": DEAD, "W204": TRAP, "W205": LOOP, "W206": LOOP}
+_CODE_MARKS = {
+    "W201": DEAD,
+    "W202": DEAD,
+    "W203": DEAD,
+    "W204": TRAP,
+    "W205": LOOP,
+    "W206": LOOP,
+    "E116": VIOLATION,
+}
 #: the legend's line when the checker's analysis stopped at its state bound (I301)
 PARTIAL_LEGEND = (
     "partial: the analysis stopped at its state bound (I301), so speakers, rules and loops "
@@ -143,6 +157,16 @@ class Diagram:
     def partial(self) -> bool:
         """Whether the findings marked come from a partial analysis (I301)."""
         return any(f.diagnostic.code.id == "I301" for f in self.findings)
+
+    @property
+    def violated(self) -> tuple[str, ...]:
+        """The properties whose violating run is marked (E116 findings with a run)."""
+        names = (
+            f.diagnostic.run.subject
+            for f in self.findings
+            if f.mark == VIOLATION and f.diagnostic.run is not None and (f.edges or f.nodes)
+        )
+        return tuple(dict.fromkeys(names))
 
     @property
     def marks(self) -> tuple[str, ...]:
@@ -770,12 +794,81 @@ def explanation_lines(d: Diagnostic) -> tuple[str, ...]:
     )
 
 
+def violation_legend(names: Sequence[str]) -> str:
+    """The legend's line for the runs of violated properties, naming them.
+
+    >>> violation_legend(["clear_outcome"])
+    'the run that breaks property clear_outcome (E116)'
+    >>> violation_legend(["a", "b"])
+    'the runs that break properties a, b (E116)'
+    """
+    shown = ", ".join(format_name(x) for x in names)
+    if len(names) == 1:
+        return f"the run that breaks property {shown} (E116)"
+    return f"the runs that break properties {shown} (E116)"
+
+
+def _ends_at(node: Node, reason: str | None) -> bool:
+    """Whether ``node`` is the terminal a run that ends with ``reason`` goes to."""
+    if node.kind != TERMINAL:
+        return False
+    return node.title == ("terminate" if reason is None else f"terminate {json_text(reason)}")
+
+
+def run_elements(diagram: Diagram, run: RunPath) -> tuple[str, ...]:
+    """Ids of what a run takes on the diagram: the start edge, then for each turn the edge
+    from its speaker to the next speaker (or to the terminal the run ends at) that the
+    turn's routing drew (the rule that fired, the default, the tool that handed off or
+    finished). A run the cap ends marks the ``max_turns`` node, and its last turn the
+    edges of the rule that routed it (the cap ends the run before anyone is reached).
+
+    >>> from flowc import compile_flow
+    >>> d = build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b"))
+    >>> run = RunPath("p", (("a", 0, None), ("b", -1, None)), None, "after_work")
+    >>> [(d.node(d.edges[int(i[1:])].source).title, d.node(d.edges[int(i[1:])].target).title)
+    ...  for i in run_elements(d, run)]
+    [('start', 'a'), ('a', 'b'), ('b', 'terminate "after_work"')]
+    """
+    steps = run.steps
+    if not steps:
+        return ()
+    ids = {x.key: x.id for x in diagram.nodes if x.kind in (SPEAKER, HUMAN)}
+    out: dict[str, None] = {}
+    first = ids.get(steps[0][0])
+    out.update((e.id, None) for e in diagram.edges if e.kind == START_EDGE and e.target == first)
+    cap = run.next is None and run.reason == "max_turns"
+    leaving: dict[str, list[Edge]] = {}  # a long run on a large diagram: each edge read once
+    for e in diagram.edges:
+        leaving.setdefault(e.source, []).append(e)
+    for i, (speaker, fired, tool) in enumerate(steps):
+        nxt = steps[i + 1][0] if i + 1 < len(steps) else run.next
+        out_of = leaving.get(ids.get(speaker, ""), [])
+        if fired >= 0:
+            taken = [e for e in out_of if e.kind == RULE and e.rule == fired]
+        elif fired == -1:
+            taken = [e for e in out_of if e.kind == DEFAULT]
+        else:
+            label = f"tool {format_name(tool or '')}"
+            taken = [e for e in out_of if e.kind == TOOL and e.label[:1] == (label,)]
+        if nxt is not None:
+            went = [e for e in taken if e.target == ids.get(nxt)]
+        else:
+            went = [e for e in taken if _ends_at(diagram.node(e.target), run.reason)]
+            if not went and cap and i == len(steps) - 1:
+                went = taken  # cut by the cap: the rule routed the turn, nobody was reached
+        out.update((e.id, None) for e in went)
+    if cap:
+        out.update((x.id, None) for x in diagram.nodes if x.kind == CAP)
+    return tuple(out)
+
+
 def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagram:
     """Mark the checker's findings on the diagram, by span (or JSON path).
 
     W201 greys the speaker (and the edges that touch it), W202 the default edges,
     W203 the rule's edges; W204 marks the rule's edges as a priority trap; W205 and
-    W206 mark what they point at as a loop. Other codes are kept as findings (and
+    W206 mark what they point at as a loop; E116 marks the edges of the run that breaks
+    the property (:func:`run_elements`) as a violation. Other codes are kept as findings (and
     highlighted on the HTML page) without a mark. A rule drawn from a note (the diagram
     found every sender's turns taken by earlier rules) gets the W203/W204 finding's
     explanation on that note instead of the diagram's own guess.
@@ -821,6 +914,8 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
             pool = [*diagram.nodes, *diagram.edges]
         if code == "W202":
             hits: tuple[str, ...] = tuple(x.id for x in pool)
+        elif code == "E116":  # the run that breaks the property, when the checker gave it
+            hits = run_elements(diagram, d.run) if d.run is not None else ()
         elif code == "I301":
             hits = ()  # about the whole flow (the legend says it), not the element it is placed on
         else:

@@ -33,9 +33,11 @@ from flowc.compiler.render.diagram import (
     TOOL,
     TRAP,
     UNKNOWN,
+    VIOLATION,
     Diagram,
     Edge,
     Node,
+    violation_legend,
 )
 from flowc.compiler.render.options import COLORS, RenderOptions
 from flowc.diagnostics import elide
@@ -167,6 +169,8 @@ def _node_attrs(node: Node) -> list[tuple[str, str]]:
             ("penwidth", "2"),
             ("fillcolor", _q(COLORS["warning_fill"])),
         ]
+    elif node.mark == VIOLATION:
+        items += [("color", _q(COLORS[VIOLATION])), ("penwidth", "3")]
     elif node.mark in (ADDED, REMOVED):
         items += [
             ("color", _q(COLORS[node.mark])),
@@ -210,6 +214,14 @@ def _edge_attrs(edge: Edge) -> list[tuple[str, str]]:
         ]
         if edge.mark == REMOVED:
             items.append(("style", '"dashed"'))
+    elif (
+        edge.mark == VIOLATION
+    ):  # thick and red, over the kind's own style (a default stays dashed)
+        items += [
+            ("color", _q(COLORS[VIOLATION])),
+            ("fontcolor", _q(COLORS[VIOLATION])),
+            ("penwidth", "3"),
+        ]
     merged: dict[str, str] = {}
     for k, v in items:
         merged[k] = v
@@ -234,7 +246,7 @@ def _change_legend() -> list[str]:
     ]
 
 
-def _legend(partial: bool = False) -> list[str]:
+def _legend(partial: bool = False, violated: tuple[str, ...] = ()) -> list[str]:
     rows = [
         f'<TR><TD BGCOLOR="{COLORS["dead_fill"]}"><FONT COLOR="{COLORS["dead"]}"><S>grey, struck</S>'
         f'</FONT></TD><TD ALIGN="LEFT">{html_escape(MARK_LEGEND[DEAD])}</TD></TR>',
@@ -243,6 +255,11 @@ def _legend(partial: bool = False) -> list[str]:
         f'<TR><TD BGCOLOR="{COLORS["warning_fill"]}"><FONT COLOR="{COLORS[LOOP]}">orange</FONT></TD>'
         f'<TD ALIGN="LEFT">{html_escape(MARK_LEGEND[LOOP])}</TD></TR>',
     ]
+    if violated:
+        rows.append(
+            f'<TR><TD><FONT COLOR="{COLORS[VIOLATION]}"><B>red, thick</B></FONT></TD>'
+            f'<TD ALIGN="LEFT">{html_escape(violation_legend(violated))}</TD></TR>'
+        )
     if partial:
         rows.append(
             f'<TR><TD COLSPAN="2" ALIGN="LEFT"><I>{html_escape(PARTIAL_LEGEND)}</I></TD></TR>'
@@ -369,7 +386,7 @@ def render_dot(diagram: Diagram, options: RenderOptions | None = None) -> str:
     for edge in diagram.edges:
         lines.append(f"  {keys[edge.source]} -> {keys[edge.target]} {_attrs(_edge_attrs(edge))};")
     if diagram.checked:
-        lines += _legend(diagram.partial)
+        lines += _legend(diagram.partial, diagram.violated)
     if any(x.mark in (ADDED, REMOVED) for x in diagram.nodes) or any(
         x.mark in (ADDED, REMOVED) for x in diagram.edges
     ):

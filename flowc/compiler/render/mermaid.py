@@ -26,8 +26,10 @@ from flowc.compiler.render.diagram import (
     TOOL,
     TRAP,
     UNKNOWN,
+    VIOLATION,
     Diagram,
     Node,
+    violation_legend,
 )
 from flowc.compiler.render.options import COLORS, RenderOptions
 from flowc.escaping import mermaid_text
@@ -79,6 +81,12 @@ _CLASSES = {
 }
 
 
+#: a node on a property's violating run (the ``max_turns`` node a capped run ends at)
+_VIOLATION_CLASS = f"fill:{COLORS['terminal_fill']},stroke:{COLORS[VIOLATION]},stroke-width:3px"
+#: an edge on a property's violating run
+_VIOLATION_LINK = f"stroke:{COLORS[VIOLATION]},color:{COLORS[VIOLATION]},stroke-width:4px"
+
+
 def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> str:
     """The diagram as a Mermaid flowchart, ending with a newline.
 
@@ -117,6 +125,8 @@ def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> st
             link_styles.append(
                 (index, f"stroke:{COLORS[edge.mark]},color:{COLORS[edge.mark]},stroke-width:3px")
             )
+        elif edge.mark == VIOLATION:
+            link_styles.append((index, _VIOLATION_LINK))
         elif edge.kind == TOOL:
             link_styles.append((index, f"stroke:{COLORS['tool']},color:{COLORS['tool']}"))
     if diagram.checked:
@@ -124,18 +134,26 @@ def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> st
         out.append("    direction TB")
         for mark in (DEAD, TRAP, LOOP):
             out.append(f'    legend_{mark}["{mermaid_text(MARK_LEGEND[mark])}"]')
+        if diagram.violated:
+            out.append(
+                f'    legend_{VIOLATION}["{mermaid_text(violation_legend(diagram.violated))}"]'
+            )
         if diagram.partial:
             out.append(f'    legend_partial["{mermaid_text(PARTIAL_LEGEND)}"]')
         out.append("  end")
-    for name, style in _CLASSES.items():
-        out.append(f"  classDef {name} {style}")
     groups: dict[str, list[str]] = {}
     for node in diagram.nodes:
         groups.setdefault(node.mark or node.kind, []).append(node.id)
     if diagram.checked:
         for mark in (DEAD, TRAP, LOOP):
             groups.setdefault(mark, []).append(f"legend_{mark}")
-    for name in _CLASSES:
+        if diagram.violated:
+            groups.setdefault(VIOLATION, []).append(f"legend_{VIOLATION}")
+    # the violation's class only where a run is marked: other drawings stay as they were
+    classes = {**_CLASSES, VIOLATION: _VIOLATION_CLASS} if VIOLATION in groups else _CLASSES
+    for name, style in classes.items():
+        out.append(f"  classDef {name} {style}")
+    for name in classes:
         if name in groups:
             out.append(f"  class {','.join(groups[name])} {name}")
     for index, style in link_styles:

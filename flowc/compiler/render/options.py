@@ -45,6 +45,7 @@ COLORS = {
     "dead": "#9a9a9a",
     "trap": "#d9480f",
     "loop": "#d9480f",
+    "violation": "#c2255c",  # the run that breaks a property
     "tool": "#1c6fd1",
     "human_fill": "#fff4d6",
     "human_line": "#b08000",
