@@ -95,9 +95,8 @@ def submit(db: str, flow: Path, script: Path, count: int) -> list[str]:
 def start_worker(
     db: str, log: Path, *extra: str, lease_seconds: float = 2.0, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    return flowc(
-        "worker", "--db", db, *extra, lease_seconds=lease_seconds, stdout=log.open("wb"), env=env
-    )
+    with log.open("wb") as out:  # the worker has its own copy of the file once started
+        return flowc("worker", "--db", db, *extra, lease_seconds=lease_seconds, stdout=out, env=env)
 
 
 def serve_and_stop(db: str, *extra: str) -> str:
@@ -209,7 +208,7 @@ def kill_left(procs: Sequence[subprocess.Popen[bytes] | None]) -> None:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGCONT)
             proc.kill()
-            proc.wait()
+            proc.communicate(timeout=30)  # (closes its stderr pipe too)
 
 
 def writers(envs: Sequence[Envelope]) -> set[str]:
@@ -247,7 +246,7 @@ def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore)
                 held.add(cid)
         if held:
             proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=10)
+            proc.communicate(timeout=10)  # (closes its stderr pipe too)
             return held
         proc.send_signal(signal.SIGCONT)
         time.sleep(0.01)
@@ -431,7 +430,7 @@ def killed_workers_runs_are_taken_over(db: str, folder: Path, runs: int = 4) -> 
             [a],
         )
         a.kill()
-        a.wait(timeout=10)
+        a.communicate(timeout=10)  # (closes its stderr pipe too)
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=30)
         wait_until(lambda: closed_count(store, ids) == runs, 60, "worker B to finish them", [b])
         stop_worker(b)
