@@ -288,7 +288,8 @@ class Diagnostic:
     explanation: str | None = None
     #: the run the finding is about, as data (E116: the run that breaks the property, also
     #: in its notes as text); left out of equality and of every report, which print the
-    #: notes: outputs stay the same with or without it
+    #: notes: outputs stay the same with or without it (two findings whose runs differ
+    #: only where the notes shorten a long run compare equal)
     run: RunPath | None = attrs.field(default=None, eq=False, repr=False)
 
     @property

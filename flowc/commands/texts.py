@@ -1,6 +1,7 @@
 """What ``flowc --help`` says of each command (its line) and ``flowc COMMAND --help``
-(its description): one table, in the order ``flowc --help`` lists the commands, that each
-command module's ``register`` reads through :func:`add_command`."""
+(its description): one table, that each command module's ``register`` reads through
+:func:`add_command` (the order ``flowc --help`` lists them in is the order they register
+in, :data:`flowc.cli.COMMAND_MODULES`)."""
 
 from __future__ import annotations
 

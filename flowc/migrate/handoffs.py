@@ -862,6 +862,21 @@ def _short(node: ast.AST, limit: int = 50) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def add_function_tools(
+    g: HandoffReader, agents: list[Agent], tools: dict[str, list[mm.Tool]]
+) -> None:
+    """Add to ``tools`` the agents' ``functions=[...]`` and their registered functions, each
+    name once per agent (a handoff tool of the same name comes first)."""
+    for a in agents:
+        for fn in functions_of(g.mod, a.node):
+            tool = tool_from_function(g, a.name, fn)
+            if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
+                tools.setdefault(a.name, []).append(tool)
+    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
+        if all(t.name != tool.name for t in tools.get(owner, [])):
+            tools.setdefault(owner, []).append(tool)
+
+
 __all__ = [
     "MANAGER",
     "HandoffReader",
@@ -876,18 +891,3 @@ __all__ = [
     "tool_from_function",
     "unrolled_calls",
 ]
-
-
-def add_function_tools(
-    g: HandoffReader, agents: list[Agent], tools: dict[str, list[mm.Tool]]
-) -> None:
-    """Add to ``tools`` the agents' ``functions=[...]`` and their registered functions, each
-    name once per agent (a handoff tool of the same name comes first)."""
-    for a in agents:
-        for fn in functions_of(g.mod, a.node):
-            tool = tool_from_function(g, a.name, fn)
-            if tool is not None and all(t.name != tool.name for t in tools.get(a.name, [])):
-                tools.setdefault(a.name, []).append(tool)
-    for owner, tool in registered_tools(g, [a.name for a in agents], tools):
-        if all(t.name != tool.name for t in tools.get(owner, [])):
-            tools.setdefault(owner, []).append(tool)

@@ -115,13 +115,20 @@ def _lock_wait_ms(lease_seconds: float) -> int:
     50 ms, at least 5 ms. A lease another process holds live is refused before the row is
     locked, so a wait here is for a take under way (done in milliseconds) or for a session
     cut off while it held the row; a claim pass may meet several of those, and their waits
-    add up on the worker's event loop, well inside the half lease its heartbeat leaves.
+    (up to four times this where a stalled session is ended and the row waited for
+    again) add up on the worker's event loop, well inside the half lease its heartbeat
+    leaves.
 
     >>> _lock_wait_ms(2.0), _lock_wait_ms(0.2), _lock_wait_ms(0.01)
     (50, 20, 5)
     """
     return max(5, min(50, int(lease_seconds * 100)))
 
+
+#: how long a session of ours must have waited for its client, inside a transaction that
+#: locked an expired lease's row, before a taker of that run ends it (see
+#: :meth:`PgStore._end_stalled_locker`)
+_STALLED_MS = 1000
 
 #: the advisory lock key under which the tables are made (``flowc`` in ASCII)
 _SCHEMA_LOCK = 0x666C6F7763
@@ -839,24 +846,37 @@ class PgStore:
         ends it; nor does anything else while the connection seems alive (a proxy, a
         pooler or a NAT keeps it so). Nobody could take the run over. Ending the session
         rolls its transaction back: the holder's write was checked under a lease that
-        has since expired, and its retry is refused by the new lease's token.
+        has since expired, and its retry is refused by the new lease's token (a group
+        commit's other runs are written again by that retry).
 
-        Only such a session is ended: the lease expired (by the database's clock), the
-        session is the one whose transaction locked the row (the row's ``xmax``), and it
-        has been waiting for its client (or idle in its transaction) since before the
-        expiry; a take or an append under way is never in that state that long. Without
-        the right to end it (another database role's session), nothing is done."""
+        Only such a session is ended: one of flowc's (its ``application_name``) in this
+        database and of this role, whose transaction locked the row (the row's ``xmax``:
+        flowc locks its lease rows only ``FOR UPDATE``, outside savepoints, so ``xmax`` is
+        that transaction's id), the lease expired by the database's clock, and the
+        session waiting for its client (or idle in its transaction) since before the
+        expiry and for at least :data:`_STALLED_MS` (a healthy writer's pause between two
+        statements is far shorter). Sessions of other roles are not seen (their state is
+        hidden) and are left alone, as is everything when the server refuses the call.
+        The session is signalled, not waited for: it ends within milliseconds, which the
+        take's own waits for the row (:func:`_lock_wait_ms`, up to three) cover; if it has
+        not ended by then, the take is refused as busy and tried again later."""
         try:
             rows = conn.execute(
-                "SELECT pg_terminate_backend(a.pid, 200) FROM flowc_lease l "
+                "SELECT pg_terminate_backend(a.pid) FROM flowc_lease l "
                 "JOIN pg_stat_activity a ON a.backend_xid = l.xmax "
                 "WHERE l.channel_id = %s AND l.expires_at < clock_timestamp() "
-                "AND a.pid <> pg_backend_pid() AND a.state_change < l.expires_at "
+                "AND a.pid <> pg_backend_pid() AND a.datname = current_database() "
+                "AND a.usename = current_user AND a.application_name = 'flowc' "
+                "AND a.state_change < l.expires_at "
+                "AND a.state_change < clock_timestamp() - make_interval(secs => %s) "
                 "AND (a.state = 'idle in transaction' "
                 "OR (a.state = 'active' AND a.wait_event = 'ClientRead'))",
-                (channel_id,),
+                (channel_id, _STALLED_MS / 1000),
             ).fetchall()
-        except self._psycopg.errors.InsufficientPrivilege:
+        except self._psycopg.Error as err:
+            log.debug("%s: run %s: not ending a session (%s)", self.path, channel_id, err)
+            if conn.closed or conn.broken:
+                raise  # the connection is lost: the caller's retry handles that
             return False
         ended = any(row[0] for row in rows)
         if ended:
@@ -893,8 +913,9 @@ class PgStore:
                 return take_locked(conn)
             except self._psycopg.errors.LockNotAvailable:
                 if self._end_stalled_locker(conn, channel_id):
-                    with contextlib.suppress(self._psycopg.errors.LockNotAvailable):
-                        return take_locked(conn)
+                    for _ in range(3):  # the ended session lets the row go in milliseconds
+                        with contextlib.suppress(self._psycopg.errors.LockNotAvailable):
+                            return take_locked(conn)
                 # another session is inside its own take of this run (or is frozen
                 # there, cut off from us, until the server ends it): it is theirs to
                 # have or to lose, and this process must not wait for it

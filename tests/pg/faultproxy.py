@@ -37,6 +37,9 @@ class _Pair:
         self.cut_on_answer = False
         self.closed = False
         self.stalled = False
+        #: the framing of the client's messages was lost (a header split between chunks):
+        #: no stall in this connection from then on
+        self.unframed = False
         #: bytes of a message begun in an earlier chunk (the framing of the client's
         #: messages, followed only while a stall is armed)
         self.inside = 0
@@ -163,6 +166,8 @@ class FaultProxy:
     def _up_to_sync(self, pair: _Pair, data: bytes) -> bytes:
         """What of ``data`` to relay while a stall is armed: all of it, or what comes
         before its first ``Sync`` (type ``S``, length 4), stalling ``pair`` from there."""
+        if pair.unframed:
+            return data
         i = pair.inside
         while i < len(data):
             if data[i : i + 5] == b"S\x00\x00\x00\x04":
@@ -174,7 +179,8 @@ class FaultProxy:
                 pair.stalled = True
                 return data[:i]
             if i + 5 > len(data):
-                break  # a header split between chunks: no stall in this connection
+                pair.unframed = True  # a header split between chunks: no stall here
+                return data
             i += 1 + int.from_bytes(data[i + 1 : i + 5], "big")
         pair.inside = max(0, i - len(data))
         return data

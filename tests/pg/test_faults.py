@@ -233,7 +233,7 @@ def test_a_holder_cut_off_between_a_statement_and_its_sync(pg_cluster: object, b
     cut_off, other = PgStore(proxy.url(db)), PgStore(db)
     a, b = "host-a.example:101:5:hub-a", "host-b.example:202:7:hub-b"
     try:
-        lease = cut_off.acquire("r", a, 1.5)
+        lease = cut_off.acquire("r", a, 3.0)
         cut_off.append(env("e0", EV_CHANNEL_OPENED), lease)
         proxy.stall_at_sync()
         outcome: list[BaseException | object] = []

@@ -202,13 +202,22 @@ def wait_until(
         time.sleep(0.05)
 
 
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a killed worker, its pipes closed (not read: a child of its own could
+    keep them open)."""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    proc.wait(timeout=30)
+
+
 def kill_left(procs: Sequence[subprocess.Popen[bytes] | None]) -> None:
     """Kill the workers a failed test left running (a paused one is killed too)."""
     for proc in procs:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGCONT)
             proc.kill()
-            proc.communicate(timeout=30)  # (closes its stderr pipe too)
+            _reap(proc)
 
 
 def writers(envs: Sequence[Envelope]) -> set[str]:
@@ -246,7 +255,7 @@ def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore)
                 held.add(cid)
         if held:
             proc.send_signal(signal.SIGKILL)
-            proc.communicate(timeout=10)  # (closes its stderr pipe too)
+            _reap(proc)
             return held
         proc.send_signal(signal.SIGCONT)
         time.sleep(0.01)
@@ -430,7 +439,7 @@ def killed_workers_runs_are_taken_over(db: str, folder: Path, runs: int = 4) -> 
             [a],
         )
         a.kill()
-        a.communicate(timeout=10)  # (closes its stderr pipe too)
+        _reap(a)
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=30)
         wait_until(lambda: closed_count(store, ids) == runs, 60, "worker B to finish them", [b])
         stop_worker(b)

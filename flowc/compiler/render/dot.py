@@ -214,9 +214,8 @@ def _edge_attrs(edge: Edge) -> list[tuple[str, str]]:
         ]
         if edge.mark == REMOVED:
             items.append(("style", '"dashed"'))
-    elif (
-        edge.mark == VIOLATION
-    ):  # thick and red, over the kind's own style (a default stays dashed)
+    elif edge.mark == VIOLATION:
+        # thick and red, over the kind's own style (a default stays dashed)
         items += [
             ("color", _q(COLORS[VIOLATION])),
             ("fontcolor", _q(COLORS[VIOLATION])),
