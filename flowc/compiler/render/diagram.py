@@ -421,18 +421,9 @@ class _Builder:
         return key
 
     def terminal(self, reason: str | None) -> str:
-        if reason is None:
-            return self.add_node(
-                self.special_key("[terminate]"),
-                TERMINAL,
-                "terminate",
-                ("reason chosen at run time",),
-            )
-        return self.add_node(
-            self.special_key(f"[terminate {json_text(reason)}]"),
-            TERMINAL,
-            f"terminate {json_text(reason)}",
-        )
+        title = terminal_title(reason)
+        details = ("reason chosen at run time",) if reason is None else ()
+        return self.add_node(self.special_key(f"[{title}]"), TERMINAL, title, details)
 
     def edge(
         self,
@@ -808,11 +799,18 @@ def violation_legend(names: Sequence[str]) -> str:
     return f"the runs that break properties {shown} (E116)"
 
 
+def terminal_title(reason: str | None) -> str:
+    """The title of the terminal node of ``reason`` (``None``: a reason chosen at run time).
+
+    >>> terminal_title("done"), terminal_title(None)
+    ('terminate "done"', 'terminate')
+    """
+    return "terminate" if reason is None else f"terminate {json_text(reason)}"
+
+
 def _ends_at(node: Node, reason: str | None) -> bool:
     """Whether ``node`` is the terminal a run that ends with ``reason`` goes to."""
-    if node.kind != TERMINAL:
-        return False
-    return node.title == ("terminate" if reason is None else f"terminate {json_text(reason)}")
+    return node.kind == TERMINAL and node.title == terminal_title(reason)
 
 
 def run_elements(diagram: Diagram, run: RunPath) -> tuple[str, ...]:
