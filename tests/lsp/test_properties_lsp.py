@@ -9,7 +9,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from flowc import compile_flow
-from tests.lsp.client import apply, change, hover_text, open_doc, position_of
+from tests.lsp.client import apply, change, hover_text, open_doc, position_of, wait_version
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -236,3 +236,49 @@ async def test_reparsing_edits_of_properties_gives_the_tree_of_a_full_parse() ->
         compared += 1
         current = new
     assert compared > 60, compared
+
+
+async def test_a_violated_property_is_a_diagnostic_with_its_run_in_the_hover(
+    client: LanguageClient,
+) -> None:
+    """The language server reports each property's verdict where ``flowc check`` does, and
+    hovering a violated property shows the run that breaks it (the same run, in the same
+    words, as ``flowc check``); a fix that makes it hold takes the error away."""
+    from flowc.compiler.analysis import check_source
+    from flowc.source import SourceFile
+
+    uri = await open_doc(client, FLOW)
+    published = client.last_diagnostics  # type: ignore[attr-defined]
+    expected = [d for d in check_source(SourceFile("f.flow", FLOW)) if d.code.id == "E116"]
+    # `flowc check` finds `approved_first` violated (its lines count from 1)
+    assert [d.span.line for d in expected if d.span] == [PROPERTY_LINE + 2]
+    errors = [d for d in published if d.code == "E116"]
+    assert [(d.range.start.line, d.severity) for d in errors] == [
+        (PROPERTY_LINE + 1, lsp.DiagnosticSeverity.Error)
+    ]
+    assert errors[0].message.startswith(expected[0].message)
+    run_note = next(n for n in expected[0].notes if "a shortest run that breaks it" in n)
+    text = await hover_text(client, uri, position_of(FLOW, "approved_first:", offset=1))
+    assert text is not None
+    assert "**property `approved_first`**" in text
+    assert "**error[E116]**" in text and run_note in text
+    # a property that holds says so, with what was assumed, and shows no run
+    held = await hover_text(client, uri, position_of(FLOW, "no_double_bot:", offset=1))
+    assert held is not None and "**info[I306]**" in held and "assumed: max_turns 12" in held
+    assert "run that breaks it:" not in held and "E116" not in held
+
+    # the fix: the bot speaks only once the user approved; `approved_first` then holds
+    # (and `early` no longer does: the user may wait): the diagnostics follow the check
+    fixed = FLOW.replace(
+        "when from user then bot",
+        "when context.approved == true and from user then bot\nwhen from user then user",
+    )
+    change(client, uri, 2, fixed)
+    after = await wait_version(client, uri, 2)
+    now = [
+        d.span.line - 1
+        for d in check_source(SourceFile("f.flow", fixed))
+        if d.code.id == "E116" and d.span
+    ]
+    assert [d.range.start.line for d in after if d.code == "E116"] == now
+    assert PROPERTY_LINE + 2 not in now and now  # approved_first holds; early is broken
