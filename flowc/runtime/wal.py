@@ -31,6 +31,7 @@ flowc.runtime.wal.LeaseError: run c1 is being written by another hub (hub-a, pid
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -85,6 +86,27 @@ class StoreUnavailable(WalError):
 #: SQLite's result codes that say the database's state, which may mend (busy, locked,
 #: out of memory, its files unreadable, unwritable or full, a lock protocol race), not
 #: what was asked of it (a missing table, a constraint, a bad value: the same again)
+#: the operating system's errors that trying again would meet again: the path or the
+#: file system refuses what is asked (a full disk, an I/O error, a lost connection, too
+#: many open files, and an error without a number are worth another try)
+_OS_REFUSED = frozenset(
+    getattr(errno, name)
+    for name in (
+        "EROFS",
+        "EACCES",
+        "EPERM",
+        "ENOENT",
+        "ENOTDIR",
+        "EISDIR",
+        "ENAMETOOLONG",
+        "ELOOP",
+        "EINVAL",
+        "EFBIG",
+        "EXDEV",
+    )
+    if hasattr(errno, name)
+)
+
 _SQLITE_UNAVAILABLE = frozenset(
     getattr(sqlite3, name)
     for name in (
@@ -113,13 +135,16 @@ _PG_UNAVAILABLE = frozenset(
 def unavailable(err: BaseException) -> bool:
     """Whether ``err`` (raised by a store or its database driver) says the database is
     unavailable for now, which trying again later may mend (:class:`StoreUnavailable`):
-    an operating-system error; SQLite's busy, locked, out of memory, I/O, full, cannot
+    an operating-system error but those that would come again (:data:`_OS_REFUSED`: a
+    read-only file system, a missing or forbidden path, a name too long...); SQLite's busy, locked, out of memory, I/O, full, cannot
     open (its primary result code); psycopg's connection errors (an ``OperationalError``
     the client raised itself, with no SQLSTATE) and the SQLSTATE classes above. Not what
     the database refuses in what was asked (a missing table, a constraint, a bad value,
     a limit), which it would refuse again."""
-    if isinstance(err, (StoreUnavailable, OSError)):
+    if isinstance(err, StoreUnavailable):
         return True
+    if isinstance(err, OSError):
+        return err.errno not in _OS_REFUSED
     if isinstance(err, sqlite3.Error):
         code = getattr(err, "sqlite_errorcode", None)
         return code is not None and code & 0xFF in _SQLITE_UNAVAILABLE

@@ -5,7 +5,11 @@ stopped by one stalls, recorded, so that no worker runs the same turn over and o
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -56,7 +60,13 @@ def test_sqlite_busy_is_unavailable_a_missing_table_or_a_constraint_is_not(tmp_p
         (psycopg.errors.DatabaseDropped("the database was dropped"), False),  # 57P04
         (psycopg.errors.UniqueViolation("duplicate key"), False),
         (psycopg.errors.UndefinedTable("relation does not exist"), False),
-        (OSError("broken pipe"), True),
+        (OSError("an error without a number"), True),
+        (BrokenPipeError(errno.EPIPE, "broken pipe"), True),
+        (OSError(errno.ENOSPC, "no space left on device"), True),  # space may be freed
+        (OSError(errno.EIO, "input/output error"), True),
+        (OSError(errno.EMFILE, "too many open files"), True),
+        (OSError(errno.EROFS, "read-only file system"), False),  # would come again
+        (PermissionError(errno.EACCES, "permission denied"), False),
         (StoreUnavailable("the database went away"), True),
         (WalError("duplicate envelope id"), False),
         (ValueError("a bug"), False),
@@ -65,3 +75,29 @@ def test_sqlite_busy_is_unavailable_a_missing_table_or_a_constraint_is_not(tmp_p
 )
 def test_which_errors_say_the_database_is_unavailable(err: BaseException, expected: bool) -> None:
     assert unavailable(err) is expected
+
+
+def _os_error(call: Callable[[], object]) -> OSError:
+    try:
+        call()
+    except OSError as err:
+        return err
+    raise AssertionError("nothing was raised")
+
+
+def test_os_errors_the_system_really_raises(tmp_path: Path) -> None:
+    """A path that is not there or not a file refuses again (the run stalls, recorded,
+    instead of being given back and retried for ever); a refused connection is worth
+    another try."""
+    missing = _os_error(lambda: os.open(tmp_path / "nowhere" / "runs.sqlite", os.O_RDONLY))
+    assert missing.errno == errno.ENOENT and not unavailable(missing)
+    folder = _os_error(lambda: os.open(tmp_path, os.O_WRONLY))
+    assert folder.errno == errno.EISDIR and not unavailable(folder)
+    (tmp_path / "file").write_text("")
+    below = _os_error(lambda: os.open(tmp_path / "file" / "runs.sqlite", os.O_RDONLY))
+    assert below.errno == errno.ENOTDIR and not unavailable(below)
+    with socket.socket() as s:  # a port nothing listens on (bound, not listening)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        refused = _os_error(lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
+    assert refused.errno == errno.ECONNREFUSED and unavailable(refused)
