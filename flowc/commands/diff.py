@@ -180,15 +180,26 @@ def render_text(diff: Any, color: bool = False) -> str:
         for c in diff.behavioural:
             out.append(f"  possibly: {c.text}")
         return "\n".join(out) + "\n"
-    out.append(f"{bold}behaviour: changed{reset}")
-    out.append("  shortest distinguishing run:")
-    out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
+    if diff.first is None:  # only a property's verdict changed
+        out.append(
+            f"{bold}behaviour: changed{reset} — no run routes differently, but a run breaks "
+            "a property in one version only"
+        )
+    else:
+        out.append(f"{bold}behaviour: changed{reset}")
+        out.append("  shortest distinguishing run:")
+        out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
     for c in diff.behavioural:
         out.append(f"  * {c.text}")
-        if c.run is not None and (c.run, c.old, c.new) == (
-            diff.first.run,
-            diff.first.old,
-            diff.first.new,
+        if (
+            diff.first is not None
+            and c.run is not None
+            and (c.run, c.old, c.new)
+            == (
+                diff.first.run,
+                diff.first.old,
+                diff.first.new,
+            )
         ):
             out.append(
                 "      run: the shortest distinguishing run above"
@@ -234,6 +245,10 @@ def render_markdown(diff: Any) -> str:
     if diff.verdict == "same":
         out.append("No run routes differently.")
         out += [f"- note: {c.phrase.markdown()}" for c in diff.behavioural]
+        return "\n".join(out) + "\n"
+    if diff.verdict == "changed" and diff.first is None:  # only a property's verdict changed
+        out += ["No run routes differently, but a run breaks a property in one version only.", ""]
+        out += [f"- {c.phrase.markdown()}" for c in diff.behavioural]
         return "\n".join(out) + "\n"
     if diff.verdict == "unknown":
         out += [f"flowc could not decide: {md_text(diff.reason)}.", ""]
@@ -297,6 +312,11 @@ def _routed_json(r: Any, rules: dict[int, str]) -> dict[str, Any] | None:
 
 
 def _change_json(c: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -> dict[str, Any]:
+    """A change as JSON; a behavioural one with its run: the turns, where each version
+    goes after them (``None`` for the version a property's run is not about), how the
+    changed version goes on, and for a property's verdict where its run's loop starts."""
+    from flowc.compiler.analysis.changes import PROPERTY_FLIPS
+
     out: dict[str, Any] = {"kind": c.kind, "text": c.text, "subject": c.subject}
     if c.run is not None:
         out["run"] = [_turn_json(t) for t in c.run]
@@ -304,6 +324,8 @@ def _change_json(c: Any, old_rules: dict[int, str], new_rules: dict[int, str]) -
         out["new"] = _routed_json(c.new, new_rules)
         if c.then:
             out["then"] = {"side": c.then_side, "speakers": [str(p) for p in c.then]}
+        if c.kind in PROPERTY_FLIPS:
+            out["loop_from"] = c.loop_from
     return out
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -15,8 +17,8 @@ from flowc.cli import main
 from flowc.compiler.analysis.changes import Version, diff_versions
 from flowc.compiler.pipeline import compile_source
 from flowc.source import SourceFile
-from tests.property_check.meaning import holds, violation_turn
-from tests.property_check.runs import Runs
+from tests.property_check.meaning import holds, truth, violation_turn
+from tests.property_check.runs import Record, Runs
 
 OLD = """speaker user: human
 speaker bot { tool publish }
@@ -72,7 +74,8 @@ def test_properties_added_removed_changed_and_a_verdict_that_flips() -> None:
     (flip,) = [c for c in back.behavioural if c.kind.startswith("property")]
     assert (flip.kind, flip.text) == (
         "property-holds",
-        "property `reviewed_first` was violated in OLD and holds in NEW",
+        "property `reviewed_first` was violated in OLD and holds in NEW; in OLD, a shortest "
+        "run that breaks it: user → bot (publish) → user",
     )
 
 
@@ -114,3 +117,230 @@ def test_the_command_reports_them(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "  + property `added` added (`always from user, bot, reviewer`)\n" in out
     assert "  * property `reviewed_first` held in OLD and is violated in NEW: " in out
+
+
+# ── the run of a flip, as data ───────────────────────────────────────────────
+
+#: no rule reads what `publish` writes: only the property sees the change
+FLIP_OLD = """speaker user: human { sets topic }
+speaker bot { tool publish sets approved = true }
+speaker reviewer { tool decide sets stage = "ok" | sets stage = "draft" }
+max_turns 6
+when from user then bot
+when from bot then reviewer
+when from reviewer then user
+property approved: never context.approved == false and context.topic == "x"
+"""
+FLIP_NEW = FLIP_OLD.replace("sets approved = true", "sets approved = false")
+
+
+def _diff_json(tmp_path: Path, old: str, new: str, capsys: Any) -> tuple[int, dict[str, Any]]:
+    (tmp_path / "old.flow").write_text(old)
+    (tmp_path / "new.flow").write_text(new)
+    code = main(
+        ["diff", str(tmp_path / "old.flow"), str(tmp_path / "new.flow"), "--format", "json"]
+    )
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _check_run_note(path: Path, name: str, capsys: Any) -> str:
+    """The run `flowc check --format json` gives for the violated property ``name``."""
+    main(["check", str(path), "--format", "json"])
+    (found,) = [
+        d
+        for d in json.loads(capsys.readouterr().out)
+        if d["code"] == "E116" and f"property {name} " in d["message"]
+    ]
+    return str(found["notes"][-1]).split(": ", 1)[1]
+
+
+def _shown(turn: dict[str, Any]) -> str:
+    """A turn of the JSON as the checker prints it (tools, and a human's writes)."""
+    parts = [turn["tool"]] if turn["tool"] else []
+    parts += [f"sets {k} = {json.dumps(v)}" for k, v in turn["context"].items()]
+    return turn["speaker"] + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def _replayable(runs: Runs, turn: dict[str, Any]) -> Any:
+    """A turn of the JSON as the enumerator replays a checker's turn: a tool turn writes
+    what its alternative (``alternative``) declares, a human's turn its ``context``."""
+    sets: tuple[tuple[str, Any], ...] = ()
+    clears: tuple[str, ...] = ()
+    handoff = finish = None
+    if turn["tool"] is not None:
+        effect = runs.version.tools[(turn["speaker"], turn["tool"])][turn["alternative"]]
+        sets = tuple((k, json.loads(v)) for k, v in effect.sets)
+        clears, handoff, finish = effect.clears, effect.handoff, effect.finish
+    else:
+        sets = tuple((k, v) for k, v in turn["context"].items() if v is not None)
+        clears = tuple(k for k, v in turn["context"].items() if v is None)
+    return SimpleNamespace(
+        speaker=turn["speaker"],
+        tool=turn["tool"],
+        sets=sets,
+        clears=clears,
+        handoff=handoff,
+        finish=finish,
+        assumed=tuple(turn["assumed"].items()),
+        custom_choice=None,
+    )
+
+
+def _replay(runs: Runs, run: list[dict[str, Any]], after: dict[str, Any]) -> tuple[Record, ...]:
+    """The records of the JSON's run, replayed turn by turn on the enumerator's flow (a
+    :class:`ReplayError` when the flow has no such run, or it does not go on as ``after``
+    says)."""
+    turns = [_replayable(runs, t) for t in run]
+    (records,) = runs.replay(turns, after["next"], after["reason"])
+    return records
+
+
+def test_a_flip_alone_changes_the_behaviour_and_its_run_is_the_checkers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No run routes differently, yet a run breaks the property in NEW only: the exit status
+    says the behaviour changed (a CI gate on it must not pass a newly broken property), and
+    the JSON carries NEW's breaking run, the one `flowc check` gives, which really breaks it."""
+    code, doc = _diff_json(tmp_path, FLIP_OLD, FLIP_NEW, capsys)
+    assert code == 1
+    assert (doc["verdict"], doc["behaviour_changed"], doc["first"]) == ("changed", True, None)
+    (flip,) = doc["behavioural"]
+    assert (flip["kind"], flip["subject"], flip["old"], flip["loop_from"]) == (
+        "property-violated",
+        "approved",
+        None,
+        None,
+    )
+    run, after = flip["run"], flip["new"]
+    assert [(t["speaker"], t["tool"], t["context"]) for t in run] == [
+        ("user", None, {"topic": "x"}),
+        ("bot", "publish", {}),
+    ]
+    assert after == {"next": "reviewer", "reason": None, "rule": 2, "by": "rule 2, line 6"}
+    # the run `flowc check --format json` reports for the property on NEW
+    shown = " → ".join([*map(_shown, run), after["next"]])
+    assert shown == _check_run_note(tmp_path / "new.flow", "approved", capsys)
+    # replayed on NEW by the brute force, it breaks the property on its last turn; OLD
+    # takes the same turns and the property holds on every run of OLD
+    (prop,) = version("new.flow", FLIP_NEW).compiled.properties  # type: ignore[union-attr]
+    new_runs, old_runs = Runs(FLIP_NEW, [prop]), Runs(FLIP_OLD, [prop])
+    assert violation_turn(prop, _replay(new_runs, run, after)) == len(run)
+    assert holds(prop, _replay(old_runs, run, after))
+    assert all(holds(prop, r) for r in old_runs.runs())
+    # the text says so too
+    assert main(["diff", str(tmp_path / "old.flow"), str(tmp_path / "new.flow")]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "behaviour: changed — no run routes differently, but a run breaks a property in one "
+        "version only\n  * property `approved` held in OLD and is violated in NEW: "
+    ) in out
+    assert (
+        main(
+            ["diff", *(str(tmp_path / f) for f in ("old.flow", "new.flow")), "--format", "markdown"]
+        )
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert "new.flow`: **behaviour changed**\n" in out
+    assert "\n- property `approved` held in OLD and is violated in NEW: " in out
+
+
+def test_a_property_that_holds_again_carries_olds_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The other way round: the run that no longer breaks it is OLD's, and NEW takes it
+    without breaking the property."""
+    code, doc = _diff_json(tmp_path, FLIP_NEW, FLIP_OLD, capsys)
+    assert (code, doc["verdict"]) == (1, "changed")
+    (back,) = doc["behavioural"]
+    assert (back["kind"], back["new"], back["loop_from"]) == ("property-holds", None, None)
+    run, after = back["run"], back["old"]
+    shown = " → ".join([*map(_shown, run), after["next"]])
+    assert shown == _check_run_note(tmp_path / "old.flow", "approved", capsys)
+    assert back["text"].endswith(f"holds in NEW; in OLD, a shortest run that breaks it: {shown}")
+    (prop,) = version("old.flow", FLIP_NEW).compiled.properties  # type: ignore[union-attr]
+    assert violation_turn(prop, _replay(Runs(FLIP_NEW, [prop]), run, after)) == len(run)
+    assert holds(prop, _replay(Runs(FLIP_OLD, [prop]), run, after))
+
+
+ALTERNATIVES = """speaker user: human
+speaker bot { tool decide sets stage = "draft" | sets stage = "bad" }
+speaker reviewer
+max_turns 6
+when from user then bot
+when from bot and context.stage == "bad" then user
+when from bot then reviewer
+when from reviewer then user
+property staged: never from reviewer and context.stage == "bad"
+"""
+
+
+def test_the_run_names_the_alternative_a_tool_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run through a tool of several alternatives says which one it takes, as a
+    distinguishing run does (``alternative``, ``effects``), and replays so."""
+    new = ALTERNATIVES.replace(
+        'context.stage == "bad" then user', 'context.stage == "draft" then user'
+    )
+    code, doc = _diff_json(tmp_path, ALTERNATIVES, new, capsys)
+    assert code == 1
+    (flip,) = [c for c in doc["behavioural"] if c["kind"] == "property-violated"]
+    run, after = flip["run"], flip["new"]
+    assert [(t["speaker"], t["tool"], t["alternative"], t["effects"]) for t in run] == [
+        ("user", None, 0, None),
+        ("bot", "decide", 1, 'sets stage = "bad"'),
+        ("reviewer", None, 0, None),
+    ]
+    assert after["next"] == "user"
+    assert " → ".join([*map(_shown, run), after["next"]]) == _check_run_note(
+        tmp_path / "new.flow", "staged", capsys
+    )
+    (prop,) = version("new.flow", new).compiled.properties  # type: ignore[union-attr]
+    assert violation_turn(prop, _replay(Runs(new, [prop]), run, after)) == 3
+
+
+LOOP_OLD = """speaker user: human
+speaker bot
+speaker reviewer
+when from user then bot
+when from bot then reviewer
+when from reviewer then terminate "done"
+property reviewed: eventually from reviewer
+"""
+LOOP_NEW = LOOP_OLD.replace("when from bot then reviewer", "when from bot then user")
+
+
+def test_a_run_that_breaks_it_for_ever_says_where_its_loop_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lasso: ``run[loop_from:]`` repeat for ever, and after the last turn the run goes
+    back to ``run[loop_from]``. Replayed (round the loop once more, under a cap that only
+    the enumerator needs), no turn of it is ``from reviewer``: it never comes."""
+    code, doc = _diff_json(tmp_path, LOOP_OLD, LOOP_NEW, capsys)
+    assert code == 1
+    (flip,) = [c for c in doc["behavioural"] if c["kind"] == "property-violated"]
+    run, after, start = flip["run"], flip["new"], flip["loop_from"]
+    assert [t["speaker"] for t in run] == ["user", "bot", "user"]
+    assert (start, after["next"]) == (1, "bot")
+    assert after["next"] == run[start]["speaker"]
+    assert " → ".join([*(t["speaker"] for t in run), after["next"], "…"]) == _check_run_note(
+        tmp_path / "new.flow", "reviewed", capsys
+    )
+    capped = LOOP_NEW.replace("when from user", "max_turns 20\nwhen from user", 1)
+    (prop,) = version("new.flow", LOOP_NEW).compiled.properties  # type: ignore[union-attr]
+    loop = run[start:]
+    records = _replay(Runs(capped, [prop]), run + loop, {**after, "next": loop[0]["speaker"]})
+    assert len(records) == len(run) + len(loop)
+    assert not any(truth(prop.pattern.p, records))  # type: ignore[union-attr]
+    # the markdown says so in its sentence
+    assert (
+        main(
+            ["diff", *(str(tmp_path / f) for f in ("new.flow", "old.flow")), "--format", "markdown"]
+        )
+        == 1
+    )
+    assert (
+        "in OLD, a run that breaks it for ever: `user → bot → user → bot → …`"
+        in capsys.readouterr().out
+    )

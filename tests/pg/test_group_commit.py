@@ -476,3 +476,49 @@ def test_a_renewal_the_database_failed_before_a_turn_is_tried_again(pg_dsn: str)
     [cid] = failed
     assert ("failed", cid) in seen and worker.stats.failed == 1
     assert (worker.stats.closed, worker.stats.stalled) == (2, 0)
+
+
+def test_a_group_commit_failed_with_a_breaking_turn_reports_it_once(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The group commit that holds turn 5, which breaks a property, fails once (the
+    database went away): the hub's refusal undoes the monitors' reading of the turn
+    (``PropertyGuard.undo``, seen by a spy: the monitors as before the turn, its violation
+    forgotten) and gives the run back; taken again, turn 5 is committed with the
+    violation, which the WAL and the worker report once (tests/runtime/test_property_undo.py
+    for SQLite)."""
+    from tests.runtime.test_property_undo import (
+        UndoSpy,
+        taken_again_after_a_failed_write,
+        violations,
+    )
+
+    spy = UndoSpy(monkeypatch)
+    store = PgStore(pg_dsn)
+    writer = store.writer()
+    real = writer.append_batch
+    turns: list[str] = []
+    failed: list[str] = []
+
+    def fail_once(_: PgStore) -> None:
+        def append_batch(entries: Any, releases: Any = ()) -> Any:
+            if not failed:
+                for env, *_ in entries:
+                    if env.event_type in (EV_TEXT, EV_PACKET):
+                        turns.append(env.envelope_id)
+                        if len(turns) == 5:
+                            failed.append(str(env.event_data.get("body")))
+                if failed:
+                    raise psycopg.OperationalError("server closed the connection unexpectedly")
+            return real(entries, releases)
+
+        writer.append_batch = append_batch  # type: ignore[method-assign]
+
+    try:
+        cid, seen = taken_again_after_a_failed_write(store, fail_once, GroupCommit(writer))
+        assert failed == ["t4"]
+        assert violations(store, cid) == [(5, "a_twice", 5)]
+    finally:
+        store.close()
+    assert spy.calls == [(["a_twice"], True)]
+    assert seen.count(("failed", cid)) == 1 and seen.count(("violated", cid)) == 1

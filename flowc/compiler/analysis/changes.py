@@ -38,7 +38,9 @@ from flowc.compiler.analysis.lockstep import (
     Turn,
     cap_divergence,
     explore_pair,
+    turns_of_run,
 )
+from flowc.compiler.analysis.runs import Run
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import condition_text, property_text, rule_ref, target_text
@@ -89,6 +91,9 @@ class Change:
     #: after the divergence: how the changed side goes on to the event, one step a phrase
     then: tuple[Phrase, ...] = ()
     then_side: str = ""  # "old" or "new"
+    #: a property's run that goes round a loop for ever (a lasso): ``run[loop_from:]``
+    #: repeat, and after the last turn the run goes back to ``run[loop_from]``
+    loop_from: int | None = None
 
     @property
     def text(self) -> str:
@@ -107,7 +112,8 @@ class FlowDiff:
     behavioural: tuple[Change, ...]
     #: the first distinguishing run: a shortest certain one when the behaviour changed; when
     #: it is unknown, a shortest run that routes differently if custom conditions or targets
-    #: decide so (None when there is none); None when the behaviour is the same
+    #: decide so (None when there is none); None when the behaviour is the same, or
+    #: changed only in a property's verdict (no run routes differently)
     first: Change | None
     #: an exploration hit the state bound: the lists of changes may be incomplete
     truncated: bool
@@ -486,9 +492,21 @@ def _property_verdicts(side: _Side) -> dict[str, tuple[str, Finding]]:
     return out
 
 
+#: the behavioural changes of a property's verdict: each comes with the run that breaks the
+#: property (NEW's, or OLD's for one that holds again) and is a change of behaviour: a
+#: run breaks it on one side only, even when no run routes differently
+PROPERTY_FLIPS = ("property-violated", "property-holds")
+
+
 def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
     """A property of both versions that held in OLD and is violated in NEW (with NEW's
-    shortest run that breaks it), or the other way round."""
+    shortest run that breaks it), or the other way round (with OLD's).
+
+    The run is the checker's (:class:`~flowc.compiler.analysis.runs.Run`), carried as a
+    distinguishing run's turns (:func:`~flowc.compiler.analysis.lockstep.turns_of_run`)
+    with where the breaking side goes after its last turn (``new``, or ``old``; the other
+    side is None: it need not take the run) and ``loop_from`` for a run that breaks it
+    for ever."""
     vo, vn = _property_verdicts(old), _property_verdicts(new)
     for name, (now, found) in vn.items():
         was = vo.get(name)
@@ -497,32 +515,66 @@ def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
         if was[0] == "holds" and now == "violated":
             why = found.diagnostic.notes[0] if found.diagnostic.notes else ""
             run = found.run
-            shown = "" if run is None else run.render()
-            which = (
-                "a run that breaks it for ever"
-                if run is not None and run.loop_from is not None
-                else "a shortest run that breaks it"
-            )
-            yield Change(
-                "property-violated",
-                phrase(
-                    "property ",
-                    Code(format_name(name)),
-                    " held in OLD and is violated in NEW: ",
-                    Quoted(why),
-                    f"; {which}: ",
-                    Quoted(shown),
+            yield _with_property_run(
+                Change(
+                    "property-violated",
+                    phrase(
+                        "property ",
+                        Code(format_name(name)),
+                        " held in OLD and is violated in NEW: ",
+                        Quoted(why),
+                        f"; {_breaks(run)}: ",
+                        Quoted("" if run is None else run.render()),
+                    ),
+                    name,
                 ),
-                name,
+                new,
+                run,
+                "new",
             )
         elif was[0] == "violated" and now == "holds":
-            yield Change(
-                "property-holds",
-                phrase(
-                    "property ", Code(format_name(name)), " was violated in OLD and holds in NEW"
-                ),
-                name,
+            run = was[1].run
+            shown: tuple[Any, ...] = (
+                () if run is None else (f"; in OLD, {_breaks(run)}: ", Quoted(run.render()))
             )
+            yield _with_property_run(
+                Change(
+                    "property-holds",
+                    phrase(
+                        "property ",
+                        Code(format_name(name)),
+                        " was violated in OLD and holds in NEW",
+                        *shown,
+                    ),
+                    name,
+                ),
+                old,
+                run,
+                "old",
+            )
+
+
+def _breaks(run: Run | None) -> str:
+    return (
+        "a run that breaks it for ever"
+        if run is not None and run.loop_from is not None
+        else "a shortest run that breaks it"
+    )
+
+
+def _with_property_run(change: Change, side: _Side, run: Run | None, which: str) -> Change:
+    """``change`` with ``run`` (the side ``which``'s run that breaks the property) as its
+    turns, where that side goes after them, and where its loop starts."""
+    if run is None:
+        return change
+    turns, after = turns_of_run(side.system, run)
+    return attrs.evolve(
+        change,
+        run=turns,
+        old=after if which == "old" else None,
+        new=after if which == "new" else None,
+        loop_from=run.loop_from,
+    )
 
 
 def match_rules(
@@ -1001,11 +1053,16 @@ def diff_versions(
         if product.partial:
             reasons.append(f"the exploration is partial: {product.partial}")
         reason = "; ".join(reasons)
+    behavioural = tuple(behavioural_changes(so, sn, product, certain if certain else divergences))
+    if verdict == SAME and any(c.kind in PROPERTY_FLIPS for c in behavioural):
+        # no run routes differently, but a run breaks a property on one side only: the
+        # behaviour changed all the same (a gate on the exit status must not pass it)
+        verdict = CHANGED
     return FlowDiff(
         old,
         new,
         tuple(structural_changes(so, sn, declarations, context)),
-        tuple(behavioural_changes(so, sn, product, certain if certain else divergences)),
+        behavioural,
         first,
         product.truncated or so.facts.space.truncated or sn.facts.space.truncated,
         as_graphs,

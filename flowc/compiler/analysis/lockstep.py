@@ -36,7 +36,7 @@ import itertools
 import json
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
@@ -56,6 +56,9 @@ from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, 
 from flowc.compiler.model import values_equal
 from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.dsl.formatter import format_name
+
+if TYPE_CHECKING:
+    from flowc.compiler.analysis.runs import Run as CheckerRun
 
 #: the close reason when a run reaches ``max_turns``
 MAX_TURNS = "max_turns"
@@ -709,6 +712,44 @@ class _Growing:
         self.via.append(step)
         self.dist.append(self.dist[u] + 1)
         return v
+
+
+def turns_of_run(system: System, run: CheckerRun) -> tuple[tuple[Turn, ...], Routed]:
+    """A run the checker found in one flow (the :class:`~flowc.compiler.analysis.runs.Run`
+    of a finding: E116's run that breaks a property) as the turns of a distinguishing run,
+    and where the flow goes after its last turn: so that ``flowc diff`` prints and encodes
+    both kinds of run one way. A tool turn names the alternative it takes when its tool
+    has several; a human's turn (any turn of a JSON graph) has the context it writes; the
+    custom conditions it assumes and the custom target's result it takes come as a
+    distinguishing run's do. The run's ``loop_from`` is the caller's to keep.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.analysis.runs import Run, Turn as RunTurn
+    >>> from flowc.compiler.analysis.system import system_of_flow
+    >>> sys = system_of_flow(compile_flow("speaker u: human\\nspeaker b\\nwhen from u then b"))
+    >>> turns, after = turns_of_run(sys, Run((RunTurn("u", fired=0),), "b"))
+    >>> [t.speaker for t in turns], after.next, after.fired
+    (['u'], 'b', 0)
+    """
+    side = _Side(system)
+    index = {name: i for i, name in enumerate(system.speakers)}
+    turns: list[Turn] = []
+    for t in run.turns:
+        alternative, effects = 0, None
+        context: tuple[tuple[str, Any], ...] = ()
+        tool = side.tools.get(index[t.speaker], {}).get(t.tool) if t.tool is not None else None
+        if tool is not None and tool.several:
+            alternative = tool.keys.index(_effect_key(t.sets, t.clears, t.handoff, t.finish))
+            effects = tool.texts[alternative]
+        if t.tool is None or system.json_mode:
+            context = (*t.sets, *((k, None) for k in t.clears))
+        chosen: tuple[str, ...] = ()
+        if t.custom_choice is not None and t.call is not None:
+            (who,) = t.custom_choice
+            chosen = (f"{t.call} → {'terminate' if who is None else format_name(who)}",)
+        turns.append(Turn(t.speaker, t.tool, alternative, context, t.assumed, effects, chosen))
+    last = run.turns[-1].fired if run.turns else DEFAULT
+    return tuple(turns), Routed(last, run.next, run.reason)
 
 
 def _turn_labels(

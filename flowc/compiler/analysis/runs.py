@@ -33,6 +33,8 @@ class Turn:
     assumed: tuple[tuple[str, bool], ...] = ()
     #: how a custom target resolved on this turn: a speaker, or None for terminate
     custom_choice: tuple[str | None] | None = None
+    #: the custom target's call that resolved so (``pick(role = "x")``), with ``custom_choice``
+    call: str | None = None
     #: the rule (file index) that routed this turn; -1 default, -2 handoff, -3 finish
     fired: int = -1
 
@@ -158,6 +160,7 @@ def _turn(system: System, speaker: int, before: Valuation | None, step: Step) ->
         finish=action.finish,
         assumed=tuple((atoms[i], v) for i, v in out.assumed),
         custom_choice=choice,
+        call=out.call if choice is not None else None,
         fired=out.fired,
     )
 
