@@ -37,7 +37,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 from starlette.applications import Starlette
@@ -494,6 +494,7 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             Route("/api/runs", api.runs),
             Route("/api/run/{run_id:path}/diagram.svg", api.diagram),
             Route("/api/run/{run_id:path}/events", api.events),
+            Route("/api/run/{run_id:path}/ag-ui", api.agui),
             Route("/api/run/{run_id:path}/why/{n:int}", turns.why),
             Route("/api/run/{run_id:path}/scenario/{n:int}", turns.scenario),
             Route("/api/run/{run_id:path}", api.run),
@@ -549,6 +550,8 @@ class _RunApi:
     run: Endpoint
     diagram: Endpoint
     events: Endpoint
+    #: the same turns as AG-UI protocol events (flowc.view.agui)
+    agui: Endpoint
 
 
 def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
@@ -606,7 +609,19 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
             headers={"x-accel-buffering": "no"},
         )
 
-    return _RunApi(api_runs, api_run, diagram, events)
+    async def agui(request: Request) -> Response:
+        from flowc.view.agui import AguiEncoder
+
+        run_id = request.path_params["run_id"]
+        view = await run_in_threadpool(runs.view, run_id)
+        encoder = AguiEncoder(run_id, view.target.humans, view.target.context_vars)
+        return StreamingResponse(
+            _stream(settings, view, _after(request), listing, encoder),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    return _RunApi(api_runs, api_run, diagram, events, agui)
 
 
 @attrs.frozen
@@ -659,33 +674,68 @@ def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
     return _TurnApi(why, scenario_block)
 
 
+class _PageEvents:
+    """The events the run page reads (``/api/run/ID/events``): ``turn`` (each with its
+    number as the SSE id), ``status`` and ``end``, each one JSON object."""
+
+    def begin(self, after: int) -> str:
+        # a page that loses the connection tries again after a second
+        return "retry: 1000\n\n"
+
+    def turn(self, event: dict[str, Any]) -> str:
+        return _sse(event, "turn", event["n"])
+
+    def status(self, data: dict[str, Any]) -> str:
+        return _sse(data, "status")
+
+    def end(self, data: dict[str, Any]) -> str:
+        return _sse(data, "end")
+
+
+class _Encoder(Protocol):
+    """How a stream writes the feed's events (:class:`_PageEvents`, or AG-UI's:
+    :class:`flowc.view.agui.AguiEncoder`)."""
+
+    def begin(self, after: int) -> str: ...
+    def turn(self, event: dict[str, Any]) -> str: ...
+    def status(self, data: dict[str, Any]) -> str: ...
+    def end(self, data: dict[str, Any]) -> str: ...
+
+
 async def _stream(
-    settings: ViewSettings, view: RunView, after: int, listing: _Listing | None = None
+    settings: ViewSettings,
+    view: RunView,
+    after: int,
+    listing: _Listing | None = None,
+    encoder: _Encoder | None = None,
 ) -> AsyncIterator[str]:
     """The run's turns after turn ``after`` as server-sent events, then each new turn as
     the store commits it, read a page at a time (nothing is kept but the fold's state);
-    a ``status`` event when the run's status changes, and ``end`` once it closed. While
-    it is open, the run is followed in ``listing`` (its feed there is kept)."""
+    a ``status`` event when the run's status changes, and ``end`` once it closed (each
+    written by ``encoder``: the page's events by default). While it is open, the run is
+    followed in ``listing`` (its feed there is kept)."""
     if listing is not None:
         listing.follow(view.run_id)
     try:
         # closed with the stream (its store with it), not whenever it is collected
-        async with contextlib.aclosing(_events(settings, view, after)) as events:
-            async for chunk in events:
+        events = _events(settings, view, after, encoder or _PageEvents())
+        async with contextlib.aclosing(events) as chunks:
+            async for chunk in chunks:
                 yield chunk
     finally:
         if listing is not None:
             listing.unfollow(view.run_id)
 
 
-async def _events(settings: ViewSettings, view: RunView, after: int) -> AsyncGenerator[str, None]:
+async def _events(
+    settings: ViewSettings, view: RunView, after: int, encoder: _Encoder
+) -> AsyncGenerator[str, None]:
     """:func:`_stream`'s events."""
     store = await run_in_threadpool(settings.open)
     feed = TurnFeed(view)
     sent_context = False
     try:
-        # a page that loses the connection tries again after a second
-        yield "retry: 1000\n\n"
+        yield encoder.begin(after)
         status: tuple[Any, ...] | None = None
         checked = 0.0
         quiet = time.monotonic()
@@ -699,7 +749,7 @@ async def _events(settings: ViewSettings, view: RunView, after: int) -> AsyncGen
                     # the page may have missed the turn that last changed the context
                     event["context"] = dict(feed.folder.state.context_vars)  # type: ignore[union-attr]
                 sent_context = True
-                chunk.append(_sse(event, "turn", event["n"]))
+                chunk.append(encoder.turn(event))
             if chunk:  # one write for the page of turns read (a long run's backlog)
                 yield "".join(chunk)
                 quiet = time.monotonic()
@@ -712,7 +762,7 @@ async def _events(settings: ViewSettings, view: RunView, after: int) -> AsyncGen
                 current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
                 if current != status:
                     status = current
-                    yield _sse(
+                    yield encoder.status(
                         {
                             "status": state,
                             "holder": holder,
@@ -720,12 +770,11 @@ async def _events(settings: ViewSettings, view: RunView, after: int) -> AsyncGen
                             "close_reason": feed.closed,
                             "next_speaker": feed.next_speaker,
                             "stalled_on": feed.stalled_on,
-                        },
-                        "status",
+                        }
                     )
                     quiet = now
             if feed.closed is not None:
-                yield _sse({"turns": feed.turns, "close_reason": feed.closed}, "end")
+                yield encoder.end({"turns": feed.turns, "close_reason": feed.closed})
                 return
             if now - quiet >= KEEPALIVE_SECONDS:
                 yield ": keep-alive\n\n"
