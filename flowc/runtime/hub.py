@@ -601,7 +601,9 @@ class Hub:
 
     def _hold(self, ch: Channel, lease: Any) -> None:
         ch.lease = lease
-        ch.renew_at = time.time() + self.lease_seconds / 3
+        # (renewals are timed on the monotonic clock: the lease's end is the store's to
+        # decide, and a wall clock set back would stop them for as long as it was set back)
+        ch.renew_at = time.monotonic() + self.lease_seconds / 3
         if self._beat is None:
             try:
                 loop = asyncio.get_running_loop()
@@ -618,7 +620,7 @@ class Hub:
         """Renew the channel's lease when a third of it is spent."""
         lease = ch.lease
         if lease is not None:
-            now = time.time()
+            now = time.monotonic()
             if now >= ch.renew_at:
                 try:
                     ch.lease = self.store.renew(lease, self.lease_seconds)
@@ -660,7 +662,7 @@ class Hub:
         starved of CPU) and its leases came that much nearer to their end."""
         self._beat = None
         held = False
-        now = time.time()
+        now = time.monotonic()
         loop = asyncio.get_running_loop()
         sixth = self.lease_seconds / 6
         late = loop.time() - self._beat_due if self._beat_due is not None else 0.0

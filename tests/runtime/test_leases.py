@@ -336,7 +336,7 @@ def test_a_beat_renews_every_lease_older_than_a_sixth_and_says_when_it_ran_late(
             """Make the lease as it is ``seconds`` after its last renewal."""
             assert channel.lease is not None
             channel.lease = store.renew(channel.lease, 60 - seconds)
-            channel.renew_at = time.time() + 20 - seconds
+            channel.renew_at = time.monotonic() + 20 - seconds
 
         def expiry() -> float:
             lease = store.lease_of(ch.channel_id)
