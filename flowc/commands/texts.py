@@ -80,6 +80,16 @@ TEXTS: dict[str, tuple[str, str | None]] = {
         "Exit 0 when the run closes, 1 when it stalls again, 3 when it broke one of "
         "the flow's properties.",
     ),
+    "fork": (
+        "start a new run from turn N of a stored run, with another script",
+        "Write a new run into the run database whose first turns are turns 1 to N of "
+        "a stored run (its graph, properties and context as stored: the flow file is "
+        "not needed), linked to it (`flowc log` says which run and turn it was forked "
+        "from), then continue it as `flowc resume` does, with the script of the turns "
+        "after N and/or agents. The stored run is only read. Exit 0 when the new run "
+        "closes, 1 when it stalls, 2 when the run or turn N does not exist, 3 when it "
+        "broke one of the flow's properties.",
+    ),
     "log": (
         "list past runs, or print one run's transcript",
         "List the runs stored in the write-ahead log (newest last), or print one "
