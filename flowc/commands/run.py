@@ -926,8 +926,7 @@ def _new_run_id(value: str | None) -> str | None:
 def cmd_fork(args: argparse.Namespace) -> int:
     """``flowc fork RUN N``: a new run in the same database whose first turns are the
     run's turns 1 to N, linked to it, continued as ``flowc resume`` continues a run."""
-    from flowc.runtime.fork import ForkedFrom, ForkError, fork_run
-    from flowc.runtime.scripted_replies import check_script
+    from flowc.runtime.fork import ForkedFrom, ForkError, check_fork_script, fork_run
     from flowc.runtime.why import TurnOutOfRange
 
     n = _fork_turn(args.turn)
@@ -950,12 +949,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 return EXIT_ERRORS
             script = loaded[1]
             try:
-                if n > 0 and script.kickoff is not None:
-                    raise ScriptError(
-                        f"the fork goes on from turn {n}, so it has no kickoff: the script "
-                        "holds the turns after it (drop `kickoff`, or fork at turn 0)"
-                    )
-                check_script(target, script)
+                check_fork_script(target, script, n)
             except ScriptError as err:
                 print(f"{args.script}: error: {err}", file=sys.stderr)
                 return EXIT_ERRORS

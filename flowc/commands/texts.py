@@ -153,7 +153,8 @@ TEXTS: dict[str, tuple[str, str | None]] = {
         "Start a local web server (127.0.0.1 only, a random token in its URL) "
         "that shows the runs of a run database: each run on its flow's diagram, with the "
         "transcript streaming as turns are committed and a timeline to go back to any turn. "
-        "The database is opened read-only. Needs the `view` extra "
+        "The database is opened read-only, but for a run's page's \"start a new run "
+        'from here", which writes only the new run (as `flowc fork`). Needs the `view` extra '
         "(pip install '.[view]' in flowc's checkout).",
     ),
 }

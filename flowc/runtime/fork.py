@@ -53,13 +53,22 @@ import attrs
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.formatter import format_name, format_value
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.script import Script, ScriptError
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
 from flowc.runtime.wal import WalError, WalStore, holder_id
 from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn
 
-__all__ = ["FORKED_FROM", "ForkError", "ForkedFrom", "fork_run", "forked_from", "scenario_upto"]
+__all__ = [
+    "FORKED_FROM",
+    "ForkError",
+    "ForkedFrom",
+    "check_fork_script",
+    "fork_run",
+    "forked_from",
+    "scenario_upto",
+]
 
 #: the key of a forked run's opening record (``event_data``) that names its parent:
 #: ``{"run_id": PARENT, "turn": N}``
@@ -227,6 +236,21 @@ def forked_from(opening: Envelope) -> ForkedFrom | None:
     if not isinstance(run_id, str) or type(turn) is not int or turn < 0:
         return None
     return ForkedFrom(run_id, turn)
+
+
+def check_fork_script(target: RunTarget, script: Script, n: int) -> None:
+    """Raise :class:`~flowc.runtime.script.ScriptError` unless ``script`` can drive a fork
+    of a run of ``target`` at turn ``n``: it fits the run (its speakers, tools and humans'
+    writes, as ``flowc run`` checks a script), and it has no kickoff unless ``n`` is 0 (a
+    fork at turn ``n`` goes on from there: its script holds the turns after it)."""
+    from flowc.runtime.scripted_replies import check_script
+
+    if n > 0 and script.kickoff is not None:
+        raise ScriptError(
+            f"the fork goes on from turn {n}, so it has no kickoff: the script holds the "
+            "turns after it (drop `kickoff`, or fork at turn 0)"
+        )
+    check_script(target, script)
 
 
 def _now() -> str:
