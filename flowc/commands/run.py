@@ -942,19 +942,29 @@ def cmd_fork(args: argparse.Namespace) -> int:
         except _DAMAGED as err:
             print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
             return EXIT_ERRORS
-        script = None
+        script = doc = None
         if args.script:  # checked before anything is written
             loaded = read_script(args.script)
             if loaded is None:
                 return EXIT_ERRORS
-            script = loaded[1]
+            doc, script = loaded
             try:
                 check_fork_script(target, script, n)
             except ScriptError as err:
                 print(f"{args.script}: error: {err}", file=sys.stderr)
                 return EXIT_ERRORS
         try:
-            cid = fork_run(store, parent, n, run_id=new_id, labels={"script": args.script or ""})
+            cid = fork_run(
+                store,
+                parent,
+                n,
+                run_id=new_id,
+                labels={"script": args.script or ""},
+                script_doc=doc,
+            )
+        except ScriptError as err:
+            print(f"{args.script}: error: {err}", file=sys.stderr)
+            return EXIT_ERRORS
         except TurnOutOfRange as err:
             raise UsageError(_no_turn(parent, err)) from None
         except (ForkError, *_DAMAGED) as err:

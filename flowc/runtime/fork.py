@@ -43,6 +43,7 @@ scenario "up to 3" {
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -287,6 +288,7 @@ def fork_run(
     *,
     run_id: str | None = None,
     labels: Mapping[str, Any] | None = None,
+    script_doc: Any = None,
 ) -> str:
     """Write a new run into ``store`` whose records are the run ``parent``'s up to and
     including turn ``n`` (0: its opening only), and return its id (``run_id``, or a new
@@ -297,14 +299,21 @@ def fork_run(
     and envelope ids of their own (ids are unique across a database), with the links
     between them (``causation_id``, ``follows``) renamed to match. The opening record
     gets the time of the fork, ``labels`` over the parent's labels, and the link to the
-    parent (:data:`FORKED_FROM`). The new run is written under a lease of its own, as
+    parent (:data:`FORKED_FROM`). A parent submitted for the workers (``flowc submit``)
+    holds its script in its labels, which a worker would drive the new run with: the
+    new run holds ``script_doc`` there instead, the fork's own script document (none:
+    an empty one). The new run is written under a lease of its own, as
     a hub writes a run, and given back: ``resume`` takes it from there (a parent that
     closed on turn ``n`` gives a run whose close ``resume`` writes).
 
     Raises :class:`~flowc.runtime.why.TurnOutOfRange` for a turn the run does not
     have, :class:`ForkError` for a negative turn, a damaged parent or a ``run_id``
-    already taken, :class:`~flowc.runtime.wal.WalError` if the store fails.
+    already taken, :class:`~flowc.runtime.script.ScriptError` for a ``script_doc`` JSON
+    cannot hold, :class:`~flowc.runtime.wal.WalError` if the store fails (the three
+    first before anything is written).
     """
+    from flowc.runtime.worker import SCRIPT_LABEL
+
     if n < 0:
         raise ForkError(f"turn {n}: give a turn number, 0 or more")
     copied = _cut(list(store.read(parent)), n)
@@ -317,9 +326,15 @@ def fork_run(
     data = dict(opening.event_data)
     metadata = dict(data["metadata"])
     now = _now()
-    metadata.update(
-        channel_id=new, created_at=now, labels={**metadata.get("labels", {}), **(labels or {})}
-    )
+    kept = {**metadata.get("labels", {}), **(labels or {})}
+    if SCRIPT_LABEL in kept:  # the parent's script is not the fork's
+        try:
+            kept[SCRIPT_LABEL] = json.loads(
+                json.dumps({} if script_doc is None else script_doc, allow_nan=False)
+            )
+        except (TypeError, ValueError) as err:
+            raise ScriptError(f"the script cannot be stored with the run ({err})") from None
+    metadata.update(channel_id=new, created_at=now, labels=kept)
     data["metadata"] = metadata
     data[FORKED_FROM] = ForkedFrom(parent, n).to_json()
     lease = store.acquire(new, holder_id(f"fork-{prefix}"))

@@ -765,10 +765,13 @@ async def _events(settings: ViewSettings, view: RunView, after: int) -> AsyncGen
             store.close()
 
 
-def _fork(settings: ViewSettings, run_id: str, n: int, script: Script) -> dict[str, Any]:
+def _fork(
+    settings: ViewSettings, run_id: str, n: int, script: Script, doc: Any = None
+) -> dict[str, Any]:
     """Write a new run from turn ``n`` of ``run_id`` and drive it with ``script`` (as
     ``flowc fork RUN N --script S``, with nobody at a terminal: a human with no scripted
-    turn left stalls it); what became of it. The script is checked before anything is
+    turn left stalls it; ``doc``, the script's document, is kept with the fork of a run
+    submitted for the workers); what became of it. The script is checked before anything is
     written; the parent is only read. Raises as :func:`~flowc.runtime.fork.fork_run`
     and :func:`~flowc.runtime.fork.check_fork_script` do."""
     from flowc.runtime.fork import ForkedFrom, check_fork_script, fork_run
@@ -782,7 +785,7 @@ def _fork(settings: ViewSettings, run_id: str, n: int, script: Script) -> dict[s
         if metadata is None:
             raise HTTPException(404, f"no run {run_id!r} in this database")
         check_fork_script(RunTarget.from_metadata(metadata), script, n)
-        new = fork_run(store, run_id, n, labels={"script": "flowc view"})
+        new = fork_run(store, run_id, n, labels={"script": "flowc view"}, script_doc=doc)
         answer: dict[str, Any] = {"run_id": new, "forked_from": ForkedFrom(run_id, n).to_json()}
         try:
             result = asyncio.run(resume_script(store, new, script))
@@ -829,7 +832,7 @@ def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
         except (DataError, ScriptError) as err:
             return JSONResponse({"error": f"the script: {err}"}, status_code=422)
         try:
-            found = await run_in_threadpool(_fork, settings, run_id, n, script)
+            found = await run_in_threadpool(_fork, settings, run_id, n, script, doc)
         except TurnOutOfRange as err:
             return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=404)
         except ScriptError as err:

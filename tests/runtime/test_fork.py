@@ -274,3 +274,44 @@ def test_a_kickoff_after_turn_0_is_refused_before_anything_is_written(
     assert flowc("fork", run, "2", "--script", str(script), "--db", str(db)) == 1
     assert f"{script}: error:" in capsys.readouterr().err
     assert run_ids(db) == [run]
+
+
+def test_the_fork_of_a_submitted_run_holds_its_own_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run submitted for the workers keeps its script with it (a worker drives the run
+    with it): its fork keeps the fork's script there, never the parent's, which would
+    play the parent's turns again after the copied ones."""
+    from flowc.runtime.adapters.base import ChannelMetadata
+    from flowc.runtime.script import parse_script
+    from flowc.runtime.worker import SCRIPT_LABEL, run_script_of
+
+    flow = tmp_path / "approval.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "parent.json"
+    script.write_text(json.dumps(script_of(PARENT, kickoff=True)))
+    db = tmp_path / "shared.db"
+    assert flowc("submit", str(flow), "--script", str(script), "--db", str(db)) == 0
+    run = run_ids(db)[0]
+    assert flowc("resume", run, "--script", str(script), "--db", str(db)) == 0
+    assert fork(db, run, 4, AFTER[4]) == 0
+    assert fork(db, run, 6, None) == 0  # no script: the parent closed on turn 6
+    plain, empty = run_ids(db)[1:]
+    labels = {cid: _opening_md(db, cid)["labels"] for cid in (run, plain, empty)}
+    assert labels[run][SCRIPT_LABEL] == script_of(PARENT, kickoff=True)
+    assert labels[plain][SCRIPT_LABEL] == script_of(AFTER[4], kickoff=False)
+    assert labels[empty][SCRIPT_LABEL] == {}
+    md = ChannelMetadata.from_dict(_opening_md(db, plain))
+    assert run_script_of(md) == parse_script(script_of(AFTER[4], kickoff=False))
+
+
+def _opening_md(db: Path, run: str) -> dict[str, Any]:
+    con = sqlite3.connect(db)
+    try:
+        row = con.execute(
+            "SELECT envelope FROM wal WHERE channel_id = ? ORDER BY seq LIMIT 1", (run,)
+        ).fetchone()
+    finally:
+        con.close()
+    metadata: dict[str, Any] = json.loads(row[0])["event_data"]["metadata"]
+    return metadata
