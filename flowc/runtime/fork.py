@@ -54,7 +54,7 @@ import attrs
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.formatter import format_name, format_value
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
-from flowc.runtime.script import Script, ScriptError
+from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
@@ -312,8 +312,6 @@ def fork_run(
     cannot hold, :class:`~flowc.runtime.wal.WalError` if the store fails (the three
     first before anything is written).
     """
-    from flowc.runtime.worker import SCRIPT_LABEL
-
     if n < 0:
         raise ForkError(f"turn {n}: give a turn number, 0 or more")
     copied = _cut(list(store.read(parent)), n)

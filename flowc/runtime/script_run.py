@@ -145,7 +145,9 @@ async def run_script(
 def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[str, int], bool]:
     """How many turns of a stored run (``stored``: its WAL) each speaker took, by name, and
     whether the run has begun (a turn is stored). A forked run's first turns are its
-    parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`)."""
+    parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`);
+    a fork that holds fewer turns than it names (its copy was cut short) is refused
+    (:class:`ScriptError`): it is not the state it was forked from."""
     from flowc.runtime.fork import forked_from  # (what `flowc run` need not import)
 
     taken: dict[str, int] = {}
@@ -160,6 +162,13 @@ def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[s
                 continue
             who = names.get(env.sender_id, env.sender_id)
             taken[who] = taken.get(who, 0) + 1
+    if copied:  # the copy stopped short (its process was killed): not the state forked
+        assert fork is not None
+        raise ScriptError(
+            f"this run is a fork of run {fork.run_id} at turn {fork.turn}, but only "
+            f"{fork.turn - copied} of the turns were copied before the fork stopped: "
+            "fork the run again"
+        )
     return taken, started
 
 

@@ -315,3 +315,38 @@ def _opening_md(db: Path, run: str) -> dict[str, Any]:
         con.close()
     metadata: dict[str, Any] = json.loads(row[0])["event_data"]["metadata"]
     return metadata
+
+
+def test_a_fork_whose_copy_was_cut_short_is_not_continued(
+    parent: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The turns are copied one append at a time: a fork killed while it copied holds
+    fewer turns than its opening names. Resumed, it would go on from another state than
+    the one forked: it is refused, and nothing is written."""
+    db, run = parent
+    assert fork(db, run, 4, AFTER[4]) == 0
+    new = run_ids(db)[-1]
+    con = sqlite3.connect(db)
+    try:  # as if killed after turn 2 was copied: turns 3 on, and all after, gone
+        seqs = [
+            seq
+            for seq, event in con.execute(
+                "SELECT seq, event_type FROM wal WHERE channel_id = ? ORDER BY seq", (new,)
+            )
+            if event in ("ag2.msg.text", "ag2.packet")
+        ]
+        con.execute("DELETE FROM wal WHERE channel_id = ? AND seq >= ?", (new, seqs[2]))
+        con.commit()
+    finally:
+        con.close()
+    capsys.readouterr()
+    cut = rows(db, new)
+    script = db.parent / "rest.json"
+    script.write_text(json.dumps(script_of(AFTER[4], kickoff=False)))
+    assert flowc("resume", new, "--script", str(script), "--db", str(db)) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"this run is a fork of run {run} at turn 4, but only 2 of the turns were copied "
+        "before the fork stopped: fork the run again"
+    ) in err
+    assert rows(db, new)[:-1] == cut[:-1]  # nothing written (its lease taken and given back)
