@@ -39,6 +39,7 @@ COMMAND_MODULES = {
     "scenarios": "flowc.commands.testing",
     "run": "flowc.commands.run",
     "resume": "flowc.commands.run",
+    "fork": "flowc.commands.run",
     "log": "flowc.commands.run",
     "replay": "flowc.commands.run",
     "submit": "flowc.commands.worker",

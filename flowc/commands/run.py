@@ -545,6 +545,11 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     broken = [v.get("property") for r in records for v in r.violated]
     if broken:  # the properties the run broke, by name (`flowc log RUN` says how)
         summary[PROPERTY_KEY] = broken
+    from flowc.runtime.fork import FORKED_FROM, forked_from
+
+    fork = forked_from(envs[0])
+    if fork is not None:
+        summary[FORKED_FROM] = fork.to_json()
     return summary
 
 
@@ -706,6 +711,8 @@ def _failures(envs: list[Any], target: RunTarget) -> list[dict[str, Any]]:
 
 
 def _log_run(store: WalStore, cid: str, mode: str) -> int:
+    from flowc.runtime.fork import FORKED_FROM, forked_from
+
     envs = list(store.read(cid))
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
     target = _target_from_metadata(md)
@@ -713,8 +720,11 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     nxt = state.expected_next_speaker if state is not None and close is None else None
     describe = target.describe_decision
     failures = _failures(envs, target)
+    fork = forked_from(envs[0])
     if mode == "text":
         print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
+        if fork is not None:
+            print(fork.text())
         width = max((len(s) for s in target.speakers), default=4)
         pending = list(failures)
         for record in records:
@@ -741,6 +751,8 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         "turn_count": state.turn_count if state is not None else 0,
         "next_speaker": target.names.get(nxt, nxt) if nxt is not None else None,
     }
+    if fork is not None:
+        end[FORKED_FROM] = fork.to_json()
     if failures:
         end["failures"] = failures
     broken = [v for r in records for v in r.violated]
@@ -751,7 +763,10 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
             canonical_json({**end, "turns": [turn_json(r, describe) for r in records]})
         )
     else:
-        print(_j({"event": "start", "run_id": cid, "flow": end["flow"]}))
+        start = {"event": "start", "run_id": cid, "flow": end["flow"]}
+        if fork is not None:
+            start[FORKED_FROM] = fork.to_json()
+        print(_j(start))
         for record in records:
             print(_j({"event": "turn", **turn_json(record, describe)}))
         print(_j({"event": "end", **end}))
@@ -813,67 +828,152 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # ── flowc resume ──────────────────────────────────────────────────────────────
 
 
+def _stored_target(store: WalStore, cid: str) -> RunTarget:
+    """The run's target as its opening record stored it (raises one of :data:`_DAMAGED`)."""
+    opened = next(iter(store.read(cid)))
+    if opened.event_type != EV_CHANNEL_OPENED:
+        raise ProtocolError("its WAL does not start with the channel's opening")
+    return RunTarget.from_metadata(ChannelMetadata.from_dict(opened.event_data["metadata"]))
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     setup_plugins(args, [args.db])
     store = _open_db(args.db)
     try:
         cid = find_run(store, args.run)
         try:
-            opened = next(iter(store.read(cid)))
-            if opened.event_type != EV_CHANNEL_OPENED:
-                raise ProtocolError("its WAL does not start with the channel's opening")
-            target = RunTarget.from_metadata(
-                ChannelMetadata.from_dict(opened.event_data["metadata"])
-            )
+            target = _stored_target(store, cid)
         except _DAMAGED as err:
             print(f"flowc resume: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
             return EXIT_ERRORS
-        script_path = args.script
         script = None
-        if script_path:
-            loaded = read_script(script_path)
+        if args.script:
+            loaded = read_script(args.script)
             if loaded is None:
                 return EXIT_ERRORS
             script = loaded[1]
-        agents = load_agents(args.agents) if args.agents else None
-        printer = RunPrinter(target, _mode(args))
-        try:
-            result = asyncio.run(
-                resume_script(
-                    store,
-                    cid,
-                    script,
-                    agents=agents,
-                    ask_human=_asker(args, printer),
-                    watch=printer,
-                    contracts=args.contracts,
-                    on_violation=args.on_violation,
-                )
-            )
-        except KeyboardInterrupt:
-            printer.catch_up(list(store.read(cid)))
-            return _interrupted(printer, args)
-        except asyncio.CancelledError:
-            if not printer.broken:
-                raise
-            return _output_closed(printer, args)
-        except WatchStopped as stop:
-            return _watch_stopped("resume", stop, args)
-        except ScriptError as err:
-            print(f"{script_path or args.agents or cid}: error: {err}", file=sys.stderr)
-            return EXIT_ERRORS
-        except ProtocolError as err:
-            print(f"{cid}: error: {err}", file=sys.stderr)
-            return EXIT_ERRORS
-        except WalError as err:  # another hub holds the run, or the database failed
-            raise UsageError(str(err)) from None
+        return _go_on(args, store, cid, target, script)
     finally:
         store.close()
+
+
+def _go_on(
+    args: argparse.Namespace, store: WalStore, cid: str, target: RunTarget, script: Script | None
+) -> int:
+    """Continue the stored run ``cid`` (``flowc resume``, and ``flowc fork`` once it has
+    written the new run), printing its turns, with the options of ``resume``."""
+    agents = load_agents(args.agents) if args.agents else None
+    printer = RunPrinter(target, _mode(args))
+    try:
+        result = asyncio.run(
+            resume_script(
+                store,
+                cid,
+                script,
+                agents=agents,
+                ask_human=_asker(args, printer),
+                watch=printer,
+                contracts=args.contracts,
+                on_violation=args.on_violation,
+            )
+        )
+    except KeyboardInterrupt:
+        printer.catch_up(list(store.read(cid)))
+        return _interrupted(printer, args)
+    except asyncio.CancelledError:
+        if not printer.broken:
+            raise
+        return _output_closed(printer, args)
+    except WatchStopped as stop:
+        return _watch_stopped(getattr(args, "command", "resume"), stop, args)
+    except ScriptError as err:
+        print(f"{args.script or args.agents or cid}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    except ProtocolError as err:
+        print(f"{cid}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
+    except WalError as err:  # another hub holds the run, or the database failed
+        raise UsageError(str(err)) from None
     printer.finish(result)
     _refused_hint(printer, args, result)
     if printer.broken:
         raise BrokenPipeError
     return run_status(result)
+
+
+# ── flowc fork ────────────────────────────────────────────────────────────────
+
+
+def _fork_turn(value: str) -> int:
+    """``flowc fork RUN N``'s N: a turn number from 0 (``UsageError`` if not)."""
+    text = value.strip()
+    if not text.isascii() or not text.isdigit():
+        raise UsageError(f"N is the run's last turn to keep (0 or more), not {value!r}")
+    return int(text)
+
+
+def _new_run_id(value: str | None) -> str | None:
+    """``--run-id``: a run id to give the new run, printable and without spaces."""
+    if value is None:
+        return None
+    if not value or len(value) > 200 or not value.isprintable() or any(c.isspace() for c in value):
+        raise UsageError(
+            f"--run-id takes a run id (1 to 200 printable characters, no spaces), not {value!r}"
+        )
+    return value
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    """``flowc fork RUN N``: a new run in the same database whose first turns are the
+    run's turns 1 to N, linked to it, continued as ``flowc resume`` continues a run."""
+    from flowc.runtime.fork import ForkedFrom, ForkError, check_fork_script, fork_run
+    from flowc.runtime.why import TurnOutOfRange
+
+    n = _fork_turn(args.turn)
+    new_id = _new_run_id(args.run_id)
+    setup_plugins(args, [args.db])
+    store = _open_db(args.db)
+    try:
+        parent = find_run(store, args.run, db_name(args.db))
+        if new_id is not None and new_id in store.channel_ids():
+            raise UsageError(f"--run-id: {db_name(args.db)} already has a run {new_id!r}")
+        try:
+            target = _stored_target(store, parent)
+        except _DAMAGED as err:
+            print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
+            return EXIT_ERRORS
+        script = doc = None
+        if args.script:  # checked before anything is written
+            loaded = read_script(args.script)
+            if loaded is None:
+                return EXIT_ERRORS
+            doc, script = loaded
+            try:
+                check_fork_script(target, script, n)
+            except ScriptError as err:
+                print(f"{args.script}: error: {err}", file=sys.stderr)
+                return EXIT_ERRORS
+        try:
+            cid = fork_run(
+                store,
+                parent,
+                n,
+                run_id=new_id,
+                labels={"script": args.script or ""},
+                script_doc=doc,
+            )
+        except ScriptError as err:
+            print(f"{args.script}: error: {err}", file=sys.stderr)
+            return EXIT_ERRORS
+        except TurnOutOfRange as err:
+            raise UsageError(_no_turn(parent, err)) from None
+        except (ForkError, *_DAMAGED) as err:
+            print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
+            return EXIT_ERRORS
+        print(f"flowc fork: run {cid}: {ForkedFrom(parent, n).text()}", file=sys.stderr)
+        return _go_on(args, store, cid, target, script)
+    finally:
+        store.close()
 
 
 # ── registration ──────────────────────────────────────────────────────────────
@@ -910,6 +1010,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     on_violation_option(p)
     _output_options(p)
     store_options(p, f"the WAL holding the run: {STORES}")
+
+    p = add_command(sub, "fork")
+    p.add_argument("run", help="the run to fork: a run id (or a unique prefix, or `last`)")
+    p.add_argument(
+        "turn",
+        metavar="N",
+        help="the run's last turn the new run keeps (0: only its opening, so the "
+        "script's kickoff starts the new run)",
+    )
+    p.add_argument(
+        "--run-id", help="the new run's id (default: a new random one, printed on stderr)"
+    )
+    script_option(
+        p,
+        "the turns after turn N (JSON or YAML; no kickoff unless N is 0); humans with no "
+        "scripted turn left as for `flowc run`",
+    )
+    agents_option(p)
+    contracts_option(p)
+    on_violation_option(p)
+    _output_options(p)
+    store_options(p, f"the WAL holding the run; the new run is written there: {STORES}")
 
     p = add_command(sub, "log")
     p.add_argument("run", nargs="?", help="a run id (or a unique prefix, or `last`)")
@@ -971,6 +1093,7 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "resume": cmd_resume,
+    "fork": cmd_fork,
     "log": cmd_log,
     "replay": cmd_replay,
 }

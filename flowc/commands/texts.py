@@ -80,6 +80,16 @@ TEXTS: dict[str, tuple[str, str | None]] = {
         "Exit 0 when the run closes, 1 when it stalls again, 3 when it broke one of "
         "the flow's properties.",
     ),
+    "fork": (
+        "start a new run from turn N of a stored run, with another script",
+        "Write a new run into the run database whose first turns are turns 1 to N of "
+        "a stored run (its graph, properties and context as stored: the flow file is "
+        "not needed), linked to it (`flowc log` says which run and turn it was forked "
+        "from), then continue it as `flowc resume` does, with the script of the turns "
+        "after N and/or agents. The stored run is only read. Exit 0 when the new run "
+        "closes, 1 when it stalls, 2 when the run or turn N does not exist, 3 when it "
+        "broke one of the flow's properties.",
+    ),
     "log": (
         "list past runs, or print one run's transcript",
         "List the runs stored in the write-ahead log (newest last), or print one "
@@ -143,7 +153,8 @@ TEXTS: dict[str, tuple[str, str | None]] = {
         "Start a local web server (127.0.0.1 only, a random token in its URL) "
         "that shows the runs of a run database: each run on its flow's diagram, with the "
         "transcript streaming as turns are committed and a timeline to go back to any turn. "
-        "The database is opened read-only. Needs the `view` extra "
+        "The database is opened read-only, but for a run's page's \"start a new run "
+        'from here", which writes only the new run (as `flowc fork`). Needs the `view` extra '
         "(pip install '.[view]' in flowc's checkout).",
     ),
 }

@@ -2,7 +2,8 @@
 of a run database, and each run on its diagram with its transcript streaming live.
 
 The server (:mod:`flowc.view.server`) binds 127.0.0.1 only, asks for a random token on
-every request and opens the database read-only. It needs the ``view`` extra
+every request and opens the database read-only, but for the one request that starts a
+new run from a turn of a run (``flowc fork``), which writes only that run. It needs the ``view`` extra
 (Starlette and uvicorn); without it the command says how to install it (exit 2).
 
 Exit codes: 0 the server was stopped (Ctrl-C); 2 it could not start (no such database or

@@ -1,4 +1,5 @@
-"""A stored run's first turns as a ``scenario`` block (``flowc log RUN --scenario-upto N``).
+"""A stored run from turn N: as a ``scenario`` block (``flowc log RUN --scenario-upto N``),
+or as a new run of its own (``flowc fork RUN N``).
 
 :func:`scenario_upto` writes, in the flow language's scenario syntax, the turns 1 to N
 of a run as its WAL recorded them — each speaker's text, the tool it called (with the
@@ -7,6 +8,10 @@ writes — with an ``expect`` line after each turn for where the run went, and a
 end the turn count and the context keys the turns changed. Pasted into the flow, the
 block makes ``flowc test`` replay those turns and check that they route as the run
 did.
+
+:func:`fork_run` copies the run's records up to turn N into a new run of the same
+database, linked to its parent (:func:`forked_from`); ``flowc fork`` then continues
+the new run as ``flowc resume`` does.
 
 >>> import asyncio, flowc
 >>> from flowc.runtime.script import parse_script
@@ -37,18 +42,38 @@ scenario "up to 3" {
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+import attrs
 
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.formatter import format_name, format_value
-from flowc.runtime.envelope import Envelope
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
-from flowc.runtime.why import WhyError, fold_to_turn
+from flowc.runtime.wal import WalError, WalStore, holder_id
+from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn
 
-__all__ = ["ForkError", "scenario_upto"]
+__all__ = [
+    "FORKED_FROM",
+    "ForkError",
+    "ForkedFrom",
+    "check_fork_script",
+    "fork_run",
+    "forked_from",
+    "scenario_upto",
+]
+
+#: the key of a forked run's opening record (``event_data``) that names its parent:
+#: ``{"run_id": PARENT, "turn": N}``
+FORKED_FROM = "forked_from"
 
 
 class ForkError(WhyError):
@@ -182,3 +207,149 @@ def scenario_upto(
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+# ── a new run from turn N ────────────────────────────────────────────────────
+
+
+@attrs.frozen
+class ForkedFrom:
+    """Where a forked run came from: its parent run and the parent's last turn it copied
+    (0: only the opening)."""
+
+    run_id: str
+    turn: int
+
+    def text(self) -> str:
+        return f"forked from {self.run_id} at turn {self.turn}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "turn": self.turn}
+
+
+def forked_from(opening: Envelope) -> ForkedFrom | None:
+    """The parent of the run whose opening record is ``opening`` (``None``: not a fork,
+    or a link that is not a run id and a turn number, which is ignored)."""
+    link = opening.event_data.get(FORKED_FROM)
+    if not isinstance(link, Mapping):
+        return None
+    run_id, turn = link.get("run_id"), link.get("turn")
+    if not isinstance(run_id, str) or type(turn) is not int or turn < 0:
+        return None
+    return ForkedFrom(run_id, turn)
+
+
+def check_fork_script(target: RunTarget, script: Script, n: int) -> None:
+    """Raise :class:`~flowc.runtime.script.ScriptError` unless ``script`` can drive a fork
+    of a run of ``target`` at turn ``n``: it fits the run (its speakers, tools and humans'
+    writes, as ``flowc run`` checks a script), and it has no kickoff unless ``n`` is 0 (a
+    fork at turn ``n`` goes on from there: its script holds the turns after it)."""
+    from flowc.runtime.scripted_replies import check_script
+
+    if n > 0 and script.kickoff is not None:
+        raise ScriptError(
+            f"the fork goes on from turn {n}, so it has no kickoff: the script holds the "
+            "turns after it (drop `kickoff`, or fork at turn 0)"
+        )
+    check_script(target, script)
+
+
+def _now() -> str:
+    """``2026-12-04T14:52:49.422177Z`` (UTC), as the hub stamps its envelopes."""
+    ns = time.time_ns()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + (
+        f".{ns // 1000 % 10**6:06d}Z"
+    )
+
+
+def _cut(envelopes: list[Envelope], n: int) -> list[Envelope]:
+    """The run's records up to and including turn ``n``: its opening, and each record
+    before the (n+1)-th turn's first one. What follows turn ``n`` (the next speaker's
+    context write, a failure, a stall, the close) belongs to the parent's later life."""
+    if not envelopes:
+        raise ForkError("the database has no such run")
+    if envelopes[0].event_type != EV_CHANNEL_OPENED:
+        raise ForkError("its WAL does not start with the run's opening")
+    turns = 0
+    for i, env in enumerate(envelopes):
+        if env.is_substantive:
+            turns += 1
+            if turns == n:
+                return envelopes[: i + 1]
+    if n == 0:
+        return envelopes[:1]
+    raise TurnOutOfRange(n, turns)
+
+
+def fork_run(
+    store: WalStore,
+    parent: str,
+    n: int,
+    *,
+    run_id: str | None = None,
+    labels: Mapping[str, Any] | None = None,
+    script_doc: Any = None,
+) -> str:
+    """Write a new run into ``store`` whose records are the run ``parent``'s up to and
+    including turn ``n`` (0: its opening only), and return its id (``run_id``, or a new
+    one). The parent is only read.
+
+    The copies keep what the parent stored (the graph, the flow's properties, each
+    turn's text, tool calls and context writes, their times); they get the new run's id
+    and envelope ids of their own (ids are unique across a database), with the links
+    between them (``causation_id``, ``follows``) renamed to match. The opening record
+    gets the time of the fork, ``labels`` over the parent's labels, and the link to the
+    parent (:data:`FORKED_FROM`). A parent submitted for the workers (``flowc submit``)
+    holds its script in its labels, which a worker would drive the new run with: the
+    new run holds ``script_doc`` there instead, the fork's own script document (none:
+    an empty one). The new run is written under a lease of its own, as
+    a hub writes a run, and given back: ``resume`` takes it from there (a parent that
+    closed on turn ``n`` gives a run whose close ``resume`` writes).
+
+    Raises :class:`~flowc.runtime.why.TurnOutOfRange` for a turn the run does not
+    have, :class:`ForkError` for a negative turn, a damaged parent or a ``run_id``
+    already taken, :class:`~flowc.runtime.script.ScriptError` for a ``script_doc`` JSON
+    cannot hold, :class:`~flowc.runtime.wal.WalError` if the store fails (the three
+    first before anything is written).
+    """
+    if n < 0:
+        raise ForkError(f"turn {n}: give a turn number, 0 or more")
+    copied = _cut(list(store.read(parent)), n)
+    new = run_id if run_id is not None else f"wf-{os.urandom(6).hex()}"
+    if new in store.channel_ids():
+        raise ForkError(f"the database already has a run {new!r}")
+    prefix = os.urandom(4).hex()
+    ids = {env.envelope_id: f"{prefix}-{i:08x}" for i, env in enumerate(copied, start=1)}
+    opening = copied[0]
+    data = dict(opening.event_data)
+    metadata = dict(data["metadata"])
+    now = _now()
+    kept = {**metadata.get("labels", {}), **(labels or {})}
+    if SCRIPT_LABEL in kept:  # the parent's script is not the fork's
+        try:
+            kept[SCRIPT_LABEL] = json.loads(
+                json.dumps({} if script_doc is None else script_doc, allow_nan=False)
+            )
+        except (TypeError, ValueError) as err:
+            raise ScriptError(f"the script cannot be stored with the run ({err})") from None
+    metadata.update(channel_id=new, created_at=now, labels=kept)
+    data["metadata"] = metadata
+    data[FORKED_FROM] = ForkedFrom(parent, n).to_json()
+    lease = store.acquire(new, holder_id(f"fork-{prefix}"))
+    try:
+        follows: str | None = None
+        for i, env in enumerate(copied):
+            copy = attrs.evolve(
+                env,
+                channel_id=new,
+                envelope_id=ids[env.envelope_id],
+                causation_id=ids.get(env.causation_id or "", env.causation_id),
+            )
+            if i == 0:
+                copy = attrs.evolve(copy, event_data=data, created_at=now)
+            store.append(copy, lease, follows)
+            follows = copy.envelope_id
+    finally:
+        with contextlib.suppress(WalError):  # the lease expires anyway; an append's error says more
+            store.release(lease)
+    return new

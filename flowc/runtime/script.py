@@ -19,7 +19,11 @@ import attrs
 from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.runtime.frozen import builder, writable_base
 
-__all__ = ["Script", "ScriptCall", "ScriptError", "ScriptTurn", "parse_script"]
+__all__ = ["SCRIPT_LABEL", "Script", "ScriptCall", "ScriptError", "ScriptTurn", "parse_script"]
+
+#: the label of a run submitted for the workers (``flowc submit``) that holds its script
+#: (the parsed JSON/YAML document), which a worker drives the run with
+SCRIPT_LABEL = "script_doc"
 
 
 class ScriptError(Exception):

@@ -142,6 +142,36 @@ async def run_script(
     return _finished(_result(hub, ch, target, watched), watched)
 
 
+def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[str, int], bool]:
+    """How many turns of a stored run (``stored``: its WAL) each speaker took, by name, and
+    whether the run has begun (a turn is stored). A forked run's first turns are its
+    parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`);
+    a fork that holds fewer turns than it names (its copy was cut short) is refused
+    (:class:`ScriptError`): it is not the state it was forked from."""
+    from flowc.runtime.fork import forked_from  # (what `flowc run` need not import)
+
+    taken: dict[str, int] = {}
+    fork = forked_from(stored[0]) if stored else None
+    copied = fork.turn if fork is not None else 0
+    started = False
+    for env in stored:
+        if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
+            started = True
+            if copied:
+                copied -= 1
+                continue
+            who = names.get(env.sender_id, env.sender_id)
+            taken[who] = taken.get(who, 0) + 1
+    if copied:  # the copy stopped short (its process was killed): not the state forked
+        assert fork is not None
+        raise ScriptError(
+            f"this run is a fork of run {fork.run_id} at turn {fork.turn}, but only "
+            f"{fork.turn - copied} of the turns were copied before the fork stopped: "
+            "fork the run again"
+        )
+    return taken, started
+
+
 class WatchStopped(Exception):
     """The run's watcher failed (``flowc run``'s transcript could not print a turn, say):
     it was dropped and the run went on to its end. ``result`` is the run's result,
@@ -212,6 +242,8 @@ async def resume_script(
     run, instead of a fold of the whole WAL read back once the run ends (a worker, which
     reports only those, and would otherwise read and fold every run it drives a second
     time); a run with properties keeps its turns, which hold its property violations.
+    A forked run's script (``flowc fork``) holds the turns after those it copied from
+    its parent: only the turns past the fork are counted as taken.
     """
     script = script if script is not None else Script(None, {})
     watched = WatchedStore(store, watch) if watch is not None else None
@@ -247,12 +279,7 @@ async def resume_script(
         stored = read.get(channel_id)
         if stored is None:  # (the hub had the run already: nothing was rebuilt here)
             stored = list(hub.read_wal(channel_id))
-        taken: dict[str, int] = {}
-        for env in stored:
-            if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
-                who = names.get(env.sender_id, env.sender_id)
-                taken[who] = taken.get(who, 0) + 1
-        started = bool(taken)
+        taken, started = _taken(stored, names)
         if script.kickoff is not None and taken.get(target.start):
             taken[target.start] -= 1
         queues = {s: deque(script.turns.get(s, ())[taken.get(s, 0) :]) for s in target.speakers}

@@ -74,7 +74,7 @@ from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
 from flowc.runtime.groupcommit import GroupCommit
 from flowc.runtime.hub import Hub, _lease_seconds
 from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, PgListener
-from flowc.runtime.script import Script, ScriptError, parse_script
+from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
 from flowc.runtime.target import RunTarget
@@ -99,9 +99,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("flowc.worker")
-
-#: the label of a submitted run that holds its script (the parsed JSON/YAML document)
-SCRIPT_LABEL = "script_doc"
 
 AgentFn = Callable[[Turn], Awaitable[Any]]
 

@@ -34,6 +34,7 @@ from flowc.dsl.formatter import format_name
 from flowc.runtime.adapters.base import ChannelMetadata
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
+from flowc.runtime.fork import FORKED_FROM, ForkedFrom, forked_from
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import (
     CLOSED,
@@ -87,10 +88,15 @@ def read_page(
 
 def opening(store: WalStore, channel_id: str) -> ChannelMetadata | None:
     """The metadata of the run's opening envelope (``None``: the channel is no run)."""
+    first = _opening(store, channel_id)
+    return None if first is None else ChannelMetadata.from_dict(first.event_data["metadata"])
+
+
+def _opening(store: WalStore, channel_id: str) -> Envelope | None:
     first = read_page(store, channel_id, 0, 1)
     if not first or first[0][1].event_type != EV_CHANNEL_OPENED:
         return None
-    return ChannelMetadata.from_dict(first[0][1].event_data["metadata"])
+    return first[0][1]
 
 
 @attrs.frozen
@@ -108,14 +114,17 @@ class RunView:
     endings: dict[str | None, str] = attrs.field(factory=dict)
     #: (kind, rule index or tool label, source node id) -> the edges drawn for it
     edges: dict[tuple[str, object, str], tuple[Edge, ...]] = attrs.field(factory=dict)
+    #: the run and turn this run was forked from (``flowc fork``), or ``None``
+    forked_from: ForkedFrom | None = None
 
     @classmethod
     def load(cls, store: WalStore, run_id: str) -> RunView | None:
         """The run's view (``None`` when the store has no such run); raises
         :class:`ValueError` when its stored graph is not valid."""
-        metadata = opening(store, run_id)
-        if metadata is None:
+        first = _opening(store, run_id)
+        if first is None:
             return None
+        metadata = ChannelMetadata.from_dict(first.event_data["metadata"])
         target = RunTarget.from_metadata(metadata)
         # the drawing `flowc render` makes of the run's stored graph, with the humans and
         # the tools' hand-offs and finishes the run recorded besides it
@@ -148,6 +157,7 @@ class RunView:
             speakers,
             endings,
             {k: tuple(v) for k, v in edges.items()},
+            forked_from(first),
         )
 
     @property
@@ -363,6 +373,7 @@ class ListedRun:
     stalled_on: str | None
     next_speaker: str | None
     violated: tuple[str, ...]
+    forked_from: ForkedFrom | None = None
 
     @classmethod
     def of(cls, feed: TurnFeed) -> ListedRun:
@@ -378,6 +389,7 @@ class ListedRun:
             feed.stalled_on,
             feed.next_speaker,
             tuple(feed.violated),
+            view.forked_from,
         )
 
     def changed(self, store: WalStore) -> bool:
@@ -401,6 +413,8 @@ class ListedRun:
         }
         if self.violated:  # the properties the run broke, by name (as `flowc log` lists them)
             summary[PROPERTY_KEY] = list(self.violated)
+        if self.forked_from is not None:
+            summary[FORKED_FROM] = self.forked_from.to_json()
         return summary
 
 

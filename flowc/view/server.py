@@ -10,7 +10,11 @@ Every request goes through :class:`Guard` first:
   ``Sec-Fetch-Site`` other than ``same-origin`` or ``none`` (typed in the address bar);
 - the token must come with it, as ``?token=...`` (the URL the command prints) or as the
   cookie the first visit with the token sets (``HttpOnly``, ``SameSite=Strict``);
-- only ``GET`` and ``HEAD``: nothing is ever written.
+- only ``GET`` and ``HEAD``, but for the one request that writes: ``POST
+  /api/run/ID/fork/N`` (start a new run from turn N of a run, ``flowc fork``), which
+  must also carry our ``Origin`` (a browser sends it with every ``POST``), no
+  ``Sec-Fetch-Site`` but ``same-origin``, and a JSON body (``application/json``, which
+  another site's form cannot send, nor its script without a preflight we never answer).
 
 Refusals are ``403``. Every answer forbids inline scripts (a Content-Security-Policy of
 ``script-src 'self'``), framing and sniffing, and is not cached.
@@ -21,7 +25,10 @@ Routes: ``/`` (the runs list), ``/run/ID`` (a run's page; 404 for an unknown run
 whose id is the turn's number: a reconnecting page sends ``Last-Event-ID`` and gets the
 turns after it), ``/api/run/ID/why/N`` (why turn N went where it went: the
 ``flowc log RUN --why N --json`` document), ``/api/run/ID/scenario/N`` (the scenario block
-of turns 1 to N: ``flowc log RUN --scenario-upto N``, as text), ``/static/...``.
+of turns 1 to N: ``flowc log RUN --scenario-upto N``, as text), ``POST
+/api/run/ID/fork/N`` (its body a script: a new run from turn N, as ``flowc fork``; the
+only request that opens the database for writing, and it writes only the new run),
+``/static/...``.
 """
 
 from __future__ import annotations
@@ -48,7 +55,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.envelope import Envelope
+from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.stores import open_store
 from flowc.runtime.transcript import TranscriptFolder
 from flowc.runtime.wal import WalError, WalStore
@@ -99,6 +108,10 @@ SECURITY_HEADERS = {
 }
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+#: the one path a ``POST`` may have: start a new run from turn N of a run
+_FORK_PATH = re.compile(r"/api/run/.+/fork/[0-9]+")
+#: the largest script a fork's request may carry
+FORK_BODY_BYTES = 1 << 20
 
 
 def new_token() -> str:
@@ -117,6 +130,10 @@ class ViewSettings:
 
     def open(self) -> WalStore:
         return open_store(self.db, readonly=True)
+
+    def open_for_fork(self) -> WalStore:
+        """The store opened for writing: only to write a new run (:func:`_fork`)."""
+        return open_store(self.db)
 
 
 def _page(status: int, title: str, message: str) -> HTMLResponse:
@@ -158,7 +175,13 @@ class Guard:
         if site is not None and site not in ("same-origin", "none"):
             return 403, "a request from another site is refused"
         if request.method not in ("GET", "HEAD"):
-            return 405, "this server only reads"
+            if request.method != "POST" or not _FORK_PATH.fullmatch(request.url.path):
+                return 405, "this server only reads (but for starting a new run from a turn)"
+            if origin is None or (site is not None and site != "same-origin"):
+                return 403, "a request that writes must come from this server's own page"
+            kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if kind != "application/json":
+                return 415, "a new run's script is sent as JSON (application/json)"
         if not self._token_ok(request.query_params.get("token")) and not self._token_ok(
             request.cookies.get(self.cookie_name(scope))
         ):
@@ -497,6 +520,11 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             Route("/api/run/{run_id:path}/ag-ui", api.agui),
             Route("/api/run/{run_id:path}/why/{n:int}", turns.why),
             Route("/api/run/{run_id:path}/scenario/{n:int}", turns.scenario),
+            Route(
+                "/api/run/{run_id:path}/fork/{n:int}",
+                _fork_endpoint(settings, runs),
+                methods=["POST"],
+            ),
             Route("/api/run/{run_id:path}", api.run),
             Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
         ],
@@ -585,6 +613,7 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
                     {"name": name, "node": view.speaker_node(name)} for name in view.target.speakers
                 ],
                 "initial": feed.initial(),
+                "forked_from": None if view.forked_from is None else view.forked_from.to_json(),
             }
         )
 
@@ -614,7 +643,8 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
 
         run_id = request.path_params["run_id"]
         view = await run_in_threadpool(runs.view, run_id)
-        encoder = AguiEncoder(run_id, view.target.humans, view.target.context_vars)
+        parent = None if view.forked_from is None else view.forked_from.to_json()
+        encoder = AguiEncoder(run_id, view.target.humans, view.target.context_vars, parent)
         return StreamingResponse(
             _stream(settings, view, _after(request), listing, encoder),
             media_type="text/event-stream",
@@ -783,3 +813,82 @@ async def _events(
     finally:
         with contextlib.suppress(Exception):
             store.close()
+
+
+def _fork(
+    settings: ViewSettings, run_id: str, n: int, script: Script, doc: Any = None
+) -> dict[str, Any]:
+    """Write a new run from turn ``n`` of ``run_id`` and drive it with ``script`` (as
+    ``flowc fork RUN N --script S``, with nobody at a terminal: a human with no scripted
+    turn left stalls it; ``doc``, the script's document, is kept with the fork of a run
+    submitted for the workers); what became of it. The script is checked before anything is
+    written; the parent is only read. Raises as :func:`~flowc.runtime.fork.fork_run`
+    and :func:`~flowc.runtime.fork.check_fork_script` do."""
+    from flowc.runtime.fork import ForkedFrom, check_fork_script, fork_run
+    from flowc.runtime.script_run import resume_script
+    from flowc.runtime.target import RunTarget
+    from flowc.view.feed import opening
+
+    store = settings.open_for_fork()
+    try:
+        metadata = opening(store, run_id)
+        if metadata is None:
+            raise HTTPException(404, f"no run {run_id!r} in this database")
+        check_fork_script(RunTarget.from_metadata(metadata), script, n)
+        new = fork_run(store, run_id, n, labels={"script": "flowc view"}, script_doc=doc)
+        answer: dict[str, Any] = {"run_id": new, "forked_from": ForkedFrom(run_id, n).to_json()}
+        try:
+            result = asyncio.run(resume_script(store, new, script))
+        except (ScriptError, ProtocolError, WalError) as err:
+            return {**answer, "error": str(err)}
+        return {
+            **answer,
+            "turns": result.turn_count,
+            "close_reason": result.close_reason,
+            "stalled_on": result.stalled_on,
+            "error": result.error,
+        }
+    finally:
+        store.close()
+
+
+def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
+    """``POST /api/run/ID/fork/N``, its body a script document (JSON, as ``--script``
+    takes; an empty body: no script): a new run from turn N (:func:`_fork`), ``201``
+    with its id and what became of it; ``404`` for a run or turn the database does not
+    have, ``413`` for a body past :data:`FORK_BODY_BYTES`, ``422`` for a script that is
+    not JSON or does not fit the run (nothing written)."""
+    from flowc.inputs import SCRIPT_MAX_DEPTH, DataError, load_json
+
+    async def fork(request: Request) -> Response:
+        from flowc.runtime.fork import ForkError
+        from flowc.runtime.why import TurnOutOfRange
+
+        run_id = request.path_params["run_id"]
+        n = request.path_params["n"]
+        await run_in_threadpool(runs.view, run_id)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > FORK_BODY_BYTES:
+                return JSONResponse({"error": "the script is too long"}, status_code=413)
+        try:
+            doc = load_json(body.decode("utf-8"), max_depth=SCRIPT_MAX_DEPTH) if body else {}
+            script = parse_script(doc)
+        except UnicodeDecodeError:
+            return JSONResponse({"error": "the script is not UTF-8"}, status_code=422)
+        except json.JSONDecodeError as err:
+            return JSONResponse({"error": f"the script is not JSON: {err}"}, status_code=422)
+        except (DataError, ScriptError) as err:
+            return JSONResponse({"error": f"the script: {err}"}, status_code=422)
+        try:
+            found = await run_in_threadpool(_fork, settings, run_id, n, script, doc)
+        except TurnOutOfRange as err:
+            return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=404)
+        except ScriptError as err:
+            return JSONResponse({"error": f"the script: {err}"}, status_code=422)
+        except (ForkError, ProtocolError, WalError, ValueError, KeyError, TypeError) as err:
+            return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=422)
+        return JSONResponse(found, status_code=201)
+
+    return fork

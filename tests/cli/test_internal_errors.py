@@ -58,6 +58,7 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "scenarios": ([FLOW], "flowc.compiler.analysis.generate.generate_scenarios"),
         "run": ([FLOW, "--script", SCRIPT, "--db", ":memory:"], "flowc.commands.run.run_script"),
         "resume": (["last", "--db", str(db)], "flowc.commands.run.open_store"),
+        "fork": (["last", "0", "--db", str(db)], "flowc.commands.run.open_store"),
         "log": (["--db", str(db)], "flowc.commands.run.open_store"),
         "replay": (["last", "--db", str(db)], "flowc.commands.run.open_store"),
         "submit": ([FLOW, "--script", SCRIPT, "--db", shared], "flowc.runtime.worker.submit_run"),

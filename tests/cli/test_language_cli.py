@@ -216,12 +216,14 @@ def test_every_subcommand_is_mapped_to_the_module_that_registers_it() -> None:
         assert module.HANDLERS[name].__module__ == module_name, name
         assert set(cli.handlers([module])) <= set(cli.COMMAND_MODULES), module_name
         parser = cli.build_parser([module])
-        assert (
-            parser.parse_args(
-                [name, *(["x"] if name not in ("log", "explain", "lsp", "worker") else [])]
-            ).command
-            == name
+        given = (
+            []
+            if name in ("log", "explain", "lsp", "worker")
+            else ["x", "1"]
+            if name == "fork"  # a run and a turn
+            else ["x"]
         )
+        assert parser.parse_args([name, *given]).command == name
 
 
 def test_compile_does_not_load_the_checker_or_the_runtime() -> None:

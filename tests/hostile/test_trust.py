@@ -157,6 +157,7 @@ COMMANDS: dict[str, tuple[list[str], bool, int]] = {
     "test": (["test", "flows"], True, 1),
     "run": (["run", "flows/review.flow", "--script", "script.json", *DB], True, 1),
     "resume": (["resume", "last", *DB], True, 0),
+    "fork": (["fork", "last", "0", "--script", "script.json", *DB], True, 0),
     "log": (["log", *DB], True, 0),
     "replay": (["replay", "last", *DB], True, 0),
     "submit": (["submit", "flows/review.flow", "--script", "script.json", "--db", "s.db"], True, 1),

@@ -373,3 +373,36 @@ def test_kill_and_resume_cycles_lose_and_duplicate_nothing(tmp_path: Path, pg_ds
     assert proc.returncode == 0, err
     assert _turns(pg_dsn) == [("abc"[i % 3], f"t{i}") for i in range(turns)]
     assert main(["replay", "last", "--db", pg_dsn]) == 0
+
+
+def test_fork_on_postgresql(files: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`flowc fork` on a PostgreSQL database: the new run keeps the parent's first turns
+    and goes on with its script; the parent's records are unchanged."""
+    flow, short = (str(files / n) for n in ("review.flow", "short.json"))
+    assert main(["run", flow, "--script", short, "--db", pg_dsn]) == 1
+    store = PgStore(pg_dsn, readonly=True)
+    try:
+        [parent] = store.channel_ids()
+        before = [e.to_json() for e in store.read(parent)]
+    finally:
+        store.close()
+    after = files / "after.json"
+    after.write_text(json.dumps({"script": {"reviewer": [{"tool": "approve", "say": "Fine"}]}}))
+    capsys.readouterr()
+    assert main(["fork", parent, "2", "--script", str(after), "--db", pg_dsn]) == 0
+    out, err = capsys.readouterr()
+    assert out.rstrip().endswith('closed: "approved" after 3 turns\ncontext: {"done": true}')
+    store = PgStore(pg_dsn, readonly=True)
+    try:
+        ids = store.channel_ids()
+        assert ids[0] == parent and len(ids) == 2
+        assert [e.to_json() for e in store.read(parent)] == before
+        new = ids[1]
+    finally:
+        store.close()
+    assert f"flowc fork: run {new}: forked from {parent} at turn 2" in err
+    assert main(["log", new, "--json", "--db", pg_dsn]) == 0
+    log = json.loads(capsys.readouterr().out)
+    assert log["forked_from"] == {"run_id": parent, "turn": 2}
+    assert [t["text"] for t in log["turns"]] == ["Write on HTTPS", "Draft 1", "Fine"]
+    assert main(["replay", new, "--db", pg_dsn]) == 0

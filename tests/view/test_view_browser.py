@@ -531,3 +531,74 @@ def test_a_broken_property_is_listed_and_marked_on_its_turn(workdir: Path, page:
         assert page.errors == []
     finally:
         server.stop()
+
+
+#: a run id that is markup (no space: `flowc fork --run-id` takes none)
+HOSTILE_RUN_ID = "<img/src=x/onerror=window.__pwned=11>"
+
+
+def test_a_new_run_from_a_turn_is_started_from_the_page(workdir: Path, page: Any) -> None:
+    """The run page's "start a new run from here" posts the script for the selected turn;
+    the new run opens, says which run and turn it came from (as text: the parent's id is
+    markup here), and the runs list shows it."""
+    from urllib.parse import quote
+
+    db, log = finished_run(workdir, ROUTING, ROUTING_SCRIPT)
+    forked = flowc(
+        "fork", log["run_id"], "5", "--run-id", HOSTILE_RUN_ID, "--db", str(db), cwd=workdir
+    )
+    assert forked.returncode == 0, forked.stderr
+    server = ViewServer(db, cwd=workdir)
+    try:
+        page.goto(server.url)  # the token's cookie
+        page.wait_for_selector("#runs tbody tr")
+        page.goto(f"{server.base}/run/{quote(HOSTILE_RUN_ID, safe='')}")
+        page.wait_for_selector("body[data-ended=true]")
+        assert page.is_visible("#run-forked")
+        assert page.text_content("#run-parent") == log["run_id"]
+        page.click("#turn-3")
+        page.click("#fork summary")
+        assert page.text_content("#fork-turn") == "3"
+        after = {
+            "script": {
+                "customer": ["No, keep both."],
+                "billing": [{"tool": "close_ticket", "say": "Nothing changed."}],
+            }
+        }
+        page.fill("#fork-script", json.dumps(after))
+        page.click("#fork-start")
+        page.wait_for_selector("#fork-link:not([hidden])")
+        assert (
+            page.text_content("#fork-note") == "new run from turn 3 (5 turns, closed: resolved): "
+        )
+        new = page.text_content("#fork-link")
+        page.click("#fork-link")
+        page.wait_for_selector("body[data-ended=true]")
+        assert page.text_content("#run-id") == new
+        assert page.text_content("#run-parent") == HOSTILE_RUN_ID
+        assert page.text_content("#run-parent-turn") == "3"
+        assert [t["text"] for t in transcript(page)][3:] == ["No, keep both.", "Nothing changed."]
+        # a script that does not fit is refused on the page, with the server's reason
+        page.click("#turn-2")
+        page.click("#fork summary")
+        page.fill("#fork-script", '{"kickoff": "again"}')
+        page.click("#fork-start")
+        wait_for(lambda: "No new run" in page.inner_text("#fork-note"), what="the refusal")
+        assert "so it has no kickoff" in page.inner_text("#fork-note")
+        page.goto(server.url)
+        page.wait_for_selector("#runs tbody tr:nth-child(3)")
+        froms = page.evaluate(
+            "Array.from(document.querySelectorAll('#runs .forked')).map(d => d.textContent)"
+        )
+        assert froms == [
+            f"forked from {log['run_id']} at turn 5",
+            f"forked from {HOSTILE_RUN_ID} at turn 3",
+        ]
+        assert page.evaluate("document.querySelectorAll('#runs img, #run-forked img').length") == 0
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.__pwned") is None
+        assert page.errors == []
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "forked_runs.png"), full_page=True)
+    finally:
+        server.stop()

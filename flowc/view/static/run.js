@@ -178,6 +178,7 @@
     drawDiagram(n);
     loadWhy(n);
     hideScenario();
+    resetFork();
   }
 
   // ── why and why not (`flowc log RUN --why N`) ───────────────────────────
@@ -338,6 +339,52 @@
       text(el('scenario-note'), 'selected: copy it with Ctrl-C');
     });
   });
+  // ── a new run from the selected turn (`flowc fork RUN N`): the only POST ──
+  var forkTurn = -1;       // the turn the fork control was last set up for
+  function resetFork() {
+    if (forkTurn === selected) { return; }  // a new live turn: the answer shown stays
+    forkTurn = selected;
+    text(el('fork-turn'), selected);
+    text(el('fork-note'), '');
+    el('fork-link').hidden = true;
+  }
+  el('fork-start').addEventListener('click', function () {
+    var n = selected;
+    var doc;
+    try { doc = JSON.parse(el('fork-script').value || '{}'); } catch (e) {
+      text(el('fork-note'), 'The script is not JSON: ' + e.message);
+      return;
+    }
+    el('fork-start').disabled = true;
+    el('fork-link').hidden = true;
+    text(el('fork-note'), 'starting…');
+    fetch(api + '/fork/' + n, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify(doc)
+    }).then(function (r) {
+      return r.text().then(function (body) { return {ok: r.ok, body: body}; });
+    }).then(function (answer) {
+      var found = null;
+      try { found = JSON.parse(answer.body); } catch (e) { /* the body as it is */ }
+      if (!answer.ok) {
+        text(el('fork-note'), 'No new run: ' + (found && found.error ? found.error : answer.body));
+        return;
+      }
+      var ended = found.close_reason !== null && found.close_reason !== undefined
+        ? 'closed: ' + found.close_reason
+        : found.stalled_on ? 'stalled on ' + found.stalled_on : 'open';
+      text(el('fork-note'), 'new run from turn ' + n + ' (' + found.turns + ' turns, ' + ended + ')' +
+        (found.error ? ': ' + found.error : '') + ': ');
+      var link = el('fork-link');
+      link.href = '/run/' + encodeURIComponent(found.run_id);
+      text(link, found.run_id);
+      link.hidden = false;
+    }).catch(function (err) {
+      text(el('fork-note'), 'No new run: ' + err.message);
+    }).then(function () { el('fork-start').disabled = false; });
+  });
   function select(n, fromLive) {
     selected = n;
     el('turn-slider').value = String(n);
@@ -425,6 +472,13 @@
     contexts[0] = initial.context;
     text(el('run-flow'), meta.flow);
     text(el('run-id'), runId);
+    if (meta.forked_from) {
+      var parent = el('run-parent');
+      parent.href = '/run/' + encodeURIComponent(meta.forked_from.run_id);
+      text(parent, meta.forked_from.run_id);
+      text(el('run-parent-turn'), meta.forked_from.turn);
+      el('run-forked').hidden = false;
+    }
     document.title = 'flowc view: ' + runId;
     showTurn(0);
     loadDiagram();

@@ -21,6 +21,12 @@
       link.href = '/run/' + encodeURIComponent(run.run_id);
       link.textContent = run.run_id;
       first.appendChild(link);
+      if (run.forked_from) {
+        var from = document.createElement('div');
+        from.className = 'muted forked';
+        from.textContent = 'forked from ' + run.forked_from.run_id + ' at turn ' + run.forked_from.turn;
+        first.appendChild(from);
+      }
       cell(row, run.flow);
       cell(row, (run.created_at || '').slice(0, 19));
       var status = run.status;
