@@ -111,7 +111,7 @@ def _routing_phrases(
 ) -> list[Phrase]:
     """A behavioural change's distinguishing run and where OLD and NEW go after it, one
     line a phrase (the first starts ``run:``, the next ``OLD:`` and ``NEW:``)."""
-    from flowc.compiler.analysis.changes import routed_phrase, run_phrase
+    from flowc.compiler.analysis.run_phrases import routed_phrase, run_phrase
 
     if change.run is None or change.old is None or change.new is None:
         return []

@@ -76,7 +76,9 @@ class Channel:
     done: asyncio.Event = attrs.field(factory=asyncio.Event)
     violations: list[dict[str, Any]] = attrs.field(factory=list)
     #: this hub's right to write the channel (see :mod:`flowc.runtime.wal`), and when
-    #: to renew it next (seconds since the epoch)
+    #: to renew it next, on the monotonic clock (``time.monotonic``): whether a lease is
+    #: live is the store's decision, and renewals timed on a wall clock that was set back
+    #: would stop for as long as it was set back
     lease: Lease | None = None
     renew_at: float = 0.0
     #: the id of the channel's last envelope in the WAL (what the next one follows)

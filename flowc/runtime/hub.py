@@ -601,8 +601,6 @@ class Hub:
 
     def _hold(self, ch: Channel, lease: Any) -> None:
         ch.lease = lease
-        # (renewals are timed on the monotonic clock: the lease's end is the store's to
-        # decide, and a wall clock set back would stop them for as long as it was set back)
         ch.renew_at = time.monotonic() + self.lease_seconds / 3
         if self._beat is None:
             try:

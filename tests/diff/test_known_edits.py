@@ -10,8 +10,9 @@ import pytest
 
 from flowc import compile_flow
 from flowc.cli import main
-from flowc.compiler.analysis.changes import FlowDiff, Version, diff_versions, render_run
+from flowc.compiler.analysis.changes import FlowDiff, Version, diff_versions
 from flowc.compiler.analysis.explore import DEFAULT
+from flowc.compiler.analysis.run_phrases import render_run
 
 BASE = """\
 flow review

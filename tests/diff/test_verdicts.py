@@ -19,9 +19,9 @@ from flowc.compiler.analysis.changes import (
     FlowDiff,
     Version,
     diff_versions,
-    render_run,
 )
 from flowc.compiler.analysis.facts import CheckOptions
+from flowc.compiler.analysis.run_phrases import render_run
 
 HUMAN = """\
 speaker user: human {

@@ -21,14 +21,14 @@ lacks is taken from the other side, and :attr:`FlowDiff.notes` says both.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, NodeKey
+from flowc.compiler.analysis.explore import NodeKey
 from flowc.compiler.analysis.facts import CheckOptions, Finding
 from flowc.compiler.analysis.lockstep import (
     MAX_TURNS,
@@ -47,7 +47,7 @@ from flowc.compiler.describe import condition_text, property_text, rule_ref, tar
 from flowc.compiler.monitor import claim_text
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.compiler.properties import Property
-from flowc.diagnostics import MAX_QUOTED, counted, elide
+from flowc.diagnostics import counted, elide
 from flowc.dsl.formatter import format_name, format_value
 from flowc.escaping import Code, Phrase, Quoted, as_phrase, phrase
 from flowc.source import SourceFile
@@ -871,7 +871,27 @@ def behavioural_changes(
             w.find("old", _end_nodes(old, reason), reason=reason),
             "old",
         )
-    # loops and the cap, as the checker reports them
+    yield from _loop_changes(old, new, w)
+    yield from property_verdict_changes(old, new)
+    if product.old.max_turns != product.new.max_turns:
+        cap = next((d for d in divergences if MAX_TURNS in (d.old.reason, d.new.reason)), None)
+        if cap is not None:
+            side = "old" if cap.old.reason == MAX_TURNS else "new"
+            yield Change(
+                "cap-reached",
+                f"with max_turns {product.old.max_turns or 'none'} → "
+                f"{product.new.max_turns or 'none'}, {side.upper()} stops runs that the other "
+                "goes on with",
+                "max_turns",
+                cap.turns,
+                cap.old,
+                cap.new,
+            )
+
+
+def _loop_changes(old: _Side, new: _Side, w: _Witness) -> Iterator[Change]:
+    """Loops and the cap, as the checker reports them (W205, W206, W212), that one
+    version has and the other has not."""
     for code, what in (
         ("W205", "a sticky context loop"),
         ("W206", "a loop with no exit and no max_turns"),
@@ -902,21 +922,6 @@ def behavioural_changes(
                 Change("loop-removed" if code != "W212" else "cap-fits", text, code),
                 w.find("old", set(old.facts.traps[0]) if old.facts.traps else set()),
                 "old",
-            )
-    yield from property_verdict_changes(old, new)
-    if product.old.max_turns != product.new.max_turns:
-        cap = next((d for d in divergences if MAX_TURNS in (d.old.reason, d.new.reason)), None)
-        if cap is not None:
-            side = "old" if cap.old.reason == MAX_TURNS else "new"
-            yield Change(
-                "cap-reached",
-                f"with max_turns {product.old.max_turns or 'none'} → "
-                f"{product.new.max_turns or 'none'}, {side.upper()} stops runs that the other "
-                "goes on with",
-                "max_turns",
-                cap.turns,
-                cap.old,
-                cap.new,
             )
 
 
@@ -1144,76 +1149,6 @@ def _routes_to_initiator(graph: m.TransitionGraph) -> bool:
 
 
 # ── output ────────────────────────────────────────────────────────────────────
-
-
-def turn_phrase(turn: Turn) -> Phrase:
-    """A turn of a run: its speaker, and in parentheses its tool call (and effects), the
-    context values and the custom conditions and targets it assumes."""
-    parts: list[Phrase] = []
-    if turn.tool is not None:
-        parts.append(
-            phrase(
-                Quoted(format_name(turn.tool)),
-                *((": ", Quoted(turn.effects)) if turn.effects else ()),
-            )
-        )
-    for k, v in turn.context:
-        value: str | Quoted = (
-            "unset" if v is None else v if v == "another value" else Quoted(format_value(v))
-        )
-        parts.append(phrase(Quoted(format_name(k)), " = ", value))
-    parts += [phrase(Quoted(c), f" is {'true' if v else 'false'}") for c, v in turn.assumed]
-    parts += [phrase(Quoted(c)) for c in turn.chosen]
-    name = Quoted(format_name(turn.speaker))
-    return phrase(name, " (", phrase("; ").join(parts), ")") if parts else phrase(name)
-
-
-def turn_label(turn: Turn) -> str:
-    return str(turn_phrase(turn))
-
-
-def _elided(p: Phrase) -> Phrase:
-    """``p``, or its text cut short around a ``...`` (:func:`elide`), then quoted whole."""
-    text = str(p)
-    return p if len(text) <= MAX_QUOTED else phrase(Quoted(elide(text)))
-
-
-def run_phrase(turns: tuple[Turn, ...]) -> Phrase:
-    """A run, its turns joined by arrows, each cut short when it is long."""
-    if not turns:
-        return phrase("(the kickoff)")
-    return phrase(" → ").join(_elided(turn_phrase(t)) for t in turns)
-
-
-def render_run(turns: tuple[Turn, ...]) -> str:
-    return str(run_phrase(turns))
-
-
-def routed_text(r: Routed, rules: Mapping[int, str]) -> str:
-    return str(routed_phrase(r, rules))
-
-
-def routed_phrase(r: Routed, rules: Mapping[int, str]) -> Phrase:
-    """Where a side routes after a run: the next speaker or the ending, and by what."""
-    if r.refused is not None:
-        return phrase("refuses the turn: ", Quoted(r.refused))
-    where = (
-        "the default"
-        if r.fired == DEFAULT
-        else "a handoff"
-        if r.fired == HANDOFF
-        else "a finish"
-        if r.fired == FINISH
-        else rules.get(r.fired, f"rule {r.fired + 1}")
-    )
-    goes = (
-        phrase("terminate ", Quoted(format_value(r.reason)))
-        if r.next is None and r.reason != MAX_TURNS
-        else phrase("stops at max_turns")
-        if r.next is None
-        else phrase(Quoted(format_name(r.next)))
-    )
-    return phrase(goes, f" ({where})") if r.reason != MAX_TURNS else goes
 
 
 def rule_labels(version: Version) -> dict[int, str]:
