@@ -14,6 +14,7 @@ import collections
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 # the recorder's runner (tests/migrate/tools/classic_runner.py) sets classic up and runs
 # the file: it imports nothing but the standard library and ag2, both in this venv
@@ -24,7 +25,7 @@ from classic_runner import run_scripted  # type: ignore[import-not-found]
 
 def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    queues: dict[str, collections.deque[str]] = collections.defaultdict(collections.deque)
+    queues: dict[str, collections.deque[Any]] = collections.defaultdict(collections.deque)
     for name, texts in plan["replies"].items():
         queues[name].extend(texts)
     gc, ns = run_scripted(plan["file"], queues)

@@ -28,8 +28,10 @@ HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "corpus"
 INEXACT = {"M001", "M002"}
 
-#: one script (replies per speaker) run on one side: who spoke and how the run ended
-Side = Callable[[dict[str, list[str]]], Any]
+#: a script: each speaker's turns in order, a turn being a text or a tool call (:func:`call`)
+Script = dict[str, list[str | dict[str, str]]]
+#: one script run on one side: who spoke and how the run ended
+Side = Callable[[Script], Any]
 
 
 def findings(py: Path) -> set[str]:
@@ -57,20 +59,62 @@ def _max_turns(flow: n.Flow) -> int:
     return 20
 
 
-def scripts(py: Path) -> list[tuple[str, dict[str, list[str]]]]:
-    """(title, replies per speaker) for every script of the case; the kickoff is the file's."""
+def _tools(flow: n.Flow) -> dict[str, list[str]]:
+    """The tools each model speaker can call in a script: its declared tools with at most
+    one alternative (a tool with several lets its own code choose the outcome, which a
+    script cannot tell the original)."""
+    decls = list(flow.of_type(n.SpeakerDecl))
+    for group in flow.of_type(n.SpeakersDecl):
+        decls.extend(group.speakers)
+    out: dict[str, list[str]] = {}
+    for s in decls:
+        names = [t.name.value for t in s.tools if len(t.alternatives) <= 1]
+        if names and not s.human:
+            out.setdefault(s.name.value, []).extend(names)
+    return out
+
+
+def call(tool: str) -> dict[str, str]:
+    """A scripted turn that calls ``tool`` (with no arguments written: each driver fills
+    in what the tool requires); its text is the flow's only, as the original's message is
+    the one its framework makes of the call."""
+    return {"tool": tool, "say": f"(calls {tool})"}
+
+
+def scripts(py: Path) -> list[tuple[str, Script]]:
+    """(title, turns per speaker) for every script of the case; the kickoff is the file's.
+
+    A turn is a text or a tool call (:func:`call`). Besides the texts-only script and one
+    per scenario (its texts and its calls), a case whose speakers declare tools gets one
+    script per tool position ``j``: each such speaker's K-th turn calls its tool
+    ``j + K - 1`` (counting round its tools), so every tool is called first once and the
+    routes after it are followed; then it says texts.
+    """
     flow = _flow(py)
     names = _speakers(flow)
+    tools = _tools(flow)
     length = _max_turns(flow) + 2
-    out: list[tuple[str, dict[str, list[str]]]] = []
-    generic = {name: [] for name in names}
+    out: list[tuple[str, Script]] = []
+    generic: Script = {name: [] for name in names}
     out.append(("turn K of NAME", generic))
     for sc in flow.of_type(n.Scenario):
-        replies: dict[str, list[str]] = {name: [] for name in names}
-        turns = [t for t in sc.items if isinstance(t, n.SayTurn)]
+        replies: Script = {name: [] for name in names}
+        turns = [t for t in sc.items if isinstance(t, (n.SayTurn, n.CallTurn))]
         for turn in turns[1:]:  # the first is the kickoff, which the file itself sends
-            replies.setdefault(turn.speaker.value, []).append(turn.text.value)
+            said: str | dict[str, str]
+            if isinstance(turn, n.SayTurn):
+                said = turn.text.value
+            else:
+                said = call(turn.tool.value)
+                if turn.text is not None:
+                    said["say"] = turn.text.value
+            replies.setdefault(turn.speaker.value, []).append(said)
         out.append((f"scenario {sc.title.value}", replies))
+    for j in range(max((len(v) for v in tools.values()), default=0)):
+        calls: Script = {name: [] for name in names}
+        for name, own in tools.items():
+            calls[name] = [call(own[(j + k) % len(own)]) for k in range(len(own))]
+        out.append((f"tools from position {j + 1}", calls))
     for _, replies in out:
         for name, texts in replies.items():
             texts.extend(f"turn {k} of {name}" for k in range(len(texts) + 1, length + 1))

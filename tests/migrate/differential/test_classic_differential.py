@@ -12,9 +12,11 @@ GroupChat too), each script derived from the case is run twice:
 Who speaks, turn by turn, and how the run ends must be the same. Neither side is written
 down: both are computed. The scripts are derived from the case (``harness.scripts``, the
 AgentChat test's too): one where each speaker says ``turn K of NAME`` (K counts that
-speaker's turns), and one per scenario of the flow, where each speaker says the texts its
-scenario turns give (so termination messages and text-driven selection are exercised),
-then ``turn K of NAME``.
+speaker's turns), one per scenario of the flow, where each speaker says the texts and makes
+the tool calls its scenario turns give (so termination messages and text-driven selection
+are exercised), then ``turn K of NAME``, and, when speakers declare tools, one per tool
+position where each such speaker calls its tools in turn, starting there (a model reply
+that is a tool call, which classic's tool executor runs and routes).
 
 A translation whose findings report nothing lost or different (no M001 / M002) must match;
 the others are listed as not exact and skipped with their findings.
@@ -28,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from .harness import CORPUS, HERE, INEXACT, assert_agree, findings, run_driver, run_flow
+from .harness import CORPUS, HERE, INEXACT, Script, assert_agree, findings, run_driver, run_flow
 from .harness import compare as compare_sides
 
 DRIVER = HERE / "classic_driver.py"
@@ -51,12 +53,12 @@ def _classic_cases() -> list[Path]:
 CASES = _classic_cases()
 
 
-def run_classic(python: Path, py: Path, replies: dict[str, list[str]], tmp: Path) -> Any:
+def run_classic(python: Path, py: Path, replies: Script, tmp: Path) -> Any:
     return run_driver(python, DRIVER, {"file": str(py), "replies": replies}, tmp)
 
 
 def run_translation(
-    flow: Path, replies: dict[str, list[str]], tmp: Path, capsys: pytest.CaptureFixture[str]
+    flow: Path, replies: Script, tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> Any:
     run = run_flow(flow, {"script": replies}, tmp, capsys)
     return {
