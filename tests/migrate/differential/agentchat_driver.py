@@ -7,6 +7,8 @@ back; its team (the last one built at module level) then runs ``task``, every ag
 client replaced by a ``ReplayChatCompletionClient`` that replies that agent's turns: a text,
 or a call of the tool (a handoff's too) with each required argument filled in, which the
 agent then runs as AgentChat does (when one runs out, the run ends as "script ran out").
+With ``"choices": [NAME, ...]`` in the plan, a ``SelectorGroupChat``'s own model client is
+replaced too, replying those names when AgentChat asks it for the next speaker.
 Prints ``{"speakers": [...], "stop_reason": ...}`` on a line starting with ``@@RESULT@@``.
 """
 
@@ -81,6 +83,10 @@ def main() -> None:
                     "structured_output": False,
                 },
             )
+
+    if plan.get("choices") is not None and getattr(team, "_model_client", None) is not None:
+        # a SelectorGroupChat's model replies the names the flow's selector speaker chose
+        team._model_client = ReplayChatCompletionClient(list(plan["choices"]))
 
     speakers: list[str] = []
 

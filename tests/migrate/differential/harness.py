@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,64 @@ def _tools(flow: n.Flow) -> dict[str, list[str]]:
     return out
 
 
+def selectors(py: Path) -> dict[str, dict[str, str]]:
+    """The flow's selector speakers (the translation of a model that picks the next
+    speaker: a speaker whose own turn, when it calls no transfer tool, ends the run as
+    ``"no_speaker_selected"``), each with its transfer tools and the speaker each routes to."""
+    flow = _flow(py)
+    rules = list(flow.of_type(n.Rule))
+    names = [
+        s.value
+        for r in rules
+        if isinstance(r.cond, n.FromCond)
+        and isinstance(r.target, n.TerminateTarget)
+        and r.target.reason is not None
+        and r.target.reason.value == "no_speaker_selected"
+        for s in r.cond.speakers
+    ]
+    routes = {
+        r.cond.tool.value: r.target.speaker.value
+        for r in rules
+        if isinstance(r.cond, n.ToolCond) and isinstance(r.target, n.SpeakerTarget)
+    }
+    tools = _tools(flow)
+    return {name: {t: routes[t] for t in tools.get(name, []) if t in routes} for name in names}
+
+
+def selector_after(py: Path) -> dict[str, str]:
+    """Which selector speaker of the flow chooses after each speaker (``""``: after any
+    other), as its rules send the turns: ``when from A, B then SEL``, ``otherwise SEL``."""
+    flow = _flow(py)
+    chosen = selectors(py)
+    out: dict[str, str] = {}
+    for r in flow.of_type(n.Rule):
+        if (
+            isinstance(r.cond, n.FromCond)
+            and isinstance(r.target, n.SpeakerTarget)
+            and r.target.speaker.value in chosen
+        ):
+            out.update({s.value: r.target.speaker.value for s in r.cond.speakers})
+    for o in flow.of_type(n.Otherwise):
+        if isinstance(o.target, n.SpeakerTarget) and o.target.speaker.value in chosen:
+            out[""] = o.target.speaker.value
+    if len(chosen) == 1:
+        out.setdefault("", next(iter(chosen)))
+    return out
+
+
+def choices(py: Path, script: Script) -> dict[str, list[str]]:
+    """What the original's selector model replies, per selector speaker of the flow, for
+    the same decisions as ``script``: the name of the speaker its transfer call routes to,
+    or its text (which names nobody) when the turn calls none."""
+    out = {}
+    for name, routes in selectors(py).items():
+        out[name] = [
+            t if isinstance(t, str) else routes.get(t["tool"], t["tool"])
+            for t in script.get(name, [])
+        ]
+    return out
+
+
 def call(tool: str) -> dict[str, str]:
     """A scripted turn that calls ``tool`` (with no arguments written: each driver fills
     in what the tool requires); its text is the flow's only, as the original's message is
@@ -115,10 +173,22 @@ def scripts(py: Path) -> list[tuple[str, Script]]:
         for name, own in tools.items():
             calls[name] = [call(own[(j + k) % len(own)]) for k in range(len(own))]
         out.append((f"tools from position {j + 1}", calls))
+    chooses = selectors(py)
     for _, replies in out:
         for name, texts in replies.items():
+            if chooses.get(name):  # a selector speaker goes on choosing, in turn
+                own = list(chooses[name])
+                texts.extend(call(own[k % len(own)]) for k in range(len(texts), length))
             texts.extend(f"turn {k} of {name}" for k in range(len(texts) + 1, length + 1))
     return out
+
+
+def spoken(py: Path, run: Any) -> list[str]:
+    """The speakers of a ``flowc run --json`` run's turns, its selector speakers' left out:
+    they stand for the original's selector model, whose answers are no messages of its
+    chat (that their turns count toward ``max_turns`` is a finding of its own)."""
+    chooses = selectors(py)
+    return [t["speaker"] for t in run["turns"] if t["speaker"] not in chooses]
 
 
 def run_driver(python: Path, driver: Path, plan: dict[str, Any], tmp: Path) -> Any:
@@ -152,13 +222,18 @@ def run_flow(
     return json.loads(out)
 
 
-def compare(py: Path, original: tuple[str, Side], translated: Side) -> list[str]:
-    """Every script of ``py`` run on both sides (``original`` named by its label, e.g.
-    ``ag2 0.9.10``): the runs that differ, each told with both sides' runs."""
+def compare(
+    py: Path, original: tuple[str, Side], translated: Side, only: Container[str] | None = None
+) -> list[str]:
+    """Every script of ``py`` (those titled in ``only``, when given) run on both sides
+    (``original`` named by its label, e.g. ``ag2 0.9.10``): the runs that differ, each
+    told with both sides' runs."""
     label, run_original = original
     width = max(len(label), len("flowc run")) + 1
     mismatches = []
     for title, replies in scripts(py):
+        if only is not None and title not in only:
+            continue
         real = run_original(replies)
         got = translated(replies)
         if real != got:

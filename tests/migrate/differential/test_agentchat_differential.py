@@ -18,7 +18,18 @@ from typing import Any
 
 import pytest
 
-from .harness import CORPUS, HERE, INEXACT, Script, assert_agree, findings, run_driver, run_flow
+from .harness import (
+    CORPUS,
+    HERE,
+    INEXACT,
+    Script,
+    assert_agree,
+    choices,
+    findings,
+    run_driver,
+    run_flow,
+    spoken,
+)
 from .harness import compare as compare_sides
 
 DRIVER = HERE / "agentchat_driver.py"
@@ -44,16 +55,20 @@ def _end(stop_reason: str | None) -> str | None:
 
 
 def run_agentchat(python: Path, py: Path, replies: Script, tmp: Path) -> Any:
-    got = run_driver(python, DRIVER, {"file": str(py), "task": TASK, "replies": replies}, tmp)
+    plan: dict[str, Any] = {"file": str(py), "task": TASK, "replies": replies}
+    chosen = choices(py, replies)
+    if chosen:  # the flow's selector speaker's decisions, for the team's selector model
+        (plan["choices"],) = chosen.values()  # (an AgentChat team has one selector model)
+    got = run_driver(python, DRIVER, plan, tmp)
     return {"speakers": got["speakers"], "end": _end(got["stop_reason"])}
 
 
 def run_translation(
-    flow: Path, replies: Script, tmp: Path, capsys: pytest.CaptureFixture[str]
+    py: Path, flow: Path, replies: Script, tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> Any:
     run = run_flow(flow, {"kickoff": TASK, "script": replies}, tmp, capsys)
     return {
-        "speakers": [t["speaker"] for t in run["turns"]],
+        "speakers": spoken(py, run),
         # a scheduled speaker with no scripted turn left: the replay client's end too
         "end": run.get("close_reason") or "script ran out",
     }
@@ -67,7 +82,7 @@ def compare(
     return compare_sides(
         py,
         ("agentchat 0.7.5", lambda replies: run_agentchat(python, py, replies, tmp)),
-        lambda replies: run_translation(flow, replies, tmp, capsys),
+        lambda replies: run_translation(py, flow, replies, tmp, capsys),
     )
 
 
