@@ -146,7 +146,9 @@ def scripts(py: Path) -> list[tuple[str, Script]]:
     per scenario (its texts and its calls), a case whose speakers declare tools gets one
     script per tool position ``j``: each such speaker's K-th turn calls its tool
     ``j + K - 1`` (counting round its tools), so every tool is called first once and the
-    routes after it are followed; then it says texts.
+    routes after it are followed; then it says texts. A selector speaker (:func:`selectors`)
+    goes on choosing, its transfer tools in turn, where its script ends: the original's
+    selector model is fed the same choices (:func:`choices`), so both sides run on.
     """
     flow = _flow(py)
     names = _speakers(flow)
