@@ -47,8 +47,10 @@ def collect_tools(
         out.setdefault(agent_name, []).append(mm.Tool(tool, doc))
         reader.report(
             M002,
-            f"tool `{tool}` runs inside `{agent_name}`'s turn: the separate executor turn of "
-            "classic (`func_call_filter`) disappears, so turn counts differ",
+            f"tool `{tool}` runs inside `{agent_name}`'s turn: classic gives the turn after "
+            "the call to the tool's executor (`func_call_filter`), and the speaker after it is "
+            f"picked from the executor, not from `{agent_name}`; the flow has no executor "
+            "turn, so turn counts differ and so may who speaks after a call",
             at,
         )
 

@@ -732,3 +732,14 @@ def test_an_agents_own_termination_test_in_the_group_api_is_reported() -> None:
         "when `premium` is chosen to speak (after its `OnContextCondition`s, which hand off "
         "first), and ends the chat when it holds; the flow has no rule for it",
     ) in findings
+
+
+def test_a_tool_call_says_classic_goes_on_from_the_executor() -> None:
+    """ag2 0.9.10 (found by the differential harness on transitions_chain.py): after a
+    model's tool call classic gives the next turn to the tool's executor and picks the
+    speaker after that from the executor, so who speaks after a call differs too (there
+    Planner -> Executor -> Reviewer, never Coder), not only the turn counts."""
+    _, findings = _migrate(_TOOL_TEXT.replace("BODY", '    return "closed"'))
+    (msg,) = [m for c, m in findings if "runs inside `clerk`'s turn" in m]
+    assert "turn counts differ" in msg
+    assert "the speaker after it is picked from the executor" in msg

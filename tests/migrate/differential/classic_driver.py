@@ -2,9 +2,12 @@
 
 Executed by the throw-away venv's python (never imported by the test suite):
 ``python classic_driver.py PLAN.json`` where the plan is ``{"file": PATH, "replies":
-{AGENT: [TEXT, ...]}}``. Every agent's model reply (``generate_oai_reply``) and every
-human answer (``get_human_input``) is the next text of that agent's list, so ag2's own
-GroupChat code picks the speakers and decides when the chat ends. Prints
+{AGENT: [TURN, ...]}, "choices": {SELECTOR: [NAME, ...]}, "selector_after": {AGENT:
+SELECTOR}}``. Every agent's model reply (``generate_oai_reply``) and every human answer
+(``get_human_input``) is the next turn of that agent's list (a text, or a tool call), and
+every reply of ag2's speaker selection model (``"auto"``) the next name of the choices of
+the flow's selector speaker that follows the last speaker, so ag2's own GroupChat code
+picks the speakers and decides when the chat ends. Prints
 ``{"speakers": [...], "end": REASON}`` on a line starting with ``@@RESULT@@``.
 """
 
@@ -12,8 +15,10 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 # the recorder's runner (tests/migrate/tools/classic_runner.py) sets classic up and runs
 # the file: it imports nothing but the standard library and ag2, both in this venv
@@ -22,11 +27,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from classic_runner import run_scripted  # type: ignore[import-not-found]
 
 
+def ask_selector(queues: dict[str, collections.deque[Any]], after: dict[str, str]) -> None:
+    """Make ag2's speaker selection model (its internal ``speaker_selection_agent``, asked
+    when the method is ``"auto"``) reply the choices of the flow's selector speaker that
+    follows the last speaker (``after[NAME]``, or ``after[""]`` for any other)."""
+    if not after:
+        return
+    os.environ.setdefault("OPENAI_API_KEY", "sk-test")  # configs without a key still build
+    from autogen import GroupChat
+
+    def choosing(original: Any) -> Any:
+        def select(self: Any, last_speaker: Any, *args: Any, **kwargs: Any) -> Any:
+            name = after.get(last_speaker.name, after.get("", ""))
+            queues["speaker_selection_agent"] = queues[name]
+            return original(self, last_speaker, *args, **kwargs)
+
+        return select
+
+    GroupChat._auto_select_speaker = choosing(GroupChat._auto_select_speaker)  # type: ignore[method-assign]
+    GroupChat.a_auto_select_speaker = choosing(GroupChat.a_auto_select_speaker)  # type: ignore[method-assign]
+
+
 def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    queues: dict[str, collections.deque[str]] = collections.defaultdict(collections.deque)
+    queues: dict[str, collections.deque[Any]] = collections.defaultdict(collections.deque)
     for name, texts in plan["replies"].items():
         queues[name].extend(texts)
+    for name, names in plan.get("choices", {}).items():
+        queues[name] = collections.deque(names)  # (in place of the selector's own turns)
+    ask_selector(queues, plan.get("selector_after", {}))
     gc, ns = run_scripted(plan["file"], queues)
     import autogen  # (after run_scripted: its key set first)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,10 @@ HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "corpus"
 INEXACT = {"M001", "M002"}
 
-#: one script (replies per speaker) run on one side: who spoke and how the run ended
-Side = Callable[[dict[str, list[str]]], Any]
+#: a script: each speaker's turns in order, a turn being a text or a tool call (:func:`call`)
+Script = dict[str, list[str | dict[str, str]]]
+#: one script run on one side: who spoke and how the run ended
+Side = Callable[[Script], Any]
 
 
 def findings(py: Path) -> set[str]:
@@ -57,24 +59,138 @@ def _max_turns(flow: n.Flow) -> int:
     return 20
 
 
-def scripts(py: Path) -> list[tuple[str, dict[str, list[str]]]]:
-    """(title, replies per speaker) for every script of the case; the kickoff is the file's."""
+def _tools(flow: n.Flow) -> dict[str, list[str]]:
+    """The tools each model speaker can call in a script: its declared tools with at most
+    one alternative (a tool with several lets its own code choose the outcome, which a
+    script cannot tell the original)."""
+    decls = list(flow.of_type(n.SpeakerDecl))
+    for group in flow.of_type(n.SpeakersDecl):
+        decls.extend(group.speakers)
+    out: dict[str, list[str]] = {}
+    for s in decls:
+        names = [t.name.value for t in s.tools if len(t.alternatives) <= 1]
+        if names and not s.human:
+            out.setdefault(s.name.value, []).extend(names)
+    return out
+
+
+def selectors(py: Path) -> dict[str, dict[str, str]]:
+    """The flow's selector speakers (the translation of a model that picks the next
+    speaker: a speaker whose own turn, when it calls no transfer tool, ends the run as
+    ``"no_speaker_selected"``), each with its transfer tools and the speaker each routes to."""
+    flow = _flow(py)
+    rules = list(flow.of_type(n.Rule))
+    names = [
+        s.value
+        for r in rules
+        if isinstance(r.cond, n.FromCond)
+        and isinstance(r.target, n.TerminateTarget)
+        and r.target.reason is not None
+        and r.target.reason.value == "no_speaker_selected"
+        for s in r.cond.speakers
+    ]
+    routes = {
+        r.cond.tool.value: r.target.speaker.value
+        for r in rules
+        if isinstance(r.cond, n.ToolCond) and isinstance(r.target, n.SpeakerTarget)
+    }
+    tools = _tools(flow)
+    return {name: {t: routes[t] for t in tools.get(name, []) if t in routes} for name in names}
+
+
+def selector_after(py: Path) -> dict[str, str]:
+    """Which selector speaker of the flow chooses after each speaker (``""``: after any
+    other), as its rules send the turns: ``when from A, B then SEL``, ``otherwise SEL``."""
+    flow = _flow(py)
+    chosen = selectors(py)
+    out: dict[str, str] = {}
+    for r in flow.of_type(n.Rule):
+        if (
+            isinstance(r.cond, n.FromCond)
+            and isinstance(r.target, n.SpeakerTarget)
+            and r.target.speaker.value in chosen
+        ):
+            out.update({s.value: r.target.speaker.value for s in r.cond.speakers})
+    for o in flow.of_type(n.Otherwise):
+        if isinstance(o.target, n.SpeakerTarget) and o.target.speaker.value in chosen:
+            out[""] = o.target.speaker.value
+    if len(chosen) == 1:
+        out.setdefault("", next(iter(chosen)))
+    return out
+
+
+def choices(py: Path, script: Script) -> dict[str, list[str]]:
+    """What the original's selector model replies, per selector speaker of the flow, for
+    the same decisions as ``script``: the name of the speaker its transfer call routes to,
+    or its text (which names nobody) when the turn calls none."""
+    out = {}
+    for name, routes in selectors(py).items():
+        out[name] = [
+            t if isinstance(t, str) else routes.get(t["tool"], t["tool"])
+            for t in script.get(name, [])
+        ]
+    return out
+
+
+def call(tool: str) -> dict[str, str]:
+    """A scripted turn that calls ``tool`` (with no arguments written: each driver fills
+    in what the tool requires); its text is the flow's only, as the original's message is
+    the one its framework makes of the call."""
+    return {"tool": tool, "say": f"(calls {tool})"}
+
+
+def scripts(py: Path) -> list[tuple[str, Script]]:
+    """(title, turns per speaker) for every script of the case; the kickoff is the file's.
+
+    A turn is a text or a tool call (:func:`call`). Besides the texts-only script and one
+    per scenario (its texts and its calls), a case whose speakers declare tools gets one
+    script per tool position ``j``: each such speaker's K-th turn calls its tool
+    ``j + K - 1`` (counting round its tools), so every tool is called first once and the
+    routes after it are followed; then it says texts. A selector speaker (:func:`selectors`)
+    goes on choosing, its transfer tools in turn, where its script ends: the original's
+    selector model is fed the same choices (:func:`choices`), so both sides run on.
+    """
     flow = _flow(py)
     names = _speakers(flow)
+    tools = _tools(flow)
     length = _max_turns(flow) + 2
-    out: list[tuple[str, dict[str, list[str]]]] = []
-    generic = {name: [] for name in names}
+    out: list[tuple[str, Script]] = []
+    generic: Script = {name: [] for name in names}
     out.append(("turn K of NAME", generic))
     for sc in flow.of_type(n.Scenario):
-        replies: dict[str, list[str]] = {name: [] for name in names}
-        turns = [t for t in sc.items if isinstance(t, n.SayTurn)]
+        replies: Script = {name: [] for name in names}
+        turns = [t for t in sc.items if isinstance(t, (n.SayTurn, n.CallTurn))]
         for turn in turns[1:]:  # the first is the kickoff, which the file itself sends
-            replies.setdefault(turn.speaker.value, []).append(turn.text.value)
+            said: str | dict[str, str]
+            if isinstance(turn, n.SayTurn):
+                said = turn.text.value
+            else:
+                said = call(turn.tool.value)
+                if turn.text is not None:
+                    said["say"] = turn.text.value
+            replies.setdefault(turn.speaker.value, []).append(said)
         out.append((f"scenario {sc.title.value}", replies))
+    for j in range(max((len(v) for v in tools.values()), default=0)):
+        calls: Script = {name: [] for name in names}
+        for name, own in tools.items():
+            calls[name] = [call(own[(j + k) % len(own)]) for k in range(len(own))]
+        out.append((f"tools from position {j + 1}", calls))
+    chooses = selectors(py)
     for _, replies in out:
         for name, texts in replies.items():
+            if chooses.get(name):  # a selector speaker goes on choosing, in turn
+                own = list(chooses[name])
+                texts.extend(call(own[k % len(own)]) for k in range(len(texts), length))
             texts.extend(f"turn {k} of {name}" for k in range(len(texts) + 1, length + 1))
     return out
+
+
+def spoken(py: Path, run: Any) -> list[str]:
+    """The speakers of a ``flowc run --json`` run's turns, its selector speakers' left out:
+    they stand for the original's selector model, whose answers are no messages of its
+    chat (that their turns count toward ``max_turns`` is a finding of its own)."""
+    chooses = selectors(py)
+    return [t["speaker"] for t in run["turns"] if t["speaker"] not in chooses]
 
 
 def run_driver(python: Path, driver: Path, plan: dict[str, Any], tmp: Path) -> Any:
@@ -108,13 +224,18 @@ def run_flow(
     return json.loads(out)
 
 
-def compare(py: Path, original: tuple[str, Side], translated: Side) -> list[str]:
-    """Every script of ``py`` run on both sides (``original`` named by its label, e.g.
-    ``ag2 0.9.10``): the runs that differ, each told with both sides' runs."""
+def compare(
+    py: Path, original: tuple[str, Side], translated: Side, only: Container[str] | None = None
+) -> list[str]:
+    """Every script of ``py`` (those titled in ``only``, when given) run on both sides
+    (``original`` named by its label, e.g. ``ag2 0.9.10``): the runs that differ, each
+    told with both sides' runs."""
     label, run_original = original
     width = max(len(label), len("flowc run")) + 1
     mismatches = []
     for title, replies in scripts(py):
+        if only is not None and title not in only:
+            continue
         real = run_original(replies)
         got = translated(replies)
         if real != got:

@@ -3,9 +3,10 @@
 For every AgentChat Python team of the corpus with a translation (``corpus/agentchat_*.py``
 and its golden ``.flow``), each script derived from the case (as for classic, see
 ``test_classic_differential.py``) is run under the real ``autogen-agentchat==0.7.5`` (its
-agents' model clients replaced by ``ReplayChatCompletionClient``s saying the script's texts,
-``agentchat_driver.py``) and under ``flowc run --script --json``; both get the same task.
-Who speaks and how the run ends must be the same for a translation whose findings report
+agents' model clients replaced by ``ReplayChatCompletionClient``s replying the script's
+texts and tool calls, which the agents then run, handoffs included; ``agentchat_driver.py``)
+and under ``flowc run --script --json``; both get the same task. Who speaks and how the run
+ends must be the same for a translation whose findings report
 nothing lost or different (no M001 / M002).
 """
 
@@ -17,7 +18,18 @@ from typing import Any
 
 import pytest
 
-from .harness import CORPUS, HERE, INEXACT, assert_agree, findings, run_driver, run_flow
+from .harness import (
+    CORPUS,
+    HERE,
+    INEXACT,
+    Script,
+    assert_agree,
+    choices,
+    findings,
+    run_driver,
+    run_flow,
+    spoken,
+)
 from .harness import compare as compare_sides
 
 DRIVER = HERE / "agentchat_driver.py"
@@ -42,17 +54,21 @@ def _end(stop_reason: str | None) -> str | None:
     return stop_reason
 
 
-def run_agentchat(python: Path, py: Path, replies: dict[str, list[str]], tmp: Path) -> Any:
-    got = run_driver(python, DRIVER, {"file": str(py), "task": TASK, "replies": replies}, tmp)
+def run_agentchat(python: Path, py: Path, replies: Script, tmp: Path) -> Any:
+    plan: dict[str, Any] = {"file": str(py), "task": TASK, "replies": replies}
+    chosen = choices(py, replies)
+    if chosen:  # the flow's selector speaker's decisions, for the team's selector model
+        (plan["choices"],) = chosen.values()  # (an AgentChat team has one selector model)
+    got = run_driver(python, DRIVER, plan, tmp)
     return {"speakers": got["speakers"], "end": _end(got["stop_reason"])}
 
 
 def run_translation(
-    flow: Path, replies: dict[str, list[str]], tmp: Path, capsys: pytest.CaptureFixture[str]
+    py: Path, flow: Path, replies: Script, tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> Any:
     run = run_flow(flow, {"kickoff": TASK, "script": replies}, tmp, capsys)
     return {
-        "speakers": [t["speaker"] for t in run["turns"]],
+        "speakers": spoken(py, run),
         # a scheduled speaker with no scripted turn left: the replay client's end too
         "end": run.get("close_reason") or "script ran out",
     }
@@ -66,7 +82,7 @@ def compare(
     return compare_sides(
         py,
         ("agentchat 0.7.5", lambda replies: run_agentchat(python, py, replies, tmp)),
-        lambda replies: run_translation(flow, replies, tmp, capsys),
+        lambda replies: run_translation(py, flow, replies, tmp, capsys),
     )
 
 
@@ -100,6 +116,39 @@ def test_the_harness_reports_a_perturbed_translation(
 ) -> None:
     """One rule of a translation that matches, changed: the harness must see it."""
     py = CORPUS / "agentchat_graph_loop.py"
+    text = py.with_suffix(".flow").read_text(encoding="utf-8")
+    assert old in text
+    flow = tmp_path / "perturbed.flow"
+    flow.write_text(text.replace(old, new), encoding="utf-8")
+    mismatches = compare(agentchat_python, py, flow, tmp_path, capsys)
+    assert mismatches, f"changing {old!r} to {new!r} went unnoticed"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a handoff tool routed elsewhere
+        (
+            "when tool back_to_planning             then travel_agent",
+            "when tool back_to_planning             then flights_refunder",
+        ),
+        # a handoff tool that no longer ends the run
+        (
+            'when tool transfer_to_user then terminate "handoff_to_user"',
+            'when tool transfer_to_user then terminate "handed_off"',
+        ),
+    ],
+)
+def test_the_harness_reports_a_perturbed_tool_route(
+    old: str,
+    new: str,
+    agentchat_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The route of a tool call changed in a Swarm translation that matches: the scripts
+    that call the tools must see it."""
+    py = CORPUS / "agentchat_travel.py"
     text = py.with_suffix(".flow").read_text(encoding="utf-8")
     assert old in text
     flow = tmp_path / "perturbed.flow"

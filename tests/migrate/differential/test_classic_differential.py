@@ -12,9 +12,11 @@ GroupChat too), each script derived from the case is run twice:
 Who speaks, turn by turn, and how the run ends must be the same. Neither side is written
 down: both are computed. The scripts are derived from the case (``harness.scripts``, the
 AgentChat test's too): one where each speaker says ``turn K of NAME`` (K counts that
-speaker's turns), and one per scenario of the flow, where each speaker says the texts its
-scenario turns give (so termination messages and text-driven selection are exercised),
-then ``turn K of NAME``.
+speaker's turns), one per scenario of the flow, where each speaker says the texts and makes
+the tool calls its scenario turns give (so termination messages and text-driven selection
+are exercised), then ``turn K of NAME``, and, when speakers declare tools, one per tool
+position where each such speaker calls its tools in turn, starting there (a model reply
+that is a tool call, which classic's tool executor runs and routes).
 
 A translation whose findings report nothing lost or different (no M001 / M002) must match;
 the others are listed as not exact and skipped with their findings.
@@ -23,12 +25,25 @@ the others are listed as not exact and skipped with their findings.
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .harness import CORPUS, HERE, INEXACT, assert_agree, findings, run_driver, run_flow
+from .harness import (
+    CORPUS,
+    HERE,
+    INEXACT,
+    Script,
+    assert_agree,
+    choices,
+    findings,
+    run_driver,
+    run_flow,
+    selector_after,
+    spoken,
+)
 from .harness import compare as compare_sides
 
 DRIVER = HERE / "classic_driver.py"
@@ -51,28 +66,42 @@ def _classic_cases() -> list[Path]:
 CASES = _classic_cases()
 
 
-def run_classic(python: Path, py: Path, replies: dict[str, list[str]], tmp: Path) -> Any:
-    return run_driver(python, DRIVER, {"file": str(py), "replies": replies}, tmp)
+def run_classic(python: Path, py: Path, replies: Script, tmp: Path) -> Any:
+    plan = {
+        "file": str(py),
+        "replies": replies,
+        # the flow's selector speakers' decisions, for ag2's speaker selection model
+        "choices": choices(py, replies),
+        "selector_after": selector_after(py),
+    }
+    return run_driver(python, DRIVER, plan, tmp)
 
 
 def run_translation(
-    flow: Path, replies: dict[str, list[str]], tmp: Path, capsys: pytest.CaptureFixture[str]
+    py: Path, flow: Path, replies: Script, tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> Any:
     run = run_flow(flow, {"script": replies}, tmp, capsys)
     return {
-        "speakers": [t["speaker"] for t in run["turns"]],
+        "speakers": spoken(py, run),
         "end": run.get("close_reason") or f"stalled: {run.get('stalled_on')}",
     }
 
 
 def compare(
-    python: Path, py: Path, flow: Path, tmp: Path, capsys: pytest.CaptureFixture[str]
+    python: Path,
+    py: Path,
+    flow: Path,
+    tmp: Path,
+    capsys: pytest.CaptureFixture[str],
+    only: Container[str] | None = None,
 ) -> list[str]:
-    """Every script of ``py`` run under ag2 and under ``flow``: the runs that differ."""
+    """Every script of ``py`` (or those titled in ``only``) run under ag2 and under
+    ``flow``: the runs that differ."""
     return compare_sides(
         py,
         ("ag2 0.9.10", lambda replies: run_classic(python, py, replies, tmp)),
-        lambda replies: run_translation(flow, replies, tmp, capsys),
+        lambda replies: run_translation(py, flow, replies, tmp, capsys),
+        only,
     )
 
 
@@ -117,4 +146,54 @@ def test_the_harness_reports_a_perturbed_translation(
     flow = tmp_path / "perturbed.flow"
     flow.write_text(text.replace(old, new), encoding="utf-8")
     mismatches = compare(classic_python, py, flow, tmp_path, capsys)
+    assert mismatches, f"changing {old!r} to {new!r} went unnoticed"
+
+
+# auto_selector's scripts that call no tool: its findings are not exact (its tool's
+# executor turn, see them), so the scripts that call the tool differ already
+_NO_TOOL = ("turn K of NAME", "scenario the selector speaker picks the next agent")
+# the golden flow's runs of those scripts, the same for every perturbation: run once
+_GOLDEN: dict[str, list[str]] = {}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the selector's choice of Coder sends the turn elsewhere
+        (
+            "when tool transfer_to_Coder           then Coder",
+            "when tool transfer_to_Coder           then Product_manager",
+        ),
+        # the selector no longer chooses after the Product_manager
+        (
+            "when from User_proxy, Coder, Product_manager   then boss",
+            "when from User_proxy, Coder                    then boss",
+        ),
+        # one selection fewer before classic's max_round
+        ("max_turns 23", "max_turns 21"),
+    ],
+)
+def test_the_harness_reports_a_perturbed_selector_choice(
+    old: str,
+    new: str,
+    classic_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One rule of the translation of classic's ``"auto"`` selection changed: the scripts
+    on which the golden translation runs as ag2 (its selector model fed the choices the
+    flow's selector speaker makes) must see it. They must agree on the golden flow first,
+    else the check would say nothing."""
+    py = CORPUS / "auto_selector.py"
+    text = py.with_suffix(".flow").read_text(encoding="utf-8")
+    assert old in text
+    if py.name not in _GOLDEN:
+        _GOLDEN[py.name] = compare(
+            classic_python, py, py.with_suffix(".flow"), tmp_path, capsys, _NO_TOOL
+        )
+    golden = _GOLDEN[py.name]
+    assert not golden, "\n".join(golden)
+    flow = tmp_path / "perturbed.flow"
+    flow.write_text(text.replace(old, new), encoding="utf-8")
+    mismatches = compare(classic_python, py, flow, tmp_path, capsys, _NO_TOOL)
     assert mismatches, f"changing {old!r} to {new!r} went unnoticed"

@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 
-def run_scripted(path: str, queues: dict[str, collections.deque[str]]) -> tuple[Any, Any]:
+def run_scripted(path: str, queues: dict[str, collections.deque[Any]]) -> tuple[Any, Any]:
     """Run the file at ``path`` as ``__main__``, every agent's LLM reply and human input
-    being the next text of its queue in ``queues`` (``(unscripted reply of NAME)`` once
-    it is empty): the GroupChat that ran last and the file's namespace.
+    being the next turn of its queue in ``queues`` (``(unscripted reply of NAME)`` once
+    it is empty): the GroupChat that ran last and the file's namespace. A turn is a text,
+    or ``{"tool": NAME, ...}``: a model reply that calls that tool (:func:`tool_call`),
+    which classic then runs as it runs a model's call.
 
     The differential test's driver (``tests/migrate/differential/classic_driver.py``)
     runs its scripts through this too, so both see classic's runs set up alike.
@@ -35,21 +37,25 @@ def run_scripted(path: str, queues: dict[str, collections.deque[str]]) -> tuple[
     os.environ.setdefault("OPENAI_API_KEY", "sk-test")  # configs without a key still build
     from autogen import ConversableAgent, GroupChat
 
-    def next_text(agent: Any) -> str:
+    def next_text(agent: Any) -> Any:
         q = queues[agent.name]
         return q.popleft() if q else f"(unscripted reply of {agent.name})"
 
+    def model_reply(agent: Any) -> Any:
+        turn = next_text(agent)
+        return turn if isinstance(turn, str) else tool_call(agent, turn["tool"])
+
     def fake_reply(self: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
-        return True, next_text(self)
+        return True, model_reply(self)
 
     async def a_fake_reply(
         self: Any, messages: Any = None, sender: Any = None, config: Any = None
     ) -> Any:
-        return True, next_text(self)
+        return True, model_reply(self)
 
     ConversableAgent.generate_oai_reply = fake_reply  # type: ignore[method-assign]
     ConversableAgent.a_generate_oai_reply = a_fake_reply  # type: ignore[method-assign]
-    ConversableAgent.get_human_input = lambda self, prompt, **kw: next_text(self)  # type: ignore[method-assign]
+    ConversableAgent.get_human_input = lambda self, prompt, **kw: str(next_text(self))  # type: ignore[method-assign]
     seen: list[Any] = []
     original_append = GroupChat.append
 
@@ -62,6 +68,41 @@ def run_scripted(path: str, queues: dict[str, collections.deque[str]]) -> tuple[
     ns = runpy.run_path(path, run_name="__main__")
     # (`run_group_chat` runs in a thread: corpus scripts call `response.process()` to wait)
     return seen[-1], ns
+
+
+# a value of each JSON type, for a tool's required arguments (what they are does not route)
+_PLACEHOLDER = {
+    "string": "x",
+    "integer": 1,
+    "number": 1,
+    "boolean": True,
+    "array": [],
+    "object": {},
+}
+
+
+def tool_call(agent: Any, name: str) -> dict[str, Any]:
+    """The model message of ``agent`` that calls its tool ``name`` (a handoff's too), each
+    required argument filled in from the tool's schema in the agent's ``llm_config``."""
+    params: dict[str, Any] = {}
+    for tool in (agent.llm_config or {}).get("tools", []):
+        if tool.get("function", {}).get("name") == name:
+            params = tool["function"].get("parameters") or {}
+    props = params.get("properties", {})
+    args = {
+        k: _PLACEHOLDER.get(props.get(k, {}).get("type"), "x") for k in params.get("required", [])
+    }
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
 
 
 def run_one(path: str, turns: list[list[str]]) -> dict[str, Any]:
