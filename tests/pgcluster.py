@@ -271,6 +271,27 @@ class PgCluster:
         ``immediate``: as a crash would)."""
         self._run(str(self.bin / "pg_ctl"), "stop", "--wait", "-D", str(self.data), "-m", mode)
 
+    def processes(self) -> list[int]:
+        """The server's processes: the postmaster (first) and its children (Linux /proc)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        out = [postmaster]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            if int(fields[1]) == postmaster:
+                out.append(int(stat.parent.name))
+        return out
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to every process of the server (SIGKILL: a crash of the whole
+        server, as the out-of-memory killer or a power cut would leave it; SIGSTOP and
+        SIGCONT: a server frozen, then thawed)."""
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
     def running(self) -> bool:
         return (self.data / "postmaster.pid").exists()
 
