@@ -4,7 +4,8 @@ each talking to the real server through its own fault proxy on loopback
 black-holes, heals and cuts their connections. The independent history checker
 (tests/pg/history.py) then judges the database: every run's turns exactly the script's,
 in order, closed as the script says, fencing kept, and every lease that changed hands
-taken from a worker the schedule cut off.
+taken from a worker the schedule cut off; and every run's records are compared with
+those of the same script run by one process alone.
 
 Profiles: the fast one (CI) runs each scenario once with seed 0 and 24 runs. Outside
 CI, ``FLOWC_FAULT_SEEDS=0-19 FLOWC_FAULT_RUNS=60`` explores seeds 0 to 19 with 60 runs
@@ -31,9 +32,11 @@ from tests.runtime.worker_harness import (
     events,
     kill_left,
     open_db,
+    reference,
     start_worker,
     stop_worker,
     submit,
+    turns,
     wait_until,
     write_inputs,
 )
@@ -92,6 +95,20 @@ def _finish(db: str, ids: list[str], procs: list[subprocess.Popen[bytes]], timeo
         stop_worker(proc)
 
 
+def _same_as_one_process(db: str, ids: list[str], folder: Path) -> None:
+    """Every run's records after its opening (each turn's speaker, text, decision and
+    context writes, and the close) equal those of the same script run by one process
+    alone (``flowc.runtime.script_run`` on a store in memory): the faults changed nothing
+    a run recorded."""
+    expected = reference(folder / "rr.flow", folder / "rr.json")
+    store = open_db(db)
+    try:
+        differ = [cid for cid in ids if turns(list(store.read(cid))) != expected]
+    finally:
+        store.close()
+    assert not differ, f"{len(differ)} runs differ from a single-process run: {differ[:3]}"
+
+
 def _held_by(db: str, pid: int) -> set[str]:
     """The open runs whose live lease the worker ``pid`` holds and that it wrote to."""
     import psycopg
@@ -131,6 +148,7 @@ def test_partitions_that_heal(pg_cluster: object, tmp_path: Path, seed: int) -> 
         assert cut_off
         _finish(db, ids, procs, 60)
     assert check_history(db, _expected, faulted=cut_off) == []
+    _same_as_one_process(db, ids, tmp_path)
 
 
 @pytest.mark.parametrize("seed", _seeds())
@@ -180,6 +198,7 @@ def test_a_partition_that_does_not_heal_in_time(
         )
         _finish(db, ids, procs, 30)
     assert check_history(db, _expected, faulted={pid}) == []
+    _same_as_one_process(db, ids, tmp_path)
 
 
 @pytest.mark.parametrize("seed", _seeds())
@@ -201,6 +220,7 @@ def test_commits_whose_answer_is_lost(pg_cluster: object, tmp_path: Path, seed: 
         assert sum(p.commits_cut for p in proxies) > 0
         cut = {procs[i].pid for i, p in enumerate(proxies) if p.commits_cut}
     assert check_history(db, _expected, faulted=cut) == []
+    _same_as_one_process(db, ids, tmp_path)
 
 
 def _session_states(db: str) -> list[tuple[str, str | None]]:
