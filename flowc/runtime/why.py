@@ -252,6 +252,8 @@ class TurnWhy:
         else:
             where = f"■ ended the run: {format_value(self.closes or '')}"
         out = [f"turn {self.turn}: {format_name(self.speaker)} {where}, by {self.decided_by}"]
+        if self.close_kind == "max_turns":  # routed, but the run ended there: said at once
+            out[0] += f"; max_turns {self.max_turns} then closed the run"
         if self.kind in (HANDOFF, FINISH):
             r = self.routing or {}
             tool = format_name(str(r.get("tool") or self.kind))

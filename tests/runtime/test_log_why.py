@@ -416,6 +416,10 @@ def test_a_finish_and_the_turn_cap_are_explained(tmp_path: Path) -> None:
     assert why.text().splitlines()[-1] == (
         '  the run then reached max_turns 9 (turn 9) and closed: "max_turns"'
     )
+    # the first line already says the run ended there, not only the last one
+    head = why.text().splitlines()[0]
+    assert head.startswith("turn 9: ") and head.endswith("; max_turns 9 then closed the run")
+    assert not explain_turn(capped, 8).text().splitlines()[0].endswith("closed the run")
     assert explain_turn(capped, 8).close_kind is None
 
 
