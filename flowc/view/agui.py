@@ -2,8 +2,9 @@
 
 AG-UI is the event protocol AG2's own UI bridge and CopilotKit speak: a server sends a
 run as a stream of JSON events over server-sent events, each ``data: {...}`` with a
-``type``. `flowc view` serves the same live feed its page reads in that form, so a front
-end that shows AG-UI agents can show a flowc run, live or finished:
+``type``. `flowc view` serves the same live feed its page reads in that form (a ``GET``
+with the token, as every request to it; read-only), so that code reading AG-UI events
+can show a flowc run, live or finished:
 
 - ``RUN_STARTED`` (``threadId`` and ``runId``: the run's id; ``parentRunId`` for a run
   forked from another) and a ``STATE_SNAPSHOT`` of the initial context, when a client
@@ -51,15 +52,22 @@ def patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str,
 
     >>> patch({"a": 1, "b": 2}, {"b": 3, "c": None})
     [{'op': 'remove', 'path': '/a'}, {'op': 'add', 'path': '/b', 'value': 3}, {'op': 'add', 'path': '/c', 'value': None}]
+    >>> patch({"a": [1], "b": {"x": 1}}, {"a": [True], "b": {"x": 1.0}})
+    [{'op': 'add', 'path': '/a', 'value': [True]}, {'op': 'add', 'path': '/b', 'value': {'x': 1.0}}]
     """
     ops: list[dict[str, Any]] = [
         {"op": "remove", "path": _pointer(k)} for k in before if k not in after
     ]
     for k, v in after.items():
-        if k not in before or before[k] != v or type(before[k]) is not type(v):
+        # compared as JSON: ``1`` and ``true``, ``[1]`` and ``[1.0]`` are not the same value
+        if k not in before or _json(before[k]) != _json(v):
             # ("add" sets a member whether or not it is there: RFC 6902, 4.1)
             ops.append({"op": "add", "path": _pointer(k), "value": v})
     return ops
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _data(event: Mapping[str, Any], event_id: int | None = None) -> str:

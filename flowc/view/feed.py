@@ -241,6 +241,10 @@ class TurnFeed:
         #: the names of the properties the run broke so far, in the order it broke them
         self.violated: list[str] = []
         self._context: dict[str, Any] | None = None
+        #: the first turn after this one carries the whole context (a page reconnecting
+        #: after turn N may have missed the turn that last changed it); None: only the
+        #: turns that change it do
+        self.context_after: int | None = 0
 
     def poll(self, store: WalStore, limit: int = PAGE_ROWS) -> list[dict[str, Any]]:
         """The turns finished by the next ``limit`` envelopes at most (none when nothing
@@ -319,8 +323,13 @@ class TurnFeed:
             "node": node,
             "edge": view.edge_of(record),
         }
-        if changed:
+        first = self.context_after is not None and self.turns > self.context_after
+        if changed or first:
+            # (the context after this very turn: what the page lacks, not the state after
+            # the whole page of rows read)
             event["context"] = context
+        if first:
+            self.context_after = None
         if record.warnings:
             event["warnings"] = [dict(w) for w in record.warnings]
         if record.violated:  # the properties the turn broke, each with its claim and why

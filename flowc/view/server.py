@@ -763,7 +763,7 @@ async def _events(
     """:func:`_stream`'s events."""
     store = await run_in_threadpool(settings.open)
     feed = TurnFeed(view)
-    sent_context = False
+    feed.context_after = after  # the first turn sent brings the whole context
     try:
         yield encoder.begin(after)
         status: tuple[Any, ...] | None = None
@@ -775,10 +775,6 @@ async def _events(
             for event in await run_in_threadpool(feed.poll, store):
                 if event["n"] <= after:
                     continue
-                if not sent_context and "context" not in event:
-                    # the page may have missed the turn that last changed the context
-                    event["context"] = dict(feed.folder.state.context_vars)  # type: ignore[union-attr]
-                sent_context = True
                 chunk.append(encoder.turn(event))
             if chunk:  # one write for the page of turns read (a long run's backlog)
                 yield "".join(chunk)

@@ -318,3 +318,54 @@ def test_a_forked_run_names_its_parent(tmp_path: Path) -> None:
     assert sent[0][1]["parentRunId"] == parent["run_id"]
     turns, _, _ = rebuild(sent)
     assert [_as_streamed(t) for t in turns][:2] == [_as_logged(t) for t in parent["turns"][:2]]
+
+
+def test_a_reconnection_gets_the_context_of_its_own_turn(tmp_path: Path) -> None:
+    """A run whose context changes on every human turn: reconnecting after any turn N, the
+    first turn sent carries the context after that very turn (not the state after all
+    the rows the server read at once), on the page's stream and in AG-UI's, and the
+    context after every later turn is right."""
+    from tests.view.test_view_http import events as page_events
+
+    flow = tmp_path / "stages.flow"
+    flow.write_text(
+        "speaker user: human { sets stage }\nspeaker bot\nmax_turns 8\n"
+        "when from user then bot\nwhen from bot then user\n",
+        encoding="utf-8",
+    )
+    script = tmp_path / "s.yaml"
+    script.write_text(
+        'kickoff: "go"\nscript:\n  bot: ["w", "x", "y", "z"]\n  user:\n'
+        '    - {say: "a", set: {stage: 1}}\n    - {say: "b", set: {stage: 2}}\n'
+        '    - {say: "c", set: {stage: 3}}\n',
+        encoding="utf-8",
+    )
+    db = tmp_path / "runs.db"
+    done = flowc("run", str(flow), "--script", str(script), "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
+    after_each = _contexts(log)
+    assert len({json.dumps(c) for c in after_each}) >= 4  # it does change along the run
+    client = TestClient(
+        make_app(ViewSettings(str(db), TOKEN, poll=0.01)), base_url="http://127.0.0.1:8123"
+    )  # type: ignore[arg-type]
+    run_id = log["run_id"]
+    for after in range(1, len(log["turns"])):
+        headers = {"Last-Event-ID": str(after)}
+        page = [
+            d
+            for _, kind, d in page_events(
+                client.get(f"/api/run/{run_id}/events?token={TOKEN}", headers=headers).text
+            )
+            if kind == "turn"
+        ]
+        assert page[0]["n"] == after + 1 and page[0]["context"] == after_each[after]
+        state = None
+        for d in page:  # the page's own fold: the whole context when it changed
+            state = d.get("context", state)
+            assert state == after_each[d["n"] - 1]
+        rest = agui_events(
+            client.get(f"/api/run/{run_id}/ag-ui?token={TOKEN}", headers=headers).text
+        )
+        turns, _, _ = rebuild(rest)
+        assert [t["context"] for t in turns] == after_each[after:]
