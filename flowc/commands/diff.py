@@ -189,7 +189,13 @@ def render_text(diff: Any, color: bool = False) -> str:
         out.append(f"{bold}behaviour: changed{reset}")
         out.append("  shortest distinguishing run:")
         out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
+    from flowc.compiler.analysis.changes import PROPERTY_FLIPS
+
     for c in diff.behavioural:
+        if diff.first is None and c.kind not in PROPERTY_FLIPS:
+            # no run routes differently: the others are notes, as when nothing changed
+            out.append(f"  note: {c.text}")
+            continue
         out.append(f"  * {c.text}")
         if (
             diff.first is not None
@@ -247,8 +253,13 @@ def render_markdown(diff: Any) -> str:
         out += [f"- note: {c.phrase.markdown()}" for c in diff.behavioural]
         return "\n".join(out) + "\n"
     if diff.verdict == "changed" and diff.first is None:  # only a property's verdict changed
+        from flowc.compiler.analysis.changes import PROPERTY_FLIPS
+
         out += ["No run routes differently, but a run breaks a property in one version only.", ""]
-        out += [f"- {c.phrase.markdown()}" for c in diff.behavioural]
+        out += [
+            f"- {'' if c.kind in PROPERTY_FLIPS else 'note: '}{c.phrase.markdown()}"
+            for c in diff.behavioural
+        ]
         return "\n".join(out) + "\n"
     if diff.verdict == "unknown":
         out += [f"flowc could not decide: {md_text(diff.reason)}.", ""]

@@ -942,12 +942,12 @@ def cmd_fork(args: argparse.Namespace) -> int:
         except _DAMAGED as err:
             print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
             return EXIT_ERRORS
-        script = doc = None
+        script = None
         if args.script:  # checked before anything is written
             loaded = read_script(args.script)
             if loaded is None:
                 return EXIT_ERRORS
-            doc, script = loaded
+            _, script = loaded
             try:
                 check_fork_script(target, script, n)
             except ScriptError as err:
@@ -960,7 +960,6 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 n,
                 run_id=new_id,
                 labels={"script": args.script or ""},
-                script_doc=doc,
             )
         except ScriptError as err:
             print(f"{args.script}: error: {err}", file=sys.stderr)

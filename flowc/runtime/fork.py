@@ -43,7 +43,6 @@ scenario "up to 3" {
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -58,7 +57,7 @@ from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
-from flowc.runtime.wal import WalError, WalStore, holder_id
+from flowc.runtime.wal import LEASE_SECONDS, WalError, WalStore, holder_id
 from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn
 
 __all__ = [
@@ -288,7 +287,6 @@ def fork_run(
     *,
     run_id: str | None = None,
     labels: Mapping[str, Any] | None = None,
-    script_doc: Any = None,
 ) -> str:
     """Write a new run into ``store`` whose records are the run ``parent``'s up to and
     including turn ``n`` (0: its opening only), and return its id (``run_id``, or a new
@@ -300,16 +298,17 @@ def fork_run(
     between them (``causation_id``, ``follows``) renamed to match. The opening record
     gets the time of the fork, ``labels`` over the parent's labels, and the link to the
     parent (:data:`FORKED_FROM`). A parent submitted for the workers (``flowc submit``)
-    holds its script in its labels, which a worker would drive the new run with: the
-    new run holds ``script_doc`` there instead, the fork's own script document (none:
-    an empty one). The new run is written under a lease of its own, as
-    a hub writes a run, and given back: ``resume`` takes it from there (a parent that
-    closed on turn ``n`` gives a run whose close ``resume`` writes).
+    holds its script in its labels, which marks a run for the workers to take: the fork
+    leaves it out, since the process that forks a run drives it (``flowc fork``, the
+    view), and a worker woken by the lease given back must not take it first and play the
+    parent's script (``flowc resume`` goes on with a fork that was left open). The new
+    run is written under a lease of its own, as a hub writes a run, renewed while the
+    copy goes on, and given back: ``resume`` takes it from there (a parent that closed on
+    turn ``n`` gives a run whose close ``resume`` writes).
 
     Raises :class:`~flowc.runtime.why.TurnOutOfRange` for a turn the run does not
     have, :class:`ForkError` for a negative turn, a damaged parent or a ``run_id``
-    already taken, :class:`~flowc.runtime.script.ScriptError` for a ``script_doc`` JSON
-    cannot hold, :class:`~flowc.runtime.wal.WalError` if the store fails (the three
+    already taken, :class:`~flowc.runtime.wal.WalError` if the store fails (the two
     first before anything is written).
     """
     if n < 0:
@@ -325,20 +324,18 @@ def fork_run(
     metadata = dict(data["metadata"])
     now = _now()
     kept = {**metadata.get("labels", {}), **(labels or {})}
-    if SCRIPT_LABEL in kept:  # the parent's script is not the fork's
-        try:
-            kept[SCRIPT_LABEL] = json.loads(
-                json.dumps({} if script_doc is None else script_doc, allow_nan=False)
-            )
-        except (TypeError, ValueError) as err:
-            raise ScriptError(f"the script cannot be stored with the run ({err})") from None
+    kept.pop(SCRIPT_LABEL, None)  # not a run for the workers: its forker drives it
     metadata.update(channel_id=new, created_at=now, labels=kept)
     data["metadata"] = metadata
     data[FORKED_FROM] = ForkedFrom(parent, n).to_json()
-    lease = store.acquire(new, holder_id(f"fork-{prefix}"))
+    lease = store.acquire(new, holder_id(f"fork-{prefix}"), LEASE_SECONDS)
+    renewed = time.monotonic()
     try:
         follows: str | None = None
         for i, env in enumerate(copied):
+            if time.monotonic() - renewed >= LEASE_SECONDS / 3:  # a long copy keeps its lease
+                lease = store.renew(lease, LEASE_SECONDS)
+                renewed = time.monotonic()
             copy = attrs.evolve(
                 env,
                 channel_id=new,

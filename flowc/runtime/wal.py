@@ -83,9 +83,6 @@ class StoreUnavailable(WalError):
     again once its lease is given back or expires."""
 
 
-#: SQLite's result codes that say the database's state, which may mend (busy, locked,
-#: out of memory, its files unreadable, unwritable or full, a lock protocol race), not
-#: what was asked of it (a missing table, a constraint, a bad value: the same again)
 #: the operating system's errors that trying again would meet again: the path or the
 #: file system refuses what is asked (a full disk, an I/O error, a lost connection, too
 #: many open files, and an error without a number are worth another try)
@@ -107,6 +104,9 @@ _OS_REFUSED = frozenset(
     if hasattr(errno, name)
 )
 
+#: SQLite's result codes that say the database's state, which may mend (busy, locked,
+#: out of memory, its files unreadable, unwritable or full, a lock protocol race), not
+#: what was asked of it (a missing table, a constraint, a bad value: the same again)
 _SQLITE_UNAVAILABLE = frozenset(
     getattr(sqlite3, name)
     for name in (
@@ -136,8 +136,9 @@ def unavailable(err: BaseException) -> bool:
     """Whether ``err`` (raised by a store or its database driver) says the database is
     unavailable for now, which trying again later may mend (:class:`StoreUnavailable`):
     an operating-system error but those that would come again (:data:`_OS_REFUSED`: a
-    read-only file system, a missing or forbidden path, a name too long...); SQLite's busy, locked, out of memory, I/O, full, cannot
-    open (its primary result code); psycopg's connection errors (an ``OperationalError``
+    read-only file system, a missing or forbidden path, a name too long...); SQLite's
+    busy, locked, out of memory, I/O, full, cannot open (its primary result code);
+    psycopg's connection errors (an ``OperationalError``
     the client raised itself, with no SQLSTATE) and the SQLSTATE classes above. Not what
     the database refuses in what was asked (a missing table, a constraint, a bad value,
     a limit), which it would refuse again."""

@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import html
 import json
+import os
 import re
 import secrets
 import threading
@@ -148,8 +149,9 @@ def _page(status: int, title: str, message: str) -> HTMLResponse:
 
 class Guard:
     """The ASGI middleware that refuses any request without the token, from another
-    site, to another host name, or that would change something (see the module's
-    docstring); it adds :data:`SECURITY_HEADERS` to every answer."""
+    site, to another host name, or that would change something but the one request that
+    starts a new run from a turn, itself held to more (see the module's docstring); it
+    adds :data:`SECURITY_HEADERS` to every answer."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
@@ -811,15 +813,15 @@ async def _events(
             store.close()
 
 
-def _fork(
-    settings: ViewSettings, run_id: str, n: int, script: Script, doc: Any = None
-) -> dict[str, Any]:
+def _fork(settings: ViewSettings, run_id: str, n: int, script: Script) -> dict[str, Any]:
     """Write a new run from turn ``n`` of ``run_id`` and drive it with ``script`` (as
     ``flowc fork RUN N --script S``, with nobody at a terminal: a human with no scripted
-    turn left stalls it; ``doc``, the script's document, is kept with the fork of a run
-    submitted for the workers); what became of it. The script is checked before anything is
-    written; the parent is only read. Raises as :func:`~flowc.runtime.fork.fork_run`
-    and :func:`~flowc.runtime.fork.check_fork_script` do."""
+    turn left stalls it); what became of it, with the new run's id. The script is checked
+    before anything is written; the parent is only read. Raises as
+    :func:`~flowc.runtime.fork.check_fork_script` and :func:`~flowc.runtime.fork.fork_run`
+    do, before anything is written; :class:`_Written` when the store failed once the new
+    run was (partly) written. A failure of the run itself (a script that runs out, the
+    store refusing a turn) is in the answer's ``error``."""
     from flowc.runtime.fork import ForkedFrom, check_fork_script, fork_run
     from flowc.runtime.script_run import resume_script
     from flowc.runtime.target import RunTarget
@@ -831,12 +833,18 @@ def _fork(
         if metadata is None:
             raise HTTPException(404, f"no run {run_id!r} in this database")
         check_fork_script(RunTarget.from_metadata(metadata), script, n)
-        new = fork_run(store, run_id, n, labels={"script": "flowc view"}, script_doc=doc)
+        new = f"wf-{os.urandom(6).hex()}"
         answer: dict[str, Any] = {"run_id": new, "forked_from": ForkedFrom(run_id, n).to_json()}
+        try:
+            fork_run(store, run_id, n, run_id=new, labels={"script": "flowc view"})
+        except WalError as err:
+            if new not in store.channel_ids():
+                raise  # nothing written
+            raise _Written({**answer, "error": f"the copy stopped: {err}"}) from err
         try:
             result = asyncio.run(resume_script(store, new, script))
         except (ScriptError, ProtocolError, WalError) as err:
-            return {**answer, "error": str(err)}
+            return {**answer, "turns": None, "error": str(err)}
         return {
             **answer,
             "turns": result.turn_count,
@@ -848,12 +856,22 @@ def _fork(
         store.close()
 
 
+class _Written(Exception):
+    """The store failed after a fork's new run was written (in part): its answer, with
+    the run's id."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        super().__init__(answer.get("error"))
+        self.answer = answer
+
+
 def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
     """``POST /api/run/ID/fork/N``, its body a script document (JSON, as ``--script``
     takes; an empty body: no script): a new run from turn N (:func:`_fork`), ``201``
     with its id and what became of it; ``404`` for a run or turn the database does not
     have, ``413`` for a body past :data:`FORK_BODY_BYTES`, ``422`` for a script that is
-    not JSON or does not fit the run (nothing written)."""
+    not JSON or does not fit the run (nothing written), ``503`` when the database failed
+    (with the new run's id when it was written in part)."""
     from flowc.inputs import SCRIPT_MAX_DEPTH, DataError, load_json
 
     async def fork(request: Request) -> Response:
@@ -878,13 +896,17 @@ def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
         except (DataError, ScriptError) as err:
             return JSONResponse({"error": f"the script: {err}"}, status_code=422)
         try:
-            found = await run_in_threadpool(_fork, settings, run_id, n, script, doc)
+            found = await run_in_threadpool(_fork, settings, run_id, n, script)
         except TurnOutOfRange as err:
             return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=404)
         except ScriptError as err:
             return JSONResponse({"error": f"the script: {err}"}, status_code=422)
-        except (ForkError, ProtocolError, WalError, ValueError, KeyError, TypeError) as err:
+        except (ForkError, ProtocolError) as err:  # refused before anything was written
             return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=422)
+        except WalError as err:  # the store failed before anything was written
+            return JSONResponse({"error": f"the database: {err}"}, status_code=503)
+        except _Written as written:  # ... or once the new run was (in part)
+            return JSONResponse(written.answer, status_code=503)
         return JSONResponse(found, status_code=201)
 
     return fork

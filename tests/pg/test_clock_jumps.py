@@ -32,10 +32,10 @@ from tests.runtime.worker_harness import (
 )
 
 SHIMS = Path(__file__).parent / "clockjump"
-#: the jumps, in seconds (back and forth by minutes and hours, and back to the truth)
 #: the turn the runs wait at, and how many random jumps follow the two first ones
 HOLD = 6
 SCHEDULED = 6
+#: the jumps, in seconds (back and forth by minutes and hours, and back to the truth)
 JUMPS = (-7200.0, -3600.0, -600.0, -60.0, 0.0, 60.0, 600.0, 3600.0, 7200.0)
 
 
@@ -84,6 +84,9 @@ def test_clock_jumps_change_no_lease_decision(
         _finish(db, ids, procs, 90)
     finally:
         kill_left(procs)
+    # the shifted clock was in force in both workers (not skipped by another sitecustomize)
+    loaded = {int(Path(f"{clock}.loaded").read_text()) for clock in clocks}
+    assert loaded == {procs[0].pid, procs[1].pid}
     lost = {str(log.name): events(log, "lost") for log in logs}
     assert not any(lost.values()), f"runs lost to a clock jump: {lost}"
     # no worker was faulted: a lease that changed hands at all is an anomaly

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
-from flowc.view.server import ViewSettings, make_app
+from flowc.view.server import FORK_BODY_BYTES, ViewSettings, make_app
 from tests.view.conftest import ROOT, flowc
 
 TOKEN = "test-token-0123456789abcdef"
@@ -105,6 +105,7 @@ def test_a_new_run_from_a_turn_through_http(parent_db: Path, tmp_path: Path) -> 
         (url, "{not json", 422, "the script is not JSON"),
         (url, json.dumps({"kickoff": "hi", **AFTER}), 422, "so it has no kickoff"),
         (url, json.dumps({"script": {"nobody": ["hi"]}}), 422, "the script:"),
+        (url, json.dumps({"script": {"x": ["y" * FORK_BODY_BYTES]}}), 413, "too long"),
     ):
         answer = client.post(path, content=content, headers=same_site)
         assert answer.status_code == status, (path, content, answer.text)

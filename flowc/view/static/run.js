@@ -368,14 +368,15 @@
     }).then(function (answer) {
       var found = null;
       try { found = JSON.parse(answer.body); } catch (e) { /* the body as it is */ }
-      if (!answer.ok) {
+      if (!answer.ok && !(found && found.run_id)) {
         text(el('fork-note'), 'No new run: ' + (found && found.error ? found.error : answer.body));
         return;
       }
       var ended = found.close_reason !== null && found.close_reason !== undefined
         ? 'closed: ' + found.close_reason
         : found.stalled_on ? 'stalled on ' + found.stalled_on : 'open';
-      text(el('fork-note'), 'new run from turn ' + n + ' (' + found.turns + ' turns, ' + ended + ')' +
+      var count = typeof found.turns === 'number' ? found.turns + ' turns, ' : '';
+      text(el('fork-note'), 'new run from turn ' + n + ' (' + count + ended + ')' +
         (found.error ? ': ' + found.error : '') + ': ');
       var link = el('fork-link');
       link.href = '/run/' + encodeURIComponent(found.run_id);

@@ -233,9 +233,11 @@ def compare(
     label, run_original = original
     width = max(len(label), len("flowc run")) + 1
     mismatches = []
+    ran: set[str] = set()
     for title, replies in scripts(py):
         if only is not None and title not in only:
             continue
+        ran.add(title)
         real = run_original(replies)
         got = translated(replies)
         if real != got:
@@ -243,6 +245,9 @@ def compare(
                 f"{title}:\n  {(label + ':').ljust(width)} {real}"
                 f"\n  {'flowc run:'.ljust(width)} {got}"
             )
+    if only is not None and isinstance(only, (set, frozenset, list, tuple)):
+        missing = set(only) - ran
+        assert not missing, f"no script of {py.name} is titled {sorted(missing)}"
     return mismatches
 
 

@@ -39,3 +39,6 @@ if _FILE:
 
     time.time = _time
     time.time_ns = _time_ns
+    # the test checks that this ran (a sitecustomize found first would silently skip it)
+    with open(_FILE + ".loaded", "w", encoding="utf-8") as mark:
+        mark.write(str(os.getpid()))
