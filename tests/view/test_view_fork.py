@@ -18,21 +18,9 @@ from starlette.testclient import TestClient
 
 from flowc.view.server import FORK_BODY_BYTES, ViewSettings, make_app
 from tests.view.conftest import ROOT, flowc
+from tests.view.test_view_http import SCRIPT, TOKEN
 
-TOKEN = "test-token-0123456789abcdef"
 ORIGIN = "http://127.0.0.1:8123"
-SCRIPT = """kickoff: "I was charged twice this month."
-script:
-  triage:
-    - tool: route_billing
-      say: "Passing you to billing."
-  billing:
-    - "I see two charges. Refund one?"
-    - tool: close_ticket
-      say: "Refunded."
-  customer:
-    - "Yes, please."
-"""
 #: what the fork at turn 3 says instead of "Yes, please."
 AFTER = {
     "script": {
