@@ -613,14 +613,16 @@ class _Search:
         near: dict[int, int] | None,
         budget: int | None,
     ) -> list[int] | None:
-        """Depth first from ``start``: a walk of exactly ``want`` turns over the recorded
-        pairs to one of ``bad`` (a failed (pair, turns) is not tried again); ``near``
-        prunes the pairs too far from ``bad``; past ``budget`` steps, None."""
+        """Depth first from ``start``: a walk of exactly ``want`` turns over the pairs
+        the search went on from to one of ``bad`` (a failed (pair, turns) is not tried
+        again); ``near`` prunes the pairs too far from ``bad``; past ``budget`` steps,
+        None. (The pairs a walk reaches after fewer than ``want`` turns are ones the
+        search went on from; those it reaches after ``want`` need no successors.)"""
         succ_of = self.succ_of
         failed: set[tuple[int, int]] = set()
         far = want + 1
         path = [start]
-        stack: list[Iterator[int]] = [iter(succ_of(start))]
+        stack: list[Iterator[int]] = [iter(succ_of(start) if want > 0 else ())]
         steps = 0
         while stack:
             t = len(path) - 1
@@ -640,7 +642,7 @@ class _Search:
                 if near is not None and t + 1 + near.get(y, far) > want:
                     continue
                 path.append(y)
-                stack.append(iter(succ_of(y)))
+                stack.append(iter(succ_of(y) if t + 1 < want else ()))
                 break
             else:
                 failed.add((path[-1], t))
