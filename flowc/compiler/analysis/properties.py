@@ -338,8 +338,9 @@ _SHIFT = 20
 _MIDS = (1 << _SHIFT) - 1
 
 
-#: the steps per turn of the cap the quick try at a run cut by the cap may take
-#: (:meth:`_Search.cap_run`), before the pairs' distances to the cap are counted
+#: the steps per turn of the cap the quick try at a run cut by the cap may take, and
+#: one per pair searched (:meth:`_Search.cap_run`), before the pairs' distances to the
+#: cap are counted (0: no quick try)
 _QUICK_WALK = 64
 
 
@@ -569,8 +570,12 @@ class _Search:
         start = self.layers[0][0]
         # depth first, for a walk of exactly ``want`` turns: a quick try first (the turns
         # that break at the cap are often many), then guided by how few turns lead from
-        # each pair to one of ``bad`` (backwards over the pairs)
-        path = self._walk(start, want, bad, None, budget=_QUICK_WALK * cap)
+        # each pair to one of ``bad`` (backwards over the pairs). Both find the same walk,
+        # the first in the order of the turns (the distances only cut branches that
+        # cannot reach ``bad`` in time), so the quick try may take about as many steps
+        # as counting the distances costs (a pass over every pair's turns)
+        budget = _QUICK_WALK * cap + (len(self.parent) if _QUICK_WALK else 0)
+        path = self._walk(start, want, bad, None, budget=budget)
         if path is None:
             # (:meth:`succ_of` of each pair the search went on from, inline)
             pred: dict[int, list[int]] = {}
