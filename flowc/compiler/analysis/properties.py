@@ -378,6 +378,8 @@ class _Search:
         self.mids: dict[tuple[Any, int], int] = {}
         #: per monitor state: mask -> :meth:`trans`
         self.rows: list[dict[int, int]] = []
+        #: the same by the turn's whole mask (the search's lookup: no masking per turn)
+        self.full_rows: list[dict[int, int]] = []
         self._ending: dict[tuple[int, int, bool], StepResult] = {}
         self.parent: dict[int, int] = {}
         self.layers: list[list[int]] = []
@@ -398,6 +400,7 @@ class _Search:
             found = self.mids[key] = len(self.mstates)
             self.mstates.append(key)
             self.rows.append({})
+            self.full_rows.append({})
         return found
 
     def turn_of(self, tc: int) -> int:
@@ -470,7 +473,7 @@ class _Search:
         frontier = [start]
         built = g._edges
         build = g.edges
-        rows = self.rows
+        rows = self.full_rows
         trans = self.trans
         ending = self.ending
         cap_bits = g.cap_bits & pmask
@@ -498,10 +501,10 @@ class _Search:
                 row = rows[mid]
                 if not record_kept:  # (the common case, without the lists below)
                     for vs, mask in both[0]:
-                        mm = mask & pmask
-                        r = row.get(mm)
-                        if r is None:
-                            r = trans(mid, mm)
+                        try:
+                            r = row[mask]
+                        except KeyError:
+                            r = row[mask] = trans(mid, mask & pmask)
                         if r >= 0:
                             y = vs | r >> 1
                             if y not in parent:
@@ -512,10 +515,10 @@ class _Search:
                     continue
                 kept: list[int] = []
                 for vs, mask in both[0]:
-                    mm = mask & pmask
-                    r = row.get(mm)
-                    if r is None:
-                        r = trans(mid, mm)
+                    try:
+                        r = row[mask]
+                    except KeyError:
+                        r = row[mask] = trans(mid, mask & pmask)
                     if r >= 0:
                         y = vs | r >> 1
                         if y not in parent:
