@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import random
+import sys
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -44,6 +46,10 @@ from flowc.diagnostics import render_json, render_sarif
 from tests.check.check_replay import replay
 from tests.check.property_gen import flow_text, prop
 from tests.check.property_reference import reference
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_analysis import Shape, generate
+from bench_analysis import properties as bench_properties
 
 # The flow of the table below. Its runs: the user opens (turn 1), the bot answers (the
 # run ends "answered"), escalates to the agent, or replies plainly to the user; the agent
@@ -658,3 +664,152 @@ def test_a_property_no_run_can_break_is_proved_without_the_flow(
     # not so when a run can break it
     never_answered = decider.Monitor(Property("n", Never(Ends("answered"))), table)
     assert not decider._Safety(never_answered, table).safe(never_answered.initial, 0)
+
+
+def _recorded_cap_run(search: Any, done: Any) -> Any:
+    """The cap's question as it was answered before :meth:`_Search.succ_of` (the
+    reference for the test below), on a fresh ``search``: the search keeps each pair's
+    successors while it goes (the same layers and parents as ``done``'s, which found no
+    violation), and the cap's question reads that map."""
+    g, pmask, cap = search.g, search.pmask, search.cap
+    start = search.mid(search.mon.initial, 0)
+    parent = {start: -1}
+    layers: list[list[int]] = []
+    succ: dict[int, list[int]] = {}
+    frontier = [start]
+    t = 0
+    while frontier:
+        layers.append(frontier)
+        if t + 1 >= cap:
+            break
+        nxt: list[int] = []
+        for x in frontier:
+            ys: list[int] = []
+            for vs, mask in g.edges(x >> decider._SHIFT)[0]:
+                r = search.trans(x & decider._MIDS, mask & pmask)
+                if r >= 0:
+                    y = vs | r >> 1
+                    if y not in parent:
+                        parent[y] = x
+                        nxt.append(y)
+                    ys.append(y)
+            if ys:
+                succ[x] = ys
+        frontier = nxt
+        t += 1
+    assert layers == done.layers and parent == done.parent
+    want = cap - 1
+    cap_bits = g.cap_bits & pmask
+    classes = {mask & pmask for built in g._edges if built for _, mask in built[0]}
+    breaking: dict[int, set[int]] = {}
+    for mid in range(len(search.mstates)):
+        found = {mm for mm in classes if search.ending(mid, mm | cap_bits).kind == "violated"}
+        if found:
+            breaking[mid] = found
+    bad: dict[int, tuple[int, int]] = {}
+    for layer in layers[:want]:
+        for x in layer:
+            wrong = breaking.get(x & decider._MIDS)
+            if wrong is None:
+                continue
+            for vs, mask in g.edges(x >> decider._SHIFT)[0]:
+                if mask & pmask in wrong:
+                    bad[x] = (vs >> decider._SHIFT, mask | g.cap_bits)
+                    break
+    if not bad:
+        return None
+
+    def walk_to(near: dict[int, int] | None, budget: int | None) -> list[int] | None:
+        failed: set[tuple[int, int]] = set()
+        path = [start]
+        stack = [iter(succ.get(start, ()))]
+        steps = 0
+        while stack:
+            t = len(path) - 1
+            if t == want:
+                if path[-1] in bad:
+                    return path
+                failed.add((path[-1], t))
+                path.pop()
+                stack.pop()
+                continue
+            steps += 1
+            if budget is not None and steps > budget:
+                return None
+            for y in stack[-1]:
+                if (y, t + 1) in failed:
+                    continue
+                if near is not None and t + 1 + near.get(y, want + 1) > want:
+                    continue
+                path.append(y)
+                stack.append(iter(succ.get(y, ())))
+                break
+            else:
+                failed.add((path[-1], t))
+                path.pop()
+                stack.pop()
+        return None
+
+    path = walk_to(None, decider._QUICK_WALK * cap)
+    if path is None:
+        pred: dict[int, list[int]] = {}
+        for x, ys in succ.items():
+            for y in ys:
+                pred.setdefault(y, []).append(x)
+        near = dict.fromkeys(bad, 0)
+        todo = list(bad)
+        for y in todo:  # (breadth first: the list grows behind the loop)
+            for x in pred.get(y, ()):
+                if x not in near:
+                    near[x] = near[y] + 1
+                    todo.append(x)
+        path = walk_to(near, None)
+    if path is None:
+        return None
+    v, mask = bad[path[-1]]
+    return tuple(path), v, mask
+
+
+def _cap_cases() -> list[tuple[CompiledFlow, list[Property]]]:
+    """Generated flows and properties, and a few of the benchmark family's (where a
+    run cut by the cap is found by walking, not in the search's last layer)."""
+    out = []
+    for seed in range(40):
+        rnd = random.Random(seed)
+        flow = compile_flow(flow_text(rnd))
+        out.append((flow, [prop(rnd, list(flow.speakers), f"p{j}") for j in range(6)]))
+    for params in [(5, 2, 2, 1, 10), (5, 2, 2, 1, 20), (10, 3, 2, 1, 20), (100, 8, 1, 1, 50)]:
+        shape = Shape(*params)
+        out.append((compile_flow(generate(shape)), list(bench_properties(shape, 20))))
+    return out
+
+
+@pytest.mark.parametrize("quick", [64, 0], ids=["quick-try", "distances"])
+@pytest.mark.parametrize("safety", [False, True], ids=["plain", "safe-states"])
+def test_the_cap_question_reads_the_turns_again_as_a_recording_search_kept_them(
+    quick: int, safety: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run cut by `max_turns` is looked for over the pairs' successors read again from
+    the graph and the monitor's known steps (:meth:`_Search.succ_of`), not kept by the
+    search: the walk found (turns, last pair, the cap's turn) is the one the search that
+    kept them found, with the quick try (and without it: the distances to the cap
+    counted for every pair)."""
+    monkeypatch.setattr(decider, "_QUICK_WALK", quick)
+    if safety:
+        monkeypatch.setattr(decider, "_SAFETY_FROM", 0)
+    asked = found = 0
+    for flow, props in _cap_cases():
+        space = explore(system_for(flow, props), 100_000, record=True)
+        table = decider.AtomTable()
+        monitors = [decider.Monitor(p, table) for p in props]  # (every atom, then the graph)
+        graph = decider._Graph(space, table)
+        for mon in monitors:
+            search = decider._Search(graph, mon, 10**6)
+            if search.run() is not None or not mon.end_sensitive:
+                continue
+            asked += 1
+            got = search.cap_run()
+            want = _recorded_cap_run(decider._Search(graph, mon, 10**6), search)
+            assert (got and (got.path, got.v, got.mask)) == want, mon.prop
+            found += got is not None
+    assert asked > 100 and found >= 8, (asked, found)

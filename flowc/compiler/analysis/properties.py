@@ -182,6 +182,11 @@ class _Graph:
         self._edges: list[
             tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
         ] = [None] * self.n
+        #: the nodes built, in order, and the masks of :meth:`go_masks` over the first
+        #: ``_masked`` of them (each cap question asks again, after more were built)
+        self._built: list[int] = []
+        self._go_masks: set[int] = set()
+        self._masked = 0
 
     def tool_bits(self, tool: str | None) -> int:
         found = self._tools.get(tool)
@@ -236,8 +241,15 @@ class _Graph:
             yield v, base | self.end_bits(None)
 
     def go_masks(self) -> set[int]:
-        """Every mask of a turn the run goes on from, of the nodes built so far."""
-        return {mask for built in self._edges if built for _, mask in built[0]}
+        """Every mask of a turn the run goes on from, of the nodes built so far (read
+        once each: only the nodes built since the last call are added)."""
+        out, edges = self._go_masks, self._edges
+        for u in itertools.islice(self._built, self._masked, None):
+            built = edges[u]
+            assert built is not None
+            out.update(mask for _, mask in built[0])
+        self._masked = len(self._built)
+        return out
 
     def edges(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         """The distinct (successor, mask) turns from ``u``: those the run goes on from
@@ -246,6 +258,7 @@ class _Graph:
         found = self._edges[u]
         if found is None:
             found = self._edges[u] = self._build(u)
+            self._built.append(u)
         return found
 
     def _build(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
@@ -325,6 +338,12 @@ _SHIFT = 20
 _MIDS = (1 << _SHIFT) - 1
 
 
+#: the steps per turn of the cap the quick try at a run cut by the cap may take, and
+#: one per pair searched (:meth:`_Search.cap_run`), before the pairs' distances to the
+#: cap are counted (0: no quick try)
+_QUICK_WALK = 64
+
+
 class _Overflow(Exception):
     """More monitor states than a pair's number holds (:data:`_MIDS`)."""
 
@@ -359,11 +378,13 @@ class _Search:
         self.mids: dict[tuple[Any, int], int] = {}
         #: per monitor state: mask -> :meth:`trans`
         self.rows: list[dict[int, int]] = []
+        #: the same by the turn's whole mask (the search's lookup: no masking per turn)
+        self.full_rows: list[dict[int, int]] = []
         self._ending: dict[tuple[int, int, bool], StepResult] = {}
         self.parent: dict[int, int] = {}
         self.layers: list[list[int]] = []
-        #: product edges (for the cap's and the loops' questions): pair -> successors
-        self.succ: dict[int, list[int]] = {}
+        #: product edges that keep an obligation pending (for the loops' question):
+        #: pair -> successors (the cap's question reads them again: :meth:`succ_of`)
         self.kept: dict[int, list[int]] = {}
         self.overflow = False
         #: (on a small flow the search is quicker than asking which states are safe;
@@ -379,6 +400,7 @@ class _Search:
             found = self.mids[key] = len(self.mstates)
             self.mstates.append(key)
             self.rows.append({})
+            self.full_rows.append({})
         return found
 
     def turn_of(self, tc: int) -> int:
@@ -426,11 +448,24 @@ class _Search:
             out.append(self.parent[out[-1]])
         return tuple(out[::-1])
 
+    def succ_of(self, x: int) -> list[int]:
+        """The pairs one turn from pair ``x``, in the order (and with the repeats) of
+        its turns, for a pair :meth:`run` went on from: the monitor's step on each of
+        its turns is known (in :attr:`rows`), so reading them again is cheaper than
+        keeping every pair's list while searching, which most properties never read."""
+        row = self.rows[x & _MIDS]
+        pmask = self.pmask
+        out: list[int] = []
+        for vs, mask in self.g.edges(x >> _SHIFT)[0]:
+            r = row[mask & pmask]
+            if r >= 0:
+                out.append(vs | r >> 1)
+        return out
+
     # the breadth-first search -----------------------------------------------------
 
     def run(self) -> _Found | None:
         g, pmask, cap = self.g, self.pmask, self.cap
-        record = self.mon.end_sensitive and cap is not None
         record_kept = cap is None and self.mon.can_pend
         start = self.mid(self.mon.initial, 0)  # node 0, the kickoff
         parent = self.parent
@@ -438,11 +473,10 @@ class _Search:
         frontier = [start]
         built = g._edges
         build = g.edges
-        rows = self.rows
+        rows = self.full_rows
         trans = self.trans
         ending = self.ending
         cap_bits = g.cap_bits & pmask
-        recording = record or record_kept
         t = 0
         while frontier:
             self.layers.append(frontier)
@@ -465,12 +499,12 @@ class _Search:
                             )
                     continue
                 row = rows[mid]
-                if not recording:  # (the common case, without the lists below)
+                if not record_kept:  # (the common case, without the lists below)
                     for vs, mask in both[0]:
-                        mm = mask & pmask
-                        r = row.get(mm)
-                        if r is None:
-                            r = trans(mid, mm)
+                        try:
+                            r = row[mask]
+                        except KeyError:
+                            r = row[mask] = trans(mid, mask & pmask)
                         if r >= 0:
                             y = vs | r >> 1
                             if y not in parent:
@@ -479,26 +513,22 @@ class _Search:
                         elif r == _VIOLATED:
                             return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
                     continue
-                succ: list[int] = []
                 kept: list[int] = []
                 for vs, mask in both[0]:
-                    mm = mask & pmask
-                    r = row.get(mm)
-                    if r is None:
-                        r = trans(mid, mm)
+                    try:
+                        r = row[mask]
+                    except KeyError:
+                        r = row[mask] = trans(mid, mask & pmask)
                     if r >= 0:
                         y = vs | r >> 1
                         if y not in parent:
                             parent[y] = x
                             push(y)
-                        succ.append(y)
                         if r & 1:
                             kept.append(y)
                     elif r == _VIOLATED:
                         return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
-                if record and succ:
-                    self.succ[x] = succ
-                if record_kept and kept:
+                if kept:
                     self.kept[x] = kept
             if len(parent) > self.limit:
                 self.overflow = True
@@ -543,13 +573,28 @@ class _Search:
         start = self.layers[0][0]
         # depth first, for a walk of exactly ``want`` turns: a quick try first (the turns
         # that break at the cap are often many), then guided by how few turns lead from
-        # each pair to one of ``bad`` (backwards over the pairs)
-        path = self._walk(start, want, bad, None, budget=64 * cap)
+        # each pair to one of ``bad`` (backwards over the pairs). Both find the same walk,
+        # the first in the order of the turns (the distances only cut branches that
+        # cannot reach ``bad`` in time), so the quick try may take about as many steps
+        # as counting the distances costs (a pass over every pair's turns)
+        budget = _QUICK_WALK * cap + (len(self.parent) if _QUICK_WALK else 0)
+        path = self._walk(start, want, bad, None, budget=budget)
         if path is None:
+            # (:meth:`succ_of` of each pair the search went on from, inline)
             pred: dict[int, list[int]] = {}
-            for x, ys in self.succ.items():
-                for y in ys:
-                    pred.setdefault(y, []).append(x)
+            rows, edges = self.rows, g.edges
+            for layer in self.layers[:want]:
+                for x in layer:
+                    row = rows[x & _MIDS]
+                    for vs, mask in edges(x >> _SHIFT)[0]:
+                        r = row[mask & pmask]
+                        if r >= 0:
+                            y = vs | r >> 1
+                            into = pred.get(y)
+                            if into is None:
+                                pred[y] = [x]
+                            else:
+                                into.append(x)
             near = dict.fromkeys(bad, 0)
             todo = deque(bad)
             while todo:
@@ -576,14 +621,16 @@ class _Search:
         near: dict[int, int] | None,
         budget: int | None,
     ) -> list[int] | None:
-        """Depth first from ``start``: a walk of exactly ``want`` turns over the recorded
-        pairs to one of ``bad`` (a failed (pair, turns) is not tried again); ``near``
-        prunes the pairs too far from ``bad``; past ``budget`` steps, None."""
-        succ = self.succ
+        """Depth first from ``start``: a walk of exactly ``want`` turns over the pairs
+        the search went on from to one of ``bad`` (a failed (pair, turns) is not tried
+        again); ``near`` prunes the pairs too far from ``bad``; past ``budget`` steps,
+        None. (The pairs a walk reaches after fewer than ``want`` turns are ones the
+        search went on from; those it reaches after ``want`` need no successors.)"""
+        succ_of = self.succ_of
         failed: set[tuple[int, int]] = set()
         far = want + 1
         path = [start]
-        stack: list[Iterator[int]] = [iter(succ.get(start, ()))]
+        stack: list[Iterator[int]] = [iter(succ_of(start) if want > 0 else ())]
         steps = 0
         while stack:
             t = len(path) - 1
@@ -603,7 +650,7 @@ class _Search:
                 if near is not None and t + 1 + near.get(y, far) > want:
                     continue
                 path.append(y)
-                stack.append(iter(succ.get(y, ())))
+                stack.append(iter(succ_of(y) if t + 1 < want else ()))
                 break
             else:
                 failed.add((path[-1], t))
