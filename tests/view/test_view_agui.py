@@ -292,32 +292,39 @@ def test_hostile_names_and_texts_stay_inside_their_events(tmp_path: Path) -> Non
 
 
 def test_a_forked_run_names_its_parent(tmp_path: Path) -> None:
-    """A run started from turn 2 of another (``flowc fork``) starts its AG-UI stream with
-    ``parentRunId``; its own turns follow the copied ones."""
+    """A run started from turn 2 of another (``flowc fork``, with a script that takes it
+    to its end) starts its AG-UI stream with ``parentRunId``; its turns are the copied ones,
+    then its own, as ``flowc log`` reports them. (The run ends, so the stream does: read
+    whole, as every Starlette's test client can.)"""
     (tmp_path / "s.yaml").write_text(SCRIPT, encoding="utf-8")
+    (tmp_path / "rest.yaml").write_text(
+        'script:\n  billing:\n    - "Which one?"\n    - tool: close_ticket\n'
+        '      say: "Refunded."\n  customer:\n    - "The second."\n',
+        encoding="utf-8",
+    )
     db = tmp_path / "runs.db"
     flow = ROOT / "examples" / "context_routing.flow"
     assert (
         flowc("run", str(flow), "--script", "s.yaml", "--db", str(db), cwd=tmp_path).returncode == 0
     )
     parent = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
-    forked = flowc("fork", parent["run_id"], "2", "--db", str(db), "--json", cwd=tmp_path)
-    assert forked.returncode in (0, 1), forked.stderr
+    forked = flowc(
+        "fork", parent["run_id"], "2", "--script", "rest.yaml", "--db", str(db), cwd=tmp_path
+    )
+    assert forked.returncode == 0, forked.stderr
     child = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=tmp_path).stdout)
-    assert child["run_id"] != parent["run_id"]
+    assert child["run_id"] != parent["run_id"] and child["close_reason"] is not None
     app = make_app(ViewSettings(str(db), TOKEN, poll=0.01))
     client = TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
-    with client.stream("GET", f"/api/run/{child['run_id']}/ag-ui?token={TOKEN}") as response:
-        body = ""
-        for chunk in response.iter_text():
-            body += chunk
-            if body.count('"STEP_FINISHED"') >= len(child["turns"]):
-                break
-    sent = agui_events(body)
+    sent = agui_events(client.get(f"/api/run/{child['run_id']}/ag-ui?token={TOKEN}").text)
     assert sent[0][1]["type"] == "RUN_STARTED"
     assert sent[0][1]["parentRunId"] == parent["run_id"]
+    assert sent[-1][1]["type"] == "RUN_FINISHED"
     turns, _, _ = rebuild(sent)
-    assert [_as_streamed(t) for t in turns][:2] == [_as_logged(t) for t in parent["turns"][:2]]
+    assert [_as_streamed(t) for t in turns] == [_as_logged(t) for t in child["turns"]]
+    assert [_as_logged(t) for t in child["turns"][:2]] == [
+        _as_logged(t) for t in parent["turns"][:2]
+    ]
 
 
 def test_a_reconnection_gets_the_context_of_its_own_turn(tmp_path: Path) -> None:
