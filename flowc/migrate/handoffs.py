@@ -138,8 +138,17 @@ class HandoffReader:
             else:
                 value = self.mod.const_or(agent_node, None)
                 name = value if isinstance(value, str) else None
-            if name is None or name not in [*self.names, self.user]:
-                self.r.report(M001, f"`{kind}` names no agent of this group; left out", node)
+            if name is None:
+                self.r.report(
+                    M001,
+                    f"`{kind}`'s agent cannot be read without running the code; left out",
+                    node,
+                )
+                return None
+            if name not in [*self.names, self.user]:
+                self.r.report(
+                    M001, f"`{kind}` names `{name}`, no agent of this group; left out", node
+                )
                 return None
             return Target(mm.speaker_target(name), n.HandoffEffect(mm.name(name), S), name)
         if kind == "RevertToUserTarget":

@@ -34,6 +34,10 @@ def test_entries_are_complete() -> None:
         assert e["family"] in FAMILIES, e
         assert e["exit"] in (0, 1, 2), e
         assert e["verdict"] in VERDICTS, e
+        assert all(
+            re.fullmatch(r"[EM]\d{3}", code) and count > 0 for code, count in e["findings"].items()
+        ), e
+        assert e["exit"] != 1 or e["findings"].get("M001"), e  # exit 1: something left out
         assert set(e["classes"]) <= set(range(1, 11)) | {"nested", "exact"}, e
         if e["classes"]:
             assert e.get("reduction") and (HERE / "corpus" / e["reduction"]).exists(), e
@@ -85,6 +89,12 @@ def test_summary_counts_are_those_of_the_entries() -> None:
     assert summary["verdicts"] == _counts("verdict", MANIFEST["inputs"])
 
 
+def test_the_docs_show_the_corpus_figures_of_the_manifest() -> None:
+    """docs/migrate.md's table of the public corpus is the one the manifest's records give."""
+    docs = (HERE.parents[1] / "docs" / "migrate.md").read_text(encoding="utf-8")
+    assert _runner().table(MANIFEST["inputs"]) in docs
+
+
 def _runner() -> ModuleType:
     spec = importlib.util.spec_from_file_location("run_real", HERE / "real" / "run_real.py")
     assert spec is not None and spec.loader is not None
@@ -101,21 +111,16 @@ def _runner() -> ModuleType:
     reason="the repository snapshots are not on this machine (search tool `fetch`)",
 )
 def test_real_inputs_exit_as_recorded() -> None:
-    """Migrate every real input again: its exit code is the one recorded in its entry."""
-    from flowc.migrate import migrate_source
-    from flowc.source import SourceFile
-
+    """Migrate every real input again: its exit code and findings are those recorded."""
     run_real = _runner()
     got: list[dict[str, object]] = []
     for e in MANIFEST["inputs"]:
-        text, name = run_real.extract(e["path"], run_real.read(MIRROR, e))
-        result = migrate_source(SourceFile(name, text))
-        code = 2 if result.text is None else (1 if result.left_out else 0)
-        got.append({**e, "exit": code})
+        code, found = run_real.outcome(MIRROR, e)
+        got.append({**e, "exit": code, "findings": found})
     changed = [
-        (e["repository"], e["path"], e["exit"], g["exit"])
+        (e["repository"], e["path"], e["exit"], e["findings"], g["exit"], g["findings"])
         for e, g in zip(MANIFEST["inputs"], got, strict=True)
-        if e["exit"] != g["exit"]
+        if (e["exit"], e["findings"]) != (g["exit"], g["findings"])
     ]
     assert changed == []
     assert _drop_zeros(_counts("exit", got)) == _drop_zeros(MANIFEST["summary"]["exits"])

@@ -743,3 +743,41 @@ def test_a_tool_call_says_classic_goes_on_from_the_executor() -> None:
     (msg,) = [m for c, m in findings if "runs inside `clerk`'s turn" in m]
     assert "turn counts differ" in msg
     assert "the speaker after it is picked from the executor" in msg
+
+
+_NAME_TARGETS = """\
+from autogen import ConversableAgent, LLMConfig
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentNameTarget, OnContextCondition, ExpressionContextCondition
+from autogen.agentchat.group import ContextExpression
+from autogen.agentchat.group.patterns import DefaultPattern
+
+llm_config = LLMConfig(api_type="openai", model="m", api_key="k")
+with llm_config:
+    basic = ConversableAgent(name="basic_agent", system_message="Answers.")
+    expert = ConversableAgent(name="expert_agent", system_message="Answers harder ones.")
+
+level = input("level? ")
+basic.handoffs.add_context_condition(OnContextCondition(
+    target=AgentNameTarget(f"{level}_agent"),
+    condition=ExpressionContextCondition(ContextExpression("${hard}"))))
+expert.handoffs.add_context_condition(OnContextCondition(
+    target=AgentNameTarget("senior_agent"),
+    condition=ExpressionContextCondition(ContextExpression("${hard}"))))
+pattern = DefaultPattern(initial_agent=basic, agents=[basic, expert])
+initiate_group_chat(pattern=pattern, messages="Why?", max_rounds=6)
+"""
+
+
+def test_a_name_target_says_whether_its_name_is_unknown_or_no_agent() -> None:
+    """Class 7, findings that point at the wrong thing: a name computed at run time is not
+    a name of no agent (the real escalation cookbook builds `f"{level}_agent"`)."""
+    _, findings = _migrate(_NAME_TARGETS, "group.py")
+    assert (
+        "M001",
+        "`AgentNameTarget`'s agent cannot be read without running the code; left out",
+    ) in findings
+    assert (
+        "M001",
+        "`AgentNameTarget` names `senior_agent`, no agent of this group; left out",
+    ) in findings

@@ -8,6 +8,11 @@ Python or JSON file as it is. Prints one line per input and, per family, the cou
 
     .venv/bin/python tests/migrate/real/run_real.py [--mirror DIR] [--dump DIR] [--only TEXT]
     .venv/bin/python tests/migrate/real/run_real.py --termination
+    .venv/bin/python tests/migrate/real/run_real.py --update
+
+``--update`` writes each input's exit code and finding counts (and the summary) back into
+the manifest; its verdicts are left as reviewed. :func:`table` prints the figures that
+docs/migrate.md shows (tests/migrate/test_real_manifest.py checks the page against it).
 
 ``--termination`` measures instead the share of real ``is_termination_msg`` idioms that
 migrate lowers: every ``is_termination_msg=`` argument (and ``"is_termination_msg"`` key of a
@@ -67,6 +72,58 @@ def read(mirror: Path, entry: dict[str, Any]) -> str:
     return out.stdout
 
 
+def outcome(mirror: Path, entry: dict[str, Any]) -> tuple[int, dict[str, int]]:
+    """Migrate one input again: its exit code and the count of each finding code."""
+    text, name = extract(entry["path"], read(mirror, entry))
+    result = migrate_source(SourceFile(name, text))
+    code = 2 if result.text is None else (1 if result.left_out else 0)
+    return code, dict(sorted(collections.Counter(d.code.id for d in result.findings).items()))
+
+
+FAMILY_NAMES = {
+    "classic": "classic `GroupChat`",
+    "group": "AG2 group API",
+    "swarm": "legacy swarm",
+    "agentchat": "AgentChat Python",
+    "agentchat-json": "AgentChat JSON",
+    "studio": "AutoGen Studio",
+}
+
+
+def table(entries: list[dict[str, Any]]) -> str:
+    """The corpus's figures per family, as a Markdown table: inputs; translated (a `.flow`
+    written); exact (written with no M001 and no M002); how many inputs carry each finding
+    code, and how many findings; reviewed side by side, and of them wrong with no finding."""
+    rows = []
+    order = list(FAMILY_NAMES)
+    fams = sorted({e["family"] for e in entries}, key=order.index)
+
+    def line(label: str, group: list[dict[str, Any]]) -> str:
+        n = len(group)
+        written = [e for e in group if e["exit"] in (0, 1)]
+        exact = [e for e in written if not {"M001", "M002"} & set(e["findings"])]
+        cells = [label, str(n), f"{len(written)} ({len(written) / n:.0%})"]
+        cells.append(f"{len(exact)} ({len(exact) / n:.0%})")
+        for code in ("M001", "M002", "M003"):
+            having = [e for e in group if e["findings"].get(code)]
+            total = sum(e["findings"].get(code, 0) for e in group)
+            cells.append(f"{len(having)} / {total}")
+        reviewed = [e for e in group if e["verdict"] != "not reviewed"]
+        wrong = sum(e["verdict"] == "wrong" for e in reviewed)
+        cells.append(f"{len(reviewed)} / {wrong}")
+        return "| " + " | ".join(cells) + " |"
+
+    rows.append(
+        "| family | inputs | translated | exact | M001 (inputs / findings) | "
+        "M002 (inputs / findings) | M003 (inputs / findings) | reviewed / wrong without finding |"
+    )
+    rows.append("|---|--:|--:|--:|--:|--:|--:|--:|")
+    for fam in fams:
+        rows.append(line(FAMILY_NAMES[fam], [e for e in entries if e["family"] == fam]))
+    rows.append(line("**all**", entries))
+    return "\n".join(rows) + "\n"
+
+
 def termination_idioms(name: str, text: str) -> list[tuple[str, bool]]:
     """Each ``is_termination_msg`` value of a Python input: (its text, recognised?)."""
     try:
@@ -124,6 +181,22 @@ def measure_termination(mirror: Path, entries: list[dict[str, Any]]) -> None:
     )
 
 
+def update(path: Path, manifest: dict[str, Any], mirror: Path) -> None:
+    """Record each input's exit code and finding counts, and the summary, in the manifest."""
+    exits: dict[str, dict[str, int]] = {}
+    verdicts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for e in manifest["inputs"]:
+        e["exit"], e["findings"] = outcome(mirror, e)
+        row = exits.setdefault(e["family"], {"0": 0, "1": 0, "2": 0})
+        row[str(e["exit"])] += 1
+        verdicts[e["family"]][e["verdict"]] += 1
+    manifest["summary"] = {
+        "exits": dict(sorted(exits.items())),
+        "verdicts": {f: dict(sorted(c.items())) for f, c in sorted(verdicts.items())},
+    }
+    path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -131,14 +204,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="only inputs whose path contains this text")
     ap.add_argument("--manifest", type=Path, default=HERE / "manifest.json")
     ap.add_argument(
+        "--update",
+        action="store_true",
+        help="write each input's exit code and finding counts back into the manifest",
+    )
+    ap.add_argument(
         "--termination",
         action="store_true",
         help="measure the share of is_termination_msg idioms lowered",
     )
     args = ap.parse_args(argv)
-    entries = json.loads(args.manifest.read_text(encoding="utf-8"))["inputs"]
+    manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
+    entries = manifest["inputs"]
     if args.termination:
         measure_termination(args.mirror, entries)
+        return 0
+    if args.update:
+        update(args.manifest, manifest, args.mirror)
+        print(table(entries), end="")
         return 0
     exits: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
     verdicts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
