@@ -56,7 +56,12 @@ from flowc.escaping import one_line
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
-from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, EV_TURN_FAILED
+from flowc.runtime.envelope import (
+    EV_CHANNEL_OPENED,
+    EV_RUN_STALLED,
+    EV_TURN_FAILED,
+    Envelope,
+)
 from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
@@ -550,7 +555,29 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     fork = forked_from(envs[0])
     if fork is not None:
         summary[FORKED_FROM] = fork.to_json()
+        _mark_cut_short(summary, envs)
     return summary
+
+
+#: in `flowc log`'s JSON, a fork whose copy stopped short: how many turns it holds
+CUT_SHORT = "fork_copied_turns"
+
+
+def _mark_cut_short(out: dict[str, Any], envs: list[Envelope]) -> str | None:
+    """For a fork whose copy stopped short, record in ``out`` how many of its turns were
+    copied, and return the line `flowc log` prints about it."""
+    from flowc.runtime.fork import cut_short
+
+    short = cut_short(envs)
+    if short is None:
+        return None
+    fork, turns = short
+    out[CUT_SHORT] = turns
+    return (
+        f"cut short: only {turns} of the {fork.turn} turns were copied (the fork stopped "
+        "before its copy ended, unless it is copying now): not the state forked; "
+        "`flowc resume` refuses it, fork the run again"
+    )
 
 
 def _summary_line(r: dict[str, Any]) -> str:
@@ -565,6 +592,8 @@ def _summary_line(r: dict[str, Any]) -> str:
     )
     broken = r.get(PROPERTY_KEY)
     violated = f"  violated: {', '.join(map(str, broken))}" if broken else ""
+    if r.get(CUT_SHORT) is not None:
+        status += f" (a fork cut short: {r[CUT_SHORT]} of {r['forked_from']['turn']} turns copied)"
     return (
         f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  "
         f"{status}{violated}"
@@ -721,10 +750,14 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     describe = target.describe_decision
     failures = _failures(envs, target)
     fork = forked_from(envs[0])
+    short: dict[str, Any] = {}
+    cut = _mark_cut_short(short, envs) if fork is not None else None
     if mode == "text":
         print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
         if fork is not None:
             print(fork.text())
+        if cut is not None:
+            print(cut)
         width = max((len(s) for s in target.speakers), default=4)
         pending = list(failures)
         for record in records:
@@ -753,6 +786,7 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     }
     if fork is not None:
         end[FORKED_FROM] = fork.to_json()
+        end.update(short)
     if failures:
         end["failures"] = failures
     broken = [v for r in records for v in r.violated]

@@ -52,7 +52,7 @@ import attrs
 
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.formatter import format_name, format_value
-from flowc.runtime.envelope import EV_CHANNEL_OPENED, Envelope
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TurnRecord
@@ -236,6 +236,28 @@ def forked_from(opening: Envelope) -> ForkedFrom | None:
     if not isinstance(run_id, str) or type(turn) is not int or turn < 0:
         return None
     return ForkedFrom(run_id, turn)
+
+
+def cut_short(stored: Iterable[Envelope]) -> tuple[ForkedFrom, int] | None:
+    """For a fork whose copy stopped before its last turn (the process that forked it
+    was killed mid-copy), where it came from and how many of its turns were copied;
+    ``None`` for a run that is no fork or holds every turn it names. Such a run is not
+    the state it was forked from: ``flowc resume`` refuses it and ``flowc log`` says so.
+    (A copy still going on looks the same until it ends; its lease is held meanwhile.)"""
+    fork: ForkedFrom | None = None
+    turns = 0
+    for i, env in enumerate(stored):
+        if i == 0:
+            fork = forked_from(env)
+            if fork is None:
+                return None
+        elif env.event_type == EV_TEXT or env.event_type == EV_PACKET:
+            turns += 1
+            if fork is not None and turns >= fork.turn:
+                return None
+    if fork is None or turns >= fork.turn:
+        return None
+    return fork, turns
 
 
 def check_fork_script(target: RunTarget, script: Script, n: int) -> None:

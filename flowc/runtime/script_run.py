@@ -148,8 +148,15 @@ def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[s
     parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`);
     a fork that holds fewer turns than it names (its copy was cut short) is refused
     (:class:`ScriptError`): it is not the state it was forked from."""
-    from flowc.runtime.fork import forked_from  # (what `flowc run` need not import)
+    from flowc.runtime.fork import cut_short, forked_from  # (what `flowc run` need not import)
 
+    short = cut_short(stored)
+    if short is not None:  # the copy stopped short (its process was killed): not the state forked
+        cut, turns = short
+        raise ScriptError(
+            f"this run is a fork of run {cut.run_id} at turn {cut.turn}, but only "
+            f"{turns} of the turns were copied before the fork stopped: fork the run again"
+        )
     taken: dict[str, int] = {}
     fork = forked_from(stored[0]) if stored else None
     copied = fork.turn if fork is not None else 0
@@ -162,13 +169,6 @@ def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[s
                 continue
             who = names.get(env.sender_id, env.sender_id)
             taken[who] = taken.get(who, 0) + 1
-    if copied:  # the copy stopped short (its process was killed): not the state forked
-        assert fork is not None
-        raise ScriptError(
-            f"this run is a fork of run {fork.run_id} at turn {fork.turn}, but only "
-            f"{fork.turn - copied} of the turns were copied before the fork stopped: "
-            "fork the run again"
-        )
     return taken, started
 
 

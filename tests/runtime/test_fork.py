@@ -346,6 +346,27 @@ def test_a_fork_whose_copy_was_cut_short_is_not_continued(
         "before the fork stopped: fork the run again"
     ) in err
     assert rows(db, new)[:-1] == cut[:-1]  # nothing written (its lease taken and given back)
+    # flowc log says so: in the list, on the run, in JSON; a whole fork says nothing of it
+    assert flowc("log", "--db", str(db)) == 0
+    listed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(new)]
+    assert listed and listed[0].endswith("open (a fork cut short: 2 of 4 turns copied)")
+    assert flowc("log", new, "--db", str(db)) == 0
+    assert (
+        f"forked from {run} at turn 4\ncut short: only 2 of the 4 turns were copied (the fork "
+        "stopped before its copy ended, unless it is copying now): not the state forked; "
+        "`flowc resume` refuses it, fork the run again\n"
+    ) in capsys.readouterr().out
+    for form in ("--json", "--jsonl"):
+        assert flowc("log", new, "--db", str(db), form) == 0
+        assert '"fork_copied_turns":2' in capsys.readouterr().out.replace(" ", "")
+    assert fork(db, run, 4, AFTER[4]) == 0
+    whole = run_ids(db)[-1]
+    capsys.readouterr()
+    assert flowc("log", "--db", str(db)) == 0
+    listed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(whole)]
+    assert listed and "cut short" not in listed[0]
+    assert flowc("log", whole, "--db", str(db), "--json") == 0
+    assert "fork_copied_turns" not in capsys.readouterr().out
 
 
 def test_a_long_copy_keeps_its_lease(
