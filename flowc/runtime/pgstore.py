@@ -205,7 +205,7 @@ _FOLLOWS = """(%(f)s::text IS NULL OR %(f)s::text IS NOT DISTINCT FROM (
           ORDER BY seq DESC LIMIT 1))"""
 
 #: the store's guards a test may switch off, one at a time (see :func:`_disabled_guard`)
-GUARDS = ("fence", "follows", "expiry", "heartbeat")
+GUARDS = ("fence", "follows", "expiry", "heartbeat", "retry")
 
 
 def _disabled_guard() -> str | None:
@@ -219,7 +219,14 @@ def _disabled_guard() -> str | None:
     - ``follows``: a fenced append goes through whatever the run's last envelope;
     - ``expiry``: every lease counts as expired (an open run is listed as free to take,
       and a lease another live process holds is taken);
-    - ``heartbeat``: a renewal renews nothing (a lease lasts its first length only).
+    - ``heartbeat``: a renewal renews nothing (a lease lasts its first length only);
+    - ``retry``: an append tried again on a new connection (its first try's answer lost
+      with the old one) does not recognise its own envelope when the first try committed
+      it: the envelope found in the WAL is not compared with the one being written
+      (:meth:`PgStore._written` says no), and a batch's insert no longer passes over a
+      row already there (``ON CONFLICT (envelope_id) DO NOTHING`` left out), so the
+      retry is refused, as any other append is that finds its envelope id taken or its
+      ``follows`` no longer the run's last envelope.
     """
     name = os.environ.get("FLOWC_TEST_DISABLE_GUARD")
     if not name or os.environ.get("FLOWC_TEST_HOOKS") != "1":
@@ -246,7 +253,8 @@ def _statements(notify_appends: bool, off: str | None = None) -> dict[tuple[bool
     for fenced in (False, True):
         for batch in (False, True):
             head = fenced_insert if fenced else "\nWITH ins AS (" + _INSERT
-            out[(fenced, batch)] = head + (_SKIP_DUPLICATE if batch else "") + tail
+            skip = _SKIP_DUPLICATE if batch and off != "retry" else ""
+            out[(fenced, batch)] = head + skip + tail
     return out
 
 
@@ -717,7 +725,10 @@ class PgStore:
         )
 
     def _written(self, envelope_id: str, channel_id: str, text: str) -> bool:
-        """Whether exactly this envelope is in the WAL already."""
+        """Whether exactly this envelope is in the WAL already (never, with the test
+        hook's ``retry`` guard off: see :func:`_disabled_guard`)."""
+        if self._off == "retry":
+            return False
         rows = self._query(
             "SELECT channel_id, envelope FROM flowc_wal WHERE envelope_id = %s",
             (envelope_id,),

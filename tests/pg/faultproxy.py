@@ -13,13 +13,18 @@ switched at any time:
 - :meth:`cut_commits`: the next ``n`` transactions' ``COMMIT`` reach the server, and the
   connection is then closed before the server's answer is relayed (a commit in flight:
   done on the server, its answer lost);
+- :meth:`cut_answers`: the next ``n`` statements that hold given bytes (e.g. an event
+  type among an insert's parameters) reach the server, and the connection is then closed
+  before the server's answer is relayed (a statement done on the server in autocommit,
+  its answer lost: what :meth:`cut_commits` does to a transaction);
 - :meth:`stall_at_sync`: on the next connection that sends a ``Sync`` message (what ends
   a statement, or a pipeline's batch, in PostgreSQL's extended protocol), everything
   before it is relayed and nothing from it on, while the connection stays open (a
   partition in the middle of a statement: the server ran it and waits for the rest);
 - ``delay``: seconds each chunk waits before it is relayed.
 
-It counts what it did (:attr:`cuts`, :attr:`commits_cut`), so a test can tell a fault
+It counts what it did (:attr:`cuts`, :attr:`commits_cut`, :attr:`answers_cut`,
+:attr:`syncs_stalled`), so a test can tell a fault
 happened."""
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ class _Pair:
         self.client = client
         self.server = server
         self.cut_on_answer = False
+        #: the server's next answer is lost (the connection closed before it is relayed)
+        self.lose_answer = False
         self.closed = False
         self.stalled = False
         #: the framing of the client's messages was lost (a header split between chunks):
@@ -59,6 +66,9 @@ class FaultProxy:
         self.delay = 0.0
         self.cuts = 0
         self.commits_cut = 0
+        self.answers_cut = 0
+        self._answers_to_cut = 0
+        self._answer_after = b""
         self.syncs_stalled = 0
         self._to_cut = 0
         self._stall_sync = False
@@ -96,6 +106,11 @@ class FaultProxy:
     def cut_commits(self, n: int) -> None:
         with self._lock:
             self._to_cut += n
+
+    def cut_answers(self, n: int, after: bytes) -> None:
+        with self._lock:
+            self._answers_to_cut += n
+            self._answer_after = after
 
     def stall_at_sync(self) -> None:
         """Arm the stall: call it while the connection to stall is idle (between
@@ -146,6 +161,17 @@ class FaultProxy:
                     continue  # the rest of a stalled connection's stream is held
                 if upstream and self._stall_sync:
                     data = self._up_to_sync(pair, data)
+                if upstream and self._answers_to_cut and self._answer_after in data:
+                    with self._lock:
+                        if self._answers_to_cut > 0:
+                            self._answers_to_cut -= 1
+                            pair.lose_answer = True
+                elif not upstream and pair.lose_answer:
+                    # the server's first word on the statement (it sends its answer once
+                    # the statement's Sync is done, committed; an error at once): lose
+                    # it, and everything after
+                    self.answers_cut += 1
+                    break
                 if upstream and b"COMMIT" in data:
                     with self._lock:
                         if self._to_cut > 0:

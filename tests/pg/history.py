@@ -17,7 +17,12 @@ the hub and the folds are what it judges), and says for every run what breaks:
 - given the fault schedule (``faulted``: the process ids the test killed, paused or cut
   off, ``killed``: those of them it killed), each lease changed hands for a reason: a
   live lease was taken only from a killed process (a dead holder on the same host), an
-  expired one only from a faulted process (a live worker renews its leases).
+  expired one only from a faulted process (a live worker renews its leases), and one
+  given back in the middle of the run (taken again as free while the run's last record
+  was neither its opening, nor a recorded stall, nor its close) only by a faulted
+  process (a worker that is not cut off from the database goes on with its runs). A
+  commit whose answer was lost, the connection working again at once, is no such
+  fault: the writer's retry must find its write and go on.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import psycopg
 
 OPENED = "ag2.channel.opened"
 CLOSED = "ag2.channel.closed"
+STALLED = "flowc.run.stalled"
 TURNS = ("ag2.msg.text", "ag2.packet")
 
 #: what a run should have been: its turns' texts in order, and its close reason (``None``:
@@ -69,10 +75,24 @@ def check_history(
         for cid, token, after, *_ in takeovers:
             grants.setdefault(cid, {})[int(token)] = int(after)
     if faulted is not None:
-        for cid, token, _, holder, previous, state in takeovers:
-            if previous == holder or state == "free":
-                continue
+        kinds = {(row[1], row[0]): row[3] for row in rows}
+        firsts = {row[1]: row[0] for row in reversed(rows)}
+        for cid, token, after, holder, previous, state in takeovers:
             pid = _pid(previous)
+            if state == "free":
+                # given back: mid-way unless the run was only opened (submitted), or its
+                # last record then was its stall (parked) or its close
+                kind = kinds.get((cid, after))
+                explained = kind in (None, STALLED, CLOSED) or after == firsts.get(cid)
+                if not explained and pid not in faulted:
+                    problems.append(
+                        f"run {cid}: token {token} was taken after {previous} gave the run back "
+                        f"mid-way (its last record then {kind}), and no fault touched that "
+                        "process"
+                    )
+                continue
+            if previous == holder:
+                continue
             if state == "live" and pid not in killed:
                 problems.append(
                     f"run {cid}: token {token} was taken from {previous} while its lease was "

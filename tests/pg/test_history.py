@@ -163,3 +163,20 @@ def test_takeovers_the_schedule_does_not_explain_are_found(
     # a killed process counts as faulted too: told it was killed but not faulted, the
     # checker still finds nothing wrong with the live takeovers
     assert check_history(db, _expected, faulted={pid}, killed={pid}) == []
+
+
+def test_a_run_given_back_mid_way_is_found_unless_a_fault_explains_it(
+    killed_history: tuple[str, int], pg_cluster: object
+) -> None:
+    """The killed worker's runs, taken over, as if it had given them back mid-way (a
+    worker that gives a run back without being cut off, e.g. a write of its own not
+    recognised when tried again)."""
+    db, pid = killed_history
+    given_back = _damaged(
+        db, pg_cluster, "UPDATE flowc_lease_log SET previous_state = 'free' WHERE token > 2"
+    )
+    problems = check_history(given_back, _expected, faulted=set())
+    assert any("gave the run back mid-way" in p for p in problems), problems
+    assert check_history(given_back, _expected, faulted={pid}) == []
+    # a run's first claim (the submitter gave it back after its opening) is no finding
+    assert check_history(db, _expected, faulted={pid}, killed={pid}) == []
