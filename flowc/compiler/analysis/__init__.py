@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -32,7 +32,7 @@ from flowc.compiler.analysis.endings import check_scenario_endings
 from flowc.compiler.analysis.explore import StateSpace, explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
-from flowc.compiler.analysis.properties import check_properties
+from flowc.compiler.analysis.properties import check_properties, graph_property_findings
 from flowc.compiler.analysis.reachability import (
     check_max_turns,
     check_silent_after_work,
@@ -47,6 +47,7 @@ from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.lower import PATTERN_HELP
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
+from flowc.compiler.properties import Property
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
 from flowc.diagnostics import E103, E114, E116, I307, Diagnostic, has_errors
 from flowc.source import SourceFile
@@ -222,16 +223,32 @@ def analyze(
 
 
 def analyze_graph(
-    loaded: LoadedGraph, options: CheckOptions | None = None, *, filename: str = "<input>"
+    loaded: LoadedGraph,
+    options: CheckOptions | None = None,
+    *,
+    filename: str = "<input>",
+    properties: Sequence[Property] = (),
 ) -> tuple[Diagnostic, ...]:
-    """The findings of a JSON graph, under the assumptions for graphs without declarations.
+    """The findings of a JSON graph, under the assumptions for graphs without declarations;
+    with ``properties`` (those a run stored with its graph), each decided over the graph's
+    runs too (:func:`~flowc.compiler.analysis.properties.graph_property_findings`).
 
     >>> from flowc.compiler import model as m
     >>> g = m.TransitionGraph("a", (m.Transition(m.FromSpeaker("a"), m.AgentTarget("b")),))
     >>> [d.code.id for d in analyze_graph(LoadedGraph(g, {}, False))]
     ['I303']
     """
-    found = findings_of(system_of_graph(loaded), options or CheckOptions(), filename)
+    options = options or CheckOptions()
+    found = findings_of(system_of_graph(loaded), options, filename)
+    if properties:
+        decided = graph_property_findings(loaded, properties, options.max_states, filename)
+        wants = _wanted(options)
+        found = tuple(
+            sorted(
+                (*found, *(f for f in decided if wants(f.diagnostic.code.id))),
+                key=lambda f: f.diagnostic.sort_key(),
+            )
+        )
     return tuple(f.diagnostic for f in found)
 
 
@@ -269,12 +286,17 @@ def unloadable_names(
 
 
 def check_source(
-    source: SourceFile, options: CheckOptions | None = None, *, as_json: bool | None = None
+    source: SourceFile,
+    options: CheckOptions | None = None,
+    *,
+    as_json: bool | None = None,
+    properties: Sequence[Property] = (),
 ) -> tuple[Diagnostic, ...]:
     """Everything ``flowc check`` reports for one input: compile errors, or the findings.
 
     ``as_json`` None decides by the name (``.json``) or by a leading ``{``. Ignore
-    comments apply; ``select``/``ignore`` filter every finding but the errors.
+    comments apply; ``select``/``ignore`` filter every finding but the errors. A JSON
+    graph's ``properties`` (a stored run's) are decided too (:func:`analyze_graph`).
 
     >>> src = SourceFile("f.flow", "speaker a\\nspeaker b  # flowc: ignore[W201]\\nstart a\\n")
     >>> [d.code.id for d in check_source(src)]
@@ -295,7 +317,7 @@ def check_source(
             return unknown
         if options.target == "ag2":
             diags = (*diags, *bare_ag2_graph_problems(loaded.graph, source.name, prefix))
-        found = analyze_graph(loaded, options, filename=source.name)
+        found = analyze_graph(loaded, options, filename=source.name, properties=properties)
         return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))
     compiled, diags = compile_source(source)
     return check_compiled(compiled, diags, options, filename=source.name)

@@ -506,13 +506,20 @@ def system_of_flow(
 
 
 def system_of_graph(
-    loaded: LoadedGraph, participants: Sequence[str] = (), initiator: str | None = None
+    loaded: LoadedGraph,
+    participants: Sequence[str] = (),
+    initiator: str | None = None,
+    extra: Mapping[str, Sequence[Any]] | None = None,
+    extra_tools: Sequence[str] = (),
 ) -> System:
     """The abstract system of a JSON graph, under the no-declarations assumptions.
 
     The participants are ``participants`` (in their order, as `next` rotates over them)
     and then any other agent the graph names; without them, the agents the graph names
     (as a run of a bare graph takes them). The initiator is the start speaker unless given.
+    ``extra`` adds context keys and values to tell apart, as for :func:`system_of_flow`;
+    ``extra_tools``, tools that every speaker may call besides those the rules name (the
+    tools properties name: without declarations, any tool goes).
 
     >>> g = m.TransitionGraph("a", (m.Transition(m.ToolCalled("go"), m.AgentTarget("b")),))
     >>> s = system_of_graph(LoadedGraph(g, {}, False))
@@ -523,8 +530,10 @@ def system_of_graph(
     """
     graph = loaded.graph
     ids = tuple(dict.fromkeys([*participants, *m.agent_ids(graph)]))
-    b = _Builder(graph, ids, json_mode=True)
+    b = _Builder(graph, ids, json_mode=True, extra=extra)
     rules = b.rules(None)
+    for tool in extra_tools:
+        b.add_tool(tool)
     prefix = "graph." if loaded.is_knobs else ""
     actions = tuple((PLAIN, *(Action(t, i) for i, t in enumerate(b.tools))) for _ in ids)
     initial = tuple(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import attrs
 from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
+from flowc.compiler.properties import Property
 from flowc.compiler.render.diagram import Diagram, build_diagram, mark_findings
 from flowc.compiler.render.dot import render_dot
 from flowc.compiler.render.image import (
@@ -51,12 +52,17 @@ class CheckerUnavailableError(RuntimeError):
 
 
 def run_checker(
-    flow: CompiledFlow | LoadedGraph, source: SourceFile | None = None, options: Any = None
+    flow: CompiledFlow | LoadedGraph,
+    source: SourceFile | None = None,
+    options: Any = None,
+    properties: Sequence[Property] = (),
 ) -> tuple[Diagnostic, ...]:
     """The checker's findings for ``flow``, for marking on the diagram: what
     ``flowc check`` reports for ``source`` when it is given (ignore comments apply),
     else the analysis of the compiled flow or graph. ``options`` is a
-    :class:`~flowc.compiler.analysis.CheckOptions` (None: the defaults).
+    :class:`~flowc.compiler.analysis.CheckOptions` (None: the defaults). A graph's
+    ``properties`` (those a run stored with it: ``flowc view``) are decided over its runs
+    too.
 
     Raises :class:`CheckerUnavailableError` when the analysis package has no ``analyze``.
     """
@@ -71,10 +77,12 @@ def run_checker(
         raise CheckerUnavailableError(
             "the checker is not available in this build (flowc.compiler.analysis has no `analyze`)"
         )
+    graph = isinstance(flow, LoadedGraph)
+    extra = {"properties": tuple(properties)} if graph and properties else {}
     if source is not None and check_source is not None:
-        found = check_source(source, options, as_json=isinstance(flow, LoadedGraph))
+        found = check_source(source, options, as_json=graph, **extra)
     elif isinstance(flow, LoadedGraph):
-        found = analyze_graph(flow, options, filename=source.name if source else "<input>")
+        found = analyze_graph(flow, options, filename=source.name if source else "<input>", **extra)
     else:
         found = analyze(flow, options, filename=source.name if source else "<input>")
     return tuple(d for d in found if isinstance(d, Diagnostic))
