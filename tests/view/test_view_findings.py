@@ -319,3 +319,34 @@ def test_the_page_lists_the_findings_and_marks_them_with_hostile_names_as_text(
         page.screenshot(path=str(ARTIFACTS / "findings.png"), full_page=True)
     finally:
         server.stop()
+
+
+@needs_real_browser
+def test_the_page_says_clean_only_when_every_run_was_checked(tmp_path: Path, page: Any) -> None:
+    db, run_id = stored_run(tmp_path, CLEAN_FLOW, PROPERTY_SCRIPT)
+    for args, said, state in (
+        ((), "Clean: every run of the stored graph was checked", "clean"),
+        (("--max-states", "2"), "Partial: the checker stopped at its bound of 2 states", "partial"),
+    ):
+        server = ViewServer(db, run_id, *args, cwd=tmp_path)
+        try:
+            page.goto(server.url)
+            page.wait_for_selector("body[data-findings-marked=true]")
+            assert page.get_attribute("body", "data-findings") == state
+            status = page.inner_text("#findings-status")
+            assert status.startswith(said), status
+            assert ("Clean" in status) == (state == "clean")
+            codes = page.evaluate(
+                "Array.from(document.querySelectorAll('#findings-list li')).map(li => li.dataset.code)"
+            )
+            assert ("I301" in codes) == (state == "partial")
+            assert page.errors == []
+        finally:
+            server.stop()
+
+
+def test_a_bound_below_one_is_refused_in_one_line(tmp_path: Path) -> None:
+    db, _ = stored_run(tmp_path, CLEAN_FLOW, PROPERTY_SCRIPT)
+    refused = flowc("view", "--db", str(db), "--no-open", "--max-states", "0", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "--max-states must be >= 1" in refused.stderr
