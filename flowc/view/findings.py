@@ -3,22 +3,29 @@
 
 The graph is the one the run stored when it began (its knobs: the graph and the
 context's starting values), checked as ``flowc check`` and ``flowc render --check``
-check that graph written to a JSON file (:func:`~flowc.compiler.render.rendering.run_checker`,
-the default state bound), with the properties the run stored decided over the graph's
-runs too (E116 with the run that breaks one, I306 for one that holds, I305 for one left
-undecided). The findings are marked on the run's diagram by
-:func:`~flowc.compiler.render.diagram.mark_findings`, as ``render --check`` marks them.
+check that graph written to a JSON file
+(:func:`~flowc.compiler.render.rendering.run_checker`, the default state bound). The
+properties the run stored are decided too, over the runs of that graph with the
+declarations the run stored (the tools and what they do, the humans and the keys they
+write): as ``flowc check`` decides them on the `.flow` file (E116 with the run that
+breaks one, I306 for one that holds, I305 for one left undecided). The findings are
+marked on the run's diagram by :func:`~flowc.compiler.render.diagram.mark_findings`, as
+``render --check`` marks them.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowc.view.feed import RunView
 
-__all__ = ["PARTIAL_CODES", "STOPPED_CODES", "run_findings"]
+if TYPE_CHECKING:
+    from flowc.compiler.analysis.system import Declarations
+    from flowc.runtime.target import RunTarget
+
+__all__ = ["PARTIAL_CODES", "STOPPED_CODES", "declarations_of", "run_findings"]
 
 #: the findings that say the analysis did not cover every run: stopped at the state
 #: bound (I301), a property left undecided (I305)
@@ -52,7 +59,10 @@ def run_findings(view: RunView, max_states: int | None = None) -> dict[str, Any]
     # the knobs as the run stored them, as `flowc check` reads them from a JSON file
     source = SourceFile(f"{view.run_id}.json", json.dumps(view.metadata.knobs, indent=2))
     loaded = LoadedGraph(target.graph, dict(target.context_vars), True)
-    found = run_checker(loaded, source, CheckOptions(max_states=bound), target.properties)
+    # the properties are decided with the flow's declarations (a run of a bare graph has
+    # neither)
+    declared = declarations_of(target) if target.properties else None
+    found = run_checker(loaded, source, CheckOptions(max_states=bound), declared)
     marked = mark_findings(view.diagram, found)
     codes = {d.code.id for d in found}
     status = (
@@ -81,6 +91,26 @@ def run_findings(view: RunView, max_states: int | None = None) -> dict[str, Any]
         "findings": findings,
         "marks": marks,
     }
+
+
+def declarations_of(target: RunTarget) -> Declarations | None:
+    """What a run stored of its flow's declarations, with its properties (``None`` for a
+    run of a bare graph, which stored none)."""
+    from flowc.compiler.analysis.system import Declarations
+
+    if target.tools is None:
+        return None
+    return Declarations(
+        speakers=target.speakers,
+        ids=target.ids,
+        humans=target.humans,
+        start=target.start,
+        initiator=target.creator,
+        tools=target.tools,
+        human_writes=target.human_writes or {},
+        custom_results={name: results for name, (results, _) in target.custom_targets.items()},
+        properties=target.properties,
+    )
 
 
 def _line(view: RunView, d: Any) -> int | None:

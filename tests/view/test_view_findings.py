@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 from flowc.runtime.stores import open_store
 from flowc.view.feed import RunView
 from flowc.view.server import ViewSettings, make_app
-from tests.view.conftest import ARTIFACTS, ViewServer, flowc, needs_browser
+from tests.view.conftest import ARTIFACTS, ROOT, ViewServer, flowc, needs_browser
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -183,15 +183,37 @@ def test_the_findings_are_flowc_check_s_on_the_stored_graph(tmp_path: Path) -> N
     assert dead["line"] == 8  # the rule's line in the flow, which the run stored
 
 
-def test_the_run_s_properties_are_decided_as_flowc_check_decides_them(tmp_path: Path) -> None:
-    db, run_id = stored_run(tmp_path, PROPERTY_FLOW, PROPERTY_SCRIPT)
+APPROVAL = ROOT / "examples" / "approval.flow"
+#: the kickoff, then the assistant's turn: the run stalls on the employee (a human)
+APPROVAL_SCRIPT = {"kickoff": "Taxi to the client, 42 EUR", "script": {"assistant": ["ok"]}}
+
+
+@pytest.mark.parametrize(
+    ("flow", "script", "decided"),
+    [
+        (PROPERTY_FLOW, PROPERTY_SCRIPT, ["E116", "I306", "I306"]),
+        # humans who write what they declare, a tool that finishes the run: the property
+        # that holds on the flow holds here too (not on the graph alone, where any
+        # speaker may call `pay`)
+        (APPROVAL.read_text(encoding="utf-8"), APPROVAL_SCRIPT, ["I306", "E116"]),
+    ],
+    ids=["pingpong", "approval"],
+)
+def test_the_run_s_properties_are_decided_as_flowc_check_decides_them(
+    tmp_path: Path, flow: str, script: dict[str, Any], decided: list[str]
+) -> None:
+    db, run_id = stored_run(tmp_path, flow, script)
     answer = findings_of(client_of(db), run_id)
     codes = ("E116", "I305", "I306")
     on_flow = [f for f in check_json(tmp_path, "f.flow") if f["code"] in codes]
-    assert [f["code"] for f in on_flow] == ["E116", "I306", "I306"]
+    assert [f["code"] for f in on_flow] == decided
     keys = ("code", "name", "severity", "message", "notes", "fix")
     shown = [f for f in answer["findings"] if f["code"] in codes]
-    assert [{k: f[k] for k in keys} for f in shown] == [{k: f[k] for k in keys} for f in on_flow]
+
+    def fields(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(({k: f[k] for k in keys} for f in found), key=lambda f: f["message"])
+
+    assert fields(shown) == fields(on_flow)
     # the broken property's run is marked as `flowc render FLOW --check` marks it
     (broken,) = [f for f in shown if f["code"] == "E116"]
     assert broken["mark"] == "violation" and broken["edges"]
@@ -350,3 +372,29 @@ def test_a_bound_below_one_is_refused_in_one_line(tmp_path: Path) -> None:
     refused = flowc("view", "--db", str(db), "--no-open", "--max-states", "0", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "--max-states must be >= 1" in refused.stderr
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.flow")), ids=lambda p: p.stem)
+def test_a_run_s_declarations_make_the_system_check_makes_of_its_flow(
+    tmp_path: Path, path: Path
+) -> None:
+    """What a run of the flow stores (its labels, read back by the view) explores as the
+    `.flow` file does: the same abstract system, so the same verdicts on its properties."""
+    from flowc import compile_flow
+    from flowc.compiler.analysis.system import system_of_declarations, system_of_flow
+    from flowc.compiler.pipeline import LoadedGraph
+    from flowc.view.findings import declarations_of
+
+    text = path.read_text(encoding="utf-8")
+    db, run_id = stored_run(tmp_path, text, {"kickoff": "hi"})
+    store = open_store(str(db), readonly=True)
+    try:
+        view = RunView.load(store, run_id)
+    finally:
+        store.close()
+    assert view is not None
+    compiled = compile_flow(text)
+    declared = declarations_of(view.target)
+    assert declared is not None and declared.properties == tuple(compiled.properties)
+    loaded = LoadedGraph(view.target.graph, dict(view.target.context_vars), True)
+    assert system_of_declarations(loaded, declared).shape() == system_of_flow(compiled).shape()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -32,7 +32,7 @@ from flowc.compiler.analysis.endings import check_scenario_endings
 from flowc.compiler.analysis.explore import StateSpace, explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
-from flowc.compiler.analysis.properties import check_properties, graph_property_findings
+from flowc.compiler.analysis.properties import check_properties, declared_property_findings
 from flowc.compiler.analysis.reachability import (
     check_max_turns,
     check_silent_after_work,
@@ -41,13 +41,17 @@ from flowc.compiler.analysis.reachability import (
 )
 from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
 from flowc.compiler.analysis.suppress import apply_ignores
-from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.analysis.system import (
+    Declarations,
+    System,
+    system_of_flow,
+    system_of_graph,
+)
 from flowc.compiler.analysis.worst import check_worst_case
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.lower import PATTERN_HELP
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
-from flowc.compiler.properties import Property
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
 from flowc.diagnostics import E103, E114, E116, I307, Diagnostic, has_errors
 from flowc.source import SourceFile
@@ -227,11 +231,12 @@ def analyze_graph(
     options: CheckOptions | None = None,
     *,
     filename: str = "<input>",
-    properties: Sequence[Property] = (),
+    declared: Declarations | None = None,
 ) -> tuple[Diagnostic, ...]:
     """The findings of a JSON graph, under the assumptions for graphs without declarations;
-    with ``properties`` (those a run stored with its graph), each decided over the graph's
-    runs too (:func:`~flowc.compiler.analysis.properties.graph_property_findings`).
+    with ``declared`` (what a stored run kept of its flow), its properties are decided too,
+    with those declarations, as ``check`` decides them on the flow
+    (:func:`~flowc.compiler.analysis.properties.declared_property_findings`).
 
     >>> from flowc.compiler import model as m
     >>> g = m.TransitionGraph("a", (m.Transition(m.FromSpeaker("a"), m.AgentTarget("b")),))
@@ -240,8 +245,8 @@ def analyze_graph(
     """
     options = options or CheckOptions()
     found = findings_of(system_of_graph(loaded), options, filename)
-    if properties:
-        decided = graph_property_findings(loaded, properties, options.max_states, filename)
+    if declared is not None and declared.properties:
+        decided = declared_property_findings(loaded, declared, options.max_states, filename)
         wants = _wanted(options)
         found = tuple(
             sorted(
@@ -290,13 +295,14 @@ def check_source(
     options: CheckOptions | None = None,
     *,
     as_json: bool | None = None,
-    properties: Sequence[Property] = (),
+    declared: Declarations | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Everything ``flowc check`` reports for one input: compile errors, or the findings.
 
     ``as_json`` None decides by the name (``.json``) or by a leading ``{``. Ignore
     comments apply; ``select``/``ignore`` filter every finding but the errors. A JSON
-    graph's ``properties`` (a stored run's) are decided too (:func:`analyze_graph`).
+    graph ``declared`` with (a stored run's) has its properties decided too
+    (:func:`analyze_graph`).
 
     >>> src = SourceFile("f.flow", "speaker a\\nspeaker b  # flowc: ignore[W201]\\nstart a\\n")
     >>> [d.code.id for d in check_source(src)]
@@ -317,7 +323,7 @@ def check_source(
             return unknown
         if options.target == "ag2":
             diags = (*diags, *bare_ag2_graph_problems(loaded.graph, source.name, prefix))
-        found = analyze_graph(loaded, options, filename=source.name, properties=properties)
+        found = analyze_graph(loaded, options, filename=source.name, declared=declared)
         return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))
     compiled, diags = compile_source(source)
     return check_compiled(compiled, diags, options, filename=source.name)

@@ -43,10 +43,11 @@ from flowc.compiler.analysis.runs import Run, run_along
 from flowc.compiler.analysis.system import (
     OTHER,
     UNSET,
+    Declarations,
     System,
     Valuation,
+    system_of_declarations,
     system_of_flow,
-    system_of_graph,
 )
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.monitor import (
@@ -72,9 +73,8 @@ __all__ = [
     "check_properties",
     "decide",
     "decide_on",
-    "graph_property_findings",
+    "declared_property_findings",
     "property_literals",
-    "property_tools",
     "system_for",
 ]
 
@@ -1023,45 +1023,18 @@ def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
 # ── findings ─────────────────────────────────────────────────────────────────
 
 
-def property_tools(props: Sequence[Property]) -> list[str]:
-    """The tools the properties name (``tool T``), in order.
-
-    >>> from flowc.compiler.properties import Never
-    >>> property_tools([Property("p", Never(m.ToolCalled("publish")))])
-    ['publish']
-    """
-    out: dict[str, None] = {}
-    for prop in props:
-        for expr in expressions(prop):
-            for e in walk(expr):
-                if isinstance(e, m.ToolCalled):
-                    out.setdefault(e.tool_name, None)
-    return list(out)
-
-
-def graph_property_findings(
-    loaded: LoadedGraph, props: Sequence[Property], max_states: int, filename: str = "<input>"
+def declared_property_findings(
+    loaded: LoadedGraph, decl: Declarations, max_states: int, filename: str = "<input>"
 ) -> tuple[Finding, ...]:
-    """E116, I305 and I306 for ``props`` decided over every run of a JSON graph, under the
-    assumptions ``check`` makes of a graph without declarations (every agent the graph
-    names speaks, any speaker calls any tool, a turn may write any context value): the
-    properties a run stored with its graph (:mod:`flowc.view`), the flow file gone. The
-    graph is explored apart from the other checks, with the values and tools the
-    properties name told apart, so that those checks read the same states as without
-    properties."""
-    system = system_of_graph(
-        loaded, extra=property_literals(props), extra_tools=property_tools(props)
-    )
+    """E116, I305 and I306 for the properties a run stored, decided over every run of its
+    stored graph with its flow's declarations (:func:`system_of_declarations`: the
+    system ``check`` makes of the `.flow` file, with the values the properties compare
+    told apart): what ``check`` says of them on the flow, the file gone."""
+    props = decl.properties
+    system = system_of_declarations(loaded, decl, property_literals(props))
     space = explore(system, max_states, record=True)
     facts = Facts(system, space, filename)
-    try:
-        results = decide_on(space, props, max_states)
-    except PropertyError as err:  # pragma: no cover - a stored property is one that parsed
-        return tuple(
-            Finding(facts.diag(I305, f"property {p.name} could not be decided: {err}"))
-            for p in props
-        )
-    return tuple(_finding(facts, res) for res in results)
+    return tuple(_finding(facts, res) for res in decide_on(space, props, max_states))
 
 
 def check_properties(facts: Facts) -> Iterator[Finding]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ import attrs
 from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
-from flowc.compiler.properties import Property
 from flowc.compiler.render.diagram import Diagram, build_diagram, mark_findings
 from flowc.compiler.render.dot import render_dot
 from flowc.compiler.render.image import (
@@ -55,14 +54,14 @@ def run_checker(
     flow: CompiledFlow | LoadedGraph,
     source: SourceFile | None = None,
     options: Any = None,
-    properties: Sequence[Property] = (),
+    declared: Any = None,
 ) -> tuple[Diagnostic, ...]:
     """The checker's findings for ``flow``, for marking on the diagram: what
     ``flowc check`` reports for ``source`` when it is given (ignore comments apply),
     else the analysis of the compiled flow or graph. ``options`` is a
     :class:`~flowc.compiler.analysis.CheckOptions` (None: the defaults). A graph's
-    ``properties`` (those a run stored with it: ``flowc view``) are decided over its runs
-    too.
+    ``declared`` (a :class:`~flowc.compiler.analysis.system.Declarations`: what a stored
+    run kept of its flow, for ``flowc view``) has its properties decided too.
 
     Raises :class:`CheckerUnavailableError` when the analysis package has no ``analyze``.
     """
@@ -78,7 +77,7 @@ def run_checker(
             "the checker is not available in this build (flowc.compiler.analysis has no `analyze`)"
         )
     graph = isinstance(flow, LoadedGraph)
-    extra = {"properties": tuple(properties)} if graph and properties else {}
+    extra = {"declared": declared} if graph and declared is not None else {}
     if source is not None and check_source is not None:
         found = check_source(source, options, as_json=graph, **extra)
     elif isinstance(flow, LoadedGraph):
