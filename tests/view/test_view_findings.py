@@ -325,6 +325,7 @@ def test_the_page_lists_the_findings_and_marks_them_with_hostile_names_as_text(
                 .find(c => c.startsWith('mark-')).slice(5)]))"""
         )
         assert marked == expected["marks"]
+        assert broken["edges"]  # the breaking run is drawn, names and all
         assert set(broken["edges"]) <= {k for k, v in marked.items() if v == "violation"}
         # nothing of the findings became an element, and no script ran
         assert (
