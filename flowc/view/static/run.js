@@ -39,7 +39,9 @@
     });
   }
   function loadDiagram() {
-    fetch(api + '/diagram.svg', {credentials: 'same-origin'}).then(function (r) {
+    // the findings are asked for once the diagram is in (or refused): their first
+    // working out does not compete with the drawing
+    fetch(api + '/diagram.svg', {credentials: 'same-origin'}).finally(loadFindings).then(function (r) {
       return r.text().then(function (body) { return {ok: r.ok, body: body}; });
     }).then(function (answer) {
       var box = el('diagram');
@@ -562,7 +564,6 @@
     document.title = 'flowc view: ' + runId;
     showTurn(0);
     loadDiagram();
-    loadFindings();
     connect();
   }).catch(function (err) { text(el('run-connection'), 'Cannot load the run: ' + err.message); });
 })();
