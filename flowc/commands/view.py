@@ -1,4 +1,4 @@
-"""``flowc view [--db DB] [RUN] [--port P] [--no-open]``: a local web page showing the runs
+"""``flowc view [--db DB] [RUN] [--port P] [--no-open] [--max-states N]``: a local web page showing the runs
 of a run database, and each run on its diagram with its transcript streaming live.
 
 The server (:mod:`flowc.view.server`) binds 127.0.0.1 only, asks for a random token on
@@ -100,6 +100,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError(INSTALL_HINT) from None
     if not 0 <= args.port <= 65535:
         raise UsageError("--port must be between 0 (any free port) and 65535")
+    if args.max_states is not None and args.max_states < 1:
+        raise UsageError("--max-states must be >= 1")
     token = _token()
     run = _check_db(args.db, args.run)
     sock = _bind(args.port)
@@ -113,7 +115,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
         webbrowser.open(url)
     config = uvicorn.Config(
-        make_app(ViewSettings(args.db, token)),
+        make_app(ViewSettings(args.db, token, max_states=args.max_states)),
         log_level="warning",
         lifespan="off",
         # open streams are cut after a second: a stopped server does not wait for pages
@@ -145,6 +147,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--no-open", action="store_true", help="print the URL only, never open a browser"
+    )
+    p.add_argument(
+        "--max-states",
+        type=int,
+        metavar="N",
+        help="the bound on abstract states of the checker whose findings a run's page "
+        "shows, as in flowc check (default 300000); an analysis stopped at it is shown "
+        "as partial",
     )
 
 

@@ -21,7 +21,9 @@ Refusals are ``403``. Every answer forbids inline scripts (a Content-Security-Po
 
 Routes: ``/`` (the runs list), ``/run/ID`` (a run's page; 404 for an unknown run),
 ``/api/runs``, ``/api/run/ID`` (the run's summary and starting state),
-``/api/run/ID/diagram.svg``, ``/api/run/ID/events`` (the turns, as server-sent events
+``/api/run/ID/diagram.svg``, ``/api/run/ID/findings`` (the checker's findings on the
+run's stored graph and what they mark on the diagram: :mod:`flowc.view.findings`),
+``/api/run/ID/events`` (the turns, as server-sent events
 whose id is the turn's number: a reconnecting page sends ``Last-Event-ID`` and gets the
 turns after it), ``/api/run/ID/why/N`` (why turn N went where it went: the
 ``flowc log RUN --why N --json`` document), ``/api/run/ID/scenario/N`` (the scenario block
@@ -122,12 +124,17 @@ def new_token() -> str:
 
 class ViewSettings:
     """What the application serves: the database (a SQLite path or PostgreSQL URL) and
-    the token; ``poll`` is :data:`POLL_SECONDS` unless a test asks otherwise."""
+    the token; ``poll`` is :data:`POLL_SECONDS` unless a test asks otherwise, and
+    ``max_states`` the checker's bound on the states of a run's graph (None: the
+    checker's default, as ``flowc check``'s)."""
 
-    def __init__(self, db: str, token: str, *, poll: float = POLL_SECONDS) -> None:
+    def __init__(
+        self, db: str, token: str, *, poll: float = POLL_SECONDS, max_states: int | None = None
+    ) -> None:
         self.db = db
         self.token = token
         self.poll = poll
+        self.max_states = max_states
 
     def open(self) -> WalStore:
         return open_store(self.db, readonly=True)
@@ -236,8 +243,12 @@ class _Runs:
         self.settings = settings
         self.views: OrderedDict[str, RunView] = OrderedDict()
         self.svgs: OrderedDict[str, str] = OrderedDict()
+        #: the checker's findings on each run's stored graph (:mod:`flowc.view.findings`)
+        self.findings_of: OrderedDict[str, dict[str, Any]] = OrderedDict()
         # the requests' threads share the caches
         self.lock = threading.Lock()
+        # one checker per run at a time: a second ask for a run waits for the first's answer
+        self.checking: dict[str, threading.Lock] = {}
 
     def _keep(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
         with self.lock:
@@ -274,6 +285,28 @@ class _Runs:
         svg = Rendering(self.view(run_id).diagram).svg()
         self._keep(self.svgs, run_id, svg)
         return svg
+
+    def findings(self, run_id: str) -> dict[str, Any]:
+        """The checker's findings on the run's stored graph, worked out once (a run's
+        stored graph never changes) and kept as its drawing is."""
+        from flowc.view.findings import run_findings
+
+        with self.lock:
+            found = self.findings_of.get(run_id)
+            one = self.checking.setdefault(run_id, threading.Lock())
+        if found is not None:
+            return found
+        with one:
+            try:
+                with self.lock:
+                    found = self.findings_of.get(run_id)
+                if found is None:
+                    found = run_findings(self.view(run_id), self.settings.max_states)
+                    self._keep(self.findings_of, run_id, found)
+            finally:
+                with self.lock:
+                    self.checking.pop(run_id, None)
+        return found
 
 
 class _Listing:
@@ -518,6 +551,7 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             Route("/run/{run_id:path}", pages.run_page),
             Route("/api/runs", api.runs),
             Route("/api/run/{run_id:path}/diagram.svg", api.diagram),
+            Route("/api/run/{run_id:path}/findings", api.findings),
             Route("/api/run/{run_id:path}/events", api.events),
             Route("/api/run/{run_id:path}/ag-ui", api.agui),
             Route("/api/run/{run_id:path}/why/{n:int}", turns.why),
@@ -579,6 +613,8 @@ class _RunApi:
     runs: Endpoint
     run: Endpoint
     diagram: Endpoint
+    #: the checker's findings on the run's stored graph (flowc.view.findings)
+    findings: Endpoint
     events: Endpoint
     #: the same turns as AG-UI protocol events (flowc.view.agui)
     agui: Endpoint
@@ -630,6 +666,21 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
             return Response(str(err), status_code=503, media_type="text/plain")
         return Response(svg, media_type="image/svg+xml")
 
+    async def findings(request: Request) -> Response:
+        from flowc.compiler.render.rendering import CheckerUnavailableError
+
+        run_id = request.path_params["run_id"]
+        await run_in_threadpool(runs.view, run_id)
+        try:
+            found = await run_in_threadpool(runs.findings, run_id)
+        except CheckerUnavailableError as err:
+            return JSONResponse({"error": str(err)}, status_code=503)
+        except MemoryError:
+            return JSONResponse(
+                {"error": "the checker ran out of memory on this graph"}, status_code=503
+            )
+        return JSONResponse(found)
+
     async def events(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         view = await run_in_threadpool(runs.view, run_id)
@@ -653,7 +704,7 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
             headers={"x-accel-buffering": "no"},
         )
 
-    return _RunApi(api_runs, api_run, diagram, events, agui)
+    return _RunApi(api_runs, api_run, diagram, findings, events, agui)
 
 
 @attrs.frozen

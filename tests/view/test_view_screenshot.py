@@ -1,6 +1,7 @@
 """The README's picture of `flowc view` (docs/img/view.png), made by this test: the page
 of the demo's run (`make demo` runs examples/feedback_loop.flow with its script) in
-headless Chromium, with a turn selected and its why panel shown.
+headless Chromium, with a turn selected and its why panel shown, and the checker's
+findings listed under the diagram.
 
 The test always drives the page and takes the picture (into a temporary folder), so a
 page that stops rendering fails here. With ``FLOWC_UPDATE_SCREENSHOT=1`` it writes the
@@ -36,6 +37,8 @@ def test_the_readme_screenshot_of_a_run_page(workdir: Path, page: Any, tmp_path:
         page.goto(server.url)
         page.wait_for_selector("body[data-ended=true]")
         page.wait_for_selector("#diagram svg g.edge.taken")
+        # the checker's findings listed and marked (not "Checking the flow...")
+        page.wait_for_selector("body[data-findings-marked=true]")
         # turn 4: the reviewer sends the draft back; `context.done == true` did not fire
         shown = why_of(page, 4)
         assert [r["rule"] for r in shown["fired"]] == [log["turns"][3]["rule"]]

@@ -32,7 +32,7 @@ from flowc.compiler.analysis.endings import check_scenario_endings
 from flowc.compiler.analysis.explore import StateSpace, explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
-from flowc.compiler.analysis.properties import check_properties
+from flowc.compiler.analysis.properties import check_properties, declared_property_findings
 from flowc.compiler.analysis.reachability import (
     check_max_turns,
     check_silent_after_work,
@@ -41,7 +41,12 @@ from flowc.compiler.analysis.reachability import (
 )
 from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
 from flowc.compiler.analysis.suppress import apply_ignores
-from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.analysis.system import (
+    Declarations,
+    System,
+    system_of_flow,
+    system_of_graph,
+)
 from flowc.compiler.analysis.worst import check_worst_case
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.lower import PATTERN_HELP
@@ -222,16 +227,33 @@ def analyze(
 
 
 def analyze_graph(
-    loaded: LoadedGraph, options: CheckOptions | None = None, *, filename: str = "<input>"
+    loaded: LoadedGraph,
+    options: CheckOptions | None = None,
+    *,
+    filename: str = "<input>",
+    declared: Declarations | None = None,
 ) -> tuple[Diagnostic, ...]:
-    """The findings of a JSON graph, under the assumptions for graphs without declarations.
+    """The findings of a JSON graph, under the assumptions for graphs without declarations;
+    with ``declared`` (what a stored run kept of its flow), its properties are decided too,
+    with those declarations, as ``check`` decides them on the flow
+    (:func:`~flowc.compiler.analysis.properties.declared_property_findings`).
 
     >>> from flowc.compiler import model as m
     >>> g = m.TransitionGraph("a", (m.Transition(m.FromSpeaker("a"), m.AgentTarget("b")),))
     >>> [d.code.id for d in analyze_graph(LoadedGraph(g, {}, False))]
     ['I303']
     """
-    found = findings_of(system_of_graph(loaded), options or CheckOptions(), filename)
+    options = options or CheckOptions()
+    found = findings_of(system_of_graph(loaded), options, filename)
+    if declared is not None and declared.properties:
+        decided = declared_property_findings(loaded, declared, options.max_states, filename)
+        wants = _wanted(options)
+        found = tuple(
+            sorted(
+                (*found, *(f for f in decided if wants(f.diagnostic.code.id))),
+                key=lambda f: f.diagnostic.sort_key(),
+            )
+        )
     return tuple(f.diagnostic for f in found)
 
 
@@ -269,12 +291,18 @@ def unloadable_names(
 
 
 def check_source(
-    source: SourceFile, options: CheckOptions | None = None, *, as_json: bool | None = None
+    source: SourceFile,
+    options: CheckOptions | None = None,
+    *,
+    as_json: bool | None = None,
+    declared: Declarations | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Everything ``flowc check`` reports for one input: compile errors, or the findings.
 
     ``as_json`` None decides by the name (``.json``) or by a leading ``{``. Ignore
-    comments apply; ``select``/``ignore`` filter every finding but the errors.
+    comments apply; ``select``/``ignore`` filter every finding but the errors. A JSON
+    graph ``declared`` with (a stored run's) has its properties decided too
+    (:func:`analyze_graph`).
 
     >>> src = SourceFile("f.flow", "speaker a\\nspeaker b  # flowc: ignore[W201]\\nstart a\\n")
     >>> [d.code.id for d in check_source(src)]
@@ -295,7 +323,7 @@ def check_source(
             return unknown
         if options.target == "ag2":
             diags = (*diags, *bare_ag2_graph_problems(loaded.graph, source.name, prefix))
-        found = analyze_graph(loaded, options, filename=source.name)
+        found = analyze_graph(loaded, options, filename=source.name, declared=declared)
         return tuple(sorted((*diags, *found), key=Diagnostic.sort_key))
     compiled, diags = compile_source(source)
     return check_compiled(compiled, diags, options, filename=source.name)

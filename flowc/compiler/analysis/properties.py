@@ -40,7 +40,15 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import Recorded, StateSpace, Step, explore
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_along
-from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation, system_of_flow
+from flowc.compiler.analysis.system import (
+    OTHER,
+    UNSET,
+    Declarations,
+    System,
+    Valuation,
+    system_of_declarations,
+    system_of_flow,
+)
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.monitor import (
     AtomTable,
@@ -53,6 +61,7 @@ from flowc.compiler.monitor import (
     expr_key,
     walk,
 )
+from flowc.compiler.pipeline import LoadedGraph
 from flowc.compiler.properties import Ends, Property, Verdict, expressions
 from flowc.diagnostics import E116, I305, I306, counted
 from flowc.dsl.formatter import format_name
@@ -64,6 +73,7 @@ __all__ = [
     "check_properties",
     "decide",
     "decide_on",
+    "declared_property_findings",
     "property_literals",
     "system_for",
 ]
@@ -1011,6 +1021,20 @@ def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
 
 
 # ── findings ─────────────────────────────────────────────────────────────────
+
+
+def declared_property_findings(
+    loaded: LoadedGraph, decl: Declarations, max_states: int, filename: str = "<input>"
+) -> tuple[Finding, ...]:
+    """E116, I305 and I306 for the properties a run stored, decided over every run of its
+    stored graph with its flow's declarations (:func:`system_of_declarations`: the
+    system ``check`` makes of the `.flow` file, with the values the properties compare
+    told apart): what ``check`` says of them on the flow, the file gone."""
+    props = decl.properties
+    system = system_of_declarations(loaded, decl, property_literals(props))
+    space = explore(system, max_states, record=True)
+    facts = Facts(system, space, filename)
+    return tuple(_finding(facts, res) for res in decide_on(space, props, max_states))
 
 
 def check_properties(facts: Facts) -> Iterator[Finding]:

@@ -19,6 +19,8 @@ from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow, RuleInfo
 from flowc.compiler.describe import Describer, condition_key, condition_text, rule_label
 from flowc.compiler.pipeline import LoadedGraph
+from flowc.compiler.properties import Property
+from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.diagnostics import elide
 from flowc.dsl.formatter import format_name, format_value
 
@@ -552,4 +554,106 @@ def system_of_graph(
         json_mode=True,
         compiled=None,
         json_prefix=prefix,
+    )
+
+
+@attrs.frozen
+class Declarations:
+    """What a run stores of its flow besides the graph (``flowc run`` writes it with the
+    run: :meth:`flowc.runtime.target.RunTarget.labels`): the speakers by name, the humans,
+    the declared tools and what each call does, the keys each human may write, the
+    results of custom targets and the properties. Enough to explore the runs of the flow
+    the run ran as ``check`` explores them from the `.flow` file
+    (:func:`system_of_declarations`), the file gone."""
+
+    speakers: tuple[str, ...]  # names, in participant order
+    ids: Mapping[str, str]  # name -> agent id
+    humans: frozenset[str]
+    start: str
+    initiator: str
+    #: (speaker, tool) -> each alternative of a call, in the flow's order
+    tools: Mapping[tuple[str, str], tuple[ToolEffectInfo, ...]]
+    human_writes: Mapping[str, frozenset[str]]
+    custom_results: Mapping[str, tuple[str | None, ...] | None]
+    properties: tuple[Property, ...] = ()
+
+
+def system_of_declarations(
+    loaded: LoadedGraph, decl: Declarations, extra: Mapping[str, Sequence[Any]] | None = None
+) -> System:
+    """The abstract system of a stored run's graph with its flow's declarations: the one
+    :func:`system_of_flow` makes of the `.flow` file (tools as declared, humans writing
+    the keys they declare), from what the run stored. ``extra`` as for
+    :func:`system_of_flow`.
+
+    >>> from flowc import compile_flow
+    >>> c = compile_flow(
+    ...     "speaker u: human\\nspeaker b { tool t sets k = 1 }\\nwhen context.k == 1 then u"
+    ... )
+    >>> d = Declarations(c.speakers, {s: c.agent_id(s) for s in c.speakers}, c.humans, c.start,
+    ...     c.initiator, {(t.speaker, t.name): t.alternatives for t in c.tools}, {}, {})
+    >>> s = system_of_declarations(LoadedGraph(c.graph, dict(c.context_vars), True), d)
+    >>> s.shape() == system_of_flow(c).shape()
+    True
+    """
+    graph = loaded.graph
+    ids = tuple(decl.ids.get(s, s) for s in decl.speakers)
+    b = _Builder(graph, ids, json_mode=False, extra=extra)
+    rules = b.rules(None)
+    index = {s: i for i, s in enumerate(decl.speakers)}
+    by_speaker: dict[str, list[tuple[str, tuple[ToolEffectInfo, ...]]]] = {}
+    for (speaker, tool), alternatives in decl.tools.items():
+        by_speaker.setdefault(speaker, []).append((tool, alternatives))
+    actions: list[tuple[Action, ...]] = []
+    for s in decl.speakers:
+        written = tuple(b.key_index[k] for k in decl.human_writes.get(s, ()) if k in b.key_index)
+        acts: list[Action] = [Action(any_writes=written) if written else PLAIN]
+        for tool, alternatives in by_speaker.get(s, ()):
+            t_index = b.add_tool(tool)
+            for alt in alternatives or (None,):
+                if alt is None:
+                    acts.append(Action(tool, t_index))
+                    continue
+                writes = [(b.key_index[k], UNSET) for k in alt.clears if k in b.key_index]
+                writes += [
+                    (b.key_index[k], b.abstract(b.key_index[k], v))
+                    for k, v in alt.sets
+                    if k in b.key_index
+                ]
+                handoff = index.get(alt.handoff) if alt.handoff is not None else None
+                acts.append(
+                    Action(tool, t_index, tuple(writes), alt.sets, alt.clears, handoff, alt.finish)
+                )
+        unique: dict[str, Action] = {}
+        for act in acts:  # values may be lists or objects: dedupe on their JSON
+            key = json.dumps(
+                [act.tool, act.sets, act.clears, act.handoff, act.finish],
+                sort_keys=True,
+                default=str,
+            )
+            unique.setdefault(key, act)
+        actions.append(tuple(unique.values()))
+    context = loaded.context_vars
+    return System(
+        speakers=tuple(decl.speakers),
+        ids=ids,
+        humans=frozenset(index[h] for h in decl.humans if h in index),
+        start=index[decl.start],
+        initiator=index.get(decl.initiator, index[decl.start]),
+        keys=b.keys,
+        literals=b.literals,
+        initial=tuple(
+            b.abstract(i, context[k]) if k in context else UNSET for i, k in enumerate(b.keys)
+        ),
+        initial_context=dict(context),
+        tool_names=tuple(b.tools),
+        rules=rules,
+        ordered=tuple(sorted(rules, key=lambda r: r.rank)),
+        default=graph.default_target,
+        max_turns=graph.max_turns,
+        actions=tuple(actions),
+        atoms=tuple(b.atoms.values()),
+        custom_results=dict(decl.custom_results),
+        json_mode=False,
+        compiled=None,
     )

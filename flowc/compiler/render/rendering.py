@@ -51,12 +51,17 @@ class CheckerUnavailableError(RuntimeError):
 
 
 def run_checker(
-    flow: CompiledFlow | LoadedGraph, source: SourceFile | None = None, options: Any = None
+    flow: CompiledFlow | LoadedGraph,
+    source: SourceFile | None = None,
+    options: Any = None,
+    declared: Any = None,
 ) -> tuple[Diagnostic, ...]:
     """The checker's findings for ``flow``, for marking on the diagram: what
     ``flowc check`` reports for ``source`` when it is given (ignore comments apply),
     else the analysis of the compiled flow or graph. ``options`` is a
-    :class:`~flowc.compiler.analysis.CheckOptions` (None: the defaults).
+    :class:`~flowc.compiler.analysis.CheckOptions` (None: the defaults). A graph's
+    ``declared`` (a :class:`~flowc.compiler.analysis.system.Declarations`: what a stored
+    run kept of its flow, for ``flowc view``) has its properties decided too.
 
     Raises :class:`CheckerUnavailableError` when the analysis package has no ``analyze``.
     """
@@ -71,10 +76,12 @@ def run_checker(
         raise CheckerUnavailableError(
             "the checker is not available in this build (flowc.compiler.analysis has no `analyze`)"
         )
+    graph = isinstance(flow, LoadedGraph)
+    extra = {"declared": declared} if graph and declared is not None else {}
     if source is not None and check_source is not None:
-        found = check_source(source, options, as_json=isinstance(flow, LoadedGraph))
+        found = check_source(source, options, as_json=graph, **extra)
     elif isinstance(flow, LoadedGraph):
-        found = analyze_graph(flow, options, filename=source.name if source else "<input>")
+        found = analyze_graph(flow, options, filename=source.name if source else "<input>", **extra)
     else:
         found = analyze(flow, options, filename=source.name if source else "<input>")
     return tuple(d for d in found if isinstance(d, Diagnostic))

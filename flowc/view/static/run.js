@@ -1,5 +1,6 @@
 // A run's page of `flowc view`: the diagram (the SVG `flowc render` draws of the run's
-// stored graph), the transcript streaming over server-sent events, and a timeline.
+// stored graph) with the checker's findings marked on it and listed, the transcript
+// streaming over server-sent events, and a timeline.
 // Everything a run holds (names, texts, tool arguments, context values) is put on the
 // page with textContent: never parsed as markup.
 (function () {
@@ -38,7 +39,9 @@
     });
   }
   function loadDiagram() {
-    fetch(api + '/diagram.svg', {credentials: 'same-origin'}).then(function (r) {
+    // the findings are asked for once the diagram is in (or refused): their first
+    // working out does not compete with the drawing
+    fetch(api + '/diagram.svg', {credentials: 'same-origin'}).finally(loadFindings).then(function (r) {
       return r.text().then(function (body) { return {ok: r.ok, body: body}; });
     }).then(function (answer) {
       var box = el('diagram');
@@ -51,6 +54,7 @@
       box.appendChild(document.importNode(svg, true));
       diagramReady = true;
       showTurn(selected);
+      markFindings();
     }).catch(function (err) { text(el('diagram-note'), 'No diagram: ' + err.message); });
   }
   function countLabel(edgeId) {
@@ -95,6 +99,83 @@
       var chosen = document.getElementById(turn.edge);
       if (chosen) { chosen.classList.add('selected'); }
     }
+  }
+
+  // ── the checker's findings (`flowc render --check`'s marks) ─────────────────
+  var findings = null;     // the answer of /findings, once it came
+  var MARKS = {dead: 1, trap: 1, loop: 1, violation: 1};
+  function inDiagram(id) {
+    var g = document.getElementById(id);
+    return g && g.closest('#diagram svg') ? g : null;
+  }
+  function markFindings() {
+    if (!diagramReady || !findings) { return; }
+    Object.keys(findings.marks).forEach(function (id) {
+      var mark = findings.marks[id];
+      var g = inDiagram(id);
+      if (g && MARKS[mark]) { g.classList.add('mark-' + mark); }
+    });
+    document.body.dataset.findingsMarked = 'true';
+  }
+  function focusFinding(f, on) {
+    f.nodes.concat(f.edges).forEach(function (id) {
+      var g = inDiagram(id);
+      if (g) { g.classList.toggle('finding-focus', on); }
+    });
+  }
+  function findingEntry(f) {
+    var li = document.createElement('li');
+    li.className = 'finding ' + f.severity;
+    li.dataset.code = String(f.code);
+    var where = f.line !== null && f.line !== undefined ? ' (line ' + f.line + ')'
+      : f.json_path ? ' (' + f.json_path + ')' : '';
+    line(li, 'finding-head', f.severity + '[' + f.code + ']: ' + f.message + where);
+    f.notes.forEach(function (note) { line(li, 'finding-note', '= note: ' + note); });
+    if (f.fix) { line(li, 'finding-note', '= help: ' + f.fix); }
+    if (f.nodes.length || f.edges.length) {
+      li.classList.add('marks');
+      li.addEventListener('mouseenter', function () { focusFinding(f, true); });
+      li.addEventListener('mouseleave', function () { focusFinding(f, false); });
+    }
+    return li;
+  }
+  function counted(n, one) { return n + ' ' + one + (n === 1 ? '' : 's'); }
+  function showFindings(answer) {
+    findings = answer;
+    var c = answer.counts;
+    var tally = counted(c.error, 'error') + ', ' + counted(c.warning, 'warning') + ', ' + c.info + ' info';
+    var said;
+    if (answer.status === 'stopped') {
+      said = 'Not checked: the checker stopped before exploring the graph (' + tally + ')';
+    } else if (answer.status === 'partial') {
+      said = 'Partial: the checker stopped at its bound of ' + answer.max_states +
+        ' states, so what it did not reach is not checked (' + tally + ')';
+    } else if (answer.clean) {
+      said = 'Clean: every run of the stored graph was checked, no error or warning (' + c.info + ' info)';
+    } else {
+      said = 'Every run of the stored graph was checked: ' + tally;
+    }
+    var status = el('findings-status');
+    text(status, said);
+    status.className = answer.clean ? 'clean' : answer.status === 'complete' ? '' : 'partial';
+    document.body.dataset.findings = answer.clean ? 'clean' : answer.status;
+    var frag = document.createDocumentFragment();
+    answer.findings.forEach(function (f) { frag.appendChild(findingEntry(f)); });
+    el('findings-list').textContent = '';
+    el('findings-list').appendChild(frag);
+    markFindings();
+  }
+  function loadFindings() {
+    fetch(api + '/findings', {credentials: 'same-origin'}).then(function (r) {
+      return r.json().then(function (body) { return {ok: r.ok, body: body}; });
+    }).then(function (answer) {
+      if (!answer.ok) { throw new Error(answer.body && answer.body.error ? answer.body.error : 'the server refused'); }
+      showFindings(answer.body);
+    }).catch(function (err) {
+      text(el('findings-status'), 'No findings: ' + err.message);
+      el('findings-status').className = 'partial';
+      document.body.dataset.findings = 'failed';
+    });
   }
 
   // ── the transcript ───────────────────────────────────────────────────────
