@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 import attrs
@@ -423,6 +423,48 @@ def _reads(code: CondCode) -> Iterator[int]:
         yield from _reads(code[1])
 
 
+def _speaker_actions(
+    b: _Builder,
+    speakers: Sequence[str],
+    human_writes: Mapping[str, Iterable[str]],
+    tools: Mapping[str, Sequence[tuple[str, tuple[ToolEffectInfo, ...]]]],
+) -> tuple[tuple[Action, ...], ...]:
+    """Each speaker's possible turns: a plain reply (with the keys a human may write),
+    and each alternative of each declared tool call (``tools``: per speaker, each tool's
+    name and alternatives, in the flow's order), with its writes as abstract values."""
+    index = {s: i for i, s in enumerate(speakers)}
+    actions: list[tuple[Action, ...]] = []
+    for s in speakers:
+        written = tuple(b.key_index[k] for k in human_writes.get(s, ()) if k in b.key_index)
+        acts: list[Action] = [Action(any_writes=written) if written else PLAIN]
+        for tool, alternatives in tools.get(s, ()):
+            t_index = b.add_tool(tool)
+            for alt in alternatives or (None,):
+                if alt is None:
+                    acts.append(Action(tool, t_index))
+                    continue
+                writes = [(b.key_index[k], UNSET) for k in alt.clears if k in b.key_index]
+                writes += [
+                    (b.key_index[k], b.abstract(b.key_index[k], v))
+                    for k, v in alt.sets
+                    if k in b.key_index
+                ]
+                handoff = index.get(alt.handoff) if alt.handoff is not None else None
+                acts.append(
+                    Action(tool, t_index, tuple(writes), alt.sets, alt.clears, handoff, alt.finish)
+                )
+        unique: dict[str, Action] = {}
+        for act in acts:  # values may be lists or objects: dedupe on their JSON
+            key = json.dumps(
+                [act.tool, act.sets, act.clears, act.handoff, act.finish],
+                sort_keys=True,
+                default=str,
+            )
+            unique.setdefault(key, act)
+        actions.append(tuple(unique.values()))
+    return tuple(actions)
+
+
 def system_of_flow(
     compiled: CompiledFlow, extra: Mapping[str, Sequence[Any]] | None = None
 ) -> System:
@@ -441,45 +483,12 @@ def system_of_flow(
     b = _Builder(compiled.graph, ids, json_mode=False, extra=extra)
     rules = b.rules(compiled.rules)
     speaker_index = {s: i for i, s in enumerate(compiled.speakers)}
-    actions: list[tuple[Action, ...]] = []
-    for s in compiled.speakers:
-        written = tuple(
-            b.key_index[k] for k in compiled.human_writes.get(s, ()) if k in b.key_index
-        )
-        acts: list[Action] = [Action(any_writes=written) if written else PLAIN]
-        for tool in compiled.tools_of(s):
-            t_index = b.add_tool(tool.name)
-            for alt in tool.alternatives or (None,):
-                if alt is None:
-                    acts.append(Action(tool.name, t_index))
-                    continue
-                writes: list[tuple[int, int]] = []
-                for key in alt.clears:
-                    if key in b.key_index:
-                        writes.append((b.key_index[key], UNSET))
-                for key, value in alt.sets:
-                    if key in b.key_index:
-                        writes.append((b.key_index[key], b.abstract(b.key_index[key], value)))
-                acts.append(
-                    Action(
-                        tool.name,
-                        t_index,
-                        tuple(writes),
-                        alt.sets,
-                        alt.clears,
-                        speaker_index[alt.handoff] if alt.handoff is not None else None,
-                        alt.finish,
-                    )
-                )
-        unique: dict[str, Action] = {}
-        for act in acts:  # values may be lists or objects: dedupe on their JSON
-            key = json.dumps(
-                [act.tool, act.sets, act.clears, act.handoff, act.finish],
-                sort_keys=True,
-                default=str,
-            )
-            unique.setdefault(key, act)
-        actions.append(tuple(unique.values()))
+    actions = _speaker_actions(
+        b,
+        compiled.speakers,
+        compiled.human_writes,
+        {s: [(t.name, t.alternatives) for t in compiled.tools_of(s)] for s in compiled.speakers},
+    )
     initial = tuple(
         b.abstract(i, compiled.context_vars[k]) if k in compiled.context_vars else UNSET
         for i, k in enumerate(b.keys)
@@ -604,35 +613,7 @@ def system_of_declarations(
     by_speaker: dict[str, list[tuple[str, tuple[ToolEffectInfo, ...]]]] = {}
     for (speaker, tool), alternatives in decl.tools.items():
         by_speaker.setdefault(speaker, []).append((tool, alternatives))
-    actions: list[tuple[Action, ...]] = []
-    for s in decl.speakers:
-        written = tuple(b.key_index[k] for k in decl.human_writes.get(s, ()) if k in b.key_index)
-        acts: list[Action] = [Action(any_writes=written) if written else PLAIN]
-        for tool, alternatives in by_speaker.get(s, ()):
-            t_index = b.add_tool(tool)
-            for alt in alternatives or (None,):
-                if alt is None:
-                    acts.append(Action(tool, t_index))
-                    continue
-                writes = [(b.key_index[k], UNSET) for k in alt.clears if k in b.key_index]
-                writes += [
-                    (b.key_index[k], b.abstract(b.key_index[k], v))
-                    for k, v in alt.sets
-                    if k in b.key_index
-                ]
-                handoff = index.get(alt.handoff) if alt.handoff is not None else None
-                acts.append(
-                    Action(tool, t_index, tuple(writes), alt.sets, alt.clears, handoff, alt.finish)
-                )
-        unique: dict[str, Action] = {}
-        for act in acts:  # values may be lists or objects: dedupe on their JSON
-            key = json.dumps(
-                [act.tool, act.sets, act.clears, act.handoff, act.finish],
-                sort_keys=True,
-                default=str,
-            )
-            unique.setdefault(key, act)
-        actions.append(tuple(unique.values()))
+    actions = _speaker_actions(b, decl.speakers, decl.human_writes, by_speaker)
     context = loaded.context_vars
     return System(
         speakers=tuple(decl.speakers),
