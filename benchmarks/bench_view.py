@@ -8,11 +8,42 @@ runs written by the real ``flowc run`` (targets from issue 28):
 - size: a scripted 10,000-turn run: the time until its page has every turn, then the time
   of selecting a turn (state panel and diagram) for 200 turns picked at random (target:
   p95 under 50 ms), and the time from selecting a turn to its why panel shown (the server
-  explains it from the run's start): turn N-1 first (nothing kept yet), then 50 turns
-  picked at random (target: p95 under 50 ms).
+  explains it from the last state it kept before the turn): turn N-1 first (nothing kept
+  yet), then 50 turns picked at random (target: p95 under 50 ms);
+- speakers: bench_render's pipeline of 300 speakers (303 nodes, 631 edges drawn), run
+  twice round by a script (600 turns, 301 edges taken). On its page, 100 turns picked at
+  random are selected in turn (a click on the transcript entry); each is timed in the
+  page with ``performance.now()`` from just before the click to the DOM updated (the
+  click's handler is synchronous: the state panel, the diagram's current node, taken
+  edges with their counts and the selected edge) with the style and layout it needs
+  forced (``offsetHeight``): target p95 under 50 ms. The time to the next frame drawn
+  (a requestAnimationFrame, then a task) is printed besides, with no target: it adds
+  the paint of the SVG and the wait for the frame. After each, outside the timing, the
+  diagram is checked against the turn's node and edge as the event stream gives them;
+- pages: N pages (``--pages``) and M clients that only read the event stream
+  (``--clients``; default 3 + 47 = 50) on one server, watching a live run of 100 turns
+  (each agent answers 0.2 s after a gate opened once every watcher has the kickoff).
+  Each page counts the turn events its stream brings (before its script drops a
+  repeat) and notes when each entry appears; each watcher must end with every turn
+  exactly once, its speaker and text as ``flowc log`` has them; the latency is as in
+  ``live``, pooled over every watcher (target: p95 under 250 ms). 50 Chromium pages
+  (``--pages 50 --clients 0``) are too heavy for the 2-core reference machine: its load
+  went to 22-25 and the pages' p95 to 1.4-2.2 s, while the server was busy 13% of the
+  run (3.3 s of 24 s: the pages' renderers waited for the CPU); with 3 pages and 47
+  clients the p95 is about 110 ms. Each page has its own browser context: Chromium
+  opens at most 6 connections to one host per profile, so a 7th tab of the same
+  browser would wait for its event stream;
+- memory: for runs of 1,000, 10,000 and 30,000 turns (``--memory``), a fresh server's RSS
+  (``/proc/PID/status``, sampled every 10 ms) before, at its peak while a client reads
+  the whole event stream, and at its peak while a page shows the run to its end with
+  the why panel of its last turn. Target: what a stream adds to the RSS grows by at most
+  ``MEMORY_SLACK_MIB`` (10 MiB) from the shortest run to the longest, for both; a
+  server that kept the turns or the rows of the runs it streams (1.5 KB a row, 45 MiB
+  for 30,000) misses it.
 
-Run: ``.venv/bin/python benchmarks/bench_view.py [TURNS]``. Needs chromium, Graphviz and
-the view extra; prints the measures and exits 1 when a target is missed.
+Run: ``.venv/bin/python benchmarks/bench_view.py [TURNS] [--only live,size,speakers,pages,memory]``.
+Needs chromium, Graphviz and the view extra; prints the measures and exits 1 when a
+target is missed.
 """
 
 from __future__ import annotations
@@ -310,8 +341,8 @@ SELECT_DIAGRAM = """async ([picks, expected]) => {
 
 
 def stream_events(url: str, run_id: str) -> list[dict[str, Any]]:
-    """The turns of a run that ended, read whole from its event stream: ``(event,
-    id, data)`` of each event."""
+    """The events of a run that ended, read whole from its event stream: each event's
+    data with its type (``event``) and id."""
     base, token = url.split("/?token=")
     with urllib.request.urlopen(
         f"{base}/api/run/{run_id}/events?after=0&token={token}", timeout=600
