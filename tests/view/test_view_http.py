@@ -476,7 +476,7 @@ def test_what_is_kept_for_why_is_bounded_and_holds_no_row(tmp_path: Path) -> Non
     from flowc.runtime.fork import scenario_upto
     from flowc.runtime.stores import open_store
     from flowc.runtime.why import explain_turn
-    from flowc.view.server import MARK_TURNS, _Explained
+    from flowc.view.server import EXPLAINED_RUNS, MARK_TURNS, _Explained
 
     turns = 3 * MARK_TURNS + 10
     flow = f"speaker a\nspeaker b\nstart a\nmax_turns {turns}\nwhen from a then b\nwhen from b then a\n"
@@ -504,6 +504,8 @@ def test_what_is_kept_for_why_is_bounded_and_holds_no_row(tmp_path: Path) -> Non
     kept.explain(second, 2)
     assert list(kept.runs) == [second]
     assert kept.scenario(first, 3) == scenario_upto(envelopes, 3)
+    page = " ".join((ROOT / "docs" / "view.md").read_text().split())
+    assert f"({EXPLAINED_RUNS} of them), the folded state every {MARK_TURNS} turns" in page
 
 
 def test_why_follows_a_live_run_past_the_envelopes_it_kept(tmp_path: Path) -> None:
