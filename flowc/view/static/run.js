@@ -469,7 +469,7 @@
       status({status: 'closed', turns: end.turns, close_reason: end.close_reason});
     });
     source.addEventListener('error', function () {
-      if (ended) { return; }
+      if (ended || this !== source) { return; }  // a stream let go since
       text(el('run-connection'), '(reconnecting…)');
       // the browser tries again by itself (with Last-Event-ID) unless the server
       // refused the stream; then this page asks again, from its last turn
@@ -478,8 +478,22 @@
   }
   function reconnect() {
     if (source) { source.close(); }
-    if (!ended) { connect(); }
+    source = null;
+    if (!ended && !document.hidden) { connect(); }
   }
+  // a hidden page (another tab in front) lets its stream go, and reads on from its last
+  // turn once shown again: a browser opens at most 6 connections to a server, and each
+  // open stream holds one, so a 7th page of the same server would get nothing
+  var loaded = false;      // the run's summary is in (the stream may be opened)
+  document.addEventListener('visibilitychange', function () {
+    if (!loaded || ended) { return; }
+    if (document.hidden) {
+      if (source) { source.close(); }
+      source = null;
+    } else if (!source) {
+      connect();
+    }
+  });
 
   fetch(api, {credentials: 'same-origin'}).then(function (r) {
     if (!r.ok) { throw new Error('the server answered ' + r.status); }
@@ -499,6 +513,7 @@
     document.title = 'flowc view: ' + runId;
     showTurn(0);
     loadDiagram();
-    connect();
+    loaded = true;
+    if (!document.hidden) { connect(); }
   }).catch(function (err) { text(el('run-connection'), 'Cannot load the run: ' + err.message); });
 })();
