@@ -31,8 +31,8 @@ runs written by the real ``flowc run`` (targets from issue 28):
   went to 22-25 and the pages' p95 to 1.4-2.2 s, while the server was busy 13% of the
   run (3.3 s of 24 s: the pages' renderers waited for the CPU); with 3 pages and 47
   clients the p95 is about 110 ms. Each page has its own browser context: Chromium
-  opens at most 6 connections to one host per profile, so a 7th tab of the same
-  browser would wait for its event stream;
+  opens at most 6 connections to one host per profile, and each shown page's event
+  stream holds one (a page in a hidden tab lets its stream go);
 - memory: for runs of 1,000, 10,000 and 30,000 turns (``--memory``), a fresh server's RSS
   (``/proc/PID/status``, sampled every 10 ms) before, at its peak while a client reads
   the whole event stream, and at its peak while a page shows the run to its end with
@@ -532,7 +532,7 @@ def many_pages(browser: Any, folder: Path, count: int, turns: int, clients: int 
     server, url = serve(db, folder)
     readers = [StreamClient(url, run_id) for _ in range(clients)]
     # one browser context per page: Chromium opens at most 6 connections to a host per
-    # profile, and each page's event stream holds one open
+    # profile, and each shown page's event stream holds one open
     contexts = [browser.new_context(viewport={"width": 1400, "height": 900}) for _ in range(count)]
     try:
         pages = []
