@@ -45,7 +45,14 @@ import secrets
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    MutableMapping,
+)
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -83,13 +90,13 @@ CACHED_RUNS = 16
 #: stream): the runs that least recently committed more lose theirs first, and are read
 #: again from the start if they commit more (:class:`_Listing`)
 LISTED_FEEDS = 32
-#: the envelopes the why and scenario answers keep, over all runs: explaining turn N folds
-#: the run from its start, and reading (decoding) its rows again is most of that cost. A
-#: run with more envelopes than this is read again on each ask (the memory stays bounded)
-CACHED_ENVELOPES = 40_000
+#: the runs whose marks the why answers keep (:class:`_Explained`)
+EXPLAINED_RUNS = 16
 #: the turns between two folders kept of a run explained: explaining turn N folds at most
 #: this many turns, whatever N
-MARK_TURNS = 250
+MARK_TURNS = 100
+#: the rows read at a time when explaining a turn from a mark (about a mark's worth)
+MARK_PAGE_ROWS = 64
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -426,93 +433,101 @@ class _Listing:
 
 
 class _Kept:
-    """A run's envelopes read so far (up to row key ``after``) and, for explaining its
-    turns, a folder that folded the first ``folded`` of them, with a copy of it every
-    :data:`MARK_TURNS` turns: ``marks`` of ``(envelopes folded, folder)``."""
+    """A run explained: a folder that folded its rows up to row key ``after`` and a copy
+    of it every :data:`MARK_TURNS` turns, ``marks`` of ``(row key, folder)``. No row is
+    kept: explaining turn N reads again the rows from the last mark before it."""
 
     def __init__(self) -> None:
         self.after = 0
-        self.envelopes: list[Envelope] = []
-        self.folded = 0
         self.folder: TranscriptFolder | None = None
         self.marks: list[tuple[int, TranscriptFolder]] = []
 
-    def start_for(self, n: int) -> tuple[int, TranscriptFolder | None]:
-        """Where explaining turn ``n`` can begin: the index of the next envelope and the
-        folder of the last mark before turn ``n`` (``(0, None)``: the start)."""
+    def fold_to(self, store: WalStore, run_id: str, n: int) -> None:
+        """Fold the run on until turn ``n`` (or its last committed row), marking every
+        :data:`MARK_TURNS` turns."""
         from flowc.runtime.adapters.workflow import WorkflowAdapter
 
         folder = self.folder
         if folder is None:
             folder = self.folder = TranscriptFolder(WorkflowAdapter(None))
-        envelopes = self.envelopes
-        while self.folded < len(envelopes) and folder.turns < n and folder.close is None:
-            record = folder.feed(envelopes[self.folded])
-            self.folded += 1
-            # no turn record is kept: explaining a turn needs the folder's state and how
-            # many turns it folded, not the turns before (a mark holding them all made
-            # the marks' memory grow with the square of the run's length)
-            folder.forget()
-            if record is not None and record.number % MARK_TURNS == 0:
-                self.marks.append((self.folded, folder.copy(records=False)))
+        while folder.turns < n and folder.close is None:
+            page = read_page(store, run_id, self.after, PAGE_ROWS)
+            if not page:
+                return
+            for key, env in page:
+                record = folder.feed(env)
+                self.after = key
+                # no turn record is kept: explaining a turn needs the folder's state and
+                # how many turns it folded, not the turns before (a mark holding them all
+                # made the marks' memory grow with the square of the run's length)
+                folder.forget()
+                if record is not None and record.number % MARK_TURNS == 0:
+                    self.marks.append((key, folder.copy(records=False)))
+                if folder.turns >= n or folder.close is not None:
+                    return
+
+    def start_for(self, n: int) -> tuple[int, TranscriptFolder | None]:
+        """Where explaining turn ``n`` can begin: the row key of the last mark before turn
+        ``n`` and its folder (``(0, None)``: the start)."""
         best: tuple[int, TranscriptFolder | None] = (0, None)
-        for index, mark in self.marks:
+        for key, mark in self.marks:
             if mark.turns >= n:
                 break
-            best = (index, mark)
+            best = (key, mark)
         return best
 
 
-class _Envelopes:
-    """The envelopes of the runs last explained (``/why/N``, ``/scenario/N``), at most
-    :data:`CACHED_ENVELOPES` over all of them, the least recently asked for dropped first.
-    A run kept is read on from the last row it had: a live run's new turns are added."""
+def _rows(store: WalStore, run_id: str, after: int) -> Iterator[Envelope]:
+    """The run's envelopes past row key ``after``, read a page at a time as they are
+    wanted (a fold that stops at turn N reads no further)."""
+    while page := read_page(store, run_id, after, MARK_PAGE_ROWS):
+        yield from (env for _, env in page)
+        after = page[-1][0]
 
-    def __init__(self, settings: ViewSettings, limit: int = CACHED_ENVELOPES) -> None:
+
+class _Explained:
+    """The runs last explained (``/why/N``), at most :data:`EXPLAINED_RUNS`, each with
+    its marks (:class:`_Kept`), the least recently asked for dropped first. A run kept
+    is folded on from its last row read: a live run's new turns are added. Rows are read
+    again for each answer, from the mark before the turn: what is kept is a folded state
+    per :data:`MARK_TURNS` turns, however long the runs (``/scenario/N`` reads turns 1
+    to N, as it writes them)."""
+
+    def __init__(self, settings: ViewSettings, limit: int = EXPLAINED_RUNS) -> None:
         self.settings = settings
         self.limit = limit
         self.runs: OrderedDict[str, _Kept] = OrderedDict()
-        # one reader at a time: two asks for one run read its new rows once
+        # one reader at a time: two asks for one run fold its new rows once
         self.lock = threading.Lock()
-
-    def _read(self, run_id: str) -> _Kept:
-        """The run's envelopes, read on from where they were kept; kept again (with its
-        marks) when they fit."""
-        kept = self.runs.pop(run_id, None) or _Kept()
-        store = self.settings.open()
-        try:
-            while True:
-                page = read_page(store, run_id, kept.after, PAGE_ROWS * 10)
-                if not page:
-                    break
-                kept.after = page[-1][0]
-                kept.envelopes.extend(env for _, env in page)
-        finally:
-            store.close()
-        if len(kept.envelopes) <= self.limit:
-            self.runs[run_id] = kept
-            total = sum(len(k.envelopes) for k in self.runs.values())
-            while total > self.limit:
-                _, dropped = self.runs.popitem(last=False)
-                total -= len(dropped.envelopes)
-        return kept
-
-    def read(self, run_id: str) -> list[Envelope]:
-        with self.lock:
-            # a copy: the kept list grows as the run does
-            return list(self._read(run_id).envelopes)
 
     def explain(self, run_id: str, n: int) -> dict[str, Any]:
         """``flowc log RUN --why N --json``'s document, folded from the last mark before
-        turn ``n`` of a run kept (from the run's start otherwise)."""
+        turn ``n`` (from the run's start for the first turns)."""
         from flowc.runtime.why import explain_turn
 
-        with self.lock:
-            kept = self._read(run_id)
-            if run_id not in self.runs:  # too long to keep: no marks either
-                return explain_turn(kept.envelopes, n).to_json()
-            index, start = kept.start_for(n)
-            return explain_turn(kept.envelopes[index:], n, start=start).to_json()
+        store = self.settings.open()
+        try:
+            with self.lock:
+                kept = self.runs.pop(run_id, None) or _Kept()
+                self.runs[run_id] = kept
+                while len(self.runs) > self.limit:
+                    self.runs.popitem(last=False)
+                kept.fold_to(store, run_id, n)
+                after, start = kept.start_for(n)
+            return explain_turn(_rows(store, run_id, after), n, start=start).to_json()
+        finally:
+            store.close()
+
+    def scenario(self, run_id: str, n: int) -> str:
+        """``flowc log RUN --scenario-upto N``'s block, from the run's rows read as they
+        are wanted."""
+        from flowc.runtime.fork import scenario_upto
+
+        store = self.settings.open()
+        try:
+            return scenario_upto(_rows(store, run_id, 0), n)
+        finally:
+            store.close()
 
 
 def _sse(data: Any, event: str, event_id: int | None = None) -> str:
@@ -716,18 +731,16 @@ class _TurnApi:
 
 
 def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
-    """The answers about turn N of a run, from its envelopes (kept, :class:`_Envelopes`):
-    why it went where it went (``flowc log RUN --why N --json``) and the scenario block
-    of turns 1 to N (``flowc log RUN --scenario-upto N``, as text)."""
-    kept = _Envelopes(settings)
+    """The answers about turn N of a run, from its rows (:class:`_Explained`): why it
+    went where it went (``flowc log RUN --why N --json``) and the scenario block of turns
+    1 to N (``flowc log RUN --scenario-upto N``, as text)."""
+    kept = _Explained(settings)
 
     def explain(run_id: str, n: int) -> dict[str, Any]:
         return kept.explain(run_id, n)
 
     def scenario(run_id: str, n: int) -> str:
-        from flowc.runtime.fork import scenario_upto
-
-        return scenario_upto(kept.read(run_id), n)
+        return kept.scenario(run_id, n)
 
     async def turn_answer(request: Request, make: Callable[[str, int], Any]) -> Any:
         """``make(run_id, n)`` for the run and turn of the path; an answer with the error

@@ -367,6 +367,70 @@ def test_a_live_run_streams_its_turns_as_they_are_committed(workdir: Path, page:
         server.stop()
 
 
+#: the page's visibility, set by the test (a headless page is always visible):
+#: ``window.__hide(true)`` hides it as a tab behind another one is
+VISIBILITY = """(() => {
+    let hidden = false;
+    Object.defineProperty(Document.prototype, 'hidden', {configurable: true, get: () => hidden});
+    Object.defineProperty(Document.prototype, 'visibilityState',
+        {configurable: true, get: () => hidden ? 'hidden' : 'visible'});
+    window.__hide = h => { hidden = h; document.dispatchEvent(new Event('visibilitychange')); };
+})()"""
+
+
+def test_pages_behind_others_let_their_stream_go_so_many_pages_of_one_server_work(
+    workdir: Path, browser: Any
+) -> None:
+    """Eight pages of a live run opened one after the other in one browser, each opened
+    in front of the one before: Chromium opens at most 6 connections to a server, and
+    each open event stream holds one, so the 7th page got nothing (not even its HTML)
+    while 6 pages behind it held their streams (issue 28, point 6). A hidden page lets its
+    stream go; shown again, it reads on from its last turn: every page ends with every
+    turn once."""
+    db, run, gate = start_live_run(workdir, workdir / "runs.db")
+    run_id = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)[0]["run_id"]
+    server = ViewServer(db, run_id, cwd=workdir)
+    pages: list[Any] = []
+    errors: list[str] = []
+    try:
+        for i in range(8):
+            if pages:
+                pages[-1].evaluate("window.__hide(true)")  # behind the new one
+            page = browser.new_page()
+            page.set_default_timeout(15_000)
+            page.on("pageerror", lambda err: errors.append(str(err)))
+            page.add_init_script(VISIBILITY)
+            page.goto(server.url)
+            wait_for(lambda p=page: _shown_numbers(p) == [1], what=f"the kickoff on page {i + 1}")
+            pages.append(page)
+        front = pages[-1]
+        for k in range(1, LIVE_TURNS):
+            (gate / f"go-{k}").touch()
+            wait_for(
+                lambda k=k: _shown_numbers(front) == list(range(1, k + 2)), what=f"turn {k + 1}"
+            )
+        assert run.wait(timeout=30) == 0
+        front.wait_for_selector("body[data-ended=true]")
+        log = json.loads(flowc("log", run_id, "--json", "--db", str(db), cwd=workdir).stdout)
+        want = [(t["number"], t["speaker"], t["text"]) for t in log["turns"]]
+        for page in pages[:-1]:  # each shown in turn: it reads on from the kickoff
+            assert _shown_numbers(page) == [1]
+            front.evaluate("window.__hide(true)")
+            page.evaluate("window.__hide(false)")
+            front = page
+            page.wait_for_selector("body[data-ended=true]")
+        for page in pages:
+            assert [(t["n"], t["speaker"], t["text"]) for t in transcript(page)] == want
+        assert errors == []
+    finally:
+        for page in pages:
+            page.close()
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
+        server.stop()
+
+
 def test_a_server_restarted_mid_run_leaves_no_gap_and_no_duplicate(
     workdir: Path, page: Any
 ) -> None:

@@ -467,37 +467,45 @@ def test_why_and_scenario_answer_what_flowc_log_prints(
     assert client.get(f"/api/run/{run_id}/why/x?token={TOKEN}").status_code == 404
 
 
-def test_the_envelopes_kept_for_why_are_bounded(tmp_path: Path) -> None:
+def test_what_is_kept_for_why_is_bounded_and_holds_no_row(tmp_path: Path) -> None:
+    """The why answers keep, per run explained (at most ``limit`` runs), a folded state
+    every MARK_TURNS turns, and no row (envelope) of the run: the server's memory does
+    not grow with the rows of the runs it explains (issue 28, point 6; it kept up to
+    40,000 rows, 1.5 KB each, and read a longer run whole for each answer)."""
+    from flowc.runtime.envelope import Envelope
+    from flowc.runtime.fork import scenario_upto
     from flowc.runtime.stores import open_store
-    from flowc.view.server import _Envelopes
+    from flowc.runtime.why import explain_turn
+    from flowc.view.server import EXPLAINED_RUNS, MARK_TURNS, _Explained
 
-    flow = str(ROOT / "examples" / "context_routing.flow")
-    (tmp_path / "s.yaml").write_text(SCRIPT)
+    turns = 3 * MARK_TURNS + 10
+    flow = f"speaker a\nspeaker b\nstart a\nmax_turns {turns}\nwhen from a then b\nwhen from b then a\n"
+    (tmp_path / "long.flow").write_text(flow)
+    script = {"kickoff": "go", "script": {s: [f"{s} {i}" for i in range(turns)] for s in "ab"}}
+    (tmp_path / "long.json").write_text(json.dumps(script))
     db = tmp_path / "runs.db"
     for _ in range(2):
-        assert (
-            flowc("run", flow, "--script", "s.yaml", "--db", str(db), cwd=tmp_path).returncode == 0
-        )
+        done = flowc("run", "long.flow", "--script", "long.json", "--db", str(db), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
     store = open_store(str(db), readonly=True)
     try:
         first, second = store.channel_ids()
-        whole = [e.to_dict() for e in store.read(first)]
-        size = len(whole)
-        assert len(list(store.read(second))) == size
+        envelopes = list(store.read(first))
     finally:
         store.close()
-    settings = ViewSettings(str(db), TOKEN)
-    # room for one run: the one asked for last is kept
-    kept = _Envelopes(settings, limit=size)
-    assert [e.to_dict() for e in kept.read(first)] == whole
+    kept = _Explained(ViewSettings(str(db), TOKEN), limit=1)
+    for n in (turns, 1, MARK_TURNS + 1, turns - 1):
+        assert kept.explain(first, n) == explain_turn(envelopes, n).to_json(), n
     assert list(kept.runs) == [first]
-    assert [e.to_dict() for e in kept.read(first)] == whole  # read again: the same
-    kept.read(second)
+    assert [m.turns for _, m in kept.runs[first].marks] == [MARK_TURNS * k for k in (1, 2, 3)]
+    held = _reachable(kept)
+    assert not [o for o in held if isinstance(o, Envelope)]
+    # room for one run: the one asked for last is kept
+    kept.explain(second, 2)
     assert list(kept.runs) == [second]
-    # a run longer than the limit is read each time, never kept
-    small = _Envelopes(settings, limit=size - 1)
-    assert [e.to_dict() for e in small.read(first)] == whole
-    assert not small.runs
+    assert kept.scenario(first, 3) == scenario_upto(envelopes, 3)
+    page = " ".join((ROOT / "docs" / "view.md").read_text().split())
+    assert f"({EXPLAINED_RUNS} of them), the folded state every {MARK_TURNS} turns" in page
 
 
 def test_why_follows_a_live_run_past_the_envelopes_it_kept(tmp_path: Path) -> None:
@@ -554,7 +562,7 @@ def test_why_from_the_kept_marks_equals_why_from_the_start(
     finally:
         store.close()
     monkeypatch.setattr(server, "MARK_TURNS", 7)
-    kept = server._Envelopes(ViewSettings(str(db), TOKEN))
+    kept = server._Explained(ViewSettings(str(db), TOKEN))
     asked = [turns, 1, 7, 8, 14, 15, 6, 21, 39, 2, 28, 29, 13]
     for n in asked:
         assert kept.explain(run_id, n) == explain_turn(envelopes, n).to_json(), n

@@ -71,34 +71,50 @@
     countLabels[edgeId] = label;
     return label;
   }
+  // what the diagram shows: each edge's count (taken ones only), the current node and
+  // the selected edge; selecting a turn changes only what differs (a large diagram's
+  // hundreds of edges are not all touched on each selection)
+  var edgeEls = null;      // edge id -> its <g>, once the diagram is in
+  var drawn = {counts: {}, node: null, edge: null};
+  function setCount(edgeId, count) {
+    var g = edgeEls[edgeId];
+    if (!g) { return; }
+    g.classList.toggle('taken', count > 0);
+    if (count > 0 || countLabels[edgeId]) {
+      var label = countLabel(edgeId);
+      if (label) { label.textContent = count > 0 ? '×' + count : ''; }
+    }
+    g.dataset.count = String(count);
+  }
+  function mark(id, cls, before) {
+    if (before === id) { return id; }
+    var old = before && document.getElementById(before);
+    if (old) { old.classList.remove(cls); }
+    var g = id && document.getElementById(id);
+    if (g) { g.classList.add(cls); }
+    return id;
+  }
   function drawDiagram(n) {
     if (!diagramReady) { return; }
+    if (edgeEls === null) {
+      edgeEls = {};
+      document.querySelectorAll('#diagram g.edge').forEach(function (g) {
+        edgeEls[g.id] = g;
+        g.dataset.count = '0';
+      });
+    }
     var counts = {};
     for (var i = 0; i < n; i++) {
       var edge = turns[i].edge;
       if (edge) { counts[edge] = (counts[edge] || 0) + 1; }
     }
-    document.querySelectorAll('#diagram g.edge').forEach(function (g) {
-      var count = counts[g.id] || 0;
-      g.classList.toggle('taken', count > 0);
-      g.classList.remove('selected');
-      if (count > 0 || countLabels[g.id]) {
-        var label = countLabel(g.id);
-        if (label) { label.textContent = count > 0 ? '×' + count : ''; }
-      }
-      g.dataset.count = String(count);
-    });
-    document.querySelectorAll('#diagram g.node.current').forEach(function (g) { g.classList.remove('current'); });
+    var shown = drawn.counts;
+    Object.keys(shown).forEach(function (id) { if (!counts[id]) { setCount(id, 0); } });
+    Object.keys(counts).forEach(function (id) { if (counts[id] !== shown[id]) { setCount(id, counts[id]); } });
+    drawn.counts = counts;
     var turn = n > 0 ? turns[n - 1] : null;
-    var node = turn ? turn.node : initial && initial.node;
-    if (node) {
-      var g = document.getElementById(node);
-      if (g) { g.classList.add('current'); }
-    }
-    if (turn && turn.edge) {
-      var chosen = document.getElementById(turn.edge);
-      if (chosen) { chosen.classList.add('selected'); }
-    }
+    drawn.node = mark((turn ? turn.node : initial && initial.node) || null, 'current', drawn.node);
+    drawn.edge = mark((turn && turn.edge) || null, 'selected', drawn.edge);
   }
 
   // ── the checker's findings (`flowc render --check`'s marks) ─────────────────
@@ -534,7 +550,7 @@
       status({status: 'closed', turns: end.turns, close_reason: end.close_reason});
     });
     source.addEventListener('error', function () {
-      if (ended) { return; }
+      if (ended || this !== source) { return; }  // a stream let go since
       text(el('run-connection'), '(reconnecting…)');
       // the browser tries again by itself (with Last-Event-ID) unless the server
       // refused the stream; then this page asks again, from its last turn
@@ -543,8 +559,22 @@
   }
   function reconnect() {
     if (source) { source.close(); }
-    if (!ended) { connect(); }
+    source = null;
+    if (!ended && !document.hidden) { connect(); }
   }
+  // a hidden page (another tab in front) lets its stream go, and reads on from its last
+  // turn once shown again: a browser opens at most 6 connections to a server, and each
+  // open stream holds one, so a 7th page of the same server would get nothing
+  var loaded = false;      // the run's summary is in (the stream may be opened)
+  document.addEventListener('visibilitychange', function () {
+    if (!loaded || ended) { return; }
+    if (document.hidden) {
+      if (source) { source.close(); }
+      source = null;
+    } else if (!source) {
+      connect();
+    }
+  });
 
   fetch(api, {credentials: 'same-origin'}).then(function (r) {
     if (!r.ok) { throw new Error('the server answered ' + r.status); }
@@ -564,6 +594,7 @@
     document.title = 'flowc view: ' + runId;
     showTurn(0);
     loadDiagram();
-    connect();
+    loaded = true;
+    if (!document.hidden) { connect(); }
   }).catch(function (err) { text(el('run-connection'), 'Cannot load the run: ' + err.message); });
 })();
