@@ -243,3 +243,62 @@ def start_live_run(workdir: Path, db: Path | str) -> tuple[Path | str, subproces
         what="the run to begin",
     )
     return db, run, gate
+
+
+#: the view tests' token, and a script of examples/context_routing.flow (a tool that
+#: routes, a human's reply, a tool that ends the run)
+TOKEN = "test-token-0123456789abcdef"
+SCRIPT = """kickoff: "I was charged twice this month."
+script:
+  triage:
+    - tool: route_billing
+      say: "Passing you to billing."
+  billing:
+    - "I see two charges. Refund one?"
+    - tool: close_ticket
+      say: "Refunded."
+  customer:
+    - "Yes, please."
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A finished run of :data:`SCRIPT` written by the real `flowc run`, and its `flowc log
+    --json`."""
+    import json
+
+    folder = tmp_path_factory.mktemp("view-run")
+    (folder / "s.yaml").write_text(SCRIPT, encoding="utf-8")
+    db = folder / "runs.db"
+    flow = ROOT / "examples" / "context_routing.flow"
+    done = flowc("run", str(flow), "--script", "s.yaml", "--db", str(db), cwd=folder)
+    assert done.returncode == 0, done.stderr
+    log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=folder).stdout)
+    return db, log
+
+
+@pytest.fixture
+def client(run: tuple[Path, dict[str, Any]]) -> Any:
+    """Starlette's test client of a `flowc view` app on :func:`run`'s database."""
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    app = make_app(ViewSettings(str(run[0]), TOKEN, poll=0.01))
+    return TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
+
+
+#: a page script that counts every turn event the page receives, duplicates included
+#: (in ``window.__turnEvents``, by event id)
+COUNT_TURN_EVENTS = """(() => {
+    const Real = window.EventSource;
+    window.__turnEvents = [];
+    window.EventSource = function (url) {
+        const source = new Real(url);
+        source.addEventListener('turn', ev => window.__turnEvents.push(Number(ev.lastEventId)));
+        return source;
+    };
+    window.EventSource.prototype = Real.prototype;
+    Object.assign(window.EventSource, {CONNECTING: 0, OPEN: 1, CLOSED: 2});
+})()"""

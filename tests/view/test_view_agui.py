@@ -21,28 +21,9 @@ from pydantic import BaseModel, TypeAdapter
 from starlette.testclient import TestClient
 
 from flowc.view.server import ViewSettings, make_app
-from tests.view.conftest import ROOT, flowc
-from tests.view.test_view_http import SCRIPT, TOKEN
+from tests.view.conftest import ROOT, SCRIPT, TOKEN, flowc
 
 EVENT = TypeAdapter(ag_ui_core.Event)
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    folder = tmp_path_factory.mktemp("view-agui")
-    (folder / "s.yaml").write_text(SCRIPT, encoding="utf-8")
-    db = folder / "runs.db"
-    flow = ROOT / "examples" / "context_routing.flow"
-    done = flowc("run", str(flow), "--script", "s.yaml", "--db", str(db), cwd=folder)
-    assert done.returncode == 0, done.stderr
-    log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=folder).stdout)
-    return db, log
-
-
-@pytest.fixture
-def client(run: tuple[Path, dict[str, Any]]) -> TestClient:
-    app = make_app(ViewSettings(str(run[0]), TOKEN, poll=0.01))
-    return TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
 
 
 def _no_extra(model: BaseModel, where: str) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from tests.view.conftest import (
     ARTIFACTS,
+    COUNT_TURN_EVENTS,
     LIVE_TURNS,
     ROOT,
     ViewServer,
@@ -438,19 +439,7 @@ def test_a_server_restarted_mid_run_leaves_no_gap_and_no_duplicate(
     run_id = json.loads(flowc("log", "--json", "--db", str(db), cwd=workdir).stdout)[0]["run_id"]
     port, token = free_port(), "restart-token-0123456789abcdef"
     # the page counts every turn event it receives, duplicates included
-    page.add_init_script(
-        """(() => {
-            const Real = window.EventSource;
-            window.__turnEvents = [];
-            window.EventSource = function (url) {
-                const source = new Real(url);
-                source.addEventListener('turn', ev => window.__turnEvents.push(Number(ev.lastEventId)));
-                return source;
-            };
-            window.EventSource.prototype = Real.prototype;
-            Object.assign(window.EventSource, {CONNECTING: 0, OPEN: 1, CLOSED: 2});
-        })()"""
-    )
+    page.add_init_script(COUNT_TURN_EVENTS)
     server = ViewServer(db, run_id, port=port, token=token, cwd=workdir)
     try:
         page.goto(server.url)

@@ -62,7 +62,8 @@ def test_the_server_streams_a_postgresql_run(tmp_path: Path, pg_dsn: str) -> Non
     from starlette.testclient import TestClient
 
     from flowc.view.server import ViewSettings, make_app
-    from tests.view.test_view_http import SCRIPT, events
+    from tests.view.conftest import SCRIPT
+    from tests.view.test_view_http import events
 
     (tmp_path / "s.yaml").write_text(SCRIPT, encoding="utf-8")
     flow = str(Path(__file__).resolve().parents[2] / "examples" / "context_routing.flow")

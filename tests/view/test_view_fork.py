@@ -17,8 +17,7 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
 from flowc.view.server import FORK_BODY_BYTES, ViewSettings, make_app
-from tests.view.conftest import ROOT, flowc
-from tests.view.test_view_http import SCRIPT, TOKEN
+from tests.view.conftest import ROOT, SCRIPT, TOKEN, flowc
 
 ORIGIN = "http://127.0.0.1:8123"
 #: what the fork at turn 3 says instead of "Yes, please."

@@ -18,46 +18,7 @@ from starlette.testclient import TestClient
 
 from flowc.runtime.transcript import TurnRecord
 from flowc.view.server import ViewSettings, make_app
-from tests.view.conftest import ROOT, flowc
-
-TOKEN = "test-token-0123456789abcdef"
-SCRIPT = """kickoff: "I was charged twice this month."
-script:
-  triage:
-    - tool: route_billing
-      say: "Passing you to billing."
-  billing:
-    - "I see two charges. Refund one?"
-    - tool: close_ticket
-      say: "Refunded."
-  customer:
-    - "Yes, please."
-"""
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    folder = tmp_path_factory.mktemp("view-http")
-    (folder / "s.yaml").write_text(SCRIPT, encoding="utf-8")
-    db = folder / "runs.db"
-    done = flowc(
-        "run",
-        str(ROOT / "examples" / "context_routing.flow"),
-        "--script",
-        "s.yaml",
-        "--db",
-        str(db),
-        cwd=folder,
-    )
-    assert done.returncode == 0, done.stderr
-    log = json.loads(flowc("log", "last", "--json", "--db", str(db), cwd=folder).stdout)
-    return db, log
-
-
-@pytest.fixture
-def client(run: tuple[Path, dict[str, Any]]) -> TestClient:
-    app = make_app(ViewSettings(str(run[0]), TOKEN, poll=0.01))
-    return TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
+from tests.view.conftest import ROOT, SCRIPT, TOKEN, flowc
 
 
 def events(body: str) -> list[tuple[str | None, str, Any]]:

@@ -21,24 +21,11 @@ from tests.runtime.worker_harness import (
     stop_worker,
     wait_until,
 )
-from tests.view.conftest import ViewServer, flowc, needs_browser, wait_for
+from tests.view.conftest import COUNT_TURN_EVENTS, ViewServer, flowc, needs_browser, wait_for
 
 pytestmark = needs_browser
 
 TOTAL, HOLD_A, HOLD_B = 30, 10, 20
-
-#: counts every turn event the page receives, duplicates included
-COUNT_EVENTS = """(() => {
-    const Real = window.EventSource;
-    window.__turnEvents = [];
-    window.EventSource = function (url) {
-        const source = new Real(url);
-        source.addEventListener('turn', ev => window.__turnEvents.push(Number(ev.lastEventId)));
-        return source;
-    };
-    window.EventSource.prototype = Real.prototype;
-    Object.assign(window.EventSource, {CONNECTING: 0, OPEN: 1, CLOSED: 2});
-})()"""
 
 
 def _shown(page: Any) -> list[tuple[int, str]]:
@@ -61,7 +48,7 @@ def test_a_run_taken_over_by_a_second_worker_shows_every_turn_once(
     )
     store = open_db(pg_dsn)
     b = server = None
-    page.add_init_script(COUNT_EVENTS)
+    page.add_init_script(COUNT_TURN_EVENTS)
     try:
         wait_until(lambda: len(counted_turns(store, cid)) == HOLD_A, 60, "A to hold the run", [a])
         server = ViewServer(pg_dsn, cid, cwd=workdir)  # type: ignore[arg-type]
