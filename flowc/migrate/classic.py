@@ -579,8 +579,9 @@ def _report_selection(reader: AgentReader, chat: _Chat, route: _Route) -> None:
         reader.report(
             M002,
             f"manual speaker selection became turns of the person `{manager_name}`{per_source}, who "
-            "types the next speaker's name (classic prompts at the console): these turns count toward "
-            "max_turns, and any other answer ends the run (classic falls back to the next agent)",
+            "types the next speaker's number in the list classic prints, or its name (classic's "
+            "console takes only the number): these turns count toward max_turns, and any other "
+            "answer ends the run (classic asks once more, then moves to the next agent)",
             at,
         )
     elif route.uses_selector and route.stood_in:
@@ -731,7 +732,8 @@ def _pick_scenario(
             else texts[0],
         ),
         mm.expect_next(first_selector),
-        mm.say(first_selector, pick)
+        # (the person types the number classic lists the agent under: all classic takes)
+        mm.say(first_selector, str(first_next.candidates.index(pick) + 1))
         if selector_human
         else mm.calls(first_selector, f"transfer_to_{pick}"),
         mm.expect_next(pick),
