@@ -90,9 +90,11 @@ def _tools(flow: n.Flow) -> dict[str, list[str]]:
 
 
 def selectors(py: Path) -> dict[str, dict[str, str]]:
-    """The flow's selector speakers (the translation of a model that picks the next
-    speaker: a speaker whose own turn, when it calls no transfer tool, ends the run as
-    ``"no_speaker_selected"``), each with its transfer tools and the speaker each routes to."""
+    """The flow's selector speakers (the translation of a model, or of classic ``manual``'s
+    person, that picks the next speaker: a speaker whose own turn, when it calls no transfer
+    tool or types no answer of its rules, ends the run as ``"no_speaker_selected"``), each
+    with its transfer tools (a person: its answers, :func:`_typed`) and the speaker each
+    routes to."""
     flow = _flow(py)
     rules = list(flow.of_type(n.Rule))
     names = [
@@ -198,12 +200,12 @@ def scripts(py: Path) -> list[tuple[str, Script]]:
 
     A turn is a text or a tool call (:func:`call`). Besides the texts-only script, one where
     each speaker's first turn (a selector speaker's excepted) says ``TERMINATE`` (classic's
-    default termination text), one
-    per scenario (its texts and its calls), a case whose speakers declare tools gets one
+    default termination text), and one per scenario (its texts and its calls), a case whose speakers declare tools gets one
     script per tool position ``j``: each such speaker's K-th turn calls its tool
     ``j + K - 1`` (counting round its tools), so every tool is called first once and the
     routes after it are followed; then it says texts. A selector speaker (:func:`selectors`)
-    goes on choosing, its transfer tools in turn, where its script ends: the original's
+    goes on choosing, its transfer tools (a person: its answers) in turn, where its script
+    ends: the original's
     selector model is fed the same choices (:func:`choices`), so both sides run on.
     """
     flow = _flow(py)
