@@ -425,6 +425,15 @@ def _manager_termination(
     return predicate, term_rules
 
 
+def _mode(reader: AgentReader, agent: Agent) -> object:
+    """The agent's ``human_input_mode`` (its class's default when not written; ``"?"`` when
+    it cannot be read)."""
+    mode_node = kwarg(agent.node, "human_input_mode")
+    if mode_node is None:
+        return DEFAULT_INPUT_MODE.get(agent.cls, "?")
+    return reader.mod.const_or(mode_node, "?")
+
+
 def _own_tests(
     reader: AgentReader, agents: list[Agent], predicate: TextPredicate | None
 ) -> list[tuple[Agent, TextPredicate, ast.expr, object]]:
@@ -436,7 +445,17 @@ def _own_tests(
     own_tests: list[tuple[Agent, TextPredicate, ast.expr, object]] = []
     for agent in agents:
         node = kwarg(agent.node, "is_termination_msg")
+        agent_pred: TextPredicate | None
         if node is None or mod.const_or(node, "?") is None:
+            # classic's default test (exactly "TERMINATE"), which the agent applies too: it
+            # matters where the manager's own test differs (a person answering every turn,
+            # `ALWAYS`, applies it only when they enter nothing: left out, as before)
+            agent_pred = TextPredicate(DEFAULT_TERMINATION, "TERMINATE")
+            if (predicate is not None and agent_pred.cond == predicate.cond) or _mode(
+                reader, agent
+            ) == "ALWAYS":
+                continue
+            own_tests.append((agent, agent_pred, node or agent.node, _mode(reader, agent)))
             continue
         agent_pred = text_predicate(mod.deref(node), mod.function_of)
         if agent_pred is None:
@@ -449,12 +468,7 @@ def _own_tests(
             continue
         if predicate is not None and agent_pred.cond == predicate.cond:
             continue  # the manager's own test ends the chat first on the same messages
-        mode_node = kwarg(agent.node, "human_input_mode")
-        mode = (
-            mod.const_or(mode_node, "?")
-            if mode_node is not None
-            else DEFAULT_INPUT_MODE.get(agent.cls, "?")
-        )
+        mode = _mode(reader, agent)
         if mode == "ALWAYS":
             reader.report(
                 M001,
@@ -579,8 +593,9 @@ def _report_selection(reader: AgentReader, chat: _Chat, route: _Route) -> None:
         reader.report(
             M002,
             f"manual speaker selection became turns of the person `{manager_name}`{per_source}, who "
-            "types the next speaker's name (classic prompts at the console): these turns count toward "
-            "max_turns, and any other answer ends the run (classic falls back to the next agent)",
+            "types the next speaker's number in the list classic prints, or its name (classic's "
+            "console takes only the number): these turns count toward max_turns, and any other "
+            "answer ends the run (classic asks once more, then moves to the next agent)",
             at,
         )
     elif route.uses_selector and route.stood_in:
@@ -731,7 +746,8 @@ def _pick_scenario(
             else texts[0],
         ),
         mm.expect_next(first_selector),
-        mm.say(first_selector, pick)
+        # (the person types the number classic lists the agent under: all classic takes)
+        mm.say(first_selector, str(first_next.candidates.index(pick) + 1))
         if selector_human
         else mm.calls(first_selector, f"transfer_to_{pick}"),
         mm.expect_next(pick),
@@ -796,10 +812,15 @@ def _own_termination(
     indirect = {c for _, x in pairs if x.kind in ("select", "random") for c in x.candidates}
     out = list(routing)
     for agent, pred, node, mode in own_tests:
+        own = (
+            "own `is_termination_msg`"
+            if node is not agent.node
+            else 'default `is_termination_msg` (exactly "TERMINATE")'
+        )
         if agent.name in indirect:
             reader.report(
                 M002,
-                f"`{agent.name}`'s own `is_termination_msg` became a rule for every message: "
+                f"`{agent.name}`'s {own} became a rule for every message: "
                 f"classic tests it only on the message after which `{agent.name}` is chosen to "
                 "speak, and here that choice is made after the message, so the flow also ends "
                 "where another agent would have been chosen (the kickoff included)",
@@ -852,7 +873,7 @@ def _own_termination(
             )
             reader.report(
                 M002,
-                f"`{agent.name}`'s own `is_termination_msg` ends the flow before its turn; "
+                f"`{agent.name}`'s {own} ends the flow before its turn; "
                 f"{how} classic then asks a person, and ends the chat only when they enter "
                 f"nothing or `exit` (any other text becomes `{agent.name}`'s reply)",
                 node,

@@ -116,32 +116,36 @@ def selector_rules(
     nexts: dict[str, Next], manager: Selectors, human: bool = False
 ) -> list[mm.Rule]:
     """The selector's choice: a transfer tool per candidate, or for a person (``manual``)
-    the candidate's name typed as the whole message — plus its number when every
-    selection offers the same numbered list, as classic's console prompt does."""
+    the candidate's number in the list classic's console prints to that selector (the
+    answer classic takes) or its name, typed as the whole message."""
     rules: list[mm.Rule] = []
     select = [x for x in nexts.values() if x.kind == "select"]
-    if select:
-        candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
-        numbered = len({x.candidates for x in select}) == 1
-        for i, c in enumerate(candidates):
-            comment = "the selector's choice" if i == 0 else None
-            if human:
-                answer = re.escape(c) + (f"|{i + 1}" if numbered else "")
+    if select and human:
+        for cands in dict.fromkeys(x.candidates for x in select):
+            for i, c in enumerate(cands):
                 cond: n.Cond = n.AndCond(
                     (
-                        mm.from_(*all_selectors(manager)),
-                        mm.call_cond("text_matches", pattern=rf"\A\s*(?:{answer})\s*\Z"),
+                        mm.from_(selector_of(Next("select", candidates=cands), manager)),
+                        mm.call_cond(
+                            "text_matches", pattern=rf"\A\s*(?:{re.escape(c)}|{i + 1})\s*\Z"
+                        ),
                     ),
                     mm.S,
                 )
                 comment = (
-                    "the person types the next speaker's name" + (" or number" if numbered else "")
-                    if i == 0
+                    "the person types the next speaker's number in classic's list, or its name"
+                    if not rules
                     else None
                 )
-            else:
-                cond = mm.tool_cond(f"transfer_to_{c}")
-            rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
+                rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
+    elif select:
+        candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
+        for i, c in enumerate(candidates):
+            comment = "the selector's choice" if i == 0 else None
+            rules.append(
+                mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c), 0, comment)
+            )
+    if select:
         rules.append(
             mm.Rule(
                 mm.from_(*all_selectors(manager)),
@@ -409,7 +413,7 @@ def selector_speakers(
     says after whom it chooses."""
     role = (
         'A person who chooses the next speaker (classic `speaker_selection_method="manual"`): '
-        "types the agent's name."
+        "types the agent's number in the list classic prints, or its name."
         if human
         else 'Chooses the next speaker (classic GroupChatManager, `speaker_selection_method="auto"`): '
         "reads the conversation and calls the transfer tool of the agent who should speak next."

@@ -40,12 +40,12 @@ from flowc.migrate.handoffs import (
     context_rule,
     gated,
     items_of,
+    manager_termination,
     report_extras,
     selector_speaker,
     unrolled_calls,
 )
 from flowc.migrate.pyread import NotStatic, callee, kwarg
-from flowc.migrate.textpred import text_predicate
 from flowc.regex import refusal
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
@@ -111,7 +111,9 @@ def translate_group(
     aw = _pattern_after_works(reader, g, p)
 
     tools: dict[str, list[mm.Tool]] = {}
-    rules = _manager_termination(reader, p.pattern)
+    rules = manager_termination(
+        reader, kwarg(p.pattern, "group_manager_args"), "group_manager_args"
+    )
     rules.extend(guard_rules)
     rules += _llm_rules(g, h, tools)
     rules += _handoff_rules(g, h, aw)
@@ -417,38 +419,6 @@ def _pattern_after_works(reader: AgentReader, g: HandoffReader, p: _Pattern) -> 
         )
         group_after = mm.speaker_target(g.user)
     return _PatternAfterWorks(generated, ring, pattern_note, group_after)
-
-
-def _manager_termination(reader: AgentReader, pattern: ast.Call) -> list[mm.Rule]:
-    """``group_manager_args={"is_termination_msg": ...}``: a rule that ends the flow on
-    that text test (reported and left out when it is not one)."""
-    mod = reader.mod
-    rules: list[mm.Rule] = []
-    manager_args = kwarg(pattern, "group_manager_args")
-    if manager_args is None:
-        return rules
-    margs = mod.deref(manager_args)
-    if not isinstance(margs, ast.Dict):
-        return rules
-    for k, v in zip(margs.keys, margs.values, strict=True):
-        if isinstance(k, ast.Constant) and k.value == "is_termination_msg":
-            pred = text_predicate(mod.deref(v), mod.function_of)
-            if pred is None:
-                reader.report(
-                    M001,
-                    "this `is_termination_msg` is not a recognised text test; left out",
-                    v,
-                )
-            else:
-                rules.append(
-                    mm.Rule(
-                        pred.cond,
-                        mm.terminate("is_termination_msg"),
-                        -10,
-                        "group_manager_args is_termination_msg",
-                    )
-                )
-    return rules
 
 
 def _llm_rules(g: HandoffReader, h: _Handoffs, tools: dict[str, list[mm.Tool]]) -> list[mm.Rule]:

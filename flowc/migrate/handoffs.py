@@ -25,6 +25,7 @@ from flowc.dsl import nodes as n
 from flowc.inputs import DataError, read_text
 from flowc.migrate.agents import Agent, AgentReader
 from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
+from flowc.migrate.textpred import text_predicate
 from flowc.runtime.ctxexpr import ExpressionError, Node, parse_context_expression
 
 AFTER_WORK_OPTIONS = ("TERMINATE", "REVERT_TO_USER", "STAY", "SWARM_MANAGER")
@@ -886,7 +887,52 @@ def add_function_tools(
             tools.setdefault(owner, []).append(tool)
 
 
+#: classic ``ConversableAgent``'s default ``is_termination_msg``, the group manager's when
+#: its arguments set none: a message that is exactly "TERMINATE" (ag2 0.9.10)
+DEFAULT_TERMINATION = mm.call_cond("text_matches", pattern=r"\ATERMINATE\Z")
+
+
+def manager_termination(
+    reader: AgentReader, manager_args: ast.expr | None, label: str
+) -> list[mm.Rule]:
+    """The rule that ends the flow on the group manager's ``is_termination_msg``, from the
+    manager's arguments (``group_manager_args`` of a pattern, ``swarm_manager_args`` of a
+    swarm, named by ``label``): their text test (reported and left out when it is not one), or classic's
+    default when they set none (exactly "TERMINATE": the manager checks every message)."""
+    mod = reader.mod
+    margs = mod.deref(manager_args) if manager_args is not None else ast.Dict([], [])
+    if not isinstance(margs, ast.Dict):
+        return []  # (arguments that cannot be read: nothing said about them here)
+    for k, v in zip(margs.keys, margs.values, strict=True):
+        if isinstance(k, ast.Constant) and k.value == "is_termination_msg":
+            pred = text_predicate(mod.deref(v), mod.function_of)
+            if pred is None:
+                reader.report(
+                    M001,
+                    "this `is_termination_msg` is not a recognised text test; left out",
+                    v,
+                )
+                return []
+            return [
+                mm.Rule(
+                    pred.cond,
+                    mm.terminate("is_termination_msg"),
+                    -10,
+                    f"{label} is_termination_msg",
+                )
+            ]
+    return [
+        mm.Rule(
+            DEFAULT_TERMINATION,
+            mm.terminate("is_termination_msg"),
+            -10,
+            'classic GroupChatManager default: a message that is exactly "TERMINATE" ends the chat',
+        )
+    ]
+
+
 __all__ = [
+    "DEFAULT_TERMINATION",
     "MANAGER",
     "HandoffReader",
     "Target",
@@ -895,6 +941,7 @@ __all__ = [
     "functions_of",
     "gated",
     "items_of",
+    "manager_termination",
     "registered_tools",
     "report_extras",
     "tool_from_function",

@@ -179,16 +179,20 @@ def expect_turns(count: int) -> n.ExpectTurns:
     return n.ExpectTurns(n.Value(count, S), S)
 
 
-def max_rounds_comment(selector_used: bool) -> str:
+def max_rounds_comment(selector_used: bool, tools: bool = True) -> str:
     """The comment above ``max_turns`` for the ``max_rounds`` of a group or a swarm (both
-    readers write it): the classic count also took the tool executor's turns, and a
-    selector speaker's turns count in the flow too.
+    readers write it): the classic count also took the tool executor's turns (when there
+    are tools), and a selector speaker's turns count in the flow too.
 
     >>> max_rounds_comment(False)
     'classic max_rounds (it also counted tool-executor turns)'
+    >>> max_rounds_comment(False, tools=False)
+    'classic max_rounds'
     """
-    return "classic max_rounds (it also counted tool-executor turns)" + (
-        "; the selector's turns count too, raise it if runs end early" if selector_used else ""
+    return (
+        "classic max_rounds"
+        + (" (it also counted tool-executor turns)" if tools else "")
+        + ("; the selector's turns count too, raise it if runs end early" if selector_used else "")
     )
 
 

@@ -22,6 +22,7 @@ from flowc.migrate.handoffs import (
     add_function_tools,
     context_rule,
     gated,
+    manager_termination,
     report_extras,
     selector_speaker,
     unrolled_calls,
@@ -52,6 +53,19 @@ def translate_swarm(
     reader.report_own_termination(agents)
 
     rules, tools = _handoff_rules(reader, g, _registered_handoffs(reader, g, calls))
+    # (the swarm's GroupChatManager ends the chat on its is_termination_msg too)
+    rules[:0] = manager_termination(
+        reader, kwarg(runner, "swarm_manager_args"), "swarm_manager_args"
+    )
+    otherwise = _after_work(g, runner, initial.name)
+    if g.selector_used or _reaches_user(g.user, [r.target for r in rules], otherwise):
+        # (the user speaks only the task otherwise: no later turn to return from)
+        reader.report(
+            M002,
+            "after a later user turn the swarm returns to the last swarm agent; the flow "
+            "sends every user turn to the initial agent",
+            runner,
+        )
     rules.append(
         mm.Rule(
             mm.from_(g.user),
@@ -60,15 +74,16 @@ def translate_swarm(
             "the user's message goes to the initial agent",
         )
     )
-    reader.report(
-        M002,
-        "after a later user turn the swarm returns to the last swarm agent; the flow "
-        "sends every user turn to the initial agent",
-        runner,
-    )
-    otherwise = _after_work(g, runner, initial.name)
     add_function_tools(g, agents, tools)
     speakers = _swarm_speakers(g, agents, user_agent, tools)
+    called = any(sp.tools for sp in speakers)
+    if called:  # (without tools classic's tool executor never speaks)
+        reader.report(
+            M002,
+            "classic `max_rounds` also counts the swarm's tool-executor turns and transit "
+            "messages; the flow counts only speaking turns",
+            kwarg(runner, "max_rounds", 4) or runner,
+        )
     if g.selector_used:
         selector, selector_rules = _swarm_manager(reader, g, runner)
         speakers.append(selector)
@@ -86,7 +101,7 @@ def translate_swarm(
         speakers=tuple(speakers),
         start=g.user,
         max_turns=max_rounds,
-        max_turns_comment=mm.max_rounds_comment(g.selector_used),
+        max_turns_comment=mm.max_rounds_comment(g.selector_used, called),
         context=tuple(g.context.items()),
         rules=tuple(rules),
         otherwise=otherwise,
@@ -140,19 +155,23 @@ def _read_context(reader: AgentReader, g: HandoffReader, runner: ast.Call) -> No
 
 def _max_rounds(reader: AgentReader, runner: ast.Call) -> int | None:
     """The runner's ``max_rounds`` (classic's default when absent, None when not a
-    positive int), with the finding that classic counts more turns than the flow does."""
+    positive int)."""
     mr = kwarg(runner, "max_rounds", 4)
     max_rounds: int | None = DEFAULT_MAX_ROUNDS
     if mr is not None:
         value = reader.mod.const_or(mr, None)
         max_rounds = value if isinstance(value, int) and value >= 1 else None
-    reader.report(
-        M002,
-        "classic `max_rounds` also counts the swarm's tool-executor turns and transit "
-        "messages; the flow counts only speaking turns",
-        mr or runner,
-    )
     return max_rounds
+
+
+def _reaches_user(user: str, targets: list[n.Target], otherwise: n.Target | None) -> bool:
+    """Whether a handoff or the swarm's after work can give the user a later turn (a
+    revert to the user, or the user agent as a target)."""
+    return any(
+        isinstance(t, n.InitiatorTarget)
+        or (isinstance(t, n.SpeakerTarget) and t.speaker.value == user)
+        for t in [*targets, *([otherwise] if otherwise is not None else [])]
+    )
 
 
 def _registered_handoffs(

@@ -1,10 +1,13 @@
-"""Run one AgentChat Python team under the real autogen-agentchat 0.7.5, scripted.
+"""Run one AgentChat team (a Python file, or a component JSON file) under the real
+autogen-agentchat 0.7.5, scripted.
 
 Executed by the throw-away venv's python: ``python agentchat_driver.py PLAN.json`` where the
 plan is ``{"file": PATH, "task": TEXT, "replies": {AGENT: [TURN, ...]}}``, a turn being a
 text or ``{"tool": NAME, ...}``. The file runs as ``__main__`` with ``asyncio.run`` held
-back; its team (the last one built at module level) then runs ``task``, every agent's model
-client replaced by a ``ReplayChatCompletionClient`` that replies that agent's turns: a text,
+back; its team (the last one built at module level) then runs ``task``. With
+``"component": PATH`` instead of ``"file"``, the team is the one AgentChat's component loader
+(``Team.load_component``) builds from that JSON file. The team then runs ``task``, every
+agent's model client replaced by a ``ReplayChatCompletionClient`` that replies that agent's turns: a text,
 or a call of the tool (a handoff's too) with each required argument filled in, which the
 agent then runs as AgentChat does (when one runs out, the run ends as "script ran out").
 With ``"choices": [NAME, ...]`` in the plan, a ``SelectorGroupChat``'s own model client is
@@ -41,7 +44,9 @@ def reply(agent: Any, turn: Any) -> Any:
     from autogen_core import FunctionCall
     from autogen_core.models import CreateResult, RequestUsage
 
-    tools = {t.name: t for t in [*agent._tools, *agent._handoff_tools]}
+    # (an agent loaded from JSON holds its tools in its static workbench only)
+    benched = [t for wb in agent._workbench or [] for t in getattr(wb, "_tools", [])]
+    tools = {t.name: t for t in [*benched, *agent._tools, *agent._handoff_tools]}
     schema = tools[turn["tool"]].schema.get("parameters", {})
     props = schema.get("properties", {})
     args = {
@@ -63,13 +68,16 @@ def main() -> None:
     from autogen_ext.models.replay import ReplayChatCompletionClient
 
     real_run = asyncio.run
-    asyncio.run = lambda coro, **kw: coro.close()  # type: ignore[assignment]
-    try:
-        ns = runpy.run_path(plan["file"], run_name="__main__")
-    finally:
-        asyncio.run = real_run
-    teams = [v for v in ns.values() if isinstance(v, Team)]
-    team = teams[-1]
+    if "component" in plan:  # a component JSON file: the team AgentChat loads from it
+        data = json.loads(Path(plan["component"]).read_text(encoding="utf-8"))
+        team = Team.load_component(data)
+    else:
+        asyncio.run = lambda coro, **kw: coro.close()  # type: ignore[assignment]
+        try:
+            ns = runpy.run_path(plan["file"], run_name="__main__")
+        finally:
+            asyncio.run = real_run
+        team = [v for v in ns.values() if isinstance(v, Team)][-1]
     for agent in getattr(team, "_participants", []):
         if getattr(agent, "_model_client", None) is not None:
             turns = plan["replies"].get(agent.name, [])

@@ -9,6 +9,7 @@ and how each side's end is put in the flow's words.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable, Container
@@ -46,6 +47,20 @@ def _flow(py: Path) -> n.Flow:
     return flow
 
 
+def kickoff(py: Path) -> str | None:
+    """The kickoff of ``py``'s flow (its header's text: the message the original file
+    sends), so that the start speaker's script turns follow it as the original's do."""
+    for decl in _flow(py).of_type(n.FlowDecl):
+        return decl.description.value if decl.description is not None else None
+    return None
+
+
+def start_speaker(py: Path) -> str:
+    """The ``start`` speaker of ``py``'s flow."""
+    (start,) = _flow(py).of_type(n.StartDecl)
+    return str(start.speaker.value)
+
+
 def _speakers(flow: n.Flow) -> list[str]:
     names = [s.name.value for s in flow.of_type(n.SpeakerDecl)]
     for group in flow.of_type(n.SpeakersDecl):
@@ -75,9 +90,11 @@ def _tools(flow: n.Flow) -> dict[str, list[str]]:
 
 
 def selectors(py: Path) -> dict[str, dict[str, str]]:
-    """The flow's selector speakers (the translation of a model that picks the next
-    speaker: a speaker whose own turn, when it calls no transfer tool, ends the run as
-    ``"no_speaker_selected"``), each with its transfer tools and the speaker each routes to."""
+    """The flow's selector speakers (the translation of a model, or of classic ``manual``'s
+    person, that picks the next speaker: a speaker whose own turn, when it calls no transfer
+    tool or types no answer of its rules, ends the run as ``"no_speaker_selected"``), each
+    with its transfer tools (a person: its answers, :func:`_typed`) and the speaker each
+    routes to."""
     flow = _flow(py)
     rules = list(flow.of_type(n.Rule))
     names = [
@@ -95,7 +112,46 @@ def selectors(py: Path) -> dict[str, dict[str, str]]:
         if isinstance(r.cond, n.ToolCond) and isinstance(r.target, n.SpeakerTarget)
     }
     tools = _tools(flow)
-    return {name: {t: routes[t] for t in tools.get(name, []) if t in routes} for name in names}
+    typed = _typed(flow)
+    return {
+        name: typed[name]
+        if name in typed
+        else {t: routes[t] for t in tools.get(name, []) if t in routes}
+        for name in names
+    }
+
+
+def typed_selectors(py: Path) -> dict[str, dict[str, str]]:
+    """The person selectors of ``py``'s flow (:func:`_typed`)."""
+    return _typed(_flow(py))
+
+
+def _typed(flow: n.Flow) -> dict[str, dict[str, str]]:
+    """The flow's person selectors (classic ``manual`` selection: a person types the next
+    speaker), each with the answer that picks each speaker: the number in the list classic
+    prints when the rule takes one (classic's console reads only the number), else the name.
+    The rules read ``when from SEL and text_matches(pattern = "\\A\\s*(?:NAME|K)\\s*\\Z")
+    then NAME``."""
+    out: dict[str, dict[str, str]] = {}
+    for r in flow.of_type(n.Rule):
+        if not (isinstance(r.cond, n.AndCond) and isinstance(r.target, n.SpeakerTarget)):
+            continue
+        who, said = r.cond.items[0], r.cond.items[-1]
+        if not (
+            len(r.cond.items) == 2
+            and isinstance(who, n.FromCond)
+            and isinstance(said, n.CallCond)
+            and said.name.value == "text_matches"
+        ):
+            continue
+        m = re.fullmatch(r"\\A\\s\*\(\?:(.*)\)\\s\*\\Z", str(said.args[0].value.value))
+        if m is None:
+            continue
+        answers = [re.sub(r"\\(.)", r"\1", a) for a in m.group(1).split("|")]
+        answer = next((a for a in answers if a.isdigit()), answers[0])
+        for sel in who.speakers:
+            out.setdefault(sel.value, {})[answer] = r.target.speaker.value
+    return out
 
 
 def selector_after(py: Path) -> dict[str, str]:
@@ -142,12 +198,14 @@ def call(tool: str) -> dict[str, str]:
 def scripts(py: Path) -> list[tuple[str, Script]]:
     """(title, turns per speaker) for every script of the case; the kickoff is the file's.
 
-    A turn is a text or a tool call (:func:`call`). Besides the texts-only script and one
-    per scenario (its texts and its calls), a case whose speakers declare tools gets one
+    A turn is a text or a tool call (:func:`call`). Besides the texts-only script, one where
+    each speaker's first turn (a selector speaker's excepted) says ``TERMINATE`` (classic's
+    default termination text), and one per scenario (its texts and its calls), a case whose speakers declare tools gets one
     script per tool position ``j``: each such speaker's K-th turn calls its tool
     ``j + K - 1`` (counting round its tools), so every tool is called first once and the
     routes after it are followed; then it says texts. A selector speaker (:func:`selectors`)
-    goes on choosing, its transfer tools in turn, where its script ends: the original's
+    goes on choosing, its transfer tools (a person: its answers) in turn, where its script
+    ends: the original's
     selector model is fed the same choices (:func:`choices`), so both sides run on.
     """
     flow = _flow(py)
@@ -157,6 +215,16 @@ def scripts(py: Path) -> list[tuple[str, Script]]:
     out: list[tuple[str, Script]] = []
     generic: Script = {name: [] for name in names}
     out.append(("turn K of NAME", generic))
+    # classic's default termination text (the manager's, every agent's own), said by whoever
+    # speaks after the kickoff: a translation must end there exactly when the original does
+    # (selector speakers choose: they stand for no speaker of the original's chat)
+    chooses = selectors(py)
+    out.append(
+        (
+            "every speaker says TERMINATE",
+            {name: [] if name in chooses else ["TERMINATE"] for name in names},
+        )
+    )
     for sc in flow.of_type(n.Scenario):
         replies: Script = {name: [] for name in names}
         turns = [t for t in sc.items if isinstance(t, (n.SayTurn, n.CallTurn))]
@@ -175,12 +243,16 @@ def scripts(py: Path) -> list[tuple[str, Script]]:
         for name, own in tools.items():
             calls[name] = [call(own[(j + k) % len(own)]) for k in range(len(own))]
         out.append((f"tools from position {j + 1}", calls))
-    chooses = selectors(py)
+    typed = _typed(flow)
     for _, replies in out:
         for name, texts in replies.items():
             if chooses.get(name):  # a selector speaker goes on choosing, in turn
                 own = list(chooses[name])
-                texts.extend(call(own[k % len(own)]) for k in range(len(texts), length))
+                texts.extend(
+                    # (a person selector types the answer; a model calls the transfer tool)
+                    own[k % len(own)] if name in typed else call(own[k % len(own)])
+                    for k in range(len(texts), length)
+                )
             texts.extend(f"turn {k} of {name}" for k in range(len(texts) + 1, length + 1))
     return out
 

@@ -35,6 +35,13 @@ from .harness import compare as compare_sides
 DRIVER = HERE / "agentchat_driver.py"
 TASK = "the task"
 CASES = sorted(p for p in CORPUS.glob("agentchat_*.py") if p.with_suffix(".flow").exists())
+# AgentChat component JSON (``team.dump_component()``), the records and findings left out
+JSON_CASES = sorted(
+    p
+    for p in CORPUS.glob("agentchat_*.json")
+    if not p.name.endswith((".agentchat.json", ".expected.json"))
+    and p.with_suffix(".flow").exists()
+)
 
 # AgentChat's stop_reason, in the flow's words (as tests/migrate/test_migrate.py reads them)
 _ENDS = [
@@ -55,7 +62,9 @@ def _end(stop_reason: str | None) -> str | None:
 
 
 def run_agentchat(python: Path, py: Path, replies: Script, tmp: Path) -> Any:
-    plan: dict[str, Any] = {"file": str(py), "task": TASK, "replies": replies}
+    # a Python file runs as __main__; a component JSON file is loaded by AgentChat's loader
+    kind = "component" if py.suffix == ".json" else "file"
+    plan: dict[str, Any] = {kind: str(py), "task": TASK, "replies": replies}
     chosen = choices(py, replies)
     if chosen:  # the flow's selector speaker's decisions, for the team's selector model
         (plan["choices"],) = chosen.values()  # (an AgentChat team has one selector model)
@@ -97,6 +106,23 @@ def test_agentchat_and_translation_agree(
         "agentchat",
         py,
         lambda: compare(agentchat_python, py, py.with_suffix(".flow"), tmp_path, capsys),
+    )
+
+
+@pytest.mark.parametrize("component", JSON_CASES, ids=[p.name for p in JSON_CASES])
+def test_agentchat_component_and_translation_agree(
+    component: Path,
+    agentchat_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A component JSON file, as AgentChat loads and runs it, and its golden flow."""
+    assert_agree(
+        "agentchat-json",
+        component,
+        lambda: compare(
+            agentchat_python, component, component.with_suffix(".flow"), tmp_path, capsys
+        ),
     )
 
 
@@ -160,3 +186,48 @@ def test_the_harness_reports_a_perturbed_tool_route(
 def test_the_harness_covers_the_exact_agentchat_cases() -> None:
     exact = [p for p in CASES if not findings(p) & INEXACT]
     assert len(exact) >= 4, [p.name for p in exact]
+
+
+def test_the_harness_covers_the_exact_component_json_cases() -> None:
+    exact = [p for p in JSON_CASES if not findings(p) & INEXACT]
+    assert len(exact) >= 2, [p.name for p in exact]
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        # a handoff routed elsewhere
+        (
+            "agentchat_json_swarm",
+            "when tool transfer_to_payer  then payer",
+            "when tool transfer_to_payer  then booker",
+        ),
+        # a handoff that no longer ends the run
+        ("agentchat_json_swarm", 'terminate "handoff_to_user"', 'terminate "handed_off"'),
+        # the ring in another order
+        (
+            "agentchat_json_round_robin",
+            "when from author      then editor",
+            "when from author      then proofreader",
+        ),
+        # one turn more than the team's max_turns
+        ("agentchat_json_round_robin", "max_turns 6", "max_turns 7"),
+    ],
+)
+def test_the_harness_reports_a_perturbed_component_translation(
+    name: str,
+    old: str,
+    new: str,
+    agentchat_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One rule of a component JSON translation that matches, changed: the harness, which
+    loads the JSON file with AgentChat's loader, must see it."""
+    component = CORPUS / f"{name}.json"
+    text = component.with_suffix(".flow").read_text(encoding="utf-8")
+    assert old in text
+    flow = tmp_path / "perturbed.flow"
+    flow.write_text(text.replace(old, new), encoding="utf-8")
+    mismatches = compare(agentchat_python, component, flow, tmp_path, capsys)
+    assert mismatches, f"changing {old!r} to {new!r} went unnoticed"

@@ -25,12 +25,14 @@ the others are listed as not exact and skipped with their findings.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .conftest import TIMINGS
 from .harness import (
     CORPUS,
     HERE,
@@ -39,10 +41,12 @@ from .harness import (
     assert_agree,
     choices,
     findings,
+    kickoff,
     run_driver,
     run_flow,
     selector_after,
     spoken,
+    typed_selectors,
 )
 from .harness import compare as compare_sides
 
@@ -73,6 +77,8 @@ def run_classic(python: Path, py: Path, replies: Script, tmp: Path) -> Any:
         # the flow's selector speakers' decisions, for ag2's speaker selection model
         "choices": choices(py, replies),
         "selector_after": selector_after(py),
+        # a person selector types them at ag2's console ("manual")
+        "typed": bool(typed_selectors(py)),
     }
     return run_driver(python, DRIVER, plan, tmp)
 
@@ -80,7 +86,10 @@ def run_classic(python: Path, py: Path, replies: Script, tmp: Path) -> Any:
 def run_translation(
     py: Path, flow: Path, replies: Script, tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> Any:
-    run = run_flow(flow, {"script": replies}, tmp, capsys)
+    # (the file's kickoff first: else the start speaker's first scripted turn would be it)
+    start = kickoff(py)
+    script = {"script": replies, **({"kickoff": start} if start is not None else {})}
+    run = run_flow(flow, script, tmp, capsys)
     return {
         "speakers": spoken(py, run),
         "end": run.get("close_reason") or f"stalled: {run.get('stalled_on')}",
@@ -196,4 +205,71 @@ def test_the_harness_reports_a_perturbed_selector_choice(
     flow = tmp_path / "perturbed.flow"
     flow.write_text(text.replace(old, new), encoding="utf-8")
     mismatches = compare(classic_python, py, flow, tmp_path, capsys, _NO_TOOL)
+    assert mismatches, f"changing {old!r} to {new!r} went unnoticed"
+
+
+# classic "manual" selection: a person types the next speaker. Its findings are never exact
+# (M002: the person's turns are turns of the flow, and an answer classic does not take ends
+# the flow's run where classic asks again and then moves to the next agent), so it runs on
+# the scripts where the person types, every time, the number classic lists the agent under
+MANUAL = [p for p in CASES if typed_selectors(p)]
+
+
+@pytest.mark.parametrize("py", MANUAL, ids=[p.stem for p in MANUAL])
+def test_manual_selection_and_translation_agree(
+    py: Path,
+    classic_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Classic's ``"manual"`` selection (ag2 reading the person's answers at its console)
+    and the translation's person selector, typing the same answers, agree."""
+    started = time.monotonic()
+    found = compare(classic_python, py, py.with_suffix(".flow"), tmp_path, capsys)
+    TIMINGS[f"classic-manual {py.stem}"] = time.monotonic() - started
+    assert not found, f"{py.name}: the translation does not run as the original\n" + "\n".join(
+        found
+    )
+
+
+def test_the_harness_covers_manual_selection() -> None:
+    assert [p.name for p in MANUAL] == ["manual_selection.py", "manual_transitions.py"]
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        # the person's "2" picks another agent
+        (
+            "manual_selection",
+            '(?:student|2)\\\\s*\\\\Z")  then student',
+            '(?:student|2)\\\\s*\\\\Z")  then examiner',
+        ),
+        # a selector's numbers in another list's order
+        (
+            "manual_transitions",
+            '(?:planner|1)\\\\s*\\\\Z") then planner\nwhen from chat_manager_2 and text_matches('
+            'pattern = "\\\\A\\\\s*(?:tester|2)\\\\s*\\\\Z")  then tester',
+            '(?:planner|2)\\\\s*\\\\Z") then planner\nwhen from chat_manager_2 and text_matches('
+            'pattern = "\\\\A\\\\s*(?:tester|1)\\\\s*\\\\Z")  then tester',
+        ),
+        # one person's turn fewer before classic's max_round
+        ("manual_transitions", "max_turns 13", "max_turns 12"),
+    ],
+)
+def test_the_harness_reports_a_perturbed_manual_selection(
+    name: str,
+    old: str,
+    new: str,
+    classic_python: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One rule of a ``"manual"`` translation that agrees, changed: the harness must see it."""
+    py = CORPUS / f"{name}.py"
+    text = py.with_suffix(".flow").read_text(encoding="utf-8")
+    assert old in text
+    flow = tmp_path / "perturbed.flow"
+    flow.write_text(text.replace(old, new), encoding="utf-8")
+    mismatches = compare(classic_python, py, flow, tmp_path, capsys)
     assert mismatches, f"changing {old!r} to {new!r} went unnoticed"

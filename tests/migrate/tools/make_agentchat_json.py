@@ -147,7 +147,39 @@ def teams() -> dict[str, object]:
         graph=review.build(),
         termination_condition=MaxMessageTermination(12),
     )
+    # written for the differential harness: teams whose translation is exact (no `sources`
+    # lost, no callable condition dropped), so their JSON must run as the flow does
+    booker = AssistantAgent(
+        "booker",
+        model_client=client(),
+        handoffs=["payer", "user"],
+        system_message="You book the trip.",
+        tools=[lookup_flight],
+    )
+    payer = AssistantAgent(
+        "payer",
+        model_client=client(),
+        handoffs=["booker"],
+        system_message="You take the payment.",
+        tools=[refund],
+    )
+    json_swarm = Swarm(
+        [booker, payer],
+        termination_condition=HandoffTermination(target="user") | MaxMessageTermination(9),
+    )
+    author = AssistantAgent("author", model_client=client(), description="Writes the text.")
+    editor = AssistantAgent("editor", model_client=client(), description="Edits the text.")
+    proofreader = AssistantAgent(
+        "proofreader", model_client=client(), description="Checks the spelling."
+    )
+    json_round_robin = RoundRobinGroupChat(
+        [author, editor, proofreader],
+        termination_condition=MaxMessageTermination(7),
+        max_turns=5,  # (the smaller cap: 5 turns after the task)
+    )
     return {
+        "agentchat_json_swarm": json_swarm,
+        "agentchat_json_round_robin": json_round_robin,
         "agentchat_graph_review": review_flow,
         "agentchat_round_robin": round_robin,
         "agentchat_selector": selector,
