@@ -405,7 +405,8 @@ def _queue_sync(pipe: Any) -> Callable[[], None]:
     psycopg has no public call for it: its own (``_enqueue_sync``, psycopg 3.1 to 3.3)
     when there, else ``sync``, which sends the same messages, waiting after each."""
     queue = getattr(pipe, "_enqueue_sync", None)
-    return queue if callable(queue) else pipe.sync
+    chosen: Callable[[], None] = queue if callable(queue) else pipe.sync
+    return chosen
 
 
 class PgStore:
