@@ -24,7 +24,8 @@ import attrs
 from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.comments import Comments
-from flowc.dsl.names import format_name, format_value
+from flowc.dsl.names import format_name as format_name
+from flowc.dsl.names import format_value as format_value
 from flowc.dsl.parser import parse_source
 from flowc.source import SourceFile, Span
 
