@@ -570,39 +570,28 @@ class Hub:
         self._pending[cid] = self._pending.get(cid, 0) + 1
         sender = env.sender_id
 
-        def done(fut: asyncio.Future[None]) -> None:
-            # the commit's outcome, as the future's own callback (no task per envelope:
-            # it runs where a task awaiting the future would have been woken); closing
-            # the hub cancels the future: nothing follows, as for a cancelled turn. The
-            # future is work in flight until this has run (as track() counts a task)
-            try:
-                self._pending[cid] -= 1
-                if fut.cancelled():
-                    return
-                err = fut.exception()
-                if err is None:
-                    self._committed[cid] = env.envelope_id
-                    then()
-                    return
-                ch.last_id = self._committed.get(cid, ch.last_id)
-                if isinstance(err, WalError):
-                    if isinstance(err, LeaseError):
-                        self._lost(ch, err)
-                    if failed is not None:
-                        failed(err)
-                    else:
-                        self._stopped_by_store(ch, sender, err)
-                elif isinstance(err, Exception):  # a bug in flowc (the writer's)
-                    self.crash(cid, sender, err)  # the run's driver raises it
-                else:  # (as a task awaiting it would: anything else ends the loop)
-                    raise err
-            finally:
-                self._untrack(fut)
+        def done(fut: asyncio.Future[None]) -> None:  # (no task per envelope: a callback)
+            self._pending[cid] -= 1
+            if fut.cancelled():  # the hub closed (close() cancels what it tracks)
+                return
+            err = fut.exception()
+            if err is None:
+                self._committed[cid] = env.envelope_id
+                then()
+                return
+            ch.last_id = self._committed.get(cid, ch.last_id)
+            if not isinstance(err, WalError):  # a bug in flowc (the writer's): the run's
+                self.crash(cid, sender, err)  # driver raises it
+                return
+            if isinstance(err, LeaseError):
+                self._lost(ch, err)
+            if failed is not None:
+                failed(err)
+            else:
+                self._stopped_by_store(ch, sender, err)
 
         fut.add_done_callback(done)
-        self._tasks.add(fut)  # (track() without its callback: done() untracks it)
-        if self._quiet is not None:
-            self._quiet.clear()
+        self.track(fut)
 
     async def post(self, envelope: Envelope) -> Envelope:
         """Admit ``envelope`` (see :meth:`admit`); the awaitable form of the API."""
