@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flowc.compiler.tool_effects import human_write_refusal
-from flowc.dsl.formatter import format_name
+from flowc.dsl.names import format_name
 from flowc.inputs import DataError, load_json
 from flowc.runtime.script import ScriptCall, ScriptTurn
 

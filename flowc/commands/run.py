@@ -51,7 +51,7 @@ from flowc.commands.run_output import (
 from flowc.commands.texts import add_command
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import Diagnostic, counted, has_errors
-from flowc.dsl.formatter import format_name
+from flowc.dsl.names import format_name
 from flowc.escaping import one_line
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError

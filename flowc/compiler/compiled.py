@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -20,8 +20,10 @@ from flowc.compiler.serde import (
     unstructure_knobs,
 )
 from flowc.compiler.tool_effects import ToolEffectInfo
-from flowc.dsl import nodes as n
 from flowc.source import Span
+
+if TYPE_CHECKING:  # in annotations only: a worker never loads the syntax tree
+    from flowc.dsl import nodes as n
 
 
 @attrs.frozen

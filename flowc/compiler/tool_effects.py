@@ -8,12 +8,14 @@ them. Compile, check, test and run share these rules (and their words).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from flowc.dsl import nodes as n
-from flowc.dsl.formatter import format_name, format_value
+from flowc.dsl.names import format_name, format_value
+
+if TYPE_CHECKING:  # the syntax tree is loaded by whoever has one (a worker never does)
+    from flowc.dsl import nodes as n
 
 
 @attrs.frozen
@@ -265,6 +267,8 @@ def effects_info(alt: tuple[n.Effect, ...]) -> ToolEffectInfo:
     clears: list[str] = []
     handoff: str | None = None
     finish: str | None = None
+    from flowc.dsl import nodes as n
+
     for eff in alt:
         if isinstance(eff, n.SetEffect):
             sets.append((eff.key.value, eff.value.value))

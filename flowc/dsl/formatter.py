@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import bisect
 import io
-import json
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -26,31 +24,16 @@ import attrs
 from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.comments import Comments
-from flowc.dsl.parser import KEYWORDS, parse_source
+from flowc.dsl.names import format_name as format_name
+from flowc.dsl.names import format_value as format_value
+from flowc.dsl.parser import parse_source
 from flowc.source import SourceFile, Span
 
-_PLAIN_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_]|-(?!>))*\Z")
 INDENT = "  "
 
 
 class FormatterBug(Exception):
     """The formatter's own output failed its checks: a bug in flowc, not in the input."""
-
-
-def format_name(name: str) -> str:
-    """A name as written in a file: backquoted when it is a keyword or not an identifier.
-
-    >>> format_name("drafter"), format_name("next")
-    ('drafter', '`next`')
-    """
-    if _PLAIN_NAME.match(name) and name not in KEYWORDS and not name.endswith("-"):
-        return name
-    return f"`{name}`"
-
-
-def format_value(value: Any) -> str:
-    """A JSON literal on one line: ``{"a": [1, 2]}``."""
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def _name(name: n.Name) -> str:

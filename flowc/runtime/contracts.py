@@ -38,7 +38,7 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
-from flowc.dsl.formatter import format_name
+from flowc.dsl.names import format_name
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.adapters.workflow import DEFAULT, tool_rule_names
 from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall

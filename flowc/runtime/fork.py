@@ -51,7 +51,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
-from flowc.dsl.formatter import format_name, format_value
+from flowc.dsl.names import format_name, format_value
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.target import RunTarget

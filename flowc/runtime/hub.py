@@ -185,7 +185,7 @@ class Hub:
         self._counter = 0
         self._outbox: deque[tuple[HubParticipant, Envelope]] = deque()
         self._delivering = False
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
         #: the task that drives this hub's runs (``flowc run``'s): once it is being
         #: cancelled, no further turn is taken (:meth:`stopping`)
         self.driver: asyncio.Task[Any] | None = None
@@ -570,28 +570,28 @@ class Hub:
         self._pending[cid] = self._pending.get(cid, 0) + 1
         sender = env.sender_id
 
-        async def wait() -> None:
-            try:
-                await fut
-            except WalError as err:
-                ch.last_id = self._committed.get(cid, ch.last_id)
-                if isinstance(err, LeaseError):
-                    self._lost(ch, err)
-                if failed is not None:
-                    failed(err)
-                else:
-                    self._stopped_by_store(ch, sender, err)
+        def done(fut: asyncio.Future[None]) -> None:  # (no task per envelope: a callback)
+            self._pending[cid] -= 1
+            if fut.cancelled():  # the hub closed (close() cancels what it tracks)
                 return
-            except Exception as err:  # a bug in flowc (the writer's): the run's driver raises it
-                ch.last_id = self._committed.get(cid, ch.last_id)
-                self.crash(cid, sender, err)
+            err = fut.exception()
+            if err is None:
+                self._committed[cid] = env.envelope_id
+                then()
                 return
-            finally:
-                self._pending[cid] -= 1
-            self._committed[cid] = env.envelope_id
-            then()
+            ch.last_id = self._committed.get(cid, ch.last_id)
+            if not isinstance(err, WalError):  # a bug in flowc (the writer's): the run's
+                self.crash(cid, sender, err)  # driver raises it
+                return
+            if isinstance(err, LeaseError):
+                self._lost(ch, err)
+            if failed is not None:
+                failed(err)
+            else:
+                self._stopped_by_store(ch, sender, err)
 
-        self.track(asyncio.get_running_loop().create_task(wait()))
+        fut.add_done_callback(done)
+        self.track(fut)
 
     async def post(self, envelope: Envelope) -> Envelope:
         """Admit ``envelope`` (see :meth:`admit`); the awaitable form of the API."""
@@ -1207,15 +1207,15 @@ class Hub:
             channel_id, ch.state, reached, ch.close_reason, recorded, replayed, len(envs), broken
         )
 
-    def track(self, task: asyncio.Task[Any]) -> None:
-        """Count ``task`` as work in flight until it ends: :meth:`idle` waits for it and
-        :meth:`close` cancels it."""
+    def track(self, task: asyncio.Future[Any]) -> None:
+        """Count ``task`` (a task, or a future something waits on) as work in flight until
+        it ends: :meth:`idle` waits for it and :meth:`close` cancels it."""
         self._tasks.add(task)
         if self._quiet is not None:
             self._quiet.clear()
         task.add_done_callback(self._untrack)
 
-    def _untrack(self, task: asyncio.Task[Any]) -> None:
+    def _untrack(self, task: asyncio.Future[Any]) -> None:
         self._tasks.discard(task)
         if not self._tasks and self._quiet is not None:
             self._quiet.set()

@@ -407,6 +407,16 @@ def _params(
     }
 
 
+def _queue_sync(pipe: Any) -> Callable[[], None]:
+    """What puts a Sync in ``pipe`` after the statement just sent, without waiting for the
+    results before it (``Pipeline.sync`` waits for them: a round trip per statement).
+    psycopg has no public call for it: its own (``_enqueue_sync``, psycopg 3.1 to 3.3)
+    when there, else ``sync``, which sends the same messages, waiting after each."""
+    queue = getattr(pipe, "_enqueue_sync", None)
+    chosen: Callable[[], None] = queue if callable(queue) else pipe.sync
+    return chosen
+
+
 class PgStore:
     """A WAL in a PostgreSQL database (see the module's description).
 
@@ -673,8 +683,13 @@ class PgStore:
             # transaction (and ends it after ``_IDLE_MS``) only between synced
             # statements; without them, a writer cut off in the middle of the batch
             # would keep its runs' lease rows locked, and nobody could take them over,
-            # for as long as the connection seems alive (tests/pg/test_faults.py)
+            # for as long as the connection seems alive (tests/pg/test_faults.py). The
+            # Syncs are queued, not waited for: the batch goes out at once and its
+            # results come back together as the pipeline ends (one round trip, not one
+            # per statement; an error is raised there, and the transaction rolled back,
+            # as it is when each Sync is waited for)
             with conn.transaction(), conn.pipeline() as pipe:
+                sync = _queue_sync(pipe)
                 cursors = []
                 for i in todo:
                     cursors.append(
@@ -683,10 +698,10 @@ class PgStore:
                             _params(entries[i][0], texts[i], entries[i][1], entries[i][2]),
                         )
                     )
-                    pipe.sync()
+                    sync()
                 for lease in releases:
                     conn.execute(_RELEASE, {"c": lease.channel_id, "t": lease.token})
-                    pipe.sync()
+                    sync()
             return [cur.fetchone() is not None for cur in cursors]
 
         runs = sorted({entries[i][0].channel_id for i in todo})

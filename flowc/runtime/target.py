@@ -20,7 +20,6 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
-from flowc.compiler.describe import rule_label, target_text, transition_text
 from flowc.compiler.properties import Property, property_json, property_of_json
 from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
 from flowc.compiler.tool_effects import ToolEffectInfo
@@ -41,6 +40,8 @@ def _rule_texts(
     names: Mapping[str, str],
     source_text: str | None,
 ) -> list[str]:
+    from flowc.compiler.describe import transition_text  # (the syntax tree: not for a worker)
+
     out: list[str] = []
     infos = {r.index: r for r in compiled.rules} if compiled is not None else {}
     for i, t in enumerate(graph.transitions):
@@ -337,6 +338,8 @@ class RunTarget:
 
     def describe_rule(self, index: int) -> str:
         """``rule 3, line 14: when from drafter then reviewer`` (see :func:`rule_label`)."""
+        from flowc.compiler.describe import rule_label
+
         text = self.rule_texts[index] if index < len(self.rule_texts) else ""
         return rule_label(index, self.rule_line(index), text)
 
@@ -345,6 +348,8 @@ class RunTarget:
         if isinstance(decided_by, int):
             return self.describe_rule(decided_by)
         if decided_by == DEFAULT:
+            from flowc.compiler.describe import target_text
+
             return f"otherwise {target_text(self.graph.default_target, self.names)}"
         if decided_by is None:
             return "start"

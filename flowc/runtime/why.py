@@ -42,9 +42,8 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.describe import condition_text, target_text
 from flowc.diagnostics import counted
-from flowc.dsl.formatter import format_name, format_value
+from flowc.dsl.names import format_name, format_value
 from flowc.runtime.adapters.base import ChannelState
 from flowc.runtime.adapters.workflow import (
     DEFAULT,
@@ -329,6 +328,8 @@ def _condition_why(
     top: bool = True,
 ) -> ConditionWhy:
     """``trace`` in words; the context keys it read (set ones) go into ``read``."""
+    from flowc.compiler.describe import condition_text  # (the syntax tree: not for a worker)
+
     cond = trace.condition
     text = condition_text(cond, names)
     if not top and isinstance(cond, m.AllOf | m.AnyOf | m.Not):
@@ -447,6 +448,8 @@ def explain_turn(
     the run's flow (default: those registered globally, as by ``--plugin``). Raises
     :class:`TurnOutOfRange` for a turn the run does not have, :class:`WhyError` for a
     WAL that is no workflow run."""
+    from flowc.compiler.describe import target_text  # (the syntax tree: not for a worker)
+
     folder, before, env, record = fold_to_turn(envelopes, n, registry, start=start)
     metadata = folder.metadata
     after = folder.state

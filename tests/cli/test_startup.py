@@ -359,3 +359,59 @@ def test_the_shipped_vocabulary_is_registered_when_the_registry_is_first_read(wh
         "text_matches": "flowc.runtime.vocabulary",
         "random_agent": "plugin",
     }
+
+
+WORKER = """
+import json, os, signal, sqlite3, sys, threading, time
+from flowc import cli
+
+def stop_once_closed():
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with sqlite3.connect(sys.argv[1]) as db:
+                closed = db.execute(
+                    "SELECT count(*) FROM wal WHERE event_type = 'ag2.channel.closed'"
+                ).fetchone()[0]
+        except sqlite3.Error:
+            closed = 0
+        if closed:
+            break
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=stop_once_closed, daemon=True).start()
+code = cli.main(["worker", "--db", sys.argv[1], "--quiet"])
+loaded = sorted(m for m in sys.modules
+                if m.startswith(("flowc.dsl.", "flowc.compiler.describe")))
+print(json.dumps({"code": code, "loaded": loaded}))
+"""
+
+
+def test_a_worker_drives_a_run_without_the_syntax_tree(tmp_path: Path) -> None:
+    """`flowc worker` runs submitted runs from what their WAL holds (the graph, the rule
+    texts): it never loads the `.flow` syntax tree, the formatter or describe, whose
+    classes cost a worker process ~50 ms of CPU at each start (issue 31)."""
+    (tmp_path / "rr.flow").write_text(
+        "speaker a\nspeaker b\nstart a\nmax_turns 4\nwhen from a then b\nwhen from b then a\n"
+    )
+    (tmp_path / "s.json").write_text(json.dumps({"script": {"a": ["1", "2"], "b": ["3", "4"]}}))
+    db = str(tmp_path / "runs.db")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    submit = [sys.executable, "-m", "flowc", "submit", "rr.flow", "--script", "s.json"]
+    done = subprocess.run(
+        [*submit, "--db", db], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER, db],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 run closed" in done.stdout, done.stdout
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result == {"code": 0, "loaded": ["flowc.dsl.keywords", "flowc.dsl.names"]}
