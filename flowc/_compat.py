@@ -36,6 +36,7 @@ __all__ = [
     "dd_out_of_memory",
     "networkx_digraph",
     "networkx_successors",
+    "psycopg_queue_sync",
     "pygls_send",
     "re_extra_cases",
     "re_parse",
@@ -50,6 +51,7 @@ CHECKED_AGAINST = {
     "pygls": ("2.1.1",),
     "dd": ("0.6.0",),
     "networkx": ("3.2.1", "3.6.1"),
+    "psycopg": ("3.2.1", "3.3.9"),
 }
 
 #: every private name flowc reaches; only this module may name them (modules, then
@@ -68,6 +70,7 @@ PRIVATE_NAMES = frozenset(
         "_succ",
         "_pred",
         "_node",
+        "_enqueue_sync",
     }
 )
 
@@ -303,3 +306,21 @@ def networkx_digraph(size: int, edges: Iterable[tuple[int, int]]) -> Any:
             succ[u][v] = data
             pred[v][u] = data
     return graph
+
+
+# ── psycopg: a Sync queued in a pipeline, not waited for (flowc.runtime.pgstore) ─────────
+
+
+def psycopg_queue_sync(pipe: Any) -> Any:
+    """What puts a Sync in the psycopg pipeline ``pipe`` after the statement just sent,
+    without waiting for the results before it: ``Pipeline._enqueue_sync``; where a
+    psycopg lacks it, the public ``Pipeline.sync``, which sends the same messages but
+    waits for each (a round trip per statement).
+
+    Why: a worker's group commit puts a Sync after each statement of its batch (so the
+    server's idle-in-transaction timeout can end a writer cut off mid-batch); waiting at
+    each made a batch one round trip per statement. Checked against psycopg 3.2.1 and
+    3.3.9.
+    """
+    queue = getattr(pipe, "_enqueue_sync", None)
+    return queue if callable(queue) else pipe.sync

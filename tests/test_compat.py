@@ -326,3 +326,35 @@ def test_networkx_3_2_to_3_6_digraph_private_dicts() -> None:
     assert nx.shortest_path_length(got, 0) == nx.shortest_path_length(expected, 0)
     assert list(got.reverse(copy=False).succ[3]) == list(expected.reverse(copy=False).succ[3])
     assert set(got.subgraph(range(10)).edges) == set(expected.subgraph(range(10)).edges)
+
+
+def test_psycopg_3_2_to_3_3_pipeline_enqueue_sync(pg_dsn: str) -> None:
+    """``Pipeline._enqueue_sync`` (:func:`flowc._compat.psycopg_queue_sync`): a Sync queued
+    after each statement of a pipeline in a transaction, none waited for, and the
+    statements' results all there once the pipeline ends; an error in one statement
+    fails the pipeline and the transaction is rolled back (nothing of it stays).
+    Checked against psycopg 3.2.1 and 3.3.9."""
+    import psycopg
+
+    assert callable(getattr(psycopg.Pipeline, "_enqueue_sync", None))  # not the fallback
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE t (k int PRIMARY KEY)")
+        with conn.transaction(), conn.pipeline() as pipe:
+            sync = _compat.psycopg_queue_sync(pipe)
+            assert sync == pipe._enqueue_sync
+            cursors = []
+            for k in range(3):
+                cursors.append(conn.execute("INSERT INTO t VALUES (%s) RETURNING k", (k,)))
+                sync()
+        assert [c.fetchone() for c in cursors] == [(0,), (1,), (2,)]
+        with (
+            pytest.raises(psycopg.errors.UniqueViolation),
+            conn.transaction(),
+            conn.pipeline() as pipe,
+        ):
+            sync = _compat.psycopg_queue_sync(pipe)
+            conn.execute("INSERT INTO t VALUES (7)")
+            sync()
+            conn.execute("INSERT INTO t VALUES (0)")  # taken
+            sync()
+        assert conn.execute("SELECT k FROM t ORDER BY k").fetchall() == [(0,), (1,), (2,)]

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from flowc._compat import psycopg_queue_sync
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -407,16 +408,6 @@ def _params(
     }
 
 
-def _queue_sync(pipe: Any) -> Callable[[], None]:
-    """What puts a Sync in ``pipe`` after the statement just sent, without waiting for the
-    results before it (``Pipeline.sync`` waits for them: a round trip per statement).
-    psycopg has no public call for it: its own (``_enqueue_sync``, psycopg 3.1 to 3.3)
-    when there, else ``sync``, which sends the same messages, waiting after each."""
-    queue = getattr(pipe, "_enqueue_sync", None)
-    chosen: Callable[[], None] = queue if callable(queue) else pipe.sync
-    return chosen
-
-
 class PgStore:
     """A WAL in a PostgreSQL database (see the module's description).
 
@@ -689,7 +680,7 @@ class PgStore:
             # per statement; an error is raised there, and the transaction rolled back,
             # as it is when each Sync is waited for)
             with conn.transaction(), conn.pipeline() as pipe:
-                sync = _queue_sync(pipe)
+                sync = psycopg_queue_sync(pipe)
                 cursors = []
                 for i in todo:
                     cursors.append(
