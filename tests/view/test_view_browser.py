@@ -19,6 +19,7 @@ from tests.view.conftest import (
     COUNT_TURN_EVENTS,
     LIVE_TURNS,
     ROOT,
+    SCRIPT,
     ViewServer,
     flowc,
     free_port,
@@ -30,18 +31,7 @@ from tests.view.conftest import (
 pytestmark = needs_browser
 
 ROUTING = ROOT / "examples" / "context_routing.flow"
-ROUTING_SCRIPT = """kickoff: "I was charged twice this month."
-script:
-  triage:
-    - tool: route_billing
-      say: "Passing you to billing."
-  billing:
-    - "I see two charges. Refund one?"
-    - tool: close_ticket
-      say: "Refunded."
-  customer:
-    - "Yes, please."
-"""
+ROUTING_SCRIPT = SCRIPT  # (conftest's: a tool that routes, a human's reply, a tool that ends)
 
 HOSTILE_FLOW = """speaker `<img src=x onerror=window.__pwned=1>`: human
 speaker `</script><script>window.__pwned=2</script>` { tool `<b>t</b>` sets `<i>k</i>` = "<svg onload=window.__pwned=3>" }
