@@ -65,12 +65,11 @@ from flowc.migrate.speaking_order import (
     order_scenarios,
     turn_text,
 )
-from flowc.migrate.textpred import TextPredicate, evaluate, text_predicate
+from flowc.migrate.textpred import DEFAULT_TERMINATION, TextPredicate, evaluate, text_predicate
 from flowc.source import SourceFile
 
 DEFAULT_MAX_ROUND = 10
 DEFAULT_MANAGER = "chat_manager"
-DEFAULT_TERMINATION = mm.call_cond("text_matches", pattern=r"\ATERMINATE\Z")
 #: ``human_input_mode`` when the constructor does not set it (ag2 0.9.10's classes)
 DEFAULT_INPUT_MODE = {
     "ConversableAgent": "TERMINATE",

@@ -25,7 +25,7 @@ from flowc.dsl import nodes as n
 from flowc.inputs import DataError, read_text
 from flowc.migrate.agents import Agent, AgentReader
 from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
-from flowc.migrate.textpred import text_predicate
+from flowc.migrate.textpred import DEFAULT_TERMINATION, text_predicate
 from flowc.runtime.ctxexpr import ExpressionError, Node, parse_context_expression
 
 AFTER_WORK_OPTIONS = ("TERMINATE", "REVERT_TO_USER", "STAY", "SWARM_MANAGER")
@@ -887,24 +887,34 @@ def add_function_tools(
             tools.setdefault(owner, []).append(tool)
 
 
-#: classic ``ConversableAgent``'s default ``is_termination_msg``, the group manager's when
-#: its arguments set none: a message that is exactly "TERMINATE" (ag2 0.9.10)
-DEFAULT_TERMINATION = mm.call_cond("text_matches", pattern=r"\ATERMINATE\Z")
-
-
 def manager_termination(
     reader: AgentReader, manager_args: ast.expr | None, label: str
 ) -> list[mm.Rule]:
     """The rule that ends the flow on the group manager's ``is_termination_msg``, from the
     manager's arguments (``group_manager_args`` of a pattern, ``swarm_manager_args`` of a
-    swarm, named by ``label``): their text test (reported and left out when it is not one), or classic's
-    default when they set none (exactly "TERMINATE": the manager checks every message)."""
+    swarm, named by ``label``; a dict literal or a ``dict(...)`` call): their text test
+    (reported and left out when it is not one), or classic's default when they set none
+    or set ``None`` (exactly "TERMINATE": the manager checks every message); arguments
+    that cannot be read get the default too, with an M002 saying it was assumed."""
     mod = reader.mod
     margs = mod.deref(manager_args) if manager_args is not None else ast.Dict([], [])
-    if not isinstance(margs, ast.Dict):
-        return []  # (arguments that cannot be read: nothing said about them here)
-    for k, v in zip(margs.keys, margs.values, strict=True):
-        if isinstance(k, ast.Constant) and k.value == "is_termination_msg":
+    if isinstance(margs, ast.Call) and callee(margs) == "dict" and not margs.args:
+        keys = [ast.Constant(k.arg) if k.arg else None for k in margs.keywords]
+        margs = ast.Dict(keys, [k.value for k in margs.keywords])  # type: ignore[arg-type]
+    if not isinstance(margs, ast.Dict) or None in margs.keys:
+        reader.report(
+            M002,
+            f"`{label}` cannot be read without running the code: classic's default "
+            'test (a message that is exactly "TERMINATE" ends the chat) is assumed; a '
+            "test of their own is not",
+            manager_args or margs,
+        )
+    else:
+        for k, v in zip(margs.keys, margs.values, strict=True):
+            if not (isinstance(k, ast.Constant) and k.value == "is_termination_msg"):
+                continue
+            if mod.const_or(v, "?") is None:
+                break  # None: the default test
             pred = text_predicate(mod.deref(v), mod.function_of)
             if pred is None:
                 reader.report(

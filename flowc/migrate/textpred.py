@@ -31,6 +31,10 @@ import attrs
 from flowc.dsl import nodes as n
 from flowc.migrate.model import S, call_cond
 
+#: classic ``ConversableAgent``'s default ``is_termination_msg``, the group manager's when
+#: its arguments set none: a message that is exactly "TERMINATE" (ag2 0.9.10)
+DEFAULT_TERMINATION = call_cond("text_matches", pattern=r"\ATERMINATE\Z")
+
 _TRANSFORMS = ("strip", "rstrip", "lstrip", "lower", "upper")
 _CASE = ("lower", "upper")
 #: the guard "the content is not empty" (``x.get("content", "") and ...``)

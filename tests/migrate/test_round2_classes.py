@@ -3,6 +3,8 @@ input written for the suite, the translation or the finding that names what was 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import has_errors
 from flowc.migrate import migrate_source
@@ -780,4 +782,42 @@ def test_a_name_target_says_whether_its_name_is_unknown_or_no_agent() -> None:
     assert (
         "M001",
         "`AgentNameTarget` names `senior_agent`, no agent of this group; left out",
+    ) in findings
+
+
+_MANAGER_ARGS = (Path(__file__).parent / "corpus" / "group_round_robin.py").read_text(
+    encoding="utf-8"
+)
+
+
+def _with_manager_args(args: str) -> str:
+    return _MANAGER_ARGS.replace(
+        "    user_agent=reader,\n", f"    user_agent=reader,\n    group_manager_args={args},\n"
+    )
+
+
+def test_the_managers_default_termination_survives_however_its_arguments_are_written() -> None:
+    """ag2 0.9.10: the group manager ends the chat on a message that is exactly "TERMINATE"
+    unless its arguments set another ``is_termination_msg``; ``None`` is the default too. A
+    ``dict(...)`` call is read as the literal is; arguments that cannot be read keep the
+    default, with an M002 (it was dropped silently: a wrong translation without a
+    finding)."""
+    default = (
+        'when text_matches(pattern = "\\\\ATERMINATE\\\\Z") then terminate "is_termination_msg"'
+    )
+    for args in ("dict(llm_config=llm_config)", '{"is_termination_msg": None}', "{}"):
+        text, findings = _migrate(_with_manager_args(args), "group.py")
+        assert any(r.startswith(default) for r in _rules(text)), (args, _rules(text))
+        assert findings == _migrate(_MANAGER_ARGS, "group.py")[1], args  # nothing lost
+    own = 'dict(is_termination_msg=lambda m: "DONE" in m["content"])'
+    text, _ = _migrate(_with_manager_args(own), "group.py")
+    assert not any(r.startswith(default) for r in _rules(text))
+    assert any('text_contains(text = "DONE")' in r for r in _rules(text)), _rules(text)
+    text, findings = _migrate(_with_manager_args("make_args()"), "group.py")
+    assert any(r.startswith(default) for r in _rules(text)), _rules(text)
+    assert (
+        "M002",
+        "`group_manager_args` cannot be read without running the code: classic's default "
+        'test (a message that is exactly "TERMINATE" ends the chat) is assumed; a test of '
+        "their own is not",
     ) in findings
