@@ -1223,8 +1223,8 @@ class Hub:
     async def idle(self) -> None:
         """Wait until no agent turn is in flight.
 
-        A task leaves :attr:`_tasks` in its done callback, which the loop runs after
-        the task ends: this waits for that callback (an event it sets), so it never
+        A task (or a group-committed envelope's future) leaves :attr:`_tasks` in its
+        done callback, which the loop runs after it ends: this waits for that callback (an event it sets), so it never
         spins on tasks that are finished but not yet taken out (awaiting finished
         tasks does not give the loop a turn on Python 3.12 and later)."""
         while self._tasks:

@@ -65,8 +65,15 @@ def run_findings(view: RunView, max_states: int | None = None) -> dict[str, Any]
     found = run_checker(loaded, source, CheckOptions(max_states=bound), declared)
     marked = mark_findings(view.diagram, found)
     codes = {d.code.id for d in found}
+    # properties the run stored without the declarations they are decided with (a run
+    # written before runs stored them) were not decided: never "complete"
+    undecided = bool(target.properties) and declared is None
     status = (
-        "stopped" if codes & STOPPED_CODES else "partial" if codes & PARTIAL_CODES else "complete"
+        "stopped"
+        if codes & STOPPED_CODES
+        else "partial"
+        if codes & PARTIAL_CODES or undecided
+        else "complete"
     )
     findings = []
     for f in marked.findings:
@@ -86,6 +93,7 @@ def run_findings(view: RunView, max_states: int | None = None) -> dict[str, Any]
         "status": status,
         # nothing to fix, and every run was seen: only then does the page say "clean"
         "clean": status == "complete" and counts["error"] == 0 and counts["warning"] == 0,
+        "properties_undecided": undecided,
         "counts": counts,
         "max_states": bound,
         "findings": findings,

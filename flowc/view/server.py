@@ -311,8 +311,9 @@ class _Runs:
                     found = run_findings(self.view(run_id), self.settings.max_states)
                     self._keep(self.findings_of, run_id, found)
             finally:
-                with self.lock:
-                    self.checking.pop(run_id, None)
+                with self.lock:  # (a newer caller's lock, made since, stays)
+                    if self.checking.get(run_id) is one:
+                        del self.checking[run_id]
         return found
 
 
@@ -693,6 +694,11 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
         except MemoryError:
             return JSONResponse(
                 {"error": "the checker ran out of memory on this graph"}, status_code=503
+            )
+        except Exception as err:  # a damaged stored graph or property: said, as JSON
+            return JSONResponse(
+                {"error": f"the checker failed on this run: {type(err).__name__}: {err}"},
+                status_code=500,
             )
         return JSONResponse(found)
 

@@ -242,6 +242,7 @@ def test_a_property_left_undecided_is_partial(tmp_path: Path) -> None:
     codes = [f["code"] for f in cut["findings"]]
     assert cut["status"] == "partial" and cut["clean"] is False
     assert "I301" in codes and "I306" not in codes
+    assert codes.count("I305") == 3  # each property said undecided, none "holds"
 
 
 def test_the_findings_are_worked_out_once_per_run(
@@ -399,3 +400,29 @@ def test_a_run_s_declarations_make_the_system_check_makes_of_its_flow(
     assert declared is not None and declared.properties == tuple(compiled.properties)
     loaded = LoadedGraph(view.target.graph, dict(view.target.context_vars), True)
     assert system_of_declarations(loaded, declared).shape() == system_of_flow(compiled).shape()
+
+
+def test_properties_stored_without_declarations_are_never_clean(tmp_path: Path) -> None:
+    """A run that stored its properties but not the declarations they are decided with
+    (no ``tools`` label: written by a flowc that did not store them) has them undecided:
+    partial, never clean, though the bare graph's own check finds nothing."""
+    import sqlite3
+
+    db, run_id = stored_run(tmp_path, PROPERTY_FLOW, PROPERTY_SCRIPT)
+    whole = findings_of(client_of(db), run_id)
+    assert whole["properties_undecided"] is False
+    con = sqlite3.connect(db)
+    try:
+        seq, raw = con.execute(
+            "SELECT seq, envelope FROM wal WHERE channel_id = ? ORDER BY seq LIMIT 1", (run_id,)
+        ).fetchone()
+        opening = json.loads(raw)
+        assert opening["event_data"]["metadata"]["labels"].pop("tools") is not None
+        con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(opening), seq))
+        con.commit()
+    finally:
+        con.close()
+    cut = findings_of(client_of(db), run_id)
+    assert cut["properties_undecided"] is True
+    assert cut["status"] == "partial" and cut["clean"] is False
+    assert not {"E116", "I306"} & {f["code"] for f in cut["findings"]}

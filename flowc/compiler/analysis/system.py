@@ -449,7 +449,7 @@ def _speaker_actions(
                     for k, v in alt.sets
                     if k in b.key_index
                 ]
-                handoff = index.get(alt.handoff) if alt.handoff is not None else None
+                handoff = index[alt.handoff] if alt.handoff is not None else None  # (declared)
                 acts.append(
                     Action(tool, t_index, tuple(writes), alt.sets, alt.clears, handoff, alt.finish)
                 )

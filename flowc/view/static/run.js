@@ -39,8 +39,8 @@
     });
   }
   function loadDiagram() {
-    // the findings are asked for once the diagram is in (or refused): their first
-    // working out does not compete with the drawing
+    // the findings are asked for once the server has answered for the diagram (or
+    // refused it): their first working out does not compete with the drawing's
     fetch(api + '/diagram.svg', {credentials: 'same-origin'}).finally(loadFindings).then(function (r) {
       return r.text().then(function (body) { return {ok: r.ok, body: body}; });
     }).then(function (answer) {
@@ -183,7 +183,12 @@
   }
   function loadFindings() {
     fetch(api + '/findings', {credentials: 'same-origin'}).then(function (r) {
-      return r.json().then(function (body) { return {ok: r.ok, body: body}; });
+      // an answer that is not JSON (a proxy's or the server's plain error) says its text
+      return r.text().then(function (raw) {
+        var body;
+        try { body = JSON.parse(raw); } catch (e) { body = {error: raw.slice(0, 200)}; }
+        return {ok: r.ok, body: body};
+      });
     }).then(function (answer) {
       if (!answer.ok) { throw new Error(answer.body && answer.body.error ? answer.body.error : 'the server refused'); }
       showFindings(answer.body);
