@@ -58,6 +58,8 @@ def run_findings(view: RunView, max_states: int | None = None) -> dict[str, Any]
     bound = max_states or DEFAULT_MAX_STATES
     # the knobs as the run stored them, as `flowc check` reads them from a JSON file
     source = SourceFile(f"{view.run_id}.json", json.dumps(view.metadata.knobs, indent=2))
+    # (run_checker reads the graph again from ``source``, as `flowc check` does; ``loaded``
+    # says it is a JSON graph)
     loaded = LoadedGraph(target.graph, dict(target.context_vars), True)
     # the properties are decided with the flow's declarations (a run of a bare graph has
     # neither)

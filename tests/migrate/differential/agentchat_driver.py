@@ -44,7 +44,8 @@ def reply(agent: Any, turn: Any) -> Any:
     from autogen_core import FunctionCall
     from autogen_core.models import CreateResult, RequestUsage
 
-    # (an agent loaded from JSON holds its tools in its static workbench only)
+    # (an agent loaded from JSON holds its tools in its static workbench only; these are
+    # AgentChat's private attributes, checked against the pinned autogen-agentchat 0.7.5)
     benched = [t for wb in agent._workbench or [] for t in getattr(wb, "_tools", [])]
     tools = {t.name: t for t in [*benched, *agent._tools, *agent._handoff_tools]}
     schema = tools[turn["tool"]].schema.get("parameters", {})

@@ -60,6 +60,7 @@ def type_choices(queues: dict[str, collections.deque[Any]], after: dict[str, str
     from autogen import GroupChat
     from autogen.io.console import IOConsole
 
+    # (a private method of classic's GroupChat, checked against the pinned ag2 0.9.10)
     prepare, console_input = GroupChat._prepare_and_select_agents, IOConsole.input
     typing: list[collections.deque[Any]] = []  # the queue being typed, while ag2 asks
 
