@@ -574,7 +574,7 @@ def _mark_cut_short(out: dict[str, Any], envs: list[Envelope]) -> str | None:
     fork, turns = short
     out[CUT_SHORT] = turns
     return (
-        f"cut short: only {turns} of the {fork.turn} turns were copied (the fork stopped "
+        f"cut short: {counted(turns, 'turn')} copied of the {fork.turn} forked (the fork stopped "
         "before its copy ended, unless it is copying now): not the state forked; "
         "`flowc resume` refuses it, fork the run again"
     )
@@ -593,7 +593,8 @@ def _summary_line(r: dict[str, Any]) -> str:
     broken = r.get(PROPERTY_KEY)
     violated = f"  violated: {', '.join(map(str, broken))}" if broken else ""
     if r.get(CUT_SHORT) is not None:
-        status += f" (a fork cut short: {r[CUT_SHORT]} of {r['forked_from']['turn']} turns copied)"
+        copied = counted(r[CUT_SHORT], "turn")
+        status += f" (a fork cut short: {copied} copied of {r['forked_from']['turn']})"
     return (
         f"{r['run_id']}  {r['created_at'][:19]}  {r['flow']}  {counted(r['turns'], 'turn')}  "
         f"{status}{violated}"

@@ -349,10 +349,10 @@ def test_a_fork_whose_copy_was_cut_short_is_not_continued(
     # flowc log says so: in the list, on the run, in JSON; a whole fork says nothing of it
     assert flowc("log", "--db", str(db)) == 0
     listed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(new)]
-    assert listed and listed[0].endswith("open (a fork cut short: 2 of 4 turns copied)")
+    assert listed and listed[0].endswith("open (a fork cut short: 2 turns copied of 4)")
     assert flowc("log", new, "--db", str(db)) == 0
     assert (
-        f"forked from {run} at turn 4\ncut short: only 2 of the 4 turns were copied (the fork "
+        f"forked from {run} at turn 4\ncut short: 2 turns copied of the 4 forked (the fork "
         "stopped before its copy ended, unless it is copying now): not the state forked; "
         "`flowc resume` refuses it, fork the run again\n"
     ) in capsys.readouterr().out
