@@ -551,6 +551,9 @@
       var end = JSON.parse(ev.data);
       ended = true;
       source.close();
+      // every turn received is drawn before the page says the run ended (a page behind
+      // others gets no animation frame to draw them in)
+      flush(false);
       document.body.dataset.ended = 'true';
       status({status: 'closed', turns: end.turns, close_reason: end.close_reason});
     });
