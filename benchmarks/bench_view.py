@@ -149,6 +149,16 @@ def serve(db: Path, cwd: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, found.group(1)
 
 
+def wait_for_run(db: Path, folder: Path) -> None:
+    """Return once ``db`` holds a run (a `flowc run` started in another process has
+    committed its opening)."""
+    while not db.exists() or flowc("log", "--json", "--db", str(db), cwd=folder).stdout in (
+        "",
+        "[]\n",
+    ):
+        time.sleep(0.05)
+
+
 def p95(values: list[float]) -> float:
     return sorted(values)[max(0, int(len(values) * 0.95) - 1)]
 
@@ -178,11 +188,7 @@ def live(page: Any, folder: Path) -> float:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    while not db.exists() or flowc("log", "--json", "--db", str(db), cwd=folder).stdout in (
-        "",
-        "[]\n",
-    ):
-        time.sleep(0.05)
+    wait_for_run(db, folder)
     server, url = serve(db, folder)
     try:
         page.add_init_script(WATCH)
@@ -489,11 +495,7 @@ def start_gated_run(folder: Path, turns: int) -> tuple[Path, subprocess.Popen[by
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    while not db.exists() or flowc("log", "--json", "--db", str(db), cwd=folder).stdout in (
-        "",
-        "[]\n",
-    ):
-        time.sleep(0.05)
+    wait_for_run(db, folder)
     return db, run, gate
 
 
