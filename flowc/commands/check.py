@@ -26,7 +26,7 @@ from flowc.commands.console import (
     read_source,
 )
 from flowc.commands.texts import add_command
-from flowc.compiler.analysis import CheckOptions, check_source
+from flowc.compiler.analysis import PARTIAL_CODES, CheckOptions, check_source
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES
 from flowc.diagnostics import CODES, Diagnostic, Severity, counted
 from flowc.project.config import Config, options_from
@@ -166,7 +166,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     # (I301), a property could not be decided (I305)
     failing = any(
         d.is_error
-        or (options.strict and (d.severity is Severity.WARNING or d.code.id in ("I301", "I305")))
+        or (options.strict and (d.severity is Severity.WARNING or d.code.id in PARTIAL_CODES))
         for d in diags
     )
     return EXIT_ERRORS if failing else EXIT_OK

@@ -25,14 +25,7 @@ if TYPE_CHECKING:
     from flowc.compiler.analysis.system import Declarations
     from flowc.runtime.target import RunTarget
 
-__all__ = ["PARTIAL_CODES", "STOPPED_CODES", "declarations_of", "run_findings"]
-
-#: the findings that say the analysis did not cover every run: stopped at the state
-#: bound (I301), a property left undecided (I305)
-PARTIAL_CODES = frozenset({"I301", "I305"})
-#: the findings before which the checker stops (a custom name that does not load, a
-#: pattern it refuses): nothing was explored
-STOPPED_CODES = frozenset({"E103", "E114", "E108", "E001"})
+__all__ = ["declarations_of", "run_findings"]
 
 _RULE_PATH = re.compile(r"(?:graph\.)?transitions\[([0-9]+)\]")
 
@@ -47,6 +40,7 @@ def run_findings(view: RunView, max_states: int | None = None) -> dict[str, Any]
     ``edges``) and how (``mark``); ``marks``, each marked element's mark. Raises
     :class:`~flowc.compiler.render.rendering.CheckerUnavailableError`, or what the checker
     raises."""
+    from flowc.compiler.analysis import check_status
     from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
     from flowc.compiler.pipeline import LoadedGraph
     from flowc.compiler.render.diagram import mark_findings
@@ -66,17 +60,12 @@ def run_findings(view: RunView, max_states: int | None = None) -> dict[str, Any]
     declared = declarations_of(target) if target.properties else None
     found = run_checker(loaded, source, CheckOptions(max_states=bound), declared)
     marked = mark_findings(view.diagram, found)
-    codes = {d.code.id for d in found}
     # properties the run stored without the declarations they are decided with (a run
     # written before runs stored them) were not decided: never "complete"
     undecided = bool(target.properties) and declared is None
-    status = (
-        "stopped"
-        if codes & STOPPED_CODES
-        else "partial"
-        if codes & PARTIAL_CODES or undecided
-        else "complete"
-    )
+    status = check_status(found)
+    if status == "complete" and undecided:
+        status = "partial"
     findings = []
     for f in marked.findings:
         item = diagnostic_to_json(f.diagnostic)

@@ -268,6 +268,16 @@ def test_the_documented_plugin_works(project: Path, capsys: pytest.CaptureFixtur
     )
     assert main(["test", "doc.flow", "--plugin", "conditions.py"]) == 0
     assert "1 passed" in capsys.readouterr().out
+    # the condition reads an agent's reply (a packet's ``body``), not only a posted text:
+    # with the writer's turns routed back to the writer, only the condition hands a long
+    # draft to the reviewer
+    (project / "doc.flow").write_text(
+        FLOW.replace("draft_is_long", "long_text")
+        .replace("pick_reviewer() -> writer | reviewer", "pick() -> writer | reviewer")
+        .replace("when from writer then pick_reviewer()", "when from writer then writer")
+    )
+    assert main(["test", "doc.flow", "--plugin", "conditions.py"]) == 0, capsys.readouterr()
+    assert "1 passed" in capsys.readouterr().out
 
 
 # ── trust: the plugins a pyproject.toml lists load only from a trusted folder ─────────

@@ -236,6 +236,54 @@ def test_clean_only_when_every_run_was_checked(tmp_path: Path) -> None:
     assert without_view_keys(cut["findings"]) == check_json(tmp_path, name, "--max-states", "2")
 
 
+#: a custom condition the view's checker does not load (it takes no ``--plugin``)
+CUSTOM_FLOW = """speaker a
+speaker b
+start a
+max_turns 6
+condition long_text(min: int)
+when from a and long_text(min=3) then terminate "long"
+when from a then b
+when from b then a
+"""
+CUSTOM_PLUGIN = """from typing import Any, ClassVar
+
+import attrs
+
+import flowc
+
+
+@flowc.register_condition
+@attrs.frozen
+class LongText:
+    name: ClassVar[str] = "long_text"
+    min: int = 10
+
+    def evaluate(self, state: Any, envelope: Any) -> bool:
+        data = envelope.event_data
+        return len(data.get("body", data.get("text")) or "") >= self.min
+"""
+
+
+def test_a_graph_the_checker_cannot_load_is_stopped_not_clean(tmp_path: Path) -> None:
+    (tmp_path / "f.flow").write_text(CUSTOM_FLOW, encoding="utf-8")
+    (tmp_path / "long_text.py").write_text(CUSTOM_PLUGIN, encoding="utf-8")
+    script = {"kickoff": "hi", "script": {"a": ["a long text"], "b": ["p"]}}
+    (tmp_path / "f.json").write_text(json.dumps(script), encoding="utf-8")
+    db = tmp_path / "f.db"
+    args = ("--script", "f.json", "--db", str(db), "--plugin", "long_text.py", "--trust")
+    done = flowc("run", "f.flow", *args, cwd=tmp_path)
+    assert done.returncode == 0 and 'closed: "long"' in done.stdout, done
+    (run,) = json.loads(flowc("log", "--json", "--db", str(db), cwd=tmp_path).stdout)
+    answer = findings_of(client_of(db), str(run["run_id"]))
+    # no error of the graph itself: the checker stopped at the name it could not load,
+    # which is what `flowc check RUN.json` (without --plugin) says too
+    assert answer["status"] == "stopped" and answer["clean"] is False
+    assert [f["code"] for f in answer["findings"]] == ["E103"]
+    name = stored_graph(tmp_path, db, str(run["run_id"]))
+    assert without_view_keys(answer["findings"]) == check_json(tmp_path, name)
+
+
 def test_a_property_left_undecided_is_partial(tmp_path: Path) -> None:
     db, run_id = stored_run(tmp_path, PROPERTY_FLOW.replace("max_turns 4\n", ""), PROPERTY_SCRIPT)
     cut = findings_of(client_of(db, max_states=1), run_id)

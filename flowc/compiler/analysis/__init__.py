@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -53,11 +53,12 @@ from flowc.compiler.lower import PATTERN_HELP
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
-from flowc.diagnostics import E103, E114, E116, I307, Diagnostic, has_errors
+from flowc.diagnostics import E103, E114, E116, I301, I305, I307, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
     "CHECKS",
+    "PARTIAL_CODES",
     "CheckOptions",
     "Facts",
     "Finding",
@@ -68,6 +69,7 @@ __all__ = [
     "check",
     "check_compiled",
     "check_source",
+    "check_status",
     "facts_of",
     "findings_of",
     "read_input",
@@ -99,6 +101,33 @@ CHECKS: tuple[Check, ...] = (
     check_properties,
     check_worst_case,
 )
+
+#: the findings that say a check did not see every run: the exploration stopped at its
+#: state bound (I301), a property was left undecided (I305)
+PARTIAL_CODES = frozenset({I301.id, I305.id})
+
+
+def check_status(diags: Sequence[Diagnostic]) -> str:
+    """What the findings of :func:`check_source` say of the check itself, for whoever
+    reports it (`flowc check --strict`, the view's findings panel): ``"stopped"`` when
+    nothing was explored (an error from reading or compiling the input, after which
+    :func:`check_source` returns; the only error the analysis itself reports is a broken
+    property, E116), ``"partial"`` when not every run was seen (:data:`PARTIAL_CODES`),
+    else ``"complete"``.
+
+    >>> [check_status(check_source(SourceFile("f.flow", text))) for text in (
+    ...     "speaker a\\nspeaker b\\nstart a\\nwhen from a then b\\n",
+    ...     "speaker a\\nspeaker a\\nstart a\\n",
+    ... )]
+    ['complete', 'stopped']
+    >>> check_status(check_source(SourceFile("f.flow", "speaker a\\nspeaker b\\nstart a\\n"
+    ...     "when from a then b\\nwhen from b then a\\n"), CheckOptions(max_states=1)))
+    'partial'
+    """
+    if any(d.is_error and d.code is not E116 for d in diags):
+        return "stopped"
+    return "partial" if any(d.code.id in PARTIAL_CODES for d in diags) else "complete"
+
 
 #: checks whose findings are all of one code of :data:`flowc.diagnostics.OPT_IN`: run only
 #: when that code is asked for (the work is not done for a finding nobody sees)
