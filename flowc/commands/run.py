@@ -70,7 +70,9 @@ from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import (
     PROPERTY_KEY,
+    READ_ERRORS,
     RunResult,
+    read_error_text,
     stored_run_status,
     transcript,
     turn_json,
@@ -493,8 +495,9 @@ def _open_db(path: str, *, readonly: bool = False) -> WalStore:
         raise UsageError(str(err)) from None
 
 
-#: what a damaged run's WAL raises while it is read or re-folded
-_DAMAGED = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
+#: what a damaged run's WAL (or a graph the runtime refuses) raises while it is read or
+#: re-folded
+_DAMAGED = READ_ERRORS
 
 
 def find_run(store: WalStore, run: str, db: str | None = None) -> str:
@@ -602,9 +605,7 @@ def _summary_line(r: dict[str, Any]) -> str:
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
-    text = (
-        str(err) if isinstance(err, (WalError, ProtocolError)) else f"{type(err).__name__}: {err}"
-    )
+    text = read_error_text(err)
     return text if text.startswith(db) else f"{db}: run {cid}: {text}"
 
 

@@ -1,4 +1,4 @@
-"""``flowc view [--db DB] [RUN] [--port P] [--no-open] [--max-states N]``: a local web page showing the runs
+"""``flowc view [--db DB] [RUN] [--port P] [--no-open] [--max-states N] [--plugin M]``: a local web page showing the runs
 of a run database, and each run on its diagram with its transcript streaming live.
 
 The server (:mod:`flowc.view.server`) binds 127.0.0.1 only, asks for a random token on
@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from urllib.parse import quote
 
+from flowc.commands.config import setup_plugins
 from flowc.commands.console import EXIT_OK, UsageError
 from flowc.commands.run_options import STORES, store_options
 from flowc.commands.texts import add_command
@@ -104,6 +105,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError("--max-states must be >= 1")
     token = _token()
     run = _check_db(args.db, args.run)
+    setup_plugins(args, [args.db])
     sock = _bind(args.port)
     port = sock.getsockname()[1]
     path = "/" if run is None else "/run/" + quote(run, safe="")
@@ -136,7 +138,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "run", nargs="?", help="open this run's page (a run id, a unique prefix, or `last`)"
     )
-    store_options(p, f"the WAL to show: {STORES}", plugin=False)
+    # --plugin: the custom conditions and targets of the runs' flows, for the checker's
+    # findings on a run's page and for a fork run from a turn (as `flowc resume` takes them)
+    store_options(p, f"the WAL to show: {STORES}")
     p.add_argument(
         "--port",
         type=int,

@@ -14,8 +14,13 @@ from typing import Any
 import attrs
 
 from flowc.diagnostics import counted
-from flowc.runtime.adapters.base import AdapterResult, ChannelMetadata, ChannelState
-from flowc.runtime.adapters.workflow import WorkflowAdapter, WorkflowState
+from flowc.runtime.adapters.base import (
+    AdapterResult,
+    ChannelMetadata,
+    ChannelState,
+    ProtocolError,
+)
+from flowc.runtime.adapters.workflow import GraphError, WorkflowAdapter, WorkflowState
 from flowc.runtime.contracts import CONTRACT_KEY
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
@@ -27,16 +32,43 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import Failure, tracebacks_wanted
 from flowc.runtime.frozen import builder, writable_base
-from flowc.runtime.wal import Lease, WalStore
+from flowc.runtime.wal import Lease, WalError, WalStore
 
 __all__ = [
+    "READ_ERRORS",
     "RunResult",
     "TranscriptFolder",
     "TurnRecord",
+    "read_error_text",
     "stored_run_status",
     "transcript",
     "turn_json",
 ]
+
+#: what reading or folding a stored run raises when it cannot be read: a damaged row, a
+#: graph the runtime refuses (:class:`GraphError`, such as a custom condition no plugin
+#: loaded registers); every reader of runs (`flowc log`, `replay`, `resume`, `fork`,
+#: `flowc view`) catches these for one run and goes on with the others
+READ_ERRORS = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
+
+#: said after a refused graph that names custom conditions or targets nothing registered
+PLUGIN_HINT = (
+    "a run whose flow has custom conditions or targets is read with the plugins that "
+    "register them (--plugin MODULE_OR_FILE, or `plugins` under [tool.flowc])"
+)
+
+
+def read_error_text(err: BaseException) -> str:
+    """One of :data:`READ_ERRORS` in words: a damaged row's error with its type, the
+    store's or the protocol's as they are, and a graph that names an unregistered custom
+    condition or target with what would read it (:data:`PLUGIN_HINT`)."""
+    text = (
+        str(err) if isinstance(err, (WalError, ProtocolError)) else f"{type(err).__name__}: {err}"
+    )
+    if isinstance(err, GraphError) and " registered as `" in text:
+        text += f" ({PLUGIN_HINT})"
+    return text
+
 
 #: where a turn's envelope records the properties it broke (:mod:`flowc.runtime.guard`),
 #: and the name of that list in ``--json`` / ``--jsonl`` / ``log --json``

@@ -69,7 +69,7 @@ from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.envelope import Envelope
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.stores import open_store
-from flowc.runtime.transcript import TranscriptFolder
+from flowc.runtime.transcript import READ_ERRORS, TranscriptFolder, read_error_text
 from flowc.runtime.wal import WalError, WalStore
 from flowc.view.feed import PAGE_ROWS, ListedRun, RunView, TurnFeed, read_page, status_of
 
@@ -273,8 +273,15 @@ class _Runs:
         store = self.settings.open()
         try:
             view = RunView.load(store, run_id) if run_id in store.channel_ids() else None
-        except (WalError, ValueError, KeyError, TypeError) as err:
-            raise HTTPException(500, f"run {run_id}: {err}") from None
+            if view is not None:
+                from flowc.runtime.adapters.workflow import WorkflowAdapter
+
+                # the runtime folds the run's rows as it would run them: a graph it
+                # refuses here (a custom condition no plugin registered) is said once, on
+                # the page, not by each stream that tries to read the turns
+                WorkflowAdapter(None).initial_state(view.metadata)
+        except READ_ERRORS as err:
+            raise HTTPException(500, f"run {run_id}: {read_error_text(err)}") from None
         finally:
             store.close()
         if view is None:
@@ -418,9 +425,13 @@ class _Listing:
                     try:
                         line = self._line(store, run_id)
                         found = line.summary(store) if line is not None else None
-                    except (WalError, ValueError, KeyError, TypeError, AttributeError) as err:
+                    except READ_ERRORS as err:
                         self.feeds.pop(run_id, None)
-                        found = {"run_id": run_id, "status": "damaged", "error": str(err)}
+                        found = {
+                            "run_id": run_id,
+                            "status": "damaged",
+                            "error": read_error_text(err),
+                        }
                     else:
                         if line is not None:
                             lines[run_id] = line
@@ -760,8 +771,8 @@ def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
             return await run_in_threadpool(make, run_id, n)
         except TurnOutOfRange as err:
             return JSONResponse({"error": str(err)}, status_code=404)
-        except (WhyError, WalError, ValueError, KeyError, TypeError) as err:
-            return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=422)
+        except (WhyError, *READ_ERRORS) as err:
+            return JSONResponse({"error": f"run {run_id}: {read_error_text(err)}"}, status_code=422)
 
     async def why(request: Request) -> Response:
         found = await turn_answer(request, explain)

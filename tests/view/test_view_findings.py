@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -265,7 +266,9 @@ class LongText:
 """
 
 
-def test_a_graph_the_checker_cannot_load_is_stopped_not_clean(tmp_path: Path) -> None:
+def test_a_run_with_custom_conditions_is_read_and_checked_with_its_plugin(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "f.flow").write_text(CUSTOM_FLOW, encoding="utf-8")
     (tmp_path / "long_text.py").write_text(CUSTOM_PLUGIN, encoding="utf-8")
     script = {"kickoff": "hi", "script": {"a": ["a long text"], "b": ["p"]}}
@@ -274,14 +277,43 @@ def test_a_graph_the_checker_cannot_load_is_stopped_not_clean(tmp_path: Path) ->
     args = ("--script", "f.json", "--db", str(db), "--plugin", "long_text.py", "--trust")
     done = flowc("run", "f.flow", *args, cwd=tmp_path)
     assert done.returncode == 0 and 'closed: "long"' in done.stdout, done
-    (run,) = json.loads(flowc("log", "--json", "--db", str(db), cwd=tmp_path).stdout)
-    answer = findings_of(client_of(db), str(run["run_id"]))
-    # no error of the graph itself: the checker stopped at the name it could not load,
-    # which is what `flowc check RUN.json` (without --plugin) says too
-    assert answer["status"] == "stopped" and answer["clean"] is False
-    assert [f["code"] for f in answer["findings"]] == ["E103"]
+    plugin = ("--plugin", "long_text.py")
+    (run,) = json.loads(flowc("log", "--json", "--db", str(db), *plugin, cwd=tmp_path).stdout)
+    # without the plugin the runtime cannot fold the run: the list says so, and what
+    # reads it, in one line (it was a traceback and a 500 for the whole list)
+    listed = client_of(db).get(f"/api/runs?token={TOKEN}")
+    assert listed.status_code == 200, listed.text
+    (line,) = listed.json()
+    assert line["status"] == "damaged" and "no condition registered as `long_text`" in line["error"]
+    assert "read with the plugins that register them (--plugin" in line["error"]
+    bare = flowc("log", "--db", str(db), cwd=tmp_path)
+    assert bare.returncode == 1 and "Traceback" not in bare.stderr
+    assert "read with the plugins that register them (--plugin" in bare.stderr
+    client = client_of(db)
+    for path in (f"/run/{run['run_id']}", f"/api/run/{run['run_id']}/findings"):
+        page = client.get(f"{path}?token={TOKEN}")
+        assert page.status_code == 500 and "(--plugin MODULE_OR_FILE" in page.text, page.text
     name = stored_graph(tmp_path, db, str(run["run_id"]))
-    assert without_view_keys(answer["findings"]) == check_json(tmp_path, name)
+    # with the plugin, `flowc view --plugin` checks the graph as `flowc check --plugin`
+    server = ViewServer(db, *plugin, cwd=tmp_path)
+    try:
+        url = f"{server.base}/api/run/{run['run_id']}/findings?token={server.token}"
+        with urllib.request.urlopen(url, timeout=60) as got:
+            checked = json.loads(got.read())
+        # and its turns stream to the page, to the close the plugin's condition decided
+        events = url.replace("/findings?", "/events?")
+        with urllib.request.urlopen(events, timeout=60) as got:
+            stream = b""
+            while b"event: end" not in stream:
+                chunk = got.read1(65536)
+                assert chunk, stream
+                stream += chunk
+        assert stream.count(b"event: turn") == 3 and b'"close_reason": "long"' in stream
+    finally:
+        server.stop()
+    assert checked["status"] == "complete", checked
+    assert "E103" not in [f["code"] for f in checked["findings"]]
+    assert without_view_keys(checked["findings"]) == check_json(tmp_path, name, *plugin)
 
 
 def test_a_property_left_undecided_is_partial(tmp_path: Path) -> None:
