@@ -363,3 +363,44 @@ def test_a_beat_renews_every_lease_older_than_a_sixth_and_says_when_it_ran_late(
         await hub.close()
 
     asyncio.run(main_())
+
+
+def test_a_sqlite_lease_under_wall_clock_jumps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQLite run database judges leases on its host's wall clock (docs/deployment.md,
+    "Lease settings"): set forward, a live holder's run is taken over early, and its next
+    write is refused, so nothing is written twice; set back, a live holder keeps its run
+    longer, but a holder that died is noticed at once."""
+    from flowc.runtime.envelope import Envelope
+
+    store = SqliteStore(str(tmp_path / "runs.db"))
+    env = Envelope("r", "a", None, EV_TEXT, {"text": "x"}, envelope_id="e1")
+    me, other, third = holder_id("hub-me"), holder_id("hub-other"), holder_id("hub-third")
+    real = time.time
+    lease = store.acquire("r", me, 30)
+    store.append(env, lease)
+    monkeypatch.setattr(time, "time", lambda: real() + 60)  # set forward a minute
+    taken = store.acquire("r", other, 30)
+    assert taken.token == lease.token + 1
+    with pytest.raises(LeaseError, match="taken over by another hub"):
+        store.append(attrs.evolve(env, envelope_id="e2"), lease)
+    store.append(attrs.evolve(env, envelope_id="e3"), taken)
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)  # set back an hour
+    # the lease taken a minute "ahead" now has an hour and a minute to run
+    with pytest.raises(LeaseError, match="being written by another hub"):
+        store.acquire("r", third, 30)
+    # ... unless its holder is a process of this host that is gone
+    ghost = subprocess.run(
+        [sys.executable, "-c", "from flowc.runtime.wal import holder_id;print(holder_id('x'))"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    ).stdout.strip()
+    monkeypatch.setattr(time, "time", real)
+    store.acquire("r2", ghost, 30)
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)
+    assert store.acquire("r2", third, 30).holder == third
+    assert [e.envelope_id for e in store.read("r")] == ["e1", "e3"]
+    store.close()
