@@ -244,7 +244,7 @@
   // the transcript's entries go in blocks (an <ol> each) of BLOCK_TURNS: the browser
   // skips the style, layout and paint of a block out of view (content-visibility), so
   // a long run's thousands of entries do not make every frame drawn walk them all
-  var BLOCK_TURNS = 100;
+  var BLOCK_TURNS = 25;
   var block = null;        // the last block, while it has room
   function addEntries(batch) {
     var box = el('transcript');
@@ -282,6 +282,8 @@
 
   // ── the selected turn ────────────────────────────────────────────────────
   function showTurn(n) {
+    // its why asked for first: the answer comes while the page draws the rest
+    loadWhy(n);
     var turn = n > 0 ? turns[n - 1] : null;
     text(el('turn-shown'), n);
     text(el('state-turn'), n);
@@ -297,7 +299,6 @@
     text(el('why-recorded'), why);
     text(el('state-context'), json(contexts[n] || {}));
     drawDiagram(n);
-    loadWhy(n);
     hideScenario();
     resetFork();
   }
@@ -507,17 +508,19 @@
       text(el('fork-note'), 'No new run: ' + err.message);
     }).then(function () { el('fork-start').disabled = false; });
   });
+  var selectedEntry = null;  // the transcript's entry marked selected
   function select(n, fromLive) {
     selected = n;
+    showTurn(n);
     el('turn-slider').value = String(n);
-    var before = document.querySelector('#transcript li.selected');
-    if (before) { before.classList.remove('selected'); }
-    var li = document.getElementById('turn-' + n);
+    // (the entry selected is kept: a query of the transcript's thousands of entries for
+    // it took a millisecond or two of each selection)
+    if (selectedEntry) { selectedEntry.classList.remove('selected'); }
+    var li = selectedEntry = document.getElementById('turn-' + n);
     if (li) {
       li.classList.add('selected');
       if (!fromLive || follow) { li.scrollIntoView({block: 'nearest'}); }
     }
-    showTurn(n);
   }
   el('turn-slider').addEventListener('input', function () {
     follow = Number(this.value) === turns.length;
