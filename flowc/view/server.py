@@ -25,7 +25,10 @@ Routes: ``/`` (the runs list), ``/run/ID`` (a run's page; 404 for an unknown run
 run's stored graph and what they mark on the diagram: :mod:`flowc.view.findings`),
 ``/api/run/ID/events`` (the turns, as server-sent events
 whose id is the turn's number: a reconnecting page sends ``Last-Event-ID`` and gets the
-turns after it), ``/api/run/ID/why/N`` (why turn N went where it went: the
+turns after it), ``/api/run/ID/turns?after=N`` (the turns committed after turn N but the
+last :data:`STREAMED_TAIL`, in one answer: lines of JSON, each an array of turns as the
+event stream sends them; a page takes a long run's backlog so, then streams from its
+last turn), ``/api/run/ID/why/N`` (why turn N went where it went: the
 ``flowc log RUN --why N --json`` document), ``/api/run/ID/scenario/N`` (the scenario block
 of turns 1 to N: ``flowc log RUN --scenario-upto N``, as text), ``POST
 /api/run/ID/fork/N`` (its body a script: a new run from turn N, as ``flowc fork``; the
@@ -97,6 +100,9 @@ EXPLAINED_RUNS = 16
 MARK_TURNS = 100
 #: the rows read at a time when explaining a turn from a mark (about a mark's worth)
 MARK_PAGE_ROWS = 64
+#: the last turns of a run's backlog that ``/api/run/ID/turns`` leaves to the event
+#: stream (a run with no more than these has all its turns streamed, as they come)
+STREAMED_TAIL = 100
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -580,6 +586,7 @@ def make_app(settings: ViewSettings) -> ASGIApp:
             Route("/api/run/{run_id:path}/diagram.svg", api.diagram),
             Route("/api/run/{run_id:path}/findings", api.findings),
             Route("/api/run/{run_id:path}/events", api.events),
+            Route("/api/run/{run_id:path}/turns", api.backlog),
             Route("/api/run/{run_id:path}/ag-ui", api.agui),
             Route("/api/run/{run_id:path}/why/{n:int}", turns.why),
             Route("/api/run/{run_id:path}/scenario/{n:int}", turns.scenario),
@@ -643,6 +650,8 @@ class _RunApi:
     #: the checker's findings on the run's stored graph (flowc.view.findings)
     findings: Endpoint
     events: Endpoint
+    #: a long run's backlog in one answer (:func:`_backlog`)
+    backlog: Endpoint
     #: the same turns as AG-UI protocol events (flowc.view.agui)
     agui: Endpoint
 
@@ -723,6 +732,15 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
             headers={"x-accel-buffering": "no"},
         )
 
+    async def backlog(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        view = await run_in_threadpool(runs.view, run_id)
+        return StreamingResponse(
+            _backlog(settings, view, _after(request)),
+            media_type="application/x-ndjson",
+            headers={"x-accel-buffering": "no"},
+        )
+
     async def agui(request: Request) -> Response:
         from flowc.view.agui import AguiEncoder
 
@@ -736,7 +754,7 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
             headers={"x-accel-buffering": "no"},
         )
 
-    return _RunApi(api_runs, api_run, diagram, findings, events, agui)
+    return _RunApi(api_runs, api_run, diagram, findings, events, backlog, agui)
 
 
 @attrs.frozen
@@ -838,6 +856,31 @@ async def _stream(
     finally:
         if listing is not None:
             listing.unfollow(view.run_id)
+
+
+async def _backlog(settings: ViewSettings, view: RunView, after: int) -> AsyncIterator[str]:
+    """The run's turns after turn ``after`` committed now but the last
+    :data:`STREAMED_TAIL`, a line of JSON per page of rows read: an array of the turns, each
+    as the event stream sends it (the first with the whole context). Thousands of turns
+    cost a page far more to take in as as many events than as a few arrays; the tail
+    left, and whatever is committed next, comes over the event stream from the last turn
+    sent. At most a page of turns and the tail is held at a time."""
+    store = await run_in_threadpool(settings.open)
+    feed = TurnFeed(view)
+    feed.context_after = after  # the first turn sent brings the whole context
+    held: list[dict[str, Any]] = []
+    try:
+        while True:
+            before = feed.after
+            held += [e for e in await run_in_threadpool(feed.poll, store) if e["n"] > after]
+            if len(held) > STREAMED_TAIL:
+                sent, held = held[:-STREAMED_TAIL], held[-STREAMED_TAIL:]
+                yield json.dumps(sent, ensure_ascii=False) + "\n"
+            if feed.after == before:
+                return
+    finally:
+        with contextlib.suppress(Exception):
+            store.close()
 
 
 async def _events(

@@ -241,13 +241,32 @@
     if (turn.property_violations) { li.dataset.violated = 'true'; }
     return li;
   }
+  // the transcript's entries go in blocks (an <ol> each) of BLOCK_TURNS: the browser
+  // skips the style, layout and paint of a block out of view (content-visibility), so
+  // a long run's thousands of entries do not make every frame drawn walk them all
+  var BLOCK_TURNS = 25;
+  var block = null;        // the last block, while it has room
+  function addEntries(batch) {
+    var box = el('transcript');
+    var i = 0;
+    while (i < batch.length) {
+      if (block === null || block.childElementCount >= BLOCK_TURNS) {
+        block = document.createElement('ol');
+        block.className = 'block';
+        block.start = batch[i].n;
+        box.appendChild(block);
+      }
+      var frag = document.createDocumentFragment();
+      var room = BLOCK_TURNS - block.childElementCount;
+      for (var k = 0; k < room && i < batch.length; k++, i++) { frag.appendChild(entry(batch[i])); }
+      block.appendChild(frag);
+    }
+  }
   function flush(backlog) {
     var batch = pending;
     pending = [];
     if (batch.length) {
-      var frag = document.createDocumentFragment();
-      batch.forEach(function (turn) { frag.appendChild(entry(turn)); });
-      el('transcript').appendChild(frag);
+      addEntries(batch);
       el('turn-slider').max = String(turns.length);
       text(el('turn-total'), turns.length);
     }
@@ -263,6 +282,8 @@
 
   // ── the selected turn ────────────────────────────────────────────────────
   function showTurn(n) {
+    // its why asked for first: the answer comes while the page draws the rest
+    loadWhy(n);
     var turn = n > 0 ? turns[n - 1] : null;
     text(el('turn-shown'), n);
     text(el('state-turn'), n);
@@ -278,7 +299,6 @@
     text(el('why-recorded'), why);
     text(el('state-context'), json(contexts[n] || {}));
     drawDiagram(n);
-    loadWhy(n);
     hideScenario();
     resetFork();
   }
@@ -488,17 +508,19 @@
       text(el('fork-note'), 'No new run: ' + err.message);
     }).then(function () { el('fork-start').disabled = false; });
   });
+  var selectedEntry = null;  // the transcript's entry marked selected
   function select(n, fromLive) {
     selected = n;
+    showTurn(n);
     el('turn-slider').value = String(n);
-    var before = document.querySelector('#transcript li.selected');
-    if (before) { before.classList.remove('selected'); }
-    var li = document.getElementById('turn-' + n);
+    // (the entry selected is kept: a query of the transcript's thousands of entries for
+    // it took a millisecond or two of each selection)
+    if (selectedEntry) { selectedEntry.classList.remove('selected'); }
+    var li = selectedEntry = document.getElementById('turn-' + n);
     if (li) {
       li.classList.add('selected');
       if (!fromLive || follow) { li.scrollIntoView({block: 'nearest'}); }
     }
-    showTurn(n);
   }
   el('turn-slider').addEventListener('input', function () {
     follow = Number(this.value) === turns.length;
@@ -527,15 +549,18 @@
       text(el('run-end'), 'closed: ' + s.close_reason + ' after ' + s.turns + ' turns');
     }
   }
+  function add(turn) {
+    turns.push(turn);
+    contexts[turn.n] = turn.context !== undefined ? turn.context : contexts[turn.n - 1];
+    pending.push(turn);
+  }
   function receive(turn) {
     if (turn.n <= turns.length) { return; }  // had it already (never shown twice)
     if (turn.n !== turns.length + 1) {       // a gap: ask again from the last turn had
       reconnect();
       return;
     }
-    turns.push(turn);
-    contexts[turn.n] = turn.context !== undefined ? turn.context : contexts[turn.n - 1];
-    pending.push(turn);
+    add(turn);
     // drawn once per frame; a long run's backlog, whose events come faster than frames,
     // is drawn every 500 turns as it arrives
     if (pending.length >= 500) { flush(true); }
@@ -564,6 +589,38 @@
       // refused the stream; then this page asks again, from its last turn
       if (source.readyState === EventSource.CLOSED) { setTimeout(reconnect, 1000); }
     });
+  }
+  // a long run's backlog (but its last turns) comes in one answer before the stream
+  // opens: lines of JSON, each an array of turns, drawn a line at a time with a task
+  // between two (the page answers and draws its first turns while the rest comes);
+  // thousands of events cost the page far more to take in. The stream then brings the
+  // turns after the last one had; any failure here leaves them all to it. The newest
+  // turn had is selected once the backlog is in (not each page of it on the way).
+  function loadBacklog() {
+    var taking = true;
+    function take(line) {
+      if (!taking || !line) { return; }
+      JSON.parse(line).forEach(function (turn) {
+        if (turn.n === turns.length + 1) { add(turn); } else if (turn.n > turns.length) { taking = false; }
+      });
+      flush(true);
+    }
+    return fetch(api + '/turns?after=' + turns.length, {credentials: 'same-origin'}).then(function (r) {
+      if (!r.ok || !r.body) { return null; }
+      var reader = r.body.getReader();
+      var decoder = new TextDecoder();
+      var rest = '';
+      function next() {
+        return reader.read().then(function (got) {
+          if (got.done) { take(rest + decoder.decode()); return null; }
+          var lines = (rest + decoder.decode(got.value, {stream: true})).split('\n');
+          rest = lines.pop();
+          lines.forEach(take);
+          return new Promise(function (done) { setTimeout(done, 0); }).then(next);
+        });
+      }
+      return next();
+    }).catch(function () { taking = false; });
   }
   function reconnect() {
     if (source) { source.close(); }
@@ -602,6 +659,9 @@
     document.title = 'flowc view: ' + runId;
     showTurn(0);
     loadDiagram();
+    return loadBacklog();
+  }).then(function () {
+    flush(false);
     loaded = true;
     if (!document.hidden) { connect(); }
   }).catch(function (err) { text(el('run-connection'), 'Cannot load the run: ' + err.message); });
