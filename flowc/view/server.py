@@ -862,7 +862,7 @@ async def _backlog(settings: ViewSettings, view: RunView, after: int) -> AsyncIt
     """The run's turns after turn ``after`` committed now but the last
     :data:`STREAMED_TAIL`, a line of JSON per page of rows read: an array of the turns, each
     as the event stream sends it (the first with the whole context). Thousands of turns
-    cost a page far more to take in as as many events than as a few arrays; the tail
+    cost a page far more to take in as events, one each, than as a few arrays; the tail
     left, and whatever is committed next, comes over the event stream from the last turn
     sent. At most a page of turns and the tail is held at a time."""
     store = await run_in_threadpool(settings.open)
