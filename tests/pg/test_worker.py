@@ -75,7 +75,7 @@ def test_notifications_wake_an_idle_worker_new_runs_and_released_leases(pg_dsn: 
     from typing import Any
 
     from flowc.commands.run import load_script, load_target
-    from flowc.runtime.pgstore import PgStore
+    from flowc.runtime.pgstore import Claimed, PgStore
     from flowc.runtime.wal import Lease
     from flowc.runtime.worker import PgNotifier, Worker, submit_run
 
@@ -94,6 +94,11 @@ def test_notifications_wake_an_idle_worker_new_runs_and_released_leases(pg_dsn: 
                 looks[0] += 1
                 changed.set()
                 return super().open_runs()
+
+            def claim(self, *args: Any, **kwargs: Any) -> list[Claimed]:
+                looks[0] += 1  # (a worker's pass claims what it can first)
+                changed.set()
+                return super().claim(*args, **kwargs)
 
         class TellingNotifier(PgNotifier):
             """Hands each wake-up to the worker on the loop, noting the looks made
@@ -183,7 +188,7 @@ def test_a_run_another_process_is_taking_is_left_alone_for_a_while(pg_dsn: str) 
     from typing import Any
 
     from flowc.commands.run import load_script, load_target
-    from flowc.runtime.pgstore import PgStore
+    from flowc.runtime.pgstore import Claimed, PgStore
     from flowc.runtime.wal import Lease
     from flowc.runtime.worker import Worker, submit_run
 
@@ -200,6 +205,13 @@ def test_a_run_another_process_is_taking_is_left_alone_for_a_while(pg_dsn: str) 
         def acquire(self, channel_id: str, holder: str, seconds: float = 30) -> Lease:
             takes[0] += 1
             return super().acquire(channel_id, holder, seconds)
+
+        def claim(self, *args: Any, **kwargs: Any) -> list[Claimed]:
+            # a claim skips a run whose row is locked: a look, and a take of what it got
+            looks[0] += 1
+            got = super().claim(*args, **kwargs)
+            takes[0] += len(got)
+            return got
 
     async def until(cond: Callable[[], bool], what: str) -> None:
         for _ in range(1000):
