@@ -7,9 +7,14 @@ of :class:`Worker` processes, on one host or several, serve the same store:
 - **claim**: a run is claimable while it is open and nobody holds a live lease on it;
   a worker claims it by taking its lease (the store makes that atomic: of two workers
   racing for a run one gets it, the other a :class:`~flowc.runtime.wal.LeaseError`).
-- **spread**: a worker holds at most ``concurrency`` runs at once and claims one run per
-  step, waiting a little longer before each claim the more runs it already holds, so
-  the least loaded worker wins the races for new runs.
+  A store that claims several runs at once (PostgreSQL's
+  :meth:`~flowc.runtime.pgstore.PgStore.claim`) fills all the room a worker has in one
+  transaction, with the runs' WALs, passing over those another worker is claiming;
+  the runs it leaves (held by a dead process on this host, locked by a take under way)
+  are taken one by one on the first pass and on each poll.
+- **spread**: a worker holds at most ``concurrency`` runs at once, waiting a little
+  longer before each claim the more runs it already holds, so the least loaded worker
+  wins the races for new runs.
 - **drive**: each claimed run gets its own :class:`~flowc.runtime.hub.Hub`, driven as
   ``flowc resume`` drives a run: re-folded from the WAL, each speaker's turns already
   there skipped, the pending turn given to its speaker. So taking a run over from a
