@@ -270,6 +270,22 @@ _RELEASE = (
     f"SELECT pg_notify('{NOTIFY_FREE}', channel_id) FROM gone"
 )
 
+#: the runs a claim locks: free by ``{free}``, open, not stalled, ``{labelled}``, oldest
+#: first, passing over rows another session holds
+_CLAIMABLE = f"""
+SELECT l.channel_id FROM flowc_lease l WHERE {{free}}
+AND NOT l.channel_id = ANY(%(skip)s)
+AND EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id)
+AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
+    AND w.event_type = '{EV_CHANNEL_CLOSED}')
+AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
+    AND w.event_type = '{EV_RUN_STALLED}'
+    AND w.seq = (SELECT MAX(seq) FROM flowc_wal m WHERE m.channel_id = l.channel_id))
+{{labelled}}
+ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)
+LIMIT %(n)s FOR UPDATE OF l SKIP LOCKED
+"""
+
 #: the leases of the runs a claim locked (``ids``) taken by ``h`` for ``s`` seconds (each
 #: still free by ``{free}``: the row is locked, so it is as the claim found it), and
 #: each take logged as :meth:`PgStore.acquire` logs it
@@ -1081,52 +1097,41 @@ class PgStore:
         )
 
         def take(conn: psycopg.Connection[Any]) -> list[Claimed]:
-            with conn.transaction():
+            # one transaction in one pipeline: the locking SELECT is one round trip; the
+            # rest (the takes, the WALs, the commit) go out at once as a second, each
+            # statement followed by a Sync (as a group commit's, so that a claimer cut
+            # off between them is ended by the server's idle timeout, not left holding
+            # the rows while its connection seems alive)
+            with conn.pipeline() as pipe, conn.transaction():
+                sync = psycopg_queue_sync(pipe)
                 ids = [
                     row[0]
                     for row in conn.execute(
-                        f"SELECT l.channel_id FROM flowc_lease l WHERE {free} "
-                        "AND NOT l.channel_id = ANY(%(skip)s) "
-                        "AND EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id) "
-                        "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE "
-                        f"w.channel_id = l.channel_id AND w.event_type = '{EV_CHANNEL_CLOSED}') "
-                        "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE "
-                        f"w.channel_id = l.channel_id AND w.event_type = '{EV_RUN_STALLED}' "
-                        "AND w.seq = (SELECT MAX(seq) FROM flowc_wal m "
-                        "WHERE m.channel_id = l.channel_id)) "
-                        f"{labelled}"
-                        "ORDER BY (SELECT MIN(seq) FROM flowc_wal w "
-                        "WHERE w.channel_id = l.channel_id) "
-                        "LIMIT %(n)s FOR UPDATE OF l SKIP LOCKED",
+                        _CLAIMABLE.format(free=free, labelled=labelled),
                         {"skip": list(skip), "n": limit, "label": label},
-                    )
+                    ).fetchall()
                 ]
                 if not ids:
                     return []
                 # the rows are ours now: these statements see every append committed
                 # before (a locking SELECT computes what it returns before it locks);
-                # both go out at once, each followed by a Sync (as a group commit's, so
-                # that a claimer cut off between them is ended by the server's idle
-                # timeout, not left holding the rows while its connection seems alive)
-                with conn.pipeline() as pipe:
-                    sync = psycopg_queue_sync(pipe)
-                    # no wait for the disk, as in :meth:`acquire`
-                    conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
-                    sync()
-                    taken = conn.execute(
-                        _CLAIM.format(free=free), {"ids": ids, "h": holder, "s": seconds}
-                    )
-                    sync()
-                    wal = conn.execute(
-                        "SELECT channel_id, seq, envelope, envelope_id, follows FROM flowc_wal "
-                        "WHERE channel_id = ANY(%s) ORDER BY channel_id, seq",
-                        (ids,),
-                    )
-                    sync()
-                leases = {row[0]: (int(row[1]), float(row[2])) for row in taken.fetchall()}
-                rows: dict[str, list[tuple[Any, ...]]] = {}
-                for row in wal.fetchall():
-                    rows.setdefault(row[0], []).append(row[1:])
+                # no wait for the disk, as in :meth:`acquire`
+                conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+                sync()
+                taken = conn.execute(
+                    _CLAIM.format(free=free), {"ids": ids, "h": holder, "s": seconds}
+                )
+                sync()
+                wal = conn.execute(
+                    "SELECT channel_id, seq, envelope, envelope_id, follows FROM flowc_wal "
+                    "WHERE channel_id = ANY(%s) ORDER BY channel_id, seq",
+                    (ids,),
+                )
+                sync()
+            leases = {row[0]: (int(row[1]), float(row[2])) for row in taken.fetchall()}
+            rows: dict[str, list[tuple[Any, ...]]] = {}
+            for row in wal.fetchall():
+                rows.setdefault(row[0], []).append(row[1:])
             out = []
             for cid in ids:  # oldest first
                 if cid not in leases:
