@@ -34,6 +34,7 @@ __all__ = [
     "EV_TASK_CANCEL_REQUEST",
     "EV_TEXT",
     "EV_TURN_FAILED",
+    "FORKED_FROM",
     "Envelope",
     "Priority",
     "visible_to",
@@ -62,6 +63,10 @@ EV_TURN_FAILED = "flowc.turn.failed"
 EV_RUN_STALLED = "flowc.run.stalled"
 EV_TASK_CANCEL_REQUEST = "ag2.task.cancel_request"
 EV_TASK_CANCELLED = "ag2.task.cancelled"
+
+#: the key of a forked run's opening record (``event_data``) that names its parent:
+#: ``{"run_id": PARENT, "turn": N}`` (:mod:`flowc.runtime.fork`)
+FORKED_FROM = "forked_from"
 
 #: the fields the hub sets on admission (:mod:`flowc.runtime.hub`): every stored envelope has them
 STAMPED = ("envelope_id", "created_at")

@@ -52,7 +52,7 @@ import attrs
 
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.names import format_name, format_value
-from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, Envelope
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TurnRecord
@@ -69,10 +69,6 @@ __all__ = [
     "forked_from",
     "scenario_upto",
 ]
-
-#: the key of a forked run's opening record (``event_data``) that names its parent:
-#: ``{"run_id": PARENT, "turn": N}``
-FORKED_FROM = "forked_from"
 
 
 class ForkError(WhyError):

@@ -56,7 +56,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -89,6 +89,7 @@ __all__ = [
     "NOTIFY_APPEND",
     "NOTIFY_FREE",
     "NOTIFY_RUN",
+    "Claimed",
     "PgListener",
     "PgStore",
     "listen",
@@ -268,6 +269,59 @@ _RELEASE = (
     "RETURNING channel_id) "
     f"SELECT pg_notify('{NOTIFY_FREE}', channel_id) FROM gone"
 )
+
+#: the runs a claim locks: free by ``{free}``, open, not stalled, ``{labelled}``, oldest
+#: first, passing over rows another session holds
+_CLAIMABLE = f"""
+SELECT l.channel_id FROM flowc_lease l WHERE {{free}}
+AND NOT l.channel_id = ANY(%(skip)s)
+AND EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id)
+AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
+    AND w.event_type = '{EV_CHANNEL_CLOSED}')
+AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
+    AND w.event_type = '{EV_RUN_STALLED}'
+    AND w.seq = (SELECT MAX(seq) FROM flowc_wal m WHERE m.channel_id = l.channel_id))
+{{labelled}}
+ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)
+LIMIT %(n)s FOR UPDATE OF l SKIP LOCKED
+"""
+
+#: the leases of the runs a claim locked (``ids``) taken by ``h`` for ``s`` seconds (each
+#: still free by ``{free}``: the row is locked, so it is as the claim found it), and
+#: each take logged as :meth:`PgStore.acquire` logs it
+_CLAIM = """
+WITH prev AS (
+    SELECT l.channel_id, l.holder, l.expires_at,
+           CASE WHEN l.expires_at > clock_timestamp() THEN 'live'
+                WHEN l.expires_at = '-infinity' THEN 'free' ELSE 'expired' END AS state
+    FROM flowc_lease l WHERE l.channel_id = ANY(%(ids)s) AND {free}
+), taken AS (
+    UPDATE flowc_lease l SET holder = %(h)s, token = l.token + 1,
+        expires_at = clock_timestamp() + make_interval(secs => %(s)s)
+    FROM prev WHERE l.channel_id = prev.channel_id
+    RETURNING l.channel_id, l.token, extract(epoch FROM l.expires_at)::float8 AS expires,
+        prev.holder AS previous, prev.state
+), logged AS (
+    INSERT INTO flowc_lease_log (channel_id, token, holder, after_seq, previous, previous_state)
+    SELECT t.channel_id, t.token, %(h)s,
+        COALESCE((SELECT MAX(seq) FROM flowc_wal w WHERE w.channel_id = t.channel_id), 0),
+        t.previous, t.state
+    FROM taken t
+)
+SELECT channel_id, token, expires FROM taken
+"""
+
+
+@attrs.frozen
+class Claimed:
+    """A run :meth:`PgStore.claim` took: its lease, and its WAL (envelopes, and each
+    one's ``(envelope id, follows)`` as :meth:`PgStore.links` gives them) as it stood once
+    the lease was taken."""
+
+    lease: Lease
+    envelopes: list[Envelope]
+    links: list[tuple[str, str | None]]
+
 
 _LEASE_COLUMNS = (
     "holder, token, extract(epoch FROM expires_at)::float8, expires_at > clock_timestamp()"
@@ -1011,6 +1065,89 @@ class PgStore:
 
         token, expires = self._attempt(take, channel_id, "take its lease")
         return Lease(channel_id, holder, int(token), float(expires))
+
+    def claim(
+        self,
+        holder: str,
+        limit: int,
+        seconds: float = LEASE_SECONDS,
+        *,
+        skip: Collection[str] = (),
+        label: str | None = None,
+    ) -> list[Claimed]:
+        """Take the leases of up to ``limit`` open runs nobody holds (never leased,
+        released or expired by the database's clock), oldest first, in ONE transaction,
+        with each run's WAL as it stands once its lease is ours: what a worker claims.
+
+        Runs named in ``skip``, closed runs, runs whose last record is their stall and
+        (given ``label``) runs whose opening has no such label are left out; so is a run
+        whose lease row another session has locked (``FOR UPDATE SKIP LOCKED``: a take or
+        an append under way): two workers claiming at once take different runs, and
+        neither waits for the other. Each take is logged as :meth:`acquire` logs it. A
+        run held by a dead process on this host (its lease not yet expired) is not
+        taken here: :meth:`acquire` takes it."""
+        if limit < 1 or not self._tables:
+            return []
+        free = "TRUE" if self._off == "expiry" else "l.expires_at <= clock_timestamp()"
+        labelled = (
+            "AND (SELECT w.envelope::jsonb #> '{event_data,metadata,labels}' ? %(label)s "
+            "FROM flowc_wal w WHERE w.channel_id = l.channel_id ORDER BY w.seq LIMIT 1) "
+            if label is not None
+            else ""
+        )
+
+        def take(conn: psycopg.Connection[Any]) -> list[Claimed]:
+            # one transaction in one pipeline: the locking SELECT is one round trip; the
+            # rest (the takes, the WALs, the commit) go out at once as a second, each
+            # statement followed by a Sync (as a group commit's, so that a claimer cut
+            # off between them is ended by the server's idle timeout, not left holding
+            # the rows while its connection seems alive)
+            with conn.pipeline() as pipe, conn.transaction():
+                sync = psycopg_queue_sync(pipe)
+                ids = [
+                    row[0]
+                    for row in conn.execute(
+                        _CLAIMABLE.format(free=free, labelled=labelled),
+                        {"skip": list(skip), "n": limit, "label": label},
+                    ).fetchall()
+                ]
+                if not ids:
+                    return []
+                # the rows are ours now: these statements see every append committed
+                # before (a locking SELECT computes what it returns before it locks);
+                # no wait for the disk, as in :meth:`acquire`
+                conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+                sync()
+                taken = conn.execute(
+                    _CLAIM.format(free=free), {"ids": ids, "h": holder, "s": seconds}
+                )
+                sync()
+                wal = conn.execute(
+                    "SELECT channel_id, seq, envelope, envelope_id, follows FROM flowc_wal "
+                    "WHERE channel_id = ANY(%s) ORDER BY channel_id, seq",
+                    (ids,),
+                )
+                sync()
+            leases = {row[0]: (int(row[1]), float(row[2])) for row in taken.fetchall()}
+            rows: dict[str, list[tuple[Any, ...]]] = {}
+            for row in wal.fetchall():
+                rows.setdefault(row[0], []).append(row[1:])
+            out = []
+            for cid in ids:  # oldest first
+                if cid not in leases:
+                    continue
+                token, expires = leases[cid]
+                got = rows.get(cid, [])
+                out.append(
+                    Claimed(
+                        Lease(cid, holder, token, expires),
+                        decode_rows(self.path, cid, [(r[0], r[1]) for r in got]),
+                        [(r[2], r[3]) for r in got],
+                    )
+                )
+            return out
+
+        return self._attempt(take, None, "claim runs")
 
     def renew(self, lease: Lease, seconds: float = LEASE_SECONDS) -> Lease:
         if self._off == "heartbeat":

@@ -30,7 +30,7 @@ from flowc.runtime.adapters.base import ChannelState, Expectation, ProtocolError
 from flowc.runtime.adapters.workflow import merge_context_writes
 from flowc.runtime.clients import AgentClient, HumanClient, Turn
 from flowc.runtime.contracts import ENFORCE, Contract
-from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
+from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
 from flowc.runtime.guard import WARN, PropertyGuard
 from flowc.runtime.hub import Channel, Hub
 from flowc.runtime.replies import Reply
@@ -148,18 +148,21 @@ def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[s
     parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`);
     a fork that holds fewer turns than it names (its copy was cut short) is refused
     (:class:`ScriptError`): it is not the state it was forked from."""
-    from flowc.runtime.fork import cut_short, forked_from  # (what `flowc run` need not import)
+    copied = 0
+    if stored and FORKED_FROM in stored[0].event_data:
+        # (what a run that is no fork need not import: a worker's first run would)
+        from flowc.runtime.fork import cut_short, forked_from
 
-    short = cut_short(stored)
-    if short is not None:  # the copy stopped short (its process was killed): not the state forked
-        cut, turns = short
-        raise ScriptError(
-            f"this run is a fork of run {cut.run_id} at turn {cut.turn}, but only "
-            f"{turns} of the turns were copied before the fork stopped: fork the run again"
-        )
+        short = cut_short(stored)
+        if short is not None:  # the copy stopped short (its process was killed)
+            cut, turns = short
+            raise ScriptError(
+                f"this run is a fork of run {cut.run_id} at turn {cut.turn}, but only "
+                f"{turns} of the turns were copied before the fork stopped: fork the run again"
+            )
+        fork = forked_from(stored[0])
+        copied = fork.turn if fork is not None else 0
     taken: dict[str, int] = {}
-    fork = forked_from(stored[0]) if stored else None
-    copied = fork.turn if fork is not None else 0
     started = False
     for env in stored:
         if env.event_type == EV_TEXT or env.event_type == EV_PACKET:

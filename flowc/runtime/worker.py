@@ -7,9 +7,14 @@ of :class:`Worker` processes, on one host or several, serve the same store:
 - **claim**: a run is claimable while it is open and nobody holds a live lease on it;
   a worker claims it by taking its lease (the store makes that atomic: of two workers
   racing for a run one gets it, the other a :class:`~flowc.runtime.wal.LeaseError`).
-- **spread**: a worker holds at most ``concurrency`` runs at once and claims one run per
-  step, waiting a little longer before each claim the more runs it already holds, so
-  the least loaded worker wins the races for new runs.
+  A store that claims several runs at once (PostgreSQL's
+  :meth:`~flowc.runtime.pgstore.PgStore.claim`) fills all the room a worker has in one
+  transaction, with the runs' WALs, passing over those another worker is claiming;
+  the runs it leaves (held by a dead process on this host, locked by a take under way)
+  are taken one by one on the first pass and on each poll.
+- **spread**: a worker holds at most ``concurrency`` runs at once, waiting a little
+  longer before each claim the more runs it already holds, so the least loaded worker
+  wins the races for new runs.
 - **drive**: each claimed run gets its own :class:`~flowc.runtime.hub.Hub`, driven as
   ``flowc resume`` drives a run: re-folded from the WAL, each speaker's turns already
   there skipped, the pending turn given to its speaker. So taking a run over from a
@@ -73,7 +78,7 @@ from flowc.runtime.contracts import ENFORCE
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
 from flowc.runtime.groupcommit import GroupCommit
 from flowc.runtime.hub import Hub, _lease_seconds
-from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, PgListener
+from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, Claimed, PgListener
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
@@ -183,14 +188,48 @@ class _Fenced(PassThroughStore):
     this hub's lease (the run was taken over) or failed (e.g. the database restarted);
     everything else passed through."""
 
-    def __init__(self, store: WalStore) -> None:
+    def __init__(self, store: WalStore, claimed: Claimed | None = None) -> None:
         super().__init__(store)
         self.refused: LeaseError | None = None
         self.failed: WalError | None = None
+        #: the run as the worker's claim took it (its lease and its WAL then): what the
+        #: hub reads and takes first, without asking the store again (until the first write)
+        self.claimed = claimed
+        #: whether the hub took the claimed lease (else the worker gives it back)
+        self.handed = False
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        claimed = self.claimed
+        if claimed is not None and claimed.lease.channel_id == channel_id:
+            return iter(claimed.envelopes)
+        return self.store.read(channel_id)
+
+    def links(self, channel_id: str) -> list[tuple[str, str | None]]:
+        claimed = self.claimed
+        if claimed is not None and claimed.lease.channel_id == channel_id:
+            return list(claimed.links)
+        return self.store.links(channel_id)
+
+    def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
+        claimed = self.claimed
+        if (
+            claimed is not None
+            and not self.handed
+            and claimed.lease.channel_id == channel_id
+            and claimed.lease.holder == holder
+        ):
+            self.handed = True
+            return claimed.lease
+        return self.store.acquire(channel_id, holder, seconds)
+
+    def _wrote(self) -> None:
+        """The run's WAL grows from here on: what the claim read is no longer it."""
+        self.claimed = None
 
     def append(
         self, envelope: Envelope, lease: Lease | None = None, follows: str | None = None
     ) -> None:
+        self._wrote()
         try:
             self.store.append(envelope, lease, follows)
         except WalError as err:
@@ -221,8 +260,8 @@ class _FencedGroup(_Fenced):
     :class:`~flowc.runtime.groupcommit.GroupCommit` (``append_later``), and a refused or
     failed commit is remembered as a refused or failed append is."""
 
-    def __init__(self, store: WalStore, group: GroupCommit) -> None:
-        super().__init__(store)
+    def __init__(self, store: WalStore, group: GroupCommit, claimed: Claimed | None = None) -> None:
+        super().__init__(store, claimed)
         self.group = group
 
     def append_later(
@@ -233,6 +272,7 @@ class _FencedGroup(_Fenced):
         *,
         release: bool = False,
     ) -> asyncio.Future[None]:
+        self._wrote()
         fut = self.group.append_later(envelope, lease, follows, release=release)
         fut.add_done_callback(self._heard)
         return fut
@@ -387,16 +427,20 @@ class Worker:
         if self.notifier is not None:
             self.notifier.start(self.wake)
         try:
+            polled = True  # the first pass looks at every open run, as a poll does
             while not self._stopping:
                 self._wake.clear()
                 try:
-                    await self._claim_pass()
+                    await self._claim_pass(polled)
                 except WalError as err:  # the store is unreachable: try again later
                     log.warning("cannot look for runs: %s", err)
                 if self._stopping:
                     break
-                with contextlib.suppress(TimeoutError):
+                polled = False
+                try:
                     await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+                except TimeoutError:
+                    polled = True
         finally:
             if self.notifier is not None:
                 self.notifier.stop()
@@ -464,7 +508,17 @@ class Worker:
         del self._busy[cid]
         return False
 
-    async def _claim_pass(self) -> None:
+    async def _claim_pass(self, polled: bool = True) -> None:
+        """Claim runs while there is room. With a store that claims several runs at once
+        (:meth:`_claim_many`), the runs it leaves (held by a dead process on this host,
+        or locked by a take under way) are looked at one by one on a ``polled`` pass
+        only (the first, then every ``poll_seconds``); otherwise every pass looks at
+        every open run."""
+        claim = getattr(self.store, "claim", None)
+        if claim is not None:
+            await self._claim_many(claim)
+            if not polled or len(self._active) >= self.concurrency:
+                return
         for cid in self._candidates():
             if self._stopping or len(self._active) >= self.concurrency:
                 return
@@ -478,9 +532,30 @@ class Worker:
             self._active[cid] = asyncio.get_running_loop().create_task(self._drive(cid))
             await asyncio.sleep(0)
 
-    async def _drive(self, cid: str) -> None:
+    async def _claim_many(self, claim: Callable[..., list[Claimed]]) -> None:
+        """Claim as many runs as this worker has room for in one go, with a store that
+        takes several runs' leases at once, each run another process is not taking
+        (PostgreSQL's :meth:`~flowc.runtime.pgstore.PgStore.claim`): two workers claiming
+        at once take different runs. The runs left to :meth:`_candidates` are those this
+        takes not: held by a dead process on this host, or being taken right now."""
+        if self._active and self.spread_seconds:
+            # the more runs this worker holds, the longer it lets others claim first
+            await asyncio.sleep(self.spread_seconds * len(self._active))
+        room = self.concurrency - len(self._active)
+        if self._stopping or room < 1:
+            return
+        skip = set(self._active) | self._done
+        skip.update(cid for cid in list(self._parked) if self._still_parked(cid))
+        skip.update(cid for cid in list(self._busy) if self._still_busy(cid))
+        loop = asyncio.get_running_loop()
+        for claimed in claim(self.holder, room, self.lease_seconds, skip=skip, label=SCRIPT_LABEL):
+            cid = claimed.lease.channel_id
+            self._active[cid] = loop.create_task(self._drive(cid, claimed))
+        await asyncio.sleep(0)
+
+    async def _drive(self, cid: str, claimed: Claimed | None = None) -> None:
         try:
-            await self._drive_run(cid)
+            await self._drive_run(cid, claimed)
         except Exception as err:  # a bug in flowc: this run fails, the others go on
             self._internal_error(cid, err)
         finally:
@@ -488,13 +563,26 @@ class Worker:
             if self._wake is not None:
                 self._wake.set()  # a free slot: claim the next run
 
-    async def _drive_run(self, cid: str) -> None:
+    async def _drive_run(self, cid: str, claimed: Claimed | None = None) -> None:
         store = self.store
         fenced = (
-            _Fenced(store) if self.group_commit is None else _FencedGroup(store, self.group_commit)
+            _Fenced(store, claimed)
+            if self.group_commit is None
+            else _FencedGroup(store, self.group_commit, claimed)
         )
         try:
-            opened = next(iter(store.read(cid)), None)
+            await self._drive_fenced(cid, fenced)
+        finally:
+            if claimed is not None and not fenced.handed:
+                # the hub did not take the lease the claim took (the run was found
+                # closed, or not a submitted run): given back at once
+                with contextlib.suppress(WalError):
+                    store.release(claimed.lease)
+
+    async def _drive_fenced(self, cid: str, fenced: _Fenced) -> None:
+        store = self.store
+        try:
+            opened = next(iter(fenced.read(cid)), None)
             if opened is None or opened.event_type != EV_CHANNEL_OPENED:
                 raise ProtocolError("its WAL does not start with the run's opening")
             metadata = ChannelMetadata.from_dict(opened.event_data["metadata"])

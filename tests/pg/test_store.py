@@ -528,3 +528,64 @@ def test_the_tables_can_live_in_a_schema_of_their_own(pg_dsn: str) -> None:
         found = conn.execute("SELECT schemaname FROM pg_tables WHERE tablename = 'flowc_wal'")
         assert found.fetchall() == [("runs_a",)]
     assert PgStore(pg_dsn, readonly=True).channel_ids() == []  # public holds none
+
+
+def _opened(store: PgStore, cid: str, holder: str, seconds: float, **labels: Any) -> None:
+    """A run ``cid`` opened under a lease of ``holder`` that lasts ``seconds`` (its
+    opening labelled ``labels``), the lease left to expire."""
+    lease = store.acquire(cid, holder, seconds)
+    store.append(_env(cid, f"{cid}0", EV_CHANNEL_OPENED, metadata={"labels": labels}), lease)
+
+
+def test_a_claim_takes_free_runs_together_skipping_rows_another_session_locked(
+    pg_dsn: str,
+) -> None:
+    """Several runs' leases in one transaction, oldest first: never a run another session
+    has locked (it is neither waited for nor refused: left out), nor a live, closed,
+    unlabelled or skipped one; each take logged as `acquire` logs it, each run's WAL and
+    links as they stand once the lease is held, and the old holder fenced out."""
+    store, other = PgStore(pg_dsn), PgStore(pg_dsn)
+    for cid in ("r1", "r2", "r3", "r4", "r5"):
+        _opened(store, cid, A, 0.1, job=1)
+    old = store.acquire("r2", A, 0.1)  # r2's holder, about to be taken over
+    store.append(_env("r2", "r2-1"), old, "r20")
+    _opened(store, "plain", A, 0.1)  # no label: not a run the claim is for
+    _opened(store, "live", A, 600, job=1)
+    closed = store.acquire("r5", A, 30)
+    store.append(_env("r5", "r5-1", "ag2.channel.closed", reason="x"), closed, "r50")
+    store.release(closed)
+    time.sleep(0.2)
+    locker = psycopg.connect(pg_dsn)
+    try:
+        locker.execute("SELECT 1 FROM flowc_lease WHERE channel_id = 'r1' FOR UPDATE")
+        got: list[Any] = []
+        claiming = threading.Thread(
+            target=lambda: got.extend(store.claim(B, 2, 30, skip={"r3"}, label="job"))
+        )
+        claiming.start()
+        claiming.join(10)
+        assert not claiming.is_alive(), "the claim waited for the row another session locked"
+        assert [c.lease.channel_id for c in got] == ["r2", "r4"]
+    finally:
+        locker.rollback()
+        locker.close()
+    r2 = got[0]
+    assert (r2.lease.holder, r2.lease.token) == (B, old.token + 1)
+    assert r2.envelopes == list(store.read("r2")) and r2.links == store.links("r2")
+    assert [e.envelope_id for e in r2.envelopes] == ["r20", "r2-1"]
+    with pytest.raises(LeaseError):
+        store.append(_env("r2", "r2-2"), old, "r2-1")
+    with psycopg.connect(pg_dsn) as conn:
+        log = conn.execute(
+            "SELECT channel_id, token, holder, after_seq = (SELECT MAX(seq) FROM flowc_wal w "
+            "WHERE w.channel_id = l.channel_id), previous, previous_state "
+            "FROM flowc_lease_log l WHERE holder = %s ORDER BY channel_id",
+            (B,),
+        ).fetchall()
+    assert log == [("r2", old.token + 1, B, True, A, "expired"), ("r4", 2, B, True, A, "expired")]
+    # r1 (unlocked now) and r3 are left; the live, closed and unlabelled runs never
+    rest = other.claim(A, 10, 30, label="job")
+    assert [c.lease.channel_id for c in rest] == ["r1", "r3"]
+    assert store.claim(A, 10, 30, label="job") == []
+    store.close()
+    other.close()
