@@ -3,7 +3,7 @@
 # What each target installs (each only if missing, each saying what before it does):
 #   make demo   Python: flowc and its dependencies, into .venv (pip)
 #               system: Graphviz (apt: graphviz)
-#   make test   Python: the above plus the [dev] extra (pytest, ruff, mypy, ag2, playwright, ...),
+#   make test   Python: the above plus the [dev] extra (pytest, ruff, mypy, ag2, playwright, selenium, ...),
 #               and one environment per test job (scripts/ci/matrix.sh): .venv-3.12,
 #               .venv-3.13-newest, .venv-3.11-lowest, with the interpreters they need
 #               (scripts/deps/python.sh: PATH, pyenv, else uv)
@@ -30,6 +30,7 @@ DEMO := examples/feedback_loop.flow
 DEMO_DEPS := scripts/deps/graphviz.sh
 # Needed by the tests only: add one line per tool.
 TEST_DEPS := scripts/deps/browser.sh
+TEST_DEPS += scripts/deps/browsers-more.sh
 TEST_DEPS += scripts/deps/node-editors.sh
 TEST_DEPS += scripts/deps/neovim.sh
 TEST_DEPS += scripts/deps/postgresql.sh

@@ -37,6 +37,7 @@ def test_make_demo_installs_flowc_and_graphviz_only() -> None:
     plan = dry_run("demo")
     assert "pip install --quiet -e .\n" in plan and "scripts/deps/graphviz.sh" in plan
     assert "[dev]" not in plan and "browser.sh" not in plan and "npm" not in plan
+    assert "browsers-more.sh" not in plan
 
 
 def test_make_test_adds_the_dev_extra_and_the_browser_tools() -> None:
@@ -45,6 +46,7 @@ def test_make_test_adds_the_dev_extra_and_the_browser_tools() -> None:
         "'.[dev]'" in plan
         and "scripts/deps/graphviz.sh" in plan
         and "scripts/deps/browser.sh" in plan
+        and "scripts/deps/browsers-more.sh" in plan
     )
 
 
