@@ -75,6 +75,7 @@ __all__ = [
     "decide_on",
     "declared_property_findings",
     "property_literals",
+    "reads_turns",
     "system_for",
 ]
 
@@ -149,6 +150,16 @@ def system_for(
     return system_of_flow(compiled, literals)
 
 
+def reads_turns(system: System) -> bool:
+    """Whether :func:`check_properties` decides the flow's properties on the exploration
+    of ``system`` itself (which then keeps each node's turns): it has properties, and
+    tells apart every value they compare (else they are decided on another)."""
+    compiled = system.compiled
+    if compiled is None or not compiled.properties or system.json_mode:
+        return False
+    return _told_apart(system, property_literals(compiled.properties))
+
+
 # ── the graph as the properties read it ──────────────────────────────────────
 
 
@@ -192,11 +203,6 @@ class _Graph:
         self._edges: list[
             tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
         ] = [None] * self.n
-        #: the nodes built, in order, and the masks of :meth:`go_masks` over the first
-        #: ``_masked`` of them (each cap question asks again, after more were built)
-        self._built: list[int] = []
-        self._go_masks: set[int] = set()
-        self._masked = 0
 
     def tool_bits(self, tool: str | None) -> int:
         found = self._tools.get(tool)
@@ -250,17 +256,6 @@ class _Graph:
                 yield v, base | self.end_bits(reason)
             yield v, base | self.end_bits(None)
 
-    def go_masks(self) -> set[int]:
-        """Every mask of a turn the run goes on from, of the nodes built so far (read
-        once each: only the nodes built since the last call are added)."""
-        out, edges = self._go_masks, self._edges
-        for u in itertools.islice(self._built, self._masked, None):
-            built = edges[u]
-            assert built is not None
-            out.update(mask for _, mask in built[0])
-        self._masked = len(self._built)
-        return out
-
     def edges(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         """The distinct (successor, mask) turns from ``u``: those the run goes on from
         (the successor shifted left by :data:`_SHIFT` bits, ready to be a pair), and
@@ -268,7 +263,6 @@ class _Graph:
         found = self._edges[u]
         if found is None:
             found = self._edges[u] = self._build(u)
-            self._built.append(u)
         return found
 
     def _build(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
@@ -347,6 +341,10 @@ _VIOLATED, _DONE = -1, -2
 _SHIFT = 20
 _MIDS = (1 << _SHIFT) - 1
 
+
+#: the most (letter, monitor state) pairs the cap's question asks the monitor about
+#: before it reads the flow's turns (:meth:`_Search.cap_run`)
+_CAP_LETTERS = 4096
 
 #: the steps per turn of the cap the quick try at a run cut by the cap may take, and
 #: one per pair searched (:meth:`_Search.cap_run`), before the pairs' distances to the
@@ -483,58 +481,44 @@ class _Search:
         frontier = [start]
         built = g._edges
         build = g.edges
+        # per monitor state, by the turn's whole mask (no masking per turn): the next
+        # monitor state's number (with :meth:`trans`'s low bit when the kept pairs are
+        # recorded), or :data:`_VIOLATED` / :data:`_DONE`
         rows = self.full_rows
+        masked = self.rows
         trans = self.trans
-        ending = self.ending
-        cap_bits = g.cap_bits & pmask
+        shift = 0 if record_kept else 1
         t = 0
         while frontier:
             self.layers.append(frontier)
             turn = t + 1
-            cap_turn = cap is not None and turn >= cap
             nxt: list[int] = []
             push = nxt.append
+            if cap is not None and turn >= cap:
+                return self._cap_layer(frontier, turn)
             for x in frontier:
                 u = x >> _SHIFT
                 mid = x & _MIDS
                 both = built[u] or build(u)
-                for v, mask in both[1]:
-                    if ending(mid, mask & pmask).kind == "violated":
-                        return self.violation_at(x, v, mask, "end", turn)
-                if cap_turn:
-                    for vs, mask in both[0]:
-                        if ending(mid, (mask & pmask) | cap_bits).kind == "violated":
-                            return self.violation_at(
-                                x, vs >> _SHIFT, mask | g.cap_bits, "cap", turn
-                            )
-                    continue
+                if both[1]:
+                    found = self._end_turns(x, both[1], turn)
+                    if found is not None:
+                        return found
                 row = rows[mid]
-                if not record_kept:  # (the common case, without the lists below)
-                    for vs, mask in both[0]:
-                        try:
-                            r = row[mask]
-                        except KeyError:
-                            r = row[mask] = trans(mid, mask & pmask)
-                        if r >= 0:
-                            y = vs | r >> 1
-                            if y not in parent:
-                                parent[y] = x
-                                push(y)
-                        elif r == _VIOLATED:
-                            return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
-                    continue
-                kept: list[int] = []
+                kept: list[int] | None = [] if record_kept else None
                 for vs, mask in both[0]:
                     try:
                         r = row[mask]
                     except KeyError:
-                        r = row[mask] = trans(mid, mask & pmask)
+                        got = masked[mid].get(mask & pmask)
+                        r = trans(mid, mask & pmask) if got is None else got
+                        r = row[mask] = r >> shift if r >= 0 else r
                     if r >= 0:
-                        y = vs | r >> 1
+                        y = vs | r >> 1 if record_kept else vs | r
                         if y not in parent:
                             parent[y] = x
                             push(y)
-                        if r & 1:
+                        if kept is not None and r & 1:
                             kept.append(y)
                     elif r == _VIOLATED:
                         return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
@@ -543,10 +527,34 @@ class _Search:
             if len(parent) > self.limit:
                 self.overflow = True
                 return None
-            if cap_turn:
-                break
             frontier = nxt
             t += 1
+        return None
+
+    def _end_turns(self, x: int, stop: tuple[tuple[int, int], ...], turn: int) -> _Found | None:
+        """A turn from pair ``x`` that ends the run and breaks the property, if any."""
+        mid, pmask = x & _MIDS, self.pmask
+        for v, mask in stop:
+            if self.ending(mid, mask & pmask).kind == "violated":
+                return self.violation_at(x, v, mask, "end", turn)
+        return None
+
+    def _cap_layer(self, frontier: list[int], turn: int) -> _Found | None:
+        """The cap's turn from each pair first reached on the turn before it: one that
+        ends the run anyway, or one that goes on (and is cut by the cap)."""
+        g, pmask = self.g, self.pmask
+        cap_bits = g.cap_bits & pmask
+        for x in frontier:
+            mid = x & _MIDS
+            both = g.edges(x >> _SHIFT)
+            found = self._end_turns(x, both[1], turn)
+            if found is not None:
+                return found
+            for vs, mask in both[0]:
+                if self.ending(mid, (mask & pmask) | cap_bits).kind == "violated":
+                    return self.violation_at(x, vs >> _SHIFT, mask | g.cap_bits, "cap", turn)
+        if len(self.parent) > self.limit:
+            self.overflow = True
         return None
 
     # runs cut by the cap ---------------------------------------------------------
@@ -559,23 +567,35 @@ class _Search:
         assert cap is not None
         want = cap - 1
         cap_bits = g.cap_bits & pmask
-        # the monitor states from which some turn, the cap's, breaks the property
-        classes = {mask & pmask for mask in g.go_masks()}
-        breaking: dict[int, set[int]] = {}
-        for mid in range(len(self.mstates)):
-            found = {mm for mm in classes if self.ending(mid, mm | cap_bits).kind == "violated"}
-            if found:
-                breaking[mid] = found
-        if not breaking:
+        mids = range(len(self.mstates))
+        letters = self._letters()
+        if letters is not None:
+            # the monitor states from which some turn the property can tell apart, the
+            # cap's, breaks it (every turn of the flow is one of those letters)
+            hope = [
+                any(self.ending(mid, ll | cap_bits).kind == "violated" for ll in letters)
+                for mid in mids
+            ]
+        else:
+            hope = [True for _ in mids]
+        if not any(hope):
             return None
+        # per monitor state: letter -> whether the cap's turn with it breaks the property
+        wrong: list[dict[int, bool]] = [{} for _ in mids]
+        ending = self.ending
         bad: dict[int, tuple[int, int]] = {}  # pair -> the cap's turn (v, mask) from it
         for layer in self.layers[:want]:
             for x in layer:
-                wrong = breaking.get(x & _MIDS)
-                if wrong is None:
+                mid = x & _MIDS
+                if not hope[mid]:
                     continue
+                known = wrong[mid]
                 for vs, mask in g.edges(x >> _SHIFT)[0]:
-                    if mask & pmask in wrong:
+                    letter = mask & pmask
+                    hit = known.get(letter)
+                    if hit is None:
+                        hit = known[letter] = ending(mid, letter | cap_bits).kind == "violated"
+                    if hit:
                         bad[x] = (vs >> _SHIFT, mask | g.cap_bits)
                         break
         if not bad:
@@ -622,6 +642,16 @@ class _Search:
         state, tc = self.mstates[x & _MIDS]
         res = self.mon.step(state, mask & pmask, self.turn_of(tc), True)
         return _Found(tuple(path), v, mask, "cap", res, cap)
+
+    def _letters(self) -> list[int] | None:
+        """Every turn that goes on the property can tell apart (:func:`_letters`), when
+        they are few enough to ask the monitor about each from every state, else None."""
+        letters = (
+            self.safety.letters if self.safety is not None else _letters(self.mon, self.g.table)
+        )
+        if letters is None or len(letters[0]) * len(self.mstates) > _CAP_LETTERS:
+            return None
+        return letters[0]
 
     def _walk(
         self,
