@@ -30,6 +30,7 @@ may close it with any reason.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -262,7 +263,12 @@ class _Graph:
         those that end it."""
         found = self._edges[u]
         if found is None:
-            found = self._edges[u] = self._build(u)
+            rec = self.space.recorded
+            found = self._edges[u] = (
+                self._build_recorded(u, rec)
+                if rec is not None and not self.is_end[u]
+                else self._build(u)
+            )
         return found
 
     def _build(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
@@ -342,10 +348,6 @@ _SHIFT = 20
 _MIDS = (1 << _SHIFT) - 1
 
 
-#: the most (letter, monitor state) pairs the cap's question asks the monitor about
-#: before it reads the flow's turns (:meth:`_Search.cap_run`)
-_CAP_LETTERS = 4096
-
 #: the steps per turn of the cap the quick try at a run cut by the cap may take, and
 #: one per pair searched (:meth:`_Search.cap_run`), before the pairs' distances to the
 #: cap are counted (0: no quick try)
@@ -370,6 +372,29 @@ class _Found:
     loop_from: int | None = None
 
 
+class _Row(dict[int, int]):
+    """One monitor state's row of :attr:`_Search.full_rows`: a turn's whole mask -> the
+    next monitor state's number (:meth:`_Search.trans` halved, when the search does not
+    record the kept pairs), or :data:`_VIOLATED` / :data:`_DONE`; filled as it is read."""
+
+    __slots__ = ("mid", "search")
+
+    def __init__(self, search: _Search, mid: int):
+        super().__init__()
+        self.search = weakref.proxy(search)
+        self.mid = mid
+
+    def __missing__(self, mask: int) -> int:
+        search = self.search  # (a proxy: the search's rows hold no cycle)
+        letter: int = mask & search.pmask
+        known: int | None = search.rows[self.mid].get(letter)
+        r: int = search.trans(self.mid, letter) if known is None else known
+        if r >= 0 and not search.record_kept:
+            r >>= 1
+        self[mask] = r
+        return r
+
+
 class _Search:
     """The product of the explored graph and one property's monitor."""
 
@@ -378,7 +403,8 @@ class _Search:
         self.mon = mon
         self.limit = limit
         mine = _atoms_of(mon.prop)
-        self.pmask = _bits(graph.table.atoms, lambda a: expr_key(a) in mine)
+        index = graph.table.index  # (expr_key -> bit number, as _bits would find them)
+        self.pmask = sum(1 << index[k] for k in mine if k in index)
         self.cap = graph.system.max_turns
         self.turn_cap = mon.turn_cap
         # monitor states (with the turn, capped, when the property reads it) as numbers
@@ -387,7 +413,9 @@ class _Search:
         #: per monitor state: mask -> :meth:`trans`
         self.rows: list[dict[int, int]] = []
         #: the same by the turn's whole mask (the search's lookup: no masking per turn)
-        self.full_rows: list[dict[int, int]] = []
+        self.full_rows: list[_Row] = []
+        #: whether the search records the product edges that keep an obligation pending
+        self.record_kept = self.cap is None and mon.can_pend
         self._ending: dict[tuple[int, int, bool], StepResult] = {}
         self.parent: dict[int, int] = {}
         self.layers: list[list[int]] = []
@@ -408,7 +436,7 @@ class _Search:
             found = self.mids[key] = len(self.mstates)
             self.mstates.append(key)
             self.rows.append({})
-            self.full_rows.append({})
+            self.full_rows.append(_Row(self, found))
         return found
 
     def turn_of(self, tc: int) -> int:
@@ -473,63 +501,56 @@ class _Search:
     # the breadth-first search -----------------------------------------------------
 
     def run(self) -> _Found | None:
-        g, pmask, cap = self.g, self.pmask, self.cap
-        record_kept = cap is None and self.mon.can_pend
+        cap = self.cap
         start = self.mid(self.mon.initial, 0)  # node 0, the kickoff
-        parent = self.parent
-        parent[start] = -1
+        self.parent[start] = -1
         frontier = [start]
-        built = g._edges
-        build = g.edges
-        # per monitor state, by the turn's whole mask (no masking per turn): the next
-        # monitor state's number (with :meth:`trans`'s low bit when the kept pairs are
-        # recorded), or :data:`_VIOLATED` / :data:`_DONE`
-        rows = self.full_rows
-        masked = self.rows
-        trans = self.trans
-        shift = 0 if record_kept else 1
         t = 0
         while frontier:
             self.layers.append(frontier)
             turn = t + 1
-            nxt: list[int] = []
-            push = nxt.append
             if cap is not None and turn >= cap:
                 return self._cap_layer(frontier, turn)
-            for x in frontier:
-                u = x >> _SHIFT
-                mid = x & _MIDS
-                both = built[u] or build(u)
-                if both[1]:
-                    found = self._end_turns(x, both[1], turn)
-                    if found is not None:
-                        return found
-                row = rows[mid]
-                kept: list[int] | None = [] if record_kept else None
-                for vs, mask in both[0]:
-                    try:
-                        r = row[mask]
-                    except KeyError:
-                        got = masked[mid].get(mask & pmask)
-                        r = trans(mid, mask & pmask) if got is None else got
-                        r = row[mask] = r >> shift if r >= 0 else r
-                    if r >= 0:
-                        y = vs | r >> 1 if record_kept else vs | r
-                        if y not in parent:
-                            parent[y] = x
-                            push(y)
-                        if kept is not None and r & 1:
-                            kept.append(y)
-                    elif r == _VIOLATED:
-                        return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
-                if kept:
-                    self.kept[x] = kept
-            if len(parent) > self.limit:
+            nxt = self._layer(frontier, turn)
+            if isinstance(nxt, _Found):
+                return nxt
+            if len(self.parent) > self.limit:
                 self.overflow = True
                 return None
             frontier = nxt
             t += 1
         return None
+
+    def _layer(self, frontier: list[int], turn: int) -> list[int] | _Found:
+        """The next layer of the search (pairs in the order they are first reached), or
+        the first turn of this layer that breaks the property."""
+        built, build, rows = self.g._edges, self.g.edges, self.full_rows
+        parent = self.parent
+        record_kept = self.record_kept
+        nxt: list[int] = []
+        push = nxt.append
+        for x in frontier:
+            both = built[x >> _SHIFT] or build(x >> _SHIFT)
+            if both[1]:
+                found = self._end_turns(x, both[1], turn)
+                if found is not None:
+                    return found
+            row = rows[x & _MIDS]
+            kept: list[int] | None = [] if record_kept else None
+            for vs, mask in both[0]:
+                r = row[mask]
+                if r >= 0:
+                    y = vs | r >> 1 if record_kept else vs | r
+                    if y not in parent:
+                        parent[y] = x
+                        push(y)
+                    if kept is not None and r & 1:
+                        kept.append(y)
+                elif r == _VIOLATED:
+                    return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
+            if kept:
+                self.kept[x] = kept
+        return nxt
 
     def _end_turns(self, x: int, stop: tuple[tuple[int, int], ...], turn: int) -> _Found | None:
         """A turn from pair ``x`` that ends the run and breaks the property, if any."""
@@ -567,35 +588,23 @@ class _Search:
         assert cap is not None
         want = cap - 1
         cap_bits = g.cap_bits & pmask
-        mids = range(len(self.mstates))
-        letters = self._letters()
-        if letters is not None:
-            # the monitor states from which some turn the property can tell apart, the
-            # cap's, breaks it (every turn of the flow is one of those letters)
-            hope = [
-                any(self.ending(mid, ll | cap_bits).kind == "violated" for ll in letters)
-                for mid in mids
-            ]
-        else:
-            hope = [True for _ in mids]
-        if not any(hope):
+        # per monitor state, the letters of the turns from it the search met (each went
+        # through :meth:`trans`) with which the cap's turn breaks the property
+        breaking: dict[int, set[int]] = {}
+        for mid, row in enumerate(self.rows):
+            found = {ll for ll in row if self.ending(mid, ll | cap_bits).kind == "violated"}
+            if found:
+                breaking[mid] = found
+        if not breaking:
             return None
-        # per monitor state: letter -> whether the cap's turn with it breaks the property
-        wrong: list[dict[int, bool]] = [{} for _ in mids]
-        ending = self.ending
         bad: dict[int, tuple[int, int]] = {}  # pair -> the cap's turn (v, mask) from it
         for layer in self.layers[:want]:
             for x in layer:
-                mid = x & _MIDS
-                if not hope[mid]:
+                wrong = breaking.get(x & _MIDS)
+                if wrong is None:
                     continue
-                known = wrong[mid]
                 for vs, mask in g.edges(x >> _SHIFT)[0]:
-                    letter = mask & pmask
-                    hit = known.get(letter)
-                    if hit is None:
-                        hit = known[letter] = ending(mid, letter | cap_bits).kind == "violated"
-                    if hit:
+                    if mask & pmask in wrong:
                         bad[x] = (vs >> _SHIFT, mask | g.cap_bits)
                         break
         if not bad:
@@ -642,16 +651,6 @@ class _Search:
         state, tc = self.mstates[x & _MIDS]
         res = self.mon.step(state, mask & pmask, self.turn_of(tc), True)
         return _Found(tuple(path), v, mask, "cap", res, cap)
-
-    def _letters(self) -> list[int] | None:
-        """Every turn that goes on the property can tell apart (:func:`_letters`), when
-        they are few enough to ask the monitor about each from every state, else None."""
-        letters = (
-            self.safety.letters if self.safety is not None else _letters(self.mon, self.g.table)
-        )
-        if letters is None or len(letters[0]) * len(self.mstates) > _CAP_LETTERS:
-            return None
-        return letters[0]
 
     def _walk(
         self,
