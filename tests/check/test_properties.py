@@ -813,3 +813,53 @@ def test_the_cap_question_reads_the_turns_again_as_a_recording_search_kept_them(
             assert (got and (got.path, got.v, got.mask)) == want, mon.prop
             found += got is not None
     assert asked > 100 and found >= 8, (asked, found)
+
+
+def test_the_first_exploration_keeps_turns_only_when_the_properties_are_decided_on_it() -> None:
+    """`check` explores a flow once for its own checks; its properties are decided on
+    that exploration when it tells apart every value they compare (then it keeps each
+    node's turns), else on a second one that does (then the first keeps none: nothing
+    reads them)."""
+    from flowc.compiler.analysis import facts_of
+
+    text = (
+        'speaker user: human\nspeaker bot { tool set_stage sets stage = "draft" }\n'
+        'max_turns 4\nwhen context.stage == "draft" and from bot then user\n'
+        "when from user then bot\nwhen from bot then user\n"
+    )
+    told = compile_flow(text + 'property p: never context.stage == "draft"\n')
+    other = compile_flow(text + 'property p: never context.stage == "final"\n')
+    facts, found = facts_of(system_of_flow(told), CheckOptions())
+    assert facts.space.recorded is not None
+    assert [f.diagnostic.code.id for f in found if f.diagnostic.code.id == "E116"] == ["E116"]
+    facts, found = facts_of(system_of_flow(other), CheckOptions())
+    assert facts.space.recorded is None
+    assert [f.diagnostic.code.id for f in found if f.diagnostic.code.id == "I306"] == ["I306"]
+
+
+def test_a_search_is_freed_without_the_cycle_collector() -> None:
+    """A property's search is freed as soon as it is dropped, with the cycle collector
+    paused (as `flowc check` runs): its rows refer back to it only weakly, so twenty
+    searches over a large flow do not all stay in memory until the check ends."""
+    import gc
+    import weakref
+
+    flow = compile_flow(generate(Shape(10, 3, 2, 1, 20)))
+    props = list(bench_properties(Shape(10, 3, 2, 1, 20), 6))
+    space = explore(system_for(flow, props), 100_000, record=True)
+    table = decider.AtomTable()
+    monitors = [decider.Monitor(p, table) for p in props]
+    graph = decider._Graph(space, table)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for mon in monitors:
+            search = decider._Search(graph, mon, 10**6)
+            search.run()
+            assert search.full_rows and any(search.full_rows)
+            gone = weakref.ref(search)
+            del search
+            assert gone() is None, mon.prop
+    finally:
+        if was:
+            gc.enable()

@@ -32,7 +32,11 @@ from flowc.compiler.analysis.endings import check_scenario_endings
 from flowc.compiler.analysis.explore import StateSpace, explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
-from flowc.compiler.analysis.properties import check_properties, declared_property_findings
+from flowc.compiler.analysis.properties import (
+    check_properties,
+    declared_property_findings,
+    reads_turns,
+)
 from flowc.compiler.analysis.reachability import (
     check_max_turns,
     check_silent_after_work,
@@ -178,9 +182,10 @@ class SpaceCache:
 
 
 def _keeps_turns(system: System) -> bool:
-    """Whether the exploration keeps each node's turns: for a flow with properties,
-    which deciding them reads (:mod:`flowc.compiler.analysis.properties`)."""
-    return system.compiled is not None and bool(system.compiled.properties)
+    """Whether the exploration keeps each node's turns: for a flow with properties that
+    are decided on this exploration (:mod:`flowc.compiler.analysis.properties`), not on
+    another that tells apart values its rules do not compare (:func:`reads_turns`)."""
+    return reads_turns(system)
 
 
 def findings_of(

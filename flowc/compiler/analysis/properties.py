@@ -30,6 +30,7 @@ may close it with any reason.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -75,6 +76,7 @@ __all__ = [
     "decide_on",
     "declared_property_findings",
     "property_literals",
+    "reads_turns",
     "system_for",
 ]
 
@@ -149,6 +151,16 @@ def system_for(
     return system_of_flow(compiled, literals)
 
 
+def reads_turns(system: System) -> bool:
+    """Whether :func:`check_properties` decides the flow's properties on the exploration
+    of ``system`` itself (which then keeps each node's turns): it has properties, and
+    tells apart every value they compare (else they are decided on another)."""
+    compiled = system.compiled
+    if compiled is None or not compiled.properties or system.json_mode:
+        return False
+    return _told_apart(system, property_literals(compiled.properties))
+
+
 # ── the graph as the properties read it ──────────────────────────────────────
 
 
@@ -192,11 +204,6 @@ class _Graph:
         self._edges: list[
             tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
         ] = [None] * self.n
-        #: the nodes built, in order, and the masks of :meth:`go_masks` over the first
-        #: ``_masked`` of them (each cap question asks again, after more were built)
-        self._built: list[int] = []
-        self._go_masks: set[int] = set()
-        self._masked = 0
 
     def tool_bits(self, tool: str | None) -> int:
         found = self._tools.get(tool)
@@ -250,25 +257,18 @@ class _Graph:
                 yield v, base | self.end_bits(reason)
             yield v, base | self.end_bits(None)
 
-    def go_masks(self) -> set[int]:
-        """Every mask of a turn the run goes on from, of the nodes built so far (read
-        once each: only the nodes built since the last call are added)."""
-        out, edges = self._go_masks, self._edges
-        for u in itertools.islice(self._built, self._masked, None):
-            built = edges[u]
-            assert built is not None
-            out.update(mask for _, mask in built[0])
-        self._masked = len(self._built)
-        return out
-
     def edges(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         """The distinct (successor, mask) turns from ``u``: those the run goes on from
         (the successor shifted left by :data:`_SHIFT` bits, ready to be a pair), and
         those that end it."""
         found = self._edges[u]
         if found is None:
-            found = self._edges[u] = self._build(u)
-            self._built.append(u)
+            rec = self.space.recorded
+            found = self._edges[u] = (
+                self._build_recorded(u, rec)
+                if rec is not None and not self.is_end[u]
+                else self._build(u)
+            )
         return found
 
     def _build(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
@@ -372,6 +372,29 @@ class _Found:
     loop_from: int | None = None
 
 
+class _Row(dict[int, int]):
+    """One monitor state's row of :attr:`_Search.full_rows`: a turn's whole mask -> the
+    next monitor state's number (:meth:`_Search.trans` halved, when the search does not
+    record the kept pairs), or :data:`_VIOLATED` / :data:`_DONE`; filled as it is read."""
+
+    __slots__ = ("mid", "search")
+
+    def __init__(self, search: _Search, mid: int):
+        super().__init__()
+        self.search = weakref.proxy(search)
+        self.mid = mid
+
+    def __missing__(self, mask: int) -> int:
+        search = self.search  # (a proxy: the search's rows hold no cycle)
+        letter: int = mask & search.pmask
+        known: int | None = search.rows[self.mid].get(letter)
+        r: int = search.trans(self.mid, letter) if known is None else known
+        if r >= 0 and not search.record_kept:
+            r >>= 1
+        self[mask] = r
+        return r
+
+
 class _Search:
     """The product of the explored graph and one property's monitor."""
 
@@ -380,7 +403,8 @@ class _Search:
         self.mon = mon
         self.limit = limit
         mine = _atoms_of(mon.prop)
-        self.pmask = _bits(graph.table.atoms, lambda a: expr_key(a) in mine)
+        index = graph.table.index  # (expr_key -> bit number, as _bits would find them)
+        self.pmask = sum(1 << index[k] for k in mine if k in index)
         self.cap = graph.system.max_turns
         self.turn_cap = mon.turn_cap
         # monitor states (with the turn, capped, when the property reads it) as numbers
@@ -389,7 +413,9 @@ class _Search:
         #: per monitor state: mask -> :meth:`trans`
         self.rows: list[dict[int, int]] = []
         #: the same by the turn's whole mask (the search's lookup: no masking per turn)
-        self.full_rows: list[dict[int, int]] = []
+        self.full_rows: list[_Row] = []
+        #: whether the search records the product edges that keep an obligation pending
+        self.record_kept = self.cap is None and mon.can_pend
         self._ending: dict[tuple[int, int, bool], StepResult] = {}
         self.parent: dict[int, int] = {}
         self.layers: list[list[int]] = []
@@ -410,7 +436,7 @@ class _Search:
             found = self.mids[key] = len(self.mstates)
             self.mstates.append(key)
             self.rows.append({})
-            self.full_rows.append({})
+            self.full_rows.append(_Row(self, found))
         return found
 
     def turn_of(self, tc: int) -> int:
@@ -475,78 +501,81 @@ class _Search:
     # the breadth-first search -----------------------------------------------------
 
     def run(self) -> _Found | None:
-        g, pmask, cap = self.g, self.pmask, self.cap
-        record_kept = cap is None and self.mon.can_pend
+        cap = self.cap
         start = self.mid(self.mon.initial, 0)  # node 0, the kickoff
-        parent = self.parent
-        parent[start] = -1
+        self.parent[start] = -1
         frontier = [start]
-        built = g._edges
-        build = g.edges
-        rows = self.full_rows
-        trans = self.trans
-        ending = self.ending
-        cap_bits = g.cap_bits & pmask
         t = 0
         while frontier:
             self.layers.append(frontier)
             turn = t + 1
-            cap_turn = cap is not None and turn >= cap
-            nxt: list[int] = []
-            push = nxt.append
-            for x in frontier:
-                u = x >> _SHIFT
-                mid = x & _MIDS
-                both = built[u] or build(u)
-                for v, mask in both[1]:
-                    if ending(mid, mask & pmask).kind == "violated":
-                        return self.violation_at(x, v, mask, "end", turn)
-                if cap_turn:
-                    for vs, mask in both[0]:
-                        if ending(mid, (mask & pmask) | cap_bits).kind == "violated":
-                            return self.violation_at(
-                                x, vs >> _SHIFT, mask | g.cap_bits, "cap", turn
-                            )
-                    continue
-                row = rows[mid]
-                if not record_kept:  # (the common case, without the lists below)
-                    for vs, mask in both[0]:
-                        try:
-                            r = row[mask]
-                        except KeyError:
-                            r = row[mask] = trans(mid, mask & pmask)
-                        if r >= 0:
-                            y = vs | r >> 1
-                            if y not in parent:
-                                parent[y] = x
-                                push(y)
-                        elif r == _VIOLATED:
-                            return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
-                    continue
-                kept: list[int] = []
-                for vs, mask in both[0]:
-                    try:
-                        r = row[mask]
-                    except KeyError:
-                        r = row[mask] = trans(mid, mask & pmask)
-                    if r >= 0:
-                        y = vs | r >> 1
-                        if y not in parent:
-                            parent[y] = x
-                            push(y)
-                        if r & 1:
-                            kept.append(y)
-                    elif r == _VIOLATED:
-                        return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
-                if kept:
-                    self.kept[x] = kept
-            if len(parent) > self.limit:
+            if cap is not None and turn >= cap:
+                return self._cap_layer(frontier, turn)
+            nxt = self._layer(frontier, turn)
+            if isinstance(nxt, _Found):
+                return nxt
+            if len(self.parent) > self.limit:
                 self.overflow = True
                 return None
-            if cap_turn:
-                break
             frontier = nxt
             t += 1
+        return None
+
+    def _layer(self, frontier: list[int], turn: int) -> list[int] | _Found:
+        """The next layer of the search (pairs in the order they are first reached), or
+        the first turn of this layer that breaks the property."""
+        built, build, rows = self.g._edges, self.g.edges, self.full_rows
+        parent = self.parent
+        record_kept = self.record_kept
+        nxt: list[int] = []
+        push = nxt.append
+        for x in frontier:
+            both = built[x >> _SHIFT] or build(x >> _SHIFT)
+            if both[1]:
+                found = self._end_turns(x, both[1], turn)
+                if found is not None:
+                    return found
+            row = rows[x & _MIDS]
+            kept: list[int] | None = [] if record_kept else None
+            for vs, mask in both[0]:
+                r = row[mask]
+                if r >= 0:
+                    y = vs | r >> 1 if record_kept else vs | r
+                    if y not in parent:
+                        parent[y] = x
+                        push(y)
+                    if kept is not None and r & 1:
+                        kept.append(y)
+                elif r == _VIOLATED:
+                    return self.violation_at(x, vs >> _SHIFT, mask, "turn", turn)
+            if kept:
+                self.kept[x] = kept
+        return nxt
+
+    def _end_turns(self, x: int, stop: tuple[tuple[int, int], ...], turn: int) -> _Found | None:
+        """A turn from pair ``x`` that ends the run and breaks the property, if any."""
+        mid, pmask = x & _MIDS, self.pmask
+        for v, mask in stop:
+            if self.ending(mid, mask & pmask).kind == "violated":
+                return self.violation_at(x, v, mask, "end", turn)
+        return None
+
+    def _cap_layer(self, frontier: list[int], turn: int) -> _Found | None:
+        """The cap's turn from each pair first reached on the turn before it: one that
+        ends the run anyway, or one that goes on (and is cut by the cap)."""
+        g, pmask = self.g, self.pmask
+        cap_bits = g.cap_bits & pmask
+        for x in frontier:
+            mid = x & _MIDS
+            both = g.edges(x >> _SHIFT)
+            found = self._end_turns(x, both[1], turn)
+            if found is not None:
+                return found
+            for vs, mask in both[0]:
+                if self.ending(mid, (mask & pmask) | cap_bits).kind == "violated":
+                    return self.violation_at(x, vs >> _SHIFT, mask | g.cap_bits, "cap", turn)
+        if len(self.parent) > self.limit:
+            self.overflow = True
         return None
 
     # runs cut by the cap ---------------------------------------------------------
@@ -559,11 +588,11 @@ class _Search:
         assert cap is not None
         want = cap - 1
         cap_bits = g.cap_bits & pmask
-        # the monitor states from which some turn, the cap's, breaks the property
-        classes = {mask & pmask for mask in g.go_masks()}
+        # per monitor state, the letters of the turns from it the search met (each went
+        # through :meth:`trans`) with which the cap's turn breaks the property
         breaking: dict[int, set[int]] = {}
-        for mid in range(len(self.mstates)):
-            found = {mm for mm in classes if self.ending(mid, mm | cap_bits).kind == "violated"}
+        for mid, row in enumerate(self.rows):
+            found = {ll for ll in row if self.ending(mid, ll | cap_bits).kind == "violated"}
             if found:
                 breaking[mid] = found
         if not breaking:
