@@ -1085,10 +1085,13 @@ class PgStore:
         an append under way): two workers claiming at once take different runs, and
         neither waits for the other. Each take is logged as :meth:`acquire` logs it. A
         run held by a dead process on this host (its lease not yet expired) is not
-        taken here: :meth:`acquire` takes it."""
+        taken here: :meth:`acquire` takes it. A run ``holder`` itself holds and did not
+        name in ``skip`` is taken again: a claim of this holder whose answer was lost (its
+        commit went through, then the connection broke) left it held by nobody driving it."""
         if limit < 1 or not self._tables:
             return []
-        free = "TRUE" if self._off == "expiry" else "l.expires_at <= clock_timestamp()"
+        expired = "TRUE" if self._off == "expiry" else "l.expires_at <= clock_timestamp()"
+        free = f"({expired} OR l.holder = %(h)s)"
         labelled = (
             "AND (SELECT w.envelope::jsonb #> '{event_data,metadata,labels}' ? %(label)s "
             "FROM flowc_wal w WHERE w.channel_id = l.channel_id ORDER BY w.seq LIMIT 1) "
@@ -1108,7 +1111,7 @@ class PgStore:
                     row[0]
                     for row in conn.execute(
                         _CLAIMABLE.format(free=free, labelled=labelled),
-                        {"skip": list(skip), "n": limit, "label": label},
+                        {"skip": list(skip), "n": limit, "label": label, "h": holder},
                     ).fetchall()
                 ]
                 if not ids:

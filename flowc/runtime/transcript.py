@@ -39,6 +39,7 @@ __all__ = [
     "RunResult",
     "TranscriptFolder",
     "TurnRecord",
+    "plugin_hint",
     "read_error_text",
     "stored_run_status",
     "transcript",
@@ -58,16 +59,27 @@ PLUGIN_HINT = (
 )
 
 
+def plugin_hint(err: BaseException) -> str:
+    """`` (PLUGIN_HINT)`` when ``err`` is a graph the runtime refused for a custom name
+    nothing registered (no built-in name is close to it, nor is it a name of the other
+    kind: then it reads as a misspelling, and its message says so), else ``""``."""
+    if not isinstance(err, GraphError):
+        return ""
+    unregistered = ("no condition registered as `", "no target registered as `")
+    for problem in err.problems:
+        if problem.message.startswith(unregistered) and ";" not in problem.message:
+            return f" ({PLUGIN_HINT})"
+    return ""
+
+
 def read_error_text(err: BaseException) -> str:
     """One of :data:`READ_ERRORS` in words: a damaged row's error with its type, the
     store's or the protocol's as they are, and a graph that names an unregistered custom
-    condition or target with what would read it (:data:`PLUGIN_HINT`)."""
+    condition or target with what would read it (:func:`plugin_hint`)."""
     text = (
         str(err) if isinstance(err, (WalError, ProtocolError)) else f"{type(err).__name__}: {err}"
     )
-    if isinstance(err, GraphError) and " registered as `" in text:
-        text += f" ({PLUGIN_HINT})"
-    return text
+    return text + plugin_hint(err)
 
 
 #: where a turn's envelope records the properties it broke (:mod:`flowc.runtime.guard`),

@@ -11,10 +11,13 @@ of :class:`Worker` processes, on one host or several, serve the same store:
   :meth:`~flowc.runtime.pgstore.PgStore.claim`) fills all the room a worker has in one
   transaction, with the runs' WALs, passing over those another worker is claiming;
   the runs it leaves (held by a dead process on this host, locked by a take under way)
-  are taken one by one on the first pass and on each poll.
+  are taken one by one on the first pass and on each poll (every ``poll_seconds``,
+  however often the worker is woken). A claimed run this worker holds but drives not
+  (a claim whose answer was lost) is claimed again.
 - **spread**: a worker holds at most ``concurrency`` runs at once, waiting a little
   longer before each claim the more runs it already holds, so the least loaded worker
-  wins the races for new runs.
+  wins the races for new runs (a store that claims several at once fills the first
+  idle worker's room with a burst of new runs before the next worker gets any).
 - **drive**: each claimed run gets its own :class:`~flowc.runtime.hub.Hub`, driven as
   ``flowc resume`` drives a run: re-folded from the WAL, each speaker's turns already
   there skipped, the pending turn given to its speaker. So taking a run over from a
@@ -83,6 +86,7 @@ from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
 from flowc.runtime.target import RunTarget
+from flowc.runtime.transcript import plugin_hint
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     Lease,
@@ -374,6 +378,10 @@ class Worker:
         self.stats = WorkerStats()
         self._active: dict[str, asyncio.Task[None]] = {}
         self._done: set[str] = set()
+        #: the runs of ``_done`` that are still open (damaged, a bad script, a bug in
+        #: flowc): what a claim must pass over (the store leaves closed and unlabelled
+        #: runs out itself, so the skip list does not grow with every run closed)
+        self._unrunnable: set[str] = set()
         #: runs that stopped without closing: (WAL length then, when to look again)
         self._parked: dict[str, tuple[int, float]] = {}
         #: runs not tried again before then (monotonic time): their take was refused
@@ -427,20 +435,24 @@ class Worker:
         if self.notifier is not None:
             self.notifier.start(self.wake)
         try:
-            polled = True  # the first pass looks at every open run, as a poll does
+            # a pass is a poll (it looks at every open run) at start, then once every
+            # ``poll_seconds`` however often the worker is woken (a busy one is woken
+            # by every run that ends or is submitted)
+            polled_at: float | None = None
             while not self._stopping:
                 self._wake.clear()
+                now = time.monotonic()
+                polled = polled_at is None or now - polled_at >= self.poll_seconds
+                if polled:
+                    polled_at = now
                 try:
                     await self._claim_pass(polled)
                 except WalError as err:  # the store is unreachable: try again later
                     log.warning("cannot look for runs: %s", err)
                 if self._stopping:
                     break
-                polled = False
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
-                except TimeoutError:
-                    polled = True
         finally:
             if self.notifier is not None:
                 self.notifier.stop()
@@ -544,7 +556,7 @@ class Worker:
         room = self.concurrency - len(self._active)
         if self._stopping or room < 1:
             return
-        skip = set(self._active) | self._done
+        skip = set(self._active) | self._unrunnable
         skip.update(cid for cid in list(self._parked) if self._still_parked(cid))
         skip.update(cid for cid in list(self._busy) if self._still_busy(cid))
         loop = asyncio.get_running_loop()
@@ -618,7 +630,8 @@ class Worker:
             if getattr(err, "flowc_internal", False):
                 raise  # a bug in flowc stopped the run (Hub.crash): an internal error
             self._done.add(cid)  # the run cannot be run (damaged, bad script): never again
-            self._failed(cid, err)
+            self._unrunnable.add(cid)
+            self._failed(cid, f"{err}{plugin_hint(err)}")
             return
         finally:
             claimed = cid in self._claimed_runs
@@ -681,6 +694,7 @@ class Worker:
         """A bug in flowc stopped run ``cid`` (its lease is given back as the hub closes):
         it fails and this worker does not try it again."""
         self._done.add(cid)
+        self._unrunnable.add(cid)
         self.stats.internal += 1
         self._failed(cid, internal_error_text(err))
         if self.on_error is not None:

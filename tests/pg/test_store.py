@@ -32,6 +32,7 @@ from tests.pgcluster import PgCluster
 
 A = "host-a.example:101:5:hub-a"  # holders on other hosts: only expiry frees their leases
 B = "host-b.example:202:7:hub-b"
+C = "host-c.example:303:9:hub-c"
 
 
 def _env(cid: str, eid: str, event: str = EV_TEXT, **data: Any) -> Envelope:
@@ -584,8 +585,29 @@ def test_a_claim_takes_free_runs_together_skipping_rows_another_session_locked(
         ).fetchall()
     assert log == [("r2", old.token + 1, B, True, A, "expired"), ("r4", 2, B, True, A, "expired")]
     # r1 (unlocked now) and r3 are left; the live, closed and unlabelled runs never
-    rest = other.claim(A, 10, 30, label="job")
+    rest = other.claim(C, 10, 30, label="job")
     assert [c.lease.channel_id for c in rest] == ["r1", "r3"]
-    assert store.claim(A, 10, 30, label="job") == []
+    assert store.claim(C, 10, 30, skip={"r1", "r3"}, label="job") == []
     store.close()
     other.close()
+
+
+def test_a_claim_takes_again_the_runs_its_holder_holds_but_does_not_drive(pg_dsn: str) -> None:
+    """A claim whose commit went through but whose answer was lost (the connection broke)
+    leaves runs leased to its holder that no task drives: the holder's next claim takes
+    them again (each with a new token) unless it names them in ``skip`` (those it
+    drives); another holder cannot take them while they are live."""
+    store = PgStore(pg_dsn)
+    for cid in ("q1", "q2", "q3"):
+        _opened(store, cid, A, 0.1, job=1)
+    time.sleep(0.2)
+    first = store.claim(C, 3, 30, label="job")
+    assert [c.lease.channel_id for c in first] == ["q1", "q2", "q3"]
+    assert store.claim(B, 3, 30, label="job") == []  # live leases of C
+    again = store.claim(C, 3, 30, skip={"q2"}, label="job")
+    assert [c.lease.channel_id for c in again] == ["q1", "q3"]
+    assert [c.lease.token for c in again] == [first[0].lease.token + 1, first[2].lease.token + 1]
+    with pytest.raises(LeaseError):  # the lost claim's lease is no longer current
+        store.append(_env("q1", "q1-1"), first[0].lease, "q10")
+    store.append(_env("q1", "q1-1"), again[0].lease, "q10")
+    store.close()

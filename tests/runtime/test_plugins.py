@@ -55,7 +55,8 @@ class LongText:
     min: int = 10
 
     def evaluate(self, state: Any, envelope: Any) -> bool:
-        return len(envelope.event_data.get("text") or "") >= self.min
+        data = envelope.event_data  # an agent's reply: "body"; a posted text: "text"
+        return len(data.get("body", data.get("text")) or "") >= self.min
 
 
 @flowc.register_target

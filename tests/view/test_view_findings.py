@@ -237,7 +237,7 @@ def test_clean_only_when_every_run_was_checked(tmp_path: Path) -> None:
     assert without_view_keys(cut["findings"]) == check_json(tmp_path, name, "--max-states", "2")
 
 
-#: a custom condition the view's checker does not load (it takes no ``--plugin``)
+#: a custom condition: the view reads and checks its runs only with ``--plugin``
 CUSTOM_FLOW = """speaker a
 speaker b
 start a

@@ -28,7 +28,7 @@ from flowc.compiler.analysis.declarations import (
     check_undeclared_tools,
     check_unset_context_keys,
 )
-from flowc.compiler.analysis.endings import check_scenario_endings
+from flowc.compiler.analysis.endings import NO_RUN_ENDS, check_scenario_endings
 from flowc.compiler.analysis.explore import StateSpace, explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.loops import check_non_termination, check_sticky_loops
@@ -57,7 +57,7 @@ from flowc.compiler.lower import PATTERN_HELP
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
-from flowc.diagnostics import E103, E114, E116, I301, I305, I307, Diagnostic, has_errors
+from flowc.diagnostics import E103, E111, E114, E116, I301, I305, I307, Diagnostic, has_errors
 from flowc.source import SourceFile
 
 __all__ = [
@@ -115,9 +115,10 @@ def check_status(diags: Sequence[Diagnostic]) -> str:
     """What the findings of :func:`check_source` say of the check itself, for whoever
     reports it (`flowc check --strict`, the view's findings panel): ``"stopped"`` when
     nothing was explored (an error from reading or compiling the input, after which
-    :func:`check_source` returns; the only error the analysis itself reports is a broken
-    property, E116), ``"partial"`` when not every run was seen (:data:`PARTIAL_CODES`),
-    else ``"complete"``.
+    :func:`check_source` returns; the errors the analysis itself reports are a broken
+    property, E116, and a scenario's ending no run reaches, the E111 that begins
+    :data:`~flowc.compiler.analysis.endings.NO_RUN_ENDS`), ``"partial"`` when not every
+    run was seen (:data:`PARTIAL_CODES`), else ``"complete"``.
 
     >>> [check_status(check_source(SourceFile("f.flow", text))) for text in (
     ...     "speaker a\\nspeaker b\\nstart a\\nwhen from a then b\\n",
@@ -127,10 +128,21 @@ def check_status(diags: Sequence[Diagnostic]) -> str:
     >>> check_status(check_source(SourceFile("f.flow", "speaker a\\nspeaker b\\nstart a\\n"
     ...     "when from a then b\\nwhen from b then a\\n"), CheckOptions(max_states=1)))
     'partial'
+    >>> ending = "speaker a\\nspeaker b\\nstart a\\nmax_turns 1\\nwhen from a then b\\n"
+    >>> [check_status(check_source(SourceFile("f.flow", ending + scenario))) for scenario in (
+    ...     'when from b then terminate "x"\\nscenario "s" { a: "hi"\\n expect terminate "x" }\\n',
+    ...     'scenario "s" { a: "hi"\\n expect terminate "nowhere" }\\n',
+    ... )]
+    ['complete', 'stopped']
     """
-    if any(d.is_error and d.code is not E116 for d in diags):
+    if any(d.is_error and not _analysis_error(d) for d in diags):
         return "stopped"
     return "partial" if any(d.code.id in PARTIAL_CODES for d in diags) else "complete"
+
+
+def _analysis_error(d: Diagnostic) -> bool:
+    """Whether error ``d`` is one the analysis reports (it explored the flow)."""
+    return d.code is E116 or (d.code is E111 and d.message.startswith(NO_RUN_ENDS))
 
 
 #: checks whose findings are all of one code of :data:`flowc.diagnostics.OPT_IN`: run only

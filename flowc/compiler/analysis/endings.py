@@ -40,7 +40,17 @@ from flowc.diagnostics import E111, Diagnostic, counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 
-__all__ = ["CAP_REASON", "check_scenario_endings", "ending_reasons", "scenario_ending_errors"]
+__all__ = [
+    "CAP_REASON",
+    "NO_RUN_ENDS",
+    "check_scenario_endings",
+    "ending_reasons",
+    "scenario_ending_errors",
+]
+
+#: how the exploration's E111 begins (compiling's E111s, which stop the check, never do):
+#: what tells them apart for :func:`flowc.compiler.analysis.check_status`
+NO_RUN_ENDS = "no run of the flow ends with "
 
 #: the reason a run closed by ``max_turns`` ends with
 CAP_REASON = "max_turns"
@@ -98,7 +108,7 @@ def check_scenario_endings(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 E111,
-                f"no run of the flow ends with {format_value(want)}: {_why_not(facts, want)}",
+                f"{NO_RUN_ENDS}{format_value(want)}: {_why_not(facts, want)}",
                 span=item.reason.span,
                 notes=(f"its runs end with {listed}" if listed else "no run of the flow ends",),
                 help="expect a reason a run ends with, or `expect terminate` with no reason "
