@@ -62,7 +62,19 @@ PLUGIN_HINT = (
 def plugin_hint(err: BaseException) -> str:
     """`` (PLUGIN_HINT)`` when ``err`` is a graph the runtime refused for a custom name
     nothing registered (no built-in name is close to it, nor is it a name of the other
-    kind: then it reads as a misspelling, and its message says so), else ``""``."""
+    kind: then it reads as a misspelling, and its message says so), else ``""``.
+
+    >>> from flowc.compiler.shape_problems import ShapeProblem
+    >>> def refused(message: str) -> GraphError:
+    ...     return GraphError([ShapeProblem("transitions[0].when.name", message)])
+    >>> plugin_hint(refused("no condition registered as `long_text`")).startswith(" (a run")
+    True
+    >>> plugin_hint(refused(
+    ...     "no condition registered as `from_speakr`; did you mean `from_speaker`?"))
+    ''
+    >>> plugin_hint(ValueError("no condition registered as `x`"))
+    ''
+    """
     if not isinstance(err, GraphError):
         return ""
     unregistered = ("no condition registered as `", "no target registered as `")
