@@ -495,11 +495,6 @@ def _open_db(path: str, *, readonly: bool = False) -> WalStore:
         raise UsageError(str(err)) from None
 
 
-#: what a damaged run's WAL (or a graph the runtime refuses) raises while it is read or
-#: re-folded
-_DAMAGED = READ_ERRORS
-
-
 def find_run(store: WalStore, run: str, db: str | None = None) -> str:
     """The full id of the stored run ``run`` names: an id, a unique prefix of one, or
     ``last`` (the newest); a usage error otherwise (naming ``db`` when given)."""
@@ -529,7 +524,7 @@ def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
 
 def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     """One stored run as ``flowc log`` lists it (``None`` for a channel that is no run;
-    raises one of :data:`_DAMAGED` if it is damaged)."""
+    raises one of :data:`READ_ERRORS` if it is damaged)."""
     envs = list(store.read(cid))
     if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
         return None
@@ -692,7 +687,7 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         for cid in store.channel_ids():
             try:
                 found = _run_summary(store, cid)
-            except _DAMAGED as err:  # the other runs are still listed
+            except READ_ERRORS as err:  # the other runs are still listed
                 damaged += 1
                 found = {"run_id": cid, "status": "damaged"}
                 print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
@@ -713,7 +708,7 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         if args.scenario_upto is not None:
             return _log_scenario(store, cid, args.scenario_upto, args.name)
         return _log_run(store, cid, mode)
-    except _DAMAGED as err:
+    except READ_ERRORS as err:
         print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
         return EXIT_ERRORS
 
@@ -823,7 +818,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         cid = find_run(store, args.run)
         hub = Hub(store)
         result = hub.replay(cid)
-    except _DAMAGED as err:
+    except READ_ERRORS as err:
         print(f"flowc replay: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
         return EXIT_ERRORS
     finally:
@@ -865,7 +860,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _stored_target(store: WalStore, cid: str) -> RunTarget:
-    """The run's target as its opening record stored it (raises one of :data:`_DAMAGED`)."""
+    """The run's target as its opening record stored it (raises one of :data:`READ_ERRORS`)."""
     opened = next(iter(store.read(cid)))
     if opened.event_type != EV_CHANNEL_OPENED:
         raise ProtocolError("its WAL does not start with the channel's opening")
@@ -879,7 +874,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         cid = find_run(store, args.run)
         try:
             target = _stored_target(store, cid)
-        except _DAMAGED as err:
+        except READ_ERRORS as err:
             print(f"flowc resume: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
             return EXIT_ERRORS
         script = None
@@ -975,7 +970,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
             raise UsageError(f"--run-id: {db_name(args.db)} already has a run {new_id!r}")
         try:
             target = _stored_target(store, parent)
-        except _DAMAGED as err:
+        except READ_ERRORS as err:
             print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
             return EXIT_ERRORS
         script = None
@@ -1002,7 +997,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
             return EXIT_ERRORS
         except TurnOutOfRange as err:
             raise UsageError(_no_turn(parent, err)) from None
-        except (ForkError, *_DAMAGED) as err:
+        except (ForkError, *READ_ERRORS) as err:
             print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
             return EXIT_ERRORS
         print(f"flowc fork: run {cid}: {ForkedFrom(parent, n).text()}", file=sys.stderr)

@@ -270,19 +270,25 @@ _RELEASE = (
     f"SELECT pg_notify('{NOTIFY_FREE}', channel_id) FROM gone"
 )
 
+#: lease row ``l``'s run is open: its WAL has rows, none is its close, and its last is
+#: not its stall (what :meth:`PgStore.open_runs` lists and a claim takes)
+_OPEN_RUN = f"""EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id)
+AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
+    AND w.event_type = '{EV_CHANNEL_CLOSED}')
+AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
+    AND w.event_type = '{EV_RUN_STALLED}'
+    AND w.seq = (SELECT MAX(seq) FROM flowc_wal m WHERE m.channel_id = l.channel_id))"""
+#: the oldest run (its first row) first
+_OLDEST_FIRST = "ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)"
+
 #: the runs a claim locks: free by ``{free}``, open, not stalled, ``{labelled}``, oldest
 #: first, passing over rows another session holds
 _CLAIMABLE = f"""
 SELECT l.channel_id FROM flowc_lease l WHERE {{free}}
 AND NOT l.channel_id = ANY(%(skip)s)
-AND EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id)
-AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
-    AND w.event_type = '{EV_CHANNEL_CLOSED}')
-AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id
-    AND w.event_type = '{EV_RUN_STALLED}'
-    AND w.seq = (SELECT MAX(seq) FROM flowc_wal m WHERE m.channel_id = l.channel_id))
+AND {_OPEN_RUN}
 {{labelled}}
-ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)
+{_OLDEST_FIRST}
 LIMIT %(n)s FOR UPDATE OF l SKIP LOCKED
 """
 
@@ -855,13 +861,7 @@ class PgStore:
             return []
         rows = self._query(
             f"SELECT l.channel_id, {_LEASE_COLUMNS} FROM flowc_lease l "
-            "WHERE EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id) "
-            "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id "
-            f"AND w.event_type = '{EV_CHANNEL_CLOSED}') "
-            "AND NOT EXISTS (SELECT 1 FROM flowc_wal w WHERE w.channel_id = l.channel_id "
-            f"AND w.event_type = '{EV_RUN_STALLED}' AND w.seq = (SELECT MAX(seq) "
-            "FROM flowc_wal m WHERE m.channel_id = l.channel_id)) "
-            "ORDER BY (SELECT MIN(seq) FROM flowc_wal w WHERE w.channel_id = l.channel_id)",
+            f"WHERE {_OPEN_RUN} {_OLDEST_FIRST}",
             (),
             None,
             "read the runs' leases",

@@ -202,26 +202,22 @@ class _Fenced(PassThroughStore):
         #: whether the hub took the claimed lease (else the worker gives it back)
         self.handed = False
 
-    def read(self, channel_id: str) -> Iterator[Envelope]:
+    def _claim_of(self, channel_id: str) -> Claimed | None:
+        """The claim, while it still is run ``channel_id`` as it stands."""
         claimed = self.claimed
-        if claimed is not None and claimed.lease.channel_id == channel_id:
-            return iter(claimed.envelopes)
-        return self.store.read(channel_id)
+        return claimed if claimed is not None and claimed.lease.channel_id == channel_id else None
+
+    def read(self, channel_id: str) -> Iterator[Envelope]:
+        claimed = self._claim_of(channel_id)
+        return self.store.read(channel_id) if claimed is None else iter(claimed.envelopes)
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
-        claimed = self.claimed
-        if claimed is not None and claimed.lease.channel_id == channel_id:
-            return list(claimed.links)
-        return self.store.links(channel_id)
+        claimed = self._claim_of(channel_id)
+        return self.store.links(channel_id) if claimed is None else list(claimed.links)
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
-        claimed = self.claimed
-        if (
-            claimed is not None
-            and not self.handed
-            and claimed.lease.channel_id == channel_id
-            and claimed.lease.holder == holder
-        ):
+        claimed = self._claim_of(channel_id)
+        if claimed is not None and not self.handed and claimed.lease.holder == holder:
             self.handed = True
             return claimed.lease
         return self.store.acquire(channel_id, holder, seconds)

@@ -865,43 +865,51 @@ async def _backlog(settings: ViewSettings, view: RunView, after: int) -> AsyncIt
     cost a page far more to take in as events, one each, than as a few arrays; the tail
     left, and whatever is committed next, comes over the event stream from the last turn
     sent. At most a page of turns and the tail is held at a time."""
-    store = await run_in_threadpool(settings.open)
-    feed = TurnFeed(view)
-    feed.context_after = after  # the first turn sent brings the whole context
     held: list[dict[str, Any]] = []
-    try:
+    async with _feed_after(settings, view, after) as (store, feed):
         while True:
             before = feed.after
-            held += [e for e in await run_in_threadpool(feed.poll, store) if e["n"] > after]
+            held += await _turns_after(feed, store, after)
             if len(held) > STREAMED_TAIL:
                 sent, held = held[:-STREAMED_TAIL], held[-STREAMED_TAIL:]
                 yield json.dumps(sent, ensure_ascii=False) + "\n"
             if feed.after == before:
                 return
+
+
+@contextlib.asynccontextmanager
+async def _feed_after(
+    settings: ViewSettings, view: RunView, after: int
+) -> AsyncIterator[tuple[WalStore, TurnFeed]]:
+    """A store opened for reading the run, and a feed of its turns whose first one after
+    turn ``after`` brings the whole context; the store closed at the end."""
+    store = await run_in_threadpool(settings.open)
+    feed = TurnFeed(view)
+    feed.context_after = after  # the first turn sent brings the whole context
+    try:
+        yield store, feed
     finally:
         with contextlib.suppress(Exception):
             store.close()
+
+
+async def _turns_after(feed: TurnFeed, store: WalStore, after: int) -> list[dict[str, Any]]:
+    """The next page of ``feed``'s turns, those after turn ``after`` only."""
+    return [e for e in await run_in_threadpool(feed.poll, store) if e["n"] > after]
 
 
 async def _events(
     settings: ViewSettings, view: RunView, after: int, encoder: _Encoder
 ) -> AsyncGenerator[str, None]:
     """:func:`_stream`'s events."""
-    store = await run_in_threadpool(settings.open)
-    feed = TurnFeed(view)
-    feed.context_after = after  # the first turn sent brings the whole context
-    try:
+    async with _feed_after(settings, view, after) as (store, feed):
         yield encoder.begin(after)
         status: tuple[Any, ...] | None = None
         checked = 0.0
         quiet = time.monotonic()
         while True:
             before = feed.after
-            chunk = []
-            for event in await run_in_threadpool(feed.poll, store):
-                if event["n"] <= after:
-                    continue
-                chunk.append(encoder.turn(event))
+            chunk = [encoder.turn(event) for event in await _turns_after(feed, store, after)]
             if chunk:  # one write for the page of turns read (a long run's backlog)
                 yield "".join(chunk)
                 quiet = time.monotonic()
@@ -932,9 +940,6 @@ async def _events(
                 yield ": keep-alive\n\n"
                 quiet = now
             await asyncio.sleep(settings.poll)
-    finally:
-        with contextlib.suppress(Exception):
-            store.close()
 
 
 def _fork(settings: ViewSettings, run_id: str, n: int, script: Script) -> dict[str, Any]:
