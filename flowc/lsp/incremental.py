@@ -92,19 +92,16 @@ def _fields_of(cls: type) -> tuple[str, ...] | None:
     return names
 
 
-def _shift(nodes: Sequence[Any], lines: int, chars: int) -> None:
-    """Move every span in ``nodes`` by ``lines`` and ``chars`` (in place: these trees
-    belong to the analysis being replaced).
-
-    It walks the whole tail of a large file after an edit that changed its length (on a
-    10,000-rule file, tens of thousands of nodes): a value's class is looked up once
+def _holders(node: Any) -> list[tuple[Any, tuple[str, ...]]]:
+    """Every node under ``node`` (itself included) that holds a span, once each, with the
+    names of its span fields: what :func:`_shift` moves. A value's class is looked up once
     (:data:`_FIELDS`), so a leaf costs a dictionary look-up, not an ``attrs.has``."""
     fields = _FIELDS
-    setattr_ = object.__setattr__
     span = Span
     seen: set[int] = set()
     add = seen.add
-    stack = list(nodes)
+    out: list[tuple[Any, tuple[str, ...]]] = []
+    stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         node = pop()
@@ -113,29 +110,88 @@ def _shift(nodes: Sequence[Any], lines: int, chars: int) -> None:
             extend(node)
             continue
         names = fields[cls] if cls in fields else _fields_of(cls)
-        if names is None:
-            continue
-        if id(node) in seen:
+        if names is None or id(node) in seen:
             continue
         add(id(node))
+        spans: list[str] = []
         for name in names:
             value = getattr(node, name)
             kind = type(value)
             if kind is span:
-                setattr_(
-                    node,
-                    name,
-                    span(
-                        value.line + lines,
-                        value.column,
-                        value.end_line + lines,
-                        value.end_column,
-                        value.start + chars,
-                        value.end + chars,
-                    ),
-                )
+                spans.append(name)
             elif kind is tuple or (kind is not list and fields.get(kind, ()) is not None):
                 push(value)  # a node, or a class met for the first time: looked at when popped
+        if spans:
+            out.append((node, tuple(spans)))
+    return out
+
+
+class _Holders:
+    """Per statement of the last tree, the nodes under it that hold spans
+    (:func:`_holders`), kept from one edit to the next: the statements after an edit are
+    the same objects, moved (:func:`_shift`), so their lists stay true and a large file's
+    tail is not walked again on every edit. Each entry keeps its statement, so that an
+    identity is never that of a statement since thrown away."""
+
+    def __init__(self) -> None:
+        self._of: dict[int, tuple[Any, list[tuple[Any, tuple[str, ...]]]]] = {}
+
+    def of(self, statement: Any) -> list[tuple[Any, tuple[str, ...]]]:
+        found = self._of.get(id(statement))
+        if found is None or found[0] is not statement:
+            found = self._of[id(statement)] = (statement, _holders(statement))
+        return found[1]
+
+    def keep(self, statements: Sequence[Any]) -> None:
+        """Forget the statements that are not in ``statements`` (the tree now kept)."""
+        of = self._of
+        self._of = {id(s): of[id(s)] for s in statements if id(s) in of and of[id(s)][0] is s}
+
+
+def _shift(nodes: Sequence[Any], lines: int, chars: int, holders: _Holders | None = None) -> None:
+    """Move every span in ``nodes`` (statements) by ``lines`` and ``chars`` (in place:
+    these trees belong to the analysis being replaced).
+
+    It moves the whole tail of a large file after an edit that changed its length (on a
+    10,000-rule file, tens of thousands of spans): the nodes that hold spans are listed
+    once per statement (``holders``, kept between edits), and a node shared by two
+    statements is moved once."""
+    holders = holders if holders is not None else _Holders()
+    new = object.__new__
+    span = Span
+    set_line, set_column, set_end_line, set_end_column, set_start, set_end = _SPAN_SETTERS
+    setattr_ = object.__setattr__
+    seen: set[int] = set()
+    add = seen.add
+    for statement in nodes:
+        for node, names in holders.of(statement):
+            if id(node) in seen:
+                continue
+            add(id(node))
+            for name in names:
+                value = getattr(node, name)
+                # Span(...) without its __init__: the fields set straight through their
+                # slots (the same object; a third of the time, on tens of thousands)
+                moved = new(span)
+                set_line(moved, value.line + lines)
+                set_column(moved, value.column)
+                set_end_line(moved, value.end_line + lines)
+                set_end_column(moved, value.end_column)
+                set_start(moved, value.start + chars)
+                set_end(moved, value.end + chars)
+                setattr_(node, name, moved)
+
+
+#: the slots' setters of :class:`Span`'s fields, in its order (checked against the class)
+_SPAN_SETTERS = tuple(Span.__dict__[f.name].__set__ for f in attrs.fields(Span))
+assert tuple(f.name for f in attrs.fields(Span)) == (
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "start",
+    "end",
+)
 
 
 @attrs.define
@@ -146,6 +202,8 @@ class Reparser:
     flow: n.Flow | None = None
     #: statements taken over from the last tree by the last parse (for the benchmark)
     reused: int = 0
+    #: the nodes that hold spans under each statement of ``flow`` (for :func:`_shift`)
+    holders: _Holders = attrs.field(factory=_Holders, repr=False)
 
     def parse(self, source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
         """``parse_source(source)``, reusing the last tree where the text is unchanged."""
@@ -155,6 +213,7 @@ class Reparser:
             flow, errors = parse_source(source)
         if not errors:
             self.text, self.flow = source.text, flow
+            self.holders.keep(flow.statements)
         return flow, errors
 
     def _incremental(self, source: SourceFile) -> tuple[n.Flow | None, tuple[Diagnostic, ...]]:
@@ -210,7 +269,7 @@ class Reparser:
         cut = statements[after].span.start if after < len(statements) else len(old_text) + 1
         tail = statements[after:]
         if line_delta or delta:
-            _shift(tail, line_delta, delta)
+            _shift(tail, line_delta, delta, self.holders)
         comments = _merged_comments(old.comments, begin, middle_comments, cut, delta, source)
         self.reused = keep + len(tail)
         flow = n.Flow((*statements[:keep], *middle, *tail), comments, source.span(0, len(new_text)))
