@@ -20,7 +20,12 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis import CheckOptions, check_compiled
 from flowc.compiler.analysis import properties as decider
 from flowc.compiler.analysis.explore import explore
-from flowc.compiler.analysis.properties import decide, decide_on, system_for
+from flowc.compiler.analysis.properties import (
+    decide,
+    decide_on,
+    property_literals,
+    system_for,
+)
 from flowc.compiler.analysis.system import system_of_flow
 from flowc.compiler.lower import CompiledFlow
 from flowc.compiler.monitor import walk
@@ -408,7 +413,11 @@ when from bot then user
 
 STAGES = """\
 speaker user: human
-speaker writer { tool finish_it sets stage = "final" tool begin sets stage = "draft" }
+speaker writer {
+  tool finish_it sets stage = "final"
+  tool begin sets stage = "draft"
+  tool shelve sets stage = "shelved"
+}
 max_turns 6
 when context.stage == "draft" then user
 when from user then writer
@@ -418,22 +427,72 @@ when from writer then user
 
 def test_a_value_no_rule_compares_is_told_apart() -> None:
     """The rules compare `stage` with "draft" only, so the flow's own abstraction lumps
-    "final" with every other value; a property that compares "final" gets a state space
-    that tells it apart."""
+    "final" and "shelved" together as another value; a property that compares "final"
+    gets a state space that tells it apart."""
     flow = compile_flow(STAGES)
     final = Property("no_final", Never(m.ContextEquals("stage", "final")))
     (res,) = decide(flow, [final])
     assert res.verdict == "violated" and res.run is not None
     assert res.run.render() == "user → writer (finish_it) → user"
-    # on the flow's own abstraction the value is not there to see: it would "hold"
+    # the flow's own abstraction cannot tell it: deciding on it is refused
     own = explore(system_of_flow(flow), 1000, record=True)
-    assert [r.verdict for r in decide_on(own, [final], 1000)] == ["holds"]
+    with pytest.raises(AssertionError):
+        decide_on(own, [final], 1000)
     # the extended system keeps the rules' values where they were
     extended = system_for(flow, [final])
     assert extended.literals == (("draft", "final"),)
     assert system_for(flow, [Property("d", Never(m.ContextEquals("stage", "draft")))]) == (
         system_of_flow(flow)
     )
+
+
+@pytest.mark.parametrize(
+    ("compared", "verdict", "run"),
+    [
+        # the only value besides "draft" the flow can write: "another value" is it
+        ("final", "violated", "user → writer (finish_it) → user"),
+        # a value nothing writes: it never holds
+        ("gone", "holds", None),
+        # unset: told apart by every abstraction
+        (None, "violated", "user → writer"),
+    ],
+)
+def test_a_value_the_flow_alone_decides_needs_no_other_exploration(
+    compared: object, verdict: str, run: str | None
+) -> None:
+    """When the key can hold no value the rules do not compare other than the one the
+    property compares (or never that one), the flow's own exploration decides the
+    property, with the verdict and run of the exploration that tells the value apart."""
+    text = STAGES.replace('  tool shelve sets stage = "shelved"\n', "")
+    flow = compile_flow(text)
+    if compared is None:
+        prop = Property("p", Never(m.ContextEquals("stage", None)))
+    else:
+        prop = Property("p", Never(m.ContextEquals("stage", compared)))
+    assert system_for(flow, [prop]) == system_of_flow(flow)
+    own = explore(system_of_flow(flow), 1000, record=True)
+    wide = explore(system_of_flow(flow, property_literals([prop])), 1000, record=True)
+    assert len(own.keys) == len(wide.keys)
+    for space in (own, wide):
+        (res,) = decide_on(space, [prop], 1000)
+        assert res.verdict == verdict
+        assert (res.run.render() if res.run else None) == run
+
+
+def test_a_key_no_rule_reads_and_nothing_writes_is_never_set() -> None:
+    """`context.other` is in no rule and no tool writes it: it stays unset on every run,
+    decided without tracking it."""
+    flow = compile_flow(STAGES)
+    unset = Property("u", Always(m.ContextEquals("other", None)))
+    some = Property("s", Never(m.ContextEquals("other", 1)))
+    assert system_for(flow, [unset, some]) == system_of_flow(flow)
+    assert [r.verdict for r in decide(flow, [unset, some])] == ["holds", "holds"]
+    # written by a tool, the key must be tracked
+    written = compile_flow(STAGES.replace('sets stage = "shelved"', "sets other = 1"))
+    assert system_for(written, [some]).keys == ("stage", "other")
+    (res,) = decide(written, [some])
+    assert res.verdict == "violated" and res.run is not None
+    assert res.run.render() == "user → writer (shelve) → user"
 
 
 def test_flows_without_properties_are_explored_as_before() -> None:
@@ -568,7 +627,9 @@ def test_decide_agrees_with_the_reference(
         flow = compile_flow(flow_text(rnd))
         props = [prop(rnd, list(flow.speakers), f"p{j}") for j in range(3)]
         results = decide(flow, props)
-        space = explore(system_for(flow, props), 100_000)
+        # (the reference reads every value the properties compare from a system that
+        # tracks each: not the checker's choice of system, which may do without)
+        space = explore(system_of_flow(flow, property_literals(props)), 100_000)
         for p, res in zip(props, results, strict=True):
             want = reference(space, p, _reasons(props))
             got = None if res.verdict == "holds" else len(res.run.turns) if res.run else -1
@@ -828,13 +889,25 @@ def test_the_first_exploration_keeps_turns_only_when_the_properties_are_decided_
         "when from user then bot\nwhen from bot then user\n"
     )
     told = compile_flow(text + 'property p: never context.stage == "draft"\n')
-    other = compile_flow(text + 'property p: never context.stage == "final"\n')
+    # "final" is never written: the flow's own exploration tells it apart too
+    unwritten = compile_flow(text + 'property p: never context.stage == "final"\n')
+    other = compile_flow(
+        text.replace(
+            'sets stage = "draft" }',
+            'sets stage = "draft" tool end_it sets stage = "final"'
+            ' tool shelve sets stage = "shelved" }',
+        )
+        + 'property p: never context.stage == "final"\n'
+    )
     facts, found = facts_of(system_of_flow(told), CheckOptions())
     assert facts.space.recorded is not None
     assert [f.diagnostic.code.id for f in found if f.diagnostic.code.id == "E116"] == ["E116"]
+    facts, found = facts_of(system_of_flow(unwritten), CheckOptions())
+    assert facts.space.recorded is not None
+    assert [f.diagnostic.code.id for f in found if f.diagnostic.code.id == "I306"] == ["I306"]
     facts, found = facts_of(system_of_flow(other), CheckOptions())
     assert facts.space.recorded is None
-    assert [f.diagnostic.code.id for f in found if f.diagnostic.code.id == "I306"] == ["I306"]
+    assert [f.diagnostic.code.id for f in found if f.diagnostic.code.id == "E116"] == ["E116"]
 
 
 def test_a_search_is_freed_without_the_cycle_collector() -> None:

@@ -40,15 +40,19 @@ import attrs
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import Recorded, StateSpace, Step, explore
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, Facts, Finding
+from flowc.compiler.analysis.prop_system import (
+    hits_on,
+    property_literals,
+    reads_turns,
+    system_for,
+)
 from flowc.compiler.analysis.runs import Run, run_along
 from flowc.compiler.analysis.system import (
-    OTHER,
     UNSET,
     Declarations,
     System,
     Valuation,
     system_of_declarations,
-    system_of_flow,
 )
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.monitor import (
@@ -105,62 +109,6 @@ class PropertyResult:
     why: str | None = None
 
 
-# ── the abstraction ──────────────────────────────────────────────────────────
-
-
-def property_literals(props: Sequence[Property]) -> dict[str, list[Any]]:
-    """The context keys and values the properties compare (``context.k == v``).
-
-    >>> from flowc.compiler.properties import Never
-    >>> property_literals([Property("p", Never(m.ContextEquals("stage", "draft")))])
-    {'stage': ['draft']}
-    """
-    out: dict[str, list[Any]] = {}
-    for prop in props:
-        for expr in expressions(prop):
-            for e in walk(expr):
-                if isinstance(e, m.ContextEquals):
-                    values = out.setdefault(e.key, [])
-                    if not any(m.values_equal(v, e.value) for v in values):
-                        values.append(e.value)
-    return out
-
-
-def _told_apart(system: System, literals: dict[str, list[Any]]) -> bool:
-    """Whether ``system`` already tells apart every value the properties compare."""
-    for key, values in literals.items():
-        if key not in system.keys:
-            return False
-        k = system.keys.index(key)
-        if any(system.abstract(k, v) == OTHER for v in values):
-            return False
-    return True
-
-
-def system_for(
-    compiled: CompiledFlow, props: Sequence[Property], base: System | None = None
-) -> System:
-    """The abstract system that decides ``props``: ``base`` (the flow's own, as
-    ``check`` explores it) when it already tells apart every value they compare, else
-    the flow's with those values added (rules read the same abstract values as before).
-    """
-    base = base if base is not None else system_of_flow(compiled)
-    literals = property_literals(props)
-    if _told_apart(base, literals):
-        return base
-    return system_of_flow(compiled, literals)
-
-
-def reads_turns(system: System) -> bool:
-    """Whether :func:`check_properties` decides the flow's properties on the exploration
-    of ``system`` itself (which then keeps each node's turns): it has properties, and
-    tells apart every value they compare (else they are decided on another)."""
-    compiled = system.compiled
-    if compiled is None or not compiled.properties or system.json_mode:
-        return False
-    return _told_apart(system, property_literals(compiled.properties))
-
-
 # ── the graph as the properties read it ──────────────────────────────────────
 
 
@@ -184,14 +132,10 @@ class _Graph:
         self._ctx: list[tuple[int, int, frozenset[int]]] = []  # (bit, key, abstract hits)
         for i, a in enumerate(atoms):
             if isinstance(a, m.ContextEquals):
-                if a.key in system.keys:
-                    k = system.keys.index(a.key)
-                    hits = {system.abstract(k, a.value)} - {OTHER}
-                    if a.value is None:
-                        hits.add(UNSET)
-                    self._ctx.append((1 << i, k, frozenset(hits)))
-                elif a.value is None:  # a key nothing tracks is never set
-                    self._ctx.append((1 << i, -1, frozenset()))
+                found = hits_on(system, a.key, a.value)
+                # (the system was chosen to tell each apart: :func:`system_for`)
+                assert found is not None, (a.key, a.value)
+                self._ctx.append((1 << i, *found))
         self._ctx_cache: dict[Valuation, int] = {}
         self._ends: dict[str, int] = {}
         #: the reasons an ``ends "r"`` names: a custom target's end may close with any
