@@ -29,7 +29,7 @@ from pygls.uris import to_fs_path
 from flowc import collector
 from flowc._compat import PyglsRawJson, pygls_send
 from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, check_source
-from flowc.compiler.lower import lower
+from flowc.compiler.lower import RuleCache, lower
 from flowc.compiler.pipeline import compile_source
 from flowc.compiler.render.options import RenderOptions
 from flowc.diagnostics import E001, Diagnostic, Severity, has_errors, internal_error_text
@@ -139,6 +139,9 @@ class FlowcServer(LanguageServer):
         self._pending: dict[str, asyncio.Task[None]] = {}
         #: per document, the last tree that parsed: an edit parses only what it touched
         self.reparsers: dict[str, Reparser] = {}
+        #: per document: the rules lowered for its last version (what an edit kept is not
+        #: lowered again)
+        self.rule_caches: dict[str, RuleCache] = {}
         #: per document, the last findings' JSON (see :meth:`_serialise`)
         self._converted: dict[str, dict[tuple[object, ...], str]] = {}
         #: per document, how many analyses were asked for: an analysis is stale when its
@@ -351,7 +354,8 @@ class FlowcServer(LanguageServer):
                 if self._stale(job):
                     return None
                 # parsed and lowered once: the findings (as `flowc check`) and the index
-                compiled, compile_diags = lower(flow, source.name)
+                rules = self.rule_caches.setdefault(job.uri, RuleCache())
+                compiled, compile_diags = lower(flow, source.name, cache=rules)
                 if self._stale(job):
                     return None
                 spaces = self.spaces.setdefault(job.uri, SpaceCache())
@@ -557,6 +561,7 @@ class FlowcServer(LanguageServer):
         self.analyses.pop(uri, None)
         self.reparsers.pop(uri, None)
         self.spaces.pop(uri, None)
+        self.rule_caches.pop(uri, None)
         self._converted.pop(uri, None)
 
     def config_changed(self) -> None:

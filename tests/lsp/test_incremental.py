@@ -304,3 +304,55 @@ async def test_typing_a_rule_a_character_at_a_time(client: LanguageClient) -> No
     assert published(await wait_version(client, uri, version)) == checked(final)
     seen = [v for v in versions(client, uri) if v is not None]
     assert seen == sorted(seen) and len(seen) == len(set(seen)), seen
+
+
+def _lowered(compiled: Any, diags: Any) -> Any:
+    """What lowering made, spans included (the model's and the nodes' equality leave
+    the rules' spans out)."""
+    rules = None
+    if compiled is not None:
+        rules = [(i.index, i.span, i.line, tree(i.rule)) for i in compiled.rules]
+    return compiled, rules, [(d.code.id, d.message, d.span) for d in diags]
+
+
+def test_the_rules_kept_between_edits_lower_as_a_fresh_lowering_does() -> None:
+    """The language server keeps each rule's transitions from one version to the next
+    (:class:`flowc.compiler.lower.RuleCache`); on random edits of every example (speakers
+    added and removed among them, which must forget what was kept), what it lowers equals
+    a fresh lowering of a full parse: transitions, rules' spans and lines, findings."""
+    from flowc.compiler.lower import RuleCache, lower
+
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").rglob("*.flow"))]
+    texts.append(generate(60))
+    rng = random.Random(29)
+    compared = kept = 0
+    for text in texts:
+        reparser, cache = Reparser(), RuleCache()
+        current = text
+        for _ in range(80):
+            new = edit(rng, current)
+            flow, errors = reparser.parse(SourceFile("f.flow", new))
+            if errors:
+                continue
+            got = _lowered(*lower(flow, "f.flow", cache=cache))
+            kept += len(cache._of)
+            full, _ = parse_source(SourceFile("f.flow", new))
+            assert got == _lowered(*lower(full, "f.flow")), new
+            compared += 1
+            current = new
+    assert compared > 300 and kept > 3 * compared, (compared, kept)
+
+
+def test_a_declaration_changed_forgets_the_rules_kept() -> None:
+    """A rule kept under a speaker's declaration is lowered again when that declaration
+    goes: it now names an undeclared speaker (E101)."""
+    from flowc.compiler.lower import RuleCache, lower
+
+    text = "speaker a\nspeaker b\nspeaker c\nwhen from a then c\nwhen from b then a\n"
+    reparser, cache = Reparser(), RuleCache()
+    compiled, diags = lower(reparser.parse(SourceFile("f.flow", text))[0], "f.flow", cache=cache)
+    assert compiled is not None and not diags and len(cache._of) == 2
+    gone = text.replace("speaker c\n", "")
+    compiled, diags = lower(reparser.parse(SourceFile("f.flow", gone))[0], "f.flow", cache=cache)
+    assert compiled is None
+    assert [d.code.id for d in diags] == ["E101"]

@@ -32,7 +32,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, KICKOFF, Outcome, Step
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_to
-from flowc.compiler.analysis.system import Action
+from flowc.compiler.analysis.system import Action, CondCode
 from flowc.diagnostics import (
     I304,
     W218,
@@ -242,8 +242,9 @@ def _nested_tool_places(facts: Facts) -> Iterator[tuple[str, str, Span | None, s
             elif isinstance(cond, n.NotCond):
                 yield from walk(cond.item, "not")
 
+        composite = (n.OrCond, n.AndCond, n.NotCond)  # (only these hold a nested `tool`)
         for st in system.compiled.flow.statements:
-            if isinstance(st, n.Rule):
+            if type(st) is n.Rule and type(st.cond) in composite:
                 yield from walk(st.cond, None)
         return
 
@@ -361,12 +362,28 @@ def _routing_calls_of(facts: Facts, speaker: int, named: set[str]) -> list[Actio
 
 
 def _named_tools(facts: Facts) -> set[str]:
-    return {
-        c.tool_name
-        for rule in facts.system.rules
-        for c in m.walk_condition(rule.when)
-        if isinstance(c, m.ToolCalled)
-    }
+    """The tools the rules' conditions name, read from their compiled codes (rules with
+    equal conditions share one code: each is read once)."""
+    names = facts.system.tool_names
+    out: set[str] = set()
+    seen: set[int] = set()
+    for rule in facts.system.rules:
+        if id(rule.code) not in seen:
+            seen.add(id(rule.code))
+            out.update(names[i] for i in _code_tools(rule.code))
+    return out
+
+
+def _code_tools(code: CondCode) -> Iterator[int]:
+    """The tool numbers a compiled condition names."""
+    kind = code[0]
+    if kind == "tool":
+        yield code[1]
+    elif kind in ("all", "any"):
+        for c in code[1]:
+            yield from _code_tools(c)
+    elif kind == "not":
+        yield from _code_tools(code[1])
 
 
 def _routing_calls(facts: Facts) -> Iterator[Finding]:
