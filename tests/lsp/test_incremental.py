@@ -356,3 +356,44 @@ def test_a_declaration_changed_forgets_the_rules_kept() -> None:
     compiled, diags = lower(reparser.parse(SourceFile("f.flow", gone))[0], "f.flow", cache=cache)
     assert compiled is None
     assert [d.code.id for d in diags] == ["E101"]
+
+
+def test_the_servers_kept_work_gives_a_fresh_checks_findings_on_random_edits() -> None:
+    """Everything the language server keeps from one version of a document to the next
+    (the tree, the rules lowered, their texts, the state space) gives, after each of
+    many random edits of every example, exactly the findings of a check of that version
+    alone: codes, messages (which quote rules), places, notes and help."""
+    from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled
+    from flowc.compiler.lower import RuleCache, lower
+
+    def seen(diags: Any) -> list[tuple[object, ...]]:
+        return [(d.code.id, d.message, d.span, d.notes, d.help, d.json_path) for d in diags]
+
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.flow"))]
+    texts.append(generate(60))
+    rng = random.Random(31)
+    compared = 0
+    spaces_reused = texts_reused = 0
+    for text in texts:
+        reparser, rules, spaces = Reparser(), RuleCache(), SpaceCache()
+        current = text
+        for _ in range(30):
+            new = edit(rng, current)
+            source = SourceFile("f.flow", new)
+            flow, errors = reparser.parse(source)
+            if errors:
+                continue
+            compiled, compile_diags = lower(flow, "f.flow", cache=rules)
+            got = check_compiled(
+                compiled, compile_diags, CheckOptions(), filename="f.flow", spaces=spaces
+            )
+            assert seen(got) == seen(check_source(source)), new
+            compared += 1
+            current = new
+        spaces_reused += spaces.reused
+        texts_reused += spaces.texts.reused
+    assert compared > 150 and spaces_reused > 20 and texts_reused > 100, (
+        compared,
+        spaces_reused,
+        texts_reused,
+    )

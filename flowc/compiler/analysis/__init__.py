@@ -47,6 +47,7 @@ from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
 from flowc.compiler.analysis.suppress import apply_ignores
 from flowc.compiler.analysis.system import (
     Declarations,
+    RuleTexts,
     System,
     system_of_flow,
     system_of_graph,
@@ -171,6 +172,8 @@ class SpaceCache:
         self._last: tuple[tuple[Any, ...], int, StateSpace] | None = None
         #: how many explorations it saved (for tests and benchmarks)
         self.reused = 0
+        #: the rules' texts, kept for the next version too
+        self.texts = RuleTexts()
 
     def space(self, system: System, max_states: int) -> StateSpace:
         """The state space of ``system`` under the bound: the last one, rebound to
@@ -222,6 +225,7 @@ def facts_of(
     memory CUDD was given there, the flow is checked again from the explored states alone
     (I301 then says what is not reported), rather than failing."""
     if spaces is not None:
+        system.share_texts(spaces.texts)
         space = spaces.space(system, options.max_states)
     else:
         space = explore(system, options.max_states, record=_keeps_turns(system))

@@ -135,6 +135,8 @@ class System:
         ),
     )
     _rule_texts: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
+    #: the texts kept from the document's earlier versions (:meth:`share_texts`)
+    _shared_texts: RuleTexts | None = attrs.field(init=False, eq=False, repr=False, default=None)
     _labels: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
     _describer: Describer = attrs.field(
         init=False,
@@ -214,10 +216,22 @@ class System:
         texts = self._rule_texts
         text = texts.get(rule.index)
         if text is None:
-            text = texts[rule.index] = elide(
-                self._describer.rule(rule.when, rule.then, rule.priority, rule.when_key)
-            )
+            shared = self._shared_texts
+            text = shared.get(rule) if shared is not None else None
+            if text is None:
+                text = elide(
+                    self._describer.rule(rule.when, rule.then, rule.priority, rule.when_key)
+                )
+                if shared is not None:
+                    shared.put(rule, text)
+            texts[rule.index] = text
         return text
+
+    def share_texts(self, texts: RuleTexts) -> None:
+        """Take the rules' texts from ``texts``, and leave the new ones there (the
+        language server's, per document: :class:`RuleTexts`)."""
+        texts.begin(self.id_names, len(self.rules))
+        object.__setattr__(self, "_shared_texts", texts)
 
     def line_of(self, rule: RuleSpec) -> int | None:
         return rule.info.line if rule.info is not None else None
@@ -251,6 +265,54 @@ class System:
     def speaker_index(self, name: str) -> int:
         """The index of a speaker by its display name."""
         return self._speaker_index[name]
+
+
+class RuleTexts:
+    """The rules' texts (:meth:`System.describe_rule`) kept from one version of a
+    document to the next: the language server lowers a rule an edit did not touch to the
+    same condition and target objects (:class:`flowc.compiler.lower.RuleCache`), whose
+    text is then taken from here, not written again (on a 10,000-rule file, thousands of
+    findings quote their rules). An entry keeps its condition, so that an identity is
+    never that of an object since thrown away; the speakers' names are part of the text,
+    so other names forget every entry.
+
+    >>> from flowc import compile_flow
+    >>> texts = RuleTexts()
+    >>> flow = compile_flow("speaker a\\nspeaker b\\nwhen from a then b priority 2")
+    >>> one, two = system_of_flow(flow), system_of_flow(flow)
+    >>> one.share_texts(texts); two.share_texts(texts)
+    >>> one.describe_rule(one.rules[0]), texts.reused
+    ('when from a then b priority 2', 0)
+    >>> two.describe_rule(two.rules[0]), texts.reused
+    ('when from a then b priority 2', 1)
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] | None = None
+        self._of: dict[int, tuple[m.Condition, m.Target, int, str]] = {}
+        #: how many texts were taken from an earlier version (for tests and benchmarks)
+        self.reused = 0
+
+    def begin(self, names: Mapping[str, str], rules: int) -> None:
+        """For a version whose speakers are named ``names`` and that has ``rules`` rules."""
+        if names != self._names or len(self._of) > 2 * rules + 64:
+            self._of = {}
+            self._names = dict(names)
+
+    def get(self, rule: RuleSpec) -> str | None:
+        found = self._of.get(id(rule.when))
+        if (
+            found is not None
+            and found[0] is rule.when
+            and found[1] is rule.then
+            and found[2] == rule.priority
+        ):
+            self.reused += 1
+            return found[3]
+        return None
+
+    def put(self, rule: RuleSpec, text: str) -> None:
+        self._of[id(rule.when)] = (rule.when, rule.then, rule.priority, text)
 
 
 # ── building ──────────────────────────────────────────────────────────────────
