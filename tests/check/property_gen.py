@@ -30,8 +30,10 @@ REASONS = ["r1", "r2"]
 
 
 def flow_text(rnd: random.Random) -> str:
-    """A flow of 2-4 speakers, tools that write ``k`` or finish, a few rules (some on a
-    custom condition, some to a custom target), ``max_turns`` 2-6."""
+    """A flow of 2-4 speakers, tools that write ``k`` (values the rules compare, others,
+    null, in alternatives) or ``j`` (no rule reads it) or finish, ``k`` set at the start
+    or not, a few rules (some on a custom condition, some to a custom target),
+    ``max_turns`` 2-6."""
     n = rnd.randint(2, 4)
     speakers = SPEAKERS[:n]
     lines = ["condition lucky()", "target pick() -> " + " | ".join(speakers[1:]) + " | terminate"]
@@ -43,14 +45,26 @@ def flow_text(rnd: random.Random) -> str:
         tools = []
         for j in range(rnd.randint(0, 2)):
             effect = rnd.choice(
-                ["", " sets k = 1", " sets k = 2", " sets k = 3", " clears k", ' finishes "r2"']
+                [
+                    "",
+                    " sets k = 1",
+                    " sets k = 2",
+                    " sets k = 3",
+                    " clears k",
+                    ' finishes "r2"',
+                    # (writes no rule compares: null, alternatives, a key no rule reads)
+                    " sets k = null",
+                    " sets k = 1 | sets k = 3",
+                    " sets k = 2 | clears k",
+                    " sets j = 1",
+                ]
             )
             tools.append(f"tool t{i}{j}{effect}")
         lines.append(f"speaker {s}" + (" { " + " ".join(tools) + " }" if tools else ""))
     lines.append(f"start {speakers[0]}")
     lines.append(f"max_turns {rnd.randint(2, 6)}")
-    if rnd.random() < 0.3:
-        lines.append("context { k = 1 }")
+    if rnd.random() < 0.4:
+        lines.append(f"context {{ k = {rnd.choice(['1', '3', 'null'])} }}")
     tools = [f"t{i}{j}" for i in range(n) for j in range(2)]
     for _ in range(rnd.randint(1, 5)):
         cond = rnd.choice(
@@ -81,7 +95,7 @@ def expr(rnd: random.Random, ids: list[str], depth: int = 0) -> Any:
     if kind == "tool":
         return m.ToolCalled(f"t{rnd.randint(0, len(ids) - 1)}{rnd.randint(0, 1)}")
     if kind == "ctx":
-        cmp = m.ContextEquals("k", rnd.choice([1, 2, 3, None]))
+        cmp = m.ContextEquals(rnd.choice(["k", "k", "j"]), rnd.choice([1, 2, 3, None]))
         return m.Not(cmp) if rnd.random() < 0.3 else cmp
     if kind == "ends":
         return Ends(rnd.choice([None, "r1", "r2", "max_turns", "workflow_terminated"]))

@@ -436,7 +436,7 @@ def test_a_value_no_rule_compares_is_told_apart() -> None:
     assert res.run.render() == "user → writer (finish_it) → user"
     # the flow's own abstraction cannot tell it: deciding on it is refused
     own = explore(system_of_flow(flow), 1000, record=True)
-    with pytest.raises(AssertionError):
+    with pytest.raises(ValueError, match="does not tell"):
         decide_on(own, [final], 1000)
     # the extended system keeps the rules' values where they were
     extended = system_for(flow, [final])
@@ -453,7 +453,7 @@ def test_a_value_no_rule_compares_is_told_apart() -> None:
         ("final", "violated", "user → writer (finish_it) → user"),
         # a value nothing writes: it never holds
         ("gone", "holds", None),
-        # unset: told apart by every abstraction
+        # null: nothing writes it, so it holds where the key is not set
         (None, "violated", "user → writer"),
     ],
 )
@@ -477,6 +477,48 @@ def test_a_value_the_flow_alone_decides_needs_no_other_exploration(
         (res,) = decide_on(space, [prop], 1000)
         assert res.verdict == verdict
         assert (res.run.render() if res.run else None) == run
+
+
+NULLS = """\
+speaker user: human
+speaker writer {
+  tool begin sets stage = "draft"
+  tool wipe sets stage = null
+}
+max_turns 6
+context { stage = "draft" }
+when context.stage == "draft" and from writer then user
+when from user then writer
+when from writer then user
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "run"),
+    [
+        # a tool writes null: the only value besides "draft" the key can get
+        (NULLS, "user → writer (wipe) → user"),
+        # null from the start
+        (
+            NULLS.replace("  tool wipe sets stage = null\n", "").replace(
+                'context { stage = "draft" }', "context { stage = null }"
+            ),
+            "user → writer",
+        ),
+    ],
+)
+def test_null_written_is_null(text: str, run: str) -> None:
+    """`context.stage == null` holds on a key set to null too, not only on one not set;
+    decided on the flow's own exploration here, with the verdict and run of the one that
+    tracks null as a value of its own."""
+    prop = Property("p", Never(m.ContextEquals("stage", None)))
+    flow = compile_flow(text)
+    assert system_for(flow, [prop]) == system_of_flow(flow)
+    (res,) = decide(flow, [prop])
+    assert (res.verdict, res.run and res.run.render()) == ("violated", run)
+    wide = explore(system_of_flow(flow, property_literals([prop])), 1000, record=True)
+    (ref,) = decide_on(wide, [prop], 1000)
+    assert (ref.verdict, ref.run and ref.run.render()) == ("violated", run)
 
 
 def test_a_key_no_rule_reads_and_nothing_writes_is_never_set() -> None:

@@ -335,12 +335,12 @@ def test_the_rules_kept_between_edits_lower_as_a_fresh_lowering_does() -> None:
             if errors:
                 continue
             got = _lowered(*lower(flow, "f.flow", cache=cache))
-            kept += len(cache._of)
             full, _ = parse_source(SourceFile("f.flow", new))
             assert got == _lowered(*lower(full, "f.flow")), new
             compared += 1
             current = new
-    assert compared > 300 and kept > 3 * compared, (compared, kept)
+        kept += cache.reused
+    assert compared > 300 and kept > 2 * compared, (compared, kept)
 
 
 def test_a_declaration_changed_forgets_the_rules_kept() -> None:
@@ -356,6 +356,22 @@ def test_a_declaration_changed_forgets_the_rules_kept() -> None:
     compiled, diags = lower(reparser.parse(SourceFile("f.flow", gone))[0], "f.flow", cache=cache)
     assert compiled is None
     assert [d.code.id for d in diags] == ["E101"]
+    # renamed: as many declarations as before, one of them a new object
+    reparser, cache = Reparser(), RuleCache()
+    lower(reparser.parse(SourceFile("f.flow", text))[0], "f.flow", cache=cache)
+    renamed = text.replace("speaker c\n", "speaker d\n")
+    compiled, diags = lower(reparser.parse(SourceFile("f.flow", renamed))[0], "f.flow", cache=cache)
+    assert compiled is None and cache.reused == 0
+    assert [d.code.id for d in diags] == ["E101"]
+    # a comment added at the end: the last rule is read again (an edit right after a
+    # statement may extend it), the other is taken from the cache
+    reparser, cache = Reparser(), RuleCache()
+    lower(reparser.parse(SourceFile("f.flow", text))[0], "f.flow", cache=cache)
+    commented = text + "# a note\n"
+    compiled, diags = lower(
+        reparser.parse(SourceFile("f.flow", commented))[0], "f.flow", cache=cache
+    )
+    assert compiled is not None and not diags and cache.reused == 1
 
 
 def test_the_servers_kept_work_gives_a_fresh_checks_findings_on_random_edits() -> None:

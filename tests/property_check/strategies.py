@@ -31,7 +31,7 @@ NAMES = ["user", "a", "b", "c"]
 TOOLS = ["t1", "t2"]
 #: key -> the values the flows use, as `.flow` literals and as values
 KEYS: dict[str, list[tuple[str, Any]]] = {
-    "k": [('"x"', "x"), ('"y"', "y"), ("true", True)],
+    "k": [('"x"', "x"), ('"y"', "y"), ("true", True), ("null", None)],
     "j": [("1", 1), ("2", 2)],
 }
 #: values properties compare with that no flow writes or compares (some equal to one

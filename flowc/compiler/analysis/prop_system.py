@@ -54,8 +54,10 @@ def hits_on(system: System, key: str, value: Any) -> tuple[int, frozenset[int]] 
     A value no rule compares is told apart all the same when the key can hold no other
     value the rules do not compare: every run gives it only this one (then "another
     value" is it), or never this one (then it never holds). A key nothing tracks and
-    nothing writes is never set. What a key can hold is what the flow declares: its
-    initial value and its tools' writes (a human who writes it may write anything).
+    nothing writes is never set. ``== null`` holds on a key not set and on one set to null
+    (a value like any other here). What a key can hold is what the flow declares: its
+    initial value and its tools' writes, each alternative (a human who writes it may
+    write anything).
 
     >>> from flowc import compile_flow
     >>> s = system_of_flow(compile_flow('''
@@ -67,22 +69,31 @@ def hits_on(system: System, key: str, value: Any) -> tuple[int, frozenset[int]] 
     [(0, frozenset({2})), (0, frozenset({1})), (0, frozenset()), (0, frozenset({0}))]
     >>> hits_on(s, "other", None), hits_on(s, "other", 1)
     ((-1, frozenset({0})), (-1, frozenset()))
+    >>> wiped = system_of_flow(compile_flow('''
+    ... speaker a { tool ok sets stage = "ok" tool wipe sets stage = null }
+    ... speaker b
+    ... when context.stage == "ok" then b
+    ... '''))
+    >>> hits_on(wiped, "stage", None), hits_on(wiped, "stage", "gone")
+    ((0, frozenset({0, 1})), (0, frozenset()))
     """
     if key in system.keys:
         k = system.keys.index(key)
         found = system.abstract(k, value)
-        if found != OTHER or value is None:
-            hits = {found} - {OTHER}
-            if value is None:
-                hits.add(UNSET)
-            return k, frozenset(hits)
-        writable = _writable(system, key)
-        if writable is None:
-            return None
-        same = [m.values_equal(v, value) for v in writable if system.abstract(k, v) == OTHER]
-        if not any(same):
-            return k, frozenset()
-        return (k, frozenset({OTHER})) if all(same) else None
+        hits = {found} - {OTHER}
+        if value is None:
+            hits.add(UNSET)  # (`== null` holds on a key not set, and on one set to null)
+        if found == OTHER:
+            # what the key holds when the state says "another value": may it be this one?
+            writable = _writable(system, key)
+            if writable is None:
+                return None
+            same = [m.values_equal(v, value) for v in writable if system.abstract(k, v) == OTHER]
+            if same and all(same):
+                hits.add(OTHER)
+            elif any(same):
+                return None
+        return k, frozenset(hits)
     writable = _writable(system, key)
     if writable is None or writable:
         return None

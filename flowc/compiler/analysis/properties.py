@@ -1,4 +1,4 @@
-"""Deciding properties over every run of a flow (issue 27): E116, I305, I306.
+"""Deciding properties over every run of a flow: E116, I305, I306.
 
 A property (:mod:`flowc.compiler.properties`) is decided on the explored state graph
 (:mod:`explore`): a node is a speaker about to speak and an abstract valuation, an edge
@@ -18,8 +18,10 @@ shortest run that breaks the property. Two kinds of violation need more than tha
   which it stays pending (:meth:`_Search.loop_run`).
 
 The valuation abstraction tells apart only the values rules compare; a flow whose
-properties compare others is explored again with those values told apart too
-(:func:`system_for`), so that ``context.k == "x"`` is decided exactly. A property is
+properties compare others is explored again with those values told apart too, unless
+the flow's declarations already decide each comparison on the first exploration
+(:func:`flowc.compiler.analysis.prop_system.system_for`), so that ``context.k == "x"``
+is decided exactly. A property is
 "holds" only when every run was seen: past the state bound (I301) a violation found
 among the explored states is still a real run, but otherwise the verdict is
 "unknown". Custom conditions are taken either way and custom targets resolve to each
@@ -133,8 +135,10 @@ class _Graph:
         for i, a in enumerate(atoms):
             if isinstance(a, m.ContextEquals):
                 found = hits_on(system, a.key, a.value)
-                # (the system was chosen to tell each apart: :func:`system_for`)
-                assert found is not None, (a.key, a.value)
+                if found is None:  # (:func:`system_for` chooses a system that tells each)
+                    raise ValueError(
+                        f"the explored system does not tell `context.{a.key} == {a.value!r}`"
+                    )
                 self._ctx.append((1 << i, *found))
         self._ctx_cache: dict[Valuation, int] = {}
         self._ends: dict[str, int] = {}

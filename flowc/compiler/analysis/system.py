@@ -273,8 +273,9 @@ class RuleTexts:
     same condition and target objects (:class:`flowc.compiler.lower.RuleCache`), whose
     text is then taken from here, not written again (on a 10,000-rule file, thousands of
     findings quote their rules). An entry keeps its condition, so that an identity is
-    never that of an object since thrown away; the speakers' names are part of the text,
-    so other names forget every entry.
+    never that of an object since thrown away. The target, the priority and the
+    speakers' names are part of the text: each is checked too, though objects kept by
+    the lowering already imply them (a guard for any other caller).
 
     >>> from flowc import compile_flow
     >>> texts = RuleTexts()
@@ -284,6 +285,10 @@ class RuleTexts:
     >>> one.describe_rule(one.rules[0]), texts.reused
     ('when from a then b priority 2', 0)
     >>> two.describe_rule(two.rules[0]), texts.reused
+    ('when from a then b priority 2', 1)
+    >>> texts.begin({"a": "renamed"}, 1)  # other names: every entry forgotten
+    >>> three = system_of_flow(flow); three.share_texts(texts)
+    >>> three.describe_rule(three.rules[0]), texts.reused
     ('when from a then b priority 2', 1)
     """
 
