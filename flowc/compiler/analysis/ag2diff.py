@@ -32,7 +32,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, KICKOFF, Outcome, Step
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_to
-from flowc.compiler.analysis.system import Action, CondCode
+from flowc.compiler.analysis.system import Action, code_parts
 from flowc.diagnostics import (
     I304,
     W218,
@@ -370,20 +370,8 @@ def _named_tools(facts: Facts) -> set[str]:
     for rule in facts.system.rules:
         if id(rule.code) not in seen:
             seen.add(id(rule.code))
-            out.update(names[i] for i in _code_tools(rule.code))
+            out.update(names[c[1]] for c in code_parts(rule.code, "tool"))
     return out
-
-
-def _code_tools(code: CondCode) -> Iterator[int]:
-    """The tool numbers a compiled condition names."""
-    kind = code[0]
-    if kind == "tool":
-        yield code[1]
-    elif kind in ("all", "any"):
-        for c in code[1]:
-            yield from _code_tools(c)
-    elif kind == "not":
-        yield from _code_tools(code[1])
 
 
 def _routing_calls(facts: Facts) -> Iterator[Finding]:

@@ -37,6 +37,7 @@ from flowc.compiler.analysis.system import (
     RuleSpec,
     System,
     Valuation,
+    code_parts,
 )
 from flowc.compiler.model import walk_condition
 from flowc.diagnostics import OPT_IN, Code, Diagnostic, counted
@@ -1210,25 +1211,11 @@ def _conjuncts(cond: m.Condition, code: Any) -> Iterator[tuple[m.Condition, Any]
 
 def _code_ctx_values(code: Any) -> Iterator[tuple[int, frozenset[int]]]:
     """(key, abstract values it holds for) of every context comparison in a code."""
-    kind = code[0]
-    if kind == "ctx":
-        yield code[1], code[2]
-    elif kind in ("all", "any"):
-        for c in code[1]:
-            yield from _code_ctx_values(c)
-    elif kind == "not":
-        yield from _code_ctx_values(code[1])
+    return ((c[1], c[2]) for c in code_parts(code, "ctx"))
 
 
 def _code_reads(code: Any) -> Iterator[int]:
-    kind = code[0]
-    if kind == "ctx":
-        yield code[1]
-    elif kind in ("all", "any"):
-        for c in code[1]:
-            yield from _code_reads(c)
-    elif kind == "not":
-        yield from _code_reads(code[1])
+    return (c[1] for c in code_parts(code, "ctx"))
 
 
 def _why_exclusive(a: m.Condition, b: m.Condition) -> str:

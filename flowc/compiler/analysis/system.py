@@ -479,15 +479,25 @@ def _tools(code: CondCode) -> frozenset[int | None] | None:
     return None
 
 
-def _reads(code: CondCode) -> Iterator[int]:
-    kind = code[0]
-    if kind == "ctx":
-        yield code[1]
-    elif kind in ("all", "any"):
+def code_parts(code: CondCode, kind: str) -> Iterator[CondCode]:
+    """The comparisons of one kind (``"ctx"``, ``"tool"``, ``"from"``, ``"custom"``) in a
+    compiled condition, through its ``and``, ``or`` and ``not``.
+
+    >>> list(code_parts(("all", (("ctx", 0, frozenset({2})), ("not", ("tool", 1)))), "tool"))
+    [('tool', 1)]
+    """
+    k = code[0]
+    if k == kind:
+        yield code
+    elif k in ("all", "any"):
         for c in code[1]:
-            yield from _reads(c)
-    elif kind == "not":
-        yield from _reads(code[1])
+            yield from code_parts(c, kind)
+    elif k == "not":
+        yield from code_parts(code[1], kind)
+
+
+def _reads(code: CondCode) -> Iterator[int]:
+    return (c[1] for c in code_parts(code, "ctx"))
 
 
 def _speaker_actions(
