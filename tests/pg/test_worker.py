@@ -415,3 +415,90 @@ def test_a_worker_woken_often_still_polls_every_poll_seconds(pg_dsn: str) -> Non
     asyncio.run(scenario())
     # at start, then about every 0.2 s: 8 in 1.5 s on an idle machine; 3 leaves room
     assert len(looks) >= 3, looks
+
+
+def test_a_claimed_run_the_worker_cannot_run_is_given_back_at_once(pg_dsn: str) -> None:
+    """Three runs claimed together, with a lease of 300 s: one runs; one whose stored
+    flow no longer loads (its graph is damaged: the worker's hub never takes it), and
+    one with a damaged row (its WAL cannot be read: the claim itself reads it) are
+    failed, and their leases given back at once: another worker takes each right away,
+    not 300 s later. (A damaged row made the whole claim fail, and the runs claimed with
+    it stayed held by a worker that drove none of them.)"""
+    import asyncio
+    import json
+    from typing import Any
+
+    from flowc.commands.run import load_script, load_target
+    from flowc.runtime.pgstore import Claimed, PgStore
+    from flowc.runtime.worker import Worker, submit_run
+
+    target, _ = load_target((ROOT / "examples" / "feedback_loop.flow").as_posix())
+    assert target is not None
+    doc = load_script((ROOT / "examples" / "scripts" / "feedback_loop.yaml").as_posix())
+    seen: list[tuple[str, str, str]] = []
+    claims: list[list[str] | BaseException] = []
+
+    class Claims(PgStore):
+        def claim(self, *args: Any, **kwargs: Any) -> list[Claimed]:
+            try:
+                got = super().claim(*args, **kwargs)
+            except BaseException as err:
+                claims.append(err)
+                raise
+            claims.append([c.lease.channel_id for c in got])
+            return got
+
+    async def scenario() -> None:
+        store, other = Claims(pg_dsn), PgStore(pg_dsn)
+        try:
+            good, no_flow, bad_row = [await submit_run(other, target, doc) for _ in range(3)]
+            with psycopg.connect(pg_dsn) as conn:
+                seq, raw = conn.execute(
+                    "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s ORDER BY seq "
+                    "LIMIT 1",
+                    (no_flow,),
+                ).fetchone()  # type: ignore[misc]
+                env = json.loads(raw)
+                env["event_data"]["metadata"]["knobs"]["graph"]["transitions"] = "junk"
+                conn.execute(
+                    "UPDATE flowc_wal SET envelope = %s WHERE seq = %s", (json.dumps(env), seq)
+                )
+                seq, raw = conn.execute(
+                    "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s", (bad_row,)
+                ).fetchone()  # type: ignore[misc]
+                env = json.loads(raw)  # (its labels kept: it is still a submitted run)
+                env["audience"] = 5
+                conn.execute(
+                    "UPDATE flowc_wal SET envelope = %s WHERE seq = %s", (json.dumps(env), seq)
+                )
+            worker = Worker(
+                store,
+                poll_seconds=1000,
+                lease_seconds=300,
+                on_event=lambda what, cid, detail: seen.append((what, cid, detail)),
+            )
+            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
+            try:
+                for _ in range(1000):
+                    if worker.stats.closed + worker.stats.failed == 3:
+                        break
+                    await asyncio.sleep(0.01)
+                assert (worker.stats.closed, worker.stats.failed) == (1, 2), seen
+                assert claims[0] == [good, no_flow, bad_row], claims  # one claim took all
+                assert [cid for what, cid, _ in seen if what == "closed"] == [good]
+                failed = {cid: detail for what, cid, detail in seen if what == "failed"}
+                assert "invalid workflow graph: transitions" in failed[no_flow], failed
+                assert f"run {bad_row}: envelope 1 (row {seq}) is damaged" in failed[bad_row]
+                for cid in (no_flow, bad_row):  # given back while the worker still serves
+                    assert store.lease_of(cid) is None, cid
+                    lease = other.acquire(cid, "another-worker", 30)
+                    assert lease.holder == "another-worker"
+                    other.release(lease)
+            finally:
+                worker.stop()
+                await task
+        finally:
+            store.close()
+            other.close()
+
+    asyncio.run(scenario())
