@@ -1049,7 +1049,7 @@ class Hub:
             adapter = self._adapter(metadata.type, metadata.version)
             exps = tuple(
                 Expectation(e["name"], e["on_violation"], e.get("params", {}))
-                for e in data.get("expectations") or ()
+                for e in data.get("expectations", [])
             )
             ch = Channel(
                 metadata,
@@ -1059,8 +1059,12 @@ class Hub:
                 members=frozenset(metadata.participant_ids),
                 order=metadata.participant_ids,
             )
-        except ProtocolError as err:  # (from_dict and a store check the stored values)
+        except ProtocolError as err:
             raise ProtocolError(f"the channel cannot be rebuilt from its WAL: {err}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ProtocolError(
+                f"the channel's opening envelope is damaged ({type(err).__name__}: {err})"
+            ) from None
         recorded_state = None
         reached: str | None = None
         broken: str | None = None

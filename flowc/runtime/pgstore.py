@@ -77,7 +77,6 @@ from flowc.runtime.wal import (
     WalError,
     _held_message,
     _lost,
-    decode_claimed,
     decode_rows,
     holder_alive,
     unavailable,
@@ -323,12 +322,11 @@ SELECT channel_id, token, expires FROM taken
 class Claimed:
     """A run :meth:`PgStore.claim` took: its lease, and its WAL (envelopes, and each
     one's ``(envelope id, follows)`` as :meth:`PgStore.links` gives them) as it stood once
-    the lease was taken; or, for a run whose rows are damaged, no envelopes and why."""
+    the lease was taken."""
 
     lease: Lease
     envelopes: list[Envelope]
     links: list[tuple[str, str | None]]
-    damaged: WalError | None = None
 
 
 _LEASE_COLUMNS = (
@@ -1143,9 +1141,13 @@ class PgStore:
                     continue
                 token, expires = leases[cid]
                 got = rows.get(cid, [])
-                envs, damaged = decode_claimed(self.path, cid, [(r[0], r[1]) for r in got])
-                lease = Lease(cid, holder, token, expires)
-                out.append(Claimed(lease, envs, [(r[2], r[3]) for r in got], damaged))
+                out.append(
+                    Claimed(
+                        Lease(cid, holder, token, expires),
+                        decode_rows(self.path, cid, [(r[0], r[1]) for r in got]),
+                        [(r[2], r[3]) for r in got],
+                    )
+                )
             return out
 
         return self._attempt(take, None, "claim runs")

@@ -262,7 +262,10 @@ async def resume_script(
             on_claim(ch.lease)
         if watched is not None:
             watched.follow(hub.read_wal(channel_id))
-        target = RunTarget.from_metadata(ch.metadata)  # (ProtocolError: damaged)
+        try:
+            target = RunTarget.from_metadata(ch.metadata)
+        except ValueError as err:
+            raise ScriptError(f"run {channel_id}: {err}") from None
         if not ch.is_open:
             return _finished(_result(hub, ch, target, watched, turns=turns), watched)
         check_script(target, script)

@@ -86,7 +86,7 @@ from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import DAMAGED, plugin_hint
+from flowc.runtime.transcript import plugin_hint
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     Lease,
@@ -209,8 +209,6 @@ class _Fenced(PassThroughStore):
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
         claimed = self._claim_of(channel_id)
-        if claimed is not None and claimed.damaged is not None:
-            raise claimed.damaged  # (the claim read the run: its rows are damaged)
         return self.store.read(channel_id) if claimed is None else iter(claimed.envelopes)
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
@@ -620,16 +618,16 @@ class Worker:
             return
         except LeaseError:
             return  # another worker claimed it first
-        except (*DAMAGED, ScriptError) as err:
+        except WalError as err:  # the store failed: once the lease expires, any worker
+            self._failed(cid, err)  # (this one too) tries the run again
+            self._back_off(cid)
+            return
+        except (ProtocolError, ScriptError, KeyError, TypeError, ValueError) as err:
             if getattr(err, "flowc_internal", False):
                 raise  # a bug in flowc stopped the run (Hub.crash): an internal error
             self._done.add(cid)  # the run cannot be run (damaged, bad script): never again
             self._unrunnable.add(cid)
             self._failed(cid, f"{err}{plugin_hint(err)}")
-            return
-        except WalError as err:  # the store failed: once the lease expires, any worker
-            self._failed(cid, err)  # (this one too) tries the run again
-            self._back_off(cid)
             return
         finally:
             claimed = cid in self._claimed_runs
