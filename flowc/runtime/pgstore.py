@@ -322,11 +322,13 @@ SELECT channel_id, token, expires FROM taken
 class Claimed:
     """A run :meth:`PgStore.claim` took: its lease, and its WAL (envelopes, and each
     one's ``(envelope id, follows)`` as :meth:`PgStore.links` gives them) as it stood once
-    the lease was taken."""
+    the lease was taken; for a run with a damaged row, no WAL and why (``damaged``: the
+    runs claimed with it are not held up by it)."""
 
     lease: Lease
     envelopes: list[Envelope]
     links: list[tuple[str, str | None]]
+    damaged: WalError | None = None
 
 
 _LEASE_COLUMNS = (
@@ -1141,13 +1143,13 @@ class PgStore:
                     continue
                 token, expires = leases[cid]
                 got = rows.get(cid, [])
-                out.append(
-                    Claimed(
-                        Lease(cid, holder, token, expires),
-                        decode_rows(self.path, cid, [(r[0], r[1]) for r in got]),
-                        [(r[2], r[3]) for r in got],
-                    )
-                )
+                lease = Lease(cid, holder, token, expires)
+                try:
+                    envs = decode_rows(self.path, cid, [(r[0], r[1]) for r in got])
+                except WalError as err:  # a damaged row: said for this run alone
+                    out.append(Claimed(lease, [], [], err))
+                    continue
+                out.append(Claimed(lease, envs, [(r[2], r[3]) for r in got]))
             return out
 
         return self._attempt(take, None, "claim runs")

@@ -209,11 +209,19 @@ class _Fenced(PassThroughStore):
 
     def read(self, channel_id: str) -> Iterator[Envelope]:
         claimed = self._claim_of(channel_id)
-        return self.store.read(channel_id) if claimed is None else iter(claimed.envelopes)
+        if claimed is None:
+            return self.store.read(channel_id)
+        if claimed.damaged is not None:  # (the claim read the run: a row is damaged)
+            raise WalError(str(claimed.damaged))
+        return iter(claimed.envelopes)
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
         claimed = self._claim_of(channel_id)
-        return self.store.links(channel_id) if claimed is None else list(claimed.links)
+        if claimed is None:
+            return self.store.links(channel_id)
+        if claimed.damaged is not None:
+            raise WalError(str(claimed.damaged))
+        return list(claimed.links)
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
         claimed = self._claim_of(channel_id)

@@ -415,3 +415,76 @@ def test_a_worker_woken_often_still_polls_every_poll_seconds(pg_dsn: str) -> Non
     asyncio.run(scenario())
     # at start, then about every 0.2 s: 8 in 1.5 s on an idle machine; 3 leaves room
     assert len(looks) >= 3, looks
+
+
+def test_a_damaged_run_in_a_claim_does_not_hold_up_the_others(pg_dsn: str) -> None:
+    """Two runs claimed together, one with a damaged row: the other is driven to its end,
+    the damaged one fails, and its lease (300 s) is given back at once, so that another
+    worker could take it right away. (A damaged row made the whole claim fail: the runs
+    claimed with it stayed held by a worker that drove none of them, claim after claim.)"""
+    import asyncio
+    import json
+    from typing import Any
+
+    from flowc.commands.run import load_script, load_target
+    from flowc.runtime.pgstore import Claimed, PgStore
+    from flowc.runtime.worker import Worker, submit_run
+
+    target, _ = load_target((ROOT / "examples" / "feedback_loop.flow").as_posix())
+    assert target is not None
+    doc = load_script((ROOT / "examples" / "scripts" / "feedback_loop.yaml").as_posix())
+    seen: list[tuple[str, str, str]] = []
+    claims: list[list[str] | BaseException] = []
+
+    class Claims(PgStore):
+        def claim(self, *args: Any, **kwargs: Any) -> list[Claimed]:
+            try:
+                got = super().claim(*args, **kwargs)
+            except BaseException as err:
+                claims.append(err)
+                raise
+            claims.append([c.lease.channel_id for c in got])
+            return got
+
+    async def scenario() -> None:
+        store, other = Claims(pg_dsn), PgStore(pg_dsn)
+        try:
+            bad_row, good = [await submit_run(other, target, doc) for _ in range(2)]
+            with psycopg.connect(pg_dsn) as conn:
+                seq, raw = conn.execute(
+                    "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s", (bad_row,)
+                ).fetchone()  # type: ignore[misc]
+                env = json.loads(raw)
+                env["audience"] = 5  # not a list: the row is no envelope
+                conn.execute(
+                    "UPDATE flowc_wal SET envelope = %s WHERE seq = %s", (json.dumps(env), seq)
+                )
+            worker = Worker(
+                store,
+                poll_seconds=1000,
+                lease_seconds=300,
+                on_event=lambda what, cid, detail: seen.append((what, cid, detail)),
+            )
+            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
+            try:
+                for _ in range(1000):
+                    if worker.stats.closed == 1 and worker.stats.failed >= 1:
+                        break
+                    await asyncio.sleep(0.01)
+                assert claims and claims[0] == [bad_row, good], claims  # one claim took both
+                assert worker.stats.closed == 1, seen
+                assert [cid for what, cid, _ in seen if what == "closed"] == [good]
+                failed = [detail for what, cid, detail in seen if what == "failed"]
+                assert failed and f"run {bad_row}: envelope 1 (row {seq}) is damaged" in failed[0]
+                assert store.lease_of(bad_row) is None  # given back while the worker serves
+                lease = other.acquire(bad_row, "another-worker", 30)
+                assert lease.holder == "another-worker"
+                other.release(lease)
+            finally:
+                worker.stop()
+                await task
+        finally:
+            store.close()
+            other.close()
+
+    asyncio.run(scenario())
