@@ -12,7 +12,9 @@ switched at any time:
 - :meth:`cut`: every open connection is closed at once (both ends see it drop);
 - :meth:`cut_commits`: the next ``n`` transactions' ``COMMIT`` reach the server, and the
   connection is then closed before the server's answer is relayed (a commit in flight:
-  done on the server, its answer lost);
+  done on the server, its answer lost); given ``after``, only transactions that sent
+  those bytes count (e.g. ``b'"event_data"'``, in every envelope a worker appends: not a
+  claim's commit, which a worker idle between turns also makes);
 - :meth:`cut_answers`: the next ``n`` statements that hold given bytes (e.g. an event
   type among an insert's parameters) reach the server, and the connection is then closed
   before the server's answer is relayed (a statement done on the server in autocommit,
@@ -40,6 +42,8 @@ class _Pair:
         self.client = client
         self.server = server
         self.cut_on_answer = False
+        #: the transaction under way sent the bytes a commit cut waits for
+        self.sent_marker = False
         #: the server's next answer is lost (the connection closed before it is relayed)
         self.lose_answer = False
         self.closed = False
@@ -71,6 +75,7 @@ class FaultProxy:
         self._answer_after = b""
         self.syncs_stalled = 0
         self._to_cut = 0
+        self._cut_after: bytes | None = None
         self._stall_sync = False
         self._open = threading.Event()
         self._open.set()
@@ -103,9 +108,10 @@ class FaultProxy:
             pair.close()
         self.cuts += 1
 
-    def cut_commits(self, n: int) -> None:
+    def cut_commits(self, n: int, after: bytes | None = None) -> None:
         with self._lock:
             self._to_cut += n
+            self._cut_after = after
 
     def cut_answers(self, n: int, after: bytes) -> None:
         with self._lock:
@@ -172,11 +178,14 @@ class FaultProxy:
                     # it, and everything after
                     self.answers_cut += 1
                     break
+                if upstream and self._cut_after is not None and self._cut_after in data:
+                    pair.sent_marker = True
                 if upstream and b"COMMIT" in data:
                     with self._lock:
-                        if self._to_cut > 0:
+                        if self._to_cut > 0 and (self._cut_after is None or pair.sent_marker):
                             self._to_cut -= 1
                             pair.cut_on_answer = True
+                    pair.sent_marker = False
                 elif not upstream and pair.cut_on_answer and b"COMMIT\x00" in data:
                     # the server says the COMMIT is done: lose that answer
                     self.commits_cut += 1

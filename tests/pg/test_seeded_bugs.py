@@ -209,7 +209,9 @@ def _lost_answer(db: str, folder: Path, guard: str | None) -> tuple[str, Path, P
     try:
         wait_until(lambda: len(counted_turns(store, cid)) == HOLD, 60, "A to hold the run", [a])
         b = start_worker(db, log_b, "--agents", str(AGENTS), lease_seconds=LEASE, env=hook)
-        proxy.cut_commits(1)  # A is idle: its next commit is turn HOLD's
+        # A is idle: its next commit that appends is turn HOLD's (a claim A makes
+        # meanwhile, to look for other runs, also commits: that one is let through)
+        proxy.cut_commits(1, after=b'"event_data"')
         gate_a.touch()
         wait_until(lambda: proxy.commits_cut == 1, 30, "A's commit to be cut", [a, b])
         wait_until(lambda: closed_count(store, [cid]) == 1, 60, "the run to close", [a, b])
