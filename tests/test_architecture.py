@@ -27,6 +27,7 @@ LAYERS = [
     ("flowc.regex", 0),  # text_matches patterns: Python's meaning, RE2's linear time
     ("flowc.collector", 0),  # the cycle collector's policy, set by entry points only
     ("flowc.escaping", 0),  # how every output format quotes what it takes from a flow
+    ("flowc.identity", 0),  # values kept by the identity of what they were made from
     ("flowc.diagnostics", 1),
     ("flowc.dsl", 2),
     ("flowc.compiler", 3),

@@ -42,6 +42,7 @@ from flowc.diagnostics import (
 )
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_property, format_value
+from flowc.identity import ByIdentity
 from flowc.source import Span
 
 #: names AG2's registry (and flowc's composites) already own
@@ -944,9 +945,12 @@ class RuleCache:
     def __init__(self) -> None:
         self._decls: tuple[n.Statement, ...] = ()
         self._bindings: dict[str, str] = {}
-        self._of: dict[int, tuple[n.Rule, tuple[m.Transition, ...]]] = {}
-        #: how many rules were taken from it (for tests and benchmarks)
-        self.reused = 0
+        self._of: ByIdentity[n.Rule, tuple[m.Transition, ...]] = ByIdentity()
+
+    @property
+    def reused(self) -> int:
+        """How many rules were taken from it (for tests and benchmarks)."""
+        return self._of.reused
 
     def begin(self, flow: n.Flow, bindings: Mapping[str, str]) -> None:
         """Before lowering ``flow``: forget every rule if a declaration or a binding changed."""
@@ -955,28 +959,18 @@ class RuleCache:
             a is b for a, b in zip(decls, self._decls, strict=True)
         )
         if not same or dict(bindings) != self._bindings:
-            self._of = {}
+            self._of.clear()
         self._decls, self._bindings = decls, dict(bindings)
 
     def get(self, st: n.Rule) -> tuple[m.Transition, ...] | None:
-        found = self._of.get(id(st))
-        if found is None or found[0] is not st:
-            return None
-        self.reused += 1
-        return found[1]
+        return self._of.get(st)
 
     def put(self, st: n.Rule, made: tuple[m.Transition, ...]) -> None:
-        self._of[id(st)] = (st, made)
+        self._of.put(st, made)
 
     def end(self, flow: n.Flow) -> None:
-        """After lowering ``flow``: keep only its rules (each entry keeps its statement, so
-        an identity is never that of a statement since thrown away)."""
-        of = self._of
-        self._of = {
-            id(st): of[id(st)]
-            for st in flow.statements
-            if isinstance(st, n.Rule) and id(st) in of and of[id(st)][0] is st
-        }
+        """After lowering ``flow``: keep only its rules."""
+        self._of.keep_only(st for st in flow.statements if isinstance(st, n.Rule))
 
 
 def lower(

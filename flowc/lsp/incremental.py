@@ -27,6 +27,7 @@ from flowc.dsl import nodes as n
 from flowc.dsl.comments import Comments
 from flowc.dsl.descent import parse_valid
 from flowc.dsl.parser import parse_source
+from flowc.identity import ByIdentity
 from flowc.source import SourceFile, Span, offsets
 
 
@@ -126,26 +127,11 @@ def _holders(node: Any) -> list[tuple[Any, tuple[str, ...]]]:
     return out
 
 
-class _Holders:
-    """Per statement of the last tree, the nodes under it that hold spans
-    (:func:`_holders`), kept from one edit to the next: the statements after an edit are
-    the same objects, moved (:func:`_shift`), so their lists stay true and a large file's
-    tail is not walked again on every edit. Each entry keeps its statement, so that an
-    identity is never that of a statement since thrown away."""
-
-    def __init__(self) -> None:
-        self._of: dict[int, tuple[Any, list[tuple[Any, tuple[str, ...]]]]] = {}
-
-    def of(self, statement: Any) -> list[tuple[Any, tuple[str, ...]]]:
-        found = self._of.get(id(statement))
-        if found is None or found[0] is not statement:
-            found = self._of[id(statement)] = (statement, _holders(statement))
-        return found[1]
-
-    def keep(self, statements: Sequence[Any]) -> None:
-        """Forget the statements that are not in ``statements`` (the tree now kept)."""
-        of = self._of
-        self._of = {id(s): of[id(s)] for s in statements if id(s) in of and of[id(s)][0] is s}
+#: per statement of the last tree, the nodes under it that hold spans (:func:`_holders`),
+#: kept from one edit to the next: the statements after an edit are the same objects,
+#: moved (:func:`_shift`), so their lists stay true and a large file's tail is not
+#: walked again on every edit
+_Holders = ByIdentity[Any, list[tuple[Any, tuple[str, ...]]]]
 
 
 def _shift(nodes: Sequence[Any], lines: int, chars: int, holders: _Holders | None = None) -> None:
@@ -156,7 +142,7 @@ def _shift(nodes: Sequence[Any], lines: int, chars: int, holders: _Holders | Non
     10,000-rule file, tens of thousands of spans): the nodes that hold spans are listed
     once per statement (``holders``, kept between edits), and a node shared by two
     statements is moved once."""
-    holders = holders if holders is not None else _Holders()
+    holders = holders if holders is not None else ByIdentity()
     new = object.__new__
     span = Span
     set_line, set_column, set_end_line, set_end_column, set_start, set_end = _SPAN_SETTERS
@@ -164,7 +150,11 @@ def _shift(nodes: Sequence[Any], lines: int, chars: int, holders: _Holders | Non
     seen: set[int] = set()
     add = seen.add
     for statement in nodes:
-        for node, names in holders.of(statement):
+        held = holders.get(statement)
+        if held is None:
+            held = _holders(statement)
+            holders.put(statement, held)
+        for node, names in held:
             if id(node) in seen:
                 continue
             add(id(node))
@@ -204,16 +194,26 @@ class Reparser:
     reused: int = 0
     #: the nodes that hold spans under each statement of ``flow`` (for :func:`_shift`)
     holders: _Holders = attrs.field(factory=_Holders, repr=False)
+    #: the statements the last incremental parse parsed again
+    _parsed: Sequence[n.Statement] = attrs.field(default=(), repr=False)
 
     def parse(self, source: SourceFile) -> tuple[n.Flow, tuple[Diagnostic, ...]]:
         """``parse_source(source)``, reusing the last tree where the text is unchanged."""
+        self._parsed = ()
         flow, errors = self._incremental(source)
+        fresh: Sequence[n.Statement] = ()
         if flow is None:
             self.reused = 0
             flow, errors = parse_source(source)
+            fresh = flow.statements
         if not errors:
             self.text, self.flow = source.text, flow
-            self.holders.keep(flow.statements)
+            self.holders.keep_only(flow.statements)
+            # the nodes that hold spans, listed now for the statements just parsed: the
+            # edits to come move them (an edit near the top of a large file moves nearly
+            # all), and should not pay for listing them
+            for st in fresh or self._parsed:
+                self.holders.put(st, _holders(st))
         return flow, errors
 
     def _incremental(self, source: SourceFile) -> tuple[n.Flow | None, tuple[Diagnostic, ...]]:
@@ -272,5 +272,6 @@ class Reparser:
             _shift(tail, line_delta, delta, self.holders)
         comments = _merged_comments(old.comments, begin, middle_comments, cut, delta, source)
         self.reused = keep + len(tail)
+        self._parsed = middle
         flow = n.Flow((*statements[:keep], *middle, *tail), comments, source.span(0, len(new_text)))
         return flow, ()

@@ -20,6 +20,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis import CheckOptions, check_compiled
 from flowc.compiler.analysis import properties as decider
 from flowc.compiler.analysis.explore import explore
+from flowc.compiler.analysis.prop_system import comparisons
 from flowc.compiler.analysis.properties import (
     decide,
     decide_on,
@@ -905,7 +906,7 @@ def test_the_cap_question_reads_the_turns_again_as_a_recording_search_kept_them(
         space = explore(system_for(flow, props), 100_000, record=True)
         table = decider.AtomTable()
         monitors = [decider.Monitor(p, table) for p in props]  # (every atom, then the graph)
-        graph = decider._Graph(space, table)
+        graph = decider._Graph(space, table, comparisons(space.system, props))
         for mon in monitors:
             search = decider._Search(graph, mon, 10**6)
             if search.run() is not None or not mon.end_sensitive:
@@ -964,7 +965,7 @@ def test_a_search_is_freed_without_the_cycle_collector() -> None:
     space = explore(system_for(flow, props), 100_000, record=True)
     table = decider.AtomTable()
     monitors = [decider.Monitor(p, table) for p in props]
-    graph = decider._Graph(space, table)
+    graph = decider._Graph(space, table, comparisons(space.system, props))
     was = gc.isenabled()
     gc.disable()
     try:

@@ -144,6 +144,37 @@ def test_an_edit_that_changes_the_length_moves_every_later_span(
     assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
 
 
+def test_an_edit_lists_the_span_holders_of_the_statements_it_parsed_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The nodes that hold spans are listed when a statement is parsed: an edit that
+    moves the whole tail of a large file (one near its top) lists those of the statements
+    it parsed again, not of every statement it moves (the first edits of a session paid
+    for listing the whole file); the tree is that of a full parse."""
+    text = generate(300)
+    listed: list[object] = []
+    holders = incremental._holders
+
+    def counting(node: object) -> list[tuple[object, tuple[str, ...]]]:
+        listed.append(node)
+        return holders(node)
+
+    monkeypatch.setattr(incremental, "_holders", counting)
+    reparser = Reparser()
+    first, _ = reparser.parse(SourceFile("f.flow", text))
+    assert len(listed) == len(first.statements)
+    lines = text.split("\n")
+    top = next(i for i, line in enumerate(lines) if line.startswith("when from"))
+    for i in range(3):
+        listed.clear()
+        lines[top] += f"  # note {i}"
+        new = "\n".join(lines)
+        flow, errors = reparser.parse(SourceFile("f.flow", new))
+        assert not errors and reparser.reused >= len(flow.statements) - 3
+        assert 1 <= len(listed) <= 3, len(listed)
+        assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
+
+
 SEVERITY = {
     "error": lsp.DiagnosticSeverity.Error,
     "warning": lsp.DiagnosticSeverity.Warning,

@@ -11,10 +11,22 @@ from typing import Any
 from flowc.compiler import model as m
 from flowc.compiler.analysis.system import OTHER, UNSET, System, system_of_flow
 from flowc.compiler.compiled import CompiledFlow
-from flowc.compiler.monitor import walk
+from flowc.compiler.monitor import expr_key, walk
 from flowc.compiler.properties import Property, expressions
 
-__all__ = ["hits_on", "property_literals", "reads_turns", "system_for", "told_apart"]
+__all__ = [
+    "Comparisons",
+    "comparisons",
+    "hits_on",
+    "property_literals",
+    "reads_turns",
+    "system_for",
+    "told_apart",
+]
+
+#: how each comparison (``context.k == v``) the properties make reads a system's abstract
+#: states, by the comparison's :func:`~flowc.compiler.monitor.expr_key`: :func:`hits_on`
+Comparisons = dict[Any, tuple[int, frozenset[int]]]
 
 
 def property_literals(props: Sequence[Property]) -> dict[str, list[Any]]:
@@ -35,14 +47,30 @@ def property_literals(props: Sequence[Property]) -> dict[str, list[Any]]:
     return out
 
 
-def told_apart(system: System, literals: dict[str, list[Any]]) -> bool:
+def told_apart(system: System, props: Sequence[Property]) -> bool:
     """Whether ``system`` already tells apart every value the properties compare: in each
     of its abstract states, each comparison is true or false (:func:`hits_on`)."""
-    return all(
-        hits_on(system, key, value) is not None
-        for key, values in literals.items()
-        for value in values
-    )
+    return comparisons(system, props) is not None
+
+
+def comparisons(system: System, props: Sequence[Property]) -> Comparisons | None:
+    """:func:`hits_on` of each comparison ``props`` make, or None when ``system`` does not
+    tell one of them; made once per system and sequence of properties (whether the first
+    exploration serves them, which system decides them, and the search read it)."""
+    return system.made_for(props, lambda: _comparisons(system, props))
+
+
+def _comparisons(system: System, props: Sequence[Property]) -> Comparisons | None:
+    out: Comparisons = {}
+    for prop in props:
+        for expr in expressions(prop):
+            for e in walk(expr):
+                if isinstance(e, m.ContextEquals) and expr_key(e) not in out:
+                    found = hits_on(system, e.key, e.value)
+                    if found is None:
+                        return None
+                    out[expr_key(e)] = found
+    return out
 
 
 def hits_on(system: System, key: str, value: Any) -> tuple[int, frozenset[int]] | None:
@@ -122,10 +150,9 @@ def system_for(
     the flow's with those values added (rules read the same abstract values as before).
     """
     base = base if base is not None else system_of_flow(compiled)
-    literals = property_literals(props)
-    if told_apart(base, literals):
+    if told_apart(base, props):
         return base
-    return system_of_flow(compiled, literals)
+    return system_of_flow(compiled, property_literals(props))
 
 
 def reads_turns(system: System) -> bool:
@@ -135,4 +162,4 @@ def reads_turns(system: System) -> bool:
     compiled = system.compiled
     if compiled is None or not compiled.properties or system.json_mode:
         return False
-    return told_apart(system, property_literals(compiled.properties))
+    return told_apart(system, compiled.properties)

@@ -43,7 +43,8 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import Recorded, StateSpace, Step, explore
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, Facts, Finding
 from flowc.compiler.analysis.prop_system import (
-    hits_on,
+    Comparisons,
+    comparisons,
     property_literals,
     reads_turns,
     system_for,
@@ -118,7 +119,7 @@ class _Graph:
     """The explored graph with each turn read as the properties' atoms (a bit mask over
     ``table``): per node, its turns as distinct (successor, mask) pairs."""
 
-    def __init__(self, space: StateSpace, table: AtomTable):
+    def __init__(self, space: StateSpace, table: AtomTable, compared: Comparisons | None):
         self.space = space
         self.system = system = space.system
         self.table = table
@@ -134,7 +135,7 @@ class _Graph:
         self._ctx: list[tuple[int, int, frozenset[int]]] = []  # (bit, key, abstract hits)
         for i, a in enumerate(atoms):
             if isinstance(a, m.ContextEquals):
-                found = hits_on(system, a.key, a.value)
+                found = None if compared is None else compared.get(expr_key(a))
                 if found is None:  # (:func:`system_for` chooses a system that tells each)
                     raise ValueError(
                         f"the explored system does not tell `context.{a.key} == {a.value!r}`"
@@ -784,13 +785,20 @@ def decide(
 
 
 def decide_on(
-    space: StateSpace, props: Sequence[Property], max_states: int
+    space: StateSpace,
+    props: Sequence[Property],
+    max_states: int,
+    compared: Comparisons | None = None,
 ) -> tuple[PropertyResult, ...]:
     """:func:`decide` on a state space already explored (its system must tell apart the
-    values the properties compare: :func:`system_for`)."""
+    values the properties compare: :func:`system_for`); ``compared``: how its states
+    read them, if known (:func:`comparisons`: the language server's space may be an
+    earlier version's, of the same shape, whose system need not keep this one's)."""
     table = AtomTable()
     monitors = [Monitor(p, table) for p in props]
-    graph = _Graph(space, table)
+    if compared is None:
+        compared = comparisons(space.system, props)
+    graph = _Graph(space, table, compared)
     limit = PRODUCT_FACTOR * max(max_states, len(space.keys), MIN_PRODUCT)
     return tuple(_decide_one(graph, mon, limit) for mon in monitors)
 
@@ -1025,7 +1033,7 @@ def check_properties(facts: Facts) -> Iterator[Finding]:
     try:
         system = system_for(compiled, props, facts.system)
         space = facts.space if system is facts.system else explore(system, bound, record=True)
-        results = decide_on(space, props, bound)
+        results = decide_on(space, props, bound, comparisons(system, props))
     except PropertyError as err:  # pragma: no cover - the parser refuses such properties
         for prop in props:
             yield Finding(

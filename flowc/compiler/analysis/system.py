@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeAlias, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeAlias, TypeVar, cast
 
 import attrs
 
@@ -23,6 +23,7 @@ from flowc.compiler.properties import Property
 from flowc.compiler.tool_effects import ToolEffectInfo
 from flowc.diagnostics import elide
 from flowc.dsl.formatter import format_name, format_value
+from flowc.identity import ByIdentity
 
 UNSET, OTHER = 0, 1  # abstract values; literal j of a key is 2 + j
 
@@ -138,6 +139,10 @@ class System:
     #: the texts kept from the document's earlier versions (:meth:`share_texts`)
     _shared_texts: RuleTexts | None = attrs.field(init=False, eq=False, repr=False, default=None)
     _labels: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
+    #: what :meth:`made_for` made, by the object it was made for
+    _made: ByIdentity[Any, tuple[Any]] = attrs.field(
+        init=False, eq=False, repr=False, factory=ByIdentity
+    )
     _describer: Describer = attrs.field(
         init=False,
         eq=False,
@@ -233,6 +238,11 @@ class System:
         texts.begin(self.id_names, len(self.rules))
         object.__setattr__(self, "_shared_texts", texts)
 
+    def made_for(self, obj: Any, make: Callable[[], _T]) -> _T:
+        """``make()``, made once for this system and ``obj`` (by its identity: e.g. the
+        flow's properties, read by several checks)."""
+        return cast(_T, self._made.made(obj, lambda: (make(),))[0])
+
     def line_of(self, rule: RuleSpec) -> int | None:
         return rule.info.line if rule.info is not None else None
 
@@ -294,30 +304,25 @@ class RuleTexts:
 
     def __init__(self) -> None:
         self._names: dict[str, str] | None = None
-        self._of: dict[int, tuple[m.Condition, m.Target, int, str]] = {}
+        self._of: ByIdentity[m.Condition, tuple[m.Target, int, str]] = ByIdentity()
         #: how many texts were taken from an earlier version (for tests and benchmarks)
         self.reused = 0
 
     def begin(self, names: Mapping[str, str], rules: int) -> None:
         """For a version whose speakers are named ``names`` and that has ``rules`` rules."""
         if names != self._names or len(self._of) > 2 * rules + 64:
-            self._of = {}
+            self._of.clear()
             self._names = dict(names)
 
     def get(self, rule: RuleSpec) -> str | None:
-        found = self._of.get(id(rule.when))
-        if (
-            found is not None
-            and found[0] is rule.when
-            and found[1] is rule.then
-            and found[2] == rule.priority
-        ):
+        found = self._of.get(rule.when)
+        if found is not None and found[0] is rule.then and found[1] == rule.priority:
             self.reused += 1
-            return found[3]
+            return found[2]
         return None
 
     def put(self, rule: RuleSpec, text: str) -> None:
-        self._of[id(rule.when)] = (rule.when, rule.then, rule.priority, text)
+        self._of.put(rule.when, (rule.then, rule.priority, text))
 
 
 # ── building ──────────────────────────────────────────────────────────────────
