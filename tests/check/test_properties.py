@@ -919,6 +919,35 @@ def test_the_cap_question_reads_the_turns_again_as_a_recording_search_kept_them(
     assert asked > 100 and found >= 8, (asked, found)
 
 
+def test_each_comparison_a_property_makes_is_read_once_per_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """How the flow's abstraction reads each `context.k == v` the properties compare is
+    worked out once per check: whether the first exploration serves the properties,
+    which system decides them and the search all read the one answer (each scanned the
+    flow's writes again before)."""
+    from flowc.compiler.analysis import facts_of, prop_system
+
+    asked: list[tuple[str, object]] = []
+    hits_on = prop_system.hits_on
+
+    def counting(system: object, key: str, value: object) -> object:
+        asked.append((key, value))
+        return hits_on(system, key, value)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prop_system, "hits_on", counting)
+    flow = compile_flow(
+        'speaker user: human\nspeaker bot { tool set_stage sets stage = "draft" }\n'
+        'max_turns 4\nwhen context.stage == "draft" and from bot then user\n'
+        "when from user then bot\nwhen from bot then user\n"
+        'property p: never context.stage == "draft"\n'
+        'property q: never context.stage == "final" before context.stage == "draft"\n'
+    )
+    _, found = facts_of(system_of_flow(flow), CheckOptions())
+    assert sorted(f.diagnostic.code.id for f in found if f.diagnostic.code.id in ("E116", "I306"))
+    assert sorted(asked) == [("stage", "draft"), ("stage", "final")], asked
+
+
 def test_the_first_exploration_keeps_turns_only_when_the_properties_are_decided_on_it() -> None:
     """`check` explores a flow once for its own checks; its properties are decided on
     that exploration when it tells apart every value they compare (then it keeps each
