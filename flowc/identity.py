@@ -20,7 +20,9 @@ V = TypeVar("V")
 
 
 class ByIdentity(Generic[K, V]):
-    """A value per object, found by the object's identity (``is``), not by equality.
+    """A value per object, found by the object's identity (``is``), not by equality. A
+    value is never None (None is what :meth:`get` says of an object with no value: wrap a
+    value that may be None, ``(value,)``).
 
     >>> kept: ByIdentity[list[int], str] = ByIdentity()
     >>> a, b = [1], [1]
@@ -43,8 +45,9 @@ class ByIdentity(Generic[K, V]):
     def get(self, obj: K) -> V | None:
         """The value kept for ``obj`` itself, or None."""
         found = self._of.get(id(obj))
-        if found is None or found[0] is not obj:
+        if found is None:
             return None
+        # (its entry holds the object: no other object alive has its identity)
         self.reused += 1
         return found[1]
 
@@ -62,7 +65,7 @@ class ByIdentity(Generic[K, V]):
     def keep_only(self, objs: Iterable[K]) -> None:
         """Forget every value but those of ``objs`` (the objects still in use)."""
         of = self._of
-        self._of = {id(o): of[id(o)] for o in objs if id(o) in of and of[id(o)][0] is o}
+        self._of = {id(o): of[id(o)] for o in objs if id(o) in of}
 
     def clear(self) -> None:
         self._of = {}

@@ -968,6 +968,9 @@ class RuleCache:
     def put(self, st: n.Rule, made: tuple[m.Transition, ...]) -> None:
         self._of.put(st, made)
 
+    def __len__(self) -> int:
+        return len(self._of)
+
     def end(self, flow: n.Flow) -> None:
         """After lowering ``flow``: keep only its rules."""
         self._of.keep_only(st for st in flow.statements if isinstance(st, n.Rule))

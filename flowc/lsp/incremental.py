@@ -211,7 +211,9 @@ class Reparser:
             self.holders.keep_only(flow.statements)
             # the nodes that hold spans, listed now for the statements just parsed: the
             # edits to come move them (an edit near the top of a large file moves nearly
-            # all), and should not pay for listing them
+            # all), and should not pay for listing them. A full parse pays instead (about
+            # 25 ms per 1,000 rules): the first, when a document opens, and one an edit
+            # falls back to (an edit that touches every statement, already a full parse)
             for st in fresh or self._parsed:
                 self.holders.put(st, _holders(st))
         return flow, errors

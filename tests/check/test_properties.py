@@ -944,7 +944,10 @@ def test_each_comparison_a_property_makes_is_read_once_per_check(
         'property q: never context.stage == "final" before context.stage == "draft"\n'
     )
     _, found = facts_of(system_of_flow(flow), CheckOptions())
-    assert sorted(f.diagnostic.code.id for f in found if f.diagnostic.code.id in ("E116", "I306"))
+    verdicts = sorted(
+        f.diagnostic.code.id for f in found if f.diagnostic.code.id in ("E116", "I306")
+    )
+    assert verdicts == ["E116", "I306"], verdicts
     assert sorted(asked) == [("stage", "draft"), ("stage", "final")], asked
 
 

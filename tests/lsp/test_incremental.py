@@ -16,6 +16,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from flowc.compiler.analysis import check_source
+from flowc.dsl import nodes as n
 from flowc.dsl.parser import parse_source
 from flowc.lsp import incremental
 from flowc.lsp.incremental import Reparser
@@ -368,6 +369,10 @@ def test_the_rules_kept_between_edits_lower_as_a_fresh_lowering_does() -> None:
             got = _lowered(*lower(flow, "f.flow", cache=cache))
             full, _ = parse_source(SourceFile("f.flow", new))
             assert got == _lowered(*lower(full, "f.flow")), new
+            # what is kept is the current version's, no more: the rules, each statement's
+            # nodes that hold spans
+            rules = sum(isinstance(st, n.Rule) for st in flow.statements)
+            assert len(cache) <= rules and len(reparser.holders) <= len(flow.statements)
             compared += 1
             current = new
         kept += cache.reused

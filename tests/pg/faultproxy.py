@@ -14,7 +14,9 @@ switched at any time:
   connection is then closed before the server's answer is relayed (a commit in flight:
   done on the server, its answer lost); given ``after``, only transactions that sent
   those bytes count (e.g. ``b'"event_data"'``, in every envelope a worker appends: not a
-  claim's commit, which a worker idle between turns also makes);
+  claim's commit, which a worker idle between turns also makes). Bytes sent by a
+  statement of its own (autocommit) or by a transaction rolled back do not count for the
+  next one: the server's word that the session is idle again forgets them;
 - :meth:`cut_answers`: the next ``n`` statements that hold given bytes (e.g. an event
   type among an insert's parameters) reach the server, and the connection is then closed
   before the server's answer is relayed (a statement done on the server in autocommit,
@@ -36,6 +38,9 @@ import socket
 import threading
 import time
 
+#: the server's ReadyForQuery with status idle: no transaction is open on the session
+_IDLE = b"Z\x00\x00\x00\x05I"
+
 
 class _Pair:
     def __init__(self, client: socket.socket, server: socket.socket) -> None:
@@ -44,6 +49,8 @@ class _Pair:
         self.cut_on_answer = False
         #: the transaction under way sent the bytes a commit cut waits for
         self.sent_marker = False
+        #: the last bytes the client sent (a marker split between two chunks)
+        self.tail = b""
         #: the server's next answer is lost (the connection closed before it is relayed)
         self.lose_answer = False
         self.closed = False
@@ -110,6 +117,8 @@ class FaultProxy:
 
     def cut_commits(self, n: int, after: bytes | None = None) -> None:
         with self._lock:
+            if self._to_cut and after != self._cut_after:
+                raise ValueError("cuts of commits with another marker are still pending")
             self._to_cut += n
             self._cut_after = after
 
@@ -178,8 +187,14 @@ class FaultProxy:
                     # it, and everything after
                     self.answers_cut += 1
                     break
-                if upstream and self._cut_after is not None and self._cut_after in data:
-                    pair.sent_marker = True
+                marker = self._cut_after
+                if upstream and marker is not None:
+                    seen = pair.tail + data
+                    if marker in seen:
+                        pair.sent_marker = True
+                    pair.tail = seen[-(len(marker) - 1) :] if len(marker) > 1 else b""
+                elif not upstream and _IDLE in data:
+                    pair.sent_marker = False  # that statement, or transaction, is over
                 if upstream and b"COMMIT" in data:
                     with self._lock:
                         if self._to_cut > 0 and (self._cut_after is None or pair.sent_marker):

@@ -5,7 +5,7 @@ See :mod:`flowc.compiler.analysis.properties`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flowc.compiler import model as m
@@ -26,7 +26,7 @@ __all__ = [
 
 #: how each comparison (``context.k == v``) the properties make reads a system's abstract
 #: states, by the comparison's :func:`~flowc.compiler.monitor.expr_key`: :func:`hits_on`
-Comparisons = dict[Any, tuple[int, frozenset[int]]]
+Comparisons = Mapping[Any, tuple[int, frozenset[int]]]
 
 
 def property_literals(props: Sequence[Property]) -> dict[str, list[Any]]:
@@ -57,11 +57,11 @@ def comparisons(system: System, props: Sequence[Property]) -> Comparisons | None
     """:func:`hits_on` of each comparison ``props`` make, or None when ``system`` does not
     tell one of them; made once per system and sequence of properties (whether the first
     exploration serves them, which system decides them, and the search read it)."""
-    return system.made_for(props, lambda: _comparisons(system, props))
+    return system.made_for("comparisons", props, lambda: _comparisons(system, props))
 
 
 def _comparisons(system: System, props: Sequence[Property]) -> Comparisons | None:
-    out: Comparisons = {}
+    out: dict[Any, tuple[int, frozenset[int]]] = {}
     for prop in props:
         for expr in expressions(prop):
             for e in walk(expr):

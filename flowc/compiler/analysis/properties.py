@@ -785,20 +785,13 @@ def decide(
 
 
 def decide_on(
-    space: StateSpace,
-    props: Sequence[Property],
-    max_states: int,
-    compared: Comparisons | None = None,
+    space: StateSpace, props: Sequence[Property], max_states: int
 ) -> tuple[PropertyResult, ...]:
     """:func:`decide` on a state space already explored (its system must tell apart the
-    values the properties compare: :func:`system_for`); ``compared``: how its states
-    read them, if known (:func:`comparisons`: the language server's space may be an
-    earlier version's, of the same shape, whose system need not keep this one's)."""
+    values the properties compare: :func:`system_for`)."""
     table = AtomTable()
     monitors = [Monitor(p, table) for p in props]
-    if compared is None:
-        compared = comparisons(space.system, props)
-    graph = _Graph(space, table, compared)
+    graph = _Graph(space, table, comparisons(space.system, props))
     limit = PRODUCT_FACTOR * max(max_states, len(space.keys), MIN_PRODUCT)
     return tuple(_decide_one(graph, mon, limit) for mon in monitors)
 
@@ -1033,7 +1026,7 @@ def check_properties(facts: Facts) -> Iterator[Finding]:
     try:
         system = system_for(compiled, props, facts.system)
         space = facts.space if system is facts.system else explore(system, bound, record=True)
-        results = decide_on(space, props, bound, comparisons(system, props))
+        results = decide_on(space, props, bound)
     except PropertyError as err:  # pragma: no cover - the parser refuses such properties
         for prop in props:
             yield Finding(

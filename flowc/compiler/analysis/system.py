@@ -139,9 +139,9 @@ class System:
     #: the texts kept from the document's earlier versions (:meth:`share_texts`)
     _shared_texts: RuleTexts | None = attrs.field(init=False, eq=False, repr=False, default=None)
     _labels: dict[int, str] = attrs.field(init=False, eq=False, repr=False, factory=dict)
-    #: what :meth:`made_for` made, by the object it was made for
-    _made: ByIdentity[Any, tuple[Any]] = attrs.field(
-        init=False, eq=False, repr=False, factory=ByIdentity
+    #: what :meth:`made_for` made, by what for and the object it was made of
+    _made: dict[str, ByIdentity[Any, tuple[Any]]] = attrs.field(
+        init=False, eq=False, repr=False, factory=dict
     )
     _describer: Describer = attrs.field(
         init=False,
@@ -238,10 +238,13 @@ class System:
         texts.begin(self.id_names, len(self.rules))
         object.__setattr__(self, "_shared_texts", texts)
 
-    def made_for(self, obj: Any, make: Callable[[], _T]) -> _T:
-        """``make()``, made once for this system and ``obj`` (by its identity: e.g. the
-        flow's properties, read by several checks)."""
-        return cast(_T, self._made.made(obj, lambda: (make(),))[0])
+    def made_for(self, what: str, obj: Any, make: Callable[[], _T]) -> _T:
+        """``make()``, made once for this system, ``what`` is made and ``obj`` (by its
+        identity: e.g. the flow's properties, read by several checks)."""
+        kept = self._made.get(what)
+        if kept is None:
+            kept = self._made[what] = ByIdentity()
+        return cast(_T, kept.made(obj, lambda: (make(),))[0])
 
     def line_of(self, rule: RuleSpec) -> int | None:
         return rule.info.line if rule.info is not None else None
@@ -296,6 +299,9 @@ class RuleTexts:
     ('when from a then b priority 2', 0)
     >>> two.describe_rule(two.rules[0]), texts.reused
     ('when from a then b priority 2', 1)
+    >>> same = two.rules[0]  # the same condition, another target or priority: not its text
+    >>> texts.get(attrs.evolve(same, priority=3)), texts.get(attrs.evolve(same, then=two.default))
+    (None, None)
     >>> texts.begin({"a": "renamed"}, 1)  # other names: every entry forgotten
     >>> three = system_of_flow(flow); three.share_texts(texts)
     >>> three.describe_rule(three.rules[0]), texts.reused
