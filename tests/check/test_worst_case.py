@@ -24,7 +24,6 @@ with ``flowc.compiler.analysis``) over flows drawn from fixed seeds by
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 from collections.abc import Iterator
 
@@ -36,7 +35,8 @@ from flowc.compiler.analysis import CheckOptions, check
 from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.facts import Facts
 from flowc.compiler.analysis.system import system_of_flow
-from flowc.compiler.analysis.worst import WorstCase, worst_case
+from flowc.compiler.analysis.worst import WorstCase, check_worst_case, worst_case
+from tests.check.check_replay import replay_finding
 from tests.property_check.runs import Runs
 from tests.property_check.strategies import MAX_RUNS, Flow, random_flow
 
@@ -180,6 +180,70 @@ def test_worst_case_agrees_with_the_brute_force() -> None:
     assert min(kinds.values()) >= FLOWS // 20, kinds
 
 
+def counted(text: str) -> WorstCase | None:
+    """:func:`worst_case` read from the symbolic count: the explicit exploration cut
+    short at its first state, so that every answer comes from the count."""
+    system = system_of_flow(compile_flow(text))
+    space = explore(system, 1)
+    assert space.truncated
+    return worst_case(Facts(system, space, "f.flow"))
+
+
+def test_the_worst_case_read_from_the_count_agrees_with_the_brute_force() -> None:
+    """When the exploration stops at its bound, the worst case comes from the symbolic
+    count (the states some run is in after exactly 1, 2, ... turns): on the generated
+    flows, with and without their cap, it is the brute force's, and its run replays
+    (without a cap, a run that never ends: into a loop and round it, back to the state
+    the loop starts from)."""
+    rng = random.Random(SEED + 1)
+    kinds = Counter[str]()
+    for i, flow in enumerate(flows(rng)):
+        if i >= FLOWS // 2:
+            break
+        while Runs(flow.text).count() > MAX_RUNS and flow.max_turns > 2:
+            flow.max_turns -= 1
+        cap = flow.max_turns
+        runs = Runs(flow.text)
+        found = counted(flow.text)
+        assert found is not None, flow.text
+        capped, longest = brute(runs)
+        if capped:
+            assert (found.kind, found.turns) == ("cap", cap), flow.text
+            assert len(found.run.turns) == cap, flow.text
+            Runs(with_cap(flow.lines, cap + 1)).replay(found.run.turns, found.run.next, None)
+            kinds["cap"] += 1
+        else:
+            assert (found.kind, found.turns) == ("ends", longest), flow.text
+            replayed = runs.replay(found.run.turns, None, found.run.reason)
+            assert all(len(r) == longest and r[-1].ended is not None for r in replayed)
+            kinds["ends"] += 1
+        bare = with_cap(flow.lines, None)
+        whole, _ = checker(bare)
+        assert whole is not None
+        found = counted(bare)
+        if whole.kind == "endless":
+            assert found is not None and found.kind == "endless", bare
+            assert found.run.loop_from is not None
+            # a lasso: it replays, and goes round to the state its loop starts from
+            system = system_of_flow(compile_flow(bare))
+            (finding,) = check_worst_case(Facts(system, explore(system, 1), "f.flow"))
+            assert finding.run == found.run
+            replay_finding(system, finding)
+            capped, _ = brute(Runs(with_cap(flow.lines, len(found.run.turns) + 1)))
+            assert capped, bare
+            Runs(with_cap(flow.lines, len(found.run.turns) + 1)).replay(
+                found.run.turns, found.run.next, None
+            )
+            kinds["endless"] += 1
+        else:
+            assert found is not None and (found.kind, found.turns) == ("ends", whole.turns), bare
+            assert whole.turns is not None
+            Runs(with_cap(flow.lines, whole.turns)).replay(found.run.turns, None, found.run.reason)
+            kinds["ends, no cap"] += 1
+    print(f"\n{kinds}")
+    assert min(kinds.values()) >= FLOWS // 40, kinds
+
+
 FLOW = """\
 speaker user: human
 speaker bot {
@@ -228,7 +292,7 @@ def test_a_run_that_never_ends_without_a_cap() -> None:
     assert found.notes[0] == "a run that never ends: user → bot → user → bot → …"
 
 
-def test_partial_exploration_is_unknown() -> None:
+def test_a_partial_exploration_reads_the_worst_case_from_the_count() -> None:
     text = """\
 speaker user: human
 speaker worker {
@@ -243,8 +307,20 @@ when from worker then user
 """
     codes = check(text, options=CheckOptions(select=("I301", "I307"), max_states=10))
     assert [d.code.id for d in codes] == ["I301", "I307"]
-    assert "is not known" in codes[1].message
-    assert not re.search(r"\d+ turns", codes[1].message)
+    # the count says what a complete check says: a run goes round until the cap
+    (whole,) = check(text, options=CheckOptions(select=("I307",)))
+    assert codes[1].message == whole.message
+    assert "closes it after turn 30" in codes[1].message
+    # with no cap, some run never ends: a run into a loop and round it, from the count
+    bare = text.replace("max_turns 30\n", "")
+    codes = check(bare, options=CheckOptions(select=("I301", "I307"), max_states=10))
+    assert [d.code.id for d in codes] == ["I301", "I307"]
+    assert codes[1].message.startswith("some run never ends"), codes[1].message
+    assert "…" in "\n".join(codes[1].notes)
+    # when the count itself gives up, the worst case is not known: every state is needed
+    system = system_of_flow(compile_flow(text))
+    facts = Facts(system, explore(system, 10), "f.flow", symbolic=False)
+    assert worst_case(facts) is None
 
 
 def test_the_cli_selects_it(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
@@ -257,3 +333,46 @@ def test_the_cli_selects_it(tmp_path: object, capsys: pytest.CaptureFixture[str]
     assert main(["check", str(path), "--format", "concise", "--select", "W,I307"]) == 0
     out = capsys.readouterr().out
     assert "I307 some run does not end by itself: `max_turns 4` closes it after turn 4" in out
+
+
+@pytest.mark.parametrize(("cap", "kind", "turns"), [(4, "cap", 4), (5, "ends", 5), (3, "cap", 3)])
+def test_the_count_follows_runs_longer_than_any_shortest_one(
+    cap: int, kind: str, turns: int
+) -> None:
+    """No loop, and every state is first reached within 2 turns, yet a longer way round
+    takes 5 turns before it ends: the count follows every run turn by turn (not only the
+    shortest to each state), as a complete check does, and its run replays."""
+    from tests.check.test_symbolic import LASTS_FLOW
+
+    text = LASTS_FLOW.replace("CAP", str(cap))
+    whole, _ = checker(text)
+    found = counted(text)
+    assert whole is not None and found is not None
+    assert (found.kind, found.turns) == (whole.kind, whole.turns) == (kind, turns)
+    assert len(found.run.turns) == turns
+    system = system_of_flow(compile_flow(text))
+    (finding,) = check_worst_case(Facts(system, explore(system, 1), "f.flow"))
+    assert finding.run == found.run
+    replay_finding(system, finding)
+
+
+def test_a_count_out_of_memory_here_leaves_the_other_findings_as_they_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CUDD running out of memory while I307 follows the runs says so in I307 alone: the
+    other checks' findings (I301's count of every state) stay those of the count, not
+    those of a check made again without it."""
+    from flowc.compiler.analysis.symbolic import Reach
+
+    def out_of_memory(*_: object) -> None:
+        raise ValueError("`DdNode *node` is `NULL` pointer.")
+
+    text = FLOW + "max_turns 30\n"
+    monkeypatch.setattr(Reach, "longest", out_of_memory)
+    i301, i307 = check(text, options=CheckOptions(select=("I301", "I307"), max_states=2))
+    assert "counted symbolically" in "\n".join(i301.notes)
+    assert "is not known" in i307.message
+    assert i307.notes == (
+        "the symbolic count ran out of the memory it is given while following the runs turn"
+        " by turn for the longest (its states were counted: see I301)",
+    )

@@ -163,6 +163,7 @@ class Reach:
         self._turns: list[tuple[int, Action, Any]] | None = None
         self._explorer: Explorer | None = None
         self._edge_cache: tuple[list[tuple[int, Action, int, Any]], list[Any]] | None = None
+        self._on: list[Any] | None = None
 
     # concrete runs ------------------------------------------------------------------
     #
@@ -276,6 +277,103 @@ class Reach:
             if step.action == action and wanted(step):
                 return before, step
         return None
+
+    def longest(
+        self, cap: int | None, limit: int
+    ) -> tuple[str, int, list[tuple[int, Step]]] | None:
+        """The worst case of the flow's runs (:mod:`flowc.compiler.analysis.worst`), read
+        from the count: ``("cap", cap, turns)`` when some run takes ``cap`` turns without
+        ending (``turns``: such a run), else ``("ends", n, turns)`` when every run ends by
+        itself, the longest after ``n`` turns (``turns``: one, its last turn the ending);
+        None past ``limit`` turns, or with no cap when some run never ends.
+
+        Unlike the layers (where a state is first reached), level ``t`` here holds every
+        state some run is in after exactly ``t`` turns: a run's length is not its
+        distance (a state first reached after ``cap`` turns gives the cap's case at once:
+        its shortest run)."""
+        sym = self.again
+        false = sym.bdd.false
+        system = sym.system
+        if cap is None and self.cyclic():
+            return None
+        if cap is not None and cap <= limit:
+            try:  # a state first reached after ``cap`` turns: its shortest run is one
+                deep = self.layer(cap)
+            except IndexError:
+                deep = []
+            if deep:
+                s, u = deep[0]
+                _, turns = self.path_to(cap, s, self.pick(u), _only_the_kickoff)
+                return "cap", cap, turns
+        horizon = limit if cap is None else min(cap, limit)
+        levels: list[list[tuple[int, Any]]] = [[(system.start, sym.point(system.initial))]]
+        #: the first turn (in order) of the last level with one that ends the run
+        ending: tuple[int, int, Any, Action, Any] | None = None
+        while len(levels) - 1 < horizon:
+            t = len(levels) - 1
+            found = [false] * len(system.speakers)
+            for s, u in levels[t]:
+                for action in self.actions_on(t, s):
+                    for _, nxt, _, v in sym.outcomes(s, action, u):
+                        if nxt >= 0:
+                            found[nxt] |= v
+                        elif ending is None or ending[0] < t:
+                            ending = (t, s, u, action, v)
+            level = [(s, u) for s, u in enumerate(found) if u != false]
+            if not level:
+                break
+            levels.append(level)
+        else:
+            if cap is None or cap > limit:
+                return None  # some run goes on past the limit
+            s, u = levels[cap][0]  # some run takes ``cap`` turns without ending
+            return "cap", cap, self._back(levels, cap, s, self.pick(u), [])
+        assert ending is not None, "every run ends, so some turn ends one"
+        t, s, u, action, v = ending
+        found_end = self.concrete(t, s, u, action, v, lambda step: step.outcome.speaker < 0)
+        assert found_end is not None
+        before, step = found_end
+        return "ends", t + 1, self._back(levels, t, s, before, [(s, step)])
+
+    def _back(
+        self,
+        levels: list[list[tuple[int, Any]]],
+        t: int,
+        speaker: int,
+        val: Valuation,
+        after: list[tuple[int, Step]],
+    ) -> list[tuple[int, Step]]:
+        """The turns of a run that is in ``(speaker, val)`` after exactly ``t`` turns (read
+        backwards through ``levels``, as :meth:`step_to` reads the layers), then ``after``."""
+        sym, explorer = self.again, self.explorer
+        turns: list[tuple[int, Step]] = []
+        while t > 0:
+            y = sym.point(val)
+            found: tuple[Valuation, Step] | None = None
+            for s, u in levels[t - 1]:
+                for action in self.actions_on(t - 1, s):
+                    pre = u & sym.before(y, action)
+                    if pre == sym.bdd.false:
+                        continue
+                    before = self.pick(pre)
+                    for step in explorer.steps(self.key_of(t - 1, s, before)):
+                        if (
+                            step.action == action
+                            and step.after == val
+                            and step.outcome.speaker == speaker
+                        ):
+                            found = before, step
+                            break
+                    if found is not None:
+                        break
+                if found is not None:
+                    break
+            else:  # pragma: no cover - a state of a level has a turn into it
+                raise LookupError("no turn into a state of its level")
+            assert found is not None
+            turns.append((s, found[1]))
+            speaker, val, t = s, found[0], t - 1
+        return [*turns[::-1], *after]
 
     def first_end(self, reason: str | None, distance: int) -> tuple[int, int, Valuation, Step]:
         """A turn that ends a run with ``reason`` from a state of layer ``distance - 1``:
@@ -442,6 +540,13 @@ class Reach:
         reachable state lies on a loop of turns, or leads to one. The states with a turn to
         such a state are found by shrinking the reachable ones to a fixpoint (a speaker's
         set is computed again only when a set its turns lead to shrank)."""
+        return any(u != self.sym.bdd.false for u in self._looping())
+
+    def _looping(self) -> list[Any]:
+        """Per speaker, the reachable valuations on a loop of turns or leading to one
+        (:meth:`cyclic`), worked out once."""
+        if self._on is not None:
+            return self._on
         sym = self.sym
         false = sym.bdd.false
         edges, _ = self._edges()
@@ -461,7 +566,36 @@ class Reach:
             if keep != on[s]:
                 on[s] = keep
                 dirty |= into[s]
-        return any(u != false for u in on)
+        self._on = on
+        return on
+
+    def lasso(self, limit: int) -> tuple[list[tuple[int, Step]], int] | None:
+        """A run that never ends (were there no ``max_turns``): from the kickoff, each
+        turn the first (in the explorer's order) into a state on a loop or leading to one
+        (:meth:`_looping`: from each such state some turn leads to another), until a
+        state comes again. Its turns (speaker, turn) and the turn the loop starts from;
+        None when no run goes on for ever, or no state comes again within ``limit``
+        turns."""
+        on = self._looping()
+        sym, explorer, system = self.sym, self.explorer, self.sym.system
+        false = sym.bdd.false
+        key: NodeKey = KICKOFF
+        speaker = system.start
+        seen: dict[NodeKey, int] = {}
+        turns: list[tuple[int, Step]] = []
+        while key not in seen:
+            if len(turns) >= limit:
+                return None
+            seen[key] = len(turns)
+            for step in explorer.steps(key):
+                nxt = step.outcome.speaker
+                if nxt >= 0 and sym.point(step.after) & on[nxt] != false:
+                    break
+            else:
+                return None  # (the kickoff leads to no loop: no run goes on for ever)
+            turns.append((speaker, step))
+            key, speaker = explorer.next_key(step), nxt
+        return turns, seen[key]
 
     def trapped(self) -> bool:
         """Whether some reachable state cannot reach an end (a loop no run leaves): the
@@ -486,6 +620,11 @@ class Reach:
                 can[s] |= u
             new = found
         return any(u & ~c != false for u, c in zip(self.reached, can, strict=True))
+
+
+def _only_the_kickoff(key: NodeKey) -> int | None:
+    """:meth:`Reach.path_to`'s ``known`` for a run read back to the kickoff (node 0)."""
+    return 0 if key == KICKOFF else None
 
 
 def _decides(fired: int) -> Callable[[Step], bool]:

@@ -15,8 +15,14 @@ after it, so:
   such a path; else every run ends by itself, and the longest path to an end is the
   worst case.
 
-This needs every state: when the exploration stopped at its bound (I301) the worst case
-is said to be unknown, never guessed from the states explored.
+This needs every state: when the exploration stopped at its bound (I301), the worst case
+is read from the symbolic count (:meth:`flowc.compiler.analysis.symbolic.Reach.longest`:
+the states some run is in after exactly 1, 2, ... turns, up to the cap), with a run read
+back from it; a run that never ends (no cap, or one past :data:`MAX_CAP_RUN`) is walked
+from the kickoff through the states the count finds on a loop or leading to one until
+a state comes again (:meth:`~flowc.compiler.analysis.symbolic.Reach.lasso`). When the
+count gave up too, or no run can be shown within :data:`MAX_CAP_RUN` turns, it is said
+to be unknown, never guessed from the states explored.
 """
 
 from __future__ import annotations
@@ -26,11 +32,12 @@ from collections.abc import Iterator
 import attrs
 import networkx as nx
 
-from flowc._compat import networkx_successors
+from flowc._compat import dd_out_of_memory, networkx_successors
 from flowc.compiler.analysis.bound import flow_span
 from flowc.compiler.analysis.cap import cap_label
 from flowc.compiler.analysis.facts import MAX_CAP_RUN, Facts, Finding
-from flowc.compiler.analysis.runs import Run, run_along
+from flowc.compiler.analysis.runs import Run, run_along, run_beyond
+from flowc.compiler.analysis.symbolic import Reach
 from flowc.diagnostics import I307, counted
 
 __all__ = ["WorstCase", "check_worst_case", "worst_case"]
@@ -70,10 +77,16 @@ def worst_case(facts: Facts) -> WorstCase | None:
     >>> found.kind, found.turns, found.run.render()
     ('cap', 10, 'user → bot → user → bot → user → bot → user → bot → user → bot → user')
     """
+    found = _worst(facts)
+    return found if isinstance(found, WorstCase) else None
+
+
+def _worst(facts: Facts) -> WorstCase | str:
+    """:func:`worst_case`, or why it is not known."""
     space = facts.space
-    if space.truncated:
-        return None
     cap = facts.system.max_turns
+    if space.truncated:
+        return _from_count(facts)
     size = len(space.keys)
     succ = networkx_successors(space.graph)
     is_end = [space.is_end(v) for v in range(size)]
@@ -112,9 +125,53 @@ def worst_case(facts: Facts) -> WorstCase | None:
         path = _chain(back, deepest)[: cap + 1]
         return WorstCase("cap", cap, run_along(space, path))
     if best_end is None:  # pragma: no cover - a turn always goes somewhere
-        return None
+        return "no run ends"
     turns, before, end = best_end
     return WorstCase("ends", turns, run_along(space, [*_chain(back, before), end]))
+
+
+#: why the worst case is not known, when the exploration stopped at its bound
+_NO_COUNT = "every state is needed to know the longest run"
+_PAST = (
+    f"the symbolic count follows every run for up to {MAX_CAP_RUN:,} turns, and some run"
+    " goes on past them"
+)
+_COUNT_MEMORY = (
+    "the symbolic count ran out of the memory it is given while following the runs turn by"
+    " turn for the longest (its states were counted: see I301)"
+)
+
+
+def _from_count(facts: Facts) -> WorstCase | str:
+    """:func:`worst_case` when the exploration stopped at its bound: from the count (or
+    why not). A count that runs out of memory here says so, and leaves the findings of
+    the other checks as they are (this check is the last)."""
+    found = facts.symbolic
+    if found is None or found.reach is None:
+        return _NO_COUNT
+    try:
+        return _counted(facts, found.reach)
+    except (MemoryError, RuntimeError, ValueError) as error:
+        if not dd_out_of_memory(error):
+            raise
+        return _COUNT_MEMORY
+
+
+def _counted(facts: Facts, reach: Reach) -> WorstCase | str:
+    cap = facts.system.max_turns
+    got = reach.longest(cap, MAX_CAP_RUN)
+    if got is not None:
+        kind, turns, steps = got
+        return WorstCase(kind, turns, run_beyond(facts.space, 0, steps))
+    if (cap is not None and cap <= MAX_CAP_RUN) or not reach.cyclic():
+        return _PAST  # (no loop, but a run longer than MAX_CAP_RUN turns)
+    # a run into a loop and once around it (as the explicit case shows past MAX_CAP_RUN)
+    lasso = reach.lasso(MAX_CAP_RUN)
+    if lasso is None:
+        return _PAST
+    steps, loop_from = lasso
+    run = attrs.evolve(run_beyond(facts.space, 0, steps), loop_from=loop_from)
+    return WorstCase("endless" if cap is None else "cap", cap, run)
 
 
 def _chain(back: list[int], node: int) -> list[int]:
@@ -154,8 +211,8 @@ def check_worst_case(facts: Facts) -> Iterator[Finding]:
     if span is None:
         span = flow_span(facts.flow)
     path = "max_turns" if cap is not None else ("" if system.json_mode else None)
-    found = worst_case(facts)
-    if found is None:
+    found = _worst(facts)
+    if isinstance(found, str):
         yield Finding(
             facts.diag(
                 I307,
@@ -163,7 +220,7 @@ def check_worst_case(facts: Facts) -> Iterator[Finding]:
                 "stopped at its bound (I301)",
                 span=span,
                 json_path=path,
-                notes=("every state is needed to know the longest run",),
+                notes=(found,),
                 help="raise the bound with `--max-states N` (or `max-states` in `[tool.flowc]`)",
             )
         )
