@@ -515,13 +515,6 @@ def find_run(store: WalStore, run: str, db: str | None = None) -> str:
     raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
 
 
-def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
-    try:
-        return RunTarget.from_metadata(metadata)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-
-
 def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     """One stored run as ``flowc log`` lists it (``None`` for a channel that is no run;
     raises one of :data:`READ_ERRORS` if it is damaged)."""
@@ -648,12 +641,14 @@ def _no_turn(cid: str, err: Any) -> str:
 
 def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
     """``flowc log RUN --why N``: why turn N went where it went."""
-    from flowc.runtime.why import TurnOutOfRange, explain_turn
+    from flowc.runtime.why import TurnOutOfRange, WhyError, explain_turn
 
     try:
         why = explain_turn(store.read(cid), n)
     except TurnOutOfRange as err:
         raise UsageError(_no_turn(cid, err)) from None
+    except WhyError as err:  # not a workflow run, or a damaged one: said as one of READ_ERRORS
+        raise ProtocolError(str(err)) from None
     if mode == "json":
         sys.stdout.write(canonical_json(why.to_json()))
     elif mode == "jsonl":
@@ -665,14 +660,14 @@ def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
 
 def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
     """``flowc log RUN --scenario-upto N [--name NAME]``: the scenario of turns 1 to N."""
-    from flowc.runtime.fork import ForkError, scenario_upto
-    from flowc.runtime.why import TurnOutOfRange
+    from flowc.runtime.fork import scenario_upto
+    from flowc.runtime.why import TurnOutOfRange, WhyError
 
     try:
         text = scenario_upto(store.read(cid), n, name)
     except TurnOutOfRange as err:
         raise UsageError(_no_turn(cid, err)) from None
-    except ForkError as err:
+    except WhyError as err:  # a turn no scenario line writes (ForkError), a damaged run
         print(f"flowc log: error: run {cid}: {err}", file=sys.stderr)
         return EXIT_ERRORS
     sys.stdout.write(text)
@@ -741,7 +736,7 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
 
     envs = list(store.read(cid))
     md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
-    target = _target_from_metadata(md)
+    target = RunTarget.from_metadata(md)
     records, close, state = transcript(envs)
     nxt = state.expected_next_speaker if state is not None and close is None else None
     describe = target.describe_decision

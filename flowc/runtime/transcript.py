@@ -32,9 +32,10 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import Failure, tracebacks_wanted
 from flowc.runtime.frozen import builder, writable_base
-from flowc.runtime.wal import Lease, WalError, WalStore
+from flowc.runtime.wal import DamagedRow, Lease, WalError, WalStore
 
 __all__ = [
+    "DAMAGED",
     "READ_ERRORS",
     "RunResult",
     "TranscriptFolder",
@@ -46,11 +47,20 @@ __all__ = [
     "turn_json",
 ]
 
-#: what reading or folding a stored run raises when it cannot be read: a damaged row, a
-#: graph the runtime refuses (:class:`GraphError`, such as a custom condition no plugin
-#: loaded registers); every reader of runs (`flowc log`, `replay`, `resume`, `fork`,
-#: `flowc view`) catches these for one run and goes on with the others
-READ_ERRORS = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
+#: what reading or folding a damaged stored run raises: a row that is not an envelope of
+#: the run or holds a value not of the type flowc writes (:class:`DamagedRow`, naming its
+#: JSON path), a record or a graph the runtime refuses (:class:`ProtocolError`; a
+#: :class:`GraphError` such as a custom condition no plugin loaded registers); a worker
+#: gives such a run up
+DAMAGED = (DamagedRow, ProtocolError)
+
+#: what reading or folding a stored run raises when it cannot be read: :data:`DAMAGED`,
+#: or the store failing (:class:`WalError`); every reader of runs (`flowc log`,
+#: `replay`, `resume`, `fork`, `flowc view`) catches these for one run and goes on with
+#: the others. Anything else (a ``KeyError``, ``TypeError``, ...) is a bug in flowc, an
+#: internal error: the stored values are checked as they are read
+#: (:mod:`flowc.runtime.stored`) and the checks raise :class:`ProtocolError`
+READ_ERRORS = (WalError, ProtocolError)
 
 #: said after a refused graph that names custom conditions or targets nothing registered
 PLUGIN_HINT = (

@@ -45,11 +45,14 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from flowc.diagnostics import counted
+from flowc.runtime.adapters.base import DamagedRecord
 from flowc.runtime.envelope import STAMPED, Envelope
+from flowc.runtime.stored import check_envelope
 
 __all__ = [
     "LEASE_SECONDS",
     "PAGE_SIZE",
+    "DamagedRow",
     "Lease",
     "LeaseBusy",
     "LeaseError",
@@ -59,6 +62,7 @@ __all__ = [
     "StoreUnavailable",
     "WalError",
     "WalStore",
+    "decode_claimed",
     "decode_rows",
     "describe_holder",
     "encode_row",
@@ -73,6 +77,11 @@ LEASE_SECONDS = 30.0
 
 class WalError(Exception):
     """The store refused an append (e.g. a duplicate envelope id) or cannot be opened."""
+
+
+class DamagedRow(WalError):
+    """A stored row that is not an envelope of its run, or holds a value not of the type
+    flowc writes (:func:`decode_rows`): the run is damaged, not the store unreachable."""
 
 
 class StoreUnavailable(WalError):
@@ -609,21 +618,40 @@ def _names(db: sqlite3.Connection) -> set[str]:
 
 def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[Envelope]:
     """``(row key, envelope JSON)`` rows of one run, in order -> its envelopes; a row that
-    is not an envelope of this run raises :class:`WalError` naming ``db``, the run, the
-    envelope's place and the row."""
+    is not an envelope of this run, or holds a value its readers cannot read
+    (:func:`flowc.runtime.stored.check_envelope`), raises :class:`DamagedRow` naming
+    ``db``, the run, the envelope's place, the row and the value's JSON path."""
     out = []
     for i, (seq, text) in enumerate(rows, start=1):
         try:
             env = Envelope.from_json(text)
             if not isinstance(env.event_data, dict) or env.channel_id != channel_id:
                 raise ValueError("not an envelope of this run")
+            check_envelope(env)
+        except DamagedRecord as err:
+            raise DamagedRow(
+                f"{db}: run {channel_id}: envelope {i} (row {seq}) is damaged "
+                f"({err.path}: {err.what})"
+            ) from None
         except (ValueError, TypeError, AttributeError, RecursionError) as err:
-            raise WalError(
+            # (what json.loads and Envelope(**row) raise for a row that is no envelope)
+            raise DamagedRow(
                 f"{db}: run {channel_id}: envelope {i} (row {seq}) is "
                 f"damaged ({type(err).__name__}: {err})"
             ) from None
         out.append(env)
     return out
+
+
+def decode_claimed(
+    db: str, channel_id: str, rows: list[tuple[Any, str]]
+) -> tuple[list[Envelope], DamagedRow | None]:
+    """:func:`decode_rows` for a run claimed with others: a damaged run is ``([], the
+    error)``, so that the others are claimed and the claimant gives this one back."""
+    try:
+        return decode_rows(db, channel_id, rows), None
+    except DamagedRow as err:
+        return [], err
 
 
 #: the files SQLite keeps beside a database ``PATH``: ``PATH-wal``, ``PATH-shm`` and, while

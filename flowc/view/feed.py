@@ -120,7 +120,7 @@ class RunView:
     @classmethod
     def load(cls, store: WalStore, run_id: str) -> RunView | None:
         """The run's view (``None`` when the store has no such run); raises
-        :class:`ValueError` when its stored graph is not valid."""
+        :class:`~flowc.runtime.adapters.base.ProtocolError` when its stored graph is not valid."""
         first = _opening(store, run_id)
         if first is None:
             return None

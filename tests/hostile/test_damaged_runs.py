@@ -1,0 +1,195 @@
+"""A damaged stored run, whatever a corrupt or hostile database holds in its rows (wrong
+JSON types, missing keys, nulls, huge numbers, nested junk): every reader of runs
+(`flowc log`, `log RUN`, `log --json`, `replay`, `flowc view`'s runs list and run page)
+either reads it or says the run is damaged, naming it; never a traceback, never an
+internal error (a bug in flowc shown as a damaged run, or a damaged run shown as a bug).
+
+The property test mutates one value of one record of a real run, written by the real
+runtime into a real SQLite file; the examples are derandomized and bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowc.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "test-token-0123456789abcdef"
+SCRIPT = """kickoff: "I was charged twice this month."
+script:
+  triage:
+    - tool: route_billing
+      say: "Passing you to billing."
+  billing:
+    - "I see two charges. Refund one?"
+    - tool: close_ticket
+      say: "Refunded."
+  customer:
+    - "Yes, please."
+"""
+
+#: what a damaged value is replaced with
+JUNK: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    10**30,
+    1.5e308,
+    "",
+    "x",
+    "wf-nope",
+    [],
+    [None],
+    [1, "a", {}],
+    {},
+    {"a": None},
+    {"x": [{"y": [1, 2, {"z": None}]}]},
+]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list[tuple[int, Any]]]:
+    """A closed run of examples/context_routing.flow (a tool that routes and sets the
+    context, a human's reply, a tool that ends it) written by the real `flowc run`: the
+    database, the run id and its rows ``(seq, envelope JSON)``."""
+    folder = tmp_path_factory.mktemp("damaged")
+    (folder / "s.yaml").write_text(SCRIPT, encoding="utf-8")
+    db = folder / "runs.db"
+    flow = ROOT / "examples" / "context_routing.flow"
+    code = main(["run", str(flow), "--script", str(folder / "s.yaml"), "--db", str(db)])
+    assert code == 0
+    con = sqlite3.connect(db)
+    rows = [
+        (s, json.loads(e)) for s, e in con.execute("SELECT seq, envelope FROM wal ORDER BY seq")
+    ]
+    (cid,) = {r["channel_id"] for _, r in rows}
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return db, cid, rows
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every JSON path into ``value`` (the value itself too), depth first."""
+    out = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*path, i))
+    return out
+
+
+def _mutate(doc: Any, path: tuple[Any, ...], junk: Any, delete: bool) -> Any:
+    """``doc`` with the value at ``path`` replaced by ``junk``, or deleted (a key or an
+    item); the whole record replaced when ``path`` is empty."""
+    if not path:
+        return junk
+    doc = json.loads(json.dumps(doc))
+    parent = doc
+    for step in path[:-1]:
+        parent = parent[step]
+    if delete:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = junk
+    return doc
+
+
+@st.composite
+def damage(draw: st.DrawFn, rows: list[tuple[int, Any]]) -> tuple[int, Any]:
+    """One record of the run with one value damaged: ``(seq, new envelope)``."""
+    seq, env = draw(st.sampled_from(rows))
+    paths = [p for p in _paths(env) if p[:1] != ("channel_id",)]
+    path = draw(st.sampled_from(paths))
+    delete = bool(path) and draw(st.booleans())
+    junk = draw(st.sampled_from(JUNK))
+    return seq, _mutate(env, path, junk, delete)
+
+
+def _readers(db: Path, cid: str) -> list[list[str]]:
+    return [
+        ["log", "--db", str(db)],
+        ["log", "--json", "--db", str(db)],
+        ["log", cid, "--db", str(db)],
+        ["log", cid, "--json", "--db", str(db)],
+        ["log", cid, "--jsonl", "--db", str(db)],
+        ["replay", cid, "--db", str(db)],
+    ]
+
+
+def _check_cli(argv: list[str], cid: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    where = f"flowc {' '.join(argv)}: exit {code}\n{err[-2000:]}"
+    assert "Traceback" not in err and "internal error" not in err, where
+    assert code in (0, 1), where
+    if code == 1:  # (replay says where the WAL breaks on stdout)
+        assert f"run {cid}" in err + out or f"{cid}:" in err + out, where
+
+
+def _check_view(db: Path, cid: str) -> None:
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    client = TestClient(
+        make_app(ViewSettings(str(db), TOKEN)),  # type: ignore[arg-type]
+        base_url="http://127.0.0.1:8125",
+        raise_server_exceptions=True,
+    )
+    listed = client.get(f"/api/runs?token={TOKEN}")
+    assert listed.status_code == 200, listed.text
+    for line in listed.json():
+        assert line["run_id"] == cid, line
+        if line["status"] == "damaged":
+            assert "internal error" not in line["error"], line
+    # (a run whose first record is no opening is no run: not listed, and not found)
+    found = 404 if not listed.json() else 500
+    for path in (f"/api/run/{cid}", f"/run/{cid}"):
+        page = client.get(f"{path}?token={TOKEN}")
+        if page.status_code != 200:
+            assert page.status_code == found, page.text
+            assert found == 404 or f"run {cid}" in page.text, page.text
+
+
+def test_every_reader_reads_a_damaged_run_or_says_so(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+
+    @settings(
+        derandomize=True,
+        max_examples=300,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(damage(rows))
+    def check(damaged: tuple[int, Any]) -> None:
+        seq, env = damaged
+        for beside in ("-wal", "-shm"):  # left by the last example's readers
+            Path(f"{copy}{beside}").unlink(missing_ok=True)
+        shutil.copyfile(db, copy)
+        con = sqlite3.connect(copy)
+        con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), seq))
+        con.commit()
+        con.close()
+        for argv in _readers(copy, cid):
+            _check_cli(argv, cid, capsys)
+        _check_view(copy, cid)
+
+    check()
