@@ -660,16 +660,18 @@ def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
 
 def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
     """``flowc log RUN --scenario-upto N [--name NAME]``: the scenario of turns 1 to N."""
-    from flowc.runtime.fork import scenario_upto
+    from flowc.runtime.fork import ForkError, scenario_upto
     from flowc.runtime.why import TurnOutOfRange, WhyError
 
     try:
         text = scenario_upto(store.read(cid), n, name)
     except TurnOutOfRange as err:
         raise UsageError(_no_turn(cid, err)) from None
-    except WhyError as err:  # a turn no scenario line writes (ForkError), a damaged run
+    except ForkError as err:
         print(f"flowc log: error: run {cid}: {err}", file=sys.stderr)
         return EXIT_ERRORS
+    except WhyError as err:  # not a workflow run, or a damaged one: said as one of READ_ERRORS
+        raise ProtocolError(str(err)) from None
     sys.stdout.write(text)
     return EXIT_OK
 

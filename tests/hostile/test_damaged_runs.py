@@ -1,8 +1,9 @@
 """A damaged stored run, whatever a corrupt or hostile database holds in its rows (wrong
 JSON types, missing keys, nulls, huge numbers, nested junk): every reader of runs
-(`flowc log`, `log RUN`, `log --json`, `replay`, `flowc view`'s runs list and run page)
-either reads it or says the run is damaged, naming it; never a traceback, never an
-internal error (a bug in flowc shown as a damaged run, or a damaged run shown as a bug).
+(`flowc log`, `log RUN`, `log --json`, `replay`, `flowc view`'s runs list, run page and
+the answers about a turn and the graph) either reads it or says the run is damaged,
+naming it; never a traceback, never an internal error (a bug in flowc shown as a
+damaged run, or a damaged run shown as a bug).
 
 The property test mutates one value of one record of a real run, written by the real
 runtime into a real SQLite file; the examples are derandomized and bounded.
@@ -125,6 +126,8 @@ def _readers(db: Path, cid: str) -> list[list[str]]:
         ["log", cid, "--json", "--db", str(db)],
         ["log", cid, "--jsonl", "--db", str(db)],
         ["replay", cid, "--db", str(db)],
+        ["log", cid, "--why", "3", "--db", str(db)],
+        ["log", cid, "--scenario-upto", "4", "--db", str(db)],
     ]
 
 
@@ -161,6 +164,12 @@ def _check_view(db: Path, cid: str) -> None:
         if page.status_code != 200:
             assert page.status_code == found, page.text
             assert found == 404 or f"run {cid}" in page.text, page.text
+    # what the run page asks about a turn, and the stored graph's findings (not a stream)
+    for path in ("why/3", "scenario/4", "findings"):
+        answer = client.get(f"/api/run/{cid}/{path}?token={TOKEN}")
+        if answer.status_code not in (200, 404):
+            assert answer.status_code in (422, 500) and f"run {cid}" in answer.text, answer.text
+            assert "internal error" not in answer.text, answer.text
 
 
 def test_every_reader_reads_a_damaged_run_or_says_so(
@@ -193,3 +202,88 @@ def test_every_reader_reads_a_damaged_run_or_says_so(
         _check_view(copy, cid)
 
     check()
+
+
+def _damage(db: Path, seq: int, env: Any) -> None:
+    con = sqlite3.connect(db)
+    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), seq))
+    con.commit()
+    con.close()
+
+
+def test_a_damaged_value_is_named_by_run_record_and_json_path(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db, copy)
+    (pos, seq, env), *_ = [
+        (i, s, e) for i, (s, e) in enumerate(rows, 1) if e["event_data"].get("routing")
+    ]
+    env = _mutate(env, ("event_data", "routing", "tool"), 10**30, False)
+    _damage(copy, seq, env)
+    assert main(["log", "--db", str(copy)]) == 1
+    out, err = capsys.readouterr()
+    assert out == f"{cid}  damaged\n"
+    assert err == (
+        f"flowc log: error: {copy}: run {cid}: envelope {pos} (row {seq}) is damaged "
+        "(event_data.routing.tool: expected a string or null, got 1000000000000000000000000000000)\n"
+    )
+    # the opening's metadata: `flowc log RUN` said "the stored context_vars are not an
+    # object", exit 2, naming neither the database nor the run
+    opening = _mutate(
+        rows[0][1], ("event_data", "metadata", "participants", 1, "order"), "2", False
+    )
+    _damage(copy, rows[0][0], opening)
+    assert main(["log", cid, "--db", str(copy)]) == 1
+    assert capsys.readouterr().err == (
+        f"flowc log: error: {copy}: run {cid}: envelope 1 (row {rows[0][0]}) is damaged "
+        '(event_data.metadata.participants[1].order: expected an integer, got "2")\n'
+    )
+
+
+@pytest.mark.parametrize("error", [TypeError, AttributeError, KeyError, ValueError])
+def test_a_bug_while_reading_a_run_is_an_internal_error_not_a_damaged_run(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: type[Exception],
+) -> None:
+    """`flowc log` took any KeyError, TypeError, ValueError or AttributeError met while
+    it read a run for a damaged run (exit 1, "damaged"): a bug in flowc hidden as the
+    user's data."""
+    from flowc.runtime.transcript import TranscriptFolder
+
+    db, cid, _ = stored
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise error("injected fault in TranscriptFolder.feed")
+
+    monkeypatch.setattr(TranscriptFolder, "feed", broken)
+    for argv in (["log", "--db", str(db)], ["log", cid, "--json", "--db", str(db)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "flowc log: internal error: " in err and "injected fault" in err, err
+        assert "damaged" not in err
+
+
+def test_a_run_that_does_not_open_is_damaged_for_why_and_scenario(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`log RUN --why N` and `--scenario-upto N` on a run whose first record is not its
+    opening: a damaged run (it was caught as a ValueError; with READ_ERRORS narrowed it
+    would be an internal error)."""
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db, copy)
+    _damage(copy, rows[0][0], _mutate(rows[0][1], ("event_type",), "x", False))
+    for option in ("--why", "--scenario-upto"):
+        assert main(["log", cid, option, "3", "--db", str(copy)]) == 1
+        assert capsys.readouterr().err == (
+            f"flowc log: error: {copy}: run {cid}: the WAL of this run does not start with "
+            "its opening\n"
+        )
