@@ -160,9 +160,6 @@ class ChannelMetadata:
         for i, p in enumerate(people):
             at = f"{path}.participants[{i}]"
             need(p, dict, at, "an object")
-            for key in p:
-                if key not in ("agent_id", "order", "name", "role"):
-                    raise DamagedRecord(f"{at}.{key}", "no such key", p[key])
             participants.append(
                 Participant(
                     need_key(p, "agent_id", str, at, "a string"),
