@@ -3,7 +3,9 @@ store reads back is checked here (:func:`check_envelope`), so that a damaged row
 JSON types, missing keys, a corrupt or hostile database) is said to be damaged, naming
 the JSON path of the value (:class:`~flowc.runtime.adapters.base.DamagedRecord`), and
 what reads it is left with the values flowc writes. A value a reader does not use, or
-reads whatever it is, is not checked.
+reads whatever it is, is not checked; nor is what an opening's metadata holds (the
+channel's, which :meth:`ChannelMetadata.from_dict
+<flowc.runtime.adapters.base.ChannelMetadata.from_dict>` checks as a reader rebuilds it).
 
 >>> from flowc.runtime.envelope import EV_PACKET, Envelope
 >>> check_envelope(Envelope("c", "a", None, EV_PACKET, {"routing": {"reason": 5}}))
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowc.runtime.adapters.base import ChannelMetadata, DamagedRecord, need
+from flowc.runtime.adapters.base import DamagedRecord, need
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -160,9 +162,10 @@ def _check(env: Envelope) -> None:
             need(who, str, f"audience[{i}]", "a string")
     et, data = env.event_type, env.event_data
     if et == EV_CHANNEL_OPENED:
+        # (what the metadata holds is the channel's: ChannelMetadata.from_dict checks it)
         if "metadata" not in data:
             raise DamagedRecord("event_data.metadata", "an object", missing=True)
-        ChannelMetadata.from_dict(data["metadata"])
+        need(data["metadata"], dict, "event_data.metadata", "an object")
         _expectations(data.get("expectations"))
         return
     shapes = _DATA.get(et)

@@ -231,15 +231,16 @@ def test_a_damaged_value_is_named_by_run_record_and_json_path(
         f"flowc log: error: {copy}: run {cid}: envelope {pos} (row {seq}) is damaged "
         "(event_data.routing.tool: expected a string or null, got 1000000000000000000000000000000)\n"
     )
-    # the opening's metadata: `flowc log RUN` said "the stored context_vars are not an
-    # object", exit 2, naming neither the database nor the run
+    # a value of the opening's metadata (it was "damaged (TypeError: '<' not supported
+    # between instances of 'str' and 'int')": no record, no value named)
     opening = _mutate(
         rows[0][1], ("event_data", "metadata", "participants", 1, "order"), "2", False
     )
+    shutil.copyfile(db, copy)  # (the damaged routing undone)
     _damage(copy, rows[0][0], opening)
     assert main(["log", cid, "--db", str(copy)]) == 1
     assert capsys.readouterr().err == (
-        f"flowc log: error: {copy}: run {cid}: envelope 1 (row {rows[0][0]}) is damaged "
+        f"flowc log: error: {copy}: run {cid}: its opening record is damaged "
         '(event_data.metadata.participants[1].order: expected an integer, got "2")\n'
     )
 
