@@ -1059,7 +1059,7 @@ class Hub:
                 members=frozenset(metadata.participant_ids),
                 order=metadata.participant_ids,
             )
-        except ProtocolError as err:  # (a store checks the opening's values as it reads it)
+        except ProtocolError as err:  # (from_dict and a store check the stored values)
             raise ProtocolError(f"the channel cannot be rebuilt from its WAL: {err}") from None
         recorded_state = None
         reached: str | None = None

@@ -92,7 +92,10 @@ def _tool_calls(data: dict[str, Any]) -> None:
     for i, call in enumerate(calls if isinstance(calls, list) else ()):
         if isinstance(call, dict):  # (anything else is left out as it is read)
             need(
-                call.get("name"), (str, type(None)), f"event_data.tool_calls[{i}].name", "a string"
+                call.get("name"),
+                (str, type(None)),
+                f"event_data.tool_calls[{i}].name",
+                "a string or null",
             )
 
 
@@ -183,7 +186,7 @@ def _check(env: Envelope) -> None:
 def _expectations(found: Any) -> None:
     """The opening's liveness rules: ``[{"name", "on_violation", "params"}]``."""
     for i, e in enumerate(
-        need(found, (list, type(None)), "event_data.expectations", "a list") or ()
+        need(found, (list, type(None)), "event_data.expectations", "a list or null") or ()
     ):
         at = f"event_data.expectations[{i}]"
         need(e, dict, at, "an object")
