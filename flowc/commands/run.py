@@ -515,13 +515,22 @@ def find_run(store: WalStore, run: str, db: str | None = None) -> str:
     raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
 
 
+def _opening(envs: list[Envelope]) -> ChannelMetadata:
+    """The metadata of a stored run's opening (its first record); a run that does not
+    start with one is damaged (:class:`ProtocolError`), for ``log`` and ``log RUN`` alike."""
+    if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+        raise ProtocolError("the WAL of this run does not start with its opening")
+    return ChannelMetadata.from_dict(envs[0].event_data.get("metadata"))
+
+
 def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     """One stored run as ``flowc log`` lists it (``None`` for a channel that is no run;
     raises one of :data:`READ_ERRORS` if it is damaged)."""
     envs = list(store.read(cid))
-    if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+    if not envs:
         return None
-    md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
+    md = _opening(envs)
+    RunTarget.from_metadata(md)  # (a run `log RUN` cannot read is listed as damaged too)
     records, close, _ = transcript(envs)
     # a worker that gives a stalled run back records why (flowc.run.stalled): the run
     # is open, but nobody will take it up until someone resumes it
@@ -594,7 +603,11 @@ def _summary_line(r: dict[str, Any]) -> str:
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
     text = read_error_text(err)
-    return text if text.startswith(db) else f"{db}: run {cid}: {text}"
+    if text.startswith(db):  # (a damaged row names its database and run)
+        return text
+    if text.startswith("the run is damaged: "):  # (a value of its opening)
+        return f"{db}: run {cid} is damaged: {text.removeprefix('the run is damaged: ')}"
+    return f"{db}: run {cid}: {text}"
 
 
 def cmd_log(args: argparse.Namespace) -> int:
@@ -737,7 +750,7 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     from flowc.runtime.fork import FORKED_FROM, forked_from
 
     envs = list(store.read(cid))
-    md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
+    md = _opening(envs)
     target = RunTarget.from_metadata(md)
     records, close, state = transcript(envs)
     nxt = state.expected_next_speaker if state is not None and close is None else None

@@ -57,6 +57,7 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import describe_exception, failure_of, user_frame
 from flowc.runtime.guard import stop_reason
+from flowc.runtime.stored import admissible
 from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
     LEASE_SECONDS,
@@ -364,6 +365,7 @@ class Hub:
             envelope_id=self._stamp_id(),
             created_at=_now(),
         )
+        admissible(opened)  # (e.g. a turn_within's seconds: a number)
         lease = self.store.acquire(cid, self.holder, self.lease_seconds)
         if self._offer_fold is not None:
             self._offer_fold(opened, adapter, state, None)
@@ -457,6 +459,7 @@ class Hub:
                 _now(),
                 t.ttl_seconds,
             )
+        admissible(env)  # (only what a reader reads back: flowc.runtime.stored)
         adapter = ch.adapter
         metadata = ch.metadata
         try:

@@ -1,24 +1,35 @@
-"""What a stored record must hold for the readers of runs to read it: each envelope a
-store reads back is checked here (:func:`check_envelope`), so that a damaged row (wrong
-JSON types, missing keys, a corrupt or hostile database) is said to be damaged, naming
-the JSON path of the value (:class:`~flowc.runtime.adapters.base.DamagedRecord`), and
-what reads it is left with the values flowc writes. A value a reader does not use, or
-reads whatever it is, is not checked; nor is what an opening's metadata holds (the
-channel's, which :meth:`ChannelMetadata.from_dict
-<flowc.runtime.adapters.base.ChannelMetadata.from_dict>` checks as a reader rebuilds it).
+"""ONE definition of what each stored record may hold (per event type: which keys, of
+which types), used both where the hub admits or writes a record (:func:`admissible`: a
+value outside it is refused, nothing written) and where a store reads one back
+(:func:`check_envelope`, from :func:`flowc.runtime.wal.decode_rows`: a value outside it
+is a damaged row, named by its JSON path). So flowc never writes what it cannot read
+back, and a reader meets only values this definition allows.
+
+What the hub always accepted stays allowed: a reply's text (``text``, ``body``) is any
+JSON value (a list of content parts, an object, a number, null: AG2's message content is
+not always a string); an envelope's ``ttl_seconds`` is any number; the keys a context
+write deletes are any JSON scalars (a key the context does not hold is not there to
+delete). What the readers use is checked; what they pass on whatever it is, is not. An
+opening's metadata is the channel's, which :meth:`ChannelMetadata.from_dict
+<flowc.runtime.adapters.base.ChannelMetadata.from_dict>` checks as a reader rebuilds it.
 
 >>> from flowc.runtime.envelope import EV_PACKET, Envelope
 >>> check_envelope(Envelope("c", "a", None, EV_PACKET, {"routing": {"reason": 5}}))
 Traceback (most recent call last):
 ...
-flowc.runtime.adapters.base.DamagedRecord: a record is damaged (event_data.routing.reason: expected a string or null, got 5)
+flowc.runtime.adapters.base.DamagedRecord: a record is damaged: event_data.routing.reason: expected a string or null, got 5
+>>> check_envelope(Envelope("c", "a", None, EV_PACKET, {"body": ["a", {"b": 1}]}, ttl_seconds=2.5))
+>>> admissible(Envelope("c", "a", None, EV_PACKET, {"context_updates": {"delete": [[1]]}}))
+Traceback (most recent call last):
+...
+flowc.runtime.adapters.base.ProtocolError: flowc cannot store this envelope (event_data.context_updates.delete[0]: expected a string, number, boolean or null, got a list)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flowc.runtime.adapters.base import DamagedRecord, need
+from flowc.runtime.adapters.base import DamagedRecord, ProtocolError, need
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -30,12 +41,14 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 
-__all__ = ["check_envelope"]
+__all__ = ["admissible", "check_envelope", "check_row"]
 
 _STR = (str, "a string")
 _OPT_STR = ((str, type(None)), "a string or null")
 _OPT_INT = ((int, type(None)), "an integer or null")
 _OPT_OBJ = ((dict, type(None)), "an object or null")
+_OPT_NUMBER = ((int, float, type(None)), "a number or null")
+_SCALAR = ((str, int, float, bool, type(None)), "a string, number, boolean or null")
 
 #: the envelope's own fields (``event_data`` is an object: checked as its row is read)
 _FIELDS: dict[str, tuple[Any, str]] = {
@@ -49,13 +62,13 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "depth": (int, "an integer"),
     "idempotency_key": _OPT_STR,
     "created_at": _STR,
-    "ttl_seconds": _OPT_INT,
+    "ttl_seconds": _OPT_NUMBER,
 }
 
 #: per event type, the ``event_data`` values its readers use (absent is as null)
 _DATA: dict[str, dict[str, tuple[Any, str]]] = {
-    EV_TEXT: {"text": _OPT_STR},
-    EV_PACKET: {"body": _OPT_STR, "routing": _OPT_OBJ, "context_updates": _OPT_OBJ},
+    EV_TEXT: {},  # ("text": any JSON value)
+    EV_PACKET: {"routing": _OPT_OBJ, "context_updates": _OPT_OBJ},  # ("body": any)
     EV_CHANNEL_CLOSED: {"reason": _OPT_STR},
     EV_TURN_FAILED: {
         "turn": _OPT_INT,
@@ -84,7 +97,7 @@ def _context_write(data: Any, path: str) -> None:
     need(data.get("set"), (dict, type(None)), f"{path}.set", "an object or null")
     deleted = need(data.get("delete"), (list, type(None)), f"{path}.delete", "a list or null")
     for i, key in enumerate(deleted or ()):
-        need(key, str, f"{path}.delete[{i}]", "a string")
+        need(key, _SCALAR[0], f"{path}.delete[{i}]", _SCALAR[1])
 
 
 def _tool_calls(data: dict[str, Any]) -> None:
@@ -105,6 +118,36 @@ def check_envelope(env: Envelope) -> None:
     if _usual(env):  # (every read envelope: a turn's costs a few attribute reads)
         return
     _check(env)
+
+
+#: an envelope's keys as a row stores them (``event_data`` and ``audience`` checked here)
+_KEYS = frozenset({"channel_id", "audience", "event_data", *_FIELDS})
+_REQUIRED = ("channel_id", "sender_id", "event_type", "event_data")
+
+
+def check_row(raw: Any) -> None:
+    """Raise :class:`DamagedRecord` when ``raw`` (a stored row's JSON) is not an
+    envelope's object: its keys, its ``audience`` and its ``event_data``; the values of
+    an envelope built from it are :func:`check_envelope`'s."""
+    need(raw, dict, "(the record)", "an object")
+    for key in _REQUIRED:
+        if key not in raw:
+            raise DamagedRecord(key, "a value", missing=True)
+    for key in raw:
+        if key not in _KEYS:
+            raise DamagedRecord(str(key), "no such key in an envelope", raw[key])
+    need(raw["channel_id"], str, "channel_id", "a string")
+    need(raw["event_data"], dict, "event_data", "an object")
+    need(raw.get("audience"), (list, type(None)), "audience", "a list or null")
+
+
+def admissible(env: Envelope) -> None:
+    """Raise :class:`ProtocolError` (nothing is written) when the hub is about to write
+    ``env`` holding a value :func:`check_envelope` would read back as damaged."""
+    try:
+        check_envelope(env)
+    except DamagedRecord as err:
+        raise ProtocolError(f"flowc cannot store this envelope ({err.path}: {err.what})") from None
 
 
 def _str_or_none(value: Any) -> bool:
@@ -134,23 +177,19 @@ def _usual(env: Envelope) -> bool:
     ):
         return False
     if et == EV_TEXT:
-        return _str_or_none(data.get("text"))
+        return True
     if et == EV_PACKET:
         routing, updates = data.get("routing"), data.get("context_updates")
         return (
-            _str_or_none(data.get("body"))
-            and (
-                routing is None
-                or (type(routing) is dict and all(_str_or_none(routing.get(k)) for k in _ROUTING))
-            )
-            and (
-                updates is None
-                or (
-                    type(updates) is dict
-                    and type(updates.get("set", {})) is dict
-                    and type(updates.get("delete", [])) is list
-                    and all(type(k) is str for k in updates.get("delete", ()))
-                )
+            routing is None
+            or (type(routing) is dict and all(_str_or_none(routing.get(k)) for k in _ROUTING))
+        ) and (
+            updates is None
+            or (
+                type(updates) is dict
+                and type(updates.get("set", {})) is dict
+                and type(updates.get("delete", [])) is list
+                and all(type(k) is str for k in updates.get("delete", ()))
             )
         )
     return False
@@ -194,4 +233,6 @@ def _expectations(found: Any) -> None:
             if key not in e:
                 raise DamagedRecord(f"{at}.{key}", "a string", missing=True)
             need(e[key], str, f"{at}.{key}", "a string")
-        need(e.get("params", {}), dict, f"{at}.params", "an object")
+        params = need(e.get("params", {}), dict, f"{at}.params", "an object")
+        if "seconds" in params:  # (a turn_within's limit: the hub waits that long)
+            need(params["seconds"], (int, float), f"{at}.params.seconds", "a number")

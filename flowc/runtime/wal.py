@@ -47,7 +47,7 @@ import attrs
 from flowc.diagnostics import counted
 from flowc.runtime.adapters.base import DamagedRecord
 from flowc.runtime.envelope import STAMPED, Envelope
-from flowc.runtime.stored import check_envelope
+from flowc.runtime.stored import check_envelope, check_row
 
 __all__ = [
     "LEASE_SECONDS",
@@ -62,7 +62,6 @@ __all__ = [
     "StoreUnavailable",
     "WalError",
     "WalStore",
-    "decode_claimed",
     "decode_rows",
     "describe_holder",
     "encode_row",
@@ -623,35 +622,29 @@ def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[E
     ``db``, the run, the envelope's place, the row and the value's JSON path."""
     out = []
     for i, (seq, text) in enumerate(rows, start=1):
+        raw: Any = None
         try:
-            env = Envelope.from_json(text)
-            if not isinstance(env.event_data, dict) or env.channel_id != channel_id:
+            raw = json.loads(text)
+            check_row(raw)
+            if raw["channel_id"] != channel_id:
                 raise ValueError("not an envelope of this run")
+            env = Envelope.from_dict(raw)
             check_envelope(env)
         except DamagedRecord as err:
+            et = raw.get("event_type") if isinstance(raw, dict) else None
+            et = et if isinstance(et, str) else "no event type"
             raise DamagedRow(
-                f"{db}: run {channel_id}: envelope {i} (row {seq}) is damaged "
-                f"({err.path}: {err.what})"
+                f"{db}: run {channel_id} is damaged: record {i} ({et}, row {seq}), "
+                f"{err.path}: {err.what}"
             ) from None
-        except (ValueError, TypeError, AttributeError, RecursionError) as err:
-            # (what json.loads and Envelope(**row) raise for a row that is no envelope)
+        except (ValueError, TypeError, RecursionError) as err:
+            # (what json.loads raises for a row that is no JSON)
             raise DamagedRow(
-                f"{db}: run {channel_id}: envelope {i} (row {seq}) is "
-                f"damaged ({type(err).__name__}: {err})"
+                f"{db}: run {channel_id} is damaged: record {i} (row {seq}) is no envelope "
+                f"of this run ({type(err).__name__}: {err})"
             ) from None
         out.append(env)
     return out
-
-
-def decode_claimed(
-    db: str, channel_id: str, rows: list[tuple[Any, str]]
-) -> tuple[list[Envelope], DamagedRow | None]:
-    """:func:`decode_rows` for a run claimed with others: a damaged run is ``([], the
-    error)``, so that the others are claimed and the claimant gives this one back."""
-    try:
-        return decode_rows(db, channel_id, rows), None
-    except DamagedRow as err:
-        return [], err
 
 
 #: the files SQLite keeps beside a database ``PATH``: ``PATH-wal``, ``PATH-shm`` and, while

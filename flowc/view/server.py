@@ -73,7 +73,7 @@ from flowc.runtime.envelope import Envelope
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.stores import open_store
 from flowc.runtime.transcript import READ_ERRORS, TranscriptFolder, read_error_text
-from flowc.runtime.wal import WalError, WalStore
+from flowc.runtime.wal import DamagedRow, WalError, WalStore
 from flowc.view.feed import PAGE_ROWS, ListedRun, RunView, TurnFeed, read_page, status_of
 
 __all__ = ["POLL_SECONDS", "Guard", "ViewSettings", "make_app", "new_token"]
@@ -1032,6 +1032,8 @@ def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
             return JSONResponse({"error": f"the script: {err}"}, status_code=422)
         except (ForkError, ProtocolError) as err:  # refused before anything was written
             return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=422)
+        except DamagedRow as err:  # the run is damaged, as the answers about a turn say
+            return JSONResponse({"error": f"run {run_id}: {read_error_text(err)}"}, status_code=422)
         except WalError as err:  # the store failed before anything was written
             return JSONResponse({"error": f"the database: {err}"}, status_code=503)
         except _Written as written:  # ... or once the new run was (in part)

@@ -228,8 +228,8 @@ def test_a_damaged_value_is_named_by_run_record_and_json_path(
     out, err = capsys.readouterr()
     assert out == f"{cid}  damaged\n"
     assert err == (
-        f"flowc log: error: {copy}: run {cid}: envelope {pos} (row {seq}) is damaged "
-        "(event_data.routing.tool: expected a string or null, got 1000000000000000000000000000000)\n"
+        f"flowc log: error: {copy}: run {cid} is damaged: record {pos} (ag2.packet, row {seq}), "
+        "event_data.routing.tool: expected a string or null, got 1000000000000000000000000000000\n"
     )
     # a value of the opening's metadata (it was "damaged (TypeError: '<' not supported
     # between instances of 'str' and 'int')": no record, no value named)
@@ -240,8 +240,8 @@ def test_a_damaged_value_is_named_by_run_record_and_json_path(
     _damage(copy, rows[0][0], opening)
     assert main(["log", cid, "--db", str(copy)]) == 1
     assert capsys.readouterr().err == (
-        f"flowc log: error: {copy}: run {cid}: its opening record is damaged "
-        '(event_data.metadata.participants[1].order: expected an integer, got "2")\n'
+        f"flowc log: error: {copy}: run {cid} is damaged: record 1 (ag2.channel.opened), "
+        'event_data.metadata.participants[1].order: expected an integer, got "2"\n'
     )
 
 

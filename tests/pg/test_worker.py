@@ -475,7 +475,11 @@ def test_a_damaged_run_in_a_claim_does_not_hold_up_the_others(pg_dsn: str) -> No
                 assert worker.stats.closed == 1, seen
                 assert [cid for what, cid, _ in seen if what == "closed"] == [good]
                 failed = [detail for what, cid, detail in seen if what == "failed"]
-                assert failed and f"run {bad_row}: envelope 1 (row {seq}) is damaged" in failed[0]
+                assert (
+                    failed
+                    and f"run {bad_row} is damaged: record 1 (ag2.channel.opened, row {seq}), audience"
+                    in failed[0]
+                )
                 assert store.lease_of(bad_row) is None  # given back while the worker serves
                 lease = other.acquire(bad_row, "another-worker", 30)
                 assert lease.holder == "another-worker"

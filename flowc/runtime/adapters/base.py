@@ -40,14 +40,18 @@ class DamagedRecord(ProtocolError):
     path into the envelope, ``event_data.routing.reason``) is not ``expected``.
 
     >>> str(DamagedRecord("event_data.metadata.version", "an integer", "2"))
-    'its opening record is damaged (event_data.metadata.version: expected an integer, got "2")'
+    'the run is damaged: record 1 (ag2.channel.opened), event_data.metadata.version: expected an integer, got "2"'
     """
 
     def __init__(self, path: str, expected: str, value: Any = None, *, missing: bool = False):
         self.path = path
         self.what = f"expected {expected}, " + ("missing" if missing else f"got {_shown(value)}")
-        which = "its opening record" if path.startswith("event_data.metadata") else "a record"
-        super().__init__(f"{which} is damaged ({self.path}: {self.what})")
+        if path.startswith("event_data.metadata"):  # (read as the run is rebuilt)
+            super().__init__(
+                f"the run is damaged: record 1 (ag2.channel.opened), {path}: {self.what}"
+            )
+        else:
+            super().__init__(f"a record is damaged: {path}: {self.what}")
 
 
 def _shown(value: Any) -> str:
