@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowc.runtime.adapters.base import DamagedRecord, ProtocolError, need
+from flowc.runtime.adapters.base import DamagedRecord, ProtocolError, need, need_key
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -69,7 +69,7 @@ _FIELDS: dict[str, tuple[Any, str]] = {
 _DATA: dict[str, dict[str, tuple[Any, str]]] = {
     EV_TEXT: {},  # ("text": any JSON value)
     EV_PACKET: {"routing": _OPT_OBJ, "context_updates": _OPT_OBJ},  # ("body": any)
-    EV_CHANNEL_CLOSED: {"reason": _OPT_STR},
+    EV_CHANNEL_CLOSED: {},  # ("reason": a string, always: checked in _check)
     EV_TURN_FAILED: {
         "turn": _OPT_INT,
         "agent_id": _OPT_STR,
@@ -122,7 +122,7 @@ def check_envelope(env: Envelope) -> None:
 
 #: an envelope's keys as a row stores them (``event_data`` and ``audience`` checked here)
 _KEYS = frozenset({"channel_id", "audience", "event_data", *_FIELDS})
-_REQUIRED = ("channel_id", "sender_id", "event_type", "event_data")
+_REQUIRED = ("channel_id", "sender_id", "audience", "event_type", "event_data")
 
 
 def check_row(raw: Any) -> None:
@@ -210,6 +210,8 @@ def _check(env: Envelope) -> None:
         need(data["metadata"], dict, "event_data.metadata", "an object")
         _expectations(data.get("expectations"))
         return
+    if et == EV_CHANNEL_CLOSED:  # (the hub closes a run for a reason, always)
+        need_key(data, "reason", str, "event_data", "a string")
     shapes = _DATA.get(et)
     if shapes is not None:
         _values(data, shapes, "event_data")

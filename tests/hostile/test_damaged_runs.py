@@ -11,7 +11,9 @@ runtime into a real SQLite file; the examples are derandomized and bounded.
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -22,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowc.cli import main
+from flowc.runtime.fork import FORKED_FROM
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-0123456789abcdef"
@@ -128,6 +131,8 @@ def _readers(db: Path, cid: str) -> list[list[str]]:
         ["replay", cid, "--db", str(db)],
         ["log", cid, "--why", "3", "--db", str(db)],
         ["log", cid, "--scenario-upto", "4", "--db", str(db)],
+        ["resume", cid, "--db", str(db)],  # (what a worker does with a run it claims)
+        ["fork", cid, "2", "--db", str(db)],
     ]
 
 
@@ -137,8 +142,14 @@ def _check_cli(argv: list[str], cid: str, capsys: pytest.CaptureFixture[str]) ->
     where = f"flowc {' '.join(argv)}: exit {code}\n{err[-2000:]}"
     assert "Traceback" not in err and "internal error" not in err, where
     assert code in (0, 1), where
-    if code == 1:  # (replay says where the WAL breaks on stdout)
+    # (a fork with no script stalls; a fork whose copied records break the run's rules
+    # says so of the new run, forked from this one)
+    forked = argv[0] == "fork" and ("stalled: " in out or f"forked from {cid} " in err)
+    if code == 1 and not forked:  # (replay says where the WAL breaks on stdout)
         assert f"run {cid}" in err + out or f"{cid}:" in err + out, where
+    if "is damaged:" in err:  # a damaged value: its record and its JSON path
+        assert f"run {cid}" in err, where
+        assert re.search(r"is damaged: record \d+ \([^)]*\), [^:]+: expected ", err), where
 
 
 def _check_view(db: Path, cid: str) -> None:
@@ -153,12 +164,13 @@ def _check_view(db: Path, cid: str) -> None:
     )
     listed = client.get(f"/api/runs?token={TOKEN}")
     assert listed.status_code == 200, listed.text
-    for line in listed.json():
+    lines = [line for line in listed.json() if FORKED_FROM not in line]  # (`fork`'s runs)
+    for line in lines:
         assert line["run_id"] == cid, line
         if line["status"] == "damaged":
             assert "internal error" not in line["error"], line
     # (a run whose first record is no opening is no run: not listed, and not found)
-    found = 404 if not listed.json() else 500
+    found = 404 if not lines else 500
     for path in (f"/api/run/{cid}", f"/run/{cid}"):
         page = client.get(f"{path}?token={TOKEN}")
         if page.status_code != 200:
@@ -176,9 +188,11 @@ def test_every_reader_reads_a_damaged_run_or_says_so(
     stored: tuple[Path, str, list[tuple[int, Any]]],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db, cid, rows = stored
     copy = tmp_path / "copy.db"
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # (a fork's human: nobody answers)
 
     @settings(
         derandomize=True,
@@ -268,6 +282,19 @@ def test_a_bug_while_reading_a_run_is_an_internal_error_not_a_damaged_run(
         err = capsys.readouterr().err
         assert "flowc log: internal error: " in err and "injected fault" in err, err
         assert "damaged" not in err
+    # the view: a bug is the server's error (500), not a run listed as damaged
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    client = TestClient(
+        make_app(ViewSettings(str(db), TOKEN)),  # type: ignore[arg-type]
+        base_url="http://127.0.0.1:8125",
+        raise_server_exceptions=False,
+    )
+    for path in ("/api/runs",):
+        answer = client.get(f"{path}?token={TOKEN}")
+        assert answer.status_code == 500 and "damaged" not in answer.text, (path, answer.text)
 
 
 def test_a_run_that_does_not_open_is_damaged_for_why_and_scenario(
@@ -288,3 +315,86 @@ def test_a_run_that_does_not_open_is_damaged_for_why_and_scenario(
             f"flowc log: error: {copy}: run {cid}: the WAL of this run does not start with "
             "its opening\n"
         )
+
+
+def test_log_and_log_run_agree_on_a_run_that_does_not_open(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run whose first record is not its opening: `flowc log RUN` raised KeyError
+    'metadata' (an internal error once the catch was narrowed) while `flowc log` left the
+    run out of the list; both now say it is damaged, in the same words."""
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db, copy)
+    _damage(copy, rows[0][0], _mutate(rows[0][1], ("event_type",), "ag2.msg.text", False))
+    said = f"flowc log: error: {copy}: run {cid}: the WAL of this run does not start with its opening\n"
+    assert main(["log", "--db", str(copy)]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == (f"{cid}  damaged\n", said)
+    for argv in (["log", cid], ["log", cid, "--json"]):
+        assert main([*argv, "--db", str(copy)]) == 1
+        assert capsys.readouterr().err == said
+
+
+def test_a_stored_turn_limit_that_is_no_number_is_a_damaged_run(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A turn_within whose seconds are not a number: the hub's float() raised ValueError
+    on resume (an internal error once the catch was narrowed); it is a damaged record,
+    named by its JSON path, for every reader."""
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db, copy)
+    opening = rows[0][1]
+    assert opening["event_data"]["expectations"][0]["name"] == "turn_within"
+    path = ("event_data", "expectations", 0, "params", "seconds")
+    _damage(copy, rows[0][0], _mutate(opening, path, "soon", False))
+    said = (
+        f"{copy}: run {cid} is damaged: record 1 (ag2.channel.opened, row {rows[0][0]}), "
+        'event_data.expectations[0].params.seconds: expected a number, got "soon"\n'
+    )
+    for argv in (["log", cid], ["replay", cid], ["resume", cid], ["log"]):
+        code = main([*argv, "--db", str(copy)])
+        err = capsys.readouterr().err
+        assert code == 1 and err.endswith(said), (argv, err)
+        assert "internal error" not in err
+
+
+def test_the_views_fork_says_a_damaged_row_is_damaged(
+    stored: tuple[Path, str, list[tuple[int, Any]]], tmp_path: Path
+) -> None:
+    """POST /api/run/ID/fork/N on a run with a damaged row past its opening: said as the
+    view's answers about a turn say it (422, the run, record and JSON path), not as a
+    database that failed (503)."""
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db, copy)
+    pos, seq, env = next(
+        (i, s, e) for i, (s, e) in enumerate(rows, 1) if e["event_data"].get("routing")
+    )
+    _damage(copy, seq, _mutate(env, ("event_data", "routing", "tool"), 5, False))
+    client = TestClient(
+        make_app(ViewSettings(str(copy), TOKEN)),  # type: ignore[arg-type]
+        base_url="http://127.0.0.1:8125",
+        raise_server_exceptions=True,
+    )
+    said = (
+        f"run {cid}: {copy}: run {cid} is damaged: record {pos} (ag2.packet, row {seq}), "
+        "event_data.routing.tool: expected a string or null, got 5"
+    )
+    why = client.get(f"/api/run/{cid}/why/2?token={TOKEN}")
+    assert (why.status_code, why.json()) == (422, {"error": said})
+    fork = client.post(
+        f"/api/run/{cid}/fork/1?token={TOKEN}",
+        content=b"{}",
+        headers={"origin": "http://127.0.0.1:8125", "content-type": "application/json"},
+    )
+    assert (fork.status_code, fork.json()) == (422, {"error": said})
