@@ -323,8 +323,9 @@ def test_log_and_log_run_agree_on_a_run_that_does_not_open(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A run whose first record is not its opening: `flowc log RUN` raised KeyError
-    'metadata' (an internal error once the catch was narrowed) while `flowc log` left the
-    run out of the list; both now say it is damaged, in the same words."""
+    'metadata' (an internal error once the catch was narrowed) while `flowc log` and
+    `flowc view` left the run out of their lists; all now say it is damaged, in the same
+    words."""
     db, cid, rows = stored
     copy = tmp_path / "copy.db"
     shutil.copyfile(db, copy)
@@ -336,6 +337,21 @@ def test_log_and_log_run_agree_on_a_run_that_does_not_open(
     for argv in (["log", cid], ["log", cid, "--json"]):
         assert main([*argv, "--db", str(copy)]) == 1
         assert capsys.readouterr().err == said
+    # the view lists it as damaged in the same words (it left it out, and its page was 404)
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    client = TestClient(
+        make_app(ViewSettings(str(copy), TOKEN)),  # type: ignore[arg-type]
+        base_url="http://127.0.0.1:8125",
+        raise_server_exceptions=True,
+    )
+    error = "the WAL of this run does not start with its opening"
+    listed = client.get(f"/api/runs?token={TOKEN}").json()
+    assert listed == [{"run_id": cid, "status": "damaged", "error": error}]
+    page = client.get(f"/api/run/{cid}?token={TOKEN}")
+    assert (page.status_code, page.json()) == (500, {"error": f"run {cid}: {error}"})
 
 
 def test_a_stored_turn_limit_that_is_no_number_is_a_damaged_run(
