@@ -72,7 +72,7 @@ from flowc.runtime.transcript import (
     PROPERTY_KEY,
     READ_ERRORS,
     RunResult,
-    read_error_text,
+    run_error_text,
     stored_run_status,
     transcript,
     turn_json,
@@ -602,12 +602,7 @@ def _summary_line(r: dict[str, Any]) -> str:
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
-    text = read_error_text(err)
-    if text.startswith(db):  # (a damaged row names its database and run)
-        return text
-    if text.startswith("the run is damaged: "):  # (a value of its opening)
-        return f"{db}: run {cid} is damaged: {text.removeprefix('the run is damaged: ')}"
-    return f"{db}: run {cid}: {text}"
+    return run_error_text(cid, err, db)
 
 
 def cmd_log(args: argparse.Namespace) -> int:

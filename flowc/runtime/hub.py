@@ -37,6 +37,7 @@ from flowc.runtime.adapters.base import (
     AdapterResult,
     ChannelMetadata,
     ChannelState,
+    DamagedRecord,
     Expectation,
     Participant,
     ProtocolError,
@@ -365,7 +366,7 @@ class Hub:
             envelope_id=self._stamp_id(),
             created_at=_now(),
         )
-        admissible(opened)  # (e.g. a turn_within's seconds: a number)
+        admissible(opened, self._who(creator_id))  # (what a reader reads back: stored.py)
         lease = self.store.acquire(cid, self.holder, self.lease_seconds)
         if self._offer_fold is not None:
             self._offer_fold(opened, adapter, state, None)
@@ -391,6 +392,11 @@ class Hub:
         return ch
 
     # admission ----------------------------------------------------------------
+
+    def _who(self, agent_id: str) -> str:
+        """The name of ``agent_id`` (its id when it has none) in an admission's refusal."""
+        client = self._clients.get(agent_id)
+        return str(client.name) if client is not None and client.name else str(agent_id)
 
     def admit(self, envelope: Envelope) -> Envelope:
         """Admit one envelope synchronously; returns it stamped, or raises ``ProtocolError``."""
@@ -459,7 +465,7 @@ class Hub:
                 _now(),
                 t.ttl_seconds,
             )
-        admissible(env)  # (only what a reader reads back: flowc.runtime.stored)
+        admissible(env, self._who(sender_id))  # (only what a reader reads back: stored.py)
         adapter = ch.adapter
         metadata = ch.metadata
         try:
@@ -1062,7 +1068,9 @@ class Hub:
                 members=frozenset(metadata.participant_ids),
                 order=metadata.participant_ids,
             )
-        except ProtocolError as err:  # (from_dict and a store check the stored values)
+        except DamagedRecord:  # (a value of the opening: named by its record and path)
+            raise
+        except ProtocolError as err:  # (e.g. an adapter this hub does not have)
             raise ProtocolError(f"the channel cannot be rebuilt from its WAL: {err}") from None
         recorded_state = None
         reached: str | None = None

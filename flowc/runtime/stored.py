@@ -19,17 +19,24 @@ Traceback (most recent call last):
 ...
 flowc.runtime.adapters.base.DamagedRecord: a record is damaged: event_data.routing.reason: expected a string or null, got 5
 >>> check_envelope(Envelope("c", "a", None, EV_PACKET, {"body": ["a", {"b": 1}]}, ttl_seconds=2.5))
->>> admissible(Envelope("c", "a", None, EV_PACKET, {"context_updates": {"delete": [[1]]}}))
+>>> admissible(Envelope("c", "a", None, EV_PACKET, {"context_updates": {"delete": [[1]]}}), "drafter")
 Traceback (most recent call last):
 ...
-flowc.runtime.adapters.base.ProtocolError: flowc cannot store this envelope (event_data.context_updates.delete[0]: expected a string, number, boolean or null, got a list)
+flowc.runtime.adapters.base.ProtocolError: drafter's reply was refused: event_data.context_updates.delete[0]: expected a string, number, boolean or null, got a list
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from flowc.runtime.adapters.base import DamagedRecord, ProtocolError, need, need_key
+from flowc.runtime.adapters.base import (
+    ChannelMetadata,
+    DamagedRecord,
+    ProtocolError,
+    need,
+    need_key,
+)
 from flowc.runtime.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_OPENED,
@@ -80,7 +87,8 @@ _DATA: dict[str, dict[str, tuple[Any, str]]] = {
     EV_RUN_STALLED: {"agent_id": _OPT_STR},
 }
 
-_ROUTING = {"kind": _OPT_STR, "tool": _OPT_STR, "reason": _OPT_STR, "target": _OPT_STR}
+#: (``tool`` is any JSON scalar: the fold only compares it with the tools it knows)
+_ROUTING = {"kind": _OPT_STR, "tool": _SCALAR, "reason": _OPT_STR, "target": _OPT_STR}
 
 
 def _values(data: dict[str, Any], shapes: dict[str, tuple[Any, str]], path: str) -> None:
@@ -141,13 +149,28 @@ def check_row(raw: Any) -> None:
     need(raw.get("audience"), (list, type(None)), "audience", "a list or null")
 
 
-def admissible(env: Envelope) -> None:
+def admissible(env: Envelope, who: str | None = None) -> None:
     """Raise :class:`ProtocolError` (nothing is written) when the hub is about to write
-    ``env`` holding a value :func:`check_envelope` would read back as damaged."""
+    ``env`` holding a value a reader would read back as damaged: :func:`check_envelope`,
+    and for an opening its metadata as :meth:`ChannelMetadata.from_dict` reads it. The
+    message names ``who`` sent it (its name; its sender's id without one) and the value."""
     try:
         check_envelope(env)
+        if env.event_type == EV_CHANNEL_OPENED:
+            ChannelMetadata.from_dict(env.event_data.get("metadata"))
     except DamagedRecord as err:
-        raise ProtocolError(f"flowc cannot store this envelope ({err.path}: {err.what})") from None
+        sender = who if who is not None else str(env.sender_id)
+        kind = _KIND.get(env.event_type, f"{env.event_type} record")
+        raise ProtocolError(f"{sender}'s {kind} was refused: {err.path}: {err.what}") from None
+
+
+#: what a refused record is, in the refusal's words
+_KIND = {
+    EV_TEXT: "reply",
+    EV_PACKET: "reply",
+    EV_CONTEXT_SET: "context write",
+    EV_CHANNEL_OPENED: "opening of a run",
+}
 
 
 def _str_or_none(value: Any) -> bool:
@@ -237,4 +260,17 @@ def _expectations(found: Any) -> None:
             need(e[key], str, f"{at}.{key}", "a string")
         params = need(e.get("params", {}), dict, f"{at}.params", "an object")
         if "seconds" in params:  # (a turn_within's limit: the hub waits that long)
-            need(params["seconds"], (int, float), f"{at}.params.seconds", "a number")
+            _seconds(params["seconds"], f"{at}.params.seconds")
+
+
+def _seconds(value: Any, path: str) -> None:
+    """A turn_within's limit: a number ``float()`` converts, finite and not negative
+    (``10**400``, NaN or an infinity is no time the hub can wait)."""
+    expected = "a finite number of seconds, not negative"
+    need(value, (int, float), path, expected)
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise DamagedRecord(path, expected, value) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise DamagedRecord(path, expected, value)

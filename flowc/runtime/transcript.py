@@ -18,6 +18,7 @@ from flowc.runtime.adapters.base import (
     AdapterResult,
     ChannelMetadata,
     ChannelState,
+    DamagedRecord,
     ProtocolError,
 )
 from flowc.runtime.adapters.workflow import GraphError, WorkflowAdapter, WorkflowState
@@ -42,6 +43,7 @@ __all__ = [
     "TurnRecord",
     "plugin_hint",
     "read_error_text",
+    "run_error_text",
     "stored_run_status",
     "transcript",
     "turn_json",
@@ -92,6 +94,19 @@ def plugin_hint(err: BaseException) -> str:
         if problem.message.startswith(unregistered) and ";" not in problem.message:
             return f" ({PLUGIN_HINT})"
     return ""
+
+
+def run_error_text(run_id: str, err: BaseException, db: str | None = None) -> str:
+    """One of :data:`READ_ERRORS` reading the run ``run_id`` (of the database ``db``) in
+    words, naming the run once: a damaged run as every command says it, ``run X is
+    damaged: record N (event type), JSON path: what is wrong``
+    (:func:`~flowc.runtime.adapters.base.damaged_text`), else ``run X: the error``."""
+    where = "" if db is None else f"{db}: "
+    if isinstance(err, DamagedRow):
+        return where + err.in_run
+    if isinstance(err, DamagedRecord):
+        return where + err.in_run(run_id)
+    return f"{where}run {run_id}: {read_error_text(err)}"
 
 
 def read_error_text(err: BaseException) -> str:

@@ -45,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from flowc.diagnostics import counted
-from flowc.runtime.adapters.base import DamagedRecord
+from flowc.runtime.adapters.base import DamagedRecord, damaged_text
 from flowc.runtime.envelope import STAMPED, Envelope
 from flowc.runtime.stored import check_envelope, check_row
 
@@ -80,7 +80,12 @@ class WalError(Exception):
 
 class DamagedRow(WalError):
     """A stored row that is not an envelope of its run, or holds a value not of the type
-    flowc writes (:func:`decode_rows`): the run is damaged, not the store unreachable."""
+    flowc writes (:func:`decode_rows`): the run is damaged, not the store unreachable.
+    Its message names the database ``db``; :attr:`in_run` is the same without it."""
+
+    def __init__(self, db: str, in_run: str):
+        super().__init__(f"{db}: {in_run}")
+        self.in_run = in_run
 
 
 class StoreUnavailable(WalError):
@@ -634,14 +639,14 @@ def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[E
             et = raw.get("event_type") if isinstance(raw, dict) else None
             et = et if isinstance(et, str) else "no event type"
             raise DamagedRow(
-                f"{db}: run {channel_id} is damaged: record {i} ({et}, row {seq}), "
-                f"{err.path}: {err.what}"
+                db, damaged_text(f"run {channel_id}", i, et, err.path, err.what, seq)
             ) from None
         except (ValueError, TypeError, RecursionError) as err:
             # (what json.loads raises for a row that is no JSON)
             raise DamagedRow(
-                f"{db}: run {channel_id} is damaged: record {i} (row {seq}) is no envelope "
-                f"of this run ({type(err).__name__}: {err})"
+                db,
+                f"run {channel_id} is damaged: record {i} (row {seq}) is no envelope "
+                f"of this run ({type(err).__name__}: {err})",
             ) from None
         out.append(env)
     return out

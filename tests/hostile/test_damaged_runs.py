@@ -136,6 +136,13 @@ def _readers(db: Path, cid: str) -> list[list[str]]:
     ]
 
 
+#: the one wording of a damaged run: its record (event type, row), the value's JSON path, what
+DAMAGED_TEXT = (
+    r"run wf-[0-9a-f]+ is damaged: record \d+ \([^)]*\), "
+    r"(\(the record\)|[a-z_]+(\.[A-Za-z_0-9]+|\[\d+\])*): \w"
+)
+
+
 def _check_cli(argv: list[str], cid: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(argv)
     out, err = capsys.readouterr()
@@ -149,7 +156,7 @@ def _check_cli(argv: list[str], cid: str, capsys: pytest.CaptureFixture[str]) ->
         assert f"run {cid}" in err + out or f"{cid}:" in err + out, where
     if "is damaged:" in err:  # a damaged value: its record and its JSON path
         assert f"run {cid}" in err, where
-        assert re.search(r"is damaged: record \d+ \([^)]*\), [^:]+: expected ", err), where
+        assert re.search(DAMAGED_TEXT, err), where
 
 
 def _check_view(db: Path, cid: str) -> None:
@@ -169,19 +176,30 @@ def _check_view(db: Path, cid: str) -> None:
         assert line["run_id"] == cid, line
         if line["status"] == "damaged":
             assert "internal error" not in line["error"], line
-    # (a run whose first record is no opening is no run: not listed, and not found)
-    found = 404 if not lines else 500
+    # a damaged run (any record, the opening included) is a 422 everywhere, naming the run
+    # once (not its database): a 500 is a bug in flowc, and none is
     for path in (f"/api/run/{cid}", f"/run/{cid}"):
         page = client.get(f"{path}?token={TOKEN}")
         if page.status_code != 200:
-            assert page.status_code == found, page.text
-            assert found == 404 or f"run {cid}" in page.text, page.text
-    # what the run page asks about a turn, and the stored graph's findings (not a stream)
+            _damaged_answer(page, cid, str(db))
+    # what the run page asks about a turn, the stored graph's findings (not a stream), a fork
     for path in ("why/3", "scenario/4", "findings"):
         answer = client.get(f"/api/run/{cid}/{path}?token={TOKEN}")
         if answer.status_code not in (200, 404):
-            assert answer.status_code in (422, 500) and f"run {cid}" in answer.text, answer.text
-            assert "internal error" not in answer.text, answer.text
+            _damaged_answer(answer, cid, str(db))
+    fork = client.post(
+        f"/api/run/{cid}/fork/1?token={TOKEN}",
+        headers={"origin": "http://127.0.0.1:8125", "content-type": "application/json"},
+        content=b"",
+    )
+    if fork.status_code not in (201, 404):
+        _damaged_answer(fork, cid, str(db))
+
+
+def _damaged_answer(answer: Any, cid: str, db: str) -> None:
+    assert answer.status_code == 422, answer.text
+    assert f"run {cid}" in answer.text and answer.text.count(cid) == 1, answer.text
+    assert db not in answer.text and "internal error" not in answer.text, answer.text
 
 
 def test_every_reader_reads_a_damaged_run_or_says_so(
@@ -236,14 +254,14 @@ def test_a_damaged_value_is_named_by_run_record_and_json_path(
     (pos, seq, env), *_ = [
         (i, s, e) for i, (s, e) in enumerate(rows, 1) if e["event_data"].get("routing")
     ]
-    env = _mutate(env, ("event_data", "routing", "tool"), 10**30, False)
+    env = _mutate(env, ("event_data", "routing", "kind"), 10**30, False)
     _damage(copy, seq, env)
     assert main(["log", "--db", str(copy)]) == 1
     out, err = capsys.readouterr()
     assert out == f"{cid}  damaged\n"
     assert err == (
         f"flowc log: error: {copy}: run {cid} is damaged: record {pos} (ag2.packet, row {seq}), "
-        "event_data.routing.tool: expected a string or null, got 1000000000000000000000000000000\n"
+        "event_data.routing.kind: expected a string or null, got 1000000000000000000000000000000\n"
     )
     # a value of the opening's metadata (it was "damaged (TypeError: '<' not supported
     # between instances of 'str' and 'int')": no record, no value named)
@@ -349,29 +367,49 @@ def test_log_and_log_run_agree_on_a_run_that_does_not_open(
     )
     error = "the WAL of this run does not start with its opening"
     listed = client.get(f"/api/runs?token={TOKEN}").json()
-    assert listed == [{"run_id": cid, "status": "damaged", "error": error}]
-    page = client.get(f"/api/run/{cid}?token={TOKEN}")
-    assert (page.status_code, page.json()) == (500, {"error": f"run {cid}: {error}"})
+    assert listed == [{"run_id": cid, "status": "damaged", "error": f"run {cid}: {error}"}]
+    page = client.get(f"/api/run/{cid}?token={TOKEN}")  # (a damaged run: 422, not a bug's 500)
+    assert (page.status_code, page.json()) == (422, {"error": f"run {cid}: {error}"})
 
 
-def test_a_stored_turn_limit_that_is_no_number_is_a_damaged_run(
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        ('"soon"', '"soon"'),
+        ('"5"', '"5"'),
+        ("1" + "0" * 400, "1" + "0" * 36 + "..."),  # (float() raised OverflowError)
+        ("NaN", "nan"),
+        ("Infinity", "inf"),
+        ("-1", "-1"),
+    ],
+)
+def test_a_stored_turn_limit_that_is_no_time_is_a_damaged_run(
     stored: tuple[Path, str, list[tuple[int, Any]]],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    seconds: str,
+    shown: str,
 ) -> None:
-    """A turn_within whose seconds are not a number: the hub's float() raised ValueError
-    on resume (an internal error once the catch was narrowed); it is a damaged record,
-    named by its JSON path, for every reader."""
+    """A turn_within whose seconds are not a finite number, not negative, that float()
+    converts: the hub's float() raised ValueError (or OverflowError for 10**400) on
+    resume, an internal error; it is a damaged record, named by its JSON path, for every
+    reader."""
     db, cid, rows = stored
     copy = tmp_path / "copy.db"
     shutil.copyfile(db, copy)
     opening = rows[0][1]
     assert opening["event_data"]["expectations"][0]["name"] == "turn_within"
     path = ("event_data", "expectations", 0, "params", "seconds")
-    _damage(copy, rows[0][0], _mutate(opening, path, "soon", False))
+    raw = json.dumps(_mutate(opening, path, "@@seconds@@", False))
+    con = sqlite3.connect(copy)
+    text = raw.replace('"@@seconds@@"', seconds)
+    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (text, rows[0][0]))
+    con.commit()
+    con.close()
     said = (
         f"{copy}: run {cid} is damaged: record 1 (ag2.channel.opened, row {rows[0][0]}), "
-        'event_data.expectations[0].params.seconds: expected a number, got "soon"\n'
+        "event_data.expectations[0].params.seconds: expected a finite number of seconds, "
+        f"not negative, got {shown}\n"
     )
     for argv in (["log", cid], ["replay", cid], ["resume", cid], ["log"]):
         code = main([*argv, "--db", str(copy)])
@@ -396,15 +434,15 @@ def test_the_views_fork_says_a_damaged_row_is_damaged(
     pos, seq, env = next(
         (i, s, e) for i, (s, e) in enumerate(rows, 1) if e["event_data"].get("routing")
     )
-    _damage(copy, seq, _mutate(env, ("event_data", "routing", "tool"), 5, False))
+    _damage(copy, seq, _mutate(env, ("event_data", "routing", "kind"), 5, False))
     client = TestClient(
         make_app(ViewSettings(str(copy), TOKEN)),  # type: ignore[arg-type]
         base_url="http://127.0.0.1:8125",
         raise_server_exceptions=True,
     )
-    said = (
-        f"run {cid}: {copy}: run {cid} is damaged: record {pos} (ag2.packet, row {seq}), "
-        "event_data.routing.tool: expected a string or null, got 5"
+    said = (  # (the run named once, its database not at all)
+        f"run {cid} is damaged: record {pos} (ag2.packet, row {seq}), "
+        "event_data.routing.kind: expected a string or null, got 5"
     )
     why = client.get(f"/api/run/{cid}/why/2?token={TOKEN}")
     assert (why.status_code, why.json()) == (422, {"error": said})
@@ -414,3 +452,21 @@ def test_the_views_fork_says_a_damaged_row_is_damaged(
         headers={"origin": "http://127.0.0.1:8125", "content-type": "application/json"},
     )
     assert (fork.status_code, fork.json()) == (422, {"error": said})
+
+
+def test_null_expectations_in_an_opening_are_read_as_none(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An opening whose ``expectations`` is null (the definition allows it: a list or
+    null): every reader reads the run as one with no turn limits, no internal error."""
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db, copy)
+    _damage(copy, rows[0][0], _mutate(rows[0][1], ("event_data", "expectations"), None, False))
+    for argv in (["log", cid], ["log", cid, "--json"], ["replay", cid], ["resume", cid], ["log"]):
+        code = main([*argv, "--db", str(copy)])
+        out, err = capsys.readouterr()
+        assert code == 0, (argv, out, err)
+        assert "damaged" not in out + err and "internal error" not in err, (argv, err)

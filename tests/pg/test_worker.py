@@ -567,6 +567,8 @@ def test_a_worker_reads_the_odd_values_it_wrote_and_fails_a_damaged_turn_limit_o
                 worker.stop()
                 await task
             assert (worker.stats.closed, worker.stats.failed, worker.stats.internal) == (1, 1, 0)
+            # failed once and never tried again: not backed off as a store failure would be
+            assert limit in worker._unrunnable and limit in worker._done
             again = await resume_script(store, odd)  # the read a worker makes of a run
             assert again.close_reason is not None and again.error is None
             return odd, limit, seq
@@ -581,7 +583,7 @@ def test_a_worker_reads_the_odd_values_it_wrote_and_fails_a_damaged_turn_limit_o
             limit,
             f"{failed[0][1].split(': run ')[0]}: run {limit} is damaged: record 1 "
             f"(ag2.channel.opened, row {seq}), event_data.expectations[0].params.seconds: "
-            'expected a number, got "soon"',
+            'expected a finite number of seconds, not negative, got "soon"',
         )
     ], failed
     capsys.readouterr()

@@ -284,7 +284,10 @@ def test_damaged_stored_properties_are_one_line(
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     (line,) = err.splitlines()
-    assert "the stored properties are not valid (not a property (KeyError: 'sometimes'))" in line
+    assert (
+        "is damaged: record 1 (ag2.channel.opened), event_data.metadata.labels.properties: "
+        "expected properties flowc wrote (not a property (KeyError: 'sometimes'))"
+    ) in line
 
 
 def test_a_stored_property_count_past_any_number_is_a_damaged_run(
@@ -317,4 +320,7 @@ def test_a_stored_property_count_past_any_number_is_a_damaged_run(
         err = capsys.readouterr().err
         assert code == 1 and "Traceback" not in err and "internal error" not in err, err
         (line,) = err.splitlines()
-        assert "the stored properties are not valid (not a property (OverflowError: " in line, line
+        assert (
+            "is damaged: record 1 (ag2.channel.opened), event_data.metadata.labels.properties: "
+            "expected properties flowc wrote (not a property (OverflowError: "
+        ) in line, line

@@ -299,6 +299,7 @@ def test_what_no_reader_could_read_back_is_refused_when_written(tmp_path: Path) 
                 Envelope(cid, a.agent_id, None, EV_TEXT, {"text": "x"}, ttl_seconds="soon"),  # type: ignore[arg-type]
                 Envelope(cid, a.agent_id, None, EV_CONTEXT_SET, {"delete": [[1]]}),
                 Envelope(cid, a.agent_id, None, "ag2.packet", {"routing": {"reason": 5}}),
+                Envelope(cid, a.agent_id, ("b", 7), EV_TEXT, {"text": "x"}),  # type: ignore[arg-type]
             ):
                 with pytest.raises(ProtocolError) as caught:
                     hub.admit(env)
@@ -308,10 +309,108 @@ def test_what_no_reader_could_read_back_is_refused_when_written(tmp_path: Path) 
         finally:
             await hub.close()
 
-    assert asyncio.run(go()) == [
-        'flowc cannot store this envelope (ttl_seconds: expected a number or null, got "soon")',
-        "flowc cannot store this envelope (event_data.delete[0]: expected a string, number, "
-        "boolean or null, got a list)",
-        "flowc cannot store this envelope (event_data.routing.reason: expected a string or "
-        "null, got 5)",
+    assert asyncio.run(go()) == [  # (who sent it, and what is wrong)
+        'a\'s reply was refused: ttl_seconds: expected a number or null, got "soon"',
+        "a's context write was refused: event_data.delete[0]: expected a string, number, "
+        "boolean or null, got a list",
+        "a's reply was refused: event_data.routing.reason: expected a string or null, got 5",
+        "a's reply was refused: audience[1]: expected a string, got 7",
     ]
+
+
+def _graph() -> dict[str, Any]:
+    return {
+        "initial_speaker": "a",
+        "transitions": [],
+        "max_turns": None,
+        "default_target": {"name": "revert_to_initiator", "args": {}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "seconds", "said"),
+    [
+        # a participant's name that is no string: the opening was written, then every
+        # reader called the run damaged (ChannelMetadata.from_dict)
+        (7, 5, "event_data.metadata.participants[1].agent_id: expected a string, got 7"),
+        # a turn limit float() cannot convert: the hub's float() raised OverflowError
+        (
+            "b",
+            10**400,
+            "event_data.expectations[0].params.seconds: expected a finite number of seconds, "
+            "not negative, got 1" + "0" * 36 + "...",
+        ),
+        (
+            "b",
+            float("nan"),
+            "event_data.expectations[0].params.seconds: expected a finite "
+            "number of seconds, not negative, got nan",
+        ),
+        (
+            "b",
+            "5",
+            "event_data.expectations[0].params.seconds: expected a finite number "
+            'of seconds, not negative, got "5"',
+        ),
+    ],
+)
+def test_an_opening_no_reader_could_read_back_is_refused_when_opened(
+    tmp_path: Path, name: Any, seconds: Any, said: str
+) -> None:
+    """The opening is checked with the definition readers use (its metadata as
+    ChannelMetadata.from_dict reads it): refused at open, naming who opened it and the
+    value, and nothing written."""
+    from flowc.runtime.adapters.base import Expectation
+
+    async def go() -> tuple[str, list[str]]:
+        store = SqliteStore(tmp_path / "r.db")
+        hub = await Hub.open(store)
+        try:
+            a = hub.register_human("a")
+            b = hub.register_human(name)
+            with pytest.raises(ProtocolError) as caught:
+                hub.open_channel(
+                    a.agent_id,
+                    "workflow",
+                    [b.agent_id],
+                    {"graph": _graph()},
+                    expectations=[Expectation("turn_within", "warn", {"seconds": seconds})],
+                )
+            return str(caught.value), list(store.channel_ids())
+        finally:
+            await hub.close()
+
+    assert asyncio.run(go()) == (f"a's opening of a run was refused: {said}", [])
+
+
+def test_a_routing_tool_of_any_json_scalar_is_admitted_and_read_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hub always admitted a packet whose routing names its tool with a number (the
+    fold only compares it): still admitted, and every reader reads the run."""
+
+    async def go() -> str:
+        store = SqliteStore(tmp_path / "runs.db")
+        hub = await Hub.open(store)
+        try:
+            a = hub.register_human("a")
+            hub.register_human("b")
+            ch = await a.open("workflow", target=["b"], knobs={"graph": _graph()})
+            for tool in (7, 2.5, True, None, "t"):
+                hub.admit(
+                    Envelope(
+                        ch.channel_id,
+                        a.agent_id,
+                        None,
+                        "ag2.packet",
+                        {"body": "x", "routing": {"kind": "text", "tool": tool}},
+                    )
+                )
+            hub.close_channel(ch.channel_id, "done")
+            await hub.idle()
+            return ch.channel_id
+        finally:
+            await hub.close()
+
+    cid = asyncio.run(go())
+    _read_everywhere(tmp_path / "runs.db", cid, capsys, turns=False)

@@ -28,6 +28,7 @@ __all__ = [
     "Participant",
     "ParticipantSchema",
     "ProtocolError",
+    "damaged_text",
 ]
 
 
@@ -43,15 +44,49 @@ class DamagedRecord(ProtocolError):
     'the run is damaged: record 1 (ag2.channel.opened), event_data.metadata.version: expected an integer, got "2"'
     """
 
-    def __init__(self, path: str, expected: str, value: Any = None, *, missing: bool = False):
+    def __init__(
+        self, path: str, expected: str, value: Any = None, *, missing: bool = False, said: str = ""
+    ):
         self.path = path
-        self.what = f"expected {expected}, " + ("missing" if missing else f"got {_shown(value)}")
-        if path.startswith("event_data.metadata"):  # (read as the run is rebuilt)
-            super().__init__(
-                f"the run is damaged: record 1 (ag2.channel.opened), {path}: {self.what}"
+        if said:
+            self.what = said
+        else:
+            self.what = f"expected {expected}, " + (
+                "missing" if missing else f"got {_shown(value)}"
             )
+        if path.startswith("event_data.metadata"):  # (read as the run is rebuilt)
+            super().__init__(damaged_text("the run", 1, OPENING, path, self.what))
         else:
             super().__init__(f"a record is damaged: {path}: {self.what}")
+
+    @classmethod
+    def said(cls, path: str, what: str) -> DamagedRecord:
+        """The value at ``path`` is damaged, ``what`` saying how."""
+        return cls(path, "", said=what)
+
+    def in_run(self, run_id: str) -> str:
+        """This damage in :func:`damaged_text`'s words, naming the run ``run_id``."""
+        if self.path.startswith("event_data.metadata"):
+            return damaged_text(f"run {run_id}", 1, OPENING, self.path, self.what)
+        return f"run {run_id} is damaged: {self.path}: {self.what}"
+
+
+#: the event type of a run's first record, its opening
+OPENING = "ag2.channel.opened"
+
+
+def damaged_text(
+    run: str, record: int, event_type: str, path: str, what: str, row: int | None = None
+) -> str:
+    """The one wording of a damaged run, in every command: ``run`` (``"run ID"``) is
+    damaged, its ``record``-th record (of ``event_type``, stored in ``row``), the value at
+    JSON ``path``, ``what`` is wrong with it.
+
+    >>> damaged_text("run r", 3, "ag2.packet", "event_data.routing.kind", "expected a string, got 5")
+    'run r is damaged: record 3 (ag2.packet), event_data.routing.kind: expected a string, got 5'
+    """
+    place = event_type if row is None else f"{event_type}, row {row}"
+    return f"{run} is damaged: record {record} ({place}), {path}: {what}"
 
 
 def _shown(value: Any) -> str:
