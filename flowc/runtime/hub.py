@@ -37,7 +37,6 @@ from flowc.runtime.adapters.base import (
     AdapterResult,
     ChannelMetadata,
     ChannelState,
-    DamagedRecord,
     Expectation,
     Participant,
     ProtocolError,
@@ -366,7 +365,7 @@ class Hub:
             envelope_id=self._stamp_id(),
             created_at=_now(),
         )
-        admissible(opened, self._who(creator_id))  # (what a reader reads back: stored.py)
+        admissible(opened, self._clients)  # (what a reader reads back: stored.py)
         lease = self.store.acquire(cid, self.holder, self.lease_seconds)
         if self._offer_fold is not None:
             self._offer_fold(opened, adapter, state, None)
@@ -392,11 +391,6 @@ class Hub:
         return ch
 
     # admission ----------------------------------------------------------------
-
-    def _who(self, agent_id: str) -> str:
-        """The name of ``agent_id`` (its id when it has none) in an admission's refusal."""
-        client = self._clients.get(agent_id)
-        return str(client.name) if client is not None and client.name else str(agent_id)
 
     def admit(self, envelope: Envelope) -> Envelope:
         """Admit one envelope synchronously; returns it stamped, or raises ``ProtocolError``."""
@@ -465,7 +459,7 @@ class Hub:
                 _now(),
                 t.ttl_seconds,
             )
-        admissible(env, self._who(sender_id))  # (only what a reader reads back: stored.py)
+        admissible(env, self._clients)  # (only what a reader reads back: stored.py)
         adapter = ch.adapter
         metadata = ch.metadata
         try:
@@ -1053,8 +1047,8 @@ class Hub:
         if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
             raise ProtocolError("the WAL of this channel does not start with ag2.channel.opened")
         data = envs[0].event_data
+        metadata = ChannelMetadata.from_dict(data["metadata"])  # (DamagedRecord: its path)
         try:
-            metadata = ChannelMetadata.from_dict(data["metadata"])
             adapter = self._adapter(metadata.type, metadata.version)
             exps = tuple(
                 Expectation(e["name"], e["on_violation"], e.get("params", {}))
@@ -1068,8 +1062,6 @@ class Hub:
                 members=frozenset(metadata.participant_ids),
                 order=metadata.participant_ids,
             )
-        except DamagedRecord:  # (a value of the opening: named by its record and path)
-            raise
         except ProtocolError as err:  # (e.g. an adapter this hub does not have)
             raise ProtocolError(f"the channel cannot be rebuilt from its WAL: {err}") from None
         recorded_state = None

@@ -19,15 +19,16 @@ Traceback (most recent call last):
 ...
 flowc.runtime.adapters.base.DamagedRecord: a record is damaged: event_data.routing.reason: expected a string or null, got 5
 >>> check_envelope(Envelope("c", "a", None, EV_PACKET, {"body": ["a", {"b": 1}]}, ttl_seconds=2.5))
->>> admissible(Envelope("c", "a", None, EV_PACKET, {"context_updates": {"delete": [[1]]}}), "drafter")
+>>> admissible(Envelope("c", "a", None, EV_PACKET, {"context_updates": {"delete": [[1]]}}))
 Traceback (most recent call last):
 ...
-flowc.runtime.adapters.base.ProtocolError: drafter's reply was refused: event_data.context_updates.delete[0]: expected a string, number, boolean or null, got a list
+flowc.runtime.adapters.base.ProtocolError: a's reply was refused: event_data.context_updates.delete[0]: expected a string, number, boolean or null, got a list
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from flowc.runtime.adapters.base import (
@@ -149,17 +150,19 @@ def check_row(raw: Any) -> None:
     need(raw.get("audience"), (list, type(None)), "audience", "a list or null")
 
 
-def admissible(env: Envelope, who: str | None = None) -> None:
+def admissible(env: Envelope, clients: Mapping[str, Any] | None = None) -> None:
     """Raise :class:`ProtocolError` (nothing is written) when the hub is about to write
     ``env`` holding a value a reader would read back as damaged: :func:`check_envelope`,
     and for an opening its metadata as :meth:`ChannelMetadata.from_dict` reads it. The
-    message names ``who`` sent it (its name; its sender's id without one) and the value."""
+    message names who sent it (its name among ``clients``, by agent id; else its id)."""
     try:
         check_envelope(env)
         if env.event_type == EV_CHANNEL_OPENED:
             ChannelMetadata.from_dict(env.event_data.get("metadata"))
     except DamagedRecord as err:
-        sender = who if who is not None else str(env.sender_id)
+        client = (clients or {}).get(env.sender_id)
+        name = getattr(client, "name", None)
+        sender = str(name) if name not in (None, "") else str(env.sender_id)
         kind = _KIND.get(env.event_type, f"{env.event_type} record")
         raise ProtocolError(f"{sender}'s {kind} was refused: {err.path}: {err.what}") from None
 

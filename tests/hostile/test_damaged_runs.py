@@ -446,6 +446,8 @@ def test_the_views_fork_says_a_damaged_row_is_damaged(
     )
     why = client.get(f"/api/run/{cid}/why/2?token={TOKEN}")
     assert (why.status_code, why.json()) == (422, {"error": said})
+    page = client.get(f"/api/run/{cid}?token={TOKEN}")  # (the record past the opening too)
+    assert (page.status_code, page.json()) == (422, {"error": said})
     fork = client.post(
         f"/api/run/{cid}/fork/1?token={TOKEN}",
         content=b"{}",
