@@ -72,7 +72,7 @@ from flowc.runtime.transcript import (
     PROPERTY_KEY,
     READ_ERRORS,
     RunResult,
-    read_error_text,
+    run_error_text,
     stored_run_status,
     transcript,
     turn_json,
@@ -515,20 +515,22 @@ def find_run(store: WalStore, run: str, db: str | None = None) -> str:
     raise UsageError(f"{run!r} matches several runs: {', '.join(matches)}")
 
 
-def _target_from_metadata(metadata: ChannelMetadata) -> RunTarget:
-    try:
-        return RunTarget.from_metadata(metadata)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+def _opening(envs: list[Envelope]) -> ChannelMetadata:
+    """The metadata of a stored run's opening (its first record); a run that does not
+    start with one is damaged (:class:`ProtocolError`), for ``log`` and ``log RUN`` alike."""
+    if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+        raise ProtocolError("the WAL of this run does not start with its opening")
+    return ChannelMetadata.from_dict(envs[0].event_data.get("metadata"))
 
 
 def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     """One stored run as ``flowc log`` lists it (``None`` for a channel that is no run;
     raises one of :data:`READ_ERRORS` if it is damaged)."""
     envs = list(store.read(cid))
-    if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+    if not envs:
         return None
-    md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
+    md = _opening(envs)
+    RunTarget.from_metadata(md)  # (a run `log RUN` cannot read is listed as damaged too)
     records, close, _ = transcript(envs)
     # a worker that gives a stalled run back records why (flowc.run.stalled): the run
     # is open, but nobody will take it up until someone resumes it
@@ -600,8 +602,7 @@ def _summary_line(r: dict[str, Any]) -> str:
 
 
 def _damaged(db: str, cid: str, err: BaseException) -> str:
-    text = read_error_text(err)
-    return text if text.startswith(db) else f"{db}: run {cid}: {text}"
+    return run_error_text(cid, err, db)
 
 
 def cmd_log(args: argparse.Namespace) -> int:
@@ -648,12 +649,14 @@ def _no_turn(cid: str, err: Any) -> str:
 
 def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
     """``flowc log RUN --why N``: why turn N went where it went."""
-    from flowc.runtime.why import TurnOutOfRange, explain_turn
+    from flowc.runtime.why import TurnOutOfRange, WhyError, explain_turn
 
     try:
         why = explain_turn(store.read(cid), n)
     except TurnOutOfRange as err:
         raise UsageError(_no_turn(cid, err)) from None
+    except WhyError as err:  # not a workflow run, or a damaged one: said as one of READ_ERRORS
+        raise ProtocolError(str(err)) from None
     if mode == "json":
         sys.stdout.write(canonical_json(why.to_json()))
     elif mode == "jsonl":
@@ -666,7 +669,7 @@ def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
 def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
     """``flowc log RUN --scenario-upto N [--name NAME]``: the scenario of turns 1 to N."""
     from flowc.runtime.fork import ForkError, scenario_upto
-    from flowc.runtime.why import TurnOutOfRange
+    from flowc.runtime.why import TurnOutOfRange, WhyError
 
     try:
         text = scenario_upto(store.read(cid), n, name)
@@ -675,6 +678,8 @@ def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
     except ForkError as err:
         print(f"flowc log: error: run {cid}: {err}", file=sys.stderr)
         return EXIT_ERRORS
+    except WhyError as err:  # not a workflow run, or a damaged one: said as one of READ_ERRORS
+        raise ProtocolError(str(err)) from None
     sys.stdout.write(text)
     return EXIT_OK
 
@@ -740,8 +745,8 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     from flowc.runtime.fork import FORKED_FROM, forked_from
 
     envs = list(store.read(cid))
-    md = ChannelMetadata.from_dict(envs[0].event_data["metadata"])
-    target = _target_from_metadata(md)
+    md = _opening(envs)
+    target = RunTarget.from_metadata(md)
     records, close, state = transcript(envs)
     nxt = state.expected_next_speaker if state is not None and close is None else None
     describe = target.describe_decision

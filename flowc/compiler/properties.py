@@ -340,5 +340,5 @@ def property_of_json(data: Any) -> Property:
         return Property(
             str(data["name"]), cls(*args), where(*sargs), text=str(data.get("text", ""))
         )
-    except (KeyError, TypeError, AttributeError) as err:
+    except (KeyError, TypeError, AttributeError, OverflowError) as err:  # (int(1e999))
         raise ValueError(f"not a property ({type(err).__name__}: {err})") from None

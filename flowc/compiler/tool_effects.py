@@ -33,13 +33,23 @@ class ToolEffectInfo:
         >>> ToolEffectInfo((("k", 1),), ("j",), "b").text()
         'clears j, sets k = 1, hands off to b'
         """
-        parts = [f"clears {format_name(k)}" for k in self.clears]
-        parts += [f"sets {format_name(k)} = {format_value(v)}" for k, v in self.sets]
+        parts = [f"clears {_key(k)}" for k in self.clears]
+        parts += [f"sets {_key(k)} = {format_value(v)}" for k, v in self.sets]
         if self.handoff is not None:
             parts.append(f"hands off to {format_name(self.handoff)}")
         if self.finish is not None:
             parts.append(f"finishes {format_value(self.finish)}")
         return ", ".join(parts) or "nothing"
+
+
+def _key(key: Any) -> str:
+    """A context key as a declaration writes it; a key that is no string (an agent's
+    call may delete ``7``) as its JSON value.
+
+    >>> _key("done"), _key(7), _key(None)
+    ('done', '7', 'null')
+    """
+    return format_name(key) if isinstance(key, str) else format_value(key)
 
 
 class AlternativeError(ValueError):

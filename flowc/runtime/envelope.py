@@ -111,7 +111,7 @@ class Envelope:
     depth: int = 0
     idempotency_key: str | None = None
     created_at: str = ""
-    ttl_seconds: int | None = None
+    ttl_seconds: float | None = None  # (any number, as the hub admits)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict with AG2's keys (``audience`` as a list)."""

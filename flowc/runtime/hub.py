@@ -57,6 +57,7 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import describe_exception, failure_of, user_frame
 from flowc.runtime.guard import stop_reason
+from flowc.runtime.stored import admissible
 from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
     LEASE_SECONDS,
@@ -364,6 +365,7 @@ class Hub:
             envelope_id=self._stamp_id(),
             created_at=_now(),
         )
+        admissible(opened, self._clients)  # (what a reader reads back: stored.py)
         lease = self.store.acquire(cid, self.holder, self.lease_seconds)
         if self._offer_fold is not None:
             self._offer_fold(opened, adapter, state, None)
@@ -457,6 +459,7 @@ class Hub:
                 _now(),
                 t.ttl_seconds,
             )
+        admissible(env, self._clients)  # (only what a reader reads back: stored.py)
         adapter = ch.adapter
         metadata = ch.metadata
         try:
@@ -1044,12 +1047,12 @@ class Hub:
         if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
             raise ProtocolError("the WAL of this channel does not start with ag2.channel.opened")
         data = envs[0].event_data
+        metadata = ChannelMetadata.from_dict(data["metadata"])  # (DamagedRecord: its path)
         try:
-            metadata = ChannelMetadata.from_dict(data["metadata"])
             adapter = self._adapter(metadata.type, metadata.version)
             exps = tuple(
                 Expectation(e["name"], e["on_violation"], e.get("params", {}))
-                for e in data.get("expectations", [])
+                for e in data.get("expectations") or ()
             )
             ch = Channel(
                 metadata,
@@ -1059,12 +1062,8 @@ class Hub:
                 members=frozenset(metadata.participant_ids),
                 order=metadata.participant_ids,
             )
-        except ProtocolError as err:
+        except ProtocolError as err:  # (e.g. an adapter this hub does not have)
             raise ProtocolError(f"the channel cannot be rebuilt from its WAL: {err}") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ProtocolError(
-                f"the channel's opening envelope is damaged ({type(err).__name__}: {err})"
-            ) from None
         recorded_state = None
         reached: str | None = None
         broken: str | None = None

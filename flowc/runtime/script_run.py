@@ -262,10 +262,7 @@ async def resume_script(
             on_claim(ch.lease)
         if watched is not None:
             watched.follow(hub.read_wal(channel_id))
-        try:
-            target = RunTarget.from_metadata(ch.metadata)
-        except ValueError as err:
-            raise ScriptError(f"run {channel_id}: {err}") from None
+        target = RunTarget.from_metadata(ch.metadata)  # (ProtocolError: damaged)
         if not ch.is_open:
             return _finished(_result(hub, ch, target, watched, turns=turns), watched)
         check_script(target, script)

@@ -22,8 +22,9 @@ from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property, property_json, property_of_json
 from flowc.compiler.serde import ShapeError, structure_graph, unstructure_graph
+from flowc.compiler.shape_problems import describe
 from flowc.compiler.tool_effects import ToolEffectInfo
-from flowc.runtime.adapters.base import ChannelMetadata
+from flowc.runtime.adapters.base import ChannelMetadata, DamagedRecord
 from flowc.runtime.adapters.workflow import DEFAULT, WorkflowAdapter
 from flowc.runtime.script import Script
 from flowc.source import Span
@@ -270,47 +271,63 @@ class RunTarget:
     def from_metadata(cls, metadata: ChannelMetadata) -> RunTarget:
         """The target a stored run ran (its ``ag2.channel.opened`` metadata and labels).
 
-        Raises :class:`ValueError` when the stored graph or labels are not valid. A run
+        Raises :class:`~flowc.runtime.adapters.base.DamagedRecord` when the stored graph or
+        labels are not valid (the run is damaged). A run
         recorded without ``humans`` has none; without ``tools``, any tool goes.
         """
         try:
             graph = structure_graph(metadata.knobs.get("graph"))
         except ShapeError as err:
-            raise ValueError(f"the stored graph is not valid: {err}") from None
+            first = err.problems[0]  # (the first: the JSON path of the value named)
+            at = "event_data.metadata.knobs.graph"
+            at += "" if not first.path else first.path if first.path[0] == "[" else f".{first.path}"
+            raise DamagedRecord.said(at, first.message) from None
         names = {p.agent_id: (p.name or p.agent_id) for p in metadata.participants}
         ids = {names[a]: a for a in metadata.participant_ids}
         labels = metadata.labels
         rules = labels.get("rules")
-        context = metadata.knobs.get("context_vars") or {}
+        context = metadata.knobs.get("context_vars", {})  # (null: the adapter refuses it)
         if not isinstance(context, dict):
-            raise ValueError("the stored context_vars are not an object")
+            raise DamagedRecord("event_data.metadata.knobs.context_vars", "an object", context)
         humans = labels.get("humans") or []
         tools = None
         writes: dict[str, frozenset[str]] | None = None
-        try:
+        at, shape = "tools", "a list of [speaker, tool, [effect, ...]]"
+        try:  # (the label being read: ``at``, of the ``shape`` flowc writes)
             if labels.get("tools") is not None:
                 tools = {
                     (str(speaker), str(tool)): tuple(_effect(a) for a in alts)
                     for speaker, tool, alts in labels["tools"]
                 }
+            at, shape = "humans", "a list of names"
             humans = frozenset(str(h) for h in humans)
+            at, shape = "human_writes", "an object of lists of keys"
             if labels.get("human_writes") is not None:
                 writes = {
                     str(h): frozenset(str(k) for k in keys)
                     for h, keys in labels["human_writes"].items()
                 }
         except (TypeError, ValueError, AttributeError) as err:
-            raise ValueError(f"the stored labels are not valid ({err})") from None
+            raise DamagedRecord.said(
+                f"event_data.metadata.labels.{at}", f"expected {shape} ({err})"
+            ) from None
+        strangers = sorted(humans - set(ids))
+        if strangers:  # (flowc's humans are the run's participants)
+            raise DamagedRecord.said(
+                "event_data.metadata.labels.humans", f"expected participants, got {strangers[0]!r}"
+            )
         creator = names.get(metadata.creator_id, metadata.creator_id)
         lines = labels.get("rule_lines")
         declared_at, tool_at, custom_targets = _declared(labels.get("declared"))
         stored = labels.get("properties") or []
         if not isinstance(stored, list):
-            raise ValueError("the stored properties are not a list")
+            raise DamagedRecord("event_data.metadata.labels.properties", "a list", stored)
         try:
             properties = tuple(property_of_json(p) for p in stored)
         except ValueError as err:
-            raise ValueError(f"the stored properties are not valid ({err})") from None
+            raise DamagedRecord.said(
+                "event_data.metadata.labels.properties", f"expected properties flowc wrote ({err})"
+            ) from None
         return cls(
             graph,
             dict(context),
@@ -376,7 +393,10 @@ def _declared(
             for name, results, place in data.get("targets") or ()
         }
     except (TypeError, ValueError, AttributeError) as err:
-        raise ValueError(f"the stored labels are not valid ({err})") from None
+        raise DamagedRecord.said(
+            "event_data.metadata.labels.declared",
+            f"expected speakers, tools and targets as flowc writes them ({err})",
+        ) from None
     return speakers, tools, targets
 
 
@@ -390,6 +410,12 @@ def _effect_json(alt: ToolEffectInfo) -> dict[str, Any]:
 
 
 def _effect(data: Mapping[str, Any]) -> ToolEffectInfo:
+    for key in ("handoff", "finish"):
+        if not isinstance(data.get(key), str | None):
+            raise DamagedRecord.said(
+                "event_data.metadata.labels.tools",
+                f"a tool's `{key}` is a string or null, not {describe(data.get(key))}",
+            )
     return ToolEffectInfo(
         tuple((str(k), v) for k, v in data.get("sets") or ()),
         tuple(str(k) for k in data.get("clears") or ()),

@@ -18,6 +18,7 @@ from flowc.runtime.adapters.base import (
     AdapterResult,
     ChannelMetadata,
     ChannelState,
+    DamagedRecord,
     ProtocolError,
 )
 from flowc.runtime.adapters.workflow import GraphError, WorkflowAdapter, WorkflowState
@@ -32,25 +33,36 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import Failure, tracebacks_wanted
 from flowc.runtime.frozen import builder, writable_base
-from flowc.runtime.wal import Lease, WalError, WalStore
+from flowc.runtime.wal import DamagedRow, Lease, WalError, WalStore
 
 __all__ = [
+    "DAMAGED",
     "READ_ERRORS",
     "RunResult",
     "TranscriptFolder",
     "TurnRecord",
     "plugin_hint",
     "read_error_text",
+    "run_error_text",
     "stored_run_status",
     "transcript",
     "turn_json",
 ]
 
-#: what reading or folding a stored run raises when it cannot be read: a damaged row, a
-#: graph the runtime refuses (:class:`GraphError`, such as a custom condition no plugin
-#: loaded registers); every reader of runs (`flowc log`, `replay`, `resume`, `fork`,
-#: `flowc view`) catches these for one run and goes on with the others
-READ_ERRORS = (WalError, ProtocolError, KeyError, TypeError, ValueError, AttributeError)
+#: what reading or folding a damaged stored run raises: a row that is not an envelope of
+#: the run or holds a value not of the type flowc writes (:class:`DamagedRow`, naming its
+#: JSON path), a record or a graph the runtime refuses (:class:`ProtocolError`; a
+#: :class:`GraphError` such as a custom condition no plugin loaded registers); a worker
+#: gives such a run up
+DAMAGED = (DamagedRow, ProtocolError)
+
+#: what reading or folding a stored run raises when it cannot be read: :data:`DAMAGED`,
+#: or the store failing (:class:`WalError`); every reader of runs (`flowc log`,
+#: `replay`, `resume`, `fork`, `flowc view`) catches these for one run and goes on with
+#: the others. Anything else (a ``KeyError``, ``TypeError``, ...) is a bug in flowc, an
+#: internal error: the stored values are checked as they are read
+#: (:mod:`flowc.runtime.stored`) and the checks raise :class:`ProtocolError`
+READ_ERRORS = (WalError, ProtocolError)
 
 #: said after a refused graph that names custom conditions or targets nothing registered
 PLUGIN_HINT = (
@@ -82,6 +94,19 @@ def plugin_hint(err: BaseException) -> str:
         if problem.message.startswith(unregistered) and ";" not in problem.message:
             return f" ({PLUGIN_HINT})"
     return ""
+
+
+def run_error_text(run_id: str, err: BaseException, db: str | None = None) -> str:
+    """One of :data:`READ_ERRORS` reading the run ``run_id`` (of the database ``db``) in
+    words, naming the run once: a damaged run as every command says it, ``run X is
+    damaged: record N (event type), JSON path: what is wrong``
+    (:func:`~flowc.runtime.adapters.base.damaged_text`), else ``run X: the error``."""
+    where = "" if db is None else f"{db}: "
+    if isinstance(err, DamagedRow):
+        return where + err.in_run
+    if isinstance(err, DamagedRecord):
+        return where + err.in_run(run_id)
+    return f"{where}run {run_id}: {read_error_text(err)}"
 
 
 def read_error_text(err: BaseException) -> str:

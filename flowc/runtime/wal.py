@@ -45,11 +45,14 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from flowc.diagnostics import counted
+from flowc.runtime.adapters.base import DamagedRecord, damaged_text
 from flowc.runtime.envelope import STAMPED, Envelope
+from flowc.runtime.stored import check_envelope, check_row
 
 __all__ = [
     "LEASE_SECONDS",
     "PAGE_SIZE",
+    "DamagedRow",
     "Lease",
     "LeaseBusy",
     "LeaseError",
@@ -73,6 +76,16 @@ LEASE_SECONDS = 30.0
 
 class WalError(Exception):
     """The store refused an append (e.g. a duplicate envelope id) or cannot be opened."""
+
+
+class DamagedRow(WalError):
+    """A stored row that is not an envelope of its run, or holds a value not of the type
+    flowc writes (:func:`decode_rows`): the run is damaged, not the store unreachable.
+    Its message names the database ``db``; :attr:`in_run` is the same without it."""
+
+    def __init__(self, db: str, in_run: str):
+        super().__init__(f"{db}: {in_run}")
+        self.in_run = in_run
 
 
 class StoreUnavailable(WalError):
@@ -609,18 +622,31 @@ def _names(db: sqlite3.Connection) -> set[str]:
 
 def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[Envelope]:
     """``(row key, envelope JSON)`` rows of one run, in order -> its envelopes; a row that
-    is not an envelope of this run raises :class:`WalError` naming ``db``, the run, the
-    envelope's place and the row."""
+    is not an envelope of this run, or holds a value its readers cannot read
+    (:func:`flowc.runtime.stored.check_envelope`), raises :class:`DamagedRow` naming
+    ``db``, the run, the envelope's place, the row and the value's JSON path."""
     out = []
     for i, (seq, text) in enumerate(rows, start=1):
+        raw: Any = None
         try:
-            env = Envelope.from_json(text)
-            if not isinstance(env.event_data, dict) or env.channel_id != channel_id:
+            raw = json.loads(text)
+            check_row(raw)
+            if raw["channel_id"] != channel_id:
                 raise ValueError("not an envelope of this run")
-        except (ValueError, TypeError, AttributeError, RecursionError) as err:
-            raise WalError(
-                f"{db}: run {channel_id}: envelope {i} (row {seq}) is "
-                f"damaged ({type(err).__name__}: {err})"
+            env = Envelope.from_dict(raw)
+            check_envelope(env)
+        except DamagedRecord as err:
+            et = raw.get("event_type") if isinstance(raw, dict) else None
+            et = et if isinstance(et, str) else "no event type"
+            raise DamagedRow(
+                db, damaged_text(f"run {channel_id}", i, et, err.path, err.what, seq)
+            ) from None
+        except (ValueError, TypeError, RecursionError) as err:
+            # (what json.loads raises for a row that is no JSON)
+            raise DamagedRow(
+                db,
+                f"run {channel_id} is damaged: record {i} (row {seq}) is no envelope "
+                f"of this run ({type(err).__name__}: {err})",
             ) from None
         out.append(env)
     return out

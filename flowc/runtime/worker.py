@@ -86,7 +86,7 @@ from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
 from flowc.runtime.scripted_replies import check_script
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import plugin_hint
+from flowc.runtime.transcript import DAMAGED, plugin_hint
 from flowc.runtime.wal import (
     LEASE_SECONDS,
     Lease,
@@ -212,7 +212,7 @@ class _Fenced(PassThroughStore):
         if claimed is None:
             return self.store.read(channel_id)
         if claimed.damaged is not None:  # (the claim read the run: a row is damaged)
-            raise WalError(str(claimed.damaged))
+            raise claimed.damaged
         return iter(claimed.envelopes)
 
     def links(self, channel_id: str) -> list[tuple[str, str | None]]:
@@ -220,7 +220,7 @@ class _Fenced(PassThroughStore):
         if claimed is None:
             return self.store.links(channel_id)
         if claimed.damaged is not None:
-            raise WalError(str(claimed.damaged))
+            raise claimed.damaged
         return list(claimed.links)
 
     def acquire(self, channel_id: str, holder: str, seconds: float = LEASE_SECONDS) -> Lease:
@@ -626,16 +626,16 @@ class Worker:
             return
         except LeaseError:
             return  # another worker claimed it first
-        except WalError as err:  # the store failed: once the lease expires, any worker
-            self._failed(cid, err)  # (this one too) tries the run again
-            self._back_off(cid)
-            return
-        except (ProtocolError, ScriptError, KeyError, TypeError, ValueError) as err:
+        except (*DAMAGED, ScriptError) as err:  # (anything else is a bug: an internal error)
             if getattr(err, "flowc_internal", False):
                 raise  # a bug in flowc stopped the run (Hub.crash): an internal error
             self._done.add(cid)  # the run cannot be run (damaged, bad script): never again
             self._unrunnable.add(cid)
             self._failed(cid, f"{err}{plugin_hint(err)}")
+            return
+        except WalError as err:  # the store failed: once the lease expires, any worker
+            self._failed(cid, err)  # (this one too) tries the run again
+            self._back_off(cid)
             return
         finally:
             claimed = cid in self._claimed_runs

@@ -31,7 +31,7 @@ from flowc.compiler.render.diagram import (
 )
 from flowc.diagnostics import counted
 from flowc.dsl.formatter import format_name
-from flowc.runtime.adapters.base import ChannelMetadata
+from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
 from flowc.runtime.fork import FORKED_FROM, ForkedFrom, forked_from
@@ -93,9 +93,13 @@ def opening(store: WalStore, channel_id: str) -> ChannelMetadata | None:
 
 
 def _opening(store: WalStore, channel_id: str) -> Envelope | None:
+    """The run's first record, its opening (``None``: no such run); a run whose first
+    record is something else is damaged, as ``flowc log`` says (:class:`ProtocolError`)."""
     first = read_page(store, channel_id, 0, 1)
-    if not first or first[0][1].event_type != EV_CHANNEL_OPENED:
+    if not first:
         return None
+    if first[0][1].event_type != EV_CHANNEL_OPENED:
+        raise ProtocolError("the WAL of this run does not start with its opening")
     return first[0][1]
 
 
@@ -120,7 +124,7 @@ class RunView:
     @classmethod
     def load(cls, store: WalStore, run_id: str) -> RunView | None:
         """The run's view (``None`` when the store has no such run); raises
-        :class:`ValueError` when its stored graph is not valid."""
+        :class:`~flowc.runtime.adapters.base.ProtocolError` when its stored graph is not valid."""
         first = _opening(store, run_id)
         if first is None:
             return None

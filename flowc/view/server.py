@@ -72,8 +72,8 @@ from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.envelope import Envelope
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.stores import open_store
-from flowc.runtime.transcript import READ_ERRORS, TranscriptFolder, read_error_text
-from flowc.runtime.wal import WalError, WalStore
+from flowc.runtime.transcript import DAMAGED, READ_ERRORS, TranscriptFolder, run_error_text
+from flowc.runtime.wal import DamagedRow, WalError, WalStore
 from flowc.view.feed import PAGE_ROWS, ListedRun, RunView, TurnFeed, read_page, status_of
 
 __all__ = ["POLL_SECONDS", "Guard", "ViewSettings", "make_app", "new_token"]
@@ -286,8 +286,14 @@ class _Runs:
                 # refuses here (a custom condition no plugin registered) is said once, on
                 # the page, not by each stream that tries to read the turns
                 WorkflowAdapter(None).initial_state(view.metadata)
-        except READ_ERRORS as err:
-            raise HTTPException(500, f"run {run_id}: {read_error_text(err)}") from None
+                # a damaged record past the opening is a damaged run too: the page is a
+                # 422 as the answers about a turn are (once: the view is kept)
+                for _ in store.read(run_id):
+                    pass
+        except DAMAGED as err:  # (a bug is a 500; the store failing, a 503)
+            raise HTTPException(422, run_error_text(run_id, err)) from None
+        except WalError as err:
+            raise HTTPException(503, run_error_text(run_id, err)) from None
         finally:
             store.close()
         if view is None:
@@ -436,7 +442,7 @@ class _Listing:
                         found = {
                             "run_id": run_id,
                             "status": "damaged",
-                            "error": read_error_text(err),
+                            "error": run_error_text(run_id, err),
                         }
                     else:
                         if line is not None:
@@ -790,7 +796,7 @@ def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
         except TurnOutOfRange as err:
             return JSONResponse({"error": str(err)}, status_code=404)
         except (WhyError, *READ_ERRORS) as err:
-            return JSONResponse({"error": f"run {run_id}: {read_error_text(err)}"}, status_code=422)
+            return JSONResponse({"error": run_error_text(run_id, err)}, status_code=422)
 
     async def why(request: Request) -> Response:
         found = await turn_answer(request, explain)
@@ -999,8 +1005,8 @@ def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
     takes; an empty body: no script): a new run from turn N (:func:`_fork`), ``201``
     with its id and what became of it; ``404`` for a run or turn the database does not
     have, ``413`` for a body past :data:`FORK_BODY_BYTES`, ``422`` for a script that is
-    not JSON or does not fit the run (nothing written), ``503`` when the database failed
-    (with the new run's id when it was written in part)."""
+    not JSON or does not fit the run, or a damaged run (nothing written), ``503`` when
+    the database failed (with the new run's id when it was written in part)."""
     from flowc.inputs import SCRIPT_MAX_DEPTH, DataError, load_json
 
     async def fork(request: Request) -> Response:
@@ -1030,8 +1036,11 @@ def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
             return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=404)
         except ScriptError as err:
             return JSONResponse({"error": f"the script: {err}"}, status_code=422)
-        except (ForkError, ProtocolError) as err:  # refused before anything was written
+        except ForkError as err:  # refused before anything was written
             return JSONResponse({"error": f"run {run_id}: {err}"}, status_code=422)
+        except (ProtocolError, DamagedRow) as err:  # ... or the run is damaged, as the
+            # answers about a turn say
+            return JSONResponse({"error": run_error_text(run_id, err)}, status_code=422)
         except WalError as err:  # the store failed before anything was written
             return JSONResponse({"error": f"the database: {err}"}, status_code=503)
         except _Written as written:  # ... or once the new run was (in part)

@@ -85,12 +85,15 @@ def test_a_damaged_row(runs: tuple[Path, list[str]]) -> None:
     assert log.returncode == 1
     assert _listed(log.stdout) == ids  # one bad row hides no other run
     assert f"{ids[1]}  damaged" in log.stdout
-    assert f"{db}: run {ids[1]}: envelope {pos} (row {seq}) is damaged" in log.stderr
+    assert f"{db}: run {ids[1]} is damaged: record {pos} (row {seq}) is no envelope" in log.stderr
     assert "30 turns" in log.stdout.splitlines()[0]
     for args in (["log", ids[1]], ["replay", ids[1]], ["resume", ids[1]]):
         result = _flowc(*args, "--db", str(db))
         assert result.returncode == 1, result.stderr
-        assert f"{db}: run {ids[1]}: envelope {pos} (row {seq}) is damaged" in result.stderr
+        assert (
+            f"{db}: run {ids[1]} is damaged: record {pos} (row {seq}) is no envelope"
+            in result.stderr
+        )
     assert _flowc("replay", ids[2], "--db", str(db)).returncode == 0
     # a row that is JSON but not an envelope
     con = sqlite3.connect(db)

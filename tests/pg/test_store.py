@@ -284,7 +284,9 @@ def test_a_damaged_row_is_named(pg_dsn: str) -> None:
     store.append(_env("r", "e2"))
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute("UPDATE flowc_wal SET envelope = '{not json' WHERE envelope_id = 'e2'")
-    with pytest.raises(WalError, match=r"/t_\d+: run r: envelope 2 \(row \d+\) is damaged"):
+    with pytest.raises(
+        WalError, match=r"/t_\d+: run r is damaged: record 2 \(row \d+\) is no envelope"
+    ):
         list(store.read("r"))
 
 

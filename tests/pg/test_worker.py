@@ -475,7 +475,11 @@ def test_a_damaged_run_in_a_claim_does_not_hold_up_the_others(pg_dsn: str) -> No
                 assert worker.stats.closed == 1, seen
                 assert [cid for what, cid, _ in seen if what == "closed"] == [good]
                 failed = [detail for what, cid, detail in seen if what == "failed"]
-                assert failed and f"run {bad_row}: envelope 1 (row {seq}) is damaged" in failed[0]
+                assert (
+                    failed
+                    and f"run {bad_row} is damaged: record 1 (ag2.channel.opened, row {seq}), audience"
+                    in failed[0]
+                )
                 assert store.lease_of(bad_row) is None  # given back while the worker serves
                 lease = other.acquire(bad_row, "another-worker", 30)
                 assert lease.holder == "another-worker"
@@ -488,3 +492,105 @@ def test_a_damaged_run_in_a_claim_does_not_hold_up_the_others(pg_dsn: str) -> No
             other.close()
 
     asyncio.run(scenario())
+
+
+def test_a_worker_reads_the_odd_values_it_wrote_and_fails_a_damaged_turn_limit_once(
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Real PostgreSQL. A submitted run whose agent replies with a list as its text, an
+    object, a number, and a tool call deleting the key 7 (all admitted by the hub): the
+    worker drives it to its end, and every reader (the worker's own read on resume,
+    `flowc log RUN`, `replay`) reads it back, never "damaged" (the reverted check
+    refused each of these and the worker failed the run). A second run whose stored
+    turn_within is not a number (the hub's float() raised ValueError on it) is failed
+    once, as damaged with its record and JSON path: not an internal error, not a store
+    failure tried again."""
+    import asyncio
+    import json
+    from typing import Any
+
+    import flowc
+    from flowc.cli import main
+    from flowc.runtime import Reply, ToolCall
+    from flowc.runtime.pgstore import PgStore
+    from flowc.runtime.script_run import resume_script
+    from flowc.runtime.target import RunTarget
+    from flowc.runtime.worker import Worker, submit_run
+
+    flow = (
+        "speaker user: human\nspeaker bot {\n  tool note\n}\nstart user\nmax_turns 6\n"
+        "when from user then bot\nwhen from bot then user\n"
+    )
+    target = RunTarget.from_compiled(flowc.compile_flow(flow))
+    doc = {"kickoff": "hello", "script": {"user": ["more", "again"]}}
+    answers: list[Any] = [
+        Reply(["a list", {"as": "text"}]),  # type: ignore[arg-type]
+        Reply({"k": [1, None]}, (ToolCall("note", set={"é": 2.5}, delete=[7]),)),  # type: ignore[arg-type, list-item]
+        Reply(2.5),  # type: ignore[arg-type]
+    ]
+
+    async def bot(turn: Any) -> Reply:
+        return answers.pop(0) if answers else Reply("done")
+
+    seen: list[tuple[str, str, str]] = []
+    errors: list[tuple[str, BaseException]] = []
+
+    async def scenario() -> tuple[str, str, int]:
+        store = PgStore(pg_dsn)
+        try:
+            odd, limit = [await submit_run(store, target, doc) for _ in range(2)]
+            with psycopg.connect(pg_dsn) as conn:
+                seq, raw = conn.execute(
+                    "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s", (limit,)
+                ).fetchone()  # type: ignore[misc]
+                env = json.loads(raw)
+                env["event_data"]["expectations"][0]["params"]["seconds"] = "soon"
+                conn.execute(
+                    "UPDATE flowc_wal SET envelope = %s WHERE seq = %s", (json.dumps(env), seq)
+                )
+            worker = Worker(
+                store,
+                agents={"bot": bot},
+                contracts="warn",
+                poll_seconds=0.05,
+                on_event=lambda what, cid, detail: seen.append((what, cid, detail)),
+                on_error=lambda cid, err: errors.append((cid, err)),
+            )
+            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
+            try:
+                for _ in range(3000):
+                    if worker.stats.closed + worker.stats.failed >= 2:
+                        break
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.3)  # (a damaged run is not tried again)
+            finally:
+                worker.stop()
+                await task
+            assert (worker.stats.closed, worker.stats.failed, worker.stats.internal) == (1, 1, 0)
+            # failed once and never tried again: not backed off as a store failure would be
+            assert limit in worker._unrunnable and limit in worker._done
+            again = await resume_script(store, odd)  # the read a worker makes of a run
+            assert again.close_reason is not None and again.error is None
+            return odd, limit, seq
+        finally:
+            store.close()
+
+    odd, limit, seq = asyncio.run(scenario())
+    assert [cid for what, cid, _ in seen if what == "closed"] == [odd]
+    failed = [(cid, detail) for what, cid, detail in seen if what == "failed"]
+    assert failed == [
+        (
+            limit,
+            f"{failed[0][1].split(': run ')[0]}: run {limit} is damaged: record 1 "
+            f"(ag2.channel.opened, row {seq}), event_data.expectations[0].params.seconds: "
+            'expected a finite number of seconds, not negative, got "soon"',
+        )
+    ], failed
+    capsys.readouterr()
+    for argv in (["log", odd], ["log", odd, "--json"], ["replay", odd], ["log"]):
+        code = main([*argv, "--db", pg_dsn])
+        out, err = capsys.readouterr()
+        if argv == ["log"]:  # (the run with the damaged turn limit is listed as damaged)
+            assert code == 1 and f"{odd}  " in out and f"{limit}  damaged" in out, out
+            continue
+        assert code == 0 and "damaged" not in out + err and "internal error" not in err, err

@@ -249,6 +249,39 @@ def test_a_worker_tells_a_bug_during_the_run_from_a_damaged_run(
     assert [type(err) for _, err in errors] == [KeyError]
 
 
+@pytest.mark.parametrize("error", [TypeError, AttributeError, KeyError, ValueError])
+def test_a_bug_while_a_worker_reads_a_run_is_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch, error: type[Exception]
+) -> None:
+    """A bug met while the worker reads a submitted run's opening (here: the script
+    stored with it) is an internal error, not a run the worker takes for damaged and
+    fails quietly (the worker caught KeyError, TypeError and ValueError as damage)."""
+    import flowc.runtime.worker as worker_module
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise error("injected fault in run_script_of")
+
+    monkeypatch.setattr(worker_module, "run_script_of", broken)
+    store = MemoryStore()
+    errors: list[tuple[str, BaseException]] = []
+
+    async def serve() -> Worker:
+        await submit_run(store, _target(), SCRIPT)
+        worker = Worker(
+            store, poll_seconds=0.01, on_error=lambda cid, err: errors.append((cid, err))
+        )
+        task = asyncio.ensure_future(worker.serve())
+        while worker.stats.failed + worker.stats.stalled + worker.stats.closed < 1:
+            await asyncio.sleep(0.01)
+        worker.stop()
+        await task
+        return worker
+
+    worker = asyncio.run(asyncio.wait_for(serve(), 60))
+    assert (worker.stats.failed, worker.stats.internal) == (1, 1)
+    assert [type(err) for _, err in errors] == [error]
+
+
 #: imported by Python at start-up (on PYTHONPATH): the worker's first run fails
 SITECUSTOMIZE = """
 import flowc.runtime.worker

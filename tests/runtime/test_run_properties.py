@@ -284,4 +284,43 @@ def test_damaged_stored_properties_are_one_line(
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     (line,) = err.splitlines()
-    assert "the stored properties are not valid (not a property (KeyError: 'sometimes'))" in line
+    assert (
+        "is damaged: record 1 (ag2.channel.opened), event_data.metadata.labels.properties: "
+        "expected properties flowc wrote (not a property (KeyError: 'sometimes'))"
+    ) in line
+
+
+def test_a_stored_property_count_past_any_number_is_a_damaged_run(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`at most 1e999 times` in the stored opening: int() raised OverflowError, which
+    no reader took for a damaged run (an internal error); it is one line saying the
+    stored properties are not valid, for `log RUN`, `resume` and the list alike."""
+    import sqlite3
+
+    db = _stalled_run(files, capsys)
+    con = sqlite3.connect(db)
+    seq, raw = con.execute(
+        "SELECT seq, envelope FROM wal WHERE event_type = 'ag2.channel.opened'"
+    ).fetchone()
+    env = json.loads(raw)
+    pattern = env["event_data"]["metadata"]["labels"]["properties"][1]["pattern"]
+    assert pattern["times"] == 1
+    pattern["times"] = "HUGE"
+    text = json.dumps(env).replace('"HUGE"', "1e999")
+    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (text, seq))
+    con.commit()
+    con.close()
+    for argv in (
+        ["log", "last"],
+        ["resume", "last", "--script", str(files / "long.json")],
+        ["log"],
+    ):
+        code = main([*argv, "--db", db])
+        err = capsys.readouterr().err
+        assert code == 1 and "Traceback" not in err and "internal error" not in err, err
+        (line,) = err.splitlines()
+        assert (
+            "is damaged: record 1 (ag2.channel.opened), event_data.metadata.labels.properties: "
+            "expected properties flowc wrote (not a property (OverflowError: "
+        ) in line, line

@@ -9,6 +9,7 @@ envelope is in the WAL, so a hook that raises changes nothing.
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -21,16 +22,101 @@ __all__ = [
     "ChannelManifest",
     "ChannelMetadata",
     "ChannelState",
+    "DamagedRecord",
     "Expectation",
     "ExpectedTurn",
     "Participant",
     "ParticipantSchema",
     "ProtocolError",
+    "damaged_text",
 ]
 
 
 class ProtocolError(Exception):
     """An envelope or a channel the adapter (or the hub) refuses; nothing was changed."""
+
+
+class DamagedRecord(ProtocolError):
+    """A stored record whose JSON is not what flowc writes: the value at ``path`` (a JSON
+    path into the envelope, ``event_data.routing.reason``) is not ``expected``.
+
+    >>> str(DamagedRecord("event_data.metadata.version", "an integer", "2"))
+    'the run is damaged: record 1 (ag2.channel.opened), event_data.metadata.version: expected an integer, got "2"'
+    """
+
+    def __init__(
+        self, path: str, expected: str, value: Any = None, *, missing: bool = False, said: str = ""
+    ):
+        self.path = path
+        if said:
+            self.what = said
+        else:
+            self.what = f"expected {expected}, " + (
+                "missing" if missing else f"got {_shown(value)}"
+            )
+        if path.startswith("event_data.metadata"):  # (read as the run is rebuilt)
+            super().__init__(damaged_text("the run", 1, OPENING, path, self.what))
+        else:
+            super().__init__(f"a record is damaged: {path}: {self.what}")
+
+    @classmethod
+    def said(cls, path: str, what: str) -> DamagedRecord:
+        """The value at ``path`` is damaged, ``what`` saying how."""
+        return cls(path, "", said=what)
+
+    def in_run(self, run_id: str) -> str:
+        """This damage in :func:`damaged_text`'s words, naming the run ``run_id``."""
+        if self.path.startswith("event_data.metadata"):
+            return damaged_text(f"run {run_id}", 1, OPENING, self.path, self.what)
+        return f"run {run_id} is damaged: {self.path}: {self.what}"
+
+
+#: the event type of a run's first record, its opening
+OPENING = "ag2.channel.opened"
+
+
+def damaged_text(
+    run: str, record: int, event_type: str, path: str, what: str, row: int | None = None
+) -> str:
+    """The one wording of a damaged run, in every command: ``run`` (``"run ID"``) is
+    damaged, its ``record``-th record (of ``event_type``, stored in ``row``), the value at
+    JSON ``path``, ``what`` is wrong with it.
+
+    >>> damaged_text("run r", 3, "ag2.packet", "event_data.routing.kind", "expected a string, got 5")
+    'run r is damaged: record 3 (ag2.packet), event_data.routing.kind: expected a string, got 5'
+    """
+    place = event_type if row is None else f"{event_type}, row {row}"
+    return f"{run} is damaged: record {record} ({place}), {path}: {what}"
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as a damaged record's message shows it: short, one line."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def need(value: Any, kind: type | tuple[type, ...], path: str, expected: str) -> Any:
+    """``value`` when it is a ``kind`` (``bool`` is no ``int`` here), else :class:`DamagedRecord`."""
+    if isinstance(value, kind) and not (isinstance(value, bool) and bool not in _kinds(kind)):
+        return value
+    raise DamagedRecord(path, expected, value)
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def need_key(
+    data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: str, expected: str
+) -> Any:
+    """``data[key]``, a ``kind``; :class:`DamagedRecord` when it is missing or not one."""
+    if key not in data:
+        raise DamagedRecord(f"{path}.{key}", expected, missing=True)
+    return need(data[key], kind, f"{path}.{key}", expected)
 
 
 class ChannelState(enum.Enum):
@@ -104,16 +190,32 @@ class ChannelMetadata:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChannelMetadata:
+    def from_dict(cls, data: Any, path: str = "event_data.metadata") -> ChannelMetadata:
+        """The metadata a channel's opening record stores (at ``path`` in it); a value
+        not of its type raises :class:`DamagedRecord` naming its JSON path."""
+        data = need(data, dict, path, "an object")
+        people = need_key(data, "participants", list, path, "a list")
+        participants = []
+        for i, p in enumerate(people):
+            at = f"{path}.participants[{i}]"
+            need(p, dict, at, "an object")
+            participants.append(
+                Participant(
+                    need_key(p, "agent_id", str, at, "a string"),
+                    need_key(p, "order", int, at, "an integer"),
+                    need(p.get("name", ""), str, f"{at}.name", "a string"),
+                    need(p.get("role", ""), str, f"{at}.role", "a string"),
+                )
+            )
         return cls(
-            channel_id=data["channel_id"],
-            type=data["type"],
-            version=data["version"],
-            creator_id=data["creator_id"],
-            participants=tuple(Participant(**p) for p in data["participants"]),
-            knobs=data["knobs"],
-            labels=data.get("labels", {}),
-            created_at=data.get("created_at", ""),
+            channel_id=need_key(data, "channel_id", str, path, "a string"),
+            type=need_key(data, "type", str, path, "a string"),
+            version=need_key(data, "version", int, path, "an integer"),
+            creator_id=need_key(data, "creator_id", str, path, "a string"),
+            participants=tuple(participants),
+            knobs=need_key(data, "knobs", dict, path, "an object"),
+            labels=need(data.get("labels", {}), dict, f"{path}.labels", "an object"),
+            created_at=need(data.get("created_at", ""), str, f"{path}.created_at", "a string"),
         )
 
 
