@@ -286,10 +286,6 @@ class _Runs:
                 # refuses here (a custom condition no plugin registered) is said once, on
                 # the page, not by each stream that tries to read the turns
                 WorkflowAdapter(None).initial_state(view.metadata)
-                # a damaged record past the opening is a damaged run too: the page is a
-                # 422 as the answers about a turn are (once: the view is kept)
-                for _ in store.read(run_id):
-                    pass
         except DAMAGED as err:  # (a bug is a 500; the store failing, a 503)
             raise HTTPException(422, run_error_text(run_id, err)) from None
         except WalError as err:

@@ -446,8 +446,10 @@ def test_the_views_fork_says_a_damaged_row_is_damaged(
     )
     why = client.get(f"/api/run/{cid}/why/2?token={TOKEN}")
     assert (why.status_code, why.json()) == (422, {"error": said})
-    page = client.get(f"/api/run/{cid}?token={TOKEN}")  # (the record past the opening too)
-    assert (page.status_code, page.json()) == (422, {"error": said})
+    # the page itself reads the opening only (not every record of a long run): a damaged
+    # record past it is said by the answers that read it
+    page = client.get(f"/api/run/{cid}?token={TOKEN}")
+    assert page.status_code == 200
     fork = client.post(
         f"/api/run/{cid}/fork/1?token={TOKEN}",
         content=b"{}",

@@ -133,8 +133,8 @@ def _worst(facts: Facts) -> WorstCase | str:
 #: why the worst case is not known, when the exploration stopped at its bound
 _NO_COUNT = "every state is needed to know the longest run"
 _PAST = (
-    f"the symbolic count follows every run for up to {MAX_CAP_RUN:,} turns, and some run"
-    " goes on past them"
+    f"the symbolic count follows every run for up to {counted(MAX_CAP_RUN, 'turn', grouped=True)},"
+    " and some run goes on past them"
 )
 _COUNT_MEMORY = (
     "the symbolic count ran out of the memory it is given while following the runs turn by"
