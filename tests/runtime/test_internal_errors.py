@@ -229,6 +229,14 @@ def test_a_worker_tells_a_bug_during_the_run_from_a_damaged_run(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(script_run, "post_turn", broken)
+    worker, errors = _serve_one_run()
+    assert (worker.stats.failed, worker.stats.internal) == (1, 1)
+    assert [type(err) for _, err in errors] == [KeyError]
+
+
+def _serve_one_run() -> tuple[Worker, list[tuple[str, BaseException]]]:
+    """A worker on a fresh store with one submitted run, served until that run failed,
+    stalled or closed; the worker, and the errors it reported."""
     store = MemoryStore()
     errors: list[tuple[str, BaseException]] = []
 
@@ -244,9 +252,7 @@ def test_a_worker_tells_a_bug_during_the_run_from_a_damaged_run(
         await task
         return worker
 
-    worker = asyncio.run(asyncio.wait_for(serve(), 60))
-    assert (worker.stats.failed, worker.stats.internal) == (1, 1)
-    assert [type(err) for _, err in errors] == [KeyError]
+    return asyncio.run(asyncio.wait_for(serve(), 60)), errors
 
 
 @pytest.mark.parametrize("error", [TypeError, AttributeError, KeyError, ValueError])
@@ -262,22 +268,7 @@ def test_a_bug_while_a_worker_reads_a_run_is_an_internal_error(
         raise error("injected fault in run_script_of")
 
     monkeypatch.setattr(worker_module, "run_script_of", broken)
-    store = MemoryStore()
-    errors: list[tuple[str, BaseException]] = []
-
-    async def serve() -> Worker:
-        await submit_run(store, _target(), SCRIPT)
-        worker = Worker(
-            store, poll_seconds=0.01, on_error=lambda cid, err: errors.append((cid, err))
-        )
-        task = asyncio.ensure_future(worker.serve())
-        while worker.stats.failed + worker.stats.stalled + worker.stats.closed < 1:
-            await asyncio.sleep(0.01)
-        worker.stop()
-        await task
-        return worker
-
-    worker = asyncio.run(asyncio.wait_for(serve(), 60))
+    worker, errors = _serve_one_run()
     assert (worker.stats.failed, worker.stats.internal) == (1, 1)
     assert [type(err) for _, err in errors] == [error]
 

@@ -11,7 +11,9 @@ properties come from the WAL, not from the flow file.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -265,21 +267,29 @@ def _worker_stops_on_violation(files: Path, db: str) -> None:
     assert envs[-1].event_data["reason"] == "property_violated:approved_in_time"
 
 
-def test_damaged_stored_properties_are_one_line(
-    files: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _rewrite_opening(db: str, rewrite: Callable[[dict[str, Any]], str]) -> None:
+    """Replace the stored run's opening record by ``rewrite`` of its JSON (a damaged row)."""
     import sqlite3
 
-    db = _stalled_run(files, capsys)
     con = sqlite3.connect(db)
     seq, raw = con.execute(
         "SELECT seq, envelope FROM wal WHERE event_type = 'ag2.channel.opened'"
     ).fetchone()
-    env = json.loads(raw)
-    env["event_data"]["metadata"]["labels"]["properties"][1]["pattern"]["kind"] = "sometimes"
-    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), seq))
+    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (rewrite(json.loads(raw)), seq))
     con.commit()
     con.close()
+
+
+def test_damaged_stored_properties_are_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _stalled_run(files, capsys)
+
+    def sometimes(env: dict[str, Any]) -> str:
+        env["event_data"]["metadata"]["labels"]["properties"][1]["pattern"]["kind"] = "sometimes"
+        return json.dumps(env)
+
+    _rewrite_opening(db, sometimes)
     code = main(["resume", "last", "--script", str(files / "long.json"), "--db", db])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
@@ -296,21 +306,15 @@ def test_a_stored_property_count_past_any_number_is_a_damaged_run(
     """`at most 1e999 times` in the stored opening: int() raised OverflowError, which
     no reader took for a damaged run (an internal error); it is one line saying the
     stored properties are not valid, for `log RUN`, `resume` and the list alike."""
-    import sqlite3
-
     db = _stalled_run(files, capsys)
-    con = sqlite3.connect(db)
-    seq, raw = con.execute(
-        "SELECT seq, envelope FROM wal WHERE event_type = 'ag2.channel.opened'"
-    ).fetchone()
-    env = json.loads(raw)
-    pattern = env["event_data"]["metadata"]["labels"]["properties"][1]["pattern"]
-    assert pattern["times"] == 1
-    pattern["times"] = "HUGE"
-    text = json.dumps(env).replace('"HUGE"', "1e999")
-    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (text, seq))
-    con.commit()
-    con.close()
+
+    def huge(env: dict[str, Any]) -> str:
+        pattern = env["event_data"]["metadata"]["labels"]["properties"][1]["pattern"]
+        assert pattern["times"] == 1
+        pattern["times"] = "HUGE"
+        return json.dumps(env).replace('"HUGE"', "1e999")
+
+    _rewrite_opening(db, huge)
     for argv in (
         ["log", "last"],
         ["resume", "last", "--script", str(files / "long.json")],
