@@ -8,6 +8,12 @@ so that their spans are where they are in the whole file. The statements after t
 their trees, moved down (or up) by the lines and characters the edit added: the edit
 ends on an earlier line, so only their lines and offsets change, never their columns.
 
+A new version may differ from the last in several places (an editor that sends the whole
+text after a change in two places, a replace-all, a formatter, a checkout): when each
+place replaces lines by as many lines, each is a region of its own, and the statements
+between them are kept too (moved by the characters the places before them added), not
+parsed again with everything from the first place to the last.
+
 The result is the tree a full parse gives, spans included (tested against it on
 random edits); when the touched statements do not parse on their own (a syntax error,
 or an edit that joins two statements), the whole file is parsed, so errors are
@@ -32,30 +38,34 @@ from flowc.source import SourceFile, Span, offsets
 
 
 def _merged_comments(
-    old: Sequence[n.Comment],
-    begin: int,
-    middle: Sequence[int],
-    cut: int,
-    delta: int,
-    source: SourceFile,
+    old: Sequence[n.Comment], regions: Sequence[_Parsed], source: SourceFile
 ) -> Comments:
-    """The edited file's comments, as offsets: the old ones that end before ``begin``, the
-    ones parsed again (``middle``), and the old ones from ``cut`` on, moved by ``delta``."""
+    """The edited file's comments, as offsets: around the regions parsed again (each with
+    its own comments), the old ones that lie between them, moved by the characters the
+    regions before them added."""
+    out = offsets(len(source.text))
+    frm, delta = 0, 0  # old comments from `frm` on are the edited file's, moved by `delta`
+    for r in regions:
+        out.extend(start + delta for start in _old_comments(old, frm, r.begin))
+        out.extend(r.comments)
+        frm, delta = r.cut, delta + r.chars
+    out.extend(start + delta for start in _old_comments(old, frm, None))
+    return Comments(source, out)
+
+
+def _old_comments(old: Sequence[n.Comment], frm: int, to: int | None) -> Sequence[int]:
+    """The offsets of the old comments that start at ``frm`` or later and end by ``to``
+    (``None``: the end)."""
     if isinstance(old, Comments):
         starts = old.starts
-        head = bisect.bisect_left(starts, begin)
-        while head and old.end(head - 1) > begin:
+        lo = bisect.bisect_left(starts, frm)
+        if to is None:
+            return starts[lo:]
+        head = bisect.bisect_left(starts, to, lo)
+        while head > lo and old.end(head - 1) > to:
             head -= 1
-        before: Sequence[int] = starts[:head]
-        after: Sequence[int] = starts[bisect.bisect_left(starts, cut) :]
-    else:
-        before = [c.span.start for c in old if c.span.end <= begin]
-        after = [c.span.start for c in old if c.span.start >= cut]
-    out = offsets(len(source.text))
-    out.extend(before)
-    out.extend(middle)
-    out.extend(start + delta for start in after)
-    return Comments(source, out)
+        return starts[lo:head]
+    return [c.span.start for c in old if c.span.start >= frm and (to is None or c.span.end <= to)]
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -134,9 +144,11 @@ def _holders(node: Any) -> list[tuple[Any, tuple[str, ...]]]:
 _Holders = ByIdentity[Any, list[tuple[Any, tuple[str, ...]]]]
 
 
-def _shift(nodes: Sequence[Any], lines: int, chars: int, holders: _Holders | None = None) -> None:
-    """Move every span in ``nodes`` (statements) by ``lines`` and ``chars`` (in place:
-    these trees belong to the analysis being replaced).
+def _shift(
+    segments: Sequence[tuple[Sequence[Any], int, int]], holders: _Holders | None = None
+) -> None:
+    """Move every span in each segment's statements by its lines and characters (in
+    place: these trees belong to the analysis being replaced).
 
     It moves the whole tail of a large file after an edit that changed its length (on a
     10,000-rule file, tens of thousands of spans): the nodes that hold spans are listed
@@ -149,27 +161,29 @@ def _shift(nodes: Sequence[Any], lines: int, chars: int, holders: _Holders | Non
     setattr_ = object.__setattr__
     seen: set[int] = set()
     add = seen.add
-    for statement in nodes:
-        held = holders.get(statement)
-        if held is None:
-            held = _holders(statement)
-            holders.put(statement, held)
-        for node, names in held:
-            if id(node) in seen:
-                continue
-            add(id(node))
-            for name in names:
-                value = getattr(node, name)
-                # Span(...) without its __init__: the fields set straight through their
-                # slots (the same object; a third of the time, on tens of thousands)
-                moved = new(span)
-                set_line(moved, value.line + lines)
-                set_column(moved, value.column)
-                set_end_line(moved, value.end_line + lines)
-                set_end_column(moved, value.end_column)
-                set_start(moved, value.start + chars)
-                set_end(moved, value.end + chars)
-                setattr_(node, name, moved)
+    for statements, lines, chars in segments:
+        for statement in statements:
+            held = holders.get(statement)
+            if held is None:
+                held = _holders(statement)
+                holders.put(statement, held)
+            for node, names in held:
+                if id(node) in seen:
+                    continue
+                add(id(node))
+                for name in names:
+                    value = getattr(node, name)
+                    # Span(...) without its __init__: the fields set straight through
+                    # their slots (the same object; a third of the time, on tens of
+                    # thousands)
+                    moved = new(span)
+                    set_line(moved, value.line + lines)
+                    set_column(moved, value.column)
+                    set_end_line(moved, value.end_line + lines)
+                    set_end_column(moved, value.end_column)
+                    set_start(moved, value.start + chars)
+                    set_end(moved, value.end + chars)
+                    setattr_(node, name, moved)
 
 
 #: the slots' setters of :class:`Span`'s fields, in its order (checked against the class)
@@ -182,6 +196,104 @@ assert tuple(f.name for f in attrs.fields(Span)) == (
     "start",
     "end",
 )
+
+
+#: the most places an edit may be told apart in (:func:`_places`): past that, it is one
+#: region from the first to the last
+_MOST_PLACES = 16
+
+
+def _places(old: str, new: str, prefix: int, suffix: int) -> list[_Place] | None:
+    """The places ``old`` and ``new`` differ in, when there are several and each replaces
+    lines by as many lines (the texts then have their lines at the same numbers), or
+    None: each place as (where it starts and ends in ``old``, the characters it adds, no
+    lines). ``prefix`` and ``suffix``: what the texts have in common at either end."""
+    start = old.rfind("\n", 0, prefix) + 1  # the first line that differs, in both
+    stop_old = old.find("\n", len(old) - suffix)
+    stop_new = new.find("\n", len(new) - suffix)
+    stop_old = len(old) if stop_old < 0 else stop_old
+    stop_new = len(new) if stop_new < 0 else stop_new
+    if old.count("\n", start, stop_old) != new.count("\n", start, stop_new):
+        return None
+    old_lines = old[start:stop_old].split("\n")
+    new_lines = new[start:stop_new].split("\n")
+    places: list[_Place] = []
+    at = start  # where old line i starts
+    run: list[int] | None = None  # [start, end, added] of the place being read
+    for a, b in zip(old_lines, new_lines, strict=True):
+        if a != b:
+            if run is None:
+                run = [at, at + len(a), len(b) - len(a)]
+            else:
+                run[1], run[2] = at + len(a), run[2] + len(b) - len(a)
+        elif run is not None:
+            places.append((run[0], run[1], run[2], 0))
+            run = None
+            if len(places) >= _MOST_PLACES:
+                return None
+        at += len(a) + 1
+    if run is not None:
+        places.append((run[0], run[1], run[2], 0))
+    return places if len(places) > 1 else None
+
+
+#: a place an edit changed: where it starts and ends in the old text, the characters
+#: and the lines it adds
+_Place = tuple[int, int, int, int]
+
+
+@attrs.frozen
+class _Region:
+    """Statements parsed again: those from ``keep`` to ``after`` (the old tree's), with
+    the characters and lines the edit added within them."""
+
+    keep: int
+    after: int
+    chars: int
+    lines: int
+
+
+@attrs.frozen
+class _Parsed:
+    """A region parsed again: where it starts in the old text (``begin``), where the
+    statements kept after it start there (``cut``), the characters it adds, and what it
+    parsed to."""
+
+    begin: int
+    cut: int
+    chars: int
+    statements: list[n.Statement]
+    comments: Sequence[int]
+
+
+def _regions(
+    statements: Sequence[n.Statement], old_text: str, places: Sequence[_Place]
+) -> list[_Region] | None:
+    """The statements to parse again for each place (in order), two regions that meet
+    made one; None when they are every statement."""
+    out: list[_Region] = []
+    for prefix, end, chars, lines in places:
+        # keep statement i when the next one is wholly before the edit too (an edit right
+        # after a statement may extend it: `priority 2` after a rule)
+        before = bisect.bisect_right(statements, prefix, key=lambda st: st.span.end)
+        keep = max(before - 1, 0)
+        # statements after the edit: they start on a later line than the edit's end
+        line = old_text.count("\n", 0, end) + 1
+        after = bisect.bisect_left(
+            statements,
+            True,
+            lo=keep,
+            key=lambda st: st.span.start >= end and st.span.line > line,
+        )
+        if out and keep <= out[-1].after:
+            last = out.pop()
+            keep = last.keep
+            chars, lines = last.chars + chars, last.lines + lines
+            after = max(after, last.after)
+        out.append(_Region(keep, after, chars, lines))
+    if out[0].keep == 0 and out[-1].after == len(statements) and len(out) == 1:
+        return None
+    return out
 
 
 @attrs.define
@@ -229,51 +341,69 @@ class Reparser:
             return old, ()
         prefix = _common_prefix(old_text, new_text)
         suffix = _common_suffix(old_text, new_text, min(len(old_text), len(new_text)) - prefix)
+        places = _places(old_text, new_text, prefix, suffix)
+        if places is not None:
+            regions = _regions(statements, old_text, places)
+            if regions is not None and len(regions) > 1:
+                flow = self._reparse(old, old_text, source, regions)
+                if flow is not None:
+                    return flow, ()
+        # one region, from the first character the texts differ at to the last
         edit_end_old = len(old_text) - suffix  # the edit is old_text[prefix:edit_end_old]
-        # keep statement i when the next one is wholly before the edit too (an edit right
-        # after a statement may extend it: `priority 2` after a rule)
-        keep = 0
-        while keep + 1 < len(statements) and statements[keep + 1].span.end <= prefix:
-            keep += 1
-        # statements after the edit: they start on a later line than the edit's end
-        edit_line = old_text.count("\n", 0, edit_end_old) + 1
-        after = len(statements)
-        while (
-            after > keep
-            and statements[after - 1].span.start >= edit_end_old
-            and statements[after - 1].span.line > edit_line
-        ):
-            after -= 1
-        if keep == 0 and after == len(statements):
-            return None, ()  # the edit touches everything: a plain parse
-        delta = len(new_text) - len(old_text)
-        # from the first statement parsed again (from the top when that is the first one,
-        # so that comments before it are read again too)
-        begin = 0 if keep == 0 else statements[keep].span.start
-        end = statements[after].span.start + delta if after < len(statements) else len(new_text)
-        if end < begin:
-            return None, ()
-        # the text from the start of `begin`'s line (blanked before `begin`), parsed as
-        # the part of the file it is
-        line_begin = new_text.rfind("\n", 0, begin) + 1
-        parsed = parse_valid(
-            " " * (begin - line_begin) + new_text[begin:end],
-            new_text.count("\n", 0, line_begin) + 1,
-            line_begin,
-        )
-        if parsed is None:
-            return None, ()  # parse the whole file: its errors are the ones to report
-        middle, middle_comments = parsed
-        line_delta = new_text.count("\n", prefix, len(new_text) - suffix) - old_text.count(
+        lines = new_text.count("\n", prefix, len(new_text) - suffix) - old_text.count(
             "\n", prefix, edit_end_old
         )
-        # where the kept tail starts in the old text (before its spans move)
-        cut = statements[after].span.start if after < len(statements) else len(old_text) + 1
-        tail = statements[after:]
-        if line_delta or delta:
-            _shift(tail, line_delta, delta, self.holders)
-        comments = _merged_comments(old.comments, begin, middle_comments, cut, delta, source)
-        self.reused = keep + len(tail)
-        self._parsed = middle
-        flow = n.Flow((*statements[:keep], *middle, *tail), comments, source.span(0, len(new_text)))
-        return flow, ()
+        chars = len(new_text) - len(old_text)
+        one = _regions(statements, old_text, [(prefix, edit_end_old, chars, lines)])
+        if one is None:
+            return None, ()  # the edit touches everything: a plain parse
+        return self._reparse(old, old_text, source, one), ()
+
+    def _reparse(
+        self, old: n.Flow, old_text: str, source: SourceFile, regions: Sequence[_Region]
+    ) -> n.Flow | None:
+        """The tree of ``source``: the old statements outside ``regions`` kept (moved by
+        what the regions before them added), each region parsed again on its own; None
+        when one does not parse on its own (the whole file is then parsed: its errors are
+        the ones to report). Nothing is moved before every region has parsed."""
+        statements = old.statements
+        new_text = source.text
+        done: list[_Parsed] = []
+        delta = 0  # the characters the regions before this one added
+        for r in regions:
+            # from the first statement parsed again (from the top when that is the first
+            # one, so that comments before it are read again too), in the old text
+            begin = 0 if r.keep == 0 else statements[r.keep].span.start
+            # where the statements kept after it start in the old text (before they move)
+            after = r.after < len(statements)
+            cut = statements[r.after].span.start if after else len(old_text) + 1
+            start, end = begin + delta, (cut + delta + r.chars if after else len(new_text))
+            if end < start:
+                return None
+            # the text from the start of `start`'s line (blanked before it), parsed as
+            # the part of the file it is
+            line_begin = new_text.rfind("\n", 0, start) + 1
+            parsed = parse_valid(
+                " " * (start - line_begin) + new_text[start:end],
+                new_text.count("\n", 0, line_begin) + 1,
+                line_begin,
+            )
+            if parsed is None:
+                return None
+            done.append(_Parsed(begin, cut, r.chars, *parsed))
+            delta += r.chars
+        kept: list[n.Statement] = list(statements[: regions[0].keep])
+        moves: list[tuple[Sequence[n.Statement], int, int]] = []
+        chars = lines = 0
+        for i, (r, p) in enumerate(zip(regions, done, strict=True)):
+            kept.extend(p.statements)
+            chars, lines = chars + r.chars, lines + r.lines
+            tail = statements[r.after : regions[i + 1].keep if i + 1 < len(regions) else None]
+            kept.extend(tail)
+            if chars or lines:
+                moves.append((tail, lines, chars))
+        comments = _merged_comments(old.comments, done, source)
+        _shift(moves, self.holders)
+        self.reused = len(statements) - sum(r.after - r.keep for r in regions)
+        self._parsed = [st for p in done for st in p.statements]
+        return n.Flow(tuple(kept), comments, source.span(0, len(new_text)))

@@ -106,6 +106,102 @@ def test_reparsing_an_edit_gives_the_tree_of_a_full_parse() -> None:
     assert reused > 10 * compared, (reused, compared)
 
 
+LINES = [
+    "",
+    "# note",
+    "when from a then b",
+    "when tool t then stay priority 2",
+    "speaker q",
+    "  # tail",
+    "priority 3",
+    "}",
+    "{",
+    '"',
+    "when from agent_1 then agent_2  # moved",
+    "otherwise agent_0",
+]
+
+
+def edit_in_places(rng: random.Random, text: str) -> str:
+    """``text`` with 2 to 5 of its lines replaced (a line of :data:`LINES`, another line of
+    the file, or the line with a word changed): a version that differs from the last in
+    several places, each as many lines as before."""
+    lines = text.split("\n")
+    for k in rng.sample(range(len(lines)), min(len(lines), rng.randrange(2, 6))):
+        kind = rng.random()
+        if kind < 0.3:
+            lines[k] = rng.choice(LINES)
+        elif kind < 0.5:
+            lines[k] = rng.choice(lines)
+        else:
+            lines[k] = lines[k].replace("agent_1", "agent_12").replace("then ", "then  ")
+    return "\n".join(lines)
+
+
+def test_reparsing_a_version_that_differs_in_several_places_gives_the_tree_of_a_full_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A version that differs from the last in several places, each replacing lines by as
+    many lines (an editor sending the whole text after two changes, a replace-all): each
+    place is parsed again on its own, the statements between them kept, and the tree is
+    the one a full parse builds, spans and comments included; a place that does not parse
+    on its own falls back as a single edit does."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").rglob("*.flow"))]
+    texts += [generate(80)] * 4
+    rng = random.Random(29)
+    compared = 0
+    several: list[int] = []  # the regions of each version parsed in several
+    reparse = Reparser._reparse
+
+    def counting(self: Reparser, old: Any, old_text: str, source: Any, regions: Any) -> Any:
+        flow = reparse(self, old, old_text, source, regions)
+        if flow is not None and len(regions) > 1:
+            several.append(len(regions))
+        return flow
+
+    monkeypatch.setattr(Reparser, "_reparse", counting)
+    for text in texts:
+        reparser = Reparser()
+        reparser.parse(SourceFile("f.flow", text))
+        current = text
+        for _ in range(60):
+            new = edit_in_places(rng, current)
+            incremental, errors = reparser.parse(SourceFile("f.flow", new))
+            full, full_errors = parse_source(SourceFile("f.flow", new))
+            assert [(d.message, d.span) for d in errors] == [
+                (d.message, d.span) for d in full_errors
+            ]
+            if errors:
+                continue
+            assert tree(incremental) == tree(full), new
+            compared += 1
+            current = new
+    assert compared > 200, compared
+    assert len(several) > 60 and max(several) >= 4, several
+
+
+def test_two_far_apart_changes_parse_the_statements_around_each_only() -> None:
+    """A version that changes two rules far apart (two changes the server reads as one
+    version: an edit made while the last was being checked, a multi-cursor edit): the
+    statements around each of the two places are parsed again, not the thousands between
+    them."""
+    text = generate(1000)
+    lines = text.split("\n")
+    rules = [i for i, line in enumerate(lines) if line.startswith("when from")]
+    first, last = rules[10], rules[-10]
+    reparser = Reparser()
+    reparser.parse(SourceFile("f.flow", text))
+    for version in range(3):
+        lines[first] += f" # {version}"
+        lines[last] = lines[last].replace(" then ", " then  ")
+        new = "\n".join(lines)
+        flow, errors = reparser.parse(SourceFile("f.flow", new))
+        assert not errors
+        assert len(reparser._parsed) <= 6, len(reparser._parsed)
+        assert reparser.reused >= len(flow.statements) - 6
+        assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
+
+
 def test_an_edit_in_the_middle_of_a_large_flow_parses_one_statement() -> None:
     text = generate(1000)
     reparser = Reparser()
