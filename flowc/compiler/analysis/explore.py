@@ -297,6 +297,12 @@ class Explorer:
 
     def steps(self, key: NodeKey) -> Iterator[Step]:
         """Every turn the node's speaker may take, with every outcome."""
+        for action, after, outcome in self.turns(key):
+            yield Step(action, after, outcome)
+
+    def turns(self, key: NodeKey) -> Iterator[tuple[Action, Valuation, Outcome]]:
+        """:meth:`steps` as (action, valuation after, outcome), no :class:`Step` made (the
+        exploration makes one for the few turns it keeps)."""
         sys = self.system
         actions: tuple[Action, ...] = (PLAIN,)
         if key == KICKOFF:
@@ -309,12 +315,12 @@ class Explorer:
         for action in actions:
             for after in self.after(val, action):
                 if action.finish is not None:
-                    yield Step(action, after, Outcome((), FINISH, -1, finish_reason(action.finish)))
+                    yield action, after, Outcome((), FINISH, -1, finish_reason(action.finish))
                 elif action.handoff is not None:
-                    yield Step(action, after, Outcome((), HANDOFF, action.handoff))
+                    yield action, after, Outcome((), HANDOFF, action.handoff)
                 else:
                     for outcome in self.route(speaker, action.tool_index, after):
-                        yield Step(action, after, outcome)
+                        yield action, after, outcome
 
     def after(self, val: Valuation | None, action: Action) -> Iterator[Valuation]:
         """The valuations after ``action``'s writes (``val`` None: a JSON graph's any)."""
@@ -594,6 +600,7 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
     cap = system.max_turns
     json_mode = system.json_mode
     self_routes: dict[tuple[int, str | None], tuple[int, Step]] = {}
+    turns_of = explorer.turns
     u = 0
     while queue and not truncated:
         u = queue.popleft()
@@ -604,31 +611,30 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
             recorded.begin(u)
         mover = system.start if u == 0 else key[0]
         late = cap is not None and dist[u] + 1 >= cap  # the run closes on this turn
-        for step in explorer.steps(key):
+        for action, after, outcome in turns_of(key):
             turns += 1
             if turns > budget:
                 truncated, horizon, stopped_by = True, dist[u], "turns"
                 break
-            outcome = step.outcome
             if outcome.speaker == mover and not late:
-                tool = step.action.tool
+                tool = action.tool
                 if not (json_mode and tool is not None):  # a JSON graph's tools are assumed
                     cause = (outcome.fired, tool if outcome.fired == HANDOFF else None)
                     if cause not in self_routes:
-                        self_routes[cause] = (u, step)
+                        self_routes[cause] = (u, Step(action, after, outcome))
             if outcome.fired >= 0 or outcome.fired == DEFAULT:
                 first_fired.setdefault(outcome.fired, u)
             if outcome.fired >= 0:
                 fired.add(outcome.fired)
             elif outcome.fired == DEFAULT:
                 default_fired = True
-                if u != 0 and step.action.is_plain:
+                if u != 0 and action.is_plain:
                     plain_default.setdefault(key[0], u)
             # explorer.next_key(step), inlined: this runs on every turn
             nxt = (
                 ("end", outcome.reason)
                 if outcome.speaker < 0
-                else (outcome.speaker, None if json_mode else step.after)
+                else (outcome.speaker, None if json_mode else after)
             )
             v = ids.get(nxt)
             if v is None:
@@ -644,14 +650,14 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
                 ids[nxt] = v
                 keys.append(nxt)
                 parent.append(u)
-                parent_step.append(step)
+                parent_step.append(Step(action, after, outcome))
                 dist.append(dist[u] + 1)
                 if nxt[0] == "end":
                     ends.append(v)
                 queue.append(v)
             edges.add((u, v))
             if recorded is not None:
-                recorded.add(v, step.action.tool, step.after)
+                recorded.add(v, action.tool, after)
     if recorded is not None:
         recorded.close(len(keys))
     graph = networkx_digraph(len(keys), edges)
