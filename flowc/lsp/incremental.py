@@ -17,7 +17,8 @@ parsed again with everything from the first place to the last.
 The result is the tree a full parse gives, spans included (tested against it on
 random edits); when the touched statements do not parse on their own (a syntax error,
 or an edit that joins two statements), the whole file is parsed, so errors are
-exactly those of a full parse.
+exactly those of a full parse (a version that differs in several places is first tried
+as one region, from the first place to the last).
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ def _merged_comments(
     its own comments), the old ones that lie between them, moved by the characters the
     regions before them added."""
     out = offsets(len(source.text))
-    frm, delta = 0, 0  # old comments from `frm` on are the edited file's, moved by `delta`
+    frm, shift = 0, 0  # old comments from `frm` on are the edited file's, moved by `shift`
     for r in regions:
-        out.extend(start + delta for start in _old_comments(old, frm, r.begin))
+        out.extend(start + shift for start in _old_comments(old, frm, r.begin))
         out.extend(r.comments)
-        frm, delta = r.cut, delta + r.chars
-    out.extend(start + delta for start in _old_comments(old, frm, None))
+        frm, shift = r.cut, r.shift
+    out.extend(start + shift for start in _old_comments(old, frm, None))
     return Comments(source, out)
 
 
@@ -61,10 +62,9 @@ def _old_comments(old: Sequence[n.Comment], frm: int, to: int | None) -> Sequenc
         lo = bisect.bisect_left(starts, frm)
         if to is None:
             return starts[lo:]
-        head = bisect.bisect_left(starts, to, lo)
-        while head > lo and old.end(head - 1) > to:
-            head -= 1
-        return starts[lo:head]
+        # (``to`` is where a statement starts: no comment holds it, so every comment that
+        # starts before it ends before it)
+        return starts[lo : bisect.bisect_left(starts, to, lo)]
     return [c.span.start for c in old if c.span.start >= frm and (to is None or c.span.end <= to)]
 
 
@@ -204,10 +204,11 @@ _MOST_PLACES = 16
 
 
 def _places(old: str, new: str, prefix: int, suffix: int) -> list[_Place] | None:
-    """The places ``old`` and ``new`` differ in, when there are several and each replaces
-    lines by as many lines (the texts then have their lines at the same numbers), or
-    None: each place as (where it starts and ends in ``old``, the characters it adds, no
-    lines). ``prefix`` and ``suffix``: what the texts have in common at either end."""
+    """The places ``old`` and ``new`` differ in (each as where it starts and ends in
+    ``old``, the characters it adds and no lines), when there are several (at most
+    :data:`_MOST_PLACES`) and each replaces lines by as many lines, so that the texts
+    have their lines at the same numbers; otherwise None. ``prefix`` and ``suffix``: the
+    lengths the texts have in common at either end."""
     start = old.rfind("\n", 0, prefix) + 1  # the first line that differs, in both
     stop_old = old.find("\n", len(old) - suffix)
     stop_new = new.find("\n", len(new) - suffix)
@@ -244,10 +245,10 @@ _Place = tuple[int, int, int, int]
 
 @attrs.frozen
 class _Region:
-    """Statements parsed again: those from ``keep`` to ``after`` (the old tree's), with
-    the characters and lines the edit added within them."""
+    """Statements parsed again: the old tree's from ``first`` up to ``after`` (the first
+    one kept after them), with the characters and lines the edit added within them."""
 
-    keep: int
+    first: int
     after: int
     chars: int
     lines: int
@@ -256,12 +257,14 @@ class _Region:
 @attrs.frozen
 class _Parsed:
     """A region parsed again: where it starts in the old text (``begin``), where the
-    statements kept after it start there (``cut``), the characters it adds, and what it
+    statements kept after it start there (``cut``), the characters and lines those move
+    by (what this region and those before it added: ``shift``, ``lines``), and what it
     parsed to."""
 
     begin: int
     cut: int
-    chars: int
+    shift: int
+    lines: int
     statements: list[n.Statement]
     comments: Sequence[int]
 
@@ -272,26 +275,26 @@ def _regions(
     """The statements to parse again for each place (in order), two regions that meet
     made one; None when they are every statement."""
     out: list[_Region] = []
-    for prefix, end, chars, lines in places:
+    for start, end, chars, lines in places:
         # keep statement i when the next one is wholly before the edit too (an edit right
         # after a statement may extend it: `priority 2` after a rule)
-        before = bisect.bisect_right(statements, prefix, key=lambda st: st.span.end)
-        keep = max(before - 1, 0)
+        before = bisect.bisect_right(statements, start, key=lambda st: st.span.end)
+        first = max(before - 1, 0)
         # statements after the edit: they start on a later line than the edit's end
         line = old_text.count("\n", 0, end) + 1
         after = bisect.bisect_left(
             statements,
             True,
-            lo=keep,
+            lo=first,
             key=lambda st: st.span.start >= end and st.span.line > line,
         )
-        if out and keep <= out[-1].after:
+        if out and first <= out[-1].after:
             last = out.pop()
-            keep = last.keep
+            first = last.first
             chars, lines = last.chars + chars, last.lines + lines
             after = max(after, last.after)
-        out.append(_Region(keep, after, chars, lines))
-    if out[0].keep == 0 and out[-1].after == len(statements) and len(out) == 1:
+        out.append(_Region(first, after, chars, lines))
+    if out[0].first == 0 and out[-1].after == len(statements) and len(out) == 1:
         return None
     return out
 
@@ -364,20 +367,23 @@ class Reparser:
     ) -> n.Flow | None:
         """The tree of ``source``: the old statements outside ``regions`` kept (moved by
         what the regions before them added), each region parsed again on its own; None
-        when one does not parse on its own (the whole file is then parsed: its errors are
-        the ones to report). Nothing is moved before every region has parsed."""
+        when one does not parse on its own (the caller then tries one region from the
+        first place to the last, then the whole file, whose errors are the ones to
+        report). Nothing is moved before every region has parsed."""
         statements = old.statements
         new_text = source.text
         done: list[_Parsed] = []
-        delta = 0  # the characters the regions before this one added
+        shift = lines = 0  # what the regions before this one added
         for r in regions:
             # from the first statement parsed again (from the top when that is the first
             # one, so that comments before it are read again too), in the old text
-            begin = 0 if r.keep == 0 else statements[r.keep].span.start
+            begin = 0 if r.first == 0 else statements[r.first].span.start
             # where the statements kept after it start in the old text (before they move)
             after = r.after < len(statements)
             cut = statements[r.after].span.start if after else len(old_text) + 1
-            start, end = begin + delta, (cut + delta + r.chars if after else len(new_text))
+            start = begin + shift
+            shift, lines = shift + r.chars, lines + r.lines
+            end = cut + shift if after else len(new_text)
             if end < start:
                 return None
             # the text from the start of `start`'s line (blanked before it), parsed as
@@ -390,20 +396,17 @@ class Reparser:
             )
             if parsed is None:
                 return None
-            done.append(_Parsed(begin, cut, r.chars, *parsed))
-            delta += r.chars
-        kept: list[n.Statement] = list(statements[: regions[0].keep])
+            done.append(_Parsed(begin, cut, shift, lines, *parsed))
+        kept: list[n.Statement] = list(statements[: regions[0].first])
         moves: list[tuple[Sequence[n.Statement], int, int]] = []
-        chars = lines = 0
         for i, (r, p) in enumerate(zip(regions, done, strict=True)):
             kept.extend(p.statements)
-            chars, lines = chars + r.chars, lines + r.lines
-            tail = statements[r.after : regions[i + 1].keep if i + 1 < len(regions) else None]
+            tail = statements[r.after : regions[i + 1].first if i + 1 < len(regions) else None]
             kept.extend(tail)
-            if chars or lines:
-                moves.append((tail, lines, chars))
+            if p.shift or p.lines:
+                moves.append((tail, p.lines, p.shift))
         comments = _merged_comments(old.comments, done, source)
         _shift(moves, self.holders)
-        self.reused = len(statements) - sum(r.after - r.keep for r in regions)
+        self.reused = len(statements) - sum(r.after - r.first for r in regions)
         self._parsed = [st for p in done for st in p.statements]
         return n.Flow(tuple(kept), comments, source.span(0, len(new_text)))
