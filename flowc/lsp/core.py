@@ -71,6 +71,22 @@ class Analysis:
     index: Index | None
 
 
+def text_lines(text: str) -> list[str]:
+    """``text``'s lines as flowc numbers them, each with its ``\\n``: the lines the server
+    converts positions on. Not ``str.splitlines``, which also ends a line at a form feed,
+    U+2028 and other characters that end none for flowc (nor for an editor): after one of
+    those, every position was put on the wrong line.
+
+    >>> text_lines("a\\fb\\nc")
+    ['a\\x0cb\\n', 'c']
+    """
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
+
+
 def _ascii_position(lines: Sequence[str], line: int, character: int) -> tuple[int, int]:
     """A position in an ASCII text as pygls' position codec gives it: the character
     clamped to its line (newline included), a line past the end as the end."""
@@ -427,7 +443,7 @@ class FlowcServer(LanguageServer):
         parsed may point past the ends of its lines: they are placed afresh, and the JSON
         kept stays that of the last version that parsed (None)."""
         text = job.source.text
-        lines = text.splitlines(keepends=True)
+        lines = text_lines(text)
         ascii_text = text.isascii()
         cache = self._converted.get(job.uri, {}) if ascii_text and reuse else {}
         kept: dict[tuple[object, ...], str] = {}
@@ -672,7 +688,7 @@ class FlowcServer(LanguageServer):
         if analysis is None or analysis.index is None:
             return None
         index = analysis.index
-        lines = index.source.text.splitlines(keepends=True)
+        lines = text_lines(index.source.text)
         at = self.workspace.position_codec.position_from_client_units(lines, position)
         return index, at.line + 1, at.character
 

@@ -18,7 +18,7 @@ from flowc.dsl.parser import parse_source
 from flowc.lsp import actions as act
 from flowc.lsp import completion as comp
 from flowc.lsp import tokens as tk
-from flowc.lsp.core import FlowcServer, RequestFailed
+from flowc.lsp.core import FlowcServer, RequestFailed, text_lines
 from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL
 from flowc.source import SourceFile
 
@@ -38,7 +38,7 @@ _ITEM_KIND = {
 
 def _offset(server: FlowcServer, text: str, position: lsp.Position) -> int:
     """A client position in ``text`` as a character offset."""
-    lines = text.splitlines(keepends=True)
+    lines = text_lines(text)
     at = server.workspace.position_codec.position_from_client_units(lines, position)
     source = SourceFile("", text)
     starts = source.line_starts
@@ -48,7 +48,7 @@ def _offset(server: FlowcServer, text: str, position: lsp.Position) -> int:
 
 
 def _range(server: FlowcServer, source: SourceFile, start: int, end: int) -> lsp.Range:
-    return server.to_range(source.span(start, end), source.text.splitlines(keepends=True))
+    return server.to_range(source.span(start, end), text_lines(source.text))
 
 
 def range_format_edits(
@@ -61,7 +61,7 @@ def range_format_edits(
     flow, errors = parse_source(SourceFile(filename, text))
     if errors:
         return None
-    lines = text.splitlines(keepends=True)
+    lines = text_lines(text)
     lo, hi = first, min(last, len(lines) - 1)
     for st in flow.statements:  # widen to the statements the range touches
         if st.span.line - 1 <= hi and st.span.end_line - 1 >= lo:
@@ -73,7 +73,7 @@ def range_format_edits(
     if lo > hi:
         return []
     old = lines[lo : hi + 1]
-    new = format_source("".join(old), filename).splitlines(keepends=True)
+    new = text_lines(format_source("".join(old), filename))
     if not old[-1].endswith("\n") and new:
         new[-1] = new[-1].rstrip("\r\n")  # the last line of a file without a final newline
     edits = []
@@ -130,7 +130,7 @@ def _register_reading_aids(server: FlowcServer) -> None:
         text = ls.workspace.get_text_document(uri).source
         analysis = ls.analyses.get(uri)
         pieces = tk.semantic_pieces(text, analysis.index if analysis else None)
-        lines = text.splitlines(keepends=True)
+        lines = text_lines(text)
         codec = ls.workspace.position_codec
         units = []
         for p in pieces:
@@ -175,7 +175,7 @@ def _register_fixes(server: FlowcServer) -> None:
         if analysis is None or analysis.index is None or analysis.index.source.text != doc.source:
             return []  # fixes apply to the text they were computed on
         index = analysis.index
-        lines = index.source.text.splitlines(keepends=True)
+        lines = text_lines(index.source.text)
         out = []
         for a in act.actions(
             index, analysis.diagnostics, params.range.start.line + 1, params.range.end.line + 1

@@ -26,7 +26,7 @@ from flowc.diagnostics import Diagnostic, FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
-from flowc.lsp.core import FlowcServer, InternalError, RequestFailed
+from flowc.lsp.core import FlowcServer, InternalError, RequestFailed, text_lines
 from flowc.lsp.index import Index, Occurrence, Refused
 from flowc.lsp.stdio import serve_stdio
 from flowc.project.explain import page
@@ -97,7 +97,7 @@ def _symbol(
 def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymbol]:
     """The outline: speakers with their tools, context keys, custom conditions and
     targets, rules, scenarios and properties, in file order."""
-    lines = index.source.text.splitlines(keepends=True)
+    lines = text_lines(index.source.text)
 
     def rng(span: Span) -> lsp.Range:
         return server.to_range(span, lines)
@@ -194,7 +194,7 @@ def _occurrence(
     occ = index.at(line, column)
     if occ is None:
         return None
-    return index, occ, index.source.text.splitlines(keepends=True)
+    return index, occ, text_lines(index.source.text)
 
 
 def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> FlowcServer:
@@ -273,7 +273,7 @@ def _register_hover(server: FlowcServer) -> None:
                 parts.append(explained)
         if not parts:
             return None
-        lines = index.source.text.splitlines(keepends=True)
+        lines = text_lines(index.source.text)
         span = occ.span if occ is not None and name_text is not None else under[0].span
         return lsp.Hover(
             lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(parts)),
@@ -325,7 +325,7 @@ def _register_rename(server: FlowcServer) -> None:
             index.can_rename(occ)
         except Refused as err:
             raise RequestFailed(str(err)) from None
-        lines = index.source.text.splitlines(keepends=True)
+        lines = text_lines(index.source.text)
         return lsp.PrepareRenamePlaceholder(
             range=ls.to_range(occ.span, lines), placeholder=occ.name
         )
@@ -348,7 +348,7 @@ def _register_rename(server: FlowcServer) -> None:
             edits = index.rename(occ, params.new_name)
         except Refused as err:
             raise RequestFailed(str(err)) from None
-        lines = index.source.text.splitlines(keepends=True)
+        lines = text_lines(index.source.text)
         text_edits = [lsp.TextEdit(ls.to_range(span, lines), text) for span, text in edits]
         return lsp.WorkspaceEdit(
             document_changes=[

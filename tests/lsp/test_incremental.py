@@ -171,6 +171,11 @@ def test_reparsing_a_version_that_differs_in_several_places_gives_the_tree_of_a_
             assert [(d.message, d.span) for d in errors] == [
                 (d.message, d.span) for d in full_errors
             ]
+            # what the reparser keeps for the next version is a full parse of its text,
+            # whether this version parsed or not (nothing moved before every region parsed)
+            assert reparser.text is not None
+            kept = parse_source(SourceFile("f.flow", reparser.text))[0]
+            assert tree(reparser.flow) == tree(kept)
             if errors:
                 continue
             assert tree(incremental) == tree(full), new
@@ -200,6 +205,42 @@ def test_two_far_apart_changes_parse_the_statements_around_each_only() -> None:
         assert len(reparser._parsed) <= 6, len(reparser._parsed)
         assert reparser.reused >= len(flow.statements) - 6
         assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
+
+
+def test_a_place_of_several_lines_moves_what_follows_by_all_it_added() -> None:
+    """A place that changes two lines in a row, the first made longer, then another place:
+    the statements between and after are moved by what both lines added."""
+    text = "speaker a\nspeaker b\nspeaker c\nspeaker d\nspeaker e\nspeaker ffffff\nspeaker g\n"
+    new = "speaker a\nspeaker bb\nspeaker c\nspeaker d\nspeaker eeee\nspeaker xxxxxx\nspeaker g\n"
+    reparser = Reparser()
+    reparser.parse(SourceFile("f.flow", text))
+    flow, errors = reparser.parse(SourceFile("f.flow", new))
+    assert not errors and reparser.reused >= 1
+    assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
+
+
+@pytest.mark.parametrize(("places", "several"), [(16, True), (17, False)])
+def test_at_most_sixteen_places_are_parsed_apart(places: int, several: bool) -> None:
+    """Up to 16 places, each is parsed again on its own; past that, the version is one
+    region from the first place to the last (each region costs a pass of its own)."""
+    text = generate(400)
+    lines = text.split("\n")
+    rules = [i for i, line in enumerate(lines) if line.startswith("when ")]
+    chosen = rules[10 : 10 + 20 * places : 20]
+    assert len(chosen) == places
+    reparser = Reparser()
+    reparser.parse(SourceFile("f.flow", text))
+    for k in chosen:
+        lines[k] += "  # changed"
+    new = "\n".join(lines)
+    flow, errors = reparser.parse(SourceFile("f.flow", new))
+    assert not errors
+    assert tree(flow) == tree(parse_source(SourceFile("f.flow", new))[0])
+    assert reparser.reused == len(flow.statements) - len(reparser._parsed)
+    if several:
+        assert len(reparser._parsed) <= 3 * places, len(reparser._parsed)
+    else:  # one region: every statement from the first place to the last
+        assert len(reparser._parsed) > 15 * places, len(reparser._parsed)
 
 
 def test_an_edit_in_the_middle_of_a_large_flow_parses_one_statement() -> None:
@@ -339,6 +380,24 @@ async def test_findings_of_a_large_flow_after_edits_are_those_of_flowc_check(
         text = "\n".join(lines)
         change(client, uri, version, text)
         assert published(await wait_version(client, uri, version)) == checked(text)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("sep", ["\x0c", "\x1c", "\x85", "\u2028", "\u2029"])
+async def test_a_character_python_ends_a_line_at_leaves_the_findings_on_their_lines(
+    client: LanguageClient, sep: str
+) -> None:
+    """A form feed, U+2028 and the like end no line for flowc (nor for an editor, which
+    ends lines at newlines): the findings after one are on the lines `flowc check` gives
+    (the server split its lines where `str.splitlines` does, and put them a line off)."""
+    text = f"# a{sep}b\nspeaker a\nspeaker b\nspeaker a\nwhen from a then b\n"
+    uri = await open_doc(client, text)
+    found = published(client.last_diagnostics)  # type: ignore[attr-defined]
+    assert found == checked(text) and any(f[3] == 3 for f in found), found
+    change(client, uri, 2, text.replace("speaker b\n", f"# {sep}\nspeaker b\n"))
+    assert published(await wait_version(client, uri, 2)) == checked(
+        text.replace("speaker b\n", f"# {sep}\nspeaker b\n")
+    )
 
 
 @pytest.mark.asyncio(loop_scope="module")
