@@ -670,8 +670,8 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
     async def api_runs(request: Request) -> Response:
         try:
             found = await run_in_threadpool(list_runs)
-        except WalError as err:
-            return JSONResponse({"error": str(err)}, status_code=500)
+        except WalError as err:  # the store failed (a damaged run is listed as damaged)
+            return JSONResponse({"error": str(err)}, status_code=503)
         return JSONResponse(found)
 
     async def api_run(request: Request) -> Response:
@@ -717,11 +717,9 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
             return JSONResponse(
                 {"error": "the checker ran out of memory on this graph"}, status_code=503
             )
-        except Exception as err:  # a damaged stored graph or property: said, as JSON
-            return JSONResponse(
-                {"error": f"the checker failed on this run: {type(err).__name__}: {err}"},
-                status_code=500,
-            )
+        except DAMAGED as err:  # a stored graph or property flowc never writes
+            return JSONResponse({"error": run_error_text(run_id, err)}, status_code=422)
+        # (anything else is a bug in flowc or its checker: the server's 500)
         return JSONResponse(found)
 
     async def events(request: Request) -> Response:
