@@ -8,9 +8,7 @@ user's data blamed for flowc's bug)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import shutil
-import sqlite3
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,38 +21,14 @@ from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.adapters.workflow import WorkflowAdapter
 from flowc.runtime.hub import Hub
 from flowc.runtime.stores import open_store
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = """kickoff: "I was charged twice this month."
-script:
-  triage:
-    - tool: route_billing
-      say: "Passing you to billing."
-  billing:
-    - "I see two charges. Refund one?"
-    - tool: close_ticket
-      say: "Refunded."
-  customer:
-    - "Yes, please."
-"""
+from tests.stored_runs import copy_with, store_run
 
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list[tuple[int, Any]]]:
     """A closed run of examples/context_routing.flow written by the real `flowc run`:
     the database, the run id and its rows ``(seq, envelope)``."""
-    folder = tmp_path_factory.mktemp("refold")
-    (folder / "s.yaml").write_text(SCRIPT, encoding="utf-8")
-    db = folder / "runs.db"
-    flow = ROOT / "examples" / "context_routing.flow"
-    assert main(["run", str(flow), "--script", str(folder / "s.yaml"), "--db", str(db)]) == 0
-    con = sqlite3.connect(db)
-    rows = [
-        (s, json.loads(e)) for s, e in con.execute("SELECT seq, envelope FROM wal ORDER BY seq")
-    ]
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    con.close()
-    return db, rows[0][1]["channel_id"], rows
+    return store_run(tmp_path_factory.mktemp("refold"))
 
 
 def _replay(db: Path, cid: str) -> Any:
@@ -80,26 +54,21 @@ def _bug_in_flowc(error: type[Exception]) -> Callable[..., Any]:
 
 def test_a_well_typed_record_the_adapter_refuses_breaks_the_wal(
     stored: tuple[Path, str, list[tuple[int, Any]]],
-    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     db, cid, rows = stored
-    copy = tmp_path / "copy.db"
-    shutil.copyfile(db, copy)
-    seq, env = rows[2]  # triage's packet, the run's third record
+    seq, env = rows[2][0], copy.deepcopy(rows[2][1])  # triage's packet, the third record
     env["event_data"]["routing"] = {"kind": "handoff", "target": "nobody", "reason": ""}
-    con = sqlite3.connect(copy)
-    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), seq))
-    con.commit()
-    con.close()
+    damaged = copy_with(db, tmp_path, seq, env)
     broken = (
         f"envelope 3 ({env['envelope_id']}) cannot be folded (ProtocolError: handoff to "
         "'nobody', which is not a participant of this channel)"
     )
-    assert _replay(copy, cid).broken == broken
+    assert _replay(damaged, cid).broken == broken
 
     async def hydrate() -> None:
-        hub = await Hub.open(open_store(str(copy)))
+        hub = await Hub.open(open_store(str(damaged)))
         try:
             with pytest.raises(ProtocolError) as caught:
                 await hub.hydrate([cid], schedule=False)
@@ -108,7 +77,7 @@ def test_a_well_typed_record_the_adapter_refuses_breaks_the_wal(
             await hub.close()
 
     asyncio.run(hydrate())
-    assert main(["replay", cid, "--db", str(copy)]) == 1
+    assert main(["replay", cid, "--db", str(damaged)]) == 1
     out, err = capsys.readouterr()
     assert broken in out + err and "internal error" not in err, (out, err)
 
@@ -132,10 +101,10 @@ def test_a_plugins_code_failing_on_a_stored_record_breaks_the_wal(
 
 @pytest.mark.parametrize("error", [AttributeError, KeyError, TypeError])
 def test_a_bug_in_flowc_while_refolding_is_an_internal_error(
+    error: type[Exception],
     stored: tuple[Path, str, list[tuple[int, Any]]],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    error: type[Exception],
 ) -> None:
     """A bug in flowc's fold was caught as "a damaged envelope": `flowc replay` and
     `flowc resume` said the WAL was broken (exit 1), the user's data blamed."""

@@ -19,7 +19,7 @@ from flowc.runtime.adapters.base import DamagedRecord
 from flowc.runtime.stores import open_store
 from flowc.runtime.wal import WalError
 from flowc.view.server import ViewSettings, make_app
-from tests.view.conftest import TOKEN
+from tests.stored_runs import TOKEN, rewrite_row
 from tests.view.test_view_findings import PROPERTY_FLOW, PROPERTY_SCRIPT, stored_run
 
 
@@ -61,13 +61,12 @@ def test_a_stored_property_flowc_never_writes_is_a_damaged_run(tmp_path: Path) -
     db, run_id = stored_run(tmp_path, PROPERTY_FLOW, PROPERTY_SCRIPT)
     con = sqlite3.connect(db)
     seq, raw = con.execute("SELECT seq, envelope FROM wal ORDER BY seq LIMIT 1").fetchone()
+    con.close()
     opening = json.loads(raw)
     a_first = opening["event_data"]["metadata"]["labels"]["properties"][1]
     assert a_first["name"] == "a_first"
     del a_first["pattern"]["p"]["all"][1]  # `turn == 1 and from b`: `turn == 1` left
-    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(opening), seq))
-    con.commit()
-    con.close()
+    rewrite_row(db, seq, opening)
     said = (
         f"run {run_id} is damaged: record 1 (ag2.channel.opened), "
         "event_data.metadata.labels.properties: expected properties flowc wrote "
