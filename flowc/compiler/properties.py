@@ -275,10 +275,12 @@ def _expr(data: Any, depth: int = 0) -> Any:
         return m.ToolCalled(str(data["tool"]))
     if "context" in data:
         return m.ContextEquals(str(data["context"]), data.get("equals"))
-    if "all" in data:
-        return m.AllOf(tuple(_expr(c, depth + 1) for c in data["all"]))
-    if "any" in data:
-        return m.AnyOf(tuple(_expr(c, depth + 1) for c in data["any"]))
+    for key, kind in (("all", m.AllOf), ("any", m.AnyOf)):
+        if key in data:  # (a `.flow` file's `and` / `or` joins two conditions or more)
+            items = tuple(_expr(c, depth + 1) for c in data[key])
+            if len(items) < 2:
+                raise ValueError(f"`{key}` of fewer than two conditions: {data!r:.60}")
+            return kind(items)
     if "not" in data:
         return m.Not(_expr(data["not"], depth + 1))
     if "ends" in data:

@@ -326,12 +326,19 @@ def fork_run(
 
     Raises :class:`~flowc.runtime.why.TurnOutOfRange` for a turn the run does not
     have, :class:`ForkError` for a negative turn, a damaged parent or a ``run_id``
-    already taken, :class:`~flowc.runtime.wal.WalError` if the store fails (the two
-    first before anything is written).
+    already taken, :class:`~flowc.runtime.adapters.base.ProtocolError` for a parent
+    whose graph its participants cannot run (all of these before anything is written),
+    :class:`~flowc.runtime.wal.WalError` if the store fails.
     """
     if n < 0:
         raise ForkError(f"turn {n}: give a turn number, 0 or more")
     copied = _cut(list(store.read(parent)), n)
+    from flowc.runtime.adapters.base import ChannelMetadata
+    from flowc.runtime.adapters.workflow import WorkflowAdapter
+
+    # a graph the run's participants cannot run (it names a speaker who is none of them):
+    # the parent is damaged (ProtocolError), and a copy of it a run no reader could read
+    WorkflowAdapter(None).initial_state(ChannelMetadata.from_dict(copied[0].event_data["metadata"]))
     new = run_id if run_id is not None else f"wf-{os.urandom(6).hex()}"
     if new in store.channel_ids():
         raise ForkError(f"the database already has a run {new!r}")

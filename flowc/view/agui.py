@@ -22,7 +22,9 @@ can show a flowc run, live or finished:
   duplicate);
 - ``CUSTOM`` ``flowc.status`` when the run's status changes (running, stalled, its
   holder);
-- ``RUN_FINISHED`` once the run closed (``result``: the close reason and the turns).
+- ``RUN_FINISHED`` once the run closed (``result``: the close reason and the turns);
+  ``RUN_ERROR`` (``code`` ``damaged``) instead, ending the stream, at a record of a
+  damaged run, its ``message`` naming the run, the record and the JSON path.
 
 Field names are the protocol's wire names (camelCase). Ids: a message is ``RUN#N`` (its
 turn), a tool call ``RUN#N.K``.
@@ -194,6 +196,10 @@ class AguiEncoder:
     def status(self, data: Mapping[str, Any]) -> str:
         """The run's status changed (running, stalled, who holds it)."""
         return _data({"type": "CUSTOM", "name": "flowc.status", "value": dict(data)})
+
+    def damaged(self, error: str) -> str:
+        """The run is damaged (``error`` says where): the stream ends."""
+        return _data({"type": "RUN_ERROR", "message": error, "code": "damaged"})
 
     def end(self, data: Mapping[str, Any]) -> str:
         """The run closed."""

@@ -670,8 +670,8 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
     async def api_runs(request: Request) -> Response:
         try:
             found = await run_in_threadpool(list_runs)
-        except WalError as err:
-            return JSONResponse({"error": str(err)}, status_code=500)
+        except WalError as err:  # the store failed (a damaged run is listed as damaged)
+            return JSONResponse({"error": str(err)}, status_code=503)
         return JSONResponse(found)
 
     async def api_run(request: Request) -> Response:
@@ -717,11 +717,9 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
             return JSONResponse(
                 {"error": "the checker ran out of memory on this graph"}, status_code=503
             )
-        except Exception as err:  # a damaged stored graph or property: said, as JSON
-            return JSONResponse(
-                {"error": f"the checker failed on this run: {type(err).__name__}: {err}"},
-                status_code=500,
-            )
+        except DAMAGED as err:  # a stored graph or property flowc never writes
+            return JSONResponse({"error": run_error_text(run_id, err)}, status_code=422)
+        # (anything else is a bug in flowc or its checker: the server's 500)
         return JSONResponse(found)
 
     async def events(request: Request) -> Response:
@@ -824,6 +822,9 @@ class _PageEvents:
     def end(self, data: dict[str, Any]) -> str:
         return _sse(data, "end")
 
+    def damaged(self, error: str) -> str:
+        return _sse({"error": error}, "damaged")
+
 
 class _Encoder(Protocol):
     """How a stream writes the feed's events (:class:`_PageEvents`, or AG-UI's:
@@ -833,6 +834,7 @@ class _Encoder(Protocol):
     def turn(self, event: dict[str, Any]) -> str: ...
     def status(self, data: dict[str, Any]) -> str: ...
     def end(self, data: dict[str, Any]) -> str: ...
+    def damaged(self, error: str) -> str: ...
 
 
 async def _stream(
@@ -871,7 +873,11 @@ async def _backlog(settings: ViewSettings, view: RunView, after: int) -> AsyncIt
     async with _feed_after(settings, view, after) as (store, feed):
         while True:
             before = feed.after
-            held += await _turns_after(feed, store, after)
+            try:
+                held += await _turns_after(feed, store, after)
+            except DAMAGED as err:  # a damaged record: the last line says so
+                yield json.dumps({"error": run_error_text(view.run_id, err)}) + "\n"
+                return
             if len(held) > STREAMED_TAIL:
                 sent, held = held[:-STREAMED_TAIL], held[-STREAMED_TAIL:]
                 yield json.dumps(sent, ensure_ascii=False) + "\n"
@@ -909,39 +915,42 @@ async def _events(
         status: tuple[Any, ...] | None = None
         checked = 0.0
         quiet = time.monotonic()
-        while True:
-            before = feed.after
-            chunk = [encoder.turn(event) for event in await _turns_after(feed, store, after)]
-            if chunk:  # one write for the page of turns read (a long run's backlog)
-                yield "".join(chunk)
-                quiet = time.monotonic()
-            if feed.after != before:
-                continue  # more may be waiting: read on before sleeping
-            now = time.monotonic()
-            if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
-                checked = now
-                state, holder = await run_in_threadpool(status_of, store, feed)
-                current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
-                if current != status:
-                    status = current
-                    yield encoder.status(
-                        {
-                            "status": state,
-                            "holder": holder,
-                            "turns": feed.turns,
-                            "close_reason": feed.closed,
-                            "next_speaker": feed.next_speaker,
-                            "stalled_on": feed.stalled_on,
-                        }
-                    )
+        try:
+            while True:
+                before = feed.after
+                chunk = [encoder.turn(event) for event in await _turns_after(feed, store, after)]
+                if chunk:  # one write for the page of turns read (a long run's backlog)
+                    yield "".join(chunk)
+                    quiet = time.monotonic()
+                if feed.after != before:
+                    continue  # more may be waiting: read on before sleeping
+                now = time.monotonic()
+                if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
+                    checked = now
+                    state, holder = await run_in_threadpool(status_of, store, feed)
+                    current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
+                    if current != status:
+                        status = current
+                        yield encoder.status(
+                            {
+                                "status": state,
+                                "holder": holder,
+                                "turns": feed.turns,
+                                "close_reason": feed.closed,
+                                "next_speaker": feed.next_speaker,
+                                "stalled_on": feed.stalled_on,
+                            }
+                        )
+                        quiet = now
+                if feed.closed is not None:
+                    yield encoder.end({"turns": feed.turns, "close_reason": feed.closed})
+                    return
+                if now - quiet >= KEEPALIVE_SECONDS:
+                    yield ": keep-alive\n\n"
                     quiet = now
-            if feed.closed is not None:
-                yield encoder.end({"turns": feed.turns, "close_reason": feed.closed})
-                return
-            if now - quiet >= KEEPALIVE_SECONDS:
-                yield ": keep-alive\n\n"
-                quiet = now
-            await asyncio.sleep(settings.poll)
+                await asyncio.sleep(settings.poll)
+        except DAMAGED as err:  # a damaged record: said once, and the stream ends
+            yield encoder.damaged(run_error_text(view.run_id, err))
 
 
 def _fork(settings: ViewSettings, run_id: str, n: int, script: Script) -> dict[str, Any]:

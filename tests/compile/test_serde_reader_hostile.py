@@ -26,6 +26,7 @@ from tests.compile.test_serde_reader import (
     spoil,
     text,
 )
+from tests.stored_runs import json_paths
 
 odd_names = st.sampled_from(
     [
@@ -272,17 +273,6 @@ SCALARS = [
 ODD_KEYS = [1, None, True, 1.5, ("when",), "\ud800", "extra"]
 
 
-def places(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(data, dict):
-        for key, value in data.items():
-            out += places(value, (*path, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            out += places(value, (*path, i))
-    return out
-
-
 def changed(data: Any, path: tuple[Any, ...], change: Any) -> Any:
     if not path:
         return change(data)
@@ -294,7 +284,7 @@ def changed(data: Any, path: tuple[Any, ...], change: Any) -> Any:
 
 def one_point_changes() -> list[Any]:
     out: list[Any] = []
-    for path in places(EVERY_KIND):
+    for path in json_paths(EVERY_KIND):
         for value in SCALARS:
             out.append(changed(EVERY_KIND, path, lambda _, v=value: v))
         out.append(

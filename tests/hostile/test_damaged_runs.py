@@ -1,7 +1,8 @@
 """A damaged stored run, whatever a corrupt or hostile database holds in its rows (wrong
 JSON types, missing keys, nulls, huge numbers, nested junk): every reader of runs
-(`flowc log`, `log RUN`, `log --json`, `replay`, `flowc view`'s runs list, run page and
-the answers about a turn and the graph) either reads it or says the run is damaged,
+(`flowc log`, `log RUN`, `log --json`, `replay`, `flowc view`'s runs list, run page,
+the answers about a turn and the graph, and the run's streams) either reads it or says
+the run is damaged,
 naming it; never a traceback, never an internal error (a bug in flowc shown as a
 damaged run, or a damaged run shown as a bug).
 
@@ -11,6 +12,7 @@ runtime into a real SQLite file; the examples are derandomized and bounded.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -25,21 +27,7 @@ from hypothesis import strategies as st
 
 from flowc.cli import main
 from flowc.runtime.fork import FORKED_FROM
-
-ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "test-token-0123456789abcdef"
-SCRIPT = """kickoff: "I was charged twice this month."
-script:
-  triage:
-    - tool: route_billing
-      say: "Passing you to billing."
-  billing:
-    - "I see two charges. Refund one?"
-    - tool: close_ticket
-      say: "Refunded."
-  customer:
-    - "Yes, please."
-"""
+from tests.stored_runs import TOKEN, cli_readers, copy_with, json_paths, rewrite_row, store_run
 
 #: what a damaged value is replaced with
 JUNK: list[Any] = [
@@ -66,32 +54,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list[tu
     """A closed run of examples/context_routing.flow (a tool that routes and sets the
     context, a human's reply, a tool that ends it) written by the real `flowc run`: the
     database, the run id and its rows ``(seq, envelope JSON)``."""
-    folder = tmp_path_factory.mktemp("damaged")
-    (folder / "s.yaml").write_text(SCRIPT, encoding="utf-8")
-    db = folder / "runs.db"
-    flow = ROOT / "examples" / "context_routing.flow"
-    code = main(["run", str(flow), "--script", str(folder / "s.yaml"), "--db", str(db)])
-    assert code == 0
-    con = sqlite3.connect(db)
-    rows = [
-        (s, json.loads(e)) for s, e in con.execute("SELECT seq, envelope FROM wal ORDER BY seq")
-    ]
-    (cid,) = {r["channel_id"] for _, r in rows}
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    con.close()
-    return db, cid, rows
-
-
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every JSON path into ``value`` (the value itself too), depth first."""
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*path, i))
-    return out
+    return store_run(tmp_path_factory.mktemp("damaged"))
 
 
 def _mutate(doc: Any, path: tuple[Any, ...], junk: Any, delete: bool) -> Any:
@@ -114,7 +77,7 @@ def _mutate(doc: Any, path: tuple[Any, ...], junk: Any, delete: bool) -> Any:
 def damage(draw: st.DrawFn, rows: list[tuple[int, Any]]) -> tuple[int, Any]:
     """One record of the run with one value damaged: ``(seq, new envelope)``."""
     seq, env = draw(st.sampled_from(rows))
-    paths = [p for p in _paths(env) if p[:1] != ("channel_id",)]
+    paths = [p for p in json_paths(env) if p[:1] != ("channel_id",)]
     path = draw(st.sampled_from(paths))
     delete = bool(path) and draw(st.booleans())
     junk = draw(st.sampled_from(JUNK))
@@ -122,18 +85,7 @@ def damage(draw: st.DrawFn, rows: list[tuple[int, Any]]) -> tuple[int, Any]:
 
 
 def _readers(db: Path, cid: str) -> list[list[str]]:
-    return [
-        ["log", "--db", str(db)],
-        ["log", "--json", "--db", str(db)],
-        ["log", cid, "--db", str(db)],
-        ["log", cid, "--json", "--db", str(db)],
-        ["log", cid, "--jsonl", "--db", str(db)],
-        ["replay", cid, "--db", str(db)],
-        ["log", cid, "--why", "3", "--db", str(db)],
-        ["log", cid, "--scenario-upto", "4", "--db", str(db)],
-        ["resume", cid, "--db", str(db)],  # (what a worker does with a run it claims)
-        ["fork", cid, "2", "--db", str(db)],
-    ]
+    return [*cli_readers(db, cid, why=3, scenario=4), ["fork", cid, "2", "--db", str(db)]]
 
 
 #: the one wording of a damaged run: its record (event type, row), the value's JSON path, what
@@ -164,18 +116,35 @@ def _check_view(db: Path, cid: str) -> None:
 
     from flowc.view.server import ViewSettings, make_app
 
+    app = make_app(ViewSettings(str(db), TOKEN, poll=0.01))
     client = TestClient(
-        make_app(ViewSettings(str(db), TOKEN)),  # type: ignore[arg-type]
+        app,  # type: ignore[arg-type]
         base_url="http://127.0.0.1:8125",
         raise_server_exceptions=True,
     )
     listed = client.get(f"/api/runs?token={TOKEN}")
     assert listed.status_code == 200, listed.text
     lines = [line for line in listed.json() if FORKED_FROM not in line]  # (`fork`'s runs)
+    said = None  # the list's words for the damaged run
     for line in lines:
         assert line["run_id"] == cid, line
         if line["status"] == "damaged":
             assert "internal error" not in line["error"], line
+            said = line["error"]
+    # the run's streams (the page's events, AG-UI's, the backlog) read it as the list
+    # does: one that meets the damage answers 422 or ends saying it in the list's words
+    for path, damaged in STREAMS.items():
+        status, body = asyncio.run(_stream(app, f"/api/run/{cid}/{path}?token={TOKEN}"))
+        if status == 422:
+            assert json.loads(body) == {"error": said}, (path, body)
+            continue
+        assert status == 200, (path, status, body)
+        found = damaged.findall(body)
+        assert [json.loads(f'"{error}"') for error in found] == ([said] if said else []), (
+            path,
+            said,
+            body[-2000:],
+        )
     # a damaged run (any record, the opening included) is a 422 everywhere, naming the run
     # once (not its database): a 500 is a bug in flowc, and none is
     for path in (f"/api/run/{cid}", f"/run/{cid}"):
@@ -194,6 +163,64 @@ def _check_view(db: Path, cid: str) -> None:
     )
     if fork.status_code not in (201, 404):
         _damaged_answer(fork, cid, str(db))
+
+
+#: each stream of a run, and how it says the run is damaged (its error, JSON-escaped)
+STREAMS = {
+    "events": re.compile(r'event: damaged\ndata: \{"error": "((?:[^"\\]|\\.)*)"\}\n\n\Z'),
+    "ag-ui": re.compile(
+        r'data: \{"type": "RUN_ERROR", "message": "((?:[^"\\]|\\.)*)", "code": "damaged"\}\n\n\Z'
+    ),
+    "turns": re.compile(r'\{"error": "((?:[^"\\]|\\.)*)"\}\n\Z'),
+}
+
+
+async def _stream(app: Any, path: str) -> tuple[int, str]:
+    """The status and body of the app's answer to ``GET path``, read until it ends, or
+    (a stream of a run that is open, which streams on for ever) until it read the run to
+    its last record and said its status; a stream that hangs fails the test."""
+    where, _, query = path.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": where,
+        "raw_path": where.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8125")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8125),
+    }
+    status, chunks, asked = 0, [], False
+    enough = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await enough.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b"").decode())
+            if not message.get("more_body") or _open_run_read("".join(chunks)):
+                enough.set()
+
+    await asyncio.wait_for(app(scope, receive, send), 60)
+    return status, "".join(chunks)
+
+
+def _open_run_read(body: str) -> bool:
+    """A stream said the status of a run it read to its end, and the run is open."""
+    return bool(re.search(r'"close_reason": null, "next_speaker"', body))
 
 
 def _damaged_answer(answer: Any, cid: str, db: str) -> None:
@@ -225,22 +252,12 @@ def test_every_reader_reads_a_damaged_run_or_says_so(
         for beside in ("-wal", "-shm"):  # left by the last example's readers
             Path(f"{copy}{beside}").unlink(missing_ok=True)
         shutil.copyfile(db, copy)
-        con = sqlite3.connect(copy)
-        con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), seq))
-        con.commit()
-        con.close()
+        rewrite_row(copy, seq, env)
         for argv in _readers(copy, cid):
             _check_cli(argv, cid, capsys)
         _check_view(copy, cid)
 
     check()
-
-
-def _damage(db: Path, seq: int, env: Any) -> None:
-    con = sqlite3.connect(db)
-    con.execute("UPDATE wal SET envelope = ? WHERE seq = ?", (json.dumps(env), seq))
-    con.commit()
-    con.close()
 
 
 def test_a_damaged_value_is_named_by_run_record_and_json_path(
@@ -255,7 +272,7 @@ def test_a_damaged_value_is_named_by_run_record_and_json_path(
         (i, s, e) for i, (s, e) in enumerate(rows, 1) if e["event_data"].get("routing")
     ]
     env = _mutate(env, ("event_data", "routing", "kind"), 10**30, False)
-    _damage(copy, seq, env)
+    rewrite_row(copy, seq, env)
     assert main(["log", "--db", str(copy)]) == 1
     out, err = capsys.readouterr()
     assert out == f"{cid}  damaged\n"
@@ -269,7 +286,7 @@ def test_a_damaged_value_is_named_by_run_record_and_json_path(
         rows[0][1], ("event_data", "metadata", "participants", 1, "order"), "2", False
     )
     shutil.copyfile(db, copy)  # (the damaged routing undone)
-    _damage(copy, rows[0][0], opening)
+    rewrite_row(copy, rows[0][0], opening)
     assert main(["log", cid, "--db", str(copy)]) == 1
     assert capsys.readouterr().err == (
         f"flowc log: error: {copy}: run {cid} is damaged: record 1 (ag2.channel.opened), "
@@ -326,7 +343,7 @@ def test_a_run_that_does_not_open_is_damaged_for_why_and_scenario(
     db, cid, rows = stored
     copy = tmp_path / "copy.db"
     shutil.copyfile(db, copy)
-    _damage(copy, rows[0][0], _mutate(rows[0][1], ("event_type",), "x", False))
+    rewrite_row(copy, rows[0][0], _mutate(rows[0][1], ("event_type",), "x", False))
     for option in ("--why", "--scenario-upto"):
         assert main(["log", cid, option, "3", "--db", str(copy)]) == 1
         assert capsys.readouterr().err == (
@@ -347,7 +364,7 @@ def test_log_and_log_run_agree_on_a_run_that_does_not_open(
     db, cid, rows = stored
     copy = tmp_path / "copy.db"
     shutil.copyfile(db, copy)
-    _damage(copy, rows[0][0], _mutate(rows[0][1], ("event_type",), "ag2.msg.text", False))
+    rewrite_row(copy, rows[0][0], _mutate(rows[0][1], ("event_type",), "ag2.msg.text", False))
     said = f"flowc log: error: {copy}: run {cid}: the WAL of this run does not start with its opening\n"
     assert main(["log", "--db", str(copy)]) == 1
     out, err = capsys.readouterr()
@@ -423,7 +440,7 @@ def test_the_views_fork_says_a_damaged_row_is_damaged(
 ) -> None:
     """POST /api/run/ID/fork/N on a run with a damaged row past its opening: said as the
     view's answers about a turn say it (422, the run, record and JSON path), not as a
-    database that failed (503)."""
+    database that failed (503); and by each stream of the run, as its last event."""
     from starlette.testclient import TestClient
 
     from flowc.view.server import ViewSettings, make_app
@@ -434,7 +451,7 @@ def test_the_views_fork_says_a_damaged_row_is_damaged(
     pos, seq, env = next(
         (i, s, e) for i, (s, e) in enumerate(rows, 1) if e["event_data"].get("routing")
     )
-    _damage(copy, seq, _mutate(env, ("event_data", "routing", "kind"), 5, False))
+    rewrite_row(copy, seq, _mutate(env, ("event_data", "routing", "kind"), 5, False))
     client = TestClient(
         make_app(ViewSettings(str(copy), TOKEN)),  # type: ignore[arg-type]
         base_url="http://127.0.0.1:8125",
@@ -456,6 +473,18 @@ def test_the_views_fork_says_a_damaged_row_is_damaged(
         headers={"origin": "http://127.0.0.1:8125", "content-type": "application/json"},
     )
     assert (fork.status_code, fork.json()) == (422, {"error": said})
+    # each stream says it as its last event, and ends (the damaged record's page is read
+    # whole: no turn of it is sent); the damaged record raised out of the stream, which
+    # broke off with no word said
+    events = client.get(f"/api/run/{cid}/events?token={TOKEN}").text
+    assert events == f"retry: 1000\n\nevent: damaged\ndata: {json.dumps({'error': said})}\n\n"
+    from tests.view.test_view_agui import agui_events  # (each event validated)
+
+    sent = [e for _, e in agui_events(client.get(f"/api/run/{cid}/ag-ui?token={TOKEN}").text)]
+    assert [e["type"] for e in sent] == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_ERROR"]
+    assert sent[-1] == {"type": "RUN_ERROR", "message": said, "code": "damaged"}
+    backlog = client.get(f"/api/run/{cid}/turns?token={TOKEN}")
+    assert (backlog.status_code, backlog.text) == (200, json.dumps({"error": said}) + "\n")
 
 
 def test_null_expectations_in_an_opening_are_read_as_none(
@@ -468,9 +497,40 @@ def test_null_expectations_in_an_opening_are_read_as_none(
     db, cid, rows = stored
     copy = tmp_path / "copy.db"
     shutil.copyfile(db, copy)
-    _damage(copy, rows[0][0], _mutate(rows[0][1], ("event_data", "expectations"), None, False))
+    rewrite_row(copy, rows[0][0], _mutate(rows[0][1], ("event_data", "expectations"), None, False))
     for argv in (["log", cid], ["log", cid, "--json"], ["replay", cid], ["resume", cid], ["log"]):
         code = main([*argv, "--db", str(copy)])
         out, err = capsys.readouterr()
         assert code == 0, (argv, out, err)
         assert "damaged" not in out + err and "internal error" not in err, (argv, err)
+
+
+def test_a_run_whose_graph_names_no_participant_is_not_forked(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run whose stored graph names a speaker who is none of its participants (one
+    deleted from its opening): `flowc fork` wrote a new run that no reader could read
+    (listed as damaged, its parent not named); it says the parent is damaged, as `flowc
+    log` does, and writes nothing."""
+    db, cid, rows = stored
+    opening = rows[0][1]
+    (billing,) = [
+        i
+        for i, p in enumerate(opening["event_data"]["metadata"]["participants"])
+        if p["agent_id"] == "billing"
+    ]
+    path = ("event_data", "metadata", "participants", billing)
+    damaged = copy_with(db, tmp_path, rows[0][0], _mutate(opening, path, None, True))
+    said = (
+        f"{damaged}: run {cid}: invalid workflow graph: transitions[2].then.args.agent_id: "
+        '"billing" is not a participant (customer, triage, tech)\n'
+    )
+    assert main(["log", "--db", str(damaged)]) == 1
+    assert capsys.readouterr() == (f"{cid}  damaged\n", f"flowc log: error: {said}")
+    assert main(["fork", cid, "2", "--db", str(damaged)]) == 1
+    assert capsys.readouterr().err == f"flowc fork: error: {said}"
+    con = sqlite3.connect(damaged)
+    assert con.execute("SELECT DISTINCT channel_id FROM wal").fetchall() == [(cid,)]
+    con.close()

@@ -4,9 +4,14 @@ and are fenced when they lose them."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import signal
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
@@ -21,6 +26,34 @@ from tests.runtime.worker_harness import (
     stopped_worker_gives_its_run_back,
     three_workers_one_killed,
 )
+
+if TYPE_CHECKING:
+    from flowc.runtime.worker import Worker
+
+
+def _rewrite_row(dsn: str, cid: str, change: Callable[[Any], object]) -> int:
+    """The stored row of the submitted run ``cid`` (its opening, its one row) as
+    ``change`` leaves it; the row's seq."""
+    with psycopg.connect(dsn) as conn:
+        seq, raw = conn.execute(
+            "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s", (cid,)
+        ).fetchone()  # type: ignore[misc]
+        env = json.loads(raw)
+        change(env)
+        conn.execute("UPDATE flowc_wal SET envelope = %s WHERE seq = %s", (json.dumps(env), seq))
+    return int(seq)
+
+
+@contextlib.asynccontextmanager
+async def serving(worker: Worker) -> AsyncIterator[None]:
+    """``worker`` serving (a task) for the body of the ``with``; then stopped, and its
+    task awaited (what it raised, raised)."""
+    task = asyncio.ensure_future(worker.serve())
+    try:
+        yield
+    finally:
+        worker.stop()
+        await task
 
 
 def test_three_workers_200_runs_one_killed_every_run_finishes_as_a_single_process_run(
@@ -71,9 +104,6 @@ def test_notifications_wake_an_idle_worker_new_runs_and_released_leases(pg_dsn: 
     of a lease given back, then of a new run, can make it claim them. The test waits for
     each thing it expects (the listener's first wake-up and the look at the store it
     brings, each run closed), within 10 s, never for a fixed time."""
-    import asyncio
-    from collections.abc import Callable
-    from typing import Any
 
     from flowc.commands.run import load_script, load_target
     from flowc.runtime.pgstore import Claimed, PgStore
@@ -135,42 +165,35 @@ def test_notifications_wake_an_idle_worker_new_runs_and_released_leases(pg_dsn: 
             except TimeoutError:
                 raise AssertionError(f"not within 10 s: {what}") from None
 
-        async def idle_worker() -> tuple[Worker, asyncio.Future[Any]]:
+        @contextlib.asynccontextmanager
+        async def idle_worker() -> AsyncIterator[Worker]:
             """A worker that listens and has looked at the store since: it waits, and
-            only a notification wakes it."""
+            only a notification wakes it (stopped at the end of the ``with``)."""
             notifier = TellingNotifier(pg_dsn)
             worker = Worker(store, notifier=notifier, poll_seconds=1000, on_event=on_event)
-            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
 
             def looked_since() -> bool:
                 return notifier.listening_at is not None and looks[0] > notifier.listening_at
 
-            await until(looked_since, "the worker listens, then looks at the store")
-            return worker, task
+            async with serving(worker):
+                await until(looked_since, "the worker listens, then looks at the store")
+                yield worker
 
         store, other = CountingStore(pg_dsn), PgStore(pg_dsn)
         try:
             # a run held by a hub on another host, for 600 s: the worker leaves it ...
             held = await submit_run(other, target, doc)
             lease = other.acquire(held, "elsewhere:1:0:hub-x", 600)
-            worker, task = await idle_worker()
-            try:
+            async with idle_worker() as worker:
                 assert worker.stats.claimed == 0 and worker.active == []
                 # ... until that hub gives it back
                 other.release(lease)
                 await until(lambda: closed == [held], "a released lease woke the worker")
-            finally:
-                worker.stop()
-                await task
             # a new run
-            worker, task = await idle_worker()
-            try:
+            async with idle_worker() as worker:
                 new = await submit_run(other, target, doc)
                 await until(lambda: closed == [held, new], "a new run woke the worker")
                 assert worker.stats.claimed == 1 and worker.stats.failed == 0
-            finally:
-                worker.stop()
-                await task
         finally:
             store.close()
             other.close()
@@ -184,9 +207,6 @@ def test_a_run_another_process_is_taking_is_left_alone_for_a_while(pg_dsn: str) 
     refusal wakes, nor on any other within a third of its lease (it would spin, waiting for
     the lock each time), only once that has passed, and then takes it. The test waits for events (a take, a look
     at the store, the run closed), never asserts on a duration."""
-    import asyncio
-    from collections.abc import Callable
-    from typing import Any
 
     from flowc.commands.run import load_script, load_target
     from flowc.runtime.pgstore import Claimed, PgStore
@@ -236,8 +256,7 @@ def test_a_run_another_process_is_taking_is_left_alone_for_a_while(pg_dsn: str) 
                     closed.append(run_id) if what == "closed" else None
                 ),
             )
-            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
-            try:
+            async with serving(worker):
                 await until(lambda: takes[0] == 1 and not worker.active, "the take refused")
                 # a pass of our own, after the refusal (the one the refusal itself wakes may
                 # have come and gone already): it must leave the run alone
@@ -251,9 +270,6 @@ def test_a_run_another_process_is_taking_is_left_alone_for_a_while(pg_dsn: str) 
                 worker.wake(cid)
                 await until(lambda: closed == [cid], "the run taken and finished")
                 assert takes[0] == 2
-            finally:
-                worker.stop()
-                await task
         finally:
             frozen.close()
             store.close()
@@ -322,8 +338,6 @@ def test_a_worker_claims_its_runs_together_and_reads_none_again(pg_dsn: str) -> 
     transaction, with their WAL); no run's lease is taken one by one, and no run's WAL is
     read again before its turns (a claim used to cost each run a dozen round trips on the
     worker's event loop: a listing, a lease read, a take, two reads of the WAL, ...)."""
-    import asyncio
-    from typing import Any
 
     from flowc.commands.run import load_script, load_target
     from flowc.runtime.pgstore import Claimed, PgStore
@@ -359,16 +373,12 @@ def test_a_worker_claims_its_runs_together_and_reads_none_again(pg_dsn: str) -> 
         try:
             runs = [await submit_run(other, target, doc) for _ in range(6)]
             worker = Worker(store, poll_seconds=1000)
-            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
-            try:
+            async with serving(worker):
                 for _ in range(1000):
                     if worker.stats.closed == 6:
                         break
                     await asyncio.sleep(0.01)
                 assert worker.stats.closed == 6 and worker.stats.failed == 0
-            finally:
-                worker.stop()
-                await task
             assert claims[0] == runs  # oldest first, all at once
             assert calls == {"acquire": 0, "read": 0, "links": 0}
         finally:
@@ -383,8 +393,6 @@ def test_a_worker_woken_often_still_polls_every_poll_seconds(pg_dsn: str) -> Non
     one a take under way had locked) comes every ``poll_seconds`` however often the worker
     is woken: a busy worker is woken by every run that ends or is submitted, and it used
     to poll only after a wait with no wake-up at all, so never."""
-    import asyncio
-    from typing import Any
 
     from flowc.runtime.pgstore import PgStore
     from flowc.runtime.worker import Worker
@@ -400,15 +408,11 @@ def test_a_worker_woken_often_still_polls_every_poll_seconds(pg_dsn: str) -> Non
         store = CountingStore(pg_dsn)
         try:
             worker = Worker(store, poll_seconds=0.2)
-            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
-            try:
+            async with serving(worker):
                 started = time.monotonic()
                 while time.monotonic() - started < 1.5:
                     worker.wake()  # far more often than every 0.2 s
                     await asyncio.sleep(0.02)
-            finally:
-                worker.stop()
-                await task
         finally:
             store.close()
 
@@ -422,9 +426,6 @@ def test_a_damaged_run_in_a_claim_does_not_hold_up_the_others(pg_dsn: str) -> No
     the damaged one fails, and its lease (300 s) is given back at once, so that another
     worker could take it right away. (A damaged row made the whole claim fail: the runs
     claimed with it stayed held by a worker that drove none of them, claim after claim.)"""
-    import asyncio
-    import json
-    from typing import Any
 
     from flowc.commands.run import load_script, load_target
     from flowc.runtime.pgstore import Claimed, PgStore
@@ -450,23 +451,15 @@ def test_a_damaged_run_in_a_claim_does_not_hold_up_the_others(pg_dsn: str) -> No
         store, other = Claims(pg_dsn), PgStore(pg_dsn)
         try:
             bad_row, good = [await submit_run(other, target, doc) for _ in range(2)]
-            with psycopg.connect(pg_dsn) as conn:
-                seq, raw = conn.execute(
-                    "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s", (bad_row,)
-                ).fetchone()  # type: ignore[misc]
-                env = json.loads(raw)
-                env["audience"] = 5  # not a list: the row is no envelope
-                conn.execute(
-                    "UPDATE flowc_wal SET envelope = %s WHERE seq = %s", (json.dumps(env), seq)
-                )
+            # an audience that is not a list: the row is no envelope
+            seq = _rewrite_row(pg_dsn, bad_row, lambda env: env.update(audience=5))
             worker = Worker(
                 store,
                 poll_seconds=1000,
                 lease_seconds=300,
                 on_event=lambda what, cid, detail: seen.append((what, cid, detail)),
             )
-            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
-            try:
+            async with serving(worker):
                 for _ in range(1000):
                     if worker.stats.closed == 1 and worker.stats.failed >= 1:
                         break
@@ -484,9 +477,6 @@ def test_a_damaged_run_in_a_claim_does_not_hold_up_the_others(pg_dsn: str) -> No
                 lease = other.acquire(bad_row, "another-worker", 30)
                 assert lease.holder == "another-worker"
                 other.release(lease)
-            finally:
-                worker.stop()
-                await task
         finally:
             store.close()
             other.close()
@@ -505,9 +495,6 @@ def test_a_worker_reads_the_odd_values_it_wrote_and_fails_a_damaged_turn_limit_o
     turn_within is not a number (the hub's float() raised ValueError on it) is failed
     once, as damaged with its record and JSON path: not an internal error, not a store
     failure tried again."""
-    import asyncio
-    import json
-    from typing import Any
 
     import flowc
     from flowc.cli import main
@@ -539,15 +526,11 @@ def test_a_worker_reads_the_odd_values_it_wrote_and_fails_a_damaged_turn_limit_o
         store = PgStore(pg_dsn)
         try:
             odd, limit = [await submit_run(store, target, doc) for _ in range(2)]
-            with psycopg.connect(pg_dsn) as conn:
-                seq, raw = conn.execute(
-                    "SELECT seq, envelope FROM flowc_wal WHERE channel_id = %s", (limit,)
-                ).fetchone()  # type: ignore[misc]
-                env = json.loads(raw)
-                env["event_data"]["expectations"][0]["params"]["seconds"] = "soon"
-                conn.execute(
-                    "UPDATE flowc_wal SET envelope = %s WHERE seq = %s", (json.dumps(env), seq)
-                )
+            seq = _rewrite_row(
+                pg_dsn,
+                limit,
+                lambda env: env["event_data"]["expectations"][0]["params"].update(seconds="soon"),
+            )
             worker = Worker(
                 store,
                 agents={"bot": bot},
@@ -556,16 +539,12 @@ def test_a_worker_reads_the_odd_values_it_wrote_and_fails_a_damaged_turn_limit_o
                 on_event=lambda what, cid, detail: seen.append((what, cid, detail)),
                 on_error=lambda cid, err: errors.append((cid, err)),
             )
-            task: asyncio.Future[Any] = asyncio.ensure_future(worker.serve())
-            try:
+            async with serving(worker):
                 for _ in range(3000):
                     if worker.stats.closed + worker.stats.failed >= 2:
                         break
                     await asyncio.sleep(0.01)
                 await asyncio.sleep(0.3)  # (a damaged run is not tried again)
-            finally:
-                worker.stop()
-                await task
             assert (worker.stats.closed, worker.stats.failed, worker.stats.internal) == (1, 1, 0)
             # failed once and never tried again: not backed off as a store failure would be
             assert limit in worker._unrunnable and limit in worker._done

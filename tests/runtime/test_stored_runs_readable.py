@@ -33,8 +33,8 @@ from flowc.runtime.script import parse_script
 from flowc.runtime.script_run import resume_script, run_script
 from flowc.runtime.target import RunTarget
 from flowc.runtime.wal import SqliteStore
+from tests.stored_runs import TOKEN, cli_readers
 
-TOKEN = "test-token-0123456789abcdef"
 FLOW = """speaker user: human
 speaker bot {
   tool note
@@ -145,20 +145,6 @@ def _hub_run(db: Path) -> str:
     return asyncio.run(go())
 
 
-def _cli_readers(db: Path, cid: str) -> list[list[str]]:
-    return [
-        ["log", "--db", str(db)],
-        ["log", "--json", "--db", str(db)],
-        ["log", cid, "--db", str(db)],
-        ["log", cid, "--json", "--db", str(db)],
-        ["log", cid, "--jsonl", "--db", str(db)],
-        ["replay", cid, "--db", str(db)],
-        ["resume", cid, "--db", str(db)],
-        ["log", cid, "--why", "2", "--db", str(db)],
-        ["log", cid, "--scenario-upto", "2", "--db", str(db)],
-    ]
-
-
 def _not_here(code: int, err: str) -> bool:
     """The turn asked about is not one the reader answers for (said, not damaged)."""
     return (code == 2 and "has 1 turn: no turn 2" in err) or (
@@ -167,7 +153,7 @@ def _not_here(code: int, err: str) -> bool:
 
 
 def _read_everywhere(db: Path, cid: str, capsys: pytest.CaptureFixture[str], turns: bool) -> None:
-    for argv in _cli_readers(db, cid):
+    for argv in cli_readers(db, cid, why=2, scenario=2):
         if not turns and ("--why" in argv or "--scenario-upto" in argv):
             continue
         code = main(argv)

@@ -19,6 +19,11 @@ from typing import Any
 
 import pytest
 
+# the view tests' token, and a script of examples/context_routing.flow (a tool that
+# routes, a human's reply, a tool that ends the run)
+from tests.stored_runs import SCRIPT as SCRIPT
+from tests.stored_runs import TOKEN as TOKEN
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "view"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -243,23 +248,6 @@ def start_live_run(workdir: Path, db: Path | str) -> tuple[Path | str, subproces
         what="the run to begin",
     )
     return db, run, gate
-
-
-#: the view tests' token, and a script of examples/context_routing.flow (a tool that
-#: routes, a human's reply, a tool that ends the run)
-TOKEN = "test-token-0123456789abcdef"
-SCRIPT = """kickoff: "I was charged twice this month."
-script:
-  triage:
-    - tool: route_billing
-      say: "Passing you to billing."
-  billing:
-    - "I see two charges. Refund one?"
-    - tool: close_ticket
-      say: "Refunded."
-  customer:
-    - "Yes, please."
-"""
 
 
 @pytest.fixture(scope="module")

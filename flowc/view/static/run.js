@@ -582,6 +582,16 @@
       document.body.dataset.ended = 'true';
       status({status: 'closed', turns: end.turns, close_reason: end.close_reason});
     });
+    source.addEventListener('damaged', function (ev) {
+      // a damaged record: the server says where, and ends the stream
+      ended = true;
+      source.close();
+      flush(false);
+      var node = el('run-status');
+      text(node, 'damaged');
+      node.className = 'status damaged';
+      text(el('run-end'), JSON.parse(ev.data).error);
+    });
     source.addEventListener('error', function () {
       if (ended || this !== source) { return; }  // a stream let go since
       text(el('run-connection'), '(reconnecting…)');
@@ -600,7 +610,10 @@
     var taking = true;
     function take(line) {
       if (!taking || !line) { return; }
-      JSON.parse(line).forEach(function (turn) {
+      var page = JSON.parse(line);
+      // (an object, not a page of turns: the run is damaged there; the stream says so)
+      if (!Array.isArray(page)) { taking = false; return; }
+      page.forEach(function (turn) {
         if (turn.n === turns.length + 1) { add(turn); } else if (turn.n > turns.length) { taking = false; }
       });
       flush(true);
