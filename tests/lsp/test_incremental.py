@@ -77,6 +77,23 @@ def edit(rng: random.Random, text: str) -> str:
     return "\n".join(lines)
 
 
+def reparsed_as_full(reparser: Reparser, new: str) -> bool:
+    """Parse ``new`` with ``reparser`` and check it against a full parse: the same errors,
+    the same tree (spans included) when it parses, and what the reparser keeps for the
+    next version a full parse of its own text, whether this one parsed or not (nothing
+    moved before everything reparsed had parsed). Whether ``new`` parsed."""
+    incremental, errors = reparser.parse(SourceFile("f.flow", new))
+    full, full_errors = parse_source(SourceFile("f.flow", new))
+    assert [(d.message, d.span) for d in errors] == [(d.message, d.span) for d in full_errors]
+    assert reparser.text is not None
+    kept = parse_source(SourceFile("f.flow", reparser.text))[0]
+    assert tree(reparser.flow) == tree(kept)
+    if errors:
+        return False
+    assert tree(incremental) == tree(full), new
+    return True
+
+
 def test_reparsing_an_edit_gives_the_tree_of_a_full_parse() -> None:
     texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").rglob("*.flow"))]
     texts.append(generate(60))
@@ -88,16 +105,10 @@ def test_reparsing_an_edit_gives_the_tree_of_a_full_parse() -> None:
         current = text
         for _ in range(150):
             new = edit(rng, current)
-            incremental, errors = reparser.parse(SourceFile("f.flow", new))
-            full, full_errors = parse_source(SourceFile("f.flow", new))
-            assert [(d.message, d.span) for d in errors] == [
-                (d.message, d.span) for d in full_errors
-            ]
-            if errors:
+            if not reparsed_as_full(reparser, new):
                 if rng.random() < 0.1:
                     current = new  # go on editing a file that does not parse
                 continue
-            assert tree(incremental) == tree(full), new
             compared += 1
             reused += reparser.reused
             current = new
@@ -166,19 +177,8 @@ def test_reparsing_a_version_that_differs_in_several_places_gives_the_tree_of_a_
         current = text
         for _ in range(60):
             new = edit_in_places(rng, current)
-            incremental, errors = reparser.parse(SourceFile("f.flow", new))
-            full, full_errors = parse_source(SourceFile("f.flow", new))
-            assert [(d.message, d.span) for d in errors] == [
-                (d.message, d.span) for d in full_errors
-            ]
-            # what the reparser keeps for the next version is a full parse of its text,
-            # whether this version parsed or not (nothing moved before every region parsed)
-            assert reparser.text is not None
-            kept = parse_source(SourceFile("f.flow", reparser.text))[0]
-            assert tree(reparser.flow) == tree(kept)
-            if errors:
+            if not reparsed_as_full(reparser, new):
                 continue
-            assert tree(incremental) == tree(full), new
             compared += 1
             current = new
     assert compared > 200, compared
