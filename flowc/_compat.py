@@ -19,7 +19,7 @@ nothing to a command that uses none of them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -192,6 +192,43 @@ def pygls_send(protocol: Any, data: Any) -> None:
     :class:`PyglsRawJson` protocol writes them as they are). Checked against pygls 2.1.1.
     """
     protocol._send_data(data)
+
+
+def pygls_document_lines(workspace: Any, split: Callable[[str], Sequence[str]]) -> None:
+    """Make the pygls ``Workspace`` ``workspace`` keep its documents with ``split`` as
+    their lines: it makes each document through its private ``_create_text_document``,
+    replaced on this workspace only by one making a subclass of pygls' ``TextDocument``
+    whose ``lines`` are ``split(source)`` (the arguments pygls passes, its private
+    ``_sync_kind`` and its ``position_codec`` included).
+
+    Why: pygls splits a document with ``str.splitlines``, which also ends a line at a
+    form feed, U+2028 and the like, and applies an editor's change of a range on those
+    lines: after such a character every change went in a line off, and the server
+    checked a text the user did not see. Checked against pygls 2.1.1.
+    """
+    from pygls.workspace import TextDocument
+
+    class _Document(TextDocument):
+        @property
+        def lines(self) -> Sequence[str]:
+            return tuple(split(self.source))
+
+    def create(
+        doc_uri: str,
+        source: str | None = None,
+        version: int | None = None,
+        language_id: str | None = None,
+    ) -> Any:
+        return _Document(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=workspace._sync_kind,
+            position_codec=workspace.position_codec,
+        )
+
+    workspace._create_text_document = create
 
 
 # ── CPython: the exit functions and argparse's subcommands (flowc.cli) ───────────────

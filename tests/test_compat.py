@@ -229,6 +229,35 @@ def test_pygls_2_1_1_send_data() -> None:
     assert header.startswith(b"Content-Length: ") and json.loads(sent)["method"] == "y"
 
 
+def test_pygls_2_1_1_workspace_create_text_document() -> None:
+    """pygls' ``Workspace._create_text_document`` (replaced on one workspace by
+    :func:`flowc._compat.pygls_document_lines`), its ``_sync_kind``, and ``TextDocument``'s
+    ``lines`` as what its change of a range is applied on. Checked against pygls 2.1.1."""
+    from lsprotocol import types as lsp
+    from pygls.workspace import Workspace
+
+    workspace = Workspace(None, lsp.TextDocumentSyncKind.Incremental)
+    assert workspace._sync_kind == lsp.TextDocumentSyncKind.Incremental
+    other = Workspace(None, lsp.TextDocumentSyncKind.Incremental)
+    # lines with their ends, as pygls writes them back
+    _compat.pygls_document_lines(workspace, lambda text: re.findall(r"[^\n]*\n|[^\n]+$", text))
+    for ws in (workspace, other):
+        ws.put_text_document(
+            lsp.TextDocumentItem(
+                uri="file:///a.flow", language_id="flow", version=1, text="a\x0cb\nc\n"
+            )
+        )
+        ws.update_text_document(
+            lsp.VersionedTextDocumentIdentifier(version=2, uri="file:///a.flow"),
+            lsp.TextDocumentContentChangePartial(
+                range=lsp.Range(lsp.Position(1, 0), lsp.Position(1, 1)), text="d"
+            ),
+        )
+    assert workspace.get_text_document("file:///a.flow").source == "a\x0cb\nd\n"
+    # pygls' own lines (str.splitlines) end one at the form feed; the other workspace keeps them
+    assert other.get_text_document("file:///a.flow").source == "a\x0cd\nc\n"
+
+
 EXIT_PROBE = """
 import atexit, sys
 from flowc import _compat

@@ -75,7 +75,9 @@ def text_lines(text: str) -> list[str]:
     """``text``'s lines as flowc numbers them, each with its ``\\n``: the lines the server
     converts positions on. Not ``str.splitlines``, which also ends a line at a form feed,
     U+2028 and other characters that end none for flowc (nor for an editor): after one of
-    those, every position was put on the wrong line.
+    those, every position was put on the wrong line. (A lone carriage return, an old Mac
+    line end, ends a line for the protocol but none for flowc, which reads it as a space:
+    in such a file the lines differ from the editor's.)
 
     >>> text_lines("a\\fb\\nc")
     ['a\\x0cb\\n', 'c']

@@ -21,6 +21,7 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from flowc import collector
+from flowc._compat import pygls_document_lines
 from flowc.compiler.render.options import RenderOptions
 from flowc.diagnostics import Diagnostic, FlowError
 from flowc.dsl import nodes as n
@@ -216,7 +217,12 @@ def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> 
 def _register_document_sync(server: FlowcServer) -> None:
     """The documents' lifecycle: a document is analysed when it opens, again (debounced)
     when it changes and at once when it is saved; its findings are cleared when it
-    closes."""
+    closes. Its lines are flowc's (:func:`~flowc.lsp.core.text_lines`), on which an
+    editor's changes are applied too."""
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: FlowcServer, params: lsp.InitializeParams) -> None:
+        pygls_document_lines(ls.workspace, text_lines)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlowcServer, params: lsp.DidOpenTextDocumentParams) -> None:

@@ -100,11 +100,14 @@ def position_of(text: str, needle: str, nth: int = 0, offset: int = 1) -> lsp.Po
 
 
 def apply_edits(text: str, edits: Sequence[lsp.TextEdit]) -> str:
-    """``text`` with ``edits`` made (ranges of the text before any of them, as LSP sends)."""
-    lines = text.splitlines(keepends=True)
+    """``text`` with ``edits`` made (ranges of the text before any of them, as LSP sends),
+    on an editor's lines: ended by newlines (a form feed or U+2028 ends none, though
+    ``str.splitlines`` ends a line there)."""
+    lines = text.split("\n")
     starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    starts.append(len(text))  # a line past the last: the end
     out = text
     for e in sorted(
         edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
