@@ -1089,15 +1089,15 @@ class Hub:
                 adapter.validate_send(metadata, env, ch.state)
             except ProtocolError as err:
                 what = f"turn {turns + 1}" if substantive else "an envelope"
-                broken = f"{where}: {what} does not follow the one before ({err}); "
-                broken += "two writers may have written this run"
+                broken = (
+                    f"{where}: {what} does not follow the one before ({err}); "
+                    "two writers may have written this run"
+                )
                 break
             try:
                 ch.state = adapter.fold(env, ch.state)
                 result = adapter.on_accepted(metadata, env, ch.state)
-            except Exception as err:  # refused by the adapter, or a plugin's code failed
-                # (or a bug in flowc: as the live path refuses such a turn, whose code
-                # failed cannot be told apart here without a boundary around plugins' calls)
+            except Exception as err:  # refused, a plugin failing or a bug: as the live path
                 broken = f"{where} cannot be folded ({type(err).__name__}: {err})"
                 break
             if substantive:

@@ -915,42 +915,44 @@ async def _events(
         status: tuple[Any, ...] | None = None
         checked = 0.0
         quiet = time.monotonic()
-        try:
-            while True:
-                before = feed.after
-                chunk = [encoder.turn(event) for event in await _turns_after(feed, store, after)]
-                if chunk:  # one write for the page of turns read (a long run's backlog)
-                    yield "".join(chunk)
-                    quiet = time.monotonic()
-                if feed.after != before:
-                    continue  # more may be waiting: read on before sleeping
-                now = time.monotonic()
-                if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
-                    checked = now
-                    state, holder = await run_in_threadpool(status_of, store, feed)
-                    current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
-                    if current != status:
-                        status = current
-                        yield encoder.status(
-                            {
-                                "status": state,
-                                "holder": holder,
-                                "turns": feed.turns,
-                                "close_reason": feed.closed,
-                                "next_speaker": feed.next_speaker,
-                                "stalled_on": feed.stalled_on,
-                            }
-                        )
-                        quiet = now
-                if feed.closed is not None:
-                    yield encoder.end({"turns": feed.turns, "close_reason": feed.closed})
-                    return
-                if now - quiet >= KEEPALIVE_SECONDS:
-                    yield ": keep-alive\n\n"
+        while True:
+            before = feed.after
+            try:
+                turns = await _turns_after(feed, store, after)
+            except DAMAGED as err:  # a damaged record: said once, and the stream ends
+                yield encoder.damaged(run_error_text(view.run_id, err))
+                return
+            chunk = [encoder.turn(event) for event in turns]
+            if chunk:  # one write for the page of turns read (a long run's backlog)
+                yield "".join(chunk)
+                quiet = time.monotonic()
+            if feed.after != before:
+                continue  # more may be waiting: read on before sleeping
+            now = time.monotonic()
+            if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
+                checked = now
+                state, holder = await run_in_threadpool(status_of, store, feed)
+                current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
+                if current != status:
+                    status = current
+                    yield encoder.status(
+                        {
+                            "status": state,
+                            "holder": holder,
+                            "turns": feed.turns,
+                            "close_reason": feed.closed,
+                            "next_speaker": feed.next_speaker,
+                            "stalled_on": feed.stalled_on,
+                        }
+                    )
                     quiet = now
-                await asyncio.sleep(settings.poll)
-        except DAMAGED as err:  # a damaged record: said once, and the stream ends
-            yield encoder.damaged(run_error_text(view.run_id, err))
+            if feed.closed is not None:
+                yield encoder.end({"turns": feed.turns, "close_reason": feed.closed})
+                return
+            if now - quiet >= KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                quiet = now
+            await asyncio.sleep(settings.poll)
 
 
 def _fork(settings: ViewSettings, run_id: str, n: int, script: Script) -> dict[str, Any]:
