@@ -987,7 +987,7 @@ def test_the_first_exploration_keeps_turns_only_when_the_properties_are_decided_
 
 def test_a_search_is_freed_without_the_cycle_collector() -> None:
     """A property's search is freed as soon as it is dropped, with the cycle collector
-    paused (as `flowc check` runs): its rows refer back to it only weakly, so twenty
+    paused (as `flowc check` runs): nothing it holds refers back to it, so twenty
     searches over a large flow do not all stay in memory until the check ends."""
     import gc
     import weakref
@@ -1004,7 +1004,7 @@ def test_a_search_is_freed_without_the_cycle_collector() -> None:
         for mon in monitors:
             search = decider._Search(graph, mon, 10**6)
             search.run()
-            assert search.full_rows and any(search.full_rows)
+            assert search.rows and any(search.rows)
             gone = weakref.ref(search)
             del search
             assert gone() is None, mon.prop

@@ -32,7 +32,6 @@ may close it with any reason.
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -321,29 +320,6 @@ class _Found:
     loop_from: int | None = None
 
 
-class _Row(dict[int, int]):
-    """One monitor state's row of :attr:`_Search.full_rows`: a turn's whole mask -> the
-    next monitor state's number (:meth:`_Search.trans` halved, when the search does not
-    record the kept pairs), or :data:`_VIOLATED` / :data:`_DONE`; filled as it is read."""
-
-    __slots__ = ("mid", "search")
-
-    def __init__(self, search: _Search, mid: int):
-        super().__init__()
-        self.search = weakref.proxy(search)
-        self.mid = mid
-
-    def __missing__(self, mask: int) -> int:
-        search = self.search  # (a proxy: the search's rows hold no cycle)
-        letter: int = mask & search.pmask
-        known: int | None = search.rows[self.mid].get(letter)
-        r: int = search.trans(self.mid, letter) if known is None else known
-        if r >= 0 and not search.record_kept:
-            r >>= 1
-        self[mask] = r
-        return r
-
-
 class _Search:
     """The product of the explored graph and one property's monitor."""
 
@@ -359,10 +335,8 @@ class _Search:
         # monitor states (with the turn, capped, when the property reads it) as numbers
         self.mstates: list[tuple[Any, int]] = []
         self.mids: dict[tuple[Any, int], int] = {}
-        #: per monitor state: mask -> :meth:`trans`
+        #: per monitor state: the turn's mask over this property's atoms -> :meth:`trans`
         self.rows: list[dict[int, int]] = []
-        #: the same by the turn's whole mask (the search's lookup: no masking per turn)
-        self.full_rows: list[_Row] = []
         #: whether the search records the product edges that keep an obligation pending
         self.record_kept = self.cap is None and mon.can_pend
         self._ending: dict[tuple[int, int, bool], StepResult] = {}
@@ -385,7 +359,6 @@ class _Search:
             found = self.mids[key] = len(self.mstates)
             self.mstates.append(key)
             self.rows.append({})
-            self.full_rows.append(_Row(self, found))
         return found
 
     def turn_of(self, tc: int) -> int:
@@ -473,8 +446,9 @@ class _Search:
     def _layer(self, frontier: list[int], turn: int) -> list[int] | _Found:
         """The next layer of the search (pairs in the order they are first reached), or
         the first turn of this layer that breaks the property."""
-        built, build, rows = self.g._edges, self.g.edges, self.full_rows
+        built, build, rows = self.g._edges, self.g.edges, self.rows
         parent = self.parent
+        pmask, trans = self.pmask, self.trans
         record_kept = self.record_kept
         nxt: list[int] = []
         push = nxt.append
@@ -484,12 +458,15 @@ class _Search:
                 found = self._end_turns(x, both[1], turn)
                 if found is not None:
                     return found
-            row = rows[x & _MIDS]
+            mid = x & _MIDS
+            row = rows[mid]
             kept: list[int] | None = [] if record_kept else None
             for vs, mask in both[0]:
-                r = row[mask]
+                r = row.get(mask & pmask)
+                if r is None:
+                    r = trans(mid, mask & pmask)
                 if r >= 0:
-                    y = vs | r >> 1 if record_kept else vs | r
+                    y = vs | r >> 1
                     if y not in parent:
                         parent[y] = x
                         push(y)
