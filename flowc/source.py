@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from array import array
 from functools import cached_property
 from itertools import accumulate, islice
@@ -57,12 +58,31 @@ def offsets(size: int) -> array[int]:
     return array("I" if size < 2**32 else "Q")
 
 
+def lone_returns_as_newlines(text: str) -> str:
+    """``text`` with each carriage return that no newline follows (an old Mac line end)
+    made a newline: flowc reads it as the end of a line, as editors and the language
+    server protocol do (read as a space, it would let a comment run on and swallow what
+    an editor shows on the next lines). One character for one, so every offset into the
+    text stays where it was; a ``\\r\\n`` stays as it is.
+
+    >>> lone_returns_as_newlines("# note\\rspeaker a\\r\\nspeaker b\\r")
+    '# note\\nspeaker a\\r\\nspeaker b\\n'
+    """
+    if "\r" not in text or text.count("\r") == text.count("\r\n"):
+        return text
+    return _LONE_RETURN.sub("\n", text)
+
+
+_LONE_RETURN = re.compile(r"\r(?!\n)")
+
+
 @attrs.frozen(eq=False)
 class SourceFile:
-    """The text of one input with a line index for offset -> line/column."""
+    """The text of one input with a line index for offset -> line/column. Its lines end
+    at newlines; a lone carriage return is made one (:func:`lone_returns_as_newlines`)."""
 
     name: str
-    text: str
+    text: str = attrs.field(converter=lone_returns_as_newlines)
 
     @cached_property
     def line_starts(self) -> array[int]:

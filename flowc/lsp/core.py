@@ -39,7 +39,7 @@ from flowc.project.config import Config, find_pyproject, load_config, options_fr
 from flowc.project.errors import UsageError
 from flowc.project.plugins import config_trusted, load_plugins_for
 from flowc.project.trust import TrustError, trust_list_stamp
-from flowc.source import SourceFile, Span
+from flowc.source import SourceFile, Span, lone_returns_as_newlines
 
 #: how long after the last keystroke a changed document is analysed again (when the
 #: keystroke came soon after another one: see :meth:`FlowcServer.changed`)
@@ -72,21 +72,34 @@ class Analysis:
 
 
 def text_lines(text: str) -> list[str]:
-    """``text``'s lines as flowc numbers them, each with its ``\\n``: the lines the server
-    converts positions on. Not ``str.splitlines``, which also ends a line at a form feed,
-    U+2028 and other characters that end none for flowc (nor for an editor): after one of
-    those, every position was put on the wrong line. (A lone carriage return, an old Mac
-    line end, ends a line for the protocol but none for flowc, which reads it as a space:
-    in such a file the lines differ from the editor's.)
+    """``text``'s lines as flowc numbers them, each with its line end: the lines the
+    server converts positions on, and on which pygls applies an editor's changes. A line
+    ends at a newline or at a lone carriage return (an old Mac line end), as for the
+    protocol and for flowc (:func:`flowc.source.lone_returns_as_newlines`). Not
+    ``str.splitlines``, which also ends a line at a form feed, U+2028 and other
+    characters that end none for flowc (nor for an editor): after one of those, every
+    position was put on the wrong line.
 
-    >>> text_lines("a\\fb\\nc")
-    ['a\\x0cb\\n', 'c']
+    >>> text_lines("a\\fb\\nc"), text_lines("a\\rb\\r\\nc\\r")
+    (['a\\x0cb\\n', 'c'], ['a\\r', 'b\\r\\n', 'c\\r'])
     """
-    lines = text.split("\n")
+    ends = lone_returns_as_newlines(text)
+    lines = ends.split("\n")
     out = [line + "\n" for line in lines[:-1]]
     if lines[-1]:
         out.append(lines[-1])
+    if ends is not text:  # each line with the text's own line end
+        at = 0
+        for i, line in enumerate(out):
+            out[i] = text[at : at + len(line)]
+            at += len(line)
     return out
+
+
+def document_text(doc: Any) -> str:
+    """The text of a pygls document as flowc reads it: its lone carriage returns made
+    newlines (one character for one: every position stays where the editor has it)."""
+    return lone_returns_as_newlines(doc.source)
 
 
 def _ascii_position(lines: Sequence[str], line: int, character: int) -> tuple[int, int]:
@@ -676,7 +689,7 @@ class FlowcServer(LanguageServer):
         """The position after the last character of a document's ``lines``."""
         if not lines:
             return lsp.Position(0, 0)
-        if lines[-1].endswith("\n"):
+        if lines[-1].endswith(("\n", "\r")):  # (a line end of :func:`text_lines`)
             return lsp.Position(len(lines), 0)
         return lsp.Position(
             len(lines) - 1, self.workspace.position_codec.client_num_units(lines[-1])

@@ -18,7 +18,7 @@ from flowc.dsl.parser import parse_source
 from flowc.lsp import actions as act
 from flowc.lsp import completion as comp
 from flowc.lsp import tokens as tk
-from flowc.lsp.core import FlowcServer, RequestFailed, text_lines
+from flowc.lsp.core import FlowcServer, RequestFailed, document_text, text_lines
 from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL
 from flowc.source import SourceFile
 
@@ -101,7 +101,7 @@ def _register_reading_aids(server: FlowcServer) -> None:
     def completion(ls: FlowcServer, params: lsp.CompletionParams) -> lsp.CompletionList:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
-        text = doc.source
+        text = document_text(doc)
         analysis = ls.analyses.get(uri)
         index = analysis.index if analysis else None
         offset = _offset(ls, text, params.position)
@@ -127,7 +127,7 @@ def _register_reading_aids(server: FlowcServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, legend)
     def semantic_tokens(ls: FlowcServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
         uri = params.text_document.uri
-        text = ls.workspace.get_text_document(uri).source
+        text = document_text(ls.workspace.get_text_document(uri))
         analysis = ls.analyses.get(uri)
         pieces = tk.semantic_pieces(text, analysis.index if analysis else None)
         lines = text_lines(text)
@@ -172,7 +172,11 @@ def _register_fixes(server: FlowcServer) -> None:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
         analysis = ls.analyses.get(uri)
-        if analysis is None or analysis.index is None or analysis.index.source.text != doc.source:
+        if (
+            analysis is None
+            or analysis.index is None
+            or analysis.index.source.text != document_text(doc)
+        ):
             return []  # fixes apply to the text they were computed on
         index = analysis.index
         lines = text_lines(index.source.text)
@@ -204,7 +208,7 @@ def _register_fixes(server: FlowcServer) -> None:
         ls: FlowcServer, params: lsp.DocumentRangeFormattingParams
     ) -> list[lsp.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        text = doc.source
+        text = document_text(doc)
         try:
             edits = range_format_edits(
                 text, to_fs_path(doc.uri) or doc.uri, params.range.start.line, params.range.end.line

@@ -27,7 +27,7 @@ from flowc.diagnostics import Diagnostic, FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
-from flowc.lsp.core import FlowcServer, InternalError, RequestFailed, text_lines
+from flowc.lsp.core import FlowcServer, InternalError, RequestFailed, document_text, text_lines
 from flowc.lsp.index import Index, Occurrence, Refused
 from flowc.lsp.stdio import serve_stdio
 from flowc.project.explain import page
@@ -344,7 +344,7 @@ def _register_rename(server: FlowcServer) -> None:
         if analysis is None or analysis.version != doc.version:
             ls.analyse(uri)  # edits are renamed on the text the editor has now
         found = ls.lookup(uri, params.position)
-        if found is None or found[0].source.text != doc.source:
+        if found is None or found[0].source.text != document_text(doc):
             raise RequestFailed("the file does not parse: fix the syntax error first, then rename")
         index, line, column = found
         occ = index.at(line, column)
@@ -386,7 +386,7 @@ def _register_formatting(server: FlowcServer) -> None:
         ls: FlowcServer, params: lsp.DocumentFormattingParams
     ) -> list[lsp.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        text = doc.source
+        text = doc.source  # (as it is: like `flowc fmt`, this makes a lone `\r` a newline)
         try:
             out = format_source(text, to_fs_path(doc.uri) or doc.uri)
         except FlowError:

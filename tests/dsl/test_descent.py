@@ -50,16 +50,18 @@ def tree(node: Any) -> Any:
 
 def agree(text: str, *, may_hand_over: bool = False) -> bool:
     """Both parsers agree on ``text``; True when it parses. The fast parser hands over
-    only what LALR refuses (or, ``may_hand_over``, parentheses nested past its depth)."""
-    reference, diags = parse_lalr(SourceFile("f.flow", text))
-    fast = descent.parse_valid(text)
+    only what LALR refuses (or, ``may_hand_over``, parentheses nested past its depth).
+    Both read the text as flowc does (a lone ``\\r`` a newline: :class:`SourceFile`)."""
+    source = SourceFile("f.flow", text)
+    reference, diags = parse_lalr(source)
+    fast = descent.parse_valid(source.text)
     if diags:
         assert fast is None, (
             f"the fast parser accepts what LALR refuses: {diags[0].message}\n{text}"
         )
         return False
     assert fast is not None or may_hand_over, f"the fast parser hands over a valid file:\n{text}"
-    flow, none = parse_source(SourceFile("f.flow", text))
+    flow, none = parse_source(source)
     assert none == ()
     assert tree(flow) == tree(reference)
     return True

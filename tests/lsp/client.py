@@ -4,6 +4,7 @@ find positions in a text, apply the edits the server answers with."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -101,19 +102,17 @@ def position_of(text: str, needle: str, nth: int = 0, offset: int = 1) -> lsp.Po
 
 def apply_edits(text: str, edits: Sequence[lsp.TextEdit]) -> str:
     """``text`` with ``edits`` made (ranges of the text before any of them, as LSP sends),
-    on an editor's lines: ended by newlines (a form feed or U+2028 ends none, though
-    ``str.splitlines`` ends a line there)."""
-    lines = text.split("\n")
-    starts = [0]
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
+    on an editor's lines: ended by ``\\n``, ``\\r\\n`` or a lone ``\\r`` (a form feed or
+    U+2028 ends none, though ``str.splitlines`` ends a line there)."""
+    starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]  # of each line
+    lines = len(starts)
     starts.append(len(text))  # a line past the last: the end
     out = text
     for e in sorted(
         edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
     ):
         begin = starts[e.range.start.line] + e.range.start.character
-        end = starts[min(e.range.end.line, len(lines))] + e.range.end.character
+        end = starts[min(e.range.end.line, lines)] + e.range.end.character
         out = out[:begin] + e.new_text + out[end:]
     return out
 

@@ -1,0 +1,85 @@
+"""A lone carriage return (an old Mac line end) ends a line, as it does in an editor and
+for the language server protocol: a comment stops there instead of swallowing what the
+editor shows on the next lines, and positions are on the editor's lines. Read as a
+space, a file saved with such line ends lost every statement after its first comment,
+and `flowc check` passed it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flowc import compile_flow
+from flowc.cli import main
+from flowc.source import SourceFile, lone_returns_as_newlines
+
+#: a flow whose second line is a comment: the rules after it are what the comment swallowed
+LINES = [
+    "speaker a: human",
+    "# the reviewer loop",
+    "speaker b",
+    "start a",
+    "when from a then b",
+    'when from b then terminate "done"',
+]
+
+
+def with_ends(end: str) -> str:
+    return end.join(LINES) + end
+
+
+def findings(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, list[tuple[object, ...]]]:
+    """``flowc check --format json``'s exit code and (code, line, column, message) of each finding."""
+    code = main(["check", "--format", "json", str(path)])
+    found = json.loads(capsys.readouterr().out)
+    return code, [
+        (d["code"], d["location"]["row"], d["location"]["column"], d["message"]) for d in found
+    ]
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n", "\n"])
+def test_every_rule_after_a_comment_is_read(end: str) -> None:
+    flow = compile_flow(with_ends(end))
+    assert [r.span.line for r in flow.rules] == [5, 6]
+    assert flow.start == "a"
+
+
+def test_check_sees_the_rules_after_a_comment_and_the_editors_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same findings, on the same lines and columns, whichever line end the file
+    has (read as a space, `\\r` made the flow one line whose comment hid both rules:
+    `b` was never scheduled, W201)."""
+    lines = [*LINES, "when from b then a"]  # a rule no turn reaches: W203, on line 7
+    results = []
+    for end in ("\n", "\r", "\r\n"):
+        path = tmp_path / f"f{len(results)}.flow"
+        path.write_bytes(end.join(lines).encode() + end.encode())
+        results.append(findings(path, capsys))
+    assert results[1] == results[0] == results[2]
+    codes = [(c, line) for c, line, _, _ in results[0][1]]
+    assert ("W203", 7) in codes and "W201" not in [c for c, _ in codes], codes
+
+
+def test_fmt_makes_lone_returns_newlines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "mac.flow"
+    path.write_bytes(with_ends("\r").replace("when from", "when   from").encode())
+    assert main(["fmt", str(path)]) == 0
+    assert path.read_bytes() == with_ends("\n").encode()
+    capsys.readouterr()
+
+
+def test_offsets_stay_where_they_were() -> None:
+    """One character for one: a span's offsets index the text as the editor has it."""
+    text = "a\rb\r\nc\r\r\nd\r"
+    read = SourceFile("f.flow", text)
+    assert read.text == "a\nb\r\nc\n\r\nd\n" == lone_returns_as_newlines(text)
+    assert len(read.text) == len(text)
+    assert [read.position(text.index(ch)) for ch in "abcd"] == [(1, 1), (2, 1), (3, 1), (5, 1)]
+    assert lone_returns_as_newlines("a\r\nb") == "a\r\nb"

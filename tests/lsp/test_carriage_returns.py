@@ -1,0 +1,130 @@
+"""A document whose lines end with a lone carriage return (an old Mac line end), or with
+a mix of line ends: the server reads it on the editor's lines, as the protocol defines
+them (a line ends at `\\n`, `\\r\\n` or `\\r`). Read as a space, `\\r` let the first comment
+swallow the rest of the document, and every position was on another line than the
+editor's."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from flowc.dsl.formatter import format_source
+from tests.lsp.client import apply, apply_edits, open_doc, wait_version
+from tests.lsp.test_incremental import checked, published
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+LINES = [
+    "# the reviewer loop",
+    "speaker a: human",
+    "speaker b",
+    "start a",
+    "when from a then b",
+    "when from b then a",
+    'when from b then terminate   "done"',  # never fires (W203); `then a` takes b's turns
+]
+#: only lone `\r`, and a mix of every line end
+ENDS = [["\r"] * len(LINES), ["\r", "\n", "\r\n", "\r", "\r", "\n", "\r\n"]]
+
+
+def document(ends: list[str]) -> str:
+    return "".join(line + end for line, end in zip(LINES, ends, strict=True))
+
+
+def as_editor_shows(text: str) -> str:
+    """The same lines ended by newlines: what the editor shows, and what flowc reads."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@pytest.mark.parametrize("ends", ENDS)
+async def test_diagnostics_are_on_the_editors_lines(
+    client: LanguageClient, ends: list[str]
+) -> None:
+    text = document(ends)
+    await open_doc(client, text)
+    diags = published(client.last_diagnostics)  # type: ignore[attr-defined]
+    assert diags == checked(as_editor_shows(text))
+    assert ("W203", 6) in [(d[0], d[3]) for d in diags], diags
+
+
+@pytest.mark.parametrize("ends", ENDS)
+async def test_a_change_of_a_range_goes_where_the_editor_made_it(
+    client: LanguageClient, ends: list[str]
+) -> None:
+    """`then a` on line 5 made `then b`: pygls applies the change on the editor's lines."""
+    text = document(ends)
+    uri = await open_doc(client, text)
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(5, 17), lsp.Position(5, 18)), text="b"
+                )
+            ],
+        )
+    )
+    new = as_editor_shows(text).replace("from b then a", "from b then b")
+    assert published(await wait_version(client, uri, 2)) == checked(new)
+
+
+@pytest.mark.parametrize("ends", ENDS)
+async def test_requests_on_the_editors_lines(client: LanguageClient, ends: list[str]) -> None:
+    text = document(ends)
+    uri = await open_doc(client, text)
+    doc = lsp.TextDocumentIdentifier(uri)
+    then_b = lsp.Position(4, 17)
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc, then_b))
+    assert hover is not None and hover.range is not None
+    assert (hover.range.start, hover.range.end) == (then_b, lsp.Position(4, 18))
+    edit = await client.text_document_rename_async(lsp.RenameParams(doc, then_b, "bee"))
+    assert edit is not None
+    renamed = as_editor_shows(apply(text, edit))
+    assert renamed == as_editor_shows(text).replace(" b", " bee")
+    result = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(doc))
+    assert result is not None and client.server_caps.semantic_tokens_provider is not None
+    legend = client.server_caps.semantic_tokens_provider.legend
+    lines = as_editor_shows(text).split("\n")
+    line = column = 0
+    coloured = []
+    for i in range(0, len(result.data), 5):
+        down, right, length, kind, _ = result.data[i : i + 5]
+        line += down
+        column = column + right if down == 0 else right
+        coloured.append((line, lines[line][column : column + length], legend.token_types[kind]))
+    assert (2, "b", "class") in coloured and (4, "b", "class") in coloured, coloured
+    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(doc))
+    assert symbols is not None
+    assert ("b", 2) in [(s.name, s.range.start.line) for s in symbols]  # type: ignore[union-attr]
+    # the quick fix of W203 (the dead rule on line 6) removes that line
+    where = lsp.Range(lsp.Position(6, 0), lsp.Position(6, 0))
+    context = lsp.CodeActionContext(diagnostics=[])
+    fixes = await client.text_document_code_action_async(lsp.CodeActionParams(doc, where, context))
+    assert fixes and isinstance(fixes[0], lsp.CodeAction) and fixes[0].edit is not None
+    assert as_editor_shows(apply(text, fixes[0].edit)).split("\n")[:-1] == LINES[:6]
+
+
+@pytest.mark.parametrize("ends", ENDS)
+async def test_formatting(client: LanguageClient, ends: list[str]) -> None:
+    """The whole document's edit ends where the document does, and gives what `flowc fmt`
+    writes (a lone `\\r` made a newline); a range's edit formats the editor's line."""
+    text = document(ends)
+    uri = await open_doc(client, text)
+    doc = lsp.TextDocumentIdentifier(uri)
+    options = lsp.FormattingOptions(tab_size=2, insert_spaces=True)
+    edits = await client.text_document_formatting_async(lsp.DocumentFormattingParams(doc, options))
+    assert edits
+    assert edits[-1].range.end == lsp.Position(len(LINES), 0)
+    assert apply_edits(text, edits) == format_source(text)
+    assert 'then terminate "done"' in format_source(text)
+    ranged = await client.text_document_range_formatting_async(
+        lsp.DocumentRangeFormattingParams(
+            doc, lsp.Range(lsp.Position(6, 0), lsp.Position(6, 3)), options
+        )
+    )
+    assert ranged, ranged
+    after = as_editor_shows(apply_edits(text, ranged)).split("\n")
+    assert after[6] == 'when from b then terminate "done"'
+    assert after[:6] == LINES[:6]
