@@ -90,6 +90,23 @@ def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
     )
 
 
+def change_range(
+    client: LanguageClient,
+    uri: str,
+    version: int,
+    start: lsp.Position,
+    end: lsp.Position,
+    text: str,
+) -> None:
+    """The editor's change of one range (incremental sync): ``start`` .. ``end`` made ``text``."""
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [lsp.TextDocumentContentChangePartial(range=lsp.Range(start, end), text=text)],
+        )
+    )
+
+
 def position_of(text: str, needle: str, nth: int = 0, offset: int = 1) -> lsp.Position:
     """The position ``offset`` characters into the ``nth`` occurrence of ``needle``."""
     at = -1
@@ -124,6 +141,27 @@ def apply(text: str, edit: lsp.WorkspaceEdit) -> str:
     assert isinstance(doc, lsp.TextDocumentEdit)
     assert all(isinstance(e, lsp.TextEdit) for e in doc.edits)
     return apply_edits(text, doc.edits)  # type: ignore[arg-type]
+
+
+async def colours_and_outline(
+    client: LanguageClient, doc: lsp.TextDocumentIdentifier, lines: Sequence[str]
+) -> tuple[list[tuple[int, str, str]], list[tuple[str, int]]]:
+    """The coloured tokens of ``doc`` as (line, text, token type), their text read on
+    ``lines`` (the editor's lines, without their ends), and its outline as (name, line)."""
+    result = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(doc))
+    assert result is not None and client.server_caps.semantic_tokens_provider is not None
+    legend = client.server_caps.semantic_tokens_provider.legend
+    line = column = 0
+    coloured = []
+    for i in range(0, len(result.data), 5):
+        down, right, length, kind, _ = result.data[i : i + 5]
+        line += down
+        column = column + right if down == 0 else right
+        coloured.append((line, lines[line][column : column + length], legend.token_types[kind]))
+    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(doc))
+    assert symbols is not None
+    outline = [(s.name, s.range.start.line) for s in symbols]  # type: ignore[union-attr]
+    return coloured, outline
 
 
 async def hover_text(client: LanguageClient, uri: str, position: lsp.Position) -> str | None:

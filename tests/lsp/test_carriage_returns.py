@@ -11,7 +11,14 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from flowc.dsl.formatter import format_source
-from tests.lsp.client import apply, apply_edits, open_doc, wait_version
+from tests.lsp.client import (
+    apply,
+    apply_edits,
+    change_range,
+    colours_and_outline,
+    open_doc,
+    wait_version,
+)
 from tests.lsp.test_incremental import checked, published
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -56,16 +63,7 @@ async def test_a_change_of_a_range_goes_where_the_editor_made_it(
     """`then a` on line 5 made `then b`: pygls applies the change on the editor's lines."""
     text = document(ends)
     uri = await open_doc(client, text)
-    client.text_document_did_change(
-        lsp.DidChangeTextDocumentParams(
-            lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            [
-                lsp.TextDocumentContentChangePartial(
-                    range=lsp.Range(lsp.Position(5, 17), lsp.Position(5, 18)), text="b"
-                )
-            ],
-        )
-    )
+    change_range(client, uri, 2, lsp.Position(5, 17), lsp.Position(5, 18), "b")
     new = as_editor_shows(text).replace("from b then a", "from b then b")
     assert published(await wait_version(client, uri, 2)) == checked(new)
 
@@ -83,21 +81,9 @@ async def test_requests_on_the_editors_lines(client: LanguageClient, ends: list[
     assert edit is not None
     renamed = as_editor_shows(apply(text, edit))
     assert renamed == as_editor_shows(text).replace(" b", " bee")
-    result = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(doc))
-    assert result is not None and client.server_caps.semantic_tokens_provider is not None
-    legend = client.server_caps.semantic_tokens_provider.legend
-    lines = as_editor_shows(text).split("\n")
-    line = column = 0
-    coloured = []
-    for i in range(0, len(result.data), 5):
-        down, right, length, kind, _ = result.data[i : i + 5]
-        line += down
-        column = column + right if down == 0 else right
-        coloured.append((line, lines[line][column : column + length], legend.token_types[kind]))
+    coloured, outline = await colours_and_outline(client, doc, as_editor_shows(text).split("\n"))
     assert (2, "b", "class") in coloured and (4, "b", "class") in coloured, coloured
-    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(doc))
-    assert symbols is not None
-    assert ("b", 2) in [(s.name, s.range.start.line) for s in symbols]  # type: ignore[union-attr]
+    assert ("b", 2) in outline, outline
     # the quick fix of W203 (the dead rule on line 6) removes that line
     where = lsp.Range(lsp.Position(6, 0), lsp.Position(6, 0))
     context = lsp.CodeActionContext(diagnostics=[])

@@ -11,7 +11,14 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from flowc.dsl.formatter import format_source
-from tests.lsp.client import apply, apply_edits, open_doc, wait_version
+from tests.lsp.client import (
+    apply,
+    apply_edits,
+    change_range,
+    colours_and_outline,
+    open_doc,
+    wait_version,
+)
 from tests.lsp.test_incremental import checked, published
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -35,16 +42,7 @@ async def test_an_editors_change_of_a_range_goes_where_the_editor_made_it(
     `a`. pygls applied it on `str.splitlines`'s lines, a line off: it changed `start a`."""
     text = flow(sep)
     uri = await open_doc(client, text)
-    client.text_document_did_change(
-        lsp.DidChangeTextDocumentParams(
-            lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            [
-                lsp.TextDocumentContentChangePartial(
-                    range=lsp.Range(THEN_B, lsp.Position(4, 18)), text="a"
-                )
-            ],
-        )
-    )
+    change_range(client, uri, 2, THEN_B, lsp.Position(4, 18), "a")
     new = text.replace("then b", "then a")
     assert published(await wait_version(client, uri, 2)) == checked(new)
 
@@ -100,18 +98,6 @@ async def test_colours_and_outline_after_one(client: LanguageClient, sep: str) -
     text = flow(sep)
     uri = await open_doc(client, text)
     doc = lsp.TextDocumentIdentifier(uri)
-    result = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(doc))
-    assert result is not None and client.server_caps.semantic_tokens_provider is not None
-    legend = client.server_caps.semantic_tokens_provider.legend
-    lines = text.split("\n")
-    line = column = 0
-    coloured = []
-    for i in range(0, len(result.data), 5):
-        down, right, length, kind, _ = result.data[i : i + 5]
-        line += down
-        column = column + right if down == 0 else right
-        coloured.append((line, lines[line][column : column + length], legend.token_types[kind]))
+    coloured, outline = await colours_and_outline(client, doc, text.split("\n"))
     assert (2, "b", "class") in coloured and (4, "b", "class") in coloured, coloured
-    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(doc))
-    assert symbols is not None
-    assert ("b", 2) in [(s.name, s.range.start.line) for s in symbols]  # type: ignore[union-attr]
+    assert ("b", 2) in outline, outline
