@@ -244,16 +244,24 @@ def bad_utf8(data: bytes, err: UnicodeDecodeError) -> DataError:
     2 13 the file is not valid UTF-8 (byte 0xff, in "speaker \x1b[2J\xff\xfe!")
     """
     at = err.start
-    line_start = data.rfind(b"\n", 0, at) + 1
-    line = data.count(b"\n", 0, line_start) + 1
+    # lines end at \n, \r\n or a lone \r, as flowc reads them (flowc.source.SourceFile)
+    line_start = max(data.rfind(b"\n", 0, at), data.rfind(b"\r", 0, at)) + 1
+    line = (
+        data.count(b"\n", 0, line_start)
+        + data.count(b"\r", 0, line_start)
+        - data.count(b"\r\n", 0, line_start)
+        + 1
+    )
     column = len(data[line_start:at].decode("utf-8", errors="replace")) + 1
     start = max(line_start, at - _CONTEXT_BEFORE)
     end = min(len(data), at + 1 + _CONTEXT_AFTER)
-    newline = data.find(b"\n", at, end)
+    newline = min(
+        (i for i in (data.find(b"\n", at, end), data.find(b"\r", at, end)) if i >= 0), default=-1
+    )
     if newline != -1:
         end = newline
     head = "..." if start > line_start else ""
-    tail = "..." if end < len(data) and data[end : end + 1] != b"\n" else ""
+    tail = "..." if end < len(data) and data[end : end + 1] not in (b"\n", b"\r") else ""
     shown = _escaped(data[start:end].decode("utf-8", errors="surrogateescape"))
     before = data[:line_start].decode("utf-8", errors="replace")
     return DataError(

@@ -85,6 +85,12 @@ def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
     :data:`flowc.inputs.MAX_INPUT_BYTES` raises :class:`UsageError`; text that is not UTF-8
     is an E001 diagnostic pointing at the first bad byte.
     """
+    return read_source_bytes(path)[1:]
+
+
+def read_source_bytes(path: str) -> tuple[bytes, SourceFile | None, tuple[Diagnostic, ...]]:
+    """:func:`read_source`, with the bytes read (what ``flowc fmt`` compares its output
+    with: the text flowc reads has each lone carriage return made a newline)."""
     from flowc.inputs import InputFileError, read_bytes
 
     name = "<stdin>" if path == "-" else path
@@ -93,7 +99,7 @@ def read_source(path: str) -> tuple[SourceFile | None, tuple[Diagnostic, ...]]:
         data = read_bytes(path)
     except InputFileError as err:
         raise UsageError(str(err)) from None
-    return decode_source(name, data)
+    return (data, *decode_source(name, data))
 
 
 __all__ = ["decode_source"]  # re-exported: the commands decode through this module

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import difflib
 import sys
 from collections.abc import Callable
@@ -58,7 +59,7 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     if not paths:
         raise console.no_inputs(args.files, ".flow files", "nothing to format")
     for path in paths:
-        source, diags = console.read_source(path)
+        data, source, diags = console.read_source_bytes(path)
         if source is None:
             console.print_diagnostics(diags, {})
             status = max(status, console.EXIT_ERRORS)
@@ -81,13 +82,14 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             status = console.EXIT_USAGE
             failed_files += 1
             continue
-        changed = formatted != source.text
+        # (the bytes, not the text read: that has each lone `\r` made a newline already)
+        changed = formatted.encode("utf-8") != data.removeprefix(codecs.BOM_UTF8)
         changed_files += changed
         unchanged_files += not changed
         if args.diff and changed:
             sys.stdout.writelines(
                 difflib.unified_diff(
-                    source.text.splitlines(keepends=True),
+                    data.removeprefix(codecs.BOM_UTF8).decode("utf-8").splitlines(keepends=True),
                     formatted.splitlines(keepends=True),
                     f"{source.name}",
                     f"{source.name} (formatted)",

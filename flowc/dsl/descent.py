@@ -31,7 +31,7 @@ import attrs
 from flowc.dsl import nodes as n
 from flowc.dsl.keywords import MAX_NESTING
 from flowc.inputs import MAX_INT_DIGITS
-from flowc.source import Span, offsets
+from flowc.source import Span, lone_returns_as_newlines, offsets
 
 __all__ = ["parse_valid", "scan"]
 
@@ -103,7 +103,7 @@ class _Lexer:
     a comment is kept as the offset of its ``#`` (:class:`~flowc.dsl.comments.Comments`)."""
 
     def __init__(self, text: str, line: int = 1, offset: int = 0) -> None:
-        self.text = text
+        self.text = lone_returns_as_newlines(text)  # (as a SourceFile reads it)
         self.pos = 0  # where the next line to scan starts in ``text``
         self.done = False
         self.offset = offset  # where it starts in the file
@@ -188,7 +188,10 @@ def scan(text: str, *, comments: bool = False) -> Iterator[_Token]:
 
     >>> [t[:2] for t in scan('when from a # hi\\n then "b" ?', comments=True)]
     [('when', 'when'), ('from', 'from'), ('NAME', 'a'), ('COMMENT', '# hi'), ('then', 'then'), ('STRING', '"b"')]
+    >>> [t[:2] for t in scan('# hi\\rspeaker a', comments=True)]  # a lone \\r ends a line too
+    [('COMMENT', '# hi'), ('speaker', 'speaker'), ('NAME', 'a')]
     """
+    text = lone_returns_as_newlines(text)  # (lines as a SourceFile reads them)
     keywords = _KEYWORDS
     finditer = _SCANNER.finditer
     pos, line = 0, 0

@@ -13,7 +13,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from flowc.diagnostics import FlowError
-from flowc.dsl.formatter import FormatterBug, format_source
+from flowc.dsl.formatter import FormatterBug, format_source, line_ending
 from flowc.dsl.parser import parse_source
 from flowc.lsp import actions as act
 from flowc.lsp import completion as comp
@@ -73,7 +73,11 @@ def range_format_edits(
     if lo > hi:
         return []
     old = lines[lo : hi + 1]
-    new = text_lines(format_source("".join(old), filename))
+    # formatted as a file of their own, ended as the whole file's lines are (its first
+    # line's ending, as `flowc fmt` ends every line), not as the first of these
+    new = text_lines(format_source("".join(old), filename).replace("\r\n", "\n"))
+    if line_ending(text) != "\n":
+        new = [line.replace("\n", "\r\n") for line in new]
     if not old[-1].endswith("\n") and new:
         new[-1] = new[-1].rstrip("\r\n")  # the last line of a file without a final newline
     edits = []

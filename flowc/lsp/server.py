@@ -386,7 +386,7 @@ def _register_formatting(server: FlowcServer) -> None:
         ls: FlowcServer, params: lsp.DocumentFormattingParams
     ) -> list[lsp.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        text = doc.source  # (as it is: like `flowc fmt`, this makes a lone `\r` a newline)
+        text = document_text(doc)
         try:
             out = format_source(text, to_fs_path(doc.uri) or doc.uri)
         except FlowError:
@@ -396,7 +396,9 @@ def _register_formatting(server: FlowcServer) -> None:
                 lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"flowc: {err}")
             )
             return None
-        if out == text:
+        # compared with the text as the editor has it: like `flowc fmt`, formatting makes
+        # each lone `\r` a newline
+        if out == doc.source:
             return []
         whole = lsp.Range(lsp.Position(0, 0), ls.document_end(doc.lines))
         return [lsp.TextEdit(range=whole, new_text=out)]

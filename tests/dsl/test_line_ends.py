@@ -75,6 +75,56 @@ def test_fmt_makes_lone_returns_newlines(
     capsys.readouterr()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        with_ends("\r"),
+        with_ends("\n").replace("speaker b\n", "speaker b\r"),
+        "\ufeff" + with_ends("\r"),
+    ],
+)
+def test_fmt_rewrites_a_formatted_file_whose_only_change_is_its_line_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """A lone `\r` is a change of its own: `--check` and `--diff` say so, and `fmt` writes
+    the newline (the text flowc reads has it already, so comparing with that text found
+    the file formatted and left it as it was)."""
+    path = tmp_path / "mac.flow"
+    path.write_bytes(text.encode())
+    assert main(["fmt", "--check", str(path)]) == 1
+    assert "would reformat" in capsys.readouterr().err
+    assert main(["fmt", "--diff", str(path)]) == 1
+    assert "+speaker b\n" in capsys.readouterr().out
+    assert main(["fmt", str(path)]) == 0
+    assert path.read_bytes() == with_ends("\n").encode()
+    assert main(["fmt", "--check", str(path)]) == 0
+    capsys.readouterr()
+
+
+def test_a_formatted_file_with_a_byte_order_mark_is_left_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bom.flow"
+    path.write_bytes(b"\xef\xbb\xbf" + with_ends("\n").encode())
+    assert main(["fmt", "--check", str(path)]) == 0
+    assert main(["fmt", str(path)]) == 0
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    capsys.readouterr()
+
+
+def test_a_byte_that_is_not_utf8_is_on_the_editors_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for end in ("\n", "\r", "\r\n"):
+        path = tmp_path / "bad.flow"
+        path.write_bytes(
+            end.join(["speaker a", "speaker b", "speaker c\xff"]).encode("latin-1") + end.encode()
+        )
+        assert main(["check", str(path)]) == 1
+        said = "".join(capsys.readouterr())
+        assert f"{path}:3:10" in said and 'in "speaker c\\xff")' in said, said
+
+
 def test_offsets_stay_where_they_were() -> None:
     """One character for one: a span's offsets index the text as the editor has it."""
     text = "a\rb\r\nc\r\r\nd\r"

@@ -11,6 +11,8 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from flowc.dsl.formatter import format_source
+from flowc.lsp.core import text_lines
+from flowc.source import lone_returns_as_newlines
 from tests.lsp.client import (
     apply,
     apply_edits,
@@ -92,10 +94,26 @@ async def test_requests_on_the_editors_lines(client: LanguageClient, ends: list[
     assert as_editor_shows(apply(text, fixes[0].edit)).split("\n")[:-1] == LINES[:6]
 
 
-@pytest.mark.parametrize("ends", ENDS)
-async def test_formatting(client: LanguageClient, ends: list[str]) -> None:
-    """The whole document's edit ends where the document does, and gives what `flowc fmt`
-    writes (a lone `\\r` made a newline); a range's edit formats the editor's line."""
+#: the line ends `flowc fmt` keeps or makes: CRLF when the first line ends so, else LF
+FMT_ENDS = [
+    *ENDS,
+    ["\r", "\r\n", "\r\n", "\n", "\r", "\r\n", "\r\n"],  # the first `\n` after a `\r`: still LF
+    ["\r\n", "\r", "\n", "\r\n", "\r", "\r", "\r\n"],
+]
+
+
+def fmt_writes(text: str) -> str:
+    """What `flowc fmt` writes for a file holding ``text`` (it formats the text flowc
+    reads, whose line ending is the first line's)."""
+    return format_source(lone_returns_as_newlines(text))
+
+
+@pytest.mark.parametrize("ends", FMT_ENDS)
+async def test_formatting_writes_what_flowc_fmt_writes(
+    client: LanguageClient, ends: list[str]
+) -> None:
+    """The whole document's edit ends where the document does and gives what `flowc fmt`
+    writes; a range's edit formats only the lines that change, on the editor's lines."""
     text = document(ends)
     uri = await open_doc(client, text)
     doc = lsp.TextDocumentIdentifier(uri)
@@ -103,14 +121,54 @@ async def test_formatting(client: LanguageClient, ends: list[str]) -> None:
     edits = await client.text_document_formatting_async(lsp.DocumentFormattingParams(doc, options))
     assert edits
     assert edits[-1].range.end == lsp.Position(len(LINES), 0)
-    assert apply_edits(text, edits) == format_source(text)
-    assert 'then terminate "done"' in format_source(text)
+    assert apply_edits(text, edits) == fmt_writes(text)
+    assert 'then terminate "done"' in fmt_writes(text)
     ranged = await client.text_document_range_formatting_async(
         lsp.DocumentRangeFormattingParams(
-            doc, lsp.Range(lsp.Position(6, 0), lsp.Position(6, 3)), options
+            doc, lsp.Range(lsp.Position(4, 0), lsp.Position(6, 3)), options
         )
     )
-    assert ranged, ranged
-    after = as_editor_shows(apply_edits(text, ranged)).split("\n")
-    assert after[6] == 'when from b then terminate "done"'
-    assert after[:6] == LINES[:6]
+    # the lines of the range that change, ends included (a lone `\r` read as a newline
+    # changes none by itself; a line whose end is not the file's does change)
+    read = text_lines(lone_returns_as_newlines(text))
+    wanted = text_lines(fmt_writes(text))
+    changing = {i for i in range(4, 7) if read[i] != wanted[i]}
+    assert 6 in changing
+    assert (
+        ranged
+        and {i for e in ranged for i in range(e.range.start.line, e.range.end.line)} == changing
+    ), ranged
+    after = text_lines(lone_returns_as_newlines(apply_edits(text, ranged)))
+    assert after[:4] == read[:4] and after[4:] == wanted[4:]
+
+
+@pytest.mark.parametrize("ends", ENDS)
+async def test_a_formatted_document_keeps_its_line_ends_through_a_change(
+    client: LanguageClient, ends: list[str]
+) -> None:
+    """After a change of a range, the server's text is still the editor's, its lone
+    `\r` kept: formatting then still makes them newlines, as `flowc fmt` does (a server
+    whose lines had lost them would find nothing to format)."""
+    text = document(ends).replace("terminate   ", "terminate ")
+    assert as_editor_shows(text) == format_source(as_editor_shows(text))
+    uri = await open_doc(client, text)
+    change_range(client, uri, 2, lsp.Position(5, 17), lsp.Position(5, 18), "b")
+    await wait_version(client, uri, 2)
+    text = text.replace("from b then a", "from b then b")
+    doc = lsp.TextDocumentIdentifier(uri)
+    options = lsp.FormattingOptions(tab_size=2, insert_spaces=True)
+    edits = await client.text_document_formatting_async(lsp.DocumentFormattingParams(doc, options))
+    assert edits and apply_edits(text, edits) == fmt_writes(text) == as_editor_shows(text)
+
+
+@pytest.mark.parametrize("ends", ENDS)
+async def test_completion_after_a_comment(client: LanguageClient, ends: list[str]) -> None:
+    """The comment on the first line ends at its `\r`: after it, a statement's keyword
+    is offered (read as a space, the rest of the document was the comment's)."""
+    text = document(ends) + "wh"
+    uri = await open_doc(client, text)
+    done = await client.text_document_completion_async(
+        lsp.CompletionParams(lsp.TextDocumentIdentifier(uri), lsp.Position(len(LINES), 2))
+    )
+    labels = [i.label for i in (done.items if isinstance(done, lsp.CompletionList) else done)]
+    assert "when" in labels, labels
