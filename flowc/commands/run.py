@@ -831,8 +831,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     state = result.state
     count = getattr(state, "turn_count", None)
     turns = counted(count, "turn") if isinstance(count, int) else "? turns"
-    if result.broken is not None:
-        print(f"{cid}: the WAL is broken at {result.broken}")
+    if result.broken is not None or result.failed is not None:
+        print(
+            f"{cid}: the WAL is broken at {result.broken}"
+            if result.broken is not None
+            else f"{cid}: cannot be re-folded: {result.failed}"
+        )
         print(f"  re-folded {turns} before it")
         return EXIT_ERRORS
     if result.recorded_close_reason is None:

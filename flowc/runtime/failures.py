@@ -31,6 +31,7 @@ import attrs
 
 __all__ = [
     "Failure",
+    "PluginFailed",
     "describe_exception",
     "failure_of",
     "tracebacks_wanted",
@@ -111,6 +112,23 @@ def where_defined(obj: Any) -> str | None:
     return f"{_shown_path(filename)}:{max(line, 1)}"
 
 
+class PluginFailed(Exception):
+    """A custom condition's ``evaluate`` or a custom target's ``resolve`` failed while
+    a turn was routed: it raised (the plugin's exception is the ``__cause__``), or its
+    answer is not one flowc can use. ``kind`` is ``condition`` or ``target``.
+
+    >>> str(PluginFailed("target", "pick", "it chose 7"))
+    'target `pick`: it chose 7'
+    """
+
+    def __init__(self, kind: str, name: str, problem: str) -> None:
+        super().__init__(kind, name, problem)
+        self.kind, self.name, self.problem = kind, name, problem
+
+    def __str__(self) -> str:
+        return f"{self.kind} `{self.name}`: {self.problem}"
+
+
 @attrs.frozen
 class Failure:
     """An exception as a run records it: ``error`` is :func:`describe_exception`'s line,
@@ -127,8 +145,11 @@ class Failure:
 def failure_of(err: BaseException) -> Failure:
     """The :class:`Failure` of ``err``; for an error raised *from* another (a refusal
     that a plugin's exception caused), the cause is what is described, and the error's
-    own words lead."""
-    cause = err.__cause__ if err.__cause__ is not None and not _is_ours(err.__cause__) else None
+    own words lead (through a :class:`PluginFailed`, to the plugin's exception)."""
+    cause = err.__cause__
+    if isinstance(cause, PluginFailed):
+        cause = cause.__cause__
+    cause = cause if cause is not None and not _is_ours(cause) else None
     inner = cause if cause is not None else err
     frame = user_frame(inner)
     where = f"{_shown_path(frame.filename)}:{frame.lineno}" if frame is not None else None

@@ -55,8 +55,9 @@ from flowc.runtime.envelope import (
     Envelope,
     stamped,
 )
-from flowc.runtime.failures import describe_exception, failure_of, user_frame
+from flowc.runtime.failures import PluginFailed, failure_of
 from flowc.runtime.guard import stop_reason
+from flowc.runtime.refold import ReplayResult, broken_in, stop_text
 from flowc.runtime.stored import admissible
 from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
@@ -106,51 +107,12 @@ def _now() -> str:
     return "%s.%06dZ" % (_second[1], micro)  # noqa: UP031 (half an f-string spec's cost)
 
 
-@attrs.frozen
-class ReplayResult:
-    """What re-folding a stored channel gave, and whether it matches what was recorded."""
-
-    channel_id: str
-    state: Any
-    close_reason: str | None
-    recorded_close_reason: str | None
-    recorded_state: dict[str, Any] | None
-    replayed_state: dict[str, Any] | None
-    envelopes: int
-    #: where the WAL stops being a run the hub could have written (e.g. a turn by a
-    #: speaker the run was not waiting for: two writers), or ``None``
-    broken: str | None = None
-
-    @property
-    def matches(self) -> bool:
-        return (
-            self.broken is None
-            and self.close_reason == self.recorded_close_reason
-            and self.recorded_state == self.replayed_state
-        )
-
-
-def _broken_in(links: list[tuple[str, str | None]]) -> str | None:
-    """Where an envelope of ``links`` (a WAL's ``(envelope id, follows)``) was written
-    after another envelope than the one before it (two writers), or ``None``."""
-    for i in range(1, len(links)):
-        eid, follows = links[i]
-        if follows is not None and follows != links[i - 1][0]:
-            return (
-                f"envelope {i + 1} ({eid}): it was written after {follows}, not "
-                f"after the envelope before it ({links[i - 1][0]}); two writers "
-                "wrote this run"
-            )
-    return None
-
-
 def _adapter_failure(ch: Channel, err: Exception) -> ProtocolError:
-    """Admission's refusal of a turn whose routing raised ``err`` (no ``ProtocolError``): a
-    bug in a plugin's custom condition or target, or else in the channel's adapter."""
-    if user_frame(err) is not None:
-        return ProtocolError(
-            f"refused: routing the turn failed in a plugin's code: {describe_exception(err)}"
-        )
+    """Admission's refusal of a turn whose routing raised ``err`` (no ``ProtocolError``):
+    a plugin's custom condition or target failed (:class:`PluginFailed`), or else the
+    channel's adapter did (a bug in flowc)."""
+    if isinstance(err, PluginFailed):
+        return ProtocolError(f"refused: routing the turn failed in a plugin's code: {err}")
     return ProtocolError(
         f"refused: the {ch.metadata.type} adapter failed on this envelope "
         f"({type(err).__name__}: {err})"
@@ -468,7 +430,7 @@ class Hub:
             result: AdapterResult = adapter.on_accepted(metadata, env, new_state)
         except ProtocolError:
             raise
-        except Exception as err:  # a bug in a custom condition/target: refuse, change nothing
+        except Exception as err:  # a plugin's failure or flowc's: refuse, change nothing
             raise _adapter_failure(ch, err) from err
         contract = ch.contract
         if contract is not None and contract.targets and event_type in (EV_TEXT, EV_PACKET):
@@ -1036,13 +998,16 @@ class Hub:
 
     def _refold(
         self, envs: list[Envelope]
-    ) -> tuple[Channel, str | None, dict[str, Any] | None, str | None]:
+    ) -> tuple[Channel, str | None, dict[str, Any] | None, str | None, str | None]:
         """Re-fold a channel's WAL: (channel, the close reason the graph reached, the
-        recorded close snapshot, where the WAL breaks admission's rules or ``None``).
+        recorded close snapshot, where the WAL breaks admission's rules or ``None``, where
+        a plugin failed on replay or ``None``).
 
         Every envelope is checked as admission checked it (a participant sends, a turn
         comes from the speaker the run waits for, nothing follows the close): a WAL that
-        fails is one no single writer could have written, and the fold stops there.
+        fails is one no single writer could have written, and the fold stops there; it
+        stops too where a plugin's condition or target fails. Any other exception is a
+        bug in flowc, not the WAL's: it propagates.
         """
         if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
             raise ProtocolError("the WAL of this channel does not start with ag2.channel.opened")
@@ -1067,6 +1032,7 @@ class Hub:
         recorded_state = None
         reached: str | None = None
         broken: str | None = None
+        failed: str | None = None
         turns = 0
         for i, env in enumerate(envs[1:], start=2):
             where = f"envelope {i} ({env.envelope_id})"
@@ -1097,20 +1063,24 @@ class Hub:
             try:
                 ch.state = adapter.fold(env, ch.state)
                 result = adapter.on_accepted(metadata, env, ch.state)
-            except Exception as err:  # refused, a plugin failing or a bug: as the live path
+            except ProtocolError as err:  # refused (a hand-off to no participant)
                 broken = f"{where} cannot be folded ({type(err).__name__}: {err})"
+                break
+            except PluginFailed as err:  # (anything else: a bug in flowc, which propagates)
+                failed = f"{where}: the plugin's {err.kind} `{err.name}` failed on replay: "
+                failed += err.problem
                 break
             if substantive:
                 turns += 1
                 ch.recent.append(env)
                 if result.next_state is _CLOSED:
                     reached = result.auto_close_reason
-        return ch, reached, recorded_state, broken
+        return ch, reached, recorded_state, broken, failed
 
     def _broken_link(self, channel_id: str) -> str | None:
         """Where an envelope of the WAL was written after another envelope than the one
         before it (two writers), or ``None``."""
-        return _broken_in(self.store.links(channel_id))
+        return broken_in(self.store.links(channel_id))
 
     async def hydrate(
         self,
@@ -1139,13 +1109,14 @@ class Hub:
             envs = list(self.store.read(cid))
             if not envs:
                 raise ProtocolError(f"no channel {cid!r} in the WAL")
-            ch, reached, _, broken = self._refold(envs)
-            if not ch.is_open or broken is not None:
+            ch, reached, _, broken, failed = self._refold(envs)
+            if not ch.is_open or broken is not None or failed is not None:
                 broken = self._broken_link(cid) or broken
-            if broken is not None:
+            stop = stop_text(cid, broken, failed)
+            if stop is not None:
                 if explicit:
-                    raise ProtocolError(f"run {cid}: the WAL is broken at {broken}")
-                log.warning("run %s: the WAL is broken at %s; left as it is", cid, broken)
+                    raise ProtocolError(stop)
+                log.warning("%s; left as it is", stop)
                 continue
             if ch.is_open:
                 try:
@@ -1160,14 +1131,14 @@ class Hub:
                 links = self.store.links(cid)
                 if len(links) != len(envs):
                     envs = list(self.store.read(cid))
-                    ch, reached, _, broken = self._refold(envs)
+                    ch, reached, _, broken, failed = self._refold(envs)
                     links = self.store.links(cid)
-                broken = _broken_in(links) or broken
-                if broken is not None:
+                stop = stop_text(cid, broken_in(links) or broken, failed)
+                if stop is not None:
                     self.store.release(lease)
                     if explicit:
-                        raise ProtocolError(f"run {cid}: the WAL is broken at {broken}")
-                    log.warning("run %s: the WAL is broken at %s; left as it is", cid, broken)
+                        raise ProtocolError(stop)
+                    log.warning("%s; left as it is", stop)
                     continue
                 self._hold(ch, lease)
             ch.last_id = envs[-1].envelope_id
@@ -1196,14 +1167,22 @@ class Hub:
         envs = list(self.store.read(channel_id))
         if not envs:
             raise ProtocolError(f"no channel {channel_id!r} in the WAL")
-        ch, reached, recorded, broken = self._refold(envs)
+        ch, reached, recorded, broken, failed = self._refold(envs)
         broken = self._broken_link(channel_id) or broken
         snap = getattr(ch.adapter, "snapshot", None)
         replayed = snap(ch.state) if snap is not None and recorded is not None else None
         if ch.close_reason in ("turn_timeout",) or (ch.close_reason and reached is None):
             reached = ch.close_reason  # closed from outside the graph: nothing to re-derive
         return ReplayResult(
-            channel_id, ch.state, reached, ch.close_reason, recorded, replayed, len(envs), broken
+            channel_id,
+            ch.state,
+            reached,
+            ch.close_reason,
+            recorded,
+            replayed,
+            len(envs),
+            broken,
+            failed,
         )
 
     def track(self, task: asyncio.Future[Any]) -> None:

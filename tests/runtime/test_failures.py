@@ -236,8 +236,8 @@ def test_a_plugins_exception_while_routing_names_its_file_and_line(
     assert main(run) == 1
     out = capsys.readouterr().out
     said = (
-        "refused: routing the turn failed in a plugin's code: KeyError: 'text' "
-        "(routing.py:15, in evaluate)"
+        "refused: routing the turn failed in a plugin's code: condition `long_reply`: "
+        "KeyError: 'text' (routing.py:15, in evaluate)"
     )
     assert f"  turn 2 failed (writer): {said}\n" in out
     assert main(["log", "last", "--db", "runs.db", "--plugin", "routing.py"]) == 0

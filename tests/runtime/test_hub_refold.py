@@ -1,12 +1,13 @@
 """The hub's re-fold of a stored run (``hydrate``, ``replay``, ``resume``, a worker):
 a record that passes the stored definition of a record but that the adapter refuses (a
-hand-off to a speaker who is no participant) breaks the WAL there, as does a plugin's
-code failing on it."""
+hand-off to a speaker who is no participant) breaks the WAL there; a bug in flowc's own
+code while a record is folded is an internal error, not a broken WAL."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.adapters.workflow import WorkflowAdapter
 from flowc.runtime.hub import Hub
 from flowc.runtime.stores import open_store
+from tests.runtime.test_plugin_boundary import flowc_bug
 from tests.stored_runs import copy_with, store_run
 
 
@@ -68,18 +70,19 @@ def test_a_well_typed_record_the_adapter_refuses_breaks_the_wal(
     assert broken in out + err and "internal error" not in err, (out, err)
 
 
-def test_a_plugins_code_failing_on_a_stored_record_breaks_the_wal(
-    stored: tuple[Path, str, list[tuple[int, Any]]], monkeypatch: pytest.MonkeyPatch
+def test_a_bug_in_flowc_while_a_record_is_folded_is_an_internal_error(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Code outside flowc (here: this file's, as a plugin's condition is) that raises
-    while a record is folded: the run cannot be rebuilt past it, said as such."""
-    db, cid, rows = stored
-
-    def plugin(self: Any, envelope: Any, state: Any) -> Any:
-        raise ZeroDivisionError("a plugin's bug")
-
-    monkeypatch.setattr(WorkflowAdapter, "fold", plugin)
-    envelope_id = rows[1][1]["envelope_id"]
-    assert _replay(db, cid).broken == (
-        f"envelope 2 ({envelope_id}) cannot be folded (ZeroDivisionError: a plugin's bug)"
-    )
+    """flowc's own code raising while a stored record is re-folded (here ``on_accepted``,
+    failing in a library's frame) says nothing about the stored run: no broken WAL, but
+    an internal error (a plugin failing on replay: tests/runtime/test_plugin_boundary.py)."""
+    db, cid, _ = stored
+    monkeypatch.setattr(WorkflowAdapter, "on_accepted", flowc_bug("on_accepted", "triage"))
+    with pytest.raises(json.JSONDecodeError):
+        _replay(db, cid)
+    assert main(["replay", cid, "--db", str(db)]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("flowc replay: internal error: JSONDecodeError: "), err
+    assert "broken" not in out + err and "cannot be folded" not in out + err

@@ -24,6 +24,7 @@ speaker never re-reads or re-sorts the graph.
 from __future__ import annotations
 
 import heapq
+import reprlib
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -44,6 +45,7 @@ from flowc.runtime.adapters.base import (
     ProtocolError,
 )
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope, stamped
+from flowc.runtime.failures import PluginFailed, describe_exception
 from flowc.runtime.transitions import TransitionDecision, TransitionRegistry, default_registry
 
 __all__ = [
@@ -255,7 +257,15 @@ def _compile_cond(
     if found:
         problems.extend(found)
         return _NEVER
-    return lambda s, e: bool(inst.evaluate(s, e))
+    name = cond.name
+
+    def custom(s: WorkflowState, e: Envelope) -> bool:
+        try:  # (bool() runs the plugin's answer's own code too)
+            return bool(inst.evaluate(s, e))
+        except Exception as err:  # the plugin's failure, not flowc's: said as such
+            raise PluginFailed("condition", name, describe_exception(err)) from err
+
+    return custom
 
 
 def routing_tool(e: Envelope) -> Any:
@@ -322,12 +332,20 @@ def _target(
     name = target.name
 
     def custom(s: WorkflowState, e: Envelope) -> tuple[str | None, str]:
-        decision = inst.resolve(s, e)
-        nxt = getattr(decision, "next_speaker", decision)
-        reason = getattr(decision, "close_reason", "") or ""
+        try:  # (reading the decision runs the plugin's objects' own code too)
+            decision = inst.resolve(s, e)
+            nxt = getattr(decision, "next_speaker", decision)
+            reason = str(getattr(decision, "close_reason", "") or "")
+            wrong = None if nxt is None or isinstance(nxt, str) else reprlib.repr(nxt)
+        except Exception as err:  # the plugin's failure, not flowc's: said as such
+            raise PluginFailed("target", name, describe_exception(err)) from err
+        if wrong is not None:
+            raise PluginFailed(
+                "target", name, f"chose {wrong}, which is neither an agent's id (a string) nor None"
+            )
         if nxt is not None and nxt not in members:
             raise ProtocolError(f"target `{name}` chose {nxt!r}, which is not a participant")
-        return nxt, str(reason)
+        return nxt, reason
 
     return custom
 

@@ -1,0 +1,69 @@
+"""What re-folding a stored run gives (:meth:`flowc.runtime.hub.Hub.replay`), and where
+the re-fold stops short: a WAL that no single writer could have written (``broken``),
+or a plugin that does not decide on replay what it decided when the run was written
+(``failed``). Any other exception while a run is re-folded is a bug in flowc: the hub
+lets it propagate, and it is said as an internal error, not as damage to the run.
+
+>>> broken_in([("a", None), ("b", "a"), ("c", "a")])
+'envelope 3 (c): it was written after a, not after the envelope before it (b); two writers wrote this run'
+>>> stop_text("wf-1", None, "envelope 2 (x): the plugin's target `pick` failed on replay: ...")
+"run wf-1 cannot be rebuilt: envelope 2 (x): the plugin's target `pick` failed on replay: ..."
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["ReplayResult", "broken_in", "stop_text"]
+
+
+@attrs.frozen
+class ReplayResult:
+    """What re-folding a stored channel gave, and whether it matches what was recorded."""
+
+    channel_id: str
+    state: Any
+    close_reason: str | None
+    recorded_close_reason: str | None
+    recorded_state: dict[str, Any] | None
+    replayed_state: dict[str, Any] | None
+    envelopes: int
+    #: where the WAL stops being a run the hub could have written (e.g. a turn by a
+    #: speaker the run was not waiting for: two writers), or ``None``
+    broken: str | None = None
+    #: where a plugin's condition or target failed on replay (it does not decide now
+    #: what it decided when the run was written): the re-fold stops there; or ``None``
+    failed: str | None = None
+
+    @property
+    def matches(self) -> bool:
+        return (
+            self.broken is None
+            and self.failed is None
+            and self.close_reason == self.recorded_close_reason
+            and self.recorded_state == self.replayed_state
+        )
+
+
+def broken_in(links: list[tuple[str, str | None]]) -> str | None:
+    """Where an envelope of ``links`` (a WAL's ``(envelope id, follows)``) was written
+    after another envelope than the one before it (two writers), or ``None``."""
+    for i in range(1, len(links)):
+        eid, follows = links[i]
+        if follows is not None and follows != links[i - 1][0]:
+            return (
+                f"envelope {i + 1} ({eid}): it was written after {follows}, not "
+                f"after the envelope before it ({links[i - 1][0]}); two writers "
+                "wrote this run"
+            )
+    return None
+
+
+def stop_text(cid: str, broken: str | None, failed: str | None) -> str | None:
+    """Why the run ``cid`` cannot be rebuilt from its WAL, or ``None``: ``broken`` (the
+    WAL's break) before ``failed`` (a plugin failing on replay)."""
+    if broken is not None:
+        return f"run {cid}: the WAL is broken at {broken}"
+    return None if failed is None else f"run {cid} cannot be rebuilt: {failed}"

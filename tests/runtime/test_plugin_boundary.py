@@ -1,0 +1,239 @@
+"""A plugin's failure is told from a bug in flowc by where it happened, not by reading
+the traceback: what a custom condition's ``evaluate`` or a custom target's ``resolve``
+raises, or answers that flowc cannot use, is the plugin's (said naming it); anything else
+raised while a turn is routed is flowc's own. Live, the turn is refused with the one or
+the other; on replay, a plugin that fails now stops the re-fold, said as the plugin
+failing (not as a broken WAL), and a bug in flowc is an internal error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowc.cli import main
+from flowc.runtime import plugins as plugin_mod
+from flowc.runtime.adapters import workflow as workflow_mod
+from flowc.runtime.adapters.workflow import WorkflowAdapter
+from flowc.runtime.transitions import default_registry
+
+FLOW = """\
+speaker user: human
+speaker writer
+speaker reviewer
+condition draft_is_long(min: int = 10)
+target pick_reviewer() -> writer | reviewer
+max_turns 6
+when from writer and draft_is_long() then pick_reviewer()
+when from user then writer
+when from reviewer then terminate "reviewed"
+"""
+
+PLUGIN = """\
+from typing import Any, ClassVar
+
+import attrs
+
+import flowc
+from flowc.runtime import TransitionDecision
+
+
+@flowc.register_condition
+@attrs.frozen
+class LongText:
+    name: ClassVar[str] = "draft_is_long"
+    min: int = 10
+
+    def evaluate(self, state: Any, envelope: Any) -> bool:
+        return CONDITION
+
+
+@flowc.register_target
+@attrs.frozen
+class Pick:
+    name: ClassVar[str] = "pick_reviewer"
+
+    def resolve(self, state: Any, envelope: Any) -> Any:
+        return TARGET
+"""
+
+SCRIPT = {"kickoff": "hi", "script": {"writer": ["a long enough draft"], "reviewer": ["ok"]}}
+
+RUN = ["run", "review.flow", "--script", "script.json", "--db", "runs.db"]
+
+
+def plugin(condition: str = "True", target: str = 'TransitionDecision("reviewer")') -> str:
+    """The plugin module, its condition answering ``condition`` and its target ``target``
+    (Python expressions, on line 16 and line 25 of the file)."""
+    return PLUGIN.replace("CONDITION", condition).replace("TARGET", target)
+
+
+@pytest.fixture
+def forget_plugins() -> Iterator[Callable[[], None]]:
+    """Forgets the custom classes and plugin files loaded since the test began (called
+    by the test to load a changed plugin file; and at its end)."""
+    reg = default_registry()
+    conditions, targets = dict(reg._conditions), dict(reg._targets)
+    loaded = set(plugin_mod._LOADED)
+
+    def forget() -> None:
+        reg._conditions, reg._targets = dict(conditions), dict(targets)
+        plugin_mod._LOADED.clear()
+        plugin_mod._LOADED.update(loaded)
+
+    yield forget
+    forget()
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forget_plugins: Callable[[], None]
+) -> Path:
+    (tmp_path / "review.flow").write_text(FLOW)
+    (tmp_path / "routing.py").write_text(plugin())
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWC_TRACEBACK", raising=False)
+    return tmp_path
+
+
+def flowc_bug(method: str, sender: str = "writer") -> Callable[..., Any]:
+    """A stand-in for the adapter's ``method`` with a bug on ``sender``'s turns: its code
+    is flowc's own (its frames are in flowc/runtime/adapters/workflow.py) and it fails in
+    an installed library's frame (json's), as flowc calling a library wrongly would."""
+    code = compile(
+        "def bug(self, *args):\n"
+        "    if args[-2].sender_id == sender:\n"
+        "        json.loads('{')\n"
+        "    return method(self, *args)\n",
+        workflow_mod.__file__,
+        "exec",
+    )
+    scope: dict[str, Any] = {"json": json, "method": getattr(WorkflowAdapter, method)}
+    scope["sender"] = sender
+    exec(code, scope)
+    return scope["bug"]  # type: ignore[no-any-return]
+
+
+def refusal(out: str) -> str:
+    """The transcript's line of the writer's refused turn."""
+    [line] = [ln for ln in out.splitlines() if ln.startswith("  turn 2 failed (writer): ")]
+    return line.removeprefix("  turn 2 failed (writer): ")
+
+
+# ── live: the turn is refused, saying whose code failed ──────────────────────────
+
+
+def test_a_target_answering_a_list_is_the_plugins_failure(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """flowc's code fails on what the plugin returned (a list is no speaker's id): that
+    is the plugin's failure, named, not the adapter's."""
+    (project / "routing.py").write_text(plugin(target='["reviewer"]'))
+    assert main([*RUN, "--plugin", "routing.py"]) == 1
+    out, err = capsys.readouterr()
+    assert refusal(out) == (
+        "refused: routing the turn failed in a plugin's code: target `pick_reviewer`: chose "
+        "['reviewer'], which is neither an agent's id (a string) nor None"
+    ), out
+    assert "adapter failed" not in out + err and "Traceback" not in out + err
+
+
+def test_a_target_whose_answer_fails_when_read_is_the_plugins_failure(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reading the decision's ``next_speaker`` runs the plugin's object: what it raises
+    is the plugin's, with the plugin's file and line."""
+    (project / "routing.py").write_text(
+        plugin(target="type('D', (), {'next_speaker': property(lambda d: 1 / 0)})()")
+    )
+    assert main([*RUN, "--plugin", "routing.py"]) == 1
+    assert refusal(capsys.readouterr().out) == (
+        "refused: routing the turn failed in a plugin's code: target `pick_reviewer`: "
+        "ZeroDivisionError: division by zero (routing.py:25, in <lambda>)"
+    )
+
+
+def test_a_condition_raising_is_the_plugins_failure_named(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "routing.py").write_text(plugin(condition="int('many')"))
+    assert main([*RUN, "--plugin", "routing.py"]) == 1
+    out = capsys.readouterr().out
+    assert refusal(out) == (
+        "refused: routing the turn failed in a plugin's code: condition `draft_is_long`: "
+        "ValueError: invalid literal for int() with base 10: 'many' (routing.py:16, in "
+        "evaluate)"
+    )
+    assert main(["log", "last", "--db", "runs.db", "--json", "--plugin", "routing.py"]) == 0
+    [failure] = json.loads(capsys.readouterr().out)["failures"]
+    assert failure["where"] == "routing.py:16"  # the plugin's line, through the boundary
+
+
+def test_a_condition_whose_answer_has_no_truth_value_is_the_plugins_failure(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Taking the answer's truth runs the plugin's object (its ``__bool__``)."""
+    answer = "type('A', (), {'__bool__': lambda a: {}['truth']})()"
+    (project / "routing.py").write_text(plugin(condition=answer))
+    assert main([*RUN, "--plugin", "routing.py"]) == 1
+    assert refusal(capsys.readouterr().out) == (
+        "refused: routing the turn failed in a plugin's code: condition `draft_is_long`: "
+        "KeyError: 'truth' (routing.py:16, in <lambda>)"
+    )
+
+
+def test_a_bug_in_flowc_failing_in_a_library_is_the_adapters_failure(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deepest frame is a library's (json's) and no plugin ran: flowc's bug, said as
+    the adapter failing, not blamed on a plugin."""
+    monkeypatch.setattr(WorkflowAdapter, "fold", flowc_bug("fold"))
+    assert main([*RUN, "--plugin", "routing.py"]) == 1
+    said = refusal(capsys.readouterr().out)
+    assert said.startswith(
+        "refused: the workflow adapter failed on this envelope (JSONDecodeError: "
+    ), said
+    assert "plugin" not in said
+
+
+def test_a_target_choosing_no_participant_is_refused_as_before(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "routing.py").write_text(plugin(target='"nobody"'))
+    assert main([*RUN, "--plugin", "routing.py", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == (
+        "target `pick_reviewer` chose 'nobody', which is not a participant"
+    )
+
+
+# ── replay: the plugin does not decide now what it decided then ─────────────────
+
+
+def test_a_plugin_failing_on_replay_is_said_as_such_not_as_a_broken_wal(
+    project: Path, capsys: pytest.CaptureFixture[str], forget_plugins: Callable[[], None]
+) -> None:
+    assert main([*RUN, "--plugin", "routing.py"]) == 0
+    assert 'closed: "reviewed"' in capsys.readouterr().out
+    forget_plugins()  # the changed file is imported afresh
+    (project / "routing.py").write_text(plugin(target="{}['gone']"))
+    replay = ["replay", "last", "--db", "runs.db", "--plugin", "routing.py"]
+    assert main(replay) == 1
+    out, err = capsys.readouterr()
+    cid, rest = out.split(": ", 1)
+    assert rest.startswith("cannot be re-folded: envelope 3 ("), out
+    said = (
+        "the plugin's target `pick_reviewer` failed on replay: KeyError: 'gone' "
+        "(routing.py:25, in resolve)\n  re-folded 1 turn before it\n"
+    )
+    assert rest.endswith(said), out
+    assert "broken" not in out + err and "two writers" not in out + err and err == ""
+
+    # resume rebuilds the run the same way, and says the same (nothing is written)
+    assert main(["resume", "last", "--db", "runs.db", "--plugin", "routing.py"]) == 1
+    out, err = capsys.readouterr()
+    assert err.startswith(f"{cid}: error: run {cid} cannot be rebuilt: envelope 3 ("), err
+    assert said.split("\n")[0] in err and "broken" not in out + err
