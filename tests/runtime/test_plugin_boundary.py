@@ -7,17 +7,22 @@ failing (not as a broken WAL), and a bug in flowc is an internal error."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from flowc.cli import main
 from flowc.runtime import plugins as plugin_mod
+from flowc.runtime import vocabulary
 from flowc.runtime.adapters import workflow as workflow_mod
 from flowc.runtime.adapters.workflow import WorkflowAdapter
+from flowc.runtime.hub import Hub
+from flowc.runtime.stores import open_store
 from flowc.runtime.transitions import default_registry
 
 FLOW = """\
@@ -200,14 +205,72 @@ def test_a_bug_in_flowc_failing_in_a_library_is_the_adapters_failure(
     assert "plugin" not in said
 
 
-def test_a_target_choosing_no_participant_is_refused_as_before(
+def test_a_target_choosing_no_participant_is_the_plugins_failure(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The plugin's choice, named as the plugin's (flowc's own vocabulary choosing so is
+    refused as a hand-off to no participant, as a stored one is)."""
     (project / "routing.py").write_text(plugin(target='"nobody"'))
     assert main([*RUN, "--plugin", "routing.py", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["error"] == (
-        "target `pick_reviewer` chose 'nobody', which is not a participant"
+        "refused: routing the turn failed in a plugin's code: target `pick_reviewer`: chose "
+        "'nobody', which is not a participant"
     )
+
+
+def test_a_decisions_close_reason_failing_when_read_is_the_plugins_failure(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reading the decision's ``close_reason`` runs the plugin's object too."""
+    decision = "type('D', (), {'next_speaker': 'reviewer', 'close_reason': property(lambda d: {}['why'])})()"
+    (project / "routing.py").write_text(plugin(target=decision))
+    assert main([*RUN, "--plugin", "routing.py"]) == 1
+    assert refusal(capsys.readouterr().out) == (
+        "refused: routing the turn failed in a plugin's code: target `pick_reviewer`: "
+        "KeyError: 'why' (routing.py:25, in <lambda>)"
+    )
+
+
+VOCABULARY_FLOW = """\
+speaker user: human
+speaker writer
+speaker reviewer
+condition text_contains(text: string)
+target random_agent(agent_ids: list[speaker], allow_repeat: bool) -> writer | reviewer
+max_turns 6
+when from writer and text_contains(text = "draft") then random_agent(agent_ids = ["reviewer"], allow_repeat = true)
+when from user then writer
+when from reviewer then terminate "reviewed"
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "method"), [(vocabulary.TextContains, "evaluate"), (vocabulary.RandomAgent, "resolve")]
+)
+def test_a_bug_in_flowcs_own_vocabulary_is_the_adapters_failure(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cls: type[Any],
+    method: str,
+) -> None:
+    """``text_contains`` and ``random_agent`` are registered as custom names, but their
+    code is flowc's: what they raise is not blamed on a plugin (none is loaded)."""
+    (project / "review.flow").write_text(VOCABULARY_FLOW)
+    assert main(RUN) == 0  # the vocabulary routes the run
+    capsys.readouterr()
+
+    def bug(self: Any, state: Any, envelope: Any) -> Any:
+        raise ZeroDivisionError("a bug in flowc's vocabulary")
+
+    monkeypatch.setattr(cls, method, bug)
+    assert main(RUN) == 1
+    said = refusal(capsys.readouterr().out)
+    assert said.startswith(
+        "refused: the workflow adapter failed on this envelope (ZeroDivisionError: a bug in "
+        "flowc's vocabulary)"
+    ), said
+    assert "a plugin's code" not in said
 
 
 # ── replay: the plugin does not decide now what it decided then ─────────────────
@@ -237,3 +300,37 @@ def test_a_plugin_failing_on_replay_is_said_as_such_not_as_a_broken_wal(
     out, err = capsys.readouterr()
     assert err.startswith(f"{cid}: error: run {cid} cannot be rebuilt: envelope 3 ("), err
     assert said.split("\n")[0] in err and "broken" not in out + err
+
+
+def test_a_plugin_target_choosing_no_participant_on_replay_is_said_as_its_failure(
+    project: Path, capsys: pytest.CaptureFixture[str], forget_plugins: Callable[[], None]
+) -> None:
+    """The target chose a participant when the run was written and chooses "nobody" now:
+    the WAL is intact, the plugin changed; the replay's result does not match."""
+    assert main([*RUN, "--plugin", "routing.py"]) == 0
+    capsys.readouterr()
+    forget_plugins()
+    (project / "routing.py").write_text(plugin(target='"nobody"'))
+    assert main(["replay", "last", "--db", "runs.db", "--plugin", "routing.py"]) == 1
+    out, err = capsys.readouterr()
+    said = (
+        "the plugin's target `pick_reviewer` failed on replay: chose 'nobody', which is not "
+        "a participant\n  re-folded 1 turn before it\n"
+    )
+    assert ": cannot be re-folded: envelope 3 (" in out and out.endswith(said), out
+    assert "broken" not in out + err and "cannot be folded" not in out + err and err == ""
+
+    async def replay() -> Any:
+        hub = await Hub.open(open_store("runs.db"))
+        try:
+            return hub.replay(hub.store.channel_ids()[0])
+        finally:
+            await hub.close()
+
+    result = asyncio.run(replay())
+    assert result.failed is not None and result.broken is None
+    assert not result.matches
+    # a re-fold that stopped matches nothing, even where the rest agrees
+    same = attrs.evolve(result, close_reason="reviewed", recorded_close_reason="reviewed")
+    same = attrs.evolve(same, replayed_state=same.recorded_state)
+    assert not same.matches and attrs.evolve(same, failed=None).matches

@@ -258,6 +258,8 @@ def _compile_cond(
         problems.extend(found)
         return _NEVER
     name = cond.name
+    if _own(inst):  # flowc's vocabulary: its failure is flowc's, not a plugin's
+        return lambda s, e: bool(inst.evaluate(s, e))
 
     def custom(s: WorkflowState, e: Envelope) -> bool:
         try:  # (bool() runs the plugin's answer's own code too)
@@ -266,6 +268,15 @@ def _compile_cond(
             raise PluginFailed("condition", name, describe_exception(err)) from err
 
     return custom
+
+
+def _own(inst: Any) -> bool:
+    """Whether ``inst`` is of flowc's own vocabulary (:mod:`flowc.runtime.vocabulary`),
+    whose code is flowc's: only the other custom classes are a plugin's, called inside the
+    :class:`PluginFailed` boundary (a subclass of a vocabulary class is a plugin's)."""
+    from flowc.runtime.vocabulary import VOCABULARY_CONDITIONS, VOCABULARY_TARGETS
+
+    return type(inst) in VOCABULARY_CONDITIONS or type(inst) in VOCABULARY_TARGETS
 
 
 def routing_tool(e: Envelope) -> Any:
@@ -330,24 +341,41 @@ def _target(
         problems.extend(found)
         return lambda s, e: (None, "")
     name = target.name
+    if _own(inst):  # flowc's vocabulary: its failure is flowc's, not a plugin's
+
+        def own(s: WorkflowState, e: Envelope) -> tuple[str | None, str]:
+            nxt, reason, wrong = _decided(inst, s, e)
+            if wrong is not None:
+                raise TypeError(f"target `{name}` chose {wrong}, which is no agent's id")
+            if nxt is not None and nxt not in members:
+                raise ProtocolError(f"target `{name}` chose {nxt!r}, which is not a participant")
+            return nxt, reason
+
+        return own
 
     def custom(s: WorkflowState, e: Envelope) -> tuple[str | None, str]:
         try:  # (reading the decision runs the plugin's objects' own code too)
-            decision = inst.resolve(s, e)
-            nxt = getattr(decision, "next_speaker", decision)
-            reason = str(getattr(decision, "close_reason", "") or "")
-            wrong = None if nxt is None or isinstance(nxt, str) else reprlib.repr(nxt)
+            nxt, reason, wrong = _decided(inst, s, e)
         except Exception as err:  # the plugin's failure, not flowc's: said as such
             raise PluginFailed("target", name, describe_exception(err)) from err
         if wrong is not None:
             raise PluginFailed(
                 "target", name, f"chose {wrong}, which is neither an agent's id (a string) nor None"
             )
-        if nxt is not None and nxt not in members:
-            raise ProtocolError(f"target `{name}` chose {nxt!r}, which is not a participant")
+        if nxt is not None and nxt not in members:  # the plugin's choice, not the WAL's fault
+            raise PluginFailed("target", name, f"chose {nxt!r}, which is not a participant")
         return nxt, reason
 
     return custom
+
+
+def _decided(inst: Any, s: WorkflowState, e: Envelope) -> tuple[Any, str, str | None]:
+    """A custom target's decision on ``e``: (the speaker it chose, the close reason, the
+    choice shown if it is neither a string nor ``None``, else ``None``)."""
+    decision = inst.resolve(s, e)
+    nxt = getattr(decision, "next_speaker", decision)
+    reason = str(getattr(decision, "close_reason", "") or "")
+    return nxt, reason, None if nxt is None or isinstance(nxt, str) else reprlib.repr(nxt)
 
 
 def compile_graph(
