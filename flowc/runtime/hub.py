@@ -57,7 +57,7 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import PluginFailed, failure_of
 from flowc.runtime.guard import stop_reason
-from flowc.runtime.refold import ReplayResult, broken_in, stop_text
+from flowc.runtime.refold import ReplayResult, broken_in, refolded, stop_text
 from flowc.runtime.stored import admissible
 from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
@@ -1109,7 +1109,10 @@ class Hub:
             envs = list(self.store.read(cid))
             if not envs:
                 raise ProtocolError(f"no channel {cid!r} in the WAL")
-            ch, reached, _, broken, failed = self._refold(envs)
+            folded = refolded(self._refold, envs, cid, explicit)
+            if folded is None:  # flowc failed on this run (logged): on to the others
+                continue
+            ch, reached, _, broken, failed = folded
             if not ch.is_open or broken is not None or failed is not None:
                 broken = self._broken_link(cid) or broken
             stop = stop_text(cid, broken, failed)
@@ -1131,7 +1134,10 @@ class Hub:
                 links = self.store.links(cid)
                 if len(links) != len(envs):
                     envs = list(self.store.read(cid))
-                    ch, reached, _, broken, failed = self._refold(envs)
+                    folded = refolded(self._refold, envs, cid, explicit, (self.store, lease))
+                    if folded is None:
+                        continue
+                    ch, reached, _, broken, failed = folded
                     links = self.store.links(cid)
                 stop = stop_text(cid, broken_in(links) or broken, failed)
                 if stop is not None:
@@ -1173,17 +1179,8 @@ class Hub:
         replayed = snap(ch.state) if snap is not None and recorded is not None else None
         if ch.close_reason in ("turn_timeout",) or (ch.close_reason and reached is None):
             reached = ch.close_reason  # closed from outside the graph: nothing to re-derive
-        return ReplayResult(
-            channel_id,
-            ch.state,
-            reached,
-            ch.close_reason,
-            recorded,
-            replayed,
-            len(envs),
-            broken,
-            failed,
-        )
+        found = (ch.state, reached, ch.close_reason, recorded, replayed, len(envs), broken, failed)
+        return ReplayResult(channel_id, *found)
 
     def track(self, task: asyncio.Future[Any]) -> None:
         """Count ``task`` (a task, or a future something waits on) as work in flight until

@@ -12,11 +12,16 @@ lets it propagate, and it is said as an internal error, not as damage to the run
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["ReplayResult", "broken_in", "stop_text"]
+__all__ = ["ReplayResult", "broken_in", "refolded", "stop_text"]
+
+log = logging.getLogger("flowc.runtime")
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -67,3 +72,26 @@ def stop_text(cid: str, broken: str | None, failed: str | None) -> str | None:
     if broken is not None:
         return f"run {cid}: the WAL is broken at {broken}"
     return None if failed is None else f"run {cid} cannot be rebuilt: {failed}"
+
+
+def refolded(
+    refold: Callable[[list[Any]], T],
+    envs: list[Any],
+    cid: str,
+    explicit: bool,
+    leased: tuple[Any, Any] | None = None,
+) -> T | None:
+    """``refold(envs)`` for the run ``cid``, in :meth:`~flowc.runtime.hub.Hub.hydrate`.
+    What it raises is a bug in flowc (the WAL's and a plugin's failures are its answer):
+    the lease ``leased`` (the store, the lease) is released; then, for runs the caller
+    named (``explicit``), it propagates; for every run of the store, it is logged as an
+    internal error with its traceback and ``None`` says to go on to the other runs."""
+    try:
+        return refold(envs)
+    except Exception:
+        if leased is not None:
+            leased[0].release(leased[1])
+        if explicit:
+            raise
+        log.exception("run %s: internal error while it was re-folded; left as it is", cid)
+        return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.adapters.workflow import WorkflowAdapter
 from flowc.runtime.hub import Hub
 from flowc.runtime.stores import open_store
+from tests.runtime.graphs import always, cond, graph, rule
 from tests.runtime.test_plugin_boundary import flowc_bug
 from tests.stored_runs import copy_with, store_run
 
@@ -86,3 +88,49 @@ def test_a_bug_in_flowc_while_a_record_is_folded_is_an_internal_error(
     out, err = capsys.readouterr()
     assert err.startswith("flowc replay: internal error: JSONDecodeError: "), err
     assert "broken" not in out + err and "cannot be folded" not in out + err
+
+
+def test_hydrating_every_run_goes_past_one_that_flowc_fails_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``hydrate()`` (every run of the store): a bug in flowc on one run is logged as an
+    internal error, with its traceback, and the other runs come back; asked for that run
+    by its id, the error propagates."""
+    db = str(tmp_path / "runs.db")
+    g = graph("a", rule(always(), cond("round_robin")), max_turns=5)
+
+    async def write() -> list[str]:
+        hub = await Hub.open(open_store(db))
+        a, _ = hub.register_human("a"), hub.register_human("b")
+        ids = []
+        for text in ("one", "two"):
+            ch = await a.open("workflow", target=["b"], knobs={"graph": g})
+            await ch.send(text)
+            ids.append(ch.channel_id)
+        await hub.close()
+        return ids
+
+    bad, good = asyncio.run(write())
+    fold = WorkflowAdapter.fold
+
+    def bug(self: Any, env: Any, state: Any) -> Any:
+        if env.channel_id == bad:
+            raise ZeroDivisionError("a bug in flowc")
+        return fold(self, env, state)
+
+    monkeypatch.setattr(WorkflowAdapter, "fold", bug)
+
+    async def hydrate() -> None:
+        hub = await Hub.open(open_store(db))
+        try:
+            with caplog.at_level(logging.ERROR, logger="flowc.runtime"):
+                assert await hub.hydrate(schedule=False) == [good]
+            with pytest.raises(ZeroDivisionError):
+                await hub.hydrate([bad], schedule=False)
+        finally:
+            await hub.close()
+
+    asyncio.run(hydrate())
+    [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert record.getMessage() == f"run {bad}: internal error while it was re-folded; left as it is"
+    assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
