@@ -62,7 +62,7 @@ from flowc.runtime.envelope import (
     EV_TURN_FAILED,
     Envelope,
 )
-from flowc.runtime.failures import tracebacks_wanted
+from flowc.runtime.failures import PluginFailed, tracebacks_wanted
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
@@ -713,7 +713,7 @@ def _log(args: argparse.Namespace, store: WalStore) -> int:
         if args.scenario_upto is not None:
             return _log_scenario(store, cid, args.scenario_upto, args.name)
         return _log_run(store, cid, mode)
-    except READ_ERRORS as err:
+    except (*READ_ERRORS, PluginFailed) as err:  # (a plugin failing now: said as its own)
         print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
         return EXIT_ERRORS
 

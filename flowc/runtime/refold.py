@@ -7,7 +7,7 @@ lets it propagate, and it is said as an internal error, not as damage to the run
 >>> broken_in([("a", None), ("b", "a"), ("c", "a")])
 'envelope 3 (c): it was written after a, not after the envelope before it (b); two writers wrote this run'
 >>> stop_text("wf-1", None, "envelope 2 (x): the plugin's target `pick` failed on replay: ...")
-"run wf-1 cannot be rebuilt: envelope 2 (x): the plugin's target `pick` failed on replay: ..."
+"run wf-1 cannot be re-folded: envelope 2 (x): the plugin's target `pick` failed on replay: ..."
 """
 
 from __future__ import annotations
@@ -67,11 +67,11 @@ def broken_in(links: list[tuple[str, str | None]]) -> str | None:
 
 
 def stop_text(cid: str, broken: str | None, failed: str | None) -> str | None:
-    """Why the run ``cid`` cannot be rebuilt from its WAL, or ``None``: ``broken`` (the
+    """Why the run ``cid`` cannot be re-folded from its WAL, or ``None``: ``broken`` (the
     WAL's break) before ``failed`` (a plugin failing on replay)."""
     if broken is not None:
         return f"run {cid}: the WAL is broken at {broken}"
-    return None if failed is None else f"run {cid} cannot be rebuilt: {failed}"
+    return None if failed is None else f"run {cid} cannot be re-folded: {failed}"
 
 
 def refolded(

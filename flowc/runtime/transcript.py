@@ -31,7 +31,7 @@ from flowc.runtime.envelope import (
     EV_TEXT,
     Envelope,
 )
-from flowc.runtime.failures import Failure, tracebacks_wanted
+from flowc.runtime.failures import Failure, PluginFailed, tracebacks_wanted
 from flowc.runtime.frozen import builder, writable_base
 from flowc.runtime.wal import DamagedRow, Lease, WalError, WalStore
 
@@ -100,8 +100,14 @@ def run_error_text(run_id: str, err: BaseException, db: str | None = None) -> st
     """One of :data:`READ_ERRORS` reading the run ``run_id`` (of the database ``db``) in
     words, naming the run once: a damaged run as every command says it, ``run X is
     damaged: record N (event type), JSON path: what is wrong``
-    (:func:`~flowc.runtime.adapters.base.damaged_text`), else ``run X: the error``."""
+    (:func:`~flowc.runtime.adapters.base.damaged_text`), else ``run X: the error``; and
+    a :class:`~flowc.runtime.failures.PluginFailed` (a plugin's condition or target that
+    fails on the stored run now: the plugin's failure, not the run's damage), naming it."""
     where = "" if db is None else f"{db}: "
+    if isinstance(err, PluginFailed):
+        return (
+            f"{where}run {run_id}: the plugin's {err.kind} `{err.name}` failed on it: {err.problem}"
+        )
     if isinstance(err, DamagedRow):
         return where + err.in_run
     if isinstance(err, DamagedRecord):

@@ -780,6 +780,7 @@ def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
     async def turn_answer(request: Request, make: Callable[[str, int], Any]) -> Any:
         """``make(run_id, n)`` for the run and turn of the path; an answer with the error
         for a turn the run does not have (404) or cannot be explained or written (422)."""
+        from flowc.runtime.failures import PluginFailed
         from flowc.runtime.why import TurnOutOfRange, WhyError
 
         run_id = request.path_params["run_id"]
@@ -789,7 +790,7 @@ def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
             return await run_in_threadpool(make, run_id, n)
         except TurnOutOfRange as err:
             return JSONResponse({"error": str(err)}, status_code=404)
-        except (WhyError, *READ_ERRORS) as err:
+        except (WhyError, PluginFailed, *READ_ERRORS) as err:  # (a plugin's failure: named)
             return JSONResponse({"error": run_error_text(run_id, err)}, status_code=422)
 
     async def why(request: Request) -> Response:

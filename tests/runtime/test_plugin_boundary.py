@@ -298,7 +298,7 @@ def test_a_plugin_failing_on_replay_is_said_as_such_not_as_a_broken_wal(
     # resume rebuilds the run the same way, and says the same (nothing is written)
     assert main(["resume", "last", "--db", "runs.db", "--plugin", "routing.py"]) == 1
     out, err = capsys.readouterr()
-    assert err.startswith(f"{cid}: error: run {cid} cannot be rebuilt: envelope 3 ("), err
+    assert err.startswith(f"{cid}: error: run {cid} cannot be re-folded: envelope 3 ("), err
     assert said.split("\n")[0] in err and "broken" not in out + err
 
 
@@ -334,3 +334,43 @@ def test_a_plugin_target_choosing_no_participant_on_replay_is_said_as_its_failur
     same = attrs.evolve(result, close_reason="reviewed", recorded_close_reason="reviewed")
     same = attrs.evolve(same, replayed_state=same.recorded_state)
     assert not same.matches and attrs.evolve(same, failed=None).matches
+
+
+# ── readers: a plugin that fails on a stored run now is named, not an internal error ──
+
+
+def test_readers_say_a_plugin_failing_on_a_stored_run_as_the_plugins_failure(
+    project: Path, capsys: pytest.CaptureFixture[str], forget_plugins: Callable[[], None]
+) -> None:
+    """The condition worked when the run was written and raises now: `flowc log RUN`,
+    `--why N`, `--scenario-upto N` and the view's why and scenario answers name it."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    assert main([*RUN, "--plugin", "routing.py"]) == 0
+    capsys.readouterr()
+    forget_plugins()
+    (project / "routing.py").write_text(plugin(condition="int('many')"))
+    said = (
+        "the plugin's condition `draft_is_long` failed on it: ValueError: invalid literal "
+        "for int() with base 10: 'many' (routing.py:16, in evaluate)"
+    )
+    log = ["log", "last", "--db", "runs.db", "--plugin", "routing.py"]
+    for extra in (["--why", "2"], ["--scenario-upto", "2"], []):
+        assert main([*log, *extra]) == 1, extra
+        out, err = capsys.readouterr()
+        assert err.startswith("flowc log: error: runs.db: run "), (extra, err)
+        assert err.endswith(f": {said}\n"), (extra, err)
+        assert "internal error" not in err and "damaged" not in err and out == ""
+    token = "t" * 32
+    app = make_app(ViewSettings("runs.db", token, poll=0.01))
+    client = TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
+    store = open_store("runs.db", readonly=True)
+    [cid] = store.channel_ids()
+    store.close()
+    for what in ("why", "scenario"):
+        answer = client.get(f"/api/run/{cid}/{what}/2?token={token}")
+        assert answer.status_code == 422, (what, answer.text)
+        assert answer.json() == {"error": f"run {cid}: {said}"}
