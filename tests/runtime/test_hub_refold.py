@@ -134,3 +134,58 @@ def test_hydrating_every_run_goes_past_one_that_flowc_fails_on(
     [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert record.getMessage() == f"run {bad}: internal error while it was re-folded; left as it is"
     assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
+
+
+def test_a_re_fold_failing_after_the_lease_is_taken_gives_the_lease_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The second re-fold (another writer appended before the lease was taken) raising:
+    the lease is released, whether the run was named (the error propagates) or not
+    (logged, and the others go on); another holder can take the run at once."""
+    db = str(tmp_path / "runs.db")
+    g = graph("a", rule(always(), cond("round_robin")), max_turns=5)
+
+    async def write() -> str:
+        hub = await Hub.open(open_store(db))
+        a, _ = hub.register_human("a"), hub.register_human("b")
+        ch = await a.open("workflow", target=["b"], knobs={"graph": g})
+        await ch.send("one")
+        await hub.close()
+        return ch.channel_id
+
+    cid = asyncio.run(write())
+    refold = Hub._refold
+
+    for names in ([cid], None):
+        calls: list[int] = []
+
+        def second_fails(self: Hub, envs: list[Any], calls: list[int] = calls) -> Any:
+            calls.append(1)
+            if len(calls) == 2:
+                raise ZeroDivisionError("a bug in flowc")
+            return refold(self, envs)
+
+        monkeypatch.setattr(Hub, "_refold", second_fails)
+
+        async def hydrate(names: list[str] | None) -> None:
+            store = open_store(db)
+            links = store.links
+            # as if another writer appended before the lease was taken: re-read, re-fold
+            monkeypatch.setattr(store, "links", lambda c: [*links(c), ("later", None)])
+            hub = await Hub.open(store)
+            try:
+                if names is None:
+                    assert await hub.hydrate(schedule=False) == []
+                else:
+                    with pytest.raises(ZeroDivisionError):
+                        await hub.hydrate(names, schedule=False)
+            finally:
+                await hub.close()
+            other = open_store(db)
+            try:
+                other.release(other.acquire(cid, "another holder", 30))  # free to take
+            finally:
+                other.close()
+
+        asyncio.run(hydrate(names))
+        assert len(calls) == 2
