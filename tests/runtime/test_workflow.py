@@ -10,6 +10,7 @@ import pytest
 from flowc.runtime.adapters.base import ChannelMetadata, ChannelState, Participant, ProtocolError
 from flowc.runtime.adapters.workflow import GraphError, WorkflowAdapter, WorkflowState
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
+from flowc.runtime.failures import PluginFailed
 from flowc.runtime.transitions import TransitionDecision, TransitionRegistry
 from tests.runtime.graphs import always, chain, cond, ctx, frm, graph, rule, term, to, tool
 
@@ -323,8 +324,9 @@ def test_a_custom_target_choosing_a_non_participant_fails_the_fold() -> None:
         adapter=WorkflowAdapter(reg),
     )
     before = run.state
-    with pytest.raises(ProtocolError, match="not a participant"):
+    with pytest.raises(PluginFailed) as failed:  # the plugin's choice (the WAL is sound)
         run.send(text("a"))
+    assert str(failed.value) == "target `pick`: chose 'ghost', which is not a participant"
     assert run.state is before
 
 
