@@ -83,13 +83,14 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             failed_files += 1
             continue
         # (the bytes, not the text read: that has each lone `\r` made a newline already)
-        changed = formatted.encode("utf-8") != data.removeprefix(codecs.BOM_UTF8)
+        written = data.removeprefix(codecs.BOM_UTF8)  # (what is in the file, its BOM left aside)
+        changed = formatted.encode("utf-8") != written
         changed_files += changed
         unchanged_files += not changed
         if args.diff and changed:
             sys.stdout.writelines(
                 difflib.unified_diff(
-                    data.removeprefix(codecs.BOM_UTF8).decode("utf-8").splitlines(keepends=True),
+                    written.decode("utf-8").splitlines(keepends=True),
                     formatted.splitlines(keepends=True),
                     f"{source.name}",
                     f"{source.name} (formatted)",

@@ -71,13 +71,11 @@ def with_plugin(body: str, code: str, page: str) -> list[str]:
     the classes it registers are gone afterwards."""
     import tempfile
 
-    from flowc.runtime import plugins
-    from flowc.runtime.transitions import default_registry
+    from tests.plugin_registry import remember_plugins
 
     plugin = BLOCK.search(page[page.index("```python") :])
     assert plugin is not None
-    reg = default_registry()
-    saved = (dict(reg._conditions), dict(reg._targets), set(plugins._LOADED))
+    restore = remember_plugins()
     try:
         with tempfile.TemporaryDirectory() as folder:
             (Path(folder) / "routing.py").write_text(plugin.group("body") + "\n")
@@ -94,9 +92,7 @@ def with_plugin(body: str, code: str, page: str) -> list[str]:
                     ]
                 )
     finally:
-        reg._conditions, reg._targets = saved[0], saved[1]
-        plugins._LOADED.clear()
-        plugins._LOADED.update(saved[2])
+        restore()
     return sorted({d["code"] for d in json.loads(out.getvalue())})
 
 

@@ -24,13 +24,12 @@ import pytest
 import flowc
 from flowc.cli import main
 from flowc.runtime import Finish, Handoff, Reply, ToolCall
-from flowc.runtime import plugins as plugin_mod
 from flowc.runtime.contracts import CONTRACT_MODES, Contract
 from flowc.runtime.script import parse_script
 from flowc.runtime.script_run import run_script
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transitions import default_registry
 from flowc.runtime.wal import MemoryStore
+from tests.plugin_registry import remember_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS = Path(__file__).resolve().parent / "agents"
@@ -563,9 +562,7 @@ TARGET_BREACH = (
 
 @pytest.fixture
 def target_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    reg = default_registry()
-    saved = dict(reg._conditions), dict(reg._targets)
-    loaded = set(plugin_mod._LOADED)
+    restore = remember_plugins()
     modules = set(sys.modules)
     (tmp_path / "flows.flow").write_text(TARGET_FLOW)
     (tmp_path / "to_user.py").write_text(TARGET_PLUGIN.format(choice="user"))
@@ -575,9 +572,7 @@ def target_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     )
     monkeypatch.chdir(tmp_path)
     yield tmp_path
-    reg._conditions, reg._targets = saved
-    plugin_mod._LOADED.clear()
-    plugin_mod._LOADED.update(loaded)
+    restore()
     for name in set(sys.modules) - modules:
         if name.startswith("flowc_plugin_"):
             del sys.modules[name]

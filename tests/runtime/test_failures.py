@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from flowc.cli import main
-from flowc.runtime import plugins as plugin_mod
-from flowc.runtime.transitions import default_registry
+from tests.plugin_registry import remember_plugins
 
 FLOW = """\
 speaker user: human
@@ -65,13 +64,9 @@ FIXED = 'AGENTS = {"writer": lambda turn: "a draft", "editor": lambda turn: "edi
 @pytest.fixture(autouse=True)
 def isolated_registry() -> Iterator[None]:
     """Each test starts with no custom classes and no plugin imported."""
-    reg = default_registry()
-    conditions, targets = dict(reg._conditions), dict(reg._targets)
-    loaded = set(plugin_mod._LOADED)
+    restore = remember_plugins()
     yield
-    reg._conditions, reg._targets = conditions, targets
-    plugin_mod._LOADED.clear()
-    plugin_mod._LOADED.update(loaded)
+    restore()
 
 
 @pytest.fixture

@@ -17,13 +17,12 @@ import attrs
 import pytest
 
 from flowc.cli import main
-from flowc.runtime import plugins as plugin_mod
 from flowc.runtime import vocabulary
 from flowc.runtime.adapters import workflow as workflow_mod
 from flowc.runtime.adapters.workflow import WorkflowAdapter
 from flowc.runtime.hub import Hub
 from flowc.runtime.stores import open_store
-from flowc.runtime.transitions import default_registry
+from tests.plugin_registry import remember_plugins
 
 FLOW = """\
 speaker user: human
@@ -80,15 +79,7 @@ def plugin(condition: str = "True", target: str = 'TransitionDecision("reviewer"
 def forget_plugins() -> Iterator[Callable[[], None]]:
     """Forgets the custom classes and plugin files loaded since the test began (called
     by the test to load a changed plugin file; and at its end)."""
-    reg = default_registry()
-    conditions, targets = dict(reg._conditions), dict(reg._targets)
-    loaded = set(plugin_mod._LOADED)
-
-    def forget() -> None:
-        reg._conditions, reg._targets = dict(conditions), dict(targets)
-        plugin_mod._LOADED.clear()
-        plugin_mod._LOADED.update(loaded)
-
+    forget = remember_plugins()
     yield forget
     forget()
 

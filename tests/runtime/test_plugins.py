@@ -14,8 +14,8 @@ import pytest
 
 import flowc
 from flowc.cli import main
-from flowc.runtime import plugins as plugin_mod
 from flowc.runtime.transitions import default_registry
+from tests.plugin_registry import remember_plugins
 
 FLOW = """\
 speaker user: human
@@ -88,9 +88,7 @@ SCRIPT = {
 @pytest.fixture(autouse=True)
 def isolated_registry() -> Iterator[None]:
     """Each test starts with no custom classes and no plugin imported."""
-    reg = default_registry()
-    conditions, targets = dict(reg._conditions), dict(reg._targets)
-    loaded = set(plugin_mod._LOADED)
+    restore = remember_plugins()
     modules = set(sys.modules)
     ag2_transitions = sys.modules.get("ag2.network.transitions")
     ag2_default = getattr(ag2_transitions, "TransitionRegistry", None)
@@ -102,9 +100,7 @@ def isolated_registry() -> Iterator[None]:
         transitions_now.TransitionRegistry._DEFAULT = ag2_saved
         if ag2_saved is not None and ag2_tables is not None:
             ag2_saved._conditions, ag2_saved._targets = ag2_tables
-    reg._conditions, reg._targets = conditions, targets
-    plugin_mod._LOADED.clear()
-    plugin_mod._LOADED.update(loaded)
+    restore()
     for name in set(sys.modules) - modules:
         if name.startswith(("flowc_plugin_", "routing")):
             del sys.modules[name]
