@@ -46,7 +46,7 @@ import attrs
 
 from flowc.diagnostics import counted
 from flowc.runtime.adapters.base import DamagedRecord, damaged_text
-from flowc.runtime.envelope import STAMPED, Envelope
+from flowc.runtime.envelope import EV_CHANNEL_OPENED, STAMPED, Envelope
 from flowc.runtime.stored import check_envelope, check_row
 
 __all__ = [
@@ -635,6 +635,7 @@ def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[E
                 raise ValueError("not an envelope of this run")
             env = Envelope.from_dict(raw)
             check_envelope(env)
+            _opens_this_run(env, channel_id)
         except DamagedRecord as err:
             et = raw.get("event_type") if isinstance(raw, dict) else None
             et = et if isinstance(et, str) else "no event type"
@@ -650,6 +651,17 @@ def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[E
             ) from None
         out.append(env)
     return out
+
+
+def _opens_this_run(env: Envelope, channel_id: str) -> None:
+    """An opening whose metadata names another run than the one it is stored under is
+    damaged (a run rebuilt from it would answer to that other id, and wait for ever)."""
+    if env.event_type != EV_CHANNEL_OPENED:
+        return
+    metadata = env.event_data.get("metadata")
+    named = metadata.get("channel_id") if isinstance(metadata, dict) else None
+    if isinstance(named, str) and named != channel_id:
+        raise DamagedRecord("event_data.metadata.channel_id", "this run's id", named)
 
 
 #: the files SQLite keeps beside a database ``PATH``: ``PATH-wal``, ``PATH-shm`` and, while

@@ -534,3 +534,31 @@ def test_a_run_whose_graph_names_no_participant_is_not_forked(
     con = sqlite3.connect(damaged)
     assert con.execute("SELECT DISTINCT channel_id FROM wal").fetchall() == [(cid,)]
     con.close()
+
+
+def test_an_opening_that_names_another_run_is_damaged(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run rebuilt from an opening whose metadata names another run answered to that
+    other id: `flowc resume` of such an open run waited for ever (its turn failed
+    looking for a run of that name). Every reader says the record is damaged."""
+    db, cid, rows = stored
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(db, copy)
+    seq, opening = rows[0]
+    rewrite_row(
+        copy, seq, _mutate(opening, ("event_data", "metadata", "channel_id"), "wf-other", False)
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    for argv in _readers(copy, cid):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 1, (argv, err)
+        assert (
+            f"run {cid} is damaged: record 1 (ag2.channel.opened, row {seq}), "
+            'event_data.metadata.channel_id: expected this run\'s id, got "wf-other"'
+        ) in err, (argv, err)
+    _check_view(copy, cid)
