@@ -69,6 +69,8 @@ from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import (
+    DAMAGED_STATUS,
+    PLUGIN_FAILED,
     PROPERTY_KEY,
     READ_ERRORS,
     RunResult,
@@ -605,6 +607,16 @@ def _damaged(db: str, cid: str, err: BaseException) -> str:
     return run_error_text(cid, err, db)
 
 
+def _unread(db: str, cid: str, err: BaseException) -> dict[str, Any]:
+    """The line of `flowc log`'s list for a run it cannot read, the error said on stderr:
+    ``damaged`` (one of :data:`READ_ERRORS`), or ``plugin-failed`` (intact records that
+    a plugin's condition or target fails on now, :class:`PluginFailed`)."""
+    said = _damaged(db, cid, err)
+    print(f"flowc log: error: {said}", file=sys.stderr)
+    status = PLUGIN_FAILED if isinstance(err, PluginFailed) else DAMAGED_STATUS
+    return {"run_id": cid, "status": status, "error": run_error_text(cid, err)}
+
+
 def cmd_log(args: argparse.Namespace) -> int:
     _log_options(args)
     setup_plugins(args, [args.db])
@@ -687,25 +699,24 @@ def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
 def _log(args: argparse.Namespace, store: WalStore) -> int:
     mode = _mode(args)
     if args.run is None:
-        damaged = 0
+        unread = 0
         runs: list[dict[str, Any]] = []
         for cid in store.channel_ids():
             try:
                 found = _run_summary(store, cid)
-            except READ_ERRORS as err:  # the other runs are still listed
-                damaged += 1
-                found = {"run_id": cid, "status": "damaged"}
-                print(f"flowc log: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
+            except (*READ_ERRORS, PluginFailed) as err:  # the other runs are still listed
+                unread += 1
+                found = _unread(db_name(args.db), cid, err)
             if found is None:
                 continue
             runs.append(found)
             if mode == "jsonl":
                 print(_j(found))
             elif mode == "text":
-                print(f"{cid}  damaged" if found["status"] == "damaged" else _summary_line(found))
+                print(f"{cid}  {found['status']}" if "error" in found else _summary_line(found))
         if mode == "json":
             sys.stdout.write(canonical_json(runs))
-        return EXIT_ERRORS if damaged else EXIT_OK
+        return EXIT_ERRORS if unread else EXIT_OK
     cid = find_run(store, args.run)
     try:
         if args.why is not None:

@@ -139,6 +139,10 @@ _CLOSED = ChannelState.CLOSED
 
 #: the statuses of a stored run, as ``flowc log`` and ``flowc view`` list them
 CLOSED, RUNNING, STALLED, OPEN = "closed", "running", "stalled", "open"
+#: ... and of one they cannot read: a record flowc never writes (:data:`READ_ERRORS`),
+#: or intact records that a plugin's condition or target fails on now
+#: (:class:`~flowc.runtime.failures.PluginFailed`: no damage to the run)
+DAMAGED_STATUS, PLUGIN_FAILED = "damaged", "plugin-failed"
 
 
 def stored_run_status(

@@ -24,7 +24,9 @@ can show a flowc run, live or finished:
   holder);
 - ``RUN_FINISHED`` once the run closed (``result``: the close reason and the turns);
   ``RUN_ERROR`` (``code`` ``damaged``) instead, ending the stream, at a record of a
-  damaged run, its ``message`` naming the run, the record and the JSON path.
+  damaged run, its ``message`` naming the run, the record and the JSON path; or
+  (``code`` ``plugin-failed``) at an intact record a plugin's condition or target fails
+  on now, its ``message`` naming the plugin and its exception.
 
 Field names are the protocol's wire names (camelCase). Ids: a message is ``RUN#N`` (its
 turn), a tool call ``RUN#N.K``.
@@ -200,6 +202,11 @@ class AguiEncoder:
     def damaged(self, error: str) -> str:
         """The run is damaged (``error`` says where): the stream ends."""
         return _data({"type": "RUN_ERROR", "message": error, "code": "damaged"})
+
+    def plugin_failed(self, error: str) -> str:
+        """A plugin's condition or target fails on the run now (``error`` names it): the
+        stream ends."""
+        return _data({"type": "RUN_ERROR", "message": error, "code": "plugin-failed"})
 
     def end(self, data: Mapping[str, Any]) -> str:
         """The run closed."""

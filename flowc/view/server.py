@@ -70,9 +70,17 @@ from starlette.staticfiles import StaticFiles
 
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.envelope import Envelope
+from flowc.runtime.failures import PluginFailed
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.stores import open_store
-from flowc.runtime.transcript import DAMAGED, READ_ERRORS, TranscriptFolder, run_error_text
+from flowc.runtime.transcript import (
+    DAMAGED,
+    DAMAGED_STATUS,
+    PLUGIN_FAILED,
+    READ_ERRORS,
+    TranscriptFolder,
+    run_error_text,
+)
 from flowc.runtime.wal import DamagedRow, WalError, WalStore
 from flowc.view.feed import PAGE_ROWS, ListedRun, RunView, TurnFeed, read_page, status_of
 
@@ -422,7 +430,9 @@ class _Listing:
 
     def list(self) -> list[dict[str, Any]]:
         """Every run's line, in the store's order; a run that cannot be read is listed
-        ``damaged`` with the error (and read from its start at the next listing)."""
+        ``damaged`` with the error, and one whose intact records a plugin fails on now
+        ``plugin-failed`` with the plugin's failure (each read from its start at the next
+        listing)."""
         with self.lock:
             self.moved = set()
             store = self.settings.open()
@@ -433,11 +443,12 @@ class _Listing:
                     try:
                         line = self._line(store, run_id)
                         found = line.summary(store) if line is not None else None
-                    except READ_ERRORS as err:
+                    except (*READ_ERRORS, PluginFailed) as err:
                         self.feeds.pop(run_id, None)
+                        failed = isinstance(err, PluginFailed)
                         found = {
                             "run_id": run_id,
-                            "status": "damaged",
+                            "status": PLUGIN_FAILED if failed else DAMAGED_STATUS,
                             "error": run_error_text(run_id, err),
                         }
                     else:
@@ -780,7 +791,6 @@ def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
     async def turn_answer(request: Request, make: Callable[[str, int], Any]) -> Any:
         """``make(run_id, n)`` for the run and turn of the path; an answer with the error
         for a turn the run does not have (404) or cannot be explained or written (422)."""
-        from flowc.runtime.failures import PluginFailed
         from flowc.runtime.why import TurnOutOfRange, WhyError
 
         run_id = request.path_params["run_id"]
@@ -824,7 +834,10 @@ class _PageEvents:
         return _sse(data, "end")
 
     def damaged(self, error: str) -> str:
-        return _sse({"error": error}, "damaged")
+        return _sse({"error": error}, DAMAGED_STATUS)
+
+    def plugin_failed(self, error: str) -> str:
+        return _sse({"error": error}, PLUGIN_FAILED)
 
 
 class _Encoder(Protocol):
@@ -836,6 +849,7 @@ class _Encoder(Protocol):
     def status(self, data: dict[str, Any]) -> str: ...
     def end(self, data: dict[str, Any]) -> str: ...
     def damaged(self, error: str) -> str: ...
+    def plugin_failed(self, error: str) -> str: ...
 
 
 async def _stream(
@@ -876,7 +890,7 @@ async def _backlog(settings: ViewSettings, view: RunView, after: int) -> AsyncIt
             before = feed.after
             try:
                 held += await _turns_after(feed, store, after)
-            except DAMAGED as err:  # a damaged record: the last line says so
+            except (*DAMAGED, PluginFailed) as err:  # the last line says so (a plugin: named)
                 yield json.dumps({"error": run_error_text(view.run_id, err)}) + "\n"
                 return
             if len(held) > STREAMED_TAIL:
@@ -922,6 +936,9 @@ async def _events(
                 turns = await _turns_after(feed, store, after)
             except DAMAGED as err:  # a damaged record: said once, and the stream ends
                 yield encoder.damaged(run_error_text(view.run_id, err))
+                return
+            except PluginFailed as err:  # a plugin fails on an intact record now: as well
+                yield encoder.plugin_failed(run_error_text(view.run_id, err))
                 return
             chunk = [encoder.turn(event) for event in turns]
             if chunk:  # one write for the page of turns read (a long run's backlog)

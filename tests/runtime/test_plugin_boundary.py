@@ -365,3 +365,74 @@ def test_readers_say_a_plugin_failing_on_a_stored_run_as_the_plugins_failure(
         answer = client.get(f"/api/run/{cid}/{what}/2?token={token}")
         assert answer.status_code == 422, (what, answer.text)
         assert answer.json() == {"error": f"run {cid}: {said}"}
+
+
+PLAIN_FLOW = """\
+speaker user: human
+speaker writer
+speaker reviewer
+max_turns 6
+when from user then writer
+when from writer then reviewer
+when from reviewer then terminate "reviewed"
+"""
+
+
+def test_listing_says_a_run_a_plugin_fails_on_now_as_its_own_status(
+    project: Path, capsys: pytest.CaptureFixture[str], forget_plugins: Callable[[], None]
+) -> None:
+    """`flowc log` (text, --json, --jsonl) and the view's runs list and run page (its
+    event streams and backlog) list the run whose intact records a plugin fails on now as
+    `plugin-failed`, naming the plugin, and go on with the other runs (they were an
+    internal error, exit 2, and a 500)."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    (project / "plain.flow").write_text(PLAIN_FLOW)
+    assert main(["run", "plain.flow", "--script", "script.json", "--db", "runs.db"]) == 0
+    assert main([*RUN, "--plugin", "routing.py"]) == 0
+    capsys.readouterr()
+    store = open_store("runs.db", readonly=True)
+    plain, cid = store.channel_ids()
+    store.close()
+    forget_plugins()
+    (project / "routing.py").write_text(plugin(condition="int('many')"))
+    said = (
+        f"run {cid}: the plugin's condition `draft_is_long` failed on it: ValueError: invalid "
+        "literal for int() with base 10: 'many' (routing.py:16, in evaluate)"
+    )
+    failed = {"run_id": cid, "status": "plugin-failed", "error": said}
+    log = ["log", "--db", "runs.db", "--plugin", "routing.py"]
+    assert main(log) == 1
+    out, err = capsys.readouterr()
+    first, second = out.splitlines()
+    assert first.startswith(f"{plain}  ") and first.endswith('  3 turns  "reviewed"'), out
+    assert second == f"{cid}  plugin-failed"
+    assert err == f"flowc log: error: runs.db: {said}\n"
+    assert main([*log, "--json"]) == 1
+    listed = json.loads(capsys.readouterr().out)
+    assert listed[0]["status"] == "closed" and listed[1] == failed, listed
+    assert main([*log, "--jsonl"]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["status"] == "closed" and lines[1] == failed, lines
+
+    token = "t" * 32
+    app = make_app(ViewSettings("runs.db", token, poll=0.01))
+    client = TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
+    answer = client.get(f"/api/runs?token={token}")
+    assert answer.status_code == 200, answer.text
+    assert [r["status"] for r in answer.json()] == ["closed", "plugin-failed"]
+    assert answer.json()[1] == failed
+    # the page reads the opening only (intact): the stream that reads the turns says it,
+    # in place of the run's status, and ends; so do AG-UI's stream and the backlog
+    assert client.get(f"/run/{cid}?token={token}").status_code == 200
+    error = json.dumps({"error": said})
+    events = client.get(f"/api/run/{cid}/events?token={token}")
+    assert events.text.endswith(f"event: plugin-failed\ndata: {error}\n\n"), events.text
+    agui = client.get(f"/api/run/{cid}/ag-ui?token={token}").text
+    last = json.loads(agui.strip().split("\n\n")[-1].removeprefix("data: "))
+    assert last == {"type": "RUN_ERROR", "message": said, "code": "plugin-failed"}, agui
+    backlog = client.get(f"/api/run/{cid}/turns?after=0&token={token}")
+    assert backlog.text == error + "\n", backlog.text

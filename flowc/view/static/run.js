@@ -582,15 +582,18 @@
       document.body.dataset.ended = 'true';
       status({status: 'closed', turns: end.turns, close_reason: end.close_reason});
     });
-    source.addEventListener('damaged', function (ev) {
-      // a damaged record: the server says where, and ends the stream
-      ended = true;
-      source.close();
-      flush(false);
-      var node = el('run-status');
-      text(node, 'damaged');
-      node.className = 'status damaged';
-      text(el('run-end'), JSON.parse(ev.data).error);
+    // a damaged record, or one a plugin fails on now: the server says where (which
+    // plugin), and ends the stream; the page shows it in place of the run's status
+    ['damaged', 'plugin-failed'].forEach(function (word) {
+      source.addEventListener(word, function (ev) {
+        ended = true;
+        source.close();
+        flush(false);
+        var node = el('run-status');
+        text(node, word);
+        node.className = 'status ' + word;
+        text(el('run-end'), JSON.parse(ev.data).error);
+      });
     });
     source.addEventListener('error', function () {
       if (ended || this !== source) { return; }  // a stream let go since

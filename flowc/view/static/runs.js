@@ -34,7 +34,8 @@
       cell(row, status, 'status ' + run.status);
       cell(row, run.holder);
       cell(row, run.turns);
-      cell(row, run.close_reason);
+      // (a run the list cannot read: what it cannot read, in the close reason's place)
+      cell(row, run.error || run.close_reason, run.error ? 'error' : '');
       var broken = run.property_violations || [];
       cell(row, broken.length ? 'violated: ' + broken.join(', ') : '', broken.length ? 'violated' : '');
       body.appendChild(row);
