@@ -298,6 +298,20 @@ def _cut(envelopes: list[Envelope], n: int) -> list[Envelope]:
     raise TurnOutOfRange(n, turns)
 
 
+def _refolds(store: WalStore, copied: list[Envelope]) -> None:
+    """Raise :class:`~flowc.runtime.adapters.base.ProtocolError` (as ``resume`` does)
+    when the records to copy do not re-fold as the hub re-folds a run it takes up: a
+    plugin's condition or target fails on them now (said in ``flowc replay``'s words). A
+    copy of them would be a run written that ``resume`` refuses."""
+    from flowc.runtime.adapters.base import ProtocolError
+    from flowc.runtime.hub import Hub
+
+    # (the hub's own re-fold, as `replay` and `resume` run it: it reads, writes nothing)
+    failed = Hub(store)._refold(copied)[4]
+    if failed is not None:
+        raise ProtocolError(f"cannot be re-folded: {failed}")
+
+
 def fork_run(
     store: WalStore,
     parent: str,
@@ -327,7 +341,8 @@ def fork_run(
     Raises :class:`~flowc.runtime.why.TurnOutOfRange` for a turn the run does not
     have, :class:`ForkError` for a negative turn, a damaged parent or a ``run_id``
     already taken, :class:`~flowc.runtime.adapters.base.ProtocolError` for a parent
-    whose graph its participants cannot run (all of these before anything is written),
+    whose graph its participants cannot run or whose records up to turn ``n`` a
+    plugin's condition or target fails on now (all of these before anything is written),
     :class:`~flowc.runtime.wal.WalError` if the store fails.
     """
     if n < 0:
@@ -339,6 +354,7 @@ def fork_run(
     # a graph the run's participants cannot run (it names a speaker who is none of them):
     # the parent is damaged (ProtocolError), and a copy of it a run no reader could read
     WorkflowAdapter(None).initial_state(ChannelMetadata.from_dict(copied[0].event_data["metadata"]))
+    _refolds(store, copied)
     new = run_id if run_id is not None else f"wf-{os.urandom(6).hex()}"
     if new in store.channel_ids():
         raise ForkError(f"the database already has a run {new!r}")

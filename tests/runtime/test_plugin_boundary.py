@@ -436,3 +436,61 @@ def test_listing_says_a_run_a_plugin_fails_on_now_as_its_own_status(
     assert last == {"type": "RUN_ERROR", "message": said, "code": "plugin-failed"}, agui
     backlog = client.get(f"/api/run/{cid}/turns?after=0&token={token}")
     assert backlog.text == error + "\n", backlog.text
+
+
+def test_fork_refuses_a_run_a_plugin_fails_on_before_writing_anything(
+    project: Path, capsys: pytest.CaptureFixture[str], forget_plugins: Callable[[], None]
+) -> None:
+    """`flowc fork RUN N` and the view's fork re-fold the run up to turn N before they
+    write: a plugin failing on those records now is said in `replay`'s words, and the
+    store holds the runs it held (a new run was written, then refused by its resume)."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from flowc.view.server import ViewSettings, make_app
+
+    assert main([*RUN, "--plugin", "routing.py"]) == 0
+    capsys.readouterr()
+    forget_plugins()
+    (project / "routing.py").write_text(plugin(condition="int('many')"))
+
+    def runs() -> list[str]:
+        store = open_store("runs.db", readonly=True)
+        try:
+            return store.channel_ids()
+        finally:
+            store.close()
+
+    [cid] = runs()
+    assert main(["fork", cid, "2", "--db", "runs.db", "--plugin", "routing.py"]) == 1
+    out, err = capsys.readouterr()
+    said = (
+        "the plugin's condition `draft_is_long` failed on replay: ValueError: invalid literal "
+        "for int() with base 10: 'many' (routing.py:16, in evaluate)"
+    )
+    assert err.startswith(f"flowc fork: error: runs.db: run {cid}: cannot be re-folded: "), err
+    assert err.endswith(f"envelope 3 ({ids(cid)[2]}): {said}\n"), err
+    assert out == "" and runs() == [cid]
+    token = "t" * 32
+    app = make_app(ViewSettings("runs.db", token, poll=0.01))
+    client = TestClient(app, base_url="http://127.0.0.1:8123")  # type: ignore[arg-type]
+    answer = client.post(
+        f"/api/run/{cid}/fork/2?token={token}",
+        headers={"origin": "http://127.0.0.1:8123", "content-type": "application/json"},
+        content=b"{}",
+    )
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"].startswith(f"run {cid}: cannot be re-folded: envelope 3 (")
+    assert runs() == [cid]
+    # up to turn 1 (the user's), the plugin decides nothing: that fork is written
+    assert main(["fork", cid, "1", "--db", "runs.db", "--plugin", "routing.py"]) == 1
+    assert "forked from" in capsys.readouterr().err and len(runs()) == 2
+
+
+def ids(cid: str) -> list[str]:
+    """The envelope ids of the stored run ``cid``, in order."""
+    store = open_store("runs.db", readonly=True)
+    try:
+        return [env.envelope_id for env in store.read(cid)]
+    finally:
+        store.close()
