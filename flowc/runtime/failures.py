@@ -34,6 +34,7 @@ __all__ = [
     "PluginFailed",
     "describe_exception",
     "failure_of",
+    "flowc_frame",
     "tracebacks_wanted",
     "user_frame",
     "where_defined",
@@ -81,6 +82,15 @@ def user_frame(err: BaseException) -> traceback.FrameSummary | None:
         and not f.filename.startswith("<frozen ")
     ]
     found = own or outside
+    return found[-1] if found else None
+
+
+def flowc_frame(err: BaseException) -> traceback.FrameSummary | None:
+    """The deepest frame of ``err``'s traceback in flowc's own code, or None: where a
+    maintainer looks when flowc itself failed (a bug of its adapter's, however deep in a
+    library it ended)."""
+    frames = traceback.extract_tb(err.__traceback__)
+    found = [f for f in frames if _resolved(f.filename).startswith(_FLOWC)]
     return found[-1] if found else None
 
 
@@ -145,16 +155,21 @@ class Failure:
 def failure_of(err: BaseException) -> Failure:
     """The :class:`Failure` of ``err``; for an error raised *from* another (a refusal
     that a plugin's exception caused), the cause is what is described, and the error's
-    own words lead (through a :class:`PluginFailed`, to the plugin's exception)."""
+    own words lead (through a :class:`PluginFailed`, to the plugin's exception). A
+    refusal of flowc's raised from an exception that is no plugin's (its adapter
+    failed: a bug in flowc) is placed at the deepest frame of flowc's own code
+    (:func:`flowc_frame`), not in the library it ended in; else at :func:`user_frame`."""
     cause = err.__cause__
+    plugin = isinstance(cause, PluginFailed)
     if isinstance(cause, PluginFailed):
         cause = cause.__cause__
     cause = cause if cause is not None and not _is_ours(cause) else None
     inner = cause if cause is not None else err
-    frame = user_frame(inner)
+    own = cause is not None and not plugin and _is_ours(err)
+    frame = (flowc_frame(inner) if own else None) or user_frame(inner)
     where = f"{_shown_path(frame.filename)}:{frame.lineno}" if frame is not None else None
     if cause is not None:
-        error = _with_location(str(err), inner)
+        error = _with_location(str(err), frame)
     elif _is_ours(err):
         error = str(err)  # flowc's own refusal says what it is
     else:
@@ -171,9 +186,8 @@ def _is_ours(err: BaseException) -> bool:
     return type(err).__module__.startswith("flowc.")
 
 
-def _with_location(message: str, cause: BaseException) -> str:
-    """``message`` with the cause's place added, unless it already names one."""
-    frame = user_frame(cause)
+def _with_location(message: str, frame: traceback.FrameSummary | None) -> str:
+    """``message`` with the cause's place (``frame``) added, unless it already names one."""
     if frame is None:
         return message
     at = f"{_shown_path(frame.filename)}:{frame.lineno}, in {frame.name}"

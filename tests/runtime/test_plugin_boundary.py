@@ -196,6 +196,25 @@ def test_a_bug_in_flowc_failing_in_a_library_is_the_adapters_failure(
     assert "plugin" not in said
 
 
+def test_a_bug_in_flowc_is_recorded_where_flowcs_code_failed_not_in_the_library(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure's "where" (and the place its error names) is the deepest frame of
+    flowc's own code (the stand-in's line 3, in flowc/runtime/adapters/workflow.py),
+    where a maintainer must look; it was json's decoder, the deepest frame outside
+    flowc."""
+    monkeypatch.setattr(WorkflowAdapter, "fold", flowc_bug("fold"))
+    assert main([*RUN, "--plugin", "routing.py"]) == 1
+    capsys.readouterr()
+    assert main(["log", "last", "--db", "runs.db", "--json", "--plugin", "routing.py"]) == 0
+    [failure] = json.loads(capsys.readouterr().out)["failures"]
+    assert failure["where"] == f"{workflow_mod.__file__}:3", failure
+    assert failure["error"].startswith(
+        "refused: the workflow adapter failed on this envelope (JSONDecodeError: "
+    )
+    assert failure["error"].endswith(f"({workflow_mod.__file__}:3, in bug)"), failure
+
+
 def test_a_target_choosing_no_participant_is_the_plugins_failure(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
