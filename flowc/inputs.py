@@ -54,7 +54,9 @@ __all__ = [
     "load_yaml",
     "read_bytes",
     "read_text",
+    "text_position",
     "walk_files",
+    "yaml_position",
 ]
 
 #: the largest file flowc reads (a flow of 16 MiB holds well over 100,000 rules)
@@ -323,9 +325,21 @@ def json_path(parts: list[str | int]) -> str:
     return f"{text(parts[:_PATH_HEAD], True)}…({hidden} more)…{text(parts[-_PATH_TAIL:], False)}"
 
 
-def _position(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+def text_position(text: str, offset: int) -> tuple[int, int]:
+    """``(line, column)``, from 1, of the character at ``offset`` in ``text``: lines end
+    at ``\\n``, ``\\r\\n`` or a lone ``\\r``, as flowc reads them (a ``.flow``'s
+    :class:`flowc.source.SourceFile`); a column counts characters.
+
+    >>> [text_position(t, t.index("e")) for t in ("a\\nbc\\nde", "a\\rbc\\rde", "a\\r\\nbc\\r\\nde")]
+    [(3, 2), (3, 2), (3, 2)]
+    """
+    line = (
+        text.count("\n", 0, offset)
+        + text.count("\r", 0, offset)
+        - text.count("\r\n", 0, offset)
+        + 1
+    )
+    return line, offset - (max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1) + 1
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
@@ -371,7 +385,7 @@ def _find(
 
 
 def _located(text: str, offset: int, stack: list[list[Any]], message: str) -> DataError:
-    line, column = _position(text, offset)
+    line, column = text_position(text, offset)
     parts: list[str | int] = [frame[1] for frame in stack if frame[1] is not None]
     return DataError(message, path=json_path(parts), offset=offset, line=line, column=column)
 
@@ -527,6 +541,13 @@ def load_yaml(text: str, *, max_depth: int = SCRIPT_MAX_DEPTH) -> Any:
         loader.dispose()
 
 
+def yaml_position(text: str, mark: Any) -> tuple[int, int]:
+    """``(line, column)`` of a PyYAML mark in ``text`` (the string it read), counted as
+    :func:`text_position` counts them: PyYAML also ends a line at ``\\x85``, ``\\u2028``
+    and ``\\u2029``, which no other reader of flowc's does."""
+    return text_position(text, mark.index)
+
+
 _LOADER: list[type[Any]] = []
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _NOT_JSON = {"binary": "binary data", "set": "a set", "omap": "an ordered map", "pairs": "pairs"}
@@ -548,6 +569,7 @@ def _loader_class() -> type[Any]:
 
         def __init__(self, text: str, max_depth: int) -> None:
             super().__init__(text)
+            self.text = text
             self.max_depth = max_depth
             self.limit = max(MAX_ALIAS_EXPANSION, len(text))
             self.size = 0  # characters of the expanded document so far
@@ -558,9 +580,8 @@ def _loader_class() -> type[Any]:
             self.escapes = "\\u" in text or "\\U" in text
 
         def _error(self, message: str, mark: Any, path: list[str | int]) -> DataError:
-            return DataError(
-                message, path=json_path(path), line=mark.line + 1, column=mark.column + 1
-            )
+            line, column = yaml_position(self.text, mark)
+            return DataError(message, path=json_path(path), line=line, column=column)
 
         def compose_node(self, parent: Node | None, index: Any) -> Node | None:
             part: str | int | None = None

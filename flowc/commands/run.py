@@ -155,6 +155,8 @@ def load_script(path: str) -> Any:
         load_json,
         load_yaml,
         read_bytes,
+        text_position,
+        yaml_position,
     )
 
     try:
@@ -166,9 +168,10 @@ def load_script(path: str) -> Any:
         try:
             return load_json(text, max_depth=SCRIPT_MAX_DEPTH)
         except json.JSONDecodeError as err:
-            if path.endswith(".json"):
+            if path.endswith(".json"):  # (lines end as flowc ends them: a lone \r too)
+                line, column = text_position(text, err.pos)
                 raise DataError(
-                    f"not valid JSON: {err.msg}", offset=err.pos, line=err.lineno, column=err.colno
+                    f"not valid JSON: {err.msg}", offset=err.pos, line=line, column=column
                 ) from None
             json_error = err
     import yaml  # only for YAML: a JSON script does not pay for it
@@ -183,10 +186,11 @@ def load_script(path: str) -> Any:
         what = ", ".join(
             str(x) for x in (getattr(err, "context", None), getattr(err, "problem", None)) if x
         )
+        at = yaml_position(text, mark) if mark is not None else None
         raise DataError(
             f"not valid {kind}: {what or type(err).__name__}",
-            line=mark.line + 1 if mark is not None else None,
-            column=mark.column + 1 if mark is not None else None,
+            line=at[0] if at is not None else None,
+            column=at[1] if at is not None else None,
         ) from None
 
 

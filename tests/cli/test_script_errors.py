@@ -129,3 +129,73 @@ def test_a_refused_bare_step_names_where_the_speaker_is_declared(
             f"; `bot` is declared at {flow}:{place}: give the call the `tool` "
             "that does it, or declare one there\n"
         ), err
+
+
+#: scripts whose errors have a place, as LF files: (name, text, stderr with PATH)
+PLACED = [
+    *(
+        (name, text, want)
+        for name, (text, _, want) in sorted(BAD.items())
+        if text and ":1:" in want
+    ),
+    *(
+        (name, text, want)
+        for name, (text, _, want) in sorted(BAD.items())
+        if text and ":24:" in want
+    ),
+    (
+        "cycle.yaml",
+        "kickoff: hi\nscript:\n  bot: &x [*x]\n",
+        "PATH:3:12: error: the alias *x refers to a value that holds it (a cycle) (at script.bot[0])",
+    ),
+    (  # no extension: JSON first, then YAML
+        "broken",
+        "kickoff: hi\nscript:\n  bot: [x\n",
+        "PATH:4:1: error: not valid JSON or YAML: while parsing a flow sequence, "
+        "expected ',' or ']', but got '<stream end>'",
+    ),
+]
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n"], ids=["cr", "crlf"])
+@pytest.mark.parametrize(("name", "text", "want"), PLACED, ids=[p[0] for p in PLACED])
+def test_a_scripts_error_is_placed_on_the_same_line_whatever_its_line_ends(
+    name: str, text: str, want: str, end: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lone \\r ends a line as \\n and \\r\\n do, as for a `.flow` (tests/dsl/test_line_ends.py):
+    a JSON script saved with old Mac line ends was placed on line 1 at a column past its
+    length (json counts lines at \\n only)."""
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / name
+    script.write_bytes(text.replace("\n", end).encode())
+    assert main(["run", str(flow), "--script", str(script), "--db", ":memory:"]) == 1
+    assert capsys.readouterr().err == want.replace("PATH", str(script)) + "\n"
+
+
+def test_yaml_places_count_only_the_line_ends_flowc_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PyYAML also ends a line at U+2028 (and U+0085, U+2029); flowc, an editor and the
+    JSON path do not: the place is on the line they show."""
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "sep.yaml"
+    script.write_text('kickoff: "hi\u2028there"\nscript:\n  bot: &x [*x]\n')
+    assert main(["run", str(flow), "--script", str(script), "--db", ":memory:"]) == 1
+    assert capsys.readouterr().err == (
+        f"{script}:3:12: error: the alias *x refers to a value that holds it (a cycle) "
+        "(at script.bot[0])\n"
+    )
+
+
+@pytest.mark.parametrize("end", ["\n", "\r", "\r\n"], ids=["lf", "cr", "crlf"])
+def test_a_knobs_files_error_is_placed_on_the_same_line_whatever_its_line_ends(
+    end: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    knobs = tmp_path / "knobs.json"
+    knobs.write_bytes(end.join(["{", '  "x": 1,', '  "y": [1, }', "}", ""]).encode())
+    script = tmp_path / "ok.json"
+    script.write_text('{"kickoff": "hi", "script": {}}')
+    assert main(["run", str(knobs), "--script", str(script), "--db", ":memory:"]) == 1
+    assert f" --> {knobs}:3:12\n" in capsys.readouterr().err
