@@ -333,13 +333,9 @@ def text_position(text: str, offset: int) -> tuple[int, int]:
     >>> [text_position(t, t.index("e")) for t in ("a\\nbc\\nde", "a\\rbc\\rde", "a\\r\\nbc\\r\\nde")]
     [(3, 2), (3, 2), (3, 2)]
     """
-    line = (
-        text.count("\n", 0, offset)
-        + text.count("\r", 0, offset)
-        - text.count("\r\n", 0, offset)
-        + 1
-    )
-    return line, offset - (max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1) + 1
+    from flowc.source import SourceFile
+
+    return SourceFile("", text).position(offset)
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')

@@ -161,7 +161,7 @@ def failure_of(err: BaseException) -> Failure:
     (:func:`flowc_frame`), not in the library it ended in; else at :func:`user_frame`."""
     cause = err.__cause__
     plugin = isinstance(cause, PluginFailed)
-    if isinstance(cause, PluginFailed):
+    if isinstance(cause, PluginFailed):  # (narrows the type, as `plugin` cannot)
         cause = cause.__cause__
     cause = cause if cause is not None and not _is_ours(cause) else None
     inner = cause if cause is not None else err

@@ -298,16 +298,22 @@ def _cut(envelopes: list[Envelope], n: int) -> list[Envelope]:
     raise TurnOutOfRange(n, turns)
 
 
-def _refolds(store: WalStore, copied: list[Envelope]) -> None:
+def _refolds(store: WalStore, parent: str, copied: list[Envelope]) -> None:
     """Raise :class:`~flowc.runtime.adapters.base.ProtocolError` (as ``resume`` does)
-    when the records to copy do not re-fold as the hub re-folds a run it takes up: a
-    plugin's condition or target fails on them now (said in ``flowc replay``'s words). A
-    copy of them would be a run written that ``resume`` refuses."""
+    when the records to copy do not re-fold as the hub re-folds a run it takes up: they
+    break the run's rules (a hand-off to someone who is no participant, a turn by a
+    speaker the run was not waiting for, two writers), or a plugin's condition or target
+    fails on them now (each said in ``flowc resume``'s words). A copy of them would be a
+    run written that ``resume`` refuses."""
     from flowc.runtime.adapters.base import ProtocolError
     from flowc.runtime.hub import Hub
+    from flowc.runtime.refold import broken_in
 
     # (the hub's own re-fold, as `replay` and `resume` run it: it reads, writes nothing)
-    failed = Hub(store)._refold(copied)[4]
+    _, _, _, broken, failed = Hub(store)._refold(copied)
+    broken = broken_in(store.links(parent)[: len(copied)]) or broken
+    if broken is not None:
+        raise ProtocolError(f"the WAL is broken at {broken}")
     if failed is not None:
         raise ProtocolError(f"cannot be re-folded: {failed}")
 
@@ -354,7 +360,7 @@ def fork_run(
     # a graph the run's participants cannot run (it names a speaker who is none of them):
     # the parent is damaged (ProtocolError), and a copy of it a run no reader could read
     WorkflowAdapter(None).initial_state(ChannelMetadata.from_dict(copied[0].event_data["metadata"]))
-    _refolds(store, copied)
+    _refolds(store, parent, copied)
     new = run_id if run_id is not None else f"wf-{os.urandom(6).hex()}"
     if new in store.channel_ids():
         raise ForkError(f"the database already has a run {new!r}")

@@ -1030,7 +1030,8 @@ def _fork_endpoint(settings: ViewSettings, runs: _Runs) -> Endpoint:
     takes; an empty body: no script): a new run from turn N (:func:`_fork`), ``201``
     with its id and what became of it; ``404`` for a run or turn the database does not
     have, ``413`` for a body past :data:`FORK_BODY_BYTES`, ``422`` for a script that is
-    not JSON or does not fit the run, or a damaged run (nothing written), ``503`` when
+    not JSON or does not fit the run, or a run that cannot be copied: damaged, its records
+    breaking its rules, or a plugin failing on them now (nothing written), ``503`` when
     the database failed (with the new run's id when it was written in part)."""
     from flowc.inputs import SCRIPT_MAX_DEPTH, DataError, load_json
 

@@ -13,6 +13,7 @@ runtime into a real SQLite file; the examples are derandomized and bounded.
 from __future__ import annotations
 
 import asyncio
+import copy
 import io
 import json
 import re
@@ -280,6 +281,11 @@ def test_a_damaged_value_is_named_by_run_record_and_json_path(
         f"flowc log: error: {copy}: run {cid} is damaged: record {pos} (ag2.packet, row {seq}), "
         "event_data.routing.kind: expected a string or null, got 1000000000000000000000000000000\n"
     )
+    # the listing's JSON names the run as damaged, with what the error line says
+    assert main(["log", "--json", "--db", str(copy)]) == 1
+    out, err = capsys.readouterr()
+    said = err.removeprefix(f"flowc log: error: {copy}: ").rstrip("\n")
+    assert json.loads(out) == [{"run_id": cid, "status": "damaged", "error": said}], out
     # a value of the opening's metadata (it was "damaged (TypeError: '<' not supported
     # between instances of 'str' and 'int')": no record, no value named)
     opening = _mutate(
@@ -531,6 +537,31 @@ def test_a_run_whose_graph_names_no_participant_is_not_forked(
     assert capsys.readouterr() == (f"{cid}  damaged\n", f"flowc log: error: {said}")
     assert main(["fork", cid, "2", "--db", str(damaged)]) == 1
     assert capsys.readouterr().err == f"flowc fork: error: {said}"
+    con = sqlite3.connect(damaged)
+    assert con.execute("SELECT DISTINCT channel_id FROM wal").fetchall() == [(cid,)]
+    con.close()
+
+
+def test_a_run_whose_records_break_its_rules_is_not_forked(
+    stored: tuple[Path, str, list[tuple[int, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A record of the right kinds that the flow's rules refuse (a hand-off to someone
+    who is no participant) before turn N: `flowc fork` wrote a copy that `resume` then
+    refused; it says, before writing anything and in `resume`'s words, where the WAL
+    breaks (exit 1)."""
+    db, cid, rows = stored
+    seq, env = rows[2][0], copy.deepcopy(rows[2][1])
+    env["event_data"]["routing"] = {"kind": "handoff", "target": "nobody", "reason": ""}
+    damaged = copy_with(db, tmp_path, seq, env)
+    assert main(["resume", cid, "--db", str(damaged)]) == 1
+    resumed = capsys.readouterr().err
+    assert f"run {cid}: the WAL is broken at envelope 3 (" in resumed, resumed
+    assert main(["fork", cid, "3", "--db", str(damaged), "--run-id", "wf-child"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"flowc fork: error: {damaged}: run {cid}: the WAL is broken at "), err
+    assert resumed.split("the WAL is broken at ", 1)[1] in err, (resumed, err)
     con = sqlite3.connect(damaged)
     assert con.execute("SELECT DISTINCT channel_id FROM wal").fetchall() == [(cid,)]
     con.close()

@@ -891,8 +891,7 @@ class WorkflowAdapter:
         expected = state.expected_next_speaker
         if expected and envelope.sender_id != expected:
             raise ProtocolError(
-                f"workflow {metadata.channel_id!r} expects {expected!r} to speak, "
-                f"got {envelope.sender_id!r}"
+                f"the run expects {expected!r} to speak, got {envelope.sender_id!r}"
             )
 
     def fold(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
