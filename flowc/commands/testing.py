@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from flowc.commands.reports import (
 )
 from flowc.commands.texts import add_command
 from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
+from flowc.compiler.analysis.generate import GeneratedScenario
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
 from flowc.diagnostics import Diagnostic, counted, has_errors
@@ -273,12 +275,12 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     if args.property is not None:
         return _property_scenario(args, compiled, options)
+    source, target = _source_and_target(path, compiled)
     try:
-        gen = generate_scenarios(compiled, options)
+        gen = generate_scenarios(compiled, options, _property_judge(compiled, source.text, target))
     except GenerationError as err:
         print(f"{path}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
-    source, target = _source_and_target(path, compiled)
     scenarios = list(gen.scenarios)
     if args.write:
         have = {sc.title.value for sc in compiled.scenarios}
@@ -303,6 +305,15 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     if gen.missed:
         note += f"; {counted(len(gen.missed), 'live target')} not reached: " + ", ".join(
             t.label for t in gen.missed
+        )
+    if gen.withheld:
+        # a generated scenario is a test that passes; the run that breaks a property is
+        # what `--property NAME` writes
+        note += (
+            f"; {counted(len(gen.withheld), 'live target')} without a scenario, as the shortest "
+            "runs to it break a property (`flowc test` would fail them; `flowc scenarios "
+            "--property NAME` writes the run that breaks NAME): "
+            + "; ".join(f"{t.label} ({why})" for t, why in gen.withheld)
         )
     if cov.truncated:
         # the scenarios are sound (each is run below) but not complete: say so
@@ -392,7 +403,8 @@ def _append_scenarios(path: str, source_text: str, text: str) -> None:
 def _verify(
     compiled: CompiledFlow, source_text: str, text: str, target: RunTarget
 ) -> list[tuple[str, str | None]]:
-    """Run the generated scenarios; the ones that fail, with their first divergence."""
+    """Run the generated scenarios as ``flowc test`` will (the flow's property monitors
+    watching); the ones that fail, with their first divergence."""
     from flowc.compiler.pipeline import compile_source
 
     if not text:
@@ -402,10 +414,35 @@ def _verify(
         return [("(all)", "the generated text does not compile")]
     out = []
     for sc in with_new.scenarios[len(compiled.scenarios) :]:
-        res = run_scenario(target, sc)
+        res, _ = _run(target, sc, with_new.properties)
         if not res.passed:
             out.append((res.title, res.failure))
     return out
+
+
+def _property_judge(
+    compiled: CompiledFlow, source_text: str, target: RunTarget
+) -> Callable[[GeneratedScenario], str | None]:
+    """Refuses a generated scenario whose run breaks one of the flow's properties (as
+    ``flowc test`` watches them), saying which; one that fails even without them is
+    left to :func:`_verify`, which reports it as the bug it is."""
+    from flowc.compiler.pipeline import compile_source
+
+    def judge(gen: GeneratedScenario) -> str | None:
+        if not compiled.properties:
+            return None
+        with_new, _ = compile_source(SourceFile("<generated>", source_text + "\n" + gen.text()))
+        if with_new is None:
+            return None
+        sc = with_new.scenarios[-1]
+        watched, _ = _run(target, sc, with_new.properties)
+        if watched.passed or not _run(target, sc)[0].passed:
+            return None
+        assert watched.failure is not None
+        # the line is the generated text's, which the user never sees
+        return re.sub(r"^turn (\d+) \(line \d+\): ", r"turn \1: ", watched.failure)
+
+    return judge
 
 
 # ── registration ──────────────────────────────────────────────────────────────

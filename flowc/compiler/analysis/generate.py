@@ -44,6 +44,8 @@ scenario "generated: terminate \\"solved\\"" {
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from flowc.compiler import model as m
@@ -97,6 +99,8 @@ class Generation:
     #: live targets no scenario reaches (only when exploration was cut short)
     missed: tuple[Target, ...]
     lower_bound: int
+    #: live targets whose runs the judge refused (each breaks a property): (target, why)
+    withheld: tuple[tuple[Target, str], ...] = ()
 
     def text(self) -> str:
         return "\n".join(s.text() for s in self.scenarios)
@@ -122,8 +126,20 @@ def _customs(compiled: CompiledFlow) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def generate_scenarios(compiled: CompiledFlow, options: CheckOptions | None = None) -> Generation:
-    """Scenarios that together exercise every live target of ``compiled``, each a shortest run."""
+#: why a generated scenario may not be handed out (``None``: it may), see :func:`generate_scenarios`
+Judge = Callable[[GeneratedScenario], "str | None"]
+
+
+def generate_scenarios(
+    compiled: CompiledFlow, options: CheckOptions | None = None, judge: Judge | None = None
+) -> Generation:
+    """Scenarios that together exercise every live target of ``compiled``, each a shortest run.
+
+    ``judge`` (``flowc scenarios`` runs each scenario with the flow's property monitors)
+    refuses a scenario by saying why: the target then gets the other shortest run the
+    exploration knows, and when the judge refuses that too, no scenario; it is listed in
+    :attr:`Generation.withheld`, and what the refused runs would have covered stays open.
+    """
     customs = _customs(compiled)
     if customs:
         raise GenerationError(
@@ -138,20 +154,40 @@ def generate_scenarios(compiled: CompiledFlow, options: CheckOptions | None = No
     todo = sorted(live, key=lambda t: (-cov.distance(t.key), order[t.key]))
     covered: set[TargetKey] = set()
     out: list[GeneratedScenario] = []
+    withheld: list[tuple[Target, str]] = []
     for target in todo:
         if target.key in covered:
             continue
-        run = cov.best_run(target.key, covered)
-        hits = frozenset(cov.hits(run))
-        assert target.key in hits, f"the witness of {target.name} does not exercise it"
-        covered |= hits
-        out.append(
-            GeneratedScenario(
+        chosen: GeneratedScenario | None = None
+        why = ""
+        for run in _candidates(cov, target, covered):
+            hits = frozenset(cov.hits(run))
+            assert target.key in hits, f"the witness of {target.name} does not exercise it"
+            sc = GeneratedScenario(
                 TITLE_PREFIX + target.label, target, run, tuple(_lines(cov.system, run)), hits
             )
-        )
-    missed = tuple(t for t in cov.live if t.key not in covered)
-    return Generation(cov, tuple(out), missed, lower_bound(cov))
+            refused = judge(sc) if judge is not None else None
+            if refused is None:
+                chosen = sc
+                break
+            why = why or refused
+        if chosen is None:
+            withheld.append((target, why))
+            continue
+        covered |= chosen.hits
+        out.append(chosen)
+    withheld_keys = {t.key for t, _ in withheld}
+    missed = tuple(t for t in cov.live if t.key not in covered and t.key not in withheld_keys)
+    return Generation(cov, tuple(out), missed, lower_bound(cov), tuple(withheld))
+
+
+def _candidates(cov: Coverable, target: Target, covered: set[TargetKey]) -> list[Run]:
+    """The shortest runs to ``target`` to try, best first (each one once)."""
+    runs = [cov.best_run(target.key, covered)]
+    other = cov.witness_run(target.key)
+    if other != runs[0]:
+        runs.append(other)
+    return runs
 
 
 def lower_bound(cov: Coverable) -> int:

@@ -1,0 +1,86 @@
+"""`flowc scenarios` hands out only scenarios that `flowc test` passes, property monitors
+included: a generated scenario is a regression test of the flow's routing, so a target
+whose shortest runs break a property gets no scenario (the note names it, the property
+and why; `--property NAME` is what writes a violating run), and the self-check runs each
+scenario exactly as `flowc test` will before it is printed or written."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+# the shortest run to the refund breaks `refund_approved`; the answer does not
+TRIAGE = """speaker customer: human
+speaker bot {
+  tool answer sets answered = true
+  tool refund sets refunded = true
+}
+start customer
+max_turns 6
+context answered = false
+when context.answered == true then terminate "answered"
+when context.refunded == true then terminate "refunded"
+when from customer then bot
+otherwise customer
+property refund_approved: never tool refund
+"""
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.flow")))
+def test_written_scenarios_pass_flowc_test(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / name
+    shutil.copy(EXAMPLES / name, flow)
+    assert main(["scenarios", str(flow), "--write"]) == 0
+    capsys.readouterr()
+    assert main(["test", str(flow)]) == 0, capsys.readouterr().out
+
+
+def test_a_target_only_a_violation_reaches_gets_no_scenario_and_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "approval.flow"
+    shutil.copy(EXAMPLES / "approval.flow", flow)
+    assert main(["scenarios", str(flow), "--write"]) == 0
+    err = capsys.readouterr().err
+    assert "1 live target without a scenario, as the shortest runs to it break a property" in err
+    assert "max_turns 10 (turn 10: property clear_outcome (" in err
+    assert "(line " not in err.split("max_turns 10 (")[1]  # no line of the unseen text
+    assert 'scenario "generated: max_turns 10"' not in flow.read_text()
+    assert main(["test", str(flow)]) == 0
+
+
+def test_other_targets_are_still_covered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "triage.flow"
+    flow.write_text(TRIAGE)
+    assert main(["scenarios", str(flow)]) == 0
+    out, err = capsys.readouterr()
+    assert "bot calls answer" in out
+    assert "calls refund" not in out
+    assert "bot calls refund (turn 2: property refund_approved" in err
+    assert main(["scenarios", str(flow), "--write"]) == 0
+    assert main(["test", str(flow)]) == 0
+
+
+def test_the_self_check_watches_properties(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a generator that hands out a violating run is caught before anything is written
+    import flowc.commands.testing as testing
+
+    monkeypatch.setattr(testing, "_property_judge", lambda *_: None, raising=False)
+    flow = tmp_path / "triage.flow"
+    flow.write_text(TRIAGE)
+    assert main(["scenarios", str(flow), "--write"]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" in err and "property refund_approved" in err
+    assert flow.read_text() == TRIAGE
