@@ -78,8 +78,9 @@ def read_version_source(
 
 def load_version(spec: str, label: str | None = None) -> Any:
     """A :class:`Version` of one side, or exits with its errors printed."""
+    from flowc.compiler.analysis import load_checked_graph
     from flowc.compiler.analysis.changes import Version
-    from flowc.compiler.pipeline import compile_source, load_graph_json
+    from flowc.compiler.pipeline import compile_source
     from flowc.diagnostics import has_errors
 
     source, diags, path = read_version_source(spec, label)
@@ -87,8 +88,8 @@ def load_version(spec: str, label: str | None = None) -> Any:
         print_diagnostics(diags, {})
         raise _Failed
     if is_json_input(path, source.text):
-        loaded, diags = load_graph_json(source)
-        if loaded is None or has_errors(diags):
+        loaded, diags = load_checked_graph(source)  # as `flowc check` reads it
+        if loaded is None:
             print_diagnostics(diags, {source.name: source})
             raise _Failed
         return Version(source.name, loaded=loaded, source=source)

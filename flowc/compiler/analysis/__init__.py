@@ -340,6 +340,30 @@ def unloadable_names(
     )
 
 
+def load_checked_graph(
+    source: SourceFile, registry: TransitionRegistry | None = None
+) -> tuple[LoadedGraph | None, tuple[Diagnostic, ...]]:
+    """A JSON graph as ``flowc check`` reads it (and every command that compares or
+    analyses one, such as ``flowc diff``): None with its errors when it does not have
+    the graph's shape or names a custom condition or target that does not load
+    (:func:`unloadable_names`); else the graph and its warnings.
+
+    >>> src = SourceFile("g.json", '{"initial_speaker": "a", "transitions": [{"when": '
+    ...     '{"name": "foo", "args": {}}, "then": {"name": "terminate", "args": {}}}]}')
+    >>> loaded, diags = load_checked_graph(src, TransitionRegistry())
+    >>> loaded, [(d.code.id, d.json_path) for d in diags]
+    (None, [('E103', 'transitions[0].when.name')])
+    """
+    loaded, diags = load_graph_json(source)
+    if loaded is None or has_errors(diags):
+        return None, diags
+    prefix = "graph." if loaded.is_knobs else ""
+    unknown = unloadable_names(loaded.graph, source.name, registry, prefix)
+    if unknown:
+        return None, unknown
+    return loaded, diags
+
+
 def check_source(
     source: SourceFile,
     options: CheckOptions | None = None,
@@ -364,13 +388,10 @@ def check_source(
             not source.name.endswith(".flow") and source.text.lstrip().startswith("{")
         )
     if as_json:
-        loaded, diags = load_graph_json(source)
-        if loaded is None or has_errors(diags):
+        loaded, diags = load_checked_graph(source, options.registry)
+        if loaded is None:
             return diags
         prefix = "graph." if loaded.is_knobs else ""
-        unknown = unloadable_names(loaded.graph, source.name, options.registry, prefix)
-        if unknown:
-            return unknown
         if options.target == "ag2":
             diags = (*diags, *bare_ag2_graph_problems(loaded.graph, source.name, prefix))
         found = analyze_graph(loaded, options, filename=source.name, declared=declared)

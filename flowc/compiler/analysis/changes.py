@@ -961,6 +961,25 @@ def _bare(version: Version) -> bool:
     )
 
 
+def _lacking(old: Version, new: Version) -> str:
+    """``OLD (a JSON graph) does not carry``, ``OLD and NEW (both JSON graphs) do not
+    carry``: the sides that carry no declarations, as the subject of the note."""
+    kinds = {
+        _side_name(v, old): ("JSON graph", "JSON graphs")
+        if v.compiled is None
+        else (".flow that declares none", ".flow files that declare none")
+        for v in (old, new)
+        if v.compiled is None or _bare(v)
+    }
+    if len(kinds) == 1:
+        ((name, (one, _)),) = kinds.items()
+        return f"{name} (a {one}) does not carry"
+    (a, (one_a, many)), (b, (one_b, _)) = kinds.items()
+    if one_a == one_b:
+        return f"{a} and {b} (both {many}) do not carry"
+    return f"{a} (a {one_a}) and {b} (a {one_b}) do not carry"
+
+
 def diff_versions(
     old: Version, new: Version, options: CheckOptions | None = None, *, as_graphs: bool = False
 ) -> FlowDiff:
@@ -993,16 +1012,11 @@ def diff_versions(
     )
     declarations = not implicit
     if implicit:
-        lacking = [v for v in (old, new) if v.compiled is None or _bare(v)]
-        what = " and ".join(
-            f"{_side_name(v, old)} ({'a JSON graph' if v.compiled is None else 'a .flow that declares none'})"
-            for v in lacking
-        )
         notes.insert(
             0,
             phrase(
                 "not compared: speaker kinds (human or model), tool declarations and humans' "
-                f"writes, which {what} does not carry; both are compared as graphs (any "
+                f"writes, which {_lacking(old, new)}; both are compared as graphs (any "
                 "participant may call any tool and write any context)"
             ),
         )
