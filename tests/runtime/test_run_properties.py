@@ -11,6 +11,7 @@ properties come from the WAL, not from the flow file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -328,3 +329,17 @@ def test_a_stored_property_count_past_any_number_is_a_damaged_run(
             "is damaged: record 1 (ag2.channel.opened), event_data.metadata.labels.properties: "
             "expected properties flowc wrote (not a property (OverflowError: "
         ) in line, line
+
+
+def test_no_page_says_run_does_not_watch_properties() -> None:
+    # the pages `flowc explain` shows and the docs say what the tests above show
+    root = Path(__file__).resolve().parents[2]
+    pages = [*root.glob("docs/**/*.md"), *root.glob("flowc/docs/*.md"), root / "README.md"]
+    stale = re.compile(r"`flowc (run|resume|worker)` (does not|doesn't|never) watch", re.I)
+    said = [
+        f"{page.relative_to(root)}:{n}"
+        for page in pages
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if stale.search(line)
+    ]
+    assert not said, said
