@@ -77,6 +77,7 @@ __all__ = [
     "check_status",
     "facts_of",
     "findings_of",
+    "load_checked_graph",
     "read_input",
 ]
 
