@@ -311,7 +311,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
         # what `--property NAME` writes
         note += (
             f"; {counted(len(gen.withheld), 'live target')} without a scenario, as the shortest "
-            "runs to it break a property (`flowc test` would fail them; `flowc scenarios "
+            "runs tried to it break a property (`flowc test` would fail them; `flowc scenarios "
             "--property NAME` writes the run that breaks NAME): "
             + "; ".join(f"{t.label} ({why})" for t, why in gen.withheld)
         )

@@ -56,7 +56,8 @@ TEXTS: dict[str, tuple[str, str | None]] = {
         "generate scenarios that reach every live rule, ending and tool effect",
         "Generate shortest scenarios that together reach every live "
         "rule, ending and tool effect of a flow (found by exploring its "
-        "state space), check that they pass, and print them (or append "
+        "state space; a target whose shortest runs break a property gets "
+        "none), check that they pass, and print them (or append "
         "them with --write). Exit 0 when they were generated, also from "
         "an exploration stopped at its bound (I301), which the note on "
         "stderr then calls partial; 1 when the flow does not compile or "

@@ -50,7 +50,9 @@ def test_a_target_only_a_violation_reaches_gets_no_scenario_and_is_named(
     shutil.copy(EXAMPLES / "approval.flow", flow)
     assert main(["scenarios", str(flow), "--write"]) == 0
     err = capsys.readouterr().err
-    assert "1 live target without a scenario, as the shortest runs to it break a property" in err
+    assert (
+        "1 live target without a scenario, as the shortest runs tried to it break a property" in err
+    )
     assert "max_turns 10 (turn 10: property clear_outcome (" in err
     assert "(line " not in err.split("max_turns 10 (")[1]  # no line of the unseen text
     assert 'scenario "generated: max_turns 10"' not in flow.read_text()
