@@ -48,6 +48,7 @@ def _props(n: int) -> list[p.Property]:
             p.Responds(F("a"), m.ToolCalled("stop"), n),
         ]
     out.append(p.AtMost(F("a"), n))
+    out.append(p.AtMost(p.TurnIs(">=", 1), n))  # (true on every turn: broken by cap - 1)
     scoped = [p.Property(f"x{i}", pat, p.Globally()) for i, pat in enumerate(out)]
     return [*scoped, p.Property("y", p.Never(F("b")), p.After(p.TurnIs(">", n)))]
 

@@ -97,3 +97,31 @@ def test_coverage_never_names_a_code_check_did_not_print() -> None:
     rule = next(t for t in cov.targets if t.key == ("rule", 3))
     assert (rule.code, rule.dead) == ("W203", "W203 (line 9): `flowc check` proves it never fires")
     assert set(_rule_edges(SHADOWED_ROUTE, 3).values()) == {DEAD}
+
+
+TWO_KEYS = """\
+speaker user: human
+speaker bot
+start user
+max_turns 6
+when context.ready == true then terminate "a"
+when context.other == true then terminate "c"
+when from bot and context.other == true then terminate "b"
+when from user then bot
+when from bot then user
+"""
+
+
+def test_coverage_names_no_other_keys_finding() -> None:
+    # two W209s (line 5: ready, line 6: other); rule 3 (line 7) reads `other`: it was
+    # named as proved by line 5's W209 (the first of its code). Which W209 proves it is not
+    # recorded, so none is named rather than another key's line.
+    cov = coverage_targets(compile_flow(TWO_KEYS))
+    printed = sorted(
+        (f.diagnostic.code.id, f.diagnostic.span.line)
+        for f in cov.findings
+        if f.diagnostic.span is not None
+    )
+    assert ("W209", 5) in printed and ("W209", 6) in printed, printed
+    rule = next(t for t in cov.targets if t.key == ("rule", 2))
+    assert "line 5" not in (rule.dead or ""), rule.dead

@@ -42,7 +42,7 @@ def _pick(facts: Facts, dead: DeadRule, code: str, found: list[Finding]) -> Find
         return about[0] if about else None
     if code == "W205" and dead.taken_by is not None:
         about = [f for f in found if f.rule == dead.taken_by]
-        return about[0] if about else (found[0] if found else None)
+        return about[0] if about else _only(found)
     own = [f for f in found if f.rule == rule.index]
     if own:
         return own[0]
@@ -50,7 +50,13 @@ def _pick(facts: Facts, dead: DeadRule, code: str, found: list[Finding]) -> Find
     near = [f for f in here if f.diagnostic.span is not None and f.diagnostic.span.line == line]
     if code in ("W203", "W204"):
         return None
-    return near[0] if near else (found[0] if found else None)
+    return near[0] if near else _only(found)
+
+
+def _only(found: list[Finding]) -> Finding | None:
+    """The one printed finding of a code, or ``None`` when there are several (which one
+    is about this rule is not known: none is named, rather than another's line)."""
+    return found[0] if len(found) == 1 else None
 
 
 def dead_rule_findings(facts: Facts, findings: Iterable[Finding]) -> dict[int, Finding]:
