@@ -291,6 +291,11 @@ class Diagnostic:
     #: notes: outputs stay the same with or without it (two findings whose runs differ
     #: only where the notes shorten a long run compare equal)
     run: RunPath | None = attrs.field(default=None, eq=False, repr=False)
+    #: the rules (compiled transition indices) the finding proves never fire, as data for
+    #: the diagram and coverage; for a priority trap (W204) also the speakers whose turns
+    #: an earlier rule takes from it; left out of equality and of every report
+    dead_rules: tuple[int, ...] = attrs.field(default=(), eq=False, repr=False)
+    trap_senders: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
 
     @property
     def severity(self) -> Severity:

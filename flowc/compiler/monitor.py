@@ -176,9 +176,13 @@ class Monitor:
     'done'
     """
 
-    def __init__(self, prop: Property, table: AtomTable):
+    def __init__(self, prop: Property, table: AtomTable, max_turns: int | None = None):
         self.prop = prop
         self.table = table
+        #: the flow's cap, when the runs watched have at most that many turns (the checker):
+        #: a ``turn OP N`` with N past it has one value on every turn, a ``within N`` or
+        #: ``at most N`` with N at or past it cannot be reached, so none of them is counted
+        self.max_turns = max_turns
         self._prev: list[Previous] = []
         self._prev_index: dict[Any, int] = {}
         self.turn_cap = 0  # the turn from which every `turn OP N` is constant (0: none)
@@ -187,7 +191,7 @@ class Monitor:
                 if isinstance(e, Previous) and expr_key(e) not in self._prev_index:
                     self._prev_index[expr_key(e)] = len(self._prev)
                     self._prev.append(e)
-                elif isinstance(e, TurnIs):
+                elif isinstance(e, TurnIs) and not self._past_cap(e.number):
                     self.turn_cap = max(self.turn_cap, e.number + 1)
         pat, scope = prop.pattern, prop.scope
         self.pattern = pat
@@ -201,8 +205,12 @@ class Monitor:
             self._compile(scope.r) if isinstance(scope, Before | Between | AfterUntil) else _false
         )
         self._prev_fns = tuple(self._compile(p.expr) for p in self._prev)
-        self.within: int | None = getattr(pat, "within", None)
+        within: int | None = getattr(pat, "within", None)
+        # within N >= max_turns: an interval has fewer turns than N, so it is no limit
+        self.within = None if within is not None and self._past_cap(within + 1) else within
         self.times: int = pat.times if isinstance(pat, AtMost) else 0
+        #: ``at most N`` with N >= max_turns: no run has more turns than N to count
+        self.uncounted = isinstance(pat, AtMost) and self._past_cap(self.times + 1)
         self.intervals_many = isinstance(scope, Between | AfterUntil)
         #: whether the run's end judges the open intervals (Globally, After, AfterUntil)
         self.end_judges = isinstance(scope, Globally | After | AfterUntil)
@@ -222,6 +230,10 @@ class Monitor:
         opened = frozenset() if isinstance(scope, After | Between | AfterUntil) else frozenset({0})
         self.initial: MState = ((False,) * len(self._prev), phase, opened)
 
+    def _past_cap(self, n: int) -> bool:
+        """Whether ``n`` is past the last turn any watched run has."""
+        return self.max_turns is not None and n > self.max_turns
+
     # expressions ---------------------------------------------------------------
 
     def _compile(self, expr: Expr) -> Fn:
@@ -231,6 +243,9 @@ class Monitor:
         if isinstance(expr, TurnIs):
             op, n = expr.op, expr.number
             cmp = _TURN_OPS[op]
+            if self._past_cap(n):  # every turn 1..max_turns is below n: one value
+                value = cmp(1, n)
+                return lambda mask, prev, turn: value
             return lambda mask, prev, turn: cmp(turn, n)
         if isinstance(expr, Previous):
             k = self._prev_index[expr_key(expr)]
@@ -271,7 +286,7 @@ class Monitor:
                 return 0
             return BAD if ps + 1 >= self.within else ps + 1
         if isinstance(pat, AtMost):  # ps: the turns with P
-            if not p:
+            if not p or self.uncounted:
                 return ps
             return BAD if ps + 1 > self.times else ps + 1
         if isinstance(pat, OnlyAfter):

@@ -224,9 +224,9 @@ when from reviewer then drafter
 """
 
 
-def test_a_trap_drawn_only_from_an_unreachable_speaker_keeps_its_trap_mark() -> None:
+def test_a_trap_the_rules_draw_only_from_an_unreachable_speaker_is_drawn_where_it_is() -> None:
     # the real checker: ghost is unreachable (W201) and rule 1 a priority trap (W204); the
-    # trap's only edge leaves ghost, so greying ghost's edges used to hide the trap
+    # rules alone draw the trap's edge only from ghost, whose grey would hide the trap
     from flowc.compiler.render.rendering import render
 
     r = render(TRAP_FROM_GHOST, check=True, filename="trap.flow")
@@ -234,11 +234,16 @@ def test_a_trap_drawn_only_from_an_unreachable_speaker_keeps_its_trap_mark() -> 
     assert {"W201", "W204"} <= codes
     trap_edges = r.diagram.edges_of_rule(0)
     ghost = r.diagram.speaker_node("ghost")
-    assert trap_edges and all(e.source == ghost.id for e in trap_edges)
-    assert [e.mark for e in trap_edges] == [TRAP] * len(trap_edges)
+    # drawn from ghost (the rules alone leave it that sender) and from reviewer, whose
+    # turns rule 4 (`from reviewer`) takes: where the checker found the trap
+    reviewer = r.diagram.speaker_node("reviewer")
+    assert {e.source for e in trap_edges} == {ghost.id, reviewer.id}
+    marks = {e.source: e.mark for e in trap_edges}
+    assert marks == {reviewer.id: TRAP, ghost.id: DEAD}  # ghost's edges stay grey
     assert ghost.mark == DEAD
     # ghost's other edges (its fall-through to the default) stay grey
     others = [e for e in r.diagram.edges if e.source == ghost.id and e.rule != 0]
     assert others and all(e.mark == DEAD for e in others)
-    dot_edge = next(line for line in r.dot.splitlines() if f'id="{trap_edges[0].id}"' in line)
+    trap_edge = next(e for e in trap_edges if e.source == reviewer.id)
+    dot_edge = next(line for line in r.dot.splitlines() if f'id="{trap_edge.id}"' in line)
     assert f'color="{COLORS["trap"]}"' in dot_edge

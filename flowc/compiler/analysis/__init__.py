@@ -256,7 +256,9 @@ def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
     note = summary(differences)
     if note is not None and options.wants(note.code.id):
         out.append(Finding(note))
-    return tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
+    from flowc.compiler.analysis.proven import with_proofs
+
+    return with_proofs(facts, tuple(sorted(out, key=lambda f: f.diagnostic.sort_key())))
 
 
 def analyze(

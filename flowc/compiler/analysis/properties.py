@@ -767,7 +767,7 @@ def decide_on(
     """:func:`decide` on a state space already explored (its system must tell apart the
     values the properties compare: :func:`system_for`)."""
     table = AtomTable()
-    monitors = [Monitor(p, table) for p in props]
+    monitors = [Monitor(p, table, space.system.max_turns) for p in props]
     graph = _Graph(space, table, comparisons(space.system, props))
     limit = PRODUCT_FACTOR * max(max_states, len(space.keys), MIN_PRODUCT)
     return tuple(_decide_one(graph, mon, limit) for mon in monitors)

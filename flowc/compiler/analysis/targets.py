@@ -37,7 +37,7 @@ from flowc.compiler.analysis.explore import (
     Step,
 )
 from flowc.compiler.analysis.facts import MAX_CAP_RUN, CheckOptions, Facts, Finding
-from flowc.compiler.analysis.rules import folded_into_w210
+from flowc.compiler.analysis.proven import dead_rule_findings
 from flowc.compiler.analysis.runs import Run, Turn, run_along
 from flowc.compiler.analysis.system import Action, System, system_of_flow
 from flowc.compiler.compiled import CompiledFlow
@@ -303,32 +303,27 @@ class _Classifier:
         self.cap_walk = cap_walk
         self.truncated = facts.space.truncated
         self.codes = {f.diagnostic.code.id for f in findings}
+        #: a rule's proof on another line (the finding it is folded into): " (line N)"
+        self.rule_at: dict[int, str] = {}
         self.rule_codes = self._rule_codes()
+        self.dead = {d.rule.index for d in facts.dead_rules}
 
     # what check proves -------------------------------------------------------
 
     def _rule_codes(self) -> dict[int, str]:
+        """Each rule check proves never fires -> the code of the printed finding that proves
+        it, with that finding's line when it is on another line (it folds the rule in)."""
         facts = self.facts
-        dead = {d.rule.index: d for d in facts.dead_rules}
         out: dict[int, str] = {}
-        for f in self.findings:
-            if f.rule is not None and f.rule in dead and f.rule not in out:
-                out[f.rule] = f.diagnostic.code.id
+        for index, f in dead_rule_findings(facts, self.findings).items():
+            code, span = f.diagnostic.code.id, f.diagnostic.span
+            line = facts.system.line_of(facts.system.rules[index])
+            if span is not None and span.line != line:
+                self.rule_at[index] = f" (line {span.line})"
+            out[index] = code
         for index in facts.after_cap_rules:
             if index >= 0:
                 out.setdefault(index, "W212" if facts.folded_into_w212(index) else "W215")
-        sticky = facts.sticky_rules
-        for index, d in dead.items():
-            if index in out:
-                continue
-            if d.cause is not None:
-                out[index] = d.cause
-            elif d.shadowed and d.taken_by in sticky:
-                out[index] = "W205"
-            elif folded_into_w210(facts, d) and facts.contradiction(d.rule) is None:
-                out[index] = "W210"
-            else:  # pragma: no cover - every dead rule is reported under some code
-                out[index] = "W203"
         return out
 
     def _unreached(self, key: TargetKey) -> str | None:
@@ -369,8 +364,15 @@ class _Classifier:
                 )
             elif code is not None:
                 yield Target(
-                    key, "rule", label, line, f"{code}: `flowc check` proves it never fires", code
+                    key,
+                    "rule",
+                    label,
+                    line,
+                    f"{code}{self.rule_at.get(rule.index, '')}: `flowc check` proves it never fires",
+                    code,
                 )
+            elif rule.index in self.dead and not self.truncated:  # its finding not printed
+                yield Target(key, "rule", label, line, "`flowc check` proves it never fires")
             else:
                 yield Target(key, "rule", label, line, self._unreached(key))
 

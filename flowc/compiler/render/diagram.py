@@ -860,6 +860,26 @@ def run_elements(diagram: Diagram, run: RunPath) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _with_trap_edges(diagram: Diagram, d: Diagnostic) -> tuple[Diagram, list[Edge]]:
+    """The diagram with the edges of a priority-trapped rule (W204) drawn from the
+    speakers whose turns an earlier rule takes from it, where they are missing."""
+    by_key = {x.key: x for x in diagram.nodes if x.kind in (SPEAKER, HUMAN)}
+    extra: list[Edge] = []
+    for index in d.dead_rules:
+        drawn = [e for e in diagram.edges if e.kind == RULE and e.rule == index]
+        if not drawn:
+            continue
+        for name in d.trap_senders:
+            node = by_key.get(name)
+            if node is None or any(e.source == node.id for e in drawn):
+                continue
+            edge_id = f"e{len(diagram.edges) + len(extra)}"
+            extra.append(attrs.evolve(drawn[0], id=edge_id, source=node.id))
+    if not extra:
+        return diagram, extra
+    return attrs.evolve(diagram, edges=(*diagram.edges, *extra)), extra
+
+
 def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagram:
     """Mark the checker's findings on the diagram, by span (or JSON path).
 
@@ -918,6 +938,18 @@ def mark_findings(diagram: Diagram, diagnostics: Iterable[Diagnostic]) -> Diagra
             hits = ()  # about the whole flow (the legend says it), not the element it is placed on
         else:
             hits = _match(d.span, d.json_path, pool)
+        if d.dead_rules:  # the rules it proves never fire: every edge of each
+            diagram, extra = _with_trap_edges(diagram, d)
+            edges.update((x.id, x) for x in extra)
+            own_mark = _CODE_MARKS.get(code)
+            rule_mark = TRAP if code == "W204" else DEAD
+            for e in diagram.edges:
+                if e.kind == RULE and e.rule in d.dead_rules:
+                    put(e.id, rule_mark)
+                    if own_mark != rule_mark:
+                        inherit(e.id, rule_mark)
+                    if e.id not in hits:
+                        hits = (*hits, e.id)
         if code in ("W203", "W204") and d.explanation:
             for h in hits:
                 if h in edges and nodes[edges[h].source].kind == SHADOWED:
