@@ -120,8 +120,42 @@ def reply_for(target: RunTarget, speaker: str, turn: ScriptTurn) -> Reply:
     return Reply(turn.say, calls)
 
 
+#: the script keys only a bare JSON graph takes (a `.flow` declares these), and where a
+#: flow declares each instead
+_BARE_GRAPH_KEYS = {
+    "participants": "`speaker NAME` declares each speaker",
+    "humans": "`speaker NAME: human` declares a human",
+    "creator": "`initiator NAME` names who opens the run",
+    "context_vars": "`context KEY = VALUE` sets the initial context",
+}
+
+
+def _bare_graph_keys(script: Script) -> None:
+    """Refuse a script for a `.flow` that gives what only a bare graph takes from one."""
+    given = [
+        key
+        for key, value in (
+            ("participants", script.participants),
+            ("humans", script.humans),
+            ("creator", script.creator),
+            ("context_vars", script.context_vars),
+        )
+        if value is not None
+    ]
+    if given:
+        key, others = given[0], ", ".join(f"`{k}`" for k in given[1:])
+        raise ScriptError(
+            f"{key}: only for a bare JSON graph, not for a .flow, where "
+            f"{_BARE_GRAPH_KEYS[key]}; drop it from the script"
+            + (f" (and {others}, for the same reason)" if others else "")
+        )
+
+
 def check_script(target: RunTarget, script: Script) -> None:
-    """Refuse, before anything runs, a script the target cannot run."""
+    """Refuse, before anything runs, a script the target cannot run (for a `.flow`, one
+    that gives the participants, humans, creator or context only a bare graph takes)."""
+    if target.tools is not None:  # (a .flow: it declares what it runs)
+        _bare_graph_keys(script)
     known = set(target.speakers)
     if target.creator not in known:
         raise ScriptError(f"creator `{target.creator}` is not a participant")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,96 @@ def test_a_refused_bare_step_names_where_the_speaker_is_declared(
             f"; `bot` is declared at {flow}:{place}: give the call the `tool` "
             "that does it, or declare one there\n"
         ), err
+
+
+#: a script key only a bare JSON graph takes -> (its value, the refusal's words after the key)
+BARE_GRAPH_ONLY = {
+    "participants": (["user", "bot"], "where `speaker NAME` declares each speaker"),
+    "humans": (["user"], "where `speaker NAME: human` declares a human"),
+    "creator": ("user", "where `initiator NAME` names who opens the run"),
+    "context_vars": ({"ready": True}, "where `context KEY = VALUE` sets the initial context"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(BARE_GRAPH_ONLY))
+def test_a_flow_refuses_the_keys_only_a_bare_graph_takes(
+    key: str, stalled: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `.flow` declares its speakers, humans, initiator and context: a script that gives
+    them is refused by every command that takes one, naming the script and the key,
+    before anything is written (they would silently override the flow)."""
+    db, run_id = stalled
+    value, words = BARE_GRAPH_ONLY[key]
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"kickoff": "hi", key: value, "script": {"bot": ["x"]}}))
+    want = (
+        f"{script}: error: {key}: only for a bare JSON graph, not for a .flow, {words}; "
+        "drop it from the script\n"
+    )
+    capsys.readouterr()
+    for cmd in ("run", "submit", "resume"):
+        assert main(_args(cmd, flow, script, db, run_id)) == 1, cmd
+        assert capsys.readouterr().err == want, cmd
+    fork = ["fork", run_id, "0", "--script", str(script), "--db", str(db)]
+    assert main(fork) == 1
+    assert capsys.readouterr().err == want
+    from flowc.runtime.stores import open_store
+
+    for path, runs in ((db, [run_id]), (db.parent / "shared.db", [])):
+        store = open_store(str(path))
+        try:  # nothing was submitted, and no fork was written
+            assert store.channel_ids() == runs, path
+        finally:
+            store.close()
+
+
+def test_a_refusal_names_every_bare_graph_key_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "s.yaml"
+    script.write_text("kickoff: hi\nhumans: [user]\nparticipants: [user, bot]\ncontext_vars: {}\n")
+    assert main(["run", str(flow), "--script", str(script), "--db", ":memory:"]) == 1
+    assert capsys.readouterr().err == (
+        f"{script}: error: participants: only for a bare JSON graph, not for a .flow, "
+        "where `speaker NAME` declares each speaker; drop it from the script "
+        "(and `humans`, `context_vars`, for the same reason)\n"
+    )
+
+
+def test_a_bare_graph_keeps_the_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bare JSON graph declares no speakers, humans or context: the script gives them."""
+    graph = {
+        "graph": {
+            "initial_speaker": "u",
+            "max_turns": None,
+            "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
+            "transitions": [
+                {
+                    "priority": 0,
+                    "when": {"name": "context_equals", "args": {"key": "ready", "value": True}},
+                    "then": {"name": "terminate", "args": {"reason": "shipped"}},
+                },
+            ],
+        },
+    }
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    script = tmp_path / "s.json"
+    script.write_text(
+        json.dumps(
+            {
+                "kickoff": "go",
+                "participants": ["u", "b"],
+                "humans": ["u"],
+                "creator": "b",
+                "context_vars": {"ready": True},
+            }
+        )
+    )
+    args = ["run", str(tmp_path / "g.json"), "--script", str(script), "--db", ":memory:", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["close_reason"] == "shipped" and out["context_vars"] == {"ready": True}
