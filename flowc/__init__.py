@@ -148,13 +148,21 @@ def compile_flow(
 ) -> CompiledFlow:
     """Compile `.flow` text; raise :class:`FlowError` carrying the diagnostics on errors.
 
-    ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``).
+    ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``); each
+    speaker's id must be its own (not another speaker's name, nor another's id).
     ``plugins`` are loaded first (:func:`load_plugins`), and then the flow's custom
     names must be implemented (:class:`PluginError` otherwise), as for a run.
 
     >>> c = compile_flow("speaker a\\nspeaker b\\nsequence a -> b", bindings={"b": "agent-7"})
     >>> c.graph_dict["transitions"][0]["then"]["args"]
     {'agent_id': 'agent-7'}
+
+    Bindings that would merge two speakers raise ``ValueError``:
+
+    >>> compile_flow("speakers a, b, c", bindings={"a": "x", "c": "x"})
+    Traceback (most recent call last):
+      ...
+    ValueError: bindings: a=x and c=x bind speakers a and c to one agent id `x` (each speaker needs one of its own)
     """
     from flowc.compiler.pipeline import compile_source
     from flowc.diagnostics import FlowError, has_errors
@@ -164,6 +172,9 @@ def compile_flow(
     compiled, diags = compile_source(source, bindings)
     if compiled is None or has_errors(diags):
         raise FlowError(diags, {filename: source})
+    problem = compiled.binding_problem()
+    if problem is not None:
+        raise ValueError(f"bindings: {problem}")
     if plugins:
         load_plugins(*plugins)
         _require_implementations(compiled, filename)

@@ -48,6 +48,9 @@ def _compile(args: argparse.Namespace) -> int:
     unknown = sorted(set(bindings) - set(compiled.speakers))
     if unknown:
         raise UsageError(f"--bind names no declared speaker: {', '.join(unknown)}")
+    problem = compiled.binding_problem()
+    if problem is not None:
+        raise UsageError(f"--bind: {problem}")
     from flowc.compiler.portability import bare_ag2_problems, registration_note
 
     if args.target == "ag2":

@@ -135,6 +135,32 @@ class CompiledFlow:
     def agent_id(self, speaker: str) -> str:
         return self.bindings.get(speaker, speaker)
 
+    def binding_problem(self) -> str | None:
+        """Why the bindings would merge speakers (``None`` when they do not): one gives a
+        speaker another speaker's name as its id, or two give two speakers one id (a rule
+        from one would then fire for the other). :func:`flowc.compile_flow` raises it,
+        ``flowc compile --bind`` refuses it (a usage error).
+
+        >>> import flowc
+        >>> flowc.compile_flow("speakers a, b, c", bindings={"a": "x"}).binding_problem() is None
+        True
+        """
+        owner: dict[str, str] = {}
+        for speaker in self.speakers:
+            agent = self.agent_id(speaker)
+            if agent != speaker and agent in self.speakers:
+                return (
+                    f"{speaker}={agent} binds speaker {speaker} to the name of speaker {agent}"
+                    f" (each speaker needs an agent id of its own)"
+                )
+            first = owner.setdefault(agent, speaker)
+            if first != speaker:
+                return (
+                    f"{first}={agent} and {speaker}={agent} bind speakers {first} and "
+                    f"{speaker} to one agent id `{agent}` (each speaker needs one of its own)"
+                )
+        return None
+
     def to_json(self, *, graph_only: bool = False) -> str:
         # the same text as canonical_json(self.graph_dict / self.knobs), but each
         # transition's dict is made as it is written

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import flowc
 from flowc.cli import main
 
 FLOW = """\
@@ -80,6 +81,43 @@ def test_compile_bad_bind_is_a_usage_error(
     assert code == 2 and "nobody" in err
     code, _, err = run(["compile", str(flow_file), "--bind", "justaname"], capsys)
     assert code == 2 and "NAME=ID" in err
+
+
+@pytest.mark.parametrize(
+    "binds, words",
+    [
+        (
+            ["drafter=reviewer"],
+            "drafter=reviewer binds speaker drafter to the name of speaker reviewer "
+            "(each speaker needs an agent id of its own)",
+        ),
+        (
+            ["drafter=reviewer", "reviewer=agent-2"],  # (a swap of names is no better)
+            "drafter=reviewer binds speaker drafter to the name of speaker reviewer "
+            "(each speaker needs an agent id of its own)",
+        ),
+        (
+            ["drafter=x", "reviewer=x"],
+            "drafter=x and reviewer=x bind speakers drafter and reviewer to one agent id `x` "
+            "(each speaker needs one of its own)",
+        ),
+    ],
+)
+def test_compile_bind_never_merges_two_speakers(
+    binds: list[str], words: str, flow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binding that gives two speakers one agent id would merge them in the graph (a
+    rule from one fires for the other): a usage error naming both, nothing printed."""
+    args = ["compile", str(flow_file), "--graph"]
+    for bind in binds:
+        args += ["--bind", bind]
+    code, out, err = run(args, capsys)
+    assert (code, out, err) == (2, "", f"flowc compile: error: --bind: {words}\n")
+    with pytest.raises(ValueError, match=r"^bindings: "):
+        flowc.compile_flow(flow_file.read_text(), bindings=dict(b.split("=") for b in binds))
+    # a speaker bound to its own name, or to an id no other speaker has, is fine
+    code, _, _ = run([*args[:3], "--bind", "drafter=drafter", "--bind", "reviewer=r"], capsys)
+    assert code == 0
 
 
 def test_compile_error_has_code_location_caret_and_help(
