@@ -902,6 +902,26 @@ def _unfinished(source: SourceFile, err: UnexpectedToken) -> Diagnostic | None:
     return Diagnostic(E001, message, source.name, span, notes=notes, help=help_text)
 
 
+def _word_at(source: SourceFile, pos: int) -> tuple[Span, str]:
+    """The name written around ``pos`` (letters and digits of any script, `_` and `-`),
+    and its span: what a non-ASCII letter at ``pos`` is part of.
+
+    >>> _word_at(SourceFile("f", "speaker ab用户: human"), 10)[1]
+    'ab用户'
+    """
+    text = source.text
+
+    def part(c: str) -> bool:
+        return c.isalnum() or c in "_-"
+
+    start, end = pos, pos + 1
+    while start > 0 and part(text[start - 1]):
+        start -= 1
+    while end < len(text) and part(text[end]):
+        end += 1
+    return source.span(start, end), text[start:end]
+
+
 def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     help_text = None
     if isinstance(err, UnexpectedToken):
@@ -941,9 +961,16 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
         elif char == "`":
             message = "unterminated backquoted name"
             help_text = "close the name with a backquote on the same line"
+        elif not char.isascii() and char.isalnum():  # a letter or digit, not an ASCII one
+            span, word = _word_at(source, pos)
+            message = f"unexpected character {shown} in the name `{word}`"
+            help_text = (
+                f"names are ASCII letters, digits, `_` and `-`; write any other name in "
+                f"backquotes: did you mean `` `{word}` ``?"
+            )
         else:
             message = f"unexpected character {shown}"
-            help_text = "names are letters, digits, `_` and `-`; `#` starts a comment"
+            help_text = "names are ASCII letters, digits, `_` and `-`; `#` starts a comment"
     elif isinstance(err, UnexpectedEOF):
         start = len(source.text)
         span = source.span(start, start)
