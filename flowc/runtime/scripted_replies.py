@@ -25,7 +25,7 @@ from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
 
-__all__ = ["check_script", "pick_alternative", "reply_for"]
+__all__ = ["check_script", "pick_alternative", "refuse_bare_graph_keys", "reply_for"]
 
 
 # ── turning script turns into replies ─────────────────────────────────────────
@@ -130,8 +130,14 @@ _BARE_GRAPH_KEYS = {
 }
 
 
-def _bare_graph_keys(script: Script) -> None:
-    """Refuse a script for a `.flow` that gives what only a bare graph takes from one."""
+def refuse_bare_graph_keys(target: RunTarget, script: Script) -> None:
+    """Refuse a script that opens a new run of a `.flow` and gives what only a bare graph
+    takes from one (``participants``, ``humans``, ``creator``, ``context_vars``): the flow
+    declares them. Only where a run is opened (run, submit): a resumed, forked or worked
+    run is rebuilt from its stored opening, where these keys never had an effect, so a
+    run stored before with one of them goes on as it did."""
+    if target.tools is None:  # (a bare JSON graph: the script gives them)
+        return
     given = [
         key
         for key, value in (
@@ -152,10 +158,7 @@ def _bare_graph_keys(script: Script) -> None:
 
 
 def check_script(target: RunTarget, script: Script) -> None:
-    """Refuse, before anything runs, a script the target cannot run (for a `.flow`, one
-    that gives the participants, humans, creator or context only a bare graph takes)."""
-    if target.tools is not None:  # (a .flow: it declares what it runs)
-        _bare_graph_keys(script)
+    """Refuse, before anything runs, a script the target cannot run."""
     known = set(target.speakers)
     if target.creator not in known:
         raise ScriptError(f"creator `{target.creator}` is not a participant")
