@@ -266,3 +266,23 @@ def test_a_run_submitted_before_with_a_bare_graph_key_is_still_worked(
         return [e.event_type.rsplit(".", 1)[1] for e in store.read(run_id)]
 
     assert asyncio.run(asyncio.wait_for(serve(), 30)) == ["opened", "text", "packet", "closed"]
+
+
+def test_agents_are_checked_after_the_script_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`flowc run F.flow --script S --agents A`: a script with `participants` is refused
+    for what it is, not as if AGENTS named no speaker of the flow (the script's
+    participants were applied first)."""
+    flow = tmp_path / "f.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "s.yaml"
+    script.write_text("kickoff: hi\nparticipants: [user]\n")
+    agents = tmp_path / "agents.py"
+    agents.write_text('async def bot(*a, **k):\n    return "hello"\n\nAGENTS = {"bot": bot}\n')
+    args = ["run", str(flow), "--script", str(script), "--agents", str(agents), "--db", ":memory:"]
+    assert main(args) == 1
+    assert capsys.readouterr().err == (
+        f"{script}: error: participants: only for a bare JSON graph, not for a .flow, "
+        "where `speaker NAME` declares each speaker; drop it from the script\n"
+    )
