@@ -148,8 +148,9 @@ def compile_flow(
 ) -> CompiledFlow:
     """Compile `.flow` text; raise :class:`FlowError` carrying the diagnostics on errors.
 
-    ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``); each
-    speaker's id must be its own (not another speaker's name, nor another's id).
+    ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``): each
+    names a declared speaker, and no two speakers end up with one id (an unbound
+    speaker keeps its name as its id; ids may be exchanged, as ``a=b b=a``).
     ``plugins`` are loaded first (:func:`load_plugins`), and then the flow's custom
     names must be implemented (:class:`PluginError` otherwise), as for a run.
 
@@ -157,12 +158,14 @@ def compile_flow(
     >>> c.graph_dict["transitions"][0]["then"]["args"]
     {'agent_id': 'agent-7'}
 
-    Bindings that would merge two speakers raise ``ValueError``:
+    Bindings that would merge two speakers, or name no speaker, raise ``ValueError``
+    (a :class:`~flowc.compiler.compiled.BindingError`), as ``flowc compile`` refuses
+    them:
 
     >>> compile_flow("speakers a, b, c", bindings={"a": "x", "c": "x"})
     Traceback (most recent call last):
       ...
-    ValueError: bindings: a=x and c=x bind speakers a and c to one agent id `x` (each speaker needs one of its own)
+    flowc.compiler.compiled.BindingError: bindings: a=x and c=x bind speakers a and c to one agent id `x` (each speaker needs one of its own)
     """
     from flowc.compiler.pipeline import compile_source
     from flowc.diagnostics import FlowError, has_errors
@@ -172,9 +175,6 @@ def compile_flow(
     compiled, diags = compile_source(source, bindings)
     if compiled is None or has_errors(diags):
         raise FlowError(diags, {filename: source})
-    problem = compiled.binding_problem()
-    if problem is not None:
-        raise ValueError(f"bindings: {problem}")
     if plugins:
         load_plugins(*plugins)
         _require_implementations(compiled, filename)
