@@ -148,13 +148,24 @@ def compile_flow(
 ) -> CompiledFlow:
     """Compile `.flow` text; raise :class:`FlowError` carrying the diagnostics on errors.
 
-    ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``).
+    ``bindings`` maps speaker names to agent ids (as ``flowc compile --bind``): each
+    names a declared speaker, and no two speakers end up with one id (an unbound
+    speaker keeps its name as its id; ids may be exchanged, as ``a=b b=a``).
     ``plugins`` are loaded first (:func:`load_plugins`), and then the flow's custom
     names must be implemented (:class:`PluginError` otherwise), as for a run.
 
     >>> c = compile_flow("speaker a\\nspeaker b\\nsequence a -> b", bindings={"b": "agent-7"})
     >>> c.graph_dict["transitions"][0]["then"]["args"]
     {'agent_id': 'agent-7'}
+
+    Bindings that would merge two speakers, or name no speaker, raise ``ValueError``
+    (a :class:`~flowc.compiler.compiled.BindingError`), as ``flowc compile`` refuses
+    them:
+
+    >>> compile_flow("speakers a, b, c", bindings={"a": "x", "c": "x"})
+    Traceback (most recent call last):
+      ...
+    flowc.compiler.compiled.BindingError: bindings: a=x and c=x bind speakers a and c to one agent id `x` (each speaker needs one of its own)
     """
     from flowc.compiler.pipeline import compile_source
     from flowc.diagnostics import FlowError, has_errors

@@ -31,6 +31,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from flowc.compiler.compiled import BindingError
     from flowc.compiler.pipeline import compile_source
 
     check_output(args.output)
@@ -40,14 +41,18 @@ def _compile(args: argparse.Namespace) -> int:
     if source is None:
         print_diagnostics(diags, {})
         return EXIT_ERRORS
-    compiled, diags = compile_source(source, bindings)
+    try:
+        compiled, diags = compile_source(source, bindings)
+    except BindingError as err:
+        if err.unknown:
+            raise UsageError(
+                f"--bind names no declared speaker: {', '.join(err.unknown)}"
+            ) from None
+        raise UsageError(f"--bind: {err.problem}") from None
     if diags:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags):
         return EXIT_ERRORS
-    unknown = sorted(set(bindings) - set(compiled.speakers))
-    if unknown:
-        raise UsageError(f"--bind names no declared speaker: {', '.join(unknown)}")
     from flowc.compiler.portability import bare_ag2_problems, registration_note
 
     if args.target == "ag2":

@@ -135,7 +135,55 @@ class CompiledFlow:
     def agent_id(self, speaker: str) -> str:
         return self.bindings.get(speaker, speaker)
 
+    def binding_problem(self) -> str | None:
+        """Why the bindings cannot be used (``None`` when they can): one names no declared
+        speaker, or two speakers end up with one agent id (a rule from one would then fire
+        for the other). Ids may be exchanged: ``a=b b=a``, ``a=b b=x`` and a cycle give
+        each speaker an id of its own. :func:`~flowc.compiler.pipeline.compile_source`
+        raises it (:class:`BindingError`), which ``flowc compile --bind``,
+        :func:`flowc.compile_flow` and :func:`flowc.render` go through.
+
+        >>> import flowc
+        >>> flowc.compile_flow("speakers a, b, c", bindings={"a": "b", "b": "a"}).bindings
+        {'a': 'b', 'b': 'a'}
+        """
+        unknown = sorted(set(self.bindings) - set(self.speakers))
+        if unknown:
+            return (
+                f"{', '.join(unknown)}: no declared speaker of the flow "
+                f"(its speakers: {', '.join(self.speakers)})"
+            )
+        owner: dict[str, str] = {}
+        for speaker in self.speakers:
+            agent = self.agent_id(speaker)
+            first = owner.setdefault(agent, speaker)
+            if first == speaker:
+                continue
+            bound = [s for s in (first, speaker) if s in self.bindings]
+            if len(bound) == 2:
+                return (
+                    f"{first}={agent} and {speaker}={agent} bind speakers {first} and "
+                    f"{speaker} to one agent id `{agent}` (each speaker needs one of its own)"
+                )
+            [other] = [s for s in (first, speaker) if s not in self.bindings]
+            return (
+                f"{bound[0]}={agent} binds speaker {bound[0]} to `{agent}`, and speaker "
+                f"{other} keeps `{agent}` as its id (each speaker needs one of its own: "
+                f"bind {other} to another id too, or {bound[0]} to another)"
+            )
+        return None
+
     def to_json(self, *, graph_only: bool = False) -> str:
         # the same text as canonical_json(self.graph_dict / self.knobs), but each
         # transition's dict is made as it is written
         return canonical_json(lazy_knobs(m.Knobs(self.graph, dict(self.context_vars)), graph_only))
+
+
+class BindingError(ValueError):
+    """Bindings that name no declared speaker or give two speakers one agent id
+    (:meth:`CompiledFlow.binding_problem`); ``problem`` says which."""
+
+    def __init__(self, problem: str, unknown: tuple[str, ...] = ()) -> None:
+        super().__init__(f"bindings: {problem}")
+        self.problem = problem
+        self.unknown = unknown

@@ -12,10 +12,10 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.compiled import BindingError, CompiledFlow
 from flowc.compiler.lower import lower
 from flowc.compiler.serde import ShapeError, is_knobs_dict, structure_graph, structure_knobs
-from flowc.diagnostics import E001, E108, Diagnostic
+from flowc.diagnostics import E001, E108, Diagnostic, has_errors
 from flowc.dsl.parser import parse_source
 from flowc.inputs import DataError, load_json
 from flowc.source import SourceFile
@@ -24,11 +24,20 @@ from flowc.source import SourceFile
 def compile_source(
     source: SourceFile, bindings: Mapping[str, str] | None = None
 ) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
-    """Parse and lower one `.flow` source."""
+    """Parse and lower one `.flow` source. Raises :class:`BindingError` when the flow
+    compiles but ``bindings`` name no declared speaker or give two speakers one agent id
+    (every caller that binds comes here: ``flowc compile --bind``, ``compile_flow``,
+    ``render``)."""
     flow, diags = parse_source(source)
     if diags:
         return None, diags
-    return lower(flow, source.name, bindings)
+    compiled, diags = lower(flow, source.name, bindings)
+    if bindings and compiled is not None and not has_errors(diags):
+        problem = compiled.binding_problem()
+        if problem is not None:
+            unknown = tuple(sorted(set(bindings) - set(compiled.speakers)))
+            raise BindingError(problem, unknown)
+    return compiled, diags
 
 
 @attrs.frozen

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import cache
@@ -902,6 +903,35 @@ def _unfinished(source: SourceFile, err: UnexpectedToken) -> Diagnostic | None:
     return Diagnostic(E001, message, source.name, span, notes=notes, help=help_text)
 
 
+def _name_char(c: str, after: str) -> bool:
+    """Whether ``c`` (followed by ``after``) may be part of a name as a reader sees one:
+    a letter, mark or digit of any script, `_`, or `-` that does not start `->`."""
+    return unicodedata.category(c)[0] in "LMN" or c == "_" or (c == "-" and after != ">")
+
+
+def _word_at(source: SourceFile, pos: int) -> tuple[Span, str]:
+    """The name written around ``pos`` (letters, marks and digits of any script, `_` and
+    `-` but not the `-` of `->`), and its span: what a non-ASCII letter at ``pos`` is
+    part of. A keyword written right before it (`then終`) is not part of it.
+
+    >>> _word_at(SourceFile("f", "speaker ab用户: human"), 10)[1]
+    'ab用户'
+    >>> _word_at(SourceFile("f", "sequence 用户->bot"), 9)[1]
+    '用户'
+    >>> _word_at(SourceFile("f", "when from a then終"), 16)[1]
+    '終'
+    """
+    text = source.text
+    start, end = pos, pos + 1
+    while start > 0 and _name_char(text[start - 1], text[start]):
+        start -= 1
+    while end < len(text) and _name_char(text[end], text[end + 1 : end + 2]):
+        end += 1
+    if text[start:pos] in KEYWORDS:  # (the lexer took it as the keyword)
+        start = pos
+    return source.span(start, end), text[start:end]
+
+
 def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     help_text = None
     if isinstance(err, UnexpectedToken):
@@ -941,9 +971,16 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
         elif char == "`":
             message = "unterminated backquoted name"
             help_text = "close the name with a backquote on the same line"
+        elif not char.isascii() and _name_char(char, ""):  # not ASCII: a letter, mark, digit
+            span, word = _word_at(source, pos)
+            message = f"unexpected character {shown} in the name `{word}`"
+            help_text = (
+                f"names are ASCII letters, digits, `_` and `-`; write any other name in "
+                f"backquotes: did you mean `` `{word}` ``?"
+            )
         else:
             message = f"unexpected character {shown}"
-            help_text = "names are letters, digits, `_` and `-`; `#` starts a comment"
+            help_text = "names are ASCII letters, digits, `_` and `-`; `#` starts a comment"
     elif isinstance(err, UnexpectedEOF):
         start = len(source.text)
         span = source.span(start, start)

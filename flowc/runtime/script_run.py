@@ -35,7 +35,12 @@ from flowc.runtime.guard import WARN, PropertyGuard
 from flowc.runtime.hub import Channel, Hub
 from flowc.runtime.replies import Reply
 from flowc.runtime.script import Script, ScriptError, ScriptTurn, parse_script
-from flowc.runtime.scripted_replies import check_human_turn, check_script, reply_for
+from flowc.runtime.scripted_replies import (
+    check_human_turn,
+    check_script,
+    refuse_bare_graph_keys,
+    reply_for,
+)
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import RunResult, TranscriptFolder, TurnRecord, transcript
 from flowc.runtime.wal import Lease, MemoryStore, WalError, WalStore
@@ -94,6 +99,7 @@ async def run_script(
     nothing half-done is written, the channel stays open and ``flowc resume``
     continues it.
     """
+    refuse_bare_graph_keys(target, script)  # (a new run: before the script applies)
     target = target.with_script_facts(script)
     check_script(target, script)
     real = dict(agents or {})

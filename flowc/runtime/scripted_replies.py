@@ -25,7 +25,7 @@ from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
 
-__all__ = ["check_script", "pick_alternative", "reply_for"]
+__all__ = ["check_script", "pick_alternative", "refuse_bare_graph_keys", "reply_for"]
 
 
 # ── turning script turns into replies ─────────────────────────────────────────
@@ -118,6 +118,43 @@ def reply_for(target: RunTarget, speaker: str, turn: ScriptTurn) -> Reply:
         _tool_call(target, speaker, c, turn.where) for c in turn.calls
     )
     return Reply(turn.say, calls)
+
+
+#: the script keys only a bare JSON graph takes (a `.flow` declares these), and where a
+#: flow declares each instead
+_BARE_GRAPH_KEYS = {
+    "participants": "`speaker NAME` declares each speaker",
+    "humans": "`speaker NAME: human` declares a human",
+    "creator": "`initiator NAME` names who opens the run",
+    "context_vars": "`context KEY = VALUE` sets the initial context",
+}
+
+
+def refuse_bare_graph_keys(target: RunTarget, script: Script) -> None:
+    """Refuse a script that opens a new run of a `.flow` and gives what only a bare graph
+    takes from one (``participants``, ``humans``, ``creator``, ``context_vars``): the flow
+    declares them. Only where a run is opened (run, submit): a resumed, forked or worked
+    run is rebuilt from its stored opening, where these keys never had an effect, so a
+    run stored before with one of them goes on as it did."""
+    if target.tools is None:  # (a bare JSON graph: the script gives them)
+        return
+    given = [
+        key
+        for key, value in (
+            ("participants", script.participants),
+            ("humans", script.humans),
+            ("creator", script.creator),
+            ("context_vars", script.context_vars),
+        )
+        if value is not None
+    ]
+    if given:
+        key, others = given[0], ", ".join(f"`{k}`" for k in given[1:])
+        raise ScriptError(
+            f"{key}: only for a bare JSON graph, not for a .flow, where "
+            f"{_BARE_GRAPH_KEYS[key]}; drop it from the script"
+            + (f" (and {others}, for the same reason)" if others else "")
+        )
 
 
 def check_script(target: RunTarget, script: Script) -> None:

@@ -84,7 +84,7 @@ from flowc.runtime.hub import Hub, _lease_seconds
 from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, Claimed, PgListener
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
-from flowc.runtime.scripted_replies import check_script
+from flowc.runtime.scripted_replies import check_script, refuse_bare_graph_keys
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import DAMAGED, plugin_hint
 from flowc.runtime.wal import (
@@ -137,6 +137,7 @@ async def submit_run(
     run id."""
     doc = _script_doc(script_doc if script_doc is not None else {})
     script = parse_script(doc)
+    refuse_bare_graph_keys(target, script)  # (a new run: before the script applies)
     target = target.with_script_facts(script)
     check_script(target, script)
     hub = await Hub.open(store)

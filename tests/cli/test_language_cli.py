@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import flowc
 from flowc.cli import main
 
 FLOW = """\
@@ -80,6 +81,75 @@ def test_compile_bad_bind_is_a_usage_error(
     assert code == 2 and "nobody" in err
     code, _, err = run(["compile", str(flow_file), "--bind", "justaname"], capsys)
     assert code == 2 and "NAME=ID" in err
+
+
+@pytest.mark.parametrize(
+    "binds, words",
+    [
+        (
+            ["drafter=reviewer"],
+            "drafter=reviewer binds speaker drafter to `reviewer`, and speaker reviewer keeps "
+            "`reviewer` as its id (each speaker needs one of its own: bind reviewer to another "
+            "id too, or drafter to another)",
+        ),
+        (
+            ["drafter=x", "reviewer=x"],
+            "drafter=x and reviewer=x bind speakers drafter and reviewer to one agent id `x` "
+            "(each speaker needs one of its own)",
+        ),
+    ],
+)
+def test_compile_bind_never_merges_two_speakers(
+    binds: list[str], words: str, flow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binding that gives two speakers one agent id would merge them in the graph (a
+    rule from one fires for the other): a usage error naming the bindings, nothing
+    printed. The same check refuses them in flowc.compile_flow and flowc.render."""
+    args = ["compile", str(flow_file), "--graph"]
+    for bind in binds:
+        args += ["--bind", bind]
+    code, out, err = run(args, capsys)
+    assert (code, out, err) == (2, "", f"flowc compile: error: --bind: {words}\n")
+    bindings = dict(b.split("=") for b in binds)
+    with pytest.raises(ValueError) as compiled:
+        flowc.compile_flow(FLOW, bindings=bindings)
+    with pytest.raises(ValueError) as rendered:
+        flowc.render(FLOW, bindings=bindings)
+    assert str(compiled.value) == str(rendered.value) == f"bindings: {words}"
+
+
+@pytest.mark.parametrize(
+    "binds",
+    [
+        ["drafter=reviewer", "reviewer=drafter"],  # a swap
+        ["drafter=reviewer", "reviewer=x"],  # reviewer's name, reviewer rebound
+        ["user=drafter", "drafter=reviewer", "reviewer=user"],  # a cycle
+        ["drafter=drafter", "reviewer=r"],  # a speaker's own name
+    ],
+)
+def test_compile_bind_may_exchange_ids(
+    binds: list[str], flow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bindings that leave each speaker an id of its own are no merge, whatever names they
+    use: the graph's rules name each speaker by its own id."""
+    args = ["compile", str(flow_file), "--graph"]
+    for bind in binds:
+        args += ["--bind", bind]
+    code, out, err = run(args, capsys)
+    assert (code, err) == (0, "")
+    bindings = dict(b.split("=") for b in binds)
+    froms = [
+        t["when"]["args"]["agent_id"]
+        for t in json.loads(out)["transitions"]
+        if t["when"]["name"] == "from_speaker"
+    ]
+    assert froms == [bindings.get(s, s) for s in ("user", "drafter", "reviewer")]
+
+
+def test_compile_flow_refuses_a_binding_of_no_speaker() -> None:
+    """As `flowc compile --bind nobody=x` (exit 2), flowc.compile_flow refuses it."""
+    with pytest.raises(ValueError, match=r"^bindings: nobody: no declared speaker of the flow"):
+        flowc.compile_flow(FLOW, bindings={"nobody": "x"})
 
 
 def test_compile_error_has_code_location_caret_and_help(

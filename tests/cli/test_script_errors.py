@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -198,3 +199,159 @@ def test_a_knobs_files_error_is_placed_on_the_same_line_whatever_its_line_ends(
     script.write_text('{"kickoff": "hi", "script": {}}')
     assert main(["run", str(knobs), "--script", str(script), "--db", ":memory:"]) == 1
     assert f" --> {knobs}:3:12\n" in capsys.readouterr().err
+
+
+#: a script key only a bare JSON graph takes -> (its value, the refusal's words after the key)
+BARE_GRAPH_ONLY = {
+    "participants": (["user", "bot"], "where `speaker NAME` declares each speaker"),
+    "humans": (["user"], "where `speaker NAME: human` declares a human"),
+    "creator": ("user", "where `initiator NAME` names who opens the run"),
+    "context_vars": ({"ready": True}, "where `context KEY = VALUE` sets the initial context"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(BARE_GRAPH_ONLY))
+def test_a_new_run_of_a_flow_refuses_the_keys_only_a_bare_graph_takes(
+    key: str, stalled: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `.flow` declares its speakers, humans, initiator and context: a script that gives
+    them is refused where it would open a new run (`run`, `submit`), naming the script and
+    the key, before anything is written (they would silently override the flow). Resume
+    and fork rebuild the run from its stored opening, where the keys never had an
+    effect: they take such a script as before."""
+    db, run_id = stalled
+    value, words = BARE_GRAPH_ONLY[key]
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"kickoff": "hi", key: value, "script": {"bot": ["x"]}}))
+    want = (
+        f"{script}: error: {key}: only for a bare JSON graph, not for a .flow, {words}; "
+        "drop it from the script\n"
+    )
+    capsys.readouterr()
+    for cmd in ("run", "submit"):
+        assert main(_args(cmd, flow, script, db, run_id)) == 1, cmd
+        assert capsys.readouterr().err == want, cmd
+    from flowc.runtime.stores import open_store
+
+    store = open_store(str(db.parent / "shared.db"))
+    try:  # nothing was submitted
+        assert store.channel_ids() == []
+    finally:
+        store.close()
+    copy = tmp_path / "copy.db"  # (the module's run stays as it is for the other tests)
+    copy.write_bytes(db.read_bytes())
+    without_kickoff = tmp_path / "s2.json"  # (a fork past turn 0 goes on: no kickoff)
+    without_kickoff.write_text(
+        json.dumps({key: value, "script": {"user": ["hi", "ok"], "bot": ["x", "y"]}})
+    )
+    resume = ["resume", run_id, "--script", str(without_kickoff), "--db", str(copy), "--json"]
+    fork = ["fork", run_id, "2", "--script", str(without_kickoff), "--db", str(copy), "--json"]
+    for args in (resume, fork):
+        main(args)
+        out, err = capsys.readouterr()
+        assert "bare JSON graph" not in err, (args[0], err)
+        assert json.loads(out)["turns"][-1]["text"] == "y", (args[0], out)
+
+
+def test_a_refusal_names_every_bare_graph_key_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "s.yaml"
+    script.write_text("kickoff: hi\nhumans: [user]\nparticipants: [user, bot]\ncontext_vars: {}\n")
+    assert main(["run", str(flow), "--script", str(script), "--db", ":memory:"]) == 1
+    assert capsys.readouterr().err == (
+        f"{script}: error: participants: only for a bare JSON graph, not for a .flow, "
+        "where `speaker NAME` declares each speaker; drop it from the script "
+        "(and `humans`, `context_vars`, for the same reason)\n"
+    )
+
+
+def test_a_bare_graph_keeps_the_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bare JSON graph declares no speakers, humans or context: the script gives them."""
+    graph = {
+        "graph": {
+            "initial_speaker": "u",
+            "max_turns": None,
+            "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
+            "transitions": [
+                {
+                    "priority": 0,
+                    "when": {"name": "context_equals", "args": {"key": "ready", "value": True}},
+                    "then": {"name": "terminate", "args": {"reason": "shipped"}},
+                },
+            ],
+        },
+    }
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    script = tmp_path / "s.json"
+    script.write_text(
+        json.dumps(
+            {
+                "kickoff": "go",
+                "participants": ["u", "b"],
+                "humans": ["u"],
+                "creator": "b",
+                "context_vars": {"ready": True},
+            }
+        )
+    )
+    args = ["run", str(tmp_path / "g.json"), "--script", str(script), "--db", ":memory:", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["close_reason"] == "shipped" and out["context_vars"] == {"ready": True}
+
+
+def test_a_run_submitted_before_with_a_bare_graph_key_is_still_worked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run submitted before the keys were refused (its stored script has
+    `context_vars`) is worked as it was: the worker rebuilds it from its opening and
+    does not refuse the script it stored (it used to mark the run failed for ever)."""
+    import asyncio
+
+    import flowc
+    from flowc.runtime import worker as worker_module
+    from flowc.runtime.target import RunTarget
+    from flowc.runtime.wal import MemoryStore
+
+    flow = flowc.compile_flow("speaker a: human\nspeaker b\nsequence a -> b")
+    store = MemoryStore()
+    doc = {"kickoff": "hi", "context_vars": {"k": 1}, "script": {"b": ["hello"]}}
+    with monkeypatch.context() as before:  # (as a flowc that took the key submitted it)
+        before.setattr(worker_module, "refuse_bare_graph_keys", lambda target, script: None)
+        run_id = asyncio.run(worker_module.submit_run(store, RunTarget.from_compiled(flow), doc))
+
+    async def serve() -> list[str]:
+        worker = worker_module.Worker(store, poll_seconds=0.01)
+        task = asyncio.ensure_future(worker.serve())
+        while worker.stats.closed + worker.stats.failed < 1:
+            await asyncio.sleep(0.01)
+        worker.stop()
+        await task
+        return [e.event_type.rsplit(".", 1)[1] for e in store.read(run_id)]
+
+    assert asyncio.run(asyncio.wait_for(serve(), 30)) == ["opened", "text", "packet", "closed"]
+
+
+def test_agents_are_checked_after_the_script_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`flowc run F.flow --script S --agents A`: a script with `participants` is refused
+    for what it is, not as if AGENTS named no speaker of the flow (the script's
+    participants were applied first)."""
+    flow = tmp_path / "f.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "s.yaml"
+    script.write_text("kickoff: hi\nparticipants: [user]\n")
+    agents = tmp_path / "agents.py"
+    agents.write_text('async def bot(*a, **k):\n    return "hello"\n\nAGENTS = {"bot": bot}\n')
+    args = ["run", str(flow), "--script", str(script), "--agents", str(agents), "--db", ":memory:"]
+    assert main(args) == 1
+    assert capsys.readouterr().err == (
+        f"{script}: error: participants: only for a bare JSON graph, not for a .flow, "
+        "where `speaker NAME` declares each speaker; drop it from the script\n"
+    )

@@ -87,20 +87,20 @@ def test_yaml_aliases_within_the_budget_still_work(tmp_path: Path) -> None:
     script = tmp_path / "ok.yaml"
     script.write_text(
         "kickoff: hi\n"
-        "context_vars: {when: 2024-05-01, notes: &n [1, 2], again: *n}\n"
         "script:\n"
         '  drafter: &draft ["a draft"]\n'
         "  reviewer:\n"
         "    - tool: approve\n"
+        "      args: {when: 2024-05-01, notes: &n [1, 2], again: *n}\n"
         "      say: ok\n"
     )
     result = run_limited(
         ["run", FLOW, "--script", str(script), "--db", str(tmp_path / "r.db"), "--json"], **LIMITS
     )
     _clean(result, code=0)
-    context = json.loads(result.stdout)["context_vars"]
+    [call] = json.loads(result.stdout)["turns"][-1]["tool_calls"]
     # a timestamp stays the text it was: a script holds JSON data only
-    assert context["when"] == "2024-05-01" and context["again"] == [1, 2]
+    assert call["args"]["when"] == "2024-05-01" and call["args"]["again"] == [1, 2]
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,7 @@ def test_set_context_in_an_ag2_tool_routes_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script = tmp_path / "kickoff.json"
-    script.write_text(
-        json.dumps({"kickoff": "Write a haiku on TLS", "context_vars": {"scratch": 1}})
-    )
+    script.write_text(json.dumps({"kickoff": "Write a haiku on TLS"}))
     code = main(
         [
             "run",

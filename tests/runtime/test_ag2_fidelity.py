@@ -199,7 +199,6 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         {
             "kickoff": "help",
             "script": {"security": ["on it"], "user": ["thanks"]},
-            "context_vars": {"vip": True},
         },
         {"close_reason": None, "turn_count": 3, "stalled_on": "security"},
     ),
