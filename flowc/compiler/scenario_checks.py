@@ -13,6 +13,7 @@ from flowc.compiler.serde import describe
 from flowc.compiler.tool_effects import (
     AlternativeError,
     ToolEffectInfo,
+    bare_alternatives,
     bare_effect_refusal,
     effects_info,
     finish_reason,
@@ -163,7 +164,9 @@ class ScenarioChecks:
                 E111,
                 refusal,
                 item.span,
-                help=f"declare it: `speaker {format_name(who)} {{ tool "
+                help=None
+                if bare_alternatives(tools, effect)  # ambiguous: the message says what to write
+                else f"declare it: `speaker {format_name(who)} {{ tool "
                 f"{'go' if effect.handoff else 'act'} {effect.text()} }}`, "
                 f"or write the step as `{who} calls TOOL`",
             )

@@ -16,6 +16,8 @@ from __future__ import annotations
 from flowc.compiler.tool_effects import (
     AlternativeError,
     ToolEffectInfo,
+    bare_alternative,
+    bare_alternatives,
     bare_effect_refusal,
     human_write_refusal,
     match_alternative,
@@ -25,7 +27,7 @@ from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
 
-__all__ = ["check_script", "pick_alternative", "reply_for"]
+__all__ = ["bare_step", "bare_tool", "check_script", "pick_alternative", "reply_for"]
 
 
 # ── turning script turns into replies ─────────────────────────────────────────
@@ -64,13 +66,17 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
             deletes = [*alt.clears, *(k for k in deletes if k not in alt.clears)]
             sets = {**dict(alt.sets), **sets}
             handoff, finish = alt.handoff, alt.finish
-    elif call.tool is None and target.tools is not None and speaker not in target.humans:
-        # a flow's model speaker acts through its declared tools (AG2: a tool's return)
+    elif bare_step(target, speaker, call):
+        # a flow's model speaker acts through its declared tools (AG2: a tool's return):
+        # its bare step is a call of the one tool that does exactly that
+        assert target.tools is not None
         alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
         effect = ToolEffectInfo(tuple(sets.items()), tuple(deletes), handoff, finish)
-        refusal = bare_effect_refusal(speaker, alts, effect)
+        refusal = bare_effect_refusal(speaker, alts, effect, script=not where.startswith("line "))
         if refusal is not None:
             place = target.declared_at.get(speaker)
+            if bare_alternatives(alts, effect):  # ambiguous: the words say what to write
+                raise ScriptError(f"{where}: {refusal}")
             raise ScriptError(
                 f"{where}: {refusal}; "
                 + (
@@ -91,8 +97,15 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
     elif handoff is not None:
         # the handoff's own reason, as AG2 records it: not the call's `reason` argument
         result = Handoff(target=target.ids[handoff], reason=call.reason)
+    bare = bare_tool(target, speaker, call) if call.tool is None else None
     name = call.tool or (
-        "finish" if finish is not None else "handoff" if handoff is not None else "set_context"
+        bare[0]
+        if bare is not None
+        else "finish"
+        if finish is not None
+        else "handoff"
+        if handoff is not None
+        else "set_context"
     )
     out = ToolCall(name, dict(call.args), sets, tuple(deletes), result)
     if call.tool is not None and target.tools is not None:
@@ -110,6 +123,24 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
         if breach is not None:
             raise ScriptError(f"{where}: {breach.message}")
     return out
+
+
+def bare_step(target: RunTarget, speaker: str, call: ScriptCall) -> bool:
+    """Whether ``call`` is a flow's model speaker's bare step: a hand-off, finish or
+    context write without a ``tool`` (a scenario's ``bot sets k = 1``, a script's ``set``),
+    which is a call of the one declared tool that does exactly that."""
+    return call.tool is None and target.tools is not None and speaker not in target.humans
+
+
+def bare_tool(target: RunTarget, speaker: str, call: ScriptCall) -> tuple[str, int] | None:
+    """The tool (and its alternative's index) a model speaker's bare step is a call of,
+    for the hub (routing, the transcript) and the property monitors alike; ``None`` when
+    ``call`` is no bare step, or no single tool does it (:func:`reply_for` refuses it)."""
+    if not bare_step(target, speaker, call) or target.tools is None:
+        return None
+    alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
+    effect = ToolEffectInfo(tuple(call.set.items()), tuple(call.delete), call.handoff, call.finish)
+    return bare_alternative(alts, effect)
 
 
 def reply_for(target: RunTarget, speaker: str, turn: ScriptTurn) -> Reply:
