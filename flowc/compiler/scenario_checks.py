@@ -11,6 +11,7 @@ import attrs
 
 from flowc.compiler.serde import describe
 from flowc.compiler.tool_effects import (
+    KICKOFF_TEXT_ONLY,
     AlternativeError,
     ToolEffectInfo,
     bare_alternatives,
@@ -35,6 +36,7 @@ class ScenarioChecks:
     speakers: Mapping[str, n.SpeakerDecl]
     diags: list[Diagnostic]
     need_speaker: Callable[[n.Name, str], bool]
+    start: str = ""
 
     def error(self, code: Code, message: str, span: Span, help: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, self.filename, span, help=help))
@@ -59,6 +61,8 @@ class ScenarioChecks:
             for item in sc.items
             if isinstance(item, n.FinishTurn)
         }
+        turns = (n.SayTurn, n.CallTurn, n.SetTurn, n.ClearTurn, n.FinishTurn, n.HandoffTurn)
+        first = next((item for item in sc.items if isinstance(item, turns)), None)
         for item in sc.items:
             names: list[n.Name] = []
             if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.FinishTurn):
@@ -74,7 +78,20 @@ class ScenarioChecks:
                 and self.speakers[names[0].value].human
                 and not isinstance(item, n.ExpectNext)
             )
-            if human and isinstance(item, n.CallTurn | n.HandoffTurn | n.FinishTurn):
+            if (
+                item is first
+                and known
+                and not human
+                and names[0].value == self.start
+                and not isinstance(item, n.SayTurn)
+            ):
+                self.error(
+                    E111,
+                    KICKOFF_TEXT_ONLY.format(speaker=self.start),
+                    item.span,
+                    help=f'open the scenario with `{self.start}: "..."`',
+                )
+            elif human and isinstance(item, n.CallTurn | n.HandoffTurn | n.FinishTurn):
                 who = names[0].value
                 self.error(
                     E111,

@@ -42,6 +42,15 @@ class ToolEffectInfo:
         return ", ".join(parts) or "nothing"
 
 
+#: a model speaker's kickoff (the run's first turn) with a call or a bare step, refused
+#: by the scenario checks (E111) and by a script's check
+KICKOFF_TEXT_ONLY = (
+    "the run's first turn, by `{speaker}`, is posted as a plain message, as AG2 does "
+    "(its model never runs for it): write text only, and give the tool call or "
+    "hand-off to a later turn"
+)
+
+
 def _key(key: Any) -> str:
     """A context key as a declaration writes it; a key that is no string (an agent's
     call may delete ``7``) as its JSON value.

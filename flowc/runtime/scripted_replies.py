@@ -14,6 +14,7 @@ flowc.runtime.script.ScriptError: script.b[0]: b has no tool `t` (it declares no
 from __future__ import annotations
 
 from flowc.compiler.tool_effects import (
+    KICKOFF_TEXT_ONLY,
     AlternativeError,
     ToolEffectInfo,
     bare_alternative,
@@ -151,8 +152,9 @@ def reply_for(target: RunTarget, speaker: str, turn: ScriptTurn) -> Reply:
     return Reply(turn.say, calls)
 
 
-def check_script(target: RunTarget, script: Script) -> None:
-    """Refuse, before anything runs, a script the target cannot run."""
+def check_script(target: RunTarget, script: Script, *, opens: bool = True) -> None:
+    """Refuse, before anything runs, a script the target cannot run; ``opens``: the run
+    starts with it (a fork past turn 0 goes on from a kickoff posted already)."""
     known = set(target.speakers)
     if target.creator not in known:
         raise ScriptError(f"creator `{target.creator}` is not a participant")
@@ -164,6 +166,9 @@ def check_script(target: RunTarget, script: Script) -> None:
             f"the start speaker `{target.start}` is not a participant "
             f"({', '.join(target.speakers)})"
         )
+    first = script.turns.get(target.start, ())
+    if opens and script.kickoff is None and target.start not in target.humans and first:
+        check_kickoff(target.start, first[0])
     for speaker, turns in script.turns.items():
         if speaker not in known:
             raise ScriptError(
@@ -176,6 +181,14 @@ def check_script(target: RunTarget, script: Script) -> None:
             if speaker in target.humans:
                 check_human_turn(target, speaker, turn)
             reply_for(target, speaker, turn)
+
+
+def check_kickoff(speaker: str, turn: ScriptTurn) -> None:
+    """A model speaker's kickoff (its first scripted turn, with no ``kickoff`` text) is
+    posted as a plain message, as AG2 does: its model never runs for that turn, so a call
+    or a bare step there is refused."""
+    if turn.calls:
+        raise ScriptError(f"{turn.where}: {KICKOFF_TEXT_ONLY.format(speaker=speaker)}")
 
 
 def check_human_turn(target: RunTarget, speaker: str, turn: ScriptTurn) -> None:

@@ -158,3 +158,56 @@ def test_two_tools_doing_the_bare_step_are_refused_as_ambiguous(
         "`decide` and `route` do that, and the step is a call of one of them; give the call "
         "its `tool` (`tool: decide` or `tool: route`)"
     ) in err
+
+
+#: a model speaker starts: its kickoff is posted as a plain message (its model never runs)
+KICKOFF = """speaker user: human
+speaker bot {
+  tool lock sets route = "done"
+}
+start bot
+max_turns 6
+when tool lock then terminate "by_tool"
+when from bot then user
+when from user then bot
+property p: tool lock only after from user
+"""
+
+
+@pytest.mark.parametrize("step", ['bot sets route = "done": "hi"', 'bot calls lock: "hi"'])
+def test_a_call_or_bare_step_on_a_model_speakers_kickoff_is_e111(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], step: str
+) -> None:
+    # check proves p on the kickoff as a plain message; a call there would break it
+    flow = write(tmp_path, "k.flow", KICKOFF + f'scenario "s" {{\n  {step}\n}}\n')
+    assert main(["check", flow]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "error[E111]: the run's first turn, by `bot`, is posted as a plain message, as AG2 "
+        "does (its model never runs for it): write text only"
+    ) in out
+    assert f"{flow}:12:3" in out
+    # text first, then the call: the scenario is fine
+    ok = KICKOFF + 'scenario "s" {\n  bot: "hi"\n  user: "u"\n  bot calls lock\n'
+    assert main(["test", write(tmp_path, "ok.flow", ok + '  expect terminate "by_tool"\n}\n')]) == 0
+
+
+@pytest.mark.parametrize("turn", [{"set": {"route": "done"}, "say": "hi"}, {"tool": "lock"}])
+def test_a_call_or_bare_step_on_a_model_speakers_kickoff_script_turn_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], turn: dict[str, object]
+) -> None:
+    path = write(tmp_path, "k.flow", KICKOFF)
+    script = write(tmp_path, "s.json", json.dumps({"script": {"bot": [turn], "user": ["u"]}}))
+    db = str(tmp_path / "runs.db")
+    assert main(["run", path, "--script", script, "--db", db]) == 1
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert (
+        "script.bot[0]: the run's first turn, by `bot`, is posted as a plain message, as AG2 "
+        "does (its model never runs for it): write text only"
+    ) in said.err
+    assert not (tmp_path / "runs.db").exists() or main(["log", "last", "--db", db]) != 0
+    capsys.readouterr()
+    # after a kickoff text, the script's first turn of bot is a later one: it may call
+    with_text = json.dumps({"kickoff": "x", "script": {"bot": [turn], "user": ["u"]}})
+    assert main(["run", path, "--script", write(tmp_path, "t.json", with_text)]) == 0
