@@ -245,9 +245,12 @@ def bare_effect_refusal(
     `a` is a model speaker and none of its tools finishes "x" (declared: go: hands off to b); a model speaker hands off, finishes and writes context only through its declared tools
     >>> two = {**go, "pass": (ToolEffectInfo(handoff="b"), ToolEffectInfo(finish="x"))}
     >>> print(bare_effect_refusal("a", two, ToolEffectInfo(handoff="b")))
-    `a`'s step hands off to b is ambiguous: both its tools `go` and `pass` do that, and the step is a call of one of them; write `a calls go` or `a calls pass hands off to b`
+    `a`'s step hands off to b is ambiguous: its tools `go` and `pass` both do that, and the step is a call of one of them; write `a calls go` or `a calls pass hands off to b`
     >>> print(bare_effect_refusal("a", two, ToolEffectInfo(handoff="b"), script=True))
-    `a`'s step hands off to b is ambiguous: both its tools `go` and `pass` do that, and the step is a call of one of them; give the call its `tool` (`tool: go` or `tool: pass`)
+    `a`'s step hands off to b is ambiguous: its tools `go` and `pass` both do that, and the step is a call of one of them; give the call its `tool` (`tool: go` or `tool: pass`)
+    >>> three = {**two, "next": (ToolEffectInfo(handoff="b"),), "stay": (ToolEffectInfo(),)}
+    >>> print(bare_effect_refusal("a", three, ToolEffectInfo(handoff="b")))
+    `a`'s step hands off to b is ambiguous: its tools `go`, `pass` and `next` all do that, and the step is a call of one of them; write `a calls go` or `a calls pass hands off to b` or `` a calls `next` ``
     """
     found = bare_alternatives(alts, effect)
     if len(found) > 1:
@@ -257,14 +260,16 @@ def bare_effect_refusal(
             advice = "give the call its `tool` (" + " or ".join(f"`tool: {t}`" for t in tools) + ")"
         else:
             advice = "write " + " or ".join(
-                f"`{format_name(speaker)} calls {format_name(t)}"
-                + (f" {alts[t][i].text()}`" if len(alts[t]) > 1 else "`")
+                _code(
+                    f"{format_name(speaker)} calls {format_name(t)}"
+                    + (f" {alts[t][i].text()}" if len(alts[t]) > 1 else "")
+                )
                 for t, i in found
             )
         return (
-            f"`{speaker}`'s step {effect.text()} is ambiguous: "
-            f"{'both' if len(tools) == 2 else 'all'} its tools {listed} do that, and the step "
-            f"is a call of one of them; {advice}"
+            f"`{speaker}`'s step {effect.text()} is ambiguous: its tools {listed} "
+            f"{'both' if len(tools) == 2 else 'all'} do that, and the step is a call of one "
+            f"of them; {advice}"
         )
     if found:
         return None
@@ -278,6 +283,15 @@ def bare_effect_refusal(
         + "; a model speaker hands off, finishes and writes context only through its "
         "declared tools"
     )
+
+
+def _code(text: str) -> str:
+    """``text`` quoted as code: in double backquotes when it holds a backquoted name.
+
+    >>> print(_code("a calls go"), _code("a calls `next`"))
+    `a calls go` `` a calls `next` ``
+    """
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _most_writes(

@@ -148,7 +148,7 @@ scenario "s" {
     with pytest.raises(FlowError) as err:
         flowc.compile_flow(src)
     assert [d.message for d in err.value.diagnostics] == [
-        "`bot`'s step hands off to user is ambiguous: both its tools `back` and `reply` do "
+        "`bot`'s step hands off to user is ambiguous: its tools `back` and `reply` both do "
         "that, and the step is a call of one of them; write `bot calls back` or `bot calls "
         "reply hands off to user`"
     ]

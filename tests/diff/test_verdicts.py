@@ -364,6 +364,6 @@ otherwise user
         == ("bot", None, (("k", 1),))
     ]
     assert refused == [
-        "`bot`'s step sets k = 1 is ambiguous: both its tools `a` and `b` do that, and the "
+        "`bot`'s step sets k = 1 is ambiguous: its tools `a` and `b` both do that, and the "
         "step is a call of one of them; write `bot calls a` or `bot calls b`"
     ]

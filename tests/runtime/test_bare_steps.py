@@ -141,8 +141,8 @@ def test_two_tools_doing_the_bare_step_are_refused_as_ambiguous(
     assert main(["check", flow]) == 1
     out = capsys.readouterr().out
     assert (
-        "error[E111]: `triage`'s step hands off to tech is ambiguous: both its tools `decide` "
-        "and `route` do that, and the step is a call of one of them; write `triage calls "
+        "error[E111]: `triage`'s step hands off to tech is ambiguous: its tools `decide` and "
+        "`route` both do that, and the step is a call of one of them; write `triage calls "
         "decide hands off to tech` or `triage calls route`"
     ) in out
     assert f"{flow}:16:3" in out
@@ -154,8 +154,8 @@ def test_two_tools_doing_the_bare_step_are_refused_as_ambiguous(
     assert main(["run", write(tmp_path, "two2.flow", TWO), "--script", script]) == 1
     err = capsys.readouterr().err
     assert (
-        "script.triage[0]: `triage`'s step hands off to tech is ambiguous: both its tools "
-        "`decide` and `route` do that, and the step is a call of one of them; give the call "
+        "script.triage[0]: `triage`'s step hands off to tech is ambiguous: its tools "
+        "`decide` and `route` both do that, and the step is a call of one of them; give the call "
         "its `tool` (`tool: decide` or `tool: route`)"
     ) in err
 

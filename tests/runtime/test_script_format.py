@@ -96,8 +96,8 @@ def test_a_bare_step_is_a_call_of_the_one_tool_that_does_it() -> None:
     with pytest.raises(ScriptError) as err:
         result({"handoff": {"target": "security", "reason": "why"}})
     assert str(err.value) == (
-        "script.triage[0]: `triage`'s step hands off to security is ambiguous: both its "
-        "tools `escalate` and `route` do that, and the step is a call of one of them; give "
+        "script.triage[0]: `triage`'s step hands off to security is ambiguous: its tools "
+        "`escalate` and `route` both do that, and the step is a call of one of them; give "
         "the call its `tool` (`tool: escalate` or `tool: route`)"
     )
 
