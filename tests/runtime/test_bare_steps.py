@@ -146,6 +146,7 @@ def test_two_tools_doing_the_bare_step_are_refused_as_ambiguous(
         "decide hands off to tech` or `triage calls route`"
     ) in out
     assert f"{flow}:16:3" in out
+    assert "help" not in out  # the message says what to write: no "declare it" help
     script = write(
         tmp_path,
         "s.json",
