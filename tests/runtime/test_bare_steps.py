@@ -212,3 +212,17 @@ def test_a_call_or_bare_step_on_a_model_speakers_kickoff_script_turn_is_refused(
     # after a kickoff text, the script's first turn of bot is a later one: it may call
     with_text = json.dumps({"kickoff": "x", "script": {"bot": [turn], "user": ["u"]}})
     assert main(["run", path, "--script", write(tmp_path, "t.json", with_text)]) == 0
+
+
+def test_a_fork_past_turn_0_may_call_on_the_start_speakers_first_scripted_turn() -> None:
+    # the fork's script holds the turns after turn N: bot's first one is no kickoff
+    from flowc import compile_flow
+    from flowc.runtime.fork import check_fork_script
+    from flowc.runtime.script import ScriptError, parse_script
+    from flowc.runtime.target import RunTarget
+
+    target = RunTarget.from_compiled(compile_flow(KICKOFF))
+    script = parse_script({"script": {"bot": [{"tool": "lock"}], "user": ["u"]}})
+    check_fork_script(target, script, 2)
+    with pytest.raises(ScriptError, match=r"script\.bot\[0\]: the run's first turn, by `bot`"):
+        check_fork_script(target, script, 0)
