@@ -36,7 +36,7 @@ class ScenarioChecks:
     speakers: Mapping[str, n.SpeakerDecl]
     diags: list[Diagnostic]
     need_speaker: Callable[[n.Name, str], bool]
-    start: str = ""
+    start: str  # the start speaker: its first turn is the kickoff
 
     def error(self, code: Code, message: str, span: Span, help: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, self.filename, span, help=help))
