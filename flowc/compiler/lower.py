@@ -396,7 +396,7 @@ class _Lowering:
         context = self.context()
 
         reasons = self.close_reasons(rules.transitions, default, max_turns)
-        checks = ScenarioChecks(self.filename, self.speakers, self.diags, self.need_speaker)
+        checks = ScenarioChecks(self.filename, self.speakers, self.diags, self.need_speaker, start)
         for sc in flow.of_type(n.Scenario):
             checks.check_scenario(sc, reasons)
         properties = self.properties(rules.transitions, default, max_turns, context)

@@ -11,8 +11,10 @@ import attrs
 
 from flowc.compiler.serde import describe
 from flowc.compiler.tool_effects import (
+    KICKOFF_TEXT_ONLY,
     AlternativeError,
     ToolEffectInfo,
+    bare_alternatives,
     bare_effect_refusal,
     effects_info,
     finish_reason,
@@ -34,6 +36,7 @@ class ScenarioChecks:
     speakers: Mapping[str, n.SpeakerDecl]
     diags: list[Diagnostic]
     need_speaker: Callable[[n.Name, str], bool]
+    start: str  # the start speaker: its first turn is the kickoff
 
     def error(self, code: Code, message: str, span: Span, help: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, self.filename, span, help=help))
@@ -58,6 +61,8 @@ class ScenarioChecks:
             for item in sc.items
             if isinstance(item, n.FinishTurn)
         }
+        turns = (n.SayTurn, n.CallTurn, n.SetTurn, n.ClearTurn, n.FinishTurn, n.HandoffTurn)
+        first = next((item for item in sc.items if isinstance(item, turns)), None)
         for item in sc.items:
             names: list[n.Name] = []
             if isinstance(item, n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.FinishTurn):
@@ -73,7 +78,20 @@ class ScenarioChecks:
                 and self.speakers[names[0].value].human
                 and not isinstance(item, n.ExpectNext)
             )
-            if human and isinstance(item, n.CallTurn | n.HandoffTurn | n.FinishTurn):
+            if (
+                item is first
+                and known
+                and not human
+                and names[0].value == self.start
+                and not isinstance(item, n.SayTurn)
+            ):
+                self.error(
+                    E111,
+                    KICKOFF_TEXT_ONLY.format(speaker=self.start),
+                    item.span,
+                    help=f'open the scenario with `{self.start}: "..."`',
+                )
+            elif human and isinstance(item, n.CallTurn | n.HandoffTurn | n.FinishTurn):
                 who = names[0].value
                 self.error(
                     E111,
@@ -163,7 +181,9 @@ class ScenarioChecks:
                 E111,
                 refusal,
                 item.span,
-                help=f"declare it: `speaker {format_name(who)} {{ tool "
+                help=None
+                if bare_alternatives(tools, effect)  # ambiguous: the message says what to write
+                else f"declare it: `speaker {format_name(who)} {{ tool "
                 f"{'go' if effect.handoff else 'act'} {effect.text()} }}`, "
                 f"or write the step as `{who} calls TOOL`",
             )

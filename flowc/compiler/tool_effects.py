@@ -42,6 +42,15 @@ class ToolEffectInfo:
         return ", ".join(parts) or "nothing"
 
 
+#: a model speaker's kickoff (the run's first turn) with a call or a bare step, refused
+#: by the scenario checks (E111) and by a script's check
+KICKOFF_TEXT_ONLY = (
+    "the run's first turn, by `{speaker}`, is posted as a plain message, as AG2 does "
+    "(its model never runs for it): write text only, and give the tool call or "
+    "hand-off to a later turn"
+)
+
+
 def _key(key: Any) -> str:
     """A context key as a declaration writes it; a key that is no string (an agent's
     call may delete ``7``) as its JSON value.
@@ -155,26 +164,44 @@ def match_alternative(
     )
 
 
+def bare_alternatives(
+    alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
+) -> list[tuple[str, int]]:
+    """Every tool of ``alts`` (tool name -> alternatives) with an alternative that does
+    exactly ``effect`` (the same writes, hand-off and finish), as ``(tool, index)`` of its
+    first such alternative, in declaration order.
+
+    >>> alts = {"go": (ToolEffectInfo(finish="done"), ToolEffectInfo(handoff="b")),
+    ...         "pass": (ToolEffectInfo(handoff="b"),)}
+    >>> bare_alternatives(alts, ToolEffectInfo(handoff="b"))
+    [('go', 1), ('pass', 0)]
+    """
+    found = []
+    for tool, tool_alts in alts.items():
+        index = next((i for i, alt in enumerate(tool_alts) if same_effect(alt, effect)), None)
+        if index is not None:
+            found.append((tool, index))
+    return found
+
+
 def bare_alternative(
     alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
 ) -> tuple[str, int] | None:
     """The declared alternative a model speaker's bare turn takes: ``(tool, index)`` of
-    the first alternative, in declaration order, that does exactly ``effect`` (the same
-    writes, hand-off and finish); ``None`` when none does (then the turn is refused, see
-    :func:`bare_effect_refusal`). Coverage counts the turn as this alternative.
+    the one tool whose alternative does exactly ``effect``. The turn is a call of that
+    tool everywhere (the routing's ``when tool``, the properties, the transcript);
+    ``None`` when no tool does it, or more than one does (then the turn is refused, see
+    :func:`bare_effect_refusal`).
 
     >>> alts = {"go": (ToolEffectInfo(finish="done"), ToolEffectInfo(handoff="b")),
-    ...         "pass": (ToolEffectInfo(handoff="b"),)}
+    ...         "pass": (ToolEffectInfo((("k", 1),)),)}
     >>> bare_alternative(alts, ToolEffectInfo(handoff="b"))
     ('go', 1)
     >>> bare_alternative(alts, ToolEffectInfo(finish="")) is None
     True
     """
-    for tool, tool_alts in alts.items():
-        for i, alt in enumerate(tool_alts):
-            if same_effect(alt, effect):
-                return tool, i
-    return None
+    found = bare_alternatives(alts, effect)
+    return found[0] if len(found) == 1 else None
 
 
 def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
@@ -198,20 +225,53 @@ def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
 
 
 def bare_effect_refusal(
-    speaker: str, alts: Mapping[str, tuple[ToolEffectInfo, ...]], effect: ToolEffectInfo
+    speaker: str,
+    alts: Mapping[str, tuple[ToolEffectInfo, ...]],
+    effect: ToolEffectInfo,
+    *,
+    script: bool = False,
 ) -> str | None:
     """Why a model speaker's bare turn (``a hands off to b``, a script's ``handoff``
     without ``tool``) cannot run: as in AG2, where a hand-off, a finish and a context write
     come from a tool's return, a model speaker's turn does only what one alternative of
-    one of its declared ``alts`` (tool name -> alternatives) does. ``None`` when one does.
+    one of its declared ``alts`` (tool name -> alternatives) does, and is a call of that
+    tool; when two tools each do it, the turn does not say which. ``None`` when one does.
+    ``script``: the advice is a script's ``tool:``, not a scenario's ``calls``.
 
     >>> go = {"go": (ToolEffectInfo(handoff="b"),)}
     >>> bare_effect_refusal("a", go, ToolEffectInfo(handoff="b")) is None
     True
     >>> print(bare_effect_refusal("a", go, ToolEffectInfo(finish="x")))
     `a` is a model speaker and none of its tools finishes "x" (declared: go: hands off to b); a model speaker hands off, finishes and writes context only through its declared tools
+    >>> two = {**go, "pass": (ToolEffectInfo(handoff="b"), ToolEffectInfo(finish="x"))}
+    >>> print(bare_effect_refusal("a", two, ToolEffectInfo(handoff="b")))
+    `a`'s step hands off to b is ambiguous: its tools `go` and `pass` both do that, and the step is a call of one of them; write `a calls go` or `a calls pass hands off to b`
+    >>> print(bare_effect_refusal("a", two, ToolEffectInfo(handoff="b"), script=True))
+    `a`'s step hands off to b is ambiguous: its tools `go` and `pass` both do that, and the step is a call of one of them; give the call its `tool` (`tool: go` or `tool: pass`)
+    >>> three = {**two, "next": (ToolEffectInfo(handoff="b"),), "stay": (ToolEffectInfo(),)}
+    >>> print(bare_effect_refusal("a", three, ToolEffectInfo(handoff="b")))
+    `a`'s step hands off to b is ambiguous: its tools `go`, `pass` and `next` all do that, and the step is a call of one of them; write `a calls go` or `a calls pass hands off to b` or `` a calls `next` ``
     """
-    if bare_alternative(alts, effect) is not None:
+    found = bare_alternatives(alts, effect)
+    if len(found) > 1:
+        tools = [tool for tool, _ in found]
+        listed = ", ".join(f"`{t}`" for t in tools[:-1]) + f" and `{tools[-1]}`"
+        if script:
+            advice = "give the call its `tool` (" + " or ".join(f"`tool: {t}`" for t in tools) + ")"
+        else:
+            advice = "write " + " or ".join(
+                _code(
+                    f"{format_name(speaker)} calls {format_name(t)}"
+                    + (f" {alts[t][i].text()}" if len(alts[t]) > 1 else "")
+                )
+                for t, i in found
+            )
+        return (
+            f"`{speaker}`'s step {effect.text()} is ambiguous: its tools {listed} "
+            f"{'both' if len(tools) == 2 else 'all'} do that, and the step is a call of one "
+            f"of them; {advice}"
+        )
+    if found:
         return None
     declared = "; ".join(
         f"{name}: " + " | ".join(a.text() for a in tool_alts) if tool_alts else name
@@ -223,6 +283,15 @@ def bare_effect_refusal(
         + "; a model speaker hands off, finishes and writes context only through its "
         "declared tools"
     )
+
+
+def _code(text: str) -> str:
+    """``text`` quoted as code: in double backquotes when it holds a backquoted name.
+
+    >>> print(_code("a calls go"), _code("a calls `next`"))
+    `a calls go` `` a calls `next` ``
+    """
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _most_writes(

@@ -268,7 +268,7 @@ def check_fork_script(target: RunTarget, script: Script, n: int) -> None:
             f"the fork goes on from turn {n}, so it has no kickoff: the script holds the "
             "turns after it (drop `kickoff`, or fork at turn 0)"
         )
-    check_script(target, script)
+    check_script(target, script, opens=n == 0)
 
 
 def _now() -> str:

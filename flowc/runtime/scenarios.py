@@ -28,7 +28,7 @@ import attrs
 
 from flowc.compiler.monitor import Broken, Observation, RunWatch, claim_text, explain
 from flowc.compiler.properties import Property
-from flowc.compiler.tool_effects import ToolEffectInfo, bare_alternative, effects_info
+from flowc.compiler.tool_effects import effects_info
 from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_value
@@ -39,7 +39,7 @@ from flowc.runtime.contracts import Contract
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.script_run import post_turn
-from flowc.runtime.scripted_replies import pick_alternative
+from flowc.runtime.scripted_replies import bare_tool, pick_alternative
 from flowc.runtime.target import RunTarget
 
 __all__ = ["ScenarioResult", "ScenarioStep", "run_scenario"]
@@ -313,7 +313,7 @@ def _step(
 ) -> ScenarioStep:
     call = next((c for c in turn.calls if c.tool is not None), None)
     if call is None or call.tool is None:
-        bare = _bare_alternative(target, speaker, turn)
+        bare = next((b for c in turn.calls if (b := bare_tool(target, speaker, c))), None)
         if bare is not None:
             return ScenarioStep(speaker, bare[0], bare[1], decided_by)
         return ScenarioStep(speaker, None, None, decided_by)
@@ -321,25 +321,4 @@ def _step(
     picked = pick_alternative(alts, call, speaker, turn.where) if alts else None
     return ScenarioStep(
         speaker, call.tool, alts.index(picked) if picked is not None else 0, decided_by
-    )
-
-
-def _bare_alternative(target: RunTarget, speaker: str, turn: ScriptTurn) -> tuple[str, int] | None:
-    """The tool alternative a model speaker's bare step (``a hands off to b``, ``a finishes
-    "x"``, ``a sets k = 1``) takes: the one whose effect the run accepted the step as."""
-    if target.tools is None or speaker in target.humans:
-        return None
-    call = next(
-        (
-            c
-            for c in turn.calls
-            if c.set or c.delete or c.handoff is not None or c.finish is not None
-        ),
-        None,
-    )
-    if call is None:
-        return None
-    alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
-    return bare_alternative(
-        alts, ToolEffectInfo(tuple(call.set.items()), tuple(call.delete), call.handoff, call.finish)
     )

@@ -14,8 +14,11 @@ flowc.runtime.script.ScriptError: script.b[0]: b has no tool `t` (it declares no
 from __future__ import annotations
 
 from flowc.compiler.tool_effects import (
+    KICKOFF_TEXT_ONLY,
     AlternativeError,
     ToolEffectInfo,
+    bare_alternative,
+    bare_alternatives,
     bare_effect_refusal,
     human_write_refusal,
     match_alternative,
@@ -25,7 +28,14 @@ from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
 
-__all__ = ["check_script", "pick_alternative", "refuse_bare_graph_keys", "reply_for"]
+__all__ = [
+    "bare_step",
+    "bare_tool",
+    "check_script",
+    "pick_alternative",
+    "refuse_bare_graph_keys",
+    "reply_for",
+]
 
 
 # ── turning script turns into replies ─────────────────────────────────────────
@@ -64,13 +74,17 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
             deletes = [*alt.clears, *(k for k in deletes if k not in alt.clears)]
             sets = {**dict(alt.sets), **sets}
             handoff, finish = alt.handoff, alt.finish
-    elif call.tool is None and target.tools is not None and speaker not in target.humans:
-        # a flow's model speaker acts through its declared tools (AG2: a tool's return)
+    elif bare_step(target, speaker, call):
+        # a flow's model speaker acts through its declared tools (AG2: a tool's return):
+        # its bare step is a call of the one tool that does exactly that
+        assert target.tools is not None
         alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
         effect = ToolEffectInfo(tuple(sets.items()), tuple(deletes), handoff, finish)
-        refusal = bare_effect_refusal(speaker, alts, effect)
+        refusal = bare_effect_refusal(speaker, alts, effect, script=not where.startswith("line "))
         if refusal is not None:
             place = target.declared_at.get(speaker)
+            if bare_alternatives(alts, effect):  # ambiguous: the words say what to write
+                raise ScriptError(f"{where}: {refusal}")
             raise ScriptError(
                 f"{where}: {refusal}; "
                 + (
@@ -91,8 +105,15 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
     elif handoff is not None:
         # the handoff's own reason, as AG2 records it: not the call's `reason` argument
         result = Handoff(target=target.ids[handoff], reason=call.reason)
+    bare = bare_tool(target, speaker, call) if call.tool is None else None
     name = call.tool or (
-        "finish" if finish is not None else "handoff" if handoff is not None else "set_context"
+        bare[0]
+        if bare is not None
+        else "finish"
+        if finish is not None
+        else "handoff"
+        if handoff is not None
+        else "set_context"
     )
     out = ToolCall(name, dict(call.args), sets, tuple(deletes), result)
     if call.tool is not None and target.tools is not None:
@@ -110,6 +131,24 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
         if breach is not None:
             raise ScriptError(f"{where}: {breach.message}")
     return out
+
+
+def bare_step(target: RunTarget, speaker: str, call: ScriptCall) -> bool:
+    """Whether ``call`` is a flow's model speaker's bare step: a hand-off, finish or
+    context write without a ``tool`` (a scenario's ``bot sets k = 1``, a script's ``set``),
+    which is a call of the one declared tool that does exactly that."""
+    return call.tool is None and target.tools is not None and speaker not in target.humans
+
+
+def bare_tool(target: RunTarget, speaker: str, call: ScriptCall) -> tuple[str, int] | None:
+    """The tool (and its alternative's index) a model speaker's bare step is a call of,
+    for the hub (routing, the transcript) and the property monitors alike; ``None`` when
+    ``call`` is no bare step, or no single tool does it (:func:`reply_for` refuses it)."""
+    if not bare_step(target, speaker, call) or target.tools is None:
+        return None
+    alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
+    effect = ToolEffectInfo(tuple(call.set.items()), tuple(call.delete), call.handoff, call.finish)
+    return bare_alternative(alts, effect)
 
 
 def reply_for(target: RunTarget, speaker: str, turn: ScriptTurn) -> Reply:
@@ -157,8 +196,9 @@ def refuse_bare_graph_keys(target: RunTarget, script: Script) -> None:
         )
 
 
-def check_script(target: RunTarget, script: Script) -> None:
-    """Refuse, before anything runs, a script the target cannot run."""
+def check_script(target: RunTarget, script: Script, *, opens: bool = True) -> None:
+    """Refuse, before anything runs, a script the target cannot run; ``opens``: the run
+    starts with it (a fork past turn 0 goes on from a kickoff posted already)."""
     known = set(target.speakers)
     if target.creator not in known:
         raise ScriptError(f"creator `{target.creator}` is not a participant")
@@ -170,6 +210,9 @@ def check_script(target: RunTarget, script: Script) -> None:
             f"the start speaker `{target.start}` is not a participant "
             f"({', '.join(target.speakers)})"
         )
+    first = script.turns.get(target.start, ())
+    if opens and script.kickoff is None and target.start not in target.humans and first:
+        check_kickoff(target.start, first[0])
     for speaker, turns in script.turns.items():
         if speaker not in known:
             raise ScriptError(
@@ -182,6 +225,14 @@ def check_script(target: RunTarget, script: Script) -> None:
             if speaker in target.humans:
                 check_human_turn(target, speaker, turn)
             reply_for(target, speaker, turn)
+
+
+def check_kickoff(speaker: str, turn: ScriptTurn) -> None:
+    """A model speaker's kickoff (its first scripted turn, with no ``kickoff`` text) is
+    posted as a plain message, as AG2 does: its model never runs for that turn, so a call
+    or a bare step there is refused."""
+    if turn.calls:
+        raise ScriptError(f"{turn.where}: {KICKOFF_TEXT_ONLY.format(speaker=speaker)}")
 
 
 def check_human_turn(target: RunTarget, speaker: str, turn: ScriptTurn) -> None:

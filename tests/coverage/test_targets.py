@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 import flowc
 from flowc.compiler.analysis.targets import coverage_targets
+from flowc.diagnostics import FlowError
 from flowc.runtime.coverage import measure
 from flowc.runtime.scenarios import run_scenario
 from flowc.runtime.target import RunTarget
@@ -127,7 +130,9 @@ def test_a_bare_step_covers_the_alternative_it_takes() -> None:
     assert measure(coverage_targets(flow2), [result2]).hits == cov.hits
 
 
-def test_a_bare_step_two_tools_make_counts_the_first_declared() -> None:
+def test_a_bare_step_two_tools_make_is_refused_as_ambiguous() -> None:
+    """The step does not say which tool it calls (it is a call of one: the `when tool`
+    rules and the properties see it), so it is E111 where it is written."""
     src = """
 speaker user: human
 speaker bot {
@@ -140,9 +145,19 @@ scenario "s" {
   bot hands off to user: "back"
 }
 """
-    flow = flowc.compile_flow(src)
+    with pytest.raises(FlowError) as err:
+        flowc.compile_flow(src)
+    assert [d.message for d in err.value.diagnostics] == [
+        "`bot`'s step hands off to user is ambiguous: its tools `back` and `reply` both do "
+        "that, and the step is a call of one of them; write `bot calls back` or `bot calls "
+        "reply hands off to user`"
+    ]
+    # named, it is counted as that tool's alternative
+    flow = flowc.compile_flow(
+        src.replace("bot hands off to user", "bot calls reply hands off to user")
+    )
     [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
     cov = measure(coverage_targets(flow), [result])
     assert {t.name for t in cov.targets if t.kind == "tool" and cov.hits.get(t.key)} == {
-        "tool:bot:back:0"
+        "tool:bot:reply:0"
     }

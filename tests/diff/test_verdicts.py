@@ -21,7 +21,9 @@ from flowc.compiler.analysis.changes import (
     diff_versions,
 )
 from flowc.compiler.analysis.facts import CheckOptions
+from flowc.compiler.analysis.lockstep import explore_pair
 from flowc.compiler.analysis.run_phrases import render_run
+from flowc.compiler.analysis.system import system_of_flow
 
 HUMAN = """\
 speaker user: human {
@@ -336,3 +338,32 @@ def test_the_help_gives_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
         main(["diff", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "0 the behaviour is the same, 1 it changed, 2 flowc could not decide" in out
+
+
+def test_a_bare_write_two_tools_make_is_refused_as_a_run_refuses_it() -> None:
+    # the new bot's bare `sets k = 1` is a call of `a` or of `b`: a run refuses it as
+    # ambiguous, and so does diff's model (it took the first tool, `a`, and saw no change)
+    old = """\
+speaker user: human
+speaker bot: human { sets k }
+start user
+max_turns 6
+when from user then bot
+when context.k == 1 then terminate "one"
+otherwise user
+"""
+    new = old.replace(
+        "speaker bot: human { sets k }",
+        "speaker bot {\n  tool a sets k = 1\n  tool b sets k = 1\n}",
+    )
+    pair = explore_pair(system_of_flow(compile_flow(old)), system_of_flow(compile_flow(new)), 1000)
+    refused = [
+        div.new.refused
+        for div in pair.divergences
+        if (div.turns[-1].speaker, div.turns[-1].tool, div.turns[-1].context)
+        == ("bot", None, (("k", 1),))
+    ]
+    assert refused == [
+        "`bot`'s step sets k = 1 is ambiguous: its tools `a` and `b` both do that, and the "
+        "step is a call of one of them; write `bot calls a` or `bot calls b`"
+    ]

@@ -224,3 +224,75 @@ def test_a_resumed_run_reports_what_the_brute_force_says_of_the_whole_run(
                 spanning += expected is not None and expected > k
     print(f"\n{compared} (resumed run, property) verdicts agree, {spanning} broken after the cut")
     assert compared > 1000 and spanning > 100
+
+
+def _bare(target: RunTarget, doc: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``doc`` with every model speaker's tool call that one of its tools alone makes
+    (an alternative with effects no other tool of the speaker has) written bare, without
+    its ``tool`` (a script's ``set`` / ``delete`` / ``handoff`` / ``finish``), and how many."""
+    from flowc.compiler.tool_effects import ToolEffectInfo, bare_alternative
+    from flowc.runtime.replies import Finish, Handoff
+    from flowc.runtime.scripted_replies import reply_for
+
+    assert target.tools is not None
+    out: dict[str, list[Any]] = {}
+    made = 0
+    for speaker, turns in doc["script"].items():
+        alts = {t: a for (s, t), a in target.tools.items() if s == speaker}
+        for turn in turns:
+            out.setdefault(speaker, []).append(turn)
+            if not isinstance(turn, dict) or "tool" not in turn:
+                continue
+            script = parse_script({"script": {speaker: [turn]}})
+            call = reply_for(target, speaker, script.turns[speaker][0]).tool_calls[0]
+            res = call.result
+            handoff = target.names.get(res.target, res.target) if isinstance(res, Handoff) else None
+            finish = res.reason if isinstance(res, Finish) else None
+            effect = ToolEffectInfo(tuple(call.set.items()), call.delete, handoff, finish)
+            if effect == ToolEffectInfo() or bare_alternative(alts, effect) is None:
+                continue
+            if bare_alternative(alts, effect)[0] != turn["tool"]:
+                continue
+            bare: dict[str, Any] = {"say": turn["say"]}
+            if call.set:
+                bare["set"] = dict(call.set)
+            if call.delete:
+                bare["delete"] = list(call.delete)
+            if handoff is not None:
+                bare["handoff"] = handoff
+            if finish is not None:
+                bare["finish"] = finish
+            out[speaker][-1] = bare
+            made += 1
+    return {"script": out}, made
+
+
+def test_a_bare_step_runs_as_the_call_of_its_tool(tmp_path: Path) -> None:
+    """A model speaker's bare ``set`` / ``delete`` / ``handoff`` / ``finish`` is a call
+    of the one tool that does exactly that: the same runs as above, their tool calls
+    written bare where the speaker's tools allow it, take the brute force's turns (the
+    `when tool` rules route on the bare step), and the properties report what it says."""
+    rng = random.Random(2728)
+    made = compared = broken = 0
+    for text, case in _cases()[: FLOWS // 2]:
+        target = RunTarget.from_compiled(compile_flow(text))
+        for _ in range(RUNS):
+            records, doc = random_run(case.runs, rng)
+            doc, bare = _bare(target, doc)
+            if not bare:
+                continue
+            made += bare
+            result = run_script_sync(target, parse_script(doc))
+            where = f"{text}\nscript {json.dumps(doc)}\nrun {' | '.join(map(str, records))}"
+            assert [(t.speaker, _tool(t.tool_calls, t.routing)) for t in result.turns] == [
+                (r.speaker, r.tool) for r in records
+            ], where
+            assert result.close_reason == records[-1].ended, where
+            reported = {v["property"]: v["turn"] for v in result.property_violations}
+            for prop in case.props:
+                expected = violation_turn(prop, records)
+                assert reported.get(prop.name) == expected, (where, prop)
+                compared += 1
+                broken += expected is not None
+    print(f"\n{made} bare steps, {compared} (run, property) verdicts agree, {broken} violated")
+    assert made > 50 and broken > compared // 10 and compared - broken > compared // 10

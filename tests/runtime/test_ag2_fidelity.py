@@ -606,7 +606,7 @@ def test_the_routing_records_the_handoffs_reason_and_the_finishs_summary() -> No
             "a handoff without a reason records none, whatever the call's reason argument",
             [
                 {"kind": "handoff", "tool": "escalate", "reason": "", "target": "security"},
-                {"kind": "finish", "tool": "finish", "reason": "finished", "summary": "locked"},
+                {"kind": "finish", "tool": "done", "reason": "finished", "summary": "locked"},
             ],
         ),
     ):

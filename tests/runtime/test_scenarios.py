@@ -311,9 +311,13 @@ def test_first_divergence_in_the_flows_terms(body: str, message: str) -> None:
 
 def test_scenario_turn_forms_map_to_script_turns() -> None:
     # a model speaker's bare step is a call of the tool whose alternative does just that
+    # (`decide` hands off to security too: with it, `triage hands off to security` would
+    # not say which tool it calls)
     tools = '  tool close finishes "closed"\n  tool wipe clears draft\n}\nspeaker security\n'
     src = (
-        TRIAGE.replace("}\nspeaker security\n", tools, 1)
+        TRIAGE.replace("}\nspeaker security\n", tools, 1).replace(
+            '  tool decide hands off to security | finishes "done"\n', "", 1
+        )
         + """
 scenario "forms" {
   user: "hi"

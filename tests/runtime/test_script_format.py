@@ -51,7 +51,6 @@ def result(turn: Any) -> Any:
             {"tool": "escalate", "args": {"reason": "hacked"}, "handoff": "security"},
             Handoff("security", ""),
         ),
-        ({"handoff": {"target": "security", "reason": "why"}}, Handoff("security", "why")),
         (
             {"tool": "close", "finish": {"reason": "resolved", "summary": "locked"}},
             Finish("locked", "resolved"),
@@ -73,6 +72,34 @@ def result(turn: Any) -> Any:
 )
 def test_object_and_short_forms(turn: dict[str, Any], expected: Any) -> None:
     assert result(turn) == expected
+
+
+def test_a_bare_step_is_a_call_of_the_one_tool_that_does_it() -> None:
+    """A model speaker's bare ``handoff`` / ``finish`` is a call of the one tool whose
+    alternative does exactly that (the routing's ``when tool`` and the properties see
+    that tool); when two tools do it (``escalate`` and ``route`` both hand off to
+    security), the turn is refused as ambiguous."""
+    flow = flowc.compile_flow(
+        "speaker user: human\nspeaker triage {\n  tool escalate hands off to security\n"
+        '  tool close finishes "resolved"\n}\nspeaker security\nstart user\n'
+        "when from user then triage\nwhen from triage then user\n"
+        "when from security then user\n"
+    )
+    target = RunTarget.from_compiled(flow)
+    turns = [{"handoff": {"target": "security", "reason": "why"}}, {"finish": "resolved"}]
+    script = parse_script({"script": {"triage": turns}})
+    calls = [reply_for(target, "triage", t).tool_calls[0] for t in script.turns["triage"]]
+    assert [(c.name, c.result) for c in calls] == [
+        ("escalate", Handoff("security", "why")),
+        ("close", Finish("", "resolved")),
+    ]
+    with pytest.raises(ScriptError) as err:
+        result({"handoff": {"target": "security", "reason": "why"}})
+    assert str(err.value) == (
+        "script.triage[0]: `triage`'s step hands off to security is ambiguous: its tools "
+        "`escalate` and `route` both do that, and the step is a call of one of them; give "
+        "the call its `tool` (`tool: escalate` or `tool: route`)"
+    )
 
 
 @pytest.mark.parametrize(

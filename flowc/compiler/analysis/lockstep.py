@@ -54,7 +54,7 @@ from flowc.compiler.analysis.explore import (
 )
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation
 from flowc.compiler.model import values_equal
-from flowc.compiler.tool_effects import ToolEffectInfo
+from flowc.compiler.tool_effects import ToolEffectInfo, bare_alternatives, bare_effect_refusal
 from flowc.dsl.formatter import format_name
 
 if TYPE_CHECKING:
@@ -378,23 +378,33 @@ class _Side:
     def bare_writes(
         self, speaker: int, written: tuple[tuple[str, Any], ...], kickoff: bool
     ) -> Action | str:
-        """A model speaker's context writes: as in a script, a call of the first tool
-        alternative (in declaration order) that makes exactly these writes and nothing else."""
-        who = format_name(self.system.speakers[speaker])
+        """A model speaker's context writes: as in a run, a call of the one tool with an
+        alternative that makes exactly these writes and nothing else
+        (:func:`~flowc.compiler.tool_effects.bare_alternative`); refused when no tool
+        makes them, or two tools do (the turn does not say which it calls)."""
+        name = self.system.speakers[speaker]
+        who = format_name(name)
         if kickoff:
             return f"`{who}` is a model speaker: its kickoff is a plain message"
-        sets = {k: _plain(v) for k, v in written if v is not _UNSET_VALUE}
-        clears = {k for k, v in written if v is _UNSET_VALUE}
-        if not any(v is _OTHER_VALUE for v in sets.values()):
-            for tool in self.tools.get(speaker, {}).values():
-                for action in tool.actions:
-                    if (
-                        action.handoff is None
-                        and action.finish is None
-                        and set(action.clears) == clears
-                        and _same_sets(dict(action.sets), sets)
-                    ):
-                        return action
+        sets = tuple((k, _plain(v)) for k, v in written if v is not _UNSET_VALUE)
+        clears = tuple(k for k, v in written if v is _UNSET_VALUE)
+        if not any(v is _OTHER_VALUE for _, v in sets):
+            tools = self.tools.get(speaker, {})
+            alts = {
+                tool_name: tuple(
+                    ToolEffectInfo(a.sets, a.clears, self.handoff_name(a), a.finish)
+                    for a in tool.actions
+                )
+                for tool_name, tool in tools.items()
+            }
+            effect = ToolEffectInfo(sets, clears)
+            found = bare_alternatives(alts, effect)
+            if len(found) == 1:
+                tool_name, index = found[0]
+                return tools[tool_name].actions[index]
+            refusal = bare_effect_refusal(name, alts, effect)
+            if found and refusal is not None:  # two tools make them: the turn names neither
+                return refusal
         return f"`{who}` is a model speaker, and none of its tools makes just these writes"
 
     def abstract(self, key: str, value: Any) -> int:
@@ -444,14 +454,6 @@ class _Side:
         for k, v in action.writes:
             new[k] = v
         return tuple(new)
-
-
-def _same_sets(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """The same writes, values compared with Python equality (as a script's are)."""
-    try:
-        return bool(a == b)
-    except Exception:  # pragma: no cover - JSON values compare without raising
-        return False
 
 
 def _literals(sides: Sequence[_Side], key: str) -> list[Any]:
