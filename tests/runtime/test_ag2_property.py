@@ -232,9 +232,8 @@ def cases(draw: Any) -> tuple[str, dict[str, Any]]:
             )
         if turns:
             script[s] = turns
+    # (the flow declares its initial context: a script for a .flow gives none)
     data: dict[str, Any] = {"kickoff": "go", "script": script}
-    if context and draw(st.booleans()):
-        data["context_vars"] = dict(context)
     return text, data
 
 
