@@ -43,7 +43,7 @@ def test_written_scenarios_pass_flowc_test(
     assert main(["test", str(flow)]) == 0, capsys.readouterr().out
 
 
-def test_a_target_only_a_violation_reaches_gets_no_scenario_and_is_named(
+def test_a_target_whose_shortest_runs_break_a_property_gets_no_scenario_and_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     flow = tmp_path / "approval.flow"
@@ -86,3 +86,27 @@ def test_the_self_check_watches_properties(
     err = capsys.readouterr().err
     assert "internal error" in err and "property refund_approved" in err
     assert flow.read_text() == TRIAGE
+
+
+PASSED_THROUGH = """\
+speaker user: human { sets k }
+speaker x
+when from user then x
+when from x and context.k == 1 then terminate "r"
+when from x then terminate "s"
+property p: never from x and context.k != 1
+"""
+
+
+def test_a_target_a_later_scenario_exercises_is_not_said_to_have_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # speaker x's own shortest runs break p (k unset), but the scenario of `terminate "r"`
+    # (user sets k = 1) passes through x: x is covered, and the note must not list it
+    flow = tmp_path / "through.flow"
+    flow.write_text(PASSED_THROUGH)
+    assert main(["scenarios", str(flow), "--write"]) == 0
+    err = capsys.readouterr().err
+    assert "2 live targets without a scenario" in err, err  # rule 3 and its ending
+    assert "speaker x" not in err, err
+    assert main(["test", str(flow)]) == 0

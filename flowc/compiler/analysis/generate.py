@@ -176,6 +176,8 @@ def generate_scenarios(
             continue
         covered |= chosen.hits
         out.append(chosen)
+    # a target withheld when its turn came may be exercised by a later target's scenario
+    withheld = [(t, why) for t, why in withheld if t.key not in covered]
     withheld_keys = {t.key for t, _ in withheld}
     missed = tuple(t for t in cov.live if t.key not in covered and t.key not in withheld_keys)
     return Generation(cov, tuple(out), missed, lower_bound(cov), tuple(withheld))
