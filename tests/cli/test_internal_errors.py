@@ -272,8 +272,8 @@ def test_scenarios_that_fail_their_own_run_are_exit_2(
     monkeypatch.setattr(
         testing,
         "run_scenario",
-        lambda target, scenario: attrs.evolve(
-            real(target, scenario), passed=False, failure="the run diverged"
+        lambda target, scenario, *watched: attrs.evolve(
+            real(target, scenario, *watched), passed=False, failure="the run diverged"
         ),
     )
     assert cli.main(["scenarios", FLOW]) == 2
