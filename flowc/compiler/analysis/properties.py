@@ -300,6 +300,10 @@ _MIDS = (1 << _SHIFT) - 1
 #: one per pair searched (:meth:`_Search.cap_run`), before the pairs' distances to the
 #: cap are counted (0: no quick try)
 _QUICK_WALK = 64
+#: the longest run cut by the cap that :meth:`_Search.cap_run` builds: a longer one (a
+#: ``max_turns`` of billions) is not built, as its memory grows with it, and the
+#: property is "unknown" (never "holds")
+LONGEST_CAP_RUN = 10**7
 
 
 class _Overflow(Exception):
@@ -346,6 +350,7 @@ class _Search:
         #: pair -> successors (the cap's question reads them again: :meth:`succ_of`)
         self.kept: dict[int, list[int]] = {}
         self.overflow = False
+        self.cap_too_long = False
         #: (on a small flow the search is quicker than asking which states are safe;
         #: the runs found and the verdicts are the same either way)
         self.safety = _Safety(mon, graph.table) if graph.n >= _SAFETY_FROM else None
@@ -522,6 +527,9 @@ class _Search:
             if found:
                 breaking[mid] = found
         if not breaking:
+            return None
+        if want > LONGEST_CAP_RUN:
+            self.cap_too_long = True
             return None
         bad: dict[int, tuple[int, int]] = {}  # pair -> the cap's turn (v, mask) from it
         for layer in self.layers[:want]:
@@ -910,6 +918,15 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             note=f"the exploration stopped at its bound ({counted(len(space.keys), 'state', grouped=True)},"
             " I301): no run among the states explored breaks it, but the others were not"
             " seen (raise `--max-states`)",
+        )
+    if search.cap_too_long:
+        return PropertyResult(
+            prop,
+            "unknown",
+            None,
+            note=f"whether a run cut by `max_turns {system.max_turns}` breaks it was not"
+            f" decided: such a run is longer than the {LONGEST_CAP_RUN:,} turns flowc follows"
+            " to the cap (a lower `max_turns` decides it)",
         )
     if search.overflow:
         return PropertyResult(
