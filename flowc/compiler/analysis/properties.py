@@ -925,8 +925,9 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             "unknown",
             None,
             note=f"whether a run cut by `max_turns {system.max_turns}` breaks it was not"
-            f" decided: such a run is longer than the {LONGEST_CAP_RUN:,} turns flowc follows"
-            " to the cap (a lower `max_turns` decides it)",
+            f" decided: such a run is longer than the"
+            f" {counted(LONGEST_CAP_RUN, 'turn', grouped=True)} flowc follows to the cap"
+            " (a lower `max_turns` decides it)",
         )
     if search.overflow:
         return PropertyResult(
