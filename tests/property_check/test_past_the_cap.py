@@ -80,3 +80,6 @@ def test_huge_bounds_past_a_huge_cap_are_decided() -> None:
     props = [p.Property(f"x{i}", pat, p.Globally()) for i, (pat, _) in enumerate(cases)]
     results = checker.decide(compile_flow(text), props)
     assert [r.verdict for r in results] == [v for _, v in cases]
+    for r in results[-2:]:  # says why, and what decides it (not the exploration's bound)
+        assert r.note is not None and "not decided: such a run is longer than" in r.note
+        assert r.fix == "check the property with a `max_turns` of at most 10,000,000"

@@ -104,8 +104,10 @@ class PropertyResult:
     run: Run | None
     #: for "holds": what the proof rests on
     assumed: tuple[str, ...] = ()
-    #: for "unknown": what was not covered and why
+    #: for "unknown": what was not covered and why, and what would decide it (``None``:
+    #: raising the exploration's bound)
     note: str | None = None
+    fix: str | None = None
     #: for "violated": on which turn, and why, in words
     broken_at: int | None = None
     why: str | None = None
@@ -928,6 +930,7 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             f" decided: such a run is longer than the"
             f" {counted(LONGEST_CAP_RUN, 'turn', grouped=True)} flowc follows to the cap"
             " (a lower `max_turns` decides it)",
+            fix=f"check the property with a `max_turns` of at most {LONGEST_CAP_RUN:,}",
         )
     if search.overflow:
         return PropertyResult(
@@ -1069,7 +1072,8 @@ def _finding(facts: Facts, res: PropertyResult) -> Finding:
                 f"property {name} could not be decided{text}",
                 span=span,
                 notes=(res.note or "",),
-                help="raise the bound with `--max-states N` (or `max-states` in `[tool.flowc]`)",
+                help=res.fix
+                or "raise the bound with `--max-states N` (or `max-states` in `[tool.flowc]`)",
             )
         )
     held = ("it holds on every run; assumed: " + ", ".join(res.assumed),)
