@@ -63,6 +63,7 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
     sets = dict(call.set)
     deletes = list(call.delete)
     handoff, finish = call.handoff, call.finish
+    bare: tuple[str, int] | None = None  # (a bare step: the tool it is a call of)
     if call.tool is not None and target.tools is not None:
         key = (speaker, call.tool)
         if key not in target.tools:
@@ -94,6 +95,7 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
                     else "give the call the `tool` that does it, or declare one in the flow"
                 )
             )
+        bare = bare_alternative(alts, effect)
     if handoff is not None and handoff not in target.ids:
         raise ScriptError(
             f"{where}: hands off to `{handoff}`, which is not a participant "
@@ -105,7 +107,6 @@ def _tool_call(target: RunTarget, speaker: str, call: ScriptCall, where: str) ->
     elif handoff is not None:
         # the handoff's own reason, as AG2 records it: not the call's `reason` argument
         result = Handoff(target=target.ids[handoff], reason=call.reason)
-    bare = bare_tool(target, speaker, call) if call.tool is None else None
     name = call.tool or (
         bare[0]
         if bare is not None
@@ -177,16 +178,7 @@ def refuse_bare_graph_keys(target: RunTarget, script: Script) -> None:
     run stored before with one of them goes on as it did."""
     if target.tools is None:  # (a bare JSON graph: the script gives them)
         return
-    given = [
-        key
-        for key, value in (
-            ("participants", script.participants),
-            ("humans", script.humans),
-            ("creator", script.creator),
-            ("context_vars", script.context_vars),
-        )
-        if value is not None
-    ]
+    given = [key for key in _BARE_GRAPH_KEYS if getattr(script, key) is not None]
     if given:
         key, others = given[0], ", ".join(f"`{k}`" for k in given[1:])
         raise ScriptError(
