@@ -198,6 +198,12 @@ W221 = _code(
     W,
     "with `--target ag2`: a turn is routed back to the speaker who just spoke, where AG2 1.2.1 stalls",
 )
+W222 = _code(
+    "W222",
+    "ag2-context-write-order",
+    W,
+    "with `--target ag2`: two calls in one reply write a context key differently, and AG2 1.2.1 may apply them in either order",
+)
 I301 = _code(
     "I301",
     "state-bound-reached",
@@ -215,7 +221,7 @@ I304 = _code(
     "I304",
     "ag2-difference",
     INFO,
-    "a run of this flow goes differently on AG2 1.2.1 (W218-W221 under `--target ag2`)",
+    "a run of this flow goes differently on AG2 1.2.1 (W218-W222 under `--target ag2`)",
 )
 I305 = _code(
     "I305",
@@ -517,19 +523,32 @@ def counted(n: int, noun: str, plural: str | None = None, *, grouped: bool = Fal
     return f"{n:,} {word}" if grouped else f"{n} {word}"
 
 
-def listing(items: Sequence[str], limit: int = MAX_LISTED, more: str = "more") -> list[str]:
-    """The first ``limit`` items, then ``and N more`` for the rest (as one extra item).
+def listing(
+    items: Sequence[str], limit: int = MAX_LISTED, more: str = "more", one: str | None = None
+) -> list[str]:
+    """The first ``limit`` items, then ``and N more`` for the rest (as one extra item);
+    ``one``: the words after ``and 1`` when exactly one is left (``more`` is plural).
 
     >>> listing(["a", "b", "c"], 2)
     ['a', 'b', 'and 1 more']
+    >>> listing(["a", "b", "c"], 2, "more places", "more place")
+    ['a', 'b', 'and 1 more place']
     """
     if len(items) <= limit:
         return list(items)
-    return [*items[:limit], f"and {len(items) - limit:,} {more}"]
+    return [*items[:limit], _more(len(items) - limit, more, one)]
+
+
+def _more(left: int, more: str, one: str | None) -> str:
+    return f"and {left:,} {one if left == 1 and one is not None else more}"
 
 
 def listing_of(
-    items: Sequence[T], show: Callable[[T], str], limit: int = MAX_LISTED, more: str = "more"
+    items: Sequence[T],
+    show: Callable[[T], str],
+    limit: int = MAX_LISTED,
+    more: str = "more",
+    one: str | None = None,
 ) -> list[str]:
     """:func:`listing` of ``show(item)`` for each item, calling ``show`` only for the items
     listed (a long list is mostly counted, not written).
@@ -540,7 +559,7 @@ def listing_of(
     shown = [show(x) for x in items[:limit]]
     if len(items) <= limit:
         return shown
-    return [*shown, f"and {len(items) - limit:,} {more}"]
+    return [*shown, _more(len(items) - limit, more, one)]
 
 
 def elide(text: str, limit: int = MAX_QUOTED) -> str:

@@ -145,7 +145,7 @@ def _group_commit(store: WalStore, args: argparse.Namespace) -> Any:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from flowc.commands.run import load_target, read_script
-    from flowc.runtime.worker import submit_run
+    from flowc.runtime.worker import check_submission, submit_run
 
     if args.count < 1:
         raise UsageError("--count must be at least 1")
@@ -159,6 +159,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if loaded is None:
             return EXIT_ERRORS
         doc = loaded[0]
+    try:
+        check_submission(target, doc)  # before the database is opened (or created)
+    except ScriptError as err:
+        print(f"{args.script or args.flow}: error: {err}", file=sys.stderr)
+        return EXIT_ERRORS
     store = _open(args.db)
     labels = {"script": args.script or ""}
 

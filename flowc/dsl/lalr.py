@@ -903,6 +903,49 @@ def _unfinished(source: SourceFile, err: UnexpectedToken) -> Diagnostic | None:
     return Diagnostic(E001, message, source.name, span, notes=notes, help=help_text)
 
 
+def _unclosed_block(source: SourceFile, err: UnexpectedToken) -> Diagnostic | None:
+    """A block left open (``speaker a {`` with no ``}``): the parser stops at the next
+    statement's keyword, or at the end of the file, expecting ``}``. Reported at the
+    ``{`` that is not closed, with where the ``}`` goes, rather than as a keyword that
+    the parser would take as a name in backquotes. A block that a ``}`` further down does
+    close is not this case (a statement inside it that does not belong there)."""
+    if "RBRACE" not in (err.accepts or err.expected):
+        return None
+    tok = err.token
+    text = source.text
+    at = len(text) if tok.type == "$END" else (tok.start_pos or 0)
+    if tok.type != "$END" and (
+        str(tok) not in KEYWORDS or text[text.rfind("\n", 0, at) + 1 : at].strip()
+    ):
+        return None  # not a statement's first word
+    opened: list[Token] = []
+    for t in tokens(text[:at]):
+        if t.type == "LBRACE":
+            opened.append(t)
+        elif t.type == "RBRACE" and opened:
+            opened.pop()
+    depth = len(opened)
+    for t in tokens(text[at:]):
+        depth += 1 if t.type == "LBRACE" else -1 if t.type == "RBRACE" else 0
+    if not opened or depth <= 0:
+        return None
+    brace = opened[-1]
+    line = brace.line or 1
+    last = _token_before(text, at)
+    after = source.position(last.start_pos or 0)[0] if last is not None else line
+    where = (
+        "the end of the file" if tok.type == "$END" else f"`{tok}` on line {source.position(at)[0]}"
+    )
+    start = brace.start_pos or 0
+    return Diagnostic(
+        E001,
+        f"the block opened on line {line} is not closed: expected `}}` before {where}",
+        source.name,
+        source.span(start, start + 1),
+        help=f"add `}}` on its own line after line {after}, to end the block",
+    )
+
+
 def _name_char(c: str, after: str) -> bool:
     """Whether ``c`` (followed by ``after``) may be part of a name as a reader sees one:
     a letter, mark or digit of any script, `_`, or `-` that does not start `->`."""
@@ -935,7 +978,7 @@ def _word_at(source: SourceFile, pos: int) -> tuple[Span, str]:
 def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     help_text = None
     if isinstance(err, UnexpectedToken):
-        unfinished = _unfinished(source, err)
+        unfinished = _unfinished(source, err) or _unclosed_block(source, err)
         if unfinished is not None:
             return unfinished
         tok = err.token

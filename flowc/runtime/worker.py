@@ -103,6 +103,7 @@ __all__ = [
     "Notifier",
     "Worker",
     "WorkerStats",
+    "check_submission",
     "run_script_of",
     "submit_run",
 ]
@@ -123,6 +124,17 @@ def _script_doc(doc: Any) -> Any:
         raise ScriptError(f"the script cannot be stored with the run ({err})") from None
 
 
+def check_submission(target: RunTarget, script_doc: Any | None) -> tuple[RunTarget, Any]:
+    """The checks :func:`submit_run` makes before it writes anything (:class:`ScriptError`):
+    the target with the script's facts, and the script document as it is stored."""
+    doc = _script_doc(script_doc if script_doc is not None else {})
+    script = parse_script(doc)
+    refuse_bare_graph_keys(target, script)  # (a new run: before the script applies)
+    target = target.with_script_facts(script)
+    check_script(target, script)
+    return target, doc
+
+
 async def submit_run(
     store: WalStore,
     target: RunTarget,
@@ -135,11 +147,7 @@ async def submit_run(
     script document), written with a lease taken and given back at once. The script is
     checked against the flow first (:class:`ScriptError`, nothing written). Returns the
     run id."""
-    doc = _script_doc(script_doc if script_doc is not None else {})
-    script = parse_script(doc)
-    refuse_bare_graph_keys(target, script)  # (a new run: before the script applies)
-    target = target.with_script_facts(script)
-    check_script(target, script)
+    target, doc = check_submission(target, script_doc)
     hub = await Hub.open(store)
     try:
         ids = target.ids

@@ -28,6 +28,7 @@ RUN_CODES = frozenset(
         "W219",
         "W220",
         "W221",
+        "W222",
     }
 )
 
@@ -176,7 +177,7 @@ def replay_finding(system: System, finding: Finding) -> None:
             last is not None and last.tool is not None and last.tool in finding.diagnostic.message
         )
         assert fired[-1] >= -1
-    if code == "W219":  # a run to the speaker's turn
+    if code in ("W219", "W222"):  # a run to the speaker's turn
         assert run.next is not None and f"`{run.next}`" in finding.diagnostic.message
     if code == "W220":
         assert run.loop_from is not None

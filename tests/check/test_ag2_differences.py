@@ -1,4 +1,4 @@
-"""W218-W221 and I304: where a run on AG2 1.2.1 goes differently from flowc's (the claims
+"""W218-W222 and I304: where a run on AG2 1.2.1 goes differently from flowc's (the claims
 are checked against the real AG2 in ``tests/runtime/test_ag2_fidelity.py``)."""
 
 from __future__ import annotations
@@ -122,6 +122,60 @@ def test_a_nested_tool_in_a_json_graph_is_w218_at_its_path() -> None:
     got = found(json.dumps(compiled.knobs), name="g.json")
     [d] = [d for d in got if d.code.id == "W218"]
     assert d.json_path == "graph.transitions[0].when.args.conditions[0]"
+
+
+WRITES = (
+    "speaker user: human\nspeaker reviewer {\n  tool approve sets approved = true\n"
+    "  tool reject clears approved\n  tool note sets seen = 1\n}\nstart user\nmax_turns 10\n"
+    'when context.approved == true then terminate "approved"\n'
+    "when from user then reviewer\nwhen from reviewer then user\n"
+)
+
+
+def test_two_calls_that_write_a_key_differently_are_w222() -> None:
+    [d] = [d for d in found(WRITES) if d.code.id == "W222"]
+    assert d.span is not None and d.span.line == 2
+    assert d.message.startswith(
+        "`reviewer`'s calls write `approved` differently (`approve` sets it to true, `reject` "
+        "clears it)"
+    )
+    assert d.notes == (
+        "a run that shows it: user → reviewer, whose reply calls `approve`, then `reject`: "
+        "flowc ends the turn with approved unset; on AG2 1.2.1 it may end with approved = true",
+    )
+    # a key no rule reads is still the run's context: written two ways, it differs too
+    unread = WRITES.replace('when context.approved == true then terminate "approved"\n', "")
+    assert "W222" in {c for _, c in codes(unread)}
+    # one tool whose alternatives write the key differently: one reply may call it twice
+    one = WRITES.replace(
+        "  tool approve sets approved = true\n  tool reject clears approved\n",
+        "  tool decide sets approved = true | sets approved = false\n",
+    )
+    [d] = [d for d in found(one) if d.code.id == "W222"]
+    assert "(`decide` sets it to true, `decide` sets it to false)" in d.message
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # the same write twice: either order leaves the same value
+        ("tool reject clears approved", "tool reject sets approved = true"),
+        # different keys
+        ("tool reject clears approved", "tool reject clears other"),
+        # a human's writes are posted one after another, not run as tasks
+        (
+            "speaker reviewer {\n  tool approve sets approved = true\n  tool reject clears "
+            "approved\n  tool note sets seen = 1\n}",
+            "speaker reviewer: human {\n  sets approved, seen\n}",
+        ),
+        # no run reaches the speaker
+        ("when from user then reviewer\n", "when from user then user\n"),
+    ],
+)
+def test_calls_that_cannot_race_on_a_key_are_not_w222(change: tuple[str, str]) -> None:
+    text = WRITES.replace(*change)
+    assert text != WRITES
+    assert "W222" not in {c for _, c in codes(text)}
 
 
 def test_several_routing_calls_are_w219() -> None:

@@ -65,13 +65,20 @@ class ScriptedConfig(TestConfig):
         return self._client
 
 
-def _make_tool(effects: dict[int, tuple[ScriptCall, ToolCall]], names: dict[str, str]) -> Any:
+def _make_tool(
+    effects: dict[int, tuple[ScriptCall, ToolCall]],
+    names: dict[str, str],
+    slow: frozenset[int] = frozenset(),
+) -> Any:
     """One real AG2 tool for every scripted call: it writes the call's context and returns
     AG2's ``Finish`` / ``Handoff``, built from what the script says (the handoff's own
-    ``reason`` and the finish's ``summary``), so AG2 decides what its routing records."""
+    ``reason`` and the finish's ``summary``), so AG2 decides what its routing records. The
+    calls numbered in ``slow`` first wait a little, as a tool that waits on I/O does."""
 
     async def tool(k: int, channel: ChannelInject, reason: str = "") -> Any:
         said, call = effects[k]
+        if k in slow:
+            await asyncio.sleep(0.05)
         for key in call.delete:
             await delete_context(channel, key)
         for key, value in call.set.items():
@@ -124,9 +131,12 @@ async def run_on_ag2(
     quiet: float = 0.4,
     settle: bool = False,
     inbox_limit: int | None = None,
+    slow: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """The script's run on AG2's hub (see the module's docstring); ``inbox_limit`` sets
-    every client's ``max_pending`` (AG2's default is 1,000)."""
+    every client's ``max_pending`` (AG2's default is 1,000); ``slow`` numbers the scripted
+    tool calls (0 the first in the script, by speaker and turn) whose tools wait a little
+    before they write."""
     rule = (
         Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=inbox_limit)))
         if inbox_limit is not None
@@ -166,7 +176,7 @@ async def run_on_ag2(
             events.append(reply.text)
         agent = Agent(speaker, config=ScriptedConfig(*events))
         for name in sorted(tools):
-            agent.tool(_make_tool(effects, names), name=name, description=f"the {name} tool")
+            agent.tool(_make_tool(effects, names, slow), name=name, description=f"the {name} tool")
         clients[speaker] = await hc.register(
             agent, Passport(name=speaker), Resume(), rule=rule, attach_plugin=False
         )

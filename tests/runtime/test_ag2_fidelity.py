@@ -551,6 +551,43 @@ def test_a_run_past_the_inbox_limit_stops_on_ag2_where_check_says() -> None:
         assert theirs["turns"] == ours["turns"][: turn - 1]
 
 
+def test_two_writes_of_one_key_in_a_reply_land_in_either_order_on_ag2() -> None:
+    """W222's difference on the real AG2: a reply that clears `j` and then sets it leaves
+    `j = 1` on flowc every time; AG2 runs the two calls as concurrent tasks, so when the
+    first call's tool is slower (as one waiting on I/O is) its write lands last and `j` ends
+    unset. `check --target ag2` says both values, with a run to the reply."""
+    src = textwrap.dedent(
+        """
+        speaker user: human
+        speaker a {
+          tool t1 clears j
+          tool t3 sets j = 1
+        }
+        start user
+        initiator user
+        max_turns 3
+        when from user then a
+        when from a then user
+        """
+    )
+    flow = flowc.compile_flow(src)
+    script = parse_script(
+        {
+            "kickoff": "go",
+            "script": {"user": ["u0"], "a": [{"tools": [{"tool": "t1"}, {"tool": "t3"}]}]},
+        }
+    )
+    ours = parity(run_script_sync(RunTarget.from_compiled(flow), script).to_json())
+    theirs = asyncio.run(run_on_ag2(flow, script, settle=True, slow=frozenset({0})))
+    assert ours["context_vars"] == {"j": 1} and theirs["context_vars"] == {}
+    assert theirs["turns"] == ours["turns"] and theirs["close_reason"] == ours["close_reason"]
+    [finding] = ag2_findings(src, "W222")
+    assert "user → a, whose reply calls `t1`, then `t3`" in finding.notes[0]
+    assert (
+        "flowc ends the turn with j = 1; on AG2 1.2.1 it may end with j unset" in (finding.notes[0])
+    )
+
+
 def test_bad_graphs_are_a_deliberate_difference() -> None:
     """AG2 loads a graph with a wrong-typed priority or a non-participant target and
     fails (or stalls) mid-run; flowc refuses it when the channel opens, with paths."""

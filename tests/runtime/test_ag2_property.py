@@ -1,5 +1,5 @@
 """``check --target ag2`` clean means the same run on the real ``ag2==1.2.1``: generated flows
-and scripts that get none of the AG2 differences (W218-W221) run the same on flowc's hub
+and scripts that get none of the AG2 differences (W218-W222) run the same on flowc's hub
 (``flowc.runtime``, as ``flowc run`` does) and on AG2's own hub (``ag2_harness``): the same
 turns (speaker, kind, routing), close reason, context, turn count and ``stalled_on``.
 

@@ -119,7 +119,13 @@ def test_submit_checks_the_script_and_writes_nothing_when_it_is_wrong(tmp_path: 
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert "zed" in err.decode() and "Traceback" not in err.decode()
-    assert not db.exists() or SqliteStore(db).channel_ids() == []
+    assert not db.exists()  # refused before the database is opened: not even created
+    # a database that exists is left as it was
+    assert flowc("submit", str(flow), "--db", str(db)).wait(timeout=60) == 0
+    before = db.read_bytes()
+    proc = flowc("submit", str(flow), "--script", str(script), "--db", str(db))
+    assert proc.wait(timeout=60) == 1
+    assert db.read_bytes() == before and len(SqliteStore(db).channel_ids()) == 1
 
 
 def test_worker_usage_errors(tmp_path: Path) -> None:

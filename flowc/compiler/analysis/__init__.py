@@ -242,7 +242,7 @@ def facts_of(
 
 def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
     out: list[Finding] = []
-    differences: list[Diagnostic] = []  # W218-W221, one I304 without `--target ag2`
+    differences: list[Diagnostic] = []  # W218-W222, one I304 without `--target ag2`
     wants = _wanted(options)
     for check in CHECKS:
         code = OPT_IN_CHECKS.get(check)
@@ -427,7 +427,7 @@ def check_compiled(
     if options.target == "ag2":
         diags = (*diags, *bare_ag2_problems(compiled, filename))
     # every finding first, so that an ignore comment for a deselected code is not "unused";
-    # the AG2 differences (W218-W221) in both forms, so that an ignore comment naming a
+    # the AG2 differences (W218-W222) in both forms, so that an ignore comment naming a
     # warning, or the I304 that lists them, is used with or without `--target ag2`
     found = analyze(
         compiled,

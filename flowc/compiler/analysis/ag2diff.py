@@ -1,4 +1,4 @@
-"""Where a run on AG2 1.2.1 differs from the same run on flowc's hub: W218-W221.
+"""Where a run on AG2 1.2.1 differs from the same run on flowc's hub: W218-W222.
 
 flowc's hub runs a flow as AG2's does, except for a few deliberate differences
 (``docs/runtime.md``). The ones a flow can run into are findings, each with a run
@@ -15,6 +15,9 @@ that shows it:
 - W220: a run that can pass turn 1,000 among three or more participants. AG2 refuses
   a post to a participant that has 1,000 posts it has not answered (its inbox
   limit), and the run stops there.
+- W222: a speaker with two calls that write one context key differently. flowc applies
+  a reply's calls in the reply's order; AG2 runs them as concurrent tasks, and the
+  write that lands last can be either.
 
 They are warnings under ``flowc check --target ag2``; otherwise a file that has any
 gets one info, I304, that lists them (:func:`summary`).
@@ -39,6 +42,7 @@ from flowc.diagnostics import (
     W219,
     W220,
     W221,
+    W222,
     Diagnostic,
     counted,
     listing,
@@ -58,7 +62,7 @@ __all__ = [
 ]
 
 #: the codes of the differences; without ``--target ag2`` each is reported as I304
-AG2_CODES = frozenset({W221.id, W218.id, W219.id, W220.id})
+AG2_CODES = frozenset({W221.id, W218.id, W219.id, W220.id, W222.id})
 
 #: AG2 1.2.1's default ``Rule.limits.inbox.max_pending``: a post to a participant with
 #: this many posts it has not answered is refused (``InboxFull``)
@@ -69,7 +73,7 @@ _MAX_SIMULATED = 200_000
 
 
 def summary(diags: Sequence[Diagnostic]) -> Diagnostic | None:
-    """The I304 of a file without ``--target ag2``: one note at the first of its W218-W221
+    """The I304 of a file without ``--target ag2``: one note at the first of its W218-W222
     findings (``None`` when it has none), listing them.
 
     >>> from flowc.source import Span
@@ -103,6 +107,7 @@ def summary(diags: Sequence[Diagnostic]) -> Diagnostic | None:
                     f"{d.code.summary.removeprefix('with `--target ag2`: ')}"
                 ),
                 more="more places",
+                one="more place",
             )
         ),
         "if the flow is to run on AG2 too, check it with `--target ag2`; if not, "
@@ -113,10 +118,11 @@ def summary(diags: Sequence[Diagnostic]) -> Diagnostic | None:
 
 
 def check_ag2_differences(facts: Facts) -> Iterator[Finding]:
-    """W218-W221 (see the module's docstring)."""
+    """W218-W222 (see the module's docstring)."""
     yield from _self_routing(facts)
     yield from _nested_tools(facts)
     yield from _routing_calls(facts)
+    yield from _write_order(facts)
     yield from _inbox_limit(facts)
 
 
@@ -374,28 +380,29 @@ def _named_tools(facts: Facts) -> set[str]:
     return out
 
 
-def _routing_calls(facts: Facts) -> Iterator[Finding]:
+def _first_model_turns(facts: Facts) -> list[tuple[int, int]]:
+    """Each model speaker's first turn before the cap (speaker, node), by speaker; none
+    for a JSON graph, which does not say which participant has which tools."""
     system, space = facts.system, facts.space
     if system.json_mode:
-        return  # a JSON graph does not say which participant has which tools
+        return []
     cap = system.max_turns
-
-    # each speaker's first turn before the cap (a node), breadth-first
-    first_node = {
-        s: node
+    return sorted(
+        (s, node)
         for s, node in facts.first_nodes.items()
-        if cap is None or space.dist[node] + 1 <= cap
-    }
+        if s not in system.humans and (cap is None or space.dist[node] + 1 <= cap)
+    )
+
+
+def _routing_calls(facts: Facts) -> Iterator[Finding]:
+    space = facts.space
     named = _named_tools(facts)
-    for speaker in sorted(first_node):
-        if speaker in system.humans:
-            continue
+    for speaker, node in _first_model_turns(facts):
         calls = _routing_calls_of(facts, speaker, named)
         if len(calls) < 2:
             continue
-        node = first_node[speaker]
         run = run_to(space, node)
-        who = system.name(speaker)
+        who = facts.system.name(speaker)
         a, b = calls[0], calls[1]
         shown = ", ".join(listing([_call_text(facts, c) for c in calls]))
         yield Finding(
@@ -443,6 +450,76 @@ def _call_outcome(facts: Facts, node: int, call: Action) -> str:
             return f"(it hands off: → {facts.system.name(out.speaker)})"
         return _describe_outcome(facts, out)
     return ""  # pragma: no cover - the node's speaker makes the call
+
+
+# ── W222: two calls in one reply that write a key differently ──────────────
+
+
+def _write_of(call: Action, key: str) -> tuple[str, object] | None:
+    """What ``call`` leaves ``key`` as ("set", value) or ("clear", None); None: untouched."""
+    for k, value in call.sets:
+        if k == key:
+            return ("set", value)
+    return ("clear", None) if key in call.clears else None
+
+
+def _write_text(write: tuple[str, object]) -> str:
+    return "clears it" if write[0] == "clear" else f"sets it to {format_value(write[1])}"
+
+
+def _racing_writes(facts: Facts, speaker: int) -> tuple[str, Action, Action] | None:
+    """The first key two of ``speaker``'s calls leave differently, with the two calls (two
+    tools, or two alternatives of one tool: one reply may call a tool twice)."""
+    calls = [a for a in facts.system.actions[speaker] if a.tool is not None]
+    keys = dict.fromkeys(k for call in calls for k in (*(k for k, _ in call.sets), *call.clears))
+    for key in keys:  # every key a call writes, read by a rule or not: the run's context shows it
+        writers: list[tuple[Action, tuple[str, object]]] = []
+        for call in calls:
+            write = _write_of(call, key)
+            if write is not None:
+                writers.append((call, write))
+        for (a, wa), (b, wb) in itertools.combinations(writers, 2):
+            if wa != wb:
+                return key, a, b
+    return None
+
+
+def _write_order(facts: Facts) -> Iterator[Finding]:
+    for speaker, node in _first_model_turns(facts):
+        race = _racing_writes(facts, speaker)
+        if race is None:
+            continue
+        key, a, b = race
+        run = run_to(facts.space, node)
+        who = facts.system.name(speaker)
+        wa, wb = _write_of(a, key), _write_of(b, key)
+        assert wa is not None and wb is not None
+        ta, tb = f"`{format_name(a.tool or '')}`", f"`{format_name(b.tool or '')}`"
+        shown = f"`{format_name(key)}`"
+        yield Finding(
+            facts.diag(
+                W222,
+                f"`{who}`'s calls write {shown} differently ({ta} {_write_text(wa)}, {tb} "
+                f"{_write_text(wb)}): when one reply makes both calls, flowc applies them in "
+                "the reply's order, AG2 1.2.1 in the order they finish, which under load can "
+                "be another (it runs the calls as concurrent tasks)",
+                span=facts.speaker_span(speaker),
+                notes=(
+                    f"a run that shows it: {run.render()}, whose reply calls {ta}, then {tb}: "
+                    f"flowc ends the turn with {_after(key, wb)}; on AG2 1.2.1 it may end "
+                    f"with {_after(key, wa)}",
+                ),
+                help=f"have `{who}`'s model make one tool call per reply (turn off parallel "
+                f"tool calls in its model config), or give {shown} one writer that a reply "
+                "calls once",
+            ),
+            run,
+        )
+
+
+def _after(key: str, write: tuple[str, object]) -> str:
+    name = format_name(key)
+    return f"{name} unset" if write[0] == "clear" else f"{name} = {format_value(write[1])}"
 
 
 # ── W220: AG2's inbox limit ─────────────────────────────────────────────────

@@ -130,7 +130,7 @@ def _notes(facts: Facts) -> tuple[str, ...]:
         )
     missing += [
         "a `max_turns` implied by a `sequence` that cuts runs short (W217)",
-        "what goes differently on AG2 and plain replies that end the run (W213, W218-W221)"
+        "what goes differently on AG2 and plain replies that end the run (W213, W218-W222)"
         " beyond the explored states",
     ]
     notes.append("not reported: " + ", ".join(missing))

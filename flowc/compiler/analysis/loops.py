@@ -48,6 +48,7 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
                         taken.get(rule.index, []),
                         lambda r: f"so {system.label(r)} never fires",
                         more="more rules never fire for the same reason",
+                        one="more rule never fires for the same reason",
                     ),
                 ),
                 help=f"put a `from` rule for the loop's speaker before this rule, or declare a tool that"

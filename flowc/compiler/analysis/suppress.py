@@ -21,7 +21,7 @@ def apply_ignores(
     """Drop the findings an ignore comment on their line names, and add X001 for bad ignores.
 
     ``hidden`` findings are not reported, but an ignore comment naming one on its line is
-    not "unused" (W218-W221 are the one note I304 without ``--target ag2``, and the other
+    not "unused" (W218-W222 are the one note I304 without ``--target ag2``, and the other
     way round with it: a comment for either form holds in both).
 
     >>> from flowc.source import Span
