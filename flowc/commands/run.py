@@ -66,7 +66,7 @@ from flowc.runtime.failures import PluginFailed, tracebacks_wanted
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
-from flowc.runtime.scripted_replies import refuse_bare_graph_keys, refuse_opening_keys
+from flowc.runtime.scripted_replies import refuse_bare_graph_keys
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import (
@@ -913,11 +913,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
             if loaded is None:
                 return EXIT_ERRORS
             script = loaded[1]
-            try:
-                refuse_opening_keys(script, "a resumed run")
-            except ScriptError as err:
-                print(f"{args.script}: error: {err}", file=sys.stderr)
-                return EXIT_ERRORS
         return _go_on(args, store, cid, target, script)
     finally:
         store.close()

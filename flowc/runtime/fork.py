@@ -260,12 +260,9 @@ def check_fork_script(target: RunTarget, script: Script, n: int) -> None:
     """Raise :class:`~flowc.runtime.script.ScriptError` unless ``script`` can drive a fork
     of a run of ``target`` at turn ``n``: it fits the run (its speakers, tools and humans'
     writes, as ``flowc run`` checks a script), and it has no kickoff unless ``n`` is 0 (a
-    fork at turn ``n`` goes on from there: its script holds the turns after it), nor a key
-    that only opens a run (``participants``, ``context_vars``, ...: the fork keeps its
-    run's)."""
-    from flowc.runtime.scripted_replies import check_script, refuse_opening_keys
+    fork at turn ``n`` goes on from there: its script holds the turns after it)."""
+    from flowc.runtime.scripted_replies import check_script
 
-    refuse_opening_keys(script, "a fork")
     if n > 0 and script.kickoff is not None:
         raise ScriptError(
             f"the fork goes on from turn {n}, so it has no kickoff: the script holds the "

@@ -34,7 +34,6 @@ __all__ = [
     "check_script",
     "pick_alternative",
     "refuse_bare_graph_keys",
-    "refuse_opening_keys",
     "reply_for",
 ]
 
@@ -185,20 +184,6 @@ def refuse_bare_graph_keys(target: RunTarget, script: Script) -> None:
         raise ScriptError(
             f"{key}: only for a bare JSON graph, not for a .flow, where "
             f"{_BARE_GRAPH_KEYS[key]}; drop it from the script"
-            + (f" (and {others}, for the same reason)" if others else "")
-        )
-
-
-def refuse_opening_keys(script: Script, goes_on: str) -> None:
-    """Refuse a script given to a run that goes on from its stored opening (``goes_on``:
-    "a resumed run", "a fork") with a key that only opens a run (``participants``,
-    ``humans``, ``creator``, ``context_vars``): it would have no effect."""
-    given = [key for key in _BARE_GRAPH_KEYS if getattr(script, key) is not None]
-    if given:
-        key, others = given[0], ", ".join(f"`{k}`" for k in given[1:])
-        raise ScriptError(
-            f"{key}: {goes_on} goes on from the run's stored opening, which fixed its "
-            "participants and initial context; drop it from the script"
             + (f" (and {others}, for the same reason)" if others else "")
         )
 

@@ -276,28 +276,6 @@ def test_a_kickoff_after_turn_0_is_refused_before_anything_is_written(
     assert run_ids(db) == [run]
 
 
-@pytest.mark.parametrize("command", ["fork", "resume"])
-def test_a_key_that_only_opens_a_run_is_refused_by_fork_and_resume(
-    parent: tuple[Path, str], command: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`context_vars`, `participants`, ... have no effect on a run that goes on from its
-    stored opening: said, not ignored, before anything is written."""
-    db, run = parent
-    before = rows(db, run)
-    script = db.parent / "opening.json"
-    script.write_text(json.dumps({"context_vars": {"k": 1}, "participants": ["a"]}))
-    args = [run, "2"] if command == "fork" else [run]
-    assert flowc(command, *args, "--script", str(script), "--db", str(db)) == 1
-    err = capsys.readouterr().err
-    goes_on = "a fork" if command == "fork" else "a resumed run"
-    assert err == (
-        f"{script}: error: participants: {goes_on} goes on from the run's stored opening, "
-        "which fixed its participants and initial context; drop it from the script (and "
-        "`context_vars`, for the same reason)\n"
-    )
-    assert run_ids(db) == [run] and rows(db, run) == before
-
-
 def test_the_fork_of_a_submitted_run_is_not_left_to_the_workers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
