@@ -66,7 +66,7 @@ from flowc.runtime.failures import PluginFailed, tracebacks_wanted
 from flowc.runtime.hub import Hub
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
-from flowc.runtime.scripted_replies import refuse_bare_graph_keys
+from flowc.runtime.scripted_replies import check_script, refuse_bare_graph_keys
 from flowc.runtime.stores import db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import (
@@ -423,6 +423,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         script = parse_script({})
     try:  # (first: the AGENTS check below sees the script's speakers)
         refuse_bare_graph_keys(target, script)
+        # the script as `run_script` checks it, before the database is opened (or created)
+        check_script(target.with_script_facts(script), script)
     except ScriptError as err:
         print(f"{args.script}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS

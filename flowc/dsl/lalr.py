@@ -908,7 +908,8 @@ def _unclosed_block(source: SourceFile, err: UnexpectedToken) -> Diagnostic | No
     statement's keyword, or at the end of the file, expecting ``}``. Reported at the
     ``{`` that is not closed, with where the ``}`` goes, rather than as a keyword that
     the parser would take as a name in backquotes. A block that a ``}`` further down does
-    close is not this case (a statement inside it that does not belong there)."""
+    close is not this case (a statement inside it that does not belong there); a ``{``
+    that starts a value (``context k = {"a": 1``) is an object left open."""
     if "RBRACE" not in (err.accepts or err.expected):
         return None
     tok = err.token
@@ -918,18 +919,24 @@ def _unclosed_block(source: SourceFile, err: UnexpectedToken) -> Diagnostic | No
         str(tok) not in KEYWORDS or text[text.rfind("\n", 0, at) + 1 : at].strip()
     ):
         return None  # not a statement's first word
-    opened: list[Token] = []
+    opened: list[tuple[Token, bool]] = []  # each `{` not closed yet, and whether a value
+    before = ""
     for t in tokens(text[:at]):
         if t.type == "LBRACE":
-            opened.append(t)
+            opened.append((t, before in _BEFORE_A_VALUE))
         elif t.type == "RBRACE" and opened:
             opened.pop()
-    depth = len(opened)
-    for t in tokens(text[at:]):
-        depth += 1 if t.type == "LBRACE" else -1 if t.type == "RBRACE" else 0
-    if not opened or depth <= 0:
+        before = str(t)
+    if not opened:
         return None
-    brace = opened[-1]
+    brace, value = opened[-1]
+    depth = len(opened)
+    # an object holds no statement: one left open where the next statement starts is
+    # open, whatever `}` comes later (a scenario's own, most likely)
+    for t in () if value else tokens(text[at:]):
+        depth += 1 if t.type == "LBRACE" else -1 if t.type == "RBRACE" else 0
+        if depth < len(opened):
+            return None  # a `}` further down closes it
     line = brace.line or 1
     last = _token_before(text, at)
     after = source.position(last.start_pos or 0)[0] if last is not None else line
@@ -937,13 +944,20 @@ def _unclosed_block(source: SourceFile, err: UnexpectedToken) -> Diagnostic | No
         "the end of the file" if tok.type == "$END" else f"`{tok}` on line {source.position(at)[0]}"
     )
     start = brace.start_pos or 0
+    what = "object" if value else "block"
     return Diagnostic(
         E001,
-        f"the block opened on line {line} is not closed: expected `}}` before {where}",
+        f"the {what} opened on line {line} is not closed: expected `}}` before {where}",
         source.name,
         source.span(start, start + 1),
-        help=f"add `}}` on its own line after line {after}, to end the block",
+        help=f"add the `}}` that ends the object, after its last value on line {after}"
+        if value
+        else f"add `}}` on its own line after line {after}, to end the block",
     )
+
+
+#: the tokens after which a `{` starts an object value, not a block
+_BEFORE_A_VALUE = frozenset({"=", "==", "!=", ":", "[", ",", "{", "with"})
 
 
 def _name_char(c: str, after: str) -> bool:

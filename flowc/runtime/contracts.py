@@ -2,10 +2,12 @@
 
 ``flowc check`` reads a flow's declarations as facts: a tool does one of its declared
 alternatives (``tool approve sets approved = true``), only a declared tool is routed on,
-a custom target resolves to one of the speakers its ``-> A | B`` lists. A script is held
-to them before its run starts (:mod:`flowc.runtime.scripted_replies`); a real agent (an
-async callable, an AG2 ``Agent``) or a plugin's target class can only be held while the
-run goes: a :class:`Contract` checks each turn as it is taken.
+a custom target resolves to one of the speakers its ``-> A | B`` lists; and it takes
+each turn as one call, so a reply makes at most one call the flow can see
+(:func:`reply_breach`). A script is held to them before its run starts
+(:mod:`flowc.runtime.scripted_replies`); a real agent (an async callable, an AG2
+``Agent``) or a plugin's target class can only be held while the run goes: a
+:class:`Contract` checks each turn as it is taken.
 
 A turn that breaks a declaration is a :class:`Breach`. Under ``enforce`` (the default)
 the turn is refused (:class:`ContractError`): nothing of it is written, the run stops
@@ -31,6 +33,7 @@ through and its breaches ride on its envelope (:data:`CONTRACT_KEY`), so the tra
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,15 +48,20 @@ from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.target import RunTarget
 
 __all__ = [
+    "AGENT_ADVICE",
     "CONTRACT_KEY",
     "CONTRACT_MODES",
     "ENFORCE",
+    "SCRIPT_ADVICE",
     "WARN",
     "Breach",
     "Contract",
     "ContractError",
     "call_breach",
     "declaration_text",
+    "reply_breach",
+    "seen_calls",
+    "seen_tools",
 ]
 
 #: refuse a turn that breaks a declaration (the default) / let it through with a warning
@@ -128,6 +136,7 @@ def call_breach(
     declared: tuple[str, ...] = (),
     place: str | None = None,
     speaker_at: str | None = None,
+    read: frozenset[str] = frozenset(),
 ) -> Breach | None:
     """Why ``speaker``'s ``call`` breaks the flow's declarations, or ``None`` when it
     does not: the one check of a tool call, for scripts and agents alike.
@@ -136,7 +145,8 @@ def call_breach(
     (``None``: the speaker does not declare it). A declared tool's call must do exactly
     one of them (a plain tool: nothing at all). A call of a tool the speaker does not
     declare must do nothing the flow's routing could see: no context write, no hand-off,
-    no finish, and no ``tool`` rule routes on its name (``routed_on``). ``declared`` are
+    no finish, no ``tool`` rule routes on its name (``routed_on``) and no property's
+    ``tool`` reads it (``read``). ``declared`` are
     the speaker's declared tools, ``place`` where the tool is declared and ``speaker_at``
     where the speaker is (for the message).
 
@@ -173,6 +183,8 @@ def call_breach(
         doing.append(effect.text())
     if tool in routed_on:
         doing.append(f"a `tool {format_name(tool)}` rule routes on it")
+    elif tool in read:
+        doing.append(f"a property reads `tool {format_name(tool)}`")
     if not doing:
         return None
     mine = f"it declares {', '.join(declared)}" if declared else "it declares none"
@@ -183,6 +195,101 @@ def call_breach(
         f"it ({mine}), and {' and '.join(doing)}{there}, with what it does",
         tool=tool,
         declared_at=speaker_at,
+    )
+
+
+def seen_tools(target: RunTarget) -> frozenset[str]:
+    """The tools whose every call the flow sees, even a call that does nothing: those a
+    ``tool`` rule routes on, and those a property's ``tool`` atom names."""
+    from flowc.compiler.monitor import walk
+    from flowc.compiler.properties import expressions
+
+    named = {
+        e.tool_name
+        for prop in target.properties
+        for top in expressions(prop)
+        for e in walk(top)
+        if isinstance(e, m.ToolCalled)
+    }
+    return tool_rule_names(target.graph) | frozenset(named)
+
+
+def seen_calls(
+    calls: tuple[ToolCall, ...], names: Mapping[str, str], seen: frozenset[str]
+) -> list[ToolCall]:
+    """The calls of one reply that the flow can see: each writes context, hands off,
+    finishes, or is of a tool in ``seen`` (:func:`seen_tools`)."""
+    return [c for c in calls if c.name in seen or effect_of(c, names) != ToolEffectInfo()]
+
+
+#: what :func:`reply_breach` advises: an agent's reply, a script's turn
+AGENT_ADVICE = "make them in separate replies (turn off parallel tool calls in the model config)"
+SCRIPT_ADVICE = "make them separate turns of the script"
+
+
+def reply_breach(
+    speaker: str,
+    calls: tuple[ToolCall, ...],
+    *,
+    names: Mapping[str, str],
+    seen: frozenset[str],
+    speaker_at: str | None = None,
+    advice: str = AGENT_ADVICE,
+) -> Breach | None:
+    """Why one reply of ``speaker`` breaks the declarations as a whole, or ``None``: it
+    makes two different calls or more that the flow can see (:func:`seen_calls`;
+    ``seen``: the tools :func:`seen_tools` names; the same call twice, as the run records
+    it, is one: :func:`_identity`). ``flowc check`` takes a turn as one
+    call (one of the speaker's tools doing one of its alternatives), so a reply whose
+    calls together write two tools' keys, or route on one and write another's, would
+    leave the runs every verdict rests on. The same call made twice (the same tool, doing
+    the same) is one call as the flow sees it.
+
+    >>> print(reply_breach("a", (ToolCall("x", set={"k": 1}), ToolCall("y", delete=("k",))),
+    ...                    names={}, seen=frozenset(), speaker_at="f.flow:2:9").message)
+    `a` (f.flow:2:9) made 2 calls in one reply that the flow can see (`x`, `y`): flowc's analysis takes a turn as one call that writes context, hands off, finishes, is routed on or is read by a property, with calls beside it that do none of these; make them in separate replies (turn off parallel tool calls in the model config)
+    >>> reply_breach("a", (ToolCall("search"), ToolCall("y", delete=("k",))), names={},
+    ...              seen=frozenset()) is None
+    True
+    >>> twice = (ToolCall("y", set={"k": 1}), ToolCall("y", set={"k": 1}))
+    >>> reply_breach("a", twice, names={}, seen=frozenset()) is None
+    True
+    """
+    made = seen_calls(calls, names, seen)
+    if len({_identity(c, names) for c in made}) < 2:
+        return None
+    if len({c.name for c in made}) == 1:
+        listed = f"`{format_name(made[0].name)}` {len(made)} times, not all doing the same"
+    else:
+        listed = ", ".join(f"`{format_name(c.name)}`" for c in made)
+    where = f" ({speaker_at})" if speaker_at else ""
+    return Breach(
+        speaker,
+        message=f"`{speaker}`{where} made {len(made)} calls in one reply that the flow can "
+        f"see ({listed}): flowc's analysis takes a turn as one call that writes context, "
+        "hands off, finishes, is routed on or is read by a property, with calls beside it "
+        f"that do none of these; {advice}",
+        tool=made[1].name,
+        declared_at=speaker_at,
+    )
+
+
+def _identity(call: ToolCall, names: Mapping[str, str]) -> str:
+    """What the run records of a call the flow sees: its tool, its writes (in any order;
+    ``1`` and ``true`` differ, as in the run's context), its hand-off or finish with their
+    reason and summary, and the ``reason`` a routing record takes from its args."""
+    effect = effect_of(call, names)
+    result = call.result
+    return json.dumps(
+        {
+            "tool": call.name,
+            "sets": sorted(effect.sets, key=lambda kv: kv[0]),
+            "clears": sorted(effect.clears),
+            "result": None if result is None else attrs.asdict(result),
+            "reason": (call.args or {}).get("reason"),
+        },
+        sort_keys=True,
+        default=str,
     )
 
 
@@ -210,6 +317,8 @@ class Contract:
     targets: dict[int | str, tuple[str, frozenset[str | None], tuple[str | None, ...], str | None]]
     #: the speakers whose replies are checked (``None``: every agent's)
     held: frozenset[str] | None = None
+    #: the tools whose calls the flow sees even when they do nothing (:func:`seen_tools`)
+    seen: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -259,6 +368,7 @@ class Contract:
             dict(target.declared_at),
             targets,
             None if held is None else frozenset(target.ids.get(h, h) for h in held),
+            seen_tools(target),
         )
 
     def reply_breaches(self, speaker_id: str, reply: Reply) -> list[Breach]:
@@ -281,9 +391,19 @@ class Contract:
                 declared=declared,
                 place=self.tool_at.get(key),
                 speaker_at=self.declared_at.get(speaker),
+                read=self.seen,
             )
             if breach is not None:
                 out.append(breach)
+        whole = reply_breach(
+            speaker,
+            calls,
+            names=self.names,
+            seen=self.seen,
+            speaker_at=self.declared_at.get(speaker),
+        )
+        if whole is not None:
+            out.append(whole)
         return out
 
     def decision_breach(

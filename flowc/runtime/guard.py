@@ -45,6 +45,7 @@ from typing import Any
 
 from flowc.compiler.monitor import Broken, MState, Observation, RunWatch, claim_text, explain
 from flowc.runtime.adapters.workflow import WorkflowState
+from flowc.runtime.contracts import seen_tools
 from flowc.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TranscriptFolder
@@ -75,9 +76,10 @@ def stopped_by(reason: str | None) -> str | None:
     return None
 
 
-def turn_tool(env: Envelope) -> str | None:
+def turn_tool(env: Envelope, seen: frozenset[str] = frozenset()) -> str | None:
     """The tool a turn called, as a property's ``tool T`` reads it: the tool that routed
-    the turn, else the first tool it called."""
+    the turn, else the first call of a tool in ``seen`` (a rule or a property names it:
+    the one call the flow sees, beside helpers), else the first tool it called."""
     if env.event_type != EV_PACKET:
         return None
     data = env.event_data
@@ -85,11 +87,12 @@ def turn_tool(env: Envelope) -> str | None:
     if isinstance(routing, dict) and isinstance(routing.get("tool"), str):
         return str(routing["tool"])
     calls = data.get("tool_calls")
-    if isinstance(calls, list):
-        for call in calls:
-            if isinstance(call, dict) and isinstance(call.get("name"), str):
-                return str(call["name"])
-    return None
+    names = [
+        str(c["name"])
+        for c in (calls if isinstance(calls, list) else ())
+        if isinstance(c, dict) and isinstance(c.get("name"), str)
+    ]
+    return next((n for n in names if n in seen), names[0] if names else None)
 
 
 class PropertyGuard:
@@ -99,6 +102,8 @@ class PropertyGuard:
         if on_violation not in ON_VIOLATION:
             raise ValueError(f"on_violation is one of {', '.join(ON_VIOLATION)}")
         self.watch = RunWatch(target.properties)
+        #: the tools a rule or a property names (:func:`turn_tool`)
+        self.seen = seen_tools(target)
         self.names: Mapping[str, str] = target.names
         self.on_violation = on_violation
         self.stop = on_violation == STOP
@@ -119,7 +124,12 @@ class PropertyGuard:
         :meth:`undo`, which puts them back (the turn could not be written)."""
         self._saved = self.watch.states  # (a turn replaces the list, never changes it)
         seen = Observation(
-            env.sender_id, turn_tool(env), state.context_vars, state.turn_count, ended, reason
+            env.sender_id,
+            turn_tool(env, self.seen),
+            state.context_vars,
+            state.turn_count,
+            ended,
+            reason,
         )
         out = [self._json(b) for b in self.watch.turn(seen)]
         self.reported += out

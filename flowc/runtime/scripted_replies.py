@@ -23,7 +23,7 @@ from flowc.compiler.tool_effects import (
     human_write_refusal,
     match_alternative,
 )
-from flowc.runtime.contracts import call_breach
+from flowc.runtime.contracts import SCRIPT_ADVICE, call_breach, reply_breach, seen_tools
 from flowc.runtime.replies import Finish, Handoff, Reply, ToolCall
 from flowc.runtime.script import Script, ScriptCall, ScriptError, ScriptTurn
 from flowc.runtime.target import RunTarget
@@ -202,6 +202,7 @@ def check_script(target: RunTarget, script: Script, *, opens: bool = True) -> No
             f"the start speaker `{target.start}` is not a participant "
             f"({', '.join(target.speakers)})"
         )
+    seen = seen_tools(target)
     first = script.turns.get(target.start, ())
     if opens and script.kickoff is None and target.start not in target.humans and first:
         check_kickoff(target.start, first[0])
@@ -216,7 +217,18 @@ def check_script(target: RunTarget, script: Script, *, opens: bool = True) -> No
                 continue  # text alone: nothing to refuse (and a reply of just the text)
             if speaker in target.humans:
                 check_human_turn(target, speaker, turn)
-            reply_for(target, speaker, turn)
+            reply = reply_for(target, speaker, turn)
+            if target.tools is not None and speaker not in target.humans:
+                whole = reply_breach(
+                    speaker,
+                    reply.tool_calls,
+                    names=target.names,
+                    seen=seen,
+                    speaker_at=target.declared_at.get(speaker),
+                    advice=SCRIPT_ADVICE,
+                )
+                if whole is not None:
+                    raise ScriptError(f"{turn.where}: {whole.message}")
 
 
 def check_kickoff(speaker: str, turn: ScriptTurn) -> None:

@@ -141,7 +141,8 @@ def test_two_calls_that_write_a_key_differently_are_w222() -> None:
     )
     assert d.notes == (
         "a run that shows it: user → reviewer, whose reply calls `approve`, then `reject`: "
-        "flowc ends the turn with approved unset; on AG2 1.2.1 it may end with approved = true",
+        "on AG2 1.2.1 it may end with approved = true; flowc refuses it (under `--contracts "
+        "warn` it ends with approved unset)",
     )
     # a key no rule reads is still the run's context: written two ways, it differs too
     unread = WRITES.replace('when context.approved == true then terminate "approved"\n', "")
@@ -152,7 +153,11 @@ def test_two_calls_that_write_a_key_differently_are_w222() -> None:
         "  tool decide sets approved = true | sets approved = false\n",
     )
     [d] = [d for d in found(one) if d.code.id == "W222"]
-    assert "(`decide` sets it to true, `decide` sets it to false)" in d.message
+    assert "(two calls of `decide`: one sets it to true, the other sets it to false)" in d.message
+    # values equal in Python but not in the run's context (`1` and `true`) differ too
+    json_only = WRITES.replace("tool reject clears approved", "tool reject sets approved = 1")
+    [d] = [d for d in found(json_only) if d.code.id == "W222"]
+    assert "(`approve` sets it to true, `reject` sets it to 1)" in d.message
 
 
 @pytest.mark.parametrize(

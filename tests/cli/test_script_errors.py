@@ -355,3 +355,19 @@ def test_agents_are_checked_after_the_script_keys(
         f"{script}: error: participants: only for a bare JSON graph, not for a .flow, "
         "where `speaker NAME` declares each speaker; drop it from the script\n"
     )
+
+
+def test_a_script_refused_before_the_run_leaves_no_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run` and `submit` check the script before they open the database: a wrong one
+    creates no file (and leaves one that exists as it was)."""
+    flow = tmp_path / "loop.flow"
+    flow.write_text(FLOW)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"script": {"nobody": ["x"]}}))
+    for cmd in ("run", "submit"):
+        db = tmp_path / f"{cmd}.db"
+        assert main([cmd, str(flow), "--script", str(script), "--db", str(db)]) == 1, cmd
+        assert "`nobody` is not a speaker" in capsys.readouterr().err
+        assert not db.exists(), cmd

@@ -367,3 +367,19 @@ otherwise user
         "`bot`'s step sets k = 1 is ambiguous: its tools `a` and `b` both do that, and the "
         "step is a call of one of them; write `bot calls a` or `bot calls b`"
     ]
+
+
+def test_a_turn_past_the_custom_conditions_limit_counts_the_rest() -> None:
+    """Past 10 custom conditions on one turn, the rest are left open, counted in the run."""
+    conds = "".join(f"condition c{i}()\n" for i in range(11))
+    both = " and ".join(f"c{i}()" for i in range(11))
+    old = (
+        f"{conds}speaker user: human\nspeakers a, b, c\nwhen from user then a\n"
+        f"when from a and {both} then b\nwhen from a then c\n"
+        'when from b then terminate "b"\nwhen from c then terminate "c"\n'
+    )
+    d = diff(old, old.replace(" then b\n", " then c\n", 1))
+    assert d.verdict == UNKNOWN and "more than 10 custom conditions" in d.reason
+    assert d.first is not None
+    chosen = [c for step in d.first.run for c in step.chosen]
+    assert chosen[-1] == "1 more custom condition, as they may be", chosen

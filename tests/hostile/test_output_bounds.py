@@ -123,3 +123,5 @@ def test_sticky_loop_notes_are_capped(tmp_path: Path) -> None:
     notes = [ln for ln in result.stdout.splitlines() if "never fires" in ln]
     assert len(notes) == 5
     assert "and 45 more rules never fire for the same reason" in result.stdout
+    one = _run(tmp_path, "sticky6", sticky_notes(6), ["check"])
+    assert "and 1 more rule never fires for the same reason" in one.stdout

@@ -69,16 +69,24 @@ def _make_tool(
     effects: dict[int, tuple[ScriptCall, ToolCall]],
     names: dict[str, str],
     slow: frozenset[int] = frozenset(),
+    waiting: list[int] | None = None,
 ) -> Any:
     """One real AG2 tool for every scripted call: it writes the call's context and returns
     AG2's ``Finish`` / ``Handoff``, built from what the script says (the handoff's own
     ``reason`` and the finish's ``summary``), so AG2 decides what its routing records. The
-    calls numbered in ``slow`` first wait a little, as a tool that waits on I/O does."""
+    calls numbered in ``slow`` first wait a little, as a tool that waits on I/O does
+    (counted in ``waiting[0]`` meanwhile: the run is not over while one waits)."""
 
     async def tool(k: int, channel: ChannelInject, reason: str = "") -> Any:
         said, call = effects[k]
         if k in slow:
-            await asyncio.sleep(0.05)
+            if waiting is not None:
+                waiting[0] += 1
+            try:
+                await asyncio.sleep(0.05)
+            finally:
+                if waiting is not None:
+                    waiting[0] -= 1
         for key in call.delete:
             await delete_context(channel, key)
         for key, value in call.set.items():
@@ -132,21 +140,25 @@ async def run_on_ag2(
     settle: bool = False,
     inbox_limit: int | None = None,
     slow: frozenset[int] = frozenset(),
+    checked: bool = True,
 ) -> dict[str, Any]:
     """The script's run on AG2's hub (see the module's docstring); ``inbox_limit`` sets
     every client's ``max_pending`` (AG2's default is 1,000); ``slow`` numbers the scripted
     tool calls (0 the first in the script, by speaker and turn) whose tools wait a little
-    before they write."""
+    before they write; ``checked`` false: the script is run without flowc's check of it
+    (a reply flowc refuses, to see what AG2 does with it)."""
     rule = (
         Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=inbox_limit)))
         if inbox_limit is not None
         else None
     )
     target = RunTarget.from_compiled(flow).with_script_facts(script)
-    check_script(target, script)
+    if checked:
+        check_script(target, script)
     hub = await Hub.open(MemoryKnowledgeStore(), ttl_sweep_interval=0)
     link = LocalLink(hub)
     clients: dict[str, Any] = {}
+    waiting = [0]  # slow tools waiting (see _make_tool)
     effects: dict[int, tuple[ScriptCall, ToolCall]] = {}
     names = target.names
     humans: dict[str, list[Any]] = {}
@@ -176,7 +188,9 @@ async def run_on_ag2(
             events.append(reply.text)
         agent = Agent(speaker, config=ScriptedConfig(*events))
         for name in sorted(tools):
-            agent.tool(_make_tool(effects, names, slow), name=name, description=f"the {name} tool")
+            agent.tool(
+                _make_tool(effects, names, slow, waiting), name=name, description=f"the {name} tool"
+            )
         clients[speaker] = await hc.register(
             agent, Passport(name=speaker), Resume(), rule=rule, attach_plugin=False
         )
@@ -237,7 +251,8 @@ async def run_on_ag2(
             break
         if len(wal) == seen:
             idle += 0.02
-            still = still + 1 if settle and not pending and await _settled() else 0
+            quiet_now = settle and not pending and not waiting[0] and await _settled()
+            still = still + 1 if quiet_now else 0
             if still >= 3:
                 break
         else:

@@ -10,6 +10,7 @@ separate tests that state them.
 from __future__ import annotations
 
 import asyncio
+import json
 import textwrap
 from typing import Any
 
@@ -19,7 +20,7 @@ import flowc
 from flowc.compiler.analysis import CheckOptions, check_source
 from flowc.compiler.analysis.ag2diff import inbox_failure
 from flowc.runtime.adapters.workflow import GraphError
-from flowc.runtime.script import parse_script
+from flowc.runtime.script import ScriptError, parse_script
 from flowc.runtime.script_run import run_script_sync
 from flowc.runtime.target import RunTarget
 from flowc.source import SourceFile
@@ -111,19 +112,18 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
         },
         {"close_reason": "done", "turn_count": 6},
     ),
-    "handoff bypasses a priority -100 rule; several calls in one reply": (
+    "handoff bypasses a priority -100 rule; a helper call beside it": (
         """
         speaker user: human
         speaker triage {
           tool lookup
           tool note sets seen = true
           tool transfer hands off to security
-          tool close finishes "resolved"
         }
         speaker security { tool lock finishes "secured" }
         start user
         max_turns 20
-        when context.seen == true then user priority -100
+        when context.seen == true and from triage then user priority -100
         when from user then triage
         when from triage then user
         when from security then user
@@ -132,20 +132,20 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
             "kickoff": "My account was hacked",
             "script": {
                 "triage": [
+                    {"tool": "note", "say": "Noted."},
                     {
                         "tools": [
-                            {"tool": "note"},
                             {"tool": "lookup", "args": {"q": "acct"}},
                             {"tool": "transfer", "args": {"reason": "hacked"}},
-                            {"tool": "close"},
                         ],
                         "say": "Transferring you.",
-                    }
+                    },
                 ],
+                "user": ["It was this morning"],
                 "security": [{"tool": "lock", "say": "Locked."}],
             },
         },
-        {"close_reason": "secured", "turn_count": 3, "context_vars": {"seen": True}},
+        {"close_reason": "secured", "turn_count": 5, "context_vars": {"seen": True}},
     ),
     "sticky context runs to max_turns": (
         """
@@ -228,20 +228,6 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
             "stalled_on": "triage",
             "context_vars": {"category": "tech"},
         },
-    ),
-    "a finish on the first routing call, a handoff after it ignored": (
-        """
-        speaker user: human
-        speaker agent { tool stop finishes "stopped"  tool pass hands off to user }
-        start user
-        max_turns 4
-        when from user then agent
-        """,
-        {
-            "kickoff": "go",
-            "script": {"agent": [{"tools": [{"tool": "stop"}, {"tool": "pass"}], "say": ""}]},
-        },
-        {"close_reason": "stopped", "turn_count": 2},
     ),
     "finish and handoff as objects; a handoff's routing reason is its own": (
         """
@@ -350,33 +336,11 @@ def both(src: str, script_data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     return ours, theirs
 
 
-def several_calls_in_one_reply(script_data: dict[str, Any]) -> bool:
-    turns = [t for ts in script_data["script"].values() for t in ts]
-    return any(isinstance(t, dict) and len(t.get("tools", ())) > 1 for t in turns)
-
-
-#: Deliberate difference, measured: among several routing tool calls in one reply AG2
-#: means "the first call wins" (``_resolve_routing`` walks the stream history), but its
-#: tools run as concurrent tasks and the history order can follow scheduling: on this
-#: machine the "finish, then handoff" case picked the handoff in 0 of 20 runs at idle
-#: and 2 of 20 with the CPUs busy. flowc always takes the first call in the reply. So for
-#: those cases AG2 is sampled a few times and one identical run is required; ours must be
-#: the same every time.
-AG2_SAMPLES = 5
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_same_run_on_both_runtimes(name: str) -> None:
     src, script, expect = CASES[name]
     ours, theirs = both(src, script)
-    if ours != theirs and several_calls_in_one_reply(script):
-        flow, parsed = flowc.compile_flow(src), parse_script(script)
-        for _ in range(AG2_SAMPLES - 1):
-            assert parity(run_script_sync(RunTarget.from_compiled(flow), parsed).to_json()) == ours
-            theirs = asyncio.run(run_on_ag2(flow, parsed))
-            if theirs == ours:
-                break
-    assert ours == theirs
+    assert json.dumps(ours, sort_keys=True) == json.dumps(theirs, sort_keys=True)
     for key, value in expect.items():
         assert ours[key] == value, key
 
@@ -551,11 +515,14 @@ def test_a_run_past_the_inbox_limit_stops_on_ag2_where_check_says() -> None:
         assert theirs["turns"] == ours["turns"][: turn - 1]
 
 
-def test_two_writes_of_one_key_in_a_reply_land_in_either_order_on_ag2() -> None:
-    """W222's difference on the real AG2: a reply that clears `j` and then sets it leaves
-    `j = 1` on flowc every time; AG2 runs the two calls as concurrent tasks, so when the
-    first call's tool is slower (as one waiting on I/O is) its write lands last and `j` ends
-    unset. `check --target ag2` says both values, with a run to the reply."""
+def test_a_reply_with_two_calls_the_flow_sees_is_refused_and_races_on_ag2() -> None:
+    """A reply that clears `j` and then sets it: flowc refuses it before the run (a reply
+    makes one call the flow can see: the contract every verdict rests on). AG2 1.2.1
+    takes it and runs the two calls as concurrent tasks, each writing when it gets there:
+    with the first call's tool slower (as one that waits on I/O is), `j` ends unset, not
+    as the reply's order would leave it (measured without the delay: the first call's
+    write stayed in 2 runs of 30 with the CPUs busy). `check --target ag2` says so (W222),
+    with a run to the reply."""
     src = textwrap.dedent(
         """
         speaker user: human
@@ -574,18 +541,19 @@ def test_two_writes_of_one_key_in_a_reply_land_in_either_order_on_ag2() -> None:
     script = parse_script(
         {
             "kickoff": "go",
-            "script": {"user": ["u0"], "a": [{"tools": [{"tool": "t1"}, {"tool": "t3"}]}]},
+            "script": {
+                "user": ["u0"],
+                "a": [{"tools": [{"tool": "t1"}, {"tool": "t3"}], "say": "done"}],
+            },
         }
     )
-    ours = parity(run_script_sync(RunTarget.from_compiled(flow), script).to_json())
-    theirs = asyncio.run(run_on_ag2(flow, script, settle=True, slow=frozenset({0})))
-    assert ours["context_vars"] == {"j": 1} and theirs["context_vars"] == {}
-    assert theirs["turns"] == ours["turns"] and theirs["close_reason"] == ours["close_reason"]
+    with pytest.raises(ScriptError, match=r"made 2 calls in one reply that the flow can see"):
+        run_script_sync(RunTarget.from_compiled(flow), script)
+    theirs = asyncio.run(run_on_ag2(flow, script, settle=True, slow=frozenset({0}), checked=False))
+    assert theirs["context_vars"] == {} and theirs["turn_count"] == 3
     [finding] = ag2_findings(src, "W222")
     assert "user → a, whose reply calls `t1`, then `t3`" in finding.notes[0]
-    assert (
-        "flowc ends the turn with j = 1; on AG2 1.2.1 it may end with j unset" in (finding.notes[0])
-    )
+    assert "on AG2 1.2.1 it may end with j unset" in finding.notes[0]
 
 
 def test_bad_graphs_are_a_deliberate_difference() -> None:

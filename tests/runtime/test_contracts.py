@@ -24,7 +24,7 @@ import pytest
 import flowc
 from flowc.cli import main
 from flowc.runtime import Finish, Handoff, Reply, ToolCall
-from flowc.runtime.contracts import CONTRACT_MODES, Contract
+from flowc.runtime.contracts import CONTRACT_MODES, Contract, reply_breach
 from flowc.runtime.script import parse_script
 from flowc.runtime.script_run import run_script
 from flowc.runtime.target import RunTarget
@@ -393,6 +393,227 @@ def test_turns_that_keep_the_declarations_run(call: ToolCall) -> None:
     assert result.turns[1].tool_calls[0]["name"] == call.name
 
 
+def test_one_reply_makes_one_call_the_flow_can_see() -> None:
+    """Two calls that write context, hand off, finish or are routed on, in one reply: the
+    analysis takes each turn as one call, so the reply is refused (named, with the calls),
+    or under ``warn`` let through with the warning and routed on its first routing call.
+    Helpers beside one such call (a declared tool with no effects that no rule routes on,
+    or a tool the flow does not declare that does nothing) go through."""
+    both = Reply(
+        "On it.",
+        (ToolCall("rate", set={"mood": "bad"}), ToolCall("escalate", result=Handoff("security"))),
+    )
+    message = (
+        "`triage` (t.flow:2:9) made 2 calls in one reply that the flow can see (`rate`, "
+        "`escalate`): flowc's analysis takes a turn as one call that writes context, hands off, "
+        "finishes, is routed on or is read by a property, with calls beside it that do none of "
+        "these; make them in separate replies (turn off parallel tool calls in the model config)"
+    )
+    result = _run(both)
+    assert result.error == f"refused: {message}" and result.stalled_on == "triage"
+    assert [t.speaker for t in result.turns] == ["user"] and result.context_vars == {}
+    warned = _run(both, "warn")
+    assert [w["message"] for w in warned.turns[1].warnings] == [message]
+    assert warned.turns[1].routing["kind"] == "handoff" and warned.stalled_on == "security"
+    # a finish then a handoff: the first routing call decides (under warn)
+    first = _run(
+        Reply("", (ToolCall("resolve", result=Finish(reason="resolved")), both.tool_calls[1])),
+        "warn",
+    )
+    assert first.close_reason == "resolved"
+    for helpers in (
+        (ToolCall("lookup", {"q": "a"}), ToolCall("search"), both.tool_calls[0]),
+        (both.tool_calls[1], ToolCall("lookup")),
+    ):
+        ok = _run(Reply("On it.", helpers))
+        assert ok.error is None and not ok.refused, helpers
+    # a script is held the same way, before its run starts
+    from flowc.runtime.script import ScriptError
+
+    script = parse_script(
+        {
+            "kickoff": "hi",
+            "script": {
+                "triage": [
+                    {
+                        "tools": [{"tool": "rate", "set": {"mood": "bad"}}, {"tool": "escalate"}],
+                        "say": "x",
+                    }
+                ]
+            },
+        }
+    )
+    with pytest.raises(
+        ScriptError, match=r"script\.triage\[0\]: `triage` \(t\.flow:2:9\) made 2 calls"
+    ):
+        asyncio.run(run_script(_target(), script, store=MemoryStore()))
+
+
+def test_a_tool_a_property_names_is_a_call_the_flow_sees() -> None:
+    """`lookup` does nothing, but a property reads `tool lookup`: beside another call the
+    flow sees, its call would put two of the analysis's turns in one."""
+    reply = Reply("", (ToolCall("lookup"), ToolCall("rate", set={"mood": "bad"})))
+    plain = Contract.of(_target())
+    assert plain.reply_breaches("triage", reply) == []
+    watched = RunTarget.from_compiled(
+        flowc.compile_flow(FLOW + "property quiet: never tool lookup\n"), filename="t.flow"
+    )
+    [breach] = Contract.of(watched).reply_breaches("triage", reply)
+    assert breach.message.startswith(
+        "`triage` (t.flow:2:9) made 2 calls in one reply that the flow can see (`lookup`, `rate`)"
+    )
+
+
+HELPER_FLOW = """\
+speaker user: human
+speaker bot {
+  tool search
+  tool refund sets refunded = true
+}
+start user
+max_turns 4
+when from user then bot
+when from bot then user
+property refund_is_tool: never context.refunded == true and previous context.refunded != true and not tool refund
+"""
+
+
+def test_a_property_reads_the_one_call_the_flow_sees_not_a_helper_before_it() -> None:
+    """`check` proves the property (a turn that sets `refunded` calls `refund`); a reply
+    that calls the helper `search` first and then `refund` is let through, and the live
+    monitor reads its `tool` as `refund`, not as the helper: no violation."""
+    from flowc.compiler.analysis import CheckOptions, check_source
+    from flowc.source import SourceFile
+
+    found = check_source(SourceFile("h.flow", HELPER_FLOW), CheckOptions())
+    assert [d.code.id for d in found] == ["I306"]
+    script = parse_script(
+        {
+            "kickoff": "refund please",
+            "script": {
+                "bot": [{"say": "done", "tools": [{"tool": "search"}, {"tool": "refund"}]}],
+                "user": ["ok"],
+            },
+        }
+    )
+    target = RunTarget.from_compiled(flowc.compile_flow(HELPER_FLOW))
+    result = asyncio.run(run_script(target, script, store=MemoryStore()))
+    assert result.context_vars == {"refunded": True} and not result.property_violations
+
+
+@pytest.mark.parametrize(
+    ("extra", "calls"),
+    [
+        # a plain tool a property reads, beside a write
+        (
+            "property quiet: never tool lookup\n",
+            [{"tool": "lookup"}, {"tool": "rate", "set": {"mood": "bad"}}],
+        ),
+        # a plain tool a rule routes on, beside a write
+        (
+            "when tool lookup then user priority -1\n",
+            [{"tool": "lookup"}, {"tool": "rate", "set": {"mood": "bad"}}],
+        ),
+    ],
+)
+def test_a_script_turn_is_held_to_one_call_the_flow_sees(extra: str, calls: list[Any]) -> None:
+    from flowc.runtime.script import ScriptError
+
+    target = RunTarget.from_compiled(flowc.compile_flow(FLOW + extra), filename="t.flow")
+    script = parse_script({"kickoff": "hi", "script": {"triage": [{"tools": calls, "say": "x"}]}})
+    with pytest.raises(ScriptError) as err:
+        asyncio.run(run_script(target, script, store=MemoryStore()))
+    assert str(err.value).startswith(
+        "script.triage[0]: `triage` (t.flow:2:9) made 2 calls in one reply that the flow can see "
+        "(`lookup`, `rate`)"
+    )
+    assert str(err.value).endswith("do none of these; make them separate turns of the script")
+    # without the property or the rule, `lookup` is a helper beside the one call
+    plain = RunTarget.from_compiled(flowc.compile_flow(FLOW), filename="t.flow")
+    assert asyncio.run(run_script(plain, script, store=MemoryStore())).error is None
+
+
+def test_an_undeclared_tool_a_property_reads_is_refused_and_the_same_call_twice_is_one() -> None:
+    contract = Contract.of(
+        RunTarget.from_compiled(
+            flowc.compile_flow(FLOW + "property calm: never tool escalate\n"), filename="t.flow"
+        )
+    )
+    [breach] = contract.reply_breaches("security", Reply("", (ToolCall("escalate"),)))
+    assert breach.message == (
+        "`security` called `escalate`, a tool the flow does not declare for it (it declares "
+        "lock), and a property reads `tool escalate`; declare it at t.flow:8:9, with what it does"
+    )
+    # the same call twice is one call as the flow sees it; two different ones are two
+    once = ToolCall("rate", set={"mood": "bad"})
+    assert contract.reply_breaches("triage", Reply("", (once, once))) == []
+    other = ToolCall("rate", set={"mood": "good"})
+    [breach] = contract.reply_breaches("triage", Reply("", (once, other)))
+    assert "(`rate` 2 times, not all doing the same)" in breach.message
+    # what the run records tells two calls apart: a value as JSON (1 is not true), a
+    # finish's summary, a hand-off's reason, the reason a routing record takes from args
+    for a, b in (
+        (ToolCall("rate", set={"mood": 1}), ToolCall("rate", set={"mood": True})),
+        (
+            ToolCall("resolve", result=Finish("A", "resolved")),
+            ToolCall("resolve", result=Finish("B", "resolved")),
+        ),
+        (
+            ToolCall("escalate", result=Handoff("security", "r1")),
+            ToolCall("escalate", result=Handoff("security", "r2")),
+        ),
+        (
+            ToolCall("escalate", {"reason": "x"}, result=Handoff("security")),
+            ToolCall("escalate", {"reason": "y"}, result=Handoff("security")),
+        ),
+    ):
+        assert reply_breach("a", (a, b), names={}, seen=frozenset()) is not None, (a, b)
+    # but not the order of one call's writes
+    ab = ToolCall("t", set={"k": "v", "seen": 1}, delete=("x", "y"))
+    ba = ToolCall("t", set={"seen": 1, "k": "v"}, delete=("y", "x"))
+    assert reply_breach("a", (ab, ba), names={}, seen=frozenset()) is None
+
+
+def test_what_check_proves_holds_for_every_reply_the_contract_lets_through() -> None:
+    """Why the rule: `check` takes a turn as one call, and proves here that no run
+    terminates within `max_turns 3` (W212: x and y take two of bot's turns). A reply that
+    calls both tools would close the run "both" on turn 2: it is refused (script and agent
+    alike); only `--contracts warn` lets it through, and then says so on the turn."""
+    from flowc.compiler.analysis import CheckOptions, check_source
+    from flowc.runtime.script import ScriptError
+    from flowc.source import SourceFile
+
+    text = (
+        "speaker user: human\nspeaker bot {\n  tool a sets x = true\n  tool b sets y = true\n}\n"
+        "start user\nmax_turns 3\n"
+        'when context.x == true and context.y == true then terminate "both"\n'
+        "when from user then bot\nwhen from bot then user\n"
+    )
+    assert "W212" in {d.code.id for d in check_source(SourceFile("two.flow", text), CheckOptions())}
+    target = RunTarget.from_compiled(flowc.compile_flow(text))
+    both = Reply("x and y", (ToolCall("a", set={"x": True}), ToolCall("b", set={"y": True})))
+    script = parse_script(
+        {"kickoff": "go", "script": {"bot": [{"tools": [{"tool": "a"}, {"tool": "b"}]}]}}
+    )
+    with pytest.raises(ScriptError, match="made 2 calls in one reply"):
+        asyncio.run(run_script(target, script, store=MemoryStore()))
+
+    async def bot(turn: Any) -> Reply:
+        return both
+
+    def run_with(mode: str) -> Any:
+        kickoff = parse_script({"kickoff": "go", "script": {"user": ["again"]}})
+        return asyncio.run(
+            run_script(target, kickoff, store=MemoryStore(), agents={"bot": bot}, contracts=mode)
+        )
+
+    refused = run_with("enforce")
+    assert refused.close_reason is None and refused.refused and refused.turn_count == 1
+    warned = run_with("warn")
+    assert (warned.close_reason, warned.turn_count) == ("both", 2)
+    assert "made 2 calls in one reply" in warned.turns[1].warnings[0]["message"]
+
+
 def test_a_bound_speakers_agent_id_is_the_speaker_it_names() -> None:
     """With ``--bind``, a handoff names the agent id; the declaration names the speaker."""
     target = RunTarget.from_compiled(
@@ -419,11 +640,22 @@ def test_the_modes_of_the_option_are_the_runtimes() -> None:
     assert CONTRACTS == CONTRACT_MODES
 
 
-def test_an_ag2_agent_calling_two_declared_tools_in_one_turn_is_not_refused(
-    tmp_path: Path, kickoff: str, capsys: pytest.CaptureFixture[str]
+TWO_SEEN = (
+    "`reviewer` ({flow}:4:9) made 2 calls in one reply that the flow can see (`note`, "
+    "`approve`): flowc's analysis takes a turn as one call that writes context, hands off, "
+    "finishes, is routed on or is read by a property, with calls beside it that do none of "
+    "these; make them in separate replies (turn off parallel tool calls in the model config)"
+)
+
+
+@pytest.mark.parametrize("mode", ["enforce", "warn"])
+def test_an_ag2_agent_calling_two_declared_tools_in_one_turn(
+    mode: str, tmp_path: Path, kickoff: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Each AG2 tool's `set_context` writes are its own call's, so each is held to its
-    own declaration (folded onto the first call, `note` would write `approved` too)."""
+    """Two calls the flow sees in one reply are refused (the analysis takes a turn as one
+    call), or under `warn` let through with that one warning: each AG2 tool's
+    `set_context` writes are its own call's, so neither call breaks its own declaration
+    (folded onto the first call, `note` would write `approved` too)."""
     pytest.importorskip("ag2.network")
     flow = tmp_path / "two.flow"
     flow.write_text(
@@ -445,13 +677,23 @@ def test_an_ag2_agent_calling_two_declared_tools_in_one_turn_is_not_refused(
             "--db",
             ":memory:",
             "--json",
+            "--contracts",
+            mode,
         ],
         capsys,
     )
-    assert code == 0, out + err
     doc = json.loads(out)
+    if mode == "enforce":
+        assert code == 1, out + err
+        assert doc["close_reason"] is None and doc["stalled_on"] == "reviewer"
+        assert [b["message"] for b in doc["refused"]] == [TWO_SEEN.format(flow=flow)]
+        assert doc["context_vars"] == {}
+        return
+    assert code == 0, out + err
     assert doc["close_reason"] == "approved"
     assert doc["context_vars"] == {"approved": True, "noted": True}
+    [turn] = [t for t in doc["turns"] if t["speaker"] == "reviewer"]
+    assert [w["message"] for w in turn["warnings"]] == [TWO_SEEN.format(flow=flow)]
 
 
 # ── the workers' agents ───────────────────────────────────────────────────────────

@@ -312,13 +312,16 @@ def test_a_forked_scenario_replays_any_scripted_run(
 
 
 def test_a_turn_no_scenario_line_can_write_is_refused(tmp_path: Path) -> None:
-    """Two tool calls in one turn: a scenario line calls one tool, so the fork says so."""
-    target = RunTarget.from_compiled(flowc.compile_flow(FLOW), source_text=FLOW)
+    """Two tool calls in one turn (`fetch`, a declared tool with no effects that no rule
+    routes on, beside the one call the flow sees): a scenario line calls one tool, so the
+    fork says so."""
+    text = FLOW.replace("  tool search\n", "  tool search\n  tool fetch\n")
+    target = RunTarget.from_compiled(flowc.compile_flow(text), source_text=text)
     script = parse_script(
         {
             "kickoff": "go",
             "script": {
-                "drafter": [{"say": "both", "tools": [{"tool": "search"}, {"tool": "transfer"}]}]
+                "drafter": [{"say": "both", "tools": [{"tool": "fetch"}, {"tool": "transfer"}]}]
             },
         }
     )
@@ -329,7 +332,7 @@ def test_a_turn_no_scenario_line_can_write_is_refused(tmp_path: Path) -> None:
     finally:
         store.close()
     assert scenario_upto(envs, 1).count("expect") == 2
-    with pytest.raises(ForkError, match=r"turn 2 \(drafter\) called 2 tools \(search, transfer\)"):
+    with pytest.raises(ForkError, match=r"turn 2 \(drafter\) called 2 tools \(fetch, transfer\)"):
         scenario_upto(envs, 2)
 
 

@@ -10,14 +10,16 @@ that shows it:
 - W218: a ``tool`` condition inside ``and`` / ``not`` / an inner ``or``. AG2 makes a
   call a routing call only when a rule of its own names the tool, so there the
   nested condition never sees the call.
-- W219: a speaker with several routing tools. flowc routes on the first routing call
-  of a reply; AG2 runs the calls as concurrent tasks and may route on another.
+- W219: a speaker with several routing tools. AG2 takes a reply that makes two routing
+  calls, runs them as concurrent tasks and may route on either; flowc refuses it (a
+  reply makes one call the flow can see), or under ``--contracts warn`` routes on the
+  first.
 - W220: a run that can pass turn 1,000 among three or more participants. AG2 refuses
   a post to a participant that has 1,000 posts it has not answered (its inbox
   limit), and the run stops there.
-- W222: a speaker with two calls that write one context key differently. flowc applies
-  a reply's calls in the reply's order; AG2 runs them as concurrent tasks, and the
-  write that lands last can be either.
+- W222: a speaker with two calls that write one context key differently. AG2 takes a
+  reply that makes both, runs them as concurrent tasks, and the write that lands last
+  can be either; flowc refuses it, or under ``--contracts warn`` applies them in order.
 
 They are warnings under ``flowc check --target ag2``; otherwise a file that has any
 gets one info, I304, that lists them (:func:`summary`).
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 from collections.abc import Iterator, Sequence
 
 import networkx as nx
@@ -408,16 +411,18 @@ def _routing_calls(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 W219,
-                f"`{who}` can route a reply in several ways ({shown}): when one reply makes two "
-                "routing calls, flowc routes on the first call in the reply, AG2 1.2.1 on the call "
-                "it records first, which under load can be another (it runs the calls as "
-                "concurrent tasks)",
+                f"`{who}` can route a reply in several ways ({shown}): AG2 1.2.1 takes a reply "
+                "that makes two routing calls and routes on the call it records first, which "
+                "under load can be either (it runs the calls as concurrent tasks); flowc "
+                "refuses such a reply, or under `--contracts warn` routes an agent's reply on its "
+                "first call",
                 span=facts.speaker_span(speaker),
                 notes=(
                     f"a run that shows it: {run.render()}, whose reply calls "
-                    f"`{format_name(a.tool or '')}`, then `{format_name(b.tool or '')}`: flowc "
-                    f"routes on the first {_call_outcome(facts, node, a)}; on AG2 1.2.1 it may "
-                    f"route on the second {_call_outcome(facts, node, b)}",
+                    f"`{format_name(a.tool or '')}`, then `{format_name(b.tool or '')}`: on AG2 "
+                    f"1.2.1 it may route on the second {_call_outcome(facts, node, b)}; flowc "
+                    "refuses it (under `--contracts warn` it routes on the first "
+                    f"{_call_outcome(facts, node, a)})",
                 ),
                 help=f"have `{who}`'s model make one routing call per reply (turn off parallel "
                 "tool calls in its model config), or route its other outcomes through "
@@ -463,6 +468,11 @@ def _write_of(call: Action, key: str) -> tuple[str, object] | None:
     return ("clear", None) if key in call.clears else None
 
 
+def _as_json(write: tuple[str, object]) -> str:
+    """A write as the run's context shows it (``--json``, the WAL)."""
+    return json.dumps(write, sort_keys=True, default=str)
+
+
 def _write_text(write: tuple[str, object]) -> str:
     return "clears it" if write[0] == "clear" else f"sets it to {format_value(write[1])}"
 
@@ -479,7 +489,7 @@ def _racing_writes(facts: Facts, speaker: int) -> tuple[str, Action, Action] | N
             if write is not None:
                 writers.append((call, write))
         for (a, wa), (b, wb) in itertools.combinations(writers, 2):
-            if wa != wb:
+            if _as_json(wa) != _as_json(wb):  # (`1` and `true` are equal in Python, not here)
                 return key, a, b
     return None
 
@@ -496,22 +506,28 @@ def _write_order(facts: Facts) -> Iterator[Finding]:
         assert wa is not None and wb is not None
         ta, tb = f"`{format_name(a.tool or '')}`", f"`{format_name(b.tool or '')}`"
         shown = f"`{format_name(key)}`"
+        which = (
+            f"two calls of {ta}: one {_write_text(wa)}, the other {_write_text(wb)}"
+            if a.tool == b.tool
+            else f"{ta} {_write_text(wa)}, {tb} {_write_text(wb)}"
+        )
         yield Finding(
             facts.diag(
                 W222,
-                f"`{who}`'s calls write {shown} differently ({ta} {_write_text(wa)}, {tb} "
-                f"{_write_text(wb)}): when one reply makes both calls, flowc applies them in "
-                "the reply's order, AG2 1.2.1 in the order they finish, which under load can "
-                "be another (it runs the calls as concurrent tasks)",
+                f"`{who}`'s calls write {shown} differently ({which}): AG2 1.2.1 takes a "
+                "reply that makes both calls and applies their writes in the order the calls "
+                "finish, which under load can be either (it runs the calls as concurrent "
+                "tasks); flowc refuses such a reply, or under `--contracts warn` applies an "
+                "agent's writes in the reply's order",
                 span=facts.speaker_span(speaker),
                 notes=(
                     f"a run that shows it: {run.render()}, whose reply calls {ta}, then {tb}: "
-                    f"flowc ends the turn with {_after(key, wb)}; on AG2 1.2.1 it may end "
-                    f"with {_after(key, wa)}",
+                    f"on AG2 1.2.1 it may end with {_after(key, wa)}; flowc refuses it (under "
+                    f"`--contracts warn` it ends with {_after(key, wb)})",
                 ),
                 help=f"have `{who}`'s model make one tool call per reply (turn off parallel "
-                f"tool calls in its model config), or give {shown} one writer that a reply "
-                "calls once",
+                "tool calls in its model config): a flow cannot stop a model from calling "
+                "two tools, or one tool twice, in one reply",
             ),
             run,
         )

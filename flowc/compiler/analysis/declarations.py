@@ -139,6 +139,8 @@ def check_json_assumptions(facts: Facts) -> Iterator[Finding]:
             json_path="",
             notes=(
                 "the participants are the agent ids the graph mentions; `initial_speaker` is the start and the initiator",
+                "no tool is assumed to hand off or finish: a graph declares no tools, so a run in which "
+                "one returns `Handoff` or `Finish` is not among the runs checked",
             ),
             help="check the `.flow` source instead for findings based on declared tools and humans",
         )

@@ -55,6 +55,7 @@ from flowc.compiler.analysis.explore import (
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation
 from flowc.compiler.model import values_equal
 from flowc.compiler.tool_effects import ToolEffectInfo, bare_alternatives, bare_effect_refusal
+from flowc.diagnostics import counted
 from flowc.dsl.formatter import format_name
 
 if TYPE_CHECKING:
@@ -622,7 +623,9 @@ def _worlds(
     partial = len(atoms) > MAX_ATOMS
     # the ones past the limit are left open: a world then depends on them (never certain)
     open_atoms = (
-        (f"{len(atoms) - MAX_ATOMS} more custom conditions, as they may be",) if partial else ()
+        (f"{counted(len(atoms) - MAX_ATOMS, 'more custom condition')}, as they may be",)
+        if partial
+        else ()
     )
     atoms = atoms[:MAX_ATOMS]
     worlds: list[_World] = []

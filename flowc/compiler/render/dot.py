@@ -40,7 +40,7 @@ from flowc.compiler.render.diagram import (
     violation_legend,
 )
 from flowc.compiler.render.options import COLORS, RenderOptions
-from flowc.diagnostics import elide
+from flowc.diagnostics import counted, elide
 from flowc.escaping import dot_html as html_escape
 from flowc.escaping import dot_id, dot_tooltip
 
@@ -76,6 +76,8 @@ def fit_label(texts: tuple[str, ...] | list[str]) -> tuple[list[str], bool]:
     >>> shown, cut = fit_label(["x" * 5000] * 20)
     >>> cut, len(shown[0]), shown[-1]
     (True, 1000, '... and 9 more lines (see the tooltip)')
+    >>> fit_label(["x" * 5000] * 12)[0][-1]
+    '... and 1 more line (see the tooltip)'
     """
     shown: list[str] = []
     used = 0
@@ -84,7 +86,7 @@ def fit_label(texts: tuple[str, ...] | list[str]) -> tuple[list[str], bool]:
         line = elide(text, MAX_LABEL_TEXT)
         size = len(html_escape(line).encode("utf-8")) + _LINE_MARKUP
         if shown and used + size > MAX_LABEL_BYTES:
-            shown.append(f"... and {len(texts) - i} more lines (see the tooltip)")
+            shown.append(f"... and {counted(len(texts) - i, 'more line')} (see the tooltip)")
             return shown, True
         shown.append(line)
         used += size
