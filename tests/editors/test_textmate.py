@@ -200,10 +200,27 @@ def corpus() -> list[tuple[str, str]]:
     return out
 
 
+def _object_left_open_at(text: str) -> tuple[int, int] | None:
+    """Where ``text`` opens an object it never closes, as flowc's parser reports it (E001
+    at the `{`), if it does."""
+    from flowc.dsl.parser import parse_source
+    from flowc.source import SourceFile
+
+    _, diags = parse_source(SourceFile("f.flow", text))
+    spans = [
+        d.span
+        for d in diags
+        if d.code.id == "E001" and d.span is not None and d.message.startswith("the object opened")
+    ]
+    return (spans[0].line, spans[0].column) if spans else None
+
+
 def test_lark_and_the_textmate_grammar_agree_on_every_flow(npm_tools: Path) -> None:
     """Lark's lexer decides what each token is; the TextMate grammar must say the same: a
     keyword is highlighted as a keyword, a name as a name, a string as a string, a number as a
-    number. (A flow Lark cannot lex, an error case, is left out.)"""
+    number. (A flow Lark cannot lex, an error case, is left out; so are the tokens of an
+    error case from an object it leaves open on: a value may span lines, so the highlighter
+    rightly reads the lines after it as the value's, where Lark's lexer sees keywords.)"""
     lexed: list[tuple[str, str, list[lark.Token]]] = []
     for label, text in corpus():
         try:
@@ -217,7 +234,10 @@ def test_lark_and_the_textmate_grammar_agree_on_every_flow(npm_tools: Path) -> N
     for (label, _text, tokens), tm_tokens in zip(
         lexed, tokenize([t for _, t, _ in lexed]), strict=True
     ):
+        stop = _object_left_open_at(_text)
         for tok in tokens:
+            if stop is not None and ((tok.line or 1), (tok.column or 1)) >= stop:
+                break
             line, column = (tok.line or 1) - 1, (tok.column or 1) - 1
             if tok.type == "NAME" or tok.type == "QUOTED_NAME":
                 want = NAME_SCOPE
