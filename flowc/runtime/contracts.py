@@ -283,8 +283,9 @@ def _identity(call: ToolCall, names: Mapping[str, str]) -> str:
     return json.dumps(
         {
             "tool": call.name,
-            "sets": sorted(effect.sets, key=lambda kv: kv[0]),
-            "clears": sorted(effect.clears),
+            # (an agent's keys may be anything: ordered by their text)
+            "sets": sorted(effect.sets, key=lambda kv: repr(kv[0])),
+            "clears": sorted(effect.clears, key=repr),
             "result": None if result is None else attrs.asdict(result),
             "reason": (call.args or {}).get("reason"),
         },

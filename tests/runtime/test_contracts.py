@@ -572,6 +572,9 @@ def test_an_undeclared_tool_a_property_reads_is_refused_and_the_same_call_twice_
     ab = ToolCall("t", set={"k": "v", "seen": 1}, delete=("x", "y"))
     ba = ToolCall("t", set={"seen": 1, "k": "v"}, delete=("y", "x"))
     assert reply_breach("a", (ab, ba), names={}, seen=frozenset()) is None
+    # an agent's keys may be anything: told apart, never a crash
+    odd = (ToolCall("x", delete=(None, None)), ToolCall("x", set={1: 2, "k": None}))  # type: ignore[dict-item, arg-type]
+    assert reply_breach("a", odd, names={}, seen=frozenset()) is not None
 
 
 def test_what_check_proves_holds_for_every_reply_the_contract_lets_through() -> None:
