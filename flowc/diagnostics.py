@@ -303,6 +303,25 @@ class Diagnostic:
     dead_rules: tuple[int, ...] = attrs.field(default=(), eq=False, repr=False)
     trap_senders: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
 
+    def proving(self, dead_rules: tuple[int, ...], trap_senders: tuple[str, ...]) -> Diagnostic:
+        """This finding carrying the rules it proves never fire: ``attrs.evolve`` with
+        every field named (a check of 10,000 rules makes one per dead rule, and evolve
+        is several times slower)."""
+        return Diagnostic(
+            self.code,
+            self.message,
+            self.filename,
+            self.span,
+            self.notes,
+            self.help,
+            self.json_path,
+            self.quote_source,
+            self.explanation,
+            self.run,
+            dead_rules,
+            trap_senders,
+        )
+
     @property
     def severity(self) -> Severity:
         return self.code.severity

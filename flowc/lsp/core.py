@@ -390,8 +390,14 @@ class FlowcServer(LanguageServer):
                 if self._stale(job):
                     return None
                 spaces = self.spaces.setdefault(job.uri, SpaceCache())
+                # (without the rules each finding proves dead: only the diagram draws them)
                 diags = check_compiled(
-                    compiled, compile_diags, job.options, filename=source.name, spaces=spaces
+                    compiled,
+                    compile_diags,
+                    job.options,
+                    filename=source.name,
+                    spaces=spaces,
+                    proofs=False,
                 )
                 analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
             if self._stale(job):

@@ -216,10 +216,14 @@ def facts_of(
     options: CheckOptions,
     filename: str = "<input>",
     spaces: SpaceCache | None = None,
+    *,
+    proofs: bool = True,
 ) -> tuple[Facts, tuple[Finding, ...]]:
     """The explored facts of ``system`` and every finding the checks make of them
     (with ``spaces``, the state space explored for an earlier version of the same
-    shape is used again).
+    shape is used again; with ``proofs`` false, the findings do not carry the rules they
+    prove never fire, which only the diagram reads: see
+    :func:`~flowc.compiler.analysis.proven.with_proofs`).
 
     When the exploration was cut short, the checks ask the symbolic count further
     questions (loops, runs beyond the explored states); if its diagrams run out of the
@@ -232,15 +236,15 @@ def facts_of(
         space = explore(system, options.max_states, record=_keeps_turns(system))
     facts = Facts(system, space, filename)
     try:
-        return facts, _findings(facts, options)
+        return facts, _findings(facts, options, proofs)
     except (MemoryError, RuntimeError, ValueError) as error:
         if not space.truncated or not dd_out_of_memory(error):
             raise
     facts = Facts(system, space, filename, symbolic=False)
-    return facts, _findings(facts, options)
+    return facts, _findings(facts, options, proofs)
 
 
-def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
+def _findings(facts: Facts, options: CheckOptions, proofs: bool = True) -> tuple[Finding, ...]:
     out: list[Finding] = []
     differences: list[Diagnostic] = []  # W218-W222, one I304 without `--target ag2`
     wants = _wanted(options)
@@ -256,9 +260,12 @@ def _findings(facts: Facts, options: CheckOptions) -> tuple[Finding, ...]:
     note = summary(differences)
     if note is not None and options.wants(note.code.id):
         out.append(Finding(note))
+    found = tuple(sorted(out, key=lambda f: f.diagnostic.sort_key()))
+    if not proofs:
+        return found
     from flowc.compiler.analysis.proven import with_proofs
 
-    return with_proofs(facts, tuple(sorted(out, key=lambda f: f.diagnostic.sort_key())))
+    return with_proofs(facts, found)
 
 
 def analyze(
@@ -267,15 +274,18 @@ def analyze(
     *,
     filename: str = "<input>",
     spaces: SpaceCache | None = None,
+    proofs: bool = True,
 ) -> tuple[Diagnostic, ...]:
-    """The findings of a compiled `.flow`, sorted by position (ignore comments not applied).
+    """The findings of a compiled `.flow`, sorted by position (ignore comments not applied;
+    ``proofs``: as :func:`facts_of`).
 
     >>> from flowc import compile_flow
     >>> flow = compile_flow("speaker a\\nspeaker b\\nwhen from a then b")
     >>> [d.code.id for d in analyze(flow)]
     ['W207']
     """
-    found = facts_of(system_of_flow(compiled), options or CheckOptions(), filename, spaces)[1]
+    options = options or CheckOptions()
+    found = facts_of(system_of_flow(compiled), options, filename, spaces, proofs=proofs)[1]
     return tuple(f.diagnostic for f in found)
 
 
@@ -410,11 +420,14 @@ def check_compiled(
     *,
     filename: str = "<input>",
     spaces: SpaceCache | None = None,
+    proofs: bool = True,
 ) -> tuple[Diagnostic, ...]:
     """What :func:`check_source` reports for a `.flow` file already compiled
     (``compile_source``'s result): for a caller that keeps the compiled flow too, such
     as the language server, so that the file is parsed and lowered once (and, with
-    ``spaces``, explored once for as long as its shape stays the same).
+    ``spaces``, explored once for as long as its shape stays the same). With ``proofs``
+    false the same findings, without the rules each proves never fire (data for the
+    diagram alone, left out of every report: the editor does not ask for them).
 
     >>> from flowc.compiler.pipeline import compile_source
     >>> src = SourceFile("f.flow", "speaker a\\nspeaker b\\nstart a\\n")
@@ -434,6 +447,7 @@ def check_compiled(
         attrs.evolve(options, select=(), ignore=(), target="ag2", also=options.opted_in),
         filename=filename,
         spaces=spaces,
+        proofs=proofs,
     )
     comments = compiled.flow.comments
     differences = [d for d in found if d.code.id in AG2_CODES]

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import attrs
-
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
 from flowc.compiler.analysis.rules import folded_into_w210
-from flowc.diagnostics import Diagnostic
 
 __all__ = ["dead_rule_findings", "with_proofs"]
 
@@ -32,31 +29,55 @@ def _code_of(facts: Facts, dead: DeadRule) -> str:
     return "W204" if dead.trap is not None else "W203"
 
 
-def _pick(facts: Facts, dead: DeadRule, code: str, found: list[Finding]) -> Finding | None:
+class _Printed:
+    """The printed findings of one code, indexed the ways :func:`_pick` asks for them
+    (each answer the first such finding, in the order ``check`` prints them)."""
+
+    def __init__(self, found: list[Finding]) -> None:
+        self.found = found
+        self.by_rule: dict[int, Finding] = {}
+        self.by_line: dict[int, Finding] = {}
+        for f in found:
+            if f.rule is not None:
+                self.by_rule.setdefault(f.rule, f)
+            elif f.diagnostic.span is not None:
+                self.by_line.setdefault(f.diagnostic.span.line, f)
+        self._quoted: dict[str, int] | None = None
+
+    def naming(self, names: set[str]) -> Finding | None:
+        """The first finding whose message quotes one of ``names`` (each in backticks)."""
+        if self._quoted is None:
+            # every stretch between two backticks: a name in backticks is in a message
+            # exactly when it is one of its stretches (a name holds no backtick)
+            self._quoted = {}
+            for i, f in enumerate(self.found):
+                for part in f.diagnostic.message.split("`")[1:-1]:
+                    self._quoted.setdefault(part, i)
+        hits = [self._quoted[n[1:-1]] for n in names if n[1:-1] in self._quoted]
+        return self.found[min(hits)] if hits else None
+
+    def only(self) -> Finding | None:
+        """The one printed finding of the code, or ``None`` when there are several (which
+        one is about this rule is not known: none is named, rather than another's line)."""
+        return self.found[0] if len(self.found) == 1 else None
+
+
+def _pick(facts: Facts, dead: DeadRule, code: str, found: _Printed) -> Finding | None:
     """Among the printed findings with ``code``, the one about this rule."""
     rule = dead.rule
-    line = facts.system.line_of(rule)
     if code == "W201" and rule.senders:  # the finding about one of its senders
-        names = {f"`{facts.system.speakers[s]}`" for s in rule.senders}
-        about = [f for f in found if any(n in f.diagnostic.message for n in names)]
-        return about[0] if about else None
+        return found.naming({f"`{facts.system.speakers[s]}`" for s in rule.senders})
     if code == "W205" and dead.taken_by is not None:
-        about = [f for f in found if f.rule == dead.taken_by]
-        return about[0] if about else _only(found)
-    own = [f for f in found if f.rule == rule.index]
-    if own:
-        return own[0]
-    here = [f for f in found if f.rule is None and f.diagnostic.span is not None]
-    near = [f for f in here if f.diagnostic.span is not None and f.diagnostic.span.line == line]
+        about = found.by_rule.get(dead.taken_by)
+        return about if about is not None else found.only()
+    own = found.by_rule.get(rule.index)
+    if own is not None:
+        return own
     if code in ("W203", "W204"):
         return None
-    return near[0] if near else _only(found)
-
-
-def _only(found: list[Finding]) -> Finding | None:
-    """The one printed finding of a code, or ``None`` when there are several (which one
-    is about this rule is not known: none is named, rather than another's line)."""
-    return found[0] if len(found) == 1 else None
+    line = facts.system.line_of(rule)
+    near = None if line is None else found.by_line.get(line)
+    return near if near is not None else found.only()
 
 
 def dead_rule_findings(facts: Facts, findings: Iterable[Finding]) -> dict[int, Finding]:
@@ -64,30 +85,43 @@ def dead_rule_findings(facts: Facts, findings: Iterable[Finding]) -> dict[int, F
     by_code: dict[str, list[Finding]] = {}
     for f in findings:
         by_code.setdefault(f.diagnostic.code.id, []).append(f)
+    printed = {code: _Printed(found) for code, found in by_code.items()}
+    nothing = _Printed([])
     out: dict[int, Finding] = {}
+    waiting: list[DeadRule] = []  # W201s that a rule routing to a sender may prove
     for dead in facts.dead_rules:
         code = _code_of(facts, dead)
-        found = _pick(facts, dead, code, by_code.get(code, []))
+        found = _pick(facts, dead, code, printed.get(code, nothing))
         if found is not None:
             out[dead.rule.index] = found
+        elif code == "W201" and dead.rule.senders:
+            waiting.append(dead)
     # a rule whose senders are unreachable only because the rules routing to them are
     # dead (check folds their W201 into those rules' findings): that finding proves it
     system = facts.system
-    changed = True
+    # agent id -> the rules that route to it, as (place in the system's order, index)
+    routing: dict[str, list[tuple[int, int]]] = {}
+    for place, r in enumerate(system.rules):
+        if isinstance(r.then, m.AgentTarget):
+            routing.setdefault(r.then.agent_id, []).append((place, r.index))
+    changed = bool(waiting)
     while changed:
         changed = False
-        for dead in facts.dead_rules:
+        for dead in waiting:
             rule = dead.rule
-            if rule.index in out or _code_of(facts, dead) != "W201" or not rule.senders:
+            if rule.index in out:
                 continue
-            ids = {system.ids[s] for s in rule.senders}
-            feeding = [
-                out[r.index]
-                for r in system.rules
-                if isinstance(r.then, m.AgentTarget) and r.then.agent_id in ids and r.index in out
-            ]
-            if feeding:
-                out[rule.index] = feeding[0]
+            feeding = min(
+                (
+                    f
+                    for s in rule.senders or ()
+                    for f in routing.get(system.ids[s], ())
+                    if f[1] in out
+                ),
+                default=None,
+            )
+            if feeding is not None:
+                out[rule.index] = out[feeding[1]]
                 changed = True
     return out
 
@@ -101,17 +135,17 @@ def with_proofs(facts: Facts, findings: tuple[Finding, ...]) -> tuple[Finding, .
     traps = {d.rule.index: d for d in facts.dead_rules if d.trap is not None}
     out = []
     for f in findings:
-        rules = tuple(sorted(proves.get(id(f), ())))
-        if not rules:
+        proved = proves.get(id(f))
+        if proved is None:
             out.append(f)
             continue
+        rules = tuple(sorted(proved)) if len(proved) > 1 else tuple(proved)
         senders: list[str] = []
-        for index in rules:
-            senders += _trap_senders(facts, traps.get(index))
-        d: Diagnostic = attrs.evolve(
-            f.diagnostic, dead_rules=rules, trap_senders=tuple(dict.fromkeys(senders))
-        )
-        out.append(attrs.evolve(f, diagnostic=d))
+        if traps:
+            for index in rules:
+                senders += _trap_senders(facts, traps.get(index))
+        d = f.diagnostic.proving(rules, tuple(dict.fromkeys(senders)))
+        out.append(Finding(d, f.run, f.rule))
     return tuple(out)
 
 
