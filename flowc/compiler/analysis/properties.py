@@ -154,6 +154,7 @@ class _Graph:
         self._edges: list[
             tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
         ] = [None] * self.n
+        self._steps_of: dict[int, list[tuple[Step, tuple[tuple[int, int], ...]]]] = {}
 
     def tool_bits(self, tool: str | None) -> int:
         found = self._tools.get(tool)
@@ -273,11 +274,23 @@ class _Graph:
 
     def step_for(self, u: int, v: int, fits: Any) -> tuple[Step, int]:
         """The first turn from ``u`` to ``v`` whose mask ``fits``, and that mask."""
-        for step in self.space.explorer.steps(self.space.keys[u]):
-            for w, mask in self.masks(u, step):
+        for step, edges in self._steps(u):
+            for w, mask in edges:
                 if w == v and fits(mask):
                     return step, mask
         raise LookupError(f"no turn from {u} to {v}")  # pragma: no cover - edges come from steps
+
+    def _steps(self, u: int) -> list[tuple[Step, tuple[tuple[int, int], ...]]]:
+        """Each turn from ``u`` with its (successor, mask) pairs (:meth:`masks`), worked
+        out once per node: the runs of several properties go through the same nodes (the
+        kickoff at least), and a node's turns are routed anew each time they are asked."""
+        found = self._steps_of.get(u)
+        if found is None:
+            found = self._steps_of[u] = [
+                (step, tuple(self.masks(u, step)))
+                for step in self.space.explorer.steps(self.space.keys[u])
+            ]
+        return found
 
 
 def _bits(atoms: Sequence[Any], test: Any) -> int:
