@@ -312,9 +312,9 @@ _MIDS = (1 << _SHIFT) - 1
 
 
 #: the steps per turn of the cap the quick try at a run cut by the cap may take, and
-#: one per pair searched (:meth:`_Search.cap_run`), before the pairs' distances to the
-#: cap are counted (0: no quick try)
-_QUICK_WALK = 64
+#: one per two pairs searched (:meth:`_Search.cap_run`), before the pairs' distances to
+#: the cap are counted (0: no quick try)
+_QUICK_WALK = 2
 #: the longest run cut by the cap that :meth:`_Search.cap_run` builds: a longer one (a
 #: ``max_turns`` of billions) is not built, as its memory grows with it, and the
 #: property is "unknown" (never "holds")
@@ -563,9 +563,11 @@ class _Search:
         # that break at the cap are often many), then guided by how few turns lead from
         # each pair to one of ``bad`` (backwards over the pairs). Both find the same walk,
         # the first in the order of the turns (the distances only cut branches that
-        # cannot reach ``bad`` in time), so the quick try may take about as many steps
-        # as counting the distances costs (a pass over every pair's turns)
-        budget = _QUICK_WALK * cap + (len(self.parent) if _QUICK_WALK else 0)
+        # cannot reach ``bad`` in time), so the quick try may take about half as many
+        # steps as counting the distances costs (a pass over every pair's turns): a try
+        # that fails then costs the search half as much again, at most, and one that
+        # succeeds (the common case) saves the pass
+        budget = _QUICK_WALK * cap + (len(self.parent) // 2 if _QUICK_WALK else 0)
         path = self._walk(start, want, bad, None, budget=budget)
         if path is None:
             # (:meth:`succ_of` of each pair the search went on from, inline)
