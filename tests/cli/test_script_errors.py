@@ -255,6 +255,30 @@ def test_a_new_run_of_a_flow_refuses_the_keys_only_a_bare_graph_takes(
         assert json.loads(out)["turns"][-1]["text"] == "y", (args[0], out)
 
 
+@pytest.mark.parametrize("key", sorted(BARE_GRAPH_ONLY))
+def test_run_script_from_python_refuses_the_keys_only_a_bare_graph_takes(key: str) -> None:
+    """`run_script(...)` called from Python refuses them as `flowc run` does, in the same
+    words, before the hub opens: nothing is written to the store it was given."""
+    import asyncio
+
+    import flowc
+    from flowc.runtime.script import ScriptError, parse_script
+    from flowc.runtime.script_run import run_script
+    from flowc.runtime.target import RunTarget
+    from flowc.runtime.wal import MemoryStore
+
+    target = RunTarget.from_compiled(flowc.compile_flow(FLOW), source_text=FLOW)
+    value, words = BARE_GRAPH_ONLY[key]
+    script = parse_script({"kickoff": "hi", key: value, "script": {"bot": ["x"]}})
+    store = MemoryStore()
+    with pytest.raises(ScriptError) as refused:
+        asyncio.run(run_script(target, script, store=store))
+    assert str(refused.value) == (
+        f"{key}: only for a bare JSON graph, not for a .flow, {words}; drop it from the script"
+    )
+    assert store.channel_ids() == []
+
+
 def test_a_refusal_names_every_bare_graph_key_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -110,3 +110,46 @@ def test_a_target_a_later_scenario_exercises_is_not_said_to_have_none(
     assert "2 live targets without a scenario" in err, err  # rule 3 and its ending
     assert "speaker x" not in err, err
     assert main(["test", str(flow)]) == 0
+
+
+# the run to `terminate "done"` that exercises the most (bot calls escalate) breaks the
+# property; the other shortest run (bot only speaks) exercises the rest and passes
+# (formatted as `flowc fmt` writes it, which `--write` does to the whole file)
+ESCALATE = """speaker user: human
+speaker bot {
+  tool escalate
+}
+start user
+when from user then bot
+when from bot  then terminate "done"
+property no_escalation: never tool escalate
+"""
+
+
+def test_a_refused_run_gives_way_to_the_other_shortest_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first run tried to a target is the shortest that exercises the most; when the
+    flow's properties refuse it, the target gets the other shortest run the exploration
+    knows, and what that run exercises is covered; only the tool no passing run calls is
+    left without a scenario."""
+    flow = tmp_path / "escalate.flow"
+    flow.write_text(ESCALATE)
+    assert main(["scenarios", str(flow), "--write"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"{flow}: added 1 scenario; 1 scenario for 6 live targets"), err
+    assert err.endswith(
+        "1 live target without a scenario, as the shortest runs tried to it break a property "
+        "(`flowc test` would fail them; `flowc scenarios --property NAME` writes the run that "
+        "breaks NAME): bot calls escalate (turn 2: property no_escalation (`never tool "
+        "escalate`) is violated: turn 2 has `tool escalate`; the run: user → bot (escalate))\n"
+    ), err
+    assert flow.read_text() == ESCALATE + (
+        '\nscenario "generated: speaker bot" {\n'
+        '  user: "turn 1"\n'
+        "  expect next bot\n"
+        '  bot: "turn 2"\n'
+        '  expect terminate "done"\n'
+        "}\n"
+    )
+    assert main(["test", str(flow)]) == 0

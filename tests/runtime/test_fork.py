@@ -398,3 +398,36 @@ def test_a_long_copy_keeps_its_lease(
     copied = [r[3] for r in rows(db, new) if len(r) == 6]
     # every record up to turn 6, its last; the parent's close is not the fork's
     assert copied == [r[3] for r in rows(db, run) if len(r) == 6 and r[3] != "ag2.channel.closed"]
+
+
+def test_a_parent_two_writers_wrote_is_not_forked(
+    parent: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record of the turns to copy that was written after another record than the one
+    before it (a second writer's, whose view of the run was older) breaks the run's WAL,
+    though its content re-folds: `flowc fork` refuses the run, as `resume` and `replay`
+    do, naming the record and the link, and writes nothing (a copy would drop the link
+    and pass off the broken run as whole)."""
+    db, run = parent
+    con = sqlite3.connect(db)
+    try:  # the third record re-linked after the first: its content is left as it was
+        ids = [
+            r[0]
+            for r in con.execute(
+                "SELECT envelope_id FROM wal WHERE channel_id = ? ORDER BY seq", (run,)
+            )
+        ]
+        con.execute("UPDATE wal SET follows = ? WHERE envelope_id = ?", (ids[0], ids[2]))
+        con.commit()
+    finally:
+        con.close()
+    before = rows(db, run)
+    assert fork(db, run, 4, AFTER[4]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"flowc fork: error: {db}: run {run}: the WAL is broken at envelope 3 ({ids[2]}): "
+        f"it was written after {ids[0]}, not after the envelope before it ({ids[1]}); "
+        "two writers wrote this run\n"
+    )
+    assert run_ids(db) == [run] and rows(db, run) == before  # nothing written
