@@ -7,7 +7,7 @@ lets it propagate, and it is said as an internal error, not as damage to the run
 >>> broken_in([("a", None), ("b", "a"), ("c", "a")])
 'envelope 3 (c): it was written after a, not after the envelope before it (b); two writers wrote this run'
 >>> stop_text("wf-1", None, "envelope 2 (x): the plugin's target `pick` failed on replay: ...")
-"run wf-1 cannot be re-folded: envelope 2 (x): the plugin's target `pick` failed on replay: ..."
+"run wf-1: cannot be re-folded: envelope 2 (x): the plugin's target `pick` failed on replay: ..."
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["ReplayResult", "broken_in", "refolded", "stop_text"]
+from flowc.runtime.adapters.base import ProtocolError
+
+__all__ = ["NotRefoldable", "ReplayResult", "broken_in", "refolded", "refusal", "stop_text"]
 
 log = logging.getLogger("flowc.runtime")
 T = TypeVar("T")
@@ -66,12 +68,27 @@ def broken_in(links: list[tuple[str, str | None]]) -> str | None:
     return None
 
 
+def refusal(cid: str, failed: str) -> str:
+    """The one wording of every command that refuses the run ``cid`` because a plugin
+    fails on its records as they are re-folded (``failed``, :attr:`ReplayResult.failed`):
+    ``flowc replay``, ``flowc resume``, ``flowc fork`` and the view's fork."""
+    return f"run {cid}: cannot be re-folded: {failed}"
+
+
+class NotRefoldable(ProtocolError):
+    """The run ``cid`` cannot be re-folded: a plugin fails on its records now
+    (``failed``). Its message is :func:`refusal`'s, which names the run."""
+
+    def __init__(self, cid: str, failed: str):
+        super().__init__(refusal(cid, failed))
+
+
 def stop_text(cid: str, broken: str | None, failed: str | None) -> str | None:
     """Why the run ``cid`` cannot be re-folded from its WAL, or ``None``: ``broken`` (the
-    WAL's break) before ``failed`` (a plugin failing on replay)."""
+    WAL's break) before ``failed`` (a plugin failing on replay: :func:`refusal`)."""
     if broken is not None:
         return f"run {cid}: the WAL is broken at {broken}"
-    return None if failed is None else f"run {cid} cannot be re-folded: {failed}"
+    return None if failed is None else refusal(cid, failed)
 
 
 def refolded(

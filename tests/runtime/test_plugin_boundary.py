@@ -296,7 +296,8 @@ def test_a_plugin_failing_on_replay_is_said_as_such_not_as_a_broken_wal(
     replay = ["replay", "last", "--db", "runs.db", "--plugin", "routing.py"]
     assert main(replay) == 1
     out, err = capsys.readouterr()
-    cid, rest = out.split(": ", 1)
+    assert out.startswith("run "), out
+    cid, rest = out.removeprefix("run ").split(": ", 1)
     assert rest.startswith("cannot be re-folded: envelope 3 ("), out
     said = (
         "the plugin's target `pick_reviewer` failed on replay: KeyError: 'gone' "
@@ -308,7 +309,7 @@ def test_a_plugin_failing_on_replay_is_said_as_such_not_as_a_broken_wal(
     # resume rebuilds the run the same way, and says the same (nothing is written)
     assert main(["resume", "last", "--db", "runs.db", "--plugin", "routing.py"]) == 1
     out, err = capsys.readouterr()
-    assert err.startswith(f"{cid}: error: run {cid} cannot be re-folded: envelope 3 ("), err
+    assert err.startswith(f"{cid}: error: run {cid}: cannot be re-folded: envelope 3 ("), err
     assert said.split("\n")[0] in err and "broken" not in out + err
 
 
@@ -327,7 +328,8 @@ def test_a_plugin_target_choosing_no_participant_on_replay_is_said_as_its_failur
         "the plugin's target `pick_reviewer` failed on replay: chose 'nobody', which is not "
         "a participant\n  re-folded 1 turn before it\n"
     )
-    assert ": cannot be re-folded: envelope 3 (" in out and out.endswith(said), out
+    assert out.startswith("run ") and ": cannot be re-folded: envelope 3 (" in out, out
+    assert out.endswith(said), out
     assert "broken" not in out + err and "cannot be folded" not in out + err and err == ""
 
     async def replay() -> Any:
@@ -504,6 +506,41 @@ def test_fork_refuses_a_run_a_plugin_fails_on_before_writing_anything(
     # up to turn 1 (the user's), the plugin decides nothing: that fork is written
     assert main(["fork", cid, "1", "--db", "runs.db", "--plugin", "routing.py"]) == 1
     assert "forked from" in capsys.readouterr().err and len(runs()) == 2
+
+
+def test_replay_resume_and_fork_refuse_a_run_they_cannot_re_fold_in_one_wording(
+    project: Path, capsys: pytest.CaptureFixture[str], forget_plugins: Callable[[], None]
+) -> None:
+    """The three commands that re-fold a stored run say the same refusal line for a run a
+    plugin fails on now (they said `RUN: cannot ...`, `run RUN cannot ...` and `run RUN:
+    cannot ...`), each after its own prefix, and exit 1 writing nothing."""
+    assert main([*RUN, "--plugin", "routing.py"]) == 0
+    capsys.readouterr()
+    forget_plugins()
+    (project / "routing.py").write_text(plugin(condition="int('many')"))
+    store = open_store("runs.db", readonly=True)
+    [cid] = store.channel_ids()
+    store.close()
+    want = (
+        f"run {cid}: cannot be re-folded: envelope 3 ({ids(cid)[2]}): the plugin's condition "
+        "`draft_is_long` failed on replay: ValueError: invalid literal for int() with base "
+        "10: 'many' (routing.py:16, in evaluate)"
+    )
+    said = {}
+    for cmd, args, prefix in (
+        ("replay", ["replay", cid], ""),
+        ("resume", ["resume", cid], f"{cid}: error: "),
+        ("fork", ["fork", cid, "2"], "flowc fork: error: runs.db: "),
+    ):
+        assert main([*args, "--db", "runs.db", "--plugin", "routing.py"]) == 1, cmd
+        out, err = capsys.readouterr()
+        line = (out if cmd == "replay" else err).splitlines()[0]
+        assert line.startswith(prefix), (cmd, line)
+        said[cmd] = line.removeprefix(prefix)
+    assert said == dict.fromkeys(("replay", "resume", "fork"), want), said
+    store = open_store("runs.db", readonly=True)
+    assert store.channel_ids() == [cid]  # (no fork was written)
+    store.close()
 
 
 def ids(cid: str) -> list[str]:
