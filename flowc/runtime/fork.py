@@ -259,10 +259,13 @@ def cut_short(stored: Iterable[Envelope]) -> tuple[ForkedFrom, int] | None:
 def check_fork_script(target: RunTarget, script: Script, n: int) -> None:
     """Raise :class:`~flowc.runtime.script.ScriptError` unless ``script`` can drive a fork
     of a run of ``target`` at turn ``n``: it fits the run (its speakers, tools and humans'
-    writes, as ``flowc run`` checks a script), and it has no kickoff unless ``n`` is 0 (a
+    writes, as ``flowc run`` checks a script), it gives none of the keys only a bare
+    graph takes for a run of a `.flow` (as ``flowc run`` refuses them: the fork's opening
+    is the run's, so they would be ignored), and it has no kickoff unless ``n`` is 0 (a
     fork at turn ``n`` goes on from there: its script holds the turns after it)."""
-    from flowc.runtime.scripted_replies import check_script
+    from flowc.runtime.scripted_replies import check_script, refuse_bare_graph_keys
 
+    refuse_bare_graph_keys(target, script)
     if n > 0 and script.kickoff is not None:
         raise ScriptError(
             f"the fork goes on from turn {n}, so it has no kickoff: the script holds the "

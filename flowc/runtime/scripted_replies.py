@@ -173,9 +173,10 @@ _BARE_GRAPH_KEYS = {
 def refuse_bare_graph_keys(target: RunTarget, script: Script) -> None:
     """Refuse a script that opens a new run of a `.flow` and gives what only a bare graph
     takes from one (``participants``, ``humans``, ``creator``, ``context_vars``): the flow
-    declares them. Only where a run is opened (run, submit): a resumed, forked or worked
-    run is rebuilt from its stored opening, where these keys never had an effect, so a
-    run stored before with one of them goes on as it did."""
+    declares them. Only where a run is opened (run, submit, fork: a fork's script is
+    given for the new run): a resumed or worked run is rebuilt from its stored opening,
+    where these keys never had an effect, so a run stored before with one of them goes
+    on as it did."""
     if target.tools is None:  # (a bare JSON graph: the script gives them)
         return
     given = [key for key in _BARE_GRAPH_KEYS if getattr(script, key) is not None]

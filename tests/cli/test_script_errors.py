@@ -215,10 +215,11 @@ def test_a_new_run_of_a_flow_refuses_the_keys_only_a_bare_graph_takes(
     key: str, stalled: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A `.flow` declares its speakers, humans, initiator and context: a script that gives
-    them is refused where it would open a new run (`run`, `submit`), naming the script and
-    the key, before anything is written (they would silently override the flow). Resume
-    and fork rebuild the run from its stored opening, where the keys never had an
-    effect: they take such a script as before."""
+    them is refused where it would open a new run (`run`, `submit`, `fork`), naming the
+    script and the key, before anything is written (they would silently override the flow,
+    or, for a fork, whose opening is its parent's, silently do nothing). Resume rebuilds
+    the run from its stored opening, where the keys never had an effect: it takes such a
+    script as before."""
     db, run_id = stalled
     value, words = BARE_GRAPH_ONLY[key]
     flow = tmp_path / "loop.flow"
@@ -246,13 +247,20 @@ def test_a_new_run_of_a_flow_refuses_the_keys_only_a_bare_graph_takes(
     without_kickoff.write_text(
         json.dumps({key: value, "script": {"user": ["hi", "ok"], "bot": ["x", "y"]}})
     )
+    for n, given in (("0", script), ("2", without_kickoff)):
+        fork = ["fork", run_id, n, "--script", str(given), "--db", str(copy), "--json"]
+        assert main(fork) == 1, n
+        assert capsys.readouterr() == ("", want.replace(str(script), str(given))), n
+    store = open_store(str(copy))
+    try:  # no fork was written
+        assert store.channel_ids() == [run_id]
+    finally:
+        store.close()
     resume = ["resume", run_id, "--script", str(without_kickoff), "--db", str(copy), "--json"]
-    fork = ["fork", run_id, "2", "--script", str(without_kickoff), "--db", str(copy), "--json"]
-    for args in (resume, fork):
-        main(args)
-        out, err = capsys.readouterr()
-        assert "bare JSON graph" not in err, (args[0], err)
-        assert json.loads(out)["turns"][-1]["text"] == "y", (args[0], out)
+    main(resume)
+    out, err = capsys.readouterr()
+    assert "bare JSON graph" not in err, err
+    assert json.loads(out)["turns"][-1]["text"] == "y", out
 
 
 @pytest.mark.parametrize("key", sorted(BARE_GRAPH_ONLY))

@@ -92,6 +92,13 @@ def test_a_new_run_from_a_turn_through_http(parent_db: Path, tmp_path: Path) -> 
         (url, "{not json", 422, "the script is not JSON"),
         (url, json.dumps({"kickoff": "hi", **AFTER}), 422, "so it has no kickoff"),
         (url, json.dumps({"script": {"nobody": ["hi"]}}), 422, "the script:"),
+        (  # a key only a bare graph takes, refused as `flowc run` refuses it
+            url,
+            json.dumps({"context_vars": {"x": 1}, **AFTER}),
+            422,
+            "the script: context_vars: only for a bare JSON graph, not for a .flow, where "
+            "`context KEY = VALUE` sets the initial context; drop it from the script",
+        ),
         (url, json.dumps({"script": {"x": ["y" * FORK_BODY_BYTES]}}), 413, "too long"),
     ):
         answer = client.post(path, content=content, headers=same_site)
