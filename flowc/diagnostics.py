@@ -298,8 +298,9 @@ class Diagnostic:
     #: only where the notes shorten a long run compare equal)
     run: RunPath | None = attrs.field(default=None, eq=False, repr=False)
     #: the rules (compiled transition indices) the finding proves never fire, as data for
-    #: the diagram and coverage; for a priority trap (W204) also the speakers whose turns
-    #: an earlier rule takes from it; left out of equality and of every report
+    #: the diagram (``render --check``); for a priority trap (W204) also the speakers whose
+    #: turns an earlier rule takes from it; left out of equality and of every report (the
+    #: language server's check leaves them out)
     dead_rules: tuple[int, ...] = attrs.field(default=(), eq=False, repr=False)
     trap_senders: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
 

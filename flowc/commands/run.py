@@ -64,7 +64,7 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import PluginFailed, tracebacks_wanted
 from flowc.runtime.hub import Hub
-from flowc.runtime.refold import refusal
+from flowc.runtime.refold import stop_text
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
 from flowc.runtime.scripted_replies import check_script, refuse_bare_graph_keys
@@ -855,11 +855,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     state = result.state
     count = getattr(state, "turn_count", None)
     turns = counted(count, "turn") if isinstance(count, int) else "? turns"
-    if result.broken is not None:
-        print(f"{cid}: the WAL is broken at {result.broken}")
-    elif result.failed is not None:
-        print(refusal(cid, result.failed))
-    if result.broken is not None or result.failed is not None:
+    stopped = stop_text(cid, result.broken, result.failed)  # (as resume and fork word it)
+    if stopped is not None:
+        print(stopped)
         print(f"  re-folded {turns} before it")
         return EXIT_ERRORS
     if result.recorded_close_reason is None:

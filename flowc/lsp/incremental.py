@@ -103,16 +103,15 @@ def _fields_of(cls: type) -> tuple[str, ...] | None:
     return names
 
 
-def _holders(node: Any) -> list[Span]:
-    """Every span under ``node`` (itself included), once each: what :func:`_shift`
-    moves. A value's class is looked up once (:data:`_FIELDS`), so a leaf costs a
-    dictionary look-up, not an ``attrs.has``."""
+def _holders(node: Any) -> list[tuple[Any, tuple[str, ...]]]:
+    """Every node under ``node`` (itself included) that holds a span, once each, with the
+    names of its span fields: what :func:`_shift` moves. A value's class is looked up once
+    (:data:`_FIELDS`), so a leaf costs a dictionary look-up, not an ``attrs.has``."""
     fields = _FIELDS
     span = Span
     seen: set[int] = set()
     add = seen.add
-    out: list[Span] = []
-    keep = out.append
+    out: list[tuple[Any, tuple[str, ...]]] = []
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
@@ -125,53 +124,66 @@ def _holders(node: Any) -> list[Span]:
         if names is None or id(node) in seen:
             continue
         add(id(node))
+        spans: list[str] = []
         for name in names:
             value = getattr(node, name)
             kind = type(value)
             if kind is span:
-                if id(value) not in seen:
-                    add(id(value))
-                    keep(value)
+                spans.append(name)
             elif kind is tuple or (kind is not list and fields.get(kind, ()) is not None):
                 push(value)  # a node, or a class met for the first time: looked at when popped
+        if spans:
+            out.append((node, tuple(spans)))
     return out
 
 
-#: per statement of the last tree, the spans under it (:func:`_holders`), kept from one
-#: edit to the next: the statements after an edit are the same objects, their spans
-#: moved in place (:func:`_shift`), so their lists stay true and a large file's tail is
-#: not walked again on every edit
-_Holders = ByIdentity[Any, list[Span]]
+#: per statement of the last tree, the nodes under it that hold spans (:func:`_holders`),
+#: kept from one edit to the next: the statements after an edit are the same objects,
+#: moved (:func:`_shift`), so their lists stay true and a large file's tail is not
+#: walked again on every edit
+_Holders = ByIdentity[Any, list[tuple[Any, tuple[str, ...]]]]
 
 
 def _shift(
     segments: Sequence[tuple[Sequence[Any], int, int]], holders: _Holders | None = None
 ) -> None:
-    """Move every span in each segment's statements by its lines and characters, in
-    place: the spans belong to the trees of this document alone (the analysis being
-    replaced, and the statements the next version keeps), and nothing keys a table by
-    one. (A span is frozen for everyone else; this is the one place that moves one.)
+    """Move every span in each segment's statements by its lines and characters (in
+    place: these trees belong to the analysis being replaced).
 
     It moves the whole tail of a large file after an edit that changed its length (on a
-    10,000-rule file, about 70,000 spans): the spans are listed once per statement
-    (``holders``, kept between edits), each once though two nodes share it, and an edit
-    within a line moves only the offsets. No span is shared by two statements (each
-    statement's spans are made by the parse of its own text; a test holds the parser to
-    it), so none is moved twice."""
+    10,000-rule file, tens of thousands of spans): the nodes that hold spans are listed
+    once per statement (``holders``, kept between edits), and a node shared by two
+    statements is moved once."""
     holders = holders if holders is not None else ByIdentity()
-    set_line, _, set_end_line, _, set_start, set_end = _SPAN_SETTERS
+    new = object.__new__
+    span = Span
+    set_line, set_column, set_end_line, set_end_column, set_start, set_end = _SPAN_SETTERS
+    setattr_ = object.__setattr__
+    seen: set[int] = set()
+    add = seen.add
     for statements, lines, chars in segments:
         for statement in statements:
             held = holders.get(statement)
             if held is None:
                 held = _holders(statement)
                 holders.put(statement, held)
-            for value in held:
-                set_start(value, value.start + chars)
-                set_end(value, value.end + chars)
-                if lines:
-                    set_line(value, value.line + lines)
-                    set_end_line(value, value.end_line + lines)
+            for node, names in held:
+                if id(node) in seen:
+                    continue
+                add(id(node))
+                for name in names:
+                    value = getattr(node, name)
+                    # Span(...) without its __init__: the fields set straight through
+                    # their slots (the same object; a third of the time, on tens of
+                    # thousands)
+                    moved = new(span)
+                    set_line(moved, value.line + lines)
+                    set_column(moved, value.column)
+                    set_end_line(moved, value.end_line + lines)
+                    set_end_column(moved, value.end_column)
+                    set_start(moved, value.start + chars)
+                    set_end(moved, value.end + chars)
+                    setattr_(node, name, moved)
 
 
 #: the slots' setters of :class:`Span`'s fields, in its order (checked against the class)

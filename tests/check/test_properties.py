@@ -888,7 +888,9 @@ def _cap_cases() -> list[tuple[CompiledFlow, list[Property]]]:
     return out
 
 
-@pytest.mark.parametrize("quick", [64, 0], ids=["quick-try", "distances"])
+@pytest.mark.parametrize(
+    "quick", [decider._QUICK_WALK, 64, 0], ids=["quick-try", "long-try", "distances"]
+)
 @pytest.mark.parametrize("safety", [False, True], ids=["plain", "safe-states"])
 def test_the_cap_question_reads_the_turns_again_as_a_recording_search_kept_them(
     quick: int, safety: bool, monkeypatch: pytest.MonkeyPatch

@@ -23,6 +23,7 @@ from flowc.lsp import core
 from flowc.lsp.core import DEBOUNCE_SECONDS, FlowcServer
 from flowc.lsp.server import make_server
 from flowc.source import SourceFile
+from tests.check.test_proofs import DEAD
 from tests.lsp.client import TRAP
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,3 +211,25 @@ def test_an_analysis_is_frozen_and_collected_when_idle(tmp_path: Path) -> None:
     server.collect()
     assert gone() is None  # ...until the server is idle
     assert gc.get_freeze_count() > 0
+
+
+def test_the_editors_check_leaves_out_the_proofs_only_the_diagram_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server checks without working out which finding proves each dead rule (a
+    few tens of ms an edit at 10,000 rules): only `render --check` draws them; the
+    findings it publishes are `flowc check`'s all the same."""
+    from flowc.compiler.analysis import proven
+
+    def refused(*args: Any) -> Any:
+        raise AssertionError("the editor's check worked out the proofs")
+
+    text = DEAD  # a W203 that proves two rules dead, a W201 one
+    server, _, uri = server_with(tmp_path, text)
+    monkeypatch.setattr(proven, "with_proofs", refused)
+    server.analyse(uri)
+    found = server.analyses[uri].diagnostics
+    monkeypatch.undo()
+    checked = check_source(SourceFile(str(tmp_path / "f.flow"), text))
+    assert found == checked and any(d.dead_rules for d in checked)
+    assert not any(d.dead_rules for d in found)

@@ -272,7 +272,7 @@ def test_replay_finds_turns_that_do_not_follow_one_another(
     cid = asyncio.run(write())
     assert main(["replay", cid, "--db", db]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"{cid}: the WAL is broken at envelope 8 (second-writer)")
+    assert out.startswith(f"run {cid}: the WAL is broken at envelope 8 (second-writer)")
     if second_writer == "stale":
         assert "it was written after" in out and "two writers wrote this run" in out
     else:
