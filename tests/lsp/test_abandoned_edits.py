@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from lsprotocol import types as lsp
@@ -41,6 +43,27 @@ async def _actions(client: LanguageClient, uri: str) -> list[lsp.CodeAction]:
     return [a for a in got or [] if isinstance(a, lsp.CodeAction)]
 
 
+@asynccontextmanager
+async def abandoned(client: LanguageClient, uri: str, then: str) -> AsyncIterator[None]:
+    """Version 2 (a comment line on top: every later span moves) is parsed, and its check
+    held; version 3 (``then``) arrives meanwhile, so version 2's check is abandoned. The
+    body runs while it is held."""
+    entered = HOLD.with_name(HOLD.name + ".entered")
+    entered.unlink(missing_ok=True)
+    HOLD.touch()
+    try:
+        change(client, uri, 2, "# " + "x" * 30 + "\n" + TEXT)
+        deadline = time.monotonic() + 30
+        while not entered.exists():
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        change(client, uri, 3, then)
+        await asyncio.sleep(0.1)
+        yield
+    finally:
+        HOLD.unlink(missing_ok=True)
+
+
 @pytest.mark.asyncio(loop_scope="module")
 async def test_code_actions_after_an_abandoned_edit_and_an_undo(
     held_client: LanguageClient,
@@ -48,20 +71,8 @@ async def test_code_actions_after_an_abandoned_edit_and_an_undo(
     client = held_client
     uri = await open_doc(client, TEXT)
     before = {a.title: apply(TEXT, a.edit) for a in await _actions(client, uri) if a.edit}
-    entered = HOLD.with_name(HOLD.name + ".entered")
-    entered.unlink(missing_ok=True)
-    HOLD.touch()
-    try:
-        change(client, uri, 2, "# " + "x" * 30 + "\n" + TEXT)  # a comment line on top
-        deadline = time.monotonic() + 30
-        while not entered.exists():
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
-        change(client, uri, 3, TEXT)  # undo: the text of the analysis shown
-        await asyncio.sleep(0.1)
+    async with abandoned(client, uri, TEXT):  # undone: the text of the analysis shown
         during = {a.title: apply(TEXT, a.edit) for a in await _actions(client, uri) if a.edit}
-    finally:
-        HOLD.unlink(missing_ok=True)
     await wait_version(client, uri, 3)
     after = {a.title: apply(TEXT, a.edit) for a in await _actions(client, uri) if a.edit}
     assert after == before
@@ -79,21 +90,9 @@ async def test_hover_after_an_abandoned_edit_and_an_undo(held_client: LanguageCl
     )  # `when from a then a`
     first = await client.text_document_hover_async(at)
     assert first is not None and "W203" in first.contents.value  # type: ignore[union-attr]
-    entered = HOLD.with_name(HOLD.name + ".entered")
-    entered.unlink(missing_ok=True)
-    HOLD.touch()
-    try:
-        change(client, uri, 2, "# " + "x" * 30 + "\n" + TEXT)
-        deadline = time.monotonic() + 30
-        while not entered.exists():
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
-        change(client, uri, 3, TEXT)
-        await asyncio.sleep(0.1)
+    async with abandoned(client, uri, TEXT):
         during = await asyncio.wait_for(client.text_document_hover_async(at), timeout=10)
-    finally:
-        HOLD.unlink(missing_ok=True)
-    await wait_version(client, uri, 3)  # type: ignore[union-attr]
+    await wait_version(client, uri, 3)
     assert during is not None and "W203" in during.contents.value  # type: ignore[union-attr]
 
 
@@ -103,18 +102,8 @@ async def test_syntax_error_after_an_abandoned_edit(held_client: LanguageClient)
     uri = await open_doc(client, TEXT, "syntax")
     first = await wait_version(client, uri, 1)
     want = sorted((d.code, d.range.start.line) for d in first)
-    entered = HOLD.with_name(HOLD.name + ".entered")
-    entered.unlink(missing_ok=True)
-    HOLD.touch()
-    try:
-        change(client, uri, 2, "# " + "x" * 30 + "\n" + TEXT)
-        deadline = time.monotonic() + 30
-        while not entered.exists():
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
-        change(client, uri, 3, TEXT + "when from\n")  # the undo, then a half-typed rule
-    finally:
-        HOLD.unlink(missing_ok=True)
+    async with abandoned(client, uri, TEXT + "when from\n"):  # the undo, then a half rule
+        pass
     last = await wait_version(client, uri, 3)
     got = sorted((d.code, d.range.start.line) for d in last if d.code != "E001")
     assert got == want
