@@ -310,7 +310,7 @@ def _refolds(store: WalStore, parent: str, copied: list[Envelope]) -> None:
     run written that ``resume`` refuses."""
     from flowc.runtime.adapters.base import ProtocolError
     from flowc.runtime.hub import Hub
-    from flowc.runtime.refold import NotRefoldable, broken_in
+    from flowc.runtime.refold import broken_in
 
     # (the hub's own re-fold, as `replay` and `resume` run it: it reads, writes nothing)
     _, _, _, broken, failed = Hub(store)._refold(copied)
@@ -318,7 +318,8 @@ def _refolds(store: WalStore, parent: str, copied: list[Envelope]) -> None:
     if broken is not None:
         raise ProtocolError(f"the WAL is broken at {broken}")
     if failed is not None:
-        raise NotRefoldable(parent, failed)
+        # (said as `run RUN: cannot be re-folded: ...`, as replay and resume say it)
+        raise ProtocolError(f"cannot be re-folded: {failed}")
 
 
 def fork_run(

@@ -18,9 +18,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from flowc.runtime.adapters.base import ProtocolError
-
-__all__ = ["NotRefoldable", "ReplayResult", "broken_in", "refolded", "refusal", "stop_text"]
+__all__ = ["ReplayResult", "broken_in", "refolded", "refusal", "stop_text"]
 
 log = logging.getLogger("flowc.runtime")
 T = TypeVar("T")
@@ -71,16 +69,9 @@ def broken_in(links: list[tuple[str, str | None]]) -> str | None:
 def refusal(cid: str, failed: str) -> str:
     """The one wording of every command that refuses the run ``cid`` because a plugin
     fails on its records as they are re-folded (``failed``, :attr:`ReplayResult.failed`):
-    ``flowc replay``, ``flowc resume``, ``flowc fork`` and the view's fork."""
+    ``flowc replay`` and ``flowc resume`` (``flowc fork`` and the view's fork say the same
+    through :func:`~flowc.runtime.transcript.run_error_text`, which names the run)."""
     return f"run {cid}: cannot be re-folded: {failed}"
-
-
-class NotRefoldable(ProtocolError):
-    """The run ``cid`` cannot be re-folded: a plugin fails on its records now
-    (``failed``). Its message is :func:`refusal`'s, which names the run."""
-
-    def __init__(self, cid: str, failed: str):
-        super().__init__(refusal(cid, failed))
 
 
 def stop_text(cid: str, broken: str | None, failed: str | None) -> str | None:

@@ -33,7 +33,6 @@ from flowc.runtime.envelope import (
 )
 from flowc.runtime.failures import Failure, PluginFailed, tracebacks_wanted
 from flowc.runtime.frozen import builder, writable_base
-from flowc.runtime.refold import NotRefoldable
 from flowc.runtime.wal import DamagedRow, Lease, WalError, WalStore
 
 __all__ = [
@@ -113,8 +112,6 @@ def run_error_text(run_id: str, err: BaseException, db: str | None = None) -> st
         return where + err.in_run
     if isinstance(err, DamagedRecord):
         return where + err.in_run(run_id)
-    if isinstance(err, NotRefoldable):  # (its words name the run)
-        return where + str(err)
     return f"{where}run {run_id}: {read_error_text(err)}"
 
 

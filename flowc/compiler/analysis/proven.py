@@ -45,7 +45,7 @@ class _Printed:
         self._quoted: dict[str, int] | None = None
 
     def naming(self, names: set[str]) -> Finding | None:
-        """The first finding whose message quotes one of ``names`` (each in backticks)."""
+        """The first finding whose message quotes (in backticks) one of ``names``."""
         if self._quoted is None:
             # every stretch between two backticks: a name in backticks is in a message
             # exactly when it is one of its stretches (a name holds no backtick)
@@ -53,7 +53,7 @@ class _Printed:
             for i, f in enumerate(self.found):
                 for part in f.diagnostic.message.split("`")[1:-1]:
                     self._quoted.setdefault(part, i)
-        hits = [self._quoted[n[1:-1]] for n in names if n[1:-1] in self._quoted]
+        hits = [self._quoted[n] for n in names if n in self._quoted]
         return self.found[min(hits)] if hits else None
 
     def only(self) -> Finding | None:
@@ -66,7 +66,7 @@ def _pick(facts: Facts, dead: DeadRule, code: str, found: _Printed) -> Finding |
     """Among the printed findings with ``code``, the one about this rule."""
     rule = dead.rule
     if code == "W201" and rule.senders:  # the finding about one of its senders
-        return found.naming({f"`{facts.system.speakers[s]}`" for s in rule.senders})
+        return found.naming({facts.system.speakers[s] for s in rule.senders})
     if code == "W205" and dead.taken_by is not None:
         about = found.by_rule.get(dead.taken_by)
         return about if about is not None else found.only()
@@ -139,11 +139,10 @@ def with_proofs(facts: Facts, findings: tuple[Finding, ...]) -> tuple[Finding, .
         if proved is None:
             out.append(f)
             continue
-        rules = tuple(sorted(proved)) if len(proved) > 1 else tuple(proved)
+        rules = tuple(sorted(proved))
         senders: list[str] = []
-        if traps:
-            for index in rules:
-                senders += _trap_senders(facts, traps.get(index))
+        for index in rules:
+            senders += _trap_senders(facts, traps.get(index))
         d = f.diagnostic.proving(rules, tuple(dict.fromkeys(senders)))
         out.append(Finding(d, f.run, f.rule))
     return tuple(out)
