@@ -43,6 +43,7 @@ scenario "up to 3" {
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -266,12 +267,37 @@ def check_fork_script(target: RunTarget, script: Script, n: int) -> None:
     from flowc.runtime.scripted_replies import check_script, refuse_bare_graph_keys
 
     refuse_bare_graph_keys(target, script)
+    _refuse_another_opening(target, script)
     if n > 0 and script.kickoff is not None:
         raise ScriptError(
             f"the fork goes on from turn {n}, so it has no kickoff: the script holds the "
             "turns after it (drop `kickoff`, or fork at turn 0)"
         )
     check_script(target, script, opens=n == 0)
+
+
+def _refuse_another_opening(target: RunTarget, script: Script) -> None:
+    """For a run of a bare JSON graph, whose script gave its participants, humans,
+    creator and initial context: a fork's script may give them again only as the run has
+    them (the same script, used again), since the fork's opening is a copy of the run's
+    and a different value would be ignored. (A `.flow` takes none of them:
+    :func:`~flowc.runtime.scripted_replies.refuse_bare_graph_keys`.)"""
+    if target.tools is not None:
+        return
+    wanted = target.with_script_facts(script)
+    for key, given, stored in (
+        ("participants", list(wanted.speakers), list(target.speakers)),
+        ("humans", sorted(wanted.humans), sorted(target.humans)),
+        ("creator", wanted.creator, target.creator),
+        ("context_vars", wanted.context_vars, target.context_vars),
+    ):
+        if getattr(script, key) is not None and given != stored:
+            raise ScriptError(
+                f"{key}: a fork keeps the opening of the run it forks, where it is"
+                f" {json.dumps(stored, sort_keys=True, default=str)}; the script's"
+                f" {json.dumps(getattr(script, key), sort_keys=True, default=str)} would be"
+                " ignored: drop it from the script, or give the run's own"
+            )
 
 
 def _now() -> str:

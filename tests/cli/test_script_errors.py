@@ -302,23 +302,26 @@ def test_a_refusal_names_every_bare_graph_key_given(
     )
 
 
+#: a bare JSON graph: its script gives the speakers, humans, creator and context
+BARE_GRAPH = {
+    "graph": {
+        "initial_speaker": "u",
+        "max_turns": None,
+        "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
+        "transitions": [
+            {
+                "priority": 0,
+                "when": {"name": "context_equals", "args": {"key": "ready", "value": True}},
+                "then": {"name": "terminate", "args": {"reason": "shipped"}},
+            },
+        ],
+    },
+}
+
+
 def test_a_bare_graph_keeps_the_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A bare JSON graph declares no speakers, humans or context: the script gives them."""
-    graph = {
-        "graph": {
-            "initial_speaker": "u",
-            "max_turns": None,
-            "default_target": {"name": "terminate", "args": {"reason": "after_work"}},
-            "transitions": [
-                {
-                    "priority": 0,
-                    "when": {"name": "context_equals", "args": {"key": "ready", "value": True}},
-                    "then": {"name": "terminate", "args": {"reason": "shipped"}},
-                },
-            ],
-        },
-    }
-    (tmp_path / "g.json").write_text(json.dumps(graph))
+    (tmp_path / "g.json").write_text(json.dumps(BARE_GRAPH))
     script = tmp_path / "s.json"
     script.write_text(
         json.dumps(
@@ -335,6 +338,54 @@ def test_a_bare_graph_keeps_the_keys(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["close_reason"] == "shipped" and out["context_vars"] == {"ready": True}
+
+
+def test_a_fork_of_a_bare_graph_run_takes_the_keys_only_as_the_run_has_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fork's opening is a copy of its run's: the script of a bare graph's run may be
+    given again (its keys are the run's), but a key that says otherwise is refused before
+    anything is written, naming the run's value (it used to be ignored without a word)."""
+    from flowc.runtime.stores import open_store
+
+    (tmp_path / "g.json").write_text(json.dumps(BARE_GRAPH))
+    db = tmp_path / "runs.db"
+    script = tmp_path / "s.json"
+    given = {
+        "kickoff": "go",
+        "participants": ["u", "b"],
+        "humans": ["u"],
+        "creator": "b",
+        "context_vars": {"ready": True},
+    }
+    script.write_text(json.dumps(given))
+    args = ["run", str(tmp_path / "g.json"), "--script", str(script), "--db", str(db), "--json"]
+    assert main(args) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    fork = ["fork", run_id, "0", "--script", str(script), "--db", str(db), "--json"]
+    assert main(fork) == 0  # the same script: its keys are the run's
+    assert json.loads(capsys.readouterr().out)["close_reason"] == "shipped"
+    for key, value, stored in (
+        ("participants", ["b", "u"], '["u", "b"]'),
+        ("humans", ["b"], '["u"]'),
+        ("creator", "u", '"b"'),
+        ("context_vars", {"ready": False}, '{"ready": true}'),
+    ):
+        other = tmp_path / f"{key}.json"
+        other.write_text(json.dumps({**given, key: value}))
+        fork = ["fork", run_id, "0", "--script", str(other), "--db", str(db), "--json"]
+        assert main(fork) == 1, key
+        assert capsys.readouterr() == (
+            "",
+            f"{other}: error: {key}: a fork keeps the opening of the run it forks, where it"
+            f" is {stored}; the script's {json.dumps(value, sort_keys=True)} would be"
+            " ignored: drop it from the script, or give the run's own\n",
+        ), key
+    store = open_store(str(db))
+    try:  # the run and the one fork of the same script, no other
+        assert len(store.channel_ids()) == 2
+    finally:
+        store.close()
 
 
 def test_a_run_submitted_before_with_a_bare_graph_key_is_still_worked(
