@@ -56,17 +56,27 @@ TARGETS = {1_000: 0.150, 10_000: 0.500}
 def with_properties(text: str, count: int) -> str:
     """``text`` (a flow of ``bench_compile.generate``) with ``count`` properties: each of
     the six patterns under each of the five scopes in turn, over its speakers (``agent_N``),
-    tools (``route_N``), ``context.stage`` and its ending, drawn from a fixed seed.
+    tools (``route_N``), ``context.stage`` and its ending, drawn from a fixed seed (the
+    same properties in every process: the speakers are drawn from a sorted list, not from
+    a set's order, which changes with the hash seed).
 
     >>> print(with_properties("speaker agent_0", 2), end="")
     speaker agent_0
     property p0: never from agent_0 and previous from agent_0
     property p1: always not turn > 3 before ends
+    >>> print(with_properties("speaker agent_3\\nspeaker agent_1\\nspeaker agent_2", 1))
+    speaker agent_3
+    speaker agent_1
+    speaker agent_2
+    property p0: never from agent_1 and previous from agent_1
+    <BLANKLINE>
     """
     import random
 
     rnd = random.Random(count)
-    agents = sorted(set(re.findall(r"^speaker (agent_\d+)", text, re.M)), key=len) or ["agent_0"]
+    agents = sorted(
+        set(re.findall(r"^speaker (agent_\d+)", text, re.M)), key=lambda a: (len(a), a)
+    ) or ["agent_0"]
     n = len(agents)
 
     def atom() -> str:
