@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -244,12 +244,16 @@ def _turn_for(
         )
         call: dict[str, Any] = {"say": text, "tool": tool.name}
         bare = _bare_form(alt)
-        if bare is not None and draw(st.booleans()):
+        if bare is not None and _doing(tools, alt) == [tool.name] and draw(st.booleans()):
             # the bare step (`a hands off to b`, a script's `handoff` without `tool`): a
-            # model speaker's turn may do it when one alternative of its tools does just that
+            # model speaker's turn may do it when one alternative of its tools does just
+            # that, and no other tool has one that does: the step is then that tool's call,
+            # for the routing (`when tool`) and the properties alike (with two such tools
+            # it says no tool, and is refused as ambiguous)
             line, effect = bare
             turn = Turn(
                 speaker=speaker,
+                tool=tool.name,
                 sets=alt.sets if alt else (),
                 clears=alt.clears if alt else (),
                 handoff=alt.handoff if alt else None,
@@ -285,6 +289,21 @@ def _turn_for(
         text,
         Turn(speaker=speaker, assumed=assumed, custom_choice=(choice,)),
     )
+
+
+def _doing(tools: Sequence[Any], alt: ToolEffectInfo | None) -> list[str]:
+    """The tools with an alternative that does exactly what ``alt`` does: the same writes
+    (in any order), hand-off and finish (written here, not taken from flowc)."""
+    if alt is None:
+        return []
+
+    def effect(a: ToolEffectInfo) -> tuple[object, ...]:
+        # (the last write of a key is the one that holds; `1` and `true` differ)
+        writes = {k: json.dumps(v, sort_keys=True) for k, v in a.sets}
+        return (sorted(writes.items()), sorted(set(a.clears)), a.handoff, a.finish)
+
+    wanted = effect(alt)
+    return [t.name for t in tools if any(effect(a) == wanted for a in t.alternatives)]
 
 
 def _bare_form(alt: ToolEffectInfo | None) -> tuple[str, dict[str, Any]] | None:
@@ -640,7 +659,10 @@ def test_the_commands_agree_on_generated_flows(
     clean = not has_errors(in_process)
     assert checked.returncode == (0 if clean else 1), checked.stderr
     compiled = _flowc("compile", "--plugin", "customs.py", "gen.flow", cwd=tmp_path)
-    assert compiled.returncode == (0 if clean else 1), compiled.stderr
+    # (a property some run breaks, E116, is check's verdict on the runs: the flow still
+    # compiles, to the same dict it would without the property)
+    compiles = not has_errors([d for d in in_process if d.code.id != "E116"])
+    assert compiled.returncode == (0 if compiles else 1), compiled.stderr
     if not clean:
         return
     assert json.loads(compiled.stdout) == flowc.compile_flow(text).knobs
