@@ -908,3 +908,43 @@ def test_stdin_is_not_read_for_a_refused_turn(
         capsys,
     )
     assert code == 1 and "refused" in err
+
+
+# ── a write is the JSON value the context then holds ─────────────────────────────
+
+LEVEL = """\
+speaker user: human
+speaker rater {
+  tool score sets level = 1
+}
+start user
+max_turns 4
+when from user then rater
+when context.level == 1 then terminate "scored"
+"""
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"), [(True, True), ([1], True), ("1", True), (1, False), (1.0, False)]
+)
+def test_a_write_of_true_is_no_write_of_1(
+    value: object, refused: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tool score sets level = 1` is held to writing the number 1: a call that writes
+    `true` breaks it (Python's `==` says `True == 1`, and the routing would take it, but
+    the run's context would hold `true`, which the flow does not declare). `1.0` is the
+    same JSON number."""
+    flow = tmp_path / "level.flow"
+    flow.write_text(LEVEL)
+    script = tmp_path / "s.json"
+    call = {"tool": "score", "set": {"level": value}, "say": "Scored."}
+    script.write_text(json.dumps({"kickoff": "Rate it", "script": {"rater": [call]}}))
+    code, out, err = run(["run", str(flow), "--script", str(script), "--db", ":memory:"], capsys)
+    if refused:
+        assert code == 1 and out == "", (out, err)
+        assert (
+            f"`rater` called `score`, which sets level = {json.dumps(value)}, but the flow "
+            "declares that it sets level = 1" in err
+        ), err
+    else:
+        assert code == 0, err
