@@ -204,24 +204,6 @@ def bare_alternative(
     return found[0] if len(found) == 1 else None
 
 
-def same_json(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` are the same JSON value: Python's ``==``, except that a
-    boolean is no number (``True == 1`` in Python), through lists and objects.
-
-    >>> same_json({"a": [1, None]}, {"a": [1.0, None]}), same_json([True], [1])
-    (True, False)
-    """
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
-    if isinstance(a, list | tuple | dict) or isinstance(b, list | tuple | dict):
-        return False
-    return bool(a == b)
-
-
 def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
     """Whether ``effect`` (what a call did) is exactly the declared ``alt``: the same
     writes (in any order), the same hand-off, and a finish with the same close reason (an
@@ -232,21 +214,9 @@ def same_effect(alt: ToolEffectInfo, effect: ToolEffectInfo) -> bool:
     True
     >>> same_effect(ToolEffectInfo((("k", True),)), ToolEffectInfo((("k", "yes"),)))
     False
-
-    A write is the value the run's context then holds: ``true`` is not ``1`` there
-    (though Python's ``==`` says it is), and ``1`` is ``1.0`` (one JSON number).
-
-    >>> same_effect(ToolEffectInfo((("k", 1),)), ToolEffectInfo((("k", True),)))
-    False
-    >>> same_effect(ToolEffectInfo((("k", [1, {"a": 0}]),)), ToolEffectInfo((("k", [1.0, {"a": False}]),)))
-    False
-    >>> same_effect(ToolEffectInfo((("k", 1),)), ToolEffectInfo((("k", 1.0),)))
-    True
     """
-    writes, done = dict(alt.sets), dict(effect.sets)
     return (
-        writes.keys() == done.keys()
-        and all(same_json(v, done[k]) for k, v in writes.items())
+        dict(alt.sets) == dict(effect.sets)
         and set(alt.clears) == set(effect.clears)
         and alt.handoff == effect.handoff
         and (alt.finish is None) == (effect.finish is None)

@@ -226,24 +226,3 @@ def test_a_fork_past_turn_0_may_call_on_the_start_speakers_first_scripted_turn()
     check_fork_script(target, script, 2)
     with pytest.raises(ScriptError, match=r"script\.bot\[0\]: the run's first turn, by `bot`"):
         check_fork_script(target, script, 0)
-
-
-def test_a_bare_write_of_true_is_no_call_of_a_tool_that_writes_1(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`bot sets k = true` is not a call of `tool a sets k = 1`: the context would hold
-    `true`, which no tool of `bot` writes (it was taken as `a`'s call, routed by `when
-    tool a`, while the context showed `true`)."""
-    flow = (
-        "speaker user: human\nspeaker bot {\n  tool a sets k = 1\n}\nstart user\nmax_turns 4\n"
-        "when tool a then user\nwhen from user then bot\n\n"
-        'scenario "bare" {\n  user: "hi"\n  bot sets k = true: "x"\n  expect next user\n}\n'
-    )
-    path = write(tmp_path, "t.flow", flow)
-    assert main(["test", path]) == 1
-    err = capsys.readouterr().err
-    assert (
-        "error[E111]: `bot` is a model speaker and none of its tools sets k = true "
-        "(declared: a: sets k = 1)" in err
-    ), err
-    assert main(["test", write(tmp_path, "u.flow", flow.replace("k = true", "k = 1"))]) == 0
