@@ -291,13 +291,19 @@ def _refuse_another_opening(target: RunTarget, script: Script) -> None:
         ("creator", wanted.creator, target.creator),
         ("context_vars", wanted.context_vars, target.context_vars),
     ):
-        if getattr(script, key) is not None and given != stored:
+        if getattr(script, key) is not None and _json(given) != _json(stored):
             raise ScriptError(
                 f"{key}: a fork keeps the opening of the run it forks, where it is"
-                f" {json.dumps(stored, sort_keys=True, default=str)}; the script's"
-                f" {json.dumps(getattr(script, key), sort_keys=True, default=str)} would be"
+                f" {_json(stored)}; the script's"
+                f" {_json(getattr(script, key))} would be"
                 " ignored: drop it from the script, or give the run's own"
             )
+
+
+def _json(value: Any) -> str:
+    """``value`` as canonical JSON: two values are the same only as JSON (``true`` is not
+    ``1``, though Python's ``==`` says so)."""
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _now() -> str:

@@ -370,8 +370,10 @@ def test_a_fork_of_a_bare_graph_run_takes_the_keys_only_as_the_run_has_them(
         ("humans", ["b"], '["u"]'),
         ("creator", "u", '"b"'),
         ("context_vars", {"ready": False}, '{"ready": true}'),
+        # (`1 == True` in Python, but the fork's context would hold `true`, not `1`)
+        ("context_vars", {"ready": 1}, '{"ready": true}'),
     ):
-        other = tmp_path / f"{key}.json"
+        other = tmp_path / f"{key}-{len(list(tmp_path.glob(key + '-*')))}.json"
         other.write_text(json.dumps({**given, key: value}))
         fork = ["fork", run_id, "0", "--script", str(other), "--db", str(db), "--json"]
         assert main(fork) == 1, key

@@ -298,9 +298,9 @@ def _doing(tools: Sequence[Any], alt: ToolEffectInfo | None) -> list[str]:
         return []
 
     def effect(a: ToolEffectInfo) -> tuple[object, ...]:
-        # (the last write of a key is the one that holds; `1` and `true` differ)
-        writes = {k: json.dumps(v, sort_keys=True) for k, v in a.sets}
-        return (sorted(writes.items()), sorted(set(a.clears)), a.handoff, a.finish)
+        # (the last write of a key is the one that holds; the values compare with
+        # Python's `==`, as the declarations are matched today: `1` is `true` there)
+        return (dict(a.sets), set(a.clears), a.handoff, a.finish)
 
     wanted = effect(alt)
     return [t.name for t in tools if any(effect(a) == wanted for a in t.alternatives)]
