@@ -447,6 +447,40 @@ def test_a_value_no_rule_compares_is_told_apart() -> None:
     )
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_system_extended_from_the_flows_own_is_the_one_made_anew(seed: int) -> None:
+    """``system_of_flow(flow, values, base=own)`` keeps ``own``'s rules (the check's
+    system, so that a flow's properties do not compile its rules twice) and is equal,
+    field by field, to the system made from the flow with those values: on generated
+    flows and properties, on the benchmark family's, and from a base that has values of
+    its own (the new ones then come after them)."""
+    rnd = random.Random(seed)
+    cases: list[tuple[CompiledFlow, list[Property]]] = []
+    for _ in range(40):
+        flow = compile_flow(flow_text(rnd))
+        cases.append((flow, [prop(rnd, list(flow.speakers), f"p{j}") for j in range(3)]))
+    shape = Shape(speakers=8 + seed, keys=3, values=2, rules=2, max_turns=12, custom=0.2)
+    bench = compile_flow(generate(shape))
+    cases.append((bench, list(bench_properties(shape, 20, seed))))
+    extended = 0
+    for flow, props in cases:
+        own = system_of_flow(flow)
+        values = property_literals(props)
+        made = system_of_flow(flow, values, base=own)
+        assert made == system_of_flow(flow, values)
+        assert made.rules is own.rules and made.ordered is own.ordered
+        extended += made.literals != own.literals
+        # two steps: the base's values, then the others after them
+        first = dict(list(values.items())[:1])
+        rest = {k: v[::-1] for k, v in list(values.items())[1:]}
+        step = system_of_flow(flow, rest, base=system_of_flow(flow, first))
+        assert step == system_of_flow(flow, {**first, **rest})
+    assert extended >= 10  # (most add a value the rules do not compare)
+    other = compile_flow("speaker a\nspeaker b\nwhen from a then b")
+    with pytest.raises(ValueError, match="another flow"):
+        system_of_flow(other, {"k": [1]}, base=system_of_flow(cases[0][0]))
+
+
 @pytest.mark.parametrize(
     ("compared", "verdict", "run"),
     [

@@ -152,7 +152,7 @@ def system_for(
     base = base if base is not None else system_of_flow(compiled)
     if told_apart(base, props):
         return base
-    return system_of_flow(compiled, property_literals(props))
+    return system_of_flow(compiled, property_literals(props), base=base)
 
 
 def reads_turns(system: System) -> bool:

@@ -616,7 +616,17 @@ class _Search:
         again); ``near`` prunes the pairs too far from ``bad``; past ``budget`` steps,
         None. (The pairs a walk reaches after fewer than ``want`` turns are ones the
         search went on from; those it reaches after ``want`` need no successors.)"""
-        succ_of = self.succ_of
+        # a long walk goes round the same few pairs: each pair's successors are read once
+        # (in order, without repeats: a pair tried once from a (pair, turns) is not tried
+        # again, so the repeats never changed the walk)
+        known: dict[int, list[int]] = {}
+
+        def succ_of(x: int) -> list[int]:
+            found = known.get(x)
+            if found is None:
+                found = known[x] = list(dict.fromkeys(self.succ_of(x)))
+            return found
+
         failed: set[tuple[int, int]] = set()
         far = want + 1
         path = [start]
@@ -985,10 +995,19 @@ def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
     nodes = [x >> _SHIFT for x in path]
     on_loop = found.loop_from if found.kind == "loop" else None
 
+    # (a long run goes through the same few pairs again and again: one turn each)
+    known: dict[tuple[int, int, bool], Step] = {}
+
     def turn_between(i: int, x: int, y: int) -> Step:
         """A turn from pair ``x`` to pair ``y`` (keeping the obligation pending on the loop)."""
-        mid_x, mid_y = x & _MIDS, y & _MIDS
         keep = on_loop is not None and i >= on_loop
+        found = known.get((x, y, keep))
+        if found is None:
+            found = known[x, y, keep] = _turn_between(x, y, keep)
+        return found
+
+    def _turn_between(x: int, y: int, keep: bool) -> Step:
+        mid_x, mid_y = x & _MIDS, y & _MIDS
 
         def fits(mask: int) -> bool:
             r = search.trans(mid_x, mask & search.pmask)

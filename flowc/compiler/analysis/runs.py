@@ -227,6 +227,9 @@ def _turns_along(
     val: Valuation | None = system.initial
     parent = space.parent
     on_tree = bool(path) and path[0] == 0
+    # a long run takes the same few turns again and again: each (node, step, valuation
+    # before) is made into a turn once (turns are values: a run may hold one twice)
+    made: dict[tuple[int, int, Valuation | None], tuple[Step, Turn]] = {}
     for i, (u, v) in enumerate(itertools.pairwise(path)):
         step = chosen.get(i) if chosen else None
         if on_tree and step is None and v and parent[v] == u:
@@ -236,7 +239,12 @@ def _turns_along(
             continue
         on_tree = False
         step = step or space.step_between(u, v)
-        turns.append(_turn(system, space.speaker_of(u), val, step))
+        # (keyed by the step's id: ``made`` keeps the step, so no other takes its id)
+        key = (u, id(step), val)
+        hit = made.get(key)
+        if hit is None:
+            hit = made[key] = (step, _turn(system, space.speaker_of(u), val, step))
+        turns.append(hit[1])
         val = step.after
     return turns, val
 
