@@ -917,7 +917,7 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
     search = _Search(graph, mon, limit)
     if search.safety is not None and not space.truncated and search.safety.safe(mon.initial, 0):
         # no run of any flow breaks it
-        return PropertyResult(prop, "holds", None, assumed=_assumptions(system, mon))
+        return PropertyResult(prop, "holds", None, assumed=_assumptions(system))
     try:
         found = search.run()
         if found is None and not search.overflow:
@@ -967,11 +967,18 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             f" bound, and at least {PRODUCT_FACTOR * MIN_PRODUCT:,}): no run seen breaks it,"
             " but not every run was seen (raise `--max-states`)",
         )
-    return PropertyResult(prop, "holds", None, assumed=_assumptions(system, mon))
+    return PropertyResult(prop, "holds", None, assumed=_assumptions(system))
 
 
-def _assumptions(system: System, mon: Monitor) -> tuple[str, ...]:
-    """What a proof rests on: the cap, and what the flow declares but does not decide."""
+def _assumptions(system: System) -> tuple[str, ...]:
+    """What a proof rests on: the cap, and what the flow declares but does not decide
+    (the same for each property of the flow: worked out once per system, as it reads
+    every rule)."""
+    # (kept by the rules' tuple: the system's own, which holds no reference back to it)
+    return system.made_for("property assumptions", system.rules, lambda: _assumptions_now(system))
+
+
+def _assumptions_now(system: System) -> tuple[str, ...]:
     out: list[str] = []
     if system.max_turns is not None:
         out.append(f"max_turns {system.max_turns}")
