@@ -481,6 +481,69 @@ def test_a_system_extended_from_the_flows_own_is_the_one_made_anew(seed: int) ->
         system_of_flow(other, {"k": [1]}, base=system_of_flow(cases[0][0]))
 
 
+def _same_space(a: Any, b: Any) -> None:
+    assert (a.keys, a.parent, a.dist, a.truncated, a.ends) == (
+        b.keys,
+        b.parent,
+        b.dist,
+        b.truncated,
+        b.ends,
+    )
+    assert (a.fired, a.first_fired, a.default_fired, a.parent_step) == (
+        b.fired,
+        b.first_fired,
+        b.default_fired,
+        b.parent_step,
+    )
+    ra, rb = a.recorded, b.recorded
+    assert (ra.succ, ra.tool, ra.val, ra.start, ra.tools, ra.vals) == (
+        rb.succ,
+        rb.tool,
+        rb.val,
+        rb.start,
+        rb.tools,
+        rb.vals,
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_properties_exploration_shares_the_flows_routing(seed: int) -> None:
+    """``check`` explores the system that tells the properties' values apart with the
+    routing of the flow's own exploration (``explore(..., like=)``: the rules are the
+    same objects, and read the same values): the space is the one explored without it,
+    node for node and turn for turn, on generated flows and the benchmark family's, the
+    routing explored first by either; a system with other rules does not share it."""
+    rnd = random.Random(seed)
+    cases: list[tuple[CompiledFlow, list[Property]]] = []
+    for _ in range(40):
+        flow = compile_flow(flow_text(rnd))
+        cases.append((flow, [prop(rnd, list(flow.speakers), f"p{j}") for j in range(3)]))
+    shape = Shape(speakers=8 + seed, keys=3, values=2, rules=2, max_turns=12, custom=0.2)
+    bench = compile_flow(generate(shape))
+    cases.append((bench, list(bench_properties(shape, 20, seed))))
+    extended = 0
+    for flow, props in cases:
+        own = system_of_flow(flow)
+        wide = system_of_flow(flow, property_literals(props), base=own)
+        extended += wide.literals != own.literals
+        alone = explore(wide, 5000, record=True)
+        # the flow's own space first (as `check` does), then the wider one
+        first = explore(own, 5000)
+        sharing = explore(wide, 5000, record=True, like=first.explorer)
+        assert sharing.explorer._outcomes is first.explorer._outcomes
+        _same_space(sharing, alone)
+        # the wider one first: the flow's own exploration, sharing it, is as before
+        again = explore(wide, 5000, record=True)
+        _same_space(
+            explore(own, 5000, record=True, like=again.explorer), explore(own, 5000, record=True)
+        )
+    assert extended >= 10
+    # a system of another flow (other rules) routes on its own
+    fresh = explore(system_of_flow(cases[0][0]), 5000)
+    other = explore(system_of_flow(cases[1][0]), 5000, like=fresh.explorer)
+    assert other.explorer._outcomes is not fresh.explorer._outcomes
+
+
 @pytest.mark.parametrize(
     ("compared", "verdict", "run"),
     [

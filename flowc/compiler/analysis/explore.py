@@ -201,12 +201,29 @@ _READS = attrgetter("reads")
 class Explorer:
     """Explores a :class:`System` breadth-first; see :func:`explore`."""
 
-    def __init__(self, system: System):
+    def __init__(self, system: System, like: Explorer | None = None):
+        """``like``: the explorer of a system with the same rules and flow (the flow's own
+        system, for one that tells apart more values: ``system_of_flow(..., base=)``),
+        whose routing this one shares: the rules read the same keys and values there
+        (the values added come after theirs, and no rule holds on them), so a turn's
+        outcomes, keyed by the values its rules read, are the same."""
         self.system = system
-        self._candidates = Candidates(system.ordered, len(system.speakers), attrgetter("rank"))
-        self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]] = {}
+        self._candidates: Candidates
+        self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]]
         #: (sender, tool) -> (the candidate rules, the keys they read): one lookup a turn
-        self._routing: dict[tuple[int, int], tuple[tuple[RuleSpec, ...], tuple[int, ...]]] = {}
+        self._routing: dict[tuple[int, int], tuple[tuple[RuleSpec, ...], tuple[int, ...]]]
+        if (
+            like is not None
+            and like.system.rules is system.rules
+            and like.system.compiled is system.compiled
+        ):
+            self._candidates = like._candidates
+            self._outcomes = like._outcomes
+            self._routing = like._routing
+        else:
+            self._candidates = Candidates(system.ordered, len(system.speakers), attrgetter("rank"))
+            self._outcomes = {}
+            self._routing = {}
 
     # one turn ----------------------------------------------------------------
 
@@ -565,10 +582,13 @@ def address_space_left() -> int | None:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def explore(system: System, max_states: int, *, record: bool = False) -> StateSpace:
+def explore(
+    system: System, max_states: int, *, record: bool = False, like: Explorer | None = None
+) -> StateSpace:
     """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes
     (and ``TURNS_PER_STATE * max_states`` explored turns); ``record``: keep each node's
-    turns (:attr:`StateSpace.recorded`).
+    turns (:attr:`StateSpace.recorded`); ``like``: an explorer whose routing to share
+    (see :class:`Explorer`).
 
     >>> from flowc import compile_flow
     >>> from flowc.compiler.analysis.system import system_of_flow
@@ -576,7 +596,7 @@ def explore(system: System, max_states: int, *, record: bool = False) -> StateSp
     >>> len(space.keys), space.truncated
     (3, False)
     """
-    explorer = Explorer(system)
+    explorer = Explorer(system, like)
     ids: dict[NodeKey, int] = {KICKOFF: 0}
     keys: list[NodeKey] = [KICKOFF]
     parent = [0]

@@ -1064,7 +1064,11 @@ def check_properties(facts: Facts) -> Iterator[Finding]:
     bound = facts.space.bound
     try:
         system = system_for(compiled, props, facts.system)
-        space = facts.space if system is facts.system else explore(system, bound, record=True)
+        space = (
+            facts.space
+            if system is facts.system
+            else explore(system, bound, record=True, like=facts.space.explorer)
+        )
         results = decide_on(space, props, bound)
     except PropertyError as err:  # pragma: no cover - the parser refuses such properties
         for prop in props:
