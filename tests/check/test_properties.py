@@ -17,7 +17,7 @@ import pytest
 
 from flowc import compile_flow
 from flowc.compiler import model as m
-from flowc.compiler.analysis import CheckOptions, check_compiled
+from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled
 from flowc.compiler.analysis import properties as decider
 from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.prop_system import comparisons
@@ -542,6 +542,58 @@ def test_the_properties_exploration_shares_the_flows_routing(seed: int) -> None:
     fresh = explore(system_of_flow(cases[0][0]), 5000)
     other = explore(system_of_flow(cases[1][0]), 5000, like=fresh.explorer)
     assert other.explorer._outcomes is not fresh.explorer._outcomes
+
+
+def test_check_shares_its_routing_across_versions_with_other_properties(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``check`` as the language server runs it (a :class:`SpaceCache` kept from one
+    version to the next) explores the properties' wider system with its own space's
+    routing; versions of one flow that differ in their properties (other values under
+    the same abstract numbers in the routing it keeps) report exactly what a check
+    without the cache, or without the sharing, reports."""
+    rnd = random.Random(11)
+    shared: list[bool] = []
+    real = decider.explore
+
+    def spy(system: Any, bound: int, **kw: Any) -> Any:
+        space = real(system, bound, **kw)
+        like = kw.get("like")
+        shared.append(like is not None and space.explorer._outcomes is like._outcomes)
+        return space
+
+    def alone(system: Any, bound: int, **kw: Any) -> Any:
+        return real(system, bound, record=kw.get("record", False))
+
+    reused = 0
+    for _ in range(25):
+        flow = compile_flow(flow_text(rnd))
+        cache = SpaceCache()
+        for _version in range(4):
+            props = tuple(prop(rnd, list(flow.speakers), f"p{k}") for k in range(3))
+            version = attrs.evolve(flow, properties=props)
+            monkeypatch.setattr(decider, "explore", spy)
+            cached = render_json(check_compiled(version, (), CheckOptions(), spaces=cache))
+            monkeypatch.setattr(decider, "explore", alone)
+            assert cached == render_json(check_compiled(version, (), CheckOptions()))
+        reused += cache.reused
+    assert reused >= 25 and shared.count(True) >= 10
+
+
+def test_routing_is_shared_only_with_a_system_of_the_same_rules_and_flow() -> None:
+    flow = compile_flow(STAGES)
+    own = system_of_flow(flow)
+    first = explore(own, 1000).explorer
+    wide = system_of_flow(flow, {"stage": ["final"]}, base=own)
+    assert explore(wide, 1000, like=first).explorer._outcomes is first._outcomes
+    # the same flow, its rules made again; the same rules, another flow or default
+    other_flow = compile_flow(STAGES + "\n# another version\n")
+    for system in (
+        system_of_flow(flow, {"stage": ["final"]}),
+        attrs.evolve(wide, compiled=other_flow),
+        attrs.evolve(wide, default=m.TerminateTarget("other")),
+    ):
+        assert explore(system, 1000, like=first).explorer._outcomes is not first._outcomes
 
 
 @pytest.mark.parametrize(

@@ -158,7 +158,10 @@ class SpaceCache:
     An edit that leaves the flow's shape as it was (:meth:`System.shape`: a comment, a
     scenario, blank lines, the order of declarations that do not route) leaves its
     state space as it was too, so the language server explores it once, not on every
-    keystroke; the checks still run on the new version, with its spans.
+    keystroke; the checks still run on the new version, with its spans. (The routing
+    it keeps also holds the outcomes the flow's properties' wider system added, which
+    is explored with this space's routing, ``explore(..., like=)``: they are kept by
+    values the flow's own system never holds.)
 
     >>> from flowc import compile_flow
     >>> from flowc.compiler.analysis.system import system_of_flow

@@ -204,9 +204,11 @@ class Explorer:
     def __init__(self, system: System, like: Explorer | None = None):
         """``like``: the explorer of a system with the same rules and flow (the flow's own
         system, for one that tells apart more values: ``system_of_flow(..., base=)``),
-        whose routing this one shares: the rules read the same keys and values there
-        (the values added come after theirs, and no rule holds on them), so a turn's
-        outcomes, keyed by the values its rules read, are the same."""
+        whose routing this one shares. A turn's outcomes are a function of the rules'
+        codes and the values of the keys they read (and of the speakers, the default and
+        the custom targets, the same here), and they are kept by those values: the rules
+        number their own values alike in both systems, and read a value only the other
+        tells apart as they read "another value" (no rule's `==` matches it)."""
         self.system = system
         self._candidates: Candidates
         self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]]
@@ -216,6 +218,10 @@ class Explorer:
             like is not None
             and like.system.rules is system.rules
             and like.system.compiled is system.compiled
+            and like.system.speakers == system.speakers
+            and like.system.initiator == system.initiator
+            and like.system.default == system.default
+            and like.system.custom_results == system.custom_results
         ):
             self._candidates = like._candidates
             self._outcomes = like._outcomes
@@ -436,7 +442,9 @@ class StateSpace:
         (:meth:`System.shape`): the states, turns and graph are shared, and what names
         the source (rule spans, the compiled flow) is ``system``'s."""
         explorer = Explorer(system)
-        explorer._outcomes = self.explorer._outcomes  # routing outcomes: by shape alone
+        # routing outcomes: by shape alone (with those the properties' wider system added,
+        # ``explore(..., like=)``: kept by values this shape's own system never holds)
+        explorer._outcomes = self.explorer._outcomes
         return attrs.evolve(self, system=system, explorer=explorer)
 
     def speaker_of(self, node: int) -> int:

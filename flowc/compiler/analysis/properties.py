@@ -618,7 +618,8 @@ class _Search:
         search went on from; those it reaches after ``want`` need no successors.)"""
         # a long walk goes round the same few pairs: each pair's successors are read once
         # (in order, without repeats: a pair tried once from a (pair, turns) is not tried
-        # again, so the repeats never changed the walk)
+        # again, so the repeats never changed the walk). At most one list per pair the
+        # walk enters, for as long as the walk: the search itself keeps none
         known: dict[int, list[int]] = {}
 
         def succ_of(x: int) -> list[int]:
@@ -1008,10 +1009,10 @@ def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
     def turn_between(i: int, x: int, y: int) -> Step:
         """A turn from pair ``x`` to pair ``y`` (keeping the obligation pending on the loop)."""
         keep = on_loop is not None and i >= on_loop
-        found = known.get((x, y, keep))
-        if found is None:
-            found = known[x, y, keep] = _turn_between(x, y, keep)
-        return found
+        hit = known.get((x, y, keep))
+        if hit is None:
+            hit = known[x, y, keep] = _turn_between(x, y, keep)
+        return hit
 
     def _turn_between(x: int, y: int, keep: bool) -> Step:
         mid_x, mid_y = x & _MIDS, y & _MIDS
