@@ -447,13 +447,8 @@ def test_a_value_no_rule_compares_is_told_apart() -> None:
     )
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_a_system_extended_from_the_flows_own_is_the_one_made_anew(seed: int) -> None:
-    """``system_of_flow(flow, values, base=own)`` keeps ``own``'s rules (the check's
-    system, so that a flow's properties do not compile its rules twice) and is equal,
-    field by field, to the system made from the flow with those values: on generated
-    flows and properties, on the benchmark family's, and from a base that has values of
-    its own (the new ones then come after them)."""
+def _flows_and_properties(seed: int) -> list[tuple[CompiledFlow, list[Property]]]:
+    """40 generated flows with 3 properties each, and one of the benchmark family with 20."""
     rnd = random.Random(seed)
     cases: list[tuple[CompiledFlow, list[Property]]] = []
     for _ in range(40):
@@ -462,6 +457,17 @@ def test_a_system_extended_from_the_flows_own_is_the_one_made_anew(seed: int) ->
     shape = Shape(speakers=8 + seed, keys=3, values=2, rules=2, max_turns=12, custom=0.2)
     bench = compile_flow(generate(shape))
     cases.append((bench, list(bench_properties(shape, 20, seed))))
+    return cases
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_system_extended_from_the_flows_own_is_the_one_made_anew(seed: int) -> None:
+    """``system_of_flow(flow, values, base=own)`` keeps ``own``'s rules (the check's
+    system, so that a flow's properties do not compile its rules twice) and is equal,
+    field by field, to the system made from the flow with those values: on generated
+    flows and properties, on the benchmark family's, and from a base that has values of
+    its own (the new ones then come after them)."""
+    cases = _flows_and_properties(seed)
     extended = 0
     for flow, props in cases:
         own = system_of_flow(flow)
@@ -513,14 +519,7 @@ def test_the_properties_exploration_shares_the_flows_routing(seed: int) -> None:
     same objects, and read the same values): the space is the one explored without it,
     node for node and turn for turn, on generated flows and the benchmark family's, the
     routing explored first by either; a system with other rules does not share it."""
-    rnd = random.Random(seed)
-    cases: list[tuple[CompiledFlow, list[Property]]] = []
-    for _ in range(40):
-        flow = compile_flow(flow_text(rnd))
-        cases.append((flow, [prop(rnd, list(flow.speakers), f"p{j}") for j in range(3)]))
-    shape = Shape(speakers=8 + seed, keys=3, values=2, rules=2, max_turns=12, custom=0.2)
-    bench = compile_flow(generate(shape))
-    cases.append((bench, list(bench_properties(shape, 20, seed))))
+    cases = _flows_and_properties(seed)
     extended = 0
     for flow, props in cases:
         own = system_of_flow(flow)
