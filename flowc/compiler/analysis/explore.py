@@ -590,6 +590,24 @@ def address_space_left() -> int | None:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+def _self_route(
+    self_routes: dict[tuple[int, str | None], tuple[int, Step]],
+    u: int,
+    action: Action,
+    after: Valuation,
+    outcome: Outcome,
+    json_mode: bool,
+) -> None:
+    """Note a turn from node ``u`` that gives the turn back to its speaker, the first for
+    its cause (the rule that fired, or the tool that handed off): W221's turns."""
+    tool = action.tool
+    if json_mode and tool is not None:
+        return  # a JSON graph's tools are assumed
+    cause = (outcome.fired, tool if outcome.fired == HANDOFF else None)
+    if cause not in self_routes:
+        self_routes[cause] = (u, Step(action, after, outcome))
+
+
 def explore(
     system: System, max_states: int, *, record: bool = False, like: Explorer | None = None
 ) -> StateSpace:
@@ -645,11 +663,7 @@ def explore(
                 truncated, horizon, stopped_by = True, dist[u], "turns"
                 break
             if outcome.speaker == mover and not late:
-                tool = action.tool
-                if not (json_mode and tool is not None):  # a JSON graph's tools are assumed
-                    cause = (outcome.fired, tool if outcome.fired == HANDOFF else None)
-                    if cause not in self_routes:
-                        self_routes[cause] = (u, Step(action, after, outcome))
+                _self_route(self_routes, u, action, after, outcome, json_mode)
             if outcome.fired >= 0 or outcome.fired == DEFAULT:
                 first_fired.setdefault(outcome.fired, u)
             if outcome.fired >= 0:
