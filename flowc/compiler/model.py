@@ -6,6 +6,7 @@ AG2 1.2.1's ``TransitionGraph.to_dict()`` writes it (see :mod:`flowc.compiler.se
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeAlias
@@ -171,6 +172,17 @@ def values_equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # pragma: no cover - JSON values compare without raising
         return False
+
+
+def json_text(value: Any) -> str:
+    """``value`` as canonical JSON text (keys sorted; what JSON cannot hold, as its
+    ``str``): two values are the same JSON only when their texts are equal, where
+    Python's ``==`` takes ``true`` for ``1`` and ``1.0`` for ``1``.
+
+    >>> json_text({"b": [1.0, True], "a": 1}), json_text(True) == json_text(1)
+    ('{"a": 1, "b": [1.0, true]}', False)
+    """
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 #: the comparison operators of the language (a property's turn atom, a context

@@ -43,7 +43,6 @@ scenario "up to 3" {
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -51,6 +50,7 @@ from typing import Any
 
 import attrs
 
+from flowc.compiler.model import json_text
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.names import format_name, format_value
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
@@ -291,19 +291,14 @@ def _refuse_another_opening(target: RunTarget, script: Script) -> None:
         ("creator", wanted.creator, target.creator),
         ("context_vars", wanted.context_vars, target.context_vars),
     ):
-        if getattr(script, key) is not None and _json(given) != _json(stored):
+        # (as JSON: `1 == True` in Python, but the fork's context would hold `true`)
+        if getattr(script, key) is not None and json_text(given) != json_text(stored):
             raise ScriptError(
                 f"{key}: a fork keeps the opening of the run it forks, where it is"
-                f" {_json(stored)}; the script's"
-                f" {_json(getattr(script, key))} would be"
+                f" {json_text(stored)}; the script's"
+                f" {json_text(getattr(script, key))} would be"
                 " ignored: drop it from the script, or give the run's own"
             )
-
-
-def _json(value: Any) -> str:
-    """``value`` as canonical JSON: two values are the same only as JSON (``true`` is not
-    ``1``, though Python's ``==`` says so)."""
-    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _now() -> str:

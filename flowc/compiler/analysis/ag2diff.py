@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 from collections.abc import Iterator, Sequence
 
 import networkx as nx
@@ -468,11 +467,6 @@ def _write_of(call: Action, key: str) -> tuple[str, object] | None:
     return ("clear", None) if key in call.clears else None
 
 
-def _as_json(write: tuple[str, object]) -> str:
-    """A write as the run's context shows it (``--json``, the WAL)."""
-    return json.dumps(write, sort_keys=True, default=str)
-
-
 def _write_text(write: tuple[str, object]) -> str:
     return "clears it" if write[0] == "clear" else f"sets it to {format_value(write[1])}"
 
@@ -489,7 +483,9 @@ def _racing_writes(facts: Facts, speaker: int) -> tuple[str, Action, Action] | N
             if write is not None:
                 writers.append((call, write))
         for (a, wa), (b, wb) in itertools.combinations(writers, 2):
-            if _as_json(wa) != _as_json(wb):  # (`1` and `true` are equal in Python, not here)
+            # (as the run's context shows them, `--json` and the WAL: `1` and `true` are
+            # equal in Python, not here)
+            if m.json_text(wa) != m.json_text(wb):
                 return key, a, b
     return None
 

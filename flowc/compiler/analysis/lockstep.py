@@ -33,7 +33,6 @@ its turn is within both caps, and different caps are compared separately
 from __future__ import annotations
 
 import itertools
-import json
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -53,7 +52,7 @@ from flowc.compiler.analysis.explore import (
     finish_reason,
 )
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation
-from flowc.compiler.model import values_equal
+from flowc.compiler.model import json_text, values_equal
 from flowc.compiler.tool_effects import ToolEffectInfo, bare_alternatives, bare_effect_refusal
 from flowc.diagnostics import counted
 from flowc.dsl.formatter import format_name
@@ -204,9 +203,7 @@ class _Value:
     def of(cls, value: Any) -> Any:
         if isinstance(value, _Token):
             return value
-        return cls(
-            f"{type(value).__name__}:{json.dumps(value, sort_keys=True, default=str)}", value
-        )
+        return cls(f"{type(value).__name__}:{json_text(value)}", value)
 
 
 def _plain(value: Any) -> Any:
@@ -227,7 +224,7 @@ def _effect_key(
 ) -> tuple[Any, ...]:
     """What an alternative does, whatever the order it is written in."""
     return (
-        tuple(sorted({k: json.dumps(v, sort_keys=True, default=str) for k, v in sets}.items())),
+        tuple(sorted({k: json_text(v) for k, v in sets}.items())),
         tuple(sorted(set(clears))),
         handoff,
         None if finish is None else finish_reason(finish),

@@ -9,7 +9,6 @@ plus ``unset`` and ``other``. A speaker's turn may do what its declared tools al
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar, cast
 
@@ -418,7 +417,7 @@ class _Builder:
             return ("any", tuple(self.compile_cond(c) for c in cond.conditions))
         if isinstance(cond, m.Not):
             return ("not", self.compile_cond(cond.condition))
-        key = (cond.name, json.dumps(cond.args, sort_keys=True, default=str))
+        key = (cond.name, m.json_text(cond.args))
         atom = self.atoms.get(key)
         if atom is None:
             atom = Atom(len(self.atoms), condition_text(cond))
@@ -554,11 +553,7 @@ def _speaker_actions(
                 )
         unique: dict[str, Action] = {}
         for act in acts:  # values may be lists or objects: dedupe on their JSON
-            key = json.dumps(
-                [act.tool, act.sets, act.clears, act.handoff, act.finish],
-                sort_keys=True,
-                default=str,
-            )
+            key = m.json_text([act.tool, act.sets, act.clears, act.handoff, act.finish])
             unique.setdefault(key, act)
         actions.append(tuple(unique.values()))
     return tuple(actions)
