@@ -806,7 +806,9 @@ def decide_on(
     monitors = [Monitor(p, table, space.system.max_turns) for p in props]
     graph = _Graph(space, table, comparisons(space.system, props))
     limit = PRODUCT_FACTOR * max(max_states, len(space.keys), MIN_PRODUCT)
-    return tuple(_decide_one(graph, mon, limit) for mon in monitors)
+    # (what a proof rests on is the same for every property, and reads every rule: once)
+    assumed = _assumptions(space.system)
+    return tuple(_decide_one(graph, mon, limit, assumed) for mon in monitors)
 
 
 #: the most turns a property's own automaton is tried on (:class:`_Safety`): the letters
@@ -912,13 +914,15 @@ class _Safety:
         return safe
 
 
-def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
+def _decide_one(
+    graph: _Graph, mon: Monitor, limit: int, assumed: tuple[str, ...]
+) -> PropertyResult:
     prop = mon.prop
     space, system = graph.space, graph.system
     search = _Search(graph, mon, limit)
     if search.safety is not None and not space.truncated and search.safety.safe(mon.initial, 0):
         # no run of any flow breaks it
-        return PropertyResult(prop, "holds", None, assumed=_assumptions(system))
+        return PropertyResult(prop, "holds", None, assumed=assumed)
     try:
         found = search.run()
         if found is None and not search.overflow:
@@ -968,18 +972,11 @@ def _decide_one(graph: _Graph, mon: Monitor, limit: int) -> PropertyResult:
             f" bound, and at least {PRODUCT_FACTOR * MIN_PRODUCT:,}): no run seen breaks it,"
             " but not every run was seen (raise `--max-states`)",
         )
-    return PropertyResult(prop, "holds", None, assumed=_assumptions(system))
+    return PropertyResult(prop, "holds", None, assumed=assumed)
 
 
 def _assumptions(system: System) -> tuple[str, ...]:
-    """What a proof rests on: the cap, and what the flow declares but does not decide
-    (the same for each property of the flow: worked out once per system, as it reads
-    every rule)."""
-    # (kept by the rules' tuple: the system's own, which holds no reference back to it)
-    return system.made_for("property assumptions", system.rules, lambda: _assumptions_now(system))
-
-
-def _assumptions_now(system: System) -> tuple[str, ...]:
+    """What a proof rests on: the cap, and what the flow declares but does not decide."""
     out: list[str] = []
     if system.max_turns is not None:
         out.append(f"max_turns {system.max_turns}")
