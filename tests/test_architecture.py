@@ -360,7 +360,7 @@ MAX_MODULE_LINES = 1200
 #: leave this table once they are within the budget (a ratchet; docs/internals.md)
 FUNCTIONS_OVER_BUDGET: dict[str, int] = {}  # none today
 MODULES_OVER_BUDGET = {
-    "compiler/analysis/facts.py": 1322,
+    "compiler/analysis/facts.py": 1258,
     "runtime/hub.py": 1226,
 }
 

@@ -9,18 +9,25 @@ loop entries with a shortest path tried for every turn.
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
 
 from flowc.compiler.analysis import CheckOptions
-from flowc.compiler.analysis.explore import Candidates, explore
+from flowc.compiler.analysis.explore import Candidates, explore, satisfiable
 from flowc.compiler.analysis.facts import Facts, _bottom_components
+from flowc.compiler.analysis.matches import first_matches
 from flowc.compiler.analysis.runs import run_along, run_to
 from flowc.compiler.analysis.system import RuleSpec, system_of_flow
 from flowc.compiler.pipeline import compile_source
 from flowc.source import SourceFile
 from tests.check.golden_flows import flow
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_analysis import Shape, generate
 
 
 def _facts(seed: int) -> Facts | None:
@@ -124,3 +131,48 @@ def test_loops_are_entered_as_before(seed: int) -> None:
                 chosen={len(prefix) - 1: first},
             )
             assert facts.lasso(comp, via) == expected
+
+
+def _first_matches_plainly(facts: Facts, rules: list[RuleSpec]) -> dict[int, tuple[int, Any]]:
+    """Every rule tried on every explored turn in order, nothing passed over."""
+    out: dict[int, tuple[int, Any]] = {}
+    for node in range(facts.explored):
+        for speaker, action, after in facts.turns_of(node):
+            tool = action.tool_index
+            for rule in rules:
+                if rule.index in out:
+                    continue
+                if rule.senders is not None and speaker not in rule.senders:
+                    continue
+                if rule.tools is not None and tool not in rule.tools:
+                    continue
+                found = satisfiable([(rule.code, True)], speaker, tool, after, {})
+                if found is not None:
+                    assumed = tuple(sorted(found.items()))
+                    outcome = facts.space.explorer.route(speaker, tool, after, assumed)[0]
+                    out[rule.index] = (node, (action, after, outcome))
+    return out
+
+
+def _analysis_family(seed: int) -> Facts:
+    custom = 0.3 if seed % 3 == 0 else 0.0
+    shape = Shape(12 + seed % 20, 3, values=2, rules=1 + seed % 2, custom=custom, seed=seed)
+    compiled, _ = compile_source(SourceFile("g.flow", generate(shape)))
+    assert compiled is not None
+    system = system_of_flow(compiled)
+    return Facts(system, explore(system, CheckOptions().max_states), "g.flow")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_first_matches_are_those_of_every_turn_tried_in_order(seed: int) -> None:
+    """The walk for rules' first matches, which passes over a node whose speaker no rule
+    still looked for can match, finds the turn trying every rule on every turn finds."""
+    facts = _facts(seed) if seed % 2 else _analysis_family(seed)
+    if facts is None:
+        return
+    rules = list(facts.system.rules)
+    rnd = random.Random(seed)
+    for subset in (rules, rnd.sample(rules, len(rules) // 3), [r for r in rules if r.senders]):
+        got = first_matches(facts.space, facts.turns_of, facts.explored, subset)
+        want = _first_matches_plainly(facts, subset)
+        assert {i: (node, (s.action, s.after, s.outcome)) for i, (node, s) in got.items()} == want

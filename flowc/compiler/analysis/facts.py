@@ -27,6 +27,7 @@ from flowc.compiler.analysis.explore import (
     evaluate,
     satisfiable,
 )
+from flowc.compiler.analysis.matches import first_matches
 from flowc.compiler.analysis.runs import Run, run_along, run_beyond, run_to
 from flowc.compiler.analysis.symbolic import SymbolicFacts, explore_symbolic
 from flowc.compiler.analysis.system import (
@@ -971,73 +972,8 @@ class Facts:
         """For each rule, the first explored turn (breadth-first) where its condition holds."""
         return self.shared(
             ("first matches", tuple(r.index for r in rules)),
-            lambda: self._first_matches_now(rules),
+            lambda: first_matches(self.space, self.turns_of, self.explored, rules),
         )
-
-    def _first_matches_now(self, rules: list[RuleSpec]) -> dict[int, tuple[int, Step]]:
-        """:meth:`_first_matches`, worked out (one walk over the explored turns)."""
-        space = self.space
-        # rules with the same condition (and the same senders and tools) match first on
-        # the same turn: each such group is tried once per turn
-        groups: dict[tuple[Any, ...], list[RuleSpec]] = {}
-        for r in rules:
-            groups.setdefault((r.code, r.senders, r.tools), []).append(r)
-        # a turn only tries the pending groups that can match its speaker
-        general: dict[int, list[RuleSpec]] = {}
-        by_sender: dict[int, dict[int, list[RuleSpec]]] = {}
-        for g, group in enumerate(groups.values()):
-            senders = group[0].senders
-            if senders is None:
-                general[g] = group
-            else:
-                for sender in senders:
-                    by_sender.setdefault(sender, {})[g] = group
-        left = len(groups)
-        done: set[int] = set()
-        out: dict[int, tuple[int, Step]] = {}
-        # whether a condition holds depends on the turn's speaker, tool and valuation only:
-        # a turn like one already tried cannot match a rule that one did not
-        tried: set[tuple[int, int | None, Valuation]] = set()
-        for node in range(self.explored):
-            if not left:
-                break
-            for speaker, action, after in self.turns_of(node):
-                tool = action.tool_index
-                if (speaker, tool, after) in tried:
-                    continue
-                tried.add((speaker, tool, after))
-                mine = by_sender.get(speaker)
-                for pool in (mine, general) if mine else (general,):
-                    found_here: list[int] = []
-                    for g, group in pool.items():
-                        if g in done:
-                            found_here.append(g)
-                            continue
-                        rule = group[0]
-                        if rule.tools is not None and tool not in rule.tools:
-                            continue
-                        res = evaluate(rule.code, speaker, tool, after, {})
-                        if res is False:
-                            continue
-                        # (satisfiable only when a custom condition decides it)
-                        found = (
-                            {}
-                            if res is True
-                            else satisfiable([(rule.code, True)], speaker, tool, after, {})
-                        )
-                        if found is None:
-                            continue
-                        assumed = tuple(sorted(found.items()))
-                        outcome = space.explorer.route(speaker, tool, after, assumed)[0]
-                        hit = (node, Step(action, after, outcome))  # one witness for the group
-                        for member in group:
-                            out[member.index] = hit
-                        done.add(g)
-                        found_here.append(g)
-                        left -= 1
-                    for g in found_here:
-                        del pool[g]
-        return out
 
     def _written_priority(self, rule: RuleSpec) -> bool:
         if rule.info is None:
