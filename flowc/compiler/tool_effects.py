@@ -7,11 +7,13 @@ them. Compile, check, test and run share these rules (and their words).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from flowc.compiler.model import json_text
 from flowc.dsl.names import format_name, format_value
 
 if TYPE_CHECKING:  # the syntax tree is loaded by whoever has one (a worker never does)
@@ -63,6 +65,41 @@ def _key(key: Any) -> str:
 
 class AlternativeError(ValueError):
     """A scripted tool call that matches none of the tool's declared alternatives."""
+
+
+def alternative_index(
+    alts: Sequence[ToolEffectInfo],
+    effect: ToolEffectInfo,
+    same: Callable[[ToolEffectInfo, ToolEffectInfo], bool] = operator.eq,
+) -> int | None:
+    """The index of the alternative of ``alts`` that a call doing ``effect`` takes: of
+    those ``same`` takes for it (by default, equal as declared, its values compared with
+    Python's ``==`` as AG2 compares context values), the one that writes the same JSON
+    values, else the first; None when there is none. ``true``, ``1`` and ``1.0`` are equal
+    under ``==`` but three alternatives: a call that writes ``1`` takes ``sets k = 1``.
+
+    >>> alts = (ToolEffectInfo((("k", True),)), ToolEffectInfo((("k", 1),)))
+    >>> [alternative_index(alts, ToolEffectInfo((("k", v),))) for v in (True, 1, 1.0, 2)]
+    [0, 1, 0, None]
+    """
+    first = None
+    for i, alt in enumerate(alts):
+        if same(alt, effect):
+            if _typed(alt.sets) == _typed(effect.sets):
+                return i
+            if first is None:
+                first = i
+    return first
+
+
+def _typed(sets: Iterable[tuple[Any, Any]]) -> dict[Any, str]:
+    """Context writes with each value as its JSON text (``true`` is not ``1``)."""
+    return {k: json_text(v) for k, v in sets}
+
+
+def _writes_typed(alt: ToolEffectInfo, writes: tuple[Mapping[str, Any], Sequence[str]]) -> bool:
+    """Whether a script call's writes give each of ``alt``'s writes the same JSON value."""
+    return all(k in writes[0] and json_text(writes[0][k]) == json_text(v) for k, v in alt.sets)
 
 
 def match_alternative(
@@ -118,9 +155,9 @@ def match_alternative(
             )
         return None
     if effects is not None:
-        for alt in alts:
-            if alt == effects:
-                return alt
+        index = alternative_index(alts, effects)
+        if index is not None:
+            return alts[index]
         options = " | ".join(a.text() for a in alts)
         raise AlternativeError(
             f"{speaker}'s tool `{tool}` is declared to do {options}, not {effects.text()}"
@@ -130,7 +167,7 @@ def match_alternative(
     if handoff is None and finish is None and writes is not None:
         best = _most_writes([a for a in alts if a.handoff is None and a.finish is None], writes)
         if best and all(a == best[0] for a in best):  # one, or equal ones
-            return best[0]
+            return next((a for a in best if _writes_typed(a, writes)), best[0])
     if handoff is not None or finish is not None:
         fitting = [
             a
@@ -142,6 +179,7 @@ def match_alternative(
         pool = [a for a in fitting if a.handoff == handoff and a.finish == finish] or fitting
         if writes is not None and len(pool) > 1:
             pool = _most_writes(pool, writes) or pool
+            pool = [a for a in pool if _writes_typed(a, writes)] or pool
         if pool:
             return pool[0]
     options = " | ".join(
@@ -178,7 +216,7 @@ def bare_alternatives(
     """
     found = []
     for tool, tool_alts in alts.items():
-        index = next((i for i, alt in enumerate(tool_alts) if same_effect(alt, effect)), None)
+        index = alternative_index(tool_alts, effect, same_effect)
         if index is not None:
             found.append((tool, index))
     return found

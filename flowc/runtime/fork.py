@@ -51,7 +51,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler.model import json_text
-from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
+from flowc.compiler.tool_effects import ToolEffectInfo, alternative_index, same_effect
 from flowc.dsl.names import format_name, format_value
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
@@ -151,15 +151,15 @@ def _turn_line(target: RunTarget, record: TurnRecord) -> str:
     if args:
         line += f" with {format_value(args)}"
     if declared:
-        fitting = [alt for alt in declared if same_effect(alt, effect)]
-        if not fitting:
+        index = alternative_index(declared, effect, same_effect)
+        if index is None:
             options = " | ".join(a.text() for a in declared)
             raise ForkError(
                 f"{where}: its call of `{tool}` did {effect.text()}, which is none of what "
                 f"the tool is declared to do ({options})"
             )
         if len(declared) > 1:
-            line += " " + fitting[0].text()
+            line += " " + declared[index].text()
     elif target.tools is not None and effect != ToolEffectInfo():
         raise ForkError(
             f"{where}: `{tool}` is declared with no effects, but the call did {effect.text()}"

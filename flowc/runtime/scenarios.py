@@ -319,6 +319,6 @@ def _step(
         return ScenarioStep(speaker, None, None, decided_by)
     alts = (target.tools or {}).get((speaker, call.tool), ())
     picked = pick_alternative(alts, call, speaker, turn.where) if alts else None
-    return ScenarioStep(
-        speaker, call.tool, alts.index(picked) if picked is not None else 0, decided_by
-    )
+    # (the alternative itself: an equal one before it, `true` before `1`, is another)
+    index = next((i for i, a in enumerate(alts) if a is picked), 0)
+    return ScenarioStep(speaker, call.tool, index, decided_by)

@@ -69,3 +69,18 @@ speaker tech
 when from user then triage
 when from billing, tech then terminate "done"
 """
+
+#: alternatives whose values are equal under Python's `==` (as AG2 compares them) but are
+#: not the same JSON value: each is a target of its own, taken by the call that writes it
+TYPED = """speaker user: human
+speaker bot {
+  tool mark sets done = true | sets done = 1 | sets done = 1.0
+}
+speaker rev
+start user
+max_turns 8
+when context.done == 1 and from bot then terminate "ok"
+when from user then bot
+when from bot then rev
+when from rev then bot
+"""

@@ -24,7 +24,7 @@ from flowc.runtime.coverage import measure
 from flowc.runtime.scenarios import run_scenario
 from flowc.runtime.target import RunTarget
 from flowc.source import SourceFile
-from tests.coverage.flows import CHOICE, REVIEW
+from tests.coverage.flows import CHOICE, REVIEW, TYPED
 from tests.dsl.strategies import flows
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.flow"))
@@ -77,6 +77,13 @@ def test_alternatives_are_named_in_the_generated_calls() -> None:
     assert "triage calls decide hands off to tech" in text
     assert 'triage calls decide finishes "closed"' in text
     run_generated(CHOICE, gen)
+
+
+def test_alternatives_equal_under_python_eq_each_get_a_scenario_that_covers_them() -> None:
+    gen = generate_scenarios(flowc.compile_flow(TYPED))
+    for value in ("true", "1", "1.0"):
+        assert f"bot calls mark sets done = {value}:" in gen.text()
+    run_generated(TYPED, gen)
 
 
 def test_custom_conditions_are_refused_with_their_line() -> None:

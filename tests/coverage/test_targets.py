@@ -18,6 +18,7 @@ from tests.coverage.flows import (
     REVIEW_DEAD,
     REVIEW_HIT,
     REVIEW_MISSING,
+    TYPED,
 )
 
 
@@ -78,6 +79,25 @@ def test_each_alternative_of_a_tool_is_a_target() -> None:
     assert tools == ["tool:triage:decide:0", "tool:triage:decide:1", "tool:triage:decide:2"]
     assert all(got[k] == (True, None) for k in tools)
     assert got["end:closed"] == (True, None)
+
+
+@pytest.mark.parametrize("index,value", [(0, "true"), (1, "1"), (2, "1.0")])
+def test_a_call_takes_the_alternative_that_writes_its_very_value(index: int, value: str) -> None:
+    """`true`, `1` and `1.0` are equal under `==` (routing cannot tell them apart) but each
+    is an alternative of its own: live, and covered by the call that writes that value."""
+    got = _targets(TYPED)
+    assert [got[f"tool:bot:mark:{i}"] for i in range(3)] == [(True, None)] * 3
+    src = TYPED + (
+        f'scenario "s" {{\n  user: "go"\n  bot calls mark sets done = {value}: "m"\n'
+        '  expect terminate "ok"\n}\n'
+    )
+    flow = flowc.compile_flow(src)
+    [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    assert result.passed, result.failure
+    cov = measure(coverage_targets(flow), [result])
+    assert {k for k, n in cov.hits.items() if k[0] == "tool" and n} == {
+        ("tool", "bot", "mark", index)
+    }
 
 
 def test_a_failed_scenario_still_counts_what_it_exercised() -> None:

@@ -24,6 +24,7 @@ from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import transcript
 from flowc.runtime.wal import SqliteStore
 from flowc.runtime.why import SCHEMA, TurnOutOfRange, explain_turn
+from tests.coverage.flows import TYPED
 
 FLOW = """flow review "drafter and reviewer"
 speaker user: human { sets approved, notes }
@@ -334,6 +335,32 @@ def test_a_turn_no_scenario_line_can_write_is_refused(tmp_path: Path) -> None:
     assert scenario_upto(envs, 1).count("expect") == 2
     with pytest.raises(ForkError, match=r"turn 2 \(drafter\) called 2 tools \(fetch, transfer\)"):
         scenario_upto(envs, 2)
+
+
+@pytest.mark.parametrize("value,written", [(1, "1"), (1.0, "1.0"), (True, "true")])
+def test_a_forked_call_names_the_alternative_that_wrote_its_very_value(
+    tmp_path: Path, value: Any, written: str
+) -> None:
+    """`sets done = true | sets done = 1 | sets done = 1.0` are equal under `==`: the
+    script's call takes the one that writes its value, and the fork names that one."""
+    target = RunTarget.from_compiled(flowc.compile_flow(TYPED), source_text=TYPED)
+    script = parse_script(
+        {"kickoff": "go", "script": {"bot": [{"tool": "mark", "set": {"done": value}, "say": "m"}]}}
+    )
+    store = SqliteStore(str(tmp_path / "runs.db"))
+    try:
+        result = asyncio.run(run_script(target, script, store=store))
+        envs = list(store.read(result.channel_id))
+    finally:
+        store.close()
+    block = scenario_upto(envs, 2, "typed")
+    assert f"  bot calls mark sets done = {written}" in block
+    assert f"  expect context.done == {written}\n" in block
+    flow = tmp_path / "typed.flow"
+    flow.write_text(TYPED + "\n" + block)
+    compiled = flowc.compile_flow(flow.read_text())
+    [run] = [run_scenario(RunTarget.from_compiled(compiled), sc) for sc in compiled.scenarios]
+    assert run.passed, run.failure
 
 
 ROOT = Path(__file__).resolve().parents[2]

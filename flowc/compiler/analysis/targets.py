@@ -41,12 +41,17 @@ from flowc.compiler.analysis.proven import dead_rule_findings
 from flowc.compiler.analysis.runs import Run, Turn, run_along
 from flowc.compiler.analysis.system import Action, System, system_of_flow
 from flowc.compiler.compiled import CompiledFlow
-from flowc.compiler.tool_effects import ToolEffectInfo, finish_reason, terminate_reason
+from flowc.compiler.tool_effects import (
+    ToolEffectInfo,
+    alternative_index,
+    finish_reason,
+    terminate_reason,
+)
 from flowc.diagnostics import counted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 
-__all__ = ["CAP_REASON", "Coverable", "Target", "TargetKey", "coverage_targets", "effect_of"]
+__all__ = ["CAP_REASON", "Coverable", "Target", "TargetKey", "coverage_targets"]
 
 #: ("rule", index) | ("default",) | ("end", reason) | ("tool", speaker, tool, alternative)
 #: | ("speaker", name)
@@ -188,20 +193,9 @@ class Coverable:
         return out
 
 
-def effect_of(alt: ToolEffectInfo | None, turn: Turn) -> bool:
-    """Whether a run's turn takes the declared alternative ``alt`` (``None``: a plain tool)."""
-    if alt is None:
-        return not (turn.sets or turn.clears or turn.handoff or turn.finish)
-    return (alt.sets, alt.clears, alt.handoff, alt.finish) == (
-        turn.sets,
-        turn.clears,
-        turn.handoff,
-        turn.finish,
-    )
-
-
 def alternative_of(system: System, turn: Turn) -> int | None:
-    """The index of the declared alternative a run's tool turn takes."""
+    """The index of the declared alternative a run's tool turn takes
+    (:func:`~flowc.compiler.tool_effects.alternative_index`)."""
     compiled = system.compiled
     if compiled is None:
         return None
@@ -210,9 +204,8 @@ def alternative_of(system: System, turn: Turn) -> int | None:
             continue
         if not tool.alternatives:
             return 0
-        for i, alt in enumerate(tool.alternatives):
-            if effect_of(alt, turn):
-                return i
+        effect = ToolEffectInfo(turn.sets, turn.clears, turn.handoff, turn.finish)
+        return alternative_index(tool.alternatives, effect)
     return None
 
 
@@ -227,14 +220,8 @@ def _action_alternative(system: System, speaker: int, action: Action) -> int | N
         if not tool.alternatives:
             return 0
         handoff = system.speakers[action.handoff] if action.handoff is not None else None
-        for i, alt in enumerate(tool.alternatives):
-            if (alt.sets, alt.clears, alt.handoff, alt.finish) == (
-                action.sets,
-                action.clears,
-                handoff,
-                action.finish,
-            ):
-                return i
+        effect = ToolEffectInfo(action.sets, action.clears, handoff, action.finish)
+        return alternative_index(tool.alternatives, effect)
     return None
 
 
