@@ -147,7 +147,10 @@ def render_text(diff: Any, color: bool = False) -> str:
     green, red, bold, reset = ("\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
     out = [f"{bold}flowc diff {diff.old.label} → {diff.new.label}{reset}"]
     if diff.as_graphs and not diff.notes:
-        out.append("(compared as graphs: any participant may call any tool and write any context)")
+        out.append(
+            "(compared as graphs: any participant may call any tool, write any context and"
+            " hand off to any participant)"
+        )
     out += [f"note: {n}" for n in diff.notes]
     out.append("")
     out.append(f"structural changes: {len(diff.structural) or 'none'}")
@@ -237,7 +240,8 @@ def render_markdown(diff: Any) -> str:
     ]
     if diff.as_graphs and not diff.notes:
         out += [
-            "_Compared as graphs: any participant may call any tool and write any context._",
+            "_Compared as graphs: any participant may call any tool, write any context and"
+            " hand off to any participant._",
             "",
         ]
     if diff.notes:
@@ -302,6 +306,7 @@ def _turn_json(turn: Any) -> dict[str, Any]:
         "context": dict(turn.context),
         "assumed": dict(turn.assumed),
         "chosen": list(turn.chosen),
+        "handoff": turn.handoff,
     }
 
 
@@ -484,8 +489,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--as-graphs",
         action="store_true",
-        help="compare the routing graphs only: any participant may call any tool and write "
-        "any context (automatic when a side is JSON or declares no tools and no humans)",
+        help="compare the routing graphs only: any participant may call any tool, write "
+        "any context and hand off to any participant (automatic when a side is JSON or "
+        "declares no tools and no humans)",
     )
     from flowc.commands.config import add_plugin_option
     from flowc.commands.render import add_layout_options

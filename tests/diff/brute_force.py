@@ -26,7 +26,8 @@ well (a tuple of one): :mod:`tests.property_check.runs` enumerates the runs of o
 with them.
 
 ``graphs`` reads both versions without their declarations, as ``flowc diff`` compares a
-`.flow` with a graph. After each turn both versions either go to the same speaker (the run goes on), or they
+`.flow` with a graph: any participant may also hand off to any participant (any tool may
+return a ``Handoff``), and the turn goes there past the rules. After each turn both versions either go to the same speaker (the run goes on), or they
 are told apart: a different speaker, a different ending, or one refuses the turn.
 """
 
@@ -194,7 +195,7 @@ def custom_calls(versions: tuple[Version, ...]) -> tuple[list[str], dict[str, li
 class Label:
     """What the participants do on a turn."""
 
-    kind: str  # "say", "tool", "write"
+    kind: str  # "say", "tool", "write", "handoff" (to ``tool``, a participant)
     tool: str | None = None
     effect: Effect | None = None  # for a tool of several alternatives: which one
     writes: tuple[tuple[str, Any], ...] = ()  # (key, value or UNSET)
@@ -202,6 +203,8 @@ class Label:
     def __str__(self) -> str:
         if self.kind == "tool":
             return f"calls {self.tool}" + (f" {self.effect}" if self.effect is not None else "")
+        if self.kind == "handoff":
+            return f"hands off to {self.tool}"
         if self.kind == "write":
             return "writes " + ", ".join(f"{k}={v}" for k, v in self.writes)
         return "says"
@@ -226,9 +229,14 @@ def labels(
     graphs: bool = False,
 ) -> list[Label]:
     out: list[Label] = [Label("say")]
+    calls: list[Label] = []
     if graphs:  # no declarations: anyone may call any tool and write any key
         if not kickoff:
             out += [Label("tool", t) for t in routed_tools(versions)]
+            names = dict.fromkeys(s for v in versions for s in v.speakers)
+            out += [Label("handoff", s) for s in names]
+        # a call writes context on its turn too (a graph's participant writes anything)
+        calls = [label for label in out if label.kind != "say"]
         keys = sorted(values)
     else:
         keys = sorted(set().union(*(v.writes.get(speaker, frozenset()) for v in versions)))
@@ -252,6 +260,8 @@ def labels(
         written = tuple((k, x) for k, x in zip(keys, combo, strict=True) if x is not None)
         if written:
             out.append(Label("write", writes=written))
+            if graphs:
+                out += [attrs.evolve(call, writes=written) for call in calls]
     unique: list[Label] = []
     for label in out:
         if label not in unique:
@@ -334,6 +344,10 @@ def step(
     if graphs:  # the turn does what it says: nothing is declared, nothing refused
         if label.kind == "tool":
             tool = label.tool
+        if label.kind == "handoff":
+            if label.tool not in v.speakers:
+                return Step(f"{label.tool} is not a participant")
+            effect = Effect((), (), label.tool, None)
         for k, value in label.writes:
             if value == UNSET:
                 ctx.pop(k, None)

@@ -388,7 +388,16 @@ def script_of(
     kickoff: str | None = None
     for i, turn in enumerate(run):
         calls: tuple[ScriptCall, ...] = ()
-        if turn.tool is not None:
+        writes = {
+            "set": {
+                k: OTHER if v == "another value" else v for k, v in turn.context if v is not None
+            },
+            "delete": tuple(k for k, v in turn.context if v is None),
+        }
+        if graphs and (turn.tool is not None or turn.handoff is not None):
+            # a graph's participant: the call writes the turn's context and may hand off
+            calls = (ScriptCall(tool=turn.tool, handoff=turn.handoff, **writes),)
+        elif turn.tool is not None:
             calls = (_call(compiled, other, turn),)
         elif turn.context:
             calls = (
@@ -408,14 +417,27 @@ def script_of(
         mine = turns.setdefault(turn.speaker, [])
         mine.append(ScriptTurn(say, calls, f"script.{turn.speaker}[{len(mine)}]"))
     if graphs:  # a bare graph: the participants and the creator are the script's
+        # (a graph does not say who is human: one whose kickoff writes context is)
+        opener = (run[0].speaker,) if run and run[0].context else ()
         return Script(
             kickoff,
             {s: tuple(t) for s, t in turns.items()},
             tuple(compiled.speakers),
-            (),
+            opener,
             compiled.initiator,
         )
     return Script(kickoff, {s: tuple(t) for s, t in turns.items()})
+
+
+def _kinds_conflict(run: tuple[Turn, ...]) -> bool:
+    """Whether a run of graphs has its opener write at the kickoff, as a human does, and
+    call a tool or hand off later, as a model speaker does."""
+    opener = run[0] if run else None
+    return (
+        opener is not None
+        and bool(opener.context)
+        and any(t.speaker == opener.speaker and (t.tool or t.handoff) for t in run[1:])
+    )
 
 
 def replay(text: str, other_text: str, run: tuple[Turn, ...], graphs: bool) -> tuple[Any, ...]:
@@ -453,11 +475,12 @@ def expected(r: Routed) -> tuple[Any, ...]:
     return ("speaker", r.next)
 
 
-def check(old_text: str, new_text: str) -> str:
+def check(old_text: str, new_text: str, as_graphs: bool = False) -> str:
     d = diff_versions(
         Version("old.flow", compile_flow(old_text)),
         Version("new.flow", compile_flow(new_text)),
         OPTIONS,
+        as_graphs=as_graphs,
     )
     if d.verdict == SAME:
         found = first_difference(old_text, new_text, DEPTH, graphs=d.as_graphs)
@@ -466,6 +489,14 @@ def check(old_text: str, new_text: str) -> str:
         assert d.first is not None and d.first.run is not None and d.first.old and d.first.new
         run = d.first.run
         assert all(t.certain for t in run)
+        if d.as_graphs and _kinds_conflict(run):
+            # a graph does not say who is human: the run's opener writes at the kickoff (a
+            # human) and calls a tool later (a model), which no one script can play; the
+            # brute force, which reads the graphs alike, tells them apart as soon
+            found = first_difference(old_text, new_text, len(run), graphs=True)
+            assert found is not None and len(found.run) == len(run), (old_text, new_text, run)
+            event("graphs: a run no one script plays")
+            return d.verdict
         seen = []
         for urgent, pick in ((False, 0), (True, 1)):
             MODE.update(urgent=urgent, pick=pick)
@@ -503,6 +534,46 @@ def test_diff_verdicts_hold_on_random_edits(case: tuple[str, str, str]) -> None:
     old_text, new_text, kind = case
     event(f"edit: {kind}")
     event(f"verdict: {check(old_text, new_text)}")
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(case=flow_and_edit())
+def test_diff_verdicts_hold_on_random_edits_compared_as_graphs(case: tuple[str, str, str]) -> None:
+    """`--as-graphs` (and a side that is a JSON graph): no declarations, so any participant
+    may call any tool, write any context and hand off to any participant; the brute force
+    reads both versions so too, and each distinguishing run is replayed on the graphs."""
+    old_text, new_text, kind = case
+    event(f"edit: {kind}")
+    event(f"verdict: {check(old_text, new_text, as_graphs=True)}")
+
+
+#: only a tool's hand-off reaches `b`: as graphs, where any tool may hand off, the
+#: versions differ (a run of the graphs that hands off to `b` ends "x" or "y")
+HANDED = """\
+speaker u: human
+speaker a {
+  tool t hands off to b
+}
+speakers b, c
+start u
+max_turns 5
+when from u then a
+when from b, c then terminate "x"
+"""
+
+
+def test_a_difference_only_a_hand_off_reaches_is_one_as_graphs() -> None:
+    new = HANDED.replace('"x"', '"y"')
+    found = first_difference(HANDED, new, 4, graphs=True)
+    assert found is not None and str(found.run[-2][1]) == "hands off to b"
+    assert (found.old.goes, found.new.goes) == (("end", "x"), ("end", "y"))
+    assert check(HANDED, new, as_graphs=True) == CHANGED
+    assert check(HANDED, new) == CHANGED  # with its declarations: `a` calls `t`
+    assert check(HANDED, HANDED, as_graphs=True) == SAME
 
 
 # ── the brute force itself, on the known cases ────────────────────────────────

@@ -986,7 +986,8 @@ def diff_versions(
     """Compare two versions of a flow.
 
     Both are compared as graphs (under the checker's assumptions for graphs without
-    declarations: any participant may call any tool and write any context) when
+    declarations: any participant may call any tool, write any context and hand off to
+    any participant) when
     ``as_graphs`` is set, when either is a JSON graph, or when one declares tools or humans
     and the other declares neither (a decompiled graph): then only the routing is compared.
     A custom target's ``-> a | b`` list counts as a declaration: a graph does not carry it.
@@ -1017,7 +1018,8 @@ def diff_versions(
             phrase(
                 "not compared: speaker kinds (human or model), tool declarations and humans' "
                 f"writes, which {_lacking(old, new)}; both are compared as graphs (any "
-                "participant may call any tool and write any context)"
+                "participant may call any tool, write any context and hand off to any "
+                "participant)"
             ),
         )
     context = all(

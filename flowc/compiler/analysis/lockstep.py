@@ -9,7 +9,9 @@ node) after the same turns. From it, every turn either side allows is taken on b
   the alternative with the same effects (a call must say which one it takes);
 - a human's context writes: any of the keys it may write, set to any value the rules
   compare it with, to another value, or cleared;
-- for JSON graphs, the same context written by the participants and any tool a rule names.
+- for JSON graphs, the same context written by the participants and any tool a rule names,
+  or a hand-off to any participant (a graph declares no tools, so any tool may return a
+  ``Handoff``: the turn then goes to that participant past the rules).
 
 A turn that one side's declarations do not allow (a tool the speaker does not declare
 there, an alternative its tool does not have, a key the human may not write, a tool call
@@ -93,6 +95,8 @@ class Turn:
     effects: str | None = None
     #: custom targets assumed to resolve so on this turn (``pick() → a``)
     chosen: tuple[str, ...] = ()
+    #: for JSON graphs: the participant a tool of this turn hands off to (its name)
+    handoff: str | None = None
 
     @property
     def certain(self) -> bool:
@@ -307,8 +311,12 @@ class _Side:
             if kickoff:
                 return [(("say",), 0, None)]
             return [
-                (("say",) if a.tool is None else ("tool", a.tool, None), 0, None)
-                for a in self.system.actions[speaker]
+                *(
+                    (("say",) if a.tool is None else ("tool", a.tool, None), 0, None)
+                    for a in self.system.actions[speaker]
+                ),
+                # a graph declares no tools: any call may hand off, to any participant
+                *((("handoff", name), 0, None) for name in self.system.speakers),
             ]
         out: list[tuple[Label, int, str | None]] = [(("say",), 0, None)]
         if kickoff:
@@ -331,6 +339,10 @@ class _Side:
         if self.json_mode:
             if kind == "tool":  # a bare graph: any tool goes
                 return Action(label[1], self.tool_index.get(label[1], self.unknown_tool))
+            if kind == "handoff":
+                if label[1] not in sys.speakers:
+                    return f"`{format_name(label[1])}` is not one of its participants"
+                return Action(handoff=sys.speakers.index(label[1]))
             return PLAIN  # pragma: no cover - JSON graphs' writes are contexts, not labels
         if kind == "write":
             if speaker not in self.human_keys:
@@ -519,7 +531,8 @@ def _json_contexts(
         if (vo, vn) in seen_pairs:
             continue
         seen_pairs.add((vo, vn))
-        shown = tuple((k, _shown(v)) for k, v in given.items() if v is not _UNSET_VALUE)
+        # (an unset key too: a run shows it as cleared where it was set, see _written)
+        shown = tuple((k, _shown(v)) for k, v in given.items())
         out.append((shown, vo, vn))
     return out
 
@@ -821,13 +834,36 @@ def _divergence(
     ``w``; ``vo``, ``vn``: their valuations after the participants' part of the turn)."""
     (o1, r1), (o2, r2) = w.old, w.new
     return Divergence(
-        (*_turns(g.parent, g.via, u), turn),
+        _written(so.system, sn.system, (*_turns(g.parent, g.via, u), turn)),
         r1,
         r2,
         u,
         so.next_key(o1, vo) if o1 is not None else REFUSED_KEY,
         sn.next_key(o2, vn) if o2 is not None else REFUSED_KEY,
     )
+
+
+def _written(old: System, new: System, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+    """A run of JSON graphs as its turns write the context: each turn's context is every
+    key's (the participants may write anything), and a key unset there is shown cleared
+    only where it was set (by the initial context of either side, or a turn before), so
+    that the run says what a script of it must write. A `.flow`'s run is as it is."""
+    if not (old.json_mode or new.json_mode):
+        return tuple(turns)
+    live = {k for side in (old, new) for k in side.initial_context}
+    out: list[Turn] = []
+    for t in turns:
+        kept: list[tuple[str, Any]] = []
+        for k, v in t.context:
+            if v is not None:
+                live.add(k)
+            elif k in live:
+                live.discard(k)
+            else:
+                continue
+            kept.append((k, v))
+        out.append(t if len(kept) == len(t.context) else attrs.evolve(t, context=tuple(kept)))
+    return tuple(out)
 
 
 def _partial_reason(partial: set[str]) -> str:
@@ -902,6 +938,7 @@ def explore_pair(
                 contexts if json_mode else _flow_after(so, sn, ko, kn, label, ao, an)
             )
             tool = label[1] if label[0] == "tool" else None
+            handoff = label[1] if label[0] == "handoff" else None
             for ctx, vo, vn in afters:
                 assert vo is not None and vn is not None
                 outs_o = ao if isinstance(ao, str) else so.outcomes(ko, ao, vo)
@@ -913,7 +950,7 @@ def explore_pair(
                     worlds = _one_if_alike(so, sn, worlds, vo, vn)
                 for w in worlds:
                     (o1, r1), (o2, r2) = w.old, w.new
-                    turn = Turn(speaker, tool, alt_index, ctx, w.assumed, shown, w.chosen)
+                    turn = Turn(speaker, tool, alt_index, ctx, w.assumed, shown, w.chosen, handoff)
                     sure = certain and turn.certain
                     if r1.observed != r2.observed:
                         if counts[sure] < max_divergences:
@@ -1008,7 +1045,7 @@ def _cap_walk(product: Product, certain: bool) -> Divergence | None:
             ko, kn, _ = product.keys[v]
             if caps[0] == limit:
                 return Divergence(
-                    (*turns, turn),
+                    _written(product.old, product.new, (*turns, turn)),
                     Routed(r_old.fired, None, MAX_TURNS),
                     r_new,
                     u,
@@ -1016,7 +1053,7 @@ def _cap_walk(product: Product, certain: bool) -> Divergence | None:
                     kn,
                 )
             return Divergence(
-                (*turns, turn),
+                _written(product.old, product.new, (*turns, turn)),
                 r_old,
                 Routed(r_new.fired, None, MAX_TURNS),
                 u,

@@ -33,6 +33,8 @@ def turn_phrase(turn: Turn) -> Phrase:
                 *((": ", Quoted(turn.effects)) if turn.effects else ()),
             )
         )
+    if turn.handoff is not None:
+        parts.append(phrase("hands off to ", Quoted(format_name(turn.handoff))))
     for k, v in turn.context:
         value: str | Quoted = (
             "unset" if v is None else v if v == "another value" else Quoted(format_value(v))
