@@ -213,13 +213,22 @@ def bare_alternatives(
     ...         "pass": (ToolEffectInfo(handoff="b"),)}
     >>> bare_alternatives(alts, ToolEffectInfo(handoff="b"))
     [('go', 1), ('pass', 0)]
+
+    Values are equal under ``==`` (``true``, ``1``, ``1.0``), but the tools whose
+    alternative writes the very values come first: only they, when there are any.
+
+    >>> alts = {"yes": (ToolEffectInfo((("k", True),)),), "one": (ToolEffectInfo((("k", 1),)),)}
+    >>> bare_alternatives(alts, ToolEffectInfo((("k", 1),))), bare_alternatives(alts, ToolEffectInfo((("k", 1.0),)))
+    ([('one', 0)], [('yes', 0), ('one', 0)])
     """
-    found = []
+    found, very = [], []
     for tool, tool_alts in alts.items():
         index = alternative_index(tool_alts, effect, same_effect)
         if index is not None:
             found.append((tool, index))
-    return found
+            if _typed(tool_alts[index].sets) == _typed(effect.sets):
+                very.append((tool, index))
+    return very or found
 
 
 def bare_alternative(

@@ -181,3 +181,36 @@ scenario "s" {
     assert {t.name for t in cov.targets if t.kind == "tool" and cov.hits.get(t.key)} == {
         "tool:bot:reply:0"
     }
+
+
+TWO_TOOLS = """speaker user: human
+speaker bot {
+  tool yes sets done = true
+  tool one sets done = 1
+}
+start user
+max_turns 6
+when context.done == 1 and from bot then terminate "ok"
+when from user then bot
+when from bot then user
+"""
+
+
+@pytest.mark.parametrize("value,tool", [("true", "yes"), ("1", "one"), ("1.0", None)])
+def test_a_bare_step_is_a_call_of_the_tool_that_writes_its_very_value(
+    value: str, tool: str | None
+) -> None:
+    """Two tools write values equal under `==`: a bare step is a call of the one that
+    writes its very value; when neither does, it could be either, and is refused (E111)."""
+    src = TWO_TOOLS + (
+        f'scenario "s" {{\n  user: "go"\n  bot sets done = {value}: "m"\n  expect terminate "ok"\n}}\n'
+    )
+    if tool is None:
+        with pytest.raises(FlowError, match="E111"):
+            flowc.compile_flow(src)
+        return
+    flow = flowc.compile_flow(src)
+    [result] = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    assert result.passed, result.failure
+    cov = measure(coverage_targets(flow), [result])
+    assert {k for k, n in cov.hits.items() if k[0] == "tool" and n} == {("tool", "bot", tool, 0)}

@@ -355,27 +355,30 @@ def step(
                 ctx[k] = value
     elif label.kind == "write" and speaker not in v.humans:
         # a model speaker's bare writes: a call of the first tool alternative that makes
-        # exactly them (docs/language.md, scenarios); its kickoff is a plain message
+        # exactly them (docs/language.md, scenarios), one that writes their very values
+        # (the same JSON) before one whose values are only == to them; its kickoff is a
+        # plain message
         if kickoff:
             return Step(f"{speaker}'s kickoff is a plain message")
         sets = {k: x for k, x in label.writes if x != UNSET}
         clears = {k for k, x in label.writes if x == UNSET}
-        for (who, name), effects in v.tools.items():
-            if who != speaker:
-                continue
-            for e in effects:
-                if (
-                    e.handoff is None
-                    and e.finish is None
-                    and set(e.clears) == clears
-                    and {k: json.loads(x) for k, x in e.sets} == sets
-                ):
-                    label = Label("tool", name, e)
-                    break
-            if label.kind == "tool":
-                break
-        else:
+        candidates = [
+            (name, e)
+            for (who, name), effects in v.tools.items()
+            if who == speaker
+            for e in effects
+            if e.handoff is None
+            and e.finish is None
+            and set(e.clears) == clears
+            and {k: json.loads(x) for k, x in e.sets} == sets
+        ]
+        very = [
+            (n, e) for n, e in candidates if dict(e.sets) == {k: _j(x) for k, x in sets.items()}
+        ]
+        if not candidates:
             return Step(f"{speaker} is a model speaker and no tool writes just that")
+        name, e = (very or candidates)[0]
+        label = Label("tool", name, e)
     if label.kind == "write" and not graphs:
         allowed = v.writes.get(speaker)
         assert allowed is not None
@@ -399,8 +402,20 @@ def step(
             effect = effects[0]
         elif label.effect in effects:  # (a bare write found its alternative among them too)
             effect = label.effect
-        else:
-            return Step(f"{label.tool} has no such alternative")
+        else:  # none writes its very values: the first whose values are == to them
+            wanted = {k: json.loads(x) for k, x in label.effect.sets}
+            effect = next(
+                (
+                    e
+                    for e in effects
+                    if (e.clears, e.handoff, e.finish)
+                    == (label.effect.clears, label.effect.handoff, label.effect.finish)
+                    and {k: json.loads(x) for k, x in e.sets} == wanted
+                ),
+                None,
+            )
+            if effect is None:
+                return Step(f"{label.tool} has no such alternative")
         tool = label.tool
         for k in effect.clears:  # delete, then set
             ctx.pop(k, None)

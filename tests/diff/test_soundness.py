@@ -44,7 +44,7 @@ DEPTH = 7
 OPTIONS = CheckOptions(max_states=20_000)
 
 NAMES = ["user", "a", "b", "c"]
-VALUES = {"k": ['"x"', '"y"', "true"], "j": ["1", "2"]}
+VALUES = {"k": ['"x"', '"y"', "true", "1"], "j": ["1", "2", "1.0"]}
 REASONS = ['"t"', '"u"']
 FINISHES = ['"fin"', '"fin2"']
 
@@ -608,3 +608,30 @@ def test_the_brute_force_sees_declarations() -> None:
     found = first_difference(tools, dropped, 5)
     assert found is not None and found.new.refused is not None
     assert check(tools, dropped) == CHANGED
+
+
+#: a tool's alternatives equal under `==` but not the same JSON value across versions
+TYPED_OLD = """\
+speaker user: human
+speaker bot {
+  tool mark sets done = true | sets done = 2
+}
+start user
+max_turns 6
+when context.done == 1 and from bot then terminate "ok"
+when from user then bot
+when from bot then user
+"""
+
+
+def test_a_call_takes_an_alternative_equal_under_eq_when_none_writes_its_very_value() -> None:
+    """`sets done = true` in OLD and `sets done = 1` in NEW: a call of OLD's alternative
+    takes NEW's (a run takes the first alternative equal under `==` when none writes the
+    call's very value), so no run routes differently; `sets done = 3` is another value."""
+    new = TYPED_OLD.replace("sets done = true", "sets done = 1")
+    assert first_difference(TYPED_OLD, new, 4) is None
+    assert check(TYPED_OLD, new) == SAME
+    other = TYPED_OLD.replace("sets done = true", "sets done = 3")
+    found = first_difference(TYPED_OLD, other, 4)
+    assert found is not None and found.new.refused is not None
+    assert check(TYPED_OLD, other) == CHANGED

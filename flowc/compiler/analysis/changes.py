@@ -986,8 +986,9 @@ def diff_versions(
     """Compare two versions of a flow.
 
     Both are compared as graphs (under the checker's assumptions for graphs without
-    declarations: any participant may call any tool, write any context and hand off to
-    any participant) when
+    declarations, any participant may call any tool and write any context; and, as any tool
+    of a graph may return a ``Handoff``, hand off to any participant, which the checker
+    leaves out and says so) when
     ``as_graphs`` is set, when either is a JSON graph, or when one declares tools or humans
     and the other declares neither (a decompiled graph): then only the routing is compared.
     A custom target's ``-> a | b`` list counts as a declaration: a graph does not carry it.

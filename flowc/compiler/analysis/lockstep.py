@@ -35,6 +35,7 @@ its turn is within both caps, and different caps are compared separately
 from __future__ import annotations
 
 import itertools
+import json
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -235,6 +236,19 @@ def _effect_key(
     )
 
 
+def _equal_effects(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two effects (:func:`_effect_key`) write values equal under Python's ``==``
+    (AG2's comparison, under which ``true``, ``1`` and ``1.0`` are equal) and do the same
+    otherwise: a call whose very values no alternative writes takes the first such one, as
+    a run takes it (:func:`~flowc.compiler.tool_effects.alternative_index`)."""
+    if a[1:] != b[1:] or [k for k, _ in a[0]] != [k for k, _ in b[0]]:
+        return False
+    return all(
+        values_equal(json.loads(x), json.loads(y))
+        for (_, x), (_, y) in zip(a[0], b[0], strict=True)
+    )
+
+
 @attrs.frozen
 class _Tool:
     """One declared tool of one speaker: its distinct alternatives (actions), in order."""
@@ -380,6 +394,9 @@ class _Side:
         for effect, action in zip(tool.keys, tool.actions, strict=True):
             if effect == key:
                 return action
+        for effect, action in zip(tool.keys, tool.actions, strict=True):
+            if _equal_effects(effect, key):  # none writes its very values: as a run takes it
+                return action
         return (
             f"`{format_name(tool_name)}` of `{who}` has no alternative that does that "
             f"(it does {' | '.join(tool.texts)})"
@@ -522,6 +539,16 @@ def _json_contexts(
                     seen.append(lit)
     names = list(keys)
     domains = [[_UNSET_VALUE, *keys[k], _OTHER_VALUE] for k in names]
+    # each key's value before the run first (a turn that leaves the context as it was comes
+    # first, and a run shows only the writes it needs); that of OLD, or of NEW
+    for k, domain in zip(names, domains, strict=True):
+        before = [
+            side.system.initial_context for side in (old, new) if k in side.system.initial_context
+        ]
+        if before:
+            first = next((x for x in keys[k] if values_equal(x, before[0][k])), _OTHER_VALUE)
+            domain.remove(first)
+            domain.insert(0, first)
     out = []
     seen_pairs: set[tuple[Valuation, Valuation]] = set()
     for values in itertools.product(*domains):
@@ -844,23 +871,33 @@ def _divergence(
 
 
 def _written(old: System, new: System, turns: Sequence[Turn]) -> tuple[Turn, ...]:
-    """A run of JSON graphs as its turns write the context: each turn's context is every
-    key's (the participants may write anything), and a key unset there is shown cleared
-    only where it was set (by the initial context of either side, or a turn before), so
-    that the run says what a script of it must write. A `.flow`'s run is as it is."""
+    """A run of JSON graphs as its turns write the context. Each turn's context is every
+    key's (the participants may write anything); the run shows a key where the turn
+    changes it (set to another value, or cleared where it was set, by the initial context
+    or a turn before), so that it says what a script of it must write and no more. A key
+    the two sides start with differently is shown wherever a turn gives it a value. A
+    `.flow`'s run is as it is."""
     if not (old.json_mode or new.json_mode):
         return tuple(turns)
-    live = {k for side in (old, new) for k in side.initial_context}
+    # each key's value so far as JSON text (no entry: unset); "": not one known value
+    now: dict[str, str] = {}
+    starts = (old.initial_context, new.initial_context)
+    for k in {*starts[0], *starts[1]}:
+        texts = {json_text(ctx[k]) if k in ctx else "" for ctx in starts}
+        now[k] = texts.pop() if len(texts) == 1 else ""
     out: list[Turn] = []
     for t in turns:
         kept: list[tuple[str, Any]] = []
         for k, v in t.context:
-            if v is not None:
-                live.add(k)
-            elif k in live:
-                live.discard(k)
+            if v is None:
+                if k not in now:
+                    continue  # unset already
+                del now[k]
             else:
-                continue
+                text = "" if v == _shown(_OTHER_VALUE) else json_text(v)
+                if text and now.get(k) == text:
+                    continue  # as it was
+                now[k] = text
             kept.append((k, v))
         out.append(t if len(kept) == len(t.context) else attrs.evolve(t, context=tuple(kept)))
     return tuple(out)
@@ -1019,45 +1056,54 @@ def _cap_walk(product: Product, certain: bool) -> Divergence | None:
     def usable(v: int) -> bool:
         return not certain or product.keys[v][2]
 
+    # (between graphs a turn may hand off anywhere, to its own speaker too: a walk takes a
+    # turn the rules route before a hand-off, so that it reads as the rules' own run)
     for _ in range(limit - 1):
         nxt: dict[int, tuple[int, Turn] | None] = {}
-        for u in sorted(layer):
-            for v, turn, _, _ in product.edges.get(u, ()):
-                if usable(v):
-                    nxt.setdefault(v, (u, turn))
+        for routed in (True, False):
+            for u in sorted(layer):
+                for v, turn, _, _ in product.edges.get(u, ()):
+                    if usable(v) and (turn.handoff is None) == routed:
+                        nxt.setdefault(v, (u, turn))
         if not nxt:
             return None
         back.append(nxt)
         layer = nxt
-    for u in sorted(layer):
-        for v, turn, r_old, r_new in product.edges.get(u, ()):
-            if not usable(v):
-                continue
-            turns: list[Turn] = []
-            node, depth = u, len(back) - 1
-            while depth > 0:
-                prev = back[depth][node]
-                assert prev is not None
-                node, step = prev
-                turns.append(step)
-                depth -= 1
-            turns.reverse()
-            ko, kn, _ = product.keys[v]
-            if caps[0] == limit:
-                return Divergence(
-                    _written(product.old, product.new, (*turns, turn)),
-                    Routed(r_old.fired, None, MAX_TURNS),
-                    r_new,
-                    u,
-                    ("end", MAX_TURNS),
-                    kn,
-                )
+    last = [
+        (u, edge)
+        for routed in (True, False)
+        for u in sorted(layer)
+        for edge in product.edges.get(u, ())
+        if (edge[1].handoff is None) == routed
+    ]
+    for u, (v, turn, r_old, r_new) in last:
+        if not usable(v):
+            continue
+        turns: list[Turn] = []
+        node, depth = u, len(back) - 1
+        while depth > 0:
+            prev = back[depth][node]
+            assert prev is not None
+            node, step = prev
+            turns.append(step)
+            depth -= 1
+        turns.reverse()
+        ko, kn, _ = product.keys[v]
+        if caps[0] == limit:
             return Divergence(
                 _written(product.old, product.new, (*turns, turn)),
-                r_old,
-                Routed(r_new.fired, None, MAX_TURNS),
+                Routed(r_old.fired, None, MAX_TURNS),
+                r_new,
                 u,
-                ko,
                 ("end", MAX_TURNS),
+                kn,
             )
+        return Divergence(
+            _written(product.old, product.new, (*turns, turn)),
+            r_old,
+            Routed(r_new.fired, None, MAX_TURNS),
+            u,
+            ko,
+            ("end", MAX_TURNS),
+        )
     return None
