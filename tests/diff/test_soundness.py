@@ -524,31 +524,21 @@ def check(old_text: str, new_text: str, as_graphs: bool = False) -> str:
     return d.verdict
 
 
+@pytest.mark.parametrize("as_graphs", [False, True], ids=["flows", "as-graphs"])
 @settings(
     max_examples=500,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(case=flow_and_edit())
-def test_diff_verdicts_hold_on_random_edits(case: tuple[str, str, str]) -> None:
+def test_diff_verdicts_hold_on_random_edits(as_graphs: bool, case: tuple[str, str, str]) -> None:
+    """Each verdict on a random edit, checked by the brute force and by replaying its run.
+    As graphs (`--as-graphs`, or a side that is a JSON graph) nothing is declared: any
+    participant may call any tool, write any context and hand off to any participant; the
+    brute force reads both versions so too, and each run is replayed on the graphs."""
     old_text, new_text, kind = case
     event(f"edit: {kind}")
-    event(f"verdict: {check(old_text, new_text)}")
-
-
-@settings(
-    max_examples=300,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-@given(case=flow_and_edit())
-def test_diff_verdicts_hold_on_random_edits_compared_as_graphs(case: tuple[str, str, str]) -> None:
-    """`--as-graphs` (and a side that is a JSON graph): no declarations, so any participant
-    may call any tool, write any context and hand off to any participant; the brute force
-    reads both versions so too, and each distinguishing run is replayed on the graphs."""
-    old_text, new_text, kind = case
-    event(f"edit: {kind}")
-    event(f"verdict: {check(old_text, new_text, as_graphs=True)}")
+    event(f"verdict: {check(old_text, new_text, as_graphs=as_graphs)}")
 
 
 #: only a tool's hand-off reaches `b`: as graphs, where any tool may hand off, the
@@ -602,12 +592,17 @@ def test_the_brute_force_tells_a_priority_apart() -> None:
 def test_the_brute_force_sees_declarations() -> None:
     tools = 'speaker u: human\nspeaker a {\n  tool go hands off to u | finishes "f"\n}\nwhen from u then a\n'
     reordered = tools.replace('hands off to u | finishes "f"', 'finishes "f" | hands off to u')
-    assert first_difference(tools, reordered, 5) is None
-    assert check(tools, reordered) == SAME
-    dropped = tools.replace(' | finishes "f"', "")
-    found = first_difference(tools, dropped, 5)
+    _same_and_refused(tools, reordered, tools.replace(' | finishes "f"', ""), 5)
+
+
+def _same_and_refused(old: str, same: str, refusing: str, depth: int) -> None:
+    """``same`` behaves as ``old`` (for the brute force and for the diff); ``refusing``
+    refuses a turn ``old`` takes."""
+    assert first_difference(old, same, depth) is None
+    assert check(old, same) == SAME
+    found = first_difference(old, refusing, depth)
     assert found is not None and found.new.refused is not None
-    assert check(tools, dropped) == CHANGED
+    assert check(old, refusing) == CHANGED
 
 
 #: a tool's alternatives equal under `==` but not the same JSON value across versions
@@ -629,9 +624,5 @@ def test_a_call_takes_an_alternative_equal_under_eq_when_none_writes_its_very_va
     takes NEW's (a run takes the first alternative equal under `==` when none writes the
     call's very value), so no run routes differently; `sets done = 3` is another value."""
     new = TYPED_OLD.replace("sets done = true", "sets done = 1")
-    assert first_difference(TYPED_OLD, new, 4) is None
-    assert check(TYPED_OLD, new) == SAME
     other = TYPED_OLD.replace("sets done = true", "sets done = 3")
-    found = first_difference(TYPED_OLD, other, 4)
-    assert found is not None and found.new.refused is not None
-    assert check(TYPED_OLD, other) == CHANGED
+    _same_and_refused(TYPED_OLD, new, other, 4)

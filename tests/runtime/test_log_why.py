@@ -312,6 +312,16 @@ def test_a_forked_scenario_replays_any_scripted_run(
     assert _replays(flow, records) == len(records) * (len(records) + 1) // 2
 
 
+def _envelopes(target: RunTarget, script: Any, db: Path) -> list[Any]:
+    """The envelopes of ``script`` run on ``target`` into a new SQLite store at ``db``."""
+    store = SqliteStore(str(db))
+    try:
+        result = asyncio.run(run_script(target, script, store=store))
+        return list(store.read(result.channel_id))
+    finally:
+        store.close()
+
+
 def test_a_turn_no_scenario_line_can_write_is_refused(tmp_path: Path) -> None:
     """Two tool calls in one turn (`fetch`, a declared tool with no effects that no rule
     routes on, beside the one call the flow sees): a scenario line calls one tool, so the
@@ -326,12 +336,7 @@ def test_a_turn_no_scenario_line_can_write_is_refused(tmp_path: Path) -> None:
             },
         }
     )
-    store = SqliteStore(str(tmp_path / "runs.db"))
-    try:
-        result = asyncio.run(run_script(target, script, store=store))
-        envs = list(store.read(result.channel_id))
-    finally:
-        store.close()
+    envs = _envelopes(target, script, tmp_path / "runs.db")
     assert scenario_upto(envs, 1).count("expect") == 2
     with pytest.raises(ForkError, match=r"turn 2 \(drafter\) called 2 tools \(fetch, transfer\)"):
         scenario_upto(envs, 2)
@@ -347,12 +352,7 @@ def test_a_forked_call_names_the_alternative_that_wrote_its_very_value(
     script = parse_script(
         {"kickoff": "go", "script": {"bot": [{"tool": "mark", "set": {"done": value}, "say": "m"}]}}
     )
-    store = SqliteStore(str(tmp_path / "runs.db"))
-    try:
-        result = asyncio.run(run_script(target, script, store=store))
-        envs = list(store.read(result.channel_id))
-    finally:
-        store.close()
+    envs = _envelopes(target, script, tmp_path / "runs.db")
     block = scenario_upto(envs, 2, "typed")
     assert f"  bot calls mark sets done = {written}" in block
     assert f"  expect context.done == {written}\n" in block
@@ -389,12 +389,7 @@ def test_the_docs_show_what_the_commands_print(
 
 def _stored_run(tmp_path: Path, script: dict[str, Any]) -> list[Any]:
     target = RunTarget.from_compiled(flowc.compile_flow(FLOW), source_text=FLOW)
-    store = SqliteStore(str(tmp_path / "runs.db"))
-    try:
-        result = asyncio.run(run_script(target, parse_script(script), store=store))
-        return list(store.read(result.channel_id))
-    finally:
-        store.close()
+    return _envelopes(target, parse_script(script), tmp_path / "runs.db")
 
 
 def test_a_finish_and_the_turn_cap_are_explained(tmp_path: Path) -> None:
