@@ -500,9 +500,10 @@ class MemoryGuard:
         limit = address_space_left()
         self.budget = budget if limit is None else min(budget, limit // 5)
 
-    def exceeded(self, allowance: int = 0) -> bool:
-        """Whether the process grew past the budget (``allowance``: bytes that do not
-        count, kept on purpose beside the states)."""
+    def exceeded(self, kept: Recorded | None = None) -> bool:
+        """Whether the process grew past the budget (``kept``'s bytes do not count:
+        kept on purpose beside the states)."""
+        allowance = kept.size if kept is not None else 0
         return _resident() - self.start - allowance > self.budget
 
 
@@ -511,12 +512,17 @@ class Recorded:
     successor, the tool called (or None) and the valuation after the turn's writes, kept
     as three arrays of numbers (a few bytes a turn: a large flow has a million turns).
     Nodes are expanded in the order of their numbers, so a node's turns are one run of
-    the arrays."""
+    the arrays.
+
+    A node is the speaker to move and the valuation after the turn that led to it, so
+    the valuation after a turn is its successor's, and only a turn that ends the run
+    (or one of a JSON graph, whose nodes keep no valuation) has its own: the others
+    are kept as -1, which spares hashing every turn's valuation."""
 
     def __init__(self, system: System) -> None:
         self.succ = array("q")
         self.tool = array("i")
-        self.val = array("i")
+        self.val = array("i")  # the valuation's number, or -1: the successor's
         self.start = array("q")  # node -> where its turns begin (one more at the end)
         #: tool number -> the tool (0: no tool)
         self.tools: list[str | None] = [None, *system.tool_names]
@@ -531,6 +537,8 @@ class Recorded:
             start.append(at)
 
     def add(self, v: int, tool: str | None, after: Valuation) -> None:
+        """A turn to node ``v`` with its own valuation after it (:func:`explore` keeps
+        the others itself: :meth:`appenders`)."""
         t = self._tool_ids.get(tool)
         if t is None:
             t = self._tool_ids[tool] = len(self.tools)
@@ -543,6 +551,15 @@ class Recorded:
         self.tool.append(t)
         self.val.append(a)
 
+    def appenders(
+        self,
+    ) -> tuple[
+        dict[str | None, int], Callable[[int], None], Callable[[int], None], Callable[[int], None]
+    ]:
+        """For a turn whose successor holds the valuation after it, known tools only:
+        the tools' numbers, and what appends the successor, the tool's number and -1."""
+        return self._tool_ids, self.succ.append, self.tool.append, self.val.append
+
     def close(self, nodes: int) -> None:
         self.begin(nodes)
 
@@ -550,15 +567,6 @@ class Recorded:
     def size(self) -> int:
         """Bytes of the arrays."""
         return sum(a.itemsize * len(a) for a in (self.succ, self.tool, self.val, self.start))
-
-    def turns(self, node: int) -> Iterator[tuple[int, str | None, Valuation]]:
-        """The node's turns: (successor, tool or None, valuation after)."""
-        if node + 1 >= len(self.start):
-            return
-        tools, vals = self.tools, self.vals
-        succ, tool, val = self.succ, self.tool, self.val
-        for i in range(self.start[node], self.start[node + 1]):
-            yield succ[i], tools[tool[i]], vals[val[i]]
 
 
 def _resident() -> int:
@@ -611,10 +619,9 @@ def _self_route(
 def explore(
     system: System, max_states: int, *, record: bool = False, like: Explorer | None = None
 ) -> StateSpace:
-    """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes
-    (and ``TURNS_PER_STATE * max_states`` explored turns); ``record``: keep each node's
-    turns (:attr:`StateSpace.recorded`); ``like``: an explorer whose routing to share
-    (see :class:`Explorer`).
+    """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes (and
+    ``TURNS_PER_STATE * max_states`` explored turns); ``record``: keep each node's turns
+    (:attr:`StateSpace.recorded`); ``like``: an :class:`Explorer` whose routing to share.
 
     >>> from flowc import compile_flow
     >>> from flowc.compiler.analysis.system import system_of_flow
@@ -642,6 +649,8 @@ def explore(
     memory = MemoryGuard()
     stopped_by = ""
     recorded = Recorded(system) if record else None
+    if recorded is not None:  # (Recorded.add is inlined below for most turns)
+        rec_ids, rec_succ, rec_tool, rec_val = recorded.appenders()
     # W221's turns are noted here, on the one pass over every turn (see self_routes)
     cap = system.max_turns
     json_mode = system.json_mode
@@ -673,20 +682,15 @@ def explore(
                 if u != 0 and action.is_plain:
                     plain_default.setdefault(key[0], u)
             # explorer.next_key(step), inlined: this runs on every turn
-            nxt = (
-                ("end", outcome.reason)
-                if outcome.speaker < 0
-                else (outcome.speaker, None if json_mode else after)
-            )
+            who = outcome.speaker
+            nxt = ("end", outcome.reason) if who < 0 else (who, None if json_mode else after)
             v = ids.get(nxt)
             if v is None:
                 if len(keys) >= max_states:
                     truncated, horizon, stopped_by = True, dist[u], "states"
                     break
                 v = len(keys)
-                if not v % MEMORY_EVERY and memory.exceeded(
-                    recorded.size if recorded is not None else 0
-                ):
+                if not v % MEMORY_EVERY and memory.exceeded(recorded):
                     truncated, horizon, stopped_by = True, dist[u], "memory"
                     break
                 ids[nxt] = v
@@ -699,14 +703,19 @@ def explore(
                 queue.append(v)
             edges.add((u, v))
             if recorded is not None:
-                recorded.add(v, action.tool, after)
+                tool_id = rec_ids.get(action.tool)
+                if tool_id is None or json_mode or who < 0:
+                    recorded.add(v, action.tool, after)
+                else:  # (the successor holds the valuation after the turn: see Recorded)
+                    rec_succ(v)
+                    rec_tool(tool_id)
+                    rec_val(-1)
     if recorded is not None:
         recorded.close(len(keys))
-    graph = networkx_digraph(len(keys), edges)
     return StateSpace(
         system=system,
         explorer=explorer,
-        graph=graph,
+        graph=networkx_digraph(len(keys), edges),
         keys=keys,
         parent=parent,
         dist=dist,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -151,6 +151,8 @@ class _Graph:
         #: (:class:`flowc.compiler.analysis.explore.Recorded`)
         self._rec_tools: list[int] = []
         self._rec_vals: list[int] = []
+        #: the bits of each node's valuation (-1: not worked out yet)
+        self._node_bits = [-1] * self.n
         self._edges: list[
             tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
         ] = [None] * self.n
@@ -244,13 +246,15 @@ class _Graph:
         self, u: int, rec: Recorded
     ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         """:meth:`_build` from the turns the exploration kept (the common case: one pass
-        over three arrays, the bits of each tool and valuation looked up by number)."""
+        over three arrays, the bits of each tool, valuation and node looked up by number;
+        a turn that goes on has its successor's valuation)."""
         tool_bits, val_bits = self._rec_tools, self._rec_vals
         if len(tool_bits) < len(rec.tools) or len(val_bits) < len(rec.vals):
             tool_bits += [self.tool_bits(t) for t in rec.tools[len(tool_bits) :]]
             val_bits += [self.ctx_bits(v) for v in rec.vals[len(val_bits) :]]
-        spk = self._spk[self.system.start if u == 0 else self.space.keys[u][0]]
-        is_end = self.is_end
+        keys = self.space.keys
+        spk = self._spk[self.system.start if u == 0 else keys[u][0]]
+        is_end, node_bits = self.is_end, self._node_bits
         succ, tool, val = rec.succ, rec.tool, rec.val
         go: dict[tuple[int, int], None] = {}
         stop: dict[tuple[int, int], None] | None = None
@@ -262,7 +266,14 @@ class _Graph:
                 for edge in self.turn_masks(u, v, rec.tools[tool[i]], rec.vals[val[i]]):
                     stop[edge] = None
                 continue
-            go[v << _SHIFT, spk | tool_bits[tool[i]] | val_bits[val[i]]] = None
+            a = val[i]
+            if a >= 0:
+                ctx = val_bits[a]
+            else:
+                ctx = node_bits[v]
+                if ctx < 0:
+                    ctx = node_bits[v] = self.ctx_bits(keys[v][1])
+            go[v << _SHIFT, spk | tool_bits[tool[i]] | ctx] = None
         return tuple(go), tuple(stop) if stop else ()
 
     def _turns(self, u: int) -> Iterator[tuple[int, str | None, Valuation]]:
@@ -546,38 +557,54 @@ class _Search:
         if want > LONGEST_CAP_RUN:
             self.cap_too_long = True
             return None
-        bad: dict[int, tuple[int, int]] = {}  # pair -> the cap's turn (v, mask) from it
-        for layer in self.layers[:want]:
-            for x in layer:
+        # the pairs first reached on the cap's turn were tried by :meth:`_cap_layer`
+        last = set(self.layers[want]) if len(self.layers) > want else set()
+        cap_all = g.cap_bits
+        edges = g.edges
+        #: pair -> the cap's turn (v, mask) from it that breaks the property, or None
+        #: (worked out for the pairs a walk reaches: most pairs are never asked)
+        bad: dict[int, tuple[int, int] | None] = {}
+
+        def is_bad(x: int) -> bool:
+            found = bad.get(x, False)
+            if found is False:
+                found = None
                 wrong = breaking.get(x & _MIDS)
-                if wrong is None:
-                    continue
-                for vs, mask in g.edges(x >> _SHIFT)[0]:
-                    if mask & pmask in wrong:
-                        bad[x] = (vs >> _SHIFT, mask | g.cap_bits)
-                        break
-        if not bad:
-            return None
+                if wrong is not None and x not in last:
+                    for vs, mask in edges(x >> _SHIFT)[0]:
+                        if mask & pmask in wrong:
+                            found = (vs >> _SHIFT, mask | cap_all)
+                            break
+                bad[x] = found
+            return found is not None
+
         start = self.layers[0][0]
         # depth first, for a walk of exactly ``want`` turns: a quick try first (the turns
         # that break at the cap are often many), then guided by how few turns lead from
-        # each pair to one of ``bad`` (backwards over the pairs). Both find the same walk,
-        # the first in the order of the turns (the distances only cut branches that
-        # cannot reach ``bad`` in time), so the quick try may take about half as many
-        # steps as counting the distances costs (a pass over every pair's turns): a try
-        # that fails then costs the search half as much again, at most, and one that
-        # succeeds (the common case) saves the pass
+        # each pair to a pair from which the cap's turn breaks it (backwards over the
+        # pairs). Both find the same walk, the first in the order of the turns (the
+        # distances only cut branches that cannot reach such a pair in time), so the
+        # quick try may take about half as many steps as counting the distances costs (a
+        # pass over every pair's turns): a try that fails then costs the search half as
+        # much again, at most, and one that succeeds (the common case) saves the pass
         budget = _QUICK_WALK * cap + (len(self.parent) // 2 if _QUICK_WALK else 0)
-        path = self._walk(start, want, bad, None, budget=budget)
+        path = self._walk(start, want, is_bad, None, budget=budget)
         if path is None:
-            # (:meth:`succ_of` of each pair the search went on from, inline)
+            # one pass over each pair the search went on from: whether it is bad, and
+            # what leads to it (:meth:`succ_of`, inline)
             pred: dict[int, list[int]] = {}
-            rows, edges = self.rows, g.edges
+            rows = self.rows
+            targets: list[int] = []
             for layer in self.layers[:want]:
                 for x in layer:
                     row = rows[x & _MIDS]
+                    wrong = breaking.get(x & _MIDS)
+                    known = bad.get(x, False)
                     for vs, mask in edges(x >> _SHIFT)[0]:
-                        r = row[mask & pmask]
+                        ll = mask & pmask
+                        if known is False and wrong is not None and ll in wrong:
+                            known = bad[x] = (vs >> _SHIFT, mask | cap_all)
+                        r = row[ll]
                         if r >= 0:
                             y = vs | r >> 1
                             into = pred.get(y)
@@ -585,8 +612,14 @@ class _Search:
                                 pred[y] = [x]
                             else:
                                 into.append(x)
-            near = dict.fromkeys(bad, 0)
-            todo = deque(bad)
+                    if known is False:
+                        bad[x] = None
+                    elif known is not None:
+                        targets.append(x)
+            if not targets:
+                return None
+            near = dict.fromkeys(targets, 0)
+            todo = deque(targets)
             while todo:
                 y = todo.popleft()
                 d = near[y] + 1
@@ -594,11 +627,13 @@ class _Search:
                     if x not in near:
                         near[x] = d
                         todo.append(x)
-            path = self._walk(start, want, bad, near, budget=None)
+            path = self._walk(start, want, is_bad, near, budget=None)
         if path is None:
             return None
         x = path[-1]
-        v, mask = bad[x]
+        found_at = bad[x]
+        assert found_at is not None
+        v, mask = found_at
         state, tc = self.mstates[x & _MIDS]
         res = self.mon.step(state, mask & pmask, self.turn_of(tc), True)
         return _Found(tuple(path), v, mask, "cap", res, cap)
@@ -607,13 +642,13 @@ class _Search:
         self,
         start: int,
         want: int,
-        bad: dict[int, tuple[int, int]],
+        is_bad: Callable[[int], bool],
         near: dict[int, int] | None,
         budget: int | None,
     ) -> list[int] | None:
         """Depth first from ``start``: a walk of exactly ``want`` turns over the pairs
-        the search went on from to one of ``bad`` (a failed (pair, turns) is not tried
-        again); ``near`` prunes the pairs too far from ``bad``; past ``budget`` steps,
+        the search went on from to one ``is_bad`` accepts (a failed (pair, turns) is not
+        tried again); ``near`` prunes the pairs too far from those; past ``budget`` steps,
         None. (The pairs a walk reaches after fewer than ``want`` turns are ones the
         search went on from; those it reaches after ``want`` need no successors.)"""
         # a long walk goes round the same few pairs: each pair's successors are read once
@@ -636,7 +671,7 @@ class _Search:
         while stack:
             t = len(path) - 1
             if t == want:
-                if path[-1] in bad:
+                if is_bad(path[-1]):
                     return path
                 failed.add((path[-1], t))
                 path.pop()
