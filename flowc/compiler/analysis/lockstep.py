@@ -972,7 +972,11 @@ def explore_pair(
             if isinstance(ao, str) and isinstance(an, str):
                 continue  # neither side can take this turn
             afters: Sequence[_After] = (
-                contexts if json_mode else _flow_after(so, sn, ko, kn, label, ao, an)
+                # (a hand-off goes past the rules, and a graph's node keeps no context: the
+                # same turn whatever the context, so the first, which writes nothing)
+                (contexts[:1] if label[0] == "handoff" else contexts)
+                if json_mode
+                else _flow_after(so, sn, ko, kn, label, ao, an)
             )
             tool = label[1] if label[0] == "tool" else None
             handoff = label[1] if label[0] == "handoff" else None
