@@ -66,6 +66,7 @@ QUOTED = {
     f"{symbolic._SIFT_MAX_SWAPS} swaps",
     "atoms": f"at most {lockstep.MAX_ATOMS} custom conditions on a turn and "
     f"{lockstep.MAX_WRITES:,} combinations",
+    "contexts": f"between graphs at most {lockstep.MAX_CONTEXTS:,} contexts the",
     "excerpt": f"a window of {EXCERPT_WIDTH} characters around the finding",
     "quoted": f"a rule quoted in a message to {MAX_QUOTED} characters, a list of names to "
     f"{MAX_LISTED} items",

@@ -22,9 +22,9 @@ from flowc.compiler.analysis.changes import (
 )
 from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.lockstep import explore_pair
-from flowc.compiler.pipeline import LoadedGraph
 from flowc.compiler.analysis.run_phrases import render_run
 from flowc.compiler.analysis.system import system_of_flow, system_of_graph
+from flowc.compiler.pipeline import LoadedGraph
 
 HUMAN = """\
 speaker user: human {
@@ -389,7 +389,7 @@ def test_a_turn_past_the_custom_conditions_limit_counts_the_rest() -> None:
 def test_a_hand_off_between_graphs_is_one_turn_whatever_the_context() -> None:
     """Between graphs, a hand-off goes past the rules and a node keeps no context, so each
     hand-off from a product state is one turn, not one per context the participants may
-    write (3 ** 3 here; at 50 speakers and 5 keys, 1,024 of them: a minute and 1.9 GB)."""
+    write (at 50 speakers and 5 keys, 1,024 contexts: a minute and 1.9 GB)."""
     flow = compile_flow(
         "speaker user: human\nspeaker a\nspeaker b\nstart user\nmax_turns 6\n"
         "when context.k1 == 1 then a\nwhen context.k2 == 1 then b\n"
@@ -401,14 +401,36 @@ def test_a_hand_off_between_graphs_is_one_turn_whatever_the_context() -> None:
         flow.agent_id(flow.initiator),
     )
     pair = explore_pair(graph, graph, 10_000)
-    handoffs = [
-        (u, turn.speaker, turn.handoff)
-        for u, out in pair.edges.items()
-        for _, turn, _, _ in out
-        if turn.handoff is not None
-    ]
-    assert len(handoffs) == len(set(handoffs))
-    # every participant still hands off to every participant
-    names = ("user", "a", "b")
-    assert {(s, h) for _, s, h in handoffs} == {(s, h) for s in names for h in names}
-    assert not pair.divergences
+    assert not pair.divergences and not pair.truncated and not pair.partial
+    expanded = sum(
+        1 for (ko, _, _), d in zip(pair.keys, pair.dist, strict=True) if ko[0] != "end" and d < 6
+    )
+    contexts = 3**3  # each key unset, the one value a rule compares it with, or another
+    # from each state: a turn with text alone in each context, and, but on the kickoff (a
+    # plain message), a hand-off to each of the three participants
+    assert expanded > 1 and pair.turns == contexts + (expanded - 1) * (contexts + 3)
+    # equal caps: no walk to the cap reads the turns, so none is kept
+    assert not pair.edges
+
+
+def test_a_graph_pair_past_the_contexts_bound_is_partial(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More contexts than the participants may be tried with makes the diff unknown (exit
+    2, with the reason), never "the same" on the contexts tried."""
+    import flowc.compiler.analysis.lockstep as lockstep
+
+    flow = (
+        "speaker user: human\nspeaker a\nspeaker b\nstart user\nmax_turns 6\n"
+        "when context.k1 == 1 then a\nwhen context.k2 == 1 then b\n"
+        'when context.k3 == 2 then terminate "x"\nwhen from user then a\notherwise user\n'
+    )
+    monkeypatch.setattr(lockstep, "MAX_CONTEXTS", 3**3 - 1)
+    same = diff_versions(
+        Version("old", compile_flow(flow)), Version("new", compile_flow(flow)), as_graphs=True
+    )
+    assert same.verdict == UNKNOWN
+    assert "the participants may write more than 26 contexts on a turn" in same.reason
+    monkeypatch.setattr(lockstep, "MAX_CONTEXTS", 3**3)
+    same = diff_versions(
+        Version("old", compile_flow(flow)), Version("new", compile_flow(flow)), as_graphs=True
+    )
+    assert same.verdict == SAME

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -71,6 +72,14 @@ MAX_ATOMS = 10
 #: at most this many combinations of a human's writes are tried per turn; more makes the
 #: exploration partial
 MAX_WRITES = 4096
+#: at most this many contexts the participants of JSON graphs may write are tried on a turn
+#: (each key unset, one of the values the rules compare it with, or another: 4 ** 10 with
+#: ten keys of two values); more makes the exploration partial, where they would take
+#: gigabytes
+MAX_CONTEXTS = 4**10
+#: the memory is looked at on every MEMORY_EVERY-th new state, and every so many turns
+#: (between graphs, a state has a turn per context: a few states may take millions)
+TURNS_PER_LOOK = 1 << 16
 #: ``Routed.fired`` of a turn one side refuses, and the side's node key after it
 REFUSED = -4
 REFUSED_KEY: NodeKey = ("refused",)
@@ -153,8 +162,10 @@ class Product:
     #: the turn (and both sides' routing) that first reached each node
     via: list[tuple[Turn, Routed, Routed] | None]
     dist: list[int]
-    #: node -> (successor, the turn, OLD's and NEW's routing) for every agreeing turn
-    edges: dict[int, list[tuple[int, Turn, Routed, Routed]]]
+    #: when the caps differ (what :func:`cap_divergence` reads): node -> (successor, whether
+    #: the rules routed the turn, not a hand-off) -> the first agreeing turn that goes
+    #: there, as (successor, the turn, OLD's and NEW's routing)
+    edges: dict[int, dict[tuple[int, bool], tuple[int, Turn, Routed, Routed]]]
     divergences: list[Divergence]
     truncated: bool
     #: why the exploration is partial besides the state bound ("" when it is not)
@@ -164,6 +175,8 @@ class Product:
     stopped_by: str = ""
     #: the memory the exploration was allowed (bytes)
     memory_budget: int = 0
+    #: the turns it took on which both sides agree (those that end the run included)
+    turns: int = 0
 
     def turns_to(self, node: int) -> list[Turn]:
         out: list[Turn] = []
@@ -527,9 +540,11 @@ def _write_labels(old: _Side, new: _Side, io: int, in_: int) -> tuple[list[Label
 
 
 def _json_contexts(
-    old: _Side, new: _Side
-) -> list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]]:
-    """JSON graphs: every context the participants may write, as both sides abstract it."""
+    old: _Side, new: _Side, memory: MemoryGuard
+) -> tuple[list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]], str]:
+    """JSON graphs: every context the participants may write, as both sides abstract it,
+    and "" when that is all of them, else why not: "contexts" (more than
+    :data:`MAX_CONTEXTS`) or "memory" (past ``memory``'s budget)."""
     keys: dict[str, list[Any]] = {}
     for side in (old, new):
         for k, lits in zip(side.system.keys, side.system.literals, strict=True):
@@ -549,19 +564,27 @@ def _json_contexts(
             first = next((x for x in keys[k] if values_equal(x, before[0][k])), _OTHER_VALUE)
             domain.remove(first)
             domain.insert(0, first)
-    out = []
+    out: list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]] = []
     seen_pairs: set[tuple[Valuation, Valuation]] = set()
-    for values in itertools.product(*domains):
-        given = dict(zip(names, values, strict=True))
+    cut = "" if math.prod(len(d) for d in domains) <= MAX_CONTEXTS else "contexts"
+    # each (key, value) shown is made once and shared by every context that has it
+    pairs = {
+        (k, i): (k, _shown(v)) for k, d in zip(names, domains, strict=True) for i, v in enumerate(d)
+    }
+    indexed = [list(enumerate(d)) for d in domains]
+    for n, chosen in enumerate(itertools.islice(itertools.product(*indexed), MAX_CONTEXTS)):
+        if n and not n % MEMORY_EVERY and memory.exceeded():
+            return out, "memory"
+        given = {k: v for k, (_, v) in zip(names, chosen, strict=True)}
         vo = tuple(_abstract_or_unset(old, k, given[k]) for k in old.system.keys)
         vn = tuple(_abstract_or_unset(new, k, given[k]) for k in new.system.keys)
         if (vo, vn) in seen_pairs:
             continue
         seen_pairs.add((vo, vn))
         # (an unset key too: a run shows it as cleared where it was set, see _written)
-        shown = tuple((k, _shown(v)) for k, v in given.items())
+        shown = tuple(pairs[k, i] for k, (i, _) in zip(names, chosen, strict=True))
         out.append((shown, vo, vn))
-    return out
+    return out, cut
 
 
 def _abstract_or_unset(side: _Side, key: str, value: Any) -> int:
@@ -742,7 +765,7 @@ class _Growing:
     parent: list[int] = attrs.Factory(lambda: [0])
     via: list[tuple[Turn, Routed, Routed] | None] = attrs.Factory(lambda: [None])
     dist: list[int] = attrs.Factory(lambda: [0])
-    edges: dict[int, list[tuple[int, Turn, Routed, Routed]]] = attrs.Factory(dict)
+    edges: dict[int, dict[tuple[int, bool], tuple[int, Turn, Routed, Routed]]] = attrs.Factory(dict)
 
     def add(
         self, key: tuple[NodeKey, NodeKey, bool], u: int, step: tuple[Turn, Routed, Routed]
@@ -818,12 +841,24 @@ def _turn_labels(
 _After: TypeAlias = tuple[tuple[tuple[str, Any], ...], Valuation | None, Valuation | None]
 
 
-def _flow_after(
-    so: _Side, sn: _Side, ko: NodeKey, kn: NodeKey, label: Label, ao: Action | str, an: Action | str
-) -> list[_After]:
-    """A `.flow`'s turn ``label`` from OLD's ``ko`` and NEW's ``kn``: what it writes, as the
-    turn shows it (a human's writes), and each side's valuation after its action's writes
-    (unchanged on a side that refuses the turn)."""
+def _afters(
+    so: _Side,
+    sn: _Side,
+    ko: NodeKey,
+    kn: NodeKey,
+    label: Label,
+    ao: Action | str,
+    an: Action | str,
+    contexts: Sequence[_After] | None,
+) -> Sequence[_After]:
+    """A turn ``label`` from OLD's ``ko`` and NEW's ``kn``: what it writes, as the turn
+    shows it (a human's writes), and each side's valuation after its action's writes
+    (unchanged on a side that refuses the turn). Between graphs (``contexts``: what the
+    participants may write), each context; but a hand-off goes past the rules, and a
+    graph's node keeps no context: the same turn whatever the context, so only the first,
+    which writes nothing."""
+    if contexts is not None:
+        return contexts[:1] if label[0] == "handoff" else contexts
     written = tuple((k, _shown(_plain(v))) for k, v in label[1]) if label[0] == "write" else ()
     return [
         (
@@ -908,6 +943,8 @@ def _partial_reason(partial: set[str]) -> str:
     reasons = {
         "atoms": f"a turn depends on more than {MAX_ATOMS} custom conditions",
         "writes": f"a human may write more than {MAX_WRITES} combinations of keys on a turn",
+        "contexts": f"the participants may write more than {MAX_CONTEXTS:,} contexts on a turn"
+        " (a graph does not say which keys each writes)",
     }
     return "; ".join(reasons[p] for p in sorted(partial))
 
@@ -933,17 +970,18 @@ def explore_pair(
     """
     so, sn = _Side(old), _Side(new)
     json_mode = old.json_mode or new.json_mode
-    contexts = _json_contexts(so, sn) if json_mode else []
+    # the product holds every agreeing turn: as the checker's exploration, it stops at a
+    # memory budget as well as at the state bound (a pair of many-key flows reached 2 GB)
+    memory = memory or MemoryGuard()
+    contexts, cut = _json_contexts(so, sn, memory) if json_mode else ([], "")
     g = _Growing()
     keys, ids, dist, edges = g.keys, g.ids, g.dist, g.edges
     divergences: list[Divergence] = []
     counts = {True: 0, False: 0}  # certain and uncertain divergences kept
-    truncated = False
-    stopped_by = ""
-    # the product holds every agreeing turn: as the checker's exploration, it stops at a
-    # memory budget as well as at the state bound (a pair of many-key flows reached 2 GB)
-    memory = memory or MemoryGuard()
-    partial: set[str] = set()
+    truncated, stopped_by = cut == "memory", cut if cut == "memory" else ""
+    partial: set[str] = {cut} if cut == "contexts" else set()
+    turns = 0
+    keep_edges = old.max_turns != new.max_turns
     caps = [c for c in (old.max_turns, new.max_turns) if c is not None]
     cap = min(caps) if caps else None
     queue: deque[int] = deque([0])
@@ -971,13 +1009,7 @@ def explore_pair(
             ao, an = so.resolve(io, label, kickoff), sn.resolve(in_, label, kickoff)
             if isinstance(ao, str) and isinstance(an, str):
                 continue  # neither side can take this turn
-            afters: Sequence[_After] = (
-                # (a hand-off goes past the rules, and a graph's node keeps no context: the
-                # same turn whatever the context, so the first, which writes nothing)
-                (contexts[:1] if label[0] == "handoff" else contexts)
-                if json_mode
-                else _flow_after(so, sn, ko, kn, label, ao, an)
-            )
+            afters = _afters(so, sn, ko, kn, label, ao, an, contexts if json_mode else None)
             tool = label[1] if label[0] == "tool" else None
             handoff = label[1] if label[0] == "handoff" else None
             for ctx, vo, vn in afters:
@@ -998,6 +1030,10 @@ def explore_pair(
                             counts[sure] += 1
                             divergences.append(_divergence(so, sn, g, u, turn, w, vo, vn))
                         continue
+                    turns += 1
+                    if not turns % TURNS_PER_LOOK and memory.exceeded():
+                        truncated, stopped_by = True, "memory"
+                        break
                     if r1.next is None or o1 is None or o2 is None:
                         continue
                     nxt = (so.next_key(o1, vo), sn.next_key(o2, vn), sure)
@@ -1011,7 +1047,12 @@ def explore_pair(
                             break
                         v = g.add(nxt, u, (turn, r1, r2))
                         queue.append(v)
-                    edges.setdefault(u, []).append((v, turn, r1, r2))
+                    if keep_edges:
+                        edges.setdefault(u, {}).setdefault((v, handoff is None), (v, turn, r1, r2))
+                if truncated:
+                    break
+            if truncated:
+                break
     return Product(
         old,
         new,
@@ -1025,6 +1066,7 @@ def explore_pair(
         _partial_reason(partial),
         stopped_by,
         memory.budget,
+        turns,
     )
 
 
@@ -1066,7 +1108,7 @@ def _cap_walk(product: Product, certain: bool) -> Divergence | None:
         nxt: dict[int, tuple[int, Turn] | None] = {}
         for routed in (True, False):
             for u in sorted(layer):
-                for v, turn, _, _ in product.edges.get(u, ()):
+                for v, turn, _, _ in product.edges.get(u, {}).values():
                     if usable(v) and (turn.handoff is None) == routed:
                         nxt.setdefault(v, (u, turn))
         if not nxt:
@@ -1077,7 +1119,7 @@ def _cap_walk(product: Product, certain: bool) -> Divergence | None:
         (u, edge)
         for routed in (True, False)
         for u in sorted(layer)
-        for edge in product.edges.get(u, ())
+        for edge in product.edges.get(u, {}).values()
         if (edge[1].handoff is None) == routed
     ]
     for u, (v, turn, r_old, r_new) in last:
