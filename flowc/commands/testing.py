@@ -44,8 +44,9 @@ from flowc.commands.reports import (
     total,
 )
 from flowc.commands.texts import add_command
-from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, CheckOptions
+from flowc.compiler.analysis.facts import DEFAULT_MAX_STATES, MAX_CAP_RUN, CheckOptions
 from flowc.compiler.analysis.generate import GeneratedScenario
+from flowc.compiler.analysis.targets import CAP_REASON
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
 from flowc.diagnostics import Diagnostic, counted, has_errors
@@ -304,7 +305,16 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     )
     if gen.missed:
         note += f"; {counted(len(gen.missed), 'live target')} not reached: " + ", ".join(
-            t.label for t in gen.missed
+            t.label
+            + (
+                f" (a run to it takes {counted(cap, 'turn', grouped=True)}: scenarios are"
+                f" written for caps up to {MAX_CAP_RUN:,})"
+                if t.key == ("end", CAP_REASON)
+                and (cap := cov.system.max_turns) is not None
+                and cap > MAX_CAP_RUN
+                else ""
+            )
+            for t in gen.missed
         )
     if gen.withheld:
         # a generated scenario is a test that passes; the run that breaks a property is

@@ -56,6 +56,7 @@ from flowc.compiler.properties import (
     expressions,
 )
 from flowc.diagnostics import counted, elide
+from flowc.dsl.names import format_name
 
 __all__ = [
     "AtomTable",
@@ -522,10 +523,13 @@ def claim_text(prop: Property) -> str:
 
     >>> claim_text(Property("p", Never(Ends()), text="property p: never ends"))
     'never ends'
+    >>> claim_text(Property("a: b", Never(Ends()), text="property `a: b`: never ends"))
+    'never ends'
     """
     text = prop.text
-    if text.startswith("property ") and ":" in text:
-        text = text.split(":", 1)[1].strip()
+    head = f"property {format_name(prop.name)}:"  # (the text is the formatter's)
+    if text.startswith(head):
+        text = text[len(head) :].strip()
     return elide(text)  # cut as a quoted rule is: its place shows the whole statement
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
+from flowc.compiler.analysis.runs import shown_turns
 from flowc.compiler.monitor import Broken, Observation, RunWatch, claim_text, explain
 from flowc.compiler.properties import Property
 from flowc.compiler.tool_effects import effects_info
@@ -290,13 +291,18 @@ class _ScenarioRun:
 
 def _broken_text(target: RunTarget, broken: Sequence[Broken], steps: Sequence[ScenarioStep]) -> str:
     """``property NAME is violated: why; the run: a → b (tool)``, each property the turn
-    broke in the file's order."""
+    broke in the file's order (a long run shown as ``check`` shows one: its first and last
+    turns)."""
     from flowc.dsl.formatter import format_name
 
     names = target.names
     run = " → ".join(
-        format_name(s.speaker) + (f" ({format_name(s.tool)})" if s.tool is not None else "")
-        for s in steps
+        shown_turns(
+            [
+                format_name(s.speaker) + (f" ({format_name(s.tool)})" if s.tool is not None else "")
+                for s in steps
+            ]
+        )
     )
     said = []
     for b in broken:

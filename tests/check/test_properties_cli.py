@@ -106,6 +106,30 @@ def test_strict_fails_on_a_property_it_could_not_decide(
     assert code == 0 and "info[I306]: property late holds" in out  # bot speaks on even turns
 
 
+def test_an_undecided_property_says_which_exploration_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A property comparing a value no rule compares has the runs explored again with it
+    told apart: when only that exploration reaches the bound, no I301 is reported, and
+    the note says so rather than point at one."""
+    path = tmp_path / "retold.flow"
+    path.write_text(
+        "speaker u: human\nspeaker a {\n  tool a0 sets f = true, hands off to u\n}\n"
+        'speaker b {\n  tool b2 finishes "r1"\n}\nwhen from u then a\n'
+        "property p6: never tool b2\nproperty p7: never context.f == true and from b\n"
+    )
+    code, out = check(path, "--max-states", "4", capsys=capsys)
+    assert code == 0 and "I301" not in out, out
+    assert "info[I305]: property p6 could not be decided" in out
+    assert (
+        "the runs explored again to tell apart the values the properties compare (a larger"
+        " state space than the flow's own, which was complete) stopped at the bound (4 states)"
+        in " ".join(out.split())
+    )
+    code, out = check(path, "--max-states", "5", capsys=capsys)
+    assert "info[I306]: property p6 holds" in out and "info[I306]: property p7 holds" in out
+
+
 def test_flowc_test_fails_a_scenario_that_breaks_a_property(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

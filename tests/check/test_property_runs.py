@@ -136,3 +136,22 @@ def test_a_scenario_that_breaks_a_property_fails_there() -> None:
     assert 'the run ends after turn 6, and no turn has `ends "published"`' in capped.failure
     # without properties, the same scenarios pass
     assert all(run_scenario(target, sc).passed for sc in flow.scenarios)
+
+
+def test_a_long_run_that_breaks_a_property_shows_its_ends_as_check_does() -> None:
+    """A scenario's failure shows the run as `check` shows one: past 30 turns, the first
+    and last 15 with how many are left out (not each of them: 13 KB at 1,500 turns)."""
+    turns = "".join('  user: "a"\n  bot: "b"\n' for _ in range(20))
+    flow = compile_flow(
+        "speaker user: human\nspeaker bot\nstart user\nmax_turns 100\n"
+        "when from user then bot\nwhen from bot then user\n"
+        "property short: always turn < 40\n"
+        f'scenario "long" {{\n{turns}}}\n'
+    )
+    (sc,) = flow.scenarios
+    result = run_scenario(RunTarget.from_compiled(flow), sc, flow.properties)
+    assert result.failure is not None
+    run = result.failure.split("; the run: ")[1]
+    assert run == " → ".join(
+        ["user → bot"] * 7 + ["user", "(10 more turns)", "bot"] + ["user → bot"] * 7
+    )

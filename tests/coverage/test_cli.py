@@ -175,3 +175,19 @@ def test_a_bare_step_shows_its_tool_alternative_covered(
     hits = {t["id"]: t["hits"] for t in json.loads(js.read_text())["files"][0]["targets"]}
     assert hits["tool:bot:decide:0"] == hits["tool:bot:decide:1"] == 1
     assert "bot calls decide" not in capsys.readouterr().out  # not listed as missing
+
+
+def test_scenarios_says_why_a_long_cap_has_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "long.flow"
+    flow.write_text(
+        "speaker user: human\nspeaker bot\nstart user\nmax_turns 1002\n"
+        "when from user then bot\nwhen from bot then user\n",
+        encoding="utf-8",
+    )
+    assert main(["scenarios", str(flow)]) == 0
+    assert (
+        "1 live target not reached: max_turns 1002 (a run to it takes 1,002 turns: "
+        "scenarios are written for caps up to 1,000)" in capsys.readouterr().err
+    )

@@ -214,3 +214,42 @@ def test_a_bare_step_is_a_call_of_the_tool_that_writes_its_very_value(
     assert result.passed, result.failure
     cov = measure(coverage_targets(flow), [result])
     assert {k for k, n in cov.hits.items() if k[0] == "tool" and n} == {("tool", "bot", tool, 0)}
+
+
+LONG_CAP = """\
+speaker user: human
+speaker bot
+start user
+max_turns 1002
+when from user then bot
+when from bot then user
+"""
+
+
+def test_a_cap_longer_than_the_runs_flowc_builds_is_still_a_target() -> None:
+    """Past 1,000 turns flowc builds no run to the cap, but a run reaches it (the flow
+    loops): it is a target, missing until a scenario reaches it, never "not coverable"
+    (which left it out of the percentage: 100% with the cap never reached)."""
+    flow = flowc.compile_flow(LONG_CAP)
+    cov = coverage_targets(flow)
+    (cap,) = [t for t in cov.targets if t.name == "end:max_turns"]
+    assert cap.live and cap.dead is None
+    assert measure(cov, []).percent < 100
+    turns = "".join('  user: "a"\n  bot: "b"\n' for _ in range(501))
+    scenario = f'scenario "to the cap" {{\n{turns}  expect terminate "max_turns"\n}}\n'
+    flow = flowc.compile_flow(LONG_CAP + scenario)
+    (result,) = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    assert result.passed
+    got = measure(coverage_targets(flow), [result])
+    assert got.hits.get(("end", "max_turns")) and got.percent == 100
+
+
+def test_a_long_cap_no_run_reaches_is_not_coverable() -> None:
+    """Every run ends within two turns: the cap of 5,000 is out of reach, and said so."""
+    flow = flowc.compile_flow(
+        LONG_CAP.replace("max_turns 1002", "max_turns 5000").replace(
+            "when from bot then user", 'when from bot then terminate "done"'
+        )
+    )
+    (cap,) = [t for t in coverage_targets(flow).targets if t.name == "end:max_turns"]
+    assert not cap.live and cap.dead == "every run ends before the cap"

@@ -344,3 +344,23 @@ def test_a_run_that_breaks_it_for_ever_says_where_its_loop_starts(
         "in OLD, a run that breaks it for ever: `user → bot → user → bot → …`"
         in capsys.readouterr().out
     )
+
+
+def test_a_name_with_a_colon_leaves_the_claim_whole() -> None:
+    """The claim is what follows ``property NAME:``, the name backquoted when it has a colon
+    (not what follows the first colon): in check's message, run's and diff's texts."""
+    base = "speaker user: human\nspeaker bot\nmax_turns 4\nwhen from user then bot\n"
+    old = version("old.flow", base + "property `a: b`: never from bot\n")
+    new = version("new.flow", base + "property `x:y`: from user at most 1 time\n")
+    d = diff_versions(old, new)
+    props = sorted(c.text for c in d.structural if c.kind.startswith("property"))
+    # (the name as the flow writes it, backquoted, inside the backquotes of a quoted piece)
+    assert props == [
+        "property ``a: b`` removed (`never from bot`)",
+        "property ``x:y`` added (`from user at most 1 time`)",
+    ]
+    from flowc.compiler.analysis import check_compiled
+
+    assert old.compiled is not None
+    (e116,) = [f for f in check_compiled(old.compiled, ()) if f.code.id == "E116"]
+    assert e116.message == "property `a: b` is violated (`never from bot`)"

@@ -469,7 +469,7 @@ def property_changes(old: Version, new: Version) -> Iterator[Change]:
 
 
 def _claim(prop: Property) -> Code:
-    return Code(claim_text(prop) or property_text(prop).split(":", 1)[1].strip())
+    return Code(claim_text(prop if prop.text else attrs.evolve(prop, text=property_text(prop))))
 
 
 #: the checker's finding on a property, and the verdict it gives

@@ -149,7 +149,12 @@ def generate_scenarios(
             "flows built from the built-in conditions and targets"
         )
     cov = coverage_targets(compiled, options)
-    live = [t for t in cov.live if t.key in cov.witnesses or t.key == ("end", CAP_REASON)]
+    # (a cap past MAX_CAP_RUN turns is a target without a run: it stays in ``missed``)
+    live = [
+        t
+        for t in cov.live
+        if t.key in cov.witnesses or (t.key == ("end", CAP_REASON) and cov.cap_walk is not None)
+    ]
     order = {t.key: i for i, t in enumerate(cov.targets)}
     todo = sorted(live, key=lambda t: (-cov.distance(t.key), order[t.key]))
     covered: set[TargetKey] = set()

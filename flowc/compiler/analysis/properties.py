@@ -833,17 +833,19 @@ def decide(
 
 
 def decide_on(
-    space: StateSpace, props: Sequence[Property], max_states: int
+    space: StateSpace, props: Sequence[Property], max_states: int, *, retold: bool = False
 ) -> tuple[PropertyResult, ...]:
     """:func:`decide` on a state space already explored (its system must tell apart the
-    values the properties compare: :func:`system_for`)."""
+    values the properties compare: :func:`system_for`); ``retold``: it is a second
+    exploration, which tells apart values the rules do not compare, beside a complete
+    one of the flow (whose findings report no I301)."""
     table = AtomTable()
     monitors = [Monitor(p, table, space.system.max_turns) for p in props]
     graph = _Graph(space, table, comparisons(space.system, props))
     limit = PRODUCT_FACTOR * max(max_states, len(space.keys), MIN_PRODUCT)
     # (what a proof rests on is the same for every property, and reads every rule: once)
     assumed = _assumptions(space.system)
-    return tuple(_decide_one(graph, mon, limit, assumed) for mon in monitors)
+    return tuple(_decide_one(graph, mon, limit, assumed, retold) for mon in monitors)
 
 
 #: the most turns a property's own automaton is tried on (:class:`_Safety`): the letters
@@ -950,7 +952,7 @@ class _Safety:
 
 
 def _decide_one(
-    graph: _Graph, mon: Monitor, limit: int, assumed: tuple[str, ...]
+    graph: _Graph, mon: Monitor, limit: int, assumed: tuple[str, ...], retold: bool = False
 ) -> PropertyResult:
     prop = mon.prop
     space, system = graph.space, graph.system
@@ -978,13 +980,20 @@ def _decide_one(
             why=explain(prop, broken, system.id_names),
         )
     if space.truncated:
+        states = counted(len(space.keys), "state", grouped=True)
+        where = (
+            f"the runs explored again to tell apart the values the properties compare (a"
+            f" larger state space than the flow's own, which was complete) stopped at the"
+            f" bound ({states})"
+            if retold
+            else f"the exploration stopped at its bound ({states}, I301)"
+        )
         return PropertyResult(
             prop,
             "unknown",
             None,
-            note=f"the exploration stopped at its bound ({counted(len(space.keys), 'state', grouped=True)},"
-            " I301): no run among the states explored breaks it, but the others were not"
-            " seen (raise `--max-states`)",
+            note=f"{where}: no run among the states explored breaks it, but the others were"
+            " not seen (raise `--max-states`)",
         )
     if search.cap_too_long:
         return PropertyResult(
@@ -1102,7 +1111,8 @@ def check_properties(facts: Facts) -> Iterator[Finding]:
             if system is facts.system
             else explore(system, bound, record=True, like=facts.space.explorer)
         )
-        results = decide_on(space, props, bound)
+        retold = space is not facts.space and not facts.space.truncated
+        results = decide_on(space, props, bound, retold=retold)
     except PropertyError as err:  # pragma: no cover - the parser refuses such properties
         for prop in props:
             yield Finding(

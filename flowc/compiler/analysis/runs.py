@@ -8,6 +8,7 @@ which context writes, what custom conditions were assumed) and prints as
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
@@ -61,6 +62,21 @@ class Turn:
 MAX_SHOWN_TURNS = 30
 
 
+def shown_turns(turns: Sequence[str]) -> list[str]:
+    """A run's turns as shown: past :data:`MAX_SHOWN_TURNS`, its first and last turns only,
+    with how many are left out between them.
+
+    >>> shown_turns([f"s{i}" for i in range(40)])[14:17]
+    ['s14', '(10 more turns)', 's25']
+    """
+    if len(turns) <= MAX_SHOWN_TURNS:
+        return list(turns)
+    half = MAX_SHOWN_TURNS // 2
+    left_out = len(turns) - 2 * half
+    more = f"({counted(left_out, 'more turn', 'more turns', grouped=True)})"
+    return [*turns[:half], more, *turns[-half:]]
+
+
 @attrs.frozen
 class Run:
     """A run from the kickoff; ``next`` is who is scheduled after the last turn."""
@@ -95,15 +111,7 @@ class Run:
 
     @cached_property
     def _text(self) -> str:  # a run is often the evidence of many findings: written once
-        turns = self.turns
-        if len(turns) > MAX_SHOWN_TURNS:
-            half = MAX_SHOWN_TURNS // 2
-            left_out = len(turns) - 2 * half
-            items = [t.shown for t in turns[:half]]
-            items.append(f"({counted(left_out, 'more turn', 'more turns', grouped=True)})")
-            items += [t.shown for t in turns[-half:]]
-        else:
-            items = [t.shown for t in turns]
+        items = shown_turns([t.shown for t in self.turns])
         if self.next is not None:
             items.append(format_name(self.next))
         elif self.reason is not None:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any, TypeAlias
 
 import attrs
+import networkx as nx
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis import facts_of
@@ -457,14 +458,12 @@ class _Classifier:
             label = f"max_turns {cap}"
             if self.cap_walk is not None:
                 yield Target(key, "end", label, line)
-            elif cap > MAX_CAP_RUN:
+            elif cap > MAX_CAP_RUN and not self.truncated:
+                # (a run that long is not built: the target counts, a scenario may reach
+                # it, but `flowc scenarios` writes none for it)
+                reached = _reaches_cap(self.facts, cap)
                 yield Target(
-                    key,
-                    "end",
-                    label,
-                    line,
-                    f"a run to the cap takes {counted(cap, 'turn')} "
-                    f"(scenarios reach caps up to {MAX_CAP_RUN})",
+                    key, "end", label, line, None if reached else "every run ends before the cap"
                 )
             else:  # (a partial exploration says only what it did not reach)
                 yield Target(
@@ -559,3 +558,25 @@ class _Classifier:
     def _speaks_after_kickoff(self, speaker: int) -> bool:
         space = self.facts.space
         return any(k != KICKOFF and k[0] != "end" and k[0] == speaker for k in space.keys)
+
+
+def _reaches_cap(facts: Facts, cap: int) -> bool:
+    """Whether some run takes ``cap`` turns without ending, for a cap past
+    :data:`MAX_CAP_RUN` (whose run is not built). A run that reaches a loop can go round it
+    as long as it likes, so past the loop every length is reached (a loop farther from the
+    kickoff than the cap counts too: the cap then stays a target, rather than be called
+    out of reach); without one, the longest run decides."""
+    space = facts.space
+    ends = set(space.ends)
+    going = space.graph.subgraph(v for v in range(len(space.keys)) if v not in ends)
+    dist = nx.single_source_shortest_path_length(going, 0)
+    live = going.subgraph(dist)
+    looped = [
+        v
+        for comp in nx.strongly_connected_components(live)
+        if len(comp) > 1 or any(live.has_edge(v, v) for v in comp)
+        for v in comp
+    ]
+    if looped:
+        return True
+    return bool(nx.dag_longest_path_length(live) >= cap)
