@@ -253,3 +253,23 @@ def test_a_long_cap_no_run_reaches_is_not_coverable() -> None:
     )
     (cap,) = [t for t in coverage_targets(flow).targets if t.name == "end:max_turns"]
     assert not cap.live and cap.dead == "every run ends before the cap"
+
+
+@pytest.mark.parametrize(("cap", "live"), [(2, True), (3, False)])
+def test_a_long_cap_without_a_loop_is_reached_by_the_longest_run(
+    cap: int, live: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a loop, the longest run decides (the runs to the cap are not built past
+    MAX_CAP_RUN turns: 1 here, so that a chain of three turns is "long")."""
+    from flowc.compiler.analysis import facts, targets
+
+    monkeypatch.setattr(facts, "MAX_CAP_RUN", 1)
+    monkeypatch.setattr(targets, "MAX_CAP_RUN", 1)
+    flow = flowc.compile_flow(
+        f"speaker user: human\nspeaker a\nspeaker b\nstart user\nmax_turns {cap}\n"
+        'when from user then a\nwhen from a then b\nwhen from b then terminate "done"\n'
+    )
+    cov = coverage_targets(flow)
+    assert cov.cap_walk is None
+    (target,) = [t for t in cov.targets if t.name == "end:max_turns"]
+    assert target.live is live

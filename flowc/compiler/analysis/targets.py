@@ -571,12 +571,10 @@ def _reaches_cap(facts: Facts, cap: int) -> bool:
     going = space.graph.subgraph(v for v in range(len(space.keys)) if v not in ends)
     dist = nx.single_source_shortest_path_length(going, 0)
     live = going.subgraph(dist)
-    looped = [
-        v
+    if any(
+        len(comp) > 1 or live.has_edge(v, v)
         for comp in nx.strongly_connected_components(live)
-        if len(comp) > 1 or any(live.has_edge(v, v) for v in comp)
         for v in comp
-    ]
-    if looped:
+    ):
         return True
     return bool(nx.dag_longest_path_length(live) >= cap)
