@@ -190,14 +190,17 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
         except BrokenPipeError:
             return _stdout_closed()
         except MemoryError:
-            print(f"flowc {args.command}: error: {out_of_memory()}", file=sys.stderr)
-            return EXIT_USAGE
+            pass  # said below: past this block, the work its traceback holds is let go
         finally:
             if given:
                 if saved is None:
                     os.environ.pop("FLOWC_TRACEBACK", None)
                 else:
                     os.environ["FLOWC_TRACEBACK"] = saved
+        # (only a MemoryError comes here: saying so within the `except` block, the memory
+        # was still taken, and the words themselves could run out of it)
+        print(f"flowc {args.command}: error: {out_of_memory()}", file=sys.stderr)
+        return EXIT_USAGE
     except (SystemExit, KeyboardInterrupt, GeneratorExit):
         raise
     except BaseException as err:  # the one place that reports flowc's own bugs

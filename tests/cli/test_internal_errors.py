@@ -358,3 +358,33 @@ def test_memory_running_out_is_one_line_and_exit_2(
     )
     assert err.endswith("or report the input (docs/trust.md lists flowc's bounds)\n")
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_running_out_of_memory_lets_the_work_go_before_saying_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The line is written once the command's work is let go (the MemoryError's traceback
+    holds it while it is handled): with it still held, the words themselves ran out of
+    memory once, and Python printed a traceback from the error handler."""
+    import weakref
+
+    class Work:
+        pass
+
+    held: list[weakref.ref[Work]] = []
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        work = Work()  # what a command builds, alive in this frame
+        held.append(weakref.ref(work))
+        raise MemoryError
+
+    said = cli.out_of_memory
+
+    def out_of_memory() -> str:
+        assert held and held[0]() is None, "the work is still held"
+        return said()
+
+    monkeypatch.setattr("flowc.commands.check.check_source", broken)
+    monkeypatch.setattr(cli, "out_of_memory", out_of_memory)
+    assert cli.main(["check", FLOW]) == 2
+    assert capsys.readouterr().err.startswith("flowc check: error: out of memory")
