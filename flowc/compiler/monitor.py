@@ -530,6 +530,8 @@ def claim_text(prop: Property) -> str:
     head = f"property {format_name(prop.name)}:"  # (the text is the formatter's)
     if text.startswith(head):
         text = text[len(head) :].strip()
+    elif text.startswith("property ") and ":" in text:  # (a text written otherwise)
+        text = text.split(":", 1)[1].strip()
     return elide(text)  # cut as a quoted rule is: its place shows the whole statement
 
 

@@ -169,3 +169,27 @@ def test_a_long_property_is_cut_where_it_is_quoted(
         for quoted in text.split("`")[1::2]:
             assert len(quoted) <= MAX_QUOTED, quoted
     assert len(finding["message"]) < 2 * MAX_QUOTED
+
+
+def test_a_stored_graph_says_which_exploration_stopped_too() -> None:
+    """The same for a stored run's graph with its flow's declarations (`flowc view`,
+    `check` on a run's graph): its own findings report no I301 either."""
+    from flowc import compile_flow
+    from flowc.compiler.analysis import CheckOptions, analyze_graph
+    from flowc.compiler.pipeline import LoadedGraph
+    from flowc.runtime.target import RunTarget
+    from flowc.view.findings import declarations_of
+
+    flow = compile_flow(
+        "speaker u: human\nspeaker a {\n  tool a0 sets f = true, hands off to u\n}\n"
+        'speaker b {\n  tool b2 finishes "r1"\n}\nwhen from u then a\n'
+        "property p6: never tool b2\nproperty p7: never context.f == true and from b\n"
+    )
+    found = analyze_graph(
+        LoadedGraph(flow.graph, dict(flow.context_vars), True),
+        CheckOptions(max_states=4),
+        declared=declarations_of(RunTarget.from_compiled(flow)),
+    )
+    assert "I301" not in {d.code.id for d in found}
+    (p6,) = [d for d in found if d.code.id == "I305" and "p6" in d.message]
+    assert any("the runs explored again" in note for note in p6.notes), p6.notes

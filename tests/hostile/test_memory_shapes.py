@@ -134,18 +134,19 @@ def test_the_symbolic_count_gives_up_within_its_budget(tmp_path: Path) -> None:
 
 def test_a_diff_between_graphs_on_many_keys_stays_within_its_budget(tmp_path: Path) -> None:
     """Between graphs the participants may write any context: 3 ** 16 of them here, each
-    tried on every turn. The diff gives up on them at its memory budget and says it could
-    not decide (exit 2, with the reason), where it ran out of memory after half a minute."""
+    tried on every turn, where the diff ran out of memory after half a minute. It tries
+    the first 65,536 (then its answer is partial) within its memory budget, and the run
+    that tells the versions apart is among them: a change (exit 1), which a partial
+    search may find, since the run it shows is a real one."""
     paths = many_keys(tmp_path, MANY_KEYS[0])
     r = run_limited(
         ["diff", str(paths["flow"]), str(paths["new"]), "--as-graphs"],
         memory_mib=1024,
-        cpu_seconds=120,
-        wall_seconds=240,
+        cpu_seconds=150,
+        wall_seconds=300,
     )
     said = f"exit {r.returncode}, {r.cpu:.0f} s of CPU, {r.peak_mib:.0f} MiB\n{r.stderr[-2000:]}"
     assert not r.timed_out and not r.traceback, said
-    assert r.returncode == 2 and "out of memory" not in r.stderr, said
-    assert "behaviour: unknown — the exploration stopped at" in r.stdout, r.stdout
-    assert "at its memory budget" in r.stdout, r.stdout
+    assert r.returncode == 1 and "out of memory" not in r.stderr, said
+    assert "behaviour: changed" in r.stdout and "OLD: → w4" in r.stdout, r.stdout
     assert r.peak_mib < 1024, said

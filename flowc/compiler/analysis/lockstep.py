@@ -73,10 +73,11 @@ MAX_ATOMS = 10
 #: exploration partial
 MAX_WRITES = 4096
 #: at most this many contexts the participants of JSON graphs may write are tried on a turn
-#: (each key unset, one of the values the rules compare it with, or another: 4 ** 10 with
-#: ten keys of two values); more makes the exploration partial, where they would take
+#: (each key unset, one of the values the rules compare it with, or another: 4 ** 8 with
+#: eight keys of two values, which a pair of small graphs explores in 230 MB, nine keys
+#: filling the memory budget); more makes the exploration partial, where they took
 #: gigabytes
-MAX_CONTEXTS = 4**10
+MAX_CONTEXTS = 4**8
 #: the memory is looked at on every MEMORY_EVERY-th new state, and every so many turns
 #: (between graphs, a state has a turn per context: a few states may take millions)
 TURNS_PER_LOOK = 1 << 16
@@ -855,8 +856,8 @@ def _afters(
     shows it (a human's writes), and each side's valuation after its action's writes
     (unchanged on a side that refuses the turn). Between graphs (``contexts``: what the
     participants may write), each context; but a hand-off goes past the rules, and a
-    graph's node keeps no context: the same turn whatever the context, so only the first,
-    which writes nothing."""
+    graph's node keeps no context: the same turn whatever the context, so only the first
+    (each key as it was before the run)."""
     if contexts is not None:
         return contexts[:1] if label[0] == "handoff" else contexts
     written = tuple((k, _shown(_plain(v))) for k, v in label[1]) if label[0] == "write" else ()
@@ -970,10 +971,11 @@ def explore_pair(
     """
     so, sn = _Side(old), _Side(new)
     json_mode = old.json_mode or new.json_mode
-    # the product holds every agreeing turn: as the checker's exploration, it stops at a
-    # memory budget as well as at the state bound (a pair of many-key flows reached 2 GB)
+    # the contexts of a graph pair (at most MAX_CONTEXTS of them) have a memory budget of
+    # their own, and the product one from then on: as the checker's exploration, it stops
+    # at a memory budget as well as at the state bound (a pair of many-key flows reached 2 GB)
+    contexts, cut = _json_contexts(so, sn, MemoryGuard()) if json_mode else ([], "")
     memory = memory or MemoryGuard()
-    contexts, cut = _json_contexts(so, sn, memory) if json_mode else ([], "")
     g = _Growing()
     keys, ids, dist, edges = g.keys, g.ids, g.dist, g.edges
     divergences: list[Divergence] = []

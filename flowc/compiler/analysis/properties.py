@@ -981,19 +981,26 @@ def _decide_one(
         )
     if space.truncated:
         states = counted(len(space.keys), "state", grouped=True)
+        bound = "memory budget" if space.stopped_by == "memory" else "bound"
         where = (
             f"the runs explored again to tell apart the values the properties compare (a"
             f" larger state space than the flow's own, which was complete) stopped at the"
-            f" bound ({states})"
+            f" {bound} ({states})"
             if retold
-            else f"the exploration stopped at its bound ({states}, I301)"
+            else f"the exploration stopped at its {bound} ({states}, I301)"
         )
         return PropertyResult(
             prop,
             "unknown",
             None,
             note=f"{where}: no run among the states explored breaks it, but the others were"
-            " not seen (raise `--max-states`)",
+            " not seen ("
+            + (
+                "a larger `--max-states` stops there too"
+                if space.stopped_by == "memory"
+                else "raise `--max-states`"
+            )
+            + ")",
         )
     if search.cap_too_long:
         return PropertyResult(
@@ -1083,7 +1090,12 @@ def _run_of(graph: _Graph, search: _Search, found: _Found) -> tuple[Run, int]:
 
 
 def declared_property_findings(
-    loaded: LoadedGraph, decl: Declarations, max_states: int, filename: str = "<input>"
+    loaded: LoadedGraph,
+    decl: Declarations,
+    max_states: int,
+    filename: str = "<input>",
+    *,
+    retold: bool = False,
 ) -> tuple[Finding, ...]:
     """E116, I305 and I306 for the properties a run stored, decided over every run of its
     stored graph with its flow's declarations (:func:`system_of_declarations`: the
@@ -1093,7 +1105,8 @@ def declared_property_findings(
     system = system_of_declarations(loaded, decl, property_literals(props))
     space = explore(system, max_states, record=True)
     facts = Facts(system, space, filename)
-    return tuple(_finding(facts, res) for res in decide_on(space, props, max_states))
+    results = decide_on(space, props, max_states, retold=retold)
+    return tuple(_finding(facts, res) for res in results)
 
 
 def check_properties(facts: Facts) -> Iterator[Finding]:
