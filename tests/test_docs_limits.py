@@ -11,7 +11,7 @@ import pytest
 
 from flowc import inputs, regex
 from flowc.compiler import shapes
-from flowc.compiler.analysis import facts, lockstep, runs, symbolic
+from flowc.compiler.analysis import facts, graph_contexts, lockstep, runs, symbolic
 from flowc.compiler.render import dot, image
 from flowc.diagnostics import EXCERPT_WIDTH, MAX_LISTED, MAX_QUOTED
 from flowc.dsl import keywords, lalr
@@ -66,7 +66,7 @@ QUOTED = {
     f"{symbolic._SIFT_MAX_SWAPS} swaps",
     "atoms": f"at most {lockstep.MAX_ATOMS} custom conditions on a turn and "
     f"{lockstep.MAX_WRITES:,} combinations",
-    "contexts": f"between graphs at most {lockstep.MAX_CONTEXTS:,} contexts the",
+    "contexts": f"between graphs at most {graph_contexts.MAX_CONTEXTS:,} contexts the",
     "excerpt": f"a window of {EXCERPT_WIDTH} characters around the finding",
     "quoted": f"a rule quoted in a message to {MAX_QUOTED} characters, a list of names to "
     f"{MAX_LISTED} items",

@@ -27,9 +27,11 @@ from hypothesis import strategies as st
 
 import flowc
 from flowc import compile_flow
+from flowc.compiler.analysis import graph_contexts
 from flowc.compiler.analysis.changes import CHANGED, SAME, Version, diff_versions
 from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.lockstep import MAX_TURNS, Routed, Turn
+from flowc.compiler.analysis.system import Action
 from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import has_errors
@@ -539,6 +541,46 @@ def test_diff_verdicts_hold_on_random_edits(as_graphs: bool, case: tuple[str, st
     old_text, new_text, kind = case
     event(f"edit: {kind}")
     event(f"verdict: {check(old_text, new_text, as_graphs=as_graphs)}")
+
+
+def _every_context(
+    self: graph_contexts.Contexts, io: int, in_: int, ao: Action | str, an: Action | str
+) -> list[Any]:
+    """A turn's contexts over every key, as the search tried them before it told them
+    apart by the keys the turn's rules read: the first for a hand-off, else every one."""
+    handoff = any(isinstance(a, Action) and a.handoff is not None for a in (ao, an))
+    told = () if handoff else tuple(range(len(self.names)))
+    found = self._lists.get(told)
+    if found is None:
+        found = self._lists[told] = self._list(told)
+    return found
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(case=flow_and_edit())
+def test_a_graph_turn_tries_the_contexts_its_rules_tell_apart(case: tuple[str, str, str]) -> None:
+    """Between graphs a turn tries one context of each set that the keys its rules read
+    tell apart: the report (verdict, reason, runs, changes) is the one that trying every
+    context on every turn gives."""
+    old_text, new_text, _ = case
+
+    def report() -> Any:
+        return diff_versions(
+            Version("old.flow", compile_flow(old_text)),
+            Version("new.flow", compile_flow(new_text)),
+            OPTIONS,
+            as_graphs=True,
+        )
+
+    told = report()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(graph_contexts.Contexts, "of", _every_context)
+        every = report()
+    assert told == every, (old_text, new_text)
 
 
 #: only a tool's hand-off reaches `b`: as graphs, where any tool may hand off, the

@@ -413,23 +413,58 @@ def test_a_hand_off_between_graphs_is_one_turn_whatever_the_context() -> None:
     assert not pair.edges
 
 
+def test_a_graph_turn_tries_the_contexts_its_rules_tell_apart() -> None:
+    """Twelve keys, 3 ** 12 contexts (each key unset, its one compared value, or another):
+    more than the bound. But each worker's rules read one key, so a worker's plain turn is
+    three turns, and the pair is decided ("the same"), where trying every context on every
+    turn made it partial ("unknown")."""
+    lines = ["speaker user: human", *(f"speaker w{i}" for i in range(12)), "start user"]
+    lines += ["max_turns 8", "when from user then w0"]
+    for i in range(12):
+        lines += [f"when context.k{i} == 1 and from w{i} then w0"]
+        lines += [f"when from w{i} then w{(i + 1) % 12}"]
+    flow = compile_flow("\n".join(lines) + "\n")
+    same = diff_versions(Version("old", flow), Version("new", flow), as_graphs=True)
+    assert same.verdict == SAME, same.reason
+    graph = system_of_graph(
+        LoadedGraph(flow.graph, dict(flow.context_vars), True),
+        tuple(flow.agent_id(s) for s in flow.speakers),
+        flow.agent_id(flow.initiator),
+    )
+    pair = explore_pair(graph, graph, 10_000)
+    assert not pair.divergences and not pair.truncated and not pair.partial
+    expanded = [
+        graph.speakers[graph.start if ko == ("kickoff",) or d == 0 else int(ko[0])]
+        for (ko, _, _), d in zip(pair.keys, pair.dist, strict=True)
+        if ko[0] != "end" and d < 8
+    ]
+    assert len(expanded) > 12
+    # the kickoff (the user's plain message: its rule reads no key) is one turn; from each
+    # later state, a plain turn per value of the worker's key (one for the user), and a
+    # hand-off to each of the 13 participants
+    later = [3 if name.startswith("w") else 1 for name in expanded[1:]]
+    assert pair.turns == 1 + sum(n + 13 for n in later)
+
+
 def test_a_graph_pair_past_the_contexts_bound_is_partial(monkeypatch: pytest.MonkeyPatch) -> None:
     """More contexts than the participants may be tried with makes the diff unknown (exit
     2, with the reason), never "the same" on the contexts tried."""
-    import flowc.compiler.analysis.lockstep as lockstep
+    from flowc.compiler.analysis import graph_contexts
 
     flow = (
         "speaker user: human\nspeaker a\nspeaker b\nstart user\nmax_turns 6\n"
         "when context.k1 == 1 then a\nwhen context.k2 == 1 then b\n"
         'when context.k3 == 2 then terminate "x"\nwhen from user then a\notherwise user\n'
     )
-    monkeypatch.setattr(lockstep, "MAX_CONTEXTS", 3**3 - 1)
+    monkeypatch.setattr(graph_contexts, "MAX_CONTEXTS", 3**3 - 1)
     same = diff_versions(
         Version("old", compile_flow(flow)), Version("new", compile_flow(flow)), as_graphs=True
     )
     assert same.verdict == UNKNOWN
-    assert "the participants may write more than 26 contexts on a turn" in same.reason
-    monkeypatch.setattr(lockstep, "MAX_CONTEXTS", 3**3)
+    assert "the rules of a turn tell apart more than 26 contexts the participants may write" in (
+        same.reason
+    )
+    monkeypatch.setattr(graph_contexts, "MAX_CONTEXTS", 3**3)
     same = diff_versions(
         Version("old", compile_flow(flow)), Version("new", compile_flow(flow)), as_graphs=True
     )

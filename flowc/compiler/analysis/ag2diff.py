@@ -332,7 +332,7 @@ def _nested_witness(facts: Facts, tool: str) -> tuple[Run, str] | None:
             if action.tool != tool or action.handoff is not None or action.finish is not None:
                 continue
             before = key[1]
-            for after in space.explorer.after(before, action):
+            for after in space.explorer.after(before, action, speaker):
                 ours = space.explorer.route(speaker, action.tool_index, after)[0]
                 theirs = space.explorer.route(speaker, -1, after, ours.assumed)[0]
                 run = run_to(space, node, Step(action, after, ours))

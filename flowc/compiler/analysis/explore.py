@@ -9,6 +9,7 @@ it is a global exit, checked with shortest paths.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 from array import array
@@ -201,15 +202,31 @@ _READS = attrgetter("reads")
 class Explorer:
     """Explores a :class:`System` breadth-first; see :func:`explore`."""
 
-    def __init__(self, system: System, like: Explorer | None = None):
+    def __init__(
+        self, system: System, like: Explorer | None = None, *, keep_routes: bool | None = None
+    ):
         """``like``: the explorer of a system with the same rules and flow (the flow's own
         system, for one that tells apart more values: ``system_of_flow(..., base=)``),
         whose routing this one shares. A turn's outcomes are a function of the rules'
         codes and the values of the keys they read (and of the speakers, the default and
         the custom targets, the same here), and they are kept by those values: the rules
         number their own values alike in both systems, and read a value only the other
-        tells apart as they read "another value" (no rule's `==` matches it)."""
+        tells apart as they read "another value" (no rule's `==` matches it).
+
+        ``keep_routes``: whether the turns' outcomes are kept by the values of the keys
+        the rules read (by default, but for a JSON graph: its node keeps no valuation, so
+        an exploration routes each of a speaker's turns once, and keeping them would hold
+        a tuple a turn, 300 MB for a graph whose rules read 16 keys; a search that routes
+        a speaker's turns again and again, as the diff's, asks for them, and then a graph
+        keeps those of a sender and tool whose rules' keys take at most
+        :data:`KEPT_GRAPH_ROUTES` combinations of values)."""
         self.system = system
+        self._keep_routes = not system.json_mode if keep_routes is None else keep_routes
+        #: a JSON graph's (sender, tool) -> whether its turns' outcomes are kept: when the
+        #: keys its rules read take at most KEPT_GRAPH_ROUTES combinations of values
+        self._json = system.json_mode
+        self._few: dict[tuple[int, int], bool] = {}
+        self._any_after: dict[tuple[int, int], tuple[Valuation, ...]] = {}
         self._candidates: Candidates
         self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]]
         #: (sender, tool) -> (the candidate rules, the keys they read): one lookup a turn
@@ -233,6 +250,10 @@ class Explorer:
 
     # one turn ----------------------------------------------------------------
 
+    def reads(self, sender: int, tool: int) -> tuple[int, ...]:
+        """The keys (sorted) that the rules for a turn of ``sender`` calling ``tool`` read."""
+        return self._candidates.reads(sender, tool)
+
     def candidates(self, sender: int, tool: int) -> tuple[RuleSpec, ...]:
         """The rules that may match a turn of ``sender`` calling ``tool``, in evaluation order."""
         return self._candidates.of(sender, tool)
@@ -248,16 +269,24 @@ class Explorer:
                 self._candidates.reads(sender, tool),
             )
         cands, reads = routing
-        # the decision depends only on the keys the candidate rules read
-        key = (sender, tool, tuple([val[k] for k in reads]))
-        if not assumed:
+        keep = self._keep_routes and not assumed
+        if keep and self._json:
+            few = self._few.get((sender, tool))
+            if few is None:
+                literals = self.system.literals
+                few = math.prod(2 + len(literals[k]) for k in reads) <= KEPT_GRAPH_ROUTES
+                self._few[(sender, tool)] = few
+            keep = few
+        if keep:
+            # the decision depends only on the keys the candidate rules read
+            key = (sender, tool, tuple([val[k] for k in reads]))
             cached = self._outcomes.get(key)
             if cached is not None:
                 return cached
         out: list[Outcome] = []
         self._walk(cands, 0, dict(assumed), sender, tool, val, out)
         result = tuple(out)
-        if not assumed:
+        if keep:
             self._outcomes[key] = result
         return result
 
@@ -336,7 +365,7 @@ class Explorer:
             speaker, val = key
             actions = sys.actions[speaker]
         for action in actions:
-            for after in self.after(val, action):
+            for after in self.after(val, action, speaker):
                 if action.finish is not None:
                     yield action, after, Outcome((), FINISH, -1, finish_reason(action.finish))
                 elif action.handoff is not None:
@@ -345,10 +374,11 @@ class Explorer:
                     for outcome in self.route(speaker, action.tool_index, after):
                         yield action, after, outcome
 
-    def after(self, val: Valuation | None, action: Action) -> Iterator[Valuation]:
-        """The valuations after ``action``'s writes (``val`` None: a JSON graph's any)."""
-        if val is None:  # a JSON graph: any participant may have written anything
-            yield from self.system.all_valuations()
+    def after(self, val: Valuation | None, action: Action, speaker: int) -> Iterator[Valuation]:
+        """The valuations after ``action``'s writes by ``speaker`` (``val`` None: a JSON
+        graph's turn, which may write anything: :meth:`any_after`)."""
+        if val is None:
+            yield from self.any_after(speaker, action.tool_index)
             return
         if action.any_writes:  # a human: each key it writes may take any value, or be unset
             domains = [
@@ -368,6 +398,31 @@ class Explorer:
         for k, v in action.writes:
             new[k] = v
         yield tuple(new)
+
+    def any_after(self, speaker: int, tool: int) -> tuple[Valuation, ...]:
+        """A JSON graph's turn of ``speaker`` calling ``tool``: its participant may set any
+        key a condition reads to any value one compares it with, or unset it, so every
+        such valuation may follow the turn; but the turn goes where the keys its rules
+        read send it, and a graph's node keeps no valuation, so the turns that differ only
+        in the other keys are one turn. This gives one valuation of each such set, the
+        first in the order of every valuation (keys in order, the first most significant;
+        each key's values unset first, then the literals): every other key unset. A
+        search that takes the first turn meeting a test of where it goes, or of the keys
+        it reads, takes the same turn as over every valuation, and a graph whose rules
+        each read a few of 16 keys takes a few turns a speaker, not 65,536."""
+        found = self._any_after.get((speaker, tool))
+        if found is None:
+            literals = self.system.literals
+            reads = self.reads(speaker, tool)
+            domains = [(UNSET, *range(2, 2 + len(literals[k]))) for k in reads]
+            out = []
+            for values in itertools.product(*domains):
+                new = [UNSET] * len(literals)
+                for k, v in zip(reads, values, strict=True):
+                    new[k] = v
+                out.append(tuple(new))
+            found = self._any_after[(speaker, tool)] = tuple(out)
+        return found
 
     def next_key(self, step: Step) -> NodeKey:
         if step.outcome.speaker < 0:
@@ -478,6 +533,11 @@ class StateSpace:
 #: explored turns allowed per abstract state of the bound (a step budget, so that few
 #: states with very many turns each cannot hang the checker either)
 TURNS_PER_STATE = 20
+#: a JSON graph's turns of a sender and tool have their outcomes kept (for a search that
+#: routes them again) when the keys their rules read take at most this many combinations
+#: of values (each unset, one it is compared with, or another): past that they are too
+#: many to keep, and seldom met again
+KEPT_GRAPH_ROUTES = 4096
 
 #: the most memory the explicit exploration may add to the process (its states, turns and
 #: the lookups built on them roughly double it by the end of a check, so that a check

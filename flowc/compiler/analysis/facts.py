@@ -605,7 +605,7 @@ class Facts:
         for action in actions:
             if action.finish is not None or action.handoff is not None:
                 continue
-            for after in space.explorer.after(before, action):
+            for after in space.explorer.after(before, action, speaker):
                 yield speaker, action, after
 
     def _file_order(self, speaker: int, tool: int | None) -> tuple[RuleSpec, ...]:

@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
+from flowc.compiler.analysis import graph_contexts
 from flowc.compiler.analysis.explore import (
     DEFAULT,
     FINISH,
@@ -54,6 +54,15 @@ from flowc.compiler.analysis.explore import (
     NodeKey,
     Outcome,
     finish_reason,
+)
+from flowc.compiler.analysis.graph_contexts import (
+    OTHER_VALUE,
+    UNSET_VALUE,
+    After,
+    Contexts,
+    Value,
+    plain,
+    shown_value,
 )
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation
 from flowc.compiler.model import json_text, values_equal
@@ -72,12 +81,6 @@ MAX_ATOMS = 10
 #: at most this many combinations of a human's writes are tried per turn; more makes the
 #: exploration partial
 MAX_WRITES = 4096
-#: at most this many contexts the participants of JSON graphs may write are tried on a turn
-#: (each key unset, one of the values the rules compare it with, or another: 4 ** 8 with
-#: eight keys of two values, which a pair of small graphs explores in 230 MB, nine keys
-#: filling the memory budget); more makes the exploration partial, where they took
-#: gigabytes
-MAX_CONTEXTS = 4**8
 #: the memory is looked at on every MEMORY_EVERY-th new state, and every so many turns
 #: (between graphs, a state has a turn per context: a few states may take millions)
 TURNS_PER_LOOK = 1 << 16
@@ -195,49 +198,6 @@ class Product:
         return path[::-1]
 
 
-class _Token:
-    """A value a human or a JSON graph's participant writes that is no literal: unset, or
-    a value no rule compares the key with."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-_UNSET_VALUE = _Token("unset")
-_OTHER_VALUE = _Token("another value")
-
-
-@attrs.frozen
-class _Value:
-    """A written value in a label: hashable (lists and objects are JSON values too), and
-    told apart by type as well (``1`` and ``true`` are written differently)."""
-
-    key: str
-    value: Any = attrs.field(eq=False, hash=False)
-
-    @classmethod
-    def of(cls, value: Any) -> Any:
-        if isinstance(value, _Token):
-            return value
-        return cls(f"{type(value).__name__}:{json_text(value)}", value)
-
-
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, _Value) else value
-
-
-def _shown(value: Any) -> Any:
-    """A written value as a turn shows it: None for unset, "another value", or the value."""
-    if value is _UNSET_VALUE:
-        return None
-    if value is _OTHER_VALUE:
-        return "another value"
-    return value
-
-
 def _effect_key(
     sets: Sequence[tuple[str, Any]], clears: Sequence[str], handoff: str | None, finish: str | None
 ) -> tuple[Any, ...]:
@@ -281,7 +241,7 @@ class _Side:
 
     def __init__(self, system: System):
         self.system = system
-        self.explorer = Explorer(system)
+        self.explorer = Explorer(system, keep_routes=True)  # each turn is routed again and again
         self.tool_index = {t: i for i, t in enumerate(system.tool_names)}
         #: a tool index no rule reads: a tool this side does not know
         self.unknown_tool = len(system.tool_names) + 1_000_000
@@ -387,7 +347,7 @@ class _Side:
                     )
                 k = self.key_index.get(key)
                 if k is not None:
-                    writes.append((k, self.abstract(key, _plain(value))))
+                    writes.append((k, self.abstract(key, plain(value))))
             return Action(writes=tuple(writes))
         # a tool call
         tool_name, key = label[1], label[2]
@@ -427,9 +387,9 @@ class _Side:
         who = format_name(name)
         if kickoff:
             return f"`{who}` is a model speaker: its kickoff is a plain message"
-        sets = tuple((k, _plain(v)) for k, v in written if v is not _UNSET_VALUE)
-        clears = tuple(k for k, v in written if v is _UNSET_VALUE)
-        if not any(v is _OTHER_VALUE for _, v in sets):
+        sets = tuple((k, plain(v)) for k, v in written if v is not UNSET_VALUE)
+        clears = tuple(k for k, v in written if v is UNSET_VALUE)
+        if not any(v is OTHER_VALUE for _, v in sets):
             tools = self.tools.get(speaker, {})
             alts = {
                 tool_name: tuple(
@@ -450,9 +410,9 @@ class _Side:
 
     def abstract(self, key: str, value: Any) -> int:
         k = self.key_index[key]
-        if value is _UNSET_VALUE:
+        if value is UNSET_VALUE:
             return UNSET
-        if value is _OTHER_VALUE:
+        if value is OTHER_VALUE:
             return OTHER
         return self.system.abstract(k, value)
 
@@ -522,76 +482,22 @@ def _write_labels(old: _Side, new: _Side, io: int, in_: int) -> tuple[list[Label
     domains: list[list[Any]] = []
     for k in keys:
         if k in old.key_index or k in new.key_index:
-            domains.append([None, _UNSET_VALUE, *_literals((old, new), k), _OTHER_VALUE])
+            domains.append([None, UNSET_VALUE, *_literals((old, new), k), OTHER_VALUE])
         else:  # no rule reads it: one write tells whether each side lets the human write it
-            domains.append([None, _OTHER_VALUE])
+            domains.append([None, OTHER_VALUE])
     total = 1
     for d in domains:
         total *= len(d)
     out: list[Label] = []
     for values in itertools.product(*domains):
         written = tuple(
-            (k, _Value.of(v)) for k, v in zip(keys, values, strict=True) if v is not None
+            (k, Value.of(v)) for k, v in zip(keys, values, strict=True) if v is not None
         )
         if written:
             out.append(("write", written))
             if len(out) >= MAX_WRITES:
                 return out, total - 1 > MAX_WRITES
     return out, False
-
-
-def _json_contexts(
-    old: _Side, new: _Side, memory: MemoryGuard
-) -> tuple[list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]], str]:
-    """JSON graphs: every context the participants may write, as both sides abstract it,
-    and "" when that is all of them, else why not: "contexts" (more than
-    :data:`MAX_CONTEXTS`) or "memory" (past ``memory``'s budget)."""
-    keys: dict[str, list[Any]] = {}
-    for side in (old, new):
-        for k, lits in zip(side.system.keys, side.system.literals, strict=True):
-            seen = keys.setdefault(k, [])
-            for lit in lits:
-                if not any(values_equal(lit, x) for x in seen):
-                    seen.append(lit)
-    names = list(keys)
-    domains = [[_UNSET_VALUE, *keys[k], _OTHER_VALUE] for k in names]
-    # each key's value before the run first (a turn that leaves the context as it was comes
-    # first, and a run shows only the writes it needs); that of OLD, or of NEW
-    for k, domain in zip(names, domains, strict=True):
-        before = [
-            side.system.initial_context for side in (old, new) if k in side.system.initial_context
-        ]
-        if before:
-            first = next((x for x in keys[k] if values_equal(x, before[0][k])), _OTHER_VALUE)
-            domain.remove(first)
-            domain.insert(0, first)
-    out: list[tuple[tuple[tuple[str, Any], ...], Valuation, Valuation]] = []
-    seen_pairs: set[tuple[Valuation, Valuation]] = set()
-    cut = "" if math.prod(len(d) for d in domains) <= MAX_CONTEXTS else "contexts"
-    # each (key, value) shown is made once and shared by every context that has it
-    pairs = {
-        (k, i): (k, _shown(v)) for k, d in zip(names, domains, strict=True) for i, v in enumerate(d)
-    }
-    indexed = [list(enumerate(d)) for d in domains]
-    for n, chosen in enumerate(itertools.islice(itertools.product(*indexed), MAX_CONTEXTS)):
-        if n and not n % MEMORY_EVERY and memory.exceeded():
-            return out, "memory"
-        given = {k: v for k, (_, v) in zip(names, chosen, strict=True)}
-        vo = tuple(_abstract_or_unset(old, k, given[k]) for k in old.system.keys)
-        vn = tuple(_abstract_or_unset(new, k, given[k]) for k in new.system.keys)
-        if (vo, vn) in seen_pairs:
-            continue
-        seen_pairs.add((vo, vn))
-        # (an unset key too: a run shows it as cleared where it was set, see _written)
-        shown = tuple(pairs[k, i] for k, (i, _) in zip(names, chosen, strict=True))
-        out.append((shown, vo, vn))
-    return out, cut
-
-
-def _abstract_or_unset(side: _Side, key: str, value: Any) -> int:
-    if key not in side.key_index:
-        return UNSET
-    return side.abstract(key, value)
 
 
 def _assignments(labels: list[str]) -> Iterator[dict[str, bool]]:
@@ -837,11 +743,6 @@ def _turn_labels(
     return [(k, a, t) for k, (a, t) in merged.items()]
 
 
-#: a turn's context as it shows it, and each side's valuation once the participants' part
-#: of the turn is done (before routing)
-_After: TypeAlias = tuple[tuple[tuple[str, Any], ...], Valuation | None, Valuation | None]
-
-
 def _afters(
     so: _Side,
     sn: _Side,
@@ -850,8 +751,8 @@ def _afters(
     label: Label,
     ao: Action | str,
     an: Action | str,
-    contexts: Sequence[_After] | None,
-) -> Sequence[_After]:
+    contexts: Contexts | None,
+) -> Sequence[After]:
     """A turn ``label`` from OLD's ``ko`` and NEW's ``kn``: what it writes, as the turn
     shows it (a human's writes), and each side's valuation after its action's writes
     (unchanged on a side that refuses the turn). Between graphs (``contexts``: what the
@@ -859,8 +760,8 @@ def _afters(
     graph's node keeps no context: the same turn whatever the context, so only the first
     (each key as it was before the run)."""
     if contexts is not None:
-        return contexts[:1] if label[0] == "handoff" else contexts
-    written = tuple((k, _shown(_plain(v))) for k, v in label[1]) if label[0] == "write" else ()
+        return contexts.of(so.speaker_of(ko), sn.speaker_of(kn), ao, an)
+    written = tuple((k, shown_value(plain(v))) for k, v in label[1]) if label[0] == "write" else ()
     return [
         (
             written,
@@ -930,7 +831,7 @@ def _written(old: System, new: System, turns: Sequence[Turn]) -> tuple[Turn, ...
                     continue  # unset already
                 del now[k]
             else:
-                text = "" if v == _shown(_OTHER_VALUE) else json_text(v)
+                text = "" if v == shown_value(OTHER_VALUE) else json_text(v)
                 if text and now.get(k) == text:
                     continue  # as it was
                 now[k] = text
@@ -944,8 +845,8 @@ def _partial_reason(partial: set[str]) -> str:
     reasons = {
         "atoms": f"a turn depends on more than {MAX_ATOMS} custom conditions",
         "writes": f"a human may write more than {MAX_WRITES} combinations of keys on a turn",
-        "contexts": f"the participants may write more than {MAX_CONTEXTS:,} contexts on a turn"
-        " (a graph does not say which keys each writes)",
+        "contexts": f"the rules of a turn tell apart more than {graph_contexts.MAX_CONTEXTS:,} contexts the"
+        " participants may write (a graph does not say which keys each writes)",
     }
     return "; ".join(reasons[p] for p in sorted(partial))
 
@@ -971,17 +872,14 @@ def explore_pair(
     """
     so, sn = _Side(old), _Side(new)
     json_mode = old.json_mode or new.json_mode
-    # the contexts of a graph pair (at most MAX_CONTEXTS of them) have a memory budget of
-    # their own, and the product one from then on: as the checker's exploration, it stops
-    # at a memory budget as well as at the state bound (a pair of many-key flows reached 2 GB)
-    contexts, cut = _json_contexts(so, sn, MemoryGuard()) if json_mode else ([], "")
+    partial: set[str] = set()
+    contexts = Contexts(so, sn, MemoryGuard(), partial) if json_mode else None
     memory = memory or MemoryGuard()
     g = _Growing()
     keys, ids, dist, edges = g.keys, g.ids, g.dist, g.edges
     divergences: list[Divergence] = []
     counts = {True: 0, False: 0}  # certain and uncertain divergences kept
-    truncated, stopped_by = cut == "memory", cut if cut == "memory" else ""
-    partial: set[str] = {cut} if cut == "contexts" else set()
+    truncated, stopped_by = False, ""
     turns = 0
     keep_edges = old.max_turns != new.max_turns
     caps = [c for c in (old.max_turns, new.max_turns) if c is not None]
@@ -1011,7 +909,10 @@ def explore_pair(
             ao, an = so.resolve(io, label, kickoff), sn.resolve(in_, label, kickoff)
             if isinstance(ao, str) and isinstance(an, str):
                 continue  # neither side can take this turn
-            afters = _afters(so, sn, ko, kn, label, ao, an, contexts if json_mode else None)
+            afters = _afters(so, sn, ko, kn, label, ao, an, contexts)
+            if contexts is not None and contexts.out_of_memory:
+                truncated, stopped_by = True, "memory"
+                break
             tool = label[1] if label[0] == "tool" else None
             handoff = label[1] if label[0] == "handoff" else None
             for ctx, vo, vn in afters:

@@ -8,7 +8,6 @@ plus ``unset`` and ``other``. A speaker's turn may do what its declared tools al
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar, cast
 
@@ -197,11 +196,6 @@ class System:
             if m.values_equal(lit, value):
                 return 2 + j
         return OTHER
-
-    def all_valuations(self) -> Iterator[Valuation]:
-        """Every valuation over unset and the literals (JSON graphs' writes)."""
-        domains = [(UNSET, *range(2, 2 + len(lits))) for lits in self.literals]
-        yield from itertools.product(*domains)
 
     # a finding quotes rules, conditions and targets: each is cut to a bounded length so
     # that findings quoting the same huge rule do not repeat all of it
