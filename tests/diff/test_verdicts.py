@@ -21,9 +21,10 @@ from flowc.compiler.analysis.changes import (
     diff_versions,
 )
 from flowc.compiler.analysis.facts import CheckOptions
-from flowc.compiler.analysis.lockstep import explore_pair
+from flowc.compiler.analysis.lockstep import Product, explore_pair
 from flowc.compiler.analysis.run_phrases import render_run
-from flowc.compiler.analysis.system import system_of_flow, system_of_graph
+from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.pipeline import LoadedGraph
 
 HUMAN = """\
@@ -386,6 +387,19 @@ def test_a_turn_past_the_custom_conditions_limit_counts_the_rest() -> None:
     assert chosen[-1] == "1 more custom condition, as they may be", chosen
 
 
+def _with_itself_as_graphs(flow: CompiledFlow) -> tuple[System, Product]:
+    """The flow's graph, and the lock-step search of it against itself (no difference,
+    complete)."""
+    graph = system_of_graph(
+        LoadedGraph(flow.graph, dict(flow.context_vars), True),
+        tuple(flow.agent_id(s) for s in flow.speakers),
+        flow.agent_id(flow.initiator),
+    )
+    pair = explore_pair(graph, graph, 10_000)
+    assert not pair.divergences and not pair.truncated and not pair.partial
+    return graph, pair
+
+
 def test_a_hand_off_between_graphs_is_one_turn_whatever_the_context() -> None:
     """Between graphs, a hand-off goes past the rules and a node keeps no context, so each
     hand-off from a product state is one turn, not one per context the participants may
@@ -395,13 +409,7 @@ def test_a_hand_off_between_graphs_is_one_turn_whatever_the_context() -> None:
         "when context.k1 == 1 then a\nwhen context.k2 == 1 then b\n"
         'when context.k3 == 2 then terminate "x"\nwhen from user then a\notherwise user\n'
     )
-    graph = system_of_graph(
-        LoadedGraph(flow.graph, dict(flow.context_vars), True),
-        tuple(flow.agent_id(s) for s in flow.speakers),
-        flow.agent_id(flow.initiator),
-    )
-    pair = explore_pair(graph, graph, 10_000)
-    assert not pair.divergences and not pair.truncated and not pair.partial
+    pair = _with_itself_as_graphs(flow)[1]
     expanded = sum(
         1 for (ko, _, _), d in zip(pair.keys, pair.dist, strict=True) if ko[0] != "end" and d < 6
     )
@@ -426,15 +434,9 @@ def test_a_graph_turn_tries_the_contexts_its_rules_tell_apart() -> None:
     flow = compile_flow("\n".join(lines) + "\n")
     same = diff_versions(Version("old", flow), Version("new", flow), as_graphs=True)
     assert same.verdict == SAME, same.reason
-    graph = system_of_graph(
-        LoadedGraph(flow.graph, dict(flow.context_vars), True),
-        tuple(flow.agent_id(s) for s in flow.speakers),
-        flow.agent_id(flow.initiator),
-    )
-    pair = explore_pair(graph, graph, 10_000)
-    assert not pair.divergences and not pair.truncated and not pair.partial
+    graph, pair = _with_itself_as_graphs(flow)
     expanded = [
-        graph.speakers[graph.start if ko == ("kickoff",) or d == 0 else int(ko[0])]
+        graph.speakers[graph.start if d == 0 else int(ko[0])]
         for (ko, _, _), d in zip(pair.keys, pair.dist, strict=True)
         if ko[0] != "end" and d < 8
     ]
