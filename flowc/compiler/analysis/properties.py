@@ -980,28 +980,7 @@ def _decide_one(
             why=explain(prop, broken, system.id_names),
         )
     if space.truncated:
-        states = counted(len(space.keys), "state", grouped=True)
-        bound = "memory budget" if space.stopped_by == "memory" else "bound"
-        where = (
-            f"the runs explored again to tell apart the values the properties compare (a"
-            f" larger state space than the flow's own, which was complete) stopped at the"
-            f" {bound} ({states})"
-            if retold
-            else f"the exploration stopped at its {bound} ({states}, I301)"
-        )
-        return PropertyResult(
-            prop,
-            "unknown",
-            None,
-            note=f"{where}: no run among the states explored breaks it, but the others were"
-            " not seen ("
-            + (
-                "a larger `--max-states` stops there too"
-                if space.stopped_by == "memory"
-                else "raise `--max-states`"
-            )
-            + ")",
-        )
+        return PropertyResult(prop, "unknown", None, note=_partial_note(space, retold))
     if search.cap_too_long:
         return PropertyResult(
             prop,
@@ -1024,6 +1003,22 @@ def _decide_one(
             " but not every run was seen (raise `--max-states`)",
         )
     return PropertyResult(prop, "holds", None, assumed=assumed)
+
+
+def _partial_note(space: StateSpace, retold: bool) -> str:
+    """Why a property no explored run breaks is not decided, the exploration cut short."""
+    states = counted(len(space.keys), "state", grouped=True)
+    memory = space.stopped_by == "memory"
+    bound = "memory budget" if memory else "bound"
+    where = (
+        f"the runs explored again to tell apart the values the properties compare (a"
+        f" larger state space than the flow's own, which was complete) stopped at the"
+        f" {bound} ({states})"
+        if retold
+        else f"the exploration stopped at its {bound} ({states}, I301)"
+    )
+    more = "a larger `--max-states` stops there too" if memory else "raise `--max-states`"
+    return f"{where}: no run among the states explored breaks it, but the others were not seen ({more})"
 
 
 def _assumptions(system: System) -> tuple[str, ...]:
