@@ -17,6 +17,7 @@ alternatives), a cap or an initiator.
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -31,8 +32,9 @@ from flowc.compiler.analysis import graph_contexts
 from flowc.compiler.analysis.changes import CHANGED, SAME, Version, diff_versions
 from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.lockstep import MAX_TURNS, Routed, Turn
-from flowc.compiler.analysis.system import Action
+from flowc.compiler.analysis.system import UNSET, Action
 from flowc.compiler.lower import CompiledFlow, ToolEffectInfo
+from flowc.compiler.model import values_equal
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import has_errors
 from flowc.runtime import TransitionDecision
@@ -546,14 +548,51 @@ def test_diff_verdicts_hold_on_random_edits(as_graphs: bool, case: tuple[str, st
 def _every_context(
     self: graph_contexts.Contexts, io: int, in_: int, ao: Action | str, an: Action | str
 ) -> list[Any]:
-    """A turn's contexts over every key, as the search tried them before it told them
-    apart by the keys the turn's rules read: the first for a hand-off, else every one."""
+    """A turn's contexts as the search tried them before it told them apart by the keys
+    the turn's rules read: every context of every key, in order (the first for a
+    hand-off). Worked out here, not by :class:`Contexts`: the reference of the test below."""
+    full = getattr(self, "every", None)
+    if full is None:
+        full = self.every = _all_contexts(self.old, self.new)  # type: ignore[attr-defined]
     handoff = any(isinstance(a, Action) and a.handoff is not None for a in (ao, an))
-    told = () if handoff else tuple(range(len(self.names)))
-    found = self._lists.get(told)
-    if found is None:
-        found = self._lists[told] = self._list(told)
-    return found
+    return full[:1] if handoff else full
+
+
+def _all_contexts(old: Any, new: Any) -> list[Any]:
+    """Every context the participants of two graphs may write, in order: keys in order
+    (the first most significant), each unset, a value a rule of either compares it with,
+    or another, the key's value before the run first; as each side abstracts it."""
+    keys: dict[str, list[Any]] = {}
+    for side in (old, new):
+        for k, lits in zip(side.system.keys, side.system.literals, strict=True):
+            seen = keys.setdefault(k, [])
+            seen += [lit for lit in lits if not any(values_equal(lit, x) for x in seen)]
+    domains = []
+    for k, lits in keys.items():
+        domain = [graph_contexts.UNSET_VALUE, *lits, graph_contexts.OTHER_VALUE]
+        before = [s.system.initial_context[k] for s in (old, new) if k in s.system.initial_context]
+        if before:
+            first = next((x for x in lits if values_equal(x, before[0])), domain[-1])
+            domain.remove(first)
+            domain.insert(0, first)
+        domains.append(domain)
+    out, seen_pairs = [], set()
+    for values in itertools.islice(itertools.product(*domains), graph_contexts.MAX_CONTEXTS):
+        given = dict(zip(keys, values, strict=True))
+        vo, vn = (
+            tuple(s.abstract(k, given[k]) if k in s.key_index else UNSET for k in s.system.keys)
+            for s in (old, new)
+        )
+        if (vo, vn) not in seen_pairs:
+            seen_pairs.add((vo, vn))
+            shown = tuple(
+                (k, None if v is graph_contexts.UNSET_VALUE else "another value")
+                if isinstance(v, graph_contexts.Token)
+                else (k, v)
+                for k, v in given.items()
+            )
+            out.append((shown, vo, vn))
+    return out
 
 
 @settings(

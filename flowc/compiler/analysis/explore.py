@@ -219,14 +219,16 @@ class Explorer:
         a tuple a turn, 300 MB for a graph whose rules read 16 keys; a search that routes
         a speaker's turns again and again, as the diff's, asks for them, and then a graph
         keeps those of a sender and tool whose rules' keys take at most
-        :data:`KEPT_GRAPH_ROUTES` combinations of values)."""
+        :data:`KEPT_GRAPH_ROUTES` combinations of values, and the others while it keeps
+        fewer than :data:`KEPT_GRAPH_OUTCOMES` in all)."""
         self.system = system
         self._keep_routes = not system.json_mode if keep_routes is None else keep_routes
-        #: a JSON graph's (sender, tool) -> whether its turns' outcomes are kept: when the
-        #: keys its rules read take at most KEPT_GRAPH_ROUTES combinations of values
         self._json = system.json_mode
+        #: a JSON graph's (sender, tool) -> whether the keys its rules read take at most
+        #: KEPT_GRAPH_ROUTES combinations of values
         self._few: dict[tuple[int, int], bool] = {}
-        self._any_after: dict[tuple[int, int], tuple[Valuation, ...]] = {}
+        #: the keys a JSON graph's turn reads -> its valuations (:meth:`any_after`)
+        self._any_after: dict[tuple[int, ...], tuple[Valuation, ...]] = {}
         self._candidates: Candidates
         self._outcomes: dict[tuple[int, int, Valuation], tuple[Outcome, ...]]
         #: (sender, tool) -> (the candidate rules, the keys they read): one lookup a turn
@@ -276,7 +278,7 @@ class Explorer:
                 literals = self.system.literals
                 few = math.prod(2 + len(literals[k]) for k in reads) <= KEPT_GRAPH_ROUTES
                 self._few[(sender, tool)] = few
-            keep = few
+            keep = few or len(self._outcomes) < KEPT_GRAPH_OUTCOMES
         if keep:
             # the decision depends only on the keys the candidate rules read
             key = (sender, tool, tuple([val[k] for k in reads]))
@@ -410,10 +412,10 @@ class Explorer:
         search that takes the first turn meeting a test of where it goes, or of the keys
         it reads, takes the same turn as over every valuation, and a graph whose rules
         each read a few of 16 keys takes a few turns a speaker, not 65,536."""
-        found = self._any_after.get((speaker, tool))
+        reads = self.reads(speaker, tool)
+        found = self._any_after.get(reads)  # (turns that read the same keys share them)
         if found is None:
             literals = self.system.literals
-            reads = self.reads(speaker, tool)
             domains = [(UNSET, *range(2, 2 + len(literals[k]))) for k in reads]
             out = []
             for values in itertools.product(*domains):
@@ -421,7 +423,7 @@ class Explorer:
                 for k, v in zip(reads, values, strict=True):
                     new[k] = v
                 out.append(tuple(new))
-            found = self._any_after[(speaker, tool)] = tuple(out)
+            found = self._any_after[reads] = tuple(out)
         return found
 
     def next_key(self, step: Step) -> NodeKey:
@@ -538,6 +540,10 @@ TURNS_PER_STATE = 20
 #: of values (each unset, one it is compared with, or another): past that they are too
 #: many to keep, and seldom met again
 KEPT_GRAPH_ROUTES = 4096
+#: ... but for the first so many such outcomes in all (a diff between graphs whose rules
+#: read many keys meets a speaker's turns again on each state of the pair it has: about
+#: 40 MB for each side's explorer)
+KEPT_GRAPH_OUTCOMES = 1 << 17
 
 #: the most memory the explicit exploration may add to the process (its states, turns and
 #: the lookups built on them roughly double it by the end of a check, so that a check

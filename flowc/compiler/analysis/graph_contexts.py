@@ -86,19 +86,21 @@ class Contexts:
     abstract them. Every key may be unset, hold a value some rule compares it with, or
     another; but a turn goes where the keys its rules read send it, and a graph's node
     keeps no context, so contexts that differ only in other keys make the same turn.
-    A turn takes one context of each set the keys its rules read tell apart (of both
-    sides; every key of a `.flow`'s side, whose node keeps its context): the first in the
-    order of every context (keys in order, the first most significant; each key's values
+    A turn takes one context of each set the keys its rules read tell apart (those of both
+    sides: a diff reads both versions as graphs when one is, see
+    :func:`~flowc.compiler.analysis.changes.diff_versions`): the first in the order of
+    every context (keys in order, the first most significant; each key's values
     as it was before the run first, so a turn that leaves the context as it was comes
     first and a run shows only the writes it needs), which has every other key as it was
     before the run. A search that takes the first turn meeting a test of where it goes
     takes the same turn as over every context.
 
     The search stops at a memory budget as well as at the state bound, as the checker's
-    exploration: the contexts have one of their own (``memory``), and the product its
-    own from then on (a pair of many-key graphs reached 2 GB). ``out_of_memory`` says
-    when listing a turn's contexts went past it; a turn whose rules tell apart more than
-    :data:`MAX_CONTEXTS` tries the first so many, and adds "contexts" to ``partial``."""
+    exploration (a pair of many-key graphs reached 2 GB): ``memory`` is looked at while a
+    turn's contexts are listed (it counts from before the search began, so what the pair
+    has grown by counts too), and ``out_of_memory`` says when that went past it. A turn
+    whose rules tell apart more than :data:`MAX_CONTEXTS` tries the first so many, and
+    adds "contexts" to ``partial``."""
 
     def __init__(self, old: Side, new: Side, memory: MemoryGuard, partial: set[str]) -> None:
         self.old, self.new, self.memory, self.partial = old, new, memory, partial
@@ -144,15 +146,12 @@ class Contexts:
         self.out_of_memory = False
 
     def _read(self, side: Side, speaker: int, action: Action | str) -> Iterator[str]:
-        """The keys ``side``'s routing of the turn reads (all of a `.flow`'s)."""
+        """The keys ``side``'s routing of the turn reads."""
         if isinstance(action, str) or action.handoff is not None or action.finish is not None:
             return  # the side refuses the turn, or it goes past the rules
-        system = side.system
-        if not system.json_mode:
-            yield from system.keys
-            return
+        keys = side.system.keys
         for k in side.explorer.reads(speaker, action.tool_index):
-            yield system.keys[k]
+            yield keys[k]
 
     def of(self, io: int, in_: int, ao: Action | str, an: Action | str) -> list[After]:
         """The contexts of a turn of OLD's speaker ``io`` taking ``ao`` and NEW's ``in_``

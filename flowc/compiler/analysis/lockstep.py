@@ -756,9 +756,8 @@ def _afters(
     """A turn ``label`` from OLD's ``ko`` and NEW's ``kn``: what it writes, as the turn
     shows it (a human's writes), and each side's valuation after its action's writes
     (unchanged on a side that refuses the turn). Between graphs (``contexts``: what the
-    participants may write), each context; but a hand-off goes past the rules, and a
-    graph's node keeps no context: the same turn whatever the context, so only the first
-    (each key as it was before the run)."""
+    participants may write), one context of each set the keys the turn's rules read
+    tell apart (:meth:`Contexts.of`): a hand-off goes past the rules, so it takes one."""
     if contexts is not None:
         return contexts.of(so.speaker_of(ko), sn.speaker_of(kn), ao, an)
     written = tuple((k, shown_value(plain(v))) for k, v in label[1]) if label[0] == "write" else ()
