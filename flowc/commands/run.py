@@ -47,6 +47,7 @@ from flowc.commands.run_output import (
     format_turns,
     isatty,
     terminal_asker,
+    violations_line,
 )
 from flowc.commands.texts import add_command
 from flowc.compiler.serde import canonical_json
@@ -68,7 +69,7 @@ from flowc.runtime.refold import stop_text
 from flowc.runtime.script import Script, ScriptError, parse_script
 from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
 from flowc.runtime.scripted_replies import check_script, refuse_bare_graph_keys
-from flowc.runtime.stores import db_name, is_url, open_store
+from flowc.runtime.stores import LAST, db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import (
     DAMAGED_STATUS,
@@ -517,10 +518,10 @@ def find_run(store: WalStore, run: str, db: str | None = None) -> str:
         ids = store.channel_ids()
     except WalError as err:
         raise UsageError(str(err)) from None
+    if run == LAST and ids:  # (the newest, always: no run is given that id)
+        return ids[-1]
     if run in ids:
         return run
-    if run == "last" and ids:
-        return ids[-1]
     matches = [c for c in ids if c.startswith(run)]
     if len(matches) == 1:
         return matches[0]
@@ -778,6 +779,7 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     fork = forked_from(envs[0])
     short: dict[str, Any] = {}
     cut = _mark_cut_short(short, envs) if fork is not None else None
+    broken = [v for r in records for v in r.violated]
     if mode == "text":
         print(f"run {cid}  {md.labels.get('flow', '')}  {md.created_at}")
         if fork is not None:
@@ -793,6 +795,10 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
                 print(line)
         for failure in pending:
             _print_failure(failure)
+        # the end as `flowc run` printed it: the properties broken, how the run stands,
+        # the context
+        if broken:
+            print(violations_line(broken))
         if close is not None:
             print(f"closed: {_j(close)} after {counted(len(records), 'turn')}")
         else:
@@ -800,6 +806,8 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
                 f"open: {counted(len(records), 'turn')} so far, "
                 f"{target.names.get(nxt or '', nxt)} to speak next"
             )
+        if state is not None and state.context_vars:
+            print(f"context: {_j(state.context_vars)}")
         return EXIT_OK
     end: dict[str, Any] = {
         "run_id": cid,
@@ -815,7 +823,6 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         end.update(short)
     if failures:
         end["failures"] = failures
-    broken = [v for r in records for v in r.violated]
     if broken:
         end[PROPERTY_KEY] = broken
     if mode == "json":
@@ -980,6 +987,11 @@ def _new_run_id(value: str | None) -> str | None:
     if not value or len(value) > 200 or not value.isprintable() or any(c.isspace() for c in value):
         raise UsageError(
             f"--run-id takes a run id (1 to 200 printable characters, no spaces), not {value!r}"
+        )
+    if value == LAST:
+        raise UsageError(
+            f"--run-id: {LAST!r} names the newest run wherever a run is named "
+            "(`flowc log last`), so it is no run's id: give the new run another"
         )
     return value
 

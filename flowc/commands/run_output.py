@@ -28,7 +28,7 @@ from flowc.runtime.envelope import Envelope
 from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.script import ScriptTurn
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, TurnRecord, transcript, turn_json
+from flowc.runtime.transcript import PROPERTY_KEY, RunResult, TurnRecord, transcript, turn_json
 
 __all__ = [
     "LineReader",
@@ -44,6 +44,7 @@ __all__ = [
     "terminal_asker",
     "turn_lines",
     "violation_text",
+    "violations_line",
 ]
 
 
@@ -154,6 +155,18 @@ def failure_line(turn: int | None, speaker: str | None, error: str | None) -> st
     return f"  turn {turn} failed ({speaker}): {error}"
 
 
+def violations_line(broken: Sequence[dict[str, Any]]) -> str:
+    """The line after a run's turns that names the properties it broke, each once.
+
+    >>> violations_line([{"property": "one_draft", "turn": 4}])
+    'property violated: one_draft (turn 4)'
+    """
+    names = ", ".join(f"{v.get('property')} (turn {v.get('turn')})" for v in broken)
+    if len(broken) == 1:
+        return f"property violated: {names}"
+    return f"{counted(len(broken), 'property', 'properties')} violated: {names}"
+
+
 def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
     """The lines after the turns, each with whether it goes to stderr."""
     for v in result.violations:
@@ -166,15 +179,7 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
         )
     broken = result.property_violations
     if broken:  # each is on the turn that broke it; the trailer names them all once
-        names = ", ".join(f"{v.get('property')} (turn {v.get('turn')})" for v in broken)
-        yield (
-            (
-                f"property violated: {names}"
-                if len(broken) == 1
-                else f"{counted(len(broken), 'property', 'properties')} violated: {names}"
-            ),
-            False,
-        )
+        yield violations_line(broken), False
     failure = result.failure
     if result.close_reason is not None:
         yield f"closed: {_j(result.close_reason)} after {counted(result.turn_count, 'turn')}", False
@@ -390,6 +395,10 @@ class RunPrinter:
             "turn_count": state.turn_count if state is not None else 0,
             "next_speaker": names.get(nxt, nxt) if nxt is not None else None,
         }
+        # the properties the turns so far broke, the run's whole list (as at its end)
+        broken = [dict(v) for r in self.records for v in r.violated]
+        if broken:
+            doc[PROPERTY_KEY] = broken
         describe = self.describe
         if self.mode == "json":
             doc["turns"] = [turn_json(r, describe) for r in self.records]
@@ -398,7 +407,8 @@ class RunPrinter:
             self._write(_j({"event": "end", **doc}) + "\n")
         else:
             who = f", {doc['next_speaker']} to speak next" if doc["next_speaker"] else ""
-            self._write(f"interrupted: after {counted(doc['turn_count'], 'turn')}{who}\n")
+            said = f"{violations_line(broken)}\n" if broken else ""
+            self._write(f"{said}interrupted: after {counted(doc['turn_count'], 'turn')}{who}\n")
         if self.run_id is None:
             self.err.write("interrupted before the run started\n")
         elif not stored:

@@ -34,6 +34,7 @@ from flowc.runtime.adapters.base import Expectation, ProtocolError
 from flowc.runtime.channel import Channel, ClientHub
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.replies import as_reply
+from flowc.runtime.stored import admissible
 
 __all__ = ["AgentClient", "ChannelHandle", "HumanClient", "Turn", "envelope_text"]
 
@@ -277,15 +278,6 @@ class AgentClient(_Client):
             return
         if not ch.is_open or self.hub.stopping():
             return
-        contract = ch.contract
-        warnings: list[dict[str, Any]] = []
-        if contract is not None and reply.tool_calls:
-            try:  # the flow's declarations hold the agent's tool calls
-                warnings = contract.check_reply(self.agent_id, reply)
-            except ProtocolError as err:  # refused: nothing of the turn is written
-                ch.refused = tuple(b.to_json() for b in getattr(err, "breaches", ()))
-                self.hub.stall(ch.channel_id, self.agent_id, str(err))
-                return
         build = getattr(ch.adapter, "build_round_envelopes", None)
         if build is None:
             envs = (
@@ -295,6 +287,20 @@ class AgentClient(_Client):
             )
         else:
             envs = build(ch.metadata, ch.state, self.agent_id, reply, self.hub.name_to_id())
+        contract = ch.contract
+        warnings: list[dict[str, Any]] = []
+        if contract is not None and reply.tool_calls:
+            try:
+                # values a record cannot hold are refused first, as the hub refuses them
+                # (the contract's words quote the values)
+                for env in envs:
+                    admissible(env, {self.agent_id: self})
+                # the flow's declarations hold the agent's tool calls
+                warnings = contract.check_reply(self.agent_id, reply)
+            except ProtocolError as err:  # refused: nothing of the turn is written
+                ch.refused = tuple(b.to_json() for b in getattr(err, "breaches", ()))
+                self.hub.stall(ch.channel_id, self.agent_id, str(err))
+                return
         if warnings and envs:  # let through, with the breaches on its (last) envelope
             last = envs[-1]
             envs[-1] = attrs.evolve(last, event_data=contract.annotate(last.event_data, warnings))

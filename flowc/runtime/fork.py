@@ -55,6 +55,7 @@ from flowc.compiler.tool_effects import ToolEffectInfo, alternative_index, same_
 from flowc.dsl.names import format_name, format_value
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
+from flowc.runtime.stores import LAST
 from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
@@ -376,14 +377,17 @@ def fork_run(
     turn ``n`` gives a run whose close ``resume`` writes).
 
     Raises :class:`~flowc.runtime.why.TurnOutOfRange` for a turn the run does not
-    have, :class:`ForkError` for a negative turn, a damaged parent or a ``run_id``
-    already taken, :class:`~flowc.runtime.adapters.base.ProtocolError` for a parent
-    whose graph its participants cannot run or whose records up to turn ``n`` a
-    plugin's condition or target fails on now (all of these before anything is written),
+    have, :class:`ForkError` for a negative turn, a damaged parent, a ``run_id``
+    already taken or ``"last"`` (which names the newest run),
+    :class:`~flowc.runtime.adapters.base.ProtocolError` for a parent whose graph its
+    participants cannot run or whose records up to turn ``n`` a plugin's condition or
+    target fails on now (all of these before anything is written),
     :class:`~flowc.runtime.wal.WalError` if the store fails.
     """
     if n < 0:
         raise ForkError(f"turn {n}: give a turn number, 0 or more")
+    if run_id == LAST:
+        raise ForkError(f"{LAST!r} names a database's newest run, so it is no run's id")
     copied = _cut(list(store.read(parent)), n)
     from flowc.runtime.adapters.base import ChannelMetadata
     from flowc.runtime.adapters.workflow import WorkflowAdapter

@@ -85,17 +85,19 @@ def _parse_call(obj: Mapping[str, Any], where: str) -> ScriptCall:
     tool = obj.get("tool")
     if tool is not None and not isinstance(tool, str):
         raise ScriptError(f"{where}.tool: expected a tool name")
-    args = obj.get("args") or {}
+    # (absent or null is none; any other value of the wrong shape is refused, never
+    # read as none: `args: 0`, `set: []`)
+    args = _given(obj, "args", {})
     if not isinstance(args, dict):
-        raise ScriptError(f"{where}.args: expected an object")
-    sets = obj.get("set") or {}
+        raise ScriptError(f"{where}.args: expected an object, got {_kind(args)}")
+    sets = _given(obj, "set", {})
     if not isinstance(sets, dict):
-        raise ScriptError(f"{where}.set: expected an object of context keys")
-    delete = obj.get("delete") or []
+        raise ScriptError(f"{where}.set: expected an object of context keys, got {_kind(sets)}")
+    delete = _given(obj, "delete", [])
     if isinstance(delete, str):
         delete = [delete]
     if not isinstance(delete, list) or not all(isinstance(k, str) for k in delete):
-        raise ScriptError(f"{where}.delete: expected a key or a list of keys")
+        raise ScriptError(f"{where}.delete: expected a key or a list of keys, got {_kind(delete)}")
     handoff, reason = _handoff(obj.get("handoff"), f"{where}.handoff")
     finish, summary = _finish(obj.get("finish"), obj.get("summary"), where)
     if handoff is not None and finish is not None:
@@ -103,6 +105,21 @@ def _parse_call(obj: Mapping[str, Any], where: str) -> ScriptCall:
     return ScriptCall(
         tool, dict(args), dict(sets), tuple(delete), handoff, finish, summary, reason=reason
     )
+
+
+def _given(obj: Mapping[str, Any], key: str, default: Any) -> Any:
+    """``obj[key]``, or ``default`` when it is absent or null."""
+    value = obj.get(key)
+    return default if value is None else value
+
+
+def _kind(value: Any) -> str:
+    """What a value of the wrong shape is, as a refusal names it (``list``, ``int``, ...;
+    a list of something else than keys is ``a list holding int``)."""
+    if isinstance(value, list):
+        odd = next((v for v in value if not isinstance(v, str)), None)
+        return f"a list holding {type(odd).__name__}" if odd is not None else "list"
+    return type(value).__name__
 
 
 def _object(value: dict[str, Any], keys: tuple[str, ...], where: str) -> dict[str, str]:
@@ -193,9 +210,11 @@ def parse_script(data: Any) -> Script:
     kickoff = data.get("kickoff")
     if kickoff is not None and not isinstance(kickoff, str):
         raise ScriptError("kickoff: expected a string")
-    body = data.get("script") or {}
+    body = _given(data, "script", {})
     if not isinstance(body, dict):
-        raise ScriptError("script: expected an object mapping speakers to lists of turns")
+        raise ScriptError(
+            f"script: expected an object mapping speakers to lists of turns, got {_kind(body)}"
+        )
     turns: dict[str, tuple[ScriptTurn, ...]] = {}
     for speaker, items in body.items():
         if not isinstance(items, list):
@@ -213,6 +232,13 @@ def parse_script(data: Any) -> Script:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ScriptError(f"{key}: expected a list of names")
+        first: dict[str, int] = {}
+        for i, name in enumerate(value):
+            if name in first:  # (a run's participants are each one agent)
+                raise ScriptError(
+                    f"{key}[{i}]: `{name}` is already given at {key}[{first[name]}]; name each once"
+                )
+            first[name] = i
         return tuple(value)
 
     creator = data.get("creator")

@@ -49,7 +49,7 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 
-__all__ = ["admissible", "check_envelope", "check_row"]
+__all__ = ["admissible", "check_envelope", "check_row", "json_values"]
 
 _STR = (str, "a string")
 _OPT_STR = ((str, type(None)), "a string or null")
@@ -157,6 +157,7 @@ def admissible(env: Envelope, clients: Mapping[str, Any] | None = None) -> None:
     message names who sent it (its name among ``clients``, by agent id; else its id)."""
     try:
         check_envelope(env)
+        json_values(env.event_data, "event_data")
         if env.event_type == EV_CHANNEL_OPENED:
             ChannelMetadata.from_dict(env.event_data.get("metadata"))
     except DamagedRecord as err:
@@ -165,6 +166,58 @@ def admissible(env: Envelope, clients: Mapping[str, Any] | None = None) -> None:
         sender = str(name) if name not in (None, "") else str(env.sender_id)
         kind = _KIND.get(env.event_type, f"{env.event_type} record")
         raise ProtocolError(f"{sender}'s {kind} was refused: {err.path}: {err.what}") from None
+
+
+#: what a JSON value is, as a refusal says it
+_JSON = "a JSON value (a string, number, boolean, null, list or object)"
+
+
+def json_values(value: Any, path: str) -> None:
+    """Raise :class:`DamagedRecord` at the first value in ``value`` that a record cannot
+    hold as it is: not JSON (a set, bytes, an object of a class of its own), a number that
+    is not finite (JSON has no ``NaN`` or ``Infinity``; :mod:`json` would write them and
+    the readers, a browser's ``JSON.parse`` among them, refuse them), an object's key that
+    is not a string (JSON would write ``1`` as ``"1"``, so the record would read back as
+    another value), or a list or object that holds itself. Tuples are lists, as JSON
+    writes them.
+
+    >>> json_values({"set": {"k": [1, {2, 3}]}}, "event_data")
+    Traceback (most recent call last):
+    ...
+    flowc.runtime.adapters.base.DamagedRecord: a record is damaged: event_data.set.k[1]: expected a JSON value (a string, number, boolean, null, list or object), got a set ({2, 3})
+    """
+    stack: list[tuple[Any, str, tuple[int, ...]]] = [(value, path, ())]
+    while stack:
+        item, at, holders = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is float or isinstance(item, float):
+            if not math.isfinite(item):
+                raise DamagedRecord(at, "a finite number", item)
+        elif isinstance(item, (str, int)):
+            continue
+        elif isinstance(item, (dict, list, tuple)):
+            if id(item) in holders:
+                raise DamagedRecord.said(at, "a list or object that holds itself")
+            inner = (*holders, id(item))
+            # (pushed last first: the first value of the record in its order is named)
+            if isinstance(item, dict):
+                for key, nested in reversed(item.items()):
+                    if not isinstance(key, str):
+                        raise DamagedRecord(f"{at}.{_key_text(key)}", "a string key", key)
+                    stack.append((nested, f"{at}.{key}", inner))
+            else:
+                stack.extend((item[i], f"{at}[{i}]", inner) for i in range(len(item) - 1, -1, -1))
+        else:
+            raise DamagedRecord(at, _JSON, item)
+
+
+def _key_text(key: Any) -> str:
+    try:
+        return repr(key)
+    except Exception:
+        return type(key).__name__
 
 
 #: what a refused record is, in the refusal's words

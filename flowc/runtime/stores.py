@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from flowc.runtime.wal import MemoryStore, SqliteStore, WalStore
 
-__all__ = ["db_name", "is_url", "open_store"]
+__all__ = ["LAST", "db_name", "is_url", "open_store"]
+
+#: what names the newest run of a database wherever a run is named (``flowc log last``):
+#: never a run's own id (a new run given it is refused)
+LAST = "last"
 
 
 def is_url(path: str | None) -> bool:

@@ -649,7 +649,9 @@ class Worker:
         finally:
             claimed = cid in self._claimed_runs
             self._claimed_runs.discard(cid)
-        if fenced.refused is None and result.property_violations:
+        # (the properties a run broke are reported by the worker that drove it, as its
+        # close is: not by one that found it closed, another worker having run it)
+        if claimed and fenced.refused is None and result.property_violations:
             broken = result.property_violations
             self._event(
                 "violated",

@@ -95,8 +95,20 @@ def _shown(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return "a list"
-    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, float) else repr(value)
+    try:
+        text = json.dumps(value, ensure_ascii=True) if not isinstance(value, float) else repr(value)
+    except (TypeError, ValueError):  # not JSON (a set, an object): as Python shows it
+        shown = _repr(value)
+        text = f"a {type(value).__name__}" + (f" ({shown})" if shown else "")
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _repr(value: Any) -> str:
+    """``repr(value)``, or nothing when its ``repr`` raises."""
+    try:
+        return repr(value)
+    except Exception:
+        return ""
 
 
 def need(value: Any, kind: type | tuple[type, ...], path: str, expected: str) -> Any:

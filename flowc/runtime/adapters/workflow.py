@@ -1050,6 +1050,8 @@ class WorkflowAdapter:
 
         A round that says nothing and routes nothing makes no packet (as AG2); its
         context writes, if any, still land as one ``ag2.context.set``.
+        A value JSON cannot hold (a set in the args, ``NaN``) is kept as it is, for the
+        hub to refuse (:func:`flowc.runtime.stored.admissible`), never turned into text.
         """
         table = state.table
         tools = table.routing_tools if table is not None else frozenset()
@@ -1069,8 +1071,7 @@ class WorkflowAdapter:
             # flowc's addition to AG2's packet (AG2's fold ignores the key): what the agent
             # called, so transcripts, `--json` and `flowc log` can show it
             data["tool_calls"] = [
-                {"name": str(c.name), "args": _json_safe(dict(c.args or {}))}
-                for c in reply.tool_calls
+                {"name": str(c.name), "args": dict(c.args or {})} for c in reply.tool_calls
             ]
         return [_template(cid, sender_id, EV_PACKET, data)]
 
@@ -1172,13 +1173,3 @@ def _template(cid: str, sender_id: str, event_type: str, data: dict[str, Any]) -
     return stamped(
         cid, sender_id, None, event_type, data, "", None, None, None, "normal", 0, None, "", None
     )
-
-
-def _json_safe(value: Any) -> Any:
-    """``value`` as plain JSON data; what JSON cannot hold becomes its ``repr``."""
-    import json
-
-    try:
-        return json.loads(json.dumps(value, default=repr))
-    except (TypeError, ValueError):  # keys JSON cannot hold, a cycle
-        return repr(value)

@@ -1,0 +1,97 @@
+"""``last`` names a database's newest run wherever a run is named (``flowc log last``,
+``replay``, ``resume``, ``fork``, ``view``): it is never a run's own id. ``flowc fork
+--run-id last`` is refused before anything is written, and in a database that holds a
+run with that id (written by an earlier flowc, or from Python) ``last`` still means the
+newest run. Real ``flowc`` processes on a SQLite file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowc.runtime.fork import ForkError, fork_run
+from flowc.runtime.script import parse_script
+from flowc.runtime.script_run import run_script_sync
+from flowc.runtime.target import RunTarget
+from flowc.runtime.wal import SqliteStore
+
+FLOW = """speaker user: human
+speaker bot
+start user
+max_turns 4
+when from user then bot
+when from bot then terminate "done"
+"""
+
+
+def flowc(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flowc", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "a.flow").write_text(FLOW)
+    (tmp_path / "s.yaml").write_text("{kickoff: hi, script: {bot: [b1]}}\n")
+    (tmp_path / "n.yaml").write_text("{script: {bot: [b2]}}\n")
+    done = flowc(tmp_path, "run", "a.flow", "--script", "s.yaml", "--db", "rr.db")
+    assert done.returncode == 0, done.stderr
+    return tmp_path
+
+
+def run_ids(folder: Path) -> list[str]:
+    store = SqliteStore(str(folder / "rr.db"), readonly=True)
+    try:
+        return store.channel_ids()
+    finally:
+        store.close()
+
+
+def test_fork_refuses_last_as_the_new_runs_id(folder: Path) -> None:
+    [rid] = run_ids(folder)
+    forked = flowc(
+        folder, "fork", rid, "1", "--db", "rr.db", "--run-id", "last", "--script", "n.yaml"
+    )
+    assert forked.returncode == 2, forked.stdout
+    assert forked.stderr == (
+        "flowc fork: error: --run-id: 'last' names the newest run wherever a run is named "
+        "(`flowc log last`), so it is no run's id: give the new run another\n"
+    )
+    assert run_ids(folder) == [rid]  # nothing written
+    with pytest.raises(ForkError, match="'last' names a database's newest run"):
+        fork_run(SqliteStore(str(folder / "rr.db")), rid, 1, run_id="last")
+    assert run_ids(folder) == [rid]
+
+
+def test_last_is_the_newest_run_even_beside_a_run_called_last(folder: Path) -> None:
+    # a run whose id is "last" (from Python), then a newer one
+    target = RunTarget.from_compiled(__import__("flowc").compile_flow(FLOW))
+    store = SqliteStore(str(folder / "rr.db"))
+    try:
+        run_script_sync(
+            target,
+            parse_script({"kickoff": "old", "script": {"bot": ["b"]}}),
+            store=store,
+            channel_id="last",
+        )
+    finally:
+        store.close()
+    done = flowc(folder, "run", "a.flow", "--script", "s.yaml", "--db", "rr.db")
+    assert done.returncode == 0, done.stderr
+    newest = run_ids(folder)[-1]
+    assert newest != "last"
+    log = flowc(folder, "log", "last", "--db", "rr.db", "--json")
+    assert json.loads(log.stdout)["run_id"] == newest, log.stderr
+    replay = flowc(folder, "replay", "last", "--db", "rr.db")
+    assert newest in replay.stdout + replay.stderr
