@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from flowc.escaping import sarif_text, workflow_data, workflow_property
+from flowc.escaping import sarif_text, visible, workflow_data, workflow_property
 from flowc.source import SourceFile, Span
 
 T = TypeVar("T")
@@ -379,15 +379,28 @@ _BOLD, _BLUE, _RESET = "\x1b[1m", "\x1b[1;34m", "\x1b[0m"
 
 def _location(d: Diagnostic) -> str:
     if d.span is not None:
-        return f"{d.filename}:{d.span.line}:{d.span.column}"
+        return f"{shown(d.filename)}:{d.span.line}:{d.span.column}"
     if d.json_path is not None:
-        return f"{d.filename}:{d.json_path}" if d.json_path else d.filename
-    return d.filename
+        return f"{shown(d.filename)}:{shown(d.json_path)}" if d.json_path else shown(d.filename)
+    return shown(d.filename)
+
+
+def shown(text: str) -> str:
+    r"""``text`` as the text reports print it to a terminal: each of its lines
+    :func:`~flowc.escaping.visible`, so that a name holding an escape sequence (ESC, a
+    carriage return, a C1 control) is written as an escape, never acted on.
+
+    >>> shown("speaker `a\x1b[2Jb` never speaks\nsecond line")
+    'speaker `a\\x1b[2Jb` never speaks\nsecond line'
+    """
+    if text.isprintable():  # the common case: nothing to escape, not even a newline
+        return text
+    return "\n".join(visible(line) for line in text.split("\n"))
 
 
 def render_concise(diagnostics: Iterable[Diagnostic]) -> str:
-    """``path:line:col: CODE message``, one line each."""
-    return "".join(f"{_location(d)}: {d.code.id} {d.message}\n" for d in diagnostics)
+    """``path:line:col: CODE message``, one line each (control characters escaped)."""
+    return "".join(f"{_location(d)}: {d.code.id} {visible(d.message)}\n" for d in diagnostics)
 
 
 #: the widest part of a source line the text report quotes; a longer line is cut to a
@@ -438,6 +451,16 @@ def excerpt(source: SourceFile, span: Span) -> tuple[str, int, int]:
     if hi < length:
         text += _ELLIPSIS
     return text, at, width
+
+
+def _visible_excerpt(text: str, at: int, width: int) -> tuple[str, int, int]:
+    """An excerpt with its control characters written as escapes (:func:`visible`), the
+    caret moved with the text it marks."""
+    if text.isprintable():
+        return text, at, width
+    before, marked = visible(text[:at]), visible(text[at : at + width])
+    past_end = max(0, at + width - len(text))  # a span that takes in the line's end
+    return before + marked + visible(text[at + width :]), len(before), len(marked) + past_end
 
 
 def display_width(text: str) -> int:
@@ -496,10 +519,11 @@ def iter_text(
     for d in diagnostics:
         out: list[str] = []
         sev = d.severity.value
+        message = shown(d.message)
         if color:
-            head = f"{_COLORS[d.severity]}{sev}[{d.code.id}]{_RESET}{_BOLD}: {d.message}{_RESET}"
+            head = f"{_COLORS[d.severity]}{sev}[{d.code.id}]{_RESET}{_BOLD}: {message}{_RESET}"
         else:
-            head = f"{sev}[{d.code.id}]: {d.message}"
+            head = f"{sev}[{d.code.id}]: {message}"
         out.append(head)
         source = sources.get(d.filename)
         gutter_width = len(str(d.span.end_line)) if d.span else 1
@@ -508,7 +532,7 @@ def iter_text(
         arrow = f"{_BLUE}-->{_RESET}" if color else "-->"
         out.append(f"{pad}{arrow} {_location(d)}")
         if d.span is not None and source is not None and d.quote_source:
-            line_text, at, width = excerpt(source, d.span)
+            line_text, at, width = _visible_excerpt(*excerpt(source, d.span))
             out.append(f"{pad} {bar}")
             out.append(f"{d.span.line:>{gutter_width}} {bar} {line_text}")
             caret = _underline(line_text, at, width)
@@ -516,9 +540,9 @@ def iter_text(
                 caret = f"{_COLORS[d.severity]}{caret}{_RESET}"
             out.append(f"{pad} {bar} {caret}")
         for note in d.notes:
-            out.append(f"{pad} = note: {note}")
+            out.append(f"{pad} = note: {shown(note)}")
         if d.help:
-            out.append(f"{pad} = help: {d.help}")
+            out.append(f"{pad} = help: {shown(d.help)}")
         out.append("\n")
         yield "\n".join(out)
 

@@ -34,7 +34,7 @@ def _compile(args: argparse.Namespace) -> int:
     from flowc.compiler.compiled import BindingError
     from flowc.compiler.pipeline import compile_source
 
-    check_output(args.output)
+    check_output(args.output, inputs=[args.file, *(args.plugin or ())])
     bindings = parse_bindings(args.bind)
     plugins = setup_plugins(args, [args.file])
     source, diags = read_source(args.file)

@@ -7,6 +7,7 @@ on top and loads the command modules, so nothing imports back up into it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -178,11 +179,13 @@ def print_diagnostics(
     out.write(text)
 
 
-def check_output(out: str | None, option: str = "-o") -> None:
+def check_output(out: str | None, option: str = "-o", inputs: Sequence[str | None] = ()) -> None:
     """Refuse (:class:`UsageError`, exit 2) an output file whose folder does not exist, or
-    is not a folder: flowc creates no folders, as a compiler's ``-o`` does not. Commands
-    check each output before they do their work, so nothing is computed for nothing.
-    ``None`` and ``-`` (stdout) always pass.
+    is not a folder: flowc creates no folders, as a compiler's ``-o`` does not. Refuse as
+    well an output that is one of the command's ``inputs`` (the same file, however it is
+    spelled: a relative path, a symbolic link or a hard link), which writing would
+    destroy. Commands check each output before they do their work, so nothing is
+    computed for nothing and nothing is written. ``None`` and ``-`` (stdout) always pass.
 
     >>> try:
     ...     check_output("no-such-folder/out.json")
@@ -193,11 +196,37 @@ def check_output(out: str | None, option: str = "-o") -> None:
     if out is None or out == "-":
         return
     folder = Path(out).parent
-    if folder.is_dir():
-        return
-    if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
-        raise UsageError(f"{option} {out}: {folder} is not a folder")
-    raise UsageError(f"{option} {out}: no such folder: {folder} (create it first)")
+    if not folder.is_dir():
+        if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
+            raise UsageError(f"{option} {out}: {folder} is not a folder")
+        raise UsageError(f"{option} {out}: no such folder: {folder} (create it first)")
+    for given in inputs:
+        if given is not None and given != "-" and _same_file(out, given):
+            raise UsageError(
+                f"{option} {out}: the same file as the input {given}: writing it would "
+                "destroy the input (name another file)"
+            )
+
+
+def check_distinct_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
+    """Refuse two output options (``(option, file)`` pairs) that name the same file: the
+    second would overwrite the first."""
+    named = [(option, out) for option, out in outputs if out is not None and out != "-"]
+    for i, (option, out) in enumerate(named):
+        for other_option, other in named[:i]:
+            if os.path.realpath(out) == os.path.realpath(other) or _same_file(out, other):
+                raise UsageError(
+                    f"{option} {out}: the same file as {other_option} {other}: "
+                    "give each output its own file"
+                )
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths are one file (both exist and are the same, links followed)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one of them does not exist (yet), or cannot be read
+        return False
 
 
 def write_output(text: str, out: str | None, option: str = "-o") -> None:
@@ -206,11 +235,45 @@ def write_output(text: str, out: str | None, option: str = "-o") -> None:
     if out is None or out == "-":
         sys.stdout.write(text)
         return
+    write_file(text.encode("utf-8"), out, option)
+
+
+def write_file(data: bytes, out: str, option: str = "-o") -> None:
+    """``data`` to the file ``out`` (its folder must exist: :func:`check_output`), whole
+    or not at all: into a temporary file beside it, then put in its place, so a failed or
+    interrupted write leaves what was there. A symbolic link is written where it points
+    and stays a link; a file that was there keeps its permissions; a device or a pipe
+    (``/dev/null``) is written to directly."""
     check_output(out, option)
+    target = os.path.realpath(out)
     try:
-        Path(out).write_text(text, encoding="utf-8")
+        if os.path.exists(target) and not os.path.isfile(target):
+            with open(target, "wb") as stream:
+                stream.write(data)
+            return
+        _replace(target, data)
     except OSError as err:
-        raise UsageError(f"{out}: cannot write ({err.strerror})") from None
+        raise UsageError(f"{out}: cannot write ({err.strerror or err})") from None
+
+
+def _replace(target: str, data: bytes) -> None:
+    """Write ``data`` to a new file in ``target``'s folder, then rename it to ``target``."""
+    import secrets
+
+    folder, name = os.path.split(target)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # created as a plain open would (the umask applies), never over an existing file
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+        with contextlib.suppress(FileNotFoundError):  # a new file: the umask's mode
+            os.chmod(temporary, os.stat(target).st_mode & 0o7777)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def parse_bindings(items: Sequence[str] | None) -> dict[str, str]:

@@ -15,7 +15,7 @@ def cmd_decompile(args: argparse.Namespace) -> int:
     from flowc.compiler.decompile import decompile, unrecovered_in
     from flowc.compiler.pipeline import read_json
 
-    console.check_output(args.output)
+    console.check_output(args.output, inputs=[args.file])
     source, diags = console.read_source(args.file)
     if source is None:
         console.print_diagnostics(diags, {})

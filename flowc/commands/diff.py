@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,15 +22,18 @@ from flowc.commands.console import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    check_distinct_outputs,
     check_output,
     decode_source,
     is_json_input,
     print_diagnostics,
     read_source,
     use_color,
+    write_file,
     write_output,
 )
 from flowc.commands.texts import add_command
+from flowc.diagnostics import shown
 from flowc.escaping import Code, Phrase, md_code, md_text, phrase
 from flowc.source import SourceFile
 
@@ -140,7 +144,25 @@ def _then_text(change: Any) -> str:
     return " → ".join(map(str, change.then))
 
 
+#: the only escape sequences the text report writes itself (with colour)
+_COLOR_CODES = re.compile("(\x1b\\[(?:32|31|1|0)m)")
+
+
+def _shown(text: str, color: bool) -> str:
+    """The report with the control characters of what it quotes (a name holding ESC)
+    written as escapes; only the report's own colour codes stay (with ``color``)."""
+    if not color:
+        return shown(text)
+    return "".join(
+        part if i % 2 else shown(part) for i, part in enumerate(_COLOR_CODES.split(text))
+    )
+
+
 def render_text(diff: Any, color: bool = False) -> str:
+    return _shown(_render_text(diff, color), color)
+
+
+def _render_text(diff: Any, color: bool = False) -> str:
     from flowc.compiler.analysis.changes import SAME, UNKNOWN, rule_labels
 
     old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
@@ -387,14 +409,15 @@ def write_rendering(
     )
     rendering = Rendering(mark_changes(diagram(old), diagram(new)), options, source=new.source)
     try:
-        rendering.save(out, "html" if Path(out).suffix.lower() in (".html", ".htm") else "svg")
+        data = rendering.to_bytes(
+            "html" if Path(out).suffix.lower() in (".html", ".htm") else "svg"
+        )
     except DotNotFoundError as err:
         raise UsageError(f"--render needs Graphviz: {err}") from None
     except LayoutError as err:
         local = new_spec if Path(new_spec).is_file() else ""  # not REV:path nor stdin
         raise UsageError(f"--render: {layout_failure(err, text_fallback(local))}") from None
-    except OSError as err:
-        raise UsageError(f"{out}: cannot write ({err.strerror})") from None
+    write_file(data, out, "--render")
 
 
 # ── command ──────────────────────────────────────────────────────────────────
@@ -429,8 +452,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     setup_plugins(args, [s for s in specs if Path(s).exists()])
     if args.render and Path(args.render).suffix.lower() not in (".svg", ".html", ".htm"):
         raise UsageError("--render writes an .svg or .html file")
-    check_output(args.output)
-    check_output(args.render, "--render")
+    inputs = [*specs, *(args.plugin or ())]  # REV:path and git's names match no file
+    check_output(args.output, inputs=inputs)
+    check_output(args.render, "--render", inputs)
+    check_distinct_outputs([("-o", args.output), ("--render", args.render)])
     try:
         old = load_version(specs[0], labels[0])
         new = load_version(specs[1], labels[1])

@@ -17,7 +17,7 @@ from flowc.commands.texts import add_command
 def cmd_migrate(args: argparse.Namespace) -> int:
     from flowc.migrate import migrate_source
 
-    console.check_output(args.output)
+    console.check_output(args.output, inputs=[args.input])
     source, diags = console.read_source(args.input)
     if source is None:
         console.print_diagnostics(diags, {}, args.format)

@@ -74,7 +74,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             )
         fmt = SUFFIX_FORMATS.get(suffix, "svg")
     to_stdout = args.output is None or args.output == "-"
-    console.check_output(args.output)
+    console.check_output(args.output, inputs=[args.file, *(args.plugin or ())])
     if to_stdout and fmt in BINARY_FORMATS and console.isatty(sys.stdout):
         raise UsageError(
             f"-f {fmt} is binary data, which a terminal cannot show: give -o FILE, "
@@ -135,12 +135,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        out = Path(args.output)
-        try:
-            console.check_output(args.output)
-            out.write_bytes(data)
-        except OSError as err:
-            raise UsageError(f"{out}: cannot write ({err.strerror})") from None
+        console.write_file(data, args.output)
     return EXIT_OK
 
 

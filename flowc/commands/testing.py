@@ -23,6 +23,7 @@ from flowc.commands.console import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    check_distinct_outputs,
     check_output,
     expand_paths,
     is_json_input,
@@ -150,7 +151,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         raise UsageError("--max-states must be >= 1")
     options = CheckOptions(max_states=args.max_states or DEFAULT_MAX_STATES)
     for option, out in _OUTPUTS:
-        check_output(getattr(args, out), option)
+        check_output(getattr(args, out), option, [*files, *(args.plugin or ())])
+    check_distinct_outputs([(option, getattr(args, out)) for option, out in _OUTPUTS])
     want_coverage = bool(
         args.coverage or args.coverage_json or args.coverage_xml or args.fail_under is not None
     )

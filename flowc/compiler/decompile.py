@@ -60,14 +60,48 @@ class _Customs:
 
     def __init__(self) -> None:
         self.seen: dict[tuple[str, str], dict[str, str]] = {}
+        #: each custom's first call: where it is, and the arguments it passes
+        self.first: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
 
     def __call__(self, kind: str, name: str, args: dict[str, Any], path: str) -> None:
+        """Note one call at ``path``; raises :class:`DecompileError` when it passes other
+        arguments than an earlier call of the same custom: a `.flow` declares one
+        parameter list, and its calls pass every parameter (a default is written into the
+        graph), so no `.flow` compiles to both."""
+        keys = frozenset(args)
+        first_path, first_keys = self.first.setdefault((kind, name), (path, keys))
+        if keys != first_keys:
+            raise _CallsDisagree(path, first_path, f"the custom {kind} `{name}`", keys, first_keys)
         params = self.seen.setdefault((kind, name), {})
         for key, value in args.items():
             t = _type_of(value)
             if params.get(key, t) != t:
                 t = "any"
             params[key] = t
+
+
+class _CallsDisagree(DecompileError):
+    """Two calls of one custom pass different arguments (at ``path`` and ``other``)."""
+
+    def __init__(
+        self, path: str, other: str, what: str, keys: frozenset[str], other_keys: frozenset[str]
+    ) -> None:
+        self.other, self.what, self.keys, self.other_keys = other, what, keys, other_keys
+        super().__init__(path, self.said(""))
+
+    def said(self, root: str) -> str:
+        """The message, with the other call's path under ``root`` (``graph.`` in a knobs
+        dict)."""
+        return (
+            f"{self.what} is called here with the arguments {_listed(self.keys)}, at "
+            f"{root}{self.other} with {_listed(self.other_keys)}: a .flow declares one "
+            "parameter list for it and passes every parameter on each call (a default "
+            "included), so none compiles to both calls"
+        )
+
+
+def _listed(keys: frozenset[str]) -> str:
+    return "(" + ", ".join(f"`{k}`" for k in sorted(keys)) + ")" if keys else "(none)"
 
 
 def _is_sequence(g: m.TransitionGraph) -> list[str] | None:
@@ -274,7 +308,9 @@ def decompile(
     lines (see :func:`unrecovered`).
 
     Raises :class:`FlowError` (E108 with JSON paths) when the dict is not a graph, or
-    when part of it has no `.flow` spelling.
+    when part of it has no `.flow` spelling (a name given in ``participants``,
+    ``initiator`` or ``title`` is named by the command's option, ``--participants``,
+    ``--initiator`` or ``--name``: it is not in the dict).
     """
     try:
         if is_knobs_dict(data):
@@ -295,15 +331,7 @@ def decompile(
             [Diagnostic(E108, str(p), filename, json_path=p.path) for p in err.problems]
         ) from None
     except DecompileError as err:
-        path = err.path
-        mention = None
-        if path.startswith("participants["):  # a graph's own agent id: where it is written
-            mention = _mention(unstructure_graph(graph), participants, int(path[13:-1]))
-            path = mention or path
-        if is_knobs_dict(data) and (mention is not None or not path.startswith("participants[")):
-            path = f"graph.{path}" if path else "graph"
-        message = f"{path}: {err.message}" if path else err.message
-        raise FlowError([Diagnostic(E108, message, filename, json_path=path)]) from None
+        raise FlowError([_refusal(err, data, graph, participants, initiator, filename)]) from None
     try:
         text = format_source(text, filename)
     except FlowError as err:
@@ -329,6 +357,34 @@ def decompile(
     return text
 
 
+def _refusal(
+    err: DecompileError,
+    data: dict[str, Any],
+    graph: m.TransitionGraph,
+    participants: Sequence[str],
+    initiator: str | None,
+    filename: str,
+) -> Diagnostic:
+    """The E108 of a part of the graph with no `.flow` spelling, at its JSON path; a name
+    given on the command line (``participants``, ``initiator``) is named by its option."""
+    path = err.path
+    root = "graph." if is_knobs_dict(data) else ""
+    message = err.said(root) if isinstance(err, _CallsDisagree) else err.message
+    if path == "title":  # the flow's name: never in the graph
+        return Diagnostic(E108, f"--name: {message}", filename)
+    if path.startswith("participants["):
+        speakers = list(dict.fromkeys([*participants, *m.agent_ids(graph)]))
+        index = int(path[13:-1])
+        spoken = speakers[index] if index < len(speakers) else None
+        if spoken is None or spoken in participants:  # not in the graph: an option gave it
+            option = "--participants" if spoken is not None else "--initiator"
+            return Diagnostic(E108, f"{option}: {message}", filename)
+        # a graph's own agent id: where it is written
+        path = _mention(unstructure_graph(graph), participants, index) or path
+    path = f"{root}{path}" if path else root.rstrip(".")
+    return Diagnostic(E108, f"{path}: {message}" if path else message, filename, json_path=path)
+
+
 def _compile(text: str, filename: str) -> CompiledFlow:
     source = SourceFile(filename, text)
     compiled, diags = compile_source(source)
@@ -340,11 +396,11 @@ def _compile(text: str, filename: str) -> CompiledFlow:
 def _no_spelling(diags: Sequence[Diagnostic], filename: str) -> FlowError:
     """The graph holds something `.flow` cannot write (e.g. a value nested more than
     100 levels): say so about the graph, not about text the user never saw."""
+    said = dict.fromkeys((d.message, d.help) for d in diags if d.is_error)  # each once
     return FlowError(
         [
-            Diagnostic(E108, f"the graph has no .flow spelling: {d.message}", filename, help=d.help)
-            for d in diags
-            if d.is_error
+            Diagnostic(E108, f"the graph has no .flow spelling: {message}", filename, help=help)
+            for message, help in said
         ]
     )
 

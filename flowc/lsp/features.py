@@ -13,7 +13,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from flowc.diagnostics import FlowError
-from flowc.dsl.formatter import FormatterBug, format_source, line_ending
+from flowc.dsl.formatter import FormatterBug, format_source
+from flowc.dsl.nodes import Flow
 from flowc.dsl.parser import parse_source
 from flowc.lsp import actions as act
 from flowc.lsp import completion as comp
@@ -54,38 +55,62 @@ def _range(server: FlowcServer, source: SourceFile, start: int, end: int) -> lsp
 def range_format_edits(
     text: str, filename: str, first: int, last: int
 ) -> list[tuple[int, int, str]] | None:
-    """Format the top-level statements on lines ``first`` .. ``last`` (0-based) with
-    ``flowc fmt``: the whole statements the range touches (a speaker block, a scenario)
-    are formatted as a file of their own, and only the lines that change are replaced:
-    ``(first old line, end old line, new text)``. None on a syntax error."""
+    """Format the top-level statements on lines ``first`` .. ``last`` (0-based) as
+    ``flowc fmt`` formats the whole file: the whole statements the range touches (a
+    speaker block, a scenario), and the comments and blank lines between statements when
+    the range takes in one of those lines, are replaced by the same statements of the
+    whole file formatted (so a rule keeps the column its alignment group has), and only
+    the lines that change: ``(first old line, end old line, new text)``. None on a syntax
+    error."""
     flow, errors = parse_source(SourceFile(filename, text))
     if errors:
         return None
-    lines = text_lines(text)
+    formatted = format_source(text, filename)
+    again, errors = parse_source(SourceFile(filename, formatted))
+    if errors or len(again.statements) != len(flow.statements):
+        raise FormatterBug(f"{filename}: formatting changed the statements of the file")
+    lines, new_lines = text_lines(text), text_lines(formatted)
     lo, hi = first, min(last, len(lines) - 1)
-    for st in flow.statements:  # widen to the statements the range touches
-        if st.span.line - 1 <= hi and st.span.end_line - 1 >= lo:
-            lo, hi = min(lo, st.span.line - 1), max(hi, st.span.end_line - 1)
     while lo <= hi and not lines[lo].strip():
         lo += 1
     while hi >= lo and not lines[hi].strip():
         hi -= 1
-    if lo > hi:
+    old_parts = _parts(flow, len(lines))
+    touched = [
+        i
+        for i, (start, end) in enumerate(old_parts)
+        if any(lines[k].strip() for k in range(max(start, lo), min(end, hi + 1)))
+    ]
+    if not touched:
         return []
-    old = lines[lo : hi + 1]
-    # formatted as a file of their own, ended as the whole file's lines are (its first
-    # line's ending, as `flowc fmt` ends every line), not as the first of these
-    new = text_lines(format_source("".join(old), filename).replace("\r\n", "\n"))
-    if line_ending(text) != "\n":
-        new = [line.replace("\n", "\r\n") for line in new]
-    if not old[-1].endswith("\n") and new:
+    new_parts = _parts(again, len(new_lines))
+    start, end = old_parts[touched[0]][0], old_parts[touched[-1]][1]
+    old = lines[start:end]
+    new = new_lines[new_parts[touched[0]][0] : new_parts[touched[-1]][1]]
+    if end == len(lines) and not old[-1].endswith("\n") and new:
         new[-1] = new[-1].rstrip("\r\n")  # the last line of a file without a final newline
     edits = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
-            edits.append((lo + i1, lo + i2, "".join(new[j1:j2])))
+            edits.append((start + i1, start + i2, "".join(new[j1:j2])))
     return edits
+
+
+def _parts(flow: Flow, count: int) -> list[tuple[int, int]]:
+    """A file's lines (``count`` of them, 0-based, end excluded) cut into what lies
+    before each top-level statement (comments, blank lines), each statement, and what
+    lies after the last: the same number of parts in a file and in its formatted text,
+    each part of one the counterpart of the same part of the other."""
+    parts: list[tuple[int, int]] = []
+    at = 0
+    for st in flow.statements:
+        begin = max(at, st.span.line - 1)
+        parts.append((at, begin))
+        at = max(begin, st.span.end_line)
+        parts.append((begin, at))
+    parts.append((at, max(at, count)))
+    return parts
 
 
 def register(server: FlowcServer) -> None:
@@ -214,9 +239,11 @@ def _register_fixes(server: FlowcServer) -> None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
         text = document_text(doc)
         try:
-            edits = range_format_edits(
-                text, to_fs_path(doc.uri) or doc.uri, params.range.start.line, params.range.end.line
-            )
+            begin, stop = params.range.start, params.range.end
+            # a range that ends at the start of a line (a selection of whole lines) does
+            # not take that line in
+            last = stop.line - 1 if stop.character == 0 and stop.line > begin.line else stop.line
+            edits = range_format_edits(text, to_fs_path(doc.uri) or doc.uri, begin.line, last)
         except FlowError:
             return None
         except FormatterBug as err:

@@ -130,8 +130,10 @@ def _names(node: Any, ctx: _Walk) -> Iterator[Occurrence]:
             yield Occurrence(SPEAKER, step.value, step.span)
     elif isinstance(node, n.ConditionDecl):
         yield Occurrence(CONDITION, node.name.value, node.name.span, True)
+        yield from _param_defaults(node.params, ctx)
     elif isinstance(node, n.TargetDecl):
         yield Occurrence(TARGET, node.name.value, node.name.span, True)
+        yield from _param_defaults(node.params, ctx)
         for result in node.results or ():
             yield from _names(result, ctx)
     elif isinstance(node, n.Scenario):
@@ -150,6 +152,14 @@ def _names(node: Any, ctx: _Walk) -> Iterator[Occurrence]:
         yield Occurrence(SPEAKER, node.speaker.value, node.speaker.span)
         for key in node.keys:
             yield Occurrence(KEY, key.value, key.span)
+
+
+def _param_defaults(params: tuple[n.Param, ...], ctx: _Walk) -> Iterator[Occurrence]:
+    """The speakers a custom call's parameter defaults name (``who: speaker = "b"``): a
+    call that leaves the argument out passes them, so they are uses like an argument."""
+    for param in params:
+        if param.default is not None:
+            yield from _speaker_values(param.default, str(param.type), ctx.text)
 
 
 def _speaker_values(value: n.Value, type_name: str | None, text: str) -> Iterator[Occurrence]:

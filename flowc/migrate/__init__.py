@@ -18,7 +18,7 @@ One reader per input format, one printer (:mod:`flowc.migrate.model`):
 `.flow` text with the findings (M001 left out, M002 lossy, M003 no effect), or no
 text and E-/M-coded findings when the input is unreadable or not recognised.
 
->>> from flowc.source import SourceFile
+>>> from flowc.source import SourceFile, Span
 >>> result = migrate_source(SourceFile("x.py", "print('hello')\\n"))
 >>> result.text is None, [d.code.id for d in result.findings]
 (True, ['M001'])
@@ -26,7 +26,10 @@ text and E-/M-coded findings when the input is unreadable or not recognised.
 
 from __future__ import annotations
 
+import ast
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import attrs
 
@@ -34,9 +37,10 @@ from flowc.diagnostics import E001, M001, Diagnostic, has_errors
 from flowc.inputs import DataError, load_json
 from flowc.migrate.agentchat import translate_component
 from flowc.migrate.model import NotRecognised, UnspellableName, emit
+from flowc.migrate.pyread import PyModule
 from flowc.migrate.python import translate_python
 from flowc.migrate.studio import is_studio_workflow, translate_studio
-from flowc.source import SourceFile
+from flowc.source import SourceFile, Span
 
 #: inputs larger than this are refused before parsing (a group chat file is a few KB)
 MAX_INPUT_BYTES = 2_000_000
@@ -87,6 +91,7 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
             return _migrate_json(source)
         return _migrate_python(source, pick)
     except UnspellableName as err:
+        span, path = _where_written(source, err.name)
         return MigrateResult(
             None,
             (
@@ -94,13 +99,65 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
                     M001,
                     str(err),
                     source.name,
+                    span,
                     help="rename it in the input (e.g. replace the backquote or line break with `_`)",
+                    json_path=path,
                 ),
             ),
             "unknown",
         )
     # anything else raised is a bug in flowc, not a finding about the input: it reaches
     # the command line, which reports it as an internal error (exit 2)
+
+
+def _where_written(source: SourceFile, name: str) -> tuple[Span | None, str | None]:
+    """Where the input writes the string ``name``: the span of the first Python string
+    literal that is it (one passed as ``name=`` first), or the JSON path of the first
+    JSON string that is it (a ``name`` field first); nothing when it is not written
+    whole (built by the program, say)."""
+    if _looks_like_json(source):
+        try:
+            data = load_json(source.text)
+        except (DataError, ValueError, RecursionError):
+            return None, None
+        found = sorted(_json_strings(data, name, ""), key=lambda hit: not hit[0])
+        return None, (found[0][1] if found else None)
+    try:
+        module = PyModule.parse(source.name, source.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None, None
+    named = {
+        id(kw.value)
+        for kw in ast.walk(module.tree)
+        if isinstance(kw, ast.keyword) and kw.arg == "name"
+    }
+    literals = [
+        node
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value == name
+    ]
+    if not literals:
+        return None, None
+    first = min(literals, key=lambda c: (id(c) not in named, c.lineno, c.col_offset))
+    return module.span(first), None
+
+
+def _json_strings(data: Any, name: str, path: str) -> Iterator[tuple[bool, str]]:
+    """The JSON paths of the strings equal to ``name`` in ``data``, in document order,
+    each with whether it is the value of a ``name`` field."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            at = f"{path}.{key}" if path else str(key)
+            if value == name and isinstance(value, str):
+                yield key == "name", at
+            else:
+                yield from _json_strings(value, name, at)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            if value == name and isinstance(value, str):
+                yield False, f"{path}[{i}]"
+            else:
+                yield from _json_strings(value, name, f"{path}[{i}]")
 
 
 def _migrate_python(source: SourceFile, pick: str | None = None) -> MigrateResult:

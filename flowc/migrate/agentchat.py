@@ -168,7 +168,7 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
         otherwise=routing.otherwise,
         otherwise_comment=routing.otherwise_comment,
         scenarios=tuple(scenarios),
-        notes=tuple(_notes(kind, exact, cfg.get("max_turns"))),
+        notes=tuple(_notes(kind, exact, _team_cap(cfg))),
     )
     return mm.Translation(migration, tuple(r.findings), tuple(sequences))
 
@@ -441,7 +441,15 @@ def _description(cfg: dict[str, Any]) -> str | None:
     return None
 
 
-def _notes(kind: str, exact: bool, team_cap: Any) -> list[str]:
+def _team_cap(cfg: dict[str, Any]) -> int | None:
+    """The team's ``max_turns`` when it is a usable cap (a whole number of 1 or more)."""
+    cap = cfg.get("max_turns")
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1:
+        return cap
+    return None
+
+
+def _notes(kind: str, exact: bool, team_cap: int | None) -> list[str]:
     """The notes at the head of the flow: the team kind (and whether the scenarios state
     its order), and how the team's ``max_turns`` was counted."""
     notes = [
@@ -508,6 +516,15 @@ def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> lis
             )
             continue
         tool = name if isinstance(name, str) and name else f"transfer_to_{target}".lower()
+        if any(o.tool == tool for o in out):
+            # (AgentChat refuses such an agent: its handoff names must be unique)
+            r.report(
+                M001,
+                f"a second handoff named `{tool}` (to `{target}`) was left out: an agent's "
+                "handoff names must be unique",
+                f"{path}.config.handoffs[{j}]",
+            )
+            continue
         out.append(
             _Handoff(tool, target, desc if isinstance(desc, str) else f"Handoff to {target}.")
         )
@@ -525,9 +542,17 @@ def _termination(
     every MaxMessageTermination), the -10 rules that end the run, the first mentioned
     text (a scenario's witness) and the HandoffTermination targets."""
     ends = _Ends(r, participants, handoffs)
-    team_cap = cfg.get("max_turns")
-    if isinstance(team_cap, int) and not isinstance(team_cap, bool) and team_cap >= 1:
+    team_cap = _team_cap(cfg)
+    if team_cap is not None:
         ends.caps.append(team_cap + 1)
+    elif cfg.get("max_turns") is not None:  # null is AgentChat's own default: no cap
+        r.report(
+            M001,
+            f"the team's `max_turns` ({mm.shown(cfg['max_turns'])}) is not a whole number of "
+            "1 or more; left out",
+            "config.max_turns",
+            help="AgentChat counts agent turns with it: give a number of turns of 1 or more",
+        )
     term = cfg.get("termination_condition")
     if term is not None:
         ends.visit(term, "config.termination_condition")
@@ -591,7 +616,7 @@ class _Ends:
     def max_message(self, cc: dict[str, Any], path: str) -> None:
         """MaxMessageTermination: a turn cap (agent events are not turns)."""
         value = cc.get("max_messages")
-        if isinstance(value, int) and value >= 1:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
             self.caps.append(value)
             if cc.get("include_agent_event"):
                 self.r.report(

@@ -323,6 +323,27 @@ def graph_rules(
     return rules, exact, chain
 
 
+def _edges(r: Findings, name: str, raw: list[Any]) -> list[dict[str, Any]]:
+    """The edges of node ``name`` that have a target; an ``activation_condition`` other
+    than ``all`` and ``any`` is reported and read as AgentChat's default, ``all``."""
+    out = []
+    for j, e in enumerate(raw):
+        if not isinstance(e, dict) or not isinstance(e.get("target"), str):
+            continue
+        condition = e.get("activation_condition", "all")
+        if not (isinstance(condition, str) and condition in ("all", "any")):
+            r.report(
+                M001,
+                f"the edge `{name}` -> `{e['target']}` has the `activation_condition` "
+                f'{mm.shown(condition)}, neither "all" nor "any"; left out (read as "all", '
+                "AgentChat's default)",
+                f"config.graph.nodes.{name}.edges[{j}].activation_condition",
+            )
+            e = {**e, "activation_condition": "all"}
+        out.append(e)
+    return out
+
+
 def _read_graph(r: Findings, cfg: dict[str, Any], participants: list[str]) -> _Graph | None:
     """Read ``config.graph``: its nodes, edges and start nodes. None (with an M001
     finding) when no rule can be written: no nodes, a node that is not a participant, an
@@ -336,11 +357,7 @@ def _read_graph(r: Findings, cfg: dict[str, Any], participants: list[str]) -> _G
     edges: dict[str, list[dict[str, Any]]] = {}
     for name, node in nodes.items():
         raw = node.get("edges") if isinstance(node, dict) else None
-        edges[name] = (
-            [e for e in raw if isinstance(e, dict) and isinstance(e.get("target"), str)]
-            if isinstance(raw, list)
-            else []
-        )
+        edges[name] = _edges(r, name, raw if isinstance(raw, list) else [])
         for e in edges[name]:
             incoming.setdefault(e["target"], []).append(name)
     unknown = sorted(n_ for n_ in incoming if n_ not in participants)

@@ -404,14 +404,20 @@ def _has_sources(term: dict[str, Any] | None) -> bool:
 
 def _apply_sources(mig: mm.Migration, term: dict[str, Any]) -> mm.Migration:
     """``TextMentionTermination(text, sources=[...])``: only those speakers end the run."""
-    sources = {c["config"]["text"]: c["config"].get("sources") for c in _text_conditions(term)}
+    # (a condition whose text is not a string was reported and left out: no rule has it)
+    sources = {
+        c["config"]["text"]: c["config"].get("sources")
+        for c in _text_conditions(term)
+        if isinstance(c["config"].get("text"), str)
+    }
     speakers = {s.name for s in mig.speakers}
     rules = []
     for r in mig.rules:
         cond = r.cond
         if isinstance(cond, n.CallCond) and cond.name.value == "text_contains":
             text = cond.args[0].value.value
-            srcs = [x for x in sources.get(text) or [] if x in speakers]
+            named = sources.get(text)
+            srcs = [x for x in named if x in speakers] if isinstance(named, list) else []
             if srcs:
                 cond = n.AndCond((mm.from_(*srcs), cond), mm.S)
         rules.append(mm.Rule(cond, r.target, r.priority, r.comment))

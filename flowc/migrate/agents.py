@@ -94,6 +94,34 @@ class AgentReader:
         span = self.mod.span(node) if node is not None else None
         self.findings.append(Diagnostic(code, message, self.mod.source.name, span, help=help))
 
+    def round_cap(self, node: ast.expr | None, name: str, default: int | None) -> int | None:
+        """A chat's cap on rounds (``max_round``, ``max_rounds``) written at ``node``:
+        ``default`` when it is not written; None, reported with an M001, when it cannot be
+        read or is not a whole number of 1 or more (a bool is no number of rounds): the
+        flow then has no turn cap."""
+        if node is None:
+            return default
+        try:
+            value = self.mod.const(node)
+        except NotStatic:
+            self.report(
+                M001,
+                f"`{name}` cannot be read statically; the flow has no turn cap",
+                node,
+                help=f"write {name} as an integer literal",
+            )
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        self.report(
+            M001,
+            f"`{name}` is {shown}, not a whole number of 1 or more; the flow has no turn cap",
+            node,
+            help=f"give {name} a number of rounds of 1 or more",
+        )
+        return None
+
     # ── agents ──
 
     def collect_agents(self) -> None:

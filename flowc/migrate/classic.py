@@ -97,10 +97,17 @@ def _first_line(text: str) -> str:
 def report_no_groupchat(reader: AgentReader) -> None:
     """M001 for a file with no ``GroupChat(...)`` call: nothing here is a classic group
     chat (the caller raises :class:`NotRecognised` with the reader's findings)."""
+    own = next(
+        (c for c in reader.mod.calls() if callee(c) == "GroupChat" and reader.mod.defined_here(c)),
+        None,
+    )
     reader.report(
         M001,
-        "no classic group chat found: the file has no `GroupChat(...)` call",
-        None,
+        "no classic group chat found: the file has no `GroupChat(...)` call"
+        if own is None
+        else "no classic group chat found: this `GroupChat` is a class the file defines "
+        "itself, not AG2's",
+        own,
         help="migrate translates files that build an autogen GroupChat and its GroupChatManager",
     )
 
@@ -114,7 +121,7 @@ def translate_classic(source: SourceFile) -> mm.Translation:
     mod = PyModule.parse(source.name, source.text)
     reader = AgentReader(mod)
     reader.collect_agents()
-    calls = list(mod.calls())
+    calls = [c for c in mod.calls() if not mod.defined_here(c)]
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if not groupchats:
         report_no_groupchat(reader)
@@ -346,20 +353,7 @@ def _initiator(
 def _max_round(reader: AgentReader, gc: ast.Call) -> int | None:
     """``max_round`` (classic's default when absent); None, reported, when it cannot be
     read as a positive integer: the flow then has no turn cap."""
-    mod = reader.mod
-    max_round_node = kwarg(gc, "max_round")
-    max_round = (
-        mod.const_or(max_round_node, None) if max_round_node is not None else DEFAULT_MAX_ROUND
-    )
-    if not isinstance(max_round, int) or isinstance(max_round, bool) or max_round < 1:
-        reader.report(
-            M001,
-            "`max_round` cannot be read statically; the flow has no turn cap",
-            max_round_node or gc,
-            help="write max_round as an integer literal",
-        )
-        return None
-    return max_round
+    return reader.round_cap(kwarg(gc, "max_round"), "max_round", DEFAULT_MAX_ROUND)
 
 
 def _selection_method(

@@ -274,11 +274,7 @@ def _runner_settings(
         )
         return max_rounds, kickoff, sender
     mr = kwarg(runner, "max_rounds", 2)
-    if mr is not None:
-        value = mod.const_or(mr, None)
-        max_rounds = value if isinstance(value, int) and value >= 1 else None
-        if max_rounds is None:
-            reader.report(M001, "`max_rounds` cannot be read statically; the flow has no cap", mr)
+    max_rounds = reader.round_cap(mr, "max_rounds", max_rounds)
     msg = mod.const_or(kwarg(runner, "messages", 1), None)
     kickoff = msg if isinstance(msg, str) else None
     if isinstance(msg, list) and msg and isinstance(msg[-1], dict):

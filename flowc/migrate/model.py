@@ -339,9 +339,27 @@ def render(mig: Migration) -> str:
     return "\n".join(out) + "\n"
 
 
+def shown(value: Any) -> str:
+    """A setting's value as JSON writes it, cut short, for a finding's message.
+
+    >>> shown(True), shown([1, 2]), shown("x" * 50)
+    ('true', '[1, 2]', '"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...')
+    """
+    try:
+        text = json.dumps(value, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 class UnspellableName(Exception):
     """A name no `.flow` can write (a backquote or a line break in it, or empty): the
-    input is refused with an M001 naming it, never reported as a bug in flowc."""
+    input is refused with an M001 naming it, never reported as a bug in flowc. ``name``
+    is the name, for the finding to point at where the input writes it."""
+
+    def __init__(self, message: str, name: str = "") -> None:
+        super().__init__(message)
+        self.name = name
 
 
 def _check_names(mig: Migration) -> None:
@@ -349,13 +367,31 @@ def _check_names(mig: Migration) -> None:
     named += [("tool", t.name) for s in mig.speakers for t in s.tools]
     named += [("context key", k) for k, _ in mig.context]
     for what, value in named:
-        if not value or "`" in value or "\n" in value:
+        problem = _unspellable(value)
+        if problem is not None:
             raise UnspellableName(
-                f"the {what} name {json.dumps(value, ensure_ascii=False)} "
-                + ("is empty" if not value else "holds a backquote or a line break")
-                + ", which no .flow name can hold (a `backquoted name` holds any other "
-                "character); nothing was written"
+                f"the {what} name {json.dumps(value, ensure_ascii='surrogate' in problem)} "
+                f"{problem}, which no .flow name can "
+                "hold (a `backquoted name` holds any other character); nothing was written",
+                value,
             )
+
+
+def _unspellable(name: str) -> str | None:
+    """Why no `.flow` can write ``name``, or None: a backquoted name ends at a backquote
+    or at the end of its line, and a line ends at a newline or at a carriage return (a
+    lone one too); a `.flow` is UTF-8 text, which holds no lone surrogate.
+
+    >>> _unspellable("wr\\riter"), _unspellable("support desk")
+    ('holds a backquote or a line break', None)
+    """
+    if not name:
+        return "is empty"
+    if "`" in name or "\n" in name or "\r" in name:
+        return "holds a backquote or a line break"
+    if any("\ud800" <= c <= "\udfff" for c in name):
+        return "holds a lone surrogate (a character UTF-8 text cannot hold)"
+    return None
 
 
 def emit(mig: Migration, filename: str = "<migrated>") -> str:

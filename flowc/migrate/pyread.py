@@ -590,8 +590,25 @@ class PyModule:
 
     @classmethod
     def parse(cls, filename: str, text: str) -> PyModule:
-        """Parse ``text``; raises ``SyntaxError`` (and ``RecursionError``/``ValueError``)."""
-        return cls(SourceFile(filename, text), ast.parse(text, filename=filename))
+        """Parse ``text``; raises ``SyntaxError`` (and ``RecursionError``/``ValueError``).
+        An imported class under another name (``from autogen import GroupChat as GC``)
+        is read under its own (:func:`_unalias`)."""
+        tree = ast.parse(text, filename=filename)
+        _unalias(tree)
+        return cls(SourceFile(filename, text), tree)
+
+    def defined_here(self, call: ast.Call) -> bool:
+        """Whether what ``call`` calls is a plain function or a class without bases that
+        the file itself defines at its top (``class GroupChat: ...``): never a class of
+        AG2 or AutoGen, whatever its name."""
+        if not isinstance(call.func, ast.Name):
+            return False
+        name = call.func.id
+        return any(
+            (isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef) and st.name == name)
+            or (isinstance(st, ast.ClassDef) and st.name == name and not st.bases)
+            for st in self.tree.body
+        )
 
     # ── spans ──
 
@@ -826,6 +843,55 @@ class PyModule:
     def docstring(self, fn: ast.expr | str) -> str | None:
         found = self.functions.get(fn) if isinstance(fn, str) else self.function_of(fn)
         return ast.get_docstring(found) if found is not None else None
+
+
+def _unalias(tree: ast.Module) -> None:
+    """Rewrite ``from M import X as Y`` as ``from M import X``, and every ``Y`` read as
+    ``X``: the readers know a class by its name, and Python binds the alias to that class.
+    Only an alias bound nowhere else in the file, to a name the file uses nowhere, is
+    rewritten (the file then means the same)."""
+    aliases: dict[str, list[ast.alias]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.asname and a.asname != a.name and a.name != "*":
+                    aliases.setdefault(a.asname, []).append(a)
+    if not aliases:
+        return
+    bound: dict[str, int] = {}
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+            if not isinstance(node.ctx, ast.Load):
+                bound[node.id] = bound.get(node.id, 0) + 1
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            used.add(node.name)
+            bound[node.name] = bound.get(node.name, 0) + 1
+        elif isinstance(node, ast.arg):
+            used.add(node.arg)
+            bound[node.arg] = bound.get(node.arg, 0) + 1
+        elif isinstance(node, ast.alias):
+            name = node.asname or node.name.split(".")[0]
+            used.add(name)
+            bound[name] = bound.get(name, 0) + 1
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            used.add(node.name)
+            bound[node.name] = bound.get(node.name, 0) + 1
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            used.update(node.names)
+            for name in node.names:
+                bound[name] = bound.get(name, 0) + 2  # never rewritten
+    renamed: dict[str, str] = {}
+    for alias_name, found in aliases.items():
+        original = found[0].name
+        if len(found) == 1 and bound.get(alias_name) == 1 and original not in used:
+            renamed[alias_name] = original
+            found[0].asname = None
+            used.add(original)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in renamed:
+            node.id = renamed[node.id]
 
 
 def _target_names(target: ast.expr) -> list[str] | None:

@@ -197,7 +197,8 @@ def translate_python(source: SourceFile, pick: str | None = None) -> mm.Translat
     when it holds nothing this version translates.
     """
     mod = PyModule.parse(source.name, source.text)
-    calls = list(mod.calls())
+    # (a function or class the file defines is never AG2's, whatever its name)
+    calls = [c for c in mod.calls() if not mod.defined_here(c)]
     groupchats = [c for c in calls if callee(c) == "GroupChat"]
     if groupchats:
         return _translate(

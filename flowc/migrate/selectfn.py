@@ -275,7 +275,7 @@ class _Lower:
                 and len(left.args) == 1
                 and self.is_messages(left.args[0])
                 and isinstance(right, ast.Constant)
-                and isinstance(right.value, int)
+                and type(right.value) is int  # never a bool: `len(messages) <= True`
             ):
                 limit = {
                     ast.LtE: right.value,

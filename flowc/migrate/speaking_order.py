@@ -60,7 +60,8 @@ def guard_scenarios(
     kickoff: str | None,
 ) -> list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]]:
     """One scenario per message test of a lowered selection function: the default path up
-    to the tested speaker, who then says a text that passes the test."""
+    to the tested speaker, who then says a text that passes the test (none for a test
+    whose path has no turn text that passes no test: :class:`NoText`)."""
     out: list[tuple[str, tuple[str, ...], list[n.ScenarioItem]]] = []
     for src, guards, nx, witness in lowered:
         if not guards or witness is None or nx.kind not in ("agent", "end"):
@@ -76,13 +77,16 @@ def guard_scenarios(
         if seq[-1] != src or len(seq) >= max_round:
             continue
         items: list[n.ScenarioItem] = []
-        for i, sp in enumerate(seq[:-1]):
-            text = (
-                kickoff
-                if i == 0 and kickoff and all(evaluate(c, kickoff) is False for c in avoid)
-                else turn_text(sp, i + 1, avoid)
-            )
-            items.append(mm.say(sp, text))
+        try:
+            for i, sp in enumerate(seq[:-1]):
+                text = (
+                    kickoff
+                    if i == 0 and kickoff and all(evaluate(c, kickoff) is False for c in avoid)
+                    else turn_text(sp, i + 1, avoid)
+                )
+                items.append(mm.say(sp, text))
+        except NoText:  # a test every text passes (`"" in content`): no turn avoids it
+            continue
         items.append(mm.say(src, witness))
         if nx.kind == "agent" and nx.agent is not None:
             items.append(mm.expect_next(nx.agent))

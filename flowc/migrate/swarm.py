@@ -154,14 +154,9 @@ def _read_context(reader: AgentReader, g: HandoffReader, runner: ast.Call) -> No
 
 
 def _max_rounds(reader: AgentReader, runner: ast.Call) -> int | None:
-    """The runner's ``max_rounds`` (classic's default when absent, None when not a
-    positive int)."""
-    mr = kwarg(runner, "max_rounds", 4)
-    max_rounds: int | None = DEFAULT_MAX_ROUNDS
-    if mr is not None:
-        value = reader.mod.const_or(mr, None)
-        max_rounds = value if isinstance(value, int) and value >= 1 else None
-    return max_rounds
+    """The runner's ``max_rounds`` (classic's default when absent, None, reported, when
+    not a positive int)."""
+    return reader.round_cap(kwarg(runner, "max_rounds", 4), "max_rounds", DEFAULT_MAX_ROUNDS)
 
 
 def _reaches_user(user: str, targets: list[n.Target], otherwise: n.Target | None) -> bool:

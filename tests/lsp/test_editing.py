@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
@@ -285,6 +287,62 @@ async def test_range_formatting_formats_the_statements_in_the_range_only(
         )
     )
     assert unchanged is not None and len(unchanged) == 0
+
+
+ALIGNED = (Path(__file__).resolve().parents[2] / "examples" / "feedback_loop.flow").read_text()
+#: the example with one rule of its aligned group written without the alignment
+UNALIGNED = ALIGNED.replace(
+    "when from drafter         then reviewer\n", "when   from drafter then    reviewer\n"
+)
+
+
+@pytest.mark.parametrize(
+    "end",
+    [lsp.Position(18, 0), lsp.Position(17, 0), lsp.Position(17, 12)],
+    ids=["whole line", "empty range", "within the line"],
+)
+async def test_range_formatting_writes_what_fmt_writes(
+    client: LanguageClient, end: lsp.Position
+) -> None:
+    """A rule of an aligned group comes out aligned with its neighbours, as `flowc fmt`
+    writes it; a range that ends at the start of a line leaves that line alone."""
+    assert UNALIGNED != ALIGNED and format_source(UNALIGNED) == ALIGNED
+    uri = await open_doc(client, UNALIGNED)
+    edits = await client.text_document_range_formatting_async(
+        lsp.DocumentRangeFormattingParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Range(lsp.Position(17, 0), end),
+            lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+        )
+    )
+    assert edits is not None and list(edits) == [
+        lsp.TextEdit(
+            lsp.Range(lsp.Position(17, 0), lsp.Position(18, 0)),
+            "when from drafter         then reviewer\n",
+        )
+    ]
+    assert apply_edits(UNALIGNED, edits) == ALIGNED
+
+
+async def test_range_formatting_of_the_lines_between_statements(client: LanguageClient) -> None:
+    """A comment between statements in the range is written as `flowc fmt` writes it;
+    the statements around it are left alone."""
+    text = ALIGNED.replace("could never be reached.\n", "could never be reached.   \n").replace(
+        "when from user            then drafter", "when from user then drafter"
+    )
+    uri = await open_doc(client, text)
+    line = position_of(text, "# No").line
+    edits = await client.text_document_range_formatting_async(
+        lsp.DocumentRangeFormattingParams(
+            lsp.TextDocumentIdentifier(uri),
+            lsp.Range(lsp.Position(line, 2), lsp.Position(line, 4)),
+            lsp.FormattingOptions(tab_size=2, insert_spaces=True),
+        )
+    )
+    assert edits is not None
+    after = apply_edits(text, edits)
+    assert "could never be reached.\n" in after
+    assert "when from user then drafter\n" in after
 
 
 async def test_edits_then_completion_use_the_new_text(client: LanguageClient) -> None:

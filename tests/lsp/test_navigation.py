@@ -221,3 +221,42 @@ async def test_custom_names_are_not_renamed_and_nothing_is_not_renamed(
         )
     )
     assert nothing is None
+
+
+DEFAULTS = """\
+speakers a, b, `sup desk`
+condition near(who: speaker = "b")
+target pick(who: speaker = "b", many: list[speaker] = ["sup desk",
+  "b"])
+when from a and near() then pick()
+when from b then a
+when from `sup desk` then a
+"""
+
+
+async def test_a_speaker_in_a_parameter_default_is_a_use(client: LanguageClient) -> None:
+    uri = await open_doc(client, DEFAULTS)
+    found = span_texts(
+        DEFAULTS, await refs(client, uri, position_of(DEFAULTS, "from b ", offset=5))
+    )
+    assert found == [(0, "b"), (1, '"b"'), (2, '"b"'), (3, '"b"'), (5, "b")], found
+    # the cursor on a default finds the speaker too
+    from_default = await refs(client, uri, position_of(DEFAULTS, 'speaker = "b", many', offset=11))
+    assert span_texts(DEFAULTS, from_default) == found
+    desk = span_texts(
+        DEFAULTS, await refs(client, uri, position_of(DEFAULTS, "`sup desk` then", offset=2))
+    )
+    assert desk == [(0, "`sup desk`"), (2, '"sup desk"'), (6, "`sup desk`")], desk
+    renamed = apply(
+        DEFAULTS, await rename(client, uri, position_of(DEFAULTS, "from b ", offset=5), "c")
+    )
+    assert renamed == DEFAULTS.replace('"b"', '"c"').replace(", b,", ", c,").replace(
+        "from b ", "from c "
+    )
+    assert codes(renamed) == codes(DEFAULTS)
+    renamed = apply(
+        DEFAULTS,
+        await rename(client, uri, position_of(DEFAULTS, "`sup desk` then", offset=2), "desk"),
+    )
+    assert '["desk",' in renamed and "from desk then" in renamed
+    assert codes(renamed) == codes(DEFAULTS)
