@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli.cli_runs import flowc
 
 FLOW = """speaker user: human
 speaker triage {
@@ -64,18 +64,6 @@ CASES = {
         "event_data.tool_calls[0].args.1: expected a string key, got 1",
     ),
 }
-
-
-def flowc(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flowc", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
 
 
 def write_inputs(folder: Path, call: str) -> None:

@@ -3,40 +3,13 @@ the properties the run broke, how it ended, and its context."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-FLOW = """speaker user: human
-speaker drafter
-speaker reviewer {
-  tool approve sets done = true
-}
-start user
-max_turns 8
-context done = false
-when context.done == true then terminate "approved"
-when from user then drafter
-when from drafter then reviewer
-when from reviewer then drafter
-property one_draft: from drafter at most 1 time
-"""
-
-
-def flowc(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flowc", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+from tests.cli.cli_runs import REVIEW_FLOW, flowc
 
 
 def test_log_ends_the_transcript_as_run_printed_it(tmp_path: Path) -> None:
-    (tmp_path / "a.flow").write_text(FLOW)
+    (tmp_path / "a.flow").write_text(REVIEW_FLOW)
     (tmp_path / "s.yaml").write_text(
         "{kickoff: hi, script: {drafter: [d, d2], reviewer: [r1, {tool: approve, say: ok}]}}\n"
     )
@@ -53,7 +26,7 @@ def test_log_ends_the_transcript_as_run_printed_it(tmp_path: Path) -> None:
 
 
 def test_the_log_of_an_open_run_ends_with_its_context(tmp_path: Path) -> None:
-    (tmp_path / "a.flow").write_text(FLOW)
+    (tmp_path / "a.flow").write_text(REVIEW_FLOW)
     (tmp_path / "s.yaml").write_text("{kickoff: hi, script: {drafter: [d, d2], reviewer: [r1]}}\n")
     run = flowc(tmp_path, "run", "a.flow", "--script", "s.yaml", "--db", "r.db")
     assert run.returncode == 3, run.stderr  # stalled, a property broken

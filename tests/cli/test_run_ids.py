@@ -7,8 +7,6 @@ newest run. Real ``flowc`` processes on a SQLite file."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from flowc.runtime.script import parse_script
 from flowc.runtime.script_run import run_script_sync
 from flowc.runtime.target import RunTarget
 from flowc.runtime.wal import SqliteStore
+from tests.cli.cli_runs import flowc
 
 FLOW = """speaker user: human
 speaker bot
@@ -26,18 +25,6 @@ max_turns 4
 when from user then bot
 when from bot then terminate "done"
 """
-
-
-def flowc(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flowc", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture

@@ -5,13 +5,12 @@ names a participant twice is the script's mistake, named at its key, not the gra
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from flowc.runtime.script import ScriptError, parse_script
+from tests.cli.cli_runs import flowc
 
 FLOW = """speaker user: human
 speaker bot {
@@ -101,18 +100,6 @@ def test_absent_or_null_is_none() -> None:
         .calls
     )
     assert (call.args, call.set, call.delete) == ({}, {}, ())
-
-
-def flowc(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flowc", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_run_refuses_an_empty_list_for_a_script(tmp_path: Path) -> None:

@@ -9,22 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.cli.cli_runs import REVIEW_FLOW
 from tests.runtime.worker_harness import events, start_worker, stop_worker, submit
-
-FLOW = """speaker user: human
-speaker drafter
-speaker reviewer {
-  tool approve sets done = true
-}
-start user
-max_turns 8
-context done = false
-when context.done == true then terminate "approved"
-when from user then drafter
-when from drafter then reviewer
-when from reviewer then drafter
-property one_draft: from drafter at most 1 time
-"""
 
 SCRIPT = "{kickoff: hi, script: {drafter: [d, d2], reviewer: [r1, {tool: approve, say: ok}]}}\n"
 
@@ -38,7 +24,7 @@ def _wait_for(log: Path, done: Callable[[], bool], worker: subprocess.Popen[byte
 
 
 def test_a_worker_reports_no_violation_of_runs_it_did_not_run(tmp_path: Path) -> None:
-    (tmp_path / "a.flow").write_text(FLOW)
+    (tmp_path / "a.flow").write_text(REVIEW_FLOW)
     (tmp_path / "s.yaml").write_text(SCRIPT)
     db = str(tmp_path / "w2.db")
     ids = submit(db, tmp_path / "a.flow", tmp_path / "s.yaml", 3)
