@@ -210,6 +210,16 @@ def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
             ),
             False,
         )
+    elif result.silent:  # an answer with no text and no routing: AG2 stops there too
+        yield (
+            (
+                f"stalled after {counted(result.turn_count, 'turn')}: {result.stalled_on}'s "
+                "turn says nothing and routes nothing (as in AG2, such a round posts no "
+                "message and stops the run; the context it wrote is kept, as AG2 keeps it): "
+                "give the turn a text"
+            ),
+            False,
+        )
     elif result.turn_count == 0 and result.stalled_on is not None:
         # nothing took the first turn: with a script, it has no kickoff
         yield (

@@ -67,6 +67,9 @@ class Channel:
     store_failed: bool = False
     #: the exception that stopped the run, when a turn failed (``Hub.fail``)
     failure: Failure | None = None
+    #: the speaker the run stalled on answered, but said nothing and routed nothing (a
+    #: silent round), rather than having no answer at all
+    silent: bool = False
     recent: deque[Envelope] = attrs.field(factory=lambda: deque(maxlen=HISTORY_WINDOW))
     members: frozenset[str] = frozenset()
     order: tuple[str, ...] = ()

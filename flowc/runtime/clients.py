@@ -270,7 +270,8 @@ class AgentClient(_Client):
             {aid: name for name, aid in self.hub.name_to_id().items()},
         )
         try:
-            reply = as_reply(await self.fn(turn))
+            answer = await self.fn(turn)
+            reply = as_reply(answer)
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -311,4 +312,7 @@ class AgentClient(_Client):
             self.hub.fail(ch.channel_id, self.agent_id, err)
             return
         if not envs or not any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs):
+            # a silent round (its context writes, if any, are written, as AG2 writes
+            # them), or no answer at all (``None``: a scripted speaker with no turn left)
+            ch.silent = answer is not None
             self.hub.stall(ch.channel_id, self.agent_id)

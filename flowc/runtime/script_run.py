@@ -601,6 +601,7 @@ def _result(
         tuple(ch.violations),
         ch.refused if stalled is not None else (),
         ch.failure,
+        ch.silent and stalled is not None,
     )
 
 

@@ -248,6 +248,8 @@ class RunResult:
     #: the exception that stopped the run, when a turn failed (its traceback is in the
     #: JSON only when asked for, see :func:`flowc.runtime.failures.tracebacks_wanted`)
     failure: Failure | None = attrs.field(default=None, repr=False)
+    #: the speaker the run stalled on answered, but said nothing and routed nothing
+    silent: bool = False
 
     def to_json(self, describe: Describe | None = None) -> dict[str, Any]:
         """The ``--json`` shape of ``docs/runtime.md``: every turn whole (see
