@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import secrets
 import subprocess
 import sys
 from collections.abc import Callable
@@ -144,29 +144,30 @@ def _then_text(change: Any) -> str:
     return " → ".join(map(str, change.then))
 
 
-#: the only escape sequences the text report writes itself (with colour)
-_COLOR_CODES = re.compile("(\x1b\\[(?:32|31|1|0)m)")
-
-
-def _shown(text: str, color: bool) -> str:
-    """The report with the control characters of what it quotes (a name holding ESC)
-    written as escapes; only the report's own colour codes stay (with ``color``)."""
-    if not color:
-        return shown(text)
-    return "".join(
-        part if i % 2 else shown(part) for i, part in enumerate(_COLOR_CODES.split(text))
-    )
+#: the escape sequences the text report writes itself, with colour: green, red, bold, reset
+_COLOR_CODES = ("\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[0m")
 
 
 def render_text(diff: Any, color: bool = False) -> str:
-    return _shown(_render_text(diff, color), color)
+    """The text report, with the control characters of what it quotes (a name holding
+    ESC) written as escapes. With ``color``, the report is made with a random mark for
+    each colour, no name can hold, then escaped, then each mark is made its colour: so
+    only the report's own colours reach the terminal."""
+    if not color:
+        return shown(_render_text(diff, ("",) * 4))
+    nonce = secrets.token_hex(8)
+    marks = tuple(f"\ue000{nonce}{i}\ue001" for i in range(len(_COLOR_CODES)))
+    text = shown(_render_text(diff, marks))
+    for mark, code in zip(marks, _COLOR_CODES, strict=True):
+        text = text.replace(mark, code)
+    return text
 
 
-def _render_text(diff: Any, color: bool = False) -> str:
+def _render_text(diff: Any, colors: tuple[str, ...]) -> str:
     from flowc.compiler.analysis.changes import SAME, UNKNOWN, rule_labels
 
     old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
-    green, red, bold, reset = ("\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
+    green, red, bold, reset = colors
     out = [f"{bold}flowc diff {diff.old.label} → {diff.new.label}{reset}"]
     if diff.as_graphs and not diff.notes:
         out.append(

@@ -100,7 +100,7 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
                     str(err),
                     source.name,
                     span,
-                    help="rename it in the input (e.g. replace the backquote or line break with `_`)",
+                    help=err.fix,
                     json_path=path,
                 ),
             ),

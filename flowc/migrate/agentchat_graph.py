@@ -335,8 +335,8 @@ def _edges(r: Findings, name: str, raw: list[Any]) -> list[dict[str, Any]]:
             r.report(
                 M001,
                 f"the edge `{name}` -> `{e['target']}` has the `activation_condition` "
-                f'{mm.shown(condition)}, neither "all" nor "any"; left out (read as "all", '
-                "AgentChat's default)",
+                f'{mm.shown(condition)}, neither "all" nor "any"; read as "all", '
+                "AgentChat's default",
                 f"config.graph.nodes.{name}.edges[{j}].activation_condition",
             )
             e = {**e, "activation_condition": "all"}

@@ -355,11 +355,13 @@ def shown(value: Any) -> str:
 class UnspellableName(Exception):
     """A name no `.flow` can write (a backquote or a line break in it, or empty): the
     input is refused with an M001 naming it, never reported as a bug in flowc. ``name``
-    is the name, for the finding to point at where the input writes it."""
+    is the name, for the finding to point at where the input writes it; ``fix`` what to
+    do about it."""
 
-    def __init__(self, message: str, name: str = "") -> None:
+    def __init__(self, message: str, name: str = "", fix: str = "") -> None:
         super().__init__(message)
         self.name = name
+        self.fix = fix
 
 
 def _check_names(mig: Migration) -> None:
@@ -368,13 +370,22 @@ def _check_names(mig: Migration) -> None:
     named += [("context key", k) for k, _ in mig.context]
     for what, value in named:
         problem = _unspellable(value)
-        if problem is not None:
+        if problem is None:
+            continue
+        surrogate = "surrogate" in problem
+        shown = json.dumps(value, ensure_ascii=surrogate)
+        if surrogate:
             raise UnspellableName(
-                f"the {what} name {json.dumps(value, ensure_ascii='surrogate' in problem)} "
-                f"{problem}, which no .flow name can "
-                "hold (a `backquoted name` holds any other character); nothing was written",
+                f"the {what} name {shown} {problem}, so no .flow can hold it; nothing was written",
                 value,
+                "rename it in the input (a lone surrogate is half of a character: remove it)",
             )
+        raise UnspellableName(
+            f"the {what} name {shown} {problem}, which no .flow name can hold (a `backquoted"
+            " name` holds any other character); nothing was written",
+            value,
+            "rename it in the input (e.g. replace the backquote or line break with `_`)",
+        )
 
 
 def _unspellable(name: str) -> str | None:
@@ -390,7 +401,7 @@ def _unspellable(name: str) -> str | None:
     if "`" in name or "\n" in name or "\r" in name:
         return "holds a backquote or a line break"
     if any("\ud800" <= c <= "\udfff" for c in name):
-        return "holds a lone surrogate (a character UTF-8 text cannot hold)"
+        return "holds a lone surrogate (UTF-8 text, as a .flow is, cannot hold one)"
     return None
 
 

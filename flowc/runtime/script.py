@@ -97,7 +97,9 @@ def _parse_call(obj: Mapping[str, Any], where: str) -> ScriptCall:
     if isinstance(delete, str):
         delete = [delete]
     if not isinstance(delete, list) or not all(isinstance(k, str) for k in delete):
-        raise ScriptError(f"{where}.delete: expected a key or a list of keys, got {_kind(delete)}")
+        odd = [k for k in delete if not isinstance(k, str)][:1] if isinstance(delete, list) else []
+        what = f"a list holding {_kind(odd[0])}" if odd else _kind(delete)
+        raise ScriptError(f"{where}.delete: expected a key or a list of keys, got {what}")
     handoff, reason = _handoff(obj.get("handoff"), f"{where}.handoff")
     finish, summary = _finish(obj.get("finish"), obj.get("summary"), where)
     if handoff is not None and finish is not None:
@@ -114,12 +116,23 @@ def _given(obj: Mapping[str, Any], key: str, default: Any) -> Any:
 
 
 def _kind(value: Any) -> str:
-    """What a value of the wrong shape is, as a refusal names it (``list``, ``int``, ...;
-    a list of something else than keys is ``a list holding int``)."""
+    """What a value of the wrong shape is, as a refusal names it, in JSON's words (a
+    script is JSON or YAML): an object, a list, a string, a number, a boolean.
+
+    >>> _kind([]), _kind({"a": 1}), _kind(1.5), _kind(True)
+    ('a list', 'an object', 'a number', 'a boolean')
+    """
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, list):
-        odd = next((v for v in value if not isinstance(v, str)), None)
-        return f"a list holding {type(odd).__name__}" if odd is not None else "list"
-    return type(value).__name__
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else type(value).__name__
 
 
 def _object(value: dict[str, Any], keys: tuple[str, ...], where: str) -> dict[str, str]:

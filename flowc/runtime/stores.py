@@ -10,8 +10,9 @@ from flowc.runtime.wal import MemoryStore, SqliteStore, WalStore
 
 __all__ = ["LAST", "db_name", "is_url", "open_store"]
 
-#: what names the newest run of a database wherever a run is named (``flowc log last``):
-#: never a run's own id (a new run given it is refused)
+#: what names the newest run of a database wherever a run is named (``flowc log last``);
+#: `fork --run-id` refuses it, and a run that has it as its id anyway (one opened from
+#: Python with it) is reached by the run list, not by that name
 LAST = "last"
 
 

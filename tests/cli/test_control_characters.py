@@ -62,16 +62,23 @@ def test_messages_notes_and_paths_are_escaped() -> None:
 
 
 @pytest.mark.parametrize("color", ["", "1"])
+@pytest.mark.parametrize("name", [NAME, "b\x1b[31mx"], ids=["clear", "a colour of the report's"])
 def test_diff_escapes_a_name_s_control_characters(
-    color: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    color: str,
+    name: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FORCE_COLOR", color)
+    flow = FLOW.replace(NAME, name)
     old, new = tmp_path / "old.flow", tmp_path / "new.flow"
-    old.write_text(FLOW, encoding="utf-8")
-    new.write_text(FLOW + f"when from `{NAME}` then a\n", encoding="utf-8")
+    old.write_text(flow, encoding="utf-8")
+    new.write_text(flow + f"when from `{name}` then a\n", encoding="utf-8")
     assert main(["diff", str(old), str(new)]) == 1
     out = capsys.readouterr().out
-    assert "b\\x1b[2Jx" in out
+    escaped = name.replace("\x1b", "\\x1b")
+    assert escaped in out
     # the report's own colours stay (with colour), nothing of the name acts
-    assert "\x1b[2J" not in out
+    assert name not in out
     assert ("\x1b[1m" in out) == bool(color)

@@ -1,6 +1,7 @@
 """Every option that names an output file (``-o``, ``--render``, ``--junit-xml``,
-``--coverage-json``, ``--coverage-xml``) writes into a folder that exists: a missing one
-is refused with exit 2 before the command does its work, and nothing is created."""
+``--coverage-json``, ``--coverage-xml``) writes into a folder that exists (a missing one
+is refused with exit 2 before the command does its work, and nothing is created), never
+onto one of the command's inputs or another output of it, and writes the file whole."""
 
 from __future__ import annotations
 

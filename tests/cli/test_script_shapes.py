@@ -39,39 +39,39 @@ GRAPH = {
 WRONG: list[tuple[object, str]] = [
     (
         {"kickoff": "hi", "script": []},
-        "script: expected an object mapping speakers to lists of turns, got list",
+        "script: expected an object mapping speakers to lists of turns, got a list",
     ),
     (
         {"kickoff": "hi", "script": 0},
-        "script: expected an object mapping speakers to lists of turns, got int",
+        "script: expected an object mapping speakers to lists of turns, got a number",
     ),
     (
         {"kickoff": "hi", "script": False},
-        "script: expected an object mapping speakers to lists of turns, got bool",
+        "script: expected an object mapping speakers to lists of turns, got a boolean",
     ),
     (
         {"kickoff": "hi", "script": ""},
-        "script: expected an object mapping speakers to lists of turns, got str",
+        "script: expected an object mapping speakers to lists of turns, got a string",
     ),
     (
         {"script": {"bot": [{"tool": "go", "set": []}]}},
-        "script.bot[0].set: expected an object of context keys, got list",
+        "script.bot[0].set: expected an object of context keys, got a list",
     ),
     (
         {"script": {"bot": [{"tool": "go", "args": 0}]}},
-        "script.bot[0].args: expected an object, got int",
+        "script.bot[0].args: expected an object, got a number",
     ),
     (
         {"script": {"bot": [{"tool": "go", "args": ""}]}},
-        "script.bot[0].args: expected an object, got str",
+        "script.bot[0].args: expected an object, got a string",
     ),
     (
         {"script": {"bot": [{"tool": "go", "delete": 0}]}},
-        "script.bot[0].delete: expected a key or a list of keys, got int",
+        "script.bot[0].delete: expected a key or a list of keys, got a number",
     ),
     (
         {"script": {"bot": [{"tool": "go", "delete": False}]}},
-        "script.bot[0].delete: expected a key or a list of keys, got bool",
+        "script.bot[0].delete: expected a key or a list of keys, got a boolean",
     ),
     (
         {"participants": ["user", "bot", "user"]},
@@ -108,7 +108,7 @@ def test_run_refuses_an_empty_list_for_a_script(tmp_path: Path) -> None:
     run = flowc(tmp_path, "run", "a.flow", "--script", "s.yaml", "--db", "r.db")
     assert run.returncode == 1
     assert run.stderr == (
-        "s.yaml: error: script: expected an object mapping speakers to lists of turns, got list\n"
+        "s.yaml: error: script: expected an object mapping speakers to lists of turns, got a list\n"
     )
     assert not (tmp_path / "r.db").exists()
 

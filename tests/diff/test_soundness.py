@@ -601,7 +601,7 @@ def _all_contexts(old: Any, new: Any) -> list[Any]:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(case=flow_and_edit())
-def test_a_graph_turn_tries_the_contexts_its_rules_tell_apart(case: tuple[str, str, str]) -> None:
+def test_graph_turns_give_the_report_of_every_context(case: tuple[str, str, str]) -> None:
     """Between graphs a turn tries one context of each set that the keys its rules read
     tell apart: the report (verdict, reason, runs, changes) is the one that trying every
     context on every turn gives."""

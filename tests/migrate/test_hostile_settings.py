@@ -67,6 +67,9 @@ def test_a_python_name_no_flow_can_write_is_an_m001_at_its_line_and_column(
     [finding] = result.findings
     assert finding.code.id == "M001"
     assert f"the agent name {json.dumps(json.loads(chr(34) + name + chr(34)))}" in finding.message
+    surrogate = "ud800" in name
+    assert ("a lone surrogate is half of a character" in (finding.help or "")) == surrogate
+    assert ("replace the backquote or line break" in (finding.help or "")) != surrogate
     assert finding.span is not None
     assert (finding.span.line, finding.span.column) == (2, 25)  # the string after `name=`
 
@@ -206,7 +209,7 @@ def test_an_edge_activation_condition_that_is_neither_all_nor_any_is_an_m001(
     assert _m001(result) == [
         (
             f"the edge `A` -> `B` has the `activation_condition` {json.dumps(value)}, neither "
-            '"all" nor "any"; left out (read as "all", AgentChat\'s default)',
+            '"all" nor "any"; read as "all", AgentChat\'s default',
             "config.graph.nodes.A.edges[0].activation_condition",
             None,
         )

@@ -213,19 +213,21 @@ class Explorer:
         number their own values alike in both systems, and read a value only the other
         tells apart as they read "another value" (no rule's `==` matches it).
 
-        ``keep_routes``: whether the turns' outcomes are kept by the values of the keys
-        the rules read (by default, but for a JSON graph: its node keeps no valuation, so
-        an exploration routes each of a speaker's turns once, and keeping them would hold
-        a tuple a turn, 300 MB for a graph whose rules read 16 keys; a search that routes
-        a speaker's turns again and again, as the diff's, asks for them, and then a graph
-        keeps those of a sender and tool whose rules' keys take at most
-        :data:`KEPT_GRAPH_ROUTES` combinations of values, and the others while it keeps
-        fewer than :data:`KEPT_GRAPH_OUTCOMES` in all)."""
+        ``keep_routes``: whether each turn's routing (its outcomes) is kept, by the values
+        of the keys the rules read, for the next turn with those values. By default it is,
+        but for a JSON graph: a graph's node keeps no valuation, so an exploration routes
+        each of a speaker's turns once, and keeping them would hold a tuple a turn (300 MB
+        for a graph whose rules read 16 keys).
+
+        A search that routes a graph's turns again and again, as the diff's does, asks
+        for them (``True``); then a graph keeps every routing of a sender and tool whose
+        rules' keys take at most :data:`KEPT_GRAPH_COMBINATIONS` combinations of values,
+        and the others while it keeps fewer than :data:`KEPT_GRAPH_ROUTES_IN_ALL`."""
         self.system = system
         self._keep_routes = not system.json_mode if keep_routes is None else keep_routes
         self._json = system.json_mode
         #: a JSON graph's (sender, tool) -> whether the keys its rules read take at most
-        #: KEPT_GRAPH_ROUTES combinations of values
+        #: KEPT_GRAPH_COMBINATIONS combinations of values
         self._few: dict[tuple[int, int], bool] = {}
         #: the keys a JSON graph's turn reads -> its valuations (:meth:`any_after`)
         self._any_after: dict[tuple[int, ...], tuple[Valuation, ...]] = {}
@@ -276,9 +278,9 @@ class Explorer:
             few = self._few.get((sender, tool))
             if few is None:
                 literals = self.system.literals
-                few = math.prod(2 + len(literals[k]) for k in reads) <= KEPT_GRAPH_ROUTES
+                few = math.prod(2 + len(literals[k]) for k in reads) <= KEPT_GRAPH_COMBINATIONS
                 self._few[(sender, tool)] = few
-            keep = few or len(self._outcomes) < KEPT_GRAPH_OUTCOMES
+            keep = few or len(self._outcomes) < KEPT_GRAPH_ROUTES_IN_ALL
         if keep:
             # the decision depends only on the keys the candidate rules read
             key = (sender, tool, tuple([val[k] for k in reads]))
@@ -535,15 +537,15 @@ class StateSpace:
 #: explored turns allowed per abstract state of the bound (a step budget, so that few
 #: states with very many turns each cannot hang the checker either)
 TURNS_PER_STATE = 20
-#: a JSON graph's turns of a sender and tool have their outcomes kept (for a search that
-#: routes them again) when the keys their rules read take at most this many combinations
-#: of values (each unset, one it is compared with, or another): past that they are too
-#: many to keep, and seldom met again
-KEPT_GRAPH_ROUTES = 4096
-#: ... but for the first so many such outcomes in all (a diff between graphs whose rules
-#: read many keys meets a speaker's turns again on each state of the pair it has: about
-#: 40 MB for each side's explorer)
-KEPT_GRAPH_OUTCOMES = 1 << 17
+#: a JSON graph's turns of a sender and tool have their routings kept (for a search that
+#: routes them again, :class:`Explorer`'s ``keep_routes``) when the keys their rules read
+#: take at most this many combinations of values (each unset, one it is compared with,
+#: or another) ...
+KEPT_GRAPH_COMBINATIONS = 4096
+#: ... and the other turns' routings while fewer than this many are kept in all (a diff
+#: between graphs whose rules read many keys meets a speaker's turns again on each state
+#: of the pair it has: about 40 MB for each side's explorer)
+KEPT_GRAPH_ROUTES_IN_ALL = 1 << 17
 
 #: the most memory the explicit exploration may add to the process (its states, turns and
 #: the lookups built on them roughly double it by the end of a check, so that a check
