@@ -78,7 +78,8 @@ def test_run_log_resume_replay_on_postgresql(
     assert main(["log", run_id, "--db", pg_dsn]) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"run {run_id}  {flow}") and "Draft 2" in text
-    assert text.rstrip().endswith('closed: "approved" after 5 turns')
+    # (ended as `run` printed it: how it closed, then the context)
+    assert text.rstrip().endswith('closed: "approved" after 5 turns\ncontext: {"done": true}')
     assert main(["log", "--db", pg_dsn]) == 0
     assert f"{run_id}" in capsys.readouterr().out and "5 turns" in text
 
