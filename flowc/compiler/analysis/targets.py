@@ -27,7 +27,6 @@ from collections.abc import Iterator
 from typing import Any, TypeAlias
 
 import attrs
-import networkx as nx
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis import facts_of
@@ -41,6 +40,7 @@ from flowc.compiler.analysis.facts import MAX_CAP_RUN, CheckOptions, Facts, Find
 from flowc.compiler.analysis.proven import dead_rule_findings
 from flowc.compiler.analysis.runs import Run, Turn, run_along
 from flowc.compiler.analysis.system import Action, System, system_of_flow
+from flowc.compiler.analysis.worst import worst_case
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.tool_effects import (
     ToolEffectInfo,
@@ -461,7 +461,9 @@ class _Classifier:
             elif cap > MAX_CAP_RUN and not self.truncated:
                 # (a run that long is not built: the target counts, a scenario may reach
                 # it, but `flowc scenarios` writes none for it)
-                reached = _reaches_cap(self.facts, cap)
+                # (some run takes `cap` turns without ending: the worst case is the cap)
+                worst = worst_case(self.facts)
+                reached = worst is not None and worst.kind == "cap"
                 yield Target(
                     key, "end", label, line, None if reached else "every run ends before the cap"
                 )
@@ -558,23 +560,3 @@ class _Classifier:
     def _speaks_after_kickoff(self, speaker: int) -> bool:
         space = self.facts.space
         return any(k != KICKOFF and k[0] != "end" and k[0] == speaker for k in space.keys)
-
-
-def _reaches_cap(facts: Facts, cap: int) -> bool:
-    """Whether some run takes ``cap`` turns without ending, for a cap past
-    :data:`MAX_CAP_RUN` (whose run is not built). A run that reaches a loop can go round it
-    as long as it likes, so past the loop every length is reached (a loop farther from the
-    kickoff than the cap counts too: the cap then stays a target, rather than be called
-    out of reach); without one, the longest run decides."""
-    space = facts.space
-    ends = set(space.ends)
-    going = space.graph.subgraph(v for v in range(len(space.keys)) if v not in ends)
-    dist = nx.single_source_shortest_path_length(going, 0)
-    live = going.subgraph(dist)
-    if any(
-        len(comp) > 1 or live.has_edge(v, v)
-        for comp in nx.strongly_connected_components(live)
-        for v in comp
-    ):
-        return True
-    return bool(nx.dag_longest_path_length(live) >= cap)
