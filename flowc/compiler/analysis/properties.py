@@ -147,12 +147,8 @@ class _Graph:
         #: the reasons an ``ends "r"`` names: a custom target's end may close with any
         self.reasons = [a.reason for a in atoms if isinstance(a, Ends) and a.reason is not None]
         self.cap_bits = self.end_bits("max_turns")
-        #: the bits of each tool and valuation the exploration kept, by number
-        #: (:class:`flowc.compiler.analysis.explore.Recorded`)
-        self._rec_tools: list[int] = []
-        self._rec_vals: list[int] = []
-        #: the bits of each node's valuation (-1: not worked out yet)
-        self._node_bits = [-1] * self.n
+        #: whether every node's turns are built (:meth:`_build_all`)
+        self._all_built = False
         self._edges: list[
             tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
         ] = [None] * self.n
@@ -216,20 +212,16 @@ class _Graph:
         those that end it."""
         found = self._edges[u]
         if found is None:
-            rec = self.space.recorded
-            found = self._edges[u] = (
-                self._build_recorded(u, rec)
-                if rec is not None and not self.is_end[u]
-                else self._build(u)
-            )
+            if self.space.recorded is not None and not self._all_built:
+                self._build_all(self.space.recorded)
+                found = self._edges[u]
+            if found is None:
+                found = self._edges[u] = self._build(u)
         return found
 
     def _build(self, u: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
         if self.is_end[u]:
             return (), ()
-        recorded = self.space.recorded
-        if recorded is not None:
-            return self._build_recorded(u, recorded)
         go: dict[tuple[int, int], None] = {}
         stop: dict[tuple[int, int], None] = {}
         spk = self._spk[self.space.speaker_of(u)]
@@ -242,39 +234,43 @@ class _Graph:
                 go.setdefault((v << _SHIFT, mask), None)
         return tuple(go), tuple(stop)
 
-    def _build_recorded(
-        self, u: int, rec: Recorded
-    ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-        """:meth:`_build` from the turns the exploration kept (the common case: one pass
-        over three arrays, the bits of each tool, valuation and node looked up by number;
-        a turn that goes on has its successor's valuation)."""
-        tool_bits, val_bits = self._rec_tools, self._rec_vals
-        if len(tool_bits) < len(rec.tools) or len(val_bits) < len(rec.vals):
-            tool_bits += [self.tool_bits(t) for t in rec.tools[len(tool_bits) :]]
-            val_bits += [self.ctx_bits(v) for v in rec.vals[len(val_bits) :]]
-        keys = self.space.keys
-        spk = self._spk[self.system.start if u == 0 else keys[u][0]]
-        is_end, node_bits = self.is_end, self._node_bits
-        succ, tool, val = rec.succ, rec.tool, rec.val
-        go: dict[tuple[int, int], None] = {}
-        stop: dict[tuple[int, int], None] | None = None
-        for i in range(rec.start[u], rec.start[u + 1]):
-            v = succ[i]
-            if is_end[v]:
-                if stop is None:
-                    stop = {}
-                for edge in self.turn_masks(u, v, rec.tools[tool[i]], rec.vals[val[i]]):
-                    stop[edge] = None
+    def _build_all(self, rec: Recorded) -> None:
+        """:meth:`_build` of every node, from the turns the exploration kept (the common
+        case: one pass over three arrays, the bits of each tool, valuation and node looked
+        up by number; a turn that goes on has its successor's valuation). The searches of
+        a few properties read nearly every node, so all are built at once, in one loop."""
+        self._all_built = True
+        tool_bits = [self.tool_bits(t) for t in rec.tools]
+        val_bits = [self.ctx_bits(v) for v in rec.vals]
+        keys, spks, is_end = self.space.keys, self._spk, self.is_end
+        node_bits = [-1] * self.n
+        succ, tool, val, start = rec.succ, rec.tool, rec.val, rec.start
+        out = self._edges
+        none: tuple[tuple[int, int], ...] = ()
+        for u in range(self.n):
+            if is_end[u]:
+                out[u] = none, none
                 continue
-            a = val[i]
-            if a >= 0:
-                ctx = val_bits[a]
-            else:
-                ctx = node_bits[v]
-                if ctx < 0:
-                    ctx = node_bits[v] = self.ctx_bits(keys[v][1])
-            go[v << _SHIFT, spk | tool_bits[tool[i]] | ctx] = None
-        return tuple(go), tuple(stop) if stop else ()
+            spk = spks[self.system.start if u == 0 else keys[u][0]]
+            go: dict[tuple[int, int], None] = {}
+            stop: dict[tuple[int, int], None] | None = None
+            for i in range(start[u], start[u + 1]):
+                v = succ[i]
+                if is_end[v]:
+                    if stop is None:
+                        stop = {}
+                    for edge in self.turn_masks(u, v, rec.tools[tool[i]], rec.vals[val[i]]):
+                        stop[edge] = None
+                    continue
+                a = val[i]
+                if a >= 0:
+                    ctx = val_bits[a]
+                else:
+                    ctx = node_bits[v]
+                    if ctx < 0:
+                        ctx = node_bits[v] = self.ctx_bits(keys[v][1])
+                go[v << _SHIFT, spk | tool_bits[tool[i]] | ctx] = None
+            out[u] = tuple(go), tuple(stop) if stop else none
 
     def _turns(self, u: int) -> Iterator[tuple[int, str | None, Valuation]]:
         space = self.space
