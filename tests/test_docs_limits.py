@@ -18,7 +18,7 @@ from flowc.dsl import keywords, lalr
 from flowc.lsp import stdio
 from flowc.migrate import MAX_INPUT_BYTES as MIGRATE_MAX_BYTES
 from flowc.project import config
-from flowc.runtime import failures, wal
+from flowc.runtime import failures, stored, wal
 
 #: (flowc.compiler.analysis's `explore` is also a function it exports)
 explore = importlib.import_module("flowc.compiler.analysis.explore")
@@ -52,6 +52,7 @@ QUOTED = {
     "json nesting": f"values nest at most {inputs.MAX_DEPTH} levels; conditions at most "
     f"{shapes.MAX_CONDITION_DEPTH} (E108)",
     "script nesting": f"Run scripts**: values nest at most {inputs.SCRIPT_MAX_DEPTH} levels",
+    "record nesting": f"nests lists and objects at most {stored.MAX_NESTING} levels deep",
     "aliases": f"expand a script to at most {size(inputs.MAX_ALIAS_EXPANSION)}",
     "repeats": f"repeat counts up to {regex.MAX_REPEAT}",
     "groups": f"groups nested at most {regex.MAX_DEPTH} deep, {size(regex._MAX_MEM)} of the engine",

@@ -294,17 +294,32 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 def _plain(value: Any) -> Any:
     """A condition's value as the converter writes it: JSON values copied (lists and
-    tuples as lists), anything else by the converter itself."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is list or kind is tuple:
-        return [_plain(item) for item in value]
-    if kind is dict and all(type(k) is str for k in value):
-        return {k: _plain(v) for k, v in value.items()}
-    from flowc.compiler.shapes import converter
+    tuples as lists), anything else by the converter itself. (Without recursion: a JSON
+    graph's value may nest 500 levels, more than Python's stack holds two frames each.)
 
-    return converter.unstructure(value)
+    >>> _plain({"k": (1, [2.5, None]), "b": True})
+    {'k': [1, [2.5, None]], 'b': True}
+    """
+    if type(value) in _SCALARS:
+        return value
+    top: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any]] = [(value, top, 0)]  # (value, where it goes, key)
+    while todo:
+        item, holder, key = todo.pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            holder[key] = item
+        elif kind is list or kind is tuple:
+            holder[key] = out = [None] * len(item)
+            todo.extend((x, out, i) for i, x in enumerate(item))
+        elif kind is dict and all(type(k) is str for k in item):
+            holder[key] = copied = dict.fromkeys(item)
+            todo.extend((v, copied, k) for k, v in item.items())
+        else:
+            from flowc.compiler.shapes import converter
+
+            holder[key] = converter.unstructure(item)
+    return top[0]
 
 
 def _named_dict(obj: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from flowc.inputs import MAX_DEPTH
 from flowc.runtime.adapters.base import (
     ChannelMetadata,
     DamagedRecord,
@@ -172,45 +173,82 @@ def admissible(env: Envelope, clients: Mapping[str, Any] | None = None) -> None:
 _JSON = "a JSON value (a string, number, boolean, null, list or object)"
 
 
+#: the deepest a record's value may nest lists and objects: JSON's readers stop at some
+#: depth (Python's near 1,000, counting the record around the value and the stack of the
+#: reader); room for a JSON graph at its deepest (:data:`flowc.inputs.MAX_DEPTH`), which a
+#: run's opening holds at ``event_data.metadata.knobs.graph``
+MAX_NESTING = MAX_DEPTH + 12
+
+
 def json_values(value: Any, path: str) -> None:
     """Raise :class:`DamagedRecord` at the first value in ``value`` that a record cannot
     hold as it is: not JSON (a set, bytes, an object of a class of its own), a number that
     is not finite (JSON has no ``NaN`` or ``Infinity``; :mod:`json` would write them and
     the readers, a browser's ``JSON.parse`` among them, refuse them), an object's key that
     is not a string (JSON would write ``1`` as ``"1"``, so the record would read back as
-    another value), or a list or object that holds itself. Tuples are lists, as JSON
-    writes them.
+    another value), a list or object that holds itself, or one nested more than
+    :data:`MAX_NESTING` deep. Tuples are lists, as JSON writes them. The time it takes
+    grows with the value's size, whatever its depth or keys (a place is spelled out only
+    for the value refused).
 
     >>> json_values({"set": {"k": [1, {2, 3}]}}, "event_data")
     Traceback (most recent call last):
     ...
     flowc.runtime.adapters.base.DamagedRecord: a record is damaged: event_data.set.k[1]: expected a JSON value (a string, number, boolean, null, list or object), got a set ({2, 3})
     """
-    stack: list[tuple[Any, str, tuple[int, ...]]] = [(value, path, ())]
+    # each entry: the value, where it is (a chain of (the holder's place, key or index)),
+    # and how deep; _LEAVE entries mark the end of a list's or object's values, so that
+    # ``inside`` holds the lists and objects around the value being read, and no others
+    inside: set[int] = set()
+    stack: list[tuple[Any, Any, int]] = [(value, None, 0)]
     while stack:
-        item, at, holders = stack.pop()
+        item, place, depth = stack.pop()
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        if kind is float or isinstance(item, float):
+        if item is _LEAVE:
+            inside.discard(place)
+        elif kind is float or isinstance(item, float):
             if not math.isfinite(item):
-                raise DamagedRecord(at, "a finite number", item)
+                raise DamagedRecord(_place(path, place), "a finite number", item)
         elif isinstance(item, (str, int)):
             continue
         elif isinstance(item, (dict, list, tuple)):
-            if id(item) in holders:
-                raise DamagedRecord.said(at, "a list or object that holds itself")
-            inner = (*holders, id(item))
+            if id(item) in inside:
+                raise DamagedRecord.said(_place(path, place), "a list or object that holds itself")
+            if depth == MAX_NESTING:
+                raise DamagedRecord.said(
+                    _place(path, place),
+                    f"a list or object nested more than {MAX_NESTING} deep in the record's"
+                    " value (JSON's readers stop at some depth)",
+                )
+            inside.add(id(item))
+            stack.append((_LEAVE, id(item), 0))
             # (pushed last first: the first value of the record in its order is named)
             if isinstance(item, dict):
                 for key, nested in reversed(item.items()):
                     if not isinstance(key, str):
+                        at = _place(path, place)
                         raise DamagedRecord(f"{at}.{_key_text(key)}", "a string key", key)
-                    stack.append((nested, f"{at}.{key}", inner))
+                    stack.append((nested, (place, key), depth + 1))
             else:
-                stack.extend((item[i], f"{at}[{i}]", inner) for i in range(len(item) - 1, -1, -1))
+                stack.extend((item[i], (place, i), depth + 1) for i in range(len(item) - 1, -1, -1))
         else:
-            raise DamagedRecord(at, _JSON, item)
+            raise DamagedRecord(_place(path, place), _JSON, item)
+
+
+#: the mark of the end of a list's or object's values (:func:`json_values`)
+_LEAVE = object()
+
+
+def _place(path: str, place: Any) -> str:
+    """The JSON path of a place :func:`json_values` reads: ``path``, then each key
+    (``.key``) and index (``[i]``) from the outside in."""
+    parts: list[str] = []
+    while place is not None:
+        place, step = place
+        parts.append(f"[{step}]" if type(step) is int else f".{step}")
+    return path + "".join(reversed(parts))
 
 
 def _key_text(key: Any) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from flowc.runtime.stored import MAX_NESTING
 from tests.cli.cli_runs import flowc
 
 FLOW = """speaker user: human
@@ -58,6 +59,14 @@ CASES = {
     "infinity in a context write": (
         'ToolCall("lookup", {}, set={"k": [1, float("-inf")]})',
         "event_data.context_updates.set.k[1]: expected a finite number, got -inf",
+    ),
+    "a value nested deeper than a record holds": (
+        # (a list in a list ... 600 deep: it took the run down as an internal error)
+        'ToolCall("lookup", {"q": __import__("functools").reduce(lambda v, _: [v], range(600), [])})',
+        "event_data.tool_calls[0].args.q"
+        + "[0]" * (MAX_NESTING - 4)
+        + f": a list or object nested more than {MAX_NESTING} deep in the record's value (JSON's"
+        " readers stop at some depth)",
     ),
     "a key that is not a string": (
         'ToolCall("lookup", {1: "x"})',

@@ -9,12 +9,14 @@ recursion limit fell in the command reading the graph: `flowc check` took 193 `n
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from flowc.compiler import serde
 from flowc.compiler.shapes import MAX_CONDITION_DEPTH
+from flowc.inputs import MAX_DEPTH
 from tests.hostile.limits import Limited, run_limited
 
 LIMITS = {"memory_mib": 512, "cpu_seconds": 30, "wall_seconds": 60.0, "output_mib": 8}
@@ -91,8 +93,6 @@ def test_a_graph_nested_too_deep_is_refused_alike_in_every_command(
 def test_the_depth_limit_is_the_same_from_any_stack_depth() -> None:
     """Read from deep inside a call stack, the graph is still taken or refused as at the
     top (only a caller already near Python's recursion limit meets RecursionError)."""
-    import json
-
     taken = json.loads(nots(MAX_CONDITION_DEPTH - 1))
     refused = json.loads(nots(MAX_CONDITION_DEPTH))
 
@@ -109,3 +109,43 @@ def test_the_depth_limit_is_the_same_from_any_stack_depth() -> None:
         problems = at_depth(n, refused)
         assert isinstance(problems, list) and len(problems) == 1
         assert problems[0].endswith("nested too deeply: conditions nest at most 128 levels")
+
+
+def deep_value(n: int) -> str:
+    """A graph whose one rule compares ``context.k`` with ``1`` in n lists."""
+    value = "[" * n + "1" + "]" * n
+    return (
+        '{"initial_speaker": "a", "transitions": [{"when": {"name": "context_equals", '
+        f'"args": {{"key": "k", "value": {value}}}}}, '
+        '"then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 0}], '
+        '"default_target": {"name": "terminate", "args": {"reason": "x"}}, "max_turns": 3}'
+    )
+
+
+def test_a_value_as_deep_as_a_graph_takes_runs_and_is_read_back(tmp_path: Path) -> None:
+    """The deepest value a graph's reader takes (the graph nests 500 levels: the value's
+    495 lists and the five around them) is run, its run stored (a run's opening holds
+    the graph), logged and replayed. Before, `check` took it and `run` stopped with an
+    internal error (RecursionError: the value was copied two Python frames a level)."""
+    graph = tmp_path / "deep.json"
+    graph.write_text(deep_value(MAX_DEPTH - 5))
+    (tmp_path / "s.json").write_text('{"kickoff": "hi", "script": {"b": ["y"]}}')
+    steps = {
+        "check": ["check", "deep.json"],
+        "render": ["render", "deep.json"],
+        "run": ["run", "deep.json", "--script", "s.json", "--db", "r.db", "--json"],
+        "log": ["log", "last", "--db", "r.db", "--json"],
+        "replay": ["replay", "last", "--db", "r.db"],
+    }
+    for name, args in steps.items():
+        result = run_limited(args, cwd=tmp_path, **LIMITS)
+        out = result.stdout + result.stderr
+        assert not result.timed_out and not result.traceback, (name, out[-2000:])
+        assert result.returncode == 0 and "nested" not in out, (name, out[-2000:])
+        if name in ("run", "log"):
+            assert json.loads(result.stdout)["close_reason"] == "x", (name, out[-2000:])
+    graph.write_text(deep_value(MAX_DEPTH - 4))
+    refused = run_limited(["check", "deep.json"], cwd=tmp_path, **LIMITS)
+    assert first_line(refused).startswith(
+        f"error[E001]: nested more than {MAX_DEPTH} levels deep"
+    ), refused.stdout

@@ -1,0 +1,114 @@
+"""What a run's record can hold (:func:`flowc.runtime.stored.json_values`, the check the
+hub makes of every value an agent sends before anything is written): agreed with
+:mod:`json` itself on random values, and values nested deeper than JSON's readers read
+refused at their place, in time that grows with the value's size, not its depth."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowc.runtime.adapters.base import DamagedRecord
+from flowc.runtime.stored import MAX_NESTING, json_values
+
+#: values an agent may send: JSON's, and what JSON cannot hold as it is (sets, bytes,
+#: numbers that are not finite, keys that are not strings), tuples (JSON's lists)
+leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=3)
+    | st.binary(max_size=2)
+    | st.frozensets(st.integers(0, 3), max_size=2)
+)
+keys = st.text(max_size=2) | st.integers(0, 2) | st.booleans() | st.none()
+values = st.recursive(
+    leaves,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(keys, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def as_lists(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [as_lists(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_lists(v) for k, v in value.items()}
+    return value
+
+
+def json_holds(value: Any) -> bool:
+    """The oracle, sharing no code with flowc: :mod:`json` writes the value with no
+    ``NaN`` and reads back the same value (a key that is not a string comes back as one)."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return bool(json.loads(text) == as_lists(value))
+
+
+@settings(max_examples=600, derandomize=True, deadline=None)
+@given(values)
+def test_what_a_record_holds_is_what_json_writes_and_reads_back(value: Any) -> None:
+    try:
+        json_values({"v": value}, "event_data")
+        held = True
+    except DamagedRecord:
+        held = False
+    assert held == json_holds({"v": value})
+
+
+def nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_value_nested_as_deep_as_a_record_holds_is_held_and_written() -> None:
+    value = {"q": nested(MAX_NESTING - 2)}  # the object, "q"'s list and the lists in it
+    json_values(value, "event_data")
+    # (what is held is written and read back, the envelope around it and all)
+    assert json.loads(json.dumps({"event_data": {"x": [value]}})) == {"event_data": {"x": [value]}}
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING - 1, 10**5])
+def test_a_value_nested_deeper_is_refused_at_its_place(depth: int) -> None:
+    # (a value nested 100,000 deep was read in time growing with the square of its depth,
+    # then took the run down: json.dumps stops near 1,000)
+    with pytest.raises(DamagedRecord) as caught:
+        json_values({"q": nested(depth)}, "event_data")
+    assert caught.value.path == "event_data.q" + "[0]" * (MAX_NESTING - 1)
+    assert caught.value.what.startswith(f"a list or object nested more than {MAX_NESTING} deep")
+
+
+def test_a_place_is_named_whatever_its_keys() -> None:
+    value: Any = math.inf
+    for key in ("a", "b.c", "[0]"):
+        value = {key: [value]}
+    with pytest.raises(DamagedRecord) as caught:
+        json_values(value, "event_data.set")
+    assert caught.value.path == "event_data.set.[0][0].b.c[0].a[0]"
+
+
+def test_a_list_held_twice_is_held_and_one_that_holds_itself_is_not() -> None:
+    shared = [1]
+    json_values({"a": [shared, shared, [shared]]}, "event_data")
+    loop: list[Any] = [1]
+    loop.append({"k": loop})
+    with pytest.raises(DamagedRecord) as caught:
+        json_values({"a": loop}, "event_data")
+    assert (caught.value.path, caught.value.what) == (
+        "event_data.a[1].k",
+        "a list or object that holds itself",
+    )
