@@ -46,6 +46,8 @@ from flowc.commands.run_output import (
     failure_line,
     format_turns,
     isatty,
+    silent_json,
+    silent_lines,
     terminal_asker,
     violations_line,
 )
@@ -77,9 +79,12 @@ from flowc.runtime.transcript import (
     PROPERTY_KEY,
     READ_ERRORS,
     RunResult,
+    SilentRound,
+    in_order,
     run_error_text,
     stored_run_status,
     transcript,
+    transcript_folder,
     turn_json,
 )
 from flowc.runtime.wal import WalError, WalStore, describe_holder
@@ -291,7 +296,7 @@ def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
         module = import_file(file, module_name)
     except NotAModule:
         raise UsageError(f"{path}: cannot load as a Python module") from None
-    except Exception as err:
+    except (Exception, SystemExit) as err:  # (`sys.exit` while it loads ends no run)
         raise UsageError(_import_error(path, err)) from None
     mapping = getattr(module, "AGENTS", None)
     if mapping is None:
@@ -539,6 +544,15 @@ def _opening(envs: list[Envelope]) -> ChannelMetadata:
     return ChannelMetadata.from_dict(envs[0].event_data.get("metadata"))
 
 
+def _refuse_broken(store: WalStore, cid: str, envs: list[Envelope], upto: int = 0) -> None:
+    """Raise :class:`ProtocolError` when the run's records (up to turn ``upto``) are none a
+    hub could have written, as ``replay`` finds it (with no opening: damaged, as anywhere)."""
+    from flowc.runtime.fork import records_upto, refuse_broken
+
+    _opening(envs)
+    refuse_broken(store, cid, records_upto(envs, upto) if upto else envs)
+
+
 def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     """One stored run as ``flowc log`` lists it (``None`` for a channel that is no run;
     raises one of :data:`READ_ERRORS` if it is damaged)."""
@@ -548,6 +562,7 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     md = _opening(envs)
     RunTarget.from_metadata(md)  # (a run `log RUN` cannot read is listed as damaged too)
     records, close, _ = transcript(envs)
+    _refuse_broken(store, cid, envs)
     # a worker that gives a stalled run back records why (flowc.run.stalled): the run
     # is open, but nobody will take it up until someone resumes it
     stall = envs[-1].event_data if envs[-1].event_type == EV_RUN_STALLED else None
@@ -678,7 +693,9 @@ def _log_why(store: WalStore, cid: str, n: int, mode: str) -> int:
     from flowc.runtime.why import TurnOutOfRange, WhyError, explain_turn
 
     try:
-        why = explain_turn(store.read(cid), n)
+        envs = list(store.read(cid))
+        why = explain_turn(envs, n)
+        _refuse_broken(store, cid, envs, n)
     except TurnOutOfRange as err:
         raise UsageError(_no_turn(cid, err)) from None
     except WhyError as err:  # not a workflow run, or a damaged one: said as one of READ_ERRORS
@@ -698,7 +715,9 @@ def _log_scenario(store: WalStore, cid: str, n: int, name: str | None) -> int:
     from flowc.runtime.why import TurnOutOfRange, WhyError
 
     try:
-        text = scenario_upto(store.read(cid), n, name)
+        envs = list(store.read(cid))
+        text = scenario_upto(envs, n, name)
+        _refuse_broken(store, cid, envs, n)
     except TurnOutOfRange as err:
         raise UsageError(_no_turn(cid, err)) from None
     except ForkError as err:
@@ -772,7 +791,9 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     envs = list(store.read(cid))
     md = _opening(envs)
     target = RunTarget.from_metadata(md)
-    records, close, state = transcript(envs)
+    folder = transcript_folder(envs)  # (first: a graph no plugin reads is said so)
+    _refuse_broken(store, cid, envs)
+    records, close, state, rounds = folder.records, folder.close, folder.state, folder.rounds()
     nxt = state.expected_next_speaker if state is not None and close is None else None
     describe = target.describe_decision
     failures = _failures(envs, target)
@@ -788,10 +809,13 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
             print(cut)
         width = max((len(s) for s in target.speakers), default=4)
         pending = list(failures)
-        for record in records:
-            while pending and (pending[0]["turn"] or 0) <= record.number:
+        for item in in_order(records, rounds):
+            if isinstance(item, SilentRound):
+                print("\n".join(silent_lines(item, width)))
+                continue
+            while pending and (pending[0]["turn"] or 0) <= item.number:
                 _print_failure(pending.pop(0))
-            for line in format_turns([record], describe, width):
+            for line in format_turns([item], describe, width):
                 print(line)
         for failure in pending:
             _print_failure(failure)
@@ -826,6 +850,8 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
     if broken:
         end[PROPERTY_KEY] = broken
     if mode == "json":
+        if rounds:
+            end["silent_rounds"] = [r.to_json() for r in rounds]
         sys.stdout.write(
             canonical_json({**end, "turns": [turn_json(r, describe) for r in records]})
         )
@@ -834,8 +860,11 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         if fork is not None:
             start[FORKED_FROM] = fork.to_json()
         print(_j(start))
-        for record in records:
-            print(_j({"event": "turn", **turn_json(record, describe)}))
+        for item in in_order(records, rounds):
+            if isinstance(item, SilentRound):
+                print(_j(silent_json(item)))
+            else:
+                print(_j({"event": "turn", **turn_json(item, describe)}))
         print(_j({"event": "end", **end}))
     return EXIT_OK
 

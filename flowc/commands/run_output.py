@@ -28,7 +28,15 @@ from flowc.runtime.envelope import Envelope
 from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.script import ScriptTurn
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import PROPERTY_KEY, RunResult, TurnRecord, transcript, turn_json
+from flowc.runtime.transcript import (
+    PROPERTY_KEY,
+    RunResult,
+    SilentRound,
+    TurnRecord,
+    in_order,
+    transcript_folder,
+    turn_json,
+)
 
 __all__ = [
     "LineReader",
@@ -41,6 +49,8 @@ __all__ = [
     "isatty",
     "read_answer",
     "remembered",
+    "silent_json",
+    "silent_lines",
     "terminal_asker",
     "turn_lines",
     "violation_text",
@@ -90,13 +100,7 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
             )
             calls.append(f"{call.get('name')}({shown})")
         lines.append(f"{pad}calls: {', '.join(calls)}")
-    if r.context_set or r.context_delete:
-        changes = [f"{k} = {_j(v)}" for k, v in r.context_set.items()]
-        changes += [f"{k} cleared" for k in r.context_delete if k not in r.context_set]
-        if changes:
-            lines.append(f"{pad}context: {', '.join(changes)}")
-    for warning in r.warnings:  # let through under --contracts warn
-        lines.append(f"{pad}warning: {warning.get('message')}")
+    _write_lines(lines, pad, r.context_set, r.context_delete, r.warnings)
     for broken in r.violated:  # one of the flow's properties (flowc.runtime.guard)
         lines.append(f"{pad}{violation_text(broken)}")
     if r.next_speaker is not None:
@@ -111,6 +115,43 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
     if r.closes == "max_turns" and r.next_speaker is not None:
         lines.append(f"{pad}■ max_turns reached")
     return lines
+
+
+def _write_lines(
+    lines: list[str],
+    pad: str,
+    sets: dict[str, Any],
+    deletes: Sequence[str],
+    warnings: Sequence[dict[str, Any]],
+) -> None:
+    """The ``context:`` line of a turn's (or a silent round's) writes, and a ``warning:``
+    line for each declaration they broke, let through under ``--contracts warn``."""
+    if sets or deletes:
+        changes = [f"{k} = {_j(v)}" for k, v in sets.items()]
+        changes += [f"{k} cleared" for k in deletes if k not in sets]
+        if changes:
+            lines.append(f"{pad}context: {', '.join(changes)}")
+    for warning in warnings:
+        lines.append(f"{pad}warning: {warning.get('message')}")
+
+
+#: how a transcript names a silent round, in place of a turn's text
+SILENT = "(silent round: no text and no routing, so no turn; its context writes are kept)"
+
+
+def silent_lines(r: SilentRound, width: int) -> list[str]:
+    """The readable lines of a silent round (:class:`~flowc.runtime.transcript.SilentRound`),
+    shown after the turn it followed: no number (it is no turn), the speaker, then the
+    context it wrote."""
+    pad = " " * (6 + width)
+    lines = [("%3s  %-*s  %s" % ("", width, r.speaker, SILENT))]  # noqa: UP031
+    _write_lines(lines, pad, r.context_set, r.context_delete, r.warnings)
+    return lines
+
+
+def silent_json(r: SilentRound) -> dict[str, Any]:
+    """A silent round as a ``--jsonl`` line has it (``{"event": "silent", ...}``)."""
+    return {"event": "silent", **r.to_json()}
 
 
 def remembered(describe: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -129,13 +170,19 @@ def remembered(describe: Callable[[Any], str]) -> Callable[[Any], str]:
 
 
 def format_turns(
-    records: Sequence[TurnRecord], describe: Callable[[Any], str], width: int | None = None
+    records: Sequence[TurnRecord],
+    describe: Callable[[Any], str],
+    width: int | None = None,
+    rounds: Sequence[SilentRound] = (),
 ) -> Iterator[str]:
-    """The readable transcript lines of a run."""
+    """The readable transcript lines of a run, its silent ``rounds`` where they happened."""
     if width is None:
         width = max((len(r.speaker) for r in records), default=4)
-    for r in records:
-        yield from format_turn(r, describe, width)
+    for r in in_order(records, rounds):
+        if isinstance(r, SilentRound):
+            yield from silent_lines(r, width)
+        else:
+            yield from format_turn(r, describe, width)
 
 
 def violation_text(broken: dict[str, Any]) -> str:
@@ -337,6 +384,8 @@ class RunPrinter:
         #: ``target.describe_decision``, each decision described once
         self.describe = remembered(target.describe_decision)
         self.records: list[TurnRecord] = []
+        #: the silent rounds shown so far (or, after :meth:`catch_up`, read)
+        self.rounds: list[SilentRound] = []
         self.state: WorkflowState | None = None
         self.broken = False
         #: the task running the run, cancelled when stdout is closed (``| head -1``)
@@ -348,8 +397,9 @@ class RunPrinter:
         """Take the run's turns from its WAL (after an interrupt, when none were watched)."""
         if self.wants_turns:
             return
-        records, _, state = transcript(envelopes)
-        self.records, self.state = records, state
+        folder = transcript_folder(envelopes)
+        self.records, self.state = folder.records, folder.state
+        self.rounds = list(folder.rounds())
 
     # the watcher protocol (``flowc.runtime.script_run.RunWatcher``)
 
@@ -361,6 +411,14 @@ class RunPrinter:
             self._run_task = None
         if self.mode == "jsonl":
             self._write(_j({"event": "start", "run_id": run_id, "flow": self.target.label}) + "\n")
+
+    def silent(self, found: SilentRound) -> None:
+        """A silent round, shown where it happened (before the turn that follows it)."""
+        self.rounds.append(found)
+        if self.mode == "text":
+            self._write("\n".join(silent_lines(found, self.width)) + "\n")
+        elif self.mode == "jsonl":
+            self._write(_j(silent_json(found)) + "\n")
 
     def turn(self, record: TurnRecord, state: WorkflowState | None = None) -> None:
         self.records.append(record)
@@ -375,6 +433,9 @@ class RunPrinter:
     # the end of the run
 
     def finish(self, result: RunResult) -> None:
+        if self.mode != "json":  # the rounds the run stopped after: shown before its end
+            for found in result.silent_rounds[len(self.rounds) :]:
+                self.silent(found)
         self._done()
         describe = self.describe
         if self.mode == "json":
@@ -382,6 +443,7 @@ class RunPrinter:
         elif self.mode == "jsonl":
             end = result.to_json(describe)
             del end["turns"]
+            end.pop("silent_rounds", None)  # (each had its line where it happened)
             self._write(_j({"event": "end", **end}) + "\n")
         else:
             for line, to_err in trailer(result):
@@ -412,6 +474,8 @@ class RunPrinter:
         describe = self.describe
         if self.mode == "json":
             doc["turns"] = [turn_json(r, describe) for r in self.records]
+            if self.rounds:
+                doc["silent_rounds"] = [r.to_json() for r in self.rounds]
             self._write(_canonical(doc))
         elif self.mode == "jsonl":
             self._write(_j({"event": "end", **doc}) + "\n")

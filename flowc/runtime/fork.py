@@ -51,13 +51,18 @@ from typing import Any
 import attrs
 
 from flowc.compiler.model import json_text
-from flowc.compiler.tool_effects import ToolEffectInfo, alternative_index, same_effect
+from flowc.compiler.tool_effects import (
+    ToolEffectInfo,
+    alternative_index,
+    bare_alternative,
+    same_effect,
+)
 from flowc.dsl.names import format_name, format_value
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.stores import LAST
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import TurnRecord
+from flowc.runtime.transcript import SilentRound, TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
 from flowc.runtime.wal import LEASE_SECONDS, WalError, WalStore, holder_id
 from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn
@@ -69,6 +74,8 @@ __all__ = [
     "check_fork_script",
     "fork_run",
     "forked_from",
+    "records_upto",
+    "refuse_broken",
     "scenario_upto",
 ]
 
@@ -168,6 +175,41 @@ def _turn_line(target: RunTarget, record: TurnRecord) -> str:
     return line + _text(record.text)
 
 
+def _silent_line(target: RunTarget, silent: SilentRound) -> str:
+    """The scenario line of a silent round: a model speaker's call, with no text, of the
+    tool whose declared alternative writes exactly what the round wrote (a bare step
+    ``sets`` / ``clears`` for a bare JSON graph, which declares no tools). ``flowc test``
+    takes it as the round it was: the writes land, no turn is taken, and the same
+    speaker's next line is its next turn (as ``flowc resume`` gives it one)."""
+    who = format_name(silent.speaker)
+    where = f"the silent round of {silent.speaker} after turn {silent.after}"
+    if silent.warnings:
+        raise ForkError(
+            f"{where} broke the flow's declarations and was let through with a warning: "
+            "no scenario line does that"
+        )
+    if silent.speaker in target.humans:
+        raise ForkError(f"{where}: a human's context writes with no text have no scenario line")
+    effect = ToolEffectInfo(tuple(silent.context_set.items()), tuple(silent.context_delete))
+    if target.tools is None:
+        sets = [f"{format_name(k)} = {format_value(v)}" for k, v in silent.context_set.items()]
+        if sets and not silent.context_delete:
+            return f"{who} sets " + ", ".join(sets)
+        if silent.context_delete and not sets:
+            return f"{who} clears " + ", ".join(format_name(k) for k in silent.context_delete)
+        raise ForkError(f"{where} both set and cleared context: a bare step does one of them")
+    alts = {t: a for (s, t), a in target.tools.items() if s == silent.speaker}
+    picked = bare_alternative(alts, effect)
+    if picked is None:
+        raise ForkError(
+            f"{where} did {effect.text()}, which no single tool of {silent.speaker} is "
+            "declared to do"
+        )
+    tool, index = picked
+    line = f"{who} calls {format_name(tool)}"
+    return line + (f" {alts[tool][index].text()}" if len(alts[tool]) > 1 else "")
+
+
 def scenario_upto(
     envelopes: Iterable[Envelope],
     n: int,
@@ -184,7 +226,17 @@ def scenario_upto(
     target = RunTarget.from_metadata(metadata)
     title = name if name is not None else f"run {metadata.channel_id} up to turn {n}"
     lines: list[str] = []
+    rounds = list(folder.silent)  # (those after turn n are not settled yet: left out)
     for record in folder.records:
+        while rounds and rounds[0].after < record.number:
+            silent = rounds.pop(0)
+            if silent.speaker != record.speaker:
+                raise ForkError(
+                    f"the context writes of {silent.speaker} after turn {silent.after} have "
+                    f"no scenario line: the next turn is {record.speaker}'s, not theirs"
+                )
+            lines.append(_silent_line(target, silent))
+            lines.append(f"expect next {format_name(silent.speaker)}")
         lines.append(_turn_line(target, record))
         if record.closes is not None:
             lines.append(f"expect terminate {format_value(record.closes)}")
@@ -329,22 +381,50 @@ def _cut(envelopes: list[Envelope], n: int) -> list[Envelope]:
     raise TurnOutOfRange(n, turns)
 
 
-def _refolds(store: WalStore, parent: str, copied: list[Envelope]) -> None:
-    """Raise :class:`~flowc.runtime.adapters.base.ProtocolError` (as ``resume`` does)
-    when the records to copy do not re-fold as the hub re-folds a run it takes up: they
-    break the run's rules (a hand-off to someone who is no participant, a turn by a
-    speaker the run was not waiting for, two writers), or a plugin's condition or target
-    fails on them now (each said in ``flowc resume``'s words). A copy of them would be a
-    run written that ``resume`` refuses."""
+def refuse_broken(store: WalStore, run_id: str, records: list[Envelope]) -> str | None:
+    """Raise :class:`~flowc.runtime.adapters.base.ProtocolError` (``the WAL is broken at
+    envelope N (ID): ...``) when ``records`` (the run ``run_id``'s, all of them or its
+    first ones) break the rules their admission checked, as the hub re-folds a run for
+    ``flowc replay`` and ``flowc resume``: a sender who is no participant, a turn by a
+    speaker the run was not waiting for, a record after the close, a record the flow's
+    rules refuse (a hand-off to someone who is no participant), two writers. The one
+    check of ``replay``, ``resume``, ``fork`` and ``log``: a run that fails it is none a
+    hub could have written, so none of them shows or continues it. Returns where a
+    plugin's condition or target fails on the records now, or ``None``, for the caller
+    to say in its own words."""
     from flowc.runtime.adapters.base import ProtocolError
     from flowc.runtime.hub import Hub
     from flowc.runtime.refold import broken_in
 
     # (the hub's own re-fold, as `replay` and `resume` run it: it reads, writes nothing)
-    _, _, _, broken, failed = Hub(store)._refold(copied)
-    broken = broken_in(store.links(parent)[: len(copied)]) or broken
+    _, _, _, broken, failed = Hub(store)._refold(records)
+    broken = broken_in(store.links(run_id)[: len(records)]) or broken
     if broken is not None:
         raise ProtocolError(f"the WAL is broken at {broken}")
+    return failed
+
+
+def records_upto(records: list[Envelope], n: int) -> list[Envelope]:
+    """The records of a run up to and including its turn ``n`` (all of them when it has
+    fewer turns): what ``flowc log RUN --why N`` and ``--scenario-upto N`` read."""
+    turns = 0
+    for i, env in enumerate(records):
+        if env.is_substantive:
+            turns += 1
+            if turns == n:
+                return records[: i + 1]
+    return records
+
+
+def _refolds(store: WalStore, parent: str, copied: list[Envelope]) -> None:
+    """Raise :class:`~flowc.runtime.adapters.base.ProtocolError` (as ``resume`` does)
+    when the records to copy do not re-fold as the hub re-folds a run it takes up
+    (:func:`refuse_broken`), or a plugin's condition or target fails on them now (each
+    said in ``flowc resume``'s words). A copy of them would be a run written that
+    ``resume`` refuses."""
+    from flowc.runtime.adapters.base import ProtocolError
+
+    failed = refuse_broken(store, parent, copied)
     if failed is not None:
         # (said as `run RUN: cannot be re-folded: ...`, as replay and resume say it)
         raise ProtocolError(f"cannot be re-folded: {failed}")

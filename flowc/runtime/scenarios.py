@@ -127,12 +127,10 @@ async def _run_scenario(
             return run.result(
                 f"line {sc.span.line}: the scenario is empty: it has no turns and no expectations"
             )
-        for item in _items(sc):
-            if isinstance(
-                item,
-                n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn,
-            ):
-                failure = run.play(item)
+        items = list(_items(sc))
+        for i, item in enumerate(items):
+            if isinstance(item, _TURNS):
+                failure = run.play(item, _next_turn(items, i))
             else:
                 failure = run.check(item)
             if failure is not None:
@@ -140,6 +138,14 @@ async def _run_scenario(
         return run.result(None)
     finally:
         await run.hub.close()
+
+
+_TURNS = n.SayTurn | n.CallTurn | n.SetTurn | n.ClearTurn | n.HandoffTurn | n.FinishTurn
+
+
+def _next_turn(items: Sequence[n.ScenarioItem], i: int) -> n.Turn | None:
+    """The first turn line after ``items[i]`` (``expect`` lines between skipped), or None."""
+    return next((item for item in items[i + 1 :] if isinstance(item, _TURNS)), None)
 
 
 @attrs.define
@@ -204,9 +210,13 @@ class _ScenarioRun:
             close,
         )
 
-    def play(self, item: n.Turn) -> str | None:
+    def play(self, item: n.Turn, following: n.Turn | None = None) -> str | None:
         """Post one turn, when its speaker is the one the graph chose, and watch the
-        properties on it."""
+        properties on it. A turn that says nothing and routes nothing stalls the run, as
+        in AG2, and fails the scenario, unless the scenario's next turn (``following``) is
+        the same speaker's: then it was a silent round (its context writes landed, no turn
+        was taken) and that line is the speaker's next turn, as ``flowc resume`` gives it
+        one (``flowc log --scenario-upto`` writes a stored run's silent rounds so)."""
         target, ch = self.target, self.ch
         self.turn_no += 1
         turn_no = self.turn_no
@@ -228,6 +238,9 @@ class _ScenarioRun:
                 said = said[len(turn.where) + 2 :]
             return f"{where}: {said}"
         if not posted:
+            if following is not None and following.speaker.value == speaker:
+                self.turn_no -= 1  # (no turn was taken)
+                return None
             return (
                 f"{where}: {speaker}'s turn says nothing and routes nothing, so "
                 "the run stalls here (as in AG2, a silent round posts no packet; "

@@ -42,7 +42,13 @@ from flowc.runtime.scripted_replies import (
     reply_for,
 )
 from flowc.runtime.target import RunTarget
-from flowc.runtime.transcript import RunResult, TranscriptFolder, TurnRecord, transcript
+from flowc.runtime.transcript import (
+    RunResult,
+    SilentRound,
+    TranscriptFolder,
+    TurnRecord,
+    transcript_folder,
+)
 from flowc.runtime.wal import Lease, MemoryStore, WalError, WalStore
 from flowc.runtime.watch import RunWatcher, WatchedStore
 
@@ -570,21 +576,23 @@ def _result(
 ) -> RunResult:
     folder: TranscriptFolder | None = watched.folder if watched is not None else None
     records: list[TurnRecord]
+    rounds: tuple[SilentRound, ...] = ()
     if not turns and not target.properties:
         # what the hub folded as it admitted the run's envelopes (or re-folded from the
         # WAL when it took the run): no turn records, and nothing read again (a run
         # with properties has its violations in its turns' records: those are read)
         records, close, state = [], ch.close_reason, ch.state
-    elif (
-        folder is not None
-        and watched is not None
-        and watched.failed is None
-        and not watched.partial
-        and folder.channel_id == ch.channel_id
-    ):
-        records, close, state = folder.records, folder.close, folder.state  # already folded
     else:
-        records, close, state = transcript(hub.read_wal(ch.channel_id))
+        if (
+            folder is None
+            or watched is None
+            or watched.failed is not None
+            or watched.partial
+            or folder.channel_id != ch.channel_id
+        ):
+            folder = transcript_folder(hub.read_wal(ch.channel_id))
+        # (else already folded as the run went)
+        records, close, state, rounds = folder.records, folder.close, folder.state, folder.rounds()
     names = target.names
     stalled = None
     if ch.status is not ChannelState.CLOSED:
@@ -602,6 +610,7 @@ def _result(
         ch.refused if stalled is not None else (),
         ch.failure,
         ch.silent and stalled is not None,
+        rounds,
     )
 
 

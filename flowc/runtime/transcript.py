@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import copy as _copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -39,13 +39,16 @@ __all__ = [
     "DAMAGED",
     "READ_ERRORS",
     "RunResult",
+    "SilentRound",
     "TranscriptFolder",
     "TurnRecord",
+    "in_order",
     "plugin_hint",
     "read_error_text",
     "run_error_text",
     "stored_run_status",
     "transcript",
+    "transcript_folder",
     "turn_json",
 ]
 
@@ -196,6 +199,38 @@ class TurnRecord:
 _record = builder(TurnRecord)
 
 
+@attrs.frozen
+class SilentRound:
+    """Context writes of a speaker that no message of theirs carried: a silent round.
+
+    In AG2's hub a speaker whose answer has no text and no routing posts no message (the
+    run stalls on it), but the context its tools wrote is written. Such writes are no
+    turn's: they are shown as a round of their own, after the turn they followed. So are
+    writes that a message of someone else, a packet (whose writes ride on it) or any
+    other record (a stall, a failure, the close) follows, and those still waiting at the
+    end of the WAL."""
+
+    #: the turns before it: the round came after turn ``after`` (0: before the first)
+    after: int
+    speaker: str
+    agent_id: str
+    context_set: dict[str, Any]
+    context_delete: tuple[str, ...]
+    #: as :attr:`TurnRecord.warnings`: what the writes broke, let through with a warning
+    warnings: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"after_turn", "speaker", "context": {"set", "delete"}}`` (and ``warnings``)."""
+        out: dict[str, Any] = {
+            "after_turn": self.after,
+            "speaker": self.speaker,
+            "context": {"set": dict(self.context_set), "delete": list(self.context_delete)},
+        }
+        if self.warnings:
+            out["warnings"] = [dict(w) for w in self.warnings]
+        return out
+
+
 Describe = Callable[[int | str | None], str]
 
 
@@ -250,6 +285,8 @@ class RunResult:
     failure: Failure | None = attrs.field(default=None, repr=False)
     #: the speaker the run stalled on answered, but said nothing and routed nothing
     silent: bool = False
+    #: the run's silent rounds, each where it happened (:class:`SilentRound`)
+    silent_rounds: tuple[SilentRound, ...] = ()
 
     def to_json(self, describe: Describe | None = None) -> dict[str, Any]:
         """The ``--json`` shape of ``docs/runtime.md``: every turn whole (see
@@ -280,6 +317,8 @@ class RunResult:
                 out["traceback"] = self.failure.traceback
         if self.refused:
             out["refused"] = [dict(b) for b in self.refused]
+        if self.silent_rounds:
+            out["silent_rounds"] = [r.to_json() for r in self.silent_rounds]
         broken = self.property_violations
         if broken:
             out[PROPERTY_KEY] = [dict(v) for v in broken]
@@ -312,10 +351,16 @@ class TranscriptFolder:
         #: the turns folded before ``records[0]`` (let go by :meth:`forget`)
         self.forgotten = 0
         self.close: str | None = None
+        #: the silent rounds found so far, in order (:class:`SilentRound`; the writes
+        #: still waiting for their writer's message are :meth:`pending`)
+        self.silent: list[SilentRound] = []
         self._names: dict[str, str] = {}
         self._set: dict[str, Any] = {}
         self._delete: list[str] = []
         self._warnings: list[dict[str, Any]] = []
+        #: who wrote the context writes waiting for the turn they belong to (``_set``,
+        #: ``_delete``), or ``None``
+        self._writer: str | None = None
 
     @property
     def channel_id(self) -> str | None:
@@ -346,7 +391,36 @@ class TranscriptFolder:
         other._set = dict(self._set)
         other._delete = list(self._delete)
         other._warnings = list(self._warnings)
+        other.silent = list(self.silent)
         return other
+
+    def pending(self) -> SilentRound | None:
+        """The context writes no message has carried yet, as the silent round they are if
+        none comes (the run stopped after them), or ``None``. A reader at the end of a
+        run's WAL shows them so; a turn of their writer that follows makes them its own."""
+        writer = self._writer
+        if writer is None:
+            return None
+        return SilentRound(
+            self.turns,
+            self._names.get(writer, writer),
+            writer,
+            self._set,
+            tuple(self._delete),
+            tuple(self._warnings),
+        )
+
+    def rounds(self) -> tuple[SilentRound, ...]:
+        """Every silent round of the run read so far, the writes still waiting included."""
+        last = self.pending()
+        return (*self.silent, last) if last is not None else tuple(self.silent)
+
+    def _settle(self) -> None:
+        """The waiting context writes are no turn's: they are a silent round of their own."""
+        last = self.pending()
+        if last is not None:
+            self.silent.append(last)
+            self._set, self._delete, self._warnings, self._writer = {}, [], [], None
 
     def feed(
         self,
@@ -370,23 +444,40 @@ class TranscriptFolder:
         if self.close is not None:
             return None
         et = env.event_type
+        writer = self._writer
         if et == EV_CHANNEL_CLOSED:
+            if writer is not None:
+                self._settle()
             self.close = env.event_data.get("reason")
             if self.records and self.records[-1].closes is None:
                 self.records[-1] = attrs.evolve(self.records[-1], closes=self.close)
             return None
         state = self.state = self.adapter.fold(env, state) if folded is None else folded
         data = env.event_data
+        # context writes made before a message are its turn's only when they are a
+        # human's, right before their text (as a human's turn is written); a packet
+        # carries its own writes, so writes before it, like writes another message or
+        # record follows, are a silent round (a speaker that answered with no text and
+        # no routing, the run stalled, then was taken up again)
         if et == EV_TEXT:
+            if writer is not None and writer != env.sender_id:
+                self._settle()
             kind, routing, text = "text", None, data.get("text", "")
         elif et == EV_PACKET:
+            if writer is not None:
+                self._settle()
             kind, routing, text = "packet", data.get("routing"), data.get("body", "")
             self._write(data.get("context_updates") or {})
         else:
             if et == EV_CONTEXT_SET:
+                if writer is not None and writer != env.sender_id:
+                    self._settle()
+                self._writer = env.sender_id
                 self._write(data)
                 if CONTRACT_KEY in data:
                     self._warnings.extend(_warnings(data))
+            elif writer is not None:
+                self._settle()
             return None
         calls = data.get("tool_calls")
         result = (
@@ -420,6 +511,7 @@ class TranscriptFolder:
         )
         records.append(record)
         self._set = {}
+        self._writer = None
         if deleted:
             self._delete = []
         return record
@@ -443,15 +535,38 @@ def _violated(data: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     return tuple(v for v in found if isinstance(v, dict)) if isinstance(found, list) else ()
 
 
-def transcript(
+def in_order(
+    records: Sequence[TurnRecord], rounds: Sequence[SilentRound]
+) -> Iterator[TurnRecord | SilentRound]:
+    """A run's turns and silent rounds in the order they happened: each round after the
+    turn it followed (:attr:`SilentRound.after`), as every transcript shows them."""
+    i = 0
+    for record in records:
+        while i < len(rounds) and rounds[i].after < record.number:
+            yield rounds[i]
+            i += 1
+        yield record
+    yield from rounds[i:]
+
+
+def transcript_folder(
     envelopes: Sequence[Envelope], adapter: WorkflowAdapter | None = None
-) -> tuple[list[TurnRecord], str | None, WorkflowState | None]:
-    """Re-fold a workflow channel's WAL into turn records, its close reason and state."""
-    if not envelopes or envelopes[0].event_type != EV_CHANNEL_OPENED:
-        return [], None, None
+) -> TranscriptFolder:
+    """A folder that folded a workflow channel's WAL up to its close: its turn records,
+    close reason, state and silent rounds (:meth:`TranscriptFolder.rounds`)."""
     folder = TranscriptFolder(adapter)
+    if not envelopes or envelopes[0].event_type != EV_CHANNEL_OPENED:
+        return folder
     for env in envelopes:
         folder.feed(env)
         if folder.close is not None:
             break
+    return folder
+
+
+def transcript(
+    envelopes: Sequence[Envelope], adapter: WorkflowAdapter | None = None
+) -> tuple[list[TurnRecord], str | None, WorkflowState | None]:
+    """Re-fold a workflow channel's WAL into turn records, its close reason and state."""
+    folder = transcript_folder(envelopes, adapter)
     return folder.records, folder.close, folder.state

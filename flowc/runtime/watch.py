@@ -41,7 +41,7 @@ from flowc.runtime.envelope import (
     EV_TEXT,
     Envelope,
 )
-from flowc.runtime.transcript import TranscriptFolder, TurnRecord
+from flowc.runtime.transcript import SilentRound, TranscriptFolder, TurnRecord
 from flowc.runtime.wal import Lease, PassThroughStore, WalStore
 
 __all__ = ["RunWatcher", "WatchedStore"]
@@ -64,6 +64,14 @@ class RunWatcher(Protocol):
         """A turn was accepted and is in the WAL; ``state`` is the channel after it."""
 
 
+#: a watcher that has it is also given each silent round (a speaker's context writes
+#: that no message of theirs carried) once the record after it shows it is one, before
+#: the turn that follows it: ``silent(round)``
+#: (:class:`~flowc.runtime.transcript.SilentRound`); the rounds the run stopped after are
+#: in its result (``RunResult.silent_rounds``)
+SILENT_HOOK = "silent"
+
+
 def _call(fn: Callable[[str], None], arg: str) -> Exception | None:
     try:
         fn(arg)
@@ -80,6 +88,10 @@ class WatchedStore(PassThroughStore):
         self.watcher = watcher
         self.folder = TranscriptFolder()
         self.turns = bool(getattr(watcher, "wants_turns", True))
+        #: the watcher's ``silent`` (:data:`SILENT_HOOK`), if it has one
+        self._show_silent: Callable[[SilentRound], object] | None = getattr(
+            watcher, SILENT_HOOK, None
+        )
         #: the exception that made the watcher stop, if any
         self.failed: Exception | None = None
         #: how many turns the watcher took (before it failed, if it did)
@@ -148,10 +160,15 @@ class WatchedStore(PassThroughStore):
                 self.failed = _call(self.watcher.opened, env.channel_id)
             return
         try:
+            found = len(folder.silent)
             if offered is not None:
                 record = folder.feed(env, offered[2], offered[3])
             else:
                 record = folder.feed(env)
+            show = self._show_silent
+            if show is not None:
+                for silent in folder.silent[found:]:
+                    show(silent)
             if env.event_type == EV_CHANNEL_OPENED and folder.metadata is not None:
                 self.watcher.opened(env.channel_id)
             elif record is not None:

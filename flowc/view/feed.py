@@ -42,6 +42,7 @@ from flowc.runtime.transcript import (
     PROPERTY_KEY,
     RUNNING,
     STALLED,
+    SilentRound,
     TranscriptFolder,
     TurnRecord,
     stored_run_status,
@@ -244,6 +245,9 @@ class TurnFeed:
         self.stalled_on: str | None = None
         #: the names of the properties the run broke so far, in the order it broke them
         self.violated: list[str] = []
+        #: the silent rounds after the last turn handed out (each goes with the next turn
+        #: as its ``silent_before``; :attr:`silent_after` has them with those still waiting)
+        self.silent: list[SilentRound] = []
         self._context: dict[str, Any] | None = None
         #: the first turn after this one carries the whole context (a page reconnecting
         #: after turn N may have missed the turn that last changed it); None: only the
@@ -266,6 +270,9 @@ class TurnFeed:
             record = folder.feed(env)
             # the feed keeps no turn: each is handed out, then dropped
             folder.forget()
+            if folder.silent:  # (and no silent round: each goes with the turn after it)
+                self.silent += folder.silent
+                folder.silent = []
             if record is not None:
                 self.turns += 1
                 self.violated += [str(v.get("property")) for v in record.violated]
@@ -283,6 +290,13 @@ class TurnFeed:
             self.poll(store)
             if self.after == before:
                 return
+
+    @property
+    def silent_after(self) -> list[dict[str, Any]]:
+        """The silent rounds after the last turn read (the run stopped after them, or its
+        next turn is not in yet), each as ``SilentRound.to_json`` has it."""
+        last = self.folder.pending()
+        return [r.to_json() for r in (*self.silent, *([last] if last is not None else []))]
 
     @property
     def next_speaker(self) -> str | None:
@@ -334,6 +348,9 @@ class TurnFeed:
             event["context"] = context
         if first:
             self.context_after = None
+        if self.silent:  # the silent rounds between the turn before and this one
+            event["silent_before"] = [r.to_json() for r in self.silent]
+            self.silent = []
         if record.warnings:
             event["warnings"] = [dict(w) for w in record.warnings]
         if record.violated:  # the properties the turn broke, each with its claim and why

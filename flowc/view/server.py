@@ -950,7 +950,8 @@ async def _events(
             if status is None or now - checked >= STATUS_SECONDS or feed.closed is not None:
                 checked = now
                 state, holder = await run_in_threadpool(status_of, store, feed)
-                current = (state, holder, feed.turns, feed.closed, feed.stalled_on)
+                silent = feed.silent_after
+                current = (state, holder, feed.turns, feed.closed, feed.stalled_on, len(silent))
                 if current != status:
                     status = current
                     yield encoder.status(
@@ -961,6 +962,7 @@ async def _events(
                             "close_reason": feed.closed,
                             "next_speaker": feed.next_speaker,
                             "stalled_on": feed.stalled_on,
+                            "silent_after": silent,
                         }
                     )
                     quiet = now

@@ -207,6 +207,16 @@
     parent.appendChild(div);
     return div;
   }
+  // a silent round as `flowc log` shows it: who, and the context it wrote
+  function silentText(round) {
+    var changes = [];
+    Object.keys(round.context.set).forEach(function (key) {
+      changes.push(key + ' = ' + JSON.stringify(round.context.set[key]));
+    });
+    round.context.delete.forEach(function (key) { changes.push(key + ' cleared'); });
+    return round.speaker + ': silent round (no text, no routing, no turn)' +
+      (changes.length ? '; context: ' + changes.join(', ') : '');
+  }
   function entry(turn) {
     var li = document.createElement('li');
     li.id = 'turn-' + turn.n;
@@ -221,6 +231,8 @@
     head.appendChild(num);
     head.appendChild(who);
     li.appendChild(head);
+    // the silent rounds before it (context writes no message carried): no turn's
+    (turn.silent_before || []).forEach(function (round) { line(li, 'silent', silentText(round)); });
     line(li, 'text', turn.text);
     turn.tool_calls.forEach(function (call) {
       line(li, 'tools', 'calls ' + call.name + ' ' + JSON.stringify(call.args || {}));
@@ -545,6 +557,7 @@
     text(node, s.status + (s.status === 'stalled' && s.stalled_on ? ' (waits for ' + s.stalled_on + ')' : ''));
     node.className = 'status ' + s.status;
     text(el('run-holder'), s.holder ? 'written by ' + s.holder : '');
+    text(el('run-silent'), (s.silent_after || []).map(silentText).join('\n'));
     if (s.close_reason !== null && s.close_reason !== undefined) {
       text(el('run-end'), 'closed: ' + s.close_reason + ' after ' + s.turns + ' turns');
     }
