@@ -33,8 +33,8 @@ import attrs
 from flowc.runtime.adapters.base import Expectation, ProtocolError
 from flowc.runtime.channel import Channel, ClientHub
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
-from flowc.runtime.replies import as_reply
-from flowc.runtime.stored import admissible
+from flowc.runtime.replies import Reply, as_reply, plain_reply
+from flowc.runtime.stored import admissible, json_copy
 
 __all__ = ["AgentClient", "ChannelHandle", "HumanClient", "Turn", "envelope_text"]
 
@@ -258,6 +258,17 @@ class AgentClient(_Client):
         super().__init__(hub, name, agent_id=agent_id)
         self.fn = fn
 
+    def _envelopes(self, ch: Channel, reply: Reply) -> list[Envelope]:
+        """The envelopes of a turn's ``reply`` (the adapter's round, or its text)."""
+        build = getattr(ch.adapter, "build_round_envelopes", None)
+        if build is None:
+            return (
+                [Envelope(ch.channel_id, self.agent_id, None, EV_TEXT, {"text": reply.text})]
+                if reply.text
+                else []
+            )
+        return list(build(ch.metadata, ch.state, self.agent_id, reply, self.hub.name_to_id()))
+
     async def take_turn(self, ch: Channel, trigger: Envelope) -> None:
         turn = Turn(
             ch.channel_id,
@@ -265,37 +276,54 @@ class AgentClient(_Client):
             self.name,
             trigger,
             tuple(ch.recent),
-            dict(getattr(ch.state, "context_vars", {}) or {}),
+            # a copy that shares nothing with the run's: what the agent does to it (adds
+            # to a list in it) changes nothing, as only what it writes is recorded
+            json_copy(dict(getattr(ch.state, "context_vars", {}) or {})),
             tuple(ch.metadata.participant_ids),
             {aid: name for name, aid in self.hub.name_to_id().items()},
         )
         try:
             answer = await self.fn(turn)
             reply = as_reply(answer)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:
+        except asyncio.CancelledError as err:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # the hub cancelled the turn: it stops
+                raise
+            # the agent raised it of its own: its failure, as any other exception
+            self.hub.fail(ch.channel_id, self.agent_id, err, by_agent=True)
+            return
+        except (Exception, SystemExit) as err:  # (`sys.exit` in an agent ends no run)
             self.hub.fail(ch.channel_id, self.agent_id, err, by_agent=True)
             return
         if not ch.is_open or self.hub.stopping():
             return
-        build = getattr(ch.adapter, "build_round_envelopes", None)
-        if build is None:
-            envs = (
-                [Envelope(ch.channel_id, self.agent_id, None, EV_TEXT, {"text": reply.text})]
-                if reply.text
-                else []
-            )
-        else:
-            envs = build(ch.metadata, ch.state, self.agent_id, reply, self.hub.name_to_id())
         contract = ch.contract
+        judged = contract is not None and bool(reply.tool_calls)
+        envs = self._envelopes(ch, reply)
+        try:
+            # values a record cannot hold are refused first (the contract's words quote
+            # the values), as the hub refuses them
+            for env in envs:
+                admissible(env, {self.agent_id: self})
+        except ProtocolError as err:  # refused: nothing of the turn is written
+            if judged:
+                ch.refused = ()
+            self.hub.fail(ch.channel_id, self.agent_id, err)
+            return
+        # the turn as the run records it: plain copies of the agent's values (the hub
+        # writes and keeps those), so that the flow's declarations judge what is written
+        # (a string whose `==` says yes to anything by its text, a dict whose `items`
+        # hides a key by what JSON writes of it)
+        try:
+            reply = plain_reply(reply)
+        except (TypeError, ValueError, RecursionError):  # (values no envelope holds)
+            pass
+        else:
+            envs = self._envelopes(ch, reply)
         warnings: list[dict[str, Any]] = []
-        if contract is not None and reply.tool_calls:
+        if judged:
+            assert contract is not None
             try:
-                # values a record cannot hold are refused first, as the hub refuses them
-                # (the contract's words quote the values)
-                for env in envs:
-                    admissible(env, {self.agent_id: self})
                 # the flow's declarations hold the agent's tool calls
                 warnings = contract.check_reply(self.agent_id, reply)
             except ProtocolError as err:  # refused: nothing of the turn is written

@@ -58,7 +58,7 @@ from flowc.runtime.envelope import (
 from flowc.runtime.failures import PluginFailed, failure_of
 from flowc.runtime.guard import stop_reason
 from flowc.runtime.refold import ReplayResult, broken_in, refolded, stop_text
-from flowc.runtime.stored import admissible
+from flowc.runtime.stored import admissible, admitted
 from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
     LEASE_SECONDS,
@@ -421,7 +421,7 @@ class Hub:
                 _now(),
                 t.ttl_seconds,
             )
-        admissible(env, self._clients)  # (only what a reader reads back: stored.py)
+        env = admitted(env, self._clients)  # (only what a reader reads back: stored.py)
         adapter = ch.adapter
         metadata = ch.metadata
         try:

@@ -104,7 +104,7 @@ def _load_file(spec: str, file: Path, label: str) -> None:
         import_file(file, name)
     except NotAModule:
         raise PluginError(f"{label}: cannot load it as a Python module") from None
-    except Exception as err:
+    except (Exception, SystemExit) as err:  # (`sys.exit` while it loads ends no command)
         raise PluginError(_import_error(label, file, err)) from None
     _LOADED.add(key)
 
@@ -151,7 +151,7 @@ def _load_module(spec: str, base: Path, label: str) -> None:
                 f"{label}: no module named {spec!r} (looked in {base} and on the Python path)"
             ) from None
         raise PluginError(_import_error(label, None, err)) from None
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         raise PluginError(_import_error(label, None, err)) from None
     finally:
         if folder in sys.path:

@@ -27,11 +27,13 @@ flowc.runtime.adapters.base.ProtocolError: a's reply was refused: event_data.con
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from flowc.inputs import MAX_DEPTH
+import attrs
+
 from flowc.runtime.adapters.base import (
     ChannelMetadata,
     DamagedRecord,
@@ -50,7 +52,7 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 
-__all__ = ["admissible", "check_envelope", "check_row", "json_values"]
+__all__ = ["admissible", "admitted", "check_envelope", "check_row", "json_copy", "json_values"]
 
 _STR = (str, "a string")
 _OPT_STR = ((str, type(None)), "a string or null")
@@ -169,15 +171,27 @@ def admissible(env: Envelope, clients: Mapping[str, Any] | None = None) -> None:
         raise ProtocolError(f"{sender}'s {kind} was refused: {err.path}: {err.what}") from None
 
 
+def admitted(env: Envelope, clients: Mapping[str, Any] | None = None) -> Envelope:
+    """:func:`admissible`, and ``env`` with its data as the hub writes it: plain copies
+    (:func:`json_copy`), so that what the hub keeps and folds shares nothing with the
+    sender's own objects (a list it changes later, a string whose ``==`` says yes to
+    anything)."""
+    admissible(env, clients)
+    return attrs.evolve(env, event_data=json_copy(env.event_data))
+
+
 #: what a JSON value is, as a refusal says it
 _JSON = "a JSON value (a string, number, boolean, null, list or object)"
 
 
 #: the deepest a record's value may nest lists and objects: JSON's readers stop at some
 #: depth (Python's near 1,000, counting the record around the value and the stack of the
-#: reader); room for a JSON graph at its deepest (:data:`flowc.inputs.MAX_DEPTH`), which a
-#: run's opening holds at ``event_data.metadata.knobs.graph``
-MAX_NESTING = MAX_DEPTH + 12
+#: reader); room for a JSON graph at its deepest (500 levels, ``flowc.inputs.MAX_DEPTH``),
+#: which a run's opening holds at ``event_data.metadata.knobs.graph``
+MAX_NESTING = 512
+#: the most digits of an integer a record holds: Python writes no longer one (its own
+#: limit on an integer's text), as a run script's numbers (``flowc.inputs.MAX_INT_DIGITS``)
+MAX_INT_DIGITS = 4300
 
 
 def json_values(value: Any, path: str) -> None:
@@ -204,14 +218,21 @@ def json_values(value: Any, path: str) -> None:
     while stack:
         item, place, depth = stack.pop()
         kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
+        if kind is str or kind is bool or item is None:
             continue
-        if item is _LEAVE:
+        if kind is int or (isinstance(item, int) and not isinstance(item, bool)):
+            if item.bit_length() > _DIGITS_BITS and abs(item) >= _TOO_LONG:
+                raise DamagedRecord.said(
+                    _place(path, place),
+                    f"a number of more than {MAX_INT_DIGITS:,} digits (a record holds at most"
+                    f" {MAX_INT_DIGITS:,}, as a run script does)",
+                )
+        elif item is _LEAVE:
             inside.discard(place)
         elif kind is float or isinstance(item, float):
             if not math.isfinite(item):
                 raise DamagedRecord(_place(path, place), "a finite number", item)
-        elif isinstance(item, (str, int)):
+        elif isinstance(item, str):
             continue
         elif isinstance(item, (dict, list, tuple)):
             if id(item) in inside:
@@ -239,6 +260,27 @@ def json_values(value: Any, path: str) -> None:
 
 #: the mark of the end of a list's or object's values (:func:`json_values`)
 _LEAVE = object()
+#: an integer of :data:`~flowc.inputs.MAX_INT_DIGITS` digits or more is at least this
+#: (its text is refused by Python, so no record could be written); the bits of a number
+#: below which none is
+_TOO_LONG = 10**MAX_INT_DIGITS
+_DIGITS_BITS = _TOO_LONG.bit_length() - 2
+
+
+def json_copy(value: Any) -> Any:
+    """``value`` as a record holds it, for a value :func:`json_values` takes: a copy of
+    plain JSON values (lists for tuples, ``str``, ``int``, ``float``, ``dict`` for their
+    subclasses), which shares nothing with ``value``: what the hub keeps of a turn is
+    what it wrote, whatever the sender does with its own objects later.
+
+    >>> class Sneaky(str):
+    ...     def __eq__(self, other): return True
+    ...     __hash__ = str.__hash__
+    >>> kept = {"k": (1, [Sneaky("no")])}
+    >>> copied = json_copy(kept); copied, type(copied["k"][1][0]) is str
+    ({'k': [1, ['no']]}, True)
+    """
+    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
 
 
 def _place(path: str, place: Any) -> str:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowc.runtime.adapters.base import DamagedRecord
-from flowc.runtime.stored import MAX_NESTING, json_values
+from flowc.runtime.stored import MAX_INT_DIGITS, MAX_NESTING, json_values
 
 #: values an agent may send: JSON's, and what JSON cannot hold as it is (sets, bytes,
 #: numbers that are not finite, keys that are not strings), tuples (JSON's lists)
@@ -66,6 +66,19 @@ def test_what_a_record_holds_is_what_json_writes_and_reads_back(value: Any) -> N
     except DamagedRecord:
         held = False
     assert held == json_holds({"v": value})
+
+
+def test_a_record_holds_what_the_inputs_take() -> None:
+    """A JSON graph (which a run's opening holds, three levels into the record) and a run
+    script's numbers; the runtime keeps its own limits, the inputs theirs."""
+    from flowc import inputs
+
+    assert MAX_NESTING >= inputs.MAX_DEPTH + 3
+    assert MAX_INT_DIGITS == inputs.MAX_INT_DIGITS
+    json_values({"n": int("9" * MAX_INT_DIGITS)}, "event_data")
+    with pytest.raises(DamagedRecord) as caught:
+        json_values({"n": -(10**MAX_INT_DIGITS)}, "event_data")
+    assert caught.value.path == "event_data.n"
 
 
 def nested(depth: int) -> list[Any]:
