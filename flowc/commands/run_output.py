@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from flowc.commands.console import isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
-from flowc.diagnostics import counted
+from flowc.diagnostics import counted, shown
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import Envelope
@@ -93,12 +93,12 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
         calls = []
         for call in r.tool_calls:
             args = call.get("args") or {}
-            shown = (
+            given = (
                 ", ".join(f"{k}={_short(v)}" for k, v in args.items())
                 if isinstance(args, dict)
                 else _short(args)
             )
-            calls.append(f"{call.get('name')}({shown})")
+            calls.append(f"{call.get('name')}({given})")
         lines.append(f"{pad}calls: {', '.join(calls)}")
     _write_lines(lines, pad, r.context_set, r.context_delete, r.warnings)
     for broken in r.violated:  # one of the flow's properties (flowc.runtime.guard)
@@ -114,7 +114,8 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
         lines.append(f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})")
     if r.closes == "max_turns" and r.next_speaker is not None:
         lines.append(f"{pad}■ max_turns reached")
-    return lines
+    # (what an agent or a script said is shown, never acted on: ESC, CR, BEL escaped)
+    return [shown(line) for line in lines]
 
 
 def _write_lines(
@@ -146,7 +147,7 @@ def silent_lines(r: SilentRound, width: int) -> list[str]:
     pad = " " * (6 + width)
     lines = [("%3s  %-*s  %s" % ("", width, r.speaker, SILENT))]  # noqa: UP031
     _write_lines(lines, pad, r.context_set, r.context_delete, r.warnings)
-    return lines
+    return [shown(line) for line in lines]
 
 
 def silent_json(r: SilentRound) -> dict[str, Any]:
@@ -193,13 +194,13 @@ def violation_text(broken: dict[str, Any]) -> str:
     'violated: property quiet (`never from bot`): turn 2 has `from bot`'
     """
     claim = broken.get("claim")
-    shown = f" (`{claim}`)" if claim else ""
-    return f"violated: property {broken.get('property')}{shown}: {broken.get('why')}"
+    quoted = f" (`{claim}`)" if claim else ""
+    return f"violated: property {broken.get('property')}{quoted}: {broken.get('why')}"
 
 
 def failure_line(turn: int | None, speaker: str | None, error: str | None) -> str:
     """How a transcript (``flowc run``'s, ``flowc log``'s) shows a turn that failed."""
-    return f"  turn {turn} failed ({speaker}): {error}"
+    return shown(f"  turn {turn} failed ({speaker}): {error}")
 
 
 def violations_line(broken: Sequence[dict[str, Any]]) -> str:
@@ -215,7 +216,13 @@ def violations_line(broken: Sequence[dict[str, Any]]) -> str:
 
 
 def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
-    """The lines after the turns, each with whether it goes to stderr."""
+    """The lines after the turns, each with whether it goes to stderr (what an agent or a
+    script said in them escaped, as in the turns)."""
+    for line, err in _trailer(result):
+        yield shown(line), err
+
+
+def _trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
     for v in result.violations:
         yield (
             (
