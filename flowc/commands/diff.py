@@ -2,7 +2,8 @@
 
 Either side is a `.flow` file, a JSON graph or knobs dict, ``-`` (stdin) or a git revision
 ``REV:path``. Exit 0 when the behaviour is the same, 1 when it changed, 2 when it cannot
-decide (the state bound, custom conditions or targets) or an input has errors.
+decide (the state bound, custom conditions or targets, a property the checker could not
+decide in a version) or an input has errors.
 With ``--git`` it takes the seven arguments git passes a diff driver.
 """
 
@@ -40,8 +41,9 @@ from flowc.source import SourceFile
 FORMATS = ("text", "markdown", "json")
 
 #: exit codes: the behaviour is the same, it changed, flowc could not decide (the state
-#: bound, or custom conditions and targets deciding the only differences); an input that
-#: cannot be read or has errors is EXIT_USAGE too
+#: bound, custom conditions and targets deciding the only differences, or a property of
+#: both versions not decided in one); an input that cannot be read or has errors is
+#: EXIT_USAGE too
 EXIT_SAME, EXIT_CHANGED, EXIT_UNKNOWN = EXIT_OK, EXIT_ERRORS, EXIT_USAGE
 
 
@@ -197,6 +199,8 @@ def _render_text(diff: Any, colors: tuple[str, ...]) -> str:
                 "incomplete; raise --max-states)"
             )
         return "\n".join(out) + "\n"
+    from flowc.compiler.analysis.changes import PROPERTY_FLIPS, PROPERTY_UNKNOWN
+
     if diff.verdict == UNKNOWN:
         out.append(f"{bold}behaviour: unknown{reset} — {diff.reason}")
         if diff.first is not None:
@@ -205,7 +209,8 @@ def _render_text(diff: Any, colors: tuple[str, ...]) -> str:
             )
             out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
         for c in diff.behavioural:
-            out.append(f"  possibly: {c.text}")
+            # a property not decided is no "possibly": it is why the verdict is unknown
+            out.append(f"  {'*' if c.kind == PROPERTY_UNKNOWN else 'possibly:'} {c.text}")
         return "\n".join(out) + "\n"
     if diff.first is None:  # only a property's verdict changed
         out.append(
@@ -216,10 +221,8 @@ def _render_text(diff: Any, colors: tuple[str, ...]) -> str:
         out.append(f"{bold}behaviour: changed{reset}")
         out.append("  shortest distinguishing run:")
         out += [f"    {line}" for line in _routing_lines(diff.first, old_rules, new_rules)]
-    from flowc.compiler.analysis.changes import PROPERTY_FLIPS
-
     for c in diff.behavioural:
-        if diff.first is None and c.kind not in PROPERTY_FLIPS:
+        if diff.first is None and c.kind not in (*PROPERTY_FLIPS, PROPERTY_UNKNOWN):
             # no run routes differently: the others are notes, as when nothing changed
             out.append(f"  note: {c.text}")
             continue
@@ -249,7 +252,7 @@ def render_markdown(diff: Any) -> str:
     """The report as GitHub Flavored Markdown, for a pull-request comment. flowc's words
     are escaped text; every name, value, rule and file name the flows bring is a code
     span (:mod:`flowc.escaping`), so none becomes HTML, a link, an autolink or a mention."""
-    from flowc.compiler.analysis.changes import rule_labels
+    from flowc.compiler.analysis.changes import PROPERTY_FLIPS, PROPERTY_UNKNOWN, rule_labels
 
     old_rules, new_rules = rule_labels(diff.old), rule_labels(diff.new)
     verdict = {
@@ -281,17 +284,20 @@ def render_markdown(diff: Any) -> str:
         out += [f"- note: {c.phrase.markdown()}" for c in diff.behavioural]
         return "\n".join(out) + "\n"
     if diff.verdict == "changed" and diff.first is None:  # only a property's verdict changed
-        from flowc.compiler.analysis.changes import PROPERTY_FLIPS
-
         out += ["No run routes differently, but a run breaks a property in one version only.", ""]
         out += [
-            f"- {'' if c.kind in PROPERTY_FLIPS else 'note: '}{c.phrase.markdown()}"
+            f"- {'' if c.kind in (*PROPERTY_FLIPS, PROPERTY_UNKNOWN) else 'note: '}"
+            f"{c.phrase.markdown()}"
             for c in diff.behavioural
         ]
         return "\n".join(out) + "\n"
     if diff.verdict == "unknown":
         out += [f"flowc could not decide: {md_text(diff.reason)}.", ""]
         if diff.first is None:
+            # the properties not decided (the table below, when there is a run)
+            out += [
+                f"- {c.phrase.markdown()}" for c in diff.behavioural if c.kind == PROPERTY_UNKNOWN
+            ]
             return "\n".join(out) + "\n"
     title = (
         "**Behavioural changes**"

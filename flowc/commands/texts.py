@@ -134,8 +134,9 @@ TEXTS: dict[str, tuple[str, str | None]] = {
         "OLD and NEW route differently. Either side may be a .flow file, a JSON "
         "graph, - (stdin) or a git revision REV:path. Exit status: 0 the behaviour "
         "is the same, 1 it changed, 2 flowc could not decide (the state bound was "
-        "reached, or only custom conditions or targets could make the versions "
-        "differ) or could not run (an input is missing or has errors).",
+        "reached, only custom conditions or targets could make the versions "
+        "differ, or a property of both was not decided in one) or could not run "
+        "(an input is missing or has errors).",
     ),
     "lsp": (
         "language server for editors (stdio): diagnostics, hover, navigation, rename, "

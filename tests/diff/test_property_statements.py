@@ -364,3 +364,129 @@ def test_a_name_with_a_colon_leaves_the_claim_whole() -> None:
     assert old.compiled is not None
     (e116,) = [f for f in check_compiled(old.compiled, ()) if f.code.id == "E116"]
     assert e116.message == "property `a: b` is violated (`never from bot`)"
+
+
+# ── a property the checker could not decide ──────────────────────────────────
+
+#: `eventually tool u` is broken by a run in which `bot` never calls `u` until the cap, but
+#: such a run is longer than the turns the checker follows to the cap: I305 (really
+#: violated: with a low cap the checker finds the run); `never tool t and tool u` holds
+UNDECIDED = """speaker user: human
+speaker bot { tool t
+ tool u }
+start user
+max_turns 20000000
+when from user then bot
+when from bot then bot
+property p: eventually tool u
+"""
+DECIDED = UNDECIDED.replace("eventually tool u", "never tool t and tool u")
+WHY = (
+    "whether a run cut by `max_turns 20000000` breaks it was not decided: such a run is "
+    "longer than the 10,000,000 turns flowc follows to the cap (a lower `max_turns` decides it)"
+)
+
+
+def _diff_all(tmp_path: Path, old: str, new: str, capsys: Any) -> tuple[list[int], str, Any, str]:
+    """The exit codes, and the text, JSON and Markdown reports of ``diff OLD NEW``."""
+    (tmp_path / "old.flow").write_text(old)
+    (tmp_path / "new.flow").write_text(new)
+    files = [str(tmp_path / "old.flow"), str(tmp_path / "new.flow")]
+    codes, outs = [], []
+    for fmt in ("text", "json", "markdown"):
+        codes.append(main(["diff", *files, "--format", fmt]))
+        outs.append(capsys.readouterr().out)
+    return codes, outs[0], json.loads(outs[1]), outs[2]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "line"),
+    [
+        (UNDECIDED, DECIDED, "OLD", "could not be decided in OLD and holds in NEW"),
+        (DECIDED, UNDECIDED, "NEW", "held in OLD and could not be decided in NEW"),
+        # both undecided, though what it claims is written otherwise
+        (
+            UNDECIDED,
+            UNDECIDED.replace("eventually tool u", "eventually  tool u"),
+            "OLD and NEW",
+            "could not be decided in OLD and NEW",
+        ),
+    ],
+)
+def test_a_property_not_decided_makes_the_behaviour_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, where: str, line: str
+) -> None:
+    """No run routes differently, but a property of both versions has no verdict in one
+    (or both): whether its verdict is the same is not known, so the diff does not say "the
+    same" (exit 0) but unknown (exit 2), names the property and says why, in every format."""
+    codes, text, doc, markdown = _diff_all(tmp_path, old, new, capsys)
+    assert codes == [2, 2, 2]
+    reason = (
+        f"no run routes differently, but property `p` could not be decided in {where}: "
+        "whether its verdict is the same in both versions is not known"
+    )
+    assert f"\nbehaviour: unknown — {reason}\n  * property `p` {line}: {WHY}\n" in text
+    assert "behaviour: the same" not in text
+    assert (doc["verdict"], doc["behaviour_changed"], doc["reason"], doc["first"]) == (
+        "unknown",
+        None,
+        reason,
+        None,
+    )
+    assert doc["behavioural"] == [
+        {"kind": "property-unknown", "text": f"property `p` {line}: {WHY}", "subject": "p"}
+    ]
+    assert "new.flow`: **behaviour unknown**\n" in markdown
+    assert "flowc could not decide: no run routes differently, but property \\`p\\`" in markdown
+    assert f"\n- property `p` {line}: ``{WHY}``\n" in markdown
+
+
+def test_the_undecided_property_hid_a_change() -> None:
+    """With a cap low enough to follow, the checker decides it: OLD's property is
+    violated, NEW's holds (what the undecided diff could not rule out)."""
+    low = {v: v.replace("max_turns 20000000", "max_turns 6") for v in (UNDECIDED, DECIDED)}
+    d = diff_versions(version("old.flow", low[UNDECIDED]), version("new.flow", low[DECIDED]))
+    assert (d.verdict, [c.kind for c in d.behavioural]) == ("changed", ["property-holds"])
+
+
+def test_a_change_a_run_shows_stays_a_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run that routes differently is a change (exit 1) whatever the property's verdict:
+    the undecided property is listed with the changes."""
+    new = UNDECIDED.replace("when from bot then bot", "when from bot then user")
+    codes, text, doc, markdown = _diff_all(tmp_path, UNDECIDED, new, capsys)
+    assert codes == [1, 1, 1]
+    assert f"\n  * property `p` could not be decided in OLD and NEW: {WHY}\n" in text
+    assert (doc["verdict"], doc["reason"]) == ("changed", None)
+    assert [c["kind"] for c in doc["behavioural"]] == ["property-unknown"]
+    assert f"| property `p` could not be decided in OLD and NEW: ``{WHY}`` |" in markdown
+
+
+@pytest.mark.parametrize("added", ["eventually tool u", "never tool t"])
+def test_a_property_only_one_version_has_is_not_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], added: str
+) -> None:
+    """A property added in NEW has no verdict in OLD to compare with: violated there
+    (`never tool t`) or not decided (`eventually tool u`), it is a structural change and
+    the behaviour is the same (exit 0), as docs/diff.md says; removed, likewise."""
+    new = f"{DECIDED}property q: {added}\n"
+    for old_text, new_text in ((DECIDED, new), (new, DECIDED)):
+        codes, text, doc, _ = _diff_all(tmp_path, old_text, new_text, capsys)
+        assert codes == [0, 0, 0]
+        assert "\nbehaviour: the same — no run routes differently\n" in text
+        assert (doc["verdict"], doc["behavioural"]) == ("same", [])
+        assert [c["kind"] for c in doc["structural"]] in (
+            ["property-added"],
+            ["property-removed"],
+        )
+
+
+def test_the_documented_undecided_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/diff.md's example of a property not decided is what the diff prints."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "diff.md").read_text(encoding="utf-8")
+    block = doc.split("`property-unknown` change gives", 1)[1].split("```text\n", 1)[1]
+    _, text, _, _ = _diff_all(tmp_path, UNDECIDED, DECIDED, capsys)
+    assert text.endswith("\n" + block.split("```", 1)[0])

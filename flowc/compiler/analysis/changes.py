@@ -11,7 +11,8 @@ reachable, loops that appear or disappear (W205/W206), the shortest ending beyon
 (W212). Each comes with a shortest *distinguishing run*: the turns after which OLD and
 NEW route differently. Behaviour is "the same" when no run routes differently, "changed"
 when a run does whatever custom conditions and targets decide, and "unknown" when only
-runs that depend on what they decide do, or the exploration stopped at its bound.
+runs that depend on what they decide do, the exploration stopped at its bound, or the
+checker could not decide a property both versions have in one of them (I305).
 
 A JSON graph does not carry the declarations (humans, tools, humans' keys), its
 participants or its initiator: what only one side carries is not compared, what the graph
@@ -42,6 +43,7 @@ from flowc.compiler.analysis.lockstep import (
 )
 from flowc.compiler.analysis.runs import Run
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
+from flowc.compiler.analysis.undecided import undecided_reason, undecided_sides, undecided_text
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import condition_text, property_text, rule_ref, target_text
 from flowc.compiler.monitor import claim_text
@@ -217,7 +219,16 @@ class _Side:
 
     @property
     def reachable(self) -> set[str]:
-        return {self.system.speakers[i] for i in self.facts.scheduled}
+        """The speakers that speak in some run (not those whose turn would come only
+        after the cap closed every run: W215)."""
+        late = self.facts.after_cap_speakers
+        return {self.system.speakers[i] for i in self.facts.scheduled if i not in late}
+
+    def fired(self) -> set[int] | None:
+        """The rules (file index) that fire in some run, the cap's turn included (not
+        those that would fire only after it: W215); None when the exploration stopped."""
+        space = self.facts.space
+        return None if space.truncated else set(space.fired) - set(self.facts.after_cap_rules)
 
     @property
     def ends(self) -> set[str]:
@@ -496,6 +507,9 @@ def _property_verdicts(side: _Side) -> dict[str, tuple[str, Finding]]:
 #: property (NEW's, or OLD's for one that holds again) and is a change of behaviour: a
 #: run breaks it on one side only, even when no run routes differently
 PROPERTY_FLIPS = ("property-violated", "property-holds")
+#: a property of both versions that the checker could not decide (I305) in one or both:
+#: whether its verdict is the same in both is not known, so the behaviour is not "the same"
+PROPERTY_UNKNOWN = "property-unknown"
 
 
 def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
@@ -506,13 +520,16 @@ def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
     distinguishing run's turns (:func:`~flowc.compiler.analysis.lockstep.turns_of_run`)
     with where the breaking side goes after its last turn (``new``, or ``old``; the other
     side is None: it need not take the run) and ``loop_from`` for a run that breaks it
-    for ever."""
+    for ever. One the checker could not decide in either version is a
+    :data:`PROPERTY_UNKNOWN` change, with the checker's note on why (and no run)."""
     vo, vn = _property_verdicts(old), _property_verdicts(new)
     for name, (now, found) in vn.items():
         was = vo.get(name)
         if was is None:
             continue
-        if was[0] == "holds" and now == "violated":
+        if UNKNOWN in (was[0], now):
+            yield Change(PROPERTY_UNKNOWN, undecided_text(name, was, (now, found)), name)
+        elif was[0] == "holds" and now == "violated":
             why = found.diagnostic.notes[0] if found.diagnostic.notes else ""
             run = found.run
             yield _with_property_run(
@@ -824,8 +841,7 @@ def behavioural_changes(
         )
     # rules
     pairs, _, added = match_rules(old.rules, new.rules)
-    live_o = old.facts.space.fired if not old.facts.space.truncated else None
-    live_n = new.facts.space.fired if not new.facts.space.truncated else None
+    live_o, live_n = old.fired(), new.fired()
     if live_o is not None and live_n is not None:
         for o, n in pairs:
             if o.index in live_o and n.index not in live_n:
@@ -1080,6 +1096,12 @@ def diff_versions(
         # no run routes differently, but a run breaks a property on one side only: the
         # behaviour changed all the same (a gate on the exit status must not pass it)
         verdict = CHANGED
+    undecided = undecided_sides(_property_verdicts(so), _property_verdicts(sn))
+    if undecided and verdict != CHANGED:
+        # its verdict may differ: "the same" would be a guess (a change stays a change)
+        why = undecided_reason(undecided)
+        reason = f"{reason}; {why}" if reason else f"no run routes differently, but {why}"
+        verdict = UNKNOWN
     return FlowDiff(
         old,
         new,
