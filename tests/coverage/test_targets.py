@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import flowc
+from flowc.compiler.analysis.generate import generate_scenarios
 from flowc.compiler.analysis.targets import coverage_targets
 from flowc.diagnostics import FlowError
 from flowc.runtime.coverage import measure
@@ -273,3 +274,34 @@ def test_a_long_cap_without_a_loop_is_reached_by_the_longest_run(
     assert cov.cap_walk is None
     (target,) = [t for t in cov.targets if t.name == "end:max_turns"]
     assert target.live is live
+
+
+#: a rule or a tool that ends the run with "max_turns", the reason the cap writes
+MAX_TURNS_WRITTEN = {
+    "a rule, no cap": 'speakers a, b\nwhen always then terminate "max_turns"\n',
+    "a rule, a cap no run reaches": (
+        "speaker u: human\nspeakers a, b\nmax_turns 3\n"
+        'when from u then a\nwhen from a then terminate "max_turns"\n'
+    ),
+    "a tool, and the cap": (
+        'speaker u: human\nspeaker a { tool t finishes "max_turns" }\nmax_turns 5\n'
+        "when from u then a\nwhen from a then u\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MAX_TURNS_WRITTEN))
+def test_the_reason_max_turns_is_one_target_whoever_writes_it(name: str) -> None:
+    """AG2 closes a run cut by the cap with "max_turns", so a rule or a tool writing it
+    ends runs the same way: one target, and `flowc scenarios` writes a scenario for it
+    (it stopped with an internal error: the target was taken for the cap's)."""
+    flow = flowc.compile_flow(MAX_TURNS_WRITTEN[name])
+    cov = coverage_targets(flow)
+    ends = [t for t in cov.targets if t.name == "end:max_turns"]
+    assert len(ends) == 1 and ends[0].live, ends
+    written = generate_scenarios(flow).text()
+    flow = flowc.compile_flow(MAX_TURNS_WRITTEN[name] + written)
+    results = [run_scenario(RunTarget.from_compiled(flow), sc) for sc in flow.scenarios]
+    assert results and all(r.passed for r in results), [r.failure for r in results]
+    got = measure(coverage_targets(flow), results)
+    assert got.hits.get(("end", "max_turns")) and got.percent == 100

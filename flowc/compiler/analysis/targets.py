@@ -105,7 +105,7 @@ class Coverable:
 
     def distance(self, key: TargetKey) -> int:
         """How many turns the shortest run that exercises ``key`` takes."""
-        if key == ("end", CAP_REASON):
+        if key == ("end", CAP_REASON) and key not in self.witnesses:
             assert self.cap_walk is not None
             return len(self.cap_walk) - 1
         node, _ = self.witnesses[key]
@@ -114,7 +114,7 @@ class Coverable:
     def witness_run(self, key: TargetKey) -> Run:
         """The shortest run that exercises ``key`` (a live target)."""
         space = self.facts.space
-        if key == ("end", CAP_REASON):
+        if key == ("end", CAP_REASON) and key not in self.witnesses:
             assert self.cap_walk is not None
             return run_along(space, self.cap_walk)
         node, step = self.witnesses[key]
@@ -123,7 +123,7 @@ class Coverable:
     def best_run(self, key: TargetKey, covered: set[TargetKey]) -> Run:
         """A shortest run that exercises ``key`` and, among those, as many targets
         outside ``covered`` as a pass over the shortest-path graph finds."""
-        if key == ("end", CAP_REASON):
+        if key == ("end", CAP_REASON) and key not in self.witnesses:
             return self.witness_run(key)
         space, system = self.facts.space, self.system
         goal, final = self.witnesses[key]
@@ -317,7 +317,7 @@ class _Classifier:
     def _unreached(self, key: TargetKey) -> str | None:
         """Why a target check calls live is still not coverable (``None``: it is)."""
         if key in self.witnesses or (key == ("end", CAP_REASON) and self.cap_walk is not None):
-            return None
+            return None  # (a rule's or tool's `"max_turns"`, or the cap's)
         if self.truncated:
             return (
                 f"not reached in the {counted(len(self.facts.space.keys), 'state')} explored (I301)"
@@ -425,6 +425,16 @@ class _Classifier:
         return out
 
     def ends(self, sources: dict[TargetKey, Target]) -> Iterator[Target]:
+        """A target per reason a run may end with. A rule or tool that ends the run with
+        `"max_turns"` writes the very reason the cap writes (as in AG2): one target, live
+        when either is."""
+        ends = list(self._ends(sources))
+        mine = [t for t in ends if t.key == ("end", CAP_REASON)]
+        if len(mine) == 2:
+            ends.remove(mine[1] if mine[0].live or not mine[1].live else mine[0])
+        return iter(ends)
+
+    def _ends(self, sources: dict[TargetKey, Target]) -> Iterator[Target]:
         for reason, written_by in self._reasons(sources).items():
             key = ("end", reason)
             label = f"terminate {format_value(reason)}"
