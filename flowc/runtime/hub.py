@@ -61,13 +61,13 @@ from flowc.runtime.refold import ReplayResult, broken_in, refolded, stop_text
 from flowc.runtime.stored import admissible, admitted
 from flowc.runtime.transcript import PROPERTY_KEY
 from flowc.runtime.wal import (
-    LEASE_SECONDS,
     LeaseError,
     MemoryStore,
     StoreUnavailable,
     WalError,
     WalStore,
     holder_id,
+    lease_seconds_from_env,
 )
 
 __all__ = ["HUB_ID", "Channel", "Hub", "HubParticipant", "ReplayResult"]
@@ -76,15 +76,6 @@ log = logging.getLogger("flowc.runtime")
 
 #: the sender id of envelopes the hub itself writes (close, expectation violations)
 HUB_ID = "hub"
-
-
-def _lease_seconds() -> float:
-    """``$FLOWC_LEASE_SECONDS`` if it is a positive number, else :data:`LEASE_SECONDS`."""
-    try:
-        value = float(os.environ.get("FLOWC_LEASE_SECONDS", ""))
-    except ValueError:
-        return LEASE_SECONDS
-    return value if 0 < value < float("inf") else LEASE_SECONDS
 
 
 #: the states as plain constants: reading a member off the enum class
@@ -140,7 +131,7 @@ class Hub:
         self._prefix = os.urandom(4).hex()
         #: who this hub is to the store's leases (one writer per run)
         self.holder = holder or holder_id(f"hub-{self._prefix}")
-        self.lease_seconds = lease_seconds or _lease_seconds()
+        self.lease_seconds = lease_seconds or lease_seconds_from_env()
         self._beat: asyncio.TimerHandle | None = None
         #: when the next beat is due (the event loop's clock): a beat that runs much later
         #: than this was held up, and says so
@@ -913,6 +904,9 @@ class Hub:
     def _closed(self, ch: Channel, reason: str, closed: Envelope) -> None:
         ch.status = ChannelState.CLOSED
         ch.close_reason = reason
+        turn = self._inflight.get(ch.channel_id)  # (an agent's turn for a run now over)
+        if turn is not None and turn is not asyncio.current_task():
+            turn.cancel()
         if ch.timer is not None:
             ch.timer.cancel()
             ch.timer = None
@@ -1198,10 +1192,10 @@ class Hub:
     async def idle(self) -> None:
         """Wait until no agent turn is in flight.
 
-        A task (or a group-committed envelope's future) leaves :attr:`_tasks` in its
-        done callback, which the loop runs after it ends: this waits for that callback (an event it sets), so it never
-        spins on tasks that are finished but not yet taken out (awaiting finished
-        tasks does not give the loop a turn on Python 3.12 and later)."""
+        A task (or a group-committed envelope's future) leaves :attr:`_tasks` in its done
+        callback, which the loop runs after it ends: this waits for that callback (an
+        event it sets), so it never spins on tasks that are finished but not yet taken
+        out (awaiting finished tasks does not give the loop a turn on Python 3.12+)."""
         while self._tasks:
             if self._quiet is None:
                 self._quiet = asyncio.Event()

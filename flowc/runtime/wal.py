@@ -67,11 +67,21 @@ __all__ = [
     "encode_row",
     "holder_alive",
     "holder_id",
+    "lease_seconds_from_env",
     "unavailable",
 ]
 
 #: how long a lease lasts unless renewed (a hub renews it at least every half of that)
 LEASE_SECONDS = 30.0
+
+
+def lease_seconds_from_env() -> float:
+    """``$FLOWC_LEASE_SECONDS`` if it is a positive number, else :data:`LEASE_SECONDS`."""
+    try:
+        value = float(os.environ.get("FLOWC_LEASE_SECONDS", ""))
+    except ValueError:
+        return LEASE_SECONDS
+    return value if 0 < value < float("inf") else LEASE_SECONDS
 
 
 class WalError(Exception):

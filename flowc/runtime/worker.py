@@ -80,7 +80,7 @@ from flowc.runtime.clients import Turn
 from flowc.runtime.contracts import ENFORCE
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_RUN_STALLED, Envelope
 from flowc.runtime.groupcommit import GroupCommit
-from flowc.runtime.hub import Hub, _lease_seconds
+from flowc.runtime.hub import Hub
 from flowc.runtime.pgstore import NOTIFY_FREE, NOTIFY_RUN, Claimed, PgListener
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError, parse_script
 from flowc.runtime.script_run import resume_script
@@ -96,6 +96,7 @@ from flowc.runtime.wal import (
     WalError,
     WalStore,
     holder_id,
+    lease_seconds_from_env,
 )
 
 __all__ = [
@@ -371,7 +372,7 @@ class Worker:
         self.agents = dict(agents or {})
         self.concurrency = concurrency
         self.notifier = notifier
-        self.lease_seconds = lease_seconds or _lease_seconds()
+        self.lease_seconds = lease_seconds or lease_seconds_from_env()
         #: how often to look for runs whose lease expired (and, with no notifier, new runs)
         self.poll_seconds = (
             poll_seconds

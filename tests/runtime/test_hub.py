@@ -550,3 +550,34 @@ def test_a_scripted_run_ends_on_every_python(db: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert 'terminate "approved"' in done.stdout
+
+
+def test_a_turn_still_in_an_agents_hands_when_the_run_closes_is_cancelled() -> None:
+    """An agent that never answers: `turn_within ... auto_close` closes the run with
+    `turn_timeout`, and the turn it still holds is cancelled, so the hub is idle at once.
+    Before, `flowc run` waited for the agent after the close (for ever, for one that
+    hangs)."""
+    held: list[str] = []
+
+    async def b(turn: Any) -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            held.append("cancelled")
+            raise
+        return "late"
+
+    async def main() -> None:
+        hub = await Hub.open()
+        a = hub.register_human("a")
+        hub.register_agent("b", b)
+        exps = [Expectation("turn_within", "auto_close", {"seconds": 0.1})]
+        ch = await a.open("workflow", target=["b"], knobs={"graph": RR3}, expectations=exps)
+        await ch.send("your turn, b")
+        await ch.wait(timeout=5)
+        assert hub.channel(ch.channel_id).close_reason == "turn_timeout"
+        await asyncio.wait_for(hub.idle(), timeout=30)
+        assert held == ["cancelled"]
+        await hub.close()
+
+    run(main())
