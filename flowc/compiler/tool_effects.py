@@ -99,7 +99,10 @@ def _typed(sets: Iterable[tuple[Any, Any]]) -> dict[Any, str]:
 
 def _writes_typed(alt: ToolEffectInfo, writes: tuple[Mapping[str, Any], Sequence[str]]) -> bool:
     """Whether a script call's writes give each of ``alt``'s writes the same JSON value."""
-    return all(k in writes[0] and json_text(writes[0][k]) == json_text(v) for k, v in alt.sets)
+    return all(
+        k in writes[0] and json_text(writes[0][k]) == json_text(v)
+        for k, v in dict(alt.sets).items()
+    )
 
 
 def match_alternative(
@@ -350,16 +353,21 @@ def _most_writes(
     >>> alts = (ToolEffectInfo(clears=("k",)), ToolEffectInfo((("k", None),), ("k",)))
     >>> _most_writes(alts, ({"k": None}, ["k"])) == [alts[1]]
     True
+    >>> twice = (ToolEffectInfo((("k", 1),)), ToolEffectInfo((("k", 1), ("k", 2))))
+    >>> _most_writes(twice, ({"k": 2}, [])) == [twice[1]]
+    True
     """
     sets, deletes = writes
+    # (what an alternative leaves written: a key it sets twice keeps its last value)
+    made = [(a, dict(a.sets)) for a in alts]
     within = [
-        a
-        for a in alts
-        if all(k in sets and sets[k] == v for k, v in a.sets)
+        (a, eff)
+        for a, eff in made
+        if all(k in sets and sets[k] == v for k, v in eff.items())
         and all(k in deletes for k in a.clears)
     ]
-    most = max((len(a.sets) + len(a.clears) for a in within), default=0)
-    return [a for a in within if len(a.sets) + len(a.clears) == most]
+    most = max((len(eff) + len(a.clears) for a, eff in within), default=0)
+    return [a for a, eff in within if len(eff) + len(a.clears) == most]
 
 
 def human_write_refusal(who: str, key: str, allowed: Sequence[str]) -> str:
