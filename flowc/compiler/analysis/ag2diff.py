@@ -135,9 +135,11 @@ def _self_routing(facts: Facts) -> Iterator[Finding]:
     system, space = facts.system, facts.space
     cap = system.max_turns
     # cause -> (node, step): the explorer noted them on the nodes it expanded; a cut-short
-    # exploration's other nodes (found, not expanded) are looked at here
+    # exploration's other nodes (found, not expanded) are looked at here, within the turns
+    # its bound has left (a few nodes may have millions of turns: a human's writes)
     found: dict[tuple[int, str | None], tuple[int, Step]] = dict(space.self_routes)
     order: list[tuple[int, str | None]] = list(found)
+    left = space.turns_left
     for node in range(space.self_routes_upto, len(space.keys)):
         key = space.keys[node]
         if key[0] == "end":
@@ -146,6 +148,9 @@ def _self_routing(facts: Facts) -> Iterator[Finding]:
             continue  # the run closes at max_turns on this turn, on both hubs
         speaker = space.speaker_of(node)
         for step in space.explorer.steps(key):
+            left -= 1
+            if left < 0:
+                break
             out = step.outcome
             if out.speaker != speaker:
                 continue
@@ -155,6 +160,8 @@ def _self_routing(facts: Facts) -> Iterator[Finding]:
             if cause not in found:
                 found[cause] = (node, step)
                 order.append(cause)
+        if left < 0:
+            break
     for cause in order:
         node, step = found[cause]
         yield _self_routing_finding(facts, node, step, cause)

@@ -506,6 +506,16 @@ class StateSpace:
         explorer._outcomes = self.explorer._outcomes
         return attrs.evolve(self, system=system, explorer=explorer)
 
+    @property
+    def turns_left(self) -> int:
+        """The turns the bound allows past those explored, for a look at the turns of the
+        nodes found but not expanded (``self_routes_upto`` on): none once the exploration
+        stopped at its turns or at its memory budget (that look would take as long as the
+        exploration did again, or longer)."""
+        if self.stopped_by in ("turns", "memory"):
+            return 0
+        return max(0, TURNS_PER_STATE * self.bound - self.turns)
+
     def speaker_of(self, node: int) -> int:
         key = self.keys[node]
         if key == KICKOFF:
@@ -555,6 +565,18 @@ MEMORY_BUDGET = 200 * 2**20
 
 #: how often (in new states) the exploration looks at its memory
 MEMORY_EVERY = 4096
+#: ... and how often in turns: a turn adds an edge, and a few states may have millions of
+#: turns to as many states (a human who writes many keys), where no new state is found
+TURNS_PER_LOOK = 1 << 16
+#: what the graph of the explored turns (:func:`flowc._compat.networkx_digraph`) takes for
+#: an edge, at least: its entries in the successors' and the predecessors' dicts and its
+#: data dict (about 150 bytes on CPython 3.11 with networkx 3.6). That graph is built
+#: after the exploration, beside its set of edges, so the exploration also stops when the
+#: graph would take more than its budget: where the turns far outnumber the states (a
+#: human who writes many keys: thousands of turns a state, each to a state of its own),
+#: the graph takes the memory, not the states. With a few turns a state, the states reach
+#: the budget long before their graph would (then this changes nothing).
+GRAPH_EDGE_BYTES = 128
 
 
 class MemoryGuard:
@@ -568,9 +590,12 @@ class MemoryGuard:
         limit = address_space_left()
         self.budget = budget if limit is None else min(budget, limit // 5)
 
-    def exceeded(self, kept: Recorded | None = None) -> bool:
+    def exceeded(self, kept: Recorded | None = None, edges: int = 0) -> bool:
         """Whether the process grew past the budget (``kept``'s bytes do not count:
-        kept on purpose beside the states)."""
+        kept on purpose beside the states), or the graph of ``edges`` edges would
+        (:data:`GRAPH_EDGE_BYTES`)."""
+        if edges * GRAPH_EDGE_BYTES > self.budget:
+            return True
         allowance = kept.size if kept is not None else 0
         return _resident() - self.start - allowance > self.budget
 
@@ -687,8 +712,8 @@ def _self_route(
 def explore(
     system: System, max_states: int, *, record: bool = False, like: Explorer | None = None
 ) -> StateSpace:
-    """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes (and
-    ``TURNS_PER_STATE * max_states`` explored turns); ``record``: keep each node's turns
+    """Breadth-first exploration from the kickoff, bounded by ``max_states`` nodes, by
+    ``TURNS_PER_STATE * max_states`` turns and by memory; ``record``: keep each node's turns
     (:attr:`StateSpace.recorded`); ``like``: an :class:`Explorer` whose routing to share.
 
     >>> from flowc import compile_flow
@@ -700,9 +725,8 @@ def explore(
     explorer = Explorer(system, like)
     ids: dict[NodeKey, int] = {KICKOFF: 0}
     keys: list[NodeKey] = [KICKOFF]
-    parent = [0]
+    parent, dist = [0], [0]
     parent_step: list[Step | None] = [None]
-    dist = [0]
     edges: set[tuple[int, int]] = set()
     fired: set[int] = set()
     first_fired: dict[int, int] = {}
@@ -710,12 +734,10 @@ def explore(
     plain_default: dict[int, int] = {}
     ends: list[int] = []
     queue: deque[int] = deque([0])
-    truncated = False
+    truncated, turns = False, 0
     budget = TURNS_PER_STATE * max_states
-    turns = 0
     horizon: int | None = None
-    memory = MemoryGuard()
-    stopped_by = ""
+    memory, stopped_by = MemoryGuard(), ""
     recorded = Recorded(system) if record else None
     if recorded is not None:  # (Recorded.add is inlined below for most turns)
         rec_ids, rec_succ, rec_tool, rec_val = recorded.appenders()
@@ -739,6 +761,9 @@ def explore(
             if turns > budget:
                 truncated, horizon, stopped_by = True, dist[u], "turns"
                 break
+            if not turns % TURNS_PER_LOOK and memory.exceeded(recorded, len(edges)):
+                truncated, horizon, stopped_by = True, dist[u], "memory"
+                break
             if outcome.speaker == mover and not late:
                 _self_route(self_routes, u, action, after, outcome, json_mode)
             if outcome.fired >= 0 or outcome.fired == DEFAULT:
@@ -758,7 +783,7 @@ def explore(
                     truncated, horizon, stopped_by = True, dist[u], "states"
                     break
                 v = len(keys)
-                if not v % MEMORY_EVERY and memory.exceeded(recorded):
+                if not v % MEMORY_EVERY and memory.exceeded(recorded, len(edges)):
                     truncated, horizon, stopped_by = True, dist[u], "memory"
                     break
                 ids[nxt] = v
