@@ -524,7 +524,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help="instead, write the scenario of the property's violation (the shortest run "
         "that breaks it, as flowc check finds it), which `flowc test` then fails on; "
-        "refused (exit 1) when the property holds or is not decided",
+        "refused (exit 1) when the property holds or is not decided, or when that run "
+        "is longer than the 1,000 turns scenarios are written for",
     )
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from flowc.compiler.analysis.rules import trap_priority
 from flowc.diagnostics import E101, E107, W202, W203, W204, W212, X001, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
@@ -81,7 +82,7 @@ def _priority_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
         for st in index.flow.statements
         if isinstance(st, n.Rule) and st.priority is not None and st is not rule
     ]
-    value = min([0, *written]) - 1
+    value = trap_priority(written)
     p = rule.priority.span
     yield Action(
         f"Give this rule `priority {value}` (lower numbers run first)",

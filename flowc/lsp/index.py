@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.analysis.system import System, system_of_flow
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import rule_label, transition_text
 from flowc.dsl import nodes as n
@@ -347,6 +348,11 @@ class Index:
             return self._hover_property(occ.name)
         return None
 
+    @cached_property
+    def _system(self) -> System | None:
+        """The compiled flow as the checker sees it (who each rule's target may be)."""
+        return system_of_flow(self.compiled) if self.compiled is not None else None
+
     def _hover_property(self, name: str) -> str | None:
         c = self.compiled
         assert c is not None
@@ -389,11 +395,11 @@ class Index:
                 out.append(f"- `{t.name}`: {effects}")
         else:
             out.append("Tools: none.")
-        to = [
-            i
-            for i, tr in enumerate(c.graph.transitions)
-            if isinstance(tr.then, m.AgentTarget) and tr.then.agent_id == name
-        ]
+        system = self._system
+        assert system is not None
+        me = system.speaker_index(name)
+        # `next`, `stay`, `initiator` and custom targets too, as the checker resolves them
+        to = [r.index for r in system.rules if me in system.routes_to(r)]
         frm = [i for i, tr in enumerate(c.graph.transitions) if name in _speakers_of(tr.when)]
         out.append("Rules routing to it:" if to else "Rules routing to it: none.")
         out.extend(self._rule_line(i) for i in to)

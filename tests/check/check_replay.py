@@ -133,6 +133,12 @@ def replay_finding(system: System, finding: Finding) -> None:
         return
     stepper, states, fired = replay(system, run)
     last = run.turns[-1] if run.turns else None
+    cap = system.max_turns
+    to_turn = ("a run that reaches such a turn", "a shortest run that calls it")
+    if cap is not None and any(n.startswith(to_turn) for n in finding.diagnostic.notes):
+        # a run to the turn the finding is about is a real run: the cap closes every run
+        # after turn `max_turns` (W212 and W215 show the runs it cuts off, in other words)
+        assert len(run.turns) <= cap, f"{code}: the run is longer than the cap: {run.render()}"
     if run.loop_from is not None:
         # a lasso: the state after the last turn is the state where the loop began
         final = (run.next, _abstract_context(system, stepper.context))

@@ -5,6 +5,7 @@ whose every call finishes the run (or hands the turn off) says so and names the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,28 @@ def test_render_check_on_the_command_line(
     # stderr of render --check is check's own concise report
     assert err == check_out.splitlines(keepends=True)[0]
     assert FINISHING in err
+
+
+def test_priority_trap_help_is_followed_to_no_finding() -> None:
+    """W204's help gives a priority below every rule that takes its turns: the README's
+    review loop with `priority -5` on its `from` rules needs `priority -6` (the language
+    server's quick fix writes the same, tests/lsp/test_actions.py), not `priority -1`,
+    nor a rule without a priority moved up."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    (loop,) = [  # the review loop as first written
+        block.split("```")[0] for block in readme.split("```flow\n") if "priority 100" in block
+    ]
+    text = re.sub(r"^(when from .*)$", r"\1 priority -5", loop, flags=re.MULTILINE)
+    (trap,) = [d for d in flowc.check(text) if d.code.id == "W204"]
+    assert trap.help is not None and "move it up" not in trap.help
+    (given,) = re.findall(r"`(priority -?\d+)`", trap.help.split(",")[0])
+    fixed = text.replace("priority 100", given)
+    assert "W204" not in {d.code.id for d in flowc.check(fixed)}
+    # with no other priority below 0, the rule may instead lose its priority and move up
+    (plain,) = [d for d in flowc.check(loop) if d.code.id == "W204"]
+    assert plain.help is not None and "`priority -1`" in plain.help
+    rule = next(line for line in loop.splitlines() if "priority 100" in line)
+    moved = loop.replace(rule + "\n", "").replace(
+        "when from", rule.replace(" priority 100", "") + "\nwhen from", 1
+    )
+    assert "W204" not in {d.code.id for d in flowc.check(moved)}

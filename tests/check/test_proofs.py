@@ -15,6 +15,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis import CheckOptions, check_compiled, facts_of
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
 from flowc.compiler.analysis.proven import _code_of, dead_rule_findings
+from flowc.compiler.analysis.rules import capped_dead_rules
 from flowc.compiler.analysis.system import system_of_flow
 from flowc.compiler.pipeline import compile_source
 from flowc.diagnostics import W203, Diagnostic
@@ -52,7 +53,8 @@ def _reference(facts: Facts, findings: tuple[Finding, ...]) -> dict[int, Finding
     for f in findings:
         by_code.setdefault(f.diagnostic.code.id, []).append(f)
     out: dict[int, Finding] = {}
-    for dead in facts.dead_rules:
+    # (the dead rules as runs within the cap show them: a run past the cap is no run)
+    for dead in capped_dead_rules(facts):
         code = _code_of(facts, dead)
         found = _reference_pick(facts, dead, code, by_code.get(code, []))
         if found is not None:
@@ -61,7 +63,7 @@ def _reference(facts: Facts, findings: tuple[Finding, ...]) -> dict[int, Finding
     changed = True
     while changed:
         changed = False
-        for dead in facts.dead_rules:
+        for dead in capped_dead_rules(facts):
             rule = dead.rule
             if rule.index in out or _code_of(facts, dead) != "W201" or not rule.senders:
                 continue

@@ -191,3 +191,28 @@ def test_scenarios_says_why_a_long_cap_has_none(
         "1 live target not reached: max_turns 1002 (a run to it takes 1,002 turns: "
         "scenarios are written for caps up to 1,000)" in capsys.readouterr().err
     )
+
+
+def test_scenarios_property_keeps_the_same_length_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--property` writes no scenario longer than the plain command does: a property
+    broken only at a cap of 1,002 turns (a `tool t` on the cap's turn) is refused."""
+    flow = tmp_path / "long.flow"
+    flow.write_text(
+        "speaker user: human\nspeaker bot {\n  tool t\n}\nstart user\nmax_turns 1002\n"
+        "when from user then bot\nwhen from bot then user\n"
+        "property e: after tool t, from user within 3 turns\n",
+        encoding="utf-8",
+    )
+    assert main(["scenarios", str(flow), "--property", "e"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"{flow}: error: --property e: property e (`after tool t, from user within 3 turns`): "
+        "the shortest run that breaks it takes 1,002 turns, and scenarios are written for "
+        "caps up to 1,000\n"
+    )
+    flow.write_text(flow.read_text().replace("max_turns 1002", "max_turns 1000"))
+    assert main(["scenarios", str(flow), "--property", "e"]) == 0  # up to the limit: written
+    assert capsys.readouterr().out.count("expect next") == 999

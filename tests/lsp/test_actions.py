@@ -71,6 +71,9 @@ async def test_priority_fix_sorts_before_the_lowest_written_priority(
     found = await actions_on(client, uri, line_of(text, "priority 100"))
     fix = found["Give this rule `priority -6` (lower numbers run first)"]
     assert fix.edit is not None and "W204" not in codes(apply(text, fix.edit))
+    # `flowc check`'s help gives the same priority
+    (trap,) = [d for d in check_source(SourceFile("f.flow", text)) if d.code.id == "W204"]
+    assert trap.help is not None and "`priority -6`" in trap.help
 
 
 async def test_dead_otherwise_and_dead_rule_are_removed(client: LanguageClient) -> None:

@@ -119,6 +119,34 @@ async def test_hover_on_a_speaker(client: LanguageClient) -> None:
     assert human is not None and "(human)" in human and "Tools: none." in human
 
 
+ROTATION = """\
+speaker user: human
+speakers alice, bob
+initiator alice
+max_turns 6
+when from user then next
+when from alice then initiator
+when from bob then stay
+"""
+
+
+async def test_hover_on_a_speaker_counts_next_stay_and_initiator(client: LanguageClient) -> None:
+    """A rule routes to a speaker through `next` (from the speaker before it),
+    `initiator` and `stay` (from itself) as much as by naming it."""
+    uri = await open_doc(client, ROTATION)
+    alice = await hover_text(client, uri, position_of(ROTATION, "alice", nth=0))
+    assert alice is not None
+    to_part, from_part = alice.split("Rules routing from it")
+    assert "line 5" in to_part and "line 6" in to_part and "line 7" not in to_part, alice
+    assert "line 6" in from_part
+    bob = await hover_text(client, uri, position_of(ROTATION, "bob", nth=0))
+    assert bob is not None
+    to_part, _ = bob.split("Rules routing from it")
+    assert "line 7" in to_part and "line 5" not in to_part and "line 6" not in to_part, bob
+    user = await hover_text(client, uri, position_of(ROTATION, "user", nth=0))
+    assert user is not None and "Rules routing to it: none." in user, user
+
+
 async def test_hover_on_a_tool_and_on_a_code(client: LanguageClient) -> None:
     text = TRAP.replace("context.approved == true", "tool approve").replace(
         "# flowc: ignore[W999]", "# flowc: ignore[W204]"

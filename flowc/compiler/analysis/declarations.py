@@ -93,11 +93,26 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
                     f"`context.{key}` is read here but nothing sets it: no initial value, no tool writes it",
                     span=c.span,
                     notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
-                    help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {format_value(c.value.value)}`,"
+                    help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {_flipping_value(facts, c)}`,"
                     f" or the human that writes it (`speaker NAME: human {{ sets {key} }}`),"
                     f" or give it an initial value: `context {key} = ...`",
                 )
             )
+
+
+def _flipping_value(facts: Facts, c: n.ContextCond) -> str:
+    """A value that, written to the always unset key, turns the comparison ``c`` the other
+    way (an unset key reads as `null`): its own value, else another the flow compares the
+    key with, else one it does not."""
+    holds = m.COMPARISONS[c.op]
+    unset = holds(None, c.value.value)
+    system = facts.system
+    index = system.keys.index(c.key.value) if c.key.value in system.keys else None
+    others = system.literals[index] if index is not None else ()
+    for value in (c.value.value, *others):
+        if holds(value, c.value.value) != unset:
+            return format_value(value)
+    return format_value(system.value_outside(index) if index is not None else "done")
 
 
 def check_human_initiator(facts: Facts) -> Iterator[Finding]:

@@ -1041,7 +1041,7 @@ class Facts:
         return {}
 
     def sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
-        """A context rule routing inside the loop whose key nobody on the loop changes."""
+        """A context rule routing inside the loop whose key no one on the loop changes for it."""
         if self.system.json_mode:
             return None
         if comp not in self._sticky:
@@ -1059,7 +1059,7 @@ class Facts:
                 continue
             rule = self.system.rules[fired]
             for key in sorted(rule.reads):
-                if len({val[key] for val in vals}) == 1:
+                if rule.reads_alike(key, {val[key] for val in vals}):
                     return rule, key
         return None
 

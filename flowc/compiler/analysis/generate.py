@@ -49,7 +49,7 @@ from collections.abc import Callable
 import attrs
 
 from flowc.compiler import model as m
-from flowc.compiler.analysis.facts import CheckOptions
+from flowc.compiler.analysis.facts import MAX_CAP_RUN, CheckOptions
 from flowc.compiler.analysis.runs import Run, Turn
 from flowc.compiler.analysis.system import System, system_of_flow
 from flowc.compiler.analysis.targets import (
@@ -62,6 +62,7 @@ from flowc.compiler.analysis.targets import (
 )
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
+from flowc.diagnostics import counted
 from flowc.dsl.formatter import format_name, format_value
 
 __all__ = [
@@ -337,6 +338,12 @@ def violation_scenario(
         raise GenerationError(
             f"{shown} is broken only by runs that never end ({res.why}); a scenario is a "
             "finite run, and what a run that stops leaves pending is no violation"
+        )
+    if len(run.turns) > MAX_CAP_RUN:  # as the cap's target of `flowc scenarios` (missed)
+        raise GenerationError(
+            f"{shown}: the shortest run that breaks it takes"
+            f" {counted(len(run.turns), 'turn', grouped=True)}, and scenarios are written for"
+            f" caps up to {MAX_CAP_RUN:,}"
         )
     customs = _customs(compiled)
     if customs:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flowc.compiler.analysis.explore import DEFAULT
+from flowc.compiler.analysis.explore import DEFAULT, Step, evaluate
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.compiler.analysis.system import RuleSpec
+from flowc.compiler.analysis.system import OTHER, UNSET, RuleSpec
 from flowc.diagnostics import W205, W206, counted, listing_of
-from flowc.dsl.formatter import format_name
+from flowc.dsl.formatter import format_name, format_value
 
 
 def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
@@ -30,7 +30,13 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
         run = facts.lasso(comp, via=rule.index)
         members = sorted({format_name(system.speakers[facts.space.speaker_of(v)]) for v in comp})
         name = format_name(system.keys[key])
-        value = system.show_value(key, facts.space.keys[min(comp)][1][key])
+        held = sorted({facts.space.keys[v][1][key] for v in comp})
+        value = " or ".join(system.show_value(key, v) for v in held)
+        still = (
+            "nobody on the loop ({}) can change it"
+            if len(held) == 1
+            else "nothing anyone on the loop ({}) writes to it stops the rule matching"
+        ).format(", ".join(members))
         ends = (
             f"only at `max_turns {system.max_turns}`"
             if system.max_turns
@@ -40,7 +46,7 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
             facts.diag(
                 W205,
                 f"sticky context loop: {system.label(rule)} keeps routing while `{name}` stays {value},"
-                f" and nobody on the loop ({', '.join(members)}) can change it; the run ends {ends}",
+                f" and {still}; the run ends {ends}",
                 span=facts.rule_span(rule),
                 notes=(
                     f"a run that enters the loop: {run.render()}",
@@ -51,12 +57,55 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
                         one="more rule never fires for the same reason",
                     ),
                 ),
-                help=f"put a `from` rule for the loop's speaker before this rule, or declare a tool that"
-                f" clears it (`tool done clears {name}`) on {members[0]}",
+                help=_sticky_help(facts, comp, rule, key, members[0]),
             ),
             run,
             rule.index,
         )
+
+
+def _sticky_help(facts: Facts, comp: frozenset[int], rule: RuleSpec, key: int, speaker: str) -> str:
+    """W205's fix: a `from` rule first, or a tool whose write to ``key`` stops ``rule``
+    matching on every turn it routes in the loop (the key cleared, else set to a value the
+    flow compares it with, else to one it does not), checked against the rule's
+    condition; when no write does, only the `from` rule."""
+    system, space = facts.system, facts.space
+    name = format_name(system.keys[key])
+    tool, n = "done", 1
+    while tool in system.tool_names:  # a tool of its own (a speaker's `done` may clear it)
+        n += 1
+        tool = f"done_{n}"
+    fresh = len(system.tool_names)  # the routing tool of a turn that calls the new tool
+    turns = [
+        (space.speaker_of(u), step)
+        for u in sorted(comp)
+        for step in space.explorer.steps(space.keys[u])
+        if step.outcome.fired == rule.index
+    ]
+
+    def stops(value: int, sender: int, step: Step) -> bool:
+        after = (*step.after[:key], value, *step.after[key + 1 :])
+        return evaluate(rule.code, sender, fresh, after, dict(step.outcome.assumed)) is False
+
+    for value in (UNSET, *range(2, 2 + len(system.literals[key])), OTHER):
+        if turns and all(stops(value, sender, step) for sender, step in turns):
+            if value == UNSET:
+                write, what = f"clears {name}", "clears it"
+            else:
+                shown = (
+                    format_value(system.value_outside(key))
+                    if value == OTHER
+                    else system.show_value(key, value)
+                )
+                write, what = f"sets {name} = {shown}", f"sets it to {shown}"
+            return (
+                "put a `from` rule for the loop's speaker before this rule, or declare a tool that"
+                f" {what} (`tool {format_name(tool)} {write}`) on {speaker}"
+            )
+    return (
+        "put a `from` rule for the loop's speaker before this rule (no write to"
+        f" `{name}` stops the rule matching)"
+    )
 
 
 def check_non_termination(facts: Facts) -> Iterator[Finding]:

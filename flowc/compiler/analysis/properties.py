@@ -58,6 +58,7 @@ from flowc.compiler.analysis.system import (
 )
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.monitor import (
+    BAD,
     AtomTable,
     Broken,
     Monitor,
@@ -111,6 +112,10 @@ class PropertyResult:
     #: for "violated": on which turn, and why, in words
     broken_at: int | None = None
     why: str | None = None
+    #: for "violated": the run is cut by ``max_turns`` before an obligation is met (an
+    #: ``eventually``, a ``within``, an ``after P, S`` still waiting when the cap's end
+    #: judges it), not broken by what a turn does (which may be the cap's turn)
+    cut_by_cap: bool = False
 
 
 # ── the graph as the properties read it ──────────────────────────────────────
@@ -974,6 +979,9 @@ def _decide_one(
             run,
             broken_at=broken_at,
             why=explain(prop, broken, system.id_names),
+            cut_by_cap=found.kind == "cap"
+            and found.result.why in ("end", "close")
+            and found.result.judged != BAD,
         )
     if space.truncated:
         return PropertyResult(prop, "unknown", None, note=_partial_note(space, retold))
@@ -1174,7 +1182,7 @@ def _finding(facts: Facts, res: PropertyResult) -> Finding:
 
 def _fix_hint(res: PropertyResult, system: System) -> str:
     run = res.run
-    if run is not None and run.reason == "max_turns":
+    if res.cut_by_cap:
         return (
             f"the run is cut by `max_turns {system.max_turns}` before the property is met:"
             " make such runs end sooner, raise `max_turns`, or say in the property what"

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
-from flowc.compiler.analysis.rules import folded_into_w210
+from flowc.compiler.analysis.rules import capped_dead_rules, folded_into_w210
 
 __all__ = ["dead_rule_findings", "with_proofs"]
 
@@ -89,7 +89,7 @@ def dead_rule_findings(facts: Facts, findings: Iterable[Finding]) -> dict[int, F
     nothing = _Printed([])
     out: dict[int, Finding] = {}
     waiting: list[DeadRule] = []  # W201s that a rule routing to a sender may prove
-    for dead in facts.dead_rules:
+    for dead in capped_dead_rules(facts):
         code = _code_of(facts, dead)
         found = _pick(facts, dead, code, printed.get(code, nothing))
         if found is not None:
@@ -132,7 +132,7 @@ def with_proofs(facts: Facts, findings: tuple[Finding, ...]) -> tuple[Finding, .
     proves: dict[int, list[int]] = {}
     for index, f in dead_rule_findings(facts, findings).items():
         proves.setdefault(id(f), []).append(index)
-    traps = {d.rule.index: d for d in facts.dead_rules if d.trap is not None}
+    traps = {d.rule.index: d for d in capped_dead_rules(facts) if d.trap is not None}
     out = []
     for f in findings:
         proved = proves.get(id(f))

@@ -111,9 +111,12 @@ def check_silent_after_work(facts: Facts) -> Iterator[Finding]:
     compiled = system.compiled
     if compiled is None or compiled.default_span is not None or compiled.default_implied:
         return
+    cap = system.max_turns
     for speaker, node in sorted(space.plain_default.items()):
         if speaker in system.humans or len(system.actions[speaker]) < 2:
             continue
+        if cap is not None and space.dist[node] >= cap:
+            continue  # its first such turn comes after the cap closed the run (W215 says it)
         who = system.name(speaker)
         final = next(
             step

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+
+import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
@@ -15,6 +17,70 @@ from flowc.dsl.formatter import format_name, format_value
 IMPLIED_DEFAULT_REASONS = frozenset({"after_work", "sequence_complete", "round_robin_complete"})
 
 
+def trap_priority(others: Iterable[int]) -> int:
+    """The priority that sorts a priority-trapped rule (W204) first, given the priorities
+    written on the other rules: ``-1``, or one below the lowest of them when that is
+    lower (a rule is tried after every rule of a lower priority, wherever it is written).
+    ``flowc check``'s help and the language server's quick fix both say this one.
+
+    >>> trap_priority([100, 0]), trap_priority([-5, -5, 3])
+    (-1, -6)
+    """
+    return min([0, *others]) - 1
+
+
+def trap_help(others: Iterable[int]) -> str:
+    """W204's help: the priority of :func:`trap_priority`; dropping the priority and moving
+    the rule up sorts it first only when no other rule has a priority below 0.
+
+    >>> trap_help([-5])
+    'lower numbers run first: give this rule `priority -6`, below the lowest priority written (`priority -5`)'
+    """
+    value = trap_priority(others)
+    if value == -1:
+        return "lower numbers run first: give this rule `priority -1`, or drop the priority and move it up"
+    return (
+        f"lower numbers run first: give this rule `priority {value}`, below the lowest "
+        f"priority written (`priority {value + 1}`)"
+    )
+
+
+def _other_priorities(facts: Facts, rule: RuleSpec) -> list[int]:
+    """The priorities of the rules other than ``rule`` (of a `.flow`: written on other
+    statements; a rule written with `or` is one statement)."""
+    written = rule.info.rule if rule.info is not None else None
+    return [
+        r.priority
+        for r in facts.system.rules
+        if r.index != rule.index
+        and (written is None or r.info is None or r.info.rule is not written)
+    ]
+
+
+def capped_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
+    """:attr:`Facts.dead_rules` as the runs within ``max_turns`` show them (a run longer
+    than the cap is no run of the flow): a priority trap whose turn comes after the cap
+    is a plain shadowed rule (within the cap the priority takes nothing from it); a rule
+    whose condition first holds after the cap holds on no turn of any run (still W203,
+    never shown with a run the cap cuts off)."""
+    cap = facts.system.max_turns
+    if cap is None:
+        return facts.dead_rules
+    return facts.once(
+        "capped dead rules", lambda: tuple(_within_cap(d, cap) for d in facts.dead_rules)
+    )
+
+
+def _within_cap(dead: DeadRule, cap: int) -> DeadRule:
+    if dead.witness is not None and len(dead.witness.turns) > cap:
+        return attrs.evolve(
+            dead, shadowed=False, witness=None, taken_by=None, trap=None, trap_taken_by=None
+        )
+    if dead.trap is not None and len(dead.trap.turns) > cap:
+        return attrs.evolve(dead, trap=None, trap_taken_by=None)
+    return dead
+
+
 def reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
     """The dead rules that get their own W203/W204 (not those that follow from another
     finding); worked out once per check run (W201 asks too)."""
@@ -24,7 +90,7 @@ def reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
 def _reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
     out = []
     sticky = facts.sticky_rules
-    for dead in facts.dead_rules:
+    for dead in capped_dead_rules(facts):
         if dead.cause is not None:
             continue
         if dead.shadowed and dead.taken_by in sticky:
@@ -70,7 +136,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                     f"a run that reaches such a turn: {dead.trap.render()}",
                     f"there {facts.describe_fired(dead.trap_taken_by)} fires first; in file order this rule would fire",
                 ),
-                "lower numbers run first: give this rule `priority -1`, or drop the priority and move it up",
+                trap_help(_other_priorities(facts, rule)),
             )
         elif dead.shadowed:
             assert dead.witness is not None
@@ -101,9 +167,9 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 "remove the rule, or join the parts with `or` (or as separate rules) "
                 "if either should route",
             )
-        elif (calls := facts.unrouted_calls(rule)) is not None:
-            why, help = _unrouted(facts, rule, calls)
+        elif (calls := facts.unrouted_calls(rule)) is not None and not _called_late(facts, rule):
             call = facts.first_call(rule)
+            why, help = _unrouted(facts, rule, calls)
             sample = call or facts.sample_run
             note = (
                 f"a shortest run that calls it: {sample.render()}"
@@ -122,6 +188,13 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 (f"{facts.states_seen}; a shortest run: {sample.render()}",),
                 "remove the rule, or declare the tool or context write its condition waits for",
             )
+
+
+def _called_late(facts: Facts, rule: RuleSpec) -> bool:
+    """Whether the tools ``rule`` routes on are called only after ``max_turns`` closed
+    every run (then its condition holds on no turn of any run)."""
+    call, cap = facts.first_call(rule), facts.system.max_turns
+    return call is not None and cap is not None and len(call.turns) > cap
 
 
 def _never_fires(

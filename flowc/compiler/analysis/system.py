@@ -85,6 +85,19 @@ class RuleSpec:
     #: ``when``'s :func:`flowc.compiler.describe.condition_key`
     when_key: Any = attrs.field(default=None, eq=False, repr=False)
 
+    def reads_alike(self, key: int, values: Iterable[int]) -> bool:
+        """Whether every comparison of the rule on ``key`` answers alike for all the
+        abstract ``values``: unset and ``null`` (an unset key reads as ``null``), or two
+        values the rule does not name, are one to it.
+
+        >>> rule = RuleSpec(0, 0, m.Always(), m.StayTarget(), 0, ("ctx", 0, frozenset({0, 2})),
+        ...                 None, None, frozenset({0}), None, None)
+        >>> rule.reads_alike(0, {UNSET, 2}), rule.reads_alike(0, {UNSET, OTHER})
+        (True, False)
+        """
+        hits = [c[2] for c in code_parts(self.code, "ctx") if c[1] == key]
+        return len({tuple(v in h for h in hits) for v in values}) <= 1
+
 
 @attrs.frozen
 class System:
@@ -197,6 +210,15 @@ class System:
                 return 2 + j
         return OTHER
 
+    def value_outside(self, key: int) -> str:
+        """A value no condition compares ``key`` with (its abstract value is ``other``),
+        for a help that proposes writing one: ``"done"``, else ``"done_2"`` ..."""
+        value, n = "done", 1
+        while self.abstract(key, value) != OTHER:  # (a key has finitely many literals)
+            n += 1
+            value = f"done_{n}"
+        return value
+
     # a finding quotes rules, conditions and targets: each is cut to a bounded length so
     # that findings quoting the same huge rule do not repeat all of it
 
@@ -267,6 +289,35 @@ class System:
 
     def index_of(self, agent_id: str) -> int:
         return self._id_index[agent_id]
+
+    def routes_to(self, rule: RuleSpec) -> frozenset[int]:
+        """The speakers ``rule`` may give the turn to, from each sender it can match, as
+        the explorer resolves its target: `next` the speaker after the sender (in
+        participant order), `stay` the sender, `initiator` the initiator, a custom target
+        the speakers of its `->` list (any speaker without one).
+
+        >>> from flowc import compile_flow
+        >>> flow = compile_flow("speakers u: human, a, b\\nwhen from u then next\\nwhen from b then stay")
+        >>> s = system_of_flow(flow)
+        >>> [sorted(s.routes_to(r)) for r in s.rules]
+        [[1], [2]]
+        """
+        senders = range(len(self.speakers)) if rule.senders is None else rule.senders
+        then = rule.then
+        if isinstance(then, m.AgentTarget):
+            found = self._id_index.get(then.agent_id)
+            return frozenset(() if found is None else (found,))
+        if isinstance(then, m.RoundRobinTarget):
+            return frozenset((s + 1) % len(self.speakers) for s in senders if s >= 0)
+        if isinstance(then, m.StayTarget):
+            return frozenset(s for s in senders if s >= 0)
+        if isinstance(then, m.RevertToInitiatorTarget):
+            return frozenset((self.initiator,))
+        if isinstance(then, m.CustomTarget):
+            results = self.custom_results.get(then.name)
+            names = self.speakers if results is None else results
+            return frozenset(self._speaker_index[r] for r in names if r in self._speaker_index)
+        return frozenset()
 
     def speaker_index(self, name: str) -> int:
         """The index of a speaker by its display name."""
