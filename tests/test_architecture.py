@@ -361,7 +361,7 @@ MAX_MODULE_LINES = 1200
 FUNCTIONS_OVER_BUDGET: dict[str, int] = {}  # none today
 MODULES_OVER_BUDGET = {
     "compiler/analysis/facts.py": 1258,
-    "runtime/hub.py": 1220,
+    "runtime/hub.py": 1207,
 }
 
 

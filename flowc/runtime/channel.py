@@ -155,7 +155,7 @@ class ClientHub(Protocol):
 
     def stopping(self) -> bool: ...
 
-    def admit(self, envelope: Envelope) -> Envelope: ...
+    def admit(self, envelope: Envelope, checked: bool = False) -> Envelope: ...
 
     def admit_fields(
         self,
@@ -166,6 +166,7 @@ class ClientHub(Protocol):
         audience: tuple[str, ...] | None = None,
         causation_id: str | None = None,
         template: Envelope | None = None,
+        checked: bool = False,
     ) -> Envelope: ...
 
     def read_wal(self, channel_id: str) -> list[Envelope]: ...

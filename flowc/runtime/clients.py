@@ -34,7 +34,7 @@ from flowc.runtime.adapters.base import Expectation, ProtocolError
 from flowc.runtime.channel import Channel, ClientHub
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from flowc.runtime.replies import Reply, as_reply, plain_reply
-from flowc.runtime.stored import admissible, json_copy
+from flowc.runtime.stored import admissible, admitted, json_copy
 
 __all__ = ["AgentClient", "ChannelHandle", "HumanClient", "Turn", "envelope_text"]
 
@@ -240,6 +240,11 @@ class HumanClient(_Client):
 AgentFn = Callable[[Turn], Awaitable[Any]]
 
 
+def _shown(env: Envelope) -> Envelope:
+    """``env`` as an agent is shown it: its data a copy that shares nothing with the run's."""
+    return attrs.evolve(env, event_data=json_copy(env.event_data))
+
+
 class AgentClient(_Client):
     """A participant whose turns an async callable takes.
 
@@ -269,13 +274,40 @@ class AgentClient(_Client):
             )
         return list(build(ch.metadata, ch.state, self.agent_id, reply, self.hub.name_to_id()))
 
+    def _admitted(self, ch: Channel, reply: Reply) -> tuple[Reply, list[Envelope]] | None:
+        """``reply`` as the run records it (:func:`plain_reply`) and its envelopes,
+        admitted (:func:`admitted`); ``None`` when the turn failed instead: a value no
+        record can hold is refused as the hub refuses it when an envelope holds it, else
+        the reply is malformed (the agent's failure, naming the part that holds it: a
+        write a later call of the same reply overwrites)."""
+        who = {self.agent_id: self}
+        try:
+            try:
+                plain = plain_reply(reply)
+            except TypeError as err:
+                try:  # (the agent's own objects: what they do as they are read is theirs)
+                    written = self._envelopes(ch, reply)
+                except Exception:
+                    written = []
+                for env in written:
+                    admissible(env, who)
+                self.hub.fail(ch.channel_id, self.agent_id, err, by_agent=True)
+                return None
+            return plain, [admitted(env, who) for env in self._envelopes(ch, plain)]
+        except ProtocolError as err:  # refused: nothing of the turn is written
+            self.hub.fail(ch.channel_id, self.agent_id, err)
+            return None
+
     async def take_turn(self, ch: Channel, trigger: Envelope) -> None:
+        # copies of the run's envelopes that share nothing with what the hub keeps (and
+        # folded into the context): what the agent does to them changes nothing
+        recent = tuple(_shown(e) for e in ch.recent)
         turn = Turn(
             ch.channel_id,
             self.agent_id,
             self.name,
-            trigger,
-            tuple(ch.recent),
+            recent[-1] if ch.recent and ch.recent[-1] is trigger else _shown(trigger),
+            recent,
             # a copy that shares nothing with the run's: what the agent does to it (adds
             # to a list in it) changes nothing, as only what it writes is recorded
             json_copy(dict(getattr(ch.state, "context_vars", {}) or {})),
@@ -299,27 +331,16 @@ class AgentClient(_Client):
             return
         contract = ch.contract
         judged = contract is not None and bool(reply.tool_calls)
-        envs = self._envelopes(ch, reply)
-        try:
-            # values a record cannot hold are refused first (the contract's words quote
-            # the values), as the hub refuses them
-            for env in envs:
-                admissible(env, {self.agent_id: self})
-        except ProtocolError as err:  # refused: nothing of the turn is written
-            if judged:
-                ch.refused = ()
-            self.hub.fail(ch.channel_id, self.agent_id, err)
-            return
         # the turn as the run records it: plain copies of the agent's values (the hub
         # writes and keeps those), so that the flow's declarations judge what is written
         # (a string whose `==` says yes to anything by its text, a dict whose `items`
-        # hides a key by what JSON writes of it)
-        try:
-            reply = plain_reply(reply)
-        except (TypeError, ValueError, RecursionError):  # (values no envelope holds)
-            pass
-        else:
-            envs = self._envelopes(ch, reply)
+        # hides a key by what JSON writes of it), and the envelopes built from them, as
+        # admitted (a value no record can hold is refused first: the contract's words
+        # quote the values)
+        admitted_turn = self._admitted(ch, reply)
+        if admitted_turn is None:
+            return
+        reply, envs = admitted_turn
         warnings: list[dict[str, Any]] = []
         if judged:
             assert contract is not None
@@ -335,7 +356,7 @@ class AgentClient(_Client):
             envs[-1] = attrs.evolve(last, event_data=contract.annotate(last.event_data, warnings))
         try:
             for env in envs:
-                self.hub.admit(env)
+                self.hub.admit(env, checked=True)  # (admitted: not copied again)
         except ProtocolError as err:
             self.hub.fail(ch.channel_id, self.agent_id, err)
             return

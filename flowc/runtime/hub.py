@@ -76,6 +76,8 @@ log = logging.getLogger("flowc.runtime")
 
 #: the sender id of envelopes the hub itself writes (close, expectation violations)
 HUB_ID = "hub"
+#: an envelope's fields as they are by default (:meth:`Hub.admit_fields` with no template)
+_PLAIN = Envelope("", "", None, "", {})
 
 
 #: the states as plain constants: reading a member off the enum class
@@ -345,8 +347,9 @@ class Hub:
 
     # admission ----------------------------------------------------------------
 
-    def admit(self, envelope: Envelope) -> Envelope:
-        """Admit one envelope synchronously; returns it stamped, or raises ``ProtocolError``."""
+    def admit(self, envelope: Envelope, checked: bool = False) -> Envelope:
+        """Admit one envelope synchronously; returns it stamped, or raises ``ProtocolError``.
+        ``checked``: its data is as :func:`~flowc.runtime.stored.admitted` returned it."""
         return self.admit_fields(
             envelope.channel_id,
             envelope.sender_id,
@@ -355,6 +358,7 @@ class Hub:
             envelope.audience,
             envelope.causation_id,
             envelope,
+            checked,
         )
 
     def admit_fields(
@@ -366,6 +370,7 @@ class Hub:
         audience: tuple[str, ...] | None = None,
         causation_id: str | None = None,
         template: Envelope | None = None,
+        checked: bool = False,
     ) -> Envelope:
         """:meth:`admit` for an envelope given by its fields (builds it once, stamped)."""
         ch = self._channels.get(channel_id)
@@ -377,42 +382,24 @@ class Hub:
             raise ProtocolError(f"{sender_id!r} is not a participant of channel {ch.channel_id!r}")
         self._counter += 1
         eid = "%s-%08x" % (self._prefix, self._counter)  # noqa: UP031 (cheaper than f"{:08x}")
-        if template is None:
-            env = stamped(
-                channel_id,
-                sender_id,
-                audience,
-                event_type,
-                event_data,
-                eid,
-                None,
-                causation_id,
-                None,
-                "normal",
-                0,
-                None,
-                _now(),
-                None,
-            )
-        else:
-            t = template
-            env = stamped(
-                channel_id,
-                sender_id,
-                audience,
-                event_type,
-                event_data,
-                eid,
-                t.task_id,
-                causation_id,
-                t.trace_id,
-                t.priority,
-                t.depth,
-                t.idempotency_key,
-                _now(),
-                t.ttl_seconds,
-            )
-        env = admitted(env, self._clients)  # (only what a reader reads back: stored.py)
+        t = _PLAIN if template is None else template  # (its fields, or the defaults)
+        env = stamped(
+            channel_id,
+            sender_id,
+            audience,
+            event_type,
+            event_data,
+            eid,
+            t.task_id,
+            causation_id,
+            t.trace_id,
+            t.priority,
+            t.depth,
+            t.idempotency_key,
+            _now(),
+            t.ttl_seconds,
+        )
+        env = env if checked else admitted(env, self._clients)  # (what a reader reads back)
         adapter = ch.adapter
         metadata = ch.metadata
         try:

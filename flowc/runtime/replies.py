@@ -82,8 +82,9 @@ def as_reply(value: Any) -> Reply:
 
 
 def _check_parts(reply: Reply) -> None:
-    """The parts the hub builds a turn's records from are what they say. (A text or a
-    deleted key of another JSON type is written as it is, as the hub always took it.)"""
+    """The parts the hub builds a turn's records from are what they say (a hand-off's
+    target and reason, a finish's summary and reason: strings). (A text or a deleted key
+    of another JSON type is written as it is, as the hub always took it.)"""
 
     def need(ok: bool, at: str, what: str, got: Any) -> None:
         if not ok:
@@ -104,6 +105,14 @@ def _check_parts(reply: Reply) -> None:
             "a Handoff, a Finish or None",
             result,
         )
+        if isinstance(result, Handoff):
+            need(isinstance(result.target, str), f"{at}.result.target", "a string", result.target)
+            need(isinstance(result.reason, str), f"{at}.result.reason", "a string", result.reason)
+        elif isinstance(result, Finish):
+            need(
+                isinstance(result.summary, str), f"{at}.result.summary", "a string", result.summary
+            )
+            need(isinstance(result.reason, str), f"{at}.result.reason", "a string", result.reason)
 
 
 def _a(value: Any) -> str:
@@ -114,25 +123,36 @@ def _a(value: Any) -> str:
 
 def plain_reply(reply: Reply) -> Reply:
     """``reply`` with each value as the run records it (plain JSON values: the hub writes
-    and keeps copies, :func:`flowc.runtime.stored.json_copy`), for a reply whose values a
-    record holds: what the flow's declarations judge is what is written, not the
-    agent's own objects."""
-    from flowc.runtime.stored import json_copy
+    and keeps copies, :func:`flowc.runtime.stored.plain`): what the flow's declarations
+    judge is what is written, not the agent's own objects. A value no record can hold,
+    wherever it is (a write a later call of the same reply overwrites), is refused as a
+    malformed part is (``TypeError``, naming the part).
 
-    calls = []
-    for call in reply.tool_calls:
-        result = call.result
-        if isinstance(result, Handoff):
-            result = Handoff(json_copy(result.target), json_copy(result.reason))
-        elif isinstance(result, Finish):
-            result = Finish(json_copy(result.summary), json_copy(result.reason))
-        calls.append(
-            ToolCall(
-                json_copy(call.name),
-                json_copy(call.args),
-                json_copy(call.set),
-                json_copy(list(call.delete)),
-                result,
-            )
-        )
-    return Reply(json_copy(reply.text), tuple(calls))
+    >>> plain_reply(Reply("x", (ToolCall("lookup", {"q": (1, 2)}),))).tool_calls[0].args
+    {'q': [1, 2]}
+    >>> plain_reply(Reply("x", (ToolCall("tag", set={"k": {1}}), ToolCall("tag", set={"k": 1}))))
+    Traceback (most recent call last):
+    ...
+    TypeError: the reply's tool_calls[0].set.k: expected a JSON value (a string, number, boolean, null, list or object), got a set ({1})
+    """
+    from flowc.runtime.adapters.base import DamagedRecord
+    from flowc.runtime.stored import plain
+
+    try:
+        text = plain(reply.text, "text")
+        calls = []
+        for i, call in enumerate(reply.tool_calls):
+            at = f"tool_calls[{i}]"
+            name, args = plain(call.name, f"{at}.name"), plain(call.args, f"{at}.args")
+            sets, deletes = plain(call.set, f"{at}.set"), plain(call.delete, f"{at}.delete")
+            result = call.result
+            if isinstance(result, Handoff):
+                target = plain(result.target, f"{at}.result.target")
+                result = Handoff(target, plain(result.reason, f"{at}.result.reason"))
+            elif isinstance(result, Finish):
+                summary = plain(result.summary, f"{at}.result.summary")
+                result = Finish(summary, plain(result.reason, f"{at}.result.reason"))
+            calls.append(ToolCall(name, args, sets, deletes, result))
+        return Reply(text, tuple(calls))
+    except DamagedRecord as err:
+        raise TypeError(f"the reply's {err.path}: {err.what}") from None

@@ -52,7 +52,15 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 
-__all__ = ["admissible", "admitted", "check_envelope", "check_row", "json_copy", "json_values"]
+__all__ = [
+    "admissible",
+    "admitted",
+    "check_envelope",
+    "check_row",
+    "json_copy",
+    "json_values",
+    "plain",
+]
 
 _STR = (str, "a string")
 _OPT_STR = ((str, type(None)), "a string or null")
@@ -158,26 +166,55 @@ def admissible(env: Envelope, clients: Mapping[str, Any] | None = None) -> None:
     ``env`` holding a value a reader would read back as damaged: :func:`check_envelope`,
     and for an opening its metadata as :meth:`ChannelMetadata.from_dict` reads it. The
     message names who sent it (its name among ``clients``, by agent id; else its id)."""
+    _admit(env, clients, copy=False)
+
+
+def admitted(env: Envelope, clients: Mapping[str, Any] | None = None) -> Envelope:
+    """:func:`admissible`, and ``env`` with its data as the hub writes it: plain copies
+    (:func:`plain`), so that what the hub keeps and folds shares nothing with the
+    sender's own objects (a list it changes later, a string whose ``==`` says yes to
+    anything). A value that JSON writes otherwise than it reads is refused too."""
+    return _admit(env, clients, copy=True)
+
+
+def _admit(env: Envelope, clients: Mapping[str, Any] | None, *, copy: bool) -> Envelope:
     try:
         check_envelope(env)
-        json_values(env.event_data, "event_data")
+        data = plain(env.event_data, "event_data", copy=copy)
         if env.event_type == EV_CHANNEL_OPENED:
-            ChannelMetadata.from_dict(env.event_data.get("metadata"))
+            ChannelMetadata.from_dict(data.get("metadata"))
     except DamagedRecord as err:
         client = (clients or {}).get(env.sender_id)
         name = getattr(client, "name", None)
         sender = str(name) if name not in (None, "") else str(env.sender_id)
         kind = _KIND.get(env.event_type, f"{env.event_type} record")
         raise ProtocolError(f"{sender}'s {kind} was refused: {err.path}: {err.what}") from None
+    return attrs.evolve(env, event_data=data) if copy else env
 
 
-def admitted(env: Envelope, clients: Mapping[str, Any] | None = None) -> Envelope:
-    """:func:`admissible`, and ``env`` with its data as the hub writes it: plain copies
-    (:func:`json_copy`), so that what the hub keeps and folds shares nothing with the
-    sender's own objects (a list it changes later, a string whose ``==`` says yes to
-    anything)."""
-    admissible(env, clients)
-    return attrs.evolve(env, event_data=json_copy(env.event_data))
+def plain(value: Any, path: str, *, copy: bool = True) -> Any:
+    """``value`` as a record holds it (:func:`json_copy`; ``copy=False``: ``value``), or
+    :class:`DamagedRecord` naming (``value`` being at ``path``) the first value in it that
+    no record can hold (:func:`json_values`), or ``value`` itself when JSON would not
+    write it as it reads (a list whose iterator fails, a dict whose ``items`` say one
+    thing, then another): the sender's objects, whatever their own methods do.
+
+    >>> plain({"k": (1, "a")}, "args")
+    {'k': [1, 'a']}
+    >>> plain([{1}], "args")
+    Traceback (most recent call last):
+    ...
+    flowc.runtime.adapters.base.DamagedRecord: a record is damaged: args[0]: expected a JSON value (a string, number, boolean, null, list or object), got a set ({1})
+    """
+    try:
+        json_values(value, path)
+        return json_copy(value) if copy else value
+    except DamagedRecord:
+        raise
+    except Exception as err:  # (what the sender's objects do is theirs)
+        raise DamagedRecord.said(
+            path, f"a value JSON does not write as it reads ({type(err).__name__}: {err})"
+        ) from None
 
 
 #: what a JSON value is, as a refusal says it
@@ -221,7 +258,8 @@ def json_values(value: Any, path: str) -> None:
         if kind is str or kind is bool or item is None:
             continue
         if kind is int or (isinstance(item, int) and not isinstance(item, bool)):
-            if item.bit_length() > _DIGITS_BITS and abs(item) >= _TOO_LONG:
+            # (as JSON writes it: an int's own methods, not what a subclass says)
+            if int.bit_length(item) > _DIGITS_BITS and int.__abs__(item) >= _TOO_LONG:
                 raise DamagedRecord.said(
                     _place(path, place),
                     f"a number of more than {MAX_INT_DIGITS:,} digits (a record holds at most"
@@ -247,13 +285,14 @@ def json_values(value: Any, path: str) -> None:
             stack.append((_LEAVE, id(item), 0))
             # (pushed last first: the first value of the record in its order is named)
             if isinstance(item, dict):
-                for key, nested in reversed(item.items()):
+                for key, nested in reversed(item.items() if kind is dict else [*item.items()]):
                     if not isinstance(key, str):
                         at = _place(path, place)
                         raise DamagedRecord(f"{at}.{_key_text(key)}", "a string key", key)
                     stack.append((nested, (place, key), depth + 1))
-            else:
-                stack.extend((item[i], (place, i), depth + 1) for i in range(len(item) - 1, -1, -1))
+            else:  # (a list read as JSON reads it: by iterating it, whatever its `len` says)
+                seq = item if kind is list or kind is tuple else list(iter(item))
+                stack.extend((seq[i], (place, i), depth + 1) for i in range(len(seq) - 1, -1, -1))
         else:
             raise DamagedRecord(_place(path, place), _JSON, item)
 

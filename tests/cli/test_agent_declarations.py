@@ -41,6 +41,19 @@ def bot(turn):
         turn.context["tags"].append("b"); done.append(1)
     return "just text"
 """,
+    "the turns it was shown": """
+from flowc.runtime import Reply, ToolCall
+n = []
+def bot(turn):
+    n.append(1)
+    if len(n) == 1:
+        return Reply("tagging", (ToolCall("tag", {}, set={"tags": ["a", "x"]}),))
+    for env in (*turn.history, turn.envelope):
+        tags = ((env.event_data.get("context_updates") or {}).get("set") or {}).get("tags")
+        if tags is not None:
+            tags[:] = ["a", "b"]
+    return "just text"
+""",
     "a list it wrote, changed later": """
 from flowc.runtime import Reply, ToolCall
 L = ["a", "x"]
@@ -143,6 +156,46 @@ def test_the_declarations_judge_the_values_as_written(tmp_path: Path) -> None:
     assert "rejected" not in run.stdout
 
 
+@pytest.mark.parametrize("mode", ["enforce", "warn"])
+def test_a_value_no_record_holds_is_never_judged_as_it_is(tmp_path: Path, mode: str) -> None:
+    """A write no record can hold, overwritten by a later call of the same reply (so no
+    record would hold it), with a string whose `==` says yes to anything written last:
+    the declarations judged the agent's own objects, found nothing, and the run ended
+    "rejected". It is the turn's failure, naming the part; nothing of it is written."""
+    (tmp_path / "t.flow").write_text(DECIDE)
+    (tmp_path / "s.yaml").write_text("{kickoff: hi, script: {user: [u1, u2]}}\n")
+    (tmp_path / "ag.py").write_text(
+        "from flowc.runtime import Reply, ToolCall\n"
+        "class Liar(str):\n"
+        "    def __eq__(self, other): return True\n"
+        "    __hash__ = str.__hash__\n"
+        "class Odd:\n"
+        "    def __eq__(self, other): return True\n"
+        "    __hash__ = object.__hash__\n"
+        "    def __str__(self): return 'reject'\n"
+        "def bot(turn):\n"
+        "    first = ToolCall('decide', {}, set={'verdict': Odd()})\n"
+        "    return Reply('deciding', (first, ToolCall('decide', {}, set={'verdict': Liar('reject')})))\n"
+        "AGENTS = {'bot': bot}\n"
+    )
+    run = flowc(
+        tmp_path,
+        *("run", "t.flow", "--script", "s.yaml", "--agents", "ag.py", "--db", "r.db"),
+        *("--contracts", mode),
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    assert "rejected" not in out and "internal error" not in out, out
+    assert (
+        "turn 2 failed (bot): TypeError: the reply's tool_calls[0].set.verdict: expected a JSON"
+        " value (a string, number, boolean, null, list or object), got a"
+    ) in out, out
+    log = json.loads(flowc(tmp_path, "log", "last", "--db", "r.db", "--json").stdout)
+    assert (log["close_reason"], log["next_speaker"], log["turn_count"]) == (None, "bot", 1), log
+    assert log["context_vars"] == {"verdict": "none"}, log
+    assert [f["speaker"] for f in log["failures"]] == ["bot"], log
+
+
 def test_a_key_a_dict_hides_from_json_is_not_written(tmp_path: Path) -> None:
     (tmp_path / "t.flow").write_text(DECIDE.replace('sets verdict = "approve"', "sets ok = true"))
     (tmp_path / "s.yaml").write_text("{kickoff: hi, script: {user: [u1, u2]}}\n")
@@ -200,6 +253,16 @@ FAILURES = {
         "TypeError: the reply's tool_calls[0].result: expected a Handoff, a Finish or None,"
         " got a str",
     ),
+    # (a list as a hand-off's target took the run down as an internal error; a list as a
+    # finish's summary was written)
+    "a hand-off to a list": (
+        "return Reply('x', (ToolCall('close', result=Handoff(['user'])),))",
+        "TypeError: the reply's tool_calls[0].result.target: expected a string, got a list",
+    ),
+    "a finish's summary that is a list": (
+        "return Reply('x', (ToolCall('close', result=Finish(['done'], 'resolved')),))",
+        "TypeError: the reply's tool_calls[0].result.summary: expected a string, got a list",
+    ),
     "sys.exit(0)": ("sys.exit(0)", "SystemExit: 0"),
     "SystemExit(3)": ("raise SystemExit(3)", "SystemExit: 3"),
     "its own CancelledError": ("raise asyncio.CancelledError()", "CancelledError"),
@@ -213,7 +276,7 @@ def test_a_reply_or_an_exit_is_the_agents_failure(tmp_path: Path, name: str) -> 
     (tmp_path / "s.yaml").write_text("{kickoff: hi}\n")
     (tmp_path / "ag.py").write_text(
         "import asyncio, sys\n"
-        "from flowc.runtime import Finish, Reply, ToolCall\n"
+        "from flowc.runtime import Finish, Handoff, Reply, ToolCall\n"
         f"async def triage(turn):\n    {body}\n"
         "AGENTS = {'triage': triage}\n"
     )

@@ -72,6 +72,23 @@ CASES = {
         'ToolCall("lookup", {1: "x"})',
         "event_data.tool_calls[0].args.1: expected a string key, got 1",
     ),
+    # read as JSON reads them, whatever their own methods say (each of these took the run
+    # down as an internal error)
+    "a set in a list whose len says it is empty": (
+        'ToolCall("lookup", {"q": type("L", (list,), {"__len__": lambda s: 0})([{1}])})',
+        "event_data.tool_calls[0].args.q[0]: expected a JSON value (a string, number, "
+        "boolean, null, list or object), got a set ({1})",
+    ),
+    "an integer whose bit_length says it is short": (
+        'ToolCall("lookup", {"q": type("I", (int,), {"bit_length": lambda s: 1})(10**5000)})',
+        "event_data.tool_calls[0].args.q: a number of more than 4,300 digits (a record holds"
+        " at most 4,300, as a run script does)",
+    ),
+    "a key to delete that is a list, after a write": (
+        'ToolCall("lookup", set={"a": 1}), ToolCall("lookup", delete=[[1]])',
+        "event_data.context_updates.delete[0]: expected a string, number, boolean or null, "
+        "got a list",
+    ),
 }
 
 

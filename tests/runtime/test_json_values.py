@@ -13,8 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowc.runtime.adapters.base import DamagedRecord
-from flowc.runtime.stored import MAX_INT_DIGITS, MAX_NESTING, json_values
+from flowc.runtime import stored
+from flowc.runtime.adapters.base import DamagedRecord, ProtocolError
+from flowc.runtime.envelope import EV_PACKET, Envelope
+from flowc.runtime.stored import MAX_INT_DIGITS, MAX_NESTING, admitted, json_values
 
 #: values an agent may send: JSON's, and what JSON cannot hold as it is (sets, bytes,
 #: numbers that are not finite, keys that are not strings), tuples (JSON's lists)
@@ -125,3 +127,53 @@ def test_a_list_held_twice_is_held_and_one_that_holds_itself_is_not() -> None:
         "event_data.a[1].k",
         "a list or object that holds itself",
     )
+
+
+class Short(list):  # type: ignore[type-arg]
+    """A list whose length and items, asked one by one, say otherwise than it holds."""
+
+    def __len__(self) -> int:
+        return 0
+
+    def __getitem__(self, i: Any) -> Any:
+        return "fine"
+
+
+class Fickle(dict):  # type: ignore[type-arg]
+    """A dict (not empty: JSON writes an empty one as `{}`) whose items are JSON's the
+    first time they are read, a set's thereafter."""
+
+    reads = 0
+
+    def items(self) -> Any:
+        Fickle.reads += 1
+        return [("k", 1 if Fickle.reads == 1 else {1})]
+
+
+def test_a_list_is_read_as_json_reads_it_whatever_it_says() -> None:
+    # (a set its `len` hid passed, then took the run down as json wrote it)
+    for value in (Short([{1}]), Short([math.nan]), Short([10**5000])):
+        assert not json_holds({"v": value})
+        with pytest.raises(DamagedRecord) as caught:
+            json_values({"v": value}, "event_data")
+        assert caught.value.path == "event_data.v[0]"
+    # (and a list whose `len` says more than it holds was an IndexError)
+    json_values({"v": type("Long", (list,), {"__len__": lambda s: 5})([1])}, "event_data")
+    liar = type("I", (int,), {"bit_length": lambda s: 1, "__abs__": lambda s: 0})
+    with pytest.raises(DamagedRecord, match="more than 4,300 digits"):
+        json_values({"v": liar(10**5000)}, "event_data")
+
+
+def test_a_value_json_writes_otherwise_than_it_reads_is_refused_not_a_crash() -> None:
+    Fickle.reads = 0
+    env = Envelope("c", "a", None, EV_PACKET, {"body": "x", "tool_calls": [{"args": Fickle(k=0)}]})
+    with pytest.raises(ProtocolError) as caught:
+        admitted(env)
+    assert str(caught.value) == (
+        "a's reply was refused: event_data: a value JSON does not write as it reads"
+        " (TypeError: Object of type set is not JSON serializable)"
+    )
+    Fickle.reads = 0
+    with pytest.raises(DamagedRecord, match=r"^a record is damaged: args: a value JSON"):
+        stored.plain(Fickle(k=0), "args")
+    assert stored.plain({"k": (1, [Short(["a"])])}, "args") == {"k": [1, [["a"]]]}

@@ -1112,7 +1112,8 @@ def merge_context_writes(calls: Any) -> tuple[dict[str, Any], list[str]]:
     deletes: list[str] = []
     for call in calls:
         for key in call.delete:
-            sets.pop(key, None)
+            if not isinstance(key, (list, dict)):  # (no key it sets: refused as written)
+                sets.pop(key, None)
             if key not in deletes:
                 deletes.append(key)
         sets.update(call.set)
