@@ -262,14 +262,11 @@ def _agent_fn(path: str, name: str, value: Any) -> Callable[[Turn], Awaitable[An
         ) from None
     except ValueError:  # no signature to inspect (some builtins): let the call decide
         pass
-    if inspect.iscoroutinefunction(value):
+    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(type(value).__call__):
         return value  # type: ignore[no-any-return]
+    from flowc.runtime.blocking import in_thread
 
-    async def call(turn: Turn) -> Any:  # an object with ``__call__``, or a plain function
-        result = value(turn)
-        return await result if inspect.isawaitable(result) else result
-
-    return call
+    return in_thread(value)  # a plain function: its waits do not hold up the run
 
 
 def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:

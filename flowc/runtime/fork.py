@@ -370,15 +370,13 @@ def _cut(envelopes: list[Envelope], n: int) -> list[Envelope]:
         raise ForkError("the database has no such run")
     if envelopes[0].event_type != EV_CHANNEL_OPENED:
         raise ForkError("its WAL does not start with the run's opening")
-    turns = 0
-    for i, env in enumerate(envelopes):
-        if env.is_substantive:
-            turns += 1
-            if turns == n:
-                return envelopes[: i + 1]
     if n == 0:
         return envelopes[:1]
-    raise TurnOutOfRange(n, turns)
+    cut = records_upto(envelopes, n)
+    turns = sum(1 for env in cut if env.is_substantive)
+    if turns < n:
+        raise TurnOutOfRange(n, turns)
+    return cut
 
 
 def refuse_broken(store: WalStore, run_id: str, records: list[Envelope]) -> str | None:
