@@ -155,8 +155,18 @@ def replay_finding(system: System, finding: Finding) -> None:
             assert stepper.first_in_file_order(last) == finding.rule
     if code == "W205":
         assert run.loop_from is not None and finding.rule in fired[run.loop_from :]
-    if code in ("W205", "W206", "W210"):
+    if code in ("W205", "W206"):
         assert run.loop_from is not None
+    if code == "W210":
+        # a loop, or, where the loop is longer than the cap, a run the cap closes
+        assert run.loop_from is not None or (
+            run.next is not None and cap is not None and len(run.turns) == cap
+        )
+    if cap is not None and code not in ("W212", "W215") and run.loop_from is None:
+        # only W212 and W215 show runs the cap cuts off (in their words); every other
+        # finding's run that is no loop (a loop repeats until the cap), a sample
+        # included, is a run of the flow
+        assert len(run.turns) <= cap, f"{code}: the run is longer than the cap: {run.render()}"
     if code == "W212":
         assert (
             run.next is None and system.max_turns is not None and len(run.turns) > system.max_turns

@@ -58,7 +58,18 @@ from flowc.compiler.lower import PATTERN_HELP
 from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
 from flowc.compiler.portability import bare_ag2_graph_problems, bare_ag2_problems
 from flowc.compiler.registry import TransitionRegistry, custom_problems, pattern_problems
-from flowc.diagnostics import E103, E111, E114, E116, I301, I305, I307, Diagnostic, has_errors
+from flowc.diagnostics import (
+    E103,
+    E111,
+    E114,
+    E116,
+    I301,
+    I305,
+    I307,
+    OPT_IN,
+    Diagnostic,
+    has_errors,
+)
 from flowc.source import SourceFile
 
 __all__ = [
@@ -462,15 +473,17 @@ def check_compiled(
     # a difference that an ignore comment on its line names is not in the I304
     listed = [d for d in apply_ignores(differences, comments, filename) if d.code.id in AG2_CODES]
     note = summary(listed)
+    # an opt-in code not selected was not looked for: an ignore comment naming it is for
+    # the checks that select it
+    unchecked = OPT_IN.difference(options.opted_in)
     if options.target == "ag2":
-        kept = apply_ignores(
-            (*diags, *found), comments, filename, hidden=[note] if note is not None else []
-        )
+        hidden = [note] if note is not None else []
+        kept = apply_ignores((*diags, *found), comments, filename, hidden, unchecked)
     else:
         shown = [d for d in found if d.code.id not in AG2_CODES]
         if note is not None:
             shown.append(note)
-        kept = apply_ignores((*diags, *shown), comments, filename, hidden=differences)
+        kept = apply_ignores((*diags, *shown), comments, filename, differences, unchecked)
     # errors are always reported, but for a property the flow breaks (E116): the user chose
     # to check it, and `--select` / `--ignore` choose it as any other code
     wants = _wanted(options)

@@ -23,8 +23,9 @@ def check_state_bound(facts: Facts) -> Iterator[Finding]:
                 f"the exploration stopped at {counted(len(space.keys), 'abstract state', grouped=True)},"
                 f" at its memory budget ({-(-space.memory_budget // 2**20)} MiB): findings are partial"
                 if space.stopped_by == "memory"
-                else f"the state space is larger than the bound ({space.bound} abstract states,"
-                f" {TURNS_PER_STATE * space.bound} explored turns): findings are partial"
+                else "the state space is larger than the bound"
+                f" ({counted(space.bound, 'abstract state')},"
+                f" {counted(TURNS_PER_STATE * space.bound, 'explored turn')}): findings are partial"
             ),
             span=flow_span(facts.flow),
             json_path="" if facts.system.json_mode else None,

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.diagnostics import I302, I303, W207, W208, W209, W216
+from flowc.diagnostics import I302, I303, W207, W208, W209, W216, listing_of
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
 from flowc.source import Span
@@ -90,7 +90,8 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
             yield Finding(
                 facts.diag(
                     W209,
-                    f"`context.{key}` is read here but nothing sets it: no initial value, no tool writes it",
+                    f"`context.{key}` is read here but nothing sets it: no initial value, "
+                    + _only_cleared(facts, c.key.value),
                     span=c.span,
                     notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
                     help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {_flipping_value(facts, c)}`,"
@@ -98,6 +99,22 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
                     f" or give it an initial value: `context {key} = ...`",
                 )
             )
+
+
+def _only_cleared(facts: Facts, key: str) -> str:
+    """What the tools do to the unset ``key``: none writes it, or those that do only
+    clear it (`clears KEY`), which leaves it unset."""
+    compiled = facts.system.compiled
+    tools = compiled.tools if compiled is not None else ()
+    clearing = dict.fromkeys(t.name for t in tools for alt in t.alternatives if key in alt.clears)
+    if not clearing:
+        return "no tool writes it"
+    named = ", ".join(listing_of(list(clearing), lambda t: f"`{format_name(t)}`"))
+    return (
+        f"and tool {named} only clears it"
+        if len(clearing) == 1
+        else (f"and tools {named} only clear it")
+    )
 
 
 def _flipping_value(facts: Facts, c: n.ContextCond) -> str:

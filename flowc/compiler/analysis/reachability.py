@@ -7,7 +7,11 @@ from collections.abc import Iterator
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
-from flowc.compiler.analysis.rules import folded_into_w210, reported_dead_rules
+from flowc.compiler.analysis.rules import (
+    capped_dead_rules,
+    folded_into_w210,
+    reported_dead_rules,
+)
 from flowc.compiler.analysis.runs import run_to
 from flowc.diagnostics import W201, W210, W212, W213, counted, listing_of
 from flowc.dsl import nodes as n
@@ -30,7 +34,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
         if speaker in facts.unknown_speakers:
             continue  # I301 names it
         who = system.name(speaker)
-        sample = facts.sample_run
+        sample = facts.sample_run.upto(facts.system.max_turns)
         yield Finding(
             facts.diag(
                 W201,
@@ -49,11 +53,12 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
     system, space = facts.system, facts.space
     if space.truncated or space.ends or system.max_turns is None:
         return
-    folded = [d for d in facts.dead_rules if folded_into_w210(facts, d)]
+    folded = [d for d in capped_dead_rules(facts) if folded_into_w210(facts, d)]
     if not folded:
         return
     first = folded[0].rule
     loop = facts.lasso(facts.traps[0]) if facts.traps else facts.sample_run
+    loop = loop.upto(system.max_turns)  # (no run of the flow is longer than the cap)
     others = listing_of(folded, lambda d: system.label(d.rule))
     yield Finding(
         facts.diag(
@@ -62,7 +67,12 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
             span=facts.rule_span(first),
             json_path=first.json_path,
             notes=(
-                f"a run that never terminates: {loop.render()}",
+                f"a run that never terminates: {loop.render()}"
+                + (
+                    f" (`max_turns {system.max_turns}` closes it before `{format_name(loop.next or '')}` speaks)"
+                    if len(loop.turns) == system.max_turns and loop.loop_from is None
+                    else ""
+                ),
                 "these conditions hold on no turn of any run: " + ", ".join(others),
             ),
             help="make the terminate condition reachable: declare the tool that sets its context key, or route on a tool",

@@ -153,7 +153,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 "remove the rule, or narrow the earlier rule that takes its turns",
             )
         elif (parts := facts.contradiction(rule)) is not None:
-            sample = facts.sample_run
+            sample = facts.sample_run.upto(facts.system.max_turns)
             yield _never_fires(
                 facts,
                 rule,
@@ -170,7 +170,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
         elif (calls := facts.unrouted_calls(rule)) is not None and not _called_late(facts, rule):
             call = facts.first_call(rule)
             why, help = _unrouted(facts, rule, calls)
-            sample = call or facts.sample_run
+            sample = call or facts.sample_run.upto(facts.system.max_turns)
             note = (
                 f"a shortest run that calls it: {sample.render()}"
                 if call is not None
@@ -178,7 +178,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             )
             yield _never_fires(facts, rule, W203, why, sample, (note,), help)
         else:
-            sample = facts.sample_run
+            sample = facts.sample_run.upto(facts.system.max_turns)
             yield _never_fires(
                 facts,
                 rule,
@@ -290,7 +290,7 @@ def check_dead_default(facts: Facts) -> Iterator[Finding]:
     ):
         return
     span, path = facts.default_location()
-    sample = facts.sample_run
+    sample = facts.sample_run.upto(facts.system.max_turns)
     target = system.describe_target(system.default)
     yield Finding(
         facts.diag(

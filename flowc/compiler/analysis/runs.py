@@ -87,6 +87,19 @@ class Run:
     #: a lasso: turns[loop_from:] repeat forever
     loop_from: int | None = None
 
+    def upto(self, cap: int | None) -> Run:
+        """The run as ``max_turns cap`` closes it: its first ``cap`` turns, the speaker of
+        the next one scheduled (itself when it is no longer, or there is no cap). Where
+        every end comes after the cap (W212's case), a finding's sample run is this: a
+        run a finding shows is one the flow has.
+
+        >>> Run(tuple(Turn(s) for s in "abab"), "a", loop_from=2).upto(3).render()
+        'a → b → a → b'
+        """
+        if cap is None or len(self.turns) <= cap:
+            return self
+        return Run(self.turns[:cap], self.turns[cap].speaker)
+
     def path(self, subject: str) -> RunPath:
         """The run as plain values, for a diagram to draw (see :class:`RunPath`).
 

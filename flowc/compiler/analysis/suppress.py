@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from flowc.diagnostics import CODES, X001, Diagnostic
 from flowc.dsl import nodes as n
@@ -17,12 +17,15 @@ def apply_ignores(
     comments: Sequence[n.Comment],
     filename: str,
     hidden: Sequence[Diagnostic] = (),
+    unchecked: Collection[str] = (),
 ) -> tuple[Diagnostic, ...]:
     """Drop the findings an ignore comment on their line names, and add X001 for bad ignores.
 
     ``hidden`` findings are not reported, but an ignore comment naming one on its line is
     not "unused" (W218-W222 are the one note I304 without ``--target ag2``, and the other
-    way round with it: a comment for either form holds in both).
+    way round with it: a comment for either form holds in both). Nor is one naming a code
+    of ``unchecked``, whose check did not run (an opt-in code such as I307 that this check
+    did not select): it silences that code when a check selects it.
 
     >>> from flowc.source import Span
     >>> from flowc.diagnostics import W207
@@ -85,7 +88,7 @@ def apply_ignores(
                     used.add((id(c), d.code.id))
     for c, codes in ignores:
         for code in codes:
-            if (id(c), code) not in used:
+            if (id(c), code) not in used and code not in unchecked:
                 out_extra.append(
                     Diagnostic(
                         X001,
