@@ -82,10 +82,27 @@ def alternative_index(
     >>> [alternative_index(alts, ToolEffectInfo((("k", v),))) for v in (True, 1, 1.0, 2)]
     [0, 1, 0, None]
     """
+    return taken_index(alts, effect, same, lambda alt, eff: _typed(alt.sets) == _typed(eff.sets))
+
+
+def taken_index(
+    alts: Sequence[Any],
+    effect: Any,
+    same: Callable[[Any, Any], bool],
+    exact: Callable[[Any, Any], bool],
+) -> int | None:
+    """The index of the alternative of ``alts`` a call doing ``effect`` takes: of those
+    ``same`` takes for it, the first ``exact`` takes for it (it writes the very values),
+    else the first; None when there is none. The one rule of :func:`alternative_index`
+    and of the behavioural diff's matching of its effect keys.
+
+    >>> taken_index([1, 2.0, 2], 2, operator.eq, lambda a, e: type(a) is type(e))
+    2
+    """
     first = None
     for i, alt in enumerate(alts):
         if same(alt, effect):
-            if _typed(alt.sets) == _typed(effect.sets):
+            if exact(alt, effect):
                 return i
             if first is None:
                 first = i

@@ -12,7 +12,8 @@ reachable, loops that appear or disappear (W205/W206), the shortest ending beyon
 NEW route differently. Behaviour is "the same" when no run routes differently, "changed"
 when a run does whatever custom conditions and targets decide, and "unknown" when only
 runs that depend on what they decide do, the exploration stopped at its bound, or the
-checker could not decide a property both versions have in one of them (I305).
+checker could not decide a property both versions have in one of them (I305) and the
+exploration does not show its verdict the same in both (:mod:`.undecided`).
 
 A JSON graph does not carry the declarations (humans, tools, humans' keys), its
 participants or its initiator: what only one side carries is not compared, what the graph
@@ -29,8 +30,9 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.analysis import undecided as und
 from flowc.compiler.analysis.explore import NodeKey
-from flowc.compiler.analysis.facts import CheckOptions, Finding
+from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.lockstep import (
     MAX_TURNS,
     Divergence,
@@ -43,7 +45,6 @@ from flowc.compiler.analysis.lockstep import (
 )
 from flowc.compiler.analysis.runs import Run
 from flowc.compiler.analysis.system import System, system_of_flow, system_of_graph
-from flowc.compiler.analysis.undecided import undecided_reason, undecided_sides, undecided_text
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import condition_text, property_text, rule_ref, target_text
 from flowc.compiler.monitor import claim_text
@@ -483,26 +484,6 @@ def _claim(prop: Property) -> Code:
     return Code(claim_text(prop if prop.text else attrs.evolve(prop, text=property_text(prop))))
 
 
-#: the checker's finding on a property, and the verdict it gives
-_VERDICTS = {"E116": "violated", "I305": "unknown", "I306": "holds"}
-
-
-def _property_verdicts(side: _Side) -> dict[str, tuple[str, Finding]]:
-    """The checker's verdict on each of a side's properties, from the findings its
-    exploration already made (nothing is explored again); none for a side compared as
-    a graph."""
-    compiled = side.version.compiled
-    if compiled is None or not compiled.properties:
-        return {}
-    by_span = {f.diagnostic.span: f for f in side.findings if f.diagnostic.code.id in _VERDICTS}
-    out = {}
-    for prop in compiled.properties:
-        found = by_span.get(prop.span) if prop.span is not None else None
-        if found is not None:
-            out[prop.name] = (_VERDICTS[found.diagnostic.code.id], found)
-    return out
-
-
 #: the behavioural changes of a property's verdict: each comes with the run that breaks the
 #: property (NEW's, or OLD's for one that holds again) and is a change of behaviour: a
 #: run breaks it on one side only, even when no run routes differently
@@ -522,13 +503,13 @@ def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
     side is None: it need not take the run) and ``loop_from`` for a run that breaks it
     for ever. One the checker could not decide in either version is a
     :data:`PROPERTY_UNKNOWN` change, with the checker's note on why (and no run)."""
-    vo, vn = _property_verdicts(old), _property_verdicts(new)
+    vo, vn = (und.property_verdicts(s.version.compiled, s.findings) for s in (old, new))
     for name, (now, found) in vn.items():
         was = vo.get(name)
         if was is None:
             continue
         if UNKNOWN in (was[0], now):
-            yield Change(PROPERTY_UNKNOWN, undecided_text(name, was, (now, found)), name)
+            yield Change(PROPERTY_UNKNOWN, und.undecided_text(name, was, (now, found)), name)
         elif was[0] == "holds" and now == "violated":
             why = found.diagnostic.notes[0] if found.diagnostic.notes else ""
             run = found.run
@@ -1091,22 +1072,13 @@ def diff_versions(
         if product.partial:
             reasons.append(f"the exploration is partial: {product.partial}")
         reason = "; ".join(reasons)
-    behavioural = tuple(behavioural_changes(so, sn, product, certain if certain else divergences))
-    if verdict == SAME and any(c.kind in PROPERTY_FLIPS for c in behavioural):
-        # no run routes differently, but a run breaks a property on one side only: the
-        # behaviour changed all the same (a gate on the exit status must not pass it)
-        verdict = CHANGED
-    undecided = undecided_sides(_property_verdicts(so), _property_verdicts(sn))
-    if undecided and verdict != CHANGED:
-        # its verdict may differ: "the same" would be a guess (a change stays a change)
-        why = undecided_reason(undecided)
-        reason = f"{reason}; {why}" if reason else f"no run routes differently, but {why}"
-        verdict = UNKNOWN
+    behavioural = behavioural_changes(so, sn, product, certain if certain else divergences)
+    changes, verdict, reason = _weigh_properties(so, sn, behavioural, verdict, reason, notes)
     return FlowDiff(
         old,
         new,
         tuple(structural_changes(so, sn, declarations, context)),
-        behavioural,
+        changes,
         first,
         product.truncated or so.facts.space.truncated or sn.facts.space.truncated,
         as_graphs,
@@ -1114,6 +1086,34 @@ def diff_versions(
         reason,
         tuple(notes),
     )
+
+
+def _weigh_properties(
+    so: _Side,
+    sn: _Side,
+    behavioural: Iterator[Change],
+    verdict: str,
+    reason: str,
+    notes: list[Phrase],
+) -> tuple[tuple[Change, ...], str, str]:
+    """The behavioural changes, the verdict and its reason, with the verdicts of the
+    properties both versions have weighed in (``verdict`` and ``reason``: the routing's)."""
+    # a complete comparison that no run told apart decides some (undecided.py says why)
+    undecided, agreed = und.weigh(
+        so.version.compiled, so.findings, sn.version.compiled, sn.findings, verdict == SAME
+    )
+    notes += agreed
+    changes = tuple(c for c in behavioural if c.kind != PROPERTY_UNKNOWN or c.subject in undecided)
+    if verdict == SAME and any(c.kind in PROPERTY_FLIPS for c in changes):
+        # no run routes differently, but a run breaks a property on one side only: the
+        # behaviour changed all the same (a gate on the exit status must not pass it)
+        verdict = CHANGED
+    if undecided and verdict != CHANGED:
+        # its verdict may differ: "the same" would be a guess (a change stays a change)
+        why = und.undecided_reason(list(undecided.items()))
+        reason = f"{reason}; {why}" if reason else f"no run routes differently, but {why}"
+        verdict = UNKNOWN
+    return changes, verdict, reason
 
 
 def _side_name(version: Version, old: Version) -> str:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -66,7 +67,12 @@ from flowc.compiler.analysis.graph_contexts import (
 )
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation
 from flowc.compiler.model import json_text, values_equal
-from flowc.compiler.tool_effects import ToolEffectInfo, bare_alternatives, bare_effect_refusal
+from flowc.compiler.tool_effects import (
+    ToolEffectInfo,
+    bare_alternatives,
+    bare_effect_refusal,
+    taken_index,
+)
 from flowc.diagnostics import counted
 from flowc.dsl.formatter import format_name
 
@@ -365,12 +371,10 @@ class _Side:
                 f"`{format_name(tool_name)}` of `{who}` does one of several things here "
                 f"({' | '.join(tool.texts)}): a call must say which"
             )
-        for effect, action in zip(tool.keys, tool.actions, strict=True):
-            if effect == key:
-                return action
-        for effect, action in zip(tool.keys, tool.actions, strict=True):
-            if _equal_effects(effect, key):  # none writes its very values: as a run takes it
-                return action
+        # its very values, else equal under `==`: as a run takes it
+        taken = taken_index(tool.keys, key, _equal_effects, operator.eq)
+        if taken is not None:
+            return tool.actions[taken]
         return (
             f"`{format_name(tool_name)}` of `{who}` has no alternative that does that "
             f"(it does {' | '.join(tool.texts)})"
