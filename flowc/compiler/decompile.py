@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import DecompileError, ModelToAst
@@ -30,6 +32,7 @@ from flowc.compiler.serde import (
 from flowc.diagnostics import E108, Diagnostic, FlowError, has_errors
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_source, format_statement_line, format_value
+from flowc.inputs import json_path
 from flowc.source import NO_SPAN, SourceFile
 
 S = NO_SPAN
@@ -235,20 +238,15 @@ def decompile_graph(
         if graph.max_turns is not None:
             settings.append(f"max_turns {graph.max_turns}")
         for i, t in enumerate(graph.transitions):
-            path = f"transitions[{i}]"
-            if isinstance(t.when, m.AnyOf):
-                raise DecompileError(
-                    f"{path}.when",
-                    "a top-level `any_of` has no .flow spelling (a top-level `or` becomes "
-                    "separate rules); split it into one rule per condition",
-                )
-            body.append(format_statement_line(to_ast.rule(t, path)))
+            # a top-level `any_of` is written as an `or`, which compiles to one rule per
+            # alternative: the same routing (see :func:`meaning`)
+            body.append(format_statement_line(to_ast.rule(t, f"transitions[{i}]")))
         if graph.default_target != m.TerminateTarget():
             target = to_ast.target(graph.default_target, "default_target")
             body.append(format_statement_line(n.Otherwise(target, S)))
     if context_vars:
         entries = [
-            f"  {format_name(_name(k, f'context_vars.{k}').value)} = {format_value(v)},"
+            f"  {format_name(_name(k, json_path(['context_vars', k])).value)} = {format_value(v)},"
             for k, v in context_vars.items()
         ]
         settings += ["context {", *entries, "}"]
@@ -352,9 +350,56 @@ def decompile(
             ]
         )
     compiled = _compile(text, filename)
-    if compiled.graph_dict != unstructure_graph(graph) or compiled.context_vars != context:
+    if meaning(structure_graph(compiled.graph_dict)) != meaning(graph) or (
+        compiled.context_vars != context
+    ):
         raise AssertionError("decompile: the .flow does not compile back to the same graph")
     return text
+
+
+def meaning(graph: m.TransitionGraph) -> m.TransitionGraph:
+    """The graph with each condition written as `.flow` can: an empty `all_of` as
+    `always`, an empty `any_of` as `not always`, a one-item composite as its item, and a
+    rule whose condition is an `any_of` as one rule per alternative (AG2 takes the first
+    rule that holds, so the split routes every turn as the one rule did); a `tool`
+    condition either brings to the top of a rule stays in a composite, as `tool t and
+    always` (AG2 1.2.1 routes on one only at the top). Two graphs with the same meaning
+    route every run alike, on flowc's runtime and on AG2.
+
+    >>> g = m.TransitionGraph("a", (m.Transition(
+    ...     m.AnyOf((m.AllOf((m.FromSpeaker("a"),)), m.AllOf(()))), m.StayTarget()),))
+    >>> [t.when for t in meaning(g).transitions]
+    [FromSpeaker(agent_id='a'), Always()]
+    """
+
+    def cond(c: m.Condition) -> m.Condition:
+        if isinstance(c, m.Not):
+            return m.Not(cond(c.condition))
+        if not isinstance(c, m.AllOf | m.AnyOf):
+            return c
+        items = tuple(cond(x) for x in c.conditions)
+        if len(items) == 1:
+            return items[0]
+        if not items:
+            return m.Always() if isinstance(c, m.AllOf) else m.Not(m.Always())
+        return m.AllOf(items) if isinstance(c, m.AllOf) else m.AnyOf(items)
+
+    def alternatives(c: m.Condition) -> list[m.Condition]:
+        if isinstance(c, m.AnyOf):
+            return [a for x in c.conditions for a in alternatives(x)]
+        return [c]
+
+    def top(c: m.Condition, composite: bool) -> m.Condition:
+        # AG2 1.2.1 routes on a `tool` condition only at the top of a rule: one a
+        # composite held stays in one
+        return m.AllOf((c, m.Always())) if composite and isinstance(c, m.ToolCalled) else c
+
+    rules = tuple(
+        attrs.evolve(t, when=top(when, isinstance(t.when, m.AllOf | m.AnyOf)))
+        for t in graph.transitions
+        for when in alternatives(cond(t.when))
+    )
+    return attrs.evolve(graph, transitions=rules)
 
 
 def _refusal(
@@ -381,6 +426,8 @@ def _refusal(
             return Diagnostic(E108, f"{option}: {message}", filename)
         # a graph's own agent id: where it is written
         path = _mention(unstructure_graph(graph), participants, index) or path
+    if path.startswith("context_vars"):  # beside the graph in a knobs dict, not in it
+        root = ""
     path = f"{root}{path}" if path else root.rstrip(".")
     return Diagnostic(E108, f"{path}: {message}" if path else message, filename, json_path=path)
 
@@ -421,4 +468,11 @@ def unrecovered_in(
         return []
 
 
-__all__ = ["DecompileError", "decompile", "decompile_graph", "unrecovered", "unrecovered_in"]
+__all__ = [
+    "DecompileError",
+    "decompile",
+    "decompile_graph",
+    "meaning",
+    "unrecovered",
+    "unrecovered_in",
+]

@@ -46,7 +46,8 @@ class ModelToAst:
     """Compiled conditions/targets -> AST nodes.
 
     ``names`` maps agent ids back to speaker names. ``strict`` (for decompile)
-    refuses what no `.flow` text can express; otherwise the closest text is used.
+    refuses what no `.flow` text can express, and writes an empty or one-item `all_of` /
+    `any_of` as what it means; otherwise the closest text is used.
     ``on_custom(kind, name, args, path)`` sees every custom condition and target.
     """
 
@@ -87,12 +88,11 @@ class ModelToAst:
                 return n.ContextCond(self.name(inner.key, path), "!=", n.Value(inner.value, S), S)
             return n.NotCond(self.cond(inner, f"{path}.args.condition"), S)
         if isinstance(c, m.AllOf | m.AnyOf):
-            if len(c.conditions) < 2:
-                if self.strict:
-                    size = "an empty" if not c.conditions else "a one-item"
-                    raise DecompileError(path, f"{size} `{c.NAME}` has no .flow spelling")
-                if not c.conditions:
+            if not c.conditions:
+                if not self.strict:  # as the graph writes it
                     return n.CallCond(n.Name(c.NAME, S), (), S)
+                # what it means: an empty `all_of` always holds, an empty `any_of` never
+                return n.AlwaysCond(S) if isinstance(c, m.AllOf) else n.NotCond(n.AlwaysCond(S), S)
             if isinstance(c, m.AnyOf) and all(isinstance(x, m.FromSpeaker) for x in c.conditions):
                 speakers = tuple(
                     self.speaker(x.agent_id, path)  # type: ignore[union-attr]
@@ -126,9 +126,10 @@ class ModelToAst:
 
     def rule(self, t: m.Transition, path: str = "") -> n.Rule:
         priority = n.Priority(t.priority, S) if t.priority != 0 else None
-        return n.Rule(
-            self.cond(t.when, f"{path}.when"), self.target(t.then, f"{path}.then"), priority, S
-        )
+        cond = self.cond(t.when, f"{path}.when")
+        if self.strict and isinstance(t.when, m.AllOf | m.AnyOf):
+            cond = _buried(cond)
+        return n.Rule(cond, self.target(t.then, f"{path}.then"), priority, S)
 
     # properties -----------------------------------------------------------
 
@@ -179,6 +180,18 @@ class ModelToAst:
         elif isinstance(sc, pr.AfterUntil):
             scope = n.AfterUntilScope(x(sc.q), x(sc.r), S)
         return n.PropertyDecl(self.name(prop.name), pattern, scope, S)
+
+
+def _buried(cond: n.Cond) -> n.Cond:
+    """A composite's `tool` condition that its `.flow` spelling would bring to the top
+    of a rule (a one-item `all_of`, an alternative of a top-level `any_of`), kept inside
+    one as `tool t and always`: AG2 1.2.1 routes on a `tool` condition only at the top.
+    """
+    if isinstance(cond, n.ToolCond):
+        return n.AndCond((cond, n.AlwaysCond(S)), S)
+    if isinstance(cond, n.OrCond):
+        return n.OrCond(tuple(_buried(c) for c in cond.items), S)
+    return cond
 
 
 def expression_text(expr: pr.Expr, names: Mapping[str, str] | None = None) -> str:

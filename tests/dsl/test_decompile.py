@@ -99,11 +99,13 @@ def test_keyword_and_odd_ids_are_backquoted() -> None:
     assert compile_flow(text).graph_dict == g
 
 
-def test_top_level_any_of_is_refused_with_its_path() -> None:
+def test_top_level_any_of_is_written_as_an_or() -> None:
     g = graph([rule({"name": "any_of", "args": {"conditions": [FROM_USER, FROM_USER]}}, TO_BOT)])
-    with pytest.raises(FlowError) as err:
-        decompile(g)
-    assert err.value.diagnostics[0].json_path == "transitions[0].when"
+    text = decompile(g)
+    assert "when from user, user then bot" in text
+    assert compile_flow(text).graph_dict == graph(
+        [rule(FROM_USER, TO_BOT), rule(FROM_USER, TO_BOT)]
+    )
 
 
 def test_unrepresentable_name_is_refused() -> None:
