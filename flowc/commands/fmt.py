@@ -84,6 +84,9 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             continue
         # (the bytes, not the text read: that has each lone `\r` made a newline already)
         written = data.removeprefix(codecs.BOM_UTF8)  # (what is in the file, its BOM left aside)
+        # a byte order mark stays, as the line endings do: fmt changes the layout, never
+        # how the file is encoded, so `--check` and `fmt` agree on a file with one
+        bom = "\ufeff" if len(written) < len(data) else ""
         changed = formatted.encode("utf-8") != written
         changed_files += changed
         unchanged_files += not changed
@@ -104,10 +107,10 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             continue
         # the text's own line endings, written as they are (never translated)
         if path == "-":
-            _write_stdout(formatted)
+            _write_stdout(bom + formatted)
         elif changed:
             try:
-                Path(path).write_bytes(formatted.encode("utf-8"))
+                Path(path).write_bytes((bom + formatted).encode("utf-8"))
             except OSError as err:
                 raise console.UsageError(f"{path}: cannot write ({err.strerror})") from None
             print(f"reformatted {source.name}", file=sys.stderr)

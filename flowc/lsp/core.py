@@ -97,9 +97,28 @@ def text_lines(text: str) -> list[str]:
 
 
 def document_text(doc: Any) -> str:
-    """The text of a pygls document as flowc reads it: its lone carriage returns made
-    newlines (one character for one: every position stays where the editor has it)."""
-    return lone_returns_as_newlines(doc.source)
+    r"""The text of a pygls document as flowc reads it: its lone carriage returns made
+    newlines, and a byte order mark that starts it (an editor may keep one in its text)
+    read as a space, as `flowc check` reads a file with one, its columns after it. One
+    character for one: every position stays where the editor has it.
+
+    >>> class Doc:
+    ...     source = "\ufeffspeaker a\r"
+    >>> document_text(Doc())
+    ' speaker a\n'
+    """
+    return flow_text(doc.source)
+
+
+def flow_text(text: str) -> str:
+    """An editor's ``text`` as flowc reads it (see :func:`document_text`)."""
+    if text.startswith(BOM):
+        text = " " + text[1:]
+    return lone_returns_as_newlines(text)
+
+
+#: a byte order mark, as an editor's text may start with one
+BOM = "\ufeff"
 
 
 def _ascii_position(lines: Sequence[str], line: int, character: int) -> tuple[int, int]:
@@ -354,7 +373,7 @@ class FlowcServer(LanguageServer):
         return _Job(
             uri,
             doc.version,
-            SourceFile(path, doc.source),
+            SourceFile(path, flow_text(doc.source)),
             self.options_for(path),
             self._generation.get(uri, 0),
         )
@@ -617,7 +636,7 @@ class FlowcServer(LanguageServer):
         if uri not in self._open:
             raise RequestFailed(f"{uri} is not open")
         doc = self.workspace.get_text_document(uri)
-        source = SourceFile(to_fs_path(uri) or uri, doc.source)
+        source = SourceFile(to_fs_path(uri) or uri, flow_text(doc.source))
         options = self.options_for(source.name)  # here: it may show a message
         drawing = asyncio.get_running_loop().run_in_executor(
             self._drawer, self._draw, source, options

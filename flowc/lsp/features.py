@@ -19,7 +19,7 @@ from flowc.dsl.parser import parse_source
 from flowc.lsp import actions as act
 from flowc.lsp import completion as comp
 from flowc.lsp import tokens as tk
-from flowc.lsp.core import FlowcServer, RequestFailed, document_text, text_lines
+from flowc.lsp.core import BOM, FlowcServer, RequestFailed, document_text, text_lines
 from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL
 from flowc.source import SourceFile
 
@@ -237,7 +237,10 @@ def _register_fixes(server: FlowcServer) -> None:
         ls: FlowcServer, params: lsp.DocumentRangeFormattingParams
     ) -> list[lsp.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        text = document_text(doc)
+        # a byte order mark stays, as `flowc fmt` keeps it: the lines are formatted
+        # without it, and it is put back before the first when that one changes
+        bom = BOM if doc.source.startswith(BOM) else ""
+        text = document_text(doc)[len(bom) :]
         try:
             begin, stop = params.range.start, params.range.end
             # a range that ends at the start of a line (a selection of whole lines) does
@@ -258,7 +261,7 @@ def _register_fixes(server: FlowcServer) -> None:
         for first, end, new in edits:
             start = lsp.Position(first, 0)
             stop = lsp.Position(end, 0) if end < len(lines) else ls.document_end(lines)
-            out.append(lsp.TextEdit(lsp.Range(start, stop), new))
+            out.append(lsp.TextEdit(lsp.Range(start, stop), bom + new if first == 0 else new))
         return out
 
 

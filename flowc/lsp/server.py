@@ -27,7 +27,14 @@ from flowc.diagnostics import Diagnostic, FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
-from flowc.lsp.core import FlowcServer, InternalError, RequestFailed, document_text, text_lines
+from flowc.lsp.core import (
+    BOM,
+    FlowcServer,
+    InternalError,
+    RequestFailed,
+    document_text,
+    text_lines,
+)
 from flowc.lsp.index import Index, Occurrence, Refused
 from flowc.lsp.stdio import serve_stdio
 from flowc.project.explain import page
@@ -386,9 +393,11 @@ def _register_formatting(server: FlowcServer) -> None:
         ls: FlowcServer, params: lsp.DocumentFormattingParams
     ) -> list[lsp.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        text = document_text(doc)
+        # a byte order mark stays, as `flowc fmt` keeps it
+        bom = BOM if doc.source.startswith(BOM) else ""
+        text = document_text(doc)[len(bom) :]
         try:
-            out = format_source(text, to_fs_path(doc.uri) or doc.uri)
+            out = bom + format_source(text, to_fs_path(doc.uri) or doc.uri)
         except FlowError:
             return None  # a syntax error: the diagnostics already say where
         except FormatterBug as err:

@@ -6,6 +6,7 @@ and `flowc check` passed it."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def test_fmt_rewrites_a_formatted_file_whose_only_change_is_its_line_ends(
     assert main(["fmt", "--diff", str(path)]) == 1
     assert "+speaker b\n" in capsys.readouterr().out
     assert main(["fmt", str(path)]) == 0
-    assert path.read_bytes() == with_ends("\n").encode()
+    bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept, as the line ends are
+    assert path.read_bytes() == (bom + with_ends("\n")).encode()
     assert main(["fmt", "--check", str(path)]) == 0
     capsys.readouterr()
 
@@ -109,6 +111,31 @@ def test_a_formatted_file_with_a_byte_order_mark_is_left_as_it_is(
     assert main(["fmt", "--check", str(path)]) == 0
     assert main(["fmt", str(path)]) == 0
     assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+def test_fmt_keeps_a_byte_order_mark_whatever_else_it_changes(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    end: str,
+) -> None:
+    """`--check` passes on a formatted file with a BOM, so `fmt` keeps the BOM when it
+    rewrites one (a file or standard input): the two agree on every file."""
+    bom = b"\xef\xbb\xbf"
+    messy = bom + with_ends(end).replace("when from", "when   from").encode()
+    path = tmp_path / "bom.flow"
+    path.write_bytes(messy)
+    assert main(["fmt", "--check", str(path)]) == 1
+    assert main(["fmt", str(path)]) == 0
+    assert path.read_bytes() == bom + with_ends(end).encode()
+    assert main(["fmt", "--check", str(path)]) == 0
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(messy), newline=""))
+    out = io.BytesIO()
+    monkeypatch.setattr("sys.stdout", io.TextIOWrapper(out))
+    assert main(["fmt", "-"]) == 0
+    assert out.getvalue() == bom + with_ends(end).encode()
     capsys.readouterr()
 
 
