@@ -24,6 +24,7 @@ from flowc.runtime.coverage import FlowCoverage, percent
 
 __all__ = [
     "KINDS",
+    "NOTHING_COVERED",
     "SuiteResult",
     "compile_error",
     "coverage_cobertura",
@@ -42,6 +43,10 @@ KINDS = (
     ("end", "Endings"),
     ("tool", "Tools"),
 )
+
+
+#: the coverage of a run in which no flow compiled (never a percentage: 0/0 is none)
+NOTHING_COVERED = "Coverage: no flow compiled, so nothing is covered"
 
 
 def total(files: Sequence[FlowCoverage]) -> tuple[int, int, float]:
@@ -94,7 +99,14 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
       a.flow:3  rule 1: when from a then b
     <BLANKLINE>
     Partial: the analysis of a.flow stopped at its state bound (I301): the targets it did not reach are left out
+
+    With no file (none compiled) there is nothing covered, and no total to give:
+
+    >>> print(coverage_table([]), end="")
+    Coverage: no flow compiled, so nothing is covered
     """
+    if not files:
+        return f"{NOTHING_COVERED}\n"
     head = ["File", *(title for _, title in KINDS), "Cover"]
     rows = [head]
     for f in files:

@@ -89,6 +89,20 @@ def compile_reporting(
     return compiled, ()
 
 
+def _graph_errors(path: str) -> tuple[Diagnostic, ...] | None:
+    """The errors (printed) that keep a JSON graph or knobs dict from loading, as ``flowc
+    check`` reads it; None when it loads."""
+    from flowc.compiler.pipeline import load_graph_json
+
+    source, diags = read_source(path)
+    if source is not None:
+        loaded, diags = load_graph_json(source)
+        if loaded is not None and not has_errors(diags):
+            return None
+    print_diagnostics(diags, {source.name: source} if source is not None else {})
+    return tuple(d for d in diags if d.is_error)
+
+
 def selector(patterns: list[str] | None) -> Callable[[str, str], bool]:
     """``-k``: a scenario runs when each pattern matches its title or ``FILE::title``
     (case-insensitive; a pattern with ``*``, ``?`` or ``[`` is a glob, any other a
@@ -165,8 +179,14 @@ def cmd_test(args: argparse.Namespace) -> int:
         if args.exitfirst and (failed or broken):
             break
         print(path)
-        if is_json_input(path):
-            print("  (no scenarios: scenarios are written in .flow files)")
+        if is_json_input(path):  # (read as `check` reads it: a broken graph is no pass)
+            errors = _graph_errors(path)
+            if errors is not None:
+                broken += 1
+                print("  ERROR the file does not load")
+                suites.append(SuiteResult(path, (), *compile_error(errors)))
+            else:
+                print("  (no scenarios: scenarios are written in .flow files)")
             continue
         compiled, errors = compile_reporting(path, options)
         if compiled is None:
@@ -240,6 +260,12 @@ def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) ->
         print()
         sys.stdout.write(coverage_table(coverages))
     covered, live, pct = total(coverages)
+    if args.fail_under is not None and not coverages:
+        print(
+            "coverage: no flow compiled, so nothing is covered: --fail-under "
+            f"{args.fail_under:g}% fails"
+        )
+        return False
     if args.fail_under is not None and pct < args.fail_under:
         print(
             f"coverage {pct:.1f}% ({covered}/{counted(live, 'target')}) is under --fail-under {args.fail_under:g}%"

@@ -6,8 +6,10 @@ every request and opens the database read-only, but for the one request that sta
 new run from a turn of a run (``flowc fork``), which writes only that run. It needs the ``view`` extra
 (Starlette and uvicorn); without it the command says how to install it (exit 2).
 
-Exit codes: 0 the server was stopped (Ctrl-C); 2 it could not start (no such database or
-run, the port is taken, the extra is missing).
+Exit codes: 0 the server was stopped (Ctrl-C); 1 the run given has a broken WAL (none a
+hub could have written: refused as ``flowc log RUN`` and ``flowc replay`` refuse it); 2 it
+could not start (no such database or run, the port is taken, the extra is
+missing).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from urllib.parse import quote
 
 from flowc.commands.config import setup_plugins
-from flowc.commands.console import EXIT_OK, UsageError
+from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
 from flowc.commands.run_options import STORES, store_options
 from flowc.commands.texts import add_command
 
@@ -76,6 +78,41 @@ def _check_db(db: str, run: str | None) -> str | None:
         store.close()
 
 
+def _refuse_broken(db: str, run: str) -> bool:
+    """Say (as ``flowc log RUN`` and ``flowc replay`` say it) and return True when the
+    run's WAL is none a hub could have written (a sender who is no participant, a turn
+    after the close, ...): the page would show a run that never was. A record that
+    cannot be read at all, or a plugin that fails on the records now, the run's page
+    says itself, in the same words (its status ``damaged`` or ``plugin-failed``)."""
+    from flowc.runtime.adapters.base import DamagedRecord, ProtocolError
+    from flowc.runtime.envelope import EV_CHANNEL_OPENED
+    from flowc.runtime.failures import PluginFailed
+    from flowc.runtime.fork import refuse_broken
+    from flowc.runtime.stores import db_name, open_store
+    from flowc.runtime.transcript import READ_ERRORS, run_error_text
+
+    store = open_store(db, readonly=True)
+    try:
+        try:
+            envs = list(store.read(run))
+        except READ_ERRORS:
+            return False  # (damaged: shown on the page)
+        if not envs or envs[0].event_type != EV_CHANNEL_OPENED:
+            return False
+        try:
+            refuse_broken(store, run, envs)
+        except DamagedRecord:
+            return False  # (shown on the page)
+        except ProtocolError as err:  # ("the WAL is broken at ...")
+            print(f"flowc view: error: {run_error_text(run, err, db_name(db))}", file=sys.stderr)
+            return True
+        except (*READ_ERRORS, PluginFailed):
+            return False  # (shown on the page)
+    finally:
+        store.close()
+    return False
+
+
 def _bind(port: int) -> socket.socket:
     # a TCP socket by name: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on the
     # connections of a socket whose protocol says TCP, and with it on, an answer written
@@ -106,6 +143,8 @@ def cmd_view(args: argparse.Namespace) -> int:
     token = _token()
     run = _check_db(args.db, args.run)
     setup_plugins(args, [args.db])
+    if run is not None and _refuse_broken(args.db, run):
+        return EXIT_ERRORS
     sock = _bind(args.port)
     port = sock.getsockname()[1]
     path = "/" if run is None else "/run/" + quote(run, safe="")

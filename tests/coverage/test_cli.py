@@ -216,3 +216,21 @@ def test_scenarios_property_keeps_the_same_length_limit(
     flow.write_text(flow.read_text().replace("max_turns 1002", "max_turns 1000"))
     assert main(["scenarios", str(flow), "--property", "e"]) == 0  # up to the limit: written
     assert capsys.readouterr().out.count("expect next") == 999
+
+
+@pytest.mark.parametrize("fail_under", [[], ["--fail-under", "0"]])
+def test_coverage_when_no_file_compiled_is_no_percentage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fail_under: list[str]
+) -> None:
+    """Nothing compiled is nothing covered: no `TOTAL ... 100.0%`, and `--fail-under`
+    (even 0) fails, saying why."""
+    broken = tmp_path / "broken.flow"
+    broken.write_text(BROKEN)
+    assert main(["test", str(broken), "--coverage", *fail_under]) == 1
+    out = capsys.readouterr().out
+    assert "TOTAL" not in out and "%" not in out.replace("--fail-under 0% fails", "")
+    assert "Coverage: no flow compiled, so nothing is covered\n" in out
+    if fail_under:
+        assert out.endswith(
+            "coverage: no flow compiled, so nothing is covered: --fail-under 0% fails\n"
+        )
