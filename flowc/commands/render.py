@@ -131,6 +131,12 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UsageError(f"-f {fmt} needs Graphviz: {err}") from None
     except LayoutError as err:
         raise UsageError(f"-f {fmt}: {layout_failure(err, text_fallback(args.file))}") from None
+    if fmt == "mermaid":
+        from flowc.compiler.render.mermaid import mermaid_limits
+
+        past = mermaid_limits(diagram, data.decode())
+        if past is not None:  # (valid text all the same: a viewer may allow more)
+            sys.stderr.write(f"flowc render: warning: {past}\n")
     if to_stdout:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

@@ -12,6 +12,7 @@ Skips with the reason when Chromium, Playwright, Graphviz or the npm package is 
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import tempfile
@@ -231,3 +232,50 @@ def test_mermaid_goldens_render_with_the_real_mermaid(page: Any) -> None:
             assert page.evaluate("mermaid.mermaidAPI.getConfig().securityLevel") == "strict"
             assert page.evaluate("mermaid.mermaidAPI.getConfig().theme") == "default"
     page.screenshot(path=str(ARTIFACTS / "mermaid_last.png"), full_page=True)
+
+
+def _chain(edges: int, name_length: int) -> str:
+    """A flow whose diagram has ``edges`` rule edges, its names ``name_length`` long."""
+    names = [f"s{i}".ljust(name_length, "x") for i in range(edges + 1)]
+    lines = [f"speaker {n}" for n in names]
+    lines += [f"when from {a} then {b}" for a, b in itertools.pairwise(names)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.skipif(not MERMAID_JS.exists(), reason=f"npm mermaid is not installed at {MERMAID_JS}")
+def test_render_warns_exactly_where_the_real_mermaid_stops_drawing(page: Any) -> None:
+    """Past Mermaid's default `maxTextSize` or `maxEdges` it draws an error instead of the
+    flow: `mermaid_limits` (what `flowc render -f mermaid` warns with) says so on exactly
+    the texts the real Mermaid does not draw."""
+    from flowc.compiler.render.mermaid import MERMAID_MAX_TEXT, mermaid_limits
+
+    page.set_content('<!DOCTYPE html><html><body><div id="out"></div></body></html>')
+    page.add_script_tag(path=str(MERMAID_JS))
+    page.evaluate("mermaid.initialize({startOnLoad: false, securityLevel: 'strict'})")
+    cases = [(10, 8), (480, 8), (498, 8), (499, 8), (500, 8), (520, 8)]
+    # texts around the size limit, with few edges: the names' length moves the size
+    base = len(flowc.render(flowc.compile_flow(_chain(60, 8))).mermaid)
+    per_char = len(flowc.render(flowc.compile_flow(_chain(60, 9))).mermaid) - base
+    near = 8 + (MERMAID_MAX_TEXT - base) // per_char
+    cases += [(60, near - 1), (60, near), (60, near + 1), (60, near + 40)]
+    drawn_and_warned = set()
+    for index, (edges, length) in enumerate(cases):
+        rendered = flowc.render(flowc.compile_flow(_chain(edges, length)))
+        text = rendered.mermaid
+        warning = mermaid_limits(rendered.diagram, text)
+        result = page.evaluate(
+            """async ([id, text]) => {
+                 try {
+                   const {svg} = await mermaid.render(id, text);
+                   const out = document.getElementById('out');
+                   out.innerHTML = svg;
+                   return {nodes: out.querySelectorAll('g.node').length,
+                           text: out.textContent};
+                 } catch (err) { return {error: String(err && err.message || err)}; }
+               }""",
+            [f"lim{index}", text],
+        )
+        drawn = "error" not in result and result["nodes"] == len(rendered.diagram.nodes)
+        assert drawn == (warning is None), (edges, length, len(text), warning, result)
+        drawn_and_warned.add(drawn)
+    assert drawn_and_warned == {True, False}  # both sides of the limits were tried

@@ -159,3 +159,41 @@ def render_mermaid(diagram: Diagram, options: RenderOptions | None = None) -> st
     for index, style in link_styles:
         out.append(f"  linkStyle {index} {style}")
     return "\n".join(out) + "\n"
+
+
+#: what Mermaid draws at most by default (its ``maxTextSize`` and ``maxEdges``): past
+#: either it shows an error diagram instead of the flow
+MERMAID_MAX_TEXT = 50_000
+MERMAID_MAX_EDGES = 500
+
+
+def mermaid_limits(diagram: Diagram, text: str) -> str | None:
+    """What in ``text`` (``diagram`` drawn as Mermaid) is past Mermaid's default limits,
+    and how to draw it all the same; None when nothing is.
+
+    >>> from flowc import compile_flow
+    >>> from flowc.compiler.render.diagram import build_diagram
+    >>> d = build_diagram(compile_flow("speaker a\\nspeaker b\\nwhen from a then b"))
+    >>> mermaid_limits(d, render_mermaid(d)) is None
+    True
+    >>> print(mermaid_limits(d, "x" * 50_001))
+    the Mermaid text is 50,001 characters, and Mermaid draws at most 50,000 (its `maxTextSize`): raise it in the viewer's Mermaid configuration, or draw the flow with -f svg
+    """
+    past = []
+    if len(text) > MERMAID_MAX_TEXT:
+        past.append(
+            f"the Mermaid text is {len(text):,} characters, and Mermaid draws at most "
+            f"{MERMAID_MAX_TEXT:,} (its `maxTextSize`)"
+        )
+    if len(diagram.edges) > MERMAID_MAX_EDGES:
+        past.append(
+            f"the diagram has {len(diagram.edges):,} edges, and Mermaid draws at most "
+            f"{MERMAID_MAX_EDGES} (its `maxEdges`)"
+        )
+    if not past:
+        return None
+    raise_it = "raise them" if len(past) == 2 else "raise it"
+    return (
+        "; ".join(past) + f": {raise_it} in the viewer's Mermaid configuration, "
+        "or draw the flow with -f svg"
+    )
