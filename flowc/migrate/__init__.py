@@ -86,6 +86,8 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
             ),
             "unknown",
         )
+    if source.name.lower().endswith((".yaml", ".yml")):
+        return _not_read(source, "YAML")
     try:
         if _looks_like_json(source):
             return _migrate_json(source)
@@ -108,6 +110,31 @@ def migrate_source(source: SourceFile, pick: str | None = None) -> MigrateResult
         )
     # anything else raised is a bug in flowc, not a finding about the input: it reaches
     # the command line, which reports it as an internal error (exit 2)
+
+
+#: what migrate reads, for the finding on a file in another format
+READS = (
+    "Python files (classic `GroupChat`, the AG2 group API, the legacy swarm, AgentChat "
+    "teams), AutoGen Studio workflow JSON and AgentChat component JSON"
+)
+
+
+def _not_read(source: SourceFile, kind: str) -> MigrateResult:
+    """A file in a format migrate does not read: refused with what it reads (exit 2)."""
+    return MigrateResult(
+        None,
+        (
+            Diagnostic(
+                M001,
+                f"{source.name} is a {kind} file, not a format migrate reads: it reads {READS}",
+                source.name,
+                help="save an AgentChat component as JSON "
+                "(`team.dump_component().model_dump_json()`), or pass the Python file "
+                "that builds the team",
+            ),
+        ),
+        "unknown",
+    )
 
 
 def _where_written(source: SourceFile, name: str) -> tuple[Span | None, str | None]:

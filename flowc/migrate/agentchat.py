@@ -122,7 +122,7 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
     kind, cfg, raw = _team(r, data)
     team = _participants(r, raw, kind)
     participants = team.names
-    user = "user" if "user" not in participants else "task_sender"
+    user = mm.free_name(participants, "user", "task_sender")
     findings_before = len(r.findings)
     max_turns, term_rules, witness, handoff_ends = _termination(
         r, cfg, participants, team.handoffs, kind
@@ -173,11 +173,30 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
     return mm.Translation(migration, tuple(r.findings), tuple(sequences))
 
 
+def _json_kind(value: Any) -> str:
+    """What a JSON value that is not an object is, for a finding: ``an array``, ..."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"
+
+
 def _team(r: _JsonFindings, data: Any) -> tuple[str, dict[str, Any], list[Any]]:
     """Check that ``data`` is a team this translator handles; its kind (the provider's
     class name), config and raw participants list. Raises :class:`NotRecognised` (with
     the reason as an M001 finding) otherwise, so that the caller can try another reader."""
-    if not isinstance(data, dict) or "provider" not in data:
+    if not isinstance(data, dict):
+        raise r.fail(
+            f"not an AgentChat component: expected a JSON object at `$` (the top level), got "
+            f"{_json_kind(data)}",
+            "",
+            help="the file must hold one JSON object: an AgentChat component "
+            "(`team.dump_component().model_dump_json()`) or an AutoGen Studio workflow",
+        )
+    if "provider" not in data:
         raise r.fail(
             "not an AgentChat component: the JSON object has no `provider`",
             "",
@@ -261,10 +280,10 @@ def _selector_team(
     """SelectorGroupChat: the selector speakers and their routing, with the findings on
     what model-based selection becomes and which selector settings are dropped. Never
     exact: the model picks the order."""
-    selector = "selector" if "selector" not in participants else "team_selector"
+    selector = mm.free_name([*participants, user], "selector", "team_selector")
     # AgentChat 0.7.x's default: the previous speaker leaves the candidates
     no_repeat = cfg.get("allow_repeated_speaker", False) is False
-    selectors = _selectors(selector, participants, no_repeat and per_speaker)
+    selectors = _selectors(selector, participants, no_repeat and per_speaker, user)
     routing = _Routing(
         selector_routing(user, selector, participants, selectors),
         exact=False,
@@ -743,19 +762,24 @@ REPEAT_MSG = "`allow_repeated_speaker` is false (AgentChat's default) and not tr
 
 
 def _selectors(
-    selector: str, participants: list[str], no_repeat: bool
+    selector: str, participants: list[str], no_repeat: bool, user: str
 ) -> list[tuple[str, str | None, list[str]]]:
     """The selector speakers of a SelectorGroupChat: (name, after whom, candidates).
 
     autogen-agentchat 0.7.5 (``SelectorGroupChatManager.select_speaker``): the candidates
     are all participants, minus the previous speaker when ``allow_repeated_speaker`` is
     false (there is none after the task); a single candidate is chosen without the model.
+    Each name is free of the participants', the task sender's and the others'
+    (:func:`~flowc.migrate.model.free_name`).
     """
     if not no_repeat or len(participants) < 2:
         return [(selector, None, list(participants))]
     out: list[tuple[str, str | None, list[str]]] = [(selector, None, list(participants))]
+    taken = {*participants, user, selector}
     for p in participants:
-        out.append((f"{selector}_after_{p}", p, [c for c in participants if c != p]))
+        name = mm.free_name(taken, f"{selector}_after_{p}")
+        taken.add(name)
+        out.append((name, p, [c for c in participants if c != p]))
     return out
 
 

@@ -65,7 +65,7 @@ class SelectorFunctions:
         self.findings = findings
         self.participants = [p["config"]["name"] for p in self.cfg["participants"]]
         self.user = mig.start
-        self.selector = "selector" if "selector" not in self.participants else "team_selector"
+        self.selector = mm.free_name([*self.participants, self.user], "selector", "team_selector")
         self.sources = [self.user, *self.participants]
         self.uses_len = False
         #: a part of a function could not be lowered and the model stands in for it

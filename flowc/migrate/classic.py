@@ -70,6 +70,8 @@ from flowc.source import SourceFile
 
 DEFAULT_MAX_ROUND = 10
 DEFAULT_MANAGER = "chat_manager"
+#: classic's speaker selection methods (``GroupChat._VALID_SPEAKER_SELECTION_METHODS``)
+METHODS = ("auto", "manual", "random", "round_robin")
 #: ``human_input_mode`` when the constructor does not set it (ag2 0.9.10's classes)
 DEFAULT_INPUT_MODE = {
     "ConversableAgent": "TERMINATE",
@@ -361,7 +363,9 @@ def _selection_method(
 ) -> tuple[str, ast.expr | None, ast.FunctionDef | None, bool]:
     """``speaker_selection_method``: the method's name (``auto`` by default), its node, the
     ``def`` it names when it is a function of this file, and whether it is a callable that
-    cannot be read (reported; an LLM selector stands in for it)."""
+    cannot be read (reported; an LLM selector stands in for it). A string that is none of
+    classic's methods leaves nothing to translate (:class:`NotRecognised`): ag2 0.9.10
+    raises ``ValueError`` at the first speaker selection."""
     mod = reader.mod
     method_node = kwarg(gc, "speaker_selection_method")
     method: str = "auto"
@@ -369,8 +373,18 @@ def _selection_method(
     selection_fn: ast.FunctionDef | None = None
     if method_node is not None:
         value = mod.const_or(method_node, None)
-        if isinstance(value, str) and value.lower() in ("auto", "manual", "random", "round_robin"):
+        if isinstance(value, str) and value.lower() in METHODS:
             method = value.lower()
+        elif isinstance(value, str):
+            reader.report(
+                M001,
+                f"`speaker_selection_method={value!r}` is not a speaker selection method: classic "
+                f"takes {', '.join(repr(m) for m in METHODS)} (any case) or a function, and "
+                "raises ValueError at the first speaker selection",
+                method_node,
+                help=f"use one of {', '.join(repr(m) for m in METHODS)}",
+            )
+            raise mm.NotRecognised(reader.findings)
         else:
             fn = mod.function_of(method_node)
             if isinstance(fn, ast.FunctionDef):
@@ -565,7 +579,8 @@ def _report_selection(reader: AgentReader, chat: _Chat, route: _Route) -> None:
     """Report how the speaker selection differs from classic's: ``random`` draws, and the
     selector speaker (a person for ``manual``, an LLM for ``auto`` or for the parts of a
     selection function that could not be lowered)."""
-    selectors, manager_name = route.selectors, chat.manager_name
+    selectors = route.selectors
+    manager_name = all_selectors(selectors)[0]
     per_source = (
         ""
         if isinstance(selectors, str)
@@ -586,9 +601,10 @@ def _report_selection(reader: AgentReader, chat: _Chat, route: _Route) -> None:
         reader.report(
             M002,
             f"manual speaker selection became turns of the person `{manager_name}`{per_source}, who "
-            "types the next speaker's number in the list classic prints, or its name (classic's "
-            "console takes only the number): these turns count toward max_turns, and any other "
-            "answer ends the run (classic asks once more, then moves to the next agent)",
+            "types the next speaker's number in the list classic prints, read as classic reads it "
+            "(`int(answer)`; a name is no answer): these turns count toward max_turns, and any "
+            "other answer ends the run (classic asks once more, then moves to the next agent in "
+            "list order; an empty answer or `q` moves on at once)",
             at,
         )
     elif route.uses_selector and route.stood_in:

@@ -14,7 +14,6 @@ Next(kind='agent', agent='c', candidates=(), allow_repeat=True)
 from __future__ import annotations
 
 import ast
-import re
 
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003
@@ -78,15 +77,21 @@ def selector_names(nexts: dict[str, Next], manager: str, taken: set[str]) -> Sel
     """One selector speaker per distinct candidate set, so that a selection never offers a
     speaker the source forbids after that previous speaker (classic filters the candidates
     per last speaker: transitions graph, ``allow_repeat_speaker``): ``manager`` when every
-    selection offers the same set, else ``manager``, ``manager_2``, ..."""
+    selection offers the same set, else ``manager``, ``manager_2``, ..., each made free of
+    ``taken`` (the agents' names) and of the others by :func:`~flowc.migrate.model.free_name`.
+
+    >>> selector_names({"a": Next("select", candidates=("a", "b"))}, "b", {"a", "b"})
+    'b_'
+    """
     sets = list(dict.fromkeys(x.candidates for x in nexts.values() if x.kind == "select"))
+    first = mm.free_name(taken, manager)
     if len(sets) <= 1:
-        return manager
+        return first
+    used = set(taken) | {first}
     out: dict[tuple[str, ...], str] = {}
     for i, cands in enumerate(sets):
-        name = manager if i == 0 else f"{manager}_{i + 1}"
-        while name in taken:
-            name += "_"
+        name = first if i == 0 else mm.free_name(used, f"{manager}_{i + 1}")
+        used.add(name)
         out[cands] = name
     return out
 
@@ -112,12 +117,27 @@ def target_of(x: Next, manager: Selectors) -> n.Target:
     return mm.speaker_target(selector_of(x, manager))
 
 
+def number_pattern(k: int) -> str:
+    """The answers classic's ``manual`` selection reads as the number ``k``: ag2 0.9.10's
+    ``GroupChat.manual_select_speaker`` takes ``int(answer)``, so surrounding whitespace, a
+    ``+``, leading zeros and ``_`` between digits are the same number, and nothing else is
+    (in ASCII digits: ``int`` also reads other scripts' digits, which the pattern leaves
+    out, to stay readable in the flow; the migrate page says so).
+
+    >>> import re
+    >>> [bool(re.search(number_pattern(12), s)) for s in (" 12 ", "+0_1_2", "1__2", "twelve")]
+    [True, True, False, False]
+    """
+    return r"\A\s*\+?(?:0_?)*" + "_?".join(str(k)) + r"\s*\Z"
+
+
 def selector_rules(
     nexts: dict[str, Next], manager: Selectors, human: bool = False
 ) -> list[mm.Rule]:
     """The selector's choice: a transfer tool per candidate, or for a person (``manual``)
-    the candidate's number in the list classic's console prints to that selector (the
-    answer classic takes) or its name, typed as the whole message."""
+    the candidate's number in the list classic's console prints to that selector, typed as
+    the whole message and read as classic reads it (:func:`number_pattern`): never the
+    agent's name, which classic does not take (an agent named ``3`` is not the third)."""
     rules: list[mm.Rule] = []
     select = [x for x in nexts.values() if x.kind == "select"]
     if select and human:
@@ -126,18 +146,12 @@ def selector_rules(
                 cond: n.Cond = n.AndCond(
                     (
                         mm.from_(selector_of(Next("select", candidates=cands), manager)),
-                        mm.call_cond(
-                            "text_matches", pattern=rf"\A\s*(?:{re.escape(c)}|{i + 1})\s*\Z"
-                        ),
+                        mm.call_cond("text_matches", pattern=number_pattern(i + 1)),
                     ),
                     mm.S,
                 )
-                comment = (
-                    "the person types the next speaker's number in classic's list, or its name"
-                    if not rules
-                    else None
-                )
-                rules.append(mm.Rule(cond, mm.speaker_target(c), 0, comment))
+                first = "the person types the next speaker's number in classic's list"
+                rules.append(mm.Rule(cond, mm.speaker_target(c), 0, None if rules else first))
     elif select:
         candidates = list(dict.fromkeys(c for x in select for c in x.candidates))
         for i, c in enumerate(candidates):
@@ -413,7 +427,7 @@ def selector_speakers(
     says after whom it chooses."""
     role = (
         'A person who chooses the next speaker (classic `speaker_selection_method="manual"`): '
-        "types the agent's number in the list classic prints, or its name."
+        "types the agent's number in the list classic prints."
         if human
         else 'Chooses the next speaker (classic GroupChatManager, `speaker_selection_method="auto"`): '
         "reads the conversation and calls the transfer tool of the agent who should speak next."

@@ -209,10 +209,9 @@ def _read_pattern(
     user_agent = reader.agent_of(user_node) if user_node is not None else None
     g.names = [a.name for a in agents]
     g.user = (
-        user_agent.name
-        if user_agent is not None
-        else ("user" if "user" not in g.names else "task_user")
+        user_agent.name if user_agent is not None else mm.free_name(g.names, "user", "task_user")
     )
+    g.manager = mm.free_name([*g.names, g.user], MANAGER)
     _read_context(g, pattern)
     max_rounds, kickoff, sender = _runner_settings(g, calls, runner, pattern, agents, user_agent)
     return _Pattern(
@@ -405,7 +404,7 @@ def _pattern_after_works(reader: AgentReader, g: HandoffReader, p: _Pattern) -> 
         group_after = t.target if t is not None else None
     elif p.kind == "AutoPattern":
         g.selector_used = True
-        group_after = mm.speaker_target(MANAGER)
+        group_after = mm.speaker_target(g.manager)
     elif p.kind == "ManualPattern":
         reader.report(
             M002,
@@ -574,6 +573,7 @@ def _selector(
     # agents, and its auto selection offers every one of them (ag2 0.9.10, checked)
     cands = [*g.names, *([g.user] if not no_user and g.user not in g.names else [])]
     selector, selector_rules = selector_speaker(
+        g.manager,
         cands,
         "Chooses the next speaker (classic group manager, GroupManagerTarget / AutoPattern): calls "
         "the transfer tool of the agent who should speak next.",
@@ -581,7 +581,7 @@ def _selector(
     reader.report(
         M002,
         "speaker selection by the group manager's LLM became the selector speaker "
-        f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
+        f"`{g.manager}` with one `transfer_to_<agent>` tool per agent, the user "
         "included (AG2 offers it too); its turns count toward max_turns, which "
         "classic's selection does not",
         p.pattern,

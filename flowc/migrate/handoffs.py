@@ -53,6 +53,7 @@ class HandoffReader:
         self.mod: PyModule = reader.mod
         self.calls = calls
         self.user = "user"
+        self.manager = MANAGER  # the selector speaker's name, free of every agent's
         self.selector_used = False
         self.context: dict[str, Any] = {}
         self.names: list[str] = []
@@ -229,9 +230,8 @@ class HandoffReader:
         """The group manager speaks next and picks who follows; marks ``selector_used``,
         so the translation declares the manager and its selection rules."""
         self.selector_used = True
-        return Target(
-            mm.speaker_target(MANAGER), n.HandoffEffect(mm.name(MANAGER), S), label, exact=False
-        )
+        to = self.manager
+        return Target(mm.speaker_target(to), n.HandoffEffect(mm.name(to), S), label, exact=False)
 
     def flag(self, key: str) -> n.Cond:
         """C11: a truthiness test on a context key."""
@@ -475,21 +475,19 @@ def functions_of(mod: PyModule, agent_call: ast.Call) -> list[ast.expr]:
     return listed if listed is not None else [node]
 
 
-def selector_speaker(cands: list[str], role: str) -> tuple[mm.Speaker, list[mm.Rule]]:
+def selector_speaker(name: str, cands: list[str], role: str) -> tuple[mm.Speaker, list[mm.Rule]]:
     """The speaker that stands for an LLM's choice of the next speaker among ``cands``: one
     ``transfer_to_<agent>`` tool per candidate, a rule per tool, and a close when it chose
     nobody (group manager and swarm manager alike)."""
     speaker = mm.Speaker(
-        MANAGER,
+        name,
         False,
         role,
         tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in cands),
     )
     rules = [mm.Rule(mm.tool_cond(f"transfer_to_{c}"), mm.speaker_target(c), 0) for c in cands]
     rules.append(
-        mm.Rule(
-            mm.from_(MANAGER), mm.terminate("no_speaker_selected"), 0, "the selector chose nobody"
-        )
+        mm.Rule(mm.from_(name), mm.terminate("no_speaker_selected"), 0, "the selector chose nobody")
     )
     return speaker, rules
 

@@ -120,6 +120,30 @@ class NotRecognised(Exception):
         super().__init__("; ".join(d.message for d in findings))
 
 
+# ── made-up speaker names ─────────────────────────────────────────────────────
+
+
+def free_name(taken: Iterable[str], *choices: str) -> str:
+    """The first of ``choices`` that is not in ``taken``, else the last with ``_`` appended
+    until it is free: every speaker migrate makes up (the person who sends the task, a
+    selector speaker, ...) is named this way, free of every agent's name and of the other
+    made-up names (pass those in ``taken`` too).
+
+    >>> free_name({"user"}, "user", "task_user")
+    'task_user'
+    >>> free_name({"user", "task_user"}, "user", "task_user")
+    'task_user_'
+    """
+    used = set(taken)
+    for choice in choices:
+        if choice not in used:
+            return choice
+    name = choices[-1]
+    while name in used:
+        name += "_"
+    return name
+
+
 # ── small AST helpers for readers ─────────────────────────────────────────────
 
 
@@ -452,5 +476,6 @@ __all__ = [
     "Translation",
     "UnspellableName",
     "emit",
+    "free_name",
     "render",
 ]

@@ -128,10 +128,9 @@ def _swarm_agents(
     g.names = [a.name for a in agents]
     g.has_user = user_agent is not None
     g.user = (
-        user_agent.name
-        if user_agent is not None
-        else ("user" if "user" not in g.names else "task_user")
+        user_agent.name if user_agent is not None else mm.free_name(g.names, "user", "task_user")
     )
+    g.manager = mm.free_name([*g.names, g.user], MANAGER)
     return initial, agents, user_agent
 
 
@@ -323,12 +322,12 @@ def _swarm_manager(
     selection offers it too (ag2 0.9.10 ``initiate_swarm_chat``)."""
     cands = [*g.names, *([g.user] if g.user not in g.names else [])]
     selector, selector_rules = selector_speaker(
-        cands, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER)."
+        g.manager, cands, "Chooses the next speaker (classic AfterWorkOption.SWARM_MANAGER)."
     )
     reader.report(
         M002,
         "SWARM_MANAGER selection became the selector speaker "
-        f"`{MANAGER}` with one `transfer_to_<agent>` tool per agent, the user "
+        f"`{g.manager}` with one `transfer_to_<agent>` tool per agent, the user "
         "included (the swarm offers it too); its turns count toward max_turns, which "
         "classic's selection does not",
         runner,

@@ -129,9 +129,9 @@ def typed_selectors(py: Path) -> dict[str, dict[str, str]]:
 def _typed(flow: n.Flow) -> dict[str, dict[str, str]]:
     """The flow's person selectors (classic ``manual`` selection: a person types the next
     speaker), each with the answer that picks each speaker: the number in the list classic
-    prints when the rule takes one (classic's console reads only the number), else the name.
-    The rules read ``when from SEL and text_matches(pattern = "\\A\\s*(?:NAME|K)\\s*\\Z")
-    then NAME``."""
+    prints (classic's console reads only the number). The rules read ``when from SEL and
+    text_matches(pattern = "\\A\\s*\\+?(?:0_?)*K\\s*\\Z") then NAME``, the digits of ``K``
+    joined by ``_?``."""
     out: dict[str, dict[str, str]] = {}
     for r in flow.of_type(n.Rule):
         if not (isinstance(r.cond, n.AndCond) and isinstance(r.target, n.SpeakerTarget)):
@@ -144,11 +144,11 @@ def _typed(flow: n.Flow) -> dict[str, dict[str, str]]:
             and said.name.value == "text_matches"
         ):
             continue
-        m = re.fullmatch(r"\\A\\s\*\(\?:(.*)\)\\s\*\\Z", str(said.args[0].value.value))
+        pattern = str(said.args[0].value.value)
+        m = re.fullmatch(r"\\A\\s\*\\\+\?\(\?:0_\?\)\*([0-9_?]+)\\s\*\\Z", pattern)
         if m is None:
             continue
-        answers = [re.sub(r"\\(.)", r"\1", a) for a in m.group(1).split("|")]
-        answer = next((a for a in answers if a.isdigit()), answers[0])
+        answer = m.group(1).replace("_?", "")
         for sel in who.speakers:
             out.setdefault(sel.value, {})[answer] = r.target.speaker.value
     return out

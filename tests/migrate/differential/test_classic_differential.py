@@ -46,6 +46,7 @@ from .harness import (
     run_flow,
     selector_after,
     spoken,
+    start_speaker,
     typed_selectors,
 )
 from .harness import compare as compare_sides
@@ -233,7 +234,11 @@ def test_manual_selection_and_translation_agree(
 
 
 def test_the_harness_covers_manual_selection() -> None:
-    assert [p.name for p in MANUAL] == ["manual_selection.py", "manual_transitions.py"]
+    assert [p.name for p in MANUAL] == [
+        "manual_number_names.py",
+        "manual_selection.py",
+        "manual_transitions.py",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -242,16 +247,24 @@ def test_the_harness_covers_manual_selection() -> None:
         # the person's "2" picks another agent
         (
             "manual_selection",
-            '(?:student|2)\\\\s*\\\\Z")  then student',
-            '(?:student|2)\\\\s*\\\\Z")  then examiner',
+            '(?:0_?)*2\\\\s*\\\\Z") then student',
+            '(?:0_?)*2\\\\s*\\\\Z") then examiner',
+        ),
+        # the agent named "3" picked by its name, not by its number (ag2 reads only numbers)
+        (
+            "manual_number_names",
+            '(?:0_?)*2\\\\s*\\\\Z") then `3`\nwhen from chat_manager and text_matches('
+            'pattern = "\\\\A\\\\s*\\\\+?(?:0_?)*3\\\\s*\\\\Z") then writer',
+            '(?:0_?)*3\\\\s*\\\\Z") then `3`\nwhen from chat_manager and text_matches('
+            'pattern = "\\\\A\\\\s*\\\\+?(?:0_?)*2\\\\s*\\\\Z") then writer',
         ),
         # a selector's numbers in another list's order
         (
             "manual_transitions",
-            '(?:planner|1)\\\\s*\\\\Z") then planner\nwhen from chat_manager_2 and text_matches('
-            'pattern = "\\\\A\\\\s*(?:tester|2)\\\\s*\\\\Z")  then tester',
-            '(?:planner|2)\\\\s*\\\\Z") then planner\nwhen from chat_manager_2 and text_matches('
-            'pattern = "\\\\A\\\\s*(?:tester|1)\\\\s*\\\\Z")  then tester',
+            '(?:0_?)*1\\\\s*\\\\Z") then planner\nwhen from chat_manager_2 and text_matches('
+            'pattern = "\\\\A\\\\s*\\\\+?(?:0_?)*2\\\\s*\\\\Z") then tester',
+            '(?:0_?)*2\\\\s*\\\\Z") then planner\nwhen from chat_manager_2 and text_matches('
+            'pattern = "\\\\A\\\\s*\\\\+?(?:0_?)*1\\\\s*\\\\Z") then tester',
         ),
         # one person's turn fewer before classic's max_round
         ("manual_transitions", "max_turns 13", "max_turns 12"),
@@ -273,3 +286,27 @@ def test_the_harness_reports_a_perturbed_manual_selection(
     flow.write_text(text.replace(old, new), encoding="utf-8")
     mismatches = compare(classic_python, py, flow, tmp_path, capsys)
     assert mismatches, f"changing {old!r} to {new!r} went unnoticed"
+
+
+def test_a_made_up_sender_is_no_agent_named_like_it(
+    classic_python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The group API with agents named ``user`` and ``task_user`` and no user agent: ag2's
+    made-up sender of the task (its temporary ``_User``) is a third speaker, and so is the
+    flow's. The translation's M002 (on a later user turn, which this ring never reaches)
+    would skip it above, so every script is compared here, ``_User`` standing for the
+    flow's start speaker."""
+    py = CORPUS / "group_taken_user_names.py"
+    user = start_speaker(py)
+
+    def classic(replies: Script) -> Any:
+        got = run_classic(classic_python, py, replies, tmp_path)
+        return {**got, "speakers": [user if s == "_User" else s for s in got["speakers"]]}
+
+    found = compare_sides(
+        py,
+        ("ag2 0.9.10", classic),
+        lambda replies: run_translation(py, py.with_suffix(".flow"), replies, tmp_path, capsys),
+    )
+    assert user not in ("user", "task_user")
+    assert not found, "\n".join(found)

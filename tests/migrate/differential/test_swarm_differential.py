@@ -86,7 +86,7 @@ def test_swarm_and_translation_agree(
 
 def test_the_harness_covers_the_exact_swarm_cases() -> None:
     exact = [p.name for p in CASES if not findings(p) & INEXACT]
-    assert exact == ["swarm_after_work.py"], exact
+    assert exact == ["swarm_after_work.py", "swarm_taken_user_names.py"], exact
 
 
 @pytest.mark.parametrize(
