@@ -7,6 +7,12 @@ would wait for it, and a run's close could not cancel its turn. So each call run
 daemon thread of its own, and the turn awaits its result: a turn the hub cancels (its
 time is up, the run closed, Ctrl-C) is dropped at once, and what the function returns
 later is thrown away (the thread is never waited for, so it holds up no exit).
+
+What that asks of a plain function: it runs on a thread that did not import it, and on
+no event loop. An object bound to the thread that made it (a ``sqlite3`` connection
+opened while the agents file loads) is opened in the function instead, and asyncio is
+not called from it (``asyncio.ensure_future`` finds no loop): an agent that needs the
+loop is written ``async def``, and runs on it.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ def in_thread(fn: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
         def work() -> None:
             try:
                 result = context.run(fn, turn)
+            except StopIteration as err:  # (a future cannot hold it: as a coroutine says it)
+                failed = RuntimeError("the agent raised StopIteration")
+                failed.__cause__ = err
+                _settle(loop, done, None, failed)
             except BaseException as err:  # (``sys.exit`` too: the turn's failure)
                 _settle(loop, done, None, err)
             else:
@@ -60,7 +70,9 @@ def _settle(
     cancelled meanwhile or the loop is gone)."""
 
     def settle() -> None:
-        if done.done():
+        if done.done():  # (cancelled: a coroutine it returned is never run)
+            if inspect.iscoroutine(result):
+                result.close()
             return
         if error is None:
             done.set_result(result)

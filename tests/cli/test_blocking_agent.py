@@ -29,6 +29,8 @@ AGENTS = """import os, threading, time
 def drafter(turn):
     return "draft on " + threading.current_thread().name
 def reviewer(turn):
+    if os.environ.get("STOP"):
+        raise StopIteration  # (no future holds it: the turn's failure all the same)
     if os.environ.get("BLOCK"):
         open(os.environ["WAITING_FILE"], "w").close()
         time.sleep(600)
@@ -40,13 +42,15 @@ AGENTS = {"drafter": drafter, "reviewer": reviewer}
 AGENT_ARGS = ("--agents", "agents.py", "--script", "k.yaml", "--db", "runs.db")
 
 
-def _start(tmp_path: Path, block: bool, *more: str) -> subprocess.Popen[str]:
+def _start(tmp_path: Path, block: bool, *more: str, stop: bool = False) -> subprocess.Popen[str]:
     (tmp_path / "a.flow").write_text(FLOW)
     (tmp_path / "agents.py").write_text(AGENTS)
     (tmp_path / "k.yaml").write_text("{kickoff: hi}\n")
     env = {**os.environ, "WAITING_FILE": str(tmp_path / "waiting")}
     if block:
         env["BLOCK"] = "1"
+    if stop:
+        env["STOP"] = "1"
     return subprocess.Popen(
         [sys.executable, "-m", "flowc", "run", "a.flow", *AGENT_ARGS, *more],
         stdout=subprocess.PIPE,
@@ -87,3 +91,53 @@ def test_one_ctrl_c_stops_a_run_while_a_plain_agent_blocks(tmp_path: Path) -> No
     assert doc["interrupted"] is True and doc["turn_count"] == 2
     assert doc["next_speaker"] == "reviewer"
     assert "Traceback" not in err
+
+
+def test_a_plain_agent_raising_stop_iteration_fails_its_turn(tmp_path: Path) -> None:
+    proc = _start(tmp_path, False, stop=True)
+    out, err = proc.communicate(timeout=120)  # (it waited for ever: a future refuses it)
+    assert proc.returncode == 1, err
+    assert "turn 3 failed (reviewer): the agent raised StopIteration (agents.py:" in out
+
+
+def test_a_cancelled_turn_drops_the_coroutine_its_function_returns_later() -> None:
+    """The turn is cancelled while the function blocks; the coroutine it then returns is
+    closed, never left un-awaited (no RuntimeWarning), and never run."""
+    import asyncio
+    import gc
+    import threading
+    import warnings
+
+    from flowc.runtime.blocking import in_thread
+
+    started, release, returned = threading.Event(), threading.Event(), threading.Event()
+    ran = []
+
+    async def later() -> str:
+        ran.append(1)
+        return "late"
+
+    def agent(turn: object) -> object:
+        started.set()
+        release.wait(10)
+        coro = later()
+        returned.set()
+        return coro
+
+    async def main() -> None:
+        task = asyncio.ensure_future(in_thread(agent)(None))
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        task.cancel()
+        release.set()
+        while not returned.is_set():
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0.05)  # (the thread's outcome reaches the loop)
+        assert task.cancelled()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(main())
+        gc.collect()
+    assert ran == []
+    assert not [w for w in caught if "never awaited" in str(w.message)], caught
