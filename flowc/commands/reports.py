@@ -45,8 +45,9 @@ KINDS = (
 )
 
 
-#: the coverage of a run in which no flow compiled (never a percentage: 0/0 is none)
-NOTHING_COVERED = "Coverage: no flow compiled, so nothing is covered"
+#: the coverage of a run in which no .flow file compiled (never a percentage: 0/0 is none;
+#: a JSON graph has no scenarios, so no coverage)
+NOTHING_COVERED = "Coverage: no .flow file compiled, so nothing is covered"
 
 
 def total(files: Sequence[FlowCoverage]) -> tuple[int, int, float]:
@@ -103,7 +104,7 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
     With no file (none compiled) there is nothing covered, and no total to give:
 
     >>> print(coverage_table([]), end="")
-    Coverage: no flow compiled, so nothing is covered
+    Coverage: no .flow file compiled, so nothing is covered
     """
     if not files:
         return f"{NOTHING_COVERED}\n"
@@ -149,12 +150,18 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
 
 def coverage_json(files: Sequence[FlowCoverage]) -> str:
     """``{"covered", "total", "percent", "partial", "files": [...]}``, sorted keys, trailing
-    newline; ``partial`` is true when any file's analysis stopped at the state bound."""
+    newline; ``partial`` is true when any file's analysis stopped at the state bound.
+    With no file (none compiled), ``percent`` is null: nothing was covered, and 0/0 is no
+    percentage (the table says so in words).
+
+    >>> json.loads(coverage_json([]))["percent"] is None
+    True
+    """
     covered, live, pct = total(files)
     data = {
         "covered": covered,
         "total": live,
-        "percent": pct,
+        "percent": pct if files else None,
         "partial": bool(partial_files(files)),
         "files": [f.to_json() for f in files],
     }
@@ -171,7 +178,11 @@ def coverage_cobertura(files: Sequence[FlowCoverage], version: str = "0.1.0") ->
     is a branch line whose condition coverage counts them.
 
     ``line-rate`` counts lines, ``branch-rate`` counts targets (the percentage that
-    ``flowc test --coverage`` prints).
+    ``flowc test --coverage`` prints). With no file (none compiled) both are 0: nothing
+    was covered (a report of 1.0 would pass a gate on it).
+
+    >>> 'line-rate="0.0000" branch-rate="0.0000"' in coverage_cobertura([])
+    True
     """
     root = ET.Element("coverage")
     sources = ET.SubElement(root, "sources")
@@ -226,9 +237,10 @@ def coverage_cobertura(files: Sequence[FlowCoverage], version: str = "0.1.0") ->
         lines_valid += p_lines
         lines_covered += p_covered
     covered, live, _ = total(files)
+    nothing = "0.0000" if not files else None
     for key, value in (
-        ("line-rate", _rate(lines_covered, lines_valid)),
-        ("branch-rate", _rate(covered, live)),
+        ("line-rate", nothing or _rate(lines_covered, lines_valid)),
+        ("branch-rate", nothing or _rate(covered, live)),
         ("lines-covered", str(lines_covered)),
         ("lines-valid", str(lines_valid)),
         ("branches-covered", str(covered)),

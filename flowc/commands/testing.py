@@ -92,11 +92,11 @@ def compile_reporting(
 def _graph_errors(path: str) -> tuple[Diagnostic, ...] | None:
     """The errors (printed) that keep a JSON graph or knobs dict from loading, as ``flowc
     check`` reads it; None when it loads."""
-    from flowc.compiler.pipeline import load_graph_json
+    from flowc.compiler.analysis import load_checked_graph
 
     source, diags = read_source(path)
     if source is not None:
-        loaded, diags = load_graph_json(source)
+        loaded, diags = load_checked_graph(source)
         if loaded is not None and not has_errors(diags):
             return None
     print_diagnostics(diags, {source.name: source} if source is not None else {})
@@ -262,7 +262,7 @@ def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) ->
     covered, live, pct = total(coverages)
     if args.fail_under is not None and not coverages:
         print(
-            "coverage: no flow compiled, so nothing is covered: --fail-under "
+            "coverage: no .flow file compiled, so nothing is covered: --fail-under "
             f"{args.fail_under:g}% fails"
         )
         return False

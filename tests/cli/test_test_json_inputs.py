@@ -1,5 +1,6 @@
 """``flowc test`` reads a JSON graph as ``flowc check`` reads it: a file that is no graph
-(broken JSON, a JSON value that is no graph or knobs dict) does not load, and is a
+(broken JSON, a JSON value that is no graph or knobs dict, a custom condition no plugin
+registers) does not load, and is a
 failed file (exit 1, a JUnit error), never "no scenarios" and a pass; a graph that
 loads has no scenarios (they are written in .flow files) and passes."""
 
@@ -25,6 +26,12 @@ when from b then terminate "done"
         ('{"bogus": 1', "E001", "broken.json:1:12"),
         ("[1, 2]", "E108", "broken.json\n"),
         ('{"transitions": 7}', "E108", "broken.json:transitions"),
+        (  # a custom condition no plugin registers: `check` and `run` refuse it too
+            '{"initial_speaker": "a", "transitions": [{"when": {"name": "nope_cond", '
+            '"args": {}}, "then": {"name": "terminate", "args": {}}}]}',
+            "E103",
+            "broken.json:transitions[0].when.name",
+        ),
     ],
 )
 def test_a_json_file_that_does_not_load_fails(

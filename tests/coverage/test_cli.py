@@ -226,11 +226,38 @@ def test_coverage_when_no_file_compiled_is_no_percentage(
     (even 0) fails, saying why."""
     broken = tmp_path / "broken.flow"
     broken.write_text(BROKEN)
-    assert main(["test", str(broken), "--coverage", *fail_under]) == 1
+    reports = [
+        "--coverage-json",
+        str(tmp_path / "c.json"),
+        "--coverage-xml",
+        str(tmp_path / "c.xml"),
+    ]
+    assert main(["test", str(broken), "--coverage", *reports, *fail_under]) == 1
     out = capsys.readouterr().out
+    # the reports say it as the table does: no percentage, no rate a gate would pass
+    assert json.loads((tmp_path / "c.json").read_text())["percent"] is None
+    xml = (tmp_path / "c.xml").read_text()
+    assert '<coverage line-rate="0.0000" branch-rate="0.0000" lines-covered="0"' in xml
     assert "TOTAL" not in out and "%" not in out.replace("--fail-under 0% fails", "")
-    assert "Coverage: no flow compiled, so nothing is covered\n" in out
+    assert "Coverage: no .flow file compiled, so nothing is covered\n" in out
     if fail_under:
         assert out.endswith(
-            "coverage: no flow compiled, so nothing is covered: --fail-under 0% fails\n"
+            "coverage: no .flow file compiled, so nothing is covered: --fail-under 0% fails\n"
         )
+
+
+def test_coverage_of_a_graph_alone_says_no_flow_file_compiled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON graph that loads has no scenarios, so no coverage: `--fail-under` fails,
+    and says that no .flow file compiled (not that the graph did not)."""
+    (tmp_path / "a.flow").write_text("speaker a\nspeaker b\nwhen from a then b\n")
+    graph = tmp_path / "a.json"
+    assert main(["compile", str(tmp_path / "a.flow"), "-o", str(graph)]) == 0
+    capsys.readouterr()
+    assert main(["test", str(graph), "--coverage", "--fail-under", "10"]) == 1
+    out = capsys.readouterr().out
+    assert "(no scenarios: scenarios are written in .flow files)" in out
+    assert out.endswith(
+        "coverage: no .flow file compiled, so nothing is covered: --fail-under 10% fails\n"
+    )
