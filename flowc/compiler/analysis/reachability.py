@@ -11,6 +11,7 @@ from flowc.compiler.analysis.rules import (
     capped_dead_rules,
     folded_into_w210,
     reported_dead_rules,
+    sample_run,
 )
 from flowc.compiler.analysis.runs import run_to
 from flowc.diagnostics import W201, W210, W212, W213, counted, listing_of
@@ -34,7 +35,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
         if speaker in facts.unknown_speakers:
             continue  # I301 names it
         who = system.name(speaker)
-        sample = facts.sample_run.upto(facts.system.max_turns)
+        sample = sample_run(facts)
         yield Finding(
             facts.diag(
                 W201,

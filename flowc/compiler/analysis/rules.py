@@ -57,6 +57,13 @@ def _other_priorities(facts: Facts, rule: RuleSpec) -> list[int]:
     ]
 
 
+def sample_run(facts: Facts) -> Run:
+    """:attr:`Facts.sample_run` as the cap closes it (:meth:`Run.upto`): where every end
+    comes after the cap (W212's case), its first ``max_turns`` turns, never a run longer
+    than the flow has; the sample run of W201, W202 and W203."""
+    return facts.sample_run.upto(facts.system.max_turns)
+
+
 def capped_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
     """:attr:`Facts.dead_rules` as the runs within ``max_turns`` show them (a run longer
     than the cap is no run of the flow): a priority trap whose turn comes after the cap
@@ -153,7 +160,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 "remove the rule, or narrow the earlier rule that takes its turns",
             )
         elif (parts := facts.contradiction(rule)) is not None:
-            sample = facts.sample_run.upto(facts.system.max_turns)
+            sample = sample_run(facts)
             yield _never_fires(
                 facts,
                 rule,
@@ -170,7 +177,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
         elif (calls := facts.unrouted_calls(rule)) is not None and not _called_late(facts, rule):
             call = facts.first_call(rule)
             why, help = _unrouted(facts, rule, calls)
-            sample = call or facts.sample_run.upto(facts.system.max_turns)
+            sample = call or sample_run(facts)
             note = (
                 f"a shortest run that calls it: {sample.render()}"
                 if call is not None
@@ -178,7 +185,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             )
             yield _never_fires(facts, rule, W203, why, sample, (note,), help)
         else:
-            sample = facts.sample_run.upto(facts.system.max_turns)
+            sample = sample_run(facts)
             yield _never_fires(
                 facts,
                 rule,
@@ -290,7 +297,7 @@ def check_dead_default(facts: Facts) -> Iterator[Finding]:
     ):
         return
     span, path = facts.default_location()
-    sample = facts.sample_run.upto(facts.system.max_turns)
+    sample = sample_run(facts)
     target = system.describe_target(system.default)
     yield Finding(
         facts.diag(
