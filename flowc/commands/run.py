@@ -66,6 +66,7 @@ from flowc.runtime.envelope import (
     Envelope,
 )
 from flowc.runtime.failures import PluginFailed, tracebacks_wanted
+from flowc.runtime.fork import UNADDRESSABLE, unaddressable
 from flowc.runtime.hub import Hub
 from flowc.runtime.refold import stop_text
 from flowc.runtime.script import Script, ScriptError, parse_script
@@ -1007,7 +1008,7 @@ def _fork_turn(value: str) -> int:
 
 
 def _new_run_id(value: str | None) -> str | None:
-    """``--run-id``: a run id to give the new run, printable and without spaces."""
+    """``--run-id``: a new run's id, printable, no space nor ``/``, not ``.``, ``..``, ``last``."""
     if value is None:
         return None
     if not value or len(value) > 200 or not value.isprintable() or any(c.isspace() for c in value):
@@ -1019,6 +1020,8 @@ def _new_run_id(value: str | None) -> str | None:
             f"--run-id: {LAST!r} names the newest run wherever a run is named "
             "(`flowc log last`), so it is no run's id: give the new run another"
         )
+    if unaddressable(value):
+        raise UsageError(f"--run-id {value!r}: {UNADDRESSABLE}")
     return value
 
 

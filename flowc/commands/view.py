@@ -155,14 +155,18 @@ def cmd_view(args: argparse.Namespace) -> int:
         import webbrowser
 
         webbrowser.open(url)
+    settings = ViewSettings(args.db, token, max_states=args.max_states)
     config = uvicorn.Config(
-        make_app(ViewSettings(args.db, token, max_states=args.max_states)),
+        make_app(settings),
         log_level="warning",
         lifespan="off",
         # open streams are cut after a second: a stopped server does not wait for pages
         timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
+    # stopped (Ctrl-C), the open streams end by themselves: none is cancelled mid-answer
+    # (uvicorn would print each as an error with its traceback)
+    settings.stopping = lambda: server.should_exit
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

@@ -69,6 +69,7 @@ from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn
 
 __all__ = [
     "FORKED_FROM",
+    "UNADDRESSABLE",
     "ForkError",
     "ForkedFrom",
     "check_fork_script",
@@ -77,6 +78,8 @@ __all__ = [
     "records_upto",
     "refuse_broken",
     "scenario_upto",
+    "unaddressable",
+    "wal_breaks",
 ]
 
 
@@ -391,15 +394,49 @@ def refuse_broken(store: WalStore, run_id: str, records: list[Envelope]) -> str 
     plugin's condition or target fails on the records now, or ``None``, for the caller
     to say in its own words."""
     from flowc.runtime.adapters.base import ProtocolError
+
+    breaks, failed = wal_breaks(store, run_id, records)
+    if breaks:
+        raise ProtocolError(f"the WAL is broken at {breaks[0]}")
+    return failed
+
+
+def wal_breaks(
+    store: WalStore, run_id: str, records: list[Envelope]
+) -> tuple[list[str], str | None]:
+    """Where ``records`` (the run ``run_id``'s first ones) break the rules their admission
+    checked, each ``envelope N (ID)...`` as :func:`refuse_broken` says the first of them:
+    two writers' (the envelopes' links) first, then the hub's re-fold's; and where a
+    plugin fails on them now, or ``None``. Each check stops at its first break, so the
+    records up to envelope M break where a break of the list is at envelope M or before
+    (what ``flowc view`` answers for a prefix of a run it checked whole)."""
     from flowc.runtime.hub import Hub
     from flowc.runtime.refold import broken_in
 
     # (the hub's own re-fold, as `replay` and `resume` run it: it reads, writes nothing)
     _, _, _, broken, failed = Hub(store)._refold(records)
-    broken = broken_in(store.links(run_id)[: len(records)]) or broken
-    if broken is not None:
-        raise ProtocolError(f"the WAL is broken at {broken}")
-    return failed
+    found = [b for b in (broken_in(store.links(run_id)[: len(records)]), broken) if b is not None]
+    return found, failed
+
+
+#: why a new run's id is refused that no page of ``flowc view`` can name (:func:`unaddressable`)
+UNADDRESSABLE = (
+    "a run id holds no '/' nor control character and is not '.' or '..' (flowc view names "
+    "a run in its pages' paths, where these would name another page or none)"
+)
+
+
+def unaddressable(run_id: str) -> bool:
+    """Whether ``run_id`` holds a ``/`` or a control character, or is ``.`` or ``..``: no
+    page of ``flowc view`` could name it (:data:`UNADDRESSABLE`), so no new run is given
+    it."""
+    import unicodedata
+
+    return (
+        "/" in run_id
+        or run_id in (".", "..")
+        or any(unicodedata.category(c) == "Cc" for c in run_id)
+    )
 
 
 def records_upto(records: list[Envelope], n: int) -> list[Envelope]:
@@ -456,7 +493,8 @@ def fork_run(
 
     Raises :class:`~flowc.runtime.why.TurnOutOfRange` for a turn the run does not
     have, :class:`ForkError` for a negative turn, a damaged parent, a ``run_id``
-    already taken or ``"last"`` (which names the newest run),
+    already taken, ``"last"`` (which names the newest run) or one no page of ``flowc
+    view`` could name (:func:`unaddressable`),
     :class:`~flowc.runtime.adapters.base.ProtocolError` for a parent whose graph its
     participants cannot run or whose records up to turn ``n`` a plugin's condition or
     target fails on now (all of these before anything is written),
@@ -466,6 +504,8 @@ def fork_run(
         raise ForkError(f"turn {n}: give a turn number, 0 or more")
     if run_id == LAST:
         raise ForkError(f"{LAST!r} names a database's newest run, so it is no run's id")
+    if run_id is not None and unaddressable(run_id):
+        raise ForkError(f"{run_id!r}: {UNADDRESSABLE}")
     copied = _cut(list(store.read(parent)), n)
     from flowc.runtime.adapters.base import ChannelMetadata
     from flowc.runtime.adapters.workflow import WorkflowAdapter

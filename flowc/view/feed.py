@@ -235,6 +235,8 @@ class TurnFeed:
         self.folder = TranscriptFolder()
         #: the row key read up to
         self.after = 0
+        #: the records read so far (the opening is the first)
+        self.rows = 0
         #: turns folded so far
         self.turns = 0
         #: the close reason, once the run closed
@@ -261,6 +263,7 @@ class TurnFeed:
         folder = self.folder
         for key, env in read_page(store, self.view.run_id, self.after, limit):
             self.after = key
+            self.rows += 1
             if env.event_type == EV_RUN_STALLED:
                 who = env.event_data.get("agent_id")
                 self.stalled_on = self.view.target.names.get(who, who) if who else None
@@ -280,7 +283,12 @@ class TurnFeed:
             if folder.close is not None and self.closed is None:
                 self.closed = folder.close
                 if out and out[-1]["closes"] is None:
+                    # the turn that closed the run (its cap, max_turns): its node is the
+                    # ending reached, as a finish's is, not the speaker who would be next
                     out[-1]["closes"] = folder.close
+                    ending = self.view.endings.get(folder.close)
+                    if ending is not None:
+                        out[-1]["node"] = ending
         return out
 
     def drain(self, store: WalStore) -> None:
@@ -317,8 +325,13 @@ class TurnFeed:
         context = dict(state.context_vars) if state is not None else {}
         changed = context != self._context
         self._context = context
+        # the turn that closed the run is outlined on the ending it reached (the cap's for
+        # max_turns, though the rules had chosen the next speaker), else on that speaker
+        ending = None if record.closes is None else view.endings.get(record.closes)
         node = (
-            view.speaker_node(record.next_speaker)
+            ending
+            if ending is not None
+            else view.speaker_node(record.next_speaker)
             if record.next_speaker is not None
             else view.ending_node(record.closes)
         )
@@ -404,6 +417,8 @@ class ListedRun:
     next_speaker: str | None
     violated: tuple[str, ...]
     forked_from: ForkedFrom | None = None
+    #: the records read up to :attr:`after` (the opening is the first)
+    rows: int = 0
 
     @classmethod
     def of(cls, feed: TurnFeed) -> ListedRun:
@@ -420,6 +435,7 @@ class ListedRun:
             feed.next_speaker,
             tuple(feed.violated),
             view.forked_from,
+            feed.rows,
         )
 
     def changed(self, store: WalStore) -> bool:

@@ -82,6 +82,7 @@ from flowc.runtime.transcript import (
     run_error_text,
 )
 from flowc.runtime.wal import DamagedRow, WalError, WalStore
+from flowc.view.broken import Break, Verdicts
 from flowc.view.feed import PAGE_ROWS, ListedRun, RunView, TurnFeed, read_page, status_of
 
 __all__ = ["POLL_SECONDS", "Guard", "ViewSettings", "make_app", "new_token"]
@@ -156,6 +157,10 @@ class ViewSettings:
         self.token = token
         self.poll = poll
         self.max_states = max_states
+        #: whether the server is stopping (``flowc view`` sets it to its server's flag):
+        #: each open stream then ends by itself, within a poll, rather than being
+        #: cancelled mid-answer when the server's grace period runs out
+        self.stopping: Callable[[], bool] = lambda: False
 
     def open(self) -> WalStore:
         return open_store(self.db, readonly=True)
@@ -355,9 +360,13 @@ class _Listing:
     commits more, a feed is made again and reads it from its start, which folds it to
     the same state as the feed that read it on page by page."""
 
-    def __init__(self, settings: ViewSettings, limit: int = LISTED_FEEDS) -> None:
+    def __init__(
+        self, settings: ViewSettings, limit: int = LISTED_FEEDS, verdicts: Verdicts | None = None
+    ) -> None:
         self.settings = settings
         self.limit = limit
+        #: whether each run's WAL is one a hub could have written (:mod:`flowc.view.broken`)
+        self.verdicts = verdicts or Verdicts()
         self.feeds: OrderedDict[str, TurnFeed] = OrderedDict()
         self.lines: dict[str, ListedRun] = {}
         #: the runs that committed more since the listing before (read on in this one)
@@ -429,8 +438,9 @@ class _Listing:
         return ListedRun.of(feed)
 
     def list(self) -> list[dict[str, Any]]:
-        """Every run's line, in the store's order; a run that cannot be read is listed
-        ``damaged`` with the error, and one whose intact records a plugin fails on now
+        """Every run's line, in the store's order; a run that cannot be read, or whose WAL
+        is none a hub could have written, is listed ``damaged`` with the error (as ``flowc
+        log`` says it), and one whose intact records a plugin fails on now
         ``plugin-failed`` with the plugin's failure (each read from its start at the next
         listing)."""
         with self.lock:
@@ -443,6 +453,15 @@ class _Listing:
                     try:
                         line = self._line(store, run_id)
                         found = line.summary(store) if line is not None else None
+                        broken = None
+                        if line is not None:
+                            broken = self.verdicts.upto_rows(store, run_id, line.rows)
+                        if broken is not None:
+                            found = {
+                                "run_id": run_id,
+                                "status": DAMAGED_STATUS,
+                                "error": broken.error,
+                            }
                     except (*READ_ERRORS, PluginFailed) as err:
                         self.feeds.pop(run_id, None)
                         failed = isinstance(err, PluginFailed)
@@ -590,7 +609,7 @@ def make_app(settings: ViewSettings) -> ASGIApp:
     listing = _Listing(settings)
     pages = _pages(runs)
     api = _run_api(settings, runs, listing)
-    turns = _turn_api(settings, runs)
+    turns = _turn_api(settings, runs, listing.verdicts)
     app = Starlette(
         routes=[
             Route("/", pages.index),
@@ -747,7 +766,7 @@ def _run_api(settings: ViewSettings, runs: _Runs, listing: _Listing) -> _RunApi:
         run_id = request.path_params["run_id"]
         view = await run_in_threadpool(runs.view, run_id)
         return StreamingResponse(
-            _backlog(settings, view, _after(request)),
+            _backlog(settings, view, _after(request), listing.verdicts),
             media_type="application/x-ndjson",
             headers={"x-accel-buffering": "no"},
         )
@@ -776,11 +795,20 @@ class _TurnApi:
     scenario: Endpoint
 
 
-def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
+def _turn_api(settings: ViewSettings, runs: _Runs, verdicts: Verdicts) -> _TurnApi:
     """The answers about turn N of a run, from its rows (:class:`_Explained`): why it
     went where it went (``flowc log RUN --why N --json``) and the scenario block of turns
-    1 to N (``flowc log RUN --scenario-upto N``, as text)."""
+    1 to N (``flowc log RUN --scenario-upto N``, as text); neither of a turn whose records
+    up to it are none a hub could have written (``verdicts``: refused as ``flowc log``
+    refuses it)."""
     kept = _Explained(settings)
+
+    def broken(run_id: str, n: int) -> Break | None:
+        store = settings.open()
+        try:
+            return verdicts.upto_turn(store, run_id, n)
+        finally:
+            store.close()
 
     def explain(run_id: str, n: int) -> dict[str, Any]:
         return kept.explain(run_id, n)
@@ -797,11 +825,15 @@ def _turn_api(settings: ViewSettings, runs: _Runs) -> _TurnApi:
         await run_in_threadpool(runs.view, run_id)
         n = request.path_params["n"]
         try:
-            return await run_in_threadpool(make, run_id, n)
+            found = await run_in_threadpool(make, run_id, n)
         except TurnOutOfRange as err:
             return JSONResponse({"error": str(err)}, status_code=404)
         except (WhyError, PluginFailed, *READ_ERRORS) as err:  # (a plugin's failure: named)
             return JSONResponse({"error": run_error_text(run_id, err)}, status_code=422)
+        refused = await run_in_threadpool(broken, run_id, n)
+        if refused is not None:  # (checked after the turn was found, as `flowc log` does)
+            return JSONResponse({"error": refused.error}, status_code=422)
+        return found
 
     async def why(request: Request) -> Response:
         found = await turn_answer(request, explain)
@@ -863,12 +895,14 @@ async def _stream(
     the store commits it, read a page at a time (nothing is kept but the fold's state);
     a ``status`` event when the run's status changes, and ``end`` once it closed (each
     written by ``encoder``: the page's events by default). While it is open, the run is
-    followed in ``listing`` (its feed there is kept)."""
+    followed in ``listing`` (its feed there is kept), whose verdicts say where the run's
+    WAL breaks (:mod:`flowc.view.broken`)."""
+    verdicts = listing.verdicts if listing is not None else Verdicts()
     if listing is not None:
         listing.follow(view.run_id)
     try:
         # closed with the stream (its store with it), not whenever it is collected
-        events = _events(settings, view, after, encoder or _PageEvents())
+        events = _events(settings, view, after, encoder or _PageEvents(), verdicts)
         async with contextlib.aclosing(events) as chunks:
             async for chunk in chunks:
                 yield chunk
@@ -877,14 +911,19 @@ async def _stream(
             listing.unfollow(view.run_id)
 
 
-async def _backlog(settings: ViewSettings, view: RunView, after: int) -> AsyncIterator[str]:
+async def _backlog(
+    settings: ViewSettings, view: RunView, after: int, verdicts: Verdicts | None = None
+) -> AsyncIterator[str]:
     """The run's turns after turn ``after`` committed now but the last
     :data:`STREAMED_TAIL`, a line of JSON per page of rows read: an array of the turns, each
     as the event stream sends it (the first with the whole context). Thousands of turns
     cost a page far more to take in as events, one each, than as a few arrays; the tail
     left, and whatever is committed next, comes over the event stream from the last turn
-    sent. At most a page of turns and the tail is held at a time."""
+    sent. At most a page of turns and the tail is held at a time. A run whose WAL breaks
+    (:mod:`flowc.view.broken`) ends, where the rows read reach the break, as a damaged
+    one does."""
     held: list[dict[str, Any]] = []
+    verdicts = verdicts or Verdicts()
     async with _feed_after(settings, view, after) as (store, feed):
         while True:
             before = feed.after
@@ -892,6 +931,10 @@ async def _backlog(settings: ViewSettings, view: RunView, after: int) -> AsyncIt
                 held += await _turns_after(feed, store, after)
             except (*DAMAGED, PluginFailed) as err:  # the last line says so (a plugin: named)
                 yield json.dumps({"error": run_error_text(view.run_id, err)}) + "\n"
+                return
+            broken = await _broken(verdicts, store, feed, before)
+            if broken is not None:
+                yield json.dumps({"error": broken.error}) + "\n"
                 return
             if len(held) > STREAMED_TAIL:
                 sent, held = held[:-STREAMED_TAIL], held[-STREAMED_TAIL:]
@@ -916,21 +959,30 @@ async def _feed_after(
             store.close()
 
 
+async def _broken(verdicts: Verdicts, store: WalStore, feed: TurnFeed, before: int) -> Break | None:
+    """Where the rows ``feed`` has read break the rules their admission checked, once it
+    read more than row key ``before`` (``None``: nowhere, or nothing new was read)."""
+    if feed.after == before:
+        return None
+    return await run_in_threadpool(verdicts.upto_rows, store, feed.view.run_id, feed.rows)
+
+
 async def _turns_after(feed: TurnFeed, store: WalStore, after: int) -> list[dict[str, Any]]:
     """The next page of ``feed``'s turns, those after turn ``after`` only."""
     return [e for e in await run_in_threadpool(feed.poll, store) if e["n"] > after]
 
 
 async def _events(
-    settings: ViewSettings, view: RunView, after: int, encoder: _Encoder
+    settings: ViewSettings, view: RunView, after: int, encoder: _Encoder, verdicts: Verdicts
 ) -> AsyncGenerator[str, None]:
-    """:func:`_stream`'s events."""
+    """:func:`_stream`'s events: where the rows read reach a break of the run's WAL
+    (:mod:`flowc.view.broken`), the turns before it, then ``damaged``, and the end."""
     async with _feed_after(settings, view, after) as (store, feed):
         yield encoder.begin(after)
         status: tuple[Any, ...] | None = None
         checked = 0.0
         quiet = time.monotonic()
-        while True:
+        while not settings.stopping():  # (a page reconnects to the server started again)
             before = feed.after
             try:
                 turns = await _turns_after(feed, store, after)
@@ -939,6 +991,13 @@ async def _events(
                 return
             except PluginFailed as err:  # a plugin fails on an intact record now: as well
                 yield encoder.plugin_failed(run_error_text(view.run_id, err))
+                return
+            broken = await _broken(verdicts, store, feed, before)
+            if broken is not None:  # none a hub could have written: said as damaged
+                chunk = [encoder.turn(event) for event in turns if event["n"] <= broken.turns]
+                if chunk:
+                    yield "".join(chunk)
+                yield encoder.damaged(broken.error)
                 return
             chunk = [encoder.turn(event) for event in turns]
             if chunk:  # one write for the page of turns read (a long run's backlog)

@@ -82,3 +82,22 @@ def test_last_is_the_newest_run_even_beside_a_run_called_last(folder: Path) -> N
     assert json.loads(log.stdout)["run_id"] == newest, log.stderr
     replay = flowc(folder, "replay", "last", "--db", "rr.db")
     assert newest in replay.stdout + replay.stderr
+
+
+@pytest.mark.parametrize("bad", ["evil/why/1", "..", ".", "a\x01b", "a\x7fb"])
+def test_fork_refuses_an_id_the_view_cannot_name(folder: Path, bad: str) -> None:
+    """A run id with a ``/`` (``/run/evil/why/1`` is another page of the view), ``.`` or
+    ``..`` (a browser folds them out of a path), or a control character: a usage error
+    naming the rule, nothing written; `fork_run` from Python refuses it too."""
+    [rid] = run_ids(folder)
+    forked = flowc(folder, "fork", rid, "1", "--db", "rr.db", "--run-id", bad, "--script", "n.yaml")
+    assert forked.returncode == 2, forked.stdout
+    assert forked.stdout == ""
+    [line] = forked.stderr.splitlines()
+    assert line.startswith("flowc fork: error: --run-id "), line
+    rule = "printable characters" if not bad.isprintable() else "holds no '/'"
+    assert rule in line and repr(bad) in line, line
+    assert run_ids(folder) == [rid]  # nothing written
+    with pytest.raises(ForkError, match="holds no '/' nor control character"):
+        fork_run(SqliteStore(str(folder / "rr.db")), rid, 1, run_id=bad)
+    assert run_ids(folder) == [rid]

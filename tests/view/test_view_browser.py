@@ -98,6 +98,10 @@ WHY_SHOWN = """() => {
         default: document.getElementById('why-default').textContent,
         others: document.getElementById('why-others').textContent,
         routing: document.getElementById('why-routing').textContent,
+        note: document.getElementById('why-note').textContent,
+        // the parts with text, in the order the panel shows them
+        order: Array.from(document.querySelectorAll('[id^="why-"]'))
+            .filter(e => e.textContent.trim() !== '').map(e => e.id),
         error: document.getElementById('why-disagrees').textContent,
     };
 }"""
@@ -155,6 +159,15 @@ def assert_why_equals_the_cli(
         assert str(num) in shown["others"]
     if why["kind"] in ("handoff", "finish"):
         assert str(why["routing"]["tool"]) in shown["routing"]
+        # the tool's sentence, then the note on it ("without it, ..."), as `--why` prints
+        # them: the note refers to the sentence before it
+        lines = [line.strip() for line in text.splitlines()]
+        said = [i for i, line in enumerate(lines) if line.startswith("the turn's tool ")]
+        note = [i for i, line in enumerate(lines) if line.startswith("without it, ")]
+        assert said and note and said[0] < note[0], text
+        assert shown["note"].startswith("without it, ")
+        order = shown["order"]
+        assert order.index("why-routing") < order.index("why-note"), order
     else:
         assert shown["routing"] == ""
     return dict(why)
@@ -576,8 +589,8 @@ def test_a_broken_property_is_listed_and_marked_on_its_turn(workdir: Path, page:
         server.stop()
 
 
-#: a run id that is markup (no space: `flowc fork --run-id` takes none)
-HOSTILE_RUN_ID = "<img/src=x/onerror=window.__pwned=11>"
+#: a run id that is markup (no space nor '/': `flowc fork --run-id` takes neither)
+HOSTILE_RUN_ID = "<svg><b>window.__pwned=11&amp;"
 
 
 def test_a_new_run_from_a_turn_is_started_from_the_page(workdir: Path, page: Any) -> None:

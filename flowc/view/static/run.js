@@ -316,7 +316,7 @@
   }
 
   // ── why and why not (`flowc log RUN --why N`) ───────────────────────────
-  var WHY_PARTS = ['why-note', 'why-routing', 'why-fired', 'why-checked-head', 'why-checked',
+  var WHY_PARTS = ['why-routing', 'why-note', 'why-fired', 'why-checked-head', 'why-checked',
     'why-others', 'why-default', 'why-cap', 'why-values', 'why-disagrees'];
   var whyBusy = false;     // an answer is awaited
   var whyWanted = 0;       // the turn whose why the page wants next
