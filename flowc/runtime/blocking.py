@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import signal
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -42,6 +43,7 @@ def in_thread(fn: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
         context = contextvars.copy_context()
 
         def work() -> None:
+            _leave_signals_to_the_main_thread()
             try:
                 result = context.run(fn, turn)
             except StopIteration as err:  # (a future cannot hold it: as a coroutine says it)
@@ -58,6 +60,24 @@ def in_thread(fn: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
         return await result if inspect.isawaitable(result) else result
 
     return call
+
+
+#: the signals a fault raises in the thread that made it: never blocked
+_FAULTS = {
+    getattr(signal, name)
+    for name in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS")
+    if hasattr(signal, name)
+}
+
+
+def _leave_signals_to_the_main_thread() -> None:
+    """Block, in this (agent) thread, every signal a fault does not raise: the kernel may
+    hand a process's Ctrl-C to any thread that does not block it, and Python runs its
+    handlers in the main thread only when that thread next runs, which the event loop,
+    waiting for this very thread, would not do until the function returned. Blocked here,
+    it goes to the main thread, and stops the run at once."""
+    if hasattr(signal, "pthread_sigmask"):  # (POSIX)
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - _FAULTS)
 
 
 def _settle(
