@@ -189,8 +189,7 @@ def load_script(path: str) -> Any:
         return load_yaml(text)
     except yaml.YAMLError as err:
         kind = "YAML" if json_error is None else "JSON or YAML"
-        # where and what, as PyYAML words it, without the quoted text (the file may be
-        # anything: its text is not shown)
+        # where and what, as PyYAML words it, not the quoted text (the file may be anything)
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         what = ", ".join(
             str(x) for x in (getattr(err, "context", None), getattr(err, "problem", None)) if x
@@ -263,11 +262,14 @@ def _agent_fn(path: str, name: str, value: Any) -> Callable[[Turn], Awaitable[An
         ) from None
     except ValueError:  # no signature to inspect (some builtins): let the call decide
         pass
-    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(type(value).__call__):
+    if inspect.iscoroutinefunction(value):
         return value  # type: ignore[no-any-return]
-    from flowc.runtime.blocking import in_thread
 
-    return in_thread(value)  # a plain function: its waits do not hold up the run
+    async def call(turn: Turn) -> Any:  # an object with ``__call__``, or a plain function
+        result = value(turn)
+        return await result if inspect.isawaitable(result) else result
+
+    return call
 
 
 def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
@@ -561,8 +563,7 @@ def _run_summary(store: WalStore, cid: str) -> dict[str, Any] | None:
     RunTarget.from_metadata(md)  # (a run `log RUN` cannot read is listed as damaged too)
     records, close, _ = transcript(envs)
     _refuse_broken(store, cid, envs)
-    # a worker that gives a stalled run back records why (flowc.run.stalled): the run
-    # is open, but nobody will take it up until someone resumes it
+    # a worker giving a stalled run back records why (open, but taken up only by resume)
     stall = envs[-1].event_data if envs[-1].event_type == EV_RUN_STALLED else None
     status, lease = stored_run_status(store, cid, close, stall is not None)
     summary = {
@@ -817,8 +818,7 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
                 print(line)
         for failure in pending:
             _print_failure(failure)
-        # the end as `flowc run` printed it: the properties broken, how the run stands,
-        # the context
+        # the end as `flowc run` printed it: properties broken, how the run stands, context
         if broken:
             print(violations_line(broken))
         if close is not None:
