@@ -588,10 +588,20 @@ def _sse(data: Any, event: str, event_id: int | None = None) -> str:
 
 
 def _after(request: Request) -> int:
-    """The last turn the page has: ``Last-Event-ID`` (a reconnection), else ``?after=``."""
-    for given in (request.headers.get("last-event-id"), request.query_params.get("after")):
-        if given is not None and re.fullmatch(r"[0-9]{1,12}", given.strip()):
-            return int(given)
+    """The last turn the page has: ``Last-Event-ID`` (a reconnection), else ``?after=``;
+    a value that is not a turn number (a whole number, at most 12 digits) is refused
+    (400), never read as 0, which would send every turn again."""
+    for name, given in (
+        ("the Last-Event-ID header", request.headers.get("last-event-id")),
+        ("?after=", request.query_params.get("after")),
+    ):
+        if given is None:
+            continue
+        if not re.fullmatch(r"[0-9]{1,12}", given.strip()):
+            raise HTTPException(
+                400, f"{name} must be a turn number (0 to 999999999999), not {given[:40]!r}"
+            )
+        return int(given)
     return 0
 
 

@@ -132,3 +132,25 @@ for _mark in needs_browser:
     test_a_long_runs_page_takes_its_backlog_in_one_answer = _mark(
         test_a_long_runs_page_takes_its_backlog_in_one_answer
     )
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1", "1.5", "", "1234567890123", "0x10", "٣"])
+@pytest.mark.parametrize("path", ["turns", "events", "ag-ui"])
+def test_a_turn_number_that_is_not_one_is_refused(
+    client: TestClient, run: tuple[Path, dict[str, Any]], path: str, bad: str
+) -> None:
+    """``?after=`` or ``Last-Event-ID`` that is no turn number: 400 naming it, never read
+    as 0 (which sent the whole run again as if the page had nothing)."""
+    run_id = run[1]["run_id"]
+    answer = client.get(f"/api/run/{run_id}/{path}", params={"after": bad, "token": TOKEN})
+    assert answer.status_code == 400, answer.text[:200]
+    assert "?after=" in answer.json()["error"]
+    if bad.isascii():  # (a header is ASCII)
+        answer = client.get(
+            f"/api/run/{run_id}/{path}?token={TOKEN}", headers={"last-event-id": bad or " "}
+        )
+        assert answer.status_code == 400
+        assert "Last-Event-ID" in answer.json()["error"]
+    # a good number still works, and an unknown run is still 404 first
+    assert client.get(f"/api/run/{run_id}/{path}?after=1&token={TOKEN}").status_code == 200
+    assert client.get(f"/api/run/wf-nope/{path}?after={bad}&token={TOKEN}").status_code == 404
