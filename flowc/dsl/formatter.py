@@ -24,6 +24,7 @@ import attrs
 from flowc.diagnostics import FlowError
 from flowc.dsl import nodes as n
 from flowc.dsl.comments import Comments
+from flowc.dsl.ignores import IGNORE
 from flowc.dsl.names import format_name as format_name
 from flowc.dsl.names import format_value as format_value
 from flowc.dsl.parser import parse_source
@@ -384,33 +385,56 @@ class _Printer:
         for item in items:
             span: Span = item.span
             one_line = not _is_block(item)
+            kept = None
             if one_line:
-                self._comments(self._pending_before(span.end), pad, inside=span)
+                first, stop = self._pending_before(span.end)
+                kept = self._kept_ignore(span, first, stop)
+                self._comments((first, stop if kept is None else kept[0]), pad, inside=span)
             else:
                 self._comments(self._pending_before(span.start), pad)
             self._gap(span.line)
             if one_line:
                 text = _line_of(item)
                 split = text.index(" then ") if isinstance(item, n.Rule) else None
-                self.lines.append(_Line(pad, text, self._trailing(span.end_line), split))
+                if kept is None:
+                    self.lines.append(_Line(pad, text, self._trailing(span.end_line), split))
+                else:  # the ignore comment at its end, the comments after it below it
+                    at, end = kept
+                    self.lines.append(_Line(pad, text, self.comments.text(at), split))
+                    if at + 1 < end:
+                        self.lines.append(_Run(pad, at + 1, end, span, span.line))
+                    self.next = end
             else:
                 self.emit_block(item, depth)
             self.prev_line = span.end_line
         self._comments(self._pending_before(end), pad)
 
+    def _kept_ignore(self, span: Span, first: int, stop: int) -> tuple[int, int] | None:
+        """For an item written over several lines (:func:`joined_lines`), whose comments
+        ``first`` to ``stop - 1`` (those before its end) and maybe one after it on its
+        last line the printer places: where its first ignore comment is, and the end of
+        its comments, when it has one. That comment stays at the end of the item's line,
+        so that it silences what it did; the comments before it move above the item (as
+        every comment inside a one-line item does), those after it below, in order."""
+        if span.end_line == span.line:
+            return None
+        end = stop
+        if end < len(self.comments) and self.comments.line(end) == span.end_line:
+            end += 1  # (the comment after it on its last line)
+        for at in range(self.comments.before(first, span.start), end):
+            if IGNORE.match(self.comments.text(at)[1:]):
+                return at, end
+        return None
+
     def emit_block(self, item: Any, depth: int) -> None:
         pad = INDENT * depth
-        children: Sequence[Any]
+        children = _children(item)
         if isinstance(item, n.SpeakerDecl):
             header = format_statement_line(item) + " {"
-            children = sorted((*item.writes, *item.tools), key=lambda c: c.span.start)
         elif isinstance(item, n.ContextDecl):
             header = "context {"
-            children = item.entries
         else:
-            assert isinstance(item, n.Scenario)
             header = f"scenario {_str(item.title)} {{"
-            children = item.items
         span: Span = item.span
         first_child = children[0].span.start if children else span.end
         # a comment on the header line, after the `{`, stays there
@@ -546,6 +570,42 @@ def _layout(printer: _Printer) -> str:
             width = comment_column.get(i, len(code))
             emit(line.pad + code.ljust(width) + "  " + line.comment)
     return out.getvalue()
+
+
+def _children(item: Any) -> Sequence[Any]:
+    """The entries of a block item (:func:`_is_block`), in file order."""
+    if isinstance(item, n.SpeakerDecl):
+        return sorted((*item.writes, *item.tools), key=lambda c: c.span.start)
+    if isinstance(item, n.ContextDecl):
+        return item.entries
+    assert isinstance(item, n.Scenario)
+    return item.items
+
+
+def joined_lines(flow: n.Flow) -> dict[int, range]:
+    """For each line of an item written over several lines (a statement, a tool, an
+    entry of a block: anything but a block), that item's lines: the formatter writes it
+    on one line, so an ignore comment on any of its lines silences what is found on any
+    (:func:`flowc.compiler.analysis.suppress.apply_ignores`).
+
+    >>> from flowc.dsl.parser import parse_source
+    >>> from flowc.source import SourceFile
+    >>> flow, _ = parse_source(SourceFile("f", "speaker a\\nwhen from a\\n  then a\\n"))
+    >>> joined_lines(flow)
+    {2: range(2, 4), 3: range(2, 4)}
+    """
+    out: dict[int, range] = {}
+    todo: list[Any] = list(flow.statements)
+    while todo:
+        item = todo.pop()
+        if _is_block(item):
+            todo.extend(_children(item))
+            continue
+        span: Span = item.span
+        if span.end_line > span.line:
+            lines = range(span.line, span.end_line + 1)
+            out.update(dict.fromkeys(lines, lines))
+    return dict(sorted(out.items()))
 
 
 def _is_block(item: Any) -> bool:

@@ -70,6 +70,7 @@ from flowc.diagnostics import (
     Diagnostic,
     has_errors,
 )
+from flowc.dsl.formatter import joined_lines
 from flowc.source import SourceFile
 
 __all__ = [
@@ -289,9 +290,11 @@ def analyze(
     filename: str = "<input>",
     spaces: SpaceCache | None = None,
     proofs: bool = True,
+    on_facts: Callable[[Facts], object] | None = None,
 ) -> tuple[Diagnostic, ...]:
     """The findings of a compiled `.flow`, sorted by position (ignore comments not applied;
-    ``proofs``: as :func:`facts_of`).
+    ``proofs``: as :func:`facts_of`; ``on_facts`` is called with the facts the checks
+    read, once they are done).
 
     >>> from flowc import compile_flow
     >>> flow = compile_flow("speaker a\\nspeaker b\\nwhen from a then b")
@@ -299,7 +302,9 @@ def analyze(
     ['W207']
     """
     options = options or CheckOptions()
-    found = facts_of(system_of_flow(compiled), options, filename, spaces, proofs=proofs)[1]
+    facts, found = facts_of(system_of_flow(compiled), options, filename, spaces, proofs=proofs)
+    if on_facts is not None:
+        on_facts(facts)
     return tuple(f.diagnostic for f in found)
 
 
@@ -440,6 +445,7 @@ def check_compiled(
     filename: str = "<input>",
     spaces: SpaceCache | None = None,
     proofs: bool = True,
+    on_facts: Callable[[Facts], object] | None = None,
 ) -> tuple[Diagnostic, ...]:
     """What :func:`check_source` reports for a `.flow` file already compiled
     (``compile_source``'s result): for a caller that keeps the compiled flow too, such
@@ -447,6 +453,8 @@ def check_compiled(
     ``spaces``, explored once for as long as its shape stays the same). With ``proofs``
     false the same findings, without the rules each proves never fire (data for the
     diagram alone, left out of every report: the editor does not ask for them).
+    ``on_facts``, when the flow is analysed, is called with the facts its checks read
+    (the language server takes the reasons runs end with from them, for completion).
 
     >>> from flowc.compiler.pipeline import compile_source
     >>> src = SourceFile("f.flow", "speaker a\\nspeaker b\\nstart a\\n")
@@ -467,23 +475,30 @@ def check_compiled(
         filename=filename,
         spaces=spaces,
         proofs=proofs,
+        on_facts=on_facts,
     )
     comments = compiled.flow.comments
+    # (an ignore comment on a line of a statement written over several is on each)
+    joined = joined_lines(compiled.flow)
     differences = [d for d in found if d.code.id in AG2_CODES]
     # a difference that an ignore comment on its line names is not in the I304
-    listed = [d for d in apply_ignores(differences, comments, filename) if d.code.id in AG2_CODES]
+    listed = [
+        d
+        for d in apply_ignores(differences, comments, filename, joined=joined)
+        if d.code.id in AG2_CODES
+    ]
     note = summary(listed)
     # an opt-in code not selected was not looked for: an ignore comment naming it is for
     # the checks that select it
     unchecked = OPT_IN.difference(options.opted_in)
     if options.target == "ag2":
         hidden = [note] if note is not None else []
-        kept = apply_ignores((*diags, *found), comments, filename, hidden, unchecked)
+        kept = apply_ignores((*diags, *found), comments, filename, hidden, unchecked, joined)
     else:
         shown = [d for d in found if d.code.id not in AG2_CODES]
         if note is not None:
             shown.append(note)
-        kept = apply_ignores((*diags, *shown), comments, filename, differences, unchecked)
+        kept = apply_ignores((*diags, *shown), comments, filename, differences, unchecked, joined)
     # errors are always reported, but for a property the flow breaks (E116): the user chose
     # to check it, and `--select` / `--ignore` choose it as any other code
     wants = _wanted(options)

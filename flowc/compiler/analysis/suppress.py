@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from flowc.diagnostics import CODES, X001, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.dsl.comments import comments_containing
-
-_IGNORE = re.compile(r"^\s*flowc\s*:\s*ignore\b(?:\s*\[(?P<codes>[^\]]*)\])?")
+from flowc.dsl.ignores import IGNORE as _IGNORE
 
 
 def apply_ignores(
@@ -18,8 +16,14 @@ def apply_ignores(
     filename: str,
     hidden: Sequence[Diagnostic] = (),
     unchecked: Collection[str] = (),
+    joined: Mapping[int, range] | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Drop the findings an ignore comment on their line names, and add X001 for bad ignores.
+
+    ``joined`` (:func:`flowc.dsl.formatter.joined_lines`): for each line of a statement
+    written over several lines, that statement's lines. An ignore comment on any of them
+    is one on each: ``flowc fmt`` writes the statement on one line, and what it silences
+    must not change with the layout.
 
     ``hidden`` findings are not reported, but an ignore comment naming one on its line is
     not "unused" (W218-W222 are the one note I304 without ``--target ag2``, and the other
@@ -71,7 +75,9 @@ def apply_ignores(
     used: set[tuple[int, str]] = set()
     on_line: dict[int, list[tuple[n.Comment, list[str]]]] = {}  # a file may hold thousands
     for c, codes in ignores:
-        on_line.setdefault(c.span.line, []).append((c, codes))
+        lines = joined.get(c.span.line) if joined else None
+        for line in lines if lines is not None else (c.span.line,):
+            on_line.setdefault(line, []).append((c, codes))
     for d in diagnostics:
         silenced = False
         if d.span is not None:
@@ -87,12 +93,18 @@ def apply_ignores(
                 if d.code.id in codes:
                     used.add((id(c), d.code.id))
     for c, codes in ignores:
+        lines = joined.get(c.span.line) if joined else None
+        where = (
+            "on this line"
+            if lines is None
+            else f"on the lines of this statement ({lines.start}-{lines.stop - 1})"
+        )
         for code in codes:
             if (id(c), code) not in used and code not in unchecked:
                 out_extra.append(
                     Diagnostic(
                         X001,
-                        f"`# flowc: ignore[{code}]` silences nothing: there is no {code} finding on this line",
+                        f"`# flowc: ignore[{code}]` silences nothing: there is no {code} finding {where}",
                         filename,
                         c.span,
                         help="remove it",
