@@ -13,6 +13,13 @@ node when one is read; a file of 16 MB of ``#`` lines is 8 million comments.
 [(' hi', 1, 12), (' two', 2, 1)]
 >>> comments[1] == comments.at(1), len(comments)
 (True, 2)
+
+A comment stops where its line does, before the ``\\r`` of a ``\\r\\n`` too (a lone
+``\\r`` is a newline in a :class:`~flowc.source.SourceFile`'s text already):
+
+>>> crlf = SourceFile("f.flow", "speaker a  # hi\\r\\n")
+>>> [(c.text, c.span.end_column, c.span.end) for c in Comments(crlf, [11])]
+[(' hi', 16, 15)]
 """
 
 from __future__ import annotations
@@ -63,9 +70,7 @@ class Comments(Sequence[Comment]):
 
     def end(self, index: int) -> int:
         """The offset after comment ``index``'s last character (the end of its line)."""
-        text = self.source.text
-        stop = text.find("\n", self.starts[index])
-        return len(text) if stop < 0 else stop
+        return _line_end(self.source.text, self.starts[index])
 
     def line(self, index: int) -> int:
         """Comment ``index``'s 1-based line."""
@@ -82,8 +87,7 @@ class Comments(Sequence[Comment]):
 
     def _comment(self, start: int, line: int) -> Comment:
         text = self.source.text
-        stop = text.find("\n", start)
-        end = len(text) if stop < 0 else stop
+        end = _line_end(text, start)
         column = start - self.source.line_starts[line - 1] + 1
         return Comment(
             text[start + 1 : end], Span(line, column, line, column + end - start, start, end)
@@ -137,6 +141,16 @@ class Comments(Sequence[Comment]):
 
     def __repr__(self) -> str:
         return f"<{len(self)} comments of {self.source.name}>"
+
+
+def _line_end(text: str, start: int) -> int:
+    """Where the line that ``start`` is on ends in ``text`` (a SourceFile's): at its
+    ``\\n``, or at the ``\\r`` of its ``\\r\\n``, which is a line end too (docs/language.md),
+    never part of a comment (its span, its text, an edit made over it)."""
+    stop = text.find("\n", start)
+    if stop < 0:
+        return len(text)
+    return stop - 1 if stop > start and text[stop - 1] == "\r" else stop
 
 
 def comments_containing(comments: Sequence[Comment], word: str) -> Iterable[Comment]:

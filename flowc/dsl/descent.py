@@ -190,6 +190,8 @@ def scan(text: str, *, comments: bool = False) -> Iterator[_Token]:
     [('when', 'when'), ('from', 'from'), ('NAME', 'a'), ('COMMENT', '# hi'), ('then', 'then'), ('STRING', '"b"')]
     >>> [t[:2] for t in scan('# hi\\rspeaker a', comments=True)]  # a lone \\r ends a line too
     [('COMMENT', '# hi'), ('speaker', 'speaker'), ('NAME', 'a')]
+    >>> [t[:2] for t in scan('# hi \\r\\nspeaker a', comments=True)]  # and \\r\\n, before its \\r
+    [('COMMENT', '# hi '), ('speaker', 'speaker'), ('NAME', 'a')]
     """
     text = lone_returns_as_newlines(text)  # (lines as a SourceFile reads them)
     keywords = _KEYWORDS
@@ -206,8 +208,10 @@ def scan(text: str, *, comments: bool = False) -> Iterator[_Token]:
             if group == _BAD:
                 return
             if group == _COMMENT:
-                if comments:  # with the blanks after it, which the scan left out
-                    yield ("COMMENT", line_text[column - 1 :], pos + column - 1, line, column)
+                if comments:  # with the blanks after it, which the scan left out (not
+                    # the `\r` of a `\r\n`: the line ends there, as Comments has it)
+                    value = line_text[column - 1 :].removesuffix("\r")
+                    yield ("COMMENT", value, pos + column - 1, line, column)
                 continue
             if group == _NAME:
                 kind = value if value in keywords else NAME

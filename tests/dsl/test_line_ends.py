@@ -14,6 +14,7 @@ import pytest
 
 from flowc import compile_flow
 from flowc.cli import main
+from flowc.dsl.parser import parse_source
 from flowc.source import SourceFile, lone_returns_as_newlines
 
 #: a flow whose second line is a comment: the rules after it are what the comment swallowed
@@ -160,3 +161,40 @@ def test_offsets_stay_where_they_were() -> None:
     assert len(read.text) == len(text)
     assert [read.position(text.index(ch)) for ch in "abcd"] == [(1, 1), (2, 1), (3, 1), (5, 1)]
     assert lone_returns_as_newlines("a\r\nb") == "a\r\nb"
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_a_comment_ends_where_its_line_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], end: str
+) -> None:
+    """A comment stops before its line's end, the `\\r` of `\\r\\n` included: its text,
+    its span and the X001 `flowc check` reports over it are those of the same file with
+    newlines (the span took the `\\r` in, one column more, and the text had it: a quick
+    fix that rewrote the comment wrote it back inside the line)."""
+    lines = ["speaker a  # flowc: ignore[W203]", "speaker b  # a note ", "# alone", "#"]
+    text = end.join(lines) + end
+    flow, _ = parse_source(SourceFile("f.flow", text))
+    plain, _ = parse_source(SourceFile("f.flow", "\n".join(lines) + "\n"))
+    got = [
+        (c.text, c.span.line, c.span.column, c.span.end_line, c.span.end_column)
+        for c in flow.comments
+    ]
+    assert got == [
+        (" flowc: ignore[W203]", 1, 12, 1, 33),
+        (" a note ", 2, 12, 2, 21),
+        (" alone", 3, 1, 3, 8),
+        ("", 4, 1, 4, 2),
+    ]
+    assert got == [
+        (c.text, c.span.line, c.span.column, c.span.end_line, c.span.end_column)
+        for c in plain.comments
+    ]
+    assert all(text[c.span.start : c.span.end] == "#" + c.text for c in flow.comments)
+    ends = []
+    for name, written in (("lf", "\n".join(lines) + "\n"), ("other", text)):
+        path = tmp_path / f"{name}.flow"
+        path.write_bytes(written.encode())
+        main(["check", "--format", "json", str(path)])
+        found = json.loads(capsys.readouterr().out)
+        ends += [(d["location"], d["end_location"]) for d in found if d["code"] == "X001"]
+    assert ends == [({"row": 1, "column": 12}, {"row": 1, "column": 33})] * 2

@@ -172,3 +172,88 @@ async def test_completion_after_a_comment(client: LanguageClient, ends: list[str
     )
     labels = [i.label for i in (done.items if isinstance(done, lsp.CompletionList) else done)]
     assert "when" in labels, labels
+
+
+#: a flow of CRLF lines whose `speaker b` speaks only after the cap (W215, line 3), with
+#: a comment after it, and an ignore comment on line 2 that silences nothing (X001)
+CRLF = "\r\n".join(
+    [
+        "speaker user: human",
+        "speaker a  # flowc: ignore[W203]",
+        "speaker b  # a comment",
+        "start user",
+        "max_turns 2",
+        "when from user then a",
+        "when from a then b",
+        'when from b then terminate "done"',
+        "",
+    ]
+)
+
+
+def _fixes(result: object) -> dict[str, lsp.WorkspaceEdit]:
+    assert isinstance(result, (list, tuple))
+    out = {}
+    for a in result:
+        assert isinstance(a, lsp.CodeAction) and a.edit is not None
+        out[a.title] = a.edit
+    return out
+
+
+def _edits(edit: lsp.WorkspaceEdit) -> list[lsp.TextEdit]:
+    assert edit.document_changes is not None
+    doc = edit.document_changes[0]
+    assert isinstance(doc, lsp.TextDocumentEdit)
+    return [e for e in doc.edits if isinstance(e, lsp.TextEdit)]
+
+
+async def test_a_comment_on_a_crlf_line_stops_before_its_carriage_return(
+    client: LanguageClient,
+) -> None:
+    """A comment's span ends where its line does, before the `\\r` of `\\r\\n`: the ignore
+    fix of a line with a comment replaces that comment alone, with text that holds no
+    line end (its range went one past the line's end and its new text carried the `\\r`:
+    an editor applying it inserted a blank line), the fix of an unused ignore comment
+    keeps the line's `\\r\\n`, and X001 and the comment's colour end at the line's end."""
+    lines = CRLF.split("\r\n")
+    uri = await open_doc(client, CRLF)
+    doc = lsp.TextDocumentIdentifier(uri)
+    diags = client.last_diagnostics  # type: ignore[attr-defined]
+    x001 = next(d for d in diags if d.code == "X001")
+    assert x001.range == lsp.Range(lsp.Position(1, 11), lsp.Position(1, len(lines[1])))
+    w215 = [d for d in diags if d.code == "W215" and d.range.start.line == 2]
+    assert w215, diags
+    where = lsp.Range(lsp.Position(2, 0), lsp.Position(2, 0))
+    fixes = _fixes(
+        await client.text_document_code_action_async(
+            lsp.CodeActionParams(doc, where, lsp.CodeActionContext(diagnostics=w215))
+        )
+    )
+    ignore = _edits(fixes["Ignore W215 on this line (# flowc: ignore[W215])"])
+    assert [(e.range, e.new_text) for e in ignore] == [
+        (
+            lsp.Range(lsp.Position(2, 12), lsp.Position(2, len(lines[2]))),
+            " flowc: ignore[W215] # a comment",
+        )
+    ]
+    ignored = apply_edits(CRLF, ignore)
+    assert ignored == CRLF.replace("# a comment", "# flowc: ignore[W215] # a comment")
+    where = lsp.Range(lsp.Position(1, 0), lsp.Position(1, 0))
+    fixes = _fixes(
+        await client.text_document_code_action_async(
+            lsp.CodeActionParams(doc, where, lsp.CodeActionContext(diagnostics=[x001]))
+        )
+    )
+    removed = apply(CRLF, fixes["Remove the ignore comment"])
+    assert removed == CRLF.replace("speaker a  # flowc: ignore[W203]", "speaker a")
+    coloured = await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(doc))
+    assert coloured is not None
+    line = column = 0
+    comments = []
+    for i in range(0, len(coloured.data), 5):
+        down, right, length, _, _ = coloured.data[i : i + 5]
+        line += down
+        column = right if down else column + right
+        if lines[line][column:].startswith("#"):
+            comments.append((line, column, length))
+    assert comments == [(1, 11, 21), (2, 11, 11)]
