@@ -6,7 +6,8 @@ terminals it accepts next are the candidates. Where it accepts a name, the token
 before the cursor say which kind (``from`` / ``then`` / ``start`` -> a speaker, ``tool``
 / ``calls`` -> a tool, ``context.`` / ``sets`` -> a context key, ...) and the last good
 :class:`~flowc.lsp.index.Index` gives the declared names; where it accepts a string
-after ``terminate`` or ``finishes``, the reasons the flow already uses.
+after ``terminate`` or ``finishes``, the reasons the flow already uses (after
+``expect terminate`` and a property's ``ends``, those some run closes with too).
 """
 
 from __future__ import annotations
@@ -209,11 +210,11 @@ def _in_property(before: Sequence[Token]) -> bool:
     return bool(before) and before[0].type == "PROPERTY"
 
 
-def _reasons(flow: n.Flow, closing: bool = False) -> list[str]:
+def _reasons(flow: n.Flow, closing: bool = False, cap: bool = True) -> list[str]:
     """Every close reason the flow writes, in file order. With ``closing`` (after
     `expect terminate`), the reasons a run records instead: an empty `terminate ""` as
     "workflow_terminated", an empty `finishes ""` as "finished" (as AG2 closes them),
-    and "max_turns" when the flow has a cap, since no run closes with \"\"."""
+    and "max_turns" when the flow has a cap (and ``cap``), since no run closes with \"\"."""
     out: dict[str, None] = {}
 
     def visit(node: Any) -> None:
@@ -237,7 +238,7 @@ def _reasons(flow: n.Flow, closing: bool = False) -> list[str]:
                 reason = finish_reason(reason)
             if reason or not closing:
                 out.setdefault(reason)
-        elif closing and isinstance(node, n.MaxTurnsDecl):
+        elif closing and cap and isinstance(node, n.MaxTurnsDecl):
             out.setdefault("max_turns")
         elif isinstance(node, (tuple, list)):
             for item in node:
@@ -249,6 +250,30 @@ def _reasons(flow: n.Flow, closing: bool = False) -> list[str]:
 
     visit(flow.statements)
     return list(out)
+
+
+#: what a reason offered is
+_WRITTEN = "close reason used in this flow"
+_RUNS_END = "a run of this flow closes with it"
+_NO_RUN = "written in this flow, but no run of it closes with it"
+
+
+def _reason_candidates(index: Index, closing: bool) -> list[Candidate]:
+    """The reasons offered as a string after `terminate`, `finishes` (``closing``
+    false: those the flow writes) or after `expect terminate` and a property's `ends`
+    (``closing``): there, every reason some run closes with as the check found them
+    (:attr:`Index.endings`, the reasons E111 lists), those the flow writes first, in
+    file order, then the others; then the written ones no run closes with, said so
+    (where the check cannot say, the written ones, and "max_turns" with a cap)."""
+    endings = index.endings if closing else None
+    if endings is None:
+        return [Candidate(json.dumps(r), REASON, _WRITTEN) for r in _reasons(index.flow, closing)]
+    written = _reasons(index.flow, closing, cap="max_turns" in endings)
+    return [
+        *(Candidate(json.dumps(r), REASON, _RUNS_END) for r in written if r in endings),
+        *(Candidate(json.dumps(r), REASON, _RUNS_END) for r in sorted(endings - set(written))),
+        *(Candidate(json.dumps(r), REASON, _NO_RUN) for r in written if r not in endings),
+    ]
 
 
 def _declared(index: Index, kind: str) -> list[str]:
@@ -301,17 +326,11 @@ def complete(text: str, offset: int, index: Index | None) -> tuple[list[Candidat
         before[-1].type == "ENDS" or (len(before) > 1 and str(before[-2]) == "expect")
     )
     if typed.startswith('"'):
-        if reason_here:
-            out = [
-                Candidate(json.dumps(r), REASON, "close reason used in this flow")
-                for r in (_reasons(index.flow, closing) if index else [])
-            ]
+        if reason_here and index:
+            out = _reason_candidates(index, closing)
         return [c for c in out if c.label.startswith(typed)], start
     if reason_here and index:
-        out += [
-            Candidate(json.dumps(r), REASON, "close reason used in this flow")
-            for r in _reasons(index.flow, closing)
-        ]
+        out += _reason_candidates(index, closing)
     if "NAME" in accepted and index is not None:
         for kind in _name_kinds(before):
             out += [Candidate(format_name(name), kind) for name in _declared(index, kind)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -32,9 +33,10 @@ from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, ch
 from flowc.compiler.lower import RuleCache, lower
 from flowc.compiler.pipeline import compile_source
 from flowc.compiler.render.options import RenderOptions
-from flowc.diagnostics import E001, Diagnostic, Severity, has_errors, internal_error_text
+from flowc.diagnostics import Diagnostic, Severity, has_errors, internal_error_text
 from flowc.lsp.incremental import Reparser
-from flowc.lsp.index import Index
+from flowc.lsp.index import Index, run_endings
+from flowc.lsp.moves import Edit, Since, add, edit_between, edits_between, since
 from flowc.project.config import Config, find_pyproject, load_config, options_from
 from flowc.project.errors import UsageError
 from flowc.project.plugins import config_trusted, load_plugins_for
@@ -64,11 +66,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 @attrs.define
 class Analysis:
     """The last analysis of a document: its findings and, from the last version that
-    parsed, the index that hover, definition and symbols use."""
+    parsed, the index that hover, definition and symbols use.
+
+    While the document does not parse, ``diagnostics`` are its syntax errors
+    (``errors``) and the findings of the last version that parsed (``findings``, in that
+    version's places) moved to where the edits since put their text
+    (:mod:`flowc.lsp.moves`)."""
 
     version: int | None
     diagnostics: tuple[Diagnostic, ...]
     index: Index | None
+    #: the findings of the version ``index`` was built from, in its places
+    findings: tuple[Diagnostic, ...] = ()
+    #: the syntax errors of the text analysed (none when it parsed)
+    errors: tuple[Diagnostic, ...] = ()
+    #: the number of the text analysed and of the one ``index`` was built from (see
+    #: :class:`_Log`)
+    seq: int = 0
+    base_seq: int = 0
+    #: the re-parser's count of moved trees when ``index`` was built: once it changed,
+    #: the index's tree is no longer in its text's places (:attr:`Reparser.moved`)
+    moved: int = 0
 
 
 def text_lines(text: str) -> list[str]:
@@ -138,6 +156,65 @@ class _Job:
     source: SourceFile
     options: CheckOptions
     generation: int
+    #: the number of the text (:class:`_Log`)
+    seq: int = 0
+
+
+#: an edit of a document: the numbers of the first and the last change it stands for
+#: (several changes that touch are one edit), and the edit
+_Entry = tuple[int, int, Edit]
+#: past this many edits kept, they are made one (the region the texts differ in)
+_MOST_EDITS = 64
+
+
+@attrs.frozen
+class _Log:
+    """A document's edits since the last version that parsed: ``text`` is the text the
+    editor has now, the ``seq``-th (each change counts one), and ``entries`` lead from
+    ``base`` (a text analysed) to it. Replaced, never changed: the analyses' thread reads
+    it too."""
+
+    seq: int
+    text: SourceFile
+    base: SourceFile
+    entries: tuple[_Entry, ...] = ()
+
+    def changed(self, text: SourceFile) -> _Log:
+        """The log after a change that made the document ``text``."""
+        seq = self.seq + 1
+        entries = self.entries
+        for edit in edits_between(self.text.text, text.text):
+            merged = add((entries[-1][2],), edit) if entries else ()
+            if len(merged) == 1:
+                entries = (*entries[:-1], (entries[-1][0], seq, merged[0]))
+            else:
+                entries = (*entries, (seq, seq, edit))
+        if len(entries) > _MOST_EDITS:
+            whole = edit_between(self.base.text, text.text)
+            entries = ((entries[0][0], seq, whole),) if whole is not None else ()
+        return _Log(seq, text, self.base, entries)
+
+    def parsed(self, seq: int, source: SourceFile) -> _Log:
+        """The log once the ``seq``-th text, ``source``, parsed: only the edits after it."""
+        entries: tuple[_Entry, ...]
+        if any(first <= seq < last for first, last, _ in self.entries):
+            whole = edit_between(source.text, self.text.text)
+            entries = ((seq + 1, self.seq, whole),) if whole is not None else ()
+        else:
+            entries = tuple(e for e in self.entries if e[0] > seq)
+        return _Log(self.seq, self.text, source, entries)
+
+    def since(self, analysis: Analysis, old: SourceFile, new: SourceFile, seq: int) -> Since:
+        """From ``old``, the text of ``analysis``'s index, to ``new``, the ``seq``-th."""
+        base = analysis.base_seq
+        edits: list[Edit] = []
+        for first, last, edit in self.entries:
+            if first <= base < last or first <= seq < last:
+                edits = []  # an edit that is only partly between them: see `since`
+                break
+            if base < first and last <= seq:
+                edits.append(edit)
+        return since(old, new, edits)
 
 
 @attrs.frozen
@@ -213,6 +290,11 @@ class FlowcServer(LanguageServer):
         self._collecting: asyncio.TimerHandle | None = None
         self._configs: dict[Path, _Config] = {}
         self._reported: set[str] = set()
+        #: per open document, its edits since the last version that parsed
+        self._logs: dict[str, _Log] = {}
+        #: per document, the index whose names were listed while its tree was in its
+        #: text's places (:meth:`_list_names`)
+        self._named: dict[str, Index] = {}
 
     # ── handlers and their internal errors ───────────────────────────────────
 
@@ -370,12 +452,17 @@ class FlowcServer(LanguageServer):
         and version as they are now, and its settings."""
         doc = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
+        text = flow_text(doc.source)
+        log = self._logs.get(uri)
+        # the log's text when it is this one (its lines are counted once)
+        source = log.text if log is not None and log.text.text == text else SourceFile(path, text)
         return _Job(
             uri,
             doc.version,
-            SourceFile(path, flow_text(doc.source)),
+            source,
             self.options_for(path),
             self._generation.get(uri, 0),
+            log.seq if log is not None else 0,
         )
 
     def _stale(self, job: _Job) -> bool:
@@ -392,14 +479,12 @@ class FlowcServer(LanguageServer):
             if self._stale(job):
                 return None
             source = job.source
+            log = self._logs.get(job.uri)  # (before the analysis its edits follow)
             previous = self.analyses.get(job.uri)
-            flow, syntax = self.reparsers.setdefault(job.uri, Reparser()).parse(source)
+            reparser = self.reparsers.setdefault(job.uri, Reparser())
+            flow, syntax = reparser.parse(source)
             if syntax:
-                # keep the last good analysis for everything but the syntax error
-                kept = previous.diagnostics if previous else ()
-                old = tuple(d for d in kept if d.code is not E001)
-                index = previous.index if previous else None
-                analysis = Analysis(job.version, (*syntax, *old), index)
+                analysis = self._broken(job, syntax, previous, log)
             else:
                 if self._stale(job):
                     return None
@@ -409,7 +494,9 @@ class FlowcServer(LanguageServer):
                 if self._stale(job):
                     return None
                 spaces = self.spaces.setdefault(job.uri, SpaceCache())
-                # (without the rules each finding proves dead: only the diagram draws them)
+                # (without the rules each finding proves dead: only the diagram draws them;
+                # the reasons runs end with, read from the same facts, for completion)
+                endings: list[frozenset[str] | None] = [None]
                 diags = check_compiled(
                     compiled,
                     compile_diags,
@@ -417,12 +504,47 @@ class FlowcServer(LanguageServer):
                     filename=source.name,
                     spaces=spaces,
                     proofs=False,
+                    on_facts=lambda facts: endings.__setitem__(0, run_endings(facts)),
                 )
-                analysis = Analysis(job.version, diags, Index.build(source, flow, compiled))
+                index = Index.build(source, flow, compiled, endings[0])
+                analysis = Analysis(
+                    job.version, diags, index, diags, (), job.seq, job.seq, reparser.moved
+                )
             if self._stale(job):
                 return None
             message, converted = self._serialise(job, analysis, reuse=not syntax)
             return analysis, message, converted
+
+    def _broken(
+        self,
+        job: _Job,
+        syntax: tuple[Diagnostic, ...],
+        previous: Analysis | None,
+        log: _Log | None,
+    ) -> Analysis:
+        """The analysis of a text that does not parse: its syntax errors, and the last
+        good analysis for everything else, its findings moved to where the edits since
+        put their text (one an edit replaced part of is left out)."""
+        if previous is None or previous.index is None:
+            return Analysis(job.version, syntax, None, seq=job.seq)
+        moves = (
+            log.since(previous, previous.index.source, job.source, job.seq)
+            if log is not None and previous.base_seq <= job.seq
+            else None
+        )
+        shown = []
+        for d in previous.findings:
+            if moves is None:
+                break
+            if d.span is None:
+                shown.append(d)
+                continue
+            span = moves.span(d.span)
+            if span is not None:
+                shown.append(attrs.evolve(d, span=span))
+        return attrs.evolve(
+            previous, version=job.version, diagnostics=(*syntax, *shown), errors=syntax, seq=job.seq
+        )
 
     def _finish(
         self,
@@ -446,7 +568,30 @@ class FlowcServer(LanguageServer):
             self._converted[job.uri] = converted
         elif converted is not None:
             self._converted.pop(job.uri, None)
+        log = self._logs.get(job.uri)
+        if log is not None and not analysis.errors and analysis.index is not None:
+            self._logs[job.uri] = log.parsed(job.seq, analysis.index.source)
+            # its names, listed in the analyses' thread before the next edit's parse
+            # moves its tree (an analysis is not kept waiting for them)
+            with contextlib.suppress(RuntimeError):  # (the server is shutting down)
+                self._analyser.submit(self._list_names, job.uri, analysis.index, analysis.moved)
         self._collect_later()
+
+    def _list_names(self, uri: str, index: Index, moved: int) -> None:
+        """List ``index``'s names (:attr:`Index.occurrences`, kept) while its tree is
+        still in its text's places (``moved``: the re-parser's count then): a request
+        can then look names up in it after an edit that parsed moved its tree (see
+        :meth:`since`)."""
+        with self._running:
+            reparser = self.reparsers.get(uri)
+            if reparser is None or reparser.moved != moved:
+                return
+            try:
+                index.occurrences  # noqa: B018 (listed and kept)
+            except Exception as err:  # a request lists them again, and says so
+                log.debug("listing the names of %s: %s", uri, err)
+                return
+            self._named[uri] = index
 
     def _collect_later(self) -> None:
         """Collect cyclic garbage once the server has been idle for a while."""
@@ -599,12 +744,25 @@ class FlowcServer(LanguageServer):
         self._last_change[uri] = now
         busy = self._running.locked() or uri in self._pending
         quiet = not busy and (last is None or now - last >= DEBOUNCE_SECONDS)
+        log = self._logs.get(uri)
+        if log is not None:  # the edit, kept until a version after it parses
+            text = flow_text(self.workspace.get_text_document(uri).source)
+            self._logs[uri] = log.changed(SourceFile(log.text.name, text))
         self.schedule(uri, 0 if quiet else DEBOUNCE_SECONDS)
 
     def opened(self, uri: str) -> None:
         """A document was opened: its first analysis, at once, in this thread."""
         self._open.add(uri)
+        text = flow_text(self.workspace.get_text_document(uri).source)
+        source = SourceFile(to_fs_path(uri) or uri, text)
+        old = self._logs.get(uri)
+        self._logs[uri] = _Log(old.seq + 1 if old is not None else 0, source, source)
         self.analyse(uri)
+
+    def is_open(self, uri: str) -> bool:
+        """Whether the editor opened ``uri`` (and has not closed it): the server answers
+        only about the documents it has the text of."""
+        return uri in self._open
 
     def closed(self, uri: str) -> None:
         """Forget a closed document (an analysis of it still running is dropped)."""
@@ -619,6 +777,8 @@ class FlowcServer(LanguageServer):
         self.spaces.pop(uri, None)
         self.rule_caches.pop(uri, None)
         self._converted.pop(uri, None)
+        self._logs.pop(uri, None)
+        self._named.pop(uri, None)
 
     def config_changed(self) -> None:
         """A pyproject.toml changed (the editor's file watch): check every open
@@ -722,15 +882,86 @@ class FlowcServer(LanguageServer):
 
     # ── helpers for the requests ─────────────────────────────────────────────
 
-    def lookup(self, uri: str, position: lsp.Position) -> tuple[Index, int, int] | None:
-        """The document's index and the cursor as flowc's 1-based line, 0-based column."""
+    def since(self, uri: str) -> tuple[Analysis, Index, Since, bool] | None:
+        """The document's analysis, its index (of the last version that parsed), how
+        that version's places lead to the text the editor has now (:mod:`flowc.lsp.moves`),
+        and whether the index's tree is still in its text's places: not once an edit that
+        parsed moved it (its analysis dropped for a newer one, or not finished yet), and
+        then only its findings are answered from. None when there is no index."""
         analysis = self.analyses.get(uri)
-        if analysis is None or analysis.index is None:
+        log = self._logs.get(uri)
+        if analysis is None or analysis.index is None or log is None:
             return None
+        reparser = self.reparsers.get(uri)
+        tree_kept = reparser is None or reparser.moved == analysis.moved
         index = analysis.index
-        lines = text_lines(index.source.text)
+        text = flow_text(self.workspace.get_text_document(uri).source)
+        if log.text.text != text:  # (the log missed a change: the texts alone)
+            now = SourceFile(log.text.name, text)
+            return analysis, index, since(index.source, now, None), tree_kept
+        return analysis, index, log.since(analysis, index.source, log.text, log.seq), tree_kept
+
+    def lookup(self, uri: str, position: lsp.Position) -> Cursor | None:
+        """The cursor in the version the document's index was built from (see
+        :class:`Cursor`); None when there is no index or the cursor is in what an edit
+        wrote since."""
+        found = self.since(uri)
+        if found is None:
+            return None
+        analysis, index, moves, tree_kept = found
+        lines = text_lines(moves.new.text)
         at = self.workspace.position_codec.position_from_client_units(lines, position)
-        return index, at.line + 1, at.character
+        old = moves.cursor(at.line + 1, at.character)
+        if old is None:
+            return None
+        now = (at.line + 1, at.character)
+        fresh = analysis.seq == self._logs[uri].seq and analysis.errors != ()
+        names_kept = tree_kept or self._named.get(uri) is index
+        return Cursor(analysis, index, old[0], old[1], moves, now, fresh, tree_kept, names_kept)
+
+    def place(self, moves: Since, span: Span, lines: Sequence[str]) -> lsp.Range | None:
+        """A span of the last version that parsed as a range of the text the editor has
+        now (``lines``: its lines); None when an edit since replaced part of it."""
+        moved = moves.span(span)
+        return None if moved is None else self.to_range(moved, lines)
+
+
+@attrs.frozen
+class Cursor:
+    """A request's cursor: in the version of the document ``index`` was built from
+    (``line``, 1-based, and ``column``, 0-based, as flowc counts them), and in the text
+    the editor has now (``now``), which the edits since the index (``moves``) lead to.
+    ``fresh``: the analysis is of the text the editor has now (its syntax errors are
+    in its places). ``tree_kept``: the index's tree is still in its text's places (see
+    :meth:`FlowcServer.since`); ``names_kept``: its names are in their places (its
+    tree is, or they were listed before it moved), so they are looked up; else only
+    findings are."""
+
+    analysis: Analysis
+    index: Index
+    line: int
+    column: int
+    moves: Since
+    now: tuple[int, int]
+    fresh: bool
+    tree_kept: bool
+    names_kept: bool
+
+    def under(self, span: Span) -> Span | None:
+        """``span``, of the index's version, in the text now when the cursor is in it
+        there (end included, as for a name); else None (an edit since changed it, or the
+        cursor is not in it)."""
+        moved = self.moves.span(span)
+        if moved is None:
+            return None
+        inside = (
+            (moved.line, moved.column - 1) <= self.now <= (moved.end_line, moved.end_column - 1)
+        )
+        return moved if inside else None
+
+    def line_kept(self) -> bool:
+        """Whether the cursor's line reads the same now as in the index's version."""
+        return self.moves.new.line_text(self.now[0]) == self.index.source.line_text(self.line)
 
 
 class RequestFailed(JsonRpcException):

@@ -21,7 +21,7 @@ from flowc.lsp import completion as comp
 from flowc.lsp import tokens as tk
 from flowc.lsp.core import BOM, FlowcServer, RequestFailed, document_text, text_lines
 from flowc.lsp.index import CONDITION, KEY, SPEAKER, TARGET, TOOL
-from flowc.source import SourceFile
+from flowc.source import SourceFile, Span
 
 #: the command that draws the flow (SVG, findings marked), for a preview pane
 DIAGRAM_COMMAND = "flowc.diagram"
@@ -129,6 +129,8 @@ def _register_reading_aids(server: FlowcServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["."]))
     def completion(ls: FlowcServer, params: lsp.CompletionParams) -> lsp.CompletionList:
         uri = params.text_document.uri
+        if not ls.is_open(uri):
+            return lsp.CompletionList(is_incomplete=False, items=[])
         doc = ls.workspace.get_text_document(uri)
         text = document_text(doc)
         analysis = ls.analyses.get(uri)
@@ -156,6 +158,8 @@ def _register_reading_aids(server: FlowcServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, legend)
     def semantic_tokens(ls: FlowcServer, params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
         uri = params.text_document.uri
+        if not ls.is_open(uri):
+            return lsp.SemanticTokens(data=[])
         text = document_text(ls.workspace.get_text_document(uri))
         analysis = ls.analyses.get(uri)
         pieces = tk.semantic_pieces(text, analysis.index if analysis else None)
@@ -175,17 +179,26 @@ def _register_reading_aids(server: FlowcServer) -> None:
 
     @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
     def folding(ls: FlowcServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
-        analysis = ls.analyses.get(params.text_document.uri)
-        if analysis is None or analysis.index is None:
-            return []
-        return [
-            lsp.FoldingRange(
-                start_line=f.start - 1,
-                end_line=f.end - 1,
-                kind=lsp.FoldingRangeKind.Comment if f.comment else lsp.FoldingRangeKind.Region,
-            )
-            for f in tk.folds(analysis.index)
-        ]
+        found = ls.since(params.text_document.uri)
+        if found is None or not found[3]:
+            return []  # (none, or its tree no longer in its places: see FlowcServer.since)
+        _, index, moves, _ = found
+        out = []
+        for f in tk.folds(index):
+            # the fold's lines, whole, where the edits since the index's version put them
+            end = len(index.source.line_text(f.end)) + 1
+            moved = moves.span(Span(f.start, 1, f.end, end))
+            if moved is not None:
+                out.append(
+                    lsp.FoldingRange(
+                        start_line=moved.line - 1,
+                        end_line=moved.end_line - 1,
+                        kind=lsp.FoldingRangeKind.Comment
+                        if f.comment
+                        else lsp.FoldingRangeKind.Region,
+                    )
+                )
+        return out
 
 
 def _register_fixes(server: FlowcServer) -> None:
@@ -199,6 +212,8 @@ def _register_fixes(server: FlowcServer) -> None:
     )
     def code_actions(ls: FlowcServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
+        if not ls.is_open(uri):
+            return []
         doc = ls.workspace.get_text_document(uri)
         analysis = ls.analyses.get(uri)
         if (
@@ -236,6 +251,8 @@ def _register_fixes(server: FlowcServer) -> None:
     def range_formatting(
         ls: FlowcServer, params: lsp.DocumentRangeFormattingParams
     ) -> list[lsp.TextEdit] | None:
+        if not ls.is_open(params.text_document.uri):
+            return None
         doc = ls.workspace.get_text_document(params.text_document.uri)
         # a byte order mark stays, as `flowc fmt` keeps it: the lines are formatted
         # without it, and it is put back before the first when that one changes

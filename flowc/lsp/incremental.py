@@ -307,6 +307,9 @@ class Reparser:
     flow: n.Flow | None = None
     #: statements taken over from the last tree by the last parse (for the benchmark)
     reused: int = 0
+    #: how many times statements of a tree were moved in place (:func:`_shift`): a tree
+    #: an analysis kept is in its text's places only while this has not changed since
+    moved: int = 0
     #: the nodes that hold spans under each statement of ``flow`` (for :func:`_shift`)
     holders: _Holders = attrs.field(factory=_Holders, repr=False)
     #: the statements the last incremental parse parsed again
@@ -406,6 +409,8 @@ class Reparser:
             if p.shift or p.lines:
                 moves.append((tail, p.lines, p.shift))
         comments = _merged_comments(old.comments, done, source)
+        if moves:
+            self.moved += 1  # before: a request meanwhile no longer trusts the old places
         _shift(moves, self.holders)
         self.reused = len(statements) - sum(r.after - r.first for r in regions)
         self._parsed = [st for p in done for st in p.statements]

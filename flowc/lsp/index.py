@@ -17,7 +17,10 @@ from typing import Any
 
 import attrs
 
+from flowc._compat import dd_out_of_memory
 from flowc.compiler import model as m
+from flowc.compiler.analysis.endings import ending_reasons
+from flowc.compiler.analysis.facts import Facts
 from flowc.compiler.analysis.system import System, system_of_flow
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import rule_label, transition_text
@@ -228,6 +231,18 @@ def _tools_of(cond: m.Condition) -> set[str]:
     return set()
 
 
+def run_endings(facts: Facts) -> frozenset[str] | None:
+    """Every reason some run of the analysed flow closes with (as E111 lists them), from
+    the facts its checks read; None when the analysis cannot say, or when counting the
+    runs the cap closes ran out of the memory the symbolic count was given."""
+    try:
+        return ending_reasons(facts)
+    except (MemoryError, RuntimeError, ValueError) as error:
+        if not dd_out_of_memory(error):
+            raise
+        return None
+
+
 @attrs.frozen(eq=False, slots=False)
 class Index:
     """One analysed version of a document. Its names are listed when a request first
@@ -236,10 +251,20 @@ class Index:
     source: SourceFile
     flow: n.Flow
     compiled: CompiledFlow | None
+    #: every reason some run of the flow closes with, as the check found them
+    #: (:func:`~flowc.compiler.analysis.endings.ending_reasons`, ``"max_turns"`` when a
+    #: run reaches the cap); None when not known (not analysed, or the analysis cannot say)
+    endings: frozenset[str] | None = None
 
     @classmethod
-    def build(cls, source: SourceFile, flow: n.Flow, compiled: CompiledFlow | None) -> Index:
-        return cls(source, flow, compiled)
+    def build(
+        cls,
+        source: SourceFile,
+        flow: n.Flow,
+        compiled: CompiledFlow | None,
+        endings: frozenset[str] | None = None,
+    ) -> Index:
+        return cls(source, flow, compiled, endings)
 
     @cached_property
     def occurrences(self) -> tuple[Occurrence, ...]:

@@ -7,8 +7,10 @@ editor shows what the command line reports. Features: diagnostics on open and on
 change (debounced), hover, go to definition, document symbols and formatting.
 
 A document that no longer parses keeps its last good analysis: the syntax error is
-shown with the findings of the last version that parsed, and hover, definition and
-symbols answer from that version.
+shown with the findings of the last version that parsed, and hover, definition,
+references, symbols and the start of a rename answer from that version, placed where
+the edits since put its text (:mod:`flowc.lsp.moves`). A document the editor has not
+opened is not read: requests about it answer nothing, or say it is not open.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
 from flowc.lsp.core import (
     BOM,
+    Cursor,
     FlowcServer,
     InternalError,
     RequestFailed,
@@ -36,6 +39,7 @@ from flowc.lsp.core import (
     text_lines,
 )
 from flowc.lsp.index import Index, Occurrence, Refused
+from flowc.lsp.moves import Since
 from flowc.lsp.stdio import serve_stdio
 from flowc.project.explain import page
 from flowc.source import Span
@@ -87,30 +91,41 @@ def finding_markdown(d: Diagnostic) -> str:
 def _symbol(
     name: str,
     kind: lsp.SymbolKind,
-    whole: lsp.Range,
-    selection: lsp.Range,
+    whole: lsp.Range | None,
+    selection: lsp.Range | None,
     detail: str | None = None,
-    children: list[lsp.DocumentSymbol] | None = None,
-) -> lsp.DocumentSymbol:
+    children: list[lsp.DocumentSymbol | None] | None = None,
+) -> lsp.DocumentSymbol | None:
+    """A symbol of the outline; None when an edit since its version replaced part of
+    it (``whole`` or ``selection`` is None: see :func:`document_symbols`)."""
+    if whole is None or selection is None:
+        return None
+    kept = [c for c in children or () if c is not None]
     return lsp.DocumentSymbol(
         name=name,
         kind=kind,
         range=whole,
         selection_range=selection,
         detail=detail,
-        children=children,
+        children=kept or None,
     )
 
 
-def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymbol]:
+def document_symbols(
+    server: FlowcServer, index: Index, moves: Since | None = None
+) -> list[lsp.DocumentSymbol]:
     """The outline: speakers with their tools, context keys, custom conditions and
-    targets, rules, scenarios and properties, in file order."""
-    lines = text_lines(index.source.text)
+    targets, rules, scenarios and properties, in file order. ``moves``: the edits since
+    the index's version (its symbols placed in the text now; one an edit replaced part
+    of is left out, with what it holds)."""
+    if moves is None:
+        moves = Since(index.source, index.source, (), ())
+    lines = text_lines(moves.new.text)
 
-    def rng(span: Span) -> lsp.Range:
-        return server.to_range(span, lines)
+    def rng(span: Span) -> lsp.Range | None:
+        return server.place(moves, span, lines)
 
-    out: list[lsp.DocumentSymbol] = []
+    out: list[lsp.DocumentSymbol | None] = []
     rule_no = 0
     for st in index.flow.statements:
         if isinstance(st, (n.SpeakerDecl, n.SpeakersDecl)):
@@ -187,22 +202,23 @@ def document_symbols(server: FlowcServer, index: Index) -> list[lsp.DocumentSymb
                     st.name.value, lsp.SymbolKind.Module, rng(st.span), rng(st.name.span), "flow"
                 )
             )
-    return out
+    return [symbol for symbol in out if symbol is not None]
 
 
 def _occurrence(
     server: FlowcServer, uri: str, position: lsp.Position
-) -> tuple[Index, Occurrence, list[str]] | None:
-    """The name under the cursor for definition and references: the document's index,
-    the occurrence, and the text's lines (for ranges); None when there is none."""
-    found = server.lookup(uri, position)
-    if found is None:
+) -> tuple[Cursor, Occurrence, list[str]] | None:
+    """The name under the cursor for definition and references: the cursor (in the
+    version of the document's index), the occurrence, and the lines of the text the
+    editor has now (for ranges); None when there is none, or when an edit since that
+    version changed it."""
+    cursor = server.lookup(uri, position)
+    if cursor is None:
         return None
-    index, line, column = found
-    occ = index.at(line, column)
-    if occ is None:
+    occ = cursor.index.at(cursor.line, cursor.column) if cursor.names_kept else None
+    if occ is None or cursor.under(occ.span) is None:
         return None
-    return index, occ, text_lines(index.source.text)
+    return cursor, occ, text_lines(cursor.moves.new.text)
 
 
 def make_server(*, trust: bool = False, layout: RenderOptions | None = None) -> FlowcServer:
@@ -243,7 +259,8 @@ def _register_document_sync(server: FlowcServer) -> None:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: FlowcServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0)  # the config may have changed too
+        if ls.is_open(params.text_document.uri):
+            ls.schedule(params.text_document.uri, 0)  # the config may have changed too
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FlowcServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -259,35 +276,43 @@ def _register_hover(server: FlowcServer) -> None:
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: FlowcServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        found = ls.lookup(params.text_document.uri, params.position)
-        if found is None:
+        # (from the last version that parsed: the cursor is looked up there, and what
+        # is found is shown only when the edits since left it under the cursor)
+        cursor = ls.lookup(params.text_document.uri, params.position)
+        if cursor is None:
             return None
-        index, line, column = found
-        code = index.code_at(line, column)
+        index, line, column = cursor.index, cursor.line, cursor.column
+        code = index.code_at(line, column) if cursor.tree_kept and cursor.line_kept() else None
         if code is not None:
             text = page(code)
             return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text)) if text else None
-        occ = index.at(line, column)
+        occ = index.at(line, column) if cursor.names_kept else None
+        occ_span = cursor.under(occ.span) if occ is not None else None
         parts = []
-        name_text = index.hover(occ) if occ is not None else None
+        name_text = index.hover(occ) if occ is not None and occ_span is not None else None
         if name_text is not None:
             parts.append(name_text)
         # the findings under the cursor, as `flowc check` explains them, then what their
-        # codes mean (`flowc explain`)
-        under = [
-            d
-            for d in ls.analyses[params.text_document.uri].diagnostics
-            if d.span is not None and _covers(d.span, line, column)
+        # codes mean (`flowc explain`): the syntax errors of the text now, and the
+        # findings of the index's version
+        under: list[tuple[Diagnostic, Span]] = [
+            (d, d.span)
+            for d in (cursor.analysis.errors if cursor.fresh else ())
+            if d.span is not None and _covers(d.span, *cursor.now)
         ]
-        parts += [finding_markdown(d) for d in under]
-        for code in dict.fromkeys(d.code.id for d in under):
+        for d in cursor.analysis.findings:
+            moved = cursor.under(d.span) if d.span is not None else None
+            if d.span is not None and moved is not None and _covers(d.span, line, column):
+                under.append((d, moved))
+        parts += [finding_markdown(d) for d, _ in under]
+        for code in dict.fromkeys(d.code.id for d, _ in under):
             explained = page(code)
             if explained:
                 parts.append(explained)
         if not parts:
             return None
-        lines = text_lines(index.source.text)
-        span = occ.span if occ is not None and name_text is not None else under[0].span
+        lines = text_lines(cursor.moves.new.text)
+        span = occ_span if occ_span is not None and name_text is not None else under[0][1]
         return lsp.Hover(
             lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n---\n\n".join(parts)),
             range=ls.to_range(span, lines),
@@ -303,20 +328,24 @@ def _register_navigation(server: FlowcServer) -> None:
         found = _occurrence(ls, params.text_document.uri, params.position)
         if found is None:
             return None
-        index, occ, lines = found
-        return [
-            lsp.Location(params.text_document.uri, ls.to_range(d.span, lines))
-            for d in index.definitions(occ.kind, occ.name)
-        ] or None
+        cursor, occ, lines = found
+        places = (
+            ls.place(cursor.moves, d.span, lines)
+            for d in cursor.index.definitions(occ.kind, occ.name)
+        )
+        return [lsp.Location(params.text_document.uri, r) for r in places if r is not None] or None
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     def references(ls: FlowcServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
         found = _occurrence(ls, params.text_document.uri, params.position)
         if found is None:
             return None
-        index, occ, lines = found
-        uses = index.references(occ.kind, occ.name, declarations=params.context.include_declaration)
-        return [lsp.Location(params.text_document.uri, ls.to_range(u.span, lines)) for u in uses]
+        cursor, occ, lines = found
+        uses = cursor.index.references(
+            occ.kind, occ.name, declarations=params.context.include_declaration
+        )
+        places = (ls.place(cursor.moves, u.span, lines) for u in uses)
+        return [lsp.Location(params.text_document.uri, r) for r in places if r is not None]
 
 
 def _register_rename(server: FlowcServer) -> None:
@@ -327,33 +356,31 @@ def _register_rename(server: FlowcServer) -> None:
     def prepare_rename(
         ls: FlowcServer, params: lsp.PrepareRenameParams
     ) -> lsp.PrepareRenamePlaceholder | None:
-        found = ls.lookup(params.text_document.uri, params.position)
+        found = _occurrence(ls, params.text_document.uri, params.position)
         if found is None:
-            return None
-        index, line, column = found
-        occ = index.at(line, column)
-        if occ is None:
             return None  # the editor says "nothing to rename here"
+        cursor, occ, lines = found
         try:
-            index.can_rename(occ)
+            cursor.index.can_rename(occ)
         except Refused as err:
             raise RequestFailed(str(err)) from None
-        lines = text_lines(index.source.text)
-        return lsp.PrepareRenamePlaceholder(
-            range=ls.to_range(occ.span, lines), placeholder=occ.name
-        )
+        span = cursor.under(occ.span)
+        assert span is not None  # (_occurrence checked it)
+        return lsp.PrepareRenamePlaceholder(range=ls.to_range(span, lines), placeholder=occ.name)
 
     @server.feature(lsp.TEXT_DOCUMENT_RENAME)
     def rename(ls: FlowcServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
         uri = params.text_document.uri
+        if not ls.is_open(uri):
+            raise RequestFailed(f"{uri} is not open")
         doc = ls.workspace.get_text_document(uri)
         analysis = ls.analyses.get(uri)
         if analysis is None or analysis.version != doc.version:
             ls.analyse(uri)  # edits are renamed on the text the editor has now
-        found = ls.lookup(uri, params.position)
-        if found is None or found[0].source.text != document_text(doc):
+        cursor = ls.lookup(uri, params.position)
+        if cursor is None or cursor.index.source.text != document_text(doc):
             raise RequestFailed("the file does not parse: fix the syntax error first, then rename")
-        index, line, column = found
+        index, line, column = cursor.index, cursor.line, cursor.column
         occ = index.at(line, column)
         if occ is None:
             raise RequestFailed("there is no speaker, tool or context key here to rename")
@@ -378,10 +405,11 @@ def _register_outline(server: FlowcServer) -> None:
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def symbols(ls: FlowcServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
-        analysis = ls.analyses.get(params.text_document.uri)
-        if analysis is None or analysis.index is None:
-            return []
-        return document_symbols(ls, analysis.index)
+        found = ls.since(params.text_document.uri)
+        if found is None or not found[3]:
+            return []  # (none, or its tree no longer in its places: see FlowcServer.since)
+        _, index, moves, _ = found
+        return document_symbols(ls, index, moves)
 
 
 def _register_formatting(server: FlowcServer) -> None:
@@ -392,6 +420,8 @@ def _register_formatting(server: FlowcServer) -> None:
     def formatting(
         ls: FlowcServer, params: lsp.DocumentFormattingParams
     ) -> list[lsp.TextEdit] | None:
+        if not ls.is_open(params.text_document.uri):
+            return None
         doc = ls.workspace.get_text_document(params.text_document.uri)
         # a byte order mark stays, as `flowc fmt` keeps it
         bom = BOM if doc.source.startswith(BOM) else ""

@@ -189,6 +189,58 @@ async def test_completion_after_expect_terminate_offers_the_reasons_a_run_record
     assert ('""', Kind.Value) in got and ('"finished"', Kind.Value) not in got
 
 
+#: a flow that writes no reason a run closes with: every run ends after `writer` speaks
+#: ("after_work", as E111 says), before its `max_turns`; the `terminate` never fires
+UNWRITTEN = """\
+speaker user: human
+speaker writer
+start user
+max_turns 6
+when from user then writer
+when from user then terminate "never"
+"""
+
+
+async def reasons_offered(client: LanguageClient, uri: str, text: str) -> list[tuple[str, str]]:
+    """The reasons completion offers at the end of ``text``, with what each is."""
+    await typed(client, uri, text)
+    lines = text.split("\n")
+    result = await client.text_document_completion_async(
+        lsp.CompletionParams(
+            lsp.TextDocumentIdentifier(uri), lsp.Position(len(lines) - 1, len(lines[-1]))
+        )
+    )
+    assert isinstance(result, lsp.CompletionList)
+    return [(i.label, i.detail or "") for i in result.items if i.kind == Kind.Value]
+
+
+async def test_completion_offers_the_reasons_runs_close_with_though_unwritten(
+    client: LanguageClient,
+) -> None:
+    """After `expect terminate` and a property's `ends`, every reason the check finds a
+    run closing with is offered, written in the file or not (here "after_work", which it
+    left out), and "max_turns" only when a run reaches the cap (it was offered for any
+    cap); a reason the flow writes that no run closes with comes last, said so."""
+    uri = await open_doc(client, UNWRITTEN)
+    runs = "a run of this flow closes with it"
+    written = "written in this flow, but no run of it closes with it"
+    wanted = [('"after_work"', runs), ('"never"', written)]
+    scenario = UNWRITTEN + 'scenario "s" {\n  user: "hi"\n  expect terminate '
+    assert await reasons_offered(client, uri, scenario) == wanted
+    assert await reasons_offered(client, uri, scenario + '"a') == wanted[:1]
+    assert await reasons_offered(client, uri, UNWRITTEN + "property p: eventually ends ") == wanted
+    # with runs the cap closes: "max_turns" is among them
+    looping = UNWRITTEN.replace("writer\nstart", "writer\nwhen from writer then user\nstart")
+    uri = await open_doc(client, looping)
+    assert await reasons_offered(client, uri, looping + "property p: eventually ends ") == [
+        ('"max_turns"', runs),
+        ('"never"', written),
+    ]
+    # a rule's own `terminate`: what the flow writes, as before
+    got = await reasons_offered(client, uri, looping + "when from writer then terminate ")
+    assert got == [('"never"', "close reason used in this flow")]
+
+
 async def test_completion_goes_on_after_an_unfinished_statement(client: LanguageClient) -> None:
     uri = await open_doc(client, FLOW)
     text = FLOW + "when from\nwhen tool "

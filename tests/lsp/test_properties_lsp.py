@@ -187,9 +187,12 @@ async def test_completion_in_a_property(client: LanguageClient) -> None:
         FLOW.replace("speaker agent", "speaker agent\ncondition c()") + "property p: never "
     )
     assert got == ["context", "ends", "from", "not", "previous", "tool", "turn"]
-    # after `ends`: the reasons a run closes with
+    # after `ends`: the reasons a run closes with, those the flow writes first: a run
+    # ends with "refunded" or after `agent` speaks ("after_work", which the flow does not
+    # write), a few turns in, never by its `max_turns 12` (it offered "max_turns" and left
+    # "after_work" out)
     got = await complete(FLOW + "property p: eventually ends ", lsp.CompletionItemKind.Value)
-    assert got == ['"max_turns"', '"refunded"']
+    assert got == ['"refunded"', '"after_work"']
     assert await complete(FLOW + "property p: tool refund at most 2 ") == ["time", "times"]
     assert await complete(FLOW + "property p: never tool ") == ["refund"]
 

@@ -128,7 +128,10 @@ def test_diagnostics_json_is_pyglss_and_survives_edits(
         found = server.analyses[uri].diagnostics
         assert written == pygls_json(server, uri, version, text, found)
         if text.endswith("from"):  # the syntax error and the last analysis that parsed
-            assert [d.code.id for d in found] == ["E001", *codes]
+            # (its findings whose text the edits since left in place: none of `big`'s
+            # on a text that is TRAP's again)
+            assert [d.code.id for d in found][:1] == ["E001"]
+            assert {d.code.id for d in found[1:]} <= set(codes)
             assert server._converted[uri]  # the JSON kept for the next version that parses
         else:
             assert written == pygls_json(server, uri, version, text)
