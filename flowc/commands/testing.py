@@ -387,13 +387,25 @@ def _property_scenario(
         return EXIT_ERRORS
     source, target = _source_and_target(path, compiled)
     text = sc.text()
+    mine = f"property {format_name(name)} "
+    had = [s for s in compiled.scenarios if s.title.value == sc.title]
+    if args.write and had:
+        # nothing is written: what `flowc test` says of the scenario the file has, at its
+        # lines (not of a copy at the end of the file)
+        failure = run_scenario(target, had[0], compiled.properties).failure
+        note = f"the scenario breaks property {name} on turn {sc.broken_at}: {sc.why}"
+        if failure is None:
+            note += "; `flowc test` passes the file's scenario of that title"
+        elif mine not in failure:
+            note += f"; `flowc test` stops at another one first: {failure}"
+        print(f"{path}: has the scenario {sc.title!r} already; {note}", file=sys.stderr)
+        return EXIT_OK
     with_new, _ = compile_source(SourceFile("<generated>", source.text + "\n" + text))
     result = (
         run_scenario(target, with_new.scenarios[-1], with_new.properties)
         if with_new is not None
         else None
     )
-    mine = f"property {format_name(name)} "
     if result is None or result.passed or result.failure is None:
         # a bug in flowc, not in the flow: never hand out a scenario that shows nothing
         print(
@@ -407,9 +419,6 @@ def _property_scenario(
     if mine not in result.failure:  # another property breaks on an earlier turn of it
         note += f"; `flowc test` stops at another one first: {result.failure}"
     if args.write:
-        if sc.title in {s.title.value for s in compiled.scenarios}:
-            print(f"{path}: has the scenario {sc.title!r} already; {note}", file=sys.stderr)
-            return EXIT_OK
         _append_scenarios(path, source.text, text)
         print(f"{path}: added 1 scenario; {note}", file=sys.stderr)
     else:

@@ -583,7 +583,10 @@ def explain(prop: Property, broken: Broken, names: Mapping[str, str] | None = No
                 else f"no turn among the first {counted(n, 'turn')} has {p}"
             )
         if isinstance(pat, AtMost):
-            return closes + f"more than {_times(pat.times)} have {p}"
+            if pat.times == 0:
+                return closes + f"a turn has {p}"
+            have = "has" if pat.times == 1 else "have"
+            return closes + f"more than {counted(pat.times, 'turn')} {have} {p}"
         if isinstance(pat, OnlyAfter):
             return closes + f"a turn has {p} before any turn has {s}"
         return closes + f"a turn with {p} is not followed{_within(n)} by a turn with {s}"
@@ -614,10 +617,6 @@ def _scope_words(scope: Any, q: Callable[[Any], str]) -> str:
 def _nth(k: int) -> str:
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
-
-
-def _times(k: int) -> str:
-    return "once" if k == 1 else f"{k} times"
 
 
 def _turns(k: int | None) -> str:

@@ -788,14 +788,17 @@ _SUGGEST_MAX_CHARS = 200_000
 
 
 def _error_offset(text: str) -> int | None:
-    """Where parsing ``text`` fails (None: it parses)."""
+    """Where parsing ``text`` fails (None: it parses), a word or value refused included
+    (``within 2 turn``: the singular is for 1)."""
     try:
         _parser().parse(text)
     except UnexpectedInput as err:
         if isinstance(err, UnexpectedToken):
             return len(text) if err.token.type == "$END" else (err.token.start_pos or 0)
         return err.pos_in_stream or 0
-    except Exception:  # past the syntax (a value or depth problem): the spelling fits
+    except _BadToken as err:
+        return err.span.start
+    except Exception:  # past the syntax (a depth problem): the spelling fits
         return None
     return None
 
@@ -824,7 +827,8 @@ def _keyword_typo(source: SourceFile, offset: int) -> str | None:
             # the keyword must take the parse past where it failed (past the keyword itself
             # when the misspelt word is the token it failed on)
             past = offset + len(keyword) - len(word) if start < offset else start + len(keyword) - 1
-            if failed_at is None or failed_at > past:
+            # (a value refused before the word, `within 0 turnz`, is no matter of its spelling)
+            if failed_at is None or failed_at > past or failed_at < start:
                 return f"`{word}` is not a keyword: did you mean `{keyword}`?"
     return None
 
@@ -1005,7 +1009,8 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
         found = _found_words(tok)
         expected = _expected_words(err.accepts or err.expected)
         message = f"unexpected {found}; expected {expected}"
-        if str(tok) in KEYWORDS and ("NAME" in err.expected):
+        # (what the parser accepts there: Lark's `expected` may hold more, `nevr from a`)
+        if str(tok) in KEYWORDS and "NAME" in (err.accepts or err.expected):
             help_text = (
                 f"`{tok}` is a keyword; to use it as a name, write it in backquotes: `` `{tok}` ``"
             )

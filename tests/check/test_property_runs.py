@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from flowc import compile_flow
 from flowc.compiler import model as m
-from flowc.compiler.monitor import Observation, RunWatch
+from flowc.compiler.monitor import Observation, RunWatch, explain
 from flowc.compiler.properties import (
     AfterUntil,
+    AtMost,
     Between,
     Ends,
     Eventually,
@@ -155,3 +156,24 @@ def test_a_long_run_that_breaks_a_property_shows_its_ends_as_check_does() -> Non
     assert run == " → ".join(
         ["user → bot"] * 7 + ["user", "(10 more turns)", "bot"] + ["user → bot"] * 7
     )
+
+
+def test_an_at_most_interval_a_scope_closes_is_told_in_a_sentence() -> None:
+    """`P at most N times after Q before R` broken when R closes an interval: how many
+    turns had P, in the words of the other explanations (not "more than once have")."""
+    said = {}
+    for times in (0, 1, 2):
+        prop = Property(
+            "p", AtMost(m.FromSpeaker("b"), times), Between(m.FromSpeaker("a"), m.FromSpeaker("d"))
+        )
+        watch = RunWatch([prop])
+        broken = [b for i, s in enumerate("abbbd", 1) for b in watch.turn(turn(s, i))]
+        (one,) = broken
+        assert (one.turn, one.why) == (5, "close")
+        said[times] = explain(prop, one)
+    closes = "turn 5 has `from d`, which ends an interval in which "
+    assert said == {
+        0: closes + "a turn has `from b`",
+        1: closes + "more than 1 turn has `from b`",
+        2: closes + "more than 2 turns have `from b`",
+    }

@@ -500,6 +500,33 @@ SYNTAX_ERRORS = [
     ("property p: eventually ends within 3", 1, 37, "unexpected end of file", None),
     ("property p: never turn = 1", 1, 24, "unexpected `=`", "compare with `==`"),
     ("property p: never from bot before", 1, 34, "unexpected end of file", None),
+    # a misspelt keyword before a keyword (the parser took it for a custom condition's
+    # name): the keyword it resembles, not "write `from` in backquotes"
+    *(
+        (f"property p: {rest}", 1, column, "unexpected keyword `from`; expected `(`", said)
+        for rest, column, said in [
+            ("nevr from bot", 18, "`nevr` is not a keyword: did you mean `never`?"),
+            ("alwys from bot", 19, "`alwys` is not a keyword: did you mean `always`?"),
+            ("eventualy from bot", 23, "`eventualy` is not a keyword: did you mean `eventually`?"),
+            (
+                "always from bot after previos from agent",
+                43,
+                "`previos` is not a keyword: did you mean `previous`?",
+            ),
+            ("xyzzy from bot", 19, "see docs/language.md"),
+        ]
+    ),
+    # the unit suggested is the one the count takes (`turn` is for 1 only)
+    *(
+        (f"property p: {rest}", 1, column, f"unexpected name `{word}`", f"did you mean `{unit}`?")
+        for rest, column, word, unit in [
+            ("eventually ends within 2 turnz", 38, "turnz", "turns"),
+            ("eventually ends within 1 turnz", 38, "turnz", "turn"),
+            ("tool refund at most 2 timez", 35, "timez", "times"),
+            ("tool refund at most 0 timez", 35, "timez", "times"),
+            ("tool refund at most 1 timez", 35, "timez", "time"),
+        ]
+    ),
     (
         "property p: never " + "previous " * (MAX_NESTING + 1) + "from bot",
         1,

@@ -82,6 +82,33 @@ def test_the_scenario_is_printed_and_test_fails_on_that_property(
     assert flow.read_text().count("property one_draft is violated") == 1
 
 
+def test_written_again_it_names_the_line_test_fails_on_in_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--write` of a scenario the file has already writes nothing: the failure it tells
+    of is the file's scenario's, at its line, as `flowc test` gives it (not at the line
+    a second copy would have had)."""
+    flow = tmp_path / "review.flow"
+    flow.write_text(
+        FLOW.split("property ")[0]
+        + "property one_draft: from drafter at most 1 time\n"
+        + "property quick: eventually context.done == true within 3 turns\n"
+    )
+    for _ in range(2):
+        assert main(["scenarios", str(flow), "--property", "one_draft", "--write"]) == 0
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(
+        f"{flow}: has the scenario 'generated: property one_draft is violated' already; "
+    )
+    assert flow.read_text().count("property one_draft is violated") == 1
+    assert main(["test", str(flow)]) == 1
+    out = capsys.readouterr().out
+    line = flow.read_text().splitlines().index('  reviewer: "turn 3"') + 1
+    said = f"turn 3 (line {line}): property quick "
+    assert said in out
+    assert err.split("; `flowc test` stops at another one first: ")[1].startswith(said)
+
+
 @pytest.mark.parametrize(
     ("name", "said"),
     [
