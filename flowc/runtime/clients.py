@@ -282,21 +282,29 @@ class AgentClient(_Client):
         write a later call of the same reply overwrites)."""
         who = {self.agent_id: self}
         try:
+            plain = plain_reply(reply)
+        except TypeError as err:
             try:
-                plain = plain_reply(reply)
-            except TypeError as err:
-                try:  # (the agent's own objects: what they do as they are read is theirs)
-                    written = self._envelopes(ch, reply)
-                except Exception:
-                    written = []
-                for env in written:
+                for env in self._envelopes_of_own(ch, reply):
                     admissible(env, who)
-                self.hub.fail(ch.channel_id, self.agent_id, err, by_agent=True)
+            except ProtocolError as refused:  # refused: nothing of the turn is written
+                self.hub.fail(ch.channel_id, self.agent_id, refused)
                 return None
-            return plain, [admitted(env, who) for env in self._envelopes(ch, plain)]
-        except ProtocolError as err:  # refused: nothing of the turn is written
-            self.hub.fail(ch.channel_id, self.agent_id, err)
+            self.hub.fail(ch.channel_id, self.agent_id, err, by_agent=True)
             return None
+        try:
+            return plain, [admitted(env, who) for env in self._envelopes(ch, plain)]
+        except ProtocolError as refused:  # refused: nothing of the turn is written
+            self.hub.fail(ch.channel_id, self.agent_id, refused)
+            return None
+
+    def _envelopes_of_own(self, ch: Channel, reply: Reply) -> list[Envelope]:
+        """The envelopes of a reply built from the agent's own objects, when they can be
+        (what those objects do as they are read is theirs: none, when they fail)."""
+        try:
+            return self._envelopes(ch, reply)
+        except Exception:
+            return []
 
     async def take_turn(self, ch: Channel, trigger: Envelope) -> None:
         # copies of the run's envelopes that share nothing with what the hub keeps (and
