@@ -25,7 +25,7 @@ import attrs
 from flowc.compiler.analysis.rules import trap_priority
 from flowc.diagnostics import E101, E107, W202, W203, W204, W212, X001, Diagnostic
 from flowc.dsl import nodes as n
-from flowc.dsl.formatter import format_name
+from flowc.dsl.formatter import format_name, joined_lines
 from flowc.lsp.index import Index
 from flowc.source import Span
 
@@ -190,11 +190,21 @@ def _unused_ignore_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
 
 
 def _ignore(index: Index, d: Diagnostic) -> Iterator[Action]:
-    """``# flowc: ignore[CODE]`` on the line the finding starts on."""
+    """``# flowc: ignore[CODE]`` on the line the finding starts on; on an item written
+    over several lines that has an ignore comment already, CODE added to its first one
+    (only that one counts there: :func:`~flowc.compiler.analysis.suppress.apply_ignores`)."""
     assert d.span is not None
     text = index.source.text
     code = d.code.id
     title = f"Ignore {code} on this line (# flowc: ignore[{code}])"
+    lines = joined_lines(index.flow).get(d.span.line)
+    if lines is not None:
+        for comment in index.flow.comments:
+            match = _IGNORE.match(comment.text) if comment.span.line in lines else None
+            if match:
+                begin = comment.span.start + 1 + match.end("codes")
+                yield Action(title, d, (Edit(begin, begin, f", {code}"),))
+                return
     for comment in index.flow.comments:
         if comment.span.line != d.span.line:
             continue

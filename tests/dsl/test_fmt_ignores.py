@@ -61,8 +61,8 @@ def _codes(text: str) -> Counter[str]:
 
 def _placements(base: str) -> list[str]:
     """The base with ignore comments (each code the check finds, and one it does not)
-    put at the end of each line of a statement over several lines, alone or with other
-    comments before and after it on that statement."""
+    put at the end of each line of a statement over several lines, alone, with other
+    comments before and after it on that statement, or with a second ignore comment."""
     lines = base.splitlines()
     codes = sorted(set(_codes(base)) | {"W203"})
     # the lines of the statements over several lines: a line and its continuations
@@ -77,6 +77,13 @@ def _placements(base: str) -> list[str]:
                 if other is not None and other in spots and other != at:
                     marked[other] += f"  # {note}"
             out.append("\n".join(marked) + "\n")
+        # and a second ignore comment on the same statement, naming each code in turn
+        for other, second in itertools.product(spots, codes):
+            if other != at:
+                marked = list(lines)
+                marked[at] += f"  # flowc: ignore[{code}]"
+                marked[other] += f"  # flowc: ignore[{second}]"
+                out.append("\n".join(marked) + "\n")
     return out
 
 
@@ -110,7 +117,26 @@ def test_an_ignore_on_any_line_of_a_statement_silences_its_findings() -> None:
 def test_an_unused_ignore_on_a_statement_names_its_lines() -> None:
     text = BASES["rule"].replace("  priority 100", "  priority 100  # flowc: ignore[W203]")
     [x001] = [d for d in check_source(SourceFile("f.flow", text)) if d.code.id == "X001"]
-    assert "no W203 finding on the lines of this statement (9-11)" in x001.message
+    assert "no W203 finding on lines 9-11 (one item, which `flowc fmt` writes" in x001.message
+
+
+def test_a_second_ignore_comment_on_a_statement_is_x001_before_and_after_fmt() -> None:
+    """Only the first ignore comment of a statement over several lines counts (`fmt` keeps
+    it at the end of the joined line, and moves the next below it): the second is X001,
+    naming the first, and its codes are not silenced."""
+    text = BASES["speakers"].replace("speakers x,", "speakers x,  # flowc: ignore[W201]")
+    text = text.replace("  y\n", "  y  # flowc: ignore[W201, W207]\n")
+    found = check_source(SourceFile("f.flow", text))
+    x001 = [d for d in found if d.code.id == "X001"]
+    assert [d.span.line if d.span else 0 for d in x001] == [3, 3]  # one per code
+    assert [d.message.split("]")[0] for d in x001] == [
+        "`# flowc: ignore[W201",
+        "`# flowc: ignore[W207",
+    ]
+    for d in x001:
+        assert "only the first ignore comment counts, the one on line 2" in d.message
+        assert "`# flowc: ignore[W201, W207]`" in (d.help or "")
+    assert _codes(format_source(text)) == _codes(text)
 
 
 def test_comments_around_the_ignore_keep_their_order() -> None:

@@ -154,6 +154,26 @@ async def test_ignore_comment_insertion(client: LanguageClient) -> None:
         assert "W204" not in codes(done)
 
 
+async def test_ignore_on_a_rule_over_lines_joins_its_first_ignore_comment(
+    client: LanguageClient,
+) -> None:
+    """A rule broken over lines with an ignore comment on its last line: the fix adds the
+    code to that comment (only the first ignore comment of such a rule counts), not a
+    second comment on the finding's line, which would be X001."""
+    text = TRAP.replace("then terminate", "\n  then terminate").replace(
+        "priority 100", "priority 100  # flowc: ignore[W203]"
+    )
+    line = next(i for i, t in enumerate(text.splitlines()) if "context.approved" in t)
+    assert "W204" in codes(text)
+    uri = await open_doc(client, text)
+    fix = (await actions_on(client, uri, line))["Ignore W204 on this line (# flowc: ignore[W204])"]
+    assert fix.edit is not None
+    done = apply(text, fix.edit)
+    assert "priority 100  # flowc: ignore[W203, W204]" in done, done
+    assert done.count("flowc: ignore") == 1
+    assert codes(done) == [c for c in codes(text) if c != "W204"]
+
+
 async def test_unused_ignore_is_removed(client: LanguageClient) -> None:
     text = TRAP.replace(
         "when from user     then drafter", "when from user     then drafter  # flowc: ignore[W203]"

@@ -74,8 +74,24 @@ def apply_ignores(
         ignores.append((c, [x for x in codes if x in CODES]))
     used: set[tuple[int, str]] = set()
     on_line: dict[int, list[tuple[n.Comment, list[str]]]] = {}  # a file may hold thousands
+    # of the ignore comments of an item written over several lines, the first counts
+    # (`flowc fmt`, which writes the item on one line, keeps it at its end): another one
+    # is X001, as it is once moved off the item's line
+    first_of: dict[range, tuple[n.Comment, list[str]]] = {}
+    seconds: set[int] = set()
     for c, codes in ignores:
         lines = joined.get(c.span.line) if joined else None
+        if lines is not None:
+            first, named = first_of.setdefault(lines, (c, codes))
+            if first is not c:
+                seconds.add(id(c))
+                merged = ", ".join(dict.fromkeys([*named, *codes]))
+                out_extra += [
+                    _second(c, code, lines, first, merged, filename)
+                    for code in codes
+                    if code not in unchecked
+                ]
+                continue
         for line in lines if lines is not None else (c.span.line,):
             on_line.setdefault(line, []).append((c, codes))
     for d in diagnostics:
@@ -93,11 +109,14 @@ def apply_ignores(
                 if d.code.id in codes:
                     used.add((id(c), d.code.id))
     for c, codes in ignores:
+        if id(c) in seconds:
+            continue
         lines = joined.get(c.span.line) if joined else None
         where = (
             "on this line"
             if lines is None
-            else f"on the lines of this statement ({lines.start}-{lines.stop - 1})"
+            else f"on lines {lines.start}-{lines.stop - 1} (one item, which `flowc fmt` writes"
+            " on one line)"
         )
         for code in codes:
             if (id(c), code) not in used and code not in unchecked:
@@ -111,3 +130,19 @@ def apply_ignores(
                     )
                 )
     return tuple(sorted(kept + out_extra, key=Diagnostic.sort_key))
+
+
+def _second(
+    c: n.Comment, code: str, lines: range, first: n.Comment, merged: str, filename: str
+) -> Diagnostic:
+    """X001 for ``code`` in an ignore comment after the first on an item written over
+    ``lines`` (``merged``: the codes of both)."""
+    return Diagnostic(
+        X001,
+        f"`# flowc: ignore[{code}]` silences nothing: on lines {lines.start}-{lines.stop - 1}"
+        " (one item, which `flowc fmt` writes on one line) only the first ignore comment"
+        f" counts, the one on line {first.span.line}",
+        filename,
+        c.span,
+        help=f"name every code in the first and remove this one: `# flowc: ignore[{merged}]`",
+    )
