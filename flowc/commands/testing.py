@@ -393,12 +393,12 @@ def _property_scenario(
         # nothing is written: what `flowc test` says of the scenario the file has, at its
         # lines (not of a copy at the end of the file)
         failure = run_scenario(target, had[0], compiled.properties).failure
-        note = f"the scenario breaks property {name} on turn {sc.broken_at}: {sc.why}"
-        if failure is None:
-            note += "; `flowc test` passes the file's scenario of that title"
-        elif mine not in failure:
-            note += f"; `flowc test` stops at another one first: {failure}"
-        print(f"{path}: has the scenario {sc.title!r} already; {note}", file=sys.stderr)
+        note = "`flowc test` passes it" if failure is None else f"`flowc test` fails it: {failure}"
+        print(
+            f"{path}: has the scenario {sc.title!r} already (line {had[0].span.line}),"
+            f" nothing written; {note}",
+            file=sys.stderr,
+        )
         return EXIT_OK
     with_new, _ = compile_source(SourceFile("<generated>", source.text + "\n" + text))
     result = (

@@ -97,16 +97,29 @@ def test_written_again_it_names_the_line_test_fails_on_in_the_file(
     for _ in range(2):
         assert main(["scenarios", str(flow), "--property", "one_draft", "--write"]) == 0
     err = capsys.readouterr().err.splitlines()[-1]
+    lines = flow.read_text().splitlines()
+    at = lines.index('scenario "generated: property one_draft is violated" {') + 1
     assert err.startswith(
-        f"{flow}: has the scenario 'generated: property one_draft is violated' already; "
+        f"{flow}: has the scenario 'generated: property one_draft is violated' already"
+        f" (line {at}), nothing written; "
     )
     assert flow.read_text().count("property one_draft is violated") == 1
     assert main(["test", str(flow)]) == 1
     out = capsys.readouterr().out
-    line = flow.read_text().splitlines().index('  reviewer: "turn 3"') + 1
+    line = lines.index('  reviewer: "turn 3"') + 1
     said = f"turn 3 (line {line}): property quick "
     assert said in out
-    assert err.split("; `flowc test` stops at another one first: ")[1].startswith(said)
+    assert err.split("; `flowc test` fails it: ")[1].startswith(said)
+    # the property changed so that the file's scenario no longer breaks it: the note says
+    # only that (nothing of the run a new scenario would show, which is not written)
+    flow.write_text(
+        flow.read_text()
+        .replace("at most 1 time", "at most 5 times")
+        .replace("within 3 turns", "within 30 turns")
+    )
+    assert main(["scenarios", str(flow), "--property", "one_draft", "--write"]) == 0
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.endswith(f"(line {at}), nothing written; `flowc test` passes it"), err
 
 
 @pytest.mark.parametrize(
