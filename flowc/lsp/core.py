@@ -527,15 +527,14 @@ class FlowcServer(LanguageServer):
         put their text (one an edit replaced part of is left out)."""
         if previous is None or previous.index is None:
             return Analysis(job.version, syntax, None, seq=job.seq)
+        # (with no edits known, the two texts compared: coarser, never misplaced)
         moves = (
             log.since(previous, previous.index.source, job.source, job.seq)
             if log is not None and previous.base_seq <= job.seq
-            else None
+            else since(previous.index.source, job.source, None)
         )
         shown = []
         for d in previous.findings:
-            if moves is None:
-                break
             if d.span is None:
                 shown.append(d)
                 continue
@@ -900,6 +899,27 @@ class FlowcServer(LanguageServer):
             now = SourceFile(log.text.name, text)
             return analysis, index, since(index.source, now, None), tree_kept
         return analysis, index, log.since(analysis, index.source, log.text, log.seq), tree_kept
+
+    def outline(self, uri: str) -> tuple[Index, Since] | None:
+        """The tree the outline and the folds are read from, and how its places lead to
+        the text now: the last analysis' (:meth:`since`); while an edit that parsed is
+        being analysed (it moved that analysis' tree), the re-parser's tree of that very
+        text, in its own places. None when there is neither."""
+        found = self.since(uri)
+        if found is None:
+            return None
+        _, index, moves, tree_kept = found
+        if tree_kept:
+            return index, moves
+        reparser = self.reparsers.get(uri)
+        text = flow_text(self.workspace.get_text_document(uri).source)
+        if reparser is None or reparser.text != text:
+            return None
+        flow = reparser.flow  # (after `text`: see Reparser.parse)
+        if flow is None:
+            return None
+        now = Index(SourceFile(index.source.name, text), flow, None)
+        return now, since(now.source, now.source, ())
 
     def lookup(self, uri: str, position: lsp.Position) -> Cursor | None:
         """The cursor in the version the document's index was built from (see

@@ -179,10 +179,10 @@ def _register_reading_aids(server: FlowcServer) -> None:
 
     @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
     def folding(ls: FlowcServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
-        found = ls.since(params.text_document.uri)
-        if found is None or not found[3]:
-            return []  # (none, or its tree no longer in its places: see FlowcServer.since)
-        _, index, moves, _ = found
+        found = ls.outline(params.text_document.uri)
+        if found is None:
+            return []
+        index, moves = found
         out = []
         for f in tk.folds(index):
             # the fold's lines, whole, where the edits since the index's version put them

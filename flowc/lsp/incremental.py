@@ -325,7 +325,10 @@ class Reparser:
             flow, errors = parse_source(source)
             fresh = flow.statements
         if not errors:
-            self.text, self.flow = source.text, flow
+            # (the tree first: a request that reads `text` and then `flow` from another
+            # thread, and finds `text` is its document's, has that text's tree)
+            self.flow = flow
+            self.text = source.text
             self.holders.keep_only(flow.statements)
             # the nodes that hold spans, listed now for the statements just parsed: the
             # edits to come move them (an edit near the top of a large file moves nearly

@@ -405,10 +405,10 @@ def _register_outline(server: FlowcServer) -> None:
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def symbols(ls: FlowcServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
-        found = ls.since(params.text_document.uri)
-        if found is None or not found[3]:
-            return []  # (none, or its tree no longer in its places: see FlowcServer.since)
-        _, index, moves, _ = found
+        found = ls.outline(params.text_document.uri)
+        if found is None:
+            return []
+        index, moves = found
         return document_symbols(ls, index, moves)
 
 
