@@ -237,8 +237,13 @@ def _render_text(diff: Any, colors: tuple[str, ...]) -> str:
                 diff.first.new,
             )
         ):
+            above = (
+                "the shortest distinguishing run above"
+                if diff.first.run
+                else "none (the versions differ at the first speaker, above)"
+            )
             out.append(
-                "      run: the shortest distinguishing run above"
+                f"      run: {above}"
                 + (f"; then {c.then_side.upper()} goes on: {_then_text(c)}" if c.then else "")
             )
             continue

@@ -270,7 +270,10 @@ def _complete_and_alike(old: CompiledFlow, new: CompiledFlow) -> bool:
     """The lockstep, on its own: it ran to completion and no run routes differently."""
     product = explore_pair(system_of_flow(old), system_of_flow(new), OPTIONS.max_states)
     return not (
-        product.divergences or product.truncated or product.partial or cap_divergence(product)
+        product.divergences
+        or product.truncated
+        or product.partial
+        or cap_divergence(product, OPTIONS.max_states) is not None
     )
 
 

@@ -35,6 +35,7 @@ from flowc.compiler.analysis.explore import NodeKey
 from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.lockstep import (
     MAX_TURNS,
+    CapOutOfReach,
     Divergence,
     Product,
     Routed,
@@ -1025,10 +1026,10 @@ def diff_versions(
     )
     product = explore_pair(so.system, sn.system, options.max_states)
     divergences = list(product.divergences)
-    if not any(MAX_TURNS in (d.old.reason, d.new.reason) for d in divergences if d.certain):
-        extra = cap_divergence(product)
-        if extra is not None:
-            divergences.append(extra)
+    capped = any(MAX_TURNS in (d.old.reason, d.new.reason) for d in divergences if d.certain)
+    extra = None if capped else cap_divergence(product, options.max_states)
+    out_of_reach = extra if isinstance(extra, CapOutOfReach) else None
+    divergences += [extra] if isinstance(extra, Divergence) else []
     divergences.sort(key=lambda d: (not d.certain, len(d.turns)))
     certain = [d for d in divergences if d.certain]
     first = None
@@ -1039,7 +1040,7 @@ def diff_versions(
         first = Change(
             "routing", "OLD and NEW route this run differently", "", d.turns, d.old, d.new
         )
-    elif divergences or product.truncated or product.partial:
+    elif divergences or product.truncated or product.partial or out_of_reach:
         verdict = UNKNOWN
         reasons = []
         if divergences:
@@ -1071,6 +1072,8 @@ def diff_versions(
             )
         if product.partial:
             reasons.append(f"the exploration is partial: {product.partial}")
+        if out_of_reach is not None:
+            reasons.append(out_of_reach.text(options.max_states))
         reason = "; ".join(reasons)
     behavioural = behavioural_changes(so, sn, product, certain if certain else divergences)
     changes, verdict, reason = _weigh_properties(so, sn, behavioural, verdict, reason, notes)
@@ -1080,7 +1083,7 @@ def diff_versions(
         tuple(structural_changes(so, sn, declarations, context)),
         changes,
         first,
-        product.truncated or so.facts.space.truncated or sn.facts.space.truncated,
+        any((product.truncated, so.facts.space.truncated, sn.facts.space.truncated, out_of_reach)),
         as_graphs,
         verdict,
         reason,

@@ -988,22 +988,60 @@ def _turns(
     return out[::-1]
 
 
-def cap_divergence(product: Product) -> Divergence | None:
+@attrs.frozen
+class CapOutOfReach:
+    """The caps differ, but the walk to the smaller one (``limit`` turns) was stopped:
+    by the state bound (``"states"``: it would have kept more than that many states, one
+    for each speaker and context a turn of the walk may be at) or by the memory budget
+    (``"memory"``). Whether a run reaches that cap is then not known."""
+
+    limit: int
+    stopped_by: str
+    #: the memory the walk was allowed (bytes)
+    memory_budget: int = 0
+
+    def text(self, max_states: int) -> str:
+        """Why the caps are not weighed: a run to the smaller one is too long to build."""
+        turns = counted(self.limit, "turn", grouped=True)
+        if self.stopped_by == "memory":
+            return (
+                "the caps differ, and flowc stopped looking for a run that reaches the smaller "
+                f"one ({turns}) at its memory budget ({-(-self.memory_budget // 2**20)} MiB)"
+            )
+        return (
+            f"the caps differ, and a run that reaches the smaller one ({turns}) is longer than "
+            f"the bound of {counted(max_states, 'state', grouped=True)} lets flowc build "
+            "(raise --max-states)"
+        )
+
+
+def cap_divergence(
+    product: Product, max_states: int, memory: MemoryGuard | None = None
+) -> Divergence | CapOutOfReach | None:
     """When the caps differ: a shortest run that reaches the smaller cap with both sides still
     going (so one closes at ``max_turns`` and the other goes on), or None. A certain run
-    (no custom condition or target deciding it) is preferred."""
+    (no custom condition or target deciding it) is preferred. The walk keeps each turn's
+    states, so a cap far beyond ``max_states`` is :class:`CapOutOfReach`, not a walk that
+    grows without bound."""
     caps = (product.old.max_turns, product.new.max_turns)
     if caps[0] == caps[1]:
         return None
-    return _cap_walk(product, certain=True) or _cap_walk(product, certain=False)
+    memory = memory or MemoryGuard()
+    found = _cap_walk(product, True, max_states, memory)
+    if found is None:
+        found = _cap_walk(product, False, max_states, memory)
+    return found
 
 
-def _cap_walk(product: Product, certain: bool) -> Divergence | None:
+def _cap_walk(
+    product: Product, certain: bool, max_states: int, memory: MemoryGuard
+) -> Divergence | CapOutOfReach | None:
     caps = (product.old.max_turns, product.new.max_turns)
     limit = min(c for c in caps if c is not None)
     # walks of `limit - 1` shared turns over agreeing edges, then the turn at the cap
     layer: dict[int, tuple[int, Turn] | None] = {0: None}
     back: list[dict[int, tuple[int, Turn] | None]] = [layer]
+    kept, look_at = 1, MEMORY_EVERY
 
     def usable(v: int) -> bool:
         return not certain or product.keys[v][2]
@@ -1019,6 +1057,13 @@ def _cap_walk(product: Product, certain: bool) -> Divergence | None:
                         nxt.setdefault(v, (u, turn))
         if not nxt:
             return None
+        kept += len(nxt)
+        if kept > max_states:
+            return CapOutOfReach(limit, "states")
+        if kept >= look_at:
+            if memory.exceeded():
+                return CapOutOfReach(limit, "memory", memory.budget)
+            look_at = kept + MEMORY_EVERY
         back.append(nxt)
         layer = nxt
     last = [

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF
 from flowc.compiler.analysis.lockstep import MAX_TURNS, Routed, Turn
-from flowc.diagnostics import MAX_QUOTED, elide
+from flowc.compiler.analysis.runs import MAX_SHOWN_TURNS
+from flowc.diagnostics import MAX_QUOTED, counted, elide
 from flowc.dsl.formatter import format_name, format_value
 from flowc.escaping import Phrase, Quoted, phrase
 
@@ -57,10 +58,22 @@ def _elided(p: Phrase) -> Phrase:
 
 
 def run_phrase(turns: tuple[Turn, ...]) -> Phrase:
-    """A run, its turns joined by arrows, each cut short when it is long."""
+    """A run, its turns joined by arrows, each cut short when it is long; past
+    :data:`~flowc.compiler.analysis.runs.MAX_SHOWN_TURNS` turns, its first and last turns
+    only, with how many are left out (as ``check`` shows a counterexample).
+
+    >>> from flowc.compiler.analysis.lockstep import Turn
+    >>> str(run_phrase(tuple(Turn(f"s{i}", None, 0) for i in range(40)))).split(" → ")[14:17]
+    ['s14', '(10 more turns)', 's25']
+    """
     if not turns:
         return phrase("(the kickoff)")
-    return phrase(" → ").join(_elided(turn_phrase(t)) for t in turns)
+    if len(turns) <= MAX_SHOWN_TURNS:
+        return phrase(" → ").join(_elided(turn_phrase(t)) for t in turns)
+    half = MAX_SHOWN_TURNS // 2
+    more = counted(len(turns) - 2 * half, "more turn", "more turns", grouped=True)
+    shown = [*map(turn_phrase, turns[:half]), phrase(f"({more})"), *map(turn_phrase, turns[-half:])]
+    return phrase(" → ").join(_elided(p) for p in shown)
 
 
 def render_run(turns: tuple[Turn, ...]) -> str:
