@@ -32,7 +32,7 @@ from typing import overload
 from flowc.dsl.nodes import Comment
 from flowc.source import SourceFile, Span, offsets
 
-__all__ = ["Comments"]
+__all__ = ["Comments", "line_end"]
 
 
 class Comments(Sequence[Comment]):
@@ -70,7 +70,7 @@ class Comments(Sequence[Comment]):
 
     def end(self, index: int) -> int:
         """The offset after comment ``index``'s last character (the end of its line)."""
-        return _line_end(self.source.text, self.starts[index])
+        return line_end(self.source.text, self.starts[index])
 
     def line(self, index: int) -> int:
         """Comment ``index``'s 1-based line."""
@@ -87,7 +87,7 @@ class Comments(Sequence[Comment]):
 
     def _comment(self, start: int, line: int) -> Comment:
         text = self.source.text
-        end = _line_end(text, start)
+        end = line_end(text, start)
         column = start - self.source.line_starts[line - 1] + 1
         return Comment(
             text[start + 1 : end], Span(line, column, line, column + end - start, start, end)
@@ -143,14 +143,20 @@ class Comments(Sequence[Comment]):
         return f"<{len(self)} comments of {self.source.name}>"
 
 
-def _line_end(text: str, start: int) -> int:
-    """Where the line that ``start`` is on ends in ``text`` (a SourceFile's): at its
-    ``\\n``, or at the ``\\r`` of its ``\\r\\n``, which is a line end too (docs/language.md),
-    never part of a comment (its span, its text, an edit made over it)."""
-    stop = text.find("\n", start)
+def line_end(text: str, offset: int) -> int:
+    """Where the line that ``offset`` is on ends in ``text`` (a SourceFile's, where a lone
+    ``\\r`` is a ``\\n`` already): at its ``\\n``, or at the ``\\r`` of its ``\\r\\n``, which is
+    a line end too (docs/language.md), never part of a comment (its span, its text, an
+    edit made over it) nor a place to write at the end of a line (the language server's
+    ignore comment).
+
+    >>> line_end("a # b\\r\\nc", 2), line_end("a # b\\r\\nc", 6), line_end("a\\nc", 2)
+    (5, 5, 3)
+    """
+    stop = text.find("\n", offset)
     if stop < 0:
         return len(text)
-    return stop - 1 if stop > start and text[stop - 1] == "\r" else stop
+    return stop - 1 if stop > 0 and text[stop - 1] == "\r" else stop
 
 
 def comments_containing(comments: Sequence[Comment], word: str) -> Iterable[Comment]:

@@ -25,11 +25,12 @@ import attrs
 from flowc.compiler.analysis.rules import trap_priority
 from flowc.diagnostics import E101, E107, W202, W203, W204, W212, X001, Diagnostic
 from flowc.dsl import nodes as n
+from flowc.dsl.comments import line_end
 from flowc.dsl.formatter import format_name, joined_lines
+from flowc.dsl.ignores import IGNORE, named_codes
 from flowc.lsp.index import Index
 from flowc.source import Span
 
-_IGNORE = re.compile(r"^(?P<head>\s*flowc\s*:\s*ignore\s*\[)(?P<codes>[^\]]*)\]")
 _SUGGESTED = re.compile(r"did you mean `([^`]+)`\?")
 _MAX_TURNS = re.compile(r"`max_turns (\d+)`")
 
@@ -158,8 +159,8 @@ def _unused_ignore_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
     comment = next((c for c in index.flow.comments if c.span == d.span), None)
     if comment is None:
         return
-    match = _IGNORE.match(comment.text)
-    codes = [c.strip() for c in match.group("codes").split(",")] if match else []
+    match = IGNORE.match(comment.text)
+    codes = named_codes(match) if match else []
     named = re.search(r"`# flowc: ignore\[(\w+)\]`|`(\w+)` is not a flowc code", d.message)
     code = next((g for g in named.groups() if g), None) if named else None
     text = index.source.text
@@ -191,8 +192,10 @@ def _unused_ignore_fix(index: Index, d: Diagnostic) -> Iterator[Action]:
 
 def _ignore(index: Index, d: Diagnostic) -> Iterator[Action]:
     """``# flowc: ignore[CODE]`` on the line the finding starts on; on an item written
-    over several lines that has an ignore comment already, CODE added to its first one
-    (only that one counts there: :func:`~flowc.compiler.analysis.suppress.apply_ignores`)."""
+    over several lines that has an ignore comment naming a code already, CODE added to
+    its first one (only that one counts there:
+    :func:`~flowc.compiler.analysis.suppress.apply_ignores`). An ignore comment without
+    brackets (which names nothing) is left as it is, after the new one."""
     assert d.span is not None
     text = index.source.text
     code = d.code.id
@@ -200,16 +203,16 @@ def _ignore(index: Index, d: Diagnostic) -> Iterator[Action]:
     lines = joined_lines(index.flow).get(d.span.line)
     if lines is not None:
         for comment in index.flow.comments:
-            match = _IGNORE.match(comment.text) if comment.span.line in lines else None
-            if match:
+            match = IGNORE.match(comment.text) if comment.span.line in lines else None
+            if match and named_codes(match):
                 begin = comment.span.start + 1 + match.end("codes")
                 yield Action(title, d, (Edit(begin, begin, f", {code}"),))
                 return
     for comment in index.flow.comments:
         if comment.span.line != d.span.line:
             continue
-        match = _IGNORE.match(comment.text)
-        if match:
+        match = IGNORE.match(comment.text)
+        if match and match.group("codes") is not None:
             begin = comment.span.start + 1 + match.end("codes")
             yield Action(title, d, (Edit(begin, begin, f", {code}"),))
         else:  # another comment: the ignore goes first, as flowc reads it only there
@@ -219,10 +222,7 @@ def _ignore(index: Index, d: Diagnostic) -> Iterator[Action]:
                 title, d, (Edit(begin, comment.span.end, f" flowc: ignore[{code}] # {rest}"),)
             )
         return
-    end = text.find("\n", d.span.start)
-    end = len(text) if end < 0 else end
-    if end > 0 and text[end - 1] == "\r":
-        end -= 1
+    end = line_end(text, d.span.start)
     yield Action(title, d, (Edit(end, end, f"  # flowc: ignore[{code}]"),))
 
 

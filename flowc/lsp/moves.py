@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -48,27 +48,12 @@ class Edit:
 
 
 def common_prefix(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` start with in common: compared a part at a
-    time (each part once), then the part that differs halved down to its character.
+    """How many characters ``a`` and ``b`` start with in common.
 
     >>> common_prefix("speaker a", "speaker b"), common_prefix("ab", "ab")
     (8, 2)
     """
-    limit = min(len(a), len(b))
-    at, step = 0, 1024
-    while at < limit:
-        end = min(at + step, limit)
-        if a[at:end] != b[at:end]:
-            lo, hi = at, end - 1
-            while lo < hi:  # the first character that differs, in [at, end)
-                mid = (lo + hi) // 2
-                if a[at : mid + 1] == b[at : mid + 1]:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            return lo
-        at, step = end, min(step * 2, _CHUNK)
-    return limit
+    return _common(a, b, min(len(a), len(b)), _head)
 
 
 def common_suffix(a: str, b: str, limit: int) -> int:
@@ -77,15 +62,33 @@ def common_suffix(a: str, b: str, limit: int) -> int:
     >>> common_suffix("a speaker", "b speaker", 9), common_suffix("ab", "ab", 1)
     (8, 1)
     """
-    la, lb = len(a), len(b)
+    return _common(a, b, limit, _tail)
+
+
+def _head(text: str, start: int, stop: int) -> str:
+    """Characters ``start`` .. ``stop`` of ``text`` counted from its start."""
+    return text[start:stop]
+
+
+def _tail(text: str, start: int, stop: int) -> str:
+    """Characters ``start`` .. ``stop`` of ``text`` counted from its end (in the text's
+    order: ``_tail("abc", 0, 2)`` is ``"bc"``)."""
+    return text[len(text) - stop : len(text) - start]
+
+
+def _common(a: str, b: str, limit: int, part: Callable[[str, int, int], str]) -> int:
+    """How many characters (at most ``limit``) ``a`` and ``b`` have in common from one
+    end, ``part(text, start, stop)`` reading characters ``start`` .. ``stop`` counted from
+    that end: compared a part at a time (each part once, without copying the texts), then
+    the part that differs halved down to its character."""
     at, step = 0, 1024
     while at < limit:
         end = min(at + step, limit)
-        if a[la - end : la - at] != b[lb - end : lb - at]:
+        if part(a, at, end) != part(b, at, end):
             lo, hi = at, end - 1
-            while lo < hi:  # the shortest length from the end that differs, in [at, end)
+            while lo < hi:  # the first character that differs, in [at, end)
                 mid = (lo + hi) // 2
-                if a[la - mid - 1 : la - at] == b[lb - mid - 1 : lb - at]:
+                if part(a, at, mid + 1) == part(b, at, mid + 1):
                     lo = mid + 1
                 else:
                     hi = mid

@@ -14,7 +14,9 @@ from tests.lsp.client import change_range, hover_text, open_doc, position_of, wa
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-#: W207 on `drafter` (line 5), W204 on the priority trap (13), W202 on the default (16)
+#: demo/review.flow, its first comment cut short to ASCII (:func:`text_of`), kept here so
+#: that the positions below do not move with the demo: W207 on `drafter` (line 5), W204
+#: on the priority trap (13), W202 on the default (16)
 REVIEW = """\
 # The drafter/reviewer loop as it is often first written by hand.
 # `flowc check` finds why it never ends with "approved".
