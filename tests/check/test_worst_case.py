@@ -23,6 +23,7 @@ with ``flowc.compiler.analysis``) over flows drawn from fixed seeds by
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -376,3 +377,27 @@ def test_a_count_out_of_memory_here_leaves_the_other_findings_as_they_are(
         "the symbolic count ran out of the memory it is given while following the runs turn"
         " by turn for the longest (its states were counted: see I301)",
     )
+
+
+def test_whether_a_run_reaches_the_cap_agrees_with_the_brute_force_and_the_walk() -> None:
+    """``Facts.cap_reached`` (what E111 and the editor's completion of closing reasons
+    read) is worked out in one pass over the edges (``StateSpace.runs_to_cap``): it agrees with
+    the enumerator, and with :attr:`Facts.cap_walk` (a run of exactly ``max_turns``
+    turns, built a turn at a time), on every generated flow, under caps from 1 to one
+    past its longest run."""
+    rng = random.Random(SEED + 1)
+    seen = Counter[bool]()
+    for flow in itertools.islice(flows(rng), FLOWS // 4):
+        for cap in sorted({1, 2, 3, flow.max_turns, flow.max_turns + 3}):
+            text = with_cap(flow.lines, cap)
+            runs = Runs(text)
+            if runs.count() > MAX_RUNS:
+                continue
+            system = system_of_flow(compile_flow(text))
+            facts = Facts(system, explore(system, 100_000), "f.flow")
+            capped, _ = brute(runs)
+            assert facts.space.runs_to_cap(cap) is capped, text
+            assert facts.cap_reached is capped, text
+            assert (facts.cap_walk is not None) is capped, text
+            seen[capped] += 1
+    assert min(seen[True], seen[False]) >= FLOWS // 20, seen

@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from flowc._compat import networkx_digraph
+from flowc._compat import networkx_digraph, networkx_successors
 from flowc.compiler import model as m
 from flowc.compiler.analysis.system import (
     OTHER,
@@ -434,6 +434,22 @@ class Explorer:
         return (step.outcome.speaker, None if self.system.json_mode else step.after)
 
 
+@attrs.frozen
+class Longest:
+    """The longest paths from the kickoff through the nodes that are not ends."""
+
+    #: the nodes that are not ends, in topological order, those on or after a loop left out
+    order: list[int]
+    #: node -> the most turns from the kickoff to it (-1: not in ``order``)
+    depth: list[int]
+    #: node -> the node before it on such a path
+    back: list[int]
+    #: whether some nodes that are not ends lie on a loop or after one
+    loop: bool
+    #: the longest run that ends: (its turns, the node before its end, the end)
+    best_end: tuple[int, int, int] | None
+
+
 @attrs.define
 class StateSpace:
     """The explored abstract system."""
@@ -530,6 +546,65 @@ class StateSpace:
         while path[-1] != 0:
             path.append(self.parent[path[-1]])
         return path[::-1]
+
+    def longest(self) -> Longest:
+        """The longest paths from the kickoff through the nodes that are not ends (I307's
+        worst case, and whether a run reaches ``max_turns``): Kahn's algorithm over those
+        nodes (node 0, the kickoff, has no turn into it; every node is reached from it),
+        in one pass over the edges, worked out once for the space (:attr:`memo`)."""
+        found: Longest | None = self.memo.get(Longest)
+        if found is not None:
+            return found
+        size = len(self.keys)
+        succ = networkx_successors(self.graph)
+        is_end = [self.is_end(v) for v in range(size)]
+        into = [0] * size
+        for u in range(size):
+            if not is_end[u]:
+                for v in succ[u]:
+                    if not is_end[v]:
+                        into[v] += 1
+        depth = [-1] * size  # the most turns from the kickoff to the node
+        back = [-1] * size  # the node before it on such a path
+        depth[0] = 0
+        order = [0]
+        best_end: tuple[int, int, int] | None = None  # (turns, the node before, the end)
+        i = 0
+        while i < len(order):
+            u = order[i]
+            i += 1
+            d = depth[u] + 1
+            for v in succ[u]:
+                if is_end[v]:
+                    if best_end is None or d > best_end[0]:
+                        best_end = (d, u, v)
+                    continue
+                if d > depth[v]:
+                    depth[v], back[v] = d, u
+                into[v] -= 1
+                if not into[v]:
+                    order.append(v)
+        found = Longest(order, depth, back, len(order) < size - sum(is_end), best_end)
+        self.memo[Longest] = found
+        return found
+
+    def runs_to_cap(self, cap: int) -> bool:
+        """Whether some run takes ``cap`` turns without ending, in a complete space: a loop
+        among the nodes that are not ends (a run goes round it until the cap), or such a
+        node ``cap`` turns or more from the kickoff. (What a run of exactly ``cap`` turns
+        built a turn at a time, :attr:`~flowc.compiler.analysis.facts.Facts.cap_walk`,
+        finds, in one pass over the edges instead of one a turn.)
+
+        >>> from flowc import compile_flow
+        >>> from flowc.compiler.analysis.system import system_of_flow
+        >>> space = explore(system_of_flow(compile_flow(
+        ...     "speaker a\\nspeaker b\\nwhen from a then b\\nwhen from b then terminate")), 100)
+        >>> space.runs_to_cap(1), space.runs_to_cap(2)
+        (True, False)
+        """
+        assert not self.truncated
+        found = self.longest()
+        return found.loop or max(found.depth[v] for v in found.order) >= cap
 
     def step_between(self, u: int, v: int) -> Step:
         """The first turn (in exploration order) that leads from ``u`` to ``v``."""

@@ -460,7 +460,7 @@ class Facts:
         if cap is None:
             return False
         if not self.space.truncated:
-            return cap > MAX_CAP_RUN or self.cap_walk is not None
+            return cap > MAX_CAP_RUN or self.space.runs_to_cap(cap)
         found = self.symbolic
         assert found is not None and found.reach is not None
         return cap > MAX_CAP_RUN or found.deepest >= cap or found.reach.lasts(cap)

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 import attrs
 import networkx as nx
 
-from flowc._compat import dd_out_of_memory, networkx_successors
+from flowc._compat import dd_out_of_memory
 from flowc.compiler.analysis.bound import flow_span
 from flowc.compiler.analysis.cap import cap_label
 from flowc.compiler.analysis.facts import MAX_CAP_RUN, Facts, Finding
@@ -87,47 +87,17 @@ def _worst(facts: Facts) -> WorstCase | str:
     cap = facts.system.max_turns
     if space.truncated:
         return _from_count(facts)
-    size = len(space.keys)
-    succ = networkx_successors(space.graph)
-    is_end = [space.is_end(v) for v in range(size)]
-    # Kahn's algorithm over the nodes that are not ends (node 0, the kickoff, has no
-    # turn into it; every node is reached from it)
-    into = [0] * size
-    for u in range(size):
-        if not is_end[u]:
-            for v in succ[u]:
-                if not is_end[v]:
-                    into[v] += 1
-    depth = [-1] * size  # the most turns from the kickoff to the node
-    back = [-1] * size  # the node before it on such a path
-    depth[0] = 0
-    order = [0]
-    best_end: tuple[int, int, int] | None = None  # (turns, the node before, the end)
-    i = 0
-    while i < len(order):
-        u = order[i]
-        i += 1
-        d = depth[u] + 1
-        for v in succ[u]:
-            if is_end[v]:
-                if best_end is None or d > best_end[0]:
-                    best_end = (d, u, v)
-                continue
-            if d > depth[v]:
-                depth[v], back[v] = d, u
-            into[v] -= 1
-            if not into[v]:
-                order.append(v)
-    if len(order) < size - sum(is_end):
-        return _loop_case(facts, order)
-    deepest = max(order, key=lambda v: (depth[v], -v))
-    if cap is not None and depth[deepest] >= cap:
-        path = _chain(back, deepest)[: cap + 1]
+    found = space.longest()
+    if found.loop:
+        return _loop_case(facts, found.order)
+    deepest = max(found.order, key=lambda v: (found.depth[v], -v))
+    if cap is not None and found.depth[deepest] >= cap:
+        path = _chain(found.back, deepest)[: cap + 1]
         return WorstCase("cap", cap, run_along(space, path))
-    if best_end is None:  # pragma: no cover - a turn always goes somewhere
+    if found.best_end is None:  # pragma: no cover - a turn always goes somewhere
         return "no run ends"
-    turns, before, end = best_end
-    return WorstCase("ends", turns, run_along(space, [*_chain(back, before), end]))
+    turns, before, end = found.best_end
+    return WorstCase("ends", turns, run_along(space, [*_chain(found.back, before), end]))
 
 
 #: why the worst case is not known, when the exploration stopped at its bound
