@@ -9,7 +9,7 @@ from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.rules import (
     capped_dead_rules,
-    folded_into_w210,
+    listed_by_w210,
     reported_dead_rules,
     sample_run,
 )
@@ -54,10 +54,11 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
     system, space = facts.system, facts.space
     if space.truncated or space.ends or system.max_turns is None:
         return
-    folded = [d for d in capped_dead_rules(facts) if folded_into_w210(facts, d)]
+    folded = [d for d in capped_dead_rules(facts) if listed_by_w210(facts, d)]
     if not folded:
         return
-    first = folded[0].rule
+    # (at the first rule no other finding is about, if any)
+    first = next((d for d in folded if d.cause is None), folded[0]).rule
     loop = facts.lasso(facts.traps[0]) if facts.traps else facts.sample_run
     loop = loop.upto(system.max_turns)  # (no run of the flow is longer than the cap)
     others = listing_of(folded, lambda d: system.label(d.rule))

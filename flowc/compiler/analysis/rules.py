@@ -113,10 +113,18 @@ def _reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
 
 
 def folded_into_w210(facts: Facts, dead: DeadRule) -> bool:
-    """A terminate rule whose condition never holds is reported by W210 when no run ends."""
+    """A terminate rule whose condition never holds is reported by W210 when no run ends
+    (and not by a W203 of its own, unless it follows from another finding: :attr:`DeadRule.cause`)."""
+    return dead.cause is None and listed_by_w210(facts, dead)
+
+
+def listed_by_w210(facts: Facts, dead: DeadRule) -> bool:
+    """A terminate rule whose condition holds on no turn, in a flow with a cap where no run
+    ends: W210 lists it, also when that follows from another finding (an unset key, W209;
+    an unknown tool, W208; senders no run reaches, W201), which says why, not that every
+    run then ends at the cap."""
     return (
         not dead.shadowed
-        and dead.cause is None
         and isinstance(dead.rule.then, m.TerminateTarget)
         and not facts.has_ends
         and facts.system.max_turns is not None
