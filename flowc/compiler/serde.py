@@ -65,7 +65,8 @@ def __getattr__(name: str) -> Any:
 # _FAST_DEPTH): then the converter reads it again, refuses it with its own problems or
 # takes it as it always has. What is read here is what the converter's hooks return
 # for the same value: strings, integers and `value` as they are, custom args copied,
-# lists as tuples, absent keys left to the class defaults.
+# lists as tuples, absent keys left to the class defaults, and a `null` where AG2 reads
+# one as absent (`transitions`, `args`, `max_turns`, a `default_target` or `then`) as absent.
 
 #: a condition's fields, by kind: a string, any value, one condition, a list of them
 _STR, _ANY, _COND, _CONDS = "str", "any", "cond", "conds"
@@ -169,7 +170,13 @@ def _fast_condition(value: Any, depth: int) -> Any:
     return cls(*values)
 
 
+#: AG2's ``target_from_dict(None)``: a ``null`` target is its default target
+_NULL_TARGET = m.TerminateTarget()
+
+
 def _fast_target(value: Any) -> Any:
+    if value is None:
+        return _NULL_TARGET
     named = _fast_named(value)
     if named is None:
         return None
@@ -218,7 +225,7 @@ def _fast_graph(data: Any) -> m.TransitionGraph | None:
     if type(speaker) is not str:
         return None
     fields: dict[str, Any] = {}
-    if "transitions" in data:
+    if data.get("transitions") is not None:  # AG2: `data.get("transitions") or []`
         items = data["transitions"]
         if type(items) is not list and type(items) is not tuple:
             return None

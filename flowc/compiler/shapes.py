@@ -76,10 +76,13 @@ def _noted(exc: Exception, note: Any) -> Exception:
 
 
 def _named_object(value: Any, what: str, registry: dict[str, type[Any]], custom: type[Any]) -> Any:
-    """Structure ``{"name": ..., "args": {...}}`` into the class its name picks."""
+    """Structure ``{"name": ..., "args": {...}}`` into the class its name picks.
+
+    ``args`` may be left out or ``null``: AG2 reads ``data.get("args") or {}``.
+    """
     if not isinstance(value, dict):
         raise _TypeProblem(
-            f"expected a {what} object with `name` and `args`, got {describe(value)}"
+            f"expected a {what} object with `name` (and optional `args`), got {describe(value)}"
         )
     errors: list[Exception] = []
     extra = set(value) - {"name", "args"}
@@ -142,6 +145,10 @@ def _structure_condition(value: Any, _: Any) -> m.Condition:
 
 
 def _structure_target(value: Any, _: Any) -> m.Target:
+    if value is None:
+        # AG2's `target_from_dict(None)` is its default, `TerminateTarget()`: a `null`
+        # `default_target` or rule `then` loads there as terminate "after_work"
+        return m.TerminateTarget()
     return _named_object(value, "target", _TARGETS_BY_NAME, m.CustomTarget)  # type: ignore[no-any-return]
 
 
@@ -152,8 +159,13 @@ def _unstructure_named(obj: Any) -> dict[str, Any]:
     return {"name": obj.NAME, "args": args}
 
 
-def _list_of(item_hook: Any) -> Any:
+def _list_of(item_hook: Any, null_is_empty: bool = False) -> Any:
+    """A list's hook; with ``null_is_empty`` a ``null`` is the empty list (AG2 reads a
+    graph's ``data.get("transitions") or []``, but iterates a composite's list as is)."""
+
     def hook(value: Any, _: Any) -> tuple[Any, ...]:
+        if value is None and null_is_empty:
+            return ()
         if not isinstance(value, list | tuple):
             raise _TypeProblem(f"expected a list, got {describe(value)}")
         out: list[Any] = []
@@ -227,7 +239,7 @@ def _make_converter() -> cattrs.Converter:
     )
     conv.register_structure_hook_func(
         exactly(tuple[m.Transition, ...]),
-        _list_of(lambda v, _: conv.structure(v, m.Transition)),
+        _list_of(lambda v, _: conv.structure(v, m.Transition), null_is_empty=True),
     )
     conv.register_structure_hook_func(
         exactly(int | None), lambda v, _: None if v is None else _strict_int(v, _)

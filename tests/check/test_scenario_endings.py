@@ -179,7 +179,8 @@ def test_every_run_ending_before_the_cap_refuses_max_turns() -> None:
     )
     (d,) = scenario_ending_errors(flowc.compile_flow(text))
     assert (
-        d.message == 'no run of the flow ends with "max_turns": every run ends before `max_turns 5`'
+        d.message == 'no run of the flow ends with "max_turns": every run ends by itself within '
+        "`max_turns 5` (a run that ends on turn 5 keeps its own reason)"
     )
     assert d.notes == ('its runs end with "answered", "solved"',)
 

@@ -123,7 +123,11 @@ def _why_not(facts: Facts, reason: str) -> str:
     cap = system.max_turns
     parts: list[str] = []
     if reason == CAP_REASON and cap is not None:
-        parts.append(f"every run ends before `max_turns {cap}`")
+        # a run may end on the cap's own turn: a terminate there keeps its own reason
+        parts.append(
+            f"every run ends by itself within `max_turns {cap}` (a run that ends on turn "
+            f"{cap} keeps its own reason)"
+        )
     longer = facts.end_distances.get(reason)
     if longer is not None:  # some run would end with it, after the cap
         parts.append(
