@@ -253,7 +253,7 @@ def test_a_long_cap_no_run_reaches_is_not_coverable() -> None:
         )
     )
     (cap,) = [t for t in coverage_targets(flow).targets if t.name == "end:max_turns"]
-    assert not cap.live and cap.dead == "every run ends before the cap"
+    assert not cap.live and cap.dead == "every run ends by itself within the cap"
 
 
 @pytest.mark.parametrize(("cap", "live"), [(2, True), (3, False)])

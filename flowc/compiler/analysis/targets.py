@@ -475,11 +475,19 @@ class _Classifier:
                 worst = worst_case(self.facts)
                 reached = worst is not None and worst.kind == "cap"
                 yield Target(
-                    key, "end", label, line, None if reached else "every run ends before the cap"
+                    key,
+                    "end",
+                    label,
+                    line,
+                    None if reached else "every run ends by itself within the cap",
                 )
             else:  # (a partial exploration says only what it did not reach)
                 yield Target(
-                    key, "end", label, line, self._unreached(key) or "every run ends before the cap"
+                    key,
+                    "end",
+                    label,
+                    line,
+                    self._unreached(key) or "every run ends by itself within the cap",
                 )
 
     def _cap_line(self) -> int | None:
