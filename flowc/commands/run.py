@@ -1028,7 +1028,7 @@ def _new_run_id(value: str | None) -> str | None:
 def cmd_fork(args: argparse.Namespace) -> int:
     """``flowc fork RUN N``: a new run in the same database whose first turns are the
     run's turns 1 to N, linked to it, continued as ``flowc resume`` continues a run."""
-    from flowc.runtime.fork import ForkedFrom, ForkError, check_fork_script, fork_run
+    from flowc.runtime.fork import ForkedFrom, ForkError, check_fork_script, check_turn, fork_run
     from flowc.runtime.why import TurnOutOfRange
 
     n = _fork_turn(args.turn)
@@ -1045,17 +1045,14 @@ def cmd_fork(args: argparse.Namespace) -> int:
             print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
             return EXIT_ERRORS
         script = None
-        if args.script:  # checked before anything is written
-            loaded = read_script(args.script)
-            if loaded is None:
-                return EXIT_ERRORS
-            _, script = loaded
-            try:
-                check_fork_script(target, script, n)
-            except ScriptError as err:
-                print(f"{args.script}: error: {err}", file=sys.stderr)
-                return EXIT_ERRORS
         try:
+            if args.script:  # checked before anything is written, once the run has turn N
+                check_turn(store, parent, n)
+                loaded = read_script(args.script)
+                if loaded is None:
+                    return EXIT_ERRORS
+                _, script = loaded
+                check_fork_script(target, script, n)
             cid = fork_run(
                 store,
                 parent,

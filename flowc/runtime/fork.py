@@ -73,6 +73,7 @@ __all__ = [
     "ForkError",
     "ForkedFrom",
     "check_fork_script",
+    "check_turn",
     "fork_run",
     "forked_from",
     "records_upto",
@@ -380,6 +381,15 @@ def _cut(envelopes: list[Envelope], n: int) -> list[Envelope]:
     if turns < n:
         raise TurnOutOfRange(n, turns)
     return cut
+
+
+def check_turn(store: WalStore, parent: str, n: int) -> None:
+    """Raise :class:`~flowc.runtime.why.TurnOutOfRange` when the run ``parent`` has no
+    turn ``n`` (and :class:`ForkError` when it is damaged), as :func:`fork_run` does:
+    ``flowc fork --script`` asks it before it reads the script, so that a turn the run
+    does not have is said so as it is without a script, whatever the script says."""
+    if n > 0:
+        _cut(list(store.read(parent)), n)
 
 
 def refuse_broken(store: WalStore, run_id: str, records: list[Envelope]) -> str | None:

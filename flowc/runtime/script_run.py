@@ -154,16 +154,13 @@ async def run_script(
     return _finished(_result(hub, ch, target, watched), watched)
 
 
-def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[str, int], bool]:
-    """How many turns of a stored run (``stored``: its WAL) each speaker took, by name, and
-    whether the run has begun (a turn is stored). A forked run's first turns are its
-    parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`);
-    a fork that holds fewer turns than it names (its copy was cut short) is refused
-    (:class:`ScriptError`): it is not the state it was forked from."""
-    copied = 0
+def _refuse_cut_short(stored: Sequence[Envelope]) -> None:
+    """Refuse (:class:`ScriptError`) a fork that holds fewer turns than it names (its copy
+    was cut short): it is not the state it was forked from. Asked before the run's turns
+    are shown (``flowc resume`` prints none of a run it refuses so)."""
     if stored and FORKED_FROM in stored[0].event_data:
         # (what a run that is no fork need not import: a worker's first run would)
-        from flowc.runtime.fork import cut_short, forked_from
+        from flowc.runtime.fork import cut_short
 
         short = cut_short(stored)
         if short is not None:  # the copy stopped short (its process was killed)
@@ -172,6 +169,17 @@ def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[s
                 f"this run is a fork of run {cut.run_id} at turn {cut.turn}, but only "
                 f"{turns} of the turns were copied before the fork stopped: fork the run again"
             )
+
+
+def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[str, int], bool]:
+    """How many turns of a stored run (``stored``: its WAL) each speaker took, by name, and
+    whether the run has begun (a turn is stored). A forked run's first turns are its
+    parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`;
+    a fork whose copy was cut short is refused first, :func:`_refuse_cut_short`)."""
+    copied = 0
+    if stored and FORKED_FROM in stored[0].event_data:
+        from flowc.runtime.fork import forked_from
+
         fork = forked_from(stored[0])
         copied = fork.turn if fork is not None else 0
     taken: dict[str, int] = {}
@@ -272,6 +280,14 @@ async def resume_script(
         ch = hub.channel(channel_id)
         if on_claim is not None and ch.is_open and ch.lease is not None:
             on_claim(ch.lease)
+        # the WAL as the hub rebuilt the run from it: the run is open and its lease ours,
+        # so nobody else appends to it meanwhile (and nothing is appended here before its
+        # turns are counted)
+        stored = read.get(channel_id)
+        if stored is None:  # (the hub had the run already: nothing was rebuilt here)
+            stored = list(hub.read_wal(channel_id))
+        if ch.is_open:
+            _refuse_cut_short(stored)  # (before the watcher is shown any of its turns)
         if watched is not None:
             watched.follow(hub.read_wal(channel_id))
         target = RunTarget.from_metadata(ch.metadata)  # (ProtocolError: damaged)
@@ -286,11 +302,6 @@ async def resume_script(
                 f"(its speakers: {', '.join(target.speakers)})"
             )
         names = target.names
-        # the WAL as the hub rebuilt the run from it: the run is open and its lease ours,
-        # so nobody else appended to it since (and nothing was appended here yet)
-        stored = read.get(channel_id)
-        if stored is None:  # (the hub had the run already: nothing was rebuilt here)
-            stored = list(hub.read_wal(channel_id))
         taken, started = _taken(stored, names)
         if script.kickoff is not None and taken.get(target.start):
             taken[target.start] -= 1
