@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -400,7 +401,9 @@ def shown(text: str) -> str:
 
 def render_concise(diagnostics: Iterable[Diagnostic]) -> str:
     """``path:line:col: CODE message``, one line each (control characters escaped)."""
-    return "".join(f"{_location(d)}: {d.code.id} {visible(d.message)}\n" for d in diagnostics)
+    return "".join(
+        f"{_location(d)}: {d.code.id} {visible(elide_quoted(d.message))}\n" for d in diagnostics
+    )
 
 
 #: the widest part of a source line the text report quotes; a longer line is cut to a
@@ -519,7 +522,7 @@ def iter_text(
     for d in diagnostics:
         out: list[str] = []
         sev = d.severity.value
-        message = shown(d.message)
+        message = shown(elide_quoted(d.message))
         if color:
             head = f"{_COLORS[d.severity]}{sev}[{d.code.id}]{_RESET}{_BOLD}: {message}{_RESET}"
         else:
@@ -540,9 +543,9 @@ def iter_text(
                 caret = f"{_COLORS[d.severity]}{caret}{_RESET}"
             out.append(f"{pad} {bar} {caret}")
         for note in d.notes:
-            out.append(f"{pad} = note: {shown(note)}")
+            out.append(f"{pad} = note: {shown(elide_quoted(note))}")
         if d.help:
-            out.append(f"{pad} = help: {shown(d.help)}")
+            out.append(f"{pad} = help: {shown(elide_quoted(d.help))}")
         out.append("\n")
         yield "\n".join(out)
 
@@ -619,16 +622,83 @@ def elide(text: str, limit: int = MAX_QUOTED) -> str:
     return text[:head] + _ELLIPSIS + text[len(text) - (keep - head) :]
 
 
+#: a run of backquotes: it opens or closes a quote (a name that needs quoting has backquotes
+#: of its own, inside those of a quoted statement: ```when from `a b` then c```)
+_TICKS = re.compile(r"`+")
+#: what a finding's text quotes of the flow outside backquotes: a JSON string (a reason, a
+#: value), or a bare name longer than a quote may be
+_UNQUOTED_PIECE = re.compile(rf'"(?:[^"\\\n]|\\.)*"|[\w-]{{{MAX_QUOTED + 1},}}')
+
+
+def elide_quoted(text: str) -> str:
+    """A finding's message, note or help as the reports print it: each name, statement or
+    value it quotes that is longer than :data:`MAX_QUOTED` cut short around a ``...``
+    (:func:`elide`), so that a report stays proportional to its input however long the
+    names are. A text that quotes nothing longer comes back unchanged.
+
+    >>> elide_quoted("the start speaker `" + "a" * 200 + "` is a model agent") == (
+    ...     "the start speaker `" + "a" * 78 + "..." + "a" * 39 + "` is a model agent"
+    ... )
+    True
+    >>> elide_quoted("rotates: " + " → ".join(["b" * 130, "c"]))[:24]
+    'rotates: bbbbbbbbbbbbbbb'
+    >>> len(elide_quoted("rotates: " + " → ".join(["b" * 130, "c"])))
+    133
+    >>> len(elide_quoted("e.g. `when from user then `" + " ".join(["ab"] * 60) + "``, or not"))
+    135
+    """
+    if len(text) <= MAX_QUOTED:
+        return text
+    out: list[str] = []
+    at = 0
+    for start, end in _quotes(text):
+        out += [_UNQUOTED_PIECE.sub(_elided_piece, text[at:start]), _elided(text[start:end])]
+        at = end
+    out.append(_UNQUOTED_PIECE.sub(_elided_piece, text[at:]))
+    return "".join(out)
+
+
+def _quotes(text: str) -> Iterator[tuple[int, int]]:
+    """Where ``text``'s outermost backquoted pieces start and end. A run of backquotes
+    after a space, or at depth 0, opens as many quotes as it has backquotes; one after
+    other text and before a space or punctuation closes them."""
+    depth = start = 0
+    for tick in _TICKS.finditer(text):
+        i, j = tick.span()
+        before = text[i - 1] if i else " "
+        after = text[j] if j < len(text) else " "
+        if depth and not before.isspace() and not (after.isalnum() or after == "_"):
+            depth = max(0, depth - (j - i))
+            if not depth:
+                yield start, j
+        else:
+            start = i if not depth else start
+            depth += j - i
+
+
+def _elided_piece(match: re.Match[str]) -> str:
+    return _elided(match.group())
+
+
+def _elided(piece: str) -> str:
+    """A quoted piece with what is inside its quotes cut to :data:`MAX_QUOTED` (as a quote
+    is written: ``f"`{elide(text)}`"``); a bare name cut whole."""
+    if piece[0] not in '`"':
+        return elide(piece)
+    inside = piece[1:-1]
+    return piece if len(inside) <= MAX_QUOTED else piece[0] + elide(inside) + piece[-1]
+
+
 def diagnostic_to_json(d: Diagnostic) -> dict[str, Any]:
     """The JSON object of one finding, with the fields the JSON output documents."""
     obj: dict[str, Any] = {
         "code": d.code.id,
         "name": d.code.name,
         "severity": d.severity.value,
-        "message": d.message,
+        "message": elide_quoted(d.message),
         "filename": d.filename,
-        "notes": list(d.notes),
-        "fix": d.help,
+        "notes": [elide_quoted(note) for note in d.notes],
+        "fix": elide_quoted(d.help) if d.help is not None else None,
     }
     if d.json_path is not None and d.span is None:
         obj["json_path"] = d.json_path
@@ -669,9 +739,9 @@ def render_github(diagnostics: Iterable[Diagnostic]) -> str:
                 f"endColumn={d.span.end_column}",
             ]
         props.append(f"title={workflow_property(f'{d.code.id} {d.code.name}')}")
-        message = d.message
+        message = elide_quoted(d.message)
         if d.help:
-            message += f"\nhelp: {d.help}"
+            message += f"\nhelp: {elide_quoted(d.help)}"
         lines.append(f"::{level[d.severity]} {','.join(props)}::{workflow_data(message)}\n")
     return "".join(lines)
 
@@ -709,11 +779,11 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str = "0.1.
                 if d.span.end_line == d.span.line
                 else d.span.end_column,
             }
-        text = d.message
+        text = elide_quoted(d.message)
         if d.notes:
-            text += "\n" + "\n".join(f"note: {n}" for n in d.notes)
+            text += "\n" + "\n".join(f"note: {elide_quoted(n)}" for n in d.notes)
         if d.help:
-            text += f"\nhelp: {d.help}"
+            text += f"\nhelp: {elide_quoted(d.help)}"
         result: dict[str, Any] = {
             "ruleId": d.code.id,
             "ruleIndex": rule_index[d.code.id],

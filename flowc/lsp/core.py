@@ -33,7 +33,13 @@ from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, ch
 from flowc.compiler.lower import RuleCache, lower
 from flowc.compiler.pipeline import compile_source
 from flowc.compiler.render.options import RenderOptions
-from flowc.diagnostics import Diagnostic, Severity, has_errors, internal_error_text
+from flowc.diagnostics import (
+    Diagnostic,
+    Severity,
+    elide_quoted,
+    has_errors,
+    internal_error_text,
+)
 from flowc.lsp.incremental import Reparser
 from flowc.lsp.index import Index, run_endings
 from flowc.lsp.moves import Edit, Since, add, edit_between, edits_between, since
@@ -248,6 +254,13 @@ def _no_cli_options() -> argparse.Namespace:
     return argparse.Namespace(
         select=None, ignore=None, strict=False, max_states=None, target="flowc"
     )
+
+
+def _shown_message(d: Diagnostic) -> str:
+    """A finding's message and help as the editor shows them: each long name or statement
+    they quote cut short, as every report cuts it (:func:`~flowc.diagnostics.elide_quoted`)."""
+    message = elide_quoted(d.message)
+    return f"{message}\nhelp: {elide_quoted(d.help)}" if d.help else message
 
 
 class FlowcServer(LanguageServer):
@@ -670,7 +683,7 @@ class FlowcServer(LanguageServer):
                 "start": {"line": start[0], "character": start[1]},
                 "end": {"line": end[0], "character": end[1]},
             },
-            "message": f"{d.message}\nhelp: {d.help}" if d.help else d.message,
+            "message": _shown_message(d),
             "severity": _SEVERITY[d.severity].value,
             "code": d.code.id,
             "source": "flowc",
@@ -691,9 +704,7 @@ class FlowcServer(LanguageServer):
         return self.workspace.position_codec.range_to_client_units(lines, server_range)
 
     def lsp_diagnostic(self, d: Diagnostic, lines: Sequence[str]) -> lsp.Diagnostic:
-        message = d.message
-        if d.help:
-            message += f"\nhelp: {d.help}"
+        message = _shown_message(d)
         tags = [lsp.DiagnosticTag.Unnecessary] if d.code.id in _UNNECESSARY else None
         return lsp.Diagnostic(
             range=self.to_range(d.span, lines),

@@ -25,7 +25,7 @@ from pygls.uris import to_fs_path
 from flowc import collector
 from flowc._compat import pygls_document_lines
 from flowc.compiler.render.options import RenderOptions
-from flowc.diagnostics import Diagnostic, FlowError
+from flowc.diagnostics import Diagnostic, FlowError, elide_quoted
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import FormatterBug, format_source
 from flowc.lsp import features
@@ -79,10 +79,10 @@ def finding_markdown(d: Diagnostic) -> str:
     - note: a run
     - help: remove it
     """
-    parts = [f"**{d.severity.value}[{d.code.id}]**: {d.message}"]
-    items = [f"- note: {note}" for note in d.notes]
+    parts = [f"**{d.severity.value}[{d.code.id}]**: {elide_quoted(d.message)}"]
+    items = [f"- note: {elide_quoted(note)}" for note in d.notes]
     if d.help:
-        items.append(f"- help: {d.help}")
+        items.append(f"- help: {elide_quoted(d.help)}")
     if items:
         parts.append("\n".join(items))
     return "\n\n".join(parts)
