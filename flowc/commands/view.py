@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import sys
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 from flowc.commands.config import setup_plugins
@@ -131,9 +133,9 @@ def _bind(port: int) -> socket.socket:
 
 def cmd_view(args: argparse.Namespace) -> int:
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 (served by _server)
 
-        from flowc.view.server import ViewSettings, make_app
+        from flowc.view.server import ViewSettings
     except ImportError:
         raise UsageError(INSTALL_HINT) from None
     if not 0 <= args.port <= 65535:
@@ -149,13 +151,34 @@ def cmd_view(args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     path = "/" if run is None else "/run/" + quote(run, safe="")
     url = f"http://127.0.0.1:{port}{path}?token={token}"
-    print(f"flowc view: serving {args.db} at {url}", flush=True)
-    print("(Ctrl-C stops the server)", flush=True)
-    if not args.no_open and _desktop():
-        import webbrowser
+    server = _server(ViewSettings(args.db, token, max_states=args.max_states))
+    # Ctrl-C from the moment the server is said to be ready stops it as documented (exit
+    # 0, nothing more said), also while it is still starting: until uvicorn handles the
+    # signal itself (and after), it only asks the server to stop; the process's own
+    # handler is put back after
+    previous = signal.signal(signal.SIGINT, lambda *_: setattr(server, "should_exit", True))
+    try:
+        print(f"flowc view: serving {args.db} at {url}", flush=True)
+        print("(Ctrl-C stops the server)", flush=True)
+        if not args.no_open and _desktop():
+            import webbrowser
 
-        webbrowser.open(url)
-    settings = ViewSettings(args.db, token, max_states=args.max_states)
+            webbrowser.open(url)
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        sock.close()
+    return EXIT_OK
+
+
+def _server(settings: Any) -> Any:
+    """The uvicorn server of the pages (``settings``: a ``ViewSettings``)."""
+    import uvicorn
+
+    from flowc.view.server import make_app
+
     config = uvicorn.Config(
         make_app(settings),
         log_level="warning",
@@ -167,13 +190,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     # stopped (Ctrl-C), the open streams end by themselves: none is cancelled mid-answer
     # (uvicorn would print each as an error with its traceback)
     settings.stopping = lambda: server.should_exit
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
-    return EXIT_OK
+    return server
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

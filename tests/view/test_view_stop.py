@@ -51,3 +51,57 @@ def test_ctrl_c_with_streams_open_on_an_unfinished_run_is_quiet(workdir: Path) -
             stream.join(timeout=30)
     assert server.proc.returncode == 0
     assert err == ""
+
+
+def test_ctrl_c_while_the_server_starts_is_quiet_too(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C once "(Ctrl-C stops the server)" is printed, before the server has started
+    (here: while the browser is opened), stops it as documented: exit 0, nothing more
+    said, its socket closed, the process's SIGINT handler as it was (it was 130, from
+    the interrupt let through; and, a moment later, uvicorn's warnings on stderr)."""
+    import os
+    import socket
+    import webbrowser
+
+    import flowc.commands.view
+    from flowc.cli import main
+
+    db, _, _ = store_run(workdir)
+    bound: list[socket.socket] = []
+    real_socket = socket.socket
+
+    def keep(*args: object, **kwargs: object) -> socket.socket:
+        sock = real_socket(*args, **kwargs)  # type: ignore[arg-type]
+        bound.append(sock)
+        return sock
+
+    def ctrl_c(url: str) -> bool:
+        os.kill(os.getpid(), signal.SIGINT)
+        return True
+
+    monkeypatch.setattr(socket, "socket", keep)
+    monkeypatch.setattr(flowc.commands.view, "_desktop", lambda: True)
+    monkeypatch.setattr(webbrowser, "open", ctrl_c)
+    before = signal.getsignal(signal.SIGINT)
+    assert main(["view", "--db", str(db)]) == 0
+    assert signal.getsignal(signal.SIGINT) is before
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1] == "(Ctrl-C stops the server)" and err == ""
+    assert bound and all(s.fileno() == -1 for s in bound)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_ctrl_c_at_once_after_the_ready_line_exits_0(workdir: Path, attempt: int) -> None:
+    db, _, _ = store_run(workdir)
+    server = ViewServer(db, cwd=workdir)
+    try:
+        assert server.proc.stdout is not None
+        assert server.proc.stdout.readline() == "(Ctrl-C stops the server)\n"
+        server.proc.send_signal(signal.SIGINT)
+        server.proc.wait(timeout=15)
+        assert server.proc.stderr is not None
+        err = server.proc.stderr.read()
+    finally:
+        server.stop()
+    assert (server.proc.returncode, err) == (0, "")
