@@ -8,6 +8,7 @@ from flowc.diagnostics import CODES, X001, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.dsl.comments import comments_containing
 from flowc.dsl.ignores import IGNORE as _IGNORE
+from flowc.dsl.ignores import named_codes
 
 
 def apply_ignores(
@@ -47,8 +48,7 @@ def apply_ignores(
         match = _IGNORE.match(c.text)
         if match is None:
             continue
-        raw = match.group("codes")
-        codes = [x.strip() for x in (raw or "").split(",") if x.strip()]
+        codes = named_codes(match)
         if not codes:
             out_extra.append(
                 Diagnostic(
