@@ -622,12 +622,13 @@ def elide(text: str, limit: int = MAX_QUOTED) -> str:
     return text[:head] + _ELLIPSIS + text[len(text) - (keep - head) :]
 
 
-#: a run of backquotes: it opens or closes a quote (a name that needs quoting has backquotes
-#: of its own, inside those of a quoted statement: ```when from `a b` then c```)
-_TICKS = re.compile(r"`+")
-#: what a finding's text quotes of the flow outside backquotes: a JSON string (a reason, a
-#: value), or a bare name longer than a quote may be
-_UNQUOTED_PIECE = re.compile(rf'"(?:[^"\\\n]|\\.)*"|[\w-]{{{MAX_QUOTED + 1},}}')
+#: what opens or closes a piece a finding's text quotes: a JSON string (a reason, a value:
+#: skipped whole, so that a backquote inside it opens or closes nothing), or a run of
+#: backquotes (a name that needs quoting has backquotes of its own, inside those of a
+#: quoted statement: ```when from `a b` then c```)
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|`+')
+#: a bare name longer than a quote may be, outside the quoted pieces
+_LONG_NAME = re.compile(rf"[\w-]{{{MAX_QUOTED + 1},}}")
 
 
 def elide_quoted(text: str) -> str:
@@ -651,20 +652,27 @@ def elide_quoted(text: str) -> str:
         return text
     out: list[str] = []
     at = 0
-    for start, end in _quotes(text):
-        out += [_UNQUOTED_PIECE.sub(_elided_piece, text[at:start]), _elided(text[start:end])]
+    for start, end in _pieces(text):
+        out += [_LONG_NAME.sub(_elided_piece, text[at:start]), _elided(text[start:end])]
         at = end
-    out.append(_UNQUOTED_PIECE.sub(_elided_piece, text[at:]))
+    out.append(_LONG_NAME.sub(_elided_piece, text[at:]))
     return "".join(out)
 
 
-def _quotes(text: str) -> Iterator[tuple[int, int]]:
-    """Where ``text``'s outermost backquoted pieces start and end. A run of backquotes
-    after a space, or at depth 0, opens as many quotes as it has backquotes; one after
-    other text and before a space or punctuation closes them."""
+def _pieces(text: str) -> Iterator[tuple[int, int]]:
+    """Where the pieces ``text`` quotes start and end: its outermost backquoted pieces, and
+    the JSON strings outside them. A JSON string inside a backquoted piece (a value its
+    statement compares) is skipped whole. A run of backquotes after a space, or outside
+    any piece, opens as many quotes as it has backquotes; one after other text and before
+    a space or punctuation closes them. A piece still open at the end is none (nothing in
+    it is cut but a long bare name)."""
     depth = start = 0
-    for tick in _TICKS.finditer(text):
-        i, j = tick.span()
+    for token in _TOKENS.finditer(text):
+        i, j = token.span()
+        if text[i] == '"':
+            if not depth:
+                yield i, j
+            continue
         before = text[i - 1] if i else " "
         after = text[j] if j < len(text) else " "
         if depth and not before.isspace() and not (after.isalnum() or after == "_"):

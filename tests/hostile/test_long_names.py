@@ -6,11 +6,12 @@ of flowc cuts a quoted rule (:func:`flowc.diagnostics.elide`, :data:`MAX_QUOTED`
 characters), in the message, the notes and the help, in the text and the JSON report.
 
 The flows are each check page's Example (``docs/checks/CODE.md``, the flow that fires
-CODE) with every name made 20,000 characters long, and the issue's reproductions. Each
+CODE) with every name made 20,000 characters long, and three flows that quoted a long name
+whole (W207, W209, W216). Each
 runs as ``flowc check`` (text and ``--format json``) under resource limits: the report
 stays within a fixed multiple of the input, no line of it is longer than
 :data:`MAX_LINE`, and it still reports the code the page is about. Short names come out
-exactly as written (the golden outputs pin them).
+exactly as written, also where a value holds a backquote or a quote.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def _hostile(case: Case) -> Case:
     return attrs.evolve(case, text=make(case.text))
 
 
-#: the issue's reproductions, and names only backquotes can write (spaces in them)
+#: flows that quoted a long name whole (W207, W209, W216), and names only backquotes can
+#: write (spaces in them)
 NAME = "a" * SIZE
 SPACED = " ".join(["word"] * (SIZE // 5))
 REPRODUCTIONS = [
@@ -237,3 +239,44 @@ def test_the_editor_shows_names_cut_as_the_reports_do() -> None:
     for shown in (_shown_message(w207), finding_markdown(w207)):
         assert cut in shown and NAME not in shown
         assert len(shown) < 2_000
+
+
+#: texts whose quotes a value's backquote or quote could put out of step: short statements
+#: (each under MAX_QUOTED) around a value holding a backquote, a value holding an escaped
+#: quote, a stray backquote in a reason before a long quoted statement
+TRICKY = [
+    "these conditions hold on no turn of any run: rule 3, line 7 (`when context.k == "
+    '"p` q" then terminate "x"`), rule 4, line 8 (`when context.j == "r` s" and '
+    'context.alpha == 1 and context.beta == 2 and context.g == 3 then terminate "z"`)',
+    'e.g. `tool NAME sets k = "a \\"b` c"`, or the human that writes it (`speaker NAME: '
+    "human { sets k }`), or give it an initial value: `context k = ...` and more words here",
+    'the reason "it`s" is written by `' + "word " * 99 + "word`",
+]
+
+
+def test_a_backquote_or_quote_in_a_value_keeps_the_quotes_in_step() -> None:
+    """A backquote inside a quoted value opens or closes nothing: a text whose pieces are
+    all short comes back as it is, and a long piece after such a value is still cut."""
+    from flowc.diagnostics import elide_quoted
+
+    assert elide_quoted(TRICKY[0]) == TRICKY[0]
+    assert elide_quoted(TRICKY[1]) == TRICKY[1]
+    cut = elide_quoted(TRICKY[2])
+    assert cut == 'the reason "it`s" is written by `' + elide("word " * 99 + "word") + "`"
+
+
+def test_a_flow_whose_values_hold_backquotes_prints_as_before(tmp_path: Path) -> None:
+    text = (
+        "speaker user: human\nspeaker a\nstart user\nmax_turns 6\n"
+        "when from user then a\nwhen from a then user\n"
+        'when context.k == "p` q" then terminate "x"\n'
+        'when context.j == "r` s" and context.alpha == 1 and context.beta == 2 and '
+        'context.g == 3 then terminate "z"\n'
+    )
+    from flowc.diagnostics import elide_quoted
+
+    found = check_source(SourceFile("t.flow", text))
+    assert {"W210", "W209"} <= {d.code.id for d in found}
+    for d in found:
+        for shown in (d.message, *d.notes, d.help or ""):
+            assert elide_quoted(shown) == shown
