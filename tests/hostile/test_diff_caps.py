@@ -43,9 +43,9 @@ def test_a_cap_beyond_the_bound_is_unknown_not_unbounded(tmp_path: Path, other: 
     assert not result.timed_out and not result.traceback, result.stderr[-2000:]
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
-        "behaviour: unknown — the caps differ, and a run that reaches the smaller one "
-        "(20,000,000 turns) is longer than the bound of 100,000 states lets flowc build "
-        "(raise --max-states)"
+        "behaviour: unknown — the caps differ, and the walk to the smaller one "
+        "(20,000,000 turns) keeps more states than the bound of 100,000 states (the states a run "
+        "may be in after each turn, over every turn; raise --max-states)"
     ) in result.stdout
     assert result.peak_mib < 300, result.peak_mib
     assert len(result.stdout) < 2_000
@@ -78,7 +78,7 @@ def test_max_states_bounds_the_walk_to_the_cap(tmp_path: Path, bound: int, verdi
     if verdict == 1:
         assert "OLD: → stops at max_turns" in result.stdout
     else:
-        assert f"the bound of {bound:,} states lets flowc build" in result.stdout
+        assert f"keeps more states than the bound of {bound:,} states (the states" in result.stdout
 
 
 def test_a_long_distinguishing_run_is_shown_by_its_ends(tmp_path: Path) -> None:
@@ -107,3 +107,17 @@ def test_a_change_at_the_first_speaker_has_no_run_above(tmp_path: Path) -> None:
     assert "OLD starts with `user`, NEW with `a`" in result.stdout
     assert "run: none (the versions differ at the first speaker, above)" in result.stdout
     assert "shortest distinguishing run above" not in result.stdout
+
+
+def test_a_pair_stopped_at_its_bound_is_not_also_told_to_raise_it(tmp_path: Path) -> None:
+    """When the exploration of the pair stops at its bound, that is the reason given; the
+    walk to the cap over the part explored adds no second one."""
+    result = run_limited(
+        ["diff", "--max-states", "2", _flow(tmp_path, 1_000), _flow(tmp_path, 2_000)],
+        memory_mib=1024,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "the exploration stopped at its bound of 2 states (raise --max-states)" in (
+        result.stdout
+    )
+    assert "the walk to the smaller one" not in result.stdout

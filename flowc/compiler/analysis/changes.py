@@ -1028,7 +1028,7 @@ def diff_versions(
     divergences = list(product.divergences)
     capped = any(MAX_TURNS in (d.old.reason, d.new.reason) for d in divergences if d.certain)
     extra = None if capped else cap_divergence(product, options.max_states)
-    out_of_reach = extra if isinstance(extra, CapOutOfReach) else None
+    out_of_reach = extra if isinstance(extra, CapOutOfReach) and not product.truncated else None
     divergences += [extra] if isinstance(extra, Divergence) else []
     divergences.sort(key=lambda d: (not d.certain, len(d.turns)))
     certain = [d for d in divergences if d.certain]

@@ -993,7 +993,9 @@ class CapOutOfReach:
     """The caps differ, but the walk to the smaller one (``limit`` turns) was stopped:
     by the state bound (``"states"``: it would have kept more than that many states, one
     for each speaker and context a turn of the walk may be at) or by the memory budget
-    (``"memory"``). Whether a run reaches that cap is then not known."""
+    (``"memory"``). Whether a run reaches that cap is then not known. (When the
+    exploration of the pair itself stopped at its bound, that is the reason ``flowc diff``
+    gives, not this: a walk over a part of the pair has nothing more to say.)"""
 
     limit: int
     stopped_by: str
@@ -1009,9 +1011,9 @@ class CapOutOfReach:
                 f"one ({turns}) at its memory budget ({-(-self.memory_budget // 2**20)} MiB)"
             )
         return (
-            f"the caps differ, and a run that reaches the smaller one ({turns}) is longer than "
-            f"the bound of {counted(max_states, 'state', grouped=True)} lets flowc build "
-            "(raise --max-states)"
+            f"the caps differ, and the walk to the smaller one ({turns}) keeps more states than "
+            f"the bound of {counted(max_states, 'state', grouped=True)} (the states a run may be "
+            "in after each turn, over every turn; raise --max-states)"
         )
 
 
