@@ -19,14 +19,20 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from flowc.commands.config import setup_plugins
 from flowc.commands.console import EXIT_ERRORS, EXIT_OK, UsageError
 from flowc.commands.run_options import STORES, store_options
 from flowc.commands.texts import add_command
+
+if TYPE_CHECKING:  # uvicorn is an optional extra (`.[view]`): imported where it serves
+    import uvicorn
+
+    from flowc.view.server import ViewSettings
 
 #: the environment variable that gives the token instead of a random one, so that a
 #: server started again (same ``--port``) keeps the pages already open working
@@ -155,8 +161,15 @@ def cmd_view(args: argparse.Namespace) -> int:
     # Ctrl-C from the moment the server is said to be ready stops it as documented (exit
     # 0, nothing more said), also while it is still starting: until uvicorn handles the
     # signal itself (and after), it only asks the server to stop; the process's own
-    # handler is put back after
-    previous = signal.signal(signal.SIGINT, lambda *_: setattr(server, "should_exit", True))
+    # handler is put back after. Only the main thread may set a handler (flowc.cli.main may
+    # be called from another), and one installed from C (None) could not be put back: it
+    # is then left alone
+    previous = None
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is not None
+    ):
+        previous = signal.signal(signal.SIGINT, lambda *_: setattr(server, "should_exit", True))
     try:
         print(f"flowc view: serving {args.db} at {url}", flush=True)
         print("(Ctrl-C stops the server)", flush=True)
@@ -168,13 +181,14 @@ def cmd_view(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
         sock.close()
     return EXIT_OK
 
 
-def _server(settings: Any) -> Any:
-    """The uvicorn server of the pages (``settings``: a ``ViewSettings``)."""
+def _server(settings: ViewSettings) -> uvicorn.Server:
+    """The uvicorn server of the pages."""
     import uvicorn
 
     from flowc.view.server import make_app

@@ -857,7 +857,7 @@ class FlowcServer(LanguageServer):
         compiled, diags = compile_source(source)
         if compiled is None or has_errors(diags):
             errors = "; ".join(
-                f"{d.code.id} line {d.span.line if d.span else '?'}: {d.message}"
+                f"{d.code.id} line {d.span.line if d.span else '?'}: {elide_quoted(d.message)}"
                 for d in diags
                 if d.is_error
             )

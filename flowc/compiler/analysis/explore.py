@@ -436,7 +436,10 @@ class Explorer:
 
 @attrs.frozen
 class Longest:
-    """The longest paths from the kickoff through the nodes that are not ends."""
+    """The longest paths from the kickoff through the nodes that are not ends, worked out
+    once for a state space (:meth:`StateSpace.longest`) and shared by everything that asks
+    it, also by the versions the language server hands the space to: callers must not
+    change its lists."""
 
     #: the nodes that are not ends, in topological order, those on or after a loop left out
     order: list[int]
@@ -552,7 +555,7 @@ class StateSpace:
         worst case, and whether a run reaches ``max_turns``): Kahn's algorithm over those
         nodes (node 0, the kickoff, has no turn into it; every node is reached from it),
         in one pass over the edges, worked out once for the space (:attr:`memo`)."""
-        found: Longest | None = self.memo.get(Longest)
+        found: Longest | None = self.memo.get(("longest",))
         if found is not None:
             return found
         size = len(self.keys)
@@ -585,7 +588,7 @@ class StateSpace:
                 if not into[v]:
                     order.append(v)
         found = Longest(order, depth, back, len(order) < size - sum(is_end), best_end)
-        self.memo[Longest] = found
+        self.memo[("longest",)] = found
         return found
 
     def runs_to_cap(self, cap: int) -> bool:

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF
 from flowc.compiler.analysis.lockstep import MAX_TURNS, Routed, Turn
-from flowc.compiler.analysis.runs import MAX_SHOWN_TURNS
-from flowc.diagnostics import MAX_QUOTED, counted, elide
+from flowc.compiler.analysis.runs import shown_turns
+from flowc.diagnostics import MAX_QUOTED, elide
 from flowc.dsl.formatter import format_name, format_value
 from flowc.escaping import Phrase, Quoted, phrase
 
@@ -68,12 +68,10 @@ def run_phrase(turns: tuple[Turn, ...]) -> Phrase:
     """
     if not turns:
         return phrase("(the kickoff)")
-    if len(turns) <= MAX_SHOWN_TURNS:
-        return phrase(" → ").join(_elided(turn_phrase(t)) for t in turns)
-    half = MAX_SHOWN_TURNS // 2
-    more = counted(len(turns) - 2 * half, "more turn", "more turns", grouped=True)
-    shown = [*map(turn_phrase, turns[:half]), phrase(f"({more})"), *map(turn_phrase, turns[-half:])]
-    return phrase(" → ").join(_elided(p) for p in shown)
+    shown = shown_turns(turns, phrase)  # only the turns shown are worded
+    return phrase(" → ").join(
+        _elided(t if isinstance(t, Phrase) else turn_phrase(t)) for t in shown
+    )
 
 
 def render_run(turns: tuple[Turn, ...]) -> str:

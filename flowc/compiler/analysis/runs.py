@@ -8,9 +8,9 @@ which context writes, what custom conditions were assumed) and prints as
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import attrs
 
@@ -62,19 +62,31 @@ class Turn:
 MAX_SHOWN_TURNS = 30
 
 
-def shown_turns(turns: Sequence[str]) -> list[str]:
+_T = TypeVar("_T")
+_M = TypeVar("_M")
+
+
+@overload
+def shown_turns(turns: Sequence[str]) -> list[str]: ...
+@overload
+def shown_turns(turns: Sequence[_T], more: Callable[[str], _M]) -> list[_T | _M]: ...
+def shown_turns(turns: Sequence[Any], more: Callable[[str], Any] = str) -> list[Any]:
     """A run's turns as shown: past :data:`MAX_SHOWN_TURNS`, its first and last turns only,
-    with how many are left out between them.
+    with how many are left out between them (``"(N more turns)"``, made an item by
+    ``more``). The turns are kept as they are: a caller that formats them formats only
+    the ones shown.
 
     >>> shown_turns([f"s{i}" for i in range(40)])[14:17]
     ['s14', '(10 more turns)', 's25']
+    >>> shown_turns(range(40), str.upper)[14:17]
+    [14, '(10 MORE TURNS)', 25]
     """
     if len(turns) <= MAX_SHOWN_TURNS:
         return list(turns)
     half = MAX_SHOWN_TURNS // 2
     left_out = len(turns) - 2 * half
-    more = f"({counted(left_out, 'more turn', 'more turns', grouped=True)})"
-    return [*turns[:half], more, *turns[-half:]]
+    text = f"({counted(left_out, 'more turn', 'more turns', grouped=True)})"
+    return [*turns[:half], more(text), *turns[-half:]]
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ from html import escape
 
 from flowc.compiler.render.compare import ADDED, changed_edges
 from flowc.compiler.render.diagram import Diagram
+from flowc.diagnostics import elide_quoted
 from flowc.source import SourceFile
 
 _STYLE = """
@@ -166,7 +167,7 @@ def render_html(diagram: Diagram, svg: str, source: SourceFile | None = None) ->
                 f'data-nodes="{" ".join(f.nodes)}" data-edges="{" ".join(f.edges)}" '
                 f'data-lines="{lines}">'
                 f'<span class="code">{d.code.id}</span><span class="where">{escape(where)}</span>'
-                f"{escape(d.message)}</li>"
+                f"{escape(elide_quoted(d.message))}</li>"
             )
         out.append("</ol>")
     out.append("</section>")
