@@ -301,6 +301,19 @@ def _trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
 # ── progress ──────────────────────────────────────────────────────────────────
 
 
+def _turn_rate(turns: int, seconds: float) -> str:
+    """Turns per second as the status lines show it: to one decimal below 10 (a slow run,
+    e.g. one a human types in, is not "0 turns/s"), a whole number, grouped, from 10.
+
+    >>> _turn_rate(3, 21.4), _turn_rate(99, 10.0), _turn_rate(8123, 1.0)
+    ('0.1', '9.9', '8,123')
+    >>> _turn_rate(1996, 200.0)  # (9.98 rounds to 10.0: shown as 10)
+    '10'
+    """
+    rate = turns / seconds
+    return f"{rate:.1f}" if round(rate, 1) < 10 else f"{rate:,.0f}"
+
+
 class Progress:
     """``  2,400 turns · 8,123 turns/s`` on a terminal's stderr while a run goes on.
 
@@ -331,7 +344,7 @@ class Progress:
         if now - self._drawn_at >= 0.1 or not self._text:
             self._drawn_at = now
             self._text = (
-                f"  {counted(turns, 'turn', grouped=True)} · {turns / elapsed:,.0f} turns/s"
+                f"  {counted(turns, 'turn', grouped=True)} · {_turn_rate(turns, elapsed)} turns/s"
             )
         self.draw()
 
@@ -354,7 +367,7 @@ class Progress:
         elapsed = time.monotonic() - self.started
         return (
             f"{counted(self.turns, 'turn', grouped=True)} in {elapsed:.1f}s "
-            f"({self.turns / elapsed:,.0f} turns/s)"
+            f"({_turn_rate(self.turns, elapsed)} turns/s)"
         )
 
 

@@ -383,8 +383,9 @@ def test_whether_a_run_reaches_the_cap_agrees_with_the_brute_force_and_the_walk(
     """``Facts.cap_reached`` (what E111 and the editor's completion of closing reasons
     read) is worked out in one pass over the edges (``StateSpace.runs_to_cap``): it agrees with
     the enumerator, and with :attr:`Facts.cap_walk` (a run of exactly ``max_turns``
-    turns, built a turn at a time), on every generated flow, under caps from 1 to one
-    past its longest run."""
+    turns, built a turn at a time), on every generated flow, under the caps 1, 2 and 3,
+    the flow's own ``max_turns`` and three turns past it (a cap under which the flow has
+    more than ``MAX_RUNS`` runs to enumerate is skipped)."""
     rng = random.Random(SEED + 1)
     seen = Counter[bool]()
     for flow in itertools.islice(flows(rng), FLOWS // 4):

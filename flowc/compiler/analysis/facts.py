@@ -456,14 +456,14 @@ class Facts:
     @cached_property
     def cap_reached(self) -> bool:
         """Whether some run takes ``max_turns`` turns without ending (the cap closes it)."""
-        cap = self.system.max_turns
-        if cap is None:
+        if (cap := self.system.max_turns) is None:
             return False
         if not self.space.truncated:
-            return cap > MAX_CAP_RUN or self.space.runs_to_cap(cap)
+            return self.space.runs_to_cap(cap)  # (one pass over the edges, for any cap)
         found = self.symbolic
         assert found is not None and found.reach is not None
-        return cap > MAX_CAP_RUN or found.deepest >= cap or found.reach.lasts(cap)
+        # (a turn at a time: a run still going after MAX_CAP_RUN turns counts as reaching it)
+        return found.deepest >= cap or found.reach.lasts(min(cap, MAX_CAP_RUN))
 
     @cached_property
     def cap_walk(self) -> list[int] | None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.explore import DEFAULT
-from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
 from flowc.compiler.analysis.rules import (
     capped_dead_rules,
     listed_by_w210,
@@ -58,7 +58,8 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
     if not folded:
         return
     # (at the first rule no other finding is about, if any)
-    first = next((d for d in folded if d.cause is None), folded[0]).rule
+    dead = next((d for d in folded if d.cause is None), folded[0])
+    first = dead.rule
     loop = facts.lasso(facts.traps[0]) if facts.traps else facts.sample_run
     loop = loop.upto(system.max_turns)  # (no run of the flow is longer than the cap)
     others = listing_of(folded, lambda d: system.label(d.rule))
@@ -77,11 +78,65 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
                 ),
                 "these conditions hold on no turn of any run: " + ", ".join(others),
             ),
-            help="make the terminate condition reachable: declare the tool that sets its context key, or route on a tool",
+            help=(
+                "make the terminate condition reachable: declare the tool that sets its "
+                "context key, or route on a tool"
+                if dead.cause is None
+                else "make a terminate condition hold on some turn: "
+                f"{_cause_finding(facts, dead)} says why this one never does"
+            ),
         ),
         loop,
         first.index,
     )
+
+
+def _cause_finding(facts: Facts, dead: DeadRule) -> str:
+    """The finding that says why ``dead`` never fires (it follows from another finding,
+    :attr:`DeadRule.cause`), with its line where it has one: ``W201 on line 3``. A sender
+    no run reaches gets no W201 when a rule that would route to it is reported as never
+    firing (W203, W204): that finding is named then."""
+    code, span = dead.cause, None
+    system, rule, flow = facts.system, dead.rule, facts.flow
+    written = rule.info.rule if rule.info is not None else None
+    if code == "W201" and rule.senders:
+        sender = min(rule.senders)
+        span = facts.speaker_span(sender)
+        for other in reported_dead_rules(facts):
+            then = other.rule.then
+            if isinstance(then, m.AgentTarget) and system.index_of(then.agent_id) == sender:
+                code = "W204" if other.trap is not None else "W203"
+                span = facts.rule_span(other.rule)
+                break
+    elif code == "W208" and written is not None:
+        unknown = facts.unknown_tools
+        span = next(
+            (
+                c.span
+                for c in n.walk_written_cond(written.cond)
+                if isinstance(c, n.ToolCond) and c.tool.value in unknown
+            ),
+            None,
+        )
+    elif code == "W209" and written is not None and flow is not None:
+        unset = facts.unset_keys
+        keys = {
+            c.key.value
+            for c in n.walk_written_cond(written.cond)
+            if isinstance(c, n.ContextCond) and c.key.value in unset
+        }
+        # (W209 is on the first condition that reads the key)
+        span = next(
+            (
+                c.span
+                for st in flow.statements
+                if isinstance(st, n.Rule)
+                for c in n.walk_written_cond(st.cond)
+                if isinstance(c, n.ContextCond) and c.key.value in keys
+            ),
+            None,
+        )
+    return f"{code} on line {span.line}" if span is not None else str(code)
 
 
 def check_max_turns(facts: Facts) -> Iterator[Finding]:

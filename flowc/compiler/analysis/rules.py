@@ -113,8 +113,11 @@ def _reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
 
 
 def folded_into_w210(facts: Facts, dead: DeadRule) -> bool:
-    """A terminate rule whose condition never holds is reported by W210 when no run ends
-    (and not by a W203 of its own, unless it follows from another finding: :attr:`DeadRule.cause`)."""
+    """A terminate rule whose condition never holds, in a flow where no run ends, that no
+    other finding is about (:attr:`DeadRule.cause`): W210 reports it, and it gets no W203
+    of its own unless its condition contradicts itself. (One that follows from another
+    finding gets no W203 either: that finding reports it, and W210 lists it too,
+    :func:`listed_by_w210`.)"""
     return dead.cause is None and listed_by_w210(facts, dead)
 
 
