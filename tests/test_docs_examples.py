@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from flowc.cli import main
+from tests.runtime.test_cli import FLOW, SCRIPT_YAML
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -29,27 +30,9 @@ RUNTIME = ROOT / "docs" / "runtime.md"
 PROPERTIES = ROOT / "docs" / "properties.md"
 BLOCK = re.compile(r"```(?P<info>[^\n]*)\n(?P<body>.*?)\n```", re.S)
 
-#: the flow of docs/runtime.md's first example (`review.flow`)
-REVIEW_FLOW = """flow review "drafter and reviewer"
-speaker user: human
-speaker drafter
-speaker reviewer { tool approve sets done = true }
-start user
-max_turns 12
-context done = false
-when context.done == true then terminate "approved"
-when from user then drafter
-when from drafter then reviewer
-when from reviewer then drafter
-"""
-#: its script (`script.yaml`)
-REVIEW_SCRIPT = """kickoff: Write a paragraph on HTTPS
-script:
-  drafter: [Draft 1, Draft 2]
-  reviewer:
-    - Tighten the second sentence
-    - {tool: approve, say: Approved}
-"""
+#: the flow of docs/runtime.md's first example (`review.flow`) and its script
+#: (`script.yaml`): the runtime tests' own
+REVIEW_FLOW, REVIEW_SCRIPT = FLOW, SCRIPT_YAML
 
 
 def blocks(page: Path) -> list[tuple[str, str]]:
