@@ -648,8 +648,10 @@ def elide_quoted(text: str) -> str:
     >>> len(elide_quoted("e.g. `when from user then `" + " ".join(["ab"] * 60) + "``, or not"))
     135
     """
-    if len(text) <= MAX_QUOTED:
-        return text
+    if len(text) <= MAX_QUOTED or (
+        _quoted_span(text) <= MAX_QUOTED and not _LONG_NAME.search(text)
+    ):
+        return text  # (no quoted piece can be longer: every editor's edit asks, per finding)
     out: list[str] = []
     at = 0
     for start, end in _pieces(text):
@@ -657,6 +659,15 @@ def elide_quoted(text: str) -> str:
         at = end
     out.append(_LONG_NAME.sub(_elided_piece, text[at:]))
     return "".join(out)
+
+
+def _quoted_span(text: str) -> int:
+    """How many characters lie between ``text``'s first and last quote (backquote or double
+    quote): no piece it quotes holds more."""
+    firsts = [i for i in (text.find("`"), text.find('"')) if i >= 0]
+    if not firsts:
+        return 0
+    return max(text.rfind("`"), text.rfind('"')) - min(firsts) - 1
 
 
 def _pieces(text: str) -> Iterator[tuple[int, int]]:
