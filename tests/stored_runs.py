@@ -1,7 +1,9 @@
 """What the tests of stored runs share: the view's token, a run of
 examples/context_routing.flow written by the real `flowc run` (:data:`SCRIPT`,
-:func:`store_run`), a stored record rewritten (:func:`rewrite_row`, :func:`copy_with`), the commands that
-read a run (:func:`cli_readers`) and every JSON path into a value (:func:`json_paths`)."""
+:func:`store_run`), a stored record rewritten (:func:`rewrite_row`, :func:`copy_with`), the
+runs of a database (:func:`run_ids`), a fork's copy cut short (:func:`cut_short`), the
+commands that read a run (:func:`cli_readers`) and every JSON path into a value
+(:func:`json_paths`)."""
 
 from __future__ import annotations
 
@@ -67,6 +69,33 @@ def copy_with(db: Path, folder: Path, seq: int, env: Any) -> Path:
     shutil.copyfile(db, copy)
     rewrite_row(copy, seq, env)
     return copy
+
+
+def run_ids(db: Path) -> list[str]:
+    """The ids of the runs of the SQLite database ``db``, oldest first."""
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("SELECT channel_id FROM run ORDER BY number")]
+    finally:
+        con.close()
+
+
+def cut_short(db: Path, fork: str, copied: int) -> None:
+    """Cut the fork ``fork`` of the SQLite database ``db`` short, as if its process was
+    killed after it copied ``copied`` turns: its rows from the next turn on deleted."""
+    con = sqlite3.connect(db)
+    try:
+        seqs = [
+            seq
+            for seq, event in con.execute(
+                "SELECT seq, event_type FROM wal WHERE channel_id = ? ORDER BY seq", (fork,)
+            )
+            if event in ("ag2.msg.text", "ag2.packet")
+        ]
+        con.execute("DELETE FROM wal WHERE channel_id = ? AND seq >= ?", (fork, seqs[copied]))
+        con.commit()
+    finally:
+        con.close()
 
 
 def cli_readers(db: Path, cid: str, *, why: int, scenario: int) -> list[list[str]]:

@@ -16,7 +16,7 @@ import os
 import shlex
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -923,9 +923,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # ── flowc resume ──────────────────────────────────────────────────────────────
 
 
-def _stored_target(store: WalStore, cid: str) -> RunTarget:
-    """The run's target as its opening record stored it (raises one of :data:`READ_ERRORS`)."""
-    opened = next(iter(store.read(cid)))
+def _stored_target(records: Iterable[Envelope]) -> RunTarget:
+    """The target of the run whose records (``store.read``) are ``records``, as its
+    opening stored it (raises one of :data:`READ_ERRORS`)."""
+    opened = next(iter(records))
     if opened.event_type != EV_CHANNEL_OPENED:
         raise ProtocolError("its WAL does not start with the channel's opening")
     return RunTarget.from_metadata(ChannelMetadata.from_dict(opened.event_data["metadata"]))
@@ -937,7 +938,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     try:
         cid = find_run(store, args.run)
         try:
-            target = _stored_target(store, cid)
+            target = _stored_target(store.read(cid))
         except READ_ERRORS as err:
             print(f"flowc resume: error: {_damaged(db_name(args.db), cid, err)}", file=sys.stderr)
             return EXIT_ERRORS
@@ -1040,14 +1041,15 @@ def cmd_fork(args: argparse.Namespace) -> int:
         if new_id is not None and new_id in store.channel_ids():
             raise UsageError(f"--run-id: {db_name(args.db)} already has a run {new_id!r}")
         try:
-            target = _stored_target(store, parent)
+            records = list(store.read(parent))  # (read once: its target, turn N, the copy)
+            target = _stored_target(records)
         except READ_ERRORS as err:
             print(f"flowc fork: error: {_damaged(db_name(args.db), parent, err)}", file=sys.stderr)
             return EXIT_ERRORS
         script = None
         try:
             if args.script:  # checked before anything is written, once the run has turn N
-                check_turn(store, parent, n)
+                check_turn(records, n)
                 loaded = read_script(args.script)
                 if loaded is None:
                     return EXIT_ERRORS
@@ -1059,6 +1061,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 n,
                 run_id=new_id,
                 labels={"script": args.script or ""},
+                records=records,
             )
         except ScriptError as err:
             print(f"{args.script}: error: {err}", file=sys.stderr)

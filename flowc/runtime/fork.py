@@ -383,13 +383,14 @@ def _cut(envelopes: list[Envelope], n: int) -> list[Envelope]:
     return cut
 
 
-def check_turn(store: WalStore, parent: str, n: int) -> None:
-    """Raise :class:`~flowc.runtime.why.TurnOutOfRange` when the run ``parent`` has no
-    turn ``n`` (and :class:`ForkError` when it is damaged), as :func:`fork_run` does:
-    ``flowc fork --script`` asks it before it reads the script, so that a turn the run
-    does not have is said so as it is without a script, whatever the script says."""
+def check_turn(records: list[Envelope], n: int) -> None:
+    """Raise :class:`~flowc.runtime.why.TurnOutOfRange` when the run whose records
+    (``store.read``) are ``records`` has no turn ``n`` (and :class:`ForkError` when it is
+    damaged), as :func:`fork_run` does: ``flowc fork --script`` asks it before it reads
+    the script, so that a turn the run does not have is said so as it is without a
+    script, whatever the script says."""
     if n > 0:
-        _cut(list(store.read(parent)), n)
+        _cut(records, n)
 
 
 def refuse_broken(store: WalStore, run_id: str, records: list[Envelope]) -> str | None:
@@ -482,10 +483,13 @@ def fork_run(
     *,
     run_id: str | None = None,
     labels: Mapping[str, Any] | None = None,
+    records: list[Envelope] | None = None,
 ) -> str:
     """Write a new run into ``store`` whose records are the run ``parent``'s up to and
     including turn ``n`` (0: its opening only), and return its id (``run_id``, or a new
-    one). The parent is only read.
+    one). The parent is only read: ``records``, when given, are its records as
+    ``store.read(parent)`` gave them (a caller that read them already), else it is read
+    here.
 
     The copies keep what the parent stored (the graph, the flow's properties, each
     turn's text, tool calls and context writes, their times); they get the new run's id
@@ -516,7 +520,7 @@ def fork_run(
         raise ForkError(f"{LAST!r} names a database's newest run, so it is no run's id")
     if run_id is not None and unaddressable(run_id):
         raise ForkError(f"{run_id!r}: {UNADDRESSABLE}")
-    copied = _cut(list(store.read(parent)), n)
+    copied = _cut(records if records is not None else list(store.read(parent)), n)
     from flowc.runtime.adapters.base import ChannelMetadata
     from flowc.runtime.adapters.workflow import WorkflowAdapter
 

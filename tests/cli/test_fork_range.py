@@ -6,12 +6,12 @@ file."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.cli.cli_runs import REVIEW_FLOW, flowc
+from tests.stored_runs import cut_short, run_ids
 
 #: the review loop without its property: the run below closes after 5 turns
 FLOW = REVIEW_FLOW.replace("property one_draft: from drafter at most 1 time\n", "")
@@ -49,14 +49,6 @@ def parent(tmp_path: Path) -> str:
     cid: str = json.loads(run.stdout)["run_id"]
     assert json.loads(run.stdout)["turn_count"] == 5
     return cid
-
-
-def run_ids(db: Path) -> list[str]:
-    con = sqlite3.connect(db)
-    try:
-        return [r[0] for r in con.execute("SELECT channel_id FROM run ORDER BY number")]
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize("turn", [6, 9])
@@ -103,23 +95,11 @@ def test_turns_the_run_has_are_checked_against_the_script_as_before(
 
 def cut_short_fork(tmp_path: Path, parent: str) -> str:
     """A fork of the run at turn 4 as if its process was killed after it copied turn 2:
-    its turns 3 on, and all after them, deleted (as tests/runtime/test_fork.py does)."""
+    its turns 3 on, and all after them, deleted (:func:`tests.stored_runs.cut_short`)."""
     fork = flowc(tmp_path, "fork", parent, "4", "--script", "after4.json", "--db", "r.db")
     assert fork.returncode == 0, fork.stderr
     new = run_ids(tmp_path / "r.db")[-1]
-    con = sqlite3.connect(tmp_path / "r.db")
-    try:
-        seqs = [
-            seq
-            for seq, event in con.execute(
-                "SELECT seq, event_type FROM wal WHERE channel_id = ? ORDER BY seq", (new,)
-            )
-            if event in ("ag2.msg.text", "ag2.packet")
-        ]
-        con.execute("DELETE FROM wal WHERE channel_id = ? AND seq >= ?", (new, seqs[2]))
-        con.commit()
-    finally:
-        con.close()
+    cut_short(tmp_path / "r.db", new, 2)
     log = flowc(tmp_path, "log", "--db", "r.db")
     assert f"{new}  " in log.stdout
     assert "open (a fork cut short: 2 turns copied of 4)" in log.stdout

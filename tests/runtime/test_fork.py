@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from flowc.cli import main
+from tests.stored_runs import cut_short, run_ids
 
 FLOW = """flow approval "An expense claim"
 speaker employee: human
@@ -87,14 +88,6 @@ def rows(db: Path, run: str) -> list[tuple[Any, ...]]:
             *con.execute("SELECT * FROM run WHERE channel_id = ?", (run,)),
             *con.execute("SELECT * FROM lease WHERE channel_id = ?", (run,)),
         ]
-    finally:
-        con.close()
-
-
-def run_ids(db: Path) -> list[str]:
-    con = sqlite3.connect(db)
-    try:
-        return [r[0] for r in con.execute("SELECT channel_id FROM run ORDER BY number")]
     finally:
         con.close()
 
@@ -322,19 +315,7 @@ def test_a_fork_whose_copy_was_cut_short_is_not_continued(
     db, run = parent
     assert fork(db, run, 4, AFTER[4]) == 0
     new = run_ids(db)[-1]
-    con = sqlite3.connect(db)
-    try:  # as if killed after turn 2 was copied: turns 3 on, and all after, gone
-        seqs = [
-            seq
-            for seq, event in con.execute(
-                "SELECT seq, event_type FROM wal WHERE channel_id = ? ORDER BY seq", (new,)
-            )
-            if event in ("ag2.msg.text", "ag2.packet")
-        ]
-        con.execute("DELETE FROM wal WHERE channel_id = ? AND seq >= ?", (new, seqs[2]))
-        con.commit()
-    finally:
-        con.close()
+    cut_short(db, new, 2)  # as if killed after turn 2 was copied: turns 3 on, and all after, gone
     capsys.readouterr()
     cut = rows(db, new)
     script = db.parent / "rest.json"

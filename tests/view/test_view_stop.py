@@ -8,6 +8,8 @@ import signal
 import sqlite3
 import threading
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,16 +20,33 @@ from tests.view.conftest import ViewServer, wait_for
 pytest.importorskip("uvicorn")
 
 
+@contextmanager
+def serving(db: Path, workdir: Path) -> Iterator[ViewServer]:
+    """`flowc view` of ``db`` in a subprocess, stopped (if it still runs) on the way out."""
+    server = ViewServer(db, cwd=workdir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def ctrl_c(server: ViewServer) -> str:
+    """Ctrl-C (SIGINT) to the server, and what it wrote on stderr before it exited."""
+    server.proc.send_signal(signal.SIGINT)
+    server.proc.wait(timeout=15)
+    assert server.proc.stderr is not None
+    return server.proc.stderr.read()
+
+
 def test_ctrl_c_with_streams_open_on_an_unfinished_run_is_quiet(workdir: Path) -> None:
     db, cid, _ = store_run(workdir)
     con = sqlite3.connect(db)  # the run did not close: its streams never end by themselves
     con.execute("DELETE FROM wal WHERE event_type = 'ag2.channel.closed'")
     con.commit()
     con.close()
-    server = ViewServer(db, cwd=workdir)
     read: list[bytes] = []
 
-    def follow(path: str) -> None:
+    def follow(server: ViewServer, path: str) -> None:
         url = f"{server.base}/api/run/{cid}/{path}?token={server.token}"
         try:
             with urllib.request.urlopen(url, timeout=30) as answer:
@@ -36,17 +55,17 @@ def test_ctrl_c_with_streams_open_on_an_unfinished_run_is_quiet(workdir: Path) -
         except OSError:
             pass
 
-    streams = [threading.Thread(target=follow, args=(p,)) for p in ("events", "ag-ui")]
+    streams: list[threading.Thread] = []
     try:
-        for stream in streams:
-            stream.start()
-        wait_for(lambda: len(read) >= 2, what="both streams under way")
-        server.proc.send_signal(signal.SIGINT)
-        server.proc.wait(timeout=15)
-        assert server.proc.stderr is not None
-        err = server.proc.stderr.read()
+        with serving(db, workdir) as server:
+            streams += [
+                threading.Thread(target=follow, args=(server, p)) for p in ("events", "ag-ui")
+            ]
+            for stream in streams:
+                stream.start()
+            wait_for(lambda: len(read) >= 2, what="both streams under way")
+            err = ctrl_c(server)
     finally:
-        server.stop()
         for stream in streams:
             stream.join(timeout=30)
     assert server.proc.returncode == 0
@@ -94,14 +113,8 @@ def test_ctrl_c_while_the_server_starts_is_quiet_too(
 @pytest.mark.parametrize("attempt", range(3))
 def test_ctrl_c_at_once_after_the_ready_line_exits_0(workdir: Path, attempt: int) -> None:
     db, _, _ = store_run(workdir)
-    server = ViewServer(db, cwd=workdir)
-    try:
+    with serving(db, workdir) as server:
         assert server.proc.stdout is not None
         assert server.proc.stdout.readline() == "(Ctrl-C stops the server)\n"
-        server.proc.send_signal(signal.SIGINT)
-        server.proc.wait(timeout=15)
-        assert server.proc.stderr is not None
-        err = server.proc.stderr.read()
-    finally:
-        server.stop()
+        err = ctrl_c(server)
     assert (server.proc.returncode, err) == (0, "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import Facts, Finding
@@ -18,6 +18,48 @@ def _written_conds(flow: n.Flow) -> Iterator[n.Cond]:
     for st in flow.statements:
         if isinstance(st, n.Rule):
             yield from n.walk_written_cond(st.cond)
+
+
+def _undeclared_tool_conds(
+    conds: Iterable[n.Cond], unknown: frozenset[str]
+) -> Iterator[n.ToolCond]:
+    """The conditions among ``conds`` that W208 is placed on: every `when tool X` of a
+    tool no speaker declares (``unknown``)."""
+    for c in conds:
+        if isinstance(c, n.ToolCond) and c.tool.value in unknown:
+            yield c
+
+
+def _unset_key_conds(flow: n.Flow, unset: frozenset[str]) -> Iterator[n.ContextCond]:
+    """The conditions of ``flow`` that W209 is placed on: for each key nothing sets
+    (``unset``), the first condition that reads it, in file order."""
+    seen: set[str] = set()
+    for c in _written_conds(flow):
+        if isinstance(c, n.ContextCond) and c.key.value in unset and c.key.value not in seen:
+            seen.add(c.key.value)
+            yield c
+
+
+def placed_on(facts: Facts, code: str, rule: n.Rule) -> Span | None:
+    """Where the finding ``code`` that says why the written ``rule`` never fires is
+    reported, so that a finding naming it names its line: W208 on the rule's own first
+    condition that routes on a tool no speaker declares (W208 is on each of them); W209
+    on the first condition of the flow that reads a key the rule reads and nothing sets
+    (W209 is on the first read of each key: the first of those keys' places). None for
+    another code, or when the rule names no such tool or key."""
+    if code == "W208":
+        conds = _undeclared_tool_conds(n.walk_written_cond(rule.cond), facts.unknown_tools)
+        return next((c.span for c in conds), None)
+    flow = facts.flow
+    if code != "W209" or flow is None:
+        return None
+    unset = facts.unset_keys
+    keys = {
+        c.key.value
+        for c in n.walk_written_cond(rule.cond)
+        if isinstance(c, n.ContextCond) and c.key.value in unset
+    }
+    return next((c.span for c in _unset_key_conds(flow, unset) if c.key.value in keys), None)
 
 
 def check_model_start_speaker(facts: Facts) -> Iterator[Finding]:
@@ -60,18 +102,17 @@ def check_undeclared_tools(facts: Facts) -> Iterator[Finding]:
     unknown = facts.unknown_tools
     if not unknown:
         return
-    for c in _written_conds(flow):
-        if isinstance(c, n.ToolCond) and c.tool.value in unknown:
-            shown = format_name(c.tool.value)
-            yield Finding(
-                facts.diag(
-                    W208,
-                    f"`when tool {shown}` routes on a tool that no speaker declares, so it never fires",
-                    span=c.span,
-                    notes=("a speaker with no declared tools can call no routing tool",),
-                    help=f"declare it on the speaker that calls it: `speaker NAME {{ tool {shown} }}`",
-                )
+    for c in _undeclared_tool_conds(_written_conds(flow), unknown):
+        shown = format_name(c.tool.value)
+        yield Finding(
+            facts.diag(
+                W208,
+                f"`when tool {shown}` routes on a tool that no speaker declares, so it never fires",
+                span=c.span,
+                notes=("a speaker with no declared tools can call no routing tool",),
+                help=f"declare it on the speaker that calls it: `speaker NAME {{ tool {shown} }}`",
             )
+        )
 
 
 def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
@@ -82,23 +123,20 @@ def check_unset_context_keys(facts: Facts) -> Iterator[Finding]:
     unset = facts.unset_keys
     if not unset:
         return
-    seen: set[str] = set()
-    for c in _written_conds(flow):
-        if isinstance(c, n.ContextCond) and c.key.value in unset and c.key.value not in seen:
-            seen.add(c.key.value)
-            key = format_name(c.key.value)
-            yield Finding(
-                facts.diag(
-                    W209,
-                    f"`context.{key}` is read here but nothing sets it: no initial value, "
-                    + _only_cleared(facts, c.key.value),
-                    span=c.span,
-                    notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
-                    help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {_flipping_value(facts, c)}`,"
-                    f" or the human that writes it (`speaker NAME: human {{ sets {key} }}`),"
-                    f" or give it an initial value: `context {key} = ...`",
-                )
+    for c in _unset_key_conds(flow, unset):
+        key = format_name(c.key.value)
+        yield Finding(
+            facts.diag(
+                W209,
+                f"`context.{key}` is read here but nothing sets it: no initial value, "
+                + _only_cleared(facts, c.key.value),
+                span=c.span,
+                notes=(f"`context.{key}` is always unset (compares equal to `null`)",),
+                help=f"declare the tool that writes it, e.g. `tool NAME sets {key} = {_flipping_value(facts, c)}`,"
+                f" or the human that writes it (`speaker NAME: human {{ sets {key} }}`),"
+                f" or give it an initial value: `context {key} = ...`",
             )
+        )
 
 
 def _only_cleared(facts: Facts, key: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flowc.compiler import model as m
+from flowc.compiler.analysis.declarations import placed_on
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
 from flowc.compiler.analysis.rules import (
@@ -97,7 +98,7 @@ def _cause_finding(facts: Facts, dead: DeadRule) -> str:
     no run reaches gets no W201 when a rule that would route to it is reported as never
     firing (W203, W204): that finding is named then."""
     code, span = dead.cause, None
-    system, rule, flow = facts.system, dead.rule, facts.flow
+    system, rule = facts.system, dead.rule
     written = rule.info.rule if rule.info is not None else None
     if code == "W201" and rule.senders:
         sender = min(rule.senders)
@@ -108,34 +109,8 @@ def _cause_finding(facts: Facts, dead: DeadRule) -> str:
                 code = "W204" if other.trap is not None else "W203"
                 span = facts.rule_span(other.rule)
                 break
-    elif code == "W208" and written is not None:
-        unknown = facts.unknown_tools
-        span = next(
-            (
-                c.span
-                for c in n.walk_written_cond(written.cond)
-                if isinstance(c, n.ToolCond) and c.tool.value in unknown
-            ),
-            None,
-        )
-    elif code == "W209" and written is not None and flow is not None:
-        unset = facts.unset_keys
-        keys = {
-            c.key.value
-            for c in n.walk_written_cond(written.cond)
-            if isinstance(c, n.ContextCond) and c.key.value in unset
-        }
-        # (W209 is on the first condition that reads the key)
-        span = next(
-            (
-                c.span
-                for st in flow.statements
-                if isinstance(st, n.Rule)
-                for c in n.walk_written_cond(st.cond)
-                if isinstance(c, n.ContextCond) and c.key.value in keys
-            ),
-            None,
-        )
+    elif code is not None and written is not None:
+        span = placed_on(facts, code, written)  # (W208, W209: where that finding is)
     return f"{code} on line {span.line}" if span is not None else str(code)
 
 
