@@ -180,3 +180,19 @@ def test_proofs_flag_reaches_facts_of(flag: bool) -> None:
     assert compiled is not None
     _, found = facts_of(system_of_flow(compiled), CheckOptions(), "f.flow", proofs=flag)
     assert any(f.diagnostic.dead_rules for f in found) is flag
+
+
+def test_a_terminate_rule_w210_lists_is_proved_by_it_when_its_cause_is_not_printed() -> None:
+    """W208 / W209 say why the two terminate rules never fire, and W210 lists both: with
+    those two codes ignored, W210 (which is printed) proves them, as it names them."""
+    text = (ROOT / "tests/cases/check/undeclared.flow").read_text()
+    compiled, _ = compile_source(SourceFile("f.flow", text))
+    assert compiled is not None
+    system = system_of_flow(compiled)
+    facts, found = facts_of(system, CheckOptions(), "f.flow")
+    by_cause = dead_rule_findings(facts, found)
+    assert {i: by_cause[i].diagnostic.code.id for i in (0, 1)} == {0: "W208", 1: "W209"}
+    facts, found = facts_of(system, CheckOptions(ignore=("W208", "W209")), "f.flow")
+    assert sorted(f.diagnostic.code.id for f in found) == ["W210"]
+    proved = dead_rule_findings(facts, found)
+    assert {i: proved[i] for i in (0, 1)} == {0: found[0], 1: found[0]}

@@ -5,7 +5,8 @@ A rule reported on its own (W203, W204, W205 ...) is proved by the finding about
 rule whose death follows from another finding (an unset key, W209; an unknown tool,
 W208; its only senders unreachable, W201; a sticky loop, W205; no run ending, W210) is
 proved by that finding, which may sit on another line. A dead rule whose finding was not
-printed (not selected) has none: nothing names a code ``check`` did not print.
+printed (not selected) has none: nothing names a code ``check`` did not print; but a
+terminate rule W210 lists (every run ending at the cap) is proved by W210 then.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
-from flowc.compiler.analysis.rules import capped_dead_rules, folded_into_w210
+from flowc.compiler.analysis.rules import capped_dead_rules, folded_into_w210, listed_by_w210
 
 __all__ = ["dead_rule_findings", "with_proofs"]
 
@@ -123,6 +124,15 @@ def dead_rule_findings(facts: Facts, findings: Iterable[Finding]) -> dict[int, F
             if feeding is not None:
                 out[rule.index] = out[feeding[1]]
                 changed = True
+    # a terminate rule that follows from another finding (W208, W209, W201) is listed by
+    # W210 too: when that finding is not printed (``--ignore``, ``select``), W210 proves it
+    w210 = printed.get("W210")
+    if w210 is not None:
+        for dead in capped_dead_rules(facts):
+            if dead.rule.index not in out and listed_by_w210(facts, dead):
+                found = _pick(facts, dead, "W210", w210)
+                if found is not None:
+                    out[dead.rule.index] = found
     return out
 
 
