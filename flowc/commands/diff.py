@@ -50,19 +50,41 @@ EXIT_SAME, EXIT_CHANGED, EXIT_UNKNOWN = EXIT_OK, EXIT_ERRORS, EXIT_USAGE
 # ── input ────────────────────────────────────────────────────────────────────
 
 
-def _git_show(spec: str) -> bytes | None:
-    """The bytes of ``REV:path`` from git, or None when ``spec`` is not a git revision."""
+def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], capture_output=True, timeout=60, check=False)
+
+
+def _git_error(spec: str, proc: subprocess.CompletedProcess[bytes], fallback: str) -> UsageError:
+    message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    return UsageError(f"{spec}: {message[-1] if message else fallback}")
+
+
+def _git_blob(spec: str) -> bytes | None:
+    """The bytes of the file ``REV:path`` in git, or None when ``spec`` is not a git
+    revision. Only one file is read (``git cat-file blob``): a revision that does not
+    exist, a path not in it, a folder or a range is an error, and a spec starting with
+    ``-`` is refused before git sees it (git would take it as an option)."""
     rev, sep, path = spec.partition(":")
     if not sep or not rev or not path:
         return None
+    if spec.startswith("-"):
+        raise UsageError(f"{spec}: no such file, and a revision REV:path cannot start with '-'")
     try:
-        proc = subprocess.run(["git", "show", spec], capture_output=True, timeout=60, check=False)
+        # `--` ends the options (older git than --end-of-options knows it too)
+        proc = _git("cat-file", "blob", "--", spec)
+        if proc.returncode == 0:
+            return proc.stdout
+        kind = _git("cat-file", "-t", "--", spec)  # why: missing, or not a file
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise UsageError(f"{spec}: {message[-1] if message else 'git show failed'}")
-    return proc.stdout
+    if kind.returncode != 0:
+        raise _git_error(spec, kind, "git cat-file failed")
+    found = kind.stdout.decode("utf-8", "replace").strip()
+    if found == "tree":
+        raise UsageError(f"{spec}: a folder in that revision, not a file")
+    if found and found != "blob":
+        raise UsageError(f"{spec}: a git {found}, not a file")
+    raise _git_error(spec, proc, "git cat-file failed")  # a blob now: it changed meanwhile
 
 
 def read_version_source(
@@ -74,7 +96,7 @@ def read_version_source(
         if source is not None and label is not None:
             source = SourceFile(label, source.text)
         return source, diags, spec
-    data = _git_show(spec)
+    data = _git_blob(spec)
     if data is None:  # pragma: no cover - a spec with ':' that is neither: read_source says why
         source, diags = read_source(spec)
         return source, diags, spec

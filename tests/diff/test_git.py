@@ -115,3 +115,58 @@ def test_the_documented_ci_step_writes_the_markdown_diff(repo: Path) -> None:
     )
     assert "| the shortest distinguishing run | user → drafter → reviewer (approve) |" in report
     assert "### `flows/added.flow`: a new flow" in report
+
+
+def test_a_spec_starting_with_a_dash_never_reaches_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """git would take ``--output=FILE:path`` as its option and write FILE."""
+    monkeypatch.chdir(repo)
+    written = repo / "written:review.flow"  # the file git would write
+    for spec in (f"--output={repo}/written:review.flow", "-p:flows/review.flow"):
+        assert main(["diff", "--", spec, "flows/review.flow"]) == 2
+        err = capsys.readouterr().err
+        assert not written.exists()
+        assert f"{spec}: no such file, and a revision REV:path cannot start with '-'" in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        # a range: `git show` printed nothing and the empty text was checked as a flow
+        ("main..HEAD:flows/review.flow", "invalid object name 'main..HEAD'"),
+        # a folder: its listing was parsed as a flow
+        ("HEAD:flows", "HEAD:flows: a folder in that revision, not a file"),
+        ("HEAD:flows/", "HEAD:flows/: a folder in that revision, not a file"),
+        ("nothing:flows/review.flow", "invalid object name 'nothing'"),
+        ("HEAD:flows/nothing.flow", "path 'flows/nothing.flow' does not exist in 'HEAD'"),
+    ],
+)
+def test_a_spec_that_is_not_one_file_in_git_is_an_error(
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    spec: str,
+    message: str,
+) -> None:
+    monkeypatch.chdir(repo)
+    assert main(["diff", spec, "flows/review.flow"]) == 2
+    captured = capsys.readouterr()
+    assert f"flowc diff: error: {spec}: " in captured.err
+    assert message in captured.err
+    assert "error[E" not in captured.err + captured.out  # not read as a flow
+
+
+def test_a_file_whose_name_holds_a_colon(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that exists is read as a file; ``REV:path`` reads it from git."""
+    monkeypatch.chdir(repo)
+    (repo / "flows" / "a:b.flow").write_text(BASE, encoding="utf-8")
+    git(repo, "add", "--", "flows/a:b.flow")
+    git(repo, "commit", "-q", "-m", "colon")
+    monkeypatch.chdir(repo / "flows")
+    assert main(["diff", "a:b.flow", "review.flow"]) == 1
+    assert capsys.readouterr().out.startswith("flowc diff a:b.flow → review.flow")
+    assert main(["diff", "HEAD:flows/a:b.flow", "a:b.flow"]) == 0
+    assert main(["diff", "HEAD:./a:b.flow", "HEAD~1:flows/review.flow"]) == 0
