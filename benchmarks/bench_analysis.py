@@ -19,6 +19,11 @@ patterns under the five scopes, over its speakers, tools, keys and endings, from
 seed: :func:`properties`) and measures the check twice, without them and with them
 (``check+P``: the time, and the ratio to the check without).
 
+``--repeat N`` measures each instance in N fresh processes and prints the median time: a
+single first call varies by a third or more from one process to the next (string hashes
+are seeded per process), which on the small instances, checked in milliseconds, decides
+a ratio. The findings must be the same in every process (checked).
+
 Per instance it prints the time and peak memory of the analysis as ``flowc check``
 runs it (``check`` with the default options, after compiling; peak memory of a
 child process, ``ru_maxrss``), whether it was complete (``complete``: explored one
@@ -38,6 +43,7 @@ import hashlib
 import json
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -270,19 +276,30 @@ def _child(
 
 
 def measure(
-    kind: str, shape: Shape, max_states: int | None = None, props: int = 0
+    kind: str, shape: Shape, max_states: int | None = None, props: int = 0, repeat: int = 1
 ) -> dict[str, object]:
-    """One measurement in a fresh child process."""
+    """One measurement in a fresh child process; with ``repeat`` N, N of them, each in a
+    process of its own, and the median time (a single first call in a fresh process
+    varies by a third or more from one process to the next: string hashing is seeded
+    per process, which moves every dict and set). Every other figure is the last
+    child's, and the findings must be the same in each (checked)."""
     more = [] if max_states is None else ["--max-states", str(max_states)]
     if props:
         more += ["--properties", str(props)]
-    proc = subprocess.run(
-        [sys.executable, __file__, "--child", kind, json.dumps(attrs.asdict(shape)), *more],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+    runs = []
+    for _ in range(repeat):
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", kind, json.dumps(attrs.asdict(shape)), *more],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(proc.stdout))
+    out: dict[str, object] = runs[-1]
+    assert all(r.get("digest") == out.get("digest") for r in runs), "findings differ between runs"
+    out["seconds"] = statistics.median(float(r["seconds"]) for r in runs)
+    out["peak_mib"] = max(float(r["peak_mib"]) for r in runs)
+    return out
 
 
 def _result(chk: dict[str, object]) -> str:
@@ -307,6 +324,13 @@ def main() -> None:
         "--max-states", type=int, help="check's bound (default: check's default), to choose one"
     )
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="measure each instance in N fresh processes and print the median time (default 1)",
+    )
+    parser.add_argument(
         "--properties",
         type=int,
         default=0,
@@ -324,7 +348,7 @@ def main() -> None:
     else:
         family = list(QUICK if args.quick else FAMILY)
     if args.properties:
-        _compare(family, args.max_states, args.properties)
+        _compare(family, args.max_states, args.properties, args.repeat)
         return
     print(
         f"{'instance':34} {'concrete':>12}  {'check':>8} {'peak':>8} {'result':8} {'digest':10}"
@@ -332,8 +356,8 @@ def main() -> None:
     )
     for params in family:
         shape = Shape(*params)
-        chk = measure("check", shape, args.max_states)
-        sym = measure("symbolic", shape)
+        chk = measure("check", shape, args.max_states, repeat=args.repeat)
+        sym = measure("symbolic", shape, repeat=args.repeat)
         print(
             f"{shape.label():34} {shape.concrete_states:12,}  {chk['seconds']:7.2f}s"
             f" {chk['peak_mib']:6.0f}MB {_result(chk):8}"
@@ -343,7 +367,7 @@ def main() -> None:
         )
 
 
-def _compare(family: list[Any], max_states: int | None, props: int) -> None:
+def _compare(family: list[Any], max_states: int | None, props: int, repeat: int = 1) -> None:
     """``--properties K``: each instance checked without and with K properties."""
     print(
         f"{'instance':34} {'check':>8} {'peak':>7} {'result':8}  {'check+P':>8} {'peak':>7}"
@@ -351,8 +375,8 @@ def _compare(family: list[Any], max_states: int | None, props: int) -> None:
     )
     for params in family:
         shape = Shape(*params)
-        alone = measure("check", shape, max_states)
-        both = measure("check", shape, max_states, props)
+        alone = measure("check", shape, max_states, repeat=repeat)
+        both = measure("check", shape, max_states, props, repeat=repeat)
         violated, holds, unknown = both["verdicts"]  # type: ignore[misc]
         ratio = float(both["seconds"]) / max(float(alone["seconds"]), 1e-9)  # type: ignore[arg-type]
         print(
