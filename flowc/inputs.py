@@ -7,8 +7,9 @@ quickly, in bounded memory, with a clean error:
   :data:`MAX_INPUT_BYTES`; a device such as ``/dev/zero``, a FIFO or a socket is
   refused before a byte is read.
 * :func:`load_json` and :func:`load_yaml` refuse values nested deeper than
-  :data:`MAX_DEPTH`, integers longer than :data:`MAX_INT_DIGITS` digits and numbers
-  that are not finite (``1e400``, ``NaN``, ``Infinity``, YAML's ``.inf``);
+  :data:`MAX_DEPTH`, integers longer than :data:`MAX_INT_DIGITS` digits, numbers
+  that are not finite (``1e400``, ``NaN``, ``Infinity``, YAML's ``.inf``) and a key
+  given twice in one object (which would keep only the last of its values);
   :func:`load_yaml` also refuses aliases that would expand a document past
   :data:`MAX_ALIAS_EXPANSION` (or its own size, when larger), alias cycles, and
   values JSON cannot hold (timestamps become plain strings; ``!!binary``,
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "SCRIPT_MAX_DEPTH",
     "DataError",
+    "DuplicateKeyError",
     "InputFileError",
     "MissingInputError",
     "bad_utf8",
@@ -109,6 +111,10 @@ class DataError(Exception):
         where = f"{self.line}:{self.column}: " if self.line is not None else ""
         at = f" (at {self.path})" if self.path else ""
         return f"{where}{self.message}{at}"
+
+
+class DuplicateKeyError(DataError):
+    """A key given twice in one JSON object or YAML mapping (the data is otherwise read)."""
 
 
 # ── files ──────────────────────────────────────────────────────────────────────
@@ -342,18 +348,24 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
 
 
 def _find(
-    text: str, bad_scalar: Any = None, depth_limit: int | None = None, bad_string: Any = None
+    text: str,
+    bad_scalar: Any = None,
+    depth_limit: int | None = None,
+    bad_string: Any = None,
+    duplicates: bool = False,
 ) -> DataError | None:
     """Walk valid JSON ``text`` token by token (linear) to the first value that is too
-    deep (``depth_limit``), a scalar token ``bad_scalar(token)`` has a message for, or a
-    string (key or value) ``bad_string(token)`` has one for."""
-    stack: list[list[Any]] = []  # [kind, key or index, expecting a key]
+    deep (``depth_limit``), a scalar token ``bad_scalar(token)`` has a message for, a
+    string (key or value) ``bad_string(token)`` has one for, or (``duplicates``) a key
+    its object already has."""
+    # [kind, key or index, expecting a key, offsets of the object's keys so far]
+    stack: list[list[Any]] = []
     for match in _TOKEN.finditer(text):
         token = match.group()
         if token in ("{", "["):
             if stack:
                 stack[-1][2] = False
-            stack.append([token, 0 if token == "[" else None, token == "{"])
+            stack.append([token, 0 if token == "[" else None, token == "{", {}])
             if depth_limit is not None and len(stack) > depth_limit:
                 return _located(
                     text, match.start(), stack[:-1], f"nested more than {depth_limit} levels deep"
@@ -371,8 +383,14 @@ def _find(
         elif bad_string is not None and token.startswith('"') and bad_string(token):
             return _located(text, match.start(), stack, bad_string(token))
         elif stack and stack[-1][0] == "{" and stack[-1][2]:
-            stack[-1][1] = json.loads(token) if token.startswith('"') else token
+            key = json.loads(token) if token.startswith('"') else token
+            stack[-1][1] = key
             stack[-1][2] = False
+            if duplicates:
+                first = stack[-1][3].setdefault(key, match.start())
+                if first != match.start():
+                    message = _twice(key, text, first)
+                    return _located(text, match.start(), stack, message, DuplicateKeyError)
         elif bad_scalar is not None and not token.startswith('"'):
             message = bad_scalar(token)
             if message:
@@ -380,10 +398,26 @@ def _find(
     return None
 
 
-def _located(text: str, offset: int, stack: list[list[Any]], message: str) -> DataError:
+def _twice(key: Any, text: str, first: int) -> str:
+    """The message for a key given a second time; its first place is ``first`` in ``text``."""
+    line, column = text_position(text, first)
+    shown = _shown(json.dumps(key, ensure_ascii=False)) if isinstance(key, str) else repr(key)
+    return (
+        f"the key {shown} is given twice in one object (first at {line}:{column}); "
+        "give each key once"
+    )
+
+
+def _located(
+    text: str,
+    offset: int,
+    stack: list[list[Any]],
+    message: str,
+    kind: type[DataError] = DataError,
+) -> DataError:
     line, column = text_position(text, offset)
     parts: list[str | int] = [frame[1] for frame in stack if frame[1] is not None]
-    return DataError(message, path=json_path(parts), offset=offset, line=line, column=column)
+    return kind(message, path=json_path(parts), offset=offset, line=line, column=column)
 
 
 # ── numbers ─────────────────────────────────────────────────────────────────────
@@ -441,6 +475,18 @@ def _parse_constant(token: str) -> Any:
     raise _BadNumber
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object from its members, refusing a key given twice (``json`` keeps the last)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _DuplicateKey
+    return obj
+
+
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKETS = re.compile(r"[\[\]{}]")
 _DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -456,20 +502,33 @@ def _max_depth(text: str, limit: int) -> int:
 
 
 def load_json(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
-    """Parse JSON, refusing deep nesting, huge integers and non-finite numbers.
+    """Parse JSON, refusing deep nesting, huge integers, non-finite numbers and a key
+    given twice in one object.
 
     Raises :class:`json.JSONDecodeError` for text that is not JSON (as :func:`json.loads`)
-    and :class:`DataError` for JSON flowc refuses.
+    and :class:`DataError` for JSON flowc refuses (:class:`DuplicateKeyError` for a key
+    given twice).
 
     >>> load_json("[" * 501 + "]" * 501)
     Traceback (most recent call last):
     ...
     flowc.inputs.DataError: 1:501: nested more than 500 levels deep (at [0][0][0][0][0][0][0][0]…(490 more)…[0][0])
+    >>> load_json('{"a": {"b": 1, "b": 2}}')
+    Traceback (most recent call last):
+    ...
+    flowc.inputs.DuplicateKeyError: 1:16: the key "b" is given twice in one object (first at 1:8); give each key once (at a.b)
     """
     try:
         data = json.loads(
-            text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
+            text,
+            object_pairs_hook=_object,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
         )
+    except _DuplicateKey:
+        found = _find(text, duplicates=True)
+        raise found or DuplicateKeyError("a key is given twice in one object") from None
     except _BadNumber:
         found = _find(text, bad_scalar=number_problem)
         raise found or DataError("a number is out of range") from None
@@ -524,6 +583,10 @@ def load_yaml(text: str, *, max_depth: int = SCRIPT_MAX_DEPTH) -> Any:
 
     >>> load_yaml("a: &x [1, 2]\\nb: *x\\nwhen: 2024-01-02")
     {'a': [1, 2], 'b': [1, 2], 'when': '2024-01-02'}
+    >>> load_yaml("a: 1\\nb:\\n  c: 2\\n  'c': 3")
+    Traceback (most recent call last):
+    ...
+    flowc.inputs.DuplicateKeyError: 4:3: the key "c" is given twice in one mapping (first at 3:3); give each key once (at b.c)
     >>> load_yaml("a: &x [*x]")
     Traceback (most recent call last):
     ...
@@ -546,7 +609,39 @@ def yaml_position(text: str, mark: Any) -> tuple[int, int]:
 
 _LOADER: list[type[Any]] = []
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
 _NOT_JSON = {"binary": "binary data", "set": "a set", "omap": "an ordered map", "pairs": "pairs"}
+
+
+def _check_keys(loader: Any, node: Any, path: list[str | int]) -> None:
+    """Refuse a key given twice in ``node``, when a mapping (PyYAML keeps the last value):
+    two keys that make the same key once read (``1`` and ``0x1``) or once written as JSON
+    (``1`` and ``"1"``). Keys merged in with ``<<`` may be overridden."""
+    from yaml.nodes import MappingNode, ScalarNode
+
+    if not isinstance(node, MappingNode):
+        return
+    by_value: dict[Any, Any] = {}
+    by_text: dict[str, Any] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE:
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        text = key if isinstance(key, str) else str(key)
+        first = by_value.get(key) or by_text.get(text)
+        if first is not None:
+            line, column = yaml_position(loader.text, first.start_mark)
+            shown = _shown(json.dumps(text, ensure_ascii=False))
+            at = yaml_position(loader.text, key_node.start_mark)
+            raise DuplicateKeyError(
+                f"the key {shown} is given twice in one mapping (first at {line}:{column}); "
+                "give each key once",
+                path=json_path([*path, key_node.value]),
+                line=at[0],
+                column=at[1],
+            )
+        by_value.setdefault(key, key_node)
+        by_text.setdefault(text, key_node)
 
 
 def _loader_class() -> type[Any]:
@@ -624,6 +719,7 @@ def _loader_class() -> type[Any]:
                     raise self._error(problem, node.start_mark, path)
             elif isinstance(node, MappingNode | SequenceNode):
                 self.size += 2 + len(node.value)
+                _check_keys(self, node, path)
             if anchor is not None:
                 self.open.discard(anchor)
                 self.sizes[anchor] = self.size - before

@@ -67,10 +67,18 @@ def collect(paths: Sequence[str]) -> Inputs:
 
 
 def _looks_like_graph(text: str) -> bool:
-    from flowc.inputs import DataError, load_json
+    import json
+
+    from flowc.inputs import DataError, DuplicateKeyError, load_json
 
     try:
         data = load_json(text)
+    except DuplicateKeyError:
+        # JSON all the same: another tool's file (package.json, ...) is still skipped
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return True
     except (ValueError, DataError):
         return True  # malformed or refused: report it
     return isinstance(data, dict) and ("initial_speaker" in data or "graph" in data)

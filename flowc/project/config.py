@@ -67,7 +67,20 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def check_keys(table: dict[str, Any], where: str) -> None:
-    """Refuse a key that is not a setting, with a did-you-mean and the list of settings."""
+    """Refuse a key that is not a setting, with a did-you-mean and the list of settings,
+    and a setting given under both of its spellings (one of the two would be ignored).
+
+    >>> check_keys({"max-states": 1, "max_states": 2}, "pyproject.toml")
+    Traceback (most recent call last):
+    ...
+    flowc.project.config.ConfigError: pyproject.toml: [tool.flowc] gives the setting `max-states` twice, as `max-states` and as `max_states`; give it once
+    """
+    for alias, key in ALIASES.items():
+        if alias in table and key in table:
+            raise ConfigError(
+                f"{where}: [tool.flowc] gives the setting `{key}` twice, as `{key}` and as "
+                f"`{alias}`; give it once"
+            )
     for key in table:
         if key in KEYS or key in ALIASES:
             continue

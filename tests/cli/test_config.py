@@ -58,3 +58,20 @@ def test_render_refuses_an_output_suffix_it_cannot_write(
     assert not (tmp_path / "x.jpg").exists()
     assert main(["render", str(tmp_path / "a.flow"), "-o", str(tmp_path / "x.mmd")]) == 0
     assert (tmp_path / "x.mmd").read_text().lstrip().startswith(("flowchart", "%%", "---"))
+
+
+@pytest.mark.parametrize("command", [["check"], ["compile"], ["render", "-f", "dot"]])
+@pytest.mark.parametrize("order", [("max-states", "max_states"), ("max_states", "max-states")])
+def test_a_setting_given_under_both_spellings_is_an_error(
+    tmp_path: Path, command: list[str], order: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.flowc]\n{order[0]} = 1\n{order[1]} = 1000000\n"
+    )
+    (tmp_path / "a.flow").write_text(FLOW)
+    assert main([*command, str(tmp_path / "a.flow")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{tmp_path / 'pyproject.toml'}: [tool.flowc] gives the setting `max-states` twice, "
+        "as `max-states` and as `max_states`; give it once"
+    ) in err
