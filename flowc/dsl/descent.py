@@ -360,6 +360,8 @@ class _Parser:
             if self.tokens[self.i][0] != "}":
                 while True:
                     key = _decode(self.take(STRING)[1])
+                    if key in pairs:  # a key given twice: the full parser says where
+                        raise _GiveUp
                     self.take(":")
                     v, d = self._value(level + 1)
                     pairs[key] = v.value

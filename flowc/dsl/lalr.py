@@ -278,13 +278,24 @@ class _Build(metaclass=_BuildMeta):
         items = [v for v in ch if v is not None]
         return self._nested_value(n.Value([v.value for v in items], self._span(meta)), items)
 
-    def pair(self, meta: Any, ch: list[Any]) -> tuple[str, n.Value]:
-        return self._decode(ch[0]), ch[1]
+    def pair(self, meta: Any, ch: list[Any]) -> tuple[str, n.Value, Token]:
+        return self._decode(ch[0]), ch[1], ch[0]
 
-    def object(self, meta: Any, ch: list[tuple[str, n.Value] | None]) -> n.Value:
+    def object(self, meta: Any, ch: list[tuple[str, n.Value, Token] | None]) -> n.Value:
         pairs = [p for p in ch if p is not None]
-        value = n.Value({k: v.value for k, v in pairs}, self._span(meta))
-        return self._nested_value(value, [v for _, v in pairs])
+        seen: set[str] = set()
+        for key, _, tok in pairs:
+            if key in seen:  # (JSON would keep the last: a member silently dropped)
+                shown = tok if len(tok) <= 40 else tok[:36] + '..."'
+                raise _BadToken(
+                    self._tok(tok),
+                    "an object gives each key once",
+                    f"found {shown} a second time",
+                    help="remove one of the two members, or rename one",
+                )
+            seen.add(key)
+        value = n.Value({k: v.value for k, v, _ in pairs}, self._span(meta))
+        return self._nested_value(value, [v for _, v, _ in pairs])
 
     def _str(self, value: n.Value | None) -> n.Str | None:
         return None if value is None else n.Str(value.value, value.span)
