@@ -51,8 +51,9 @@ def add_layout_options(p: argparse.ArgumentParser, what: str = "SVG, PNG, PDF an
 
 def cmd_render(args: argparse.Namespace) -> int:
     """Draw a flow or a compiled graph."""
+    from flowc.compiler.analysis import load_checked_graph
     from flowc.compiler.compiled import CompiledFlow
-    from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
+    from flowc.compiler.pipeline import LoadedGraph, compile_source
     from flowc.compiler.render.diagram import build_diagram, mark_findings
     from flowc.compiler.render.image import IMAGE_FORMATS, DotNotFoundError, LayoutError
     from flowc.compiler.render.options import BINARY_FORMATS, RenderOptions
@@ -88,7 +89,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     loaded: CompiledFlow | LoadedGraph | None
     if console.is_json_input(args.file, source.text):
-        loaded, diags = load_graph_json(source)
+        # as `flowc check` and `run` read it: a custom name that loads nothing is refused
+        loaded, diags = load_checked_graph(source)
     else:
         loaded, diags = compile_source(source)
     if loaded is None or has_errors(diags):

@@ -53,7 +53,7 @@ from flowc.commands.run_output import (
 )
 from flowc.commands.texts import add_command
 from flowc.compiler.serde import canonical_json
-from flowc.diagnostics import Diagnostic, counted, has_errors
+from flowc.diagnostics import counted, has_errors
 from flowc.dsl.names import format_name
 from flowc.escaping import one_line
 from flowc.inputs import DataError
@@ -108,18 +108,6 @@ def run_status(result: RunResult) -> int:
 # ── loading ───────────────────────────────────────────────────────────────────
 
 
-def graph_pattern_diagnostics(graph: Any, filename: str) -> tuple[Diagnostic, ...]:
-    """E114 for each ``text_matches`` pattern of a JSON graph that flowc does not match."""
-    from flowc.compiler.lower import PATTERN_HELP
-    from flowc.compiler.registry import pattern_problems
-    from flowc.diagnostics import E114
-
-    return tuple(
-        Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path, help=PATTERN_HELP)
-        for p in pattern_problems(graph)
-    )
-
-
 def load_target(path: str) -> tuple[RunTarget | None, bool]:
     """FLOW (a `.flow`, or JSON holding a graph or knobs dict) -> (target, is_flow)."""
     source, diags = read_source(path)
@@ -133,11 +121,17 @@ def load_target(path: str) -> tuple[RunTarget | None, bool]:
         if loaded is None:
             print_diagnostics(diags, {source.name: source})
             return None, False
-        refused = graph_pattern_diagnostics(loaded.graph, source.name)
-        if refused:  # E114, as `flowc check` reports it
+        from flowc.compiler.analysis import pattern_refusals
+
+        refused = pattern_refusals(loaded.graph, source.name)
+        if refused:  # E114, as `flowc check` reports it (custom names: once plugins load)
             print_diagnostics(refused, {source.name: source})
             return None, False
-        return RunTarget.from_graph(loaded.graph, loaded.context_vars, label=path), False
+        prefix = "graph." if loaded.is_knobs else ""
+        target = RunTarget.from_graph(
+            loaded.graph, loaded.context_vars, label=path, json_prefix=prefix
+        )
+        return target, False
     from flowc.compiler.pipeline import compile_source
 
     compiled, diags = compile_source(source)
@@ -488,8 +482,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         store.close()
         problems = getattr(err, "problems", None)
         if problems:
-            for p in problems:
-                print(f"{args.flow}: error: {p}", file=sys.stderr)
+            for p in problems:  # (JSON paths from the file's top, as `check` says them)
+                where = target.json_prefix if getattr(p, "path", "") else ""
+                print(f"{args.flow}: error: {where}{p}", file=sys.stderr)
         else:
             print(f"{args.flow}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS

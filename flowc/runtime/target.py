@@ -99,6 +99,9 @@ class RunTarget:
     #: the flow's ``property`` statements, watched on every run of it
     #: (:mod:`flowc.runtime.guard`)
     properties: tuple[Property, ...] = ()
+    #: where the graph is in its JSON file (``"graph."`` in a knobs file): the JSON paths
+    #: of a graph the channel refuses are said from the file's top, as `check` says them
+    json_prefix: str = ""
     #: what the runs of this target share (:meth:`shared_knobs`, :meth:`shared_adapter`),
     #: made on the first run
     _shared: dict[str, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
@@ -192,6 +195,7 @@ class RunTarget:
         humans: Sequence[str] = (),
         creator: str | None = None,
         label: str = "",
+        json_prefix: str = "",
     ) -> RunTarget:
         """From a bare graph; participants default to every agent id the graph names."""
         speakers = tuple(dict.fromkeys(participants or m.agent_ids(graph)))
@@ -206,6 +210,7 @@ class RunTarget:
             None,
             tuple(_rule_texts(None, graph, {}, None)),
             label,
+            json_prefix=json_prefix,
         )
 
     def with_script_facts(self, script: Script) -> RunTarget:

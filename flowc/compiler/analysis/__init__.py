@@ -90,6 +90,7 @@ __all__ = [
     "facts_of",
     "findings_of",
     "load_checked_graph",
+    "pattern_refusals",
     "read_input",
 ]
 
@@ -358,11 +359,7 @@ def unloadable_names(
     >>> [d.json_path for d in unloadable_names(g, "g.json", TransitionRegistry())]
     ['transitions[0].when.name']
     """
-    patterns = tuple(
-        Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path, help=PATTERN_HELP)
-        for p in pattern_problems(graph)
-    )
-    return patterns + tuple(
+    return pattern_refusals(graph, filename) + tuple(
         Diagnostic(
             E103,
             f"{prefix}{p.path}: {p.message}",
@@ -374,6 +371,15 @@ def unloadable_names(
             "flowc.load_plugins)",
         )
         for p in custom_problems(graph, registry)
+    )
+
+
+def pattern_refusals(graph: m.TransitionGraph, filename: str) -> tuple[Diagnostic, ...]:
+    """E114 for each ``text_matches`` pattern of a JSON graph that flowc does not match
+    (what ``flowc run`` refuses before its plugins load: :func:`unloadable_names` too)."""
+    return tuple(
+        Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path, help=PATTERN_HELP)
+        for p in pattern_problems(graph)
     )
 
 

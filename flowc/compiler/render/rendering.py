@@ -14,7 +14,7 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
-from flowc.compiler.pipeline import LoadedGraph, compile_source, load_graph_json
+from flowc.compiler.pipeline import LoadedGraph, compile_source
 from flowc.compiler.render.diagram import Diagram, build_diagram, mark_findings
 from flowc.compiler.render.dot import render_dot
 from flowc.compiler.render.image import (
@@ -193,7 +193,7 @@ def _load(
         return LoadedGraph(flow, {}, False), SourceFile(filename, text)
     if isinstance(flow, Mapping):
         source = SourceFile(filename, json.dumps(flow, indent=2, sort_keys=True) + "\n")
-        loaded, diags = load_graph_json(source)
+        loaded, diags = _load_graph(source)
         if loaded is None:
             raise FlowError(diags, {source.name: source})
         return loaded, source
@@ -212,12 +212,20 @@ def _load(
     raise TypeError(f"cannot render a {type(flow).__name__}")
 
 
+def _load_graph(source: SourceFile) -> tuple[LoadedGraph | None, tuple[Diagnostic, ...]]:
+    """A JSON graph as ``flowc check`` and ``run`` read it: one that names a custom
+    condition or target that loads nothing is refused (E103), not drawn."""
+    from flowc.compiler.analysis import load_checked_graph
+
+    return load_checked_graph(source)
+
+
 def _load_text(
     text: str, filename: str, is_json: bool, bindings: Mapping[str, str] | None
 ) -> tuple[CompiledFlow | LoadedGraph, SourceFile]:
     source = SourceFile(filename, text)
     if is_json:
-        loaded, diags = load_graph_json(source)
+        loaded, diags = _load_graph(source)
         if loaded is None:
             raise FlowError(diags, {filename: source})
         return loaded, source
