@@ -115,7 +115,9 @@ when from bot then user
 def test_coverage_names_no_other_keys_finding() -> None:
     # two W209s (line 5: ready, line 6: other); rule 3 (line 7) reads `other`: it was
     # named as proved by line 5's W209 (the first of its code). Which W209 proves it is not
-    # recorded, so none is named rather than another key's line.
+    # recorded, so no W209 is named rather than another key's line; W210 (no run ends,
+    # placed on line 5) lists every terminate rule that never fires, rule 3 among them,
+    # and proves it.
     cov = coverage_targets(compile_flow(TWO_KEYS))
     printed = sorted(
         (f.diagnostic.code.id, f.diagnostic.span.line)
@@ -124,4 +126,8 @@ def test_coverage_names_no_other_keys_finding() -> None:
     )
     assert ("W209", 5) in printed and ("W209", 6) in printed, printed
     rule = next(t for t in cov.targets if t.key == ("rule", 2))
-    assert "line 5" not in (rule.dead or ""), rule.dead
+    assert "W209" not in (rule.dead or ""), rule.dead
+    assert rule.dead == "W210 (line 5): `flowc check` proves it never fires"
+    w210 = next(f for f in cov.findings if f.diagnostic.code.id == "W210")
+    assert w210.diagnostic.span is not None and w210.diagnostic.span.line == 5
+    assert any("rule 3, line 7" in note for note in w210.diagnostic.notes)

@@ -5,8 +5,9 @@ A rule reported on its own (W203, W204, W205 ...) is proved by the finding about
 rule whose death follows from another finding (an unset key, W209; an unknown tool,
 W208; its only senders unreachable, W201; a sticky loop, W205; no run ending, W210) is
 proved by that finding, which may sit on another line. A dead rule whose finding was not
-printed (not selected) has none: nothing names a code ``check`` did not print; but a
-terminate rule W210 lists (every run ending at the cap) is proved by W210 then.
+printed (not selected), or that cannot be told apart from another of its code, has none:
+nothing names a code ``check`` did not print, or another key's line; but a terminate rule
+W210 lists (every run ending at the cap) is proved by W210 then.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def dead_rule_findings(facts: Facts, findings: Iterable[Finding]) -> dict[int, F
                 out[rule.index] = out[feeding[1]]
                 changed = True
     # a terminate rule that follows from another finding (W208, W209, W201) is listed by
-    # W210 too: when that finding is not printed (``--ignore``, ``select``), W210 proves it
+    # W210 too: when no finding of that code is printed (``--ignore``, ``select``), or none
+    # can be told to be about this rule (two W209s, of two keys it may read), W210 proves it
     w210 = printed.get("W210")
     if w210 is not None:
         for dead in capped_dead_rules(facts):
