@@ -613,6 +613,21 @@ _MERGE = "tag:yaml.org,2002:merge"
 _NOT_JSON = {"binary": "binary data", "set": "a set", "omap": "an ordered map", "pairs": "pairs"}
 
 
+def _json_key(key: Any) -> str:
+    """The key a YAML mapping's ``key`` is once written as JSON (``True``: ``"true"``,
+    ``None``: ``"null"``, ``1``: ``"1"``), as a message says it.
+
+    >>> [_json_key(k) for k in ("a", True, None, 1, 1.5)]
+    ['a', 'true', 'null', '1', '1.5']
+    """
+    if isinstance(key, str):
+        return key
+    try:
+        return str(next(iter(json.loads(json.dumps({key: 0})))))
+    except (TypeError, ValueError):  # (a key JSON cannot write: a list, a date...)
+        return str(key)
+
+
 def _check_keys(loader: Any, node: Any, path: list[str | int]) -> None:
     """Refuse a key given twice in ``node``, when a mapping (PyYAML keeps the last value):
     two keys that make the same key once read (``1`` and ``0x1``) or once written as JSON
@@ -627,7 +642,7 @@ def _check_keys(loader: Any, node: Any, path: list[str | int]) -> None:
         if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE:
             continue
         key = loader.construct_object(key_node, deep=True)
-        text = key if isinstance(key, str) else str(key)
+        text = _json_key(key)
         first = by_value.get(key) or by_text.get(text)
         if first is not None:
             line, column = yaml_position(loader.text, first.start_mark)
@@ -636,7 +651,7 @@ def _check_keys(loader: Any, node: Any, path: list[str | int]) -> None:
             raise DuplicateKeyError(
                 f"the key {shown} is given twice in one mapping (first at {line}:{column}); "
                 "give each key once",
-                path=json_path([*path, key_node.value]),
+                path=json_path([*path, text]),
                 line=at[0],
                 column=at[1],
             )

@@ -123,11 +123,11 @@ def load_target(path: str) -> tuple[RunTarget | None, bool]:
             return None, False
         from flowc.compiler.analysis import pattern_refusals
 
-        refused = pattern_refusals(loaded.graph, source.name)
+        prefix = "graph." if loaded.is_knobs else ""
+        refused = pattern_refusals(loaded.graph, source.name, prefix)
         if refused:  # E114, as `flowc check` reports it (custom names: once plugins load)
             print_diagnostics(refused, {source.name: source})
             return None, False
-        prefix = "graph." if loaded.is_knobs else ""
         target = RunTarget.from_graph(
             loaded.graph, loaded.context_vars, label=path, json_prefix=prefix
         )

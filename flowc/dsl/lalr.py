@@ -283,17 +283,17 @@ class _Build(metaclass=_BuildMeta):
 
     def object(self, meta: Any, ch: list[tuple[str, n.Value, Token] | None]) -> n.Value:
         pairs = [p for p in ch if p is not None]
-        seen: set[str] = set()
+        seen: dict[str, Token] = {}
         for key, _, tok in pairs:
-            if key in seen:  # (JSON would keep the last: a member silently dropped)
+            first = seen.setdefault(key, tok)
+            if first is not tok:  # (JSON would keep the last: a member silently dropped)
                 shown = tok if len(tok) <= 40 else tok[:36] + '..."'
                 raise _BadToken(
                     self._tok(tok),
                     "an object gives each key once",
-                    f"found {shown} a second time",
+                    f"found {shown} a second time (first at {first.line}:{first.column})",
                     help="remove one of the two members, or rename one",
                 )
-            seen.add(key)
         value = n.Value({k: v.value for k, v, _ in pairs}, self._span(meta))
         return self._nested_value(value, [v for _, v, _ in pairs])
 

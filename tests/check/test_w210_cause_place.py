@@ -1,7 +1,8 @@
 """W210's help names the line of the finding that says why its terminate rule never fires
 (W208, W209): that line is where `flowc check` reports that finding, also when the first
 read of the key is not in the terminate rule, is nested, or comes after a statement of
-another kind that reads it (a scenario's `expect context.KEY`)."""
+another kind that reads it (a scenario's `expect context.KEY`). Both are found by one
+function (``declarations.placed_on``); these tests keep them from drifting apart."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def test_a_key_given_twice_is_an_error_at_the_second(value: str, found: str) -> 
     assert [(d.code.id, d.span.line, d.span.column) for d in diags if d.span] == [
         ("E001", 3, column)
     ]
-    assert f"found {found} a second time" in diags[0].message
+    assert f"found {found} a second time (first at 3:" in diags[0].message
 
 
 def test_distinct_keys_and_equal_keys_in_different_objects_parse() -> None:

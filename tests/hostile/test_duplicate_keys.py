@@ -3,8 +3,9 @@
 ``json`` and PyYAML keep the last value of a repeated key and drop the others without a
 word: a graph with two ``transitions`` lost every rule of the first, a run script with two
 lists for one speaker lost a list. Every reader of what a user writes (JSON graphs, run
-scripts in JSON and YAML, a script sent to ``flowc view``, a value a human types) now
-refuses the second key with its place: line, column and JSON path, and where the first is.
+scripts in JSON and YAML, a value a human types; a script sent to ``flowc view`` goes
+through the same reader, not tested here) now refuses the second key with its place: line,
+column and JSON path, and where the first is.
 """
 
 from __future__ import annotations
@@ -56,9 +57,12 @@ def test_json_keys_of_different_objects_may_repeat() -> None:
     [
         ("script:\n  a: [x]\n  b: [y]\n  a: [z]\n", "script.a", (4, 3)),
         ("a: 1\n'a': 2\n", "a", (2, 1)),
-        # the same key once read (an integer), or once written as JSON (text)
-        ("1: x\n0x1: y\n", '["0x1"]', (2, 1)),
+        # the same key once read (an integer), or once written as JSON (text): the path
+        # and the message name it as the data holds it, JSON's spelling (`true`, `null`)
+        ("1: x\n0x1: y\n", '["1"]', (2, 1)),
         ('1: x\n"1": y\n', '["1"]', (2, 1)),
+        ("null: x\n~: y\n", "null", (2, 1)),
+        ("a:\n  true: 1\n  'true': 2\n", "a.true", (3, 3)),
         ("k: {a: 1, a: 2}\n", "k.a", (1, 11)),
     ],
 )
@@ -159,3 +163,10 @@ def test_a_folder_walk_reports_a_graph_with_a_key_given_twice_and_skips_other_js
     out = "".join(capsys.readouterr())
     assert f"{folder / 'g.json'}:1:" in out and "(at transitions)" in out
     assert "package.json" not in out and "1 error in 1 file" in out
+
+
+def test_yaml_says_a_key_as_json_writes_it() -> None:
+    for text, key in (("null: x\n~: y\n", "null"), ("true: x\nTrue: y\n", "true")):
+        with pytest.raises(DataError) as caught:
+            load_yaml(text)
+        assert caught.value.message.startswith(f'the key "{key}" is given twice'), text

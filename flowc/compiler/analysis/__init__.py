@@ -359,7 +359,7 @@ def unloadable_names(
     >>> [d.json_path for d in unloadable_names(g, "g.json", TransitionRegistry())]
     ['transitions[0].when.name']
     """
-    return pattern_refusals(graph, filename) + tuple(
+    return pattern_refusals(graph, filename, prefix) + tuple(
         Diagnostic(
             E103,
             f"{prefix}{p.path}: {p.message}",
@@ -374,11 +374,20 @@ def unloadable_names(
     )
 
 
-def pattern_refusals(graph: m.TransitionGraph, filename: str) -> tuple[Diagnostic, ...]:
-    """E114 for each ``text_matches`` pattern of a JSON graph that flowc does not match
-    (what ``flowc run`` refuses before its plugins load: :func:`unloadable_names` too)."""
+def pattern_refusals(
+    graph: m.TransitionGraph, filename: str, prefix: str = ""
+) -> tuple[Diagnostic, ...]:
+    """E114 for each ``text_matches`` pattern of a JSON graph that flowc does not match,
+    at its JSON path from the file's top (``prefix``: ``"graph."`` in a knobs file).
+    ``flowc run`` asks this before its plugins load, and the custom names after."""
     return tuple(
-        Diagnostic(E114, f"{p.path}: {p.message}", filename, json_path=p.path, help=PATTERN_HELP)
+        Diagnostic(
+            E114,
+            f"{prefix}{p.path}: {p.message}",
+            filename,
+            json_path=prefix + p.path,
+            help=PATTERN_HELP,
+        )
         for p in pattern_problems(graph)
     )
 
