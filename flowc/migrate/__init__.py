@@ -209,7 +209,9 @@ def _migrate_python(source: SourceFile, pick: str | None = None) -> MigrateResul
             ),
             "python",
         )
-    except (RecursionError, MemoryError, ValueError) as err:
+    except RecursionError:
+        return MigrateResult(None, (_too_deep(source),), "python")
+    except (MemoryError, ValueError) as err:
         return MigrateResult(
             None,
             (
@@ -225,6 +227,93 @@ def _migrate_python(source: SourceFile, pick: str | None = None) -> MigrateResul
         return MigrateResult(None, err.findings, "python")
     text = emit(result.migration, source.name.rsplit(".", 1)[0] + ".flow")
     return MigrateResult(text, result.findings, "python", result.sequences)
+
+
+def _too_deep(source: SourceFile) -> Diagnostic:
+    """The finding for a Python file nested too deeply to read (Python's parser, or the
+    reading of its tree, ran out of stack): at the top-level statement that does it, found
+    by parsing the statements one by one; without a place when none can be singled out."""
+    line = _too_deep_statement(source.text)
+    if line is None:
+        return Diagnostic(
+            E001,
+            "the Python file cannot be read: an expression in it is nested too deeply",
+            source.name,
+            help="split the deeply nested expression into several statements",
+        )
+    start = source.line_starts[line - 1]
+    text = source.line_text(line)
+    start += len(text) - len(text.lstrip())
+    return Diagnostic(
+        E001,
+        f"the Python file cannot be read: the statement on line {line} is nested too deeply "
+        "(a chain of operators or brackets too long to parse)",
+        source.name,
+        source.span(start, min(start + 1, len(source.text))),
+        help="split the deeply nested expression into several statements",
+    )
+
+
+#: the keywords that open a further clause of the compound statement before them
+_CONTINUED = frozenset({"else", "elif", "except", "finally"})
+
+
+def _too_deep_statement(text: str) -> int | None:
+    """The first line of the first top-level statement of ``text`` that is nested too deeply
+    to parse on its own (or, when each parses, that holds the most deeply nested node);
+    None when that cannot be told (the file does not tokenize). A compound statement is one:
+    its ``else:`` / ``elif`` / ``except`` / ``finally:`` continue it, and decorators start
+    the ``def`` or ``class`` they decorate."""
+    import io
+    import tokenize
+
+    starts: list[int] = []
+    level, fresh, decorated = 0, True, False
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.INDENT:
+                level += 1
+            elif tok.type == tokenize.DEDENT:
+                level -= 1
+            elif tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT):
+                fresh = fresh or tok.type == tokenize.NEWLINE
+            elif tok.type != tokenize.ENDMARKER:
+                if fresh and level == 0:
+                    if tok.type == tokenize.NAME and tok.string in _CONTINUED:
+                        pass  # a clause of the statement before
+                    elif decorated:  # the decorated definition (or another decorator)
+                        decorated = tok.string == "@"
+                    else:
+                        starts.append(tok.start[0])
+                        decorated = tok.string == "@"
+                fresh = False
+    except (tokenize.TokenError, SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    lines = text.splitlines(keepends=True)
+    deepest: tuple[int, int] | None = None  # (depth, line)
+    for i, first in enumerate(starts):
+        last = starts[i + 1] - 1 if i + 1 < len(starts) else len(lines)
+        chunk = "".join(lines[first - 1 : last])
+        try:
+            tree = ast.parse(chunk)
+        except RecursionError:
+            return first
+        except (SyntaxError, ValueError, MemoryError):
+            continue
+        depth = _depth(tree)
+        if deepest is None or depth > deepest[0]:
+            deepest = (depth, first)
+    return deepest[1] if deepest is not None else None
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply the nodes of ``tree`` nest (without recursion)."""
+    most, todo = 0, [(tree, 0)]
+    while todo:
+        node, depth = todo.pop()
+        most = max(most, depth)
+        todo += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return most
 
 
 def _migrate_json(source: SourceFile) -> MigrateResult:

@@ -19,8 +19,9 @@ import ast
 
 import attrs
 
-from flowc.diagnostics import M001, M002, Code, Diagnostic
+from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
 from flowc.migrate.pyread import NotStatic, PyModule, callee, kwarg
+from flowc.migrate.pyvalues import TooLarge
 
 AGENT_CLASSES = frozenset(
     {
@@ -84,9 +85,12 @@ class AgentReader:
         #: agent classes defined in the file -> the known class they derive from
         self.subclasses: dict[str, str] = _subclasses(mod.tree, AGENT_CLASSES)
         self._reported_classes: set[str] = set()
-        #: findings about agents whose name could not be read, with the name they got: only
-        #: those that take part in the translated chat are kept (:meth:`keep_unnamed`)
+        #: findings about agents whose name or role could not be read, with the name they
+        #: got: only those that take part in the translated chat are kept
+        #: (:meth:`dropped_unnamed`)
         self.unnamed: list[tuple[Diagnostic, str]] = []
+        #: the findings about a role (a prompt) that cannot be read: left out of a comment,
+        #: never of the routing (:meth:`left_out`)
 
     def report(
         self, code: Code, message: str, node: ast.AST | None, help: str | None = None
@@ -149,7 +153,8 @@ class AgentReader:
             self.unnamed.append((self.findings[-1], fallback))
             agent_name = fallback
         base = self.subclasses.get(cls, cls)
-        agent = Agent(var, agent_name, cls, self._is_human(call, base), self._role(call), call)
+        role = self._role(call, agent_name)
+        agent = Agent(var, agent_name, cls, self._is_human(call, base), role, call)
         self.agents[id(call)] = agent
         if cls in self.subclasses and cls not in self._reported_classes:
             self._reported_classes.add(cls)
@@ -224,9 +229,15 @@ class AgentReader:
                 f"terminate` for each speaker X after which `{agent.name}` speaks",
             )
 
+    def left_out(self) -> bool:
+        """Whether something of the routing was left out (an M001): the translation then
+        claims no speaking order."""
+        return any(d.code is M001 for d in self.findings)
+
     def dropped_unnamed(self, speakers: set[str]) -> set[int]:
-        """The findings "migrated as `x`" about agents that are not speakers of the
-        translated flow (another chat of the file): they name nothing in the output."""
+        """The findings about agents that are not speakers of the translated flow (another
+        chat of the file): a name that cannot be read ("migrated as `x`") or a role that
+        cannot be read; they name nothing in the output."""
         return {id(d) for d, name in self.unnamed if name not in speakers}
 
     def adopt(self, node: ast.expr) -> Agent | None:
@@ -263,9 +274,31 @@ class AgentReader:
             return True
         return cls == "ConversableAgent" and llm is not None and llm_off
 
-    def _role(self, call: ast.Call) -> str | None:
+    def _role(self, call: ast.Call, name: str) -> str | None:
+        """The agent's role, carried as a comment above its speaker: its ``description``,
+        else its ``system_message``. One that is passed but cannot be read (``open(...)
+        .read()``) is reported (M003: a comment, which changes no routing, is dropped); one
+        too large to work out is reported once, where the bound was passed
+        (:func:`~.python._too_large`)."""
         for key in ("description", "system_message"):
-            value = self.mod.const_or(kwarg(call, key), None)
+            node = kwarg(call, key)
+            if node is None:
+                continue
+            try:
+                value = self.mod.const(node)
+            except TooLarge:
+                continue  # already recorded in ``too_large``: no second finding
+            except NotStatic:
+                self.report(
+                    M003,
+                    f"the `{key}` of `{name}` cannot be read without running the code; "
+                    "the flow does not carry it (it changes no routing)",
+                    node,
+                    help=f"write the {key} as a string literal to carry it as a comment "
+                    "above the speaker",
+                )
+                self.unnamed.append((self.findings[-1], name))
+                continue
             if isinstance(value, str) and value.strip():
                 return value
         return None

@@ -695,9 +695,7 @@ def _order_scenarios(
             route.sources
         ):
             exact, scenario_nexts = True, defaults
-    if any(d.code is M001 for d in reader.findings) or any(
-        a.cls not in AGENT_CLASSES for a in [*chat.agents, chat.initiator]
-    ):
+    if reader.left_out() or any(a.cls not in AGENT_CLASSES for a in [*chat.agents, chat.initiator]):
         # something was left out, or an agent's class is not modelled: no claim about the order
         exact = False
     start, max_round, kickoff = chat.initiator.name, chat.max_round, chat.kickoff

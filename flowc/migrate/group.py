@@ -136,7 +136,7 @@ def translate_group(
     exact = (
         p.kind == "RoundRobinPattern"
         and not g.selector_used
-        and not any(d.code is M001 for d in reader.findings)
+        and not reader.left_out()
         and not h.llm
         and not h.ctx
         and not h.after

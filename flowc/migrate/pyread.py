@@ -19,21 +19,10 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from flowc.migrate.pyvalues import NotStatic as NotStatic
+from flowc.migrate.pyvalues import Values
+from flowc.migrate.pyvalues import callee as callee
 from flowc.source import SourceFile, Span
-
-
-class NotStatic(Exception):
-    """A value that cannot be computed without running the code."""
-
-
-def callee(call: ast.Call) -> str:
-    """The last name of what is called: ``autogen.GroupChat(...)`` -> ``GroupChat``."""
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
 
 
 def kwarg(call: ast.Call, key: str, position: int | None = None) -> ast.expr | None:
@@ -403,7 +392,7 @@ class _Binder(ast.NodeVisitor):
         self.scope_of[id(node)] = self.scope
 
 
-class PyModule:
+class PyModule(Values):
     """A parsed Python file; names are resolved as Python resolves them where they are
     read: the last binding before that point in the same scope (module statements in
     order, each function its own scope), then the enclosing scopes; a function body reads
@@ -419,6 +408,7 @@ class PyModule:
         #: names read (by a reader, through :meth:`binding`) whose value an ``if`` with an
         #: unknown test decides: name -> (that ``if``, the binding used); a reader reports them
         self.undecided: dict[str, tuple[ast.If, Pos]] = {}
+        self.too_large = {}  # (:attr:`Values.too_large`)
         self._parents: dict[int, ast.AST] | None = None
         #: every function definition, by name (the first of a name)
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -643,69 +633,6 @@ class PyModule:
             depth += 1
         return node
 
-    def const(self, node: ast.expr | None, depth: int = 0) -> Any:
-        """The Python value of a static expression; raises :class:`NotStatic`."""
-        if node is None or depth > 50:
-            raise NotStatic("no value")
-        node = self.deref(node)
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.List | ast.Tuple):
-            items: list[Any] = []
-            for e in node.elts:
-                if isinstance(e, ast.Starred):
-                    inner = self.const(e.value, depth + 1)
-                    if not isinstance(inner, list):
-                        raise NotStatic("* of a non-list")
-                    items += inner
-                else:
-                    items.append(self.const(e, depth + 1))
-            return items
-        if isinstance(node, ast.Dict):
-            out: dict[Any, Any] = {}
-            for k, v in zip(node.keys, node.values, strict=True):
-                if k is None:
-                    raise NotStatic("** in a dict")
-                out[self.const(k, depth + 1)] = self.const(v, depth + 1)
-            return out
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self.const(node.left, depth + 1), self.const(node.right, depth + 1)
-            if isinstance(left, str) and isinstance(right, str):
-                return left + right
-            if isinstance(left, list) and isinstance(right, list):
-                return left + right
-            raise NotStatic("+ of mixed values")
-        if isinstance(node, ast.JoinedStr):
-            parts: list[str] = []
-            for v in node.values:
-                if isinstance(v, ast.Constant):
-                    parts.append(str(v.value))
-                elif (
-                    isinstance(v, ast.FormattedValue)
-                    and v.format_spec is None
-                    and v.conversion == -1
-                ):
-                    value = self.const(v.value, depth + 1)
-                    parts.append(str(value))
-                else:
-                    raise NotStatic("f-string")
-            return "".join(parts)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            value = self.const(node.operand, depth + 1)
-            if isinstance(value, int | float):
-                return -value
-        member = self._enum_member(node)
-        if member is not None:
-            name, value = member
-            return name if node.attr == "name" else self.const(value, depth + 1)  # type: ignore[attr-defined]
-        if isinstance(node, ast.Call) and callee(node) == "dedent" and node.args:
-            import textwrap
-
-            value = self.const(node.args[0], depth + 1)
-            if isinstance(value, str):
-                return textwrap.dedent(value)
-        raise NotStatic(type(node).__name__)
-
     def _enum_member(self, node: ast.expr) -> tuple[str, ast.expr] | None:
         """``Stage.DRAFTING.value`` / ``.name`` for ``class Stage(Enum)`` (or ``str, Enum``,
         ``StrEnum``, ``IntEnum``) written at the top of this file and never rebound: the
@@ -737,35 +664,6 @@ class PyModule:
                 and st.targets[0].id == member
             ):
                 return member, st.value
-        return None
-
-    def const_or(self, node: ast.expr | None, default: Any) -> Any:
-        try:
-            return self.const(node)
-        except NotStatic:
-            return default
-
-    def elements(self, node: ast.expr | None) -> list[ast.expr] | None:
-        """The element expressions of a list/tuple (through variables), else None."""
-        if node is None:
-            return None
-        node = self.deref(node)
-        if isinstance(node, ast.List | ast.Tuple):
-            out: list[ast.expr] = []
-            for e in node.elts:
-                if isinstance(e, ast.Starred):
-                    inner = self.elements(e.value)
-                    if inner is None:
-                        return None
-                    out += inner
-                else:
-                    out.append(e)
-            return out
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self.elements(node.left), self.elements(node.right)
-            if left is None or right is None:
-                return None
-            return left + right
         return None
 
     # ── loops ──

@@ -151,6 +151,7 @@ def _translate(
     failed: mm.NotRecognised | None = None
     for chat in _chosen(first, chats, pick, what):
         mod.undecided = {}  # the names this translation reads, its agents' names included
+        mod.too_large = {}
         reader = AgentReader(mod)
         reader.collect_agents()
         mod.horizon = _after(chat)
@@ -158,11 +159,11 @@ def _translate(
         try:
             result = translate(reader, chat)
         except mm.NotRecognised as err:
-            failed = failed or err
+            failed = failed or mm.NotRecognised((*err.findings, *_too_large(reader)))
             continue
         drop = reader.dropped_unnamed({s.name for s in result.migration.speakers})
         findings = tuple(d for d in result.findings if id(d) not in drop)
-        return attrs.evolve(result, findings=(*findings, *_undecided(reader)))
+        return attrs.evolve(result, findings=(*findings, *_undecided(reader), *_too_large(reader)))
     assert failed is not None
     raise failed
 
@@ -184,6 +185,23 @@ def _undecided(reader: AgentReader) -> list[Diagnostic]:
             help="set the test to a constant in the file (`USE_API = True`), or migrate "
             "each variant from a file that builds only it",
         )
+    return reader.findings[start:]
+
+
+def _too_large(reader: AgentReader) -> list[Diagnostic]:
+    """The values the translation read that were too large to work out (past
+    :data:`~.pyvalues.MAX_TEXT` or :data:`~.pyvalues.MAX_ITEMS`): each is an M001 where the
+    bound was passed, as the value was left unresolved."""
+    start = len(reader.findings)
+    for _, (node, what) in sorted(reader.mod.too_large.items(), key=lambda x: x[0]):
+        reader.report(
+            M001,
+            f"this value is not worked out: {what}, more than a group-chat configuration "
+            "needs; what reads it was left unresolved",
+            node,
+            help="write the value out (a prompt as one string literal, the agents as a list)",
+        )
+    reader.mod.too_large = {}
     return reader.findings[start:]
 
 
