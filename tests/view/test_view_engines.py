@@ -168,7 +168,20 @@ class WebKit(Engine):
         return self.driver.execute_script(script, *args)
 
     def click(self, css: str) -> None:
-        self.driver.find_element("css selector", css).click()
+        found = self.driver.find_element("css selector", css)
+        # as a user does: the entry in view, and drawn, before the click. A transcript block
+        # off the screen is not drawn (`content-visibility: auto`) until it comes into view,
+        # and WebKit's driver checks the click at once: on a loaded machine it found the
+        # entry "not interactable" (two frames, or 200 ms if the page draws no frame)
+        self.driver.execute_async_script(
+            "var done = arguments[arguments.length - 1];"
+            "arguments[0].scrollIntoView({block: 'center'});"
+            "var ok = false; function end() { if (!ok) { ok = true; done(); } }"
+            "requestAnimationFrame(function () { requestAnimationFrame(end); });"
+            "setTimeout(end, 200);",
+            found,
+        )
+        found.click()
 
 
 def _firefox() -> Iterator[Engine]:
