@@ -45,6 +45,7 @@ from flowc.commands.run_output import (
     RunPrinter,
     failure_line,
     format_turns,
+    graph_refused,
     isatty,
     silent_json,
     silent_lines,
@@ -70,7 +71,13 @@ from flowc.runtime.fork import UNADDRESSABLE, unaddressable
 from flowc.runtime.hub import Hub
 from flowc.runtime.refold import stop_text
 from flowc.runtime.script import Script, ScriptError, parse_script
-from flowc.runtime.script_run import AskHuman, WatchStopped, resume_script, run_script
+from flowc.runtime.script_run import (
+    AskHuman,
+    WatchStopped,
+    graph_refusals,
+    resume_script,
+    run_script,
+)
 from flowc.runtime.scripted_replies import check_script, refuse_bare_graph_keys
 from flowc.runtime.stores import LAST, db_name, is_url, open_store
 from flowc.runtime.target import RunTarget
@@ -438,11 +445,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"{args.agents}: AGENTS names no speaker of {args.flow}: "
                 f"{', '.join(unknown)} (its speakers: {', '.join(speakers)})"
             )
+    target = target.with_script_facts(script)
+    refused = graph_refusals(target)  # (before the database is opened, or created)
+    if refused:
+        return graph_refused(args.flow, target, refused)
     try:
         store: WalStore = open_store(args.db)
     except WalError as err:
         raise UsageError(str(err)) from None
-    target = target.with_script_facts(script)
     printer = RunPrinter(target, _mode(args))
     try:
         result = asyncio.run(
@@ -480,14 +490,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     except ProtocolError as err:  # the graph was refused when the channel opened
         store.close()
-        problems = getattr(err, "problems", None)
-        if problems:
-            for p in problems:  # (JSON paths from the file's top, as `check` says them)
-                where = target.json_prefix if getattr(p, "path", "") else ""
-                print(f"{args.flow}: error: {where}{p}", file=sys.stderr)
-        else:
-            print(f"{args.flow}: error: {err}", file=sys.stderr)
-        return EXIT_ERRORS
+        return graph_refused(args.flow, target, getattr(err, "problems", None) or [err])
     except Exception:  # a bug in flowc: the command line reports it (exit 2)
         store.close()
         raise

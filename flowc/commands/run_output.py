@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from flowc.commands.console import isatty
+from flowc.commands.console import EXIT_ERRORS, isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
 from flowc.diagnostics import counted, shown
 from flowc.runtime.adapters.workflow import WorkflowState
@@ -748,3 +748,12 @@ def terminal_asker(
                 sys.stderr.flush()
 
     return ask
+
+
+def graph_refused(flow: str, target: RunTarget, problems: Sequence[Any]) -> int:
+    """Say why the run's channel refused the graph: each problem at its JSON path from
+    the file's top, as `check` says them."""
+    for p in problems:
+        where = target.json_prefix if getattr(p, "path", "") else ""
+        print(f"{flow}: error: {where}{p}", file=sys.stderr)
+    return EXIT_ERRORS

@@ -26,8 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.shape_problems import ShapeProblem
 from flowc.runtime.adapters.base import ChannelState, Expectation, ProtocolError
-from flowc.runtime.adapters.workflow import merge_context_writes
+from flowc.runtime.adapters.workflow import GraphError, compile_graph, merge_context_writes
 from flowc.runtime.clients import AgentClient, HumanClient, Turn
 from flowc.runtime.contracts import ENFORCE, Contract
 from flowc.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
@@ -152,6 +153,18 @@ async def run_script(
         await hub.close(close_store=False)
     _raise_failure(hub, watched)
     return _finished(_result(hub, ch, target, watched), watched)
+
+
+def graph_refusals(target: RunTarget) -> list[ShapeProblem]:
+    """Why the run's channel would refuse ``target``'s graph when it opens (its
+    participants in the run's order, every custom name with the classes registered
+    now), each with its JSON path; [] when it opens. ``flowc run`` asks before it opens
+    (or creates) the database: a refused graph leaves no file behind."""
+    try:
+        compile_graph(target.graph, tuple(target.ids[s] for s in target.speakers))
+    except GraphError as err:
+        return list(err.problems)
+    return []
 
 
 def _refuse_cut_short(stored: Sequence[Envelope]) -> None:
