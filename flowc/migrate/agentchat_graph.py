@@ -63,7 +63,7 @@ class GraphReader:
             return value
         call = self.mod.deref(node)
         if isinstance(call, ast.Call):
-            name = self.mod.const_or(kwarg(call, "name", 0), None)
+            name = self.mod.const_name_or(kwarg(call, "name", 0), None)
             return name if isinstance(name, str) else None
         return None
 

@@ -90,7 +90,7 @@ class _Builder:
         if kind not in TEAMS and kind not in AGENTS and not kind[:1].isupper():
             return None  # a function's result: not an object built here
         cfg: dict[str, Any] = {}
-        name = self.const(kwarg(call, "name", 0))
+        name = self.mod.const_name_or(kwarg(call, "name", 0), None)
         if isinstance(name, str):
             cfg["name"] = name
         for key in ("system_message", "description"):
@@ -144,7 +144,7 @@ class _Builder:
                 out.append({"config": {"name": t.id, "description": doc or ""}})
             elif isinstance(value, ast.Call) and callee(value) == "FunctionTool":
                 func = kwarg(value, "func", 0)
-                name = self.const(kwarg(value, "name", 2))
+                name = self.mod.const_name_or(kwarg(value, "name", 2), None)
                 if not isinstance(name, str):
                     name = func.id if isinstance(func, ast.Name) else None
                 desc = self.const(kwarg(value, "description", 1))

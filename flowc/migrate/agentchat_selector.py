@@ -81,7 +81,7 @@ class SelectorFunctions:
         if name is None and isinstance(e, ast.Attribute) and e.attr == "name":
             call = self.mod.deref(e.value)
             if isinstance(call, ast.Call) and callee(call) in AGENTS:
-                got = self.mod.const_or(kwarg(call, "name", 0), None)
+                got = self.mod.const_name_or(kwarg(call, "name", 0), None)
                 name = got if isinstance(got, str) else None
         if name == "user" and "user" not in self.participants:
             return self.user

@@ -136,12 +136,17 @@ class AgentReader:
 
     def _add(self, call: ast.Call, cls: str) -> Agent:
         name_node = kwarg(call, "name", 0)
+        too_large = False
         try:
-            agent_name = self.mod.const(name_node)
+            agent_name = self.mod.const_name(name_node)
+        except TooLarge:  # an M001 where the bound is passed: migrated under its variable
+            agent_name, too_large = None, True
         except NotStatic:
             agent_name = None
         var = self._var_of(call)
-        if not isinstance(agent_name, str) or not agent_name:
+        if too_large:
+            agent_name = var or f"agent_{call.lineno}"
+        elif not isinstance(agent_name, str) or not agent_name:
             fallback = var or f"agent_{call.lineno}"
             self.report(
                 M001,

@@ -292,7 +292,7 @@ def _manager(
     manager = managers[0] if managers else None
     manager_name = DEFAULT_MANAGER
     if manager is not None:
-        value = mod.const_or(kwarg(manager, "name"), DEFAULT_MANAGER)
+        value = mod.const_name_or(kwarg(manager, "name"), DEFAULT_MANAGER)
         manager_name = value if isinstance(value, str) and value else DEFAULT_MANAGER
         for key in ("max_consecutive_auto_reply", "human_input_mode"):
             node = kwarg(manager, key)

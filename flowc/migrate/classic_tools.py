@@ -61,7 +61,7 @@ def collect_tools(
             caller = reader.agent_of(kwarg(c, "caller"))
             if caller is None or fn is None:
                 continue
-            tool = mod.const_or(kwarg(c, "name"), None)
+            tool = mod.const_name_or(kwarg(c, "name"), None)
             fn_name = fn.id if isinstance(fn, ast.Name) else None
             tool = tool if isinstance(tool, str) else fn_name
             if tool is None:
@@ -79,7 +79,7 @@ def collect_tools(
             and c.args
             and isinstance(c.args[0], ast.Name)
         ):
-            tool = mod.const_or(kwarg(inner, "name"), None)
+            tool = mod.const_name_or(kwarg(inner, "name"), None)
             doc = mod.const_or(kwarg(inner, "description"), None)
             add(
                 caller.name,
@@ -106,7 +106,7 @@ def collect_tools(
                     help="declare it by hand in the .flow: `tool NAME` on the speaker",
                 )
                 continue
-            tool = mod.const_or(kwarg(obj, "name"), None)
+            tool = mod.const_name_or(kwarg(obj, "name"), None)
             doc = mod.const_or(kwarg(obj, "description"), None)
             fn_name = fn.id if isinstance(fn, ast.Name) else None
             tool = tool if isinstance(tool, str) else fn_name
@@ -122,7 +122,7 @@ def collect_tools(
         caller = reader.agent_of(obj)
         if caller is None:
             continue
-        tool = mod.const_or(kwarg(deco, "name"), None)
+        tool = mod.const_name_or(kwarg(deco, "name"), None)
         doc = mod.const_or(kwarg(deco, "description"), None)
         add(
             caller.name,

@@ -237,7 +237,7 @@ def _read_context(g: HandoffReader, pattern: ast.Call) -> None:
     target = mod.deref(ctx_node)
     data_node = kwarg(target, "data", 0) if isinstance(target, ast.Call) else target
     try:
-        data = mod.const(data_node)
+        data = mod.const_name(data_node)
         if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
             raise NotStatic("not a dict")
         g.context = data
@@ -720,7 +720,7 @@ def _guardrails(g: HandoffReader, calls: list[ast.Call]) -> tuple[list[mm.Rule],
                 continue
             if target is None:
                 continue
-            label = g.mod.const_or(kwarg(obj, "name", 0), None)
+            label = g.mod.const_name_or(kwarg(obj, "name", 0), None)
             cond = n.AndCond(
                 (mm.from_(owner.name), mm.call_cond("text_matches", pattern=pattern)), S
             )

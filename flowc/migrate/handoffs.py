@@ -138,7 +138,7 @@ class HandoffReader:
                 agent = self.r.agent_of(agent_node)
                 name = agent.name if agent is not None else None
             else:
-                value = self.mod.const_or(agent_node, None)
+                value = self.mod.const_name_or(agent_node, None)
                 name = value if isinstance(value, str) else None
             if name is None:
                 self.r.report(
@@ -287,7 +287,7 @@ class HandoffReader:
         kind = callee(node)
         if kind in ("StringContextCondition", "StringAvailableCondition"):
             key_node = kwarg(node, "variable_name", 0) or kwarg(node, "context_variable")
-            key = self.mod.const_or(key_node, None)
+            key = self.mod.const_name_or(key_node, None)
             if isinstance(key, str):
                 return self.flag(key)
         elif kind in (
@@ -562,7 +562,7 @@ def registered_tools(
                 owner,
                 None,
                 fn,
-                mod.const_or(kwarg(deco, "name"), None),
+                mod.const_name_or(kwarg(deco, "name"), None),
                 mod.const_or(kwarg(deco, "description"), None),
             )
     for c in g.calls:
@@ -578,7 +578,7 @@ def registered_tools(
                 owner,
                 c.args[0],
                 None,
-                mod.const_or(kwarg(inner, "name"), None),
+                mod.const_name_or(kwarg(inner, "name"), None),
                 mod.const_or(kwarg(inner, "description"), None),
             )
             continue
@@ -594,7 +594,7 @@ def registered_tools(
                 owner,
                 kwarg(obj, "func_or_tool"),  # keyword-only, as name and description
                 None,
-                mod.const_or(kwarg(obj, "name"), None),
+                mod.const_name_or(kwarg(obj, "name"), None),
                 mod.const_or(kwarg(obj, "description"), None),
             )
             continue

@@ -190,10 +190,21 @@ def _undecided(reader: AgentReader) -> list[Diagnostic]:
 
 def _too_large(reader: AgentReader) -> list[Diagnostic]:
     """The values the translation read that were too large to work out (past
-    :data:`~.pyvalues.MAX_TEXT` or :data:`~.pyvalues.MAX_ITEMS`): each is an M001 where the
+    :data:`~.pyvalues.MAX_TEXT` or :data:`~.pyvalues.MAX_ITEMS`, or a name past
+    :data:`~.pyvalues.MAX_NAME`): each is an M001 where the
     bound was passed, as the value was left unresolved."""
     start = len(reader.findings)
     for _, (node, what) in sorted(reader.mod.too_large.items(), key=lambda x: x[0]):
+        if what.startswith("it is a name"):  # (:meth:`~.pyvalues.Values.const_name`)
+            reader.report(
+                M001,
+                f"this value is not worked out: {what} (OpenAI's API takes at most 64 for "
+                "an agent's name); the translation does not use it",
+                node,
+                help="give a shorter name; an agent whose name is not used is migrated under "
+                "its variable's name",
+            )
+            continue
         reader.report(
             M001,
             f"this value is not worked out: {what}, more than a group-chat configuration "

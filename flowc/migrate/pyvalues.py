@@ -30,6 +30,11 @@ MAX_ITEMS = 10_000
 #: the most text one reading may build on its way to a value (each ``+`` and f-string
 #: copies its parts): keeps a chain of ``s = s + ...`` from filling memory
 MAX_BUILT = 8 * MAX_TEXT
+#: the longest name migrate takes (of an agent, a tool, a context key: a value the
+#: translation repeats in each rule and line that names it, where a prompt is written once);
+#: OpenAI's API, which AG2 sends an agent's name to, takes at most 64 characters. A literal
+#: is bounded alike, as a variable naming it costs the file a few characters per rule
+MAX_NAME = 256
 
 
 class TooLarge(NotStatic):
@@ -219,6 +224,27 @@ class Values:
         except NotStatic:
             return default
 
+    def const_name(self, node: ast.expr | None) -> Any:
+        """:meth:`const` of a value the translation uses as a name (or, for a dict, whose
+        keys it uses as names): a name of more than :data:`MAX_NAME` characters is
+        :class:`TooLarge`, recorded in :attr:`too_large` at ``node``."""
+        value = self.const(node)
+        names = value if isinstance(value, dict) else [value]
+        for name in names:
+            if isinstance(name, str) and len(name) > MAX_NAME:
+                what = f"it is a name of more than {MAX_NAME} characters"
+                assert node is not None  # (a value was worked out of it)
+                self._too_large(node, what)
+                raise TooLarge(node, what)
+        return value
+
+    def const_name_or(self, node: ast.expr | None, default: Any) -> Any:
+        """:meth:`const_name`, or ``default`` when it cannot be worked out or is too long."""
+        try:
+            return self.const_name(node)
+        except NotStatic:
+            return default
+
     def elements(self, node: ast.expr | None) -> list[ast.expr] | None:
         """The element expressions of a list/tuple (through variables), else None; None too
         (recorded in :attr:`too_large`) for a list of more than :data:`MAX_ITEMS`."""
@@ -264,4 +290,13 @@ class Values:
         return out
 
 
-__all__ = ["MAX_BUILT", "MAX_ITEMS", "MAX_TEXT", "NotStatic", "TooLarge", "Values", "callee"]
+__all__ = [
+    "MAX_BUILT",
+    "MAX_ITEMS",
+    "MAX_NAME",
+    "MAX_TEXT",
+    "NotStatic",
+    "TooLarge",
+    "Values",
+    "callee",
+]

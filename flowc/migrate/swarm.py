@@ -143,7 +143,7 @@ def _read_context(reader: AgentReader, g: HandoffReader, runner: ast.Call) -> No
     if ctx_node is not None and mod.const_or(ctx_node, "?") is not None:
         target = mod.deref(ctx_node)
         data_node = kwarg(target, "data", 0) if isinstance(target, ast.Call) else target
-        data = mod.const_or(data_node, None)
+        data = mod.const_name_or(data_node, None)
         if isinstance(data, dict) and all(isinstance(k, str) for k in data):
             g.context = data
         else:
