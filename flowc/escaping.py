@@ -71,17 +71,28 @@ def _escape_of(ch: str) -> str:
 
 
 #: what :func:`visible` writes as an escape: C0 controls but the tab, DEL, C1 controls
-#: (NEL among them), the line and paragraph separators, lone surrogates, U+FFFE, U+FFFF
-_INVISIBLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+#: (NEL among them), the line and paragraph separators, lone surrogates, U+FFFE, U+FFFF;
+#: and the characters that show nothing or reorder what follows: the bidirectional marks,
+#: embeddings, overrides and isolates (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to
+#: U+2069), the zero-width space and word joiner (U+200B, U+2060) and U+FEFF, so that a
+#: name holding them is told from the name it looks like (the joiners U+200C and U+200D,
+#: which scripts and emoji are written with, stay)
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2028\u2029"
+    "\u2060\u2066-\u2069\ud800-\udfff\ufeff\ufffe\uffff]"
+)
 
 
 def visible(text: str) -> str:
     r"""``text`` on one line, with every character that a terminal, a line reader or an
     XML parser would act on (or refuse) written as an escape: ``\n``, ``\r``, ``\x1b``,
-    ``\u2028``. The tab and every printable character stay as they are.
+    ``\u2028``, and those that show nothing or reorder the text (``\u200b``, ``\u202e``).
+    The tab and every printable character stay as they are.
 
     >>> visible("a\nb\x1b[2J\u2028c\td")
     'a\\nb\\x1b[2J\\u2028c\td'
+    >>> visible("wr\u200biter\u202ex")
+    'wr\\u200biter\\u202ex'
     """
     return _INVISIBLE.sub(lambda m: _escape_of(m[0]), text)
 

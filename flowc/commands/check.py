@@ -8,11 +8,8 @@ option or configuration).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
-
-import attrs
 
 from flowc.commands import console
 from flowc.commands.batch import collector_paused
@@ -21,6 +18,7 @@ from flowc.commands.console import (
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
+    Inputs,
     UsageError,
     print_diagnostics,
     read_source,
@@ -39,31 +37,9 @@ FORMATS = ("text", "concise", "json", "sarif", "github")
 # ── inputs ───────────────────────────────────────────────────────────────────
 
 
-@attrs.define
-class Inputs:
-    """The files to check, and the paths that could not be read."""
-
-    files: list[tuple[str, bool]] = attrs.field(factory=list)  # (path, found in a folder walk)
-    problems: list[str] = attrs.field(factory=list)
-
-
 def collect(paths: Sequence[str]) -> Inputs:
     """Files named, and ``*.flow`` / ``*.json`` under folders (recursively, hidden folders skipped)."""
-    out = Inputs()
-    for path in paths:
-        if path != "-" and os.path.isdir(path):
-
-            def onerror(err: OSError) -> None:
-                out.problems.append(f"{err.filename}: cannot read ({err.strerror})")
-
-            # a link leading out of the folder is never read (its text could end in a report)
-            found = console.folder_files(path, (".flow", ".json"), onerror)
-            out.files.extend((f, True) for f in found)
-        elif path != "-" and not os.path.exists(path):
-            out.problems.append(f"{path}: no such file or folder")
-        else:
-            out.files.append((path, False))
-    return out
+    return console.collect(paths, (".flow", ".json"))
 
 
 def _looks_like_graph(text: str) -> bool:
@@ -166,8 +142,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.format in ("text", "concise") and (checked or not inputs.problems):
         # a path that could not be read is the whole story: no "no findings in 0 files"
         sys.stdout.write(_summary(diags, checked))
-    for problem in inputs.problems:
-        print(f"flowc check: error: {problem}", file=sys.stderr)
+    inputs.report("check")
     if inputs.problems:
         return EXIT_USAGE
     # under --strict a partial analysis fails too: the exploration stopped at the bound

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+import attrs
+
 from flowc.diagnostics import (
     Diagnostic,
     decode_source,
@@ -122,15 +124,60 @@ def folder_files(
     return found
 
 
-def expand_paths(paths: Sequence[str], suffixes: tuple[str, ...] = (".flow",)) -> list[str]:
-    """Files as given; folders as their files (:func:`folder_files`)."""
-    out: list[str] = []
-    for p in paths:
-        if p != "-" and os.path.isdir(p):
-            out.extend(folder_files(p, suffixes))
+@attrs.define
+class Inputs:
+    """The files a command reads, and the paths that could not be read (each said as
+    ``PATH: reason``): a folder's unreadable entry is one of them, and the command goes on
+    with the rest (:func:`collect`, :meth:`read`), then exits 2."""
+
+    files: list[tuple[str, bool]] = attrs.field(factory=list)  # (path, found in a folder walk)
+    problems: list[str] = attrs.field(factory=list)
+
+    def read(self, path: str) -> tuple[bytes, SourceFile | None, tuple[Diagnostic, ...]] | None:
+        """:func:`read_source_bytes`, or None with the reason kept in :attr:`problems`."""
+        try:
+            return read_source_bytes(path)
+        except UsageError as err:
+            self.problems.append(str(err))
+            return None
+
+    def report(self, command: str) -> None:
+        """Each path that could not be read, on stderr, as ``check`` says them."""
+        for problem in self.problems:
+            print(f"flowc {command}: error: {problem}", file=sys.stderr)
+
+
+def collect(paths: Sequence[str], suffixes: tuple[str, ...] = (".flow",)) -> Inputs:
+    """Files named, and those ending in ``suffixes`` under folders (:func:`folder_files`);
+    a folder or entry that cannot be read, and a path that is not there, are
+    :attr:`Inputs.problems` (the way ``check``, ``fmt`` and ``test`` read their inputs)."""
+    out = Inputs()
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+
+            def onerror(err: OSError) -> None:
+                out.problems.append(f"{err.filename}: cannot read ({err.strerror})")
+
+            # a link leading out of the folder is never read (its text could end in a report)
+            found = folder_files(path, suffixes, onerror)
+            out.files.extend((f, True) for f in found)
+        elif path != "-" and not os.path.exists(path):
+            out.problems.append(f"{path}: {_missing(path)}")
         else:
-            out.append(p)
+            out.files.append((path, False))
     return out
+
+
+def _missing(path: str) -> str:
+    """Why ``path``, which :func:`os.path.exists` does not find, is not there: a symbolic
+    link to itself is "too many levels of symbolic links", not a missing file."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        return f"cannot read ({err.strerror or err})"
+    return "no such file or folder"
 
 
 def no_inputs(paths: Sequence[str], kinds: str, purpose: str) -> UsageError:

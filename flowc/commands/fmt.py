@@ -55,11 +55,16 @@ def _write_stdout(text: str) -> None:
 def cmd_fmt(args: argparse.Namespace) -> int:
     status = console.EXIT_OK
     changed_files = unchanged_files = failed_files = 0
-    paths = console.expand_paths(args.files)
-    if not paths:
+    # a folder as `check` walks it: an entry that cannot be read is said, the rest formatted
+    inputs = console.collect(args.files)
+    paths = [path for path, _ in inputs.files]
+    if not paths and not inputs.problems:
         raise console.no_inputs(args.files, ".flow files", "nothing to format")
     for path in paths:
-        data, source, diags = console.read_source_bytes(path)
+        read = inputs.read(path)
+        if read is None:
+            continue
+        data, source, diags = read
         if source is None:
             console.print_diagnostics(diags, {})
             status = max(status, console.EXIT_ERRORS)
@@ -114,12 +119,15 @@ def cmd_fmt(args: argparse.Namespace) -> int:
             except OSError as err:
                 raise console.UsageError(f"{path}: cannot write ({err.strerror})") from None
             print(f"reformatted {source.name}", file=sys.stderr)
-    if paths != ["-"]:
+    inputs.report("fmt")
+    if paths and paths != ["-"]:
+        # (a path that could not be read is a file that could not be formatted)
+        failed_files += len(inputs.problems)
         print(
             summary(changed_files, unchanged_files, failed_files, check=args.check or args.diff),
             file=sys.stderr,
         )
-    return status
+    return console.EXIT_USAGE if inputs.problems else status
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -25,7 +25,7 @@ from flowc.commands.console import (
     UsageError,
     check_distinct_outputs,
     check_output,
-    expand_paths,
+    collect,
     is_json_input,
     no_inputs,
     print_diagnostics,
@@ -156,8 +156,10 @@ _OUTPUTS = (
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    files = expand_paths(args.files)  # a folder as check and fmt walk it
-    if not files:
+    # a folder as check and fmt walk it: an entry that cannot be read is said, the rest run
+    inputs = collect(args.files)
+    files = [path for path, _ in inputs.files]
+    if not files and not inputs.problems:
         raise no_inputs(args.files, ".flow files", "no scenarios to run")
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise UsageError("--fail-under takes a percentage from 0 to 100")
@@ -178,6 +180,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     for path in files:
         if args.exitfirst and (failed or broken):
             break
+        if path != "-" and inputs.read(path) is None:  # (stdin is read once, below)
+            continue
         print(path)
         if is_json_input(path):  # (read as `check` reads it: a broken graph is no pass)
             errors = _graph_errors(path)
@@ -248,6 +252,9 @@ def cmd_test(args: argparse.Namespace) -> int:
     ok = failed == 0 and broken == 0
     if want_coverage:
         ok = _report_coverage(args, coverages) and ok
+    inputs.report("test")
+    if inputs.problems:
+        return EXIT_USAGE
     return EXIT_OK if ok else EXIT_ERRORS
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from flowc.diagnostics import CODES
+from flowc.escaping import visible
 from flowc.project.errors import UsageError
 
 if TYPE_CHECKING:
@@ -88,8 +89,8 @@ def check_keys(table: dict[str, Any], where: str) -> None:
 
         close = difflib.get_close_matches(key, [*KEYS, *ALIASES], n=1)
         hint = f" (did you mean `{ALIASES.get(close[0], close[0])}`?)" if close else ""
-        raise ConfigError(
-            f"{where}: [tool.flowc] has no setting `{key}`{hint}; the settings "
+        raise ConfigError(  # (the key escaped as a finding's text is: it may be anything)
+            f"{where}: [tool.flowc] has no setting `{visible(key)}`{hint}; the settings "
             f"are: {', '.join(sorted(KEYS))}"
         )
 

@@ -1,0 +1,112 @@
+"""`flowc fmt --check DIR` and `flowc test DIR` read a folder as `flowc check DIR` does.
+
+An entry that cannot be read (a symbolic link to itself, a link to nothing, a file no one
+may read) is said with its path and the reason, the other files are still formatted or
+tested, and the command exits 2 at the end, as `check` does; they used to stop at the first
+such entry. `flowc check` on a symbolic link to itself says "too many levels of symbolic
+links", as the other commands do, not "no such file or folder".
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from flowc.cli import main
+
+FLOW = """\
+flow {name} "x"
+
+speaker a
+speaker b
+
+start a
+
+when from a then b
+when from b then terminate "done"
+
+scenario "ends" {{
+  a: "one"
+  b: "two"
+  expect terminate "done"
+}}
+"""
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    (folder / "a.flow").write_text(FLOW.format(name="a"), encoding="utf-8")
+    (folder / "b_loop.flow").symlink_to("b_loop.flow")
+    (folder / "c_gone.flow").symlink_to("nowhere.flow")
+    (folder / "d.flow").write_text(FLOW.format(name="d"), encoding="utf-8")
+    return folder
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def _says_each_entry(command: str, folder: Path, err: str) -> None:
+    assert f"flowc {command}: error: {folder / 'b_loop.flow'}: cannot read (" in err
+    assert "symbolic links" in err.lower()
+    assert f"flowc {command}: error: {folder / 'c_gone.flow'}: " in err
+
+
+@pytest.mark.parametrize("command", ["check", "fmt", "test"])
+def test_each_unreadable_entry_is_said_and_the_rest_go_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    folder = _folder(tmp_path)
+    args = {"check": ["check"], "fmt": ["fmt", "--check"], "test": ["test"]}[command]
+    code, out, err = _run(capsys, *args, str(folder))
+    assert code == 2, (out, err)
+    _says_each_entry(command, folder, err)
+    if command == "fmt":
+        # both readable files were read (the folder's last one too), none to reformat
+        assert "2 files already formatted, 2 files could not be formatted" in err
+    if command == "test":
+        assert f"{folder / 'a.flow'}\n  ok    ends" in out
+        assert f"{folder / 'd.flow'}\n  ok    ends" in out
+        assert "2 scenarios: 2 passed, 0 failed" in out
+
+
+def test_an_unreadable_file_is_said_when_the_user_cannot_read_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    locked = folder / "a.flow"
+    locked.write_text(FLOW.format(name="a"), encoding="utf-8")
+    (folder / "b.flow").write_text(FLOW.format(name="b"), encoding="utf-8")
+    locked.chmod(0)
+    try:
+        if os.access(locked, os.R_OK):
+            pytest.skip("this user reads a file of mode 000 (root)")
+        for args in (["fmt", "--check"], ["test"]):
+            code, out, err = _run(capsys, *args, str(folder))
+            assert code == 2, (out, err)
+            assert f"{locked}: cannot read (Permission denied)" in err
+            assert str(folder / "b.flow") in out + err
+    finally:
+        locked.chmod(0o644)
+
+
+def test_check_says_a_symbolic_link_to_itself_is_a_loop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to("loop")
+    code, out, err = _run(capsys, "check", str(loop))
+    assert code == 2 and out == ""
+    assert err == f"flowc check: error: {loop}: cannot read (Too many levels of symbolic links)\n"
+    assert "no such file" not in err
+    # a path that is not there is still said so
+    code, _, err = _run(capsys, "check", str(tmp_path / "nothing.flow"))
+    assert code == 2
+    assert err == f"flowc check: error: {tmp_path / 'nothing.flow'}: no such file or folder\n"
