@@ -118,6 +118,15 @@ def test_api_refuses_a_file_over_the_size_cap(tmp_path: Path, call: str) -> None
     assert "InputFileError | " in out and "flowc reads at most 16.0 MiB" in out
 
 
+@pytest.mark.parametrize("what", ["/dev/zero", "a folder"])
+def test_api_refuses_a_path_string_that_names_no_regular_file(tmp_path: Path, what: str) -> None:
+    # (a string without a `.flow` or `.json` ending that names something on disk is a path
+    # too: it was read as flow text, "/dev/zero" an E001 at its first character)
+    out = _api(tmp_path, "check", Path(what) if what.startswith("/") else tmp_path)
+    said = "not a regular file" if what.startswith("/") else "is a directory"
+    assert "InputFileError | " in out and said in out, out
+
+
 def test_api_missing_file_is_still_file_not_found(tmp_path: Path) -> None:
     out = _api(tmp_path, "check", tmp_path / "missing.flow")
     assert "MissingInputError | " in out and "no such file" in out

@@ -570,8 +570,8 @@ def read_input(
 ) -> tuple[SourceFile | None, tuple[Diagnostic, ...], bool]:
     """``(source, errors, is_json)`` of what :func:`check` was given: `.flow` text, or a file.
 
-    A ``Path``, or a one-line string that names an existing file or ends in ``.flow`` /
-    ``.json``, is a file, read as every command reads one (:func:`flowc.inputs.read_bytes`:
+    A ``Path``, or a one-line string that names something that exists (a file, a folder,
+    ``/dev/zero``) or ends in ``.flow`` / ``.json``, is a file, read as every command reads one (:func:`flowc.inputs.read_bytes`:
     a regular file of at most 16 MiB); a file that cannot be read raises ``OSError`` (a
     missing ``"missing.flow"`` is ``FileNotFoundError``, never flow text; ``/dev/zero``, a
     FIFO or a larger file is refused before it is read). Text that is not UTF-8 is an E001
@@ -590,7 +590,7 @@ def read_input(
     looks_like_path = (
         isinstance(source, str)
         and "\n" not in source
-        and (os.path.isfile(source) or source.strip().endswith((".flow", ".json")))
+        and (os.path.exists(source) or source.strip().endswith((".flow", ".json")))
     )
     if isinstance(source, os.PathLike) or looks_like_path:
         path = os.fspath(source)
