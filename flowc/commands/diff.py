@@ -563,6 +563,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="take git's diff-driver arguments (path old-file old-hex old-mode new-file "
         "new-hex new-mode); always exit 0 so that git goes on",
     )
+    # two versions, not "OLD NEW [OLD NEW ...]" (argparse's way of writing nargs="+",
+    # which --git needs for its 7)
+    usage = p.format_usage().removeprefix("usage: ").rstrip("\n")
+    p.usage = usage.replace("OLD NEW [OLD NEW ...]", "OLD NEW").replace(p.prog, "%(prog)s", 1)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"diff": cmd_diff}

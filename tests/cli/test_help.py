@@ -46,3 +46,13 @@ def test_the_readme_lists_every_command(name: str) -> None:
     table = README.read_text(encoding="utf-8").split("## Commands", 1)[1].split("\n## ", 1)[0]
     commands = re.findall(r"^\| `flowc (\w+)", table, re.M) + re.findall(r"/ `flowc (\w+)", table)
     assert name in commands, f"the README's command table does not list `flowc {name}`"
+
+
+@pytest.mark.parametrize("name", sorted(cli.COMMAND_MODULES))
+def test_each_usage_line_asks_for_what_the_command_takes(name: str) -> None:
+    # (`diff` takes two versions; argparse wrote its nargs="+" as "OLD NEW [OLD NEW ...]")
+    usage = subparsers()[name].format_usage()
+    assert usage.startswith(f"usage: flowc {name} "), usage
+    assert "[OLD NEW ...]" not in usage, usage
+    if name == "diff":
+        assert usage.rstrip().endswith("OLD NEW"), usage
