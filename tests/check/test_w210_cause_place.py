@@ -96,3 +96,23 @@ def test_w208_named_where_reported(tmp_path: Path, capsys: pytest.CaptureFixture
     assert line == 13, text
     assert line in rows(found, "W208", "`when tool nope`"), text
     assert w210["fix"] == CAUSED.format(f"W208 on line {line}"), text
+
+
+@pytest.mark.parametrize("silenced", [True, False])
+def test_a_cause_an_ignore_comment_silenced_is_said_to_be_silenced(
+    silenced: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (W210's help sends the reader to a finding they do not see when an ignore comment
+    # silenced it: it says so, and where)
+    comment = "  # flowc: ignore[W209]" if silenced else ""
+    found = check(
+        "speaker user: human\nspeaker bot {\n  tool t sets done = false\n}\nstart user\n"
+        f'max_turns 4\nwhen context.gone == 1 then terminate "x"{comment}\n'
+        "when from user then bot\nwhen from bot then user\n",
+        tmp_path,
+        capsys,
+    )
+    (w210,) = [f for f in found if f["code"] == "W210"]
+    cause = "W209 on line 7 (silenced there by an ignore comment)" if silenced else "W209 on line 7"
+    assert w210["fix"] == CAUSED.format(cause)
+    assert rows(found, "W209", "`context.gone`") == ([] if silenced else [7])

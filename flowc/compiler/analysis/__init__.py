@@ -44,7 +44,7 @@ from flowc.compiler.analysis.reachability import (
     check_unreachable_terminate,
 )
 from flowc.compiler.analysis.rules import check_dead_default, check_dead_rules
-from flowc.compiler.analysis.suppress import apply_ignores
+from flowc.compiler.analysis.suppress import apply_ignores, note_silenced_causes
 from flowc.compiler.analysis.system import (
     Declarations,
     RuleTexts,
@@ -514,6 +514,7 @@ def check_compiled(
         if note is not None:
             shown.append(note)
         kept = apply_ignores((*diags, *shown), comments, filename, differences, unchecked, joined)
+    kept = note_silenced_causes(kept, found)
     # errors are always reported, but for a property the flow breaks (E116): the user chose
     # to check it, and `--select` / `--ignore` choose it as any other code
     wants = _wanted(options)

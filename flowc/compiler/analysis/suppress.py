@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
+
+import attrs
 
 from flowc.diagnostics import CODES, X001, Diagnostic
 from flowc.dsl import nodes as n
@@ -146,3 +149,40 @@ def _second(
         c.span,
         help=f"name every code in the first and remove this one: `# flowc: ignore[{merged}]`",
     )
+
+
+#: the finding a W210's help names as the one that says why its terminate rule never
+#: fires (:func:`flowc.compiler.analysis.reachability.check_unreachable_terminate`)
+_CITED = re.compile(r"\b([A-Z]\d{3}) on line (\d+) says why")
+
+
+def note_silenced_causes(
+    kept: Sequence[Diagnostic], before: Sequence[Diagnostic]
+) -> tuple[Diagnostic, ...]:
+    """``kept`` (what :func:`apply_ignores` left of ``before``), a W210 whose help names
+    the finding that says why (``W209 on line 7 says why this one never does``) saying
+    so when an ignore comment silenced that finding: the reader does not see it.
+
+    >>> from flowc.source import Span
+    >>> from flowc.diagnostics import W209, W210
+    >>> w209 = Diagnostic(W209, "m", "f", Span(7, 1, 7, 5))
+    >>> w210 = Diagnostic(W210, "m", "f", Span(9, 1, 9, 5), help="x: W209 on line 7 says why")
+    >>> note_silenced_causes([w210], [w209, w210])[0].help
+    'x: W209 on line 7 (silenced there by an ignore comment) says why'
+    >>> note_silenced_causes([w209, w210], [w209, w210])[1].help
+    'x: W209 on line 7 says why'
+    """
+    out = list(kept)
+    for i, d in enumerate(out):
+        cited = _CITED.search(d.help) if d.code.id == "W210" and d.help else None
+        if cited is None or d.help is None:
+            continue
+        place = (cited[1], int(cited[2]))
+        if not any(_place(x) == place for x in out) and any(_place(x) == place for x in before):
+            said = f"{cited[1]} on line {cited[2]} (silenced there by an ignore comment) says why"
+            out[i] = attrs.evolve(d, help=d.help.replace(cited[0], said, 1))
+    return tuple(out)
+
+
+def _place(d: Diagnostic) -> tuple[str, int] | None:
+    return (d.code.id, d.span.line) if d.span is not None else None
