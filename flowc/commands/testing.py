@@ -174,7 +174,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     )
     keep = selector(args.k)
     setup_plugins(args, files)
-    passed = failed = broken = deselected = unrunnable = 0
+    passed = failed = broken = deselected = unrunnable = read = 0
     suites: list[SuiteResult] = []
     coverages: list[FlowCoverage] = []
     for path in files:
@@ -182,6 +182,7 @@ def cmd_test(args: argparse.Namespace) -> int:
             break
         if path != "-" and inputs.read(path) is None:  # (stdin is read once, below)
             continue
+        read += 1
         print(path)
         if is_json_input(path):  # (read as `check` reads it: a broken graph is no pass)
             errors = _graph_errors(path)
@@ -246,7 +247,11 @@ def cmd_test(args: argparse.Namespace) -> int:
         summary += f"; {counted(unrunnable, 'file')} lacked custom implementations"
     if args.exitfirst and (failed or broken):
         summary += "; stopped at the first failure (-x)"
-    print(summary)
+    if read or not inputs.problems:  # (a path that could not be read is the whole story)
+        print(summary)
+    for problem in inputs.problems:  # (in the report too: CI reads it, not the exit status)
+        where, _, why = problem.rpartition(": ")
+        suites.append(SuiteResult(where, (), f"the file cannot be read: {why}"))
     if args.junit_xml:
         write_output(junit_xml(suites), args.junit_xml, "--junit-xml")
     ok = failed == 0 and broken == 0

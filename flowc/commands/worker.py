@@ -145,6 +145,8 @@ def _group_commit(store: WalStore, args: argparse.Namespace) -> Any:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from flowc.commands.run import load_target, read_script
+    from flowc.commands.run_output import graph_refused
+    from flowc.runtime.script_run import graph_refusals
     from flowc.runtime.worker import check_submission, submit_run
 
     if args.count < 1:
@@ -160,10 +162,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
             return EXIT_ERRORS
         doc = loaded[0]
     try:
-        check_submission(target, doc)  # before the database is opened (or created)
+        checked, _ = check_submission(target, doc)  # before the database is opened (or created)
     except ScriptError as err:
         print(f"{args.script or args.flow}: error: {err}", file=sys.stderr)
         return EXIT_ERRORS
+    refused = graph_refusals(checked)  # (as `run`: the channel would refuse the graph)
+    if refused:
+        return graph_refused(args.flow, checked, refused)
     store = _open(args.db)
     labels = {"script": args.script or ""}
 

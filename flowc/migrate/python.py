@@ -198,11 +198,11 @@ def _too_large(reader: AgentReader) -> list[Diagnostic]:
         if what.startswith("it is a name"):  # (:meth:`~.pyvalues.Values.const_name`)
             reader.report(
                 M001,
-                f"this value is not worked out: {what} (OpenAI's API takes at most 64 for "
-                "an agent's name); the translation does not use it",
+                f"this value is not worked out: {what}; the translation does not use it",
                 node,
-                help="give a shorter name; an agent whose name is not used is migrated under "
-                "its variable's name",
+                help="give a shorter name (an agent whose name is refused is migrated under "
+                "its variable's name, a tool under its function's; a context key is left "
+                "out of the initial context)",
             )
             continue
         reader.report(

@@ -225,17 +225,24 @@ class Values:
             return default
 
     def const_name(self, node: ast.expr | None) -> Any:
-        """:meth:`const` of a value the translation uses as a name (or, for a dict, whose
-        keys it uses as names): a name of more than :data:`MAX_NAME` characters is
-        :class:`TooLarge`, recorded in :attr:`too_large` at ``node``."""
+        """:meth:`const` of a value the translation uses as a name: a name of more than
+        :data:`MAX_NAME` characters is :class:`TooLarge`, recorded in :attr:`too_large` at
+        ``node``. Of a dict, whose keys it uses as names (context keys), such a key is
+        left out (recorded alike) and the others kept."""
         value = self.const(node)
-        names = value if isinstance(value, dict) else [value]
-        for name in names:
-            if isinstance(name, str) and len(name) > MAX_NAME:
-                what = f"it is a name of more than {MAX_NAME} characters"
+        what = f"it is a name of more than {MAX_NAME} characters"
+        if isinstance(value, dict):
+            kept = {
+                k: v for k, v in value.items() if not (isinstance(k, str) and len(k) > MAX_NAME)
+            }
+            if len(kept) < len(value):
                 assert node is not None  # (a value was worked out of it)
                 self._too_large(node, what)
-                raise TooLarge(node, what)
+            return kept
+        if isinstance(value, str) and len(value) > MAX_NAME:
+            assert node is not None
+            self._too_large(node, what)
+            raise TooLarge(node, what)
         return value
 
     def const_name_or(self, node: ast.expr | None, default: Any) -> Any:

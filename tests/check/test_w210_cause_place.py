@@ -98,21 +98,33 @@ def test_w208_named_where_reported(tmp_path: Path, capsys: pytest.CaptureFixture
     assert w210["fix"] == CAUSED.format(f"W208 on line {line}"), text
 
 
-@pytest.mark.parametrize("silenced", [True, False])
-def test_a_cause_an_ignore_comment_silenced_is_said_to_be_silenced(
-    silenced: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("comment", "options", "why"),
+    [
+        ("  # flowc: ignore[W209]", [], " (silenced there by an ignore comment)"),
+        ("", ["--ignore", "W209"], " (not reported: the codes selected leave it out)"),
+        ("", ["--select", "W210"], " (not reported: the codes selected leave it out)"),
+        ("", [], ""),
+    ],
+)
+def test_a_cause_the_reader_does_not_see_is_said_to_be_hidden(
+    comment: str,
+    options: list[str],
+    why: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # (W210's help sends the reader to a finding they do not see when an ignore comment
-    # silenced it: it says so, and where)
-    comment = "  # flowc: ignore[W209]" if silenced else ""
-    found = check(
+    # silenced it or the codes selected leave it out: it says so)
+    path = tmp_path / "f.flow"
+    path.write_text(
         "speaker user: human\nspeaker bot {\n  tool t sets done = false\n}\nstart user\n"
         f'max_turns 4\nwhen context.gone == 1 then terminate "x"{comment}\n'
         "when from user then bot\nwhen from bot then user\n",
-        tmp_path,
-        capsys,
+        encoding="utf-8",
     )
+    main(["check", "--format", "json", *options, str(path)])
+    found: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
     (w210,) = [f for f in found if f["code"] == "W210"]
-    cause = "W209 on line 7 (silenced there by an ignore comment)" if silenced else "W209 on line 7"
-    assert w210["fix"] == CAUSED.format(cause)
-    assert rows(found, "W209", "`context.gone`") == ([] if silenced else [7])
+    assert w210["fix"] == CAUSED.format(f"W209 on line 7{why}")
+    assert rows(found, "W209", "`context.gone`") == ([] if why else [7])

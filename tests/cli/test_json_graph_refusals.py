@@ -110,12 +110,13 @@ def test_every_command_refuses_what_check_refuses(
         "test": ["test", str(graph)],
         "run": ["run", str(graph), "--script", str(script), "--db", str(tmp_path / "r.sqlite")],
         "diff": ["diff", str(graph), str(graph)],
+        "submit": ["submit", str(graph), "--script", str(script), "--db", str(tmp_path / "q.db")],
     }
     for command, argv in commands.items():
         status = main(argv)
         err = "".join(capsys.readouterr())  # (`check` reports on stdout)
         assert status in (1, 2), (command, status, err)
-        if command == "run" and code == "E103":
+        if command in ("run", "submit") and code == "E103":
             # (`run` looks custom names up once its agents file and plugins are loaded,
             # and says so as it says a script's errors: the same path, the same words)
             assert f"g.json: error: {path}: no " in err, err
@@ -125,7 +126,7 @@ def test_every_command_refuses_what_check_refuses(
     assert not (tmp_path / "g.dot").exists() and not (tmp_path / "c.dot").exists()
     # refused before the database is opened: E114 as the graph is read, E103 once the
     # run's plugins are loaded (no empty database file is left behind)
-    assert not (tmp_path / "r.sqlite").exists()
+    assert not (tmp_path / "r.sqlite").exists() and not (tmp_path / "q.db").exists()
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

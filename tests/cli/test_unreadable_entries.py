@@ -110,3 +110,27 @@ def test_check_says_a_symbolic_link_to_itself_is_a_loop(
     code, _, err = _run(capsys, "check", str(tmp_path / "nothing.flow"))
     assert code == 2
     assert err == f"flowc check: error: {tmp_path / 'nothing.flow'}: no such file or folder\n"
+
+
+def test_the_junit_report_has_an_error_for_each_unreadable_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (CI reads the report: an entry left out of it would read as all green)
+    folder = _folder(tmp_path)
+    report = tmp_path / "junit.xml"
+    code, _, _ = _run(capsys, "test", "--junit-xml", str(report), str(folder))
+    assert code == 2
+    import xml.etree.ElementTree as ET
+
+    suites = {s.get("name"): s for s in ET.parse(report).getroot().iter("testsuite")}
+    for name in ("b_loop.flow", "c_gone.flow"):
+        (error,) = suites[str(folder / name)].iter("error")
+        assert error.get("message", "").startswith("the file cannot be read: "), error.attrib
+    assert not list(suites[str(folder / "a.flow")].iter("error"))
+
+
+def test_nothing_read_prints_no_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # (a path that could not be read is the whole story, as in `check`: no "0 scenarios")
+    code, out, err = _run(capsys, "test", str(tmp_path / "missing.flow"))
+    assert code == 2 and out == ""
+    assert f"flowc test: error: {tmp_path / 'missing.flow'}: no such file or folder" in err

@@ -127,6 +127,14 @@ def test_api_refuses_a_path_string_that_names_no_regular_file(tmp_path: Path, wh
     assert "InputFileError | " in out and said in out, out
 
 
+def test_api_text_that_names_a_folder_here_is_still_text(tmp_path: Path) -> None:
+    # (one line of flow text is not a path because a folder of that name is in the
+    # current folder: only a string holding a `/` may name one)
+    (tmp_path / "speaker a").mkdir()
+    out = _api(tmp_path, "check", Path("speaker a"))
+    assert out.startswith("[('E110', "), out
+
+
 def test_api_missing_file_is_still_file_not_found(tmp_path: Path) -> None:
     out = _api(tmp_path, "check", tmp_path / "missing.flow")
     assert "MissingInputError | " in out and "no such file" in out

@@ -2,8 +2,8 @@
 
 The translation repeats an agent's name in each rule that names it (and a tool's name, a
 context key, in each line that uses it), where a prompt is written once: a name doubled
-nineteen times (1 MiB, within the bound on free text) named by six speaker-transition rules
-made 16.8 MB of .flow out of 600 bytes. A name past the bound is an M001 at the expression
+nineteen times (1 MiB, within the bound on free text) named by the speaker-transition rules
+made megabytes of .flow out of a file under 1 KB. A name past the bound is an M001 at the expression
 and the agent is migrated under its variable's name, so the output stays a small multiple
 of the file (run under resource limits, in a child process). A long but usable name is
 still carried.
@@ -68,7 +68,8 @@ def test_a_long_literal_name_is_refused_alike(tmp_path: Path) -> None:
 
 
 def test_a_long_but_usable_name_built_by_concatenation_migrates(tmp_path: Path) -> None:
-    # 60 characters, within OpenAI's 64: built from parts, as configs do
+    # 60 characters (59 and the `'x'` added at the call), within OpenAI's 64: built from
+    # parts, as configs do
     lines = ['p = "research_assistant_"\n', "n = p + p\n", 'n = n + "for_the_quarterly_rep"\n']
     name = "research_assistant_" * 2 + "for_the_quarterly_rep"
     assert len(name) == 59
@@ -80,3 +81,25 @@ def test_a_long_but_usable_name_built_by_concatenation_migrates(tmp_path: Path) 
     result, findings = _migrate(tmp_path, _chat([], repr("y" * 256)))
     assert result.returncode == 0, findings
     assert "y" * 256 in result.stdout
+
+
+def test_a_long_context_key_is_left_out_and_the_others_kept(tmp_path: Path) -> None:
+    text = (
+        "from autogen import ConversableAgent, LLMConfig\n"
+        "from autogen.agentchat import initiate_group_chat\n"
+        "from autogen.agentchat.group import ContextVariables\n"
+        "from autogen.agentchat.group.patterns import AutoPattern\n"
+        'cfg = LLMConfig(api_type="openai", model="gpt-4o")\n'
+        'a = ConversableAgent(name="a", llm_config=cfg)\n'
+        'b = ConversableAgent(name="b", llm_config=cfg)\n'
+        f'ctx = ContextVariables(data={{{"k" * 300!r}: 1, "ok": 2}})\n'
+        "pattern = AutoPattern(initial_agent=a, agents=[a, b], context_variables=ctx,\n"
+        '    group_manager_args={"llm_config": cfg})\n'
+        'initiate_group_chat(pattern=pattern, messages="hi", max_rounds=5)\n'
+    )
+    result, findings = _migrate(tmp_path, text)
+    assert "k" * 257 not in result.stdout
+    assert "context {\n  ok = 2,\n}" in result.stdout, result.stdout
+    (bound,) = [f for f in findings if f["code"] == "M001"]
+    assert "a name of more than 256 characters" in bound["message"]
+    assert bound["location"]["row"] == 8

@@ -514,11 +514,11 @@ def check_compiled(
         if note is not None:
             shown.append(note)
         kept = apply_ignores((*diags, *shown), comments, filename, differences, unchecked, joined)
-    kept = note_silenced_causes(kept, found)
     # errors are always reported, but for a property the flow breaks (E116): the user chose
     # to check it, and `--select` / `--ignore` choose it as any other code
     wants = _wanted(options)
-    return tuple(d for d in kept if (d.is_error and d.code.id != E116.id) or wants(d.code.id))
+    shown_now = [d for d in kept if (d.is_error and d.code.id != E116.id) or wants(d.code.id)]
+    return note_silenced_causes(shown_now, kept, found)
 
 
 def _wanted(options: CheckOptions) -> Callable[[str], bool]:
@@ -571,8 +571,9 @@ def read_input(
 ) -> tuple[SourceFile | None, tuple[Diagnostic, ...], bool]:
     """``(source, errors, is_json)`` of what :func:`check` was given: `.flow` text, or a file.
 
-    A ``Path``, or a one-line string that names something that exists (a file, a folder,
-    ``/dev/zero``) or ends in ``.flow`` / ``.json``, is a file, read as every command reads one (:func:`flowc.inputs.read_bytes`:
+    A ``Path``, or a one-line string that ends in ``.flow`` / ``.json``, names a file that
+    exists, or holds a ``/`` and names anything that exists (``/dev/zero``, a folder), is a
+    file, read as every command reads one (:func:`flowc.inputs.read_bytes`:
     a regular file of at most 16 MiB); a file that cannot be read raises ``OSError`` (a
     missing ``"missing.flow"`` is ``FileNotFoundError``, never flow text; ``/dev/zero``, a
     FIFO or a larger file is refused before it is read). Text that is not UTF-8 is an E001
@@ -591,7 +592,11 @@ def read_input(
     looks_like_path = (
         isinstance(source, str)
         and "\n" not in source
-        and (os.path.exists(source) or source.strip().endswith((".flow", ".json")))
+        and (
+            source.strip().endswith((".flow", ".json"))
+            or os.path.isfile(source)
+            or (os.sep in source and os.path.exists(source))
+        )
     )
     if isinstance(source, os.PathLike) or looks_like_path:
         path = os.fspath(source)

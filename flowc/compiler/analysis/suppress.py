@@ -157,30 +157,39 @@ _CITED = re.compile(r"\b([A-Z]\d{3}) on line (\d+) says why")
 
 
 def note_silenced_causes(
-    kept: Sequence[Diagnostic], before: Sequence[Diagnostic]
+    shown: Sequence[Diagnostic], kept: Sequence[Diagnostic], found: Sequence[Diagnostic]
 ) -> tuple[Diagnostic, ...]:
-    """``kept`` (what :func:`apply_ignores` left of ``before``), a W210 whose help names
-    the finding that says why (``W209 on line 7 says why this one never does``) saying
-    so when an ignore comment silenced that finding: the reader does not see it.
+    """``shown`` (what ``--select`` / ``--ignore`` keep of ``kept``, which is what
+    :func:`apply_ignores` left of ``found``), a W210 whose help names the finding that says
+    why (``W209 on line 7 says why this one never does``) saying why the reader does not
+    see that finding: an ignore comment silenced it, or the codes selected leave it out.
 
     >>> from flowc.source import Span
     >>> from flowc.diagnostics import W209, W210
     >>> w209 = Diagnostic(W209, "m", "f", Span(7, 1, 7, 5))
     >>> w210 = Diagnostic(W210, "m", "f", Span(9, 1, 9, 5), help="x: W209 on line 7 says why")
-    >>> note_silenced_causes([w210], [w209, w210])[0].help
+    >>> note_silenced_causes([w210], [w210], [w209, w210])[0].help
     'x: W209 on line 7 (silenced there by an ignore comment) says why'
-    >>> note_silenced_causes([w209, w210], [w209, w210])[1].help
+    >>> note_silenced_causes([w210], [w209, w210], [w209, w210])[0].help
+    'x: W209 on line 7 (not reported: the codes selected leave it out) says why'
+    >>> note_silenced_causes([w209, w210], [w209, w210], [w209, w210])[1].help
     'x: W209 on line 7 says why'
     """
-    out = list(kept)
+    out = list(shown)
     for i, d in enumerate(out):
         cited = _CITED.search(d.help) if d.code.id == "W210" and d.help else None
         if cited is None or d.help is None:
             continue
         place = (cited[1], int(cited[2]))
-        if not any(_place(x) == place for x in out) and any(_place(x) == place for x in before):
-            said = f"{cited[1]} on line {cited[2]} (silenced there by an ignore comment) says why"
-            out[i] = attrs.evolve(d, help=d.help.replace(cited[0], said, 1))
+        if any(_place(x) == place for x in out) or not any(_place(x) == place for x in found):
+            continue
+        why = (
+            "not reported: the codes selected leave it out"
+            if any(_place(x) == place for x in kept)
+            else "silenced there by an ignore comment"
+        )
+        said = f"{cited[1]} on line {cited[2]} ({why}) says why"
+        out[i] = attrs.evolve(d, help=d.help.replace(cited[0], said, 1))
     return tuple(out)
 
 
