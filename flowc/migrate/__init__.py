@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from flowc.diagnostics import E001, M001, Diagnostic, has_errors
-from flowc.inputs import DataError, load_json
+from flowc.inputs import DataError, DuplicateKeyError, load_json
 from flowc.migrate.agentchat import translate_component
 from flowc.migrate.model import NotRecognised, UnspellableName, emit
 from flowc.migrate.pyread import PyModule
@@ -325,15 +325,19 @@ def _migrate_json(source: SourceFile) -> MigrateResult:
         at = err.offset if err.offset is not None else 0
         span = source.span(at, min(at + 1, len(source.text)))
         where = f" (at {err.path})" if err.path else ""
+        # (a key given twice is well-formed JSON that flowc refuses: not "invalid JSON")
+        twice = isinstance(err, DuplicateKeyError)
         return MigrateResult(
             None,
             (
                 Diagnostic(
                     E001,
-                    f"invalid JSON: {err.message}{where}",
+                    f"{err.message}{where}" if twice else f"invalid JSON: {err.message}{where}",
                     source.name,
                     span,
-                    help="the file must hold one JSON object: an AgentChat component",
+                    help=None  # (the message says what to do)
+                    if twice
+                    else "the file must hold one JSON object: an AgentChat component",
                 ),
             ),
             "json",

@@ -90,7 +90,7 @@ class AgentReader:
         #: (:meth:`dropped_unnamed`)
         self.unnamed: list[tuple[Diagnostic, str]] = []
         #: the findings about a role (a prompt) that cannot be read: left out of a comment,
-        #: never of the routing (:meth:`left_out`)
+        #: never of the routing (:meth:`routing_left_out`)
 
     def report(
         self, code: Code, message: str, node: ast.AST | None, help: str | None = None
@@ -234,7 +234,7 @@ class AgentReader:
                 f"terminate` for each speaker X after which `{agent.name}` speaks",
             )
 
-    def left_out(self) -> bool:
+    def routing_left_out(self) -> bool:
         """Whether something of the routing was left out (an M001): the translation then
         claims no speaking order."""
         return any(d.code is M001 for d in self.findings)

@@ -695,7 +695,9 @@ def _order_scenarios(
             route.sources
         ):
             exact, scenario_nexts = True, defaults
-    if reader.left_out() or any(a.cls not in AGENT_CLASSES for a in [*chat.agents, chat.initiator]):
+    if reader.routing_left_out() or any(
+        a.cls not in AGENT_CLASSES for a in [*chat.agents, chat.initiator]
+    ):
         # something was left out, or an agent's class is not modelled: no claim about the order
         exact = False
     start, max_round, kickoff = chat.initiator.name, chat.max_round, chat.kickoff

@@ -136,7 +136,7 @@ def translate_group(
     exact = (
         p.kind == "RoundRobinPattern"
         and not g.selector_used
-        and not reader.left_out()
+        and not reader.routing_left_out()
         and not h.llm
         and not h.ctx
         and not h.after

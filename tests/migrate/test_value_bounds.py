@@ -178,6 +178,8 @@ def test_a_json_key_given_twice_is_refused_at_its_place(
     assert code == 2 and out == ""
     (finding,) = findings
     assert finding["code"] == "E001" and "given twice" in finding["message"]
+    # (well-formed JSON that flowc refuses: not called invalid)
+    assert "invalid JSON" not in finding["message"] and "give each key once" in finding["message"]
     assert "config.participants[1].config.name" in finding["message"]
     line = next(i for i, t in enumerate(text.splitlines(), 1) if '"name": "x"' in t)
     assert finding["location"]["row"] == line
