@@ -159,8 +159,11 @@ def collect(paths: Sequence[str], suffixes: tuple[str, ...] = (".flow",)) -> Inp
                 out.problems.append(f"{err.filename}: cannot read ({err.strerror})")
 
             # a link leading out of the folder is never read (its text could end in a report)
-            found = folder_files(path, suffixes, onerror)
-            out.files.extend((f, True) for f in found)
+            for f in folder_files(path, suffixes, onerror):
+                if os.path.exists(f):
+                    out.files.append((f, True))
+                else:  # (a link to nothing, or to itself: said as a path named is)
+                    out.problems.append(f"{f}: {_missing(f)}")
         elif path != "-" and not os.path.exists(path):
             out.problems.append(f"{path}: {_missing(path)}")
         else:
@@ -170,11 +173,13 @@ def collect(paths: Sequence[str], suffixes: tuple[str, ...] = (".flow",)) -> Inp
 
 def _missing(path: str) -> str:
     """Why ``path``, which :func:`os.path.exists` does not find, is not there: a symbolic
-    link to itself is "too many levels of symbolic links", not a missing file."""
+    link to itself is "too many levels of symbolic links", a link to nothing says so, and
+    neither is a missing file."""
     try:
         os.stat(path)
     except FileNotFoundError:
-        pass
+        if os.path.islink(path):
+            return "cannot read (a symbolic link to something that is not there)"
     except OSError as err:
         return f"cannot read ({err.strerror or err})"
     return "no such file or folder"
