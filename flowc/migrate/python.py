@@ -27,6 +27,7 @@ from flowc.migrate.agents import AgentReader
 from flowc.migrate.classic import report_no_groupchat, translate_groupchat
 from flowc.migrate.group import RUNNERS, translate_group
 from flowc.migrate.pyread import PyModule, callee, kwarg
+from flowc.migrate.pyvalues import NAME_TOO_LONG
 from flowc.migrate.swarm import SWARM_RUNNERS, translate_swarm
 from flowc.source import SourceFile
 
@@ -195,7 +196,7 @@ def _too_large(reader: AgentReader) -> list[Diagnostic]:
     bound was passed, as the value was left unresolved."""
     start = len(reader.findings)
     for _, (node, what) in sorted(reader.mod.too_large.items(), key=lambda x: x[0]):
-        if what.startswith("it is a name"):  # (:meth:`~.pyvalues.Values.const_name`)
+        if what == NAME_TOO_LONG:  # (:meth:`~.pyvalues.Values.const_name`)
             reader.report(
                 M001,
                 f"this value is not worked out: {what}; the translation does not use it",

@@ -35,6 +35,9 @@ MAX_BUILT = 8 * MAX_TEXT
 #: OpenAI's API, which AG2 sends an agent's name to, takes at most 64 characters. A literal
 #: is bounded alike, as a variable naming it costs the file a few characters per rule
 MAX_NAME = 256
+#: what :meth:`Values.const_name` records in :attr:`Values.too_large` for a name past
+#: :data:`MAX_NAME` (the translation words its M001 apart from the other bounds')
+NAME_TOO_LONG = f"it is a name of more than {MAX_NAME} characters"
 
 
 class TooLarge(NotStatic):
@@ -230,7 +233,7 @@ class Values:
         ``node``. Of a dict, whose keys it uses as names (context keys), such a key is
         left out (recorded alike) and the others kept."""
         value = self.const(node)
-        what = f"it is a name of more than {MAX_NAME} characters"
+        what = NAME_TOO_LONG
         if isinstance(value, dict):
             kept = {
                 k: v for k, v in value.items() if not (isinstance(k, str) and len(k) > MAX_NAME)
@@ -302,6 +305,7 @@ __all__ = [
     "MAX_ITEMS",
     "MAX_NAME",
     "MAX_TEXT",
+    "NAME_TOO_LONG",
     "NotStatic",
     "TooLarge",
     "Values",
