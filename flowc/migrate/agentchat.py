@@ -30,7 +30,7 @@ import attrs
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
 from flowc.dsl import nodes as n
-from flowc.migrate.agentchat_graph import graph_rules, graph_scenarios
+from flowc.migrate.agentchat_graph import LEFT_OUT, bound_names, graph_rules, graph_scenarios
 from flowc.migrate.model import NotRecognised
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow")
@@ -120,6 +120,8 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
     """
     r = _JsonFindings(filename)
     kind, cfg, raw = _team(r, data)
+    cfg = bound_names(r, cfg)  # (a name past MAX_NAME: an M001, and what is used instead)
+    raw = cfg["participants"]
     team = _participants(r, raw, kind)
     participants = team.names
     user = mm.free_name(participants, "user", "task_sender")
@@ -283,6 +285,10 @@ def _selector_team(
     selector = mm.free_name([*participants, user], "selector", "team_selector")
     # AgentChat 0.7.x's default: the previous speaker leaves the candidates
     no_repeat = cfg.get("allow_repeated_speaker", False) is False
+    # one selector per previous speaker writes each participant's name once per other
+    # participant: past MAX_SELECTORS, one selector keeps the output linear in the input
+    crowded = no_repeat and per_speaker and len(participants) > MAX_SELECTORS
+    per_speaker = per_speaker and not crowded
     selectors = _selectors(selector, participants, no_repeat and per_speaker, user)
     routing = _Routing(
         selector_routing(user, selector, participants, selectors),
@@ -310,7 +316,17 @@ def _selector_team(
             "(AgentChat asks again, then keeps the previous speaker)",
             "provider",
         )
-    if no_repeat and not per_speaker:
+    if crowded:
+        r.report(
+            M002,
+            f"`allow_repeated_speaker` is false (AgentChat's default), but with"
+            f" {len(participants)} participants one selector speaker per previous speaker"
+            f" (at most {MAX_SELECTORS} are written) would name every participant once per"
+            f" other participant: the selector speaker `{selector}` keeps every participant"
+            " a candidate, the previous speaker included",
+            "config.participants",
+        )
+    elif no_repeat and not per_speaker:
         r.report(
             M002,
             f"{REPEAT_MSG}: AgentChat removes the speaker the model chose last from the "
@@ -522,6 +538,8 @@ def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> lis
         )
     out: list[_Handoff] = []
     for j, h in enumerate(raw):
+        if h is LEFT_OUT:
+            continue  # (its target is a name past MAX_NAME: reported)
         target: Any = None
         name: Any = None
         desc: Any = None
@@ -606,6 +624,8 @@ class _Ends:
 
     def visit(self, cond: Any, path: str) -> None:
         """Translate one condition at JSON ``path``; what has no flow equivalent is reported."""
+        if cond is LEFT_OUT:
+            return  # (it names a tool past MAX_NAME: reported)
         ck = _short(cond.get("provider")) if isinstance(cond, dict) else ""
         cc = _config(cond)
         if ck == "OrTerminationCondition":
@@ -759,6 +779,9 @@ _END_READERS: dict[str, Callable[[_Ends, dict[str, Any], str], None]] = {
 
 #: the finding's opening words when the previous speaker's exclusion is not translated
 REPEAT_MSG = "`allow_repeated_speaker` is false (AgentChat's default) and not translated"
+#: the most participants a SelectorGroupChat without repeats gets one selector speaker per
+#: previous speaker for (each lists the others: the names written grow with the square)
+MAX_SELECTORS = 32
 
 
 def _selectors(

@@ -33,7 +33,8 @@ import attrs
 
 from flowc.diagnostics import M001, Diagnostic
 from flowc.migrate.classic import translate_classic
-from flowc.migrate.model import NotRecognised, Translation, identifier
+from flowc.migrate.model import NotRecognised, Translation, free_name, identifier
+from flowc.migrate.pyvalues import MAX_NAME, NAME_TOO_LONG
 from flowc.source import SourceFile
 
 STUDIO_TERMINATION = 'lambda x: "TERMINATE" in x.get("content", "").rstrip()[-20:]'
@@ -103,9 +104,14 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
+def lower_studio(
+    data: Any, filename: str, findings: list[Diagnostic] | None = None
+) -> tuple[str, dict[int, str]]:
     """The classic Python that Studio's ``WorkflowManager`` builds from ``data``, and the
-    JSON path of each of its lines; raises :class:`NotRecognised`."""
+    JSON path of each of its lines; raises :class:`NotRecognised`. An agent's name past
+    :data:`~.pyvalues.MAX_NAME` is an M001 (added to ``findings``) at its JSON path, and the
+    agent takes part as ``agent_<i>`` (its position in the member ``agents``; ``sender``
+    for the sender), free of the other names."""
     sender, (group, gpath) = _parts(data, filename)
     w = _Writer()
     raw_conf = group.get("config")
@@ -121,11 +127,20 @@ def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
     if not isinstance(members, list) or not members:
         raise _fail(filename, "the group chat agent has no member agents", members_path)
 
-    def agent_code(var: str, spec: Any, path: str) -> str | None:
+    specs = [*members, *([sender[0]] if sender is not None else [])]
+    taken = {name for spec in specs if len(name := _name(spec)) <= MAX_NAME}
+
+    def agent_code(var: str, spec: Any, path: str, instead: str) -> str | None:
         cfg = spec.get("config") if isinstance(spec, dict) else None
-        if not isinstance(cfg, dict) or not isinstance(cfg.get("name"), str) or not cfg["name"]:
+        if not isinstance(cfg, dict) or not _name(spec):
             return None
-        kw = [f"name={cfg['name']!r}"]
+        name = cfg["name"]
+        if len(name) > MAX_NAME:
+            name = free_name(taken, instead)
+            taken.add(name)
+            if findings is not None:
+                findings.append(_long_name(filename, f"{path}.config.name", name))
+        kw = [f"name={name!r}"]
         for key in ("system_message", "description", "human_input_mode"):
             if isinstance(cfg.get(key), str):
                 kw.append(f"{key}={cfg[key]!r}")
@@ -147,13 +162,13 @@ def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
 
     names: list[str] = []
     for i, spec in enumerate(members):
-        var = agent_code(f"member_{i}", spec, f"{members_path}[{i}]")
+        var = agent_code(f"member_{i}", spec, f"{members_path}[{i}]", f"agent_{i}")
         if var is None:
             raise _fail(filename, "a member agent has no `config.name`", f"{members_path}[{i}]")
         names.append(var)
     sender_var = None
     if sender is not None:
-        sender_var = agent_code("sender", sender[0], sender[1])
+        sender_var = agent_code("sender", sender[0], sender[1], "sender")
     kw = [f"agents=[{', '.join(names)}]", "messages=[]"]
     max_round = gconf.get("max_round", DEFAULT_MAX_ROUND)
     kw.append(f"max_round={max_round!r}")
@@ -176,21 +191,51 @@ def lower_studio(data: Any, filename: str) -> tuple[str, dict[int, str]]:
 
 def translate_studio(data: Any, filename: str) -> Translation:
     """Translate a Studio 0.1 group-chat workflow; raises :class:`NotRecognised`."""
-    text, paths = lower_studio(data, filename)
+    bounds: list[Diagnostic] = []
+    text, paths = lower_studio(data, filename, bounds)
+    title = data.get("name") if isinstance(data.get("name"), str) else None
+    if title is not None and len(title) > MAX_NAME:
+        bounds.insert(0, _long_name(filename, "name", None))
+        title = None
     try:
         result = translate_classic(SourceFile(filename, text))
     except NotRecognised as err:
-        raise NotRecognised([_relocate(d, paths, filename) for d in err.findings]) from None
+        raise NotRecognised(
+            [*bounds, *(_relocate(d, paths, filename) for d in err.findings)]
+        ) from None
     stem = filename.rsplit("/", 1)[-1]
-    title = data.get("name") if isinstance(data.get("name"), str) else None
     migration = attrs.evolve(
         result.migration,
         source_kind=f"an AutoGen Studio 0.1 workflow ({stem})",
         description=data.get("description") if isinstance(data.get("description"), str) else None,
         title=_ident(title) if title else result.migration.title,
     )
-    findings = tuple(_relocate(d, paths, filename) for d in result.findings)
+    findings = (*bounds, *(_relocate(d, paths, filename) for d in result.findings))
     return Translation(migration, findings, result.sequences)
+
+
+def _name(spec: Any) -> str:
+    """An agent's ``config.name`` ("" when it has none)."""
+    cfg = spec.get("config") if isinstance(spec, dict) else None
+    name = cfg.get("name") if isinstance(cfg, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _long_name(filename: str, path: str, instead: str | None) -> Diagnostic:
+    """The M001 on a name past MAX_NAME (as the component JSON reader words it)."""
+    return Diagnostic(
+        M001,
+        f"this name is not used: {NAME_TOO_LONG}; "
+        + (
+            f"the agent takes part as `{instead}`"
+            if instead
+            else "the flow is titled after the file"
+        ),
+        filename,
+        json_path=path,
+        help="give a shorter name (an agent whose name is refused takes part as "
+        "`agent_<its position>` in the group's agents, or `sender`)",
+    )
 
 
 def _literal(value: Any) -> str:
