@@ -30,6 +30,7 @@ flowc.commands.human_prompt.PromptError: `client` is a human that may write only
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,6 +72,27 @@ def _value(text: str, key: str) -> Any:
         ) from None
 
 
+def _not_text(line: str) -> None:
+    """Refuse a line that is not Unicode text: bytes the input's encoding could not read
+    (a terminal or a pipe gives them as lone surrogates, ``\\udcff`` for byte 0xff) or a
+    lone surrogate. No record could hold it (the run database keeps UTF-8 text), and
+    guessing at the characters would post a text the human did not type."""
+    found = _SURROGATE.search(line)
+    if found is None:
+        return
+    code = ord(found.group())
+    what = (
+        f"byte 0x{code - 0xDC00:02x} at column {found.start() + 1} is not part of a UTF-8 character"
+        if 0xDC80 <= code <= 0xDCFF
+        else f"a lone surrogate (U+{code:04X}) at column {found.start() + 1} is not Unicode text"
+    )
+    raise PromptError(f"the line is not UTF-8 text: {what}; type it again (nothing was posted)")
+
+
+#: a character of the surrogate range, which Unicode text never holds alone
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class HumanPrompt:
     """One human's prompt: :meth:`feed` takes each line typed, :meth:`prompt` is the
     prompt to show next. ``keys``: the context keys the human may write (``None``: any,
@@ -97,6 +119,7 @@ class HumanPrompt:
         """The human's turn once ``line`` is its text; after a command, what to show
         (``""``: nothing) before the human is asked again. Raises :class:`PromptError`
         for a line it refuses."""
+        _not_text(line)
         if line.startswith("//"):
             return self._turn(line[1:])
         if not line.startswith("/"):

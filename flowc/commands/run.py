@@ -289,7 +289,7 @@ def load_agents(path: str) -> dict[str, Callable[[Turn], Awaitable[Any]]]:
     """
     file = Path(path)
     if not file.is_file():
-        raise UsageError(f"{path}: no such file")
+        raise UsageError(f"{path}: {'a folder, not a file' if file.is_dir() else 'no such file'}")
     module_name = "flowc_agents_" + "".join(c if c.isalnum() else "_" for c in file.stem)
     from flowc.runtime.plugins import NotAModule, import_file
 

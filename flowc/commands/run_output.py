@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from flowc.commands.console import EXIT_ERRORS, isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
 from flowc.diagnostics import counted, shown
+from flowc.escaping import visible
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import Envelope
@@ -62,6 +63,14 @@ def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _name(name: Any) -> str:
+    """A name a run holds (a tool's, an argument's, a context key), on one line: a
+    newline or a terminal control in it is escaped (``\\n``), so that what an agent
+    names cannot forge a line of the transcript (a JSON value is escaped by JSON)."""
+    text = str(name)
+    return text if text.isprintable() else visible(text)
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = _j(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -86,19 +95,20 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
     routing = r.routing
     if routing and routing.get("kind") in ("handoff", "finish"):
         reason = routing.get("reason") or ""
-        tag = f"[{routing.get('tool')}{': ' + reason if reason else ''}] "
+        tag = f"[{_name(routing.get('tool'))}{': ' + _name(reason) if reason else ''}] "
     # (``%`` formatting: an f-string's format specs cost twice as much, every turn)
-    lines = [("%3d  %-*s  %s%s" % (r.number, width, r.speaker, tag, text)).rstrip()]  # noqa: UP031
+    who = _name(r.speaker)
+    lines = [("%3d  %-*s  %s%s" % (r.number, width, who, tag, text)).rstrip()]  # noqa: UP031
     if r.tool_calls:
         calls = []
         for call in r.tool_calls:
             args = call.get("args") or {}
             given = (
-                ", ".join(f"{k}={_short(v)}" for k, v in args.items())
+                ", ".join(f"{_name(k)}={_short(v)}" for k, v in args.items())
                 if isinstance(args, dict)
                 else _short(args)
             )
-            calls.append(f"{call.get('name')}({given})")
+            calls.append(f"{_name(call.get('name'))}({given})")
         lines.append(f"{pad}calls: {', '.join(calls)}")
     _write_lines(lines, pad, r.context_set, r.context_delete, r.warnings)
     for broken in r.violated:  # one of the flow's properties (flowc.runtime.guard)
@@ -109,13 +119,16 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
         kind = "finish" if r.decided_by == "finish" else "terminate"
         reason = (routing or {}).get("reason") if kind == "finish" else None
         by = (
-            f"by tool {(routing or {}).get('tool')}" if kind == "finish" else describe(r.decided_by)
+            f"by tool {_name((routing or {}).get('tool'))}"
+            if kind == "finish"
+            else describe(r.decided_by)
         )
         lines.append(f"{pad}■ {kind} {_j(reason or r.closes or '')}  ({by})")
     if r.closes == "max_turns" and r.next_speaker is not None:
         lines.append(f"{pad}■ max_turns reached")
-    # (what an agent or a script said is shown, never acted on: ESC, CR, BEL escaped)
-    return [shown(line) for line in lines]
+    # (what an agent or a script said is shown, never acted on: ESC, CR, BEL escaped;
+    # only the text spans lines, each line after the first one of its own)
+    return [shown(lines[0])] + [_name(line) for line in lines[1:]]
 
 
 def _write_lines(
@@ -128,8 +141,8 @@ def _write_lines(
     """The ``context:`` line of a turn's (or a silent round's) writes, and a ``warning:``
     line for each declaration they broke, let through under ``--contracts warn``."""
     if sets or deletes:
-        changes = [f"{k} = {_j(v)}" for k, v in sets.items()]
-        changes += [f"{k} cleared" for k in deletes if k not in sets]
+        changes = [f"{_name(k)} = {_j(v)}" for k, v in sets.items()]
+        changes += [f"{_name(k)} cleared" for k in deletes if k not in sets]
         if changes:
             lines.append(f"{pad}context: {', '.join(changes)}")
     for warning in warnings:
@@ -147,7 +160,7 @@ def silent_lines(r: SilentRound, width: int) -> list[str]:
     pad = " " * (6 + width)
     lines = [("%3s  %-*s  %s" % ("", width, r.speaker, SILENT))]  # noqa: UP031
     _write_lines(lines, pad, r.context_set, r.context_delete, r.warnings)
-    return [shown(line) for line in lines]
+    return [_name(line) for line in lines]
 
 
 def silent_json(r: SilentRound) -> dict[str, Any]:
@@ -576,17 +589,28 @@ class LineReader:
         if self.fd is None:  # no descriptor to watch: an in-memory stream never blocks
             text = self.stream.readline()
             return text.removesuffix("\n").removesuffix("\r") if text else None
-        while b"\n" not in self.buffer and not self.eof:
-            await self._wait_readable()
-            data = os.read(self.fd, 65536)
-            if not data:
-                self.eof = True
-            self.buffer += data
+        if b"\n" not in self.buffer and not self.eof:
+            # a long line comes in many reads: each read is searched for the newline, and
+            # the pieces are joined once it is there (searching and growing the whole
+            # line at every read took time as the square of its length)
+            pieces = [self.buffer]
+            while not self.eof:
+                await self._wait_readable()
+                data = os.read(self.fd, 65536)
+                if not data:
+                    self.eof = True
+                pieces.append(data)
+                if b"\n" in data:
+                    break
+            self.buffer = b"".join(pieces)
         if not self.buffer:
             return None
         line, _, rest = self.buffer.partition(b"\n")
         self.buffer = rest
-        return line.decode("utf-8", errors="replace").removesuffix("\r")
+        # bytes that are not UTF-8 come through as lone surrogates, as a terminal's
+        # `input()` gives them, so that the prompt refuses the line instead of posting a
+        # text the human did not type (``errors="replace"`` would)
+        return line.decode("utf-8", errors="surrogateescape").removesuffix("\r")
 
     async def _wait_readable(self) -> None:
         loop = asyncio.get_running_loop()

@@ -65,7 +65,7 @@ from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import SilentRound, TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
 from flowc.runtime.wal import LEASE_SECONDS, WalError, WalStore, holder_id
-from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn
+from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn, one_line
 
 __all__ = [
     "FORKED_FROM",
@@ -156,8 +156,14 @@ def _turn_line(target: RunTarget, record: TurnRecord) -> str:
                 raise ForkError(f"{where} wrote context and handed off without a tool")
             return f"{who} hands off to {format_name(effect.handoff)}{_text(record.text)}"
         writes = _writes(record, nulls=False)
+        if not writes and (record.routing or {}).get("kind") == "text":
+            # a helper the flow does not declare (a search tool), which did nothing the
+            # flow can see (the contracts let it through only so): the turn is its text
+            return f"{who}{_text(record.text)}"
         if not writes:
-            raise ForkError(f"{where} called `{tool}`, which the flow does not declare")
+            raise ForkError(
+                f"{where} called `{one_line(str(tool))}`, which the flow does not declare"
+            )
         return f"{who} {writes}{_text(record.text)}"
     line = f"{who} calls {format_name(tool)}"
     if args:

@@ -92,7 +92,7 @@ def _is_file_spec(spec: str) -> bool:
 
 def _load_file(spec: str, file: Path, label: str) -> None:
     if not file.is_file():
-        raise PluginError(f"{label}: no such file")
+        raise PluginError(f"{label}: {'a folder, not a file' if file.is_dir() else 'no such file'}")
     key = str(file.resolve())
     if key in _LOADED:
         return

@@ -630,6 +630,26 @@ def _names(db: sqlite3.Connection) -> set[str]:
     return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
 
 
+def _refuse_foreign(db: sqlite3.Connection, path: str) -> None:
+    """Refuse to write a database of another program (``--db app.db`` given by mistake):
+    one with tables of its own and no WAL table. Making flowc's tables there (and turning
+    its journal into WAL mode) would change a file that is not flowc's, which ``flowc
+    log`` would then list as a run database; a new or empty file is made into one."""
+    names = _names(db)
+    if "wal" in names:
+        return
+    foreign = sorted(n for n in names - {"run", "lease"} if not n.startswith("sqlite_"))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        raise WalError(
+            f"{path}: not a run database (it has no WAL table, and holds another "
+            f"program's tables or indexes: {shown}); flowc writes runs only to a run "
+            "database or a new file: give another path"
+        )
+
+
 def decode_rows(db: str, channel_id: str, rows: list[tuple[Any, str]]) -> list[Envelope]:
     """``(row key, envelope JSON)`` rows of one run, in order -> its envelopes; a row that
     is not an envelope of this run, or holds a value its readers cannot read
@@ -739,6 +759,9 @@ class SqliteStore:
         self._numbers: dict[str, int] = {}
         if self.path != ":memory:":
             _refuse_links(self.path)
+        if self.path != ":memory:" and Path(self.path).is_dir():
+            # (SQLite would say only "unable to open database file")
+            raise WalError(f"{self.path}: is a folder, not a run database: give a file's path")
         if readonly:
             self._db = self._open_readonly()
             return
@@ -760,6 +783,7 @@ class SqliteStore:
         except sqlite3.Error as err:
             raise WalError(f"{self.path}: cannot open the run database ({err})") from None
         try:
+            _refuse_foreign(self._db, self.path)  # (before a pragma changes the file)
             # a new file gets 1 KiB pages (an existing one keeps its own): each commit
             # writes every page it changed in full to the -wal file (for one short row:
             # the row's page and its id's index page), so 4 KiB pages wrote ~3x the bytes
