@@ -64,7 +64,12 @@ def _value(text: str, key: str) -> Any:
     try:
         return load_json(text)
     except (ValueError, DataError) as err:
-        detail = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
+        # (where in the value: `[1, 2` typed is "Expecting value at character 6")
+        detail = (
+            f"{err.msg} at character {err.pos + 1}"
+            if isinstance(err, json.JSONDecodeError)
+            else str(err)
+        )
         raise PromptError(
             f"/set {format_name(key)} = {text}: the value is JSON ({detail}): "
             'write text in double quotes ("yes"), or true, false, null, a '

@@ -123,7 +123,8 @@ def test_undeclared_keys_and_bad_lines_are_refused_and_asked_again(files: Path) 
         "context.secret (/help lists them)\n"
     ) in err
     assert (
-        "  /set signed_off = yes: the value is JSON (Expecting value): write text in double "
+        "  /set signed_off = yes: the value is JSON (Expecting value at character 1): write"
+        " text in double "
         'quotes ("yes"), or true, false, null, a number, [...] or {...}\n'
     ) in err
     assert "  /sett: no such command" in err
