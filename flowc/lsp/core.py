@@ -19,12 +19,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import attrs
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from flowc import collector
@@ -237,6 +239,26 @@ class _Protocol(PyglsRawJson, LanguageServerProtocol):
 
     def raw_json(self, data: Any) -> str | None:
         return data.body if isinstance(data, _Serialised) else None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Any:
+        """pygls' handler (it applies the changes, then calls the server's), for a
+        document the editor opened. A change of one it did not open (it closed it, or
+        the server skipped its ``didOpen`` as unreadable) is dropped with a line in the
+        log, as a broken notification is: there is no text to apply it to, and pygls
+        told the user `Error in server: KeyError` at each keystroke. A range whose end
+        comes before its start is read from the one to the other, as the protocol's own
+        text documents read it (pygls wrote the text twice, or lost the lines between)."""
+        uri = params.text_document.uri
+        if unquote(uri) not in self.workspace.text_documents:
+            log.warning("flowc lsp: textDocument/didChange of %s, which is not open: dropped", uri)
+            return
+        for change in params.content_changes:
+            if isinstance(change, lsp.TextDocumentContentChangePartial):
+                start, end = change.range.start, change.range.end
+                if (end.line, end.character) < (start.line, start.character):
+                    change.range = lsp.Range(end, start)
+        yield from super().lsp_text_document__did_change(params)
 
 
 @attrs.define

@@ -227,9 +227,28 @@ class Since:
         end = max(start, _offset(self.old, span.end_line, span.end_column - 1))
         for way in self._ways():
             moved = forward(way, start, end)
-            if moved is not None:
+            if moved is not None and not self._runs_on(start, end, *moved):
                 return self.new.span(*moved)
         return None
+
+    def _runs_on(self, start: int, end: int, new_start: int, new_end: int) -> bool:
+        """Whether the word at an end of the old text's ``start`` .. ``end`` runs on, at
+        ``new_start`` .. ``new_end`` in the new text, into what an edit wrote beside it:
+        `reviewer` typed on into `reviewer2` is no longer the name `reviewer`, though no
+        edit replaced any of its characters."""
+        old, new = self.old.text, self.new.text
+        if start == end:
+            return False
+        # (a slice from -1 is empty: nothing is before the start of a text)
+        before, now_before = old[start - 1 : start], new[new_start - 1 : new_start]
+        after, now_after = old[end : end + 1], new[new_end : new_end + 1]
+        at_start = _word(old[start]) and now_before != before and _word(now_before, old[start])
+        at_end = (
+            _word(old[end - 1])
+            and now_after != after
+            and _word(now_after, new[new_end + 1 : new_end + 2])
+        )
+        return at_start or at_end
 
     def cursor(self, line: int, column: int) -> tuple[int, int] | None:
         """A cursor in the new text (1-based line, 0-based column) in the old text; None
@@ -243,6 +262,14 @@ class Since:
                 old_line, old_column = self.old.position(at)
                 return old_line, old_column - 1
         return None
+
+
+def _word(char: str, next_char: str = "") -> bool:
+    """Whether ``char`` (one character, or none) is part of a word: a letter, a digit,
+    `_`, or a `-` that does not start `->` (``next_char``: the character after it)."""
+    if char == "-":
+        return next_char != ">"
+    return char.isalnum() or char == "_"
 
 
 def _offset(source: SourceFile, line: int, column: int) -> int:
