@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import Any
@@ -26,7 +27,8 @@ from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import rule_label, transition_text
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
-from flowc.dsl.parser import KEYWORDS, scan
+from flowc.dsl.parser import scan
+from flowc.escaping import visible
 from flowc.source import SourceFile, Span
 
 #: what a name written in a flow refers to
@@ -34,7 +36,8 @@ SPEAKER, TOOL, KEY, CONDITION, TARGET = "speaker", "tool", "context key", "condi
 PROPERTY = "property"
 
 _CODE = re.compile(r"\b[EWIMX]\d{3}\b")
-_PLAIN_NAME = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_]|-(?!>))*\Z")
+#: the characters a renamed name may not hold (besides a backquote): controls, line ends
+_NOT_IN_NAMES = ("Cc", "Zl", "Zp")
 
 
 @attrs.frozen
@@ -310,20 +313,18 @@ class Index:
     def rename(self, occ: Occurrence, new_name: str) -> list[tuple[Span, str]]:
         """The edits that rename what ``occ`` names to ``new_name`` everywhere in the file
         (scenarios included): ``(span, text)`` pairs. Raises :class:`Refused` for a name
-        that is not a name, is a keyword, or is already taken by another of its kind."""
+        that no file can write, or is already taken by another of its kind. A name that is
+        not a plain one (a keyword, `support desk`, `用户`) is written in backquotes, as
+        the language reads any text without a backquote or a line end there."""
         self.can_rename(occ)
         new = new_name.strip()
         if len(new) > 2 and new[0] == new[-1] == "`":
             new = new[1:-1]
-        if new in KEYWORDS:
+        if not new or "`" in new or any(unicodedata.category(c) in _NOT_IN_NAMES for c in new):
             raise Refused(
-                f"`{new}` is a keyword of the language; choose another name for the "
-                f"{occ.kind} `{occ.name}`"
-            )
-        if not _PLAIN_NAME.match(new) or new.endswith("-"):
-            raise Refused(
-                f"`{new}` is not a name: a name starts with a letter or `_` and "
-                "holds letters, digits, `_` and `-`"
+                f"`{visible(new)}` cannot be a name: a name is text without a backquote, a"
+                " line end or another control character (written in backquotes when it is"
+                " not only letters, digits, `_` and `-`, or is a keyword)"
             )
         if new == occ.name:
             return []

@@ -179,8 +179,9 @@ async def test_rename_a_tool_and_a_key(client: LanguageClient) -> None:
     ("where", "offset", "new", "says"),
     [
         ("from bot", 6, "helper", "already a speaker `helper` (line 8)"),
-        ("from bot", 6, "next", "`next` is a keyword"),
-        ("from bot", 6, "two words", "`two words` is not a name"),
+        ("from bot", 6, "two`words", "`two`words` cannot be a name"),
+        ("from bot", 6, "two\nlines", "`two\\nlines` cannot be a name"),
+        ("from bot", 6, "  ", "`` cannot be a name"),
         ("tool done then", 6, "pass", "already a tool `pass`"),
         ("context.finished", 9, "topic", "already a context key `topic`"),
     ],
@@ -202,6 +203,21 @@ async def test_rename_refuses_a_clash_or_a_keyword(
             )
         )
     assert says in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("new", "written"),
+    [("two words", "`two words`"), ("用户", "`用户`"), ("next", "`next`"), ("`a b`", "`a b`")],
+)
+async def test_rename_to_a_name_in_backquotes(
+    client: LanguageClient, new: str, written: str
+) -> None:
+    # the language reads any text without a backquote or a line end as a name in backquotes
+    uri = await open_doc(client, FLOW)
+    renamed = apply(FLOW, await rename(client, uri, position_of(FLOW, "from bot", offset=6), new))
+    assert f"when from {written}, helper then user" in renamed and "from bot" not in renamed
+    # the renamed flow means the same: the same findings as before
+    assert codes(renamed) == codes(FLOW)
 
 
 async def test_custom_names_are_not_renamed_and_nothing_is_not_renamed(
