@@ -398,7 +398,7 @@ def _watch_stopped(command: str, stop: WatchStopped, args: argparse.Namespace) -
     if result.close_reason is not None:
         ended = f"closed {json.dumps(result.close_reason)}"
     elif result.stalled_on is not None:
-        ended = f"stalled on {result.stalled_on}"
+        ended = f"stalled on {one_line(result.stalled_on)}"
     else:
         ended = "stopped open"
     shown = f"`flowc log {result.channel_id} --db {db_name(args.db)}` shows it"
@@ -824,7 +824,7 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
         else:
             print(
                 f"open: {counted(len(records), 'turn')} so far, "
-                f"{target.names.get(nxt or '', nxt)} to speak next"
+                f"{one_line(str(target.names.get(nxt or '', nxt)))} to speak next"
             )
         if state is not None and state.context_vars:
             print(f"context: {_j(state.context_vars)}")
@@ -896,7 +896,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         nxt = getattr(state, "expected_next_speaker", None)
         print(
             f"{cid}: open; re-folded {counted(result.envelopes, 'envelope')} to {turns}, "
-            f"{nxt} to speak next"
+            f"{one_line(str(nxt))} to speak next"
         )
         return EXIT_OK
     if result.matches:

@@ -280,7 +280,7 @@ def _trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
     elif result.silent:  # an answer with no text and no routing: AG2 stops there too
         yield (
             (
-                f"stalled after {counted(result.turn_count, 'turn')}: {result.stalled_on}'s "
+                f"stalled after {counted(result.turn_count, 'turn')}: {_name(result.stalled_on)}'s "
                 "turn says nothing and routes nothing (as in AG2, such a round posts no "
                 "message and stops the run; the context it wrote is kept, as AG2 keeps it): "
                 "give the turn a text"
@@ -291,16 +291,16 @@ def _trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
         # nothing took the first turn: with a script, it has no kickoff
         yield (
             (
-                f"stalled before the first turn: nothing gave {result.stalled_on}, the start "
+                f"stalled before the first turn: nothing gave {_name(result.stalled_on)}, the start "
                 f"speaker, a first turn (the script has no `kickoff` and no turn under "
-                f"`script.{result.stalled_on}`)"
+                f"`script.{_name(result.stalled_on)}`)"
             ),
             False,
         )
     else:
         yield (
             (
-                f"stalled: {result.stalled_on} has no turn to take after "
+                f"stalled: {_name(result.stalled_on)} has no turn to take after "
                 f"{counted(result.turn_count, 'turn')}"
             ),
             False,

@@ -58,6 +58,7 @@ from flowc.compiler.tool_effects import (
     same_effect,
 )
 from flowc.dsl.names import format_name, format_value
+from flowc.escaping import one_line
 from flowc.runtime.envelope import EV_CHANNEL_OPENED, EV_PACKET, EV_TEXT, FORKED_FROM, Envelope
 from flowc.runtime.script import SCRIPT_LABEL, Script, ScriptError
 from flowc.runtime.stores import LAST
@@ -65,7 +66,7 @@ from flowc.runtime.target import RunTarget
 from flowc.runtime.transcript import SilentRound, TurnRecord
 from flowc.runtime.transitions import TransitionRegistry
 from flowc.runtime.wal import LEASE_SECONDS, WalError, WalStore, holder_id
-from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn, one_line
+from flowc.runtime.why import TurnOutOfRange, WhyError, fold_to_turn
 
 __all__ = [
     "FORKED_FROM",

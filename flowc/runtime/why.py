@@ -42,8 +42,9 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
-from flowc.diagnostics import counted, shown
+from flowc.diagnostics import counted
 from flowc.dsl.names import format_name, format_value
+from flowc.escaping import one_line
 from flowc.runtime.adapters.base import ChannelState
 from flowc.runtime.adapters.workflow import (
     DEFAULT,
@@ -312,13 +313,6 @@ class TurnWhy:
         # rule's label from a JSON graph) is written with its newlines and terminal
         # controls escaped, never acted on, so it cannot forge a line of the explanation
         return "\n".join(line if line.isprintable() else one_line(line) for line in out)
-
-
-def one_line(text: str) -> str:
-    """``text`` (a name or a value a run holds) on one line of a text output: a newline
-    or a terminal control in it written as an escape (``\\n``, ``\\x1b``), never acted
-    on, so that it cannot pass for another line."""
-    return text if text.isprintable() else shown(text).replace("\n", "\\n")
 
 
 # ── building it ──────────────────────────────────────────────────────────────

@@ -138,3 +138,21 @@ def test_a_speaker_name_of_a_bare_graph_cannot_forge_lines(tmp_path: Path) -> No
     assert "  2  bot\\nclosed:" in turns and "→ bot\\nclosed:" in turns, turns
     logged = flowc("log", "last", "--db", "r.db", cwd=tmp_path)
     _no_forged_line(logged.stdout.split('\nclosed: "after_work"')[0])
+
+
+def test_a_speaker_name_in_a_stall_line_cannot_forge_lines(tmp_path: Path) -> None:
+    # the speaker has no scripted turn: the run stalls on it, and says so on one line
+    bot = "bot" + FORGED
+    graph = json.loads(
+        json.dumps(BARE).replace('"agent_id": "bot"', json.dumps({"agent_id": bot})[1:-1])
+    )
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    script = {"kickoff": "hi", "participants": ["user", bot], "humans": ["user"], "script": {}}
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    ran = flowc("run", "g.json", "--script", "s.json", "--db", "r.db", cwd=tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    _no_forged_line(ran.stdout)
+    assert "stalled: bot\\nclosed:" in ran.stdout, ran.stdout
+    resumed = flowc("resume", "last", "--script", "s.json", "--db", "r.db", cwd=tmp_path)
+    assert resumed.returncode == 1, resumed.stderr
+    _no_forged_line(resumed.stdout)
