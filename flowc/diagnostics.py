@@ -829,6 +829,10 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str = "0.1.
                     }
                 },
                 "results": results,
+                # (SARIF 2.1.0 requires it of a run with results) the columns count
+                # characters, code points, as every format counts them: an editor that
+                # counts UTF-16 units (two for an emoji) recomputes them
+                "columnKind": "unicodeCodePoints",
             }
         ],
     }

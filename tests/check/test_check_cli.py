@@ -150,6 +150,19 @@ def test_sarif_and_github(project: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert out.startswith("::warning file=trap.flow,line=8,col=1,")
 
 
+def test_sarif_columns_count_characters(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `ghost` is the 18th character of its line, the 19th UTF-16 unit (the emoji is two):
+    # the log says which it counts (SARIF 2.1.0 requires a run with results to say it)
+    (project / "e.flow").write_text(
+        "speakers a, `\U0001f600`, ghost\nwhen from a then `\U0001f600`\n", encoding="utf-8"
+    )
+    _, out, _ = run(capsys, "e.flow", "--format", "sarif")
+    run_log = json.loads(out)["runs"][0]
+    assert run_log["columnKind"] == "unicodeCodePoints"
+    ghost = next(r for r in run_log["results"] if r["ruleId"] == "W201")
+    assert ghost["locations"][0]["physicalLocation"]["region"]["startColumn"] == 18
+
+
 def test_select_and_ignore(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "two.flow").write_text(
         "speaker a\nspeaker b\nspeaker c\nstart a\nwhen from a then b\n"
