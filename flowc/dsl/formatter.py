@@ -382,7 +382,14 @@ class _Printer:
     def block(self, items: Sequence[Any], depth: int, end: int) -> None:
         """Print ``items`` (statements or block entries) then comments up to ``end``."""
         pad = INDENT * depth
-        for item in items:
+        index = 0
+        while index < len(items):
+            item = items[index]
+            shared = self._shared_line(items, index)
+            index += len(shared) or 1
+            if shared:
+                self._line_of_items(shared, pad)
+                continue
             span: Span = item.span
             one_line = not _is_block(item)
             kept = None
@@ -399,15 +406,51 @@ class _Printer:
                 if kept is None:
                     self.lines.append(_Line(pad, text, self._trailing(span.end_line), split))
                 else:  # the ignore comment at its end, the comments after it below it
-                    at, end = kept
+                    at, after = kept
                     self.lines.append(_Line(pad, text, self.comments.text(at), split))
-                    if at + 1 < end:
-                        self.lines.append(_Run(pad, at + 1, end, span, span.line))
-                    self.next = end
+                    if at + 1 < after:
+                        self.lines.append(_Run(pad, at + 1, after, span, span.line))
+                    self.next = after
             else:
-                self.emit_block(item, depth)
+                # the comment at the end of the closing brace's line belongs to what follows it
+                following = index < len(items) and items[index].span.line == span.end_line
+                self.emit_block(item, depth, closing_comment=not following)
             self.prev_line = span.end_line
         self._comments(self._pending_before(end), pad)
+
+    def _shared_line(self, items: Sequence[Any], at: int) -> Sequence[Any]:
+        """The items from ``at`` on written together on one line that ends with an
+        ignore comment (``speaker b speaker c  # flowc: ignore[W201]``), when there are
+        two or more: the comment silences what is found on any of them, so the printer
+        keeps them on that line; none otherwise (each item gets a line of its own)."""
+        line = items[at].span.line
+        stop = at
+        while (
+            stop < len(items)
+            and not _is_block(items[stop])
+            and items[stop].span.line == line
+            and items[stop].span.end_line == line
+        ):
+            stop += 1
+        if stop - at < 2:
+            return ()
+        after = self.comments.before(self.next, items[stop - 1].span.end)
+        if (
+            after < len(self.comments)
+            and self.comments.line(after) == line
+            and IGNORE.match(self.comments.text(after)[1:])
+        ):
+            return items[at:stop]
+        return ()
+
+    def _line_of_items(self, items: Sequence[Any], pad: str) -> None:
+        """Print :meth:`_shared_line`'s items on one line, its ignore comment at its end."""
+        line = items[0].span.line
+        self._comments(self._pending_before(items[0].span.start), pad)
+        self._gap(line)
+        text = " ".join(_line_of(item) for item in items)
+        self.lines.append(_Line(pad, text, self._trailing(line), None))
+        self.prev_line = line
 
     def _kept_ignore(self, span: Span, first: int, stop: int) -> tuple[int, int] | None:
         """For an item written over several lines (:func:`joined_lines`), whose comments
@@ -426,7 +469,7 @@ class _Printer:
                 return at, end
         return None
 
-    def emit_block(self, item: Any, depth: int) -> None:
+    def emit_block(self, item: Any, depth: int, *, closing_comment: bool = True) -> None:
         pad = INDENT * depth
         children = _children(item)
         if isinstance(item, n.SpeakerDecl):
@@ -448,7 +491,8 @@ class _Printer:
         self.lines.append(_Line(pad, header, trailing, None))
         self.prev_line = span.line
         self.block(children, depth + 1, span.end - 1)  # up to the closing brace
-        self.lines.append(_Line(pad, "}", self._trailing(span.end_line), None))
+        trailing = self._trailing(span.end_line) if closing_comment else None
+        self.lines.append(_Line(pad, "}", trailing, None))
 
 
 @attrs.frozen
