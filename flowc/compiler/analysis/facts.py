@@ -1041,16 +1041,16 @@ class Facts:
         return {}
 
     def sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
-        """A context rule routing inside the loop whose key no one on the loop changes for it."""
+        """A context rule routing inside the loop whose key no one on the loop changes for it
+        (none in a loop first reached on the cap's turn or later: no run goes round it)."""
         if self.system.json_mode:
             return None
-        if comp not in self._sticky:
-            self._sticky[comp] = self._find_sticky(comp)
-        return self._sticky[comp]
-
-    @cached_property
-    def _sticky(self) -> dict[frozenset[int], tuple[RuleSpec, int] | None]:
-        return {}
+        known = self.__dict__.setdefault("_sticky", {})
+        if comp not in known:
+            cap = self.system.max_turns or 0  # (0: no cap)
+            late = 0 < cap <= min(self.space.dist[v] for v in comp)
+            known[comp] = None if late else self._find_sticky(comp)
+        return known[comp]  # type: ignore[no-any-return]
 
     def _find_sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
         vals = [self.space.keys[v][1] for v in comp]
