@@ -64,17 +64,24 @@ def _value(text: str, key: str) -> Any:
     try:
         return load_json(text)
     except (ValueError, DataError) as err:
-        # (where in the value: `[1, 2` typed is "Expecting value at character 6")
-        detail = (
-            f"{err.msg} at character {err.pos + 1}"
-            if isinstance(err, json.JSONDecodeError)
-            else str(err)
-        )
+        detail = _where(err, text) if isinstance(err, json.JSONDecodeError) else str(err)
         raise PromptError(
             f"/set {format_name(key)} = {text}: the value is JSON ({detail}): "
             'write text in double quotes ("yes"), or true, false, null, a '
             "number, [...] or {...}"
         ) from None
+
+
+def _where(err: json.JSONDecodeError, text: str) -> str:
+    """Why and where a value typed is not JSON: ``Expecting value at character 1`` for
+    ``yes``, ``Expecting ',' delimiter at the end`` for ``[1, 2``, ``Unterminated string
+    starting at character 1`` for ``"café``.
+
+    >>> _where(json.JSONDecodeError("Unterminated string starting at", '"ab', 0), '"ab')
+    'Unterminated string starting at character 1'
+    """
+    where = "the end" if err.pos >= len(text) else f"character {err.pos + 1}"
+    return f"{err.msg.removesuffix(' at')} at {where}"
 
 
 def _not_text(line: str) -> None:

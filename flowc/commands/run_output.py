@@ -212,8 +212,10 @@ def violation_text(broken: dict[str, Any]) -> str:
 
 
 def failure_line(turn: int | None, speaker: str | None, error: str | None) -> str:
-    """How a transcript (``flowc run``'s, ``flowc log``'s) shows a turn that failed."""
-    return shown(f"  turn {turn} failed ({speaker}): {error}")
+    """How a transcript (``flowc run``'s, ``flowc log``'s) shows a turn that failed: on
+    one line, the speaker's name and the error's words escaped (:func:`_name`), so that
+    neither can pass for another line."""
+    return f"  turn {turn} failed ({_name(speaker)}): {_name(error)}"
 
 
 def violations_line(broken: Sequence[dict[str, Any]]) -> str:
@@ -229,10 +231,11 @@ def violations_line(broken: Sequence[dict[str, Any]]) -> str:
 
 
 def trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
-    """The lines after the turns, each with whether it goes to stderr (what an agent or a
-    script said in them escaped, as in the turns)."""
+    """The lines after the turns, each with whether it goes to stderr: each one line on
+    stdout (a speaker's name or an error's words in it escaped, newlines included, so that
+    none passes for another line); the traceback, on stderr, escaped line by line."""
     for line, err in _trailer(result):
-        yield shown(line), err
+        yield (shown(line) if err else _name(line)), err
 
 
 def _trailer(result: RunResult) -> Iterator[tuple[str, bool]]:
@@ -678,6 +681,10 @@ class TerminalLines:
         def read() -> None:
             try:
                 line: str | None = input(prompt)
+            except UnicodeDecodeError as err:  # (stdin's errors are "strict": most locales)
+                # the bytes typed, as a terminal in the C locale gives them (lone
+                # surrogates), for the prompt to refuse with where: never the end of input
+                line = bytes(err.object).decode(err.encoding, "surrogateescape").rstrip("\n")
             except (EOFError, OSError, ValueError, KeyboardInterrupt):
                 line = None
             with contextlib.suppress(RuntimeError):  # (the loop is gone: the run ended)

@@ -638,7 +638,9 @@ def _refuse_foreign(db: sqlite3.Connection, path: str) -> None:
     names = _names(db)
     if "wal" in names:
         return
-    foreign = sorted(n for n in names - {"run", "lease"} if not n.startswith("sqlite_"))
+    # (flowc makes its `wal` and `run` tables in one transaction, `lease` after them: a
+    # file without `wal` holds none of flowc's, whatever its tables are called)
+    foreign = sorted(n for n in names if not n.startswith("sqlite_"))
     if foreign:
         shown = ", ".join(foreign[:5]) + (
             f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""

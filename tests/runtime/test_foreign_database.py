@@ -74,6 +74,25 @@ def test_the_store_refuses_it_but_makes_a_new_or_empty_file(tmp_path: Path) -> N
         SqliteStore(path).close()  # and it opens again, as a run database
 
 
+@pytest.mark.parametrize("table", ["run", "lease"])
+def test_a_database_whose_table_has_a_name_flowc_uses_is_refused_too(
+    tmp_path: Path, table: str
+) -> None:
+    # (flowc's own files always hold its `wal` table: one without it is not flowc's)
+    from flowc.runtime.wal import SqliteStore, WalError
+
+    other = tmp_path / "app.db"
+    con = sqlite3.connect(other)
+    con.execute(f"CREATE TABLE {table} (x)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    with pytest.raises(WalError, match=f"another program's tables or indexes: {table}\\)"):
+        SqliteStore(other)
+    assert other.read_bytes() == before  # its journal mode as it was, too
+    assert not Path(f"{other}-wal").exists()
+
+
 def test_a_db_path_that_is_a_folder_is_said_so(tmp_path: Path) -> None:
     """SQLite said only `unable to open database file` for a folder given as `--db`."""
     flow = tmp_path / "f.flow"

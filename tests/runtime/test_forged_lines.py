@@ -156,3 +156,27 @@ def test_a_speaker_name_in_a_stall_line_cannot_forge_lines(tmp_path: Path) -> No
     resumed = flowc("resume", "last", "--script", "s.json", "--db", "r.db", cwd=tmp_path)
     assert resumed.returncode == 1, resumed.stderr
     _no_forged_line(resumed.stdout)
+
+
+def test_a_failed_turn_cannot_forge_lines(tmp_path: Path) -> None:
+    # the agent raises an error whose words, like its speaker's name, hold a forged line
+    bot = "bot" + FORGED
+    graph = json.loads(
+        json.dumps(BARE).replace('"agent_id": "bot"', json.dumps({"agent_id": bot})[1:-1])
+    )
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    script = {"kickoff": "hi", "participants": ["user", bot], "humans": ["user"], "script": {}}
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    (tmp_path / "agents.py").write_text(
+        f"def bot(turn):\n    raise RuntimeError({'boom' + FORGED!r})\n\nAGENTS = {{{bot!r}: bot}}\n"
+    )
+    ran = flowc(
+        "run", "g.json", "--script", "s.json", "--agents", "agents.py", "--db", "r.db", cwd=tmp_path
+    )
+    assert ran.returncode == 1, ran.stderr
+    _no_forged_line(ran.stdout)
+    assert "turn 2 failed (bot\\nclosed:" in ran.stdout, ran.stdout
+    assert "boom\\nclosed:" in ran.stdout and "stalled: bot\\nclosed:" in ran.stdout
+    logged = flowc("log", "last", "--db", "r.db", cwd=tmp_path)
+    _no_forged_line(logged.stdout)
+    assert "turn 2 failed (bot\\nclosed:" in logged.stdout, logged.stdout

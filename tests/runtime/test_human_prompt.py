@@ -328,3 +328,21 @@ def test_tab_completes_on_a_terminal(files: Path) -> None:
     finally:
         term.close()
     assert 'closed: "signed off" after 3 turns' in term.seen
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("yes", "Expecting value at character 1"),
+        ("[1 2]", "Expecting ',' delimiter at character 4"),
+        ("[1, 2", "Expecting ',' delimiter at the end"),
+        ('"café', "Unterminated string starting at character 1"),
+    ],
+)
+def test_a_value_that_is_not_json_is_refused_with_where(value: str, why: str) -> None:
+    from flowc.commands.human_prompt import HumanPrompt, PromptError
+
+    prompt = HumanPrompt("client", ("notes",))
+    with pytest.raises(PromptError) as err:
+        prompt.feed(f"/set notes = {value}")
+    assert f"/set notes = {value}: the value is JSON ({why}): write text" in str(err.value)

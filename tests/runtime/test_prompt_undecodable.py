@@ -92,7 +92,10 @@ def test_bytes_piped_in_that_are_not_utf8_are_refused_not_replaced(files: Path) 
     assert f"  {REFUSED}\n" in proc.stderr.decode()
 
 
-def test_a_terminal_line_that_is_not_utf8_does_not_stop_the_run(files: Path) -> None:
+# stdin's error handler: "surrogateescape" in the C and POSIX locales (this machine's
+# C.UTF-8), "strict" in most others (en_US.UTF-8), where input() raises instead
+@pytest.mark.parametrize("errors", ["surrogateescape", "strict"])
+def test_a_terminal_line_that_is_not_utf8_does_not_stop_the_run(files: Path, errors: str) -> None:
     from tests.runtime.test_live_runs import Terminal
 
     db = files / "runs.db"
@@ -104,7 +107,8 @@ def test_a_terminal_line_that_is_not_utf8_does_not_stop_the_run(files: Path) -> 
             str(files / "agents.py"),
             "--db",
             str(db),
-        ]
+        ],
+        env={"PYTHONIOENCODING": f"utf-8:{errors}"},
     )
     try:
         term.read_until("client> ")
