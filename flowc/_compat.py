@@ -19,7 +19,7 @@ nothing to a command that uses none of them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,12 +31,15 @@ __all__ = [
     "PRIVATE_NAMES",
     "RE_CONSTANTS",
     "RE_TYPE_FLAGS",
+    "PyglsOpenDocumentChanges",
     "PyglsRawJson",
     "argparse_subparser",
     "dd_out_of_memory",
     "networkx_digraph",
     "networkx_successors",
     "psycopg_queue_sync",
+    "pygls_clamp_positions",
+    "pygls_document_lines",
     "pygls_send",
     "re_extra_cases",
     "re_parse",
@@ -71,6 +74,8 @@ PRIVATE_NAMES = frozenset(
         "_pred",
         "_node",
         "_enqueue_sync",
+        "lsp_method",
+        "lsp_text_document__did_change",
     }
 )
 
@@ -194,6 +199,9 @@ def pygls_send(protocol: Any, data: Any) -> None:
     protocol._send_data(data)
 
 
+# ── pygls: an editor's changes of its documents (flowc.lsp) ──────────────────────────
+
+
 def pygls_document_lines(workspace: Any, split: Callable[[str], Sequence[str]]) -> None:
     """Make the pygls ``Workspace`` ``workspace`` keep its documents with ``split`` as
     their lines: it makes each document through its private ``_create_text_document``,
@@ -229,6 +237,83 @@ def pygls_document_lines(workspace: Any, split: Callable[[str], Sequence[str]]) 
         )
 
     workspace._create_text_document = create
+
+
+def pygls_clamp_positions(codec: Any) -> None:
+    """Make the pygls ``PositionCodec`` ``codec`` (this instance only) read a position
+    whose character is past the end of its line as the end of that line, before its line
+    end, as the protocol says; and read it without changing the caller's position: its
+    ``position_from_client_units`` is replaced, on this instance, by one that clamps the
+    character to the line's length in the client's units (``client_num_units``), its line
+    end left out, then calls pygls' own.
+
+    Why: pygls' ``position_from_client_units`` puts such a position one character short
+    of its line's length, line end counted (a CRLF counted as one character): on the last
+    line, which has none, that is before its last character (an editor's change up to
+    `(line, 99)` left that character behind), and a character of exactly that length
+    stays past the line end (a change ending there joined two lines, or wrote between the
+    two characters of a CRLF); and it writes the position it moved into the editor's own
+    message. Checked against pygls 2.1.1.
+    """
+    from lsprotocol import types as lsp
+
+    convert = codec.position_from_client_units
+
+    def position_from_client_units(lines: Sequence[str], position: Any) -> Any:
+        character = position.character
+        if 0 <= position.line < len(lines):
+            # (a line holds no line end but its own, at its end: see pygls_document_lines)
+            content = lines[position.line].rstrip("\r\n")
+            character = min(character, codec.client_num_units(content))
+        return convert(lines, lsp.Position(position.line, character))
+
+    codec.position_from_client_units = position_from_client_units
+
+
+class PyglsOpenDocumentChanges:
+    """A mixin for a subclass of pygls' ``LanguageServerProtocol`` that replaces pygls'
+    built-in handler of ``textDocument/didChange``, ``lsp_text_document__did_change``
+    (which applies the changes, then calls the server's own handler; pygls registers as
+    built-in each method marked with the ``method_name`` its decorator ``lsp_method``
+    sets): a change of a document that is not open (not among the workspace's
+    ``text_documents``, which pygls keys by the unquoted URI) is dropped, and
+    :meth:`unopened_change` is called; in the others, a range whose end comes before its
+    start is read from the one to the other; then pygls' handler does the rest.
+
+    Why: pygls' handler raised ``KeyError`` on a change of a document the editor had not
+    opened (it closed it, or the server skipped its ``didOpen`` as unreadable), and the
+    user saw `Error in server: KeyError` at each keystroke: there is no text to apply it
+    to. And it applied a reversed range as it came, writing the text between twice (on a
+    line) or losing the lines between, where the protocol's own text documents read it
+    from end to start. Checked against pygls 2.1.1.
+    """
+
+    def unopened_change(self, uri: str) -> None:
+        """A change of ``uri``, which is not open, was dropped (say so in a log)."""
+
+    def lsp_text_document__did_change(self, params: Any) -> Iterator[Any]:
+        """pygls' handler, for a document that is open; see the class."""
+        from urllib.parse import unquote
+
+        from lsprotocol import types as lsp
+
+        me: Any = self
+        uri = params.text_document.uri
+        if unquote(uri) not in me.workspace.text_documents:
+            self.unopened_change(uri)
+            return
+        for change in params.content_changes:
+            if isinstance(change, lsp.TextDocumentContentChangePartial):
+                start, end = change.range.start, change.range.end
+                if (end.line, end.character) < (start.line, start.character):
+                    change.range = lsp.Range(end, start)
+        parent: Any = super()
+        yield from parent.lsp_text_document__did_change(params)
+
+    # what pygls' `lsp_method(TEXT_DOCUMENT_DID_CHANGE)` sets (pygls is not imported here)
+    handler: Any = lsp_text_document__did_change
+    handler.method_name = "textDocument/didChange"
+    del handler
 
 
 # ── CPython: the exit functions and argparse's subcommands (flowc.cli) ───────────────

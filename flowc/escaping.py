@@ -44,6 +44,7 @@ __all__ = [
     "dot_html",
     "dot_id",
     "dot_tooltip",
+    "has_invisible",
     "md_code",
     "md_text",
     "mermaid_text",
@@ -95,6 +96,15 @@ def visible(text: str) -> str:
     'wr\\u200biter\\u202ex'
     """
     return _INVISIBLE.sub(lambda m: _escape_of(m[0]), text)
+
+
+def has_invisible(text: str) -> bool:
+    r"""Whether ``text`` holds a character :func:`visible` writes as an escape.
+
+    >>> has_invisible("wr\u200biter"), has_invisible("support desk\t用户 👩\u200d💻")
+    (True, False)
+    """
+    return _INVISIBLE.search(text) is not None
 
 
 def one_line(text: str) -> str:

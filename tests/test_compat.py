@@ -258,6 +258,143 @@ def test_pygls_2_1_1_workspace_create_text_document() -> None:
     assert other.get_text_document("file:///a.flow").source == "a\x0cd\nc\n"
 
 
+def _drive(handler: Any) -> Any:
+    """Run a pygls built-in handler (a generator) to its end as pygls does, calling each
+    server handler it yields; what it returns."""
+    try:
+        step = next(handler)
+        while True:
+            server_handler, args, kwargs = step
+            step = handler.send(server_handler(*args, **(kwargs or {})))
+    except StopIteration as stop:
+        return stop.value
+
+
+def test_pygls_2_1_1_did_change_builtin_handler() -> None:
+    """pygls' built-in ``textDocument/didChange`` handler, ``lsp_text_document__did_change``
+    (replaced by :class:`flowc._compat.PyglsOpenDocumentChanges`): registered from the
+    ``method_name`` its ``lsp_method`` sets; the workspace's ``text_documents`` keyed by
+    the unquoted URI; and what the mixin works around: a ``KeyError`` for a document
+    that is not open, a reversed range applied as it comes. Checked against pygls 2.1.1."""
+    from lsprotocol import types as lsp
+    from pygls.lsp.server import LanguageServer
+    from pygls.protocol import LanguageServerProtocol
+    from pygls.protocol.language_server import lsp_method
+
+    def probe() -> None:
+        pass
+
+    assert lsp_method("x/y")(probe).method_name == "x/y"  # type: ignore[attr-defined]
+    did_change = lsp.TEXT_DOCUMENT_DID_CHANGE
+    assert LanguageServerProtocol.lsp_text_document__did_change.method_name == did_change
+    mixin = _compat.PyglsOpenDocumentChanges
+    assert mixin.lsp_text_document__did_change.method_name == did_change  # type: ignore[attr-defined]
+    dropped: list[str] = []
+
+    class Protocol(_compat.PyglsOpenDocumentChanges, LanguageServerProtocol):
+        def unopened_change(self, uri: str) -> None:
+            dropped.append(uri)
+
+    def start(protocol_cls: type[LanguageServerProtocol]) -> tuple[Any, list[str]]:
+        server = LanguageServer("probe", "0", protocol_cls=protocol_cls)
+        changed: list[str] = []
+
+        @server.feature(did_change)
+        def on_change(ls: Any, params: lsp.DidChangeTextDocumentParams) -> None:
+            changed.append(params.text_document.uri)
+
+        params = lsp.InitializeParams(capabilities=lsp.ClientCapabilities())
+        _drive(server.protocol.lsp_initialize(params))
+        return server, changed
+
+    def change(server: Any, uri: str, text: str, start: Any, end: Any, new: str) -> str:
+        """Open ``uri`` with ``text``, change ``start`` .. ``end`` to ``new``: the text."""
+        workspace = server.protocol.workspace
+        workspace.put_text_document(lsp.TextDocumentItem(uri, "flow", 1, text))
+        range_ = lsp.Range(lsp.Position(*start), lsp.Position(*end))
+        _drive(
+            server.protocol.fm.builtin_features[did_change](
+                lsp.DidChangeTextDocumentParams(
+                    lsp.VersionedTextDocumentIdentifier(2, uri),
+                    [lsp.TextDocumentContentChangePartial(range_, new)],
+                )
+            )
+        )
+        return str(workspace.get_text_document(uri).source)
+
+    def unopened(server: Any) -> None:
+        _drive(
+            server.protocol.fm.builtin_features[did_change](
+                lsp.DidChangeTextDocumentParams(
+                    lsp.VersionedTextDocumentIdentifier(2, "file:///c.flow"),
+                    [lsp.TextDocumentContentChangeWholeDocument("x")],
+                )
+            )
+        )
+
+    uri = "file:///a%20b.flow"
+    plain, plain_changed = start(LanguageServerProtocol)
+    assert plain.protocol.fm.builtin_features[did_change].__func__ is (
+        LanguageServerProtocol.lsp_text_document__did_change
+    )
+    # pygls' own: a reversed range writes the text between twice (on a line), or nothing
+    # changes (across lines); a document not open is a KeyError
+    assert change(plain, uri, "abcdef\n", (0, 4), (0, 2), "X") == "abcdXcdef\n"
+    assert list(plain.protocol.workspace.text_documents) == ["file:///a b.flow"]
+    assert change(plain, uri, "a\nb\nc\n", (2, 0), (0, 1), "X") == "a\nb\nc\n"
+    with pytest.raises(KeyError):
+        unopened(plain)
+    assert plain_changed == [uri, uri]
+    # the mixin's
+    fixed, fixed_changed = start(Protocol)
+    assert fixed.protocol.fm.builtin_features[did_change].__func__ is (
+        mixin.lsp_text_document__did_change
+    )
+    assert change(fixed, uri, "abcdef\n", (0, 4), (0, 2), "X") == "abXef\n"
+    assert change(fixed, uri, "a\nb\nc\n", (2, 0), (0, 1), "X") == "aXc\n"
+    assert change(fixed, uri, "abcdef\n", (0, 2), (0, 4), "X") == "abXef\n"
+    unopened(fixed)
+    assert dropped == ["file:///c.flow"] and fixed_changed == [uri, uri, uri]
+
+
+def test_pygls_2_1_1_position_codec_past_a_line_end() -> None:
+    """pygls' ``PositionCodec.position_from_client_units`` (replaced on one codec by
+    :func:`flowc._compat.pygls_clamp_positions`) and its ``client_num_units``: pygls reads
+    a character past its line's end as the line's length less one, the line end counted
+    (a CRLF as one character), and a character of exactly that length as after the line
+    end; and it writes that character into the caller's position. Checked against pygls
+    2.1.1."""
+    from lsprotocol import types as lsp
+    from pygls.workspace import PositionCodec
+
+    def read(codec: Any, lines: list[str], line: int, character: int) -> tuple[Any, ...]:
+        position = lsp.Position(line, character)
+        at = codec.position_from_client_units(lines, position)
+        return at.line, at.character, position.character
+
+    plain, fixed = PositionCodec(), PositionCodec()
+    _compat.pygls_clamp_positions(fixed)
+    assert plain.client_num_units("x😀\n") == fixed.client_num_units("x😀\n") == 4
+    # (lines as pygls_document_lines makes them: each with its own line end)
+    cases = [
+        # lines, position: pygls' position (the caller's character after), the fixed one
+        (["abc\n"], (0, 99), (0, 3, 3), (0, 3, 99)),
+        (["abc\n"], (0, 4), (0, 4, 4), (0, 3, 4)),  # pygls: after the line end
+        (["abc"], (0, 99), (0, 2, 2), (0, 3, 99)),  # pygls: before the last character
+        (["abc\r\n"], (0, 4), (0, 4, 4), (0, 3, 4)),  # pygls: between \r and \n
+        (["abc\r\n"], (0, 99), (0, 3, 3), (0, 3, 99)),
+        (["x😀\n", "y"], (0, 4), (0, 3, 4), (0, 2, 4)),  # (an emoji: two UTF-16 units)
+        (["x😀\n", "y"], (0, 2), (0, 2, 2), (0, 2, 2)),  # (inside it: after it)
+        (["abc\n", "d"], (1, 1), (1, 1, 1), (1, 1, 1)),
+        (["abc\n"], (3, 0), (0, 4, 0), (0, 4, 0)),  # past the last line: the text's end
+    ]
+    for lines, (line, character), pygls_reads, flowc_reads in cases:
+        assert read(plain, lines, line, character) == pygls_reads, (lines, line, character)
+        assert read(fixed, lines, line, character) == flowc_reads, (lines, line, character)
+    # the one codec is changed, not the class
+    assert PositionCodec().position_from_client_units(["abc"], lsp.Position(0, 99)).character == 2
+
+
 EXIT_PROBE = """
 import atexit, sys
 from flowc import _compat

@@ -19,18 +19,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote
 
 import attrs
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from flowc import collector
-from flowc._compat import PyglsRawJson, pygls_send
+from flowc._compat import PyglsOpenDocumentChanges, PyglsRawJson, pygls_send
 from flowc.compiler.analysis import CheckOptions, SpaceCache, check_compiled, check_source
 from flowc.compiler.lower import RuleCache, lower
 from flowc.compiler.pipeline import compile_source
@@ -232,33 +230,20 @@ class _Serialised:
     body: str
 
 
-class _Protocol(PyglsRawJson, LanguageServerProtocol):
+class _Protocol(PyglsOpenDocumentChanges, PyglsRawJson, LanguageServerProtocol):
     """pygls' protocol, which also writes messages already in JSON: the diagnostics of a
     large file are mostly the same from one version to the next, and their JSON is kept
-    (pygls would convert and encode every one of them again)."""
+    (pygls would convert and encode every one of them again). A change of a document the
+    editor did not open (it closed it, or the server skipped its ``didOpen`` as
+    unreadable) is dropped with a line in the log, as a broken notification is: there is
+    no text to apply it to; a change range whose end comes first is read from end to
+    start (:class:`~flowc._compat.PyglsOpenDocumentChanges`)."""
 
     def raw_json(self, data: Any) -> str | None:
         return data.body if isinstance(data, _Serialised) else None
 
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Any:
-        """pygls' handler (it applies the changes, then calls the server's), for a
-        document the editor opened. A change of one it did not open (it closed it, or
-        the server skipped its ``didOpen`` as unreadable) is dropped with a line in the
-        log, as a broken notification is: there is no text to apply it to, and pygls
-        told the user `Error in server: KeyError` at each keystroke. A range whose end
-        comes before its start is read from the one to the other, as the protocol's own
-        text documents read it (pygls wrote the text twice, or lost the lines between)."""
-        uri = params.text_document.uri
-        if unquote(uri) not in self.workspace.text_documents:
-            log.warning("flowc lsp: textDocument/didChange of %s, which is not open: dropped", uri)
-            return
-        for change in params.content_changes:
-            if isinstance(change, lsp.TextDocumentContentChangePartial):
-                start, end = change.range.start, change.range.end
-                if (end.line, end.character) < (start.line, start.character):
-                    change.range = lsp.Range(end, start)
-        yield from super().lsp_text_document__did_change(params)
+    def unopened_change(self, uri: str) -> None:
+        log.warning("flowc lsp: textDocument/didChange of %s, which is not open: dropped", uri)
 
 
 @attrs.define

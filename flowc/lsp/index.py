@@ -28,7 +28,7 @@ from flowc.compiler.describe import rule_label, transition_text
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name
 from flowc.dsl.parser import scan
-from flowc.escaping import visible
+from flowc.escaping import has_invisible, visible
 from flowc.source import SourceFile, Span
 
 #: what a name written in a flow refers to
@@ -36,8 +36,16 @@ SPEAKER, TOOL, KEY, CONDITION, TARGET = "speaker", "tool", "context key", "condi
 PROPERTY = "property"
 
 _CODE = re.compile(r"\b[EWIMX]\d{3}\b")
-#: the characters a renamed name may not hold (besides a backquote): controls, line ends
-_NOT_IN_NAMES = ("Cc", "Zl", "Zp")
+#: the categories of the characters a new name may not hold, besides a backquote and
+#: what :func:`~flowc.escaping.visible` escapes: line ends and other controls (the tab
+#: among them), and format characters, which show nothing or reorder the text around them
+#: (the zero-width space, the bidirectional marks and overrides, the soft hyphen): a name
+#: holding one would look like another. The joiners U+200C and U+200D are kept, as
+#: :func:`~flowc.escaping.visible` keeps them: scripts and emoji sequences need them
+_NOT_IN_NAMES = frozenset({"Cc", "Zl", "Zp", "Cf"})
+_JOINERS = frozenset("\u200c\u200d")
+#: of those, the line ends and other controls
+_CONTROLS = frozenset({"Cc", "Zl", "Zp"})
 
 
 @attrs.frozen
@@ -234,6 +242,20 @@ def _tools_of(cond: m.Condition) -> set[str]:
     return set()
 
 
+def _hidden(char: str) -> bool:
+    """Whether a new name may not hold ``char``: see :data:`_NOT_IN_NAMES`."""
+    if has_invisible(char):
+        return True
+    return unicodedata.category(char) in _NOT_IN_NAMES and char not in _JOINERS
+
+
+def _escaped(char: str) -> str:
+    r"""``char`` as an escape: as :func:`~flowc.escaping.visible` writes it, else as
+    Python does (``\t``, ``\xad``)."""
+    shown = visible(char)
+    return shown if shown != char else char.encode("unicode_escape").decode("ascii")
+
+
 def run_endings(facts: Facts) -> frozenset[str] | None:
     """Every reason some run of the analysed flow closes with (as E111 lists them), from
     the facts its checks read; None when the analysis cannot say, or when counting the
@@ -312,19 +334,42 @@ class Index:
 
     def rename(self, occ: Occurrence, new_name: str) -> list[tuple[Span, str]]:
         """The edits that rename what ``occ`` names to ``new_name`` everywhere in the file
-        (scenarios included): ``(span, text)`` pairs. Raises :class:`Refused` for a name
-        that no file can write, or is already taken by another of its kind. A name that is
-        not a plain one (a keyword, `support desk`, `用户`) is written in backquotes, as
-        the language reads any text without a backquote or a line end there."""
+        (scenarios included): ``(span, text)`` pairs. A name that is not a bare one (a
+        keyword, `support desk`, `用户`) is written in backquotes; the editor's blanks
+        around the new name, and backquotes around it, are left out.
+
+        Raises :class:`Refused` for a name already taken by another of its kind (the two
+        would merge), and for a name the flow would not show as it is: an empty or
+        all-blank one, one starting or ending with a blank, or holding a backquote, a
+        line end or another control character (the tab too), a format character (Unicode
+        category Cf but the joiners: the zero-width space, a bidirectional override, ...) or another
+        character :func:`~flowc.escaping.visible` escapes. Some of those a file can write
+        in backquotes (`flowc check` reads a tab there), but each would read as another
+        name, or as none."""
         self.can_rename(occ)
         new = new_name.strip()
-        if len(new) > 2 and new[0] == new[-1] == "`":
+        if len(new) >= 2 and new[0] == new[-1] == "`":
             new = new[1:-1]
-        if not new or "`" in new or any(unicodedata.category(c) in _NOT_IN_NAMES for c in new):
+        shown = visible(new)
+        if not new.strip():
+            blank = f" (`{shown}` is all blank)" if new else ""
+            raise Refused(f"the {occ.kind} `{occ.name}` cannot be renamed to an empty name{blank}")
+        if "`" in new:
+            raise Refused(f"`{shown}` cannot be a name: a name cannot hold a backquote")
+        hidden = next((c for c in new if _hidden(c)), None)
+        if hidden is not None:
+            if unicodedata.category(hidden) in _CONTROLS:
+                what = "a line end or another control character"
+            else:
+                what = (
+                    "a character that shows nothing or reorders the text around it, so the"
+                    " name would look like another"
+                )
+            raise Refused(f"`{shown}` cannot be a name: it holds `{_escaped(hidden)}`, {what}")
+        if new != new.strip():
             raise Refused(
-                f"`{visible(new)}` cannot be a name: a name is text without a backquote, a"
-                " line end or another control character (written in backquotes when it is"
-                " not only letters, digits, `_` and `-`, or is a keyword)"
+                f"`{shown}` cannot be a name: it starts or ends with a blank, so it would"
+                f" look like `{visible(new.strip())}`"
             )
         if new == occ.name:
             return []

@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from cattrs.errors import BaseValidationError
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
-from pygls.workspace import PositionCodec
 
 from flowc import collector
-from flowc._compat import pygls_document_lines
+from flowc._compat import pygls_clamp_positions, pygls_document_lines
 from flowc.compiler.render.options import RenderOptions
 from flowc.diagnostics import Diagnostic, FlowError, elide_quoted
 from flowc.dsl import nodes as n
@@ -63,30 +60,6 @@ class _QuietRefusals(logging.Filter):
         if isinstance(sys.exc_info()[1], BaseValidationError):
             return False
         return not isinstance(exc, (RequestFailed, InternalError))
-
-
-def positions_past_a_line_end_at_its_end(codec: PositionCodec) -> None:
-    """Make ``codec`` read a position whose character is past the end of its line as
-    the end of that line, before its line end, as the protocol says; and read the
-    position without changing the caller's.
-
-    pygls put such a position one character short of its line's length, line end
-    counted: on the last line, which has none, that is before its last character (an
-    editor's change up to `(line, 99)` left that character behind), and one past the
-    length put it after the line end (a change ending there joined two lines, or wrote
-    between the two characters of a CRLF); and it wrote the position it moved into the
-    editor's own message."""
-    convert = codec.position_from_client_units
-
-    def position_from_client_units(lines: Sequence[str], position: lsp.Position) -> Any:
-        character = position.character
-        if 0 <= position.line < len(lines):
-            # (a line of :func:`text_lines` holds no line end but its own, at its end)
-            content = lines[position.line].rstrip("\r\n")
-            character = min(character, codec.client_num_units(content))
-        return convert(lines, lsp.Position(position.line, character))
-
-    codec.position_from_client_units = position_from_client_units  # type: ignore[method-assign]
 
 
 def _covers(span: Span, line: int, column: int) -> bool:
@@ -273,7 +246,7 @@ def _register_document_sync(server: FlowcServer) -> None:
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: FlowcServer, params: lsp.InitializeParams) -> None:
         pygls_document_lines(ls.workspace, text_lines)
-        positions_past_a_line_end_at_its_end(ls.workspace.position_codec)
+        pygls_clamp_positions(ls.workspace.position_codec)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlowcServer, params: lsp.DidOpenTextDocumentParams) -> None:

@@ -45,13 +45,24 @@ CASES = [
         FLOW.replace("speaker b", "speaker bx"),
         id="one-past-the-end-of-a-crlf-line",
     ),
+    # after an emoji (two UTF-16 units, as the editor counts): pygls joined the lines (one
+    # past the end) or left the last character behind (on the last line), as would a line's
+    # length counted in characters, not in the editor's units (on the last line)
     pytest.param(
-        "speaker a: human 😀\nspeaker b\nstart a\nwhen from a then b",
+        FLOW.replace("human", "human 😀"),
         (0, 16),
-        (0, 40),
+        (0, 20),
+        "",
+        FLOW,
+        id="one-past-the-line-end-after-an-emoji",
+    ),
+    pytest.param(
+        FLOW.rstrip("\n") + " 😀 x",
+        (3, 18),
+        (3, 99),
         "",
         FLOW.rstrip("\n"),
-        id="past-the-end-after-an-emoji",
+        id="past-the-end-of-the-last-line-after-an-emoji",
     ),
 ]
 

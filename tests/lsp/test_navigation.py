@@ -175,18 +175,122 @@ async def test_rename_a_tool_and_a_key(client: LanguageClient) -> None:
     assert "sets subject\n" in renamed and 'user sets subject = "x"' in renamed
 
 
+#: what a rename of the speaker `bot` to a name that would not read as it is written says
+_UNSEEN = (
+    "a character that shows nothing or reorders the text around it, so the name would look"
+    " like another"
+)
+_CONTROL = "a line end or another control character"
+
+
 @pytest.mark.parametrize(
     ("where", "offset", "new", "says"),
     [
-        ("from bot", 6, "helper", "already a speaker `helper` (line 8)"),
-        ("from bot", 6, "two`words", "`two`words` cannot be a name"),
-        ("from bot", 6, "two\nlines", "`two\\nlines` cannot be a name"),
-        ("from bot", 6, "  ", "`` cannot be a name"),
-        ("tool done then", 6, "pass", "already a tool `pass`"),
-        ("context.finished", 9, "topic", "already a context key `topic`"),
+        pytest.param(
+            "from bot",
+            6,
+            "helper",
+            "there is already a speaker `helper` (line 8); renaming `bot` to it would merge"
+            " the two",
+            id="a-speaker-taken",
+        ),
+        pytest.param(
+            "tool done then",
+            6,
+            "pass",
+            "there is already a tool `pass` (line 6); renaming `done` to it would merge the two",
+            id="a-tool-taken",
+        ),
+        pytest.param(
+            "context.finished",
+            9,
+            "topic",
+            "there is already a context key `topic` (line 2); renaming `finished` to it would"
+            " merge the two",
+            id="a-key-taken",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "two`words",
+            "`two`words` cannot be a name: a name cannot hold a backquote",
+            id="a-backquote",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "two\nlines",
+            f"`two\\nlines` cannot be a name: it holds `\\n`, {_CONTROL}",
+            id="a-line-end",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "`a\tb`",  # (`flowc check` reads it, but it shows as a space)
+            f"`a\tb` cannot be a name: it holds `\\t`, {_CONTROL}",
+            id="a-tab",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "user\u200b",
+            f"`user\\u200b` cannot be a name: it holds `\\u200b`, {_UNSEEN}",
+            id="a-zero-width-space",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "a\u202eb",
+            f"`a\\u202eb` cannot be a name: it holds `\\u202e`, {_UNSEEN}",
+            id="a-right-to-left-override",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "us\u00ader",  # a soft hyphen (category Cf, which `visible` shows as it is)
+            f"`us\u00ader` cannot be a name: it holds `\\xad`, {_UNSEEN}",
+            id="a-soft-hyphen",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "`user `",
+            "`user ` cannot be a name: it starts or ends with a blank, so it would look like"
+            " `user`",
+            id="a-trailing-space",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "` user`",
+            "` user` cannot be a name: it starts or ends with a blank, so it would look like"
+            " `user`",
+            id="a-leading-space",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "  ",
+            "the speaker `bot` cannot be renamed to an empty name",
+            id="empty",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "``",
+            "the speaker `bot` cannot be renamed to an empty name",
+            id="empty-in-backquotes",
+        ),
+        pytest.param(
+            "from bot",
+            6,
+            "`  `",
+            "the speaker `bot` cannot be renamed to an empty name (`  ` is all blank)",
+            id="all-blank",
+        ),
     ],
 )
-async def test_rename_refuses_a_clash_or_a_keyword(
+async def test_rename_refuses_a_clash_or_a_name_not_read_as_written(
     client: LanguageClient,
     where: str,
     offset: int,
@@ -202,12 +306,18 @@ async def test_rename_refuses_a_clash_or_a_keyword(
                 new_name=new,
             )
         )
-    assert says in str(refused.value)
+    assert str(refused.value) == says
 
 
 @pytest.mark.parametrize(
     ("new", "written"),
-    [("two words", "`two words`"), ("用户", "`用户`"), ("next", "`next`"), ("`a b`", "`a b`")],
+    [
+        ("two words", "`two words`"),
+        ("用户", "`用户`"),
+        ("next", "`next`"),
+        ("`a b`", "`a b`"),
+        ("dev\U0001f469\u200d\U0001f4bb", "`dev\U0001f469\u200d\U0001f4bb`"),  # a joiner
+    ],
 )
 async def test_rename_to_a_name_in_backquotes(
     client: LanguageClient, new: str, written: str
