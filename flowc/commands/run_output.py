@@ -516,8 +516,9 @@ class RunPrinter:
         elif self.mode == "jsonl":
             self._write(_j({"event": "end", **doc}) + "\n")
         else:
-            who = f", {doc['next_speaker']} to speak next" if doc["next_speaker"] else ""
-            said = f"{violations_line(broken)}\n" if broken else ""
+            nxt = doc["next_speaker"]
+            who = f", {_name(nxt)} to speak next" if nxt else ""
+            said = f"{_name(violations_line(broken))}\n" if broken else ""
             self._write(f"{said}interrupted: after {counted(doc['turn_count'], 'turn')}{who}\n")
         if self.run_id is None:
             self.err.write("interrupted before the run started\n")

@@ -419,38 +419,52 @@ class _Printer:
         self._comments(self._pending_before(end), pad)
 
     def _shared_line(self, items: Sequence[Any], at: int) -> Sequence[Any]:
-        """The items from ``at`` on written together on one line that ends with an
-        ignore comment (``speaker b speaker c  # flowc: ignore[W201]``), when there are
-        two or more: the comment silences what is found on any of them, so the printer
-        keeps them on that line; none otherwise (each item gets a line of its own)."""
-        line = items[at].span.line
-        stop = at
+        """The items from ``at`` on that share lines, each starting on the line the one
+        before it ends on (``speaker b speaker c``; ``when from u`` / ``then a when from u
+        then b``), when there are two or more and an ignore comment sits on one of their
+        lines: the comment silences what is found on any of those lines, so the printer
+        keeps them on one line, with that comment at its end (:meth:`_line_of_items`);
+        none otherwise (each item gets a line of its own)."""
+        stop, last = at, items[at].span.line
         while (
             stop < len(items)
             and not _is_block(items[stop])
-            and items[stop].span.line == line
-            and items[stop].span.end_line == line
+            and (stop == at or items[stop].span.line == last)
         ):
+            last = items[stop].span.end_line
             stop += 1
-        if stop - at < 2:
+        if stop - at < 2 or self._chain_ignore(items[at].span.start, last) is None:
             return ()
-        after = self.comments.before(self.next, items[stop - 1].span.end)
-        if (
-            after < len(self.comments)
-            and self.comments.line(after) == line
-            and IGNORE.match(self.comments.text(after)[1:])
-        ):
-            return items[at:stop]
-        return ()
+        return items[at:stop]
+
+    def _chain_ignore(self, start: int, last: int) -> tuple[int, int] | None:
+        """The first ignore comment from offset ``start`` to the end of line ``last``, and
+        the end of the comments up to that line's end; None when there is none."""
+        end = self.comments.before(self.next, start)
+        ignore = None
+        while end < len(self.comments) and self.comments.line(end) <= last:
+            if ignore is None and IGNORE.match(self.comments.text(end)[1:]):
+                ignore = end
+            end += 1
+        return None if ignore is None else (ignore, end)
 
     def _line_of_items(self, items: Sequence[Any], pad: str) -> None:
-        """Print :meth:`_shared_line`'s items on one line, its ignore comment at its end."""
-        line = items[0].span.line
-        self._comments(self._pending_before(items[0].span.start), pad)
-        self._gap(line)
+        """Print :meth:`_shared_line`'s items on one line, its ignore comment at its end;
+        the comments before that comment move above the line, those after it below (as
+        for one item written over several lines: :meth:`_kept_ignore`)."""
+        span = items[0].span.cover(items[-1].span)
+        found = self._chain_ignore(span.start, span.end_line)
+        assert found is not None  # (:meth:`_shared_line` found it)
+        at, after = found
+        first, _ = self._pending_before(span.start)
+        self._comments((first, at), pad, inside=span)
+        self._gap(span.line)
         text = " ".join(_line_of(item) for item in items)
-        self.lines.append(_Line(pad, text, self._trailing(line), None))
-        self.prev_line = line
+        self.lines.append(_Line(pad, text, self.comments.text(at), None))
+        if at + 1 < after:
+            self.lines.append(_Run(pad, at + 1, after, span, span.line))
+        self.next = after
+        self.prev_line = span.end_line
 
     def _kept_ignore(self, span: Span, first: int, stop: int) -> tuple[int, int] | None:
         """For an item written over several lines (:func:`joined_lines`), whose comments

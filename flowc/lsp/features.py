@@ -75,7 +75,8 @@ def range_format_edits(
         lo += 1
     while hi >= lo and not lines[hi].strip():
         hi -= 1
-    old_parts = _parts(flow, len(lines))
+    groups = _groups(flow)
+    old_parts = _parts(flow, len(lines), groups)
     touched = [
         i
         for i, (start, end) in enumerate(old_parts)
@@ -83,7 +84,7 @@ def range_format_edits(
     ]
     if not touched:
         return []
-    new_parts = _parts(again, len(new_lines))
+    new_parts = _parts(again, len(new_lines), groups)
     start, end = old_parts[touched[0]][0], old_parts[touched[-1]][1]
     old = lines[start:end]
     new = new_lines[new_parts[touched[0]][0] : new_parts[touched[-1]][1]]
@@ -97,20 +98,38 @@ def range_format_edits(
     return edits
 
 
-def _parts(flow: Flow, count: int) -> list[tuple[int, int]]:
+def _parts(flow: Flow, count: int, groups: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """A file's lines (``count`` of them, 0-based, end excluded) cut into what lies
-    before each top-level statement (comments, blank lines), each statement, and what
-    lies after the last: the same number of parts in a file and in its formatted text,
-    each part of one the counterpart of the same part of the other."""
+    before each group of top-level statements (comments, blank lines), each group, and
+    what lies after the last: the same number of parts in a file and in its formatted
+    text, each part of one the counterpart of the same part of the other. ``groups``:
+    the statements (first, last index) that share lines in the file (:func:`_groups`),
+    one part together, in both texts (formatting may write them on lines of their own)."""
     parts: list[tuple[int, int]] = []
     at = 0
-    for st in flow.statements:
-        begin = max(at, st.span.line - 1)
+    statements = flow.statements
+    for first, last in groups:
+        begin = max(at, statements[first].span.line - 1)
         parts.append((at, begin))
-        at = max(begin, st.span.end_line)
+        at = max(begin, max(st.span.end_line for st in statements[first : last + 1]))
         parts.append((begin, at))
     parts.append((at, max(at, count)))
     return parts
+
+
+def _groups(flow: Flow) -> list[tuple[int, int]]:
+    """The top-level statements of ``flow`` as runs (first, last index) that share lines:
+    `speaker a when from u then a` is one (formatting one of them rewrites the others'
+    line too; formatted, each may be on a line of its own)."""
+    out: list[tuple[int, int]] = []
+    end = 0
+    for i, st in enumerate(flow.statements):
+        if out and st.span.line <= end:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+        end = max(end, st.span.end_line)
+    return out
 
 
 def register(server: FlowcServer) -> None:

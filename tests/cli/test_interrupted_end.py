@@ -46,9 +46,9 @@ BROKEN = {
 }
 
 
-def interrupted_run(tmp_path: Path, *more: str) -> tuple[str, str]:
-    (tmp_path / "a.flow").write_text(FLOW)
-    (tmp_path / "agents.py").write_text(AGENTS)
+def interrupted_run(tmp_path: Path, *more: str, reviewer: str = "reviewer") -> tuple[str, str]:
+    (tmp_path / "a.flow").write_text(FLOW.replace("reviewer", f"`{reviewer}`"))
+    (tmp_path / "agents.py").write_text(AGENTS.replace('"reviewer"', repr(reviewer)))
     (tmp_path / "k.yaml").write_text("{kickoff: hi, script: {drafter: [d, d2]}}\n")
     waiting = tmp_path / "waiting"
     waiting.unlink(missing_ok=True)
@@ -107,3 +107,10 @@ def test_the_transcript_of_an_interrupted_run_names_its_violations(tmp_path: Pat
         "property violated: one_draft (turn 4)\ninterrupted: after 4 turns, reviewer to speak next\n"
     ), out
     assert "is open; continue it with" in err
+
+
+def test_the_interrupted_line_writes_the_next_speakers_name_as_text(tmp_path: Path) -> None:
+    # a name in backquotes may hold a terminal control: written as an escape, never sent
+    out, _ = interrupted_run(tmp_path, reviewer="rev\x1b[2Jx")
+    assert "\x1b" not in out, out
+    assert out.endswith("interrupted: after 4 turns, rev\\x1b[2Jx to speak next\n"), out

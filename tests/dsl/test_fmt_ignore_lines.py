@@ -51,6 +51,17 @@ SHARED = {
     "one after a closing brace": (
         "speaker a {\n  tool t\n} speaker ghost # flowc: ignore[W201]\nspeaker b\nwhen from a then b\n"
     ),
+    # a statement over several lines shares its last line with another, which the
+    # comment there ends: both stay on one line with it
+    "over lines, then another": (
+        "speaker u: human\nspeakers a, b\nmax_turns 4\nwhen from u\n  then a when from u then b"
+        '  # flowc: ignore[W203]\nwhen from a then terminate "done"\n'
+    ),
+    # ... or its first line, the comment at the end of its last
+    "another, then over lines": (
+        "speaker u: human\nspeaker c\nmax_turns 4\nwhen context.z == 1 then c when from u\n"
+        '  then c  # flowc: ignore[W209]\nwhen from c then terminate "done"\n'
+    ),
 }
 
 

@@ -98,3 +98,34 @@ def test_range_formatting_keeps_windows_line_endings() -> None:
 
     text = "speaker a\r\nspeaker   b\r\nwhen from a then b"
     assert range_format_edits(text, "f.flow", 0, 2) == [(1, 2, "speaker b\r\n")]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "edits"),
+    [
+        # a rule written after a speaker on its line: formatting the line keeps the rule
+        (
+            "speaker u: human\nspeaker a when from u then a\n",
+            1,
+            [(1, 2, "speaker a\nwhen from u then a\n")],
+        ),
+        # a speaker after a block's closing brace, with the comment that line ends with
+        (
+            "speaker u: human\nspeaker x {\n  tool t\n} speaker b  # flowc: ignore[W201]\n"
+            "when from u then x\n",
+            3,
+            [(3, 4, "}\nspeaker b  # flowc: ignore[W201]\n")],
+        ),
+    ],
+)
+def test_range_format_keeps_statements_that_share_a_line(
+    text: str, line: int, edits: list[tuple[int, int, str]]
+) -> None:
+    from flowc.lsp.features import range_format_edits
+
+    assert range_format_edits(text, "f.flow", line, line) == edits
+    # the edits applied give what formatting the whole file gives on those lines
+    lines = text.splitlines(keepends=True)
+    for start, end, new in reversed(edits):
+        lines[start:end] = [new]
+    assert "".join(lines) == format_source(text, "f.flow")
