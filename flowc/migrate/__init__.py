@@ -11,7 +11,7 @@ One reader per input format, one printer (:mod:`flowc.migrate.model`):
   :mod:`.speaking_order`;
 - AgentChat / AutoGen Studio 0.4
   component JSON (``RoundRobinGroupChat``, ``SelectorGroupChat``, ``Swarm`` and their
-  termination conditions): :mod:`.agentchat`;
+  termination conditions): :mod:`.agentchat`, the names in it bounded by :mod:`.json_names`;
 - AutoGen Studio 0.1 workflow JSON (``"type": "groupchat"``): :mod:`.studio`.
 
 :func:`migrate_source` picks the reader from the file's content and returns the

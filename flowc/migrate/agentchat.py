@@ -30,7 +30,8 @@ import attrs
 import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
 from flowc.dsl import nodes as n
-from flowc.migrate.agentchat_graph import LEFT_OUT, bound_names, graph_rules, graph_scenarios
+from flowc.migrate.agentchat_graph import graph_rules, graph_scenarios
+from flowc.migrate.json_names import LEFT_OUT, bound_names, twice_named
 from flowc.migrate.model import NotRecognised
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow")
@@ -119,10 +120,9 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
     Raises :class:`NotRecognised` when ``data`` is not a team this translator handles.
     """
     r = _JsonFindings(filename)
-    kind, cfg, raw = _team(r, data)
+    kind, cfg, written = _team(r, data)
     cfg = bound_names(r, cfg)  # (a name past MAX_NAME: an M001, and what is used instead)
-    raw = cfg["participants"]
-    team = _participants(r, raw, kind)
+    team = _participants(r, cfg["participants"], kind, [_config(p).get("name") for p in written])
     participants = team.names
     user = mm.free_name(participants, "user", "task_sender")
     findings_before = len(r.findings)
@@ -221,12 +221,15 @@ def _team(r: _JsonFindings, data: Any) -> tuple[str, dict[str, Any], list[Any]]:
     return kind, cfg, raw
 
 
-def _participants(r: _JsonFindings, raw: list[Any], kind: str) -> _Participants:
+def _participants(r: _JsonFindings, raw: list[Any], kind: str, written: list[Any]) -> _Participants:
     """Read each participant's name, class, role, tools and handoffs, reporting nested
     teams and agent classes flowc does not model (they still take part as plain speakers).
-    Raises :class:`NotRecognised` on a nameless or duplicate participant: without unique
-    names no rule can point at it."""
+    ``written`` holds each participant's name as the file writes it (:func:`bound_names`
+    gave a name past the bound another one in ``raw``). Raises :class:`NotRecognised` on a
+    nameless participant, or two of one name as written (AgentChat refuses such a team):
+    without unique names no rule can point at it."""
     team = _Participants()
+    first: dict[str, int] = {}  # a name as written -> its first participant
     for i, p in enumerate(raw):
         path = f"config.participants[{i}]"
         pc = _config(p)
@@ -234,8 +237,11 @@ def _participants(r: _JsonFindings, raw: list[Any], kind: str) -> _Participants:
         pkind = _short(p.get("provider") if isinstance(p, dict) else None)
         if not isinstance(pname, str) or not pname:
             raise r.fail("a participant has no `config.name`", path)
-        if pname in team.names:
-            raise r.fail(f"two participants are both named `{pname}`", f"{path}.config.name")
+        wname = written[i] if isinstance(written[i], str) else pname
+        if wname in first:
+            at = f"config.participants[{first[wname]}].config.name"
+            raise r.fail(twice_named("participants", wname, at), f"{path}.config.name")
+        first[wname] = i
         if pkind in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "SocietyOfMindAgent"):
             r.report(
                 M001,
@@ -321,9 +327,10 @@ def _selector_team(
             M002,
             f"`allow_repeated_speaker` is false (AgentChat's default), but with"
             f" {len(participants)} participants one selector speaker per previous speaker"
-            f" (at most {MAX_SELECTORS} are written) would name every participant once per"
-            f" other participant: the selector speaker `{selector}` keeps every participant"
-            " a candidate, the previous speaker included",
+            " would name every participant once per other participant (such selectors are"
+            f" written only for teams of up to {MAX_SELECTORS} participants): the selector"
+            f" speaker `{selector}` keeps every participant a candidate, the previous speaker"
+            " included",
             "config.participants",
         )
     elif no_repeat and not per_speaker:

@@ -8,26 +8,21 @@ activation_group=, activation_condition=)`` with the group defaulting to the tar
 condition to ``"all"``, ``add_conditional_edges``, ``set_entry_point``) into the ``graph``
 of the team's component JSON. A callable condition ``lambda m: "kw" in m.to_model_text()``
 is exactly the keyword ``"kw"`` (:func:`keyword_callable`).
-
-Before the team's component JSON is translated, :func:`bound_names` bounds every name in it
-(the participants', which the graph, the handoffs and the termination conditions repeat;
-the tools', the handoffs', the team's) to :data:`~.pyvalues.MAX_NAME` characters.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-from typing import Any, Protocol, TypeGuard
+from typing import Any
 
 import attrs
 
 import flowc.migrate.model as mm
-from flowc.diagnostics import M001, M002, Code
+from flowc.diagnostics import M001, M002
 from flowc.dsl import nodes as n
 from flowc.migrate.agents import AgentReader
+from flowc.migrate.json_names import Findings
 from flowc.migrate.pyread import PyModule, callee, kwarg
-from flowc.migrate.pyvalues import MAX_NAME, NAME_TOO_LONG
 
 BUILDER_METHODS = ("add_node", "add_edge", "add_conditional_edges", "set_entry_point")
 
@@ -254,12 +249,6 @@ def graph_of(reader: AgentReader, where: dict[str, ast.AST], team: ast.Call) -> 
         help="build it with DiGraphBuilder().add_node(...).add_edge(...).build()",
     )
     return None
-
-
-class Findings(Protocol):
-    """Where the component translation reports a finding at a JSON path."""
-
-    def report(self, code: Code, message: str, path: str, help: str | None = None) -> None: ...
 
 
 def cond_keywords(cond: n.Cond) -> list[str]:
@@ -571,225 +560,9 @@ def _chain_scenarios(
     return scenarios, sequences
 
 
-# ── names past MAX_NAME, in the team's component JSON ─────────────────────────────
-
-#: what stands for a handoff or a termination condition that :func:`bound_names` left out
-#: (and reported): the translation skips it without a finding of its own
-LEFT_OUT = object()
-_LONG_NAME_HELP = (
-    "give a shorter name (a participant whose name is refused takes part as "
-    "`participant_<its position>`, a tool under its function's name, a handoff under "
-    "AgentChat's default name `transfer_to_<target>`)"
-)
-#: the function a FunctionTool's ``source_code`` defines (AgentChat's default tool name)
-_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(", re.MULTILINE)
-
-
-def _long(value: Any) -> TypeGuard[str]:
-    return isinstance(value, str) and len(value) > MAX_NAME
-
-
-def _cfg(obj: Any) -> dict[str, Any]:
-    cfg = obj.get("config") if isinstance(obj, dict) else None
-    return cfg if isinstance(cfg, dict) else {}
-
-
-def _with(obj: dict[str, Any], **config: Any) -> dict[str, Any]:
-    """A copy of the component ``obj`` with ``config`` changed."""
-    return {**obj, "config": {**_cfg(obj), **config}}
-
-
-def bound_names(r: Findings, cfg: dict[str, Any]) -> dict[str, Any]:
-    """The team's ``config`` with every name in it bounded to :data:`~.pyvalues.MAX_NAME`
-    characters, as the Python reader bounds them (:meth:`~.pyvalues.Values.const_name`):
-    the translation writes a name again in each rule and scenario line that names it, so
-    a longer one would make the output grow faster than the input. Each name past the
-    bound is an M001 at its JSON path, and the copy carries what is used instead: a
-    participant takes part as ``participant_<i>`` (its position in ``participants``, made
-    free of the other names) wherever the team names it (graph, handoffs, termination); a
-    tool is declared under its function's name (the ``def`` of its ``source_code``), or
-    left out; a handoff takes AgentChat's default name, or is left out (:data:`LEFT_OUT`)
-    when its target is such a name and no participant; a FunctionCallTermination on such
-    a tool name follows the tool, or is left out; the team's name does not title the flow.
-    """
-    return _NameBounds(r).config(cfg)
-
-
-@attrs.define
-class _NameBounds:
-    r: Findings
-    #: participant names past the bound -> the names they take part under
-    renamed: dict[str, str] = attrs.Factory(dict)
-    #: tool names past the bound -> their functions' names
-    tools: dict[str, str] = attrs.Factory(dict)
-
-    def new(self, name: Any) -> Any:
-        """The name a participant named ``name`` takes part under (``name`` itself when it is
-        within the bound, or not a string)."""
-        return self.renamed.get(name, name) if isinstance(name, str) else name
-
-    def refuse(self, path: str, instead: str) -> None:
-        self.r.report(
-            M001, f"this name is not used: {NAME_TOO_LONG}; {instead}", path, _LONG_NAME_HELP
-        )
-
-    def config(self, cfg: dict[str, Any]) -> dict[str, Any]:
-        out = dict(cfg)
-        if _long(cfg.get("name")):
-            self.refuse("config.name", "the flow is titled after the file")
-            del out["name"]
-        raw = cfg.get("participants")
-        if not isinstance(raw, list):
-            return out
-        names = [_cfg(p).get("name") for p in raw]
-        taken = {x for x in names if isinstance(x, str) and not _long(x)}
-        for i, x in enumerate(names):
-            if _long(x) and x not in self.renamed:
-                self.renamed[x] = mm.free_name(taken, f"participant_{i}")
-                taken.add(self.renamed[x])
-        out["participants"] = [
-            self.participant(p, f"config.participants[{i}]") for i, p in enumerate(raw)
-        ]
-        if isinstance(cfg.get("graph"), dict):
-            out["graph"] = self.graph(cfg["graph"])
-        if "termination_condition" in cfg:
-            out["termination_condition"] = self.condition(
-                cfg["termination_condition"], "config.termination_condition"
-            )
-        return out
-
-    def participant(self, p: Any, path: str) -> Any:
-        pc = _cfg(p)
-        change: dict[str, Any] = {}
-        if self.new(pc.get("name")) != pc.get("name"):
-            change["name"] = self.new(pc["name"])
-            self.refuse(f"{path}.config.name", f"the participant takes part as `{change['name']}`")
-        if isinstance(pc.get("tools"), list):
-            change["tools"] = self.tool_list(pc["tools"], f"{path}.config.tools")
-        wb = pc.get("workbench")
-        if isinstance(wb, dict) and isinstance(_cfg(wb).get("tools"), list):
-            tools = self.tool_list(_cfg(wb)["tools"], f"{path}.config.workbench.config.tools")
-            change["workbench"] = _with(wb, tools=tools)
-        elif isinstance(wb, list):
-            change["workbench"] = [
-                _with(
-                    w,
-                    tools=self.tool_list(
-                        _cfg(w)["tools"], f"{path}.config.workbench[{k}].config.tools"
-                    ),
-                )
-                if isinstance(_cfg(w).get("tools"), list)
-                else w
-                for k, w in enumerate(wb)
-            ]
-        if isinstance(pc.get("handoffs"), list):
-            change["handoffs"] = [
-                self.handoff(h, f"{path}.config.handoffs[{j}]")
-                for j, h in enumerate(pc["handoffs"])
-            ]
-        return _with(p, **change) if change else p
-
-    def tool_list(self, tools: list[Any], path: str) -> list[Any]:
-        out = []
-        for k, t in enumerate(tools):
-            name = _cfg(t).get("name")
-            if not _long(name):
-                out.append(t)
-                continue
-            code = _cfg(t).get("source_code")
-            found = _DEF.search(code) if isinstance(code, str) else None
-            if found is None or len(found.group(1)) > MAX_NAME:
-                self.refuse(
-                    f"{path}[{k}].config.name",
-                    "the tool was left out (no `def` in its `source_code` names it)",
-                )
-                continue
-            self.refuse(
-                f"{path}[{k}].config.name",
-                f"the tool is declared under its function's name, `{found.group(1)}`",
-            )
-            self.tools.setdefault(name, found.group(1))
-            out.append(_with(t, name=found.group(1)))
-        return out
-
-    def handoff(self, h: Any, path: str) -> Any:
-        target = h.get("target") if isinstance(h, dict) else h
-        if _long(target) and target not in self.renamed:
-            self.refuse(
-                f"{path}.target" if isinstance(h, dict) else path, "the handoff was left out"
-            )
-            return LEFT_OUT
-        target = self.new(target)
-        if not isinstance(h, dict):
-            return target
-        out = {**h, "target": target}
-        if _long(h.get("name")) and isinstance(target, str) and target:
-            out["name"] = f"transfer_to_{target}".lower()
-            self.refuse(
-                f"{path}.name", f"the handoff is named `{out['name']}`, AgentChat's default"
-            )
-        return out
-
-    def graph(self, graph: dict[str, Any]) -> dict[str, Any]:
-        """The participants' new names in the graph: node keys and names, edge targets and
-        activation groups, the start node."""
-        rn, new_name = self.renamed, self.new
-        out = dict(graph)
-        nodes = graph.get("nodes")
-        if isinstance(nodes, dict):
-            new: dict[str, Any] = {}
-            for key, node in nodes.items():
-                if isinstance(node, dict):
-                    edges = node.get("edges")
-                    node = {**node, "name": new_name(node.get("name"))}
-                    if isinstance(edges, list):
-                        node["edges"] = [
-                            {
-                                **e,
-                                "target": new_name(e.get("target")),
-                                "activation_group": new_name(e.get("activation_group")),
-                            }
-                            if isinstance(e, dict)
-                            else e
-                            for e in edges
-                        ]
-                new[rn[key] if key in rn and rn[key] not in nodes else key] = node
-            out["nodes"] = new
-        if "default_start_node" in graph:
-            out["default_start_node"] = new_name(graph["default_start_node"])
-        return out
-
-    def condition(self, cond: Any, path: str) -> Any:
-        """The participants' and tools' new names in a termination condition (through
-        ``Or`` / ``And``)."""
-        cc = _cfg(cond)
-        if isinstance(cc.get("conditions"), list):
-            subs = cc["conditions"]
-            at = f"{path}.config.conditions"
-            return _with(
-                cond, conditions=[self.condition(c, f"{at}[{i}]") for i, c in enumerate(subs)]
-            )
-        change: dict[str, Any] = {}
-        for key in ("source", "target"):
-            if key in cc:
-                change[key] = self.new(cc[key])
-        if isinstance(cc.get("sources"), list):
-            change["sources"] = [self.new(s) for s in cc["sources"]]
-        fn = cc.get("function_name")
-        if _long(fn) and fn in self.tools:
-            change["function_name"] = self.tools[fn]
-        elif _long(fn):
-            self.refuse(f"{path}.config.function_name", "the termination condition was left out")
-            return LEFT_OUT
-        return _with(cond, **change) if change else cond
-
-
 __all__ = [
     "BUILDER_METHODS",
-    "LEFT_OUT",
-    "Findings",
     "GraphReader",
-    "bound_names",
     "chain_root",
     "cond_keywords",
     "graph_of",

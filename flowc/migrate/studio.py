@@ -33,8 +33,9 @@ import attrs
 
 from flowc.diagnostics import M001, Diagnostic
 from flowc.migrate.classic import translate_classic
+from flowc.migrate.json_names import long_name_help, long_name_message, twice_named
 from flowc.migrate.model import NotRecognised, Translation, free_name, identifier
-from flowc.migrate.pyvalues import MAX_NAME, NAME_TOO_LONG
+from flowc.migrate.pyvalues import MAX_NAME
 from flowc.source import SourceFile
 
 STUDIO_TERMINATION = 'lambda x: "TERMINATE" in x.get("content", "").rstrip()[-20:]'
@@ -105,13 +106,15 @@ def _join(path: str, key: str) -> str:
 
 
 def lower_studio(
-    data: Any, filename: str, findings: list[Diagnostic] | None = None
+    data: Any, filename: str, findings: list[Diagnostic]
 ) -> tuple[str, dict[int, str]]:
     """The classic Python that Studio's ``WorkflowManager`` builds from ``data``, and the
     JSON path of each of its lines; raises :class:`NotRecognised`. An agent's name past
     :data:`~.pyvalues.MAX_NAME` is an M001 (added to ``findings``) at its JSON path, and the
     agent takes part as ``agent_<i>`` (its position in the member ``agents``; ``sender``
-    for the sender), free of the other names."""
+    for the sender, or the name of the member it shares its name with), free of the other
+    names. Two members of one such name are refused, as the classic reader refuses two
+    members of one shorter name."""
     sender, (group, gpath) = _parts(data, filename)
     w = _Writer()
     raw_conf = group.get("config")
@@ -129,6 +132,7 @@ def lower_studio(
 
     specs = [*members, *([sender[0]] if sender is not None else [])]
     taken = {name for spec in specs if len(name := _name(spec)) <= MAX_NAME}
+    made: dict[str, tuple[str, str]] = {}  # a long name -> (its member's new name, path)
 
     def agent_code(var: str, spec: Any, path: str, instead: str) -> str | None:
         cfg = spec.get("config") if isinstance(spec, dict) else None
@@ -136,10 +140,14 @@ def lower_studio(
             return None
         name = cfg["name"]
         if len(name) > MAX_NAME:
-            name = free_name(taken, instead)
-            taken.add(name)
-            if findings is not None:
-                findings.append(_long_name(filename, f"{path}.config.name", name))
+            if name in made and var != "sender":
+                message = twice_named("agents of the group chat", name, made[name][1])
+                raise _fail(filename, message, f"{path}.config.name")
+            if name not in made:  # (a sender of a member's name is that member, as classic)
+                made[name] = (free_name(taken, instead), f"{path}.config.name")
+                taken.add(made[name][0])
+            name = made[name][0]
+            findings.append(_long_name(filename, f"{path}.config.name", name))
         kw = [f"name={name!r}"]
         for key in ("system_message", "description", "human_input_mode"):
             if isinstance(cfg.get(key), str):
@@ -222,19 +230,20 @@ def _name(spec: Any) -> str:
 
 
 def _long_name(filename: str, path: str, instead: str | None) -> Diagnostic:
-    """The M001 on a name past MAX_NAME (as the component JSON reader words it)."""
+    """The M001 on a name past MAX_NAME, worded as the component JSON reader words it."""
     return Diagnostic(
         M001,
-        f"this name is not used: {NAME_TOO_LONG}; "
-        + (
+        long_name_message(
             f"the agent takes part as `{instead}`"
             if instead
             else "the flow is titled after the file"
         ),
         filename,
         json_path=path,
-        help="give a shorter name (an agent whose name is refused takes part as "
-        "`agent_<its position>` in the group's agents, or `sender`)",
+        help=long_name_help(
+            "an agent whose name is refused takes part as `agent_<its position>` in the "
+            "group's agents, or `sender`"
+        ),
     )
 
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from flowc.diagnostics import Diagnostic
 from flowc.dsl import nodes as n
 from flowc.dsl.parser import parse_source
 from flowc.migrate.studio import lower_studio
@@ -62,7 +63,11 @@ def main() -> None:
         script = py.resolve()
         if py.suffix == ".json":
             # AutoGen Studio 0.1: run the classic construction its WorkflowManager builds
-            text, _ = lower_studio(json.loads(py.read_text(encoding="utf-8")), py.name)
+            # (a name past the bound is renamed in that Python: it would not be the workflow)
+            refused: list[Diagnostic] = []
+            text, _ = lower_studio(json.loads(py.read_text(encoding="utf-8")), py.name, refused)
+            if refused:
+                sys.exit(f"{py.name}: {refused[0].json_path}: {refused[0].message}")
             script = Path(tempfile.mkdtemp()) / f"{py.stem}.py"
             script.write_text(text, encoding="utf-8")
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
