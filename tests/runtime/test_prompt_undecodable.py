@@ -16,39 +16,23 @@ from pathlib import Path
 import pytest
 
 from flowc.commands.human_prompt import HumanPrompt, PromptError
+from tests.runtime.test_human_prompt import AGENTS, FLOW
 
 ROOT = Path(__file__).resolve().parents[2]
 
-FLOW = """\
-speaker client: human {
-  sets signed_off
-}
-speaker bot
-start client
-max_turns 10
-when context.signed_off == true then terminate "signed off"
-when from client then bot
-when from bot then client
-"""
 
-AGENTS = """\
-async def bot(turn):
-    return "Draft: " + turn.text
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """The sign-off flow of the prompt's tests, and its agent."""
+    (tmp_path / "signoff.flow").write_text(FLOW)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    return tmp_path
 
-AGENTS = {"bot": bot}
-"""
 
 REFUSED = (
     "the line is not UTF-8 text: byte 0xff at column 4 is not part of a UTF-8 character; "
     "type it again (nothing was posted)"
 )
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    (tmp_path / "signoff.flow").write_text(FLOW)
-    (tmp_path / "agents.py").write_text(AGENTS)
-    return tmp_path
 
 
 def test_the_prompt_refuses_a_line_that_is_not_text() -> None:

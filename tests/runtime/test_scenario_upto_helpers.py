@@ -8,9 +8,9 @@ calls or more, and a turn let through under `--contracts warn`)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.runtime.test_forged_lines import flowc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,17 +37,6 @@ def drafter(turn):
 
 AGENTS = {"drafter": drafter}
 """
-
-
-def flowc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flowc", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_a_helper_call_gets_a_scenario_line_that_replays(tmp_path: Path) -> None:
