@@ -30,9 +30,18 @@ def test_the_runtime_imports_downward_only_and_never_ag2(path: Path) -> None:
         top = name.split(".")
         assert top[0] != "ag2", f"{path.name} imports {name}"
         if top[0] == "flowc" and len(top) > 1:
-            # (_compat, the one module reaching dependencies' private APIs, imports no flowc
-            # module: it is below every layer)
-            below = ("runtime", "compiler", "dsl", "source", "diagnostics", "regex", "_compat")
+            # (_compat, the one module reaching dependencies' private APIs, and escaping,
+            # the text escapes every output uses, import no flowc module: below every layer)
+            below = (
+                "runtime",
+                "compiler",
+                "dsl",
+                "source",
+                "diagnostics",
+                "escaping",
+                "regex",
+                "_compat",
+            )
             assert top[1] in below, f"{path.name} imports {name}, which is above the runtime"
 
 
@@ -74,3 +83,9 @@ def test_bridge_docstring_examples() -> None:
     pytest.importorskip("ag2.network")
     result = doctest.testmod(importlib.import_module("flowc.ag2"))
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_the_modules_below_every_layer_import_no_flowc_module() -> None:
+    for name in ("escaping.py", "_compat.py"):
+        found = {n for n in imports(ROOT / "flowc" / name) if n.split(".")[0] == "flowc"}
+        assert found == set(), f"{name} imports {found}"
