@@ -177,7 +177,26 @@ def test_takeovers_the_schedule_does_not_explain_are_found(
 ) -> None:
     db, pid = killed_history
     problems = check_history(db, _expected, faulted=set(), killed=set())
-    assert any("while its lease was live, and that process was not killed" in p for p in problems)
+    # the killed worker's runs were taken from it while its lease was live (its death
+    # seen) or, on a busy machine, once its lease had expired: each is found, as each
+    # state says it
+    said = {
+        "live": "while its lease was live, and that process was not killed",
+        "expired": "whose lease expired, and no fault touched that process",
+    }
+    with psycopg.connect(db) as conn:
+        taken = conn.execute(
+            "SELECT channel_id, token, previous_state FROM flowc_lease_log"
+            " WHERE previous LIKE %s AND holder <> previous",
+            (f"%:{pid}:%",),
+        ).fetchall()
+    assert taken, "the killed worker's runs were never taken over"
+    for cid, token, state in taken:
+        if state in said:
+            assert any(
+                f"run {cid}: token {token} was taken" in p and said[state] in p for p in problems
+            ), (cid, token, state, problems)
+    assert any(said["live"] in p or said["expired"] in p for p in problems), problems
     # a killed process counts as faulted too: told it was killed but not faulted, the
     # checker still finds nothing wrong with the live takeovers
     assert check_history(db, _expected, faulted={pid}, killed={pid}) == []
