@@ -114,7 +114,7 @@ def one_line(text: str) -> str:
     >>> one_line('cannot connect\nDETAIL:  server closed the connection')
     'cannot connect\\nDETAIL:  server closed the connection'
     """
-    return visible(text)
+    return text if text.isprintable() else visible(text)  # (most text: nothing to escape)
 
 
 #: the characters XML 1.0 cannot hold, not even as a character reference

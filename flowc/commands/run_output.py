@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from flowc.commands.console import EXIT_ERRORS, isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
 from flowc.diagnostics import counted, shown
-from flowc.escaping import visible
+from flowc.escaping import one_line
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import Envelope
@@ -67,8 +67,7 @@ def _name(name: Any) -> str:
     """A name a run holds (a tool's, an argument's, a context key), on one line: a
     newline or a terminal control in it is escaped (``\\n``), so that what an agent
     names cannot forge a line of the transcript (a JSON value is escaped by JSON)."""
-    text = str(name)
-    return text if text.isprintable() else visible(text)
+    return one_line(str(name))
 
 
 def _short(value: Any, limit: int = 60) -> str:

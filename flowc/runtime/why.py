@@ -312,7 +312,7 @@ class TurnWhy:
         # one line per item: a name or a value the run holds (an agent's tool name, a
         # rule's label from a JSON graph) is written with its newlines and terminal
         # controls escaped, never acted on, so it cannot forge a line of the explanation
-        return "\n".join(line if line.isprintable() else one_line(line) for line in out)
+        return "\n".join(one_line(line) for line in out)
 
 
 # ── building it ──────────────────────────────────────────────────────────────

@@ -71,6 +71,16 @@ def flowc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _forged_bot(folder: Path) -> str:
+    """Write ``g.json``: the bare graph with its bot named after :data:`FORGED`; its name."""
+    bot = "bot" + FORGED
+    graph = json.loads(
+        json.dumps(BARE).replace('"agent_id": "bot"', json.dumps({"agent_id": bot})[1:-1])
+    )
+    (folder / "g.json").write_text(json.dumps(graph))
+    return bot
+
+
 def _no_forged_line(out: str) -> None:
     assert "\x1b" not in out, out
     lines = out.splitlines()
@@ -119,11 +129,7 @@ def test_a_context_key_of_a_bare_graph_cannot_forge_lines(tmp_path: Path) -> Non
 
 
 def test_a_speaker_name_of_a_bare_graph_cannot_forge_lines(tmp_path: Path) -> None:
-    bot = "bot" + FORGED
-    graph = json.loads(
-        json.dumps(BARE).replace('"agent_id": "bot"', json.dumps({"agent_id": bot})[1:-1])
-    )
-    (tmp_path / "g.json").write_text(json.dumps(graph))
+    bot = _forged_bot(tmp_path)
     script = {
         "kickoff": "hi",
         "participants": ["user", bot],
@@ -142,11 +148,7 @@ def test_a_speaker_name_of_a_bare_graph_cannot_forge_lines(tmp_path: Path) -> No
 
 def test_a_speaker_name_in_a_stall_line_cannot_forge_lines(tmp_path: Path) -> None:
     # the speaker has no scripted turn: the run stalls on it, and says so on one line
-    bot = "bot" + FORGED
-    graph = json.loads(
-        json.dumps(BARE).replace('"agent_id": "bot"', json.dumps({"agent_id": bot})[1:-1])
-    )
-    (tmp_path / "g.json").write_text(json.dumps(graph))
+    bot = _forged_bot(tmp_path)
     script = {"kickoff": "hi", "participants": ["user", bot], "humans": ["user"], "script": {}}
     (tmp_path / "s.json").write_text(json.dumps(script))
     ran = flowc("run", "g.json", "--script", "s.json", "--db", "r.db", cwd=tmp_path)
@@ -160,11 +162,7 @@ def test_a_speaker_name_in_a_stall_line_cannot_forge_lines(tmp_path: Path) -> No
 
 def test_a_failed_turn_cannot_forge_lines(tmp_path: Path) -> None:
     # the agent raises an error whose words, like its speaker's name, hold a forged line
-    bot = "bot" + FORGED
-    graph = json.loads(
-        json.dumps(BARE).replace('"agent_id": "bot"', json.dumps({"agent_id": bot})[1:-1])
-    )
-    (tmp_path / "g.json").write_text(json.dumps(graph))
+    bot = _forged_bot(tmp_path)
     script = {"kickoff": "hi", "participants": ["user", bot], "humans": ["user"], "script": {}}
     (tmp_path / "s.json").write_text(json.dumps(script))
     (tmp_path / "agents.py").write_text(
