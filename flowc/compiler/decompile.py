@@ -22,6 +22,7 @@ from flowc.compiler import model as m
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.describe import DecompileError, ModelToAst
 from flowc.compiler.pipeline import compile_source
+from flowc.compiler.quoting import ticked
 from flowc.compiler.serde import (
     ShapeError,
     is_knobs_dict,
@@ -175,7 +176,7 @@ def unrecovered(
                 back,
                 "`initiator` routes back to the channel's creator, which a graph does not "
                 "carry: the .flow's initiator is the start speaker "
-                f"`{format_name(graph.initial_speaker)}`; give --initiator NAME if someone "
+                f"{ticked(graph.initial_speaker)}; give --initiator NAME if someone "
                 "else opens the channel",
             )
         )

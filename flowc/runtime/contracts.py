@@ -40,6 +40,7 @@ from typing import Any
 import attrs
 
 from flowc.compiler import model as m
+from flowc.compiler.quoting import ticked
 from flowc.compiler.tool_effects import ToolEffectInfo, same_effect
 from flowc.dsl.names import format_name
 from flowc.runtime.adapters.base import ProtocolError
@@ -254,14 +255,17 @@ def reply_breach(
     >>> twice = (ToolCall("y", set={"k": 1}), ToolCall("y", set={"k": 1}))
     >>> reply_breach("a", twice, names={}, seen=frozenset()) is None
     True
+    >>> spaced = (ToolCall("go on", set={"k": 1}), ToolCall("go on", set={"k": 2}))
+    >>> "(`go on` 2 times" in reply_breach("a", spaced, names={}, seen=frozenset()).message
+    True
     """
     made = seen_calls(calls, names, seen)
     if len({_identity(c, names) for c in made}) < 2:
         return None
     if len({c.name for c in made}) == 1:
-        listed = f"`{format_name(made[0].name)}` {len(made)} times, not all doing the same"
+        listed = f"{ticked(made[0].name)} {len(made)} times, not all doing the same"
     else:
-        listed = ", ".join(f"`{format_name(c.name)}`" for c in made)
+        listed = ", ".join(ticked(c.name) for c in made)
     where = f" ({speaker_at})" if speaker_at else ""
     return Breach(
         speaker,

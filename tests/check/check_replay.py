@@ -153,9 +153,17 @@ def replay_finding(system: System, finding: Finding) -> None:
         )
         if code == "W204":
             assert stepper.first_in_file_order(last) == finding.rule
-    if code == "W205":
+    if code == "W205" and cap is not None and run.loop_from is None:
+        # the cap closes the run before it is back where the loop began: the run shows the
+        # cap's turns, the rule routing a turn inside the cap (not only the last turn)
+        assert len(run.turns) == cap and run.next is not None, run.render()
+        assert finding.rule in fired[:-1], f"W205: the rule routes no turn: {run.render()}"
+    elif code == "W205":
         assert run.loop_from is not None and finding.rule in fired[run.loop_from :]
-    if code in ("W205", "W206"):
+    if code == "W205" and cap is not None:
+        # every run the flow has is within the cap: the loop's next turn comes inside it
+        assert len(run.turns) + (run.loop_from is not None) <= cap, run.render()
+    if code == "W206":
         assert run.loop_from is not None
     if code == "W210":
         # a loop, or, where the loop is longer than the cap, a run the cap closes

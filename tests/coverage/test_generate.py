@@ -92,6 +92,23 @@ def test_custom_conditions_are_refused_with_their_line() -> None:
         generate_scenarios(flowc.compile_flow(src))
 
 
+def test_many_custom_conditions_are_named_once_each_with_a_bounded_list_of_lines() -> None:
+    """A large flow that routes on custom conditions in hundreds of rules gets a refusal
+    of a few lines' length, not one that lists every use (each name once, its first lines,
+    the rest counted)."""
+    rules = "".join(f"when urgent() and from bot then s{i % 3}\n" for i in range(300))
+    rules += "".join(f"when vip{k}() then bot\n" for k in range(8))
+    conditions = "condition urgent()\n" + "".join(f"condition vip{k}()\n" for k in range(8))
+    src = "speaker user: human\nspeaker bot\nspeaker s0\nspeaker s1\nspeaker s2\n"
+    with pytest.raises(GenerationError) as refused:
+        generate_scenarios(flowc.compile_flow(src + conditions + rules))
+    message = str(refused.value)
+    assert "`urgent` (lines 15, 16, 17, 18, 19, and 295 more)" in message
+    assert message.count("`urgent`") == 1
+    assert "`vip3` (line 318), and 4 more names)" in message
+    assert len(message) < 400
+
+
 def _built_in(cond: n.Cond) -> n.Cond:
     """A condition with every custom call replaced by `always` (a scenario cannot choose
     a custom condition's outcome)."""

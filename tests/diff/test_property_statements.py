@@ -354,10 +354,10 @@ def test_a_name_with_a_colon_leaves_the_claim_whole() -> None:
     new = version("new.flow", base + "property `x:y`: from user at most 1 time\n")
     d = diff_versions(old, new)
     props = sorted(c.text for c in d.structural if c.kind.startswith("property"))
-    # (the name as the flow writes it, backquoted, inside the backquotes of a quoted piece)
+    # (the name as the flow writes it, backquoted once, as check's message quotes it)
     assert props == [
-        "property ``a: b`` removed (`never from bot`)",
-        "property ``x:y`` added (`from user at most 1 time`)",
+        "property `a: b` removed (`never from bot`)",
+        "property `x:y` added (`from user at most 1 time`)",
     ]
     from flowc.compiler.analysis import check_compiled
 

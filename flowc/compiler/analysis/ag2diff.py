@@ -38,6 +38,7 @@ from flowc.compiler.analysis.explore import DEFAULT, FINISH, HANDOFF, KICKOFF, O
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.runs import Run, run_to
 from flowc.compiler.analysis.system import Action, code_parts
+from flowc.compiler.quoting import once, ticked
 from flowc.diagnostics import (
     I304,
     W218,
@@ -178,7 +179,7 @@ def _self_routing_finding(
     path: str | None = None
     rule: int | None = None
     if fired == HANDOFF:
-        what = f"`{who}`'s tool `{format_name(tool or '')}` hands off to `{who}` itself"
+        what = f"{once(who)}'s tool {ticked(tool or '')} hands off to {once(who)} itself"
         compiled = system.compiled
         if compiled is not None:
             span = next(
@@ -190,14 +191,14 @@ def _self_routing_finding(
                 None,
             )
     elif fired == DEFAULT:
-        what = f"the default `otherwise {system.describe_target(system.default)}` gives the turn back to `{who}`"
+        what = f"the default `otherwise {system.describe_target(system.default)}` gives the turn back to {once(who)}"
         span, path = facts.default_location()
     else:
         spec = system.rules[fired]
-        what = f"{system.label(spec)} gives the turn back to `{who}`"
+        what = f"{system.label(spec)} gives the turn back to {once(who)}"
         span, path, rule = facts.rule_span(spec), spec.json_path, fired
     if step.outcome.choice is not None:
-        what += f" (when `{step.outcome.choice.split(' → ')[0]}` resolves to `{who}`)"
+        what += f" (when `{step.outcome.choice.split(' → ')[0]}` resolves to {once(who)})"
     turn = len(run.turns)
     return Finding(
         facts.diag(
@@ -208,12 +209,12 @@ def _self_routing_finding(
             json_path=path,
             notes=(
                 f"a run that shows it: {run.render()}",
-                f"flowc gives `{who}` turn {turn + 1}; on AG2 1.2.1 the run stops after turn "
-                f"{turn}, open, waiting for `{who}` (`stalled_on: {who}`): a post goes to every "
+                f"flowc gives {once(who)} turn {turn + 1}; on AG2 1.2.1 the run stops after turn "
+                f"{turn}, open, waiting for {once(who)} (`stalled_on: {who}`): a post goes to every "
                 "participant but its sender",
             ),
-            help=f"on AG2, give the turn to another speaker (e.g. one that hands it back to `{who}`), "
-            f"or let `{who}` do its work in one turn",
+            help=f"on AG2, give the turn to another speaker (e.g. one that hands it back to {once(who)}), "
+            f"or let {once(who)} do its work in one turn",
         ),
         run,
         rule,
@@ -303,9 +304,9 @@ def _nested_tools(facts: Facts) -> Iterator[Finding]:
                 notes=(
                     f"a run that shows it: {run.render()}",
                     f"on AG2 1.2.1 that last turn routes as a plain reply: {theirs}; and a reply "
-                    f"that calls `{shown}` with no text posts nothing there (the run stalls)",
+                    f"that calls {once(shown)} with no text posts nothing there (the run stalls)",
                 ),
-                help=f"give `{shown}` a rule of its own (`when tool {shown} then ...`, ordered by "
+                help=f"give {once(shown)} a rule of its own (`when tool {shown} then ...`, ordered by "
                 "priority): then AG2 routes on its calls too",
             ),
             run,
@@ -417,7 +418,7 @@ def _routing_calls(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 W219,
-                f"`{who}` can route a reply in several ways ({shown}): AG2 1.2.1 takes a reply "
+                f"{once(who)} can route a reply in several ways ({shown}): AG2 1.2.1 takes a reply "
                 "that makes two routing calls and routes on the call it records first, which "
                 "under load can be either (it runs the calls as concurrent tasks); flowc "
                 "refuses such a reply, or under `--contracts warn` routes an agent's reply on its "
@@ -425,12 +426,12 @@ def _routing_calls(facts: Facts) -> Iterator[Finding]:
                 span=facts.speaker_span(speaker),
                 notes=(
                     f"a run that shows it: {run.render()}, whose reply calls "
-                    f"`{format_name(a.tool or '')}`, then `{format_name(b.tool or '')}`: on AG2 "
+                    f"{ticked(a.tool or '')}, then {ticked(b.tool or '')}: on AG2 "
                     f"1.2.1 it may route on the second {_call_outcome(facts, node, b)}; flowc "
                     "refuses it (under `--contracts warn` it routes on the first "
                     f"{_call_outcome(facts, node, a)})",
                 ),
-                help=f"have `{who}`'s model make one routing call per reply (turn off parallel "
+                help=f"have {once(who)}'s model make one routing call per reply (turn off parallel "
                 "tool calls in its model config), or route its other outcomes through "
                 "context (`tool resolve sets resolved = true`, `when context.resolved == "
                 'true then terminate "resolved"`)',
@@ -440,11 +441,11 @@ def _routing_calls(facts: Facts) -> Iterator[Finding]:
 
 
 def _call_text(facts: Facts, call: Action) -> str:
-    tool = f"`{format_name(call.tool or '')}`"
+    tool = ticked(call.tool or "")
     if call.finish is not None:
         return f"{tool} finishes {format_value(call.finish)}"
     if call.handoff is not None:
-        return f"{tool} hands off to `{facts.system.name(call.handoff)}`"
+        return f"{tool} hands off to {once(facts.system.name(call.handoff))}"
     return f"{tool} by its rule"
 
 
@@ -507,8 +508,8 @@ def _write_order(facts: Facts) -> Iterator[Finding]:
         who = facts.system.name(speaker)
         wa, wb = _write_of(a, key), _write_of(b, key)
         assert wa is not None and wb is not None
-        ta, tb = f"`{format_name(a.tool or '')}`", f"`{format_name(b.tool or '')}`"
-        shown = f"`{format_name(key)}`"
+        ta, tb = ticked(a.tool or ""), ticked(b.tool or "")
+        shown = ticked(key)
         which = (
             f"two calls of {ta}: one {_write_text(wa)}, the other {_write_text(wb)}"
             if a.tool == b.tool
@@ -517,7 +518,7 @@ def _write_order(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 W222,
-                f"`{who}`'s calls write {shown} differently ({which}): AG2 1.2.1 takes a "
+                f"{once(who)}'s calls write {shown} differently ({which}): AG2 1.2.1 takes a "
                 "reply that makes both calls and applies their writes in the order the calls "
                 "finish, which under load can be either (it runs the calls as concurrent "
                 "tasks); flowc refuses such a reply, or under `--contracts warn` applies an "
@@ -528,7 +529,7 @@ def _write_order(facts: Facts) -> Iterator[Finding]:
                     f"on AG2 1.2.1 it may end with {_after(key, wa)}; flowc refuses it (under "
                     f"`--contracts warn` it ends with {_after(key, wb)})",
                 ),
-                help=f"have `{who}`'s model make one tool call per reply (turn off parallel "
+                help=f"have {once(who)}'s model make one tool call per reply (turn off parallel "
                 "tool calls in its model config): a flow cannot stop a model from calling "
                 "two tools, or one tool twice, in one reply",
             ),
@@ -644,7 +645,7 @@ def _inbox_limit(facts: Facts) -> Iterator[Finding]:
             json_path=path,
             notes=(
                 f"a run that shows it: {run.render()}",
-                f"on this run `{format_name(full)}` has {INBOX_LIMIT:,} unanswered posts before "
+                f"on this run {ticked(full)} has {INBOX_LIMIT:,} unanswered posts before "
                 f"turn {turn:,}: AG2 refuses that post (`InboxFull`) and the run stops, open; "
                 "flowc has no such limit (each context write a tool makes with AG2's "
                 "`set_context` is a post too, so it comes sooner there)",

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from flowc.compiler.analysis.explore import DEFAULT, TURNS_PER_STATE
 from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.compiler.quoting import once
 from flowc.diagnostics import I301, counted, listing_of
 from flowc.dsl import nodes as n
 from flowc.source import NO_SPAN, Span
@@ -78,7 +79,7 @@ def _notes(facts: Facts) -> tuple[str, ...]:
             notes.append(
                 "these speakers can never be scheduled to speak, but whether a rule's finding"
                 " says so instead is not known: "
-                + ", ".join(listing_of(silent, lambda s: f"`{system.name(s)}`"))
+                + ", ".join(listing_of(silent, lambda s: once(system.name(s))))
             )
         unknown_why = "but which finding says so (and its run) is not known"
     else:
@@ -100,7 +101,7 @@ def _notes(facts: Facts) -> tuple[str, ...]:
         if silent:
             notes.append(
                 "these speakers can never be scheduled to speak: "
-                + ", ".join(listing_of(silent, lambda s: f"`{system.name(s)}`"))
+                + ", ".join(listing_of(silent, lambda s: once(system.name(s))))
             )
         if facts.default_written and not facts.default_fired:
             notes.append(

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from flowc.compiler.analysis.explore import DEFAULT
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.runs import run_along
+from flowc.compiler.quoting import once
 from flowc.diagnostics import W215, W217, counted
 from flowc.dsl import nodes as n
 from flowc.source import Span
@@ -115,12 +116,12 @@ def check_after_max_turns(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 W215,
-                f"speaker `{who}` never speaks: its first turn would be turn {turn}, and {label} "
+                f"speaker {once(who)} never speaks: its first turn would be turn {turn}, and {label} "
                 f"closes every run after turn {cap}",
                 span=facts.speaker_span(speaker),
                 json_path=facts.mention(speaker),
                 notes=(f"a shortest run to it: {run.render()}",),
-                help=f"raise the cap to at least `max_turns {turn}`, or route to `{who}` sooner",
+                help=f"raise the cap to at least `max_turns {turn}`, or route to {once(who)} sooner",
             ),
             run,
         )

@@ -31,6 +31,7 @@ import attrs
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis import undecided as und
+from flowc.compiler.analysis.cap_loops import loop_came, loop_gone_by_cap
 from flowc.compiler.analysis.explore import NodeKey
 from flowc.compiler.analysis.facts import CheckOptions
 from flowc.compiler.analysis.lockstep import (
@@ -51,6 +52,7 @@ from flowc.compiler.describe import condition_text, property_text, rule_ref, tar
 from flowc.compiler.monitor import claim_text
 from flowc.compiler.pipeline import LoadedGraph
 from flowc.compiler.properties import Property
+from flowc.compiler.quoting import name_piece, written_piece
 from flowc.diagnostics import counted, elide
 from flowc.dsl.formatter import format_name, format_value
 from flowc.escaping import Code, Phrase, Quoted, as_phrase, phrase
@@ -336,10 +338,10 @@ def _speaker_changes(old: _Side, new: _Side, declarations: bool) -> Iterator[Cha
     o_sp, n_sp = old.speaker_names(), new.speaker_names()
     for s in n_sp:
         if s not in o_sp:
-            yield Change("speaker-added", phrase("speaker ", Code(format_name(s)), " added"), s)
+            yield Change("speaker-added", phrase("speaker ", name_piece(s), " added"), s)
     for s in o_sp:
         if s not in n_sp:
-            yield Change("speaker-removed", phrase("speaker ", Code(format_name(s)), " removed"), s)
+            yield Change("speaker-removed", phrase("speaker ", name_piece(s), " removed"), s)
     common_o, common_n = [s for s in o_sp if s in n_sp], [s for s in n_sp if s in o_sp]
     if common_o != common_n:
         yield Change(
@@ -362,7 +364,7 @@ def _speaker_changes(old: _Side, new: _Side, declarations: bool) -> Iterator[Cha
                     "speaker-changed",
                     phrase(
                         "speaker ",
-                        Code(format_name(s)),
+                        name_piece(s),
                         f" is now {'a human' if now else 'a model agent'}",
                     ),
                     s,
@@ -374,7 +376,7 @@ def _speaker_changes(old: _Side, new: _Side, declarations: bool) -> Iterator[Cha
             after = _names(n_w.get(s, ()), "nothing")
             yield Change(
                 "speaker-writes",
-                phrase("human ", Code(format_name(s)), " writes: ", before, " → ", after),
+                phrase("human ", name_piece(s), " writes: ", before, " → ", after),
                 s,
             )
 
@@ -385,7 +387,7 @@ def _tool_changes(old: _Side, new: _Side, declarations: bool) -> Iterator[Change
     o_t, n_t = (_tools(old.version), _tools(new.version)) if declarations else ({}, {})
     for key in [*n_t, *(key for key in o_t if key not in n_t)]:
         who, tool = key
-        name = phrase("tool ", Code(format_name(tool)), " of ", Code(format_name(who)))
+        name = phrase("tool ", name_piece(tool), " of ", name_piece(who))
         if key not in o_t:
             yield Change(
                 "tool-added", phrase(name, " added (", Quoted(n_t[key]), ")"), f"{who}.{tool}"
@@ -406,20 +408,20 @@ def _context_changes(old: _Side, new: _Side, context: bool) -> Iterator[Change]:
         if k not in oc:
             yield Change(
                 "context-added",
-                phrase("context ", Code(format_name(k)), " = ", _show(v), " added"),
+                phrase("context ", name_piece(k), " = ", _show(v), " added"),
                 k,
             )
         elif oc[k] != v or type(oc[k]) is not type(v):
             yield Change(
                 "context-changed",
-                phrase("context ", Code(format_name(k)), ": ", _show(oc[k]), " → ", _show(v)),
+                phrase("context ", name_piece(k), ": ", _show(oc[k]), " → ", _show(v)),
                 k,
             )
     for k in oc:
         if k not in nc:
             yield Change(
                 "context-removed",
-                phrase("context ", Code(format_name(k)), " = ", _show(oc[k]), " removed"),
+                phrase("context ", name_piece(k), " = ", _show(oc[k]), " removed"),
                 k,
             )
 
@@ -444,7 +446,7 @@ def _setting_changes(old: _Side, new: _Side) -> Iterator[Change]:
     ):
         was, now = so.speakers[o_i], sn.speakers[n_i]
         if was != now:
-            change = phrase(f"{what}: ", Code(format_name(was)), " → ", Code(format_name(now)))
+            change = phrase(f"{what}: ", name_piece(was), " → ", name_piece(now))
             yield Change(f"{what}-changed", change)
 
 
@@ -461,22 +463,20 @@ def property_changes(old: Version, new: Version) -> Iterator[Change]:
         if was is None:
             yield Change(
                 "property-added",
-                phrase("property ", Code(format_name(name)), " added (", _claim(prop), ")"),
+                phrase("property ", name_piece(name), " added (", _claim(prop), ")"),
                 name,
             )
         elif (was.pattern, was.scope) != (prop.pattern, prop.scope):
             yield Change(
                 "property-changed",
-                phrase(
-                    "property ", Code(format_name(name)), ": ", _claim(was), " → ", _claim(prop)
-                ),
+                phrase("property ", name_piece(name), ": ", _claim(was), " → ", _claim(prop)),
                 name,
             )
     for name, prop in o_p.items():
         if name not in n_p:
             yield Change(
                 "property-removed",
-                phrase("property ", Code(format_name(name)), " removed (", _claim(prop), ")"),
+                phrase("property ", name_piece(name), " removed (", _claim(prop), ")"),
                 name,
             )
 
@@ -519,7 +519,7 @@ def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
                     "property-violated",
                     phrase(
                         "property ",
-                        Code(format_name(name)),
+                        name_piece(name),
                         " held in OLD and is violated in NEW: ",
                         Quoted(why),
                         f"; {_breaks(run)}: ",
@@ -541,7 +541,7 @@ def property_verdict_changes(old: _Side, new: _Side) -> Iterator[Change]:
                     "property-holds",
                     phrase(
                         "property ",
-                        Code(format_name(name)),
+                        name_piece(name),
                         " was violated in OLD and holds in NEW",
                         *shown,
                     ),
@@ -631,9 +631,9 @@ def rule_changes(old: list[_RuleView], new: list[_RuleView]) -> Iterator[Change]
                     f"{n.number}: ",
                     Code(f"when {elide(n.when)}"),
                     " now goes to ",
-                    Code(elide(n.then)),
+                    written_piece(elide(n.then)),
                     " (was ",
-                    Code(elide(o.then)),
+                    written_piece(elide(o.then)),
                     ")",
                 ),
                 subject,
@@ -805,9 +805,7 @@ def behavioural_changes(
     ro, rn = old.reachable, new.reachable
     for s in sorted(rn - ro, key=new.system.speakers.index):
         yield _with_run(
-            Change(
-                "speaker-reachable", phrase(Code(format_name(s)), " now speaks in some runs"), s
-            ),
+            Change("speaker-reachable", phrase(name_piece(s), " now speaks in some runs"), s),
             w.find("new", _speaker_nodes(new, s)),
             "new",
         )
@@ -815,7 +813,7 @@ def behavioural_changes(
         yield _with_run(
             Change(
                 "speaker-unreachable",
-                phrase(Code(format_name(s)), " no longer speaks in any run"),
+                phrase(name_piece(s), " no longer speaks in any run"),
                 s,
             ),
             w.find("old", _speaker_nodes(old, s)),
@@ -889,38 +887,36 @@ def behavioural_changes(
 
 def _loop_changes(old: _Side, new: _Side, w: _Witness) -> Iterator[Change]:
     """Loops and the cap, as the checker reports them (W205, W206, W212), that one
-    version has and the other has not."""
+    version has and the other has not, each with a run into the loop, or (W212) the run
+    where the version whose ending fits in its cap goes on to it and the other stops."""
+    sides = {"old": old, "new": new}
     for code, what in (
         ("W205", "a sticky context loop"),
         ("W206", "a loop with no exit and no max_turns"),
         ("W212", "the shortest ending is beyond max_turns"),
     ):
-        was = _finding(old, code)
-        now = _finding(new, code)
-        if now is not None and was is None:
-            # the checker's message quotes names of the flow: a piece of it, as a whole
-            text = phrase(f"{what} appears ({code}): ", Quoted(now))
-            if code == "W212":
-                text = phrase(
-                    f"the shortest run to an ending ({_turns(new.shortest_end())}) is now longer than "
-                    f"max_turns {new.system.max_turns} ({code})"
-                )
-            yield _with_run(
-                Change("loop-added" if code != "W212" else "cap-too-small", text, code),
-                w.find("new", set(new.facts.traps[0]) if new.facts.traps else set()),
-                "new",
-            )
-        elif was is not None and now is None:
+        was, now = _finding(old, code), _finding(new, code)
+        if (was is None) == (now is None):
+            continue
+        if code == "W212":
+            kind, side = ("cap-too-small", "old") if was is None else ("cap-fits", "new")
+            targets = set(sides[side].facts.space.ends)
+            fits = f"is now longer than max_turns {new.system.max_turns}" if was is None else ""
             text = phrase(
-                f"{what} is gone ({code})"
-                if code != "W212"
-                else f"the shortest run to an ending ({_turns(new.shortest_end())}) now fits in max_turns ({code})"
+                f"the shortest run to an ending ({_turns(new.shortest_end())}) "
+                f"{fits or 'now fits in max_turns'} ({code})"
             )
-            yield _with_run(
-                Change("loop-removed" if code != "W212" else "cap-fits", text, code),
-                w.find("old", set(old.facts.traps[0]) if old.facts.traps else set()),
-                "old",
+        else:
+            kind, side = ("loop-added", "new") if was is None else ("loop-removed", "old")
+            traps = sides[side].facts.traps
+            targets = set(traps[0]) if traps else set()
+            text = (
+                loop_came(old.facts, new.facts, code, what, now)
+                if now is not None
+                else loop_gone_by_cap(old.facts, new.facts, code, was or "")
+                or phrase(f"{what} is gone ({code})")
             )
+        yield _with_run(Change(kind, text, code), w.find(side, targets), side)
 
 
 def _declared_reasons(side: _Side) -> set[str]:
@@ -1155,7 +1151,7 @@ def _assumed_for(
                 phrase(
                     f"{me} is a graph, which does not carry the initiator: it is run with "
                     f"{other_name}'s, ",
-                    Code(format_name(initiator)),
+                    name_piece(initiator),
                     " (a run of it needs it as its script's ",
                     Code("creator"),
                     ")",

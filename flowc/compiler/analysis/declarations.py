@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import Facts, Finding
+from flowc.compiler.quoting import once, ticked
 from flowc.diagnostics import I302, I303, W207, W208, W209, W216, listing_of
 from flowc.dsl import nodes as n
 from flowc.dsl.formatter import format_name, format_value
@@ -82,14 +83,14 @@ def check_model_start_speaker(facts: Facts) -> Iterator[Finding]:
     yield Finding(
         facts.diag(
             W207,
-            f"the start speaker `{shown}` is a model agent: its first turn is the kickoff message, "
+            f"the start speaker {once(shown)} is a model agent: its first turn is the kickoff message, "
             "so its model never runs for that turn",
             span=span,
             notes=(
-                f"the kickoff text is `{shown}`'s turn 1; the next speaker gets that text as if `{shown}` had written it",
+                f"the kickoff text is {once(shown)}'s turn 1; the next speaker gets that text as if {once(shown)} had written it",
             ),
             help=f"seed the flow with a human: `speaker user: human`, `start user`, `when from user then {shown}`"
-            f" (or mark `{shown}` as `: human` if a person speaks for it)",
+            f" (or mark {once(shown)} as `: human` if a person speaks for it)",
         )
     )
 
@@ -147,7 +148,7 @@ def _only_cleared(facts: Facts, key: str) -> str:
     clearing = dict.fromkeys(t.name for t in tools for alt in t.alternatives if key in alt.clears)
     if not clearing:
         return "no tool writes it"
-    named = ", ".join(listing_of(list(clearing), lambda t: f"`{format_name(t)}`"))
+    named = ", ".join(listing_of(list(clearing), lambda t: ticked(t)))
     return (
         f"and tool {named} only clears it"
         if len(clearing) == 1
@@ -189,7 +190,7 @@ def check_human_initiator(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 I302,
-                f"`initiator` resolves to `{who}`, a human: the turn goes back to the person who opened the flow",
+                f"`initiator` resolves to {once(who)}, a human: the turn goes back to the person who opened the flow",
                 span=span,
                 notes=("with a human seeder the initiator is the person, not a coordinator",),
                 help="if a coordinator should get the turn, name it (`then coordinator`) or declare `initiator coordinator`",

@@ -35,10 +35,11 @@ from flowc.compiler.analysis.explore import explore
 from flowc.compiler.analysis.facts import CheckOptions, Facts, Finding
 from flowc.compiler.analysis.system import system_of_flow
 from flowc.compiler.compiled import CompiledFlow
+from flowc.compiler.quoting import ticked
 from flowc.compiler.tool_effects import finish_reason, terminate_reason
 from flowc.diagnostics import E111, Diagnostic, counted
 from flowc.dsl import nodes as n
-from flowc.dsl.formatter import format_name, format_value
+from flowc.dsl.formatter import format_value
 
 __all__ = [
     "CAP_REASON",
@@ -160,7 +161,7 @@ def _why_not(facts: Facts, reason: str) -> str:
         for alt in tool.alternatives:
             if alt.finish is not None and finish_reason(alt.finish) == reason:
                 parts.append(
-                    f"no run has `{format_name(tool.speaker)}` call `{format_name(tool.name)}` "
+                    f"no run has {ticked(tool.speaker)} call {ticked(tool.name)} "
                     f"(`finishes {format_value(alt.finish)}`)"
                 )
     return "; ".join(dict.fromkeys(parts)) or "nothing closes a run with it"

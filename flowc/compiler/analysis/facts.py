@@ -1041,25 +1041,25 @@ class Facts:
         return {}
 
     def sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
-        """A context rule routing inside the loop whose key no one on the loop changes for it
-        (none in a loop first reached on the cap's turn or later: no run goes round it)."""
-        if self.system.json_mode:
-            return None
+        """A context rule routing inside the loop whose key no one on the loop changes for it,
+        and a turn it routes comes within the cap (none when the rule can fire in the loop
+        only on the cap's last turn or later: the cap closes the run, no run goes round it;
+        its counterexample, :meth:`lasso`, is then longer than any run the flow has)."""
         known = self.__dict__.setdefault("_sticky", {})
         if comp not in known:
-            cap = self.system.max_turns or 0  # (0: no cap)
-            late = 0 < cap <= min(self.space.dist[v] for v in comp)
-            known[comp] = None if late else self._find_sticky(comp)
+            known[comp] = None if self.system.json_mode else self._find_sticky(comp)
         return known[comp]  # type: ignore[no-any-return]
 
     def _find_sticky(self, comp: frozenset[int]) -> tuple[RuleSpec, int] | None:
-        vals = [self.space.keys[v][1] for v in comp]
-        for fired in self.loop_rules(comp):
-            if fired < 0:
-                continue
+        vals, cap = [self.space.keys[v][1] for v in comp], self.system.max_turns or 0
+        if 0 < cap <= min(self.space.dist[v] for v in comp) + 1:
+            return None  # (a node at distance d speaks on turn d + 1; the next turn is cut)
+        for fired in (f for f in self.loop_rules(comp) if f >= 0):
             rule = self.system.rules[fired]
             for key in sorted(rule.reads):
-                if rule.reads_alike(key, {val[key] for val in vals}):
+                if rule.reads_alike(key, {val[key] for val in vals}) and (
+                    not cap or (self.lasso(comp, via=fired).loop_from or 0) + 2 <= cap
+                ):
                     return rule, key
         return None
 

@@ -62,7 +62,7 @@ from flowc.compiler.analysis.targets import (
 )
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
-from flowc.diagnostics import counted
+from flowc.diagnostics import counted, listing
 from flowc.dsl.formatter import format_name, format_value
 
 __all__ = [
@@ -111,20 +111,44 @@ class Generation:
         return frozenset(k for s in self.scenarios for k in s.hits)
 
 
+#: how many custom names, and lines of each, :func:`_customs` lists before "and N more"
+_SHOWN = 5
+
+
 def _customs(compiled: CompiledFlow) -> list[str]:
-    """The custom conditions and targets the graph routes on, as `name (line N)`."""
-    out: list[str] = []
+    """The custom conditions and targets the graph routes on, each named once with the
+    lines that use it (`name` (lines 3, 7)), at most :data:`_SHOWN` names and lines of
+    each, the rest counted: a message that stays short on a large flow (:func:`_places`)."""
+    lines: dict[str, list[int | None]] = {}
     infos = {r.index: r for r in compiled.rules}
     for i, t in enumerate(compiled.graph.transitions):
         line = infos[i].span.line if i in infos else None
         names = [c.name for c in m.walk_condition(t.when) if isinstance(c, m.CustomCondition)]
         if isinstance(t.then, m.CustomTarget):
             names.append(t.then.name)
-        out += [f"`{name}` (line {line})" for name in names]
+        for name in names:
+            lines.setdefault(name, []).append(line)
     if isinstance(compiled.graph.default_target, m.CustomTarget):
         line = compiled.default_span.line if compiled.default_span is not None else None
-        out.append(f"`{compiled.graph.default_target.name}` (line {line})")
-    return list(dict.fromkeys(out))
+        lines.setdefault(compiled.graph.default_target.name, []).append(line)
+    return _places(lines)
+
+
+def _places(lines: dict[str, list[int | None]]) -> list[str]:
+    """Each name with its lines (see :func:`_customs`).
+
+    >>> _places({"lucky": [4, 9, 12, 15, 20, 31, 40], "vip": [None], "gold": [3, 3]})
+    ['`lucky` (lines 4, 9, 12, 15, 20, and 2 more)', '`vip`', '`gold` (line 3)']
+    >>> _places({f"c{i}": [i] for i in range(7)})[-2:]
+    ['`c4` (line 4)', 'and 2 more names']
+    """
+    out = []
+    for name, where in lines.items():
+        known = [str(w) for w in dict.fromkeys(where) if w is not None]
+        word = "line" if len(known) == 1 else "lines"
+        shown = ", ".join(listing(known, _SHOWN))
+        out.append(f"`{name}` ({word} {shown})" if known else f"`{name}`")
+    return listing(out, _SHOWN, "more names", "more name")
 
 
 #: why a generated scenario may not be handed out (``None``: it may), see :func:`generate_scenarios`

@@ -67,6 +67,7 @@ from flowc.compiler.analysis.graph_contexts import (
 )
 from flowc.compiler.analysis.system import OTHER, PLAIN, UNSET, Action, System, Valuation
 from flowc.compiler.model import json_text, values_equal
+from flowc.compiler.quoting import once, ticked
 from flowc.compiler.tool_effects import (
     ToolEffectInfo,
     bare_alternatives,
@@ -335,7 +336,7 @@ class _Side:
                 return Action(label[1], self.tool_index.get(label[1], self.unknown_tool))
             if kind == "handoff":
                 if label[1] not in sys.speakers:
-                    return f"`{format_name(label[1])}` is not one of its participants"
+                    return f"{ticked(label[1])} is not one of its participants"
                 return Action(handoff=sys.speakers.index(label[1]))
             return PLAIN  # pragma: no cover - JSON graphs' writes are contexts, not labels
         if kind == "write":
@@ -346,7 +347,7 @@ class _Side:
             for key, value in label[1]:
                 if key not in allowed:
                     declared = ", ".join(format_name(k) for k in sorted(allowed))
-                    return f"`{who}` may not write `{format_name(key)}` " + (
+                    return f"{once(who)} may not write {ticked(key)} " + (
                         f"(it declares `sets {declared}`)"
                         if declared
                         else "(it declares no `sets`)"
@@ -358,17 +359,17 @@ class _Side:
         # a tool call
         tool_name, key = label[1], label[2]
         if speaker in self.human_keys:
-            return f"`{who}` is a human: it calls no tools"
+            return f"{once(who)} is a human: it calls no tools"
         if kickoff:
-            return f"`{who}` opens the run with a plain message"  # pragma: no cover - labels say so
+            return f"{once(who)} opens the run with a plain message"  # pragma: no cover - labels say so
         tool = self.tools.get(speaker, {}).get(tool_name)
         if tool is None:
-            return f"`{who}` declares no tool `{format_name(tool_name)}`"
+            return f"{once(who)} declares no tool {ticked(tool_name)}"
         if key is None:
             if not tool.several:
                 return tool.actions[0]
             return (
-                f"`{format_name(tool_name)}` of `{who}` does one of several things here "
+                f"{ticked(tool_name)} of {once(who)} does one of several things here "
                 f"({' | '.join(tool.texts)}): a call must say which"
             )
         # its very values, else equal under `==`: as a run takes it
@@ -376,7 +377,7 @@ class _Side:
         if taken is not None:
             return tool.actions[taken]
         return (
-            f"`{format_name(tool_name)}` of `{who}` has no alternative that does that "
+            f"{ticked(tool_name)} of {once(who)} has no alternative that does that "
             f"(it does {' | '.join(tool.texts)})"
         )
 
@@ -390,7 +391,7 @@ class _Side:
         name = self.system.speakers[speaker]
         who = format_name(name)
         if kickoff:
-            return f"`{who}` is a model speaker: its kickoff is a plain message"
+            return f"{once(who)} is a model speaker: its kickoff is a plain message"
         sets = tuple((k, plain(v)) for k, v in written if v is not UNSET_VALUE)
         clears = tuple(k for k, v in written if v is UNSET_VALUE)
         if not any(v is OTHER_VALUE for _, v in sets):
@@ -410,7 +411,7 @@ class _Side:
             refusal = bare_effect_refusal(name, alts, effect)
             if found and refusal is not None:  # two tools make them: the turn names neither
                 return refusal
-        return f"`{who}` is a model speaker, and none of its tools makes just these writes"
+        return f"{once(who)} is a model speaker, and none of its tools makes just these writes"
 
     def abstract(self, key: str, value: Any) -> int:
         k = self.key_index[key]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import attrs
+
 from flowc.compiler.analysis.explore import DEFAULT, Step, evaluate
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.system import OTHER, UNSET, RuleSpec
+from flowc.compiler.quoting import once, ticked
 from flowc.diagnostics import W205, W206, counted, listing_of
 from flowc.dsl.formatter import format_name, format_value
 
@@ -28,6 +31,11 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
             continue
         seen.add(rule.index)
         run = facts.lasso(comp, via=rule.index)
+        cap = system.max_turns
+        cut = ""
+        if cap is not None and len(run.turns) >= cap:  # the cap closes it before it goes round
+            run = attrs.evolve(run.upto(cap), loop_from=None)  # (a run of `cap` turns)
+            cut = f" (`max_turns {cap}` closes it before {ticked(run.next or '')} speaks)"
         members = sorted({format_name(system.speakers[facts.space.speaker_of(v)]) for v in comp})
         name = format_name(system.keys[key])
         held = sorted({facts.space.keys[v][1][key] for v in comp})
@@ -45,11 +53,11 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
         yield Finding(
             facts.diag(
                 W205,
-                f"sticky context loop: {system.label(rule)} keeps routing while `{name}` stays {value},"
+                f"sticky context loop: {system.label(rule)} keeps routing while {once(name)} stays {value},"
                 f" and {still}; the run ends {ends}",
                 span=facts.rule_span(rule),
                 notes=(
-                    f"a run that enters the loop: {run.render()}",
+                    f"a run that enters the loop: {run.render()}{cut}",
                     *listing_of(
                         taken.get(rule.index, []),
                         lambda r: f"so {system.label(r)} never fires",
@@ -104,7 +112,7 @@ def _sticky_help(facts: Facts, comp: frozenset[int], rule: RuleSpec, key: int, s
             )
     return (
         "put a `from` rule for the loop's speaker before this rule (no write to"
-        f" `{name}` stops the rule matching)"
+        f" {once(name)} stops the rule matching)"
     )
 
 

@@ -13,11 +13,12 @@ from flowc.compiler.analysis.rules import (
     listed_by_w210,
     reported_dead_rules,
     sample_run,
+    stands_for_its_target,
 )
 from flowc.compiler.analysis.runs import run_to
+from flowc.compiler.quoting import once, ticked
 from flowc.diagnostics import W201, W210, W212, W213, counted, listing_of
 from flowc.dsl import nodes as n
-from flowc.dsl.formatter import format_name
 
 
 def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
@@ -28,7 +29,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
     reported_targets = {
         system.index_of(d.rule.then.agent_id)
         for d in reported_dead_rules(facts)
-        if isinstance(d.rule.then, m.AgentTarget)
+        if isinstance(d.rule.then, m.AgentTarget) and stands_for_its_target(facts, d)
     }
     for speaker in range(len(system.speakers)):
         if speaker in facts.scheduled or speaker in reported_targets:
@@ -37,13 +38,25 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
             continue  # I301 names it
         who = system.name(speaker)
         sample = sample_run(facts)
+        agent = system.ids[speaker]
+        dead_to = [  # dead rules routing to it whose own finding is about a tool (W203)
+            d.rule
+            for d in reported_dead_rules(facts)
+            if isinstance(d.rule.then, m.AgentTarget) and d.rule.then.agent_id == agent
+        ]
         yield Finding(
             facts.diag(
                 W201,
-                f"speaker `{who}` can never be scheduled to speak: no run routes to it",
+                f"speaker {once(who)} can never be scheduled to speak: no run routes to it",
                 span=facts.speaker_span(speaker),
                 json_path=facts.mention(speaker),
-                notes=(f"{facts.states_seen}; a shortest run: {sample.render()}",),
+                notes=(
+                    f"{facts.states_seen}; a shortest run: {sample.render()}",
+                    *listing_of(
+                        dead_to,
+                        lambda r: f"{system.label(r)} routes to it and never fires (W203)",
+                    ),
+                ),
                 help=f"route to it (`when ... then {who}`), or remove the declaration",
             ),
             sample,
@@ -73,7 +86,7 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
             notes=(
                 f"a run that never terminates: {loop.render()}"
                 + (
-                    f" (`max_turns {system.max_turns}` closes it before `{format_name(loop.next or '')}` speaks)"
+                    f" (`max_turns {system.max_turns}` closes it before {ticked(loop.next or '')} speaks)"
                     if len(loop.turns) == system.max_turns and loop.loop_from is None
                     else ""
                 ),
@@ -96,7 +109,8 @@ def _cause_finding(facts: Facts, dead: DeadRule) -> str:
     """The finding that says why ``dead`` never fires (it follows from another finding,
     :attr:`DeadRule.cause`), with its line where it has one: ``W201 on line 3``. A sender
     no run reaches gets no W201 when a rule that would route to it is reported as never
-    firing (W203, W204): that finding is named then."""
+    firing (W203, W204) and that finding stands for it (:func:`stands_for_its_target`):
+    that finding is named then."""
     code, span = dead.cause, None
     system, rule = facts.system, dead.rule
     written = rule.info.rule if rule.info is not None else None
@@ -105,7 +119,11 @@ def _cause_finding(facts: Facts, dead: DeadRule) -> str:
         span = facts.speaker_span(sender)
         for other in reported_dead_rules(facts):
             then = other.rule.then
-            if isinstance(then, m.AgentTarget) and system.index_of(then.agent_id) == sender:
+            if (
+                isinstance(then, m.AgentTarget)
+                and system.index_of(then.agent_id) == sender
+                and stands_for_its_target(facts, other)
+            ):
                 code = "W204" if other.trap is not None else "W203"
                 span = facts.rule_span(other.rule)
                 break
@@ -166,13 +184,11 @@ def check_silent_after_work(facts: Facts) -> Iterator[Finding]:
             if step.action.is_plain and step.outcome.fired == DEFAULT
         )
         run = run_to(space, node, final)
-        tools = ", ".join(
-            f"`{format_name(t.name)}`" for t in compiled.tools_of(system.speakers[speaker])
-        )
+        tools = ", ".join(f"{ticked(t.name)}" for t in compiled.tools_of(system.speakers[speaker]))
         yield Finding(
             facts.diag(
                 W213,
-                f"if `{who}`'s model calls none of its tools ({tools}), no rule matches and the run silently"
+                f"if {once(who)}'s model calls none of its tools ({tools}), no rule matches and the run silently"
                 ' ends with "after_work"',
                 span=facts.speaker_span(speaker),
                 notes=(f"a run that reaches such a turn: {run.render()}",),

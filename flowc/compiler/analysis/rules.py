@@ -10,6 +10,7 @@ from flowc.compiler import model as m
 from flowc.compiler.analysis.facts import DeadRule, Facts, Finding
 from flowc.compiler.analysis.runs import Run
 from flowc.compiler.analysis.system import Action, RuleSpec
+from flowc.compiler.quoting import once, ticked
 from flowc.diagnostics import W202, W203, W204, Code
 from flowc.dsl.formatter import format_name, format_value
 
@@ -110,6 +111,22 @@ def _reported_dead_rules(facts: Facts) -> tuple[DeadRule, ...]:
             continue  # W210 lists it; a self-contradiction gets its own W203 with the reason
         out.append(dead)
     return tuple(out)
+
+
+def stands_for_its_target(facts: Facts, dead: DeadRule) -> bool:
+    """Whether the finding of a reported dead rule that routes to a speaker no run reaches
+    says why that speaker never speaks (W201 is folded into it then). Not when its
+    condition waits for calls of tools that always hand the turn off or end the run: the
+    turn goes where the tool says, the W203 is about the tool, and that the rule's target
+    is left with no run that routes to it is a finding of its own (W201)."""
+    rule = dead.rule
+    return (
+        dead.shadowed
+        or dead.trap is not None
+        or facts.contradiction(rule) is not None
+        or facts.unrouted_calls(rule) is None
+        or _called_late(facts, rule)
+    )
 
 
 def folded_into_w210(facts: Facts, dead: DeadRule) -> bool:
@@ -259,7 +276,7 @@ def _unrouted(
                 assert action.handoff is not None
                 handoffs = True
                 effects[f"`hands off to {system.name(action.handoff)}`"] = None
-    names = " or ".join(f"`{format_name(tool)}`" for tool, _ in calls)
+    names = " or ".join(f"{ticked(tool)}" for tool, _ in calls)
     does = (
         "ends the run or hands the turn off"
         if finishes and handoffs
@@ -287,7 +304,7 @@ def _unrouted(
             else "`finishes` / `hands off to`"
         )
         help = (
-            f"remove the rule, or, if the rules should route calls of `{first}`, give it an "
+            f"remove the rule, or, if the rules should route calls of {once(first)}, give it an "
             f"alternative without {effect}"
         )
     return why, help

@@ -22,9 +22,9 @@ from flowc.compiler.analysis.facts import Finding
 from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.monitor import walk
 from flowc.compiler.properties import Property, expressions, property_json
+from flowc.compiler.quoting import name_piece
 from flowc.compiler.tool_effects import ToolEffectInfo
-from flowc.dsl.formatter import format_name
-from flowc.escaping import Code, Phrase, Quoted, phrase
+from flowc.escaping import Phrase, Quoted, phrase
 
 UNKNOWN = "unknown"
 
@@ -52,10 +52,10 @@ def undecided_text(name: str, was: tuple[str, Finding], now: tuple[str, Finding]
     in each version, and the checker's note on why it could not decide (once when both
     versions give the same)."""
     if was[0] == now[0] == UNKNOWN:
-        head = phrase("property ", Code(format_name(name)), " could not be decided in OLD and NEW")
+        head = phrase("property ", name_piece(name), " could not be decided in OLD and NEW")
     else:
         verdicts = f" {_IN_OLD[was[0]]} in OLD and {_IN_NEW[now[0]]} in NEW"
-        head = phrase("property ", Code(format_name(name)), verdicts)
+        head = phrase("property ", name_piece(name), verdicts)
     notes = {
         side: (f.diagnostic.notes[0] if f.diagnostic.notes else "") or "no reason given"
         for side, (verdict, f) in (("OLD", was), ("NEW", now))
@@ -72,14 +72,14 @@ def undecided_reason(undecided: list[tuple[str, str]]) -> str:
     >>> undecided_reason([("p", "OLD")])
     'property `p` could not be decided in OLD: whether its verdict is the same in both versions is not known'
     >>> undecided_reason([("p", "NEW"), ("a b", "OLD and NEW")])
-    'properties `p` (in NEW), ``a b`` (in OLD and NEW) could not be decided: whether their verdicts are the same in both versions is not known'
+    'properties `p` (in NEW), `a b` (in OLD and NEW) could not be decided: whether their verdicts are the same in both versions is not known'
     """
     if len(undecided) == 1:
         ((name, sides),) = undecided
-        which = phrase("property ", Code(format_name(name)), f" could not be decided in {sides}")
+        which = phrase("property ", name_piece(name), f" could not be decided in {sides}")
         return f"{which}: whether its verdict is the same in both versions is not known"
     listed = phrase(", ").join(
-        phrase(Code(format_name(name)), f" (in {sides})") for name, sides in undecided
+        phrase(name_piece(name), f" (in {sides})") for name, sides in undecided
     )
     return (
         f"{phrase('properties ', listed)} could not be decided: whether their verdicts are"
@@ -236,7 +236,7 @@ def agreed_note(name: str, sides: str) -> Phrase:
     """Why a property that could not be decided leaves the verdict as it is."""
     return phrase(
         "property ",
-        Code(format_name(name)),
+        name_piece(name),
         f" could not be decided in {sides}, but its verdict is the same in both versions: each "
         "run of either has a run of the other that is the same, turn by turn, in all the "
         "property reads",
