@@ -132,13 +132,23 @@ class Inputs:
 
     files: list[tuple[str, bool]] = attrs.field(factory=list)  # (path, found in a folder walk)
     problems: list[str] = attrs.field(factory=list)
+    #: each path that could not be read, with its reason (kept apart: a report names the
+    #: path, never cut out of the message, which may hold ``: `` itself)
+    unread: list[tuple[str, str]] = attrs.field(factory=list)
+
+    def cannot(self, where: str, why: str, path: str | None = None) -> None:
+        """``where`` (the ``path`` given, if it is said otherwise: ``<stdin>`` for ``-``)
+        could not be read, for the reason ``why``."""
+        self.problems.append(f"{where}: {why}")
+        self.unread.append((where if path is None else path, why))
 
     def read(self, path: str) -> tuple[bytes, SourceFile | None, tuple[Diagnostic, ...]] | None:
         """:func:`read_source_bytes`, or None with the reason kept in :attr:`problems`."""
         try:
             return read_source_bytes(path)
         except UsageError as err:
-            self.problems.append(str(err))
+            where = "<stdin>" if path == "-" else path
+            self.cannot(where, str(err).removeprefix(f"{where}: "), path)
             return None
 
     def report(self, command: str) -> None:
@@ -156,16 +166,16 @@ def collect(paths: Sequence[str], suffixes: tuple[str, ...] = (".flow",)) -> Inp
         if path != "-" and os.path.isdir(path):
 
             def onerror(err: OSError) -> None:
-                out.problems.append(f"{err.filename}: cannot read ({err.strerror})")
+                out.cannot(str(err.filename), f"cannot read ({err.strerror})")
 
             # a link leading out of the folder is never read (its text could end in a report)
             for f in folder_files(path, suffixes, onerror):
                 if os.path.exists(f):
                     out.files.append((f, True))
                 else:  # (a link to nothing, or to itself: said as a path named is)
-                    out.problems.append(f"{f}: {_missing(f)}")
+                    out.cannot(f, _missing(f))
         elif path != "-" and not os.path.exists(path):
-            out.problems.append(f"{path}: {_missing(path)}")
+            out.cannot(path, _missing(path))
         else:
             out.files.append((path, False))
     return out
@@ -287,7 +297,8 @@ def write_output(text: str, out: str | None, option: str = "-o") -> None:
     if out is None or out == "-":
         sys.stdout.write(text)
         return
-    write_file(text.encode("utf-8"), out, option)
+    # (a name read from a path that is not UTF-8 is written back as the bytes it was)
+    write_file(text.encode("utf-8", "surrogateescape"), out, option)
 
 
 def write_file(data: bytes, out: str, option: str = "-o") -> None:

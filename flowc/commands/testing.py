@@ -72,10 +72,16 @@ def compile_reporting(
     """:func:`compile_file`, with the errors that stopped it (none when it compiled),
     among them a scenario expecting a close reason no run ends with (E111, found by
     exploring the flow within ``options``' bound)."""
+    return _compile_read(*read_source(path), options)
+
+
+def _compile_read(
+    source: SourceFile | None, diags: tuple[Diagnostic, ...], options: CheckOptions | None
+) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
+    """:func:`compile_reporting` of a file already read (:func:`read_source`'s result)."""
     from flowc.compiler.analysis.endings import scenario_ending_errors
     from flowc.compiler.pipeline import compile_source
 
-    source, diags = read_source(path)
     if source is None:
         print_diagnostics(diags, {})
         return None, tuple(diags)
@@ -89,12 +95,14 @@ def compile_reporting(
     return compiled, ()
 
 
-def _graph_errors(path: str) -> tuple[Diagnostic, ...] | None:
-    """The errors (printed) that keep a JSON graph or knobs dict from loading, as ``flowc
-    check`` reads it; None when it loads."""
+def _graph_errors(
+    source: SourceFile | None, diags: tuple[Diagnostic, ...]
+) -> tuple[Diagnostic, ...] | None:
+    """The errors (printed) that keep a JSON graph or knobs dict (read: ``source`` and
+    ``diags``, as :func:`read_source` gives them) from loading, as ``flowc check`` reads it;
+    None when it loads."""
     from flowc.compiler.analysis import load_checked_graph
 
-    source, diags = read_source(path)
     if source is not None:
         loaded, diags = load_checked_graph(source)
         if loaded is not None and not has_errors(diags):
@@ -180,12 +188,14 @@ def cmd_test(args: argparse.Namespace) -> int:
     for path in files:
         if args.exitfirst and (failed or broken):
             break
-        if path != "-" and inputs.read(path) is None:  # (stdin is read once, below)
+        read_once = inputs.read(path)  # (once: a file changed meanwhile is not read again)
+        if read_once is None:
             continue
+        got = read_once[1:]
         read += 1
         print(path)
         if is_json_input(path):  # (read as `check` reads it: a broken graph is no pass)
-            errors = _graph_errors(path)
+            errors = _graph_errors(*got)
             if errors is not None:
                 broken += 1
                 print("  ERROR the file does not load")
@@ -193,7 +203,7 @@ def cmd_test(args: argparse.Namespace) -> int:
             else:
                 print("  (no scenarios: scenarios are written in .flow files)")
             continue
-        compiled, errors = compile_reporting(path, options)
+        compiled, errors = _compile_read(*got, options)
         if compiled is None:
             broken += 1
             print("  ERROR the file does not compile")
@@ -207,7 +217,7 @@ def cmd_test(args: argparse.Namespace) -> int:
                 SuiteResult(path, (), "custom conditions or targets have no implementation")
             )
             continue
-        source, _ = read_source(path)
+        source = got[0]
         assert source is not None
         target = RunTarget.from_compiled(
             compiled, source_text=source.text, label=path, filename=source.name
@@ -249,8 +259,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         summary += "; stopped at the first failure (-x)"
     if read or not inputs.problems:  # (a path that could not be read is the whole story)
         print(summary)
-    for problem in inputs.problems:  # (in the report too: CI reads it, not the exit status)
-        where, _, why = problem.rpartition(": ")
+    for where, why in inputs.unread:  # (in the report too: CI reads it, not the exit status)
         suites.append(SuiteResult(where, (), f"the file cannot be read: {why}"))
     if args.junit_xml:
         write_output(junit_xml(suites), args.junit_xml, "--junit-xml")

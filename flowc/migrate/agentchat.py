@@ -31,8 +31,9 @@ import flowc.migrate.model as mm
 from flowc.diagnostics import M001, M002, M003, Code, Diagnostic
 from flowc.dsl import nodes as n
 from flowc.migrate.agentchat_graph import graph_rules, graph_scenarios
-from flowc.migrate.json_names import LEFT_OUT, bound_names, twice_named
+from flowc.migrate.json_names import LEFT_OUT, bound_names, twice_named, twice_tool
 from flowc.migrate.model import NotRecognised
+from flowc.migrate.selector_size import MAX_SELECTOR_BYTES, selector_role, selectors_size
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow")
 #: the agent classes a team's participants are read from (in Python: constructor calls)
@@ -122,7 +123,7 @@ def translate_component(data: Any, filename: str, per_speaker: bool = True) -> m
     r = _JsonFindings(filename)
     kind, cfg, written = _team(r, data)
     cfg = bound_names(r, cfg)  # (a name past MAX_NAME: an M001, and what is used instead)
-    team = _participants(r, cfg["participants"], kind, [_config(p).get("name") for p in written])
+    team = _participants(r, cfg["participants"], kind, written)
     participants = team.names
     user = mm.free_name(participants, "user", "task_sender")
     findings_before = len(r.findings)
@@ -224,10 +225,12 @@ def _team(r: _JsonFindings, data: Any) -> tuple[str, dict[str, Any], list[Any]]:
 def _participants(r: _JsonFindings, raw: list[Any], kind: str, written: list[Any]) -> _Participants:
     """Read each participant's name, class, role, tools and handoffs, reporting nested
     teams and agent classes flowc does not model (they still take part as plain speakers).
-    ``written`` holds each participant's name as the file writes it (:func:`bound_names`
-    gave a name past the bound another one in ``raw``). Raises :class:`NotRecognised` on a
+    ``written`` holds each participant as the file writes it (:func:`bound_names` gave a
+    name past the bound another one in ``raw``). Raises :class:`NotRecognised` on a
     nameless participant, or two of one name as written (AgentChat refuses such a team):
-    without unique names no rule can point at it."""
+    without unique names no rule can point at it; and on an agent with two tools of one
+    name as written (AgentChat refuses such an agent: :func:`twice_tool`), which one
+    ``tool`` line would stand for as if they were one."""
     team = _Participants()
     first: dict[str, int] = {}  # a name as written -> its first participant
     for i, p in enumerate(raw):
@@ -237,11 +240,15 @@ def _participants(r: _JsonFindings, raw: list[Any], kind: str, written: list[Any
         pkind = _short(p.get("provider") if isinstance(p, dict) else None)
         if not isinstance(pname, str) or not pname:
             raise r.fail("a participant has no `config.name`", path)
-        wname = written[i] if isinstance(written[i], str) else pname
+        wpc = _config(written[i])
+        wname = wpc["name"] if isinstance(wpc.get("name"), str) else pname
         if wname in first:
             at = f"config.participants[{first[wname]}].config.name"
             raise r.fail(twice_named("participants", wname, at), f"{path}.config.name")
         first[wname] = i
+        twice = twice_tool(wpc, path)
+        if twice is not None:
+            raise r.fail(*twice)
         if pkind in ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "SocietyOfMindAgent"):
             r.report(
                 M001,
@@ -268,7 +275,7 @@ def _participants(r: _JsonFindings, raw: list[Any], kind: str, written: list[Any
             role = "A person (UserProxyAgent)."
         team.roles[pname] = role if isinstance(role, str) else None
         team.tools[pname] = _tools(pc)
-        team.handoffs[pname] = _handoffs(r, pc, path, kind)
+        team.handoffs[pname] = _handoffs(r, pc, path, kind, {t.name for t in team.tools[pname]})
     return team
 
 
@@ -292,8 +299,10 @@ def _selector_team(
     # AgentChat 0.7.x's default: the previous speaker leaves the candidates
     no_repeat = cfg.get("allow_repeated_speaker", False) is False
     # one selector per previous speaker writes each participant's name once per other
-    # participant: past MAX_SELECTORS, one selector keeps the output linear in the input
-    crowded = no_repeat and per_speaker and len(participants) > MAX_SELECTORS
+    # participant: past MAX_SELECTOR_BYTES, one selector keeps the output linear in the input
+    prompt = cfg.get("selector_prompt")
+    size = selectors_size(participants, prompt if isinstance(prompt, str) else None)
+    crowded = no_repeat and per_speaker and len(participants) > 2 and size > MAX_SELECTOR_BYTES
     per_speaker = per_speaker and not crowded
     selectors = _selectors(selector, participants, no_repeat and per_speaker, user)
     routing = _Routing(
@@ -327,10 +336,10 @@ def _selector_team(
             M002,
             f"`allow_repeated_speaker` is false (AgentChat's default), but with"
             f" {len(participants)} participants one selector speaker per previous speaker"
-            " would name every participant once per other participant (such selectors are"
-            f" written only for teams of up to {MAX_SELECTORS} participants): the selector"
-            f" speaker `{selector}` keeps every participant a candidate, the previous speaker"
-            " included",
+            " would name every participant once per other participant, in about"
+            f" {size / 2**20:.1f} MiB of selector speakers (such selectors are written only"
+            f" up to {MAX_SELECTOR_BYTES >> 20} MiB): the selector speaker `{selector}` keeps"
+            " every participant a candidate, the previous speaker included",
             "config.participants",
         )
     elif no_repeat and not per_speaker:
@@ -436,10 +445,7 @@ def _speakers(
                 mm.Speaker(
                     name,
                     False,
-                    (f"After {after}: " if after else "")
-                    + "Chooses the next speaker (AgentChat SelectorGroupChat): calls the transfer "
-                    "tool of the participant who should speak next."
-                    + (f" Prompt: {prompt}" if isinstance(prompt, str) else ""),
+                    selector_role(after, prompt if isinstance(prompt, str) else None),
                     tuple(mm.Tool(f"transfer_to_{c}", f"{c} speaks next.") for c in candidates),
                 )
             )
@@ -531,7 +537,10 @@ def _tools(pc: dict[str, Any]) -> list[mm.Tool]:
     return out
 
 
-def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> list[_Handoff]:
+def _handoffs(
+    r: _JsonFindings, pc: dict[str, Any], path: str, kind: str, tools: set[str]
+) -> list[_Handoff]:
+    """The agent's handoffs; one named as an earlier one or one of its ``tools`` is left out."""
     raw = pc.get("handoffs")
     if not isinstance(raw, list):
         return []
@@ -560,12 +569,16 @@ def _handoffs(r: _JsonFindings, pc: dict[str, Any], path: str, kind: str) -> lis
             )
             continue
         tool = name if isinstance(name, str) and name else f"transfer_to_{target}".lower()
-        if any(o.tool == tool for o in out):
-            # (AgentChat refuses such an agent: its handoff names must be unique)
+        if any(o.tool == tool for o in out) or tool in tools:  # (AgentChat refuses it)
+            what = (
+                ("handoff", "differ from its tools'")
+                if tool in tools
+                else ("second handoff", "be unique")
+            )
             r.report(
                 M001,
-                f"a second handoff named `{tool}` (to `{target}`) was left out: an agent's "
-                "handoff names must be unique",
+                f"a {what[0]} named `{tool}` (to `{target}`) was left out: an agent's handoff"
+                f" names must {what[1]}",
                 f"{path}.config.handoffs[{j}]",
             )
             continue
@@ -786,9 +799,6 @@ _END_READERS: dict[str, Callable[[_Ends, dict[str, Any], str], None]] = {
 
 #: the finding's opening words when the previous speaker's exclusion is not translated
 REPEAT_MSG = "`allow_repeated_speaker` is false (AgentChat's default) and not translated"
-#: the most participants a SelectorGroupChat without repeats gets one selector speaker per
-#: previous speaker for (each lists the others: the names written grow with the square)
-MAX_SELECTORS = 32
 
 
 def _selectors(

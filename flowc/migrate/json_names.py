@@ -11,12 +11,14 @@ the team's): each name past the bound is an M001 at its JSON path
 translation goes on with a name made up in its place.
 
 Also here: :class:`Findings`, where the component translation reports a finding at a JSON
-path, and :func:`twice_named`, the finding on two participants of one name.
+path, :func:`twice_named`, the finding on two participants (or tools) of one name, and
+:func:`twice_tool`, which finds an agent's second tool of one name.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any, Protocol, TypeGuard
 
 import attrs
@@ -76,6 +78,52 @@ def twice_named(what: str, name: str, first: str) -> str:
         f"two {what} are both named {mm.shown(name)} (a name of {len(name)} characters: "
         f"this one and the one at `{first}`)"
     )
+
+
+#: the help of the finding on two tools of one agent with one name
+TWICE_TOOL_HELP = (
+    'AgentChat refuses such an agent ("Tool names must be unique"), and flowc would have to '
+    "drop one of the tools: give each tool of the agent a name of its own"
+)
+
+
+def _tool_entries(pc: dict[str, Any]) -> Iterator[tuple[Any, str]]:
+    """Each tool of the participant whose config is ``pc`` (its ``tools``, then each
+    workbench's), with the JSON path of its ``name`` under the participant's ``config``."""
+    tools = pc.get("tools")
+    for k, t in enumerate(tools if isinstance(tools, list) else []):
+        yield _cfg(t).get("name"), f"tools[{k}].config.name"
+    wb = pc.get("workbench")
+    benches = [(f"workbench[{k}]", w) for k, w in enumerate(wb)] if isinstance(wb, list) else []
+    for at, w in benches or [("workbench", wb)]:
+        inner = _cfg(w).get("tools")
+        for k, t in enumerate(inner if isinstance(inner, list) else []):
+            yield _cfg(t).get("name"), f"{at}.config.tools[{k}].config.name"
+
+
+def twice_tool(pc: dict[str, Any], path: str) -> tuple[str, str, str] | None:
+    """The finding on the first tool of the participant whose config (as the file writes
+    it) is ``pc`` and whose JSON path is ``path`` that has the name of an earlier one: its
+    message, that tool's JSON path and its help; None when its tools' names are unique. AgentChat refuses such an
+    agent (``AssistantAgent``: "Tool names must be unique"; with workbenches only the first
+    tool of a name is ever called), and one ``tool`` line cannot stand for both: the
+    translation refuses it, as it refuses two participants of one name.
+
+    >>> tool = lambda name: {"config": {"name": name}}
+    >>> twice_tool({"tools": [tool("f"), tool("g"), tool("f")]}, "config.participants[0]")[:2]
+    ('two tools of one agent are both named `f`', 'config.participants[0].config.tools[2].config.name')
+    >>> twice_tool({"tools": [tool("f"), tool("g")]}, "p") is None
+    True
+    """
+    first: dict[str, str] = {}
+    for name, at in _tool_entries(pc):
+        if not isinstance(name, str) or not name:
+            continue
+        where = f"{path}.config.{at}"
+        if name in first:
+            return twice_named("tools of one agent", name, first[name]), where, TWICE_TOOL_HELP
+        first[name] = where
+    return None
 
 
 def _long(value: Any) -> TypeGuard[str]:
@@ -344,9 +392,11 @@ class _NameBounds:
 
 __all__ = [
     "LEFT_OUT",
+    "TWICE_TOOL_HELP",
     "Findings",
     "bound_names",
     "long_name_help",
     "long_name_message",
     "twice_named",
+    "twice_tool",
 ]

@@ -300,9 +300,9 @@ def test_a_crowded_selector_team_gets_one_selector_and_stays_linear(tmp_path: Pa
     assert crowded[0]["message"] == (
         "`allow_repeated_speaker` is false (AgentChat's default), but with 200 participants"
         " one selector speaker per previous speaker would name every participant once per"
-        " other participant (such selectors are written only for teams of up to 32"
-        " participants): the selector speaker `selector` keeps every participant a candidate,"
-        " the previous speaker included"
+        " other participant, in about 21.4 MiB of selector speakers (such selectors are"
+        " written only up to 1 MiB): the selector speaker `selector` keeps every participant"
+        " a candidate, the previous speaker included"
     )
     assert "selector_after_" not in result.stdout
     assert result.stdout.count("speaker selector") == 1
