@@ -175,8 +175,11 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
         saved = os.environ.get("FLOWC_TRACEBACK")
         if given:
             os.environ["FLOWC_TRACEBACK"] = "1"
+        from flowc.commands.output_encoding import UnencodableOutput, output_kind, stdout_for
+
         try:
-            code = handlers(modules)[args.command](args)
+            with stdout_for(output_kind(args)):  # (what its encoding lacks: escaped, or said)
+                code = handlers(modules)[args.command](args)
             # what the command wrote may still be in stdout's buffer: a reader that went
             # away is found here, where it takes the one path below, not at exit (where
             # Python reports an ignored BrokenPipeError and ends with status 120)
@@ -189,6 +192,9 @@ def main(argv: Sequence[str] | None = None, *, loading: bool = False) -> int:
             return 130
         except BrokenPipeError:
             return _stdout_closed()
+        except UnencodableOutput as err:
+            print(f"flowc {args.command}: error: {err}", file=sys.stderr)
+            return EXIT_USAGE
         except MemoryError:
             pass  # said below: past this block, the work its traceback holds is let go
         finally:

@@ -25,7 +25,7 @@ from flowc.diagnostics import counted, shown
 from flowc.escaping import one_line
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
-from flowc.runtime.envelope import Envelope
+from flowc.runtime.envelope import FORKED_FROM, Envelope
 from flowc.runtime.failures import tracebacks_wanted
 from flowc.runtime.script import ScriptTurn
 from flowc.runtime.target import RunTarget
@@ -40,10 +40,12 @@ from flowc.runtime.transcript import (
 )
 
 __all__ = [
+    "TEXT_MARK",
     "LineReader",
     "Progress",
     "RunPrinter",
     "TerminalLines",
+    "continued",
     "failure_line",
     "format_turn",
     "format_turns",
@@ -89,7 +91,7 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
     pad = " " * (6 + width)
     text = r.text
     if "\n" in text:
-        text = text.replace("\n", "\n" + pad)
+        text = continued(text, width)
     tag = ""
     routing = r.routing
     if routing and routing.get("kind") in ("handoff", "finish"):
@@ -128,6 +130,31 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
     # (what an agent or a script said is shown, never acted on: ESC, CR, BEL escaped;
     # only the text spans lines, each line after the first one of its own)
     return [shown(lines[0])] + [_name(line) for line in lines[1:]]
+
+
+#: what starts each line of a turn's text after its first, under the first line's text:
+#: no line the transcript writes of its own (``calls:``, ``context:``, ``→ ...``, the
+#: lines after the turns) starts so, so a text cannot pass for one of them
+TEXT_MARK = "| "
+
+
+def continued(text: str, width: int) -> str:
+    """A turn's text of several lines as the transcript writes it: each line after the
+    first marked with :data:`TEXT_MARK`, its text under the first line's (``width``: the
+    speakers' column), an empty line as the mark alone.
+
+    >>> print("  1  user  " + continued("hi\\ncalls: publish()\\n\\nbye", 4))
+      1  user  hi
+             | calls: publish()
+             |
+             | bye
+    """
+    mark = " " * (5 + width) + TEXT_MARK
+    bare = mark.rstrip()
+    return "\n".join(
+        [text[: text.index("\n")]]
+        + [mark + line if line else bare for line in text.split("\n")[1:]]
+    )
 
 
 def _write_lines(
@@ -408,6 +435,10 @@ class RunPrinter:
         progress: bool | None = None,
     ) -> None:
         self.target = target
+        #: the run's parent, for a fork (``{"run_id", "turn"}``, read off its opening):
+        #: its JSON carries it as ``flowc log``'s does, in ``--json``'s document and
+        #: ``--jsonl``'s start and end lines
+        self.forked_from: dict[str, Any] | None = None
         self.mode = mode
         self.out = out or sys.stdout
         self.err = err or sys.stderr
@@ -438,6 +469,14 @@ class RunPrinter:
 
     # the watcher protocol (``flowc.runtime.script_run.RunWatcher``)
 
+    def opening(self, envelope: Envelope) -> None:
+        """The run's opening record (:data:`~flowc.runtime.watch.OPENING_HOOK`): whether
+        it is a fork, and of which run."""
+        from flowc.runtime.fork import forked_from
+
+        fork = forked_from(envelope)
+        self.forked_from = fork.to_json() if fork is not None else None
+
     def opened(self, run_id: str) -> None:
         self.run_id = run_id
         try:
@@ -445,7 +484,8 @@ class RunPrinter:
         except RuntimeError:  # not watched from inside an event loop
             self._run_task = None
         if self.mode == "jsonl":
-            self._write(_j({"event": "start", "run_id": run_id, "flow": self.target.label}) + "\n")
+            start = {"event": "start", "run_id": run_id, "flow": self.target.label}
+            self._write(_j(self._forked(start)) + "\n")
 
     def silent(self, found: SilentRound) -> None:
         """A silent round, shown where it happened (before the turn that follows it)."""
@@ -474,9 +514,9 @@ class RunPrinter:
         self._done()
         describe = self.describe
         if self.mode == "json":
-            self._write(_canonical(result.to_json(describe)))
+            self._write(_canonical(self._forked(result.to_json(describe))))
         elif self.mode == "jsonl":
-            end = result.to_json(describe)
+            end = self._forked(result.to_json(describe))
             del end["turns"]
             end.pop("silent_rounds", None)  # (each had its line where it happened)
             self._write(_j({"event": "end", **end}) + "\n")
@@ -502,6 +542,7 @@ class RunPrinter:
             "turn_count": state.turn_count if state is not None else 0,
             "next_speaker": names.get(nxt, nxt) if nxt is not None else None,
         }
+        self._forked(doc)
         # the properties the turns so far broke, the run's whole list (as at its end)
         broken = [dict(v) for r in self.records for v in r.violated]
         if broken:
@@ -529,6 +570,12 @@ class RunPrinter:
             hint = f"; continue it with `{resume_hint}`" if resume_hint else ""
             self.err.write(f"run {self.run_id} is open{hint}\n")
         self.err.flush()
+
+    def _forked(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``doc`` with the run's parent in it, for a fork (as ``flowc log`` has it)."""
+        if self.forked_from is not None:
+            doc[FORKED_FROM] = dict(self.forked_from)
+        return doc
 
     def before_prompt(self) -> None:
         """A human is about to be asked: take the progress line away."""

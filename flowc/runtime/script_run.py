@@ -184,28 +184,73 @@ def _refuse_cut_short(stored: Sequence[Envelope]) -> None:
             )
 
 
-def _taken(stored: Sequence[Envelope], names: Mapping[str, str]) -> tuple[dict[str, int], bool]:
-    """How many turns of a stored run (``stored``: its WAL) each speaker took, by name, and
-    whether the run has begun (a turn is stored). A forked run's first turns are its
-    parent's, not its script's: they are not counted (:func:`flowc.runtime.fork.fork_run`;
-    a fork whose copy was cut short is refused first, :func:`_refuse_cut_short`)."""
+def _taken(stored: Sequence[Envelope], adapter: Any) -> tuple[dict[str, list[bool]], bool]:
+    """What each speaker of a stored run (``stored``: its WAL, folded with ``adapter``) did,
+    by name and in order: ``True`` for a turn, ``False`` for a silent round, read as every
+    transcript reads them (:class:`~flowc.runtime.transcript.TranscriptFolder`, one
+    meaning of a silent round); and whether the run has begun (a turn is stored). A forked
+    run's first turns are its parent's, not its script's, and so are the silent rounds
+    among them: they are not counted (:func:`flowc.runtime.fork.fork_run`, which copies no
+    round after its last turn; a fork whose copy was cut short is refused first,
+    :func:`_refuse_cut_short`)."""
     copied = 0
     if stored and FORKED_FROM in stored[0].event_data:
         from flowc.runtime.fork import forked_from
 
         fork = forked_from(stored[0])
         copied = fork.turn if fork is not None else 0
-    taken: dict[str, int] = {}
-    started = False
-    for env in stored:
-        if env.event_type == EV_TEXT or env.event_type == EV_PACKET:
-            started = True
-            if copied:
-                copied -= 1
-                continue
-            who = names.get(env.sender_id, env.sender_id)
-            taken[who] = taken.get(who, 0) + 1
-    return taken, started
+    folder = transcript_folder(stored, adapter)
+    # each round after the turn it followed (a stable sort keeps rounds in their order)
+    done = [(r.number, 0, r.speaker, True) for r in folder.records if r.number > copied]
+    done += [(s.after, 1, s.speaker, False) for s in folder.rounds() if s.after >= copied]
+    taken: dict[str, list[bool]] = {}
+    for _, _, who, spoke in sorted(done, key=lambda d: d[:2]):
+        taken.setdefault(who, []).append(spoke)
+    return taken, bool(folder.records)
+
+
+def _script_left(
+    hub: Hub,
+    ch: Channel,
+    target: RunTarget,
+    script: Script,
+    done: Mapping[str, list[bool]],
+) -> dict[str, deque[ScriptTurn]]:
+    """Each speaker's scripted turns that a resumed run has not played yet: ``done`` (what
+    :func:`_taken` read from the WAL) tells how many were. Each stored turn took one
+    scripted turn (the kickoff is the start speaker's first turn, not one of its
+    scripted turns); a stored silent round took the scripted turn it meets when that
+    turn is silent too (it says nothing and routes nothing: the same script, resumed
+    again), so that a resume never plays it, nor writes its context, a second time. A
+    turn that speaks where the round was silent is the one written in its place (the
+    round's fix, "give the turn a text"): it is played."""
+    queues: dict[str, deque[ScriptTurn]] = {}
+    for name in target.speakers:
+        turns = script.turns.get(name, ())
+        skip_kickoff = script.kickoff is not None and name == target.start
+        i = 0
+        for spoke in done.get(name, ()):
+            if spoke and skip_kickoff:
+                skip_kickoff = False
+            elif spoke or (i < len(turns) and _says_nothing(hub, ch, target, name, turns[i])):
+                i += 1
+        queues[name] = deque(turns[i:])
+    return queues
+
+
+def _says_nothing(hub: Hub, ch: Channel, target: RunTarget, name: str, turn: ScriptTurn) -> bool:
+    """Whether the scripted agent turn ``turn`` of ``name`` posts no message when played (as
+    :func:`post_turn` and the scripted agent build it): a silent round."""
+    if name in target.humans:  # (a human's turn is always a text)
+        return False
+    try:
+        reply = reply_for(target, name, turn)
+    except ScriptError:  # (said when the turn is played)
+        return False
+    envs = ch.adapter.build_round_envelopes(  # type: ignore[attr-defined]
+        ch.metadata, ch.state, target.ids[name], reply, hub.name_to_id()
+    )
+    return not any(e.event_type in (EV_TEXT, EV_PACKET) for e in envs)
 
 
 class WatchStopped(Exception):
@@ -315,10 +360,8 @@ async def resume_script(
                 f"(its speakers: {', '.join(target.speakers)})"
             )
         names = target.names
-        taken, started = _taken(stored, names)
-        if script.kickoff is not None and taken.get(target.start):
-            taken[target.start] -= 1
-        queues = {s: deque(script.turns.get(s, ())[taken.get(s, 0) :]) for s in target.speakers}
+        done, started = _taken(stored, ch.adapter)
+        queues = _script_left(hub, ch, target, script, done)
         both = sorted(s for s in real if queues[s])
         if both:
             raise ScriptError(

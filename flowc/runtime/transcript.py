@@ -208,7 +208,8 @@ class SilentRound:
     turn's: they are shown as a round of their own, after the turn they followed. So are
     writes that a message of someone else, a packet (whose writes ride on it) or any
     other record (a stall, a failure, the close) follows, and those still waiting at the
-    end of the WAL."""
+    end of the WAL. Each write is one round (a round writes once: a speaker silent twice
+    in a row has two), unless its writer's text follows, whose turn they all are."""
 
     #: the turns before it: the round came after turn ``after`` (0: before the first)
     after: int
@@ -361,6 +362,9 @@ class TranscriptFolder:
         #: who wrote the context writes waiting for the turn they belong to (``_set``,
         #: ``_delete``), or ``None``
         self._writer: str | None = None
+        #: that writer's earlier writes, each a silent round of its own (a round writes
+        #: once) unless that writer's text follows, which makes them all its turn's
+        self._held: list[SilentRound] = []
 
     @property
     def channel_id(self) -> str | None:
@@ -392,6 +396,7 @@ class TranscriptFolder:
         other._delete = list(self._delete)
         other._warnings = list(self._warnings)
         other.silent = list(self.silent)
+        other._held = list(self._held)
         return other
 
     def pending(self) -> SilentRound | None:
@@ -410,17 +415,37 @@ class TranscriptFolder:
             tuple(self._warnings),
         )
 
+    def waiting(self) -> tuple[SilentRound, ...]:
+        """The silent rounds the writes no message has carried yet are, if none comes:
+        each write of their writer one round (:meth:`pending`, the last)."""
+        last = self.pending()
+        return (*self._held, last) if last is not None else ()
+
     def rounds(self) -> tuple[SilentRound, ...]:
         """Every silent round of the run read so far, the writes still waiting included."""
-        last = self.pending()
-        return (*self.silent, last) if last is not None else tuple(self.silent)
+        return (*self.silent, *self.waiting())
 
     def _settle(self) -> None:
-        """The waiting context writes are no turn's: they are a silent round of their own."""
+        """The waiting context writes are no turn's: they are silent rounds of their own."""
+        self.silent.extend(self.waiting())
+        self._set, self._delete, self._warnings, self._writer, self._held = {}, [], [], None, []
+
+    def _hold(self) -> None:
+        """Another write of the waiting writes' writer: those so far are a round of their
+        own, unless that writer's text follows (:meth:`_carried`)."""
         last = self.pending()
-        if last is not None:
-            self.silent.append(last)
-            self._set, self._delete, self._warnings, self._writer = {}, [], [], None
+        assert last is not None
+        self._held.append(last)
+        self._set, self._delete, self._warnings = {}, [], []
+
+    def _carried(self) -> None:
+        """The writer's text follows its writes: every one of them is that turn's."""
+        groups = [*self._held, self.pending()]
+        self._set, self._delete, self._warnings, self._held = {}, [], [], []
+        for g in groups:
+            if g is not None:
+                self._write({"set": g.context_set, "delete": list(g.context_delete)})
+                self._warnings.extend(g.warnings)
 
     def feed(
         self,
@@ -462,6 +487,8 @@ class TranscriptFolder:
         if et == EV_TEXT:
             if writer is not None and writer != env.sender_id:
                 self._settle()
+            elif self._held:
+                self._carried()
             kind, routing, text = "text", None, data.get("text", "")
         elif et == EV_PACKET:
             if writer is not None:
@@ -472,6 +499,8 @@ class TranscriptFolder:
             if et == EV_CONTEXT_SET:
                 if writer is not None and writer != env.sender_id:
                     self._settle()
+                elif writer is not None:
+                    self._hold()
                 self._writer = env.sender_id
                 self._write(data)
                 if CONTRACT_KEY in data:

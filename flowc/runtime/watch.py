@@ -44,7 +44,7 @@ from flowc.runtime.envelope import (
 from flowc.runtime.transcript import SilentRound, TranscriptFolder, TurnRecord
 from flowc.runtime.wal import Lease, PassThroughStore, WalStore
 
-__all__ = ["RunWatcher", "WatchedStore"]
+__all__ = ["OPENING_HOOK", "RunWatcher", "WatchedStore"]
 
 #: the envelopes a fold changes the state with
 _FOLDED = frozenset({EV_TEXT, EV_PACKET, EV_CONTEXT_SET})
@@ -72,7 +72,13 @@ class RunWatcher(Protocol):
 SILENT_HOOK = "silent"
 
 
-def _call(fn: Callable[[str], None], arg: str) -> Exception | None:
+#: a watcher that has it is also given the run's opening record, right before
+#: ``opened``: ``opening(envelope)`` (``flowc resume`` and ``flowc fork`` read there
+#: whether the run is a fork, and of which run, for their JSON)
+OPENING_HOOK = "opening"
+
+
+def _call(fn: Callable[[Envelope], None], arg: Envelope) -> Exception | None:
     try:
         fn(arg)
     except Exception as err:  # never let a watcher refuse an admitted envelope
@@ -157,7 +163,7 @@ class WatchedStore(PassThroughStore):
             except Exception:  # never let the transcript refuse an admitted envelope
                 self.partial = True
             if et == EV_CHANNEL_OPENED:
-                self.failed = _call(self.watcher.opened, env.channel_id)
+                self.failed = _call(self._opened, env)
             return
         try:
             found = len(folder.silent)
@@ -170,12 +176,20 @@ class WatchedStore(PassThroughStore):
                 for silent in folder.silent[found:]:
                     show(silent)
             if env.event_type == EV_CHANNEL_OPENED and folder.metadata is not None:
-                self.watcher.opened(env.channel_id)
+                self._opened(env)
             elif record is not None:
                 self.watcher.turn(record, folder.state)
                 self.shown += 1
         except Exception as err:  # never let a watcher refuse an admitted envelope
             self.failed = err
+
+    def _opened(self, opening: Envelope) -> None:
+        hook = getattr(self.watcher, OPENING_HOOK, None)
+        try:
+            if hook is not None:
+                hook(opening)
+        finally:  # (the run is opened for the watcher whatever its hook did)
+            self.watcher.opened(opening.channel_id)
 
     # the WalStore interface: the real store does the work (PassThroughStore), and the
     # watcher sees what was appended

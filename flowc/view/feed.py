@@ -303,8 +303,7 @@ class TurnFeed:
     def silent_after(self) -> list[dict[str, Any]]:
         """The silent rounds after the last turn read (the run stopped after them, or its
         next turn is not in yet), each as ``SilentRound.to_json`` has it."""
-        last = self.folder.pending()
-        return [r.to_json() for r in (*self.silent, *([last] if last is not None else []))]
+        return [r.to_json() for r in (*self.silent, *self.folder.waiting())]
 
     @property
     def next_speaker(self) -> str | None:

@@ -1,8 +1,9 @@
 """What an agent or a run script says is shown, never acted on by the terminal: a turn's
 text, a failure's message and the end of a run holding ESC, BEL, CR or a C1 control are
-printed escaped by `flowc run` and `flowc log` (a newline still breaks the line, under
-the turn's column; a tab and any printable character are printed as they are). Before,
-a kickoff of `a\\x1b[31mRED\\x07b` turned the terminal red and rang its bell."""
+printed escaped by `flowc run` and `flowc log` (a newline still breaks the line, the
+next one marked `|` under the turn's text; a tab and any printable character are printed
+as they are). Before, a kickoff of `a\\x1b[31mRED\\x07b` turned the terminal red and
+rang its bell."""
 
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ def test_run_and_log_escape_what_a_script_says(tmp_path: Path) -> None:
         assert not any(c in out for c in CONTROLS), repr(out)
         assert "  1  user    a\\x1b[31mRED\\x07b\\rc\\x9b2Jd\n" in out, out
         assert "tab\there, ünï ☃" in out
-        # (the newline breaks the line under the turn's column, as before)
-        assert "  2  triage  first\n" + " " * 12 + "second\\x1b[2J\n" in out, out
+        # (the newline breaks the line: the next one is marked `|`, under the text)
+        assert "  2  triage  first\n" + " " * 11 + "| second\\x1b[2J\n" in out, out
 
 
 def test_an_agents_failure_is_escaped(tmp_path: Path) -> None:
