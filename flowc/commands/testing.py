@@ -63,22 +63,16 @@ from flowc.source import SourceFile
 
 def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow | None:
     """A `.flow` file compiled, its diagnostics printed; ``None`` when it has errors."""
-    return compile_reporting(path, options)[0]
-
-
-def compile_reporting(
-    path: str, options: CheckOptions | None = None
-) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
-    """:func:`compile_file`, with the errors that stopped it (none when it compiled),
-    among them a scenario expecting a close reason no run ends with (E111, found by
-    exploring the flow within ``options``' bound)."""
-    return _compile_read(*read_source(path), options)
+    return _compile_read(*read_source(path), options)[0]
 
 
 def _compile_read(
     source: SourceFile | None, diags: tuple[Diagnostic, ...], options: CheckOptions | None
 ) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
-    """:func:`compile_reporting` of a file already read (:func:`read_source`'s result)."""
+    """A `.flow` file already read (:func:`read_source`'s result) compiled, its diagnostics
+    printed, with the errors that stopped it (none when it compiled), among them a
+    scenario expecting a close reason no run ends with (E111, found by exploring the flow
+    within ``options``' bound)."""
     from flowc.compiler.analysis.endings import scenario_ending_errors
     from flowc.compiler.pipeline import compile_source
 

@@ -48,6 +48,7 @@ from flowc.runtime.transcript import (
     SilentRound,
     TranscriptFolder,
     TurnRecord,
+    in_order,
     transcript_folder,
 )
 from flowc.runtime.wal import Lease, MemoryStore, WalError, WalStore
@@ -200,12 +201,13 @@ def _taken(stored: Sequence[Envelope], adapter: Any) -> tuple[dict[str, list[boo
         fork = forked_from(stored[0])
         copied = fork.turn if fork is not None else 0
     folder = transcript_folder(stored, adapter)
-    # each round after the turn it followed (a stable sort keeps rounds in their order)
-    done = [(r.number, 0, r.speaker, True) for r in folder.records if r.number > copied]
-    done += [(s.after, 1, s.speaker, False) for s in folder.rounds() if s.after >= copied]
     taken: dict[str, list[bool]] = {}
-    for _, _, who, spoke in sorted(done, key=lambda d: d[:2]):
-        taken.setdefault(who, []).append(spoke)
+    for done in in_order(folder.records, folder.rounds()):
+        if isinstance(done, TurnRecord):
+            if done.number > copied:
+                taken.setdefault(done.speaker, []).append(True)
+        elif done.after >= copied:
+            taken.setdefault(done.speaker, []).append(False)
     return taken, bool(folder.records)
 
 
