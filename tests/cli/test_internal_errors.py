@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,24 @@ def _break(monkeypatch: pytest.MonkeyPatch, dotted: str, command: str) -> None:
             raise fault
 
     monkeypatch.setattr(owner, parts[-1], broken)
+    _PATCHED.append((broken, original))
+
+
+_PATCHED: list[tuple[Callable[..., Any], Callable[..., Any]]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_fault_left_behind() -> Iterator[None]:
+    """A module first imported while a function is broken (``from x import f`` run by the
+    command) keeps the broken function after monkeypatch puts the original back; every
+    such copy is put back too, so no later test meets the fault."""
+    yield
+    while _PATCHED:
+        broken, original = _PATCHED.pop()
+        for module in list(sys.modules.values()):
+            for name, value in list(vars(module).items()) if module is not None else []:
+                if value is broken:
+                    setattr(module, name, original)
 
 
 def _fail(
@@ -388,3 +406,17 @@ def test_running_out_of_memory_lets_the_work_go_before_saying_so(
     monkeypatch.setattr(cli, "out_of_memory", out_of_memory)
     assert cli.main(["check", FLOW]) == 2
     assert capsys.readouterr().err.startswith("flowc check: error: out of memory")
+
+
+def test_no_broken_function_is_left_in_any_module_after_the_tests_above() -> None:
+    """Last in this file (pytest keeps a file's order): every fault injected above, even
+    one copied into a module imported while it was in place (``render`` imports
+    ``flowc.compiler.render.rendering``, which takes ``build_diagram`` by name), is gone."""
+    left = [
+        f"{name}.{attr}"
+        for name, module in list(sys.modules.items())
+        if module is not None and name.startswith("flowc")
+        for attr, value in list(vars(module).items())
+        if getattr(value, "__qualname__", "").startswith("_break.<locals>.broken")
+    ]
+    assert left == []

@@ -236,12 +236,21 @@ def events(log: Path, what: str) -> list[str]:
     return [line.split()[1] for line in log.read_text().splitlines() if line.startswith(what + " ")]
 
 
+SETTLE = 0.5  # seconds for a server to finish what a stopped worker had sent; < the lease
+
+
 def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore) -> set[str]:
     """SIGKILL ``proc`` at a moment it holds an open run it has written turns to (it is
     stopped first, so what it holds can be read; then killed wherever it stopped).
-    Returns those runs."""
-    for _ in range(500):
-        proc.send_signal(signal.SIGSTOP)
+    Returns those runs.
+
+    A statement the worker sent just before it stopped may still be on its way through a
+    PostgreSQL server (a COMMIT that closes the run lands after the harness read the run
+    open): what it holds is read twice, SETTLE seconds apart, and only a run open both
+    times counts; a stopped process sends nothing more, so the second read sees every
+    statement the first could have missed."""
+
+    def holding() -> set[str]:
         held = set()
         for cid in set(events(log, "claimed")) - set(events(log, "closed")):
             lease = store.lease_of(cid)
@@ -253,6 +262,14 @@ def kill_inside_a_run(proc: subprocess.Popen[bytes], log: Path, store: WalStore)
                 and envs[-1].event_type != EV_CHANNEL_CLOSED
             ):
                 held.add(cid)
+        return held
+
+    for _ in range(500):
+        proc.send_signal(signal.SIGSTOP)
+        held = holding()
+        if held:
+            time.sleep(SETTLE)
+            held &= holding()
         if held:
             proc.send_signal(signal.SIGKILL)
             _reap(proc)
