@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from flowc.escaping import sarif_text, visible, workflow_data, workflow_property
+from flowc.escaping import in_encoding, sarif_text, visible, workflow_data, workflow_property
 from flowc.source import SourceFile, Span
 
 T = TypeVar("T")
@@ -466,6 +466,20 @@ def _visible_excerpt(text: str, at: int, width: int) -> tuple[str, int, int]:
     return before + marked + visible(text[at + width :]), len(before), len(marked) + past_end
 
 
+def _encodable_excerpt(
+    text: str, at: int, width: int, encoding: str | None
+) -> tuple[str, int, int]:
+    """An excerpt as an output in ``encoding`` writes it (:func:`in_encoding`), the caret
+    moved with the text it marks."""
+    if encoding is None or text.isascii():
+        return text, at, width
+    before = in_encoding(text[:at], encoding)
+    marked = in_encoding(text[at : at + width], encoding)
+    past_end = max(0, at + width - len(text))  # a span that takes in the line's end
+    after = in_encoding(text[at + width :], encoding)
+    return before + marked + after, len(before), len(marked) + past_end
+
+
 def display_width(text: str) -> int:
     """How many terminal columns ``text`` takes: a wide character (East Asian Width W or F:
     CJK, most emoji) two, a combining mark or an invisible format character (a zero-width
@@ -516,8 +530,11 @@ def iter_text(
     sources: dict[str, SourceFile] | None = None,
     *,
     color: bool = False,
+    encoding: str | None = None,
 ) -> Iterator[str]:
-    """:func:`render_text` one finding at a time (a printer need not hold the whole report)."""
+    """:func:`render_text` one finding at a time (a printer need not hold the whole report).
+    ``encoding``: the output's, when it lacks characters (the excerpt is written as that
+    output shows it, so the caret stays under what it marks)."""
     sources = sources or {}
     for d in diagnostics:
         out: list[str] = []
@@ -535,7 +552,9 @@ def iter_text(
         arrow = f"{_BLUE}-->{_RESET}" if color else "-->"
         out.append(f"{pad}{arrow} {_location(d)}")
         if d.span is not None and source is not None and d.quote_source:
-            line_text, at, width = _visible_excerpt(*excerpt(source, d.span))
+            line_text, at, width = _encodable_excerpt(
+                *_visible_excerpt(*excerpt(source, d.span)), encoding
+            )
             out.append(f"{pad} {bar}")
             out.append(f"{d.span.line:>{gutter_width}} {bar} {line_text}")
             caret = _underline(line_text, at, width)

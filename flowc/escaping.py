@@ -45,6 +45,7 @@ __all__ = [
     "dot_id",
     "dot_tooltip",
     "has_invisible",
+    "in_encoding",
     "md_code",
     "md_text",
     "mermaid_text",
@@ -82,6 +83,23 @@ _INVISIBLE = re.compile(
     "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2028\u2029"
     "\u2060\u2066-\u2069\ud800-\udfff\ufeff\ufffe\uffff]"
 )
+
+
+def in_encoding(text: str, encoding: str | None) -> str:
+    r"""``text`` as a text output in ``encoding`` writes it (flowc's text outputs and
+    Python's stderr escape what their encoding lacks): each character it lacks as its
+    backslash escape. ``None``, or an encoding Python does not know: as it is. What pads
+    or underlines such text measures this form, so columns stay in line.
+
+    >>> in_encoding("用户 é", "ascii"), in_encoding("用户 é", "latin-1"), in_encoding("é", None)
+    ('\\u7528\\u6237 \\xe9', '\\u7528\\u6237 é', 'é')
+    """
+    if encoding is None or text.isascii():
+        return text
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        return text
 
 
 def visible(text: str) -> str:

@@ -225,7 +225,8 @@ def print_diagnostics(
     out = stream or sys.stderr
     if fmt == "text":
         # one finding at a time: a report of many findings is never held whole
-        out.writelines(iter_text(diags, sources, color=use_color(out)))
+        encoding = getattr(out, "encoding", None)
+        out.writelines(iter_text(diags, sources, color=use_color(out), encoding=encoding))
         return
     if fmt == "json":
         out.writelines(iter_json(diags))

@@ -49,6 +49,7 @@ from flowc.commands.run_output import (
     isatty,
     silent_json,
     silent_lines,
+    speaker_column,
     terminal_asker,
     violations_line,
 )
@@ -804,15 +805,16 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
             print(fork.text())
         if cut is not None:
             print(cut)
-        width = max((len(s) for s in target.speakers), default=4)
+        encoding = getattr(sys.stdout, "encoding", None)
+        width = speaker_column(target.speakers, encoding)
         pending = list(failures)
         for item in in_order(records, rounds):
             if isinstance(item, SilentRound):
-                print("\n".join(silent_lines(item, width)))
+                print("\n".join(silent_lines(item, width, encoding)))
                 continue
             while pending and (pending[0]["turn"] or 0) <= item.number:
                 _print_failure(pending.pop(0))
-            for line in format_turns([item], describe, width):
+            for line in format_turns([item], describe, width, encoding=encoding):
                 print(line)
         for failure in pending:
             _print_failure(failure)

@@ -16,13 +16,13 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
 from flowc.commands.console import EXIT_ERRORS, isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
-from flowc.diagnostics import counted, shown
-from flowc.escaping import one_line
+from flowc.diagnostics import counted, display_width, shown
+from flowc.escaping import in_encoding, one_line
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import FORKED_FROM, Envelope
@@ -54,6 +54,7 @@ __all__ = [
     "remembered",
     "silent_json",
     "silent_lines",
+    "speaker_column",
     "terminal_asker",
     "turn_lines",
     "violation_text",
@@ -72,6 +73,29 @@ def _name(name: Any) -> str:
     return one_line(str(name))
 
 
+def speaker_shown(name: str, encoding: str | None = None) -> str:
+    r"""A speaker's name as the transcript's speaker column shows it: on one line
+    (:func:`_name`), and each character the output's ``encoding`` lacks as the escape the
+    output writes for it (:func:`~flowc.escaping.in_encoding`; ``None``: every character
+    can be written).
+
+    >>> speaker_shown("用户", "ascii"), speaker_shown("用户", "utf-8")
+    ('\\u7528\\u6237', '用户')
+    """
+    return in_encoding(_name(name), encoding)
+
+
+def speaker_column(speakers: Iterable[str], encoding: str | None = None) -> int:
+    """The width of the transcript's speaker column: its widest name as shown
+    (:func:`speaker_shown`), in terminal columns; at least 4."""
+    return max((display_width(speaker_shown(s, encoding)) for s in speakers), default=4)
+
+
+def _padded(name: str, width: int, encoding: str | None) -> str:
+    shown_name = speaker_shown(name, encoding)
+    return shown_name + " " * (width - display_width(shown_name))
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = _j(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -80,13 +104,18 @@ def _short(value: Any, limit: int = 60) -> str:
 # ── the readable transcript ───────────────────────────────────────────────────
 
 
-def format_turn(r: TurnRecord, describe: Callable[[Any], str], width: int) -> Iterator[str]:
+def format_turn(
+    r: TurnRecord, describe: Callable[[Any], str], width: int, encoding: str | None = None
+) -> Iterator[str]:
     """The readable lines of one turn: number, speaker, text; then its tool calls, its
-    context writes and where it routed (``→ reviewer  (rule 3, line 14: ...)``)."""
-    yield from turn_lines(r, describe, width)
+    context writes and where it routed (``→ reviewer  (rule 3, line 14: ...)``).
+    ``width``: the speaker column's (:func:`speaker_column`, for the same ``encoding``)."""
+    yield from turn_lines(r, describe, width, encoding)
 
 
-def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> list[str]:
+def turn_lines(
+    r: TurnRecord, describe: Callable[[Any], str], width: int, encoding: str | None = None
+) -> list[str]:
     """:func:`format_turn` as a list (what a run prints for every turn it accepts)."""
     pad = " " * (6 + width)
     text = r.text
@@ -98,8 +127,8 @@ def turn_lines(r: TurnRecord, describe: Callable[[Any], str], width: int) -> lis
         reason = routing.get("reason") or ""
         tag = f"[{_name(routing.get('tool'))}{': ' + _name(reason) if reason else ''}] "
     # (``%`` formatting: an f-string's format specs cost twice as much, every turn)
-    who = _name(r.speaker)
-    lines = [("%3d  %-*s  %s%s" % (r.number, width, who, tag, text)).rstrip()]  # noqa: UP031
+    who = _padded(r.speaker, width, encoding)
+    lines = [("%3d  %s  %s%s" % (r.number, who, tag, text)).rstrip()]  # noqa: UP031
     if r.tool_calls:
         calls = []
         for call in r.tool_calls:
@@ -179,12 +208,12 @@ def _write_lines(
 SILENT = "(silent round: no text and no routing, so no turn; its context writes are kept)"
 
 
-def silent_lines(r: SilentRound, width: int) -> list[str]:
+def silent_lines(r: SilentRound, width: int, encoding: str | None = None) -> list[str]:
     """The readable lines of a silent round (:class:`~flowc.runtime.transcript.SilentRound`),
     shown after the turn it followed: no number (it is no turn), the speaker, then the
     context it wrote."""
     pad = " " * (6 + width)
-    lines = [("%3s  %-*s  %s" % ("", width, r.speaker, SILENT))]  # noqa: UP031
+    lines = ["     %s  %s" % (_padded(r.speaker, width, encoding), SILENT)]  # noqa: UP031
     _write_lines(lines, pad, r.context_set, r.context_delete, r.warnings)
     return [_name(line) for line in lines]
 
@@ -214,15 +243,17 @@ def format_turns(
     describe: Callable[[Any], str],
     width: int | None = None,
     rounds: Sequence[SilentRound] = (),
+    encoding: str | None = None,
 ) -> Iterator[str]:
-    """The readable transcript lines of a run, its silent ``rounds`` where they happened."""
+    """The readable transcript lines of a run, its silent ``rounds`` where they happened,
+    for an output in ``encoding`` (:func:`speaker_shown`)."""
     if width is None:
-        width = max((len(r.speaker) for r in records), default=4)
+        width = speaker_column((r.speaker for r in records), encoding)
     for r in in_order(records, rounds):
         if isinstance(r, SilentRound):
-            yield from silent_lines(r, width)
+            yield from silent_lines(r, width, encoding)
         else:
-            yield from format_turn(r, describe, width)
+            yield from format_turn(r, describe, width, encoding)
 
 
 def violation_text(broken: dict[str, Any]) -> str:
@@ -442,7 +473,9 @@ class RunPrinter:
         self.mode = mode
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        self.width = max((len(s) for s in target.speakers), default=4)
+        #: the speaker column: names as this output can write them, in terminal columns
+        self.encoding: str | None = getattr(self.out, "encoding", None)
+        self.width = speaker_column(target.speakers, self.encoding)
         if progress is None:
             progress = isatty(self.err)
         self.progress = Progress(self.err, enabled=progress)
@@ -491,7 +524,7 @@ class RunPrinter:
         """A silent round, shown where it happened (before the turn that follows it)."""
         self.rounds.append(found)
         if self.mode == "text":
-            self._write("\n".join(silent_lines(found, self.width)) + "\n")
+            self._write("\n".join(silent_lines(found, self.width, self.encoding)) + "\n")
         elif self.mode == "jsonl":
             self._write(_j(silent_json(found)) + "\n")
 
@@ -499,7 +532,9 @@ class RunPrinter:
         self.records.append(record)
         self.state = state
         if self.mode == "text":
-            self._write("\n".join(turn_lines(record, self.describe, self.width)) + "\n")
+            self._write(
+                "\n".join(turn_lines(record, self.describe, self.width, self.encoding)) + "\n"
+            )
         elif self.mode == "jsonl":
             line = {"event": "turn", **turn_json(record, self.describe)}
             self._write(_j(line) + "\n")

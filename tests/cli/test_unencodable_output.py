@@ -62,16 +62,17 @@ def test_the_transcript_writes_what_stdout_cannot_encode_as_escapes(tmp_path: Pa
     assert "transcript stopped" not in ran.stderr and "internal error" not in ran.stderr
     assert ran.stdout.isascii()
     lines = ran.stdout.splitlines()
-    assert lines[0] == f"  1  {HUMAN}   h\\xe9llo \\U0001f600"
+    # the speaker column as wide as the escaped name (twelve columns)
+    assert lines[0] == f"  1  {HUMAN}  h\\xe9llo \\U0001f600"
     assert lines[1].lstrip() == f"\\u2192 bot  (rule 1, line 5: when from `{HUMAN}` then bot)"
-    assert lines[2] == "  2  bot  r\\xe9ponse \\u2713"
+    assert lines[2] == "  2  bot           r\\xe9ponse \\u2713"
     assert f"stalled: {HUMAN} has no turn to take after 2 turns" in ran.stdout
     for command in (["log", "last"], ["resume", "last", "--script", "s.json"]):
         again = flowc(cwd, *command, "--db", "r.db")
         assert "internal error" not in again.stderr, again.stderr
         assert "transcript stopped" not in again.stderr, again.stderr
         assert again.returncode in (0, 1) and again.stdout.isascii()
-        assert f"  1  {HUMAN}   h\\xe9llo \\U0001f600" in again.stdout
+        assert f"  1  {HUMAN}  h\\xe9llo \\U0001f600" in again.stdout
     replayed = flowc(cwd, "replay", "last", "--db", "r.db")
     assert replayed.returncode == 0, replayed.stderr
     assert f"{HUMAN} to speak next" in replayed.stdout
@@ -107,7 +108,7 @@ def test_the_prompt_at_a_terminal_writes_escapes(tmp_path: Path) -> None:
         assert term.finish() == 0
     finally:
         term.close()
-    assert f"  3  {HUMAN}   fine" in term.seen
+    assert f"  3  {HUMAN}  fine" in term.seen
     assert 'closed: "max_turns" after 3 turns' in term.seen
 
 

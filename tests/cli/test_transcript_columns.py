@@ -1,0 +1,144 @@
+"""Columns hold text as the terminal shows it: a wide character (``用户``: two columns
+each) and, on an output whose encoding lacks a character, its escape (``\\u7528``: six)
+take the columns they take. In the transcript (`run`, `resume`, `log`) every turn's text,
+and the lines under it (``→``, ``| ``), start in one column; under a finding's excerpt the
+caret stays under what it marks.
+
+Both were measured in characters of the unescaped text: a wide name pushed its turn's
+text one column right per character, an escaped one five; a caret under an escaped line
+pointed left of its mark."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FLOW = """\
+speaker `用户`
+speaker bot
+speaker `çé`
+start `用户`
+max_turns 5
+when from `用户` then bot
+when from bot then `çé`
+when from `çé` then `用户`
+"""
+SCRIPT = {"script": {"用户": ["你好", "again"], "bot": ["one\nsecond line", "two"], "çé": ["x"]}}
+
+
+def columns(text: str) -> int:
+    """Terminal columns, counted here without flowc's code: East Asian wide or full-width
+    characters two, combining marks none."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def flowc(cwd: Path, encoding: str, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding}
+    done = subprocess.run(
+        [sys.executable, "-m", "flowc", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def text_columns(transcript: str) -> set[int]:
+    """The column each turn's text starts in, and the one each line under a turn points
+    at: ``| `` (a text's later line) starts two columns before the text, ``→``, ``■``,
+    ``calls:`` one before it."""
+    found = set()
+    for line in transcript.splitlines():
+        head = line[:3].strip()
+        if head.isdigit():  # "  1  <speaker padded>  text"
+            rest = line[5:]
+            # the speaker's name holds no two spaces in a row here: the column ends there
+            name_end = rest.index("  ")
+            pad = len(rest) - len(rest[name_end:].lstrip(" "))
+            found.add(5 + columns(rest[:pad]))
+        elif line.startswith(" ") and line.strip():
+            indent = len(line) - len(line.lstrip(" "))
+            found.add(indent + (2 if line.lstrip().startswith("|") else 1))
+    return found
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_every_turn_text_starts_in_one_column(tmp_path: Path, encoding: str) -> None:
+    (tmp_path / "wide.flow").write_text(FLOW, encoding="utf-8")
+    (tmp_path / "wide.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
+    db = str(tmp_path / "runs.db")
+    ran = flowc(tmp_path, encoding, "run", "wide.flow", "--script", "wide.json", "--db", db)
+    logged = flowc(tmp_path, encoding, "log", "last", "--db", db)
+    for transcript in (ran, logged.split("\n", 1)[1]):
+        turns = [line for line in transcript.splitlines() if line[:3].strip().isdigit()]
+        assert len(turns) == 5, transcript
+        if encoding == "ascii":
+            assert transcript.isascii() and "\\u7528\\u6237" in transcript
+        else:
+            assert "用户" in transcript
+        assert len(text_columns(transcript)) == 1, transcript
+
+
+def test_a_resumed_run_keeps_the_column(tmp_path: Path) -> None:
+    """`resume` prints the turns it plays in the column of the names as this output shows
+    them, as `run` did."""
+    (tmp_path / "wide.flow").write_text(FLOW, encoding="utf-8")
+    short = {"script": {"用户": ["你好"], "bot": ["one"]}}
+    (tmp_path / "short.json").write_text(json.dumps(short), encoding="utf-8")
+    (tmp_path / "wide.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
+    db = str(tmp_path / "runs.db")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"}
+    first = subprocess.run(
+        [sys.executable, "-m", "flowc", "run", "wide.flow", "--script", "short.json", "--db", db],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert first.returncode != 0  # stalled: `çé` has no scripted turn
+    resumed = flowc(tmp_path, "ascii", "resume", "last", "--script", "wide.json", "--db", db)
+    assert [line for line in resumed.splitlines() if line[:3].strip().isdigit()], resumed
+    assert len(text_columns(resumed)) == 1, resumed
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_a_findings_caret_stays_under_what_it_marks(tmp_path: Path, encoding: str) -> None:
+    """A finding's excerpt on an output that escapes characters (``\\u7528``) has its
+    caret under the escaped line's columns, as under the line with wide characters."""
+    (tmp_path / "bad.flow").write_text(
+        "speaker `用户`\nspeaker bot\nstart `用户`\nwhen from `用户` then nobody\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding}
+    done = subprocess.run(
+        [sys.executable, "-m", "flowc", "check", "bad.flow"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+    report = done.stdout + done.stderr
+    lines = report.splitlines()
+    [at] = [i for i, line in enumerate(lines) if line.startswith("4 | when from")]
+    excerpt, caret = lines[at], lines[at + 1]
+    start = excerpt.index("nobody")
+    assert caret.index("^") == columns(excerpt[:start]), report
+    assert caret.count("^") == len("nobody"), report
