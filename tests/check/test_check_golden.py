@@ -8,7 +8,10 @@ the knobs dict and the bare graph), and the benchmark's 1,000-rule mix.
 
 A change that is *meant* to change what ``check`` prints re-records the digests, as
 every golden file is rewritten (``.venv/bin/pytest tests/check/test_check_golden.py
---update-golden``), and says so in its commit.
+--update-golden``), and says so in its commit. Beside its digests each input keeps its
+findings as ``CODE@line`` (``findings``), so that such a commit's diff of the golden file,
+and a failure here, say which findings came or went (a digest alone says only that some
+byte changed; a message worded anew keeps the list and changes the digests).
 """
 
 from __future__ import annotations
@@ -78,11 +81,26 @@ def write_input(name: str, folder: Path) -> str:
 
 
 def outputs(name: str) -> dict[str, str]:
-    """sha256 of ``flowc check --format F name`` for each format (run in the input's folder)."""
-    return {
-        fmt: hashlib.sha256(_run(["check", "--format", fmt, name]).encode()).hexdigest()
-        for fmt in FORMATS
-    }
+    """sha256 of ``flowc check --format F name`` for each format (run in the input's
+    folder), and ``findings``: each finding of the JSON report as ``CODE@line``, in its
+    order."""
+    printed = {fmt: _run(["check", "--format", fmt, name]) for fmt in FORMATS}
+    got = {fmt: hashlib.sha256(text.encode()).hexdigest() for fmt, text in printed.items()}
+    got["findings"] = " ".join(
+        f"{d['code']}@{(d.get('location') or {}).get('row', 0)}"
+        for d in json.loads(printed["json"])
+    )
+    return got
+
+
+def _changed(recorded: str, got: str) -> str:
+    """The findings that came and went, as a failure's message says them."""
+    before, after = recorded.split(), got.split()
+    gone = [f for f in before if f not in after]
+    came = [f for f in after if f not in before]
+    if not gone and not came:
+        return "the same findings (CODE@line), worded or ordered otherwise"
+    return f"findings gone: {' '.join(gone) or 'none'}; new: {' '.join(came) or 'none'}"
 
 
 def _recorded() -> dict[str, dict[str, str]]:
@@ -111,7 +129,10 @@ def test_check_output_is_unchanged(
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         return
-    assert got == _recorded()[name], f"`flowc check` prints something else for {name}"
+    recorded = _recorded()[name]
+    assert got == recorded, f"`flowc check` prints something else for {name}: " + _changed(
+        recorded.get("findings", ""), got["findings"]
+    )
 
 
 def test_the_golden_inputs_are_varied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
