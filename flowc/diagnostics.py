@@ -483,20 +483,36 @@ def _encodable_excerpt(
 def display_width(text: str) -> int:
     """How many terminal columns ``text`` takes: a wide character (East Asian Width W or F:
     CJK, most emoji) two, a combining mark or an invisible format character (a zero-width
-    joiner, a variation selector) none, anything else one. The carets under an excerpt
-    are drawn in these columns; the reported columns stay counts of characters.
+    joiner, a variation selector) none, anything else one; an emoji sequence as one
+    emoji: a character the emoji variation selector (U+FE0F) follows takes two (``❤️``),
+    and one joined to the one before it by a zero-width joiner none (``👩‍💻``, woman and
+    laptop: two). The carets under an excerpt are drawn in these columns; the reported
+    columns stay counts of characters.
 
     >>> display_width("abc"), display_width("日本語"), display_width("🎉"), display_width("e\u0301")
     (3, 6, 2, 1)
+    >>> display_width("\u2764\ufe0f"), display_width("\U0001f469\u200d\U0001f4bb")
+    (2, 2)
     """
     width = 0
+    last = 0  # the columns of the last character that took any
+    joined = False
     for ch in text:
         if ch < "\u0300":  # ASCII and Latin-1: one column each (the common case, no lookup)
-            width += 1
+            wide = 1
+        elif ch == "\ufe0f":  # emoji presentation: the character before it is an emoji
+            if last == 1:
+                width, last = width + 1, 2
+            continue
         elif unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            joined = joined or ch == "\u200d"
             continue
         else:
-            width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+            wide = 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+        if joined:  # a part of the emoji before it
+            joined = False
+            continue
+        width, last = width + wide, wide
     return width
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "visible",
     "workflow_data",
     "workflow_property",
+    "written_as",
     "xml_chars",
 ]
 
@@ -86,20 +87,44 @@ _INVISIBLE = re.compile(
 
 
 def in_encoding(text: str, encoding: str | None) -> str:
-    r"""``text`` as a text output in ``encoding`` writes it (flowc's text outputs and
-    Python's stderr escape what their encoding lacks): each character it lacks as its
-    backslash escape. ``None``, or an encoding Python does not know: as it is. What pads
-    or underlines such text measures this form, so columns stay in line.
+    r"""``text`` as a text output in ``encoding`` writes it: ``encoding`` is the output's
+    encoding and error handler as ``PYTHONIOENCODING`` writes them (``ascii:replace``,
+    :func:`written_as`); a character the encoding lacks is what the handler makes of it,
+    by default (and for a handler that raises: flowc's text outputs and Python's stderr
+    do not) its backslash escape. ``None``, or an encoding Python does not know: as it
+    is. What pads or underlines such text measures this form, so columns stay in line.
 
     >>> in_encoding("用户 é", "ascii"), in_encoding("用户 é", "latin-1"), in_encoding("é", None)
     ('\\u7528\\u6237 \\xe9', '\\u7528\\u6237 é', 'é')
+    >>> in_encoding("用户 é", "ascii:replace"), in_encoding("用户 é", "ascii:ignore")
+    ('?? ?', ' ')
     """
     if encoding is None or text.isascii():
         return text
+    name, _, errors = encoding.partition(":")
+    if errors in ("", "strict"):
+        errors = "backslashreplace"
     try:
-        return text.encode(encoding, "backslashreplace").decode(encoding)
-    except LookupError:
+        return text.encode(name, errors).decode(name)
+    except LookupError:  # an encoding (or a handler) Python does not know
         return text
+    except UnicodeError:  # a handler that does not replace (surrogateescape)
+        return text.encode(name, "backslashreplace").decode(name)
+
+
+def written_as(stream: object) -> str | None:
+    """A text stream's encoding and error handler for :func:`in_encoding` (``None`` for
+    a stream with no encoding: a :class:`io.StringIO` holds every character).
+
+    >>> import io, sys
+    >>> written_as(io.StringIO()), written_as(io.TextIOWrapper(io.BytesIO(), "ascii", "replace"))
+    (None, 'ascii:replace')
+    """
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return None
+    errors = getattr(stream, "errors", None)
+    return f"{encoding}:{errors}" if errors else str(encoding)
 
 
 def visible(text: str) -> str:

@@ -25,6 +25,7 @@ from flowc.diagnostics import (
     render_github,
     render_sarif,
 )
+from flowc.escaping import written_as
 from flowc.project.errors import UsageError as UsageError  # the commands raise it too
 from flowc.source import SourceFile
 
@@ -225,7 +226,7 @@ def print_diagnostics(
     out = stream or sys.stderr
     if fmt == "text":
         # one finding at a time: a report of many findings is never held whole
-        encoding = getattr(out, "encoding", None)
+        encoding = written_as(out)
         out.writelines(iter_text(diags, sources, color=use_color(out), encoding=encoding))
         return
     if fmt == "json":

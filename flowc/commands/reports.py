@@ -18,7 +18,7 @@ from pathlib import Path
 import attrs
 
 from flowc.compiler.analysis.targets import Target
-from flowc.diagnostics import Diagnostic, counted, render_concise
+from flowc.diagnostics import Diagnostic, counted, display_width, render_concise
 from flowc.escaping import xml_chars
 from flowc.runtime.coverage import FlowCoverage, percent
 
@@ -126,11 +126,13 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
             f"{pct:.1f}%" + (" (partial)" if partial else ""),
         ]
     )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    # (in terminal columns: a path may hold wide characters)
+    widths = [max(display_width(r[i]) for r in rows) for i in range(len(head))]
     lines = []
     for r in rows:
-        cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)]
-        lines.append("  ".join([*cells, r[-1].rjust(widths[-1])]).rstrip())
+        cells = [c + " " * (w - display_width(c)) for c, w in zip(r[:-1], widths, strict=False)]
+        last = " " * (widths[-1] - display_width(r[-1])) + r[-1]
+        lines.append("  ".join([*cells, last]).rstrip())
     missing = [(f, t) for f in files for t in _by_line(f.missing)]
     if missing:
         lines += ["", "Missing:"]

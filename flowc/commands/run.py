@@ -57,7 +57,7 @@ from flowc.commands.texts import add_command
 from flowc.compiler.serde import canonical_json
 from flowc.diagnostics import counted, has_errors
 from flowc.dsl.names import format_name
-from flowc.escaping import one_line
+from flowc.escaping import one_line, written_as
 from flowc.inputs import DataError
 from flowc.runtime.adapters.base import ChannelMetadata, ProtocolError
 from flowc.runtime.clients import Turn
@@ -805,7 +805,7 @@ def _log_run(store: WalStore, cid: str, mode: str) -> int:
             print(fork.text())
         if cut is not None:
             print(cut)
-        encoding = getattr(sys.stdout, "encoding", None)
+        encoding = written_as(sys.stdout)
         width = speaker_column(target.speakers, encoding)
         pending = list(failures)
         for item in in_order(records, rounds):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -22,7 +23,7 @@ from typing import Any, TextIO
 from flowc.commands.console import EXIT_ERRORS, isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
 from flowc.diagnostics import counted, display_width, shown
-from flowc.escaping import in_encoding, one_line
+from flowc.escaping import in_encoding, one_line, written_as
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
 from flowc.runtime.envelope import FORKED_FROM, Envelope
@@ -75,23 +76,29 @@ def _name(name: Any) -> str:
 
 def speaker_shown(name: str, encoding: str | None = None) -> str:
     r"""A speaker's name as the transcript's speaker column shows it: on one line
-    (:func:`_name`), and each character the output's ``encoding`` lacks as the escape the
-    output writes for it (:func:`~flowc.escaping.in_encoding`; ``None``: every character
-    can be written).
+    (:func:`_name`), a tab as ``\t`` (a terminal moves it to its next stop), and each
+    character the output's ``encoding`` lacks as the output writes it
+    (:func:`~flowc.escaping.in_encoding`: ``ascii``, ``ascii:replace``; ``None``: every
+    character can be written).
 
-    >>> speaker_shown("用户", "ascii"), speaker_shown("用户", "utf-8")
-    ('\\u7528\\u6237', '用户')
+    >>> speaker_shown("用户", "ascii"), speaker_shown("用户", "ascii:replace")
+    ('\\u7528\\u6237', '??')
+    >>> speaker_shown("用户", "utf-8"), speaker_shown("a\tb")
+    ('用户', 'a\\tb')
     """
-    return in_encoding(_name(name), encoding)
+    return in_encoding(_name(name).replace("\t", "\\t"), encoding)
 
 
 def speaker_column(speakers: Iterable[str], encoding: str | None = None) -> int:
     """The width of the transcript's speaker column: its widest name as shown
-    (:func:`speaker_shown`), in terminal columns; at least 4."""
+    (:func:`speaker_shown`), in terminal columns (4 when there is no speaker)."""
     return max((display_width(speaker_shown(s, encoding)) for s in speakers), default=4)
 
 
+@functools.lru_cache(maxsize=1024)
 def _padded(name: str, width: int, encoding: str | None) -> str:
+    """The name in the speaker column, padded to ``width`` columns (once per speaker:
+    every turn of a run shows one of a few)."""
     shown_name = speaker_shown(name, encoding)
     return shown_name + " " * (width - display_width(shown_name))
 
@@ -474,7 +481,7 @@ class RunPrinter:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         #: the speaker column: names as this output can write them, in terminal columns
-        self.encoding: str | None = getattr(self.out, "encoding", None)
+        self.encoding = written_as(self.out)
         self.width = speaker_column(target.speakers, self.encoding)
         if progress is None:
             progress = isatty(self.err)

@@ -43,17 +43,23 @@ def columns(text: str) -> int:
     )
 
 
-def flowc(cwd: Path, encoding: str, *args: str) -> str:
+def flowc_process(cwd: Path, encoding: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``flowc ARGS`` with its output in ``encoding`` (``PYTHONIOENCODING``'s form)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding}
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "flowc", *args],
         cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
-        encoding="utf-8",
+        encoding=encoding.partition(":")[0],  # as the output is written
         timeout=120,
     )
+
+
+def flowc(cwd: Path, encoding: str, *args: str) -> str:
+    """The standard output of ``flowc ARGS``, which must succeed."""
+    done = flowc_process(cwd, encoding, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -77,7 +83,7 @@ def text_columns(transcript: str) -> set[int]:
     return found
 
 
-@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii", "ascii:replace", "latin-1"])
 def test_every_turn_text_starts_in_one_column(tmp_path: Path, encoding: str) -> None:
     (tmp_path / "wide.flow").write_text(FLOW, encoding="utf-8")
     (tmp_path / "wide.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
@@ -87,10 +93,15 @@ def test_every_turn_text_starts_in_one_column(tmp_path: Path, encoding: str) -> 
     for transcript in (ran, logged.split("\n", 1)[1]):
         turns = [line for line in transcript.splitlines() if line[:3].strip().isdigit()]
         assert len(turns) == 5, transcript
-        if encoding == "ascii":
+        if encoding == "utf-8":
+            assert "用户" in transcript and "çé" in transcript
+        elif encoding == "latin-1":  # its own characters as they are
+            assert "\\u7528\\u6237" in transcript and "çé" in transcript
+        elif encoding == "ascii":
             assert transcript.isascii() and "\\u7528\\u6237" in transcript
-        else:
-            assert "用户" in transcript
+        else:  # the handler asked for: `?`, and the column as wide as what is written
+            assert transcript.isascii() and "\\u7528" not in transcript
+            assert "  1  ??   ??" in transcript
         assert len(text_columns(transcript)) == 1, transcript
 
 
@@ -102,14 +113,8 @@ def test_a_resumed_run_keeps_the_column(tmp_path: Path) -> None:
     (tmp_path / "short.json").write_text(json.dumps(short), encoding="utf-8")
     (tmp_path / "wide.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
     db = str(tmp_path / "runs.db")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"}
-    first = subprocess.run(
-        [sys.executable, "-m", "flowc", "run", "wide.flow", "--script", "short.json", "--db", db],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    first = flowc_process(
+        tmp_path, "ascii", "run", "wide.flow", "--script", "short.json", "--db", db
     )
     assert first.returncode != 0  # stalled: `çé` has no scripted turn
     resumed = flowc(tmp_path, "ascii", "resume", "last", "--script", "wide.json", "--db", db)
@@ -117,7 +122,7 @@ def test_a_resumed_run_keeps_the_column(tmp_path: Path) -> None:
     assert len(text_columns(resumed)) == 1, resumed
 
 
-@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii", "ascii:replace"])
 def test_a_findings_caret_stays_under_what_it_marks(tmp_path: Path, encoding: str) -> None:
     """A finding's excerpt on an output that escapes characters (``\\u7528``) has its
     caret under the escaped line's columns, as under the line with wide characters."""
@@ -125,16 +130,7 @@ def test_a_findings_caret_stays_under_what_it_marks(tmp_path: Path, encoding: st
         "speaker `用户`\nspeaker bot\nstart `用户`\nwhen from `用户` then nobody\n",
         encoding="utf-8",
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding}
-    done = subprocess.run(
-        [sys.executable, "-m", "flowc", "check", "bad.flow"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-    )
+    done = flowc_process(tmp_path, encoding, "check", "bad.flow")
     report = done.stdout + done.stderr
     lines = report.splitlines()
     [at] = [i for i, line in enumerate(lines) if line.startswith("4 | when from")]
@@ -142,3 +138,33 @@ def test_a_findings_caret_stays_under_what_it_marks(tmp_path: Path, encoding: st
     start = excerpt.index("nobody")
     assert caret.index("^") == columns(excerpt[:start]), report
     assert caret.count("^") == len("nobody"), report
+
+
+def test_the_coverage_table_lines_up_a_wide_file_name(tmp_path: Path) -> None:
+    flow = 'speaker a\nspeaker b\nstart a\nmax_turns 2\nwhen from a then b\nwhen from b then terminate "x"\n'
+    for name in ("用户用户.flow", "abcdefgh.flow"):
+        (tmp_path / name).write_text(flow, encoding="utf-8")
+    out = flowc(tmp_path, "utf-8", "test", "--coverage", "用户用户.flow", "abcdefgh.flow")
+    lines = out.splitlines()
+    [head] = [line for line in lines if line.startswith("File ")]
+    rows = [line for line in lines if line.startswith(("用户用户.flow ", "abcdefgh.flow "))]
+    assert len(rows) == 2, out
+    starts = {columns(head[: head.index("Speakers")])}
+    starts |= {columns(row[: row.index("0/2")]) for row in rows}
+    assert len(starts) == 1, out
+
+
+def test_an_emoji_sequence_takes_the_columns_of_one_emoji(tmp_path: Path) -> None:
+    """``👩‍💻`` (woman, zero-width joiner, laptop) and ``❤️`` (a heart and the emoji
+    variation selector) take two columns each, as ``ab``: no name is padded."""
+    (tmp_path / "e.flow").write_text(
+        "speaker `👩\u200d💻`\nspeaker `\u2764\ufe0f`\nspeaker ab\nstart `👩\u200d💻`\n"
+        "max_turns 3\nwhen from `👩\u200d💻` then `\u2764\ufe0f`\n"
+        "when from `\u2764\ufe0f` then ab\nwhen from ab then `👩\u200d💻`\n",
+        encoding="utf-8",
+    )
+    script = {"script": {"👩\u200d💻": ["one"], "\u2764\ufe0f": ["two"], "ab": ["three"]}}
+    (tmp_path / "e.json").write_text(json.dumps(script), encoding="utf-8")
+    out = flowc(tmp_path, "utf-8", "run", "e.flow", "--script", "e.json", "--db", ":memory:")
+    turns = [line for line in out.splitlines() if line[:3].strip().isdigit()]
+    assert turns == ["  1  👩\u200d💻  one", "  2  \u2764\ufe0f  two", "  3  ab  three"], out
