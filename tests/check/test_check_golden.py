@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,9 +96,9 @@ def outputs(name: str) -> dict[str, str]:
 
 def _changed(recorded: str, got: str) -> str:
     """The findings that came and went, as a failure's message says them."""
-    before, after = recorded.split(), got.split()
-    gone = [f for f in before if f not in after]
-    came = [f for f in after if f not in before]
+    before, after = Counter(recorded.split()), Counter(got.split())
+    gone = sorted((before - after).elements())  # (a finding reported once less counts)
+    came = sorted((after - before).elements())
     if not gone and not came:
         return "the same findings (CODE@line), worded or ordered otherwise"
     return f"findings gone: {' '.join(gone) or 'none'}; new: {' '.join(came) or 'none'}"
@@ -161,3 +162,10 @@ def test_the_golden_inputs_are_varied(tmp_path: Path, monkeypatch: pytest.Monkey
         "I302",
     }
     assert wanted <= codes, sorted(wanted - codes)
+
+
+def test_a_failure_names_the_findings_that_came_and_went() -> None:
+    assert _changed("W201@3 W203@5 W203@5", "W203@5 W205@9") == (
+        "findings gone: W201@3 W203@5; new: W205@9"  # one W203@5 of two is gone
+    )
+    assert _changed("W201@0 W203@0", "W203@0 W201@0").startswith("the same findings")

@@ -15,6 +15,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FunctionType
 from typing import Any
 
 import pytest
@@ -103,18 +104,33 @@ def _break(monkeypatch: pytest.MonkeyPatch, dotted: str, command: str) -> None:
 _PATCHED: list[tuple[Callable[..., Any], Callable[..., Any]]] = []
 
 
+def _module_globals() -> Iterator[tuple[Any, str, Any]]:
+    """(module, name, value) of every global of every module loaded."""
+    for module in list(sys.modules.values()):
+        for name, value in list(getattr(module, "__dict__", {}).items()):
+            yield module, name, value
+
+
 @pytest.fixture(autouse=True)
 def _no_fault_left_behind() -> Iterator[None]:
     """A module first imported while a function is broken (``from x import f`` run by the
-    command) keeps the broken function after monkeypatch puts the original back; every
-    such copy is put back too, so no later test meets the fault."""
+    command: ``render`` imports ``flowc.compiler.render.rendering``, which takes
+    ``build_diagram`` by name) keeps the broken function as a global after monkeypatch
+    puts the original back: each such global is put back too, and then no module's
+    global may be a broken function, whatever order the tests run in."""
     yield
     while _PATCHED:
         broken, original = _PATCHED.pop()
-        for module in list(sys.modules.values()):
-            for name, value in list(vars(module).items()) if module is not None else []:
-                if value is broken:
-                    setattr(module, name, original)
+        for module, name, value in _module_globals():
+            if value is broken:
+                setattr(module, name, original)
+    left = [
+        f"{module.__name__}.{name}"
+        for module, name, value in _module_globals()
+        if isinstance(value, FunctionType)
+        and value.__qualname__.startswith("_break.<locals>.broken")
+    ]
+    assert left == [], "a fault injected here is left in place"
 
 
 def _fail(
@@ -406,17 +422,3 @@ def test_running_out_of_memory_lets_the_work_go_before_saying_so(
     monkeypatch.setattr(cli, "out_of_memory", out_of_memory)
     assert cli.main(["check", FLOW]) == 2
     assert capsys.readouterr().err.startswith("flowc check: error: out of memory")
-
-
-def test_no_broken_function_is_left_in_any_module_after_the_tests_above() -> None:
-    """Last in this file (pytest keeps a file's order): every fault injected above, even
-    one copied into a module imported while it was in place (``render`` imports
-    ``flowc.compiler.render.rendering``, which takes ``build_diagram`` by name), is gone."""
-    left = [
-        f"{name}.{attr}"
-        for name, module in list(sys.modules.items())
-        if module is not None and name.startswith("flowc")
-        for attr, value in list(vars(module).items())
-        if getattr(value, "__qualname__", "").startswith("_break.<locals>.broken")
-    ]
-    assert left == []

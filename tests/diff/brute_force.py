@@ -433,6 +433,10 @@ def step(
                 break
         else:
             goes = _resolve(v, v.default, speaker, world)
+        if graphs and goes[0] == "speaker" and goes[1] not in v.speakers:
+            # a custom target of a graph may pick anyone: one of the other version's
+            # speakers only is no participant here, as for a hand-off to it (above)
+            return Step(f"{goes[1]} is not a participant")
     if goes[0] == "speaker" and v.max_turns is not None and turn >= v.max_turns:
         goes = ("end", "max_turns")
     return Step(None, _freeze(ctx), goes)
