@@ -483,37 +483,51 @@ def _encodable_excerpt(
 def display_width(text: str) -> int:
     """How many terminal columns ``text`` takes: a wide character (East Asian Width W or F:
     CJK, most emoji) two, a combining mark or an invisible format character (a zero-width
-    joiner, a variation selector) none, anything else one; an emoji sequence as one
-    emoji: a character the emoji variation selector (U+FE0F) follows takes two (``❤️``),
-    and one joined to the one before it by a zero-width joiner none (``👩‍💻``, woman and
-    laptop: two). The carets under an excerpt are drawn in these columns; the reported
-    columns stay counts of characters.
+    joiner, a variation selector) none, anything else one; and an emoji sequence the
+    columns of its first emoji, as terminals that draw it as one picture do: a symbol
+    the emoji variation selector (U+FE0F) follows takes two (``❤️``), and an emoji joined
+    to the emoji before it by a zero-width joiner (``👩‍💻``, woman and laptop), or a
+    skin tone after an emoji, none. A joiner between letters (Devanagari's ``क्‍ष``, or
+    ``a‍b``) joins no picture: each letter keeps its column. The carets under an excerpt
+    are drawn in these columns; the reported columns stay counts of characters.
 
     >>> display_width("abc"), display_width("日本語"), display_width("🎉"), display_width("e\u0301")
     (3, 6, 2, 1)
     >>> display_width("\u2764\ufe0f"), display_width("\U0001f469\u200d\U0001f4bb")
     (2, 2)
+    >>> display_width("a\ufe0f"), display_width("a\u200db"), display_width("\U0001f44d\U0001f3fd")
+    (1, 2, 2)
     """
     width = 0
-    last = 0  # the columns of the last character that took any
-    joined = False
+    last = ""  # the last character that took columns
+    joined = False  # a zero-width joiner follows an emoji
     for ch in text:
         if ch < "\u0300":  # ASCII and Latin-1: one column each (the common case, no lookup)
-            wide = 1
-        elif ch == "\ufe0f":  # emoji presentation: the character before it is an emoji
-            if last == 1:
-                width, last = width + 1, 2
+            width, last, joined = width + 1, ch, False
             continue
-        elif unicodedata.category(ch) in ("Mn", "Me", "Cf"):
-            joined = joined or ch == "\u200d"
+        if ch == "\ufe0f":  # emoji presentation of the symbol before it
+            if last and unicodedata.category(last) == "So" and _columns(last) == 1:
+                width += 1
             continue
-        else:
-            wide = 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-        if joined:  # a part of the emoji before it
-            joined = False
+        category = unicodedata.category(ch)
+        if category in ("Mn", "Me", "Cf"):
+            joined = joined or (ch == "\u200d" and _is_emoji(last))
             continue
-        width, last = width + wide, wide
+        if (joined and _is_emoji(ch)) or ("\U0001f3fb" <= ch <= "\U0001f3ff" and _is_emoji(last)):
+            joined = False  # a part of the emoji before it (or its skin tone)
+            continue
+        width, last, joined = width + _columns(ch), ch, False
     return width
+
+
+def _columns(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def _is_emoji(ch: str) -> bool:
+    """A picture character an emoji sequence is made of (a wide symbol, or a symbol the
+    variation selector may turn into one)."""
+    return bool(ch) and unicodedata.category(ch) == "So"
 
 
 def _underline(text: str, at: int, width: int) -> str:

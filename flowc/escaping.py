@@ -31,6 +31,7 @@ The HTML page quotes with :func:`html.escape`; JSON outputs need nothing beyond
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable
 
@@ -98,6 +99,8 @@ def in_encoding(text: str, encoding: str | None) -> str:
     ('\\u7528\\u6237 \\xe9', '\\u7528\\u6237 é', 'é')
     >>> in_encoding("用户 é", "ascii:replace"), in_encoding("用户 é", "ascii:ignore")
     ('?? ?', ' ')
+    >>> in_encoding("用户", "ascii:no-such-handler"), in_encoding("用户", "no-such-encoding")
+    ('\\u7528\\u6237', '用户')
     """
     if encoding is None or text.isascii():
         return text
@@ -105,10 +108,12 @@ def in_encoding(text: str, encoding: str | None) -> str:
     if errors in ("", "strict"):
         errors = "backslashreplace"
     try:
-        return text.encode(name, errors).decode(name)
-    except LookupError:  # an encoding (or a handler) Python does not know
+        codecs.lookup(name)
+    except LookupError:  # an encoding Python does not know
         return text
-    except UnicodeError:  # a handler that does not replace (surrogateescape)
+    try:
+        return text.encode(name, errors).decode(name)
+    except (LookupError, UnicodeError):  # a handler unknown, or that replaces nothing
         return text.encode(name, "backslashreplace").decode(name)
 
 

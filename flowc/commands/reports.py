@@ -19,7 +19,7 @@ import attrs
 
 from flowc.compiler.analysis.targets import Target
 from flowc.diagnostics import Diagnostic, counted, display_width, render_concise
-from flowc.escaping import xml_chars
+from flowc.escaping import in_encoding, xml_chars
 from flowc.runtime.coverage import FlowCoverage, percent
 
 __all__ = [
@@ -75,7 +75,7 @@ def _by_line(targets: Sequence[Target]) -> list[Target]:
     return sorted(targets, key=lambda t: t.line or 0)
 
 
-def coverage_table(files: Sequence[FlowCoverage]) -> str:
+def coverage_table(files: Sequence[FlowCoverage], encoding: str | None = None) -> str:
     """The terminal report: one row per file, then what is missing and what is not coverable.
 
     >>> from flowc.compiler.analysis.targets import Target
@@ -126,7 +126,9 @@ def coverage_table(files: Sequence[FlowCoverage]) -> str:
             f"{pct:.1f}%" + (" (partial)" if partial else ""),
         ]
     )
-    # (in terminal columns: a path may hold wide characters)
+    # in terminal columns, as an output in ``encoding`` writes each cell (a path may hold
+    # wide characters, or ones the output writes as escapes: flowc.escaping.in_encoding)
+    rows = [[in_encoding(c, encoding) for c in r] for r in rows]
     widths = [max(display_width(r[i]) for r in rows) for i in range(len(head))]
     lines = []
     for r in rows:

@@ -52,6 +52,7 @@ from flowc.compiler.compiled import CompiledFlow
 from flowc.compiler.properties import Property
 from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl import nodes as n
+from flowc.escaping import written_as
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.coverage import FlowCoverage, coverage_targets, measure
 from flowc.runtime.scenarios import ScenarioResult, run_scenario
@@ -273,7 +274,7 @@ def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) ->
         write_output(coverage_cobertura(coverages), args.coverage_xml, "--coverage-xml")
     if args.coverage or args.fail_under is not None:
         print()
-        sys.stdout.write(coverage_table(coverages))
+        sys.stdout.write(coverage_table(coverages, written_as(sys.stdout)))
     covered, live, pct = total(coverages)
     if args.fail_under is not None and not coverages:
         print(

@@ -140,14 +140,16 @@ def test_a_findings_caret_stays_under_what_it_marks(tmp_path: Path, encoding: st
     assert caret.count("^") == len("nobody"), report
 
 
-def test_the_coverage_table_lines_up_a_wide_file_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_the_coverage_table_lines_up_a_wide_file_name(tmp_path: Path, encoding: str) -> None:
     flow = 'speaker a\nspeaker b\nstart a\nmax_turns 2\nwhen from a then b\nwhen from b then terminate "x"\n'
     for name in ("用户用户.flow", "abcdefgh.flow"):
         (tmp_path / name).write_text(flow, encoding="utf-8")
-    out = flowc(tmp_path, "utf-8", "test", "--coverage", "用户用户.flow", "abcdefgh.flow")
+    out = flowc(tmp_path, encoding, "test", "--coverage", "用户用户.flow", "abcdefgh.flow")
     lines = out.splitlines()
     [head] = [line for line in lines if line.startswith("File ")]
-    rows = [line for line in lines if line.startswith(("用户用户.flow ", "abcdefgh.flow "))]
+    wide = "用户用户.flow " if encoding == "utf-8" else "\\u7528\\u6237\\u7528\\u6237.flow "
+    rows = [line for line in lines if line.startswith((wide, "abcdefgh.flow "))]
     assert len(rows) == 2, out
     starts = {columns(head[: head.index("Speakers")])}
     starts |= {columns(row[: row.index("0/2")]) for row in rows}
