@@ -456,28 +456,19 @@ def excerpt(source: SourceFile, span: Span) -> tuple[str, int, int]:
     return text, at, width
 
 
-def _visible_excerpt(text: str, at: int, width: int) -> tuple[str, int, int]:
-    """An excerpt with its control characters written as escapes (:func:`visible`), the
-    caret moved with the text it marks."""
-    if text.isprintable():
+def _shown_excerpt(text: str, at: int, width: int, encoding: str | None) -> tuple[str, int, int]:
+    """An excerpt as the output shows it: its control characters written as escapes
+    (:func:`visible`), and what an output in ``encoding`` lacks as it writes it
+    (:func:`in_encoding`); the caret moved with the text it marks."""
+    if text.isprintable() and (encoding is None or text.isascii()):
         return text, at, width
-    before, marked = visible(text[:at]), visible(text[at : at + width])
-    past_end = max(0, at + width - len(text))  # a span that takes in the line's end
-    return before + marked + visible(text[at + width :]), len(before), len(marked) + past_end
 
+    def show(piece: str) -> str:
+        return in_encoding(visible(piece), encoding)
 
-def _encodable_excerpt(
-    text: str, at: int, width: int, encoding: str | None
-) -> tuple[str, int, int]:
-    """An excerpt as an output in ``encoding`` writes it (:func:`in_encoding`), the caret
-    moved with the text it marks."""
-    if encoding is None or text.isascii():
-        return text, at, width
-    before = in_encoding(text[:at], encoding)
-    marked = in_encoding(text[at : at + width], encoding)
+    before, marked = show(text[:at]), show(text[at : at + width])
     past_end = max(0, at + width - len(text))  # a span that takes in the line's end
-    after = in_encoding(text[at + width :], encoding)
-    return before + marked + after, len(before), len(marked) + past_end
+    return before + marked + show(text[at + width :]), len(before), len(marked) + past_end
 
 
 def display_width(text: str) -> int:
@@ -506,7 +497,7 @@ def display_width(text: str) -> int:
             width, last, joined = width + 1, ch, False
             continue
         if ch == "\ufe0f":  # emoji presentation of the symbol before it
-            if last and unicodedata.category(last) == "So" and _columns(last) == 1:
+            if _is_emoji(last) and _columns(last) == 1:
                 width += 1
             continue
         category = unicodedata.category(ch)
@@ -518,6 +509,18 @@ def display_width(text: str) -> int:
             continue
         width, last, joined = width + _columns(ch), ch, False
     return width
+
+
+def pad_to(text: str, width: int, *, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` terminal columns (:func:`display_width`),
+    on its right, or on its left with ``right`` (as :meth:`str.ljust` and
+    :meth:`str.rjust` pad to a number of characters).
+
+    >>> pad_to("用户", 6) + "|", pad_to("ab", 4, right=True)
+    ('用户  |', '  ab')
+    """
+    spaces = " " * (width - display_width(text))
+    return spaces + text if right else text + spaces
 
 
 def _columns(ch: str) -> int:
@@ -582,9 +585,7 @@ def iter_text(
         arrow = f"{_BLUE}-->{_RESET}" if color else "-->"
         out.append(f"{pad}{arrow} {_location(d)}")
         if d.span is not None and source is not None and d.quote_source:
-            line_text, at, width = _encodable_excerpt(
-                *_visible_excerpt(*excerpt(source, d.span)), encoding
-            )
+            line_text, at, width = _shown_excerpt(*excerpt(source, d.span), encoding)
             out.append(f"{pad} {bar}")
             out.append(f"{d.span.line:>{gutter_width}} {bar} {line_text}")
             caret = _underline(line_text, at, width)

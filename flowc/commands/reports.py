@@ -18,7 +18,7 @@ from pathlib import Path
 import attrs
 
 from flowc.compiler.analysis.targets import Target
-from flowc.diagnostics import Diagnostic, counted, display_width, render_concise
+from flowc.diagnostics import Diagnostic, counted, display_width, pad_to, render_concise
 from flowc.escaping import in_encoding, xml_chars
 from flowc.runtime.coverage import FlowCoverage, percent
 
@@ -132,9 +132,8 @@ def coverage_table(files: Sequence[FlowCoverage], encoding: str | None = None) -
     widths = [max(display_width(r[i]) for r in rows) for i in range(len(head))]
     lines = []
     for r in rows:
-        cells = [c + " " * (w - display_width(c)) for c, w in zip(r[:-1], widths, strict=False)]
-        last = " " * (widths[-1] - display_width(r[-1])) + r[-1]
-        lines.append("  ".join([*cells, last]).rstrip())
+        cells = [pad_to(c, w) for c, w in zip(r[:-1], widths, strict=False)]
+        lines.append("  ".join([*cells, pad_to(r[-1], widths[-1], right=True)]).rstrip())
     missing = [(f, t) for f in files for t in _by_line(f.missing)]
     if missing:
         lines += ["", "Missing:"]

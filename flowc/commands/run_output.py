@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from flowc.commands.console import EXIT_ERRORS, isatty
 from flowc.commands.human_prompt import HumanPrompt, PromptError, complete
-from flowc.diagnostics import counted, display_width, shown
+from flowc.diagnostics import counted, display_width, pad_to, shown
 from flowc.escaping import in_encoding, one_line, written_as
 from flowc.runtime.adapters.workflow import WorkflowState
 from flowc.runtime.clients import Turn
@@ -99,8 +99,7 @@ def speaker_column(speakers: Iterable[str], encoding: str | None = None) -> int:
 def _padded(name: str, width: int, encoding: str | None) -> str:
     """The name in the speaker column, padded to ``width`` columns (once per speaker:
     every turn of a run shows one of a few)."""
-    shown_name = speaker_shown(name, encoding)
-    return shown_name + " " * (width - display_width(shown_name))
+    return pad_to(speaker_shown(name, encoding), width)
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -11,15 +11,13 @@ pointed left of its mark."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cli import test_unencodable_output as unencodable
 
 FLOW = """\
 speaker `用户`
@@ -44,17 +42,9 @@ def columns(text: str) -> int:
 
 
 def flowc_process(cwd: Path, encoding: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``flowc ARGS`` with its output in ``encoding`` (``PYTHONIOENCODING``'s form)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding}
-    return subprocess.run(
-        [sys.executable, "-m", "flowc", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding=encoding.partition(":")[0],  # as the output is written
-        timeout=120,
-    )
+    """``flowc ARGS`` with its output in ``encoding`` (``PYTHONIOENCODING``'s form), read
+    as it is written."""
+    return unencodable.flowc(cwd, *args, encoding=encoding, decode=encoding.partition(":")[0])
 
 
 def flowc(cwd: Path, encoding: str, *args: str) -> str:

@@ -34,14 +34,16 @@ HUMAN = "\\u7528\\u6237"  # 用户, as the transcript writes it on an ASCII stdo
 
 
 def flowc(
-    cwd: Path, *args: str, encoding: str = "ascii:strict"
+    cwd: Path, *args: str, encoding: str = "ascii:strict", decode: str = "latin-1"
 ) -> subprocess.CompletedProcess[str]:
+    """``flowc ARGS`` with ``PYTHONIOENCODING=encoding``, its output read as ``decode``
+    (by default whatever it wrote, as bytes; ASCII stays ASCII)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding}
     return subprocess.run(
         [sys.executable, "-m", "flowc", *args],
         capture_output=True,
         text=True,
-        encoding="latin-1",  # (whatever it wrote, as bytes; ASCII stays ASCII)
+        encoding=decode,
         env=env,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
