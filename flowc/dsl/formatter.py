@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from flowc.diagnostics import FlowError
+from flowc.diagnostics import FlowError, display_width, pad_to
 from flowc.dsl import nodes as n
 from flowc.dsl.comments import Comments
 from flowc.dsl.ignores import IGNORE
@@ -534,12 +534,13 @@ def _then_columns(lines: Sequence[_Line | _Run | None]) -> dict[int, str]:
     def close() -> None:
         if len(run) > 1:
             splits = {i: lines[i].then_at or 0 for i in run}  # type: ignore[union-attr]
-            widths = list(splits.values())
-            if max(widths) - min(widths) <= MAX_ALIGN_GAP:
-                column = max(widths)
+            # (in columns: a wide name takes two per character, as an editor shows it)
+            widths = {i: _width(lines[i].code[:at]) for i, at in splits.items()}  # type: ignore[union-attr]
+            if max(widths.values()) - min(widths.values()) <= MAX_ALIGN_GAP:
+                column = max(widths.values())
                 for i, at in splits.items():
                     code = lines[i].code  # type: ignore[union-attr]
-                    codes[i] = code[:at] + " " * (column - at) + code[at:]
+                    codes[i] = code[:at] + " " * (column - widths[i]) + code[at:]
         run.clear()
 
     for i, line in enumerate(lines):
@@ -553,6 +554,12 @@ def _then_columns(lines: Sequence[_Line | _Run | None]) -> dict[int, str]:
             close()
     close()
     return codes
+
+
+def _width(code: str) -> int:
+    """The columns ``code`` takes in an editor (:func:`display_width`; its characters in
+    ASCII)."""
+    return len(code) if code.isascii() else display_width(code)
 
 
 def _layout(printer: _Printer) -> str:
@@ -573,7 +580,7 @@ def _layout(printer: _Printer) -> str:
 
     def close() -> None:
         nonlocal run_pad
-        widths = [len(code_of(i, lines[i])) for i in commented]  # type: ignore[arg-type]
+        widths = [_width(code_of(i, lines[i])) for i in commented]  # type: ignore[arg-type]
         if len(commented) > 1 and max(widths) - min(widths) <= MAX_ALIGN_GAP:
             column = max(widths)
             for i in commented:
@@ -625,8 +632,8 @@ def _layout(printer: _Printer) -> str:
             emit(line.pad + code_of(i, line))
         else:
             code = code_of(i, line)
-            width = comment_column.get(i, len(code))
-            emit(line.pad + code.ljust(width) + "  " + line.comment)
+            width = comment_column.get(i)
+            emit(line.pad + (code if width is None else pad_to(code, width)) + "  " + line.comment)
     return out.getvalue()
 
 

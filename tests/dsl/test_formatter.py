@@ -129,3 +129,44 @@ def test_range_format_keeps_statements_that_share_a_line(
     for start, end, new in reversed(edits):
         lines[start:end] = [new]
     assert "".join(lines) == format_source(text, "f.flow")
+
+
+def _columns(text: str) -> int:
+    """Terminal columns, counted here from the Unicode tables (not by flowc's code): a
+    wide or full-width character two, a combining mark none, any other one."""
+    import unicodedata
+
+    return sum(
+        0
+        if unicodedata.combining(ch)
+        else 2
+        if unicodedata.east_asian_width(ch) in ("W", "F")
+        else 1
+        for ch in text
+    )
+
+
+def test_alignment_counts_columns_not_characters() -> None:
+    """`then` and trailing comments line up as an editor shows them: a wide name takes two
+    columns per character, an accent written as a combining mark none."""
+    src = (
+        "speaker user: human\nspeaker `用户`\nspeaker `cafe\u0301`\n"
+        "when from user then `用户` # one\n"
+        "when from `用户` then `cafe\u0301` # two\n"
+        "when from `cafe\u0301` then user # three\n"
+    )
+    out = format_source(src)
+    rules = [line for line in out.splitlines() if line.startswith("when ")]
+    assert len(rules) == 3
+    thens = {_columns(line[: line.index(" then ")]) for line in rules}
+    comments = {_columns(line[: line.index("#")]) for line in rules}
+    assert len(thens) == 1 and len(comments) == 1, out
+    # as narrow as the widest rule allows: the widest `when` part is followed by one space
+    assert (
+        min(
+            len(line[: line.index(" then ")]) - len(line[: line.index(" then ")].rstrip())
+            for line in rules
+        )
+        == 0
+    )
+    assert format_source(out) == out
