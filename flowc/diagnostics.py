@@ -795,11 +795,13 @@ def render_json(diagnostics: Iterable[Diagnostic]) -> str:
 
 def render_github(diagnostics: Iterable[Diagnostic]) -> str:
     """GitHub Actions workflow annotations: one workflow command a finding, its message and
-    properties escaped as workflow commands need (:mod:`flowc.escaping`)."""
+    properties escaped as workflow commands need (:mod:`flowc.escaping`), and each control
+    or invisible character written as an escape (:func:`visible`), as in text output."""
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
     lines = []
     for d in diagnostics:
-        props = [f"file={workflow_property(d.filename)}"]
+        # (control characters escaped too: a log viewer acts on them, ``\x1b[2J`` clears it)
+        props = [f"file={workflow_property(visible(d.filename))}"]
         if d.span is not None:
             props += [
                 f"line={d.span.line}",
@@ -808,9 +810,9 @@ def render_github(diagnostics: Iterable[Diagnostic]) -> str:
                 f"endColumn={d.span.end_column}",
             ]
         props.append(f"title={workflow_property(f'{d.code.id} {d.code.name}')}")
-        message = elide_quoted(d.message)
+        message = visible(elide_quoted(d.message))
         if d.help:
-            message += f"\nhelp: {elide_quoted(d.help)}"
+            message += f"\nhelp: {visible(elide_quoted(d.help))}"
         lines.append(f"::{level[d.severity]} {','.join(props)}::{workflow_data(message)}\n")
     return "".join(lines)
 

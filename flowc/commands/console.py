@@ -342,12 +342,22 @@ def _replace(target: str, data: bytes) -> None:
 
 
 def parse_bindings(items: Sequence[str] | None) -> dict[str, str]:
-    """``--bind NAME=ID`` values as a dict."""
+    """``--bind NAME=ID`` values as a dict; one speaker bound twice to different ids is
+    refused (the last would win silently), the same binding repeated is one.
+
+    >>> parse_bindings(["a=x", "b=y", "a=x"])
+    {'a': 'x', 'b': 'y'}
+    >>> parse_bindings(["a=x", "a=y"])
+    Traceback (most recent call last):
+    flowc.project.errors.UsageError: --bind binds `a` twice: to 'x' and to 'y'
+    """
     out: dict[str, str] = {}
     for item in items or ():
         name, sep, agent_id = item.partition("=")
         if not sep or not name or not agent_id:
             raise UsageError(f"--bind takes NAME=ID, got {item!r}")
+        if out.get(name, agent_id) != agent_id:
+            raise UsageError(f"--bind binds `{name}` twice: to {out[name]!r} and to {agent_id!r}")
         out[name] = agent_id
     return out
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from flowc.commands import console
 from flowc.commands.texts import add_command
 from flowc.diagnostics import E001, Diagnostic, FlowError
+from flowc.project.config import Config
 
 
 def cmd_decompile(args: argparse.Namespace) -> int:
@@ -16,6 +17,7 @@ def cmd_decompile(args: argparse.Namespace) -> int:
     from flowc.compiler.pipeline import read_json
 
     console.check_output(args.output, inputs=[args.file])
+    Config.for_inputs([args.file])  # (no setting is read, but a broken table is refused)
     source, diags = console.read_source(args.file)
     if source is None:
         console.print_diagnostics(diags, {})

@@ -14,6 +14,7 @@ from flowc.commands.batch import collector_paused
 from flowc.commands.texts import add_command
 from flowc.diagnostics import FlowError, counted
 from flowc.dsl.formatter import FormatterBug, format_source
+from flowc.project.config import Config
 
 
 def summary(changed: int, unchanged: int, failed: int, *, check: bool) -> str:
@@ -57,6 +58,8 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     changed_files = unchanged_files = failed_files = 0
     # a folder as `check` walks it: an entry that cannot be read is said, the rest formatted
     inputs = console.collect(args.files)
+    # (fmt takes no setting, but a broken [tool.flowc] is refused as every command does)
+    Config.for_inputs(args.files)
     paths = [path for path, _ in inputs.files]
     if not paths and not inputs.problems:
         raise console.no_inputs(args.files, ".flow files", "nothing to format")

@@ -12,12 +12,14 @@ from collections.abc import Callable
 
 from flowc.commands import console
 from flowc.commands.texts import add_command
+from flowc.project.config import Config
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from flowc.migrate import migrate_source
 
     console.check_output(args.output, inputs=[args.input])
+    Config.for_inputs([args.input])  # (no setting is read, but a broken table is refused)
     source, diags = console.read_source(args.input)
     if source is None:
         console.print_diagnostics(diags, {}, args.format)

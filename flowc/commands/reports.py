@@ -283,10 +283,13 @@ class SuiteResult:
     error_text: str | None = None
 
 
-def compile_error(errors: Sequence[Diagnostic]) -> tuple[str, str]:
-    """A JUnit error's message and text for a file that does not compile: the first
-    error in the message (``file:line:col: CODE message``, and how many more), every
-    error in the text, one a line.
+def compile_error(
+    errors: Sequence[Diagnostic], head: str = "the file does not compile"
+) -> tuple[str, str]:
+    """A JUnit error's message and text for a file that does not compile (or whose
+    scenarios expect what no run does: ``head`` says which): the first error in the
+    message (``file:line:col: CODE message``, and how many more), every error in the
+    text, one a line.
 
     >>> from flowc.diagnostics import E101
     >>> from flowc.source import SourceFile
@@ -295,7 +298,6 @@ def compile_error(errors: Sequence[Diagnostic]) -> tuple[str, str]:
     >>> compile_error([d, d])[0]
     'the file does not compile: f.flow:3:18: E101 `c` is not a declared speaker (and 1 more error)'
     """
-    head = "the file does not compile"
     if not errors:
         return head, head
     first = render_concise(errors[:1]).rstrip("\n")

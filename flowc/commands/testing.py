@@ -1,10 +1,11 @@
 """`flowc test` (scenarios, selection, JUnit XML, coverage) and `flowc scenarios`.
 
 Exit codes: 0 every selected scenario passed (and coverage is at least
-``--fail-under``); 1 a scenario failed, a file did not compile, or coverage is
-under the bar or, under ``--fail-under`` without ``--allow-partial``, partial (the
-analysis of a file stopped at its state bound, I301); 2 the command could not run
-(a missing file, a bad option).
+``--fail-under``); 1 a scenario failed, a file did not compile (or holds a scenario
+no run can pass, E111), or coverage is under the bar or, under ``--fail-under``
+without ``--allow-partial``, partial (the analysis of a file stopped at its state
+bound, I301); 2 the command could not run (a missing file, a bad option, a ``-k``
+that selects none of the scenarios there are).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from flowc.compiler.properties import Property
 from flowc.diagnostics import Diagnostic, counted, has_errors
 from flowc.dsl import nodes as n
 from flowc.escaping import written_as
+from flowc.project.config import Config
 from flowc.runtime.adapters.base import ProtocolError
 from flowc.runtime.coverage import FlowCoverage, coverage_targets, measure
 from flowc.runtime.scenarios import ScenarioResult, run_scenario
@@ -69,25 +71,27 @@ def compile_file(path: str, options: CheckOptions | None = None) -> CompiledFlow
 
 def _compile_read(
     source: SourceFile | None, diags: tuple[Diagnostic, ...], options: CheckOptions | None
-) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...]]:
+) -> tuple[CompiledFlow | None, tuple[Diagnostic, ...], bool]:
     """A `.flow` file already read (:func:`read_source`'s result) compiled, its diagnostics
     printed, with the errors that stopped it (none when it compiled), among them a
     scenario expecting a close reason no run ends with (E111, found by exploring the flow
-    within ``options``' bound)."""
+    within ``options``' bound); and whether it compiled (as `flowc compile` takes it:
+    false when only such an E111 stopped it)."""
     from flowc.compiler.analysis.endings import scenario_ending_errors
     from flowc.compiler.pipeline import compile_source
 
     if source is None:
         print_diagnostics(diags, {})
-        return None, tuple(diags)
+        return None, tuple(diags), False
     compiled, diags = compile_source(source)
-    if compiled is not None and not has_errors(diags):
+    compiles = compiled is not None and not has_errors(diags)
+    if compiled is not None and compiles:
         diags = (*diags, *scenario_ending_errors(compiled, options, filename=source.name))
     if diags:
         print_diagnostics(diags, {source.name: source})
     if compiled is None or has_errors(diags):
-        return None, tuple(d for d in diags if d.is_error)
-    return compiled, ()
+        return None, tuple(d for d in diags if d.is_error), compiles
+    return compiled, (), True
 
 
 def _graph_errors(
@@ -177,7 +181,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     )
     keep = selector(args.k)
     setup_plugins(args, files)
-    passed = failed = broken = deselected = unrunnable = read = 0
+    passed = failed = broken = deselected = unrunnable = impossible = unloaded = read = 0
     suites: list[SuiteResult] = []
     coverages: list[FlowCoverage] = []
     for path in files:
@@ -193,16 +197,27 @@ def cmd_test(args: argparse.Namespace) -> int:
             errors = _graph_errors(*got)
             if errors is not None:
                 broken += 1
+                unloaded += 1
                 print("  ERROR the file does not load")
-                suites.append(SuiteResult(path, (), *compile_error(errors)))
+                suites.append(
+                    SuiteResult(path, (), *compile_error(errors, "the file does not load"))
+                )
             else:
                 print("  (no scenarios: scenarios are written in .flow files)")
             continue
-        compiled, errors = _compile_read(*got, options)
+        compiled, errors, compiles = _compile_read(*got, options)
         if compiled is None:
             broken += 1
-            print("  ERROR the file does not compile")
-            suites.append(SuiteResult(path, (), *compile_error(errors)))
+            # (a file that compiles may still hold a scenario no run can pass: E111, which
+            # only exploring the flow finds, as `check` does)
+            head = (
+                "a scenario expects what no run of the flow does"
+                if compiles
+                else "the file does not compile"
+            )
+            impossible += compiles
+            print(f"  ERROR {head}")
+            suites.append(SuiteResult(path, (), *compile_error(errors, head)))
             continue
         if compiled.scenarios and report_unimplemented(compiled, path):
             broken += 1
@@ -242,18 +257,15 @@ def cmd_test(args: argparse.Namespace) -> int:
                 measure(coverage_targets(compiled, options, filename=path), results, path)
             )
     total_run = passed + failed
-    summary = f"{counted(total_run, 'scenario')}: {passed} passed, {failed} failed"
-    if deselected:
-        summary += f" ({deselected} deselected by -k)"
-    if broken - unrunnable:
-        k = broken - unrunnable
-        summary += f"; {counted(k, 'file')} did not compile"
-    if unrunnable:
-        summary += f"; {counted(unrunnable, 'file')} lacked custom implementations"
-    if args.exitfirst and (failed or broken):
-        summary += "; stopped at the first failure (-x)"
     if read or not inputs.problems:  # (a path that could not be read is the whole story)
-        print(summary)
+        stopped = args.exitfirst and bool(failed or broken)
+        print(
+            _summary(
+                passed, failed, deselected, broken, (unrunnable, impossible, unloaded), stopped
+            )
+        )
+    if not (total_run or broken or inputs.problems) and _selected_none(args.k, deselected):
+        return EXIT_USAGE  # (no report is written: none would say what was meant)
     for where, why in inputs.unread:  # (in the report too: CI reads it, not the exit status)
         suites.append(SuiteResult(where, (), f"the file cannot be read: {why}"))
     if args.junit_xml:
@@ -265,6 +277,52 @@ def cmd_test(args: argparse.Namespace) -> int:
     if inputs.problems:
         return EXIT_USAGE
     return EXIT_OK if ok else EXIT_ERRORS
+
+
+def _selected_none(patterns: list[str] | None, deselected: int) -> bool:
+    """Whether ``-k`` deselected every scenario there is (said on stderr): a mistyped
+    pattern would otherwise pass in CI with nothing run."""
+    if not patterns or not deselected:
+        return False
+    print(
+        f"flowc test: -k selected none of the {counted(deselected, 'scenario')}: "
+        + ", ".join(repr(k) for k in patterns),
+        file=sys.stderr,
+    )
+    return True
+
+
+def _summary(
+    passed: int,
+    failed: int,
+    deselected: int,
+    broken: int,
+    why: tuple[int, int, int],
+    stopped: bool,
+) -> str:
+    """`flowc test`'s last line: the scenarios run, and the files that did not run
+    (``broken`` of them; ``why``: how many for want of custom implementations, for a
+    scenario no run can pass, as JSON graphs that do not load; the rest did not compile).
+
+    >>> _summary(1, 0, 1, 3, (0, 1, 1), False)
+    '1 scenario: 1 passed, 0 failed (1 deselected by -k); 1 file did not compile; 1 file did not load; 1 file with scenarios no run can pass (E111)'
+    """
+    unrunnable, impossible, unloaded = why
+    summary = f"{counted(passed + failed, 'scenario')}: {passed} passed, {failed} failed"
+    if deselected:
+        summary += f" ({deselected} deselected by -k)"
+    if broken - unrunnable - impossible - unloaded:
+        k = broken - unrunnable - impossible - unloaded
+        summary += f"; {counted(k, 'file')} did not compile"
+    if unloaded:
+        summary += f"; {counted(unloaded, 'file')} did not load"
+    if impossible:
+        summary += f"; {counted(impossible, 'file')} with scenarios no run can pass (E111)"
+    if unrunnable:
+        summary += f"; {counted(unrunnable, 'file')} lacked custom implementations"
+    if stopped:
+        summary += "; stopped at the first failure (-x)"
+    return summary
 
 
 def _report_coverage(args: argparse.Namespace, coverages: list[FlowCoverage]) -> bool:
@@ -314,6 +372,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
             f"{path}: scenarios are written in .flow files; decompile the graph first "
             "(flowc decompile)"
         )
+    Config.for_inputs([path])  # (no setting is read, but a broken table is refused)
     options = CheckOptions(max_states=args.max_states)
     compiled = compile_file(path, options)
     if compiled is None:

@@ -1004,6 +1004,64 @@ def _word_at(source: SourceFile, pos: int) -> tuple[Span, str]:
     return source.span(start, end), text[start:end]
 
 
+#: what may follow a backslash in a string (JSON's escapes; ``u`` takes four hex digits)
+_ESCAPES = set('"\\/bfnrtu')
+
+
+def _string_error(source: SourceFile, pos: int) -> tuple[Span, str, str]:
+    r"""What is wrong with the string that opens at ``pos`` (which the lexer refused):
+    the first bad escape or raw control character in it, or its missing end on the
+    line, with a span on that very place.
+
+    >>> src = SourceFile("f", 'x "a\\qb" "c\td" "e')
+    >>> [(_string_error(src, p)[0].column, _string_error(src, p)[1]) for p in (2, 9, 15)]
+    [(5, 'invalid escape `\\q` in a string'), (12, 'a tab cannot be written as it is in a string'), (16, 'unterminated string')]
+    """
+    text, i = source.text, pos + 1
+    while i < len(text) and text[i] not in '"\n\r':
+        ch = text[i]
+        if ch == "\\":
+            nxt = text[i + 1 : i + 2]
+            if nxt in ("", "\n", "\r"):
+                break  # (a backslash at the end of the line: the string is not closed)
+            hex_ok = nxt == "u" and re.fullmatch("[0-9a-fA-F]{4}", text[i + 2 : i + 6])
+            if nxt not in _ESCAPES or (nxt == "u" and not hex_ok):
+                if nxt == "u":
+                    message = "`\\u` in a string takes four hex digits"
+                elif nxt.isprintable() and not unicodedata.combining(nxt):
+                    message = f"invalid escape `\\{nxt}` in a string"
+                else:  # (a character that shows nothing, or draws over the backslash)
+                    message = f"a backslash followed by U+{ord(nxt):04X} is no escape in a string"
+                return (
+                    source.span(i, i + 1 + len(nxt)),
+                    message,
+                    'strings are JSON strings: the escapes are `\\"`, `\\\\`, `\\/`, `\\b`, '
+                    "`\\f`, `\\n`, `\\r`, `\\t` and `\\uXXXX` (four hex digits)",
+                )
+            i += 2
+            continue
+        if ch < " ":
+            what = "a tab" if ch == "\t" else f"the control character U+{ord(ch):04X}"
+            escape = "\\t" if ch == "\t" else f"\\u{ord(ch):04x}"
+            return (
+                source.span(i, i + 1),
+                f"{what} cannot be written as it is in a string",
+                f"write it as `{escape}`",
+            )
+        i += 1
+    if i < len(text) and text[i] == '"':  # (closed: refused for another reason)
+        return (
+            source.span(pos, pos + 1),
+            "invalid string",
+            'strings are JSON strings: close them on the same line, escape `"` as `\\"`',
+        )
+    return (
+        source.span(pos, pos + 1),
+        "unterminated string",
+        'close the string with `"` on the same line (a line break in it is written `\\n`)',
+    )
+
+
 def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
     help_text = None
     if isinstance(err, UnexpectedToken):
@@ -1039,8 +1097,11 @@ def _syntax_error(source: SourceFile, err: UnexpectedInput) -> Diagnostic:
         span = source.span(pos, pos + 1)
         shown = repr(char) if not char.isprintable() or char == "" else f"`{char}`"
         if char == '"':
-            message = "unterminated or invalid string"
-            help_text = 'strings are JSON strings: close them on the same line, escape `"` as `\\"`'
+            span, message, help_text = _string_error(source, pos)
+        elif char == "`" and source.text[pos + 1 : pos + 2] == "`":
+            span = source.span(pos, pos + 2)
+            message = "a name in backquotes cannot be empty"
+            help_text = "write the name between the backquotes, or remove them"
         elif char == "`":
             message = "unterminated backquoted name"
             help_text = "close the name with a backquote on the same line"

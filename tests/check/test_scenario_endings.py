@@ -87,7 +87,10 @@ def test_it_is_refused_when_the_default_is_never_reached(
     assert f"unreachable.flow:10:20: E111 {IMPLICIT}\n" in capsys.readouterr().out
     assert main(["test", "unreachable.flow"]) == 1
     out, err = capsys.readouterr()
-    assert "ERROR the file does not compile" in out and f"error[E111]: {IMPLICIT}" in err
+    assert (
+        "ERROR a scenario expects what no run of the flow does" in out
+        and f"error[E111]: {IMPLICIT}" in err
+    )
     assert main(["scenarios", "unreachable.flow"]) == 1
     assert f"error[E111]: {IMPLICIT}" in capsys.readouterr().err
 

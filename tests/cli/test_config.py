@@ -13,7 +13,19 @@ from flowc.project.config import KEYS
 FLOW = "speaker user: human\nspeaker bot\nwhen from user then bot\n"
 
 
-@pytest.mark.parametrize("command", [["check"], ["compile"], ["test"], ["render", "-f", "dot"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check"],
+        ["compile"],
+        ["test"],
+        ["render", "-f", "dot"],
+        ["fmt", "--check"],
+        ["scenarios"],
+        ["decompile"],
+        ["migrate"],
+    ],
+)
 def test_an_unknown_setting_is_an_error_listing_the_settings(
     tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:

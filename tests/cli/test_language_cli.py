@@ -81,6 +81,13 @@ def test_compile_bad_bind_is_a_usage_error(
     assert code == 2 and "nobody" in err
     code, _, err = run(["compile", str(flow_file), "--bind", "justaname"], capsys)
     assert code == 2 and "NAME=ID" in err
+    # one speaker bound to two ids: refused, not the last one taken
+    argv = ["compile", str(flow_file), "--bind", "drafter=x", "--bind", "drafter=y"]
+    code, out, err = run(argv, capsys)
+    assert code == 2 and "binds `drafter` twice: to 'x' and to 'y'" in err and not out
+    # the same binding given twice is one binding
+    code, _, _ = run([*argv[:-2], "--bind", "drafter=x"], capsys)
+    assert code == 0
 
 
 @pytest.mark.parametrize(

@@ -43,8 +43,10 @@ def test_a_json_file_that_does_not_load_fails(
     assert main(["test", str(broken), "--junit-xml", str(junit)]) == 1
     out, err = capsys.readouterr()
     assert "ERROR the file does not load" in out and "no scenarios" not in out
+    assert "0 scenarios: 0 passed, 0 failed; 1 file did not load" in out, out
     assert f"error[{error}]" in err and where in err
     assert 'errors="1"' in junit.read_text()
+    assert 'message="the file does not load: ' in junit.read_text()
     # the same verdict as `check`
     assert main(["check", str(broken)]) == 1
 

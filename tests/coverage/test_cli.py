@@ -73,6 +73,21 @@ def test_k_selects_scenarios_and_x_stops_at_the_first_failure(
     assert "1 scenario: 1 passed, 0 failed (1 deselected by -k)" in out
     assert main(["test", str(project / "review.flow"), "-k", "not drafts", "-k", "*once"]) == 0
     assert "ok    approve at once" in capsys.readouterr().out
+    # a pattern that selects nothing is a mistake, not a pass (in CI it would run nothing)
+    assert main(["test", str(project / "review.flow"), "-k", "drafts first typo"]) == 2
+    captured = capsys.readouterr()
+    assert "0 scenarios: 0 passed, 0 failed (2 deselected by -k)" in captured.out
+    assert "-k selected none of the 2 scenarios: 'drafts first typo'" in captured.err
+    # over several files (one without scenarios), with -x, and with reports asked for:
+    # the same, and no report is written (none would say what was meant)
+    junit, cov = project / "k.xml", project / "k.json"
+    (project / "plain.flow").write_text("speaker a: human\nspeaker b\nwhen from a then b\n")
+    argv = [str(project / "review.flow"), str(project / "plain.flow"), "-k", "zzz", "-x"]
+    assert main(["test", *argv, "--junit-xml", str(junit), "--coverage-json", str(cov)]) == 2
+    assert "-k selected none of the 2 scenarios" in capsys.readouterr().err
+    assert not junit.exists() and not cov.exists()
+    # a file without scenarios, and no -k: nothing to run is no mistake
+    assert main(["test", str(project / "plain.flow")]) == 0
     # -x: failing.flow sorts before review.flow; nothing after the failure runs
     assert main(["test", str(project / "failing.flow"), str(project / "review.flow"), "-x"]) == 1
     out = capsys.readouterr().out
@@ -260,4 +275,29 @@ def test_coverage_of_a_graph_alone_says_no_flow_file_compiled(
     assert "(no scenarios: scenarios are written in .flow files)" in out
     assert out.endswith(
         "coverage: no .flow file compiled, so nothing is covered: --fail-under 10% fails\n"
+    )
+
+
+def test_a_file_that_compiles_with_a_scenario_no_run_can_pass_is_named_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """E111 on a scenario's ending (found by exploring the flow, as `check` does) stops the
+    file, which `flowc compile` takes: it is not said not to compile."""
+    flow = tmp_path / "ending.flow"
+    flow.write_text(
+        "speaker u: human\nspeakers a\nwhen from u then a\n"
+        'when from a then terminate "done"\notherwise terminate "never"\n'
+        'scenario "s" { u: "1" expect terminate "never" }\n'
+    )
+    assert main(["compile", str(flow), "-o", str(tmp_path / "out.json")]) == 0
+    capsys.readouterr()
+    out = tmp_path / "junit.xml"
+    assert main(["test", str(flow), "--junit-xml", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "ERROR a scenario expects what no run of the flow does" in text, text
+    assert "1 file with scenarios no run can pass (E111)" in text, text
+    assert "not compile" not in text, text
+    [error] = junit_valid(out).findall(".//error")
+    assert (error.get("message") or "").startswith(
+        f"a scenario expects what no run of the flow does: {flow}:6:40: E111 "
     )

@@ -28,6 +28,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from flowc.cli import main
+from flowc.escaping import visible
 
 #: what the names bring: an element, a comment, links, autolinks of bare URLs and an
 #: e-mail address, a mention, emphasis, strikethrough, an entity, a table cell's end, a
@@ -364,4 +365,21 @@ def test_github_annotations_are_one_command_each_with_their_own_properties(
         assert set(props) <= {"file", "line", "col", "endLine", "endColumn", "title"}, line
         assert _workflow_unescaped(props["file"]) in files
         message = _workflow_unescaped(match[3])
-        assert any(message.startswith(f["message"]) for f in findings), message
+        assert any(message.startswith(visible(f["message"])) for f in findings), message
+        # a log viewer acts on control characters (the hostile names hold `\x1b[31m`)
+        assert "\x1b" not in line and "\x01" not in line, line
+    assert any("\\x1b[31m" in line for line in lines), lines
+
+
+def test_github_annotations_write_control_and_bidi_characters_as_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name that clears the screen and reverses the text, in a file whose name holds an
+    escape too: a CI log viewer acts on such characters, so each is written as an escape
+    in the message, the help and the `file=` property, as the text output writes it."""
+    flow = tmp_path / "a\x1bb.flow"
+    flow.write_text("speaker u: human\nspeaker b\nspeaker `c\x1b[2J\u202e`\nwhen from u then b\n")
+    out = run(capsys, "check", "--format", "github", str(flow))
+    assert out.startswith("::warning file="), out
+    assert not {"\x1b", "\u202e"} & set(out), repr(out)
+    assert "c\\x1b[2J\\u202e" in out and "a\\x1bb.flow" in out, out

@@ -9,7 +9,7 @@ import attrs
 from flowc.compiler.analysis.explore import DEFAULT, Step, evaluate
 from flowc.compiler.analysis.facts import Facts, Finding
 from flowc.compiler.analysis.system import OTHER, UNSET, RuleSpec
-from flowc.compiler.quoting import once, ticked
+from flowc.compiler.quoting import once
 from flowc.diagnostics import W205, W206, counted, listing_of
 from flowc.dsl.formatter import format_name, format_value
 
@@ -32,10 +32,8 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
         seen.add(rule.index)
         run = facts.lasso(comp, via=rule.index)
         cap = system.max_turns
-        cut = ""
         if cap is not None and len(run.turns) >= cap:  # the cap closes it before it goes round
             run = attrs.evolve(run.upto(cap), loop_from=None)  # (a run of `cap` turns)
-            cut = f" (`max_turns {cap}` closes it before {ticked(run.next or '')} speaks)"
         members = sorted({format_name(system.speakers[facts.space.speaker_of(v)]) for v in comp})
         name = format_name(system.keys[key])
         held = sorted({facts.space.keys[v][1][key] for v in comp})
@@ -57,7 +55,7 @@ def check_sticky_loops(facts: Facts) -> Iterator[Finding]:
                 f" and {still}; the run ends {ends}",
                 span=facts.rule_span(rule),
                 notes=(
-                    f"a run that enters the loop: {run.render()}{cut}",
+                    f"a run that enters the loop: {run.shown_under(cap)}",
                     *listing_of(
                         taken.get(rule.index, []),
                         lambda r: f"so {system.label(r)} never fires",

@@ -51,7 +51,7 @@ def check_unreachable_speakers(facts: Facts) -> Iterator[Finding]:
                 span=facts.speaker_span(speaker),
                 json_path=facts.mention(speaker),
                 notes=(
-                    f"{facts.states_seen}; a shortest run: {sample.render()}",
+                    f"{facts.states_seen}; a shortest run: {sample.shown_under(system.max_turns)}",
                     *listing_of(
                         dead_to,
                         lambda r: f"{system.label(r)} routes to it and never fires (W203)",
@@ -84,12 +84,7 @@ def check_unreachable_terminate(facts: Facts) -> Iterator[Finding]:
             span=facts.rule_span(first),
             json_path=first.json_path,
             notes=(
-                f"a run that never terminates: {loop.render()}"
-                + (
-                    f" (`max_turns {system.max_turns}` closes it before {ticked(loop.next or '')} speaks)"
-                    if len(loop.turns) == system.max_turns and loop.loop_from is None
-                    else ""
-                ),
+                f"a run that never terminates: {loop.shown_under(system.max_turns)}",
                 "these conditions hold on no turn of any run: " + ", ".join(others),
             ),
             help=(

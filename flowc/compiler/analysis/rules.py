@@ -197,7 +197,7 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 sample,
                 (
                     "no sender, tool call or context value makes the whole condition true",
-                    f"{facts.states_seen}; a shortest run: {sample.render()}",
+                    f"{facts.states_seen}; a shortest run: {sample.shown_under(facts.system.max_turns)}",
                 ),
                 "remove the rule, or join the parts with `or` (or as separate rules) "
                 "if either should route",
@@ -207,9 +207,9 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
             why, help = _unrouted(facts, rule, calls)
             sample = call or sample_run(facts)
             note = (
-                f"a shortest run that calls it: {sample.render()}"
+                f"a shortest run that calls it: {sample.shown_under(facts.system.max_turns)}"
                 if call is not None
-                else f"{facts.states_seen}; a shortest run: {sample.render()}"
+                else f"{facts.states_seen}; a shortest run: {sample.shown_under(facts.system.max_turns)}"
             )
             yield _never_fires(facts, rule, W203, why, sample, (note,), help)
         else:
@@ -220,7 +220,9 @@ def check_dead_rules(facts: Facts) -> Iterator[Finding]:
                 W203,
                 "its condition holds on no turn of any run",
                 sample,
-                (f"{facts.states_seen}; a shortest run: {sample.render()}",),
+                (
+                    f"{facts.states_seen}; a shortest run: {sample.shown_under(facts.system.max_turns)}",
+                ),
                 "remove the rule, or declare the tool or context write its condition waits for",
             )
 
@@ -333,7 +335,7 @@ def check_dead_default(facts: Facts) -> Iterator[Finding]:
             f"`otherwise {target}` can never be reached: on every turn of every run some rule matches",
             span=span,
             json_path=path,
-            notes=(f"a shortest run: {sample.render()}",),
+            notes=(f"a shortest run: {sample.shown_under(facts.system.max_turns)}",),
             help="remove the `otherwise`, or route that case with a rule (e.g. a `context` rule before the `from` rules)",
         ),
         sample,

@@ -16,6 +16,7 @@ import attrs
 
 from flowc.compiler.analysis.explore import KICKOFF, StateSpace, Step
 from flowc.compiler.analysis.system import OTHER, UNSET, System, Valuation
+from flowc.compiler.quoting import ticked
 from flowc.diagnostics import RunPath, counted, elide
 from flowc.dsl.formatter import format_name, format_value
 
@@ -111,6 +112,22 @@ class Run:
         if cap is None or len(self.turns) <= cap:
             return self
         return Run(self.turns[:cap], self.turns[cap].speaker)
+
+    def shown_under(self, cap: int | None) -> str:
+        """:meth:`render`, and when ``max_turns cap`` closes the run (its ``cap`` turns
+        taken, no more, and a speaker scheduled next) who it stops: a run a finding shows
+        as a sample may stop at the cap before the speaker it ends on speaks.
+
+        >>> Run((Turn("a"), Turn("b")), "c").shown_under(2)
+        'a → b → c (`max_turns 2` closes it before `c` speaks)'
+        >>> Run((Turn("a"), Turn("b")), "c").shown_under(3), Run((Turn("a"),), None).shown_under(1)
+        ('a → b → c', 'a → terminate')
+        """
+        if cap is None or self.next is None or self.loop_from is not None:
+            return self.render()
+        if len(self.turns) != cap:  # (a longer run is no run of the flow: see upto)
+            return self.render()
+        return f"{self.render()} (`max_turns {cap}` closes it before {ticked(self.next)} speaks)"
 
     def path(self, subject: str) -> RunPath:
         """The run as plain values, for a diagram to draw (see :class:`RunPath`).
