@@ -274,7 +274,8 @@ class CaseResult:
 
 @attrs.frozen
 class SuiteResult:
-    """One `.flow` file's scenarios (``error``: the file did not compile, or cannot run;
+    """One `.flow` file's scenarios (``error``: the file did not compile or load, holds a
+    scenario no run can pass, or cannot run;
     ``error_text``: all of what stopped it, for the JUnit ``error`` element's text)."""
 
     path: str

@@ -76,7 +76,7 @@ def _compile_read(
     printed, with the errors that stopped it (none when it compiled), among them a
     scenario expecting a close reason no run ends with (E111, found by exploring the flow
     within ``options``' bound); and whether it compiled (as `flowc compile` takes it:
-    false when only such an E111 stopped it)."""
+    true when only such an E111 stopped it)."""
     from flowc.compiler.analysis.endings import scenario_ending_errors
     from flowc.compiler.pipeline import compile_source
 
@@ -264,7 +264,8 @@ def cmd_test(args: argparse.Namespace) -> int:
                 passed, failed, deselected, broken, (unrunnable, impossible, unloaded), stopped
             )
         )
-    if not (total_run or broken or inputs.problems) and _selected_none(args.k, deselected):
+    # (a file that did not compile may hold the scenarios meant: the note, and exit 1)
+    if not (total_run or inputs.problems) and _selected_none(args.k, deselected) and not broken:
         return EXIT_USAGE  # (no report is written: none would say what was meant)
     for where, why in inputs.unread:  # (in the report too: CI reads it, not the exit status)
         suites.append(SuiteResult(where, (), f"the file cannot be read: {why}"))

@@ -50,7 +50,8 @@ TEXTS: dict[str, tuple[str, str | None]] = {
         "Run the `scenario` blocks of .flow files on the hub runtime, no model "
         "needed: each scenario's turns are played and its `expect` lines checked. "
         "Exit 0 when every selected scenario passes (and coverage reaches "
-        "--fail-under), 1 otherwise.",
+        "--fail-under), 1 otherwise; 2 when the command could not run (a missing "
+        "file, a bad option, -k patterns that select none of the scenarios).",
     ),
     "scenarios": (
         "generate scenarios that reach every live rule, ending and tool effect",

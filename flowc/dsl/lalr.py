@@ -1010,8 +1010,8 @@ _ESCAPES = set('"\\/bfnrtu')
 
 def _string_error(source: SourceFile, pos: int) -> tuple[Span, str, str]:
     r"""What is wrong with the string that opens at ``pos`` (which the lexer refused):
-    the first bad escape or raw control character in it, or its missing end on the
-    line, with a span on that very place.
+    the first bad escape or raw control character in it (a span on that very place), or
+    its missing end on the line (a span on its opening quote).
 
     >>> src = SourceFile("f", 'x "a\\qb" "c\td" "e')
     >>> [(_string_error(src, p)[0].column, _string_error(src, p)[1]) for p in (2, 9, 15)]

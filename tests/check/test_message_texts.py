@@ -82,3 +82,28 @@ def test_the_i307_pages_ignore_comment_passes_check_with_and_without_i307() -> N
     )
     found = _check(moved, select=("E", "W", "I", "X", "I307"))
     assert sorted(d.code.id for d in found) == ["I307", "X001"], found
+
+
+CAPPED = """\
+speaker a: human
+speakers b, c, d
+max_turns 2
+when from a then b
+when from b then c
+when from c then a
+when from d then a
+"""
+
+
+def test_a_sample_run_the_cap_stops_says_so() -> None:
+    """A finding's sample run of exactly `max_turns` turns ends on the speaker scheduled
+    next, who never speaks: the note says that the cap closes the run before it (as
+    W210's run does), and says nothing of the kind of a run the cap does not stop."""
+    [w201] = [d for d in _check(CAPPED) if d.code.id == "W201"]
+    assert w201.notes[0] == (
+        "explored 4 states; a shortest run: a → b → c (`max_turns 2` closes it before `c` speaks)"
+    )
+    roomy = CAPPED.replace("max_turns 2", "max_turns 9")
+    [w201] = [d for d in _check(roomy) if d.code.id == "W201"]
+    assert w201.notes[0].startswith("explored 4 states; a shortest run: a → b → c → a"), w201
+    assert not any("closes it before" in n for n in w201.notes), w201.notes

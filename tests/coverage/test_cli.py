@@ -86,6 +86,11 @@ def test_k_selects_scenarios_and_x_stops_at_the_first_failure(
     assert main(["test", *argv, "--junit-xml", str(junit), "--coverage-json", str(cov)]) == 2
     assert "-k selected none of the 2 scenarios" in capsys.readouterr().err
     assert not junit.exists() and not cov.exists()
+    # a file that does not compile may hold the scenarios meant: said, and exit 1 as ever
+    assert (
+        main(["test", str(project / "broken.flow"), str(project / "review.flow"), "-k", "zzz"]) == 1
+    )
+    assert "-k selected none of the 2 scenarios" in capsys.readouterr().err
     # a file without scenarios, and no -k: nothing to run is no mistake
     assert main(["test", str(project / "plain.flow")]) == 0
     # -x: failing.flow sorts before review.flow; nothing after the failure runs
