@@ -489,6 +489,8 @@ def display_width(text: str) -> int:
     >>> display_width("a\ufe0f"), display_width("a\u200db"), display_width("\U0001f44d\U0001f3fd")
     (1, 2, 2)
     """
+    if text.isascii():  # one column each (the common case: no loop)
+        return len(text)
     width = 0
     last = ""  # the last character that took columns
     joined = False  # a zero-width joiner follows an emoji

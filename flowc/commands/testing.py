@@ -85,7 +85,8 @@ def _compile_read(
         return None, tuple(diags), False
     compiled, diags = compile_source(source)
     compiles = compiled is not None and not has_errors(diags)
-    if compiled is not None and compiles:
+    if compiles:
+        assert compiled is not None
         diags = (*diags, *scenario_ending_errors(compiled, options, filename=source.name))
     if diags:
         print_diagnostics(diags, {source.name: source})
@@ -312,9 +313,8 @@ def _summary(
     summary = f"{counted(passed + failed, 'scenario')}: {passed} passed, {failed} failed"
     if deselected:
         summary += f" ({deselected} deselected by -k)"
-    if broken - unrunnable - impossible - unloaded:
-        k = broken - unrunnable - impossible - unloaded
-        summary += f"; {counted(k, 'file')} did not compile"
+    if not_compiled := broken - unrunnable - impossible - unloaded:
+        summary += f"; {counted(not_compiled, 'file')} did not compile"
     if unloaded:
         summary += f"; {counted(unloaded, 'file')} did not load"
     if impossible:

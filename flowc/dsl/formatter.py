@@ -535,7 +535,7 @@ def _then_columns(lines: Sequence[_Line | _Run | None]) -> dict[int, str]:
         if len(run) > 1:
             splits = {i: lines[i].then_at or 0 for i in run}  # type: ignore[union-attr]
             # (in columns: a wide name takes two per character, as an editor shows it)
-            widths = {i: _width(lines[i].code[:at]) for i, at in splits.items()}  # type: ignore[union-attr]
+            widths = {i: display_width(lines[i].code[:at]) for i, at in splits.items()}  # type: ignore[union-attr]
             if max(widths.values()) - min(widths.values()) <= MAX_ALIGN_GAP:
                 column = max(widths.values())
                 for i, at in splits.items():
@@ -556,12 +556,6 @@ def _then_columns(lines: Sequence[_Line | _Run | None]) -> dict[int, str]:
     return codes
 
 
-def _width(code: str) -> int:
-    """The columns ``code`` takes in an editor (:func:`display_width`; its characters in
-    ASCII)."""
-    return len(code) if code.isascii() else display_width(code)
-
-
 def _layout(printer: _Printer) -> str:
     """The printer's lines as text: `then` aligned across consecutive rules and `#`
     across consecutive trailing comments (lines of code or comments at one indent, no
@@ -580,7 +574,7 @@ def _layout(printer: _Printer) -> str:
 
     def close() -> None:
         nonlocal run_pad
-        widths = [_width(code_of(i, lines[i])) for i in commented]  # type: ignore[arg-type]
+        widths = [display_width(code_of(i, lines[i])) for i in commented]  # type: ignore[arg-type]
         if len(commented) > 1 and max(widths) - min(widths) <= MAX_ALIGN_GAP:
             column = max(widths)
             for i in commented:

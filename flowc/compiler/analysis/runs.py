@@ -123,9 +123,8 @@ class Run:
         >>> Run((Turn("a"), Turn("b")), "c").shown_under(3), Run((Turn("a"),), None).shown_under(1)
         ('a → b → c', 'a → terminate')
         """
-        if cap is None or self.next is None or self.loop_from is not None:
-            return self.render()
-        if len(self.turns) != cap:  # (a longer run is no run of the flow: see upto)
+        # (a run longer than the cap is no run of the flow: see upto)
+        if self.next is None or self.loop_from is not None or len(self.turns) != cap:
             return self.render()
         return f"{self.render()} (`max_turns {cap}` closes it before {ticked(self.next)} speaks)"
 
